@@ -1,0 +1,80 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+/// Strict settings for every target, in one place.
+let strictSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "agent-eval",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "agent-eval", targets: ["agent-eval"]),
+        .library(name: "TraceCore", targets: ["TraceCore"]),
+        .library(name: "TraceLog", targets: ["TraceLog"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+    ],
+    targets: [
+        // Layer 0: the system zlib, seen through a module map. Only TraceLog imports it.
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]
+        ),
+        // Layer 1: pure core. Event types, JSON values, run state, the fold, trajectory queries.
+        // No I/O, no clock.
+        .target(
+            name: "TraceCore",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strictSettings
+        ),
+        // Layer 2: the compressed JSONL log: writer, reader, verification, repair.
+        .target(
+            name: "TraceLog",
+            dependencies: ["TraceCore", "CZlib"],
+            swiftSettings: strictSettings
+        ),
+        // Layer 4: the command-line interface.
+        .executableTarget(
+            name: "agent-eval",
+            dependencies: [
+                "TraceCore", "TraceLog",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // Benchmarks: `swift run -c release log-benchmark` (see README, Performance).
+        .executableTarget(
+            name: "log-benchmark",
+            dependencies: ["TraceCore", "TraceLog", "CZlib"],
+            path: "Benchmarks/LogBenchmark",
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "TestSupport",
+            dependencies: ["TraceCore", "TraceLog"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "TraceCoreTests",
+            dependencies: ["TraceCore", "TestSupport"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "TraceLogTests",
+            dependencies: ["TraceCore", "TraceLog", "TestSupport", "CZlib"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "CLITests",
+            dependencies: ["TraceCore", "TraceLog", "TestSupport", "agent-eval"],
+            swiftSettings: strictSettings
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,1 @@
+let placeholderToBeReplaced = 0

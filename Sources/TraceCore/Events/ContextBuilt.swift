@@ -1,0 +1,128 @@
+/// A reference to an item of the working set: an observation, a piece of evidence, a memory.
+public struct ItemReference: JSONRepresentable, Hashable {
+    public var id: String
+    /// What the model was shown in place of the whole item, if anything.
+    public var summary: String?
+    /// `sha256:<hex>` of a `content_stored` event holding the full item.
+    public var contentHash: String?
+
+    public init(id: String, summary: String? = nil, contentHash: String? = nil) {
+        self.id = id
+        self.summary = summary
+        self.contentHash = contentHash
+    }
+
+    public init(json: JSONValue, path: String) throws {
+        let field = try FieldReader(json, path: path)
+        id = try field("id")
+        summary = try field.optional("summary")
+        contentHash = try field.optional("content_hash")
+    }
+
+    public var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("id", id)
+        object.set("summary", summary)
+        object.set("content_hash", contentHash)
+        return object.json
+    }
+}
+
+/// Why an item was left out of a context packet.
+public enum OmissionReason: String, JSONEnum {
+    /// It did not fit in the token budget.
+    case budget
+    /// Policy withholds it (a tool not disclosed, a field redacted).
+    case policy
+    /// It is out of date.
+    case staleness
+    /// It repeats something already included.
+    case duplicate
+}
+
+/// An item the context builder left out, and why.
+public struct OmittedItem: JSONRepresentable, Hashable {
+    public var id: String
+    public var reason: OmissionReason
+    public var detail: String?
+
+    public init(id: String, reason: OmissionReason, detail: String? = nil) {
+        self.id = id
+        self.reason = reason
+        self.detail = detail
+    }
+
+    public init(json: JSONValue, path: String) throws {
+        let field = try FieldReader(json, path: path)
+        id = try field("id")
+        reason = try field("reason")
+        detail = try field.optional("detail")
+    }
+
+    public var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("id", id)
+        object.set("reason", reason)
+        object.set("detail", detail)
+        return object.json
+    }
+}
+
+/// `context_built`: the working set for one decision, and what was left out of it.
+public struct ContextBuilt: JSONRepresentable, Hashable {
+    public var goal: String
+    public var stateSummary: String
+    public var observations: [ItemReference]
+    /// Names of the tools shown to the model, after policy filtering.
+    public var toolsDisclosed: [String]
+    public var evidence: [ItemReference]
+    public var memory: [ItemReference]
+    public var omitted: [OmittedItem]
+    /// The context builder's token estimate of the packet (see the log format for the rule).
+    public var tokenEstimate: Int
+    /// `sha256:<hex>` of a `content_stored` event holding the rendered prompt, if stored.
+    public var promptHash: String?
+
+    public init(
+        goal: String, stateSummary: String, observations: [ItemReference] = [], toolsDisclosed: [String] = [],
+        evidence: [ItemReference] = [], memory: [ItemReference] = [], omitted: [OmittedItem] = [],
+        tokenEstimate: Int, promptHash: String? = nil
+    ) {
+        self.goal = goal
+        self.stateSummary = stateSummary
+        self.observations = observations
+        self.toolsDisclosed = toolsDisclosed
+        self.evidence = evidence
+        self.memory = memory
+        self.omitted = omitted
+        self.tokenEstimate = tokenEstimate
+        self.promptHash = promptHash
+    }
+
+    public init(json: JSONValue, path: String) throws {
+        let field = try FieldReader(json, path: path)
+        goal = try field("goal")
+        stateSummary = try field("state_summary")
+        observations = try field.list("observations")
+        toolsDisclosed = try field.list("tools_disclosed")
+        evidence = try field.list("evidence")
+        memory = try field.list("memory")
+        omitted = try field.list("omitted")
+        tokenEstimate = try field("token_estimate")
+        promptHash = try field.optional("prompt_hash")
+    }
+
+    public var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("goal", goal)
+        object.set("state_summary", stateSummary)
+        object.set("observations", observations)
+        object.set("tools_disclosed", toolsDisclosed)
+        object.set("evidence", evidence)
+        object.set("memory", memory)
+        object.set("omitted", omitted)
+        object.set("token_estimate", tokenEstimate)
+        object.set("prompt_hash", promptHash)
+        return object.json
+    }
+}

@@ -1,0 +1,201 @@
+/// One tool call the model proposed.
+public struct ToolCall: JSONRepresentable, Hashable {
+    /// Unique within the run; verdicts, intents and results name the call by it.
+    public var id: String
+    public var name: String
+    /// The arguments object as the model gave it.
+    public var arguments: JSONValue
+
+    public init(id: String, name: String, arguments: JSONValue) {
+        self.id = id
+        self.name = name
+        self.arguments = arguments
+    }
+
+    public init(json: JSONValue, path: String) throws {
+        let field = try FieldReader(json, path: path)
+        id = try field("id")
+        name = try field("name")
+        arguments = try field("arguments")
+    }
+
+    public var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("id", id)
+        object.set("name", name)
+        object.set("arguments", arguments)
+        return object.json
+    }
+}
+
+/// A model response, parsed: what the model proposes the runtime do next.
+public enum Decision: JSONRepresentable, Hashable {
+    /// A final answer for the user.
+    case answer(String)
+    /// One or more tool calls, independent of each other.
+    case toolCalls([ToolCall])
+    /// A question for a human before going on.
+    case askHuman(String)
+    /// The model gives up or declares the task done without an answer.
+    case stop(reason: String)
+
+    public init(json: JSONValue, path: String) throws {
+        let field = try FieldReader(json, path: path)
+        let type: String = try field("type")
+        switch type {
+        case "answer": self = .answer(try field("text"))
+        case "tool_calls": self = .toolCalls(try field("calls"))
+        case "ask_human": self = .askHuman(try field("question"))
+        case "stop": self = .stop(reason: try field("reason"))
+        default:
+            throw TraceCoreError(
+                .invalidField,
+                "\(path).type is \"\(type)\", which is not one of \"answer\", \"tool_calls\", \"ask_human\", \"stop\"",
+                fieldPath: "\(path).type")
+        }
+    }
+
+    public var json: JSONValue {
+        var object = ObjectBuilder()
+        switch self {
+        case .answer(let text):
+            object.set("type", "answer")
+            object.set("text", text)
+        case .toolCalls(let calls):
+            object.set("type", "tool_calls")
+            object.set("calls", calls)
+        case .askHuman(let question):
+            object.set("type", "ask_human")
+            object.set("question", question)
+        case .stop(let reason):
+            object.set("type", "stop")
+            object.set("reason", reason)
+        }
+        return object.json
+    }
+}
+
+/// What made a model response unusable.
+public enum InvalidDecisionKind: String, JSONEnum {
+    /// Not parseable as any decision.
+    case unparseable
+    /// Names a tool that was not offered.
+    case unknownTool = "unknown_tool"
+    /// Arguments that fail the tool's input schema.
+    case invalidArguments = "invalid_arguments"
+    /// No answer, no call, nothing.
+    case empty
+    /// Parts that cannot all hold (an answer and tool calls, two calls with one id).
+    case contradictory
+}
+
+/// A model response the runtime rejected, and why.
+public struct InvalidDecision: JSONRepresentable, Hashable {
+    public var kind: InvalidDecisionKind
+    /// The parse or validation error, as the model will be told it.
+    public var message: String
+
+    public init(kind: InvalidDecisionKind, message: String) {
+        self.kind = kind
+        self.message = message
+    }
+
+    public init(json: JSONValue, path: String) throws {
+        let field = try FieldReader(json, path: path)
+        kind = try field("kind")
+        message = try field("message")
+    }
+
+    public var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("kind", kind)
+        object.set("message", message)
+        return object.json
+    }
+}
+
+/// Tokens a model call used, as the model reported them.
+public struct TokenUsage: JSONRepresentable, Hashable {
+    public var input: Int
+    public var output: Int
+
+    public init(input: Int, output: Int) {
+        self.input = input
+        self.output = output
+    }
+
+    public var total: Int { input + output }
+
+    public init(json: JSONValue, path: String) throws {
+        let field = try FieldReader(json, path: path)
+        input = try field("input")
+        output = try field("output")
+    }
+
+    public var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("input", input)
+        object.set("output", output)
+        return object.json
+    }
+}
+
+/// `decision_made`: the model's raw output and what the runtime made of it.
+public struct DecisionMade: JSONRepresentable, Hashable {
+    /// Either a decision or the reason there is none.
+    public enum Outcome: Hashable, Sendable {
+        case valid(Decision)
+        case invalid(InvalidDecision)
+    }
+
+    /// The model output exactly as received.
+    public var raw: String
+    public var outcome: Outcome
+    public var usage: TokenUsage?
+    public var latencyUs: Int?
+    public var costUSD: Double?
+
+    public init(raw: String, outcome: Outcome, usage: TokenUsage? = nil, latencyUs: Int? = nil, costUSD: Double? = nil) {
+        self.raw = raw
+        self.outcome = outcome
+        self.usage = usage
+        self.latencyUs = latencyUs
+        self.costUSD = costUSD
+    }
+
+    /// The parsed decision, if the output was valid.
+    public var decision: Decision? {
+        if case .valid(let decision) = outcome { return decision }
+        return nil
+    }
+
+    public init(json: JSONValue, path: String) throws {
+        let field = try FieldReader(json, path: path)
+        raw = try field("raw")
+        let decision: Decision? = try field.optional("decision")
+        let invalid: InvalidDecision? = try field.optional("invalid")
+        switch (decision, invalid) {
+        case (let decision?, nil): outcome = .valid(decision)
+        case (nil, let invalid?): outcome = .invalid(invalid)
+        default:
+            throw TraceCoreError(
+                .invalidField, "\(path) must have exactly one of \"decision\" and \"invalid\"", fieldPath: path)
+        }
+        usage = try field.optional("usage")
+        latencyUs = try field.optional("latency_us")
+        costUSD = try field.optional("cost_usd")
+    }
+
+    public var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("raw", raw)
+        switch outcome {
+        case .valid(let decision): object.set("decision", decision)
+        case .invalid(let invalid): object.set("invalid", invalid)
+        }
+        object.set("usage", usage)
+        object.set("latency_us", latencyUs)
+        object.set("cost_usd", costUSD)
+        return object.json
+    }
+}

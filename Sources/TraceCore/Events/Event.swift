@@ -1,0 +1,102 @@
+/// One line of a log: the envelope and its payload.
+///
+/// The envelope fields are written in a fixed order —
+/// `{"v":1,"run":…,"seq":…,"step":…,"time_us":…,"kind":…,"prev":…,"data":{…}}` — and the
+/// payload in canonical JSON (see `JSONWriter`), so an event has exactly one encoding.
+public struct Event: Sendable, Hashable {
+    /// The envelope version this code writes and reads.
+    public static let schemaVersion = 1
+
+    public var version: Int
+    /// The run the event belongs to; the same on every line of a log.
+    public var runId: String
+    /// Dense from 0: the n-th event of the log has sequence n.
+    public var sequence: Int
+    /// 0 for the run's start, then 1, 2, ... for the steps of the loop.
+    public var step: Int
+    /// Microseconds since the Unix epoch, from the runtime's clock.
+    public var timeUs: Int
+    /// SHA-256 (hex) of the previous event's line; 64 zeros for sequence 0.
+    public var previousHash: String
+    public var payload: EventPayload
+
+    public init(
+        version: Int = Event.schemaVersion, runId: String, sequence: Int, step: Int, timeUs: Int,
+        previousHash: String, payload: EventPayload
+    ) {
+        self.version = version
+        self.runId = runId
+        self.sequence = sequence
+        self.step = step
+        self.timeUs = timeUs
+        self.previousHash = previousHash
+        self.payload = payload
+    }
+
+    /// The envelope's `kind`.
+    public var kind: String { payload.kind }
+
+    /// The line bytes of this event, without the newline.
+    public func encodedLine() -> [UInt8] {
+        var writer = JSONWriter(capacity: 512)
+        encode(into: &writer)
+        return writer.bytes
+    }
+
+    /// Appends the line bytes of this event, without the newline.
+    public func encode(into writer: inout JSONWriter) {
+        writer.writeRaw("{\"v\":")
+        writer.write(version)
+        writer.writeRaw(",\"run\":")
+        writer.write(runId)
+        writer.writeRaw(",\"seq\":")
+        writer.write(sequence)
+        writer.writeRaw(",\"step\":")
+        writer.write(step)
+        writer.writeRaw(",\"time_us\":")
+        writer.write(timeUs)
+        writer.writeRaw(",\"kind\":")
+        writer.write(payload.kind)
+        writer.writeRaw(",\"prev\":")
+        writer.write(previousHash)
+        writer.writeRaw(",\"data\":")
+        writer.write(payload.data)
+        writer.writeRaw("}")
+    }
+
+    /// Decodes one line (without its newline).
+    ///
+    /// Throws `TraceCoreError` for text that is not JSON, an envelope field that is missing or
+    /// mistyped, a version other than 1, or a known kind whose data does not fit.
+    public init(line: UnsafeRawBufferPointer) throws {
+        let value = try JSONParser.parse(line)
+        try self.init(json: value)
+    }
+
+    /// Decodes one line (without its newline).
+    public init(line: [UInt8]) throws {
+        self = try line.withUnsafeBytes { try Event(line: $0) }
+    }
+
+    /// Decodes an already parsed line.
+    public init(json value: JSONValue) throws {
+        let field = try FieldReader(value, path: "event")
+        version = try field("v")
+        guard version == Event.schemaVersion else {
+            throw TraceCoreError(
+                .unsupportedVersion,
+                "event has envelope version \(version); this agent-eval reads version \(Event.schemaVersion) only",
+                fieldPath: "v")
+        }
+        runId = try field("run")
+        sequence = try field("seq")
+        step = try field("step")
+        timeUs = try field("time_us")
+        let kind: String = try field("kind")
+        previousHash = try field("prev")
+        guard let data = field.object["data"] else {
+            throw TraceCoreError(.invalidField, "event.data is missing", fieldPath: "data")
+        }
+        payload = try EventPayload(kind: kind, data: data)
+    }
+}

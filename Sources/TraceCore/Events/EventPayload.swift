@@ -1,0 +1,84 @@
+/// What happened, one case per event kind of format version 1.
+///
+/// `unknown` holds a kind this code does not know (written by a newer writer): it is kept
+/// byte for byte through reading and rewriting, and the fold skips it.
+public enum EventPayload: Sendable, Hashable {
+    case runStarted(RunStarted)
+    case contextBuilt(ContextBuilt)
+    case decisionMade(DecisionMade)
+    case verdictGiven(VerdictGiven)
+    case toolIntended(ToolIntended)
+    case toolCompleted(ToolCompleted)
+    case approvalRecorded(ApprovalRecorded)
+    case stepEnded(StepEnded)
+    case contentStored(ContentStored)
+    case runStopped(RunStopped)
+    case unknown(kind: String, data: JSONValue)
+
+    /// Every kind this version knows, in the order the format document lists them.
+    public static let knownKinds = [
+        "run_started", "context_built", "decision_made", "verdict_given", "tool_intended", "tool_completed",
+        "approval_recorded", "step_ended", "content_stored", "run_stopped",
+    ]
+
+    /// The `kind` string of the envelope.
+    public var kind: String {
+        switch self {
+        case .runStarted: return "run_started"
+        case .contextBuilt: return "context_built"
+        case .decisionMade: return "decision_made"
+        case .verdictGiven: return "verdict_given"
+        case .toolIntended: return "tool_intended"
+        case .toolCompleted: return "tool_completed"
+        case .approvalRecorded: return "approval_recorded"
+        case .stepEnded: return "step_ended"
+        case .contentStored: return "content_stored"
+        case .runStopped: return "run_stopped"
+        case .unknown(let kind, _): return kind
+        }
+    }
+
+    /// The `data` object of the envelope.
+    public var data: JSONValue {
+        switch self {
+        case .runStarted(let payload): return payload.json
+        case .contextBuilt(let payload): return payload.json
+        case .decisionMade(let payload): return payload.json
+        case .verdictGiven(let payload): return payload.json
+        case .toolIntended(let payload): return payload.json
+        case .toolCompleted(let payload): return payload.json
+        case .approvalRecorded(let payload): return payload.json
+        case .stepEnded(let payload): return payload.json
+        case .contentStored(let payload): return payload.json
+        case .runStopped(let payload): return payload.json
+        case .unknown(_, let data): return data
+        }
+    }
+
+    /// Decodes `data` for `kind`; a kind this version does not know becomes `.unknown`.
+    public init(kind: String, data: JSONValue) throws {
+        let path = "data"
+        switch kind {
+        case "run_started": self = .runStarted(try RunStarted(json: data, path: path))
+        case "context_built": self = .contextBuilt(try ContextBuilt(json: data, path: path))
+        case "decision_made": self = .decisionMade(try DecisionMade(json: data, path: path))
+        case "verdict_given": self = .verdictGiven(try VerdictGiven(json: data, path: path))
+        case "tool_intended": self = .toolIntended(try ToolIntended(json: data, path: path))
+        case "tool_completed": self = .toolCompleted(try ToolCompleted(json: data, path: path))
+        case "approval_recorded": self = .approvalRecorded(try ApprovalRecorded(json: data, path: path))
+        case "step_ended": self = .stepEnded(try StepEnded(json: data, path: path))
+        case "content_stored": self = .contentStored(try ContentStored(json: data, path: path))
+        case "run_stopped": self = .runStopped(try RunStopped(json: data, path: path))
+        default: self = .unknown(kind: kind, data: data)
+        }
+    }
+
+    /// Whether the writer must make the log durable right after this event: before a tool
+    /// runs, when a human's approval is recorded, at a step's end and at the run's end.
+    public var isDurabilityPoint: Bool {
+        switch self {
+        case .toolIntended, .approvalRecorded, .stepEnded, .runStopped: return true
+        default: return false
+        }
+    }
+}

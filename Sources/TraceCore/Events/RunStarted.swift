@@ -1,0 +1,209 @@
+/// How much a tool changes the world: the policy gate's main input.
+public enum SideEffect: String, JSONEnum {
+    /// Only reads; safe to retry and to run in parallel.
+    case read
+    /// Prepares something a human or a later call commits (a draft email, a staged change).
+    case draft
+    /// Changes the world (sends, pays, deletes).
+    case write
+}
+
+/// A tool as offered to the model.
+public struct ToolSpec: JSONRepresentable, Hashable {
+    public var name: String
+    public var description: String
+    /// A JSON Schema for the arguments object.
+    public var inputSchema: JSONValue
+    public var sideEffect: SideEffect
+
+    public init(name: String, description: String, inputSchema: JSONValue, sideEffect: SideEffect) {
+        self.name = name
+        self.description = description
+        self.inputSchema = inputSchema
+        self.sideEffect = sideEffect
+    }
+
+    public init(json: JSONValue, path: String) throws {
+        let field = try FieldReader(json, path: path)
+        name = try field("name")
+        description = try field("description")
+        inputSchema = try field("input_schema")
+        sideEffect = try field("side_effect")
+    }
+
+    public var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("name", name)
+        object.set("description", description)
+        object.set("input_schema", inputSchema)
+        object.set("side_effect", sideEffect)
+        return object.json
+    }
+}
+
+/// Which agent ran: its name, version, and a digest of its whole configuration.
+public struct AgentIdentity: JSONRepresentable, Hashable {
+    public var name: String
+    public var version: String?
+    /// `sha256:<hex>` of the agent's configuration, so two runs can be told apart by config.
+    public var configDigest: String
+
+    public init(name: String, version: String? = nil, configDigest: String) {
+        self.name = name
+        self.version = version
+        self.configDigest = configDigest
+    }
+
+    public init(json: JSONValue, path: String) throws {
+        let field = try FieldReader(json, path: path)
+        name = try field("name")
+        version = try field.optional("version")
+        configDigest = try field("config_digest")
+    }
+
+    public var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("name", name)
+        object.set("version", version)
+        object.set("config_digest", configDigest)
+        return object.json
+    }
+}
+
+/// Which model was asked.
+public struct ModelIdentity: JSONRepresentable, Hashable {
+    /// Who serves it: "openai", "anthropic", "scripted", "replay", ...
+    public var provider: String
+    public var name: String
+
+    public init(provider: String, name: String) {
+        self.provider = provider
+        self.name = name
+    }
+
+    public init(json: JSONValue, path: String) throws {
+        let field = try FieldReader(json, path: path)
+        provider = try field("provider")
+        name = try field("name")
+    }
+
+    public var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("provider", provider)
+        object.set("name", name)
+        return object.json
+    }
+}
+
+/// Which policy judged the tool calls.
+public struct PolicyIdentity: JSONRepresentable, Hashable {
+    public var name: String
+    /// `sha256:<hex>` of the rules, when they come from a file.
+    public var digest: String?
+
+    public init(name: String, digest: String? = nil) {
+        self.name = name
+        self.digest = digest
+    }
+
+    public init(json: JSONValue, path: String) throws {
+        let field = try FieldReader(json, path: path)
+        name = try field("name")
+        digest = try field.optional("digest")
+    }
+
+    public var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("name", name)
+        object.set("digest", digest)
+        return object.json
+    }
+}
+
+/// The budgets a run may use; nil means no limit.
+public struct RunLimits: JSONRepresentable, Hashable {
+    public var maxSteps: Int?
+    public var maxToolCalls: Int?
+    public var timeoutMs: Int?
+    /// Input plus output tokens, as reported by the model.
+    public var tokenBudget: Int?
+
+    public init(maxSteps: Int? = nil, maxToolCalls: Int? = nil, timeoutMs: Int? = nil, tokenBudget: Int? = nil) {
+        self.maxSteps = maxSteps
+        self.maxToolCalls = maxToolCalls
+        self.timeoutMs = timeoutMs
+        self.tokenBudget = tokenBudget
+    }
+
+    public init(json: JSONValue, path: String) throws {
+        let field = try FieldReader(json, path: path)
+        maxSteps = try field.optional("max_steps")
+        maxToolCalls = try field.optional("max_tool_calls")
+        timeoutMs = try field.optional("timeout_ms")
+        tokenBudget = try field.optional("token_budget")
+    }
+
+    public var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("max_steps", maxSteps)
+        object.set("max_tool_calls", maxToolCalls)
+        object.set("timeout_ms", timeoutMs)
+        object.set("token_budget", tokenBudget)
+        return object.json
+    }
+}
+
+/// `run_started`: the first event of every log. What was asked, of which agent, with what.
+public struct RunStarted: JSONRepresentable, Hashable {
+    /// The goal or input the run was given.
+    public var goal: String
+    public var agent: AgentIdentity
+    public var model: ModelIdentity
+    public var policy: PolicyIdentity
+    /// Every tool offered, in the agent's order.
+    public var tools: [ToolSpec]
+    public var limits: RunLimits
+    /// Who the run acts for, for policy decisions.
+    public var actor: String?
+    /// The entry point the run came through, for policy decisions.
+    public var route: String?
+
+    public init(
+        goal: String, agent: AgentIdentity, model: ModelIdentity, policy: PolicyIdentity, tools: [ToolSpec],
+        limits: RunLimits = RunLimits(), actor: String? = nil, route: String? = nil
+    ) {
+        self.goal = goal
+        self.agent = agent
+        self.model = model
+        self.policy = policy
+        self.tools = tools
+        self.limits = limits
+        self.actor = actor
+        self.route = route
+    }
+
+    public init(json: JSONValue, path: String) throws {
+        let field = try FieldReader(json, path: path)
+        goal = try field("goal")
+        agent = try field("agent")
+        model = try field("model")
+        policy = try field("policy")
+        tools = try field.list("tools")
+        limits = try field.optional("limits") ?? RunLimits()
+        actor = try field.optional("actor")
+        route = try field.optional("route")
+    }
+
+    public var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("goal", goal)
+        object.set("agent", agent)
+        object.set("model", model)
+        object.set("policy", policy)
+        object.set("tools", tools)
+        object.set("limits", limits)
+        object.set("actor", actor)
+        object.set("route", route)
+        return object.json
+    }
+}

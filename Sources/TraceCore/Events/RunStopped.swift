@@ -1,0 +1,82 @@
+/// Why a run ended. Every run ends with exactly one.
+public enum StopReason: String, JSONEnum {
+    /// The agent answered or finished its task.
+    case success
+    /// The agent could not go on (asked a human, gave up, a dependency was missing).
+    case blocked
+    /// A call needs a human's approval; the run can be resumed once it is given.
+    case approvalRequired = "approval_required"
+    /// A limit fired; `limit` says which.
+    case budgetExhausted = "budget_exhausted"
+    /// The model's output was rejected too many times.
+    case invalidDecision = "invalid_decision"
+    /// Policy denied a call and the configuration makes that final.
+    case policyDenied = "policy_denied"
+    /// A tool failed and the configuration makes that final.
+    case toolFailure = "tool_failure"
+}
+
+/// Which budget ran out.
+public enum LimitKind: String, JSONEnum {
+    case maxSteps = "max_steps"
+    case maxToolCalls = "max_tool_calls"
+    case timeout
+    case tokenBudget = "token_budget"
+}
+
+/// `run_stopped`: the last event of a run.
+public struct RunStopped: JSONRepresentable, Hashable {
+    public var reason: StopReason
+    /// The limit that fired, for `budget_exhausted`.
+    public var limit: LimitKind?
+    /// The final answer, for `success`.
+    public var answer: String?
+    /// What went wrong, when an error ended the run.
+    public var error: String?
+
+    public init(reason: StopReason, limit: LimitKind? = nil, answer: String? = nil, error: String? = nil) {
+        self.reason = reason
+        self.limit = limit
+        self.answer = answer
+        self.error = error
+    }
+
+    public init(json: JSONValue, path: String) throws {
+        let field = try FieldReader(json, path: path)
+        reason = try field("reason")
+        limit = try field.optional("limit")
+        answer = try field.optional("answer")
+        error = try field.optional("error")
+    }
+
+    public var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("reason", reason)
+        object.set("limit", limit)
+        object.set("answer", answer)
+        object.set("error", error)
+        return object.json
+    }
+}
+
+/// `step_ended`: a step is over; carries the digest of the state as it stands.
+///
+/// `stateDigest` is `RunState.digest` of the state folded from every event before this one.
+public struct StepEnded: JSONRepresentable, Hashable {
+    public var stateDigest: String
+
+    public init(stateDigest: String) {
+        self.stateDigest = stateDigest
+    }
+
+    public init(json: JSONValue, path: String) throws {
+        let field = try FieldReader(json, path: path)
+        stateDigest = try field("state_digest")
+    }
+
+    public var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("state_digest", stateDigest)
+        return object.json
+    }
+}

@@ -1,0 +1,180 @@
+/// The policy gate's answer for one tool call.
+public enum Verdict: String, JSONEnum {
+    case allow
+    case deny
+    case approvalRequired = "approval_required"
+}
+
+/// `verdict_given`: the policy gate judged one proposed call. Exactly one per call.
+public struct VerdictGiven: JSONRepresentable, Hashable {
+    public var callId: String
+    public var tool: String
+    public var verdict: Verdict
+    public var reason: String?
+    /// The rule that decided, by its name or position in the rules file.
+    public var rule: String?
+
+    public init(callId: String, tool: String, verdict: Verdict, reason: String? = nil, rule: String? = nil) {
+        self.callId = callId
+        self.tool = tool
+        self.verdict = verdict
+        self.reason = reason
+        self.rule = rule
+    }
+
+    public init(json: JSONValue, path: String) throws {
+        let field = try FieldReader(json, path: path)
+        callId = try field("call_id")
+        tool = try field("tool")
+        verdict = try field("verdict")
+        reason = try field.optional("reason")
+        rule = try field.optional("rule")
+    }
+
+    public var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("call_id", callId)
+        object.set("tool", tool)
+        object.set("verdict", verdict)
+        object.set("reason", reason)
+        object.set("rule", rule)
+        return object.json
+    }
+}
+
+/// `tool_intended`: written, and made durable, before a tool runs (write-ahead).
+///
+/// A log whose last event for a call is its intent says the tool may or may not have run.
+public struct ToolIntended: JSONRepresentable, Hashable {
+    public var callId: String
+    public var tool: String
+    public var arguments: JSONValue
+    /// 1 for the first try, 2 for the first retry, ...
+    public var attempt: Int
+
+    public init(callId: String, tool: String, arguments: JSONValue, attempt: Int) {
+        self.callId = callId
+        self.tool = tool
+        self.arguments = arguments
+        self.attempt = attempt
+    }
+
+    public init(json: JSONValue, path: String) throws {
+        let field = try FieldReader(json, path: path)
+        callId = try field("call_id")
+        tool = try field("tool")
+        arguments = try field("arguments")
+        attempt = try field("attempt")
+    }
+
+    public var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("call_id", callId)
+        object.set("tool", tool)
+        object.set("arguments", arguments)
+        object.set("attempt", attempt)
+        return object.json
+    }
+}
+
+/// How a tool attempt ended.
+public enum ToolStatus: String, JSONEnum {
+    /// It did its work; `output` holds the result.
+    case ok
+    /// The tool declined (a business rule, not a fault).
+    case refused
+    /// It failed: crashed, timed out, exited non-zero, printed what does not parse.
+    case error
+}
+
+/// `tool_completed`: one attempt of a tool call ended.
+public struct ToolCompleted: JSONRepresentable, Hashable {
+    public var callId: String
+    public var tool: String
+    public var attempt: Int
+    public var status: ToolStatus
+    /// The result data, when small enough to hold inline.
+    public var output: JSONValue?
+    /// `sha256:<hex>` of a `content_stored` event holding output too large or not JSON.
+    public var contentHash: String?
+    /// What went wrong, for `refused` and `error`.
+    public var error: String?
+    /// Whether the runtime may retry this failure.
+    public var isRetryable: Bool?
+    public var durationUs: Int
+
+    public init(
+        callId: String, tool: String, attempt: Int, status: ToolStatus, output: JSONValue? = nil,
+        contentHash: String? = nil, error: String? = nil, isRetryable: Bool? = nil, durationUs: Int
+    ) {
+        self.callId = callId
+        self.tool = tool
+        self.attempt = attempt
+        self.status = status
+        self.output = output
+        self.contentHash = contentHash
+        self.error = error
+        self.isRetryable = isRetryable
+        self.durationUs = durationUs
+    }
+
+    public init(json: JSONValue, path: String) throws {
+        let field = try FieldReader(json, path: path)
+        callId = try field("call_id")
+        tool = try field("tool")
+        attempt = try field("attempt")
+        status = try field("status")
+        // `null` is a legitimate tool output, so presence, not value, decides.
+        output = field.object["output"]
+        contentHash = try field.optional("content_hash")
+        error = try field.optional("error")
+        isRetryable = try field.optional("retryable")
+        durationUs = try field("duration_us")
+    }
+
+    public var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("call_id", callId)
+        object.set("tool", tool)
+        object.set("attempt", attempt)
+        object.set("status", status)
+        object.set("output", output)
+        object.set("content_hash", contentHash)
+        object.set("error", error)
+        object.set("retryable", isRetryable)
+        object.set("duration_us", durationUs)
+        return object.json
+    }
+}
+
+/// `approval_recorded`: a human granted or refused a call that needed approval.
+public struct ApprovalRecorded: JSONRepresentable, Hashable {
+    public var callId: String
+    public var isGranted: Bool
+    public var approver: String?
+    public var reason: String?
+
+    public init(callId: String, isGranted: Bool, approver: String? = nil, reason: String? = nil) {
+        self.callId = callId
+        self.isGranted = isGranted
+        self.approver = approver
+        self.reason = reason
+    }
+
+    public init(json: JSONValue, path: String) throws {
+        let field = try FieldReader(json, path: path)
+        callId = try field("call_id")
+        isGranted = try field("granted")
+        approver = try field.optional("approver")
+        reason = try field.optional("reason")
+    }
+
+    public var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("call_id", callId)
+        object.set("granted", isGranted)
+        object.set("approver", approver)
+        object.set("reason", reason)
+        return object.json
+    }
+}

@@ -1,0 +1,323 @@
+/// Parses JSON text into `JSONValue`, straight from UTF-8 bytes.
+///
+/// Strict RFC 8259: one value, optional surrounding white space, no trailing commas, no
+/// comments, no duplicate keys, no lone surrogate escapes, valid UTF-8. This is the reader's
+/// hot path, so it walks raw bytes and never goes through `Character`.
+public struct JSONParser {
+    /// Nesting deeper than this is rejected rather than risking the stack.
+    public static let maximumDepth = 512
+
+    /// Parses a whole text.
+    public static func parse(_ bytes: some Collection<UInt8>) throws -> JSONValue {
+        if let result = try bytes.withContiguousStorageIfAvailable({ try parse(UnsafeRawBufferPointer($0)) }) {
+            return result
+        }
+        return try Array(bytes).withUnsafeBytes { try parse($0) }
+    }
+
+    /// Parses a whole text held in raw memory.
+    public static func parse(_ buffer: UnsafeRawBufferPointer) throws -> JSONValue {
+        let bytes = buffer.bindMemory(to: UInt8.self)
+        guard let base = bytes.baseAddress, !bytes.isEmpty else {
+            throw TraceCoreError(.invalidJSON, "invalid JSON at byte 0: the text is empty", byteOffset: 0)
+        }
+        var parser = Cursor(base: base, end: bytes.count)
+        parser.skipSpace()
+        let value = try parser.value(depth: 0)
+        parser.skipSpace()
+        if parser.index < parser.end {
+            throw parser.failure("unexpected \(parser.describeByte()) after the JSON value")
+        }
+        return value
+    }
+
+    struct Cursor {
+        let base: UnsafePointer<UInt8>
+        let end: Int
+        var index = 0
+
+
+        func failure(_ message: String, at offset: Int? = nil) -> TraceCoreError {
+            let where_ = offset ?? index
+            return TraceCoreError(.invalidJSON, "invalid JSON at byte \(where_): \(message)", byteOffset: where_)
+        }
+
+        func describeByte() -> String {
+            guard index < end else { return "end of text" }
+            let byte = base[index]
+            if byte >= 0x21 && byte < 0x7F { return "'\(Character(Unicode.Scalar(byte)))'" }
+            return "byte 0x\(String(byte, radix: 16))"
+        }
+
+        mutating func skipSpace() {
+            while index < end {
+                switch base[index] {
+                case 0x20, 0x0A, 0x0D, 0x09: index += 1
+                default: return
+                }
+            }
+        }
+
+        mutating func value(depth: Int) throws -> JSONValue {
+            guard index < end else { throw failure("expected a value, found the end of the text") }
+            switch base[index] {
+            case UInt8(ascii: "{"): return .object(try object(depth: depth + 1))
+            case UInt8(ascii: "["): return .array(try array(depth: depth + 1))
+            case UInt8(ascii: "\""): return .string(try string())
+            case UInt8(ascii: "t"): try literal("true"); return .bool(true)
+            case UInt8(ascii: "f"): try literal("false"); return .bool(false)
+            case UInt8(ascii: "n"): try literal("null"); return .null
+            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try number()
+            default: throw failure("expected a value, found \(describeByte())")
+            }
+        }
+
+        mutating func literal(_ word: StaticString) throws {
+            let count = word.utf8CodeUnitCount
+            guard end - index >= count, memcmpEqual(base + index, word.utf8Start, count) else {
+                throw failure("expected '\(word)'")
+            }
+            index += count
+        }
+
+        private func memcmpEqual(_ a: UnsafePointer<UInt8>, _ b: UnsafePointer<UInt8>, _ count: Int) -> Bool {
+            for offset in 0..<count where a[offset] != b[offset] { return false }
+            return true
+        }
+
+        mutating func object(depth: Int) throws -> JSONObject {
+            guard depth <= JSONParser.maximumDepth else { throw failure("nesting deeper than \(JSONParser.maximumDepth)") }
+            let start = index
+            index += 1
+            var members: [JSONObject.Member] = []
+            skipSpace()
+            if index < end && base[index] == UInt8(ascii: "}") {
+                index += 1
+                return JSONObject()
+            }
+            var sorted = true
+            while true {
+                skipSpace()
+                guard index < end, base[index] == UInt8(ascii: "\"") else {
+                    throw failure("expected a member name in double quotes, found \(describeByte())")
+                }
+                let key = try string()
+                skipSpace()
+                guard index < end, base[index] == UInt8(ascii: ":") else {
+                    throw failure("expected ':' after member name \"\(key)\", found \(describeByte())")
+                }
+                index += 1
+                skipSpace()
+                let value = try value(depth: depth)
+                if sorted, let last = members.last, JSONObject.compare(last.key, key) >= 0 { sorted = false }
+                members.append(JSONObject.Member(key: key, value: value))
+                skipSpace()
+                guard index < end else { throw failure("object opened at byte \(start) is not closed") }
+                if base[index] == UInt8(ascii: ",") {
+                    index += 1
+                    continue
+                }
+                if base[index] == UInt8(ascii: "}") {
+                    index += 1
+                    break
+                }
+                throw failure("expected ',' or '}' in object, found \(describeByte())")
+            }
+            if !sorted {
+                members.sort { JSONObject.compare($0.key, $1.key) < 0 }
+                for position in members.indices.dropFirst()
+                where JSONObject.compare(members[position - 1].key, members[position].key) == 0 {
+                    throw failure("duplicate member name \"\(members[position].key)\" in object", at: start)
+                }
+            }
+            return JSONObject(sortedUniqueMembers: members)
+        }
+
+        mutating func array(depth: Int) throws -> [JSONValue] {
+            guard depth <= JSONParser.maximumDepth else { throw failure("nesting deeper than \(JSONParser.maximumDepth)") }
+            let start = index
+            index += 1
+            var elements: [JSONValue] = []
+            skipSpace()
+            if index < end && base[index] == UInt8(ascii: "]") {
+                index += 1
+                return elements
+            }
+            while true {
+                skipSpace()
+                elements.append(try value(depth: depth))
+                skipSpace()
+                guard index < end else { throw failure("array opened at byte \(start) is not closed") }
+                if base[index] == UInt8(ascii: ",") {
+                    index += 1
+                    continue
+                }
+                if base[index] == UInt8(ascii: "]") {
+                    index += 1
+                    return elements
+                }
+                throw failure("expected ',' or ']' in array, found \(describeByte())")
+            }
+        }
+
+        mutating func string() throws -> String {
+            let open = index
+            index += 1
+            let runStart = index
+            // Fast path: no escapes. Scan to the closing quote.
+            while index < end {
+                let byte = base[index]
+                if byte == UInt8(ascii: "\"") {
+                    let run = UnsafeBufferPointer(start: base + runStart, count: index - runStart)
+                    index += 1
+                    return try makeString(run, at: runStart)
+                }
+                if byte == UInt8(ascii: "\\") { break }
+                if byte < 0x20 { throw failure("control character 0x\(String(byte, radix: 16)) inside a string") }
+                index += 1
+            }
+            guard index < end else { throw failure("string opened at byte \(open) is not closed", at: open) }
+            // Slow path: unescape into a buffer.
+            var bytes: [UInt8] = Array(UnsafeBufferPointer(start: base + runStart, count: index - runStart))
+            while index < end {
+                let byte = base[index]
+                switch byte {
+                case UInt8(ascii: "\""):
+                    index += 1
+                    return try bytes.withUnsafeBufferPointer { try makeString($0, at: runStart) }
+                case UInt8(ascii: "\\"):
+                    index += 1
+                    guard index < end else { break }
+                    let escape = base[index]
+                    index += 1
+                    switch escape {
+                    case UInt8(ascii: "\""): bytes.append(0x22)
+                    case UInt8(ascii: "\\"): bytes.append(0x5C)
+                    case UInt8(ascii: "/"): bytes.append(0x2F)
+                    case UInt8(ascii: "b"): bytes.append(0x08)
+                    case UInt8(ascii: "f"): bytes.append(0x0C)
+                    case UInt8(ascii: "n"): bytes.append(0x0A)
+                    case UInt8(ascii: "r"): bytes.append(0x0D)
+                    case UInt8(ascii: "t"): bytes.append(0x09)
+                    case UInt8(ascii: "u"):
+                        let scalar = try unicodeEscape()
+                        bytes.append(contentsOf: Array(String(Character(scalar)).utf8))
+                    default:
+                        throw failure("invalid escape '\\\(Character(Unicode.Scalar(escape)))' in string", at: index - 2)
+                    }
+                default:
+                    if byte < 0x20 { throw failure("control character 0x\(String(byte, radix: 16)) inside a string") }
+                    bytes.append(byte)
+                    index += 1
+                }
+            }
+            throw failure("string opened at byte \(open) is not closed", at: open)
+        }
+
+        mutating func hex4() throws -> UInt32 {
+            guard end - index >= 4 else { throw failure("incomplete \\u escape") }
+            var value: UInt32 = 0
+            for _ in 0..<4 {
+                let byte = base[index]
+                let digit: UInt32
+                switch byte {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(byte - UInt8(ascii: "0"))
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(byte - UInt8(ascii: "a") + 10)
+                case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(byte - UInt8(ascii: "A") + 10)
+                default: throw failure("invalid hex digit in \\u escape")
+                }
+                value = value << 4 | digit
+                index += 1
+            }
+            return value
+        }
+
+        mutating func unicodeEscape() throws -> Unicode.Scalar {
+            let start = index - 2
+            let first = try hex4()
+            if first >= 0xD800 && first < 0xDC00 {
+                guard end - index >= 2, base[index] == UInt8(ascii: "\\"), base[index + 1] == UInt8(ascii: "u") else {
+                    throw failure("lone high surrogate \\u\(String(first, radix: 16)) in string", at: start)
+                }
+                index += 2
+                let second = try hex4()
+                guard second >= 0xDC00 && second < 0xE000 else {
+                    throw failure("high surrogate not followed by a low surrogate in string", at: start)
+                }
+                let combined = 0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00)
+                guard let scalar = Unicode.Scalar(combined) else { throw failure("invalid \\u escape", at: start) }
+                return scalar
+            }
+            guard let scalar = Unicode.Scalar(first) else {
+                throw failure("lone low surrogate \\u\(String(first, radix: 16)) in string", at: start)
+            }
+            return scalar
+        }
+
+        func makeString(_ run: UnsafeBufferPointer<UInt8>, at offset: Int) throws -> String {
+            guard let text = String(validating: run, as: UTF8.self) else {
+                throw TraceCoreError(.invalidUTF8, "invalid UTF-8 in a string starting at byte \(offset)", byteOffset: offset)
+            }
+            return text
+        }
+
+        mutating func number() throws -> JSONValue {
+            let start = index
+            var negative = false
+            if base[index] == UInt8(ascii: "-") {
+                negative = true
+                index += 1
+            }
+            guard index < end, base[index] >= UInt8(ascii: "0"), base[index] <= UInt8(ascii: "9") else {
+                throw failure("expected a digit in number")
+            }
+            var magnitude: UInt64 = 0
+            var overflow = false
+            if base[index] == UInt8(ascii: "0") {
+                index += 1
+                if index < end, base[index] >= UInt8(ascii: "0"), base[index] <= UInt8(ascii: "9") {
+                    throw failure("leading zero in number", at: start)
+                }
+            } else {
+                while index < end, base[index] >= UInt8(ascii: "0"), base[index] <= UInt8(ascii: "9") {
+                    let (times, o1) = magnitude.multipliedReportingOverflow(by: 10)
+                    let (sum, o2) = times.addingReportingOverflow(UInt64(base[index] - UInt8(ascii: "0")))
+                    overflow = overflow || o1 || o2
+                    magnitude = sum
+                    index += 1
+                }
+            }
+            var isInteger = true
+            if index < end, base[index] == UInt8(ascii: ".") {
+                isInteger = false
+                index += 1
+                guard index < end, base[index] >= UInt8(ascii: "0"), base[index] <= UInt8(ascii: "9") else {
+                    throw failure("expected a digit after the decimal point")
+                }
+                while index < end, base[index] >= UInt8(ascii: "0"), base[index] <= UInt8(ascii: "9") { index += 1 }
+            }
+            if index < end, base[index] == UInt8(ascii: "e") || base[index] == UInt8(ascii: "E") {
+                isInteger = false
+                index += 1
+                if index < end, base[index] == UInt8(ascii: "+") || base[index] == UInt8(ascii: "-") { index += 1 }
+                guard index < end, base[index] >= UInt8(ascii: "0"), base[index] <= UInt8(ascii: "9") else {
+                    throw failure("expected a digit in the exponent")
+                }
+                while index < end, base[index] >= UInt8(ascii: "0"), base[index] <= UInt8(ascii: "9") { index += 1 }
+            }
+            if isInteger && !overflow {
+                if negative {
+                    if magnitude <= UInt64(Int.max) { return .int(-Int(magnitude)) }
+                    if magnitude == UInt64(Int.max) + 1 { return .int(Int.min) }
+                } else if magnitude <= UInt64(Int.max) {
+                    return .int(Int(magnitude))
+                }
+            }
+            let text = String(decoding: UnsafeBufferPointer(start: base + start, count: index - start), as: UTF8.self)
+            guard let value = Double(text), value.isFinite else {
+                throw failure("number \(text) is out of range", at: start)
+            }
+            return .double(value)
+        }
+    }
+}

@@ -1,0 +1,187 @@
+/// A JSON value, the free-form data of events: tool arguments, tool outputs, input schemas.
+///
+/// Objects keep their members sorted by the UTF-8 bytes of their keys, so equal values are
+/// equal members in equal order and encode to the same bytes. Numbers without a fraction or
+/// exponent that fit in `Int` are `.int`; every other number is `.double`.
+public enum JSONValue: Sendable, Hashable {
+    case null
+    case bool(Bool)
+    case int(Int)
+    case double(Double)
+    case string(String)
+    case array([JSONValue])
+    case object(JSONObject)
+
+    /// The string, when this value is one.
+    public var stringValue: String? {
+        if case .string(let value) = self { return value }
+        return nil
+    }
+
+    /// The object, when this value is one.
+    public var objectValue: JSONObject? {
+        if case .object(let value) = self { return value }
+        return nil
+    }
+
+    /// The array, when this value is one.
+    public var arrayValue: [JSONValue]? {
+        if case .array(let value) = self { return value }
+        return nil
+    }
+
+    /// The integer, when this value is one (a double with an integral value counts too).
+    public var intValue: Int? {
+        switch self {
+        case .int(let value): return value
+        case .double(let value) where value.rounded() == value && abs(value) < 9.0e15: return Int(value)
+        default: return nil
+        }
+    }
+
+    /// The number as a double, when this value is a number.
+    public var doubleValue: Double? {
+        switch self {
+        case .int(let value): return Double(value)
+        case .double(let value): return value
+        default: return nil
+        }
+    }
+
+    /// The boolean, when this value is one.
+    public var boolValue: Bool? {
+        if case .bool(let value) = self { return value }
+        return nil
+    }
+
+    /// The member `key` of an object, or nil for a missing key or a value that is no object.
+    public subscript(key: String) -> JSONValue? {
+        objectValue?[key]
+    }
+
+    /// A short name of the value's type, for error messages ("a string", "an object").
+    public var typeDescription: String {
+        switch self {
+        case .null: return "null"
+        case .bool: return "a boolean"
+        case .int: return "an integer"
+        case .double: return "a number"
+        case .string: return "a string"
+        case .array: return "an array"
+        case .object: return "an object"
+        }
+    }
+}
+
+/// A JSON object: members in ascending order of their keys' UTF-8 bytes, keys unique.
+///
+/// Key comparison is by bytes, not by Swift's canonical string equivalence, so two keys
+/// that differ only in Unicode normalisation stay two keys, as JSON says they are.
+public struct JSONObject: Sendable, Hashable, RandomAccessCollection {
+    /// One member of an object.
+    public struct Member: Sendable, Hashable {
+        public var key: String
+        public var value: JSONValue
+
+        public init(key: String, value: JSONValue) {
+            self.key = key
+            self.value = value
+        }
+    }
+
+    public private(set) var members: [Member]
+
+    /// An empty object.
+    public init() {
+        members = []
+    }
+
+    /// An object from members in any order; a later duplicate key replaces an earlier one.
+    public init(_ pairs: [(String, JSONValue)]) {
+        members = []
+        members.reserveCapacity(pairs.count)
+        for (key, value) in pairs { self[key] = value }
+    }
+
+    /// Members that the caller guarantees are sorted by key bytes and unique.
+    init(sortedUniqueMembers: [Member]) {
+        members = sortedUniqueMembers
+    }
+
+    public var startIndex: Int { members.startIndex }
+    public var endIndex: Int { members.endIndex }
+    public subscript(position: Int) -> Member { members[position] }
+
+    /// The keys in order.
+    public var keys: [String] { members.map(\.key) }
+
+    /// The value for `key`; assigning nil removes the member.
+    public subscript(key: String) -> JSONValue? {
+        get {
+            switch search(key) {
+            case .found(let index): return members[index].value
+            case .insertAt: return nil
+            }
+        }
+        set {
+            switch (search(key), newValue) {
+            case (.found(let index), .some(let value)): members[index].value = value
+            case (.found(let index), .none): members.remove(at: index)
+            case (.insertAt(let index), .some(let value)): members.insert(Member(key: key, value: value), at: index)
+            case (.insertAt, .none): break
+            }
+        }
+    }
+
+    private enum SearchResult {
+        case found(Int)
+        case insertAt(Int)
+    }
+
+    private func search(_ key: String) -> SearchResult {
+        // Appending in order is the common case when building; check the end first.
+        if let last = members.last {
+            let order = JSONObject.compare(last.key, key)
+            if order < 0 { return .insertAt(members.count) }
+            if order == 0 { return .found(members.count - 1) }
+        } else {
+            return .insertAt(0)
+        }
+        var low = 0
+        var high = members.count
+        while low < high {
+            let mid = (low + high) / 2
+            let order = JSONObject.compare(members[mid].key, key)
+            if order == 0 { return .found(mid) }
+            if order < 0 { low = mid + 1 } else { high = mid }
+        }
+        return .insertAt(low)
+    }
+
+    /// Three-way comparison of two keys by their UTF-8 bytes.
+    static func compare(_ lhs: String, _ rhs: String) -> Int {
+        var left = lhs.utf8.makeIterator()
+        var right = rhs.utf8.makeIterator()
+        while true {
+            switch (left.next(), right.next()) {
+            case (nil, nil): return 0
+            case (nil, _): return -1
+            case (_, nil): return 1
+            case (let a?, let b?):
+                if a != b { return a < b ? -1 : 1 }
+            }
+        }
+    }
+}
+
+extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
+    ExpressibleByBooleanLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral, ExpressibleByNilLiteral
+{
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(integerLiteral value: Int) { self = .int(value) }
+    public init(floatLiteral value: Double) { self = .double(value) }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    public init(dictionaryLiteral elements: (String, JSONValue)...) { self = .object(JSONObject(elements)) }
+    public init(nilLiteral: ()) { self = .null }
+}

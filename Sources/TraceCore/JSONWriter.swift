@@ -1,0 +1,116 @@
+/// Writes JSON in the canonical form of the log format: no white space, object members in
+/// key byte order (as `JSONObject` keeps them), strings as raw UTF-8 with only `"`, `\` and
+/// control characters escaped, integers in decimal, doubles in their shortest round-trip form.
+///
+/// The same value always gives the same bytes; hashes and digests depend on that.
+public struct JSONWriter {
+    /// The bytes written so far.
+    public var bytes: [UInt8]
+
+    public init(capacity: Int = 256) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+    }
+
+    /// The canonical encoding of one value.
+    public static func encode(_ value: JSONValue) -> [UInt8] {
+        var writer = JSONWriter()
+        writer.write(value)
+        return writer.bytes
+    }
+
+    /// The canonical encoding of one value as a string.
+    public static func encodeString(_ value: JSONValue) -> String {
+        String(decoding: encode(value), as: UTF8.self)
+    }
+
+    public mutating func write(_ value: JSONValue) {
+        switch value {
+        case .null: writeRaw("null")
+        case .bool(let flag): writeRaw(flag ? "true" : "false")
+        case .int(let number): write(number)
+        case .double(let number): write(number)
+        case .string(let text): write(text)
+        case .array(let elements):
+            bytes.append(UInt8(ascii: "["))
+            for (position, element) in elements.enumerated() {
+                if position > 0 { bytes.append(UInt8(ascii: ",")) }
+                write(element)
+            }
+            bytes.append(UInt8(ascii: "]"))
+        case .object(let object):
+            bytes.append(UInt8(ascii: "{"))
+            for (position, member) in object.members.enumerated() {
+                if position > 0 { bytes.append(UInt8(ascii: ",")) }
+                write(member.key)
+                bytes.append(UInt8(ascii: ":"))
+                write(member.value)
+            }
+            bytes.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// Appends ASCII text as it is (punctuation, literals, pre-encoded keys).
+    public mutating func writeRaw(_ text: StaticString) {
+        text.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    }
+
+    public mutating func write(_ number: Int) {
+        if number >= 0 && number < 10 {
+            bytes.append(UInt8(ascii: "0") + UInt8(number))
+            return
+        }
+        var magnitude = number.magnitude
+        if number < 0 { bytes.append(UInt8(ascii: "-")) }
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes of scratch, enough for 20 digits
+        withUnsafeMutableBytes(of: &digits) { scratch in
+            var position = scratch.count
+            repeat {
+                position -= 1
+                scratch[position] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            bytes.append(contentsOf: scratch[position...])
+        }
+    }
+
+    public mutating func write(_ number: Double) {
+        guard number.isFinite else {
+            writeRaw("null")
+            return
+        }
+        bytes.append(contentsOf: number.description.utf8)
+    }
+
+    /// Writes a string literal with the escapes JSON requires and no others.
+    public mutating func write(_ text: String) {
+        bytes.append(UInt8(ascii: "\""))
+        var text = text
+        text.withUTF8 { utf8 in
+            var runStart = 0
+            for index in 0..<utf8.count {
+                let byte = utf8[index]
+                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+                if runStart < index { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index])) }
+                runStart = index + 1
+                switch byte {
+                case UInt8(ascii: "\""): writeRaw("\\\"")
+                case UInt8(ascii: "\\"): writeRaw("\\\\")
+                case 0x0A: writeRaw("\\n")
+                case 0x0D: writeRaw("\\r")
+                case 0x09: writeRaw("\\t")
+                case 0x08: writeRaw("\\b")
+                case 0x0C: writeRaw("\\f")
+                default:
+                    writeRaw("\\u00")
+                    bytes.append(JSONWriter.hexDigits[Int(byte >> 4)])
+                    bytes.append(JSONWriter.hexDigits[Int(byte & 0x0F)])
+                }
+            }
+            if runStart < utf8.count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...])) }
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+}

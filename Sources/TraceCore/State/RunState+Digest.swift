@@ -1,0 +1,94 @@
+/// The canonical encoding of the state, and its digest.
+extension RunState {
+    /// The state as JSON: every field, in a fixed documented order of keys (byte order),
+    /// lists in fold order. Two states are equal exactly when their JSON is.
+    public var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("run_id", runId)
+        object.set("start", start)
+        object.set("started_at_us", startedAtUs)
+        object.set("last_event_at_us", lastEventAtUs)
+        object.set("event_count", eventCount)
+        object.set("step", step)
+        object.set("steps_completed", stepsCompleted)
+        object.set("context_packet_count", contextPacketCount)
+        object.set("last_token_estimate", lastTokenEstimate)
+        object.set("decisions", JSONValue.array(decisions.map(\.json)))
+        object.set("calls", JSONValue.array(calls.map(\.json)))
+        object.set("usage", usage.json)
+        object.set("contents", JSONValue.array(contents.map(\.json)))
+        object.set("last_state_digest", lastStateDigest)
+        object.set("stop", stop)
+        object.set("resume_count", resumeCount)
+        object.set("unknown_event_count", unknownEventCount)
+        object.set("anomalies", JSONValue.array(anomalies.map(\.json)))
+        return object.json
+    }
+
+    /// `sha256:<hex>` of the canonical JSON of the state: what `step_ended` records.
+    public var digest: String {
+        ContentHash.sha256(JSONWriter.encode(json))
+    }
+}
+
+extension DecisionRecord {
+    var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("step", step)
+        object.set("seq", sequence)
+        switch outcome {
+        case .valid(let decision): object.set("decision", decision)
+        case .invalid(let invalid): object.set("invalid", invalid)
+        }
+        object.set("usage", usage)
+        return object.json
+    }
+}
+
+extension ToolCallRecord {
+    var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("id", id)
+        object.set("tool", tool)
+        object.set("step", step)
+        object.set("arguments", arguments)
+        object.set("verdict", verdict)
+        object.set("approval", approval)
+        object.set("attempts", attempts)
+        object.set("results", results)
+        return object.json
+    }
+}
+
+extension ResourceUsage {
+    var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("input_tokens", inputTokens)
+        object.set("output_tokens", outputTokens)
+        object.set("cost_usd", costUSD)
+        object.set("model_calls", modelCalls)
+        object.set("model_latency_us", modelLatencyUs)
+        object.set("tool_attempts", toolAttempts)
+        object.set("tool_time_us", toolTimeUs)
+        return object.json
+    }
+}
+
+extension ContentReference {
+    var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("hash", hash)
+        object.set("media_type", mediaType)
+        object.set("byte_count", byteCount)
+        return object.json
+    }
+}
+
+extension Anomaly {
+    var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("seq", sequence)
+        object.set("message", message)
+        return object.json
+    }
+}

@@ -1,0 +1,112 @@
+extension RunState {
+    /// Folds one event into the state. Pure and total: it never throws and never traps;
+    /// what does not fit is recorded in `anomalies`.
+    public static func reduce(into state: inout RunState, _ event: Event) {
+        state.eventCount += 1
+        if let runId = state.runId {
+            if runId != event.runId {
+                state.note(event, "belongs to run \"\(event.runId)\", not to \"\(runId)\"")
+            }
+        } else {
+            state.runId = event.runId
+        }
+        state.lastEventAtUs = event.timeUs
+        state.step = event.step
+
+        if let stop = state.stop {
+            if case .approvalRecorded = event.payload, stop.reason == .approvalRequired {
+                // An approval resumes a run that stopped to ask for it.
+                state.stop = nil
+                state.resumeCount += 1
+            } else if case .unknown = event.payload {
+            } else {
+                state.note(event, "\(event.kind) after the run stopped")
+            }
+        }
+
+        switch event.payload {
+        case .runStarted(let started):
+            if state.start != nil {
+                state.note(event, "a second run_started")
+            } else {
+                state.start = started
+                state.startedAtUs = event.timeUs
+            }
+        case .contextBuilt(let packet):
+            state.contextPacketCount += 1
+            state.lastTokenEstimate = packet.tokenEstimate
+        case .decisionMade(let made):
+            state.decisions.append(
+                DecisionRecord(step: event.step, sequence: event.sequence, outcome: made.outcome, usage: made.usage))
+            state.usage.modelCalls += 1
+            if let usage = made.usage {
+                state.usage.inputTokens += usage.input
+                state.usage.outputTokens += usage.output
+            }
+            state.usage.costUSD += made.costUSD ?? 0
+            state.usage.modelLatencyUs += made.latencyUs ?? 0
+            if case .valid(.toolCalls(let proposed)) = made.outcome {
+                for call in proposed {
+                    if state.callIndex(call.id) != nil {
+                        state.note(event, "proposes call id \"\(call.id)\" a second time")
+                        continue
+                    }
+                    state.calls.append(
+                        ToolCallRecord(id: call.id, tool: call.name, step: event.step, arguments: call.arguments))
+                }
+            }
+        case .verdictGiven(let verdict):
+            guard let index = state.callIndex(verdict.callId, for: event) else { break }
+            if state.calls[index].verdict != nil {
+                state.note(event, "a second verdict for call \"\(verdict.callId)\"")
+            } else {
+                state.calls[index].verdict = verdict
+            }
+        case .toolIntended(let intent):
+            guard let index = state.callIndex(intent.callId, for: event) else { break }
+            if !state.calls[index].isPermitted {
+                state.note(event, "tool \"\(intent.tool)\" started for call \"\(intent.callId)\" without an allow verdict")
+            }
+            state.calls[index].attempts += 1
+            state.usage.toolAttempts += 1
+        case .toolCompleted(let result):
+            guard let index = state.callIndex(result.callId, for: event) else { break }
+            if state.calls[index].results.count >= state.calls[index].attempts {
+                state.note(event, "a result for call \"\(result.callId)\" with no tool_intended before it")
+            }
+            state.calls[index].results.append(result)
+            state.usage.toolTimeUs += result.durationUs
+        case .approvalRecorded(let approval):
+            guard let index = state.callIndex(approval.callId, for: event) else { break }
+            if state.calls[index].verdict?.verdict != .approvalRequired {
+                state.note(event, "an approval for call \"\(approval.callId)\", which did not require one")
+            }
+            state.calls[index].approval = approval
+        case .stepEnded(let ended):
+            state.stepsCompleted += 1
+            state.lastStateDigest = ended.stateDigest
+        case .contentStored(let content):
+            state.contents.append(
+                ContentReference(hash: content.hash, mediaType: content.mediaType, byteCount: content.byteCount))
+        case .runStopped(let stopped):
+            state.stop = stopped
+        case .unknown:
+            state.unknownEventCount += 1
+        }
+    }
+
+    private mutating func note(_ event: Event, _ message: String) {
+        anomalies.append(Anomaly(sequence: event.sequence, message: "event \(event.sequence) (\(event.kind)): \(message)"))
+    }
+
+    /// The index of a call by id. Calls of the current step are at the end, so search from there.
+    func callIndex(_ id: String) -> Int? {
+        calls.lastIndex { $0.id == id }
+    }
+
+    private mutating func callIndex(_ id: String, for event: Event) -> Int? {
+        if let index = callIndex(id) { return index }
+        note(event, "names call \"\(id)\", which no decision proposed")
+        return nil
+    }
+}

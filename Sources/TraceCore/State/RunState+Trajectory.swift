@@ -1,0 +1,57 @@
+/// Trajectory queries: the questions evals ask of a run.
+extension RunState {
+    /// Every call the model proposed, in order, whatever became of it.
+    public var attemptedCalls: [ToolCallRecord] { calls }
+
+    /// Calls whose tool was started at least once.
+    public var executedCalls: [ToolCallRecord] { calls.filter(\.isExecuted) }
+
+    /// Calls denied by policy or refused by a human.
+    public var deniedCalls: [ToolCallRecord] { calls.filter(\.isDenied) }
+
+    /// Calls waiting for a human's approval.
+    public var callsAwaitingApproval: [ToolCallRecord] {
+        calls.filter { $0.verdict?.verdict == .approvalRequired && $0.approval == nil }
+    }
+
+    /// Names of executed tools in the order their calls were proposed, with repeats.
+    public var executedToolNames: [String] { executedCalls.map(\.tool) }
+
+    /// The calls of one tool, in order.
+    public func calls(of tool: String) -> [ToolCallRecord] { calls.filter { $0.tool == tool } }
+
+    /// The call with this id.
+    public func call(id: String) -> ToolCallRecord? { callIndex(id).map { calls[$0] } }
+
+    /// The verdict given for a call.
+    public func verdict(forCall id: String) -> VerdictGiven? { call(id: id)?.verdict }
+
+    /// The results of every attempt of a call.
+    public func results(forCall id: String) -> [ToolCompleted] { call(id: id)?.results ?? [] }
+
+    /// Why the run stopped, once it has.
+    public var stopReason: StopReason? { stop?.reason }
+
+    /// The limit that stopped the run, if one did.
+    public var limitFired: LimitKind? { stop?.limit }
+
+    /// The final answer, if the run gave one.
+    public var finalAnswer: String? { stop?.answer }
+
+    /// Whether the run has stopped.
+    public var isStopped: Bool { stop != nil }
+
+    /// Executed tool calls, counted once each however many attempts they took.
+    public var toolCallCount: Int { executedCalls.count }
+
+    /// Model decisions that were rejected.
+    public var invalidDecisionCount: Int {
+        decisions.count { if case .invalid = $0.outcome { return true } else { return false } }
+    }
+
+    /// Time from the first event to the last, in microseconds.
+    public var elapsedUs: Int {
+        guard let startedAtUs, let lastEventAtUs else { return 0 }
+        return lastEventAtUs - startedAtUs
+    }
+}
