@@ -1,0 +1,112 @@
+public import TraceCore
+
+/// Where an event sits in its log file.
+public struct EventLocation: Sendable, Hashable {
+    /// The index of its gzip member, from 0.
+    public var memberIndex: Int
+    /// The byte offset of its gzip member in the file.
+    public var memberOffset: Int
+    /// Its line number in the decompressed text, from 1 (what `zcat | sed -n Np` shows).
+    public var line: Int
+}
+
+/// An event read from a log, with where it was and the hash of its line.
+public struct RecordedEvent: Sendable, Hashable {
+    public var event: Event
+    public var location: EventLocation
+    /// SHA-256 (hex) of the event's line: what the next event's `prev` must be.
+    public var hash: String
+}
+
+/// Checks each line against the ones before it: JSON, envelope version, run id, dense
+/// sequence numbers and the hash chain. It reports problems and keeps going, so the reader
+/// can stop at the first and the verifier can list them all.
+struct EventChecker {
+    let path: String
+    private(set) var expectedSequence = 0
+    private(set) var lastHash: String?
+    private(set) var runId: String?
+    /// Set after a part of the file was skipped: the next event starts a new baseline.
+    var isResynchronizing = false
+
+    init(path: String) {
+        self.path = path
+    }
+
+    /// Checks one line; returns the event when it decodes, and every problem found.
+    mutating func check(
+        _ line: UnsafeRawBufferPointer, at location: EventLocation, problems: inout [LogError]
+    ) -> RecordedEvent? {
+        let hash = ContentHash.sha256Hex(line)
+        defer { lastHash = hash }
+        let event: Event
+        do {
+            event = try Event(line: line)
+        } catch let error as TraceCoreError {
+            let code: LogError.Code = error.code == .unsupportedVersion ? .unsupportedVersion : .invalidEvent
+            problems.append(
+                LogError(
+                    code, "line \(location.line) (expected seq \(expectedSequence)) is not a valid event: \(error.message)",
+                    path: path, memberOffset: location.memberOffset, sequence: expectedSequence,
+                    hint: code == .unsupportedVersion ? "read it with a newer agent-eval" : nil))
+            expectedSequence += 1
+            return nil
+        } catch {
+            problems.append(
+                LogError(.invalidEvent, "line \(location.line) could not be decoded", path: path,
+                    memberOffset: location.memberOffset, sequence: expectedSequence))
+            expectedSequence += 1
+            return nil
+        }
+
+        if let runId, runId != event.runId {
+            problems.append(
+                LogError(
+                    .runMismatch, "event seq \(event.sequence) belongs to run \"\(event.runId)\", but this log is run \"\(runId)\"",
+                    path: path, memberOffset: location.memberOffset, sequence: event.sequence))
+        }
+        if runId == nil { runId = event.runId }
+
+        var linkIsComparable = true
+        if isResynchronizing {
+            isResynchronizing = false
+            linkIsComparable = false
+        } else if event.sequence < expectedSequence {
+            problems.append(
+                LogError(
+                    .sequenceRepeat,
+                    "event seq \(event.sequence) appears again where seq \(expectedSequence) was expected: an event is duplicated or the log was spliced",
+                    path: path, memberOffset: location.memberOffset, sequence: event.sequence))
+            linkIsComparable = false
+        } else if event.sequence > expectedSequence {
+            let missing =
+                event.sequence == expectedSequence + 1
+                ? "seq \(expectedSequence) is missing" : "seq \(expectedSequence) to \(event.sequence - 1) are missing"
+            problems.append(
+                LogError(
+                    .sequenceGap, "the sequence jumps to \(event.sequence): \(missing) (removed or lost)",
+                    path: path, memberOffset: location.memberOffset, sequence: expectedSequence))
+            linkIsComparable = false
+        }
+
+        if linkIsComparable {
+            let expectedLink = lastHash ?? ContentHash.genesis
+            if event.previousHash != expectedLink {
+                if event.sequence == 0 {
+                    problems.append(
+                        LogError(
+                            .brokenChain, "event seq 0 must carry 64 zeros as prev; it has \(event.previousHash.prefix(16))…",
+                            path: path, memberOffset: location.memberOffset, sequence: 0))
+                } else {
+                    problems.append(
+                        LogError(
+                            .brokenChain,
+                            "the hash chain breaks between seq \(event.sequence - 1) and seq \(event.sequence): seq \(event.sequence - 1) hashes to \(expectedLink.prefix(16))…, but seq \(event.sequence) links to \(event.previousHash.prefix(16))…; seq \(event.sequence - 1) was changed after it was written (or seq \(event.sequence)'s prev was)",
+                            path: path, memberOffset: location.memberOffset, sequence: event.sequence - 1))
+                }
+            }
+        }
+        expectedSequence = max(expectedSequence, event.sequence + 1)
+        return RecordedEvent(event: event, location: location, hash: hash)
+    }
+}

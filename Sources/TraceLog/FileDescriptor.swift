@@ -1,0 +1,122 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A POSIX file descriptor, closed when the value goes away. Only this module touches files.
+final class FileDescriptor {
+    let raw: Int32
+    let path: String
+
+    private init(raw: Int32, path: String) {
+        self.raw = raw
+        self.path = path
+    }
+
+    deinit { close(raw) }
+
+    static func errorText() -> String {
+        String(cString: strerror(errno))
+    }
+
+    static func openForReading(_ path: String) throws -> FileDescriptor {
+        let raw = open(path, O_RDONLY | O_CLOEXEC)
+        guard raw >= 0 else {
+            throw LogError(
+                .unreadable, "cannot open the log for reading: \(errorText())", path: path,
+                hint: "check the path and the file's permissions")
+        }
+        return FileDescriptor(raw: raw, path: path)
+    }
+
+    /// Opens for appending; with `create`, the file must not exist yet.
+    static func openForAppending(_ path: String, create: Bool) throws -> FileDescriptor {
+        let flags = O_WRONLY | O_APPEND | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0)
+        let raw = open(path, flags, 0o644)
+        guard raw >= 0 else {
+            if create && errno == EEXIST {
+                throw LogError(
+                    .alreadyExists, "a log already exists at this path", path: path,
+                    hint: "choose a new path, or open the existing log to continue it")
+            }
+            throw LogError(.unreadable, "cannot open the log for writing: \(errorText())", path: path)
+        }
+        return FileDescriptor(raw: raw, path: path)
+    }
+
+    static func openForUpdate(_ path: String) throws -> FileDescriptor {
+        let raw = open(path, O_RDWR | O_CLOEXEC)
+        guard raw >= 0 else {
+            throw LogError(.unreadable, "cannot open the log for repair: \(errorText())", path: path)
+        }
+        return FileDescriptor(raw: raw, path: path)
+    }
+
+    /// Reads up to `count` bytes at the current position; 0 at the end of the file.
+    func read(into buffer: UnsafeMutableRawPointer, count: Int) throws -> Int {
+        while true {
+            let got = Glibc_read(raw, buffer, count)
+            if got >= 0 { return got }
+            if errno == EINTR { continue }
+            throw LogError(.unreadable, "reading the log failed: \(FileDescriptor.errorText())", path: path)
+        }
+    }
+
+    /// Writes all bytes, retrying short writes and interrupts.
+    func write(_ buffer: UnsafeRawBufferPointer) throws {
+        var offset = 0
+        while offset < buffer.count {
+            guard let base = buffer.baseAddress else { return }
+            let wrote = Glibc_write(raw, base + offset, buffer.count - offset)
+            if wrote < 0 {
+                if errno == EINTR { continue }
+                throw LogError(.writeFailed, "writing the log failed: \(FileDescriptor.errorText())", path: path)
+            }
+            offset += wrote
+        }
+    }
+
+    func sync() throws {
+        guard fsync(raw) == 0 else {
+            throw LogError(.writeFailed, "fsync of the log failed: \(FileDescriptor.errorText())", path: path)
+        }
+    }
+
+    func seek(to offset: Int) throws {
+        guard lseek(raw, off_t(offset), SEEK_SET) >= 0 else {
+            throw LogError(.unreadable, "seeking in the log failed: \(FileDescriptor.errorText())", path: path)
+        }
+    }
+
+    func truncate(to length: Int) throws {
+        guard ftruncate(raw, off_t(length)) == 0 else {
+            throw LogError(.writeFailed, "truncating the log failed: \(FileDescriptor.errorText())", path: path)
+        }
+    }
+
+    func size() throws -> Int {
+        var info = stat()
+        guard fstat(raw, &info) == 0 else {
+            throw LogError(.unreadable, "cannot stat the log: \(FileDescriptor.errorText())", path: path)
+        }
+        return Int(info.st_size)
+    }
+
+    static func exists(_ path: String) -> Bool {
+        access(path, F_OK) == 0
+    }
+
+    static func remove(_ path: String) {
+        unlink(path)
+    }
+}
+
+// The global read/write, not the methods above.
+private func Glibc_read(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
+    read(fd, buffer, count)
+}
+
+private func Glibc_write(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
+    write(fd, buffer, count)
+}

@@ -1,0 +1,165 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Reads a log: streaming, member by member, in bounded memory.
+///
+/// Every event is checked as it is read (JSON, envelope version, run id, dense sequence,
+/// hash chain); the first problem is thrown as a `LogError` naming the file, the member
+/// offset and the sequence number. A file cut in the middle of a member (a crash while
+/// writing) is not an error: every complete event is returned and `ReadSummary.tear` says
+/// where the file was cut — unless `Options.isStrict` asks for an error.
+///
+/// ```swift
+/// var reader = LogReader(path: "runs/r1.jsonl.gz")
+/// let summary = try reader.forEachEvent { recorded in
+///     RunState.reduce(into: &state, recorded.event)
+/// }
+/// if let tear = summary.tear { print("torn:", tear) }
+/// ```
+public struct LogReader {
+    /// How strictly to read.
+    public struct Options: Sendable, Hashable {
+        /// Throw `tornTail` instead of returning the complete events of a torn file.
+        public var isStrict = false
+        /// The most decompressed bytes one member may hold: the memory bound, which must be
+        /// above the largest event.
+        public var memberContentLimit = 1 << 30
+
+        public init(isStrict: Bool = false, memberContentLimit: Int = 1 << 30) {
+            self.isStrict = isStrict
+            self.memberContentLimit = memberContentLimit
+        }
+    }
+
+    public let path: String
+    public var options: Options
+
+    public init(path: String, options: Options = Options()) {
+        self.path = path
+        self.options = options
+    }
+
+    /// Calls `body` with each event in order; returns what was read and how the file ended.
+    public func forEachEvent(_ body: (RecordedEvent) throws -> Void) throws -> ReadSummary {
+        try walk { _, recorded in try body(recorded) }
+    }
+
+    /// Calls `body` with each event's line bytes (no newline) and the decoded event. The bytes
+    /// are valid only during the call.
+    public func forEachLine(_ body: (UnsafeRawBufferPointer, RecordedEvent) throws -> Void) throws -> ReadSummary {
+        try walk(body)
+    }
+
+    /// Reads every event into memory. For small logs and tests; prefer `forEachEvent`.
+    public func readAll() throws -> (events: [RecordedEvent], summary: ReadSummary) {
+        var events: [RecordedEvent] = []
+        let summary = try forEachEvent { events.append($0) }
+        return (events, summary)
+    }
+
+    private func walk(_ body: (UnsafeRawBufferPointer, RecordedEvent) throws -> Void) throws -> ReadSummary {
+        var scanner = MemberScanner(path: path, contentLimit: options.memberContentLimit)
+        var checker = EventChecker(path: path)
+        var summary = ReadSummary()
+        var problems: [LogError] = []
+        var lineNumber = 0
+        var lastSequence: Int?
+
+        let ending = try scanner.scan { member, content, isComplete in
+            summary.memberCount += 1
+            summary.decompressedBytes += content.count
+            var eventsInMember = 0
+            let dropped = try LineSplitter.forEachLine(in: content) { line in
+                lineNumber += 1
+                let location = EventLocation(memberIndex: member.index, memberOffset: member.offset, line: lineNumber)
+                guard let recorded = checker.check(line, at: location, problems: &problems), problems.isEmpty else {
+                    throw problems[0]
+                }
+                summary.eventCount += 1
+                eventsInMember += 1
+                lastSequence = recorded.event.sequence
+                summary.lastHash = recorded.hash
+                try body(line, recorded)
+            }
+            if isComplete {
+                if dropped > 0 {
+                    throw LogError(
+                        .splitEvent,
+                        "the gzip member ends \(dropped) bytes into an event (line \(lineNumber + 1)); members must end at an event's end",
+                        path: path, memberOffset: member.offset, sequence: checker.expectedSequence,
+                        hint: "run `agent-eval log verify \(path)` for a full report")
+                }
+            } else {
+                summary.tear = LogTear(
+                    memberOffset: member.offset, fileSize: member.offset + member.length,
+                    eventsInTornMember: eventsInMember, droppedBytes: dropped, lastSequence: lastSequence)
+            }
+        }
+        summary.peakBufferBytes = scanner.peakBufferBytes
+        switch ending {
+        case .complete:
+            break
+        case .torn:
+            if options.isStrict, let tear = summary.tear {
+                throw LogError(
+                    .tornTail, tear.description, path: path, memberOffset: tear.memberOffset,
+                    sequence: tear.lastSequence.map { $0 + 1 } ?? 0,
+                    hint: "run `agent-eval log repair \(path)` to seal it")
+            }
+        case .corrupt(let member, let reason):
+            throw LogReader.corruption(path: path, member: member, reason: reason, nextSequence: checker.expectedSequence)
+        }
+        return summary
+    }
+
+    static func corruption(path: String, member: MemberScanner.Member, reason: String, nextSequence: Int) -> LogError {
+        if member.offset == 0 && member.index == 0 && reason.contains("header") {
+            return LogError(
+                .notGzip, "the file is not a gzip-compressed log (zlib: \(reason))", path: path, memberOffset: 0,
+                hint: "agent-eval logs are gzip-compressed JSONL, usually named *.jsonl.gz")
+        }
+        return LogError(
+            .corruptMember,
+            "the gzip member at byte \(member.offset) is damaged (zlib: \(reason)); its events, from seq \(nextSequence) on, cannot be trusted",
+            path: path, memberOffset: member.offset, sequence: nextSequence,
+            hint: "run `agent-eval log verify \(path)` to see everything that is damaged; repair does not rewrite a damaged middle")
+    }
+}
+
+/// What a read saw.
+public struct ReadSummary: Sendable, Hashable {
+    public var memberCount = 0
+    public var eventCount = 0
+    /// Bytes of JSONL text after decompression.
+    public var decompressedBytes = 0
+    /// The hash of the last complete event's line: the `prev` the next event must carry.
+    public var lastHash: String?
+    /// Set when the file ends inside a member.
+    public var tear: LogTear?
+    /// The largest buffer the reader held, input chunk included.
+    public var peakBufferBytes = 0
+
+    public init() {}
+}
+
+/// Splits member content into lines.
+enum LineSplitter {
+    /// Calls `body` with each complete line (without its newline); returns the number of bytes
+    /// after the last newline.
+    static func forEachLine(
+        in content: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws -> Void
+    ) rethrows -> Int {
+        guard let base = content.baseAddress else { return 0 }
+        var start = 0
+        while start < content.count {
+            guard let newline = memchr(base + start, 0x0A, content.count - start) else { break }
+            let end = base.distance(to: UnsafeRawPointer(newline))
+            try body(UnsafeRawBufferPointer(start: base + start, count: end - start))
+            start = end + 1
+        }
+        return content.count - start
+    }
+}

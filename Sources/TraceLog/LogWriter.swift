@@ -1,0 +1,194 @@
+import CZlib
+public import TraceCore
+
+/// Appends events to a log: gzip-compressed JSONL, one event per line, hash-linked.
+///
+/// The writer assigns each event its sequence number and `prev` hash. It closes a gzip member
+/// once the member holds `Options.memberBound` bytes of JSONL (at an event boundary), at
+/// `run_stopped`, and on `close()`. It flushes per its `Durability`, and always at durability
+/// points. Opening an existing log seals a torn tail first and continues the chain in a new
+/// member.
+///
+/// ```swift
+/// try LogWriter.withWriter(creating: "run.jsonl.gz", runId: "r1") { log in
+///     try log.append(.runStarted(started), step: 0, timeUs: clock.now)
+/// }
+/// ```
+public final class LogWriter {
+    /// How the writer writes.
+    public struct Options: Sendable, Hashable {
+        /// Bytes of JSONL after which the current member is closed (at the next event's end).
+        public var memberBound = 256 * 1024
+        public var durability = Durability.standard
+        /// zlib's level, 1 to 9.
+        public var compressionLevel: Int32 = 6
+
+        public init(memberBound: Int = 256 * 1024, durability: Durability = .standard, compressionLevel: Int32 = 6) {
+            self.memberBound = memberBound
+            self.durability = durability
+            self.compressionLevel = compressionLevel
+        }
+    }
+
+    public let path: String
+    public let runId: String
+    public let options: Options
+    /// The sequence number the next event gets.
+    public private(set) var nextSequence: Int
+    /// The hash of the last line written: the next event's `prev`.
+    public private(set) var lastHash: String
+    /// Bytes handed to the file so far (the file's size once flushed).
+    public private(set) var bytesWritten: Int
+    /// Bytes of JSONL written so far, newlines included.
+    public private(set) var jsonlBytes = 0
+    /// Sync flushes and fsyncs done, for measuring a policy's cost.
+    public private(set) var flushCount = 0
+    public private(set) var syncCount = 0
+
+    private let file: FileDescriptor
+    private let deflater: Deflater
+    private var memberInput = 0
+    private var eventsSinceFlush = 0
+    private var isClosed = false
+    private var lineWriter = JSONWriter(capacity: 4096)
+
+    private init(path: String, runId: String, options: Options, file: FileDescriptor, nextSequence: Int, lastHash: String, size: Int)
+        throws
+    {
+        self.path = path
+        self.runId = runId
+        self.options = options
+        self.file = file
+        self.nextSequence = nextSequence
+        self.lastHash = lastHash
+        bytesWritten = size
+        deflater = try Deflater(level: options.compressionLevel)
+    }
+
+    /// Creates a new log; fails with `alreadyExists` if there is a file at `path`.
+    public static func create(at path: String, runId: String, options: Options = Options()) throws -> LogWriter {
+        let file = try FileDescriptor.openForAppending(path, create: true)
+        return try LogWriter(
+            path: path, runId: runId, options: options, file: file, nextSequence: 0, lastHash: ContentHash.genesis,
+            size: 0)
+    }
+
+    /// Opens an existing log to append to it: checks it, seals a torn tail in place (see
+    /// `LogRepair`), and continues its sequence and hash chain in a new member.
+    ///
+    /// Throws when the log is damaged other than at its tail, or holds no event to continue.
+    public static func open(at path: String, options: Options = Options()) throws -> (LogWriter, repair: RepairReport?) {
+        var last: RecordedEvent?
+        let summary = try LogReader(path: path).forEachEvent { last = $0 }
+        // Sealing keeps every complete event, so the last event and its hash stay as read.
+        let repair = summary.tear == nil ? nil : try LogRepair.seal(path: path)
+        guard let last, let lastHash = summary.lastHash else {
+            throw LogError(
+                .invalidEvent, "the log holds no complete event, so there is no run to continue", path: path,
+                hint: "start a new log instead")
+        }
+        let file = try FileDescriptor.openForAppending(path, create: false)
+        let size = try file.size()
+        let writer = try LogWriter(
+            path: path, runId: last.event.runId, options: options, file: file, nextSequence: last.event.sequence + 1,
+            lastHash: lastHash, size: size)
+        return (writer, repair)
+    }
+
+    /// Creates a log, hands it to `body`, and closes it however `body` ends.
+    public static func withWriter<T>(
+        creating path: String, runId: String, options: Options = Options(), _ body: (LogWriter) throws -> T
+    ) throws -> T {
+        let writer = try create(at: path, runId: runId, options: options)
+        do {
+            let result = try body(writer)
+            try writer.close()
+            return result
+        } catch {
+            try? writer.close()
+            throw error
+        }
+    }
+
+    deinit {
+        if !isClosed { try? close() }
+    }
+
+    /// Appends one event and returns it as written (with its sequence number and `prev`).
+    ///
+    /// When it returns after a durability point, the event is in the file (and on disk, if
+    /// the policy fsyncs there).
+    @discardableResult
+    public func append(_ payload: EventPayload, step: Int, timeUs: Int) throws -> Event {
+        guard !isClosed else {
+            throw LogError(.writeFailed, "the log writer is closed; no more events can be appended", path: path)
+        }
+        let event = Event(
+            runId: runId, sequence: nextSequence, step: step, timeUs: timeUs, previousHash: lastHash, payload: payload)
+        lineWriter.bytes.removeAll(keepingCapacity: true)
+        event.encode(into: &lineWriter)
+        lastHash = lineWriter.bytes.withUnsafeBytes { ContentHash.sha256Hex($0) }
+        lineWriter.bytes.append(0x0A)
+        lineWriter.bytes.withUnsafeBytes { deflater.deflate($0, flush: Z_NO_FLUSH) }
+        nextSequence += 1
+        memberInput += lineWriter.bytes.count
+        jsonlBytes += lineWriter.bytes.count
+        eventsSinceFlush += 1
+
+        let isDurabilityPoint = payload.isDurabilityPoint
+        if memberInput >= options.memberBound || { if case .runStopped = payload { return true } else { return false } }() {
+            try finishMember(sync: isDurabilityPoint && options.durability.sync != .never)
+        } else if isDurabilityPoint || shouldFlushByPolicy {
+            try flush(sync: options.durability.sync == .everyFlush || (isDurabilityPoint && options.durability.sync == .durabilityPoints))
+        } else if deflater.output.count >= 128 * 1024 {
+            try writeOut()
+        }
+        return event
+    }
+
+    private var shouldFlushByPolicy: Bool {
+        switch options.durability.flush {
+        case .everyEvent: return true
+        case .durabilityPoints: return false
+        case .batch(let count): return eventsSinceFlush >= count
+        }
+    }
+
+    /// Sync-flushes everything appended so far into the file; with `sync`, fsyncs it too.
+    public func flush(sync: Bool = false) throws {
+        deflater.deflate(UnsafeRawBufferPointer(start: nil, count: 0), flush: Z_SYNC_FLUSH)
+        flushCount += 1
+        eventsSinceFlush = 0
+        try writeOut()
+        if sync { try syncFile() }
+    }
+
+    /// Closes the current member (if it holds anything) and the file.
+    public func close() throws {
+        guard !isClosed else { return }
+        isClosed = true
+        if memberInput > 0 { try finishMember(sync: options.durability.sync != .never) }
+    }
+
+    private func finishMember(sync: Bool) throws {
+        deflater.deflate(UnsafeRawBufferPointer(start: nil, count: 0), flush: Z_FINISH)
+        try writeOut()
+        deflater.reset()
+        memberInput = 0
+        eventsSinceFlush = 0
+        flushCount += 1
+        if sync { try syncFile() }
+    }
+
+    private func syncFile() throws {
+        try file.sync()
+        syncCount += 1
+    }
+
+    private func writeOut() throws {
+        guard deflater.output.count > 0 else { return }
+        try file.write(deflater.output.bytes)
+        bytesWritten += deflater.output.count
+        deflater.output.count = 0
+    }
+}

@@ -1,0 +1,134 @@
+/// Walks the gzip members of a log file and hands over each member's whole content once the
+/// member has ended and its CRC and size have checked; at the end it says how the file ended.
+///
+/// Lines never span members (writers close a member only at an event boundary), so a member's
+/// content is a run of complete lines. Memory is the largest member's content plus one input
+/// chunk: it follows the member bound and the largest event, never the size of the log.
+struct MemberScanner {
+    /// One gzip member as found in the file.
+    struct Member {
+        /// Its index in the file, from 0.
+        var index: Int
+        /// The byte offset of its header in the file.
+        var offset: Int
+        /// Its compressed length, header and trailer included (up to the end of the file for
+        /// a torn member).
+        var length: Int
+    }
+
+    /// How the scan ended.
+    enum Ending {
+        /// At the end of the last complete member.
+        case complete
+        /// Inside a member: the file was cut. The member's content so far was handed over with
+        /// `isComplete == false`.
+        case torn(member: Member)
+        /// At damaged data; nothing of that member was handed over.
+        case corrupt(member: Member, reason: String)
+    }
+
+    static let chunkSize = 256 * 1024
+
+    let path: String
+    /// The largest member content accepted; beyond it the scan throws `eventTooLarge`.
+    var contentLimit: Int
+
+    /// The largest content buffer the last scan needed.
+    private(set) var peakBufferBytes = 0
+
+    init(path: String, contentLimit: Int) {
+        self.path = path
+        self.contentLimit = contentLimit
+    }
+
+    /// Scans from `offset` (a member start) to the end of the file.
+    ///
+    /// `body` gets each member, its decompressed content, and whether the member is complete
+    /// (false only for a torn last member).
+    mutating func scan(
+        from offset: Int = 0, firstIndex: Int = 0,
+        _ body: (Member, UnsafeRawBufferPointer, _ isComplete: Bool) throws -> Void
+    ) throws -> Ending {
+        let file = try FileDescriptor.openForReading(path)
+        if offset > 0 { try file.seek(to: offset) }
+        let inflater = try Inflater()
+        let input = UnsafeMutableRawPointer.allocate(byteCount: MemberScanner.chunkSize, alignment: 16)
+        defer { input.deallocate() }
+        let content = ByteBuffer(capacity: 512 * 1024)
+        defer { peakBufferBytes = max(peakBufferBytes, content.peakCapacity + MemberScanner.chunkSize) }
+
+        var chunkStart = offset  // file offset of input[0]
+        var chunkCount = 0
+        var member = Member(index: firstIndex, offset: offset, length: 0)
+        var inMember = false
+
+        while true {
+            if inflater.availableInput == 0 {
+                chunkStart += chunkCount
+                chunkCount = try file.read(into: input, count: MemberScanner.chunkSize)
+                if chunkCount == 0 { break }
+                inflater.setInput(input, count: chunkCount)
+            }
+            if !inMember {
+                inMember = true
+                member.offset = chunkStart + chunkCount - inflater.availableInput
+                content.reset(keepingCapacity: 512 * 1024)
+            }
+            let (status, overLimit) = inflater.inflate(into: content, limit: contentLimit)
+            let consumedTo = chunkStart + chunkCount - inflater.availableInput
+            member.length = consumedTo - member.offset
+            if overLimit {
+                throw LogError(
+                    .eventTooLarge,
+                    "the gzip member holds more than \(contentLimit) bytes of events; this reader's limit stops here",
+                    path: path, memberOffset: member.offset,
+                    hint: "raise the limit (--max-member-bytes) if the log is trusted")
+            }
+            switch status {
+            case .needsInput:
+                continue
+            case .memberEnded:
+                try body(member, content.bytes, true)
+                inflater.reset()
+                inMember = false
+                member.index += 1
+            case .corrupt(let reason):
+                return .corrupt(member: member, reason: reason)
+            }
+        }
+        // An empty file was cut before its first member's header was written.
+        if !inMember && offset == 0 && chunkStart == 0 { inMember = true }
+        guard inMember else { return .complete }
+        try body(member, content.bytes, false)
+        return .torn(member: member)
+    }
+
+    /// The offset of the next member header at or after `offset`, by its fixed first bytes
+    /// (`1f 8b 08`), or nil. Used to read on past a corrupt member.
+    func nextMemberOffset(after offset: Int) throws -> Int? {
+        let file = try FileDescriptor.openForReading(path)
+        try file.seek(to: offset)
+        let size = MemberScanner.chunkSize
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: size + 2, alignment: 16)
+        defer { buffer.deallocate() }
+        var position = offset
+        var carried = 0
+        while true {
+            let got = try file.read(into: buffer + carried, count: size)
+            if got == 0 { return nil }
+            let bytes = UnsafeRawBufferPointer(start: buffer, count: carried + got)
+            var index = 0
+            while index + 3 <= bytes.count {
+                if bytes[index] == 0x1F && bytes[index + 1] == 0x8B && bytes[index + 2] == 0x08 {
+                    return position - carried + index
+                }
+                index += 1
+            }
+            // Keep the last two bytes: a magic number may straddle two reads.
+            let keep = min(2, bytes.count)
+            buffer.copyMemory(from: buffer + (bytes.count - keep), byteCount: keep)
+            position += got
+            carried = keep
+        }
+    }
+}

@@ -1,0 +1,40 @@
+public import TraceCore
+
+/// Writes a run's events and folds each into the live state, so the state the runtime holds
+/// is exactly the state a replay of the log rebuilds: there is no second bookkeeping path.
+///
+/// `endStep()` records the digest of the state as it stands, which replay checks.
+public final class RunRecorder {
+    public let writer: LogWriter
+    /// The fold of every event written so far.
+    public private(set) var state: RunState
+    /// The step the next events belong to.
+    public var step: Int
+    private let clock: @Sendable () -> Int
+
+    /// Records into `writer`, timestamping events with `clock` (microseconds since the epoch).
+    /// `state` is the fold of what the log already holds (empty for a new log).
+    public init(writer: LogWriter, state: RunState = RunState(), clock: @escaping @Sendable () -> Int) {
+        self.writer = writer
+        self.state = state
+        self.step = state.step
+        self.clock = clock
+    }
+
+    /// Appends an event for the current step and folds it into `state`.
+    @discardableResult
+    public func record(_ payload: EventPayload) throws -> Event {
+        let event = try writer.append(payload, step: step, timeUs: clock())
+        RunState.reduce(into: &state, event)
+        return event
+    }
+
+    /// Ends the current step: records `step_ended` with the digest of the state before it,
+    /// then moves on to the next step.
+    @discardableResult
+    public func endStep() throws -> Event {
+        let event = try record(.stepEnded(StepEnded(stateDigest: state.digest)))
+        step += 1
+        return event
+    }
+}
