@@ -1,1 +1,0 @@
-let placeholderToBeReplaced = 0

@@ -1,0 +1,206 @@
+import Foundation
+import TestSupport
+import Testing
+import TraceCore
+import TraceLog
+
+@Suite("Writing and reading logs")
+struct LogRoundTripTests {
+    @Test("every event kind round-trips through the log, unknown kinds included")
+    func roundTrip() throws {
+        try TemporaryDirectory.with { directory in
+            let path = directory.path("run.jsonl.gz")
+            let (liveState, _, events) = try writeSampleLog(at: path)
+            let kinds = Set(events.map(\.event.kind))
+            #expect(kinds.isSuperset(of: EventPayload.knownKinds))
+            #expect(kinds.contains("annotation_added"))
+            let unknown = try #require(events.first { $0.event.kind == "annotation_added" })
+            #expect(unknown.event.payload == .unknown(kind: "annotation_added", data: ["note": "written by a newer agent-eval", "tags": ["x", 1, 2.5, nil, true]]))
+            // The state rebuilt from the log is the state the writer held live.
+            #expect(RunState(folding: events.map(\.event)) == liveState)
+            #expect(events.map(\.event.sequence) == Array(0..<events.count))
+        }
+    }
+
+    @Test("the real zcat reads the log and gzip -t accepts it")
+    func realGzipReadsIt() throws {
+        try TemporaryDirectory.with { directory in
+            let path = directory.path("run.jsonl.gz")
+            _ = try writeSampleLog(at: path, options: LogWriter.Options(memberBound: 600))
+            #expect(try memberOffsets(path).count > 3)
+            let test = try Subprocess.run(gzipPath, ["-t", path])
+            #expect(test.status == 0, "gzip -t: \(test.stderr)")
+            let cat = try Subprocess.run(gzipPath, ["-dc", path])
+            var lines: [[UInt8]] = []
+            _ = try LogReader(path: path).forEachLine { line, _ in lines.append(Array(line)) }
+            #expect(cat.stdout == Array(lines.joined(separator: [0x0A])) + [0x0A])
+        }
+    }
+
+    @Test("re-encoding a read event gives its line byte for byte")
+    func reencodeIsIdentity() throws {
+        try TemporaryDirectory.with { directory in
+            let path = directory.path("run.jsonl.gz")
+            _ = try writeSampleLog(at: path)
+            var count = 0
+            _ = try LogReader(path: path).forEachLine { line, recorded in
+                #expect(recorded.event.encodedLine() == Array(line))
+                count += 1
+            }
+            #expect(count > 20)
+        }
+    }
+
+    @Test("an event larger than the member bound gets a member of its own and reads back")
+    func eventLargerThanMember() throws {
+        try TemporaryDirectory.with { directory in
+            let path = directory.path("big.jsonl.gz")
+            let big = String(repeating: "large tool output ", count: 20_000)  // 360 KB
+            try LogWriter.withWriter(creating: path, runId: "r", options: .init(memberBound: 64 * 1024)) { writer in
+                try writer.append(.runStarted(SampleRun.supportStart()), step: 0, timeUs: 1)
+                try writer.append(.contentStored(ContentStored(text: big)), step: 1, timeUs: 2)
+                try writer.append(.runStopped(RunStopped(reason: .success)), step: 1, timeUs: 3)
+            }
+            let (events, summary) = try LogReader(path: path).readAll()
+            #expect(events.count == 3)
+            #expect(summary.memberCount == 2)
+            guard case .contentStored(let content) = events[1].event.payload else {
+                Issue.record("expected content")
+                return
+            }
+            #expect(content.body == big)
+        }
+    }
+
+    @Test("non-ASCII text and bytes that are not UTF-8 are stored faithfully")
+    func faithfulBytes() throws {
+        try TemporaryDirectory.with { directory in
+            let path = directory.path("bytes.jsonl.gz")
+            let raw: [UInt8] = [0x00, 0xFF, 0xC3, 0x28, 0xE2, 0x82, 0x0A, 0x22, 0x5C] + Array("ok".utf8)
+            let text = "naïve café — 日本語 🚀 \u{0}\u{1F} \"quoted\" \\ \u{2028}"
+            try LogWriter.withWriter(creating: path, runId: "r") { writer in
+                try writer.append(.contentStored(ContentStored(bytes: raw, mediaType: "application/octet-stream")), step: 0, timeUs: 1)
+                try writer.append(.contentStored(ContentStored(text: text)), step: 0, timeUs: 2)
+            }
+            let events = try LogReader(path: path).readAll().events
+            guard case .contentStored(let binary) = events[0].event.payload,
+                case .contentStored(let textual) = events[1].event.payload
+            else {
+                Issue.record("expected two content events")
+                return
+            }
+            #expect(binary.encoding == .base64)
+            #expect(binary.bytes == raw)
+            #expect(binary.isIntact)
+            #expect(binary.byteCount == raw.count)
+            #expect(textual.encoding == .utf8)
+            #expect(textual.body == text)
+            #expect(Array(textual.body.utf8) == Array(text.utf8))
+        }
+    }
+
+    @Test("a 64 MiB event reads back with memory bounded by the event, not the log")
+    func hugeEvent() throws {
+        try TemporaryDirectory.with { directory in
+            let path = directory.path("huge.jsonl.gz")
+            var generator = SplitMix64(seed: 7)
+            let words = ["alpha", "beta", "gamma", "delta", "epsilon", "tool", "result", "row", "value", "42"]
+            var body = ""
+            body.reserveCapacity(64 << 20)
+            while body.utf8.count < 64 << 20 { body += words[Int(generator.next() % 10)] + " " }
+            try LogWriter.withWriter(creating: path, runId: "r") { writer in
+                try writer.append(.contentStored(ContentStored(text: body)), step: 0, timeUs: 1)
+                for index in 0..<200 {
+                    try writer.append(.contentStored(ContentStored(text: "small \(index)")), step: 0, timeUs: 2 + index)
+                }
+            }
+            var sizes: [Int] = []
+            let summary = try LogReader(path: path).forEachEvent { recorded in
+                if case .contentStored(let content) = recorded.event.payload { sizes.append(content.byteCount) }
+            }
+            #expect(sizes.first == body.utf8.count)
+            #expect(sizes.count == 201)
+            // One member's content plus one input chunk, with doubling: under 2.5x the event.
+            #expect(summary.peakBufferBytes < body.utf8.count * 5 / 2)
+            #expect(summary.peakBufferBytes > body.utf8.count)
+            // A reader limit below the event is a clear error, not an unbounded allocation.
+            #expect {
+                _ = try LogReader(path: path, options: .init(memberContentLimit: 8 << 20)).forEachEvent { _ in }
+            } throws: { error in
+                (error as? LogError)?.code == .eventTooLarge
+            }
+        }
+    }
+
+    @Test("durability points are in the file before append returns", arguments: [
+        Durability(flush: .durabilityPoints), Durability(flush: .everyEvent), Durability(flush: .batch(3)),
+        Durability(flush: .durabilityPoints, sync: .durabilityPoints),
+    ])
+    func durabilityPoints(durability: Durability) throws {
+        try TemporaryDirectory.with { directory in
+            let path = directory.path("durable.jsonl.gz")
+            let writer = try LogWriter.create(at: path, runId: "r", options: .init(durability: durability))
+            try writer.append(.runStarted(SampleRun.supportStart()), step: 0, timeUs: 1)
+            try writer.append(
+                .decisionMade(DecisionMade(raw: "x", outcome: .valid(.toolCalls([ToolCall(id: "c1", name: "lookup_order", arguments: [:])])))),
+                step: 1, timeUs: 2)
+            try writer.append(.verdictGiven(VerdictGiven(callId: "c1", tool: "lookup_order", verdict: .allow)), step: 1, timeUs: 3)
+            try writer.append(.toolIntended(ToolIntended(callId: "c1", tool: "lookup_order", arguments: [:], attempt: 1)), step: 1, timeUs: 4)
+            // Without closing the writer (as if the process died now), a reader sees the intent.
+            let (events, summary) = try LogReader(path: path).readAll()
+            #expect(events.last?.event.kind == "tool_intended")
+            #expect(events.count == 4)
+            #expect(summary.tear != nil)
+            try writer.close()
+        }
+    }
+
+    @Test("opening a torn log seals it and continues the chain in a new member")
+    func reopenAfterCrash() throws {
+        try TemporaryDirectory.with { directory in
+            let path = directory.path("resume.jsonl.gz")
+            let writer = try LogWriter.create(at: path, runId: "r-resume")
+            try writer.append(.runStarted(SampleRun.supportStart()), step: 0, timeUs: 1)
+            try writer.append(.stepEnded(StepEnded(stateDigest: "sha256:00")), step: 0, timeUs: 2)
+            try writer.append(.contextBuilt(ContextBuilt(goal: "g", stateSummary: "s", tokenEstimate: 1)), step: 1, timeUs: 3)
+            // The process "dies": the last event was never flushed; nothing closes the member.
+            let crashed = try readBytes(path)
+            withExtendedLifetime(writer) {}
+            try writeBytes(crashed, to: path)
+
+            let (reopened, repair) = try LogWriter.open(at: path)
+            #expect(repair != nil)
+            #expect(reopened.nextSequence == 2)
+            try reopened.append(.runStopped(RunStopped(reason: .blocked)), step: 1, timeUs: 4)
+            try reopened.close()
+            let report = try LogVerifier.verify(path: path)
+            #expect(report.isIntact, "\(report.problems)")
+            #expect(report.eventCount == 3)
+            #expect(try Subprocess.run(gzipPath, ["-t", path]).status == 0)
+        }
+    }
+
+    @Test("creating a log over an existing file is refused")
+    func createRefusesExisting() throws {
+        try TemporaryDirectory.with { directory in
+            let path = directory.path("exists.jsonl.gz")
+            _ = try writeSampleLog(at: path)
+            #expect {
+                _ = try LogWriter.create(at: path, runId: "r")
+            } throws: { ($0 as? LogError)?.code == .alreadyExists }
+        }
+    }
+}
+
+/// A small seeded generator, so generated data is the same every run.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
