@@ -73,6 +73,10 @@ struct MemberScanner {
                 inMember = true
                 member.offset = chunkStart + chunkCount - inflater.availableInput
                 content.reset(keepingCapacity: 512 * 1024)
+                let position = chunkCount - inflater.availableInput
+                if position + 4 <= chunkCount, let problem = MemberScanner.headerProblem(input + position) {
+                    return .corrupt(member: member, reason: problem)
+                }
             }
             let (status, overLimit) = inflater.inflate(into: content, limit: contentLimit)
             let consumedTo = chunkStart + chunkCount - inflater.availableInput
@@ -99,8 +103,56 @@ struct MemberScanner {
         // An empty file was cut before its first member's header was written.
         if !inMember && offset == 0 && chunkStart == 0 { inMember = true }
         guard inMember else { return .complete }
+        // A damaged length field can make a member in the middle swallow the rest of the
+        // file, which looks like a tear. A complete member further on proves it is not one.
+        var candidate = member.offset + 1
+        while let next = try nextMemberOffset(after: candidate) {
+            if try isCompleteMember(at: next) {
+                return .corrupt(
+                    member: member,
+                    reason: "the member's data runs on over a complete member at byte \(next), so it is damaged, not cut off")
+            }
+            candidate = next + 1
+        }
         try body(member, content.bytes, false)
         return .torn(member: member)
+    }
+
+    /// Whether a whole gzip member, CRC checked, starts at `offset`.
+    private func isCompleteMember(at offset: Int) throws -> Bool {
+        let file = try FileDescriptor.openForReading(path)
+        try file.seek(to: offset)
+        let inflater = try Inflater()
+        let input = UnsafeMutableRawPointer.allocate(byteCount: MemberScanner.chunkSize, alignment: 16)
+        defer { input.deallocate() }
+        let content = ByteBuffer(capacity: 64 * 1024)
+        while true {
+            if inflater.availableInput == 0 {
+                let count = try file.read(into: input, count: MemberScanner.chunkSize)
+                if count == 0 { return false }
+                inflater.setInput(input, count: count)
+            }
+            // Only whether it ends matters, so the content is thrown away as it comes.
+            content.count = 0
+            let (status, _) = inflater.inflate(into: content, limit: contentLimit)
+            switch status {
+            case .needsInput: continue
+            case .memberEnded: return true
+            case .corrupt: return false
+            }
+        }
+    }
+
+    /// Version 1 members carry no extra field, name or comment (FLG bits 2, 3, 4). A flipped
+    /// bit that sets one would make a reader skip over later events as "header", so such a
+    /// header is damage. Checked before zlib sees the member.
+    static func headerProblem(_ header: UnsafeMutableRawPointer) -> String? {
+        let bytes = header.assumingMemoryBound(to: UInt8.self)
+        guard bytes[0] == 0x1F, bytes[1] == 0x8B else { return "incorrect header check" }
+        if bytes[3] & 0x1C != 0 {
+            return "header flags 0x\(String(bytes[3], radix: 16)) ask for an extra field, a name or a comment, which version 1 members never carry"
+        }
+        return nil
     }
 
     /// The offset of the next member header at or after `offset`, by its fixed first bytes

@@ -1,0 +1,213 @@
+import Foundation
+import TestSupport
+import Testing
+import TraceCore
+import TraceLog
+
+@Suite("Torn, corrupt and tampered logs")
+struct LogDamageTests {
+    /// A multi-member log flushed after every event, with the file size after each append.
+    static func flushedLog(in directory: TemporaryDirectory) throws -> (path: String, bytes: [UInt8], lines: [[UInt8]], durableAt: [Int]) {
+        let path = directory.path("flushed.jsonl.gz")
+        let writer = try LogWriter.create(
+            at: path, runId: "run-cut", options: .init(memberBound: 700, durability: .init(flush: .everyEvent)))
+        let clock = SteppingClock()
+        let recorder = RunRecorder(writer: writer, clock: { clock.now() })
+        var durableAt: [Int] = []
+        try recorder.record(.runStarted(SampleRun.supportStart()))
+        durableAt.append(writer.bytesWritten)
+        for step in 1...4 {
+            try recorder.record(.contextBuilt(ContextBuilt(goal: "g", stateSummary: "step \(step) — ünïcode", tokenEstimate: step * 10)))
+            durableAt.append(writer.bytesWritten)
+            try recorder.record(.decisionMade(DecisionMade(raw: "ask", outcome: .valid(.askHuman("Which order, \(step)?")))))
+            durableAt.append(writer.bytesWritten)
+            try recorder.endStep()
+            durableAt.append(writer.bytesWritten)
+        }
+        try recorder.record(.runStopped(RunStopped(reason: .blocked)))
+        try writer.close()
+        durableAt.append(writer.bytesWritten)
+        var lines: [[UInt8]] = []
+        _ = try LogReader(path: path).forEachLine { line, _ in lines.append(Array(line)) }
+        return (path, try readBytes(path), lines, durableAt)
+    }
+
+    @Test("a log cut at every byte offset: a prefix of the events, never an error; sealing makes gzip and zcat agree")
+    func cutEverywhere() throws {
+        try TemporaryDirectory.with { directory in
+            let log = try Self.flushedLog(in: directory)
+            let memberStarts = Set(try memberOffsets(log.path))
+            #expect(memberStarts.count >= 3)
+            let cutPath = directory.path("cut.jsonl.gz")
+            var sealed = 0
+            for cut in 0..<log.bytes.count {
+                try writeBytes(Array(log.bytes[..<cut]), to: cutPath)
+                var lines: [[UInt8]] = []
+                let summary = try LogReader(path: cutPath).forEachLine { line, _ in lines.append(Array(line)) }
+                // Exactly a prefix, and every event made durable at or before the cut is there.
+                #expect(lines == Array(log.lines.prefix(lines.count)), "cut at \(cut)")
+                let durable = log.durableAt.filter { $0 <= cut }.count
+                #expect(lines.count >= durable, "cut at \(cut): \(lines.count) events, \(durable) durable")
+                if cut > 0 && memberStarts.contains(cut) {
+                    // A cut between members leaves whole members: nothing is torn.
+                    #expect(summary.tear == nil, "cut at \(cut), a member boundary")
+                    #expect(try LogRepair.seal(path: cutPath) == nil)
+                } else {
+                    #expect(summary.tear != nil, "cut at \(cut) should be reported as torn")
+                    // Strict mode turns the tear into an error.
+                    #expect(throws: LogError.self) {
+                        _ = try LogReader(path: cutPath, options: .init(isStrict: true)).forEachEvent { _ in }
+                    }
+                    let report = try LogRepair.seal(path: cutPath)
+                    #expect(report?.lastSequence == (lines.isEmpty ? nil : lines.count - 1))
+                }
+                let zcat = try Subprocess.run(gzipPath, ["-dc", cutPath])
+                #expect(zcat.status == 0, "cut at \(cut): gzip -dc failed after sealing: \(zcat.stderr)")
+                let expected = lines.isEmpty ? [] : Array(lines.joined(separator: [0x0A])) + [0x0A]
+                #expect(zcat.stdout == expected, "cut at \(cut): zcat prints other events than the reader returned")
+                #expect(try LogVerifier.verify(path: cutPath).isIntact)
+                sealed += 1
+            }
+            #expect(sealed == log.bytes.count)
+        }
+    }
+
+    @Test("every bit flipped inside a closed member is reported at that member with its first sequence number")
+    func bitFlips() throws {
+        try TemporaryDirectory.with { directory in
+            let log = try Self.flushedLog(in: directory)
+            let report = try LogVerifier.verify(path: log.path)
+            #expect(report.members.count >= 3)
+            let target = report.members[1]
+            let firstSequence = try #require(target.firstSequence)
+            let flippedPath = directory.path("flipped.jsonl.gz")
+            var invisible = 0
+            for byte in target.offset..<(target.offset + target.length) {
+                for bit in 0..<8 {
+                    var bytes = log.bytes
+                    bytes[byte] ^= UInt8(1 << bit)
+                    try writeBytes(bytes, to: flippedPath)
+                    let flipped = try LogVerifier.verify(path: flippedPath)
+                    if flipped.isIntact {
+                        // Only a flip in the unused padding bits after the last deflate block
+                        // leaves the content unchanged; nothing can see those.
+                        var lines: [[UInt8]] = []
+                        _ = try LogReader(path: flippedPath).forEachLine { line, _ in lines.append(Array(line)) }
+                        #expect(lines == log.lines, "byte \(byte) bit \(bit): content changed but verify saw nothing")
+                        invisible += 1
+                        continue
+                    }
+                    let problem = try #require(flipped.problems.first)
+                    #expect(problem.memberOffset == target.offset, "byte \(byte) bit \(bit): \(problem)")
+                    #expect(problem.sequence == firstSequence, "byte \(byte) bit \(bit): \(problem)")
+                    // The events after the damage are still read and checked.
+                    #expect(flipped.members.contains { $0.offset > target.offset && !$0.isCorrupt }, "byte \(byte - target.offset) bit \(bit): \(flipped.problems) \(flipped.members)")
+                }
+            }
+            // Each sync flush ends in an empty stored block whose up to 7 padding bits inflate
+            // never reads; those are the only flips that may go unseen.
+            #expect(invisible <= 7 * (target.eventCount + 1))
+        }
+    }
+
+    /// Recompresses edited lines with the real gzip into a one-member log.
+    static func gzipLines(_ lines: [[UInt8]], to path: String) throws {
+        let text = Array(lines.joined(separator: [0x0A])) + [0x0A]
+        let result = try Subprocess.run(gzipPath, ["-c", "-n"], input: text)
+        #expect(result.status == 0)
+        try writeBytes(result.stdout, to: path)
+    }
+
+    @Test("an edited event is reported at its sequence number")
+    func editedEvent() throws {
+        try TemporaryDirectory.with { directory in
+            let log = try Self.flushedLog(in: directory)
+            var lines = log.lines
+            let text = String(decoding: lines[5], as: UTF8.self)
+            lines[5] = Array(text.replacingOccurrences(of: "\"ask\"", with: "\"ASK\"").utf8)
+            #expect(lines[5] != log.lines[5])
+            let path = directory.path("edited.jsonl.gz")
+            try Self.gzipLines(lines, to: path)
+            let report = try LogVerifier.verify(path: path)
+            #expect(report.problems.count == 1)
+            #expect(report.problems.first?.code == .brokenChain)
+            #expect(report.problems.first?.sequence == 5)
+            #expect(throws: LogError.self) { _ = try LogReader(path: path).readAll() }
+        }
+    }
+
+    @Test("a removed event is reported as a gap at the missing sequence number")
+    func removedEvent() throws {
+        try TemporaryDirectory.with { directory in
+            let log = try Self.flushedLog(in: directory)
+            var lines = log.lines
+            lines.remove(at: 7)
+            let path = directory.path("removed.jsonl.gz")
+            try Self.gzipLines(lines, to: path)
+            let report = try LogVerifier.verify(path: path)
+            #expect(report.problems.map(\.code) == [.sequenceGap])
+            #expect(report.problems.first?.sequence == 7)
+        }
+    }
+
+    @Test("a duplicated event is reported as a repeat of its sequence number")
+    func duplicatedEvent() throws {
+        try TemporaryDirectory.with { directory in
+            let log = try Self.flushedLog(in: directory)
+            var lines = log.lines
+            lines.insert(lines[4], at: 5)
+            let path = directory.path("duplicated.jsonl.gz")
+            try Self.gzipLines(lines, to: path)
+            let report = try LogVerifier.verify(path: path)
+            #expect(report.problems.map(\.code) == [.sequenceRepeat])
+            #expect(report.problems.first?.sequence == 4)
+        }
+    }
+
+    @Test("a line that is not JSON, and an unknown envelope version, are reported")
+    func invalidLines() throws {
+        try TemporaryDirectory.with { directory in
+            let log = try Self.flushedLog(in: directory)
+            var lines = log.lines
+            lines[3] = Array("{\"v\":1,\"seq\":3,".utf8)
+            lines[8] = Array(String(decoding: lines[8], as: UTF8.self).replacingOccurrences(of: "{\"v\":1,", with: "{\"v\":2,").utf8)
+            let path = directory.path("invalid.jsonl.gz")
+            try Self.gzipLines(lines, to: path)
+            let report = try LogVerifier.verify(path: path)
+            let codes = report.problems.map(\.code)
+            #expect(codes.contains(.invalidEvent))
+            #expect(codes.contains(.unsupportedVersion))
+            #expect(report.problems.first { $0.code == .invalidEvent }?.sequence == 3)
+            #expect(report.problems.first { $0.code == .unsupportedVersion }?.sequence == 8)
+        }
+    }
+
+    @Test("repair refuses a corrupt middle and leaves the file untouched")
+    func repairRefusesCorruptMiddle() throws {
+        try TemporaryDirectory.with { directory in
+            let log = try Self.flushedLog(in: directory)
+            let members = try memberOffsets(log.path)
+            var bytes = log.bytes
+            bytes[members[1] + 20] ^= 0x10
+            let path = directory.path("corrupt.jsonl.gz")
+            try writeBytes(Array(bytes.dropLast(5)), to: path)
+            #expect {
+                try LogRepair.seal(path: path)
+            } throws: { error in
+                guard let error = error as? LogError else { return false }
+                return error.code == .notRepairable && error.message.contains("other damage")
+            }
+            #expect(try readBytes(path) == Array(bytes.dropLast(5)))
+        }
+    }
+
+    @Test("a file that is not gzip is unreadable, not damaged")
+    func notGzip() throws {
+        try TemporaryDirectory.with { directory in
+            let path = directory.path("plain.jsonl")
+            try writeBytes(Array("{\"v\":1}\n".utf8), to: path)
+            #expect { _ = try LogVerifier.verify(path: path) } throws: { ($0 as? LogError)?.code == .notGzip }
+            #expect { _ = try LogReader(path: path).readAll() } throws: { ($0 as? LogError)?.code == .notGzip }
+        }
+    }
+}
