@@ -50,6 +50,46 @@ public struct JSONWriter {
         }
     }
 
+    /// An indented rendering for people (golden files, `--pretty` output): same key order, two
+    /// spaces per level, a newline at the end. Not the canonical form.
+    public static func encodePretty(_ value: JSONValue) -> String {
+        var writer = JSONWriter()
+        writer.writePretty(value, indent: 0)
+        writer.bytes.append(0x0A)
+        return String(decoding: writer.bytes, as: UTF8.self)
+    }
+
+    private mutating func writePretty(_ value: JSONValue, indent: Int) {
+        func newline(_ level: Int) {
+            bytes.append(0x0A)
+            bytes.append(contentsOf: repeatElement(UInt8(ascii: " "), count: level * 2))
+        }
+        switch value {
+        case .array(let elements) where !elements.isEmpty:
+            bytes.append(UInt8(ascii: "["))
+            for (position, element) in elements.enumerated() {
+                if position > 0 { bytes.append(UInt8(ascii: ",")) }
+                newline(indent + 1)
+                writePretty(element, indent: indent + 1)
+            }
+            newline(indent)
+            bytes.append(UInt8(ascii: "]"))
+        case .object(let object) where !object.isEmpty:
+            bytes.append(UInt8(ascii: "{"))
+            for (position, member) in object.members.enumerated() {
+                if position > 0 { bytes.append(UInt8(ascii: ",")) }
+                newline(indent + 1)
+                write(member.key)
+                writeRaw(": ")
+                writePretty(member.value, indent: indent + 1)
+            }
+            newline(indent)
+            bytes.append(UInt8(ascii: "}"))
+        default:
+            write(value)
+        }
+    }
+
     /// Appends ASCII text as it is (punctuation, literals, pre-encoded keys).
     public mutating func writeRaw(_ text: StaticString) {
         text.withUTF8Buffer { bytes.append(contentsOf: $0) }

@@ -1,0 +1,56 @@
+public import Foundation
+import TraceCore
+import TraceLog
+
+/// The logs in `Fixtures/logs/`, and the code that writes each of them.
+///
+/// Every fixture is produced by this code, byte for byte (a fixed clock and a fixed gzip
+/// header make the writer deterministic). `AGENT_EVAL_UPDATE_FIXTURES=1 swift test` rewrites
+/// them and their expected states on purpose.
+public enum FixtureLogs {
+    public struct Fixture: Sendable, CustomStringConvertible {
+        public let name: String
+        /// Writes the fixture log to `path`.
+        public let write: @Sendable (_ path: String) throws -> Void
+
+        public var description: String { name }
+
+        public var logFileName: String { "\(name).jsonl.gz" }
+        public var stateFileName: String { "\(name).state.json" }
+    }
+
+    public static let all: [Fixture] = [
+        Fixture(name: "support-refund") { path in
+            _ = try LogWriter.withWriter(creating: path, runId: "run-support-refund") { try SampleRun.recordSupportRun(into: $0) }
+        },
+        Fixture(name: "research-budget") { path in
+            _ = try LogWriter.withWriter(creating: path, runId: "run-research-budget") { try SampleRun.recordResearchRun(into: $0) }
+        },
+        // The research run killed mid-write: the writer flushed after every event but never
+        // closed its member, and the last 37 bytes never reached the disk.
+        Fixture(name: "research-torn") { path in
+            let writer = try LogWriter.create(
+                at: path, runId: "run-research-torn", options: .init(durability: .init(flush: .everyEvent)))
+            _ = try SampleRun.recordResearchRun(into: writer)
+            let size = writer.bytesWritten
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+            try bytes.prefix(size - 37).write(to: URL(fileURLWithPath: path))
+            // Closing would finish the member after the "crash"; the writer is dropped instead,
+            // and its deinit closes a member on a file we then restore.
+            withExtendedLifetime(writer) {}
+            try? writer.close()
+            try bytes.prefix(size - 37).write(to: URL(fileURLWithPath: path))
+        },
+    ]
+
+    /// `Fixtures/logs` in the package.
+    public static var directory: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Fixtures/logs")
+    }
+
+    /// Whether this run should rewrite the fixtures.
+    public static var isUpdating: Bool {
+        ProcessInfo.processInfo.environment["AGENT_EVAL_UPDATE_FIXTURES"] == "1"
+    }
+}

@@ -1,0 +1,103 @@
+/// One-line, human-readable summaries of events, for `log cat` and replay listings.
+extension Event {
+    /// `#seq step N  time  kind  details`, truncated text kept short.
+    public var summaryLine: String {
+        let sequenceText = "#\(sequence)".padding(toLength: 6)
+        let stepText = "step \(step)".padding(toLength: 8)
+        return "\(sequenceText)\(stepText)\(Event.formatTime(timeUs))  \(kind.padding(toLength: 18))\(payload.summary)"
+    }
+
+    /// RFC 3339 UTC with milliseconds, from microseconds since the epoch.
+    public static func formatTime(_ microseconds: Int) -> String {
+        let totalSeconds = microseconds >= 0 ? microseconds / 1_000_000 : (microseconds - 999_999) / 1_000_000
+        let millis = (microseconds - totalSeconds * 1_000_000) / 1000
+        var days = totalSeconds >= 0 ? totalSeconds / 86_400 : (totalSeconds - 86_399) / 86_400
+        let secondsOfDay = totalSeconds - days * 86_400
+        // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+        days += 719_468
+        let era = (days >= 0 ? days : days - 146_096) / 146_097
+        let dayOfEra = days - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthIndex = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
+        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        let millisText = millis < 10 ? "00\(millis)" : millis < 100 ? "0\(millis)" : "\(millis)"
+        return "\(year)-\(two(month))-\(two(day))T\(two(secondsOfDay / 3600)):\(two(secondsOfDay / 60 % 60)):\(two(secondsOfDay % 60)).\(millisText)Z"
+    }
+}
+
+extension EventPayload {
+    /// The payload's key facts on one line.
+    public var summary: String {
+        switch self {
+        case .runStarted(let started):
+            return "goal=\(quoted(started.goal)) agent=\(started.agent.name) model=\(started.model.provider)/\(started.model.name) tools=\(started.tools.count)"
+        case .contextBuilt(let packet):
+            var text = "~\(packet.tokenEstimate) tokens, \(packet.observations.count) observations, tools [\(packet.toolsDisclosed.joined(separator: ", "))]"
+            if !packet.omitted.isEmpty {
+                text += ", omitted " + packet.omitted.map { "\($0.id) (\($0.reason.rawValue))" }.joined(separator: ", ")
+            }
+            return text
+        case .decisionMade(let made):
+            let usage = made.usage.map { " [\($0.input)+\($0.output) tokens]" } ?? ""
+            switch made.outcome {
+            case .valid(.answer(let text)): return "answer \(quoted(text))\(usage)"
+            case .valid(.toolCalls(let calls)):
+                return "call " + calls.map { "\($0.name)(\(truncated(JSONWriter.encodeString($0.arguments), 60))) as \($0.id)" }.joined(separator: ", ") + usage
+            case .valid(.askHuman(let question)): return "ask human \(quoted(question))\(usage)"
+            case .valid(.stop(let reason)): return "stop \(quoted(reason))\(usage)"
+            case .invalid(let invalid): return "INVALID \(invalid.kind.rawValue): \(truncated(invalid.message, 80))\(usage)"
+            }
+        case .verdictGiven(let verdict):
+            var text = "\(verdict.verdict.rawValue.uppercased()) \(verdict.tool) (\(verdict.callId))"
+            if let rule = verdict.rule { text += " rule=\(rule)" }
+            if let reason = verdict.reason { text += " — \(truncated(reason, 60))" }
+            return text
+        case .toolIntended(let intent):
+            return "\(intent.tool)(\(truncated(JSONWriter.encodeString(intent.arguments), 60))) \(intent.callId) attempt \(intent.attempt)"
+        case .toolCompleted(let result):
+            var text = "\(result.status.rawValue) \(result.tool) \(result.callId) attempt \(result.attempt) in \(formatDuration(result.durationUs))"
+            if let error = result.error { text += " — \(truncated(error, 60))" }
+            if let output = result.output { text += " → \(truncated(JSONWriter.encodeString(output), 60))" }
+            return text
+        case .approvalRecorded(let approval):
+            return "\(approval.isGranted ? "granted" : "refused") \(approval.callId)" + (approval.approver.map { " by \($0)" } ?? "")
+        case .stepEnded(let ended):
+            return "state \(ended.stateDigest.prefix(19))…"
+        case .contentStored(let content):
+            return "\(content.hash.prefix(19))… \(content.mediaType), \(content.byteCount) bytes"
+        case .runStopped(let stopped):
+            var text = stopped.reason.rawValue
+            if let limit = stopped.limit { text += " (limit \(limit.rawValue))" }
+            if let answer = stopped.answer { text += " answer=\(quoted(answer))" }
+            if let error = stopped.error { text += " error=\(quoted(error))" }
+            return text
+        case .unknown(let kind, let data):
+            return "(unknown kind \(kind), kept) \(truncated(JSONWriter.encodeString(data), 60))"
+        }
+    }
+}
+
+private func quoted(_ text: String) -> String {
+    JSONWriter.encodeString(.string(truncated(text, 60)))
+}
+
+private func truncated(_ text: String, _ limit: Int) -> String {
+    text.count <= limit ? text : String(text.prefix(limit - 1)) + "…"
+}
+
+private func formatDuration(_ microseconds: Int) -> String {
+    if microseconds < 1000 { return "\(microseconds)µs" }
+    if microseconds < 1_000_000 { return "\(microseconds / 1000)ms" }
+    let tenths = microseconds / 100_000
+    return "\(tenths / 10).\(tenths % 10)s"
+}
+
+extension String {
+    fileprivate func padding(toLength length: Int) -> String {
+        count >= length ? self + " " : self + String(repeating: " ", count: length - count)
+    }
+}

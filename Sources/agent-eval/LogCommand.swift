@@ -1,0 +1,208 @@
+import ArgumentParser
+import TraceCore
+import TraceLog
+
+/// `agent-eval log`: look at, check and seal event logs.
+struct LogCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "log",
+        abstract: "Print, verify and repair event logs (.jsonl.gz).",
+        subcommands: [Cat.self, Verify.self, Repair.self]
+    )
+
+    struct Cat: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print a log's events, one per line.",
+            discussion: """
+                By default each event is shown as a readable summary line: sequence number, step, time, kind and \
+                the key facts. With --jsonl the events are printed exactly as stored, one JSON object per line, \
+                for jq and other tools.
+
+                A torn log (cut off by a crash) prints every complete event and a note on standard error saying \
+                where the file was cut. A damaged log prints the events before the damage and fails with exit 2.
+
+                Examples:
+                  agent-eval log cat Fixtures/logs/support-refund.jsonl.gz
+                  agent-eval log cat --jsonl run.jsonl.gz | jq -c 'select(.kind == "verdict_given")'
+                  agent-eval log cat --kind tool_intended --kind tool_completed run.jsonl.gz
+                """
+        )
+
+        @Argument(help: "The log file (.jsonl.gz).")
+        var file: String
+
+        @Flag(help: "Print the stored JSON lines exactly, instead of summaries.")
+        var jsonl = false
+
+        @Option(help: "Show only events of this kind (repeatable), e.g. tool_completed.")
+        var kind: [String] = []
+
+        func run() throws {
+            var output = OutputBuffer()
+            let kinds = Set(kind)
+            do {
+                let summary = try LogReader(path: file).forEachLine { line, recorded in
+                    guard kinds.isEmpty || kinds.contains(recorded.event.kind) else { return }
+                    if jsonl { output.append(line: line) } else { output.append(recorded.event.summaryLine) }
+                }
+                output.flush()
+                if let tear = summary.tear {
+                    printError("note: \(file): \(tear)")
+                    printError("hint: run `agent-eval log repair \(file)` to seal it")
+                }
+            } catch {
+                output.flush()
+                reportFailure(error)
+                throw Exit.unusable
+            }
+        }
+    }
+
+    struct Verify: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Check a log's members, CRCs, sequence numbers and hash chain.",
+            discussion: """
+                Reads the whole log and reports every problem with the gzip member's byte offset and the event's \
+                sequence number: damaged members (CRC, size or deflate data), a torn tail, members that end inside \
+                an event, lines that are not valid events, an unknown envelope version, sequence gaps and repeats, \
+                and breaks in the hash chain (an edited event). It reads on past a damaged member.
+
+                Exit codes: 0 intact, 1 damaged (problems listed), 2 unreadable (missing, not gzip).
+
+                Examples:
+                  agent-eval log verify Fixtures/logs/support-refund.jsonl.gz
+                  agent-eval log verify --json run.jsonl.gz
+                """
+        )
+
+        @Argument(help: "The log file (.jsonl.gz).")
+        var file: String
+
+        @Flag(help: "Print the report as JSON.")
+        var json = false
+
+        func run() throws {
+            let report: VerificationReport
+            do {
+                report = try LogVerifier.verify(path: file)
+            } catch {
+                reportFailure(error)
+                throw Exit.unusable
+            }
+            if json {
+                printJSON(report.json)
+            } else {
+                let sequences = report.members.compactMap(\.lastSequence).max().map { ", seq 0 to \($0)" } ?? ""
+                if report.isIntact {
+                    print("\(file): intact — \(report.members.count) gzip members, \(report.eventCount) events\(sequences), hash chain unbroken")
+                } else {
+                    print("\(file): DAMAGED — \(report.problems.count) problem\(report.problems.count == 1 ? "" : "s") in \(report.members.count) gzip members, \(report.eventCount) events read")
+                    for problem in report.problems { report_(problem) }
+                }
+            }
+            if !report.isIntact { throw Exit.failure }
+        }
+
+        private func report_(_ problem: LogError) {
+            var location = ""
+            if let offset = problem.memberOffset { location += "member at byte \(offset)" }
+            if let sequence = problem.sequence { location += (location.isEmpty ? "" : ", ") + "seq \(sequence)" }
+            print("  - [\(problem.code.rawValue)] \(location): \(problem.message)")
+            if let hint = problem.hint { print("    hint: \(hint)") }
+        }
+    }
+
+    struct Repair: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Seal a torn tail in place so gzip and zcat read the log again.",
+            discussion: """
+                A log cut off by a crash ends inside a gzip member. Repair cuts it back to the last complete event \
+                and finishes the member, in place: afterwards `gzip -t` passes and `zcat` prints exactly the \
+                complete events. No complete event is ever dropped. The rewrite is crash-safe: the sealed member \
+                goes to <file>.seal first, and an interrupted repair is finished by the next one.
+
+                Repair refuses anything but a torn tail — a damaged member in the middle, an edited or missing \
+                event — and explains: rewriting those would hide what happened. An intact log is left as it is.
+
+                Exit codes: 0 sealed or already intact, 1 refused (other damage), 2 unreadable.
+
+                Example:
+                  agent-eval log repair runs/crashed.jsonl.gz
+                """
+        )
+
+        @Argument(help: "The log file (.jsonl.gz), changed in place.")
+        var file: String
+
+        @Flag(help: "Print the result as JSON.")
+        var json = false
+
+        func run() throws {
+            let result: RepairReport?
+            do {
+                result = try LogRepair.seal(path: file)
+            } catch {
+                throw reportFailure(error)
+            }
+            if json {
+                var object = ObjectBuilder()
+                object.set("path", file)
+                object.set("sealed", result != nil)
+                if let result {
+                    object.set("member_offset", result.memberOffset)
+                    object.set("original_size", result.originalSize)
+                    object.set("new_size", result.newSize)
+                    object.set("events_kept_in_member", result.eventsKept)
+                    object.set("dropped_bytes", result.droppedBytes)
+                    object.set("last_seq", result.lastSequence)
+                }
+                printJSON(object.json)
+                return
+            }
+            guard let result else {
+                print("\(file): intact, nothing to repair")
+                return
+            }
+            let last = result.lastSequence.map { "the last event is now seq \($0)" } ?? "the log now holds no event"
+            print("\(file): sealed — cut at byte \(result.memberOffset) and rewrote the final member (\(result.originalSize) → \(result.newSize) bytes); kept \(result.eventsKept) complete events of that member, dropped \(result.droppedBytes) bytes of a partial event; \(last)")
+        }
+    }
+}
+
+extension VerificationReport {
+    var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("path", path)
+        object.set("intact", isIntact)
+        object.set("event_count", eventCount)
+        object.set("member_count", members.count)
+        object.set(
+            "members",
+            JSONValue.array(
+                members.map { member in
+                    var entry = ObjectBuilder()
+                    entry.set("index", member.index)
+                    entry.set("offset", member.offset)
+                    entry.set("length", member.length)
+                    entry.set("events", member.eventCount)
+                    entry.set("first_seq", member.firstSequence)
+                    entry.set("last_seq", member.lastSequence)
+                    entry.set("complete", member.isComplete)
+                    entry.set("corrupt", member.isCorrupt)
+                    return entry.json
+                }))
+        object.set(
+            "problems",
+            JSONValue.array(
+                problems.map { problem in
+                    var entry = ObjectBuilder()
+                    entry.set("code", problem.code.rawValue)
+                    entry.set("message", problem.message)
+                    entry.set("member_offset", problem.memberOffset)
+                    entry.set("seq", problem.sequence)
+                    entry.set("hint", problem.hint)
+                    return entry.json
+                }))
+        return object.json
+    }
+}
