@@ -45,3 +45,6 @@ public enum Subprocess {
         return nil
     }
 }
+
+/// The real gzip program, for checking logs with the tool users have.
+public let gzipPath = Subprocess.which("gzip") ?? "/usr/bin/gzip"

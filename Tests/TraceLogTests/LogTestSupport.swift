@@ -29,4 +29,3 @@ func memberOffsets(_ path: String) throws -> [Int] {
     return report.members.map(\.offset)
 }
 
-let gzipPath = Subprocess.which("gzip") ?? "/usr/bin/gzip"

@@ -1,0 +1,140 @@
+import Foundation
+import TestSupport
+import Testing
+import TraceCore
+import TraceLog
+
+/// The built `agent-eval` binary, run as a real subprocess.
+func agentEval(_ arguments: [String]) throws -> ProcessResult {
+    let candidates = [
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("agent-eval").path,
+        Bundle.main.bundleURL.appendingPathComponent("agent-eval").path,
+        Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("agent-eval").path,
+    ]
+    guard let binary = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+        throw CLITestError.binaryNotFound(candidates)
+    }
+    return try Subprocess.run(binary, arguments)
+}
+
+enum CLITestError: Error { case binaryNotFound([String]) }
+
+func fixture(_ name: String) -> String {
+    FixtureLogs.directory.appendingPathComponent(name).path
+}
+
+@Suite("agent-eval log")
+struct CLITests {
+    @Test("log cat prints one summary line per event")
+    func catSummaries() throws {
+        let result = try agentEval(["log", "cat", fixture("support-refund.jsonl.gz")])
+        #expect(result.status == 0)
+        let lines = result.stdoutText.split(separator: "\n")
+        #expect(lines.count == 27)
+        #expect(lines.first?.hasPrefix("#0    step 0  2026-11-18T11:06:40.000Z  run_started") == true)
+        #expect(lines.contains { $0.contains("DENY delete_customer (call-3) rule=no-deletes") })
+        #expect(lines.last?.contains("run_stopped       success") == true)
+    }
+
+    @Test("log cat --jsonl prints the stored lines exactly, as zcat does")
+    func catJSONL() throws {
+        let path = fixture("support-refund.jsonl.gz")
+        let ours = try agentEval(["log", "cat", "--jsonl", path])
+        let zcat = try Subprocess.run(gzipPath, ["-dc", path])
+        #expect(ours.status == 0)
+        #expect(ours.stdout == zcat.stdout)
+        let filtered = try agentEval(["log", "cat", "--jsonl", "--kind", "verdict_given", path])
+        #expect(filtered.stdoutText.split(separator: "\n").count == 3)
+    }
+
+    @Test("log cat on a torn log prints the complete events and says where it was cut")
+    func catTorn() throws {
+        let result = try agentEval(["log", "cat", fixture("research-torn.jsonl.gz")])
+        #expect(result.status == 0)
+        #expect(result.stdoutText.split(separator: "\n").count == 23)
+        #expect(result.stderr.contains("note:"))
+        #expect(result.stderr.contains("ends inside the gzip member that starts at byte 0"))
+        #expect(result.stderr.contains("agent-eval log repair"))
+    }
+
+    @Test("log verify: 0 for intact, 1 with the problems for damaged, 2 for unreadable")
+    func verifyExitCodes() throws {
+        let intact = try agentEval(["log", "verify", fixture("support-refund.jsonl.gz")])
+        #expect(intact.status == 0)
+        #expect(intact.stdoutText.contains("intact — 2 gzip members, 27 events, seq 0 to 26, hash chain unbroken"))
+
+        let torn = try agentEval(["log", "verify", fixture("research-torn.jsonl.gz")])
+        #expect(torn.status == 1)
+        #expect(torn.stdoutText.contains("[torn_tail] member at byte 0, seq 23"))
+
+        let missing = try agentEval(["log", "verify", "/nonexistent/run.jsonl.gz"])
+        #expect(missing.status == 2)
+        #expect(missing.stderr.hasPrefix("error: cannot open the log for reading: No such file or directory\n  --> /nonexistent/run.jsonl.gz"))
+
+        try TemporaryDirectory.with { directory in
+            let plain = directory.path("plain.jsonl")
+            try Data("{}\n".utf8).write(to: URL(fileURLWithPath: plain))
+            let notGzip = try agentEval(["log", "verify", plain])
+            #expect(notGzip.status == 2)
+            #expect(notGzip.stderr.contains("error: the file is not a gzip-compressed log"))
+            #expect(notGzip.stderr.contains("hint: agent-eval logs are gzip-compressed JSONL"))
+        }
+    }
+
+    @Test("log verify --json reports members and problems for machines")
+    func verifyJSON() throws {
+        let result = try agentEval(["log", "verify", "--json", fixture("research-torn.jsonl.gz")])
+        #expect(result.status == 1)
+        let report = try JSONParser.parse(result.stdout)
+        #expect(report["intact"] == false)
+        #expect(report["event_count"] == 23)
+        #expect(report["problems"]?.arrayValue?.first?["code"] == "torn_tail")
+        #expect(report["problems"]?.arrayValue?.first?["seq"] == 23)
+    }
+
+    @Test("log repair seals a torn copy; gzip -t then passes; a second repair has nothing to do")
+    func repairTorn() throws {
+        try TemporaryDirectory.with { directory in
+            let path = directory.path("torn.jsonl.gz")
+            try FileManager.default.copyItem(atPath: fixture("research-torn.jsonl.gz"), toPath: path)
+            #expect(try Subprocess.run(gzipPath, ["-t", path]).status != 0)
+            let repaired = try agentEval(["log", "repair", path])
+            #expect(repaired.status == 0)
+            #expect(repaired.stdoutText.contains("sealed"))
+            #expect(repaired.stdoutText.contains("the last event is now seq 22"))
+            #expect(try Subprocess.run(gzipPath, ["-t", path]).status == 0)
+            #expect(try agentEval(["log", "verify", path]).status == 0)
+            let again = try agentEval(["log", "repair", "--json", path])
+            #expect(again.status == 0)
+            #expect(try JSONParser.parse(again.stdout)["sealed"] == false)
+        }
+    }
+
+    @Test("log repair refuses a corrupt middle with exit 1 and an explanation")
+    func repairRefuses() throws {
+        try TemporaryDirectory.with { directory in
+            let path = directory.path("corrupt.jsonl.gz")
+            var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: fixture("support-refund.jsonl.gz"))))
+            bytes[200] ^= 0x04
+            bytes.removeLast(3)
+            try Data(bytes).write(to: URL(fileURLWithPath: path))
+            let result = try agentEval(["log", "repair", path])
+            #expect(result.status == 1)
+            #expect(result.stderr.contains("error: repair only seals a torn tail, and this log has other damage"))
+            #expect(result.stderr.contains("--> \(path) (gzip member at byte 0, seq 0)"))
+            #expect(result.stderr.contains("hint: inspect it with `agent-eval log verify"))
+            #expect(Array(try Data(contentsOf: URL(fileURLWithPath: path))) == bytes)
+        }
+    }
+
+    @Test("usage errors exit 64 and --help explains with an example")
+    func usage() throws {
+        let bad = try agentEval(["log", "verify"])
+        #expect(bad.status == 64)
+        #expect(bad.stderr.contains("Missing expected argument '<file>'"))
+        let help = try agentEval(["log", "repair", "--help"])
+        #expect(help.status == 0)
+        #expect(help.stdoutText.contains("Example:"))
+        #expect(help.stdoutText.contains("Repair refuses anything but a torn tail"))
+    }
+}
