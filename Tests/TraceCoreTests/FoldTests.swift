@@ -1,0 +1,160 @@
+import Testing
+import TraceCore
+
+/// Builds events with dense sequence numbers; the fold does not check hashes.
+struct EventScript {
+    var events: [Event] = []
+    var time = 1_000_000
+
+    mutating func add(_ payload: EventPayload, step: Int) {
+        events.append(Event(runId: "r1", sequence: events.count, step: step, timeUs: time, previousHash: "", payload: payload))
+        time += 1_000
+    }
+}
+
+@Suite("The fold")
+struct FoldTests {
+    static let started = RunStarted(
+        goal: "refund A-1", agent: AgentIdentity(name: "a", configDigest: "sha256:00"),
+        model: ModelIdentity(provider: "scripted", name: "m"), policy: PolicyIdentity(name: "p"),
+        tools: [ToolSpec(name: "lookup", description: "d", inputSchema: ["type": "object"], sideEffect: .read)],
+        limits: RunLimits(maxSteps: 3, tokenBudget: 100))
+
+    @Test("a run with an allowed call, a denied call and an answer folds to exactly this state")
+    func wholeState() {
+        var script = EventScript()
+        script.add(.runStarted(Self.started), step: 0)
+        script.add(.contextBuilt(ContextBuilt(goal: "refund A-1", stateSummary: "-", tokenEstimate: 40)), step: 1)
+        let lookup = ToolCall(id: "c1", name: "lookup", arguments: ["id": "A-1"])
+        let delete = ToolCall(id: "c2", name: "delete", arguments: [:])
+        script.add(
+            .decisionMade(DecisionMade(raw: "r", outcome: .valid(.toolCalls([lookup, delete])), usage: TokenUsage(input: 40, output: 9), latencyUs: 500, costUSD: 0.25)),
+            step: 1)
+        script.add(.verdictGiven(VerdictGiven(callId: "c1", tool: "lookup", verdict: .allow)), step: 1)
+        script.add(.verdictGiven(VerdictGiven(callId: "c2", tool: "delete", verdict: .deny, reason: "no", rule: "r2")), step: 1)
+        script.add(.toolIntended(ToolIntended(callId: "c1", tool: "lookup", arguments: ["id": "A-1"], attempt: 1)), step: 1)
+        let result = ToolCompleted(callId: "c1", tool: "lookup", attempt: 1, status: .ok, output: ["total": 5], durationUs: 700)
+        script.add(.toolCompleted(result), step: 1)
+        script.add(.stepEnded(StepEnded(stateDigest: "sha256:ab")), step: 1)
+        script.add(.unknown(kind: "future_thing", data: ["x": 1]), step: 2)
+        script.add(.runStopped(RunStopped(reason: .success, answer: "done")), step: 2)
+
+        var expected = RunState()
+        expected.runId = "r1"
+        expected.start = Self.started
+        expected.startedAtUs = 1_000_000
+        expected.lastEventAtUs = 1_009_000
+        expected.eventCount = 10
+        expected.step = 2
+        expected.stepsCompleted = 1
+        expected.contextPacketCount = 1
+        expected.lastTokenEstimate = 40
+        expected.decisions = [DecisionRecord(step: 1, sequence: 2, outcome: .valid(.toolCalls([lookup, delete])), usage: TokenUsage(input: 40, output: 9))]
+        var first = ToolCallRecord(id: "c1", tool: "lookup", step: 1, arguments: ["id": "A-1"])
+        first.verdict = VerdictGiven(callId: "c1", tool: "lookup", verdict: .allow)
+        first.attempts = 1
+        first.results = [result]
+        var second = ToolCallRecord(id: "c2", tool: "delete", step: 1, arguments: [:])
+        second.verdict = VerdictGiven(callId: "c2", tool: "delete", verdict: .deny, reason: "no", rule: "r2")
+        expected.calls = [first, second]
+        expected.usage.inputTokens = 40
+        expected.usage.outputTokens = 9
+        expected.usage.costUSD = 0.25
+        expected.usage.modelCalls = 1
+        expected.usage.modelLatencyUs = 500
+        expected.usage.toolAttempts = 1
+        expected.usage.toolTimeUs = 700
+        expected.lastStateDigest = "sha256:ab"
+        expected.stop = RunStopped(reason: .success, answer: "done")
+        expected.unknownEventCount = 1
+
+        let state = RunState(folding: script.events)
+        #expect(state == expected)
+        #expect(state.digest == expected.digest)
+
+        // The trajectory queries the evals use.
+        #expect(state.executedToolNames == ["lookup"])
+        #expect(state.deniedCalls.map(\.id) == ["c2"])
+        #expect(state.attemptedCalls.count == 2)
+        #expect(state.toolCallCount == 1)
+        #expect(state.verdict(forCall: "c2")?.rule == "r2")
+        #expect(state.results(forCall: "c1") == [result])
+        #expect(state.stopReason == .success)
+        #expect(state.finalAnswer == "done")
+        #expect(state.usage.totalTokens == 49)
+        #expect(state.elapsedUs == 9_000)
+    }
+
+    @Test("every prefix of the events folds to the state of that prefix (the fold is a left fold)")
+    func prefixes() {
+        var script = EventScript()
+        script.add(.runStarted(Self.started), step: 0)
+        script.add(.decisionMade(DecisionMade(raw: "r", outcome: .valid(.answer("x")))), step: 1)
+        script.add(.runStopped(RunStopped(reason: .success)), step: 1)
+        var state = RunState()
+        for (index, event) in script.events.enumerated() {
+            RunState.reduce(into: &state, event)
+            #expect(state == RunState(folding: script.events.prefix(index + 1)))
+        }
+    }
+
+    @Test("what does not fit is recorded as an anomaly, never a crash")
+    func anomalies() {
+        var script = EventScript()
+        script.add(.runStarted(Self.started), step: 0)
+        script.add(.toolIntended(ToolIntended(callId: "ghost", tool: "lookup", arguments: [:], attempt: 1)), step: 1)
+        script.add(.decisionMade(DecisionMade(raw: "r", outcome: .valid(.toolCalls([ToolCall(id: "c1", name: "lookup", arguments: [:])])))), step: 1)
+        script.add(.toolIntended(ToolIntended(callId: "c1", tool: "lookup", arguments: [:], attempt: 1)), step: 1)
+        script.add(.verdictGiven(VerdictGiven(callId: "c1", tool: "lookup", verdict: .deny)), step: 1)
+        script.add(.verdictGiven(VerdictGiven(callId: "c1", tool: "lookup", verdict: .allow)), step: 1)
+        script.add(.runStopped(RunStopped(reason: .success)), step: 1)
+        script.add(.runStarted(Self.started), step: 1)
+        let state = RunState(folding: script.events)
+        #expect(state.anomalies.map(\.sequence) == [1, 3, 5, 7, 7])
+        #expect(state.anomalies[1].message == "event 3 (tool_intended): tool \"lookup\" started for call \"c1\" without an allow verdict")
+        #expect(state.calls[0].verdict?.verdict == .deny)
+        #expect(state.start == Self.started)
+    }
+
+    @Test("an approval after an approval_required stop resumes the run")
+    func resumeAfterApproval() {
+        var script = EventScript()
+        script.add(.runStarted(Self.started), step: 0)
+        script.add(.decisionMade(DecisionMade(raw: "r", outcome: .valid(.toolCalls([ToolCall(id: "c1", name: "refund", arguments: [:])])))), step: 1)
+        script.add(.verdictGiven(VerdictGiven(callId: "c1", tool: "refund", verdict: .approvalRequired)), step: 1)
+        script.add(.runStopped(RunStopped(reason: .approvalRequired)), step: 1)
+        var state = RunState(folding: script.events)
+        #expect(state.callsAwaitingApproval.map(\.id) == ["c1"])
+        #expect(state.calls[0].isPermitted == false)
+        script.add(.approvalRecorded(ApprovalRecorded(callId: "c1", isGranted: true)), step: 1)
+        script.add(.toolIntended(ToolIntended(callId: "c1", tool: "refund", arguments: [:], attempt: 1)), step: 1)
+        state = RunState(folding: script.events)
+        #expect(state.stop == nil)
+        #expect(state.resumeCount == 1)
+        #expect(state.anomalies.isEmpty)
+        #expect(state.executedToolNames == ["refund"])
+    }
+
+    @Test("event lines round-trip for every kind, and an unknown version is refused")
+    func eventLines() throws {
+        var script = EventScript()
+        script.add(.runStarted(Self.started), step: 0)
+        script.add(.contentStored(ContentStored(bytes: [0xFF, 0x00], mediaType: "application/octet-stream")), step: 0)
+        script.add(.decisionMade(DecisionMade(raw: "?", outcome: .invalid(InvalidDecision(kind: .unknownTool, message: "no tool x")))), step: 1)
+        script.add(.approvalRecorded(ApprovalRecorded(callId: "c", isGranted: false, reason: "too much")), step: 1)
+        script.add(.toolCompleted(ToolCompleted(callId: "c", tool: "t", attempt: 1, status: .ok, output: .null, durationUs: 1)), step: 1)
+        script.add(.runStopped(RunStopped(reason: .budgetExhausted, limit: .maxSteps)), step: 1)
+        for event in script.events {
+            #expect(try Event(line: event.encodedLine()) == event)
+        }
+        var line = String(decoding: script.events[0].encodedLine(), as: UTF8.self)
+        line = line.replacingOccurrences(of: "{\"v\":1,", with: "{\"v\":7,")
+        #expect { _ = try Event(line: Array(line.utf8)) } throws: { ($0 as? TraceCoreError)?.code == .unsupportedVersion }
+        let broken = #"{"v":1,"run":"r","seq":0,"step":0,"time_us":1,"kind":"verdict_given","prev":"","data":{"call_id":"c","tool":"t","verdict":"maybe"}}"#
+        #expect {
+            _ = try Event(line: Array(broken.utf8))
+        } throws: { error in
+            (error as? TraceCoreError)?.message == #"data.verdict is "maybe", which is not one of "allow", "deny", "approval_required""#
+        }
+    }
+}

@@ -1,0 +1,119 @@
+import Testing
+import TraceCore
+
+@Suite("JSON parsing and canonical writing")
+struct JSONTests {
+    @Test("valid JSON parses to the expected value", arguments: [
+        ("null", JSONValue.null),
+        (" true ", .bool(true)),
+        ("-0", .int(0)),
+        ("9223372036854775807", .int(Int.max)),
+        ("-9223372036854775808", .int(Int.min)),
+        ("9223372036854775808", .double(9223372036854775808.0)),
+        ("1.5e3", .double(1500)),
+        ("\"a\\u00e9\\ud83d\\ude80\\n\\\"\"", .string("aé🚀\n\"")),
+        ("[1,[2,{}],[]]", .array([1, [2, .object(JSONObject())], []])),
+        ("{\"b\":1,\"a\":{\"d\":[],\"c\":null}}", JSONValue.object(JSONObject([("a", ["c": nil, "d": []]), ("b", 1)]))),
+    ])
+    func parsesValid(text: String, expected: JSONValue) throws {
+        #expect(try JSONParser.parse(Array(text.utf8)) == expected)
+    }
+
+    @Test("invalid JSON is rejected with the byte offset and what is wrong", arguments: [
+        ("", "the text is empty"),
+        ("{\"a\":1,}", "expected a member name in double quotes, found '}'"),
+        ("[1 2]", "expected ',' or ']' in array, found '2'"),
+        ("{\"a\":1,\"a\":2}", "duplicate member name \"a\""),
+        ("\"abc", "string opened at byte 0 is not closed"),
+        ("01", "leading zero in number"),
+        ("\"\\ud800\"", "lone high surrogate"),
+        ("\"tab\there\"", "control character 0x9 inside a string"),
+        ("tru", "expected 'true'"),
+        ("{} x", "unexpected 'x' after the JSON value"),
+        ("1e999", "out of range"),
+    ])
+    func rejectsInvalid(text: String, message: String) {
+        #expect {
+            _ = try JSONParser.parse(Array(text.utf8))
+        } throws: { error in
+            guard let error = error as? TraceCoreError, error.code == .invalidJSON else { return false }
+            return error.message.contains(message) && error.message.hasPrefix("invalid JSON at byte ")
+        }
+    }
+
+    @Test("invalid UTF-8 inside a string is rejected, not replaced")
+    func rejectsInvalidUTF8() {
+        #expect {
+            _ = try JSONParser.parse([0x22, 0x61, 0xC3, 0x28, 0x22])
+        } throws: { ($0 as? TraceCoreError)?.code == .invalidUTF8 }
+    }
+
+    @Test("canonical writing: sorted keys by bytes, minimal escapes, shortest doubles")
+    func canonicalForm() {
+        let value: JSONValue = ["é": 1, "b": [0.1, 1e21, -2.5, 3], "a\u{1}": "x\"\\\n\u{7F}ü", "B": true]
+        #expect(JSONWriter.encodeString(value) == "{\"B\":true,\"a\\u0001\":\"x\\\"\\\\\\n\u{7F}ü\",\"b\":[0.1,1e+21,-2.5,3],\"é\":1}")
+    }
+
+    @Test("keys that differ only in Unicode normalisation stay distinct")
+    func normalisationDistinct() throws {
+        let parsed = try JSONParser.parse(Array("{\"\u{E9}\":1,\"e\u{301}\":2}".utf8))
+        #expect(parsed.objectValue?.count == 2)
+        #expect(JSONWriter.encodeString(parsed) == "{\"e\u{301}\":2,\"\u{E9}\":1}")
+    }
+
+    @Test("decode(encode(v)) == v for generated values")
+    func roundTripProperty() throws {
+        var generator = SeededGenerator(seed: 42)
+        for _ in 0..<2_000 {
+            let value = JSONValue.random(using: &generator, depth: 0)
+            let encoded = JSONWriter.encode(value)
+            let decoded = try JSONParser.parse(encoded)
+            #expect(decoded == value, "\(JSONWriter.encodeString(value))")
+            #expect(JSONWriter.encode(decoded) == encoded)
+        }
+    }
+}
+
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+extension JSONValue {
+    static let sampleScalars: [Unicode.Scalar] = ["a", "Z", "0", " ", "\"", "\\", "\n", "\u{0}", "\u{1F}", "é", "ß", "日", "🚀", "\u{2028}", "\u{FEFF}", "e", "\u{301}"]
+
+    static func randomString(using generator: inout SeededGenerator) -> String {
+        var text = String.UnicodeScalarView()
+        for _ in 0..<Int.random(in: 0...12, using: &generator) {
+            text.append(sampleScalars.randomElement(using: &generator) ?? "a")
+        }
+        return String(text)
+    }
+
+    static func random(using generator: inout SeededGenerator, depth: Int) -> JSONValue {
+        let choice = Int.random(in: 0..<(depth > 3 ? 5 : 7), using: &generator)
+        switch choice {
+        case 0: return .null
+        case 1: return .bool(Bool.random(using: &generator))
+        case 2: return .int(Int.random(in: Int.min...Int.max, using: &generator) >> Int.random(in: 0...63, using: &generator))
+        case 3:
+            let double = Double(bitPattern: generator.next())
+            return double.isFinite ? .double(double) : .double(0.25)
+        case 4: return .string(randomString(using: &generator))
+        case 5: return .array((0..<Int.random(in: 0...4, using: &generator)).map { _ in random(using: &generator, depth: depth + 1) })
+        default:
+            var object = JSONObject()
+            for _ in 0..<Int.random(in: 0...4, using: &generator) {
+                object[randomString(using: &generator)] = random(using: &generator, depth: depth + 1)
+            }
+            return .object(object)
+        }
+    }
+}
