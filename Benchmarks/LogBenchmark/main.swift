@@ -1,1 +1,278 @@
-print("x")
+// The log benchmark: write, read + fold, and the physical limits, on a synthetic corpus.
+//
+//   swift run -c release log-benchmark [--runs 1000] [--steps 20] [--repetitions 5] [--dir PATH]
+//
+// Prints medians of the repetitions. See README.md, "Performance".
+import CZlib
+import Foundation
+import TraceCore
+import TraceLog
+
+struct Settings {
+    var runs = 1000
+    var steps = 20
+    var repetitions = 5
+    var directory = FileManager.default.temporaryDirectory.appendingPathComponent("agent-eval-bench").path
+    var bigRunSteps = 20_000
+    var keepsFiles = false
+    var level: Int32 = LogWriter.Options().compressionLevel
+}
+
+func parseSettings() -> Settings {
+    var settings = Settings()
+    var arguments = CommandLine.arguments.dropFirst().makeIterator()
+    while let argument = arguments.next() {
+        if argument == "--keep" {
+            settings.keepsFiles = true
+            continue
+        }
+        let value = arguments.next() ?? ""
+        switch argument {
+        case "--runs": settings.runs = Int(value) ?? settings.runs
+        case "--steps": settings.steps = Int(value) ?? settings.steps
+        case "--repetitions": settings.repetitions = Int(value) ?? settings.repetitions
+        case "--dir": settings.directory = value
+        case "--level": settings.level = Int32(value) ?? settings.level
+        case "--big-run-steps": settings.bigRunSteps = Int(value) ?? settings.bigRunSteps
+        default:
+            FileHandle.standardError.write(Data("usage: log-benchmark [--runs N] [--steps N] [--repetitions N] [--dir PATH] [--big-run-steps N] [--level 1-9] [--keep]\n".utf8))
+            exit(64)
+        }
+    }
+    return settings
+}
+
+func seconds(_ body: () throws -> Void) rethrows -> Double {
+    let start = ContinuousClock.now
+    try body()
+    let elapsed = ContinuousClock.now - start
+    return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+}
+
+func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+}
+
+func fileSize(_ path: String) -> Int {
+    ((try? FileManager.default.attributesOfItem(atPath: path)[.size]) as? Int) ?? 0
+}
+
+/// Writes every run to its own log; returns the paths.
+func writeCorpus(_ runs: [Corpus.Run], to directory: String, options: LogWriter.Options) throws -> [String] {
+    try? FileManager.default.removeItem(atPath: directory)
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    var paths: [String] = []
+    var time = 1_795_000_000_000_000
+    for run in runs {
+        let path = "\(directory)/\(run.runId).jsonl.gz"
+        try LogWriter.withWriter(creating: path, runId: run.runId, options: options) { writer in
+            for (payload, step) in run.events {
+                time += 1000
+                try writer.append(payload, step: step, timeUs: time)
+            }
+        }
+        paths.append(path)
+    }
+    return paths
+}
+
+/// One gzip -6 stream per run of exactly the JSONL our writer wrote, in process (zlib level 6
+/// is what gzip -6 does), as the size to beat.
+func gzipSixSize(of path: String) throws -> Int {
+    var text: [UInt8] = []
+    _ = try LogReader(path: path).forEachLine { line, _ in
+        text.append(contentsOf: line)
+        text.append(0x0A)
+    }
+    var stream = z_stream()
+    deflateInit2_(&stream, 6, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY, zlibVersion(), Int32(MemoryLayout<z_stream>.size))
+    defer { deflateEnd(&stream) }
+    var output = [UInt8](repeating: 0, count: Int(deflateBound(&stream, uLong(text.count))) + 64)
+    let written = text.withUnsafeMutableBufferPointer { input in
+        output.withUnsafeMutableBufferPointer { out -> Int in
+            stream.next_in = input.baseAddress
+            stream.avail_in = uInt(input.count)
+            stream.next_out = out.baseAddress
+            stream.avail_out = uInt(out.count)
+            deflate(&stream, Z_FINISH)
+            return out.count - Int(stream.avail_out)
+        }
+    }
+    return written
+}
+
+/// Inflates every member of a file and throws the output away: the in-process limit.
+func inflateOnly(_ path: String) throws -> Int {
+    let data = try Data(contentsOf: URL(fileURLWithPath: path))
+    var stream = z_stream()
+    inflateInit2_(&stream, 31, zlibVersion(), Int32(MemoryLayout<z_stream>.size))
+    defer { inflateEnd(&stream) }
+    var produced = 0
+    var output = [UInt8](repeating: 0, count: 256 * 1024)
+    data.withUnsafeBytes { input in
+        stream.next_in = UnsafeMutablePointer(mutating: input.bindMemory(to: Bytef.self).baseAddress)
+        stream.avail_in = uInt(input.count)
+        output.withUnsafeMutableBufferPointer { out in
+            while stream.avail_in > 0 {
+                stream.next_out = out.baseAddress
+                stream.avail_out = uInt(out.count)
+                let status = inflate(&stream, Z_NO_FLUSH)
+                produced += out.count - Int(stream.avail_out)
+                if status == Z_STREAM_END { inflateReset(&stream) } else if status != Z_OK { return }
+            }
+        }
+    }
+    return produced
+}
+
+func readAndFold(_ path: String) throws -> (events: Int, bytes: Int) {
+    var state = RunState()
+    let summary = try LogReader(path: path).forEachEvent { RunState.reduce(into: &state, $0.event) }
+    precondition(state.stopReason != nil || summary.eventCount == 0)
+    return (summary.eventCount, summary.decompressedBytes)
+}
+
+/// Peak resident memory (VmHWM) of this process, in KiB.
+func peakResidentKiB() -> Int {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return -1 }
+    for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? -1
+    }
+    return -1
+}
+
+/// Runs this program again to read one file, so the peak is the reader's alone.
+func readerPeakKiB(_ path: String) throws -> Int {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+    process.arguments = ["peak-rss", path]
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    try process.run()
+    let output = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return Int(String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+}
+
+if CommandLine.arguments.count == 3 && CommandLine.arguments[1] == "peak-rss" {
+    _ = try readAndFold(CommandLine.arguments[2])
+    print(peakResidentKiB())
+    exit(0)
+}
+
+// `log-benchmark read-dir DIR`: only read + fold every log in DIR, for profilers.
+if CommandLine.arguments.count == 3 && CommandLine.arguments[1] == "read-dir" {
+    let directory = CommandLine.arguments[2]
+    let files = try FileManager.default.contentsOfDirectory(atPath: directory).sorted().map { "\(directory)/\($0)" }
+    var rates: [Double] = []
+    var bytes = 0
+    for _ in 0..<7 {
+        bytes = 0
+        let elapsed = try seconds { for file in files { bytes += try readAndFold(file).bytes } }
+        rates.append(Double(bytes) / 1e6 / elapsed)
+    }
+    print("\(files.count) logs, \(bytes / 1_000_000) MB of JSONL, median \(Int(median(rates))) MB/s of 7, best \(Int(rates.max() ?? 0))")
+    exit(0)
+}
+
+let settings = parseSettings()
+print("generating \(settings.runs) runs x \(settings.steps) steps …")
+var corpus = Corpus()
+let runs = (0..<settings.runs).map { corpus.run(index: $0, steps: settings.steps) }
+let eventCount = runs.reduce(0) { $0 + $1.events.count }
+
+// Write at the default policy and with a flush after every event.
+var writeTimes: [Double] = []
+var writeEveryTimes: [Double] = []
+var paths: [String] = []
+var everyPaths: [String] = []
+for repetition in 0..<settings.repetitions {
+    print("write, repetition \(repetition + 1)/\(settings.repetitions)")
+    writeTimes.append(try seconds { paths = try writeCorpus(runs, to: settings.directory + "/standard", options: .init(compressionLevel: settings.level)) })
+    writeEveryTimes.append(
+        try seconds {
+            everyPaths = try writeCorpus(runs, to: settings.directory + "/every-event", options: .init(durability: .init(flush: .everyEvent), compressionLevel: settings.level))
+        })
+}
+// The writer's work before zlib: encoding each event and hashing its line.
+var encodeTimes: [Double] = []
+for _ in 0..<settings.repetitions {
+    encodeTimes.append(
+        seconds {
+            var writer = JSONWriter(capacity: 4096)
+            var hashes = 0
+            for run in runs {
+                for (sequence, (payload, step)) in run.events.enumerated() {
+                    writer.bytes.removeAll(keepingCapacity: true)
+                    Event(runId: run.runId, sequence: sequence, step: step, timeUs: 0, previousHash: ContentHash.genesis, payload: payload)
+                        .encode(into: &writer)
+                    hashes &+= writer.bytes.withUnsafeBytes { ContentHash.sha256Hex($0) }.utf8.count
+                }
+            }
+            precondition(hashes > 0)
+        })
+}
+let compressed = paths.reduce(0) { $0 + fileSize($1) }
+let compressedEvery = everyPaths.reduce(0) { $0 + fileSize($1) }
+let gzipSix = try paths.reduce(0) { $0 + (try gzipSixSize(of: $1)) }
+
+// Read + fold, inflate only, and the system gzip -dc, on the same files.
+var readTimes: [Double] = []
+var inflateTimes: [Double] = []
+var gzipTimes: [Double] = []
+var jsonBytes = 0
+for repetition in 0..<settings.repetitions {
+    print("read, repetition \(repetition + 1)/\(settings.repetitions)")
+    readTimes.append(try seconds { jsonBytes = try paths.reduce(0) { $0 + (try readAndFold($1)).bytes } })
+    inflateTimes.append(try seconds { _ = try paths.reduce(0) { $0 + (try inflateOnly($1)) } })
+    gzipTimes.append(
+        try seconds {
+            for batch in stride(from: 0, to: paths.count, by: 200) {
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: "/bin/sh")
+                process.arguments = ["-c", "gzip -dc \"$@\" > /dev/null", "sh"] + paths[batch..<min(batch + 200, paths.count)]
+                try process.run()
+                process.waitUntilExit()
+            }
+        })
+}
+
+// Peak memory of the reader: a normal run against one 1,000 times longer.
+print("memory: writing a run of \(settings.bigRunSteps) steps …")
+let bigRun = corpus.run(index: -1, steps: settings.bigRunSteps)
+let bigPaths = try writeCorpus([bigRun], to: settings.directory + "/big", options: .init())
+let smallPeak = try readerPeakKiB(paths[0])
+let bigPeak = try readerPeakKiB(bigPaths[0])
+
+let mb = 1_000_000.0
+let writeSeconds = median(writeTimes)
+let writeEverySeconds = median(writeEveryTimes)
+let readSeconds = median(readTimes)
+let inflateSeconds = median(inflateTimes)
+let gzipSeconds = median(gzipTimes)
+let readMBs = Double(jsonBytes) / mb / readSeconds
+let inflateMBs = Double(jsonBytes) / mb / inflateSeconds
+func format(_ value: Double, _ digits: Int = 1) -> String { String(format: "%.\(digits)f", value) }
+
+print("""
+
+    corpus: \(settings.runs) runs x \(settings.steps) steps = \(eventCount) events, \(format(Double(jsonBytes) / mb)) MB of JSONL \
+    (\(jsonBytes / eventCount) B/event); medians of \(settings.repetitions) repetitions, release build
+
+    write, default policy (flush at durability points, no fsync):
+      \(format(Double(eventCount) / writeSeconds / 1000)) k events/s, \(format(Double(jsonBytes) / mb / writeSeconds)) MB/s of JSONL
+      \(format(Double(compressed) / Double(eventCount))) compressed bytes/event; size = \(format(Double(compressed) / Double(gzipSix), 3)) x one gzip -6 stream per run (\(format(Double(gzipSix) / Double(eventCount))) B/event)
+      of which encoding + hashing alone: \(format(Double(eventCount) / median(encodeTimes) / 1000)) k events/s
+    write, flush after every event:
+      \(format(Double(eventCount) / writeEverySeconds / 1000)) k events/s, \(format(Double(compressedEvery) / Double(eventCount))) compressed bytes/event (+\(format(Double(compressedEvery - compressed) / Double(eventCount))) B/event over the default)
+
+    read + fold (verifying sequence and hash chain): \(format(Double(eventCount) / readSeconds / 1000)) k events/s, \(format(readMBs)) MB/s of JSONL
+    inflate only (zlib, in process; the physical limit): \(format(inflateMBs)) MB/s
+    system gzip -dc: \(format(Double(jsonBytes) / mb / gzipSeconds)) MB/s
+    read + fold / inflate only = \(format(readMBs / inflateMBs, 2))
+
+    reader peak resident memory: \(smallPeak / 1024) MiB on a \(settings.steps)-step run (\(fileSize(paths[0]) / 1024) KiB), \
+    \(bigPeak / 1024) MiB on a \(settings.bigRunSteps)-step run (\(fileSize(bigPaths[0]) / 1024 / 1024) MiB, \(bigRun.events.count) events)
+    """)
+if !settings.keepsFiles { try? FileManager.default.removeItem(atPath: settings.directory) }

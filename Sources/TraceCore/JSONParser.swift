@@ -31,6 +31,49 @@ public struct JSONParser {
         return value
     }
 
+    /// Whether every byte is below 0x80, eight bytes at a time.
+    static func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let base = bytes.baseAddress else { return true }
+        var index = 0
+        let raw = UnsafeRawPointer(base)
+        while index + 8 <= bytes.count {
+            if raw.loadUnaligned(fromByteOffset: index, as: UInt64.self) & 0x8080_8080_8080_8080 != 0 { return false }
+            index += 8
+        }
+        while index < bytes.count {
+            if base[index] >= 0x80 { return false }
+            index += 1
+        }
+        return true
+    }
+
+    /// Parses a text that must be one object and returns its members in document order,
+    /// unsorted: the envelope reader looks up its few fields directly and skips the sort.
+    /// Duplicate names are rejected as in `parse`.
+    static func parseMembers(_ buffer: UnsafeRawBufferPointer) throws -> [JSONObject.Member] {
+        let bytes = buffer.bindMemory(to: UInt8.self)
+        guard let base = bytes.baseAddress, !bytes.isEmpty else {
+            throw TraceCoreError(.invalidJSON, "invalid JSON at byte 0: the text is empty", byteOffset: 0)
+        }
+        var parser = Cursor(base: base, end: bytes.count)
+        parser.skipSpace()
+        guard parser.index < parser.end, base[parser.index] == UInt8(ascii: "{") else {
+            throw parser.failure("expected an object, found \(parser.describeByte())")
+        }
+        let members = try parser.members(depth: 1)
+        parser.skipSpace()
+        if parser.index < parser.end {
+            throw parser.failure("unexpected \(parser.describeByte()) after the JSON value")
+        }
+        for later in members.indices.dropFirst() {
+            for earlier in 0..<later where JSONObject.compare(members[earlier].key, members[later].key) == 0 {
+                throw TraceCoreError(
+                    .invalidJSON, "invalid JSON at byte 0: duplicate member name \"\(members[later].key)\" in object", byteOffset: 0)
+            }
+        }
+        return members
+    }
+
     struct Cursor {
         let base: UnsafePointer<UInt8>
         let end: Int
@@ -86,6 +129,26 @@ public struct JSONParser {
         }
 
         mutating func object(depth: Int) throws -> JSONObject {
+            let start = index
+            var members = try self.members(depth: depth)
+            var sorted = true
+            for position in members.indices.dropFirst()
+            where JSONObject.compare(members[position - 1].key, members[position].key) >= 0 {
+                sorted = false
+                break
+            }
+            if !sorted {
+                members.sort { JSONObject.compare($0.key, $1.key) < 0 }
+                for position in members.indices.dropFirst()
+                where JSONObject.compare(members[position - 1].key, members[position].key) == 0 {
+                    throw failure("duplicate member name \"\(members[position].key)\" in object", at: start)
+                }
+            }
+            return JSONObject(sortedUniqueMembers: members)
+        }
+
+        /// The members of the object at the cursor, in document order.
+        mutating func members(depth: Int) throws -> [JSONObject.Member] {
             guard depth <= JSONParser.maximumDepth else { throw failure("nesting deeper than \(JSONParser.maximumDepth)") }
             let start = index
             index += 1
@@ -93,9 +156,9 @@ public struct JSONParser {
             skipSpace()
             if index < end && base[index] == UInt8(ascii: "}") {
                 index += 1
-                return JSONObject()
+                return members
             }
-            var sorted = true
+            members.reserveCapacity(8)
             while true {
                 skipSpace()
                 guard index < end, base[index] == UInt8(ascii: "\"") else {
@@ -109,7 +172,6 @@ public struct JSONParser {
                 index += 1
                 skipSpace()
                 let value = try value(depth: depth)
-                if sorted, let last = members.last, JSONObject.compare(last.key, key) >= 0 { sorted = false }
                 members.append(JSONObject.Member(key: key, value: value))
                 skipSpace()
                 guard index < end else { throw failure("object opened at byte \(start) is not closed") }
@@ -123,14 +185,7 @@ public struct JSONParser {
                 }
                 throw failure("expected ',' or '}' in object, found \(describeByte())")
             }
-            if !sorted {
-                members.sort { JSONObject.compare($0.key, $1.key) < 0 }
-                for position in members.indices.dropFirst()
-                where JSONObject.compare(members[position - 1].key, members[position].key) == 0 {
-                    throw failure("duplicate member name \"\(members[position].key)\" in object", at: start)
-                }
-            }
-            return JSONObject(sortedUniqueMembers: members)
+            return members
         }
 
         mutating func array(depth: Int) throws -> [JSONValue] {
@@ -255,7 +310,10 @@ public struct JSONParser {
         }
 
         func makeString(_ run: UnsafeBufferPointer<UInt8>, at offset: Int) throws -> String {
-            guard let text = String(validating: run, as: UTF8.self) else {
+            // `String(validating:)` is generic and slow per call; decode (which repairs) and
+            // accept only when nothing was repaired, i.e. the bytes came through unchanged.
+            let text = String(decoding: run, as: UTF8.self)
+            if !JSONParser.isASCII(run) && !text.utf8.elementsEqual(run) {
                 throw TraceCoreError(.invalidUTF8, "invalid UTF-8 in a string starting at byte \(offset)", byteOffset: offset)
             }
             return text

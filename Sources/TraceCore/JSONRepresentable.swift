@@ -95,9 +95,17 @@ public struct FieldReader {
         self.path = path
     }
 
+    /// The member named `key`. Payload field names are ASCII, and an ASCII string is equal
+    /// (under Swift's canonical equivalence) only to the same bytes, so `==` is exact here, and
+    /// a scan of these small objects beats a binary search.
+    private func value(_ key: String) -> JSONValue? {
+        for member in object.members where member.key == key { return member.value }
+        return nil
+    }
+
     /// A required member.
     public func callAsFunction<T: JSONRepresentable>(_ key: String) throws -> T {
-        guard let value = object[key] else {
+        guard let value = value(key) else {
             throw TraceCoreError(.invalidField, "\(path).\(key) is missing", fieldPath: "\(path).\(key)")
         }
         return try T(json: value, path: "\(path).\(key)")
@@ -105,7 +113,7 @@ public struct FieldReader {
 
     /// An optional member; `null` counts as absent.
     public func optional<T: JSONRepresentable>(_ key: String) throws -> T? {
-        guard let value = object[key], value != .null else { return nil }
+        guard let value = value(key), value != .null else { return nil }
         return try T(json: value, path: "\(path).\(key)")
     }
 

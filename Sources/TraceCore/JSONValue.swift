@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// A JSON value, the free-form data of events: tool arguments, tool outputs, input schemas.
 ///
 /// Objects keep their members sorted by the UTF-8 bytes of their keys, so equal values are
@@ -160,15 +166,16 @@ public struct JSONObject: Sendable, Hashable, RandomAccessCollection {
 
     /// Three-way comparison of two keys by their UTF-8 bytes.
     static func compare(_ lhs: String, _ rhs: String) -> Int {
-        var left = lhs.utf8.makeIterator()
-        var right = rhs.utf8.makeIterator()
-        while true {
-            switch (left.next(), right.next()) {
-            case (nil, nil): return 0
-            case (nil, _): return -1
-            case (_, nil): return 1
-            case (let a?, let b?):
-                if a != b { return a < b ? -1 : 1 }
+        var left = lhs
+        var right = rhs
+        return left.withUTF8 { a in
+            right.withUTF8 { b in
+                let common = Swift.min(a.count, b.count)
+                if common > 0, let pa = a.baseAddress, let pb = b.baseAddress {
+                    let order = memcmp(pa, pb, common)
+                    if order != 0 { return order < 0 ? -1 : 1 }
+                }
+                return a.count == b.count ? 0 : (a.count < b.count ? -1 : 1)
             }
         }
     }

@@ -69,8 +69,14 @@ public struct Event: Sendable, Hashable {
     /// Throws `TraceCoreError` for text that is not JSON, an envelope field that is missing or
     /// mistyped, a version other than 1, or a known kind whose data does not fit.
     public init(line: UnsafeRawBufferPointer) throws {
-        let value = try JSONParser.parse(line)
-        try self.init(json: value)
+        // The envelope's members are read in document order, straight into fields, without
+        // building a sorted object: this is the reader's hot path.
+        let members = try JSONParser.parseMembers(line)
+        var envelope: [JSONValue?] = Array(repeating: nil, count: Event.envelopeKeys.count)
+        for member in members {
+            if let slot = Event.envelopeKeys.firstIndex(of: member.key) { envelope[slot] = member.value }
+        }
+        try self.init(envelope: envelope)
     }
 
     /// Decodes one line (without its newline).
@@ -80,23 +86,37 @@ public struct Event: Sendable, Hashable {
 
     /// Decodes an already parsed line.
     public init(json value: JSONValue) throws {
-        let field = try FieldReader(value, path: "event")
-        version = try field("v")
+        guard case .object(let object) = value else {
+            throw TraceCoreError(.invalidField, "event must be an object, found \(value.typeDescription)", fieldPath: "event")
+        }
+        try self.init(envelope: Event.envelopeKeys.map { object[$0] })
+    }
+
+    /// The envelope's member names, in the order they are written.
+    static let envelopeKeys = ["v", "run", "seq", "step", "time_us", "kind", "prev", "data"]
+
+    private init(envelope: [JSONValue?]) throws {
+        func field<T: JSONRepresentable>(_ slot: Int) throws -> T {
+            let name = Event.envelopeKeys[slot]
+            guard let value = envelope[slot] else {
+                throw TraceCoreError(.invalidField, "event.\(name) is missing", fieldPath: "event.\(name)")
+            }
+            return try T(json: value, path: "event.\(name)")
+        }
+        version = try field(0)
         guard version == Event.schemaVersion else {
             throw TraceCoreError(
                 .unsupportedVersion,
                 "event has envelope version \(version); this agent-eval reads version \(Event.schemaVersion) only",
                 fieldPath: "v")
         }
-        runId = try field("run")
-        sequence = try field("seq")
-        step = try field("step")
-        timeUs = try field("time_us")
-        let kind: String = try field("kind")
-        previousHash = try field("prev")
-        guard let data = field.object["data"] else {
-            throw TraceCoreError(.invalidField, "event.data is missing", fieldPath: "data")
-        }
+        runId = try field(1)
+        sequence = try field(2)
+        step = try field(3)
+        timeUs = try field(4)
+        let kind: String = try field(5)
+        previousHash = try field(6)
+        let data: JSONValue = try field(7)
         payload = try EventPayload(kind: kind, data: data)
     }
 }

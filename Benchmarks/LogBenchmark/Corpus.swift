@@ -1,0 +1,103 @@
+import TraceCore
+
+/// A seeded generator so that every benchmark run writes the same corpus.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// Synthetic runs with realistic event sizes and varied text: context packets about 1.5 KB,
+/// decisions 300 B, verdicts 150 B, results 900 B.
+struct Corpus {
+    typealias Run = (runId: String, events: [(payload: EventPayload, step: Int)])
+
+    static let vocabulary: [String] = """
+        the order customer refund shipment invoice account delivered damaged returned payment card bank transfer \
+        tracking number warehouse carrier delay weather holiday address postal code verify identity policy \
+        limit approval manager escalate ticket priority urgent resolved pending review search result paper \
+        abstract citation method dataset benchmark latency throughput error retry timeout service unavailable \
+        database query table index row column value null missing duplicate merge conflict branch commit deploy \
+        rollback incident alert metric dashboard log trace span agent tool call argument schema model token \
+        budget context memory evidence summary observation decision answer question human stop success blocked
+        """.split(separator: " ").map(String.init)
+
+    var generator: SplitMix64
+
+    init(seed: UInt64 = 2026) {
+        generator = SplitMix64(seed: seed)
+    }
+
+    mutating func words(_ count: Int) -> String {
+        var text = ""
+        for index in 0..<count {
+            if index > 0 { text += index % 13 == 0 ? ". " : " " }
+            text += Corpus.vocabulary[Int(generator.next() % UInt64(Corpus.vocabulary.count))]
+        }
+        return text
+    }
+
+    mutating func number(_ range: ClosedRange<Int>) -> Int { Int.random(in: range, using: &generator) }
+
+    mutating func hex(_ count: Int) -> String {
+        var text = ""
+        while text.count < count { text += String(generator.next(), radix: 16) }
+        return String(text.prefix(count))
+    }
+
+    mutating func run(index: Int, steps: Int) -> Run {
+        var events: [(EventPayload, Int)] = []
+        let tools = (0..<4).map { number in
+            ToolSpec(
+                name: "tool_\(number)", description: words(12),
+                inputSchema: ["type": "object", "properties": ["id": ["type": "string"], "query": ["type": "string"]]],
+                sideEffect: number == 3 ? .write : .read)
+        }
+        events.append(
+            (.runStarted(
+                RunStarted(
+                    goal: words(25), agent: AgentIdentity(name: "bench-agent", version: "1", configDigest: "sha256:" + hex(64)),
+                    model: ModelIdentity(provider: "scripted", name: "bench"), policy: PolicyIdentity(name: "bench-policy"),
+                    tools: tools, limits: RunLimits(maxSteps: steps + 1, tokenBudget: 1_000_000))), 0))
+        for step in 1...steps {
+            let observations = (0..<4).map { item in
+                ItemReference(id: "obs-\(step)-\(item)", summary: words(20), contentHash: item == 0 ? "sha256:" + hex(64) : nil)
+            }
+            events.append(
+                (.contextBuilt(
+                    ContextBuilt(
+                        goal: words(25), stateSummary: words(45), observations: observations,
+                        toolsDisclosed: tools.prefix(3).map(\.name),
+                        omitted: [OmittedItem(id: "obs-old-\(step)", reason: .budget, detail: words(6))],
+                        tokenEstimate: number(800...2_400))), step))
+            let callId = "call-\(step)"
+            let arguments: JSONValue = ["id": .string("ord-\(number(10_000...99_999))"), "query": .string(words(8))]
+            events.append(
+                (.decisionMade(
+                    DecisionMade(
+                        raw: "{\"tool\":\"tool_\(step % 3)\",\"why\":\"\(words(6))\"}",
+                        outcome: .valid(.toolCalls([ToolCall(id: callId, name: "tool_\(step % 3)", arguments: arguments)])),
+                        usage: TokenUsage(input: number(800...2_400), output: number(20...200)), latencyUs: number(200_000...2_000_000))), step))
+            events.append(
+                (.verdictGiven(VerdictGiven(callId: callId, tool: "tool_\(step % 3)", verdict: .allow, reason: words(9), rule: "rule-\(step % 7)")), step))
+            events.append((.toolIntended(ToolIntended(callId: callId, tool: "tool_\(step % 3)", arguments: arguments, attempt: 1)), step))
+            events.append(
+                (.toolCompleted(
+                    ToolCompleted(
+                        callId: callId, tool: "tool_\(step % 3)", attempt: 1, status: .ok,
+                        output: [
+                            "rows": .array((0..<5).map { _ in ["id": .int(number(1...999_999)), "text": .string(words(18))] }),
+                            "count": .int(number(1...50)),
+                        ], durationUs: number(1_000...900_000))), step))
+            events.append((.stepEnded(StepEnded(stateDigest: "sha256:" + hex(64))), step))
+        }
+        events.append((.runStopped(RunStopped(reason: .success, answer: words(30))), steps))
+        return ("bench-run-\(index)", events)
+    }
+}
