@@ -58,23 +58,30 @@ func fileSize(_ path: String) -> Int {
     ((try? FileManager.default.attributesOfItem(atPath: path)[.size]) as? Int) ?? 0
 }
 
-/// Writes every run to its own log; returns the paths.
-func writeCorpus(_ runs: [Corpus.Run], to directory: String, options: LogWriter.Options) throws -> [String] {
+/// Writes every run to its own log; returns the paths and the seconds spent appending and
+/// closing (creating the files is ext4's inode allocator, timed apart).
+func writeCorpus(_ runs: [Corpus.Run], to directory: String, options: LogWriter.Options) throws -> (paths: [String], seconds: Double, createSeconds: Double) {
     try? FileManager.default.removeItem(atPath: directory)
     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     var paths: [String] = []
     var time = 1_795_000_000_000_000
+    var total = 0.0
+    var creating = 0.0
     for run in runs {
         let path = "\(directory)/\(run.runId).jsonl.gz"
-        try LogWriter.withWriter(creating: path, runId: run.runId, options: options) { writer in
+        var writer: LogWriter?
+        creating += try seconds { writer = try LogWriter.create(at: path, runId: run.runId, options: options) }
+        guard let writer else { continue }
+        total += try seconds {
             for (payload, step) in run.events {
                 time += 1000
                 try writer.append(payload, step: step, timeUs: time)
             }
+            try writer.close()
         }
         paths.append(path)
     }
-    return paths
+    return (paths, total, creating)
 }
 
 /// One gzip -6 stream per run of exactly the JSONL our writer wrote, in process (zlib level 6
@@ -142,11 +149,12 @@ func peakResidentKiB() -> Int {
     return -1
 }
 
-/// Runs this program again to read one file, so the peak is the reader's alone.
-func readerPeakKiB(_ path: String) throws -> Int {
+/// Runs this program again to read one file, so the peak is that read's alone; with `folds`
+/// the events are also folded into a state (which holds every call and result).
+func readerPeakKiB(_ path: String, folds: Bool) throws -> Int {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-    process.arguments = ["peak-rss", path]
+    process.arguments = [folds ? "peak-rss-fold" : "peak-rss", path]
     let pipe = Pipe()
     process.standardOutput = pipe
     try process.run()
@@ -155,8 +163,14 @@ func readerPeakKiB(_ path: String) throws -> Int {
     return Int(String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
 }
 
-if CommandLine.arguments.count == 3 && CommandLine.arguments[1] == "peak-rss" {
-    _ = try readAndFold(CommandLine.arguments[2])
+if CommandLine.arguments.count == 3 && CommandLine.arguments[1].hasPrefix("peak-rss") {
+    if CommandLine.arguments[1] == "peak-rss-fold" {
+        _ = try readAndFold(CommandLine.arguments[2])
+    } else {
+        var events = 0
+        _ = try LogReader(path: CommandLine.arguments[2]).forEachEvent { _ in events += 1 }
+        precondition(events > 0)
+    }
     print(peakResidentKiB())
     exit(0)
 }
@@ -184,16 +198,20 @@ let eventCount = runs.reduce(0) { $0 + $1.events.count }
 
 // Write at the default policy and with a flush after every event.
 var writeTimes: [Double] = []
+var createTimes: [Double] = []
 var writeEveryTimes: [Double] = []
 var paths: [String] = []
 var everyPaths: [String] = []
 for repetition in 0..<settings.repetitions {
     print("write, repetition \(repetition + 1)/\(settings.repetitions)")
-    writeTimes.append(try seconds { paths = try writeCorpus(runs, to: settings.directory + "/standard", options: .init(compressionLevel: settings.level)) })
-    writeEveryTimes.append(
-        try seconds {
-            everyPaths = try writeCorpus(runs, to: settings.directory + "/every-event", options: .init(durability: .init(flush: .everyEvent), compressionLevel: settings.level))
-        })
+    let standard = try writeCorpus(runs, to: settings.directory + "/standard", options: .init(compressionLevel: settings.level))
+    paths = standard.paths
+    writeTimes.append(standard.seconds)
+    createTimes.append(standard.createSeconds)
+    let every = try writeCorpus(
+        runs, to: settings.directory + "/every-event", options: .init(durability: .init(flush: .everyEvent), compressionLevel: settings.level))
+    everyPaths = every.paths
+    writeEveryTimes.append(every.seconds)
 }
 // The writer's work before zlib: encoding each event and hashing its line.
 var encodeTimes: [Double] = []
@@ -211,6 +229,50 @@ for _ in 0..<settings.repetitions {
                 }
             }
             precondition(hashes > 0)
+        })
+}
+// The writer's physical limit: zlib alone, on the same lines, with the same sync flushes and
+// member ends the writer makes (durability points, member bound, run end); no encoding,
+// hashing or files.
+var lineSets: [[(line: [UInt8], flushes: Bool, ends: Bool)]] = []
+for run in runs {
+    var lines: [(line: [UInt8], flushes: Bool, ends: Bool)] = []
+    var memberInput = 0
+    for (sequence, (payload, step)) in run.events.enumerated() {
+        var line = Event(runId: run.runId, sequence: sequence, step: step, timeUs: 1_795_000_000_000_000, previousHash: ContentHash.genesis, payload: payload)
+            .encodedLine()
+        line.append(0x0A)
+        memberInput += line.count
+        let isStop: Bool
+        if case .runStopped = payload { isStop = true } else { isStop = false }
+        let ends = memberInput >= LogWriter.Options().memberBound || isStop
+        if ends { memberInput = 0 }
+        lines.append((line, payload.isDurabilityPoint, ends))
+    }
+    lineSets.append(lines)
+}
+var ceilingTimes: [Double] = []
+for _ in 0..<settings.repetitions {
+    ceilingTimes.append(
+        seconds {
+            var stream = z_stream()
+            deflateInit2_(&stream, settings.level, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY, zlibVersion(), Int32(MemoryLayout<z_stream>.size))
+            var output = [UInt8](repeating: 0, count: 1 << 20)
+            output.withUnsafeMutableBufferPointer { out in
+                for lines in lineSets {
+                    for entry in lines {
+                        entry.line.withUnsafeBufferPointer { input in
+                            stream.next_in = UnsafeMutablePointer(mutating: input.baseAddress)
+                            stream.avail_in = uInt(input.count)
+                            stream.next_out = out.baseAddress
+                            stream.avail_out = uInt(out.count)
+                            deflate(&stream, entry.ends ? Z_FINISH : entry.flushes ? Z_SYNC_FLUSH : Z_NO_FLUSH)
+                        }
+                        if entry.ends { deflateReset(&stream) }
+                    }
+                }
+            }
+            deflateEnd(&stream)
         })
 }
 let compressed = paths.reduce(0) { $0 + fileSize($1) }
@@ -241,9 +303,11 @@ for repetition in 0..<settings.repetitions {
 // Peak memory of the reader: a normal run against one 1,000 times longer.
 print("memory: writing a run of \(settings.bigRunSteps) steps …")
 let bigRun = corpus.run(index: -1, steps: settings.bigRunSteps)
-let bigPaths = try writeCorpus([bigRun], to: settings.directory + "/big", options: .init())
-let smallPeak = try readerPeakKiB(paths[0])
-let bigPeak = try readerPeakKiB(bigPaths[0])
+let bigPaths = try writeCorpus([bigRun], to: settings.directory + "/big", options: .init()).paths
+let smallPeak = try readerPeakKiB(paths[0], folds: false)
+let bigPeak = try readerPeakKiB(bigPaths[0], folds: false)
+let smallFoldPeak = try readerPeakKiB(paths[0], folds: true)
+let bigFoldPeak = try readerPeakKiB(bigPaths[0], folds: true)
 
 let mb = 1_000_000.0
 let writeSeconds = median(writeTimes)
@@ -263,7 +327,9 @@ print("""
     write, default policy (flush at durability points, no fsync):
       \(format(Double(eventCount) / writeSeconds / 1000)) k events/s, \(format(Double(jsonBytes) / mb / writeSeconds)) MB/s of JSONL
       \(format(Double(compressed) / Double(eventCount))) compressed bytes/event; size = \(format(Double(compressed) / Double(gzipSix), 3)) x one gzip -6 stream per run (\(format(Double(gzipSix) / Double(eventCount))) B/event)
-      of which encoding + hashing alone: \(format(Double(eventCount) / median(encodeTimes) / 1000)) k events/s
+      zlib alone at level \(settings.level) with the same flushes (the physical limit): \(format(Double(eventCount) / median(ceilingTimes) / 1000)) k events/s; writer / limit = \(format(median(ceilingTimes) / writeSeconds, 2))
+      (creating the \(settings.runs) files, timed apart: \(format(median(createTimes) * 1e6 / Double(settings.runs), 0)) µs each)
+      encoding + hashing alone: \(format(Double(eventCount) / median(encodeTimes) / 1000)) k events/s
     write, flush after every event:
       \(format(Double(eventCount) / writeEverySeconds / 1000)) k events/s, \(format(Double(compressedEvery) / Double(eventCount))) compressed bytes/event (+\(format(Double(compressedEvery - compressed) / Double(eventCount))) B/event over the default)
 
@@ -272,7 +338,8 @@ print("""
     system gzip -dc: \(format(Double(jsonBytes) / mb / gzipSeconds)) MB/s
     read + fold / inflate only = \(format(readMBs / inflateMBs, 2))
 
-    reader peak resident memory: \(smallPeak / 1024) MiB on a \(settings.steps)-step run (\(fileSize(paths[0]) / 1024) KiB), \
+    peak resident memory, reading only: \(smallPeak / 1024) MiB on a \(settings.steps)-step run (\(fileSize(paths[0]) / 1024) KiB), \
     \(bigPeak / 1024) MiB on a \(settings.bigRunSteps)-step run (\(fileSize(bigPaths[0]) / 1024 / 1024) MiB, \(bigRun.events.count) events)
+    peak resident memory, reading + folding (the state keeps every call and result): \(smallFoldPeak / 1024) MiB and \(bigFoldPeak / 1024) MiB
     """)
 if !settings.keepsFiles { try? FileManager.default.removeItem(atPath: settings.directory) }

@@ -20,10 +20,11 @@ public final class LogWriter {
         /// Bytes of JSONL after which the current member is closed (at the next event's end).
         public var memberBound = 256 * 1024
         public var durability = Durability.standard
-        /// zlib's level, 1 to 9.
-        public var compressionLevel: Int32 = 6
+        /// zlib's level, 1 to 9. 4 is the default: on realistic runs its files are within 10% of
+        /// `gzip -6` and it writes about 1.3x as fast as 6 (README, Performance).
+        public var compressionLevel: Int32 = 4
 
-        public init(memberBound: Int = 256 * 1024, durability: Durability = .standard, compressionLevel: Int32 = 6) {
+        public init(memberBound: Int = 256 * 1024, durability: Durability = .standard, compressionLevel: Int32 = 4) {
             self.memberBound = memberBound
             self.durability = durability
             self.compressionLevel = compressionLevel
