@@ -60,41 +60,54 @@ struct Corpus {
                 sideEffect: number == 3 ? .write : .read)
         }
         events.append(
-            (.runStarted(
-                RunStarted(
-                    goal: words(25), agent: AgentIdentity(name: "bench-agent", version: "1", configDigest: "sha256:" + hex(64)),
-                    model: ModelIdentity(provider: "scripted", name: "bench"), policy: PolicyIdentity(name: "bench-policy"),
-                    tools: tools, limits: RunLimits(maxSteps: steps + 1, tokenBudget: 1_000_000))), 0))
+            (
+                .runStarted(
+                    RunStarted(
+                        goal: words(25), agent: AgentIdentity(name: "bench-agent", version: "1", configDigest: "sha256:" + hex(64)),
+                        model: ModelIdentity(provider: "scripted", name: "bench"), policy: PolicyIdentity(name: "bench-policy"),
+                        tools: tools, limits: RunLimits(maxSteps: steps + 1, tokenBudget: 1_000_000))), 0
+            ))
         for step in 1...steps {
             let observations = (0..<4).map { item in
                 ItemReference(id: "obs-\(step)-\(item)", summary: words(20), contentHash: item == 0 ? "sha256:" + hex(64) : nil)
             }
             events.append(
-                (.contextBuilt(
-                    ContextBuilt(
-                        goal: words(25), stateSummary: words(45), observations: observations,
-                        toolsDisclosed: tools.prefix(3).map(\.name),
-                        omitted: [OmittedItem(id: "obs-old-\(step)", reason: .budget, detail: words(6))],
-                        tokenEstimate: number(800...2_400))), step))
+                (
+                    .contextBuilt(
+                        ContextBuilt(
+                            goal: words(25), stateSummary: words(45), observations: observations,
+                            toolsDisclosed: tools.prefix(3).map(\.name),
+                            omitted: [OmittedItem(id: "obs-old-\(step)", reason: .budget, detail: words(6))],
+                            tokenEstimate: number(800...2_400))), step
+                ))
             let callId = "call-\(step)"
             let arguments: JSONValue = ["id": .string("ord-\(number(10_000...99_999))"), "query": .string(words(8))]
             events.append(
-                (.decisionMade(
-                    DecisionMade(
-                        raw: "{\"tool\":\"tool_\(step % 3)\",\"why\":\"\(words(6))\"}",
-                        outcome: .valid(.toolCalls([ToolCall(id: callId, name: "tool_\(step % 3)", arguments: arguments)])),
-                        usage: TokenUsage(input: number(800...2_400), output: number(20...200)), latencyUs: number(200_000...2_000_000))), step))
+                (
+                    .decisionMade(
+                        DecisionMade(
+                            raw: "{\"tool\":\"tool_\(step % 3)\",\"why\":\"\(words(6))\"}",
+                            outcome: .valid(.toolCalls([ToolCall(id: callId, name: "tool_\(step % 3)", arguments: arguments)])),
+                            usage: TokenUsage(input: number(800...2_400), output: number(20...200)), latencyUs: number(200_000...2_000_000))
+                    ), step
+                ))
             events.append(
-                (.verdictGiven(VerdictGiven(callId: callId, tool: "tool_\(step % 3)", verdict: .allow, reason: words(9), rule: "rule-\(step % 7)")), step))
+                (
+                    .verdictGiven(
+                        VerdictGiven(callId: callId, tool: "tool_\(step % 3)", verdict: .allow, reason: words(9), rule: "rule-\(step % 7)")),
+                    step
+                ))
             events.append((.toolIntended(ToolIntended(callId: callId, tool: "tool_\(step % 3)", arguments: arguments, attempt: 1)), step))
             events.append(
-                (.toolCompleted(
-                    ToolCompleted(
-                        callId: callId, tool: "tool_\(step % 3)", attempt: 1, status: .ok,
-                        output: [
-                            "rows": .array((0..<5).map { _ in ["id": .int(number(1...999_999)), "text": .string(words(18))] }),
-                            "count": .int(number(1...50)),
-                        ], durationUs: number(1_000...900_000))), step))
+                (
+                    .toolCompleted(
+                        ToolCompleted(
+                            callId: callId, tool: "tool_\(step % 3)", attempt: 1, status: .ok,
+                            output: [
+                                "rows": .array((0..<5).map { _ in ["id": .int(number(1...999_999)), "text": .string(words(18))] }),
+                                "count": .int(number(1...50)),
+                            ], durationUs: number(1_000...900_000))), step
+                ))
             events.append((.stepEnded(StepEnded(stateDigest: "sha256:" + hex(64))), step))
         }
         events.append((.runStopped(RunStopped(reason: .success, answer: words(30))), steps))

@@ -18,10 +18,25 @@ struct Settings {
     var level: Int32 = LogWriter.Options().compressionLevel
 }
 
+let usage = """
+    usage: log-benchmark [--runs N] [--steps N] [--repetitions N] [--dir PATH] [--big-run-steps N] [--level 1-9] [--keep]
+      --runs N           runs in the corpus (1000)
+      --steps N          steps per run (20)
+      --repetitions N    repetitions; medians are reported (5)
+      --dir PATH         where the logs are written (a temporary directory)
+      --big-run-steps N  steps of the long run used for the memory figures (20000)
+      --level 1-9        zlib level for writing (the writer's default)
+      --keep             keep the written logs
+    """
+
 func parseSettings() -> Settings {
     var settings = Settings()
     var arguments = CommandLine.arguments.dropFirst().makeIterator()
     while let argument = arguments.next() {
+        if argument == "--help" || argument == "-h" {
+            print(usage)
+            exit(0)
+        }
         if argument == "--keep" {
             settings.keepsFiles = true
             continue
@@ -35,7 +50,10 @@ func parseSettings() -> Settings {
         case "--level": settings.level = Int32(value) ?? settings.level
         case "--big-run-steps": settings.bigRunSteps = Int(value) ?? settings.bigRunSteps
         default:
-            FileHandle.standardError.write(Data("usage: log-benchmark [--runs N] [--steps N] [--repetitions N] [--dir PATH] [--big-run-steps N] [--level 1-9] [--keep]\n".utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "usage: log-benchmark [--runs N] [--steps N] [--repetitions N] [--dir PATH] [--big-run-steps N] [--level 1-9] [--keep]\n"
+                        .utf8))
             exit(64)
         }
     }
@@ -60,7 +78,9 @@ func fileSize(_ path: String) -> Int {
 
 /// Writes every run to its own log; returns the paths and the seconds spent appending and
 /// closing (creating the files is ext4's inode allocator, timed apart).
-func writeCorpus(_ runs: [Corpus.Run], to directory: String, options: LogWriter.Options) throws -> (paths: [String], seconds: Double, createSeconds: Double) {
+func writeCorpus(_ runs: [Corpus.Run], to directory: String, options: LogWriter.Options) throws -> (
+    paths: [String], seconds: Double, createSeconds: Double
+) {
     try? FileManager.default.removeItem(atPath: directory)
     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     var paths: [String] = []
@@ -209,7 +229,8 @@ for repetition in 0..<settings.repetitions {
     writeTimes.append(standard.seconds)
     createTimes.append(standard.createSeconds)
     let every = try writeCorpus(
-        runs, to: settings.directory + "/every-event", options: .init(durability: .init(flush: .everyEvent), compressionLevel: settings.level))
+        runs, to: settings.directory + "/every-event",
+        options: .init(durability: .init(flush: .everyEvent), compressionLevel: settings.level))
     everyPaths = every.paths
     writeEveryTimes.append(every.seconds)
 }
@@ -239,8 +260,11 @@ for run in runs {
     var lines: [(line: [UInt8], flushes: Bool, ends: Bool)] = []
     var memberInput = 0
     for (sequence, (payload, step)) in run.events.enumerated() {
-        var line = Event(runId: run.runId, sequence: sequence, step: step, timeUs: 1_795_000_000_000_000, previousHash: ContentHash.genesis, payload: payload)
-            .encodedLine()
+        var line = Event(
+            runId: run.runId, sequence: sequence, step: step, timeUs: 1_795_000_000_000_000, previousHash: ContentHash.genesis,
+            payload: payload
+        )
+        .encodedLine()
         line.append(0x0A)
         memberInput += line.count
         let isStop: Bool
@@ -319,7 +343,8 @@ let readMBs = Double(jsonBytes) / mb / readSeconds
 let inflateMBs = Double(jsonBytes) / mb / inflateSeconds
 func format(_ value: Double, _ digits: Int = 1) -> String { String(format: "%.\(digits)f", value) }
 
-print("""
+print(
+    """
 
     corpus: \(settings.runs) runs x \(settings.steps) steps = \(eventCount) events, \(format(Double(jsonBytes) / mb)) MB of JSONL \
     (\(jsonBytes / eventCount) B/event); medians of \(settings.repetitions) repetitions, release build

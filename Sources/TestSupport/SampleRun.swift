@@ -1,6 +1,6 @@
+import Synchronization
 public import TraceCore
 public import TraceLog
-import Synchronization
 
 /// A deterministic clock for recordings: starts at a fixed instant and advances a fixed
 /// amount per reading.
@@ -101,11 +101,16 @@ public enum SampleRun {
                     usage: TokenUsage(input: 498, output: 44), latencyUs: 910_000)))
         try recorder.record(
             .verdictGiven(
-                VerdictGiven(callId: "call-2", tool: "refund_order", verdict: .approvalRequired, reason: "refunds need a human", rule: "refund-approval")))
+                VerdictGiven(
+                    callId: "call-2", tool: "refund_order", verdict: .approvalRequired, reason: "refunds need a human",
+                    rule: "refund-approval")))
         try recorder.record(
             .verdictGiven(
-                VerdictGiven(callId: "call-3", tool: "delete_customer", verdict: .deny, reason: "deleting customers is forbidden", rule: "no-deletes")))
-        try recorder.record(.unknown(kind: "annotation_added", data: ["note": "written by a newer agent-eval", "tags": ["x", 1, 2.5, nil, true]]))
+                VerdictGiven(
+                    callId: "call-3", tool: "delete_customer", verdict: .deny, reason: "deleting customers is forbidden", rule: "no-deletes"
+                )))
+        try recorder.record(
+            .unknown(kind: "annotation_added", data: ["note": "written by a newer agent-eval", "tags": ["x", 1, 2.5, nil, true]]))
         try recorder.record(.runStopped(RunStopped(reason: .approvalRequired)))
 
         try recorder.record(.approvalRecorded(ApprovalRecorded(callId: "call-2", isGranted: true, approver: "agent:maria")))
@@ -132,7 +137,8 @@ public enum SampleRun {
                     tokenEstimate: 530)))
         try recorder.record(
             .decisionMade(
-                DecisionMade(raw: "not json at all", outcome: .invalid(InvalidDecision(kind: .unparseable, message: "expected a JSON object")),
+                DecisionMade(
+                    raw: "not json at all", outcome: .invalid(InvalidDecision(kind: .unparseable, message: "expected a JSON object")),
                     usage: TokenUsage(input: 530, output: 5))))
         try recorder.record(
             .decisionMade(

@@ -79,7 +79,6 @@ public struct JSONParser {
         let end: Int
         var index = 0
 
-
         func failure(_ message: String, at offset: Int? = nil) -> TraceCoreError {
             let where_ = offset ?? index
             return TraceCoreError(.invalidJSON, "invalid JSON at byte \(where_): \(message)", byteOffset: where_)

@@ -53,7 +53,8 @@ struct EventChecker {
             return nil
         } catch {
             problems.append(
-                LogError(.invalidEvent, "line \(location.line) could not be decoded", path: path,
+                LogError(
+                    .invalidEvent, "line \(location.line) could not be decoded", path: path,
                     memberOffset: location.memberOffset, sequence: expectedSequence))
             expectedSequence += 1
             return nil

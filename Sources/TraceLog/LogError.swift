@@ -60,8 +60,11 @@ public struct LogError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Where, as `path` plus member offset and sequence when known.
     public var location: String {
         var text = path
-        if let memberOffset { text += " (member at byte \(memberOffset)" + (sequence.map { ", seq \($0))" } ?? ")") }
-        else if let sequence { text += " (seq \(sequence))" }
+        if let memberOffset {
+            text += " (member at byte \(memberOffset)" + (sequence.map { ", seq \($0))" } ?? ")")
+        } else if let sequence {
+            text += " (seq \(sequence))"
+        }
         return text
     }
 

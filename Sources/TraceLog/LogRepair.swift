@@ -101,7 +101,7 @@ public enum LogRepair {
 
     /// Completes a seal whose side file was fully written; drops a side file that was not (the
     /// log itself is untouched until the side file is complete and synced).
-    private static func finishInterruptedSeal(path: String) throws {
+    static func finishInterruptedSeal(path: String) throws {
         let sidePath = sideFilePath(path)
         guard FileDescriptor.exists(sidePath) else { return }
         let side = try FileDescriptor.openForReading(sidePath)

@@ -79,6 +79,9 @@ public final class LogWriter {
     ///
     /// Throws when the log is damaged other than at its tail, or holds no event to continue.
     public static func open(at path: String, options: Options = Options()) throws -> (LogWriter, repair: RepairReport?) {
+        // A seal interrupted after its side file was synced is finished before anything else,
+        // so that it can never be applied after new events were appended.
+        try LogRepair.finishInterruptedSeal(path: path)
         var last: RecordedEvent?
         let summary = try LogReader(path: path).forEachEvent { last = $0 }
         // Sealing keeps every complete event, so the last event and its hash stay as read.

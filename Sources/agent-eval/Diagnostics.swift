@@ -26,8 +26,11 @@ func printError(_ text: String) {
 func report(_ error: LogError) {
     printError("error: \(error.message)")
     var location = "  --> \(error.path)"
-    if let offset = error.memberOffset { location += " (gzip member at byte \(offset)" + (error.sequence.map { ", seq \($0))" } ?? ")") }
-    else if let sequence = error.sequence { location += " (seq \(sequence))" }
+    if let offset = error.memberOffset {
+        location += " (gzip member at byte \(offset)" + (error.sequence.map { ", seq \($0))" } ?? ")")
+    } else if let sequence = error.sequence {
+        location += " (seq \(sequence))"
+    }
     printError(location)
     if let hint = error.hint { printError("hint: \(hint)") }
 }

@@ -94,9 +94,13 @@ struct LogCommand: ParsableCommand {
             } else {
                 let sequences = report.members.compactMap(\.lastSequence).max().map { ", seq 0 to \($0)" } ?? ""
                 if report.isIntact {
-                    print("\(file): intact — \(report.members.count) gzip members, \(report.eventCount) events\(sequences), hash chain unbroken")
+                    print(
+                        "\(file): intact — \(counted(report.members.count, "gzip member")), \(counted(report.eventCount, "event"))\(sequences), hash chain unbroken"
+                    )
                 } else {
-                    print("\(file): DAMAGED — \(report.problems.count) problem\(report.problems.count == 1 ? "" : "s") in \(report.members.count) gzip members, \(report.eventCount) events read")
+                    print(
+                        "\(file): DAMAGED — \(counted(report.problems.count, "problem")) in \(counted(report.members.count, "gzip member")), \(counted(report.eventCount, "event")) read"
+                    )
                     for problem in report.problems { report_(problem) }
                 }
             }
@@ -164,9 +168,16 @@ struct LogCommand: ParsableCommand {
                 return
             }
             let last = result.lastSequence.map { "the last event is now seq \($0)" } ?? "the log now holds no event"
-            print("\(file): sealed — cut at byte \(result.memberOffset) and rewrote the final member (\(result.originalSize) → \(result.newSize) bytes); kept \(result.eventsKept) complete events of that member, dropped \(result.droppedBytes) bytes of a partial event; \(last)")
+            print(
+                "\(file): sealed — cut at byte \(result.memberOffset) and rewrote the final member (\(result.originalSize) → \(result.newSize) bytes); kept \(result.eventsKept) complete events of that member, dropped \(result.droppedBytes) bytes of a partial event; \(last)"
+            )
         }
     }
+}
+
+/// "1 event", "2 events".
+func counted(_ count: Int, _ noun: String) -> String {
+    "\(count) \(noun)\(count == 1 ? "" : "s")"
 }
 
 extension VerificationReport {

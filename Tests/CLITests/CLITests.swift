@@ -69,7 +69,8 @@ struct CLITests {
 
         let missing = try agentEval(["log", "verify", "/nonexistent/run.jsonl.gz"])
         #expect(missing.status == 2)
-        #expect(missing.stderr.hasPrefix("error: cannot open the log for reading: No such file or directory\n  --> /nonexistent/run.jsonl.gz"))
+        #expect(
+            missing.stderr.hasPrefix("error: cannot open the log for reading: No such file or directory\n  --> /nonexistent/run.jsonl.gz"))
 
         try TemporaryDirectory.with { directory in
             let plain = directory.path("plain.jsonl")

@@ -28,7 +28,10 @@ struct FoldTests {
         let lookup = ToolCall(id: "c1", name: "lookup", arguments: ["id": "A-1"])
         let delete = ToolCall(id: "c2", name: "delete", arguments: [:])
         script.add(
-            .decisionMade(DecisionMade(raw: "r", outcome: .valid(.toolCalls([lookup, delete])), usage: TokenUsage(input: 40, output: 9), latencyUs: 500, costUSD: 0.25)),
+            .decisionMade(
+                DecisionMade(
+                    raw: "r", outcome: .valid(.toolCalls([lookup, delete])), usage: TokenUsage(input: 40, output: 9), latencyUs: 500,
+                    costUSD: 0.25)),
             step: 1)
         script.add(.verdictGiven(VerdictGiven(callId: "c1", tool: "lookup", verdict: .allow)), step: 1)
         script.add(.verdictGiven(VerdictGiven(callId: "c2", tool: "delete", verdict: .deny, reason: "no", rule: "r2")), step: 1)
@@ -49,7 +52,9 @@ struct FoldTests {
         expected.stepsCompleted = 1
         expected.contextPacketCount = 1
         expected.lastTokenEstimate = 40
-        expected.decisions = [DecisionRecord(step: 1, sequence: 2, outcome: .valid(.toolCalls([lookup, delete])), usage: TokenUsage(input: 40, output: 9))]
+        expected.decisions = [
+            DecisionRecord(step: 1, sequence: 2, outcome: .valid(.toolCalls([lookup, delete])), usage: TokenUsage(input: 40, output: 9))
+        ]
         var first = ToolCallRecord(id: "c1", tool: "lookup", step: 1, arguments: ["id": "A-1"])
         first.verdict = VerdictGiven(callId: "c1", tool: "lookup", verdict: .allow)
         first.attempts = 1
@@ -103,7 +108,9 @@ struct FoldTests {
         var script = EventScript()
         script.add(.runStarted(Self.started), step: 0)
         script.add(.toolIntended(ToolIntended(callId: "ghost", tool: "lookup", arguments: [:], attempt: 1)), step: 1)
-        script.add(.decisionMade(DecisionMade(raw: "r", outcome: .valid(.toolCalls([ToolCall(id: "c1", name: "lookup", arguments: [:])])))), step: 1)
+        script.add(
+            .decisionMade(DecisionMade(raw: "r", outcome: .valid(.toolCalls([ToolCall(id: "c1", name: "lookup", arguments: [:])])))),
+            step: 1)
         script.add(.toolIntended(ToolIntended(callId: "c1", tool: "lookup", arguments: [:], attempt: 1)), step: 1)
         script.add(.verdictGiven(VerdictGiven(callId: "c1", tool: "lookup", verdict: .deny)), step: 1)
         script.add(.verdictGiven(VerdictGiven(callId: "c1", tool: "lookup", verdict: .allow)), step: 1)
@@ -120,7 +127,9 @@ struct FoldTests {
     func resumeAfterApproval() {
         var script = EventScript()
         script.add(.runStarted(Self.started), step: 0)
-        script.add(.decisionMade(DecisionMade(raw: "r", outcome: .valid(.toolCalls([ToolCall(id: "c1", name: "refund", arguments: [:])])))), step: 1)
+        script.add(
+            .decisionMade(DecisionMade(raw: "r", outcome: .valid(.toolCalls([ToolCall(id: "c1", name: "refund", arguments: [:])])))),
+            step: 1)
         script.add(.verdictGiven(VerdictGiven(callId: "c1", tool: "refund", verdict: .approvalRequired)), step: 1)
         script.add(.runStopped(RunStopped(reason: .approvalRequired)), step: 1)
         var state = RunState(folding: script.events)
@@ -140,7 +149,8 @@ struct FoldTests {
         var script = EventScript()
         script.add(.runStarted(Self.started), step: 0)
         script.add(.contentStored(ContentStored(bytes: [0xFF, 0x00], mediaType: "application/octet-stream")), step: 0)
-        script.add(.decisionMade(DecisionMade(raw: "?", outcome: .invalid(InvalidDecision(kind: .unknownTool, message: "no tool x")))), step: 1)
+        script.add(
+            .decisionMade(DecisionMade(raw: "?", outcome: .invalid(InvalidDecision(kind: .unknownTool, message: "no tool x")))), step: 1)
         script.add(.approvalRecorded(ApprovalRecorded(callId: "c", isGranted: false, reason: "too much")), step: 1)
         script.add(.toolCompleted(ToolCompleted(callId: "c", tool: "t", attempt: 1, status: .ok, output: .null, durationUs: 1)), step: 1)
         script.add(.runStopped(RunStopped(reason: .budgetExhausted, limit: .maxSteps)), step: 1)
@@ -150,7 +160,8 @@ struct FoldTests {
         var line = String(decoding: script.events[0].encodedLine(), as: UTF8.self)
         line = line.replacingOccurrences(of: "{\"v\":1,", with: "{\"v\":7,")
         #expect { _ = try Event(line: Array(line.utf8)) } throws: { ($0 as? TraceCoreError)?.code == .unsupportedVersion }
-        let broken = #"{"v":1,"run":"r","seq":0,"step":0,"time_us":1,"kind":"verdict_given","prev":"","data":{"call_id":"c","tool":"t","verdict":"maybe"}}"#
+        let broken =
+            #"{"v":1,"run":"r","seq":0,"step":0,"time_us":1,"kind":"verdict_given","prev":"","data":{"call_id":"c","tool":"t","verdict":"maybe"}}"#
         #expect {
             _ = try Event(line: Array(broken.utf8))
         } throws: { error in

@@ -3,35 +3,39 @@ import TraceCore
 
 @Suite("JSON parsing and canonical writing")
 struct JSONTests {
-    @Test("valid JSON parses to the expected value", arguments: [
-        ("null", JSONValue.null),
-        (" true ", .bool(true)),
-        ("-0", .int(0)),
-        ("9223372036854775807", .int(Int.max)),
-        ("-9223372036854775808", .int(Int.min)),
-        ("9223372036854775808", .double(9223372036854775808.0)),
-        ("1.5e3", .double(1500)),
-        ("\"a\\u00e9\\ud83d\\ude80\\n\\\"\"", .string("aé🚀\n\"")),
-        ("[1,[2,{}],[]]", .array([1, [2, .object(JSONObject())], []])),
-        ("{\"b\":1,\"a\":{\"d\":[],\"c\":null}}", JSONValue.object(JSONObject([("a", ["c": nil, "d": []]), ("b", 1)]))),
-    ])
+    @Test(
+        "valid JSON parses to the expected value",
+        arguments: [
+            ("null", JSONValue.null),
+            (" true ", .bool(true)),
+            ("-0", .int(0)),
+            ("9223372036854775807", .int(Int.max)),
+            ("-9223372036854775808", .int(Int.min)),
+            ("9223372036854775808", .double(9223372036854775808.0)),
+            ("1.5e3", .double(1500)),
+            ("\"a\\u00e9\\ud83d\\ude80\\n\\\"\"", .string("aé🚀\n\"")),
+            ("[1,[2,{}],[]]", .array([1, [2, .object(JSONObject())], []])),
+            ("{\"b\":1,\"a\":{\"d\":[],\"c\":null}}", JSONValue.object(JSONObject([("a", ["c": nil, "d": []]), ("b", 1)]))),
+        ])
     func parsesValid(text: String, expected: JSONValue) throws {
         #expect(try JSONParser.parse(Array(text.utf8)) == expected)
     }
 
-    @Test("invalid JSON is rejected with the byte offset and what is wrong", arguments: [
-        ("", "the text is empty"),
-        ("{\"a\":1,}", "expected a member name in double quotes, found '}'"),
-        ("[1 2]", "expected ',' or ']' in array, found '2'"),
-        ("{\"a\":1,\"a\":2}", "duplicate member name \"a\""),
-        ("\"abc", "string opened at byte 0 is not closed"),
-        ("01", "leading zero in number"),
-        ("\"\\ud800\"", "lone high surrogate"),
-        ("\"tab\there\"", "control character 0x9 inside a string"),
-        ("tru", "expected 'true'"),
-        ("{} x", "unexpected 'x' after the JSON value"),
-        ("1e999", "out of range"),
-    ])
+    @Test(
+        "invalid JSON is rejected with the byte offset and what is wrong",
+        arguments: [
+            ("", "the text is empty"),
+            ("{\"a\":1,}", "expected a member name in double quotes, found '}'"),
+            ("[1 2]", "expected ',' or ']' in array, found '2'"),
+            ("{\"a\":1,\"a\":2}", "duplicate member name \"a\""),
+            ("\"abc", "string opened at byte 0 is not closed"),
+            ("01", "leading zero in number"),
+            ("\"\\ud800\"", "lone high surrogate"),
+            ("\"tab\there\"", "control character 0x9 inside a string"),
+            ("tru", "expected 'true'"),
+            ("{} x", "unexpected 'x' after the JSON value"),
+            ("1e999", "out of range"),
+        ])
     func rejectsInvalid(text: String, message: String) {
         #expect {
             _ = try JSONParser.parse(Array(text.utf8))
@@ -87,7 +91,9 @@ struct SeededGenerator: RandomNumberGenerator {
 }
 
 extension JSONValue {
-    static let sampleScalars: [Unicode.Scalar] = ["a", "Z", "0", " ", "\"", "\\", "\n", "\u{0}", "\u{1F}", "é", "ß", "日", "🚀", "\u{2028}", "\u{FEFF}", "e", "\u{301}"]
+    static let sampleScalars: [Unicode.Scalar] = [
+        "a", "Z", "0", " ", "\"", "\\", "\n", "\u{0}", "\u{1F}", "é", "ß", "日", "🚀", "\u{2028}", "\u{FEFF}", "e", "\u{301}",
+    ]
 
     static func randomString(using generator: inout SeededGenerator) -> String {
         var text = String.UnicodeScalarView()

@@ -17,7 +17,8 @@ struct FixtureTests {
         try TemporaryDirectory.with { directory in
             let fresh = directory.path(fixture.logFileName)
             try fixture.write(fresh)
-            #expect(try readBytes(fresh) == readBytes(committed.path), "rewrite with AGENT_EVAL_UPDATE_FIXTURES=1 if the change is intended")
+            #expect(
+                try readBytes(fresh) == readBytes(committed.path), "rewrite with AGENT_EVAL_UPDATE_FIXTURES=1 if the change is intended")
         }
     }
 

@@ -101,7 +101,9 @@ struct LogDamageTests {
                     #expect(problem.memberOffset == target.offset, "byte \(byte) bit \(bit): \(problem)")
                     #expect(problem.sequence == firstSequence, "byte \(byte) bit \(bit): \(problem)")
                     // The events after the damage are still read and checked.
-                    #expect(flipped.members.contains { $0.offset > target.offset && !$0.isCorrupt }, "byte \(byte - target.offset) bit \(bit): \(flipped.problems) \(flipped.members)")
+                    #expect(
+                        flipped.members.contains { $0.offset > target.offset && !$0.isCorrupt },
+                        "byte \(byte - target.offset) bit \(bit): \(flipped.problems) \(flipped.members)")
                 }
             }
             // Each sync flush ends in an empty stored block whose up to 7 padding bits inflate
@@ -208,6 +210,47 @@ struct LogDamageTests {
             try writeBytes(Array("{\"v\":1}\n".utf8), to: path)
             #expect { _ = try LogVerifier.verify(path: path) } throws: { ($0 as? LogError)?.code == .notGzip }
             #expect { _ = try LogReader(path: path).readAll() } throws: { ($0 as? LogError)?.code == .notGzip }
+        }
+    }
+}
+
+@Suite("Crash-safe sealing")
+struct SealRecoveryTests {
+    @Test("a seal interrupted after truncating the log is finished from its side file")
+    func interruptedSeal() throws {
+        try TemporaryDirectory.with { directory in
+            let torn = FixtureLogs.directory.appendingPathComponent("research-torn.jsonl.gz").path
+            let reference = directory.path("reference.jsonl.gz")
+            try writeBytes(try readBytes(torn), to: reference)
+            let report = try #require(try LogRepair.seal(path: reference))
+            let sealed = try readBytes(reference)
+            let member = Array(sealed[report.memberOffset...])
+
+            // The crash: side file written and synced, log truncated, new member not yet written.
+            let crashed = directory.path("crashed.jsonl.gz")
+            try writeBytes(Array(try readBytes(torn)[..<report.memberOffset]), to: crashed)
+            try writeBytes(
+                Array("agent-eval seal v1 offset=\(report.memberOffset) length=\(member.count)\n".utf8) + member, to: crashed + ".seal")
+
+            let (writer, _) = try LogWriter.open(at: crashed)
+            try writer.close()
+            #expect(try readBytes(crashed) == sealed)
+            #expect(!FileManager.default.fileExists(atPath: crashed + ".seal"))
+            #expect(try LogVerifier.verify(path: crashed).isIntact)
+        }
+    }
+
+    @Test("an incomplete side file is dropped and the log sealed from scratch")
+    func incompleteSideFile() throws {
+        try TemporaryDirectory.with { directory in
+            let torn = FixtureLogs.directory.appendingPathComponent("research-torn.jsonl.gz").path
+            let path = directory.path("torn.jsonl.gz")
+            try writeBytes(try readBytes(torn), to: path)
+            try writeBytes(Array("agent-eval seal v1 offset=0 length=9999\n".utf8) + [0x1F, 0x8B], to: path + ".seal")
+            let report = try #require(try LogRepair.seal(path: path))
+            #expect(report.lastSequence == 22)
+            #expect(try Subprocess.run(gzipPath, ["-t", path]).status == 0)
+            #expect(!FileManager.default.fileExists(atPath: path + ".seal"))
         }
     }
 }

@@ -15,7 +15,10 @@ struct LogRoundTripTests {
             #expect(kinds.isSuperset(of: EventPayload.knownKinds))
             #expect(kinds.contains("annotation_added"))
             let unknown = try #require(events.first { $0.event.kind == "annotation_added" })
-            #expect(unknown.event.payload == .unknown(kind: "annotation_added", data: ["note": "written by a newer agent-eval", "tags": ["x", 1, 2.5, nil, true]]))
+            #expect(
+                unknown.event.payload
+                    == .unknown(
+                        kind: "annotation_added", data: ["note": "written by a newer agent-eval", "tags": ["x", 1, 2.5, nil, true]]))
             // The state rebuilt from the log is the state the writer held live.
             #expect(RunState(folding: events.map(\.event)) == liveState)
             #expect(events.map(\.event.sequence) == Array(0..<events.count))
@@ -132,20 +135,24 @@ struct LogRoundTripTests {
         }
     }
 
-    @Test("durability points are in the file before append returns", arguments: [
-        Durability(flush: .durabilityPoints), Durability(flush: .everyEvent), Durability(flush: .batch(3)),
-        Durability(flush: .durabilityPoints, sync: .durabilityPoints),
-    ])
+    @Test(
+        "durability points are in the file before append returns",
+        arguments: [
+            Durability(flush: .durabilityPoints), Durability(flush: .everyEvent), Durability(flush: .batch(3)),
+            Durability(flush: .durabilityPoints, sync: .durabilityPoints),
+        ])
     func durabilityPoints(durability: Durability) throws {
         try TemporaryDirectory.with { directory in
             let path = directory.path("durable.jsonl.gz")
             let writer = try LogWriter.create(at: path, runId: "r", options: .init(durability: durability))
             try writer.append(.runStarted(SampleRun.supportStart()), step: 0, timeUs: 1)
             try writer.append(
-                .decisionMade(DecisionMade(raw: "x", outcome: .valid(.toolCalls([ToolCall(id: "c1", name: "lookup_order", arguments: [:])])))),
+                .decisionMade(
+                    DecisionMade(raw: "x", outcome: .valid(.toolCalls([ToolCall(id: "c1", name: "lookup_order", arguments: [:])])))),
                 step: 1, timeUs: 2)
             try writer.append(.verdictGiven(VerdictGiven(callId: "c1", tool: "lookup_order", verdict: .allow)), step: 1, timeUs: 3)
-            try writer.append(.toolIntended(ToolIntended(callId: "c1", tool: "lookup_order", arguments: [:], attempt: 1)), step: 1, timeUs: 4)
+            try writer.append(
+                .toolIntended(ToolIntended(callId: "c1", tool: "lookup_order", arguments: [:], attempt: 1)), step: 1, timeUs: 4)
             // Without closing the writer (as if the process died now), a reader sees the intent.
             let (events, summary) = try LogReader(path: path).readAll()
             #expect(events.last?.event.kind == "tool_intended")

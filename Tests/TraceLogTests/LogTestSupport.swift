@@ -28,4 +28,3 @@ func memberOffsets(_ path: String) throws -> [Int] {
     let report = try LogVerifier.verify(path: path)
     return report.members.map(\.offset)
 }
-

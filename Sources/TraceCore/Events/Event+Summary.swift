@@ -25,7 +25,8 @@ extension Event {
         let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
         func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
         let millisText = millis < 10 ? "00\(millis)" : millis < 100 ? "0\(millis)" : "\(millis)"
-        return "\(year)-\(two(month))-\(two(day))T\(two(secondsOfDay / 3600)):\(two(secondsOfDay / 60 % 60)):\(two(secondsOfDay % 60)).\(millisText)Z"
+        return
+            "\(year)-\(two(month))-\(two(day))T\(two(secondsOfDay / 3600)):\(two(secondsOfDay / 60 % 60)):\(two(secondsOfDay % 60)).\(millisText)Z"
     }
 }
 
@@ -34,9 +35,11 @@ extension EventPayload {
     public var summary: String {
         switch self {
         case .runStarted(let started):
-            return "goal=\(quoted(started.goal)) agent=\(started.agent.name) model=\(started.model.provider)/\(started.model.name) tools=\(started.tools.count)"
+            return
+                "goal=\(quoted(started.goal)) agent=\(started.agent.name) model=\(started.model.provider)/\(started.model.name) tools=\(started.tools.count)"
         case .contextBuilt(let packet):
-            var text = "~\(packet.tokenEstimate) tokens, \(packet.observations.count) observations, tools [\(packet.toolsDisclosed.joined(separator: ", "))]"
+            var text =
+                "~\(packet.tokenEstimate) tokens, \(packet.observations.count) observations, tools [\(packet.toolsDisclosed.joined(separator: ", "))]"
             if !packet.omitted.isEmpty {
                 text += ", omitted " + packet.omitted.map { "\($0.id) (\($0.reason.rawValue))" }.joined(separator: ", ")
             }
@@ -46,7 +49,9 @@ extension EventPayload {
             switch made.outcome {
             case .valid(.answer(let text)): return "answer \(quoted(text))\(usage)"
             case .valid(.toolCalls(let calls)):
-                return "call " + calls.map { "\($0.name)(\(truncated(JSONWriter.encodeString($0.arguments), 60))) as \($0.id)" }.joined(separator: ", ") + usage
+                return "call "
+                    + calls.map { "\($0.name)(\(truncated(JSONWriter.encodeString($0.arguments), 60))) as \($0.id)" }.joined(
+                        separator: ", ") + usage
             case .valid(.askHuman(let question)): return "ask human \(quoted(question))\(usage)"
             case .valid(.stop(let reason)): return "stop \(quoted(reason))\(usage)"
             case .invalid(let invalid): return "INVALID \(invalid.kind.rawValue): \(truncated(invalid.message, 80))\(usage)"
@@ -59,7 +64,8 @@ extension EventPayload {
         case .toolIntended(let intent):
             return "\(intent.tool)(\(truncated(JSONWriter.encodeString(intent.arguments), 60))) \(intent.callId) attempt \(intent.attempt)"
         case .toolCompleted(let result):
-            var text = "\(result.status.rawValue) \(result.tool) \(result.callId) attempt \(result.attempt) in \(formatDuration(result.durationUs))"
+            var text =
+                "\(result.status.rawValue) \(result.tool) \(result.callId) attempt \(result.attempt) in \(formatDuration(result.durationUs))"
             if let error = result.error { text += " — \(truncated(error, 60))" }
             if let output = result.output { text += " → \(truncated(JSONWriter.encodeString(output), 60))" }
             return text
