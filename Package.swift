@@ -51,7 +51,7 @@ let package = Package(
         // Benchmarks: `swift run -c release log-benchmark` (see README, Performance).
         .executableTarget(
             name: "log-benchmark",
-            dependencies: ["TraceCore", "TraceLog", "CZlib"],
+            dependencies: ["TraceCore", "TraceLog", "CZlib", "TestSupport"],
             path: "Benchmarks/LogBenchmark",
             swiftSettings: strictSettings
         ),

@@ -1,17 +1,5 @@
+import TestSupport
 import TraceCore
-
-/// A seeded generator so that every benchmark run writes the same corpus.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// Synthetic runs with realistic event sizes and varied text: context packets about 1.5 KB,
 /// decisions 300 B, verdicts 150 B, results 900 B.
@@ -28,10 +16,10 @@ struct Corpus {
         budget context memory evidence summary observation decision answer question human stop success blocked
         """.split(separator: " ").map(String.init)
 
-    var generator: SplitMix64
+    var generator: SeededGenerator
 
     init(seed: UInt64 = 2026) {
-        generator = SplitMix64(seed: seed)
+        generator = SeededGenerator(seed: seed)
     }
 
     mutating func words(_ count: Int) -> String {

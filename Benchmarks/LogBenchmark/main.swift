@@ -299,6 +299,17 @@ for _ in 0..<settings.repetitions {
             deflateEnd(&stream)
         })
 }
+// fsync at durability points: on a sample of runs, since every fsync waits for the disk.
+let syncSample = Array(runs.prefix(max(1, settings.runs / 20)))
+let syncSampleEvents = syncSample.reduce(0) { $0 + $1.events.count }
+var syncTimes: [Double] = []
+for _ in 0..<settings.repetitions {
+    syncTimes.append(
+        try writeCorpus(
+            syncSample, to: settings.directory + "/fsync",
+            options: .init(durability: .init(flush: .durabilityPoints, sync: .durabilityPoints), compressionLevel: settings.level)
+        ).seconds)
+}
 let compressed = paths.reduce(0) { $0 + fileSize($1) }
 let compressedEvery = everyPaths.reduce(0) { $0 + fileSize($1) }
 let gzipSix = try paths.reduce(0) { $0 + (try gzipSixSize(of: $1)) }
@@ -355,6 +366,8 @@ print(
       zlib alone at level \(settings.level) with the same flushes (the physical limit): \(format(Double(eventCount) / median(ceilingTimes) / 1000)) k events/s; writer / limit = \(format(median(ceilingTimes) / writeSeconds, 2))
       (creating the \(settings.runs) files, timed apart: \(format(median(createTimes) * 1e6 / Double(settings.runs), 0)) µs each)
       encoding + hashing alone: \(format(Double(eventCount) / median(encodeTimes) / 1000)) k events/s
+    write, fsync at durability points (\(syncSample.count) runs):
+      \(format(Double(syncSampleEvents) / median(syncTimes) / 1000)) k events/s, same bytes as the default
     write, flush after every event:
       \(format(Double(eventCount) / writeEverySeconds / 1000)) k events/s, \(format(Double(compressedEvery) / Double(eventCount))) compressed bytes/event (+\(format(Double(compressedEvery - compressed) / Double(eventCount))) B/event over the default)
 

@@ -106,7 +106,7 @@ struct LogRoundTripTests {
     func hugeEvent() throws {
         try TemporaryDirectory.with { directory in
             let path = directory.path("huge.jsonl.gz")
-            var generator = SplitMix64(seed: 7)
+            var generator = SeededGenerator(seed: 7)
             let words = ["alpha", "beta", "gamma", "delta", "epsilon", "tool", "result", "row", "value", "42"]
             var body = ""
             body.reserveCapacity(64 << 20)
@@ -196,18 +196,5 @@ struct LogRoundTripTests {
                 _ = try LogWriter.create(at: path, runId: "r")
             } throws: { ($0 as? LogError)?.code == .alreadyExists }
         }
-    }
-}
-
-/// A small seeded generator, so generated data is the same every run.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
