@@ -1,67 +1,65 @@
 /// A value with a fixed JSON form: how event payloads and run state become JSON and back.
 ///
-/// `init(json:path:)` rejects what does not fit with a `TraceCoreError` naming `path`, the
-/// location of the value inside the event (such as `data.calls[0].arguments`).
+/// `init(json:)` rejects what does not fit with a `TraceCoreError` whose `fieldPath` says
+/// where inside the value (such as `calls[0].arguments`); enclosing decoders extend the path
+/// as the error passes through them (`TraceCoreError.inside(_:)`).
 public protocol JSONRepresentable: Sendable {
-    init(json: JSONValue, path: String) throws
+    init(json: JSONValue) throws
     var json: JSONValue { get }
 }
 
-extension JSONRepresentable {
-    /// Decodes from JSON at the top of a document.
-    public init(json: JSONValue) throws {
-        try self.init(json: json, path: "$")
-    }
-}
-
-func fieldError(_ path: String, expected: String, found value: JSONValue) -> TraceCoreError {
-    TraceCoreError(.invalidField, "\(path) must be \(expected), found \(value.typeDescription)", fieldPath: path)
+func fieldError(expected: String, found value: JSONValue) -> TraceCoreError {
+    TraceCoreError(.invalidField, "must be \(expected), found \(value.typeDescription)", fieldPath: "")
 }
 
 extension String: JSONRepresentable {
-    public init(json: JSONValue, path: String) throws {
-        guard case .string(let text) = json else { throw fieldError(path, expected: "a string", found: json) }
+    public init(json: JSONValue) throws {
+        guard case .string(let text) = json else { throw fieldError(expected: "a string", found: json) }
         self = text
     }
     public var json: JSONValue { .string(self) }
 }
 
 extension Int: JSONRepresentable {
-    public init(json: JSONValue, path: String) throws {
-        guard let number = json.intValue else { throw fieldError(path, expected: "an integer", found: json) }
+    public init(json: JSONValue) throws {
+        guard let number = json.intValue else { throw fieldError(expected: "an integer", found: json) }
         self = number
     }
     public var json: JSONValue { .int(self) }
 }
 
 extension Double: JSONRepresentable {
-    public init(json: JSONValue, path: String) throws {
-        guard let number = json.doubleValue else { throw fieldError(path, expected: "a number", found: json) }
+    public init(json: JSONValue) throws {
+        guard let number = json.doubleValue else { throw fieldError(expected: "a number", found: json) }
         self = number
     }
     public var json: JSONValue { .double(self) }
 }
 
 extension Bool: JSONRepresentable {
-    public init(json: JSONValue, path: String) throws {
-        guard case .bool(let flag) = json else { throw fieldError(path, expected: "true or false", found: json) }
+    public init(json: JSONValue) throws {
+        guard case .bool(let flag) = json else { throw fieldError(expected: "true or false", found: json) }
         self = flag
     }
     public var json: JSONValue { .bool(self) }
 }
 
 extension JSONValue: JSONRepresentable {
-    public init(json: JSONValue, path: String) throws { self = json }
+    public init(json: JSONValue) throws { self = json }
     public var json: JSONValue { self }
 }
 
 extension Array: JSONRepresentable where Element: JSONRepresentable {
-    public init(json: JSONValue, path: String) throws {
-        guard case .array(let elements) = json else { throw fieldError(path, expected: "an array", found: json) }
+    public init(json: JSONValue) throws {
+        guard case .array(let elements) = json else { throw fieldError(expected: "an array", found: json) }
         self = []
         reserveCapacity(elements.count)
         for (position, element) in elements.enumerated() {
-            append(try Element(json: element, path: "\(path)[\(position)]"))
+            do {
+                append(try Element(json: element))
+            } catch let error as TraceCoreError {
+                throw error.inside("[\(position)]")
+            }
         }
     }
     public var json: JSONValue { .array(map(\.json)) }
@@ -71,13 +69,13 @@ extension Array: JSONRepresentable where Element: JSONRepresentable {
 public protocol JSONEnum: JSONRepresentable, RawRepresentable, CaseIterable where RawValue == String {}
 
 extension JSONEnum {
-    public init(json: JSONValue, path: String) throws {
+    public init(json: JSONValue) throws {
         guard case .string(let text) = json else {
-            throw fieldError(path, expected: "a string", found: json)
+            throw fieldError(expected: "a string", found: json)
         }
         guard let value = Self(rawValue: text) else {
             let choices = Self.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
-            throw TraceCoreError(.invalidField, "\(path) is \"\(text)\", which is not one of \(choices)", fieldPath: path)
+            throw TraceCoreError(.invalidField, "is \"\(text)\", which is not one of \(choices)", fieldPath: "")
         }
         self = value
     }
@@ -87,12 +85,10 @@ extension JSONEnum {
 /// Reads typed members of one JSON object, naming each member's path in errors.
 public struct FieldReader {
     public let object: JSONObject
-    public let path: String
 
-    public init(_ value: JSONValue, path: String) throws {
-        guard case .object(let object) = value else { throw fieldError(path, expected: "an object", found: value) }
+    public init(_ value: JSONValue) throws {
+        guard case .object(let object) = value else { throw fieldError(expected: "an object", found: value) }
         self.object = object
-        self.path = path
     }
 
     /// The member named `key`. Payload field names are ASCII, and an ASCII string is equal
@@ -106,15 +102,23 @@ public struct FieldReader {
     /// A required member.
     public func callAsFunction<T: JSONRepresentable>(_ key: String) throws -> T {
         guard let value = value(key) else {
-            throw TraceCoreError(.invalidField, "\(path).\(key) is missing", fieldPath: "\(path).\(key)")
+            throw TraceCoreError(.invalidField, "is missing", fieldPath: key)
         }
-        return try T(json: value, path: "\(path).\(key)")
+        return try decode(value, key)
     }
 
     /// An optional member; `null` counts as absent.
     public func optional<T: JSONRepresentable>(_ key: String) throws -> T? {
         guard let value = value(key), value != .null else { return nil }
-        return try T(json: value, path: "\(path).\(key)")
+        return try decode(value, key) as T
+    }
+
+    private func decode<T: JSONRepresentable>(_ value: JSONValue, _ key: String) throws -> T {
+        do {
+            return try T(json: value)
+        } catch let error as TraceCoreError {
+            throw error.inside(key)
+        }
     }
 
     /// An optional array member; absent means empty.

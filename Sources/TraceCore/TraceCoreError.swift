@@ -17,17 +17,35 @@ public struct TraceCoreError: Error, Sendable, Hashable, CustomStringConvertible
     }
 
     public var code: Code
-    public var message: String
+    /// What is wrong; for field errors, said of the field (`must be a string, found null`).
+    public var detail: String
     /// The byte offset in the parsed text, for JSON and UTF-8 errors.
     public var byteOffset: Int?
-    /// The path of the offending field, for field errors.
+    /// The path of the offending field, for field errors (`data.calls[0].name`).
     public var fieldPath: String?
 
-    public init(_ code: Code, _ message: String, byteOffset: Int? = nil, fieldPath: String? = nil) {
+    public init(_ code: Code, _ detail: String, byteOffset: Int? = nil, fieldPath: String? = nil) {
         self.code = code
-        self.message = message
+        self.detail = detail
         self.byteOffset = byteOffset
         self.fieldPath = fieldPath
+    }
+
+    /// The full sentence: the field path, when there is one, then what is wrong.
+    public var message: String {
+        guard code == .invalidField, let fieldPath, !fieldPath.isEmpty else { return detail }
+        return "\(fieldPath) \(detail)"
+    }
+
+    /// The same error one level up: the field it happened in sits inside `key` (a member name,
+    /// or an index written as `[3]`). Decoders build paths only on the way out of a failure,
+    /// so that the success path never formats one.
+    public func inside(_ key: String) -> TraceCoreError {
+        guard code == .invalidField else { return self }
+        var error = self
+        let path = fieldPath ?? ""
+        error.fieldPath = path.isEmpty ? key : (path.hasPrefix("[") ? key + path : key + "." + path)
+        return error
     }
 
     public var description: String { message }

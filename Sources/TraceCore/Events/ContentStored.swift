@@ -60,8 +60,8 @@ public struct ContentStored: JSONRepresentable, Hashable {
         return ContentHash.sha256(bytes) == hash
     }
 
-    public init(json: JSONValue, path: String) throws {
-        let field = try FieldReader(json, path: path)
+    public init(json: JSONValue) throws {
+        let field = try FieldReader(json)
         hash = try field("hash")
         mediaType = try field("media_type")
         encoding = try field("encoding")

@@ -12,8 +12,8 @@ public struct ItemReference: JSONRepresentable, Hashable {
         self.contentHash = contentHash
     }
 
-    public init(json: JSONValue, path: String) throws {
-        let field = try FieldReader(json, path: path)
+    public init(json: JSONValue) throws {
+        let field = try FieldReader(json)
         id = try field("id")
         summary = try field.optional("summary")
         contentHash = try field.optional("content_hash")
@@ -52,8 +52,8 @@ public struct OmittedItem: JSONRepresentable, Hashable {
         self.detail = detail
     }
 
-    public init(json: JSONValue, path: String) throws {
-        let field = try FieldReader(json, path: path)
+    public init(json: JSONValue) throws {
+        let field = try FieldReader(json)
         id = try field("id")
         reason = try field("reason")
         detail = try field.optional("detail")
@@ -99,8 +99,8 @@ public struct ContextBuilt: JSONRepresentable, Hashable {
         self.promptHash = promptHash
     }
 
-    public init(json: JSONValue, path: String) throws {
-        let field = try FieldReader(json, path: path)
+    public init(json: JSONValue) throws {
+        let field = try FieldReader(json)
         goal = try field("goal")
         stateSummary = try field("state_summary")
         observations = try field.list("observations")

@@ -12,8 +12,8 @@ public struct ToolCall: JSONRepresentable, Hashable {
         self.arguments = arguments
     }
 
-    public init(json: JSONValue, path: String) throws {
-        let field = try FieldReader(json, path: path)
+    public init(json: JSONValue) throws {
+        let field = try FieldReader(json)
         id = try field("id")
         name = try field("name")
         arguments = try field("arguments")
@@ -39,8 +39,8 @@ public enum Decision: JSONRepresentable, Hashable {
     /// The model gives up or declares the task done without an answer.
     case stop(reason: String)
 
-    public init(json: JSONValue, path: String) throws {
-        let field = try FieldReader(json, path: path)
+    public init(json: JSONValue) throws {
+        let field = try FieldReader(json)
         let type: String = try field("type")
         switch type {
         case "answer": self = .answer(try field("text"))
@@ -49,9 +49,8 @@ public enum Decision: JSONRepresentable, Hashable {
         case "stop": self = .stop(reason: try field("reason"))
         default:
             throw TraceCoreError(
-                .invalidField,
-                "\(path).type is \"\(type)\", which is not one of \"answer\", \"tool_calls\", \"ask_human\", \"stop\"",
-                fieldPath: "\(path).type")
+                .invalidField, "is \"\(type)\", which is not one of \"answer\", \"tool_calls\", \"ask_human\", \"stop\"",
+                fieldPath: "type")
         }
     }
 
@@ -100,8 +99,8 @@ public struct InvalidDecision: JSONRepresentable, Hashable {
         self.message = message
     }
 
-    public init(json: JSONValue, path: String) throws {
-        let field = try FieldReader(json, path: path)
+    public init(json: JSONValue) throws {
+        let field = try FieldReader(json)
         kind = try field("kind")
         message = try field("message")
     }
@@ -126,8 +125,8 @@ public struct TokenUsage: JSONRepresentable, Hashable {
 
     public var total: Int { input + output }
 
-    public init(json: JSONValue, path: String) throws {
-        let field = try FieldReader(json, path: path)
+    public init(json: JSONValue) throws {
+        let field = try FieldReader(json)
         input = try field("input")
         output = try field("output")
     }
@@ -169,8 +168,8 @@ public struct DecisionMade: JSONRepresentable, Hashable {
         return nil
     }
 
-    public init(json: JSONValue, path: String) throws {
-        let field = try FieldReader(json, path: path)
+    public init(json: JSONValue) throws {
+        let field = try FieldReader(json)
         raw = try field("raw")
         let decision: Decision? = try field.optional("decision")
         let invalid: InvalidDecision? = try field.optional("invalid")
@@ -178,8 +177,7 @@ public struct DecisionMade: JSONRepresentable, Hashable {
         case (let decision?, nil): outcome = .valid(decision)
         case (nil, let invalid?): outcome = .invalid(invalid)
         default:
-            throw TraceCoreError(
-                .invalidField, "\(path) must have exactly one of \"decision\" and \"invalid\"", fieldPath: path)
+            throw TraceCoreError(.invalidField, "must have exactly one of \"decision\" and \"invalid\"", fieldPath: "")
         }
         usage = try field.optional("usage")
         latencyUs = try field.optional("latency_us")

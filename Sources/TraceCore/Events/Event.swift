@@ -87,7 +87,7 @@ public struct Event: Sendable, Hashable {
     /// Decodes an already parsed line.
     public init(json value: JSONValue) throws {
         guard case .object(let object) = value else {
-            throw TraceCoreError(.invalidField, "event must be an object, found \(value.typeDescription)", fieldPath: "event")
+            throw TraceCoreError(.invalidField, "an event must be a JSON object, found \(value.typeDescription)")
         }
         try self.init(envelope: Event.envelopeKeys.map { object[$0] })
     }
@@ -99,9 +99,13 @@ public struct Event: Sendable, Hashable {
         func field<T: JSONRepresentable>(_ slot: Int) throws -> T {
             let name = Event.envelopeKeys[slot]
             guard let value = envelope[slot] else {
-                throw TraceCoreError(.invalidField, "event.\(name) is missing", fieldPath: "event.\(name)")
+                throw TraceCoreError(.invalidField, "is missing", fieldPath: name)
             }
-            return try T(json: value, path: "event.\(name)")
+            do {
+                return try T(json: value)
+            } catch let error as TraceCoreError {
+                throw error.inside(name)
+            }
         }
         version = try field(0)
         guard version == Event.schemaVersion else {

@@ -57,18 +57,25 @@ public enum EventPayload: Sendable, Hashable {
 
     /// Decodes `data` for `kind`; a kind this version does not know becomes `.unknown`.
     public init(kind: String, data: JSONValue) throws {
-        let path = "data"
+        do {
+            try self.init(decoding: kind, data)
+        } catch let error as TraceCoreError {
+            throw error.inside("data")
+        }
+    }
+
+    private init(decoding kind: String, _ data: JSONValue) throws {
         switch kind {
-        case "run_started": self = .runStarted(try RunStarted(json: data, path: path))
-        case "context_built": self = .contextBuilt(try ContextBuilt(json: data, path: path))
-        case "decision_made": self = .decisionMade(try DecisionMade(json: data, path: path))
-        case "verdict_given": self = .verdictGiven(try VerdictGiven(json: data, path: path))
-        case "tool_intended": self = .toolIntended(try ToolIntended(json: data, path: path))
-        case "tool_completed": self = .toolCompleted(try ToolCompleted(json: data, path: path))
-        case "approval_recorded": self = .approvalRecorded(try ApprovalRecorded(json: data, path: path))
-        case "step_ended": self = .stepEnded(try StepEnded(json: data, path: path))
-        case "content_stored": self = .contentStored(try ContentStored(json: data, path: path))
-        case "run_stopped": self = .runStopped(try RunStopped(json: data, path: path))
+        case "run_started": self = .runStarted(try RunStarted(json: data))
+        case "context_built": self = .contextBuilt(try ContextBuilt(json: data))
+        case "decision_made": self = .decisionMade(try DecisionMade(json: data))
+        case "verdict_given": self = .verdictGiven(try VerdictGiven(json: data))
+        case "tool_intended": self = .toolIntended(try ToolIntended(json: data))
+        case "tool_completed": self = .toolCompleted(try ToolCompleted(json: data))
+        case "approval_recorded": self = .approvalRecorded(try ApprovalRecorded(json: data))
+        case "step_ended": self = .stepEnded(try StepEnded(json: data))
+        case "content_stored": self = .contentStored(try ContentStored(json: data))
+        case "run_stopped": self = .runStopped(try RunStopped(json: data))
         default: self = .unknown(kind: kind, data: data)
         }
     }

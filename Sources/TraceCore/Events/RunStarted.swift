@@ -23,8 +23,8 @@ public struct ToolSpec: JSONRepresentable, Hashable {
         self.sideEffect = sideEffect
     }
 
-    public init(json: JSONValue, path: String) throws {
-        let field = try FieldReader(json, path: path)
+    public init(json: JSONValue) throws {
+        let field = try FieldReader(json)
         name = try field("name")
         description = try field("description")
         inputSchema = try field("input_schema")
@@ -54,8 +54,8 @@ public struct AgentIdentity: JSONRepresentable, Hashable {
         self.configDigest = configDigest
     }
 
-    public init(json: JSONValue, path: String) throws {
-        let field = try FieldReader(json, path: path)
+    public init(json: JSONValue) throws {
+        let field = try FieldReader(json)
         name = try field("name")
         version = try field.optional("version")
         configDigest = try field("config_digest")
@@ -81,8 +81,8 @@ public struct ModelIdentity: JSONRepresentable, Hashable {
         self.name = name
     }
 
-    public init(json: JSONValue, path: String) throws {
-        let field = try FieldReader(json, path: path)
+    public init(json: JSONValue) throws {
+        let field = try FieldReader(json)
         provider = try field("provider")
         name = try field("name")
     }
@@ -106,8 +106,8 @@ public struct PolicyIdentity: JSONRepresentable, Hashable {
         self.digest = digest
     }
 
-    public init(json: JSONValue, path: String) throws {
-        let field = try FieldReader(json, path: path)
+    public init(json: JSONValue) throws {
+        let field = try FieldReader(json)
         name = try field("name")
         digest = try field.optional("digest")
     }
@@ -135,8 +135,8 @@ public struct RunLimits: JSONRepresentable, Hashable {
         self.tokenBudget = tokenBudget
     }
 
-    public init(json: JSONValue, path: String) throws {
-        let field = try FieldReader(json, path: path)
+    public init(json: JSONValue) throws {
+        let field = try FieldReader(json)
         maxSteps = try field.optional("max_steps")
         maxToolCalls = try field.optional("max_tool_calls")
         timeoutMs = try field.optional("timeout_ms")
@@ -182,8 +182,8 @@ public struct RunStarted: JSONRepresentable, Hashable {
         self.route = route
     }
 
-    public init(json: JSONValue, path: String) throws {
-        let field = try FieldReader(json, path: path)
+    public init(json: JSONValue) throws {
+        let field = try FieldReader(json)
         goal = try field("goal")
         agent = try field("agent")
         model = try field("model")

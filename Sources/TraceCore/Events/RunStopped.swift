@@ -41,8 +41,8 @@ public struct RunStopped: JSONRepresentable, Hashable {
         self.error = error
     }
 
-    public init(json: JSONValue, path: String) throws {
-        let field = try FieldReader(json, path: path)
+    public init(json: JSONValue) throws {
+        let field = try FieldReader(json)
         reason = try field("reason")
         limit = try field.optional("limit")
         answer = try field.optional("answer")
@@ -69,8 +69,8 @@ public struct StepEnded: JSONRepresentable, Hashable {
         self.stateDigest = stateDigest
     }
 
-    public init(json: JSONValue, path: String) throws {
-        let field = try FieldReader(json, path: path)
+    public init(json: JSONValue) throws {
+        let field = try FieldReader(json)
         stateDigest = try field("state_digest")
     }
 

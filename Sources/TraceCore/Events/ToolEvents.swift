@@ -22,8 +22,8 @@ public struct VerdictGiven: JSONRepresentable, Hashable {
         self.rule = rule
     }
 
-    public init(json: JSONValue, path: String) throws {
-        let field = try FieldReader(json, path: path)
+    public init(json: JSONValue) throws {
+        let field = try FieldReader(json)
         callId = try field("call_id")
         tool = try field("tool")
         verdict = try field("verdict")
@@ -59,8 +59,8 @@ public struct ToolIntended: JSONRepresentable, Hashable {
         self.attempt = attempt
     }
 
-    public init(json: JSONValue, path: String) throws {
-        let field = try FieldReader(json, path: path)
+    public init(json: JSONValue) throws {
+        let field = try FieldReader(json)
         callId = try field("call_id")
         tool = try field("tool")
         arguments = try field("arguments")
@@ -118,8 +118,8 @@ public struct ToolCompleted: JSONRepresentable, Hashable {
         self.durationUs = durationUs
     }
 
-    public init(json: JSONValue, path: String) throws {
-        let field = try FieldReader(json, path: path)
+    public init(json: JSONValue) throws {
+        let field = try FieldReader(json)
         callId = try field("call_id")
         tool = try field("tool")
         attempt = try field("attempt")
@@ -161,8 +161,8 @@ public struct ApprovalRecorded: JSONRepresentable, Hashable {
         self.reason = reason
     }
 
-    public init(json: JSONValue, path: String) throws {
-        let field = try FieldReader(json, path: path)
+    public init(json: JSONValue) throws {
+        let field = try FieldReader(json)
         callId = try field("call_id")
         isGranted = try field("granted")
         approver = try field.optional("approver")
