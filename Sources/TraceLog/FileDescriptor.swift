@@ -63,6 +63,16 @@ final class FileDescriptor {
         }
     }
 
+    /// Reads up to `count` bytes at `offset`, without moving the file position.
+    func read(into buffer: UnsafeMutableRawPointer, count: Int, at offset: Int) throws -> Int {
+        while true {
+            let got = pread(raw, buffer, count, off_t(offset))
+            if got >= 0 { return got }
+            if errno == EINTR { continue }
+            throw LogError(.unreadable, "reading the log failed: \(FileDescriptor.errorText())", path: path)
+        }
+    }
+
     /// Writes all bytes, retrying short writes and interrupts.
     func write(_ buffer: UnsafeRawBufferPointer) throws {
         var offset = 0

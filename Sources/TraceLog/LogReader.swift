@@ -27,10 +27,13 @@ public struct LogReader {
         /// The most decompressed bytes one member may hold: the memory bound, which must be
         /// above the largest event.
         public var memberContentLimit = 1 << 30
+        /// Bytes read from the file at a time.
+        public var readBufferSize = 256 * 1024
 
-        public init(isStrict: Bool = false, memberContentLimit: Int = 1 << 30) {
+        public init(isStrict: Bool = false, memberContentLimit: Int = 1 << 30, readBufferSize: Int = 256 * 1024) {
             self.isStrict = isStrict
             self.memberContentLimit = memberContentLimit
+            self.readBufferSize = readBufferSize
         }
     }
 
@@ -61,7 +64,7 @@ public struct LogReader {
     }
 
     private func walk(_ body: (UnsafeRawBufferPointer, RecordedEvent) throws -> Void) throws -> ReadSummary {
-        var scanner = MemberScanner(path: path, contentLimit: options.memberContentLimit)
+        var scanner = MemberScanner(path: path, contentLimit: options.memberContentLimit, readSize: options.readBufferSize)
         var checker = EventChecker(path: path)
         var summary = ReadSummary()
         var problems: [LogError] = []

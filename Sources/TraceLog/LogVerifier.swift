@@ -7,8 +7,10 @@
 public enum LogVerifier {
     /// Verifies the log at `path`. Throws only when the file cannot be read at all (missing,
     /// unreadable, or not gzip); damage is reported in the result.
-    public static func verify(path: String, memberContentLimit: Int = 1 << 30) throws -> VerificationReport {
-        var scanner = MemberScanner(path: path, contentLimit: memberContentLimit)
+    public static func verify(
+        path: String, memberContentLimit: Int = 1 << 30, readBufferSize: Int = 256 * 1024
+    ) throws -> VerificationReport {
+        var scanner = MemberScanner(path: path, contentLimit: memberContentLimit, readSize: readBufferSize)
         var checker = EventChecker(path: path)
         var report = VerificationReport(path: path)
         var offset = 0

@@ -32,13 +32,16 @@ struct MemberScanner {
     let path: String
     /// The largest member content accepted; beyond it the scan throws `eventTooLarge`.
     var contentLimit: Int
+    /// Bytes read from the file at a time.
+    var readSize: Int
 
     /// The largest content buffer the last scan needed.
     private(set) var peakBufferBytes = 0
 
-    init(path: String, contentLimit: Int) {
+    init(path: String, contentLimit: Int, readSize: Int = MemberScanner.chunkSize) {
         self.path = path
         self.contentLimit = contentLimit
+        self.readSize = max(1, readSize)
     }
 
     /// Scans from `offset` (a member start) to the end of the file.
@@ -52,10 +55,10 @@ struct MemberScanner {
         let file = try FileDescriptor.openForReading(path)
         if offset > 0 { try file.seek(to: offset) }
         let inflater = try Inflater()
-        let input = UnsafeMutableRawPointer.allocate(byteCount: MemberScanner.chunkSize, alignment: 16)
+        let input = UnsafeMutableRawPointer.allocate(byteCount: readSize, alignment: 16)
         defer { input.deallocate() }
         let content = ByteBuffer(capacity: 512 * 1024)
-        defer { peakBufferBytes = max(peakBufferBytes, content.peakCapacity + MemberScanner.chunkSize) }
+        defer { peakBufferBytes = max(peakBufferBytes, content.peakCapacity + readSize) }
 
         var chunkStart = offset  // file offset of input[0]
         var chunkCount = 0
@@ -65,7 +68,7 @@ struct MemberScanner {
         while true {
             if inflater.availableInput == 0 {
                 chunkStart += chunkCount
-                chunkCount = try file.read(into: input, count: MemberScanner.chunkSize)
+                chunkCount = try file.read(into: input, count: readSize)
                 if chunkCount == 0 { break }
                 inflater.setInput(input, count: chunkCount)
             }
@@ -74,8 +77,20 @@ struct MemberScanner {
                 member.offset = chunkStart + chunkCount - inflater.availableInput
                 content.reset(keepingCapacity: 512 * 1024)
                 let position = chunkCount - inflater.availableInput
-                if position + 4 <= chunkCount, let problem = MemberScanner.headerProblem(input + position) {
-                    return .corrupt(member: member, reason: problem)
+                if position + 4 <= chunkCount {
+                    if let problem = MemberScanner.headerProblem(input + position) {
+                        return .corrupt(member: member, reason: problem)
+                    }
+                } else {
+                    // The header straddles two reads: look at its first bytes directly.
+                    var header: (UInt32, UInt32) = (0, 0)
+                    let problem = try withUnsafeMutableBytes(of: &header) { bytes -> String? in
+                        guard let base = bytes.baseAddress,
+                            try file.read(into: base, count: 4, at: member.offset) == 4
+                        else { return nil }
+                        return MemberScanner.headerProblem(base)
+                    }
+                    if let problem { return .corrupt(member: member, reason: problem) }
                 }
             }
             let (status, overLimit) = inflater.inflate(into: content, limit: contentLimit)

@@ -112,6 +112,29 @@ struct LogDamageTests {
         }
     }
 
+    @Test("any read buffer size gives the same events and the same findings, headers split across reads included")
+    func readBufferSizes() throws {
+        try TemporaryDirectory.with { directory in
+            let log = try Self.flushedLog(in: directory)
+            let members = try LogVerifier.verify(path: log.path).members
+            var flagged = log.bytes
+            flagged[members[2].offset + 3] |= 0x04  // FEXTRA on the third member
+            let flaggedPath = directory.path("flagged.jsonl.gz")
+            try writeBytes(flagged, to: flaggedPath)
+            for size in [1, 2, 3, 5, 7, 13, 64, 1000] {
+                var lines: [[UInt8]] = []
+                _ = try LogReader(path: log.path, options: .init(readBufferSize: size)).forEachLine { line, _ in
+                    lines.append(Array(line))
+                }
+                #expect(lines == log.lines, "read buffer \(size)")
+                let report = try LogVerifier.verify(path: flaggedPath, readBufferSize: size)
+                #expect(report.problems.first?.code == .corruptMember, "read buffer \(size)")
+                #expect(report.problems.first?.memberOffset == members[2].offset, "read buffer \(size)")
+                #expect(report.problems.first?.message.contains("extra field") == true, "read buffer \(size)")
+            }
+        }
+    }
+
     /// Recompresses edited lines with the real gzip into a one-member log.
     static func gzipLines(_ lines: [[UInt8]], to path: String) throws {
         let text = Array(lines.joined(separator: [0x0A])) + [0x0A]
