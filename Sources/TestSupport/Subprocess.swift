@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Runs a real program and collects what it did.
 public struct ProcessResult: Sendable {
@@ -11,10 +11,13 @@ public struct ProcessResult: Sendable {
 
 public enum Subprocess {
     /// Runs `executable` with `arguments`, feeding `input` on standard input.
-    public static func run(_ executable: String, _ arguments: [String], input: [UInt8] = []) throws -> ProcessResult {
+    public static func run(
+        _ executable: String, _ arguments: [String], input: [UInt8] = [], in directory: URL? = nil
+    ) throws -> ProcessResult {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
+        if let directory { process.currentDirectoryURL = directory }
         let outPipe = Pipe()
         let inPipe = Pipe()
         // Standard error goes to a file, so that only one pipe needs draining while it runs.

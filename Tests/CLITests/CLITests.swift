@@ -5,7 +5,7 @@ import TraceCore
 import TraceLog
 
 /// The built `agent-eval` binary, run as a real subprocess.
-func agentEval(_ arguments: [String]) throws -> ProcessResult {
+func agentEval(_ arguments: [String], in directory: URL? = nil) throws -> ProcessResult {
     let candidates = [
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("agent-eval").path,
         Bundle.main.bundleURL.appendingPathComponent("agent-eval").path,
@@ -14,7 +14,7 @@ func agentEval(_ arguments: [String]) throws -> ProcessResult {
     guard let binary = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
         throw CLITestError.binaryNotFound(candidates)
     }
-    return try Subprocess.run(binary, arguments)
+    return try Subprocess.run(binary, arguments, in: directory)
 }
 
 enum CLITestError: Error { case binaryNotFound([String]) }
