@@ -47,33 +47,6 @@ public struct JSONParser {
         return true
     }
 
-    /// Parses a text that must be one object and returns its members in document order,
-    /// unsorted: the envelope reader looks up its few fields directly and skips the sort.
-    /// Duplicate names are rejected as in `parse`.
-    static func parseMembers(_ buffer: UnsafeRawBufferPointer) throws -> [JSONObject.Member] {
-        let bytes = buffer.bindMemory(to: UInt8.self)
-        guard let base = bytes.baseAddress, !bytes.isEmpty else {
-            throw TraceCoreError(.invalidJSON, "invalid JSON at byte 0: the text is empty", byteOffset: 0)
-        }
-        var parser = Cursor(base: base, end: bytes.count)
-        parser.skipSpace()
-        guard parser.index < parser.end, base[parser.index] == UInt8(ascii: "{") else {
-            throw parser.failure("expected an object, found \(parser.describeByte())")
-        }
-        let members = try parser.members(depth: 1)
-        parser.skipSpace()
-        if parser.index < parser.end {
-            throw parser.failure("unexpected \(parser.describeByte()) after the JSON value")
-        }
-        for later in members.indices.dropFirst() {
-            for earlier in 0..<later where JSONObject.compare(members[earlier].key, members[later].key) == 0 {
-                throw TraceCoreError(
-                    .invalidJSON, "invalid JSON at byte 0: duplicate member name \"\(members[later].key)\" in object", byteOffset: 0)
-            }
-        }
-        return members
-    }
-
     struct Cursor {
         let base: UnsafePointer<UInt8>
         let end: Int

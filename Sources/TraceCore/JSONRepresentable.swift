@@ -1,66 +1,55 @@
 /// A value with a fixed JSON form: how event payloads and run state become JSON and back.
 ///
-/// `init(json:)` rejects what does not fit with a `TraceCoreError` whose `fieldPath` says
-/// where inside the value (such as `calls[0].arguments`); enclosing decoders extend the path
-/// as the error passes through them (`TraceCoreError.inside(_:)`).
+/// `init(from:)` reads the value straight from JSON text (the reader's hot path) and rejects
+/// what does not fit with a `TraceCoreError` whose `fieldPath` says where inside the value
+/// (such as `calls[0].arguments`); enclosing decoders extend the path as the error passes
+/// through them (`TraceCoreError.inside(_:)`).
 public protocol JSONRepresentable: Sendable {
-    init(json: JSONValue) throws
+    init(from scanner: inout JSONScanner) throws
     var json: JSONValue { get }
 }
 
-func fieldError(expected: String, found value: JSONValue) -> TraceCoreError {
-    TraceCoreError(.invalidField, "must be \(expected), found \(value.typeDescription)", fieldPath: "")
+extension JSONRepresentable {
+    /// Decodes from an already parsed value (by way of its canonical text: not a hot path).
+    public init(json: JSONValue) throws {
+        let bytes = JSONWriter.encode(json)
+        self = try bytes.withUnsafeBytes { buffer in try JSONScanner.scan(buffer) { try Self(from: &$0) } }
+    }
+
+    /// Decodes from JSON text.
+    public init(jsonText bytes: UnsafeRawBufferPointer) throws {
+        self = try JSONScanner.scan(bytes) { try Self(from: &$0) }
+    }
 }
 
 extension String: JSONRepresentable {
-    public init(json: JSONValue) throws {
-        guard case .string(let text) = json else { throw fieldError(expected: "a string", found: json) }
-        self = text
-    }
+    public init(from scanner: inout JSONScanner) throws { self = try scanner.readString() }
     public var json: JSONValue { .string(self) }
 }
 
 extension Int: JSONRepresentable {
-    public init(json: JSONValue) throws {
-        guard let number = json.intValue else { throw fieldError(expected: "an integer", found: json) }
-        self = number
-    }
+    public init(from scanner: inout JSONScanner) throws { self = try scanner.readInt() }
     public var json: JSONValue { .int(self) }
 }
 
 extension Double: JSONRepresentable {
-    public init(json: JSONValue) throws {
-        guard let number = json.doubleValue else { throw fieldError(expected: "a number", found: json) }
-        self = number
-    }
+    public init(from scanner: inout JSONScanner) throws { self = try scanner.readDouble() }
     public var json: JSONValue { .double(self) }
 }
 
 extension Bool: JSONRepresentable {
-    public init(json: JSONValue) throws {
-        guard case .bool(let flag) = json else { throw fieldError(expected: "true or false", found: json) }
-        self = flag
-    }
+    public init(from scanner: inout JSONScanner) throws { self = try scanner.readBool() }
     public var json: JSONValue { .bool(self) }
 }
 
 extension JSONValue: JSONRepresentable {
-    public init(json: JSONValue) throws { self = json }
+    public init(from scanner: inout JSONScanner) throws { self = try scanner.readValue() }
     public var json: JSONValue { self }
 }
 
 extension Array: JSONRepresentable where Element: JSONRepresentable {
-    public init(json: JSONValue) throws {
-        guard case .array(let elements) = json else { throw fieldError(expected: "an array", found: json) }
-        self = []
-        reserveCapacity(elements.count)
-        for (position, element) in elements.enumerated() {
-            do {
-                append(try Element(json: element))
-            } catch let error as TraceCoreError {
-                throw error.inside("[\(position)]")
-            }
-        }
+    public init(from scanner: inout JSONScanner) throws {
+        self = try scanner.readArray { try Element(from: &$0) }
     }
     public var json: JSONValue { .array(map(\.json)) }
 }
@@ -69,10 +58,8 @@ extension Array: JSONRepresentable where Element: JSONRepresentable {
 public protocol JSONEnum: JSONRepresentable, RawRepresentable, CaseIterable where RawValue == String {}
 
 extension JSONEnum {
-    public init(json: JSONValue) throws {
-        guard case .string(let text) = json else {
-            throw fieldError(expected: "a string", found: json)
-        }
+    public init(from scanner: inout JSONScanner) throws {
+        let text = try scanner.readString()
         guard let value = Self(rawValue: text) else {
             let choices = Self.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
             throw TraceCoreError(.invalidField, "is \"\(text)\", which is not one of \(choices)", fieldPath: "")
@@ -80,51 +67,6 @@ extension JSONEnum {
         self = value
     }
     public var json: JSONValue { .string(rawValue) }
-}
-
-/// Reads typed members of one JSON object, naming each member's path in errors.
-public struct FieldReader {
-    public let object: JSONObject
-
-    public init(_ value: JSONValue) throws {
-        guard case .object(let object) = value else { throw fieldError(expected: "an object", found: value) }
-        self.object = object
-    }
-
-    /// The member named `key`. Payload field names are ASCII, and an ASCII string is equal
-    /// (under Swift's canonical equivalence) only to the same bytes, so `==` is exact here, and
-    /// a scan of these small objects beats a binary search.
-    private func value(_ key: String) -> JSONValue? {
-        for member in object.members where member.key == key { return member.value }
-        return nil
-    }
-
-    /// A required member.
-    public func callAsFunction<T: JSONRepresentable>(_ key: String) throws -> T {
-        guard let value = value(key) else {
-            throw TraceCoreError(.invalidField, "is missing", fieldPath: key)
-        }
-        return try decode(value, key)
-    }
-
-    /// An optional member; `null` counts as absent.
-    public func optional<T: JSONRepresentable>(_ key: String) throws -> T? {
-        guard let value = value(key), value != .null else { return nil }
-        return try decode(value, key) as T
-    }
-
-    private func decode<T: JSONRepresentable>(_ value: JSONValue, _ key: String) throws -> T {
-        do {
-            return try T(json: value)
-        } catch let error as TraceCoreError {
-            throw error.inside(key)
-        }
-    }
-
-    /// An optional array member; absent means empty.
-    public func list<T: JSONRepresentable>(_ key: String) throws -> [T] {
-        try optional(key) ?? []
-    }
 }
 
 /// Builds an object member by member; nil values and empty lists are left out.

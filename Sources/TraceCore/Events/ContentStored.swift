@@ -60,12 +60,24 @@ public struct ContentStored: JSONRepresentable, Hashable {
         return ContentHash.sha256(bytes) == hash
     }
 
-    public init(json: JSONValue) throws {
-        let field = try FieldReader(json)
-        hash = try field("hash")
-        mediaType = try field("media_type")
-        encoding = try field("encoding")
-        body = try field("body")
+    public init(from scanner: inout JSONScanner) throws {
+        var hash: String?
+        var mediaType: String?
+        var encoding: ContentEncoding?
+        var body: String?
+        try scanner.readObject { scanner, key in
+            switch key {
+            case "hash": hash = try scanner.read()
+            case "media_type": mediaType = try scanner.read()
+            case "encoding": encoding = try scanner.read()
+            case "body": body = try scanner.read()
+            default: try scanner.skipValue()
+            }
+        }
+        self.hash = try required(hash, "hash")
+        self.mediaType = try required(mediaType, "media_type")
+        self.encoding = try required(encoding, "encoding")
+        self.body = try required(body, "body")
     }
 
     public var json: JSONValue {

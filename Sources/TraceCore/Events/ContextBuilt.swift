@@ -12,11 +12,21 @@ public struct ItemReference: JSONRepresentable, Hashable {
         self.contentHash = contentHash
     }
 
-    public init(json: JSONValue) throws {
-        let field = try FieldReader(json)
-        id = try field("id")
-        summary = try field.optional("summary")
-        contentHash = try field.optional("content_hash")
+    public init(from scanner: inout JSONScanner) throws {
+        var id: String?
+        var summary: String?
+        var contentHash: String?
+        try scanner.readObject { scanner, key in
+            switch key {
+            case "id": id = try scanner.read()
+            case "summary": summary = try scanner.readOptional()
+            case "content_hash": contentHash = try scanner.readOptional()
+            default: try scanner.skipValue()
+            }
+        }
+        self.id = try required(id, "id")
+        self.summary = summary
+        self.contentHash = contentHash
     }
 
     public var json: JSONValue {
@@ -52,11 +62,21 @@ public struct OmittedItem: JSONRepresentable, Hashable {
         self.detail = detail
     }
 
-    public init(json: JSONValue) throws {
-        let field = try FieldReader(json)
-        id = try field("id")
-        reason = try field("reason")
-        detail = try field.optional("detail")
+    public init(from scanner: inout JSONScanner) throws {
+        var id: String?
+        var reason: OmissionReason?
+        var detail: String?
+        try scanner.readObject { scanner, key in
+            switch key {
+            case "id": id = try scanner.read()
+            case "reason": reason = try scanner.read()
+            case "detail": detail = try scanner.readOptional()
+            default: try scanner.skipValue()
+            }
+        }
+        self.id = try required(id, "id")
+        self.reason = try required(reason, "reason")
+        self.detail = detail
     }
 
     public var json: JSONValue {
@@ -99,17 +119,39 @@ public struct ContextBuilt: JSONRepresentable, Hashable {
         self.promptHash = promptHash
     }
 
-    public init(json: JSONValue) throws {
-        let field = try FieldReader(json)
-        goal = try field("goal")
-        stateSummary = try field("state_summary")
-        observations = try field.list("observations")
-        toolsDisclosed = try field.list("tools_disclosed")
-        evidence = try field.list("evidence")
-        memory = try field.list("memory")
-        omitted = try field.list("omitted")
-        tokenEstimate = try field("token_estimate")
-        promptHash = try field.optional("prompt_hash")
+    public init(from scanner: inout JSONScanner) throws {
+        var goal: String?
+        var stateSummary: String?
+        var observations: [ItemReference] = []
+        var toolsDisclosed: [String] = []
+        var evidence: [ItemReference] = []
+        var memory: [ItemReference] = []
+        var omitted: [OmittedItem] = []
+        var tokenEstimate: Int?
+        var promptHash: String?
+        try scanner.readObject { scanner, key in
+            switch key {
+            case "goal": goal = try scanner.read()
+            case "state_summary": stateSummary = try scanner.read()
+            case "observations": observations = try scanner.readList()
+            case "tools_disclosed": toolsDisclosed = try scanner.readList()
+            case "evidence": evidence = try scanner.readList()
+            case "memory": memory = try scanner.readList()
+            case "omitted": omitted = try scanner.readList()
+            case "token_estimate": tokenEstimate = try scanner.read()
+            case "prompt_hash": promptHash = try scanner.readOptional()
+            default: try scanner.skipValue()
+            }
+        }
+        self.goal = try required(goal, "goal")
+        self.stateSummary = try required(stateSummary, "state_summary")
+        self.observations = observations
+        self.toolsDisclosed = toolsDisclosed
+        self.evidence = evidence
+        self.memory = memory
+        self.omitted = omitted
+        self.tokenEstimate = try required(tokenEstimate, "token_estimate")
+        self.promptHash = promptHash
     }
 
     public var json: JSONValue {

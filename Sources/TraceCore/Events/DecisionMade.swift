@@ -12,11 +12,21 @@ public struct ToolCall: JSONRepresentable, Hashable {
         self.arguments = arguments
     }
 
-    public init(json: JSONValue) throws {
-        let field = try FieldReader(json)
-        id = try field("id")
-        name = try field("name")
-        arguments = try field("arguments")
+    public init(from scanner: inout JSONScanner) throws {
+        var id: String?
+        var name: String?
+        var arguments: JSONValue?
+        try scanner.readObject { scanner, key in
+            switch key {
+            case "id": id = try scanner.read()
+            case "name": name = try scanner.read()
+            case "arguments": arguments = try scanner.read()
+            default: try scanner.skipValue()
+            }
+        }
+        self.id = try required(id, "id")
+        self.name = try required(name, "name")
+        self.arguments = try required(arguments, "arguments")
     }
 
     public var json: JSONValue {
@@ -39,17 +49,30 @@ public enum Decision: JSONRepresentable, Hashable {
     /// The model gives up or declares the task done without an answer.
     case stop(reason: String)
 
-    public init(json: JSONValue) throws {
-        let field = try FieldReader(json)
-        let type: String = try field("type")
-        switch type {
-        case "answer": self = .answer(try field("text"))
-        case "tool_calls": self = .toolCalls(try field("calls"))
-        case "ask_human": self = .askHuman(try field("question"))
-        case "stop": self = .stop(reason: try field("reason"))
-        default:
+    public init(from scanner: inout JSONScanner) throws {
+        var type: String?
+        var text: String?
+        var calls: [ToolCall]?
+        var question: String?
+        var reason: String?
+        try scanner.readObject { scanner, key in
+            switch key {
+            case "type": type = try scanner.read()
+            case "text": text = try scanner.read()
+            case "calls": calls = try scanner.read()
+            case "question": question = try scanner.read()
+            case "reason": reason = try scanner.read()
+            default: try scanner.skipValue()
+            }
+        }
+        switch try required(type, "type") {
+        case "answer": self = .answer(try required(text, "text"))
+        case "tool_calls": self = .toolCalls(try required(calls, "calls"))
+        case "ask_human": self = .askHuman(try required(question, "question"))
+        case "stop": self = .stop(reason: try required(reason, "reason"))
+        case let other:
             throw TraceCoreError(
-                .invalidField, "is \"\(type)\", which is not one of \"answer\", \"tool_calls\", \"ask_human\", \"stop\"",
+                .invalidField, "is \"\(other)\", which is not one of \"answer\", \"tool_calls\", \"ask_human\", \"stop\"",
                 fieldPath: "type")
         }
     }
@@ -99,10 +122,18 @@ public struct InvalidDecision: JSONRepresentable, Hashable {
         self.message = message
     }
 
-    public init(json: JSONValue) throws {
-        let field = try FieldReader(json)
-        kind = try field("kind")
-        message = try field("message")
+    public init(from scanner: inout JSONScanner) throws {
+        var kind: InvalidDecisionKind?
+        var message: String?
+        try scanner.readObject { scanner, key in
+            switch key {
+            case "kind": kind = try scanner.read()
+            case "message": message = try scanner.read()
+            default: try scanner.skipValue()
+            }
+        }
+        self.kind = try required(kind, "kind")
+        self.message = try required(message, "message")
     }
 
     public var json: JSONValue {
@@ -125,10 +156,18 @@ public struct TokenUsage: JSONRepresentable, Hashable {
 
     public var total: Int { input + output }
 
-    public init(json: JSONValue) throws {
-        let field = try FieldReader(json)
-        input = try field("input")
-        output = try field("output")
+    public init(from scanner: inout JSONScanner) throws {
+        var input: Int?
+        var output: Int?
+        try scanner.readObject { scanner, key in
+            switch key {
+            case "input": input = try scanner.read()
+            case "output": output = try scanner.read()
+            default: try scanner.skipValue()
+            }
+        }
+        self.input = try required(input, "input")
+        self.output = try required(output, "output")
     }
 
     public var json: JSONValue {
@@ -168,20 +207,34 @@ public struct DecisionMade: JSONRepresentable, Hashable {
         return nil
     }
 
-    public init(json: JSONValue) throws {
-        let field = try FieldReader(json)
-        raw = try field("raw")
-        let decision: Decision? = try field.optional("decision")
-        let invalid: InvalidDecision? = try field.optional("invalid")
+    public init(from scanner: inout JSONScanner) throws {
+        var raw: String?
+        var decision: Decision?
+        var invalid: InvalidDecision?
+        var usage: TokenUsage?
+        var latencyUs: Int?
+        var costUSD: Double?
+        try scanner.readObject { scanner, key in
+            switch key {
+            case "raw": raw = try scanner.read()
+            case "decision": decision = try scanner.readOptional()
+            case "invalid": invalid = try scanner.readOptional()
+            case "usage": usage = try scanner.readOptional()
+            case "latency_us": latencyUs = try scanner.readOptional()
+            case "cost_usd": costUSD = try scanner.readOptional()
+            default: try scanner.skipValue()
+            }
+        }
+        self.raw = try required(raw, "raw")
         switch (decision, invalid) {
         case (let decision?, nil): outcome = .valid(decision)
         case (nil, let invalid?): outcome = .invalid(invalid)
         default:
             throw TraceCoreError(.invalidField, "must have exactly one of \"decision\" and \"invalid\"", fieldPath: "")
         }
-        usage = try field.optional("usage")
-        latencyUs = try field.optional("latency_us")
-        costUSD = try field.optional("cost_usd")
+        self.usage = usage
+        self.latencyUs = latencyUs
+        self.costUSD = costUSD
     }
 
     public var json: JSONValue {

@@ -69,14 +69,56 @@ public struct Event: Sendable, Hashable {
     /// Throws `TraceCoreError` for text that is not JSON, an envelope field that is missing or
     /// mistyped, a version other than 1, or a known kind whose data does not fit.
     public init(line: UnsafeRawBufferPointer) throws {
-        // The envelope's members are read in document order, straight into fields, without
-        // building a sorted object: this is the reader's hot path.
-        let members = try JSONParser.parseMembers(line)
-        var envelope: [JSONValue?] = Array(repeating: nil, count: Event.envelopeKeys.count)
-        for member in members {
-            if let slot = Event.envelopeKeys.firstIndex(of: member.key) { envelope[slot] = member.value }
+        // The reader's hot path: envelope members straight into fields, the payload straight
+        // into its type, with no intermediate JSON tree.
+        var version: Int?
+        var runId: String?
+        var sequence: Int?
+        var step: Int?
+        var timeUs: Int?
+        var kind: String?
+        var previousHash: String?
+        var payload: EventPayload?
+        var earlyData: JSONValue?
+        try JSONScanner.scan(line) { scanner in
+            try scanner.readObject { scanner, key in
+                switch key {
+                case "v": version = try scanner.read()
+                case "run": runId = try scanner.read()
+                case "seq": sequence = try scanner.read()
+                case "step": step = try scanner.read()
+                case "time_us": timeUs = try scanner.read()
+                case "kind": kind = try scanner.read()
+                case "prev": previousHash = try scanner.read()
+                case "data":
+                    if let kind, version == Event.schemaVersion {
+                        payload = try EventPayload(kind: kind, from: &scanner)
+                    } else {
+                        // Written before `kind` (or under another version): decode it afterwards.
+                        earlyData = try scanner.readValue()
+                    }
+                default: try scanner.skipValue()
+                }
+            }
         }
-        try self.init(envelope: envelope)
+        self.version = try required(version, "v")
+        guard self.version == Event.schemaVersion else {
+            throw TraceCoreError(
+                .unsupportedVersion,
+                "event has envelope version \(self.version); this agent-eval reads version \(Event.schemaVersion) only",
+                fieldPath: "v")
+        }
+        self.runId = try required(runId, "run")
+        self.sequence = try required(sequence, "seq")
+        self.step = try required(step, "step")
+        self.timeUs = try required(timeUs, "time_us")
+        let kindName = try required(kind, "kind")
+        self.previousHash = try required(previousHash, "prev")
+        if let payload {
+            self.payload = payload
+        } else {
+            self.payload = try EventPayload(kind: kindName, data: try required(earlyData, "data"))
+        }
     }
 
     /// Decodes one line (without its newline).

@@ -65,18 +65,27 @@ public enum EventPayload: Sendable, Hashable {
     }
 
     private init(decoding kind: String, _ data: JSONValue) throws {
+        let bytes = JSONWriter.encode(data)
+        self = try bytes.withUnsafeBytes { buffer in
+            try JSONScanner.scan(buffer) { try EventPayload(kind: kind, from: &$0) }
+        }
+    }
+
+    /// Reads the `data` of `kind` straight from JSON text; a kind this version does not know
+    /// is kept as `.unknown` with its data as it is.
+    public init(kind: String, from scanner: inout JSONScanner) throws {
         switch kind {
-        case "run_started": self = .runStarted(try RunStarted(json: data))
-        case "context_built": self = .contextBuilt(try ContextBuilt(json: data))
-        case "decision_made": self = .decisionMade(try DecisionMade(json: data))
-        case "verdict_given": self = .verdictGiven(try VerdictGiven(json: data))
-        case "tool_intended": self = .toolIntended(try ToolIntended(json: data))
-        case "tool_completed": self = .toolCompleted(try ToolCompleted(json: data))
-        case "approval_recorded": self = .approvalRecorded(try ApprovalRecorded(json: data))
-        case "step_ended": self = .stepEnded(try StepEnded(json: data))
-        case "content_stored": self = .contentStored(try ContentStored(json: data))
-        case "run_stopped": self = .runStopped(try RunStopped(json: data))
-        default: self = .unknown(kind: kind, data: data)
+        case "run_started": self = .runStarted(try RunStarted(from: &scanner))
+        case "context_built": self = .contextBuilt(try ContextBuilt(from: &scanner))
+        case "decision_made": self = .decisionMade(try DecisionMade(from: &scanner))
+        case "verdict_given": self = .verdictGiven(try VerdictGiven(from: &scanner))
+        case "tool_intended": self = .toolIntended(try ToolIntended(from: &scanner))
+        case "tool_completed": self = .toolCompleted(try ToolCompleted(from: &scanner))
+        case "approval_recorded": self = .approvalRecorded(try ApprovalRecorded(from: &scanner))
+        case "step_ended": self = .stepEnded(try StepEnded(from: &scanner))
+        case "content_stored": self = .contentStored(try ContentStored(from: &scanner))
+        case "run_stopped": self = .runStopped(try RunStopped(from: &scanner))
+        default: self = .unknown(kind: kind, data: try scanner.readValue())
         }
     }
 

@@ -23,12 +23,24 @@ public struct ToolSpec: JSONRepresentable, Hashable {
         self.sideEffect = sideEffect
     }
 
-    public init(json: JSONValue) throws {
-        let field = try FieldReader(json)
-        name = try field("name")
-        description = try field("description")
-        inputSchema = try field("input_schema")
-        sideEffect = try field("side_effect")
+    public init(from scanner: inout JSONScanner) throws {
+        var name: String?
+        var description: String?
+        var inputSchema: JSONValue?
+        var sideEffect: SideEffect?
+        try scanner.readObject { scanner, key in
+            switch key {
+            case "name": name = try scanner.read()
+            case "description": description = try scanner.read()
+            case "input_schema": inputSchema = try scanner.read()
+            case "side_effect": sideEffect = try scanner.read()
+            default: try scanner.skipValue()
+            }
+        }
+        self.name = try required(name, "name")
+        self.description = try required(description, "description")
+        self.inputSchema = try required(inputSchema, "input_schema")
+        self.sideEffect = try required(sideEffect, "side_effect")
     }
 
     public var json: JSONValue {
@@ -54,11 +66,21 @@ public struct AgentIdentity: JSONRepresentable, Hashable {
         self.configDigest = configDigest
     }
 
-    public init(json: JSONValue) throws {
-        let field = try FieldReader(json)
-        name = try field("name")
-        version = try field.optional("version")
-        configDigest = try field("config_digest")
+    public init(from scanner: inout JSONScanner) throws {
+        var name: String?
+        var version: String?
+        var configDigest: String?
+        try scanner.readObject { scanner, key in
+            switch key {
+            case "name": name = try scanner.read()
+            case "version": version = try scanner.readOptional()
+            case "config_digest": configDigest = try scanner.read()
+            default: try scanner.skipValue()
+            }
+        }
+        self.name = try required(name, "name")
+        self.version = version
+        self.configDigest = try required(configDigest, "config_digest")
     }
 
     public var json: JSONValue {
@@ -81,10 +103,18 @@ public struct ModelIdentity: JSONRepresentable, Hashable {
         self.name = name
     }
 
-    public init(json: JSONValue) throws {
-        let field = try FieldReader(json)
-        provider = try field("provider")
-        name = try field("name")
+    public init(from scanner: inout JSONScanner) throws {
+        var provider: String?
+        var name: String?
+        try scanner.readObject { scanner, key in
+            switch key {
+            case "provider": provider = try scanner.read()
+            case "name": name = try scanner.read()
+            default: try scanner.skipValue()
+            }
+        }
+        self.provider = try required(provider, "provider")
+        self.name = try required(name, "name")
     }
 
     public var json: JSONValue {
@@ -106,10 +136,18 @@ public struct PolicyIdentity: JSONRepresentable, Hashable {
         self.digest = digest
     }
 
-    public init(json: JSONValue) throws {
-        let field = try FieldReader(json)
-        name = try field("name")
-        digest = try field.optional("digest")
+    public init(from scanner: inout JSONScanner) throws {
+        var name: String?
+        var digest: String?
+        try scanner.readObject { scanner, key in
+            switch key {
+            case "name": name = try scanner.read()
+            case "digest": digest = try scanner.readOptional()
+            default: try scanner.skipValue()
+            }
+        }
+        self.name = try required(name, "name")
+        self.digest = digest
     }
 
     public var json: JSONValue {
@@ -135,12 +173,24 @@ public struct RunLimits: JSONRepresentable, Hashable {
         self.tokenBudget = tokenBudget
     }
 
-    public init(json: JSONValue) throws {
-        let field = try FieldReader(json)
-        maxSteps = try field.optional("max_steps")
-        maxToolCalls = try field.optional("max_tool_calls")
-        timeoutMs = try field.optional("timeout_ms")
-        tokenBudget = try field.optional("token_budget")
+    public init(from scanner: inout JSONScanner) throws {
+        var maxSteps: Int?
+        var maxToolCalls: Int?
+        var timeoutMs: Int?
+        var tokenBudget: Int?
+        try scanner.readObject { scanner, key in
+            switch key {
+            case "max_steps": maxSteps = try scanner.readOptional()
+            case "max_tool_calls": maxToolCalls = try scanner.readOptional()
+            case "timeout_ms": timeoutMs = try scanner.readOptional()
+            case "token_budget": tokenBudget = try scanner.readOptional()
+            default: try scanner.skipValue()
+            }
+        }
+        self.maxSteps = maxSteps
+        self.maxToolCalls = maxToolCalls
+        self.timeoutMs = timeoutMs
+        self.tokenBudget = tokenBudget
     }
 
     public var json: JSONValue {
@@ -182,16 +232,36 @@ public struct RunStarted: JSONRepresentable, Hashable {
         self.route = route
     }
 
-    public init(json: JSONValue) throws {
-        let field = try FieldReader(json)
-        goal = try field("goal")
-        agent = try field("agent")
-        model = try field("model")
-        policy = try field("policy")
-        tools = try field.list("tools")
-        limits = try field.optional("limits") ?? RunLimits()
-        actor = try field.optional("actor")
-        route = try field.optional("route")
+    public init(from scanner: inout JSONScanner) throws {
+        var goal: String?
+        var agent: AgentIdentity?
+        var model: ModelIdentity?
+        var policy: PolicyIdentity?
+        var tools: [ToolSpec] = []
+        var limits: RunLimits?
+        var actor: String?
+        var route: String?
+        try scanner.readObject { scanner, key in
+            switch key {
+            case "goal": goal = try scanner.read()
+            case "agent": agent = try scanner.read()
+            case "model": model = try scanner.read()
+            case "policy": policy = try scanner.read()
+            case "tools": tools = try scanner.readList()
+            case "limits": limits = try scanner.readOptional()
+            case "actor": actor = try scanner.readOptional()
+            case "route": route = try scanner.readOptional()
+            default: try scanner.skipValue()
+            }
+        }
+        self.goal = try required(goal, "goal")
+        self.agent = try required(agent, "agent")
+        self.model = try required(model, "model")
+        self.policy = try required(policy, "policy")
+        self.tools = tools
+        self.limits = limits ?? RunLimits()
+        self.actor = actor
+        self.route = route
     }
 
     public var json: JSONValue {

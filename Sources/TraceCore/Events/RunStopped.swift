@@ -41,12 +41,24 @@ public struct RunStopped: JSONRepresentable, Hashable {
         self.error = error
     }
 
-    public init(json: JSONValue) throws {
-        let field = try FieldReader(json)
-        reason = try field("reason")
-        limit = try field.optional("limit")
-        answer = try field.optional("answer")
-        error = try field.optional("error")
+    public init(from scanner: inout JSONScanner) throws {
+        var reason: StopReason?
+        var limit: LimitKind?
+        var answer: String?
+        var error: String?
+        try scanner.readObject { scanner, key in
+            switch key {
+            case "reason": reason = try scanner.read()
+            case "limit": limit = try scanner.readOptional()
+            case "answer": answer = try scanner.readOptional()
+            case "error": error = try scanner.readOptional()
+            default: try scanner.skipValue()
+            }
+        }
+        self.reason = try required(reason, "reason")
+        self.limit = limit
+        self.answer = answer
+        self.error = error
     }
 
     public var json: JSONValue {
@@ -69,9 +81,15 @@ public struct StepEnded: JSONRepresentable, Hashable {
         self.stateDigest = stateDigest
     }
 
-    public init(json: JSONValue) throws {
-        let field = try FieldReader(json)
-        stateDigest = try field("state_digest")
+    public init(from scanner: inout JSONScanner) throws {
+        var stateDigest: String?
+        try scanner.readObject { scanner, key in
+            switch key {
+            case "state_digest": stateDigest = try scanner.read()
+            default: try scanner.skipValue()
+            }
+        }
+        self.stateDigest = try required(stateDigest, "state_digest")
     }
 
     public var json: JSONValue {

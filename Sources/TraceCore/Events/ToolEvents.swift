@@ -22,13 +22,27 @@ public struct VerdictGiven: JSONRepresentable, Hashable {
         self.rule = rule
     }
 
-    public init(json: JSONValue) throws {
-        let field = try FieldReader(json)
-        callId = try field("call_id")
-        tool = try field("tool")
-        verdict = try field("verdict")
-        reason = try field.optional("reason")
-        rule = try field.optional("rule")
+    public init(from scanner: inout JSONScanner) throws {
+        var callId: String?
+        var tool: String?
+        var verdict: Verdict?
+        var reason: String?
+        var rule: String?
+        try scanner.readObject { scanner, key in
+            switch key {
+            case "call_id": callId = try scanner.read()
+            case "tool": tool = try scanner.read()
+            case "verdict": verdict = try scanner.read()
+            case "reason": reason = try scanner.readOptional()
+            case "rule": rule = try scanner.readOptional()
+            default: try scanner.skipValue()
+            }
+        }
+        self.callId = try required(callId, "call_id")
+        self.tool = try required(tool, "tool")
+        self.verdict = try required(verdict, "verdict")
+        self.reason = reason
+        self.rule = rule
     }
 
     public var json: JSONValue {
@@ -59,12 +73,24 @@ public struct ToolIntended: JSONRepresentable, Hashable {
         self.attempt = attempt
     }
 
-    public init(json: JSONValue) throws {
-        let field = try FieldReader(json)
-        callId = try field("call_id")
-        tool = try field("tool")
-        arguments = try field("arguments")
-        attempt = try field("attempt")
+    public init(from scanner: inout JSONScanner) throws {
+        var callId: String?
+        var tool: String?
+        var arguments: JSONValue?
+        var attempt: Int?
+        try scanner.readObject { scanner, key in
+            switch key {
+            case "call_id": callId = try scanner.read()
+            case "tool": tool = try scanner.read()
+            case "arguments": arguments = try scanner.read()
+            case "attempt": attempt = try scanner.read()
+            default: try scanner.skipValue()
+            }
+        }
+        self.callId = try required(callId, "call_id")
+        self.tool = try required(tool, "tool")
+        self.arguments = try required(arguments, "arguments")
+        self.attempt = try required(attempt, "attempt")
     }
 
     public var json: JSONValue {
@@ -118,18 +144,39 @@ public struct ToolCompleted: JSONRepresentable, Hashable {
         self.durationUs = durationUs
     }
 
-    public init(json: JSONValue) throws {
-        let field = try FieldReader(json)
-        callId = try field("call_id")
-        tool = try field("tool")
-        attempt = try field("attempt")
-        status = try field("status")
-        // `null` is a legitimate tool output, so presence, not value, decides.
-        output = field.object["output"]
-        contentHash = try field.optional("content_hash")
-        error = try field.optional("error")
-        isRetryable = try field.optional("retryable")
-        durationUs = try field("duration_us")
+    public init(from scanner: inout JSONScanner) throws {
+        var callId: String?
+        var tool: String?
+        var attempt: Int?
+        var status: ToolStatus?
+        var output: JSONValue?
+        var contentHash: String?
+        var error: String?
+        var isRetryable: Bool?
+        var durationUs: Int?
+        try scanner.readObject { scanner, key in
+            switch key {
+            case "call_id": callId = try scanner.read()
+            case "tool": tool = try scanner.read()
+            case "attempt": attempt = try scanner.read()
+            case "status": status = try scanner.read()
+            case "output": output = try scanner.readValue()
+            case "content_hash": contentHash = try scanner.readOptional()
+            case "error": error = try scanner.readOptional()
+            case "retryable": isRetryable = try scanner.readOptional()
+            case "duration_us": durationUs = try scanner.read()
+            default: try scanner.skipValue()
+            }
+        }
+        self.callId = try required(callId, "call_id")
+        self.tool = try required(tool, "tool")
+        self.attempt = try required(attempt, "attempt")
+        self.status = try required(status, "status")
+        self.output = output
+        self.contentHash = contentHash
+        self.error = error
+        self.isRetryable = isRetryable
+        self.durationUs = try required(durationUs, "duration_us")
     }
 
     public var json: JSONValue {
@@ -161,12 +208,24 @@ public struct ApprovalRecorded: JSONRepresentable, Hashable {
         self.reason = reason
     }
 
-    public init(json: JSONValue) throws {
-        let field = try FieldReader(json)
-        callId = try field("call_id")
-        isGranted = try field("granted")
-        approver = try field.optional("approver")
-        reason = try field.optional("reason")
+    public init(from scanner: inout JSONScanner) throws {
+        var callId: String?
+        var isGranted: Bool?
+        var approver: String?
+        var reason: String?
+        try scanner.readObject { scanner, key in
+            switch key {
+            case "call_id": callId = try scanner.read()
+            case "granted": isGranted = try scanner.read()
+            case "approver": approver = try scanner.readOptional()
+            case "reason": reason = try scanner.readOptional()
+            default: try scanner.skipValue()
+            }
+        }
+        self.callId = try required(callId, "call_id")
+        self.isGranted = try required(isGranted, "granted")
+        self.approver = approver
+        self.reason = reason
     }
 
     public var json: JSONValue {

@@ -1,0 +1,285 @@
+/// Reads JSON straight into typed values, member by member, without building a `JSONValue`
+/// tree: how event payloads are decoded on the reader's hot path.
+///
+/// Each `read…` call consumes exactly one value and checks its type; a value of the wrong type
+/// throws a field error, and `readObject` and `readArray` add the member name or index to the
+/// error's path on its way out. Syntax is checked as strictly as `JSONParser` does.
+///
+/// ```swift
+/// var name: String?
+/// try JSONScanner.scan(bytes) { scanner in
+///     try scanner.readObject { scanner, key in
+///         switch key {
+///         case "name": name = try scanner.readString()
+///         default: try scanner.skipValue()
+///         }
+///     }
+/// }
+/// ```
+public struct JSONScanner {
+    var cursor: JSONParser.Cursor
+    private var depth = 0
+
+    init(cursor: JSONParser.Cursor) {
+        self.cursor = cursor
+    }
+
+    /// Runs `body` over one JSON text; what follows the value (other than white space) is an
+    /// error.
+    public static func scan<T>(_ buffer: UnsafeRawBufferPointer, _ body: (inout JSONScanner) throws -> T) throws -> T {
+        let bytes = buffer.bindMemory(to: UInt8.self)
+        guard let base = bytes.baseAddress, !bytes.isEmpty else {
+            throw TraceCoreError(.invalidJSON, "invalid JSON at byte 0: the text is empty", byteOffset: 0)
+        }
+        var scanner = JSONScanner(cursor: JSONParser.Cursor(base: base, end: bytes.count))
+        scanner.cursor.skipSpace()
+        let result = try body(&scanner)
+        scanner.cursor.skipSpace()
+        if scanner.cursor.index < scanner.cursor.end {
+            throw scanner.cursor.failure("unexpected \(scanner.cursor.describeByte()) after the JSON value")
+        }
+        return result
+    }
+
+    /// What the next value is, for type errors.
+    private func nextValueDescription() -> String {
+        guard cursor.index < cursor.end else { return "the end of the text" }
+        switch cursor.base[cursor.index] {
+        case UInt8(ascii: "{"): return "an object"
+        case UInt8(ascii: "["): return "an array"
+        case UInt8(ascii: "\""): return "a string"
+        case UInt8(ascii: "t"), UInt8(ascii: "f"): return "a boolean"
+        case UInt8(ascii: "n"): return "null"
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return "a number"
+        default: return cursor.describeByte()
+        }
+    }
+
+    private func typeError(_ expected: String) -> TraceCoreError {
+        TraceCoreError(.invalidField, "must be \(expected), found \(nextValueDescription())", fieldPath: "")
+    }
+
+    private func peek(_ byte: UInt8) -> Bool {
+        cursor.index < cursor.end && cursor.base[cursor.index] == byte
+    }
+
+    /// Reads an object, calling `body` once per member with its name; `body` must read or skip
+    /// the member's value. Members are seen in document order.
+    public mutating func readObject(_ body: (inout JSONScanner, JSONKey) throws -> Void) throws {
+        guard peek(UInt8(ascii: "{")) else { throw typeError("an object") }
+        depth += 1
+        defer { depth -= 1 }
+        guard depth <= JSONParser.maximumDepth else {
+            throw cursor.failure("nesting deeper than \(JSONParser.maximumDepth)")
+        }
+        let start = cursor.index
+        cursor.index += 1
+        cursor.skipSpace()
+        if peek(UInt8(ascii: "}")) {
+            cursor.index += 1
+            return
+        }
+        while true {
+            cursor.skipSpace()
+            guard peek(UInt8(ascii: "\"")) else {
+                throw cursor.failure("expected a member name in double quotes, found \(cursor.describeByte())")
+            }
+            let key = try readKey()
+            cursor.skipSpace()
+            guard peek(UInt8(ascii: ":")) else {
+                throw cursor.failure("expected ':' after member name \"\(key.string)\", found \(cursor.describeByte())")
+            }
+            cursor.index += 1
+            cursor.skipSpace()
+            do {
+                try body(&self, key)
+            } catch let error as TraceCoreError {
+                throw error.inside(key.string)
+            }
+            cursor.skipSpace()
+            guard cursor.index < cursor.end else { throw cursor.failure("object opened at byte \(start) is not closed") }
+            if peek(UInt8(ascii: ",")) {
+                cursor.index += 1
+                continue
+            }
+            if peek(UInt8(ascii: "}")) {
+                cursor.index += 1
+                return
+            }
+            throw cursor.failure("expected ',' or '}' in object, found \(cursor.describeByte())")
+        }
+    }
+
+    private mutating func readKey() throws -> JSONKey {
+        let open = cursor.index
+        var index = open + 1
+        while index < cursor.end {
+            let byte = cursor.base[index]
+            if byte == UInt8(ascii: "\"") {
+                let bytes = UnsafeBufferPointer(start: cursor.base + open + 1, count: index - open - 1)
+                if JSONParser.isASCII(bytes) && !bytes.contains(where: { $0 < 0x20 }) {
+                    cursor.index = index + 1
+                    return JSONKey(storage: .raw(bytes))
+                }
+                break
+            }
+            if byte == UInt8(ascii: "\\") { break }
+            index += 1
+        }
+        // Escapes, non-ASCII or an unterminated name: the full string reader checks and decodes.
+        return JSONKey(storage: .decoded(try cursor.string()))
+    }
+
+    /// Reads an array, calling `element` once per element.
+    public mutating func readArray<T>(_ element: (inout JSONScanner) throws -> T) throws -> [T] {
+        guard peek(UInt8(ascii: "[")) else { throw typeError("an array") }
+        depth += 1
+        defer { depth -= 1 }
+        guard depth <= JSONParser.maximumDepth else {
+            throw cursor.failure("nesting deeper than \(JSONParser.maximumDepth)")
+        }
+        let start = cursor.index
+        cursor.index += 1
+        var elements: [T] = []
+        cursor.skipSpace()
+        if peek(UInt8(ascii: "]")) {
+            cursor.index += 1
+            return elements
+        }
+        while true {
+            cursor.skipSpace()
+            do {
+                elements.append(try element(&self))
+            } catch let error as TraceCoreError {
+                throw error.inside("[\(elements.count)]")
+            }
+            cursor.skipSpace()
+            guard cursor.index < cursor.end else { throw cursor.failure("array opened at byte \(start) is not closed") }
+            if peek(UInt8(ascii: ",")) {
+                cursor.index += 1
+                continue
+            }
+            if peek(UInt8(ascii: "]")) {
+                cursor.index += 1
+                return elements
+            }
+            throw cursor.failure("expected ',' or ']' in array, found \(cursor.describeByte())")
+        }
+    }
+
+    /// Reads any value as a tree (for free-form fields: arguments, outputs, schemas).
+    public mutating func readValue() throws -> JSONValue {
+        try cursor.value(depth: depth)
+    }
+
+    /// Reads and discards one value, checking its syntax.
+    public mutating func skipValue() throws {
+        _ = try cursor.value(depth: depth)
+    }
+
+    public mutating func readString() throws -> String {
+        guard peek(UInt8(ascii: "\"")) else { throw typeError("a string") }
+        return try cursor.string()
+    }
+
+    public mutating func readInt() throws -> Int {
+        guard cursor.index < cursor.end,
+            cursor.base[cursor.index] == UInt8(ascii: "-")
+                || (cursor.base[cursor.index] >= UInt8(ascii: "0") && cursor.base[cursor.index] <= UInt8(ascii: "9"))
+        else { throw typeError("an integer") }
+        let start = cursor.index
+        let number = try cursor.number()
+        guard let value = number.intValue else {
+            cursor.index = start
+            throw TraceCoreError(.invalidField, "must be an integer, found \(JSONWriter.encodeString(number))", fieldPath: "")
+        }
+        return value
+    }
+
+    public mutating func readDouble() throws -> Double {
+        guard cursor.index < cursor.end,
+            cursor.base[cursor.index] == UInt8(ascii: "-")
+                || (cursor.base[cursor.index] >= UInt8(ascii: "0") && cursor.base[cursor.index] <= UInt8(ascii: "9"))
+        else { throw typeError("a number") }
+        return try cursor.number().doubleValue ?? 0
+    }
+
+    public mutating func readBool() throws -> Bool {
+        if peek(UInt8(ascii: "t")) {
+            try cursor.literal("true")
+            return true
+        }
+        if peek(UInt8(ascii: "f")) {
+            try cursor.literal("false")
+            return false
+        }
+        throw typeError("true or false")
+    }
+
+    /// Consumes a `null` if one is next.
+    public mutating func readNull() throws -> Bool {
+        guard peek(UInt8(ascii: "n")) else { return false }
+        try cursor.literal("null")
+        return true
+    }
+
+    /// Reads a value of a representable type.
+    public mutating func read<T: JSONRepresentable>(_ type: T.Type = T.self) throws -> T {
+        try T(from: &self)
+    }
+
+    /// Reads a value of a representable type; `null` gives nil.
+    public mutating func readOptional<T: JSONRepresentable>(_ type: T.Type = T.self) throws -> T? {
+        if try readNull() { return nil }
+        return try T(from: &self)
+    }
+
+    /// Reads an array of a representable type; `null` gives an empty array.
+    public mutating func readList<T: JSONRepresentable>(_ type: T.Type = T.self) throws -> [T] {
+        if try readNull() { return [] }
+        return try readArray { try T(from: &$0) }
+    }
+}
+
+/// A member name seen by `JSONScanner.readObject`, compared without making a `String` in the
+/// common case (plain ASCII): `switch key { case "name": … }`.
+public struct JSONKey {
+    enum Storage {
+        case raw(UnsafeBufferPointer<UInt8>)
+        case decoded(String)
+    }
+
+    let storage: Storage
+
+    /// The name as a string (made on demand).
+    public var string: String {
+        switch storage {
+        case .raw(let bytes): return String(decoding: bytes, as: UTF8.self)
+        case .decoded(let text): return text
+        }
+    }
+
+    public static func ~= (pattern: StaticString, key: JSONKey) -> Bool {
+        pattern.withUTF8Buffer { expected in
+            switch key.storage {
+            case .raw(let bytes):
+                guard bytes.count == expected.count else { return false }
+                for index in 0..<bytes.count where bytes[index] != expected[index] { return false }
+                return true
+            case .decoded(let text):
+                return text.utf8.elementsEqual(expected)
+            }
+        }
+    }
+}
+
+/// The error for a required member that was not there.
+public func missingField(_ name: String) -> TraceCoreError {
+    TraceCoreError(.invalidField, "is missing", fieldPath: name)
+}
+
+/// Unwraps a required member read by a scanner.
+public func required<T>(_ value: T?, _ name: String) throws -> T {
+    guard let value else { throw missingField(name) }
+    return value
+}
