@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// Reads JSON straight into typed values, member by member, without building a `JSONValue`
 /// tree: how event payloads are decoded on the reader's hot path.
 ///
@@ -79,12 +85,17 @@ public struct JSONScanner {
             cursor.index += 1
             return
         }
+        var seen = SeenKeys()
         while true {
             cursor.skipSpace()
             guard peek(UInt8(ascii: "\"")) else {
                 throw cursor.failure("expected a member name in double quotes, found \(cursor.describeByte())")
             }
+            let keyStart = cursor.index
             let key = try readKey()
+            if seen.insert(key) == false {
+                throw cursor.failure("duplicate member name \"\(key.string)\" in object", at: keyStart)
+            }
             cursor.skipSpace()
             guard peek(UInt8(ascii: ":")) else {
                 throw cursor.failure("expected ':' after member name \"\(key.string)\", found \(cursor.describeByte())")
@@ -270,6 +281,66 @@ public struct JSONKey {
                 return text.utf8.elementsEqual(expected)
             }
         }
+    }
+}
+
+/// The member names of one object seen so far, to reject duplicates. The first 16 plain names
+/// live in inline storage (no allocation); more, or names with escapes, go to arrays.
+struct SeenKeys {
+    private var inline:
+        (
+            UnsafeBufferPointer<UInt8>?, UnsafeBufferPointer<UInt8>?, UnsafeBufferPointer<UInt8>?, UnsafeBufferPointer<UInt8>?,
+            UnsafeBufferPointer<UInt8>?, UnsafeBufferPointer<UInt8>?, UnsafeBufferPointer<UInt8>?, UnsafeBufferPointer<UInt8>?,
+            UnsafeBufferPointer<UInt8>?, UnsafeBufferPointer<UInt8>?, UnsafeBufferPointer<UInt8>?, UnsafeBufferPointer<UInt8>?,
+            UnsafeBufferPointer<UInt8>?, UnsafeBufferPointer<UInt8>?, UnsafeBufferPointer<UInt8>?, UnsafeBufferPointer<UInt8>?
+        ) = (nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil)
+    private var inlineCount = 0
+    private var overflow: [UnsafeBufferPointer<UInt8>] = []
+    private var decoded: [String] = []
+
+    /// Adds `key`; false when it was there already.
+    mutating func insert(_ key: JSONKey) -> Bool {
+        switch key.storage {
+        case .raw(let bytes):
+            let count = inlineCount
+            let isNew = withUnsafeBytes(of: &inline) { storage -> Bool in
+                let names = storage.bindMemory(to: UnsafeBufferPointer<UInt8>?.self)
+                for index in 0..<count {
+                    if let other = names[index], other.count == bytes.count, SeenKeys.equal(other, bytes) { return false }
+                }
+                return true
+            }
+            guard isNew else { return false }
+            for other in overflow where other.count == bytes.count && SeenKeys.equal(other, bytes) { return false }
+            if !decoded.isEmpty && decoded.contains(where: { $0.utf8.elementsEqual(bytes) }) { return false }
+            if inlineCount < 16 {
+                let slot = inlineCount
+                withUnsafeMutableBytes(of: &inline) { storage in
+                    storage.bindMemory(to: UnsafeBufferPointer<UInt8>?.self)[slot] = bytes
+                }
+                inlineCount += 1
+            } else {
+                overflow.append(bytes)
+            }
+        case .decoded(let text):
+            if decoded.contains(where: { $0.utf8.elementsEqual(text.utf8) }) { return false }
+            let count = inlineCount
+            let isNew = withUnsafeBytes(of: &inline) { storage -> Bool in
+                let names = storage.bindMemory(to: UnsafeBufferPointer<UInt8>?.self)
+                for index in 0..<count {
+                    if let other = names[index], other.elementsEqual(text.utf8) { return false }
+                }
+                return true
+            }
+            guard isNew, !overflow.contains(where: { $0.elementsEqual(text.utf8) }) else { return false }
+            decoded.append(text)
+        }
+        return true
+    }
+
+    private static func equal(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let left = a.baseAddress, let right = b.baseAddress else { return a.count == b.count }
+        return memcmp(left, right, a.count) == 0
     }
 }
 
