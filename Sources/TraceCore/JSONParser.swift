@@ -191,7 +191,22 @@ public struct JSONParser {
             let open = index
             index += 1
             let runStart = index
-            // Fast path: no escapes. Scan to the closing quote.
+            // Fast path: no escapes. Scan to the closing quote, eight bytes at a time while
+            // none of them is a quote, a backslash or a control character (SWAR: a byte that
+            // matches makes its high bit survive; borrows only ever add false alarms, which the
+            // byte loop below sorts out).
+            let raw = UnsafeRawPointer(base)
+            while index + 8 <= end {
+                let word = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                let ones: UInt64 = 0x0101_0101_0101_0101
+                let highs: UInt64 = 0x8080_8080_8080_8080
+                let quote = word ^ (ones &* 0x22)
+                let backslash = word ^ (ones &* 0x5C)
+                let special =
+                    ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word)
+                if special & highs != 0 { break }
+                index += 8
+            }
             while index < end {
                 let byte = base[index]
                 if byte == UInt8(ascii: "\"") {
