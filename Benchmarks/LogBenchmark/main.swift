@@ -27,6 +27,7 @@ let usage = """
       --big-run-steps N  steps of the long run used for the memory figures (20000)
       --level 1-9        zlib level for writing (the writer's default)
       --keep             keep the written logs
+    log-benchmark read-dir DIR   read + fold every log in DIR, then time each stage of reading alone
     """
 
 func parseSettings() -> Settings {
