@@ -55,7 +55,6 @@ struct FileHandleStream: TextOutputStream {
     let descriptor: Int32
 
     static let standardError = FileHandleStream(descriptor: 2)
-    static let standardOutput = FileHandleStream(descriptor: 1)
 
     func write(_ string: String) {
         var text = string
