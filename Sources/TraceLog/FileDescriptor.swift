@@ -113,6 +113,20 @@ final class FileDescriptor {
         return Int(info.st_size)
     }
 
+    /// Fsyncs the directory holding `path`, so that a file just created there survives a
+    /// power loss (its directory entry is data of the directory).
+    static func syncDirectory(of path: String) throws {
+        let directory = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
+        let raw = open(directory.isEmpty ? "/" : directory, O_RDONLY | O_CLOEXEC)
+        guard raw >= 0 else {
+            throw LogError(.writeFailed, "cannot open the log's directory to sync it: \(errorText())", path: path)
+        }
+        defer { close(raw) }
+        guard fsync(raw) == 0 else {
+            throw LogError(.writeFailed, "fsync of the log's directory failed: \(errorText())", path: path)
+        }
+    }
+
     static func exists(_ path: String) -> Bool {
         access(path, F_OK) == 0
     }

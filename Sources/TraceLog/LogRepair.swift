@@ -26,7 +26,7 @@ public struct RepairReport: Sendable, Hashable {
 /// is refused with `notRepairable`: "repairing" those would hide tampering or lose events.
 ///
 /// The rewrite is crash-safe: the sealed member is first written, with its offset, to
-/// `<log>.seal` and synced; then the log is truncated at the torn member and the sealed member
+/// `<log>.seal` and synced (file and directory); then the log is truncated at the torn member and the sealed member
 /// appended and synced; then the side file is removed. A repair interrupted at any point is
 /// finished by the next `seal` (or `LogWriter.open`).
 public enum LogRepair {
@@ -89,6 +89,7 @@ public enum LogRepair {
         let header = Array("\(sideFileMagic) offset=\(offset) length=\(member.count)\n".utf8)
         try (header + member).withUnsafeBytes { try side.write($0) }
         try side.sync()
+        try FileDescriptor.syncDirectory(of: sidePath)
     }
 
     private static func applySeal(path: String, offset: Int, member: [UInt8]) throws {

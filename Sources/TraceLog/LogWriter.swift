@@ -69,6 +69,8 @@ public final class LogWriter {
     /// Creates a new log; fails with `alreadyExists` if there is a file at `path`.
     public static func create(at path: String, runId: String, options: Options = Options()) throws -> LogWriter {
         let file = try FileDescriptor.openForAppending(path, create: true)
+        // With fsync on, the new file's directory entry must be durable too.
+        if options.durability.sync != .never { try FileDescriptor.syncDirectory(of: path) }
         return try LogWriter(
             path: path, runId: runId, options: options, file: file, nextSequence: 0, lastHash: ContentHash.genesis,
             size: 0)
