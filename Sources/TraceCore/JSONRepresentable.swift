@@ -69,7 +69,7 @@ extension JSONEnum {
     public var json: JSONValue { .string(rawValue) }
 }
 
-/// Builds an object member by member; nil values and empty lists are left out.
+/// Builds an object member by member; nil values are left out.
 public struct ObjectBuilder {
     public private(set) var object = JSONObject()
 
@@ -77,10 +77,6 @@ public struct ObjectBuilder {
 
     public mutating func set(_ key: String, _ value: (some JSONRepresentable)?) {
         if let value { object[key] = value.json }
-    }
-
-    public mutating func set<T: JSONRepresentable>(_ key: String, omitEmpty list: [T]) {
-        if !list.isEmpty { object[key] = list.json }
     }
 
     public var json: JSONValue { .object(object) }
