@@ -14,10 +14,12 @@ let package = Package(
         .executable(name: "agent-eval", targets: ["agent-eval"]),
         .library(name: "TraceCore", targets: ["TraceCore"]),
         .library(name: "TraceLog", targets: ["TraceLog"]),
+        .library(name: "AgentRuntime", targets: ["AgentRuntime"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
     ],
     targets: [
         // Layer 0: the system zlib, seen through a module map. Only TraceLog imports it.
@@ -39,11 +41,26 @@ let package = Package(
             dependencies: ["TraceCore", "CZlib"],
             swiftSettings: strictSettings
         ),
+        // Starting tool subprocesses: the few libc calls Swift cannot see without _GNU_SOURCE.
+        .target(name: "CProcess"),
+        // Layer 3: config files (agent files, model scripts, eval cases) read with positions, so
+        // every error names file:line:column.
+        .target(
+            name: "ConfigFile",
+            dependencies: ["TraceCore", .product(name: "Yams", package: "Yams")],
+            swiftSettings: strictSettings
+        ),
+        // Layer 3: the agent runtime: the loop, tools and their hosts, policy, context, models.
+        .target(
+            name: "AgentRuntime",
+            dependencies: ["TraceCore", "TraceLog", "ConfigFile", "CProcess"],
+            swiftSettings: strictSettings
+        ),
         // Layer 4: the command-line interface.
         .executableTarget(
             name: "agent-eval",
             dependencies: [
-                "TraceCore", "TraceLog",
+                "TraceCore", "TraceLog", "ConfigFile", "AgentRuntime",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSettings
@@ -57,7 +74,7 @@ let package = Package(
         ),
         .target(
             name: "TestSupport",
-            dependencies: ["TraceCore", "TraceLog"],
+            dependencies: ["TraceCore", "TraceLog", "AgentRuntime"],
             swiftSettings: strictSettings
         ),
         .testTarget(
@@ -68,6 +85,11 @@ let package = Package(
         .testTarget(
             name: "TraceLogTests",
             dependencies: ["TraceCore", "TraceLog", "TestSupport", "CZlib"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "AgentRuntimeTests",
+            dependencies: ["TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "TestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(

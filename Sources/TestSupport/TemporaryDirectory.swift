@@ -24,4 +24,11 @@ public struct TemporaryDirectory: Sendable {
         defer { directory.remove() }
         return try body(directory)
     }
+
+    /// Runs async `body` with a new directory and removes it afterwards.
+    public static func with<T>(_ body: (TemporaryDirectory) async throws -> T) async throws -> T {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        return try await body(directory)
+    }
 }

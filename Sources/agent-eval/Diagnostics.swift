@@ -1,4 +1,6 @@
+import AgentRuntime
 import ArgumentParser
+import ConfigFile
 import TraceCore
 import TraceLog
 
@@ -44,6 +46,19 @@ func reportFailure(_ error: any Error) -> ExitCode {
         case .unreadable, .notGzip, .eventTooLarge: return Exit.unusable
         default: return Exit.failure
         }
+    }
+    if let error = error as? ConfigError {
+        printError("error: \(error.message)")
+        printError("  --> \(error.location)")
+        if let hint = error.hint { printError("hint: \(hint)") }
+        return Exit.unusable
+    }
+    if let error = error as? RuntimeError {
+        if let log = error.log { return reportFailure(log) }
+        printError("error: \(error.message)")
+        printError("  --> \(error.path)")
+        if let hint = error.hint { printError("hint: \(hint)") }
+        return Exit.unusable
     }
     if let error = error as? ExitCode { return error }
     printError("error: \(error)")

@@ -127,11 +127,13 @@ public struct ToolCompleted: JSONRepresentable, Hashable {
     public var error: String?
     /// Whether the runtime may retry this failure.
     public var isRetryable: Bool?
+    /// The tail of what the tool wrote to its error stream (subprocess tools).
+    public var stderr: String?
     public var durationUs: Int
 
     public init(
         callId: String, tool: String, attempt: Int, status: ToolStatus, output: JSONValue? = nil,
-        contentHash: String? = nil, error: String? = nil, isRetryable: Bool? = nil, durationUs: Int
+        contentHash: String? = nil, error: String? = nil, isRetryable: Bool? = nil, stderr: String? = nil, durationUs: Int
     ) {
         self.callId = callId
         self.tool = tool
@@ -141,6 +143,7 @@ public struct ToolCompleted: JSONRepresentable, Hashable {
         self.contentHash = contentHash
         self.error = error
         self.isRetryable = isRetryable
+        self.stderr = stderr
         self.durationUs = durationUs
     }
 
@@ -153,6 +156,7 @@ public struct ToolCompleted: JSONRepresentable, Hashable {
         var contentHash: String?
         var error: String?
         var isRetryable: Bool?
+        var stderr: String?
         var durationUs: Int?
         try scanner.readObject { scanner, key in
             switch key {
@@ -164,6 +168,7 @@ public struct ToolCompleted: JSONRepresentable, Hashable {
             case "content_hash": contentHash = try scanner.readOptional()
             case "error": error = try scanner.readOptional()
             case "retryable": isRetryable = try scanner.readOptional()
+            case "stderr": stderr = try scanner.readOptional()
             case "duration_us": durationUs = try scanner.read()
             default: try scanner.skipValue()
             }
@@ -176,6 +181,7 @@ public struct ToolCompleted: JSONRepresentable, Hashable {
         self.contentHash = contentHash
         self.error = error
         self.isRetryable = isRetryable
+        self.stderr = stderr
         self.durationUs = try required(durationUs, "duration_us")
     }
 
@@ -189,6 +195,7 @@ public struct ToolCompleted: JSONRepresentable, Hashable {
         object.set("content_hash", contentHash)
         object.set("error", error)
         object.set("retryable", isRetryable)
+        object.set("stderr", stderr)
         object.set("duration_us", durationUs)
         return object.json
     }

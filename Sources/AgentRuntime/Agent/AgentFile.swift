@@ -1,0 +1,355 @@
+public import ConfigFile
+import Foundation
+public import TraceCore
+import TraceLog
+
+/// Reads agent files (YAML): the whole definition of an agent — instructions, model, tools
+/// and their hosts, policy rules, limits, failure handling, context and durability — checked
+/// up front, with errors that give file:line:column. The format is documented in
+/// `docs/agent-files.md`.
+public enum AgentFile {
+    /// Loads the agent file at `path`. Relative paths inside it (model script, tool commands)
+    /// are resolved from the file's directory.
+    public static func load(path: String) throws(ConfigError) -> Agent {
+        let root = try ConfigNode.load(path: path)
+        let directory = (path as NSString).deletingLastPathComponent
+        return try read(root, directory: directory.isEmpty ? "." : directory)
+    }
+
+    static func read(_ root: ConfigNode, directory: String) throws(ConfigError) -> Agent {
+        var file = try root.mapping("the agent file")
+        let name = try file.required("name").nonEmptyString("name")
+        let version = try file.optional("version")?.string("version")
+        _ = try file.optional("description")?.string("description")
+        let instructions = try file.optional("instructions")?.string("instructions") ?? ""
+
+        let model = try readModel(
+            file.required("model", hint: "for an offline run, give a script: model: {script: my.model.yaml}"), directory: directory)
+        var tools = ToolRegistry()
+        let toolNodes = try file.required("tools").list("tools")
+        for (index, node) in toolNodes.enumerated() {
+            let tool = try readTool(node, index: index, directory: directory)
+            if tools[tool.name] != nil {
+                throw ConfigError(
+                    .invalidValue, "a second tool is named \"\(tool.name)\"", at: node.location, hint: "tool names must be unique")
+            }
+            tools.register(tool)
+        }
+        let policy = try file.optional("policy").map { node throws(ConfigError) in try readPolicy(node, tools: tools) }
+        let limits = try file.optional("limits").map(readLimits) ?? RunLimits()
+        var handling = FailureHandling()
+        if let node = file.optional("on_invalid_decision") {
+            var fields = try node.mapping("on_invalid_decision")
+            handling.invalidDecisionRetries = try fields.required("retries").int("on_invalid_decision.retries", in: 0...100)
+            try fields.finish()
+        }
+        if let node = file.optional("on_tool_failure") { handling.toolFailure = try node.choice("on_tool_failure") }
+        if let node = file.optional("on_policy_denied") { handling.policyDenied = try node.choice("on_policy_denied") }
+        var context = ContextSettings()
+        if let node = file.optional("context") {
+            var fields = try node.mapping("context")
+            if let value = fields.optional("token_budget") { context.tokenBudget = try value.int("context.token_budget", in: 1...Int.max) }
+            if let value = fields.optional("inline_output_bytes") {
+                context.inlineOutputBytes = try value.int("context.inline_output_bytes", in: 0...Int.max)
+            }
+            if let value = fields.optional("max_observation_age_steps") {
+                context.maxObservationAgeSteps = try value.int("context.max_observation_age_steps", in: 0...Int.max)
+            }
+            try fields.finish()
+        }
+        let memory = try file.optional("memory").map { node throws(ConfigError) in try readItems(node, what: "memory") } ?? []
+        let evidence = try file.optional("evidence").map { node throws(ConfigError) in try readItems(node, what: "evidence") } ?? []
+        let actor = try file.optional("actor")?.string("actor")
+        let route = try file.optional("route")?.string("route")
+        let durability = try file.optional("durability").map(readDurability) ?? Durability()
+        try file.finish()
+
+        return Agent(
+            name: name, version: version, instructions: instructions, model: model, tools: tools,
+            policy: policy ?? RulePolicy(name: "\(name)-default", rules: [], defaultDecision: PolicyDecision(.allow, rule: "default")),
+            limits: limits, handling: handling, context: context, memory: memory, evidence: evidence, actor: actor, route: route,
+            durability: durability, configDigest: ContentHash.sha256(JSONWriter.encode(root.json)))
+    }
+
+    static func resolve(_ path: String, from directory: String) -> String {
+        path.hasPrefix("/") ? path : (directory == "." ? path : directory + "/" + path)
+    }
+
+    static func readModel(_ node: ConfigNode, directory: String) throws(ConfigError) -> any ModelClient {
+        var fields = try node.mapping("model")
+        let script = fields.optional("script")
+        let replay = fields.optional("replay")
+        try fields.finish()
+        switch (script, replay) {
+        case (let script?, nil):
+            return try ScriptedModel.load(path: resolve(try script.nonEmptyString("model.script"), from: directory))
+        case (nil, let replay?):
+            let path = resolve(try replay.nonEmptyString("model.replay"), from: directory)
+            do {
+                return try ReplayModel(log: path)
+            } catch let error as LogError {
+                throw ConfigError(.unreadable, "model.replay: \(error.message)", at: replay.location, hint: error.hint)
+            } catch {
+                throw ConfigError(.unreadable, "model.replay: cannot read \(path): \(error)", at: replay.location)
+            }
+        case (nil, nil):
+            throw ConfigError(
+                .missingKey, "model needs \"script\" (a scripted model file) or \"replay\" (a recorded log)", at: node.location)
+        default:
+            throw ConfigError(.invalidValue, "model has both \"script\" and \"replay\"; give one", at: node.location)
+        }
+    }
+
+    static func readTool(_ node: ConfigNode, index: Int, directory: String) throws(ConfigError) -> Tool {
+        var fields = try node.mapping("tools[\(index)]")
+        let nameNode = try fields.required("name")
+        let name = try nameNode.nonEmptyString("the tool's name")
+        guard name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" || $0 == "." }) else {
+            throw ConfigError(
+                .invalidValue, "the tool name \"\(name)\" may only hold letters, digits, \"_\", \"-\" and \".\"", at: nameNode.location)
+        }
+        let what = "tool \"\(name)\""
+        let description = try fields.required("description").string("\(what) description")
+        let sideEffect: SideEffect = try fields.required("side_effect", hint: "read, draft or write").choice("\(what) side_effect")
+        let schemaNode = fields.optional("input_schema")
+        let schemaJSON = schemaNode?.json ?? ["type": "object"]
+        let timeoutMs = try fields.optional("timeout_ms")?.int("\(what) timeout_ms", in: 1...86_400_000) ?? 30_000
+        var retry = RetryPolicy()
+        if let node = fields.optional("retry") {
+            var retryFields = try node.mapping("\(what) retry")
+            retry.maxAttempts = try retryFields.required("max_attempts").int("retry.max_attempts", in: 1...100)
+            if let value = retryFields.optional("backoff_ms") { retry.backoffMs = try value.int("retry.backoff_ms", in: 0...3_600_000) }
+            if let value = retryFields.optional("multiplier") {
+                retry.multiplier = try value.double("retry.multiplier")
+                guard retry.multiplier >= 1 else {
+                    throw ConfigError(.invalidValue, "retry.multiplier must be at least 1", at: value.location)
+                }
+            }
+            try retryFields.finish()
+        }
+        let command = fields.optional("command")
+        let fixture = fields.optional("fixture")
+        let outputLimit = try fields.optional("output_limit_bytes")?.int("\(what) output_limit_bytes", in: 1...Int.max)
+        try fields.finish()
+
+        let host: any ToolHost
+        switch (command, fixture) {
+        case (let command?, nil):
+            var words = try command.strings("\(what) command")
+            guard let program = words.first, !program.isEmpty else {
+                throw ConfigError(.invalidValue, "\(what) command is empty", at: command.location)
+            }
+            // A program given as a relative path with a slash is a script beside the agent file.
+            if program.contains("/") && !program.hasPrefix("/") { words[0] = resolve(program, from: directory) }
+            host = SubprocessToolHost(command: words, directory: nil, outputLimit: outputLimit ?? 1 << 20)
+        case (nil, let fixture?):
+            host = FixtureToolHost(responses: try readFixture(fixture, what: what))
+        case (nil, nil):
+            throw ConfigError(
+                .missingKey, "\(what) has neither \"command\" nor \"fixture\"", at: node.location,
+                hint: "tools written in Swift are registered through the library API (ClosureToolHost)")
+        default:
+            throw ConfigError(.invalidValue, "\(what) has both \"command\" and \"fixture\"; give one", at: node.location)
+        }
+        let spec = ToolSpec(name: name, description: description, inputSchema: schemaJSON, sideEffect: sideEffect)
+        do {
+            return try Tool(spec: spec, host: host, timeoutMs: timeoutMs, retry: retry)
+        } catch {
+            let location = schemaNode.flatMap { locate(error.path, in: $0) } ?? schemaNode?.location ?? node.location
+            throw ConfigError(.invalidValue, "\(what) input_schema: \(error.sentence)", at: location)
+        }
+    }
+
+    /// The node at a key path inside `node`, for pointing at the exact part of a schema.
+    static func locate(_ path: [String], in node: ConfigNode) -> SourceLocation? {
+        var current = node
+        for key in path {
+            switch current.content {
+            case .mapping(let pairs):
+                guard let pair = pairs.first(where: { $0.key == key }) else { return current.location }
+                current = key == path.last ? ConfigNode(content: pair.value.content, location: pair.keyLocation) : pair.value
+            case .sequence(let items):
+                guard let index = Int(key), items.indices.contains(index) else { return current.location }
+                current = items[index]
+            case .scalar:
+                return current.location
+            }
+        }
+        return current.location
+    }
+
+    static func readFixture(_ node: ConfigNode, what: String) throws(ConfigError) -> [FixtureToolHost.Response] {
+        var responses: [FixtureToolHost.Response] = []
+        let items = try node.list("\(what) fixture")
+        guard !items.isEmpty else { throw ConfigError(.invalidValue, "\(what) fixture needs at least one response", at: node.location) }
+        for (index, item) in items.enumerated() {
+            let place = "\(what) fixture[\(index)]"
+            var fields = try item.mapping(place)
+            var response = FixtureToolHost.Response()
+            if let when = fields.optional("when") {
+                guard case .mapping = when.content else { throw when.typeError("\(place) when", expected: "a mapping of arguments") }
+                response.when = when.json
+            }
+            response.output = fields.optional("output")?.json
+            response.error = try fields.optional("error")?.string("\(place) error")
+            response.isRetryable = try fields.optional("retryable")?.bool("\(place) retryable") ?? false
+            response.failAttempts = try fields.optional("fail_attempts")?.int("\(place) fail_attempts", in: 0...100) ?? 0
+            response.delayMs = try fields.optional("delay_ms")?.int("\(place) delay_ms", in: 0...3_600_000) ?? 0
+            try fields.finish()
+            if response.output == nil && response.error == nil {
+                throw ConfigError(.missingKey, "\(place) needs \"output\" or \"error\"", at: item.location)
+            }
+            responses.append(response)
+        }
+        return responses
+    }
+
+    static func readPolicy(_ node: ConfigNode, tools: ToolRegistry) throws(ConfigError) -> RulePolicy {
+        var fields = try node.mapping("policy")
+        let name = try fields.optional("name")?.nonEmptyString("policy name") ?? "policy"
+        let defaultVerdict: Verdict =
+            try fields.optional("default").map { node throws(ConfigError) in try node.choice("policy default") } ?? .deny
+        let defaultReason = try fields.optional("default_reason")?.string("policy default_reason")
+        var rules: [PolicyRule] = []
+        for (index, ruleNode) in try (fields.optional("rules")?.list("policy rules") ?? []).enumerated() {
+            var ruleFields = try ruleNode.mapping("policy rules[\(index)]")
+            let id = try ruleFields.required("id").nonEmptyString("the rule's id")
+            let what = "rule \"\(id)\""
+            if rules.contains(where: { $0.id == id }) {
+                throw ConfigError(.invalidValue, "a second rule has the id \"\(id)\"", at: ruleNode.location)
+            }
+            var rule = PolicyRule(
+                id: id, verdict: try ruleFields.required("verdict", hint: "allow, deny or approval_required").choice("\(what) verdict"),
+                reason: try ruleFields.optional("reason")?.string("\(what) reason"))
+            if let when = ruleFields.optional("when") {
+                var condition = try when.mapping("\(what) when")
+                if let toolNode = condition.optional("tool") {
+                    rule.tools = try toolNode.strings("\(what) tool").map(Glob.init)
+                    for glob in rule.tools where glob.isLiteral && tools[glob.pattern] == nil {
+                        throw ConfigError(
+                            .invalidValue, "\(what) names the tool \"\(glob.pattern)\", which the agent does not have",
+                            at: toolNode.location,
+                            hint: ConfigNode.suggestion(for: glob.pattern, among: tools.names).map { "did you mean \"\($0)\"?" })
+                    }
+                }
+                if let value = condition.optional("side_effect") {
+                    var effects: [SideEffect] = []
+                    let nodes: [ConfigNode] = (try? value.list("side_effect")) ?? [value]
+                    for item in nodes { effects.append(try item.choice("\(what) side_effect")) }
+                    rule.sideEffects = effects
+                }
+                rule.actors = try condition.optional("actor")?.strings("\(what) actor").map(Glob.init) ?? []
+                rule.routes = try condition.optional("route")?.strings("\(what) route").map(Glob.init) ?? []
+                if let arguments = condition.optional("arguments") {
+                    let argumentFields = try arguments.mapping("\(what) arguments")
+                    for pair in argumentFields.pairs {
+                        rule.arguments.append(try readCondition(pair, what: what))
+                    }
+                }
+                rule.isApproved = try condition.optional("approved")?.bool("\(what) approved")
+                rule.toolCallsLeftBelow = try condition.optional("tool_calls_left_below")?.int(
+                    "\(what) tool_calls_left_below", in: 0...Int.max)
+                rule.tokensLeftBelow = try condition.optional("tokens_left_below")?.int("\(what) tokens_left_below", in: 0...Int.max)
+                try condition.finish()
+            }
+            try ruleFields.finish()
+            rules.append(rule)
+        }
+        try fields.finish()
+        return RulePolicy(name: name, rules: rules, defaultDecision: PolicyDecision(defaultVerdict, reason: defaultReason, rule: "default"))
+    }
+
+    static func readCondition(_ pair: ConfigNode.Pair, what: String) throws(ConfigError) -> ArgumentCondition {
+        let path = pair.key.split(separator: ".").map(String.init)
+        let node = pair.value
+        guard case .mapping(let tests) = node.content else {
+            return ArgumentCondition(path: path, test: .equals(node.json))
+        }
+        guard tests.count == 1, let test = tests.first else {
+            throw ConfigError(
+                .invalidValue, "\(what) argument \"\(pair.key)\" needs exactly one test: equals, in, matches, min, max or exists",
+                at: node.location)
+        }
+        let place = "\(what) argument \"\(pair.key)\" \(test.key)"
+        switch test.key {
+        case "equals": return ArgumentCondition(path: path, test: .equals(test.value.json))
+        case "in":
+            var values: [JSONValue] = []
+            for item in try test.value.list(place) { values.append(item.json) }
+            return ArgumentCondition(path: path, test: .oneOf(values))
+        case "matches":
+            let pattern = try test.value.string(place)
+            guard (try? Regex(pattern)) != nil else {
+                throw ConfigError(.invalidValue, "\(place) is not a valid regular expression", at: test.value.location)
+            }
+            return ArgumentCondition(path: path, test: .matches(pattern))
+        case "min": return ArgumentCondition(path: path, test: .atLeast(try test.value.double(place)))
+        case "max": return ArgumentCondition(path: path, test: .atMost(try test.value.double(place)))
+        case "exists": return ArgumentCondition(path: path, test: .exists(try test.value.bool(place)))
+        default:
+            throw ConfigError(
+                .unknownKey, "\(what) argument \"\(pair.key)\" has no test \"\(test.key)\"", at: test.keyLocation,
+                hint: "tests: equals, in, matches, min, max, exists")
+        }
+    }
+
+    static func readLimits(_ node: ConfigNode) throws(ConfigError) -> RunLimits {
+        var fields = try node.mapping("limits")
+        let limits = RunLimits(
+            maxSteps: try fields.optional("max_steps")?.int("limits.max_steps", in: 1...Int.max),
+            maxToolCalls: try fields.optional("max_tool_calls")?.int("limits.max_tool_calls", in: 0...Int.max),
+            timeoutMs: try fields.optional("timeout_ms")?.int("limits.timeout_ms", in: 1...Int.max),
+            tokenBudget: try fields.optional("token_budget")?.int("limits.token_budget", in: 1...Int.max))
+        try fields.finish()
+        return limits
+    }
+
+    static func readItems(_ node: ConfigNode, what: String) throws(ConfigError) -> [ContextItem] {
+        var items: [ContextItem] = []
+        for (index, item) in try node.list(what).enumerated() {
+            var fields = try item.mapping("\(what)[\(index)]")
+            items.append(
+                ContextItem(
+                    id: try fields.required("id").nonEmptyString("\(what)[\(index)].id"),
+                    text: try fields.required("text").string("\(what)[\(index)].text")))
+            try fields.finish()
+        }
+        return items
+    }
+
+    enum FlushName: String, CaseIterable {
+        case everyEvent = "every_event"
+        case durabilityPoints = "durability_points"
+        case batch
+    }
+
+    enum SyncName: String, CaseIterable {
+        case never
+        case durabilityPoints = "durability_points"
+        case everyFlush = "every_flush"
+    }
+
+    static func readDurability(_ node: ConfigNode) throws(ConfigError) -> Durability {
+        var fields = try node.mapping("durability")
+        var durability = Durability()
+        if let value = fields.optional("flush") {
+            switch try value.choice("durability.flush", as: FlushName.self) {
+            case .everyEvent: durability.flush = .everyEvent
+            case .durabilityPoints: durability.flush = .durabilityPoints
+            case .batch:
+                let size = try fields.required("batch_size").int("durability.batch_size", in: 1...1_000_000)
+                durability.flush = .batch(size)
+            }
+        }
+        _ = fields.optional("batch_size")
+        if let value = fields.optional("fsync") {
+            switch try value.choice("durability.fsync", as: SyncName.self) {
+            case .never: durability.sync = .never
+            case .durabilityPoints: durability.sync = .durabilityPoints
+            case .everyFlush: durability.sync = .everyFlush
+            }
+        }
+        try fields.finish()
+        return durability
+    }
+}

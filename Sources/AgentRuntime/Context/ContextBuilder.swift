@@ -1,0 +1,202 @@
+public import TraceCore
+
+/// An item the agent file gives the model besides observations: a memory or a piece of
+/// evidence, by id.
+public struct ContextItem: Sendable, Hashable {
+    public var id: String
+    public var text: String
+
+    public init(id: String, text: String) {
+        self.id = id
+        self.text = text
+    }
+}
+
+/// How the context packet is filled.
+public struct ContextSettings: Sendable, Hashable {
+    /// Tokens the packet may use, by the estimate below.
+    public var tokenBudget: Int
+    /// Tool outputs larger than this (encoded JSON bytes) are stored as content and referenced.
+    public var inlineOutputBytes: Int
+    /// Observations older than this many steps are left out as stale; nil keeps them all.
+    public var maxObservationAgeSteps: Int?
+
+    public init(tokenBudget: Int = 8_000, inlineOutputBytes: Int = 4_096, maxObservationAgeSteps: Int? = nil) {
+        self.tokenBudget = tokenBudget
+        self.inlineOutputBytes = inlineOutputBytes
+        self.maxObservationAgeSteps = maxObservationAgeSteps
+    }
+
+    /// The documented estimate: a token per four UTF-8 bytes, rounded up.
+    public static func estimateTokens(bytes: Int) -> Int { (bytes + 3) / 4 }
+}
+
+/// Builds the context packet for one decision: goal, state summary, tools disclosed after
+/// policy filtering, and as many observations, evidence and memory items as the token budget
+/// holds, newest observations first; everything left out is listed with the reason.
+///
+/// The packet depends only on the run state, the agent and stored contents, so a re-run of
+/// the same log builds the same packets.
+public struct ContextBuilder: Sendable {
+    public var instructions: String
+    public var tools: ToolRegistry
+    public var policy: any Policy
+    public var settings: ContextSettings
+    public var memory: [ContextItem]
+    public var evidence: [ContextItem]
+
+    public init(
+        instructions: String, tools: ToolRegistry, policy: any Policy, settings: ContextSettings, memory: [ContextItem] = [],
+        evidence: [ContextItem] = []
+    ) {
+        self.instructions = instructions
+        self.tools = tools
+        self.policy = policy
+        self.settings = settings
+        self.memory = memory
+        self.evidence = evidence
+    }
+
+    /// What one build produces: the packet to record and what goes to the model with it.
+    public struct Built: Sendable {
+        public var packet: ContextBuilt
+        public var observations: [Observation]
+        public var disclosedTools: [ToolSpec]
+    }
+
+    /// Builds the packet for the decision of step `currentStep` of `state`. `content` looks up stored content
+    /// by hash (for outputs too large to sit in the log's events).
+    public func build(state: RunState, step currentStep: Int, promptHash: String?, content: (String) -> JSONValue?) -> Built {
+        let goal = state.start?.goal ?? ""
+        let actor = state.start?.actor
+        let route = state.start?.route
+        var omitted: [OmittedItem] = []
+        var disclosed: [ToolSpec] = []
+        for tool in tools.tools {
+            let (isDisclosed, reason) = policy.discloses(tool.spec, actor: actor, route: route)
+            if isDisclosed {
+                disclosed.append(tool.spec)
+            } else {
+                omitted.append(OmittedItem(id: "tool:\(tool.name)", reason: .policy, detail: reason))
+            }
+        }
+        let summary = Self.summary(of: state, step: currentStep)
+        var used =
+            instructions.utf8.count + goal.utf8.count + summary.utf8.count
+            + disclosed.reduce(0) { $0 + JSONWriter.encode($1.json).count }
+        let budgetBytes = settings.tokenBudget * 4
+
+        // Observations, newest first, so the most recent survive a tight budget.
+        var candidates = Self.observations(of: state, content: content)
+        var included: [(observation: Observation, reference: ItemReference)] = []
+        var seen: [Observation: String] = [:]
+        for candidate in candidates.reversed() {
+            let observation = candidate.observation
+            if let maxAge = settings.maxObservationAgeSteps, currentStep - observation.step > maxAge {
+                omitted.append(
+                    OmittedItem(
+                        id: observation.callId, reason: .staleness, detail: "from step \(observation.step), older than \(maxAge) steps"))
+                continue
+            }
+            var key = observation
+            key.callId = ""
+            key.step = 0
+            if let newer = seen[key] {
+                omitted.append(OmittedItem(id: observation.callId, reason: .duplicate, detail: "same call and result as \(newer)"))
+                continue
+            }
+            seen[key] = observation.callId
+            let size = JSONWriter.encode(observation.json).count
+            if used + size > budgetBytes {
+                omitted.append(
+                    OmittedItem(
+                        id: observation.callId, reason: .budget,
+                        detail: "needs \(ContextSettings.estimateTokens(bytes: size)) tokens, "
+                            + "\(max(0, ContextSettings.estimateTokens(bytes: budgetBytes - used))) left"))
+                continue
+            }
+            used += size
+            included.append(candidate)
+        }
+        included.reverse()
+        candidates.removeAll()
+
+        func fit(_ items: [ContextItem], kind: String) -> [ItemReference] {
+            var references: [ItemReference] = []
+            for item in items {
+                let size = item.id.utf8.count + item.text.utf8.count
+                if used + size > budgetBytes {
+                    omitted.append(
+                        OmittedItem(
+                            id: item.id, reason: .budget,
+                            detail: "\(kind) needs \(ContextSettings.estimateTokens(bytes: size)) tokens, "
+                                + "\(max(0, ContextSettings.estimateTokens(bytes: budgetBytes - used))) left"))
+                    continue
+                }
+                used += size
+                references.append(ItemReference(id: item.id, summary: Self.shortened(item.text)))
+            }
+            return references
+        }
+        let evidenceReferences = fit(evidence, kind: "evidence")
+        let memoryReferences = fit(memory, kind: "memory")
+
+        let packet = ContextBuilt(
+            goal: goal, stateSummary: summary, observations: included.map(\.reference), toolsDisclosed: disclosed.map(\.name),
+            evidence: evidenceReferences, memory: memoryReferences, omitted: omitted,
+            tokenEstimate: ContextSettings.estimateTokens(bytes: used), promptHash: promptHash)
+        return Built(packet: packet, observations: included.map(\.observation), disclosedTools: disclosed)
+    }
+
+    /// Every finished call as an observation, in proposal order.
+    static func observations(of state: RunState, content: (String) -> JSONValue?) -> [(observation: Observation, reference: ItemReference)]
+    {
+        var result: [(Observation, ItemReference)] = []
+        for call in state.calls {
+            let status: String
+            var output: JSONValue?
+            var error: String?
+            var contentHash: String?
+            if let approval = call.approval, !approval.isGranted {
+                status = "denied"
+                error = "a human refused this call" + (approval.reason.map { ": \($0)" } ?? "")
+            } else if call.verdict?.verdict == .deny {
+                status = "denied"
+                error = "policy denied this call" + (call.verdict?.reason.map { ": \($0)" } ?? "")
+            } else if let last = call.lastResult {
+                status = last.status.rawValue
+                error = last.error
+                contentHash = last.contentHash
+                output = last.output ?? last.contentHash.flatMap(content)
+            } else {
+                continue
+            }
+            let observation = Observation(
+                callId: call.id, tool: call.tool, step: call.step, arguments: call.arguments, status: status, output: output, error: error)
+            var brief = "\(call.tool) \(status)"
+            if let error { brief += ": \(error)" } else if let output { brief += ": " + JSONWriter.encodeString(output) }
+            result.append((observation, ItemReference(id: call.id, summary: shortened(brief), contentHash: contentHash)))
+        }
+        return result
+    }
+
+    /// A one-paragraph summary of where the run stands.
+    static func summary(of state: RunState, step: Int) -> String {
+        let executed = state.executedCalls
+        let failed = executed.filter { $0.lastResult?.status != .ok }.count
+        let denied = state.deniedCalls.count
+        var text = "Step \(step). \(state.decisions.count) decisions so far. "
+        text += "\(executed.count) tool calls executed"
+        if failed > 0 { text += ", \(failed) failed" }
+        if denied > 0 { text += ", \(denied) denied" }
+        text += ". Tokens used: \(state.usage.totalTokens)"
+        if let budget = state.start?.limits.tokenBudget { text += " of \(budget)" }
+        text += "."
+        return text
+    }
+
+    static func shortened(_ text: String, limit: Int = 120) -> String {
+        guard text.count > limit else { return text }
+        return String(text.prefix(limit - 1)) + "…"
+    }
+}

@@ -1,0 +1,126 @@
+import Foundation
+public import TraceCore
+public import TraceLog
+
+/// Everything that defines an agent for the runtime: instructions, model, tools, policy,
+/// limits and how failures are handled. Built from an agent file (`AgentFile`) or in code.
+public struct Agent: Sendable {
+    public var name: String
+    public var version: String?
+    public var instructions: String
+    public var model: any ModelClient
+    public var tools: ToolRegistry
+    public var policy: any Policy
+    public var limits: RunLimits
+    public var handling: FailureHandling
+    public var context: ContextSettings
+    public var memory: [ContextItem]
+    public var evidence: [ContextItem]
+    /// The actor and route runs act for unless a run says otherwise.
+    public var actor: String?
+    public var route: String?
+    public var durability: Durability
+    /// `sha256:` of the agent's configuration, recorded in `run_started`; a resumed run must
+    /// be resumed with the same configuration.
+    public var configDigest: String
+
+    public init(
+        name: String, version: String? = nil, instructions: String, model: any ModelClient, tools: ToolRegistry,
+        policy: any Policy = AllowAllPolicy(), limits: RunLimits = RunLimits(), handling: FailureHandling = FailureHandling(),
+        context: ContextSettings = ContextSettings(), memory: [ContextItem] = [], evidence: [ContextItem] = [], actor: String? = nil,
+        route: String? = nil, durability: Durability = Durability(), configDigest: String? = nil
+    ) {
+        self.name = name
+        self.version = version
+        self.instructions = instructions
+        self.model = model
+        self.tools = tools
+        self.policy = policy
+        self.limits = limits
+        self.handling = handling
+        self.context = context
+        self.memory = memory
+        self.evidence = evidence
+        self.actor = actor
+        self.route = route
+        self.durability = durability
+        self.configDigest =
+            configDigest
+            ?? ContentHash.sha256(
+                Array("\(name) \(version ?? "") \(instructions)".utf8) + tools.specs.flatMap { JSONWriter.encode($0.json) })
+    }
+
+    /// The identity recorded in `run_started`.
+    public var identity: AgentIdentity {
+        AgentIdentity(name: name, version: version, configDigest: configDigest)
+    }
+}
+
+/// What the runtime does when things go wrong.
+public struct FailureHandling: Sendable, Hashable {
+    /// What a failure becomes: an observation the model sees next step, or the end of the run.
+    public enum Response: String, Sendable, Hashable, CaseIterable {
+        case observe
+        case stop
+    }
+
+    /// Rejected replies given back to the model (with the reason) before the run stops with
+    /// `invalid_decision`. 0 stops at the first.
+    public var invalidDecisionRetries: Int
+    /// A tool call that failed after its retries.
+    public var toolFailure: Response
+    /// A call denied by policy, or refused by a human.
+    public var policyDenied: Response
+
+    public init(invalidDecisionRetries: Int = 2, toolFailure: Response = .observe, policyDenied: Response = .observe) {
+        self.invalidDecisionRetries = invalidDecisionRetries
+        self.toolFailure = toolFailure
+        self.policyDenied = policyDenied
+    }
+}
+
+/// The runtime's view of the outside world: time, waiting, run ids. Live runs use `.live`;
+/// tests and fixtures inject deterministic ones, so the same script gives the same log bytes.
+public struct RuntimeEnvironment: Sendable {
+    /// Microseconds since the Unix epoch, for event timestamps and the run's wall-clock limit.
+    public var now: @Sendable () -> Int
+    /// Turns a measured duration (tool attempt, model call) into the microseconds recorded.
+    public var recordedDuration: @Sendable (Duration) -> Int
+    /// Waits before a retry (milliseconds).
+    public var sleep: @Sendable (Int) async throws -> Void
+    /// A new run id.
+    public var makeRunId: @Sendable () -> String
+
+    public init(
+        now: @escaping @Sendable () -> Int, recordedDuration: @escaping @Sendable (Duration) -> Int,
+        sleep: @escaping @Sendable (Int) async throws -> Void, makeRunId: @escaping @Sendable () -> String
+    ) {
+        self.now = now
+        self.recordedDuration = recordedDuration
+        self.sleep = sleep
+        self.makeRunId = makeRunId
+    }
+
+    /// The real clock, real waits, random run ids.
+    public static let live = RuntimeEnvironment(
+        now: { Int((Date.timeIntervalSinceReferenceDate + Date.timeIntervalBetween1970AndReferenceDate) * 1_000_000) },
+        recordedDuration: { duration in Int(duration.components.seconds * 1_000_000 + duration.components.attoseconds / 1_000_000_000_000)
+        },
+        sleep: { milliseconds in try await Task.sleep(for: .milliseconds(milliseconds)) },
+        makeRunId: {
+            // Sortable by start time, unique by the random tail: run-20261122-004348-1f3a9c2e.
+            var seconds = time(nil)
+            var parts = tm()
+            gmtime_r(&seconds, &parts)
+            let stamp = String(
+                format: "%04d%02d%02d-%02d%02d%02d", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday, parts.tm_hour, parts.tm_min,
+                parts.tm_sec)
+            return "run-\(stamp)-" + String(UInt32.random(in: 0...UInt32.max), radix: 16).leftPadded(to: 8)
+        })
+}
+
+extension String {
+    func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}

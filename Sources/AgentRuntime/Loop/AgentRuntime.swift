@@ -1,0 +1,124 @@
+public import TraceCore
+public import TraceLog
+
+/// The controlled agent loop: build context → ask the model → validate → policy → execute
+/// allowed work → record observations → check stop conditions, recording every step in an
+/// append-only log.
+///
+/// The live state is the fold of the events the runtime writes (through `RunRecorder`), so a
+/// replay of the log rebuilds exactly the state the run had; a digest of it is recorded at
+/// every step end. Every run ends with exactly one `run_stopped`.
+///
+/// ```swift
+/// let runtime = AgentRuntime(agent: agent)
+/// let outcome = try await runtime.run(goal: "Refund order A-1042", log: "runs/a.jsonl.gz")
+/// print(outcome.state.stopReason ?? .blocked)
+/// ```
+public struct AgentRuntime: Sendable {
+    public var agent: Agent
+    public var environment: RuntimeEnvironment
+
+    public init(agent: Agent, environment: RuntimeEnvironment = .live) {
+        self.agent = agent
+        self.environment = environment
+    }
+
+    /// Runs the agent on `goal`, writing a new log at `path`, until it stops.
+    public func run(
+        goal: String, log path: String, runId: String? = nil, actor: String? = nil, route: String? = nil
+    ) async throws(RuntimeError) -> RunOutcome {
+        let id = runId ?? environment.makeRunId()
+        let writer: LogWriter
+        do {
+            writer = try LogWriter.create(at: path, runId: id, options: LogWriter.Options(durability: agent.durability))
+        } catch let error as LogError {
+            throw RuntimeError(error)
+        } catch {
+            throw RuntimeError(.log, "cannot create the log: \(error)", path: path)
+        }
+        let session = RunSession(
+            agent: agent, environment: environment, recorder: RunRecorder(writer: writer, clock: environment.now), contents: [:])
+        return try await session.drive(path: path) {
+            try session.start(goal: goal, actor: actor ?? agent.actor, route: route ?? agent.route)
+            try await session.loop()
+        }
+    }
+
+    /// Resumes a run that stopped with `approval_required`: records each approval, runs the
+    /// approved calls (refused ones become observations) and continues the loop in the same log.
+    public func resume(log path: String, approvals: [ApprovalInput]) async throws(RuntimeError) -> RunOutcome {
+        let writer: LogWriter
+        var state = RunState()
+        var contents: [String: [UInt8]] = [:]
+        do {
+            writer = try LogWriter.open(at: path, options: LogWriter.Options(durability: agent.durability)).0
+            _ = try LogReader(path: path).forEachEvent { recorded in
+                RunState.reduce(into: &state, recorded.event)
+                if case .contentStored(let stored) = recorded.event.payload, let bytes = stored.bytes { contents[stored.hash] = bytes }
+            }
+        } catch let error as LogError {
+            throw RuntimeError(error)
+        } catch {
+            throw RuntimeError(.log, "cannot open the log: \(error)", path: path)
+        }
+        guard let start = state.start else {
+            throw RuntimeError(.cannotResume, "the log has no run_started event", path: path)
+        }
+        guard start.agent.configDigest == agent.configDigest else {
+            throw RuntimeError(
+                .agentMismatch, "the run was recorded with another configuration of agent \"\(start.agent.name)\"", path: path,
+                hint: "resume with the agent file the run was started with")
+        }
+        guard state.stop?.reason == .approvalRequired else {
+            let how = state.stop.map { "stopped with \($0.reason.rawValue)" } ?? "has not stopped"
+            throw RuntimeError(.cannotResume, "the run \(how); only a run stopped for approval can be resumed", path: path)
+        }
+        let waiting = state.callsAwaitingApproval.map(\.id)
+        for approval in approvals where !waiting.contains(approval.callId) {
+            throw RuntimeError(
+                .cannotResume, "call \"\(approval.callId)\" does not await approval (waiting: \(waiting.joined(separator: ", ")))",
+                path: path)
+        }
+        let missing = waiting.filter { id in !approvals.contains { $0.callId == id } }
+        guard missing.isEmpty else {
+            throw RuntimeError(
+                .cannotResume, "calls waiting for approval were not decided: \(missing.joined(separator: ", "))", path: path,
+                hint: "pass --approve <call-id> or --deny <call-id> for each")
+        }
+        let session = RunSession(
+            agent: agent, environment: environment, recorder: RunRecorder(writer: writer, state: state, clock: environment.now),
+            contents: contents)
+        return try await session.drive(path: path) {
+            try await session.resume(approvals: approvals)
+            try await session.loop()
+        }
+    }
+}
+
+/// A human's answer to a call that required approval.
+public struct ApprovalInput: Sendable, Hashable {
+    public var callId: String
+    public var isGranted: Bool
+    public var approver: String?
+    public var reason: String?
+
+    public init(callId: String, isGranted: Bool, approver: String? = nil, reason: String? = nil) {
+        self.callId = callId
+        self.isGranted = isGranted
+        self.approver = approver
+        self.reason = reason
+    }
+}
+
+/// A finished (or paused) run.
+public struct RunOutcome: Sendable {
+    public var logPath: String
+    /// The live state at the end: equal to the fold of the log.
+    public var state: RunState
+
+    public var runId: String { state.runId ?? "" }
+    /// The run's stop event; every outcome has one.
+    public var stop: RunStopped { state.stop ?? RunStopped(reason: .blocked, error: "no stop recorded") }
+    /// Decision steps taken (step 0 records the start; step n holds the n-th step's decisions).
+    public var steps: Int { state.decisions.last?.step ?? 0 }
+}

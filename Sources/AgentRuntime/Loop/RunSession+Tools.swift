@@ -1,0 +1,128 @@
+import TraceCore
+import TraceLog
+
+extension RunSession {
+    /// Runs allowed calls: all calls of a round concurrently, recorded in proposal order.
+    ///
+    /// Each round first records a `tool_intended` per call (a durability point: the log is
+    /// flushed before any tool starts), then runs them together, then records each
+    /// `tool_completed` in proposal order — so the log is the same whatever order they
+    /// finished in. Failures marked retryable go to the next round after the backoff, while
+    /// attempts remain.
+    func execute(_ calls: [ToolCall]) async throws {
+        var round: [(call: ToolCall, tool: Tool, attempt: Int)] = calls.compactMap { call in
+            agent.tools[call.name].map { (call, $0, (state.call(id: call.id)?.attempts ?? 0) + 1) }
+        }
+        while !round.isEmpty {
+            let wait = round.map { $0.tool.retry.backoff(before: $0.attempt) }.max() ?? 0
+            if wait > 0 { try await environment.sleep(wait) }
+            for entry in round {
+                try recorder.record(
+                    .toolIntended(
+                        ToolIntended(callId: entry.call.id, tool: entry.call.name, arguments: entry.call.arguments, attempt: entry.attempt))
+                )
+            }
+            let requests = round.map { entry in
+                (
+                    entry.tool,
+                    ToolRequest(
+                        callId: entry.call.id, tool: entry.call.name, arguments: entry.call.arguments, attempt: entry.attempt,
+                        timeoutMs: entry.tool.timeoutMs)
+                )
+            }
+            let results = await Self.run(requests, environment: environment)
+            var next: [(call: ToolCall, tool: Tool, attempt: Int)] = []
+            for (index, entry) in round.enumerated() {
+                let (outcome, durationUs) = results[index]
+                try recordCompletion(of: entry.call, attempt: entry.attempt, outcome: outcome, durationUs: durationUs)
+                if outcome.status == .error, outcome.isRetryable, entry.attempt < entry.tool.retry.maxAttempts {
+                    next.append((entry.call, entry.tool, entry.attempt + 1))
+                }
+            }
+            round = next
+        }
+    }
+
+    /// Runs requests concurrently, each under its tool's timeout; results in request order.
+    static func run(_ requests: [(Tool, ToolRequest)], environment: RuntimeEnvironment) async -> [(ToolOutcome, Int)] {
+        if requests.count == 1, let (tool, request) = requests.first {
+            return [await attempt(tool, request, environment: environment)]
+        }
+        return await withTaskGroup(of: (Int, ToolOutcome, Int).self) { group in
+            for (index, (tool, request)) in requests.enumerated() {
+                group.addTask {
+                    let (outcome, duration) = await attempt(tool, request, environment: environment)
+                    return (index, outcome, duration)
+                }
+            }
+            var results = [(ToolOutcome, Int)](repeating: (ToolOutcome(status: .error), 0), count: requests.count)
+            for await (index, outcome, duration) in group { results[index] = (outcome, duration) }
+            return results
+        }
+    }
+
+    /// One attempt: the host's answer, or a timeout, or the error it threw — never a throw.
+    static func attempt(_ tool: Tool, _ request: ToolRequest, environment: RuntimeEnvironment) async -> (ToolOutcome, Int) {
+        let started = ContinuousClock.now
+        let outcome = await withTaskGroup(of: ToolOutcome?.self) { group in
+            group.addTask {
+                do {
+                    return try await tool.host.invoke(request)
+                } catch is CancellationError {
+                    return nil
+                } catch {
+                    return .failure("the tool host failed: \(error)")
+                }
+            }
+            group.addTask {
+                // Hosts that kill their own work on timeout get a grace period to say so.
+                let grace = tool.host is SubprocessToolHost ? 2_000 : 0
+                try? await Task.sleep(for: .milliseconds(request.timeoutMs + grace))
+                return Task.isCancelled
+                    ? nil : .failure("\(request.tool) did not finish within \(request.timeoutMs) ms and was cancelled", isRetryable: true)
+            }
+            var result: ToolOutcome?
+            for await candidate in group {
+                if let candidate {
+                    result = candidate
+                    group.cancelAll()
+                    break
+                }
+            }
+            return result ?? .failure("\(request.tool) was cancelled")
+        }
+        return (outcome, environment.recordedDuration(ContinuousClock.now - started))
+    }
+
+    /// Records one finished attempt; output too large for an event (or not JSON) is stored as
+    /// content first and referenced by hash.
+    func recordCompletion(of call: ToolCall, attempt: Int, outcome: ToolOutcome, durationUs: Int) throws {
+        var output = outcome.output
+        var contentHash: String?
+        if let output, outcome.rawOutput == nil {
+            let bytes = JSONWriter.encode(output)
+            if bytes.count > agent.context.inlineOutputBytes {
+                contentHash = try storeContent(ContentStored(bytes: bytes, mediaType: "application/json"))
+            }
+        }
+        if contentHash != nil { output = nil }
+        if let raw = outcome.rawOutput {
+            contentHash = try storeContent(ContentStored(bytes: raw, mediaType: "application/octet-stream"))
+        }
+        try recorder.record(
+            .toolCompleted(
+                ToolCompleted(
+                    callId: call.id, tool: call.name, attempt: attempt, status: outcome.status, output: output, contentHash: contentHash,
+                    error: outcome.error, isRetryable: outcome.status == .ok ? nil : outcome.isRetryable, stderr: outcome.stderr,
+                    durationUs: durationUs)))
+    }
+
+    /// Stores content once per log; returns its hash.
+    func storeContent(_ content: ContentStored) throws -> String {
+        if contents[content.hash] == nil {
+            contents[content.hash] = content.bytes
+            try recorder.record(.contentStored(content))
+        }
+        return content.hash
+    }
+}

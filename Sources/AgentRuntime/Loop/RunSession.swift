@@ -1,0 +1,271 @@
+import TraceCore
+import TraceLog
+
+/// One run in progress: the recorder (log + live fold), the agent, and stored contents.
+/// Everything the loop knows about the run it reads from `state`, the fold of what it wrote.
+final class RunSession {
+    let agent: Agent
+    let environment: RuntimeEnvironment
+    let recorder: RunRecorder
+    let context: ContextBuilder
+    let parser: DecisionParser
+    /// Stored content by hash, for outputs kept out of events.
+    var contents: [String: [UInt8]]
+    /// Time spent in the run before this session (a resumed run keeps its clock).
+    let priorActiveUs: Int
+    let sessionStartUs: Int
+    var promptHash: String?
+
+    init(agent: Agent, environment: RuntimeEnvironment, recorder: RunRecorder, contents: [String: [UInt8]]) {
+        self.agent = agent
+        self.environment = environment
+        self.recorder = recorder
+        self.contents = contents
+        self.context = ContextBuilder(
+            instructions: agent.instructions, tools: agent.tools, policy: agent.policy, settings: agent.context, memory: agent.memory,
+            evidence: agent.evidence)
+        self.parser = DecisionParser(tools: agent.tools)
+        self.priorActiveUs = recorder.state.elapsedUs
+        self.sessionStartUs = environment.now()
+        self.promptHash = agent.instructions.isEmpty ? nil : ContentHash.sha256(Array(agent.instructions.utf8))
+    }
+
+    var state: RunState { recorder.state }
+
+    // MARK: Driving
+
+    /// Runs `body`, closes the log, and makes sure the run ends with a stop event: an error
+    /// that escapes the loop (not a log error: the log cannot take more) is recorded as the
+    /// run's stop before the writer closes.
+    func drive(path: String, _ body: () async throws -> Void) async throws(RuntimeError) -> RunOutcome {
+        do {
+            try await body()
+            if state.stop == nil {
+                try recorder.record(.runStopped(RunStopped(reason: .blocked, error: "the runtime ended the loop without a stop reason")))
+            }
+            try recorder.writer.close()
+        } catch let error as LogError {
+            try? recorder.writer.close()
+            throw RuntimeError(error)
+        } catch {
+            do {
+                if state.stop == nil {
+                    try recorder.record(.runStopped(RunStopped(reason: .blocked, error: "the runtime failed: \(error)")))
+                }
+                try recorder.writer.close()
+            } catch let logError as LogError {
+                throw RuntimeError(logError)
+            } catch {
+                throw RuntimeError(.log, "cannot record the end of the run: \(error)", path: path)
+            }
+        }
+        return RunOutcome(logPath: path, state: state)
+    }
+
+    func start(goal: String, actor: String?, route: String?) throws {
+        try recorder.record(
+            .runStarted(
+                RunStarted(
+                    goal: goal, agent: agent.identity, model: agent.model.identity, policy: agent.policy.identity,
+                    tools: agent.tools.specs, limits: agent.limits, actor: actor, route: route)))
+        if !agent.instructions.isEmpty {
+            let prompt = ContentStored(text: agent.instructions)
+            contents[prompt.hash] = prompt.bytes
+            try recorder.record(.contentStored(prompt))
+        }
+        try recorder.endStep()
+    }
+
+    func stop(_ reason: StopReason, limit: LimitKind? = nil, answer: String? = nil, error: String? = nil) throws {
+        try recorder.record(.runStopped(RunStopped(reason: reason, limit: limit, answer: answer, error: error)))
+    }
+
+    // MARK: The loop
+
+    func loop() async throws {
+        while state.stop == nil {
+            if let limit = limitReachedBeforeStep() {
+                try stop(.budgetExhausted, limit: limit, error: limitMessage(limit))
+                return
+            }
+            try await takeStep()
+        }
+    }
+
+    /// Limits checked before a step starts: the loop runs because budget allows it.
+    func limitReachedBeforeStep() -> LimitKind? {
+        let limits = state.start?.limits ?? agent.limits
+        if let maxSteps = limits.maxSteps, recorder.step > maxSteps { return .maxSteps }
+        if let timeoutMs = limits.timeoutMs, activeUs() >= timeoutMs * 1000 { return .timeout }
+        if let budget = limits.tokenBudget, state.usage.totalTokens >= budget { return .tokenBudget }
+        return nil
+    }
+
+    func activeUs() -> Int { priorActiveUs + (environment.now() - sessionStartUs) }
+
+    func limitMessage(_ limit: LimitKind) -> String {
+        let limits = state.start?.limits ?? agent.limits
+        switch limit {
+        case .maxSteps: return "reached max_steps (\(limits.maxSteps ?? 0)) before step \(recorder.step)"
+        case .maxToolCalls:
+            return "the decision would exceed max_tool_calls (\(limits.maxToolCalls ?? 0)); \(state.toolCallCount) calls made"
+        case .timeout: return "ran for \(activeUs() / 1000) ms of its \(limits.timeoutMs ?? 0) ms timeout"
+        case .tokenBudget: return "used \(state.usage.totalTokens) tokens of its budget of \(limits.tokenBudget ?? 0)"
+        }
+    }
+
+    func takeStep() async throws {
+        let built = context.build(state: state, step: recorder.step, promptHash: promptHash) { [contents] hash in
+            contents[hash].flatMap { try? JSONParser.parse($0) }
+        }
+        try recorder.record(.contextBuilt(built.packet))
+
+        var feedback: String?
+        var rejected = 0
+        let decision: Decision
+        while true {
+            let request = ModelRequest(
+                instructions: agent.instructions, packet: built.packet, tools: built.disclosedTools, observations: built.observations,
+                feedback: feedback, decisionIndex: state.decisions.count, step: recorder.step)
+            let started = ContinuousClock.now
+            let reply: ModelReply
+            do {
+                reply = try await agent.model.reply(to: request)
+            } catch {
+                let step = recorder.step
+                try recorder.endStep()
+                try stop(.blocked, error: "the model client failed at step \(step): \(error)")
+                return
+            }
+            let latency = reply.latencyUs ?? environment.recordedDuration(ContinuousClock.now - started)
+            let outcome = parser.parse(reply.raw, nextCallNumber: state.calls.count + 1)
+            try recorder.record(
+                .decisionMade(
+                    DecisionMade(raw: reply.raw, outcome: outcome, usage: reply.usage, latencyUs: latency, costUSD: reply.costUSD)))
+            switch outcome {
+            case .valid(let valid):
+                decision = valid
+            case .invalid(let invalid):
+                rejected += 1
+                if rejected > agent.handling.invalidDecisionRetries {
+                    try recorder.endStep()
+                    try stop(
+                        .invalidDecision,
+                        error:
+                            "the model's reply was rejected \(rejected) time\(rejected == 1 ? "" : "s") in a row; last: \(invalid.message)")
+                    return
+                }
+                if let limit = limitReachedBeforeStep(), limit != .maxSteps {
+                    try recorder.endStep()
+                    try stop(.budgetExhausted, limit: limit, error: limitMessage(limit))
+                    return
+                }
+                feedback = "Your reply was rejected (\(invalid.kind.rawValue)): \(invalid.message)"
+                continue
+            }
+            break
+        }
+
+        switch decision {
+        case .answer(let answer):
+            try recorder.endStep()
+            try stop(.success, answer: answer)
+        case .askHuman(let question):
+            try recorder.endStep()
+            try stop(.blocked, error: "the agent asked a human: \(question)")
+        case .stop(let reason):
+            try recorder.endStep()
+            try stop(.blocked, error: "the agent stopped: \(reason)")
+        case .toolCalls(let calls):
+            if let budget = state.start?.limits.tokenBudget, state.usage.totalTokens > budget {
+                try recorder.endStep()
+                try stop(.budgetExhausted, limit: .tokenBudget, error: limitMessage(.tokenBudget))
+                return
+            }
+            if let maxCalls = state.start?.limits.maxToolCalls, state.toolCallCount + calls.count > maxCalls {
+                try recorder.endStep()
+                try stop(.budgetExhausted, limit: .maxToolCalls, error: limitMessage(.maxToolCalls))
+                return
+            }
+            try await handle(calls)
+        }
+    }
+
+    /// Gives every call its verdict, runs the allowed ones, and ends the step — or stops the
+    /// run when a denial, a failure or a pending approval says so.
+    func handle(_ calls: [ToolCall]) async throws {
+        let start = state.start
+        for call in calls {
+            guard let tool = agent.tools[call.name] else { continue }
+            let query = PolicyQuery(
+                call: call, tool: tool.spec, actor: start?.actor, route: start?.route, state: state, limits: start?.limits ?? agent.limits)
+            let decision = agent.policy.decide(query)
+            try recorder.record(
+                .verdictGiven(
+                    VerdictGiven(callId: call.id, tool: call.name, verdict: decision.verdict, reason: decision.reason, rule: decision.rule))
+            )
+        }
+        let verdicts = calls.compactMap { state.call(id: $0.id) }
+        if agent.handling.policyDenied == .stop, let denied = verdicts.first(where: { $0.verdict?.verdict == .deny }) {
+            try recorder.endStep()
+            try stop(.policyDenied, error: Self.denialMessage(denied))
+            return
+        }
+        let allowed = calls.filter { state.call(id: $0.id)?.verdict?.verdict == .allow }
+        try await execute(allowed)
+        try await finishStep(after: calls)
+    }
+
+    /// After the calls of a decision ran: stop for a tool failure or a pending approval, or
+    /// end the step.
+    func finishStep(after calls: [ToolCall]) async throws {
+        if agent.handling.toolFailure == .stop {
+            for call in calls {
+                guard let record = state.call(id: call.id), let last = record.lastResult, last.status != .ok else { continue }
+                try recorder.endStep()
+                try stop(
+                    .toolFailure,
+                    error: "\(record.tool) (\(record.id)) failed after \(record.attempts) attempt\(record.attempts == 1 ? "" : "s"): "
+                        + (last.error ?? last.status.rawValue))
+                return
+            }
+        }
+        let awaiting = state.callsAwaitingApproval
+        if !awaiting.isEmpty {
+            let names = awaiting.map { "\($0.tool) (\($0.id))" }.joined(separator: ", ")
+            try stop(.approvalRequired, error: "waiting for a human to approve \(names)")
+            return
+        }
+        if agent.handling.policyDenied == .stop, let refused = calls.compactMap({ state.call(id: $0.id) }).first(where: \.isDenied) {
+            try recorder.endStep()
+            try stop(.policyDenied, error: Self.denialMessage(refused))
+            return
+        }
+        try recorder.endStep()
+    }
+
+    static func denialMessage(_ call: ToolCallRecord) -> String {
+        if let approval = call.approval, !approval.isGranted {
+            return "\(call.tool) (\(call.id)) was refused by \(approval.approver ?? "a human")" + (approval.reason.map { ": \($0)" } ?? "")
+        }
+        let rule = call.verdict?.rule.map { " by rule \($0)" } ?? ""
+        return "\(call.tool) (\(call.id)) was denied\(rule)" + (call.verdict?.reason.map { ": \($0)" } ?? "")
+    }
+
+    // MARK: Resuming
+
+    func resume(approvals: [ApprovalInput]) async throws {
+        for approval in approvals {
+            try recorder.record(
+                .approvalRecorded(
+                    ApprovalRecorded(
+                        callId: approval.callId, isGranted: approval.isGranted, approver: approval.approver, reason: approval.reason)))
+        }
+        // The calls of the decision that stopped for approval: run the approved ones now.
+        let step = state.step
+        let pending = state.calls.filter { $0.step == step }
+        let approved = pending.filter { $0.approval?.isGranted == true && !$0.isExecuted }
+        try await execute(approved.map { ToolCall(id: $0.id, name: $0.tool, arguments: $0.arguments) })
+        try await finishStep(after: pending.map { ToolCall(id: $0.id, name: $0.tool, arguments: $0.arguments) })
+    }
+}

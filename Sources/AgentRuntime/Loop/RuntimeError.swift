@@ -1,0 +1,37 @@
+public import TraceLog
+
+/// The one error type of the runtime: a run that could not be started, resumed or recorded.
+/// Failures *inside* a run (a tool that crashes, a model that errs) are not errors: they are
+/// recorded and end the run with a stop reason.
+public struct RuntimeError: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Code: String, Sendable, Hashable {
+        /// The log could not be written or read; `log` has the details.
+        case log
+        /// The run cannot be resumed as asked (not stopped for approval, unknown call id…).
+        case cannotResume = "cannot_resume"
+        /// The agent given does not fit the run (a different configuration than the log's).
+        case agentMismatch = "agent_mismatch"
+    }
+
+    public var code: Code
+    public var message: String
+    /// The log concerned.
+    public var path: String
+    public var hint: String?
+    /// The log error underneath, for `.log`.
+    public var log: LogError?
+
+    public init(_ code: Code, _ message: String, path: String, hint: String? = nil, log: LogError? = nil) {
+        self.code = code
+        self.message = message
+        self.path = path
+        self.hint = hint
+        self.log = log
+    }
+
+    init(_ error: LogError) {
+        self.init(.log, error.message, path: error.path, hint: error.hint, log: error)
+    }
+
+    public var description: String { "\(path): \(message)" }
+}

@@ -1,0 +1,107 @@
+public import TraceCore
+
+/// What the model is asked with: the context packet, the instructions, the tools it may
+/// call and the observations the packet includes, in full.
+public struct ModelRequest: Sendable {
+    public var instructions: String
+    public var packet: ContextBuilt
+    /// The disclosed tools, in the agent's order.
+    public var tools: [ToolSpec]
+    /// The observations the packet includes, oldest first, with their full results.
+    public var observations: [Observation]
+    /// Why the previous reply was rejected, when the model is asked again after one.
+    public var feedback: String?
+    /// Decisions already made in this run (valid or not): the index of this one.
+    public var decisionIndex: Int
+    public var step: Int
+
+    public init(
+        instructions: String, packet: ContextBuilt, tools: [ToolSpec], observations: [Observation], feedback: String?,
+        decisionIndex: Int, step: Int
+    ) {
+        self.instructions = instructions
+        self.packet = packet
+        self.tools = tools
+        self.observations = observations
+        self.feedback = feedback
+        self.decisionIndex = decisionIndex
+        self.step = step
+    }
+
+    /// The newest observation, which scripted rules look at.
+    public var lastObservation: Observation? { observations.last }
+}
+
+/// The result of one tool call as the model sees it.
+public struct Observation: Sendable, Hashable {
+    public var callId: String
+    public var tool: String
+    public var step: Int
+    public var arguments: JSONValue
+    /// `ok`, `error` or `refused`, or `denied` when policy or a human refused the call.
+    public var status: String
+    /// The output (from the log or its stored content), when there is one.
+    public var output: JSONValue?
+    public var error: String?
+
+    public init(callId: String, tool: String, step: Int, arguments: JSONValue, status: String, output: JSONValue?, error: String?) {
+        self.callId = callId
+        self.tool = tool
+        self.step = step
+        self.arguments = arguments
+        self.status = status
+        self.output = output
+        self.error = error
+    }
+
+    /// The observation as the model is shown it.
+    public var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("call_id", callId)
+        object.set("tool", tool)
+        object.set("arguments", arguments)
+        object.set("status", status)
+        object.set("output", output)
+        object.set("error", error)
+        return object.json
+    }
+}
+
+/// A model's answer to one request: the raw text, parsed by the runtime, and what it cost.
+public struct ModelReply: Sendable, Hashable {
+    public var raw: String
+    public var usage: TokenUsage?
+    /// When the client knows it better than the runtime's measurement.
+    public var latencyUs: Int?
+    public var costUSD: Double?
+
+    public init(raw: String, usage: TokenUsage? = nil, latencyUs: Int? = nil, costUSD: Double? = nil) {
+        self.raw = raw
+        self.usage = usage
+        self.latencyUs = latencyUs
+        self.costUSD = costUSD
+    }
+}
+
+/// Something that turns a request into a reply: a scripted model, a replay of a log, or (in
+/// a later module) an HTTP client. The runtime only sees this protocol.
+///
+/// Clients own their transport concerns: an HTTP client streams, retries transient failures
+/// and respects rate limits inside `reply(to:)`, and throws only when it gives up. A thrown
+/// error ends the run with `blocked` and the error recorded.
+public protocol ModelClient: Sendable {
+    /// Recorded in `run_started`.
+    var identity: ModelIdentity { get }
+    func reply(to request: ModelRequest) async throws -> ModelReply
+}
+
+/// A model client that cannot answer: the message says why.
+public struct ModelError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var message: String
+
+    public init(_ message: String) {
+        self.message = message
+    }
+
+    public var description: String { message }
+}

@@ -1,0 +1,200 @@
+public import ConfigFile
+public import TraceCore
+
+/// A model that follows a script, for offline runs and tests: an ordered list of replies (the
+/// n-th decision of the run gets the n-th), then rules ("when the last observation matches X,
+/// reply Y"), first match wins.
+///
+/// Script file (YAML):
+/// ```yaml
+/// name: support-script
+/// decisions:
+///   - tool_calls: [{name: lookup_order, arguments: {order_id: A-1042}}]
+///     usage: {input: 412, output: 31}
+///   - raw: "Sure, one moment!"          # a reply that is not a decision, on purpose
+/// rules:
+///   - when: {last_tool: search, last_status: error}
+///     reply: {tool_calls: [{name: search, arguments: {query: retry}}]}
+///   - reply: {answer: "Done."}           # no `when`: always matches
+/// ```
+/// Replies are serialised to the JSON the runtime's `DecisionParser` reads, so a scripted run
+/// exercises the same parsing as a live one. Without `usage`, input tokens are the packet's
+/// estimate and output tokens a quarter of the reply's bytes, rounded up.
+public struct ScriptedModel: ModelClient {
+    /// One scripted reply.
+    public struct Reply: Sendable, Hashable {
+        /// The raw text the model "returns".
+        public var raw: String
+        public var usage: TokenUsage?
+        public var latencyUs: Int?
+        public var costUSD: Double?
+
+        public init(raw: String, usage: TokenUsage? = nil, latencyUs: Int? = nil, costUSD: Double? = nil) {
+            self.raw = raw
+            self.usage = usage
+            self.latencyUs = latencyUs
+            self.costUSD = costUSD
+        }
+
+        /// A reply carrying a decision object such as `{"answer": "…"}`.
+        public init(decision: JSONValue, usage: TokenUsage? = nil) {
+            self.init(raw: JSONWriter.encodeString(decision), usage: usage)
+        }
+    }
+
+    /// A reply given when its condition holds.
+    public struct Rule: Sendable, Hashable {
+        /// The newest observation's tool must match this pattern.
+        public var lastTool: Glob?
+        /// The newest observation's status (`ok`, `error`, `refused`, `denied`).
+        public var lastStatus: String?
+        /// A regular expression matched against the newest observation's JSON.
+        public var lastObservationMatches: String?
+        /// Whether the previous reply was rejected.
+        public var afterRejection: Bool?
+        public var reply: Reply
+
+        public init(
+            lastTool: Glob? = nil, lastStatus: String? = nil, lastObservationMatches: String? = nil, afterRejection: Bool? = nil,
+            reply: Reply
+        ) {
+            self.lastTool = lastTool
+            self.lastStatus = lastStatus
+            self.lastObservationMatches = lastObservationMatches
+            self.afterRejection = afterRejection
+            self.reply = reply
+        }
+
+        func matches(_ request: ModelRequest) -> Bool {
+            if let afterRejection, (request.feedback != nil) != afterRejection { return false }
+            if lastTool == nil && lastStatus == nil && lastObservationMatches == nil { return true }
+            guard let last = request.lastObservation else { return false }
+            if let lastTool, !lastTool.matches(last.tool) { return false }
+            if let lastStatus, last.status != lastStatus { return false }
+            if let pattern = lastObservationMatches {
+                guard let regex = try? Regex(pattern), (try? regex.firstMatch(in: JSONWriter.encodeString(last.json))) != nil else {
+                    return false
+                }
+            }
+            return true
+        }
+    }
+
+    public var name: String
+    public var decisions: [Reply]
+    public var rules: [Rule]
+
+    public init(name: String, decisions: [Reply] = [], rules: [Rule] = []) {
+        self.name = name
+        self.decisions = decisions
+        self.rules = rules
+    }
+
+    public var identity: ModelIdentity { ModelIdentity(provider: "scripted", name: name) }
+
+    public func reply(to request: ModelRequest) async throws -> ModelReply {
+        let chosen: Reply
+        if request.decisionIndex < decisions.count {
+            chosen = decisions[request.decisionIndex]
+        } else if let rule = rules.first(where: { $0.matches(request) }) {
+            chosen = rule.reply
+        } else {
+            throw ModelError(
+                "the script \"\(name)\" has no reply for decision \(request.decisionIndex + 1): its \(decisions.count) "
+                    + "decisions are used up and no rule matches")
+        }
+        let usage = chosen.usage ?? TokenUsage(input: request.packet.tokenEstimate, output: (chosen.raw.utf8.count + 3) / 4)
+        return ModelReply(raw: chosen.raw, usage: usage, latencyUs: chosen.latencyUs, costUSD: chosen.costUSD)
+    }
+}
+
+extension ScriptedModel {
+    /// Reads a script file; errors name the file, line and column.
+    public static func load(path: String) throws(ConfigError) -> ScriptedModel {
+        try read(ConfigNode.load(path: path), defaultName: Self.baseName(path))
+    }
+
+    static func baseName(_ path: String) -> String {
+        var name = path.split(separator: "/").last.map(String.init) ?? path
+        for suffix in [".yaml", ".yml", ".json", ".model"] where name.hasSuffix(suffix) { name.removeLast(suffix.count) }
+        return name
+    }
+
+    static func read(_ root: ConfigNode, defaultName: String) throws(ConfigError) -> ScriptedModel {
+        var file = try root.mapping("the model script")
+        let name = try file.optional("name")?.nonEmptyString("name") ?? defaultName
+        var decisions: [Reply] = []
+        for (index, item) in try (file.optional("decisions")?.list("decisions") ?? []).enumerated() {
+            decisions.append(try readReply(item, what: "decisions[\(index)]"))
+        }
+        var rules: [Rule] = []
+        for (index, item) in try (file.optional("rules")?.list("rules") ?? []).enumerated() {
+            var entry = try item.mapping("rules[\(index)]")
+            var rule = Rule(reply: try readReply(entry.required("reply"), what: "rules[\(index)].reply"))
+            if let when = entry.optional("when") {
+                var condition = try when.mapping("rules[\(index)].when")
+                rule.lastTool = try condition.optional("last_tool").map { node throws(ConfigError) in Glob(try node.string("last_tool")) }
+                if let status = condition.optional("last_status") {
+                    let text = try status.string("last_status")
+                    guard ["ok", "error", "refused", "denied"].contains(text) else {
+                        throw ConfigError(
+                            .invalidValue, "last_status must be one of \"ok\", \"error\", \"refused\", \"denied\", found \"\(text)\"",
+                            at: status.location)
+                    }
+                    rule.lastStatus = text
+                }
+                if let pattern = condition.optional("last_observation_matches") {
+                    let text = try pattern.string("last_observation_matches")
+                    guard (try? Regex(text)) != nil else {
+                        throw ConfigError(.invalidValue, "last_observation_matches is not a valid regular expression", at: pattern.location)
+                    }
+                    rule.lastObservationMatches = text
+                }
+                rule.afterRejection = try condition.optional("after_rejection")?.bool("after_rejection")
+                try condition.finish()
+            }
+            try entry.finish()
+            rules.append(rule)
+        }
+        try file.finish()
+        if decisions.isEmpty && rules.isEmpty {
+            throw ConfigError(.missingKey, "the model script has neither \"decisions\" nor \"rules\"", at: root.location)
+        }
+        return ScriptedModel(name: name, decisions: decisions, rules: rules)
+    }
+
+    static func readReply(_ node: ConfigNode, what: String) throws(ConfigError) -> Reply {
+        var entry = try node.mapping(what)
+        let forms = ["answer", "tool_calls", "ask_human", "stop", "raw"].filter { entry.contains($0) }
+        guard forms.count == 1, let form = forms.first else {
+            throw ConfigError(
+                .invalidValue,
+                forms.isEmpty
+                    ? "\(what) needs one of answer, tool_calls, ask_human, stop or raw"
+                    : "\(what) has \(forms.joined(separator: " and ")); a reply is exactly one of them",
+                at: node.location, hint: "to script a contradictory reply on purpose, write it out with raw: '…'")
+        }
+        var reply: Reply
+        let body = try entry.required(form)
+        if form == "raw" {
+            reply = Reply(raw: try body.string("raw"))
+        } else {
+            var object = JSONObject()
+            object[form] = body.json
+            reply = Reply(decision: .object(object))
+        }
+        if let usage = entry.optional("usage") {
+            var fields = try usage.mapping("usage")
+            reply.usage = TokenUsage(
+                input: try fields.required("input").int("usage.input", in: 0...Int.max),
+                output: try fields.required("output").int("usage.output", in: 0...Int.max))
+            try fields.finish()
+        }
+        reply.latencyUs = try entry.optional("latency_ms").map { node throws(ConfigError) in
+            try node.int("latency_ms", in: 0...Int.max) * 1000
+        }
+        reply.costUSD = try entry.optional("cost_usd")?.double("cost_usd")
+        try entry.finish()
+        return reply
+    }
+}

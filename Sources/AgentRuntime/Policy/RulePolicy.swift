@@ -1,0 +1,182 @@
+public import ConfigFile
+public import TraceCore
+
+/// A policy of ordered rules, as written in an agent file: the first rule whose conditions
+/// all hold gives the verdict; when none does, `defaultDecision` does.
+public struct RulePolicy: Policy {
+    public var name: String
+    public var rules: [PolicyRule]
+    public var defaultDecision: PolicyDecision
+
+    public init(name: String, rules: [PolicyRule], defaultDecision: PolicyDecision = PolicyDecision(.deny, reason: "no rule allows it")) {
+        self.name = name
+        self.rules = rules
+        self.defaultDecision = defaultDecision
+    }
+
+    public var identity: PolicyIdentity {
+        PolicyIdentity(name: name, digest: ContentHash.sha256(JSONWriter.encode(json)))
+    }
+
+    public func decide(_ query: PolicyQuery) -> PolicyDecision {
+        for rule in rules where rule.matches(query) {
+            return PolicyDecision(rule.verdict, reason: rule.reason, rule: rule.id)
+        }
+        return defaultDecision
+    }
+
+    public func discloses(_ tool: ToolSpec, actor: String?, route: String?) -> (isDisclosed: Bool, reason: String?) {
+        for rule in rules where rule.matchesStatically(tool: tool, actor: actor, route: route) {
+            // A rule that looks at arguments, approvals or budget may or may not fire: show the tool.
+            guard rule.isStatic else { return (true, nil) }
+            return rule.verdict == .deny ? (false, "rule \(rule.id): \(rule.reason ?? "denied")") : (true, nil)
+        }
+        if defaultDecision.verdict == .deny { return (false, "no rule allows it") }
+        return (true, nil)
+    }
+
+    /// The rules as JSON, for the policy digest.
+    public var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("name", name)
+        object.set("rules", JSONValue.array(rules.map(\.json)))
+        object.set("default", defaultDecision.verdict)
+        object.set("default_reason", defaultDecision.reason)
+        return object.json
+    }
+}
+
+/// One policy rule: conditions, all of which must hold, and the verdict they give.
+public struct PolicyRule: Sendable {
+    public var id: String
+    public var verdict: Verdict
+    public var reason: String?
+    /// Tool name patterns; empty means any tool.
+    public var tools: [Glob] = []
+    public var sideEffects: [SideEffect] = []
+    public var actors: [Glob] = []
+    public var routes: [Glob] = []
+    /// Conditions on argument values, by key path.
+    public var arguments: [ArgumentCondition] = []
+    /// Whether a call of this tool was already approved in this run.
+    public var isApproved: Bool?
+    /// Fires when fewer tool calls than this are left.
+    public var toolCallsLeftBelow: Int?
+    /// Fires when fewer tokens than this are left.
+    public var tokensLeftBelow: Int?
+
+    public init(id: String, verdict: Verdict, reason: String? = nil) {
+        self.id = id
+        self.verdict = verdict
+        self.reason = reason
+    }
+
+    /// Whether the rule needs only the tool, actor and route (known before any call).
+    var isStatic: Bool {
+        arguments.isEmpty && isApproved == nil && toolCallsLeftBelow == nil && tokensLeftBelow == nil
+    }
+
+    func matchesStatically(tool: ToolSpec, actor: String?, route: String?) -> Bool {
+        (tools.isEmpty || tools.contains { $0.matches(tool.name) })
+            && (sideEffects.isEmpty || sideEffects.contains(tool.sideEffect))
+            && (actors.isEmpty || actors.contains { $0.matches(actor ?? "") })
+            && (routes.isEmpty || routes.contains { $0.matches(route ?? "") })
+    }
+
+    public func matches(_ query: PolicyQuery) -> Bool {
+        guard matchesStatically(tool: query.tool, actor: query.actor, route: query.route) else { return false }
+        if let isApproved, query.isToolApproved != isApproved { return false }
+        if let toolCallsLeftBelow, let left = query.toolCallsLeft, left >= toolCallsLeftBelow { return false }
+        if let toolCallsLeftBelow, query.toolCallsLeft == nil, toolCallsLeftBelow >= 0 { return false }
+        if let tokensLeftBelow, let left = query.tokensLeft, left >= tokensLeftBelow { return false }
+        if tokensLeftBelow != nil, query.tokensLeft == nil { return false }
+        return arguments.allSatisfy { $0.holds(in: query.call.arguments) }
+    }
+
+    var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("id", id)
+        object.set("verdict", verdict)
+        object.set("reason", reason)
+        if !tools.isEmpty { object.set("tool", JSONValue.array(tools.map { .string($0.pattern) })) }
+        if !sideEffects.isEmpty { object.set("side_effect", JSONValue.array(sideEffects.map { .string($0.rawValue) })) }
+        if !actors.isEmpty { object.set("actor", JSONValue.array(actors.map { .string($0.pattern) })) }
+        if !routes.isEmpty { object.set("route", JSONValue.array(routes.map { .string($0.pattern) })) }
+        if !arguments.isEmpty { object.set("arguments", JSONValue.array(arguments.map(\.json))) }
+        object.set("approved", isApproved)
+        object.set("tool_calls_left_below", toolCallsLeftBelow)
+        object.set("tokens_left_below", tokensLeftBelow)
+        return object.json
+    }
+}
+
+/// A condition on one argument, found by a dotted key path (`address.country`, `items.0.sku`).
+public struct ArgumentCondition: Sendable {
+    public enum Test: Sendable {
+        case equals(JSONValue)
+        case oneOf([JSONValue])
+        /// A regular expression that must match somewhere in the string value.
+        case matches(String)
+        case atLeast(Double)
+        case atMost(Double)
+        case exists(Bool)
+    }
+
+    public var path: [String]
+    public var test: Test
+
+    public init(path: [String], test: Test) {
+        self.path = path
+        self.test = test
+    }
+
+    public func holds(in arguments: JSONValue) -> Bool {
+        let value = Self.value(at: path, in: arguments)
+        switch test {
+        case .exists(let isExpected): return (value != nil) == isExpected
+        case .equals(let expected):
+            return value.map { FixtureToolHost.value($0, contains: expected) && Self.sameShape($0, expected) } ?? false
+        case .oneOf(let options): return value.map { options.contains($0) } ?? false
+        case .matches(let pattern):
+            guard let text = value?.stringValue, let regex = try? Regex(pattern) else { return false }
+            return (try? regex.firstMatch(in: text)) != nil
+        case .atLeast(let bound): return value?.doubleValue.map { $0 >= bound } ?? false
+        case .atMost(let bound): return value?.doubleValue.map { $0 <= bound } ?? false
+        }
+    }
+
+    private static func sameShape(_ value: JSONValue, _ expected: JSONValue) -> Bool {
+        if case .object(let a) = value, case .object(let b) = expected { return a.count == b.count }
+        return true
+    }
+
+    static func value(at path: [String], in root: JSONValue) -> JSONValue? {
+        var current = root
+        for key in path {
+            switch current {
+            case .object(let object):
+                guard let next = object[key] else { return nil }
+                current = next
+            case .array(let items):
+                guard let index = Int(key), items.indices.contains(index) else { return nil }
+                current = items[index]
+            default: return nil
+            }
+        }
+        return current
+    }
+
+    var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("path", path.joined(separator: "."))
+        switch test {
+        case .equals(let value): object.set("equals", value)
+        case .oneOf(let values): object.set("in", JSONValue.array(values))
+        case .matches(let pattern): object.set("matches", pattern)
+        case .atLeast(let bound): object.set("min", bound)
+        case .atMost(let bound): object.set("max", bound)
+        case .exists(let flag): object.set("exists", flag)
+        }
+        return object.json
+    }
+}

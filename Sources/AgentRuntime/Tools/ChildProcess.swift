@@ -1,0 +1,212 @@
+import CProcess
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Runs a command in its own process group, feeds it stdin, collects bounded stdout and
+/// stderr, and kills the whole group on timeout. The blocking wait runs on its own thread, so
+/// concurrent tools never tie up the cooperative thread pool.
+struct ChildProcess {
+    struct Result: Sendable {
+        /// The exit status, when the process exited.
+        var exitStatus: Int32?
+        /// The signal that ended it, when one did.
+        var signal: Int32?
+        var stdout: [UInt8]
+        var stderr: [UInt8]
+        /// stdout went past the limit; the group was killed.
+        var isOutputTruncated: Bool
+        /// The deadline passed; the group was killed.
+        var isTimedOut: Bool
+    }
+
+    struct SpawnFailure: Error {
+        var message: String
+    }
+
+    var command: [String]
+    var directory: String?
+    var input: [UInt8]
+    var timeoutMs: Int
+    /// Bytes of stdout kept; more kills the process. stderr keeps its last `stderrLimit` bytes.
+    var outputLimit: Int
+    var stderrLimit = 16 * 1024
+
+    private static let ignoreSigpipe: Void = {
+        // Writing to a child that closed its stdin must be an error, not the end of us.
+        signal(SIGPIPE, SIG_IGN)
+    }()
+
+    func run() async throws -> Result {
+        _ = Self.ignoreSigpipe
+        return try await withCheckedThrowingContinuation { continuation in
+            let thread = Thread {
+                continuation.resume(with: Swift.Result { try self.runBlocking() })
+            }
+            thread.stackSize = 256 * 1024
+            thread.start()
+        }
+    }
+
+    private func runBlocking() throws -> Result {
+        guard let executable = command.first else { throw SpawnFailure(message: "the command is empty") }
+        var stdinPipe: [Int32] = [-1, -1]
+        var stdoutPipe: [Int32] = [-1, -1]
+        var stderrPipe: [Int32] = [-1, -1]
+        guard cprocess_pipe_cloexec(&stdinPipe) == 0, cprocess_pipe_cloexec(&stdoutPipe) == 0,
+            cprocess_pipe_cloexec(&stderrPipe) == 0
+        else {
+            for fd in stdinPipe + stdoutPipe + stderrPipe where fd >= 0 { close(fd) }
+            throw SpawnFailure(message: "cannot create pipes: \(String(cString: strerror(errno)))")
+        }
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, stdinPipe[0], 0)
+        posix_spawn_file_actions_adddup2(&actions, stdoutPipe[1], 1)
+        posix_spawn_file_actions_adddup2(&actions, stderrPipe[1], 2)
+        if let directory, cprocess_addchdir(&actions, directory) != 0 {
+            for fd in stdinPipe + stdoutPipe + stderrPipe { close(fd) }
+            throw SpawnFailure(message: "cannot run in \(directory): this C library cannot set a child's directory")
+        }
+
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        // A group of its own, so a timeout kills the tool and everything it started.
+        posix_spawnattr_setpgroup(&attributes, 0)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        sigaddset(&defaults, SIGPIPE)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        var mask = sigset_t()
+        sigemptyset(&mask)
+        posix_spawnattr_setsigmask(&attributes, &mask)
+        posix_spawnattr_setflags(
+            &attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+
+        var pid: pid_t = 0
+        let arguments = command.map { strdup($0) } + [nil]
+        defer { for argument in arguments { free(argument) } }
+        let status = posix_spawnp(&pid, executable, &actions, &attributes, arguments, environ)
+        close(stdinPipe[0])
+        close(stdoutPipe[1])
+        close(stderrPipe[1])
+        guard status == 0 else {
+            close(stdinPipe[1])
+            close(stdoutPipe[0])
+            close(stderrPipe[0])
+            throw SpawnFailure(message: "cannot start \(executable): \(String(cString: strerror(status)))")
+        }
+
+        var result = Result(exitStatus: nil, signal: nil, stdout: [], stderr: [], isOutputTruncated: false, isTimedOut: false)
+        var inputFD = stdinPipe[1]
+        var outputFD = stdoutPipe[0]
+        var errorFD = stderrPipe[0]
+        for fd in [inputFD, outputFD, errorFD] { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
+        if input.isEmpty {
+            close(inputFD)
+            inputFD = -1
+        }
+        var written = 0
+        let deadline = Self.nowMs() + timeoutMs
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        var killed = false
+
+        func killGroup() {
+            if !killed {
+                kill(-pid, SIGKILL)
+                killed = true
+            }
+        }
+
+        while outputFD >= 0 || errorFD >= 0 {
+            let remaining = deadline - Self.nowMs()
+            if remaining <= 0 {
+                result.isTimedOut = true
+                killGroup()
+                break
+            }
+            var fds: [pollfd] = []
+            if inputFD >= 0 { fds.append(pollfd(fd: inputFD, events: Int16(POLLOUT), revents: 0)) }
+            if outputFD >= 0 { fds.append(pollfd(fd: outputFD, events: Int16(POLLIN), revents: 0)) }
+            if errorFD >= 0 { fds.append(pollfd(fd: errorFD, events: Int16(POLLIN), revents: 0)) }
+            let ready = poll(&fds, nfds_t(fds.count), Int32(min(remaining, 1_000)))
+            if ready < 0 {
+                if errno == EINTR { continue }
+                killGroup()
+                break
+            }
+            for entry in fds where entry.revents != 0 {
+                if entry.fd == inputFD {
+                    let count = input.withUnsafeBytes { bytes -> Int in
+                        guard let base = bytes.baseAddress else { return 0 }
+                        return write(inputFD, base + written, bytes.count - written)
+                    }
+                    if count > 0 { written += count }
+                    if count < 0 && errno != EAGAIN || written == input.count {
+                        close(inputFD)
+                        inputFD = -1
+                    }
+                    continue
+                }
+                let count = buffer.withUnsafeMutableBytes { read(entry.fd, $0.baseAddress, $0.count) }
+                if count < 0 && (errno == EAGAIN || errno == EINTR) { continue }
+                if count <= 0 {
+                    close(entry.fd)
+                    if entry.fd == outputFD { outputFD = -1 } else { errorFD = -1 }
+                    continue
+                }
+                if entry.fd == outputFD {
+                    let room = outputLimit - result.stdout.count
+                    result.stdout.append(contentsOf: buffer[0..<min(count, room)])
+                    if count > room {
+                        result.isOutputTruncated = true
+                        killGroup()
+                        close(outputFD)
+                        outputFD = -1
+                    }
+                } else {
+                    result.stderr.append(contentsOf: buffer[0..<count])
+                    if result.stderr.count > 2 * stderrLimit { result.stderr.removeFirst(result.stderr.count - stderrLimit) }
+                }
+            }
+        }
+        for fd in [inputFD, outputFD, errorFD] where fd >= 0 { close(fd) }
+        if result.stderr.count > stderrLimit { result.stderr.removeFirst(result.stderr.count - stderrLimit) }
+
+        // The streams are closed; the process may still run (it closed them itself). Wait for
+        // it until the deadline, then kill it.
+        var waitStatus: Int32 = 0
+        while true {
+            let reaped = waitpid(pid, &waitStatus, WNOHANG)
+            if reaped == pid || (reaped < 0 && errno != EINTR) { break }
+            if reaped == 0 && Self.nowMs() >= deadline {
+                result.isTimedOut = true
+                killGroup()
+                while waitpid(pid, &waitStatus, 0) < 0 && errno == EINTR {}
+                break
+            }
+            usleep(killed ? 1_000 : 5_000)
+        }
+        // Whatever the tool left running in its group goes with it.
+        kill(-pid, SIGKILL)
+        if waitStatus & 0x7f == 0 {
+            result.exitStatus = (waitStatus >> 8) & 0xff
+        } else {
+            result.signal = waitStatus & 0x7f
+        }
+        return result
+    }
+
+    private static func nowMs() -> Int {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return time.tv_sec * 1000 + time.tv_nsec / 1_000_000
+    }
+}

@@ -1,0 +1,80 @@
+public import TraceCore
+
+/// A tool that is a command: the arguments go to its stdin as one JSON object, it prints its
+/// result as JSON on stdout and exits 0.
+///
+/// Exit status 75 (`EX_TEMPFAIL`) marks a failure worth retrying; any other non-zero status
+/// is a plain failure. The command runs in its own process group, which is killed as a whole
+/// on timeout or when stdout passes `outputLimit`. The tail of stderr is kept for the record.
+public struct SubprocessToolHost: ToolHost {
+    public var command: [String]
+    /// The working directory, or nil for the current one.
+    public var directory: String?
+    public var outputLimit: Int
+
+    /// The status a tool exits with to ask for a retry.
+    public static let retryableExitStatus: Int32 = 75
+
+    public init(command: [String], directory: String? = nil, outputLimit: Int = 1 << 20) {
+        self.command = command
+        self.directory = directory
+        self.outputLimit = outputLimit
+    }
+
+    public func invoke(_ request: ToolRequest) async throws -> ToolOutcome {
+        let process = ChildProcess(
+            command: command, directory: directory, input: JSONWriter.encode(request.arguments) + [0x0A],
+            timeoutMs: request.timeoutMs, outputLimit: outputLimit)
+        let result: ChildProcess.Result
+        do {
+            result = try await process.run()
+        } catch let failure as ChildProcess.SpawnFailure {
+            return .failure(failure.message)
+        }
+        return Self.outcome(of: result, command: command, timeoutMs: request.timeoutMs, outputLimit: outputLimit)
+    }
+
+    static func outcome(of result: ChildProcess.Result, command: [String], timeoutMs: Int, outputLimit: Int) -> ToolOutcome {
+        let stderr = result.stderr.isEmpty ? nil : String(decoding: result.stderr, as: UTF8.self)
+        let lastLine = stderr?.split(whereSeparator: \.isNewline).last.map { ": \($0)" } ?? ""
+        var outcome = ToolOutcome(status: .error, stderr: stderr)
+        let name = command.first ?? "the command"
+        if result.isTimedOut {
+            outcome.error = "\(name) did not finish within \(timeoutMs) ms; its process group was killed"
+            outcome.isRetryable = true
+            outcome.rawOutput = result.stdout.isEmpty ? nil : result.stdout
+            return outcome
+        }
+        if result.isOutputTruncated {
+            outcome.error = "\(name) printed more than \(outputLimit) bytes; its process group was killed"
+            outcome.rawOutput = result.stdout
+            return outcome
+        }
+        if let signal = result.signal {
+            outcome.error = "\(name) was killed by signal \(signal)\(lastLine)"
+            outcome.rawOutput = result.stdout.isEmpty ? nil : result.stdout
+            return outcome
+        }
+        let status = result.exitStatus ?? -1
+        let parsed = try? JSONParser.parse(result.stdout)
+        guard status == 0 else {
+            outcome.error = "\(name) exited with status \(status)\(lastLine)"
+            outcome.isRetryable = status == retryableExitStatus
+            if let parsed { outcome.output = parsed } else if !result.stdout.isEmpty { outcome.rawOutput = result.stdout }
+            return outcome
+        }
+        guard let parsed else {
+            if result.stdout.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
+                outcome.error = "\(name) printed nothing on stdout; a tool must print its result as JSON"
+            } else {
+                let preview = String(decoding: result.stdout.prefix(80), as: UTF8.self)
+                outcome.error = "\(name) printed output that is not JSON: \"\(preview)\(result.stdout.count > 80 ? "…" : "")\""
+                outcome.rawOutput = result.stdout
+            }
+            return outcome
+        }
+        outcome.status = .ok
+        outcome.output = parsed
+        return outcome
+    }
+}

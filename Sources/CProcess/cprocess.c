@@ -1,0 +1,29 @@
+#define _GNU_SOURCE
+#include "cprocess.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+int cprocess_pipe_cloexec(int fds[2]) {
+#if defined(__linux__)
+    return pipe2(fds, O_CLOEXEC);
+#else
+    if (pipe(fds) != 0) return -1;
+    fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+    fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+    return 0;
+#endif
+}
+
+int cprocess_addchdir(posix_spawn_file_actions_t *actions, const char *path) {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 29))
+    return posix_spawn_file_actions_addchdir_np(actions, path);
+#elif defined(__APPLE__)
+    return posix_spawn_file_actions_addchdir_np(actions, path);
+#else
+    (void)actions;
+    (void)path;
+    return ENOSYS;
+#endif
+}

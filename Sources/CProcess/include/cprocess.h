@@ -1,0 +1,14 @@
+#ifndef CPROCESS_H
+#define CPROCESS_H
+
+#include <spawn.h>
+
+/// pipe2(fds, O_CLOEXEC): both ends close on exec, atomically, so a child started by another
+/// thread at the same moment never inherits them.
+int cprocess_pipe_cloexec(int fds[2]);
+
+/// posix_spawn_file_actions_addchdir_np where the C library has it (glibc 2.29+, macOS 10.15+);
+/// returns ENOSYS elsewhere.
+int cprocess_addchdir(posix_spawn_file_actions_t *actions, const char *path);
+
+#endif

@@ -1,0 +1,143 @@
+public import TraceCore
+
+extension ConfigNode {
+    /// The error for a value of the wrong kind: `<what> must be <expected>, found a list`.
+    public func typeError(_ what: String, expected: String) -> ConfigError {
+        ConfigError(.invalidValue, "\(what) must be \(expected), found a \(kindName)", at: location)
+    }
+
+    /// A string, from any scalar (a plain `42` reads as "42", so names and ids can be numbers).
+    public func string(_ what: String) throws(ConfigError) -> String {
+        guard case .scalar(let text, _) = content else { throw typeError(what, expected: "a string") }
+        return text
+    }
+
+    /// A non-empty string.
+    public func nonEmptyString(_ what: String) throws(ConfigError) -> String {
+        let text = try string(what)
+        guard !text.isEmpty else { throw ConfigError(.invalidValue, "\(what) must not be empty", at: location) }
+        return text
+    }
+
+    /// An integer within `range`.
+    public func int(_ what: String, in range: ClosedRange<Int> = Int.min...Int.max) throws(ConfigError) -> Int {
+        guard case .int(let value) = json else { throw typeError(what, expected: "a whole number") }
+        guard range.contains(value) else {
+            let bound =
+                range.upperBound == Int.max ? "at least \(range.lowerBound)" : "between \(range.lowerBound) and \(range.upperBound)"
+            throw ConfigError(.invalidValue, "\(what) must be \(bound), found \(value)", at: location)
+        }
+        return value
+    }
+
+    /// A number (integer or decimal).
+    public func double(_ what: String) throws(ConfigError) -> Double {
+        guard let value = json.doubleValue, case .scalar = content else { throw typeError(what, expected: "a number") }
+        return value
+    }
+
+    /// `true` or `false`.
+    public func bool(_ what: String) throws(ConfigError) -> Bool {
+        guard case .bool(let value) = json, case .scalar = content else { throw typeError(what, expected: "true or false") }
+        return value
+    }
+
+    /// One of `choices` (the raw values of `T`).
+    public func choice<T: RawRepresentable & CaseIterable>(_ what: String, as type: T.Type = T.self) throws(ConfigError) -> T
+    where T.RawValue == String {
+        let text = try string(what)
+        if let value = T(rawValue: text) { return value }
+        let names = T.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
+        throw ConfigError(
+            .invalidValue, "\(what) must be one of \(names), found \"\(text)\"", at: location,
+            hint: Self.suggestion(for: text, among: T.allCases.map(\.rawValue)).map { "did you mean \"\($0)\"?" })
+    }
+
+    /// The items of a list.
+    public func list(_ what: String) throws(ConfigError) -> [ConfigNode] {
+        guard case .sequence(let items) = content else { throw typeError(what, expected: "a list") }
+        return items
+    }
+
+    /// A list of strings, or a single string taken as a list of one.
+    public func strings(_ what: String) throws(ConfigError) -> [String] {
+        if case .scalar = content { return [try string(what)] }
+        var result: [String] = []
+        for item in try list(what) { result.append(try item.string("each item of \(what)")) }
+        return result
+    }
+
+    /// A reader over the keys of a mapping.
+    public func mapping(_ what: String) throws(ConfigError) -> MappingReader {
+        guard case .mapping(let pairs) = content else { throw typeError(what, expected: "a mapping") }
+        return MappingReader(pairs: pairs, location: location, what: what)
+    }
+
+    /// The closest of `names` to `text`, if close enough to be a likely typo.
+    public static func suggestion(for text: String, among names: [String]) -> String? {
+        var best: (name: String, distance: Int)?
+        for name in names {
+            let distance = editDistance(Array(text.lowercased().utf8), Array(name.lowercased().utf8))
+            if distance <= max(1, name.count / 3), distance < (best?.distance ?? .max) { best = (name, distance) }
+        }
+        return best?.name
+    }
+
+    private static func editDistance(_ a: [UInt8], _ b: [UInt8]) -> Int {
+        if a.isEmpty { return b.count }
+        var previous = Array(0...b.count)
+        for i in 1...a.count {
+            var current = [i] + Array(repeating: 0, count: b.count)
+            for j in stride(from: 1, through: b.count, by: 1) {
+                let cost = a[i - 1] == b[j - 1] ? 0 : 1
+                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+            }
+            previous = current
+        }
+        return previous[b.count]
+    }
+}
+
+/// Reads the keys of one mapping, remembering which were read, so that `finish()` can reject
+/// the keys nobody asked for (a typo such as `max_step` fails instead of being ignored).
+public struct MappingReader {
+    public let pairs: [ConfigNode.Pair]
+    /// The mapping itself, for errors about a missing key.
+    public let location: SourceLocation
+    /// What the mapping is, for messages ("the agent", "tool \"search\"").
+    public let what: String
+    private var known: [String] = []
+
+    init(pairs: [ConfigNode.Pair], location: SourceLocation, what: String) {
+        self.pairs = pairs
+        self.location = location
+        self.what = what
+    }
+
+    /// The value under `key`, if present.
+    public mutating func optional(_ key: String) -> ConfigNode? {
+        known.append(key)
+        return pairs.first { $0.key == key }?.value
+    }
+
+    /// The value under `key`; throws if it is missing.
+    public mutating func required(_ key: String, hint: String? = nil) throws(ConfigError) -> ConfigNode {
+        guard let node = optional(key) else {
+            throw ConfigError(.missingKey, "\(what) has no \"\(key)\"", at: location, hint: hint)
+        }
+        return node
+    }
+
+    /// Whether `key` is present (without reading it).
+    public func contains(_ key: String) -> Bool { pairs.contains { $0.key == key } }
+
+    /// Throws on the first key that was never asked for, suggesting the closest known one.
+    public func finish() throws(ConfigError) {
+        for pair in pairs where !known.contains(pair.key) {
+            let suggestion = ConfigNode.suggestion(for: pair.key, among: known)
+            throw ConfigError(
+                .unknownKey, "\(what) has no setting \"\(pair.key)\"", at: pair.keyLocation,
+                hint: suggestion.map { "did you mean \"\($0)\"?" } ?? "known keys: \(known.joined(separator: ", "))")
+        }
+    }
+}

@@ -1,0 +1,170 @@
+import Foundation
+public import TraceCore
+import Yams
+
+/// A node of a YAML (or JSON) config file, with the place it was written.
+///
+/// Config readers walk these nodes by hand instead of decoding through `Codable`, so that every
+/// error points at the line and column of the value that is wrong.
+public struct ConfigNode: Sendable, Hashable {
+    /// What a node holds. Mappings keep their keys in file order.
+    public enum Content: Sendable, Hashable {
+        /// A scalar; `isPlain` is false when it was quoted or a block scalar, so it is a string
+        /// whatever it looks like.
+        case scalar(String, isPlain: Bool)
+        case mapping([Pair])
+        case sequence([ConfigNode])
+    }
+
+    /// One key and its value.
+    public struct Pair: Sendable, Hashable {
+        public var key: String
+        public var keyLocation: SourceLocation
+        public var value: ConfigNode
+    }
+
+    public var content: Content
+    public var location: SourceLocation
+
+    public init(content: Content, location: SourceLocation) {
+        self.content = content
+        self.location = location
+    }
+
+    /// Parses `text` (the contents of `path`) as a single YAML document. JSON is YAML, so JSON
+    /// files read the same way. An empty document is an empty mapping.
+    public static func parse(_ text: String, path: String) throws(ConfigError) -> ConfigNode {
+        let root: Node?
+        do {
+            root = try Yams.compose(yaml: text)
+        } catch let error as YamlError {
+            throw syntaxError(error, path: path)
+        } catch {
+            throw ConfigError(.syntax, "is not valid YAML: \(error)", at: SourceLocation(path: path))
+        }
+        guard let root else {
+            return ConfigNode(content: .mapping([]), location: SourceLocation(path: path, line: 1, column: 1))
+        }
+        return try ConfigNode(root, path: path)
+    }
+
+    /// Reads and parses the file at `path`.
+    public static func load(path: String) throws(ConfigError) -> ConfigNode {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw ConfigError(
+                .unreadable, "cannot read \(path): \(Self.reason(error))", at: SourceLocation(path: path),
+                hint: "check the path; relative paths are resolved from the current directory")
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw ConfigError(.syntax, "is not UTF-8 text", at: SourceLocation(path: path))
+        }
+        return try parse(text, path: path)
+    }
+
+    private static func reason(_ error: any Error) -> String {
+        let nsError = error as NSError
+        if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
+            return String(cString: strerror(Int32(underlying.code)))
+        }
+        if nsError.domain == NSCocoaErrorDomain, nsError.code == NSFileReadNoSuchFileError {
+            return "no such file"
+        }
+        return nsError.localizedDescription
+    }
+
+    private init(_ node: Node, path: String) throws(ConfigError) {
+        let location = SourceLocation(path: path, line: node.mark?.line ?? 0, column: node.mark?.column ?? 0)
+        switch node {
+        case .scalar(let scalar):
+            self.init(content: .scalar(scalar.string, isPlain: scalar.style == .plain || scalar.style == .any), location: location)
+        case .sequence(let sequence):
+            var items: [ConfigNode] = []
+            for item in sequence { items.append(try ConfigNode(item, path: path)) }
+            self.init(content: .sequence(items), location: location)
+        case .mapping(let mapping):
+            var pairs: [Pair] = []
+            var seen: [String: SourceLocation] = [:]
+            for (keyNode, valueNode) in mapping {
+                let key = try ConfigNode(keyNode, path: path)
+                guard case .scalar(let name, _) = key.content else {
+                    throw ConfigError(.invalidValue, "a mapping key must be a plain name, not a \(key.kindName)", at: key.location)
+                }
+                if let first = seen[name] {
+                    throw ConfigError(
+                        .duplicateKey, "the key \"\(name)\" appears twice in this mapping (first at line \(first.line))",
+                        at: key.location, hint: "remove one of them")
+                }
+                seen[name] = key.location
+                pairs.append(Pair(key: name, keyLocation: key.location, value: try ConfigNode(valueNode, path: path)))
+            }
+            self.init(content: .mapping(pairs), location: location)
+        case .alias:
+            throw ConfigError(.invalidValue, "YAML aliases are not supported here; write the value out", at: location)
+        }
+    }
+
+    private static func syntaxError(_ error: YamlError, path: String) -> ConfigError {
+        switch error {
+        case .scanner(_, let problem, let mark, _), .parser(_, let problem, let mark, _), .composer(_, let problem, let mark, _):
+            return ConfigError(
+                .syntax, "is not valid YAML: \(problem)", at: SourceLocation(path: path, line: mark.line, column: mark.column))
+        case .duplicatedKeysInMapping(let duplicates, let context):
+            return ConfigError(
+                .duplicateKey, "the key \"\(duplicates.joined(separator: "\", \""))\" appears twice in one mapping",
+                at: SourceLocation(path: path, line: context.mark.line, column: context.mark.column), hint: "remove one of them")
+        case .reader(let problem, _, _, _):
+            return ConfigError(.syntax, "cannot be read as YAML: \(problem)", at: SourceLocation(path: path))
+        default:
+            return ConfigError(.syntax, "is not valid YAML: \(error)", at: SourceLocation(path: path))
+        }
+    }
+
+    /// "a mapping", "a list", "a string", "a number"… for messages.
+    public var kindName: String {
+        switch content {
+        case .mapping: return "mapping"
+        case .sequence: return "list"
+        case .scalar(let text, let isPlain):
+            guard isPlain else { return "string" }
+            switch Self.resolvePlain(text) {
+            case .null: return "null"
+            case .bool: return "boolean"
+            case .int, .double: return "number"
+            default: return "string"
+            }
+        }
+    }
+
+    /// A plain scalar as YAML 1.2's core schema resolves it.
+    static func resolvePlain(_ text: String) -> JSONValue {
+        switch text {
+        case "", "~", "null", "Null", "NULL": return .null
+        case "true", "True", "TRUE": return .bool(true)
+        case "false", "False", "FALSE": return .bool(false)
+        default: break
+        }
+        if let value = Int(text) { return .int(value) }
+        if text.first.map({ $0.isNumber || $0 == "-" || $0 == "+" || $0 == "." }) == true, let value = Double(text),
+            value.isFinite
+        {
+            return .double(value)
+        }
+        return .string(text)
+    }
+
+    /// The node as a JSON value: plain scalars resolve to null, booleans and numbers; quoted
+    /// scalars stay strings.
+    public var json: JSONValue {
+        switch content {
+        case .scalar(let text, let isPlain): return isPlain ? Self.resolvePlain(text) : .string(text)
+        case .sequence(let items): return .array(items.map(\.json))
+        case .mapping(let pairs):
+            var object = JSONObject()
+            for pair in pairs { object[pair.key] = pair.value.json }
+            return .object(object)
+        }
+    }
+}

@@ -1,0 +1,151 @@
+import AgentRuntime
+import ArgumentParser
+import Foundation
+import TraceCore
+
+/// `agent-eval exec`: run an agent from its agent file and record the run.
+struct ExecCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "exec",
+        abstract: "Run an agent on an input and record the run as an event log.",
+        discussion: """
+            The runtime builds a context packet, asks the model for a decision, validates it, checks policy, runs \
+            the allowed tool calls and records every step, until a stop reason ends the run: success, blocked, \
+            approval_required, budget_exhausted, invalid_decision, policy_denied or tool_failure.
+
+            A run that stopped with approval_required is continued in the same log with --resume and one \
+            --approve or --deny per waiting call.
+
+            Exit codes: 0 the run stopped with success; 1 it stopped for any other reason (including \
+            approval_required); 2 it could not run (bad agent file, unwritable log); 64 usage error.
+
+            Examples:
+              agent-eval exec --agent Fixtures/agents/support/agent.yaml --input "Order A-1042 arrived broken."
+              agent-eval exec --agent Fixtures/agents/support/agent.yaml --resume runs/support-agent-run-….jsonl.gz \\
+                  --approve call-2 --approver maria
+            """
+    )
+
+    @Option(help: "The agent file (YAML). See docs/agent-files.md.")
+    var agent: String
+
+    @Option(help: "The goal or user input for a new run.")
+    var input: String?
+
+    @Option(help: "The directory for the new run's log.")
+    var out = "runs"
+
+    @Option(help: "The log file to write, instead of <out>/<agent>-<run-id>.jsonl.gz.")
+    var log: String?
+
+    @Option(help: "The run id (default: run-<time>-<random>).")
+    var runId: String?
+
+    @Option(help: "Who the run acts for (overrides the agent file's actor), for policy rules.")
+    var actor: String?
+
+    @Option(help: "The entry point the run came through (overrides the agent file's route).")
+    var route: String?
+
+    @Option(help: "Continue the run recorded in this log, which stopped with approval_required.")
+    var resume: String?
+
+    @Option(help: "Approve a waiting call (repeatable), with --resume.")
+    var approve: [String] = []
+
+    @Option(help: "Refuse a waiting call (repeatable), with --resume.")
+    var deny: [String] = []
+
+    @Option(help: "Who approved or refused, recorded with the approval.")
+    var approver: String?
+
+    @Flag(help: "Print a machine-readable summary as JSON.")
+    var json = false
+
+    func validate() throws {
+        switch (input, resume) {
+        case (nil, nil): throw ValidationError("give --input for a new run, or --resume with a stopped run's log")
+        case (.some, .some): throw ValidationError("--input and --resume do not go together")
+        default: break
+        }
+        if resume == nil && !(approve.isEmpty && deny.isEmpty) {
+            throw ValidationError("--approve and --deny only apply with --resume")
+        }
+        if resume != nil && approve.isEmpty && deny.isEmpty {
+            throw ValidationError("--resume needs at least one --approve <call-id> or --deny <call-id>")
+        }
+    }
+
+    func run() async throws {
+        let outcome: RunOutcome
+        do {
+            let runtime = AgentRuntime(agent: try AgentFile.load(path: agent))
+            if let resume {
+                let approvals =
+                    approve.map { ApprovalInput(callId: $0, isGranted: true, approver: approver) }
+                    + deny.map { ApprovalInput(callId: $0, isGranted: false, approver: approver) }
+                outcome = try await runtime.resume(log: resume, approvals: approvals)
+            } else {
+                let id = runId ?? RuntimeEnvironment.live.makeRunId()
+                let path = log ?? "\(out)/\(runtime.agent.name)-\(id).jsonl.gz"
+                try FileManager.default.createDirectory(
+                    atPath: (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent,
+                    withIntermediateDirectories: true)
+                outcome = try await runtime.run(goal: input ?? "", log: path, runId: id, actor: actor, route: route)
+            }
+        } catch {
+            throw reportFailure(error)
+        }
+        if json {
+            printJSON(Self.summary(outcome))
+        } else {
+            for line in Self.describe(outcome, agentPath: agent) { print(line) }
+        }
+        throw outcome.stop.reason == .success ? Exit.success : Exit.failure
+    }
+
+    static func describe(_ outcome: RunOutcome, agentPath: String) -> [String] {
+        let state = outcome.state
+        let stop = outcome.stop
+        var lines: [String] = []
+        var headline = "stopped: \(stop.reason.rawValue)"
+        if let limit = stop.limit { headline += " (\(limit.rawValue))" }
+        lines.append(headline)
+        if let answer = stop.answer { lines.append("answer: \(answer)") }
+        if let error = stop.error { lines.append("why: \(error)") }
+        let denied = state.deniedCalls.count
+        lines.append(
+            "steps: \(outcome.steps), tool calls: \(state.toolCallCount)" + (denied > 0 ? " (+\(denied) denied)" : "")
+                + ", tokens: \(state.usage.totalTokens)")
+        lines.append("log: \(outcome.logPath)")
+        let waiting = state.callsAwaitingApproval
+        if !waiting.isEmpty {
+            let approvals = waiting.map { "--approve \($0.id)" }.joined(separator: " ")
+            lines.append(
+                "waiting for approval: "
+                    + waiting.map { "\($0.id) (\($0.tool) \(JSONWriter.encodeString($0.arguments)))" }.joined(separator: ", "))
+            lines.append("resume: agent-eval exec --agent \(agentPath) --resume \(outcome.logPath) \(approvals)")
+        }
+        return lines
+    }
+
+    static func summary(_ outcome: RunOutcome) -> JSONValue {
+        let state = outcome.state
+        let stop = outcome.stop
+        var object = ObjectBuilder()
+        object.set("run_id", outcome.runId)
+        object.set("log", outcome.logPath)
+        object.set("stop_reason", stop.reason)
+        object.set("limit", stop.limit)
+        object.set("answer", stop.answer)
+        object.set("error", stop.error)
+        object.set("steps", outcome.steps)
+        object.set("tool_calls", state.toolCallCount)
+        object.set("denied_calls", state.deniedCalls.count)
+        object.set("invalid_decisions", state.invalidDecisionCount)
+        object.set(
+            "tokens", JSONValue.object(JSONObject([("input", .int(state.usage.inputTokens)), ("output", .int(state.usage.outputTokens))])))
+        object.set("awaiting_approval", JSONValue.array(state.callsAwaitingApproval.map { .string($0.id) }))
+        return object.json
+    }
+}
