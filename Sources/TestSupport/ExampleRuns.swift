@@ -44,7 +44,7 @@ public enum ExampleRuns {
         let paused = try await runtime.run(goal: "Order A-1042 arrived broken. Refund me and close my account.", log: path)
         guard paused.stop.reason == .approvalRequired else { throw ExampleError("the support run stopped with \(paused.stop.reason)") }
         let resumed = try await runtime.resume(
-            log: path, approvals: [ApprovalInput(callId: "call-3", isGranted: true, approver: "agent:maria")])
+            log: path, approvals: [ApprovalRecorded(callId: "call-3", isGranted: true, approver: "agent:maria")])
         return resumed.state
     }
 

@@ -82,8 +82,8 @@ struct ExecCommand: AsyncParsableCommand {
             let runtime = AgentRuntime(agent: try AgentFile.load(path: agent))
             if let resume {
                 let approvals =
-                    approve.map { ApprovalInput(callId: $0, isGranted: true, approver: approver) }
-                    + deny.map { ApprovalInput(callId: $0, isGranted: false, approver: approver) }
+                    approve.map { ApprovalRecorded(callId: $0, isGranted: true, approver: approver) }
+                    + deny.map { ApprovalRecorded(callId: $0, isGranted: false, approver: approver) }
                 outcome = try await runtime.resume(log: resume, approvals: approvals)
             } else {
                 let id = runId ?? RuntimeEnvironment.live.makeRunId()

@@ -86,6 +86,20 @@ public struct ContextBuilder: Sendable {
             + disclosed.reduce(0) { $0 + JSONWriter.encode($1.json).count }
         let budgetBytes = settings.tokenBudget * 4
 
+        // Counts an item in if it fits the budget; lists it as omitted if not.
+        func fits(id: String, size: Int, kind: String) -> Bool {
+            guard used + size <= budgetBytes else {
+                omitted.append(
+                    OmittedItem(
+                        id: id, reason: .budget,
+                        detail: "\(kind) needs \(ContextSettings.estimateTokens(bytes: size)) tokens, "
+                            + "\(max(0, ContextSettings.estimateTokens(bytes: budgetBytes - used))) left"))
+                return false
+            }
+            used += size
+            return true
+        }
+
         // Observations, newest first, so the most recent survive a tight budget.
         var candidates = Self.observations(of: state, content: content)
         var included: [(observation: Observation, reference: ItemReference)] = []
@@ -106,37 +120,16 @@ public struct ContextBuilder: Sendable {
                 continue
             }
             seen[key] = observation.callId
-            let size = JSONWriter.encode(observation.json).count
-            if used + size > budgetBytes {
-                omitted.append(
-                    OmittedItem(
-                        id: observation.callId, reason: .budget,
-                        detail: "needs \(ContextSettings.estimateTokens(bytes: size)) tokens, "
-                            + "\(max(0, ContextSettings.estimateTokens(bytes: budgetBytes - used))) left"))
-                continue
+            if fits(id: observation.callId, size: JSONWriter.encode(observation.json).count, kind: "the observation") {
+                included.append(candidate)
             }
-            used += size
-            included.append(candidate)
         }
         included.reverse()
         candidates.removeAll()
 
         func fit(_ items: [ContextItem], kind: String) -> [ItemReference] {
-            var references: [ItemReference] = []
-            for item in items {
-                let size = item.id.utf8.count + item.text.utf8.count
-                if used + size > budgetBytes {
-                    omitted.append(
-                        OmittedItem(
-                            id: item.id, reason: .budget,
-                            detail: "\(kind) needs \(ContextSettings.estimateTokens(bytes: size)) tokens, "
-                                + "\(max(0, ContextSettings.estimateTokens(bytes: budgetBytes - used))) left"))
-                    continue
-                }
-                used += size
-                references.append(ItemReference(id: item.id, summary: Self.shortened(item.text)))
-            }
-            return references
+            items.filter { fits(id: $0.id, size: $0.id.utf8.count + $0.text.utf8.count, kind: kind) }
+                .map { ItemReference(id: $0.id, summary: Self.shortened($0.text)) }
         }
         let evidenceReferences = fit(evidence, kind: "evidence")
         let memoryReferences = fit(memory, kind: "memory")

@@ -46,7 +46,7 @@ public struct AgentRuntime: Sendable {
 
     /// Resumes a run that stopped with `approval_required`: records each approval, runs the
     /// approved calls (refused ones become observations) and continues the loop in the same log.
-    public func resume(log path: String, approvals: [ApprovalInput]) async throws(RuntimeError) -> RunOutcome {
+    public func resume(log path: String, approvals: [ApprovalRecorded]) async throws(RuntimeError) -> RunOutcome {
         let writer: LogWriter
         var state = RunState()
         var contents: [String: [UInt8]] = [:]
@@ -92,21 +92,6 @@ public struct AgentRuntime: Sendable {
             try await session.resume(approvals: approvals)
             try await session.loop()
         }
-    }
-}
-
-/// A human's answer to a call that required approval.
-public struct ApprovalInput: Sendable, Hashable {
-    public var callId: String
-    public var isGranted: Bool
-    public var approver: String?
-    public var reason: String?
-
-    public init(callId: String, isGranted: Bool, approver: String? = nil, reason: String? = nil) {
-        self.callId = callId
-        self.isGranted = isGranted
-        self.approver = approver
-        self.reason = reason
     }
 }
 

@@ -254,13 +254,8 @@ final class RunSession {
 
     // MARK: Resuming
 
-    func resume(approvals: [ApprovalInput]) async throws {
-        for approval in approvals {
-            try recorder.record(
-                .approvalRecorded(
-                    ApprovalRecorded(
-                        callId: approval.callId, isGranted: approval.isGranted, approver: approval.approver, reason: approval.reason)))
-        }
+    func resume(approvals: [ApprovalRecorded]) async throws {
+        for approval in approvals { try recorder.record(.approvalRecorded(approval)) }
         // The calls of the decision that stopped for approval: run the approved ones now.
         let step = state.step
         let pending = state.calls.filter { $0.step == step }

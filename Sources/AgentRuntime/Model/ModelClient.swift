@@ -81,6 +81,11 @@ public struct ModelReply: Sendable, Hashable {
         self.latencyUs = latencyUs
         self.costUSD = costUSD
     }
+
+    /// A reply carrying a decision object such as `{"answer": "…"}`, as JSON text.
+    public init(decision: JSONValue, usage: TokenUsage? = nil) {
+        self.init(raw: JSONWriter.encodeString(decision), usage: usage)
+    }
 }
 
 /// Something that turns a request into a reply: a scripted model, a replay of a log, or (in

@@ -21,26 +21,8 @@ public import TraceCore
 /// exercises the same parsing as a live one. Without `usage`, input tokens are the packet's
 /// estimate and output tokens a quarter of the reply's bytes, rounded up.
 public struct ScriptedModel: ModelClient {
-    /// One scripted reply.
-    public struct Reply: Sendable, Hashable {
-        /// The raw text the model "returns".
-        public var raw: String
-        public var usage: TokenUsage?
-        public var latencyUs: Int?
-        public var costUSD: Double?
-
-        public init(raw: String, usage: TokenUsage? = nil, latencyUs: Int? = nil, costUSD: Double? = nil) {
-            self.raw = raw
-            self.usage = usage
-            self.latencyUs = latencyUs
-            self.costUSD = costUSD
-        }
-
-        /// A reply carrying a decision object such as `{"answer": "…"}`.
-        public init(decision: JSONValue, usage: TokenUsage? = nil) {
-            self.init(raw: JSONWriter.encodeString(decision), usage: usage)
-        }
-    }
+    /// One scripted reply: the raw text the model "returns", and what it reports it cost.
+    public typealias Reply = ModelReply
 
     /// A reply given when its condition holds.
     public struct Rule: Sendable, Hashable {
@@ -103,8 +85,9 @@ public struct ScriptedModel: ModelClient {
                 "the script \"\(name)\" has no reply for decision \(request.decisionIndex + 1): its \(decisions.count) "
                     + "decisions are used up and no rule matches")
         }
-        let usage = chosen.usage ?? TokenUsage(input: request.packet.tokenEstimate, output: (chosen.raw.utf8.count + 3) / 4)
-        return ModelReply(raw: chosen.raw, usage: usage, latencyUs: chosen.latencyUs, costUSD: chosen.costUSD)
+        var reply = chosen
+        reply.usage = chosen.usage ?? TokenUsage(input: request.packet.tokenEstimate, output: (chosen.raw.utf8.count + 3) / 4)
+        return reply
     }
 }
 
