@@ -38,7 +38,7 @@ public struct ConfigNode: Sendable, Hashable {
         do {
             root = try Yams.compose(yaml: text)
         } catch let error as YamlError {
-            throw syntaxError(error, path: path)
+            throw syntaxError(error, path: path, text: text)
         } catch {
             throw ConfigError(.syntax, "is not valid YAML: \(error)", at: SourceLocation(path: path))
         }
@@ -106,12 +106,18 @@ public struct ConfigNode: Sendable, Hashable {
         }
     }
 
-    private static func syntaxError(_ error: YamlError, path: String) -> ConfigError {
+    private static func syntaxError(_ error: YamlError, path: String, text: String) -> ConfigError {
         switch error {
         case .scanner(_, let problem, let mark, _), .parser(_, let problem, let mark, _), .composer(_, let problem, let mark, _):
             return ConfigError(
                 .syntax, "is not valid YAML: \(problem)", at: SourceLocation(path: path, line: mark.line, column: mark.column))
         case .duplicatedKeysInMapping(let duplicates, let context):
+            let key = duplicates.first ?? ""
+            if let (first, second) = repeatedKey(key, in: text, from: context.mark.line) {
+                return ConfigError(
+                    .duplicateKey, "the key \"\(key)\" appears twice in this mapping (first at line \(first.line))",
+                    at: SourceLocation(path: path, line: second.line, column: second.column), hint: "remove one of them")
+            }
             return ConfigError(
                 .duplicateKey, "the key \"\(duplicates.joined(separator: "\", \""))\" appears twice in one mapping",
                 at: SourceLocation(path: path, line: context.mark.line, column: context.mark.column), hint: "remove one of them")
@@ -120,6 +126,26 @@ public struct ConfigNode: Sendable, Hashable {
         default:
             return ConfigError(.syntax, "is not valid YAML: \(error)", at: SourceLocation(path: path))
         }
+    }
+
+    /// Where `key` is written twice at the same indentation, from line `start` on (Yams names
+    /// only the mapping; people need the line of the repeat).
+    private static func repeatedKey(_ key: String, in text: String, from start: Int) -> (
+        first: (line: Int, column: Int), second: (line: Int, column: Int)
+    )? {
+        var seen: [Int: Int] = [:]
+        for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() where index + 1 >= start {
+            var rest = Substring(line)
+            var column = 1
+            while let first = rest.first, first == " " || first == "-" {
+                rest = rest.dropFirst()
+                column += 1
+            }
+            guard rest.hasPrefix(key), rest.dropFirst(key.count).drop(while: { $0 == " " }).first == ":" else { continue }
+            if let firstLine = seen[column] { return ((firstLine, column), (index + 1, column)) }
+            seen[column] = index + 1
+        }
+        return nil
     }
 
     /// "a mapping", "a list", "a string", "a number"… for messages.

@@ -67,8 +67,8 @@ public struct SubprocessToolHost: ToolHost {
             if result.stdout.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
                 outcome.error = "\(name) printed nothing on stdout; a tool must print its result as JSON"
             } else {
-                let preview = String(decoding: result.stdout.prefix(80), as: UTF8.self)
-                outcome.error = "\(name) printed output that is not JSON: \"\(preview)\(result.stdout.count > 80 ? "…" : "")\""
+                let preview = String(decoding: result.stdout.prefix(80), as: UTF8.self) + (result.stdout.count > 80 ? "…" : "")
+                outcome.error = "\(name) printed output that is not JSON: \(JSONWriter.encodeString(.string(preview)))"
                 outcome.rawOutput = result.stdout
             }
             return outcome

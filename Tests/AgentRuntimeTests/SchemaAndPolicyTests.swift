@@ -1,0 +1,198 @@
+import AgentRuntime
+import ConfigFile
+import Testing
+import TraceCore
+
+@Suite("Tool input schemas")
+struct SchemaTests {
+    static let order: JSONValue = [
+        "type": "object",
+        "required": ["order_id", "items"],
+        "additionalProperties": false,
+        "properties": [
+            "order_id": ["type": "string", "pattern": "^A-[0-9]+$"],
+            "reason": ["enum": ["damaged", "late"]],
+            "express": ["type": "boolean"],
+            "address": [
+                "type": "object", "required": ["country"],
+                "properties": ["country": ["type": "string", "minLength": 2, "maxLength": 2], "zip": ["type": ["string", "null"]]],
+            ],
+            "items": [
+                "type": "array", "minItems": 1, "maxItems": 3,
+                "items": [
+                    "type": "object", "required": ["sku", "qty"],
+                    "properties": ["sku": ["type": "string"], "qty": ["type": "integer", "minimum": 1]],
+                ],
+            ],
+            "amount": ["type": "number", "exclusiveMinimum": 0, "maximum": 500],
+        ],
+    ]
+
+    static let valid: JSONValue = [
+        "order_id": "A-1", "reason": "late", "express": true, "address": ["country": "DE", "zip": nil], "items": [["sku": "M1", "qty": 2]],
+        "amount": 12.5,
+    ]
+
+    @Test("a conforming value passes")
+    func conforms() throws {
+        #expect(try JSONSchema(json: Self.order).violation(of: Self.valid) == nil)
+        #expect(try JSONSchema(json: ["type": "integer"]).violation(of: .double(3.0)) == nil)
+    }
+
+    static func replacing(_ key: String, with value: JSONValue?) -> JSONValue {
+        var object = valid.objectValue ?? JSONObject()
+        object[key] = value
+        return .object(object)
+    }
+
+    @Test(
+        "each violation names the exact place and what is wrong",
+        arguments: [
+            (replacing("order_id", with: 7), "arguments.order_id must be a string, found an integer (7)"),
+            (replacing("order_id", with: "B-1"), #"arguments.order_id must match the pattern ^A-[0-9]+$, found a string ("B-1")"#),
+            (replacing("order_id", with: nil), #"arguments is missing the required field "order_id""#),
+            (replacing("reason", with: "bored"), #"arguments.reason must be one of "damaged", "late", found a string ("bored")"#),
+            (replacing("express", with: "yes"), #"arguments.express must be a boolean, found a string ("yes")"#),
+            (replacing("address", with: ["zip": "1"]), #"arguments.address is missing the required field "country""#),
+            (replacing("address", with: ["country": "DEU"]), "arguments.address.country must be at most 2 characters long, found 3"),
+            (
+                replacing("address", with: ["country": "DE", "zip": 1]),
+                "arguments.address.zip must be a string or null, found an integer (1)"
+            ),
+            (replacing("items", with: []), "arguments.items must have at least 1 items, found 0"),
+            (
+                replacing("items", with: [["sku": "M1", "qty": 1], ["sku": 5, "qty": 1]]),
+                "arguments.items[1].sku must be a string, found an integer (5)"
+            ),
+            (replacing("items", with: [["sku": "M1", "qty": 0]]), "arguments.items[0].qty must be at least 1, found an integer (0)"),
+            (replacing("items", with: [["sku": "M1"]]), #"arguments.items[0] is missing the required field "qty""#),
+            (replacing("amount", with: 0), "arguments.amount must be greater than 0, found an integer (0)"),
+            (replacing("amount", with: 501.5), "arguments.amount must be at most 500, found a number (501.5)"),
+            (
+                replacing("coupon", with: "X"),
+                #"arguments has an unexpected field "coupon" (allowed: "address", "amount", "express", "items", "order_id", "reason")"#
+            ),
+            ("not an object", "arguments must be an object, found a string (\"not an object\")"),
+        ])
+    func violations(_ value: JSONValue, _ message: String) throws {
+        #expect(try JSONSchema(json: Self.order).violation(of: value) == message)
+    }
+
+    @Test(
+        "a schema this runtime cannot check is rejected when it is read",
+        arguments: [
+            (
+                ["type": "int"] as JSONValue,
+                #"type names an unknown type "int" (known: string, integer, number, boolean, object, array, null)"#
+            ),
+            (["type": "object", "propertys": [:]], "propertys is not a supported schema keyword"),
+            (["properties": ["a": ["minimum": "1"]]], "properties.a.minimum must be a number, found a string"),
+            (["pattern": "(unclosed"], "pattern is not a valid regular expression: (unclosed"),
+            (["required": ["b"], "properties": ["a": [:]]], #"required names "b", which is not among the properties"#),
+        ] as [(JSONValue, String)])
+    func badSchemas(_ schema: JSONValue, _ message: String) {
+        #expect(throws: SchemaError.self) { try JSONSchema(json: schema) }
+        do {
+            _ = try JSONSchema(json: schema)
+        } catch {
+            #expect(error.sentence.hasPrefix(message))
+        }
+    }
+}
+
+@Suite("Policy rules")
+struct PolicyTests {
+    static let refund = ToolSpec(name: "refund_order", description: "", inputSchema: ["type": "object"], sideEffect: .write)
+    static let lookup = ToolSpec(name: "lookup_order", description: "", inputSchema: ["type": "object"], sideEffect: .read)
+    static let delete = ToolSpec(name: "delete_customer", description: "", inputSchema: ["type": "object"], sideEffect: .write)
+
+    static let policy: RulePolicy = {
+        var large = PolicyRule(id: "large", verdict: .deny, reason: "too large")
+        large.tools = [Glob("refund_*")]
+        large.arguments = [ArgumentCondition(path: ["amount", "cents"], test: .atLeast(50_000))]
+        var deletes = PolicyRule(id: "no-deletes", verdict: .deny, reason: "never")
+        deletes.tools = [Glob("delete_*")]
+        var reads = PolicyRule(id: "reads", verdict: .allow)
+        reads.sideEffects = [.read]
+        var needsApproval = PolicyRule(id: "approval", verdict: .approvalRequired)
+        needsApproval.tools = [Glob("refund_order")]
+        needsApproval.isApproved = false
+        var agents = PolicyRule(id: "staff", verdict: .allow)
+        agents.actors = [Glob("staff:*")]
+        var lowBudget = PolicyRule(id: "low-budget", verdict: .deny, reason: "budget")
+        lowBudget.toolCallsLeftBelow = 1
+        return RulePolicy(
+            name: "p", rules: [large, deletes, reads, lowBudget, agents, needsApproval],
+            defaultDecision: PolicyDecision(.allow, reason: "fallthrough", rule: "default"))
+    }()
+
+    func verdict(
+        _ tool: ToolSpec, _ arguments: JSONValue = [:], actor: String? = "customer:1", state: RunState = RunState(),
+        limits: RunLimits = RunLimits()
+    )
+        -> PolicyDecision
+    {
+        Self.policy.decide(
+            PolicyQuery(
+                call: ToolCall(id: "c", name: tool.name, arguments: arguments), tool: tool, actor: actor, route: "chat", state: state,
+                limits: limits))
+    }
+
+    @Test("the first matching rule wins; no match gives the default")
+    func firstMatchWins() {
+        #expect(verdict(Self.lookup).rule == "reads")
+        #expect(verdict(Self.delete) == PolicyDecision(.deny, reason: "never", rule: "no-deletes"))
+        #expect(verdict(Self.refund, ["amount": ["cents": 60_000]]).rule == "large")
+        #expect(verdict(Self.refund, ["amount": ["cents": 100]]).rule == "approval")
+        #expect(verdict(Self.refund, ["amount": ["cents": 100]], actor: "staff:maria").rule == "staff")
+        #expect(verdict(Self.delete, actor: "staff:maria").rule == "no-deletes")
+    }
+
+    @Test("approvals already given and the remaining budget change the verdict")
+    func approvalsAndBudget() {
+        var state = RunState()
+        var approved = ToolCallRecord(id: "call-1", tool: "refund_order", step: 1, arguments: [:])
+        approved.approval = ApprovalRecorded(callId: "call-1", isGranted: true)
+        state.calls = [approved]
+        #expect(verdict(Self.refund, ["amount": ["cents": 100]], state: state).rule == "default")
+        var used = ToolCallRecord(id: "call-2", tool: "lookup_order", step: 1, arguments: [:])
+        used.attempts = 1
+        state.calls.append(used)
+        #expect(verdict(Self.refund, ["amount": ["cents": 100]], state: state, limits: RunLimits(maxToolCalls: 1)).rule == "low-budget")
+    }
+
+    @Test("tools that a static rule denies are not disclosed to the model")
+    func disclosure() {
+        #expect(Self.policy.discloses(Self.delete, actor: nil, route: nil).isDisclosed == false)
+        #expect(Self.policy.discloses(Self.lookup, actor: nil, route: nil).isDisclosed)
+        // The large-refund rule looks at arguments, so refunds stay visible.
+        #expect(Self.policy.discloses(Self.refund, actor: nil, route: nil).isDisclosed)
+    }
+
+    @Test(
+        "argument conditions",
+        arguments: [
+            (ArgumentCondition.Test.equals("EUR"), ["currency": "EUR"] as JSONValue, true),
+            (.equals("EUR"), ["currency": "USD"], false),
+            (.oneOf(["EUR", "USD"]), ["currency": "USD"], true),
+            (.matches("^E"), ["currency": "EUR"], true),
+            (.matches("^E"), ["currency": 5], false),
+            (.atMost(10), ["currency": 10], true),
+            (.atLeast(10), ["currency": 9.5], false),
+            (.exists(true), ["other": 1], false),
+            (.exists(false), ["other": 1], true),
+        ] as [(ArgumentCondition.Test, JSONValue, Bool)])
+    func conditions(_ test: ArgumentCondition.Test, _ arguments: JSONValue, _ holds: Bool) {
+        #expect(ArgumentCondition(path: ["currency"], test: test).holds(in: arguments) == holds)
+    }
+
+    @Test(
+        "globs",
+        arguments: [
+            ("delete_*", "delete_customer", true), ("delete_*", "undelete", false), ("*_order", "refund_order", true), ("a?c", "abc", true),
+            ("a?c", "ac", false), ("*", "", true),
+        ])
+    func globs(_ pattern: String, _ text: String, _ matches: Bool) {
+        #expect(Glob(pattern).matches(text) == matches)
+    }
+}
