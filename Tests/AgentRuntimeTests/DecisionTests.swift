@@ -8,15 +8,17 @@ import TraceLog
 
 @Suite("Typed decisions and invalid model output")
 struct DecisionTests {
-    static let registry = ToolRegistry([
-        try! Tool(
+    let parser: DecisionParser
+
+    init() throws {
+        let refund = try Tool(
             spec: ToolSpec(
                 name: "refund", description: "",
                 inputSchema: ["type": "object", "required": ["amount"], "properties": ["amount": ["type": "integer", "minimum": 1]]],
                 sideEffect: .write),
             host: ClosureToolHost { _ in nil })
-    ])
-    let parser = DecisionParser(tools: registry)
+        parser = DecisionParser(tools: ToolRegistry([refund]))
+    }
 
     @Test(
         "valid replies parse into typed decisions, with runtime-assigned call ids",
