@@ -72,6 +72,13 @@ let package = Package(
             path: "Benchmarks/LogBenchmark",
             swiftSettings: strictSettings
         ),
+        // `swift run -c release runtime-benchmark` (see README, Performance).
+        .executableTarget(
+            name: "runtime-benchmark",
+            dependencies: ["TraceCore", "TraceLog", "AgentRuntime"],
+            path: "Benchmarks/RuntimeBenchmark",
+            swiftSettings: strictSettings
+        ),
         .target(
             name: "TestSupport",
             dependencies: ["TraceCore", "TraceLog", "AgentRuntime"],

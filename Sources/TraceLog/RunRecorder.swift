@@ -11,6 +11,7 @@ public final class RunRecorder {
     /// The step the next events belong to.
     public var step: Int
     private let clock: @Sendable () -> Int
+    private var digester = StateDigester()
 
     /// Records into `writer`, timestamping events with `clock` (microseconds since the epoch).
     /// `state` is the fold of what the log already holds (empty for a new log).
@@ -33,7 +34,7 @@ public final class RunRecorder {
     /// then moves on to the next step.
     @discardableResult
     public func endStep() throws -> Event {
-        let event = try record(.stepEnded(StepEnded(stateDigest: state.digest)))
+        let event = try record(.stepEnded(StepEnded(stateDigest: digester.digest(of: state))))
         step += 1
         return event
     }

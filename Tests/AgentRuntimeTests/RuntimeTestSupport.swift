@@ -31,7 +31,7 @@ final class CallCounter: Sendable {
 }
 
 func tool(
-    _ name: String, sideEffect: SideEffect = .read, schema: JSONValue = objectSchema, timeoutMs: Int = 5_000,
+    _ name: String, sideEffect: SideEffect = .read, schema: JSONValue = objectSchema, timeoutMs: Int = 120_000,
     retry: RetryPolicy = RetryPolicy(), _ body: @escaping @Sendable (ToolRequest) async throws -> ToolOutcome
 ) throws -> Tool {
     try Tool(

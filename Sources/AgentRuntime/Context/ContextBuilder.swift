@@ -64,9 +64,42 @@ public struct ContextBuilder: Sendable {
         public var disclosedTools: [ToolSpec]
     }
 
-    /// Builds the packet for the decision of step `currentStep` of `state`. `content` looks up stored content
-    /// by hash (for outputs too large to sit in the log's events).
+    /// What earlier builds of the same run worked out, so that each build costs what changed:
+    /// the observation of each finished call and its encoded size, and the tools' sizes.
+    public struct Cache: Sendable {
+        struct Entry: Sendable {
+            var mark: Mark
+            var observation: Observation
+            var reference: ItemReference
+            var size: Int
+            /// Hash of the observation without its id and step, for finding duplicates.
+            var resultHash: Int
+        }
+
+        /// What of a call an observation depends on; the fold changes a call only through these.
+        struct Mark: Equatable, Sendable {
+            var results: Int
+            var verdict: Verdict?
+            var approval: ApprovalRecorded?
+        }
+
+        var entries: [String: Entry] = [:]
+        var toolSizes: [String: Int] = [:]
+
+        public init() {}
+    }
+
+    /// Builds the packet for the decision of step `currentStep` of `state`. `content` looks up
+    /// stored content by hash (for outputs too large to sit in the log's events).
     public func build(state: RunState, step currentStep: Int, promptHash: String?, content: (String) -> JSONValue?) -> Built {
+        var cache = Cache()
+        return build(state: state, step: currentStep, promptHash: promptHash, cache: &cache, content: content)
+    }
+
+    /// The same, reusing (and updating) what earlier builds of this run found.
+    public func build(state: RunState, step currentStep: Int, promptHash: String?, cache: inout Cache, content: (String) -> JSONValue?)
+        -> Built
+    {
         let goal = state.start?.goal ?? ""
         let actor = state.start?.actor
         let route = state.start?.route
@@ -83,7 +116,12 @@ public struct ContextBuilder: Sendable {
         let summary = Self.summary(of: state, step: currentStep)
         var used =
             instructions.utf8.count + goal.utf8.count + summary.utf8.count
-            + disclosed.reduce(0) { $0 + JSONWriter.encode($1.json).count }
+            + disclosed.reduce(0) { total, spec in
+                if let size = cache.toolSizes[spec.name] { return total + size }
+                let size = JSONWriter.encode(spec.json).count
+                cache.toolSizes[spec.name] = size
+                return total + size
+            }
         let budgetBytes = settings.tokenBudget * 4
 
         // Counts an item in if it fits the budget; lists it as omitted if not.
@@ -101,9 +139,9 @@ public struct ContextBuilder: Sendable {
         }
 
         // Observations, newest first, so the most recent survive a tight budget.
-        var candidates = Self.observations(of: state, content: content)
+        var candidates = Self.observations(of: state, cache: &cache, content: content)
         var included: [(observation: Observation, reference: ItemReference)] = []
-        var seen: [Observation: String] = [:]
+        var seen: [Int: [Observation]] = [:]
         for candidate in candidates.reversed() {
             let observation = candidate.observation
             if let maxAge = settings.maxObservationAgeSteps, currentStep - observation.step > maxAge {
@@ -112,16 +150,13 @@ public struct ContextBuilder: Sendable {
                         id: observation.callId, reason: .staleness, detail: "from step \(observation.step), older than \(maxAge) steps"))
                 continue
             }
-            var key = observation
-            key.callId = ""
-            key.step = 0
-            if let newer = seen[key] {
-                omitted.append(OmittedItem(id: observation.callId, reason: .duplicate, detail: "same call and result as \(newer)"))
+            if let newer = seen[candidate.resultHash]?.first(where: { Self.sameResult($0, observation) }) {
+                omitted.append(OmittedItem(id: observation.callId, reason: .duplicate, detail: "same call and result as \(newer.callId)"))
                 continue
             }
-            seen[key] = observation.callId
-            if fits(id: observation.callId, size: JSONWriter.encode(observation.json).count, kind: "the observation") {
-                included.append(candidate)
+            seen[candidate.resultHash, default: []].append(observation)
+            if fits(id: observation.callId, size: candidate.size, kind: "the observation") {
+                included.append((observation, candidate.reference))
             }
         }
         included.reverse()
@@ -141,11 +176,21 @@ public struct ContextBuilder: Sendable {
         return Built(packet: packet, observations: included.map(\.observation), disclosedTools: disclosed)
     }
 
-    /// Every finished call as an observation, in proposal order.
-    static func observations(of state: RunState, content: (String) -> JSONValue?) -> [(observation: Observation, reference: ItemReference)]
-    {
-        var result: [(Observation, ItemReference)] = []
+    static func sameResult(_ a: Observation, _ b: Observation) -> Bool {
+        a.tool == b.tool && a.status == b.status && a.arguments == b.arguments && a.output == b.output && a.error == b.error
+    }
+
+    /// Every finished call as an observation, in proposal order; calls unchanged since the
+    /// last build come from the cache.
+    static func observations(of state: RunState, cache: inout Cache, content: (String) -> JSONValue?) -> [Cache.Entry] {
+        var result: [Cache.Entry] = []
+        result.reserveCapacity(state.calls.count)
         for call in state.calls {
+            let mark = Cache.Mark(results: call.results.count, verdict: call.verdict?.verdict, approval: call.approval)
+            if let entry = cache.entries[call.id], entry.mark == mark {
+                result.append(entry)
+                continue
+            }
             let status: String
             var output: JSONValue?
             var error: String?
@@ -168,7 +213,18 @@ public struct ContextBuilder: Sendable {
                 callId: call.id, tool: call.tool, step: call.step, arguments: call.arguments, status: status, output: output, error: error)
             var brief = "\(call.tool) \(status)"
             if let error { brief += ": \(error)" } else if let output { brief += ": " + JSONWriter.encodeString(output) }
-            result.append((observation, ItemReference(id: call.id, summary: shortened(brief), contentHash: contentHash)))
+            var hasher = Hasher()
+            hasher.combine(observation.tool)
+            hasher.combine(observation.status)
+            hasher.combine(observation.arguments)
+            hasher.combine(observation.output)
+            hasher.combine(observation.error)
+            let entry = Cache.Entry(
+                mark: mark, observation: observation,
+                reference: ItemReference(id: call.id, summary: shortened(brief), contentHash: contentHash),
+                size: JSONWriter.encode(observation.json).count, resultHash: hasher.finalize())
+            cache.entries[call.id] = entry
+            result.append(entry)
         }
         return result
     }

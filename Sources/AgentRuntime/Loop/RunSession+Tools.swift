@@ -1,3 +1,4 @@
+import Synchronization
 import TraceCore
 import TraceLog
 
@@ -62,34 +63,36 @@ extension RunSession {
     }
 
     /// One attempt: the host's answer, or a timeout, or the error it threw — never a throw.
+    ///
+    /// The host runs in a task this function owns and awaits; the shared watchdog cancels it
+    /// at the deadline. Hosts that stop their own work on timeout (subprocesses) get a grace
+    /// period to report it themselves. A host that ignores cancellation is waited for, and
+    /// its late answer is recorded as the timeout it was.
     static func attempt(_ tool: Tool, _ request: ToolRequest, environment: RuntimeEnvironment) async -> (ToolOutcome, Int) {
         let started = ContinuousClock.now
-        let outcome = await withTaskGroup(of: ToolOutcome?.self) { group in
-            group.addTask {
-                do {
-                    return try await tool.host.invoke(request)
-                } catch is CancellationError {
-                    return nil
-                } catch {
-                    return .failure("the tool host failed: \(error)")
-                }
+        let work = Task {
+            do {
+                return try await tool.host.invoke(request)
+            } catch is CancellationError {
+                return ToolOutcome.failure("\(request.tool) was cancelled")
+            } catch {
+                return ToolOutcome.failure("the tool host failed: \(error)")
             }
-            group.addTask {
-                // Hosts that kill their own work on timeout get a grace period to say so.
-                let grace = tool.host is SubprocessToolHost ? 2_000 : 0
-                try? await Task.sleep(for: .milliseconds(request.timeoutMs + grace))
-                return Task.isCancelled
-                    ? nil : .failure("\(request.tool) did not finish within \(request.timeoutMs) ms and was cancelled", isRetryable: true)
-            }
-            var result: ToolOutcome?
-            for await candidate in group {
-                if let candidate {
-                    result = candidate
-                    group.cancelAll()
-                    break
-                }
-            }
-            return result ?? .failure("\(request.tool) was cancelled")
+        }
+        let timedOut = Mutex(false)
+        let grace = tool.host is SubprocessToolHost ? 2_000 : 0
+        let alarm = Watchdog.shared.schedule(at: started + .milliseconds(request.timeoutMs + grace)) {
+            timedOut.withLock { $0 = true }
+            work.cancel()
+        }
+        var outcome = await withTaskCancellationHandler {
+            await work.value
+        } onCancel: {
+            work.cancel()
+        }
+        Watchdog.shared.cancel(alarm)
+        if timedOut.withLock({ $0 }) {
+            outcome = .failure("\(request.tool) did not finish within \(request.timeoutMs) ms and was cancelled", isRetryable: true)
         }
         return (outcome, environment.recordedDuration(ContinuousClock.now - started))
     }

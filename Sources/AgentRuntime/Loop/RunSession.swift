@@ -15,6 +15,7 @@ final class RunSession {
     let priorActiveUs: Int
     let sessionStartUs: Int
     var promptHash: String?
+    var contextCache = ContextBuilder.Cache()
 
     init(agent: Agent, environment: RuntimeEnvironment, recorder: RunRecorder, contents: [String: [UInt8]]) {
         self.agent = agent
@@ -115,7 +116,7 @@ final class RunSession {
     }
 
     func takeStep() async throws {
-        let built = context.build(state: state, step: recorder.step, promptHash: promptHash) { [contents] hash in
+        let built = context.build(state: state, step: recorder.step, promptHash: promptHash, cache: &contextCache) { [contents] hash in
             contents[hash].flatMap { try? JSONParser.parse($0) }
         }
         try recorder.record(.contextBuilt(built.packet))

@@ -25,9 +25,16 @@ extension RunState {
         return object.json
     }
 
-    /// `sha256:<hex>` of the canonical JSON of the state: what `step_ended` records.
+    /// What `step_ended` records: `sha256:<hex>` of the canonical JSON of the state's digest
+    /// view. The view is `json` with each list (`decisions`, `calls`, `contents`, `anomalies`)
+    /// replaced by `{"count": n, "chain": c}`, where `c` chains the SHA-256 of each element's
+    /// canonical JSON (`c_i = hex(sha256(c_{i-1} + "\n" + json(e_i)))`, `c_0` = 64 zeros),
+    /// and `start` by the `sha256:` of its canonical JSON. So a digest changes with any field of
+    /// the state, yet a long-lived `StateDigester` updates it in time proportional to what
+    /// changed. This computes it from scratch.
     public var digest: String {
-        ContentHash.sha256(JSONWriter.encode(json))
+        var digester = StateDigester()
+        return digester.digest(of: self)
     }
 }
 

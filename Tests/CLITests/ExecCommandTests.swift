@@ -1,0 +1,93 @@
+import Foundation
+import TestSupport
+import Testing
+import TraceCore
+import TraceLog
+
+@Suite("agent-eval exec")
+struct ExecCommandTests {
+    @Test("runs the support example: stops for approval (exit 1), resumes with --approve to success (exit 0)")
+    func supportRoundTrip() throws {
+        try TemporaryDirectory.with { directory in
+            let log = directory.path("support.jsonl.gz")
+            let agent = ExampleRuns.agentPath("support")
+            let first = try agentEval(["exec", "--agent", agent, "--input", "Order A-1042 arrived broken.", "--log", log])
+            #expect(first.status == 1)
+            #expect(first.stdoutText.hasPrefix("stopped: approval_required\n"))
+            #expect(first.stdoutText.contains("waiting for approval: call-3 (refund_order"))
+            #expect(first.stdoutText.contains("resume: agent-eval exec --agent \(agent) --resume \(log) --approve call-3"))
+
+            let second = try agentEval(["exec", "--agent", agent, "--resume", log, "--approve", "call-3", "--approver", "maria", "--json"])
+            #expect(second.status == 0)
+            let summary = try JSONParser.parse(second.stdout)
+            #expect(summary["stop_reason"] == "success")
+            #expect(summary["steps"] == 3)
+            #expect(summary["tool_calls"] == 3)
+            #expect(summary["denied_calls"] == 1)
+            #expect(summary["log"] == .string(log))
+            #expect(summary["awaiting_approval"] == [])
+            #expect(summary["answer"]?.stringValue?.contains("rf-9") == true)
+            // The real gzip agrees the log is whole.
+            #expect(try Subprocess.run(gzipPath, ["-t", log]).status == 0)
+        }
+    }
+
+    @Test("a new run's log goes to <out>/<agent>-<run-id>.jsonl.gz, and the run id is sortable by time")
+    func defaultLogPath() throws {
+        try TemporaryDirectory.with { directory in
+            let result = try agentEval(
+                ["exec", "--agent", ExampleRuns.agentPath("research"), "--input", "zstd?", "--out", directory.path("runs"), "--json"])
+            #expect(result.status == 1)
+            let summary = try JSONParser.parse(result.stdout)
+            #expect(summary["stop_reason"] == "budget_exhausted")
+            #expect(summary["limit"] == "token_budget")
+            let runId = try #require(summary["run_id"]?.stringValue)
+            #expect(runId.wholeMatch(of: /run-\d{8}-\d{6}-[0-9a-f]{8}/) != nil)
+            #expect(summary["log"] == .string(directory.path("runs/research-agent-\(runId).jsonl.gz")))
+            #expect(FileManager.default.fileExists(atPath: directory.path("runs/research-agent-\(runId).jsonl.gz")))
+        }
+    }
+
+    @Test("a bad agent file: exit 2, the message with file:line:column and a hint, nothing written")
+    func badAgentFile() throws {
+        try TemporaryDirectory.with { directory in
+            let agent = directory.path("agent.yaml")
+            try "name: x\nmodel: {script: s.yaml}\ntools: []\nlimits: {max_step: 3}\n".write(
+                toFile: agent, atomically: true, encoding: .utf8)
+            try "decisions: [{answer: hi}]\n".write(toFile: directory.path("s.yaml"), atomically: true, encoding: .utf8)
+            let result = try agentEval(["exec", "--agent", agent, "--input", "hi", "--out", directory.path("runs")])
+            #expect(result.status == 2)
+            #expect(
+                result.stderr == """
+                    error: limits has no setting "max_step"
+                      --> \(agent):4:10
+                    hint: did you mean "max_steps"?
+
+                    """)
+            #expect(!FileManager.default.fileExists(atPath: directory.path("runs")))
+        }
+    }
+
+    @Test("usage errors exit 64 with a clear message")
+    func usage() throws {
+        let agent = ExampleRuns.agentPath("support")
+        let neither = try agentEval(["exec", "--agent", agent])
+        #expect(neither.status == 64)
+        #expect(neither.stderr.contains("give --input for a new run, or --resume with a stopped run's log"))
+        let approveAlone = try agentEval(["exec", "--agent", agent, "--input", "x", "--approve", "call-1"])
+        #expect(approveAlone.status == 64)
+    }
+
+    @Test("resuming a run that did not stop for approval exits 2 and says why")
+    func resumeFinishedRun() throws {
+        try TemporaryDirectory.with { directory in
+            let log = directory.path("r.jsonl.gz")
+            _ = try agentEval(["exec", "--agent", ExampleRuns.agentPath("research"), "--input", "q", "--log", log])
+            let result = try agentEval(["exec", "--agent", ExampleRuns.agentPath("research"), "--resume", log, "--approve", "call-1"])
+            #expect(result.status == 2)
+            #expect(
+                result.stderr.hasPrefix(
+                    "error: the run stopped with budget_exhausted; only a run stopped for approval can be resumed\n  --> \(log)"))
+        }
+    }
+}
