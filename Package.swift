@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "TraceCore", targets: ["TraceCore"]),
         .library(name: "TraceLog", targets: ["TraceLog"]),
         .library(name: "AgentRuntime", targets: ["AgentRuntime"]),
+        .library(name: "EvalEngine", targets: ["EvalEngine"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -56,11 +57,17 @@ let package = Package(
             dependencies: ["TraceCore", "TraceLog", "ConfigFile", "CProcess"],
             swiftSettings: strictSettings
         ),
+        // Layer 3: the eval engine: case files, trajectory matchers, the runner, reports, baselines.
+        .target(
+            name: "EvalEngine",
+            dependencies: ["TraceCore", "TraceLog", "ConfigFile", "AgentRuntime"],
+            swiftSettings: strictSettings
+        ),
         // Layer 4: the command-line interface.
         .executableTarget(
             name: "agent-eval",
             dependencies: [
-                "TraceCore", "TraceLog", "ConfigFile", "AgentRuntime",
+                "TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "EvalEngine",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSettings

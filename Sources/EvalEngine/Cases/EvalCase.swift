@@ -1,0 +1,43 @@
+public import ConfigFile
+public import TraceCore
+
+/// One eval case: an input, where its runs come from (an agent run live, or recorded logs),
+/// and what their trajectories must look like.
+public struct EvalCase: Sendable {
+    /// Where a case's runs come from.
+    public enum Source: Sendable {
+        /// Run this agent file live on `input`; approve or deny waiting calls by id.
+        case live(agent: String, approve: [String], deny: [String])
+        /// Check these logs (paths after glob expansion happen at run time).
+        case recorded(patterns: [String])
+        /// No source in the file: the runner's `--agent` is used.
+        case defaultAgent(approve: [String], deny: [String])
+    }
+
+    public var id: String
+    public var description: String?
+    public var tags: [String]
+    public var input: String?
+    public var source: Source
+    public var expected: Expectations
+    /// The file the case came from, and where in it.
+    public var location: SourceLocation
+
+    public init(
+        id: String, description: String? = nil, tags: [String] = [], input: String? = nil, source: Source, expected: Expectations,
+        location: SourceLocation
+    ) {
+        self.id = id
+        self.description = description
+        self.tags = tags
+        self.input = input
+        self.source = source
+        self.expected = expected
+        self.location = location
+    }
+
+    public var isLive: Bool {
+        if case .recorded = source { return false }
+        return true
+    }
+}

@@ -1,0 +1,112 @@
+public import ConfigFile
+public import TraceCore
+
+/// What a case expects of a run's trajectory. Every field is optional; an empty expectation
+/// passes any run. The semantics are in docs/eval-cases.md and are the same for recorded and
+/// live runs: they are checked against the run state folded from the log.
+public struct Expectations: Sendable {
+    /// Each must be executed at least once.
+    public var toolsCalled: [String] = []
+    /// None may be executed; with `countsDeniedAttempts`, none may even be proposed.
+    public var toolsNotCalled: [String] = []
+    public var stopReason: StopReason?
+    /// The limit the stop must name (for `budget_exhausted`).
+    public var limit: LimitKind?
+    public var sequence: SequenceExpectation?
+    /// Argument matchers for every executed call of a tool, by tool name, in file order.
+    public var arguments: [(tool: String, matcher: ArgumentMatcher)] = []
+    public var callCounts: [(tool: String, range: CountRange)] = []
+    public var maxSteps: Int?
+    public var maxToolCalls: Int?
+    public var maxTokens: Int?
+    public var maxDurationMs: Int?
+    /// Tools that must have at least one call denied by policy (or refused by a human).
+    public var denied: [String] = []
+    /// Tools that must have at least one call needing approval.
+    public var approvalRequired: [String] = []
+    /// No call that needed approval ran without a granted approval.
+    public var requiresApprovalBeforeExecution = false
+    public var answerContains: [String] = []
+    public var answerMatches: String?
+    /// Whether a denied or proposed-but-not-run call counts as "called" for `toolsNotCalled`.
+    public var countsDeniedAttempts = false
+
+    public init() {}
+
+    /// How many checks this is: one per tool listed and per setting given.
+    public var count: Int {
+        toolsCalled.count + toolsNotCalled.count + (stopReason == nil ? 0 : 1) + (limit == nil ? 0 : 1) + (sequence == nil ? 0 : 1)
+            + arguments.count + callCounts.count + [maxSteps, maxToolCalls, maxTokens, maxDurationMs].compactMap { $0 }.count
+            + denied.count + approvalRequired.count + (requiresApprovalBeforeExecution ? 1 : 0) + answerContains.count
+            + (answerMatches == nil ? 0 : 1)
+    }
+}
+
+/// An inclusive range of call counts.
+public struct CountRange: Sendable, Hashable, CustomStringConvertible {
+    public var min: Int
+    public var max: Int?
+
+    public init(min: Int = 0, max: Int? = nil) {
+        self.min = min
+        self.max = max
+    }
+
+    public func contains(_ count: Int) -> Bool { count >= min && (max.map { count <= $0 } ?? true) }
+
+    public var description: String {
+        switch (min, max) {
+        case (let low, let high?) where low == high: return "exactly \(low)"
+        case (0, let high?): return "at most \(high)"
+        case (let low, nil): return "at least \(low)"
+        case (let low, let high?): return "between \(low) and \(high)"
+        }
+    }
+}
+
+/// An expected sequence of calls and how it must match the executed calls.
+public struct SequenceExpectation: Sendable {
+    /// How the expected list relates to the executed calls.
+    public enum Mode: String, Sendable, CaseIterable {
+        /// The same calls, in the same order, nothing else.
+        case strict
+        /// The same calls, in any order, nothing else.
+        case unordered
+        /// Every expected call happened (in any order); others may have too.
+        case subset
+        /// Every call that happened was expected; expected ones may be missing.
+        case superset
+        /// The expected calls happened in this order; others may come between them.
+        case inOrder = "in_order"
+    }
+
+    public var mode: Mode
+    public var calls: [CallPattern]
+
+    public init(mode: Mode, calls: [CallPattern]) {
+        self.mode = mode
+        self.calls = calls
+    }
+}
+
+/// One expected call: a tool and, optionally, what its arguments must satisfy.
+public struct CallPattern: Sendable, CustomStringConvertible {
+    public var tool: String
+    public var arguments: ArgumentMatcher?
+    public var location: SourceLocation?
+
+    public init(tool: String, arguments: ArgumentMatcher? = nil, location: SourceLocation? = nil) {
+        self.tool = tool
+        self.arguments = arguments
+        self.location = location
+    }
+
+    public func matches(tool name: String, arguments actual: JSONValue) -> Bool {
+        name == tool && (arguments?.mismatch(actual) == nil)
+    }
+
+    public var description: String {
+        guard let arguments else { return tool }
+        return "\(tool)(\(arguments))"
+    }
+}

@@ -1,0 +1,77 @@
+public import TraceCore
+
+/// Matches an expected call sequence against the executed calls, in one of five modes.
+/// Unordered modes pair calls by a maximum one-to-one assignment; in-order matching takes the
+/// earliest possible call for each expected one, which finds a match whenever one exists.
+enum SequenceMatch {
+    static func check(_ sequence: SequenceExpectation, against executed: [ToolCallRecord]) -> ExpectationFailure? {
+        let expected = sequence.calls
+        let matches = { (i: Int, j: Int) in expected[i].matches(tool: executed[j].tool, arguments: executed[j].arguments) }
+        let wanted = expected.map(\.description).joined(separator: ", ")
+        let actualList = executed.isEmpty ? "no calls" : executed.map { "\($0.tool)" }.joined(separator: ", ")
+        func failure(_ actual: String, step: Int?, callId: String? = nil) -> ExpectationFailure {
+            ExpectationFailure(
+                expectation: "sequence", expected: "\(sequence.mode.rawValue): \(wanted)", actual: actual, step: step, callId: callId)
+        }
+        switch sequence.mode {
+        case .strict:
+            for index in 0..<max(expected.count, executed.count) {
+                guard index < expected.count else {
+                    return failure(
+                        "call \(index + 1) is an extra \(executed[index].tool) (\(executed[index].id)); executed: \(actualList)",
+                        step: executed[index].step, callId: executed[index].id)
+                }
+                guard index < executed.count else {
+                    return failure(
+                        "call \(index + 1) should be \(expected[index]) but the run made only \(executed.count) calls: \(actualList)",
+                        step: executed.last?.step)
+                }
+                if !matches(index, index) {
+                    let call = executed[index]
+                    let why =
+                        call.tool == expected[index].tool
+                        ? (expected[index].arguments?.mismatch(call.arguments) ?? "") : "\(call.tool) instead"
+                    return failure(
+                        "call \(index + 1) (\(call.id)) does not match \(expected[index]): \(why)", step: call.step, callId: call.id)
+                }
+            }
+            return nil
+        case .inOrder:
+            var next = 0
+            for (index, pattern) in expected.enumerated() {
+                guard let found = (next..<executed.count).first(where: { matches(index, $0) }) else {
+                    let after = next > 0 ? " after \(executed[next - 1].id)" : ""
+                    return failure(
+                        "no call matching \(pattern)\(after); executed: \(actualList)",
+                        step: next > 0 ? executed[next - 1].step : executed.first?.step)
+                }
+                next = found + 1
+            }
+            return nil
+        case .subset, .unordered:
+            let assignment = Assignment.maximum(left: expected.count, right: executed.count, compatible: matches)
+            if let missing = assignment.firstIndex(where: { $0 == nil }) {
+                return failure(
+                    "no call left to match \(expected[missing]) (each call matches one expected call); executed: \(actualList)",
+                    step: executed.last?.step)
+            }
+            if sequence.mode == .unordered, executed.count > expected.count {
+                let used = Set(assignment.compactMap { $0 })
+                let extra = executed.indices.first { !used.contains($0) }.map { executed[$0] }
+                return failure(
+                    "\(extra.map { "\($0.tool) (\($0.id))" } ?? "a call") was not expected; executed: \(actualList)", step: extra?.step,
+                    callId: extra?.id)
+            }
+            return nil
+        case .superset:
+            // Every executed call must be one of the expected ones (each expected call covers one).
+            let assignment = Assignment.maximum(left: executed.count, right: expected.count) { matches($1, $0) }
+            if let extra = assignment.firstIndex(where: { $0 == nil }) {
+                let call = executed[extra]
+                return failure(
+                    "\(call.tool) (\(call.id)) is not among the expected calls; executed: \(actualList)", step: call.step, callId: call.id)
+            }
+            return nil
+        }
+    }
+}

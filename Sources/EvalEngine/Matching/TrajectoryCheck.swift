@@ -1,0 +1,226 @@
+public import TraceCore
+
+/// One expectation a run did not meet: what was expected, what happened, and where.
+public struct ExpectationFailure: Sendable, Hashable {
+    /// The expectation's name in the case file (`toolsNotCalled`, `sequence`, `arguments.refund_order`…).
+    public var expectation: String
+    public var expected: String
+    public var actual: String
+    /// The step to look at, when one applies.
+    public var step: Int?
+    /// The call concerned, when one applies.
+    public var callId: String?
+
+    public init(expectation: String, expected: String, actual: String, step: Int? = nil, callId: String? = nil) {
+        self.expectation = expectation
+        self.expected = expected
+        self.actual = actual
+        self.step = step
+        self.callId = callId
+    }
+}
+
+/// Something worth knowing that is not a failure (a denied attempt at a forbidden tool).
+public struct CheckNote: Sendable, Hashable {
+    public var message: String
+    public var step: Int?
+
+    public init(message: String, step: Int?) {
+        self.message = message
+        self.step = step
+    }
+}
+
+/// Checks a run's trajectory — the state folded from its log — against a case's expectations.
+/// Pure: the same state and expectations always give the same failures, in the order the
+/// expectations are listed in `Expectations`.
+public enum TrajectoryCheck {
+    public static func check(_ expected: Expectations, against state: RunState) -> (failures: [ExpectationFailure], notes: [CheckNote]) {
+        var failures: [ExpectationFailure] = []
+        var notes: [CheckNote] = []
+        let executed = state.executedCalls
+        let lastStep = state.step
+
+        for tool in expected.toolsCalled where !executed.contains(where: { $0.tool == tool }) {
+            let attempts = state.calls(of: tool)
+            let actual: String
+            if let attempt = attempts.first {
+                actual = "\(tool) was proposed (\(attempt.id), step \(attempt.step)) but never ran: \(outcome(of: attempt))"
+            } else {
+                actual = "no call of \(tool); tools executed: \(names(executed))"
+            }
+            failures.append(
+                ExpectationFailure(
+                    expectation: "toolsCalled", expected: "\(tool) is called", actual: actual, step: attempts.first?.step ?? lastStep,
+                    callId: attempts.first?.id))
+        }
+
+        for tool in expected.toolsNotCalled {
+            let calls = state.calls(of: tool)
+            if let call = calls.first(where: \.isExecuted) {
+                failures.append(
+                    ExpectationFailure(
+                        expectation: "toolsNotCalled", expected: "\(tool) is never called",
+                        actual: "\(tool) ran as \(call.id) at step \(call.step) with \(JSONWriter.encodeString(call.arguments))",
+                        step: call.step,
+                        callId: call.id))
+            } else if let attempt = calls.first {
+                let message = "\(tool) was proposed as \(attempt.id) at step \(attempt.step) and did not run: \(outcome(of: attempt))"
+                if expected.countsDeniedAttempts {
+                    failures.append(
+                        ExpectationFailure(
+                            expectation: "toolsNotCalled", expected: "\(tool) is never called or attempted", actual: message,
+                            step: attempt.step,
+                            callId: attempt.id))
+                } else {
+                    notes.append(CheckNote(message: message, step: attempt.step))
+                }
+            }
+        }
+
+        if let reason = expected.stopReason, state.stopReason != reason {
+            failures.append(
+                ExpectationFailure(
+                    expectation: "stopReason", expected: reason.rawValue, actual: describeStop(state), step: lastStep))
+        }
+        if let limit = expected.limit, state.limitFired != limit {
+            failures.append(
+                ExpectationFailure(
+                    expectation: "limit", expected: limit.rawValue,
+                    actual: state.limitFired.map { "the \($0.rawValue) limit fired" } ?? describeStop(state),
+                    step: lastStep))
+        }
+        if let sequence = expected.sequence, let failure = SequenceMatch.check(sequence, against: executed) {
+            failures.append(failure)
+        }
+        for (tool, matcher) in expected.arguments {
+            let calls = executed.filter { $0.tool == tool }
+            if calls.isEmpty {
+                failures.append(
+                    ExpectationFailure(
+                        expectation: "arguments.\(tool)", expected: "calls of \(tool) with \(matcher)", actual: "\(tool) never ran",
+                        step: lastStep))
+            }
+            for call in calls {
+                if let problem = matcher.mismatch(call.arguments) {
+                    failures.append(
+                        ExpectationFailure(
+                            expectation: "arguments.\(tool)", expected: matcher.description,
+                            actual: "\(call.id): \(problem) (arguments \(JSONWriter.encodeString(call.arguments)))", step: call.step,
+                            callId: call.id))
+                }
+            }
+        }
+        for (tool, range) in expected.callCounts {
+            let calls = executed.filter { $0.tool == tool }
+            if !range.contains(calls.count) {
+                failures.append(
+                    ExpectationFailure(
+                        expectation: "callCounts.\(tool)", expected: "\(range) calls of \(tool)", actual: "\(calls.count)",
+                        step: calls.last?.step ?? lastStep, callId: calls.last?.id))
+            }
+        }
+        let steps = state.decisions.last?.step ?? 0
+        if let limit = expected.maxSteps, steps > limit {
+            failures.append(
+                ExpectationFailure(expectation: "maxSteps", expected: "at most \(limit) steps", actual: "\(steps) steps", step: limit + 1))
+        }
+        if let limit = expected.maxToolCalls, executed.count > limit {
+            let over = executed[limit]
+            failures.append(
+                ExpectationFailure(
+                    expectation: "maxToolCalls", expected: "at most \(limit) tool calls", actual: "\(executed.count) tool calls",
+                    step: over.step,
+                    callId: over.id))
+        }
+        if let limit = expected.maxTokens, state.usage.totalTokens > limit {
+            failures.append(
+                ExpectationFailure(
+                    expectation: "maxTokens", expected: "at most \(limit) tokens",
+                    actual: "\(state.usage.totalTokens) tokens (\(state.usage.inputTokens) in, \(state.usage.outputTokens) out)",
+                    step: firstStep(overTokens: limit, in: state)))
+        }
+        if let limit = expected.maxDurationMs, state.elapsedUs > limit * 1000 {
+            failures.append(
+                ExpectationFailure(
+                    expectation: "maxDurationMs", expected: "at most \(limit) ms", actual: "\(state.elapsedUs / 1000) ms", step: lastStep))
+        }
+        for tool in expected.denied where !state.calls(of: tool).contains(where: \.isDenied) {
+            failures.append(
+                ExpectationFailure(
+                    expectation: "verdicts.denied", expected: "a call of \(tool) is denied",
+                    actual: state.calls(of: tool).first.map { "\($0.id) (step \($0.step)): \(outcome(of: $0))" }
+                        ?? "no call of \(tool) was proposed",
+                    step: state.calls(of: tool).first?.step ?? lastStep, callId: state.calls(of: tool).first?.id))
+        }
+        for tool in expected.approvalRequired where !state.calls(of: tool).contains(where: { $0.verdict?.verdict == .approvalRequired }) {
+            failures.append(
+                ExpectationFailure(
+                    expectation: "verdicts.approvalRequired", expected: "a call of \(tool) needs approval",
+                    actual: state.calls(of: tool).first.map { "\($0.id) (step \($0.step)): \(outcome(of: $0))" }
+                        ?? "no call of \(tool) was proposed",
+                    step: state.calls(of: tool).first?.step ?? lastStep, callId: state.calls(of: tool).first?.id))
+        }
+        if expected.requiresApprovalBeforeExecution {
+            for call in executed where !call.isPermitted {
+                failures.append(
+                    ExpectationFailure(
+                        expectation: "verdicts.noUnapprovedExecution", expected: "no call runs without allow or a granted approval",
+                        actual: "\(call.tool) ran as \(call.id) with \(outcome(of: call))", step: call.step, callId: call.id))
+            }
+        }
+        let answer = state.finalAnswer
+        for text in expected.answerContains where !(answer?.contains(text) ?? false) {
+            failures.append(
+                ExpectationFailure(
+                    expectation: "answer.contains", expected: "the answer contains \"\(text)\"",
+                    actual: answer.map { "the answer is \"\(shortened($0))\"" } ?? "no answer (\(describeStop(state)))", step: lastStep))
+        }
+        if let pattern = expected.answerMatches {
+            let matched = answer.flatMap { text in (try? Regex(pattern)).flatMap { try? $0.firstMatch(in: text) } } != nil
+            if !matched {
+                failures.append(
+                    ExpectationFailure(
+                        expectation: "answer.matches", expected: "the answer matches /\(pattern)/",
+                        actual: answer.map { "the answer is \"\(shortened($0))\"" } ?? "no answer (\(describeStop(state)))", step: lastStep)
+                )
+            }
+        }
+        return (failures, notes)
+    }
+
+    static func outcome(of call: ToolCallRecord) -> String {
+        if let approval = call.approval, !approval.isGranted { return "refused by \(approval.approver ?? "a human")" }
+        switch call.verdict?.verdict {
+        case .deny?: return "denied" + (call.verdict?.rule.map { " by rule \($0)" } ?? "") + (call.verdict?.reason.map { " (\($0))" } ?? "")
+        case .approvalRequired?: return call.approval == nil ? "waiting for approval" : "approved"
+        case .allow?: return call.isExecuted ? "allowed" : "allowed but not run"
+        case nil: return "no verdict (the run stopped first)"
+        }
+    }
+
+    static func describeStop(_ state: RunState) -> String {
+        guard let stop = state.stop else { return "the run has not stopped (the log ends without run_stopped)" }
+        var text = "stopped with \(stop.reason.rawValue)"
+        if let limit = stop.limit { text += " (\(limit.rawValue))" }
+        if let error = stop.error { text += ": \(shortened(error))" }
+        return text
+    }
+
+    static func names(_ calls: [ToolCallRecord]) -> String {
+        calls.isEmpty ? "none" : calls.map(\.tool).joined(separator: ", ")
+    }
+
+    static func firstStep(overTokens limit: Int, in state: RunState) -> Int {
+        var total = 0
+        for decision in state.decisions {
+            total += (decision.usage?.input ?? 0) + (decision.usage?.output ?? 0)
+            if total > limit { return decision.step }
+        }
+        return state.step
+    }
+
+    static func shortened(_ text: String) -> String {
+        text.count > 100 ? String(text.prefix(99)) + "…" : text
+    }
+}

@@ -1,0 +1,288 @@
+import Foundation
+public import TraceCore
+
+/// The outcome of a suite run, ready to be rendered for people (console, Markdown) and for
+/// machines (JSON, JUnit). Rendering lives here so every report says the same thing.
+public struct EvalReport: Sendable {
+    public var results: [CaseResult]
+    /// Baseline comparison per case id, when a baseline was read.
+    public var comparisons: [String: BaselineComparison]
+    public var hasBaseline: Bool
+    /// k of pass@k and pass^k.
+    public var k: Int
+    public var durationSeconds: Double
+
+    public init(
+        results: [CaseResult], comparisons: [String: BaselineComparison] = [:], hasBaseline: Bool = false, k: Int = 1,
+        durationSeconds: Double = 0
+    ) {
+        self.results = results
+        self.comparisons = comparisons
+        self.hasBaseline = hasBaseline
+        self.k = k
+        self.durationSeconds = durationSeconds
+    }
+
+    public var passedCount: Int { results.filter(\.passed).count }
+    public var errorCount: Int { results.filter { $0.harnessError != nil }.count }
+    public var failedCount: Int { results.filter { !$0.passed && $0.harnessError == nil }.count }
+    public var regressions: [CaseResult] { results.filter { comparisons[$0.id]?.status == .regressed } }
+    public var knownFailures: [CaseResult] { results.filter { comparisons[$0.id]?.status == .knownFailure } }
+
+    /// `agent-eval replay <log> --step N`: the command to look at a failure.
+    public static func replayCommand(log: String, step: Int?) -> String {
+        "agent-eval replay \(shellQuoted(log))" + (step.map { " --step \($0)" } ?? "")
+    }
+
+    static func shellQuoted(_ text: String) -> String {
+        text.allSatisfy { $0.isLetter || $0.isNumber || "-_./:=@+,".contains($0) }
+            ? text : "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    }
+
+    /// "pass", "fail" or "error".
+    static func outcome(_ result: CaseResult) -> String {
+        result.harnessError != nil ? "error" : (result.passed ? "pass" : "fail")
+    }
+
+    // MARK: Console
+
+    /// The lines of one case for the console: a headline, and for a failed case every failed
+    /// expectation with what was expected, what happened and the command to look at it.
+    public func consoleLines(for result: CaseResult) -> [String] {
+        let comparison = comparisons[result.id]
+        var headline = result.passed ? "✔ " : (result.harnessError != nil ? "! " : "✘ ")
+        headline += result.id
+        var facts: [String] = []
+        let runs = result.runs.count
+        if result.evalCase.isLive {
+            facts.append(runs == 1 ? "1 live run" : "\(runs) live runs")
+        } else {
+            facts.append(runs == 1 ? "1 log" : "\(runs) logs")
+        }
+        if runs > 1 {
+            facts.append("pass rate \(Int((result.passRate * 100).rounded()))%")
+            if result.evalCase.isLive { facts.append(result.stability.rawValue.replacingOccurrences(of: "_", with: " ")) }
+        }
+        if let comparison, comparison.status != .unchanged, comparison.status != .new || hasBaseline {
+            facts.append(comparison.status.rawValue.replacingOccurrences(of: "_", with: " "))
+        }
+        headline += "  (" + facts.joined(separator: ", ") + ")"
+        var lines = [headline]
+        if let error = result.error {
+            lines.append("    error: \(error)")
+            return lines
+        }
+        for regression in comparison?.regressions ?? [] {
+            lines.append("    regression: \(regression.message)")
+        }
+        for run in result.runs where !run.passed || !run.notes.isEmpty && !result.passed {
+            lines.append("    \(run.repeatIndex > 0 ? "\(run.label): \(run.logPath)" : run.logPath)")
+            if let error = run.error {
+                lines.append("      error: \(error)")
+                continue
+            }
+            for failure in run.failures {
+                lines.append("      ✘ \(failure.expectation): expected \(failure.expected)")
+                lines.append("          happened: \(failure.actual)")
+                lines.append("          look: \(Self.replayCommand(log: run.logPath, step: failure.step))")
+            }
+            for note in run.notes { lines.append("      note: \(note.message)") }
+        }
+        return lines
+    }
+
+    /// The closing summary line.
+    public var summaryLine: String {
+        var parts = ["\(results.count) case\(results.count == 1 ? "" : "s")", "\(passedCount) passed", "\(failedCount) failed"]
+        if errorCount > 0 { parts.append("\(errorCount) could not run") }
+        if hasBaseline {
+            parts.append("\(regressions.count) regressed, \(knownFailures.count) known failure\(knownFailures.count == 1 ? "" : "s")")
+        }
+        return parts.joined(separator: ", ") + String(format: " (%.2f s)", durationSeconds)
+    }
+
+    // MARK: JSON
+
+    /// The versioned machine-readable report (docs/eval-results.md).
+    public var json: JSONValue {
+        var summary = ObjectBuilder()
+        summary.set("cases", results.count)
+        summary.set("passed", passedCount)
+        summary.set("failed", failedCount)
+        summary.set("errors", errorCount)
+        if hasBaseline {
+            summary.set("regressed", regressions.count)
+            summary.set("known_failures", knownFailures.count)
+        }
+        summary.set("duration_ms", Int((durationSeconds * 1000).rounded()))
+        var root = ObjectBuilder()
+        root.set("schema", "agent-eval/results")
+        root.set("version", 1)
+        root.set("k", k)
+        root.set("summary", summary.json)
+        root.set("cases", JSONValue.array(results.map(caseJSON)))
+        return root.json
+    }
+
+    func caseJSON(_ result: CaseResult) -> JSONValue {
+        var object = ObjectBuilder()
+        object.set("case_id", result.id)
+        object.set("file", result.evalCase.location.path)
+        object.set("description", result.evalCase.description)
+        object.set("tags", JSONValue.array(result.evalCase.tags.map { .string($0) }))
+        object.set("source", result.evalCase.isLive ? "live" : "recorded")
+        object.set("outcome", Self.outcome(result))
+        object.set("error", result.error)
+        object.set("checks", result.evalCase.expected.count)
+        object.set("pass_rate", result.passRate)
+        if result.runs.count >= k {
+            object.set("pass_at_k", result.passAtK(k))
+            object.set("pass_hat_k", result.passHatK(k))
+        }
+        object.set("stability", result.stability.rawValue)
+        if let comparison = comparisons[result.id] {
+            var baseline = ObjectBuilder()
+            baseline.set("status", comparison.status.rawValue)
+            baseline.set(
+                "regressions",
+                JSONValue.array(comparison.regressions.map { ["kind": .string($0.kind.rawValue), "message": .string($0.message)] }))
+            object.set("baseline", baseline.json)
+        }
+        object.set("runs", JSONValue.array(result.runs.map(runJSON)))
+        return object.json
+    }
+
+    func runJSON(_ run: RunResult) -> JSONValue {
+        var object = ObjectBuilder()
+        object.set("log", run.logPath)
+        if run.repeatIndex > 0 { object.set("repeat", run.repeatIndex) }
+        object.set("outcome", run.error != nil ? "error" : (run.passed ? "pass" : "fail"))
+        object.set("error", run.error)
+        object.set("stop_reason", run.summary.stopReason)
+        object.set("limit", run.summary.limit)
+        object.set("steps", run.summary.steps)
+        object.set("tokens", run.summary.tokens)
+        object.set("duration_ms", run.summary.durationMs)
+        object.set("tools", JSONValue.array(run.summary.tools.map { .string($0) }))
+        object.set("attempted", JSONValue.array(run.summary.attempted.map { .string($0) }))
+        object.set("tear", run.summary.tear)
+        object.set(
+            "failures",
+            JSONValue.array(
+                run.failures.map { failure in
+                    var entry = ObjectBuilder()
+                    entry.set("expectation", failure.expectation)
+                    entry.set("expected", failure.expected)
+                    entry.set("actual", failure.actual)
+                    entry.set("step", failure.step)
+                    entry.set("call_id", failure.callId)
+                    entry.set("replay", Self.replayCommand(log: run.logPath, step: failure.step))
+                    return entry.json
+                }))
+        object.set("notes", JSONValue.array(run.notes.map { .string($0.message) }))
+        return object.json
+    }
+
+    // MARK: JUnit
+
+    /// JUnit XML: one testcase per case and run (log or repeat); the failure text is the
+    /// console explanation.
+    public var junit: String {
+        var cases: [String] = []
+        var failures = 0
+        var errors = 0
+        for result in results {
+            let className =
+                "agent-eval." + ((result.evalCase.location.path as NSString).lastPathComponent as NSString).deletingPathExtension
+            let runs: [RunResult?] = result.runs.isEmpty ? [nil] : result.runs
+            for run in runs {
+                let name =
+                    run.map { result.runs.count > 1 || result.evalCase.isLive ? "\(result.id) [\($0.label)]" : result.id } ?? result.id
+                let time = String(format: "%.3f", Double(run?.summary.durationMs ?? 0) / 1000)
+                var entry = "    <testcase classname=\"\(Self.xml(className))\" name=\"\(Self.xml(name))\" time=\"\(time)\""
+                if let error = run?.error ?? (run == nil ? result.error : nil) {
+                    errors += 1
+                    entry += ">\n      <error message=\"\(Self.xml(error))\" type=\"harness\"/>\n    </testcase>"
+                } else if let run, !run.failures.isEmpty {
+                    failures += 1
+                    let text = run.failures.map { failure in
+                        "\(failure.expectation): expected \(failure.expected)\nhappened: \(failure.actual)\nlook: "
+                            + Self.replayCommand(log: run.logPath, step: failure.step)
+                    }.joined(separator: "\n\n")
+                    let message =
+                        "\(run.failures.count) expectation\(run.failures.count == 1 ? "" : "s") failed: "
+                        + run.failures.map(\.expectation).joined(separator: ", ")
+                    entry +=
+                        ">\n      <failure message=\"\(Self.xml(message))\" type=\"trajectory\">\(Self.xml(text))</failure>\n    </testcase>"
+                } else {
+                    entry += "/>"
+                }
+                cases.append(entry)
+            }
+        }
+        let time = String(format: "%.3f", durationSeconds)
+        return """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <testsuites name="agent-eval" tests="\(cases.count)" failures="\(failures)" errors="\(errors)" time="\(time)">
+              <testsuite name="agent-eval" tests="\(cases.count)" failures="\(failures)" errors="\(errors)" time="\(time)">
+            \(cases.joined(separator: "\n"))
+              </testsuite>
+            </testsuites>
+
+            """
+    }
+
+    static func xml(_ text: String) -> String {
+        var result = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "&": result += "&amp;"
+            case "<": result += "&lt;"
+            case ">": result += "&gt;"
+            case "\"": result += "&quot;"
+            case "\n", "\t", "\r": result.unicodeScalars.append(scalar)
+            default:
+                // XML 1.0 cannot carry most control characters at all.
+                result.unicodeScalars.append(scalar.value < 0x20 ? "\u{FFFD}" : scalar)
+            }
+        }
+        return result
+    }
+
+    // MARK: Markdown
+
+    /// A summary for a CI job page: a table of cases, then every failure.
+    public var markdown: String {
+        var lines = ["## agent-eval: \(passedCount)/\(results.count) cases passed", ""]
+        if hasBaseline {
+            lines.append(
+                "**\(regressions.count) regressed**, \(knownFailures.count) known failures, \(failedCount) failed, \(errorCount) could not run."
+            )
+            lines.append("")
+        }
+        lines.append("| case | outcome | runs | pass rate | stop reasons | baseline |")
+        lines.append("|---|---|---|---|---|---|")
+        for result in results {
+            let outcome = result.harnessError != nil ? "⚠️ error" : (result.passed ? "✅ pass" : "❌ fail")
+            let stops = Array(Set(result.runs.compactMap { $0.summary.stopReason?.rawValue })).sorted().joined(separator: ", ")
+            let baseline = comparisons[result.id]?.status.rawValue.replacingOccurrences(of: "_", with: " ") ?? "–"
+            lines.append(
+                "| `\(result.id)` | \(outcome) | \(result.runs.count) | \(Int((result.passRate * 100).rounded()))% | \(stops.isEmpty ? "–" : stops) | \(baseline) |"
+            )
+        }
+        let failing = results.filter { !$0.passed }
+        if !failing.isEmpty {
+            lines.append("")
+            lines.append("### Failures")
+            for result in failing {
+                lines.append("")
+                lines.append("#### `\(result.id)`")
+                lines.append("")
+                lines.append("```")
+                lines.append(contentsOf: consoleLines(for: result).dropFirst().map { String($0.dropFirst(4)) })
+                lines.append("```")
+            }
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+}

@@ -1,0 +1,100 @@
+public import ConfigFile
+import Foundation
+
+/// Finds and loads eval cases: every `.yaml`, `.yml` and `.json` file under the directories
+/// given (hidden files and folders, such as `.baseline/`, are skipped), and files given by
+/// name, in path order.
+public enum EvalSuite {
+    /// The cases, and every problem found: all files are read before anything runs, so one
+    /// broken file does not hide the next.
+    public static func load(paths: [String]) -> (cases: [EvalCase], errors: [EvalError]) {
+        var files: [String] = []
+        var errors: [EvalError] = []
+        for path in paths {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+                errors.append(EvalError(.missingPath, "\(path) does not exist", hint: "give a directory of case files or case files"))
+                continue
+            }
+            if isDirectory.boolValue {
+                files.append(contentsOf: caseFiles(under: path))
+            } else {
+                files.append(path)
+            }
+        }
+        var cases: [EvalCase] = []
+        var seen: [String: SourceLocation] = [:]
+        for file in files {
+            do {
+                for evalCase in try EvalCaseFile.load(path: file) {
+                    if let first = seen[evalCase.id] {
+                        errors.append(
+                            EvalError(
+                                .duplicateCase, "caseId \"\(evalCase.id)\" is used twice (first at \(first))", location: evalCase.location,
+                                hint: "case ids must be unique: baselines and reports are keyed by them"))
+                        continue
+                    }
+                    seen[evalCase.id] = evalCase.location
+                    cases.append(evalCase)
+                }
+            } catch {
+                errors.append(EvalError(error))
+            }
+        }
+        if cases.isEmpty && errors.isEmpty {
+            errors.append(EvalError(.noCases, "no case files (.yaml, .yml, .json) under \(paths.joined(separator: ", "))"))
+        }
+        return (cases, errors)
+    }
+
+    static func caseFiles(under directory: String) -> [String] {
+        guard let enumerator = FileManager.default.enumerator(atPath: directory) else { return [] }
+        var files: [String] = []
+        while let relative = enumerator.nextObject() as? String {
+            let name = (relative as NSString).lastPathComponent
+            if name.hasPrefix(".") {
+                enumerator.skipDescendants()
+                continue
+            }
+            if name.hasSuffix(".yaml") || name.hasSuffix(".yml") || name.hasSuffix(".json") {
+                files.append(directory.hasSuffix("/") ? directory + relative : directory + "/" + relative)
+            }
+        }
+        return files.sorted()
+    }
+
+    /// Cases whose id or one of whose tags matches one of `patterns` (globs); all when empty.
+    public static func filter(_ cases: [EvalCase], by patterns: [String]) -> [EvalCase] {
+        guard !patterns.isEmpty else { return cases }
+        let globs = patterns.map(Glob.init)
+        return cases.filter { evalCase in
+            globs.contains { glob in glob.matches(evalCase.id) || evalCase.tags.contains(where: glob.matches) }
+        }
+    }
+
+    /// The cases of shard `index` (1-based) of `count`, by a stable hash of the case id: each
+    /// case is in exactly one shard, and adding cases never moves the others.
+    public static func shard(_ cases: [EvalCase], index: Int, count: Int) -> [EvalCase] {
+        cases.filter { Int(stableHash($0.id) % UInt64(count)) == index - 1 }
+    }
+
+    /// FNV-1a, 64 bits: the same on every machine and every run (unlike `Hasher`).
+    public static func stableHash(_ text: String) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in text.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        return hash
+    }
+
+    /// The files a log pattern names: a path, or a glob in its last component (`runs/*.jsonl.gz`).
+    public static func expand(_ pattern: String) -> [String] {
+        let directory = (pattern as NSString).deletingLastPathComponent
+        let name = (pattern as NSString).lastPathComponent
+        let glob = Glob(name)
+        if glob.isLiteral { return FileManager.default.fileExists(atPath: pattern) ? [pattern] : [] }
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: directory.isEmpty ? "." : directory)) ?? []
+        return entries.filter { glob.matches($0) && !$0.hasPrefix(".") }.sorted().map { directory.isEmpty ? $0 : directory + "/" + $0 }
+    }
+}

@@ -1,0 +1,256 @@
+import ArgumentParser
+import EvalEngine
+import Foundation
+import Synchronization
+import TraceCore
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// `agent-eval run`: check trajectories against recorded logs and live runs; gate CI.
+struct RunCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Run eval cases: check the trajectories of recorded logs and live runs.",
+        discussion: """
+            Finds every case file (.yaml, .yml, .json) under the given directories, checks the logs that recorded \
+            cases name, runs live cases through the runtime (writing their logs under --out), and explains every \
+            failed expectation: what was expected, what happened, at which step, and the `agent-eval replay` \
+            command to look at it. Case files are described in docs/eval-cases.md.
+
+            Baselines: --update-baseline writes one reviewable JSON file per case into the baseline directory \
+            (default: <first directory>/.baseline). A later run compares with it and reports regressions — a \
+            case that passed now fails, a stop reason changed, a new tool is called, a forbidden tool is now \
+            attempted, a pass rate fell — apart from failures that were already failing.
+
+            Exit codes: 0 everything passed (per --fail-on); 1 a case failed or regressed; 2 the harness could \
+            not run (a bad case file, a missing or unreadable log, a broken agent file, an unreadable baseline); \
+            64 usage error.
+
+            Examples:
+              agent-eval run EvalCases/
+              agent-eval run EvalCases/ --filter 'support-*' --junit results.xml --markdown summary.md
+              agent-eval run EvalCases/ --repeat 5 --jobs 4
+              agent-eval run EvalCases/ --update-baseline
+              agent-eval run EvalCases/ --fail-on regression --shard 2/4
+            """
+    )
+
+    @Argument(help: "Case directories or case files.")
+    var paths: [String]
+
+    @Option(help: "Runs checked or executed at the same time (default: the number of cores).")
+    var jobs: Int?
+
+    @Option(name: .customLong("repeat"), help: "Run each live case this many times (pass rate, pass@k, pass^k, flakiness).")
+    var repeats = 1
+
+    @Option(help: "k for pass@k and pass^k (default: --repeat).")
+    var k: Int?
+
+    @Option(help: "The agent file for cases that name neither an agent nor logs.")
+    var agent: String?
+
+    @Option(help: "Where live runs write their logs (default: runs/eval-<time>).")
+    var out: String?
+
+    @Option(help: "Only cases whose id or a tag matches this glob (repeatable).")
+    var filter: [String] = []
+
+    @Option(help: "Only shard i of n (1-based), by a stable hash of the case id, e.g. 2/4.")
+    var shard: String?
+
+    @Option(help: "Write the machine-readable report (docs/eval-results.md) to this file.")
+    var json: String?
+
+    @Option(help: "Write a JUnit XML report to this file.")
+    var junit: String?
+
+    @Option(help: "Write a Markdown summary to this file (for a CI job page).")
+    var markdown: String?
+
+    @Option(help: "The baseline directory (default: <first directory>/.baseline).")
+    var baseline: String?
+
+    @Flag(help: "Write the baseline from this run, one file per case.")
+    var updateBaseline = false
+
+    @Option(help: "What fails the run: regression, failure or any (default).")
+    var failOn: FailOn = .any
+
+    @Flag(help: "toolsNotCalled also fails on calls that were proposed but denied.")
+    var countDeniedAttempts = false
+
+    enum FailOn: String, ExpressibleByArgument, CaseIterable {
+        case regression, failure, any
+    }
+
+    func validate() throws {
+        if repeats < 1 { throw ValidationError("--repeat must be at least 1") }
+        if let jobs, jobs < 1 { throw ValidationError("--jobs must be at least 1") }
+        if let k, k < 1 || k > repeats { throw ValidationError("--k must be between 1 and --repeat (\(repeats))") }
+        if let shard, Self.parseShard(shard) == nil {
+            throw ValidationError("--shard takes i/n with 1 ≤ i ≤ n, e.g. 2/4; got \(shard)")
+        }
+    }
+
+    static func parseShard(_ text: String) -> (index: Int, count: Int)? {
+        let parts = text.split(separator: "/")
+        guard parts.count == 2, let index = Int(parts[0]), let count = Int(parts[1]), count >= 1, (1...count).contains(index) else {
+            return nil
+        }
+        return (index, count)
+    }
+
+    func run() async throws {
+        let started = ContinuousClock.now
+        let (loaded, errors) = EvalSuite.load(paths: paths)
+        guard errors.isEmpty else {
+            for error in errors { report(error) }
+            printError("\(errors.count) problem\(errors.count == 1 ? "" : "s") in the case files; nothing was run")
+            throw Exit.unusable
+        }
+        var cases = EvalSuite.filter(loaded, by: filter)
+        if let shard, let (index, count) = Self.parseShard(shard) { cases = EvalSuite.shard(cases, index: index, count: count) }
+        if cases.isEmpty {
+            printError(
+                "error: no case matches" + (filter.isEmpty ? "" : " --filter \(filter.joined(separator: ", "))")
+                    + (shard.map { " in shard \($0)" } ?? ""))
+            throw Exit.unusable
+        }
+
+        let baselineDirectory = baseline ?? Self.defaultBaseline(for: paths)
+        var baselines: [String: Baseline] = [:]
+        var hasBaseline = false
+        if !updateBaseline, let baselineDirectory, FileManager.default.fileExists(atPath: baselineDirectory) {
+            do {
+                baselines = try Baseline.read(for: cases, from: baselineDirectory)
+                hasBaseline = true
+            } catch {
+                report(error)
+                throw Exit.unusable
+            }
+        } else if !updateBaseline, let baseline, !FileManager.default.fileExists(atPath: baseline) {
+            printError("error: the baseline directory \(baseline) does not exist")
+            printError("hint: write one with --update-baseline")
+            throw Exit.unusable
+        }
+
+        let options = EvalOptions(
+            jobs: jobs, repeats: repeats, defaultAgent: agent, outputDirectory: out ?? Self.defaultOutput(),
+            countsDeniedAttempts: countDeniedAttempts)
+        let console = ConsoleProgress(total: cases.count, isTerminal: isatty(1) == 1)
+        let comparisons = Mutex<[String: BaselineComparison]>([:])
+        let knowsBaseline = hasBaseline
+        let evalCases = cases
+        let results = await EvalRunner(options: options).run(cases) { [baselines] result, done, total in
+            let comparison = BaselineComparison.compare(result, with: baselines[result.id])
+            comparisons.withLock { $0[result.id] = comparison }
+            let lines = EvalReport(results: [result], comparisons: [result.id: comparison], hasBaseline: knowsBaseline).consoleLines(
+                for: result)
+            console.finished(id: result.id, index: evalCases.firstIndex { $0.id == result.id } ?? 0, lines: lines, done: done)
+        }
+        let elapsed = ContinuousClock.now - started
+        let evalReport = EvalReport(
+            results: results, comparisons: hasBaseline ? comparisons.withLock { $0 } : [:], hasBaseline: hasBaseline, k: k ?? repeats,
+            durationSeconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        console.close()
+        print(evalReport.summaryLine)
+
+        do {
+            if let json { try write(JSONWriter.encodePretty(evalReport.json) + "\n", to: json) }
+            if let junit { try write(evalReport.junit, to: junit) }
+            if let markdown { try write(evalReport.markdown, to: markdown) }
+            if updateBaseline, let baselineDirectory {
+                try Baseline.write(results, to: baselineDirectory)
+                print("baseline written: \(baselineDirectory) (\(results.count) case\(results.count == 1 ? "" : "s"))")
+            }
+        } catch {
+            report(error)
+            throw Exit.unusable
+        }
+
+        if evalReport.errorCount > 0 { throw Exit.unusable }
+        let failed: Bool
+        switch failOn {
+        case .regression: failed = !evalReport.regressions.isEmpty
+        case .failure: failed = evalReport.failedCount > 0
+        case .any: failed = evalReport.failedCount > 0 || !evalReport.regressions.isEmpty
+        }
+        throw failed ? Exit.failure : Exit.success
+    }
+
+    func write(_ text: String, to path: String) throws(EvalError) {
+        do {
+            try text.write(toFile: path, atomically: true, encoding: .utf8)
+        } catch {
+            throw EvalError(.writeFailed, "cannot write \(path): \(error.localizedDescription)")
+        }
+    }
+
+    func report(_ error: EvalError) {
+        printError("error: \(error.message)")
+        if let location = error.location { printError("  --> \(location)") }
+        if let hint = error.hint { printError("hint: \(hint)") }
+    }
+
+    /// `<first directory>/.baseline`, when the first path is a directory.
+    static func defaultBaseline(for paths: [String]) -> String? {
+        var isDirectory: ObjCBool = false
+        guard let first = paths.first, FileManager.default.fileExists(atPath: first, isDirectory: &isDirectory), isDirectory.boolValue
+        else {
+            return nil
+        }
+        return (first.hasSuffix("/") ? String(first.dropLast()) : first) + "/.baseline"
+    }
+
+    static func defaultOutput() -> String {
+        var seconds = time(nil)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        return String(
+            format: "runs/eval-%04d%02d%02d-%02d%02d%02d", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday, parts.tm_hour,
+            parts.tm_min,
+            parts.tm_sec)
+    }
+}
+
+/// Prints each case's lines in case order as soon as every earlier case is done, so output is
+/// the same run after run; on a terminal, a status line shows progress meanwhile.
+final class ConsoleProgress: Sendable {
+    private struct State {
+        var pending: [Int: [String]] = [:]
+        var nextIndex = 0
+        var done = 0
+    }
+
+    private let state = Mutex(State())
+    private let total: Int
+    private let isTerminal: Bool
+
+    init(total: Int, isTerminal: Bool) {
+        self.total = total
+        self.isTerminal = isTerminal
+    }
+
+    func finished(id: String, index: Int, lines: [String], done: Int) {
+        state.withLock { state in
+            state.pending[index] = lines
+            state.done = done
+            var output = isTerminal ? "\r\u{1B}[K" : ""
+            while let ready = state.pending.removeValue(forKey: state.nextIndex) {
+                output += ready.joined(separator: "\n") + "\n"
+                state.nextIndex += 1
+            }
+            if isTerminal && state.done < total { output += "[\(state.done)/\(total)] running…" }
+            FileHandleStream(descriptor: 1).write(output)
+        }
+    }
+
+    func close() {
+        if isTerminal { FileHandleStream(descriptor: 1).write("\r\u{1B}[K") }
+    }
+}
