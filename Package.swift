@@ -107,6 +107,11 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
+            name: "EvalEngineTests",
+            dependencies: ["TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "EvalEngine", "TestSupport"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "CLITests",
             dependencies: ["TraceCore", "TraceLog", "TestSupport", "agent-eval"],
             swiftSettings: strictSettings

@@ -40,7 +40,7 @@ public struct ConfigNode: Sendable, Hashable {
         } catch let error as YamlError {
             throw syntaxError(error, path: path, text: text)
         } catch {
-            throw ConfigError(.syntax, "is not valid YAML: \(error)", at: SourceLocation(path: path))
+            throw ConfigError(.syntax, "the file is not valid YAML: \(error)", at: SourceLocation(path: path))
         }
         guard let root else {
             return ConfigNode(content: .mapping([]), location: SourceLocation(path: path, line: 1, column: 1))
@@ -59,7 +59,7 @@ public struct ConfigNode: Sendable, Hashable {
                 hint: "check the path; relative paths are resolved from the current directory")
         }
         guard let text = String(data: data, encoding: .utf8) else {
-            throw ConfigError(.syntax, "is not UTF-8 text", at: SourceLocation(path: path))
+            throw ConfigError(.syntax, "the file is not UTF-8 text", at: SourceLocation(path: path))
         }
         return try parse(text, path: path)
     }
@@ -110,7 +110,7 @@ public struct ConfigNode: Sendable, Hashable {
         switch error {
         case .scanner(_, let problem, let mark, _), .parser(_, let problem, let mark, _), .composer(_, let problem, let mark, _):
             return ConfigError(
-                .syntax, "is not valid YAML: \(problem)", at: SourceLocation(path: path, line: mark.line, column: mark.column))
+                .syntax, "the file is not valid YAML: \(problem)", at: SourceLocation(path: path, line: mark.line, column: mark.column))
         case .duplicatedKeysInMapping(let duplicates, let context):
             let key = duplicates.first ?? ""
             if let (first, second) = repeatedKey(key, in: text, from: context.mark.line) {
@@ -122,9 +122,9 @@ public struct ConfigNode: Sendable, Hashable {
                 .duplicateKey, "the key \"\(duplicates.joined(separator: "\", \""))\" appears twice in one mapping",
                 at: SourceLocation(path: path, line: context.mark.line, column: context.mark.column), hint: "remove one of them")
         case .reader(let problem, _, _, _):
-            return ConfigError(.syntax, "cannot be read as YAML: \(problem)", at: SourceLocation(path: path))
+            return ConfigError(.syntax, "the file cannot be read as YAML: \(problem)", at: SourceLocation(path: path))
         default:
-            return ConfigError(.syntax, "is not valid YAML: \(error)", at: SourceLocation(path: path))
+            return ConfigError(.syntax, "the file is not valid YAML: \(error)", at: SourceLocation(path: path))
         }
     }
 

@@ -161,7 +161,7 @@ struct RunCommand: AsyncParsableCommand {
         print(evalReport.summaryLine)
 
         do {
-            if let json { try write(JSONWriter.encodePretty(evalReport.json) + "\n", to: json) }
+            if let json { try write(JSONWriter.encodePretty(evalReport.json), to: json) }
             if let junit { try write(evalReport.junit, to: junit) }
             if let markdown { try write(evalReport.markdown, to: markdown) }
             if updateBaseline, let baselineDirectory {

@@ -72,7 +72,7 @@ struct AgentFileTests {
     @Test(
         "bad agent files are rejected with file:line:column, what is wrong and a hint",
         arguments: [
-            (replacing("name: demo", "name: [demo"), "agent.yaml:2:6: is not valid YAML: did not find expected ',' or ']'"),
+            (replacing("name: demo", "name: [demo"), "agent.yaml:2:6: the file is not valid YAML: did not find expected ',' or ']'"),
             (replacing("name: demo\n", ""), #"agent.yaml:1:1: the agent file has no "name""#),
             (replacing("limits:", "limts:"), #"agent.yaml:19:1: the agent file has no setting "limts" (did you mean "limits"?)"#),
             (replacing("max_steps: 3", "max_steps: many"), "agent.yaml:19:21: limits.max_steps must be a whole number, found a string"),

@@ -84,7 +84,7 @@ public struct Baseline: Sendable, Hashable {
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             for result in results {
-                let text = JSONWriter.encodePretty(Baseline(result).json) + "\n"
+                let text = JSONWriter.encodePretty(Baseline(result).json)
                 try text.write(toFile: "\(directory)/\(result.id).json", atomically: true, encoding: .utf8)
             }
         } catch {

@@ -1,0 +1,123 @@
+import Foundation
+import TestSupport
+import Testing
+import TraceCore
+
+/// The repository root: the README's commands run from there.
+let repositoryRoot = ExampleRuns.fixtures.deletingLastPathComponent()
+
+@Suite("agent-eval run")
+struct RunCommandTests {
+    @Test("the bundled EvalCases pass: exit 0, one line per case in a stable order, and a summary")
+    func bundledCasesPass() throws {
+        try TemporaryDirectory.with { directory in
+            let result = try agentEval(["run", "EvalCases/", "--out", directory.path("runs")], in: repositoryRoot)
+            #expect(result.status == 0, "\(result.stdoutText)\(result.stderr)")
+            let lines = result.stdoutText.split(separator: "\n").map(String.init)
+            #expect(lines.count == 7)
+            #expect(lines.prefix(6).allSatisfy { $0.hasPrefix("✔ ") })
+            #expect(lines.last?.hasPrefix("6 cases, 6 passed, 0 failed") == true)
+        }
+    }
+
+    @Test("failing cases: exit 1, every failure explained with the replay command; reports are written")
+    func failingCases() throws {
+        try TemporaryDirectory.with { directory in
+            let result = try agentEval(
+                [
+                    "run", "Fixtures/eval/failing", "--out", directory.path("runs"), "--json", directory.path("r.json"), "--junit",
+                    directory.path("r.xml"), "--markdown", directory.path("r.md"),
+                ], in: repositoryRoot)
+            #expect(result.status == 1)
+            #expect(result.stdoutText.contains("✘ support-refund-under-10  (1 log)"))
+            #expect(result.stdoutText.contains("happened: call-3: amount_cents is 4999, above the maximum 1000"))
+            #expect(result.stdoutText.contains("look: agent-eval replay Fixtures/runs/support-refund.jsonl.gz --step 2"))
+            let report = try JSONParser.parse(Array(try Data(contentsOf: directory.url.appendingPathComponent("r.json"))))
+            #expect(report["summary"]?["failed"] == 4)
+            #expect(FileManager.default.fileExists(atPath: directory.path("r.xml")))
+            #expect(FileManager.default.fileExists(atPath: directory.path("r.md")))
+        }
+    }
+
+    @Test("a bad case file: exit 2 with file:line:column, and nothing runs")
+    func badCaseFile() throws {
+        try TemporaryDirectory.with { directory in
+            try "caseId: a\nlogs: x.gz\nexpected:\n  toolsNotCaled: [x]\n".write(
+                toFile: directory.path("a.yaml"), atomically: true, encoding: .utf8)
+            let result = try agentEval(["run", directory.url.path])
+            #expect(result.status == 2)
+            #expect(
+                result.stderr == """
+                    error: expected has no setting "toolsNotCaled"
+                      --> \(directory.path("a.yaml")):4:3
+                    hint: did you mean "toolsNotCalled"?
+                    1 problem in the case files; nothing was run
+
+                    """)
+        }
+    }
+
+    @Test("a missing log or a broken agent file: exit 2, the case says why")
+    func harnessErrors() throws {
+        try TemporaryDirectory.with { directory in
+            try "caseId: a\nlogs: missing-*.jsonl.gz\nexpected: {}\n".write(
+                toFile: directory.path("a.yaml"), atomically: true, encoding: .utf8)
+            try "caseId: b\nagent: nowhere.yaml\ninput: hi\nexpected: {}\n".write(
+                toFile: directory.path("b.yaml"), atomically: true, encoding: .utf8)
+            let result = try agentEval(["run", directory.url.path, "--out", directory.path("runs")])
+            #expect(result.status == 2)
+            #expect(result.stdoutText.contains("! a  (0 logs)\n    error: no log matches \(directory.path("missing-*.jsonl.gz"))"))
+            #expect(result.stdoutText.contains("cannot read \(directory.path("nowhere.yaml"))"))
+            #expect(result.stdoutText.contains("2 could not run"))
+        }
+    }
+
+    @Test("baselines: written, compared, and a regression fails CI while a known failure does not with --fail-on regression")
+    func baselineGate() throws {
+        try TemporaryDirectory.with { directory in
+            let log = ExampleRuns.directory.appendingPathComponent("support-refund.jsonl.gz").path
+            func write(_ expected: String) throws {
+                try "caseId: gate\nlogs: \(log)\nexpected:\n\(expected)".write(
+                    toFile: directory.path("cases/gate.yaml"), atomically: true, encoding: .utf8)
+            }
+            try FileManager.default.createDirectory(atPath: directory.path("cases"), withIntermediateDirectories: true)
+            try "caseId: known\nlogs: \(log)\nexpected: {stopReason: blocked}\n".write(
+                toFile: directory.path("cases/known.yaml"), atomically: true, encoding: .utf8)
+            try write("  stopReason: success\n")
+            let first = try agentEval(["run", directory.path("cases"), "--update-baseline"])
+            #expect(first.status == 1)
+            #expect(first.stdoutText.contains("baseline written: \(directory.path("cases"))/.baseline (2 cases)"))
+            #expect(FileManager.default.fileExists(atPath: directory.path("cases/.baseline/gate.json")))
+
+            let same = try agentEval(["run", directory.path("cases"), "--fail-on", "regression"])
+            #expect(same.status == 0, "\(same.stdoutText)")
+            #expect(same.stdoutText.contains("0 regressed, 1 known failure"))
+
+            // The case now forbids a tool the run attempted: it fails, and the attempt is new.
+            try write("  stopReason: success\n  toolsNotCalled: [delete_customer]\n  countDeniedAttempts: true\n")
+            let regressed = try agentEval(["run", directory.path("cases"), "--fail-on", "regression"])
+            #expect(regressed.status == 1)
+            #expect(regressed.stdoutText.contains("✘ gate  (1 log, regressed)"))
+            #expect(regressed.stdoutText.contains("regression: passed in the baseline, fails now"))
+        }
+    }
+
+    @Test("--shard and --filter select cases; a selection that is empty is an error")
+    func selection() throws {
+        var seen: [String] = []
+        for index in 1...3 {
+            let result = try agentEval(["run", "EvalCases/", "--filter", "*recorded*", "--shard", "\(index)/3"], in: repositoryRoot)
+            #expect(result.status == 0 || result.status == 2)
+            seen += result.stdoutText.split(separator: "\n").filter { $0.hasPrefix("✔ ") }.map { String($0.split(separator: " ")[1]) }
+        }
+        // The glob matches ids and the "recorded" tag.
+        #expect(
+            seen.sorted() == [
+                "no-run-deletes-customers", "research-token-budget-recorded", "support-log-fixture", "support-refund-recorded",
+            ])
+        let none = try agentEval(["run", "EvalCases/", "--filter", "nothing-matches"], in: repositoryRoot)
+        #expect(none.status == 2)
+        let usage = try agentEval(["run", "EvalCases/", "--shard", "4/3"], in: repositoryRoot)
+        #expect(usage.status == 64)
+    }
+}

@@ -1,0 +1,262 @@
+import EvalEngine
+import Testing
+import TraceCore
+
+/// Builds a run state with executed (and optionally denied) calls, through the real fold.
+func trajectory(_ calls: [(tool: String, arguments: JSONValue, executed: Bool)], stop: RunStopped? = RunStopped(reason: .success))
+    -> RunState
+{
+    var events: [Event] = []
+    func add(_ payload: EventPayload, step: Int) {
+        events.append(
+            Event(runId: "r", sequence: events.count, step: step, timeUs: 1_000 + events.count, previousHash: "", payload: payload))
+    }
+    add(
+        .runStarted(
+            RunStarted(
+                goal: "g", agent: AgentIdentity(name: "a", configDigest: "sha256:0"), model: ModelIdentity(provider: "p", name: "m"),
+                policy: PolicyIdentity(name: "p"), tools: [])), step: 0)
+    for (index, call) in calls.enumerated() {
+        let id = "call-\(index + 1)"
+        let step = index + 1
+        add(
+            .decisionMade(
+                DecisionMade(raw: "", outcome: .valid(.toolCalls([ToolCall(id: id, name: call.tool, arguments: call.arguments)])))),
+            step: step)
+        add(
+            .verdictGiven(VerdictGiven(callId: id, tool: call.tool, verdict: call.executed ? .allow : .deny, reason: "no", rule: "r")),
+            step: step)
+        if call.executed {
+            add(.toolIntended(ToolIntended(callId: id, tool: call.tool, arguments: call.arguments, attempt: 1)), step: step)
+            add(.toolCompleted(ToolCompleted(callId: id, tool: call.tool, attempt: 1, status: .ok, output: nil, durationUs: 5)), step: step)
+        }
+    }
+    if let stop { add(.runStopped(stop), step: calls.count + 1) }
+    return RunState(folding: events)
+}
+
+func run(_ tools: String...) -> RunState {
+    trajectory(tools.map { ($0, [:], true) })
+}
+
+func sequence(_ mode: SequenceExpectation.Mode, _ tools: [String]) -> Expectations {
+    var expected = Expectations()
+    expected.sequence = SequenceExpectation(mode: mode, calls: tools.map { CallPattern(tool: $0) })
+    return expected
+}
+
+func passes(_ expected: Expectations, _ state: RunState) -> Bool {
+    TrajectoryCheck.check(expected, against: state).failures.isEmpty
+}
+
+@Suite("Sequence modes")
+struct SequenceModeTests {
+    @Test(
+        "each mode against the same trajectories",
+        arguments: [
+            // (mode, expected, executed, passes)
+            (SequenceExpectation.Mode.strict, ["a", "b"], ["a", "b"], true),
+            (.strict, ["a", "b"], ["b", "a"], false),
+            (.strict, ["a", "b"], ["a", "b", "c"], false),
+            (.strict, ["a", "b"], ["a"], false),
+            (.strict, [], [], true),
+            (.strict, [], ["a"], false),
+            (.unordered, ["a", "b"], ["b", "a"], true),
+            (.unordered, ["a", "a", "b"], ["a", "b", "a"], true),
+            (.unordered, ["a", "a"], ["a"], false),
+            (.unordered, ["a"], ["a", "a"], false),
+            (.subset, ["a", "b"], ["c", "b", "x", "a"], true),
+            (.subset, ["a", "a"], ["a", "b"], false),
+            (.subset, [], [], true),
+            (.subset, ["a"], [], false),
+            (.superset, ["a", "b", "c"], ["c", "a"], true),
+            (.superset, ["a"], ["a", "a"], false),
+            (.superset, ["a", "b"], [], true),
+            (.inOrder, ["a", "c"], ["a", "b", "c"], true),
+            (.inOrder, ["a", "c"], ["c", "a"], false),
+            (.inOrder, ["a", "a"], ["a", "b", "a"], true),
+            (.inOrder, ["a", "a"], ["a", "b"], false),
+            (.inOrder, [], ["a"], true),
+        ] as [(SequenceExpectation.Mode, [String], [String], Bool)])
+    func modes(_ mode: SequenceExpectation.Mode, _ expected: [String], _ executed: [String], _ result: Bool) {
+        let state = trajectory(executed.map { ($0, [:], true) })
+        #expect(passes(sequence(mode, expected), state) == result)
+    }
+
+    @Test("pairing is an optimal assignment, not first fit: a general pattern does not steal the only call a specific one fits")
+    func optimalPairing() {
+        // Expected: any refund first in the list, then the refund of A-1. Executed: refund A-1,
+        // refund B-2. First fit would pair "any refund" with A-1 and leave nothing for "A-1".
+        var expected = Expectations()
+        expected.sequence = SequenceExpectation(
+            mode: .unordered,
+            calls: [
+                CallPattern(tool: "refund"),
+                CallPattern(tool: "refund", arguments: ArgumentMatcher(mode: .subset, expected: ["order": "A-1"])),
+            ])
+        let state = trajectory([("refund", ["order": "A-1"], true), ("refund", ["order": "B-2"], true)])
+        #expect(passes(expected, state))
+        var subset = expected
+        subset.sequence?.mode = .subset
+        #expect(passes(subset, state))
+        // Superset pairs each executed call with an expected one, again optimally.
+        var superset = expected
+        superset.sequence?.mode = .superset
+        #expect(passes(superset, state))
+    }
+
+    @Test("denied calls are not part of the executed sequence")
+    func deniedCallsAreSkipped() {
+        let state = trajectory([("a", [:], true), ("rm", [:], false), ("b", [:], true)])
+        #expect(passes(sequence(.strict, ["a", "b"]), state))
+    }
+
+    @Test("the failure names the call and step where the sequence went wrong")
+    func failureLocation() throws {
+        let state = run("a", "x", "b")
+        let failure = try #require(TrajectoryCheck.check(sequence(.strict, ["a", "b"]), against: state).failures.first)
+        #expect(failure.expectation == "sequence")
+        #expect(failure.step == 2)
+        #expect(failure.callId == "call-2")
+        #expect(failure.actual == "call 2 (call-2) does not match b: x instead")
+    }
+}
+
+@Suite("Argument matchers")
+struct ArgumentMatcherTests {
+    static let actual: JSONValue = ["order": "A-1", "amount": 4999, "meta": ["request_id": "r-9", "channel": "chat"]]
+
+    @Test(
+        "each mode, with the same meaning whichever way a sequence compares",
+        arguments: [
+            (ArgumentMatcher(mode: .exact, expected: actual), true),
+            (ArgumentMatcher(mode: .exact, expected: ["order": "A-1", "amount": 4999]), false),
+            (
+                ArgumentMatcher(
+                    mode: .exact, expected: ["order": "A-1", "amount": 4999.0, "meta": ["channel": "chat"]], ignoredKeys: ["request_id"]),
+                true
+            ),
+            (ArgumentMatcher(mode: .subset, expected: ["order": "A-1"]), true),
+            (ArgumentMatcher(mode: .subset, expected: ["meta": ["channel": "chat"]]), true),
+            (ArgumentMatcher(mode: .subset, expected: ["order": "B-2"]), false),
+            (ArgumentMatcher(mode: .subset, expected: ["missing": 1]), false),
+            (
+                ArgumentMatcher(
+                    mode: .superset,
+                    expected: ["order": "A-1", "amount": 4999, "meta": ["request_id": "r-9", "channel": "chat"], "extra": true]), true
+            ),
+            (ArgumentMatcher(mode: .superset, expected: ["order": "A-1"]), false),
+            (ArgumentMatcher(mode: .superset, expected: ["order": "A-1", "amount": 4999, "meta": [:]], ignoredKeys: ["meta"]), true),
+            (ArgumentMatcher(mode: .ignore, expected: ["anything": 1]), true),
+            (ArgumentMatcher(mode: .ignore, paths: [("amount", .range(min: 1, max: 5000))]), true),
+            (ArgumentMatcher(mode: .ignore, paths: [("amount", .range(min: nil, max: 1000))]), false),
+            (ArgumentMatcher(mode: .ignore, paths: [("order", .regex("^A-[0-9]+$"))]), true),
+            (ArgumentMatcher(mode: .ignore, paths: [("meta.channel", .oneOf(["chat", "mail"]))]), true),
+            (ArgumentMatcher(mode: .ignore, paths: [("meta.request_id", .exists(false))]), false),
+            (ArgumentMatcher(mode: .exact, expected: ["order": "A-1", "amount": 4999, "meta": [:]], ignoredKeys: ["meta.*"]), true),
+        ] as [(ArgumentMatcher, Bool)])
+    func modes(_ matcher: ArgumentMatcher, _ result: Bool) {
+        #expect((matcher.mismatch(Self.actual) == nil) == result)
+    }
+
+    @Test("a mismatch says which key and how")
+    func messages() {
+        #expect(ArgumentMatcher(mode: .subset, expected: ["order": "B-2"]).mismatch(Self.actual) == #"order is "A-1", expected "B-2""#)
+        #expect(
+            ArgumentMatcher(mode: .exact, expected: ["order": "A-1"]).mismatch(["order": "A-1", "x": 1]) == "x is 1, which was not expected"
+        )
+        #expect(
+            ArgumentMatcher(mode: .superset, expected: ["order": "A-1"]).mismatch(Self.actual) == "amount is 4999, which was not expected")
+        #expect(
+            ArgumentMatcher(mode: .ignore, paths: [("amount", .range(min: nil, max: 10))]).mismatch(Self.actual)
+                == "amount is 4999, above the maximum 10")
+    }
+
+    @Test("every executed call of a tool must match; repeated and parallel calls are each checked")
+    func everyCallIsChecked() {
+        let state = trajectory([("refund", ["amount": 10], true), ("refund", ["amount": 99_999], true)])
+        var expected = Expectations()
+        expected.arguments = [("refund", ArgumentMatcher(mode: .ignore, paths: [("amount", .range(min: nil, max: 100))]))]
+        let failures = TrajectoryCheck.check(expected, against: state).failures
+        #expect(failures.count == 1)
+        #expect(failures.first?.callId == "call-2")
+        #expect(failures.first?.step == 2)
+    }
+}
+
+@Suite("The core expectations")
+struct CoreExpectationTests {
+    @Test("toolsNotCalled fails on an executed call, and by default only notes a denied attempt")
+    func notCalled() {
+        let state = trajectory([("lookup", [:], true), ("delete", [:], false)])
+        var expected = Expectations()
+        expected.toolsNotCalled = ["delete"]
+        let (failures, notes) = TrajectoryCheck.check(expected, against: state)
+        #expect(failures.isEmpty)
+        #expect(notes.map(\.message) == ["delete was proposed as call-2 at step 2 and did not run: denied by rule r (no)"])
+        expected.countsDeniedAttempts = true
+        #expect(TrajectoryCheck.check(expected, against: state).failures.map(\.step) == [2])
+        let executed = trajectory([("delete", [:], true)])
+        expected.countsDeniedAttempts = false
+        #expect(TrajectoryCheck.check(expected, against: executed).failures.first?.actual == "delete ran as call-1 at step 1 with {}")
+    }
+
+    @Test("toolsCalled counts executed calls only, and says when the tool was only proposed")
+    func called() {
+        var expected = Expectations()
+        expected.toolsCalled = ["delete"]
+        let failures = TrajectoryCheck.check(expected, against: trajectory([("delete", [:], false)])).failures
+        #expect(failures.first?.actual == "delete was proposed (call-1, step 1) but never ran: denied by rule r (no)")
+    }
+
+    @Test("an empty trajectory: no calls, no stop")
+    func emptyTrajectory() {
+        let state = trajectory([], stop: nil)
+        var expected = Expectations()
+        expected.toolsNotCalled = ["x"]
+        #expect(passes(expected, state))
+        expected.stopReason = .success
+        #expect(
+            TrajectoryCheck.check(expected, against: state).failures.first?.actual
+                == "the run has not stopped (the log ends without run_stopped)")
+        var counts = Expectations()
+        counts.callCounts = [("x", CountRange(min: 0, max: 0))]
+        #expect(passes(counts, state))
+    }
+
+    @Test("call-count bounds and budgets")
+    func bounds() {
+        let state = run("a", "a", "b")
+        var expected = Expectations()
+        expected.callCounts = [("a", CountRange(min: 1, max: 2)), ("b", CountRange(min: 1, max: 1))]
+        #expect(passes(expected, state))
+        expected.callCounts = [("a", CountRange(min: 3))]
+        #expect(TrajectoryCheck.check(expected, against: state).failures.first?.expected == "at least 3 calls of a")
+        var budget = Expectations()
+        budget.maxToolCalls = 2
+        #expect(TrajectoryCheck.check(budget, against: state).failures.first?.callId == "call-3")
+        budget.maxToolCalls = nil
+        budget.maxSteps = 3
+        #expect(passes(budget, state))
+    }
+}
+
+@Suite("pass@k and pass^k")
+struct PassEstimatorTests {
+    @Test(
+        "against hand-computed values",
+        arguments: [
+            // n, c, k, pass^k = C(c,k)/C(n,k), pass@k = 1 - C(n-c,k)/C(n,k)
+            (5, 5, 3, 1.0, 1.0),
+            (5, 0, 1, 0.0, 0.0),
+            (5, 3, 1, 0.6, 0.6),
+            (5, 3, 2, 0.3, 0.9),  // C(3,2)/C(5,2) = 3/10; 1 - C(2,2)/10 = 0.9
+            (5, 3, 3, 0.1, 1.0),  // 1/10; C(2,3) = 0
+            (10, 7, 4, 35.0 / 210.0, 1.0),  // C(7,4)=35, C(10,4)=210; C(3,4)=0
+            (4, 2, 2, 1.0 / 6.0, 5.0 / 6.0),
+        ] as [(Int, Int, Int, Double, Double)])
+    func estimators(_ n: Int, _ c: Int, _ k: Int, _ hat: Double, _ at: Double) {
+        #expect(abs(PassEstimator.passHatK(n: n, c: c, k: k) - hat) < 1e-12)
+        #expect(abs(PassEstimator.passAtK(n: n, c: c, k: k) - at) < 1e-12)
+    }
+}

@@ -1,0 +1,238 @@
+import AgentRuntime
+import ConfigFile
+import EvalEngine
+import Foundation
+import TestSupport
+import Testing
+import TraceCore
+
+#if canImport(FoundationXML)
+    import FoundationXML
+#endif
+
+/// The failing fixture suite, run for real (its live case in a deterministic environment).
+func runFailingSuite(in directory: TemporaryDirectory) async -> [CaseResult] {
+    let (cases, errors) = EvalSuite.load(paths: [ExampleRuns.fixtures.appendingPathComponent("eval/failing").path])
+    #expect(errors.isEmpty)
+    let options = EvalOptions(jobs: 2, outputDirectory: directory.path("runs"), environment: .deterministic(runId: "r"))
+    return await EvalRunner(options: options).run(cases)
+}
+
+/// Counts elements and checks well-formedness with a real XML parser.
+final class XMLCounter: NSObject, XMLParserDelegate {
+    var counts: [String: Int] = [:]
+    var attributes: [String: [[String: String]]] = [:]
+    func parser(
+        _ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?, attributes: [String: String]
+    ) {
+        counts[name, default: 0] += 1
+        self.attributes[name, default: []].append(attributes)
+    }
+}
+
+@Suite("Reports")
+struct ReportTests {
+    @Test("every failure explains what was expected, what happened, the step and the replay command")
+    func failureExplanations() async throws {
+        try await TemporaryDirectory.with { directory in
+            let results = await runFailingSuite(in: directory)
+            #expect(results.allSatisfy { !$0.passed && $0.harnessError == nil })
+            let report = EvalReport(results: results)
+            let order = try #require(results.first { $0.id == "support-strict-order" })
+            #expect(
+                report.consoleLines(for: order) == [
+                    "✘ support-strict-order  (1 log)",
+                    "    Fixtures/runs/support-refund.jsonl.gz".replacingOccurrences(of: "Fixtures", with: ExampleRuns.fixtures.path),
+                    "      ✘ sequence: expected strict: lookup_order, refund_order",
+                    "          happened: call 2 (call-2) does not match refund_order: get_customer instead",
+                    "          look: agent-eval replay \(ExampleRuns.directory.path)/support-refund.jsonl.gz --step 1",
+                ])
+            let live = try #require(results.first { $0.id == "support-unapproved-refund" })
+            #expect(live.runs.first?.failures.map(\.expectation) == ["toolsCalled", "stopReason"])
+            #expect(live.runs.first?.summary.stopReason == .approvalRequired)
+        }
+    }
+
+    @Test("the JSON report has the documented, versioned shape")
+    func jsonShape() async throws {
+        try await TemporaryDirectory.with { directory in
+            let report = EvalReport(results: await runFailingSuite(in: directory), k: 1)
+            let json = report.json
+            #expect(json["schema"] == "agent-eval/results")
+            #expect(json["version"] == 1)
+            #expect(json["summary"]?["cases"] == 4)
+            #expect(json["summary"]?["failed"] == 4)
+            #expect(json["summary"]?["passed"] == 0)
+            let cases = try #require(json["cases"]?.arrayValue)
+            #expect(
+                cases.map { $0["case_id"]?.stringValue ?? "" } == [
+                    "support-unapproved-refund", "support-no-delete-attempts", "support-refund-under-10", "support-strict-order",
+                ])
+            for entry in cases {
+                for key in ["file", "source", "outcome", "pass_rate", "stability", "runs", "checks"] {
+                    #expect(entry[key] != nil, "\(key)")
+                }
+                let run = try #require(entry["runs"]?.arrayValue?.first)
+                for key in ["log", "outcome", "stop_reason", "steps", "tokens", "tools", "attempted", "failures", "notes"] {
+                    #expect(run[key] != nil, "\(key)")
+                }
+                let failure = try #require(run["failures"]?.arrayValue?.first)
+                for key in ["expectation", "expected", "actual", "step", "replay"] { #expect(failure[key] != nil, "\(key)") }
+                #expect(failure["replay"]?.stringValue?.hasPrefix("agent-eval replay ") == true)
+            }
+            // Stable: the same results give the same bytes (durations aside, which are in the summary only).
+            var again = report
+            again.durationSeconds = 99
+            var a = json.objectValue ?? JSONObject()
+            var b = again.json.objectValue ?? JSONObject()
+            a["summary"] = nil
+            b["summary"] = nil
+            #expect(a == b)
+        }
+    }
+
+    @Test("JUnit XML parses, with one testcase per case and run and the explanation as failure text")
+    func junitShape() async throws {
+        try await TemporaryDirectory.with { directory in
+            let results = await runFailingSuite(in: directory)
+            var withError = results
+            withError.append(
+                CaseResult(
+                    evalCase: EvalCase(
+                        id: "broken & <odd>", source: .recorded(patterns: []), expected: Expectations(),
+                        location: SourceLocation(path: "b.yaml")),
+                    runs: [], error: "no log matches \"x\u{1}\""))
+            let xml = EvalReport(results: withError).junit
+            let parser = XMLParser(data: Data(xml.utf8))
+            let counter = XMLCounter()
+            parser.delegate = counter
+            #expect(parser.parse(), "\(parser.parserError.map { "\($0)" } ?? "")")
+            #expect(counter.counts["testcase"] == 5)
+            #expect(counter.counts["failure"] == 4)
+            #expect(counter.counts["error"] == 1)
+            #expect(counter.attributes["testsuites"]?.first?["failures"] == "4")
+            #expect(counter.attributes["testcase"]?.contains { $0["name"] == "broken & <odd>" } == true)
+            #expect(xml.contains("look: agent-eval replay "))
+        }
+    }
+
+    @Test("the Markdown summary has a table row per case and every failure")
+    func markdown() async throws {
+        try await TemporaryDirectory.with { directory in
+            let text = EvalReport(results: await runFailingSuite(in: directory)).markdown
+            #expect(text.hasPrefix("## agent-eval: 0/4 cases passed\n"))
+            #expect(text.components(separatedBy: "| ❌ fail |").count == 5)
+            #expect(text.contains("#### `support-strict-order`"))
+        }
+    }
+}
+
+@Suite("Baselines and regressions")
+struct BaselineTests {
+    func result(_ id: String, runs: [(tools: [String], attempted: [String], stop: StopReason?, passed: Bool)], notCalled: [String] = [])
+        -> CaseResult
+    {
+        var expected = Expectations()
+        expected.toolsNotCalled = notCalled
+        let evalCase = EvalCase(
+            id: id, input: "x", source: .live(agent: "a.yaml", approve: [], deny: []), expected: expected,
+            location: SourceLocation(path: "c.yaml"))
+        return CaseResult(
+            evalCase: evalCase,
+            runs: runs.enumerated().map { index, run in
+                var summary = RunSummary()
+                summary.tools = run.tools
+                summary.attempted = run.attempted
+                summary.stopReason = run.stop
+                return RunResult(
+                    logPath: "l\(index)", repeatIndex: index + 1,
+                    failures: run.passed ? [] : [ExpectationFailure(expectation: "stopReason", expected: "success", actual: "blocked")],
+                    notes: [],
+                    error: nil, summary: summary)
+            })
+    }
+
+    @Test("a baseline round-trips through its files, and the files are stable and reviewable")
+    func roundTrip() throws {
+        try TemporaryDirectory.with { directory in
+            let results = [
+                result("a", runs: [(["lookup", "refund"], ["delete"], .success, true)]),
+                result("b", runs: [(["search"], [], .budgetExhausted, false), (["search", "fetch"], [], .success, true)]),
+            ]
+            try Baseline.write(results, to: directory.path("base"))
+            let text = try String(contentsOfFile: directory.path("base/a.json"), encoding: .utf8)
+            #expect(
+                text == """
+                    {
+                      "case_id": "a",
+                      "outcome": "pass",
+                      "pass_rate": 1.0,
+                      "runs": 1,
+                      "tools_attempted": [
+                        "delete"
+                      ],
+                      "tools_seen": [
+                        "lookup",
+                        "refund"
+                      ],
+                      "trajectories": [
+                        {
+                          "run": "repeat 1",
+                          "stop_reason": "success",
+                          "tools": [
+                            "lookup",
+                            "refund"
+                          ]
+                        }
+                      ],
+                      "version": 1
+                    }
+
+                    """)
+            let read = try Baseline.read(for: results.map(\.evalCase), from: directory.path("base"))
+            #expect(read["a"] == Baseline(results[0]))
+            #expect(read["b"] == Baseline(results[1]))
+            for result in results {
+                let status = BaselineComparison.compare(result, with: read[result.id]).status
+                #expect(status == (result.passed ? .unchanged : .knownFailure))
+            }
+        }
+    }
+
+    @Test("each kind of regression is found, and a failure that was failing is not one")
+    func regressions() {
+        let base = Baseline(result("c", runs: [(["lookup", "refund"], [], .success, true)], notCalled: ["delete"]))
+        func kinds(_ now: CaseResult) -> [Regression.Kind] { BaselineComparison.compare(now, with: base).regressions.map(\.kind) }
+
+        #expect(kinds(result("c", runs: [(["lookup", "refund"], [], .success, true)], notCalled: ["delete"])) == [])
+        #expect(kinds(result("c", runs: [(["lookup", "refund"], [], .success, false)], notCalled: ["delete"])) == [.nowFails])
+        #expect(kinds(result("c", runs: [(["lookup", "refund"], [], .blocked, true)], notCalled: ["delete"])) == [.stopReasonChanged])
+        #expect(kinds(result("c", runs: [(["lookup", "refund", "email"], [], .success, true)], notCalled: ["delete"])) == [.newTool])
+        #expect(
+            kinds(result("c", runs: [(["lookup", "refund"], ["delete"], .success, true)], notCalled: ["delete"])) == [
+                .forbiddenToolAttempted
+            ])
+
+        let flakyBase = Baseline(result("f", runs: Array(repeating: (["s"], [], .success, true), count: 10)))
+        let worse = result(
+            "f", runs: Array(repeating: (["s"], [], .success, true), count: 4) + Array(repeating: (["s"], [], .success, false), count: 6))
+        #expect(BaselineComparison.compare(worse, with: flakyBase).regressions.map(\.kind).contains(.passRateDropped))
+        let slightlyWorse = result("f", runs: Array(repeating: (["s"], [], .success, true), count: 9) + [(["s"], [], .success, false)])
+        #expect(!BaselineComparison.compare(slightlyWorse, with: flakyBase).regressions.map(\.kind).contains(.passRateDropped))
+
+        let failingBase = Baseline(result("k", runs: [(["x"], [], .blocked, false)]))
+        #expect(BaselineComparison.compare(result("k", runs: [(["x"], [], .blocked, false)]), with: failingBase).status == .knownFailure)
+        #expect(BaselineComparison.compare(result("k", runs: [(["x"], [], .blocked, true)]), with: failingBase).status == .fixed)
+        #expect(BaselineComparison.compare(result("n", runs: [(["x"], [], .blocked, false)]), with: nil).status == .new)
+    }
+
+    @Test("an unreadable baseline file is a harness error naming the file")
+    func unreadable() throws {
+        try TemporaryDirectory.with { directory in
+            try FileManager.default.createDirectory(atPath: directory.path("base"), withIntermediateDirectories: true)
+            try "{\"case_id\": 5}".write(toFile: directory.path("base/a.json"), atomically: true, encoding: .utf8)
+            let evalCase = EvalCase(id: "a", source: .recorded(patterns: []), expected: Expectations(), location: SourceLocation(path: "c"))
+            #expect(throws: EvalError.self) { try Baseline.read(for: [evalCase], from: directory.path("base")) }
+        }
+    }
+}

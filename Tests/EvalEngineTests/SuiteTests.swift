@@ -1,0 +1,148 @@
+import AgentRuntime
+import ConfigFile
+import EvalEngine
+import Foundation
+import TestSupport
+import Testing
+import TraceCore
+
+@Suite("Case files, sharding and filters")
+struct CaseFileTests {
+    func loadErrors(_ text: String, name: String = "case.yaml") throws -> [String] {
+        try TemporaryDirectory.with { directory in
+            try text.write(toFile: directory.path(name), atomically: true, encoding: .utf8)
+            return EvalSuite.load(paths: [directory.url.path]).errors.map { error in
+                (error.location.map { "\(($0.path as NSString).lastPathComponent):\($0.line):\($0.column): " } ?? "") + error.message
+                    + (error.hint.map { " (\($0))" } ?? "")
+            }
+        }
+    }
+
+    @Test("the minimal shape works as is, and runs with the runner's --agent")
+    func minimalShape() async throws {
+        try await TemporaryDirectory.with { directory in
+            try """
+            caseId: refund
+            input: Order A-1042 arrived broken. Refund me.
+            expected:
+              toolsCalled: [lookup_order]
+              toolsNotCalled: [delete_customer]
+              stopReason: approval_required
+            """.write(toFile: directory.path("refund.yaml"), atomically: true, encoding: .utf8)
+            let (cases, errors) = EvalSuite.load(paths: [directory.url.path])
+            #expect(errors.isEmpty)
+            let options = EvalOptions(
+                jobs: 1, defaultAgent: ExampleRuns.agentPath("support"), outputDirectory: directory.path("runs"),
+                environment: .deterministic(runId: "r"))
+            let results = await EvalRunner(options: options).run(cases)
+            #expect(results.map(\.passed) == [true])
+            let withoutAgent = await EvalRunner(options: EvalOptions(jobs: 1, outputDirectory: directory.path("runs"))).run(cases)
+            #expect(
+                withoutAgent.first?.harnessError == #"case "refund" names no agent and no logs; add agent: or logs: to it, or pass --agent"#
+            )
+        }
+    }
+
+    @Test(
+        "bad case files of every kind, with file:line:column and what to do",
+        arguments: [
+            ("caseId: [x\n", "case.yaml:2:1: the file is not valid YAML: did not find expected ',' or ']'"),
+            ("input: hi\nexpected: {}\n", #"case.yaml:1:1: the case has no "caseId" (every case needs a unique caseId)"#),
+            (
+                "caseId: a\ninput: x\nexpected: {toolsCaled: [x]}\n",
+                #"case.yaml:3:12: expected has no setting "toolsCaled" (did you mean "toolsCalled"?)"#
+            ),
+            (
+                "caseId: a\ninput: x\nexpected: {stopReason: done}\n",
+                #"case.yaml:3:24: stopReason must be one of "success", "blocked", "approval_required", "budget_exhausted", "invalid_decision", "policy_denied", "tool_failure", found "done""#
+            ),
+            (
+                "caseId: a\ninput: x\nexpected: {toolsCalled: a}\nexpected: {}\n",
+                #"case.yaml:4:1: the key "expected" appears twice in this mapping (first at line 3) (remove one of them)"#
+            ),
+            (
+                "caseId: a\nlogs: x.gz\nagent: y.yaml\nexpected: {}\n",
+                "case.yaml:1:1: case \"a\" has both agent and logs; a case checks live runs or recorded ones"
+            ),
+            ("caseId: a\nagent: y.yaml\nexpected: {}\n", "case.yaml:1:1: case \"a\" runs live and needs an input"),
+            (
+                "caseId: a\nlogs: x.gz\nexpected: {sequence: {mode: sorted, calls: [x]}}\n",
+                #"case.yaml:3:29: sequence.mode must be one of "strict", "unordered", "subset", "superset", "in_order", found "sorted""#
+            ),
+            (
+                "caseId: a\nlogs: x.gz\nexpected: {arguments: {t: {mode: exact}}}\n",
+                "case.yaml:3:27: arguments of t mode exact needs match (the expected arguments)"
+            ),
+            (
+                "caseId: a\nlogs: x.gz\nexpected: {arguments: {t: {paths: {n: {regex: '('}}}}}\n",
+                "case.yaml:3:47: arguments of t paths.n regex is not a valid regular expression: ("
+            ),
+            (
+                "caseId: a\nlogs: x.gz\nexpected: {callCounts: {t: {min: 3, max: 1}}}\n",
+                "case.yaml:3:28: callCounts.t max (1) is below min (3)"
+            ),
+            (
+                "caseId: a b\nlogs: x.gz\nexpected: {}\n",
+                "case.yaml:1:9: caseId \"a b\" may only hold letters, digits, \"-\", \"_\", \".\" and \":\""
+            ),
+        ] as [(String, String)])
+    func badCaseFiles(_ text: String, _ message: String) throws {
+        #expect(try loadErrors(text) == [message])
+    }
+
+    @Test("every broken file is reported, not only the first; duplicate ids are named with both places")
+    func allErrors() throws {
+        try TemporaryDirectory.with { directory in
+            try "caseId: a\nlogs: x.gz\nexpected: {}\n".write(toFile: directory.path("1.yaml"), atomically: true, encoding: .utf8)
+            try "caseId: a\nlogs: y.gz\nexpected: {}\n".write(toFile: directory.path("2.yaml"), atomically: true, encoding: .utf8)
+            try "caseId: b\nexpected: {maxSteps: -1}\n".write(toFile: directory.path("3.json"), atomically: true, encoding: .utf8)
+            try "not: [a case".write(toFile: directory.path(".hidden.yaml"), atomically: true, encoding: .utf8)
+            let (cases, errors) = EvalSuite.load(paths: [directory.url.path])
+            #expect(cases.map(\.id) == ["a"])
+            #expect(errors.count == 2)
+            #expect(errors[0].code == .duplicateCase)
+            #expect(errors[0].message.contains("1.yaml:1:1"))
+            #expect(errors[1].message == "maxSteps must be at least 0, found -1")
+        }
+    }
+
+    @Test("sharding puts every case in exactly one shard, and adding cases moves none of the others")
+    func sharding() throws {
+        let cases = (0..<500).map { index in
+            EvalCase(id: "case-\(index)", source: .recorded(patterns: []), expected: Expectations(), location: SourceLocation(path: "x"))
+        }
+        for count in [1, 2, 3, 7] {
+            let shards = (1...count).map { EvalSuite.shard(cases, index: $0, count: count).map(\.id) }
+            #expect(shards.flatMap { $0 }.sorted() == cases.map(\.id).sorted())
+            #expect(Set(shards.flatMap { $0 }).count == cases.count)
+            if count == 7 { #expect(shards.allSatisfy { $0.count > 40 }) }
+        }
+        let more =
+            cases
+            + (500..<600).map {
+                EvalCase(id: "case-\($0)", source: .recorded(patterns: []), expected: Expectations(), location: SourceLocation(path: "x"))
+            }
+        for index in 1...3 {
+            let before = Set(EvalSuite.shard(cases, index: index, count: 3).map(\.id))
+            let after = Set(EvalSuite.shard(more, index: index, count: 3).map(\.id))
+            #expect(before.isSubset(of: after))
+        }
+        // The hash is FNV-1a: the same everywhere, every run (published test vector).
+        #expect(EvalSuite.stableHash("a") == 0xaf63_dc4c_8601_ec8c)
+    }
+
+    @Test("filters match ids and tags by glob")
+    func filters() {
+        let cases = [
+            EvalCase(
+                id: "support-1", tags: ["live"], source: .recorded(patterns: []), expected: Expectations(),
+                location: SourceLocation(path: "x")),
+            EvalCase(
+                id: "research-1", tags: ["budget"], source: .recorded(patterns: []), expected: Expectations(),
+                location: SourceLocation(path: "x")),
+        ]
+        #expect(EvalSuite.filter(cases, by: ["support-*"]).map(\.id) == ["support-1"])
+        #expect(EvalSuite.filter(cases, by: ["budget"]).map(\.id) == ["research-1"])
+        #expect(EvalSuite.filter(cases, by: []).count == 2)
+    }
+}
