@@ -86,6 +86,14 @@ let package = Package(
             path: "Benchmarks/RuntimeBenchmark",
             swiftSettings: strictSettings
         ),
+        // `swift run -c release eval-benchmark` (see README, Performance).
+        .executableTarget(
+            name: "eval-benchmark",
+            dependencies: ["TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "EvalEngine", "TestSupport"],
+            path: "Benchmarks/EvalBenchmark",
+            exclude: ["eval_logs.py"],
+            swiftSettings: strictSettings
+        ),
         .target(
             name: "TestSupport",
             dependencies: ["TraceCore", "TraceLog", "AgentRuntime"],

@@ -5,6 +5,7 @@
 // Prints medians of the repetitions. See README.md, "Performance".
 import CZlib
 import Foundation
+import TestSupport
 import TraceCore
 import TraceLog
 
@@ -79,7 +80,7 @@ func fileSize(_ path: String) -> Int {
 
 /// Writes every run to its own log; returns the paths and the seconds spent appending and
 /// closing (creating the files is ext4's inode allocator, timed apart).
-func writeCorpus(_ runs: [Corpus.Run], to directory: String, options: LogWriter.Options) throws -> (
+func writeCorpus(_ runs: [SyntheticCorpus.Run], to directory: String, options: LogWriter.Options) throws -> (
     paths: [String], seconds: Double, createSeconds: Double
 ) {
     try? FileManager.default.removeItem(atPath: directory)
@@ -239,7 +240,7 @@ if CommandLine.arguments.count == 3 && CommandLine.arguments[1] == "read-dir" {
 
 let settings = parseSettings()
 print("generating \(settings.runs) runs x \(settings.steps) steps …")
-var corpus = Corpus()
+var corpus = SyntheticCorpus()
 let runs = (0..<settings.runs).map { corpus.run(index: $0, steps: settings.steps) }
 let eventCount = runs.reduce(0) { $0 + $1.events.count }
 

@@ -1,10 +1,9 @@
-import TestSupport
-import TraceCore
+public import TraceCore
 
-/// Synthetic runs with realistic event sizes and varied text: context packets about 1.5 KB,
+/// Synthetic runs for benchmarks, with realistic event sizes and varied text: context packets about 1.5 KB,
 /// decisions 300 B, verdicts 150 B, results 900 B.
-struct Corpus {
-    typealias Run = (runId: String, events: [(payload: EventPayload, step: Int)])
+public struct SyntheticCorpus {
+    public typealias Run = (runId: String, events: [(payload: EventPayload, step: Int)])
 
     static let vocabulary: [String] = """
         the order customer refund shipment invoice account delivered damaged returned payment card bank transfer \
@@ -18,7 +17,7 @@ struct Corpus {
 
     var generator: SeededGenerator
 
-    init(seed: UInt64 = 2026) {
+    public init(seed: UInt64 = 2026) {
         generator = SeededGenerator(seed: seed)
     }
 
@@ -26,7 +25,7 @@ struct Corpus {
         var text = ""
         for index in 0..<count {
             if index > 0 { text += index % 13 == 0 ? ". " : " " }
-            text += Corpus.vocabulary[Int(generator.next() % UInt64(Corpus.vocabulary.count))]
+            text += SyntheticCorpus.vocabulary[Int(generator.next() % UInt64(SyntheticCorpus.vocabulary.count))]
         }
         return text
     }
@@ -39,7 +38,8 @@ struct Corpus {
         return String(text.prefix(count))
     }
 
-    mutating func run(index: Int, steps: Int) -> Run {
+    /// One run of `steps` steps: calls of tool_0…tool_2 (tool_3, a write tool, is never called), then success.
+    public mutating func run(index: Int, steps: Int) -> Run {
         var events: [(EventPayload, Int)] = []
         let tools = (0..<4).map { number in
             ToolSpec(

@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""The same eval work as `agent-eval run`, in plain Python: for every log in a directory,
+read the gzip, parse every JSON line, fold what the 3 expectations need, check them.
+
+    python3 Benchmarks/EvalBenchmark/eval_logs.py DIR [REPETITIONS]
+
+Prints one line per repetition: runs, passed, seconds, runs/s, MB/s of JSON (decompressed).
+The expectations match the benchmark's case: tool_1 called, tool_3 not called, stop success.
+"""
+import glob
+import gzip
+import json
+import sys
+import time
+
+
+def check(path):
+    executed = set()
+    stop = None
+    size = 0
+    with gzip.open(path, "rb") as log:
+        for line in log:
+            size += len(line)
+            event = json.loads(line)
+            kind = event["kind"]
+            if kind == "tool_intended":
+                executed.add(event["data"]["tool"])
+            elif kind == "run_stopped":
+                stop = event["data"]["reason"]
+    passed = "tool_1" in executed and "tool_3" not in executed and stop == "success"
+    return passed, size
+
+
+def main():
+    directory = sys.argv[1]
+    repetitions = int(sys.argv[2]) if len(sys.argv) > 2 else 1
+    paths = sorted(glob.glob(directory + "/*.jsonl.gz"))
+    for _ in range(repetitions):
+        started = time.perf_counter()
+        passed = 0
+        size = 0
+        for path in paths:
+            ok, bytes_read = check(path)
+            passed += ok
+            size += bytes_read
+        seconds = time.perf_counter() - started
+        print(f"{len(paths)} {passed} {seconds:.6f} {len(paths) / seconds:.1f} {size / seconds / 1e6:.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+// The eval benchmark: `agent-eval run`'s work on 1,000 recorded runs of 20 steps with 3
+// expectations each, against the same work by a plain Python gzip + json script
+// (eval_logs.py, beside this file), in the same run.
+//
+//   swift run -c release eval-benchmark [--runs 1000] [--steps 20] [--repetitions 5] [--jobs 2] [--dir PATH]
+//
+// Prints medians of the repetitions; see README.md, "Performance".
+import AgentRuntime
+import ConfigFile
+import EvalEngine
+import Foundation
+import TestSupport
+import TraceCore
+import TraceLog
+
+struct Settings {
+    var runs = 1000
+    var steps = 20
+    var repetitions = 5
+    var jobs = 2
+    var directory = FileManager.default.temporaryDirectory.appendingPathComponent("agent-eval-eval-bench").path
+}
+
+func parseSettings() -> Settings {
+    var settings = Settings()
+    var arguments = CommandLine.arguments.dropFirst().makeIterator()
+    while let argument = arguments.next() {
+        let value = arguments.next() ?? ""
+        switch argument {
+        case "--runs": settings.runs = Int(value) ?? settings.runs
+        case "--steps": settings.steps = Int(value) ?? settings.steps
+        case "--repetitions": settings.repetitions = Int(value) ?? settings.repetitions
+        case "--jobs": settings.jobs = Int(value) ?? settings.jobs
+        case "--dir": settings.directory = value
+        default:
+            FileHandle.standardError.write(
+                Data("usage: eval-benchmark [--runs N] [--steps N] [--repetitions N] [--jobs N] [--dir PATH]\n".utf8))
+            exit(argument == "--help" ? 0 : 64)
+        }
+    }
+    return settings
+}
+
+func seconds(_ duration: Duration) -> Double {
+    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+}
+
+func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+}
+
+let settings = parseSettings()
+let logs = settings.directory + "/logs"
+try? FileManager.default.removeItem(atPath: settings.directory)
+try FileManager.default.createDirectory(atPath: logs, withIntermediateDirectories: true)
+defer { try? FileManager.default.removeItem(atPath: settings.directory) }
+
+// The corpus: realistic event sizes, written by the real writer.
+var corpus = SyntheticCorpus()
+var jsonBytes = 0
+var time = 1_795_000_000_000_000
+for index in 0..<settings.runs {
+    let run = corpus.run(index: index, steps: settings.steps)
+    try LogWriter.withWriter(creating: "\(logs)/\(run.runId).jsonl.gz", runId: run.runId) { writer in
+        for (payload, step) in run.events {
+            time += 1000
+            try writer.append(payload, step: step, timeUs: time)
+        }
+        jsonBytes += writer.jsonlBytes
+    }
+}
+let caseFile = settings.directory + "/bench.yaml"
+try """
+caseId: bench
+logs: logs/*.jsonl.gz
+expected:
+  toolsCalled: [tool_1]
+  toolsNotCalled: [tool_3]
+  stopReason: success
+""".write(toFile: caseFile, atomically: true, encoding: .utf8)
+let (cases, errors) = EvalSuite.load(paths: [caseFile])
+guard errors.isEmpty, cases.count == 1 else {
+    FileHandle.standardError.write(Data("cannot load the benchmark case: \(errors)\n".utf8))
+    exit(1)
+}
+let megabytes = Double(jsonBytes) / 1e6
+print(
+    "eval-benchmark: \(settings.runs) runs × \(settings.steps) steps, \(String(format: "%.1f", megabytes)) MB of JSON, "
+        + "3 expectations, \(settings.repetitions) repetitions, --jobs \(settings.jobs)")
+
+var ours: [Double] = []
+for _ in 0..<settings.repetitions {
+    let started = ContinuousClock.now
+    let results = await EvalRunner(options: EvalOptions(jobs: settings.jobs)).run(cases)
+    ours.append(seconds(ContinuousClock.now - started))
+    guard results.first?.runs.count == settings.runs, results.first?.passed == true else {
+        FileHandle.standardError.write(Data("the benchmark case did not pass on every run\n".utf8))
+        exit(1)
+    }
+}
+
+// The Python script, run the same number of times in one interpreter (its own timing).
+let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("eval_logs.py").path
+let python = try Subprocess.run(Subprocess.which("python3") ?? "/usr/bin/python3", [script, logs, "\(settings.repetitions)"])
+let pythonSeconds = python.stdoutText.split(separator: "\n").compactMap { line -> Double? in
+    let fields = line.split(separator: " ")
+    guard fields.count == 5, Int(fields[1]) == settings.runs else { return nil }
+    return Double(fields[2])
+}
+guard pythonSeconds.count == settings.repetitions else {
+    FileHandle.standardError.write(Data("the Python script failed: \(python.stdoutText)\(python.stderr)\n".utf8))
+    exit(1)
+}
+
+let ourMedian = median(ours)
+let pythonMedian = median(pythonSeconds)
+print(
+    String(
+        format: "agent-eval run (EvalRunner, --jobs %d): %.3f s  %.0f runs/s  %.1f MB/s of JSON", settings.jobs, ourMedian,
+        Double(settings.runs) / ourMedian, megabytes / ourMedian))
+print(
+    String(
+        format: "python3 gzip + json (one process):  %.3f s  %.0f runs/s  %.1f MB/s of JSON", pythonMedian,
+        Double(settings.runs) / pythonMedian, megabytes / pythonMedian))
+print(String(format: "ratio: %.2fx the Python script (target >= 3x)", pythonMedian / ourMedian))
