@@ -146,3 +146,27 @@ struct CaseFileTests {
         #expect(EvalSuite.filter(cases, by: []).count == 2)
     }
 }
+
+@Suite("The published case schema")
+struct CaseSchemaTests {
+    @Test("every bundled case file conforms to docs/eval-case.schema.json, and a misspelt key does not")
+    func bundledCasesConform() throws {
+        let root = ExampleRuns.fixtures.deletingLastPathComponent()
+        let schemaText = try Data(contentsOf: root.appendingPathComponent("docs/eval-case.schema.json"))
+        let schema = try JSONSchema(json: try JSONParser.parse(Array(schemaText)))
+        let files =
+            (FileManager.default.enumerator(atPath: root.appendingPathComponent("EvalCases").path)?.allObjects as? [String] ?? []).map {
+                root.appendingPathComponent("EvalCases/\($0)").path
+            }
+            + (try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("Fixtures/eval/failing").path)).map {
+                root.appendingPathComponent("Fixtures/eval/failing/\($0)").path
+            }
+        let cases = files.filter { $0.hasSuffix(".yaml") }
+        #expect(cases.count >= 10)
+        for file in cases {
+            #expect(schema.violation(of: try ConfigNode.load(path: file).json, root: "case") == nil, "\(file)")
+        }
+        let bad: JSONValue = ["caseId": "x", "expected": ["toolsCaled": ["a"]]]
+        #expect(schema.violation(of: bad, root: "case") != nil)
+    }
+}
