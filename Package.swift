@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "TraceLog", targets: ["TraceLog"]),
         .library(name: "AgentRuntime", targets: ["AgentRuntime"]),
         .library(name: "EvalEngine", targets: ["EvalEngine"]),
+        .library(name: "Replay", targets: ["Replay"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -63,11 +64,17 @@ let package = Package(
             dependencies: ["TraceCore", "TraceLog", "ConfigFile", "AgentRuntime"],
             swiftSettings: strictSettings
         ),
+        // Layer 3: replay: step-by-step rebuild with digest checks, the step index, diff, re-run.
+        .target(
+            name: "Replay",
+            dependencies: ["TraceCore", "TraceLog", "AgentRuntime"],
+            swiftSettings: strictSettings
+        ),
         // Layer 4: the command-line interface.
         .executableTarget(
             name: "agent-eval",
             dependencies: [
-                "TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "EvalEngine",
+                "TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "EvalEngine", "Replay",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSettings

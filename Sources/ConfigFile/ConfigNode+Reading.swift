@@ -1,4 +1,4 @@
-public import TraceCore
+import TraceCore
 
 extension ConfigNode {
     /// The error for a value of the wrong kind: `<what> must be <expected>, found a list`.

@@ -33,6 +33,15 @@ struct EventChecker {
         self.path = path
     }
 
+    /// A checker that picks up in the middle of a log: the next event must be `sequence`,
+    /// linked to `previousHash`, of run `runId`.
+    init(path: String, resumingAt sequence: Int, previousHash: String, runId: String) {
+        self.path = path
+        self.expectedSequence = sequence
+        self.lastHash = previousHash
+        self.runId = runId
+    }
+
     /// Checks one line; returns the event when it decodes, and every problem found.
     mutating func check(
         _ line: UnsafeRawBufferPointer, at location: EventLocation, problems: inout [LogError]

@@ -63,15 +63,51 @@ public struct LogReader {
         return (events, summary)
     }
 
-    private func walk(_ body: (UnsafeRawBufferPointer, RecordedEvent) throws -> Void) throws -> ReadSummary {
+    /// Where to pick a log up in the middle: a member's start, and what the event chain looks
+    /// like just before it (from an index built by an earlier full read).
+    public struct Position: Sendable, Hashable {
+        public var memberOffset: Int
+        public var memberIndex: Int
+        /// The sequence number of the member's first event.
+        public var sequence: Int
+        /// The hash of the event before it (64 zeros for the first event of the log).
+        public var previousHash: String
+        public var runId: String
+
+        public init(memberOffset: Int, memberIndex: Int, sequence: Int, previousHash: String, runId: String) {
+            self.memberOffset = memberOffset
+            self.memberIndex = memberIndex
+            self.sequence = sequence
+            self.previousHash = previousHash
+            self.runId = runId
+        }
+    }
+
+    /// Reads from `position` on, checking the chain from there, until `body` returns false or
+    /// the log ends. Only the members read are inflated: random access for replay.
+    @discardableResult
+    public func forEachEvent(from position: Position, _ body: (RecordedEvent) throws -> Bool) throws -> ReadSummary {
+        struct Stop: Error {}
+        do {
+            return try walk(from: position) { _, recorded in
+                if try !body(recorded) { throw Stop() }
+            }
+        } catch is Stop {
+            return ReadSummary()
+        }
+    }
+
+    private func walk(from position: Position? = nil, _ body: (UnsafeRawBufferPointer, RecordedEvent) throws -> Void) throws -> ReadSummary {
         var scanner = MemberScanner(path: path, contentLimit: options.memberContentLimit, readSize: options.readBufferSize)
-        var checker = EventChecker(path: path)
+        var checker =
+            position.map { EventChecker(path: path, resumingAt: $0.sequence, previousHash: $0.previousHash, runId: $0.runId) }
+            ?? EventChecker(path: path)
         var summary = ReadSummary()
         var problems: [LogError] = []
-        var lineNumber = 0
+        var lineNumber = position?.sequence ?? 0
         var lastSequence: Int?
 
-        let ending = try scanner.scan { member, content, isComplete in
+        let ending = try scanner.scan(from: position?.memberOffset ?? 0, firstIndex: position?.memberIndex ?? 0) { member, content, isComplete in
             summary.memberCount += 1
             summary.decompressedBytes += content.count
             var eventsInMember = 0

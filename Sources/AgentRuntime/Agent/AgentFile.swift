@@ -1,6 +1,6 @@
 public import ConfigFile
 import Foundation
-public import TraceCore
+import TraceCore
 import TraceLog
 
 /// Reads agent files (YAML): the whole definition of an agent — instructions, model, tools

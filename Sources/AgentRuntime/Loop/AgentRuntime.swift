@@ -1,5 +1,5 @@
 public import TraceCore
-public import TraceLog
+import TraceLog
 
 /// The controlled agent loop: build context → ask the model → validate → policy → execute
 /// allowed work → record observations → check stop conditions, recording every step in an

@@ -1,4 +1,4 @@
-public import TraceCore
+import TraceCore
 
 /// A tool that is a command: the arguments go to its stdin as one JSON object, it prints its
 /// result as JSON on stdout and exits 0.

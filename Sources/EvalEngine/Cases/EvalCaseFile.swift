@@ -1,6 +1,6 @@
 public import ConfigFile
 import Foundation
-public import TraceCore
+import TraceCore
 
 /// Reads eval case files (YAML or JSON): one case as a mapping, or several as a list. The
 /// format is documented in docs/eval-cases.md, with a JSON Schema in

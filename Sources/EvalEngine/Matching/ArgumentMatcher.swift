@@ -1,4 +1,4 @@
-public import ConfigFile
+import ConfigFile
 public import TraceCore
 
 /// What the arguments of a call must be. The matcher always compares *expected* (from the

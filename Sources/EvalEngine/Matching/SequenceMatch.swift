@@ -1,4 +1,4 @@
-public import TraceCore
+import TraceCore
 
 /// Matches an expected call sequence against the executed calls, in one of five modes.
 /// Unordered modes pair calls by a maximum one-to-one assignment; in-order matching takes the

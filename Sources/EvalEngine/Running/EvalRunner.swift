@@ -1,8 +1,8 @@
 public import AgentRuntime
-public import ConfigFile
+import ConfigFile
 import Foundation
 import Synchronization
-public import TraceCore
+import TraceCore
 import TraceLog
 
 /// How a suite is run.

@@ -1,4 +1,4 @@
-public import ConfigFile
+import ConfigFile
 import Foundation
 
 /// Finds and loads eval cases: every `.yaml`, `.yml` and `.json` file under the directories

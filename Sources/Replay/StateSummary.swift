@@ -1,0 +1,115 @@
+public import TraceCore
+
+/// The counters of a run state: what replay shows as "the state" at a step's end, and what
+/// the step index keeps per step so that showing step N does not need the whole log.
+public struct StateSummary: Sendable, Hashable {
+    public var eventCount = 0
+    public var step = 0
+    public var stepsCompleted = 0
+    public var contextPackets = 0
+    public var decisions = 0
+    public var invalidDecisions = 0
+    /// Calls proposed, executed (started at least once), denied or refused, awaiting approval.
+    public var calls = 0
+    public var executedCalls = 0
+    public var deniedCalls = 0
+    public var awaitingApproval = 0
+    public var toolAttempts = 0
+    /// Finished attempts whose status was not `ok`.
+    public var failedAttempts = 0
+    public var inputTokens = 0
+    public var outputTokens = 0
+    /// Cost in millionths of a dollar (exact in an integer).
+    public var costMicroUSD = 0
+    public var modelLatencyUs = 0
+    public var toolTimeUs = 0
+    public var contents = 0
+    public var anomalies = 0
+    public var resumes = 0
+    public var stopReason: StopReason?
+    public var limit: LimitKind?
+
+    public init() {}
+
+    public init(_ state: RunState) {
+        eventCount = state.eventCount
+        step = state.step
+        stepsCompleted = state.stepsCompleted
+        contextPackets = state.contextPacketCount
+        decisions = state.decisions.count
+        invalidDecisions = state.invalidDecisionCount
+        calls = state.calls.count
+        executedCalls = state.executedCalls.count
+        deniedCalls = state.deniedCalls.count
+        awaitingApproval = state.callsAwaitingApproval.count
+        toolAttempts = state.usage.toolAttempts
+        failedAttempts = state.calls.reduce(0) { $0 + $1.results.count { $0.status != .ok } }
+        inputTokens = state.usage.inputTokens
+        outputTokens = state.usage.outputTokens
+        costMicroUSD = Int((state.usage.costUSD * 1_000_000).rounded())
+        modelLatencyUs = state.usage.modelLatencyUs
+        toolTimeUs = state.usage.toolTimeUs
+        contents = state.contents.count
+        anomalies = state.anomalies.count
+        resumes = state.resumeCount
+        stopReason = state.stopReason
+        limit = state.limitFired
+    }
+
+    public var totalTokens: Int { inputTokens + outputTokens }
+
+    /// The summary as JSON (replay's `--json`).
+    public var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("event_count", eventCount)
+        object.set("step", step)
+        object.set("steps_completed", stepsCompleted)
+        object.set("context_packets", contextPackets)
+        object.set("decisions", decisions)
+        object.set("invalid_decisions", invalidDecisions)
+        object.set("calls", calls)
+        object.set("executed_calls", executedCalls)
+        object.set("denied_calls", deniedCalls)
+        object.set("awaiting_approval", awaitingApproval)
+        object.set("tool_attempts", toolAttempts)
+        object.set("failed_attempts", failedAttempts)
+        object.set("input_tokens", inputTokens)
+        object.set("output_tokens", outputTokens)
+        object.set("cost_usd", Double(costMicroUSD) / 1_000_000)
+        object.set("model_latency_us", modelLatencyUs)
+        object.set("tool_time_us", toolTimeUs)
+        object.set("contents", contents)
+        object.set("anomalies", anomalies)
+        object.set("resumes", resumes)
+        object.set("stop_reason", stopReason)
+        object.set("limit", limit)
+        return object.json
+    }
+
+    /// What changed from `before` to this summary, as short phrases.
+    public func changes(since before: StateSummary) -> [String] {
+        var phrases: [String] = []
+        func count(_ delta: Int, _ noun: String, _ plural: String? = nil) {
+            guard delta != 0 else { return }
+            phrases.append("\(delta > 0 ? "+" : "")\(delta) \(delta == 1 || delta == -1 ? noun : (plural ?? noun + "s"))")
+        }
+        count(decisions - before.decisions, "decision")
+        count(invalidDecisions - before.invalidDecisions, "rejected reply", "rejected replies")
+        count(calls - before.calls, "call proposed", "calls proposed")
+        count(executedCalls - before.executedCalls, "call executed", "calls executed")
+        count(deniedCalls - before.deniedCalls, "denied")
+        count(toolAttempts - before.toolAttempts, "attempt")
+        count(failedAttempts - before.failedAttempts, "failed attempt")
+        count(contents - before.contents, "content stored", "contents stored")
+        count(anomalies - before.anomalies, "anomaly", "anomalies")
+        if totalTokens != before.totalTokens {
+            phrases.append("tokens \(before.totalTokens) → \(totalTokens)")
+        }
+        if awaitingApproval != before.awaitingApproval { phrases.append("\(awaitingApproval) awaiting approval") }
+        if resumes != before.resumes { phrases.append("resumed") }
+        if stopReason != before.stopReason {
+            phrases.append(stopReason.map { "stopped: \($0.rawValue)" + (limit.map { " (\($0.rawValue))" } ?? "") } ?? "running again")
+        }
+        return phrases
+    }
+}
