@@ -12,7 +12,9 @@ public struct ReplayStep: Sendable {
     public var digests: [DigestCheck]
     public var problems: [StepProblem]
 
-    public init(step: Int, events: [RecordedEvent], before: StateSummary, after: StateSummary, digests: [DigestCheck], problems: [StepProblem]) {
+    public init(
+        step: Int, events: [RecordedEvent], before: StateSummary, after: StateSummary, digests: [DigestCheck], problems: [StepProblem]
+    ) {
         self.step = step
         self.events = events
         self.before = before
@@ -53,8 +55,8 @@ public struct StepProblem: Sendable, Hashable {
 }
 
 extension StepProblem {
-    /// The problems one event shows, given the state it was folded into.
-    static func problems(of event: Event, in state: RunState) -> [StepProblem] {
+    /// The problems one event shows on its own (anomalies come from the fold).
+    static func problems(of event: Event) -> [StepProblem] {
         switch event.payload {
         case .verdictGiven(let verdict) where verdict.verdict == .deny:
             return [
@@ -64,16 +66,22 @@ extension StepProblem {
                         + (verdict.reason.map { ": \($0)" } ?? ""))
             ]
         case .approvalRecorded(let approval) where !approval.isGranted:
-            return [StepProblem(kind: .deniedCall, sequence: event.sequence, message: "\(approval.callId) refused by \(approval.approver ?? "a human")")]
+            return [
+                StepProblem(
+                    kind: .deniedCall, sequence: event.sequence, message: "\(approval.callId) refused by \(approval.approver ?? "a human")")
+            ]
         case .toolCompleted(let result) where result.status != .ok:
             return [
                 StepProblem(
                     kind: .toolError, sequence: event.sequence,
-                    message: "\(result.tool) (\(result.callId)) attempt \(result.attempt): \(result.status.rawValue)" + (result.error.map { " — \($0)" } ?? ""))
+                    message: "\(result.tool) (\(result.callId)) attempt \(result.attempt): \(result.status.rawValue)"
+                        + (result.error.map { " — \($0)" } ?? ""))
             ]
         case .decisionMade(let made):
             if case .invalid(let invalid) = made.outcome {
-                return [StepProblem(kind: .invalidDecision, sequence: event.sequence, message: "\(invalid.kind.rawValue): \(invalid.message)")]
+                return [
+                    StepProblem(kind: .invalidDecision, sequence: event.sequence, message: "\(invalid.kind.rawValue): \(invalid.message)")
+                ]
             }
             return []
         case .runStopped(let stop) where stop.reason != .success && stop.reason != .approvalRequired:
@@ -81,7 +89,8 @@ extension StepProblem {
             return [
                 StepProblem(
                     kind: kind, sequence: event.sequence,
-                    message: "stopped: \(stop.reason.rawValue)" + (stop.limit.map { " (\($0.rawValue))" } ?? "") + (stop.error.map { " — \($0)" } ?? ""))
+                    message: "stopped: \(stop.reason.rawValue)" + (stop.limit.map { " (\($0.rawValue))" } ?? "")
+                        + (stop.error.map { " — \($0)" } ?? ""))
             ]
         default:
             return []

@@ -58,7 +58,7 @@ public struct Replayer: Sendable {
                     let summary = StateSummary(state)
                     current = ReplayStep(step: event.step, events: [], before: summary, after: summary, digests: [], problems: [])
                 }
-                var problems = StepProblem.problems(of: event, in: state)
+                var problems = StepProblem.problems(of: event)
                 if case .stepEnded(let ended) = event.payload {
                     let check = DigestCheck(sequence: event.sequence, recorded: ended.stateDigest, computed: digester.digest(of: state))
                     result.digestsChecked += 1

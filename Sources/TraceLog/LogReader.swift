@@ -97,7 +97,8 @@ public struct LogReader {
         }
     }
 
-    private func walk(from position: Position? = nil, _ body: (UnsafeRawBufferPointer, RecordedEvent) throws -> Void) throws -> ReadSummary {
+    private func walk(from position: Position? = nil, _ body: (UnsafeRawBufferPointer, RecordedEvent) throws -> Void) throws -> ReadSummary
+    {
         var scanner = MemberScanner(path: path, contentLimit: options.memberContentLimit, readSize: options.readBufferSize)
         var checker =
             position.map { EventChecker(path: path, resumingAt: $0.sequence, previousHash: $0.previousHash, runId: $0.runId) }
@@ -107,7 +108,8 @@ public struct LogReader {
         var lineNumber = position?.sequence ?? 0
         var lastSequence: Int?
 
-        let ending = try scanner.scan(from: position?.memberOffset ?? 0, firstIndex: position?.memberIndex ?? 0) { member, content, isComplete in
+        let ending = try scanner.scan(from: position?.memberOffset ?? 0, firstIndex: position?.memberIndex ?? 0) {
+            member, content, isComplete in
             summary.memberCount += 1
             summary.decompressedBytes += content.count
             var eventsInMember = 0

@@ -14,6 +14,6 @@ struct AgentEval: AsyncParsableCommand {
             Exit codes: 0 success or intact, 1 damaged or failed, 2 could not run (unreadable input), 64 usage error.
             """,
         version: "0.1.0",
-        subcommands: [RunCommand.self, ExecCommand.self, LogCommand.self]
+        subcommands: [RunCommand.self, ExecCommand.self, ReplayCommand.self, DiffCommand.self, LogCommand.self]
     )
 }

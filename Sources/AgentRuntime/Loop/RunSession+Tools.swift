@@ -94,7 +94,7 @@ extension RunSession {
         if timedOut.withLock({ $0 }) {
             outcome = .failure("\(request.tool) did not finish within \(request.timeoutMs) ms and was cancelled", isRetryable: true)
         }
-        return (outcome, environment.recordedDuration(ContinuousClock.now - started))
+        return (outcome, outcome.durationUs ?? environment.recordedDuration(ContinuousClock.now - started))
     }
 
     /// Records one finished attempt; output too large for an event (or not JSON) is stored as

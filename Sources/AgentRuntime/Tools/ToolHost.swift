@@ -33,10 +33,13 @@ public struct ToolOutcome: Sendable, Hashable {
     public var isRetryable: Bool
     /// What the tool wrote to its error stream, for the record.
     public var stderr: String?
+    /// The attempt's duration when the host knows it better than the runtime's measurement
+    /// (a replayed result keeps its recorded duration).
+    public var durationUs: Int?
 
     public init(
         status: ToolStatus, output: JSONValue? = nil, rawOutput: [UInt8]? = nil, error: String? = nil,
-        isRetryable: Bool = false, stderr: String? = nil
+        isRetryable: Bool = false, stderr: String? = nil, durationUs: Int? = nil
     ) {
         self.status = status
         self.output = output
@@ -44,6 +47,7 @@ public struct ToolOutcome: Sendable, Hashable {
         self.error = error
         self.isRetryable = isRetryable
         self.stderr = stderr
+        self.durationUs = durationUs
     }
 
     /// A successful result.

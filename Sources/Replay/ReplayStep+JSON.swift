@@ -1,0 +1,29 @@
+public import TraceCore
+
+extension ReplayStep {
+    /// The step as replay's `--json` prints it (docs/replay.md).
+    public var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("step", step)
+        object.set("first_seq", firstSequence)
+        object.set("last_seq", lastSequence)
+        object.set(
+            "events",
+            JSONValue.array(events.map { recorded in (try? JSONParser.parse(recorded.event.encodedLine())) ?? .null }))
+        object.set("state", after.json)
+        object.set("changes", JSONValue.array(after.changes(since: before).map { .string($0) }))
+        object.set(
+            "digests",
+            JSONValue.array(
+                digests.map { check in
+                    [
+                        "seq": .int(check.sequence), "recorded": .string(check.recorded), "computed": .string(check.computed),
+                        "match": .bool(check.isMatch),
+                    ]
+                }))
+        object.set(
+            "problems",
+            JSONValue.array(problems.map { ["kind": .string($0.kind.rawValue), "seq": .int($0.sequence), "message": .string($0.message)] }))
+        return object.json
+    }
+}

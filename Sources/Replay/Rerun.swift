@@ -1,0 +1,262 @@
+public import AgentRuntime
+import Foundation
+public import TraceCore
+import TraceLog
+
+/// Drives the current runtime with what a log recorded — the model's replies and the tools'
+/// results — and finds the first event where the new run differs from the recorded one.
+///
+/// Nothing goes live: the model is a `ReplayModel` over the log's decisions and every tool a
+/// `RecordedToolHost` over its results; a request the log cannot answer is refused and
+/// reported. Approvals recorded in the log are given again when the new run stops for them.
+/// Times are not compared (`time_us`, `prev`, state digests, durations are set aside): the
+/// re-run happens now, and a state digest covers the run's times. Nor are the agent's and the
+/// policy's configuration in `run_started` (digests, tool specs, limits): the configuration is
+/// what a re-run changes, and its effects show in the events after it.
+public enum Rerun {
+    /// Where two runs part.
+    public struct Divergence: Sendable, Hashable {
+        public var step: Int
+        public var sequence: Int
+        /// The recorded event's kind (or the new one's, when the recorded run ended first).
+        public var kind: String
+        /// The first field that differs, such as `data.verdict` or `kind`.
+        public var fieldPath: String
+        public var recorded: String
+        public var new: String
+        /// Why, when it can tell: a rule that now denies, a schema that now rejects, a context
+        /// that now omits an item, a limit that now fires, a request the log cannot answer.
+        public var cause: String?
+    }
+
+    public struct Report: Sendable {
+        public var recordedEvents: Int
+        public var newEvents: Int
+        public var newLog: String
+        public var divergence: Divergence?
+        public var unanswered: [String]
+        public var newStop: RunStopped?
+        public var recordedStop: RunStopped?
+    }
+
+    /// Re-runs `log` with `agent` (as it is now), writing the new run to `output`.
+    public static func run(log: String, agent: Agent, output: String) async throws -> Report {
+        let recorded = try LogReader(path: log).readAll().events.map(\.event)
+        guard
+            let started = recorded.first.flatMap({ event -> RunStarted? in
+                if case .runStarted(let value) = event.payload { return value }
+                return nil
+            })
+        else {
+            throw LogError(.invalidEvent, "the log does not start with run_started, so there is no run to re-drive", path: log, sequence: 0)
+        }
+
+        // The tools' recorded results, by call id and attempt.
+        var contents: [String: [UInt8]] = [:]
+        var arguments: [String: (String, JSONValue)] = [:]
+        var entries: [RecordedToolHost.Key: RecordedToolHost.Entry] = [:]
+        var decisions: [DecisionMade] = []
+        var approvals: [ApprovalRecorded] = []
+        for event in recorded {
+            switch event.payload {
+            case .contentStored(let stored): contents[stored.hash] = stored.bytes
+            case .decisionMade(let made):
+                decisions.append(made)
+                if case .valid(.toolCalls(let calls)) = made.outcome {
+                    for call in calls { arguments[call.id] = (call.name, call.arguments) }
+                }
+            case .toolCompleted(let result):
+                let (tool, args) = arguments[result.callId] ?? (result.tool, .null)
+                entries[RecordedToolHost.Key(callId: result.callId, attempt: result.attempt)] = RecordedToolHost.Entry(
+                    tool: tool, arguments: args, result: result, content: result.contentHash.flatMap { contents[$0] })
+            case .approvalRecorded(let approval): approvals.append(approval)
+            default: break
+            }
+        }
+        let unanswered = UnansweredRequests()
+        var replayAgent = agent
+        replayAgent.model = ReplayModel(identity: agent.model.identity, recorded: decisions, source: log)
+        var tools = ToolRegistry()
+        for tool in agent.tools.tools {
+            var replayed = tool
+            replayed.host = RecordedToolHost(entries: entries, unanswered: unanswered)
+            tools.register(replayed)
+        }
+        replayAgent.tools = tools
+        let runId = recorded.first?.runId ?? "rerun"
+        var environment = RuntimeEnvironment.live
+        environment.sleep = { _ in }
+        environment.makeRunId = { runId }
+        let runtime = AgentRuntime(agent: replayAgent, environment: environment)
+        try? FileManager.default.removeItem(atPath: output)
+        var outcome = try await runtime.run(goal: started.goal, log: output, runId: runId, actor: started.actor, route: started.route)
+        var pending = approvals
+        while outcome.stop.reason == .approvalRequired, !pending.isEmpty {
+            let waiting = Set(outcome.state.callsAwaitingApproval.map(\.id))
+            let given = pending.filter { waiting.contains($0.callId) }
+            guard !given.isEmpty, given.count == waiting.count else { break }
+            pending.removeAll { waiting.contains($0.callId) }
+            outcome = try await runtime.resume(log: output, approvals: given)
+        }
+        let fresh = try LogReader(path: output).readAll().events.map(\.event)
+        var divergence = compare(recorded: recorded, new: fresh)
+        if let found = divergence, let change = schemaChange(recorded: recorded.first, new: fresh.first) {
+            // A changed schema shows first where it is shown to the model (the packet's size) or
+            // where it rejects the arguments.
+            divergence?.cause = found.cause.map { "\(change); \($0)" } ?? change
+        }
+        return Report(
+            recordedEvents: recorded.count, newEvents: fresh.count, newLog: output, divergence: divergence, unanswered: unanswered.all,
+            newStop: outcome.state.stop, recordedStop: RunState(folding: recorded).stop)
+    }
+
+    /// The first event where the runs differ, or nil when they are the same run.
+    static func compare(recorded: [Event], new: [Event]) -> Divergence? {
+        for index in 0..<max(recorded.count, new.count) {
+            guard index < recorded.count else {
+                let event = new[index]
+                return Divergence(
+                    step: event.step, sequence: event.sequence, kind: event.kind, fieldPath: "(event)", recorded: "the recorded run ended",
+                    new: "\(event.kind): \(event.payload.summary)", cause: cause(recorded: nil, new: event))
+            }
+            guard index < new.count else {
+                let event = recorded[index]
+                return Divergence(
+                    step: event.step, sequence: event.sequence, kind: event.kind, fieldPath: "(event)",
+                    recorded: "\(event.kind): \(event.payload.summary)",
+                    new: "the new run ended", cause: cause(recorded: event, new: nil))
+            }
+            let a = normalized(recorded[index])
+            let b = normalized(new[index])
+            if a != b {
+                let (path, left, right) = firstDifference(a, b, path: "") ?? ("", a, b)
+                return Divergence(
+                    step: recorded[index].step, sequence: recorded[index].sequence, kind: recorded[index].kind, fieldPath: path,
+                    recorded: JSONWriter.encodeString(left), new: JSONWriter.encodeString(right),
+                    cause: cause(recorded: recorded[index], new: new[index]))
+            }
+        }
+        return nil
+    }
+
+    /// An event without what depends on when it ran.
+    static func normalized(_ event: Event) -> JSONValue {
+        var data = event.payload.data.objectValue ?? JSONObject()
+        switch event.payload {
+        case .stepEnded: data["state_digest"] = nil
+        case .toolCompleted: data["duration_us"] = nil
+        case .decisionMade: data["latency_us"] = nil
+        case .runStarted:
+            // The configuration is what the re-run changes on purpose; what it does is compared.
+            if var agent = data["agent"]?.objectValue {
+                agent["config_digest"] = nil
+                data["agent"] = .object(agent)
+            }
+            if var policy = data["policy"]?.objectValue {
+                policy["digest"] = nil
+                data["policy"] = .object(policy)
+            }
+            data["tools"] = nil
+            data["limits"] = nil
+        default: break
+        }
+        return ["kind": .string(event.kind), "step": .int(event.step), "data": .object(data)]
+    }
+
+    static func firstDifference(_ a: JSONValue, _ b: JSONValue, path: String) -> (String, JSONValue, JSONValue)? {
+        switch (a, b) {
+        case (.object(let x), .object(let y)):
+            // The fields that say what happened come before the ones that explain it.
+            let priority = ["kind", "step", "verdict", "decision", "invalid", "status", "reason", "limit", "tool", "name", "arguments"]
+            let keys = Set(x.keys).union(y.keys).sorted { a, b in
+                (priority.firstIndex(of: a) ?? priority.count, a) < (priority.firstIndex(of: b) ?? priority.count, b)
+            }
+            for key in keys {
+                let child = path.isEmpty ? key : "\(path).\(key)"
+                switch (x[key], y[key]) {
+                case (let left?, let right?):
+                    if left != right { return firstDifference(left, right, path: child) ?? (child, left, right) }
+                case (let left?, nil): return (child, left, "(absent)")
+                case (nil, let right?): return (child, "(absent)", right)
+                case (nil, nil): continue
+                }
+            }
+            return nil
+        case (.array(let x), .array(let y)):
+            for index in 0..<max(x.count, y.count) {
+                let child = "\(path)[\(index)]"
+                guard index < x.count else { return (child, "(absent)", y[index]) }
+                guard index < y.count else { return (child, x[index], "(absent)") }
+                if x[index] != y[index] { return firstDifference(x[index], y[index], path: child) ?? (child, x[index], y[index]) }
+            }
+            return nil
+        default:
+            return a == b ? nil : (path, a, b)
+        }
+    }
+
+    /// Which tool's input schema changed between the two runs' `run_started`, and where.
+    static func schemaChange(recorded: Event?, new: Event?) -> String? {
+        guard case .runStarted(let before)? = recorded?.payload, case .runStarted(let after)? = new?.payload else { return nil }
+        for tool in after.tools {
+            guard let old = before.tools.first(where: { $0.name == tool.name }), old.inputSchema != tool.inputSchema else { continue }
+            let change =
+                firstDifference(old.inputSchema, tool.inputSchema, path: "").map { path, left, right in
+                    " (\(path): \(JSONWriter.encodeString(left)) → \(JSONWriter.encodeString(right)))"
+                } ?? ""
+            return "the input schema of \(tool.name) changed\(change)"
+        }
+        return nil
+    }
+
+    /// Why the runs part, read off the two events.
+    static func cause(recorded: Event?, new: Event?) -> String? {
+        switch (recorded?.payload, new?.payload) {
+        case (.verdictGiven(let before)?, .verdictGiven(let after)?) where before.verdict != after.verdict:
+            return "policy: rule \(after.rule ?? "default") now gives \(after.verdict.rawValue) for \(after.tool) (\(after.callId))"
+                + (after.reason.map { " — \($0)" } ?? "") + "; it was \(before.verdict.rawValue)"
+                + (before.rule.map { " by rule \($0)" } ?? "")
+        case (.decisionMade(let before)?, .decisionMade(let after)?):
+            switch (before.outcome, after.outcome) {
+            case (.valid, .invalid(let invalid)) where invalid.kind == .invalidArguments:
+                return "a tool's input schema now rejects the arguments: \(invalid.message)"
+            case (.valid, .invalid(let invalid)) where invalid.kind == .unknownTool:
+                return "the agent no longer has the tool: \(invalid.message)"
+            case (.valid, .invalid(let invalid)):
+                return "the reply is now rejected (\(invalid.kind.rawValue)): \(invalid.message)"
+            case (.invalid, .valid):
+                return "a reply that was rejected is now accepted"
+            default:
+                return nil
+            }
+        case (.contextBuilt(let before)?, .contextBuilt(let after)?):
+            let newlyOmitted = after.omitted.filter { item in !before.omitted.contains { $0.id == item.id } }
+            if let item = newlyOmitted.first {
+                return "the context packet now omits \(item.id) (\(item.reason.rawValue)\(item.detail.map { ": \($0)" } ?? ""))"
+            }
+            let nowIncluded = before.omitted.filter { item in !after.omitted.contains { $0.id == item.id } }
+            if let item = nowIncluded.first {
+                return "the context packet now includes \(item.id), which it left out (\(item.reason.rawValue))"
+            }
+            if before.toolsDisclosed != after.toolsDisclosed {
+                return
+                    "the tools shown to the model changed: \(before.toolsDisclosed.joined(separator: ", ")) → \(after.toolsDisclosed.joined(separator: ", "))"
+            }
+            if before.tokenEstimate != after.tokenEstimate {
+                return
+                    "the packet's token estimate changed (\(before.tokenEstimate) → \(after.tokenEstimate)): the instructions or the tools shown changed"
+            }
+            return nil
+        case (_, .runStopped(let stop)?) where stop.limit != nil:
+            return "a limit now fires: \(stop.limit?.rawValue ?? "")" + (stop.error.map { " (\($0))" } ?? "")
+        case (.runStopped(let stop)?, _) where stop.limit != nil:
+            return "the \(stop.limit?.rawValue ?? "") limit that fired in the recorded run no longer does"
+        case (_, .toolCompleted(let result)?) where result.status == .refused && (result.error ?? "").hasPrefix("not run:"):
+            return "the log cannot answer this request: \(result.error?.dropFirst(9) ?? "")"
+        case (_, .runStopped(let stop)?):
+            return "the new run stops here: \(stop.reason.rawValue)" + (stop.error.map { " — \($0)" } ?? "")
+        default:
+            return nil
+        }
+    }
+}

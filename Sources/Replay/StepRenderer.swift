@@ -1,0 +1,141 @@
+import TraceCore
+
+/// Renders replayed steps as text for people: the context packet (what went in, what was left
+/// out and why), the raw and parsed decision, verdicts, intents and results, what changed in
+/// the state, digest checks and the stop.
+public struct StepRenderer: Sendable {
+    /// Show payloads in full instead of shortened.
+    public var isFull: Bool
+    /// Cut every line to this many characters (a terminal's width); nil leaves lines whole.
+    public var width: Int?
+
+    public init(isFull: Bool = false, width: Int? = nil) {
+        self.isFull = isFull
+        self.width = width
+    }
+
+    public func lines(for step: ReplayStep) -> [String] {
+        var lines: [String] = []
+        let time = step.events.first.map { Event.formatTime($0.event.timeUs) } ?? ""
+        let range = step.firstSequence == step.lastSequence ? "seq \(step.firstSequence)" : "seq \(step.firstSequence)–\(step.lastSequence)"
+        lines.append("── step \(step.step) · \(range) · \(time) " + String(repeating: "─", count: 20))
+        let checks = Dictionary(uniqueKeysWithValues: step.digests.map { ($0.sequence, $0) })
+        for recorded in step.events {
+            lines.append(contentsOf: render(recorded.event, digest: checks[recorded.event.sequence]))
+        }
+        let changes = step.after.changes(since: step.before)
+        if !changes.isEmpty { lines.append("state     " + changes.joined(separator: ", ")) }
+        return width.map { limit in lines.map { Self.cut($0, to: limit) } } ?? lines
+    }
+
+    func render(_ event: Event, digest: DigestCheck?) -> [String] {
+        switch event.payload {
+        case .runStarted(let started):
+            var lines = [
+                "run       \(event.runId) · agent \(started.agent.name)\(started.agent.version.map { " v\($0)" } ?? "") · model "
+                    + "\(started.model.provider)/\(started.model.name) · policy \(started.policy.name)",
+                "  goal    \(short(started.goal))",
+                "  tools   " + started.tools.map { "\($0.name) (\($0.sideEffect.rawValue))" }.joined(separator: ", "),
+            ]
+            let limits = started.limits
+            let limitText = [
+                limits.maxSteps.map { "max_steps \($0)" }, limits.maxToolCalls.map { "max_tool_calls \($0)" },
+                limits.timeoutMs.map { "timeout \($0) ms" }, limits.tokenBudget.map { "token_budget \($0)" },
+            ].compactMap { $0 }
+            if !limitText.isEmpty { lines.append("  limits  " + limitText.joined(separator: ", ")) }
+            if started.actor != nil || started.route != nil {
+                lines.append("  acts for \(started.actor ?? "–") via \(started.route ?? "–")")
+            }
+            return lines
+        case .contextBuilt(let packet):
+            var lines = ["context   ~\(packet.tokenEstimate) tokens · tools shown: \(packet.toolsDisclosed.joined(separator: ", "))"]
+            lines.append("  summary \(short(packet.stateSummary))")
+            for item in packet.observations {
+                lines.append("  sees    \(item.id): \(short(item.summary ?? ""))\(item.contentHash.map { " [\($0.prefix(15))…]" } ?? "")")
+            }
+            for item in packet.evidence { lines.append("  evidence \(item.id): \(short(item.summary ?? ""))") }
+            for item in packet.memory { lines.append("  memory  \(item.id): \(short(item.summary ?? ""))") }
+            for item in packet.omitted {
+                lines.append("  omitted \(item.id) (\(item.reason.rawValue)\(item.detail.map { ": \($0)" } ?? ""))")
+            }
+            return lines
+        case .decisionMade(let made):
+            var facts: [String] = []
+            if let usage = made.usage { facts.append("\(usage.input)+\(usage.output) tokens") }
+            if let latency = made.latencyUs { facts.append(Self.duration(latency)) }
+            if let cost = made.costUSD { facts.append("$\(cost)") }
+            var lines = ["decision  " + facts.joined(separator: " · ")]
+            lines.append("  raw     \(short(made.raw))")
+            switch made.outcome {
+            case .valid(.answer(let text)): lines.append("  parsed  answer: \(short(text))")
+            case .valid(.askHuman(let text)): lines.append("  parsed  ask a human: \(short(text))")
+            case .valid(.stop(let reason)): lines.append("  parsed  stop: \(short(reason))")
+            case .valid(.toolCalls(let calls)):
+                for call in calls { lines.append("  parsed  \(call.id): \(call.name) \(short(JSONWriter.encodeString(call.arguments)))") }
+            case .invalid(let invalid): lines.append("  REJECTED \(invalid.kind.rawValue): \(invalid.message)")
+            }
+            return lines
+        case .verdictGiven(let verdict):
+            return [
+                "verdict   \(verdict.callId) \(verdict.tool) → \(verdict.verdict.rawValue.uppercased())"
+                    + (verdict.rule.map { " (rule \($0))" } ?? "") + (verdict.reason.map { ": \($0)" } ?? "")
+            ]
+        case .toolIntended(let intent):
+            return [
+                "intent    \(intent.callId) \(intent.tool) attempt \(intent.attempt) \(short(JSONWriter.encodeString(intent.arguments)))"
+            ]
+        case .toolCompleted(let result):
+            var line =
+                "result    \(result.callId) \(result.tool) attempt \(result.attempt) \(result.status.rawValue) in \(Self.duration(result.durationUs))"
+            if let error = result.error { line += " — \(short(error))\(result.isRetryable == true ? " (retryable)" : "")" }
+            if let output = result.output { line += " → \(short(JSONWriter.encodeString(output)))" }
+            var lines = [line]
+            if let hash = result.contentHash { lines.append("  output  stored as content \(hash)") }
+            if let stderr = result.stderr, !stderr.isEmpty { lines.append("  stderr  \(short(stderr))") }
+            return lines
+        case .approvalRecorded(let approval):
+            return [
+                "approval  \(approval.callId) \(approval.isGranted ? "granted" : "REFUSED")\(approval.approver.map { " by \($0)" } ?? "")"
+                    + (approval.reason.map { ": \($0)" } ?? "")
+            ]
+        case .stepEnded(let ended):
+            guard let digest else { return ["digest    \(ended.stateDigest)"] }
+            return digest.isMatch
+                ? ["digest    ✔ \(ended.stateDigest.prefix(23))… matches the rebuilt state"]
+                : ["digest    ✘ recorded \(ended.stateDigest.prefix(23))…, rebuilt \(digest.computed.prefix(23))…"]
+        case .contentStored(let content):
+            var lines = ["content   \(content.hash.prefix(23))… \(content.mediaType), \(content.byteCount) bytes"]
+            if isFull, content.encoding == .utf8 { lines.append("  body    \(content.body)") }
+            return lines
+        case .runStopped(let stop):
+            var line = "stop      \(stop.reason.rawValue)" + (stop.limit.map { " (limit \($0.rawValue) fired)" } ?? "")
+            if let error = stop.error { line += " — \(short(error))" }
+            var lines = [line]
+            if let answer = stop.answer { lines.append("  answer  \(short(answer))") }
+            return lines
+        case .unknown(let kind, let data):
+            return ["unknown   \(kind) (a newer writer's event, kept and skipped) \(short(JSONWriter.encodeString(data)))"]
+        }
+    }
+
+    func short(_ text: String) -> String {
+        let flat = isFull ? text : text.replacingOccurrences(of: "\n", with: "⏎")
+        guard !isFull, flat.count > 160 else { return flat }
+        return String(flat.prefix(159)) + "…"
+    }
+
+    /// `line` cut to `width` characters, with an ellipsis when cut.
+    public static func cut(_ line: String, to width: Int) -> String {
+        line.count <= width ? line : String(line.prefix(max(1, width - 1))) + "…"
+    }
+
+    static func duration(_ microseconds: Int) -> String {
+        if microseconds < 1_000 { return "\(microseconds) µs" }
+        if microseconds < 1_000_000 {
+            let tenths = (microseconds + 50) / 100
+            return "\(tenths / 10).\(tenths % 10) ms"
+        }
+        let hundredths = (microseconds + 5_000) / 10_000
+        return "\(hundredths / 100).\(hundredths % 100 < 10 ? "0" : "")\(hundredths % 100) s"
+    }
+}

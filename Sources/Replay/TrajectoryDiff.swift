@@ -1,0 +1,202 @@
+public import TraceCore
+
+/// Compares two runs' trajectories step by step: aligns their steps (tolerating steps inserted
+/// or removed in one of them), then finds the first difference in what the agent decided and
+/// what happened to it — tools and arguments, verdicts, results, the stop.
+public struct TrajectoryDiff: Sendable {
+    /// What one step did, as the diff compares it.
+    public struct StepSketch: Sendable, Hashable {
+        public var step: Int
+        /// "call" decisions list each call; "answer", "ask_human", "stop", "invalid" otherwise.
+        public var decisions: [String]
+        public var calls: [Call]
+        public var tokens: Int
+        public var durationUs: Int
+
+        public struct Call: Sendable, Hashable {
+            public var id: String
+            public var tool: String
+            public var arguments: JSONValue
+            public var verdict: String
+            public var results: [String]
+            public var output: JSONValue?
+        }
+
+        /// What the alignment matches on: the decisions.
+        var key: String { decisions.joined(separator: " | ") }
+    }
+
+    /// One row of the side-by-side view: a step of each run, or a step only one has.
+    public struct Row: Sendable, Hashable {
+        public var left: StepSketch?
+        public var right: StepSketch?
+        public var isSame: Bool
+    }
+
+    public struct Difference: Sendable, Hashable {
+        public var leftStep: Int?
+        public var rightStep: Int?
+        /// Where, such as `call-3 refund_order arguments.amount_cents` or `stop`.
+        public var path: String
+        public var left: String
+        public var right: String
+    }
+
+    public var rows: [Row]
+    public var first: Difference?
+    public var leftStop: RunStopped?
+    public var rightStop: RunStopped?
+    public var leftState: StateSummary
+    public var rightState: StateSummary
+    public var leftDurationUs: Int
+    public var rightDurationUs: Int
+
+    public var isSame: Bool { first == nil }
+
+    /// Diffs the logs at `left` and `right` (read with the replayer).
+    public static func compare(left: String, right: String) throws -> TrajectoryDiff {
+        let (leftSteps, leftFinal) = try sketches(of: left)
+        let (rightSteps, rightFinal) = try sketches(of: right)
+        return compare(leftSteps, leftFinal, rightSteps, rightFinal)
+    }
+
+    static func compare(_ leftSteps: [StepSketch], _ leftFinal: RunState, _ rightSteps: [StepSketch], _ rightFinal: RunState)
+        -> TrajectoryDiff
+    {
+        let rows = align(leftSteps, rightSteps)
+        var first: Difference?
+        for row in rows where !row.isSame {
+            first = difference(row)
+            break
+        }
+        if first == nil, leftFinal.stop?.reason != rightFinal.stop?.reason || leftFinal.stop?.limit != rightFinal.stop?.limit {
+            first = Difference(
+                leftStep: leftFinal.step, rightStep: rightFinal.step, path: "stop", left: describe(leftFinal.stop),
+                right: describe(rightFinal.stop))
+        }
+        return TrajectoryDiff(
+            rows: rows, first: first, leftStop: leftFinal.stop, rightStop: rightFinal.stop, leftState: StateSummary(leftFinal),
+            rightState: StateSummary(rightFinal), leftDurationUs: leftFinal.elapsedUs, rightDurationUs: rightFinal.elapsedUs)
+    }
+
+    static func describe(_ stop: RunStopped?) -> String {
+        guard let stop else { return "no stop" }
+        return stop.reason.rawValue + (stop.limit.map { " (\($0.rawValue))" } ?? "")
+    }
+
+    /// The steps of a log as sketches, and the final state.
+    static func sketches(of path: String) throws -> ([StepSketch], RunState) {
+        var sketches: [StepSketch] = []
+        let result = try Replayer(path: path).replay { step, state in
+            var decisions: [String] = []
+            var callIds: [String] = []
+            var started: Int?
+            for recorded in step.events {
+                started = started ?? recorded.event.timeUs
+                guard case .decisionMade(let made) = recorded.event.payload else { continue }
+                switch made.outcome {
+                case .valid(.toolCalls(let calls)):
+                    decisions.append(calls.map { "\($0.name)\(JSONWriter.encodeString($0.arguments))" }.joined(separator: ", "))
+                    callIds.append(contentsOf: calls.map(\.id))
+                case .valid(.answer(let text)): decisions.append("answer \(text)")
+                case .valid(.askHuman(let text)): decisions.append("ask_human \(text)")
+                case .valid(.stop(let reason)): decisions.append("stop \(reason)")
+                case .invalid(let invalid): decisions.append("invalid \(invalid.kind.rawValue)")
+                }
+            }
+            if decisions.isEmpty {
+                for recorded in step.events {
+                    if case .runStopped(let stop) = recorded.event.payload { decisions.append("stopped \(describe(stop))") }
+                }
+            }
+            if step.step == 0 && decisions.isEmpty { decisions = ["start"] }
+            let calls = callIds.compactMap { id in state.call(id: id) }.map { call in
+                StepSketch.Call(
+                    id: call.id, tool: call.tool, arguments: call.arguments,
+                    verdict: call.verdict?.verdict.rawValue ?? "none", results: call.results.map(\.status.rawValue),
+                    output: call.lastResult?.output)
+            }
+            let ended = step.events.last?.event.timeUs ?? 0
+            sketches.append(
+                StepSketch(
+                    step: step.step, decisions: decisions, calls: calls, tokens: step.after.totalTokens - step.before.totalTokens,
+                    durationUs: max(0, ended - (started ?? ended))))
+            return true
+        }
+        return (sketches, result.state)
+    }
+
+    /// Longest common subsequence on the steps' decisions: matched steps pair up, the rest are
+    /// steps only one run has.
+    static func align(_ left: [StepSketch], _ right: [StepSketch]) -> [Row] {
+        let n = left.count
+        let m = right.count
+        var table = [[Int]](repeating: [Int](repeating: 0, count: m + 1), count: n + 1)
+        for i in stride(from: n - 1, through: 0, by: -1) {
+            for j in stride(from: m - 1, through: 0, by: -1) {
+                table[i][j] = left[i].key == right[j].key ? table[i + 1][j + 1] + 1 : max(table[i + 1][j], table[i][j + 1])
+            }
+        }
+        var rows: [Row] = []
+        var i = 0
+        var j = 0
+        while i < n || j < m {
+            if i < n, j < m, left[i].key == right[j].key {
+                rows.append(Row(left: left[i], right: right[j], isSame: left[i].calls.map(outcome) == right[j].calls.map(outcome)))
+                i += 1
+                j += 1
+            } else if i < n, j < m, table[i + 1][j] == table[i][j + 1] {
+                // Neither side is an insertion: the same place, decided differently.
+                rows.append(Row(left: left[i], right: right[j], isSame: false))
+                i += 1
+                j += 1
+            } else if j >= m || (i < n && table[i + 1][j] >= table[i][j + 1]) {
+                rows.append(Row(left: left[i], right: nil, isSame: false))
+                i += 1
+            } else {
+                rows.append(Row(left: nil, right: right[j], isSame: false))
+                j += 1
+            }
+        }
+        return rows
+    }
+
+    static func outcome(_ call: StepSketch.Call) -> String {
+        "\(call.tool) \(call.verdict) \(call.results.joined(separator: ","))"
+    }
+
+    /// The first thing that differs in a row.
+    static func difference(_ row: Row) -> Difference {
+        guard let left = row.left else {
+            return Difference(leftStep: nil, rightStep: row.right?.step, path: "step", left: "(no such step)", right: row.right?.key ?? "")
+        }
+        guard let right = row.right else {
+            return Difference(leftStep: left.step, rightStep: nil, path: "step", left: left.key, right: "(no such step)")
+        }
+        for (a, b) in zip(left.calls, right.calls) {
+            if a.tool != b.tool {
+                return Difference(leftStep: left.step, rightStep: right.step, path: "\(a.id) tool", left: a.tool, right: b.tool)
+            }
+            if a.arguments != b.arguments, let (path, x, y) = Rerun.firstDifference(a.arguments, b.arguments, path: "arguments") {
+                return Difference(
+                    leftStep: left.step, rightStep: right.step, path: "\(a.id) \(a.tool) \(path)", left: JSONWriter.encodeString(x),
+                    right: JSONWriter.encodeString(y))
+            }
+            if a.verdict != b.verdict {
+                return Difference(
+                    leftStep: left.step, rightStep: right.step, path: "\(a.id) \(a.tool) verdict", left: a.verdict, right: b.verdict)
+            }
+            if a.results != b.results {
+                return Difference(
+                    leftStep: left.step, rightStep: right.step, path: "\(a.id) \(a.tool) results", left: a.results.joined(separator: ", "),
+                    right: b.results.joined(separator: ", "))
+            }
+        }
+        if left.calls.count != right.calls.count {
+            return Difference(
+                leftStep: left.step, rightStep: right.step, path: "calls", left: left.calls.map(\.tool).joined(separator: ", "),
+                right: right.calls.map(\.tool).joined(separator: ", "))
+        }
+        return Difference(leftStep: left.step, rightStep: right.step, path: "decision", left: left.key, right: right.key)
+    }
+}

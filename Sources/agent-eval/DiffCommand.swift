@@ -1,0 +1,138 @@
+import ArgumentParser
+import Replay
+import TraceCore
+import TraceLog
+
+/// `agent-eval diff`: where two runs' trajectories part.
+struct DiffCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "diff",
+        abstract: "Compare two runs' trajectories step by step and show where they part.",
+        discussion: """
+            Aligns the two runs' steps by what the agent decided, so a step inserted or removed in one run does \
+            not throw off the rest, then reports the first divergence — a tool, an argument (by key path), a \
+            verdict, a result, the stop — and a side-by-side summary with tokens and durations.
+
+            Exit codes: 0 the same trajectory; 1 they diverge; 2 a log cannot be read; 64 usage error.
+
+            Examples:
+              agent-eval diff runs/before.jsonl.gz runs/after.jsonl.gz
+              agent-eval diff a.jsonl.gz b.jsonl.gz --json
+            """
+    )
+
+    @Argument(help: "The first log (shown on the left).")
+    var left: String
+
+    @Argument(help: "The second log (shown on the right).")
+    var right: String
+
+    @Flag(help: "Print the machine-readable form.")
+    var json = false
+
+    func run() throws {
+        let diff: TrajectoryDiff
+        do {
+            diff = try TrajectoryDiff.compare(left: left, right: right)
+        } catch {
+            throw reportFailure(error)
+        }
+        if json {
+            printJSON(jsonForm(diff))
+        } else {
+            var output = OutputBuffer()
+            for line in lines(diff) { output.append(line) }
+            output.flush()
+        }
+        throw diff.isSame ? Exit.success : Exit.failure
+    }
+
+    func lines(_ diff: TrajectoryDiff) -> [String] {
+        var lines: [String] = []
+        if let first = diff.first {
+            let place = [first.leftStep.map { "step \($0) of A" }, first.rightStep.map { "step \($0) of B" }].compactMap { $0 }.joined(
+                separator: " / ")
+            lines.append("first divergence: \(place): \(first.path)")
+            lines.append("  A: \(first.left)")
+            lines.append("  B: \(first.right)")
+        } else {
+            lines.append("same trajectory: the same decisions, verdicts, results and stop")
+        }
+        lines.append("")
+        lines.append("     A: \(left)")
+        lines.append("     B: \(right)")
+        for row in diff.rows {
+            let mark = row.isSame ? "=" : (row.left == nil ? "+" : (row.right == nil ? "-" : "≠"))
+            let label = row.left.map { "\($0.step)" } ?? "–"
+            let other = row.right.map { "\($0.step)" } ?? "–"
+            lines.append("\(mark) \(label.padded(3))/\(other.padded(3)) A: \(row.left.map(describe) ?? "(no step)")")
+            if !row.isSame { lines.append("          B: \(row.right.map(describe) ?? "(no step)")") }
+        }
+        lines.append("stop      A: \(stop(diff.leftStop))   B: \(stop(diff.rightStop))")
+        lines.append("tokens    A: \(diff.leftState.totalTokens)   B: \(diff.rightState.totalTokens)")
+        lines.append(
+            "tool calls A: \(diff.leftState.executedCalls) (+\(diff.leftState.deniedCalls) denied)   B: \(diff.rightState.executedCalls) (+\(diff.rightState.deniedCalls) denied)"
+        )
+        lines.append("duration  A: \(diff.leftDurationUs / 1000) ms   B: \(diff.rightDurationUs / 1000) ms")
+        return lines
+    }
+
+    func describe(_ step: TrajectoryDiff.StepSketch) -> String {
+        let calls = step.calls.map { call in
+            "\(call.tool)(\(JSONWriter.encodeString(call.arguments).prefix(40))) \(call.verdict)"
+                + (call.results.isEmpty ? "" : " " + call.results.joined(separator: ","))
+        }
+        let text = calls.isEmpty ? step.decisions.joined(separator: "; ") : calls.joined(separator: "; ")
+        return (text.count > 100 ? String(text.prefix(99)) + "…" : text) + " [\(step.tokens) tokens]"
+    }
+
+    func stop(_ stop: RunStopped?) -> String {
+        guard let stop else { return "none" }
+        return stop.reason.rawValue + (stop.limit.map { " (\($0.rawValue))" } ?? "")
+    }
+
+    func jsonForm(_ diff: TrajectoryDiff) -> JSONValue {
+        var object = ObjectBuilder()
+        object.set("schema", "agent-eval/diff")
+        object.set("version", 1)
+        object.set("left", left)
+        object.set("right", right)
+        object.set("same", diff.isSame)
+        if let first = diff.first {
+            var entry = ObjectBuilder()
+            entry.set("left_step", first.leftStep)
+            entry.set("right_step", first.rightStep)
+            entry.set("path", first.path)
+            entry.set("left", first.left)
+            entry.set("right", first.right)
+            object.set("first_divergence", entry.json)
+        }
+        object.set(
+            "rows",
+            JSONValue.array(
+                diff.rows.map { row in
+                    var entry = ObjectBuilder()
+                    entry.set("left_step", row.left?.step)
+                    entry.set("right_step", row.right?.step)
+                    entry.set("same", row.isSame)
+                    entry.set("left", row.left.map(describe))
+                    entry.set("right", row.right.map(describe))
+                    return entry.json
+                }))
+        var summary = ObjectBuilder()
+        summary.set("left_stop", diff.leftStop?.reason)
+        summary.set("right_stop", diff.rightStop?.reason)
+        summary.set("left_tokens", diff.leftState.totalTokens)
+        summary.set("right_tokens", diff.rightState.totalTokens)
+        summary.set("left_duration_us", diff.leftDurationUs)
+        summary.set("right_duration_us", diff.rightDurationUs)
+        object.set("summary", summary.json)
+        return object.json
+    }
+}
+
+extension String {
+    func padded(_ width: Int) -> String {
+        count >= width ? self : self + String(repeating: " ", count: width - count)
+    }
+}

@@ -1,0 +1,211 @@
+import AgentRuntime
+import ArgumentParser
+import Foundation
+import Replay
+import TraceCore
+import TraceLog
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// `agent-eval replay`: rebuild a run from its log and show it step by step.
+struct ReplayCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "replay",
+        abstract: "Rebuild a run from its log alone and show it step by step.",
+        discussion: """
+            Replay needs no model, network or clock: it folds the log's events into the run state with the same \
+            code the runtime used, checks every recorded state digest against the rebuilt state, and shows each \
+            step: the context packet (what went in, what was left out and why), the raw and the parsed decision, \
+            each verdict, each tool intent and result, what changed in the state, and the stop with the limit \
+            that fired.
+
+            On a terminal (without --step, --until, --json or --plain) replay is interactive: n/p next and \
+            previous step, g to jump to a step, f to the next failure, v to show payloads in full, q to quit.
+
+            --step N reads one step through a step index kept in a cache directory (\
+            $AGENT_EVAL_CACHE_DIR, else ~/.cache/agent-eval): only the gzip member holding the step is read, \
+            and the state's counters at the step's end come from the index. The index is rebuilt when missing \
+            or when the log changed.
+
+            --rerun drives the current runtime with the model outputs and tool results recorded in the log \
+            and reports the first event where the new run differs, and why when it can tell. Nothing is sent \
+            to a live model or tool: a request the log cannot answer is reported.
+
+            Exit codes: 0 replayed and every digest matches (--rerun: the same run); 1 a digest does not match \
+            (--rerun: the run diverges); 2 the log cannot be read or is damaged; 64 usage error.
+
+            Examples:
+              agent-eval replay Fixtures/runs/support-refund.jsonl.gz
+              agent-eval replay Fixtures/runs/support-refund.jsonl.gz --step 2
+              agent-eval replay run.jsonl.gz --until 5 --full
+              agent-eval replay run.jsonl.gz --json | jq '.steps[] | {step, problems}'
+              agent-eval replay run.jsonl.gz --rerun --agent agent.yaml
+            """
+    )
+
+    @Argument(help: "The log file (.jsonl.gz).")
+    var log: String
+
+    @Option(help: "Show only this step, and the state at its end.")
+    var step: Int?
+
+    @Option(help: "Replay up to and including this step.")
+    var until: Int?
+
+    @Flag(help: "Show payloads untruncated (with --step: also the whole state at the step's end).")
+    var full = false
+
+    @Flag(help: "Print the documented machine-readable form (docs/replay.md).")
+    var json = false
+
+    @Flag(help: "Plain output even on a terminal.")
+    var plain = false
+
+    @Flag(help: "Re-drive the current runtime with the log's recorded model outputs and tool results.")
+    var rerun = false
+
+    @Option(help: "The agent file for --rerun.")
+    var agent: String?
+
+    func validate() throws {
+        if step != nil && until != nil { throw ValidationError("--step and --until do not go together") }
+        if rerun && agent == nil { throw ValidationError("--rerun needs --agent <file>: the agent as it is now") }
+        if !rerun && agent != nil { throw ValidationError("--agent only applies with --rerun") }
+        if let step, step < 0 { throw ValidationError("--step must be 0 or more") }
+    }
+
+    func run() async throws {
+        if rerun, let agent {
+            try await RerunCommand.run(log: log, agentPath: agent, json: json)
+            return
+        }
+        if let step {
+            try showStep(step)
+            return
+        }
+        if !json && !plain && until == nil && isatty(1) == 1 && isatty(0) == 1 {
+            try InteractiveReplay(log: log).run()
+            return
+        }
+        try replayAll()
+    }
+
+    func showStep(_ number: Int) throws {
+        let index: StepIndex
+        do {
+            index = try StepIndex.open(log: log).index
+        } catch {
+            throw reportFailure(error)
+        }
+        let step: ReplayStep
+        do {
+            guard let found = try index.replayStep(number) else {
+                let last = index.record(at: index.stepCount - 1)?.step ?? 0
+                printError("error: \(log) has no step \(number); its steps are 0 to \(last)")
+                throw Exit.unusable
+            }
+            step = found
+        } catch let error as LogError {
+            throw reportFailure(error)
+        }
+        let fullState = full ? try? Replayer(path: log).state(atEndOf: number) : nil
+        if json {
+            var object = ObjectBuilder()
+            object.set("schema", "agent-eval/replay-step")
+            object.set("version", 1)
+            object.set("log", log)
+            object.set("run_id", index.runId)
+            object.set("step", step.json)
+            object.set("full_state", fullState?.json)
+            printJSON(object.json)
+        } else {
+            var output = OutputBuffer()
+            for line in StepRenderer(isFull: full).lines(for: step) { output.append(line) }
+            output.append("state at the end of step \(number):")
+            for line in Self.describe(step.after) { output.append("  " + line) }
+            if let fullState {
+                output.append("whole state (canonical JSON of RunState):")
+                output.append(JSONWriter.encodePretty(fullState.json))
+            }
+            output.flush()
+        }
+        throw step.digests.contains { !$0.isMatch } ? Exit.failure : Exit.success
+    }
+
+    static func describe(_ state: StateSummary) -> [String] {
+        var lines = [
+            "\(state.eventCount) events, \(state.stepsCompleted) steps ended, \(state.decisions) decisions (\(state.invalidDecisions) rejected)",
+            "\(state.calls) calls proposed: \(state.executedCalls) executed, \(state.deniedCalls) denied, \(state.awaitingApproval) awaiting approval; "
+                + "\(state.toolAttempts) attempts, \(state.failedAttempts) failed",
+            "tokens \(state.inputTokens) in + \(state.outputTokens) out = \(state.totalTokens); cost $\(Double(state.costMicroUSD) / 1_000_000)",
+        ]
+        if let stop = state.stopReason {
+            lines.append("stopped: \(stop.rawValue)" + (state.limit.map { " (\($0.rawValue))" } ?? ""))
+        } else {
+            lines.append("running")
+        }
+        return lines
+    }
+
+    func replayAll() throws {
+        var output = OutputBuffer()
+        let renderer = StepRenderer(isFull: full)
+        var steps: [JSONValue] = []
+        let result: Replayer.Result
+        do {
+            result = try Replayer(path: log).replay(until: until) { step, _ in
+                if json {
+                    steps.append(step.json)
+                } else {
+                    for line in renderer.lines(for: step) { output.append(line) }
+                }
+                return true
+            }
+        } catch let error as LogError {
+            output.flush()
+            if json {
+                printJSON([
+                    "schema": "agent-eval/replay", "version": 1, "log": .string(log), "steps": .array(steps),
+                    "error": .string(error.message),
+                ])
+            }
+            throw reportFailure(error)
+        }
+        if json {
+            var verification = ObjectBuilder()
+            verification.set("digests_checked", result.digestsChecked)
+            verification.set(
+                "digest_mismatches",
+                JSONValue.array(
+                    result.digestMismatches.map {
+                        ["seq": .int($0.sequence), "recorded": .string($0.recorded), "computed": .string($0.computed)]
+                    }))
+            verification.set("tear", result.read.tear.map { "\($0)" })
+            var object = ObjectBuilder()
+            object.set("schema", "agent-eval/replay")
+            object.set("version", 1)
+            object.set("log", log)
+            object.set("run_id", result.state.runId)
+            object.set("steps", JSONValue.array(steps))
+            object.set("final_state", StateSummary(result.state).json)
+            object.set("verification", verification.json)
+            printJSON(object.json)
+        } else {
+            let checked = result.digestsChecked
+            var line =
+                "replayed \(result.stepsReplayed) steps, \(result.state.eventCount) events; \(checked) state digest\(checked == 1 ? "" : "s") checked"
+            line += result.digestMismatches.isEmpty ? ", all match the rebuilt state" : ", \(result.digestMismatches.count) DO NOT MATCH"
+            output.append(line)
+            output.flush()
+            if let tear = result.read.tear {
+                printError("note: \(log): \(tear)")
+                printError("hint: everything before the cut was replayed; run `agent-eval log repair \(log)` to seal it")
+            }
+        }
+        throw result.digestMismatches.isEmpty ? Exit.success : Exit.failure
+    }
+}
