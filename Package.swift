@@ -127,8 +127,13 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
+            name: "ReplayTests",
+            dependencies: ["TraceCore", "TraceLog", "AgentRuntime", "Replay", "TestSupport"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "CLITests",
-            dependencies: ["TraceCore", "TraceLog", "TestSupport", "agent-eval"],
+            dependencies: ["TraceCore", "TraceLog", "TestSupport", "CProcess", "agent-eval"],
             swiftSettings: strictSettings
         ),
     ],

@@ -2,6 +2,8 @@
 #include "cprocess.h"
 
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -26,4 +28,20 @@ int cprocess_addchdir(posix_spawn_file_actions_t *actions, const char *path) {
     (void)path;
     return ENOSYS;
 #endif
+}
+
+int cprocess_open_pty(char *name, unsigned long size) {
+    int controller = posix_openpt(O_RDWR | O_NOCTTY);
+    if (controller < 0) return -1;
+    if (grantpt(controller) != 0 || unlockpt(controller) != 0) {
+        close(controller);
+        return -1;
+    }
+    const char *path = ptsname(controller);
+    if (path == NULL || strlen(path) + 1 > size) {
+        close(controller);
+        return -1;
+    }
+    strcpy(name, path);
+    return controller;
 }

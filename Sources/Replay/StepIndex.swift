@@ -33,7 +33,7 @@ public final class StepIndex {
     static let magic = Array("AEVIDX01".utf8)
     static let version = 1
     static let headerSize = 96
-    static let slots = 38
+    static let slots = 37
     static let recordSize = slots * 8
 
     /// One step's entry.
@@ -158,6 +158,7 @@ public final class StepIndex {
             put(value)
         }
         for record in built.records {
+            let recordStart = bytes.count
             let s = record.after
             for value in [
                 record.step, record.firstSequence, record.lastSequence, record.position.memberOffset, record.position.memberIndex,
@@ -173,6 +174,7 @@ public final class StepIndex {
             ] { put(value) }
             put((record.hasProblem ? 1 : 0) | (record.hasDigestMismatch ? 2 : 0) | (record.computedDigest != nil ? 4 : 0))
             bytes.append(contentsOf: record.computedDigest.map(rawDigest) ?? [UInt8](repeating: 0, count: 32))
+            precondition(bytes.count - recordStart == recordSize, "an index record is \(recordSize) bytes")
         }
         bytes.append(contentsOf: run)
         try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)

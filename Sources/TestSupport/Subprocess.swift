@@ -12,11 +12,12 @@ public struct ProcessResult: Sendable {
 public enum Subprocess {
     /// Runs `executable` with `arguments`, feeding `input` on standard input.
     public static func run(
-        _ executable: String, _ arguments: [String], input: [UInt8] = [], in directory: URL? = nil
+        _ executable: String, _ arguments: [String], input: [UInt8] = [], in directory: URL? = nil, environment: [String: String] = [:]
     ) throws -> ProcessResult {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         if let directory { process.currentDirectoryURL = directory }
         let outPipe = Pipe()
         let inPipe = Pipe()

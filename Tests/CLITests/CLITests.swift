@@ -5,7 +5,12 @@ import TraceCore
 import TraceLog
 
 /// The built `agent-eval` binary, run as a real subprocess.
-func agentEval(_ arguments: [String], in directory: URL? = nil) throws -> ProcessResult {
+func agentEval(_ arguments: [String], in directory: URL? = nil, environment: [String: String] = [:]) throws -> ProcessResult {
+    try Subprocess.run(try agentEvalBinary(), arguments, in: directory, environment: environment)
+}
+
+/// Where the test run built `agent-eval`.
+func agentEvalBinary() throws -> String {
     let candidates = [
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("agent-eval").path,
         Bundle.main.bundleURL.appendingPathComponent("agent-eval").path,
@@ -14,7 +19,7 @@ func agentEval(_ arguments: [String], in directory: URL? = nil) throws -> Proces
     guard let binary = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
         throw CLITestError.binaryNotFound(candidates)
     }
-    return try Subprocess.run(binary, arguments, in: directory)
+    return binary
 }
 
 enum CLITestError: Error { case binaryNotFound([String]) }

@@ -11,4 +11,9 @@ int cprocess_pipe_cloexec(int fds[2]);
 /// returns ENOSYS elsewhere.
 int cprocess_addchdir(posix_spawn_file_actions_t *actions, const char *path);
 
+/// Opens a new pseudo-terminal: returns the controller's descriptor and writes the device
+/// path of the terminal end into `name`; -1 on failure. For tests that drive a program through
+/// a real terminal.
+int cprocess_open_pty(char *name, unsigned long size);
+
 #endif

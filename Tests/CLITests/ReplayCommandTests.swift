@@ -1,0 +1,188 @@
+import CProcess
+import Foundation
+import TestSupport
+import Testing
+import TraceCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+func runFixture(_ name: String) -> String {
+    ExampleRuns.directory.appendingPathComponent(name).path
+}
+
+@Suite("agent-eval replay and diff")
+struct ReplayCommandTests {
+    @Test("replay prints every step and checks every digest: exit 0")
+    func replayAll() throws {
+        let result = try agentEval(["replay", runFixture("support-refund.jsonl.gz"), "--plain"])
+        #expect(result.status == 0)
+        let lines = result.stdoutText.split(separator: "\n").map(String.init)
+        #expect(lines.last == "replayed 5 steps, 25 events; 4 state digests checked, all match the rebuilt state")
+        #expect(lines.contains("verdict   call-4 delete_customer → DENY (rule no-deletes): deleting customer data is never done from chat"))
+        #expect(lines.contains("  omitted tool:delete_customer (policy: rule no-deletes: deleting customer data is never done from chat)"))
+        #expect(lines.contains { $0.hasPrefix("digest    ✔ ") })
+    }
+
+    @Test("--step N shows that step and the state at its end; --json is machine-readable")
+    func oneStep() throws {
+        try TemporaryDirectory.with { directory in
+            let environment = ["AGENT_EVAL_CACHE_DIR": directory.url.path]
+            let text = try agentEval(["replay", runFixture("research-budget.jsonl.gz"), "--step", "3"], environment: environment)
+            #expect(text.status == 0)
+            #expect(text.stdoutText.hasPrefix("── step 3 · seq 21–29"))
+            #expect(text.stdoutText.contains("  REJECTED unparseable: the reply is not JSON"))
+            #expect(text.stdoutText.contains("state at the end of step 3:\n  30 events"))
+            let json = try agentEval(["replay", runFixture("research-budget.jsonl.gz"), "--step", "4", "--json"], environment: environment)
+            let value = try JSONParser.parse(json.stdout)
+            #expect(value["schema"] == "agent-eval/replay-step")
+            #expect(value["step"]?["step"] == 4)
+            #expect(value["step"]?["state"]?["stop_reason"] == .null || value["step"]?["state"]?["stop_reason"] == nil)
+            let missing = try agentEval(["replay", runFixture("research-budget.jsonl.gz"), "--step", "99"], environment: environment)
+            #expect(missing.status == 2)
+            #expect(missing.stderr.contains("has no step 99; its steps are 0 to 5"))
+        }
+    }
+
+    @Test("a torn log replays to the tear and says where it was cut; a corrupt one stops with what to run")
+    func damagedLogs() throws {
+        let torn = try agentEval(["replay", FixtureLogs.directory.appendingPathComponent("research-torn.jsonl.gz").path, "--plain"])
+        #expect(torn.status == 0)
+        #expect(torn.stderr.contains("note: "))
+        #expect(torn.stderr.contains("ends inside the gzip member"))
+        try TemporaryDirectory.with { directory in
+            var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: runFixture("support-refund.jsonl.gz"))))
+            bytes[bytes.count - 30] ^= 0x01
+            try Data(bytes).write(to: directory.url.appendingPathComponent("bad.jsonl.gz"))
+            let corrupt = try agentEval(["replay", directory.path("bad.jsonl.gz"), "--plain"])
+            #expect(corrupt.status == 2 || corrupt.status == 1)
+            #expect(corrupt.stderr.contains("agent-eval log verify"))
+        }
+    }
+
+    @Test("diff: the same run exits 0; different runs exit 1 with the first divergence; an unreadable log exits 2")
+    func diff() throws {
+        let same = try agentEval(["diff", runFixture("support-refund.jsonl.gz"), runFixture("support-refund.jsonl.gz")])
+        #expect(same.status == 0)
+        #expect(same.stdoutText.hasPrefix("same trajectory"))
+        let different = try agentEval(["diff", runFixture("support-refund.jsonl.gz"), runFixture("research-budget.jsonl.gz"), "--json"])
+        #expect(different.status == 1)
+        let value = try JSONParser.parse(different.stdout)
+        #expect(value["first_divergence"]?["path"] == "call-1 tool")
+        let missing = try agentEval(["diff", runFixture("support-refund.jsonl.gz"), "/nonexistent.jsonl.gz"])
+        #expect(missing.status == 2)
+    }
+
+    @Test("--rerun with the unchanged agent is identical (0); with a stricter policy it names step, call and rule (1)")
+    func rerun() throws {
+        try TemporaryDirectory.with { directory in
+            let agent = ExampleRuns.agentPath("support")
+            let same = try agentEval(["replay", runFixture("support-refund.jsonl.gz"), "--rerun", "--agent", agent])
+            #expect(same.status == 0)
+            #expect(same.stdoutText.hasPrefix("identical:"))
+            let text = try String(contentsOfFile: agent, encoding: .utf8)
+                .replacingOccurrences(of: "when: {tool: \"delete_*\"}", with: "when: {tool: \"*_order\"}")
+            try text.write(toFile: directory.path("agent.yaml"), atomically: true, encoding: .utf8)
+            try FileManager.default.copyItem(
+                atPath: ExampleRuns.fixtures.appendingPathComponent("agents/support/support.model.yaml").path,
+                toPath: directory.path("support.model.yaml"))
+            let changed = try agentEval([
+                "replay", runFixture("support-refund.jsonl.gz"), "--rerun", "--agent", directory.path("agent.yaml"), "--json",
+            ])
+            #expect(changed.status == 1)
+            let value = try JSONParser.parse(changed.stdout)
+            #expect(value["identical"] == false)
+            #expect(value["divergence"]?["step"] == 1)
+        }
+    }
+
+    @Test("interactive stepping on an 80x24 pseudo-terminal: next, next failure, go to, previous, quit")
+    func interactive() throws {
+        try TemporaryDirectory.with { directory in
+            let session = try PseudoTerminalSession(
+                arguments: ["replay", runFixture("support-refund.jsonl.gz")], environment: ["AGENT_EVAL_CACHE_DIR": directory.url.path])
+            try session.waitFor("step 0 (1/5)")
+            try session.send("n")
+            try session.waitFor("step 1 (2/5)")
+            try session.send("f")
+            try session.waitFor("step 2 (3/5)")
+            try session.send("g4\r")
+            try session.waitFor("step 4 (5/5)")
+            try session.send("p")
+            try session.waitFor("step 3 (4/5)")
+            try session.send("q")
+            #expect(try session.waitForExit() == 0)
+            // Every line fits the 80-column terminal (escape sequences move the cursor: they end a line too).
+            let visible = session.output.replacing(/\u{1B}\[[0-9;?]*[A-Za-z]/, with: "\n")
+            for line in visible.split(whereSeparator: \.isNewline) {
+                #expect(line.count <= 80, "\(line)")
+            }
+        }
+    }
+}
+
+/// The agent-eval binary on a real pseudo-terminal (80x24), driven key by key.
+final class PseudoTerminalSession {
+    private let master: Int32
+    private let process: Process
+    private(set) var output = ""
+
+    init(arguments: [String], environment: [String: String]) throws {
+        var name = [CChar](repeating: 0, count: 128)
+        master = cprocess_open_pty(&name, UInt(name.count))
+        guard master >= 0 else { throw CLITestError.binaryNotFound(["no pseudo-terminal"]) }
+        let slave = open(String(cString: name), O_RDWR | O_NOCTTY)
+        var size = winsize(ws_row: 24, ws_col: 80, ws_xpixel: 0, ws_ypixel: 0)
+        _ = ioctl(slave, UInt(TIOCSWINSZ), &size)
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: try agentEvalBinary())
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let handle = FileHandle(fileDescriptor: slave, closeOnDealloc: true)
+        process.standardInput = handle
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+    }
+
+    deinit {
+        if process.isRunning { process.terminate() }
+        close(master)
+    }
+
+    func send(_ keys: String) throws {
+        _ = keys.utf8CString.withUnsafeBufferPointer { write(master, $0.baseAddress, keys.utf8.count) }
+    }
+
+    /// Reads the terminal until `text` appears after what was seen before; fails after 20 s.
+    func waitFor(_ text: String) throws {
+        let start = output.endIndex
+        let deadline = ContinuousClock.now + .seconds(20)
+        while output[start...].range(of: text) == nil {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("the terminal never showed \"\(text)\"; it showed: \(output.suffix(400))")
+                return
+            }
+            var descriptor = pollfd(fd: master, events: Int16(POLLIN), revents: 0)
+            guard poll(&descriptor, 1, 200) > 0 else { continue }
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let count = read(master, &buffer, buffer.count)
+            if count > 0 { output += String(decoding: buffer[0..<count], as: UTF8.self) }
+        }
+    }
+
+    func waitForExit() throws -> Int32 {
+        let deadline = ContinuousClock.now + .seconds(20)
+        while process.isRunning && ContinuousClock.now < deadline {
+            var descriptor = pollfd(fd: master, events: Int16(POLLIN), revents: 0)
+            if poll(&descriptor, 1, 100) > 0 {
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                let count = read(master, &buffer, buffer.count)
+                if count > 0 { output += String(decoding: buffer[0..<count], as: UTF8.self) }
+            }
+        }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+}
