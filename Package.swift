@@ -101,6 +101,13 @@ let package = Package(
             exclude: ["eval_logs.py"],
             swiftSettings: strictSettings
         ),
+        // `swift run -c release replay-benchmark` (see README, Performance).
+        .executableTarget(
+            name: "replay-benchmark",
+            dependencies: ["TraceCore", "TraceLog", "Replay", "TestSupport"],
+            path: "Benchmarks/ReplayBenchmark",
+            swiftSettings: strictSettings
+        ),
         .target(
             name: "TestSupport",
             dependencies: ["TraceCore", "TraceLog", "AgentRuntime"],

@@ -33,13 +33,14 @@ public struct Replayer: Sendable {
     public func replay(until last: Int? = nil, _ body: (ReplayStep, RunState) throws -> Bool) throws -> Result {
         var state = RunState()
         var digester = StateDigester()
+        var tracker = SummaryTracker()
         var result = Result(state: RunState(), read: ReadSummary())
         var current: ReplayStep?
         var stopped = false
 
         func finish() throws {
             guard var step = current else { return }
-            step.after = StateSummary(state)
+            step.after = tracker.summary(of: state)
             current = nil
             result.stepsReplayed += 1
             if try !body(step, state) { stopped = true }
@@ -55,7 +56,7 @@ public struct Replayer: Sendable {
                 }
                 if let last, event.step > last { throw Stop() }
                 if current == nil {
-                    let summary = StateSummary(state)
+                    let summary = tracker.summary(of: state)
                     current = ReplayStep(step: event.step, events: [], before: summary, after: summary, digests: [], problems: [])
                 }
                 var problems = StepProblem.problems(of: event)
@@ -73,7 +74,8 @@ public struct Replayer: Sendable {
                     }
                 }
                 let anomaliesBefore = state.anomalies.count
-                RunState.reduce(into: &state, event)
+                tracker.fold(event, into: &state)
+                digester.track(event, in: state)
                 for anomaly in state.anomalies[anomaliesBefore...] {
                     problems.append(StepProblem(kind: .anomaly, sequence: anomaly.sequence, message: anomaly.message))
                 }

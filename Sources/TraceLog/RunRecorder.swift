@@ -27,6 +27,7 @@ public final class RunRecorder {
     public func record(_ payload: EventPayload) throws -> Event {
         let event = try writer.append(payload, step: step, timeUs: clock())
         RunState.reduce(into: &state, event)
+        digester.track(event, in: state)
         return event
     }
 

@@ -11,12 +11,15 @@ struct StateDigestTests {
         let path = FixtureLogs.directory.appendingPathComponent(fixture.logFileName).path
         let events = try LogReader(path: path).readAll().events.map(\.event)
         var digester = StateDigester()
+        var tracking = StateDigester()
         var state = RunState()
         var seen: Set<String> = []
         for event in events {
             RunState.reduce(into: &state, event)
+            tracking.track(event, in: state)
             let digest = digester.digest(of: state)
             #expect(digest == state.digest, "after seq \(event.sequence)")
+            #expect(tracking.digest(of: state) == digest, "tracking, after seq \(event.sequence)")
             seen.insert(digest)
         }
         // Every event changes the state, so every digest differs.

@@ -20,6 +20,11 @@ public struct StateDigester: Sendable {
     private var lastContent: ContentReference?
     private var lastAnomaly: Anomaly?
     private var start: (value: RunStarted, digest: String)?
+    /// Set once `track(_:in:)` is used: calls are then known changed only where events touched
+    /// them, and no scan is needed.
+    private var isTracking = false
+    /// The lowest index of a call touched since the last digest.
+    private var firstTouchedCall = Int.max
 
     private struct CallMark: Equatable, Sendable {
         var id: String
@@ -38,6 +43,22 @@ public struct StateDigester: Sendable {
     }
 
     public init() {}
+
+    /// Notes what `event` (just folded into `state`) changed, so the next digest rehashes only
+    /// that. A digester that is given every folded event skips the scan for changed calls;
+    /// one that is not (or is given states out of order) scans, and is equally right.
+    public mutating func track(_ event: Event, in state: RunState) {
+        isTracking = true
+        let id: String?
+        switch event.payload {
+        case .verdictGiven(let verdict): id = verdict.callId
+        case .toolIntended(let intent): id = intent.callId
+        case .toolCompleted(let result): id = result.callId
+        case .approvalRecorded(let approval): id = approval.callId
+        default: id = nil
+        }
+        if let id, let index = state.callIndex(id) { firstTouchedCall = min(firstTouchedCall, index) }
+    }
 
     /// `sha256:<hex>` of the state's digest view (see `RunState.digest`).
     public mutating func digest(of state: RunState) -> String {
@@ -67,6 +88,11 @@ public struct StateDigester: Sendable {
     }
 
     private mutating func callsDigest(_ calls: [ToolCallRecord]) -> JSONValue {
+        if isTracking {
+            let first = min(firstTouchedCall, callChain.count, calls.count)
+            firstTouchedCall = Int.max
+            return Self.extend(&callChain, with: calls, from: first) { $0.json }
+        }
         // The first call that differs from what was hashed before; everything after it is rehashed.
         var first = min(callMarks.count, calls.count)
         for index in 0..<first where callMarks[index] != CallMark(calls[index]) {
