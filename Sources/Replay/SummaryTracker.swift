@@ -12,17 +12,8 @@ struct SummaryTracker {
 
     /// Folds `event` into `state`, updating the call counters from the one call it touches.
     mutating func fold(_ event: Event, into state: inout RunState) {
-        let id: String?
-        switch event.payload {
-        case .verdictGiven(let verdict): id = verdict.callId
-        case .toolIntended(let intent): id = intent.callId
-        case .toolCompleted(let result): id = result.callId
-        case .approvalRecorded(let approval): id = approval.callId
-        case .decisionMade(let made):
-            if case .invalid = made.outcome { invalid += 1 }
-            id = nil
-        default: id = nil
-        }
+        if case .decisionMade(let made) = event.payload, case .invalid = made.outcome { invalid += 1 }
+        let id = event.payload.callId
         let before = id.flatMap { state.call(id: $0) }
         RunState.reduce(into: &state, event)
         guard let id, let after = state.call(id: id) else { return }

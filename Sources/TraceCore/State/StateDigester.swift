@@ -49,15 +49,7 @@ public struct StateDigester: Sendable {
     /// one that is not (or is given states out of order) scans, and is equally right.
     public mutating func track(_ event: Event, in state: RunState) {
         isTracking = true
-        let id: String?
-        switch event.payload {
-        case .verdictGiven(let verdict): id = verdict.callId
-        case .toolIntended(let intent): id = intent.callId
-        case .toolCompleted(let result): id = result.callId
-        case .approvalRecorded(let approval): id = approval.callId
-        default: id = nil
-        }
-        if let id, let index = state.callIndex(id) { firstTouchedCall = min(firstTouchedCall, index) }
+        if let id = event.payload.callId, let index = state.callIndex(id) { firstTouchedCall = min(firstTouchedCall, index) }
     }
 
     /// `sha256:<hex>` of the state's digest view (see `RunState.digest`).
