@@ -7,13 +7,17 @@ struct AgentEval: AsyncParsableCommand {
         commandName: "agent-eval",
         abstract: "Record, replay and evaluate LLM agent runs from their event logs.",
         discussion: """
+            `agent-eval run EvalCases/` checks trajectories — tools called and not called, order, arguments, \
+            verdicts, stop reason — against recorded logs and live runs, and gates CI on regressions. \
             `agent-eval exec` runs an agent through the controlled runtime and records everything it saw and did \
-            as an append-only, gzip-compressed JSONL event log (see docs/log-format.md); `agent-eval log` looks \
-            at, verifies and repairs those logs.
+            as an append-only, gzip-compressed JSONL event log (docs/log-format.md). `agent-eval replay` rebuilds a \
+            run from its log and steps through it; `agent-eval diff` compares two runs; `agent-eval log` prints, \
+            verifies and repairs logs.
 
-            Exit codes: 0 success or intact, 1 damaged or failed, 2 could not run (unreadable input), 64 usage error.
+            Exit codes: 0 passed (success, intact, identical), 1 failed (a case failed or regressed, a run did not \
+            succeed, a log is damaged, runs diverge), 2 could not run (bad input), 64 usage error.
             """,
-        version: "0.1.0",
+        version: "0.2.0",
         subcommands: [RunCommand.self, ExecCommand.self, ReplayCommand.self, DiffCommand.self, LogCommand.self]
     )
 }
