@@ -260,3 +260,55 @@ struct PassEstimatorTests {
         #expect(abs(PassEstimator.passAtK(n: n, c: c, k: k) - at) < 1e-12)
     }
 }
+
+@Suite("Parallel calls")
+struct ParallelCallTests {
+    /// One decision proposing three calls at once (they run concurrently), then an answer.
+    static let state: RunState = {
+        var events: [Event] = []
+        func add(_ payload: EventPayload, step: Int) {
+            events.append(Event(runId: "r", sequence: events.count, step: step, timeUs: events.count, previousHash: "", payload: payload))
+        }
+        add(
+            .runStarted(
+                RunStarted(
+                    goal: "g", agent: AgentIdentity(name: "a", configDigest: "sha256:0"), model: ModelIdentity(provider: "p", name: "m"),
+                    policy: PolicyIdentity(name: "p"), tools: [])), step: 0)
+        let calls = [
+            ToolCall(id: "call-1", name: "fetch", arguments: ["url": "https://a"]),
+            ToolCall(id: "call-2", name: "fetch", arguments: ["url": "https://b"]),
+            ToolCall(id: "call-3", name: "search", arguments: ["q": "x"]),
+        ]
+        add(.decisionMade(DecisionMade(raw: "", outcome: .valid(.toolCalls(calls)))), step: 1)
+        for call in calls { add(.verdictGiven(VerdictGiven(callId: call.id, tool: call.name, verdict: .allow)), step: 1) }
+        for call in calls {
+            add(.toolIntended(ToolIntended(callId: call.id, tool: call.name, arguments: call.arguments, attempt: 1)), step: 1)
+        }
+        for call in calls {
+            add(.toolCompleted(ToolCompleted(callId: call.id, tool: call.name, attempt: 1, status: .ok, durationUs: 1)), step: 1)
+        }
+        add(.runStopped(RunStopped(reason: .success, answer: "done")), step: 2)
+        return RunState(folding: events)
+    }()
+
+    @Test("calls of one decision are in proposal order; unordered and subset modes pair each with its own pattern")
+    func parallel() {
+        func fetch(_ url: String) -> CallPattern {
+            CallPattern(tool: "fetch", arguments: ArgumentMatcher(mode: .subset, expected: ["url": .string(url)]))
+        }
+        var expected = Expectations()
+        expected.sequence = SequenceExpectation(
+            mode: .strict, calls: [fetch("https://a"), fetch("https://b"), CallPattern(tool: "search")])
+        #expect(passes(expected, Self.state))
+        expected.sequence = SequenceExpectation(
+            mode: .unordered, calls: [CallPattern(tool: "search"), fetch("https://b"), fetch("https://a")])
+        #expect(passes(expected, Self.state))
+        expected.sequence = SequenceExpectation(mode: .subset, calls: [fetch("https://b"), fetch("https://b")])
+        #expect(!passes(expected, Self.state))
+        expected.sequence = nil
+        expected.callCounts = [("fetch", CountRange(min: 2, max: 2))]
+        expected.arguments = [("fetch", ArgumentMatcher(mode: .ignore, paths: [("url", .regex("^https://"))]))]
+        expected.maxSteps = 1
+        #expect(passes(expected, Self.state))
+    }
+}
