@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-public import TraceCore
+import TraceCore
 public import TraceLog
 
 #if canImport(Glibc)

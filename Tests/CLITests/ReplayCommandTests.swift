@@ -132,7 +132,8 @@ final class PseudoTerminalSession {
         var name = [CChar](repeating: 0, count: 128)
         master = cprocess_open_pty(&name, UInt(name.count))
         guard master >= 0 else { throw CLITestError.binaryNotFound(["no pseudo-terminal"]) }
-        let slave = open(String(cString: name), O_RDWR | O_NOCTTY)
+        let path = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let slave = open(path, O_RDWR | O_NOCTTY)
         var size = winsize(ws_row: 24, ws_col: 80, ws_xpixel: 0, ws_ypixel: 0)
         _ = ioctl(slave, UInt(TIOCSWINSZ), &size)
         process = Process()
