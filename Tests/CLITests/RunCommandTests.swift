@@ -120,4 +120,25 @@ struct RunCommandTests {
         let usage = try agentEval(["run", "EvalCases/", "--shard", "4/3"], in: repositoryRoot)
         #expect(usage.status == 64)
     }
+
+    @Test("--repeat runs a live case N times and reports pass rate, pass@k, pass^k and stability")
+    func repeats() throws {
+        try TemporaryDirectory.with { directory in
+            let result = try agentEval(
+                [
+                    "run", "EvalCases/support/refund-live.yaml", "--repeat", "3", "--k", "2", "--out", directory.path("runs"), "--json",
+                    directory.path("r.json"),
+                ],
+                in: repositoryRoot)
+            #expect(result.status == 0, "\(result.stdoutText)")
+            #expect(result.stdoutText.contains("✔ support-refund-live  (3 live runs, pass rate 100%, stable pass)"))
+            let report = try JSONParser.parse(Array(try Data(contentsOf: directory.url.appendingPathComponent("r.json"))))
+            let entry = try #require(report["cases"]?.arrayValue?.first)
+            #expect(entry["runs"]?.arrayValue?.count == 3)
+            #expect(entry["pass_hat_k"] == 1.0)
+            #expect(entry["pass_at_k"] == 1.0)
+            #expect(report["k"] == 2)
+            #expect(FileManager.default.fileExists(atPath: directory.path("runs/support-refund-live-3.jsonl.gz")))
+        }
+    }
 }

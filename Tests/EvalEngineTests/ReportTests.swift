@@ -220,6 +220,12 @@ struct BaselineTests {
         let slightlyWorse = result("f", runs: Array(repeating: (["s"], [], .success, true), count: 9) + [(["s"], [], .success, false)])
         #expect(!BaselineComparison.compare(slightlyWorse, with: flakyBase).regressions.map(\.kind).contains(.passRateDropped))
 
+        #expect(worse.stability == .flaky)
+        #expect(worse.passRate == 0.4)
+        #expect(abs(worse.passHatK(2) - 6.0 / 45.0) < 1e-12)  // C(4,2)/C(10,2)
+        #expect(result("s", runs: [(["x"], [], .success, true)]).stability == .stablePass)
+        #expect(result("s", runs: [(["x"], [], .success, false)]).stability == .stableFail)
+
         let failingBase = Baseline(result("k", runs: [(["x"], [], .blocked, false)]))
         #expect(BaselineComparison.compare(result("k", runs: [(["x"], [], .blocked, false)]), with: failingBase).status == .knownFailure)
         #expect(BaselineComparison.compare(result("k", runs: [(["x"], [], .blocked, true)]), with: failingBase).status == .fixed)
