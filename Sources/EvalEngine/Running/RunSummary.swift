@@ -1,0 +1,28 @@
+public import TraceCore
+
+/// The trajectory facts reports and baselines keep of a run.
+public struct RunSummary: Sendable, Hashable {
+    /// Executed tools, in proposal order, with repeats.
+    public var tools: [String] = []
+    /// Tools proposed but never run (denied, refused, waiting, cut off by a limit).
+    public var attempted: [String] = []
+    public var stopReason: StopReason?
+    public var limit: LimitKind?
+    public var steps = 0
+    public var tokens = 0
+    public var durationMs = 0
+    /// Where the log was cut, for a torn log.
+    public var tear: String?
+
+    public init() {}
+
+    public init(_ state: RunState) {
+        tools = state.executedToolNames
+        attempted = state.calls.filter { !$0.isExecuted }.map(\.tool)
+        stopReason = state.stopReason
+        limit = state.limitFired
+        steps = state.decisions.last?.step ?? 0
+        tokens = state.usage.totalTokens
+        durationMs = state.elapsedUs / 1000
+    }
+}
