@@ -122,12 +122,18 @@ struct ToolExecutionTests {
 
     @Test("independent calls of one decision really run at the same time")
     func callsOverlap() async throws {
+        // Each call waits (up to 20 s) until all three have started: run one after another,
+        // they would never all be in at once.
         let running = Mutex((now: 0, peak: 0))
         let overlapping = try tool("wait") { _ in
             running.withLock {
-                $0.now += 1; $0.peak = max($0.peak, $0.now)
+                $0.now += 1
+                $0.peak = max($0.peak, $0.now)
             }
-            try await Task.sleep(for: .milliseconds(200))
+            let deadline = ContinuousClock.now + .seconds(20)
+            while running.withLock({ $0.peak }) < 3 && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(5))
+            }
             running.withLock { $0.now -= 1 }
             return .ok(nil)
         }
