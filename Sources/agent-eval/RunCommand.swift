@@ -92,6 +92,9 @@ struct RunCommand: AsyncParsableCommand {
         if repeats < 1 { throw ValidationError("--repeat must be at least 1") }
         if let jobs, jobs < 1 { throw ValidationError("--jobs must be at least 1") }
         if let k, k < 1 || k > repeats { throw ValidationError("--k must be between 1 and --repeat (\(repeats))") }
+        if updateBaseline && baseline == nil && Self.defaultBaseline(for: paths) == nil {
+            throw ValidationError("--update-baseline needs --baseline DIR when the first path is not a directory")
+        }
         if let shard, Self.parseShard(shard) == nil {
             throw ValidationError("--shard takes i/n with 1 ≤ i ≤ n, e.g. 2/4; got \(shard)")
         }
