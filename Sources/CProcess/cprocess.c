@@ -7,6 +7,14 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#if defined(__APPLE__)
+#include <crt_externs.h>
+char *const *cprocess_environment(void) { return *_NSGetEnviron(); }
+#else
+extern char **environ;
+char *const *cprocess_environment(void) { return environ; }
+#endif
+
 int cprocess_pipe_cloexec(int fds[2]) {
 #if defined(__linux__)
     return pipe2(fds, O_CLOEXEC);

@@ -89,7 +89,11 @@ public final class StepIndex {
             throw LogError(.unreadable, "cannot read \(log): \(String(cString: strerror(errno)))", path: log)
         }
         let size = Int(info.st_size)
-        let mtime = Int(info.st_mtim.tv_sec) * 1_000_000_000 + Int(info.st_mtim.tv_nsec)
+        #if canImport(Darwin)
+            let mtime = Int(info.st_mtimespec.tv_sec) * 1_000_000_000 + Int(info.st_mtimespec.tv_nsec)
+        #else
+            let mtime = Int(info.st_mtim.tv_sec) * 1_000_000_000 + Int(info.st_mtim.tv_nsec)
+        #endif
         let indexPath = cacheDirectory.map { $0 + "/index/" + ContentHash.sha256Hex(Array(absolute.utf8)) + ".idx" }
         if let indexPath, let index = openExisting(indexPath, log: log, size: size, mtime: mtime) {
             return (index, false)

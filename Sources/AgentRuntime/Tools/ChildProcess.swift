@@ -93,7 +93,7 @@ struct ChildProcess {
         var pid: pid_t = 0
         let arguments = command.map { strdup($0) } + [nil]
         defer { for argument in arguments { free(argument) } }
-        let status = posix_spawnp(&pid, executable, &actions, &attributes, arguments, environ)
+        let status = posix_spawnp(&pid, executable, &actions, &attributes, arguments, cprocess_environment())
         close(stdinPipe[0])
         close(stdoutPipe[1])
         close(stderrPipe[1])

@@ -11,6 +11,10 @@ int cprocess_pipe_cloexec(int fds[2]);
 /// returns ENOSYS elsewhere.
 int cprocess_addchdir(posix_spawn_file_actions_t *actions, const char *path);
 
+/// The process's environment, as posix_spawn wants it (`environ` is not visible to Swift on
+/// every platform).
+char *const *cprocess_environment(void);
+
 /// Opens a new pseudo-terminal: returns the controller's descriptor and writes the device
 /// path of the terminal end into `name`; -1 on failure. For tests that drive a program through
 /// a real terminal.
