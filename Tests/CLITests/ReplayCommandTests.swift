@@ -122,6 +122,24 @@ struct ReplayCommandTests {
     }
 }
 
+@Suite("agent-eval run on a terminal")
+struct RunOnTerminalTests {
+    @Test("on a terminal, run shows a progress line while cases run, and the same case lines as when piped")
+    func progress() throws {
+        try TemporaryDirectory.with { directory in
+            let session = try PseudoTerminalSession(
+                arguments: [
+                    "run", repositoryRoot.appendingPathComponent("EvalCases").path, "--out", directory.path("runs"), "--jobs", "1",
+                ],
+                environment: [:])
+            try session.waitFor("6 cases, 6 passed")
+            #expect(try session.waitForExit() == 0)
+            #expect(session.output.contains("running…"))
+            #expect(session.output.contains("✔ support-refund-live  (1 live run)"))
+        }
+    }
+}
+
 /// The agent-eval binary on a real pseudo-terminal (80x24), driven key by key.
 final class PseudoTerminalSession {
     private let master: Int32
