@@ -181,6 +181,10 @@ struct PolicyTests {
             (.atLeast(10), ["currency": 9.5], false),
             (.exists(true), ["other": 1], false),
             (.exists(false), ["other": 1], true),
+            // Equality is by value at every depth: 1 equals 1.0, and a nested extra key is a difference.
+            (.equals(["a": 1.0]), ["currency": ["a": 1]], true),
+            (.equals(["a": 1]), ["currency": ["a": 1, "b": 2]], false),
+            (.oneOf([5.0]), ["currency": 5], true),
         ] as [(ArgumentCondition.Test, JSONValue, Bool)])
     func conditions(_ test: ArgumentCondition.Test, _ arguments: JSONValue, _ holds: Bool) {
         #expect(ArgumentCondition(path: ["currency"], test: test).holds(in: arguments) == holds)

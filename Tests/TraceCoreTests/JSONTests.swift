@@ -112,3 +112,25 @@ extension JSONValue {
         }
     }
 }
+
+@Suite("JSON key paths and value comparisons")
+struct JSONMatchingTests {
+    static let value: JSONValue = ["order": ["items": [["sku": "M1", "qty": 2]]], "total": 4999]
+
+    @Test("key paths reach into objects by name and arrays by index")
+    func paths() {
+        #expect(Self.value.value(atDottedPath: "order.items.0.sku") == "M1")
+        #expect(Self.value.value(atPath: ["order", "items", "1"]) == nil)
+        #expect(Self.value.value(atDottedPath: "total.x") == nil)
+    }
+
+    @Test("equality by value and containment")
+    func comparisons() {
+        #expect(JSONValue.int(1).equals(byValue: .double(1.0)))
+        #expect(!JSONValue.array([1, 2]).equals(byValue: [1]))
+        #expect(Self.value.contains(["order": ["items": [["sku": "M1", "qty": 2.0]]]]))
+        #expect(Self.value.contains(["total": 4999.0]))
+        #expect(!Self.value.contains(["order": ["items": [["sku": "M1"]]]]))
+        #expect(!Self.value.contains(["missing": nil]))
+    }
+}

@@ -131,39 +131,17 @@ public struct ArgumentCondition: Sendable {
     }
 
     public func holds(in arguments: JSONValue) -> Bool {
-        let value = Self.value(at: path, in: arguments)
+        let value = arguments.value(atPath: path)
         switch test {
         case .exists(let isExpected): return (value != nil) == isExpected
-        case .equals(let expected):
-            return value.map { FixtureToolHost.value($0, contains: expected) && Self.sameShape($0, expected) } ?? false
-        case .oneOf(let options): return value.map { options.contains($0) } ?? false
+        case .equals(let expected): return value?.equals(byValue: expected) ?? false
+        case .oneOf(let options): return value.map { value in options.contains { value.equals(byValue: $0) } } ?? false
         case .matches(let pattern):
             guard let text = value?.stringValue, let regex = try? Regex(pattern) else { return false }
             return (try? regex.firstMatch(in: text)) != nil
         case .atLeast(let bound): return value?.doubleValue.map { $0 >= bound } ?? false
         case .atMost(let bound): return value?.doubleValue.map { $0 <= bound } ?? false
         }
-    }
-
-    private static func sameShape(_ value: JSONValue, _ expected: JSONValue) -> Bool {
-        if case .object(let a) = value, case .object(let b) = expected { return a.count == b.count }
-        return true
-    }
-
-    static func value(at path: [String], in root: JSONValue) -> JSONValue? {
-        var current = root
-        for key in path {
-            switch current {
-            case .object(let object):
-                guard let next = object[key] else { return nil }
-                current = next
-            case .array(let items):
-                guard let index = Int(key), items.indices.contains(index) else { return nil }
-                current = items[index]
-            default: return nil
-            }
-        }
-        return current
     }
 
     var json: JSONValue {

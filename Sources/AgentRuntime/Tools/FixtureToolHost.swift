@@ -38,7 +38,7 @@ public struct FixtureToolHost: ToolHost {
     }
 
     public func invoke(_ request: ToolRequest) async throws -> ToolOutcome {
-        guard let response = responses.first(where: { $0.when.map { Self.value(request.arguments, contains: $0) } ?? true }) else {
+        guard let response = responses.first(where: { $0.when.map { request.arguments.contains($0) } ?? true }) else {
             return .failure(
                 "the fixture tool \"\(request.tool)\" has no response for the arguments \(JSONWriter.encodeString(request.arguments))")
         }
@@ -50,18 +50,5 @@ public struct FixtureToolHost: ToolHost {
             return .failure(error, isRetryable: response.isRetryable)
         }
         return .ok(response.output ?? .null)
-    }
-
-    /// Whether `value` holds everything in `pattern`: equal scalars and arrays, and for
-    /// objects every key of the pattern, matched the same way.
-    static func value(_ value: JSONValue, contains pattern: JSONValue) -> Bool {
-        switch (value, pattern) {
-        case (.object(let object), .object(let wanted)):
-            return wanted.allSatisfy { member in object[member.key].map { Self.value($0, contains: member.value) } ?? false }
-        case (.int, .double), (.double, .int), (.double, .double):
-            return value.doubleValue == pattern.doubleValue
-        default:
-            return value == pattern
-        }
     }
 }

@@ -30,11 +30,11 @@ public struct ArgumentMatcher: Sendable, CustomStringConvertible {
                 return (value != nil) == expected ? nil : (expected ? "is missing" : "is present (\(Self.show(value)))")
             case .equals(let expected):
                 guard let value else { return "is missing" }
-                return ArgumentMatcher.equal(value, expected)
+                return value.equals(byValue: expected)
                     ? nil : "is \(Self.show(value)), expected \(JSONWriter.encodeString(expected))"
             case .oneOf(let options):
                 guard let value else { return "is missing" }
-                return options.contains { ArgumentMatcher.equal(value, $0) }
+                return options.contains { value.equals(byValue: $0) }
                     ? nil : "is \(Self.show(value)), expected one of \(JSONWriter.encodeString(.array(options)))"
             case .regex(let pattern):
                 guard let text = value?.stringValue else { return "is \(Self.show(value)), expected a string matching /\(pattern)/" }
@@ -113,7 +113,7 @@ public struct ArgumentMatcher: Sendable, CustomStringConvertible {
             }
         }
         for (path, test) in paths {
-            if let problem = test.mismatch(Self.value(at: path, in: actual)) { return "\(path) \(problem)" }
+            if let problem = test.mismatch(actual.value(atDottedPath: path)) { return "\(path) \(problem)" }
         }
         return nil
     }
@@ -145,35 +145,9 @@ public struct ArgumentMatcher: Sendable, CustomStringConvertible {
             }
             return nil
         default:
-            return equal(expected, actual)
+            return expected.equals(byValue: actual)
                 ? nil : "\(place) is \(JSONWriter.encodeString(actual)), expected \(JSONWriter.encodeString(expected))"
         }
-    }
-
-    static func equal(_ a: JSONValue, _ b: JSONValue) -> Bool {
-        switch (a, b) {
-        case (.int, .double), (.double, .int), (.double, .double): return a.doubleValue == b.doubleValue
-        case (.array(let x), .array(let y)): return x.count == y.count && zip(x, y).allSatisfy { equal($0, $1) }
-        case (.object(let x), .object(let y)):
-            return x.count == y.count && x.allSatisfy { member in y[member.key].map { equal(member.value, $0) } ?? false }
-        default: return a == b
-        }
-    }
-
-    static func value(at path: String, in root: JSONValue) -> JSONValue? {
-        var current = root
-        for key in path.split(separator: ".") {
-            switch current {
-            case .object(let object):
-                guard let next = object[String(key)] else { return nil }
-                current = next
-            case .array(let items):
-                guard let index = Int(key), items.indices.contains(index) else { return nil }
-                current = items[index]
-            default: return nil
-            }
-        }
-        return current
     }
 
     /// `value` without the keys whose dotted path matches one of `patterns`.
