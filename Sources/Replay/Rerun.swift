@@ -89,14 +89,13 @@ public enum Rerun {
         environment.makeRunId = { runId }
         let runtime = AgentRuntime(agent: replayAgent, environment: environment)
         try? FileManager.default.removeItem(atPath: output)
-        var outcome = try await runtime.run(goal: started.goal, log: output, runId: runId, actor: started.actor, route: started.route)
+        let first = try await runtime.run(goal: started.goal, log: output, runId: runId, actor: started.actor, route: started.route)
         var pending = approvals
-        while outcome.stop.reason == .approvalRequired, !pending.isEmpty {
-            let waiting = Set(outcome.state.callsAwaitingApproval.map(\.id))
-            let given = pending.filter { waiting.contains($0.callId) }
-            guard !given.isEmpty, given.count == waiting.count else { break }
-            pending.removeAll { waiting.contains($0.callId) }
-            outcome = try await runtime.resume(log: output, approvals: given)
+        let outcome = try await runtime.resumeWhileDecided(first) { waiting in
+            let ids = Set(waiting.map(\.id))
+            let given = pending.filter { ids.contains($0.callId) }
+            pending.removeAll { ids.contains($0.callId) }
+            return given
         }
         let fresh = try LogReader(path: output).readAll().events.map(\.event)
         var divergence = compare(recorded: recorded, new: fresh)

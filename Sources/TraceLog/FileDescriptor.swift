@@ -127,6 +127,29 @@ final class FileDescriptor {
         }
     }
 
+    /// Creates the directories leading to `path` that do not exist yet (`mkdir -p` of its
+    /// parent), so a new log can be written anywhere the user names.
+    static func createParentDirectories(of path: String) throws {
+        guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return }
+        let directory = String(path[..<slash])
+        var prefix = directory.hasPrefix("/") ? "/" : ""
+        for part in directory.split(separator: "/") {
+            prefix += part
+            if mkdir(prefix, 0o755) != 0 && errno != EEXIST {
+                throw LogError(
+                    .writeFailed, "cannot create the log's directory \(prefix): \(errorText())", path: path,
+                    hint: "choose a directory that can be written to")
+            }
+            var info = stat()
+            if stat(prefix, &info) == 0 && (info.st_mode & S_IFMT) != S_IFDIR {
+                throw LogError(
+                    .writeFailed, "cannot create the log's directory: \(prefix) is a file, not a directory", path: path,
+                    hint: "choose another place for the log")
+            }
+            prefix += "/"
+        }
+    }
+
     static func exists(_ path: String) -> Bool {
         access(path, F_OK) == 0
     }

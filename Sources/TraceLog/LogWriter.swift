@@ -66,8 +66,10 @@ public final class LogWriter {
         deflater = try Deflater(level: options.compressionLevel)
     }
 
-    /// Creates a new log; fails with `alreadyExists` if there is a file at `path`.
+    /// Creates a new log, and the directories leading to it; fails with `alreadyExists` if
+    /// there is a file at `path`.
     public static func create(at path: String, runId: String, options: Options = Options()) throws -> LogWriter {
+        try FileDescriptor.createParentDirectories(of: path)
         let file = try FileDescriptor.openForAppending(path, create: true)
         // With fsync on, the new file's directory entry must be durable too.
         if options.durability.sync != .never { try FileDescriptor.syncDirectory(of: path) }

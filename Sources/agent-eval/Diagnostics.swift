@@ -1,6 +1,7 @@
 import AgentRuntime
 import ArgumentParser
 import ConfigFile
+import Foundation
 import TraceCore
 import TraceLog
 
@@ -54,14 +55,20 @@ func reportFailure(_ error: any Error) -> ExitCode {
         return Exit.unusable
     }
     if let error = error as? RuntimeError {
-        if let log = error.log { return reportFailure(log) }
+        if let log = error.log {
+            // The run could not be recorded: whatever the log problem, the run could not be done (2).
+            report(log)
+            return Exit.unusable
+        }
         printError("error: \(error.message)")
         printError("  --> \(error.path)")
         if let hint = error.hint { printError("hint: \(hint)") }
         return Exit.unusable
     }
     if let error = error as? ExitCode { return error }
-    printError("error: \(error)")
+    // Anything else comes from the system (a directory that cannot be made, a file that cannot
+    // be written): its own sentence, not its type's dump.
+    printError("error: \((error as NSError).localizedDescription)")
     return Exit.unusable
 }
 

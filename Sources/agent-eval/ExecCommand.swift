@@ -88,9 +88,6 @@ struct ExecCommand: AsyncParsableCommand {
             } else {
                 let id = runId ?? RuntimeEnvironment.live.makeRunId()
                 let path = log ?? "\(out)/\(runtime.agent.name)-\(id).jsonl.gz"
-                try FileManager.default.createDirectory(
-                    atPath: (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent,
-                    withIntermediateDirectories: true)
                 outcome = try await runtime.run(goal: input ?? "", log: path, runId: id, actor: actor, route: route)
             }
         } catch {

@@ -1,3 +1,4 @@
+import AgentRuntime
 import ArgumentParser
 import EvalEngine
 import Foundation
@@ -211,13 +212,7 @@ struct RunCommand: AsyncParsableCommand {
     }
 
     static func defaultOutput() -> String {
-        var seconds = time(nil)
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        return String(
-            format: "runs/eval-%04d%02d%02d-%02d%02d%02d", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday, parts.tm_hour,
-            parts.tm_min,
-            parts.tm_sec)
+        "runs/eval-\(RuntimeEnvironment.utcStamp())"
     }
 }
 

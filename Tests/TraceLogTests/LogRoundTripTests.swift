@@ -6,6 +6,25 @@ import TraceLog
 
 @Suite("Writing and reading logs")
 struct LogRoundTripTests {
+    @Test("a new log gets the directories leading to it; a file in the way is a clear error")
+    func createsDirectories() throws {
+        try TemporaryDirectory.with { directory in
+            let path = directory.path("a/b/c/run.jsonl.gz")
+            try LogWriter.withWriter(creating: path, runId: "r") { writer in
+                _ = try writer.append(.stepEnded(StepEnded(stateDigest: "sha256:0")), step: 0, timeUs: 1)
+            }
+            #expect(try LogReader(path: path).readAll().events.count == 1)
+            try "x".write(toFile: directory.path("file"), atomically: true, encoding: .utf8)
+            #expect(throws: LogError.self) { try LogWriter.create(at: directory.path("file/run.jsonl.gz"), runId: "r") }
+            do {
+                _ = try LogWriter.create(at: directory.path("file/run.jsonl.gz"), runId: "r")
+            } catch let error as LogError {
+                #expect(error.code == .writeFailed)
+                #expect(error.message == "cannot create the log's directory: \(directory.path("file")) is a file, not a directory")
+            }
+        }
+    }
+
     @Test("every event kind round-trips through the log, unknown kinds included")
     func roundTrip() throws {
         try TemporaryDirectory.with { directory in

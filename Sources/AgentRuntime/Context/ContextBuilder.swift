@@ -89,14 +89,9 @@ public struct ContextBuilder: Sendable {
         public init() {}
     }
 
-    /// Builds the packet for the decision of step `currentStep` of `state`. `content` looks up
-    /// stored content by hash (for outputs too large to sit in the log's events).
-    public func build(state: RunState, step currentStep: Int, promptHash: String?, content: (String) -> JSONValue?) -> Built {
-        var cache = Cache()
-        return build(state: state, step: currentStep, promptHash: promptHash, cache: &cache, content: content)
-    }
-
-    /// The same, reusing (and updating) what earlier builds of this run found.
+    /// Builds the packet for the decision of step `currentStep` of `state`, reusing (and
+    /// updating) what earlier builds of this run found in `cache`. `content` looks up stored
+    /// content by hash (for outputs too large to sit in the log's events).
     public func build(state: RunState, step currentStep: Int, promptHash: String?, cache: inout Cache, content: (String) -> JSONValue?)
         -> Built
     {

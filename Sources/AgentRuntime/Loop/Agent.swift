@@ -109,14 +109,18 @@ public struct RuntimeEnvironment: Sendable {
         sleep: { milliseconds in try await Task.sleep(for: .milliseconds(milliseconds)) },
         makeRunId: {
             // Sortable by start time, unique by the random tail: run-20261122-004348-1f3a9c2e.
-            var seconds = time(nil)
-            var parts = tm()
-            gmtime_r(&seconds, &parts)
-            let stamp = String(
-                format: "%04d%02d%02d-%02d%02d%02d", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday, parts.tm_hour, parts.tm_min,
-                parts.tm_sec)
-            return "run-\(stamp)-" + String(UInt32.random(in: 0...UInt32.max), radix: 16).leftPadded(to: 8)
+            "run-\(RuntimeEnvironment.utcStamp())-" + String(UInt32.random(in: 0...UInt32.max), radix: 16).leftPadded(to: 8)
         })
+
+    /// The current UTC time as `yyyyMMdd-HHmmss`, for names that sort by time (run ids, output folders).
+    public static func utcStamp() -> String {
+        var seconds = time(nil)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        return String(
+            format: "%04d%02d%02d-%02d%02d%02d", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday, parts.tm_hour, parts.tm_min,
+            parts.tm_sec)
+    }
 }
 
 extension String {

@@ -95,6 +95,25 @@ public struct AgentRuntime: Sendable {
     }
 }
 
+extension AgentRuntime {
+    /// Resumes `outcome` for as long as it stops with `approval_required` and `decide` answers
+    /// every waiting call (nil, or an answer missing a call, leaves the run stopped): how
+    /// `agent-eval run` gives a case's approvals and a re-run gives the log's.
+    public func resumeWhileDecided(
+        _ outcome: RunOutcome, decide: ([ToolCallRecord]) -> [ApprovalRecorded]?
+    ) async throws(RuntimeError) -> RunOutcome {
+        var outcome = outcome
+        while outcome.stop.reason == .approvalRequired {
+            let waiting = outcome.state.callsAwaitingApproval
+            guard !waiting.isEmpty, let approvals = decide(waiting),
+                Set(approvals.map(\.callId)) == Set(waiting.map(\.id))
+            else { break }
+            outcome = try await resume(log: outcome.logPath, approvals: approvals)
+        }
+        return outcome
+    }
+}
+
 /// A finished (or paused) run.
 public struct RunOutcome: Sendable {
     public var logPath: String

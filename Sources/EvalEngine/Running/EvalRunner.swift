@@ -180,15 +180,11 @@ public struct EvalRunner: Sendable {
         case .recorded: break
         }
         do {
-            try FileManager.default.createDirectory(atPath: options.outputDirectory, withIntermediateDirectories: true)
             try? FileManager.default.removeItem(atPath: log)
             let runtime = AgentRuntime(agent: agent, environment: options.environment)
-            var outcome = try await runtime.run(goal: evalCase.input ?? "", log: log)
-            while outcome.stop.reason == .approvalRequired {
-                let waiting = outcome.state.callsAwaitingApproval.map(\.id)
-                guard !waiting.isEmpty, waiting.allSatisfy({ approve.contains($0) || deny.contains($0) }) else { break }
-                let approvals = waiting.map { ApprovalRecorded(callId: $0, isGranted: approve.contains($0), approver: "agent-eval run") }
-                outcome = try await runtime.resume(log: log, approvals: approvals)
+            let outcome = try await runtime.resumeWhileDecided(try await runtime.run(goal: evalCase.input ?? "", log: log)) { waiting in
+                guard waiting.allSatisfy({ approve.contains($0.id) || deny.contains($0.id) }) else { return nil }
+                return waiting.map { ApprovalRecorded(callId: $0.id, isGranted: approve.contains($0.id), approver: "agent-eval run") }
             }
             return evaluate(outcome.state, log: log, repeatIndex: repeatIndex, case: evalCase, options: options, tear: nil)
         } catch {
