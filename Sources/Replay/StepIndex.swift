@@ -254,8 +254,9 @@ public final class StepIndex {
         return Record(
             step: slot(0), firstSequence: slot(1), lastSequence: slot(2),
             position: LogReader.Position(
-                memberOffset: slot(3), memberIndex: slot(4), sequence: slot(5), previousHash: Self.hex(bytes[48..<80]), runId: runId),
-            after: summary, computedDigest: flags & 4 != 0 ? "sha256:" + Self.hex(bytes[(base + 23) * 8..<(base + 23) * 8 + 32]) : nil,
+                memberOffset: slot(3), memberIndex: slot(4), sequence: slot(5), previousHash: ContentHash.hex(bytes[48..<80]), runId: runId),
+            after: summary,
+            computedDigest: flags & 4 != 0 ? "sha256:" + ContentHash.hex(bytes[(base + 23) * 8..<(base + 23) * 8 + 32]) : nil,
             hasProblem: flags & 1 != 0, hasDigestMismatch: flags & 2 != 0)
     }
 
@@ -323,35 +324,10 @@ public final class StepIndex {
         return Int(Int64(littleEndian: value))
     }
 
+    /// A hash's 32 bytes (zeros for anything that is not one: a record stays fixed-size).
     static func rawDigest(_ text: String) -> [UInt8] {
-        let hex = text.hasPrefix("sha256:") ? Substring(text.dropFirst(7)) : Substring(text)
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(32)
-        var iterator = hex.utf8.makeIterator()
-        while let high = iterator.next(), let low = iterator.next() {
-            bytes.append(UInt8(nibble(high) << 4 | nibble(low)))
-        }
-        return bytes.count == 32 ? bytes : [UInt8](repeating: 0, count: 32)
-    }
-
-    static func nibble(_ character: UInt8) -> Int {
-        switch character {
-        case 0x30...0x39: return Int(character - 0x30)
-        case 0x61...0x66: return Int(character - 0x61 + 10)
-        case 0x41...0x46: return Int(character - 0x41 + 10)
-        default: return 0
-        }
-    }
-
-    static func hex(_ bytes: ArraySlice<UInt8>) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var text: [UInt8] = []
-        text.reserveCapacity(64)
-        for byte in bytes {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: text, as: UTF8.self)
+        guard let bytes = ContentHash.bytes(hex: text), bytes.count == 32 else { return [UInt8](repeating: 0, count: 32) }
+        return bytes
     }
 }
 

@@ -112,7 +112,14 @@ struct ReplayCommand: AsyncParsableCommand {
         } catch let error as LogError {
             throw reportFailure(error)
         }
-        let fullState = full ? try? Replayer(path: log).state(atEndOf: number) : nil
+        var fullState: RunState?
+        if full {
+            do {
+                fullState = try Replayer(path: log).state(atEndOf: number)
+            } catch {
+                throw reportFailure(error)
+            }
+        }
         if json {
             var object = ObjectBuilder()
             object.set("schema", "agent-eval/replay-step")
