@@ -33,14 +33,13 @@ public struct Replayer: Sendable {
     public func replay(until last: Int? = nil, _ body: (ReplayStep, RunState) throws -> Bool) throws -> Result {
         var state = RunState()
         var digester = StateDigester()
-        var tracker = SummaryTracker()
         var result = Result(state: RunState(), read: ReadSummary())
         var current: ReplayStep?
         var stopped = false
 
         func finish() throws {
             guard var step = current else { return }
-            step.after = tracker.summary(of: state)
+            step.after = StateSummary(state)
             current = nil
             result.stepsReplayed += 1
             if try !body(step, state) { stopped = true }
@@ -56,7 +55,7 @@ public struct Replayer: Sendable {
                 }
                 if let last, event.step > last { throw Stop() }
                 if current == nil {
-                    let summary = tracker.summary(of: state)
+                    let summary = StateSummary(state)
                     current = ReplayStep(step: event.step, events: [], before: summary, after: summary, digests: [], problems: [])
                 }
                 var problems = StepProblem.problems(of: event)
@@ -74,8 +73,7 @@ public struct Replayer: Sendable {
                     }
                 }
                 let anomaliesBefore = state.anomalies.count
-                tracker.fold(event, into: &state)
-                digester.track(event, in: state)
+                digester.track(RunState.reduce(into: &state, event))
                 for anomaly in state.anomalies[anomaliesBefore...] {
                     problems.append(StepProblem(kind: .anomaly, sequence: anomaly.sequence, message: anomaly.message))
                 }

@@ -31,19 +31,20 @@ public struct StateSummary: Sendable, Hashable {
 
     public init() {}
 
+    /// The summary of `state`, in constant time: every count is one the fold keeps.
     public init(_ state: RunState) {
         eventCount = state.eventCount
         step = state.step
         stepsCompleted = state.stepsCompleted
         contextPackets = state.contextPacketCount
         decisions = state.decisions.count
-        invalidDecisions = state.invalidDecisionCount
+        invalidDecisions = state.counters.invalidDecisions
         calls = state.calls.count
-        executedCalls = state.executedCalls.count
-        deniedCalls = state.deniedCalls.count
-        awaitingApproval = state.callsAwaitingApproval.count
+        executedCalls = state.counters.executedCalls
+        deniedCalls = state.counters.deniedCalls
+        awaitingApproval = state.counters.callsAwaitingApproval
         toolAttempts = state.usage.toolAttempts
-        failedAttempts = state.calls.reduce(0) { $0 + $1.results.count { $0.status != .ok } }
+        failedAttempts = state.counters.failedAttempts
         inputTokens = state.usage.inputTokens
         outputTokens = state.usage.outputTokens
         costMicroUSD = Int((state.usage.costUSD * 1_000_000).rounded())

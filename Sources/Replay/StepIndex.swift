@@ -15,11 +15,15 @@ public import TraceLog
 ///
 /// The log stays the source of truth. The index lives in a cache directory (not beside the
 /// log), keyed by the log's absolute path; it records the log's size and modification time and
-/// is rebuilt by one full replay when it is missing, stale, or from another format version.
+/// is rebuilt by one full replay when it is missing, stale, or lacks a field this version needs.
 ///
-/// File format (little-endian): a 96-byte header (`AEVIDX01`, version, log size, log mtime in
-/// ns, record count, record size, digests checked, digest mismatches, run id length, 3 reserved),
-/// then one fixed-size record per step in log order, then the run id (UTF-8). See `Record`.
+/// File format (little-endian): a 72-byte header (`AEVIDX02`, then eight 64-bit integers:
+/// format version, log size, log mtime in ns, record count, record size, digests checked,
+/// digest mismatches, trailer size), one fixed-size record per step in log order, then a JSON
+/// trailer `{"run_id", "fields": [[name, slots]...], "enums": {name: [raw values]}}`. A record
+/// is the fields in the trailer's order, each `slots` 8-byte words; enumerations are stored as
+/// indexes into the trailer's list of raw values. Fields are found by name, never by position,
+/// so adding, removing or reordering fields (or enum cases) cannot misread an old index.
 public final class StepIndex {
     public let logPath: String
     public let indexPath: String?
@@ -30,11 +34,13 @@ public final class StepIndex {
     private let descriptor: Int32
     private let records: [Record]?
 
-    static let magic = Array("AEVIDX01".utf8)
-    static let version = 1
-    static let headerSize = 96
-    static let slots = 37
-    static let recordSize = slots * 8
+    static let magic = Array("AEVIDX02".utf8)
+    static let version = 2
+    static let headerSize = 72
+    /// Where each of `Field.all` sits in this file's records (byte offsets), and their size.
+    private let layout: [Int]
+    private let recordSize: Int
+    private let enumNames: [String: [String]]
 
     /// One step's entry.
     public struct Record: Sendable, Hashable {
@@ -57,8 +63,11 @@ public final class StepIndex {
 
     private init(
         logPath: String, indexPath: String?, runId: String, stepCount: Int, checked: Int, mismatches: Int, descriptor: Int32,
-        records: [Record]?
+        records: [Record]?, layout: [Int] = [], recordSize: Int = 0, enumNames: [String: [String]] = [:]
     ) {
+        self.layout = layout
+        self.recordSize = recordSize
+        self.enumNames = enumNames
         self.logPath = logPath
         self.indexPath = indexPath
         self.runId = runId
@@ -152,35 +161,29 @@ public final class StepIndex {
 
     // MARK: Reading and writing the file
 
-    static func write(_ built: Built, to path: String, size: Int, mtime: Int) throws {
+    /// Writes the index file. `fields` and `enumNames` are the format's table; tests pass
+    /// others to prove that readers find fields and enum values by name.
+    static func write(
+        _ built: Built, to path: String, size: Int, mtime: Int, fields: [Field] = Field.all,
+        enumNames: [(key: String, value: [String])] = Field.enumNames
+    ) throws {
+        let recordSize = fields.reduce(0) { $0 + $1.slots * 8 }
+        let names = Dictionary(uniqueKeysWithValues: enumNames.map { ($0.key, $0.value) })
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(headerSize + built.records.count * recordSize + built.runId.utf8.count)
-        func put(_ value: Int) { withUnsafeBytes(of: Int64(value).littleEndian) { bytes.append(contentsOf: $0) } }
+        bytes.reserveCapacity(headerSize + built.records.count * recordSize + 4096)
+        var trailer = ObjectBuilder()
+        trailer.set("run_id", built.runId)
+        trailer.set("fields", JSONValue.array(fields.map { [.string($0.name), .int($0.slots)] }))
+        trailer.set("enums", JSONValue.object(JSONObject(enumNames.map { ($0.key, JSONValue.array($0.value.map { .string($0) })) })))
+        let trailerBytes = JSONWriter.encode(trailer.json)
         bytes.append(contentsOf: magic)
-        let run = Array(built.runId.utf8)
-        for value in [version, size, mtime, built.records.count, recordSize, built.checked, built.mismatches, run.count, 0, 0, 0] {
-            put(value)
+        for value in [version, size, mtime, built.records.count, recordSize, built.checked, built.mismatches, trailerBytes.count] {
+            appendInt(value, to: &bytes)
         }
         for record in built.records {
-            let recordStart = bytes.count
-            let s = record.after
-            for value in [
-                record.step, record.firstSequence, record.lastSequence, record.position.memberOffset, record.position.memberIndex,
-                record.position.sequence,
-            ] { put(value) }
-            bytes.append(contentsOf: rawDigest(record.position.previousHash))
-            for value in [
-                s.eventCount, s.step, s.stepsCompleted, s.contextPackets, s.decisions, s.invalidDecisions, s.calls, s.executedCalls,
-                s.deniedCalls, s.awaitingApproval, s.toolAttempts, s.failedAttempts, s.inputTokens, s.outputTokens, s.costMicroUSD,
-                s.modelLatencyUs, s.toolTimeUs, s.contents, s.anomalies, s.resumes,
-                s.stopReason.map { StopReason.allCases.firstIndex(of: $0) ?? -1 } ?? -1,
-                s.limit.map { LimitKind.allCases.firstIndex(of: $0) ?? -1 } ?? -1,
-            ] { put(value) }
-            put((record.hasProblem ? 1 : 0) | (record.hasDigestMismatch ? 2 : 0) | (record.computedDigest != nil ? 4 : 0))
-            bytes.append(contentsOf: record.computedDigest.map(rawDigest) ?? [UInt8](repeating: 0, count: 32))
-            precondition(bytes.count - recordStart == recordSize, "an index record is \(recordSize) bytes")
+            for field in fields { field.write(record, &bytes, names) }
         }
-        bytes.append(contentsOf: run)
+        bytes.append(contentsOf: trailerBytes)
         try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         // Write aside and rename, so a reader never sees half an index.
         let temporary = path + ".\(getpid()).tmp"
@@ -191,73 +194,68 @@ public final class StepIndex {
         }
     }
 
+    /// An index file that fits this log and has every field this version reads, or nil.
     static func openExisting(_ path: String, log: String, size: Int, mtime: Int) -> StepIndex? {
         let descriptor = openFile(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return nil }
+        var isOpen = false
+        defer { if !isOpen { close(descriptor) } }
         var header = [UInt8](repeating: 0, count: headerSize)
         let valid = header.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, headerSize, 0) } == headerSize
         func value(_ slot: Int) -> Int { Self.int(header, at: 8 + slot * 8) }
-        guard valid, Array(header[0..<8]) == magic, value(0) == version, value(1) == size, value(2) == mtime, value(4) == recordSize
-        else {
-            close(descriptor)
-            return nil
+        guard valid, Array(header[0..<8]) == magic, value(0) == version, value(1) == size, value(2) == mtime else { return nil }
+        let (count, recordSize, trailerSize) = (value(3), value(4), value(7))
+        guard count >= 0, recordSize > 0, trailerSize > 0, trailerSize < 1 << 20 else { return nil }
+        var trailerBytes = [UInt8](repeating: 0, count: trailerSize)
+        let trailerRead = trailerBytes.withUnsafeMutableBytes {
+            pread(descriptor, $0.baseAddress, $0.count, off_t(headerSize + count * recordSize))
         }
-        let count = value(3)
-        var run = [UInt8](repeating: 0, count: value(7))
-        let runRead = run.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, off_t(headerSize + count * recordSize)) }
-        guard runRead == run.count else {
-            close(descriptor)
-            return nil
+        guard trailerRead == trailerSize, let trailer = try? JSONParser.parse(trailerBytes), case .string(let runId)? = trailer["run_id"],
+            case .array(let fields)? = trailer["fields"], case .object(let enums)? = trailer["enums"]
+        else { return nil }
+        // Where each field sits in this file; a field this version needs and the file lacks
+        // (or has at another width) means the index is from another version: rebuild it.
+        var offsets: [String: (offset: Int, slots: Int)] = [:]
+        var offset = 0
+        for field in fields {
+            guard case .array(let pair) = field, pair.count == 2, case .string(let name) = pair[0], case .int(let slots) = pair[1],
+                slots > 0
+            else { return nil }
+            offsets[name] = (offset, slots)
+            offset += slots * 8
         }
+        guard offset == recordSize else { return nil }
+        var layout: [Int] = []
+        for field in Field.all {
+            guard let found = offsets[field.name], found.slots == field.slots else { return nil }
+            layout.append(found.offset)
+        }
+        var names: [String: [String]] = [:]
+        for member in enums {
+            guard case .array(let list) = member.value else { return nil }
+            names[member.key] = list.compactMap { if case .string(let text) = $0 { text } else { nil } }
+        }
+        isOpen = true
         return StepIndex(
-            logPath: log, indexPath: path, runId: String(decoding: run, as: UTF8.self), stepCount: count, checked: value(5),
-            mismatches: value(6), descriptor: descriptor, records: nil)
+            logPath: log, indexPath: path, runId: runId, stepCount: count, checked: value(5), mismatches: value(6), descriptor: descriptor,
+            records: nil, layout: layout, recordSize: recordSize, enumNames: names)
     }
 
     /// The record at `position` (0-based, in log order).
     public func record(at position: Int) -> Record? {
         guard position >= 0, position < stepCount else { return nil }
         if let records { return records[position] }
-        var bytes = [UInt8](repeating: 0, count: Self.recordSize)
-        let offset = off_t(Self.headerSize + position * Self.recordSize)
-        guard bytes.withUnsafeMutableBytes({ pread(descriptor, $0.baseAddress, Self.recordSize, offset) }) == Self.recordSize else {
+        var bytes = [UInt8](repeating: 0, count: recordSize)
+        let offset = off_t(Self.headerSize + position * recordSize)
+        guard bytes.withUnsafeMutableBytes({ pread(descriptor, $0.baseAddress, recordSize, offset) }) == recordSize else {
             return nil
         }
-        func slot(_ index: Int) -> Int { Self.int(bytes, at: index * 8) }
-        var summary = StateSummary()
-        let base = 10
-        summary.eventCount = slot(base)
-        summary.step = slot(base + 1)
-        summary.stepsCompleted = slot(base + 2)
-        summary.contextPackets = slot(base + 3)
-        summary.decisions = slot(base + 4)
-        summary.invalidDecisions = slot(base + 5)
-        summary.calls = slot(base + 6)
-        summary.executedCalls = slot(base + 7)
-        summary.deniedCalls = slot(base + 8)
-        summary.awaitingApproval = slot(base + 9)
-        summary.toolAttempts = slot(base + 10)
-        summary.failedAttempts = slot(base + 11)
-        summary.inputTokens = slot(base + 12)
-        summary.outputTokens = slot(base + 13)
-        summary.costMicroUSD = slot(base + 14)
-        summary.modelLatencyUs = slot(base + 15)
-        summary.toolTimeUs = slot(base + 16)
-        summary.contents = slot(base + 17)
-        summary.anomalies = slot(base + 18)
-        summary.resumes = slot(base + 19)
-        let stop = slot(base + 20)
-        summary.stopReason = StopReason.allCases.indices.contains(stop) ? StopReason.allCases[stop] : nil
-        let limit = slot(base + 21)
-        summary.limit = LimitKind.allCases.indices.contains(limit) ? LimitKind.allCases[limit] : nil
-        let flags = slot(base + 22)
-        return Record(
-            step: slot(0), firstSequence: slot(1), lastSequence: slot(2),
-            position: LogReader.Position(
-                memberOffset: slot(3), memberIndex: slot(4), sequence: slot(5), previousHash: ContentHash.hex(bytes[48..<80]), runId: runId),
-            after: summary,
-            computedDigest: flags & 4 != 0 ? "sha256:" + ContentHash.hex(bytes[(base + 23) * 8..<(base + 23) * 8 + 32]) : nil,
-            hasProblem: flags & 1 != 0, hasDigestMismatch: flags & 2 != 0)
+        var record = Record(
+            step: 0, firstSequence: 0, lastSequence: 0,
+            position: LogReader.Position(memberOffset: 0, memberIndex: 0, sequence: 0, previousHash: ContentHash.genesis, runId: runId),
+            after: StateSummary(), computedDigest: nil, hasProblem: false, hasDigestMismatch: false)
+        for (field, offset) in zip(Field.all, layout) { field.read(&record, bytes, offset, enumNames) }
+        return record
     }
 
     /// The position of `step` in log order, by binary search (steps never go down in a log
@@ -316,6 +314,10 @@ public final class StepIndex {
 
     // MARK: Bytes
 
+    static func appendInt(_ value: Int, to bytes: inout [UInt8]) {
+        withUnsafeBytes(of: Int64(value).littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
     static func int(_ bytes: [UInt8], at offset: Int) -> Int {
         var value: Int64 = 0
         withUnsafeMutableBytes(of: &value) { target in
@@ -328,6 +330,84 @@ public final class StepIndex {
     static func rawDigest(_ text: String) -> [UInt8] {
         guard let bytes = ContentHash.bytes(hex: text), bytes.count == 32 else { return [UInt8](repeating: 0, count: 32) }
         return bytes
+    }
+}
+
+extension StepIndex {
+    /// One field of an index record: its name in the file, its width in 8-byte words, and
+    /// how it is written and read. `all` is the one table both directions use.
+    struct Field: Sendable {
+        var name: String
+        var slots: Int
+        var write: @Sendable (Record, inout [UInt8], [String: [String]]) -> Void
+        var read: @Sendable (inout Record, [UInt8], Int, [String: [String]]) -> Void
+
+        static func int(_ name: String, _ path: any WritableKeyPath<Record, Int> & Sendable) -> Field {
+            Field(name: name, slots: 1, write: { record, bytes, _ in appendInt(record[keyPath: path], to: &bytes) }) {
+                record, bytes, offset, _ in
+                record[keyPath: path] = StepIndex.int(bytes, at: offset)
+            }
+        }
+
+        static func flag(_ name: String, _ path: any WritableKeyPath<Record, Bool> & Sendable) -> Field {
+            Field(name: name, slots: 1, write: { record, bytes, _ in appendInt(record[keyPath: path] ? 1 : 0, to: &bytes) }) {
+                record, bytes, offset, _ in record[keyPath: path] = StepIndex.int(bytes, at: offset) != 0
+            }
+        }
+
+        /// A `sha256:` digest as 32 raw bytes; all zeros stand for none.
+        static func digest(_ name: String, _ path: any WritableKeyPath<Record, String?> & Sendable) -> Field {
+            Field(name: name, slots: 4, write: { record, bytes, _ in bytes.append(contentsOf: rawDigest(record[keyPath: path] ?? "")) }) {
+                record, bytes, offset, _ in
+                let raw = bytes[offset..<offset + 32]
+                record[keyPath: path] = raw.allSatisfy { $0 == 0 } ? nil : "sha256:" + ContentHash.hex(raw)
+            }
+        }
+
+        /// An enumeration, stored as the index of its raw value in the file's list for `name`.
+        static func enumeration<E: RawRepresentable<String> & CaseIterable & Sendable>(
+            _ name: String, _ path: any WritableKeyPath<Record, E?> & Sendable
+        ) -> Field {
+            Field(
+                name: name, slots: 1,
+                write: { record, bytes, names in
+                    appendInt(record[keyPath: path].flatMap { names[name]?.firstIndex(of: $0.rawValue) } ?? -1, to: &bytes)
+                }
+            ) { record, bytes, offset, names in
+                let index = StepIndex.int(bytes, at: offset)
+                let values = names[name] ?? []
+                record[keyPath: path] = values.indices.contains(index) ? E(rawValue: values[index]) : nil
+            }
+        }
+
+        /// The raw values each enumeration field's indexes refer to, as written.
+        static let enumNames: [(key: String, value: [String])] = [
+            ("stop_reason", StopReason.allCases.map(\.rawValue)), ("limit", LimitKind.allCases.map(\.rawValue)),
+        ]
+
+        static let all: [Field] = [
+            .int("step", \.step), .int("first_seq", \.firstSequence), .int("last_seq", \.lastSequence),
+            .int("member_offset", \.position.memberOffset), .int("member_index", \.position.memberIndex),
+            .int("member_first_seq", \.position.sequence),
+            Field(
+                name: "member_prev_hash", slots: 4,
+                write: { record, bytes, _ in bytes.append(contentsOf: rawDigest(record.position.previousHash)) }
+            ) {
+                record, bytes, offset, _ in record.position.previousHash = ContentHash.hex(bytes[offset..<offset + 32])
+            },
+            .int("event_count", \.after.eventCount), .int("state_step", \.after.step), .int("steps_completed", \.after.stepsCompleted),
+            .int("context_packets", \.after.contextPackets), .int("decisions", \.after.decisions),
+            .int("invalid_decisions", \.after.invalidDecisions), .int("calls", \.after.calls),
+            .int("executed_calls", \.after.executedCalls),
+            .int("denied_calls", \.after.deniedCalls), .int("awaiting_approval", \.after.awaitingApproval),
+            .int("tool_attempts", \.after.toolAttempts), .int("failed_attempts", \.after.failedAttempts),
+            .int("input_tokens", \.after.inputTokens), .int("output_tokens", \.after.outputTokens),
+            .int("cost_micro_usd", \.after.costMicroUSD), .int("model_latency_us", \.after.modelLatencyUs),
+            .int("tool_time_us", \.after.toolTimeUs), .int("contents", \.after.contents), .int("anomalies", \.after.anomalies),
+            .int("resumes", \.after.resumes), .enumeration("stop_reason", \.after.stopReason), .enumeration("limit", \.after.limit),
+            .flag("has_problem", \.hasProblem), .flag("has_digest_mismatch", \.hasDigestMismatch),
+            .digest("computed_digest", \.computedDigest),
+        ]
     }
 }
 

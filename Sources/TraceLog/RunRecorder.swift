@@ -26,8 +26,7 @@ public final class RunRecorder {
     @discardableResult
     public func record(_ payload: EventPayload) throws -> Event {
         let event = try writer.append(payload, step: step, timeUs: clock())
-        RunState.reduce(into: &state, event)
-        digester.track(event, in: state)
+        digester.track(RunState.reduce(into: &state, event))
         return event
     }
 

@@ -151,13 +151,18 @@ struct PolicyTests {
     @Test("approvals already given and the remaining budget change the verdict")
     func approvalsAndBudget() {
         var state = RunState()
-        var approved = ToolCallRecord(id: "call-1", tool: "refund_order", step: 1, arguments: [:])
-        approved.approval = ApprovalRecorded(callId: "call-1", isGranted: true)
-        state.calls = [approved]
+        func fold(_ payload: EventPayload) {
+            let event = Event(runId: "r", sequence: state.eventCount, step: 1, timeUs: 0, previousHash: "", payload: payload)
+            RunState.reduce(into: &state, event)
+        }
+        let approved = ToolCall(id: "call-1", name: "refund_order", arguments: [:])
+        let used = ToolCall(id: "call-2", name: "lookup_order", arguments: [:])
+        fold(.decisionMade(DecisionMade(raw: "r", outcome: .valid(.toolCalls([approved, used])))))
+        fold(.verdictGiven(VerdictGiven(callId: "call-1", tool: "refund_order", verdict: .approvalRequired)))
+        fold(.approvalRecorded(ApprovalRecorded(callId: "call-1", isGranted: true)))
         #expect(verdict(Self.refund, ["amount": ["cents": 100]], state: state).rule == "default")
-        var used = ToolCallRecord(id: "call-2", tool: "lookup_order", step: 1, arguments: [:])
-        used.attempts = 1
-        state.calls.append(used)
+        fold(.verdictGiven(VerdictGiven(callId: "call-2", tool: "lookup_order", verdict: .allow)))
+        fold(.toolIntended(ToolIntended(callId: "call-2", tool: "lookup_order", arguments: [:], attempt: 1)))
         #expect(verdict(Self.refund, ["amount": ["cents": 100]], state: state, limits: RunLimits(maxToolCalls: 1)).rule == "low-budget")
     }
 

@@ -72,6 +72,8 @@ struct FoldTests {
         expected.lastStateDigest = "sha256:ab"
         expected.stop = RunStopped(reason: .success, answer: "done")
         expected.unknownEventCount = 1
+        expected.counters.executedCalls = 1
+        expected.counters.deniedCalls = 1
 
         let state = RunState(folding: script.events)
         #expect(state == expected)
@@ -90,17 +92,72 @@ struct FoldTests {
         #expect(state.elapsedUs == 9_000)
     }
 
-    @Test("every prefix of the events folds to the state of that prefix (the fold is a left fold)")
+    /// What a state's counters and lists must be after each event of `script`, written by
+    /// hand from the events, not computed by the fold.
+    struct Expected: Sendable, Hashable, CustomStringConvertible {
+        var events: Int
+        var decisions: Int
+        var calls: Int
+        var counters: [Int]  // invalid, executed, denied, awaiting, failed attempts, failed calls
+        var stop: StopReason?
+
+        init(_ events: Int, _ decisions: Int, _ calls: Int, _ counters: [Int], _ stop: StopReason? = nil) {
+            (self.events, self.decisions, self.calls, self.counters, self.stop) = (events, decisions, calls, counters, stop)
+        }
+
+        init(_ state: RunState) {
+            let c = state.counters
+            self.init(
+                state.eventCount, state.decisions.count, state.calls.count,
+                [c.invalidDecisions, c.executedCalls, c.deniedCalls, c.callsAwaitingApproval, c.failedAttempts, c.failedCalls],
+                state.stopReason)
+        }
+
+        var description: String {
+            "\(events) events, \(decisions) decisions, \(calls) calls, counters \(counters), stop \(stop?.rawValue ?? "-")"
+        }
+    }
+
+    @Test("after every event the state's counts are those written by hand for that prefix")
     func prefixes() {
         var script = EventScript()
+        let lookup = ToolCall(id: "c1", name: "lookup", arguments: [:])
+        let refund = ToolCall(id: "c2", name: "refund", arguments: [:])
+        let delete = ToolCall(id: "c3", name: "delete", arguments: [:])
         script.add(.runStarted(Self.started), step: 0)
-        script.add(.decisionMade(DecisionMade(raw: "r", outcome: .valid(.answer("x")))), step: 1)
+        script.add(.decisionMade(DecisionMade(raw: "?", outcome: .invalid(InvalidDecision(kind: .unparseable, message: "x")))), step: 1)
+        script.add(.decisionMade(DecisionMade(raw: "r", outcome: .valid(.toolCalls([lookup, refund, delete])))), step: 1)
+        script.add(.verdictGiven(VerdictGiven(callId: "c1", tool: "lookup", verdict: .allow)), step: 1)
+        script.add(.verdictGiven(VerdictGiven(callId: "c2", tool: "refund", verdict: .approvalRequired)), step: 1)
+        script.add(.verdictGiven(VerdictGiven(callId: "c3", tool: "delete", verdict: .deny)), step: 1)
+        script.add(.toolIntended(ToolIntended(callId: "c1", tool: "lookup", arguments: [:], attempt: 1)), step: 1)
+        script.add(.toolCompleted(ToolCompleted(callId: "c1", tool: "lookup", attempt: 1, status: .error, durationUs: 1)), step: 1)
+        script.add(.toolIntended(ToolIntended(callId: "c1", tool: "lookup", arguments: [:], attempt: 2)), step: 1)
+        script.add(.toolCompleted(ToolCompleted(callId: "c1", tool: "lookup", attempt: 2, status: .ok, output: 1, durationUs: 1)), step: 1)
+        script.add(.runStopped(RunStopped(reason: .approvalRequired)), step: 1)
+        script.add(.approvalRecorded(ApprovalRecorded(callId: "c2", isGranted: false)), step: 1)
         script.add(.runStopped(RunStopped(reason: .success)), step: 1)
+        let expected: [Expected] = [
+            Expected(1, 0, 0, [0, 0, 0, 0, 0, 0]),
+            Expected(2, 1, 0, [1, 0, 0, 0, 0, 0]),
+            Expected(3, 2, 3, [1, 0, 0, 0, 0, 0]),
+            Expected(4, 2, 3, [1, 0, 0, 0, 0, 0]),
+            Expected(5, 2, 3, [1, 0, 0, 1, 0, 0]),
+            Expected(6, 2, 3, [1, 0, 1, 1, 0, 0]),
+            Expected(7, 2, 3, [1, 1, 1, 1, 0, 1]),  // started, no result yet: counts as failed so far
+            Expected(8, 2, 3, [1, 1, 1, 1, 1, 1]),
+            Expected(9, 2, 3, [1, 1, 1, 1, 1, 1]),
+            Expected(10, 2, 3, [1, 1, 1, 1, 1, 0]),
+            Expected(11, 2, 3, [1, 1, 1, 1, 1, 0], .approvalRequired),
+            Expected(12, 2, 3, [1, 1, 2, 0, 1, 0]),  // refused: no longer awaiting, now denied
+            Expected(13, 2, 3, [1, 1, 2, 0, 1, 0], .success),
+        ]
         var state = RunState()
         for (index, event) in script.events.enumerated() {
             RunState.reduce(into: &state, event)
-            #expect(state == RunState(folding: script.events.prefix(index + 1)))
+            #expect(Expected(state) == expected[index], "after event \(index)")
         }
+        #expect(state.calls.map(\.revision) == [5, 2, 1])
     }
 
     @Test("what does not fit is recorded as an anomaly, never a crash")

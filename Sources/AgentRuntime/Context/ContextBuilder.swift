@@ -76,12 +76,8 @@ public struct ContextBuilder: Sendable {
             var resultHash: Int
         }
 
-        /// What of a call an observation depends on; the fold changes a call only through these.
-        struct Mark: Equatable, Sendable {
-            var results: Int
-            var verdict: Verdict?
-            var approval: ApprovalRecorded?
-        }
+        /// The call's revision when its observation was made: the fold bumps it at every change.
+        typealias Mark = Int
 
         var entries: [String: Entry] = [:]
         var toolSizes: [String: Int] = [:]
@@ -181,7 +177,7 @@ public struct ContextBuilder: Sendable {
         var result: [Cache.Entry] = []
         result.reserveCapacity(state.calls.count)
         for call in state.calls {
-            let mark = Cache.Mark(results: call.results.count, verdict: call.verdict?.verdict, approval: call.approval)
+            let mark = call.revision
             if let entry = cache.entries[call.id], entry.mark == mark {
                 result.append(entry)
                 continue
@@ -226,11 +222,10 @@ public struct ContextBuilder: Sendable {
 
     /// A one-paragraph summary of where the run stands.
     static func summary(of state: RunState, step: Int) -> String {
-        let executed = state.executedCalls
-        let failed = executed.filter { $0.lastResult?.status != .ok }.count
-        let denied = state.deniedCalls.count
+        let failed = state.counters.failedCalls
+        let denied = state.counters.deniedCalls
         var text = "Step \(step). \(state.decisions.count) decisions so far. "
-        text += "\(executed.count) tool calls executed"
+        text += "\(state.counters.executedCalls) tool calls executed"
         if failed > 0 { text += ", \(failed) failed" }
         if denied > 0 { text += ", \(denied) denied" }
         text += ". Tokens used: \(state.usage.totalTokens)"

@@ -22,7 +22,7 @@ public struct PolicyQuery: Sendable {
 
     /// Tool calls left under `max_tool_calls`, if it is set.
     public var toolCallsLeft: Int? {
-        limits.maxToolCalls.map { $0 - state.executedCalls.count }
+        limits.maxToolCalls.map { $0 - state.counters.executedCalls }
     }
 
     /// Tokens left under `token_budget`, if it is set.

@@ -22,17 +22,6 @@ public enum EventPayload: Sendable, Hashable {
     ]
 
     /// The `kind` string of the envelope.
-    /// The tool call this event is about, for the kinds that change one call.
-    public var callId: String? {
-        switch self {
-        case .verdictGiven(let verdict): return verdict.callId
-        case .toolIntended(let intent): return intent.callId
-        case .toolCompleted(let result): return result.callId
-        case .approvalRecorded(let approval): return approval.callId
-        default: return nil
-        }
-    }
-
     public var kind: String {
         switch self {
         case .runStarted: return "run_started"

@@ -3,26 +3,8 @@ extension RunState {
     /// The state as JSON: every field, in a fixed documented order of keys (byte order),
     /// lists in fold order. Two states are equal exactly when their JSON is.
     public var json: JSONValue {
-        var object = ObjectBuilder()
-        object.set("run_id", runId)
-        object.set("start", start)
-        object.set("started_at_us", startedAtUs)
-        object.set("last_event_at_us", lastEventAtUs)
-        object.set("event_count", eventCount)
-        object.set("step", step)
-        object.set("steps_completed", stepsCompleted)
-        object.set("context_packet_count", contextPacketCount)
-        object.set("last_token_estimate", lastTokenEstimate)
-        object.set("decisions", JSONValue.array(decisions.map(\.json)))
-        object.set("calls", JSONValue.array(calls.map(\.json)))
-        object.set("usage", usage.json)
-        object.set("contents", JSONValue.array(contents.map(\.json)))
-        object.set("last_state_digest", lastStateDigest)
-        object.set("stop", stop)
-        object.set("resume_count", resumeCount)
-        object.set("unknown_event_count", unknownEventCount)
-        object.set("anomalies", JSONValue.array(anomalies.map(\.json)))
-        return object.json
+        var lists = PlainLists()
+        return canonicalJSON(&lists)
     }
 
     /// What `step_ended` records: `sha256:<hex>` of the canonical JSON of the state's digest
@@ -36,6 +18,51 @@ extension RunState {
         var digester = StateDigester()
         return digester.digest(of: self)
     }
+
+    /// The one list of the state's members and their keys, for both `json` and the digest
+    /// view: `lists` writes the members the digest view abbreviates (the start and the lists).
+    /// `counters` are derived from the lists and so are not a member.
+    func canonicalJSON(_ lists: inout some StateListEncoder) -> JSONValue {
+        var object = ObjectBuilder()
+        object.set("run_id", runId)
+        object.set("start", start.map { lists.start($0) })
+        object.set("started_at_us", startedAtUs)
+        object.set("last_event_at_us", lastEventAtUs)
+        object.set("event_count", eventCount)
+        object.set("step", step)
+        object.set("steps_completed", stepsCompleted)
+        object.set("context_packet_count", contextPacketCount)
+        object.set("last_token_estimate", lastTokenEstimate)
+        object.set("decisions", lists.decisions(decisions))
+        object.set("calls", lists.calls(calls))
+        object.set("usage", usage.json)
+        object.set("contents", lists.contents(contents))
+        object.set("last_state_digest", lastStateDigest)
+        object.set("stop", stop)
+        object.set("resume_count", resumeCount)
+        object.set("unknown_event_count", unknownEventCount)
+        object.set("anomalies", lists.anomalies(anomalies))
+        return object.json
+    }
+}
+
+/// How the canonical form writes the start and the lists: in full (`RunState.json`) or as
+/// hashes and chains (the digest view).
+protocol StateListEncoder {
+    mutating func start(_ start: RunStarted) -> JSONValue
+    mutating func decisions(_ decisions: [DecisionRecord]) -> JSONValue
+    mutating func calls(_ calls: [ToolCallRecord]) -> JSONValue
+    mutating func contents(_ contents: [ContentReference]) -> JSONValue
+    mutating func anomalies(_ anomalies: [Anomaly]) -> JSONValue
+}
+
+/// Every member in full.
+struct PlainLists: StateListEncoder {
+    func start(_ start: RunStarted) -> JSONValue { start.json }
+    func decisions(_ decisions: [DecisionRecord]) -> JSONValue { .array(decisions.map(\.json)) }
+    func calls(_ calls: [ToolCallRecord]) -> JSONValue { .array(calls.map(\.json)) }
+    func contents(_ contents: [ContentReference]) -> JSONValue { .array(contents.map(\.json)) }
+    func anomalies(_ anomalies: [Anomaly]) -> JSONValue { .array(anomalies.map(\.json)) }
 }
 
 extension DecisionRecord {

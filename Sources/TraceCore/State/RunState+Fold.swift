@@ -1,7 +1,10 @@
 extension RunState {
     /// Folds one event into the state. Pure and total: it never throws and never traps;
-    /// what does not fit is recorded in `anomalies`.
-    public static func reduce(into state: inout RunState, _ event: Event) {
+    /// what does not fit is recorded in `anomalies`. Returns what it touched, for caches that
+    /// follow the fold (the state digester).
+    @discardableResult
+    public static func reduce(into state: inout RunState, _ event: Event) -> FoldChange {
+        var change = FoldChange()
         state.eventCount += 1
         if let runId = state.runId {
             if runId != event.runId {
@@ -36,6 +39,7 @@ extension RunState {
             state.contextPacketCount += 1
             state.lastTokenEstimate = packet.tokenEstimate
         case .decisionMade(let made):
+            if case .invalid = made.outcome { state.counters.invalidDecisions += 1 }
             state.decisions.append(
                 DecisionRecord(step: event.step, sequence: event.sequence, outcome: made.outcome, usage: made.usage))
             state.usage.modelCalls += 1
@@ -60,28 +64,28 @@ extension RunState {
             if state.calls[index].verdict != nil {
                 state.note(event, "a second verdict for call \"\(verdict.callId)\"")
             } else {
-                state.calls[index].verdict = verdict
+                change.call = state.changeCall(at: index) { $0.verdict = verdict }
             }
         case .toolIntended(let intent):
             guard let index = state.callIndex(intent.callId, for: event) else { break }
             if !state.calls[index].isPermitted {
                 state.note(event, "tool \"\(intent.tool)\" started for call \"\(intent.callId)\" without an allow verdict")
             }
-            state.calls[index].attempts += 1
+            change.call = state.changeCall(at: index) { $0.attempts += 1 }
             state.usage.toolAttempts += 1
         case .toolCompleted(let result):
             guard let index = state.callIndex(result.callId, for: event) else { break }
             if state.calls[index].results.count >= state.calls[index].attempts {
                 state.note(event, "a result for call \"\(result.callId)\" with no tool_intended before it")
             }
-            state.calls[index].results.append(result)
+            change.call = state.changeCall(at: index) { $0.results.append(result) }
             state.usage.toolTimeUs += result.durationUs
         case .approvalRecorded(let approval):
             guard let index = state.callIndex(approval.callId, for: event) else { break }
             if state.calls[index].verdict?.verdict != .approvalRequired {
                 state.note(event, "an approval for call \"\(approval.callId)\", which did not require one")
             }
-            state.calls[index].approval = approval
+            change.call = state.changeCall(at: index) { $0.approval = approval }
         case .stepEnded(let ended):
             state.stepsCompleted += 1
             state.lastStateDigest = ended.stateDigest
@@ -93,6 +97,16 @@ extension RunState {
         case .unknown:
             state.unknownEventCount += 1
         }
+        return change
+    }
+
+    /// Changes one call, keeping its revision and the counters in step with it.
+    private mutating func changeCall(at index: Int, _ body: (inout ToolCallRecord) -> Void) -> Int {
+        let before = RunCounters.CallShare(calls[index])
+        body(&calls[index])
+        calls[index].revision += 1
+        counters.update(from: before, to: RunCounters.CallShare(calls[index]))
+        return index
     }
 
     private mutating func note(_ event: Event, _ message: String) {
@@ -108,5 +122,15 @@ extension RunState {
         if let index = callIndex(id) { return index }
         note(event, "names call \"\(id)\", which no decision proposed")
         return nil
+    }
+}
+
+/// What folding one event changed, beyond appending to the state's lists.
+public struct FoldChange: Sendable, Hashable {
+    /// The index in `RunState.calls` of an existing call the event changed.
+    public var call: Int?
+
+    public init(call: Int? = nil) {
+        self.call = call
     }
 }

@@ -10,9 +10,7 @@ extension RunState {
     public var deniedCalls: [ToolCallRecord] { calls.filter(\.isDenied) }
 
     /// Calls waiting for a human's approval.
-    public var callsAwaitingApproval: [ToolCallRecord] {
-        calls.filter { $0.verdict?.verdict == .approvalRequired && $0.approval == nil }
-    }
+    public var callsAwaitingApproval: [ToolCallRecord] { calls.filter(\.isAwaitingApproval) }
 
     /// Names of executed tools in the order their calls were proposed, with repeats.
     public var executedToolNames: [String] { executedCalls.map(\.tool) }
@@ -42,12 +40,10 @@ extension RunState {
     public var isStopped: Bool { stop != nil }
 
     /// Executed tool calls, counted once each however many attempts they took.
-    public var toolCallCount: Int { executedCalls.count }
+    public var toolCallCount: Int { counters.executedCalls }
 
     /// Model decisions that were rejected.
-    public var invalidDecisionCount: Int {
-        decisions.count { if case .invalid = $0.outcome { return true } else { return false } }
-    }
+    public var invalidDecisionCount: Int { counters.invalidDecisions }
 
     /// Time from the first event to the last, in microseconds.
     public var elapsedUs: Int {

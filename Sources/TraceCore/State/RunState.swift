@@ -36,6 +36,10 @@ public struct RunState: Sendable, Hashable {
     /// Events that do not fit what came before (a result for a call never proposed, a tool
     /// executed without an allow verdict). The fold is total: it records them and goes on.
     public var anomalies: [Anomaly] = []
+    /// Counts the fold keeps up to date as it goes (O(1) per event), so that summaries and
+    /// limits never walk the lists. They are derived from `decisions` and `calls` and so are
+    /// not part of the canonical JSON or the digest, which cover those lists.
+    public var counters = RunCounters()
 
     /// The state before any event.
     public init() {}
@@ -62,7 +66,56 @@ public struct DecisionRecord: Sendable, Hashable {
     }
 }
 
+/// Counts derived from the state's lists, maintained by the fold.
+public struct RunCounters: Sendable, Hashable {
+    /// Decisions that were rejected.
+    public var invalidDecisions = 0
+    /// Calls started at least once.
+    public var executedCalls = 0
+    /// Calls denied by policy or refused by a human.
+    public var deniedCalls = 0
+    /// Calls waiting for a human's approval.
+    public var callsAwaitingApproval = 0
+    /// Finished attempts whose status was not `ok`.
+    public var failedAttempts = 0
+    /// Executed calls whose last attempt did not finish `ok` (or has not finished).
+    public var failedCalls = 0
+
+    public init() {}
+
+    /// What one call contributes to the counters.
+    struct CallShare {
+        var executed: Int
+        var denied: Int
+        var awaiting: Int
+        var failed: Int
+        var failedCall: Int
+
+        init(_ call: ToolCallRecord) {
+            executed = call.isExecuted ? 1 : 0
+            denied = call.isDenied ? 1 : 0
+            awaiting = call.isAwaitingApproval ? 1 : 0
+            failed = call.failedAttempts
+            failedCall = call.isExecuted && call.lastResult?.status != .ok ? 1 : 0
+        }
+    }
+
+    /// Moves the call counters from one call's share before a change to its share after it.
+    mutating func update(from before: CallShare, to after: CallShare) {
+        executedCalls += after.executed - before.executed
+        deniedCalls += after.denied - before.denied
+        callsAwaitingApproval += after.awaiting - before.awaiting
+        failedAttempts += after.failed - before.failed
+        failedCalls += after.failedCall - before.failedCall
+    }
+}
+
 /// One proposed tool call and everything that happened to it.
+///
+/// `revision` counts the events that changed the call: caches of what was derived from a call
+/// (the state digest's chain, the context builder's observations) key on it instead of
+/// restating which fields the fold can change. It is bookkeeping, not state: equality and
+/// hashing ignore it.
 public struct ToolCallRecord: Sendable, Hashable {
     public var id: String
     public var tool: String
@@ -75,6 +128,8 @@ public struct ToolCallRecord: Sendable, Hashable {
     public var attempts = 0
     /// `tool_completed` events, one per finished attempt, in order.
     public var results: [ToolCompleted] = []
+    /// Events that changed this call (see the type's summary).
+    public var revision = 0
 
     public init(id: String, tool: String, step: Int, arguments: JSONValue) {
         self.id = id
@@ -101,8 +156,26 @@ public struct ToolCallRecord: Sendable, Hashable {
         }
     }
 
+    /// Whether it waits for a human's approval.
+    public var isAwaitingApproval: Bool { verdict?.verdict == .approvalRequired && approval == nil }
+
+    /// Finished attempts whose status was not `ok`.
+    public var failedAttempts: Int { results.count { $0.status != .ok } }
+
     /// The last finished attempt.
     public var lastResult: ToolCompleted? { results.last }
+
+    public static func == (a: ToolCallRecord, b: ToolCallRecord) -> Bool {
+        a.id == b.id && a.tool == b.tool && a.step == b.step && a.arguments == b.arguments && a.verdict == b.verdict
+            && a.approval == b.approval && a.attempts == b.attempts && a.results == b.results
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(id)
+        hasher.combine(step)
+        hasher.combine(attempts)
+        hasher.combine(results.count)
+    }
 }
 
 /// Budgets used so far.

@@ -5,10 +5,9 @@ import Crypto
 ///
 /// The digest is a pure function of the state (see `RunState.digest` for the definition): a
 /// fresh digester and a long-lived one give the same value for the same state. The cache is
-/// only an accelerator. It recognises an unchanged list element by cheap structural marks
-/// (attempts, result count, verdict, approval for calls; append-only lists by count), which
-/// cover every way the fold changes a call.
-public struct StateDigester: Sendable {
+/// only an accelerator. It recognises an unchanged call by its id and `revision`, which the
+/// fold bumps whenever it changes the call, and the append-only lists by their count.
+public struct StateDigester: Sendable, StateListEncoder {
     /// Hash chains over the append-only lists: `chains[i]` covers elements `0...i`.
     private var decisionChain: [String] = []
     private var contentChain: [String] = []
@@ -28,58 +27,53 @@ public struct StateDigester: Sendable {
 
     private struct CallMark: Equatable, Sendable {
         var id: String
-        var attempts: Int
-        var results: Int
-        var verdict: Verdict?
-        var approval: ApprovalRecorded?
+        var revision: Int
 
         init(_ call: ToolCallRecord) {
             id = call.id
-            attempts = call.attempts
-            results = call.results.count
-            verdict = call.verdict?.verdict
-            approval = call.approval
+            revision = call.revision
         }
     }
 
     public init() {}
 
-    /// Notes what `event` (just folded into `state`) changed, so the next digest rehashes only
-    /// that. A digester that is given every folded event skips the scan for changed calls;
-    /// one that is not (or is given states out of order) scans, and is equally right.
-    public mutating func track(_ event: Event, in state: RunState) {
+    /// Notes what folding an event changed (the fold's answer), so the next digest rehashes
+    /// only that. A digester that is given the change of every folded event skips the scan for
+    /// changed calls; one that is not (or is given states out of order) scans, and is equally
+    /// right.
+    public mutating func track(_ change: FoldChange) {
         isTracking = true
-        if let id = event.payload.callId, let index = state.callIndex(id) { firstTouchedCall = min(firstTouchedCall, index) }
+        if let index = change.call { firstTouchedCall = min(firstTouchedCall, index) }
     }
 
     /// `sha256:<hex>` of the state's digest view (see `RunState.digest`).
     public mutating func digest(of state: RunState) -> String {
-        var object = ObjectBuilder()
-        object.set("run_id", state.runId)
-        if let started = state.start {
-            if start?.value != started { start = (started, ContentHash.sha256(JSONWriter.encode(started.json))) }
-            object.set("start", start?.digest)
-        }
-        object.set("started_at_us", state.startedAtUs)
-        object.set("last_event_at_us", state.lastEventAtUs)
-        object.set("event_count", state.eventCount)
-        object.set("step", state.step)
-        object.set("steps_completed", state.stepsCompleted)
-        object.set("context_packet_count", state.contextPacketCount)
-        object.set("last_token_estimate", state.lastTokenEstimate)
-        object.set("decisions", Self.append(&decisionChain, &lastDecision, state.decisions) { $0.json })
-        object.set("calls", callsDigest(state.calls))
-        object.set("usage", state.usage.json)
-        object.set("contents", Self.append(&contentChain, &lastContent, state.contents) { $0.json })
-        object.set("last_state_digest", state.lastStateDigest)
-        object.set("stop", state.stop)
-        object.set("resume_count", state.resumeCount)
-        object.set("unknown_event_count", state.unknownEventCount)
-        object.set("anomalies", Self.append(&anomalyChain, &lastAnomaly, state.anomalies) { $0.json })
-        return ContentHash.sha256(JSONWriter.encode(object.json))
+        ContentHash.sha256(JSONWriter.encode(view(of: state)))
     }
 
-    private mutating func callsDigest(_ calls: [ToolCallRecord]) -> JSONValue {
+    /// The digest view of the state: its canonical JSON with the start hashed and each list
+    /// replaced by `{count, chain}`.
+    public mutating func view(of state: RunState) -> JSONValue {
+        state.canonicalJSON(&self)
+    }
+    mutating func start(_ started: RunStarted) -> JSONValue {
+        if start?.value != started { start = (started, ContentHash.sha256(JSONWriter.encode(started.json))) }
+        return .string(start?.digest ?? "")
+    }
+
+    mutating func decisions(_ decisions: [DecisionRecord]) -> JSONValue {
+        Self.append(&decisionChain, &lastDecision, decisions) { $0.json }
+    }
+
+    mutating func contents(_ contents: [ContentReference]) -> JSONValue {
+        Self.append(&contentChain, &lastContent, contents) { $0.json }
+    }
+
+    mutating func anomalies(_ anomalies: [Anomaly]) -> JSONValue {
+        Self.append(&anomalyChain, &lastAnomaly, anomalies) { $0.json }
+    }
+
+    mutating func calls(_ calls: [ToolCallRecord]) -> JSONValue {
         if isTracking {
             let first = min(firstTouchedCall, callChain.count, calls.count)
             firstTouchedCall = Int.max

@@ -1,0 +1,53 @@
+import AgentRuntime
+import Foundation
+import Replay
+import TestSupport
+import Testing
+import TraceCore
+import TraceLog
+
+@Suite("Diff")
+struct DiffTests {
+    @Test("a run diffed with itself is the same trajectory", arguments: allFixtureLogs)
+    func selfDiff(_ log: String) throws {
+        let diff = try TrajectoryDiff.compare(left: log, right: log)
+        #expect(diff.isSame)
+        #expect(diff.rows.allSatisfy { $0.isSame })
+    }
+
+    @Test("runs that differ in one argument diverge at that argument; an inserted step does not throw off the rest")
+    func oneArgument() async throws {
+        try await TemporaryDirectory.with { directory in
+            func record(_ name: String, decisions: [ModelReply]) async throws -> String {
+                let path = directory.path(name)
+                let echo = try Tool(
+                    spec: ToolSpec(name: "lookup", description: "", inputSchema: ["type": "object"], sideEffect: .read),
+                    host: ClosureToolHost { $0 })
+                let agent = Agent(
+                    name: "a", instructions: "", model: ScriptedModel(name: "s", decisions: decisions), tools: ToolRegistry([echo]))
+                _ = try await AgentRuntime(agent: agent, environment: .deterministic(runId: "r")).run(goal: "g", log: path)
+                return path
+            }
+            func call(_ order: String) -> ModelReply {
+                ModelReply(decision: ["tool_calls": [["name": "lookup", "arguments": ["order": .string(order), "n": 1]]]])
+            }
+            let a = try await record("a.jsonl.gz", decisions: [call("A-1"), call("A-2"), ModelReply(decision: ["answer": "ok"])])
+            let b = try await record("b.jsonl.gz", decisions: [call("A-1"), call("A-9"), ModelReply(decision: ["answer": "ok"])])
+            let diff = try TrajectoryDiff.compare(left: a, right: b)
+            #expect(diff.first?.path == "call-2 lookup arguments.order")
+            #expect(diff.first?.left == "\"A-2\"")
+            #expect(diff.first?.right == "\"A-9\"")
+            #expect(diff.first?.leftStep == 2)
+
+            let c = try await record(
+                "c.jsonl.gz", decisions: [call("A-1"), call("X"), call("A-2"), ModelReply(decision: ["answer": "ok"])])
+            let inserted = try TrajectoryDiff.compare(left: a, right: c)
+            #expect(
+                inserted.rows.map { ($0.left?.step, $0.right?.step) }.map {
+                    "\($0.0.map(String.init) ?? "-")/\($0.1.map(String.init) ?? "-")"
+                } == ["0/0", "1/1", "-/2", "2/3", "3/4", "4/5"])
+            #expect(inserted.first?.rightStep == 2)
+            #expect(inserted.first?.leftStep == nil)
+        }
+    }
+}

@@ -1,0 +1,91 @@
+import AgentRuntime
+import Foundation
+import TestSupport
+import Testing
+import TraceCore
+import TraceLog
+
+@testable import Replay
+
+@Suite("The step index")
+struct StepIndexTests {
+    @Test("step N through the index equals the fold of the log up to that step's end, for every step", arguments: allFixtureLogs)
+    func everyStepThroughTheIndex(_ log: String) throws {
+        try TemporaryDirectory.with { directory in
+            let (index, rebuilt) = try StepIndex.open(log: log, cacheDirectory: directory.url.path)
+            #expect(rebuilt)
+            #expect(try StepIndex.open(log: log, cacheDirectory: directory.url.path).rebuilt == false)
+            let events = try LogReader(path: log).readAll().events.map(\.event)
+            for position in 0..<index.stepCount {
+                let record = try #require(index.record(at: position))
+                let step = try #require(try index.replayStep(record.step))
+                let prefix = events.filter { $0.sequence <= step.lastSequence }
+                #expect(step.after == StateSummary(RunState(folding: prefix)), "step \(record.step)")
+                #expect(
+                    step.events.map(\.event)
+                        == events.filter {
+                            $0.step == record.step && $0.sequence >= record.firstSequence && $0.sequence <= record.lastSequence
+                        })
+                #expect(step.digests.allSatisfy { $0.isMatch })
+                // The full replay agrees on what the step holds.
+                var full: ReplayStep?
+                try Replayer(path: log).replay(until: record.step) { candidate, _ in
+                    if candidate.step == record.step { full = candidate }
+                    return true
+                }
+                #expect(full?.events.map(\.event.sequence) == step.events.map(\.event.sequence))
+                #expect(full?.problems.map(\.kind) == step.problems.map(\.kind))
+            }
+        }
+    }
+
+    @Test("a stale index is rebuilt when the log changes; without a cache directory the index lives in memory")
+    func staleIndex() async throws {
+        try await TemporaryDirectory.with { directory in
+            let log = directory.path("run.jsonl.gz")
+            let agent = try AgentFile.load(path: ExampleRuns.agentPath("support"))
+            let runtime = AgentRuntime(agent: agent, environment: .deterministic(runId: "r"))
+            _ = try await runtime.run(goal: "Order A-1042 arrived broken.", log: log)
+            let cache = directory.path("cache")
+            let first = try StepIndex.open(log: log, cacheDirectory: cache).index
+            let stepsBefore = first.stepCount
+            _ = try await runtime.resume(log: log, approvals: [ApprovalRecorded(callId: "call-3", isGranted: true)])
+            let (second, rebuilt) = try StepIndex.open(log: log, cacheDirectory: cache)
+            #expect(rebuilt)
+            #expect(second.stepCount > stepsBefore)
+            let memory = try StepIndex.open(log: log, cacheDirectory: nil)
+            #expect(memory.index.indexPath == nil)
+            #expect(memory.index.stepCount == second.stepCount)
+        }
+    }
+
+    @Test("an index is read by field name: another order of fields and of enum values reads the same; a missing field rebuilds it")
+    func fieldsByName() throws {
+        try TemporaryDirectory.with { directory in
+            let log = ExampleRuns.directory.appendingPathComponent("support-refund.jsonl.gz").path
+            let cache = directory.url.path
+            let (index, _) = try StepIndex.open(log: log, cacheDirectory: cache)
+            let expected = (0..<index.stepCount).compactMap { index.record(at: $0) }
+            #expect(expected.last?.after.stopReason != nil)
+            let path = try #require(index.indexPath)
+            var info = stat()
+            #expect(stat(log, &info) == 0)
+            let size = Int(info.st_size)
+            let mtime = Int(info.st_mtim.tv_sec) * 1_000_000_000 + Int(info.st_mtim.tv_nsec)
+            let built = try StepIndex.build(log: log)
+
+            // As a writer with another field order and other enum orders would have written it.
+            try StepIndex.write(
+                built, to: path, size: size, mtime: mtime, fields: StepIndex.Field.all.reversed(),
+                enumNames: StepIndex.Field.enumNames.map { ($0.key, $0.value.reversed()) })
+            let (reordered, rebuilt) = try StepIndex.open(log: log, cacheDirectory: cache)
+            #expect(!rebuilt)
+            #expect((0..<reordered.stepCount).compactMap { reordered.record(at: $0) } == expected)
+
+            // An index without a field this version reads is rebuilt, not misread.
+            try StepIndex.write(built, to: path, size: size, mtime: mtime, fields: StepIndex.Field.all.filter { $0.name != "limit" })
+            #expect(try StepIndex.open(log: log, cacheDirectory: cache).rebuilt)
+            #expect(try StepIndex.open(log: log, cacheDirectory: cache).rebuilt == false)
+        }
+    }
+}
