@@ -60,10 +60,12 @@ func makeAgent(
 /// checks the invariants every run must keep.
 func record(
     _ agent: Agent, in directory: TemporaryDirectory, name: String = "run.jsonl.gz", goal: String = "Do the thing.",
-    clock: SteppingClock = SteppingClock()
+    clock: SteppingClock = SteppingClock(), monotonic: (any Clock<Duration>)? = nil
 ) async throws -> (outcome: RunOutcome, folded: RunState, events: [Event]) {
     let path = directory.path(name)
-    let runtime = AgentRuntime(agent: agent, environment: .deterministic(runId: "run-test", clock: clock))
+    var environment = RuntimeEnvironment.deterministic(runId: "run-test", clock: clock)
+    if let monotonic { environment.clock = monotonic }
+    let runtime = AgentRuntime(agent: agent, environment: environment)
     let outcome = try await runtime.run(goal: goal, log: path)
     let events = try LogReader(path: path, options: .init(isStrict: true)).readAll().events.map(\.event)
     return (outcome, RunState(folding: events), events)

@@ -199,20 +199,64 @@ struct ToolExecutionTests {
         }
     }
 
-    @Test("an in-process tool past its timeout is cancelled and recorded as a retryable failure")
+    @Test("an in-process tool past its timeout is cancelled and recorded as a retryable failure, on the injected clock")
     func inProcessTimeout() async throws {
+        let clock = ManualClock()
         let slow = try tool("slow", timeoutMs: 100) { _ in
-            try await Task.sleep(for: .seconds(30))
+            try await Task.sleep(for: .seconds(3_600))
             return .ok(nil)
         }
         try await TemporaryDirectory.with { directory in
-            let started = ContinuousClock.now
             let agent = makeAgent(decisions: [calls(("slow", [:])), answer("ok")], tools: [slow])
-            let (outcome, _, _) = try await record(agent, in: directory)
-            #expect(ContinuousClock.now - started < .seconds(20))
+            async let recorded = record(agent, in: directory, monotonic: clock)
+            await clock.waitForSleepers()
+            clock.advance(by: .milliseconds(99))
+            #expect(clock.sleeperCount == 1, "the deadline has not come yet")
+            clock.advance(by: .milliseconds(1))
+            let (outcome, _, _) = try await recorded
             let result = try #require(outcome.state.call(id: "call-1")?.lastResult)
             #expect(result.error == "slow did not finish within 100 ms and was cancelled")
             #expect(result.isRetryable == true)
+            #expect(outcome.state.stopReason == .success)
+        }
+    }
+
+    /// A host that reports its own timeouts, given time to do so.
+    struct GracefulHost: ToolHost {
+        var timeoutGraceMs: Int { 500 }
+        func invoke(_ request: ToolRequest) async throws -> ToolOutcome {
+            try await Task.sleep(for: .seconds(3_600))
+            return .ok(nil)
+        }
+    }
+
+    @Test("the deadline includes the host's own grace period")
+    func grace() async throws {
+        let clock = ManualClock()
+        let graceful = try Tool(
+            spec: ToolSpec(name: "graceful", description: "", inputSchema: objectSchema, sideEffect: .read), host: GracefulHost(),
+            timeoutMs: 100)
+        try await TemporaryDirectory.with { directory in
+            let agent = makeAgent(decisions: [calls(("graceful", [:])), answer("ok")], tools: [graceful])
+            async let recorded = record(agent, in: directory, monotonic: clock)
+            await clock.waitForSleepers()
+            clock.advance(by: .milliseconds(599))
+            #expect(clock.sleeperCount == 1, "599 ms is within the timeout and the 500 ms grace")
+            clock.advance(by: .milliseconds(1))
+            let (outcome, _, _) = try await recorded
+            #expect(outcome.state.call(id: "call-1")?.lastResult?.error == "graceful did not finish within 100 ms and was cancelled")
+        }
+    }
+
+    @Test("a tool that answers before its deadline is not cut off, and its deadline is withdrawn")
+    func answersInTime() async throws {
+        let clock = ManualClock()
+        let quick = try tool("quick", timeoutMs: 100) { _ in .ok("fast") }
+        try await TemporaryDirectory.with { directory in
+            let agent = makeAgent(decisions: [calls(("quick", [:]), ("quick", ["n": 2])), answer("ok")], tools: [quick])
+            let (outcome, _, _) = try await record(agent, in: directory, monotonic: clock)
+            #expect(outcome.state.calls.map { $0.lastResult?.output } == ["fast", "fast"])
+            #expect(clock.sleeperCount == 0)
         }
     }
 

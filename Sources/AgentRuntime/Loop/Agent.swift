@@ -84,20 +84,25 @@ public struct FailureHandling: Sendable, Hashable {
 public struct RuntimeEnvironment: Sendable {
     /// Microseconds since the Unix epoch, for event timestamps and the run's wall-clock limit.
     public var now: @Sendable () -> Int
+    /// The monotonic clock that measures attempts and model calls and enforces tool timeouts
+    /// (an attempt races `clock.sleep(until:)` its deadline). Tests inject one they advance.
+    public var clock: any Clock<Duration>
     /// Turns a measured duration (tool attempt, model call) into the microseconds recorded.
     public var recordedDuration: @Sendable (Duration) -> Int
-    /// Waits before a retry (milliseconds).
+    /// Waits before a retry (milliseconds): `clock` by default; reproducible runs skip it.
     public var sleep: @Sendable (Int) async throws -> Void
     /// A new run id.
     public var makeRunId: @Sendable () -> String
 
     public init(
-        now: @escaping @Sendable () -> Int, recordedDuration: @escaping @Sendable (Duration) -> Int,
-        sleep: @escaping @Sendable (Int) async throws -> Void, makeRunId: @escaping @Sendable () -> String
+        now: @escaping @Sendable () -> Int, clock: any Clock<Duration> = ContinuousClock(),
+        recordedDuration: @escaping @Sendable (Duration) -> Int, sleep: (@Sendable (Int) async throws -> Void)? = nil,
+        makeRunId: @escaping @Sendable () -> String
     ) {
         self.now = now
+        self.clock = clock
         self.recordedDuration = recordedDuration
-        self.sleep = sleep
+        self.sleep = sleep ?? { milliseconds in try await clock.sleep(for: .milliseconds(milliseconds)) }
         self.makeRunId = makeRunId
     }
 
@@ -106,11 +111,13 @@ public struct RuntimeEnvironment: Sendable {
         now: { Int((Date.timeIntervalSinceReferenceDate + Date.timeIntervalBetween1970AndReferenceDate) * 1_000_000) },
         recordedDuration: { duration in Int(duration.components.seconds * 1_000_000 + duration.components.attoseconds / 1_000_000_000_000)
         },
-        sleep: { milliseconds in try await Task.sleep(for: .milliseconds(milliseconds)) },
         makeRunId: {
             // Sortable by start time, unique by the random tail: run-20261122-004348-1f3a9c2e.
             "run-\(RuntimeEnvironment.utcStamp())-" + String(UInt32.random(in: 0...UInt32.max), radix: 16).leftPadded(to: 8)
         })
+
+    /// Starts measuring on `clock`: the function returned tells the time since.
+    func stopwatch() -> @Sendable () -> Duration { clock.stopwatch() }
 
     /// The current UTC time as `yyyyMMdd-HHmmss`, for names that sort by time (run ids, output folders).
     public static func utcStamp() -> String {
@@ -126,5 +133,13 @@ public struct RuntimeEnvironment: Sendable {
 extension String {
     func leftPadded(to width: Int) -> String {
         count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}
+
+extension Clock where Duration == Swift.Duration {
+    /// Starts measuring: the function returned tells the time since.
+    func stopwatch() -> @Sendable () -> Duration {
+        let start = now
+        return { start.duration(to: self.now) }
     }
 }

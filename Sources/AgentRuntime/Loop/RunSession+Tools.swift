@@ -64,37 +64,63 @@ extension RunSession {
 
     /// One attempt: the host's answer, or a timeout, or the error it threw — never a throw.
     ///
-    /// The host runs in a task this function owns and awaits; the shared watchdog cancels it
-    /// at the deadline. Hosts that stop their own work on timeout (subprocesses) get a grace
-    /// period to report it themselves. A host that ignores cancellation is waited for, and
-    /// its late answer is recorded as the timeout it was.
+    /// The host's work races the environment's clock sleeping until the deadline (the tool's
+    /// timeout plus the host's own grace period, for hosts that stop their work themselves and
+    /// report it); whichever finishes first cancels the other. A host that ignores
+    /// cancellation is waited for, and its late answer is recorded as the timeout it was.
     static func attempt(_ tool: Tool, _ request: ToolRequest, environment: RuntimeEnvironment) async -> (ToolOutcome, Int) {
-        let started = ContinuousClock.now
-        let work = Task {
-            do {
-                return try await tool.host.invoke(request)
-            } catch is CancellationError {
-                return ToolOutcome.failure("\(request.tool) was cancelled")
-            } catch {
-                return ToolOutcome.failure("the tool host failed: \(error)")
+        await attempt(tool, request, clock: environment.clock, recordedDuration: environment.recordedDuration)
+    }
+
+    private enum Finish: Sendable {
+        case answered(ToolOutcome)
+        case timedOut
+        case sleepCancelled
+    }
+
+    private static func attempt(
+        _ tool: Tool, _ request: ToolRequest, clock: some Clock<Duration>, recordedDuration: @Sendable (Duration) -> Int
+    ) async -> (ToolOutcome, Int) {
+        let started = clock.now
+        let deadline = started.advanced(by: .milliseconds(request.timeoutMs + tool.host.timeoutGraceMs))
+        let outcome = await withTaskGroup(of: Finish.self) { group in
+            group.addTask {
+                do {
+                    return .answered(try await tool.host.invoke(request))
+                } catch is CancellationError {
+                    return .answered(.failure("\(request.tool) was cancelled"))
+                } catch {
+                    return .answered(.failure("the tool host failed: \(error)"))
+                }
             }
+            group.addTask {
+                do {
+                    try await clock.sleep(until: deadline, tolerance: nil)
+                    return .timedOut
+                } catch {
+                    return .sleepCancelled
+                }
+            }
+            var answer: ToolOutcome?
+            var timedOut = false
+            for await finish in group {
+                switch finish {
+                case .answered(let outcome):
+                    if !timedOut { answer = outcome }
+                case .timedOut:
+                    if answer == nil { timedOut = true }
+                case .sleepCancelled:
+                    continue
+                }
+                group.cancelAll()
+            }
+            if timedOut || answer == nil {
+                return ToolOutcome.failure(
+                    "\(request.tool) did not finish within \(request.timeoutMs) ms and was cancelled", isRetryable: true)
+            }
+            return answer ?? .failure("\(request.tool) gave no answer")
         }
-        let timedOut = Mutex(false)
-        let grace = tool.host is SubprocessToolHost ? 2_000 : 0
-        let alarm = Watchdog.shared.schedule(at: started + .milliseconds(request.timeoutMs + grace)) {
-            timedOut.withLock { $0 = true }
-            work.cancel()
-        }
-        var outcome = await withTaskCancellationHandler {
-            await work.value
-        } onCancel: {
-            work.cancel()
-        }
-        Watchdog.shared.cancel(alarm)
-        if timedOut.withLock({ $0 }) {
-            outcome = .failure("\(request.tool) did not finish within \(request.timeoutMs) ms and was cancelled", isRetryable: true)
-        }
-        return (outcome, outcome.durationUs ?? environment.recordedDuration(ContinuousClock.now - started))
+        return (outcome, outcome.durationUs ?? recordedDuration(started.duration(to: clock.now)))
     }
 
     /// Records one finished attempt; output too large for an event (or not JSON) is stored as

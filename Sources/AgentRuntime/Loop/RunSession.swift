@@ -128,7 +128,7 @@ final class RunSession {
             let request = ModelRequest(
                 instructions: agent.instructions, packet: built.packet, tools: built.disclosedTools, observations: built.observations,
                 feedback: feedback, decisionIndex: state.decisions.count, step: recorder.step)
-            let started = ContinuousClock.now
+            let elapsed = environment.stopwatch()
             let reply: ModelReply
             do {
                 reply = try await agent.model.reply(to: request)
@@ -138,7 +138,7 @@ final class RunSession {
                 try stop(.blocked, error: "the model client failed at step \(step): \(error)")
                 return
             }
-            let latency = reply.latencyUs ?? environment.recordedDuration(ContinuousClock.now - started)
+            let latency = reply.latencyUs ?? environment.recordedDuration(elapsed())
             let outcome = parser.parse(reply.raw, nextCallNumber: state.calls.count + 1)
             try recorder.record(
                 .decisionMade(

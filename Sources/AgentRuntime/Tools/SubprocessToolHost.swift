@@ -15,6 +15,10 @@ public struct SubprocessToolHost: ToolHost {
     /// The status a tool exits with to ask for a retry.
     public static let retryableExitStatus: Int32 = 75
 
+    /// The process group is killed at the timeout here, and the host reports it with the
+    /// tool's stderr: the runtime waits this long for that report before cancelling.
+    public var timeoutGraceMs: Int { 2_000 }
+
     public init(command: [String], directory: String? = nil, outputLimit: Int = 1 << 20) {
         self.command = command
         self.directory = directory

@@ -65,4 +65,14 @@ public struct ToolOutcome: Sendable, Hashable {
 /// host never ends a run without its stop event.
 public protocol ToolHost: Sendable {
     func invoke(_ request: ToolRequest) async throws -> ToolOutcome
+
+    /// How long past a request's timeout the runtime waits before cancelling the attempt
+    /// itself, for hosts that enforce the timeout on their own work and report it (a
+    /// subprocess host kills its process group and says so). 0 for hosts that rely on
+    /// cancellation.
+    var timeoutGraceMs: Int { get }
+}
+
+extension ToolHost {
+    public var timeoutGraceMs: Int { 0 }
 }
