@@ -1,6 +1,8 @@
+public import TraceCore
+
 /// The one error type of config files (agent files, scripted models, eval cases): what is
 /// wrong, where (file, line, column) and what to do.
-public struct ConfigError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct ConfigError: Diagnostic, Hashable {
     /// Stable identifiers of what went wrong.
     public enum Code: String, Sendable, Hashable {
         /// The file cannot be read.
@@ -31,25 +33,11 @@ public struct ConfigError: Error, Sendable, Hashable, CustomStringConvertible {
         self.hint = hint
     }
 
+    public var diagnosticCode: String { "config." + code.rawValue }
+
+    /// One line, hint included: `file:line:column: message (hint)`.
     public var description: String {
         "\(location): \(message)" + (hint.map { " (\($0))" } ?? "")
     }
-}
-
-/// A position in a config file. `line` and `column` start at 1; 0 means the whole file.
-public struct SourceLocation: Sendable, Hashable, CustomStringConvertible {
-    public var path: String
-    public var line: Int
-    public var column: Int
-
-    public init(path: String, line: Int = 0, column: Int = 0) {
-        self.path = path
-        self.line = line
-        self.column = column
-    }
-
-    /// `path:line:column`, or only the path for the whole file.
-    public var description: String {
-        line > 0 ? "\(path):\(line):\(column)" : path
-    }
+    public var place: SourceLocation? { location }
 }

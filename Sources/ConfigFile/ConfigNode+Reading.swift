@@ -1,4 +1,4 @@
-import TraceCore
+public import TraceCore
 
 extension ConfigNode {
     /// The error for a value of the wrong kind: `<what> must be <expected>, found a list`.

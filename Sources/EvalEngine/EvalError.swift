@@ -1,8 +1,9 @@
 public import ConfigFile
+public import TraceCore
 
 /// The one error type of the eval engine: the harness could not run (exit 2). A case that
 /// fails is not an error; it is a result.
-public struct EvalError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct EvalError: Diagnostic, Hashable {
     public enum Code: String, Sendable, Hashable {
         /// A case file is malformed; `location` says where.
         case badCase = "bad_case"
@@ -22,19 +23,22 @@ public struct EvalError: Error, Sendable, Hashable, CustomStringConvertible {
     public var message: String
     public var location: SourceLocation?
     public var hint: String?
+    /// The error underneath (a log that cannot be read, a config error).
+    public var underlying: DiagnosticRecord?
 
-    public init(_ code: Code, _ message: String, location: SourceLocation? = nil, hint: String? = nil) {
+    public init(_ code: Code, _ message: String, location: SourceLocation? = nil, hint: String? = nil, cause: (any Diagnostic)? = nil) {
         self.code = code
         self.message = message
         self.location = location
         self.hint = hint
+        self.underlying = cause.map { DiagnosticRecord($0) }
     }
 
     init(_ error: ConfigError) {
         self.init(.badCase, error.message, location: error.location, hint: error.hint)
     }
 
-    public var description: String {
-        (location.map { "\($0): " } ?? "") + message
-    }
+    public var diagnosticCode: String { "eval." + code.rawValue }
+    public var place: SourceLocation? { location }
+    public var cause: (any Diagnostic)? { underlying }
 }

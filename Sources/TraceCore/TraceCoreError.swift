@@ -3,7 +3,7 @@
 ///
 /// `message` is a full sentence for people; `code` is stable for programs; `byteOffset` (in
 /// the text being parsed) and `fieldPath` (such as `data.calls[2].name`) say where.
-public struct TraceCoreError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct TraceCoreError: Diagnostic, Hashable {
     /// Stable identifiers of what went wrong.
     public enum Code: String, Sendable, Hashable {
         /// The text is not valid JSON.
@@ -48,5 +48,7 @@ public struct TraceCoreError: Error, Sendable, Hashable, CustomStringConvertible
         return error
     }
 
-    public var description: String { message }
+    public var diagnosticCode: String { "core." + code.rawValue }
+    /// The core parses text it is handed; the caller knows the file and line.
+    public var place: SourceLocation? { nil }
 }

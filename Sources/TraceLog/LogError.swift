@@ -1,9 +1,11 @@
+public import TraceCore
+
 /// The one error type of the log module: what failed, in which file, where, and what to do.
 ///
 /// `memberOffset` is the byte offset in the file of the gzip member concerned; `sequence` is
 /// the event's sequence number when one applies. `message` is a full sentence; `hint` says
 /// what to do, when there is something to do.
-public struct LogError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct LogError: Diagnostic, Hashable {
     /// Stable identifiers of what went wrong.
     public enum Code: String, Sendable, Hashable {
         /// The file does not exist or cannot be opened.
@@ -57,16 +59,8 @@ public struct LogError: Error, Sendable, Hashable, CustomStringConvertible {
         self.hint = hint
     }
 
-    /// Where, as `path` plus member offset and sequence when known.
-    public var location: String {
-        var text = path
-        if let memberOffset {
-            text += " (member at byte \(memberOffset)" + (sequence.map { ", seq \($0))" } ?? ")")
-        } else if let sequence {
-            text += " (seq \(sequence))"
-        }
-        return text
-    }
+    public var diagnosticCode: String { "log." + code.rawValue }
 
-    public var description: String { "\(location): \(message)" }
+    /// Where: the path plus member offset and sequence when known.
+    public var place: SourceLocation? { SourceLocation(path: path, memberOffset: memberOffset, sequence: sequence) }
 }

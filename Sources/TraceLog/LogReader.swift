@@ -131,7 +131,7 @@ public struct LogReader {
                         .splitEvent,
                         "the gzip member ends \(dropped) bytes into an event (line \(lineNumber + 1)); members must end at an event's end",
                         path: path, memberOffset: member.offset, sequence: checker.expectedSequence,
-                        hint: "run `agent-eval log verify \(path)` for a full report")
+                        hint: "verify the log for a full report of its damage")
                 }
             } else {
                 summary.tear = LogTear(
@@ -148,7 +148,7 @@ public struct LogReader {
                 throw LogError(
                     .tornTail, tear.description, path: path, memberOffset: tear.memberOffset,
                     sequence: tear.lastSequence.map { $0 + 1 } ?? 0,
-                    hint: "run `agent-eval log repair \(path)` to seal it")
+                    hint: "seal the torn tail (repair) to make the file valid gzip again; no complete event is lost")
             }
         case .corrupt(let member, let reason):
             throw LogReader.corruption(path: path, member: member, reason: reason, nextSequence: checker.expectedSequence)
@@ -166,7 +166,7 @@ public struct LogReader {
             .corruptMember,
             "the gzip member at byte \(member.offset) is damaged (zlib: \(reason)); its events, from seq \(nextSequence) on, cannot be trusted",
             path: path, memberOffset: member.offset, sequence: nextSequence,
-            hint: "run `agent-eval log verify \(path)` to see everything that is damaged; repair does not rewrite a damaged middle")
+            hint: "verify the log to see everything that is damaged; repair does not rewrite a damaged middle")
     }
 }
 

@@ -56,12 +56,12 @@ public enum LogRepair {
                 keptLines = []
                 eventsKept = 0
             }
-        } catch let error as LogError where error.code != .unreadable {
+        } catch let error as LogError where error.code != .unreadable && error.code != .notGzip {
             throw LogError(
                 .notRepairable,
                 "repair only seals a torn tail, and this log has other damage: \(error.message)",
                 path: path, memberOffset: error.memberOffset, sequence: error.sequence,
-                hint: "inspect it with `agent-eval log verify \(path)`; keep the file as evidence rather than rewriting it")
+                hint: "verify the log to see its damage; keep the file as evidence rather than rewriting it")
         }
         guard let tear = summary.tear, let offset = tornMemberOffset else { return nil }
 

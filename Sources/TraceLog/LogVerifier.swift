@@ -59,7 +59,7 @@ public enum LogVerifier {
                         LogError(
                             .tornTail, tear.description, path: path, memberOffset: tear.memberOffset,
                             sequence: tear.lastSequence.map { $0 + 1 } ?? 0,
-                            hint: "run `agent-eval log repair \(path)` to seal it"))
+                            hint: "seal the torn tail (repair) to make the file valid gzip again; no complete event is lost"))
                 }
                 break scanning
             case .corrupt(let member, let reason):

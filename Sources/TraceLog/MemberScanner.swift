@@ -101,7 +101,7 @@ struct MemberScanner {
                     .eventTooLarge,
                     "the gzip member holds more than \(contentLimit) bytes of events; this reader's limit stops here",
                     path: path, memberOffset: member.offset,
-                    hint: "raise the limit (--max-member-bytes) if the log is trusted")
+                    hint: "the writer closes members at about 256 KiB; a larger one is damage or another writer's output")
             }
             switch status {
             case .needsInput:

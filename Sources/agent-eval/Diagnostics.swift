@@ -25,51 +25,41 @@ func printError(_ text: String) {
     FileHandleStream.standardError.write(text + "\n")
 }
 
-/// `error: …`, `--> where`, `hint: …`, on standard error.
-func report(_ error: LogError) {
-    printError("error: \(error.message)")
-    var location = "  --> \(error.path)"
-    if let offset = error.memberOffset {
-        location += " (gzip member at byte \(offset)" + (error.sequence.map { ", seq \($0))" } ?? ")")
-    } else if let sequence = error.sequence {
-        location += " (seq \(sequence))"
+/// Prints an error in the CLI's form — `error: …`, `  --> where`, `hint: …`, `caused by: …` —
+/// on standard error, and returns the exit code the command gives it. Each command passes its
+/// own: what an error means for the exit status is the command's contract, not the error's.
+@discardableResult
+func diagnose(_ error: any Error, exit code: ExitCode = Exit.unusable) -> ExitCode {
+    if let error = error as? ExitCode { return error }
+    if let diagnostic = error as? any Diagnostic {
+        for line in diagnostic.lines(hint: commandHint(for: diagnostic)) { printError(line) }
+    } else {
+        // From the system (a directory that cannot be made, a file that cannot be written):
+        // its own sentence, not its type's dump.
+        printError("error: \((error as NSError).localizedDescription)")
     }
-    printError(location)
-    if let hint = error.hint { printError("hint: \(hint)") }
+    return code
 }
 
-/// Reports any error a command let through, in the CLI's format, and picks the exit code.
-@discardableResult
-func reportFailure(_ error: any Error) -> ExitCode {
-    if let error = error as? LogError {
-        report(error)
-        switch error.code {
-        case .unreadable, .notGzip, .eventTooLarge: return Exit.unusable
-        default: return Exit.failure
-        }
+/// The hint this CLI gives for a diagnostic, naming its own commands and flags (library
+/// hints never do); nil keeps the library's.
+func commandHint(for diagnostic: any Diagnostic) -> String? {
+    let path = diagnostic.place?.path ?? "LOG"
+    switch diagnostic.diagnosticCode {
+    case "log.torn_tail":
+        return "run `agent-eval log repair \(path)` to seal it"
+    case "log.corrupt_member", "log.split_event", "log.invalid_event", "log.broken_chain", "log.sequence_gap", "log.sequence_repeat",
+        "log.run_mismatch", "log.event_too_large":
+        return "run `agent-eval log verify \(path)` for a full report of the damage"
+    case "log.not_repairable":
+        return "inspect it with `agent-eval log verify \(path)`; keep the file as evidence rather than rewriting it"
+    case "runtime.undecided_calls":
+        return "pass --approve <call-id> or --deny <call-id> for each waiting call"
+    case "eval.unreadable_baseline":
+        return "write it again with `agent-eval run … --update-baseline`"
+    default:
+        return nil
     }
-    if let error = error as? ConfigError {
-        printError("error: \(error.message)")
-        printError("  --> \(error.location)")
-        if let hint = error.hint { printError("hint: \(hint)") }
-        return Exit.unusable
-    }
-    if let error = error as? RuntimeError {
-        if let log = error.log {
-            // The run could not be recorded: whatever the log problem, the run could not be done (2).
-            report(log)
-            return Exit.unusable
-        }
-        printError("error: \(error.message)")
-        printError("  --> \(error.path)")
-        if let hint = error.hint { printError("hint: \(hint)") }
-        return Exit.unusable
-    }
-    if let error = error as? ExitCode { return error }
-    // Anything else comes from the system (a directory that cannot be made, a file that cannot
-    // be written): its own sentence, not its type's dump.
-    printError("error: \((error as NSError).localizedDescription)")
-    return Exit.unusable
 }
 
 /// Unbuffered writes to a file descriptor.

@@ -35,7 +35,7 @@ struct DiffCommand: ParsableCommand {
         do {
             diff = try TrajectoryDiff.compare(left: left, right: right)
         } catch {
-            throw reportFailure(error)
+            throw diagnose(error)
         }
         if json {
             printJSON(jsonForm(diff))

@@ -91,7 +91,7 @@ struct ExecCommand: AsyncParsableCommand {
                 outcome = try await runtime.run(goal: input ?? "", log: path, runId: id, actor: actor, route: route)
             }
         } catch {
-            throw reportFailure(error)
+            throw diagnose(error)
         }
         if json {
             printJSON(Self.summary(outcome))

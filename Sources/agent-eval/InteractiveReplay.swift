@@ -23,7 +23,7 @@ struct InteractiveReplay {
         do {
             index = try StepIndex.open(log: log).index
         } catch {
-            throw reportFailure(error)
+            throw diagnose(error)
         }
         guard index.stepCount > 0 else {
             printError("error: \(log) has no events to replay")

@@ -52,8 +52,7 @@ struct LogCommand: ParsableCommand {
                 }
             } catch {
                 output.flush()
-                reportFailure(error)
-                throw Exit.unusable
+                throw diagnose(error)
             }
         }
     }
@@ -86,8 +85,7 @@ struct LogCommand: ParsableCommand {
             do {
                 report = try LogVerifier.verify(path: file)
             } catch {
-                reportFailure(error)
-                throw Exit.unusable
+                throw diagnose(error)
             }
             if json {
                 printJSON(report.json)
@@ -112,7 +110,7 @@ struct LogCommand: ParsableCommand {
             if let offset = problem.memberOffset { location += "member at byte \(offset)" }
             if let sequence = problem.sequence { location += (location.isEmpty ? "" : ", ") + "seq \(sequence)" }
             print("  - [\(problem.code.rawValue)] \(location): \(problem.message)")
-            if let hint = problem.hint { print("    hint: \(hint)") }
+            if let hint = commandHint(for: problem) ?? problem.hint { print("    hint: \(hint)") }
         }
     }
 
@@ -145,8 +143,11 @@ struct LogCommand: ParsableCommand {
             let result: RepairReport?
             do {
                 result = try LogRepair.seal(path: file)
+            } catch let error as LogError where error.code == .notRepairable {
+                // Refused: the log is damaged in a way repair does not touch (1, as documented).
+                throw diagnose(error, exit: Exit.failure)
             } catch {
-                throw reportFailure(error)
+                throw diagnose(error)
             }
             if json {
                 var object = ObjectBuilder()

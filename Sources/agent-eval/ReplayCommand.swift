@@ -99,7 +99,7 @@ struct ReplayCommand: AsyncParsableCommand {
         do {
             index = try StepIndex.open(log: log).index
         } catch {
-            throw reportFailure(error)
+            throw diagnose(error)
         }
         let step: ReplayStep
         do {
@@ -110,14 +110,14 @@ struct ReplayCommand: AsyncParsableCommand {
             }
             step = found
         } catch let error as LogError {
-            throw reportFailure(error)
+            throw diagnose(error)
         }
         var fullState: RunState?
         if full {
             do {
                 fullState = try Replayer(path: log).state(atEndOf: number)
             } catch {
-                throw reportFailure(error)
+                throw diagnose(error)
             }
         }
         if json {
@@ -180,7 +180,7 @@ struct ReplayCommand: AsyncParsableCommand {
                     "error": .string(error.message),
                 ])
             }
-            throw reportFailure(error)
+            throw diagnose(error)
         }
         if json {
             var verification = ObjectBuilder()

@@ -15,7 +15,7 @@ enum RerunCommand {
             defer { try? FileManager.default.removeItem(atPath: output) }
             report = try await Rerun.run(log: log, agent: agent, output: output)
         } catch {
-            throw reportFailure(error)
+            throw diagnose(error)
         }
         if json {
             var object = ObjectBuilder()

@@ -113,7 +113,7 @@ struct RunCommand: AsyncParsableCommand {
         let started = ContinuousClock.now
         let (loaded, errors) = EvalSuite.load(paths: paths)
         guard errors.isEmpty else {
-            for error in errors { report(error) }
+            for error in errors { diagnose(error) }
             printError("\(errors.count) problem\(errors.count == 1 ? "" : "s") in the case files; nothing was run")
             throw Exit.unusable
         }
@@ -134,8 +134,7 @@ struct RunCommand: AsyncParsableCommand {
                 baselines = try Baseline.read(for: cases, from: baselineDirectory)
                 hasBaseline = true
             } catch {
-                report(error)
-                throw Exit.unusable
+                throw diagnose(error)
             }
         } else if !updateBaseline, let baseline, !FileManager.default.fileExists(atPath: baseline) {
             printError("error: the baseline directory \(baseline) does not exist")
@@ -173,8 +172,7 @@ struct RunCommand: AsyncParsableCommand {
                 print("baseline written: \(baselineDirectory) (\(results.count) case\(results.count == 1 ? "" : "s"))")
             }
         } catch {
-            report(error)
-            throw Exit.unusable
+            throw diagnose(error)
         }
 
         if evalReport.errorCount > 0 { throw Exit.unusable }
@@ -193,12 +191,6 @@ struct RunCommand: AsyncParsableCommand {
         } catch {
             throw EvalError(.writeFailed, "cannot write \(path): \(error.localizedDescription)")
         }
-    }
-
-    func report(_ error: EvalError) {
-        printError("error: \(error.message)")
-        if let location = error.location { printError("  --> \(location)") }
-        if let hint = error.hint { printError("hint: \(hint)") }
     }
 
     /// `<first directory>/.baseline`, when the first path is a directory.

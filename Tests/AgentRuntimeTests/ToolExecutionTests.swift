@@ -79,7 +79,7 @@ struct ToolExecutionTests {
                     log: directory.path("wait.jsonl.gz"), approvals: [ApprovalRecorded(callId: "call-1", isGranted: true)])
                 Issue.record("resumed with call-2 undecided")
             } catch let error as RuntimeError {
-                #expect(error.code == .cannotResume)
+                #expect(error.code == .undecidedCalls)
                 #expect(error.message.contains("call-2"))
             }
             do {

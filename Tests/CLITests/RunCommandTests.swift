@@ -66,7 +66,9 @@ struct RunCommandTests {
                 toFile: directory.path("b.yaml"), atomically: true, encoding: .utf8)
             let result = try agentEval(["run", directory.url.path, "--out", directory.path("runs")])
             #expect(result.status == 2)
-            #expect(result.stdoutText.contains("! a  (0 logs)\n    error: no log matches \(directory.path("missing-*.jsonl.gz"))"))
+            #expect(
+                result.stdoutText.contains(
+                    "! a  (0 logs)\n    error: \(directory.path("a.yaml")):1:1: no log matches \(directory.path("missing-*.jsonl.gz"))"))
             #expect(result.stdoutText.contains("cannot read \(directory.path("nowhere.yaml"))"))
             #expect(result.stdoutText.contains("2 could not run"))
         }

@@ -101,7 +101,7 @@ struct ReportTests {
                     evalCase: EvalCase(
                         id: "broken & <odd>", source: .recorded(patterns: []), expected: Expectations(),
                         location: SourceLocation(path: "b.yaml")),
-                    runs: [], error: "no log matches \"x\u{1}\""))
+                    runs: [], error: DiagnosticRecord(code: "eval.missing_path", message: "no log matches \"x\u{1}\"")))
             let xml = EvalReport(results: withError).junit
             let parser = XMLParser(data: Data(xml.utf8))
             let counter = XMLCounter()

@@ -37,9 +37,11 @@ struct CaseFileTests {
             let results = await EvalRunner(options: options).run(cases)
             #expect(results.map(\.passed) == [true])
             let withoutAgent = await EvalRunner(options: EvalOptions(jobs: 1, outputDirectory: directory.path("runs"))).run(cases)
-            #expect(
-                withoutAgent.first?.harnessError == #"case "refund" names no agent and no logs; add agent: or logs: to it, or pass --agent"#
-            )
+            let error = try #require(withoutAgent.first?.harnessError)
+            #expect(error.diagnosticCode == "eval.bad_case")
+            #expect(error.message == #"case "refund" names no agent and no logs"#)
+            #expect(error.place?.path.hasSuffix(".yaml") == true)
+            #expect(error.hint == "add agent: or logs: to it, or give the runner a default agent")
         }
     }
 

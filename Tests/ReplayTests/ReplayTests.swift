@@ -56,7 +56,8 @@ struct ReplayTests {
             } catch let error as LogError {
                 #expect(error.code == .corruptMember)
                 #expect(error.memberOffset == 0)
-                #expect(error.hint?.contains("agent-eval log verify") == true)
+                #expect(error.hint?.contains("verify") == true)
+                #expect(error.hint?.contains("agent-eval") == false, "library hints name no command")
             }
         }
     }

@@ -82,8 +82,8 @@ public struct AgentRuntime: Sendable {
         let missing = waiting.filter { id in !approvals.contains { $0.callId == id } }
         guard missing.isEmpty else {
             throw RuntimeError(
-                .cannotResume, "calls waiting for approval were not decided: \(missing.joined(separator: ", "))", path: path,
-                hint: "pass --approve <call-id> or --deny <call-id> for each")
+                .undecidedCalls, "calls waiting for approval were not decided: \(missing.joined(separator: ", "))", path: path,
+                hint: "give an approval or a refusal for each waiting call")
         }
         let session = RunSession(
             agent: agent, environment: environment, recorder: RunRecorder(writer: writer, state: state, clock: environment.now),

@@ -1,14 +1,17 @@
+public import TraceCore
 public import TraceLog
 
 /// The one error type of the runtime: a run that could not be started, resumed or recorded.
 /// Failures *inside* a run (a tool that crashes, a model that errs) are not errors: they are
 /// recorded and end the run with a stop reason.
-public struct RuntimeError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct RuntimeError: Diagnostic, Hashable {
     public enum Code: String, Sendable, Hashable {
         /// The log could not be written or read; `log` has the details.
         case log
         /// The run cannot be resumed as asked (not stopped for approval, unknown call id…).
         case cannotResume = "cannot_resume"
+        /// A resume did not decide every call waiting for approval.
+        case undecidedCalls = "undecided_calls"
         /// The agent given does not fit the run (a different configuration than the log's).
         case agentMismatch = "agent_mismatch"
     }
@@ -33,5 +36,6 @@ public struct RuntimeError: Error, Sendable, Hashable, CustomStringConvertible {
         self.init(.log, error.message, path: error.path, hint: error.hint, log: error)
     }
 
-    public var description: String { "\(path): \(message)" }
+    public var diagnosticCode: String { log?.diagnosticCode ?? "runtime." + code.rawValue }
+    public var place: SourceLocation? { log?.place ?? SourceLocation(path: path) }
 }

@@ -101,12 +101,13 @@ public protocol ModelClient: Sendable {
 }
 
 /// A model client that cannot answer: the message says why.
-public struct ModelError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct ModelError: Diagnostic, Hashable {
     public var message: String
 
     public init(_ message: String) {
         self.message = message
     }
 
-    public var description: String { message }
+    public var diagnosticCode: String { "model.error" }
+    public var place: SourceLocation? { nil }
 }

@@ -276,7 +276,7 @@ public final class JSONSchema: Sendable {
 }
 
 /// A schema that cannot be read: the keyword path (`properties.amount.type`) and what is wrong.
-public struct SchemaError: Error, Sendable, Hashable {
+public struct SchemaError: Diagnostic, Hashable {
     public var path: [String]
     public var message: String
 
@@ -293,4 +293,8 @@ public struct SchemaError: Error, Sendable, Hashable {
     public var sentence: String {
         path.isEmpty ? message : "\(path.joined(separator: ".")) \(message)"
     }
+
+    public var diagnosticCode: String { "schema.invalid" }
+    /// A schema sits in an agent file; the loader that read it says where.
+    public var place: SourceLocation? { nil }
 }

@@ -58,12 +58,14 @@ public struct Baseline: Sendable, Hashable {
         func field<T>(_ name: String, _ read: (JSONValue) -> T?) throws(EvalError) -> T {
             guard let value = json[name], let typed = read(value) else {
                 throw EvalError(
-                    .unreadableBaseline, "\(path): \"\(name)\" is missing or has the wrong type", hint: "rewrite it with --update-baseline")
+                    .unreadableBaseline, "\(path): \"\(name)\" is missing or has the wrong type",
+                    hint: "write the baseline again from a run you trust")
             }
             return typed
         }
         guard try field("version", \.intValue) == 1 else {
-            throw EvalError(.unreadableBaseline, "\(path): baseline version is not 1", hint: "rewrite it with --update-baseline")
+            throw EvalError(
+                .unreadableBaseline, "\(path): baseline version is not 1", hint: "write the baseline again from a run you trust")
         }
         caseId = try field("case_id", \.stringValue)
         passed = try field("outcome", \.stringValue) == "pass"
@@ -103,7 +105,8 @@ public struct Baseline: Sendable, Hashable {
                 value = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: path))))
             } catch {
                 throw EvalError(
-                    .unreadableBaseline, "\(path) is not a readable baseline: \(error)", hint: "rewrite it with --update-baseline")
+                    .unreadableBaseline, "\(path) is not a readable baseline: \(error)",
+                    hint: "write the baseline again from a run you trust")
             }
             baselines[evalCase.id] = try Baseline(json: value, path: path)
         }

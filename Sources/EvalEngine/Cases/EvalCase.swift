@@ -1,5 +1,5 @@
 public import ConfigFile
-import TraceCore
+public import TraceCore
 
 /// One eval case: an input, where its runs come from (an agent run live, or recorded logs),
 /// and what their trajectories must look like.

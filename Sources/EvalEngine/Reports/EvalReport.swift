@@ -70,6 +70,7 @@ public struct EvalReport: Sendable {
         var lines = [headline]
         if let error = result.error {
             lines.append("    error: \(error)")
+            if let hint = error.hint { lines.append("    hint: \(hint)") }
             return lines
         }
         for regression in comparison?.regressions ?? [] {
@@ -79,6 +80,7 @@ public struct EvalReport: Sendable {
             lines.append("    \(run.repeatIndex > 0 ? "\(run.label): \(run.logPath)" : run.logPath)")
             if let error = run.error {
                 lines.append("      error: \(error)")
+                if let hint = error.hint { lines.append("      hint: \(hint)") }
                 continue
             }
             for failure in run.failures {
@@ -132,7 +134,8 @@ public struct EvalReport: Sendable {
         object.set("tags", JSONValue.array(result.evalCase.tags.map { .string($0) }))
         object.set("source", result.evalCase.isLive ? "live" : "recorded")
         object.set("outcome", Self.outcome(result))
-        object.set("error", result.error)
+        object.set("error", result.error?.description)
+        object.set("diagnostic", result.error?.json)
         object.set("checks", result.evalCase.expected.count)
         object.set("pass_rate", result.passRate)
         if result.runs.count >= k {
@@ -157,7 +160,8 @@ public struct EvalReport: Sendable {
         object.set("log", run.logPath)
         if run.repeatIndex > 0 { object.set("repeat", run.repeatIndex) }
         object.set("outcome", run.error != nil ? "error" : (run.passed ? "pass" : "fail"))
-        object.set("error", run.error)
+        object.set("error", run.error?.description)
+        object.set("diagnostic", run.error?.json)
         object.set("stop_reason", run.summary.stopReason)
         object.set("limit", run.summary.limit)
         object.set("steps", run.summary.steps)
@@ -202,7 +206,8 @@ public struct EvalReport: Sendable {
                 var entry = "    <testcase classname=\"\(Self.xml(className))\" name=\"\(Self.xml(name))\" time=\"\(time)\""
                 if let error = run?.error ?? (run == nil ? result.error : nil) {
                     errors += 1
-                    entry += ">\n      <error message=\"\(Self.xml(error))\" type=\"harness\"/>\n    </testcase>"
+                    entry +=
+                        ">\n      <error message=\"\(Self.xml(error.description))\" type=\"\(Self.xml(error.diagnosticCode))\"/>\n    </testcase>"
                 } else if let run, !run.failures.isEmpty {
                     failures += 1
                     let text = run.failures.map { failure in

@@ -1,3 +1,5 @@
+public import TraceCore
+
 /// Whether a case's repeats agree.
 public enum Stability: String, Sendable {
     case stablePass = "stable_pass"
@@ -10,9 +12,9 @@ public struct CaseResult: Sendable {
     public var evalCase: EvalCase
     public var runs: [RunResult]
     /// Why the case could not run at all (no log matched, the agent file is broken).
-    public var error: String?
+    public var error: DiagnosticRecord?
 
-    public init(evalCase: EvalCase, runs: [RunResult], error: String? = nil) {
+    public init(evalCase: EvalCase, runs: [RunResult], error: DiagnosticRecord? = nil) {
         self.evalCase = evalCase
         self.runs = runs
         self.error = error
@@ -21,7 +23,7 @@ public struct CaseResult: Sendable {
     public var id: String { evalCase.id }
 
     /// A harness problem in the case or any of its runs.
-    public var harnessError: String? { error ?? runs.first(where: { $0.error != nil })?.error }
+    public var harnessError: DiagnosticRecord? { error ?? runs.first(where: { $0.error != nil })?.error }
 
     public var passed: Bool { harnessError == nil && !runs.isEmpty && runs.allSatisfy(\.passed) }
 

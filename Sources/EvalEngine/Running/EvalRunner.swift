@@ -47,7 +47,7 @@ public struct EvalRunner: Sendable {
         case recorded(caseIndex: Int, log: String)
         case live(caseIndex: Int, agent: String, repeatIndex: Int)
         /// The case could not be expanded into runs.
-        case broken(caseIndex: Int, error: String)
+        case broken(caseIndex: Int, error: DiagnosticRecord)
     }
 
     /// Runs `cases`; `progress` is called once per finished case, in completion order. The
@@ -70,7 +70,9 @@ public struct EvalRunner: Sendable {
                 if !missing.isEmpty {
                     work.append(
                         .broken(
-                            caseIndex: index, error: "no log matches \(missing.joined(separator: ", ")) (from \(evalCase.location.path))"))
+                            caseIndex: index,
+                            error: DiagnosticRecord(
+                                EvalError(.missingPath, "no log matches \(missing.joined(separator: ", "))", location: evalCase.location))))
                 } else {
                     work.append(contentsOf: logs.map { .recorded(caseIndex: index, log: $0) })
                 }
@@ -83,7 +85,10 @@ public struct EvalRunner: Sendable {
                     work.append(
                         .broken(
                             caseIndex: index,
-                            error: "case \"\(evalCase.id)\" names no agent and no logs; add agent: or logs: to it, or pass --agent"))
+                            error: DiagnosticRecord(
+                                EvalError(
+                                    .badCase, "case \"\(evalCase.id)\" names no agent and no logs", location: evalCase.location,
+                                    hint: "add agent: or logs: to it, or give the runner a default agent"))))
                 }
             }
         }
@@ -97,7 +102,7 @@ public struct EvalRunner: Sendable {
         var received = [Int](repeating: 0, count: cases.count)
         var finished = 0
         let agents = AgentCache()
-        await withTaskGroup(of: (Int, RunResult?, String?).self) { group in
+        await withTaskGroup(of: (Int, RunResult?, DiagnosticRecord?).self) { group in
             var next = 0
             func startNext() {
                 guard next < work.count else { return }
@@ -138,12 +143,8 @@ public struct EvalRunner: Sendable {
         do {
             let summary = try LogReader(path: log).forEachEvent { RunState.reduce(into: &state, $0.event) }
             return evaluate(state, log: log, repeatIndex: 0, case: evalCase, options: options, tear: summary.tear.map { "\($0)" })
-        } catch let error as LogError {
-            return RunResult(
-                logPath: log, repeatIndex: 0, failures: [], notes: [],
-                error: "\(error.message) — run `agent-eval log verify \(log)` for details", summary: RunSummary(state))
         } catch {
-            return RunResult(logPath: log, repeatIndex: 0, failures: [], notes: [], error: "\(error)", summary: RunSummary(state))
+            return RunResult(logPath: log, repeatIndex: 0, failures: [], notes: [], error: record(error), summary: RunSummary(state))
         }
     }
 
@@ -169,7 +170,7 @@ public struct EvalRunner: Sendable {
         do {
             agent = try agents.agent(at: agentPath)
         } catch {
-            return RunResult(logPath: log, repeatIndex: repeatIndex, failures: [], notes: [], error: "\(error)", summary: RunSummary())
+            return RunResult(logPath: log, repeatIndex: repeatIndex, failures: [], notes: [], error: record(error), summary: RunSummary())
         }
         var approve: [String] = []
         var deny: [String] = []
@@ -188,7 +189,7 @@ public struct EvalRunner: Sendable {
             }
             return evaluate(outcome.state, log: log, repeatIndex: repeatIndex, case: evalCase, options: options, tear: nil)
         } catch {
-            return RunResult(logPath: log, repeatIndex: repeatIndex, failures: [], notes: [], error: "\(error)", summary: RunSummary())
+            return RunResult(logPath: log, repeatIndex: repeatIndex, failures: [], notes: [], error: record(error), summary: RunSummary())
         }
     }
 }
@@ -204,4 +205,11 @@ final class AgentCache: Sendable {
         loaded.withLock { $0[path] = result }
         return try result.get()
     }
+}
+
+/// Any error as a diagnostic record: ours keep their code, place and hint; others (from the
+/// system) their sentence.
+func record(_ error: any Error) -> DiagnosticRecord {
+    if let diagnostic = error as? any Diagnostic { return DiagnosticRecord(diagnostic) }
+    return DiagnosticRecord(code: "system.error", message: (error as NSError).localizedDescription)
 }

@@ -1,5 +1,6 @@
 import ConfigFile
 import Foundation
+import TraceCore
 
 /// Finds and loads eval cases: every `.yaml`, `.yml` and `.json` file under the directories
 /// given (hidden files and folders, such as `.baseline/`, are skipped), and files given by

@@ -1,4 +1,4 @@
-import TraceCore
+public import TraceCore
 
 /// What one run (a recorded log, or one repeat of a live case) showed.
 public struct RunResult: Sendable {
@@ -10,11 +10,12 @@ public struct RunResult: Sendable {
     public var notes: [CheckNote]
     /// Why the run could not be checked (an unreadable log, an agent that would not load);
     /// a harness error, not a failure.
-    public var error: String?
+    public var error: DiagnosticRecord?
     public var summary: RunSummary
 
-    public init(logPath: String, repeatIndex: Int, failures: [ExpectationFailure], notes: [CheckNote], error: String?, summary: RunSummary)
-    {
+    public init(
+        logPath: String, repeatIndex: Int, failures: [ExpectationFailure], notes: [CheckNote], error: DiagnosticRecord?, summary: RunSummary
+    ) {
         self.logPath = logPath
         self.repeatIndex = repeatIndex
         self.failures = failures

@@ -1,0 +1,64 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// The exit codes every command documents, for success, damaged input and usage errors: the
+/// contract CI relies on (0 passed, 1 failed / damaged / diverged, 2 could not run, 64 usage).
+@Suite("Exit codes")
+struct ExitCodeTests {
+    struct Row: Sendable, CustomStringConvertible {
+        var arguments: [String]
+        var status: Int32
+        var description: String { "\(arguments.joined(separator: " ")) → \(status)" }
+        init(_ status: Int32, _ arguments: String...) {
+            self.status = status
+            self.arguments = arguments
+        }
+    }
+
+    static let good = "GOOD"
+    static let corrupt = "CORRUPT"
+    static let notGzip = "NOTGZIP"
+    static let agent = ExampleRuns.agentPath("support")
+
+    static let rows: [Row] = [
+        // Success.
+        Row(0, "replay", good), Row(0, "replay", "--step", "1", good), Row(0, "replay", "--json", good),
+        Row(0, "diff", good, good), Row(0, "log", "cat", good), Row(0, "log", "verify", good), Row(0, "log", "repair", good),
+        Row(0, "replay", "--rerun", "--agent", agent, good),
+        // Damaged or unreadable input: replay, diff, cat and re-run cannot run (2); verify and
+        // repair report the damage as their verdict (1), and cannot run on a file that is not a log (2).
+        Row(2, "replay", corrupt), Row(2, "replay", "--step", "1", corrupt), Row(2, "replay", "--json", corrupt),
+        Row(2, "diff", good, corrupt), Row(2, "diff", notGzip, good), Row(2, "log", "cat", corrupt),
+        Row(1, "log", "verify", corrupt), Row(2, "log", "verify", notGzip), Row(1, "log", "repair", corrupt),
+        Row(2, "log", "repair", notGzip), Row(2, "replay", "--rerun", "--agent", agent, corrupt),
+        Row(2, "exec", "--agent", agent, "--resume", corrupt, "--approve", "call-3"), Row(2, "replay", "missing.jsonl.gz"),
+        // Usage errors.
+        Row(64, "replay"), Row(64, "replay", "--bogus", good), Row(64, "diff", good), Row(64, "log", "verify"),
+        Row(64, "exec"), Row(64, "run"), Row(64, "run", "EvalCases", "--repeat", "0"), Row(64, "frobnicate"),
+    ]
+
+    @Test("each command exits with its documented code", arguments: rows)
+    func exitCode(_ row: Row) throws {
+        try TemporaryDirectory.with { directory in
+            let good = directory.path("good.jsonl.gz")
+            try FileManager.default.copyItem(
+                atPath: ExampleRuns.directory.appendingPathComponent("support-refund.jsonl.gz").path, toPath: good)
+            var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: good)))
+            bytes[40] ^= 0x10
+            try Data(bytes).write(to: URL(fileURLWithPath: directory.path("corrupt.jsonl.gz")))
+            try "not a log\n".write(toFile: directory.path("notgz.jsonl.gz"), atomically: true, encoding: .utf8)
+            let arguments = row.arguments.map { argument in
+                switch argument {
+                case Self.good: good
+                case Self.corrupt: directory.path("corrupt.jsonl.gz")
+                case Self.notGzip: directory.path("notgz.jsonl.gz")
+                default: argument
+                }
+            }
+            let result = try agentEval(arguments, environment: ["AGENT_EVAL_CACHE_DIR": directory.path("cache")])
+            #expect(result.status == row.status, "stderr: \(result.stderr)")
+            if row.status == 2 { #expect(result.stderr.hasPrefix("error: ")) }
+        }
+    }
+}
