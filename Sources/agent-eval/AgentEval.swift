@@ -11,13 +11,14 @@ struct AgentEval: AsyncParsableCommand {
             verdicts, stop reason — against recorded logs and live runs, and gates CI on regressions. \
             `agent-eval exec` runs an agent through the controlled runtime and records everything it saw and did \
             as an append-only, gzip-compressed JSONL event log (docs/log-format.md). `agent-eval replay` rebuilds a \
-            run from its log and steps through it; `agent-eval diff` compares two runs; `agent-eval log` prints, \
+            run from its log and steps through it; `agent-eval rerun` re-drives the current runtime with a log; \
+            `agent-eval diff` compares two runs; `agent-eval log` prints, \
             verifies and repairs logs.
 
             Exit codes: 0 passed (success, intact, identical), 1 failed (a case failed or regressed, a run did not \
             succeed, a log is damaged, runs diverge), 2 could not run (bad input), 64 usage error.
             """,
         version: "0.2.0",
-        subcommands: [RunCommand.self, ExecCommand.self, ReplayCommand.self, DiffCommand.self, LogCommand.self]
+        subcommands: [RunCommand.self, ExecCommand.self, ReplayCommand.self, RerunCommand.self, DiffCommand.self, LogCommand.self]
     )
 }

@@ -38,7 +38,7 @@ struct DiffCommand: ParsableCommand {
             throw diagnose(error)
         }
         if json {
-            printJSON(jsonForm(diff))
+            printJSON(diff.json(left: left, right: right))
         } else {
             var output = OutputBuffer()
             for line in lines(diff) { output.append(line) }
@@ -65,8 +65,8 @@ struct DiffCommand: ParsableCommand {
             let mark = row.isSame ? "=" : (row.left == nil ? "+" : (row.right == nil ? "-" : "≠"))
             let label = row.left.map { "\($0.step)" } ?? "–"
             let other = row.right.map { "\($0.step)" } ?? "–"
-            lines.append("\(mark) \(label.padded(3))/\(other.padded(3)) A: \(row.left.map(describe) ?? "(no step)")")
-            if !row.isSame { lines.append("          B: \(row.right.map(describe) ?? "(no step)")") }
+            lines.append("\(mark) \(label.padded(3))/\(other.padded(3)) A: \(row.left?.summary ?? "(no step)")")
+            if !row.isSame { lines.append("          B: \(row.right?.summary ?? "(no step)")") }
         }
         lines.append("stop      A: \(stop(diff.leftStop))   B: \(stop(diff.rightStop))")
         lines.append("tokens    A: \(diff.leftState.totalTokens)   B: \(diff.rightState.totalTokens)")
@@ -77,57 +77,9 @@ struct DiffCommand: ParsableCommand {
         return lines
     }
 
-    func describe(_ step: TrajectoryDiff.StepSketch) -> String {
-        let calls = step.calls.map { call in
-            "\(call.tool)(\(JSONWriter.encodeString(call.arguments).prefix(40))) \(call.verdict)"
-                + (call.results.isEmpty ? "" : " " + call.results.joined(separator: ","))
-        }
-        let text = calls.isEmpty ? step.decisions.joined(separator: "; ") : calls.joined(separator: "; ")
-        return (text.count > 100 ? String(text.prefix(99)) + "…" : text) + " [\(step.tokens) tokens]"
-    }
-
     func stop(_ stop: RunStopped?) -> String {
         guard let stop else { return "none" }
         return stop.reason.rawValue + (stop.limit.map { " (\($0.rawValue))" } ?? "")
-    }
-
-    func jsonForm(_ diff: TrajectoryDiff) -> JSONValue {
-        var object = ObjectBuilder()
-        object.set("schema", "agent-eval/diff")
-        object.set("version", 1)
-        object.set("left", left)
-        object.set("right", right)
-        object.set("same", diff.isSame)
-        if let first = diff.first {
-            var entry = ObjectBuilder()
-            entry.set("left_step", first.leftStep)
-            entry.set("right_step", first.rightStep)
-            entry.set("path", first.path)
-            entry.set("left", first.left)
-            entry.set("right", first.right)
-            object.set("first_divergence", entry.json)
-        }
-        object.set(
-            "rows",
-            JSONValue.array(
-                diff.rows.map { row in
-                    var entry = ObjectBuilder()
-                    entry.set("left_step", row.left?.step)
-                    entry.set("right_step", row.right?.step)
-                    entry.set("same", row.isSame)
-                    entry.set("left", row.left.map(describe))
-                    entry.set("right", row.right.map(describe))
-                    return entry.json
-                }))
-        var summary = ObjectBuilder()
-        summary.set("left_stop", diff.leftStop?.reason)
-        summary.set("right_stop", diff.rightStop?.reason)
-        summary.set("left_tokens", diff.leftState.totalTokens)
-        summary.set("right_tokens", diff.rightState.totalTokens)
-        summary.set("left_duration_us", diff.leftDurationUs)
-        summary.set("right_duration_us", diff.rightDurationUs)
-        object.set("summary", summary.json)
-        return object.json
     }
 }
 

@@ -94,7 +94,7 @@ struct ExecCommand: AsyncParsableCommand {
             throw diagnose(error)
         }
         if json {
-            printJSON(Self.summary(outcome))
+            printJSON(outcome.json)
         } else {
             for line in Self.describe(outcome, agentPath: agent) { print(line) }
         }
@@ -110,10 +110,16 @@ struct ExecCommand: AsyncParsableCommand {
         lines.append(headline)
         if let answer = stop.answer { lines.append("answer: \(answer)") }
         if let error = stop.error { lines.append("why: \(error)") }
-        let denied = state.deniedCalls.count
+        let denied = state.counters.deniedCalls
         lines.append(
             "steps: \(outcome.steps), tool calls: \(state.toolCallCount)" + (denied > 0 ? " (+\(denied) denied)" : "")
                 + ", tokens: \(state.usage.totalTokens)")
+        let failed = state.calls.filter { $0.isExecuted && $0.lastResult?.status != .ok }
+        if !failed.isEmpty {
+            lines.append(
+                "FAILED calls: \(failed.count) of \(state.toolCallCount): "
+                    + failed.map { "\($0.tool) (\($0.id)): \($0.lastResult?.error ?? "no result")" }.joined(separator: "; "))
+        }
         lines.append("log: \(outcome.logPath)")
         let waiting = state.callsAwaitingApproval
         if !waiting.isEmpty {
@@ -124,25 +130,5 @@ struct ExecCommand: AsyncParsableCommand {
             lines.append("resume: agent-eval exec --agent \(agentPath) --resume \(outcome.logPath) \(approvals)")
         }
         return lines
-    }
-
-    static func summary(_ outcome: RunOutcome) -> JSONValue {
-        let state = outcome.state
-        let stop = outcome.stop
-        var object = ObjectBuilder()
-        object.set("run_id", outcome.runId)
-        object.set("log", outcome.logPath)
-        object.set("stop_reason", stop.reason)
-        object.set("limit", stop.limit)
-        object.set("answer", stop.answer)
-        object.set("error", stop.error)
-        object.set("steps", outcome.steps)
-        object.set("tool_calls", state.toolCallCount)
-        object.set("denied_calls", state.deniedCalls.count)
-        object.set("invalid_decisions", state.invalidDecisionCount)
-        object.set(
-            "tokens", JSONValue.object(JSONObject([("input", .int(state.usage.inputTokens)), ("output", .int(state.usage.outputTokens))])))
-        object.set("awaiting_approval", JSONValue.array(state.callsAwaitingApproval.map { .string($0.id) }))
-        return object.json
     }
 }

@@ -15,7 +15,7 @@ struct LogCommand: ParsableCommand {
             abstract: "Print a log's events, one per line.",
             discussion: """
                 By default each event is shown as a readable summary line: sequence number, step, time, kind and \
-                the key facts. With --jsonl the events are printed exactly as stored, one JSON object per line, \
+                the key facts. With --json (or its old spelling --jsonl) the events are printed exactly as stored, one JSON object per line, \
                 for jq and other tools.
 
                 A torn log (cut off by a crash) prints every complete event and a note on standard error saying \
@@ -23,7 +23,7 @@ struct LogCommand: ParsableCommand {
 
                 Examples:
                   agent-eval log cat Fixtures/logs/support-refund.jsonl.gz
-                  agent-eval log cat --jsonl run.jsonl.gz | jq -c 'select(.kind == "verdict_given")'
+                  agent-eval log cat --json run.jsonl.gz | jq -c 'select(.kind == "verdict_given")'
                   agent-eval log cat --kind tool_intended --kind tool_completed run.jsonl.gz
                 """
         )
@@ -31,8 +31,10 @@ struct LogCommand: ParsableCommand {
         @Argument(help: "The log file (.jsonl.gz).")
         var file: String
 
-        @Flag(help: "Print the stored JSON lines exactly, instead of summaries.")
-        var jsonl = false
+        @Flag(
+            name: [.customLong("json"), .customLong("jsonl")],
+            help: "Print the stored JSON lines exactly (one event per line, as zcat does), instead of summaries.")
+        var json = false
 
         @Option(help: "Show only events of this kind (repeatable), e.g. tool_completed.")
         var kind: [String] = []
@@ -43,7 +45,7 @@ struct LogCommand: ParsableCommand {
             do {
                 let summary = try LogReader(path: file).forEachLine { line, recorded in
                     guard kinds.isEmpty || kinds.contains(recorded.event.kind) else { return }
-                    if jsonl { output.append(line: line) } else { output.append(recorded.event.summaryLine) }
+                    if json { output.append(line: line) } else { output.append(recorded.event.summaryLine) }
                 }
                 output.flush()
                 if let tear = summary.tear {
@@ -150,18 +152,7 @@ struct LogCommand: ParsableCommand {
                 throw diagnose(error)
             }
             if json {
-                var object = ObjectBuilder()
-                object.set("path", file)
-                object.set("sealed", result != nil)
-                if let result {
-                    object.set("member_offset", result.memberOffset)
-                    object.set("original_size", result.originalSize)
-                    object.set("new_size", result.newSize)
-                    object.set("events_kept_in_member", result.eventsKept)
-                    object.set("dropped_bytes", result.droppedBytes)
-                    object.set("last_seq", result.lastSequence)
-                }
-                printJSON(object.json)
+                printJSON(RepairReport.json(path: file, report: result))
                 return
             }
             guard let result else {
@@ -179,42 +170,4 @@ struct LogCommand: ParsableCommand {
 /// "1 event", "2 events".
 func counted(_ count: Int, _ noun: String) -> String {
     "\(count) \(noun)\(count == 1 ? "" : "s")"
-}
-
-extension VerificationReport {
-    var json: JSONValue {
-        var object = ObjectBuilder()
-        object.set("path", path)
-        object.set("intact", isIntact)
-        object.set("event_count", eventCount)
-        object.set("member_count", members.count)
-        object.set(
-            "members",
-            JSONValue.array(
-                members.map { member in
-                    var entry = ObjectBuilder()
-                    entry.set("index", member.index)
-                    entry.set("offset", member.offset)
-                    entry.set("length", member.length)
-                    entry.set("events", member.eventCount)
-                    entry.set("first_seq", member.firstSequence)
-                    entry.set("last_seq", member.lastSequence)
-                    entry.set("complete", member.isComplete)
-                    entry.set("corrupt", member.isCorrupt)
-                    return entry.json
-                }))
-        object.set(
-            "problems",
-            JSONValue.array(
-                problems.map { problem in
-                    var entry = ObjectBuilder()
-                    entry.set("code", problem.code.rawValue)
-                    entry.set("message", problem.message)
-                    entry.set("member_offset", problem.memberOffset)
-                    entry.set("seq", problem.sequence)
-                    entry.set("hint", problem.hint)
-                    return entry.json
-                }))
-        return object.json
-    }
 }

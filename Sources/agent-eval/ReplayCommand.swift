@@ -31,9 +31,8 @@ struct ReplayCommand: AsyncParsableCommand {
             and the state's counters at the step's end come from the index. The index is rebuilt when missing \
             or when the log changed.
 
-            --rerun drives the current runtime with the model outputs and tool results recorded in the log \
-            and reports the first event where the new run differs, and why when it can tell. Nothing is sent \
-            to a live model or tool: a request the log cannot answer is reported.
+            --rerun --agent FILE is `agent-eval rerun LOG --agent FILE` (see its help); it takes no other \
+            replay option.
 
             Exit codes: 0 replayed and every digest matches (--rerun: the same run); 1 a digest does not match \
             (--rerun: the run diverges); 2 the log cannot be read or is damaged; 64 usage error.
@@ -43,7 +42,6 @@ struct ReplayCommand: AsyncParsableCommand {
               agent-eval replay Fixtures/runs/support-refund.jsonl.gz --step 2
               agent-eval replay run.jsonl.gz --until 5 --full
               agent-eval replay run.jsonl.gz --json | jq '.steps[] | {step, problems}'
-              agent-eval replay run.jsonl.gz --rerun --agent agent.yaml
             """
     )
 
@@ -65,7 +63,7 @@ struct ReplayCommand: AsyncParsableCommand {
     @Flag(help: "Plain output even on a terminal.")
     var plain = false
 
-    @Flag(help: "Re-drive the current runtime with the log's recorded model outputs and tool results.")
+    @Flag(help: "Same as `agent-eval rerun LOG --agent FILE`.")
     var rerun = false
 
     @Option(help: "The agent file for --rerun.")
@@ -75,12 +73,20 @@ struct ReplayCommand: AsyncParsableCommand {
         if step != nil && until != nil { throw ValidationError("--step and --until do not go together") }
         if rerun && agent == nil { throw ValidationError("--rerun needs --agent <file>: the agent as it is now") }
         if !rerun && agent != nil { throw ValidationError("--agent only applies with --rerun") }
+        if rerun {
+            let conflicting = [
+                step.map { _ in "--step" }, until.map { _ in "--until" }, full ? "--full" : nil, plain ? "--plain" : nil,
+            ].compactMap { $0 }
+            if !conflicting.isEmpty {
+                throw ValidationError("--rerun takes only --agent and --json; \(conflicting.joined(separator: ", ")) do not apply to it")
+            }
+        }
         if let step, step < 0 { throw ValidationError("--step must be 0 or more") }
     }
 
     func run() async throws {
         if rerun, let agent {
-            try await RerunCommand.run(log: log, agentPath: agent, json: json)
+            try await RerunCommand.rerun(log: log, agentPath: agent, json: json)
             return
         }
         if let step {
@@ -121,14 +127,7 @@ struct ReplayCommand: AsyncParsableCommand {
             }
         }
         if json {
-            var object = ObjectBuilder()
-            object.set("schema", "agent-eval/replay-step")
-            object.set("version", 1)
-            object.set("log", log)
-            object.set("run_id", index.runId)
-            object.set("step", step.json)
-            object.set("full_state", fullState?.json)
-            printJSON(object.json)
+            printJSON(step.document(log: log, runId: index.runId, fullState: fullState))
         } else {
             var output = OutputBuffer()
             for line in StepRenderer(isFull: full).lines(for: step) { output.append(line) }
@@ -174,33 +173,11 @@ struct ReplayCommand: AsyncParsableCommand {
             }
         } catch let error as LogError {
             output.flush()
-            if json {
-                printJSON([
-                    "schema": "agent-eval/replay", "version": 1, "log": .string(log), "steps": .array(steps),
-                    "error": .string(error.message),
-                ])
-            }
+            if json { printJSON(Replayer.Result.partialJSON(log: log, steps: steps, error: error)) }
             throw diagnose(error)
         }
         if json {
-            var verification = ObjectBuilder()
-            verification.set("digests_checked", result.digestsChecked)
-            verification.set(
-                "digest_mismatches",
-                JSONValue.array(
-                    result.digestMismatches.map {
-                        ["seq": .int($0.sequence), "recorded": .string($0.recorded), "computed": .string($0.computed)]
-                    }))
-            verification.set("tear", result.read.tear.map { "\($0)" })
-            var object = ObjectBuilder()
-            object.set("schema", "agent-eval/replay")
-            object.set("version", 1)
-            object.set("log", log)
-            object.set("run_id", result.state.runId)
-            object.set("steps", JSONValue.array(steps))
-            object.set("final_state", StateSummary(result.state).json)
-            object.set("verification", verification.json)
-            printJSON(object.json)
+            printJSON(result.json(log: log, steps: steps))
         } else {
             let checked = result.digestsChecked
             var line =

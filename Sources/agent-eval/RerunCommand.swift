@@ -5,9 +5,42 @@ import Replay
 import TraceCore
 import TraceLog
 
-/// `agent-eval replay <log> --rerun --agent <file>`: re-drive the current runtime with a log.
-enum RerunCommand {
-    static func run(log: String, agentPath: String, json: Bool) async throws {
+/// `agent-eval rerun <log> --agent <file>`: re-drive the current runtime with a log.
+struct RerunCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rerun",
+        abstract: "Re-drive the current runtime with a log's recorded model outputs and tool results.",
+        discussion: """
+            Runs the agent as it is now (its agent file, policy and tools' schemas) with the model replies and \
+            tool results recorded in the log, and reports the first event where the new run differs from the \
+            recorded one: the step, the event, the field, both values, and the cause when it can tell (a rule \
+            that now denies, a schema that now rejects, a limit that now fires). Nothing is sent to a live model \
+            or tool: a request the log cannot answer is refused and listed. `agent-eval replay LOG --rerun \
+            --agent FILE` is the same command.
+
+            Exit codes: 0 the same run; 1 the run diverges; 2 the log or the agent file cannot be read; \
+            64 usage error.
+
+            Examples:
+              agent-eval rerun Fixtures/runs/support-refund.jsonl.gz --agent Fixtures/agents/support-stricter/agent.yaml
+              agent-eval rerun run.jsonl.gz --agent agent.yaml --json
+            """
+    )
+
+    @Argument(help: "The recorded log (.jsonl.gz).")
+    var log: String
+
+    @Option(help: "The agent file as it is now.")
+    var agent: String
+
+    @Flag(help: "Print the documented machine-readable form (docs/replay.md).")
+    var json = false
+
+    func run() async throws {
+        try await Self.rerun(log: log, agentPath: agent, json: json)
+    }
+
+    static func rerun(log: String, agentPath: String, json: Bool) async throws {
         let report: Rerun.Report
         do {
             let agent = try AgentFile.load(path: agentPath)
@@ -18,29 +51,7 @@ enum RerunCommand {
             throw diagnose(error)
         }
         if json {
-            var object = ObjectBuilder()
-            object.set("schema", "agent-eval/rerun")
-            object.set("version", 1)
-            object.set("log", log)
-            object.set("agent", agentPath)
-            object.set("identical", report.divergence == nil)
-            object.set("recorded_events", report.recordedEvents)
-            object.set("new_events", report.newEvents)
-            if let divergence = report.divergence {
-                var entry = ObjectBuilder()
-                entry.set("step", divergence.step)
-                entry.set("seq", divergence.sequence)
-                entry.set("kind", divergence.kind)
-                entry.set("field", divergence.fieldPath)
-                entry.set("recorded", divergence.recorded)
-                entry.set("new", divergence.new)
-                entry.set("cause", divergence.cause)
-                object.set("divergence", entry.json)
-            }
-            object.set("unanswered", JSONValue.array(report.unanswered.map { .string($0) }))
-            object.set("recorded_stop", report.recordedStop?.reason)
-            object.set("new_stop", report.newStop?.reason)
-            printJSON(object.json)
+            printJSON(report.json(log: log, agent: agentPath))
         } else if let divergence = report.divergence {
             print("diverged at step \(divergence.step), seq \(divergence.sequence) (\(divergence.kind)), field \(divergence.fieldPath)")
             print("  recorded: \(divergence.recorded)")

@@ -1,5 +1,5 @@
 import AgentRuntime
-import ArgumentParser
+public import ArgumentParser
 import EvalEngine
 import Foundation
 import Synchronization
@@ -64,8 +64,11 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "Only shard i of n (1-based), by a stable hash of the case id, e.g. 2/4.")
     var shard: String?
 
+    @Flag(help: "Print the machine-readable report (docs/eval-results.md) on standard output instead of the console lines.")
+    var json = false
+
     @Option(help: "Write the machine-readable report (docs/eval-results.md) to this file.")
-    var json: String?
+    var jsonOut: String?
 
     @Option(help: "Write a JUnit XML report to this file.")
     var junit: String?
@@ -85,10 +88,6 @@ struct RunCommand: AsyncParsableCommand {
     @Flag(help: "toolsNotCalled also fails on calls that were proposed but denied.")
     var countDeniedAttempts = false
 
-    enum FailOn: String, ExpressibleByArgument, CaseIterable {
-        case regression, failure, any
-    }
-
     func validate() throws {
         if repeats < 1 { throw ValidationError("--repeat must be at least 1") }
         if let jobs, jobs < 1 { throw ValidationError("--jobs must be at least 1") }
@@ -96,93 +95,60 @@ struct RunCommand: AsyncParsableCommand {
         if updateBaseline && baseline == nil && Self.defaultBaseline(for: paths) == nil {
             throw ValidationError("--update-baseline needs --baseline DIR when the first path is not a directory")
         }
-        if let shard, Self.parseShard(shard) == nil {
+        if let shard, EvalSession.Shard(shard) == nil {
             throw ValidationError("--shard takes i/n with 1 ≤ i ≤ n, e.g. 2/4; got \(shard)")
         }
     }
 
-    static func parseShard(_ text: String) -> (index: Int, count: Int)? {
-        let parts = text.split(separator: "/")
-        guard parts.count == 2, let index = Int(parts[0]), let count = Int(parts[1]), count >= 1, (1...count).contains(index) else {
-            return nil
-        }
-        return (index, count)
-    }
-
     func run() async throws {
-        let started = ContinuousClock.now
-        let (loaded, errors) = EvalSuite.load(paths: paths)
-        guard errors.isEmpty else {
-            for error in errors { diagnose(error) }
-            printError("\(errors.count) problem\(errors.count == 1 ? "" : "s") in the case files; nothing was run")
-            throw Exit.unusable
-        }
-        var cases = EvalSuite.filter(loaded, by: filter)
-        if let shard, let (index, count) = Self.parseShard(shard) { cases = EvalSuite.shard(cases, index: index, count: count) }
-        if cases.isEmpty {
-            printError(
-                "error: no case matches" + (filter.isEmpty ? "" : " --filter \(filter.joined(separator: ", "))")
-                    + (shard.map { " in shard \($0)" } ?? ""))
-            throw Exit.unusable
-        }
-
-        let baselineDirectory = baseline ?? Self.defaultBaseline(for: paths)
-        var baselines: [String: Baseline] = [:]
-        var hasBaseline = false
-        if !updateBaseline, let baselineDirectory, FileManager.default.fileExists(atPath: baselineDirectory) {
-            do {
-                baselines = try Baseline.read(for: cases, from: baselineDirectory)
-                hasBaseline = true
-            } catch {
-                throw diagnose(error)
-            }
-        } else if !updateBaseline, let baseline, !FileManager.default.fileExists(atPath: baseline) {
+        if !updateBaseline, let baseline, !FileManager.default.fileExists(atPath: baseline) {
             printError("error: the baseline directory \(baseline) does not exist")
             printError("hint: write one with --update-baseline")
             throw Exit.unusable
         }
-
-        let options = EvalOptions(
-            jobs: jobs, repeats: repeats, defaultAgent: agent, outputDirectory: out ?? Self.defaultOutput(),
-            countsDeniedAttempts: countDeniedAttempts)
-        let console = ConsoleProgress(total: cases.count, isTerminal: isatty(1) == 1)
-        let comparisons = Mutex<[String: BaselineComparison]>([:])
-        let knowsBaseline = hasBaseline
-        let evalCases = cases
-        let results = await EvalRunner(options: options).run(cases) { [baselines] result, done, total in
-            let comparison = BaselineComparison.compare(result, with: baselines[result.id])
-            comparisons.withLock { $0[result.id] = comparison }
-            let lines = EvalReport(results: [result], comparisons: [result.id: comparison], hasBaseline: knowsBaseline).consoleLines(
-                for: result)
-            console.finished(id: result.id, index: evalCases.firstIndex { $0.id == result.id } ?? 0, lines: lines, done: done)
+        let plan = EvalSession.Plan(
+            paths: paths, filters: filter, shard: shard.flatMap(EvalSession.Shard.init),
+            baselineDirectory: baseline ?? Self.defaultBaseline(for: paths),
+            updatesBaseline: updateBaseline, k: k, failOn: failOn,
+            options: EvalOptions(
+                jobs: jobs, repeats: repeats, defaultAgent: agent, outputDirectory: out ?? Self.defaultOutput(),
+                countsDeniedAttempts: countDeniedAttempts))
+        let session: EvalSession
+        do {
+            session = try EvalSession(plan)
+        } catch {
+            for problem in error.errors { diagnose(problem) }
+            if error.inCaseFiles {
+                printError("\(error.errors.count) problem\(error.errors.count == 1 ? "" : "s") in the case files; nothing was run")
+            }
+            throw Exit.unusable
         }
-        let elapsed = ContinuousClock.now - started
-        let evalReport = EvalReport(
-            results: results, comparisons: hasBaseline ? comparisons.withLock { $0 } : [:], hasBaseline: hasBaseline, k: k ?? repeats,
-            durationSeconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
-        console.close()
-        print(evalReport.summaryLine)
+
+        let console = json ? nil : ConsoleProgress(total: session.cases.count, isTerminal: isatty(1) == 1)
+        var report: EvalReport?
+        for await update in session.run() {
+            switch update {
+            case .finished(let finished): console?.finished(index: finished.index, lines: finished.consoleLines, done: finished.done)
+            case .completed(let completed): report = completed
+            }
+        }
+        console?.close()
+        guard let report else { throw Exit.unusable }
+        if json { printJSON(report.json) } else { print(report.summaryLine) }
 
         do {
-            if let json { try write(JSONWriter.encodePretty(evalReport.json), to: json) }
-            if let junit { try write(evalReport.junit, to: junit) }
-            if let markdown { try write(evalReport.markdown, to: markdown) }
-            if updateBaseline, let baselineDirectory {
-                try Baseline.write(results, to: baselineDirectory)
-                print("baseline written: \(baselineDirectory) (\(results.count) case\(results.count == 1 ? "" : "s"))")
+            if let jsonOut { try write(JSONWriter.encodePretty(report.json), to: jsonOut) }
+            if let junit { try write(report.junit, to: junit) }
+            if let markdown { try write(report.markdown, to: markdown) }
+            if let directory = try session.writeBaselineIfAsked(from: report) {
+                let line = "baseline written: \(directory) (\(report.results.count) case\(report.results.count == 1 ? "" : "s"))"
+                // With --json, standard output holds only the report.
+                if json { printError(line) } else { print(line) }
             }
         } catch {
             throw diagnose(error)
         }
-
-        if evalReport.errorCount > 0 { throw Exit.unusable }
-        let failed: Bool
-        switch failOn {
-        case .regression: failed = !evalReport.regressions.isEmpty
-        case .failure: failed = evalReport.failedCount > 0
-        case .any: failed = evalReport.failedCount > 0 || !evalReport.regressions.isEmpty
-        }
-        throw failed ? Exit.failure : Exit.success
+        throw ExitCode(report.exitStatus)
     }
 
     func write(_ text: String, to path: String) throws(EvalError) {
@@ -226,7 +192,7 @@ final class ConsoleProgress: Sendable {
         self.isTerminal = isTerminal
     }
 
-    func finished(id: String, index: Int, lines: [String], done: Int) {
+    func finished(index: Int, lines: [String], done: Int) {
         state.withLock { state in
             state.pending[index] = lines
             state.done = done
@@ -244,3 +210,5 @@ final class ConsoleProgress: Sendable {
         if isTerminal { FileHandleStream(descriptor: 1).write("\r\u{1B}[K") }
     }
 }
+
+extension FailOn: ExpressibleByArgument {}

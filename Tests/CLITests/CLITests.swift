@@ -41,14 +41,15 @@ struct CLITests {
         #expect(lines.last?.contains("run_stopped       success") == true)
     }
 
-    @Test("log cat --jsonl prints the stored lines exactly, as zcat does")
+    @Test("log cat --json (and its old spelling --jsonl) prints the stored lines exactly, as zcat does")
     func catJSONL() throws {
         let path = fixture("support-refund.jsonl.gz")
-        let ours = try agentEval(["log", "cat", "--jsonl", path])
+        let ours = try agentEval(["log", "cat", "--json", path])
         let zcat = try Subprocess.run(gzipPath, ["-dc", path])
         #expect(ours.status == 0)
         #expect(ours.stdout == zcat.stdout)
-        let filtered = try agentEval(["log", "cat", "--jsonl", "--kind", "verdict_given", path])
+        #expect(try agentEval(["log", "cat", "--jsonl", path]).stdout == zcat.stdout)
+        let filtered = try agentEval(["log", "cat", "--json", "--kind", "verdict_given", path])
         #expect(filtered.stdoutText.split(separator: "\n").count == 3)
     }
 

@@ -23,19 +23,56 @@ struct GoldenOutputTests {
         GoldenCall(
             name: "log-verify-json-research-budget", arguments: ["log", "verify", "--json", "Fixtures/logs/research-budget.jsonl.gz"]),
         GoldenCall(name: "log-verify-missing", arguments: ["log", "verify", "Fixtures/logs/no-such-run.jsonl.gz"]),
+        GoldenCall(name: "run-evalcases", arguments: ["run", "EvalCases/", "--out", "runs", "--jobs", "2"]),
+        GoldenCall(name: "run-failing", arguments: ["run", "Fixtures/eval/failing", "--out", "runs"]),
+        GoldenCall(name: "run-json-failing", arguments: ["run", "Fixtures/eval/failing", "--out", "runs", "--json"]),
+        GoldenCall(name: "replay-support-refund", arguments: ["replay", "--plain", "Fixtures/runs/support-refund.jsonl.gz"]),
+        GoldenCall(name: "replay-json-research-budget", arguments: ["replay", "--json", "Fixtures/runs/research-budget.jsonl.gz"]),
+        GoldenCall(name: "replay-step-json", arguments: ["replay", "Fixtures/runs/support-refund.jsonl.gz", "--step", "2", "--json"]),
+        GoldenCall(name: "replay-corrupt-missing", arguments: ["replay", "Fixtures/runs/no-such-run.jsonl.gz"]),
+        GoldenCall(
+            name: "diff-support-research",
+            arguments: ["diff", "Fixtures/runs/support-refund.jsonl.gz", "Fixtures/runs/research-budget.jsonl.gz"]),
+        GoldenCall(
+            name: "diff-json-support-research",
+            arguments: ["diff", "--json", "Fixtures/runs/support-refund.jsonl.gz", "Fixtures/runs/research-budget.jsonl.gz"]),
+        GoldenCall(
+            name: "rerun-stricter",
+            arguments: ["rerun", "Fixtures/runs/support-refund.jsonl.gz", "--agent", "Fixtures/agents/support-stricter/agent.yaml"]),
+        GoldenCall(
+            name: "rerun-json-stricter",
+            arguments: [
+                "rerun", "--json", "Fixtures/runs/support-refund.jsonl.gz", "--agent", "Fixtures/agents/support-stricter/agent.yaml",
+            ]),
+        GoldenCall(
+            name: "exec-support",
+            arguments: [
+                "exec", "--agent", "Fixtures/agents/support/agent.yaml", "--input", "Order A-1042 arrived broken.", "--log",
+                "runs/support.jsonl.gz", "--run-id", "run-golden",
+            ]),
+        GoldenCall(
+            name: "exec-json-research",
+            arguments: [
+                "exec", "--agent", "Fixtures/agents/research/agent.yaml", "--input", "zstd?", "--log", "runs/research.jsonl.gz", "--run-id",
+                "run-golden", "--json",
+            ]),
+        GoldenCall(name: "exec-bad-agent", arguments: ["exec", "--agent", "Fixtures/agents/none.yaml", "--input", "x"]),
     ]
 
     static var packageDirectory: URL { FixtureLogs.directory.deletingLastPathComponent().deletingLastPathComponent() }
 
     @Test("the output is exactly the checked-in expectation", arguments: calls)
     func golden(call: GoldenCall) throws {
-        let result = try agentEval(call.arguments, in: Self.packageDirectory)
-        let rendered = """
-            $ agent-eval \(call.arguments.joined(separator: " "))
-            \(result.stdoutText)--- stderr ---
-            \(result.stderr)--- exit \(result.status) ---
+        let rendered = try CLISandbox.with { sandbox in
+            let result = try sandbox.run(call.arguments)
+            return sandbox.normalized(
+                """
+                $ agent-eval \(call.arguments.joined(separator: " "))
+                \(result.stdoutText)--- stderr ---
+                \(result.stderr)--- exit \(result.status) ---
 
-            """
+                """)
+        }
         let expectedURL = Self.packageDirectory.appendingPathComponent("Fixtures/cli/\(call.name).txt")
         if FixtureLogs.isUpdating {
             try FileManager.default.createDirectory(

@@ -74,13 +74,20 @@ struct ReplayCommandTests {
         #expect(missing.status == 2)
     }
 
-    @Test("--rerun with the unchanged agent is identical (0); with a stricter policy it names step, call and rule (1)")
+    @Test("rerun with the unchanged agent is identical (0); with a stricter policy it names step, call and rule (1)")
     func rerun() throws {
         try TemporaryDirectory.with { directory in
             let agent = ExampleRuns.agentPath("support")
-            let same = try agentEval(["replay", runFixture("support-refund.jsonl.gz"), "--rerun", "--agent", agent])
+            let same = try agentEval(["rerun", runFixture("support-refund.jsonl.gz"), "--agent", agent])
             #expect(same.status == 0)
             #expect(same.stdoutText.hasPrefix("identical:"))
+            let alias = try agentEval(["replay", runFixture("support-refund.jsonl.gz"), "--rerun", "--agent", agent])
+            #expect(alias.stdout == same.stdout)
+            #expect(alias.status == 0)
+            // replay's stepping options do not apply to a re-run: a usage error, not silently dropped.
+            let conflicting = try agentEval(["replay", runFixture("support-refund.jsonl.gz"), "--rerun", "--agent", agent, "--step", "2"])
+            #expect(conflicting.status == 64)
+            #expect(conflicting.stderr.contains("--step do not apply"))
             let text = try String(contentsOfFile: agent, encoding: .utf8)
                 .replacingOccurrences(of: "when: {tool: \"delete_*\"}", with: "when: {tool: \"*_order\"}")
             try text.write(toFile: directory.path("agent.yaml"), atomically: true, encoding: .utf8)

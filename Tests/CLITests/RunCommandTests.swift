@@ -25,7 +25,7 @@ struct RunCommandTests {
         try TemporaryDirectory.with { directory in
             let result = try agentEval(
                 [
-                    "run", "Fixtures/eval/failing", "--out", directory.path("runs"), "--json", directory.path("r.json"), "--junit",
+                    "run", "Fixtures/eval/failing", "--out", directory.path("runs"), "--json-out", directory.path("r.json"), "--junit",
                     directory.path("r.xml"), "--markdown", directory.path("r.md"),
                 ], in: repositoryRoot)
             #expect(result.status == 1)
@@ -128,7 +128,7 @@ struct RunCommandTests {
         try TemporaryDirectory.with { directory in
             let result = try agentEval(
                 [
-                    "run", "EvalCases/support/refund-live.yaml", "--repeat", "3", "--k", "2", "--out", directory.path("runs"), "--json",
+                    "run", "EvalCases/support/refund-live.yaml", "--repeat", "3", "--k", "2", "--out", directory.path("runs"), "--json-out",
                     directory.path("r.json"),
                 ],
                 in: repositoryRoot)

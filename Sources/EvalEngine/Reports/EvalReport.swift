@@ -11,16 +11,32 @@ public struct EvalReport: Sendable {
     /// k of pass@k and pass^k.
     public var k: Int
     public var durationSeconds: Double
+    /// What fails the run, for `exitStatus`.
+    public var failOn: FailOn
 
     public init(
         results: [CaseResult], comparisons: [String: BaselineComparison] = [:], hasBaseline: Bool = false, k: Int = 1,
-        durationSeconds: Double = 0
+        durationSeconds: Double = 0, failOn: FailOn = .any
     ) {
         self.results = results
         self.comparisons = comparisons
         self.hasBaseline = hasBaseline
         self.k = k
         self.durationSeconds = durationSeconds
+        self.failOn = failOn
+    }
+
+    /// The exit status CI gets: 2 when a case could not run, 1 when a case failed or
+    /// regressed (as `failOn` says), 0 otherwise.
+    public var exitStatus: Int32 {
+        if errorCount > 0 { return 2 }
+        let failed: Bool
+        switch failOn {
+        case .regression: failed = !regressions.isEmpty
+        case .failure: failed = failedCount > 0
+        case .any: failed = failedCount > 0 || !regressions.isEmpty
+        }
+        return failed ? 1 : 0
     }
 
     public var passedCount: Int { results.filter(\.passed).count }
@@ -49,7 +65,12 @@ public struct EvalReport: Sendable {
     /// The lines of one case for the console: a headline, and for a failed case every failed
     /// expectation with what was expected, what happened and the command to look at it.
     public func consoleLines(for result: CaseResult) -> [String] {
-        let comparison = comparisons[result.id]
+        Self.consoleLines(for: result, comparison: comparisons[result.id], hasBaseline: hasBaseline)
+    }
+
+    /// The lines of one case, from its result and baseline comparison alone (while a suite
+    /// is still running).
+    public static func consoleLines(for result: CaseResult, comparison: BaselineComparison?, hasBaseline: Bool) -> [String] {
         var headline = result.passed ? "✔ " : (result.harnessError != nil ? "! " : "✘ ")
         headline += result.id
         var facts: [String] = []

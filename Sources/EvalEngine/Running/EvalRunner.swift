@@ -52,7 +52,9 @@ public struct EvalRunner: Sendable {
 
     /// Runs `cases`; `progress` is called once per finished case, in completion order. The
     /// result lists cases in the order given.
-    public func run(_ cases: [EvalCase], progress: @Sendable (CaseResult, _ done: Int, _ total: Int) -> Void = { _, _, _ in }) async
+    public func run(
+        _ cases: [EvalCase], progress: @Sendable (_ index: Int, CaseResult, _ done: Int, _ total: Int) -> Void = { _, _, _, _ in }
+    ) async
         -> [CaseResult]
     {
         var work: [Work] = []
@@ -129,7 +131,7 @@ public struct EvalRunner: Sendable {
                 if received[index] == expected[index] {
                     results[index].runs.sort { ($0.repeatIndex, $0.logPath) < ($1.repeatIndex, $1.logPath) }
                     finished += 1
-                    progress(results[index], finished, cases.count)
+                    progress(index, results[index], finished, cases.count)
                 }
                 startNext()
             }

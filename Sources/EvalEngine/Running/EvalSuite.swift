@@ -49,7 +49,10 @@ public enum EvalSuite {
     }
 
     static func caseFiles(under directory: String) -> [String] {
-        guard let enumerator = FileManager.default.enumerator(atPath: directory) else { return [] }
+        // A linked case directory is read where the link points; the paths reported keep the
+        // name the user gave.
+        let root = URL(fileURLWithPath: directory).resolvingSymlinksInPath().path
+        guard let enumerator = FileManager.default.enumerator(atPath: root) else { return [] }
         var files: [String] = []
         while let relative = enumerator.nextObject() as? String {
             let name = (relative as NSString).lastPathComponent

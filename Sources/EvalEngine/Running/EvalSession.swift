@@ -1,0 +1,182 @@
+import Foundation
+import Synchronization
+public import TraceCore
+
+/// What fails a suite run: a regression against the baseline, a failed case, or either.
+public enum FailOn: String, Sendable, CaseIterable {
+    case regression, failure, any
+}
+
+/// The main job, `agent-eval run`, from case files to an exit status: loads and checks every
+/// case file, filters and shards, reads the baseline, runs the cases, compares each with its
+/// baseline as it finishes, and builds the report that knows the exit status. The CLI only
+/// prints what it yields.
+///
+/// ```swift
+/// let session = try EvalSession(EvalSession.Plan(paths: ["EvalCases"], options: EvalOptions()))
+/// for await update in session.run() {
+///     if case .completed(let report) = update { print(report.summaryLine) }
+/// }
+/// ```
+public struct EvalSession: Sendable {
+    /// What to run and how.
+    public struct Plan: Sendable {
+        /// Case directories and case files.
+        public var paths: [String]
+        /// Only cases whose id or a tag matches one of these globs (all when empty).
+        public var filters: [String]
+        /// Only shard `index` of `count` (1-based).
+        public var shard: Shard?
+        /// The baseline directory; nil for none.
+        public var baselineDirectory: String?
+        /// Write the baseline from this run instead of comparing with it.
+        public var updatesBaseline: Bool
+        /// k of pass@k and pass^k (default: the number of repeats).
+        public var k: Int?
+        public var failOn: FailOn
+        public var options: EvalOptions
+
+        public init(
+            paths: [String], filters: [String] = [], shard: Shard? = nil, baselineDirectory: String? = nil, updatesBaseline: Bool = false,
+            k: Int? = nil, failOn: FailOn = .any, options: EvalOptions
+        ) {
+            self.paths = paths
+            self.filters = filters
+            self.shard = shard
+            self.baselineDirectory = baselineDirectory
+            self.updatesBaseline = updatesBaseline
+            self.k = k
+            self.failOn = failOn
+            self.options = options
+        }
+    }
+
+    /// Shard `index` of `count`, 1-based.
+    public struct Shard: Sendable, Hashable, CustomStringConvertible {
+        public var index: Int
+        public var count: Int
+
+        /// `i/n` with 1 ≤ i ≤ n, or nil.
+        public init?(_ text: String) {
+            let parts = text.split(separator: "/")
+            guard parts.count == 2, let index = Int(parts[0]), let count = Int(parts[1]), count >= 1, (1...count).contains(index) else {
+                return nil
+            }
+            (self.index, self.count) = (index, count)
+        }
+
+        public var description: String { "\(index)/\(count)" }
+    }
+
+    /// Every problem that stops a session before anything runs (all case files are checked).
+    public struct LoadFailure: Error, Sendable {
+        public var errors: [EvalError]
+        /// Whether the problems are in the case files (as opposed to the selection or baseline).
+        public var inCaseFiles: Bool
+    }
+
+    /// One case finished: its position in `cases`, its result, and how it compares with its
+    /// baseline (nil when no baseline was read).
+    public struct Finished: Sendable {
+        public var index: Int
+        public var result: CaseResult
+        public var comparison: BaselineComparison?
+        /// Cases finished so far, of `total`.
+        public var done: Int
+        public var total: Int
+        /// The case's lines for a console, as the final report prints them.
+        public var consoleLines: [String]
+    }
+
+    /// What `run()` yields: each case as it finishes (in completion order), then the report.
+    public enum Update: Sendable {
+        case finished(Finished)
+        case completed(EvalReport)
+    }
+
+    public let plan: Plan
+    /// The cases to run, in path order, after filtering and sharding.
+    public let cases: [EvalCase]
+    /// Baselines read, by case id.
+    public let baselines: [String: Baseline]
+    /// Whether a baseline was read (comparisons are reported only then).
+    public let hasBaseline: Bool
+
+    /// Loads everything the plan names; throws every problem found, before anything runs.
+    public init(_ plan: Plan) throws(LoadFailure) {
+        self.plan = plan
+        let (loaded, errors) = EvalSuite.load(paths: plan.paths)
+        guard errors.isEmpty else { throw LoadFailure(errors: errors, inCaseFiles: true) }
+        var cases = EvalSuite.filter(loaded, by: plan.filters)
+        if let shard = plan.shard { cases = EvalSuite.shard(cases, index: shard.index, count: shard.count) }
+        guard !cases.isEmpty else {
+            let selection =
+                (plan.filters.isEmpty ? "" : " the filter \(plan.filters.joined(separator: ", "))")
+                + (plan.shard.map { " in shard \($0)" } ?? "")
+            throw LoadFailure(errors: [EvalError(.noCases, "no case matches\(selection)")], inCaseFiles: false)
+        }
+        self.cases = cases
+        var baselines: [String: Baseline] = [:]
+        var hasBaseline = false
+        if !plan.updatesBaseline, let directory = plan.baselineDirectory, FileManager.default.fileExists(atPath: directory) {
+            do {
+                baselines = try Baseline.read(for: cases, from: directory)
+                hasBaseline = true
+            } catch {
+                throw LoadFailure(errors: [error], inCaseFiles: false)
+            }
+        }
+        self.baselines = baselines
+        self.hasBaseline = hasBaseline
+    }
+
+    /// Runs the cases; yields each as it finishes, then the report.
+    public func run() -> AsyncStream<Update> {
+        AsyncStream { continuation in
+            let task = Task {
+                continuation.finish(with: await self.runToReport { continuation.yield(.finished($0)) })
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    /// Runs the cases, calling `finished` for each as it finishes; returns the report.
+    func runToReport(_ finished: @Sendable (Finished) -> Void) async -> EvalReport {
+        let clock = ContinuousClock()
+        let started = clock.now
+        let comparisons = ComparisonStore()
+        let (baselines, hasBaseline) = (self.baselines, self.hasBaseline)
+        let results = await EvalRunner(options: plan.options).run(cases) { index, result, done, total in
+            let comparison = hasBaseline ? BaselineComparison.compare(result, with: baselines[result.id]) : nil
+            if let comparison { comparisons.set(comparison, for: result.id) }
+            let lines = EvalReport.consoleLines(for: result, comparison: comparison, hasBaseline: hasBaseline)
+            finished(Finished(index: index, result: result, comparison: comparison, done: done, total: total, consoleLines: lines))
+        }
+        let elapsed = started.duration(to: clock.now)
+        return EvalReport(
+            results: results, comparisons: comparisons.all, hasBaseline: hasBaseline, k: plan.k ?? plan.options.repeats,
+            durationSeconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18, failOn: plan.failOn)
+    }
+
+    /// Writes the baseline from `report` when the plan asks for it; returns the directory written.
+    public func writeBaselineIfAsked(from report: EvalReport) throws(EvalError) -> String? {
+        guard plan.updatesBaseline, let directory = plan.baselineDirectory else { return nil }
+        try Baseline.write(report.results, to: directory)
+        return directory
+    }
+}
+
+extension AsyncStream<EvalSession.Update>.Continuation {
+    func finish(with report: EvalReport) {
+        yield(.completed(report))
+        finish()
+    }
+}
+
+/// Comparisons made as cases finish, on the runner's tasks.
+private final class ComparisonStore: Sendable {
+    private let comparisons = Mutex<[String: BaselineComparison]>([:])
+
+    func set(_ comparison: BaselineComparison, for id: String) { comparisons.withLock { $0[id] = comparison } }
+    var all: [String: BaselineComparison] { comparisons.withLock { $0 } }
+}

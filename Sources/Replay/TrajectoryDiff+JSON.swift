@@ -1,0 +1,55 @@
+public import TraceCore
+
+extension TrajectoryDiff.StepSketch {
+    /// One line for a step: its calls with verdicts and results (or its decisions), and tokens.
+    public var summary: String {
+        let calls = calls.map { call in
+            "\(call.tool)(\(JSONWriter.encodeString(call.arguments).prefix(40))) \(call.verdict)"
+                + (call.results.isEmpty ? "" : " " + call.results.joined(separator: ","))
+        }
+        let text = calls.isEmpty ? decisions.joined(separator: "; ") : calls.joined(separator: "; ")
+        return (text.count > 100 ? String(text.prefix(99)) + "…" : text) + " [\(tokens) tokens]"
+    }
+}
+
+extension TrajectoryDiff {
+    /// The diff as `agent-eval diff --json` prints it (docs/replay.md), for logs `left`, `right`.
+    public func json(left: String, right: String) -> JSONValue {
+        var object = ObjectBuilder()
+        object.set("schema", "agent-eval/diff")
+        object.set("version", 1)
+        object.set("left", left)
+        object.set("right", right)
+        object.set("same", isSame)
+        if let first {
+            var entry = ObjectBuilder()
+            entry.set("left_step", first.leftStep)
+            entry.set("right_step", first.rightStep)
+            entry.set("path", first.path)
+            entry.set("left", first.left)
+            entry.set("right", first.right)
+            object.set("first_divergence", entry.json)
+        }
+        object.set(
+            "rows",
+            JSONValue.array(
+                rows.map { row in
+                    var entry = ObjectBuilder()
+                    entry.set("left_step", row.left?.step)
+                    entry.set("right_step", row.right?.step)
+                    entry.set("same", row.isSame)
+                    entry.set("left", row.left?.summary)
+                    entry.set("right", row.right?.summary)
+                    return entry.json
+                }))
+        var summary = ObjectBuilder()
+        summary.set("left_stop", leftStop?.reason)
+        summary.set("right_stop", rightStop?.reason)
+        summary.set("left_tokens", leftState.totalTokens)
+        summary.set("right_tokens", rightState.totalTokens)
+        summary.set("left_duration_us", leftDurationUs)
+        summary.set("right_duration_us", rightDurationUs)
+        object.set("summary", summary.json)
+        return object.json
+    }
+}

@@ -1,0 +1,59 @@
+public import TraceCore
+
+extension VerificationReport {
+    /// The report as `agent-eval log verify --json` prints it.
+    public var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("path", path)
+        object.set("intact", isIntact)
+        object.set("event_count", eventCount)
+        object.set("member_count", members.count)
+        object.set(
+            "members",
+            JSONValue.array(
+                members.map { member in
+                    var entry = ObjectBuilder()
+                    entry.set("index", member.index)
+                    entry.set("offset", member.offset)
+                    entry.set("length", member.length)
+                    entry.set("events", member.eventCount)
+                    entry.set("first_seq", member.firstSequence)
+                    entry.set("last_seq", member.lastSequence)
+                    entry.set("complete", member.isComplete)
+                    entry.set("corrupt", member.isCorrupt)
+                    return entry.json
+                }))
+        object.set(
+            "problems",
+            JSONValue.array(
+                problems.map { problem in
+                    var entry = ObjectBuilder()
+                    entry.set("code", problem.code.rawValue)
+                    entry.set("message", problem.message)
+                    entry.set("member_offset", problem.memberOffset)
+                    entry.set("seq", problem.sequence)
+                    entry.set("hint", problem.hint)
+                    return entry.json
+                }))
+        return object.json
+    }
+}
+
+extension RepairReport {
+    /// What `agent-eval log repair --json` prints for the log at `path`: `report` is nil when
+    /// there was nothing to seal.
+    public static func json(path: String, report: RepairReport?) -> JSONValue {
+        var object = ObjectBuilder()
+        object.set("path", path)
+        object.set("sealed", report != nil)
+        if let report {
+            object.set("member_offset", report.memberOffset)
+            object.set("original_size", report.originalSize)
+            object.set("new_size", report.newSize)
+            object.set("events_kept_in_member", report.eventsKept)
+            object.set("dropped_bytes", report.droppedBytes)
+            object.set("last_seq", report.lastSequence)
+        }
+        return object.json
+    }
+}

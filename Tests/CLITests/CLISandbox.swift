@@ -1,0 +1,42 @@
+import Foundation
+import TestSupport
+
+/// A working directory for running the CLI as a user would from the repository: `Fixtures/`
+/// and `EvalCases/` are linked into a fresh temporary directory, so every path the CLI prints
+/// is relative and the same on every machine, and whatever a command writes (logs, the step
+/// index cache) stays in the sandbox.
+struct CLISandbox {
+    let directory: TemporaryDirectory
+
+    static func with<T>(_ body: (CLISandbox) throws -> T) throws -> T {
+        try TemporaryDirectory.with { directory in
+            for name in ["Fixtures", "EvalCases"] {
+                try FileManager.default.createSymbolicLink(
+                    atPath: directory.path(name), withDestinationPath: repositoryRoot.appendingPathComponent(name).path)
+            }
+            return try body(CLISandbox(directory: directory))
+        }
+    }
+
+    /// Runs `agent-eval` in the sandbox.
+    func run(_ arguments: [String]) throws -> ProcessResult {
+        try agentEval(arguments, in: directory.url, environment: ["AGENT_EVAL_CACHE_DIR": directory.path(".cache"), "NO_COLOR": "1"])
+    }
+
+    /// Output with what legitimately differs between runs replaced: the sandbox's path,
+    /// wall-clock durations of a suite, run ids made from the clock.
+    func normalized(_ text: String) -> String {
+        var text = text.replacingOccurrences(of: directory.url.path, with: "/tmp")
+        for (pattern, replacement) in Self.volatile {
+            text = text.replacingOccurrences(of: pattern, with: replacement, options: .regularExpression)
+        }
+        return text
+    }
+
+    static let volatile = [
+        (#"\(\d+\.\d+ s\)"#, "(TIME s)"),
+        (#"run-\d{8}-\d{6}-[0-9a-f]{8}"#, "run-ID"),
+        (#""duration_seconds":[0-9.e-]+"#, #""duration_seconds":TIME"#),
+        (#""duration_ms":\d+"#, #""duration_ms":TIME"#),
+    ]
+}

@@ -1,0 +1,97 @@
+import EvalEngine
+import Foundation
+import TestSupport
+import Testing
+import TraceCore
+
+/// The main job end to end in the library: load, run, compare, report, exit status.
+@Suite("Eval sessions")
+struct SessionTests {
+    static let bundled = ExampleRuns.fixtures.deletingLastPathComponent().appendingPathComponent("EvalCases").path
+    static let failing = ExampleRuns.fixtures.appendingPathComponent("eval/failing").path
+
+    func collect(_ session: EvalSession) async -> (finished: [EvalSession.Finished], report: EvalReport?) {
+        var finished: [EvalSession.Finished] = []
+        var report: EvalReport?
+        for await update in session.run() {
+            switch update {
+            case .finished(let case_): finished.append(case_)
+            case .completed(let completed): report = completed
+            }
+        }
+        return (finished, report)
+    }
+
+    func plan(_ paths: [String], in directory: TemporaryDirectory, baseline: String? = nil, update: Bool = false, failOn: FailOn = .any)
+        -> EvalSession.Plan
+    {
+        EvalSession.Plan(
+            paths: paths, baselineDirectory: baseline, updatesBaseline: update, failOn: failOn,
+            options: EvalOptions(jobs: 2, outputDirectory: directory.path("runs"), environment: .deterministic(runId: "r")))
+    }
+
+    @Test("the bundled cases: each case is yielded once with its index, then a report that exits 0")
+    func bundled() async throws {
+        try await TemporaryDirectory.with { directory in
+            let session = try EvalSession(plan([Self.bundled], in: directory))
+            let (finished, report) = await collect(session)
+            #expect(finished.map(\.index).sorted() == Array(session.cases.indices))
+            #expect(finished.map(\.done).sorted() == Array(1...session.cases.count))
+            for case_ in finished { #expect(case_.result.id == session.cases[case_.index].id) }
+            let completed = try #require(report)
+            #expect(completed.results.map(\.id) == session.cases.map(\.id))
+            #expect(completed.exitStatus == 0)
+            #expect(finished.allSatisfy { $0.comparison == nil }, "no baseline was read")
+        }
+    }
+
+    @Test("with a baseline: known failures do not fail --fail-on regression but fail --fail-on failure; a regression fails both")
+    func baselines() async throws {
+        try await TemporaryDirectory.with { directory in
+            let baseline = directory.path("baseline")
+            let writer = try EvalSession(plan([Self.failing], in: directory, baseline: baseline, update: true))
+            let (_, written) = await collect(writer)
+            #expect(try writer.writeBaselineIfAsked(from: try #require(written)) == baseline)
+            #expect(written?.exitStatus == 1)
+
+            let known = await collect(try EvalSession(plan([Self.failing], in: directory, baseline: baseline, failOn: .regression)))
+            #expect(known.finished.map { $0.comparison?.status } == Array(repeating: .knownFailure, count: known.finished.count))
+            #expect(known.report?.exitStatus == 0)
+            let failures = await collect(try EvalSession(plan([Self.failing], in: directory, baseline: baseline, failOn: .failure)))
+            #expect(failures.report?.exitStatus == 1)
+
+            // The baseline says one case passed: failing now is a regression.
+            let id = try #require(known.report?.results.first?.id)
+            let file = try #require(
+                FileManager.default.contentsOfDirectory(atPath: baseline).first { $0.hasPrefix(id) }.map { baseline + "/" + $0 })
+            let text = try String(contentsOfFile: file, encoding: .utf8)
+            try text.replacingOccurrences(of: #""outcome": "fail""#, with: #""outcome": "pass""#)
+                .replacingOccurrences(of: #""pass_rate": 0.0"#, with: #""pass_rate": 1.0"#)
+                .write(toFile: file, atomically: true, encoding: .utf8)
+            let after = await collect(try EvalSession(plan([Self.failing], in: directory, baseline: baseline, failOn: .regression)))
+            #expect(after.report?.regressions.map(\.id) == [id])
+            #expect(after.report?.exitStatus == 1)
+        }
+    }
+
+    @Test("every broken case file is reported before anything runs; an empty selection is an error")
+    func loadFailures() throws {
+        try TemporaryDirectory.with { directory in
+            try "caseId: a\nexpected: {toolsCalled: [x]\n".write(toFile: directory.path("a.yaml"), atomically: true, encoding: .utf8)
+            try "caseId: b\nexpectd: {}\n".write(toFile: directory.path("b.yaml"), atomically: true, encoding: .utf8)
+            #expect {
+                _ = try EvalSession(plan([directory.url.path], in: directory))
+            } throws: { error in
+                guard let failure = error as? EvalSession.LoadFailure else { return false }
+                return failure.inCaseFiles && failure.errors.map { $0.location?.path.hasSuffix(".yaml") } == [true, true]
+            }
+            var filtered = plan([Self.bundled], in: directory)
+            filtered.filters = ["no-such-case"]
+            #expect {
+                _ = try EvalSession(filtered)
+            } throws: { error in
+                (error as? EvalSession.LoadFailure)?.errors.map(\.code) == [.noCases]
+            }
+        }
+    }
+}
