@@ -1,4 +1,5 @@
 public import TraceCore
+import TraceLog
 
 extension ReplayStep {
     /// The step as replay's `--json` prints it (docs/replay.md).

@@ -1,4 +1,5 @@
 public import TraceCore
+import TraceLog
 
 extension Replayer.Result {
     /// The whole replay as `agent-eval replay --json` prints it (docs/replay.md): the steps

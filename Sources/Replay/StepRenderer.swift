@@ -1,4 +1,6 @@
+import Foundation
 import TraceCore
+import TraceLog
 
 /// Renders replayed steps as text for people: the context packet (what went in, what was left
 /// out and why), the raw and parsed decision, verdicts, intents and results, what changed in

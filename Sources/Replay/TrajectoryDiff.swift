@@ -1,4 +1,5 @@
 public import TraceCore
+import TraceLog
 
 /// Compares two runs' trajectories step by step: aligns their steps (tolerating steps inserted
 /// or removed in one of them), then finds the first difference in what the agent decided and

@@ -1,3 +1,5 @@
+import TraceCore
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)

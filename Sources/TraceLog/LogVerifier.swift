@@ -1,3 +1,5 @@
+import TraceCore
+
 /// Checks a whole log and lists every problem, reading on past damage where it can.
 ///
 /// It checks each gzip member (header CRC, deflate data, CRC-32 and size of the content),

@@ -1,3 +1,5 @@
+import TraceCore
+
 /// How a case compares with its baseline.
 public struct BaselineComparison: Sendable {
     public enum Status: String, Sendable {
