@@ -1,3 +1,4 @@
+import AgentRuntime
 public import TraceCore
 
 extension Rerun.Report {
@@ -22,7 +23,7 @@ extension Rerun.Report {
             entry.set("cause", divergence.cause)
             object.set("divergence", entry.json)
         }
-        object.set("unanswered", JSONValue.array(unanswered.map { .string($0) }))
+        object.set("unanswered", JSONValue.array(unanswered.map { .string($0.message) }))
         object.set("recorded_stop", recordedStop?.reason)
         object.set("new_stop", newStop?.reason)
         return object.json

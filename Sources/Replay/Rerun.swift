@@ -34,7 +34,7 @@ public enum Rerun {
         public var newEvents: Int
         public var newLog: String
         public var divergence: Divergence?
-        public var unanswered: [String]
+        public var unanswered: [UnansweredRequest]
         public var newStop: RunStopped?
         public var recordedStop: RunStopped?
     }
@@ -98,7 +98,7 @@ public enum Rerun {
             return given
         }
         let fresh = try LogReader(path: output).readAll().events.map(\.event)
-        var divergence = compare(recorded: recorded, new: fresh)
+        var divergence = compare(recorded: recorded, new: fresh, unanswered: unanswered)
         if let found = divergence, let change = schemaChange(recorded: recorded.first, new: fresh.first) {
             // A changed schema shows first where it is shown to the model (the packet's size) or
             // where it rejects the arguments.
@@ -110,29 +110,29 @@ public enum Rerun {
     }
 
     /// The first event where the runs differ, or nil when they are the same run.
-    static func compare(recorded: [Event], new: [Event]) -> Divergence? {
+    static func compare(recorded: [Event], new: [Event], unanswered: UnansweredRequests) -> Divergence? {
         for index in 0..<max(recorded.count, new.count) {
             guard index < recorded.count else {
                 let event = new[index]
                 return Divergence(
                     step: event.step, sequence: event.sequence, kind: event.kind, fieldPath: "(event)", recorded: "the recorded run ended",
-                    new: "\(event.kind): \(event.payload.summary)", cause: cause(recorded: nil, new: event))
+                    new: "\(event.kind): \(event.payload.summary)", cause: cause(recorded: nil, new: event, unanswered: unanswered))
             }
             guard index < new.count else {
                 let event = recorded[index]
                 return Divergence(
                     step: event.step, sequence: event.sequence, kind: event.kind, fieldPath: "(event)",
                     recorded: "\(event.kind): \(event.payload.summary)",
-                    new: "the new run ended", cause: cause(recorded: event, new: nil))
+                    new: "the new run ended", cause: cause(recorded: event, new: nil, unanswered: unanswered))
             }
             let a = normalized(recorded[index])
             let b = normalized(new[index])
             if a != b {
-                let (path, left, right) = firstDifference(a, b, path: "") ?? ("", a, b)
+                let difference = a.firstDifference(from: b, keyPriority: fieldPriority) ?? JSONDifference(path: "", left: a, right: b)
                 return Divergence(
-                    step: recorded[index].step, sequence: recorded[index].sequence, kind: recorded[index].kind, fieldPath: path,
-                    recorded: JSONWriter.encodeString(left), new: JSONWriter.encodeString(right),
-                    cause: cause(recorded: recorded[index], new: new[index]))
+                    step: recorded[index].step, sequence: recorded[index].sequence, kind: recorded[index].kind, fieldPath: difference.path,
+                    recorded: JSONWriter.encodeString(difference.leftOrAbsent), new: JSONWriter.encodeString(difference.rightOrAbsent),
+                    cause: cause(recorded: recorded[index], new: new[index], unanswered: unanswered))
             }
         }
         return nil
@@ -162,37 +162,8 @@ public enum Rerun {
         return ["kind": .string(event.kind), "step": .int(event.step), "data": .object(data)]
     }
 
-    static func firstDifference(_ a: JSONValue, _ b: JSONValue, path: String) -> (String, JSONValue, JSONValue)? {
-        switch (a, b) {
-        case (.object(let x), .object(let y)):
-            // The fields that say what happened come before the ones that explain it.
-            let priority = ["kind", "step", "verdict", "decision", "invalid", "status", "reason", "limit", "tool", "name", "arguments"]
-            let keys = Set(x.keys).union(y.keys).sorted { a, b in
-                (priority.firstIndex(of: a) ?? priority.count, a) < (priority.firstIndex(of: b) ?? priority.count, b)
-            }
-            for key in keys {
-                let child = path.isEmpty ? key : "\(path).\(key)"
-                switch (x[key], y[key]) {
-                case (let left?, let right?):
-                    if left != right { return firstDifference(left, right, path: child) ?? (child, left, right) }
-                case (let left?, nil): return (child, left, "(absent)")
-                case (nil, let right?): return (child, "(absent)", right)
-                case (nil, nil): continue
-                }
-            }
-            return nil
-        case (.array(let x), .array(let y)):
-            for index in 0..<max(x.count, y.count) {
-                let child = "\(path)[\(index)]"
-                guard index < x.count else { return (child, "(absent)", y[index]) }
-                guard index < y.count else { return (child, x[index], "(absent)") }
-                if x[index] != y[index] { return firstDifference(x[index], y[index], path: child) ?? (child, x[index], y[index]) }
-            }
-            return nil
-        default:
-            return a == b ? nil : (path, a, b)
-        }
-    }
+    /// The fields of an event that say what happened come before the ones that explain it.
+    static let fieldPriority = ["kind", "step", "verdict", "decision", "invalid", "status", "reason", "limit", "tool", "name", "arguments"]
 
     /// Which tool's input schema changed between the two runs' `run_started`, and where.
     static func schemaChange(recorded: Event?, new: Event?) -> String? {
@@ -200,16 +171,16 @@ public enum Rerun {
         for tool in after.tools {
             guard let old = before.tools.first(where: { $0.name == tool.name }), old.inputSchema != tool.inputSchema else { continue }
             let change =
-                firstDifference(old.inputSchema, tool.inputSchema, path: "").map { path, left, right in
-                    " (\(path): \(JSONWriter.encodeString(left)) → \(JSONWriter.encodeString(right)))"
+                old.inputSchema.firstDifference(from: tool.inputSchema).map { difference in
+                    " (\(difference.path): \(JSONWriter.encodeString(difference.leftOrAbsent)) → \(JSONWriter.encodeString(difference.rightOrAbsent)))"
                 } ?? ""
             return "the input schema of \(tool.name) changed\(change)"
         }
         return nil
     }
 
-    /// Why the runs part, read off the two events.
-    static func cause(recorded: Event?, new: Event?) -> String? {
+    /// Why the runs part, read off the two events (and the requests the log refused).
+    static func cause(recorded: Event?, new: Event?, unanswered: UnansweredRequests) -> String? {
         switch (recorded?.payload, new?.payload) {
         case (.verdictGiven(let before)?, .verdictGiven(let after)?) where before.verdict != after.verdict:
             return "policy: rule \(after.rule ?? "default") now gives \(after.verdict.rawValue) for \(after.tool) (\(after.callId))"
@@ -250,8 +221,9 @@ public enum Rerun {
             return "a limit now fires: \(stop.limit?.rawValue ?? "")" + (stop.error.map { " (\($0))" } ?? "")
         case (.runStopped(let stop)?, _) where stop.limit != nil:
             return "the \(stop.limit?.rawValue ?? "") limit that fired in the recorded run no longer does"
-        case (_, .toolCompleted(let result)?) where result.status == .refused && (result.error ?? "").hasPrefix("not run:"):
-            return "the log cannot answer this request: \(result.error?.dropFirst(9) ?? "")"
+        case (_, .toolCompleted(let result)?) where result.status == .refused:
+            guard let request = unanswered.request(callId: result.callId, attempt: result.attempt) else { return nil }
+            return "the log cannot answer this request: \(request.message)"
         case (_, .runStopped(let stop)?):
             return "the new run stops here: \(stop.reason.rawValue)" + (stop.error.map { " — \($0)" } ?? "")
         default:

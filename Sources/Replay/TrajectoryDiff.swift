@@ -178,10 +178,10 @@ public struct TrajectoryDiff: Sendable {
             if a.tool != b.tool {
                 return Difference(leftStep: left.step, rightStep: right.step, path: "\(a.id) tool", left: a.tool, right: b.tool)
             }
-            if a.arguments != b.arguments, let (path, x, y) = Rerun.firstDifference(a.arguments, b.arguments, path: "arguments") {
+            if a.arguments != b.arguments, let difference = a.arguments.firstDifference(from: b.arguments, at: "arguments") {
                 return Difference(
-                    leftStep: left.step, rightStep: right.step, path: "\(a.id) \(a.tool) \(path)", left: JSONWriter.encodeString(x),
-                    right: JSONWriter.encodeString(y))
+                    leftStep: left.step, rightStep: right.step, path: "\(a.id) \(a.tool) \(difference.path)",
+                    left: JSONWriter.encodeString(difference.leftOrAbsent), right: JSONWriter.encodeString(difference.rightOrAbsent))
             }
             if a.verdict != b.verdict {
                 return Difference(

@@ -44,4 +44,66 @@ extension JSONValue {
         guard case .object(let object) = self, case .object(let wanted) = pattern else { return equals(byValue: pattern) }
         return wanted.allSatisfy { member in object[member.key].map { $0.contains(member.value) } ?? false }
     }
+
+    /// The first place where this value and `other` differ, depth first: its key path (from
+    /// `path`: `a.b[2].c`) and the two values there (nil where one side lacks the member or
+    /// element). Object members are visited in `keyPriority` order first, then by name;
+    /// arrays by index. Nil when the values are equal.
+    public func firstDifference(from other: JSONValue, at path: String = "", keyPriority: [String] = []) -> JSONDifference? {
+        switch (self, other) {
+        case (.object(let x), .object(let y)):
+            let keys = Set(x.keys).union(y.keys).sorted { a, b in
+                (keyPriority.firstIndex(of: a) ?? keyPriority.count, a) < (keyPriority.firstIndex(of: b) ?? keyPriority.count, b)
+            }
+            for key in keys {
+                let child = path.isEmpty ? key : "\(path).\(key)"
+                switch (x[key], y[key]) {
+                case (let left?, let right?):
+                    if left != right {
+                        return left.firstDifference(from: right, at: child, keyPriority: keyPriority)
+                            ?? JSONDifference(path: child, left: left, right: right)
+                    }
+                case (let left, let right) where left != nil || right != nil:
+                    return JSONDifference(path: child, left: left, right: right)
+                default:
+                    continue
+                }
+            }
+            return nil
+        case (.array(let x), .array(let y)):
+            for index in 0..<max(x.count, y.count) {
+                let child = "\(path)[\(index)]"
+                // `.none`, not `nil`: JSONValue is nil-literal expressible, and a missing element is not `null`.
+                let left: JSONValue? = index < x.count ? .some(x[index]) : .none
+                let right: JSONValue? = index < y.count ? .some(y[index]) : .none
+                guard let left, let right else { return JSONDifference(path: child, left: left, right: right) }
+                if left != right {
+                    return left.firstDifference(from: right, at: child, keyPriority: keyPriority)
+                        ?? JSONDifference(path: child, left: left, right: right)
+                }
+            }
+            return nil
+        default:
+            return self == other ? nil : JSONDifference(path: path, left: self, right: other)
+        }
+    }
+}
+
+/// Where two JSON values first differ (see `JSONValue.firstDifference(from:at:keyPriority:)`).
+public struct JSONDifference: Sendable, Hashable {
+    /// The key path: `arguments.items[2].sku`; empty for the values themselves.
+    public var path: String
+    /// The left value there; nil when the left side has no such member or element.
+    public var left: JSONValue?
+    public var right: JSONValue?
+
+    public init(path: String, left: JSONValue?, right: JSONValue?) {
+        self.path = path
+        self.left = left
+        self.right = right
+    }
+
+    /// The left value, or `"(absent)"` for display.
+    public var leftOrAbsent: JSONValue { left ?? "(absent)" }
+    public var rightOrAbsent: JSONValue { right ?? "(absent)" }
 }

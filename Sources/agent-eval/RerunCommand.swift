@@ -64,7 +64,7 @@ struct RerunCommand: AsyncParsableCommand {
             print("identical: the current runtime and \(agentPath) reproduce all \(report.recordedEvents) events of \(log)")
         }
         if !report.unanswered.isEmpty && !json {
-            for message in report.unanswered { print("  not sent live: \(message)") }
+            for request in report.unanswered { print("  not sent live: \(request.message)") }
         }
         throw report.divergence == nil ? Exit.success : Exit.failure
     }

@@ -1,10 +1,11 @@
 import AgentRuntime
 import Foundation
-import Replay
 import TestSupport
 import Testing
 import TraceCore
 import TraceLog
+
+@testable import Replay
 
 @Suite("Re-run under current code")
 struct RerunTests {
@@ -86,7 +87,25 @@ struct RerunTests {
             }
             let report = try await Rerun.run(log: Self.log, agent: changed, output: directory.path("new.jsonl.gz"))
             #expect(report.divergence != nil)
-            #expect(report.unanswered.isEmpty || report.unanswered.allSatisfy { $0.hasPrefix("the log") })
+            #expect(report.unanswered.isEmpty || report.unanswered.allSatisfy { $0.message.hasPrefix("the log") })
         }
+    }
+
+    @Test("a refusal is blamed on the log only when the log refused that very request, whatever the result's text says")
+    func refusalIsTyped() {
+        let refused = Event(
+            runId: "r", sequence: 9, step: 2, timeUs: 0, previousHash: "",
+            payload: .toolCompleted(
+                ToolCompleted(
+                    callId: "call-2", tool: "refund_order", attempt: 1, status: .refused, error: "not run: the tool said so", durationUs: 0)
+            ))
+        let none = UnansweredRequests()
+        #expect(Rerun.cause(recorded: nil, new: refused, unanswered: none) == nil)
+        let logRefused = UnansweredRequests()
+        logRefused.append(
+            UnansweredRequest(callId: "call-2", attempt: 1, tool: "refund_order", message: "the log has no result for call-2"))
+        #expect(
+            Rerun.cause(recorded: nil, new: refused, unanswered: logRefused)
+                == "the log cannot answer this request: the log has no result for call-2")
     }
 }

@@ -133,4 +133,22 @@ struct JSONMatchingTests {
         #expect(!Self.value.contains(["order": ["items": [["sku": "M1"]]]]))
         #expect(!Self.value.contains(["missing": nil]))
     }
+
+    @Test("the first difference of two values: its key path and both sides, absent members and elements included")
+    func firstDifference() {
+        let a: JSONValue = ["order": ["items": [["sku": "A"], ["sku": "B"]], "total": 5], "kind": "x"]
+        #expect(a.firstDifference(from: a) == nil)
+        var b: JSONValue = ["order": ["items": [["sku": "A"], ["sku": "C"]], "total": 5], "kind": "x"]
+        #expect(a.firstDifference(from: b) == JSONDifference(path: "order.items[1].sku", left: "B", right: "C"))
+        #expect(a.firstDifference(from: b, at: "arguments")?.path == "arguments.order.items[1].sku")
+        b = ["order": ["items": [["sku": "A"]], "total": 5], "kind": "y"]
+        // Names sort first by priority: "kind" before "order".
+        #expect(a.firstDifference(from: b, keyPriority: ["kind"]) == JSONDifference(path: "kind", left: "x", right: "y"))
+        #expect(a.firstDifference(from: b)?.path == "kind", "by name, kind < order too")
+        b = ["order": ["items": [["sku": "A"]], "total": 5], "kind": "x"]
+        let missing = a.firstDifference(from: b)
+        #expect(missing == JSONDifference(path: "order.items[1]", left: ["sku": "B"], right: nil))
+        #expect(missing?.rightOrAbsent == "(absent)")
+        #expect(JSONValue.int(1).firstDifference(from: .string("1")) == JSONDifference(path: "", left: 1, right: "1"))
+    }
 }

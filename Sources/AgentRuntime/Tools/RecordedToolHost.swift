@@ -66,7 +66,7 @@ public struct RecordedToolHost: ToolHost {
     }
 
     private func refuse(_ message: String, _ request: ToolRequest) -> ToolOutcome {
-        unanswered.append(message)
+        unanswered.append(UnansweredRequest(callId: request.callId, attempt: request.attempt, tool: request.tool, message: message))
         return ToolOutcome(status: .refused, error: "not run: \(message)", durationUs: 0)
     }
 }
