@@ -2,7 +2,7 @@ public import Foundation
 import TraceCore
 import TraceLog
 
-/// The logs in `Fixtures/logs/`, and the code that writes each of them.
+/// The logs in `Fixtures/samples/`, and the code that writes each of them.
 ///
 /// Every fixture is produced by this code, byte for byte (a fixed clock and a fixed gzip
 /// header make the writer deterministic). `AGENT_EVAL_UPDATE_FIXTURES=1 swift test` rewrites
@@ -20,15 +20,15 @@ public enum FixtureLogs {
     }
 
     public static let all: [Fixture] = [
-        Fixture(name: "support-refund") { path in
+        Fixture(name: "support-sample") { path in
             _ = try LogWriter.withWriter(creating: path, runId: "run-support-refund") { try SampleRun.recordSupportRun(into: $0) }
         },
-        Fixture(name: "research-budget") { path in
+        Fixture(name: "research-sample") { path in
             _ = try LogWriter.withWriter(creating: path, runId: "run-research-budget") { try SampleRun.recordResearchRun(into: $0) }
         },
         // The research run killed mid-write: the writer flushed after every event but never
         // closed its member, and the last 37 bytes never reached the disk.
-        Fixture(name: "research-torn") { path in
+        Fixture(name: "research-sample-torn") { path in
             let writer = try LogWriter.create(
                 at: path, runId: "run-research-torn", options: .init(durability: .init(flush: .everyEvent)))
             _ = try SampleRun.recordResearchRun(into: writer)
@@ -43,10 +43,10 @@ public enum FixtureLogs {
         },
     ]
 
-    /// `Fixtures/logs` in the package.
+    /// `Fixtures/samples` in the package.
     public static var directory: URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("Fixtures/logs")
+            .deletingLastPathComponent().appendingPathComponent("Fixtures/samples")
     }
 
     /// Whether this run should rewrite the fixtures.

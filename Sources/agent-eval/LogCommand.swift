@@ -22,7 +22,7 @@ struct LogCommand: ParsableCommand {
                 where the file was cut. A damaged log prints the events before the damage and fails with exit 2.
 
                 Examples:
-                  agent-eval log cat Fixtures/logs/support-refund.jsonl.gz
+                  agent-eval log cat Fixtures/samples/support-sample.jsonl.gz
                   agent-eval log cat --json run.jsonl.gz | jq -c 'select(.kind == "verdict_given")'
                   agent-eval log cat --kind tool_intended --kind tool_completed run.jsonl.gz
                 """
@@ -71,7 +71,7 @@ struct LogCommand: ParsableCommand {
                 Exit codes: 0 intact, 1 damaged (problems listed), 2 unreadable (missing, not gzip).
 
                 Examples:
-                  agent-eval log verify Fixtures/logs/support-refund.jsonl.gz
+                  agent-eval log verify Fixtures/samples/support-sample.jsonl.gz
                   agent-eval log verify --json run.jsonl.gz
                 """
         )

@@ -32,7 +32,7 @@ func fixture(_ name: String) -> String {
 struct CLITests {
     @Test("log cat prints one summary line per event")
     func catSummaries() throws {
-        let result = try agentEval(["log", "cat", fixture("support-refund.jsonl.gz")])
+        let result = try agentEval(["log", "cat", fixture("support-sample.jsonl.gz")])
         #expect(result.status == 0)
         let lines = result.stdoutText.split(separator: "\n")
         #expect(lines.count == 27)
@@ -43,7 +43,7 @@ struct CLITests {
 
     @Test("log cat --json (and its old spelling --jsonl) prints the stored lines exactly, as zcat does")
     func catJSONL() throws {
-        let path = fixture("support-refund.jsonl.gz")
+        let path = fixture("support-sample.jsonl.gz")
         let ours = try agentEval(["log", "cat", "--json", path])
         let zcat = try Subprocess.run(gzipPath, ["-dc", path])
         #expect(ours.status == 0)
@@ -55,7 +55,7 @@ struct CLITests {
 
     @Test("log cat on a torn log prints the complete events and says where it was cut")
     func catTorn() throws {
-        let result = try agentEval(["log", "cat", fixture("research-torn.jsonl.gz")])
+        let result = try agentEval(["log", "cat", fixture("research-sample-torn.jsonl.gz")])
         #expect(result.status == 0)
         #expect(result.stdoutText.split(separator: "\n").count == 23)
         #expect(result.stderr.contains("note:"))
@@ -65,11 +65,11 @@ struct CLITests {
 
     @Test("log verify: 0 for intact, 1 with the problems for damaged, 2 for unreadable")
     func verifyExitCodes() throws {
-        let intact = try agentEval(["log", "verify", fixture("support-refund.jsonl.gz")])
+        let intact = try agentEval(["log", "verify", fixture("support-sample.jsonl.gz")])
         #expect(intact.status == 0)
         #expect(intact.stdoutText.contains("intact — 2 gzip members, 27 events, seq 0 to 26, hash chain unbroken"))
 
-        let torn = try agentEval(["log", "verify", fixture("research-torn.jsonl.gz")])
+        let torn = try agentEval(["log", "verify", fixture("research-sample-torn.jsonl.gz")])
         #expect(torn.status == 1)
         #expect(torn.stdoutText.contains("[torn_tail] member at byte 0, seq 23"))
 
@@ -90,7 +90,7 @@ struct CLITests {
 
     @Test("log verify --json reports members and problems for machines")
     func verifyJSON() throws {
-        let result = try agentEval(["log", "verify", "--json", fixture("research-torn.jsonl.gz")])
+        let result = try agentEval(["log", "verify", "--json", fixture("research-sample-torn.jsonl.gz")])
         #expect(result.status == 1)
         let report = try JSONParser.parse(result.stdout)
         #expect(report["intact"] == false)
@@ -103,7 +103,7 @@ struct CLITests {
     func repairTorn() throws {
         try TemporaryDirectory.with { directory in
             let path = directory.path("torn.jsonl.gz")
-            try FileManager.default.copyItem(atPath: fixture("research-torn.jsonl.gz"), toPath: path)
+            try FileManager.default.copyItem(atPath: fixture("research-sample-torn.jsonl.gz"), toPath: path)
             #expect(try Subprocess.run(gzipPath, ["-t", path]).status != 0)
             let repaired = try agentEval(["log", "repair", path])
             #expect(repaired.status == 0)
@@ -121,7 +121,7 @@ struct CLITests {
     func repairRefuses() throws {
         try TemporaryDirectory.with { directory in
             let path = directory.path("corrupt.jsonl.gz")
-            var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: fixture("support-refund.jsonl.gz"))))
+            var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: fixture("support-sample.jsonl.gz"))))
             bytes[200] ^= 0x04
             bytes.removeLast(3)
             try Data(bytes).write(to: URL(fileURLWithPath: path))

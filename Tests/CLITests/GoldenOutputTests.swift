@@ -13,16 +13,16 @@ struct GoldenCall: Sendable, CustomStringConvertible {
 @Suite("CLI output against checked-in expectations")
 struct GoldenOutputTests {
     static let calls = [
-        GoldenCall(name: "log-cat-support-refund", arguments: ["log", "cat", "Fixtures/logs/support-refund.jsonl.gz"]),
-        GoldenCall(name: "log-cat-research-torn", arguments: ["log", "cat", "Fixtures/logs/research-torn.jsonl.gz"]),
+        GoldenCall(name: "log-cat-support-sample", arguments: ["log", "cat", "Fixtures/samples/support-sample.jsonl.gz"]),
+        GoldenCall(name: "log-cat-research-sample-torn", arguments: ["log", "cat", "Fixtures/samples/research-sample-torn.jsonl.gz"]),
         GoldenCall(
             name: "log-cat-kinds",
-            arguments: ["log", "cat", "--kind", "tool_intended", "--kind", "tool_completed", "Fixtures/logs/research-budget.jsonl.gz"]),
-        GoldenCall(name: "log-verify-support-refund", arguments: ["log", "verify", "Fixtures/logs/support-refund.jsonl.gz"]),
-        GoldenCall(name: "log-verify-research-torn", arguments: ["log", "verify", "Fixtures/logs/research-torn.jsonl.gz"]),
+            arguments: ["log", "cat", "--kind", "tool_intended", "--kind", "tool_completed", "Fixtures/samples/research-sample.jsonl.gz"]),
+        GoldenCall(name: "log-verify-support-sample", arguments: ["log", "verify", "Fixtures/samples/support-sample.jsonl.gz"]),
+        GoldenCall(name: "log-verify-research-sample-torn", arguments: ["log", "verify", "Fixtures/samples/research-sample-torn.jsonl.gz"]),
         GoldenCall(
-            name: "log-verify-json-research-budget", arguments: ["log", "verify", "--json", "Fixtures/logs/research-budget.jsonl.gz"]),
-        GoldenCall(name: "log-verify-missing", arguments: ["log", "verify", "Fixtures/logs/no-such-run.jsonl.gz"]),
+            name: "log-verify-json-research-sample", arguments: ["log", "verify", "--json", "Fixtures/samples/research-sample.jsonl.gz"]),
+        GoldenCall(name: "log-verify-missing", arguments: ["log", "verify", "Fixtures/samples/no-such-run.jsonl.gz"]),
         GoldenCall(name: "run-evalcases", arguments: ["run", "EvalCases/", "--out", "runs", "--jobs", "2"]),
         GoldenCall(name: "run-failing", arguments: ["run", "Fixtures/eval/failing", "--out", "runs"]),
         GoldenCall(name: "run-json-failing", arguments: ["run", "Fixtures/eval/failing", "--out", "runs", "--json"]),

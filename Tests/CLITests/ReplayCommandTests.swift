@@ -47,7 +47,7 @@ struct ReplayCommandTests {
 
     @Test("a torn log replays to the tear and says where it was cut; a corrupt one stops with what to run")
     func damagedLogs() throws {
-        let torn = try agentEval(["replay", FixtureLogs.directory.appendingPathComponent("research-torn.jsonl.gz").path, "--plain"])
+        let torn = try agentEval(["replay", FixtureLogs.directory.appendingPathComponent("research-sample-torn.jsonl.gz").path, "--plain"])
         #expect(torn.status == 0)
         #expect(torn.stderr.contains("note: "))
         #expect(torn.stderr.contains("ends inside the gzip member"))

@@ -29,7 +29,7 @@ struct ReplayTests {
 
     @Test("a torn log replays up to the tear and says where it was cut")
     func tornLog() throws {
-        let log = FixtureLogs.directory.appendingPathComponent("research-torn.jsonl.gz").path
+        let log = FixtureLogs.directory.appendingPathComponent("research-sample-torn.jsonl.gz").path
         let result = try Replayer(path: log).replay { _, _ in true }
         #expect(result.read.tear != nil)
         #expect(result.state.eventCount == 23)

@@ -245,7 +245,7 @@ struct SealRecoveryTests {
     @Test("a seal interrupted after truncating the log is finished from its side file")
     func interruptedSeal() throws {
         try TemporaryDirectory.with { directory in
-            let torn = FixtureLogs.directory.appendingPathComponent("research-torn.jsonl.gz").path
+            let torn = FixtureLogs.directory.appendingPathComponent("research-sample-torn.jsonl.gz").path
             let reference = directory.path("reference.jsonl.gz")
             try writeBytes(try readBytes(torn), to: reference)
             let report = try #require(try LogRepair.seal(path: reference))
@@ -269,7 +269,7 @@ struct SealRecoveryTests {
     @Test("an incomplete side file is dropped and the log sealed from scratch")
     func incompleteSideFile() throws {
         try TemporaryDirectory.with { directory in
-            let torn = FixtureLogs.directory.appendingPathComponent("research-torn.jsonl.gz").path
+            let torn = FixtureLogs.directory.appendingPathComponent("research-sample-torn.jsonl.gz").path
             let path = directory.path("torn.jsonl.gz")
             try writeBytes(try readBytes(torn), to: path)
             try writeBytes(Array("agent-eval seal v1 offset=0 length=9999\n".utf8) + [0x1F, 0x8B], to: path + ".seal")

@@ -33,7 +33,7 @@ struct StateDigestTests {
 
     @Test("the digest changes with a field deep inside an old call")
     func sensitive() throws {
-        let path = FixtureLogs.directory.appendingPathComponent("support-refund.jsonl.gz").path
+        let path = FixtureLogs.directory.appendingPathComponent("support-sample.jsonl.gz").path
         let state = RunState(folding: try LogReader(path: path).readAll().events.map(\.event))
         var edited = state
         edited.calls[0].results[0].durationUs += 1
