@@ -19,7 +19,8 @@ struct GoldenOutputTests {
             name: "log-cat-kinds",
             arguments: ["log", "cat", "--kind", "tool_intended", "--kind", "tool_completed", "Fixtures/samples/research-sample.jsonl.gz"]),
         GoldenCall(name: "log-verify-support-sample", arguments: ["log", "verify", "Fixtures/samples/support-sample.jsonl.gz"]),
-        GoldenCall(name: "log-verify-research-sample-torn", arguments: ["log", "verify", "Fixtures/samples/research-sample-torn.jsonl.gz"]),
+        GoldenCall(
+            name: "log-verify-research-sample-torn", arguments: ["log", "verify", "Fixtures/samples/research-sample-torn.jsonl.gz"]),
         GoldenCall(
             name: "log-verify-json-research-sample", arguments: ["log", "verify", "--json", "Fixtures/samples/research-sample.jsonl.gz"]),
         GoldenCall(name: "log-verify-missing", arguments: ["log", "verify", "Fixtures/samples/no-such-run.jsonl.gz"]),
