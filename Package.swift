@@ -125,6 +125,11 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
+            name: "ConfigFileTests",
+            dependencies: ["TraceCore", "ConfigFile", "TestSupport"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "AgentRuntimeTests",
             dependencies: ["TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "TestSupport"],
             swiftSettings: strictSettings

@@ -194,14 +194,4 @@ struct PolicyTests {
     func conditions(_ test: ArgumentCondition.Test, _ arguments: JSONValue, _ holds: Bool) {
         #expect(ArgumentCondition(path: ["currency"], test: test).holds(in: arguments) == holds)
     }
-
-    @Test(
-        "globs",
-        arguments: [
-            ("delete_*", "delete_customer", true), ("delete_*", "undelete", false), ("*_order", "refund_order", true), ("a?c", "abc", true),
-            ("a?c", "ac", false), ("*", "", true),
-        ])
-    func globs(_ pattern: String, _ text: String, _ matches: Bool) {
-        #expect(Glob(pattern).matches(text) == matches)
-    }
 }

@@ -1,0 +1,113 @@
+import ConfigFile
+import Foundation
+import TestSupport
+import Testing
+import TraceCore
+
+@Suite("Config files")
+struct ConfigNodeTests {
+    static let text = """
+        name: demo
+        limits:
+          max_steps: 3
+          budget: "12"
+        tools:
+          - lookup
+          - refund
+        flag: yes-really
+        """
+
+    @Test("every node knows its file, line and column; mappings keep file order")
+    func positions() throws {
+        let root = try ConfigNode.parse(Self.text, path: "agent.yaml")
+        var reader = try root.mapping("the agent")
+        let limits = try reader.required("limits")
+        #expect(limits.location == SourceLocation(path: "agent.yaml", line: 3, column: 3))
+        guard case .mapping(let pairs) = limits.content else {
+            Issue.record("limits is not a mapping")
+            return
+        }
+        #expect(pairs.map(\.key) == ["max_steps", "budget"])
+        #expect(pairs[1].keyLocation == SourceLocation(path: "agent.yaml", line: 4, column: 3))
+        let tools = try reader.required("tools").strings("tools")
+        #expect(tools == ["lookup", "refund"])
+    }
+
+    @Test("values are read with their types, and a wrong type says what was expected and where")
+    func types() throws {
+        var limits = try ConfigNode.parse(Self.text, path: "agent.yaml").mapping("the agent")
+        var inner = try limits.required("limits").mapping("limits")
+        #expect(try inner.required("max_steps").int("limits.max_steps", in: 1...10) == 3)
+        // Quoted, so a string whatever it looks like.
+        #expect(throws: ConfigError.self) { _ = try inner.required("budget").int("limits.budget") }
+        do {
+            _ = try inner.required("budget").int("limits.budget")
+        } catch {
+            #expect(error.code == .invalidValue)
+            #expect(error.description == "agent.yaml:4:11: limits.budget must be a whole number, found a string")
+        }
+        do {
+            _ = try inner.required("max_steps").int("limits.max_steps", in: 5...10)
+        } catch {
+            #expect(error.message == "limits.max_steps must be between 5 and 10, found 3")
+        }
+    }
+
+    @Test("an unknown key is an error at that key, with the closest known key as a hint")
+    func unknownKeys() throws {
+        var reader = try ConfigNode.parse("name: x\nlimts: {}\n", path: "a.yaml").mapping("the agent")
+        _ = try reader.required("name")
+        _ = reader.optional("limits")
+        #expect {
+            try reader.finish()
+        } throws: { error in
+            guard let error = error as? ConfigError else { return false }
+            return error.code == .unknownKey && error.location.line == 2 && error.hint == "did you mean \"limits\"?"
+        }
+        #expect(ConfigNode.suggestion(for: "max_step", among: ["max_steps", "timeout_ms"]) == "max_steps")
+        #expect(ConfigNode.suggestion(for: "colour", among: ["max_steps"]) == nil)
+    }
+
+    @Test(
+        "syntax errors and duplicate keys name the line; an empty file is an empty mapping",
+        arguments: [
+            ("name: [x\n", ConfigError.Code.syntax, 2),
+            ("a: 1\nb: 2\na: 3\n", .duplicateKey, 3),
+            ("x:\n  - 1\n  y: 2\n", .syntax, 3),
+        ])
+    func badFiles(text: String, code: ConfigError.Code, line: Int) {
+        #expect {
+            _ = try ConfigNode.parse(text, path: "bad.yaml")
+        } throws: { error in
+            guard let error = error as? ConfigError else { return false }
+            return error.code == code && error.location.path == "bad.yaml" && error.location.line == line
+        }
+    }
+
+    @Test("an empty document is an empty mapping; a missing file is unreadable with a hint")
+    func emptyAndMissing() throws {
+        #expect(try ConfigNode.parse("", path: "e.yaml").content == .mapping([]))
+        #expect {
+            _ = try ConfigNode.load(path: "/nonexistent/agent.yaml")
+        } throws: { error in
+            (error as? ConfigError)?.code == .unreadable && (error as? ConfigError)?.message.contains("no such file") == true
+        }
+    }
+
+    @Test("plain scalars resolve to JSON types; quoted ones stay strings")
+    func json() throws {
+        let node = try ConfigNode.parse("a: 1\nb: \"1\"\nc: true\nd: ~\ne: 2.5\nf: [x, 'y']\n", path: "j.yaml")
+        #expect(node.json == ["a": 1, "b": "1", "c": true, "d": nil, "e": 2.5, "f": ["x", "y"]])
+    }
+
+    @Test(
+        "globs: * any run, ? one character, everything else itself",
+        arguments: [
+            ("delete_*", "delete_customer", true), ("delete_*", "undelete", false), ("*_order", "refund_order", true),
+            ("a?c", "abc", true), ("a?c", "ac", false), ("*", "", true), ("a.c", "abc", false),
+        ])
+    func globs(pattern: String, text: String, matches: Bool) {
+        #expect(Glob(pattern).matches(text) == matches)
+        #expect(Glob(pattern).isLiteral == !(pattern.contains("*") || pattern.contains("?")))
+    }
+}
