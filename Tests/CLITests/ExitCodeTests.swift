@@ -19,16 +19,20 @@ struct ExitCodeTests {
     static let good = "GOOD"
     static let corrupt = "CORRUPT"
     static let notGzip = "NOTGZIP"
+    /// A case file over the good log, and one over the corrupt log.
+    static let goodCase = "GOODCASE"
+    static let corruptCase = "CORRUPTCASE"
     static let agent = ExampleRuns.agentPath("support")
 
     static let rows: [Row] = [
         // Success.
         Row(0, "replay", good), Row(0, "replay", "--step", "1", good), Row(0, "replay", "--json", good),
         Row(0, "diff", good, good), Row(0, "log", "cat", good), Row(0, "log", "verify", good), Row(0, "log", "repair", good),
-        Row(0, "replay", "--rerun", "--agent", agent, good),
+        Row(0, "replay", "--rerun", "--agent", agent, good), Row(0, "rerun", good, "--agent", agent), Row(0, "run", goodCase),
         // Damaged or unreadable input: replay, diff, cat and re-run cannot run (2); verify and
         // repair report the damage as their verdict (1), and cannot run on a file that is not a log (2).
-        Row(2, "replay", corrupt), Row(2, "replay", "--step", "1", corrupt), Row(2, "replay", "--json", corrupt),
+        Row(2, "run", corruptCase), Row(2, "rerun", corrupt, "--agent", agent), Row(2, "replay", corrupt),
+        Row(2, "replay", "--step", "1", corrupt), Row(2, "replay", "--json", corrupt),
         Row(2, "diff", good, corrupt), Row(2, "diff", notGzip, good), Row(2, "log", "cat", corrupt),
         Row(1, "log", "verify", corrupt), Row(2, "log", "verify", notGzip), Row(1, "log", "repair", corrupt),
         Row(2, "log", "repair", notGzip), Row(2, "replay", "--rerun", "--agent", agent, corrupt),
@@ -48,17 +52,27 @@ struct ExitCodeTests {
             bytes[40] ^= 0x10
             try Data(bytes).write(to: URL(fileURLWithPath: directory.path("corrupt.jsonl.gz")))
             try "not a log\n".write(toFile: directory.path("notgz.jsonl.gz"), atomically: true, encoding: .utf8)
+            for (name, log) in [("good-case.yaml", "good.jsonl.gz"), ("corrupt-case.yaml", "corrupt.jsonl.gz")] {
+                try "caseId: \(name)\nlogs: \(log)\nexpected: {toolsNotCalled: [delete_customer]}\n".write(
+                    toFile: directory.path(name), atomically: true, encoding: .utf8)
+            }
             let arguments = row.arguments.map { argument in
                 switch argument {
                 case Self.good: good
                 case Self.corrupt: directory.path("corrupt.jsonl.gz")
                 case Self.notGzip: directory.path("notgz.jsonl.gz")
+                case Self.goodCase: directory.path("good-case.yaml")
+                case Self.corruptCase: directory.path("corrupt-case.yaml")
                 default: argument
                 }
             }
             let result = try agentEval(arguments, environment: ["AGENT_EVAL_CACHE_DIR": directory.path("cache")])
             #expect(result.status == row.status, "stderr: \(result.stderr)")
-            if row.status == 2 { #expect(result.stderr.hasPrefix("error: ")) }
+            if row.status == 2 {
+                // `run` explains a case that could not run in its report on standard output.
+                let explanation = row.arguments.first == "run" ? result.stdoutText : result.stderr
+                #expect(explanation.contains("error: "), "\(explanation)")
+            }
         }
     }
 }

@@ -6,6 +6,8 @@ import Testing
 struct GoldenCall: Sendable, CustomStringConvertible {
     let name: String
     let arguments: [String]
+    /// Files copied into the sandbox first (from, to), for commands that change a file.
+    var copies: [(String, String)] = []
 
     var description: String { name }
 }
@@ -58,6 +60,9 @@ struct GoldenOutputTests {
                 "run-golden", "--json",
             ]),
         GoldenCall(name: "exec-bad-agent", arguments: ["exec", "--agent", "Fixtures/agents/none.yaml", "--input", "x"]),
+        GoldenCall(
+            name: "log-repair-json-torn", arguments: ["log", "repair", "--json", "torn.jsonl.gz"],
+            copies: [("Fixtures/samples/research-sample-torn.jsonl.gz", "torn.jsonl.gz")]),
     ]
 
     static var packageDirectory: URL { FixtureLogs.directory.deletingLastPathComponent().deletingLastPathComponent() }
@@ -65,6 +70,9 @@ struct GoldenOutputTests {
     @Test("the output is exactly the checked-in expectation", arguments: calls)
     func golden(call: GoldenCall) throws {
         let rendered = try CLISandbox.with { sandbox in
+            for (from, to) in call.copies {
+                try FileManager.default.copyItem(atPath: sandbox.directory.path(from), toPath: sandbox.directory.path(to))
+            }
             let result = try sandbox.run(call.arguments)
             return sandbox.normalized(
                 """
