@@ -5,12 +5,9 @@
 //   swift run -c release eval-benchmark [--runs 1000] [--steps 20] [--repetitions 5] [--jobs 2] [--dir PATH]
 //
 // Prints medians of the repetitions; see README.md, "Performance".
-import AgentRuntime
-import ConfigFile
 import EvalEngine
 import Foundation
 import TestSupport
-import TraceCore
 import TraceLog
 
 struct Settings {

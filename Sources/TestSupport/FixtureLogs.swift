@@ -1,5 +1,4 @@
 public import Foundation
-import TraceCore
 import TraceLog
 
 /// The logs in `Fixtures/samples/`, and the code that writes each of them.

@@ -1,9 +1,6 @@
-import AgentRuntime
 import ArgumentParser
-import ConfigFile
 import Foundation
 import TraceCore
-import TraceLog
 
 #if canImport(Glibc)
     import Glibc

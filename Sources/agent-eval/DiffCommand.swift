@@ -1,7 +1,6 @@
 import ArgumentParser
 import Replay
 import TraceCore
-import TraceLog
 
 /// `agent-eval diff`: where two runs' trajectories part.
 struct DiffCommand: ParsableCommand {

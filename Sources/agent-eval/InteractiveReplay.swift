@@ -1,7 +1,5 @@
 import Foundation
 import Replay
-import TraceCore
-import TraceLog
 
 #if canImport(Glibc)
     import Glibc

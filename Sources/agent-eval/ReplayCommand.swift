@@ -1,4 +1,3 @@
-import AgentRuntime
 import ArgumentParser
 import Foundation
 import Replay

@@ -3,7 +3,6 @@ import ArgumentParser
 import Foundation
 import Replay
 import TraceCore
-import TraceLog
 
 /// `agent-eval rerun <log> --agent <file>`: re-drive the current runtime with a log.
 struct RerunCommand: AsyncParsableCommand {

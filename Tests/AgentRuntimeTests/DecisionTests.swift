@@ -4,7 +4,6 @@ import Synchronization
 import TestSupport
 import Testing
 import TraceCore
-import TraceLog
 
 @Suite("Typed decisions and invalid model output")
 struct DecisionTests {

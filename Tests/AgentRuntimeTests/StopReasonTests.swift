@@ -3,7 +3,6 @@ import Foundation
 import TestSupport
 import Testing
 import TraceCore
-import TraceLog
 
 @Suite("Every stop reason, reached by a scripted run")
 struct StopReasonTests {

@@ -2,7 +2,6 @@ import Foundation
 import TestSupport
 import Testing
 import TraceCore
-import TraceLog
 
 /// The built `agent-eval` binary, run as a real subprocess.
 func agentEval(_ arguments: [String], in directory: URL? = nil, environment: [String: String] = [:]) throws -> ProcessResult {

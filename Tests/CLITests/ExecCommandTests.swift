@@ -2,7 +2,6 @@ import Foundation
 import TestSupport
 import Testing
 import TraceCore
-import TraceLog
 
 @Suite("agent-eval exec")
 struct ExecCommandTests {

@@ -1,6 +1,5 @@
 import ConfigFile
 import Foundation
-import TestSupport
 import Testing
 import TraceCore
 

@@ -1,5 +1,4 @@
 import AgentRuntime
-import ConfigFile
 import EvalEngine
 import Foundation
 import TestSupport

@@ -4,7 +4,6 @@ import Replay
 import TestSupport
 import Testing
 import TraceCore
-import TraceLog
 
 @Suite("Diff")
 struct DiffTests {

@@ -3,7 +3,6 @@ import Foundation
 import TestSupport
 import Testing
 import TraceCore
-import TraceLog
 
 @testable import Replay
 

@@ -1,4 +1,3 @@
-import Synchronization
 public import TraceCore
 
 /// A tool host that answers from a recorded log: the result recorded for the same call id and
