@@ -1,5 +1,26 @@
 public import TraceCore
 
+/// Every error found in one config file, in file order: readers that can go on after an
+/// error (the next case, the next expectation) report them all at once.
+public struct ConfigErrors: Error, Sendable {
+    public var errors: [ConfigError]
+
+    public init(_ errors: [ConfigError]) {
+        self.errors = errors
+    }
+
+    /// Runs `body`; an error it throws is kept and nil returned, so reading goes on.
+    @discardableResult
+    public mutating func collect<T>(_ body: () throws(ConfigError) -> T) -> T? {
+        do {
+            return try body()
+        } catch {
+            errors.append(error)
+            return nil
+        }
+    }
+}
+
 /// The one error type of config files (agent files, scripted models, eval cases): what is
 /// wrong, where (file, line, column) and what to do.
 public struct ConfigError: Diagnostic, Hashable {

@@ -59,6 +59,22 @@ extension ConfigNode {
         return items
     }
 
+    /// A name (of a tool, a tag): a string. Unlike `string(_:)`, a plain number, boolean or null
+    /// is a type error, so `toolsCalled: 5` is not a tool named "5".
+    public func name(_ what: String) throws(ConfigError) -> String {
+        guard case .scalar(let text, _) = content, kindName == "string" else { throw typeError(what, expected: "a name (a string)") }
+        guard !text.isEmpty else { throw ConfigError(.invalidValue, "\(what) must not be empty", at: location) }
+        return text
+    }
+
+    /// A list of names, or a single name taken as a list of one.
+    public func names(_ what: String) throws(ConfigError) -> [String] {
+        if case .scalar = content { return [try name(what)] }
+        var result: [String] = []
+        for item in try list(what) { result.append(try item.name("each item of \(what)")) }
+        return result
+    }
+
     /// A list of strings, or a single string taken as a list of one.
     public func strings(_ what: String) throws(ConfigError) -> [String] {
         if case .scalar = content { return [try string(what)] }
@@ -133,10 +149,16 @@ public struct MappingReader {
 
     /// Throws on the first key that was never asked for, suggesting the closest known one.
     public func finish() throws(ConfigError) {
-        for pair in pairs where !known.contains(pair.key) {
+        if let first = unknownKeys().first { throw first }
+    }
+
+    /// An error for every key that was never asked for, each suggesting the closest known one;
+    /// `name` replaces the mapping's description when more is known by now (`case "b"`).
+    public func unknownKeys(in name: String? = nil) -> [ConfigError] {
+        pairs.filter { !known.contains($0.key) }.map { pair in
             let suggestion = ConfigNode.suggestion(for: pair.key, among: known)
-            throw ConfigError(
-                .unknownKey, "\(what) has no setting \"\(pair.key)\"", at: pair.keyLocation,
+            return ConfigError(
+                .unknownKey, "\(name ?? what) has no setting \"\(pair.key)\"", at: pair.keyLocation,
                 hint: suggestion.map { "did you mean \"\($0)\"?" } ?? "known keys: \(known.joined(separator: ", "))")
         }
     }

@@ -17,6 +17,19 @@ public struct EvalError: Diagnostic, Hashable {
         case unreadableBaseline = "unreadable_baseline"
         /// Writing a report or a baseline failed.
         case writeFailed = "write_failed"
+        /// A run did not finish (no `run_stopped`, a torn or empty log): it cannot show what was
+        /// not called.
+        case unfinishedRun = "unfinished_run"
+        /// A recorded state digest differs from the state the log folds to: the log was edited
+        /// (with its chain recomputed) or written by a different fold.
+        case digestMismatch = "digest_mismatch"
+        /// The fold found events that do not fit (a reused call id, a result for a call never
+        /// proposed, a tool run without an allow verdict).
+        case anomalousRun = "anomalous_run"
+        /// A case names a tool that none of its runs has: a typo would make the check vacuous.
+        case unknownTool = "unknown_tool"
+        /// The log a live run was to write exists already.
+        case logExists = "log_exists"
     }
 
     public var code: Code

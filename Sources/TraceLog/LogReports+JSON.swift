@@ -6,6 +6,7 @@ extension VerificationReport {
         var object = ObjectBuilder()
         object.set("path", path)
         object.set("intact", isIntact)
+        object.set("ending", ending.rawValue)
         object.set("event_count", eventCount)
         object.set("member_count", members.count)
         object.set(

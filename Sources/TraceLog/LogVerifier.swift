@@ -29,6 +29,7 @@ public enum LogVerifier {
                     lineNumber += 1
                     let location = EventLocation(memberIndex: member.index, memberOffset: member.offset, line: lineNumber)
                     if let recorded = checker.check(line, at: location, problems: &report.problems) {
+                        report.lastEventKind = recorded.event.kind
                         summary.firstSequence = summary.firstSequence ?? recorded.event.sequence
                         summary.lastSequence = recorded.event.sequence
                     }
@@ -121,6 +122,8 @@ public struct VerificationReport: Sendable, Hashable {
     /// Set when the file ends inside a member (also listed in `problems`).
     public var tear: LogTear?
     public var peakBufferBytes = 0
+    /// The kind of the last event read.
+    public var lastEventKind: String?
 
     public init(path: String) {
         self.path = path
@@ -128,4 +131,23 @@ public struct VerificationReport: Sendable, Hashable {
 
     /// No problem of any kind.
     public var isIntact: Bool { problems.isEmpty }
+
+    /// How the log ends.
+    public enum Ending: String, Sendable {
+        /// Intact, every member closed, and the last event is `run_stopped`.
+        case complete
+        /// Intact and every member closed, but the last event is not `run_stopped`: a run
+        /// still going, or one whose writer stopped between events.
+        case unfinished
+        /// The file ends inside a gzip member (a write was cut off).
+        case torn
+        /// Damage other than a torn tail.
+        case damaged
+    }
+
+    public var ending: Ending {
+        if tear != nil { return .torn }
+        if !isIntact { return .damaged }
+        return lastEventKind == "run_stopped" ? .complete : .unfinished
+    }
 }

@@ -15,6 +15,8 @@ enum Exit {
     static let failure = ExitCode(1)
     /// Could not run: unreadable input.
     static let unusable = ExitCode(2)
+    /// The command line is wrong.
+    static let usage = ExitCode(64)
 }
 
 /// Writes to standard error.

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ConfigFile
 import TraceCore
 import TraceLog
 
@@ -42,12 +43,25 @@ struct LogCommand: ParsableCommand {
         func run() throws {
             var output = OutputBuffer()
             let kinds = Set(kind)
+            var seen: Set<String> = []
             do {
                 let summary = try LogReader(path: file).forEachLine { line, recorded in
+                    seen.insert(recorded.event.kind)
                     guard kinds.isEmpty || kinds.contains(recorded.event.kind) else { return }
                     if json { output.append(line: line) } else { output.append(recorded.event.summaryLine) }
                 }
                 output.flush()
+                // A kind this version does not know and the log does not hold is a typo, not an
+                // empty answer (a newer writer's kinds are found when the log has them).
+                for name in kind where !EventPayload.knownKinds.contains(name) && !seen.contains(name) {
+                    let suggestion = ConfigNode.suggestion(for: name, among: EventPayload.knownKinds + seen.sorted())
+                    printError("error: --kind \(name) is not an event kind of this log or of this version")
+                    printError("  --> \(file)")
+                    printError(
+                        "hint: " + (suggestion.map { "did you mean \($0)? " } ?? "")
+                            + "kinds: \(EventPayload.knownKinds.joined(separator: ", "))")
+                    throw Exit.usage
+                }
                 if let tear = summary.tear {
                     printError("note: \(file): \(tear)")
                     printError("hint: run `agent-eval log repair \(file)` to seal it")
@@ -68,7 +82,11 @@ struct LogCommand: ParsableCommand {
                 an event, lines that are not valid events, an unknown envelope version, sequence gaps and repeats, \
                 and breaks in the hash chain (an edited event). It reads on past a damaged member.
 
-                Exit codes: 0 intact, 1 damaged (problems listed), 2 unreadable (missing, not gzip).
+                An intact log is complete (it ends with run_stopped and every gzip member is closed) or unfinished \
+                (it ends cleanly, but without run_stopped); --json says which as "ending": complete, unfinished, torn \
+                or damaged.
+
+                Exit codes: 0 intact (complete or unfinished), 1 damaged (problems listed), 2 unreadable (missing, not gzip).
 
                 Examples:
                   agent-eval log verify Fixtures/samples/support-sample.jsonl.gz
@@ -97,6 +115,13 @@ struct LogCommand: ParsableCommand {
                     print(
                         "\(file): intact — \(counted(report.members.count, "gzip member")), \(counted(report.eventCount, "event"))\(sequences), hash chain unbroken"
                     )
+                    if report.ending == .complete {
+                        print("  complete: the run ends with run_stopped and every gzip member is closed")
+                    } else {
+                        print(
+                            "  unfinished: the log ends cleanly, but with \(report.lastEventKind ?? "no event"), not run_stopped "
+                                + "(a run still going, or one whose writer stopped between events)")
+                    }
                 } else {
                     print(
                         "\(file): DAMAGED — \(counted(report.problems.count, "problem")) in \(counted(report.members.count, "gzip member")), \(counted(report.eventCount, "event")) read"

@@ -55,7 +55,7 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "The agent file for cases that name neither an agent nor logs.")
     var agent: String?
 
-    @Option(help: "Where live runs write their logs (default: runs/eval-<time>).")
+    @Option(help: "Where live runs write their logs (default: runs/eval-<time>-<pid>); a log that exists already is never overwritten.")
     var out: String?
 
     @Option(help: "Only cases whose id or a tag matches this glob (repeatable).")
@@ -169,8 +169,9 @@ struct RunCommand: AsyncParsableCommand {
         return (first.hasSuffix("/") ? String(first.dropLast()) : first) + "/.baseline"
     }
 
+    /// `runs/eval-<time>-<pid>`: live cases never write into a folder another run used.
     static func defaultOutput() -> String {
-        "runs/eval-\(RuntimeEnvironment.utcStamp())"
+        "runs/eval-\(RuntimeEnvironment.utcStamp())-\(getpid())"
     }
 }
 

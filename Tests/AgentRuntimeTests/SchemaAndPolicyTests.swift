@@ -14,8 +14,9 @@ struct SchemaTests {
             "reason": ["enum": ["damaged", "late"]],
             "express": ["type": "boolean"],
             "address": [
-                "type": "object", "required": ["country"],
+                "type": "object", "required": ["country"], "maxProperties": 2,
                 "properties": ["country": ["type": "string", "minLength": 2, "maxLength": 2], "zip": ["type": ["string", "null"]]],
+                "additionalProperties": ["type": "string"],
             ],
             "items": [
                 "type": "array", "minItems": 1, "maxItems": 3,
@@ -60,6 +61,10 @@ struct SchemaTests {
                 "arguments.address.zip must be a string or null, found an integer (1)"
             ),
             (replacing("items", with: []), "arguments.items must have at least 1 items, found 0"),
+            (
+                replacing("address", with: ["country": "DE", "zip": "1", "city": "Köln"]),
+                "arguments.address must have at most 2 fields, found 3"
+            ),
             (
                 replacing("items", with: [["sku": "M1", "qty": 1], ["sku": 5, "qty": 1]]),
                 "arguments.items[1].sku must be a string, found an integer (5)"

@@ -2,6 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 import TraceCore
+import TraceLog
 
 /// The built `agent-eval` binary, run as a real subprocess.
 func agentEval(_ arguments: [String], in directory: URL? = nil, environment: [String: String] = [:]) throws -> ProcessResult {
@@ -84,6 +85,24 @@ struct CLITests {
             #expect(notGzip.status == 2)
             #expect(notGzip.stderr.contains("error: the file is not a gzip-compressed log"))
             #expect(notGzip.stderr.contains("hint: agent-eval logs are gzip-compressed JSONL"))
+        }
+    }
+
+    @Test("log verify tells a complete log from one that ends cleanly but unfinished, and from a torn one")
+    func verifyEndings() throws {
+        try TemporaryDirectory.with { directory in
+            let events = try LogReader(path: fixture("support-sample.jsonl.gz")).readAll().events.map(\.event)
+            let path = directory.path("open.jsonl.gz")
+            try LogWriter.withWriter(creating: path, runId: "r") { writer in
+                for event in events.prefix(10) { try writer.append(event.payload, step: event.step, timeUs: event.timeUs) }
+            }
+            let open = try agentEval(["log", "verify", path])
+            #expect(open.status == 0)
+            #expect(open.stdoutText.contains("unfinished: the log ends cleanly, but with context_built, not run_stopped"))
+            let endings = try [path, fixture("support-sample.jsonl.gz"), fixture("research-sample-torn.jsonl.gz")].map { log in
+                try JSONParser.parse(try agentEval(["log", "verify", "--json", log]).stdout)["ending"]
+            }
+            #expect(endings == ["unfinished", "complete", "torn"])
         }
     }
 

@@ -39,7 +39,8 @@ struct ExitCodeTests {
         Row(2, "exec", "--agent", agent, "--resume", corrupt, "--approve", "call-3"), Row(2, "replay", "missing.jsonl.gz"),
         // Usage errors.
         Row(64, "replay"), Row(64, "replay", "--bogus", good), Row(64, "diff", good), Row(64, "log", "verify"),
-        Row(64, "exec"), Row(64, "run"), Row(64, "run", "EvalCases", "--repeat", "0"), Row(64, "frobnicate"),
+        Row(64, "log", "cat", "--kind", "tool_complete", good), Row(64, "exec"), Row(64, "run"),
+        Row(64, "run", "EvalCases", "--repeat", "0"), Row(64, "frobnicate"),
     ]
 
     @Test("each command exits with its documented code", arguments: rows)

@@ -60,9 +60,9 @@ struct RunCommandTests {
     @Test("a missing log or a broken agent file: exit 2, the case says why")
     func harnessErrors() throws {
         try TemporaryDirectory.with { directory in
-            try "caseId: a\nlogs: missing-*.jsonl.gz\nexpected: {}\n".write(
+            try "caseId: a\nlogs: missing-*.jsonl.gz\nexpected: {toolsCalled: [t]}\n".write(
                 toFile: directory.path("a.yaml"), atomically: true, encoding: .utf8)
-            try "caseId: b\nagent: nowhere.yaml\ninput: hi\nexpected: {}\n".write(
+            try "caseId: b\nagent: nowhere.yaml\ninput: hi\nexpected: {toolsCalled: [t]}\n".write(
                 toFile: directory.path("b.yaml"), atomically: true, encoding: .utf8)
             let result = try agentEval(["run", directory.url.path, "--out", directory.path("runs")])
             #expect(result.status == 2)

@@ -49,7 +49,19 @@ struct CaseFileTests {
         "bad case files of every kind, with file:line:column and what to do",
         arguments: [
             ("caseId: [x\n", "case.yaml:2:1: the file is not valid YAML: did not find expected ',' or ']'"),
-            ("input: hi\nexpected: {}\n", #"case.yaml:1:1: the case has no "caseId" (every case needs a unique caseId)"#),
+            ("input: hi\nexpected: {toolsCalled: [t]}\n", #"case.yaml:1:1: the case has no "caseId" (every case needs a unique caseId)"#),
+            (
+                "caseId: a\nlogs: x.gz\nexpected: {}\n",
+                #"case.yaml:3:11: case "a" expects nothing: a case with no expectation would pass any run (add at least one expectation, such as toolsCalled, toolsNotCalled or stopReason)"#
+            ),
+            (
+                "caseId: a\nlogs: x.gz\nexpected: {toolsCalled: 5}\n",
+                "case.yaml:3:25: toolsCalled must be a name (a string), found a number"
+            ),
+            (
+                "caseId: a\nlogs: x.gz\nexpected: {toolsNotCalled: [refund, true]}\n",
+                "case.yaml:3:37: each item of toolsNotCalled must be a name (a string), found a boolean"
+            ),
             (
                 "caseId: a\ninput: x\nexpected: {toolsCaled: [x]}\n",
                 #"case.yaml:3:12: expected has no setting "toolsCaled" (did you mean "toolsCalled"?)"#
@@ -63,10 +75,10 @@ struct CaseFileTests {
                 #"case.yaml:4:1: the key "expected" appears twice in this mapping (first at line 3) (remove one of them)"#
             ),
             (
-                "caseId: a\nlogs: x.gz\nagent: y.yaml\nexpected: {}\n",
+                "caseId: a\nlogs: x.gz\nagent: y.yaml\nexpected: {toolsCalled: [t]}\n",
                 "case.yaml:1:1: case \"a\" has both agent and logs; a case checks live runs or recorded ones"
             ),
-            ("caseId: a\nagent: y.yaml\nexpected: {}\n", "case.yaml:1:1: case \"a\" runs live and needs an input"),
+            ("caseId: a\nagent: y.yaml\nexpected: {toolsCalled: [t]}\n", "case.yaml:1:1: case \"a\" runs live and needs an input"),
             (
                 "caseId: a\nlogs: x.gz\nexpected: {sequence: {mode: sorted, calls: [x]}}\n",
                 #"case.yaml:3:29: sequence.mode must be one of "strict", "unordered", "subset", "superset", "in_order", found "sorted""#
@@ -84,7 +96,7 @@ struct CaseFileTests {
                 "case.yaml:3:28: callCounts.t max (1) is below min (3)"
             ),
             (
-                "caseId: a b\nlogs: x.gz\nexpected: {}\n",
+                "caseId: a b\nlogs: x.gz\nexpected: {toolsCalled: [t]}\n",
                 "case.yaml:1:9: caseId \"a b\" may only hold letters, digits, \"-\", \"_\", \".\" and \":\""
             ),
         ] as [(String, String)])
@@ -95,9 +107,12 @@ struct CaseFileTests {
     @Test("every broken file is reported, not only the first; duplicate ids are named with both places")
     func allErrors() throws {
         try TemporaryDirectory.with { directory in
-            try "caseId: a\nlogs: x.gz\nexpected: {}\n".write(toFile: directory.path("1.yaml"), atomically: true, encoding: .utf8)
-            try "caseId: a\nlogs: y.gz\nexpected: {}\n".write(toFile: directory.path("2.yaml"), atomically: true, encoding: .utf8)
-            try "caseId: b\nexpected: {maxSteps: -1}\n".write(toFile: directory.path("3.json"), atomically: true, encoding: .utf8)
+            try "caseId: a\nlogs: x.gz\nexpected: {toolsCalled: [t]}\n".write(
+                toFile: directory.path("1.yaml"), atomically: true, encoding: .utf8)
+            try "caseId: a\nlogs: y.gz\nexpected: {toolsCalled: [t]}\n".write(
+                toFile: directory.path("2.yaml"), atomically: true, encoding: .utf8)
+            try "caseId: b\nlogs: z.gz\nexpected: {maxSteps: -1}\n".write(
+                toFile: directory.path("3.json"), atomically: true, encoding: .utf8)
             try "not: [a case".write(toFile: directory.path(".hidden.yaml"), atomically: true, encoding: .utf8)
             let (cases, errors) = EvalSuite.load(paths: [directory.url.path])
             #expect(cases.map(\.id) == ["a"])
@@ -106,6 +121,28 @@ struct CaseFileTests {
             #expect(errors[0].message.contains("1.yaml:1:1"))
             #expect(errors[1].message == "maxSteps must be at least 0, found -1")
         }
+    }
+
+    @Test("every error of one case file is reported, in file order, and the file's other cases are read too")
+    func allErrorsOfAFile() throws {
+        let text = """
+            - caseId: a
+              logs: x.gz
+              tags: [ok]
+              expected: {toolsCaled: [x], maxSteps: many}
+            - caseId: b
+              lgos: y.gz
+              expected: {}
+            """
+        #expect(
+            try loadErrors(text) == [
+                #"case.yaml:4:14: expected has no setting "toolsCaled" (did you mean "toolsCalled"?)"#,
+                "case.yaml:4:41: maxSteps must be a whole number, found a string",
+                // With its logs misspelled, b is a live case without input.
+                #"case.yaml:5:3: case "b" runs live and needs an input"#,
+                #"case.yaml:6:3: case "b" has no setting "lgos" (known keys: caseId, description, tags, input, agent, logs, approve, deny, allowUnfinished, expected)"#,
+                #"case.yaml:7:13: case "b" expects nothing: a case with no expectation would pass any run (add at least one expectation, such as toolsCalled, toolsNotCalled or stopReason)"#,
+            ])
     }
 
     @Test("sharding puts every case in exactly one shard, and adding cases moves none of the others")

@@ -79,7 +79,8 @@ public struct ContextBuilder: Sendable {
         /// The call's revision when its observation was made: the fold bumps it at every change.
         typealias Mark = Int
 
-        var entries: [String: Entry] = [:]
+        /// By position in the state's calls (ids may repeat in imported runs).
+        var entries: [Entry?] = []
         var toolSizes: [String: Int] = [:]
 
         public init() {}
@@ -176,9 +177,12 @@ public struct ContextBuilder: Sendable {
     static func observations(of state: RunState, cache: inout Cache, content: (String) -> JSONValue?) -> [Cache.Entry] {
         var result: [Cache.Entry] = []
         result.reserveCapacity(state.calls.count)
-        for call in state.calls {
+        if cache.entries.count < state.calls.count {
+            cache.entries += Array(repeating: nil, count: state.calls.count - cache.entries.count)
+        }
+        for (index, call) in state.calls.enumerated() {
             let mark = call.revision
-            if let entry = cache.entries[call.id], entry.mark == mark {
+            if let entry = cache.entries[index], entry.mark == mark {
                 result.append(entry)
                 continue
             }
@@ -214,7 +218,7 @@ public struct ContextBuilder: Sendable {
                 mark: mark, observation: observation,
                 reference: ItemReference(id: call.id, summary: shortened(brief), contentHash: contentHash),
                 size: JSONWriter.encode(observation.json).count, resultHash: hasher.finalize())
-            cache.entries[call.id] = entry
+            cache.entries[index] = entry
             result.append(entry)
         }
         return result

@@ -27,6 +27,8 @@ public final class JSONSchema: Sendable {
     let pattern: String?
     let minItems: Int?
     let maxItems: Int?
+    let minProperties: Int?
+    let maxProperties: Int?
 
     enum Additional: Sendable {
         case allowed
@@ -51,6 +53,7 @@ public final class JSONSchema: Sendable {
             anyOf = []
             (minimum, maximum, exclusiveMinimum, exclusiveMaximum) = (nil, nil, nil, nil)
             (minLength, maxLength, pattern, minItems, maxItems) = (nil, nil, nil, nil, nil)
+            (minProperties, maxProperties) = (nil, nil)
             return
         }
         guard let object = json.objectValue else {
@@ -128,7 +131,7 @@ public final class JSONSchema: Sendable {
                     throw SchemaError(path: [key], message: "must be a number, found \(value.typeDescription)")
                 }
                 numbers[key] = number
-            case "minLength", "maxLength", "minItems", "maxItems":
+            case "minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties":
                 guard let count = value.intValue, count >= 0 else {
                     throw SchemaError(path: [key], message: "must be a whole number of at least 0")
                 }
@@ -145,7 +148,7 @@ public final class JSONSchema: Sendable {
                         path: [key],
                         message: "is not a supported schema keyword (supported: type, properties, required, "
                             + "additionalProperties, items, enum, const, anyOf, minimum, maximum, exclusiveMinimum, "
-                            + "exclusiveMaximum, minLength, maxLength, pattern, minItems, maxItems)")
+                            + "exclusiveMaximum, minLength, maxLength, pattern, minItems, maxItems, minProperties, maxProperties)")
                 }
             }
         }
@@ -168,6 +171,8 @@ public final class JSONSchema: Sendable {
         maxLength = counts["maxLength"]
         minItems = counts["minItems"]
         maxItems = counts["maxItems"]
+        minProperties = counts["minProperties"]
+        maxProperties = counts["maxProperties"]
         self.pattern = pattern
     }
 
@@ -196,6 +201,12 @@ public final class JSONSchema: Sendable {
         case .object(let object):
             for name in required where object[name] == nil {
                 return "\(path) is missing the required field \"\(name)\""
+            }
+            if let minProperties, object.count < minProperties {
+                return "\(path) must have at least \(minProperties) field\(minProperties == 1 ? "" : "s"), found \(object.count)"
+            }
+            if let maxProperties, object.count > maxProperties {
+                return "\(path) must have at most \(maxProperties) field\(maxProperties == 1 ? "" : "s"), found \(object.count)"
             }
             for member in object {
                 if let schema = properties.first(where: { $0.name == member.key })?.schema {

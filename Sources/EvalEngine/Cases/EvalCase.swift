@@ -22,6 +22,9 @@ public struct EvalCase: Sendable {
     public var expected: Expectations
     /// The file the case came from, and where in it.
     public var location: SourceLocation
+    /// Whether a run that did not finish (no `run_stopped`, a torn or empty log) is checked
+    /// over what it recorded instead of making the case "could not run".
+    public var allowsUnfinished = false
 
     public init(
         id: String, description: String? = nil, tags: [String] = [], input: String? = nil, source: Source, expected: Expectations,

@@ -6,17 +6,30 @@ import TraceCore
 /// format is documented in docs/eval-cases.md, with a JSON Schema in
 /// docs/eval-case.schema.json. Every error names file:line:column.
 public enum EvalCaseFile {
-    public static func load(path: String) throws(ConfigError) -> [EvalCase] {
-        let root = try ConfigNode.load(path: path)
+    /// The cases of the file at `path`; throws every error found in it (all cases and all
+    /// their fields are read before giving up), in file order.
+    public static func load(path: String) throws(ConfigErrors) -> [EvalCase] {
+        let root: ConfigNode
+        do {
+            root = try ConfigNode.load(path: path)
+        } catch {
+            throw ConfigErrors([error])
+        }
         let directory = (path as NSString).deletingLastPathComponent
+        var errors = ConfigErrors([])
+        var cases: [EvalCase] = []
         switch root.content {
         case .sequence(let items):
-            var cases: [EvalCase] = []
-            for (index, item) in items.enumerated() { cases.append(try readCase(item, what: "case \(index + 1)", directory: directory)) }
-            return cases
+            for (index, item) in items.enumerated() {
+                if let found = readCase(item, what: "case \(index + 1)", directory: directory, errors: &errors) { cases.append(found) }
+            }
         default:
-            return [try readCase(root, what: "the case", directory: directory)]
+            if let found = readCase(root, what: "the case", directory: directory, errors: &errors) { cases.append(found) }
         }
+        guard errors.errors.isEmpty else {
+            throw ConfigErrors(errors.errors.sorted { ($0.location.line, $0.location.column) < ($1.location.line, $1.location.column) })
+        }
+        return cases
     }
 
     /// `path` relative to the case file's directory, with `.` and `..` folded away so reports
@@ -35,91 +48,146 @@ public enum EvalCaseFile {
         return (joined.hasPrefix("/") ? "/" : "") + parts.joined(separator: "/")
     }
 
-    static func readCase(_ node: ConfigNode, what: String, directory: String) throws(ConfigError) -> EvalCase {
-        var fields = try node.mapping(what)
-        let idNode = try fields.required("caseId", hint: "every case needs a unique caseId")
-        let id = try idNode.nonEmptyString("caseId")
-        guard id.allSatisfy({ $0.isLetter || $0.isNumber || "-_.:".contains($0) }) else {
-            throw ConfigError(
-                .invalidValue, "caseId \"\(id)\" may only hold letters, digits, \"-\", \"_\", \".\" and \":\"", at: idNode.location)
-        }
-        let name = "case \"\(id)\""
-        let description = try fields.optional("description")?.string("description")
-        let tags = try fields.optional("tags")?.strings("tags") ?? []
-        let input = try fields.optional("input")?.string("input")
-        let agent = try fields.optional("agent")?.nonEmptyString("agent")
-        let logsNode = fields.optional("logs")
-        let logs = try logsNode?.strings("logs")
-        let approve = try fields.optional("approve")?.strings("approve") ?? []
-        let deny = try fields.optional("deny")?.strings("deny") ?? []
-        let expected = try readExpectations(fields.required("expected"))
-        try fields.finish()
-
-        let source: EvalCase.Source
-        switch (agent, logs) {
-        case (let agent?, nil):
-            source = .live(agent: resolve(agent, from: directory), approve: approve, deny: deny)
-        case (nil, let logs?):
-            guard !logs.isEmpty else { throw ConfigError(.invalidValue, "\(name) logs is empty", at: logsNode?.location ?? node.location) }
-            if !approve.isEmpty || !deny.isEmpty {
-                throw ConfigError(.invalidValue, "\(name) approve and deny only apply to live runs (with agent)", at: node.location)
+    /// One case; nil when it has errors, which go to `errors` (every field is read).
+    static func readCase(_ node: ConfigNode, what: String, directory: String, errors: inout ConfigErrors) -> EvalCase? {
+        let before = errors.errors.count
+        guard var fields = errors.collect({ () throws(ConfigError) in try node.mapping(what) }) else { return nil }
+        let id = errors.collect { () throws(ConfigError) -> String in
+            let idNode = try fields.required("caseId", hint: "every case needs a unique caseId")
+            let id = try idNode.nonEmptyString("caseId")
+            guard id.allSatisfy({ $0.isLetter || $0.isNumber || "-_.:".contains($0) }) else {
+                throw ConfigError(
+                    .invalidValue, "caseId \"\(id)\" may only hold letters, digits, \"-\", \"_\", \".\" and \":\"", at: idNode.location)
             }
-            source = .recorded(patterns: logs.map { resolve($0, from: directory) })
-        case (nil, nil):
-            source = .defaultAgent(approve: approve, deny: deny)
-        default:
-            throw ConfigError(.invalidValue, "\(name) has both agent and logs; a case checks live runs or recorded ones", at: node.location)
+            return id
         }
-        if case .recorded = source {
-        } else if input == nil {
-            throw ConfigError(.missingKey, "\(name) runs live and needs an input", at: node.location)
+        let name = id.map { "case \"\($0)\"" } ?? what
+        let description = errors.collect { () throws(ConfigError) in try fields.optional("description")?.string("description") } ?? nil
+        let tags = errors.collect { () throws(ConfigError) in try fields.optional("tags")?.names("tags") ?? [] } ?? []
+        let input = errors.collect { () throws(ConfigError) in try fields.optional("input")?.string("input") } ?? nil
+        let agent = errors.collect { () throws(ConfigError) in try fields.optional("agent")?.nonEmptyString("agent") } ?? nil
+        let logsNode = fields.optional("logs")
+        let logs = errors.collect { () throws(ConfigError) in try logsNode?.strings("logs") } ?? nil
+        let approve = errors.collect { () throws(ConfigError) in try fields.optional("approve")?.names("approve") ?? [] } ?? []
+        let deny = errors.collect { () throws(ConfigError) in try fields.optional("deny")?.names("deny") ?? [] } ?? []
+        let allowsUnfinished =
+            errors.collect { () throws(ConfigError) in try fields.optional("allowUnfinished")?.bool("allowUnfinished") ?? false } ?? false
+        let expectedNode = errors.collect { () throws(ConfigError) in try fields.required("expected") }
+        let expected = expectedNode.flatMap { readExpectations($0, case: name, errors: &errors) }
+        errors.errors.append(contentsOf: fields.unknownKeys(in: name))
+
+        var source: EvalCase.Source?
+        errors.collect { () throws(ConfigError) in
+            switch (agent, logs) {
+            case (let agent?, nil):
+                source = .live(agent: resolve(agent, from: directory), approve: approve, deny: deny)
+            case (nil, let logs?):
+                guard !logs.isEmpty else {
+                    throw ConfigError(.invalidValue, "\(name) logs is empty", at: logsNode?.location ?? node.location)
+                }
+                if !approve.isEmpty || !deny.isEmpty {
+                    throw ConfigError(.invalidValue, "\(name) approve and deny only apply to live runs (with agent)", at: node.location)
+                }
+                source = .recorded(patterns: logs.map { resolve($0, from: directory) })
+            case (nil, nil) where logsNode == nil:
+                source = .defaultAgent(approve: approve, deny: deny)
+            case (nil, nil):
+                return  // logs had the wrong type: already reported
+            default:
+                throw ConfigError(
+                    .invalidValue, "\(name) has both agent and logs; a case checks live runs or recorded ones", at: node.location)
+            }
+            if case .recorded? = source {
+            } else if input == nil {
+                throw ConfigError(.missingKey, "\(name) runs live and needs an input", at: node.location)
+            }
         }
-        return EvalCase(
+        guard errors.errors.count == before, let id, let source, let expected else { return nil }
+        var evalCase = EvalCase(
             id: id, description: description, tags: tags, input: input, source: source, expected: expected, location: node.location)
+        evalCase.allowsUnfinished = allowsUnfinished
+        return evalCase
     }
 
-    static func readExpectations(_ node: ConfigNode) throws(ConfigError) -> Expectations {
-        var fields = try node.mapping("expected")
+    /// The expectations; nil when they have errors, which go to `errors` (every one is read).
+    static func readExpectations(_ node: ConfigNode, case name: String, errors: inout ConfigErrors) -> Expectations? {
+        let before = errors.errors.count
+        guard var fields = errors.collect({ () throws(ConfigError) in try node.mapping("expected") }) else { return nil }
         var expected = Expectations()
-        expected.toolsCalled = try fields.optional("toolsCalled")?.strings("toolsCalled") ?? []
-        expected.toolsNotCalled = try fields.optional("toolsNotCalled")?.strings("toolsNotCalled") ?? []
-        expected.stopReason = try fields.optional("stopReason").map { node throws(ConfigError) in try node.choice("stopReason") }
-        expected.limit = try fields.optional("limit").map { node throws(ConfigError) in try node.choice("limit") }
-        if let node = fields.optional("sequence") { expected.sequence = try readSequence(node) }
-        if let node = fields.optional("arguments") {
-            let tools = try node.mapping("arguments")
-            for pair in tools.pairs { expected.arguments.append((pair.key, try readMatcher(pair.value, what: "arguments of \(pair.key)"))) }
+        errors.collect { () throws(ConfigError) in expected.toolsCalled = try fields.optional("toolsCalled")?.names("toolsCalled") ?? [] }
+        errors.collect { () throws(ConfigError) in
+            expected.toolsNotCalled = try fields.optional("toolsNotCalled")?.names("toolsNotCalled") ?? []
         }
-        if let node = fields.optional("callCounts") {
-            let tools = try node.mapping("callCounts")
-            for pair in tools.pairs { expected.callCounts.append((pair.key, try readRange(pair.value, what: "callCounts.\(pair.key)"))) }
+        errors.collect { () throws(ConfigError) in
+            expected.stopReason = try fields.optional("stopReason").map { node throws(ConfigError) in try node.choice("stopReason") }
         }
-        expected.maxSteps = try fields.optional("maxSteps")?.int("maxSteps", in: 0...Int.max)
-        expected.maxToolCalls = try fields.optional("maxToolCalls")?.int("maxToolCalls", in: 0...Int.max)
-        expected.maxTokens = try fields.optional("maxTokens")?.int("maxTokens", in: 0...Int.max)
-        expected.maxDurationMs = try fields.optional("maxDurationMs")?.int("maxDurationMs", in: 0...Int.max)
-        if let node = fields.optional("verdicts") {
-            var verdicts = try node.mapping("verdicts")
-            expected.denied = try verdicts.optional("denied")?.strings("verdicts.denied") ?? []
-            expected.approvalRequired = try verdicts.optional("approvalRequired")?.strings("verdicts.approvalRequired") ?? []
-            expected.requiresApprovalBeforeExecution =
-                try verdicts.optional("noUnapprovedExecution")?.bool("verdicts.noUnapprovedExecution") ?? false
-            try verdicts.finish()
+        errors.collect { () throws(ConfigError) in
+            expected.limit = try fields.optional("limit").map { node throws(ConfigError) in try node.choice("limit") }
         }
-        if let node = fields.optional("answer") {
-            if case .scalar = node.content {
-                expected.answerContains = [try node.string("answer")]
-            } else {
-                var answer = try node.mapping("answer")
-                expected.answerContains = try answer.optional("contains")?.strings("answer.contains") ?? []
-                if let pattern = answer.optional("matches") {
-                    expected.answerMatches = try regex(pattern, what: "answer.matches")
+        errors.collect { () throws(ConfigError) in
+            if let node = fields.optional("sequence") { expected.sequence = try readSequence(node) }
+        }
+        errors.collect { () throws(ConfigError) in
+            if let node = fields.optional("arguments") {
+                let tools = try node.mapping("arguments")
+                for pair in tools.pairs {
+                    expected.arguments.append((pair.key, try readMatcher(pair.value, what: "arguments of \(pair.key)")))
                 }
-                try answer.finish()
             }
         }
-        expected.countsDeniedAttempts = try fields.optional("countDeniedAttempts")?.bool("countDeniedAttempts") ?? false
-        try fields.finish()
+        errors.collect { () throws(ConfigError) in
+            if let node = fields.optional("callCounts") {
+                let tools = try node.mapping("callCounts")
+                for pair in tools.pairs {
+                    expected.callCounts.append((pair.key, try readRange(pair.value, what: "callCounts.\(pair.key)")))
+                }
+            }
+        }
+        errors.collect { () throws(ConfigError) in expected.maxSteps = try fields.optional("maxSteps")?.int("maxSteps", in: 0...Int.max) }
+        errors.collect { () throws(ConfigError) in
+            expected.maxToolCalls = try fields.optional("maxToolCalls")?.int("maxToolCalls", in: 0...Int.max)
+        }
+        errors.collect { () throws(ConfigError) in expected.maxTokens = try fields.optional("maxTokens")?.int("maxTokens", in: 0...Int.max)
+        }
+        errors.collect { () throws(ConfigError) in
+            expected.maxDurationMs = try fields.optional("maxDurationMs")?.int("maxDurationMs", in: 0...Int.max)
+        }
+        errors.collect { () throws(ConfigError) in
+            if let node = fields.optional("verdicts") {
+                var verdicts = try node.mapping("verdicts")
+                expected.denied = try verdicts.optional("denied")?.names("verdicts.denied") ?? []
+                expected.approvalRequired = try verdicts.optional("approvalRequired")?.names("verdicts.approvalRequired") ?? []
+                expected.requiresApprovalBeforeExecution =
+                    try verdicts.optional("noUnapprovedExecution")?.bool("verdicts.noUnapprovedExecution") ?? false
+                try verdicts.finish()
+            }
+        }
+        errors.collect { () throws(ConfigError) in
+            if let node = fields.optional("answer") {
+                if case .scalar = node.content {
+                    expected.answerContains = [try node.string("answer")]
+                } else {
+                    var answer = try node.mapping("answer")
+                    expected.answerContains = try answer.optional("contains")?.strings("answer.contains") ?? []
+                    if let pattern = answer.optional("matches") {
+                        expected.answerMatches = try regex(pattern, what: "answer.matches")
+                    }
+                    try answer.finish()
+                }
+            }
+        }
+        errors.collect { () throws(ConfigError) in
+            expected.countsDeniedAttempts = try fields.optional("countDeniedAttempts")?.bool("countDeniedAttempts") ?? false
+        }
+        errors.errors.append(contentsOf: fields.unknownKeys())
+        guard errors.errors.count == before else { return nil }
+        if expected.count == 0 {
+            errors.errors.append(
+                ConfigError(
+                    .invalidValue, "\(name) expects nothing: a case with no expectation would pass any run", at: node.location,
+                    hint: "add at least one expectation, such as toolsCalled, toolsNotCalled or stopReason"))
+            return nil
+        }
         return expected
     }
 
@@ -146,11 +214,11 @@ public enum EvalCaseFile {
         var calls: [CallPattern] = []
         for (index, item) in try node.list("sequence.calls").enumerated() {
             if case .scalar = item.content {
-                calls.append(CallPattern(tool: try item.nonEmptyString("sequence.calls[\(index)]"), location: item.location))
+                calls.append(CallPattern(tool: try item.name("sequence.calls[\(index)]"), location: item.location))
                 continue
             }
             var fields = try item.mapping("sequence.calls[\(index)]")
-            let tool = try fields.required("tool").nonEmptyString("sequence.calls[\(index)].tool")
+            let tool = try fields.required("tool").name("sequence.calls[\(index)].tool")
             let arguments = try fields.optional("arguments").map { node throws(ConfigError) in
                 try readMatcher(node, what: "sequence.calls[\(index)].arguments")
             }

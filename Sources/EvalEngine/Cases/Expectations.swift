@@ -33,6 +33,16 @@ public struct Expectations: Sendable {
 
     public init() {}
 
+    /// Every tool name the expectations mention, in order, without repeats.
+    public var toolNames: [String] {
+        var names: [String] = []
+        let all =
+            toolsCalled + toolsNotCalled + arguments.map(\.tool) + callCounts.map(\.tool) + denied + approvalRequired
+            + (sequence?.calls.map(\.tool) ?? [])
+        for name in all where !names.contains(name) { names.append(name) }
+        return names
+    }
+
     /// How many checks this is: one per tool listed and per setting given.
     public var count: Int {
         toolsCalled.count + toolsNotCalled.count + (stopReason == nil ? 0 : 1) + (limit == nil ? 0 : 1) + (sequence == nil ? 0 : 1)

@@ -223,12 +223,17 @@ public struct EvalReport: Sendable {
             for run in runs {
                 let name =
                     run.map { result.runs.count > 1 || result.evalCase.isLive ? "\(result.id) [\($0.label)]" : result.id } ?? result.id
-                let time = String(format: "%.3f", Double(run?.summary.durationMs ?? 0) / 1000)
-                var entry = "    <testcase classname=\"\(Self.xml(className))\" name=\"\(Self.xml(name))\" time=\"\(time)\""
-                if let error = run?.error ?? (run == nil ? result.error : nil) {
-                    errors += 1
+                // The time the check took; the run's own recorded duration is a property.
+                let time = String(format: "%.3f", Double(run?.checkDurationUs ?? 0) / 1_000_000)
+                var entry = "    <testcase classname=\"\(Self.xml(className))\" name=\"\(Self.xml(name))\" time=\"\(time)\">"
+                if let run {
                     entry +=
-                        ">\n      <error message=\"\(Self.xml(error.description))\" type=\"\(Self.xml(error.diagnosticCode))\"/>\n    </testcase>"
+                        "\n      <properties><property name=\"run_duration_ms\" value=\"\(run.summary.durationMs)\"/>"
+                        + "<property name=\"log\" value=\"\(Self.xml(run.logPath))\"/></properties>"
+                }
+                if let error = run?.error ?? result.error {
+                    errors += 1
+                    entry += "\n      <error message=\"\(Self.xml(error.description))\" type=\"\(Self.xml(error.diagnosticCode))\"/>"
                 } else if let run, !run.failures.isEmpty {
                     failures += 1
                     let text = run.failures.map { failure in
@@ -238,11 +243,9 @@ public struct EvalReport: Sendable {
                     let message =
                         "\(run.failures.count) expectation\(run.failures.count == 1 ? "" : "s") failed: "
                         + run.failures.map(\.expectation).joined(separator: ", ")
-                    entry +=
-                        ">\n      <failure message=\"\(Self.xml(message))\" type=\"trajectory\">\(Self.xml(text))</failure>\n    </testcase>"
-                } else {
-                    entry += "/>"
+                    entry += "\n      <failure message=\"\(Self.xml(message))\" type=\"trajectory\">\(Self.xml(text))</failure>"
                 }
+                entry += "\n    </testcase>"
                 cases.append(entry)
             }
         }

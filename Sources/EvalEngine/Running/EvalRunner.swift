@@ -130,6 +130,7 @@ public struct EvalRunner: Sendable {
                 received[index] += 1
                 if received[index] == expected[index] {
                     results[index].runs.sort { ($0.repeatIndex, $0.logPath) < ($1.repeatIndex, $1.logPath) }
+                    if results[index].error == nil { results[index].error = Self.unknownTool(in: results[index]) }
                     finished += 1
                     progress(index, results[index], finished, cases.count)
                 }
@@ -139,15 +140,76 @@ public struct EvalRunner: Sendable {
         return results
     }
 
-    /// Reads and folds one recorded log and checks it.
-    static func check(log: String, case evalCase: EvalCase, options: EvalOptions) -> RunResult {
+    /// Reads and folds one log, checking every recorded state digest on the way, and checks
+    /// the case against it. A run whose record cannot be trusted — its digests do not match,
+    /// the fold found anomalies, or it did not finish (unless the case allows that) — is a
+    /// harness error ("could not run"), never a pass.
+    static func check(log: String, repeatIndex: Int = 0, case evalCase: EvalCase, options: EvalOptions) -> RunResult {
+        let clock = ContinuousClock()
+        let started = clock.now
+        var result = checkRecord(log: log, repeatIndex: repeatIndex, case: evalCase, options: options)
+        let elapsed = started.duration(to: clock.now)
+        result.checkDurationUs = Int(elapsed.components.seconds) * 1_000_000 + Int(elapsed.components.attoseconds / 1_000_000_000_000)
+        return result
+    }
+
+    private static func checkRecord(log: String, repeatIndex: Int, case evalCase: EvalCase, options: EvalOptions) -> RunResult {
         var state = RunState()
+        var digester = StateDigester()
+        var mismatch: (sequence: Int, step: Int)?
+        let read: ReadSummary
         do {
-            let summary = try LogReader(path: log).forEachEvent { RunState.reduce(into: &state, $0.event) }
-            return evaluate(state, log: log, repeatIndex: 0, case: evalCase, options: options, tear: summary.tear.map { "\($0)" })
+            read = try LogReader(path: log).forEachEvent { recorded in
+                let event = recorded.event
+                if mismatch == nil, case .stepEnded(let ended) = event.payload, digester.digest(of: state) != ended.stateDigest {
+                    mismatch = (event.sequence, event.step)
+                }
+                digester.track(RunState.reduce(into: &state, event))
+            }
         } catch {
-            return RunResult(logPath: log, repeatIndex: 0, failures: [], notes: [], error: record(error), summary: RunSummary(state))
+            return RunResult(
+                logPath: log, repeatIndex: repeatIndex, failures: [], notes: [], error: record(error), summary: RunSummary(state))
         }
+        let place = SourceLocation(path: log, sequence: mismatch?.sequence)
+        func cannotRun(_ code: EvalError.Code, _ message: String, hint: String) -> RunResult {
+            var summary = RunSummary(state)
+            summary.tear = read.tear.map { "\($0)" }
+            return RunResult(
+                logPath: log, repeatIndex: repeatIndex, failures: [], notes: [],
+                error: DiagnosticRecord(EvalError(code, message, location: place, hint: hint)), summary: summary)
+        }
+        if let mismatch {
+            return cannotRun(
+                .digestMismatch,
+                "the state digest recorded at seq \(mismatch.sequence) (step \(mismatch.step)) differs from the state the log folds to: "
+                    + "the log was edited or written by a different fold, so its trajectory cannot be trusted",
+                hint: "replay the log to that step to see the recorded and the rebuilt state")
+        }
+        if let anomaly = state.anomalies.first {
+            return cannotRun(
+                .anomalousRun,
+                "the log does not fit together (\(state.anomalies.count) anomal\(state.anomalies.count == 1 ? "y" : "ies")): \(anomaly.message)",
+                hint: "replay the log to see every anomaly; a case cannot be graded on a record that contradicts itself")
+        }
+        var unfinished: String?
+        if state.eventCount == 0 {
+            unfinished = "the log holds no event"
+        } else if let tear = read.tear {
+            unfinished = "the log is torn: \(tear)"
+        } else if state.stop == nil {
+            unfinished = "the log ends at seq \(state.eventCount - 1) without run_stopped"
+        }
+        if let unfinished, !evalCase.allowsUnfinished {
+            return cannotRun(
+                .unfinishedRun, "the run did not finish (\(unfinished)); a run that did not finish cannot show what it did not do",
+                hint: "set allowUnfinished: true on the case to check what the run recorded so far")
+        }
+        var result = evaluate(state, log: log, repeatIndex: repeatIndex, case: evalCase, options: options, tear: read.tear.map { "\($0)" })
+        if let unfinished, read.tear == nil {
+            result.notes.append(
+                CheckNote(message: "the run did not finish (\(unfinished)): checked over what it recorded", step: state.step))
+        }
+        return result
     }
 
     static func evaluate(_ state: RunState, log: String, repeatIndex: Int, case evalCase: EvalCase, options: EvalOptions, tear: String?)
@@ -162,8 +224,27 @@ public struct EvalRunner: Sendable {
         return RunResult(logPath: log, repeatIndex: repeatIndex, failures: failures, notes: notes, error: nil, summary: summary)
     }
 
-    /// Runs a live case once (resuming it with the case's approvals when it stops for one)
-    /// and checks the log it wrote.
+    /// A tool the case names that none of its checked runs had: a typo that would make
+    /// `toolsNotCalled` pass vacuously. Runs that could not be read do not count.
+    static func unknownTool(in result: CaseResult) -> DiagnosticRecord? {
+        let runs = result.runs.filter { $0.error == nil }
+        guard !runs.isEmpty else { return nil }
+        let available = Set(runs.flatMap(\.summary.availableTools))
+        let known = runs.first?.summary.availableTools ?? []
+        for tool in result.evalCase.expected.toolNames where !available.contains(tool) {
+            let suggestion = ConfigNode.suggestion(for: tool, among: Array(available).sorted())
+            return DiagnosticRecord(
+                EvalError(
+                    .unknownTool,
+                    "case \"\(result.id)\" names the tool \"\(tool)\", which none of its runs has (they have: \(known.joined(separator: ", ")))",
+                    location: result.evalCase.location,
+                    hint: suggestion.map { "did you mean \"\($0)\"?" } ?? "check the tool names against the agent file"))
+        }
+        return nil
+    }
+
+    /// Runs a live case once (resuming it with the case's approvals when it stops for one),
+    /// then grades it from the log it wrote — read back, digests checked — not from memory.
     static func runLive(_ evalCase: EvalCase, agentPath: String, repeatIndex: Int, agents: AgentCache, options: EvalOptions) async
         -> RunResult
     {
@@ -174,6 +255,16 @@ public struct EvalRunner: Sendable {
         } catch {
             return RunResult(logPath: log, repeatIndex: repeatIndex, failures: [], notes: [], error: record(error), summary: RunSummary())
         }
+        if FileManager.default.fileExists(atPath: log) {
+            // Never overwrite a log, and never grade a run from memory: a log that is there
+            // already belongs to another run (or another process).
+            return RunResult(
+                logPath: log, repeatIndex: repeatIndex, failures: [], notes: [],
+                error: DiagnosticRecord(
+                    EvalError(
+                        .logExists, "the log for this live run exists already: \(log)", location: SourceLocation(path: log),
+                        hint: "write live runs to a new output directory")), summary: RunSummary())
+        }
         var approve: [String] = []
         var deny: [String] = []
         switch evalCase.source {
@@ -183,16 +274,15 @@ public struct EvalRunner: Sendable {
         case .recorded: break
         }
         do {
-            try? FileManager.default.removeItem(atPath: log)
             let runtime = AgentRuntime(agent: agent, environment: options.environment)
-            let outcome = try await runtime.resumeWhileDecided(try await runtime.run(goal: evalCase.input ?? "", log: log)) { waiting in
+            _ = try await runtime.resumeWhileDecided(try await runtime.run(goal: evalCase.input ?? "", log: log)) { waiting in
                 guard waiting.allSatisfy({ approve.contains($0.id) || deny.contains($0.id) }) else { return nil }
                 return waiting.map { ApprovalRecorded(callId: $0.id, isGranted: approve.contains($0.id), approver: "agent-eval run") }
             }
-            return evaluate(outcome.state, log: log, repeatIndex: repeatIndex, case: evalCase, options: options, tear: nil)
         } catch {
             return RunResult(logPath: log, repeatIndex: repeatIndex, failures: [], notes: [], error: record(error), summary: RunSummary())
         }
+        return check(log: log, repeatIndex: repeatIndex, case: evalCase, options: options)
     }
 }
 

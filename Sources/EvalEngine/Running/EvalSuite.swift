@@ -39,7 +39,7 @@ public enum EvalSuite {
                     cases.append(evalCase)
                 }
             } catch {
-                errors.append(EvalError(error))
+                errors.append(contentsOf: error.errors.map(EvalError.init))
             }
         }
         if cases.isEmpty && errors.isEmpty {

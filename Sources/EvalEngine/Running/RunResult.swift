@@ -12,6 +12,8 @@ public struct RunResult: Sendable {
     /// a harness error, not a failure.
     public var error: DiagnosticRecord?
     public var summary: RunSummary
+    /// How long reading and checking the run took (not the run's own duration), in microseconds.
+    public var checkDurationUs = 0
 
     public init(
         logPath: String, repeatIndex: Int, failures: [ExpectationFailure], notes: [CheckNote], error: DiagnosticRecord?, summary: RunSummary

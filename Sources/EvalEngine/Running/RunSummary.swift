@@ -13,6 +13,8 @@ public struct RunSummary: Sendable, Hashable {
     public var durationMs = 0
     /// Where the log was cut, for a torn log.
     public var tear: String?
+    /// The tools the run had (its `run_started` tool list), in that order.
+    public var availableTools: [String] = []
 
     public init() {}
 
@@ -24,5 +26,6 @@ public struct RunSummary: Sendable, Hashable {
         steps = state.decisions.last?.step ?? 0
         tokens = state.usage.totalTokens
         durationMs = state.elapsedUs / 1000
+        availableTools = state.start?.tools.map(\.name) ?? []
     }
 }

@@ -51,9 +51,11 @@ extension RunState {
             state.usage.modelLatencyUs += made.latencyUs ?? 0
             if case .valid(.toolCalls(let proposed)) = made.outcome {
                 for call in proposed {
+                    // A reused id is an anomaly, but the call is kept: dropping it would hide a
+                    // call from every trajectory check. Later events pair with the newest call
+                    // of that id, as transcripts that reuse ids mean them to.
                     if state.callIndex(call.id) != nil {
                         state.note(event, "proposes call id \"\(call.id)\" a second time")
-                        continue
                     }
                     state.calls.append(
                         ToolCallRecord(id: call.id, tool: call.name, step: event.step, arguments: call.arguments))

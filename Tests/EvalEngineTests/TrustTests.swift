@@ -1,0 +1,171 @@
+import EvalEngine
+import Foundation
+import TestSupport
+import Testing
+import TraceCore
+import TraceLog
+
+/// A green result must be believable: runs whose record cannot be trusted are "could not
+/// run", never a pass.
+@Suite("Trusting the verdict")
+struct TrustTests {
+    static let recorded = ExampleRuns.directory.appendingPathComponent("support-refund.jsonl.gz").path
+
+    func run(_ caseText: String, in directory: TemporaryDirectory, name: String = "case.yaml") async throws -> CaseResult {
+        try caseText.write(toFile: directory.path(name), atomically: true, encoding: .utf8)
+        let session = try EvalSession(
+            EvalSession.Plan(
+                paths: [directory.path(name)],
+                options: EvalOptions(jobs: 1, outputDirectory: directory.path("runs"), environment: .deterministic(runId: "r"))))
+        var report: EvalReport?
+        for await update in session.run() { if case .completed(let completed) = update { report = completed } }
+        return try #require(report?.results.first)
+    }
+
+    /// Writes `events` (their payloads, steps and times) as a new log with a valid chain.
+    func rewrite(_ events: [Event], to path: String) throws {
+        try LogWriter.withWriter(creating: path, runId: events.first?.runId ?? "r") { writer in
+            for event in events { try writer.append(event.payload, step: event.step, timeUs: event.timeUs) }
+        }
+    }
+
+    func events(of path: String) throws -> [Event] { try LogReader(path: path).readAll().events.map(\.event) }
+
+    @Test("a call id used for two calls: the fold keeps both, and a forbidden tool run under the reused id cannot pass")
+    func reusedCallIds() async throws {
+        try await TemporaryDirectory.with { directory in
+            var events = try events(of: Self.recorded)
+            // The model's second decision proposes delete_customer under call-1, which lookup_order used.
+            for (index, event) in events.enumerated() {
+                guard case .decisionMade(var made) = event.payload, case .valid(.toolCalls(var calls)) = made.outcome else { continue }
+                guard let position = calls.firstIndex(where: { $0.name == "delete_customer" }) else { continue }
+                let original = calls[position].id
+                calls[position].id = "call-1"
+                made.outcome = .valid(.toolCalls(calls))
+                events[index] = Event(
+                    runId: event.runId, sequence: event.sequence, step: event.step, timeUs: event.timeUs, previousHash: "",
+                    payload: .decisionMade(made))
+                for later in events.indices where later > index {
+                    if case .verdictGiven(var verdict) = events[later].payload, verdict.callId == original {
+                        verdict.callId = "call-1"
+                        events[later].payload = .verdictGiven(verdict)
+                    }
+                }
+            }
+            let folded = RunState(folding: events)
+            #expect(folded.calls.filter { $0.id == "call-1" }.map(\.tool) == ["lookup_order", "delete_customer"])
+            #expect(folded.anomalies.contains { $0.message.contains("proposes call id \"call-1\" a second time") })
+            let log = directory.path("reused.jsonl.gz")
+            try rewrite(events, to: log)
+            let result = try await run("caseId: c\nlogs: reused.jsonl.gz\nexpected: {toolsNotCalled: [delete_customer]}\n", in: directory)
+            #expect(!result.passed)
+            #expect(
+                result.harnessError?.diagnosticCode == "eval.anomalous_run" || result.harnessError?.diagnosticCode == "eval.digest_mismatch"
+            )
+        }
+    }
+
+    @Test("a run that did not finish cannot pass: an empty log, a torn log, a log without run_stopped")
+    func unfinished() async throws {
+        try await TemporaryDirectory.with { directory in
+            FileManager.default.createFile(atPath: directory.path("empty.jsonl.gz"), contents: Data())
+            try FileManager.default.copyItem(
+                atPath: FixtureLogs.directory.appendingPathComponent("research-sample-torn.jsonl.gz").path,
+                toPath: directory.path("torn.jsonl.gz"))
+            let events = try events(of: Self.recorded)
+            // Everything up to the approval stop's resume, then the log simply ends.
+            let cut = try #require(events.firstIndex { if case .runStopped = $0.payload { true } else { false } })
+            try rewrite(Array(events.prefix(cut)), to: directory.path("open.jsonl.gz"))
+            for log in ["empty", "torn", "open"] {
+                let result = try await run(
+                    "caseId: \(log)\nlogs: \(log).jsonl.gz\nexpected: {toolsNotCalled: [delete_customer]}\n", in: directory,
+                    name: "\(log).yaml")
+                #expect(!result.passed, "\(log)")
+                #expect(result.harnessError?.diagnosticCode == "eval.unfinished_run", "\(log)")
+            }
+            // Allowed explicitly: checked over what was recorded, and said so.
+            let allowed = try await run(
+                "caseId: open\nlogs: open.jsonl.gz\nallowUnfinished: true\nexpected: {toolsNotCalled: [delete_customer]}\n", in: directory,
+                name: "allowed.yaml")
+            #expect(allowed.passed)
+            #expect(allowed.runs.first?.notes.contains { $0.message.hasPrefix("the run did not finish") } == true)
+        }
+    }
+
+    @Test("an edit with the hash chain recomputed passes verification, but the eval runner finds the digest mismatch")
+    func editedLog() async throws {
+        try await TemporaryDirectory.with { directory in
+            func cheaper(_ arguments: JSONValue) -> JSONValue {
+                guard case .object(var object) = arguments, object["amount_cents"] != nil else { return arguments }
+                object["amount_cents"] = 999
+                return .object(object)
+            }
+            var events = try events(of: Self.recorded)
+            for index in events.indices {
+                switch events[index].payload {
+                case .decisionMade(var made):
+                    if case .valid(.toolCalls(let calls)) = made.outcome {
+                        made.outcome = .valid(
+                            .toolCalls(
+                                calls.map {
+                                    var call = $0; call.arguments = cheaper(call.arguments); return call
+                                }))
+                        events[index].payload = .decisionMade(made)
+                    }
+                case .toolIntended(var intent):
+                    intent.arguments = cheaper(intent.arguments)
+                    events[index].payload = .toolIntended(intent)
+                default: break
+                }
+            }
+            let log = directory.path("edited.jsonl.gz")
+            try rewrite(events, to: log)
+            #expect(try LogVerifier.verify(path: log).isIntact, "the chain was recomputed: only the digests can tell")
+            let result = try await run(
+                "caseId: c\nlogs: edited.jsonl.gz\nexpected:\n  arguments:\n    refund_order: {paths: {amount_cents: {max: 1000}}}\n",
+                in: directory)
+            #expect(!result.passed)
+            let error = try #require(result.harnessError)
+            #expect(error.diagnosticCode == "eval.digest_mismatch")
+            #expect(error.place?.sequence != nil)
+        }
+    }
+
+    @Test("a tool name the runs do not have is an error with a suggestion, not a vacuous pass")
+    func unknownTool() async throws {
+        try await TemporaryDirectory.with { directory in
+            try FileManager.default.copyItem(atPath: Self.recorded, toPath: directory.path("run.jsonl.gz"))
+            let result = try await run("caseId: c\nlogs: run.jsonl.gz\nexpected: {toolsNotCalled: [delete_custmer]}\n", in: directory)
+            #expect(!result.passed)
+            #expect(result.harnessError?.diagnosticCode == "eval.unknown_tool")
+            #expect(result.harnessError?.hint == "did you mean \"delete_customer\"?")
+        }
+    }
+
+    @Test("a live run never overwrites a log that is there: the case could not run, and the file is untouched")
+    func liveLogExists() async throws {
+        try await TemporaryDirectory.with { directory in
+            try FileManager.default.createDirectory(atPath: directory.path("runs"), withIntermediateDirectories: true)
+            try Data("keep me".utf8).write(to: URL(fileURLWithPath: directory.path("runs/live-1.jsonl.gz")))
+            let agent = ExampleRuns.agentPath("support")
+            let result = try await run(
+                "caseId: live\nagent: \(agent)\ninput: Order A-1042 arrived broken.\nexpected: {toolsNotCalled: [delete_customer]}\n",
+                in: directory)
+            #expect(result.harnessError?.diagnosticCode == "eval.log_exists")
+            #expect(try String(contentsOfFile: directory.path("runs/live-1.jsonl.gz"), encoding: .utf8) == "keep me")
+        }
+    }
+
+    @Test("JUnit time is how long the check took; the run's recorded duration is a property")
+    func junitTime() async throws {
+        try await TemporaryDirectory.with { directory in
+            try FileManager.default.copyItem(atPath: Self.recorded, toPath: directory.path("run.jsonl.gz"))
+            let result = try await run("caseId: c\nlogs: run.jsonl.gz\nexpected: {toolsNotCalled: [delete_customer]}\n", in: directory)
+            let run = try #require(result.runs.first)
+            #expect(run.checkDurationUs > 0)
+            let xml = EvalReport(results: [result]).junit
+            #expect(xml.contains("time=\"\(String(format: "%.3f", Double(run.checkDurationUs) / 1_000_000))\""))
+            #expect(xml.contains("<property name=\"run_duration_ms\" value=\"\(run.summary.durationMs)\"/>"))
+        }
+    }
+}
