@@ -42,6 +42,36 @@ struct EventChecker {
         self.runId = runId
     }
 
+    /// Why the bytes after the last complete event of a torn member cannot be the start of
+    /// the next event, or nil when they can. A tear cuts the next line short; it does not
+    /// change it. So what is there must begin as the writer begins every line — `{"v":1,"run":`
+    /// with this run's id, then the expected sequence number — and as much of `"prev":"…"` as
+    /// was written must be the start of the last event's hash. A changed byte in the last
+    /// complete event (which no later event links to) shows here when the cut fell after the
+    /// start of `prev`; a stray byte shows at once.
+    func partialLineProblem(_ partial: UnsafeRawBufferPointer) -> String? {
+        guard !partial.isEmpty else { return nil }
+        var expected = Array("{\"v\":1,\"run\":".utf8)
+        if let runId {
+            expected += JSONWriter.encode(.string(runId))
+            expected += Array(",\"seq\":\(expectedSequence),\"step\":".utf8)
+        }
+        for (index, pair) in zip(partial, expected).enumerated() where pair.0 != pair.1 {
+            return "the bytes after the last complete event do not begin the next one (byte \(index) of the partial line differs)"
+        }
+        let marker = Array("\"prev\":\"".utf8)
+        let bytes = Array(partial)
+        guard let lastHash, let start = bytes.indices.first(where: { bytes[$0...].starts(with: marker) }) else { return nil }
+        let written = bytes[(start + marker.count)...].prefix(64).prefix { $0 != UInt8(ascii: "\"") }
+        let hash = Array(lastHash.utf8)
+        guard hash.starts(with: written) else {
+            let at = zip(written, hash).prefix { $0 == $1 }.count
+            return "the partial next event's prev differs from the last complete event's hash at hex digit \(at + 1) "
+                + "(\(String(decoding: written, as: UTF8.self)) is not the start of \(lastHash)): one of them was changed"
+        }
+        return nil
+    }
+
     /// Checks one line; returns the event when it decodes, and every problem found.
     mutating func check(
         _ line: UnsafeRawBufferPointer, at location: EventLocation, problems: inout [LogError]

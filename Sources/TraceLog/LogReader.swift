@@ -136,6 +136,13 @@ public struct LogReader {
                         hint: "verify the log for a full report of its damage")
                 }
             } else {
+                if let problem = checker.partialLineProblem(UnsafeRawBufferPointer(rebasing: content[(content.count - dropped)...])) {
+                    throw LogError(
+                        .corruptMember,
+                        "the log ends inside the gzip member at byte \(member.offset), and it is damaged, not cut off: \(problem)",
+                        path: path, memberOffset: member.offset, sequence: checker.expectedSequence,
+                        hint: "verify the log for a full report; repair seals only a clean tear")
+                }
                 summary.tear = LogTear(
                     memberOffset: member.offset, fileSize: member.offset + member.length,
                     eventsInTornMember: eventsInMember, droppedBytes: dropped, lastSequence: lastSequence)

@@ -44,7 +44,17 @@ public enum LogVerifier {
                             "the gzip member ends \(dropped) bytes into an event; members must end where an event ends",
                             path: path, memberOffset: member.offset, sequence: checker.expectedSequence))
                 }
-                if !isComplete {
+                if !isComplete,
+                    let problem = checker.partialLineProblem(UnsafeRawBufferPointer(rebasing: content[(content.count - dropped)...]))
+                {
+                    report.problems.append(
+                        LogError(
+                            .corruptMember,
+                            "the log ends inside the gzip member at byte \(member.offset), and it is damaged, not cut off: \(problem)",
+                            path: path, memberOffset: member.offset, sequence: checker.expectedSequence,
+                            hint: "the log cannot be repaired in place; the events before the damage are still readable"))
+                    summary.isCorrupt = true
+                } else if !isComplete {
                     report.tear = LogTear(
                         memberOffset: member.offset, fileSize: member.offset + member.length,
                         eventsInTornMember: summary.eventCount, droppedBytes: dropped,

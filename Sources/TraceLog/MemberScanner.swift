@@ -82,13 +82,18 @@ struct MemberScanner {
                         return .corrupt(member: member, reason: problem)
                     }
                 } else {
-                    // The header straddles two reads: look at its first bytes directly.
+                    // The header straddles two reads, or the file ends inside it: look at its
+                    // first bytes directly.
                     var header: (UInt32, UInt32) = (0, 0)
                     let problem = try withUnsafeMutableBytes(of: &header) { bytes -> String? in
-                        guard let base = bytes.baseAddress,
-                            try file.read(into: base, count: 4, at: member.offset) == 4
-                        else { return nil }
-                        return MemberScanner.headerProblem(base)
+                        guard let base = bytes.baseAddress else { return nil }
+                        let got = try file.read(into: base, count: 4, at: member.offset)
+                        if got == 4 { return MemberScanner.headerProblem(base) }
+                        // A header cut short by a tear is a prefix of `1f 8b 08`; anything else
+                        // after the last member is stray bytes, not a member.
+                        let start = [UInt8](UnsafeRawBufferPointer(start: base, count: got))
+                        return [0x1F, 0x8B, 0x08].starts(with: start)
+                            ? nil : "\(got) byte\(got == 1 ? "" : "s") where a member should start, not a gzip member header"
                     }
                     if let problem { return .corrupt(member: member, reason: problem) }
                 }

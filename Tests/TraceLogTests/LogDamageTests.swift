@@ -229,6 +229,50 @@ struct LogDamageTests {
         }
     }
 
+    @Test("corruption at the end of a torn log is not a tear: repair never seals a changed event or a stray byte as intact")
+    func corruptionIsNotATear() throws {
+        try TemporaryDirectory.with { directory in
+            let torn = FixtureLogs.directory.appendingPathComponent("research-sample-torn.jsonl.gz").path
+            let original = try LogReader(path: torn).readAll().events.map(\.hash)
+            let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: torn)))
+            var refused = 0
+            // Every bit flip in the last stretch of the torn member: either repair refuses, or
+            // what it seals is exactly the original's complete events.
+            for offset in (bytes.count - 120)..<bytes.count {
+                var flipped = bytes
+                flipped[offset] ^= 0x01
+                let path = directory.path("flip-\(offset).jsonl.gz")
+                try Data(flipped).write(to: URL(fileURLWithPath: path))
+                do {
+                    _ = try LogRepair.seal(path: path)
+                } catch let error as LogError {
+                    #expect(error.code == .notRepairable || error.code == .corruptMember, "offset \(offset): \(error.message)")
+                    #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == Data(flipped), "a refused repair leaves the file as it was")
+                    refused += 1
+                    continue
+                }
+                let sealed = try LogReader(path: path, options: .init(isStrict: true)).readAll().events.map(\.hash)
+                #expect(original.starts(with: sealed), "offset \(offset): the sealed log holds an event the original did not")
+            }
+            #expect(refused > 0)
+
+            // A stray byte after a complete log: damage, not a tear, and repair refuses it.
+            let complete = FixtureLogs.directory.appendingPathComponent("support-sample.jsonl.gz").path
+            let stray = directory.path("stray.jsonl.gz")
+            try (try Data(contentsOf: URL(fileURLWithPath: complete)) + Data([0x78])).write(to: URL(fileURLWithPath: stray))
+            let report = try LogVerifier.verify(path: stray)
+            #expect(report.tear == nil)
+            #expect(report.problems.map(\.code) == [.corruptMember])
+            #expect(throws: LogError.self) { _ = try LogRepair.seal(path: stray) }
+            #expect(
+                try Data(contentsOf: URL(fileURLWithPath: stray)).count == (try Data(contentsOf: URL(fileURLWithPath: complete))).count + 1)
+            // The first bytes of a new member's header cut short are a tear, as before.
+            let cut = directory.path("cut.jsonl.gz")
+            try (try Data(contentsOf: URL(fileURLWithPath: complete)) + Data([0x1F, 0x8B])).write(to: URL(fileURLWithPath: cut))
+            #expect(try LogVerifier.verify(path: cut).tear != nil)
+        }
+    }
+
     @Test("a file that is not gzip is unreadable, not damaged")
     func notGzip() throws {
         try TemporaryDirectory.with { directory in
