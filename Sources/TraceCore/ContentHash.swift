@@ -23,6 +23,11 @@ public enum ContentHash {
     /// The link a first event carries: 64 zeros.
     public static let genesis = String(repeating: "0", count: 64)
 
+    /// Whether `text` is exactly 64 lowercase hex digits: the form of `prev` and of hashes.
+    public static func isHex64(_ text: String) -> Bool {
+        text.utf8.count == 64 && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+    }
+
     private static func hex(_ digest: SHA256.Digest) -> String {
         digest.withUnsafeBytes { hex($0) }
     }

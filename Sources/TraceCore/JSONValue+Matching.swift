@@ -45,6 +45,21 @@ extension JSONValue {
         return wanted.allSatisfy { member in object[member.key].map { $0.contains(member.value) } ?? false }
     }
 
+    /// How deep a value the runtime records may nest: the reader's limit
+    /// (`JSONParser.maximumDepth`) less room for the event envelope around it.
+    public static let recordableDepth = JSONParser.maximumDepth - 32
+
+    /// Whether the value nests more than `limit` arrays and objects deep. Stops as soon as it
+    /// knows, so a hostile value costs no more than `limit` levels.
+    public func nests(deeperThan limit: Int) -> Bool {
+        guard limit >= 0 else { return true }
+        switch self {
+        case .array(let items): return items.contains { $0.nests(deeperThan: limit - 1) }
+        case .object(let object): return object.contains { $0.value.nests(deeperThan: limit - 1) }
+        default: return false
+        }
+    }
+
     /// The first place where this value and `other` differ, depth first: its key path (from
     /// `path`: `a.b[2].c`) and the two values there (nil where one side lacks the member or
     /// element). Object members are visited in `keyPriority` order first, then by name;

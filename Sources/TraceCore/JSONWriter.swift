@@ -90,6 +90,35 @@ public struct JSONWriter {
         }
     }
 
+    /// The nesting depth of encoded JSON `bytes` when it is more than `limit`, else nil: one
+    /// pass over the bytes, skipping strings, so a writer can refuse what a reader would.
+    public static func nestingDepth(of bytes: [UInt8], exceeding limit: Int) -> Int? {
+        var depth = 0
+        var isInString = false
+        var isEscaped = false
+        for byte in bytes {
+            if isInString {
+                if isEscaped {
+                    isEscaped = false
+                } else if byte == UInt8(ascii: "\\") {
+                    isEscaped = true
+                } else if byte == UInt8(ascii: "\"") {
+                    isInString = false
+                }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: "\""): isInString = true
+            case UInt8(ascii: "{"), UInt8(ascii: "["):
+                depth += 1
+                if depth > limit { return depth }
+            case UInt8(ascii: "}"), UInt8(ascii: "]"): depth -= 1
+            default: break
+            }
+        }
+        return nil
+    }
+
     /// Appends ASCII text as it is (punctuation, literals, pre-encoded keys).
     public mutating func writeRaw(_ text: StaticString) {
         text.withUTF8Buffer { bytes.append(contentsOf: $0) }

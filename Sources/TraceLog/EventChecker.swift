@@ -26,6 +26,8 @@ struct EventChecker {
     private(set) var expectedSequence = 0
     private(set) var lastHash: String?
     private(set) var runId: String?
+    /// The step of the last event (unknown when reading starts in the middle of a log).
+    private(set) var lastStep: Int?
     /// Set after a part of the file was skipped: the next event starts a new baseline.
     var isResynchronizing = false
 
@@ -99,6 +101,33 @@ struct EventChecker {
             return nil
         }
 
+        if line.last == UInt8(ascii: "\r") {
+            problems.append(
+                LogError(
+                    .invalidEvent, "line \(location.line) (seq \(event.sequence)) ends with a carriage return: lines end with \\n alone",
+                    path: path, memberOffset: location.memberOffset, sequence: event.sequence))
+        }
+        if !ContentHash.isHex64(event.previousHash) {
+            problems.append(
+                LogError(
+                    .invalidEvent,
+                    "event seq \(event.sequence) has prev \"\(event.previousHash.prefix(70))\", which is not 64 lowercase hex digits",
+                    path: path, memberOffset: location.memberOffset, sequence: event.sequence))
+        }
+        if event.sequence == 0, event.kind != "run_started" {
+            problems.append(
+                LogError(
+                    .invalidEvent, "the first event must be run_started, but seq 0 is \(event.kind)", path: path,
+                    memberOffset: location.memberOffset, sequence: 0))
+        }
+        if let lastStep, event.step < lastStep {
+            problems.append(
+                LogError(
+                    .invalidEvent,
+                    "event seq \(event.sequence) goes back to step \(event.step) after step \(lastStep): steps never decrease",
+                    path: path, memberOffset: location.memberOffset, sequence: event.sequence))
+        }
+        lastStep = max(lastStep ?? event.step, event.step)
         if let runId, runId != event.runId {
             problems.append(
                 LogError(

@@ -100,6 +100,7 @@ public final class LogWriter {
         let writer = try LogWriter(
             path: path, runId: last.event.runId, options: options, file: file, nextSequence: last.event.sequence + 1,
             lastHash: lastHash, size: size)
+        writer.lastStep = last.event.step
         return (writer, repair)
     }
 
@@ -131,10 +132,27 @@ public final class LogWriter {
         guard !isClosed else {
             throw LogError(.writeFailed, "the log writer is closed; no more events can be appended", path: path)
         }
+        // What the reader would reject is never written (docs/log-format.md §2, §4).
+        if nextSequence == 0, case .runStarted = payload {
+        } else if nextSequence == 0 {
+            throw LogError(.invalidEvent, "the first event of a log must be run_started, not \(payload.kind)", path: path, sequence: 0)
+        }
+        if let lastStep, step < lastStep {
+            throw LogError(
+                .invalidEvent, "event seq \(nextSequence) would go back to step \(step) after step \(lastStep): steps never decrease",
+                path: path, sequence: nextSequence)
+        }
         let event = Event(
             runId: runId, sequence: nextSequence, step: step, timeUs: timeUs, previousHash: lastHash, payload: payload)
         lineWriter.bytes.removeAll(keepingCapacity: true)
         event.encode(into: &lineWriter)
+        if let depth = JSONWriter.nestingDepth(of: lineWriter.bytes, exceeding: JSONParser.maximumDepth) {
+            throw LogError(
+                .invalidEvent,
+                "event seq \(nextSequence) (\(payload.kind)) nests \(depth)+ levels deep; readers stop at \(JSONParser.maximumDepth), so it is not written",
+                path: path, sequence: nextSequence, hint: "keep deeply nested values as stored content, or flatten them")
+        }
+        lastStep = step
         lastHash = lineWriter.bytes.withUnsafeBytes { ContentHash.sha256Hex($0) }
         lineWriter.bytes.append(0x0A)
         lineWriter.bytes.withUnsafeBytes { deflater.deflate($0, flush: Z_NO_FLUSH) }
@@ -153,6 +171,9 @@ public final class LogWriter {
         }
         return event
     }
+
+    /// The step of the last event appended (nil before the first).
+    private var lastStep: Int?
 
     private var shouldFlushByPolicy: Bool {
         switch options.durability.flush {

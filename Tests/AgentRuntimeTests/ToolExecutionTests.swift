@@ -260,6 +260,36 @@ struct ToolExecutionTests {
         }
     }
 
+    @Test("values nested deeper than a log may hold are recorded safely: an output as content, a reply as invalid, a schema refused")
+    func deepValues() async throws {
+        var deep: JSONValue = 1
+        for _ in 0..<600 { deep = .array([deep]) }
+        let value = deep
+        let nested = try tool("nested") { _ in .ok(value) }
+        var deepArguments: JSONValue = 1
+        for _ in 0..<490 { deepArguments = ["a": deepArguments] }
+        let reply = ModelReply(raw: #"{"tool_calls":[{"name":"nested","arguments":"# + JSONWriter.encodeString(deepArguments) + "}]}")
+        try await TemporaryDirectory.with { directory in
+            let agent = makeAgent(decisions: [calls(("nested", [:])), reply, answer("ok")], tools: [nested])
+            let (outcome, folded, _) = try await record(agent, in: directory)
+            #expect(outcome.state == folded)
+            let result = try #require(outcome.state.call(id: "call-1")?.lastResult)
+            #expect(result.output == nil)
+            #expect(result.contentHash != nil, "kept as stored content")
+            #expect(try LogVerifier.verify(path: directory.path("run.jsonl.gz")).isIntact)
+            guard case .invalid(let invalid)? = outcome.state.decisions.dropFirst().first?.outcome else {
+                Issue.record("the deep reply was not rejected")
+                return
+            }
+            #expect(invalid.message.contains("nests deeper than"))
+        }
+        #expect(throws: SchemaError.self) {
+            _ = try Tool(
+                spec: ToolSpec(name: "t", description: "", inputSchema: ["type": "array", "items": deep], sideEffect: .read),
+                host: ClosureToolHost { _ in .ok(nil) })
+        }
+    }
+
     @Test("a large output is stored once as content and referenced; the model still sees it in full")
     func largeOutputGoesToContent() async throws {
         let big = String(repeating: "lorem ipsum ", count: 1_000)

@@ -151,4 +151,29 @@ struct JSONMatchingTests {
         #expect(missing?.rightOrAbsent == "(absent)")
         #expect(JSONValue.int(1).firstDifference(from: .string("1")) == JSONDifference(path: "", left: 1, right: "1"))
     }
+
+    @Test(
+        "numbers are written exactly as docs/log-format.md §2.1 says",
+        arguments: [
+            (JSONValue.double(2.0), "2.0"), (.double(0.0), "0.0"), (.double(-0.0), "-0.0"), (.double(1e-05), "1e-05"),
+            (.double(0.00012), "0.00012"), (.double(0.1), "0.1"), (.double(9007199254740992.0), "9007199254740992.0"),
+            (.double(1.5e16), "1.5e+16"), (.double(1e21), "1e+21"), (.double(5e-324), "5e-324"), (.int(4999), "4999"),
+            (.int(-3), "-3"), (.double(.nan), "null"),
+        ])
+    func numberEncoding(_ value: JSONValue, _ text: String) {
+        #expect(JSONWriter.encodeString(value) == text)
+    }
+
+    @Test("an int field accepts an integral number written with a fraction or exponent, and nothing else")
+    func integralNumbers() throws {
+        func readInt(_ text: String) throws -> Int {
+            try Array(text.utf8).withUnsafeBytes { bytes in try JSONScanner.scan(bytes) { try $0.readInt() } }
+        }
+        for (text, expected) in [("2", 2), ("2.0", 2), ("1e3", 1000), ("-4.0", -4)] {
+            #expect(try readInt(text) == expected, "\(text)")
+        }
+        for text in ["2.5", "1e16", "\"2\""] {
+            #expect(throws: TraceCoreError.self, "\(text)") { _ = try readInt(text) }
+        }
+    }
 }

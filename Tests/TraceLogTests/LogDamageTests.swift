@@ -273,6 +273,81 @@ struct LogDamageTests {
         }
     }
 
+    /// Lines as given, chained and gzipped by the real gzip: a log another writer could write.
+    func foreignLog(_ lines: [String], lineEnding: String = "\n", in directory: TemporaryDirectory) throws -> String {
+        var previous = ContentHash.genesis
+        var text = ""
+        for (sequence, template) in lines.enumerated() {
+            let line = template.replacingOccurrences(of: "PREV", with: previous).replacingOccurrences(of: "SEQ", with: "\(sequence)")
+            previous = ContentHash.sha256Hex(Array(line.utf8))
+            text += line + lineEnding
+        }
+        let plain = directory.path("foreign-\(UUID().uuidString).jsonl")
+        try text.write(toFile: plain, atomically: true, encoding: .utf8)
+        #expect(try Subprocess.run(gzipPath, ["-n", plain]).status == 0)
+        return plain + ".gz"
+    }
+
+    static let started =
+        #"{"v":1,"run":"r","seq":SEQ,"step":0,"time_us":1,"kind":"run_started","prev":"PREV","data":{"agent":{"config_digest":"sha256:00","name":"a"},"goal":"g","model":{"name":"m","provider":"p"},"policy":{"name":"p"}}}"#
+    static func ended(step: Int) -> String {
+        #"{"v":1,"run":"r","seq":SEQ,"step":\#(step),"time_us":2,"kind":"step_ended","prev":"PREV","data":{"state_digest":"sha256:00"}}"#
+    }
+
+    @Test(
+        "what the spec forbids is rejected with the place: a first event other than run_started, a step that goes down, CRLF, a prev not in hex form"
+    )
+    func specEnforced() throws {
+        try TemporaryDirectory.with { directory in
+            let good = try foreignLog([Self.started, Self.ended(step: 0), Self.ended(step: 1)], in: directory)
+            #expect(try LogVerifier.verify(path: good).isIntact)
+            func problems(_ path: String) throws -> [String] { try LogVerifier.verify(path: path).problems.map(\.message) }
+            #expect(
+                try problems(try foreignLog([Self.ended(step: 0), Self.started], in: directory)).contains {
+                    $0 == "the first event must be run_started, but seq 0 is step_ended"
+                })
+            #expect(
+                try problems(try foreignLog([Self.started, Self.ended(step: 2), Self.ended(step: 1)], in: directory)).contains {
+                    $0 == "event seq 2 goes back to step 1 after step 2: steps never decrease"
+                })
+            #expect(
+                try problems(try foreignLog([Self.started, Self.ended(step: 0)], lineEnding: "\r\n", in: directory)).contains {
+                    $0.contains("ends with a carriage return")
+                })
+            let upper = try foreignLog(
+                [Self.started, Self.ended(step: 0).replacingOccurrences(of: #""prev":"PREV""#, with: #""prev":"ABC""#)], in: directory)
+            #expect(try problems(upper).contains { $0 == #"event seq 1 has prev "ABC", which is not 64 lowercase hex digits"# })
+            // The strict reader stops at the first of them too.
+            #expect(throws: LogError.self) { _ = try LogReader(path: upper).readAll() }
+        }
+    }
+
+    @Test("the writer never writes what its reader rejects: no first event but run_started, no step going down, no nesting past the limit")
+    func writerRefuses() throws {
+        try TemporaryDirectory.with { directory in
+            #expect {
+                try LogWriter.withWriter(creating: directory.path("a.jsonl.gz"), runId: "r") { writer in
+                    _ = try writer.append(.stepEnded(StepEnded(stateDigest: "sha256:00")), step: 0, timeUs: 1)
+                }
+            } throws: { ($0 as? LogError)?.message == "the first event of a log must be run_started, not step_ended" }
+            let path = directory.path("b.jsonl.gz")
+            var deep: JSONValue = 1
+            for _ in 0..<600 { deep = .array([deep]) }
+            try LogWriter.withWriter(creating: path, runId: "r") { writer in
+                try writer.append(.runStarted(SampleRun.supportStart()), step: 0, timeUs: 0)
+                try writer.append(.stepEnded(StepEnded(stateDigest: "sha256:00")), step: 2, timeUs: 1)
+                #expect(throws: LogError.self) { try writer.append(.stepEnded(StepEnded(stateDigest: "sha256:00")), step: 1, timeUs: 2) }
+                #expect {
+                    try writer.append(
+                        .toolIntended(ToolIntended(callId: "c", tool: "t", arguments: deep, attempt: 1)), step: 2, timeUs: 3)
+                } throws: { ($0 as? LogError)?.message.contains("nests 513+ levels deep") == true }
+            }
+            // What was refused was not written: the log reads back whole and intact.
+            #expect(try LogVerifier.verify(path: path).isIntact)
+            #expect(try LogReader(path: path).readAll().events.count == 2)
+        }
+    }
+
     @Test("a file that is not gzip is unreadable, not damaged")
     func notGzip() throws {
         try TemporaryDirectory.with { directory in

@@ -11,7 +11,7 @@ struct LogRoundTripTests {
         try TemporaryDirectory.with { directory in
             let path = directory.path("a/b/c/run.jsonl.gz")
             try LogWriter.withWriter(creating: path, runId: "r") { writer in
-                _ = try writer.append(.stepEnded(StepEnded(stateDigest: "sha256:0")), step: 0, timeUs: 1)
+                _ = try writer.append(.runStarted(SampleRun.supportStart()), step: 0, timeUs: 1)
             }
             #expect(try LogReader(path: path).readAll().events.count == 1)
             try "x".write(toFile: directory.path("file"), atomically: true, encoding: .utf8)
@@ -101,10 +101,11 @@ struct LogRoundTripTests {
             let raw: [UInt8] = [0x00, 0xFF, 0xC3, 0x28, 0xE2, 0x82, 0x0A, 0x22, 0x5C] + Array("ok".utf8)
             let text = "naïve café — 日本語 🚀 \u{0}\u{1F} \"quoted\" \\ \u{2028}"
             try LogWriter.withWriter(creating: path, runId: "r") { writer in
+                try writer.append(.runStarted(SampleRun.supportStart()), step: 0, timeUs: 0)
                 try writer.append(.contentStored(ContentStored(bytes: raw, mediaType: "application/octet-stream")), step: 0, timeUs: 1)
                 try writer.append(.contentStored(ContentStored(text: text)), step: 0, timeUs: 2)
             }
-            let events = try LogReader(path: path).readAll().events
+            let events = Array(try LogReader(path: path).readAll().events.dropFirst())
             guard case .contentStored(let binary) = events[0].event.payload,
                 case .contentStored(let textual) = events[1].event.payload
             else {
@@ -131,6 +132,7 @@ struct LogRoundTripTests {
             body.reserveCapacity(64 << 20)
             while body.utf8.count < 64 << 20 { body += words[Int(generator.next() % 10)] + " " }
             try LogWriter.withWriter(creating: path, runId: "r") { writer in
+                try writer.append(.runStarted(SampleRun.supportStart()), step: 0, timeUs: 0)
                 try writer.append(.contentStored(ContentStored(text: body)), step: 0, timeUs: 1)
                 for index in 0..<200 {
                     try writer.append(.contentStored(ContentStored(text: "small \(index)")), step: 0, timeUs: 2 + index)

@@ -90,4 +90,20 @@ struct StateDigestTests {
             #expect(digester.view(of: state) == .object(JSONObject(view)))
         }
     }
+
+    @Test("members a newer writer adds to event data are outside the state and its digest")
+    func newerMembersIgnored() throws {
+        let path = FixtureLogs.directory.appendingPathComponent("support-sample.jsonl.gz").path
+        let lines = try LogReader(path: path).readAll().events.prefix(3)
+        var plain = RunState()
+        var extended = RunState()
+        for recorded in lines {
+            RunState.reduce(into: &plain, recorded.event)
+            var text = String(decoding: recorded.event.encodedLine(), as: UTF8.self)
+            text = text.replacingOccurrences(of: #""data":{"#, with: #""data":{"added_by_a_newer_writer":[1,2.0],"#)
+            RunState.reduce(into: &extended, try Event(line: Array(text.utf8)))
+        }
+        #expect(extended == plain)
+        #expect(extended.digest == plain.digest)
+    }
 }

@@ -122,14 +122,15 @@ extension RunSession {
         return (outcome, outcome.durationUs ?? recordedDuration(started.duration(to: clock.now)))
     }
 
-    /// Records one finished attempt; output too large for an event (or not JSON) is stored as
-    /// content first and referenced by hash.
+    /// Records one finished attempt; output too large or too deeply nested for an event (or
+    /// not JSON) is stored as content first and referenced by hash.
     func recordCompletion(of call: ToolCall, attempt: Int, outcome: ToolOutcome, durationUs: Int) throws {
         var output = outcome.output
         var contentHash: String?
         if let output, outcome.rawOutput == nil {
             let bytes = JSONWriter.encode(output)
-            if bytes.count > agent.context.inlineOutputBytes {
+            // Output nested deeper than a log line may hold is kept as stored text instead.
+            if bytes.count > agent.context.inlineOutputBytes || output.nests(deeperThan: JSONValue.recordableDepth) {
                 contentHash = try storeContent(ContentStored(bytes: bytes, mediaType: "application/json"))
             }
         }

@@ -35,6 +35,12 @@ public struct DecisionParser: Sendable {
         guard let object = value.objectValue else {
             return .invalid(InvalidDecision(kind: .unparseable, message: "the reply must be a JSON object, found \(value.typeDescription)"))
         }
+        if value.nests(deeperThan: JSONValue.recordableDepth) {
+            return .invalid(
+                InvalidDecision(
+                    kind: .unparseable, message: "the reply nests deeper than \(JSONValue.recordableDepth) levels, more than a log can hold"
+                ))
+        }
         let forms = ["answer", "tool_calls", "ask_human", "stop"].filter { object[$0] != nil }
         if forms.count > 1 {
             return .invalid(
