@@ -1,0 +1,193 @@
+import Foundation
+import TestSupport
+import Testing
+import TraceCore
+
+@testable import TraceLog
+
+/// The conformance kit in `Fixtures/conformance/`: valid and invalid logs, each with what a
+/// conforming verifier must find (`expected.json`), checked against this implementation and
+/// against the reference reader and writer in Python (`scripts/agent_eval_log.py`), both ways.
+@Suite("Conformance kit")
+struct ConformanceTests {
+    static let directory = FixtureLogs.directory.deletingLastPathComponent().appendingPathComponent("conformance")
+    static let reference = FixtureLogs.directory.deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("scripts/agent_eval_log.py").path
+
+    /// One case: how its log is made from the project's own code.
+    struct Case: Sendable, CustomStringConvertible {
+        var name: String
+        var make: @Sendable () throws -> [UInt8]
+        var description: String { name }
+    }
+
+    static func sample(_ name: String) throws -> [UInt8] {
+        [UInt8](try Data(contentsOf: FixtureLogs.directory.appendingPathComponent(name)))
+    }
+
+    /// The support sample's lines, as the writer wrote them.
+    static func lines() throws -> [[UInt8]] {
+        try LogReader(path: FixtureLogs.directory.appendingPathComponent("support-sample.jsonl.gz").path).readAll().events.map {
+            Array($0.event.encodedLine())
+        }
+    }
+
+    /// Lines as one gzip member, with the chain recomputed (`rechain`) or left as it is.
+    static func log(_ lines: [[UInt8]], rechain: Bool, ending: [UInt8] = [0x0A]) throws -> [UInt8] {
+        var text: [UInt8] = []
+        var previous = ContentHash.genesis
+        for (sequence, line) in lines.enumerated() {
+            var line = line
+            if rechain {
+                var event = try Event(line: line)
+                event = Event(
+                    runId: event.runId, sequence: sequence, step: event.step, timeUs: event.timeUs, previousHash: previous,
+                    payload: event.payload)
+                line = Array(event.encodedLine())
+                let hashed = ending.count > 1 ? line + ending.dropLast() : line
+                previous = ContentHash.sha256Hex(hashed)
+            }
+            text += line + ending
+        }
+        return try text.withUnsafeBytes { try gzipMember($0) }
+    }
+
+    static func replacing(_ line: [UInt8], _ old: String, _ new: String) -> [UInt8] {
+        Array(String(decoding: line, as: UTF8.self).replacingOccurrences(of: old, with: new).utf8)
+    }
+
+    static let cases: [Case] = [
+        Case(name: "valid-support-sample") { try sample("support-sample.jsonl.gz") },
+        Case(name: "valid-research-sample") { try sample("research-sample.jsonl.gz") },
+        Case(name: "unfinished") { try log(Array(lines().prefix(10)), rechain: true) },
+        Case(name: "torn-tail") { try sample("research-sample-torn.jsonl.gz") },
+        Case(name: "first-event-not-run-started") { try log(Array(lines().dropFirst()), rechain: true) },
+        Case(name: "step-goes-down") {
+            var lines = try ConformanceTests.lines()
+            lines[12] = replacing(lines[12], #""step":2,"#, #""step":1,"#)
+            return try log(lines, rechain: true)
+        },
+        Case(name: "crlf-line-endings") { try log(lines(), rechain: true, ending: [0x0D, 0x0A]) },
+        Case(name: "prev-not-lowercase-hex") {
+            var lines = try ConformanceTests.lines()
+            let event = try Event(line: lines[5])
+            lines[5] = replacing(lines[5], event.previousHash, event.previousHash.uppercased())
+            return try log(lines, rechain: false)
+        },
+        Case(name: "edited-event") {
+            var lines = try ConformanceTests.lines()
+            lines[6] = replacing(lines[6], "A-1042", "A-1043")
+            return try log(lines, rechain: false)
+        },
+        Case(name: "missing-event") {
+            var lines = try ConformanceTests.lines()
+            lines.remove(at: 6)
+            return try log(lines, rechain: false)
+        },
+        Case(name: "stray-byte-after-the-end") { try sample("support-sample.jsonl.gz") + [0x78] },
+        Case(name: "edited-with-chain-recomputed") {
+            // Intact to the chain, but the recorded state digests no longer match the fold.
+            try log(lines().map { replacing($0, #""amount_cents":4999"#, #""amount_cents":999"#) }, rechain: true)
+        },
+    ]
+
+    /// What a verifier finds, in the kit's terms.
+    static func swiftFindings(_ path: String) throws -> JSONValue {
+        let report = try LogVerifier.verify(path: path)
+        var object = ObjectBuilder()
+        object.set("intact", report.isIntact)
+        object.set("ending", report.ending.rawValue)
+        object.set("event_count", report.eventCount)
+        object.set("problems", JSONValue.array(Array(Set(report.problems.map(\.code.rawValue))).sorted().map { .string($0) }))
+        if report.isIntact || report.ending == .torn {
+            var state = RunState()
+            var digester = StateDigester()
+            var mismatches: [JSONValue] = []
+            try LogReader(path: path).forEachEvent { recorded in
+                if case .stepEnded(let ended) = recorded.event.payload, digester.digest(of: state) != ended.stateDigest {
+                    mismatches.append(.int(recorded.event.sequence))
+                }
+                digester.track(RunState.reduce(into: &state, recorded.event))
+            }
+            object.set("state_digest", state.digest)
+            object.set("digest_mismatches", JSONValue.array(mismatches))
+        }
+        return object.json
+    }
+
+    /// The Python reference's findings, in the same terms.
+    static func pythonFindings(_ path: String) throws -> JSONValue {
+        guard let python = Subprocess.which("python3") else {
+            throw KitError("python3 is needed for the conformance kit's reference reader; install Python 3 (Debian: python3)")
+        }
+        let result = try Subprocess.run(python, [reference, "verify", path])
+        guard result.status == 0 else { throw KitError("the reference reader failed on \(path): \(result.stderr)") }
+        let found = try JSONParser.parse(result.stdout)
+        var object = ObjectBuilder()
+        for key in ["intact", "ending", "event_count", "problems"] { object.set(key, found[key]) }
+        if found["intact"] == true || found["ending"] == "torn" {
+            object.set("state_digest", found["state_digest"])
+            object.set("digest_mismatches", found["digest_mismatches"])
+        }
+        return object.json
+    }
+
+    struct KitError: Error, CustomStringConvertible {
+        var description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    static var expectedPath: URL { directory.appendingPathComponent("expected.json") }
+
+    @Test("each kit log is what the project's code makes, and what Swift finds in it is what expected.json says", arguments: cases)
+    func swiftAgrees(_ kitCase: Case) throws {
+        let path = Self.directory.appendingPathComponent("\(kitCase.name).jsonl.gz")
+        let bytes = try kitCase.make()
+        if FixtureLogs.isUpdating {
+            try FileManager.default.createDirectory(at: Self.directory, withIntermediateDirectories: true)
+            try Data(bytes).write(to: path)
+        }
+        #expect([UInt8](try Data(contentsOf: path)) == bytes, "rewrite with AGENT_EVAL_UPDATE_FIXTURES=1 if the change is intended")
+        let found = try Self.swiftFindings(path.path)
+        if FixtureLogs.isUpdating { try Self.record(found, for: kitCase.name) }
+        #expect(try Self.expected()[kitCase.name] == found)
+    }
+
+    @Test("the Python reference reader finds in every kit log exactly what expected.json says", arguments: cases)
+    func pythonAgrees(_ kitCase: Case) throws {
+        let path = Self.directory.appendingPathComponent("\(kitCase.name).jsonl.gz").path
+        #expect(try Self.pythonFindings(path) == (try Self.expected()[kitCase.name]))
+    }
+
+    @Test("a run written by the Python reference writer verifies here, and every digest it recorded matches this fold")
+    func pythonWrites() throws {
+        try TemporaryDirectory.with { directory in
+            let python = try #require(Subprocess.which("python3"), "python3 is needed for the conformance kit")
+            let path = directory.path("demo.jsonl.gz")
+            #expect(try Subprocess.run(python, [Self.reference, "demo", path]).status == 0)
+            let found = try Self.swiftFindings(path)
+            #expect(found["intact"] == true)
+            #expect(found["ending"] == "complete")
+            #expect(found["digest_mismatches"] == [])
+            #expect(try Subprocess.run(gzipPath, ["-t", path]).status == 0)
+            let events = try LogReader(path: path).readAll().events.map(\.event)
+            #expect(events.count == 20)
+            #expect(events.contains { $0.kind == "future_kind" })
+            #expect(found == (try Self.pythonFindings(path)))
+        }
+    }
+
+    // MARK: expected.json
+
+    static func expected() throws -> JSONValue { try JSONParser.parse([UInt8](try Data(contentsOf: expectedPath))) }
+
+    /// Updating one case's entry; the file is rewritten in canonical, pretty form.
+    static let lock = NSLock()
+    static func record(_ found: JSONValue, for name: String) throws {
+        lock.lock()
+        defer { lock.unlock() }
+        var object = (try? expected())?.objectValue ?? JSONObject()
+        object[name] = found
+        try JSONWriter.encodePretty(.object(object)).write(to: expectedPath, atomically: true, encoding: .utf8)
+    }
+}

@@ -1,0 +1,546 @@
+#!/usr/bin/env python3
+"""A reference reader and writer of agent-eval logs (docs/log-format.md), in Python's standard
+library alone: the way to record runs from agents written in Python, and a second
+implementation that the test suite checks against the Swift one, both ways.
+
+    python3 scripts/agent_eval_log.py verify RUN.jsonl.gz     # JSON: intact, ending, problems, digests
+    python3 scripts/agent_eval_log.py demo OUT.jsonl.gz       # writes a small run, digests included
+
+As a library:
+
+    from agent_eval_log import LogWriter
+    with LogWriter("runs/mine.jsonl.gz", run_id="run-1") as log:
+        log.append("run_started", {...}, step=0)
+        ...
+        log.end_step()                                  # step_ended with the state digest
+        log.append("run_stopped", {"reason": "success"})
+
+It follows the spec's normative parts: the envelope and canonical JSON (section 2), numbers
+(2.1), the hash chain (3), members, the header and durability flushes (1), reading and torn
+tails (5), and the run state and its digest (appendix A).
+"""
+
+import base64
+import hashlib
+import json
+import math
+import struct
+import sys
+import zlib
+
+GENESIS = "0" * 64
+MEMBER_BOUND = 262_144
+MAX_DEPTH = 512
+KNOWN_KINDS = [
+    "run_started", "context_built", "decision_made", "verdict_given", "tool_intended", "tool_completed",
+    "approval_recorded", "step_ended", "content_stored", "run_stopped",
+]
+DURABILITY_POINTS = {"tool_intended", "approval_recorded", "step_ended", "run_stopped"}
+
+
+# -- Canonical JSON (section 2, 2.1) ------------------------------------------------------------
+
+def _number(value):
+    """A double as the spec writes it: shortest round-trip digits, `.0` on integral values, and
+    exponent form below 1e-4 or above 2^53 (`1e-05`, `1.5e+16`)."""
+    if math.isnan(value) or math.isinf(value):
+        return "null"
+    text = repr(value)
+    magnitude = abs(value)
+    if magnitude != 0 and magnitude > 2 ** 53 and "e" not in text:
+        # Python keeps decimal form up to 1e16; the spec switches above 2^53.
+        sign = "-" if value < 0 else ""
+        digits = text.lstrip("-").split(".")[0]
+        exponent = len(digits) - 1
+        mantissa = digits.rstrip("0")
+        text = sign + mantissa[0] + ("." + mantissa[1:] if len(mantissa) > 1 else "") + "e+%02d" % exponent
+    return text
+
+
+def canonical(value):
+    """Canonical JSON text: no white space, members sorted by their UTF-8 names, raw UTF-8."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return _number(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list):
+        return "[" + ",".join(canonical(item) for item in value) + "]"
+    if isinstance(value, dict):
+        keys = sorted(value, key=lambda key: key.encode("utf-8"))
+        return "{" + ",".join(json.dumps(key, ensure_ascii=False) + ":" + canonical(value[key]) for key in keys) + "}"
+    raise TypeError("not a JSON value: %r" % (value,))
+
+
+def envelope_line(run_id, seq, step, time_us, kind, prev, data):
+    """One event line, envelope members in the spec's order, without the newline."""
+    return ('{"v":1,"run":%s,"seq":%d,"step":%d,"time_us":%d,"kind":%s,"prev":%s,"data":%s}' % (
+        canonical(run_id), seq, step, time_us, canonical(kind), canonical(prev), canonical(data))).encode("utf-8")
+
+
+def sha256_hex(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+def _depth(value, limit):
+    """Whether `value` nests deeper than `limit` arrays and objects."""
+    if limit < 0:
+        return True
+    if isinstance(value, list):
+        return any(_depth(item, limit - 1) for item in value)
+    if isinstance(value, dict):
+        return any(_depth(item, limit - 1) for item in value.values())
+    return False
+
+
+# -- The run state and its digest (appendix A) -------------------------------------------------
+
+def _pick(data, fields, defaults=None):
+    """Re-encoding: only the members this version defines; absent optionals left out."""
+    if not isinstance(data, dict):
+        return data
+    result = {}
+    for name, shape in fields.items():
+        if name in data and (data[name] is not None or shape == "keep-null"):
+            value = data[name]
+            result[name] = shape(value) if callable(shape) else value
+        elif defaults and name in defaults:
+            result[name] = defaults[name]
+    return result
+
+
+_TOOL_SPEC = {"name": 1, "description": 1, "input_schema": 1, "side_effect": 1}
+_LIMITS = {"max_steps": 1, "max_tool_calls": 1, "timeout_ms": 1, "token_budget": 1}
+_START = {
+    "goal": 1, "agent": lambda v: _pick(v, {"name": 1, "version": 1, "config_digest": 1}),
+    "model": lambda v: _pick(v, {"provider": 1, "name": 1}), "policy": lambda v: _pick(v, {"name": 1, "digest": 1}),
+    "tools": lambda v: [_pick(t, _TOOL_SPEC) for t in v], "limits": lambda v: _pick(v, _LIMITS), "actor": 1, "route": 1,
+}
+_CALL = {"id": 1, "name": 1, "arguments": "keep-null"}
+_DECISION = {"type": 1, "text": 1, "calls": lambda v: [_pick(c, _CALL) for c in v], "question": 1, "reason": 1}
+_VERDICT = {"call_id": 1, "tool": 1, "verdict": 1, "reason": 1, "rule": 1}
+_APPROVAL = {"call_id": 1, "granted": 1, "approver": 1, "reason": 1}
+_RESULT = {
+    "call_id": 1, "tool": 1, "attempt": 1, "status": 1, "output": "keep-null", "content_hash": 1, "error": 1, "retryable": 1,
+    "stderr": 1, "duration_us": 1,
+}
+_STOP = {"reason": 1, "limit": 1, "answer": 1, "error": 1}
+
+
+class RunState:
+    """The fold of a log's events (appendix A.2)."""
+
+    def __init__(self):
+        self.run_id = None
+        self.start = None
+        self.started_at_us = None
+        self.last_event_at_us = None
+        self.event_count = 0
+        self.step = 0
+        self.steps_completed = 0
+        self.context_packet_count = 0
+        self.last_token_estimate = None
+        self.decisions = []
+        self.calls = []
+        self.usage = {"input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0, "model_calls": 0, "model_latency_us": 0,
+                      "tool_attempts": 0, "tool_time_us": 0}
+        self.contents = []
+        self.last_state_digest = None
+        self.stop = None
+        self.resume_count = 0
+        self.unknown_event_count = 0
+        self.anomalies = []
+
+    def _note(self, seq, kind, message):
+        self.anomalies.append({"seq": seq, "message": "event %d (%s): %s" % (seq, kind, message)})
+
+    def _call(self, call_id, seq, kind):
+        for index in range(len(self.calls) - 1, -1, -1):
+            if self.calls[index]["id"] == call_id:
+                return self.calls[index]
+        self._note(seq, kind, 'names call "%s", which no decision proposed' % call_id)
+        return None
+
+    @staticmethod
+    def _permitted(call):
+        verdict = (call.get("verdict") or {}).get("verdict")
+        if verdict == "allow":
+            return True
+        return verdict == "approval_required" and (call.get("approval") or {}).get("granted") is True
+
+    def fold(self, event):
+        seq, kind, data, step = event["seq"], event["kind"], event["data"], event["step"]
+        self.event_count += 1
+        if self.run_id is None:
+            self.run_id = event["run"]
+        elif self.run_id != event["run"]:
+            self._note(seq, kind, 'belongs to run "%s", not to "%s"' % (event["run"], self.run_id))
+        self.last_event_at_us = event["time_us"]
+        self.step = step
+        if self.stop is not None:
+            if kind == "approval_recorded" and self.stop.get("reason") == "approval_required":
+                self.stop = None
+                self.resume_count += 1
+            elif kind in KNOWN_KINDS:
+                self._note(seq, kind, "%s after the run stopped" % kind)
+        if kind == "run_started":
+            if self.start is not None:
+                self._note(seq, kind, "a second run_started")
+            else:
+                self.start = _pick(data, _START, {"tools": [], "limits": {}})
+                self.started_at_us = event["time_us"]
+        elif kind == "context_built":
+            self.context_packet_count += 1
+            self.last_token_estimate = data["token_estimate"]
+        elif kind == "decision_made":
+            record = {"step": step, "seq": seq}
+            if data.get("decision") is not None:
+                record["decision"] = _pick(data["decision"], _DECISION)
+            else:
+                record["invalid"] = _pick(data["invalid"], {"kind": 1, "message": 1})
+            if data.get("usage") is not None:
+                record["usage"] = _pick(data["usage"], {"input": 1, "output": 1})
+                self.usage["input_tokens"] += data["usage"]["input"]
+                self.usage["output_tokens"] += data["usage"]["output"]
+            self.decisions.append(record)
+            self.usage["model_calls"] += 1
+            self.usage["cost_usd"] += float(data.get("cost_usd") or 0)
+            self.usage["model_latency_us"] += data.get("latency_us") or 0
+            decision = data.get("decision") or {}
+            if decision.get("type") == "tool_calls":
+                for proposed in decision["calls"]:
+                    if any(call["id"] == proposed["id"] for call in self.calls):
+                        self._note(seq, kind, 'proposes call id "%s" a second time' % proposed["id"])
+                    self.calls.append({"id": proposed["id"], "tool": proposed["name"], "step": step,
+                                       "arguments": proposed.get("arguments"), "attempts": 0, "results": []})
+        elif kind == "verdict_given":
+            call = self._call(data["call_id"], seq, kind)
+            if call is not None:
+                if "verdict" in call:
+                    self._note(seq, kind, 'a second verdict for call "%s"' % data["call_id"])
+                else:
+                    call["verdict"] = _pick(data, _VERDICT)
+        elif kind == "tool_intended":
+            call = self._call(data["call_id"], seq, kind)
+            if call is not None:
+                if not self._permitted(call):
+                    self._note(seq, kind, 'tool "%s" started for call "%s" without an allow verdict' % (data["tool"], data["call_id"]))
+                call["attempts"] += 1
+                self.usage["tool_attempts"] += 1
+        elif kind == "tool_completed":
+            call = self._call(data["call_id"], seq, kind)
+            if call is not None:
+                if len(call["results"]) >= call["attempts"]:
+                    self._note(seq, kind, 'a result for call "%s" with no tool_intended before it' % data["call_id"])
+                call["results"].append(_pick(data, _RESULT))
+                self.usage["tool_time_us"] += data["duration_us"]
+        elif kind == "approval_recorded":
+            call = self._call(data["call_id"], seq, kind)
+            if call is not None:
+                if (call.get("verdict") or {}).get("verdict") != "approval_required":
+                    self._note(seq, kind, 'an approval for call "%s", which did not require one' % data["call_id"])
+                call["approval"] = _pick(data, _APPROVAL)
+        elif kind == "step_ended":
+            self.steps_completed += 1
+            self.last_state_digest = data["state_digest"]
+        elif kind == "content_stored":
+            body = data["body"]
+            size = len(base64.b64decode(body)) if data.get("encoding") == "base64" else len(body.encode("utf-8"))
+            self.contents.append({"hash": data["hash"], "media_type": data["media_type"], "byte_count": size})
+        elif kind == "run_stopped":
+            self.stop = _pick(data, _STOP)
+        else:
+            self.unknown_event_count += 1
+
+    def json(self):
+        """The state's JSON (A.1), lists in full."""
+        calls = []
+        for call in self.calls:
+            calls.append({key: value for key, value in call.items()})
+        state = {
+            "event_count": self.event_count, "step": self.step, "steps_completed": self.steps_completed,
+            "context_packet_count": self.context_packet_count, "decisions": self.decisions, "calls": calls,
+            "usage": self.usage, "contents": self.contents, "resume_count": self.resume_count,
+            "unknown_event_count": self.unknown_event_count, "anomalies": self.anomalies,
+        }
+        for name in ["run_id", "start", "started_at_us", "last_event_at_us", "last_token_estimate", "last_state_digest", "stop"]:
+            value = getattr(self, name)
+            if value is not None:
+                state[name] = value
+        return state
+
+    def digest(self):
+        """`sha256:` of the digest view: `start` hashed, each list as {count, chain}."""
+        view = self.json()
+        if "start" in view:
+            view["start"] = "sha256:" + sha256_hex(canonical(view["start"]).encode("utf-8"))
+        for name in ["decisions", "calls", "contents", "anomalies"]:
+            chain = GENESIS
+            for element in view[name]:
+                chain = sha256_hex((chain + "\n").encode("utf-8") + canonical(element).encode("utf-8"))
+            view[name] = {"count": len(view[name]), "chain": chain}
+        return "sha256:" + sha256_hex(canonical(view).encode("utf-8"))
+
+
+# -- Writing (section 1) -----------------------------------------------------------------------
+
+class LogWriter:
+    """Appends events to a new log: gzip members with the spec's header, a sync flush at every
+    durability point, a member closed at the bound and at run_stopped. Keeps the fold, so
+    `end_step()` records the state digest."""
+
+    def __init__(self, path, run_id, level=4):
+        self.file = open(path, "xb")
+        self.run_id = run_id
+        self.level = level
+        self.seq = 0
+        self.prev = GENESIS
+        self.step = 0
+        self.state = RunState()
+        self._deflate = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _open_member(self):
+        header = bytes([0x1F, 0x8B, 0x08, 0x02, 0, 0, 0, 0, 0, 0xFF])
+        self.file.write(header + struct.pack("<H", zlib.crc32(header) & 0xFFFF))
+        self._deflate = zlib.compressobj(self.level, zlib.DEFLATED, -15)
+        self._crc = 0
+        self._size = 0
+
+    def _close_member(self):
+        if self._deflate is None:
+            return
+        self.file.write(self._deflate.flush(zlib.Z_FINISH))
+        self.file.write(struct.pack("<II", self._crc & 0xFFFFFFFF, self._size & 0xFFFFFFFF))
+        self.file.flush()
+        self._deflate = None
+
+    def append(self, kind, data, step=None, time_us=None):
+        """Appends one event; returns it as a dict. Refuses what readers reject."""
+        step = self.step if step is None else step
+        if self.seq == 0 and kind != "run_started":
+            raise ValueError("the first event of a log must be run_started, not %s" % kind)
+        if step < self.step:
+            raise ValueError("steps never decrease: %d after %d" % (step, self.step))
+        if _depth(data, MAX_DEPTH - 2):
+            raise ValueError("the event nests deeper than %d levels" % MAX_DEPTH)
+        if time_us is None:
+            import time
+            time_us = int(time.time() * 1_000_000)
+        line = envelope_line(self.run_id, self.seq, step, time_us, kind, self.prev, data)
+        event = {"v": 1, "run": self.run_id, "seq": self.seq, "step": step, "time_us": time_us, "kind": kind,
+                 "prev": self.prev, "data": json.loads(line)["data"]}
+        if self._deflate is None:
+            self._open_member()
+        content = line + b"\n"
+        self.file.write(self._deflate.compress(content))
+        self._crc = zlib.crc32(content, self._crc)
+        self._size += len(content)
+        self.prev = sha256_hex(line)
+        self.seq += 1
+        self.step = step
+        self.state.fold(event)
+        if self._size >= MEMBER_BOUND or kind == "run_stopped":
+            self._close_member()
+        elif kind in DURABILITY_POINTS:
+            self.file.write(self._deflate.flush(zlib.Z_SYNC_FLUSH))
+            self.file.flush()
+        return event
+
+    def end_step(self, time_us=None):
+        """Records step_ended with the digest of the state so far, and moves to the next step."""
+        event = self.append("step_ended", {"state_digest": self.state.digest()}, time_us=time_us)
+        self.step += 1
+        return event
+
+    def close(self):
+        self._close_member()
+        self.file.close()
+
+
+# -- Reading and verifying (sections 3, 5) -----------------------------------------------------
+
+def _problem(code, message, seq=None, member=None):
+    return {"code": code, "message": message, "seq": seq, "member_offset": member}
+
+
+def verify(path):
+    """Reads the whole log and reports what a conforming verifier finds, plus the fold's state
+    digest and whether every recorded digest matches the fold."""
+    data = open(path, "rb").read()
+    problems, events = [], []
+    offset, ending = 0, "complete"
+    expected_seq, prev, run_id, last_step = 0, GENESIS, None, None
+    state = RunState()
+    digests_checked, digest_mismatches = 0, []
+    if data[:2] != b"\x1f\x8b":
+        return {"readable": False, "problems": [_problem("not_gzip", "the file is not a gzip-compressed log")]}
+    while offset < len(data):
+        start = offset
+        if len(data) - offset < 10:
+            if bytes([0x1F, 0x8B, 0x08]).startswith(data[offset:offset + 3]):
+                ending = "torn"
+            else:
+                problems.append(_problem("corrupt_member", "stray bytes after the last member", expected_seq, start))
+            break
+        header = data[offset:offset + 10]
+        flags = header[3]
+        if header[:3] != b"\x1f\x8b\x08" or flags & 0x1C:
+            problems.append(_problem("corrupt_member", "not a version 1 member header", expected_seq, start))
+            break
+        offset += 10 + (2 if flags & 0x02 else 0)
+        inflater = zlib.decompressobj(-15)
+        try:
+            content = inflater.decompress(data[offset:])
+        except zlib.error as error:
+            problems.append(_problem("corrupt_member", "damaged deflate data: %s" % error, expected_seq, start))
+            break
+        complete = inflater.eof
+        if complete:
+            consumed = len(data) - offset - len(inflater.unused_data)
+            trailer = data[offset + consumed:offset + consumed + 8]
+            if len(trailer) < 8 or struct.unpack("<II", trailer) != (zlib.crc32(content) & 0xFFFFFFFF, len(content) & 0xFFFFFFFF):
+                problems.append(_problem("corrupt_member", "the member's CRC or size does not check", expected_seq, start))
+                break
+            offset += consumed + 8
+        lines = content.split(b"\n")
+        partial = lines.pop()
+        if complete and partial:
+            problems.append(_problem("split_event", "the member ends inside an event", expected_seq, start))
+            break
+        for line in lines:
+            seq_here = expected_seq
+            try:
+                event = json.loads(line.decode("utf-8"))
+                assert isinstance(event, dict)
+                assert event.get("v") == 1 or (_ for _ in ()).throw(ValueError("unsupported version"))
+                for name, kind in [("run", str), ("seq", int), ("step", int), ("time_us", int), ("kind", str), ("prev", str),
+                                   ("data", dict)]:
+                    if not isinstance(event.get(name), kind) or isinstance(event.get(name), bool):
+                        raise ValueError("%s is missing or mistyped" % name)
+            except (ValueError, UnicodeDecodeError, AssertionError) as error:
+                problems.append(_problem("invalid_event", "line is not a valid event: %s" % error, seq_here, start))
+                expected_seq += 1
+                prev = sha256_hex(line)
+                continue
+            if line.endswith(b"\r"):
+                problems.append(_problem("invalid_event", "line ends with a carriage return", event["seq"], start))
+            if len(event["prev"]) != 64 or any(c not in "0123456789abcdef" for c in event["prev"]):
+                problems.append(_problem("invalid_event", "prev is not 64 lowercase hex digits", event["seq"], start))
+            if event["seq"] == 0 and event["kind"] != "run_started":
+                problems.append(_problem("invalid_event", "the first event must be run_started", 0, start))
+            if last_step is not None and event["step"] < last_step:
+                problems.append(_problem("invalid_event", "steps never decrease", event["seq"], start))
+            last_step = event["step"] if last_step is None else max(last_step, event["step"])
+            if run_id is None:
+                run_id = event["run"]
+            elif event["run"] != run_id:
+                problems.append(_problem("run_mismatch", "an event of another run", event["seq"], start))
+            if event["seq"] < expected_seq:
+                problems.append(_problem("sequence_repeat", "a sequence number repeats", event["seq"], start))
+            elif event["seq"] > expected_seq:
+                problems.append(_problem("sequence_gap", "sequence numbers skip", expected_seq, start))
+            elif event["prev"] != prev:
+                problems.append(_problem("broken_chain", "the hash chain breaks", event["seq"] - 1, start))
+            if event["kind"] == "step_ended":
+                digests_checked += 1
+                computed = state.digest()
+                if computed != event["data"].get("state_digest"):
+                    digest_mismatches.append(event["seq"])
+            state.fold(event)
+            events.append(event)
+            expected_seq = max(expected_seq, event["seq"] + 1)
+            prev = sha256_hex(line)
+        if not complete:
+            # A tear cuts the next line short; it does not change it (section 5).
+            template = ('{"v":1,"run":%s,"seq":%d,"step":' % (canonical(run_id), expected_seq)).encode("utf-8")
+            if run_id is not None and not template.startswith(partial[:len(template)]):
+                problems.append(_problem("corrupt_member", "the partial line does not begin the next event", expected_seq, start))
+            else:
+                marker = partial.find(b'"prev":"')
+                written = partial[marker + 8:marker + 8 + 64].split(b'"')[0].decode("ascii", "replace") if marker >= 0 else ""
+                if marker >= 0 and not prev.startswith(written):
+                    problems.append(_problem("corrupt_member", "the partial line links to another event", expected_seq, start))
+                else:
+                    ending = "torn"
+                    problems.append(_problem("torn_tail", "the file ends inside a member", expected_seq, start))
+            break
+    intact = not problems
+    if intact:
+        ending = "complete" if events and events[-1]["kind"] == "run_stopped" else "unfinished"
+    elif ending != "torn" or any(problem["code"] != "torn_tail" for problem in problems):
+        ending = "damaged"
+    return {
+        "readable": True, "intact": intact, "ending": ending, "event_count": len(events),
+        "problems": sorted({problem["code"] for problem in problems}), "state_digest": state.digest(),
+        "digests_checked": digests_checked, "digest_mismatches": digest_mismatches,
+    }
+
+
+# -- A small run, for the round trip ------------------------------------------------------------
+
+def demo(path):
+    """A run with every kind of event, digests included, written with a fixed clock."""
+    clock = iter(range(1_800_000_000_000_000, 1_800_000_000_000_000 + 10_000_000, 1_000))
+    with LogWriter(path, run_id="run-python-demo") as log:
+        log.append("run_started", {
+            "goal": "Refund order A-7 (\u00e9t\u00e9 \U0001F680)", "agent": {"name": "py-agent", "config_digest": "sha256:" + "ab" * 32},
+            "model": {"provider": "scripted", "name": "demo"}, "policy": {"name": "py-policy"},
+            "tools": [{"name": "lookup", "description": "Looks up an order.", "side_effect": "read",
+                       "input_schema": {"type": "object", "properties": {"id": {"type": "string"}}}},
+                      {"name": "refund", "description": "Refunds.", "side_effect": "write", "input_schema": {"type": "object"}}],
+            "limits": {"max_steps": 5}, "added_by_a_newer_writer": {"kept": True}}, time_us=next(clock))
+        log.end_step(time_us=next(clock))
+        log.append("context_built", {"goal": "Refund order A-7", "state_summary": "Step 1.", "tools_disclosed": ["lookup", "refund"],
+                                     "token_estimate": 120}, time_us=next(clock))
+        log.append("decision_made", {
+            "raw": "{...}", "decision": {"type": "tool_calls", "calls": [
+                {"id": "c1", "name": "lookup", "arguments": {"id": "A-7", "weights": [1, 2.0, 0.1, 1e-05, 1.5e16]}},
+                {"id": "c2", "name": "refund", "arguments": {"cents": 4999}}]},
+            "usage": {"input": 120, "output": 30}, "latency_us": 900, "cost_usd": 0.00025}, time_us=next(clock))
+        log.append("verdict_given", {"call_id": "c1", "tool": "lookup", "verdict": "allow", "rule": "reads"}, time_us=next(clock))
+        log.append("verdict_given", {"call_id": "c2", "tool": "refund", "verdict": "approval_required", "reason": "money"},
+                   time_us=next(clock))
+        log.append("tool_intended", {"call_id": "c1", "tool": "lookup", "arguments": {"id": "A-7"}, "attempt": 1}, time_us=next(clock))
+        log.append("tool_completed", {"call_id": "c1", "tool": "lookup", "attempt": 1, "status": "error", "error": "timeout",
+                                      "retryable": True, "duration_us": 5000}, time_us=next(clock))
+        log.append("tool_intended", {"call_id": "c1", "tool": "lookup", "arguments": {"id": "A-7"}, "attempt": 2}, time_us=next(clock))
+        log.append("content_stored", {"hash": "sha256:" + sha256_hex(b"\xff\x00raw"), "media_type": "application/octet-stream",
+                                      "encoding": "base64", "body": base64.b64encode(b"\xff\x00raw").decode("ascii")},
+                   time_us=next(clock))
+        log.append("tool_completed", {"call_id": "c1", "tool": "lookup", "attempt": 2, "status": "ok",
+                                      "output": {"total": 49.99, "note": None}, "duration_us": 700}, time_us=next(clock))
+        log.end_step(time_us=next(clock))
+        log.append("run_stopped", {"reason": "approval_required"}, time_us=next(clock))
+        log.append("approval_recorded", {"call_id": "c2", "granted": True, "approver": "maria"}, time_us=next(clock))
+        log.append("tool_intended", {"call_id": "c2", "tool": "refund", "arguments": {"cents": 4999}, "attempt": 1},
+                   time_us=next(clock))
+        log.append("tool_completed", {"call_id": "c2", "tool": "refund", "attempt": 1, "status": "ok", "output": None,
+                                      "duration_us": 1200}, time_us=next(clock))
+        log.append("future_kind", {"anything": [1, {"x": "y"}]}, time_us=next(clock))
+        log.end_step(time_us=next(clock))
+        log.append("decision_made", {"raw": "done", "decision": {"type": "answer", "text": "Refunded."}, "usage": {"input": 200, "output": 5}},
+                   time_us=next(clock))
+        log.append("run_stopped", {"reason": "success", "answer": "Refunded."}, time_us=next(clock))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "verify":
+        print(canonical(verify(sys.argv[2])))
+    elif len(sys.argv) == 3 and sys.argv[1] == "demo":
+        demo(sys.argv[2])
+    else:
+        sys.stderr.write("usage: agent_eval_log.py verify LOG | demo OUT\n")
+        sys.exit(64)
