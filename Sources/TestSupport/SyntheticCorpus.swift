@@ -1,4 +1,5 @@
 public import TraceCore
+public import TraceLog
 
 /// Synthetic runs for benchmarks, with realistic event sizes and varied text: context packets about 1.5 KB,
 /// decisions 300 B, verdicts 150 B, results 900 B.
@@ -19,6 +20,21 @@ public struct SyntheticCorpus {
 
     public init(seed: UInt64 = 2026) {
         generator = SeededGenerator(seed: seed)
+    }
+
+    /// Writes `run` as the runtime would record it: through a `RunRecorder`, so every
+    /// `step_ended` carries the real digest of the state (the random one in the run's events is
+    /// replaced), and a reader that checks digests accepts the log.
+    public static func record(_ run: Run, into writer: LogWriter, clock: SteppingClock) throws {
+        let recorder = RunRecorder(writer: writer, clock: { clock.now() })
+        for (payload, step) in run.events {
+            recorder.step = step
+            if case .stepEnded = payload {
+                try recorder.endStep()
+            } else {
+                try recorder.record(payload)
+            }
+        }
     }
 
     mutating func words(_ count: Int) -> String {
