@@ -184,11 +184,33 @@ public final class StepIndex {
             for field in fields { field.write(record, &bytes, names) }
         }
         bytes.append(contentsOf: trailerBytes)
-        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        // Write aside and rename, so a reader never sees half an index.
-        let temporary = path + ".\(getpid()).tmp"
-        try Data(bytes).write(to: URL(fileURLWithPath: temporary))
-        guard rename(temporary, path) == 0 else {
+        let folder = (path as NSString).deletingLastPathComponent
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        // Only into a real directory of our own: a cache folder that is a link, or another
+        // user's, could point the write anywhere.
+        var info = stat()
+        guard lstat(folder, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == geteuid() else {
+            throw LogError(.writeFailed, "the step index folder \(folder) is not a directory of this user's", path: path)
+        }
+        // Write aside and rename, so a reader never sees half an index. The temporary file is
+        // created new (O_EXCL) and never through a link (O_NOFOLLOW): a planted file or link
+        // there makes the write fail instead of overwriting what it points to.
+        let temporary = path + ".\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
+        let descriptor = openFile(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw LogError(.writeFailed, "cannot create the step index \(temporary): \(String(cString: strerror(errno)))", path: path)
+        }
+        let written = bytes.withUnsafeBytes { buffer -> Bool in
+            var offset = 0
+            while offset < buffer.count, let base = buffer.baseAddress {
+                let count = Glibc_write(descriptor, base + offset, buffer.count - offset)
+                if count <= 0 { return false }
+                offset += count
+            }
+            return true
+        }
+        close(descriptor)
+        guard written, rename(temporary, path) == 0 else {
             unlink(temporary)
             throw LogError(.writeFailed, "cannot write the step index \(path)", path: path)
         }
@@ -412,7 +434,9 @@ extension StepIndex {
 }
 
 #if canImport(Glibc)
-    private func openFile(_ path: String, _ flags: Int32) -> Int32 { Glibc.open(path, flags) }
+    private func openFile(_ path: String, _ flags: Int32, _ mode: mode_t = 0) -> Int32 { Glibc.open(path, flags, mode) }
+    private func Glibc_write(_ fd: Int32, _ pointer: UnsafeRawPointer, _ count: Int) -> Int { Glibc.write(fd, pointer, count) }
 #elseif canImport(Darwin)
-    private func openFile(_ path: String, _ flags: Int32) -> Int32 { Darwin.open(path, flags) }
+    private func openFile(_ path: String, _ flags: Int32, _ mode: mode_t = 0) -> Int32 { Darwin.open(path, flags, mode) }
+    private func Glibc_write(_ fd: Int32, _ pointer: UnsafeRawPointer, _ count: Int) -> Int { Darwin.write(fd, pointer, count) }
 #endif

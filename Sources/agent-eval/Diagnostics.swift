@@ -21,7 +21,32 @@ enum Exit {
 
 /// Writes to standard error.
 func printError(_ text: String) {
-    FileHandleStream.standardError.write(text + "\n")
+    FileHandleStream.standardError.write(terminalSafe(text) + "\n")
+}
+
+/// Prints one line of output on standard output, its control characters made visible.
+func say(_ text: String) {
+    print(terminalSafe(text))
+}
+
+/// `text` with the control characters a terminal would act on — escape sequences, carriage
+/// returns, backspaces, C1 controls — shown as `\x1b` and the like. Model answers, tool output
+/// and file contents are untrusted: printed raw, they could move the cursor, rewrite earlier
+/// lines or change the terminal's title. Newlines and tabs stay.
+func terminalSafe(_ text: String) -> String {
+    func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        (scalar.value < 0x20 && scalar != "\n" && scalar != "\t") || (0x7F...0x9F).contains(scalar.value)
+    }
+    guard text.unicodeScalars.contains(where: isControl) else { return text }
+    var result = String.UnicodeScalarView()
+    for scalar in text.unicodeScalars {
+        if isControl(scalar) {
+            result.append(contentsOf: String(format: "\\x%02x", scalar.value).unicodeScalars)
+        } else {
+            result.append(scalar)
+        }
+    }
+    return String(result)
 }
 
 /// Prints an error in the CLI's form — `error: …`, `  --> where`, `hint: …`, `caused by: …` —
@@ -91,7 +116,7 @@ struct OutputBuffer {
     init() { bytes.reserveCapacity(1 << 16) }
 
     mutating func append(_ text: String) {
-        bytes.append(contentsOf: text.utf8)
+        bytes.append(contentsOf: terminalSafe(text).utf8)
         bytes.append(0x0A)
         if bytes.count >= 1 << 16 { flush() }
     }

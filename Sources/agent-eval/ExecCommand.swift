@@ -87,7 +87,9 @@ struct ExecCommand: AsyncParsableCommand {
                 outcome = try await runtime.resume(log: resume, approvals: approvals)
             } else {
                 let id = runId ?? RuntimeEnvironment.live.makeRunId()
-                let path = log ?? "\(out)/\(runtime.agent.name)-\(id).jsonl.gz"
+                // Names from the agent file and the command line never leave --out.
+                let name = RuntimeEnvironment.fileNameComponent("\(runtime.agent.name)-\(id)")
+                let path = log ?? "\(out)/\(name).jsonl.gz"
                 outcome = try await runtime.run(goal: input ?? "", log: path, runId: id, actor: actor, route: route)
             }
         } catch {
@@ -96,7 +98,7 @@ struct ExecCommand: AsyncParsableCommand {
         if json {
             printJSON(outcome.json)
         } else {
-            for line in Self.describe(outcome, agentPath: agent) { print(line) }
+            for line in Self.describe(outcome, agentPath: agent) { say(line) }
         }
         throw outcome.stop.reason == .success ? Exit.success : Exit.failure
     }

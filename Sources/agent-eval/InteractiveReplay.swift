@@ -46,8 +46,8 @@ struct InteractiveReplay {
                 step = loaded
                 cache = (position, loaded)
             }
-            var lines = StepRenderer(isFull: isFull, width: width).lines(for: step)
-            let problemMarks = step.problems.map { "  ! \($0.message)" }.map { StepRenderer.cut($0, to: width) }
+            var lines = StepRenderer(isFull: isFull, width: width).lines(for: step).map(terminalSafe)
+            let problemMarks = step.problems.map { terminalSafe("  ! \($0.message)") }.map { StepRenderer.cut($0, to: width) }
             lines.append(contentsOf: problemMarks)
             let room = max(1, height - 2)
             scroll = max(0, min(scroll, max(0, lines.count - room)))

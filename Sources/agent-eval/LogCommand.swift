@@ -112,18 +112,18 @@ struct LogCommand: ParsableCommand {
             } else {
                 let sequences = report.members.compactMap(\.lastSequence).max().map { ", seq 0 to \($0)" } ?? ""
                 if report.isIntact {
-                    print(
+                    say(
                         "\(file): intact — \(counted(report.members.count, "gzip member")), \(counted(report.eventCount, "event"))\(sequences), hash chain unbroken"
                     )
                     if report.ending == .complete {
-                        print("  complete: the run ends with run_stopped and every gzip member is closed")
+                        say("  complete: the run ends with run_stopped and every gzip member is closed")
                     } else {
-                        print(
+                        say(
                             "  unfinished: the log ends cleanly, but with \(report.lastEventKind ?? "no event"), not run_stopped "
                                 + "(a run still going, or one whose writer stopped between events)")
                     }
                 } else {
-                    print(
+                    say(
                         "\(file): DAMAGED — \(counted(report.problems.count, "problem")) in \(counted(report.members.count, "gzip member")), \(counted(report.eventCount, "event")) read"
                     )
                     for problem in report.problems { report_(problem) }
@@ -136,8 +136,8 @@ struct LogCommand: ParsableCommand {
             var location = ""
             if let offset = problem.memberOffset { location += "member at byte \(offset)" }
             if let sequence = problem.sequence { location += (location.isEmpty ? "" : ", ") + "seq \(sequence)" }
-            print("  - [\(problem.code.rawValue)] \(location): \(problem.message)")
-            if let hint = commandHint(for: problem) ?? problem.hint { print("    hint: \(hint)") }
+            say("  - [\(problem.code.rawValue)] \(location): \(problem.message)")
+            if let hint = commandHint(for: problem) ?? problem.hint { say("    hint: \(hint)") }
         }
     }
 
@@ -181,11 +181,11 @@ struct LogCommand: ParsableCommand {
                 return
             }
             guard let result else {
-                print("\(file): intact, nothing to repair")
+                say("\(file): intact, nothing to repair")
                 return
             }
             let last = result.lastSequence.map { "the last event is now seq \($0)" } ?? "the log now holds no event"
-            print(
+            say(
                 "\(file): sealed — cut at byte \(result.memberOffset) and rewrote the final member (\(result.originalSize) → \(result.newSize) bytes); kept \(result.eventsKept) complete events of that member, dropped \(result.droppedBytes) bytes of a partial event; \(last)"
             )
         }

@@ -52,18 +52,18 @@ struct RerunCommand: AsyncParsableCommand {
         if json {
             printJSON(report.json(log: log, agent: agentPath))
         } else if let divergence = report.divergence {
-            print("diverged at step \(divergence.step), seq \(divergence.sequence) (\(divergence.kind)), field \(divergence.fieldPath)")
-            print("  recorded: \(divergence.recorded)")
-            print("  now:      \(divergence.new)")
-            if let cause = divergence.cause { print("  cause:    \(cause)") }
-            print(
+            say("diverged at step \(divergence.step), seq \(divergence.sequence) (\(divergence.kind)), field \(divergence.fieldPath)")
+            say("  recorded: \(divergence.recorded)")
+            say("  now:      \(divergence.new)")
+            if let cause = divergence.cause { say("  cause:    \(cause)") }
+            say(
                 "  stop:     recorded \(report.recordedStop?.reason.rawValue ?? "none"), now \(report.newStop?.reason.rawValue ?? "none")")
-            print("  look:     agent-eval replay \(log) --step \(divergence.step)")
+            say("  look:     agent-eval replay \(log) --step \(divergence.step)")
         } else {
-            print("identical: the current runtime and \(agentPath) reproduce all \(report.recordedEvents) events of \(log)")
+            say("identical: the current runtime and \(agentPath) reproduce all \(report.recordedEvents) events of \(log)")
         }
         if !report.unanswered.isEmpty && !json {
-            for request in report.unanswered { print("  not sent live: \(request.message)") }
+            for request in report.unanswered { say("  not sent live: \(request.message)") }
         }
         throw report.divergence == nil ? Exit.success : Exit.failure
     }

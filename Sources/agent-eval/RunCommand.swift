@@ -134,7 +134,7 @@ struct RunCommand: AsyncParsableCommand {
         }
         console?.close()
         guard let report else { throw Exit.unusable }
-        if json { printJSON(report.json) } else { print(report.summaryLine) }
+        if json { printJSON(report.json) } else { say(report.summaryLine) }
 
         do {
             if let jsonOut { try write(JSONWriter.encodePretty(report.json), to: jsonOut) }
@@ -143,7 +143,7 @@ struct RunCommand: AsyncParsableCommand {
             if let directory = try session.writeBaselineIfAsked(from: report) {
                 let line = "baseline written: \(directory) (\(report.results.count) case\(report.results.count == 1 ? "" : "s"))"
                 // With --json, standard output holds only the report.
-                if json { printError(line) } else { print(line) }
+                if json { printError(line) } else { say(line) }
             }
         } catch {
             throw diagnose(error)
@@ -199,7 +199,7 @@ final class ConsoleProgress: Sendable {
             state.done = done
             var output = isTerminal ? "\r\u{1B}[K" : ""
             while let ready = state.pending.removeValue(forKey: state.nextIndex) {
-                output += ready.joined(separator: "\n") + "\n"
+                output += terminalSafe(ready.joined(separator: "\n")) + "\n"
                 state.nextIndex += 1
             }
             if isTerminal && state.done < total { output += "[\(state.done)/\(total)] running…" }

@@ -47,6 +47,55 @@ struct ExecCommandTests {
         }
     }
 
+    @Test("an agent name or run id with path characters cannot put the log outside --out")
+    func safeFileNames() throws {
+        try TemporaryDirectory.with { directory in
+            let source = ExampleRuns.agentPath("support")
+            let agentDirectory = (source as NSString).deletingLastPathComponent
+            for file in try FileManager.default.contentsOfDirectory(atPath: agentDirectory) {
+                try FileManager.default.copyItem(atPath: agentDirectory + "/" + file, toPath: directory.path(file))
+            }
+            let text = try String(contentsOfFile: source, encoding: .utf8)
+                .replacingOccurrences(of: "name: support-agent", with: "name: ../../escaped")
+            try text.write(toFile: directory.path("agent.yaml"), atomically: true, encoding: .utf8)
+            let result = try agentEval([
+                "exec", "--agent", directory.path("agent.yaml"), "--input", "hi", "--out", directory.path("runs/deep"), "--run-id",
+                "../x y", "--json",
+            ])
+            let log = try #require(try JSONParser.parse(result.stdout)["log"]?.stringValue)
+            #expect(log == directory.path("runs/deep/_.-..-escaped-..-x-y.jsonl.gz"))
+            #expect(FileManager.default.fileExists(atPath: log))
+            #expect(!FileManager.default.fileExists(atPath: directory.path("escaped-../x y.jsonl.gz")))
+        }
+    }
+
+    @Test("control characters from a model or a tool never reach the terminal raw: exec, replay and run show them escaped")
+    func terminalEscapes() throws {
+        try TemporaryDirectory.with { directory in
+            let source = ExampleRuns.agentPath("support")
+            let agentDirectory = (source as NSString).deletingLastPathComponent
+            for file in try FileManager.default.contentsOfDirectory(atPath: agentDirectory) {
+                try FileManager.default.copyItem(atPath: agentDirectory + "/" + file, toPath: directory.path(file))
+            }
+            let model = try String(contentsOfFile: directory.path("support.model.yaml"), encoding: .utf8)
+            let answer =
+                "  - answer: >-\n      I have refunded the full 49.99 EUR for order A-1042 (refund rf-9). I can't close your\n"
+                + "      account from chat; a colleague will contact you about it.\n"
+            #expect(model.contains(answer))
+            try model.replacingOccurrences(of: answer, with: "  - answer: \"\\e]0;pwned\\a\\e[2J\\rI have refunded\"\n")
+                .write(toFile: directory.path("support.model.yaml"), atomically: true, encoding: .utf8)
+            let log = directory.path("run.jsonl.gz")
+            let agent = directory.path("agent.yaml")
+            _ = try agentEval(["exec", "--agent", agent, "--input", "Order A-1042 arrived broken.", "--log", log])
+            let resumed = try agentEval(["exec", "--agent", agent, "--resume", log, "--approve", "call-3"])
+            let replay = try agentEval(["replay", "--plain", log], environment: ["AGENT_EVAL_CACHE_DIR": directory.path("cache")])
+            for output in [resumed.stdoutText, replay.stdoutText] {
+                #expect(!output.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 || $0 == "\r" })
+                #expect(output.contains("\\x1b]0;pwned\\x07\\x1b[2J\\x0dI have refunded"), "\(output)")
+            }
+        }
+    }
+
     @Test("a bad agent file: exit 2, the message with file:line:column and a hint, nothing written")
     func badAgentFile() throws {
         try TemporaryDirectory.with { directory in

@@ -88,4 +88,35 @@ struct StepIndexTests {
             #expect(try StepIndex.open(log: log, cacheDirectory: cache).rebuilt == false)
         }
     }
+
+    @Test("planted links in the cache never make the index overwrite another file")
+    func plantedLinks() throws {
+        try TemporaryDirectory.with { directory in
+            let log = ExampleRuns.directory.appendingPathComponent("support-refund.jsonl.gz").path
+            let victim = directory.path("victim.txt")
+            try "precious".write(toFile: victim, atomically: true, encoding: .utf8)
+
+            // A link where the index file goes: replaced by the index, the target untouched.
+            let cache = directory.path("cache")
+            let first = try StepIndex.open(log: log, cacheDirectory: cache).index
+            let indexPath = try #require(first.indexPath)
+            try FileManager.default.removeItem(atPath: indexPath)
+            try FileManager.default.createSymbolicLink(atPath: indexPath, withDestinationPath: victim)
+            let (rebuilt, wasRebuilt) = try StepIndex.open(log: log, cacheDirectory: cache)
+            #expect(wasRebuilt)
+            #expect(rebuilt.stepCount == first.stepCount)
+            #expect(try String(contentsOfFile: victim, encoding: .utf8) == "precious")
+
+            // The index folder itself a link to somewhere else: no file is written there; the
+            // index lives in memory.
+            let elsewhere = directory.path("elsewhere")
+            try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: true)
+            let linkedCache = directory.path("linked-cache")
+            try FileManager.default.createDirectory(atPath: linkedCache, withIntermediateDirectories: true)
+            try FileManager.default.createSymbolicLink(atPath: linkedCache + "/index", withDestinationPath: elsewhere)
+            let (memory, _) = try StepIndex.open(log: log, cacheDirectory: linkedCache)
+            #expect(memory.indexPath == nil)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere).isEmpty)
+        }
+    }
 }

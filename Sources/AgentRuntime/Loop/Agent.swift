@@ -130,6 +130,22 @@ public struct RuntimeEnvironment: Sendable {
     }
 }
 
+extension RuntimeEnvironment {
+    /// `text` made safe as one file name: letters, digits, `.`, `_` and `-` are kept, anything
+    /// else (a `/`, a space, a control character) becomes `-`, and a leading dot becomes `_`, so
+    /// a name from an agent file or the command line can never leave the output directory or
+    /// hide the file.
+    public static func fileNameComponent(_ text: String) -> String {
+        var name = String(
+            text.unicodeScalars.map { scalar -> Character in
+                scalar.isASCII && (CharacterSet.alphanumerics.contains(scalar) || "._-".unicodeScalars.contains(scalar))
+                    ? Character(scalar) : "-"
+            })
+        if name.hasPrefix(".") { name = "_" + name.dropFirst() }
+        return name.isEmpty ? "_" : name
+    }
+}
+
 extension String {
     func leftPadded(to width: Int) -> String {
         count >= width ? self : String(repeating: "0", count: width - count) + self
