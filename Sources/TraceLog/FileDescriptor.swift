@@ -1,3 +1,5 @@
+import Foundation
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -28,6 +30,39 @@ final class FileDescriptor {
                 hint: "check the path and the file's permissions")
         }
         return FileDescriptor(raw: raw, path: path)
+    }
+
+    /// Takes the log's write lock: an exclusive advisory lock (`flock`) held while the returned
+    /// descriptor lives, released by the kernel when the process ends however it ends. Every
+    /// writer, resumer and repairer takes it first, so one process at a time changes a log.
+    /// A lock held elsewhere is an error naming the holder's pid where the system tells it.
+    static func lockForWriting(_ path: String) throws -> FileDescriptor {
+        let raw = open(path, O_RDONLY | O_CLOEXEC)
+        guard raw >= 0 else {
+            throw LogError(.unreadable, "cannot open the log to lock it: \(errorText())", path: path)
+        }
+        let descriptor = FileDescriptor(raw: raw, path: path)
+        guard flock(raw, LOCK_EX | LOCK_NB) == 0 else {
+            let holder = lockHolder(of: path).map { " (pid \($0))" } ?? ""
+            throw LogError(
+                .locked, "another process\(holder) is writing to this log", path: path,
+                hint: "wait for it to finish; a process that dies releases the lock by itself")
+        }
+        return descriptor
+    }
+
+    /// The pid holding a `flock` on `path`, from /proc/locks (Linux); nil where unknown.
+    static func lockHolder(of path: String) -> Int? {
+        var info = stat()
+        guard stat(path, &info) == 0, let locks = try? String(contentsOfFile: "/proc/locks", encoding: .utf8) else { return nil }
+        let inode = ":\(info.st_ino)"
+        for line in locks.split(separator: "\n") {
+            // "1: FLOCK  ADVISORY  WRITE 4242 fd:01:1234567 0 EOF"
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard fields.count >= 6, fields[1] == "FLOCK", fields[5].hasSuffix(inode) else { continue }
+            return Int(fields[4])
+        }
+        return nil
     }
 
     /// Opens for appending; with `create`, the file must not exist yet.

@@ -38,6 +38,8 @@ public struct LogError: Diagnostic, Hashable {
         case alreadyExists = "already_exists"
         /// Repair refuses: the damage is not a torn tail.
         case notRepairable = "not_repairable"
+        /// Another process holds the log's write lock.
+        case locked
     }
 
     public var code: Code

@@ -30,9 +30,16 @@ public struct RepairReport: Sendable, Hashable {
 /// appended and synced; then the side file is removed. A repair interrupted at any point is
 /// finished by the next `seal` (or `LogWriter.open`).
 public enum LogRepair {
-    /// Seals `path` if its tail is torn; returns nil when the log was already intact.
+    /// Seals `path` if its tail is torn; returns nil when the log was already intact. Takes
+    /// the log's write lock first: a log another process is writing is not touched.
     @discardableResult
     public static func seal(path: String) throws -> RepairReport? {
+        let lock = try FileDescriptor.lockForWriting(path)
+        return try withExtendedLifetime(lock) { try seal(lockedPath: path) }
+    }
+
+    /// `seal(path:)` for a caller that holds the write lock already.
+    static func seal(lockedPath path: String) throws -> RepairReport? {
         try finishInterruptedSeal(path: path)
         var keptLines: [UInt8] = []
         var eventsKept = 0

@@ -47,6 +47,8 @@ public final class LogWriter {
     public private(set) var syncCount = 0
 
     private let file: FileDescriptor
+    /// The log's write lock, held as long as the writer lives (see `FileDescriptor.lockForWriting`).
+    private var lock: FileDescriptor?
     private let deflater: Deflater
     private var memberInput = 0
     private var eventsSinceFlush = 0
@@ -71,11 +73,14 @@ public final class LogWriter {
     public static func create(at path: String, runId: String, options: Options = Options()) throws -> LogWriter {
         try FileDescriptor.createParentDirectories(of: path)
         let file = try FileDescriptor.openForAppending(path, create: true)
+        let lock = try FileDescriptor.lockForWriting(path)
         // With fsync on, the new file's directory entry must be durable too.
         if options.durability.sync != .never { try FileDescriptor.syncDirectory(of: path) }
-        return try LogWriter(
+        let writer = try LogWriter(
             path: path, runId: runId, options: options, file: file, nextSequence: 0, lastHash: ContentHash.genesis,
             size: 0)
+        writer.lock = lock
+        return writer
     }
 
     /// Opens an existing log to append to it: checks it, seals a torn tail in place (see
@@ -85,11 +90,15 @@ public final class LogWriter {
     public static func open(at path: String, options: Options = Options()) throws -> (LogWriter, repair: RepairReport?) {
         // A seal interrupted after its side file was synced is finished before anything else,
         // so that it can never be applied after new events were appended.
+        // One writer per log: the lock is taken before anything is read, so a second process
+        // resuming the same run waits for nothing and learns it at once, before it could see
+        // (and act on) the same waiting calls.
+        let lock = try FileDescriptor.lockForWriting(path)
         try LogRepair.finishInterruptedSeal(path: path)
         var last: RecordedEvent?
         let summary = try LogReader(path: path).forEachEvent { last = $0 }
         // Sealing keeps every complete event, so the last event and its hash stay as read.
-        let repair = summary.tear == nil ? nil : try LogRepair.seal(path: path)
+        let repair = summary.tear == nil ? nil : try LogRepair.seal(lockedPath: path)
         guard let last, let lastHash = summary.lastHash else {
             throw LogError(
                 .invalidEvent, "the log holds no complete event, so there is no run to continue", path: path,
@@ -101,6 +110,7 @@ public final class LogWriter {
             path: path, runId: last.event.runId, options: options, file: file, nextSequence: last.event.sequence + 1,
             lastHash: lastHash, size: size)
         writer.lastStep = last.event.step
+        writer.lock = lock
         return (writer, repair)
     }
 
@@ -196,6 +206,8 @@ public final class LogWriter {
     public func close() throws {
         guard !isClosed else { return }
         isClosed = true
+        // The lock goes when the writer is done, whatever happens to the last member.
+        defer { lock = nil }
         if memberInput > 0 { try finishMember(sync: options.durability.sync != .never) }
     }
 

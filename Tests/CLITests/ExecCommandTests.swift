@@ -1,7 +1,9 @@
 import Foundation
+import Synchronization
 import TestSupport
 import Testing
 import TraceCore
+import TraceLog
 
 @Suite("agent-eval exec")
 struct ExecCommandTests {
@@ -93,6 +95,46 @@ struct ExecCommandTests {
                 #expect(!output.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 || $0 == "\r" })
                 #expect(output.contains("\\x1b]0;pwned\\x07\\x1b[2J\\x0dI have refunded"), "\(output)")
             }
+        }
+    }
+
+    @Test("two processes resuming one run at once: the approved call runs once, one of them is refused, the log stays whole")
+    func oneWriterPerLog() throws {
+        let agent = ExampleRuns.agentPath("support")
+        try TemporaryDirectory.with { directory in
+            for trial in 0..<6 {
+                let log = directory.path("race-\(trial).jsonl.gz")
+                #expect(try agentEval(["exec", "--agent", agent, "--input", "Order A-1042 arrived broken.", "--log", log]).status == 1)
+                let results = Mutex<[ProcessResult]>([])
+                DispatchQueue.concurrentPerform(iterations: 2) { _ in
+                    if let result = try? agentEval(["exec", "--agent", agent, "--resume", log, "--approve", "call-3"]) {
+                        results.withLock { $0.append(result) }
+                    }
+                }
+                let statuses = results.withLock { $0 }.map(\.status).sorted()
+                #expect(statuses == [0, 2], "trial \(trial): one resumes, the other cannot (locked, or the run is over)")
+                let events = try LogReader(path: log, options: .init(isStrict: true)).readAll().events.map(\.event)
+                let intents = events.filter { if case .toolIntended(let intent) = $0.payload { intent.callId == "call-3" } else { false } }
+                #expect(intents.count == 1, "trial \(trial): the approved refund ran \(intents.count) times")
+                #expect(try LogVerifier.verify(path: log).ending == .complete)
+            }
+        }
+    }
+
+    @Test("repair leaves a log alone while another process writes it, and says which")
+    func repairWaitsForTheWriter() throws {
+        try TemporaryDirectory.with { directory in
+            let path = directory.path("live.jsonl.gz")
+            let writer = try LogWriter.create(at: path, runId: "r")
+            try writer.append(.runStarted(SampleRun.supportStart()), step: 0, timeUs: 1)
+            try writer.flush()
+            let before = try Data(contentsOf: URL(fileURLWithPath: path))
+            let repair = try agentEval(["log", "repair", path])
+            #expect(repair.status == 2)
+            #expect(repair.stderr.contains("another process (pid \(getpid())) is writing to this log"), "\(repair.stderr)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
+            try writer.close()
+            #expect(try agentEval(["log", "repair", path]).status == 0)
         }
     }
 

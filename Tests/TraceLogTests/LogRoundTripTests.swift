@@ -187,13 +187,16 @@ struct LogRoundTripTests {
     func reopenAfterCrash() throws {
         try TemporaryDirectory.with { directory in
             let path = directory.path("resume.jsonl.gz")
-            let writer = try LogWriter.create(at: path, runId: "r-resume")
-            try writer.append(.runStarted(SampleRun.supportStart()), step: 0, timeUs: 1)
-            try writer.append(.stepEnded(StepEnded(stateDigest: "sha256:00")), step: 0, timeUs: 2)
-            try writer.append(.contextBuilt(ContextBuilt(goal: "g", stateSummary: "s", tokenEstimate: 1)), step: 1, timeUs: 3)
-            // The process "dies": the last event was never flushed; nothing closes the member.
-            let crashed = try readBytes(path)
-            withExtendedLifetime(writer) {}
+            var crashed: [UInt8] = []
+            do {
+                let writer = try LogWriter.create(at: path, runId: "r-resume")
+                try writer.append(.runStarted(SampleRun.supportStart()), step: 0, timeUs: 1)
+                try writer.append(.stepEnded(StepEnded(stateDigest: "sha256:00")), step: 0, timeUs: 2)
+                try writer.append(.contextBuilt(ContextBuilt(goal: "g", stateSummary: "s", tokenEstimate: 1)), step: 1, timeUs: 3)
+                // The process "dies": the last event was never flushed; nothing closes the member.
+                crashed = try readBytes(path)
+            }
+            // Its lock died with it; its bytes are what the crash left.
             try writeBytes(crashed, to: path)
 
             let (reopened, repair) = try LogWriter.open(at: path)
