@@ -21,6 +21,7 @@ tails (5), and the run state and its digest (appendix A).
 """
 
 import base64
+import fcntl
 import hashlib
 import json
 import math
@@ -298,6 +299,8 @@ class LogWriter:
 
     def __init__(self, path, run_id, level=4):
         self.file = open(path, "xb")
+        # One writer at a time (section 1): released by the kernel if the process dies.
+        fcntl.flock(self.file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         self.run_id = run_id
         self.level = level
         self.seq = 0
