@@ -107,6 +107,14 @@ struct AgentFileTests {
                 #"agent.yaml:20:1: the key "name" appears twice in this mapping (first at line 1) (remove one of them)"#
             ),
             ("- just\n- a list\n", "agent.yaml:1:1: the agent file must be a mapping, found a list"),
+            (
+                replacing("    fixture:\n      - output: {found: true}\n", "    command: [no-such-tool-program, --json]\n"),
+                #"agent.yaml:11:14: tool "lookup" command: "no-such-tool-program" is not a program on PATH (install it, or give its path (relative paths start from the agent file's folder))"#
+            ),
+            (
+                replacing("    fixture:\n      - output: {found: true}\n", "    command: [./tools/lookup.sh]\n"),
+                "agent.yaml:11:14: tool \"lookup\" command: ./tools/lookup.sh does not exist or is not executable (install it, or give its path (relative paths start from the agent file's folder))"
+            ),
         ] as [(String, String)])
     func badAgentFiles(_ text: String, _ expected: String) throws {
         let error = try #require(try loadError(text))

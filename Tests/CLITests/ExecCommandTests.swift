@@ -138,6 +138,47 @@ struct ExecCommandTests {
         }
     }
 
+    @Test(
+        "a command tool runs in the agent file's folder with PATH, HOME, LANG and what the agent file declares — not the caller's secrets")
+    func toolEnvironment() throws {
+        try TemporaryDirectory.with { directory in
+            let folder = directory.path("agent")
+            try FileManager.default.createDirectory(atPath: folder + "/tools", withIntermediateDirectories: true)
+            let script = folder + "/tools/where.sh"
+            try "#!/bin/sh\nprintf '{\"cwd\":\"%s\",\"env\":\"%s\"}' \"$(pwd)\" \"$(env | cut -d= -f1 | sort | tr '\\n' ' ')\"\n"
+                .write(toFile: script, atomically: true, encoding: .utf8)
+            #expect(chmod(script, 0o755) == 0)
+            try """
+            name: env-check
+            model: {script: env.model.yaml}
+            tools:
+              - name: where
+                description: Says where it runs.
+                side_effect: read
+                command: [./tools/where.sh]
+                inherit_env: [WANTED_BY_AGENT]
+                env: {MODE: test}
+            policy: {default: allow}
+            limits: {max_steps: 3}
+            """.write(toFile: folder + "/agent.yaml", atomically: true, encoding: .utf8)
+            try "decisions:\n  - tool_calls: [{name: where, arguments: {}}]\n  - answer: done\n".write(
+                toFile: folder + "/env.model.yaml", atomically: true, encoding: .utf8)
+            let log = directory.path("env.jsonl.gz")
+            let result = try agentEval(
+                ["exec", "--agent", folder + "/agent.yaml", "--input", "where?", "--log", log],
+                environment: ["PLANTED_SECRET_TOKEN": "sk-planted", "WANTED_BY_AGENT": "yes"])
+            #expect(result.status == 0, "\(result.stdoutText)\(result.stderr)")
+            let completed = try LogReader(path: log).readAll().events.compactMap { recorded -> ToolCompleted? in
+                if case .toolCompleted(let completed) = recorded.event.payload { completed } else { nil }
+            }
+            let output = try #require(completed.first?.output)
+            #expect(output["cwd"]?.stringValue == URL(fileURLWithPath: folder).resolvingSymlinksInPath().path)
+            let names = Set((output["env"]?.stringValue ?? "").split(separator: " ").map(String.init))
+            #expect(names.isSuperset(of: ["PATH", "HOME", "MODE", "WANTED_BY_AGENT"]))
+            #expect(!names.contains("PLANTED_SECRET_TOKEN"))
+        }
+    }
+
     @Test("a bad agent file: exit 2, the message with file:line:column and a hint, nothing written")
     func badAgentFile() throws {
         try TemporaryDirectory.with { directory in

@@ -130,6 +130,9 @@ public enum AgentFile {
         let command = fields.optional("command")
         let fixture = fields.optional("fixture")
         let outputLimit = try fields.optional("output_limit_bytes")?.int("\(what) output_limit_bytes", in: 1...Int.max)
+        let cwdNode = fields.optional("cwd")
+        let envNode = fields.optional("env")
+        let inheritNode = fields.optional("inherit_env")
         try fields.finish()
 
         let host: any ToolHost
@@ -141,8 +144,40 @@ public enum AgentFile {
             }
             // A program given as a relative path with a slash is a script beside the agent file.
             if program.contains("/") && !program.hasPrefix("/") { words[0] = resolve(program, from: directory) }
-            host = SubprocessToolHost(command: words, directory: nil, outputLimit: outputLimit ?? 1 << 20)
+            guard findProgram(words[0]) != nil else {
+                throw ConfigError(
+                    .invalidValue,
+                    program.contains("/")
+                        ? "\(what) command: \(program) does not exist or is not executable"
+                        : "\(what) command: \"\(program)\" is not a program on PATH",
+                    at: command.location, hint: "install it, or give its path (relative paths start from the agent file's folder)")
+            }
+            // A defined world for the tool: the agent file's folder (or cwd: relative to it)
+            // and only PATH, HOME, LANG and what the agent file declares — not the caller's secrets.
+            let workingDirectory =
+                try cwdNode.map { node throws(ConfigError) in
+                    resolve(try node.nonEmptyString("\(what) cwd"), from: directory)
+                } ?? (directory == "." ? FileManager.default.currentDirectoryPath : directory)
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: workingDirectory, isDirectory: &isDirectory), isDirectory.boolValue else {
+                throw ConfigError(
+                    .invalidValue, "\(what) cwd: \(workingDirectory) is not a directory", at: cwdNode?.location ?? command.location)
+            }
+            let caller = ProcessInfo.processInfo.environment
+            var environment: [String: String] = [:]
+            let inherited = try inheritNode?.names("\(what) inherit_env") ?? []
+            for name in SubprocessToolHost.baseEnvironmentNames + inherited { environment[name] = caller[name] }
+            if let envNode {
+                for pair in try envNode.mapping("\(what) env").pairs {
+                    environment[pair.key] = try pair.value.string("\(what) env.\(pair.key)")
+                }
+            }
+            host = SubprocessToolHost(
+                command: words, directory: workingDirectory, environment: environment, outputLimit: outputLimit ?? 1 << 20)
         case (nil, let fixture?):
+            if let extra = cwdNode ?? envNode ?? inheritNode {
+                throw ConfigError(.invalidValue, "\(what) cwd, env and inherit_env apply to command tools only", at: extra.location)
+            }
             host = FixtureToolHost(responses: try readFixture(fixture, what: what))
         case (nil, nil):
             throw ConfigError(
@@ -158,6 +193,17 @@ public enum AgentFile {
             let location = schemaNode.flatMap { locate(error.path, in: $0) } ?? schemaNode?.location ?? node.location
             throw ConfigError(.invalidValue, "\(what) input_schema: \(error.sentence)", at: location)
         }
+    }
+
+    /// Where `program` is: itself when it names a path (with a `/`) to an executable file, else
+    /// the first executable of that name on this process's PATH; nil when there is none.
+    static func findProgram(_ program: String) -> String? {
+        if program.contains("/") { return FileManager.default.isExecutableFile(atPath: program) ? program : nil }
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        for folder in path.split(separator: ":") where FileManager.default.isExecutableFile(atPath: "\(folder)/\(program)") {
+            return "\(folder)/\(program)"
+        }
+        return nil
     }
 
     /// The node at a key path inside `node`, for pointing at the exact part of a schema.

@@ -30,6 +30,8 @@ struct ChildProcess {
 
     var command: [String]
     var directory: String?
+    /// The child's whole environment as `NAME=value` entries; nil passes this process's on.
+    var environment: [String]?
     var input: [UInt8]
     var timeoutMs: Int
     /// Bytes of stdout kept; more kills the process. stderr keeps its last `stderrLimit` bytes.
@@ -93,7 +95,14 @@ struct ChildProcess {
         var pid: pid_t = 0
         let arguments = command.map { strdup($0) } + [nil]
         defer { for argument in arguments { free(argument) } }
-        let status = posix_spawnp(&pid, executable, &actions, &attributes, arguments, cprocess_environment())
+        let environmentEntries = environment.map { $0.map { strdup($0) } + [nil] }
+        defer { for entry in environmentEntries ?? [] { free(entry) } }
+        let status =
+            if let environmentEntries {
+                posix_spawnp(&pid, executable, &actions, &attributes, arguments, environmentEntries)
+            } else {
+                posix_spawnp(&pid, executable, &actions, &attributes, arguments, cprocess_environment())
+            }
         close(stdinPipe[0])
         close(stdoutPipe[1])
         close(stderrPipe[1])

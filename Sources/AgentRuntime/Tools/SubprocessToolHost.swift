@@ -10,7 +10,13 @@ public struct SubprocessToolHost: ToolHost {
     public var command: [String]
     /// The working directory, or nil for the current one.
     public var directory: String?
+    /// The tool's whole environment; nil passes this process's on (agent files always give one:
+    /// see `minimalEnvironment`).
+    public var environment: [String: String]?
     public var outputLimit: Int
+
+    /// Variables a tool gets from the caller's environment unless its agent file says more.
+    public static let baseEnvironmentNames = ["PATH", "HOME", "LANG"]
 
     /// The status a tool exits with to ask for a retry.
     public static let retryableExitStatus: Int32 = 75
@@ -19,16 +25,18 @@ public struct SubprocessToolHost: ToolHost {
     /// tool's stderr: the runtime waits this long for that report before cancelling.
     public var timeoutGraceMs: Int { 2_000 }
 
-    public init(command: [String], directory: String? = nil, outputLimit: Int = 1 << 20) {
+    public init(command: [String], directory: String? = nil, environment: [String: String]? = nil, outputLimit: Int = 1 << 20) {
         self.command = command
         self.directory = directory
+        self.environment = environment
         self.outputLimit = outputLimit
     }
 
     public func invoke(_ request: ToolRequest) async throws -> ToolOutcome {
         let process = ChildProcess(
-            command: command, directory: directory, input: JSONWriter.encode(request.arguments) + [0x0A],
-            timeoutMs: request.timeoutMs, outputLimit: outputLimit)
+            command: command, directory: directory,
+            environment: environment.map { $0.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" } },
+            input: JSONWriter.encode(request.arguments) + [0x0A], timeoutMs: request.timeoutMs, outputLimit: outputLimit)
         let result: ChildProcess.Result
         do {
             result = try await process.run()
