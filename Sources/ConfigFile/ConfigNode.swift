@@ -35,8 +35,10 @@ public struct ConfigNode: Sendable, Hashable {
     /// files read the same way. An empty document is an empty mapping.
     public static func parse(_ text: String, path: String) throws(ConfigError) -> ConfigNode {
         let root: Node?
+        let parser: Parser
         do {
-            root = try Yams.compose(yaml: text)
+            parser = try Parser(yaml: text)
+            root = try parser.singleRoot()
         } catch let error as YamlError {
             throw syntaxError(error, path: path, text: text)
         } catch {
@@ -45,7 +47,9 @@ public struct ConfigNode: Sendable, Hashable {
         guard let root else {
             return ConfigNode(content: .mapping([]), location: SourceLocation(path: path, line: 1, column: 1))
         }
-        return try ConfigNode(root, path: path)
+        // Nodes hold their anchors weakly and the parser holds them: it must live while the
+        // tree is converted, or an aliased node would no longer say it is one.
+        return try withExtendedLifetime(parser) { () throws(ConfigError) in try ConfigNode(root, path: path, depth: 0) }
     }
 
     /// Reads and parses the file at `path`.
@@ -57,6 +61,11 @@ public struct ConfigNode: Sendable, Hashable {
             throw ConfigError(
                 .unreadable, "cannot read \(path): \(Self.reason(error))", at: SourceLocation(path: path),
                 hint: "check the path; relative paths are resolved from the current directory")
+        }
+        guard data.count <= maximumFileBytes else {
+            throw ConfigError(
+                .invalidValue, "the file is \(data.count) bytes; config files are limited to \(maximumFileBytes) bytes",
+                at: SourceLocation(path: path))
         }
         guard let text = String(data: data, encoding: .utf8) else {
             throw ConfigError(.syntax, "the file is not UTF-8 text", at: SourceLocation(path: path))
@@ -75,20 +84,33 @@ public struct ConfigNode: Sendable, Hashable {
         return nsError.localizedDescription
     }
 
-    private init(_ node: Node, path: String) throws(ConfigError) {
+    /// The limits on what a config file may hold, so that reading one is bounded work.
+    public static let maximumFileBytes = 16 << 20
+    public static let maximumDepth = 128
+
+    private init(_ node: Node, path: String, depth: Int) throws(ConfigError) {
         let location = SourceLocation(path: path, line: node.mark?.line ?? 0, column: node.mark?.column ?? 0)
+        guard depth <= Self.maximumDepth else {
+            throw ConfigError(.invalidValue, "the file nests deeper than \(Self.maximumDepth) levels", at: location)
+        }
+        // Anchors and aliases are refused before anything is built: an alias shares the node
+        // it names, and expanding a few nested aliases would build billions of nodes.
+        if node.anchor != nil {
+            throw ConfigError(
+                .invalidValue, "YAML anchors and aliases (&name, *name) are not supported here; write the value out", at: location)
+        }
         switch node {
         case .scalar(let scalar):
             self.init(content: .scalar(scalar.string, isPlain: scalar.style == .plain || scalar.style == .any), location: location)
         case .sequence(let sequence):
             var items: [ConfigNode] = []
-            for item in sequence { items.append(try ConfigNode(item, path: path)) }
+            for item in sequence { items.append(try ConfigNode(item, path: path, depth: depth + 1)) }
             self.init(content: .sequence(items), location: location)
         case .mapping(let mapping):
             var pairs: [Pair] = []
             var seen: [String: SourceLocation] = [:]
             for (keyNode, valueNode) in mapping {
-                let key = try ConfigNode(keyNode, path: path)
+                let key = try ConfigNode(keyNode, path: path, depth: depth + 1)
                 guard case .scalar(let name, _) = key.content else {
                     throw ConfigError(.invalidValue, "a mapping key must be a plain name, not a \(key.kindName)", at: key.location)
                 }
@@ -98,7 +120,7 @@ public struct ConfigNode: Sendable, Hashable {
                         at: key.location, hint: "remove one of them")
                 }
                 seen[name] = key.location
-                pairs.append(Pair(key: name, keyLocation: key.location, value: try ConfigNode(valueNode, path: path)))
+                pairs.append(Pair(key: name, keyLocation: key.location, value: try ConfigNode(valueNode, path: path, depth: depth + 1)))
             }
             self.init(content: .mapping(pairs), location: location)
         case .alias:

@@ -1,5 +1,6 @@
 import ConfigFile
 import Foundation
+import TestSupport
 import Testing
 import TraceCore
 
@@ -108,5 +109,34 @@ struct ConfigNodeTests {
     func globs(pattern: String, text: String, matches: Bool) {
         #expect(Glob(pattern).matches(text) == matches)
         #expect(Glob(pattern).isLiteral == !(pattern.contains("*") || pattern.contains("?")))
+    }
+
+    @Test("reading is bounded: anchors and aliases (an alias bomb too) are refused at once, so are nesting and size past the limits")
+    func bounded() throws {
+        var lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+        for level in 1...9 {
+            lines.append("a\(level): &a\(level) [" + Array(repeating: "*a\(level - 1)", count: 10).joined(separator: ", ") + "]")
+        }
+        #expect {
+            _ = try ConfigNode.parse(lines.joined(separator: "\n"), path: "bomb.yaml")
+        } throws: { error in
+            (error as? ConfigError)?.message.hasPrefix("YAML anchors and aliases") == true && (error as? ConfigError)?.location.line == 1
+        }
+        #expect {
+            _ = try ConfigNode.parse("a: &x {b: 1}\nc: *x\n", path: "a.yaml")
+        } throws: { ($0 as? ConfigError)?.location == SourceLocation(path: "a.yaml", line: 1, column: 4) }
+        let deep = String(repeating: "[", count: 200) + String(repeating: "]", count: 200)
+        #expect {
+            _ = try ConfigNode.parse("a: " + deep, path: "deep.yaml")
+        } throws: { ($0 as? ConfigError)?.message == "the file nests deeper than 128 levels" }
+        try TemporaryDirectory.with { directory in
+            let big = directory.path("big.yaml")
+            try Data(repeating: 0x20, count: ConfigNode.maximumFileBytes + 1).write(to: URL(fileURLWithPath: big))
+            #expect {
+                _ = try ConfigNode.load(path: big)
+            } throws: {
+                ($0 as? ConfigError)?.message.hasSuffix("config files are limited to \(ConfigNode.maximumFileBytes) bytes") == true
+            }
+        }
     }
 }
