@@ -325,8 +325,10 @@ public enum AgentFile {
             return ArgumentCondition(path: path, test: .oneOf(values))
         case "matches":
             let pattern = try test.value.string(place)
-            guard (try? Regex(pattern)) != nil else {
-                throw ConfigError(.invalidValue, "\(place) is not a valid regular expression", at: test.value.location)
+            do {
+                _ = try LinearRegex(pattern)
+            } catch {
+                throw ConfigError(.invalidValue, "\(place) is not a regular expression this tool runs: \(error)", at: test.value.location)
             }
             return ArgumentCondition(path: path, test: .matches(pattern))
         case "min": return ArgumentCondition(path: path, test: .atLeast(try test.value.double(place)))

@@ -54,7 +54,7 @@ public struct ScriptedModel: ModelClient {
             if let lastTool, !lastTool.matches(last.tool) { return false }
             if let lastStatus, last.status != lastStatus { return false }
             if let pattern = lastObservationMatches {
-                guard let regex = try? Regex(pattern), (try? regex.firstMatch(in: JSONWriter.encodeString(last.json))) != nil else {
+                guard let regex = try? LinearRegex(pattern), regex.matches(JSONWriter.encodeString(last.json)) else {
                     return false
                 }
             }
@@ -128,8 +128,12 @@ extension ScriptedModel {
                 }
                 if let pattern = condition.optional("last_observation_matches") {
                     let text = try pattern.string("last_observation_matches")
-                    guard (try? Regex(text)) != nil else {
-                        throw ConfigError(.invalidValue, "last_observation_matches is not a valid regular expression", at: pattern.location)
+                    do {
+                        _ = try LinearRegex(text)
+                    } catch {
+                        throw ConfigError(
+                            .invalidValue, "last_observation_matches is not a regular expression this tool runs: \(error)",
+                            at: pattern.location)
                     }
                     rule.lastObservationMatches = text
                 }

@@ -137,8 +137,8 @@ public struct ArgumentCondition: Sendable {
         case .equals(let expected): return value?.equals(byValue: expected) ?? false
         case .oneOf(let options): return value.map { value in options.contains { value.equals(byValue: $0) } } ?? false
         case .matches(let pattern):
-            guard let text = value?.stringValue, let regex = try? Regex(pattern) else { return false }
-            return (try? regex.firstMatch(in: text)) != nil
+            guard let text = value?.stringValue, let regex = try? LinearRegex(pattern) else { return false }
+            return regex.matches(text)
         case .atLeast(let bound): return value?.doubleValue.map { $0 >= bound } ?? false
         case .atMost(let bound): return value?.doubleValue.map { $0 <= bound } ?? false
         }

@@ -24,7 +24,7 @@ public final class JSONSchema: Sendable {
     let exclusiveMaximum: Double?
     let minLength: Int?
     let maxLength: Int?
-    let pattern: String?
+    let pattern: LinearRegex?
     let minItems: Int?
     let maxItems: Int?
     let minProperties: Int?
@@ -69,7 +69,7 @@ public final class JSONSchema: Sendable {
         var anyOf: [JSONSchema] = []
         var numbers: [String: Double] = [:]
         var counts: [String: Int] = [:]
-        var pattern: String?
+        var pattern: LinearRegex?
         for member in object {
             let key = member.key
             let value = member.value
@@ -138,10 +138,11 @@ public final class JSONSchema: Sendable {
                 counts[key] = count
             case "pattern":
                 guard let text = value.stringValue else { throw SchemaError(path: [key], message: "must be a string") }
-                guard (try? Regex(text)) != nil else {
-                    throw SchemaError(path: [key], message: "is not a valid regular expression: \(text)")
+                do {
+                    pattern = try LinearRegex(text)
+                } catch {
+                    throw SchemaError(path: [key], message: "is not a regular expression this tool runs: \(error)")
                 }
-                pattern = text
             default:
                 guard Self.annotations.contains(key) else {
                     throw SchemaError(
@@ -234,7 +235,7 @@ public final class JSONSchema: Sendable {
             let length = text.count
             if let minLength, length < minLength { return "\(path) must be at least \(minLength) characters long, found \(length)" }
             if let maxLength, length > maxLength { return "\(path) must be at most \(maxLength) characters long, found \(length)" }
-            if let pattern, let regex = try? Regex(pattern), (try? regex.firstMatch(in: text)) == nil {
+            if let pattern, !pattern.matches(text) {
                 return "\(path) must match the pattern \(pattern), found \(Self.describe(value))"
             }
         case .int, .double:

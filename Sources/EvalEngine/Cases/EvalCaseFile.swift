@@ -193,8 +193,10 @@ public enum EvalCaseFile {
 
     static func regex(_ node: ConfigNode, what: String) throws(ConfigError) -> String {
         let text = try node.string(what)
-        guard (try? Regex(text)) != nil else {
-            throw ConfigError(.invalidValue, "\(what) is not a valid regular expression: \(text)", at: node.location)
+        do {
+            _ = try LinearRegex(text)
+        } catch {
+            throw ConfigError(.invalidValue, "\(what) is not a regular expression this tool runs: \(error)", at: node.location)
         }
         return text
     }

@@ -38,7 +38,7 @@ public struct ArgumentMatcher: Sendable, CustomStringConvertible {
                     ? nil : "is \(Self.show(value)), expected one of \(JSONWriter.encodeString(.array(options)))"
             case .regex(let pattern):
                 guard let text = value?.stringValue else { return "is \(Self.show(value)), expected a string matching /\(pattern)/" }
-                guard let regex = try? Regex(pattern), (try? regex.firstMatch(in: text)) != nil else {
+                guard let regex = try? LinearRegex(pattern), regex.matches(text) else {
                     return "is \(Self.show(value)), which does not match /\(pattern)/"
                 }
                 return nil

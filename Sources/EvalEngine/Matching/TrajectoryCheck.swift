@@ -177,7 +177,7 @@ public enum TrajectoryCheck {
                     actual: answer.map { "the answer is \"\(shortened($0))\"" } ?? "no answer (\(describeStop(state)))", step: lastStep))
         }
         if let pattern = expected.answerMatches {
-            let matched = answer.flatMap { text in (try? Regex(pattern)).flatMap { try? $0.firstMatch(in: text) } } != nil
+            let matched = answer.map { text in (try? LinearRegex(pattern))?.matches(text) == true } ?? false
             if !matched {
                 failures.append(
                     ExpectationFailure(
