@@ -2,9 +2,18 @@ public import TraceCore
 import TraceLog
 
 extension Replayer.Result {
-    /// The whole replay as `agent-eval replay --json` prints it (docs/replay.md): the steps
-    /// (each `ReplayStep.json`, collected while replaying), the final state, the checks.
-    public func json(log: String, steps: [JSONValue]) -> JSONValue {
+    /// The whole replay as `agent-eval replay --json` prints it (docs/replay.md), in three
+    /// pieces so that the steps stream out as they are replayed and memory stays flat in the
+    /// log's length: `streamingHead`, then the steps' `ReplayStep.json` separated by commas,
+    /// then `streamingTail` (or `streamingTail(error:)` when reading stopped at damage). The
+    /// members come in this order: `schema`, `version`, `log`, `steps`, then the rest.
+    public static func streamingHead(log: String) -> [UInt8] {
+        Array("{\"schema\":\"agent-eval/replay\",\"version\":1,\"log\":".utf8) + JSONWriter.encode(.string(log))
+            + Array(",\"steps\":[".utf8)
+    }
+
+    /// The end of the document after the last step: the run id, the final state, the checks.
+    public func streamingTail() -> [UInt8] {
         var verification = ObjectBuilder()
         verification.set("digests_checked", digestsChecked)
         verification.set(
@@ -12,20 +21,16 @@ extension Replayer.Result {
             JSONValue.array(
                 digestMismatches.map { ["seq": .int($0.sequence), "recorded": .string($0.recorded), "computed": .string($0.computed)] }))
         verification.set("tear", read.tear.map { "\($0)" })
-        var object = ObjectBuilder()
-        object.set("schema", "agent-eval/replay")
-        object.set("version", 1)
-        object.set("log", log)
-        object.set("run_id", state.runId)
-        object.set("steps", JSONValue.array(steps))
-        object.set("final_state", StateSummary(state).json)
-        object.set("verification", verification.json)
-        return object.json
+        var tail = Array("],\"run_id\":".utf8) + JSONWriter.encode(state.runId.map { .string($0) } ?? .null)
+        tail += Array(",\"final_state\":".utf8) + JSONWriter.encode(StateSummary(state).json)
+        tail += Array(",\"verification\":".utf8) + JSONWriter.encode(verification.json) + Array("}".utf8)
+        return tail
     }
 
-    /// What `replay --json` prints when reading stops at damage: the steps read before it.
-    public static func partialJSON(log: String, steps: [JSONValue], error: any Diagnostic) -> JSONValue {
-        ["schema": "agent-eval/replay", "version": 1, "log": .string(log), "steps": .array(steps), "error": error.json]
+    /// The end of the document when reading stopped at damage: the steps read before it, then
+    /// the diagnostic.
+    public static func streamingTail(error: any Diagnostic) -> [UInt8] {
+        Array("],\"error\":".utf8) + JSONWriter.encode(error.json) + Array("}".utf8)
     }
 }
 

@@ -121,6 +121,12 @@ struct OutputBuffer {
         if bytes.count >= 1 << 16 { flush() }
     }
 
+    /// Appends bytes as they are: for JSON, whose encoding already escapes what must be.
+    mutating func append(raw: [UInt8]) {
+        bytes.append(contentsOf: raw)
+        if bytes.count >= 1 << 16 { flush() }
+    }
+
     mutating func append(line: UnsafeRawBufferPointer) {
         bytes.append(contentsOf: line)
         bytes.append(0x0A)

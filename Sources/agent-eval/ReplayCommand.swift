@@ -159,24 +159,29 @@ struct ReplayCommand: AsyncParsableCommand {
     func replayAll() throws {
         var output = OutputBuffer()
         let renderer = StepRenderer(isFull: full)
-        var steps: [JSONValue] = []
+        var stepCount = 0
         let result: Replayer.Result
+        // --json streams: each step is written as it is replayed, never collected.
+        if json { output.append(raw: Replayer.Result.streamingHead(log: log)) }
         do {
             result = try Replayer(path: log).replay(until: until) { step, _ in
                 if json {
-                    steps.append(step.json)
+                    if stepCount > 0 { output.append(raw: [UInt8(ascii: ",")]) }
+                    output.append(raw: JSONWriter.encode(step.json))
                 } else {
                     for line in renderer.lines(for: step) { output.append(line) }
                 }
+                stepCount += 1
                 return true
             }
         } catch let error as LogError {
+            if json { output.append(raw: Replayer.Result.streamingTail(error: error) + [0x0A]) }
             output.flush()
-            if json { printJSON(Replayer.Result.partialJSON(log: log, steps: steps, error: error)) }
             throw diagnose(error)
         }
         if json {
-            printJSON(result.json(log: log, steps: steps))
+            output.append(raw: result.streamingTail() + [0x0A])
+            output.flush()
         } else {
             let checked = result.digestsChecked
             var line =
