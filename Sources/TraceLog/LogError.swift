@@ -40,6 +40,8 @@ public struct LogError: Diagnostic, Hashable {
         case notRepairable = "not_repairable"
         /// Another process holds the log's write lock.
         case locked
+        /// A seal of the log was interrupted: its `.seal` side file holds events the log lacks.
+        case pendingSeal = "pending_seal"
     }
 
     public var code: Code

@@ -101,6 +101,7 @@ public struct LogReader {
 
     private func walk(from position: Position? = nil, _ body: (UnsafeRawBufferPointer, RecordedEvent) throws -> Void) throws -> ReadSummary
     {
+        if let pending = LogReader.pendingSeal(path) { throw pending }
         var scanner = MemberScanner(path: path, contentLimit: options.memberContentLimit, readSize: options.readBufferSize)
         var checker =
             position.map { EventChecker(path: path, resumingAt: $0.sequence, previousHash: $0.previousHash, runId: $0.runId) }
@@ -163,6 +164,16 @@ public struct LogReader {
             throw LogReader.corruption(path: path, member: member, reason: reason, nextSequence: checker.expectedSequence)
         }
         return summary
+    }
+
+    /// The error for a log whose seal was interrupted: what the log holds now is not all it
+    /// holds; the side file has the rest until a repair finishes the seal.
+    static func pendingSeal(_ path: String) -> LogError? {
+        guard FileDescriptor.exists(LogRepair.sideFilePath(path)) else { return nil }
+        return LogError(
+            .pendingSeal,
+            "a seal of this log was interrupted: \(LogRepair.sideFilePath(path)) holds its final member, which the log may lack",
+            path: path, hint: "repair the log to finish the seal; nothing is read from it until then")
     }
 
     static func corruption(path: String, member: MemberScanner.Member, reason: String, nextSequence: Int) -> LogError {

@@ -54,6 +54,7 @@ extension RepairReport {
             object.set("events_kept_in_member", report.eventsKept)
             object.set("dropped_bytes", report.droppedBytes)
             object.set("last_seq", report.lastSequence)
+            object.set("finished_interrupted_seal", report.finishedInterruptedSeal)
         }
         return object.json
     }

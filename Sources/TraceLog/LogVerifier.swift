@@ -15,6 +15,7 @@ public enum LogVerifier {
         var scanner = MemberScanner(path: path, contentLimit: memberContentLimit, readSize: readBufferSize)
         var checker = EventChecker(path: path)
         var report = VerificationReport(path: path)
+        if let pending = LogReader.pendingSeal(path) { report.problems.append(pending) }
         var offset = 0
         var index = 0
         var lineNumber = 0

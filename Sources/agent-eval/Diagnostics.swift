@@ -75,6 +75,8 @@ func commandHint(for diagnostic: any Diagnostic) -> String? {
     case "log.corrupt_member", "log.split_event", "log.invalid_event", "log.broken_chain", "log.sequence_gap", "log.sequence_repeat",
         "log.run_mismatch", "log.event_too_large":
         return "run `agent-eval log verify \(path)` for a full report of the damage"
+    case "log.pending_seal":
+        return "run `agent-eval log repair \(path)` to finish the interrupted seal"
     case "log.not_repairable":
         return "inspect it with `agent-eval log verify \(path)`; keep the file as evidence rather than rewriting it"
     case "runtime.undecided_calls":

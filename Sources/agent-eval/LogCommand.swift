@@ -184,6 +184,12 @@ struct LogCommand: ParsableCommand {
                 say("\(file): intact, nothing to repair")
                 return
             }
+            if result.finishedInterruptedSeal {
+                say(
+                    "\(file): finished an interrupted seal from \(file).seal — wrote the sealed final member at byte \(result.memberOffset) (\(result.originalSize) → \(result.newSize) bytes)"
+                        + (result.lastSequence.map { "; the last event is seq \($0)" } ?? ""))
+                return
+            }
             let last = result.lastSequence.map { "the last event is now seq \($0)" } ?? "the log now holds no event"
             say(
                 "\(file): sealed — cut at byte \(result.memberOffset) and rewrote the final member (\(result.originalSize) → \(result.newSize) bytes); kept \(result.eventsKept) complete events of that member, dropped \(result.droppedBytes) bytes of a partial event; \(last)"

@@ -2,7 +2,8 @@ import Foundation
 import TestSupport
 import Testing
 import TraceCore
-import TraceLog
+
+@testable import TraceLog
 
 @Suite("Torn, corrupt and tampered logs")
 struct LogDamageTests {
@@ -361,27 +362,67 @@ struct LogDamageTests {
 
 @Suite("Crash-safe sealing")
 struct SealRecoveryTests {
-    @Test("a seal interrupted after truncating the log is finished from its side file")
+    /// The torn fixture, sealed: the sealed bytes, the member the seal wrote, and a side file as
+    /// a seal writes it before it touches the log.
+    func sealedFixture(in directory: TemporaryDirectory) throws -> (torn: [UInt8], sealed: [UInt8], sideFile: [UInt8], offset: Int) {
+        let torn = try readBytes(FixtureLogs.directory.appendingPathComponent("research-sample-torn.jsonl.gz").path)
+        let reference = directory.path("reference.jsonl.gz")
+        try writeBytes(torn, to: reference)
+        let report = try #require(try LogRepair.seal(path: reference))
+        let sealed = try readBytes(reference)
+        let member = Array(sealed[report.memberOffset...])
+        let offset = report.memberOffset
+        let before = ContentHash.sha256Hex(torn[max(0, offset - LogRepair.bindingWindow)..<offset])
+        let header = LogRepair.sideFileHeader(
+            offset: offset, length: member.count, size: torn.count, before: before, torn: ContentHash.sha256Hex(torn[offset...]))
+        return (torn, sealed, Array(header.utf8) + member, offset)
+    }
+
+    @Test("a seal interrupted after truncating the log is finished from its side file, and says so; readers see it is pending")
     func interruptedSeal() throws {
         try TemporaryDirectory.with { directory in
-            let torn = FixtureLogs.directory.appendingPathComponent("research-sample-torn.jsonl.gz").path
-            let reference = directory.path("reference.jsonl.gz")
-            try writeBytes(try readBytes(torn), to: reference)
-            let report = try #require(try LogRepair.seal(path: reference))
-            let sealed = try readBytes(reference)
-            let member = Array(sealed[report.memberOffset...])
-
+            let (torn, sealed, sideFile, offset) = try sealedFixture(in: directory)
             // The crash: side file written and synced, log truncated, new member not yet written.
             let crashed = directory.path("crashed.jsonl.gz")
-            try writeBytes(Array(try readBytes(torn)[..<report.memberOffset]), to: crashed)
-            try writeBytes(
-                Array("agent-eval seal v1 offset=\(report.memberOffset) length=\(member.count)\n".utf8) + member, to: crashed + ".seal")
+            try writeBytes(Array(torn[..<offset]), to: crashed)
+            try writeBytes(sideFile, to: crashed + ".seal")
+            #expect(try LogVerifier.verify(path: crashed).problems.first?.code == .pendingSeal)
+            #expect { _ = try LogReader(path: crashed).readAll() } throws: { ($0 as? LogError)?.code == .pendingSeal }
 
-            let (writer, _) = try LogWriter.open(at: crashed)
-            try writer.close()
+            let report = try #require(try LogRepair.seal(path: crashed))
+            #expect(report.finishedInterruptedSeal)
+            #expect(report.lastSequence == 22)
             #expect(try readBytes(crashed) == sealed)
             #expect(!FileManager.default.fileExists(atPath: crashed + ".seal"))
             #expect(try LogVerifier.verify(path: crashed).isIntact)
+
+            // Killed before truncating: the torn tail is still there; the seal is finished too.
+            let early = directory.path("early.jsonl.gz")
+            try writeBytes(torn, to: early)
+            try writeBytes(sideFile, to: early + ".seal")
+            let (writer, _) = try LogWriter.open(at: early)
+            try writer.close()
+            #expect(Array(try readBytes(early).prefix(sealed.count)) == sealed)
+        }
+    }
+
+    @Test("a side file is applied only to the log it was made for: a planted one is refused and nothing is changed")
+    func plantedSideFile() throws {
+        try TemporaryDirectory.with { directory in
+            let (_, _, sideFile, _) = try sealedFixture(in: directory)
+            let intact = FixtureLogs.directory.appendingPathComponent("support-sample.jsonl.gz").path
+            let victim = directory.path("victim.jsonl.gz")
+            try writeBytes(try readBytes(intact), to: victim)
+            try writeBytes(sideFile, to: victim + ".seal")
+            #expect {
+                _ = try LogRepair.seal(path: victim)
+            } throws: { ($0 as? LogError)?.code == .notRepairable }
+            #expect(try readBytes(victim) == (try readBytes(intact)))
+            #expect(FileManager.default.fileExists(atPath: victim + ".seal"), "kept as evidence")
+            // An old, unbound side file is refused too.
+            try writeBytes(Array("agent-eval seal v1 offset=0 length=2\n".utf8) + [0x1F, 0x8B], to: victim + ".seal")
+            #expect(throws: LogError.self) { _ = try LogRepair.seal(path: victim) }
+            #expect(try readBytes(victim) == (try readBytes(intact)))
         }
     }
 
@@ -391,9 +432,12 @@ struct SealRecoveryTests {
             let torn = FixtureLogs.directory.appendingPathComponent("research-sample-torn.jsonl.gz").path
             let path = directory.path("torn.jsonl.gz")
             try writeBytes(try readBytes(torn), to: path)
-            try writeBytes(Array("agent-eval seal v1 offset=0 length=9999\n".utf8) + [0x1F, 0x8B], to: path + ".seal")
+            try writeBytes(
+                Array(LogRepair.sideFileHeader(offset: 0, length: 9999, size: 1, before: "x", torn: "y").utf8) + [0x1F, 0x8B],
+                to: path + ".seal")
             let report = try #require(try LogRepair.seal(path: path))
             #expect(report.lastSequence == 22)
+            #expect(!report.finishedInterruptedSeal)
             #expect(try Subprocess.run(gzipPath, ["-t", path]).status == 0)
             #expect(!FileManager.default.fileExists(atPath: path + ".seal"))
         }

@@ -59,7 +59,7 @@ struct WorkedExampleTests {
                 member offset \(tear.memberOffset), last complete seq \(complete - 1), \(tear.droppedBytes) bytes dropped.
 
                 `agent-eval log repair` then writes `research-sample-torn.jsonl.gz.seal`
-                (`agent-eval seal v1 offset=\(repair.memberOffset) length=\(repair.newSize - repair.memberOffset)` and the new member), truncates the log to \(repair.memberOffset) bytes,
+                (`agent-eval seal v2 offset=\(repair.memberOffset) length=\(repair.newSize - repair.memberOffset) size=\(bytes.count) before=… torn=…` and the new member), truncates the log to \(repair.memberOffset) bytes,
                 writes the new \(n(repair.newSize - repair.memberOffset))-byte member — the same \(n(isize)) bytes of \(complete) lines compressed at once, ending
                 in the trailer `\(hex(trailer.prefix(4)))` (CRC-32 0x\(crc), little-endian) and `\(hex(trailer.suffix(4)))` (ISIZE \(isize))
                 — fsyncs, and deletes the side file. Now `gzip -t` passes and `zcat` prints exactly the \(complete)
