@@ -384,6 +384,10 @@ def verify(path):
     digest and whether every recorded digest matches the fold."""
     data = open(path, "rb").read()
     problems, events = [], []
+    import os
+    if os.path.exists(path + ".seal"):
+        # An interrupted seal (section 8): the log may lack what the side file holds.
+        problems.append(_problem("pending_seal", "a seal of this log was interrupted", None, None))
     offset, ending = 0, "complete"
     expected_seq, prev, run_id, last_step = 0, GENESIS, None, None
     state = RunState()
