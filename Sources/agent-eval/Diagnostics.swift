@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Synchronization
 import TraceCore
 
 #if canImport(Glibc)
@@ -151,4 +152,29 @@ struct OutputBuffer {
 /// Prints a JSON value on standard output in canonical form.
 func printJSON(_ value: JSONValue) {
     print(JSONWriter.encodeString(value))
+}
+
+/// Runs `body` in a task that SIGINT and SIGTERM cancel, instead of killing the process: the
+/// work stops at its next step with everything recorded. Returns the value and the signal
+/// that came, if one did (the command exits 128 + signal).
+func withInterruption<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> (T, Int32?) {
+    let received = Mutex<Int32?>(nil)
+    let task = Task { try await body() }
+    let sources = [SIGINT, SIGTERM].map { number -> any DispatchSourceSignal in
+        signal(number, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+        source.setEventHandler {
+            received.withLock { $0 = $0 ?? number }
+            task.cancel()
+        }
+        source.resume()
+        return source
+    }
+    defer {
+        for source in sources { source.cancel() }
+        signal(SIGINT, SIG_DFL)
+        signal(SIGTERM, SIG_DFL)
+    }
+    let value = try await task.value
+    return (value, received.withLock { $0 })
 }

@@ -16,8 +16,12 @@ struct ExecCommand: AsyncParsableCommand {
             A run that stopped with approval_required is continued in the same log with --resume and one \
             --approve or --deny per waiting call.
 
+            Ctrl-C (SIGINT) or SIGTERM stop the run cleanly: running tools are killed with their process \
+            groups, the stop is recorded (blocked, "interrupted…"), and the log is closed, whole.
+
             Exit codes: 0 the run stopped with success; 1 it stopped for any other reason (including \
-            approval_required); 2 it could not run (bad agent file, unwritable log); 64 usage error.
+            approval_required); 2 it could not run (bad agent file, unwritable log); 64 usage error; \
+            130 interrupted by SIGINT, 143 by SIGTERM.
 
             Examples:
               agent-eval exec --agent Fixtures/agents/support/agent.yaml --input "Order A-1042 arrived broken."
@@ -78,19 +82,23 @@ struct ExecCommand: AsyncParsableCommand {
 
     func run() async throws {
         let outcome: RunOutcome
+        let interrupted: Int32?
         do {
             let runtime = AgentRuntime(agent: try AgentFile.load(path: agent))
-            if let resume {
-                let approvals =
-                    approve.map { ApprovalRecorded(callId: $0, isGranted: true, approver: approver) }
-                    + deny.map { ApprovalRecorded(callId: $0, isGranted: false, approver: approver) }
-                outcome = try await runtime.resume(log: resume, approvals: approvals)
-            } else {
-                let id = runId ?? RuntimeEnvironment.live.makeRunId()
-                // Names from the agent file and the command line never leave --out.
-                let name = RuntimeEnvironment.fileNameComponent("\(runtime.agent.name)-\(id)")
-                let path = log ?? "\(out)/\(name).jsonl.gz"
-                outcome = try await runtime.run(goal: input ?? "", log: path, runId: id, actor: actor, route: route)
+            let (resume, approve, deny, approver) = (self.resume, self.approve, self.deny, self.approver)
+            let (input, actor, route) = (self.input, self.actor, self.route)
+            let id = runId ?? RuntimeEnvironment.live.makeRunId()
+            // Names from the agent file and the command line never leave --out.
+            let path = log ?? "\(out)/\(RuntimeEnvironment.fileNameComponent("\(runtime.agent.name)-\(id)")).jsonl.gz"
+            // Ctrl-C or SIGTERM cancel the run: tools are killed, the stop is recorded, the log closed.
+            (outcome, interrupted) = try await withInterruption { () async throws -> RunOutcome in
+                if let resume {
+                    let approvals =
+                        approve.map { ApprovalRecorded(callId: $0, isGranted: true, approver: approver) }
+                        + deny.map { ApprovalRecorded(callId: $0, isGranted: false, approver: approver) }
+                    return try await runtime.resume(log: resume, approvals: approvals)
+                }
+                return try await runtime.run(goal: input ?? "", log: path, runId: id, actor: actor, route: route)
             }
         } catch {
             throw diagnose(error)
@@ -100,6 +108,7 @@ struct ExecCommand: AsyncParsableCommand {
         } else {
             for line in Self.describe(outcome, agentPath: agent) { say(line) }
         }
+        if let interrupted { throw ExitCode(128 + interrupted) }
         throw outcome.stop.reason == .success ? Exit.success : Exit.failure
     }
 

@@ -179,6 +179,66 @@ struct ExecCommandTests {
         }
     }
 
+    @Test("Ctrl-C during a run: the hanging tool and its children are killed, the stop is recorded, the log is whole, exit 130")
+    func interrupted() throws {
+        try TemporaryDirectory.with { directory in
+            let folder = directory.path("agent")
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            let marker = directory.path("tool.pid")
+            // The tool starts a grandchild, says where it is, and hangs.
+            try "#!/bin/sh\nsleep 300 &\necho $! > \(marker).child\necho $$ > \(marker)\nwait\n".write(
+                toFile: folder + "/hang.sh", atomically: true, encoding: .utf8)
+            #expect(chmod(folder + "/hang.sh", 0o755) == 0)
+            try """
+            name: hanger
+            model: {script: hang.model.yaml}
+            tools:
+              - {name: hang, description: Hangs., side_effect: read, command: [./hang.sh], timeout_ms: 600000}
+            policy: {default: allow}
+            limits: {max_steps: 3}
+            """.write(toFile: folder + "/agent.yaml", atomically: true, encoding: .utf8)
+            try "decisions:\n  - tool_calls: [{name: hang, arguments: {}}]\n  - answer: never\n".write(
+                toFile: folder + "/hang.model.yaml", atomically: true, encoding: .utf8)
+            let log = directory.path("hang.jsonl.gz")
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: try agentEvalBinary())
+            process.arguments = ["exec", "--agent", folder + "/agent.yaml", "--input", "hang", "--log", log]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            // Wait (bounded) until the tool runs, then interrupt.
+            var waited = 0
+            while !FileManager.default.fileExists(atPath: marker), waited < 400 {
+                usleep(50_000)
+                waited += 1
+            }
+            #expect(FileManager.default.fileExists(atPath: marker), "the tool never started")
+            process.interrupt()
+            waited = 0
+            while process.isRunning, waited < 400 {
+                usleep(50_000)
+                waited += 1
+            }
+            if process.isRunning { process.terminate() }
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 130)
+            let report = try LogVerifier.verify(path: log)
+            #expect(report.ending == .complete)
+            let state = RunState(folding: try LogReader(path: log).readAll().events.map(\.event))
+            #expect(state.stopReason == .blocked)
+            #expect(state.stop?.error?.hasPrefix("interrupted") == true)
+            #expect(state.calls.first?.lastResult?.error?.contains("interrupted") == true)
+            for file in [marker, marker + ".child"] {
+                let pid = try #require(
+                    Int32(try String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+                // Gone, or a zombie waiting for its reaper: dead either way.
+                let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
+                let state = stat.split(separator: ")").last?.split(separator: " ").first.map(String.init)
+                #expect(kill(pid, 0) != 0 || state == "Z", "process \(pid) is still running (state \(state ?? "?"))")
+            }
+        }
+    }
+
     @Test("a bad agent file: exit 2, the message with file:line:column and a hint, nothing written")
     func badAgentFile() throws {
         try TemporaryDirectory.with { directory in

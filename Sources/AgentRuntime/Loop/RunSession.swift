@@ -51,7 +51,8 @@ final class RunSession {
         } catch {
             do {
                 if state.stop == nil {
-                    try recorder.record(.runStopped(RunStopped(reason: .blocked, error: "the runtime failed: \(error)")))
+                    let why = error is CancellationError || Task.isCancelled ? interruption : "the runtime failed: \(error)"
+                    try recorder.record(.runStopped(RunStopped(reason: .blocked, error: why)))
                 }
                 try recorder.writer.close()
             } catch let logError as LogError {
@@ -83,8 +84,17 @@ final class RunSession {
 
     // MARK: The loop
 
+    /// Why a run that was cancelled from outside (Ctrl-C, SIGTERM, an embedding program)
+    /// stopped.
+    var interruption: String { "interrupted: the run was stopped from outside at step \(recorder.step)" }
+
     func loop() async throws {
         while state.stop == nil {
+            // Cancelled from outside: stop here, recorded, with the log closed by `drive`.
+            if Task.isCancelled {
+                try stop(.blocked, error: interruption)
+                return
+            }
             if let limit = limitReachedBeforeStep() {
                 try stop(.budgetExhausted, limit: limit, error: limitMessage(limit))
                 return

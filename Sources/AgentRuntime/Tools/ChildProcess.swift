@@ -1,5 +1,6 @@
 import CProcess
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -22,6 +23,8 @@ struct ChildProcess {
         var isOutputTruncated: Bool
         /// The deadline passed; the group was killed.
         var isTimedOut: Bool
+        /// The task waiting for it was cancelled (the run was interrupted): the group was killed.
+        var isCancelled = false
     }
 
     struct SpawnFailure: Error {
@@ -43,18 +46,30 @@ struct ChildProcess {
         signal(SIGPIPE, SIG_IGN)
     }()
 
+    /// Set when the waiting task is cancelled; the child's thread sees it within 100 ms.
+    final class CancellationFlag: Sendable {
+        private let flag = Mutex(false)
+        func cancel() { flag.withLock { $0 = true } }
+        var isCancelled: Bool { flag.withLock { $0 } }
+    }
+
     func run() async throws -> Result {
         _ = Self.ignoreSigpipe
-        return try await withCheckedThrowingContinuation { continuation in
-            let thread = Thread {
-                continuation.resume(with: Swift.Result { try self.runBlocking() })
+        let cancellation = CancellationFlag()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let thread = Thread {
+                    continuation.resume(with: Swift.Result { try self.runBlocking(cancellation: cancellation) })
+                }
+                thread.stackSize = 256 * 1024
+                thread.start()
             }
-            thread.stackSize = 256 * 1024
-            thread.start()
+        } onCancel: {
+            cancellation.cancel()
         }
     }
 
-    private func runBlocking() throws -> Result {
+    private func runBlocking(cancellation: CancellationFlag) throws -> Result {
         guard let executable = command.first else { throw SpawnFailure(message: "the command is empty") }
         var stdinPipe: [Int32] = [-1, -1]
         var stdoutPipe: [Int32] = [-1, -1]
@@ -135,6 +150,11 @@ struct ChildProcess {
         }
 
         while outputFD >= 0 || errorFD >= 0 {
+            if cancellation.isCancelled {
+                result.isCancelled = true
+                killGroup()
+                break
+            }
             let remaining = deadline - Self.nowMs()
             if remaining <= 0 {
                 result.isTimedOut = true
@@ -145,7 +165,7 @@ struct ChildProcess {
             if inputFD >= 0 { fds.append(pollfd(fd: inputFD, events: Int16(POLLOUT), revents: 0)) }
             if outputFD >= 0 { fds.append(pollfd(fd: outputFD, events: Int16(POLLIN), revents: 0)) }
             if errorFD >= 0 { fds.append(pollfd(fd: errorFD, events: Int16(POLLIN), revents: 0)) }
-            let ready = poll(&fds, nfds_t(fds.count), Int32(min(remaining, 1_000)))
+            let ready = poll(&fds, nfds_t(fds.count), Int32(min(remaining, 100)))
             if ready < 0 {
                 if errno == EINTR { continue }
                 killGroup()
@@ -195,6 +215,10 @@ struct ChildProcess {
         while true {
             let reaped = waitpid(pid, &waitStatus, WNOHANG)
             if reaped == pid || (reaped < 0 && errno != EINTR) { break }
+            if reaped == 0 && cancellation.isCancelled && !killed {
+                result.isCancelled = true
+                killGroup()
+            }
             if reaped == 0 && Self.nowMs() >= deadline {
                 result.isTimedOut = true
                 killGroup()

@@ -51,6 +51,10 @@ public struct SubprocessToolHost: ToolHost {
         let lastLine = stderr?.split(whereSeparator: \.isNewline).last.map { ": \($0)" } ?? ""
         var outcome = ToolOutcome(status: .error, stderr: stderr)
         let name = command.first ?? "the command"
+        if result.isCancelled {
+            outcome.error = "\(name) was stopped because the run was interrupted; its process group was killed"
+            return outcome
+        }
         if result.isTimedOut {
             outcome.error = "\(name) did not finish within \(timeoutMs) ms; its process group was killed"
             outcome.isRetryable = true
