@@ -111,7 +111,15 @@ let package = Package(
         ),
         .target(
             name: "TestSupport",
-            dependencies: ["TraceCore", "TraceLog", "AgentRuntime"],
+            dependencies: ["TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "EvalEngine"],
+            swiftSettings: strictSettings
+        ),
+        // `swift run -c release fuzz [--seconds N] [--target T] [--seed S]`: the seeded mutation
+        // fuzzer for the readers of untrusted input (docs in Fuzz/main.swift).
+        .executableTarget(
+            name: "fuzz",
+            dependencies: ["TestSupport"],
+            path: "Fuzz",
             swiftSettings: strictSettings
         ),
         .testTarget(
