@@ -29,7 +29,8 @@ struct RunCommand: AsyncParsableCommand {
 
             Exit codes: 0 everything passed (per --fail-on); 1 a case failed or regressed; 2 the harness could \
             not run (a bad case file, a missing or unreadable log, a broken agent file, an unreadable baseline); \
-            64 usage error.
+            64 usage error; 130 (143) interrupted by Ctrl-C (SIGTERM): live runs are stopped with their stop \
+            recorded and their logs closed, and the report of what ran is written.
 
             Examples:
               agent-eval run EvalCases/
@@ -125,16 +126,16 @@ struct RunCommand: AsyncParsableCommand {
         }
 
         let console = json ? nil : ConsoleProgress(total: session.cases.count, isTerminal: isatty(1) == 1)
-        var report: EvalReport?
-        for await update in session.run() {
-            switch update {
-            case .finished(let finished): console?.finished(index: finished.index, lines: finished.consoleLines, done: finished.done)
-            case .completed(let completed): report = completed
+        // Ctrl-C or SIGTERM stop live runs at their next step, recorded and closed; the report
+        // of what ran is still printed and written.
+        let (report, interrupted) = try await withInterruption {
+            await session.runToReport { finished in
+                console?.finished(index: finished.index, lines: finished.consoleLines, done: finished.done)
             }
         }
         console?.close()
-        guard let report else { throw Exit.unusable }
         if json { printJSON(report.json) } else { say(report.summaryLine) }
+        if let interrupted { printError("interrupted: live runs were stopped and their logs closed; the report covers what ran") }
 
         do {
             if let jsonOut { try write(JSONWriter.encodePretty(report.json), to: jsonOut) }
@@ -148,6 +149,7 @@ struct RunCommand: AsyncParsableCommand {
         } catch {
             throw diagnose(error)
         }
+        if let interrupted { throw ExitCode(128 + interrupted) }
         throw ExitCode(report.exitStatus)
     }
 

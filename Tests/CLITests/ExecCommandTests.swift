@@ -179,63 +179,101 @@ struct ExecCommandTests {
         }
     }
 
-    @Test("Ctrl-C during a run: the hanging tool and its children are killed, the stop is recorded, the log is whole, exit 130")
+    /// An agent whose only tool starts a child, writes both pids to `marker` and hangs.
+    func hangingAgent(in directory: TemporaryDirectory) throws -> (agent: String, marker: String) {
+        let folder = directory.path("agent")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let marker = directory.path("tool.pid")
+        try "#!/bin/sh\nsleep 300 &\necho $! > \(marker).child\necho $$ > \(marker)\nwait\n".write(
+            toFile: folder + "/hang.sh", atomically: true, encoding: .utf8)
+        #expect(chmod(folder + "/hang.sh", 0o755) == 0)
+        try """
+        name: hanger
+        model: {script: hang.model.yaml}
+        tools:
+          - {name: hang, description: Hangs., side_effect: read, command: [./hang.sh], timeout_ms: 600000}
+        policy: {default: allow}
+        limits: {max_steps: 3}
+        """.write(toFile: folder + "/agent.yaml", atomically: true, encoding: .utf8)
+        try "decisions:\n  - tool_calls: [{name: hang, arguments: {}}]\n  - answer: never\n".write(
+            toFile: folder + "/hang.model.yaml", atomically: true, encoding: .utf8)
+        return (folder + "/agent.yaml", marker)
+    }
+
+    /// Starts `arguments`, waits (bounded) until the hanging tool runs, sends SIGINT, waits
+    /// (bounded) for the end; returns the exit status and standard error.
+    func interrupt(_ arguments: [String], marker: String, in directory: TemporaryDirectory) throws -> (Int32, String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try agentEvalBinary())
+        process.arguments = arguments
+        process.currentDirectoryURL = directory.url
+        let errors = directory.path("stderr.txt")
+        FileManager.default.createFile(atPath: errors, contents: nil)
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errors))
+        try process.run()
+        var waited = 0
+        while !FileManager.default.fileExists(atPath: marker), waited < 400 {
+            usleep(50_000)
+            waited += 1
+        }
+        #expect(FileManager.default.fileExists(atPath: marker), "the tool never started")
+        process.interrupt()
+        waited = 0
+        while process.isRunning, waited < 400 {
+            usleep(50_000)
+            waited += 1
+        }
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        return (process.terminationStatus, (try? String(contentsOfFile: errors, encoding: .utf8)) ?? "")
+    }
+
+    /// The tool and its child are gone (or zombies waiting for a reaper: dead either way).
+    func expectToolGone(_ marker: String) throws {
+        for file in [marker, marker + ".child"] {
+            let pid = try #require(Int32(try String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+            let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
+            let state = stat.split(separator: ")").last?.split(separator: " ").first.map(String.init)
+            #expect(kill(pid, 0) != 0 || state == "Z", "process \(pid) is still running (state \(state ?? "?"))")
+        }
+    }
+
+    /// The log ends complete, with the interruption recorded as the stop and on the tool's result.
+    func expectInterruptedLog(_ log: String) throws {
+        #expect(try LogVerifier.verify(path: log).ending == .complete)
+        let state = RunState(folding: try LogReader(path: log).readAll().events.map(\.event))
+        #expect(state.stopReason == .blocked)
+        #expect(state.stop?.error?.hasPrefix("interrupted") == true)
+        #expect(state.calls.first?.lastResult?.error?.contains("interrupted") == true)
+    }
+
+    @Test("Ctrl-C during exec: the hanging tool and its children are killed, the stop is recorded, the log is whole, exit 130")
     func interrupted() throws {
         try TemporaryDirectory.with { directory in
-            let folder = directory.path("agent")
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            let marker = directory.path("tool.pid")
-            // The tool starts a grandchild, says where it is, and hangs.
-            try "#!/bin/sh\nsleep 300 &\necho $! > \(marker).child\necho $$ > \(marker)\nwait\n".write(
-                toFile: folder + "/hang.sh", atomically: true, encoding: .utf8)
-            #expect(chmod(folder + "/hang.sh", 0o755) == 0)
-            try """
-            name: hanger
-            model: {script: hang.model.yaml}
-            tools:
-              - {name: hang, description: Hangs., side_effect: read, command: [./hang.sh], timeout_ms: 600000}
-            policy: {default: allow}
-            limits: {max_steps: 3}
-            """.write(toFile: folder + "/agent.yaml", atomically: true, encoding: .utf8)
-            try "decisions:\n  - tool_calls: [{name: hang, arguments: {}}]\n  - answer: never\n".write(
-                toFile: folder + "/hang.model.yaml", atomically: true, encoding: .utf8)
+            let (agent, marker) = try hangingAgent(in: directory)
             let log = directory.path("hang.jsonl.gz")
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: try agentEvalBinary())
-            process.arguments = ["exec", "--agent", folder + "/agent.yaml", "--input", "hang", "--log", log]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            // Wait (bounded) until the tool runs, then interrupt.
-            var waited = 0
-            while !FileManager.default.fileExists(atPath: marker), waited < 400 {
-                usleep(50_000)
-                waited += 1
-            }
-            #expect(FileManager.default.fileExists(atPath: marker), "the tool never started")
-            process.interrupt()
-            waited = 0
-            while process.isRunning, waited < 400 {
-                usleep(50_000)
-                waited += 1
-            }
-            if process.isRunning { process.terminate() }
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 130)
-            let report = try LogVerifier.verify(path: log)
-            #expect(report.ending == .complete)
-            let state = RunState(folding: try LogReader(path: log).readAll().events.map(\.event))
-            #expect(state.stopReason == .blocked)
-            #expect(state.stop?.error?.hasPrefix("interrupted") == true)
-            #expect(state.calls.first?.lastResult?.error?.contains("interrupted") == true)
-            for file in [marker, marker + ".child"] {
-                let pid = try #require(
-                    Int32(try String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
-                // Gone, or a zombie waiting for its reaper: dead either way.
-                let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
-                let state = stat.split(separator: ")").last?.split(separator: " ").first.map(String.init)
-                #expect(kill(pid, 0) != 0 || state == "Z", "process \(pid) is still running (state \(state ?? "?"))")
-            }
+            let (status, _) = try interrupt(["exec", "--agent", agent, "--input", "hang", "--log", log], marker: marker, in: directory)
+            #expect(status == 130)
+            try expectInterruptedLog(log)
+            try expectToolGone(marker)
+        }
+    }
+
+    @Test("Ctrl-C during run: live runs stop with the stop recorded and their logs whole, the report is still written, exit 130")
+    func runInterrupted() throws {
+        try TemporaryDirectory.with { directory in
+            let (agent, marker) = try hangingAgent(in: directory)
+            try "caseId: hang\nagent: \(agent)\ninput: hang\nexpected: {toolsCalled: [hang]}\n".write(
+                toFile: directory.path("hang.yaml"), atomically: true, encoding: .utf8)
+            let (status, errors) = try interrupt(
+                ["run", directory.path("hang.yaml"), "--out", directory.path("runs"), "--json-out", directory.path("report.json")],
+                marker: marker, in: directory)
+            #expect(status == 130)
+            #expect(errors.contains("interrupted: live runs were stopped"))
+            try expectInterruptedLog(directory.path("runs/hang-1.jsonl.gz"))
+            #expect(FileManager.default.fileExists(atPath: directory.path("report.json")))
+            try expectToolGone(marker)
         }
     }
 

@@ -140,8 +140,10 @@ public struct EvalSession: Sendable {
         }
     }
 
-    /// Runs the cases, calling `finished` for each as it finishes; returns the report.
-    func runToReport(_ finished: @Sendable (Finished) -> Void) async -> EvalReport {
+    /// Runs the cases, calling `finished` for each as it finishes (in completion order);
+    /// returns the report. Cancelling the calling task stops live runs at their next step, each
+    /// with its stop recorded and its log closed, and still returns the report of what ran.
+    public func runToReport(_ finished: @Sendable (Finished) -> Void) async -> EvalReport {
         let clock = ContinuousClock()
         let started = clock.now
         let comparisons = ComparisonStore()
