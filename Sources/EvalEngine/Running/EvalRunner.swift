@@ -168,7 +168,8 @@ public struct EvalRunner: Sendable {
             }
         } catch {
             return RunResult(
-                logPath: log, repeatIndex: repeatIndex, failures: [], notes: [], error: record(error), summary: RunSummary(state))
+                logPath: log, repeatIndex: repeatIndex, failures: [], notes: [], error: DiagnosticRecord(describing: error),
+                summary: RunSummary(state))
         }
         let place = SourceLocation(path: log, sequence: mismatch?.sequence)
         func cannotRun(_ code: EvalError.Code, _ message: String, hint: String) -> RunResult {
@@ -253,7 +254,9 @@ public struct EvalRunner: Sendable {
         do {
             agent = try agents.agent(at: agentPath)
         } catch {
-            return RunResult(logPath: log, repeatIndex: repeatIndex, failures: [], notes: [], error: record(error), summary: RunSummary())
+            return RunResult(
+                logPath: log, repeatIndex: repeatIndex, failures: [], notes: [], error: DiagnosticRecord(describing: error),
+                summary: RunSummary())
         }
         if FileManager.default.fileExists(atPath: log) {
             // Never overwrite a log, and never grade a run from memory: a log that is there
@@ -280,7 +283,9 @@ public struct EvalRunner: Sendable {
                 return waiting.map { ApprovalRecorded(callId: $0.id, isGranted: approve.contains($0.id), approver: "agent-eval run") }
             }
         } catch {
-            return RunResult(logPath: log, repeatIndex: repeatIndex, failures: [], notes: [], error: record(error), summary: RunSummary())
+            return RunResult(
+                logPath: log, repeatIndex: repeatIndex, failures: [], notes: [], error: DiagnosticRecord(describing: error),
+                summary: RunSummary())
         }
         return check(log: log, repeatIndex: repeatIndex, case: evalCase, options: options)
     }
@@ -299,9 +304,14 @@ final class AgentCache: Sendable {
     }
 }
 
-/// Any error as a diagnostic record: ours keep their code, place and hint; others (from the
-/// system) their sentence.
-func record(_ error: any Error) -> DiagnosticRecord {
-    if let diagnostic = error as? any Diagnostic { return DiagnosticRecord(diagnostic) }
-    return DiagnosticRecord(code: "system.error", message: (error as NSError).localizedDescription)
+extension DiagnosticRecord {
+    /// Any error as a diagnostic record: ours keep their code, place and hint; others (from
+    /// the system) their sentence.
+    init(describing error: any Error) {
+        if let diagnostic = error as? any Diagnostic {
+            self.init(diagnostic)
+        } else {
+            self.init(code: "system.error", message: (error as NSError).localizedDescription)
+        }
+    }
 }
