@@ -41,7 +41,7 @@ let package = Package(
         // Layer 2: the compressed JSONL log: writer, reader, verification, repair.
         .target(
             name: "TraceLog",
-            dependencies: ["TraceCore", "CZlib"],
+            dependencies: ["TraceCore", "CZlib", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strictSettings
         ),
         // Starting tool subprocesses: the few libc calls Swift cannot see without _GNU_SOURCE.

@@ -250,6 +250,18 @@ var createTimes: [Double] = []
 var writeEveryTimes: [Double] = []
 var paths: [String] = []
 var everyPaths: [String] = []
+var signedTimes: [Double] = []
+var signedPaths: [String] = []
+// Signing: an Ed25519 signature at every member close and run end (docs/log-format.md, "Signed logs").
+let keyPath = settings.directory + "-key"
+try? FileManager.default.removeItem(atPath: keyPath)
+try? FileManager.default.removeItem(atPath: keyPath + ".pub")
+try LogSigner.generateKeyFiles(at: keyPath)
+let signer = try LogSigner(keyFile: keyPath)
+defer {
+    try? FileManager.default.removeItem(atPath: keyPath)
+    try? FileManager.default.removeItem(atPath: keyPath + ".pub")
+}
 for repetition in 0..<settings.repetitions {
     print("write, repetition \(repetition + 1)/\(settings.repetitions)")
     let standard = try writeCorpus(runs, to: settings.directory + "/standard", options: .init(compressionLevel: settings.level))
@@ -261,6 +273,10 @@ for repetition in 0..<settings.repetitions {
         options: .init(durability: .init(flush: .everyEvent), compressionLevel: settings.level))
     everyPaths = every.paths
     writeEveryTimes.append(every.seconds)
+    let signed = try writeCorpus(
+        runs, to: settings.directory + "/signed", options: .init(compressionLevel: settings.level, signer: signer))
+    signedPaths = signed.paths
+    signedTimes.append(signed.seconds)
 }
 // The writer's work before zlib: encoding each event and hashing its line.
 var encodeTimes: [Double] = []
@@ -396,6 +412,9 @@ print(
       encoding + hashing alone: \(format(Double(eventCount) / median(encodeTimes) / 1000)) k events/s
     write, fsync at durability points (\(syncSample.count) runs):
       \(format(Double(syncSampleEvents) / median(syncTimes) / 1000)) k events/s, same bytes as the default
+    write, signed (an Ed25519 signature at every member close and run end):
+      \(format(Double(eventCount) / median(signedTimes) / 1000)) k events/s; signed / unsigned time = \(format(median(signedTimes) / writeSeconds, 2)); \
+    +\(format(Double(signedPaths.reduce(0) { $0 + fileSize($1) } - paths.reduce(0) { $0 + fileSize($1) }) / Double(settings.runs), 0)) bytes per run
     write, flush after every event:
       \(format(Double(eventCount) / writeEverySeconds / 1000)) k events/s, \(format(Double(compressedEvery) / Double(eventCount))) compressed bytes/event (+\(format(Double(compressedEvery - compressed) / Double(eventCount))) B/event over the default)
 

@@ -1,4 +1,4 @@
-public import ConfigFile
+import ConfigFile
 public import TraceCore
 
 /// The one error type of the eval engine: the harness could not run (exit 2). A case that

@@ -1,7 +1,7 @@
 import AgentRuntime
 import ConfigFile
 import EvalEngine
-public import Foundation
+import Foundation
 import TraceCore
 import TraceLog
 
@@ -138,8 +138,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable, CustomStringConvertible 
             try Data(input).write(to: URL(fileURLWithPath: path))
             do {
                 _ = try EvalCaseFile.load(path: path)
-            } catch let errors as ConfigErrors {
-                if let first = errors.errors.first { throw first }
+            } catch {
+                if let first = error.errors.first { throw first }
             }
         case .agentFile:
             for script in ["support.model.yaml", "research.model.yaml"] {

@@ -42,6 +42,11 @@ public struct LogError: Diagnostic, Hashable {
         case locked
         /// A seal of the log was interrupted: its `.seal` side file holds events the log lacks.
         case pendingSeal = "pending_seal"
+        /// A key file is not a key of the kind needed.
+        case invalidKey = "invalid_key"
+        /// Signed-log verification failed: a signature does not check, is missing, or does not
+        /// cover the log's end.
+        case badSignature = "bad_signature"
     }
 
     public var code: Code

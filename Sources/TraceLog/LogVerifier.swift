@@ -9,8 +9,12 @@ import TraceCore
 public enum LogVerifier {
     /// Verifies the log at `path`. Throws only when the file cannot be read at all (missing,
     /// unreadable, or not gzip); damage is reported in the result.
+    ///
+    /// With `key`, the log must be signed by it (docs/log-format.md, "Signed logs"): every
+    /// `log_signed` event must check, and the last one must be final and cover the last event,
+    /// so that any edit, reordering, cut or extension is reported (`bad_signature`).
     public static func verify(
-        path: String, memberContentLimit: Int = 1 << 30, readBufferSize: Int = 256 * 1024
+        path: String, key: LogVerificationKey? = nil, memberContentLimit: Int = 1 << 30, readBufferSize: Int = 256 * 1024
     ) throws -> VerificationReport {
         var scanner = MemberScanner(path: path, contentLimit: memberContentLimit, readSize: readBufferSize)
         var checker = EventChecker(path: path)
@@ -20,6 +24,7 @@ public enum LogVerifier {
         var index = 0
         var lineNumber = 0
         var lastCorruptProblem: Int?
+        var signatures = SignatureChecks()
 
         scanning: while true {
             let ending = try scanner.scan(from: offset, firstIndex: index) { member, content, isComplete in
@@ -30,7 +35,12 @@ public enum LogVerifier {
                     lineNumber += 1
                     let location = EventLocation(memberIndex: member.index, memberOffset: member.offset, line: lineNumber)
                     if let recorded = checker.check(line, at: location, problems: &report.problems) {
-                        report.lastEventKind = recorded.event.kind
+                        if recorded.event.kind == LogSigner.kind {
+                            signatures.check(recorded.event, key: key, path: path, memberOffset: member.offset, problems: &report.problems)
+                        } else {
+                            report.lastEventKind = recorded.event.kind
+                        }
+                        report.lastSequence = recorded.event.sequence
                         summary.firstSequence = summary.firstSequence ?? recorded.event.sequence
                         summary.lastSequence = recorded.event.sequence
                     }
@@ -103,6 +113,8 @@ public enum LogVerifier {
                 checker.isResynchronizing = true
             }
         }
+        if key != nil { signatures.checkEnd(of: report, path: path, problems: &report.problems) }
+        report.signatureCount = signatures.count
         report.peakBufferBytes = scanner.peakBufferBytes
         return report
     }
@@ -133,8 +145,12 @@ public struct VerificationReport: Sendable, Hashable {
     /// Set when the file ends inside a member (also listed in `problems`).
     public var tear: LogTear?
     public var peakBufferBytes = 0
-    /// The kind of the last event read.
+    /// The kind of the last event read (signature events aside).
     public var lastEventKind: String?
+    /// The sequence number of the last event read.
+    public var lastSequence: Int?
+    /// `log_signed` events read.
+    public var signatureCount = 0
 
     public init(path: String) {
         self.path = path
@@ -160,5 +176,65 @@ public struct VerificationReport: Sendable, Hashable {
         if tear != nil { return .torn }
         if !isIntact { return .damaged }
         return lastEventKind == "run_stopped" ? .complete : .unfinished
+    }
+}
+
+/// What the verifier checks of `log_signed` events as it reads them, and of the log's end.
+struct SignatureChecks {
+    var count = 0
+    var lastCovered: Int?
+    var lastIsFinal = false
+
+    mutating func check(_ event: Event, key: LogVerificationKey?, path: String, memberOffset: Int, problems: inout [LogError]) {
+        count += 1
+        guard let key else { return }
+        guard case .unknown(_, let data) = event.payload, case .string(let keyId)? = data["key_id"],
+            case .int(let covered)? = data["covers_seq"], case .string(let head)? = data["head"], case .bool(let isFinal)? = data["final"],
+            case .string(let encoded)? = data["signature"], let signature = Base64.decode(encoded)
+        else {
+            problems.append(
+                LogError(
+                    .badSignature, "the signature event seq \(event.sequence) is malformed", path: path, memberOffset: memberOffset,
+                    sequence: event.sequence))
+            return
+        }
+        let problem: String? =
+            if keyId != key.keyId {
+                "it was made with another key (\(keyId), not \(key.keyId))"
+            } else if covered != event.sequence - 1 || head != event.previousHash {
+                "it does not cover the event before it"
+            } else if !key.isValid(signature: signature, runId: event.runId, sequence: covered, head: head, isFinal: isFinal) {
+                "it does not check: the events it covers were changed"
+            } else {
+                nil
+            }
+        if let problem {
+            problems.append(
+                LogError(
+                    .badSignature, "the signature at seq \(event.sequence) is not valid: \(problem)", path: path,
+                    memberOffset: memberOffset,
+                    sequence: event.sequence))
+        }
+        lastCovered = event.sequence
+        lastIsFinal = isFinal
+    }
+
+    func checkEnd(of report: VerificationReport, path: String, problems: inout [LogError]) {
+        guard let lastCovered else {
+            problems.append(LogError(.badSignature, "the log is not signed", path: path, hint: "sign runs with exec --sign-key"))
+            return
+        }
+        if let last = report.lastSequence, last > lastCovered {
+            problems.append(
+                LogError(
+                    .badSignature, "events seq \(lastCovered + 1) to \(last) come after the last signature: the log was extended",
+                    path: path, sequence: lastCovered + 1))
+        } else if !lastIsFinal {
+            problems.append(
+                LogError(
+                    .badSignature,
+                    "the log ends with a member signature, not the final one after a stop: its end (after seq \(lastCovered)) was cut off",
+                    path: path, sequence: lastCovered))
+        }
     }
 }

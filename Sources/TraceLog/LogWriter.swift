@@ -23,11 +23,17 @@ public final class LogWriter {
         /// zlib's level, 1 to 9. 4 is the default: on realistic runs its files are within 10% of
         /// `gzip -6` and it writes about 1.3x as fast as 6 (README, Performance).
         public var compressionLevel: Int32 = 4
+        /// Signs the chain at every member close and after every stop (docs/log-format.md,
+        /// "Signed logs"); nil writes an unsigned log.
+        public var signer: LogSigner?
 
-        public init(memberBound: Int = 256 * 1024, durability: Durability = .standard, compressionLevel: Int32 = 4) {
+        public init(
+            memberBound: Int = 256 * 1024, durability: Durability = .standard, compressionLevel: Int32 = 4, signer: LogSigner? = nil
+        ) {
             self.memberBound = memberBound
             self.durability = durability
             self.compressionLevel = compressionLevel
+            self.signer = signer
         }
     }
 
@@ -139,6 +145,38 @@ public final class LogWriter {
     /// the policy fsyncs there).
     @discardableResult
     public func append(_ payload: EventPayload, step: Int, timeUs: Int) throws -> Event {
+        let event = try write(payload, step: step, timeUs: timeUs)
+        let isDurabilityPoint = payload.isDurabilityPoint
+        let isStop = { if case .runStopped = payload { return true } else { return false } }()
+        if memberInput >= options.memberBound || isStop {
+            try sign(isFinal: isStop, step: step, timeUs: timeUs)
+            try finishMember(sync: isDurabilityPoint && options.durability.sync != .never)
+        } else if isDurabilityPoint || shouldFlushByPolicy {
+            try flush(sync: options.durability.sync == .everyFlush || (isDurabilityPoint && options.durability.sync == .durabilityPoints))
+        } else if deflater.output.count >= 128 * 1024 {
+            try writeOut()
+        }
+        return event
+    }
+
+    /// Signature events the writer added since the last call, for a caller that folds every
+    /// event it writes (`RunRecorder`).
+    public func takeSignatureEvents() -> [Event] {
+        defer { signatureEvents.removeAll() }
+        return signatureEvents
+    }
+
+    private var signatureEvents: [Event] = []
+
+    /// With a signer: a `log_signed` event covering the chain up to the last event.
+    private func sign(isFinal: Bool, step: Int, timeUs: Int) throws {
+        guard let signer = options.signer, nextSequence > 0 else { return }
+        let payload = try signer.payload(runId: runId, sequence: nextSequence - 1, head: lastHash, isFinal: isFinal)
+        signatureEvents.append(try write(payload, step: step, timeUs: timeUs))
+    }
+
+    /// Validates, encodes, hashes and compresses one event; the flush policy is the caller's.
+    private func write(_ payload: EventPayload, step: Int, timeUs: Int) throws -> Event {
         guard !isClosed else {
             throw LogError(.writeFailed, "the log writer is closed; no more events can be appended", path: path)
         }
@@ -163,6 +201,7 @@ public final class LogWriter {
                 path: path, sequence: nextSequence, hint: "keep deeply nested values as stored content, or flatten them")
         }
         lastStep = step
+        lastTimeUs = timeUs
         lastHash = lineWriter.bytes.withUnsafeBytes { ContentHash.sha256Hex($0) }
         lineWriter.bytes.append(0x0A)
         lineWriter.bytes.withUnsafeBytes { deflater.deflate($0, flush: Z_NO_FLUSH) }
@@ -170,20 +209,15 @@ public final class LogWriter {
         memberInput += lineWriter.bytes.count
         jsonlBytes += lineWriter.bytes.count
         eventsSinceFlush += 1
-
-        let isDurabilityPoint = payload.isDurabilityPoint
-        if memberInput >= options.memberBound || { if case .runStopped = payload { return true } else { return false } }() {
-            try finishMember(sync: isDurabilityPoint && options.durability.sync != .never)
-        } else if isDurabilityPoint || shouldFlushByPolicy {
-            try flush(sync: options.durability.sync == .everyFlush || (isDurabilityPoint && options.durability.sync == .durabilityPoints))
-        } else if deflater.output.count >= 128 * 1024 {
-            try writeOut()
-        }
+        lastEventWasSignature = { if case .unknown(LogSigner.kind, _) = payload { return true } else { return false } }()
         return event
     }
 
+    private var lastEventWasSignature = false
+
     /// The step of the last event appended (nil before the first).
     private var lastStep: Int?
+    private var lastTimeUs = 0
 
     private var shouldFlushByPolicy: Bool {
         switch options.durability.flush {
@@ -208,7 +242,10 @@ public final class LogWriter {
         isClosed = true
         // The lock goes when the writer is done, whatever happens to the last member.
         defer { lock = nil }
-        if memberInput > 0 { try finishMember(sync: options.durability.sync != .never) }
+        if memberInput > 0 {
+            if !lastEventWasSignature { try sign(isFinal: false, step: lastStep ?? 0, timeUs: lastTimeUs) }
+            try finishMember(sync: options.durability.sync != .never)
+        }
     }
 
     private func finishMember(sync: Bool) throws {

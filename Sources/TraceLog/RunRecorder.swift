@@ -27,6 +27,8 @@ public final class RunRecorder {
     public func record(_ payload: EventPayload) throws -> Event {
         let event = try writer.append(payload, step: step, timeUs: clock())
         digester.track(RunState.reduce(into: &state, event))
+        // A signing writer adds signature events; the live state folds them as a replay will.
+        for signature in writer.takeSignatureEvents() { digester.track(RunState.reduce(into: &state, signature)) }
         return event
     }
 

@@ -2,6 +2,7 @@ import AgentRuntime
 import ArgumentParser
 import Foundation
 import TraceCore
+import TraceLog
 
 /// `agent-eval exec`: run an agent from its agent file and record the run.
 struct ExecCommand: AsyncParsableCommand {
@@ -63,6 +64,12 @@ struct ExecCommand: AsyncParsableCommand {
     @Option(help: "Who approved or refused, recorded with the approval.")
     var approver: String?
 
+    @Option(
+        help:
+            "Sign the log with this Ed25519 key (from `agent-eval log keygen`): any later edit, cut or extension shows in `log verify --key`."
+    )
+    var signKey: String?
+
     @Flag(help: "Print a machine-readable summary as JSON.")
     var json = false
 
@@ -84,7 +91,8 @@ struct ExecCommand: AsyncParsableCommand {
         let outcome: RunOutcome
         let interrupted: Int32?
         do {
-            let runtime = AgentRuntime(agent: try AgentFile.load(path: agent))
+            let signer = try signKey.map { path throws(LogError) in try LogSigner(keyFile: path) }
+            let runtime = AgentRuntime(agent: try AgentFile.load(path: agent), signer: signer)
             let (resume, approve, deny, approver) = (self.resume, self.approve, self.deny, self.approver)
             let (input, actor, route) = (self.input, self.actor, self.route)
             let id = runId ?? RuntimeEnvironment.live.makeRunId()

@@ -8,7 +8,7 @@ struct LogCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "log",
         abstract: "Print, verify and repair event logs (.jsonl.gz).",
-        subcommands: [Cat.self, Verify.self, Repair.self]
+        subcommands: [Cat.self, Verify.self, Repair.self, Keygen.self]
     )
 
     struct Cat: ParsableCommand {
@@ -73,6 +73,33 @@ struct LogCommand: ParsableCommand {
         }
     }
 
+    struct Keygen: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Make an Ed25519 key pair for signing logs.",
+            discussion: """
+                Writes KEY (the private key, readable by its owner only) and KEY.pub. Sign runs with \
+                `agent-eval exec --sign-key KEY`; check them with `agent-eval log verify --key KEY.pub`.
+
+                Exit codes: 0 written; 2 a file is in the way or cannot be written; 64 usage error.
+
+                Examples:
+                  agent-eval log keygen keys/ci
+                """
+        )
+
+        @Argument(help: "The private key file to write; the public key goes to <file>.pub.")
+        var file: String
+
+        func run() throws {
+            do {
+                try LogSigner.generateKeyFiles(at: file)
+            } catch {
+                throw diagnose(error)
+            }
+            say("wrote \(file) (private; keep it secret) and \(file).pub (public)")
+        }
+    }
+
     struct Verify: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Check a log's members, CRCs, sequence numbers and hash chain.",
@@ -86,16 +113,24 @@ struct LogCommand: ParsableCommand {
                 (it ends cleanly, but without run_stopped); --json says which as "ending": complete, unfinished, torn \
                 or damaged.
 
+                With --key KEY.pub the log must be signed with that key (exec --sign-key): every signature must \
+                check and the last one must be the final one after a stop, so an edit with the chain recomputed, \
+                reordered events, a cut end or appended events are reported as bad_signature.
+
                 Exit codes: 0 intact (complete or unfinished), 1 damaged (problems listed), 2 unreadable (missing, not gzip).
 
                 Examples:
                   agent-eval log verify Fixtures/samples/support-sample.jsonl.gz
                   agent-eval log verify --json run.jsonl.gz
+                  agent-eval log verify --key keys/ci.pub run.jsonl.gz
                 """
         )
 
         @Argument(help: "The log file (.jsonl.gz).")
         var file: String
+
+        @Option(help: "The public key file (KEY.pub) the log must be signed with.")
+        var key: String?
 
         @Flag(help: "Print the report as JSON.")
         var json = false
@@ -103,7 +138,8 @@ struct LogCommand: ParsableCommand {
         func run() throws {
             let report: VerificationReport
             do {
-                report = try LogVerifier.verify(path: file)
+                let verificationKey = try key.map { path throws(LogError) in try LogVerificationKey(keyFile: path) }
+                report = try LogVerifier.verify(path: file, key: verificationKey)
             } catch {
                 throw diagnose(error)
             }

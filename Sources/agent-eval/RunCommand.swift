@@ -135,7 +135,7 @@ struct RunCommand: AsyncParsableCommand {
         }
         console?.close()
         if json { printJSON(report.json) } else { say(report.summaryLine) }
-        if let interrupted { printError("interrupted: live runs were stopped and their logs closed; the report covers what ran") }
+        if interrupted != nil { printError("interrupted: live runs were stopped and their logs closed; the report covers what ran") }
 
         do {
             if let jsonOut { try write(JSONWriter.encodePretty(report.json), to: jsonOut) }

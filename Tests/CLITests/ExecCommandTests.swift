@@ -208,7 +208,7 @@ struct ExecCommandTests {
         process.arguments = arguments
         process.currentDirectoryURL = directory.url
         let errors = directory.path("stderr.txt")
-        FileManager.default.createFile(atPath: errors, contents: nil)
+        _ = FileManager.default.createFile(atPath: errors, contents: nil)
         process.standardOutput = FileHandle.nullDevice
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errors))
         try process.run()

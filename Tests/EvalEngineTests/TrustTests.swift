@@ -68,7 +68,7 @@ struct TrustTests {
     @Test("a run that did not finish cannot pass: an empty log, a torn log, a log without run_stopped")
     func unfinished() async throws {
         try await TemporaryDirectory.with { directory in
-            FileManager.default.createFile(atPath: directory.path("empty.jsonl.gz"), contents: Data())
+            _ = FileManager.default.createFile(atPath: directory.path("empty.jsonl.gz"), contents: Data())
             try FileManager.default.copyItem(
                 atPath: FixtureLogs.directory.appendingPathComponent("research-sample-torn.jsonl.gz").path,
                 toPath: directory.path("torn.jsonl.gz"))

@@ -157,7 +157,7 @@ struct JSONMatchingTests {
         arguments: [
             (JSONValue.double(2.0), "2.0"), (.double(0.0), "0.0"), (.double(-0.0), "-0.0"), (.double(1e-05), "1e-05"),
             (.double(0.00012), "0.00012"), (.double(0.1), "0.1"), (.double(9007199254740992.0), "9007199254740992.0"),
-            (.double(1.5e16), "1.5e+16"), (.double(1e21), "1e+21"), (.double(5e-324), "5e-324"), (.int(4999), "4999"),
+            (.double(1.5e16), "1.5e+16"), (.double(1e21), "1e+21"), (.double(.leastNonzeroMagnitude), "5e-324"), (.int(4999), "4999"),
             (.int(-3), "-3"), (.double(.nan), "null"),
         ])
     func numberEncoding(_ value: JSONValue, _ text: String) {

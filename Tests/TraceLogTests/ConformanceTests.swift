@@ -103,7 +103,7 @@ struct ConformanceTests {
             var state = RunState()
             var digester = StateDigester()
             var mismatches: [JSONValue] = []
-            try LogReader(path: path).forEachEvent { recorded in
+            _ = try LogReader(path: path).forEachEvent { recorded in
                 if case .stepEnded(let ended) = recorded.event.payload, digester.digest(of: state) != ended.stateDigest {
                     mismatches.append(.int(recorded.event.sequence))
                 }

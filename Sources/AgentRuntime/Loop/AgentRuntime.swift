@@ -1,5 +1,5 @@
 public import TraceCore
-import TraceLog
+public import TraceLog
 
 /// The controlled agent loop: build context → ask the model → validate → policy → execute
 /// allowed work → record observations → check stop conditions, recording every step in an
@@ -17,10 +17,13 @@ import TraceLog
 public struct AgentRuntime: Sendable {
     public var agent: Agent
     public var environment: RuntimeEnvironment
+    /// Signs the logs this runtime writes (docs/log-format.md, "Signed logs"); nil for none.
+    public var signer: LogSigner?
 
-    public init(agent: Agent, environment: RuntimeEnvironment = .live) {
+    public init(agent: Agent, environment: RuntimeEnvironment = .live, signer: LogSigner? = nil) {
         self.agent = agent
         self.environment = environment
+        self.signer = signer
     }
 
     /// Runs the agent on `goal`, writing a new log at `path`, until it stops.
@@ -30,7 +33,7 @@ public struct AgentRuntime: Sendable {
         let id = runId ?? environment.makeRunId()
         let writer: LogWriter
         do {
-            writer = try LogWriter.create(at: path, runId: id, options: LogWriter.Options(durability: agent.durability))
+            writer = try LogWriter.create(at: path, runId: id, options: LogWriter.Options(durability: agent.durability, signer: signer))
         } catch let error as LogError {
             throw RuntimeError(error)
         } catch {
@@ -51,7 +54,7 @@ public struct AgentRuntime: Sendable {
         var state = RunState()
         var contents: [String: [UInt8]] = [:]
         do {
-            writer = try LogWriter.open(at: path, options: LogWriter.Options(durability: agent.durability)).0
+            writer = try LogWriter.open(at: path, options: LogWriter.Options(durability: agent.durability, signer: signer)).0
             _ = try LogReader(path: path).forEachEvent { recorded in
                 RunState.reduce(into: &state, recorded.event)
                 if case .contentStored(let stored) = recorded.event.payload, let bytes = stored.bytes { contents[stored.hash] = bytes }

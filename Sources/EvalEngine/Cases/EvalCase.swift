@@ -1,4 +1,4 @@
-public import ConfigFile
+import ConfigFile
 public import TraceCore
 
 /// One eval case: an input, where its runs come from (an agent run live, or recorded logs),

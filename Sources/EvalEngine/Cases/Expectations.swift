@@ -1,4 +1,4 @@
-public import ConfigFile
+import ConfigFile
 public import TraceCore
 
 /// What a case expects of a run's trajectory. Every field is optional; an empty expectation

@@ -1,6 +1,6 @@
 import Foundation
 import Synchronization
-public import TraceCore
+import TraceCore
 
 /// What fails a suite run: a regression against the baseline, a failed case, or either.
 public enum FailOn: String, Sendable, CaseIterable {
