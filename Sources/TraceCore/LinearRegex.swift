@@ -65,6 +65,61 @@ public struct LinearRegex: Sendable, Hashable, CustomStringConvertible {
         return false
     }
 
+    /// The leftmost-longest match in `text`, or nil: the same linear-time simulation, with each
+    /// thread remembering where it started.
+    public func firstRange(in text: String) -> Range<String.Index>? {
+        let indices = Array(text.unicodeScalars.indices) + [text.unicodeScalars.endIndex]
+        let scalars = Array(text.unicodeScalars)
+        var current: [(pc: Int, start: Int)] = []
+        var best: (start: Int, end: Int)?
+        for position in 0...scalars.count {
+            // Threads that started later than a match found lose to it (leftmost wins).
+            if best == nil { current.append((0, position)) }
+            // Follow the moves that consume nothing; a thread per program counter, the earliest start kept.
+            var seen = [Int: Int]()
+            var stack = current.reversed().map { $0 }
+            var ready: [(pc: Int, start: Int)] = []
+            while let (pc, start) = stack.popLast() {
+                if let known = seen[pc], known <= start { continue }
+                seen[pc] = start
+                switch program[pc] {
+                case .match:
+                    if let found = best, start > found.start || (start == found.start && position <= found.end) {
+                    } else {
+                        best = (start, position)
+                    }
+                case .jump(let target): stack.append((target, start))
+                case .split(let first, let second):
+                    stack.append((second, start))
+                    stack.append((first, start))
+                case .start: if position == 0 { stack.append((pc + 1, start)) }
+                case .end: if position == scalars.count { stack.append((pc + 1, start)) }
+                case .wordBoundary(let isBoundary):
+                    let before = position > 0 && CharacterSet.word.contains(scalars[position - 1])
+                    let after = position < scalars.count && CharacterSet.word.contains(scalars[position])
+                    if (before != after) == isBoundary { stack.append((pc + 1, start)) }
+                case .scalar, .any, .set: ready.append((pc, start))
+                }
+            }
+            guard position < scalars.count else { break }
+            let scalar = scalars[position]
+            current = ready.compactMap { thread in
+                if let best, thread.start > best.start { return nil }
+                let advances: Bool
+                switch program[thread.pc] {
+                case .scalar(let expected): advances = scalar == expected
+                case .any: advances = true
+                case .set(let set): advances = set.contains(scalar)
+                default: advances = false
+                }
+                return advances ? (thread.pc + 1, thread.start) : nil
+            }
+            if current.isEmpty, best != nil { break }
+        }
+        guard let best else { return nil }
+        return indices[best.start]..<indices[best.end]
+    }
+
     /// Adds `pc` and everything reachable from it without consuming a scalar; true when that
     /// reaches `match`.
     private func add(_ start: Int, at position: Int, in scalars: [Unicode.Scalar], to set: inout StateSet) -> Bool {

@@ -26,14 +26,18 @@ public final class LogWriter {
         /// Signs the chain at every member close and after every stop (docs/log-format.md,
         /// "Signed logs"); nil writes an unsigned log.
         public var signer: LogSigner?
+        /// Replaces secrets in every event before it is written; nil writes events as they are.
+        public var redactor: Redactor?
 
         public init(
-            memberBound: Int = 256 * 1024, durability: Durability = .standard, compressionLevel: Int32 = 4, signer: LogSigner? = nil
+            memberBound: Int = 256 * 1024, durability: Durability = .standard, compressionLevel: Int32 = 4, signer: LogSigner? = nil,
+            redactor: Redactor? = nil
         ) {
             self.memberBound = memberBound
             self.durability = durability
             self.compressionLevel = compressionLevel
             self.signer = signer
+            self.redactor = redactor
         }
     }
 
@@ -190,10 +194,21 @@ public final class LogWriter {
                 .invalidEvent, "event seq \(nextSequence) would go back to step \(step) after step \(lastStep): steps never decrease",
                 path: path, sequence: nextSequence)
         }
-        let event = Event(
+        var event = Event(
             runId: runId, sequence: nextSequence, step: step, timeUs: timeUs, previousHash: lastHash, payload: payload)
         lineWriter.bytes.removeAll(keepingCapacity: true)
         event.encode(into: &lineWriter)
+        if let redactor = options.redactor, let redacted = redactor.redact(String(decoding: lineWriter.bytes, as: UTF8.self)) {
+            // The event as written is the redacted one: the caller folds that, as a replay will.
+            lineWriter.bytes = Array(redacted.utf8)
+            do {
+                event = try Event(line: lineWriter.bytes)
+            } catch {
+                throw LogError(
+                    .invalidEvent, "event seq \(nextSequence) (\(payload.kind)) could not be redacted safely, so it is not written",
+                    path: path, sequence: nextSequence)
+            }
+        }
         if let depth = JSONWriter.nestingDepth(of: lineWriter.bytes, exceeding: JSONParser.maximumDepth) {
             throw LogError(
                 .invalidEvent,

@@ -277,6 +277,69 @@ struct ExecCommandTests {
         }
     }
 
+    @Test("secrets planted in the environment, tool output, stderr, arguments and model replies reach no file a run writes")
+    func noSecretInAnyFile() throws {
+        try TemporaryDirectory.with { directory in
+            let envSecret = "env-secret-5b9c0e7d1a"
+            let apiKey = "sk-plantedAPIkey0123456789abcdef"
+            let password = "hunter2-correct-horse"
+            let bearer = "Bearer eyJhbGciOiJIUzI1NiJ9.planted"
+            let folder = directory.path("agent")
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            try "#!/bin/sh\necho \"token $PLANTED_TOKEN\" >&2\nprintf '{\"seen\":\"%s\",\"key\":\"\(apiKey)\"}' \"$PLANTED_TOKEN\"\n".write(
+                toFile: folder + "/leak.sh", atomically: true, encoding: .utf8)
+            #expect(chmod(folder + "/leak.sh", 0o755) == 0)
+            try """
+            name: leaky
+            model: {script: leaky.model.yaml}
+            tools:
+              - {name: leak, description: Leaks., side_effect: read, command: [./leak.sh], inherit_env: [PLANTED_TOKEN]}
+            policy: {default: allow}
+            limits: {max_steps: 3}
+            redact: {env: [PLANTED_TOKEN], members: [password]}
+            """.write(toFile: folder + "/agent.yaml", atomically: true, encoding: .utf8)
+            try """
+            decisions:
+              - tool_calls: [{name: leak, arguments: {password: \(password), note: "\(apiKey)"}}]
+              - answer: "use \(bearer) and \(envSecret)"
+            """.write(toFile: folder + "/leaky.model.yaml", atomically: true, encoding: .utf8)
+            try "caseId: leaky\nagent: agent/agent.yaml\ninput: go\nexpected: {toolsCalled: [leak]}\n".write(
+                toFile: directory.path("case.yaml"), atomically: true, encoding: .utf8)
+            let environment = ["PLANTED_TOKEN": envSecret, "AGENT_EVAL_CACHE_DIR": directory.path("written/cache")]
+            let run = try agentEval(
+                [
+                    "run", directory.path("case.yaml"), "--out", directory.path("written/runs"), "--json-out",
+                    directory.path("written/r.json"),
+                    "--junit", directory.path("written/r.xml"), "--markdown", directory.path("written/r.md"),
+                ], environment: environment)
+            #expect(run.status == 0, "\(run.stdoutText)\(run.stderr)")
+            let log = directory.path("written/runs/leaky-1.jsonl.gz")
+            let replay = try agentEval(["replay", log, "--step", "1"], environment: environment)
+            #expect(replay.status == 0)
+            let printed = run.stdoutText + run.stderr + replay.stdoutText + replay.stderr
+            // Every file the run wrote, logs decompressed.
+            var written = printed
+            let files = FileManager.default.enumerator(atPath: directory.path("written"))?.compactMap { $0 as? String } ?? []
+            for file in files {
+                let path = directory.path("written/" + file)
+                var isDirectory: ObjCBool = false
+                guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else { continue }
+                let bytes =
+                    path.hasSuffix(".gz")
+                    ? try Subprocess.run(gzipPath, ["-dc", path]).stdout : [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+                written += String(decoding: bytes, as: UTF8.self)
+            }
+            #expect(files.contains { $0.hasSuffix(".idx") }, "the step index cache was written")
+            for secret in [envSecret, apiKey, password, "eyJhbGciOiJIUzI1NiJ9.planted"] {
+                #expect(!written.contains(secret), "\(secret) leaked")
+            }
+            #expect(written.contains("[redacted:env:PLANTED_TOKEN:"))
+            #expect(written.contains("[redacted:api-key:"))
+            #expect(written.contains("[redacted:member:password:"))
+            #expect(written.contains("[redacted:bearer-token:"))
+        }
+    }
+
     @Test("a bad agent file: exit 2, the message with file:line:column and a hint, nothing written")
     func badAgentFile() throws {
         try TemporaryDirectory.with { directory in

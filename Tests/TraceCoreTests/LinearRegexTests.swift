@@ -20,8 +20,10 @@ struct LinearRegexTests {
         let linear = try LinearRegex(pattern)
         let swift = try Regex(pattern)
         for text in Self.texts {
-            let expected = (try swift.firstMatch(in: text)) != nil
-            #expect(linear.matches(text) == expected, "/\(pattern)/ on \"\(text)\"")
+            let found = try swift.firstMatch(in: text)
+            #expect(linear.matches(text) == (found != nil), "/\(pattern)/ on \"\(text)\"")
+            // The same leftmost start (the end may differ: this one is the longest, Swift's the first).
+            #expect(linear.firstRange(in: text)?.lowerBound == found?.range.lowerBound, "/\(pattern)/ range on \"\(text)\"")
         }
     }
 

@@ -62,13 +62,24 @@ public enum AgentFile {
         let actor = try file.optional("actor")?.string("actor")
         let route = try file.optional("route")?.string("route")
         let durability = try file.optional("durability").map(readDurability) ?? Durability()
+        var redactEnvironment: [String] = []
+        var redactMembers: [String] = []
+        if let node = file.optional("redact") {
+            var fields = try node.mapping("redact")
+            redactEnvironment = try fields.optional("env")?.names("redact.env") ?? []
+            redactMembers = try fields.optional("members")?.names("redact.members") ?? []
+            try fields.finish()
+        }
         try file.finish()
 
-        return Agent(
+        var agent = Agent(
             name: name, version: version, instructions: instructions, model: model, tools: tools,
             policy: policy ?? RulePolicy(name: "\(name)-default", rules: [], defaultDecision: PolicyDecision(.allow, rule: "default")),
             limits: limits, handling: handling, context: context, memory: memory, evidence: evidence, actor: actor, route: route,
             durability: durability, configDigest: ContentHash.sha256(JSONWriter.encode(root.json)))
+        agent.redactEnvironment = redactEnvironment
+        agent.redactMembers = redactMembers
+        return agent
     }
 
     static func resolve(_ path: String, from directory: String) -> String {

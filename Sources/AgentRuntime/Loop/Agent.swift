@@ -20,6 +20,11 @@ public struct Agent: Sendable {
     public var actor: String?
     public var route: String?
     public var durability: Durability
+    /// Environment variables whose values, and member names whose string values, are secret:
+    /// replaced in every event before it reaches the log (with the always-on key patterns; see
+    /// `Redactor`).
+    public var redactEnvironment: [String] = []
+    public var redactMembers: [String] = []
     /// `sha256:` of the agent's configuration, recorded in `run_started`; a resumed run must
     /// be resumed with the same configuration.
     public var configDigest: String

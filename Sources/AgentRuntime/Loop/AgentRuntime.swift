@@ -20,6 +20,10 @@ public struct AgentRuntime: Sendable {
     /// Signs the logs this runtime writes (docs/log-format.md, "Signed logs"); nil for none.
     public var signer: LogSigner?
 
+    /// What keeps secrets out of this runtime's logs: the agent's declared secrets and the
+    /// always-on key patterns.
+    var redactor: Redactor { Redactor(environmentNames: agent.redactEnvironment, memberNames: agent.redactMembers) }
+
     public init(agent: Agent, environment: RuntimeEnvironment = .live, signer: LogSigner? = nil) {
         self.agent = agent
         self.environment = environment
@@ -33,7 +37,8 @@ public struct AgentRuntime: Sendable {
         let id = runId ?? environment.makeRunId()
         let writer: LogWriter
         do {
-            writer = try LogWriter.create(at: path, runId: id, options: LogWriter.Options(durability: agent.durability, signer: signer))
+            writer = try LogWriter.create(
+                at: path, runId: id, options: LogWriter.Options(durability: agent.durability, signer: signer, redactor: redactor))
         } catch let error as LogError {
             throw RuntimeError(error)
         } catch {
@@ -54,7 +59,9 @@ public struct AgentRuntime: Sendable {
         var state = RunState()
         var contents: [String: [UInt8]] = [:]
         do {
-            writer = try LogWriter.open(at: path, options: LogWriter.Options(durability: agent.durability, signer: signer)).0
+            writer = try LogWriter.open(
+                at: path, options: LogWriter.Options(durability: agent.durability, signer: signer, redactor: redactor)
+            ).0
             _ = try LogReader(path: path).forEachEvent { recorded in
                 RunState.reduce(into: &state, recorded.event)
                 if case .contentStored(let stored) = recorded.event.payload, let bytes = stored.bytes { contents[stored.hash] = bytes }
