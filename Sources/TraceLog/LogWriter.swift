@@ -198,7 +198,9 @@ public final class LogWriter {
             runId: runId, sequence: nextSequence, step: step, timeUs: timeUs, previousHash: lastHash, payload: payload)
         lineWriter.bytes.removeAll(keepingCapacity: true)
         event.encode(into: &lineWriter)
-        if let redactor = options.redactor, let redacted = redactor.redact(String(decoding: lineWriter.bytes, as: UTF8.self)) {
+        if let redactor = options.redactor, redactor.mayRedact(lineWriter.bytes),
+            let redacted = redactor.redact(String(decoding: lineWriter.bytes, as: UTF8.self))
+        {
             // The event as written is the redacted one: the caller folds that, as a replay will.
             lineWriter.bytes = Array(redacted.utf8)
             do {

@@ -18,6 +18,9 @@ public struct Redactor: Sendable, Hashable {
     /// Member names whose string values are secret wherever they appear.
     public var memberNames: [String]
     private let key: [UInt8]
+    /// Byte strings at least one of which a line with a secret contains: the writer's fast test,
+    /// so the hot path only scans bytes.
+    private let needles: [[UInt8]]
 
     public static func == (a: Redactor, b: Redactor) -> Bool {
         a.memberNames == b.memberNames && a.values.map(\.secret) == b.values.map(\.secret) && a.key == b.key
@@ -41,6 +44,26 @@ public struct Redactor: Sendable, Hashable {
         }
         self.memberNames = memberNames
         key = Array((environment["AGENT_EVAL_REDACTION_KEY"] ?? "agent-eval-redaction-v1").utf8)
+        needles =
+            values.map { Array(JSONWriter.encodeString(.string($0.secret)).dropFirst().dropLast().utf8) }
+            + memberNames.map { Array("\(JSONWriter.encodeString(.string($0))):".utf8) }
+            + memberNames.map { Array("\\\"\($0)\\\":".utf8) }
+            + Self.patterns.flatMap { $0.literals.map { Array($0.utf8) } }
+    }
+
+    /// Whether `line` may hold a secret (it holds one of the needles): a byte search, no text.
+    func mayRedact(_ line: [UInt8]) -> Bool {
+        needles.contains { needle in
+            guard let first = needle.first, needle.count <= line.count else { return needle.isEmpty }
+            var start = 0
+            let last = line.count - needle.count
+            while start <= last {
+                guard let hit = line[start...last].firstIndex(of: first) else { return false }
+                if line[hit..<hit + needle.count].elementsEqual(needle) { return true }
+                start = hit + 1
+            }
+            return false
+        }
     }
 
     /// The placeholder for `secret` found by `rule`.

@@ -49,14 +49,21 @@ struct ExecCommandTests {
         }
     }
 
+    /// Copies the support example's agent file and model script into `directory`; returns the
+    /// original agent file's path.
+    func copySupportAgent(into directory: TemporaryDirectory) throws -> String {
+        let source = ExampleRuns.agentPath("support")
+        let agentDirectory = (source as NSString).deletingLastPathComponent
+        for file in try FileManager.default.contentsOfDirectory(atPath: agentDirectory) {
+            try FileManager.default.copyItem(atPath: agentDirectory + "/" + file, toPath: directory.path(file))
+        }
+        return source
+    }
+
     @Test("an agent name or run id with path characters cannot put the log outside --out")
     func safeFileNames() throws {
         try TemporaryDirectory.with { directory in
-            let source = ExampleRuns.agentPath("support")
-            let agentDirectory = (source as NSString).deletingLastPathComponent
-            for file in try FileManager.default.contentsOfDirectory(atPath: agentDirectory) {
-                try FileManager.default.copyItem(atPath: agentDirectory + "/" + file, toPath: directory.path(file))
-            }
+            let source = try copySupportAgent(into: directory)
             let text = try String(contentsOfFile: source, encoding: .utf8)
                 .replacingOccurrences(of: "name: support-agent", with: "name: ../../escaped")
             try text.write(toFile: directory.path("agent.yaml"), atomically: true, encoding: .utf8)
@@ -74,11 +81,7 @@ struct ExecCommandTests {
     @Test("control characters from a model or a tool never reach the terminal raw: exec, replay and run show them escaped")
     func terminalEscapes() throws {
         try TemporaryDirectory.with { directory in
-            let source = ExampleRuns.agentPath("support")
-            let agentDirectory = (source as NSString).deletingLastPathComponent
-            for file in try FileManager.default.contentsOfDirectory(atPath: agentDirectory) {
-                try FileManager.default.copyItem(atPath: agentDirectory + "/" + file, toPath: directory.path(file))
-            }
+            _ = try copySupportAgent(into: directory)
             let model = try String(contentsOfFile: directory.path("support.model.yaml"), encoding: .utf8)
             let answer =
                 "  - answer: >-\n      I have refunded the full 49.99 EUR for order A-1042 (refund rf-9). I can't close your\n"
