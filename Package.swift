@@ -18,11 +18,14 @@ let package = Package(
         .library(name: "AgentRuntime", targets: ["AgentRuntime"]),
         .library(name: "EvalEngine", targets: ["EvalEngine"]),
         .library(name: "Replay", targets: ["Replay"]),
+        .library(name: "ModelClients", targets: ["ModelClients"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         // Layer 0: the system zlib, seen through a module map. Only TraceLog imports it.
@@ -59,6 +62,16 @@ let package = Package(
             dependencies: ["TraceCore", "TraceLog", "ConfigFile", "CProcess"],
             swiftSettings: strictSettings
         ),
+        // Layer 3: model clients over HTTP (OpenAI-compatible Chat Completions, Anthropic Messages):
+        // streaming, retries, rate limits, cassettes. The only module that imports the HTTP stack.
+        .target(
+            name: "ModelClients",
+            dependencies: [
+                "TraceCore", "TraceLog", "AgentRuntime", .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: strictSettings
+        ),
         // Layer 3: the eval engine: case files, trajectory matchers, the runner, reports, baselines.
         .target(
             name: "EvalEngine",
@@ -75,7 +88,7 @@ let package = Package(
         .executableTarget(
             name: "agent-eval",
             dependencies: [
-                "TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "EvalEngine", "Replay",
+                "TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "EvalEngine", "Replay", "ModelClients",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSettings
@@ -140,6 +153,11 @@ let package = Package(
         .testTarget(
             name: "AgentRuntimeTests",
             dependencies: ["TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "TestSupport"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "ModelClientsTests",
+            dependencies: ["TraceCore", "TraceLog", "AgentRuntime", "ModelClients", "TestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(

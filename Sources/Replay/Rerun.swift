@@ -144,7 +144,11 @@ public enum Rerun {
         switch event.payload {
         case .stepEnded: data["state_digest"] = nil
         case .toolCompleted: data["duration_us"] = nil
-        case .decisionMade: data["latency_us"] = nil
+        case .decisionMade:
+            // Timing and transport retries depend on the network, not on what the model said.
+            data["latency_us"] = nil
+            data["ttft_us"] = nil
+            data["attempts"] = nil
         case .runStarted:
             // The configuration is what the re-run changes on purpose; what it does is compared.
             if var agent = data["agent"]?.objectValue {

@@ -34,6 +34,9 @@ struct ExecCommand: AsyncParsableCommand {
     @Option(help: "The agent file (YAML). See docs/agent-files.md.")
     var agent: String
 
+    @OptionGroup(title: "Model")
+    var models: ModelArguments
+
     @Option(help: "The goal or user input for a new run.")
     var input: String?
 
@@ -92,7 +95,7 @@ struct ExecCommand: AsyncParsableCommand {
         let interrupted: Int32?
         do {
             let signer = try signKey.map { path throws(LogError) in try LogSigner(keyFile: path) }
-            let runtime = AgentRuntime(agent: try AgentFile.load(path: agent), signer: signer)
+            let runtime = AgentRuntime(agent: try AgentFile.load(path: agent, models: try models.options()), signer: signer)
             let (resume, approve, deny, approver) = (self.resume, self.approve, self.deny, self.approver)
             let (input, actor, route) = (self.input, self.actor, self.route)
             let id = runId ?? RuntimeEnvironment.live.makeRunId()

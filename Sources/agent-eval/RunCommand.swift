@@ -44,6 +44,9 @@ struct RunCommand: AsyncParsableCommand {
     @Argument(help: "Case directories or case files.")
     var paths: [String]
 
+    @OptionGroup(title: "Model (live cases)")
+    var models: ModelArguments
+
     @Option(help: "Runs checked or executed at the same time (default: the number of cores).")
     var jobs: Int?
 
@@ -107,13 +110,18 @@ struct RunCommand: AsyncParsableCommand {
             printError("hint: write one with --update-baseline")
             throw Exit.unusable
         }
+        var options = EvalOptions(
+            jobs: jobs, repeats: repeats, defaultAgent: agent, outputDirectory: out ?? Self.defaultOutput(),
+            countsDeniedAttempts: countDeniedAttempts)
+        do {
+            options.models = try models.options()
+        } catch {
+            throw diagnose(error)
+        }
         let plan = EvalSession.Plan(
             paths: paths, filters: filter, shard: shard.flatMap(EvalSession.Shard.init),
             baselineDirectory: baseline ?? Self.defaultBaseline(for: paths),
-            updatesBaseline: updateBaseline, k: k, failOn: failOn,
-            options: EvalOptions(
-                jobs: jobs, repeats: repeats, defaultAgent: agent, outputDirectory: out ?? Self.defaultOutput(),
-                countsDeniedAttempts: countDeniedAttempts))
+            updatesBaseline: updateBaseline, k: k, failOn: failOn, options: options)
         let session: EvalSession
         do {
             session = try EvalSession(plan)

@@ -149,10 +149,12 @@ final class RunSession {
                 return
             }
             let latency = reply.latencyUs ?? environment.recordedDuration(elapsed())
-            let outcome = parser.parse(reply.raw, nextCallNumber: state.calls.count + 1)
+            let outcome = parser.parse(reply.raw, format: reply.format, nextCallNumber: state.calls.count + 1)
             try recorder.record(
                 .decisionMade(
-                    DecisionMade(raw: reply.raw, outcome: outcome, usage: reply.usage, latencyUs: latency, costUSD: reply.costUSD)))
+                    DecisionMade(
+                        raw: reply.raw, format: reply.format, outcome: outcome, usage: reply.usage, latencyUs: latency,
+                        timeToFirstTokenUs: reply.timeToFirstTokenUs, costUSD: reply.costUSD, attempts: reply.attempts)))
             switch outcome {
             case .valid(let valid):
                 decision = valid

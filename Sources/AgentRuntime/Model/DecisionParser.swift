@@ -18,8 +18,22 @@ public struct DecisionParser: Sendable {
         self.tools = tools
     }
 
-    /// Parses `raw`; `nextCallNumber` is the number the first proposed call gets.
-    public func parse(_ raw: String, nextCallNumber: Int) -> DecisionMade.Outcome {
+    /// Parses `raw`; `nextCallNumber` is the number the first proposed call gets. `format`
+    /// names a provider's message shape (`ReplyFormat`); nil means the decision object above.
+    public func parse(_ raw: String, format: String? = nil, nextCallNumber: Int) -> DecisionMade.Outcome {
+        guard let format else { return parseDecisionText(raw, nextCallNumber: nextCallNumber) }
+        guard let known = ReplyFormat(rawValue: format) else {
+            let formats = ReplyFormat.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
+            return .invalid(
+                InvalidDecision(kind: .unparseable, message: "the reply's format \"\(format)\" is not one this version reads (\(formats))"))
+        }
+        switch known.decisionObject(from: raw) {
+        case .decision(let object): return parse(decisionObject: object, nextCallNumber: nextCallNumber)
+        case .rejected(let invalid): return .invalid(invalid)
+        }
+    }
+
+    private func parseDecisionText(_ raw: String, nextCallNumber: Int) -> DecisionMade.Outcome {
         let text = Self.unfenced(raw)
         if text.allSatisfy(\.isWhitespace) {
             return .invalid(InvalidDecision(kind: .empty, message: "the reply is empty"))
@@ -32,6 +46,11 @@ public struct DecisionParser: Sendable {
             return .invalid(
                 InvalidDecision(kind: .unparseable, message: "the reply is not JSON (\(error)): \"\(preview)\""))
         }
+        return parse(decisionObject: value, nextCallNumber: nextCallNumber)
+    }
+
+    /// Validates a decision object: exactly one form, known tools, arguments that fit.
+    private func parse(decisionObject value: JSONValue, nextCallNumber: Int) -> DecisionMade.Outcome {
         guard let object = value.objectValue else {
             return .invalid(InvalidDecision(kind: .unparseable, message: "the reply must be a JSON object, found \(value.typeDescription)"))
         }

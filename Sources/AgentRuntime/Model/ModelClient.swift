@@ -70,16 +70,29 @@ public struct Observation: Sendable, Hashable {
 /// A model's answer to one request: the raw text, parsed by the runtime, and what it cost.
 public struct ModelReply: Sendable, Hashable {
     public var raw: String
+    /// How `raw` is read (`DecisionMade.format`): nil for a decision object, or a
+    /// `ReplyFormat` raw value for a provider's assembled message.
+    public var format: String?
     public var usage: TokenUsage?
     /// When the client knows it better than the runtime's measurement.
     public var latencyUs: Int?
+    /// From sending the request to the first streamed content.
+    public var timeToFirstTokenUs: Int?
     public var costUSD: Double?
+    /// Requests that failed and were retried before this reply came.
+    public var attempts: [ModelAttempt]
 
-    public init(raw: String, usage: TokenUsage? = nil, latencyUs: Int? = nil, costUSD: Double? = nil) {
+    public init(
+        raw: String, format: String? = nil, usage: TokenUsage? = nil, latencyUs: Int? = nil, timeToFirstTokenUs: Int? = nil,
+        costUSD: Double? = nil, attempts: [ModelAttempt] = []
+    ) {
         self.raw = raw
+        self.format = format
         self.usage = usage
         self.latencyUs = latencyUs
+        self.timeToFirstTokenUs = timeToFirstTokenUs
         self.costUSD = costUSD
+        self.attempts = attempts
     }
 
     /// A reply carrying a decision object such as `{"answer": "…"}`, as JSON text.

@@ -37,6 +37,8 @@ public struct ReplayModel: ModelClient {
                     + "which the log cannot answer")
         }
         let made = recorded[request.decisionIndex]
-        return ModelReply(raw: made.raw, usage: made.usage, latencyUs: made.latencyUs, costUSD: made.costUSD)
+        return ModelReply(
+            raw: made.raw, format: made.format, usage: made.usage, latencyUs: made.latencyUs,
+            timeToFirstTokenUs: made.timeToFirstTokenUs, costUSD: made.costUSD, attempts: made.attempts)
     }
 }

@@ -19,6 +19,8 @@ public struct EvalOptions: Sendable {
     public var countsDeniedAttempts: Bool
     /// Time and ids for live runs (tests inject a deterministic one).
     public var environment: RuntimeEnvironment
+    /// How agent files get HTTP models (the CLI's factory) and the command line's overrides.
+    public var models = ModelOptions()
 
     public init(
         jobs: Int? = nil, repeats: Int = 1, defaultAgent: String? = nil,
@@ -103,7 +105,7 @@ public struct EvalRunner: Sendable {
         var results = cases.map { CaseResult(evalCase: $0, runs: []) }
         var received = [Int](repeating: 0, count: cases.count)
         var finished = 0
-        let agents = AgentCache()
+        let agents = AgentCache(models: options.models)
         await withTaskGroup(of: (Int, RunResult?, DiagnosticRecord?).self) { group in
             var next = 0
             func startNext() {
@@ -295,10 +297,15 @@ public struct EvalRunner: Sendable {
 final class AgentCache: Sendable {
     // Guarded by the mutex: loaded agents, or the error loading gave.
     private let loaded = Mutex<[String: Result<Agent, ConfigError>]>([:])
+    let models: ModelOptions
+
+    init(models: ModelOptions) {
+        self.models = models
+    }
 
     func agent(at path: String) throws(ConfigError) -> Agent {
         if let cached = loaded.withLock({ $0[path] }) { return try cached.get() }
-        let result = Result { () throws(ConfigError) in try AgentFile.load(path: path) }
+        let result = Result { () throws(ConfigError) in try AgentFile.load(path: path, models: models) }
         loaded.withLock { $0[path] = result }
         return try result.get()
     }

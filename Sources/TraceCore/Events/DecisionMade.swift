@@ -178,6 +178,60 @@ public struct TokenUsage: JSONRepresentable, Hashable {
     }
 }
 
+/// One request to a model's server that did not give the reply: why, and how long the
+/// client waited before the next try. Recorded in `decision_made.attempts`, oldest first.
+public struct ModelAttempt: JSONRepresentable, Hashable {
+    /// The HTTP status, when the server answered.
+    public var status: Int?
+    /// What went wrong, as the provider or the transport said it (never a secret).
+    public var error: String
+    /// What the server asked the client to wait (`retry-after` / `retry-after-ms`).
+    public var retryAfterMs: Int?
+    /// What the client waited before the next attempt.
+    public var waitedMs: Int
+
+    public init(status: Int?, error: String, retryAfterMs: Int? = nil, waitedMs: Int) {
+        self.status = status
+        self.error = error
+        self.retryAfterMs = retryAfterMs
+        self.waitedMs = waitedMs
+    }
+
+    public init(from scanner: inout JSONScanner) throws {
+        var status: Int?
+        var error: String?
+        var retryAfterMs: Int?
+        var waitedMs: Int?
+        try scanner.readObject { scanner, key in
+            switch key {
+            case "status": status = try scanner.readOptional()
+            case "error": error = try scanner.read()
+            case "retry_after_ms": retryAfterMs = try scanner.readOptional()
+            case "waited_ms": waitedMs = try scanner.read()
+            default: try scanner.skipValue()
+            }
+        }
+        self.status = status
+        self.error = try required(error, "error")
+        self.retryAfterMs = retryAfterMs
+        self.waitedMs = try required(waitedMs, "waited_ms")
+    }
+
+    public var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("status", status)
+        object.set("error", error)
+        object.set("retry_after_ms", retryAfterMs)
+        object.set("waited_ms", waitedMs)
+        return object.json
+    }
+
+    /// One line for messages: `HTTP 429: slow down (waited 20 ms)`.
+    public var summary: String {
+        (status.map { "HTTP \($0): " } ?? "") + error + " (waited \(waitedMs) ms)"
+    }
+}
+
 /// `decision_made`: the model's raw output and what the runtime made of it.
 public struct DecisionMade: JSONRepresentable, Hashable {
     /// Either a decision or the reason there is none.
@@ -186,19 +240,33 @@ public struct DecisionMade: JSONRepresentable, Hashable {
         case invalid(InvalidDecision)
     }
 
-    /// The model output exactly as received.
+    /// The model output exactly as received: a decision object's text, or for a provider's
+    /// reply (`format` set) the provider's assembled message as JSON.
     public var raw: String
+    /// How `raw` is read: nil for agent-eval's decision object, `openai.chat` or
+    /// `anthropic.messages` for a provider's message (docs/models.md has the mapping).
+    public var format: String?
     public var outcome: Outcome
     public var usage: TokenUsage?
     public var latencyUs: Int?
+    /// From sending the request to the first streamed content, when the reply streamed.
+    public var timeToFirstTokenUs: Int?
     public var costUSD: Double?
+    /// Requests before the one that answered, which failed and were retried; oldest first.
+    public var attempts: [ModelAttempt]
 
-    public init(raw: String, outcome: Outcome, usage: TokenUsage? = nil, latencyUs: Int? = nil, costUSD: Double? = nil) {
+    public init(
+        raw: String, format: String? = nil, outcome: Outcome, usage: TokenUsage? = nil, latencyUs: Int? = nil,
+        timeToFirstTokenUs: Int? = nil, costUSD: Double? = nil, attempts: [ModelAttempt] = []
+    ) {
         self.raw = raw
+        self.format = format
         self.outcome = outcome
         self.usage = usage
         self.latencyUs = latencyUs
+        self.timeToFirstTokenUs = timeToFirstTokenUs
         self.costUSD = costUSD
+        self.attempts = attempts
     }
 
     /// The parsed decision, if the output was valid.
@@ -209,23 +277,30 @@ public struct DecisionMade: JSONRepresentable, Hashable {
 
     public init(from scanner: inout JSONScanner) throws {
         var raw: String?
+        var format: String?
         var decision: Decision?
         var invalid: InvalidDecision?
         var usage: TokenUsage?
         var latencyUs: Int?
+        var timeToFirstTokenUs: Int?
         var costUSD: Double?
+        var attempts: [ModelAttempt]?
         try scanner.readObject { scanner, key in
             switch key {
             case "raw": raw = try scanner.read()
+            case "format": format = try scanner.readOptional()
             case "decision": decision = try scanner.readOptional()
             case "invalid": invalid = try scanner.readOptional()
             case "usage": usage = try scanner.readOptional()
             case "latency_us": latencyUs = try scanner.readOptional()
+            case "ttft_us": timeToFirstTokenUs = try scanner.readOptional()
             case "cost_usd": costUSD = try scanner.readOptional()
+            case "attempts": attempts = try scanner.readOptional()
             default: try scanner.skipValue()
             }
         }
         self.raw = try required(raw, "raw")
+        self.format = format
         switch (decision, invalid) {
         case (let decision?, nil): outcome = .valid(decision)
         case (nil, let invalid?): outcome = .invalid(invalid)
@@ -234,19 +309,24 @@ public struct DecisionMade: JSONRepresentable, Hashable {
         }
         self.usage = usage
         self.latencyUs = latencyUs
+        self.timeToFirstTokenUs = timeToFirstTokenUs
         self.costUSD = costUSD
+        self.attempts = attempts ?? []
     }
 
     public var json: JSONValue {
         var object = ObjectBuilder()
         object.set("raw", raw)
+        object.set("format", format)
         switch outcome {
         case .valid(let decision): object.set("decision", decision)
         case .invalid(let invalid): object.set("invalid", invalid)
         }
         object.set("usage", usage)
         object.set("latency_us", latencyUs)
+        object.set("ttft_us", timeToFirstTokenUs)
         object.set("cost_usd", costUSD)
+        if !attempts.isEmpty { object.set("attempts", attempts) }
         return object.json
     }
 }

@@ -1,0 +1,244 @@
+import Foundation
+import Synchronization
+public import TraceCore
+import TraceLog
+
+/// Recorded model interactions, so a run against a real model can be replayed offline and
+/// deterministically (in CI, say). `docs/models.md` specifies the files.
+///
+/// Each request is keyed by `sha256` of the provider name and the canonical JSON of the
+/// request body: the model, messages, tools and sampling parameters, and nothing else (no
+/// headers, so no key; no provider ids, since the runtime's call ids are used). The response
+/// is stored as the exact bytes the server sent (the event stream included), gzip-compressed,
+/// one file per interaction, listed in `index.json` one line per interaction.
+public final class Cassette: Sendable {
+    /// What happens to a request.
+    public enum Mode: String, Sendable, CaseIterable {
+        /// Replay only: a request with no recording is an error (the default).
+        case none
+        /// Replay what is recorded, record what is not.
+        case new
+        /// Send everything live and record it again.
+        case all
+    }
+
+    struct Entry: Sendable, Hashable {
+        var key: String
+        var file: String
+        var provider: String
+        var model: String
+    }
+
+    public let directory: String
+    public let mode: Mode
+    // Guarded by the mutex: the index, by key.
+    private let entries: Mutex<[String: Entry]>
+
+    /// Opens the cassette in `directory` (which need not exist yet when recording).
+    public init(directory: String, mode: Mode) throws {
+        self.directory = directory
+        self.mode = mode
+        var loaded: [String: Entry] = [:]
+        let indexPath = directory + "/index.json"
+        if FileManager.default.fileExists(atPath: indexPath) {
+            let bytes = try Self.read(indexPath)
+            let value: JSONValue
+            do {
+                value = try JSONParser.parse(bytes)
+            } catch {
+                throw ModelClientError(
+                    .configuration, "\(indexPath) is not JSON (\(error))",
+                    hint: "restore it from version control, or record again with --record all")
+            }
+            for (position, item) in (value["interactions"]?.arrayValue ?? []).enumerated() {
+                guard let key = item["key"]?.stringValue, let file = item["file"]?.stringValue,
+                    !file.contains("/"), !file.hasPrefix(".")
+                else {
+                    throw ModelClientError(
+                        .configuration, "\(indexPath): interactions[\(position)] needs \"key\" and a plain \"file\" name",
+                        hint: "restore it from version control, or record again with --record all")
+                }
+                loaded[key] = Entry(
+                    key: key, file: file, provider: item["provider"]?.stringValue ?? "", model: item["model"]?.stringValue ?? "")
+            }
+        } else if mode == .none && !FileManager.default.fileExists(atPath: directory) {
+            throw ModelClientError(
+                .configuration, "the cassette \(directory) does not exist",
+                hint: "record it first with --record new (needs the model server)")
+        }
+        entries = Mutex(loaded)
+    }
+
+    /// The key of a request body.
+    public static func key(provider: String, body: JSONValue) -> String {
+        ContentHash.sha256(Array("\(provider)\n".utf8) + JSONWriter.encode(body))
+    }
+
+    /// A transport that answers from this cassette, and (by mode) records `live`'s answers.
+    func transport(provider: String, live: any ModelTransport) -> any ModelTransport {
+        CassetteTransport(cassette: self, provider: provider, live: live)
+    }
+
+    // MARK: Reading and writing recordings
+
+    struct Recording {
+        var request: JSONValue
+        var status: Int
+        var contentType: String
+        var body: [UInt8]
+    }
+
+    func recording(forKey key: String) throws -> Recording? {
+        guard let entry = entries.withLock({ $0[key] }) else { return nil }
+        return try load(entry)
+    }
+
+    private func load(_ entry: Entry) throws -> Recording {
+        let path = directory + "/" + entry.file
+        let value: JSONValue
+        do {
+            value = try JSONParser.parse(try GzipData.decompress(try Self.read(path), path: path))
+        } catch let error as ModelClientError {
+            throw error
+        } catch {
+            throw ModelClientError(
+                .configuration, "the recording \(path) cannot be read: \(error)", hint: "record it again with --record all")
+        }
+        let response = value["response"] ?? .null
+        let body: [UInt8]
+        if let text = response["body"]?.stringValue {
+            body = Array(text.utf8)
+        } else if let encoded = response["body_base64"]?.stringValue, let decoded = Base64.decode(encoded) {
+            body = decoded
+        } else {
+            throw ModelClientError(.configuration, "the recording \(path) has no response body", hint: "record it again with --record all")
+        }
+        return Recording(
+            request: value["request"] ?? .null, status: response["status"]?.intValue ?? 0,
+            contentType: response["content_type"]?.stringValue ?? "", body: body)
+    }
+
+    func record(key: String, provider: String, request: JSONValue, recording: Recording) throws {
+        let model = request["model"]?.stringValue ?? ""
+        let safeModel = String(model.map { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "." ? $0 : "_" }.prefix(60))
+        let file = "\(provider)-\(safeModel)-\(key.dropFirst("sha256:".count).prefix(16)).json.gz"
+        var response = ObjectBuilder()
+        response.set("status", recording.status)
+        response.set("content_type", recording.contentType)
+        if let text = String(validating: recording.body, as: UTF8.self) {
+            response.set("body", text)
+        } else {
+            response.set("body_base64", Base64.encode(recording.body))
+        }
+        let document: JSONValue = [
+            "version": 1, "key": .string(key), "provider": .string(provider), "request": request, "response": response.json,
+        ]
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try Self.write(try GzipData.compress(JSONWriter.encode(document) + [0x0A]), to: directory + "/" + file)
+        try entries.withLock { entries in
+            entries[key] = Entry(key: key, file: file, provider: provider, model: model)
+            try Self.write(Self.indexText(entries), to: directory + "/index.json")
+        }
+    }
+
+    /// One interaction per line, by key, so a new recording is a one-line diff.
+    static func indexText(_ entries: [String: Entry]) -> [UInt8] {
+        let lines = entries.values.sorted { $0.key < $1.key }.map { entry -> String in
+            let item: JSONValue = [
+                "key": .string(entry.key), "file": .string(entry.file), "provider": .string(entry.provider),
+                "model": .string(entry.model),
+            ]
+            return "    " + JSONWriter.encodeString(item)
+        }
+        return Array(("{\n  \"version\": 1,\n  \"interactions\": [\n" + lines.joined(separator: ",\n") + "\n  ]\n}\n").utf8)
+    }
+
+    /// The recording whose request is closest to `request` (the longest common prefix of
+    /// their canonical JSON), and the first field where they differ.
+    func nearest(to request: JSONValue, provider: String) -> (file: String, difference: JSONDifference)? {
+        let text = JSONWriter.encode(request)
+        var best: (file: String, request: JSONValue, shared: Int)?
+        for entry in entries.withLock({ Array($0.values) }) where entry.provider == provider {
+            guard let recorded = try? load(entry) else { continue }
+            let shared = zip(text, JSONWriter.encode(recorded.request)).prefix { $0 == $1 }.count
+            if let current = best, shared < current.shared || (shared == current.shared && entry.file > current.file) { continue }
+            best = (entry.file, recorded.request, shared)
+        }
+        guard let best, let difference = request.firstDifference(from: best.request) else { return nil }
+        return (best.file, difference)
+    }
+
+    static func read(_ path: String) throws -> [UInt8] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ModelClientError(.configuration, "cannot read \(path)")
+        }
+        return Array(data)
+    }
+
+    /// Writes through a new file renamed over the old one, so a reader never sees half a file.
+    static func write(_ bytes: [UInt8], to path: String) throws {
+        let temporary = path + ".tmp-\(getpid())"
+        guard FileManager.default.createFile(atPath: temporary, contents: Data(bytes)) else {
+            throw ModelClientError(.configuration, "cannot write \(temporary)")
+        }
+        if rename(temporary, path) != 0 {
+            throw ModelClientError(.configuration, "cannot move \(temporary) to \(path) (errno \(errno))")
+        }
+    }
+}
+
+/// Answers from the cassette; sends live (and records) what the mode allows.
+struct CassetteTransport: ModelTransport {
+    let cassette: Cassette
+    let provider: String
+    let live: any ModelTransport
+
+    func exchange(_ request: TransportRequest, receive: ([TransportPart]) throws -> Void) async throws {
+        let body = (try? JSONParser.parse(request.body)) ?? .string(String(decoding: request.body, as: UTF8.self))
+        let key = Cassette.key(provider: provider, body: body)
+        if cassette.mode != .all, let recording = try cassette.recording(forKey: key) {
+            try receive([
+                .head(status: recording.status, headers: [HTTPHeader(name: "content-type", value: recording.contentType)]),
+                .chunk(recording.body),
+            ])
+            return
+        }
+        guard cassette.mode != .none else {
+            var message = "the cassette \(cassette.directory) has no recording of this \(provider) request (key \(key.prefix(23))…)"
+            if let (file, difference) = cassette.nearest(to: body, provider: provider) {
+                message +=
+                    "; the nearest, \(file), differs at \(difference.path.isEmpty ? "the top" : difference.path): recorded "
+                    + Self.short(difference.right) + ", now " + Self.short(difference.left)
+            }
+            throw ModelClientError(
+                .notRecorded, message, hint: "record it with --record new (needs the model server), or fix what changed the request")
+        }
+        var status = 0
+        var contentType = ""
+        var bytes: [UInt8] = []
+        try await live.exchange(request) { parts in
+            for part in parts {
+                switch part {
+                case .head(let code, let headers):
+                    status = code
+                    contentType = headers.first { $0.name.lowercased() == "content-type" }?.value ?? ""
+                case .chunk(let chunk):
+                    bytes += chunk
+                }
+            }
+            try receive(parts)
+        }
+        // Only whole successful answers are kept: a 429 replayed forever helps nobody.
+        if status == 200 {
+            try cassette.record(
+                key: key, provider: provider, request: body,
+                recording: .init(request: body, status: status, contentType: contentType, body: bytes))
+        }
+    }
+
+    static func short(_ value: JSONValue?) -> String {
+        guard let value else { return "nothing" }
+        let text = JSONWriter.encodeString(value)
+        return text.count > 80 ? String(text.prefix(80)) + "…" : text
+    }
+}

@@ -1,0 +1,262 @@
+public import AgentRuntime
+import Foundation
+public import TraceCore
+
+/// A model served over HTTP: builds the provider's request from the run's `ModelRequest`,
+/// streams the reply, and hands the runtime the provider's assembled message to map onto a
+/// decision (`ReplyFormat`).
+///
+/// Transport concerns stay here: connection errors, 408, 409, 429, 5xx and Anthropic's 529
+/// are retried with exponential backoff and full jitter, honouring `retry-after-ms` and
+/// `retry-after`; a stream that breaks off or sends a retryable `error` event is asked
+/// again; anything else ends the request with the provider's message. Every failed attempt
+/// is returned with the reply (`decision_made.attempts`) or with the error.
+public struct HTTPModelClient: ModelClient {
+    public let settings: ModelSettings
+    let dialect: any ProviderDialect
+    let transport: any ModelTransport
+    let apiKey: String?
+    let limiter: RateLimiter?
+    /// Waits between attempts; tests make it short, never the logic different.
+    let sleep: @Sendable (Int) async throws -> Void
+
+    /// Backoff before retry n (0-based): a random wait up to min(cap, base · 2ⁿ).
+    static let backoffBaseMs = 500
+    static let backoffCapMs = 20_000
+    /// The longest wait a server's `retry-after` can ask for.
+    static let retryAfterCapMs = 60_000
+    /// The most of an error body read for its message.
+    static let errorBodyLimit = 64 * 1024
+
+    init(
+        settings: ModelSettings, transport: any ModelTransport, apiKey: String?, limiter: RateLimiter?,
+        sleep: @escaping @Sendable (Int) async throws -> Void = { try await Task.sleep(for: .milliseconds($0)) }
+    ) {
+        self.settings = settings
+        switch settings.provider {
+        case .openai: dialect = OpenAIChatDialect()
+        case .anthropic: dialect = AnthropicMessagesDialect()
+        }
+        self.transport = transport
+        self.apiKey = apiKey
+        self.limiter = limiter
+        self.sleep = sleep
+    }
+
+    public var identity: ModelIdentity { settings.identity }
+
+    /// The provider request body for `request`: what a cassette keys on.
+    public func requestBody(for request: ModelRequest) -> JSONValue {
+        dialect.body(for: request, settings: settings)
+    }
+
+    public func reply(to request: ModelRequest) async throws -> ModelReply {
+        let body = JSONWriter.encode(requestBody(for: request))
+        if let limiter {
+            try await limiter.acquire(tokens: request.packet.tokenEstimate + (settings.maxTokens ?? 0))
+        }
+        var headers = [HTTPHeader(name: "content-type", value: "application/json")]
+        headers += dialect.headers(apiKey: apiKey).map { HTTPHeader(name: $0.name, value: $0.value) }
+        if settings.stream { headers.append(HTTPHeader(name: "accept", value: "text/event-stream")) }
+        let outgoing = TransportRequest(
+            url: settings.baseURL + dialect.path, headers: headers, body: body, timeoutMs: settings.timeoutMs,
+            connectTimeoutMs: settings.connectTimeoutMs, idleTimeoutMs: settings.idleTimeoutMs)
+        var attempts: [ModelAttempt] = []
+        while true {
+            try Task.checkCancellation()
+            switch await attempt(outgoing) {
+            case .replied(let raw, let usage, let ttftUs):
+                let cost = usage.flatMap { usage in PriceTable.prices(for: settings)?.cost(of: usage) }
+                return ModelReply(
+                    raw: JSONWriter.encodeString(raw), format: dialect.format.rawValue, usage: usage, timeToFirstTokenUs: ttftUs,
+                    costUSD: cost, attempts: attempts)
+            case .failed(let failure):
+                try Task.checkCancellation()
+                let canRetry = failure.isRetryable && attempts.count < settings.maxRetries
+                let wait = canRetry ? min(failure.retryAfterMs ?? backoff(retry: attempts.count), Self.retryAfterCapMs) : 0
+                attempts.append(
+                    ModelAttempt(status: failure.status, error: failure.message, retryAfterMs: failure.retryAfterMs, waitedMs: wait))
+                guard canRetry else {
+                    let gaveUp = failure.isRetryable ? "gave up after \(attempts.count) attempts" : "failed"
+                    if failure.kind == .notRecorded {
+                        throw ModelClientError(.notRecorded, failure.message, attempts: attempts, hint: failure.hint)
+                    }
+                    throw ModelClientError(
+                        failure.isRetryable ? .exhausted : failure.kind,
+                        "the \(settings.provider.rawValue) request for \(settings.name) \(gaveUp): "
+                            + (failure.status.map { "HTTP \($0): " } ?? "") + failure.message,
+                        status: failure.status, attempts: attempts, hint: failure.hint)
+                }
+                try await sleep(wait)
+            }
+        }
+    }
+
+    /// A random wait up to the exponential bound ("full jitter").
+    func backoff(retry: Int) -> Int {
+        let bound = min(Self.backoffCapMs, Self.backoffBaseMs << min(retry, 16))
+        return Int.random(in: 0...bound)
+    }
+
+    // MARK: One attempt
+
+    struct Failure {
+        var status: Int?
+        var message: String
+        var isRetryable: Bool
+        var retryAfterMs: Int?
+        var kind: ModelClientError.Kind = .rejected
+        var hint: String?
+    }
+
+    enum AttemptResult {
+        case replied(raw: JSONValue, usage: TokenUsage?, ttftUs: Int?)
+        case failed(Failure)
+    }
+
+    /// What is read of a response while it arrives.
+    struct Reading {
+        var status = 0
+        var headers: [HTTPHeader] = []
+        var isEventStream = false
+        var parser = ServerSentEventParser()
+        var assembler: any ReplyAssembler
+        /// A non-streamed body, or an error body (bounded).
+        var body: [UInt8] = []
+        var firstContentUs: Int?
+    }
+
+    func attempt(_ request: TransportRequest) async -> AttemptResult {
+        let clock = ContinuousClock()
+        let started = clock.now
+        var reading = Reading(assembler: dialect.makeAssembler())
+        var problem: StreamProblem?
+        do {
+            try await transport.exchange(request) { parts throws(StreamProblem) in
+                for part in parts {
+                    try Self.take(part, into: &reading, elapsedUs: { Self.microseconds(started.duration(to: clock.now)) })
+                }
+            }
+        } catch let error as StreamProblem {
+            problem = error
+        } catch let error as ModelClientError {
+            // A cassette's answer (nothing recorded): final, and said as it is.
+            return .failed(Failure(status: error.status, message: error.message, isRetryable: false, kind: error.kind, hint: error.hint))
+        } catch is CancellationError {
+            return .failed(Failure(status: nil, message: "cancelled", isRetryable: false))
+        } catch {
+            if Task.isCancelled { return .failed(Failure(status: nil, message: "cancelled", isRetryable: false)) }
+            return .failed(
+                Failure(
+                    status: reading.status == 0 ? nil : reading.status, message: HTTPTransport.describe(error, request: request),
+                    isRetryable: true))
+        }
+        if let problem {
+            return .failed(Failure(status: reading.status, message: problem.message, isRetryable: problem.isRetryable, kind: .malformed))
+        }
+        return finish(reading)
+    }
+
+    /// Takes one part of the response into `reading`.
+    static func take(_ part: TransportPart, into reading: inout Reading, elapsedUs: () -> Int) throws(StreamProblem) {
+        switch part {
+        case .head(let status, let headers):
+            reading.status = status
+            reading.headers = headers
+            let type = headers.first { $0.name.lowercased() == "content-type" }?.value.lowercased() ?? ""
+            reading.isEventStream = status == 200 && type.hasPrefix("text/event-stream")
+        case .chunk(let bytes):
+            guard reading.isEventStream else {
+                if reading.body.count < (reading.status == 200 ? Int.max : errorBodyLimit) { reading.body += bytes }
+                return
+            }
+            for event in reading.parser.feed(bytes) {
+                try reading.assembler.consume(event)
+                if reading.firstContentUs == nil, reading.assembler.hasContent { reading.firstContentUs = elapsedUs() }
+            }
+        }
+    }
+
+    func finish(_ reading: Reading) -> AttemptResult {
+        var reading = reading
+        let type = reading.headers.first { $0.name.lowercased() == "content-type" }?.value ?? "no content type"
+        guard reading.status == 200 else {
+            return .failed(failure(status: reading.status, headers: reading.headers, body: reading.body))
+        }
+        if reading.isEventStream {
+            guard reading.assembler.isComplete else {
+                return .failed(
+                    Failure(
+                        status: 200,
+                        message: "the stream ended after \(reading.parser.offset) bytes before the reply was complete (no "
+                            + (settings.provider == .openai ? "[DONE]" : "message_stop") + ")",
+                        isRetryable: true))
+            }
+            let (raw, usage) = reading.assembler.reply()
+            return .replied(raw: raw, usage: usage, ttftUs: reading.firstContentUs)
+        }
+        guard let whole = try? JSONParser.parse(reading.body), whole.objectValue != nil else {
+            return .failed(
+                Failure(
+                    status: 200,
+                    message: "the server answered HTTP 200 with \(type), not a model reply: \(Self.preview(reading.body))",
+                    isRetryable: false, kind: .malformed, hint: "check base_url: it should end in /v1 for OpenAI-compatible servers"))
+        }
+        do {
+            try reading.assembler.consume(whole: whole)
+        } catch {
+            return .failed(Failure(status: 200, message: error.message, isRetryable: error.isRetryable, kind: .malformed))
+        }
+        let (raw, usage) = reading.assembler.reply()
+        return .replied(raw: raw, usage: usage, ttftUs: nil)
+    }
+
+    /// An error status: the provider's message from its JSON error body (or the page's
+    /// text), whether to retry, and the server's `retry-after`.
+    func failure(status: Int, headers: [HTTPHeader], body: [UInt8]) -> Failure {
+        let retryable = [408, 409, 429, 529].contains(status) || (500...599).contains(status)
+        var message = Self.preview(body)
+        if let value = try? JSONParser.parse(body) {
+            let error = value["error"] ?? value
+            if let text = error["message"]?.stringValue ?? value["message"]?.stringValue {
+                message = (error["type"]?.stringValue.map { "\($0): " } ?? "") + text
+            }
+        }
+        var hint: String?
+        switch status {
+        case 401, 403: hint = "check the API key in \(settings.apiKeyVariable)"
+        case 404: hint = "check base_url (\(settings.baseURL)) and the model name (\(settings.name))"
+        default: break
+        }
+        return Failure(
+            status: status, message: message, isRetryable: retryable, retryAfterMs: Self.retryAfter(headers), kind: .rejected, hint: hint)
+    }
+
+    /// `retry-after-ms` (milliseconds) or `retry-after` (seconds; an HTTP date is not read).
+    static func retryAfter(_ headers: [HTTPHeader]) -> Int? {
+        func value(_ name: String) -> Double? {
+            headers.first { $0.name.lowercased() == name }.flatMap { Double($0.value.trimmingCharacters(in: .whitespaces)) }
+        }
+        if let ms = value("retry-after-ms"), ms >= 0 { return Int(ms.rounded(.up)) }
+        if let seconds = value("retry-after"), seconds >= 0 { return Int((seconds * 1000).rounded(.up)) }
+        return nil
+    }
+
+    /// The start of a body as one line: an HTML page's title, or its first 200 characters.
+    static func preview(_ body: [UInt8]) -> String {
+        let text = String(decoding: body.prefix(4096), as: UTF8.self)
+        if let open = text.range(of: "<title>", options: .caseInsensitive),
+            let close = text.range(of: "</title>", options: .caseInsensitive, range: open.upperBound..<text.endIndex)
+        {
+            return "\"" + text[open.upperBound..<close.lowerBound].trimmingCharacters(in: .whitespacesAndNewlines) + "\" (an HTML page)"
+        }
+        let line = text.split(whereSeparator: \.isNewline).joined(separator: " ")
+        if line.isEmpty { return "an empty body" }
+        return line.count > 200 ? String(line.prefix(200)) + "…" : line
+    }
+
+    static func microseconds(_ duration: Duration) -> Int {
+        let parts = duration.components
+        return Int(parts.seconds) * 1_000_000 + Int(parts.attoseconds / 1_000_000_000_000)
+    }
+}

@@ -1,0 +1,102 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import Synchronization
+
+/// One HTTP header.
+public struct HTTPHeader: Sendable, Hashable {
+    public var name: String
+    public var value: String
+
+    public init(name: String, value: String) {
+        self.name = name
+        self.value = value
+    }
+}
+
+/// One POST to a model server.
+public struct TransportRequest: Sendable {
+    public var url: String
+    public var headers: [HTTPHeader]
+    public var body: [UInt8]
+    public var timeoutMs: Int
+    public var connectTimeoutMs: Int
+    public var idleTimeoutMs: Int
+}
+
+/// What comes back, as it comes: the head once, then the body in chunks.
+public enum TransportPart: Sendable {
+    case head(status: Int, headers: [HTTPHeader])
+    case chunk([UInt8])
+}
+
+/// Sends a request and hands each part of the response to `receive` as it arrives. The live
+/// transport is HTTP; a cassette (`Cassette`) records or replays the same parts.
+public protocol ModelTransport: Sendable {
+    func exchange(_ request: TransportRequest, receive: ([TransportPart]) throws -> Void) async throws
+}
+
+/// The live transport, on async-http-client: the body streams as the server sends it.
+struct HTTPTransport: ModelTransport {
+    func exchange(_ request: TransportRequest, receive: ([TransportPart]) throws -> Void) async throws {
+        let client = SharedHTTPClients.client(connectTimeoutMs: request.connectTimeoutMs, idleTimeoutMs: request.idleTimeoutMs)
+        var outgoing = HTTPClientRequest(url: request.url)
+        outgoing.method = .POST
+        for header in request.headers { outgoing.headers.add(name: header.name, value: header.value) }
+        outgoing.body = .bytes(ByteBuffer(bytes: request.body))
+        let response = try await client.execute(outgoing, deadline: .now() + .milliseconds(Int64(request.timeoutMs)))
+        try receive([.head(status: Int(response.status.code), headers: response.headers.map { HTTPHeader(name: $0.name, value: $0.value) })]
+        )
+        for try await buffer in response.body {
+            try receive([.chunk(Array(buffer.readableBytesView))])
+        }
+    }
+
+    /// A transport failure as a sentence, without the library's type names.
+    static func describe(_ error: any Error, request: TransportRequest) -> String {
+        let host = URLComponents(string: request.url).map { "\($0.host ?? "?")\($0.port.map { ":\($0)" } ?? "")" } ?? request.url
+        if let http = error as? HTTPClientError {
+            switch http {
+            case .connectTimeout: return "could not connect to \(host) within \(request.connectTimeoutMs) ms"
+            case .readTimeout: return "the server sent nothing for \(request.idleTimeoutMs) ms (idle_timeout_ms)"
+            case .deadlineExceeded: return "the attempt took longer than \(request.timeoutMs) ms (timeout_ms)"
+            case .remoteConnectionClosed: return "the server closed the connection before the reply was complete"
+            case .invalidURL: return "the URL \(request.url) is not valid"
+            default: break
+            }
+        }
+        let text = "\(error)"
+        if text.contains("connectionRefused") || text.contains("ECONNREFUSED") || text.contains("Connection refused") {
+            return "could not connect to \(host) (connection refused): is the server running?"
+        }
+        if text.contains("ECONNRESET") || text.contains("Connection reset") {
+            return "the connection to \(host) was reset before the reply was complete"
+        }
+        if text.contains("uncleanShutdown") || text.contains("ioOnClosedChannel") || text.contains("EOF") {
+            return "the connection to \(host) closed before the reply was complete"
+        }
+        return "the connection to \(host) failed: \(text)"
+    }
+}
+
+/// One client per timeout setting for the whole process, never shut down (like
+/// `HTTPClient.shared`): runs of one `agent-eval run --jobs N` share connections.
+enum SharedHTTPClients {
+    // Guarded by the mutex: clients by (connect, idle) timeouts in ms.
+    private static let clients = Mutex<[[Int]: HTTPClient]>([:])
+
+    static func client(connectTimeoutMs: Int, idleTimeoutMs: Int) -> HTTPClient {
+        clients.withLock { clients in
+            let key = [connectTimeoutMs, idleTimeoutMs]
+            if let client = clients[key] { return client }
+            var configuration = HTTPClient.Configuration()
+            configuration.timeout = HTTPClient.Configuration.Timeout(
+                connect: .milliseconds(Int64(connectTimeoutMs)), read: .milliseconds(Int64(idleTimeoutMs)))
+            configuration.decompression = .disabled
+            let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+            clients[key] = client
+            return client
+        }
+    }
+}

@@ -1,0 +1,90 @@
+import AgentRuntime
+import TraceCore
+
+/// What one provider's wire protocol needs: where requests go, their headers and body, and
+/// how a reply (streamed or whole) is assembled into the recorded message.
+protocol ProviderDialect: Sendable {
+    var format: ReplyFormat { get }
+    /// Appended to the base URL.
+    var path: String { get }
+    /// Headers besides `content-type`; `apiKey` is nil when no key is configured.
+    func headers(apiKey: String?) -> [(name: String, value: String)]
+    func body(for request: ModelRequest, settings: ModelSettings) -> JSONValue
+    func makeAssembler() -> any ReplyAssembler
+}
+
+/// Builds one reply from a stream's events or a whole JSON body.
+protocol ReplyAssembler {
+    /// Takes one streamed event; throws a `StreamProblem` for an `error` event or an event
+    /// that is not what the protocol allows.
+    mutating func consume(_ event: ServerSentEvent) throws(StreamProblem)
+    /// Takes a whole (non-streamed) response body.
+    mutating func consume(whole body: JSONValue) throws(StreamProblem)
+    /// Content (text or a tool call) has arrived: the time to first token is now.
+    var hasContent: Bool { get }
+    /// The protocol's end marker arrived (`[DONE]`, `message_stop`, a whole body).
+    var isComplete: Bool { get }
+    /// The assembled message in the provider's own shape (`ReplyFormat`), and the usage.
+    func reply() -> (raw: JSONValue, usage: TokenUsage?)
+}
+
+/// A reply stream that went wrong: what the provider or the bytes said, and whether asking
+/// again may help.
+struct StreamProblem: Error {
+    var message: String
+    var isRetryable: Bool
+}
+
+/// The conversation a request stands for, provider-neutral: the context packet as the first
+/// user turn, then per step the calls the model made and what came back, then the feedback
+/// on a rejected reply. Call ids are the runtime's (`call-N`), so the request depends only on
+/// the log, never on a provider's volatile ids.
+struct Conversation {
+    enum Turn {
+        case user(String)
+        /// One step's calls with their observations, in proposal order.
+        case calls([Observation])
+    }
+
+    var system: String
+    var turns: [Turn]
+
+    init(_ request: ModelRequest) {
+        system = request.instructions
+        var opening = "Goal: \(request.packet.goal)"
+        if !request.packet.stateSummary.isEmpty { opening += "\n\nState: \(request.packet.stateSummary)" }
+        for (title, items) in [("Evidence", request.packet.evidence), ("Memory", request.packet.memory)] where !items.isEmpty {
+            opening += "\n\n\(title):" + items.map { "\n- \($0.id)" + ($0.summary.map { ": \($0)" } ?? "") }.joined()
+        }
+        turns = [.user(opening)]
+        var group: [Observation] = []
+        for observation in request.observations {
+            if let first = group.first, first.step != observation.step {
+                turns.append(.calls(group))
+                group = []
+            }
+            group.append(observation)
+        }
+        if !group.isEmpty { turns.append(.calls(group)) }
+        if let feedback = request.feedback { turns.append(.user(feedback)) }
+    }
+
+    /// What a tool result says to the model: status, and output or error.
+    static func resultText(_ observation: Observation) -> String {
+        var object = ObjectBuilder()
+        object.set("status", observation.status)
+        object.set("output", observation.output)
+        object.set("error", observation.error)
+        return JSONWriter.encodeString(object.json)
+    }
+}
+
+/// Reads the text of one streamed event as JSON.
+func parseEventJSON(_ event: ServerSentEvent, provider: String) throws(StreamProblem) -> JSONValue {
+    do {
+        return try JSONParser.parse(Array(event.data.utf8))
+    } catch {
+        let preview = event.data.count > 80 ? String(event.data.prefix(80)) + "…" : event.data
+        throw StreamProblem(message: "the \(provider) stream sent an event that is not JSON (\(error)): \(preview)", isRetryable: false)
+    }
+}

@@ -1,0 +1,30 @@
+/// Whole-buffer gzip for small side files that are not logs (cassette recordings): one
+/// member written, one member read, through the same zlib streams as the log.
+public enum GzipData {
+    /// `bytes` as one gzip member (MTIME 0, so the same bytes compress to the same file).
+    public static func compress(_ bytes: [UInt8]) throws -> [UInt8] {
+        try bytes.withUnsafeBytes { try gzipMember($0) }
+    }
+
+    /// The content of the single gzip member `bytes`, at most `limit` bytes of it.
+    /// Throws a `LogError` naming `path` when the data is not one whole gzip member.
+    public static func decompress(_ bytes: [UInt8], limit: Int = 256 << 20, path: String) throws -> [UInt8] {
+        let inflater = try Inflater()
+        let output = ByteBuffer(capacity: max(4096, bytes.count * 4))
+        let status = bytes.withUnsafeBytes { buffer -> (Inflater.Status, overLimit: Bool) in
+            guard let base = buffer.baseAddress else { return (.needsInput, false) }
+            inflater.setInput(base, count: buffer.count)
+            return inflater.inflate(into: output, limit: limit)
+        }
+        switch status {
+        case (.memberEnded, _):
+            return Array(output.bytes)
+        case (_, true):
+            throw LogError(.eventTooLarge, "\(path) holds more than \(limit) bytes", path: path)
+        case (.corrupt(let message), _):
+            throw LogError(.corruptMember, "\(path) is not valid gzip data: \(message)", path: path)
+        case (.needsInput, _):
+            throw LogError(.corruptMember, "\(path) ends before its gzip member does (the file is cut)", path: path)
+        }
+    }
+}

@@ -1,0 +1,113 @@
+import Foundation
+import TestSupport
+import Testing
+import TraceCore
+import TraceLog
+
+/// The example support agent against a real OpenAI-compatible and Anthropic-compatible
+/// server on 127.0.0.1, through the CLI: recorded into a cassette, then replayed from it with
+/// the server stopped. A planted API key reaches the server and no file.
+@Suite("exec against a local model server, and from a cassette", .serialized)
+struct ModelServerCommandTests {
+    static let key = "sk-test-PLANTED-fedcba9876543210"
+
+    @Test("exec records a provider's run, then replays it from the cassette offline", arguments: ["openai", "anthropic"])
+    func recordThenReplay(provider: String) throws {
+        let directory = try TemporaryDirectory()
+        let server = try LocalModelServer()
+        let agent = ExampleRuns.agentPath("support")
+        let cassette = directory.path("cassette")
+        let environment = [(provider == "openai" ? "OPENAI_API_KEY" : "ANTHROPIC_API_KEY"): Self.key]
+        let common = [
+            "exec", "--agent", agent, "--input", "Where is order A-1042?", "--model", "\(provider):local-model", "--cassette", cassette,
+        ]
+        let live = try agentEval(
+            common + ["--base-url", server.baseURL("agent"), "--record", "new", "--log", directory.path("live.jsonl.gz"), "--json"],
+            environment: environment)
+        server.stop()
+        #expect(live.status == 0, "\(live.stderr)")
+
+        // The server is gone: only the cassette can answer, and it answers the same.
+        let replayed = try agentEval(
+            common + ["--base-url", "http://127.0.0.1:9/v1", "--log", directory.path("replayed.jsonl.gz"), "--json"], environment: [:])
+        #expect(replayed.status == 0, "\(replayed.stderr)")
+
+        let first = try Self.events(directory.path("live.jsonl.gz"))
+        let second = try Self.events(directory.path("replayed.jsonl.gz"))
+        #expect(first.map(\.kind) == second.map(\.kind))
+        let decisions = first.compactMap { event -> DecisionMade? in
+            if case .decisionMade(let made) = event.payload { return made }
+            return nil
+        }
+        #expect(decisions.map(\.format) == [provider == "openai" ? "openai.chat" : "anthropic.messages", decisions.first?.format])
+        #expect(decisions.last?.decision == .answer("Order A-1042 is delivered."))
+        #expect(
+            decisions.map(\.raw)
+                == second.compactMap { event -> String? in
+                    if case .decisionMade(let made) = event.payload { return made.raw }
+                    return nil
+                })
+
+        // The key went to the server and nowhere else.
+        for file in try FileManager.default.subpathsOfDirectory(atPath: directory.url.path) {
+            let path = directory.path(file)
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else { continue }
+            var bytes = Array(FileManager.default.contents(atPath: path) ?? Data())
+            if let inflated = try? GzipData.decompress(bytes, path: path) { bytes = inflated }
+            if path.hasSuffix(".jsonl.gz") { bytes = Array(try Subprocess.run("/usr/bin/env", ["gzip", "-dc", path]).stdout) }
+            #expect(!String(decoding: bytes, as: UTF8.self).contains(Self.key), "the key is in \(file)")
+        }
+        #expect(!live.stdoutText.contains(Self.key) && !live.stderr.contains(Self.key))
+    }
+
+    @Test("a request the cassette never saw is an error naming the nearest recording and the field")
+    func strictReplayMiss() throws {
+        let directory = try TemporaryDirectory()
+        let server = try LocalModelServer()
+        let agent = ExampleRuns.agentPath("support")
+        let cassette = directory.path("cassette")
+        let record = try agentEval([
+            "exec", "--agent", agent, "--input", "Where is order A-1042?", "--model", "openai:local-model", "--cassette", cassette,
+            "--record", "new", "--base-url", server.baseURL("agent"), "--out", directory.path("runs"),
+        ])
+        server.stop()
+        #expect(record.status == 0, "\(record.stderr)")
+        let miss = try agentEval([
+            "exec", "--agent", agent, "--input", "Where is order A-2000?", "--model", "openai:local-model", "--cassette", cassette,
+            "--out", directory.path("runs"),
+        ])
+        #expect(miss.status == 1, "the run stops blocked: \(miss.stderr)")
+        let log = try FileManager.default.contentsOfDirectory(atPath: directory.path("runs")).filter { $0.hasSuffix(".jsonl.gz") }
+            .map { directory.path("runs/\($0)") }
+        let stops = try log.flatMap { try Self.events($0) }.compactMap { event -> RunStopped? in
+            if case .runStopped(let stop) = event.payload { return stop }
+            return nil
+        }
+        let error = stops.compactMap(\.error).first { $0.contains("no recording") } ?? ""
+        #expect(error.contains("differs at messages[1].content"), "\(error)")
+        #expect(error.contains("A-2000") && error.contains("A-1042"), "\(error)")
+    }
+
+    @Test("a missing key, a bad --model and a missing cassette are clear errors before anything runs")
+    func badSetUp() throws {
+        let directory = try TemporaryDirectory()
+        let agent = ExampleRuns.agentPath("support")
+        let badModel = try agentEval(["exec", "--agent", agent, "--input", "x", "--model", "gpt-4o", "--out", directory.path("runs")])
+        #expect(badModel.status == 2)
+        #expect(badModel.stderr.contains("--model \"gpt-4o\" is not provider:name"), "\(badModel.stderr)")
+        let noCassette = try agentEval([
+            "exec", "--agent", agent, "--input", "x", "--model", "openai:m", "--cassette", directory.path("nothing"),
+        ])
+        #expect(noCassette.status == 2)
+        #expect(noCassette.stderr.contains("does not exist"), "\(noCassette.stderr)")
+        let record = try agentEval(["exec", "--agent", agent, "--input", "x", "--record", "new"])
+        #expect(record.status == 64)
+    }
+
+    static func events(_ path: String) throws -> [Event] {
+        var events: [Event] = []
+        _ = try LogReader(path: path).forEachEvent { events.append($0.event) }
+        return events
+    }
+}

@@ -1,0 +1,180 @@
+import AgentRuntime
+import Foundation
+import TestSupport
+import Testing
+import TraceCore
+import TraceLog
+
+@testable import ModelClients
+
+/// The clients against a real HTTP server on 127.0.0.1 (`scripts/model_server.py`), one
+/// scenario per published behaviour of the providers' APIs.
+@Suite("HTTP model clients against a local server", .serialized)
+struct HTTPModelClientTests {
+    static let request = ModelRequest(
+        instructions: "Be brief.", packet: ContextBuilt(goal: "Where is order A-1042?", stateSummary: "step 1", tokenEstimate: 20),
+        tools: [
+            ToolSpec(
+                name: "lookup_order", description: "Finds an order.",
+                inputSchema: ["type": "object", "required": ["order_id"], "properties": ["order_id": ["type": "string"]]], sideEffect: .read
+            )
+        ], observations: [], feedback: nil, decisionIndex: 0, step: 1)
+
+    /// A client for one scenario, with short waits between attempts.
+    static func client(
+        _ server: LocalModelServer, _ scenario: String, provider: ModelSettings.Provider = .openai, retries: Int = 3,
+        key: String? = "sk-test-PLANTED-0123456789abcdef"
+    ) -> HTTPModelClient {
+        var settings = ModelSettings(provider: provider, name: "local-model", baseURL: server.baseURL(scenario))
+        settings.maxRetries = retries
+        settings.timeoutMs = 10_000
+        return HTTPModelClient(settings: settings, transport: HTTPTransport(), apiKey: key, limiter: nil, sleep: { _ in })
+    }
+
+    static func decision(_ reply: ModelReply) throws -> DecisionMade.Outcome {
+        try ServerSentEventTests.makeParser().parse(reply.raw, format: reply.format, nextCallNumber: 1)
+    }
+
+    @Test("tool-call arguments split over many deltas are assembled, usage comes from the last chunk")
+    func splitArguments() async throws {
+        let server = try LocalModelServer()
+        defer { server.stop() }
+        let reply = try await Self.client(server, "split-args").reply(to: Self.request)
+        #expect(reply.format == "openai.chat")
+        #expect(reply.usage == TokenUsage(input: 31, output: 12))
+        #expect(reply.timeToFirstTokenUs != nil)
+        #expect(reply.attempts.isEmpty)
+        guard case .valid(.toolCalls(let calls)) = try Self.decision(reply) else {
+            Issue.record("not a tool call: \(reply.raw)")
+            return
+        }
+        #expect(calls.map(\.arguments) == [["order_id": "A-1042", "note": "fragile"]])
+        let sent = try server.requests()
+        let headers = sent.first?["headers"] as? [String: String] ?? [:]
+        #expect(headers.first { $0.key.lowercased() == "authorization" }?.value == "Bearer sk-test-PLANTED-0123456789abcdef")
+        let body = sent.first?["body"] as? [String: Any] ?? [:]
+        #expect(body["stream"] as? Bool == true)
+        #expect((body["stream_options"] as? [String: Any])?["include_usage"] as? Bool == true)
+    }
+
+    @Test("two parallel calls interleaved by index come out in index order")
+    func parallel() async throws {
+        let server = try LocalModelServer()
+        defer { server.stop() }
+        let reply = try await Self.client(server, "parallel").reply(to: Self.request)
+        guard case .valid(.toolCalls(let calls)) = try Self.decision(reply) else {
+            Issue.record("not tool calls: \(reply.raw)")
+            return
+        }
+        #expect(calls.map(\.arguments) == [["order_id": "A-1"], ["order_id": "B-2"]])
+        #expect(calls.map(\.id) == ["call-1", "call-2"], "ids are the runtime's, never the provider's")
+    }
+
+    @Test("text beside tool calls is kept in the raw reply; the calls are the decision")
+    func textAndCalls() async throws {
+        let server = try LocalModelServer()
+        defer { server.stop() }
+        let reply = try await Self.client(server, "text-and-calls").reply(to: Self.request)
+        #expect(reply.raw.contains("Let me look that up."))
+        guard case .valid(.toolCalls) = try Self.decision(reply) else {
+            Issue.record("not tool calls: \(reply.raw)")
+            return
+        }
+    }
+
+    @Test("a multi-byte character split across two chunks arrives whole")
+    func utf8Split() async throws {
+        let server = try LocalModelServer()
+        defer { server.stop() }
+        let reply = try await Self.client(server, "utf8-split").reply(to: Self.request)
+        #expect(try Self.decision(reply) == .valid(.answer("caf\u{e9} \u{2603} done")))
+    }
+
+    @Test("an empty reply is an invalid decision that says so")
+    func empty() async throws {
+        let server = try LocalModelServer()
+        defer { server.stop() }
+        let reply = try await Self.client(server, "empty").reply(to: Self.request)
+        guard case .invalid(let invalid) = try Self.decision(reply) else {
+            Issue.record("valid: \(reply.raw)")
+            return
+        }
+        #expect(invalid.kind == .empty)
+        #expect(invalid.message.contains("finish_reason \"stop\""))
+    }
+
+    @Test(
+        "retryable failures are retried and every attempt is kept",
+        arguments: [
+            ("rate-limited", ModelSettings.Provider.openai, 429, "after the rate limit", 5),
+            ("server-error", .openai, 500, "after the 500", 3),
+            ("dropped", .openai, 200, "after the drop", nil),
+            ("overloaded", .anthropic, 529, "after 529", nil),
+            ("error-event", .anthropic, 200, "after the error event", nil),
+        ] as [(String, ModelSettings.Provider, Int?, String, Int?)])
+    func retried(scenario: String, provider: ModelSettings.Provider, status: Int?, answer: String, retryAfterMs: Int?) async throws {
+        let server = try LocalModelServer()
+        defer { server.stop() }
+        let reply = try await Self.client(server, scenario, provider: provider).reply(to: Self.request)
+        #expect(try Self.decision(reply) == .valid(.answer(answer)))
+        #expect(reply.attempts.count == 1)
+        #expect(reply.attempts.first?.status == status)
+        #expect(reply.attempts.first?.retryAfterMs == retryAfterMs)
+        if let retryAfterMs { #expect(reply.attempts.first?.waitedMs == retryAfterMs, "retry-after-ms is honoured") }
+        #expect(try server.requests().count == 2)
+    }
+
+    @Test(
+        "failures that asking again cannot fix end the request with the provider's words",
+        arguments: [
+            ("unauthorized", "HTTP 401: invalid_request_error: Incorrect API key provided.", 1),
+            ("html", "HTTP 200 with text/html, not a model reply: \"502 Bad Gateway\" (an HTML page)", 1),
+            ("bad-delta", "sent an event that is not JSON", 1),
+            ("always-busy", "gave up after 4 attempts: HTTP 503: server_error: busy", 4),
+        ])
+    func rejected(scenario: String, message: String, requests: Int) async throws {
+        let server = try LocalModelServer()
+        defer { server.stop() }
+        do {
+            _ = try await Self.client(server, scenario).reply(to: Self.request)
+            Issue.record("\(scenario) gave a reply")
+        } catch let error as ModelClientError {
+            #expect(error.message.contains(message), "\(error.message)")
+            #expect(error.attempts.count == requests)
+            #expect(!"\(error)".contains("sk-test-PLANTED"))
+        }
+        #expect(try server.requests().count == requests)
+    }
+
+    @Test("a refusal from Anthropic is an invalid decision with the provider's reason")
+    func refusal() async throws {
+        let server = try LocalModelServer()
+        defer { server.stop() }
+        let reply = try await Self.client(server, "refusal", provider: .anthropic).reply(to: Self.request)
+        guard case .invalid(let invalid) = try Self.decision(reply) else {
+            Issue.record("valid: \(reply.raw)")
+            return
+        }
+        #expect(invalid.message == "the model refused (stop_reason \"refusal\"): I can't help with that.")
+        let headers = try server.requests().first?["headers"] as? [String: String] ?? [:]
+        #expect(headers.first { $0.key.lowercased() == "x-api-key" }?.value == "sk-test-PLANTED-0123456789abcdef")
+        #expect(headers.first { $0.key.lowercased() == "anthropic-version" }?.value == "2023-06-01")
+    }
+
+    @Test("nothing listening is a connection error in a sentence, retried, then given up")
+    func refused() async throws {
+        var settings = ModelSettings(provider: .openai, name: "m", baseURL: "http://127.0.0.1:9/v1")
+        settings.maxRetries = 1
+        settings.connectTimeoutMs = 300
+        let client = HTTPModelClient(settings: settings, transport: HTTPTransport(), apiKey: nil, limiter: nil, sleep: { _ in })
+        do {
+            _ = try await client.reply(to: Self.request)
+            Issue.record("a reply from nowhere")
+        } catch let error as ModelClientError {
+            #expect(error.kind == .exhausted)
+            #expect(error.message.contains("127.0.0.1:9"), "\(error.message)")
+            #expect(!error.message.contains("NIO"), "\(error.message)")
+            #expect(error.attempts.count == 2)
+        }
+    }
+}

@@ -1,0 +1,109 @@
+import AgentRuntime
+import Testing
+import TraceCore
+
+@testable import ModelClients
+
+@Suite("Server-sent events and reply formats")
+struct ServerSentEventTests {
+    static let stream = Array(
+        "event: message_start\r\ndata: {\"a\":1}\r\n\r\n: keep-alive\n\ndata: line one\ndata: line two\n\nid: 7\nretry: 10\ndata: caf\u{e9} \u{2603}\r\rdata: [DONE]\n\n"
+            .utf8)
+
+    @Test("chunks cut at every byte give the same events, multi-byte characters whole")
+    func everyCut() {
+        var whole = ServerSentEventParser()
+        let expected = whole.feed(Self.stream)
+        #expect(
+            expected == [
+                ServerSentEvent(name: "message_start", data: "{\"a\":1}"), ServerSentEvent(data: "line one\nline two"),
+                ServerSentEvent(data: "caf\u{e9} \u{2603}"), ServerSentEvent(data: "[DONE]"),
+            ])
+        for cut in 0...Self.stream.count {
+            var parser = ServerSentEventParser()
+            let events = parser.feed(Self.stream[..<cut]) + parser.feed(Self.stream[cut...])
+            #expect(events == expected, "cut at \(cut)")
+        }
+        var bytewise = ServerSentEventParser()
+        #expect(Self.stream.flatMap { bytewise.feed([$0]) } == expected)
+    }
+
+    @Test("a stream cut mid-event leaves it unfinished, not delivered")
+    func unfinished() {
+        var parser = ServerSentEventParser()
+        #expect(parser.feed(Array("data: {\"x\":".utf8)).isEmpty)
+        #expect(parser.hasUnfinishedEvent)
+    }
+
+    static func makeParser() throws -> DecisionParser {
+        DecisionParser(
+            tools: ToolRegistry([
+                try Tool(
+                    spec: ToolSpec(
+                        name: "lookup_order", description: "d",
+                        inputSchema: ["type": "object", "required": ["order_id"], "properties": ["order_id": ["type": "string"]]],
+                        sideEffect: .read), host: ClosureToolHost { _ in .object(JSONObject()) })
+            ]))
+    }
+
+    @Test(
+        "provider messages map onto decisions",
+        arguments: [
+            (
+                "openai.chat",
+                #"{"message":{"content":"Let me check.","tool_calls":[{"id":"x","function":{"name":"lookup_order","arguments":"{\"order_id\":\"A-1\"}"}}]},"finish_reason":"tool_calls"}"#,
+                "tool_calls"
+            ),
+            ("openai.chat", #"{"message":{"content":"Done."},"finish_reason":"stop"}"#, "answer"),
+            ("openai.chat", #"{"message":{"content":""},"finish_reason":"stop"}"#, "empty"),
+            ("openai.chat", #"{"message":{"content":null,"refusal":"I can't."},"finish_reason":"stop"}"#, "empty"),
+            ("openai.chat", #"{"message":{"content":"Half an ans"},"finish_reason":"length"}"#, "unparseable"),
+            (
+                "openai.chat",
+                #"{"message":{"tool_calls":[{"id":"x","function":{"name":"lookup_order","arguments":"{\"order_id\":"}}]},"finish_reason":"tool_calls"}"#,
+                "invalid_arguments"
+            ),
+            (
+                "openai.chat",
+                #"{"message":{"tool_calls":[{"id":"x","function":{"name":"drop_table","arguments":"{}"}}]},"finish_reason":"tool_calls"}"#,
+                "unknown_tool"
+            ),
+            (
+                "anthropic.messages",
+                #"{"content":[{"type":"text","text":"Looking."},{"type":"tool_use","id":"t","name":"lookup_order","input":{"order_id":"A-1"}}],"stop_reason":"tool_use"}"#,
+                "tool_calls"
+            ),
+            (
+                "anthropic.messages",
+                #"{"content":[{"type":"tool_use","id":"t","name":"lookup_order","input_json":"{\"order"}],"stop_reason":"tool_use"}"#,
+                "invalid_arguments"
+            ),
+            ("anthropic.messages", #"{"content":[{"type":"text","text":"No."}],"stop_reason":"refusal"}"#, "empty"),
+            ("anthropic.messages", #"{"content":[],"stop_reason":"end_turn"}"#, "empty"),
+            ("anthropic.messages", #"{"content":[{"type":"text","text":"Delivered."}],"stop_reason":"end_turn"}"#, "answer"),
+            ("openai.responses", #"{}"#, "unparseable"),
+        ])
+    func mapping(format: String, raw: String, expected: String) throws {
+        switch try Self.makeParser().parse(raw, format: format, nextCallNumber: 1) {
+        case .valid(.toolCalls(let calls)):
+            #expect(expected == "tool_calls")
+            #expect(calls == [ToolCall(id: "call-1", name: "lookup_order", arguments: ["order_id": "A-1"])])
+        case .valid(.answer): #expect(expected == "answer")
+        case .valid(let other): Issue.record("unexpected \(other)")
+        case .invalid(let invalid): #expect(invalid.kind.rawValue == expected, "\(invalid.message)")
+        }
+    }
+
+    @Test("the rate window spaces requests and tokens over a minute")
+    func rateWindow() {
+        var window = RateWindow(requestsPerMinute: 2, tokensPerMinute: 1_000)
+        #expect(window.reserve(tokens: 100, nowMs: 0) == 0)
+        #expect(window.reserve(tokens: 100, nowMs: 10) == 0)
+        #expect(window.reserve(tokens: 100, nowMs: 20) == 59_980)
+        #expect(window.reserve(tokens: 100, nowMs: 60_000) == 0)
+        var tokens = RateWindow(requestsPerMinute: nil, tokensPerMinute: 1_000)
+        #expect(tokens.reserve(tokens: 600, nowMs: 0) == 0)
+        #expect(tokens.reserve(tokens: 600, nowMs: 1_000) == 59_000)
+        #expect(tokens.reserve(tokens: 5_000, nowMs: 60_000) == 0, "a request larger than the limit goes alone")
+    }
+}

@@ -1,0 +1,262 @@
+#!/usr/bin/env python3
+"""A local model server for agent-eval's tests: OpenAI Chat Completions and Anthropic
+Messages, streamed field by field as the providers' API references describe them.
+
+Usage: python3 scripts/model_server.py
+Prints "PORT <n>" once it listens on 127.0.0.1 (an ephemeral port), and stops when its
+standard input closes, so a test that dies takes the server with it.
+
+The first path segment names a scenario: POST /<scenario>/v1/chat/completions or
+/<scenario>/v1/messages. Each request received (path, headers, body) is appended as a JSON
+line to the file named by MODEL_SERVER_REQUESTS, when set.
+Scenarios that fail first and then succeed count attempts per scenario.
+Standard library only.
+"""
+import json
+import os
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+COUNTS = {}
+LOCK = threading.Lock()
+
+
+def openai_chunk(delta=None, finish=None, usage=None, choices=True):
+    chunk = {"id": "chatcmpl-local", "object": "chat.completion.chunk", "created": 1, "model": "local-model"}
+    chunk["choices"] = [{"index": 0, "delta": delta or {}, "finish_reason": finish}] if choices else []
+    if usage is not None:
+        chunk["usage"] = usage
+    return ("data: " + json.dumps(chunk, ensure_ascii=False) + "\n\n").encode()
+
+
+def anthropic_event(name, data):
+    data = dict(data, type=name)
+    return ("event: " + name + "\ndata: " + json.dumps(data) + "\n\n").encode()
+
+
+DONE = b"data: [DONE]\n\n"
+USAGE = {"prompt_tokens": 31, "completion_tokens": 12, "total_tokens": 43}
+
+
+def openai_answer(text):
+    return [openai_chunk({"role": "assistant", "content": ""}), openai_chunk({"content": text}),
+            openai_chunk({}, "stop"), openai_chunk(choices=False, usage=USAGE), DONE]
+
+
+def openai_call(name, arguments, pieces=4, call_id="call_abc"):
+    size = max(1, len(arguments) // pieces + 1)
+    parts = [arguments[i:i + size] for i in range(0, len(arguments), size)]
+    chunks = [openai_chunk({"role": "assistant", "content": None, "tool_calls": [
+        {"index": 0, "id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}]})]
+    chunks += [openai_chunk({"tool_calls": [{"index": 0, "function": {"arguments": p}}]}) for p in parts]
+    return chunks + [openai_chunk({}, "tool_calls"), openai_chunk(choices=False, usage=USAGE), DONE]
+
+
+def tool_results(body):
+    """How many tool results the conversation holds, for either provider."""
+    count = 0
+    for message in body.get("messages", []):
+        if message.get("role") == "tool":
+            count += 1
+        content = message.get("content")
+        if isinstance(content, list):
+            count += sum(1 for block in content if isinstance(block, dict) and block.get("type") == "tool_result")
+    return count
+
+
+def anthropic_stream(blocks, stop_reason, split=3):
+    events = [anthropic_event("message_start", {"message": {
+        "id": "msg_local", "type": "message", "role": "assistant", "model": "local-model", "content": [],
+        "stop_reason": None, "usage": {"input_tokens": 25, "output_tokens": 1}}}),
+        anthropic_event("ping", {})]
+    for index, block in enumerate(blocks):
+        if block["type"] == "text":
+            events.append(anthropic_event("content_block_start", {"index": index, "content_block": {"type": "text", "text": ""}}))
+            events.append(anthropic_event("content_block_delta", {"index": index, "delta": {"type": "text_delta", "text": block["text"]}}))
+        else:
+            events.append(anthropic_event("content_block_start", {"index": index, "content_block": {
+                "type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}}))
+            text = json.dumps(block["input"])
+            size = max(1, len(text) // split + 1)
+            for i in range(0, len(text), size):
+                events.append(anthropic_event("content_block_delta", {"index": index, "delta": {
+                    "type": "input_json_delta", "partial_json": text[i:i + size]}}))
+        events.append(anthropic_event("content_block_stop", {"index": index}))
+    events.append(anthropic_event("message_delta", {"delta": {"stop_reason": stop_reason, "stop_sequence": None},
+                                                    "usage": {"output_tokens": 17}}))
+    events.append(anthropic_event("message_stop", {}))
+    return events
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def plain(self, status, content_type, payload, headers=()):
+        self.send_response(status)
+        self.send_header("content-type", content_type)
+        self.send_header("content-length", str(len(payload)))
+        for name, value in headers:
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def stream(self, chunks, close_after=None):
+        """Sends each chunk in its own write, chunked transfer encoding, a pause between."""
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        for index, chunk in enumerate(chunks):
+            if close_after is not None and index == close_after:
+                self.wfile.flush()
+                self.close_connection = True
+                self.connection.shutdown(2)
+                return
+            self.wfile.write(("%x\r\n" % len(chunk)).encode() + chunk + b"\r\n")
+            self.wfile.flush()
+            time.sleep(0.002)
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    def do_POST(self):
+        length = int(self.headers.get("content-length", "0"))
+        raw = self.rfile.read(length)
+        parts = self.path.strip("/").split("/")
+        scenario = parts[0]
+        body = json.loads(raw or b"{}")
+        with LOCK:
+            record = {"path": self.path, "headers": dict(self.headers.items()), "body": body}
+            if os.environ.get("MODEL_SERVER_REQUESTS"):
+                with open(os.environ["MODEL_SERVER_REQUESTS"], "a") as log:
+                    log.write(json.dumps(record) + "\n")
+            COUNTS[scenario] = COUNTS.get(scenario, 0) + 1
+            attempt = COUNTS[scenario]
+        anthropic = self.path.endswith("/messages")
+        handler = getattr(self, "scenario_" + scenario.replace("-", "_"), None)
+        if handler is None:
+            self.plain(404, "application/json", json.dumps({"error": {"message": "no scenario " + scenario}}).encode())
+            return
+        handler(body, attempt, anthropic)
+
+    # --- OpenAI scenarios ---
+    def scenario_answer(self, body, attempt, anthropic):
+        if anthropic:
+            self.stream(anthropic_stream([{"type": "text", "text": "All done: ok."}], "end_turn"))
+        else:
+            self.stream(openai_answer("All done: ok."))
+
+    def scenario_split_args(self, body, attempt, anthropic):
+        self.stream(openai_call("lookup_order", json.dumps({"order_id": "A-1042", "note": "fragile"}), pieces=9))
+
+    def scenario_parallel(self, body, attempt, anthropic):
+        first = json.dumps({"order_id": "A-1"})
+        second = json.dumps({"order_id": "B-2"})
+        chunks = [openai_chunk({"role": "assistant", "tool_calls": [
+            {"index": 0, "id": "call_1", "type": "function", "function": {"name": "lookup_order", "arguments": ""}}]}),
+            openai_chunk({"tool_calls": [
+                {"index": 1, "id": "call_2", "type": "function", "function": {"name": "lookup_order", "arguments": ""}}]}),
+            openai_chunk({"tool_calls": [{"index": 1, "function": {"arguments": second[:7]}}]}),
+            openai_chunk({"tool_calls": [{"index": 0, "function": {"arguments": first[:5]}}]}),
+            openai_chunk({"tool_calls": [{"index": 0, "function": {"arguments": first[5:]}}]}),
+            openai_chunk({"tool_calls": [{"index": 1, "function": {"arguments": second[7:]}}]}),
+            openai_chunk({}, "tool_calls"), openai_chunk(choices=False, usage=USAGE), DONE]
+        self.stream(chunks)
+
+    def scenario_text_and_calls(self, body, attempt, anthropic):
+        chunks = [openai_chunk({"role": "assistant", "content": "Let me look that up."})]
+        chunks += openai_call("lookup_order", json.dumps({"order_id": "A-7"}))[0:]
+        self.stream(chunks)
+
+    def scenario_utf8_split(self, body, attempt, anthropic):
+        whole = b"".join(openai_answer("caf\u00e9 \u2603 done"))
+        cut = whole.index("\u00e9".encode()) + 1  # inside the two bytes of é
+        self.stream([whole[:cut], whole[cut:]])
+
+    def scenario_empty(self, body, attempt, anthropic):
+        self.stream([openai_chunk({"role": "assistant", "content": ""}), openai_chunk({}, "stop"), DONE])
+
+    def scenario_rate_limited(self, body, attempt, anthropic):
+        if attempt == 1:
+            self.plain(429, "application/json", json.dumps({"error": {"message": "Rate limit reached", "type": "rate_limit_exceeded"}}).encode(),
+                       [("retry-after-ms", "5"), ("retry-after", "1")])
+        else:
+            self.stream(openai_answer("after the rate limit"))
+
+    def scenario_server_error(self, body, attempt, anthropic):
+        if attempt == 1:
+            self.plain(500, "application/json", json.dumps({"error": {"message": "The server had an error", "type": "server_error"}}).encode(),
+                       [("retry-after-ms", "3")])
+        else:
+            self.stream(openai_answer("after the 500"))
+
+    def scenario_unauthorized(self, body, attempt, anthropic):
+        self.plain(401, "application/json", json.dumps({"error": {
+            "message": "Incorrect API key provided.", "type": "invalid_request_error", "code": "invalid_api_key"}}).encode())
+
+    def scenario_html(self, body, attempt, anthropic):
+        self.plain(200, "text/html", b"<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>")
+
+    def scenario_bad_delta(self, body, attempt, anthropic):
+        self.stream([openai_chunk({"role": "assistant", "content": "Hel"}), b"data: {not json\n\n", DONE])
+
+    def scenario_dropped(self, body, attempt, anthropic):
+        if attempt == 1:
+            self.stream(openai_answer("never finished"), close_after=2)
+        else:
+            self.stream(openai_answer("after the drop"))
+
+    def scenario_always_busy(self, body, attempt, anthropic):
+        self.plain(503, "application/json", json.dumps({"error": {"message": "busy", "type": "server_error"}}).encode(),
+                   [("retry-after-ms", "1")])
+
+    def scenario_agent(self, body, attempt, anthropic):
+        """A two-step agent: look the order up, then answer with what came back."""
+        done = tool_results(body)
+        if done == 0:
+            if anthropic:
+                self.stream(anthropic_stream([{"type": "text", "text": "Looking it up."},
+                                              {"type": "tool_use", "id": "toolu_01", "name": "lookup_order",
+                                               "input": {"order_id": "A-1042"}}], "tool_use"))
+            else:
+                self.stream(openai_call("lookup_order", json.dumps({"order_id": "A-1042"})))
+        elif anthropic:
+            self.stream(anthropic_stream([{"type": "text", "text": "Order A-1042 is delivered."}], "end_turn"))
+        else:
+            self.stream(openai_answer("Order A-1042 is delivered."))
+
+    # --- Anthropic scenarios ---
+    def scenario_overloaded(self, body, attempt, anthropic):
+        if attempt == 1:
+            self.plain(529, "application/json", json.dumps({"type": "error", "error": {
+                "type": "overloaded_error", "message": "Overloaded"}}).encode())
+        else:
+            self.stream(anthropic_stream([{"type": "text", "text": "after 529"}], "end_turn"))
+
+    def scenario_error_event(self, body, attempt, anthropic):
+        if attempt == 1:
+            events = anthropic_stream([{"type": "text", "text": "partial"}], "end_turn")[:3]
+            events.append(anthropic_event("error", {"error": {"type": "overloaded_error", "message": "Overloaded"}}))
+            self.stream(events)
+        else:
+            self.stream(anthropic_stream([{"type": "text", "text": "after the error event"}], "end_turn"))
+
+    def scenario_refusal(self, body, attempt, anthropic):
+        self.stream(anthropic_stream([{"type": "text", "text": "I can't help with that."}], "refusal"))
+
+
+def main():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    print("PORT %d" % server.server_address[1], flush=True)
+    sys.stdin.read()
+    server.shutdown()
+
+
+if __name__ == "__main__":
+    main()
