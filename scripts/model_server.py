@@ -229,6 +229,15 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self.stream(openai_answer("Order A-1042 is delivered."))
 
+    def scenario_hang(self, body, attempt, anthropic):
+        """Starts a stream and then says nothing (for Ctrl-C tests); ends when the server does."""
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        self.wfile.flush()
+        time.sleep(120)
+
     # --- Anthropic scenarios ---
     def scenario_overloaded(self, body, attempt, anthropic):
         if attempt == 1:

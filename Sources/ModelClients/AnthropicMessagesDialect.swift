@@ -9,8 +9,8 @@ struct AnthropicMessagesDialect: ProviderDialect {
     var format: ReplyFormat { .anthropicMessages }
     var path: String { "/messages" }
 
-    func headers(apiKey: String?) -> [(name: String, value: String)] {
-        [("anthropic-version", "2023-06-01")] + (apiKey.map { [("x-api-key", $0)] } ?? [])
+    func headers(apiKey: String?) -> [HTTPHeader] {
+        [HTTPHeader(name: "anthropic-version", value: "2023-06-01")] + (apiKey.map { [HTTPHeader(name: "x-api-key", value: $0)] } ?? [])
     }
 
     func body(for request: ModelRequest, settings: ModelSettings) -> JSONValue {

@@ -27,6 +27,8 @@ public struct HTTPModelClient: ModelClient {
     static let retryAfterCapMs = 60_000
     /// The most of an error body read for its message.
     static let errorBodyLimit = 64 * 1024
+    /// The largest whole (non-streamed) reply accepted.
+    static let wholeBodyLimit = 64 << 20
 
     init(
         settings: ModelSettings, transport: any ModelTransport, apiKey: String?, limiter: RateLimiter?,
@@ -56,7 +58,7 @@ public struct HTTPModelClient: ModelClient {
             try await limiter.acquire(tokens: request.packet.tokenEstimate + (settings.maxTokens ?? 0))
         }
         var headers = [HTTPHeader(name: "content-type", value: "application/json")]
-        headers += dialect.headers(apiKey: apiKey).map { HTTPHeader(name: $0.name, value: $0.value) }
+        headers += dialect.headers(apiKey: apiKey)
         if settings.stream { headers.append(HTTPHeader(name: "accept", value: "text/event-stream")) }
         let outgoing = TransportRequest(
             url: settings.baseURL + dialect.path, headers: headers, body: body, timeoutMs: settings.timeoutMs,
@@ -70,6 +72,8 @@ public struct HTTPModelClient: ModelClient {
                 return ModelReply(
                     raw: JSONWriter.encodeString(raw), format: dialect.format.rawValue, usage: usage, timeToFirstTokenUs: ttftUs,
                     costUSD: cost, attempts: attempts)
+            case .cancelled:
+                throw CancellationError()
             case .failed(let failure):
                 try Task.checkCancellation()
                 let canRetry = failure.isRetryable && attempts.count < settings.maxRetries
@@ -112,6 +116,8 @@ public struct HTTPModelClient: ModelClient {
     enum AttemptResult {
         case replied(raw: JSONValue, usage: TokenUsage?, ttftUs: Int?)
         case failed(Failure)
+        /// The run was cancelled (Ctrl-C): not the model's failure, and never retried.
+        case cancelled
     }
 
     /// What is read of a response while it arrives.
@@ -143,9 +149,9 @@ public struct HTTPModelClient: ModelClient {
             // A cassette's answer (nothing recorded): final, and said as it is.
             return .failed(Failure(status: error.status, message: error.message, isRetryable: false, kind: error.kind, hint: error.hint))
         } catch is CancellationError {
-            return .failed(Failure(status: nil, message: "cancelled", isRetryable: false))
+            return .cancelled
         } catch {
-            if Task.isCancelled { return .failed(Failure(status: nil, message: "cancelled", isRetryable: false)) }
+            if Task.isCancelled { return .cancelled }
             return .failed(
                 Failure(
                     status: reading.status == 0 ? nil : reading.status, message: HTTPTransport.describe(error, request: request),
@@ -167,7 +173,14 @@ public struct HTTPModelClient: ModelClient {
             reading.isEventStream = status == 200 && type.hasPrefix("text/event-stream")
         case .chunk(let bytes):
             guard reading.isEventStream else {
-                if reading.body.count < (reading.status == 200 ? Int.max : errorBodyLimit) { reading.body += bytes }
+                guard reading.status == 200 else {
+                    if reading.body.count < errorBodyLimit { reading.body += bytes }
+                    return
+                }
+                reading.body += bytes
+                if reading.body.count > wholeBodyLimit {
+                    throw StreamProblem(message: "the reply is larger than \(wholeBodyLimit >> 20) MiB", isRetryable: false)
+                }
                 return
             }
             for event in reading.parser.feed(bytes) {

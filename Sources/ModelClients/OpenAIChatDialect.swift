@@ -7,8 +7,8 @@ struct OpenAIChatDialect: ProviderDialect {
     var format: ReplyFormat { .openAIChat }
     var path: String { "/chat/completions" }
 
-    func headers(apiKey: String?) -> [(name: String, value: String)] {
-        apiKey.map { [("authorization", "Bearer \($0)")] } ?? []
+    func headers(apiKey: String?) -> [HTTPHeader] {
+        apiKey.map { [HTTPHeader(name: "authorization", value: "Bearer \($0)")] } ?? []
     }
 
     func body(for request: ModelRequest, settings: ModelSettings) -> JSONValue {

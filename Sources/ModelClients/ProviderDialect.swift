@@ -8,7 +8,7 @@ protocol ProviderDialect: Sendable {
     /// Appended to the base URL.
     var path: String { get }
     /// Headers besides `content-type`; `apiKey` is nil when no key is configured.
-    func headers(apiKey: String?) -> [(name: String, value: String)]
+    func headers(apiKey: String?) -> [HTTPHeader]
     func body(for request: ModelRequest, settings: ModelSettings) -> JSONValue
     func makeAssembler() -> any ReplyAssembler
 }

@@ -22,6 +22,37 @@ func agentEvalBinary() throws -> String {
     return binary
 }
 
+/// Starts `agent-eval arguments`, waits (bounded) until `started` holds, sends SIGINT,
+/// waits (bounded) for the end; returns the exit status and standard error.
+func interruptAgentEval(
+    _ arguments: [String], in directory: TemporaryDirectory, what: String, until started: () throws -> Bool
+) throws -> (Int32, String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: try agentEvalBinary())
+    process.arguments = arguments
+    process.currentDirectoryURL = directory.url
+    let errors = directory.path("stderr.txt")
+    _ = FileManager.default.createFile(atPath: errors, contents: nil)
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errors))
+    try process.run()
+    var waited = 0
+    while try !started(), waited < 400 {
+        usleep(50_000)
+        waited += 1
+    }
+    #expect(try started(), "\(what) never started")
+    process.interrupt()
+    waited = 0
+    while process.isRunning, waited < 400 {
+        usleep(50_000)
+        waited += 1
+    }
+    if process.isRunning { process.terminate() }
+    process.waitUntilExit()
+    return (process.terminationStatus, (try? String(contentsOfFile: errors, encoding: .utf8)) ?? "")
+}
+
 enum CLITestError: Error { case binaryNotFound([String]) }
 
 func fixture(_ name: String) -> String {

@@ -206,30 +206,7 @@ struct ExecCommandTests {
     /// Starts `arguments`, waits (bounded) until the hanging tool runs, sends SIGINT, waits
     /// (bounded) for the end; returns the exit status and standard error.
     func interrupt(_ arguments: [String], marker: String, in directory: TemporaryDirectory) throws -> (Int32, String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try agentEvalBinary())
-        process.arguments = arguments
-        process.currentDirectoryURL = directory.url
-        let errors = directory.path("stderr.txt")
-        _ = FileManager.default.createFile(atPath: errors, contents: nil)
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errors))
-        try process.run()
-        var waited = 0
-        while !FileManager.default.fileExists(atPath: marker), waited < 400 {
-            usleep(50_000)
-            waited += 1
-        }
-        #expect(FileManager.default.fileExists(atPath: marker), "the tool never started")
-        process.interrupt()
-        waited = 0
-        while process.isRunning, waited < 400 {
-            usleep(50_000)
-            waited += 1
-        }
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
-        return (process.terminationStatus, (try? String(contentsOfFile: errors, encoding: .utf8)) ?? "")
+        try interruptAgentEval(arguments, in: directory, what: "the tool") { FileManager.default.fileExists(atPath: marker) }
     }
 
     /// The tool and its child are gone (or zombies waiting for a reaper: dead either way).

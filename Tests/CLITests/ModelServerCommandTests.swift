@@ -105,6 +105,28 @@ struct ModelServerCommandTests {
         #expect(record.status == 64)
     }
 
+    @Test("Ctrl-C while the model is answering: the run stops interrupted, its log whole, exit 130")
+    func interruptedWhileStreaming() throws {
+        let directory = try TemporaryDirectory()
+        let server = try LocalModelServer()
+        defer { server.stop() }
+        let log = directory.path("hang.jsonl.gz")
+        let (status, errors) = try interruptAgentEval(
+            [
+                "exec", "--agent", ExampleRuns.agentPath("support"), "--input", "x", "--model", "openai:local-model", "--base-url",
+                server.baseURL("hang"), "--log", log,
+            ], in: directory, what: "the model request"
+        ) { try !server.requests().isEmpty }
+        #expect(status == 130, "\(errors)")
+        #expect(try LogVerifier.verify(path: log).ending == .complete)
+        let stop = try Self.events(log).compactMap { event -> RunStopped? in
+            if case .runStopped(let stop) = event.payload { return stop }
+            return nil
+        }
+        #expect(stop.map(\.reason) == [.blocked])
+        #expect(stop.first?.error?.hasPrefix("interrupted") == true, "\(stop.first?.error ?? "")")
+    }
+
     static func events(_ path: String) throws -> [Event] {
         var events: [Event] = []
         _ = try LogReader(path: path).forEachEvent { events.append($0.event) }

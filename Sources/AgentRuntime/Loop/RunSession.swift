@@ -143,9 +143,11 @@ final class RunSession {
             do {
                 reply = try await agent.model.reply(to: request)
             } catch {
-                let step = recorder.step
+                // Cancelled from outside while the model answered: an interruption, not a model failure.
+                let cancelled = error is CancellationError || Task.isCancelled
+                let why = cancelled ? interruption : "the model client failed at step \(recorder.step): \(error)"
                 try recorder.endStep()
-                try stop(.blocked, error: "the model client failed at step \(step): \(error)")
+                try stop(.blocked, error: why)
                 return
             }
             let latency = reply.latencyUs ?? environment.recordedDuration(elapsed())
