@@ -122,6 +122,13 @@ let package = Package(
             path: "Benchmarks/ReplayBenchmark",
             swiftSettings: strictSettings
         ),
+        // `swift run -c release model-benchmark` (see docs/models.md).
+        .executableTarget(
+            name: "model-benchmark",
+            dependencies: ["TraceCore", "AgentRuntime", "ModelClients"],
+            path: "Benchmarks/ModelBenchmark",
+            swiftSettings: strictSettings
+        ),
         .target(
             name: "TestSupport",
             dependencies: ["TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "EvalEngine"],

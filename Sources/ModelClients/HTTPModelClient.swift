@@ -30,6 +30,12 @@ public struct HTTPModelClient: ModelClient {
     /// The largest whole (non-streamed) reply accepted.
     static let wholeBodyLimit = 64 << 20
 
+    /// A client over another transport (an in-memory one in benchmarks, say); without a
+    /// rate limit. `HTTPModelClients` makes the usual ones.
+    public init(settings: ModelSettings, transport: any ModelTransport, apiKey: String? = nil) {
+        self.init(settings: settings, transport: transport, apiKey: apiKey, limiter: nil)
+    }
+
     init(
         settings: ModelSettings, transport: any ModelTransport, apiKey: String?, limiter: RateLimiter?,
         sleep: @escaping @Sendable (Int) async throws -> Void = { try await Task.sleep(for: .milliseconds($0)) }

@@ -89,12 +89,15 @@ struct OpenAIChatAssembler: ReplyAssembler {
         if let usage = chunk["usage"], usage != .null { self.usage = Self.usage(usage) }
         guard let choice = chunk["choices"]?.arrayValue?.first else { return }
         let delta = choice["delta"] ?? .null
+        // Appended in place: a long reply comes in thousands of pieces.
         if let piece = delta["content"]?.stringValue {
-            text = (text ?? "") + piece
+            if text == nil { text = "" }
+            text?.append(piece)
             if !piece.isEmpty { hasContent = true }
         }
         if let piece = delta["refusal"]?.stringValue {
-            refusal = (refusal ?? "") + piece
+            if refusal == nil { refusal = "" }
+            refusal?.append(piece)
             hasContent = true
         }
         for (position, call) in (delta["tool_calls"]?.arrayValue ?? []).enumerated() {

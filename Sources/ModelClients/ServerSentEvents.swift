@@ -29,23 +29,27 @@ public struct ServerSentEventParser: Sendable {
     public init() {}
 
     /// Feeds the next chunk; returns the events it completed, in order.
-    public mutating func feed(_ chunk: some Sequence<UInt8>) -> [ServerSentEvent] {
+    public mutating func feed(_ chunk: some Collection<UInt8>) -> [ServerSentEvent] {
         var events: [ServerSentEvent] = []
-        for byte in chunk {
-            offset += 1
+        let bytes = Array(chunk)
+        offset += bytes.count
+        var start = 0
+        // Whole runs of line bytes are appended at once; only line ends are looked at one by one.
+        while start < bytes.count {
             if afterCarriageReturn {
                 afterCarriageReturn = false
-                if byte == 0x0A { continue }
+                if bytes[start] == 0x0A {
+                    start += 1
+                    continue
+                }
             }
-            switch byte {
-            case 0x0A:
-                endLine(into: &events)
-            case 0x0D:
-                endLine(into: &events)
-                afterCarriageReturn = true
-            default:
-                line.append(byte)
-            }
+            var end = start
+            while end < bytes.count, bytes[end] != 0x0A, bytes[end] != 0x0D { end += 1 }
+            line.append(contentsOf: bytes[start..<end])
+            guard end < bytes.count else { break }
+            endLine(into: &events)
+            afterCarriageReturn = bytes[end] == 0x0D
+            start = end + 1
         }
         return events
     }
