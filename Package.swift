@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "EvalEngine", targets: ["EvalEngine"]),
         .library(name: "Replay", targets: ["Replay"]),
         .library(name: "ModelClients", targets: ["ModelClients"]),
+        .library(name: "MCPTools", targets: ["MCPTools"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -26,6 +27,9 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // Pre-1.0: minor versions may break the API, so only patch releases are taken.
+        .package(url: "https://github.com/modelcontextprotocol/swift-sdk", .upToNextMinor(from: "0.12.1")),
     ],
     targets: [
         // Layer 0: the system zlib, seen through a module map. Only TraceLog imports it.
@@ -72,6 +76,16 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // Layer 3: MCP servers as tools, over stdio, behind the runtime's ToolServerConnector.
+        // The only module that imports the MCP SDK.
+        .target(
+            name: "MCPTools",
+            dependencies: [
+                "TraceCore", "AgentRuntime", .product(name: "MCP", package: "swift-sdk"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
         // Layer 3: the eval engine: case files, trajectory matchers, the runner, reports, baselines.
         .target(
             name: "EvalEngine",
@@ -88,7 +102,7 @@ let package = Package(
         .executableTarget(
             name: "agent-eval",
             dependencies: [
-                "TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "EvalEngine", "Replay", "ModelClients",
+                "TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "EvalEngine", "Replay", "ModelClients", "MCPTools",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSettings

@@ -7,7 +7,8 @@ import TraceLog
 /// results — and finds the first event where the new run differs from the recorded one.
 ///
 /// Nothing goes live: the model is a `ReplayModel` over the log's decisions and every tool a
-/// `RecordedToolHost` over its results; a request the log cannot answer is refused and
+/// `RecordedToolHost` over its results (an MCP server's tools are the ones `run_started`
+/// lists, and no server is started); a request the log cannot answer is refused and
 /// reported. Approvals recorded in the log are given again when the new run stops for them.
 /// Times are not compared (`time_us`, `prev`, state digests, durations are set aside): the
 /// re-run happens now, and a state digest covers the run's times. Nor are the agent's and the
@@ -82,6 +83,18 @@ public enum Rerun {
             replayed.host = RecordedToolHost(entries: entries, unanswered: unanswered)
             tools.register(replayed)
         }
+        // The MCP servers' tools are the ones the log lists: no server is started.
+        let servers = Set(agent.toolServers.map(\.name))
+        for spec in started.tools where spec.server.map(servers.contains) ?? false && tools[spec.name] == nil {
+            var served = spec
+            if let setting = agent.toolServers.first(where: { $0.name == spec.server }), let sideEffect = setting.sideEffect {
+                served.sideEffect = sideEffect
+            }
+            let host = RecordedToolHost(entries: entries, unanswered: unanswered)
+            if let tool = try? Tool(spec: served, host: host, unknownKeywords: .ignore) { tools.register(tool) }
+        }
+        replayAgent.toolServerIdentities = started.toolServers.filter { servers.contains($0.name) }
+        replayAgent.toolServers = []
         replayAgent.tools = tools
         let runId = recorded.first?.runId ?? "rerun"
         var environment = RuntimeEnvironment.live

@@ -37,8 +37,15 @@ public struct StepRenderer: Sendable {
                 "run       \(event.runId) · agent \(started.agent.name)\(started.agent.version.map { " v\($0)" } ?? "") · model "
                     + "\(started.model.provider)/\(started.model.name) · policy \(started.policy.name)",
                 "  goal    \(short(started.goal))",
-                "  tools   " + started.tools.map { "\($0.name) (\($0.sideEffect.rawValue))" }.joined(separator: ", "),
+                "  tools   "
+                    + started.tools.map { "\($0.name) (\($0.sideEffect.rawValue)\($0.server.map { ", mcp \($0)" } ?? ""))" }
+                    .joined(separator: ", "),
             ]
+            for server in started.toolServers {
+                lines.append(
+                    "  server  \(server.name): \(server.kind) \(server.serverName)\(server.serverVersion.isEmpty ? "" : " " + server.serverVersion)"
+                        + (server.protocolVersion.map { " (protocol \($0))" } ?? ""))
+            }
             let limits = started.limits
             let limitText = [
                 limits.maxSteps.map { "max_steps \($0)" }, limits.maxToolCalls.map { "max_tool_calls \($0)" },

@@ -1,6 +1,7 @@
 import AgentRuntime
 import ArgumentParser
 import Foundation
+import MCPTools
 import TraceCore
 import TraceLog
 
@@ -95,7 +96,8 @@ struct ExecCommand: AsyncParsableCommand {
         let interrupted: Int32?
         do {
             let signer = try signKey.map { path throws(LogError) in try LogSigner(keyFile: path) }
-            let runtime = AgentRuntime(agent: try AgentFile.load(path: agent, models: try models.options()), signer: signer)
+            let runtime = AgentRuntime(
+                agent: try AgentFile.load(path: agent, models: try models.options(), servers: MCPServers()), signer: signer)
             let (resume, approve, deny, approver) = (self.resume, self.approve, self.deny, self.approver)
             let (input, actor, route) = (self.input, self.actor, self.route)
             let id = runId ?? RuntimeEnvironment.live.makeRunId()

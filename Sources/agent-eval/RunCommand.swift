@@ -2,6 +2,7 @@ import AgentRuntime
 public import ArgumentParser
 import EvalEngine
 import Foundation
+import MCPTools
 import Synchronization
 import TraceCore
 
@@ -115,6 +116,7 @@ struct RunCommand: AsyncParsableCommand {
             countsDeniedAttempts: countDeniedAttempts)
         do {
             options.models = try models.options()
+            options.toolServers = MCPServers()
         } catch {
             throw diagnose(error)
         }

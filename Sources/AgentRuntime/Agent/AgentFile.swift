@@ -10,14 +10,19 @@ import TraceLog
 public enum AgentFile {
     /// Loads the agent file at `path`. Relative paths inside it (model script, tool commands)
     /// are resolved from the file's directory. `models` makes clients for HTTP models and
-    /// carries the command line's overrides.
-    public static func load(path: String, models: ModelOptions = ModelOptions()) throws(ConfigError) -> Agent {
+    /// carries the command line's overrides; `servers` starts the MCP servers the file declares
+    /// (each run starts its own: see `AgentRuntime.run`).
+    public static func load(
+        path: String, models: ModelOptions = ModelOptions(), servers: (any ToolServerConnector)? = nil
+    ) throws(ConfigError) -> Agent {
         let root = try ConfigNode.load(path: path)
         let directory = (path as NSString).deletingLastPathComponent
-        return try read(root, directory: directory.isEmpty ? "." : directory, models: models)
+        return try read(root, directory: directory.isEmpty ? "." : directory, models: models, servers: servers)
     }
 
-    static func read(_ root: ConfigNode, directory: String, models: ModelOptions = ModelOptions()) throws(ConfigError) -> Agent {
+    static func read(
+        _ root: ConfigNode, directory: String, models: ModelOptions = ModelOptions(), servers: (any ToolServerConnector)? = nil
+    ) throws(ConfigError) -> Agent {
         var file = try root.mapping("the agent file")
         let name = try file.required("name").nonEmptyString("name")
         let version = try file.optional("version")?.string("version")
@@ -27,7 +32,18 @@ public enum AgentFile {
         let modelNode = try file.required("model", hint: "for an offline run, give a script: model: {script: my.model.yaml}")
         let (model, keyVariable) = try readModel(modelNode, directory: directory, options: models)
         var tools = ToolRegistry()
-        let toolNodes = try file.required("tools").list("tools")
+        let toolServers =
+            try file.optional("mcp_servers").map { node throws(ConfigError) in
+                try readToolServers(node, directory: directory)
+            } ?? []
+        let toolNodes: [ConfigNode]
+        if let node = file.optional("tools") {
+            toolNodes = try node.list("tools")
+        } else if toolServers.isEmpty {
+            toolNodes = try file.required("tools").list("tools")
+        } else {
+            toolNodes = []
+        }
         for (index, node) in toolNodes.enumerated() {
             let tool = try readTool(node, index: index, directory: directory)
             if tools[tool.name] != nil {
@@ -36,7 +52,10 @@ public enum AgentFile {
             }
             tools.register(tool)
         }
-        let policy = try file.optional("policy").map { node throws(ConfigError) in try readPolicy(node, tools: tools) }
+        var toolReferences: [ToolReference] = []
+        let policy = try file.optional("policy").map { node throws(ConfigError) in
+            try readPolicy(node, tools: tools, servers: toolServers.map(\.name), references: &toolReferences)
+        }
         let limits = try file.optional("limits").map(readLimits) ?? RunLimits()
         var handling = FailureHandling()
         if let node = file.optional("on_invalid_decision") {
@@ -85,6 +104,9 @@ public enum AgentFile {
         if let keyVariable, !redactEnvironment.contains(keyVariable) { redactEnvironment.append(keyVariable) }
         agent.redactEnvironment = redactEnvironment
         agent.redactMembers = redactMembers
+        agent.toolServers = toolServers
+        agent.toolServerConnector = servers
+        agent.toolReferences = toolReferences
         return agent
     }
 
@@ -261,42 +283,12 @@ public enum AgentFile {
         let host: any ToolHost
         switch (command, fixture) {
         case (let command?, nil):
-            var words = try command.strings("\(what) command")
-            guard let program = words.first, !program.isEmpty else {
-                throw ConfigError(.invalidValue, "\(what) command is empty", at: command.location)
-            }
-            // A program given as a relative path with a slash is a script beside the agent file.
-            if program.contains("/") && !program.hasPrefix("/") { words[0] = resolve(program, from: directory) }
-            guard findProgram(words[0]) != nil else {
-                throw ConfigError(
-                    .invalidValue,
-                    program.contains("/")
-                        ? "\(what) command: \(program) does not exist or is not executable"
-                        : "\(what) command: \"\(program)\" is not a program on PATH",
-                    at: command.location, hint: "install it, or give its path (relative paths start from the agent file's folder)")
-            }
-            // A defined world for the tool: the agent file's folder (or cwd: relative to it)
-            // and only PATH, HOME, LANG and what the agent file declares — not the caller's secrets.
-            let workingDirectory =
-                try cwdNode.map { node throws(ConfigError) in
-                    resolve(try node.nonEmptyString("\(what) cwd"), from: directory)
-                } ?? (directory == "." ? FileManager.default.currentDirectoryPath : directory)
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: workingDirectory, isDirectory: &isDirectory), isDirectory.boolValue else {
-                throw ConfigError(
-                    .invalidValue, "\(what) cwd: \(workingDirectory) is not a directory", at: cwdNode?.location ?? command.location)
-            }
-            let caller = ProcessInfo.processInfo.environment
-            var environment: [String: String] = [:]
-            let inherited = try inheritNode?.names("\(what) inherit_env") ?? []
-            for name in SubprocessToolHost.baseEnvironmentNames + inherited { environment[name] = caller[name] }
-            if let envNode {
-                for pair in try envNode.mapping("\(what) env").pairs {
-                    environment[pair.key] = try pair.value.string("\(what) env.\(pair.key)")
-                }
-            }
+            let process = try readProcess(
+                command: try command.strings("\(what) command"), at: command, cwd: cwdNode, env: envNode, inherit: inheritNode,
+                what: what, directory: directory)
             host = SubprocessToolHost(
-                command: words, directory: workingDirectory, environment: environment, outputLimit: outputLimit ?? 1 << 20)
+                command: process.command, directory: process.directory, environment: process.environment,
+                outputLimit: outputLimit ?? 1 << 20)
         case (nil, let fixture?):
             if let extra = cwdNode ?? envNode ?? inheritNode {
                 throw ConfigError(.invalidValue, "\(what) cwd, env and inherit_env apply to command tools only", at: extra.location)
@@ -316,6 +308,118 @@ public enum AgentFile {
             let location = schemaNode.flatMap { locate(error.path, in: $0) } ?? schemaNode?.location ?? node.location
             throw ConfigError(.invalidValue, "\(what) input_schema: \(error.sentence)", at: location)
         }
+    }
+
+    /// A command to start, checked: its program exists, its working directory is one.
+    struct ProcessSetup {
+        var command: [String]
+        var directory: String
+        var environment: [String: String]
+    }
+
+    /// The command (its first word found on PATH, or a path relative to the agent file's
+    /// folder), the working directory (the agent file's folder, or `cwd` relative to it) and
+    /// the environment: only PATH, HOME, LANG, the `inherit` names and `env` — not the caller's
+    /// secrets. Shared by command tools and MCP servers.
+    static func readProcess(
+        command: [String], at commandNode: ConfigNode, cwd cwdNode: ConfigNode?, env envNode: ConfigNode?, inherit inheritNode: ConfigNode?,
+        what: String, directory: String
+    ) throws(ConfigError) -> ProcessSetup {
+        var words = command
+        guard let program = words.first, !program.isEmpty else {
+            throw ConfigError(.invalidValue, "\(what) command is empty", at: commandNode.location)
+        }
+        // A program given as a relative path with a slash is a script beside the agent file.
+        if program.contains("/") && !program.hasPrefix("/") { words[0] = resolve(program, from: directory) }
+        guard findProgram(words[0]) != nil else {
+            throw ConfigError(
+                .invalidValue,
+                program.contains("/")
+                    ? "\(what) command: \(program) does not exist or is not executable"
+                    : "\(what) command: \"\(program)\" is not a program on PATH",
+                at: commandNode.location, hint: "install it, or give its path (relative paths start from the agent file's folder)")
+        }
+        let workingDirectory =
+            try cwdNode.map { node throws(ConfigError) in
+                resolve(try node.nonEmptyString("\(what) cwd"), from: directory)
+            } ?? (directory == "." ? FileManager.default.currentDirectoryPath : directory)
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: workingDirectory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw ConfigError(
+                .invalidValue, "\(what) cwd: \(workingDirectory) is not a directory", at: cwdNode?.location ?? commandNode.location)
+        }
+        let caller = ProcessInfo.processInfo.environment
+        var environment: [String: String] = [:]
+        let inherited = try inheritNode?.names("\(what) inherit_env") ?? []
+        for name in SubprocessToolHost.baseEnvironmentNames + inherited { environment[name] = caller[name] }
+        if let envNode {
+            for pair in try envNode.mapping("\(what) env").pairs {
+                environment[pair.key] = try pair.value.string("\(what) env.\(pair.key)")
+            }
+        }
+        return ProcessSetup(command: words, directory: workingDirectory, environment: environment)
+    }
+
+    /// `mcp_servers:`, in the shape other MCP clients use (`command` and `args`, `env`, `cwd`),
+    /// plus what a run needs to know (`timeout_ms`, `startup_timeout_ms`, `prefix`, `tools`,
+    /// `side_effect`). Only stdio servers: the MCP SDK's HTTP transport does not stream on Linux.
+    static func readToolServers(_ node: ConfigNode, directory: String) throws(ConfigError) -> [ToolServerSettings] {
+        var servers: [ToolServerSettings] = []
+        for pair in try node.mapping("mcp_servers").pairs {
+            let name = pair.key
+            guard !name.isEmpty, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }) else {
+                throw ConfigError(
+                    .invalidValue, "the MCP server name \"\(name)\" may only hold letters, digits, \"_\" and \"-\"", at: pair.keyLocation)
+            }
+            let what = "MCP server \"\(name)\""
+            var fields = try pair.value.mapping(what)
+            if let type = fields.optional("type") {
+                let kind = try type.string("\(what) type")
+                guard kind == "stdio" else {
+                    throw ConfigError(
+                        .invalidValue, "\(what) type \"\(kind)\": only stdio servers are supported", at: type.location,
+                        hint: "the MCP SDK's HTTP transport does not stream on Linux; start the server as a command instead")
+                }
+            }
+            if let url = fields.optional("url") {
+                throw ConfigError(
+                    .invalidValue, "\(what) has a url: only stdio servers (a command) are supported", at: url.location,
+                    hint: "the MCP SDK's HTTP transport does not stream on Linux; start the server as a command instead")
+            }
+            let commandNode = try fields.required("command", hint: "for example command: [mcp-server-time, --local-timezone, UTC]")
+            var command: [String]
+            if case .scalar = commandNode.content {
+                command = [try commandNode.nonEmptyString("\(what) command")]
+            } else {
+                command = try commandNode.strings("\(what) command")
+            }
+            if let args = fields.optional("args") { command += try args.strings("\(what) args") }
+            let process = try readProcess(
+                command: command, at: commandNode, cwd: fields.optional("cwd"), env: fields.optional("env"),
+                inherit: fields.optional("inherit_env"), what: what, directory: directory)
+            var settings = ToolServerSettings(
+                name: name, command: process.command, directory: process.directory, environment: process.environment,
+                location: pair.keyLocation)
+            if let value = fields.optional("timeout_ms") {
+                settings.callTimeoutMs = try value.int("\(what) timeout_ms", in: 1...86_400_000)
+            }
+            if let value = fields.optional("startup_timeout_ms") {
+                settings.startTimeoutMs = try value.int("\(what) startup_timeout_ms", in: 1...86_400_000)
+            }
+            if let value = fields.optional("prefix") {
+                let prefix = try value.string("\(what) prefix")
+                guard prefix.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" || $0 == "." }) else {
+                    throw ConfigError(
+                        .invalidValue, "\(what) prefix may only hold letters, digits, \"_\", \"-\" and \".\"", at: value.location)
+                }
+                settings.prefix = prefix
+            }
+            if let value = fields.optional("tools") { settings.include = try value.strings("\(what) tools") }
+            if let value = fields.optional("side_effect") { settings.sideEffect = try value.choice("\(what) side_effect") }
+            try fields.finish()
+            servers.append(settings)
+        }
+        return servers
     }
 
     /// Where `program` is: itself when it names a path (with a `/`) to an executable file, else
@@ -373,7 +477,11 @@ public enum AgentFile {
         return responses
     }
 
-    static func readPolicy(_ node: ConfigNode, tools: ToolRegistry) throws(ConfigError) -> RulePolicy {
+    /// The policy. A rule naming a tool the file does not have is an error, unless the agent has
+    /// MCP servers: then the name goes to `references`, checked when the servers list their tools.
+    static func readPolicy(
+        _ node: ConfigNode, tools: ToolRegistry, servers: [String], references: inout [ToolReference]
+    ) throws(ConfigError) -> RulePolicy {
         var fields = try node.mapping("policy")
         let name = try fields.optional("name")?.nonEmptyString("policy name") ?? "policy"
         let defaultVerdict: Verdict =
@@ -394,7 +502,10 @@ public enum AgentFile {
                 var condition = try when.mapping("\(what) when")
                 if let toolNode = condition.optional("tool") {
                     rule.tools = try toolNode.strings("\(what) tool").map(Glob.init)
-                    for glob in rule.tools where glob.isLiteral && tools[glob.pattern] == nil {
+                    for glob in rule.tools where glob.isLiteral && tools[glob.pattern] == nil && !servers.isEmpty {
+                        references.append(ToolReference(name: glob.pattern, location: toolNode.location, what: what))
+                    }
+                    for glob in rule.tools where glob.isLiteral && tools[glob.pattern] == nil && servers.isEmpty {
                         throw ConfigError(
                             .invalidValue, "\(what) names the tool \"\(glob.pattern)\", which the agent does not have",
                             at: toolNode.location,
@@ -406,6 +517,15 @@ public enum AgentFile {
                     let nodes: [ConfigNode] = (try? value.list("side_effect")) ?? [value]
                     for item in nodes { effects.append(try item.choice("\(what) side_effect")) }
                     rule.sideEffects = effects
+                }
+                if let serverNode = condition.optional("server") {
+                    rule.servers = try serverNode.strings("\(what) server").map(Glob.init)
+                    for glob in rule.servers where glob.isLiteral && !servers.contains(glob.pattern) {
+                        throw ConfigError(
+                            .invalidValue, "\(what) names the MCP server \"\(glob.pattern)\", which the agent does not have",
+                            at: serverNode.location,
+                            hint: ConfigNode.suggestion(for: glob.pattern, among: servers).map { "did you mean \"\($0)\"?" })
+                    }
                 }
                 rule.actors = try condition.optional("actor")?.strings("\(what) actor").map(Glob.init) ?? []
                 rule.routes = try condition.optional("route")?.strings("\(what) route").map(Glob.init) ?? []

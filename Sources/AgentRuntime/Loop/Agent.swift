@@ -28,6 +28,14 @@ public struct Agent: Sendable {
     /// `sha256:` of the agent's configuration, recorded in `run_started`; a resumed run must
     /// be resumed with the same configuration.
     public var configDigest: String
+    /// MCP servers to start for each run (their tools join `tools` when they do; see
+    /// `connectingToolServers`), and what starts them.
+    public var toolServers: [ToolServerSettings] = []
+    public var toolServerConnector: (any ToolServerConnector)?
+    /// The servers the run's tools come from, recorded in `run_started`.
+    public var toolServerIdentities: [ToolServerIdentity] = []
+    /// Tools named by policy rules that only a server can offer: checked when the servers start.
+    public var toolReferences: [ToolReference] = []
 
     public init(
         name: String, version: String? = nil, instructions: String, model: any ModelClient, tools: ToolRegistry,

@@ -30,9 +30,39 @@ public struct AgentRuntime: Sendable {
         self.signer = signer
     }
 
-    /// Runs the agent on `goal`, writing a new log at `path`, until it stops.
+    /// Runs the agent on `goal`, writing a new log at `path`, until it stops. The agent's tool
+    /// servers are started first and stopped at the end; when one cannot start, no log is written.
     public func run(
         goal: String, log path: String, runId: String? = nil, actor: String? = nil, route: String? = nil
+    ) async throws(RuntimeError) -> RunOutcome {
+        try await withToolServers { runtime throws(RuntimeError) in
+            try await runtime.runConnected(goal: goal, log: path, runId: runId, actor: actor, route: route)
+        }
+    }
+
+    /// Starts the agent's tool servers, gives `body` a runtime whose agent has their tools, and
+    /// stops the servers when it returns or throws.
+    func withToolServers(_ body: (AgentRuntime) async throws(RuntimeError) -> RunOutcome) async throws(RuntimeError) -> RunOutcome {
+        guard !agent.toolServers.isEmpty || !agent.toolReferences.isEmpty else { return try await body(self) }
+        var connected = self
+        let connections: [any ToolServerConnection]
+        do {
+            (connected.agent, connections) = try await agent.connectingToolServers()
+        } catch {
+            throw RuntimeError(.toolServer, error.message, path: "", hint: error.hint, location: error.location)
+        }
+        do {
+            let outcome = try await body(connected)
+            for connection in connections { await connection.close() }
+            return outcome
+        } catch {
+            for connection in connections { await connection.close() }
+            throw error
+        }
+    }
+
+    func runConnected(
+        goal: String, log path: String, runId: String?, actor: String?, route: String?
     ) async throws(RuntimeError) -> RunOutcome {
         let id = runId ?? environment.makeRunId()
         let writer: LogWriter
@@ -55,6 +85,10 @@ public struct AgentRuntime: Sendable {
     /// Resumes a run that stopped with `approval_required`: records each approval, runs the
     /// approved calls (refused ones become observations) and continues the loop in the same log.
     public func resume(log path: String, approvals: [ApprovalRecorded]) async throws(RuntimeError) -> RunOutcome {
+        try await withToolServers { runtime throws(RuntimeError) in try await runtime.resumeConnected(log: path, approvals: approvals) }
+    }
+
+    func resumeConnected(log path: String, approvals: [ApprovalRecorded]) async throws(RuntimeError) -> RunOutcome {
         let writer: LogWriter
         var state = RunState()
         var contents: [String: [UInt8]] = [:]

@@ -69,7 +69,8 @@ final class RunSession {
             .runStarted(
                 RunStarted(
                     goal: goal, agent: agent.identity, model: agent.model.identity, policy: agent.policy.identity,
-                    tools: agent.tools.specs, limits: agent.limits, actor: actor, route: route)))
+                    tools: agent.tools.specs, limits: agent.limits, actor: actor, route: route,
+                    toolServers: agent.toolServerIdentities)))
         if !agent.instructions.isEmpty {
             let prompt = ContentStored(text: agent.instructions)
             contents[prompt.hash] = prompt.bytes

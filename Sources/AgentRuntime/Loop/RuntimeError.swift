@@ -14,6 +14,9 @@ public struct RuntimeError: Diagnostic, Hashable {
         case undecidedCalls = "undecided_calls"
         /// The agent given does not fit the run (a different configuration than the log's).
         case agentMismatch = "agent_mismatch"
+        /// A tool server (MCP) could not be started or does not fit the agent; `location` is
+        /// where the agent file declares it.
+        case toolServer = "tool_server"
     }
 
     public var code: Code
@@ -23,13 +26,18 @@ public struct RuntimeError: Diagnostic, Hashable {
     public var hint: String?
     /// The log error underneath, for `.log`.
     public var log: LogError?
+    /// The place in a config file the error is about, when it is one.
+    public var location: SourceLocation?
 
-    public init(_ code: Code, _ message: String, path: String, hint: String? = nil, log: LogError? = nil) {
+    public init(
+        _ code: Code, _ message: String, path: String, hint: String? = nil, log: LogError? = nil, location: SourceLocation? = nil
+    ) {
         self.code = code
         self.message = message
         self.path = path
         self.hint = hint
         self.log = log
+        self.location = location
     }
 
     init(_ error: LogError) {
@@ -37,5 +45,5 @@ public struct RuntimeError: Diagnostic, Hashable {
     }
 
     public var diagnosticCode: String { log?.diagnosticCode ?? "runtime." + code.rawValue }
-    public var place: SourceLocation? { log?.place ?? SourceLocation(path: path) }
+    public var place: SourceLocation? { log?.place ?? location ?? (path.isEmpty ? nil : SourceLocation(path: path)) }
 }

@@ -54,6 +54,9 @@ public struct PolicyRule: Sendable {
     /// Tool name patterns; empty means any tool.
     public var tools: [Glob] = []
     public var sideEffects: [SideEffect] = []
+    /// MCP server name patterns (an agent file's `mcp_servers` keys); empty means any tool,
+    /// served or not. A tool of the agent's own matches no pattern.
+    public var servers: [Glob] = []
     public var actors: [Glob] = []
     public var routes: [Glob] = []
     /// Conditions on argument values, by key path.
@@ -79,6 +82,7 @@ public struct PolicyRule: Sendable {
     func matchesStatically(tool: ToolSpec, actor: String?, route: String?) -> Bool {
         (tools.isEmpty || tools.contains { $0.matches(tool.name) })
             && (sideEffects.isEmpty || sideEffects.contains(tool.sideEffect))
+            && (servers.isEmpty || tool.server.map { server in servers.contains { $0.matches(server) } } ?? false)
             && (actors.isEmpty || actors.contains { $0.matches(actor ?? "") })
             && (routes.isEmpty || routes.contains { $0.matches(route ?? "") })
     }
@@ -100,6 +104,7 @@ public struct PolicyRule: Sendable {
         object.set("reason", reason)
         if !tools.isEmpty { object.set("tool", JSONValue.array(tools.map { .string($0.pattern) })) }
         if !sideEffects.isEmpty { object.set("side_effect", JSONValue.array(sideEffects.map { .string($0.rawValue) })) }
+        if !servers.isEmpty { object.set("server", JSONValue.array(servers.map { .string($0.pattern) })) }
         if !actors.isEmpty { object.set("actor", JSONValue.array(actors.map { .string($0.pattern) })) }
         if !routes.isEmpty { object.set("route", JSONValue.array(routes.map { .string($0.pattern) })) }
         if !arguments.isEmpty { object.set("arguments", JSONValue.array(arguments.map(\.json))) }

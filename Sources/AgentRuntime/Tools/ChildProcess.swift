@@ -41,11 +41,6 @@ struct ChildProcess {
     var outputLimit: Int
     var stderrLimit = 16 * 1024
 
-    private static let ignoreSigpipe: Void = {
-        // Writing to a child that closed its stdin must be an error, not the end of us.
-        signal(SIGPIPE, SIG_IGN)
-    }()
-
     /// Set when the waiting task is cancelled; the child's thread sees it within 100 ms.
     final class CancellationFlag: Sendable {
         private let flag = Mutex(false)
@@ -54,7 +49,6 @@ struct ChildProcess {
     }
 
     func run() async throws -> Result {
-        _ = Self.ignoreSigpipe
         let cancellation = CancellationFlag()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
@@ -70,68 +64,17 @@ struct ChildProcess {
     }
 
     private func runBlocking(cancellation: CancellationFlag) throws -> Result {
-        guard let executable = command.first else { throw SpawnFailure(message: "the command is empty") }
-        var stdinPipe: [Int32] = [-1, -1]
-        var stdoutPipe: [Int32] = [-1, -1]
-        var stderrPipe: [Int32] = [-1, -1]
-        guard cprocess_pipe_cloexec(&stdinPipe) == 0, cprocess_pipe_cloexec(&stdoutPipe) == 0,
-            cprocess_pipe_cloexec(&stderrPipe) == 0
-        else {
-            for fd in stdinPipe + stdoutPipe + stderrPipe where fd >= 0 { close(fd) }
-            throw SpawnFailure(message: "cannot create pipes: \(String(cString: strerror(errno)))")
+        let process: SpawnedProcess
+        do {
+            process = try SpawnedProcess.start(command: command, directory: directory, environment: environment)
+        } catch {
+            throw SpawnFailure(message: error.message)
         }
-
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, stdinPipe[0], 0)
-        posix_spawn_file_actions_adddup2(&actions, stdoutPipe[1], 1)
-        posix_spawn_file_actions_adddup2(&actions, stderrPipe[1], 2)
-        if let directory, cprocess_addchdir(&actions, directory) != 0 {
-            for fd in stdinPipe + stdoutPipe + stderrPipe { close(fd) }
-            throw SpawnFailure(message: "cannot run in \(directory): this C library cannot set a child's directory")
-        }
-
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        // A group of its own, so a timeout kills the tool and everything it started.
-        posix_spawnattr_setpgroup(&attributes, 0)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        sigaddset(&defaults, SIGPIPE)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        var mask = sigset_t()
-        sigemptyset(&mask)
-        posix_spawnattr_setsigmask(&attributes, &mask)
-        posix_spawnattr_setflags(
-            &attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
-
-        var pid: pid_t = 0
-        let arguments = command.map { strdup($0) } + [nil]
-        defer { for argument in arguments { free(argument) } }
-        let environmentEntries = environment.map { $0.map { strdup($0) } + [nil] }
-        defer { for entry in environmentEntries ?? [] { free(entry) } }
-        let status =
-            if let environmentEntries {
-                posix_spawnp(&pid, executable, &actions, &attributes, arguments, environmentEntries)
-            } else {
-                posix_spawnp(&pid, executable, &actions, &attributes, arguments, cprocess_environment())
-            }
-        close(stdinPipe[0])
-        close(stdoutPipe[1])
-        close(stderrPipe[1])
-        guard status == 0 else {
-            close(stdinPipe[1])
-            close(stdoutPipe[0])
-            close(stderrPipe[0])
-            throw SpawnFailure(message: "cannot start \(executable): \(String(cString: strerror(status)))")
-        }
-
+        let pid = process.pid
         var result = Result(exitStatus: nil, signal: nil, stdout: [], stderr: [], isOutputTruncated: false, isTimedOut: false)
-        var inputFD = stdinPipe[1]
-        var outputFD = stdoutPipe[0]
-        var errorFD = stderrPipe[0]
+        var inputFD = process.stdin
+        var outputFD = process.stdout
+        var errorFD = process.stderr
         for fd in [inputFD, outputFD, errorFD] { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
         if input.isEmpty {
             close(inputFD)

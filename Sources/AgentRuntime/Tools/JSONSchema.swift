@@ -39,8 +39,17 @@ public final class JSONSchema: Sendable {
     static let typeNames = ["string", "integer", "number", "boolean", "object", "array", "null"]
     static let annotations: Set<String> = ["title", "description", "default", "examples", "format", "$schema", "$id", "$comment"]
 
+    /// What a schema keyword outside the subset does.
+    public enum UnknownKeywords: Sendable {
+        /// It is an error: a schema the user writes (an agent file) must mean what it says.
+        case reject
+        /// It is accepted and not checked, nor is a `pattern` this tool cannot run: for schemas
+        /// a tool server publishes (`$ref`, `oneOf`…), which the server checks itself.
+        case ignore
+    }
+
     /// Reads a schema; throws `SchemaError` naming the keyword path that is wrong.
-    public init(json: JSONValue) throws(SchemaError) {
+    public init(json: JSONValue, unknownKeywords: UnknownKeywords = .reject) throws(SchemaError) {
         self.json = json
         if case .bool(true) = json {
             types = nil
@@ -94,7 +103,7 @@ public final class JSONSchema: Sendable {
                 }
                 for property in members {
                     do {
-                        properties.append((property.key, try JSONSchema(json: property.value)))
+                        properties.append((property.key, try JSONSchema(json: property.value, unknownKeywords: unknownKeywords)))
                     } catch {
                         throw error.inside([key, property.key])
                     }
@@ -108,10 +117,12 @@ public final class JSONSchema: Sendable {
                 switch value {
                 case .bool(let isAllowed): additional = isAllowed ? .allowed : .forbidden
                 default:
-                    do { additional = .schema(try JSONSchema(json: value)) } catch { throw error.inside([key]) }
+                    do { additional = .schema(try JSONSchema(json: value, unknownKeywords: unknownKeywords)) } catch {
+                        throw error.inside([key])
+                    }
                 }
             case "items":
-                do { items = try JSONSchema(json: value) } catch { throw error.inside([key]) }
+                do { items = try JSONSchema(json: value, unknownKeywords: unknownKeywords) } catch { throw error.inside([key]) }
             case "enum":
                 guard let list = value.arrayValue, !list.isEmpty else {
                     throw SchemaError(path: [key], message: "must be a non-empty list of values")
@@ -124,7 +135,9 @@ public final class JSONSchema: Sendable {
                     throw SchemaError(path: [key], message: "must be a non-empty list of schemas")
                 }
                 for (index, item) in list.enumerated() {
-                    do { anyOf.append(try JSONSchema(json: item)) } catch { throw error.inside([key, "\(index)"]) }
+                    do { anyOf.append(try JSONSchema(json: item, unknownKeywords: unknownKeywords)) } catch {
+                        throw error.inside([key, "\(index)"])
+                    }
                 }
             case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum":
                 guard let number = value.doubleValue else {
@@ -140,11 +153,13 @@ public final class JSONSchema: Sendable {
                 guard let text = value.stringValue else { throw SchemaError(path: [key], message: "must be a string") }
                 do {
                     pattern = try LinearRegex(text)
+                } catch  where unknownKeywords == .ignore {
+                    pattern = nil
                 } catch {
                     throw SchemaError(path: [key], message: "is not a regular expression this tool runs: \(error)")
                 }
             default:
-                guard Self.annotations.contains(key) else {
+                guard Self.annotations.contains(key) || unknownKeywords == .ignore else {
                     throw SchemaError(
                         path: [key],
                         message: "is not a supported schema keyword (supported: type, properties, required, "
@@ -153,7 +168,7 @@ public final class JSONSchema: Sendable {
                 }
             }
         }
-        for name in required where !properties.isEmpty && !properties.contains(where: { $0.0 == name }) {
+        for name in required where unknownKeywords == .reject && !properties.isEmpty && !properties.contains(where: { $0.0 == name }) {
             throw SchemaError(path: ["required"], message: "names \"\(name)\", which is not among the properties")
         }
         self.types = types

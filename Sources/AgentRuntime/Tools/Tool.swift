@@ -10,14 +10,18 @@ public struct Tool: Sendable {
     public var timeoutMs: Int
     public var retry: RetryPolicy
 
-    /// A tool; throws `SchemaError` when `spec.inputSchema` is not a schema this runtime reads.
-    public init(spec: ToolSpec, host: any ToolHost, timeoutMs: Int = 30_000, retry: RetryPolicy = RetryPolicy()) throws(SchemaError) {
+    /// A tool; throws `SchemaError` when `spec.inputSchema` is not a schema this runtime reads
+    /// (keywords outside the subset are an error unless `unknownKeywords` is `.ignore`).
+    public init(
+        spec: ToolSpec, host: any ToolHost, timeoutMs: Int = 30_000, retry: RetryPolicy = RetryPolicy(),
+        unknownKeywords: JSONSchema.UnknownKeywords = .reject
+    ) throws(SchemaError) {
         self.spec = spec
         // The schema is recorded in run_started: it must stay within what readers accept.
         if spec.inputSchema.nests(deeperThan: JSONValue.recordableDepth - 8) {
             throw SchemaError(path: [], message: "nests deeper than \(JSONValue.recordableDepth - 8) levels, more than a log can hold")
         }
-        self.schema = try JSONSchema(json: spec.inputSchema)
+        self.schema = try JSONSchema(json: spec.inputSchema, unknownKeywords: unknownKeywords)
         self.host = host
         self.timeoutMs = timeoutMs
         self.retry = retry

@@ -21,6 +21,8 @@ public struct EvalOptions: Sendable {
     public var environment: RuntimeEnvironment
     /// How agent files get HTTP models (the CLI's factory) and the command line's overrides.
     public var models = ModelOptions()
+    /// What starts the MCP servers agent files declare (the CLI's `MCPServers`); nil refuses them.
+    public var toolServers: (any ToolServerConnector)?
 
     public init(
         jobs: Int? = nil, repeats: Int = 1, defaultAgent: String? = nil,
@@ -105,7 +107,7 @@ public struct EvalRunner: Sendable {
         var results = cases.map { CaseResult(evalCase: $0, runs: []) }
         var received = [Int](repeating: 0, count: cases.count)
         var finished = 0
-        let agents = AgentCache(models: options.models)
+        let agents = AgentCache(models: options.models, toolServers: options.toolServers)
         await withTaskGroup(of: (Int, RunResult?, DiagnosticRecord?).self) { group in
             var next = 0
             func startNext() {
@@ -298,14 +300,16 @@ final class AgentCache: Sendable {
     // Guarded by the mutex: loaded agents, or the error loading gave.
     private let loaded = Mutex<[String: Result<Agent, ConfigError>]>([:])
     let models: ModelOptions
+    let toolServers: (any ToolServerConnector)?
 
-    init(models: ModelOptions) {
+    init(models: ModelOptions, toolServers: (any ToolServerConnector)? = nil) {
         self.models = models
+        self.toolServers = toolServers
     }
 
     func agent(at path: String) throws(ConfigError) -> Agent {
         if let cached = loaded.withLock({ $0[path] }) { return try cached.get() }
-        let result = Result { () throws(ConfigError) in try AgentFile.load(path: path, models: models) }
+        let result = Result { () throws(ConfigError) in try AgentFile.load(path: path, models: models, servers: toolServers) }
         loaded.withLock { $0[path] = result }
         return try result.get()
     }

@@ -15,12 +15,16 @@ public struct ToolSpec: JSONRepresentable, Hashable {
     /// A JSON Schema for the arguments object.
     public var inputSchema: JSONValue
     public var sideEffect: SideEffect
+    /// The tool server (an agent file's `mcp_servers` key) that serves the tool; nil for the
+    /// agent's own tools.
+    public var server: String?
 
-    public init(name: String, description: String, inputSchema: JSONValue, sideEffect: SideEffect) {
+    public init(name: String, description: String, inputSchema: JSONValue, sideEffect: SideEffect, server: String? = nil) {
         self.name = name
         self.description = description
         self.inputSchema = inputSchema
         self.sideEffect = sideEffect
+        self.server = server
     }
 
     public init(from scanner: inout JSONScanner) throws {
@@ -28,12 +32,14 @@ public struct ToolSpec: JSONRepresentable, Hashable {
         var description: String?
         var inputSchema: JSONValue?
         var sideEffect: SideEffect?
+        var server: String?
         try scanner.readObject { scanner, key in
             switch key {
             case "name": name = try scanner.read()
             case "description": description = try scanner.read()
             case "input_schema": inputSchema = try scanner.read()
             case "side_effect": sideEffect = try scanner.read()
+            case "server": server = try scanner.readOptional()
             default: try scanner.skipValue()
             }
         }
@@ -41,6 +47,7 @@ public struct ToolSpec: JSONRepresentable, Hashable {
         self.description = try required(description, "description")
         self.inputSchema = try required(inputSchema, "input_schema")
         self.sideEffect = try required(sideEffect, "side_effect")
+        self.server = server
     }
 
     public var json: JSONValue {
@@ -49,6 +56,62 @@ public struct ToolSpec: JSONRepresentable, Hashable {
         object.set("description", description)
         object.set("input_schema", inputSchema)
         object.set("side_effect", sideEffect)
+        object.set("server", server)
+        return object.json
+    }
+}
+
+/// A tool server a run used (an MCP server): the agent file's name for it and what the
+/// server said it is when the run connected.
+public struct ToolServerIdentity: JSONRepresentable, Hashable {
+    /// The agent file's key for the server (`mcp_servers: {time: ...}` gives "time").
+    public var name: String
+    /// The protocol: "mcp".
+    public var kind: String
+    /// The server's own name and version, from its answer to `initialize`.
+    public var serverName: String
+    public var serverVersion: String
+    /// The protocol version both sides agreed on.
+    public var protocolVersion: String?
+
+    public init(name: String, kind: String = "mcp", serverName: String, serverVersion: String, protocolVersion: String? = nil) {
+        self.name = name
+        self.kind = kind
+        self.serverName = serverName
+        self.serverVersion = serverVersion
+        self.protocolVersion = protocolVersion
+    }
+
+    public init(from scanner: inout JSONScanner) throws {
+        var name: String?
+        var kind: String?
+        var serverName: String?
+        var serverVersion: String?
+        var protocolVersion: String?
+        try scanner.readObject { scanner, key in
+            switch key {
+            case "name": name = try scanner.read()
+            case "kind": kind = try scanner.read()
+            case "server_name": serverName = try scanner.read()
+            case "server_version": serverVersion = try scanner.read()
+            case "protocol_version": protocolVersion = try scanner.readOptional()
+            default: try scanner.skipValue()
+            }
+        }
+        self.name = try required(name, "name")
+        self.kind = try required(kind, "kind")
+        self.serverName = try required(serverName, "server_name")
+        self.serverVersion = try required(serverVersion, "server_version")
+        self.protocolVersion = protocolVersion
+    }
+
+    public var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("name", name)
+        object.set("kind", kind)
+        object.set("server_name", serverName)
+        object.set("server_version", serverVersion)
+        object.set("protocol_version", protocolVersion)
         return object.json
     }
 }
@@ -217,10 +280,12 @@ public struct RunStarted: JSONRepresentable, Hashable {
     public var actor: String?
     /// The entry point the run came through, for policy decisions.
     public var route: String?
+    /// The tool servers the run connected to, in the agent file's order (absent when none).
+    public var toolServers: [ToolServerIdentity]
 
     public init(
         goal: String, agent: AgentIdentity, model: ModelIdentity, policy: PolicyIdentity, tools: [ToolSpec],
-        limits: RunLimits = RunLimits(), actor: String? = nil, route: String? = nil
+        limits: RunLimits = RunLimits(), actor: String? = nil, route: String? = nil, toolServers: [ToolServerIdentity] = []
     ) {
         self.goal = goal
         self.agent = agent
@@ -230,6 +295,7 @@ public struct RunStarted: JSONRepresentable, Hashable {
         self.limits = limits
         self.actor = actor
         self.route = route
+        self.toolServers = toolServers
     }
 
     public init(from scanner: inout JSONScanner) throws {
@@ -241,6 +307,7 @@ public struct RunStarted: JSONRepresentable, Hashable {
         var limits: RunLimits?
         var actor: String?
         var route: String?
+        var toolServers: [ToolServerIdentity] = []
         try scanner.readObject { scanner, key in
             switch key {
             case "goal": goal = try scanner.read()
@@ -251,6 +318,7 @@ public struct RunStarted: JSONRepresentable, Hashable {
             case "limits": limits = try scanner.readOptional()
             case "actor": actor = try scanner.readOptional()
             case "route": route = try scanner.readOptional()
+            case "tool_servers": toolServers = try scanner.readList()
             default: try scanner.skipValue()
             }
         }
@@ -262,6 +330,7 @@ public struct RunStarted: JSONRepresentable, Hashable {
         self.limits = limits ?? RunLimits()
         self.actor = actor
         self.route = route
+        self.toolServers = toolServers
     }
 
     public var json: JSONValue {
@@ -274,6 +343,7 @@ public struct RunStarted: JSONRepresentable, Hashable {
         object.set("limits", limits)
         object.set("actor", actor)
         object.set("route", route)
+        if !toolServers.isEmpty { object.set("tool_servers", toolServers) }
         return object.json
     }
 }

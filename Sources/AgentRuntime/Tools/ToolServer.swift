@@ -1,0 +1,204 @@
+public import ConfigFile
+public import TraceCore
+
+/// A tool server as an agent file declares it (`mcp_servers:`, docs/mcp.md): a command that
+/// speaks the Model Context Protocol on stdin and stdout, started for each run.
+public struct ToolServerSettings: Sendable, Hashable {
+    /// The agent file's key for it; rules match it with `server:`.
+    public var name: String
+    public var command: [String]
+    public var directory: String
+    /// The server's whole environment.
+    public var environment: [String: String]
+    /// From starting the process to the end of `tools/list`.
+    public var startTimeoutMs: Int
+    /// Per call, unless a tool says otherwise; a call past it kills the server.
+    public var callTimeoutMs: Int
+    /// Put before each tool's name in the agent (`git_` turns `git_status` into `git_git_status`),
+    /// to keep the names of two servers apart.
+    public var prefix: String
+    /// The server's tools the agent offers (by the server's names); nil for all of them.
+    public var include: [String]?
+    /// The side effect every tool of the server is given, over what the server's annotations say.
+    public var sideEffect: SideEffect?
+    /// Where the agent file declares it, for errors found when the server starts.
+    public var location: SourceLocation?
+
+    public init(
+        name: String, command: [String], directory: String, environment: [String: String] = [:], startTimeoutMs: Int = 30_000,
+        callTimeoutMs: Int = 30_000, prefix: String = "", include: [String]? = nil, sideEffect: SideEffect? = nil,
+        location: SourceLocation? = nil
+    ) {
+        self.name = name
+        self.command = command
+        self.directory = directory
+        self.environment = environment
+        self.startTimeoutMs = startTimeoutMs
+        self.callTimeoutMs = callTimeoutMs
+        self.prefix = prefix
+        self.include = include
+        self.sideEffect = sideEffect
+        self.location = location
+    }
+}
+
+/// One tool as a server lists it.
+public struct ServedTool: Sendable, Hashable {
+    public var name: String
+    public var description: String
+    public var inputSchema: JSONValue
+    /// What the server's hints say (`readOnlyHint` → read, `destructiveHint: false` → draft,
+    /// otherwise write); nil when it gives none.
+    public var sideEffect: SideEffect?
+
+    public init(name: String, description: String, inputSchema: JSONValue, sideEffect: SideEffect? = nil) {
+        self.name = name
+        self.description = description
+        self.inputSchema = inputSchema
+        self.sideEffect = sideEffect
+    }
+}
+
+/// A running tool server: what it is, what it offers, and calls to it (`invoke` receives the
+/// server's own tool names).
+public protocol ToolServerConnection: ToolHost {
+    var identity: ToolServerIdentity { get }
+    var tools: [ServedTool] { get }
+    /// Stops the server. Idempotent.
+    func close() async
+}
+
+/// Starts tool servers. The `MCPTools` module's `MCPServers` is the one this project has; the
+/// runtime only sees this protocol, so it never imports an MCP SDK.
+public protocol ToolServerConnector: Sendable {
+    /// Starts the server, agrees on the protocol and lists its tools, within
+    /// `settings.startTimeoutMs`. Throws a `Diagnostic` that says what went wrong.
+    func connect(_ settings: ToolServerSettings) async throws -> any ToolServerConnection
+}
+
+/// A tool the agent file names (in a policy rule) that may be one a server offers: checked
+/// when the servers have listed their tools.
+public struct ToolReference: Sendable, Hashable {
+    public var name: String
+    public var location: SourceLocation
+    /// What names it, for the message: `rule "no-writes"`.
+    public var what: String
+
+    public init(name: String, location: SourceLocation, what: String) {
+        self.name = name
+        self.location = location
+        self.what = what
+    }
+}
+
+/// A server's tool as the agent calls it: requests carry the agent's name for the tool, the
+/// server gets its own.
+struct ServerToolHost: ToolHost {
+    var connection: any ToolServerConnection
+    var remoteName: String
+
+    func invoke(_ request: ToolRequest) async throws -> ToolOutcome {
+        var request = request
+        request.tool = remoteName
+        return try await connection.invoke(request)
+    }
+
+    var timeoutGraceMs: Int { connection.timeoutGraceMs }
+}
+
+/// Why a run could not get its tool servers going; the run does not start and no log is written.
+public struct ToolServerError: Diagnostic, Hashable {
+    public var message: String
+    public var location: SourceLocation?
+    public var hint: String?
+
+    public init(_ message: String, at location: SourceLocation? = nil, hint: String? = nil) {
+        self.message = message
+        self.location = location
+        self.hint = hint
+    }
+
+    public var diagnosticCode: String { "runtime.tool_server" }
+    public var place: SourceLocation? { location }
+}
+
+extension Agent {
+    /// The agent with its tool servers started and their tools registered after its own, and
+    /// the connections to close when the run ends. An agent without servers comes back as it is.
+    public func connectingToolServers() async throws(ToolServerError) -> (Agent, [any ToolServerConnection]) {
+        guard !toolServers.isEmpty else {
+            try checkToolReferences(tools)
+            return (self, [])
+        }
+        guard let connector = toolServerConnector else {
+            throw ToolServerError(
+                "the agent uses MCP servers, which this program cannot start (it was built without the MCPTools module)",
+                at: toolServers[0].location, hint: "use the agent-eval command")
+        }
+        var connections: [any ToolServerConnection] = []
+        do throws(ToolServerError) {
+            var agent = self
+            for settings in toolServers {
+                let connection: any ToolServerConnection
+                do {
+                    connection = try await connector.connect(settings)
+                } catch {
+                    let diagnostic = error as? any Diagnostic
+                    throw ToolServerError(
+                        "MCP server \"\(settings.name)\": \(diagnostic?.message ?? "\(error)")", at: settings.location,
+                        hint: diagnostic?.hint)
+                }
+                connections.append(connection)
+                try agent.register(connection, settings: settings)
+                agent.toolServerIdentities.append(connection.identity)
+            }
+            try agent.checkToolReferences(agent.tools)
+            agent.toolServers = []
+            return (agent, connections)
+        } catch {
+            for connection in connections { await connection.close() }
+            throw error
+        }
+    }
+
+    private mutating func register(_ connection: any ToolServerConnection, settings: ToolServerSettings) throws(ToolServerError) {
+        let offered = connection.tools.map(\.name)
+        for name in settings.include ?? [] where !offered.contains(name) {
+            throw ToolServerError(
+                "MCP server \"\(settings.name)\" has no tool \"\(name)\" (it offers \(offered.joined(separator: ", ")))",
+                at: settings.location,
+                hint: ConfigNode.suggestion(for: name, among: offered).map { "did you mean \"\($0)\"?" })
+        }
+        for served in connection.tools where settings.include?.contains(served.name) ?? true {
+            let name = settings.prefix + served.name
+            if let existing = tools[name] {
+                let owner = existing.spec.server.map { "MCP server \"\($0)\"" } ?? "the agent file"
+                throw ToolServerError(
+                    "MCP server \"\(settings.name)\" offers a tool \"\(name)\", and \(owner) has one of that name", at: settings.location,
+                    hint: "give the server a prefix (prefix: \(settings.name)_) or list the tools to take (tools: [...])")
+            }
+            let spec = ToolSpec(
+                name: name, description: served.description, inputSchema: served.inputSchema,
+                sideEffect: settings.sideEffect ?? served.sideEffect ?? .write, server: settings.name)
+            do {
+                tools.register(
+                    try Tool(
+                        spec: spec, host: ServerToolHost(connection: connection, remoteName: served.name),
+                        timeoutMs: settings.callTimeoutMs, unknownKeywords: .ignore))
+            } catch {
+                throw ToolServerError(
+                    "MCP server \"\(settings.name)\" tool \"\(served.name)\": its input schema \(error.sentence)", at: settings.location)
+            }
+        }
+    }
+
+    /// Every tool a rule names exists, now that all tools are known.
+    func checkToolReferences(_ registry: ToolRegistry) throws(ToolServerError) {
+        for reference in toolReferences where registry[reference.name] == nil {
+            throw ToolServerError(
+                "\(reference.what) names the tool \"\(reference.name)\", which neither the agent file nor its MCP servers offer",
+                at: reference.location,
+                hint: ConfigNode.suggestion(for: reference.name, among: registry.names).map { "did you mean \"\($0)\"?" })
+        }
+    }
+}

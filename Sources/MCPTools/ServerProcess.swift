@@ -1,0 +1,263 @@
+import AgentRuntime
+import Foundation
+import Synchronization
+import TraceCore
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// An MCP server's process and its three pipes. Two threads of its own read stdout (one
+/// JSON-RPC message a line) and stderr (the last 16 KiB kept, for error messages), so a server
+/// that writes a lot never ties up the cooperative pool; writes go through a serial queue.
+///
+/// Anything that ends the conversation — the server exits or closes stdout, writes a line
+/// that is not JSON, a line longer than `lineLimit` — is a *failure*: recorded once, with a
+/// sentence that says what happened, and told to every waiter, so no call waits for an answer
+/// that cannot come.
+final class ServerProcess: Sendable {
+    /// The protocol's messages, one per line, as they came; finishes with an error at the
+    /// failure (the MCP client's read loop ends on an error, and spins on a plain finish).
+    let messages: AsyncThrowingStream<Data, any Error>
+    let process: SpawnedProcess
+    /// The server's name for messages: the agent file's key.
+    let name: String
+    static let lineLimit = 64 << 20
+    static let stderrLimit = 16 * 1024
+
+    struct ServerClosed: Error {}
+
+    private struct State {
+        var failure: String?
+        var waiters: [Int: @Sendable (String) -> Void] = [:]
+        var nextWaiter = 0
+        var stderr: [UInt8] = []
+        /// Bytes of stderr written so far, kept or not: a call's share is what came after its start.
+        var stderrTotal = 0
+        var exited = false
+        /// Raw `result` members of responses, by request id, until taken.
+        var results: [String: JSONValue] = [:]
+        var stdinClosed = false
+    }
+
+    private let state = Mutex(State())
+    private let continuation: AsyncThrowingStream<Data, any Error>.Continuation
+    private let writer = DispatchQueue(label: "agent-eval.mcp.stdin")
+
+    init(command: [String], directory: String, environment: [String: String], name: String) throws(SpawnedProcess.Failure) {
+        process = try SpawnedProcess.start(
+            command: command, directory: directory, environment: environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" })
+        self.name = name
+        (messages, continuation) = AsyncThrowingStream.makeStream(of: Data.self)
+        let output = Thread { [self] in readMessages() }
+        output.stackSize = 512 * 1024
+        output.start()
+        let errors = Thread { [self] in readErrors() }
+        errors.stackSize = 128 * 1024
+        errors.start()
+    }
+
+    // MARK: Failure
+
+    /// Why the conversation ended, once it has.
+    var failure: String? { state.withLock { $0.failure } }
+
+    /// Records the failure (the first one only) and tells every waiter.
+    func fail(_ message: String) {
+        let waiters = state.withLock { state -> [@Sendable (String) -> Void] in
+            guard state.failure == nil else { return [] }
+            state.failure = message
+            defer { state.waiters = [:] }
+            return Array(state.waiters.values)
+        }
+        for waiter in waiters { waiter(message) }
+    }
+
+    /// Calls `handler` at the failure (at once when it already happened); returns a token for
+    /// `removeWaiter`.
+    func onFailure(_ handler: @escaping @Sendable (String) -> Void) -> Int {
+        let (token, failure) = state.withLock { state -> (Int, String?) in
+            if let failure = state.failure { return (-1, failure) }
+            state.nextWaiter += 1
+            state.waiters[state.nextWaiter] = handler
+            return (state.nextWaiter, nil)
+        }
+        if let failure { handler(failure) }
+        return token
+    }
+
+    func removeWaiter(_ token: Int) {
+        _ = state.withLock { $0.waiters.removeValue(forKey: token) }
+    }
+
+    // MARK: Results
+
+    /// The raw `result` of the response to request `id`, exactly as the server wrote it.
+    func takeResult(id: String) -> JSONValue? {
+        state.withLock { $0.results.removeValue(forKey: id) }
+    }
+
+    // MARK: stderr
+
+    var stderrMark: Int { state.withLock { $0.stderrTotal } }
+
+    /// What the server wrote to stderr since `mark` (at most the kept tail), or nil for nothing.
+    func stderr(since mark: Int) -> String? {
+        state.withLock { state in
+            let count = min(state.stderrTotal - mark, state.stderr.count)
+            guard count > 0 else { return nil }
+            return String(decoding: state.stderr.suffix(count), as: UTF8.self)
+        }
+    }
+
+    /// The last line the server wrote to stderr, for error messages ("Traceback…" is less useful
+    /// than "ModuleNotFoundError: No module named 'x'").
+    var lastErrorLine: String? {
+        stderr(since: 0)?.split(whereSeparator: \.isNewline).last.map { String($0.prefix(400)) }
+    }
+
+    // MARK: Writing
+
+    /// Writes one message and a newline; throws when the server no longer reads.
+    func send(_ data: Data) async throws {
+        let bytes = Array(data) + [0x0A]
+        let fd = process.stdin
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            writer.async { [self] in
+                if state.withLock({ $0.stdinClosed }) {
+                    continuation.resume(throwing: MCPToolError("the server's input is closed"))
+                    return
+                }
+                var written = 0
+                while written < bytes.count {
+                    let count = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + written, $0.count - written) }
+                    if count < 0 {
+                        if errno == EINTR { continue }
+                        continuation.resume(throwing: MCPToolError("cannot write to the server: \(String(cString: strerror(errno)))"))
+                        return
+                    }
+                    written += count
+                }
+                continuation.resume()
+            }
+        }
+    }
+
+    // MARK: Stopping
+
+    /// Asks the server to stop the way the protocol says (close its input), waits up to
+    /// `graceMs` for it to exit, then kills its process group.
+    func stop(graceMs: Int = 2_000) async {
+        writer.async { [self] in
+            let close = state.withLock { state -> Bool in
+                defer { state.stdinClosed = true }
+                return !state.stdinClosed
+            }
+            if close { _ = closeDescriptor(process.stdin) }
+        }
+        var waited = 0
+        while !state.withLock({ $0.exited }) && waited < graceMs {
+            try? await Task.sleep(for: .milliseconds(20))
+            waited += 20
+        }
+        kill()
+    }
+
+    /// Kills the process group at once.
+    func kill() {
+        if !state.withLock({ $0.exited }) { process.killGroup() }
+    }
+
+    // MARK: The reading threads
+
+    private func readMessages() {
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        var line: [UInt8] = []
+        reading: while true {
+            let count = buffer.withUnsafeMutableBytes { read(process.stdout, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { break }
+            var start = 0
+            for index in 0..<count where buffer[index] == 0x0A {
+                line.append(contentsOf: buffer[start..<index])
+                start = index + 1
+                if !deliver(line) { break reading }
+                line.removeAll(keepingCapacity: true)
+            }
+            line.append(contentsOf: buffer[start..<count])
+            if line.count > Self.lineLimit {
+                fail("the server wrote a message longer than \(Self.lineLimit >> 20) MiB; it was stopped")
+                break
+            }
+        }
+        close(process.stdout)
+        // The server closed its output: it exited, or is about to. Kill what is left of it
+        // (a server that closed stdout cannot answer) and reap it.
+        process.killGroup()
+        var status: Int32 = 0
+        while waitpid(process.pid, &status, 0) < 0 && errno == EINTR {}
+        state.withLock { $0.exited = true }
+        let how = SpawnedProcess.describe(waitStatus: status)
+        fail("the server \(how)" + (lastErrorLine.map { " (its last words on stderr: \($0))" } ?? ""))
+        continuation.finish(throwing: ServerClosed())
+    }
+
+    /// Hands one line to the client; false when the line ends the conversation.
+    private func deliver(_ rawLine: [UInt8]) -> Bool {
+        var line = rawLine[...]
+        while let last = line.last, last == 0x0D || last == 0x20 || last == 0x09 { line.removeLast() }
+        while let first = line.first, first == 0x20 || first == 0x09 { line.removeFirst() }
+        if line.isEmpty { return true }
+        let message: JSONValue
+        do {
+            message = try JSONParser.parse(line)
+        } catch {
+            fail("the server wrote a line that is not a JSON-RPC message: \(Self.excerpt(line)); it was stopped")
+            process.killGroup()
+            return false
+        }
+        guard case .object(let object) = message else {
+            if case .array = message {
+                continuation.yield(Data(line))
+                return true
+            }
+            fail("the server wrote \(message.typeDescription), not a JSON-RPC message: \(Self.excerpt(line)); it was stopped")
+            process.killGroup()
+            return false
+        }
+        if let id = object["id"], let result = object["result"] {
+            let key = Self.key(id)
+            state.withLock { $0.results[key] = result }
+        }
+        continuation.yield(Data(line))
+        return true
+    }
+
+    private func readErrors() {
+        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(process.stderr, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { break }
+            state.withLock { state in
+                state.stderr.append(contentsOf: buffer[0..<count])
+                state.stderrTotal += count
+                if state.stderr.count > 2 * Self.stderrLimit { state.stderr.removeFirst(state.stderr.count - Self.stderrLimit) }
+            }
+        }
+        close(process.stderr)
+    }
+
+    /// A request id as the key of `results`: `"7"` for 7, `"\"a\""` for "a".
+    static func key(_ id: JSONValue) -> String { JSONWriter.encodeString(id) }
+
+    static func excerpt(_ line: some Collection<UInt8>) -> String {
+        let text = String(decoding: line.prefix(200), as: UTF8.self)
+        return "\"\(text)\(line.count > 200 ? "…" : "")\""
+    }
+}
+
+/// `close(2)`, under a name no method shadows.
+private func closeDescriptor(_ fd: Int32) -> Int32 { close(fd) }

@@ -1,0 +1,88 @@
+"""An MCP server (stdio) that misbehaves on request, for agent-eval's tests of MCP tools.
+
+Written with the official `mcp` package (scripts/mcp_venv installs it). Its tools:
+
+  echo(text)        answers {"echoed": text}
+  fail(message)     the tool raises: an isError result with the message
+  crash()           the process exits with status 3 in the middle of the call
+  hang()            never answers
+  garbage()         writes a line that is not JSON-RPC to stdout, then answers
+  slow(ms)          answers after ms milliseconds
+  counter()         1, 2, 3… per process: shows when the server was started again
+
+Flags: --exit-at-start (exits with status 2 before answering anything), --banner (prints a
+line that is not JSON-RPC before answering), --silent (never answers initialize).
+"""
+
+import os
+import sys
+import time
+
+# The protocol's stdout, before the SDK moves it away from fd 1 (where a stray print would
+# corrupt it): `garbage` writes here on purpose.
+WIRE = os.dup(1)
+
+if "--exit-at-start" in sys.argv:
+    print("failure server: refusing to start (--exit-at-start)", file=sys.stderr, flush=True)
+    sys.exit(2)
+if "--silent" in sys.argv:
+    time.sleep(3600)
+if "--banner" in sys.argv:
+    os.write(1, b"Welcome to the failure server!\n")
+
+from mcp.server.mcpserver import MCPServer  # noqa: E402
+from mcp.server.mcpserver.exceptions import ToolError  # noqa: E402
+
+server = MCPServer("failure-server")
+calls = {"count": 0}
+
+
+@server.tool()
+def echo(text: str) -> dict:
+    """Answers with the text it was given."""
+    return {"echoed": text}
+
+
+@server.tool()
+def fail(message: str) -> str:
+    """Raises an error with the message."""
+    raise ToolError(message)
+
+
+@server.tool()
+def crash() -> str:
+    """Exits the process in the middle of the call."""
+    print("failure server: crashing on purpose", file=sys.stderr, flush=True)
+    os._exit(3)
+
+
+@server.tool()
+def hang() -> str:
+    """Never answers."""
+    time.sleep(3600)
+    return "unreachable"
+
+
+@server.tool()
+def garbage() -> str:
+    """Writes a line that is not JSON-RPC to stdout, then answers."""
+    os.write(WIRE, b"this is not json\n")
+    return "done"
+
+
+@server.tool()
+def slow(ms: int) -> str:
+    """Answers after ms milliseconds."""
+    time.sleep(ms / 1000)
+    return f"slept {ms} ms"
+
+
+@server.tool()
+def counter() -> int:
+    """Counts the calls this process has answered."""
+    calls["count"] += 1
+    return calls["count"]
+
+
+if __name__ == "__main__":
+    server.run("stdio")
