@@ -182,6 +182,11 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
+            name: "MCPToolsTests",
+            dependencies: ["TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "MCPTools", "Replay", "TestSupport"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "EvalEngineTests",
             dependencies: ["TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "EvalEngine", "TestSupport"],
             swiftSettings: strictSettings

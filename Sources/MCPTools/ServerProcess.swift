@@ -132,7 +132,10 @@ final class ServerProcess: Sendable {
                 }
                 var written = 0
                 while written < bytes.count {
-                    let count = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + written, $0.count - written) }
+                    let count = bytes.withUnsafeBytes { buffer -> Int in
+                        guard let base = buffer.baseAddress else { return 0 }
+                        return write(fd, base + written, buffer.count - written)
+                    }
                     if count < 0 {
                         if errno == EINTR { continue }
                         continuation.resume(throwing: MCPToolError("cannot write to the server: \(String(cString: strerror(errno)))"))

@@ -346,4 +346,16 @@ public struct RunStarted: JSONRepresentable, Hashable {
         if !toolServers.isEmpty { object.set("tool_servers", toolServers) }
         return object.json
     }
+
+    /// The start as the state holds it (docs/log-format.md, A.3): the members version 1
+    /// defines. `tool_servers` and the tools' `server` were added later, without a version
+    /// change, so they are left out and a log's state digests stay what a version 1 reader
+    /// computes.
+    public var stateForm: RunStarted {
+        guard !toolServers.isEmpty || tools.contains(where: { $0.server != nil }) else { return self }
+        var form = self
+        form.toolServers = []
+        for index in form.tools.indices { form.tools[index].server = nil }
+        return form
+    }
 }

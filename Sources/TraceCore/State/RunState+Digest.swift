@@ -25,7 +25,7 @@ extension RunState {
     func canonicalJSON(_ lists: inout some StateListEncoder) -> JSONValue {
         var object = ObjectBuilder()
         object.set("run_id", runId)
-        object.set("start", start.map { lists.start($0) })
+        object.set("start", start.map { lists.start($0.stateForm) })
         object.set("started_at_us", startedAtUs)
         object.set("last_event_at_us", lastEventAtUs)
         object.set("event_count", eventCount)

@@ -1,0 +1,272 @@
+import AgentRuntime
+import ConfigFile
+import Foundation
+import MCPTools
+import Replay
+import TestSupport
+import Testing
+import TraceCore
+import TraceLog
+
+/// MCP servers as tools, against real servers: `mcp-server-time` and `mcp-server-git` from
+/// PyPI, and a failure server written with the official `mcp` package
+/// (`scripts/mcp_failure_server.py`), all installed by `scripts/mcp_venv`.
+@Suite("MCP servers as tools")
+struct MCPServerTests {
+    static func settings(_ name: String, _ command: [String], callTimeoutMs: Int = 30_000, startTimeoutMs: Int = 30_000)
+        -> ToolServerSettings
+    {
+        ToolServerSettings(
+            name: name, command: command, directory: FileManager.default.currentDirectoryPath,
+            environment: ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"], startTimeoutMs: startTimeoutMs,
+            callTimeoutMs: callTimeoutMs)
+    }
+
+    static func request(_ tool: String, _ arguments: JSONValue = [:], timeoutMs: Int = 30_000) -> ToolRequest {
+        ToolRequest(callId: "call-1", tool: tool, arguments: arguments, attempt: 1, timeoutMs: timeoutMs)
+    }
+
+    @Test("mcp-server-time: its identity, its tools with schemas and read hints, and a call's structured result")
+    func timeServer() async throws {
+        let connection = try await MCPServers().connect(Self.settings("time", try MCPTestServers.timeServer()))
+        defer { Task { await connection.close() } }
+        #expect(connection.identity.serverName == "mcp-time")
+        #expect(connection.identity.kind == "mcp")
+        #expect(!connection.identity.serverVersion.isEmpty)
+        #expect(connection.tools.map(\.name) == ["get_current_time", "convert_time"])
+        #expect(connection.tools.allSatisfy { $0.sideEffect == .read })
+        #expect(connection.tools[1].inputSchema["required"] == ["source_timezone", "time", "target_timezone"])
+
+        let outcome = try await connection.invoke(
+            Self.request("convert_time", ["source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"]))
+        #expect(outcome.status == .ok)
+        let target = outcome.output?["structuredContent"]?["target"]?["datetime"]?.stringValue ?? ""
+        #expect(target.hasSuffix("T21:00:00+09:00"), "\(String(describing: outcome.output))")
+        #expect(outcome.output?["content"]?.arrayValue?.first?["type"] == "text")
+    }
+
+    @Test("mcp-server-git on a repository the test makes: the log of its one commit")
+    func gitServer() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let repository = directory.path("repo")
+        try FileManager.default.createDirectory(atPath: repository, withIntermediateDirectories: true)
+        try "hello\n".write(toFile: repository + "/README", atomically: true, encoding: .utf8)
+        for arguments in [
+            ["init", "-q"], ["add", "README"],
+            ["-c", "user.name=Test", "-c", "user.email=test@example.com", "commit", "-q", "-m", "First commit from the test"],
+        ] {
+            let result = try Subprocess.run("/usr/bin/env", ["git", "-C", repository] + arguments)
+            #expect(result.status == 0, "git \(arguments): \(result.stderr)")
+        }
+        let connection = try await MCPServers().connect(Self.settings("git", try MCPTestServers.gitServer(repository: repository)))
+        defer { Task { await connection.close() } }
+        #expect(connection.identity.serverName == "mcp-git")
+        #expect(connection.tools.map(\.name).contains("git_log"))
+        let outcome = try await connection.invoke(Self.request("git_log", ["repo_path": .string(repository)]))
+        #expect(outcome.status == .ok, "\(outcome.error ?? "")")
+        let text = outcome.output?["content"]?.arrayValue?.first?["text"]?.stringValue ?? ""
+        #expect(text.contains("First commit from the test"), "\(text)")
+    }
+
+    @Test("a tool that reports isError, a crash, a hang and a line that is not JSON-RPC: each a recorded error, and the next call works")
+    func failures() async throws {
+        let connection = try await MCPServers().connect(Self.settings("broken", try MCPTestServers.failureServer()))
+        defer { Task { await connection.close() } }
+
+        let echoed = try await connection.invoke(Self.request("echo", ["text": "héllo"]))
+        #expect(echoed.status == .ok)
+        #expect(echoed.output?["content"]?.arrayValue?.first?["text"]?.stringValue?.contains("\"echoed\": \"héllo\"") == true)
+
+        let failed = try await connection.invoke(Self.request("fail", ["message": "the disk is full"]))
+        #expect(failed.status == .error)
+        #expect(failed.error?.contains("the disk is full") == true, "\(failed.error ?? "")")
+        #expect(failed.output?["content"] != nil, "the error result is kept whole")
+
+        let unknown = try await connection.invoke(Self.request("no_such_tool"))
+        #expect(unknown.status == .error)
+        #expect(unknown.error?.contains("no_such_tool") == true, "\(unknown.error ?? "")")
+
+        #expect(try await connection.invoke(Self.request("counter")).output?["structuredContent"]?["result"] == 1)
+        #expect(try await connection.invoke(Self.request("counter")).output?["structuredContent"]?["result"] == 2)
+
+        let crashed = try await connection.invoke(Self.request("crash"))
+        #expect(crashed.status == .error)
+        #expect(crashed.error?.contains("exited with status 3") == true, "\(crashed.error ?? "")")
+        #expect(crashed.stderr?.contains("crashing on purpose") == true)
+        // A new process answers the next call: its counter starts again.
+        #expect(try await connection.invoke(Self.request("counter")).output?["structuredContent"]?["result"] == 1)
+
+        let started = ContinuousClock.now
+        let hung = try await connection.invoke(Self.request("hang", timeoutMs: 1_000))
+        #expect(ContinuousClock.now - started < .seconds(20))
+        #expect(hung.status == .error)
+        #expect(hung.isRetryable)
+        #expect(hung.error?.contains("did not answer within 1000 ms; it was stopped") == true, "\(hung.error ?? "")")
+
+        let garbled = try await connection.invoke(Self.request("garbage"))
+        #expect(garbled.status == .error)
+        #expect(garbled.error?.contains("not a JSON-RPC message: \"this is not json\"") == true, "\(garbled.error ?? "")")
+
+        #expect(try await connection.invoke(Self.request("echo", ["text": "still here"])).status == .ok)
+    }
+
+    @Test("a server that exits at start, never answers, or prints a banner on stdout: a clear error at start, with its stderr")
+    func startFailures() async throws {
+        await #expect {
+            _ = try await MCPServers().connect(Self.settings("s", try MCPTestServers.failureServer(["--exit-at-start"])))
+        } throws: { error in
+            let message = (error as? any Diagnostic)?.message ?? ""
+            return message.contains("exited with status 2") && message.contains("refusing to start")
+        }
+        let started = ContinuousClock.now
+        await #expect {
+            _ = try await MCPServers().connect(Self.settings("s", try MCPTestServers.failureServer(["--silent"]), startTimeoutMs: 1_500))
+        } throws: { error in
+            ((error as? any Diagnostic)?.message ?? "").contains("did not answer initialize within 1500 ms")
+        }
+        #expect(ContinuousClock.now - started < .seconds(20))
+        await #expect {
+            _ = try await MCPServers().connect(Self.settings("s", try MCPTestServers.failureServer(["--banner"])))
+        } throws: { error in
+            ((error as? any Diagnostic)?.message ?? "").contains("not a JSON-RPC message: \"Welcome to the failure server!\"")
+        }
+        await #expect {
+            _ = try await MCPServers().connect(Self.settings("s", ["/nonexistent/server"]))
+        } throws: { error in
+            ((error as? any Diagnostic)?.message ?? "").contains("/nonexistent/server")
+        }
+    }
+
+    /// An agent file in `directory` whose tools are two MCP servers, and its scripted model.
+    static func writeAgent(in directory: TemporaryDirectory, policy: String = "", decisions: String) throws -> String {
+        let time = try MCPTestServers.timeServer().map { "\"\($0)\"" }.joined(separator: ", ")
+        let broken = try MCPTestServers.failureServer().map { "\"\($0)\"" }.joined(separator: ", ")
+        try """
+        name: clock
+        instructions: Answer questions about time zones.
+        model: {script: clock.model.yaml}
+        mcp_servers:
+          time:
+            command: [\(time)]
+          broken:
+            command: [\(broken)]
+            timeout_ms: 1500
+            tools: [echo, hang]
+        \(policy)
+        """.write(toFile: directory.path("agent.yaml"), atomically: true, encoding: .utf8)
+        try "name: clock-script\ndecisions:\n\(decisions)".write(
+            toFile: directory.path("clock.model.yaml"), atomically: true, encoding: .utf8)
+        return directory.path("agent.yaml")
+    }
+
+    @Test("a run records the servers and each tool's server, gates them by server in policy, and a re-run starts no server")
+    func runAndRerun() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = try Self.writeAgent(
+            in: directory,
+            policy: """
+                policy:
+                  default: allow
+                  rules:
+                    - {id: no-broken-echo, verdict: deny, reason: not today, when: {server: broken, tool: echo}}
+                """,
+            decisions: """
+                  - tool_calls:
+                      - {name: convert_time, arguments: {source_timezone: UTC, time: "12:00", target_timezone: Asia/Tokyo}}
+                      - {name: echo, arguments: {text: hi}}
+                  - tool_calls:
+                      - {name: hang, arguments: {}}
+                  - answer: It is 21:00 in Tokyo.
+                """)
+        let agent = try AgentFile.load(path: path, servers: MCPServers())
+        let log = directory.path("run.jsonl.gz")
+        let outcome = try await AgentRuntime(agent: agent).run(goal: "Noon UTC in Tokyo?", log: log)
+        #expect(outcome.stop.reason == .success)
+
+        let events = try LogReader(path: log).readAll().events.map(\.event)
+        guard case .runStarted(let started) = events.first?.payload else {
+            Issue.record("no run_started")
+            return
+        }
+        #expect(started.toolServers.map(\.name) == ["time", "broken"])
+        #expect(started.toolServers.map(\.serverName) == ["mcp-time", "failure-server"])
+        #expect(started.tools.map(\.name) == ["get_current_time", "convert_time", "echo", "hang"])
+        #expect(started.tools.map(\.server) == ["time", "time", "broken", "broken"])
+        let state = RunState(folding: events)
+        #expect(state.calls.map(\.tool) == ["convert_time", "echo", "hang"])
+        #expect(state.calls.map { $0.verdict?.rule } == ["default", "no-broken-echo", "default"])
+        #expect(state.calls[0].results.last?.status == .ok)
+        #expect(state.calls[1].results.isEmpty)
+        #expect(state.calls[2].results.last?.error?.contains("did not answer within 1500 ms") == true)
+
+        // The new members are outside the state: the independent reader computes the same digests.
+        let reference = ExampleRuns.fixtures.deletingLastPathComponent().appendingPathComponent("scripts/agent_eval_log.py").path
+        let verified = try Subprocess.run("/usr/bin/env", ["python3", reference, "verify", log])
+        #expect(verified.stdoutText.contains("\"digest_mismatches\":[]"), "\(verified.stdoutText)")
+        #expect(verified.stdoutText.contains("\"intact\":true"))
+
+        // Loaded without anything that could start a server: the re-run still reproduces the run.
+        let offline = try AgentFile.load(path: path)
+        let report = try await Rerun.run(log: log, agent: offline, output: directory.path("rerun.jsonl.gz"))
+        #expect(report.divergence == nil, "\(String(describing: report.divergence))")
+        #expect(report.unanswered.isEmpty)
+    }
+
+    @Test("agent file mistakes about MCP servers are errors with file:line:column")
+    func agentFileErrors() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let file = directory.path("agent.yaml")
+        func load(_ text: String) throws -> Agent {
+            try text.write(toFile: file, atomically: true, encoding: .utf8)
+            try "name: s\ndecisions:\n  - answer: done\n".write(toFile: directory.path("m.yaml"), atomically: true, encoding: .utf8)
+            return try AgentFile.load(path: file, servers: MCPServers())
+        }
+        #expect {
+            _ = try load("name: a\nmodel: {script: m.yaml}\nmcp_servers:\n  web:\n    url: http://127.0.0.1:9/mcp\n")
+        } throws: { error in
+            let error = error as? ConfigError
+            return error?.message.contains("only stdio servers") == true && error?.place?.line == 5
+        }
+        #expect {
+            _ = try load("name: a\nmodel: {script: m.yaml}\nmcp_servers:\n  t:\n    command: [no-such-mcp-server-anywhere]\n")
+        } throws: { error in
+            let error = error as? ConfigError
+            return error?.message.contains("is not a program on PATH") == true && error?.place?.line == 5
+        }
+        #expect {
+            _ = try load(
+                "name: a\nmodel: {script: m.yaml}\nmcp_servers:\n  t:\n    command: [python3]\npolicy:\n  rules:\n"
+                    + "    - {id: r, verdict: deny, when: {server: tim}}\n")
+        } throws: { error in
+            (error as? ConfigError)?.message.contains("names the MCP server \"tim\"") == true
+        }
+
+        // Names only a server can answer are checked when it starts: a rule naming a tool it lacks.
+        let time = try MCPTestServers.timeServer().map { "\"\($0)\"" }.joined(separator: ", ")
+        let agent = try load(
+            "name: a\nmodel: {script: m.yaml}\nmcp_servers:\n  time:\n    command: [\(time)]\npolicy:\n  rules:\n"
+                + "    - {id: r, verdict: deny, when: {tool: get_curent_time}}\n")
+        await #expect {
+            _ = try await AgentRuntime(agent: agent).run(goal: "g", log: directory.path("never.jsonl.gz"))
+        } throws: { error in
+            let error = error as? RuntimeError
+            return error?.message.contains("names the tool \"get_curent_time\"") == true
+                && error?.hint?.contains("get_current_time") == true
+                && error?.place?.line == 8
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory.path("never.jsonl.gz")), "no log for a run that never started")
+
+        // Two servers offering the same name.
+        let clash = try load(
+            "name: a\nmodel: {script: m.yaml}\nmcp_servers:\n  one:\n    command: [\(time)]\n  two:\n    command: [\(time)]\n")
+        await #expect {
+            _ = try await AgentRuntime(agent: clash).run(goal: "g", log: directory.path("never.jsonl.gz"))
+        } throws: { error in
+            ((error as? RuntimeError)?.message ?? "").contains(
+                "MCP server \"two\" offers a tool \"get_current_time\", and MCP server \"one\"")
+        }
+    }
+}
