@@ -84,6 +84,10 @@ struct AnthropicMessagesAssembler: ReplyAssembler {
 
     /// By the index the server gave, in order of first appearance.
     var blocks: [(index: Int, block: Block)] = []
+
+    var textSoFar: String {
+        blocks.count == 1 ? blocks[0].block.text : blocks.reduce(into: "") { $0 += $1.block.type == "text" ? $1.block.text : "" }
+    }
     var stopReason: String?
     var inputTokens = 0
     var outputTokens = 0

@@ -136,6 +136,9 @@ public struct HTTPModelClient: ModelClient {
         /// A non-streamed body, or an error body (bounded).
         var body: [UInt8] = []
         var firstContentUs: Int?
+        /// Where the run's observer is, and how much of the text it was shown.
+        var showText = ModelTextObserver.current
+        var textShown = 0
     }
 
     func attempt(_ request: TransportRequest) async -> AttemptResult {
@@ -192,6 +195,13 @@ public struct HTTPModelClient: ModelClient {
             for event in reading.parser.feed(bytes) {
                 try reading.assembler.consume(event)
                 if reading.firstContentUs == nil, reading.assembler.hasContent { reading.firstContentUs = elapsedUs() }
+                if let show = reading.showText {
+                    let text = reading.assembler.textSoFar.utf8
+                    if text.count > reading.textShown {
+                        show(String(decoding: text.dropFirst(reading.textShown), as: UTF8.self))
+                        reading.textShown = text.count
+                    }
+                }
             }
         }
     }

@@ -72,6 +72,7 @@ struct OpenAIChatAssembler: ReplyAssembler {
 
     var text: String?
     var refusal: String?
+    var textSoFar: String { text ?? "" }
     /// By the index the server gave, in order of first appearance.
     var calls: [(index: Int, call: PendingCall)] = []
     var finishReason: String?

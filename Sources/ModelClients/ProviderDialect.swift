@@ -22,6 +22,9 @@ protocol ReplyAssembler {
     mutating func consume(whole body: JSONValue) throws(StreamProblem)
     /// Content (text or a tool call) has arrived: the time to first token is now.
     var hasContent: Bool { get }
+    /// The text of the reply so far (all text blocks, in order): it only grows while a stream
+    /// is read, so its new end is what to show an observer.
+    var textSoFar: String { get }
     /// The protocol's end marker arrived (`[DONE]`, `message_stop`, a whole body).
     var isComplete: Bool { get }
     /// The assembled message in the provider's own shape (`ReplyFormat`), and the usage.

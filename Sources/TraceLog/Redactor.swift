@@ -82,6 +82,23 @@ public struct Redactor: Sendable, Hashable {
         ("private-key", ["-----BEGIN"], #"-----BEGIN [A-Z ]*PRIVATE KEY-----[A-Za-z0-9+/=\\ ]*-----END [A-Z ]*PRIVATE KEY-----"#),
     ].compactMap { rule, literals, pattern in (try? LinearRegex(pattern)).map { (rule, literals, $0) } }
 
+    /// Plain text (not an encoded event) with every secret value and key pattern replaced: for
+    /// what is shown as it happens, such as a model's streamed text. A secret split across two
+    /// pieces of text is not seen; the log, written from whole events, still redacts it.
+    public func redactText(_ text: String) -> String {
+        var result = text
+        for (rule, secret) in values where !secret.isEmpty && result.contains(secret) {
+            result = result.replacingOccurrences(of: secret, with: placeholder(secret, rule: rule))
+        }
+        for (rule, literals, regex) in Self.patterns where literals.contains(where: { result.contains($0) }) {
+            while let range = regex.firstRange(in: result) {
+                let secret = String(result[range])
+                result.replaceSubrange(range, with: placeholder(secret, rule: rule))
+            }
+        }
+        return result
+    }
+
     /// `line` (one encoded event) with every secret replaced, or nil when it holds none.
     func redact(_ line: String) -> String? {
         var text = line

@@ -11,15 +11,20 @@ public final class RunRecorder {
     /// The step the next events belong to.
     public var step: Int
     private let clock: @Sendable () -> Int
+    private let observe: ((Event) -> Void)?
     private var digester = StateDigester()
 
     /// Records into `writer`, timestamping events with `clock` (microseconds since the epoch).
-    /// `state` is the fold of what the log already holds (empty for a new log).
-    public init(writer: LogWriter, state: RunState = RunState(), clock: @escaping @Sendable () -> Int) {
+    /// `state` is the fold of what the log already holds (empty for a new log). `observe` is
+    /// told of each event once it is written.
+    public init(
+        writer: LogWriter, state: RunState = RunState(), clock: @escaping @Sendable () -> Int, observe: ((Event) -> Void)? = nil
+    ) {
         self.writer = writer
         self.state = state
         self.step = state.step
         self.clock = clock
+        self.observe = observe
     }
 
     /// Appends an event for the current step and folds it into `state`.
@@ -27,8 +32,12 @@ public final class RunRecorder {
     public func record(_ payload: EventPayload) throws -> Event {
         let event = try writer.append(payload, step: step, timeUs: clock())
         digester.track(RunState.reduce(into: &state, event))
+        observe?(event)
         // A signing writer adds signature events; the live state folds them as a replay will.
-        for signature in writer.takeSignatureEvents() { digester.track(RunState.reduce(into: &state, signature)) }
+        for signature in writer.takeSignatureEvents() {
+            digester.track(RunState.reduce(into: &state, signature))
+            observe?(signature)
+        }
         return event
     }
 

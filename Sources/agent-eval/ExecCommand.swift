@@ -2,6 +2,7 @@ import AgentRuntime
 import ArgumentParser
 import Foundation
 import MCPTools
+import Synchronization
 import TraceCore
 import TraceLog
 
@@ -77,6 +78,14 @@ struct ExecCommand: AsyncParsableCommand {
     @Flag(help: "Print a machine-readable summary as JSON.")
     var json = false
 
+    @Flag(
+        help: """
+            Print each event as it is recorded, and the model's text as it streams in, before the summary. \
+            With --json: one JSON object a line, {"event": <the event as logged>} or {"text": "<model text>"}, \
+            then the summary.
+            """)
+    var stream = false
+
     func validate() throws {
         switch (input, resume) {
         case (nil, nil): throw ValidationError("give --input for a new run, or --resume with a stopped run's log")
@@ -96,8 +105,14 @@ struct ExecCommand: AsyncParsableCommand {
         let interrupted: Int32?
         do {
             let signer = try signKey.map { path throws(LogError) in try LogSigner(keyFile: path) }
+            var environment = RuntimeEnvironment.live
+            if stream {
+                let printer = StreamPrinter(json: json)
+                environment.observe = { printer.show($0) }
+            }
             let runtime = AgentRuntime(
-                agent: try AgentFile.load(path: agent, models: try models.options(), servers: MCPServers()), signer: signer)
+                agent: try AgentFile.load(path: agent, models: try models.options(), servers: MCPServers()), environment: environment,
+                signer: signer)
             let (resume, approve, deny, approver) = (self.resume, self.approve, self.deny, self.approver)
             let (input, actor, route) = (self.input, self.actor, self.route)
             let id = runId ?? RuntimeEnvironment.live.makeRunId()
@@ -154,5 +169,42 @@ struct ExecCommand: AsyncParsableCommand {
             lines.append("resume: agent-eval exec --agent \(agentPath) --resume \(outcome.logPath) \(approvals)")
         }
         return lines
+    }
+}
+
+/// `exec --stream`: events and model text as they happen, from whichever task records them.
+final class StreamPrinter: Sendable {
+    let json: Bool
+    /// Whether the last thing printed was model text without its line end.
+    private let midLine = Mutex(false)
+
+    init(json: Bool) {
+        self.json = json
+    }
+
+    func show(_ update: RunUpdate) {
+        midLine.withLock { midLine in
+            switch update {
+            case .event(let event):
+                if midLine { print("") }
+                midLine = false
+                if json {
+                    print("{\"event\":" + String(decoding: event.encodedLine(), as: UTF8.self) + "}")
+                } else {
+                    say(event.summaryLine)
+                }
+            case .modelText(let text):
+                if json {
+                    printJSON(["text": .string(text)])
+                } else {
+                    if !midLine { print("model     ", terminator: "") }
+                    print(terminalSafe(text), terminator: "")
+                    midLine = !text.hasSuffix("\n")
+                }
+            case .finished:
+                break
+            }
+            fflush(nil)  // all streams: the line is out before the run goes on
+        }
     }
 }

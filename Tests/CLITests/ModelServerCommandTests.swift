@@ -127,6 +127,36 @@ struct ModelServerCommandTests {
         #expect(stop.first?.error?.hasPrefix("interrupted") == true, "\(stop.first?.error ?? "")")
     }
 
+    @Test("exec --stream prints each event and the model's text as they come; with --json, one JSON object a line")
+    func stream() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let server = try LocalModelServer()
+        defer { server.stop() }
+        let common = [
+            "exec", "--agent", ExampleRuns.agentPath("support"), "--input", "Where is order A-1042?", "--model", "anthropic:local-model",
+            "--base-url", server.baseURL("agent"), "--stream",
+        ]
+        let text = try agentEval(common + ["--log", directory.path("text.jsonl.gz")])
+        #expect(text.status == 0, "\(text.stderr)")
+        let lines = text.stdoutText.split(separator: "\n").map(String.init)
+        #expect(lines.first?.contains("run_started") == true)
+        #expect(lines.contains("model     Looking it up."), "\(text.stdoutText)")
+        #expect(lines.contains("model     Order A-1042 is delivered."))
+        #expect(lines.filter { $0.hasPrefix("#") }.count == (try Self.events(directory.path("text.jsonl.gz"))).count)
+        #expect(lines.contains("stopped: success"))
+
+        let json = try agentEval(common + ["--json", "--log", directory.path("json.jsonl.gz")])
+        #expect(json.status == 0, "\(json.stderr)")
+        let objects = try json.stdoutText.split(separator: "\n").map { line in
+            try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        }
+        let streamed = objects.compactMap { $0["event"] as? [String: Any] }
+        #expect(streamed.map { $0["seq"] as? Int } == (try Self.events(directory.path("json.jsonl.gz"))).map(\.sequence))
+        #expect(objects.compactMap { $0["text"] as? String }.joined() == "Looking it up.Order A-1042 is delivered.")
+        #expect(objects.last?["stop_reason"] as? String == "success", "the summary comes last: \(objects.last ?? [:])")
+    }
+
     static func events(_ path: String) throws -> [Event] {
         var events: [Event] = []
         _ = try LogReader(path: path).forEachEvent { events.append($0.event) }

@@ -106,6 +106,9 @@ public struct RuntimeEnvironment: Sendable {
     public var sleep: @Sendable (Int) async throws -> Void
     /// A new run id.
     public var makeRunId: @Sendable () -> String
+    /// Told of every event as it is recorded and of the model's streamed text; nil for no one
+    /// (see `AgentRuntime.updates`).
+    public var observe: (@Sendable (RunUpdate) -> Void)?
 
     public init(
         now: @escaping @Sendable () -> Int, clock: any Clock<Duration> = ContinuousClock(),

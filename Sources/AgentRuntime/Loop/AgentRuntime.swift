@@ -75,7 +75,10 @@ public struct AgentRuntime: Sendable {
             throw RuntimeError(.log, "cannot create the log: \(error)", path: path)
         }
         let session = RunSession(
-            agent: agent, environment: environment, recorder: RunRecorder(writer: writer, clock: environment.now), contents: [:])
+            agent: agent, environment: environment,
+            recorder: RunRecorder(
+                writer: writer, clock: environment.now, observe: environment.observe.map { observe in { observe(.event($0)) } }),
+            contents: [:])
         return try await session.drive(path: path) {
             try session.start(goal: goal, actor: actor ?? agent.actor, route: route ?? agent.route)
             try await session.loop()
@@ -130,7 +133,10 @@ public struct AgentRuntime: Sendable {
                 hint: "give an approval or a refusal for each waiting call")
         }
         let session = RunSession(
-            agent: agent, environment: environment, recorder: RunRecorder(writer: writer, state: state, clock: environment.now),
+            agent: agent, environment: environment,
+            recorder: RunRecorder(
+                writer: writer, state: state, clock: environment.now,
+                observe: environment.observe.map { observe in { observe(.event($0)) } }),
             contents: contents)
         return try await session.drive(path: path) {
             try await session.resume(approvals: approvals)

@@ -1,0 +1,58 @@
+public import TraceCore
+
+/// What an observer of a live run is told, as it happens.
+public enum RunUpdate: Sendable {
+    /// An event, just recorded (in the log's order; the log holds it already, durable by the
+    /// agent's durability settings).
+    case event(Event)
+    /// A piece of the model's text as it streams in (models over HTTP with `stream: true`).
+    /// A retried request streams its text again.
+    case modelText(String)
+    /// The run has stopped and its log is closed: the last update.
+    case finished(RunOutcome)
+}
+
+/// Where a model client that streams sends its text as it arrives: set by the runtime around
+/// each model request when someone observes the run (`RuntimeEnvironment.observe`), nil
+/// otherwise. Model clients call it with each new piece of text.
+public enum ModelTextObserver {
+    @TaskLocal public static var current: (@Sendable (String) -> Void)?
+}
+
+extension AgentRuntime {
+    /// Runs the agent like `run`, as a sequence of updates: every event as it is recorded, the
+    /// model's streamed text, and the outcome last. Ending the iteration early (or cancelling
+    /// the task that iterates) interrupts the run, which stops with a recorded reason and a
+    /// whole log. Errors that keep the run from starting (a log that cannot be written, an MCP
+    /// server that does not start) end the sequence by throwing.
+    ///
+    /// ```swift
+    /// for try await update in runtime.updates(goal: "Refund order A-1042", log: "runs/a.jsonl.gz") {
+    ///     if case .event(let event) = update { print(event.summaryLine) }
+    /// }
+    /// ```
+    public func updates(
+        goal: String, log path: String, runId: String? = nil, actor: String? = nil, route: String? = nil
+    ) -> AsyncThrowingStream<RunUpdate, any Error> {
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: RunUpdate.self)
+        var observed = self
+        let previous = environment.observe
+        observed.environment.observe = { update in
+            previous?(update)
+            continuation.yield(update)
+        }
+        let task = Task {
+            do {
+                let outcome = try await observed.run(goal: goal, log: path, runId: runId, actor: actor, route: route)
+                continuation.yield(.finished(outcome))
+                continuation.finish()
+            } catch {
+                continuation.finish(throwing: error)
+            }
+        }
+        continuation.onTermination = { termination in
+            if case .cancelled = termination { task.cancel() }
+        }
+        return stream
+    }
+}
