@@ -61,6 +61,38 @@ struct ModelServerCommandTests {
         #expect(!live.stdoutText.contains(Self.key) && !live.stderr.contains(Self.key))
     }
 
+    @Test("run gates a live case of the example agent against a local server, then again from the cassette with it stopped")
+    func suiteRecordThenReplay() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let server = try LocalModelServer()
+        try FileManager.default.createDirectory(atPath: directory.path("cases"), withIntermediateDirectories: true)
+        try """
+        caseId: where-is-my-order
+        agent: \(ExampleRuns.agentPath("support"))
+        input: Where is order A-1042?
+        expected:
+          toolsCalled: [lookup_order]
+          toolsNotCalled: [refund_order, delete_customer]
+          arguments:
+            lookup_order: {order_id: A-1042}
+          stopReason: success
+          answer: {contains: delivered}
+        """.write(toFile: directory.path("cases/where.yaml"), atomically: true, encoding: .utf8)
+        let common = ["run", directory.path("cases"), "--model", "anthropic:local-model", "--cassette", directory.path("cassette")]
+        let live = try agentEval(
+            common + [
+                "--base-url", server.baseURL("agent"), "--record", "new", "--jobs", "2", "--repeat", "2", "--out", directory.path("live"),
+            ])
+        server.stop()
+        #expect(live.status == 0, "\(live.stdoutText)\n\(live.stderr)")
+        #expect(live.stdoutText.contains("1 passed"), "\(live.stdoutText)")
+
+        let replayed = try agentEval(common + ["--base-url", "http://127.0.0.1:9/v1", "--out", directory.path("replayed")])
+        #expect(replayed.status == 0, "\(replayed.stdoutText)\n\(replayed.stderr)")
+        #expect(replayed.stdoutText.contains("1 passed"), "\(replayed.stdoutText)")
+    }
+
     @Test("a request the cassette never saw is an error naming the nearest recording and the field")
     func strictReplayMiss() throws {
         let directory = try TemporaryDirectory()
