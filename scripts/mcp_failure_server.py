@@ -9,6 +9,7 @@ Written with the official `mcp` package (scripts/mcp_venv installs it). Its tool
   garbage()         writes a line that is not JSON-RPC to stdout, then answers
   slow(ms)          answers after ms milliseconds
   counter()         1, 2, 3… per process: shows when the server was started again
+  ping_client()     pings the client, and answers when the client answered
 
 Flags: --exit-at-start (exits with status 2 before answering anything), --banner (prints a
 line that is not JSON-RPC before answering), --silent (never answers initialize).
@@ -30,7 +31,7 @@ if "--silent" in sys.argv:
 if "--banner" in sys.argv:
     os.write(1, b"Welcome to the failure server!\n")
 
-from mcp.server.mcpserver import MCPServer  # noqa: E402
+from mcp.server.mcpserver import Context, MCPServer  # noqa: E402
 from mcp.server.mcpserver.exceptions import ToolError  # noqa: E402
 
 server = MCPServer("failure-server")
@@ -82,6 +83,13 @@ def counter() -> int:
     """Counts the calls this process has answered."""
     calls["count"] += 1
     return calls["count"]
+
+
+@server.tool()
+async def ping_client(ctx: Context) -> str:
+    """Pings the client, and answers when the client answered."""
+    await ctx.session.send_ping()
+    return "the client answered the ping"
 
 
 if __name__ == "__main__":

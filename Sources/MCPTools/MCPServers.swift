@@ -110,6 +110,8 @@ final class MCPConnection: ToolServerConnection {
             throw MCPToolError(error.message)
         }
         let client = Client(name: clientInfo.name, version: clientInfo.version)
+        // The protocol lets either side ping; the SDK's client does not answer one by itself.
+        await client.withMethodHandler(Ping.self) { _ in Empty() }
         let transport = ProcessTransport(server: server)
         let ending = await Race.first(timeoutMs: settings.startTimeoutMs, server: server) {
             try await client.connect(transport: transport)

@@ -109,6 +109,10 @@ struct MCPServerTests {
         #expect(garbled.error?.contains("not a JSON-RPC message: \"this is not json\"") == true, "\(garbled.error ?? "")")
 
         #expect(try await connection.invoke(Self.request("echo", ["text": "still here"])).status == .ok)
+
+        // The server may ping its client in the middle of a call; the client answers.
+        let pinged = try await connection.invoke(Self.request("ping_client", timeoutMs: 5_000))
+        #expect(pinged.status == .ok, "\(pinged.error ?? "")")
     }
 
     @Test("a server that exits at start, never answers, or prints a banner on stdout: a clear error at start, with its stderr")
