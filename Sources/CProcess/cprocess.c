@@ -53,3 +53,13 @@ int cprocess_open_pty(char *name, unsigned long size) {
     strcpy(name, path);
     return controller;
 }
+
+int cprocess_addclosefrom(posix_spawn_file_actions_t *actions, int from) {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+    return posix_spawn_file_actions_addclosefrom_np(actions, from);
+#else
+    (void)actions;
+    (void)from;
+    return ENOSYS;
+#endif
+}

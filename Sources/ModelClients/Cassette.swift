@@ -176,8 +176,10 @@ public final class Cassette: Sendable {
     }
 
     /// Writes through a new file renamed over the old one, so a reader never sees half a file.
+    /// The new file's name is unique to the write: runs of one `--jobs` process record the same
+    /// interaction at the same time, and each rename must find its own file.
     static func write(_ bytes: [UInt8], to path: String) throws {
-        let temporary = path + ".tmp-\(getpid())"
+        let temporary = path + ".tmp-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
         guard FileManager.default.createFile(atPath: temporary, contents: Data(bytes)) else {
             throw ModelClientError(.configuration, "cannot write \(temporary)")
         }

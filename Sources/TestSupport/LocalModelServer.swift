@@ -52,9 +52,18 @@ public final class LocalModelServer: Sendable {
         }
     }
 
+    /// Closes the server's input, which ends it; if it is still there after 5 s (something else
+    /// holds its input open), terminates it. Polls rather than `waitUntilExit`, which spins a
+    /// thread of the cooperative pool on Linux.
     public func stop() {
         try? input.fileHandleForWriting.close()
-        process.waitUntilExit()
+        var waited = 0
+        while process.isRunning && waited < 5_000 {
+            usleep(10_000)
+            waited += 10
+        }
+        if process.isRunning { process.terminate() }
+        while process.isRunning { usleep(10_000) }
         try? FileManager.default.removeItem(atPath: requestLog)
     }
 

@@ -29,7 +29,6 @@ struct MCPServerTests {
     @Test("mcp-server-time: its identity, its tools with schemas and read hints, and a call's structured result")
     func timeServer() async throws {
         let connection = try await MCPServers().connect(Self.settings("time", try MCPTestServers.timeServer()))
-        defer { Task { await connection.close() } }
         #expect(connection.identity.serverName == "mcp-time")
         #expect(connection.identity.kind == "mcp")
         #expect(!connection.identity.serverVersion.isEmpty)
@@ -43,6 +42,7 @@ struct MCPServerTests {
         let target = outcome.output?["structuredContent"]?["target"]?["datetime"]?.stringValue ?? ""
         #expect(target.hasSuffix("T21:00:00+09:00"), "\(String(describing: outcome.output))")
         #expect(outcome.output?["content"]?.arrayValue?.first?["type"] == "text")
+        await connection.close()
     }
 
     @Test("mcp-server-git on a repository the test makes: the log of its one commit")
@@ -60,19 +60,18 @@ struct MCPServerTests {
             #expect(result.status == 0, "git \(arguments): \(result.stderr)")
         }
         let connection = try await MCPServers().connect(Self.settings("git", try MCPTestServers.gitServer(repository: repository)))
-        defer { Task { await connection.close() } }
         #expect(connection.identity.serverName == "mcp-git")
         #expect(connection.tools.map(\.name).contains("git_log"))
         let outcome = try await connection.invoke(Self.request("git_log", ["repo_path": .string(repository)]))
         #expect(outcome.status == .ok, "\(outcome.error ?? "")")
         let text = outcome.output?["content"]?.arrayValue?.first?["text"]?.stringValue ?? ""
         #expect(text.contains("First commit from the test"), "\(text)")
+        await connection.close()
     }
 
     @Test("a tool that reports isError, a crash, a hang and a line that is not JSON-RPC: each a recorded error, and the next call works")
     func failures() async throws {
         let connection = try await MCPServers().connect(Self.settings("broken", try MCPTestServers.failureServer()))
-        defer { Task { await connection.close() } }
 
         let echoed = try await connection.invoke(Self.request("echo", ["text": "héllo"]))
         #expect(echoed.status == .ok)
@@ -113,6 +112,7 @@ struct MCPServerTests {
         // The server may ping its client in the middle of a call; the client answers.
         let pinged = try await connection.invoke(Self.request("ping_client", timeoutMs: 5_000))
         #expect(pinged.status == .ok, "\(pinged.error ?? "")")
+        await connection.close()
     }
 
     @Test("a server that exits at start, never answers, or prints a banner on stdout: a clear error at start, with its stderr")

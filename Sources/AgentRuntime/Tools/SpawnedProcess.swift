@@ -48,6 +48,10 @@ public struct SpawnedProcess: Sendable {
         posix_spawn_file_actions_adddup2(&actions, stdinPipe[0], 0)
         posix_spawn_file_actions_adddup2(&actions, stdoutPipe[1], 1)
         posix_spawn_file_actions_adddup2(&actions, stderrPipe[1], 2)
+        // Only stdin, stdout and stderr: a long-lived server that kept a copy of another pipe's
+        // write end (a descriptor opened without close-on-exec elsewhere in this process) would
+        // keep that pipe's reader from ever seeing its end.
+        _ = cprocess_addclosefrom(&actions, 3)
         if let directory, cprocess_addchdir(&actions, directory) != 0 {
             for fd in stdinPipe + stdoutPipe + stderrPipe { close(fd) }
             throw Failure(message: "cannot run in \(directory): this C library cannot set a child's directory")

@@ -11,6 +11,11 @@ int cprocess_pipe_cloexec(int fds[2]);
 /// returns ENOSYS elsewhere.
 int cprocess_addchdir(posix_spawn_file_actions_t *actions, const char *path);
 
+/// posix_spawn_file_actions_addclosefrom_np(actions, from) where the C library has it
+/// (glibc 2.34+): the child gets only the descriptors below `from`, not whatever this process
+/// has open without close-on-exec (sockets, other programs' pipes). Returns ENOSYS elsewhere.
+int cprocess_addclosefrom(posix_spawn_file_actions_t *actions, int from);
+
 /// The process's environment, as posix_spawn wants it (`environ` is not visible to Swift on
 /// every platform).
 char *const *cprocess_environment(void);
