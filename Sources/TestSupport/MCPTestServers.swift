@@ -9,31 +9,40 @@ public enum MCPTestServers {
         public var description: String
     }
 
-    private static let made = Mutex<Result<String, Unavailable>?>(nil)
+    /// The one installation of this process, shared by every test that asks.
+    private static let installation = Mutex<Task<String, any Error>?>(nil)
 
-    /// The virtual environment's folder; throws, saying why, when it cannot be made.
-    public static func environment() throws -> String {
-        try made.withLock { made in
-            if let made { return try made.get() }
-            let result = Result { () throws(Unavailable) in try makeEnvironment() }
-            made = result
-            return try result.get()
+    /// The virtual environment's folder; throws, saying why, when it cannot be made. The first
+    /// call installs it (about 15 s) on a thread of its own, so tests waiting for it never hold
+    /// a thread of the cooperative pool that other tests need.
+    public static func environment() async throws -> String {
+        let task = installation.withLock { current -> Task<String, any Error> in
+            if let current { return current }
+            let task = Task<String, any Error> {
+                try await withCheckedThrowingContinuation { continuation in
+                    let thread = Thread { continuation.resume(with: Result { try makeEnvironment() }) }
+                    thread.start()
+                }
+            }
+            current = task
+            return task
         }
+        return try await task.value
     }
 
     /// `[python, scripts/mcp_failure_server.py] + flags`.
-    public static func failureServer(_ flags: [String] = []) throws -> [String] {
-        [try environment() + "/bin/python", scripts.appendingPathComponent("mcp_failure_server.py").path] + flags
+    public static func failureServer(_ flags: [String] = []) async throws -> [String] {
+        [try await environment() + "/bin/python", scripts.appendingPathComponent("mcp_failure_server.py").path] + flags
     }
 
     /// `mcp-server-time` with UTC as its local zone.
-    public static func timeServer() throws -> [String] {
-        [try environment() + "/bin/mcp-server-time", "--local-timezone", "UTC"]
+    public static func timeServer() async throws -> [String] {
+        [try await environment() + "/bin/mcp-server-time", "--local-timezone", "UTC"]
     }
 
     /// `mcp-server-git` on `repository`.
-    public static func gitServer(repository: String) throws -> [String] {
-        [try environment() + "/bin/mcp-server-git", "--repository", repository]
+    public static func gitServer(repository: String) async throws -> [String] {
+        [try await environment() + "/bin/mcp-server-git", "--repository", repository]
     }
 
     static var scripts: URL { ExampleRuns.fixtures.deletingLastPathComponent().appendingPathComponent("scripts") }

@@ -8,10 +8,10 @@ import Testing
 @Suite("exec, replay and run with an MCP server")
 struct MCPCommandTests {
     @Test("exec records the server, replay shows it, run passes a case on its calls")
-    func execReplayRun() throws {
+    func execReplayRun() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let time = try MCPTestServers.timeServer().map { "\"\($0)\"" }.joined(separator: ", ")
+        let time = try await MCPTestServers.timeServer().map { "\"\($0)\"" }.joined(separator: ", ")
         try """
         name: clock
         model: {script: clock.model.yaml}
@@ -49,10 +49,10 @@ struct MCPCommandTests {
     }
 
     @Test("a server that cannot start stops exec with exit 2, the agent file's place and the server's last words")
-    func serverThatCannotStart() throws {
+    func serverThatCannotStart() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let broken = try MCPTestServers.failureServer(["--exit-at-start"]).map { "\"\($0)\"" }.joined(separator: ", ")
+        let broken = try await MCPTestServers.failureServer(["--exit-at-start"]).map { "\"\($0)\"" }.joined(separator: ", ")
         try """
         name: clock
         model: {script: clock.model.yaml}

@@ -28,7 +28,7 @@ struct MCPServerTests {
 
     @Test("mcp-server-time: its identity, its tools with schemas and read hints, and a call's structured result")
     func timeServer() async throws {
-        let connection = try await MCPServers().connect(Self.settings("time", try MCPTestServers.timeServer()))
+        let connection = try await MCPServers().connect(Self.settings("time", try await MCPTestServers.timeServer()))
         #expect(connection.identity.serverName == "mcp-time")
         #expect(connection.identity.kind == "mcp")
         #expect(!connection.identity.serverVersion.isEmpty)
@@ -59,7 +59,7 @@ struct MCPServerTests {
             let result = try Subprocess.run("/usr/bin/env", ["git", "-C", repository] + arguments)
             #expect(result.status == 0, "git \(arguments): \(result.stderr)")
         }
-        let connection = try await MCPServers().connect(Self.settings("git", try MCPTestServers.gitServer(repository: repository)))
+        let connection = try await MCPServers().connect(Self.settings("git", try await MCPTestServers.gitServer(repository: repository)))
         #expect(connection.identity.serverName == "mcp-git")
         #expect(connection.tools.map(\.name).contains("git_log"))
         let outcome = try await connection.invoke(Self.request("git_log", ["repo_path": .string(repository)]))
@@ -71,7 +71,7 @@ struct MCPServerTests {
 
     @Test("a tool that reports isError, a crash, a hang and a line that is not JSON-RPC: each a recorded error, and the next call works")
     func failures() async throws {
-        let connection = try await MCPServers().connect(Self.settings("broken", try MCPTestServers.failureServer()))
+        let connection = try await MCPServers().connect(Self.settings("broken", try await MCPTestServers.failureServer()))
 
         let echoed = try await connection.invoke(Self.request("echo", ["text": "héllo"]))
         #expect(echoed.status == .ok)
@@ -118,20 +118,21 @@ struct MCPServerTests {
     @Test("a server that exits at start, never answers, or prints a banner on stdout: a clear error at start, with its stderr")
     func startFailures() async throws {
         await #expect {
-            _ = try await MCPServers().connect(Self.settings("s", try MCPTestServers.failureServer(["--exit-at-start"])))
+            _ = try await MCPServers().connect(Self.settings("s", try await MCPTestServers.failureServer(["--exit-at-start"])))
         } throws: { error in
             let message = (error as? any Diagnostic)?.message ?? ""
             return message.contains("exited with status 2") && message.contains("refusing to start")
         }
         let started = ContinuousClock.now
         await #expect {
-            _ = try await MCPServers().connect(Self.settings("s", try MCPTestServers.failureServer(["--silent"]), startTimeoutMs: 1_500))
+            _ = try await MCPServers().connect(
+                Self.settings("s", try await MCPTestServers.failureServer(["--silent"]), startTimeoutMs: 1_500))
         } throws: { error in
             ((error as? any Diagnostic)?.message ?? "").contains("did not answer initialize within 1500 ms")
         }
         #expect(ContinuousClock.now - started < .seconds(20))
         await #expect {
-            _ = try await MCPServers().connect(Self.settings("s", try MCPTestServers.failureServer(["--banner"])))
+            _ = try await MCPServers().connect(Self.settings("s", try await MCPTestServers.failureServer(["--banner"])))
         } throws: { error in
             ((error as? any Diagnostic)?.message ?? "").contains("not a JSON-RPC message: \"Welcome to the failure server!\"")
         }
@@ -143,9 +144,9 @@ struct MCPServerTests {
     }
 
     /// An agent file in `directory` whose tools are two MCP servers, and its scripted model.
-    static func writeAgent(in directory: TemporaryDirectory, policy: String = "", decisions: String) throws -> String {
-        let time = try MCPTestServers.timeServer().map { "\"\($0)\"" }.joined(separator: ", ")
-        let broken = try MCPTestServers.failureServer().map { "\"\($0)\"" }.joined(separator: ", ")
+    static func writeAgent(in directory: TemporaryDirectory, policy: String = "", decisions: String) async throws -> String {
+        let time = try await MCPTestServers.timeServer().map { "\"\($0)\"" }.joined(separator: ", ")
+        let broken = try await MCPTestServers.failureServer().map { "\"\($0)\"" }.joined(separator: ", ")
         try """
         name: clock
         instructions: Answer questions about time zones.
@@ -168,7 +169,7 @@ struct MCPServerTests {
     func runAndRerun() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let path = try Self.writeAgent(
+        let path = try await Self.writeAgent(
             in: directory,
             policy: """
                 policy:
@@ -249,7 +250,7 @@ struct MCPServerTests {
         }
 
         // Names only a server can answer are checked when it starts: a rule naming a tool it lacks.
-        let time = try MCPTestServers.timeServer().map { "\"\($0)\"" }.joined(separator: ", ")
+        let time = try await MCPTestServers.timeServer().map { "\"\($0)\"" }.joined(separator: ", ")
         let agent = try load(
             "name: a\nmodel: {script: m.yaml}\nmcp_servers:\n  time:\n    command: [\(time)]\npolicy:\n  rules:\n"
                 + "    - {id: r, verdict: deny, when: {tool: get_curent_time}}\n")
