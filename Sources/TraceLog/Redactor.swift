@@ -90,13 +90,18 @@ public struct Redactor: Sendable, Hashable {
         for (rule, secret) in values where !secret.isEmpty && result.contains(secret) {
             result = result.replacingOccurrences(of: secret, with: placeholder(secret, rule: rule))
         }
-        for (rule, literals, regex) in Self.patterns where literals.contains(where: { result.contains($0) }) {
-            while let range = regex.firstRange(in: result) {
-                let secret = String(result[range])
-                result.replaceSubrange(range, with: placeholder(secret, rule: rule))
+        replacePatterns(in: &result)
+        return result
+    }
+
+    /// Replaces what the always-on patterns find in `text`.
+    private func replacePatterns(in text: inout String) {
+        for (rule, literals, regex) in Self.patterns where literals.contains(where: { text.contains($0) }) {
+            while let range = regex.firstRange(in: text) {
+                let secret = String(text[range])
+                text.replaceSubrange(range, with: placeholder(secret, rule: rule))
             }
         }
-        return result
     }
 
     /// `line` (one encoded event) with every secret replaced, or nil when it holds none.
@@ -110,12 +115,7 @@ public struct Redactor: Sendable, Hashable {
         for name in memberNames {
             text = redactMember(name, in: text)
         }
-        for (rule, literals, regex) in Self.patterns where literals.contains(where: { text.contains($0) }) {
-            while let range = regex.firstRange(in: text) {
-                let secret = String(text[range])
-                text.replaceSubrange(range, with: placeholder(secret, rule: rule))
-            }
-        }
+        replacePatterns(in: &text)
         return text == line ? nil : text
     }
 

@@ -502,10 +502,12 @@ public enum AgentFile {
                 var condition = try when.mapping("\(what) when")
                 if let toolNode = condition.optional("tool") {
                     rule.tools = try toolNode.strings("\(what) tool").map(Glob.init)
-                    for glob in rule.tools where glob.isLiteral && tools[glob.pattern] == nil && !servers.isEmpty {
-                        references.append(ToolReference(name: glob.pattern, location: toolNode.location, what: what))
-                    }
-                    for glob in rule.tools where glob.isLiteral && tools[glob.pattern] == nil && servers.isEmpty {
+                    for glob in rule.tools where glob.isLiteral && tools[glob.pattern] == nil {
+                        // A server may offer it: checked when the servers have listed their tools.
+                        guard servers.isEmpty else {
+                            references.append(ToolReference(name: glob.pattern, location: toolNode.location, what: what))
+                            continue
+                        }
                         throw ConfigError(
                             .invalidValue, "\(what) names the tool \"\(glob.pattern)\", which the agent does not have",
                             at: toolNode.location,

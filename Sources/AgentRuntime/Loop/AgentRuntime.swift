@@ -76,8 +76,7 @@ public struct AgentRuntime: Sendable {
         }
         let session = RunSession(
             agent: agent, environment: environment,
-            recorder: RunRecorder(
-                writer: writer, clock: environment.now, observe: environment.observe.map { observe in { observe(.event($0)) } }),
+            recorder: RunRecorder(writer: writer, clock: environment.now, observe: environment.eventObserver),
             contents: [:])
         return try await session.drive(path: path) {
             try session.start(goal: goal, actor: actor ?? agent.actor, route: route ?? agent.route)
@@ -134,9 +133,7 @@ public struct AgentRuntime: Sendable {
         }
         let session = RunSession(
             agent: agent, environment: environment,
-            recorder: RunRecorder(
-                writer: writer, state: state, clock: environment.now,
-                observe: environment.observe.map { observe in { observe(.event($0)) } }),
+            recorder: RunRecorder(writer: writer, state: state, clock: environment.now, observe: environment.eventObserver),
             contents: contents)
         return try await session.drive(path: path) {
             try await session.resume(approvals: approvals)

@@ -19,6 +19,13 @@ public enum ModelTextObserver {
     @TaskLocal public static var current: (@Sendable (String) -> Void)?
 }
 
+extension RuntimeEnvironment {
+    /// `observe` as the recorder wants it: told of each event written.
+    var eventObserver: ((Event) -> Void)? {
+        observe.map { observe in { observe(.event($0)) } }
+    }
+}
+
 extension AgentRuntime {
     /// Runs the agent like `run`, as a sequence of updates: every event as it is recorded, the
     /// model's streamed text, and the outcome last. Ending the iteration early (or cancelling
