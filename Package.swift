@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "Replay", targets: ["Replay"]),
         .library(name: "ModelClients", targets: ["ModelClients"]),
         .library(name: "MCPTools", targets: ["MCPTools"]),
+        .library(name: "Catalog", targets: ["Catalog"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -28,6 +29,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         // Pre-1.0: minor versions may break the API, so only patch releases are taken.
         .package(url: "https://github.com/modelcontextprotocol/swift-sdk", .upToNextMinor(from: "0.12.1")),
     ],
@@ -92,6 +94,13 @@ let package = Package(
             dependencies: ["TraceCore", "TraceLog", "ConfigFile", "AgentRuntime"],
             swiftSettings: strictSettings
         ),
+        // Layer 3: the SQLite catalog: runs, tool calls, eval results and the eval fact cache,
+        // derived from logs. The only module that imports GRDB.
+        .target(
+            name: "Catalog",
+            dependencies: ["TraceCore", "TraceLog", "ConfigFile", "EvalEngine", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strictSettings
+        ),
         // Layer 3: replay: step-by-step rebuild with digest checks, the step index, diff, re-run.
         .target(
             name: "Replay",
@@ -103,7 +112,7 @@ let package = Package(
             name: "agent-eval",
             dependencies: [
                 "TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "EvalEngine", "Replay", "ModelClients", "MCPTools",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "Catalog", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSettings
         ),
@@ -189,6 +198,11 @@ let package = Package(
         .testTarget(
             name: "EvalEngineTests",
             dependencies: ["TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "EvalEngine", "TestSupport"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "CatalogTests",
+            dependencies: ["TraceCore", "TraceLog", "AgentRuntime", "EvalEngine", "Catalog", "TestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -2,7 +2,7 @@ public import AgentRuntime
 import Foundation
 import MCP
 import Synchronization
-public import TraceCore
+import TraceCore
 
 /// Starts MCP servers over stdio for agent files' `mcp_servers` (docs/mcp.md). The only type
 /// of this project that imports the MCP SDK; the runtime sees `ToolServerConnector`.

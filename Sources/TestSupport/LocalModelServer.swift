@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// `scripts/model_server.py` on 127.0.0.1: a real HTTP server speaking OpenAI Chat
 /// Completions and Anthropic Messages, started by a test and stopped when it is done

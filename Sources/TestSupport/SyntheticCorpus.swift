@@ -26,8 +26,12 @@ public struct SyntheticCorpus {
     /// `step_ended` carries the real digest of the state (the random one in the run's events is
     /// replaced), and a reader that checks digests accepts the log.
     public static func record(_ run: Run, into writer: LogWriter, clock: SteppingClock) throws {
-        let recorder = RunRecorder(writer: writer, clock: { clock.now() })
-        for (payload, step) in run.events {
+        try record(run.events, with: RunRecorder(writer: writer, clock: { clock.now() }))
+    }
+
+    /// Records `events` through `recorder`: part of a run, which later calls can continue.
+    public static func record(_ events: some Sequence<(payload: EventPayload, step: Int)>, with recorder: RunRecorder) throws {
+        for (payload, step) in events {
             recorder.step = step
             if case .stepEnded = payload {
                 try recorder.endStep()

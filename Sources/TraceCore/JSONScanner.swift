@@ -284,7 +284,7 @@ public struct JSONKey {
     }
 }
 
-/// The member names of one object seen so far, to reject duplicates. The first 16 plain names
+/// The member names of one object seen so far, to reject duplicates. The first 15 plain names
 /// live in inline storage (no allocation); more, or names with escapes, go to arrays.
 struct SeenKeys {
     private var inline:
@@ -295,6 +295,17 @@ struct SeenKeys {
             UnsafeBufferPointer<UInt8>?, UnsafeBufferPointer<UInt8>?, UnsafeBufferPointer<UInt8>?, UnsafeBufferPointer<UInt8>?
         ) = (nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil)
     private var inlineCount = 0
+    /// The slots a bound view of `inline` holds: its last element is not padded to a full
+    /// stride, so one fewer than the tuple has (an object's 16th name once trapped here).
+    private static let inlineCapacity =
+        MemoryLayout<
+            (
+                UnsafeBufferPointer<UInt8>?, UnsafeBufferPointer<UInt8>?, UnsafeBufferPointer<UInt8>?, UnsafeBufferPointer<UInt8>?,
+                UnsafeBufferPointer<UInt8>?, UnsafeBufferPointer<UInt8>?, UnsafeBufferPointer<UInt8>?, UnsafeBufferPointer<UInt8>?,
+                UnsafeBufferPointer<UInt8>?, UnsafeBufferPointer<UInt8>?, UnsafeBufferPointer<UInt8>?, UnsafeBufferPointer<UInt8>?,
+                UnsafeBufferPointer<UInt8>?, UnsafeBufferPointer<UInt8>?, UnsafeBufferPointer<UInt8>?, UnsafeBufferPointer<UInt8>?
+            )
+        >.size / MemoryLayout<UnsafeBufferPointer<UInt8>?>.stride
     private var overflow: [UnsafeBufferPointer<UInt8>] = []
     private var decoded: [String] = []
 
@@ -313,7 +324,7 @@ struct SeenKeys {
             guard isNew else { return false }
             for other in overflow where other.count == bytes.count && SeenKeys.equal(other, bytes) { return false }
             if !decoded.isEmpty && decoded.contains(where: { $0.utf8.elementsEqual(bytes) }) { return false }
-            if inlineCount < 16 {
+            if inlineCount < SeenKeys.inlineCapacity {
                 let slot = inlineCount
                 withUnsafeMutableBytes(of: &inline) { storage in
                     storage.bindMemory(to: UnsafeBufferPointer<UInt8>?.self)[slot] = bytes

@@ -46,6 +46,31 @@ struct JSONTests {
         }
     }
 
+    @Test("the scanner reads objects of many members and still finds a duplicate name among them")
+    func scannerManyMembers() throws {
+        for count in [15, 16, 17, 40] {
+            let members = (0..<count).map { "\"key\($0)\":\($0)" }.joined(separator: ",")
+            let bytes = Array("{\(members)}".utf8)
+            let names = try bytes.withUnsafeBytes { buffer in
+                try JSONScanner.scan(buffer) { scanner in
+                    var names: [String] = []
+                    try scanner.readObject { scanner, key in
+                        names.append(key.string)
+                        try scanner.skipValue()
+                    }
+                    return names
+                }
+            }
+            #expect(names.count == count)
+            let duplicated = Array("{\(members),\"key\(count - 1)\":0}".utf8)
+            #expect(throws: TraceCoreError.self) {
+                try duplicated.withUnsafeBytes { buffer in
+                    try JSONScanner.scan(buffer) { scanner in try scanner.readObject { scanner, _ in try scanner.skipValue() } }
+                }
+            }
+        }
+    }
+
     @Test("invalid UTF-8 inside a string is rejected, not replaced")
     func rejectsInvalidUTF8() {
         #expect {

@@ -1,4 +1,4 @@
-public import ConfigFile
+import ConfigFile
 public import TraceCore
 
 /// A tool server as an agent file declares it (`mcp_servers:`, docs/mcp.md): a command that

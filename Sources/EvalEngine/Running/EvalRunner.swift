@@ -23,6 +23,8 @@ public struct EvalOptions: Sendable {
     public var models = ModelOptions()
     /// What starts the MCP servers agent files declare (the CLI's `MCPServers`); nil refuses them.
     public var toolServers: (any ToolServerConnector)?
+    /// Where recorded logs' facts come from: read every time, or a cache (the catalog's).
+    public var facts: any LogFactSource = LogFactReader()
 
     public init(
         jobs: Int? = nil, repeats: Int = 1, defaultAgent: String? = nil,
@@ -158,27 +160,19 @@ public struct EvalRunner: Sendable {
     }
 
     private static func checkRecord(log: String, repeatIndex: Int, case evalCase: EvalCase, options: EvalOptions) -> RunResult {
-        var state = RunState()
-        var digester = StateDigester()
-        var mismatch: (sequence: Int, step: Int)?
-        let read: ReadSummary
+        let facts: LogFacts
         do {
-            read = try LogReader(path: log).forEachEvent { recorded in
-                let event = recorded.event
-                if mismatch == nil, case .stepEnded(let ended) = event.payload, digester.digest(of: state) != ended.stateDigest {
-                    mismatch = (event.sequence, event.step)
-                }
-                digester.track(RunState.reduce(into: &state, event))
-            }
+            facts = try options.facts.facts(for: log)
         } catch {
             return RunResult(
                 logPath: log, repeatIndex: repeatIndex, failures: [], notes: [], error: DiagnosticRecord(describing: error),
-                summary: RunSummary(state))
+                summary: RunSummary())
         }
+        let (state, mismatch) = (facts.state, facts.digestMismatch)
         let place = SourceLocation(path: log, sequence: mismatch?.sequence)
         func cannotRun(_ code: EvalError.Code, _ message: String, hint: String) -> RunResult {
             var summary = RunSummary(state)
-            summary.tear = read.tear.map { "\($0)" }
+            summary.tear = facts.tear.map { "\($0)" }
             return RunResult(
                 logPath: log, repeatIndex: repeatIndex, failures: [], notes: [],
                 error: DiagnosticRecord(EvalError(code, message, location: place, hint: hint)), summary: summary)
@@ -199,7 +193,7 @@ public struct EvalRunner: Sendable {
         var unfinished: String?
         if state.eventCount == 0 {
             unfinished = "the log holds no event"
-        } else if let tear = read.tear {
+        } else if let tear = facts.tear {
             unfinished = "the log is torn: \(tear)"
         } else if state.stop == nil {
             unfinished = "the log ends at seq \(state.eventCount - 1) without run_stopped"
@@ -209,8 +203,8 @@ public struct EvalRunner: Sendable {
                 .unfinishedRun, "the run did not finish (\(unfinished)); a run that did not finish cannot show what it did not do",
                 hint: "set allowUnfinished: true on the case to check what the run recorded so far")
         }
-        var result = evaluate(state, log: log, repeatIndex: repeatIndex, case: evalCase, options: options, tear: read.tear.map { "\($0)" })
-        if let unfinished, read.tear == nil {
+        var result = evaluate(state, log: log, repeatIndex: repeatIndex, case: evalCase, options: options, tear: facts.tear.map { "\($0)" })
+        if let unfinished, facts.tear == nil {
             result.notes.append(
                 CheckNote(message: "the run did not finish (\(unfinished)): checked over what it recorded", step: state.step))
         }

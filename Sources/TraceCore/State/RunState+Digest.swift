@@ -66,7 +66,7 @@ struct PlainLists: StateListEncoder {
 }
 
 extension DecisionRecord {
-    var json: JSONValue {
+    public var json: JSONValue {
         var object = ObjectBuilder()
         object.set("step", step)
         object.set("seq", sequence)
@@ -80,7 +80,7 @@ extension DecisionRecord {
 }
 
 extension ToolCallRecord {
-    var json: JSONValue {
+    public var json: JSONValue {
         var object = ObjectBuilder()
         object.set("id", id)
         object.set("tool", tool)
@@ -95,7 +95,7 @@ extension ToolCallRecord {
 }
 
 extension ResourceUsage {
-    var json: JSONValue {
+    public var json: JSONValue {
         var object = ObjectBuilder()
         object.set("input_tokens", inputTokens)
         object.set("output_tokens", outputTokens)
@@ -109,7 +109,7 @@ extension ResourceUsage {
 }
 
 extension ContentReference {
-    var json: JSONValue {
+    public var json: JSONValue {
         var object = ObjectBuilder()
         object.set("hash", hash)
         object.set("media_type", mediaType)
@@ -119,7 +119,7 @@ extension ContentReference {
 }
 
 extension Anomaly {
-    var json: JSONValue {
+    public var json: JSONValue {
         var object = ObjectBuilder()
         object.set("seq", sequence)
         object.set("message", message)

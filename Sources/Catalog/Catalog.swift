@@ -1,0 +1,164 @@
+import Foundation
+import GRDB
+import TraceCore
+
+/// The SQLite catalog beside the logs: every indexed run, its tool calls, every suite run and
+/// its results, and the eval fact cache. It is derived data — the logs are the truth — so it
+/// can always be rebuilt from them (docs/catalog.md).
+///
+/// Several processes may use one catalog at once (WAL, a busy timeout, and writes that take
+/// the write lock when they begin): `run --jobs N`, CI shards on one machine, an `index`
+/// beside a `run`.
+public final class Catalog: Sendable {
+    /// The catalog file.
+    public let path: String
+    let pool: DatabasePool
+    public let isReadOnly: Bool
+
+    /// `AGENT_EVAL_CATALOG` when set, else `.agent-eval/catalog.sqlite` under `directory`.
+    public static func defaultPath(in directory: String? = nil) -> String {
+        if let path = ProcessInfo.processInfo.environment["AGENT_EVAL_CATALOG"], !path.isEmpty { return path }
+        return ((directory ?? FileManager.default.currentDirectoryPath) as NSString).appendingPathComponent(".agent-eval/catalog.sqlite")
+    }
+
+    /// How long a writer waits for another process's write to finish before giving up.
+    static let busyTimeout: TimeInterval = 30
+
+    /// Opens the catalog at `path`, creating it (and its directory) on first use and migrating
+    /// an older schema. `readOnly` opens an existing catalog with a connection that refuses
+    /// every write.
+    public init(path: String, readOnly: Bool = false) throws(CatalogError) {
+        self.path = path
+        self.isReadOnly = readOnly
+        let location = SourceLocation(path: path)
+        let fileManager = FileManager.default
+        var isDirectory: ObjCBool = false
+        if fileManager.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw CatalogError(.cannotOpen, "the catalog path \(path) is a directory", location: location)
+        }
+        if readOnly, !fileManager.fileExists(atPath: path) {
+            throw CatalogError(
+                .cannotOpen, "there is no catalog at \(path)", location: location,
+                hint: "index some logs first; the catalog is created then")
+        }
+        if !readOnly {
+            do {
+                try fileManager.createDirectory(
+                    atPath: (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent,
+                    withIntermediateDirectories: true)
+            } catch {
+                throw CatalogError(
+                    .cannotOpen, "cannot create the catalog's directory for \(path): \(error.localizedDescription)", location: location)
+            }
+        }
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(Self.busyTimeout)
+        configuration.readonly = readOnly
+        configuration.label = "agent-eval catalog"
+        configuration.prepareDatabase { db in
+            // The catalog is derived data: a crash may lose the last transactions, never the
+            // file's consistency (WAL).
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        }
+        do {
+            pool = try DatabasePool(path: path, configuration: configuration)
+            try Self.migrate(pool, path: path, readOnly: readOnly)
+        } catch let error as CatalogError {
+            throw error
+        } catch {
+            throw Self.describe(error, path: path)
+        }
+    }
+
+    /// Brings the schema up to `CatalogSchema.version`, one transaction per migration, under
+    /// the write lock (two processes creating one catalog at once apply each migration once).
+    private static func migrate(_ pool: DatabasePool, path: String, readOnly: Bool) throws {
+        let current = try pool.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0 }
+        if current > CatalogSchema.version { throw newerSchema(current, path: path) }
+        if current == CatalogSchema.version { return }
+        if readOnly {
+            throw CatalogError(
+                .cannotOpen, "the catalog at \(path) has schema version \(current); this agent-eval needs \(CatalogSchema.version)",
+                location: SourceLocation(path: path), hint: "open it once for writing (index some logs) to migrate it")
+        }
+        if current == 0 {
+            // A file that holds tables but no version is not ours.
+            let tables = try pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM sqlite_schema") ?? 0 }
+            if tables > 0 {
+                throw CatalogError(
+                    .notACatalog, "\(path) is a SQLite database, but not an agent-eval catalog (it has tables and no schema version)",
+                    location: SourceLocation(path: path), hint: "point the catalog option at another file")
+            }
+        }
+        try pool.writeWithoutTransaction { db in
+            try db.inTransaction(.immediate) {
+                let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
+                if version > CatalogSchema.version { throw newerSchema(version, path: path) }
+                for number in version..<CatalogSchema.version {
+                    try db.execute(sql: CatalogSchema.migrations[number])
+                }
+                try db.execute(sql: "PRAGMA user_version = \(CatalogSchema.version)")
+                return .commit
+            }
+        }
+    }
+
+    private static func newerSchema(_ version: Int, path: String) -> CatalogError {
+        CatalogError(
+            .newerSchema,
+            "the catalog at \(path) has schema version \(version), newer than this agent-eval knows (\(CatalogSchema.version))",
+            location: SourceLocation(path: path), hint: "use the newer agent-eval that wrote it, or " + CatalogError.rebuildHint)
+    }
+
+    /// A SQLite error as the catalog's error, with the rebuild hint where the file itself is
+    /// the problem.
+    static func describe(_ error: any Error, path: String) -> CatalogError {
+        let location = SourceLocation(path: path)
+        guard let error = error as? DatabaseError else {
+            return CatalogError(.queryFailed, "the catalog at \(path) failed: \(error)", location: location)
+        }
+        let detail = error.message ?? "\(error.resultCode)"
+        switch error.resultCode.primaryResultCode {
+        case .SQLITE_NOTADB:
+            return CatalogError(
+                .notACatalog, "\(path) is not a SQLite database (\(detail))", location: location, hint: CatalogError.rebuildHint)
+        case .SQLITE_CORRUPT:
+            return CatalogError(
+                .corrupt, "the catalog at \(path) is damaged (\(detail))", location: location, hint: CatalogError.rebuildHint)
+        case .SQLITE_CANTOPEN, .SQLITE_PERM:
+            return CatalogError(.cannotOpen, "cannot open the catalog at \(path) (\(detail))", location: location)
+        case .SQLITE_READONLY where error.extendedResultCode == .SQLITE_READONLY:
+            return CatalogError(.readOnly, "the catalog refuses writes here (\(detail))", location: location)
+        case .SQLITE_BUSY:
+            return CatalogError(
+                .queryFailed, "the catalog at \(path) stayed locked by another process for \(Int(busyTimeout)) s (\(detail))",
+                location: location, hint: "wait for the other agent-eval to finish, or use another catalog")
+        default:
+            return CatalogError(.queryFailed, "the catalog at \(path) failed: \(detail)", location: location)
+        }
+    }
+
+    /// Runs `body` in a write transaction that takes the write lock at once (so the busy
+    /// timeout applies, instead of failing when a read turns into a write).
+    func write<T>(_ body: (Database) throws -> T) throws(CatalogError) -> T {
+        do {
+            // GRDB begins write transactions IMMEDIATE on a writable connection.
+            return try pool.write(body)
+        } catch let error as CatalogError {
+            throw error
+        } catch {
+            throw Self.describe(error, path: path)
+        }
+    }
+
+    /// Runs `body` on a read-only snapshot.
+    func read<T>(_ body: (Database) throws -> T) throws(CatalogError) -> T {
+        do {
+            return try pool.read(body)
+        } catch let error as CatalogError {
+            throw error
+        } catch {
+            throw Self.describe(error, path: path)
+        }
+    }
+}

@@ -1,0 +1,41 @@
+public import TraceCore
+
+/// The one error type of the catalog.
+public struct CatalogError: Diagnostic, Hashable {
+    public enum Code: String, Sendable, Hashable {
+        /// The file is not a SQLite database (or not one of ours).
+        case notACatalog = "not_a_catalog"
+        /// SQLite reports the database damaged.
+        case corrupt
+        /// The catalog was written by a newer agent-eval (its schema version is higher).
+        case newerSchema = "newer_schema"
+        /// The catalog cannot be opened or created (permissions, a directory in the way).
+        case cannotOpen = "cannot_open"
+        /// A statement failed (SQL syntax in `sql`, a write refused, a lock held too long).
+        case queryFailed = "query_failed"
+        /// `sql` was given a statement that would change the catalog.
+        case readOnly = "read_only"
+        /// A path given to `index` matches no file.
+        case missingPath = "missing_path"
+        /// A results file given to `results merge` cannot be read.
+        case badResults = "bad_results"
+    }
+
+    public var code: Code
+    public var message: String
+    public var location: SourceLocation?
+    public var hint: String?
+
+    public init(_ code: Code, _ message: String, location: SourceLocation? = nil, hint: String? = nil) {
+        self.code = code
+        self.message = message
+        self.location = location
+        self.hint = hint
+    }
+
+    public var diagnosticCode: String { "catalog." + code.rawValue }
+    public var place: SourceLocation? { location }
+
+    /// The hint for a catalog that cannot be used as it is: it is derived data.
+    static let rebuildHint = "the catalog holds only what the logs hold: move the file away and rebuild it from the logs"
+}

@@ -1,0 +1,156 @@
+/// The catalog's schema, as numbered migrations. `PRAGMA user_version` holds the number of the
+/// last one applied; each runs in one transaction with the version bump, so a file is never
+/// half-migrated. docs/catalog.md documents every table and view; a change here is a new
+/// migration, never an edit of an old one.
+enum CatalogSchema {
+    /// The version this build writes and reads.
+    static var version: Int { migrations.count }
+
+    static let migrations: [String] = [version1]
+
+    static let version1 = """
+        CREATE TABLE logs (
+            log_id INTEGER PRIMARY KEY,
+            path TEXT NOT NULL UNIQUE,
+            size INTEGER NOT NULL,
+            mtime_ns INTEGER NOT NULL,
+            tail_offset INTEGER NOT NULL,
+            tail_end INTEGER NOT NULL,
+            tail_hash TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('intact', 'torn', 'damaged', 'vanished')),
+            problem TEXT,
+            run_id TEXT,
+            agent TEXT,
+            agent_version TEXT,
+            model TEXT,
+            input TEXT,
+            started_at_us INTEGER,
+            ended_at_us INTEGER,
+            stop_reason TEXT,
+            stop_limit TEXT,
+            events INTEGER NOT NULL,
+            steps INTEGER NOT NULL,
+            decisions INTEGER NOT NULL,
+            invalid_decisions INTEGER NOT NULL,
+            tool_calls INTEGER NOT NULL,
+            executed_calls INTEGER NOT NULL,
+            denied_calls INTEGER NOT NULL,
+            failed_calls INTEGER NOT NULL,
+            input_tokens INTEGER NOT NULL,
+            output_tokens INTEGER NOT NULL,
+            cost_usd REAL NOT NULL,
+            anomalies INTEGER NOT NULL,
+            indexed_at_us INTEGER NOT NULL,
+            resume BLOB
+        ) STRICT;
+        CREATE INDEX logs_by_start ON logs (started_at_us);
+        CREATE INDEX logs_by_agent ON logs (agent, started_at_us);
+        CREATE INDEX logs_by_run ON logs (run_id);
+
+        CREATE TABLE calls (
+            log_id INTEGER NOT NULL REFERENCES logs (log_id) ON DELETE CASCADE,
+            ordinal INTEGER NOT NULL,
+            run_id TEXT NOT NULL,
+            step INTEGER NOT NULL,
+            call_id TEXT NOT NULL,
+            tool TEXT NOT NULL,
+            arguments TEXT NOT NULL,
+            verdict TEXT,
+            rule TEXT,
+            approval TEXT CHECK (approval IN ('granted', 'refused')),
+            approver TEXT,
+            attempts INTEGER NOT NULL,
+            status TEXT,
+            duration_us INTEGER NOT NULL,
+            error TEXT,
+            PRIMARY KEY (log_id, ordinal)
+        ) STRICT, WITHOUT ROWID;
+        CREATE INDEX calls_by_tool ON calls (tool, attempts, log_id);
+
+        CREATE TABLE facts (
+            path TEXT PRIMARY KEY,
+            extractor_version INTEGER NOT NULL,
+            size INTEGER NOT NULL,
+            mtime_ns INTEGER NOT NULL,
+            tail_offset INTEGER NOT NULL,
+            tail_end INTEGER NOT NULL,
+            tail_hash TEXT NOT NULL,
+            facts BLOB NOT NULL
+        ) STRICT, WITHOUT ROWID;
+
+        CREATE TABLE suite_runs (
+            suite_run_id INTEGER PRIMARY KEY,
+            started_at_us INTEGER NOT NULL,
+            duration_ms INTEGER NOT NULL,
+            git_commit TEXT,
+            git_branch TEXT,
+            command_line TEXT NOT NULL,
+            origin TEXT NOT NULL CHECK (origin IN ('run', 'merge')),
+            shard TEXT,
+            cases INTEGER NOT NULL,
+            passed INTEGER NOT NULL,
+            failed INTEGER NOT NULL,
+            errors INTEGER NOT NULL,
+            k INTEGER NOT NULL
+        ) STRICT;
+        CREATE INDEX suite_runs_by_start ON suite_runs (started_at_us);
+
+        CREATE TABLE case_results (
+            suite_run_id INTEGER NOT NULL REFERENCES suite_runs (suite_run_id) ON DELETE CASCADE,
+            case_id TEXT NOT NULL,
+            file TEXT,
+            source TEXT NOT NULL CHECK (source IN ('recorded', 'live')),
+            outcome TEXT NOT NULL,
+            runs INTEGER NOT NULL,
+            passed_runs INTEGER NOT NULL,
+            pass_rate REAL NOT NULL,
+            pass_hat_k REAL,
+            stability TEXT NOT NULL,
+            baseline_status TEXT,
+            error TEXT,
+            PRIMARY KEY (suite_run_id, case_id)
+        ) STRICT, WITHOUT ROWID;
+        CREATE INDEX case_results_by_case ON case_results (case_id, suite_run_id);
+
+        CREATE TABLE eval_results (
+            suite_run_id INTEGER NOT NULL REFERENCES suite_runs (suite_run_id) ON DELETE CASCADE,
+            case_id TEXT NOT NULL,
+            ordinal INTEGER NOT NULL,
+            log_path TEXT NOT NULL,
+            live INTEGER NOT NULL,
+            repeat_index INTEGER NOT NULL,
+            outcome TEXT NOT NULL CHECK (outcome IN ('pass', 'fail', 'error')),
+            stop_reason TEXT,
+            steps INTEGER,
+            tokens INTEGER,
+            error TEXT,
+            failures TEXT NOT NULL,
+            PRIMARY KEY (suite_run_id, case_id, ordinal)
+        ) STRICT, WITHOUT ROWID;
+        CREATE INDEX eval_results_by_log ON eval_results (log_path);
+
+        CREATE VIEW run_calls AS
+            SELECT l.path, l.agent, l.model, l.started_at_us, l.stop_reason, c.*
+            FROM calls c JOIN logs l USING (log_id);
+
+        CREATE VIEW unapproved_calls AS
+            SELECT l.path, l.agent, c.run_id, c.step, c.call_id, c.tool, c.arguments, c.verdict, c.rule
+            FROM calls c JOIN logs l USING (log_id)
+            WHERE c.attempts > 0 AND (c.approval IS NULL OR c.approval <> 'granted');
+
+        CREATE VIEW denied_calls AS
+            SELECT l.path, l.agent, c.run_id, c.step, c.call_id, c.tool, c.arguments, c.verdict, c.rule, c.approval
+            FROM calls c JOIN logs l USING (log_id)
+            WHERE c.verdict = 'deny' OR c.approval = 'refused';
+
+        CREATE VIEW case_history AS
+            SELECT s.suite_run_id, s.started_at_us, s.git_commit, s.git_branch, s.shard, r.*
+            FROM case_results r JOIN suite_runs s USING (suite_run_id);
+
+        CREATE VIEW tool_usage AS
+            SELECT tool, COUNT(*) AS calls, SUM(attempts > 0) AS executed,
+                SUM(status IS NOT NULL AND status <> 'ok') AS failed, SUM(verdict = 'deny') AS denied,
+                SUM(duration_us) AS total_duration_us
+            FROM calls GROUP BY tool;
+        """
+}

@@ -1,0 +1,338 @@
+import Foundation
+import GRDB
+import TraceCore
+import TraceLog
+
+/// How a log stands in the catalog.
+public enum LogStatus: String, Sendable, CaseIterable {
+    /// Read to its end: every member complete, the chain unbroken.
+    case intact
+    /// The file ends inside a gzip member: a crashed writer, or a run still being written.
+    case torn
+    /// The reader stopped at a problem (a corrupt member, a broken chain); the rows hold what
+    /// came before it.
+    case damaged
+    /// The file is gone; its rows stay until `catalog rebuild`.
+    case vanished
+}
+
+/// What indexing one log did.
+public struct IndexedLog: Sendable, Hashable {
+    public enum Change: String, Sendable {
+        /// Read for the first time.
+        case added
+        /// Its identity is what the catalog holds: nothing was read.
+        case unchanged
+        /// It grew on the same prefix: only its new members were read.
+        case grew
+        /// It changed otherwise: read again from the start.
+        case reindexed
+        /// The file is gone.
+        case vanished
+    }
+
+    public var path: String
+    public var change: Change
+    public var status: LogStatus
+    public var problem: String?
+    /// Events read (0 when nothing was).
+    public var eventsRead: Int
+}
+
+extension Catalog {
+    /// Calls kept in memory before settled ones are written out and dropped, so indexing a
+    /// log of any length holds a bounded state.
+    static let callsHeldInMemory = 512
+
+    /// Indexes one log: reads nothing when its identity is unchanged, only its new members when
+    /// it grew on the same prefix, all of it otherwise. One transaction: an interrupted index
+    /// leaves the log's old rows (and it is read again next time).
+    public func index(log: String) throws(CatalogError) -> IndexedLog {
+        let path = Self.absolute(log)
+        let known = try read { db in try StoredLog.fetch(db, path: path) }
+        let stamp = FileStamp(path: path)
+        if let known, let stamp, known.identity.matches(path, now: stamp) {
+            return IndexedLog(path: path, change: .unchanged, status: known.status, problem: known.problem, eventsRead: 0)
+        }
+        return try write { db in
+            // Read again under the write lock: another process may have indexed it meanwhile.
+            let known = try StoredLog.fetch(db, path: path)
+            guard let stamp = FileStamp(path: path) else {
+                if let known, known.status != .vanished {
+                    try db.execute(
+                        sql: "UPDATE logs SET status = 'vanished', problem = 'the file is gone', resume = NULL WHERE log_id = ?",
+                        arguments: [known.id])
+                }
+                return IndexedLog(path: path, change: .vanished, status: .vanished, problem: "the file is gone", eventsRead: 0)
+            }
+            if let known, known.identity.matches(path, now: stamp) {
+                return IndexedLog(path: path, change: .unchanged, status: known.status, problem: known.problem, eventsRead: 0)
+            }
+            var indexer = LogIndexer(path: path, db: db)
+            let change: IndexedLog.Change
+            if let known, let resume = known.resume, known.identity.grew(path, now: stamp) {
+                change = .grew
+                try indexer.read(logId: known.id, from: resume, storedTailOffset: known.identity.tailOffset)
+            } else {
+                change = known == nil ? .added : .reindexed
+                try indexer.read(logId: known?.id, from: nil, storedTailOffset: 0)
+            }
+            let (status, problem) = try indexer.finish(stampBefore: stamp, now: Self.nowUs())
+            return IndexedLog(path: path, change: change, status: status, problem: problem, eventsRead: indexer.eventCount)
+        }
+    }
+
+    static func nowUs() -> Int { Int(Date().timeIntervalSince1970 * 1_000_000) }
+
+    /// `path` made absolute and standard, the key of a log in the catalog.
+    public static func absolute(_ path: String) -> String {
+        let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+        return URL(fileURLWithPath: absolute).standardizedFileURL.path
+    }
+}
+
+/// A log's row as the catalog holds it, for the identity check.
+struct StoredLog {
+    var id: Int64
+    var identity: LogIdentity
+    var status: LogStatus
+    var problem: String?
+    var resume: ResumePoint?
+
+    static func fetch(_ db: Database, path: String) throws -> StoredLog? {
+        guard
+            let row = try Row.fetchOne(
+                db,
+                sql: "SELECT log_id, size, mtime_ns, tail_offset, tail_end, tail_hash, status, problem, resume FROM logs WHERE path = ?",
+                arguments: [path])
+        else { return nil }
+        let resume: ResumePoint? = (row["resume"] as Data?).flatMap { data in
+            try? data.withUnsafeBytes { try JSONScanner.scan($0) { try ResumePoint(from: &$0) } }
+        }
+        return StoredLog(
+            id: row["log_id"],
+            identity: LogIdentity(
+                stamp: FileStamp(size: row["size"], mtimeNs: row["mtime_ns"]), tailOffset: row["tail_offset"], tailEnd: row["tail_end"],
+                tailHash: row["tail_hash"]),
+            status: LogStatus(rawValue: row["status"]) ?? .damaged, problem: row["problem"], resume: resume)
+    }
+}
+
+/// Where a later index picks up a log that grows: a member's start, the chain just before it,
+/// and the (pruned) state folded from everything before it.
+struct ResumePoint: JSONRepresentable {
+    var position: LogReader.Position
+    /// The ordinal of `state.calls[0]`: calls before it were written out and dropped.
+    var callBase: Int
+    var state: RunState
+
+    init(position: LogReader.Position, callBase: Int, state: RunState) {
+        self.position = position
+        self.callBase = callBase
+        self.state = state
+    }
+
+    init(from scanner: inout JSONScanner) throws {
+        var offset: Int?
+        var index: Int?
+        var sequence: Int?
+        var previous: String?
+        var run: String?
+        var callBase: Int?
+        var state: RunState?
+        try scanner.readObject { scanner, key in
+            switch key {
+            case "member_offset": offset = try scanner.read()
+            case "member_index": index = try scanner.read()
+            case "seq": sequence = try scanner.read()
+            case "prev": previous = try scanner.read()
+            case "run": run = try scanner.read()
+            case "call_base": callBase = try scanner.read()
+            case "state": state = try RunState(snapshot: &scanner)
+            default: try scanner.skipValue()
+            }
+        }
+        position = LogReader.Position(
+            memberOffset: try required(offset, "member_offset"), memberIndex: try required(index, "member_index"),
+            sequence: try required(sequence, "seq"), previousHash: try required(previous, "prev"), runId: try required(run, "run"))
+        self.callBase = try required(callBase, "call_base")
+        self.state = try required(state, "state")
+    }
+
+    var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("member_offset", position.memberOffset)
+        object.set("member_index", position.memberIndex)
+        object.set("seq", position.sequence)
+        object.set("prev", position.previousHash)
+        object.set("run", position.runId)
+        object.set("call_base", callBase)
+        object.set("state", state.snapshotJSON)
+        return object.json
+    }
+}
+
+/// Reads one log inside a write transaction and writes its rows: the fold of its events, with
+/// settled calls written out and dropped as it goes, so memory stays bounded.
+struct LogIndexer {
+    let path: String
+    let db: Database
+    private var logId: Int64 = 0
+    private var state = RunState()
+    /// The ordinal of `state.calls[0]`.
+    private var callBase = 0
+    private var eventsRead = 0
+    private var damage: String?
+    private var summary = ReadSummary()
+    /// The member being read and the one before it (byte offsets).
+    private var members: (previous: Int?, current: Int?) = (nil, nil)
+    /// The start of the member being read, with the state before it.
+    private var memberStart: ResumePoint?
+    private var lastEvent: (sequence: Int, hash: String, memberIndex: Int, runId: String)?
+
+    init(path: String, db: Database) {
+        self.path = path
+        self.db = db
+    }
+
+    /// Reads the log, from the start or from `resume`, folding and writing call rows.
+    mutating func read(logId existing: Int64?, from resume: ResumePoint?, storedTailOffset: Int) throws {
+        if let existing {
+            logId = existing
+        } else {
+            try db.execute(
+                sql: """
+                    INSERT INTO logs (path, size, mtime_ns, tail_offset, tail_end, tail_hash, status, events, steps, decisions,
+                        invalid_decisions, tool_calls, executed_calls, denied_calls, failed_calls, input_tokens, output_tokens, cost_usd,
+                        anomalies, indexed_at_us)
+                    VALUES (?, -1, 0, 0, 0, '', 'damaged', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+                    """, arguments: [path])
+            logId = db.lastInsertedRowID
+        }
+        if let resume {
+            state = resume.state
+            callBase = resume.callBase
+            members = (storedTailOffset, resume.position.memberOffset)
+            try db.execute(sql: "DELETE FROM calls WHERE log_id = ? AND ordinal >= ?", arguments: [logId, callBase])
+        } else {
+            try db.execute(sql: "DELETE FROM calls WHERE log_id = ?", arguments: [logId])
+        }
+        let reader = LogReader(path: path)
+        do {
+            if let resume {
+                memberStart = resume
+                summary = try reader.forEachEvent(from: resume.position) { recorded in
+                    try visit(recorded)
+                    return true
+                }
+            } else {
+                summary = try reader.forEachEvent { try visit($0) }
+            }
+        } catch let error as LogError {
+            damage = error.description
+        }
+    }
+
+    private mutating func visit(_ recorded: RecordedEvent) throws {
+        let event = recorded.event
+        if recorded.location.memberOffset != members.current {
+            members = (members.current, recorded.location.memberOffset)
+            memberStart = ResumePoint(
+                position: LogReader.Position(
+                    memberOffset: recorded.location.memberOffset, memberIndex: recorded.location.memberIndex, sequence: event.sequence,
+                    previousHash: event.previousHash, runId: event.runId), callBase: callBase, state: state)
+        }
+        RunState.reduce(into: &state, event)
+        eventsRead += 1
+        lastEvent = (event.sequence, recorded.hash, recorded.location.memberIndex, event.runId)
+        if case .stepEnded = event.payload, state.calls.count >= Catalog.callsHeldInMemory { try writeSettledCalls() }
+    }
+
+    /// Writes out the settled calls at the front of the list (the step that proposed them has
+    /// ended, no attempt is in flight, none waits for approval) and drops them, with the
+    /// decisions and contents the catalog keeps only as counts.
+    private mutating func writeSettledCalls() throws {
+        let settled = state.calls.prefix { !$0.isAwaitingApproval && $0.attempts == $0.results.count }.count
+        guard settled > 0 else { return }
+        for index in 0..<settled { try writeCall(state.calls[index], ordinal: callBase + index) }
+        state.calls.removeFirst(settled)
+        callBase += settled
+        state.decisions.removeAll()
+        state.contents.removeAll()
+    }
+
+    private func writeCall(_ call: ToolCallRecord, ordinal: Int) throws {
+        let last = call.results.last
+        let statement = try db.cachedStatement(
+            sql: """
+                INSERT INTO calls (log_id, ordinal, run_id, step, call_id, tool, arguments, verdict, rule, approval, approver,
+                    attempts, status, duration_us, error)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """)
+        try statement.execute(arguments: [
+            logId, ordinal, state.runId ?? "", call.step, call.id, call.tool, JSONWriter.encodeString(call.arguments),
+            call.verdict?.verdict.rawValue, call.verdict?.rule, call.approval.map { $0.isGranted ? "granted" : "refused" },
+            call.approval?.approver, call.attempts, last?.status.rawValue, call.results.reduce(0) { $0 + $1.durationUs }, last?.error,
+        ])
+    }
+
+    /// Writes the remaining calls and the log's row; returns how the log stands.
+    mutating func finish(stampBefore: FileStamp, now: Int) throws -> (status: LogStatus, problem: String?) {
+        for (index, call) in state.calls.enumerated() { try writeCall(call, ordinal: callBase + index) }
+        // A file that changed while it was read gets no identity (size -1): it is read again next time.
+        let isSteady = FileStamp(path: path) == stampBefore
+        var status = LogStatus.intact
+        var problem: String?
+        var point: ResumePoint?
+        if let damage {
+            (status, problem) = (.damaged, damage)
+        } else {
+            if let tear = summary.tear { (status, problem) = (.torn, tear.description) }
+            // Where a later read picks up: the torn member's start (its complete events are
+            // folded again then, from the state before it), or the end of what was read.
+            if let tear = summary.tear, let memberStart, memberStart.position.memberOffset == tear.memberOffset {
+                point = memberStart
+            } else if let lastEvent, isSteady {
+                point = ResumePoint(
+                    position: LogReader.Position(
+                        memberOffset: summary.tear?.memberOffset ?? stampBefore.size, memberIndex: lastEvent.memberIndex + 1,
+                        sequence: lastEvent.sequence + 1, previousHash: lastEvent.hash, runId: lastEvent.runId),
+                    callBase: callBase, state: state)
+            }
+        }
+        // The identity's bytes: the last complete member before the resume point; for a damaged
+        // log (never resumed), its last 4 KiB.
+        var tail = (offset: max(0, stampBefore.size - 4096), end: stampBefore.size)
+        if let point {
+            let end = point.position.memberOffset
+            let lastComplete = members.current == end ? members.previous : members.current
+            tail = (lastComplete ?? 0, end)
+        }
+        let tailHash = LogIdentity.hash(path, from: tail.offset, to: tail.end) ?? ""
+        // A finished run's log does not grow (a run stopped for approval does, when resumed).
+        let isOpen = state.stop == nil || state.stop?.reason == .approvalRequired || summary.tear != nil
+        let resume = point.flatMap { isOpen && isSteady ? JSONWriter.encode($0.json) : nil }
+        let start = state.start
+        try db.execute(
+            sql: """
+                UPDATE logs SET size = ?, mtime_ns = ?, tail_offset = ?, tail_end = ?, tail_hash = ?, status = ?, problem = ?,
+                    run_id = ?, agent = ?, agent_version = ?, model = ?, input = ?, started_at_us = ?, ended_at_us = ?,
+                    stop_reason = ?, stop_limit = ?, events = ?, steps = ?, decisions = ?, invalid_decisions = ?, tool_calls = ?,
+                    executed_calls = ?, denied_calls = ?, failed_calls = ?, input_tokens = ?, output_tokens = ?, cost_usd = ?,
+                    anomalies = ?, indexed_at_us = ?, resume = ?
+                WHERE log_id = ?
+                """,
+            arguments: [
+                isSteady ? stampBefore.size : -1, stampBefore.mtimeNs, tail.offset, tail.end, tailHash, status.rawValue, problem,
+                state.runId, start?.agent.name, start?.agent.version, start.map { "\($0.model.provider):\($0.model.name)" }, start?.goal,
+                state.startedAtUs, state.stop == nil ? nil : state.lastEventAtUs, state.stop?.reason.rawValue,
+                state.stop?.limit?.rawValue, state.eventCount, state.step, state.usage.modelCalls, state.counters.invalidDecisions,
+                callBase + state.calls.count, state.counters.executedCalls, state.counters.deniedCalls, state.counters.failedCalls,
+                state.usage.inputTokens, state.usage.outputTokens, state.usage.costUSD, state.anomalies.count, now,
+                resume.map { Data($0) }, logId,
+            ])
+        return (status, problem)
+    }
+
+    var eventCount: Int { eventsRead }
+}

@@ -1,0 +1,71 @@
+public import TraceCore
+public import TraceLog
+
+/// What reading and folding one log found: everything a case check works from. A case never
+/// looks at the log itself, so a cache of these (the catalog's) can stand in for reading it.
+public struct LogFacts: Sendable, Hashable {
+    /// The state the log folds to.
+    public var state: RunState
+    /// Where the file was cut, for a torn log.
+    public var tear: LogTear?
+    /// The first `step_ended` whose recorded digest differs from the state folded before it.
+    public var digestMismatch: DigestMismatch?
+    /// The byte offset of the last complete gzip member that holds an event (nil when none
+    /// does): where a cache's identity hash of the log starts.
+    public var lastCompleteMemberOffset: Int?
+
+    /// Bump when the fold, the state's snapshot form or what the read records changes: every
+    /// cached entry made by another version is then read again.
+    public static let extractorVersion = 1
+
+    public struct DigestMismatch: Sendable, Hashable {
+        public var sequence: Int
+        public var step: Int
+
+        public init(sequence: Int, step: Int) {
+            self.sequence = sequence
+            self.step = step
+        }
+    }
+
+    public init(state: RunState, tear: LogTear? = nil, digestMismatch: DigestMismatch? = nil, lastCompleteMemberOffset: Int? = nil) {
+        self.state = state
+        self.tear = tear
+        self.digestMismatch = digestMismatch
+        self.lastCompleteMemberOffset = lastCompleteMemberOffset
+    }
+
+    /// Reads and folds `log`, checking every recorded state digest on the way. Throws the
+    /// reader's error for a log that cannot be read.
+    public static func read(_ log: String) throws -> LogFacts {
+        var state = RunState()
+        var digester = StateDigester()
+        var mismatch: DigestMismatch?
+        var memberOffsets: (previous: Int?, current: Int?) = (nil, nil)
+        let read = try LogReader(path: log).forEachEvent { recorded in
+            let event = recorded.event
+            if mismatch == nil, case .stepEnded(let ended) = event.payload, digester.digest(of: state) != ended.stateDigest {
+                mismatch = DigestMismatch(sequence: event.sequence, step: event.step)
+            }
+            digester.track(RunState.reduce(into: &state, event))
+            if recorded.location.memberOffset != memberOffsets.current {
+                memberOffsets = (memberOffsets.current, recorded.location.memberOffset)
+            }
+        }
+        let lastComplete = memberOffsets.current == read.tear?.memberOffset ? memberOffsets.previous : memberOffsets.current
+        return LogFacts(state: state, tear: read.tear, digestMismatch: mismatch, lastCompleteMemberOffset: lastComplete)
+    }
+}
+
+/// Where a suite run gets the facts of a recorded log: read from the file every time
+/// (`LogFactReader`), or from a cache that knows when the file changed (the catalog).
+public protocol LogFactSource: Sendable {
+    func facts(for log: String) throws -> LogFacts
+}
+
+/// Reads every log in full, every time.
+public struct LogFactReader: LogFactSource {
+    public init() {}
+
+    public func facts(for log: String) throws -> LogFacts { try LogFacts.read(log) }
+}

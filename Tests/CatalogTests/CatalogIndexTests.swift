@@ -1,0 +1,152 @@
+import Catalog
+import EvalEngine
+import Foundation
+import TestSupport
+import Testing
+import TraceCore
+import TraceLog
+
+/// Every log under Fixtures/ (samples and the bundled runs), copied into `directory`.
+func copyFixtureLogs(into directory: TemporaryDirectory) throws -> [String] {
+    let root = FixtureLogs.directory.deletingLastPathComponent()
+    var copies: [String] = []
+    for folder in ["samples", "runs"] {
+        let source = root.appendingPathComponent(folder)
+        for name in try FileManager.default.contentsOfDirectory(atPath: source.path).sorted() where name.hasSuffix(".jsonl.gz") {
+            let copy = directory.path(name)
+            try FileManager.default.copyItem(atPath: source.appendingPathComponent(name).path, toPath: copy)
+            copies.append(copy)
+        }
+    }
+    return copies
+}
+
+/// Writes a synthetic run of `steps` steps to `path`, in small members; stops after
+/// `events` events (flushed, the member left open: a run still being written) when given.
+@discardableResult
+func writeSyntheticRun(to path: String, steps: Int, index: Int = 0, stopAfter events: Int? = nil, memberBound: Int = 4096) throws
+    -> LogWriter
+{
+    var corpus = SyntheticCorpus(seed: UInt64(100 + index))
+    var run = corpus.run(index: index, steps: steps)
+    if let events { run.events = Array(run.events.prefix(events)) }
+    let writer = try LogWriter.create(at: path, runId: run.runId, options: .init(memberBound: memberBound))
+    try SyntheticCorpus.record(run, into: writer, clock: SteppingClock())
+    if events == nil { try writer.close() } else { try writer.flush(sync: true) }
+    return writer
+}
+
+/// Every row of `table` without the columns that say when it was written.
+func rows(_ catalog: Catalog, _ table: String, except: Set<String> = ["indexed_at_us", "log_id"]) throws -> [[String]] {
+    let result = try catalog.query("SELECT * FROM \(table) ORDER BY 1, 2")
+    let keep = result.columns.indices.filter { !except.contains(result.columns[$0]) }
+    return result.rows.map { row in keep.map { row[$0].description } }
+}
+
+@Suite("The catalog indexes logs")
+struct CatalogIndexTests {
+    @Test("a snapshot of a folded state loads back equal, digest and all, for every fixture log")
+    func snapshotRoundTrip() throws {
+        try TemporaryDirectory.with { directory in
+            for log in try copyFixtureLogs(into: directory) {
+                let facts = try LogFacts.read(log)
+                let text = JSONWriter.encode(facts.state.snapshotJSON)
+                let loaded = try text.withUnsafeBytes { try RunState(snapshotText: $0) }
+                #expect(loaded == facts.state, "\(log)")
+                #expect(loaded.digest == facts.state.digest)
+                #expect(loaded.counters == facts.state.counters)
+                #expect(loaded.start == facts.state.start)
+            }
+        }
+    }
+
+    @Test("indexing the fixture logs gives one row per log and per proposed call, with the fold's numbers")
+    func indexesFixtures() throws {
+        try TemporaryDirectory.with { directory in
+            let logs = try copyFixtureLogs(into: directory)
+            let catalog = try Catalog(path: directory.path("catalog.sqlite"))
+            let summary = try catalog.index(paths: [directory.url.path])
+            #expect(summary.logs.count == logs.count)
+            #expect(summary.count(.added) == logs.count)
+            for log in logs {
+                let state = try LogFacts.read(log).state
+                let row = try catalog.query(
+                    "SELECT status, run_id, agent, stop_reason, tool_calls, executed_calls, input_tokens, events FROM logs WHERE path = ?",
+                    arguments: [.text(Catalog.absolute(log))])
+                #expect(row.rows.count == 1)
+                let values = row.rows[0].map(\.description)
+                #expect(values[0] == (log.contains("torn") ? "torn" : "intact"))
+                #expect(values[1] == state.runId)
+                #expect(values[2] == state.start?.agent.name)
+                #expect(values[3] == (state.stop?.reason.rawValue ?? "NULL"))
+                #expect(values[4] == "\(state.calls.count)")
+                #expect(values[5] == "\(state.counters.executedCalls)")
+                #expect(values[6] == "\(state.usage.inputTokens)")
+                #expect(values[7] == "\(state.eventCount)")
+                let tools = try catalog.query(
+                    "SELECT tool FROM calls JOIN logs USING (log_id) WHERE path = ? ORDER BY ordinal",
+                    arguments: [.text(Catalog.absolute(log))])
+                #expect(tools.rows.map { $0[0].description } == state.calls.map(\.tool))
+            }
+        }
+    }
+
+    @Test("an unchanged log is not read again; a changed one is read from the start; a deleted one is marked vanished")
+    func incremental() throws {
+        try TemporaryDirectory.with { directory in
+            let log = directory.path("logs/a.jsonl.gz")
+            try FileManager.default.createDirectory(atPath: directory.path("logs"), withIntermediateDirectories: true)
+            try writeSyntheticRun(to: log, steps: 5)
+            let catalog = try Catalog(path: directory.path("catalog.sqlite"))
+            let first = try catalog.index(log: log)
+            #expect(first.change == .added)
+            #expect(first.eventsRead > 0)
+            let second = try catalog.index(log: log)
+            #expect(second.change == .unchanged)
+            #expect(second.eventsRead == 0)
+
+            // Another run written over it: not the same prefix.
+            try FileManager.default.removeItem(atPath: log)
+            try writeSyntheticRun(to: log, steps: 3, index: 1)
+            let third = try catalog.index(log: log)
+            #expect(third.change == .reindexed)
+            #expect(try rows(catalog, "calls").count == 3)
+
+            try FileManager.default.removeItem(atPath: log)
+            let summary = try catalog.index(paths: [directory.path("logs")].map { $0 + "/" })
+            #expect(summary.logs.map(\.change) == [.vanished])
+            #expect(try catalog.query("SELECT status FROM logs").rows.map { $0[0].description } == ["vanished"])
+        }
+    }
+
+    @Test("a log that grew is read from where the last read stopped, and ends with the rows of a full read")
+    func grownLog() throws {
+        try TemporaryDirectory.with { directory in
+            let log = directory.path("a.jsonl.gz")
+            var corpus = SyntheticCorpus(seed: 100)
+            let run = corpus.run(index: 0, steps: 30)
+            let writer = try LogWriter.create(at: log, runId: run.runId, options: .init(memberBound: 4096))
+            let clock = SteppingClock()
+            let recorder = RunRecorder(writer: writer, clock: { clock.now() })
+            try SyntheticCorpus.record(run.events.prefix(100), with: recorder)
+            try writer.flush(sync: true)
+            let catalog = try Catalog(path: directory.path("incremental.sqlite"))
+            let partial = try catalog.index(log: log)
+            #expect(partial.status == .torn)
+            #expect(partial.eventsRead == 100)
+
+            try SyntheticCorpus.record(run.events.dropFirst(100), with: recorder)
+            try writer.close()
+
+            let grown = try catalog.index(log: log)
+            #expect(grown.change == .grew)
+            #expect(grown.eventsRead < run.events.count)
+            #expect(grown.status == .intact)
+
+            let fresh = try Catalog(path: directory.path("fresh.sqlite"))
+            _ = try fresh.index(log: log)
+            #expect(try rows(catalog, "logs") == rows(fresh, "logs"))
+            #expect(try rows(catalog, "calls") == rows(fresh, "calls"))
+        }
+    }
+}
