@@ -61,6 +61,9 @@ public final class Catalog: Sendable {
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
         }
         do {
+            // Look before opening for real: opening a pool switches a database to WAL, and a
+            // file that is not a catalog of a version this build knows must stay as it is.
+            if fileManager.fileExists(atPath: path) { try Self.probe(path) }
             pool = try DatabasePool(path: path, configuration: configuration)
             try Self.migrate(pool, path: path, readOnly: readOnly)
         } catch let error as CatalogError {
@@ -68,6 +71,27 @@ public final class Catalog: Sendable {
         } catch {
             throw Self.describe(error, path: path)
         }
+    }
+
+    /// Checks, through a read-only connection, that the file at `path` is a SQLite database
+    /// that is empty or one of our catalogs of a version this build can read or migrate.
+    private static func probe(_ path: String) throws {
+        var configuration = Configuration()
+        configuration.readonly = true
+        configuration.busyMode = .timeout(busyTimeout)
+        let queue = try DatabaseQueue(path: path, configuration: configuration)
+        defer { try? queue.close() }
+        try queue.read { db in
+            let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
+            if version > CatalogSchema.version { throw newerSchema(version, path: path) }
+            if version == 0, try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM sqlite_schema") ?? 0 > 0 { throw foreign(path) }
+        }
+    }
+
+    private static func foreign(_ path: String) -> CatalogError {
+        CatalogError(
+            .notACatalog, "\(path) is a SQLite database, but not an agent-eval catalog (it has tables and no schema version)",
+            location: SourceLocation(path: path), hint: "point the catalog option at another file")
     }
 
     /// Brings the schema up to `CatalogSchema.version`, one transaction per migration, under
@@ -84,11 +108,7 @@ public final class Catalog: Sendable {
         if current == 0 {
             // A file that holds tables but no version is not ours.
             let tables = try pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM sqlite_schema") ?? 0 }
-            if tables > 0 {
-                throw CatalogError(
-                    .notACatalog, "\(path) is a SQLite database, but not an agent-eval catalog (it has tables and no schema version)",
-                    location: SourceLocation(path: path), hint: "point the catalog option at another file")
-            }
+            if tables > 0 { throw foreign(path) }
         }
         try pool.writeWithoutTransaction { db in
             try db.inTransaction(.immediate) {

@@ -148,8 +148,9 @@ enum CatalogSchema {
             FROM case_results r JOIN suite_runs s USING (suite_run_id);
 
         CREATE VIEW tool_usage AS
-            SELECT tool, COUNT(*) AS calls, SUM(attempts > 0) AS executed,
-                SUM(status IS NOT NULL AND status <> 'ok') AS failed, SUM(verdict = 'deny') AS denied,
+            SELECT tool, COUNT(*) AS calls, COUNT(CASE WHEN attempts > 0 THEN 1 END) AS executed,
+                COUNT(CASE WHEN attempts > 0 AND (status IS NULL OR status <> 'ok') THEN 1 END) AS failed,
+                COUNT(CASE WHEN verdict = 'deny' OR approval = 'refused' THEN 1 END) AS denied,
                 SUM(duration_us) AS total_duration_us
             FROM calls GROUP BY tool;
         """

@@ -1,6 +1,7 @@
 public import EvalEngine
 import Foundation
 import GRDB
+import Synchronization
 import TraceCore
 import TraceLog
 
@@ -15,15 +16,23 @@ import TraceLog
 /// cached: its error comes from reading it, every time.
 public struct FactCache: LogFactSource {
     public let catalog: Catalog
+    private let counts = Counts()
 
     public init(catalog: Catalog) {
         self.catalog = catalog
     }
 
+    /// Logs answered from the cache, and logs read, so far.
+    public var usage: (cached: Int, read: Int) { counts.value.withLock { $0 } }
+
     public func facts(for log: String) throws -> LogFacts {
         let path = Catalog.absolute(log)
         guard let before = FileStamp(path: path) else { return try LogFacts.read(log) }
-        if let cached = try? cached(path, stamp: before) { return cached }
+        if let cached = try? cached(path, stamp: before) {
+            counts.value.withLock { $0.cached += 1 }
+            return cached
+        }
+        counts.value.withLock { $0.read += 1 }
         let facts = try LogFacts.read(log)
         if FileStamp(path: path) == before { try? store(facts, path: path, stamp: before) }
         return facts
@@ -63,6 +72,11 @@ public struct FactCache: LogFactSource {
                 arguments: [path, LogFacts.extractorVersion, stamp.size, stamp.mtimeNs, tailOffset, tailEnd, hash, Data(blob)])
         }
     }
+}
+
+/// The cache's hit and read counts, shared by the copies of one `FactCache`.
+private final class Counts: Sendable {
+    let value = Mutex((cached: 0, read: 0))
 }
 
 extension LogFacts {

@@ -13,12 +13,16 @@ struct AgentEval: AsyncParsableCommand {
             as an append-only, gzip-compressed JSONL event log (docs/log-format.md). `agent-eval replay` rebuilds a \
             run from its log and steps through it; `agent-eval rerun` re-drives the current runtime with a log; \
             `agent-eval diff` compares two runs; `agent-eval log` prints, \
-            verifies and repairs logs.
+            verifies and repairs logs. `agent-eval index` adds logs to the SQLite catalog, where `runs`, `history`, \
+            `stats` and `sql` find runs, a case's history and numbers (docs/catalog.md).
 
             Exit codes: 0 passed (success, intact, identical), 1 failed (a case failed or regressed, a run did not \
             succeed, a log is damaged, runs diverge), 2 could not run (bad input), 64 usage error.
             """,
         version: "0.2.0",
-        subcommands: [RunCommand.self, ExecCommand.self, ReplayCommand.self, RerunCommand.self, DiffCommand.self, LogCommand.self]
+        subcommands: [
+            RunCommand.self, ExecCommand.self, ReplayCommand.self, RerunCommand.self, DiffCommand.self, LogCommand.self, IndexCommand.self,
+            RunsCommand.self, HistoryCommand.self, StatsCommand.self, SQLCommand.self, CatalogCommand.self,
+        ]
     )
 }

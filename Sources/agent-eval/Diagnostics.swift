@@ -66,6 +66,13 @@ func diagnose(_ error: any Error, exit code: ExitCode = Exit.unusable) -> ExitCo
     return code
 }
 
+/// Prints a diagnostic that does not stop the command, as `warning: …` lines.
+func warn(_ diagnostic: any Diagnostic) {
+    for line in diagnostic.lines(hint: commandHint(for: diagnostic)) {
+        printError(line.hasPrefix("error: ") ? "warning: " + line.dropFirst("error: ".count) : line)
+    }
+}
+
 /// The hint this CLI gives for a diagnostic, naming its own commands and flags (library
 /// hints never do); nil keeps the library's.
 func commandHint(for diagnostic: any Diagnostic) -> String? {
@@ -82,6 +89,8 @@ func commandHint(for diagnostic: any Diagnostic) -> String? {
         return "inspect it with `agent-eval log verify \(path)`; keep the file as evidence rather than rewriting it"
     case "runtime.undecided_calls":
         return "pass --approve <call-id> or --deny <call-id> for each waiting call"
+    case "catalog.not_a_catalog", "catalog.corrupt", "catalog.newer_schema":
+        return "the catalog is derived from the logs: rebuild it with `agent-eval catalog rebuild <log directories> --catalog \(path)`"
     case "eval.unreadable_baseline":
         return "write it again with `agent-eval run … --update-baseline`"
     default:

@@ -1,5 +1,6 @@
 import AgentRuntime
 import ArgumentParser
+import Catalog
 import Foundation
 import MCPTools
 import Synchronization
@@ -78,6 +79,9 @@ struct ExecCommand: AsyncParsableCommand {
     @Flag(help: "Print a machine-readable summary as JSON.")
     var json = false
 
+    @OptionGroup(title: "Catalog")
+    var catalog: CatalogUse
+
     @Flag(
         help: """
             Print each event as it is recorded, and the model's text as it streams in, before the summary. \
@@ -130,6 +134,13 @@ struct ExecCommand: AsyncParsableCommand {
             }
         } catch {
             throw diagnose(error)
+        }
+        if let catalog = catalog.openIfWanted() {
+            do {
+                _ = try catalog.index(log: outcome.logPath)
+            } catch {
+                warn(error)
+            }
         }
         if json {
             printJSON(outcome.json)

@@ -1,5 +1,6 @@
 import AgentRuntime
 public import ArgumentParser
+import Catalog
 import EvalEngine
 import Foundation
 import MCPTools
@@ -27,6 +28,10 @@ struct RunCommand: AsyncParsableCommand {
             (default: <first directory>/.baseline). A later run compares with it and reports regressions — a \
             case that passed now fails, a stop reason changed, a new tool is called, a forbidden tool is now \
             attempted, a pass rate fell — apart from failures that were already failing.
+
+            The catalog (docs/catalog.md): the facts of recorded logs are cached per log identity, so a second run \
+            over logs that did not change reads none of them; the results are recorded (see `agent-eval history`) and \
+            the logs live runs write are indexed. --no-catalog turns all of that off.
 
             Exit codes: 0 everything passed (per --fail-on); 1 a case failed or regressed; 2 the harness could \
             not run (a bad case file, a missing or unreadable log, a broken agent file, an unreadable baseline); \
@@ -93,6 +98,16 @@ struct RunCommand: AsyncParsableCommand {
     @Flag(help: "toolsNotCalled also fails on calls that were proposed but denied.")
     var countDeniedAttempts = false
 
+    @OptionGroup(title: "Catalog")
+    var catalog: CatalogUse
+
+    @Flag(
+        help: """
+            After the run, flag cases whose last 10 recorded suite runs (this one included) disagree: flaky in history \
+            even when this run passed. Needs the catalog.
+            """)
+    var history = false
+
     func validate() throws {
         if repeats < 1 { throw ValidationError("--repeat must be at least 1") }
         if let jobs, jobs < 1 { throw ValidationError("--jobs must be at least 1") }
@@ -100,6 +115,7 @@ struct RunCommand: AsyncParsableCommand {
         if updateBaseline && baseline == nil && Self.defaultBaseline(for: paths) == nil {
             throw ValidationError("--update-baseline needs --baseline DIR when the first path is not a directory")
         }
+        if history && catalog.noCatalog { throw ValidationError("--history needs the catalog; drop --no-catalog") }
         if let shard, EvalSession.Shard(shard) == nil {
             throw ValidationError("--shard takes i/n with 1 ≤ i ≤ n, e.g. 2/4; got \(shard)")
         }
@@ -120,6 +136,9 @@ struct RunCommand: AsyncParsableCommand {
         } catch {
             throw diagnose(error)
         }
+        let catalog = self.catalog.openIfWanted()
+        if let catalog { options.facts = FactCache(catalog: catalog) }
+        let info = SuiteRunInfo.current(commandLine: CommandLine.arguments, shard: shard)
         let plan = EvalSession.Plan(
             paths: paths, filters: filter, shard: shard.flatMap(EvalSession.Shard.init),
             baselineDirectory: baseline ?? Self.defaultBaseline(for: paths),
@@ -144,7 +163,27 @@ struct RunCommand: AsyncParsableCommand {
             }
         }
         console?.close()
-        if json { printJSON(report.json) } else { say(report.summaryLine) }
+        var flaky: [CaseStability] = []
+        if let catalog {
+            do {
+                try catalog.record(report, info: info)
+                if history { flaky = try catalog.flakyCases(in: report) }
+            } catch {
+                warn(error)
+                printError("warning: the results were not recorded in the catalog")
+            }
+        }
+        if json {
+            var object = report.json
+            if history, case .object(var members) = object {
+                members["flaky_in_history"] = .array(flaky.map(\.json))
+                object = .object(members)
+            }
+            printJSON(object)
+        } else {
+            for stability in flaky { say("FLAKY in history: \(stability.caseId) \(stability.sentence)") }
+            say(report.summaryLine)
+        }
         if interrupted != nil { printError("interrupted: live runs were stopped and their logs closed; the report covers what ran") }
 
         do {

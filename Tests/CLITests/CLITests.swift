@@ -5,9 +5,15 @@ import TraceCore
 import TraceLog
 
 /// The built `agent-eval` binary, run as a real subprocess.
+/// Unless the test names its own, the catalog is one file in the temporary directory (shared
+/// by the test run's processes, as CI shards share one), never the checkout's.
 func agentEval(_ arguments: [String], in directory: URL? = nil, environment: [String: String] = [:]) throws -> ProcessResult {
-    try Subprocess.run(try agentEvalBinary(), arguments, in: directory, environment: environment)
+    var environment = environment
+    if environment["AGENT_EVAL_CATALOG"] == nil { environment["AGENT_EVAL_CATALOG"] = testCatalogPath }
+    return try Subprocess.run(try agentEvalBinary(), arguments, in: directory, environment: environment)
 }
+
+let testCatalogPath = FileManager.default.temporaryDirectory.appendingPathComponent("agent-eval-tests-catalog-\(getpid()).sqlite").path
 
 /// Where the test run built `agent-eval`.
 func agentEvalBinary() throws -> String {

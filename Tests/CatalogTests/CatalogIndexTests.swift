@@ -23,11 +23,13 @@ func copyFixtureLogs(into directory: TemporaryDirectory) throws -> [String] {
 
 /// Writes a synthetic run of `steps` steps to `path`, in small members; stops after
 /// `events` events (flushed, the member left open: a run still being written) when given.
+/// The seed is `100 + index` unless given.
+/// The seed is `100 + index` unless given.
 @discardableResult
-func writeSyntheticRun(to path: String, steps: Int, index: Int = 0, stopAfter events: Int? = nil, memberBound: Int = 4096) throws
-    -> LogWriter
-{
-    var corpus = SyntheticCorpus(seed: UInt64(100 + index))
+func writeSyntheticRun(
+    to path: String, steps: Int, index: Int = 0, seed: UInt64? = nil, stopAfter events: Int? = nil, memberBound: Int = 4096
+) throws -> LogWriter {
+    var corpus = SyntheticCorpus(seed: seed ?? UInt64(100 + index))
     var run = corpus.run(index: index, steps: steps)
     if let events { run.events = Array(run.events.prefix(events)) }
     let writer = try LogWriter.create(at: path, runId: run.runId, options: .init(memberBound: memberBound))

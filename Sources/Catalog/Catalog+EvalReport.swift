@@ -1,0 +1,61 @@
+public import EvalEngine
+import Foundation
+
+extension SuiteRunInfo {
+    /// The info of a suite run starting now in the current directory: the git commit and
+    /// branch from the CI's variables (GitHub Actions, GitLab CI) or from `git`, when there is
+    /// a repository.
+    public static func current(commandLine: [String], shard: String? = nil) -> SuiteRunInfo {
+        let environment = ProcessInfo.processInfo.environment
+        let commit = environment["GITHUB_SHA"] ?? environment["CI_COMMIT_SHA"] ?? git(["rev-parse", "HEAD"])
+        var branch = environment["GITHUB_HEAD_REF"].flatMap { $0.isEmpty ? nil : $0 } ?? environment["GITHUB_REF_NAME"]
+        branch = branch ?? environment["CI_COMMIT_REF_NAME"] ?? git(["rev-parse", "--abbrev-ref", "HEAD"])
+        return SuiteRunInfo(
+            startedAtUs: Catalog.nowUs(), gitCommit: commit, gitBranch: branch == "HEAD" ? nil : branch,
+            commandLine: commandLine.joined(separator: " "), origin: "run", shard: shard)
+    }
+
+    /// `git arguments`' first line of output, or nil (no git, no repository).
+    private static func git(_ arguments: [String]) -> String? {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["git"] + arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        do {
+            try process.run()
+        } catch {
+            return nil
+        }
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { return nil }
+        let line = String(decoding: data, as: UTF8.self).split(separator: "\n").first.map(String.init)
+        return line?.isEmpty == false ? line : nil
+    }
+}
+
+extension Catalog {
+    /// Records a finished suite run — its report, and an index of the logs its live runs
+    /// wrote — and returns the suite run's id.
+    @discardableResult
+    public func record(_ report: EvalReport, info: SuiteRunInfo) throws(CatalogError) -> Int {
+        let id = try recordSuite(report: report.json, info: info)
+        let written = report.results.filter(\.evalCase.isLive).flatMap(\.runs).map(\.logPath)
+        for log in written where FileManager.default.fileExists(atPath: log) { _ = try index(log: log) }
+        return id
+    }
+
+    /// The cases of `report` whose last `last` suite runs (this one included, once recorded)
+    /// disagree: flaky in history even when this run passed. In report order.
+    public func flakyCases(in report: EvalReport, last: Int = 10) throws(CatalogError) -> [CaseStability] {
+        var flaky: [CaseStability] = []
+        for result in report.results {
+            let history = try history(caseId: result.id, limit: last)
+            if history.isFlaky { flaky.append(history) }
+        }
+        return flaky
+    }
+}

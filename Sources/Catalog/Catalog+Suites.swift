@@ -1,0 +1,189 @@
+import Foundation
+import GRDB
+public import TraceCore
+
+/// Where a suite run came from, beside its report.
+public struct SuiteRunInfo: Sendable, Hashable {
+    public var startedAtUs: Int
+    public var gitCommit: String?
+    public var gitBranch: String?
+    /// The command line that ran it.
+    public var commandLine: String
+    /// `run` for `agent-eval run`, `merge` for `results merge`.
+    public var origin: String
+    /// `i/n` for one shard of a suite.
+    public var shard: String?
+
+    public init(
+        startedAtUs: Int, gitCommit: String? = nil, gitBranch: String? = nil, commandLine: String, origin: String = "run",
+        shard: String? = nil
+    ) {
+        self.startedAtUs = startedAtUs
+        self.gitCommit = gitCommit
+        self.gitBranch = gitBranch
+        self.commandLine = commandLine
+        self.origin = origin
+        self.shard = shard
+    }
+}
+
+/// One suite run's outcome for one case.
+public struct CaseHistoryEntry: Sendable, Hashable {
+    public var suiteRunId: Int
+    public var startedAtUs: Int
+    public var gitCommit: String?
+    public var gitBranch: String?
+    /// `pass`, `fail`, `error` (the report's outcome).
+    public var outcome: String
+    public var runs: Int
+    public var passedRuns: Int
+    public var passRate: Double
+    public var stability: String
+
+    public var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("suite_run", suiteRunId)
+        object.set("started_at_us", startedAtUs)
+        object.set("git_commit", gitCommit)
+        object.set("git_branch", gitBranch)
+        object.set("outcome", outcome)
+        object.set("runs", runs)
+        object.set("passed_runs", passedRuns)
+        object.set("pass_rate", passRate)
+        object.set("stability", stability)
+        return object.json
+    }
+}
+
+/// How a case fared over its recent suite runs.
+public struct CaseStability: Sendable, Hashable {
+    public var caseId: String
+    /// Newest first.
+    public var entries: [CaseHistoryEntry]
+
+    public var passedCount: Int { entries.count { $0.outcome == "pass" } }
+    /// Passed in some suite runs and not in others, or flaky within one.
+    public var isFlaky: Bool {
+        let outcomes = Set(entries.map(\.outcome))
+        return (outcomes.contains("pass") && outcomes.count > 1) || entries.contains { $0.stability == "flaky" }
+    }
+
+    /// `passed 7 of its last 10 suite runs`.
+    public var sentence: String {
+        "passed \(passedCount) of its last \(entries.count) suite run\(entries.count == 1 ? "" : "s")"
+    }
+
+    public var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("case_id", caseId)
+        object.set("flaky", isFlaky)
+        object.set("passed", passedCount)
+        object.set("suite_runs", entries.count)
+        object.set("history", JSONValue.array(entries.map(\.json)))
+        return object.json
+    }
+}
+
+extension Catalog {
+    /// Records a suite run from its report (the JSON of docs/eval-results.md): one row for the
+    /// suite, one per case, one per checked log or live repeat. Returns the suite run's id.
+    @discardableResult
+    public func recordSuite(report: JSONValue, info: SuiteRunInfo) throws(CatalogError) -> Int {
+        guard case .array(let cases)? = report["cases"], case .object? = report["summary"] else {
+            throw CatalogError(.badResults, "the report has no summary and cases (is it an agent-eval results file?)")
+        }
+        let summary = report["summary"]
+        func int(_ value: JSONValue?) -> Int? {
+            switch value {
+            case .int(let number)?: return number
+            case .double(let number)?: return Int(number)
+            default: return nil
+            }
+        }
+        func double(_ value: JSONValue?) -> Double? {
+            switch value {
+            case .int(let number)?: return Double(number)
+            case .double(let number)?: return number
+            default: return nil
+            }
+        }
+        func string(_ value: JSONValue?) -> String? {
+            if case .string(let text)? = value { return text }
+            return nil
+        }
+        return try write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO suite_runs (started_at_us, duration_ms, git_commit, git_branch, command_line, origin, shard, cases,
+                        passed, failed, errors, k)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    info.startedAtUs, int(summary?["duration_ms"]) ?? 0, info.gitCommit, info.gitBranch, info.commandLine, info.origin,
+                    info.shard, int(summary?["cases"]) ?? cases.count, int(summary?["passed"]) ?? 0, int(summary?["failed"]) ?? 0,
+                    int(summary?["errors"]) ?? 0, int(report["k"]) ?? 1,
+                ])
+            let suiteRunId = db.lastInsertedRowID
+            let caseStatement = try db.cachedStatement(
+                sql: """
+                    INSERT OR REPLACE INTO case_results (suite_run_id, case_id, file, source, outcome, runs, passed_runs, pass_rate,
+                        pass_hat_k, stability, baseline_status, error)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """)
+            let runStatement = try db.cachedStatement(
+                sql: """
+                    INSERT OR REPLACE INTO eval_results (suite_run_id, case_id, ordinal, log_path, live, repeat_index, outcome,
+                        stop_reason, steps, tokens, error, failures)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """)
+            for entry in cases {
+                guard let caseId = string(entry["case_id"]) else { continue }
+                let source = string(entry["source"]) == "live" ? "live" : "recorded"
+                var runs: [JSONValue] = []
+                if case .array(let list)? = entry["runs"] { runs = list }
+                let passedRuns = runs.count { string($0["outcome"]) == "pass" }
+                try caseStatement.execute(arguments: [
+                    suiteRunId, caseId, string(entry["file"]), source, string(entry["outcome"]) ?? "error", runs.count, passedRuns,
+                    double(entry["pass_rate"]) ?? 0, double(entry["pass_hat_k"]), string(entry["stability"]) ?? "stable_fail",
+                    string(entry["baseline"]?["status"]), string(entry["error"]),
+                ])
+                for (ordinal, run) in runs.enumerated() {
+                    let failures = run["failures"] ?? .array([])
+                    try runStatement.execute(arguments: [
+                        suiteRunId, caseId, ordinal, string(run["log"]) ?? "", source == "live" ? 1 : 0, int(run["repeat"]) ?? 0,
+                        string(run["outcome"]) ?? "error", string(run["stop_reason"]), int(run["steps"]), int(run["tokens"]),
+                        string(run["error"]), JSONWriter.encodeString(failures),
+                    ])
+                }
+            }
+            return Int(suiteRunId)
+        }
+    }
+
+    /// The last `limit` suite runs' outcomes for `caseId`, newest first.
+    public func history(caseId: String, limit: Int = 20) throws(CatalogError) -> CaseStability {
+        let entries = try read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT suite_run_id, started_at_us, git_commit, git_branch, outcome, runs, passed_runs, pass_rate, stability
+                    FROM case_history WHERE case_id = ? ORDER BY started_at_us DESC, suite_run_id DESC LIMIT ?
+                    """, arguments: [caseId, limit]
+            ).map { row in
+                CaseHistoryEntry(
+                    suiteRunId: row["suite_run_id"], startedAtUs: row["started_at_us"], gitCommit: row["git_commit"],
+                    gitBranch: row["git_branch"], outcome: row["outcome"], runs: row["runs"], passedRuns: row["passed_runs"],
+                    passRate: row["pass_rate"], stability: row["stability"])
+            }
+        }
+        return CaseStability(caseId: caseId, entries: entries)
+    }
+
+    /// Case ids the catalog has history for that match `pattern` (a glob), sorted.
+    public func caseIds(matching pattern: String) throws(CatalogError) -> [String] {
+        try read { db in
+            try String.fetchAll(
+                db, sql: "SELECT DISTINCT case_id FROM case_results WHERE case_id GLOB ? ORDER BY case_id", arguments: [pattern])
+        }
+    }
+}

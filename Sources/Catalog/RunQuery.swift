@@ -1,0 +1,185 @@
+import Foundation
+import GRDB
+public import TraceCore
+
+/// Which indexed runs to list: every filter given must hold.
+public struct RunQuery: Sendable, Hashable {
+    /// Tools the run executed (each at least once).
+    public var tools: [String] = []
+    /// Tools the run never executed.
+    public var notTools: [String] = []
+    /// Stop reasons (any of them); `running` for a log without `run_stopped`.
+    public var stopReasons: [String] = []
+    /// Agent names, globs allowed (`support-*`).
+    public var agent: String?
+    /// `provider:name`, globs allowed (`openai:*`).
+    public var model: String?
+    /// Runs that started at or after this time (microseconds since 1970).
+    public var sinceUs: Int?
+    /// Runs that started before this time.
+    public var untilUs: Int?
+    public var statuses: [LogStatus] = []
+    /// Runs with a call denied by policy or refused by a human.
+    public var hasDenied = false
+    /// Runs with a call whose approval is in this state.
+    public var approval: ApprovalFilter?
+    public var minCostUSD: Double?
+    /// The most rows to return, newest first.
+    public var limit = 50
+
+    public enum ApprovalFilter: String, Sendable, CaseIterable {
+        /// A human granted a call.
+        case granted
+        /// A human refused a call.
+        case refused
+        /// A call waits for a human.
+        case pending
+        /// A call ran that no human approved (it was allowed by policy alone).
+        case none
+    }
+
+    public init() {}
+
+    /// The statement and its arguments; the `calls_by_tool` index serves the tool filters.
+    func statement() -> (sql: String, arguments: [CatalogValue]) {
+        var conditions: [String] = []
+        var arguments: [CatalogValue] = []
+        for tool in tools {
+            conditions.append("log_id IN (SELECT log_id FROM calls WHERE tool = ? AND attempts > 0)")
+            arguments.append(.text(tool))
+        }
+        for tool in notTools {
+            conditions.append("log_id NOT IN (SELECT log_id FROM calls WHERE tool = ? AND attempts > 0)")
+            arguments.append(.text(tool))
+        }
+        if !stopReasons.isEmpty {
+            let reasons = stopReasons.filter { $0 != "running" }
+            var any: [String] = []
+            if !reasons.isEmpty {
+                any.append("stop_reason IN (\(reasons.map { _ in "?" }.joined(separator: ", ")))")
+                arguments.append(contentsOf: reasons.map { .text($0) })
+            }
+            if stopReasons.contains("running") { any.append("stop_reason IS NULL") }
+            conditions.append("(" + any.joined(separator: " OR ") + ")")
+        }
+        if let agent {
+            conditions.append("agent GLOB ?")
+            arguments.append(.text(agent))
+        }
+        if let model {
+            conditions.append("model GLOB ?")
+            arguments.append(.text(model))
+        }
+        if let sinceUs {
+            conditions.append("started_at_us >= ?")
+            arguments.append(.integer(Int64(sinceUs)))
+        }
+        if let untilUs {
+            conditions.append("started_at_us < ?")
+            arguments.append(.integer(Int64(untilUs)))
+        }
+        if !statuses.isEmpty {
+            conditions.append("status IN (\(statuses.map { _ in "?" }.joined(separator: ", ")))")
+            arguments.append(contentsOf: statuses.map { .text($0.rawValue) })
+        }
+        if hasDenied { conditions.append("denied_calls > 0") }
+        switch approval {
+        case .granted?: conditions.append("log_id IN (SELECT log_id FROM calls WHERE approval = 'granted')")
+        case .refused?: conditions.append("log_id IN (SELECT log_id FROM calls WHERE approval = 'refused')")
+        case .pending?:
+            conditions.append("log_id IN (SELECT log_id FROM calls WHERE verdict = 'approval_required' AND approval IS NULL)")
+        case .none?: conditions.append("log_id IN (SELECT log_id FROM calls WHERE attempts > 0 AND approval IS NULL)")
+        case nil: break
+        }
+        if let minCostUSD {
+            conditions.append("cost_usd >= ?")
+            arguments.append(.real(minCostUSD))
+        }
+        let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+        let sql = """
+            SELECT path, run_id, agent, model, status, problem, stop_reason, stop_limit, steps, tool_calls, executed_calls,
+                denied_calls, input_tokens + output_tokens AS tokens, cost_usd, started_at_us, ended_at_us
+            FROM logs \(filter)
+            ORDER BY started_at_us IS NULL, started_at_us DESC, path
+            LIMIT \(max(0, limit))
+            """
+        return (sql, arguments)
+    }
+}
+
+/// One indexed run, as `runs` lists it.
+public struct RunRow: Sendable, Hashable {
+    public var path: String
+    public var runId: String?
+    public var agent: String?
+    public var model: String?
+    public var status: LogStatus
+    public var problem: String?
+    public var stopReason: String?
+    public var limit: String?
+    public var steps: Int
+    public var toolCalls: Int
+    public var executedCalls: Int
+    public var deniedCalls: Int
+    public var tokens: Int
+    public var costUSD: Double
+    public var startedAtUs: Int?
+    public var endedAtUs: Int?
+
+    /// The command that steps through this run.
+    public var replayCommand: String { "agent-eval replay \(RunRow.shellQuoted(path))" }
+
+    static func shellQuoted(_ text: String) -> String {
+        let plain = text.unicodeScalars.allSatisfy { CharacterSet.alphanumerics.contains($0) || "/._-+:@=,".unicodeScalars.contains($0) }
+        return plain && !text.isEmpty ? text : "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    }
+
+    public var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("path", path)
+        object.set("run_id", runId)
+        object.set("agent", agent)
+        object.set("model", model)
+        object.set("status", status.rawValue)
+        object.set("problem", problem)
+        object.set("stop_reason", stopReason)
+        object.set("limit", limit)
+        object.set("steps", steps)
+        object.set("tool_calls", toolCalls)
+        object.set("executed_calls", executedCalls)
+        object.set("denied_calls", deniedCalls)
+        object.set("tokens", tokens)
+        object.set("cost_usd", costUSD)
+        object.set("started_at_us", startedAtUs)
+        object.set("ended_at_us", endedAtUs)
+        object.set("replay", replayCommand)
+        return object.json
+    }
+}
+
+extension Catalog {
+    /// The indexed runs `query` selects, newest first.
+    public func runs(_ query: RunQuery) throws(CatalogError) -> [RunRow] {
+        let (sql, arguments) = query.statement()
+        return try read { db in
+            try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments.map(\.databaseValue))).map { row in
+                RunRow(
+                    path: row["path"], runId: row["run_id"], agent: row["agent"], model: row["model"],
+                    status: LogStatus(rawValue: row["status"]) ?? .damaged, problem: row["problem"], stopReason: row["stop_reason"],
+                    limit: row["stop_limit"], steps: row["steps"], toolCalls: row["tool_calls"], executedCalls: row["executed_calls"],
+                    deniedCalls: row["denied_calls"], tokens: row["tokens"], costUSD: row["cost_usd"], startedAtUs: row["started_at_us"],
+                    endedAtUs: row["ended_at_us"])
+            }
+        }
+    }
+
+    /// SQLite's plan for `query`, one line per step (`EXPLAIN QUERY PLAN`).
+    public func plan(_ query: RunQuery) throws(CatalogError) -> [String] {
+        let (sql, arguments) = query.statement()
+        return try read { db in
+            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + sql, arguments: StatementArguments(arguments.map(\.databaseValue))).map {
+                $0["detail"]
+            }
+        }
+    }
+}

@@ -1,0 +1,227 @@
+import Catalog
+import EvalEngine
+import Foundation
+import TestSupport
+import Testing
+import TraceCore
+import TraceLog
+
+@Suite("The catalog's cache, rebuild, queries and bad files")
+struct CatalogStoreTests {
+    @Test("the fact cache answers for an unchanged log, and never for a changed one, even with its size and mtime restored")
+    func factCacheIsNeverStale() throws {
+        try TemporaryDirectory.with { directory in
+            let log = directory.path("a.jsonl.gz")
+            try writeSyntheticRun(to: log, steps: 6, seed: 1)
+            let cache = FactCache(catalog: try Catalog(path: directory.path("catalog.sqlite")))
+            let first = try cache.facts(for: log)
+            let second = try cache.facts(for: log)
+            #expect(cache.usage == (1, 1))
+            #expect(second == first)
+
+            // The last member's bytes changed in place: the same size, the modification time put back.
+            let attributes = try FileManager.default.attributesOfItem(atPath: log)
+            var bytes = try Data(contentsOf: URL(fileURLWithPath: log))
+            for index in (bytes.count - 40)..<(bytes.count - 30) { bytes[index] ^= 0x5A }
+            try bytes.write(to: URL(fileURLWithPath: log))
+            try FileManager.default.setAttributes([.modificationDate: attributes[.modificationDate] as Any], ofItemAtPath: log)
+            #expect(try FileManager.default.attributesOfItem(atPath: log)[.size] as? Int == attributes[.size] as? Int)
+            // The cache sees the change and reads the log: what a direct read gives, error or facts.
+            let afterChange = Result { try cache.facts(for: log) }
+            #expect(cache.usage == (1, 2))
+            switch (afterChange, Result { try LogFacts.read(log) }) {
+            case (.success(let cached), .success(let read)): #expect(cached == read)
+            case (.failure(let cached), .failure(let read)): #expect("\(cached)" == "\(read)")
+            default: Issue.record("the cache and a direct read disagree about the changed log")
+            }
+
+            // Another run written over it.
+            try FileManager.default.removeItem(atPath: log)
+            try writeSyntheticRun(to: log, steps: 6, index: 1, seed: 1)
+            let third = try cache.facts(for: log)
+            #expect(cache.usage == (1, 3))
+            #expect(third == (try LogFacts.read(log)))
+            #expect(third.state.runId != first.state.runId)
+
+            // Entries of another extractor version are not used.
+            let fresh = FactCache(catalog: cache.catalog)
+            _ = try fresh.facts(for: log)
+            #expect(fresh.usage == (1, 0))
+            try cache.catalog.close()
+            let changed = try Catalog(path: directory.path("catalog.sqlite"))
+            try setExtractorVersion(0, in: directory.path("catalog.sqlite"))
+            let afterBump = FactCache(catalog: changed)
+            #expect(try afterBump.facts(for: log) == third)
+            #expect(afterBump.usage == (0, 1))
+        }
+    }
+
+    @Test("a torn log's facts come back with its tear, and a grown log is read again")
+    func factCacheTornAndGrown() throws {
+        try TemporaryDirectory.with { directory in
+            let log = directory.path("a.jsonl.gz")
+            var corpus = SyntheticCorpus(seed: 7)
+            let run = corpus.run(index: 0, steps: 8)
+            let writer = try LogWriter.create(at: log, runId: run.runId, options: .init(memberBound: 4096))
+            let recorder = RunRecorder(writer: writer, clock: { SteppingClock().now() })
+            try SyntheticCorpus.record(run.events.prefix(20), with: recorder)
+            try writer.flush(sync: true)
+            let cache = FactCache(catalog: try Catalog(path: directory.path("catalog.sqlite")))
+            let torn = try cache.facts(for: log)
+            #expect(torn.tear != nil)
+            #expect(try cache.facts(for: log) == torn)
+            try SyntheticCorpus.record(run.events.dropFirst(20), with: recorder)
+            try writer.close()
+            let whole = try cache.facts(for: log)
+            #expect(whole.tear == nil)
+            #expect(whole.state.isStopped)
+            #expect(cache.usage == (1, 2))
+        }
+    }
+
+    @Test("catalog rebuild gives exactly the rows incremental indexing gave, and keeps the suite runs")
+    func rebuildMatchesIncremental() throws {
+        try TemporaryDirectory.with { directory in
+            _ = try copyFixtureLogs(into: directory)
+            let grown = directory.path("grown.jsonl.gz")
+            var corpus = SyntheticCorpus(seed: 3)
+            let run = corpus.run(index: 0, steps: 12)
+            let writer = try LogWriter.create(at: grown, runId: run.runId, options: .init(memberBound: 2048))
+            let recorder = RunRecorder(writer: writer, clock: { SteppingClock().now() })
+            try SyntheticCorpus.record(run.events.prefix(30), with: recorder)
+            try writer.flush(sync: true)
+            let path = directory.path("catalog.sqlite")
+            let catalog = try Catalog(path: path)
+            _ = try catalog.index(paths: [directory.url.path])
+            try SyntheticCorpus.record(run.events.dropFirst(30), with: recorder)
+            try writer.close()
+            let second = try catalog.index(paths: [directory.url.path])
+            #expect(second.logs.map(\.change).contains(.grew))
+            let report: JSONValue = [
+                "summary": ["cases": 1, "passed": 1, "failed": 0, "errors": 0, "duration_ms": 3], "k": 1,
+                "cases": [
+                    ["case_id": "c", "source": "recorded", "outcome": "pass", "pass_rate": 1, "stability": "stable_pass", "runs": []]
+                ],
+            ]
+            try catalog.recordSuite(report: report, info: SuiteRunInfo(startedAtUs: 1, commandLine: "agent-eval run"))
+            let logs = try rows(catalog, "logs")
+            let calls = try rows(catalog, "calls")
+            try catalog.close()
+
+            let rebuilt = try Catalog.rebuild(at: path)
+            #expect(rebuilt.suiteRuns == 1)
+            let after = try Catalog(path: path)
+            #expect(try rows(after, "logs") == logs)
+            #expect(try rows(after, "calls") == calls)
+            #expect(try after.history(caseId: "c").entries.count == 1)
+        }
+    }
+
+    @Test("a file that is not a catalog, a damaged one and one from a newer agent-eval give clear errors and stay as they were")
+    func badCatalogFiles() throws {
+        try TemporaryDirectory.with { directory in
+            func expectError(_ path: String, _ code: CatalogError.Code, _ words: String) throws {
+                let before = try Data(contentsOf: URL(fileURLWithPath: path))
+                #expect {
+                    _ = try Catalog(path: path)
+                } throws: { error in
+                    guard let error = error as? CatalogError else { return false }
+                    return error.code == code && error.message.contains(words) && error.place?.path == path
+                }
+                #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before, "the file was changed")
+            }
+            let text = directory.path("text.sqlite")
+            try Data("not a database at all, just some text that is long enough\n".utf8).write(to: URL(fileURLWithPath: text))
+            try expectError(text, .notACatalog, "is not a SQLite database")
+
+            let newer = directory.path("newer.sqlite")
+            _ = try Subprocess.run("/usr/bin/env", ["sqlite3", newer, "PRAGMA user_version = 99; CREATE TABLE logs (x);"])
+            try expectError(newer, .newerSchema, "schema version 99")
+
+            let foreign = directory.path("foreign.sqlite")
+            _ = try Subprocess.run("/usr/bin/env", ["sqlite3", foreign, "CREATE TABLE people (name TEXT);"])
+            try expectError(foreign, .notACatalog, "not an agent-eval catalog")
+
+            // A real catalog with its pages overwritten in the middle.
+            let damaged = directory.path("damaged.sqlite")
+            let catalog = try Catalog(path: damaged)
+            _ = try copyFixtureLogs(into: directory)
+            _ = try catalog.index(paths: [directory.url.path])
+            try catalog.checkpoint()
+            try catalog.close()
+            // Every page but the first (the schema) overwritten.
+            var bytes = try Data(contentsOf: URL(fileURLWithPath: damaged))
+            for index in 4096..<bytes.count { bytes[index] = 0xA5 }
+            try bytes.write(to: URL(fileURLWithPath: damaged))
+            let opened = Result { () throws -> Int in
+                let catalog = try Catalog(path: damaged)
+                return try catalog.query("SELECT COUNT(*) FROM calls WHERE tool <> ''").rows.count
+            }
+            if case .failure(let error) = opened {
+                let error = try #require(error as? CatalogError)
+                #expect([.corrupt, .notACatalog].contains(error.code), "\(error)")
+            } else {
+                Issue.record("a catalog with overwritten pages was read without an error")
+            }
+        }
+    }
+
+    @Test("the documented queries use their indexes (EXPLAIN QUERY PLAN)")
+    func queryPlans() throws {
+        try TemporaryDirectory.with { directory in
+            let catalog = try Catalog(path: directory.path("catalog.sqlite"))
+            var query = RunQuery()
+            query.tools = ["refund_order"]
+            query.notTools = ["lookup_order"]
+            let plan = try catalog.plan(query).joined(separator: "\n")
+            #expect(plan.contains("USING COVERING INDEX calls_by_tool (tool=? AND attempts>?)"), "\(plan)")
+            #expect(!plan.contains("SCAN calls"), "\(plan)")
+            let history = try catalog.query(
+                "EXPLAIN QUERY PLAN SELECT * FROM case_history WHERE case_id = 'x' ORDER BY started_at_us DESC LIMIT 10")
+            let detail = history.rows.map { $0[3].description }.joined(separator: "\n")
+            #expect(detail.contains("case_results_by_case") || detail.contains("PRIMARY KEY"), "\(detail)")
+            #expect(!detail.contains("SCAN r"), "\(detail)")
+        }
+    }
+
+    @Test("sql refuses statements that would change the catalog")
+    func readOnlyQueries() throws {
+        try TemporaryDirectory.with { directory in
+            let catalog = try Catalog(path: directory.path("catalog.sqlite"))
+            for statement in [
+                "DELETE FROM logs", "DROP TABLE calls", "INSERT INTO facts VALUES ('x', 1, 1, 1, 1, 1, 'x', x'00')",
+                "PRAGMA user_version = 5",
+            ] {
+                #expect(throws: CatalogError.self, "\(statement)") { _ = try catalog.query(statement) }
+            }
+            #expect(try catalog.query("PRAGMA user_version").rows.first?.first == .integer(1))
+        }
+    }
+
+    @Test("a damaged log is indexed with its status and problem, keeping what came before the damage")
+    func damagedLog() throws {
+        try TemporaryDirectory.with { directory in
+            let log = directory.path("a.jsonl.gz")
+            try writeSyntheticRun(to: log, steps: 10, memberBound: 2048)
+            var bytes = try Data(contentsOf: URL(fileURLWithPath: log))
+            let middle = bytes.count / 2
+            for index in middle..<(middle + 64) { bytes[index] ^= 0xFF }
+            try bytes.write(to: URL(fileURLWithPath: log))
+            let catalog = try Catalog(path: directory.path("catalog.sqlite"))
+            let indexed = try catalog.index(log: log)
+            #expect(indexed.status == .damaged)
+            #expect(indexed.problem?.contains("byte") == true)
+            #expect(indexed.eventsRead > 0)
+            #expect(try catalog.index(log: log).change == .unchanged)
+            var query = RunQuery()
+            query.statuses = [.damaged]
+            #expect(try catalog.runs(query).map(\.path) == [Catalog.absolute(log)])
+        }
+    }
+}
+
+/// Sets every fact cache entry's extractor version, as another agent-eval would have written it.
+func setExtractorVersion(_ version: Int, in path: String) throws {
+    let result = try Subprocess.run("/usr/bin/env", ["sqlite3", path, "UPDATE facts SET extractor_version = \(version);"])
+    try #require(result.status == 0, "\(result.stderr)")
+}
