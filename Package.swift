@@ -145,6 +145,13 @@ let package = Package(
             path: "Benchmarks/ReplayBenchmark",
             swiftSettings: strictSettings
         ),
+        // `swift run -c release catalog-benchmark` (see docs/catalog.md).
+        .executableTarget(
+            name: "catalog-benchmark",
+            dependencies: ["TraceCore", "TraceLog", "EvalEngine", "Catalog", "TestSupport"],
+            path: "Benchmarks/CatalogBenchmark",
+            swiftSettings: strictSettings
+        ),
         // `swift run -c release model-benchmark` (see docs/models.md).
         .executableTarget(
             name: "model-benchmark",

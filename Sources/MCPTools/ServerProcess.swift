@@ -36,6 +36,8 @@ final class ServerProcess: Sendable {
         var stderr: [UInt8] = []
         /// Bytes of stderr written so far, kept or not: a call's share is what came after its start.
         var stderrTotal = 0
+        /// The stderr reader saw the pipe's end.
+        var stderrClosed = false
         var exited = false
         /// Raw `result` members of responses, by request id, until taken.
         var results: [String: JSONValue] = [:]
@@ -202,6 +204,9 @@ final class ServerProcess: Sendable {
         var status: Int32 = 0
         while waitpid(process.pid, &status, 0) < 0 && errno == EINTR {}
         state.withLock { $0.exited = true }
+        // Its last words may still be in the stderr pipe: let the reader drain it (bounded —
+        // the group is dead, so the pipe's end comes at once unless something escaped it).
+        for _ in 0..<200 where !state.withLock({ $0.stderrClosed }) { usleep(10_000) }
         let how = SpawnedProcess.describe(waitStatus: status)
         fail("the server \(how)" + (lastErrorLine.map { " (its last words on stderr: \($0))" } ?? ""))
         continuation.finish(throwing: ServerClosed())
@@ -251,6 +256,7 @@ final class ServerProcess: Sendable {
             }
         }
         close(process.stderr)
+        state.withLock { $0.stderrClosed = true }
     }
 
     /// A request id as the key of `results`: `"7"` for 7, `"\"a\""` for "a".

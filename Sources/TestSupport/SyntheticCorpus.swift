@@ -17,6 +17,8 @@ public struct SyntheticCorpus {
         """.split(separator: " ").map(String.init)
 
     var generator: SeededGenerator
+    /// The tools of the run being made.
+    var tools: [ToolSpec] = []
 
     public init(seed: UInt64 = 2026) {
         generator = SeededGenerator(seed: seed)
@@ -60,65 +62,77 @@ public struct SyntheticCorpus {
 
     /// One run of `steps` steps: calls of tool_0…tool_2 (tool_3, a write tool, is never called), then success.
     public mutating func run(index: Int, steps: Int) -> Run {
-        var events: [(EventPayload, Int)] = []
+        var events: [(EventPayload, Int)] = [(.runStarted(start(steps: steps)), 0)]
+        for step in 1...steps { events.append(contentsOf: self.step(step)) }
+        events.append((.runStopped(stop()), steps))
+        return ("bench-run-\(index)", events)
+    }
+
+    /// The `run_started` of a run of `steps` steps. A run can be made a step at a time (for
+    /// runs too long to hold): `start`, then `step(1)`, `step(2)`…, then `stop`.
+    public mutating func start(steps: Int) -> RunStarted {
         let tools = (0..<4).map { number in
             ToolSpec(
                 name: "tool_\(number)", description: words(12),
                 inputSchema: ["type": "object", "properties": ["id": ["type": "string"], "query": ["type": "string"]]],
                 sideEffect: number == 3 ? .write : .read)
         }
+        self.tools = tools
+        return RunStarted(
+            goal: words(25), agent: AgentIdentity(name: "bench-agent", version: "1", configDigest: "sha256:" + hex(64)),
+            model: ModelIdentity(provider: "scripted", name: "bench"), policy: PolicyIdentity(name: "bench-policy"),
+            tools: tools, limits: RunLimits(maxSteps: steps + 1, tokenBudget: 1_000_000))
+    }
+
+    /// The six events of step `step`: context, decision, verdict, intent, result, step end.
+    public mutating func step(_ step: Int) -> [(payload: EventPayload, step: Int)] {
+        var events: [(payload: EventPayload, step: Int)] = []
+        let observations = (0..<4).map { item in
+            ItemReference(id: "obs-\(step)-\(item)", summary: words(20), contentHash: item == 0 ? "sha256:" + hex(64) : nil)
+        }
         events.append(
             (
-                .runStarted(
-                    RunStarted(
-                        goal: words(25), agent: AgentIdentity(name: "bench-agent", version: "1", configDigest: "sha256:" + hex(64)),
-                        model: ModelIdentity(provider: "scripted", name: "bench"), policy: PolicyIdentity(name: "bench-policy"),
-                        tools: tools, limits: RunLimits(maxSteps: steps + 1, tokenBudget: 1_000_000))), 0
+                .contextBuilt(
+                    ContextBuilt(
+                        goal: words(25), stateSummary: words(45), observations: observations,
+                        toolsDisclosed: tools.prefix(3).map(\.name),
+                        omitted: [OmittedItem(id: "obs-old-\(step)", reason: .budget, detail: words(6))],
+                        tokenEstimate: number(800...2_400))), step
             ))
-        for step in 1...steps {
-            let observations = (0..<4).map { item in
-                ItemReference(id: "obs-\(step)-\(item)", summary: words(20), contentHash: item == 0 ? "sha256:" + hex(64) : nil)
-            }
-            events.append(
-                (
-                    .contextBuilt(
-                        ContextBuilt(
-                            goal: words(25), stateSummary: words(45), observations: observations,
-                            toolsDisclosed: tools.prefix(3).map(\.name),
-                            omitted: [OmittedItem(id: "obs-old-\(step)", reason: .budget, detail: words(6))],
-                            tokenEstimate: number(800...2_400))), step
-                ))
-            let callId = "call-\(step)"
-            let arguments: JSONValue = ["id": .string("ord-\(number(10_000...99_999))"), "query": .string(words(8))]
-            events.append(
-                (
-                    .decisionMade(
-                        DecisionMade(
-                            raw: "{\"tool\":\"tool_\(step % 3)\",\"why\":\"\(words(6))\"}",
-                            outcome: .valid(.toolCalls([ToolCall(id: callId, name: "tool_\(step % 3)", arguments: arguments)])),
-                            usage: TokenUsage(input: number(800...2_400), output: number(20...200)), latencyUs: number(200_000...2_000_000))
-                    ), step
-                ))
-            events.append(
-                (
-                    .verdictGiven(
-                        VerdictGiven(callId: callId, tool: "tool_\(step % 3)", verdict: .allow, reason: words(9), rule: "rule-\(step % 7)")),
-                    step
-                ))
-            events.append((.toolIntended(ToolIntended(callId: callId, tool: "tool_\(step % 3)", arguments: arguments, attempt: 1)), step))
-            events.append(
-                (
-                    .toolCompleted(
-                        ToolCompleted(
-                            callId: callId, tool: "tool_\(step % 3)", attempt: 1, status: .ok,
-                            output: [
-                                "rows": .array((0..<5).map { _ in ["id": .int(number(1...999_999)), "text": .string(words(18))] }),
-                                "count": .int(number(1...50)),
-                            ], durationUs: number(1_000...900_000))), step
-                ))
-            events.append((.stepEnded(StepEnded(stateDigest: "sha256:" + hex(64))), step))
-        }
-        events.append((.runStopped(RunStopped(reason: .success, answer: words(30))), steps))
-        return ("bench-run-\(index)", events)
+        let callId = "call-\(step)"
+        let arguments: JSONValue = ["id": .string("ord-\(number(10_000...99_999))"), "query": .string(words(8))]
+        events.append(
+            (
+                .decisionMade(
+                    DecisionMade(
+                        raw: "{\"tool\":\"tool_\(step % 3)\",\"why\":\"\(words(6))\"}",
+                        outcome: .valid(.toolCalls([ToolCall(id: callId, name: "tool_\(step % 3)", arguments: arguments)])),
+                        usage: TokenUsage(input: number(800...2_400), output: number(20...200)), latencyUs: number(200_000...2_000_000))
+                ), step
+            ))
+        events.append(
+            (
+                .verdictGiven(
+                    VerdictGiven(callId: callId, tool: "tool_\(step % 3)", verdict: .allow, reason: words(9), rule: "rule-\(step % 7)")),
+                step
+            ))
+        events.append((.toolIntended(ToolIntended(callId: callId, tool: "tool_\(step % 3)", arguments: arguments, attempt: 1)), step))
+        events.append(
+            (
+                .toolCompleted(
+                    ToolCompleted(
+                        callId: callId, tool: "tool_\(step % 3)", attempt: 1, status: .ok,
+                        output: [
+                            "rows": .array((0..<5).map { _ in ["id": .int(number(1...999_999)), "text": .string(words(18))] }),
+                            "count": .int(number(1...50)),
+                        ], durationUs: number(1_000...900_000))), step
+            ))
+        events.append((.stepEnded(StepEnded(stateDigest: "sha256:" + hex(64))), step))
+        return events
+    }
+
+    /// The `run_stopped` that ends the run.
+    public mutating func stop() -> RunStopped {
+        RunStopped(reason: .success, answer: words(30))
     }
 }

@@ -1,0 +1,275 @@
+// The catalog benchmark (docs/catalog.md, README "Performance"):
+//
+//   swift run -c release catalog-benchmark [--runs 1000] [--steps 20] [--repetitions 3] [--jobs 2]
+//       [--query-runs 100000] [--big-events 1000000] [--dir PATH]
+//
+// 1. index `runs` logs × `steps` steps into a fresh catalog, against read + fold of the same logs
+//    (one thread each; the ratio is index rate / read+fold rate, target >= 0.8);
+// 2. `runs --tool X --not-tool Y` over `query-runs` indexed runs (the 1,000 logs' rows copied
+//    under other paths with the sqlite3 program), in process (target < 50 ms);
+// 3. an eval suite over the `runs` logs: first run (cache empty) against a second (every log
+//    unchanged and cached; target >= 20x faster);
+// 4. catalog bytes per indexed event, and the peak memory of indexing one log of `big-events`
+//    events against one a tenth that size (each in a child process: flat means close).
+//
+// Prints medians of the repetitions.
+import Catalog
+import EvalEngine
+import Foundation
+import TestSupport
+import TraceCore
+import TraceLog
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+struct Settings {
+    var runs = 1000
+    var steps = 20
+    var repetitions = 3
+    var jobs = 2
+    var queryRuns = 100_000
+    var bigEvents = 1_000_000
+    var directory = FileManager.default.temporaryDirectory.appendingPathComponent("agent-eval-catalog-bench").path
+}
+
+func parseSettings() -> Settings {
+    var settings = Settings()
+    var arguments = CommandLine.arguments.dropFirst().makeIterator()
+    while let argument = arguments.next() {
+        let value = arguments.next() ?? ""
+        switch argument {
+        case "--runs": settings.runs = Int(value) ?? settings.runs
+        case "--steps": settings.steps = Int(value) ?? settings.steps
+        case "--repetitions": settings.repetitions = Int(value) ?? settings.repetitions
+        case "--jobs": settings.jobs = Int(value) ?? settings.jobs
+        case "--query-runs": settings.queryRuns = Int(value) ?? settings.queryRuns
+        case "--big-events": settings.bigEvents = Int(value) ?? settings.bigEvents
+        case "--dir": settings.directory = value
+        default:
+            FileHandle.standardError.write(
+                Data(
+                    ("usage: catalog-benchmark [--runs N] [--steps N] [--repetitions N] [--jobs N] [--query-runs N] "
+                        + "[--big-events N] [--dir PATH]\n").utf8))
+            exit(argument == "--help" ? 0 : 64)
+        }
+    }
+    return settings
+}
+
+func seconds(_ duration: Duration) -> Double {
+    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+}
+
+func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+}
+
+func time(_ body: () throws -> Void) rethrows -> Double {
+    let started = ContinuousClock.now
+    try body()
+    return seconds(ContinuousClock.now - started)
+}
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("catalog-benchmark: \(message)\n".utf8))
+    exit(1)
+}
+
+func sqlite(_ database: String, _ sql: String) throws {
+    let result = try Subprocess.run(Subprocess.which("sqlite3") ?? "/usr/bin/sqlite3", [database, sql])
+    if result.status != 0 { fail("sqlite3 failed: \(result.stderr)") }
+}
+
+/// Writes one log of about `events` events, a step at a time (never the whole run in memory).
+func writeBigLog(_ path: String, events: Int) throws {
+    var corpus = SyntheticCorpus(seed: 77)
+    let steps = max(1, (events - 2) / 6)
+    let writer = try LogWriter.create(at: path, runId: "bench-big")
+    let clock = SteppingClock()
+    let recorder = RunRecorder(writer: writer, clock: { clock.now() })
+    try SyntheticCorpus.record([(.runStarted(corpus.start(steps: steps)), 0)], with: recorder)
+    for step in 1...steps { try SyntheticCorpus.record(corpus.step(step), with: recorder) }
+    try SyntheticCorpus.record([(.runStopped(corpus.stop()), steps)], with: recorder)
+    try writer.close()
+}
+
+/// The child-process mode: index one log into a new catalog and exit.
+if CommandLine.arguments.count == 4 && CommandLine.arguments[1] == "--index-one" {
+    let catalog = try Catalog(path: CommandLine.arguments[3])
+    let indexed = try catalog.index(log: CommandLine.arguments[2])
+    print(indexed.eventsRead)
+    exit(0)
+}
+
+/// Peak resident memory of indexing `log` in a child process, in MB.
+func peakMemoryOfIndexing(_ log: String, catalog: String) throws -> (megabytes: Double, events: Int) {
+    var pid: pid_t = 0
+    let output = catalog + ".out"
+    let arguments = [CommandLine.arguments[0], "--index-one", log, catalog]
+    var actions: posix_spawn_file_actions_t = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    let argv = arguments.map { strdup($0) } + [nil]
+    defer { for pointer in argv { free(pointer) } }
+    guard posix_spawn(&pid, arguments[0], &actions, nil, argv, environ) == 0 else { fail("cannot start \(arguments[0])") }
+    var status: Int32 = 0
+    var usage = rusage()
+    while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
+    let events = Int((try String(contentsOfFile: output, encoding: .utf8)).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+    return (Double(usage.ru_maxrss) / 1024, events)
+}
+
+let settings = parseSettings()
+let logs = settings.directory + "/logs"
+try? FileManager.default.removeItem(atPath: settings.directory)
+try FileManager.default.createDirectory(atPath: logs, withIntermediateDirectories: true)
+defer { try? FileManager.default.removeItem(atPath: settings.directory) }
+
+var corpus = SyntheticCorpus()
+var events = 0
+var logBytes = 0
+let clock = SteppingClock(startUs: 1_795_000_000_000_000, incrementUs: 1_000)
+var paths: [String] = []
+for index in 0..<settings.runs {
+    let run = corpus.run(index: index, steps: settings.steps)
+    let path = "\(logs)/\(run.runId).jsonl.gz"
+    try LogWriter.withWriter(creating: path, runId: run.runId) { writer in
+        try SyntheticCorpus.record(run, into: writer, clock: clock)
+        logBytes += writer.bytesWritten
+    }
+    events += run.events.count
+    paths.append(path)
+}
+print(
+    "catalog-benchmark: \(settings.runs) logs × \(settings.steps) steps (\(events) events, "
+        + String(format: "%.1f MB gzip", Double(logBytes) / 1e6) + "), \(settings.repetitions) repetitions")
+
+// 1. Index against read + fold, one thread each.
+var foldTimes: [Double] = []
+var indexTimes: [Double] = []
+var catalogBytes = 0
+for repetition in 0..<settings.repetitions {
+    // Read (chain checked) and fold, as the indexer does, without the digest checks `run` adds.
+    foldTimes.append(
+        try time {
+            for path in paths {
+                var state = RunState()
+                _ = try LogReader(path: path).forEachEvent { RunState.reduce(into: &state, $0.event) }
+            }
+        })
+    let database = settings.directory + "/index-\(repetition).sqlite"
+    let catalog = try Catalog(path: database)
+    indexTimes.append(try time { _ = try catalog.index(paths: [logs]) })
+    try catalog.checkpoint()
+    catalogBytes = (try FileManager.default.attributesOfItem(atPath: database)[.size] as? Int) ?? 0
+    try catalog.close()
+}
+let foldRate = Double(settings.runs) / median(foldTimes)
+let indexRate = Double(settings.runs) / median(indexTimes)
+print(
+    String(
+        format: "index: %.0f logs/s; read + fold alone: %.0f logs/s; ratio %.2f (target >= 0.8)", indexRate, foldRate,
+        indexRate / foldRate))
+print(
+    String(
+        format: "catalog size: %.1f MB for %d events: %.0f bytes per indexed event (logs: %.0f bytes per event gzip)",
+        Double(catalogBytes) / 1e6, events, Double(catalogBytes) / Double(events), Double(logBytes) / Double(events)))
+
+// 2. runs --tool X --not-tool Y over many indexed runs.
+let queryDatabase = settings.directory + "/index-0.sqlite"
+let copies = max(0, settings.queryRuns / settings.runs - 1)
+if copies > 0 {
+    try sqlite(
+        queryDatabase,
+        """
+        PRAGMA journal_mode = WAL;
+        CREATE TEMP TABLE copies (n INTEGER PRIMARY KEY);
+        WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < \(copies)) INSERT INTO copies SELECT n FROM c;
+        CREATE TEMP TABLE originals AS SELECT * FROM logs;
+        INSERT INTO logs (path, size, mtime_ns, tail_offset, tail_end, tail_hash, status, problem, run_id, agent, agent_version, model,
+            input, started_at_us, ended_at_us, stop_reason, stop_limit, events, steps, decisions, invalid_decisions, tool_calls,
+            executed_calls, denied_calls, failed_calls, input_tokens, output_tokens, cost_usd, anomalies, indexed_at_us, resume)
+        SELECT o.path || '#' || c.n, size, mtime_ns, tail_offset, tail_end, tail_hash, status, problem, run_id, agent, agent_version,
+            model, input, started_at_us + c.n, ended_at_us, stop_reason, stop_limit, events, steps, decisions, invalid_decisions,
+            tool_calls, executed_calls, denied_calls, failed_calls, input_tokens, output_tokens, cost_usd, anomalies, indexed_at_us, NULL
+        FROM originals o, copies c;
+        INSERT INTO calls SELECT l.log_id, k.ordinal, k.run_id, k.step, k.call_id,
+            CASE WHEN (l.log_id + k.ordinal) % 97 = 0 THEN 'tool_3' ELSE k.tool END,
+            k.arguments, k.verdict, k.rule, k.approval, k.approver, k.attempts, k.status, k.duration_us, k.error
+        FROM logs l JOIN logs o ON o.path = substr(l.path, 1, instr(l.path, '#') - 1) JOIN calls k ON k.log_id = o.log_id
+        WHERE instr(l.path, '#') > 0;
+        ANALYZE;
+        """)
+}
+let queryCatalog = try Catalog(path: queryDatabase)
+var query = RunQuery()
+query.tools = ["tool_3"]
+query.notTools = ["tool_1"]
+query.limit = 50
+let total = try queryCatalog.query("SELECT COUNT(*) FROM logs").rows.first?.first?.int ?? 0
+var queryTimes: [Double] = []
+var found = 0
+for _ in 0..<max(5, settings.repetitions * 5) { queryTimes.append(try time { found = try queryCatalog.runs(query).count }) }
+var broad = RunQuery()
+broad.tools = ["tool_1"]
+broad.notTools = ["tool_3"]
+var broadTimes: [Double] = []
+for _ in 0..<max(5, settings.repetitions * 5) { broadTimes.append(try time { _ = try queryCatalog.runs(broad) }) }
+print(
+    String(
+        format:
+            "runs --tool tool_3 --not-tool tool_1 over %d runs: %.1f ms (%d rows); --tool tool_1 --not-tool tool_3: %.1f ms (target < 50 ms)",
+        total, median(queryTimes) * 1000, found, median(broadTimes) * 1000))
+print("  plan: " + (try queryCatalog.plan(query)).joined(separator: " | "))
+try queryCatalog.close()
+
+// 3. An eval suite over the logs: first run, then every log unchanged.
+let caseFile = settings.directory + "/bench.yaml"
+try """
+caseId: bench
+logs: logs/*.jsonl.gz
+expected:
+  toolsCalled: [tool_1]
+  toolsNotCalled: [tool_3]
+  stopReason: success
+""".write(toFile: caseFile, atomically: true, encoding: .utf8)
+let (cases, caseErrors) = EvalSuite.load(paths: [caseFile])
+guard caseErrors.isEmpty else { fail("cannot load the benchmark case: \(caseErrors)") }
+var firstTimes: [Double] = []
+var secondTimes: [Double] = []
+for repetition in 0..<settings.repetitions {
+    let cache = FactCache(catalog: try Catalog(path: settings.directory + "/eval-\(repetition).sqlite"))
+    var options = EvalOptions(jobs: settings.jobs)
+    options.facts = cache
+    for pass in 0..<2 {
+        let started = ContinuousClock.now
+        let results = await EvalRunner(options: options).run(cases)
+        let elapsed = seconds(ContinuousClock.now - started)
+        guard results.first?.passed == true, results.first?.runs.count == settings.runs else { fail("the benchmark case did not pass") }
+        if pass == 0 { firstTimes.append(elapsed) } else { secondTimes.append(elapsed) }
+    }
+    if cache.usage != (settings.runs, settings.runs) { fail("the cache was not used as expected: \(cache.usage)") }
+}
+print(
+    String(
+        format: "eval over %d logs (--jobs %d): first run %.3f s, unchanged and cached %.3f s: %.1fx faster (target >= 20x)",
+        settings.runs, settings.jobs, median(firstTimes), median(secondTimes), median(firstTimes) / median(secondTimes)))
+
+// 4. Peak memory of indexing one big log, against one a tenth of its size.
+if settings.bigEvents > 0 {
+    let big = settings.directory + "/big.jsonl.gz"
+    let small = settings.directory + "/small.jsonl.gz"
+    try writeBigLog(big, events: settings.bigEvents)
+    try writeBigLog(small, events: settings.bigEvents / 10)
+    let smallPeak = try peakMemoryOfIndexing(small, catalog: settings.directory + "/small.sqlite")
+    let bigPeak = try peakMemoryOfIndexing(big, catalog: settings.directory + "/big.sqlite")
+    let bigSize = Double((try FileManager.default.attributesOfItem(atPath: big)[.size] as? Int) ?? 0) / 1e6
+    print(
+        String(
+            format: "peak memory indexing one log: %d events %.1f MB; %d events (%.0f MB gzip) %.1f MB", smallPeak.events,
+            smallPeak.megabytes,
+            bigPeak.events, bigSize, bigPeak.megabytes))
+}

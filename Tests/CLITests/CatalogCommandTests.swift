@@ -1,0 +1,180 @@
+import Foundation
+import TestSupport
+import Testing
+import TraceCore
+import TraceLog
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Writes `count` synthetic runs of `steps` steps into `directory`.
+private func writeRuns(_ count: Int, steps: Int, into directory: String, seed: UInt64) throws {
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    var corpus = SyntheticCorpus(seed: seed)
+    for index in 0..<count {
+        let run = corpus.run(index: index, steps: steps)
+        let writer = try LogWriter.create(at: "\(directory)/run-\(index).jsonl.gz", runId: run.runId)
+        try SyntheticCorpus.record(run, into: writer, clock: SteppingClock())
+        try writer.close()
+    }
+}
+
+/// Starts `agent-eval` without waiting for it.
+private func startAgentEval(_ arguments: [String], in directory: URL, catalog: String) throws -> (Process, String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: try agentEvalBinary())
+    process.arguments = arguments
+    process.currentDirectoryURL = directory
+    var environment = ProcessInfo.processInfo.environment
+    environment["AGENT_EVAL_CATALOG"] = catalog
+    process.environment = environment
+    let errors = directory.appendingPathComponent("stderr-\(UUID().uuidString).txt").path
+    _ = FileManager.default.createFile(atPath: errors, contents: nil)
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errors))
+    try process.run()
+    return (process, errors)
+}
+
+/// Waits (bounded, without spinning) for `process` to end.
+private func wait(for process: Process, seconds: Int = 120) {
+    var waited = 0
+    while process.isRunning && waited < seconds * 20 {
+        usleep(50_000)
+        waited += 1
+    }
+}
+
+@Suite("The catalog from the command line")
+struct CatalogCommandTests {
+    @Test("index, run and index again in several processes at once: no lock errors, no lost or doubled rows")
+    func concurrentProcesses() throws {
+        try CLISandbox.with { sandbox in
+            let root = sandbox.directory
+            let catalog = root.path("shared.sqlite")
+            for part in 0..<3 { try writeRuns(15, steps: 8, into: root.path("logs/part-\(part)"), seed: UInt64(part + 1)) }
+            var started: [(Process, String)] = []
+            for part in 0..<3 { started.append(try startAgentEval(["index", "logs/part-\(part)"], in: root.url, catalog: catalog)) }
+            // Two processes index the same logs; two suite runs record results and index what they write.
+            started.append(try startAgentEval(["index", "logs"], in: root.url, catalog: catalog))
+            for number in 0..<2 {
+                started.append(
+                    try startAgentEval(
+                        ["run", "EvalCases/", "--out", "runs/suite-\(number)", "--jobs", "2"], in: root.url, catalog: catalog))
+            }
+            for (process, errors) in started {
+                wait(for: process)
+                let text = try String(contentsOfFile: errors, encoding: .utf8)
+                #expect(process.terminationStatus == 0, "\(process.arguments ?? []): \(text)")
+                #expect(!text.contains("locked") && !text.contains("warning"), "\(text)")
+            }
+            let environment = ["AGENT_EVAL_CATALOG": catalog]
+            let count = try agentEval(
+                ["sql", "--json", "SELECT COUNT(*) AS logs, COUNT(DISTINCT path) AS paths FROM logs"], in: root.url,
+                environment: environment)
+            // 45 synthetic logs and the 2 live runs of each suite run.
+            #expect(count.stdoutText.contains(#""logs":49"#), "\(count.stdoutText)")
+            #expect(count.stdoutText.contains(#""paths":49"#), "\(count.stdoutText)")
+            let calls = try agentEval(
+                ["sql", "--json", "SELECT SUM(tool_calls) = (SELECT COUNT(*) FROM calls) AS whole FROM logs"], in: root.url,
+                environment: environment)
+            #expect(calls.stdoutText.contains(#""whole":1"#), "\(calls.stdoutText)")
+            let suites = try agentEval(["sql", "--json", "SELECT COUNT(*) AS n FROM suite_runs"], in: root.url, environment: environment)
+            #expect(suites.stdoutText.contains(#""n":2"#), "\(suites.stdoutText)")
+        }
+    }
+
+    @Test("an index killed mid-way leaves a consistent catalog; the next index finishes it with the rows a rebuild gives")
+    func killedMidIndex() throws {
+        try TemporaryDirectory.with { root in
+            try writeRuns(250, steps: 20, into: root.path("logs"), seed: 9)
+            let catalog = root.path("catalog.sqlite")
+            let environment = ["AGENT_EVAL_CATALOG": catalog]
+            let (process, _) = try startAgentEval(["index", "logs"], in: root.url, catalog: catalog)
+            // Kill it once some logs are in (each log is one transaction).
+            var waited = 0
+            while waited < 400 {
+                usleep(20_000)
+                waited += 1
+                let done = try agentEval(["sql", "--json", "SELECT COUNT(*) AS n FROM logs"], in: root.url, environment: environment)
+                if done.status == 0, !done.stdoutText.contains(#""n":0"#) { break }
+            }
+            kill(process.processIdentifier, SIGKILL)
+            wait(for: process)
+            #expect(process.terminationReason == .uncaughtSignal, "the index finished before it was killed")
+            let check = try Subprocess.run("/usr/bin/env", ["sqlite3", catalog, "PRAGMA integrity_check"])
+            #expect(check.stdoutText == "ok\n", "\(check.stdoutText) \(check.stderr)")
+            let again = try agentEval(["index", "logs", "--json"], in: root.url, environment: environment)
+            #expect(again.status == 0, "\(again.stderr)")
+            #expect(again.stdoutText.contains(#""change":"added""#))
+            #expect(again.stdoutText.contains(#""change":"unchanged""#))
+
+            let columns = "path, size, tail_hash, status, run_id, events, steps, tool_calls, executed_calls, input_tokens"
+            let incremental = try agentEval(
+                ["sql", "--json", "SELECT \(columns) FROM logs ORDER BY path"], in: root.url, environment: environment)
+            let incrementalCalls = try agentEval(
+                ["sql", "--json", "SELECT path, ordinal, tool, arguments, status FROM run_calls ORDER BY path, ordinal"], in: root.url,
+                environment: environment)
+            let rebuild = try agentEval(["catalog", "rebuild"], in: root.url, environment: environment)
+            #expect(rebuild.status == 0, "\(rebuild.stderr)")
+            let rebuilt = try agentEval(
+                ["sql", "--json", "SELECT \(columns) FROM logs ORDER BY path"], in: root.url, environment: environment)
+            let rebuiltCalls = try agentEval(
+                ["sql", "--json", "SELECT path, ordinal, tool, arguments, status FROM run_calls ORDER BY path, ordinal"], in: root.url,
+                environment: environment)
+            #expect(incremental.stdoutText == rebuilt.stdoutText)
+            #expect(incrementalCalls.stdoutText == rebuiltCalls.stdoutText)
+            #expect(incremental.stdoutText.components(separatedBy: "\"path\"").count == 251)
+        }
+    }
+
+    @Test("runs finds runs by tools called and not called, and prints the replay command; history flags a case that flips")
+    func runsAndHistory() throws {
+        try CLISandbox.with { sandbox in
+            let catalog = sandbox.directory.path("catalog.sqlite")
+            let environment = ["AGENT_EVAL_CATALOG": catalog, "NO_COLOR": "1"]
+            let root = sandbox.directory.url
+            #expect(try agentEval(["index", "Fixtures/runs", "Fixtures/samples"], in: root, environment: environment).status == 0)
+            let found = try agentEval(["runs", "--tool", "refund_order", "--not-tool", "web_search"], in: root, environment: environment)
+            #expect(found.status == 0)
+            #expect(found.stdoutText.contains("agent-eval replay Fixtures/runs/support-refund.jsonl.gz"))
+            #expect(found.stdoutText.contains("agent-eval replay Fixtures/samples/support-sample.jsonl.gz"))
+            #expect(!found.stdoutText.contains("research"))
+            let torn = try agentEval(["runs", "--status", "torn", "--json"], in: root, environment: environment)
+            #expect(torn.stdoutText.contains("research-sample-torn.jsonl.gz"))
+            #expect(torn.stdoutText.contains(#""replay":"agent-eval replay "#))
+            let bad = try agentEval(["runs", "--since", "last tuesday"], in: root, environment: environment)
+            #expect(bad.status == 64)
+            #expect(bad.stderr.contains("--since last tuesday is not a time"))
+
+            // A case over a log that is swapped between suite runs: pass, fail, pass.
+            let cases = sandbox.directory.path("cases")
+            try FileManager.default.createDirectory(atPath: cases, withIntermediateDirectories: true)
+            try """
+            caseId: swapped
+            logs: current.jsonl.gz
+            expected:
+              stopReason: success
+            """.write(toFile: cases + "/swapped.yaml", atomically: true, encoding: .utf8)
+            var statuses: [Int32] = []
+            for source in ["runs/support-refund", "runs/research-budget", "runs/support-refund"] {
+                try? FileManager.default.removeItem(atPath: cases + "/current.jsonl.gz")
+                try FileManager.default.copyItem(
+                    atPath: "\(repositoryRoot.path)/Fixtures/\(source).jsonl.gz", toPath: cases + "/current.jsonl.gz")
+                let run = try agentEval(["run", "cases", "--history"], in: root, environment: environment)
+                statuses.append(run.status)
+                if statuses.count == 3 {
+                    #expect(run.stdoutText.contains("FLAKY in history: swapped passed 2 of its last 3 suite runs"), "\(run.stdoutText)")
+                }
+            }
+            #expect(statuses == [0, 1, 0])
+            let history = try agentEval(["history", "swapped"], in: root, environment: environment)
+            #expect(history.status == 1)
+            #expect(history.stdoutText.contains("swapped: passed 2 of its last 3 suite runs — FLAKY"))
+            let refused = try agentEval(["sql", "DELETE FROM suite_runs"], in: root, environment: environment)
+            #expect(refused.status == 2)
+            #expect(refused.stderr.contains("read-only"))
+        }
+    }
+}
