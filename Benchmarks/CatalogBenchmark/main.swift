@@ -58,21 +58,6 @@ func parseSettings() -> Settings {
     return settings
 }
 
-func seconds(_ duration: Duration) -> Double {
-    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-}
-
-func median(_ values: [Double]) -> Double {
-    let sorted = values.sorted()
-    return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
-}
-
-func time(_ body: () throws -> Void) rethrows -> Double {
-    let started = ContinuousClock.now
-    try body()
-    return seconds(ContinuousClock.now - started)
-}
-
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("catalog-benchmark: \(message)\n".utf8))
     exit(1)
@@ -154,7 +139,7 @@ var catalogBytes = 0
 for repetition in 0..<settings.repetitions {
     // Read (chain checked) and fold, as the indexer does, without the digest checks `run` adds.
     foldTimes.append(
-        try time {
+        try seconds {
             for path in paths {
                 var state = RunState()
                 _ = try LogReader(path: path).forEachEvent { RunState.reduce(into: &state, $0.event) }
@@ -162,7 +147,7 @@ for repetition in 0..<settings.repetitions {
         })
     let database = settings.directory + "/index-\(repetition).sqlite"
     let catalog = try Catalog(path: database)
-    indexTimes.append(try time { _ = try catalog.index(paths: [logs]) })
+    indexTimes.append(try seconds { _ = try catalog.index(paths: [logs]) })
     try catalog.checkpoint()
     catalogBytes = (try FileManager.default.attributesOfItem(atPath: database)[.size] as? Int) ?? 0
     try catalog.close()
@@ -212,12 +197,12 @@ query.limit = 50
 let total = try queryCatalog.query("SELECT COUNT(*) FROM logs").rows.first?.first?.int ?? 0
 var queryTimes: [Double] = []
 var found = 0
-for _ in 0..<max(5, settings.repetitions * 5) { queryTimes.append(try time { found = try queryCatalog.runs(query).count }) }
+for _ in 0..<max(5, settings.repetitions * 5) { queryTimes.append(try seconds { found = try queryCatalog.runs(query).count }) }
 var broad = RunQuery()
 broad.tools = ["tool_1"]
 broad.notTools = ["tool_3"]
 var broadTimes: [Double] = []
-for _ in 0..<max(5, settings.repetitions * 5) { broadTimes.append(try time { _ = try queryCatalog.runs(broad) }) }
+for _ in 0..<max(5, settings.repetitions * 5) { broadTimes.append(try seconds { _ = try queryCatalog.runs(broad) }) }
 print(
     String(
         format:

@@ -38,15 +38,6 @@ func parseSettings() -> Settings {
     return settings
 }
 
-func seconds(_ duration: Duration) -> Double {
-    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-}
-
-func median(_ values: [Double]) -> Double {
-    let sorted = values.sorted()
-    return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
-}
-
 let settings = parseSettings()
 let logs = settings.directory + "/logs"
 try? FileManager.default.removeItem(atPath: settings.directory)

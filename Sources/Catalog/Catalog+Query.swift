@@ -46,19 +46,6 @@ public enum CatalogValue: Sendable, Hashable, CustomStringConvertible {
         if case .integer(let number) = self { return Int(number) }
         return nil
     }
-
-    public var double: Double? {
-        switch self {
-        case .integer(let number): return Double(number)
-        case .real(let number): return number
-        default: return nil
-        }
-    }
-
-    public var text: String? {
-        if case .text(let text) = self { return text }
-        return nil
-    }
 }
 
 /// The rows a query gave, with their column names.
@@ -81,34 +68,25 @@ extension Catalog {
     /// Runs one read-only statement and returns its rows. The connection refuses writes, so a
     /// statement that would change the catalog fails with `read_only`.
     public func query(_ sql: String, arguments: [CatalogValue] = []) throws(CatalogError) -> QueryResult {
-        do {
-            return try pool.read { db in
-                let statement = try db.makeStatement(sql: sql)
-                if !statement.isReadonly {
-                    throw CatalogError(
-                        .readOnly, "the catalog's query connection is read-only; this statement would change it: \(sql)",
-                        hint: "the catalog is derived from logs: change the logs and index them again")
-                }
-                statement.arguments = StatementArguments(arguments.map(\.databaseValue))
-                var result = QueryResult(columns: statement.columnNames, rows: [])
-                let cursor = try Row.fetchCursor(statement)
-                while let row = try cursor.next() {
-                    result.rows.append(row.databaseValues.map(CatalogValue.init))
-                }
-                return result
+        try read { db in
+            let statement = try db.makeStatement(sql: sql)
+            if !statement.isReadonly {
+                throw CatalogError(
+                    .readOnly, "the catalog's query connection is read-only; this statement would change it: \(sql)",
+                    hint: "the catalog is derived from logs: change the logs and index them again")
             }
-        } catch let error as CatalogError {
-            throw error
-        } catch {
-            throw Self.describe(error, path: path)
+            statement.arguments = StatementArguments(arguments.map(\.databaseValue))
+            var result = QueryResult(columns: statement.columnNames, rows: [])
+            let cursor = try Row.fetchCursor(statement)
+            while let row = try cursor.next() {
+                result.rows.append(row.databaseValues.map(CatalogValue.init))
+            }
+            return result
         }
     }
 }
 
-extension CatalogValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral {
-    public init(stringLiteral value: String) { self = .text(value) }
-    public init(integerLiteral value: Int) { self = .integer(Int64(value)) }
-
+extension CatalogValue {
     var databaseValue: DatabaseValue {
         switch self {
         case .null: return .null

@@ -32,7 +32,7 @@ public struct ToolStats: Sendable, Hashable {
 }
 
 /// Per agent and model: runs, tokens, cost, and how runs stopped.
-public struct AgentStats: Sendable, Hashable {
+public struct AgentStats: Sendable {
     public var agent: String
     public var model: String
     public var runs: Int
@@ -40,17 +40,6 @@ public struct AgentStats: Sendable, Hashable {
     public var costUSD: Double
     /// Stop reason → runs, sorted by reason; `running` for logs without `run_stopped`.
     public var stopReasons: [(reason: String, runs: Int)]
-
-    public static func == (a: AgentStats, b: AgentStats) -> Bool {
-        a.agent == b.agent && a.model == b.model && a.runs == b.runs && a.tokens == b.tokens && a.costUSD == b.costUSD
-            && a.stopReasons.elementsEqual(b.stopReasons, by: ==)
-    }
-
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(agent)
-        hasher.combine(model)
-        hasher.combine(runs)
-    }
 
     public var json: JSONValue {
         var object = ObjectBuilder()
@@ -72,7 +61,7 @@ extension Catalog {
         var selection = query
         selection.limit = Int(Int32.max)
         let (runsSQL, arguments) = selection.statement()
-        let scope = "SELECT log_id FROM logs WHERE path IN (SELECT path FROM (\(runsSQL)))"
+        let scope = "SELECT log_id FROM (\(runsSQL))"
         let values = StatementArguments(arguments.map(\.databaseValue))
         return try read { db in
             var tools: [ToolStats] = []

@@ -105,15 +105,13 @@ public final class Catalog: Sendable {
                 .cannotOpen, "the catalog at \(path) has schema version \(current); this agent-eval needs \(CatalogSchema.version)",
                 location: SourceLocation(path: path), hint: "open it once for writing (index some logs) to migrate it")
         }
-        if current == 0 {
-            // A file that holds tables but no version is not ours.
-            let tables = try pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM sqlite_schema") ?? 0 }
-            if tables > 0 { throw foreign(path) }
-        }
         try pool.writeWithoutTransaction { db in
             try db.inTransaction(.immediate) {
+                // Read again under the write lock: another process may have migrated meanwhile.
                 let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
                 if version > CatalogSchema.version { throw newerSchema(version, path: path) }
+                // A file that holds tables but no version is not ours.
+                if version == 0, try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM sqlite_schema") ?? 0 > 0 { throw foreign(path) }
                 for number in version..<CatalogSchema.version {
                     try db.execute(sql: CatalogSchema.migrations[number])
                 }

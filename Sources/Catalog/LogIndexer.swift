@@ -78,7 +78,7 @@ extension Catalog {
                 try indexer.read(logId: known?.id, from: nil, storedTailOffset: 0)
             }
             let (status, problem) = try indexer.finish(stampBefore: stamp, now: Self.nowUs())
-            return IndexedLog(path: path, change: change, status: status, problem: problem, eventsRead: indexer.eventCount)
+            return IndexedLog(path: path, change: change, status: status, problem: problem, eventsRead: indexer.eventsRead)
         }
     }
 
@@ -181,7 +181,7 @@ struct LogIndexer {
     private var state = RunState()
     /// The ordinal of `state.calls[0]`.
     private var callBase = 0
-    private var eventsRead = 0
+    private(set) var eventsRead = 0
     private var damage: String?
     private var summary = ReadSummary()
     /// The member being read and the one before it (byte offsets).
@@ -333,6 +333,4 @@ struct LogIndexer {
             ])
         return (status, problem)
     }
-
-    var eventCount: Int { eventsRead }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import EvalEngine
 import GRDB
 public import TraceCore
 
@@ -97,7 +97,7 @@ public struct RunQuery: Sendable, Hashable {
         }
         let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
         let sql = """
-            SELECT path, run_id, agent, model, status, problem, stop_reason, stop_limit, steps, tool_calls, executed_calls,
+            SELECT log_id, path, run_id, agent, model, status, problem, stop_reason, stop_limit, steps, tool_calls, executed_calls,
                 denied_calls, input_tokens + output_tokens AS tokens, cost_usd, started_at_us, ended_at_us
             FROM logs \(filter)
             ORDER BY started_at_us IS NULL, started_at_us DESC, path
@@ -127,12 +127,7 @@ public struct RunRow: Sendable, Hashable {
     public var endedAtUs: Int?
 
     /// The command that steps through this run.
-    public var replayCommand: String { "agent-eval replay \(RunRow.shellQuoted(path))" }
-
-    static func shellQuoted(_ text: String) -> String {
-        let plain = text.unicodeScalars.allSatisfy { CharacterSet.alphanumerics.contains($0) || "/._-+:@=,".unicodeScalars.contains($0) }
-        return plain && !text.isEmpty ? text : "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
-    }
+    public var replayCommand: String { EvalReport.replayCommand(log: path, step: nil) }
 
     public var json: JSONValue {
         var object = ObjectBuilder()

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Catalog
+import EvalEngine
 import Foundation
 import TraceCore
 
@@ -297,7 +298,7 @@ struct RunsCommand: ParsableCommand {
             cells.append([
                 utcTime(row.startedAtUs), row.agent ?? "?", row.model ?? "?", stop, "\(row.steps)",
                 "\(row.executedCalls)" + (row.deniedCalls > 0 ? "+\(row.deniedCalls)d" : ""), "\(row.tokens)",
-                String(format: "%.4f", row.costUSD), row.status.rawValue, "agent-eval replay " + displayPath(row.path),
+                String(format: "%.4f", row.costUSD), row.status.rawValue, EvalReport.replayCommand(log: displayPath(row.path), step: nil),
             ])
         }
         for line in table(cells) { say(line) }

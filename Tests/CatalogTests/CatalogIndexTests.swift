@@ -62,6 +62,23 @@ struct CatalogIndexTests {
         }
     }
 
+    @Test("a snapshot keeps what the state form leaves out: the tool servers, and each tool's server")
+    func snapshotKeepsToolServers() throws {
+        var start = SampleRun.supportStart()
+        start.toolServers = [ToolServerIdentity(name: "clock", serverName: "mcp-time", serverVersion: "1.0", protocolVersion: "2025-06-18")]
+        start.tools[0].server = "clock"
+        let state = RunState(folding: [
+            Event(runId: "r", sequence: 0, step: 0, timeUs: 1, previousHash: ContentHash.genesis, payload: .runStarted(start))
+        ])
+        let text = JSONWriter.encode(state.snapshotJSON)
+        let loaded = try text.withUnsafeBytes { try RunState(snapshotText: $0) }
+        #expect(loaded.start == start)
+        #expect(loaded == state)
+        // The digest and the state form still leave them out.
+        #expect(loaded.digest == state.digest)
+        #expect(state.json["start"]?["tool_servers"] == nil)
+    }
+
     @Test("indexing the fixture logs gives one row per log and per proposed call, with the fold's numbers")
     func indexesFixtures() throws {
         try TemporaryDirectory.with { directory in

@@ -25,7 +25,7 @@ extension RunState {
     func canonicalJSON(_ lists: inout some StateListEncoder) -> JSONValue {
         var object = ObjectBuilder()
         object.set("run_id", runId)
-        object.set("start", start.map { lists.start($0.stateForm) })
+        object.set("start", start.map { lists.start($0) })
         object.set("started_at_us", startedAtUs)
         object.set("last_event_at_us", lastEventAtUs)
         object.set("event_count", eventCount)
@@ -47,7 +47,8 @@ extension RunState {
 }
 
 /// How the canonical form writes the start and the lists: in full (`RunState.json`) or as
-/// hashes and chains (the digest view).
+/// hashes and chains (the digest view). `start` is given the start in full; the state form and
+/// the digest view use its state form, a snapshot keeps it whole.
 protocol StateListEncoder {
     mutating func start(_ start: RunStarted) -> JSONValue
     mutating func decisions(_ decisions: [DecisionRecord]) -> JSONValue
@@ -58,7 +59,10 @@ protocol StateListEncoder {
 
 /// Every member in full.
 struct PlainLists: StateListEncoder {
-    func start(_ start: RunStarted) -> JSONValue { start.json }
+    /// The start with its tool servers (a snapshot), instead of its state form (`json`).
+    var startInFull = false
+
+    func start(_ start: RunStarted) -> JSONValue { startInFull ? start.json : start.stateForm.json }
     func decisions(_ decisions: [DecisionRecord]) -> JSONValue { .array(decisions.map(\.json)) }
     func calls(_ calls: [ToolCallRecord]) -> JSONValue { .array(calls.map(\.json)) }
     func contents(_ contents: [ContentReference]) -> JSONValue { .array(contents.map(\.json)) }

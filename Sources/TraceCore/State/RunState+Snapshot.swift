@@ -7,7 +7,7 @@
 extension RunState {
     /// The snapshot: every member, the start in full.
     public var snapshotJSON: JSONValue {
-        var lists = SnapshotLists()
+        var lists = PlainLists(startInFull: true)
         return canonicalJSON(&lists)
     }
 
@@ -56,15 +56,6 @@ extension RunCounters.CallShare {
     init(executed: Int, denied: Int, awaiting: Int, failed: Int, failedCall: Int) {
         (self.executed, self.denied, self.awaiting, self.failed, self.failedCall) = (executed, denied, awaiting, failed, failedCall)
     }
-}
-
-/// Every member in full, the start included (`PlainLists` writes its state form).
-private struct SnapshotLists: StateListEncoder {
-    func start(_ start: RunStarted) -> JSONValue { start.json }
-    func decisions(_ decisions: [DecisionRecord]) -> JSONValue { .array(decisions.map(\.json)) }
-    func calls(_ calls: [ToolCallRecord]) -> JSONValue { .array(calls.map(\.json)) }
-    func contents(_ contents: [ContentReference]) -> JSONValue { .array(contents.map(\.json)) }
-    func anomalies(_ anomalies: [Anomaly]) -> JSONValue { .array(anomalies.map(\.json)) }
 }
 
 extension DecisionRecord: JSONRepresentable {

@@ -57,7 +57,7 @@ public struct StateDigester: Sendable, StateListEncoder {
         state.canonicalJSON(&self)
     }
     mutating func start(_ started: RunStarted) -> JSONValue {
-        if start?.value != started { start = (started, ContentHash.sha256(JSONWriter.encode(started.json))) }
+        if start?.value != started { start = (started, ContentHash.sha256(JSONWriter.encode(started.stateForm.json))) }
         return .string(start?.digest ?? "")
     }
 
