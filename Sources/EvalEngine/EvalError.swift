@@ -15,6 +15,9 @@ public struct EvalError: Diagnostic, Hashable {
         case missingPath = "missing_path"
         /// A baseline file cannot be read.
         case unreadableBaseline = "unreadable_baseline"
+        /// A results report given to `results merge` cannot be read, is not a report, or does
+        /// not fit with the others (another k, the same case twice, a baseline in some only).
+        case badReport = "bad_report"
         /// Writing a report or a baseline failed.
         case writeFailed = "write_failed"
         /// A run did not finish (no `run_stopped`, a torn or empty log): it cannot show what was

@@ -14,7 +14,8 @@ struct AgentEval: AsyncParsableCommand {
             run from its log and steps through it; `agent-eval rerun` re-drives the current runtime with a log; \
             `agent-eval diff` compares two runs; `agent-eval log` prints, \
             verifies and repairs logs. `agent-eval index` adds logs to the SQLite catalog, where `runs`, `history`, \
-            `stats` and `sql` find runs, a case's history and numbers (docs/catalog.md).
+            `stats` and `sql` find runs, a case's history and numbers (docs/catalog.md). `agent-eval results merge` \
+            joins the reports of CI shards.
 
             Exit codes: 0 passed (success, intact, identical), 1 failed (a case failed or regressed, a run did not \
             succeed, a log is damaged, runs diverge), 2 could not run (bad input), 64 usage error.
@@ -23,6 +24,7 @@ struct AgentEval: AsyncParsableCommand {
         subcommands: [
             RunCommand.self, ExecCommand.self, ReplayCommand.self, RerunCommand.self, DiffCommand.self, LogCommand.self, IndexCommand.self,
             RunsCommand.self, HistoryCommand.self, StatsCommand.self, SQLCommand.self, CatalogCommand.self,
+            ResultsCommand.self,
         ]
     )
 }

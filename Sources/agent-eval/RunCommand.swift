@@ -187,9 +187,9 @@ struct RunCommand: AsyncParsableCommand {
         if interrupted != nil { printError("interrupted: live runs were stopped and their logs closed; the report covers what ran") }
 
         do {
-            if let jsonOut { try write(JSONWriter.encodePretty(report.json), to: jsonOut) }
-            if let junit { try write(report.junit, to: junit) }
-            if let markdown { try write(report.markdown, to: markdown) }
+            if let jsonOut { try writeReport(JSONWriter.encodePretty(report.json), to: jsonOut) }
+            if let junit { try writeReport(report.junit, to: junit) }
+            if let markdown { try writeReport(report.markdown, to: markdown) }
             if let directory = try session.writeBaselineIfAsked(from: report) {
                 let line = "baseline written: \(directory) (\(report.results.count) case\(report.results.count == 1 ? "" : "s"))"
                 // With --json, standard output holds only the report.
@@ -200,14 +200,6 @@ struct RunCommand: AsyncParsableCommand {
         }
         if let interrupted { throw ExitCode(128 + interrupted) }
         throw ExitCode(report.exitStatus)
-    }
-
-    func write(_ text: String, to path: String) throws(EvalError) {
-        do {
-            try text.write(toFile: path, atomically: true, encoding: .utf8)
-        } catch {
-            throw EvalError(.writeFailed, "cannot write \(path): \(error.localizedDescription)")
-        }
     }
 
     /// `<first directory>/.baseline`, when the first path is a directory.

@@ -38,5 +38,6 @@ struct CLISandbox {
         (#"run-\d{8}-\d{6}-[0-9a-f]{8}"#, "run-ID"),
         (#""duration_seconds":[0-9.e-]+"#, #""duration_seconds":TIME"#),
         (#""duration_ms":\d+"#, #""duration_ms":TIME"#),
+        (#""check_us":\d+"#, #""check_us":TIME"#),
     ]
 }

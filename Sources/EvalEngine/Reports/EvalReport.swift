@@ -29,14 +29,17 @@ public struct EvalReport: Sendable {
     /// The exit status CI gets: 2 when a case could not run, 1 when a case failed or
     /// regressed (as `failOn` says), 0 otherwise.
     public var exitStatus: Int32 {
-        if errorCount > 0 { return 2 }
-        let failed: Bool
+        Self.exitStatus(errors: errorCount, failed: failedCount, regressed: regressions.count, failOn: failOn)
+    }
+
+    /// The exit status for these counts (shared with merged reports).
+    public static func exitStatus(errors: Int, failed: Int, regressed: Int, failOn: FailOn) -> Int32 {
+        if errors > 0 { return 2 }
         switch failOn {
-        case .regression: failed = !regressions.isEmpty
-        case .failure: failed = failedCount > 0
-        case .any: failed = failedCount > 0 || !regressions.isEmpty
+        case .regression: return regressed > 0 ? 1 : 0
+        case .failure: return failed > 0 ? 1 : 0
+        case .any: return failed > 0 || regressed > 0 ? 1 : 0
         }
-        return failed ? 1 : 0
     }
 
     public var passedCount: Int { results.filter(\.passed).count }
@@ -151,6 +154,7 @@ public struct EvalReport: Sendable {
         var object = ObjectBuilder()
         object.set("case_id", result.id)
         object.set("file", result.evalCase.location.path)
+        if result.evalCase.location.line > 0 { object.set("line", result.evalCase.location.line) }
         object.set("description", result.evalCase.description)
         object.set("tags", JSONValue.array(result.evalCase.tags.map { .string($0) }))
         object.set("source", result.evalCase.isLive ? "live" : "recorded")
@@ -191,6 +195,7 @@ public struct EvalReport: Sendable {
         object.set("tools", JSONValue.array(run.summary.tools.map { .string($0) }))
         object.set("attempted", JSONValue.array(run.summary.attempted.map { .string($0) }))
         object.set("tear", run.summary.tear)
+        object.set("check_us", run.checkDurationUs)
         object.set(
             "failures",
             JSONValue.array(
@@ -211,55 +216,9 @@ public struct EvalReport: Sendable {
     // MARK: JUnit
 
     /// JUnit XML: one testcase per case and run (log or repeat); the failure text is the
-    /// console explanation.
-    public var junit: String {
-        var cases: [String] = []
-        var failures = 0
-        var errors = 0
-        for result in results {
-            let className =
-                "agent-eval." + ((result.evalCase.location.path as NSString).lastPathComponent as NSString).deletingPathExtension
-            let runs: [RunResult?] = result.runs.isEmpty ? [nil] : result.runs
-            for run in runs {
-                let name =
-                    run.map { result.runs.count > 1 || result.evalCase.isLive ? "\(result.id) [\($0.label)]" : result.id } ?? result.id
-                // The time the check took; the run's own recorded duration is a property.
-                let time = String(format: "%.3f", Double(run?.checkDurationUs ?? 0) / 1_000_000)
-                var entry = "    <testcase classname=\"\(Self.xml(className))\" name=\"\(Self.xml(name))\" time=\"\(time)\">"
-                if let run {
-                    entry +=
-                        "\n      <properties><property name=\"run_duration_ms\" value=\"\(run.summary.durationMs)\"/>"
-                        + "<property name=\"log\" value=\"\(Self.xml(run.logPath))\"/></properties>"
-                }
-                if let error = run?.error ?? result.error {
-                    errors += 1
-                    entry += "\n      <error message=\"\(Self.xml(error.description))\" type=\"\(Self.xml(error.diagnosticCode))\"/>"
-                } else if let run, !run.failures.isEmpty {
-                    failures += 1
-                    let text = run.failures.map { failure in
-                        "\(failure.expectation): expected \(failure.expected)\nhappened: \(failure.actual)\nlook: "
-                            + Self.replayCommand(log: run.logPath, step: failure.step)
-                    }.joined(separator: "\n\n")
-                    let message =
-                        "\(run.failures.count) expectation\(run.failures.count == 1 ? "" : "s") failed: "
-                        + run.failures.map(\.expectation).joined(separator: ", ")
-                    entry += "\n      <failure message=\"\(Self.xml(message))\" type=\"trajectory\">\(Self.xml(text))</failure>"
-                }
-                entry += "\n    </testcase>"
-                cases.append(entry)
-            }
-        }
-        let time = String(format: "%.3f", durationSeconds)
-        return """
-            <?xml version="1.0" encoding="UTF-8"?>
-            <testsuites name="agent-eval" tests="\(cases.count)" failures="\(failures)" errors="\(errors)" time="\(time)">
-              <testsuite name="agent-eval" tests="\(cases.count)" failures="\(failures)" errors="\(errors)" time="\(time)">
-            \(cases.joined(separator: "\n"))
-              </testsuite>
-            </testsuites>
-
-            """
-    }
+    /// console explanation. Rendered from the JSON document, so a merged report
+    /// (`ResultsMerge`) renders exactly as a single one.
+    public var junit: String { Self.junit(from: json) }
 
     static func xml(_ text: String) -> String {
         var result = ""

@@ -1,0 +1,190 @@
+import Foundation
+public import TraceCore
+
+/// The reports of `agent-eval run --shard i/n` jobs (run on several machines: a CI matrix is the
+/// distributed engine) merged into one results document, with one summary and one baseline
+/// comparison, rendered by the same code as a single report (JSON, JUnit).
+///
+/// Rules (docs/eval-results.md): every input is a version 1 results document with the same k;
+/// a case may appear in one input only; either every input was compared with a baseline or none
+/// was. Cases are ordered by file, then line, then id — the order of a single run over the same
+/// case files. The merged `duration_ms` is the longest input's (shards run side by side).
+public struct ResultsMerge: Sendable {
+    /// The merged document.
+    public private(set) var report: JSONValue
+    /// The inputs, in the order given.
+    public let inputs: [String]
+
+    /// Reads one results document, with a precise error for a file that cannot be one.
+    public static func read(_ path: String) throws(EvalError) -> JSONValue {
+        let bytes: [UInt8]
+        do {
+            bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+        } catch {
+            throw EvalError(
+                .badReport, "cannot read \(path): \((error as NSError).localizedDescription)",
+                location: SourceLocation(path: path), hint: "write the report with `agent-eval run … --json-out FILE`")
+        }
+        do {
+            return try JSONParser.parse(bytes)
+        } catch let error as TraceCoreError {
+            let offset = error.byteOffset ?? 0
+            let (line, column) = Self.lineAndColumn(of: offset, in: bytes)
+            throw EvalError(
+                .badReport, "\(path) is not valid JSON: \(error.message)",
+                location: SourceLocation(path: path, line: line, column: column),
+                hint:
+                    "give the reports `agent-eval run … --json-out FILE` wrote; one cut short (a job that died writing it) must be written again"
+            )
+        } catch {
+            throw EvalError(.badReport, "\(path) is not valid JSON: \(error)", location: SourceLocation(path: path))
+        }
+    }
+
+    /// Merges documents read from `inputs` (path, document), in that order.
+    public init(_ documents: [(path: String, report: JSONValue)]) throws(EvalError) {
+        inputs = documents.map(\.path)
+        var k: (value: Int, path: String)?
+        var baseline: (present: Bool, path: String)?
+        var owner: [String: String] = [:]
+        var cases: [(file: String, line: Int, id: String, entry: JSONValue)] = []
+        var durationMs = 0
+        for (path, report) in documents {
+            func bad(_ message: String, hint: String? = "write the report with `agent-eval run … --json-out FILE`") -> EvalError {
+                EvalError(.badReport, message, location: SourceLocation(path: path), hint: hint)
+            }
+            guard report["schema"]?.stringValue == "agent-eval/results" else {
+                throw bad("\(path) is not an agent-eval results report (no \"schema\": \"agent-eval/results\")")
+            }
+            guard let version = report["version"]?.intValue, version == 1 else {
+                throw bad(
+                    "\(path) is a results report of version \(report["version"].map { JSONWriter.encodeString($0) } ?? "none"); "
+                        + "this agent-eval reads version 1", hint: "merge with the agent-eval version that wrote the reports")
+            }
+            guard let entries = report["cases"]?.arrayValue, let summary = report["summary"]?.objectValue else {
+                throw bad("\(path) has no \"cases\" list or no \"summary\"")
+            }
+            let reportK = report["k"]?.intValue ?? 1
+            if let k, k.value != reportK {
+                throw bad(
+                    "\(path) was run with k = \(reportK) and \(k.path) with k = \(k.value)",
+                    hint: "run every shard with the same --repeat and --k")
+            }
+            k = k ?? (reportK, path)
+            let compared = summary["regressed"] != nil
+            if let baseline, baseline.present != compared {
+                let (with, without) = compared ? (path, baseline.path) : (baseline.path, path)
+                throw bad(
+                    "\(with) was compared with a baseline and \(without) was not", hint: "run every shard with the same --baseline")
+            }
+            baseline = baseline ?? (compared, path)
+            durationMs = max(durationMs, summary["duration_ms"]?.intValue ?? 0)
+            for (index, entry) in entries.enumerated() {
+                guard let id = entry["case_id"]?.stringValue, entry["outcome"]?.stringValue != nil else {
+                    throw bad("\(path): cases[\(index)] has no \"case_id\" or no \"outcome\"")
+                }
+                if let first = owner[id] {
+                    throw bad(
+                        "case \(id) is in both \(first) and \(path)",
+                        hint: "each case belongs to one shard: merge the reports of one suite run, each shard once")
+                }
+                owner[id] = path
+                cases.append((entry["file"]?.stringValue ?? "", entry["line"]?.intValue ?? 0, id, entry))
+            }
+        }
+        cases.sort { ($0.file, $0.line, $0.id) < ($1.file, $1.line, $1.id) }
+        let outcomes = cases.map { $0.entry["outcome"]?.stringValue }
+        let statuses = cases.map { $0.entry["baseline"]?["status"]?.stringValue }
+        var summary = ObjectBuilder()
+        summary.set("cases", cases.count)
+        summary.set("passed", outcomes.filter { $0 == "pass" }.count)
+        summary.set("failed", outcomes.filter { $0 == "fail" }.count)
+        summary.set("errors", outcomes.filter { $0 == "error" }.count)
+        if baseline?.present == true {
+            summary.set("regressed", statuses.filter { $0 == BaselineComparison.Status.regressed.rawValue }.count)
+            summary.set("known_failures", statuses.filter { $0 == BaselineComparison.Status.knownFailure.rawValue }.count)
+        }
+        summary.set("duration_ms", durationMs)
+        var root = ObjectBuilder()
+        root.set("schema", "agent-eval/results")
+        root.set("version", 1)
+        root.set("k", k?.value ?? 1)
+        root.set("summary", summary.json)
+        root.set("cases", JSONValue.array(cases.map(\.entry)))
+        root.set("merged_from", JSONValue.array(inputs.map { .string($0) }))
+        report = root.json
+    }
+
+    /// Reads and merges the files at `paths`.
+    public init(paths: [String]) throws(EvalError) {
+        var documents: [(path: String, report: JSONValue)] = []
+        for path in paths { documents.append((path, try Self.read(path))) }
+        try self.init(documents)
+    }
+
+    func count(_ key: String) -> Int { report["summary"]?[key]?.intValue ?? 0 }
+
+    public var hasBaseline: Bool { report["summary"]?["regressed"] != nil }
+
+    /// The exit status of the merged suite, as `EvalReport.exitStatus`.
+    public func exitStatus(failOn: FailOn) -> Int32 {
+        EvalReport.exitStatus(errors: count("errors"), failed: count("failed"), regressed: count("regressed"), failOn: failOn)
+    }
+
+    public var junit: String { EvalReport.junit(from: report) }
+
+    /// The closing summary line.
+    public var summaryLine: String {
+        let cases = count("cases")
+        var parts = ["\(cases) case\(cases == 1 ? "" : "s")", "\(count("passed")) passed", "\(count("failed")) failed"]
+        if count("errors") > 0 { parts.append("\(count("errors")) could not run") }
+        if hasBaseline {
+            let known = count("known_failures")
+            parts.append("\(count("regressed")) regressed, \(known) known failure\(known == 1 ? "" : "s")")
+        }
+        return parts.joined(separator: ", ") + " (merged from \(inputs.count) report\(inputs.count == 1 ? "" : "s"))"
+    }
+
+    /// Console lines for every case that did not pass or regressed: its outcome, errors,
+    /// regressions and failed expectations with the command to look at each.
+    public var problemLines: [String] {
+        var lines: [String] = []
+        for entry in report["cases"]?.arrayValue ?? [] {
+            let outcome = entry["outcome"]?.stringValue ?? "?"
+            let status = entry["baseline"]?["status"]?.stringValue
+            guard outcome != "pass" || status == BaselineComparison.Status.regressed.rawValue else { continue }
+            let mark = outcome == "error" ? "! " : (outcome == "pass" ? "✔ " : "✘ ")
+            var facts = [outcome]
+            if let status, status != BaselineComparison.Status.unchanged.rawValue {
+                facts.append(status.replacingOccurrences(of: "_", with: " "))
+            }
+            lines.append(mark + (entry["case_id"]?.stringValue ?? "?") + "  (" + facts.joined(separator: ", ") + ")")
+            if let error = entry["error"]?.stringValue { lines.append("    error: \(error)") }
+            for regression in entry["baseline"]?["regressions"]?.arrayValue ?? [] {
+                lines.append("    regression: \(regression["message"]?.stringValue ?? "")")
+            }
+            for run in entry["runs"]?.arrayValue ?? [] where run["outcome"]?.stringValue != "pass" {
+                lines.append("    \(run["log"]?.stringValue ?? "")")
+                if let error = run["error"]?.stringValue { lines.append("      error: \(error)") }
+                for failure in run["failures"]?.arrayValue ?? [] {
+                    lines.append(
+                        "      ✘ \(failure["expectation"]?.stringValue ?? ""): expected \(failure["expected"]?.stringValue ?? "")")
+                    lines.append("          happened: \(failure["actual"]?.stringValue ?? "")")
+                    lines.append("          look: \(failure["replay"]?.stringValue ?? "")")
+                }
+            }
+        }
+        return lines
+    }
+
+    /// The 1-based line and column of a byte offset.
+    static func lineAndColumn(of offset: Int, in bytes: [UInt8]) -> (Int, Int) {
+        var line = 1
+        var lineStart = 0
+        for index in 0..<min(offset, bytes.count) where bytes[index] == 0x0A {
+            line += 1
+            lineStart = index + 1
+        }
+        return (line, offset - lineStart + 1)
+    }
+}

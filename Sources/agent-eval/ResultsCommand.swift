@@ -1,0 +1,111 @@
+import ArgumentParser
+import Catalog
+import EvalEngine
+import Foundation
+import TraceCore
+
+/// `agent-eval results`: work with the JSON reports `run` writes.
+struct ResultsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "results",
+        abstract: "Work with the JSON reports of `agent-eval run` (merge the reports of CI shards).",
+        subcommands: [ResultsMergeCommand.self]
+    )
+}
+
+/// `agent-eval results merge`: the reports of `run --shard i/n` jobs as one report.
+struct ResultsMergeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "merge",
+        abstract: "Merge the JSON reports of `agent-eval run --shard i/n` jobs into one report, JUnit file and exit status.",
+        discussion: """
+            A CI matrix runs `agent-eval run EvalCases/ --shard i/n --json-out shard-i.json` on n machines; a last job \
+            downloads the reports and merges them: one summary, one baseline comparison (each shard compared its cases \
+            with the same baseline), one JUnit file, and the exit status the whole suite would have had. Every report \
+            must be a results document of version 1 with the same k; a case in two reports, or a baseline in some \
+            reports only, is an error (exit 2). Cases are ordered as one run over the same case files would order \
+            them; the merged duration is the longest shard's. The merged document lists its inputs in `merged_from` \
+            (docs/eval-results.md).
+
+            --record adds the merged report to the catalog as one suite run (origin `merge`), so `agent-eval history` \
+            sees the sharded suite as a whole. Shards that ran on this machine with the catalog already recorded \
+            themselves; leave --record off then.
+
+            Exit codes: 0 everything passed (per --fail-on); 1 a case failed or regressed; 2 a case could not run, or \
+            a report cannot be read or merged; 64 usage error.
+
+            Examples:
+              agent-eval results merge shard-*.json --json all.json --junit all.xml
+              agent-eval results merge reports/*.json --fail-on regression --record
+            """
+    )
+
+    @Argument(help: "The JSON reports to merge (written by `agent-eval run --json-out FILE`).")
+    var reports: [String]
+
+    @Option(
+        name: [.customLong("json"), .customLong("json-out")],
+        help: ArgumentHelp(
+            "Write the merged report to this file; - for standard output (then the console lines go nowhere).", valueName: "file"))
+    var json: String?
+
+    @Option(help: ArgumentHelp("Write a JUnit XML report to this file.", valueName: "file"))
+    var junit: String?
+
+    @Option(help: "What fails the merged suite: regression, failure or any (default).")
+    var failOn: FailOn = .any
+
+    @Flag(help: "Record the merged report in the catalog as one suite run.")
+    var record = false
+
+    @OptionGroup(title: "Catalog")
+    var catalog: CatalogArguments
+
+    func validate() throws {
+        if reports.isEmpty { throw ValidationError("give the JSON reports to merge, e.g. shard-*.json") }
+    }
+
+    func run() throws {
+        let merge: ResultsMerge
+        do {
+            merge = try ResultsMerge(paths: reports)
+        } catch {
+            throw diagnose(error)
+        }
+        let toStandardOutput = json == "-"
+        do {
+            if let json {
+                let text = JSONWriter.encodePretty(merge.report)
+                if toStandardOutput { print(text) } else { try writeReport(text, to: json) }
+            }
+            if let junit { try writeReport(merge.junit, to: junit) }
+        } catch {
+            throw diagnose(error)
+        }
+        if record {
+            let catalog = try self.catalog.open()
+            var info = SuiteRunInfo.current(commandLine: CommandLine.arguments)
+            info.origin = "merge"
+            do {
+                let id = try catalog.recordSuite(report: merge.report, info: info)
+                if !toStandardOutput { say("recorded as suite run \(id) in \(displayPath(self.catalog.path))") }
+            } catch {
+                throw diagnose(error)
+            }
+        }
+        if !toStandardOutput {
+            for line in merge.problemLines { say(line) }
+            say(merge.summaryLine)
+        }
+        throw ExitCode(merge.exitStatus(failOn: failOn))
+    }
+}
+
+/// Writes a report file (JSON, JUnit, Markdown) whole: a reader never sees half of it.
+func writeReport(_ text: String, to path: String) throws(EvalError) {
+    do {
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+    } catch {
+        throw EvalError(.writeFailed, "cannot write \(path): \(error.localizedDescription)")
+    }
+}
