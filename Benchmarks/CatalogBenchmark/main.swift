@@ -32,12 +32,18 @@ struct Settings {
     var queryRuns = 100_000
     var bigEvents = 1_000_000
     var directory = FileManager.default.temporaryDirectory.appendingPathComponent("agent-eval-catalog-bench").path
+    /// Keep the logs and catalogs afterwards (to look at them with `sqlite3`).
+    var keep = false
 }
 
 func parseSettings() -> Settings {
     var settings = Settings()
     var arguments = CommandLine.arguments.dropFirst().makeIterator()
     while let argument = arguments.next() {
+        if argument == "--keep" {
+            settings.keep = true
+            continue
+        }
         let value = arguments.next() ?? ""
         switch argument {
         case "--runs": settings.runs = Int(value) ?? settings.runs
@@ -51,7 +57,7 @@ func parseSettings() -> Settings {
             FileHandle.standardError.write(
                 Data(
                     ("usage: catalog-benchmark [--runs N] [--steps N] [--repetitions N] [--jobs N] [--query-runs N] "
-                        + "[--big-events N] [--dir PATH]\n").utf8))
+                        + "[--big-events N] [--dir PATH] [--keep]\n").utf8))
             exit(argument == "--help" ? 0 : 64)
         }
     }
@@ -111,7 +117,7 @@ let settings = parseSettings()
 let logs = settings.directory + "/logs"
 try? FileManager.default.removeItem(atPath: settings.directory)
 try FileManager.default.createDirectory(atPath: logs, withIntermediateDirectories: true)
-defer { try? FileManager.default.removeItem(atPath: settings.directory) }
+defer { if !settings.keep { try? FileManager.default.removeItem(atPath: settings.directory) } }
 
 var corpus = SyntheticCorpus()
 var events = 0
@@ -226,22 +232,58 @@ guard caseErrors.isEmpty else { fail("cannot load the benchmark case: \(caseErro
 var firstTimes: [Double] = []
 var secondTimes: [Double] = []
 for repetition in 0..<settings.repetitions {
-    let cache = FactCache(catalog: try Catalog(path: settings.directory + "/eval-\(repetition).sqlite"))
-    var options = EvalOptions(jobs: settings.jobs)
-    options.facts = cache
+    // The second pass opens the catalog anew, as a second `agent-eval run` process would.
+    let database = settings.directory + "/eval-\(repetition).sqlite"
+    var caches: [FactCache] = []
     for pass in 0..<2 {
         let started = ContinuousClock.now
+        let cache = FactCache(catalog: try Catalog(path: database))
+        var options = EvalOptions(jobs: settings.jobs)
+        options.facts = cache
         let results = await EvalRunner(options: options).run(cases)
         let elapsed = seconds(ContinuousClock.now - started)
         guard results.first?.passed == true, results.first?.runs.count == settings.runs else { fail("the benchmark case did not pass") }
         if pass == 0 { firstTimes.append(elapsed) } else { secondTimes.append(elapsed) }
+        caches.append(cache)
     }
-    if cache.usage != (settings.runs, settings.runs) { fail("the cache was not used as expected: \(cache.usage)") }
+    if caches[0].usage != (0, settings.runs) || caches[1].reusedResults != settings.runs {
+        fail("the cache was not used as expected: \(caches[0].usage), \(caches[1].reusedResults) results reused")
+    }
+    for cache in caches { try cache.catalog.close() }
 }
 print(
     String(
-        format: "eval over %d logs (--jobs %d): first run %.3f s, unchanged and cached %.3f s: %.1fx faster (target >= 20x)",
+        format: "eval over %d logs (--jobs %d), in process: first run %.3f s, unchanged and cached %.3f s: %.1fx faster (target >= 20x)",
         settings.runs, settings.jobs, median(firstTimes), median(secondTimes), median(firstTimes) / median(secondTimes)))
+
+// The same through the command line, when the release `agent-eval` sits beside this benchmark
+// (`swift build -c release` builds both): process start, case loading and recording included.
+let binary = (CommandLine.arguments[0] as NSString).deletingLastPathComponent + "/agent-eval"
+if FileManager.default.isExecutableFile(atPath: binary) {
+    var cliFirst: [Double] = []
+    var cliSecond: [Double] = []
+    for repetition in 0..<settings.repetitions {
+        let database = settings.directory + "/cli-\(repetition).sqlite"
+        for pass in 0..<2 {
+            let elapsed = try seconds {
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: binary)
+                process.arguments = ["run", caseFile, "--catalog", database, "--jobs", "\(settings.jobs)"]
+                process.standardOutput = FileHandle.nullDevice
+                try process.run()
+                process.waitUntilExit()
+                if process.terminationStatus != 0 { fail("agent-eval run exited with \(process.terminationStatus)") }
+            }
+            if pass == 0 { cliFirst.append(elapsed) } else { cliSecond.append(elapsed) }
+        }
+    }
+    print(
+        String(
+            format: "agent-eval run over %d logs (--jobs %d): first run %.3f s, unchanged and cached %.3f s: %.1fx faster (target >= 20x)",
+            settings.runs, settings.jobs, median(cliFirst), median(cliSecond), median(cliFirst) / median(cliSecond)))
+} else {
+    print("agent-eval run: skipped (build it first: swift build -c release)")
+}
 
 // 4. Peak memory of indexing one big log, against one a tenth of its size.
 if settings.bigEvents > 0 {

@@ -7,16 +7,24 @@ extension SuiteRunInfo {
     /// a repository.
     public static func current(commandLine: [String], shard: String? = nil) -> SuiteRunInfo {
         let environment = ProcessInfo.processInfo.environment
-        let commit = environment["GITHUB_SHA"] ?? environment["CI_COMMIT_SHA"] ?? git(["rev-parse", "HEAD"])
+        var commit = environment["GITHUB_SHA"] ?? environment["CI_COMMIT_SHA"]
         var branch = environment["GITHUB_HEAD_REF"].flatMap { $0.isEmpty ? nil : $0 } ?? environment["GITHUB_REF_NAME"]
-        branch = branch ?? environment["CI_COMMIT_REF_NAME"] ?? git(["rev-parse", "--abbrev-ref", "HEAD"])
+        branch = branch ?? environment["CI_COMMIT_REF_NAME"]
+        if commit == nil || branch == nil {
+            // One `git` for both: the commit, then the branch (`HEAD` when detached).
+            let lines = git(["rev-parse", "HEAD", "--abbrev-ref", "HEAD"])
+            if lines.count == 2 {
+                commit = commit ?? lines[0]
+                branch = branch ?? lines[1]
+            }
+        }
         return SuiteRunInfo(
             startedAtUs: Catalog.nowUs(), gitCommit: commit, gitBranch: branch == "HEAD" ? nil : branch,
             commandLine: commandLine.joined(separator: " "), origin: "run", shard: shard)
     }
 
-    /// `git arguments`' first line of output, or nil (no git, no repository).
-    private static func git(_ arguments: [String]) -> String? {
+    /// The lines `git arguments` prints, or none (no git, no repository).
+    private static func git(_ arguments: [String]) -> [String] {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["git"] + arguments
@@ -27,13 +35,12 @@ extension SuiteRunInfo {
         do {
             try process.run()
         } catch {
-            return nil
+            return []
         }
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        guard process.terminationStatus == 0 else { return nil }
-        let line = String(decoding: data, as: UTF8.self).split(separator: "\n").first.map(String.init)
-        return line?.isEmpty == false ? line : nil
+        guard process.terminationStatus == 0 else { return [] }
+        return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
     }
 }
 

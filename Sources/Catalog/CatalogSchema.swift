@@ -6,7 +6,23 @@ enum CatalogSchema {
     /// The version this build writes and reads.
     static var version: Int { migrations.count }
 
-    static let migrations: [String] = [version1]
+    static let migrations: [String] = [version1, version2]
+
+    /// Version 2: the runs query's two shapes (RunQuery) — newest first straight from an index
+    /// with per-run probes into a run's calls by tool, or driven by a rare tool's calls — and
+    /// check results kept beside the facts they were made from.
+    static let version2 = """
+        DROP INDEX logs_by_start;
+        CREATE INDEX logs_by_start ON logs (started_at_us DESC, path);
+        CREATE INDEX calls_by_log_tool ON calls (log_id, tool, attempts);
+
+        CREATE TABLE check_results (
+            path TEXT NOT NULL REFERENCES facts (path) ON DELETE CASCADE,
+            case_key TEXT NOT NULL,
+            result TEXT NOT NULL,
+            PRIMARY KEY (path, case_key)
+        ) STRICT, WITHOUT ROWID;
+        """
 
     static let version1 = """
         CREATE TABLE logs (

@@ -17,13 +17,17 @@ import TraceLog
 public struct FactCache: LogFactSource {
     public let catalog: Catalog
     private let counts = Counts()
+    private let kept = KeptResults()
 
     public init(catalog: Catalog) {
         self.catalog = catalog
     }
 
     /// Logs answered from the cache, and logs read, so far.
-    public var usage: (cached: Int, read: Int) { counts.value.withLock { $0 } }
+    public var usage: (cached: Int, read: Int) { counts.value.withLock { ($0.cached, $0.read) } }
+
+    /// Checks answered with a kept result (neither facts nor a check needed), so far.
+    public var reusedResults: Int { counts.value.withLock { $0.reused } }
 
     public func facts(for log: String) throws -> LogFacts {
         let path = Catalog.absolute(log)
@@ -38,6 +42,70 @@ public struct FactCache: LogFactSource {
         return facts
     }
 
+    /// A check result kept under `key` for the log as it is now, or the result of `check` over
+    /// its facts (cached or read), kept when it has no error and the log did not change meanwhile.
+    public func result(for log: String, key: CheckKey?, check: (LogFacts) -> RunResult) throws -> RunResult {
+        let path = Catalog.absolute(log)
+        guard let key, let before = FileStamp(path: path) else { return check(try facts(for: log)) }
+        if let kept = checkResults(for: key)[path], kept.identity.matches(path, now: before),
+            let json = try? JSONParser.parse(Array(kept.result.utf8)), let result = RunResult(cached: json, log: log, repeatIndex: 0)
+        {
+            counts.value.withLock { $0.reused += 1 }
+            return result
+        }
+        let result = check(try facts(for: log))
+        guard result.error == nil, FileStamp(path: path) == before else { return result }
+        let text = JSONWriter.encodeString(result.cacheJSON)
+        // Kept only beside the facts entry of the log as it was checked: a facts entry that
+        // another process replaced meanwhile (the log changed) does not get it.
+        let stored = try? catalog.write { db -> Row? in
+            try db.execute(
+                sql: """
+                    INSERT OR REPLACE INTO check_results (path, case_key, result)
+                    SELECT path, ?, ? FROM facts WHERE path = ? AND size = ? AND mtime_ns = ? AND extractor_version = ?
+                    """,
+                arguments: [key.digest, text, path, before.size, before.mtimeNs, LogFacts.extractorVersion])
+            guard db.changesCount > 0 else { return nil }
+            return try Row.fetchOne(
+                db, sql: "SELECT size, mtime_ns, tail_offset, tail_end, tail_hash FROM facts WHERE path = ?", arguments: [path])
+        }
+        if let row = stored ?? nil {
+            kept.value.withLock { $0[key]?[path] = (Self.identity(row), text) }
+        }
+        return result
+    }
+
+    /// Every check result kept under `key`, by log path, with the identity of the facts it was
+    /// made from: read in one query the first time a key is asked for (a suite checks many logs
+    /// with one case), so each log then costs a stat and a tail hash, not a database round trip.
+    private func checkResults(for key: CheckKey) -> [String: (identity: LogIdentity, result: String)] {
+        kept.value.withLock { kept in
+            if let results = kept[key] { return results }
+            var results: [String: (identity: LogIdentity, result: String)] = [:]
+            let rows = try? catalog.read { db in
+                try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT f.path, f.size, f.mtime_ns, f.tail_offset, f.tail_end, f.tail_hash, r.result
+                        FROM check_results r JOIN facts f ON f.path = r.path
+                        WHERE r.case_key = ? AND f.extractor_version = ?
+                        """,
+                    arguments: [key.digest, LogFacts.extractorVersion])
+            }
+            for row in rows ?? [] {
+                results[row["path"]] = (Self.identity(row), row["result"])
+            }
+            kept[key] = results
+            return results
+        }
+    }
+
+    private static func identity(_ row: Row) -> LogIdentity {
+        LogIdentity(
+            stamp: FileStamp(size: row["size"], mtimeNs: row["mtime_ns"]), tailOffset: row["tail_offset"], tailEnd: row["tail_end"],
+            tailHash: row["tail_hash"])
+    }
+
     /// The entry for `path` if it is still valid.
     func cached(_ path: String, stamp: FileStamp) throws -> LogFacts? {
         let entry = try catalog.read { db in
@@ -45,12 +113,11 @@ public struct FactCache: LogFactSource {
                 db, sql: "SELECT extractor_version, size, mtime_ns, tail_offset, tail_end, tail_hash, facts FROM facts WHERE path = ?",
                 arguments: [path])
         }
-        guard let entry, entry["extractor_version"] == LogFacts.extractorVersion else { return nil }
-        let identity = LogIdentity(
-            stamp: FileStamp(size: entry["size"], mtimeNs: entry["mtime_ns"]), tailOffset: entry["tail_offset"],
-            tailEnd: entry["tail_end"], tailHash: entry["tail_hash"])
-        guard identity.matches(path, now: stamp) else { return nil }
-        let compressed: Data = entry["facts"]
+        guard let entry, entry["extractor_version"] == LogFacts.extractorVersion, Self.identity(entry).matches(path, now: stamp),
+            let compressed = Data.fromDatabaseValue(entry["facts"])
+        else {
+            return nil
+        }
         let text = try GzipData.decompress([UInt8](compressed), path: path)
         return try text.withUnsafeBytes { try JSONScanner.scan($0) { try LogFacts(cached: &$0) } }
     }
@@ -61,6 +128,8 @@ public struct FactCache: LogFactSource {
         guard let hash = LogIdentity.hash(path, from: tailOffset, to: tailEnd) else { return }
         let blob = try GzipData.compress(JSONWriter.encode(facts.cachedJSON))
         try catalog.write { db in
+            // Results checked against the facts being replaced go with them.
+            try db.execute(sql: "DELETE FROM check_results WHERE path = ?", arguments: [path])
             try db.execute(
                 sql: """
                     INSERT INTO facts (path, extractor_version, size, mtime_ns, tail_offset, tail_end, tail_hash, facts)
@@ -74,9 +143,14 @@ public struct FactCache: LogFactSource {
     }
 }
 
+/// Check results read for a key, shared by the copies of one `FactCache`.
+private final class KeptResults: Sendable {
+    let value = Mutex<[CheckKey: [String: (identity: LogIdentity, result: String)]]>([:])
+}
+
 /// The cache's hit and read counts, shared by the copies of one `FactCache`.
 private final class Counts: Sendable {
-    let value = Mutex((cached: 0, read: 0))
+    let value = Mutex((cached: 0, read: 0, reused: 0))
 }
 
 extension LogFacts {

@@ -85,9 +85,26 @@ extension Catalog {
     static func nowUs() -> Int { Int(Date().timeIntervalSince1970 * 1_000_000) }
 
     /// `path` made absolute and standard, the key of a log in the catalog.
+    /// The working directory, straight from `getcwd` (cheaper than asking Foundation: a suite
+    /// asks once per log).
+    static func currentDirectory() -> String {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        guard getcwd(&buffer, buffer.count) != nil else { return FileManager.default.currentDirectoryPath }
+        return String(cString: buffer)
+    }
+
     public static func absolute(_ path: String) -> String {
-        let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
-        return URL(fileURLWithPath: absolute).standardizedFileURL.path
+        let absolute = path.hasPrefix("/") ? path : currentDirectory() + "/" + path
+        // `.`, `..` and empty components folded away (symbolic links are kept as they are).
+        var components: [Substring] = []
+        for component in absolute.split(separator: "/", omittingEmptySubsequences: true) {
+            switch component {
+            case ".": continue
+            case "..": _ = components.popLast()
+            default: components.append(component)
+            }
+        }
+        return "/" + components.joined(separator: "/")
     }
 }
 

@@ -40,16 +40,33 @@ public struct RunQuery: Sendable, Hashable {
 
     public init() {}
 
-    /// The statement and its arguments; the `calls_by_tool` index serves the tool filters.
-    func statement() -> (sql: String, arguments: [CatalogValue]) {
+    /// How the runs are found: the two shapes of the statement.
+    enum Shape: Hashable {
+        /// Walk `logs` newest first (`logs_by_start`) and probe each run's calls
+        /// (`calls_by_log_tool`) until `limit` rows matched: fast when matches are common.
+        case newestFirst
+        /// Start from the calls of this tool (`calls_by_tool`), then sort what matched: fast
+        /// when the tool is rare, where walking every run to find few matches is not.
+        case drivenBy(tool: String)
+    }
+
+    /// The statement and its arguments for `shape`.
+    func statement(_ shape: Shape = .newestFirst) -> (sql: String, arguments: [CatalogValue]) {
         var conditions: [String] = []
         var arguments: [CatalogValue] = []
+        func probe(_ condition: String) -> String {
+            "EXISTS (SELECT 1 FROM calls c WHERE c.log_id = logs.log_id AND \(condition))"
+        }
         for tool in tools {
-            conditions.append("log_id IN (SELECT log_id FROM calls WHERE tool = ? AND attempts > 0)")
+            if case .drivenBy(tool) = shape {
+                conditions.append("log_id IN (SELECT log_id FROM calls WHERE tool = ? AND attempts > 0)")
+            } else {
+                conditions.append(probe("c.tool = ? AND c.attempts > 0"))
+            }
             arguments.append(.text(tool))
         }
         for tool in notTools {
-            conditions.append("log_id NOT IN (SELECT log_id FROM calls WHERE tool = ? AND attempts > 0)")
+            conditions.append("NOT " + probe("c.tool = ? AND c.attempts > 0"))
             arguments.append(.text(tool))
         }
         if !stopReasons.isEmpty {
@@ -84,11 +101,10 @@ public struct RunQuery: Sendable, Hashable {
         }
         if hasDenied { conditions.append("denied_calls > 0") }
         switch approval {
-        case .granted?: conditions.append("log_id IN (SELECT log_id FROM calls WHERE approval = 'granted')")
-        case .refused?: conditions.append("log_id IN (SELECT log_id FROM calls WHERE approval = 'refused')")
-        case .pending?:
-            conditions.append("log_id IN (SELECT log_id FROM calls WHERE verdict = 'approval_required' AND approval IS NULL)")
-        case .none?: conditions.append("log_id IN (SELECT log_id FROM calls WHERE attempts > 0 AND approval IS NULL)")
+        case .granted?: conditions.append(probe("c.approval = 'granted'"))
+        case .refused?: conditions.append(probe("c.approval = 'refused'"))
+        case .pending?: conditions.append(probe("c.verdict = 'approval_required' AND c.approval IS NULL"))
+        case .none?: conditions.append(probe("c.attempts > 0 AND c.approval IS NULL"))
         case nil: break
         }
         if let minCostUSD {
@@ -100,7 +116,7 @@ public struct RunQuery: Sendable, Hashable {
             SELECT log_id, path, run_id, agent, model, status, problem, stop_reason, stop_limit, steps, tool_calls, executed_calls,
                 denied_calls, input_tokens + output_tokens AS tokens, cost_usd, started_at_us, ended_at_us
             FROM logs \(filter)
-            ORDER BY started_at_us IS NULL, started_at_us DESC, path
+            ORDER BY started_at_us DESC, path
             LIMIT \(max(0, limit))
             """
         return (sql, arguments)
@@ -152,12 +168,35 @@ public struct RunRow: Sendable, Hashable {
     }
 }
 
+extension RunQuery {
+    /// The shape to run: driven by the rarest tool of `tools` when it was executed fewer times
+    /// than half the number of runs (then walking the runs newest first could read most of them
+    /// to find a few), else newest first. Counting stops at that bound, so choosing is cheap.
+    func shape(in db: Database) throws -> Shape {
+        guard !tools.isEmpty else { return .newestFirst }
+        let runs = try Int.fetchOne(db, sql: "SELECT COALESCE(MAX(log_id), 0) FROM logs") ?? 0
+        let bound = runs / 2
+        var rarest: (tool: String, calls: Int)?
+        for tool in tools {
+            let calls =
+                try Int.fetchOne(
+                    db, sql: "SELECT COUNT(*) FROM (SELECT 1 FROM calls WHERE tool = ? AND attempts > 0 LIMIT ?)", arguments: [tool, bound])
+                ?? 0
+            if calls < bound && calls < (rarest?.calls ?? .max) { rarest = (tool, calls) }
+        }
+        return rarest.map { .drivenBy(tool: $0.tool) } ?? .newestFirst
+    }
+}
+
 extension Catalog {
-    /// The indexed runs `query` selects, newest first.
-    public func runs(_ query: RunQuery) throws(CatalogError) -> [RunRow] {
-        let (sql, arguments) = query.statement()
+    /// The indexed runs `query` selects, newest first (runs that never started last).
+    public func runs(_ query: RunQuery) throws(CatalogError) -> [RunRow] { try runs(query, shape: nil) }
+
+    /// The runs in a given shape (nil: the one `shape(in:)` chooses); the shapes must agree.
+    func runs(_ query: RunQuery, shape: RunQuery.Shape?) throws(CatalogError) -> [RunRow] {
         return try read { db in
-            try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments.map(\.databaseValue))).map { row in
+            let (sql, arguments) = query.statement(try shape ?? query.shape(in: db))
+            return try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments.map(\.databaseValue))).map { row in
                 RunRow(
                     path: row["path"], runId: row["run_id"], agent: row["agent"], model: row["model"],
                     status: LogStatus(rawValue: row["status"]) ?? .damaged, problem: row["problem"], stopReason: row["stop_reason"],
@@ -168,11 +207,13 @@ extension Catalog {
         }
     }
 
-    /// SQLite's plan for `query`, one line per step (`EXPLAIN QUERY PLAN`).
+    /// SQLite's plan for `query`, one line per step (`EXPLAIN QUERY PLAN`), in the shape
+    /// `runs` would choose now.
     public func plan(_ query: RunQuery) throws(CatalogError) -> [String] {
-        let (sql, arguments) = query.statement()
         return try read { db in
-            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + sql, arguments: StatementArguments(arguments.map(\.databaseValue))).map {
+            let (sql, arguments) = query.statement(try query.shape(in: db))
+            return try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + sql, arguments: StatementArguments(arguments.map(\.databaseValue))).map
+            {
                 $0["detail"]
             }
         }

@@ -1,10 +1,11 @@
-import Catalog
 import EvalEngine
 import Foundation
 import TestSupport
 import Testing
 import TraceCore
 import TraceLog
+
+@testable import Catalog
 
 @Suite("The catalog's cache, rebuild, queries and bad files")
 struct CatalogStoreTests {
@@ -53,6 +54,70 @@ struct CatalogStoreTests {
             let afterBump = FactCache(catalog: changed)
             #expect(try afterBump.facts(for: log) == third)
             #expect(afterBump.usage == (0, 1))
+        }
+    }
+
+    @Test("a check result is reused only for the same log, case file and options, and equals a fresh check")
+    func checkResultsAreNeverStale() async throws {
+        try await TemporaryDirectory.with { directory in
+            let log = directory.path("a.jsonl.gz")
+            try FileManager.default.copyItem(
+                atPath: FixtureLogs.directory.appendingPathComponent("support-sample.jsonl.gz").path, toPath: log)
+            let caseFile = directory.path("case.yaml")
+            func writeCase(_ stop: String) throws {
+                try "caseId: c\nlogs: a.jsonl.gz\nexpected:\n  toolsCalled: [lookup_order]\n  stopReason: \(stop)\n".write(
+                    toFile: caseFile, atomically: true, encoding: .utf8)
+            }
+            let cache = FactCache(catalog: try Catalog(path: directory.path("catalog.sqlite")))
+            func check(_ options: EvalOptions = EvalOptions(jobs: 1)) async throws -> (cached: RunResult, fresh: RunResult) {
+                let cases = EvalSuite.load(paths: [caseFile]).cases
+                var cached = options
+                cached.facts = cache
+                let viaCache = try #require(await EvalRunner(options: cached).run(cases).first?.runs.first)
+                let fresh = try #require(await EvalRunner(options: options).run(cases).first?.runs.first)
+                return (viaCache, fresh)
+            }
+            func same(_ pair: (cached: RunResult, fresh: RunResult)) -> Bool {
+                pair.cached.failures == pair.fresh.failures && pair.cached.notes == pair.fresh.notes
+                    && pair.cached.summary == pair.fresh.summary && pair.cached.error == nil && pair.cached.logPath == pair.fresh.logPath
+            }
+
+            try writeCase("blocked")
+            let first = try await check()
+            #expect(!first.cached.failures.isEmpty && same(first))
+            #expect(cache.usage == (0, 1) && cache.reusedResults == 0)
+            let second = try await check()
+            #expect(same(second))
+            #expect(cache.usage == (0, 1) && cache.reusedResults == 1, "the second check is answered without the facts")
+            // And by another process (a new cache over the same file).
+            let again = FactCache(catalog: cache.catalog)
+            var options = EvalOptions(jobs: 1)
+            options.facts = again
+            let third = try #require(await EvalRunner(options: options).run(EvalSuite.load(paths: [caseFile]).cases).first?.runs.first)
+            #expect(same((third, first.fresh)))
+            #expect(again.usage == (0, 0) && again.reusedResults == 1)
+
+            // The case file changed: the facts are reused, the check is made again.
+            try writeCase("success")
+            let edited = try await check()
+            #expect(edited.cached.failures.isEmpty && same(edited))
+            #expect(cache.usage == (1, 1) && cache.reusedResults == 1)
+            // An option that changes a check.
+            var counting = EvalOptions(jobs: 1)
+            counting.countsDeniedAttempts = true
+            #expect(same(try await check(counting)))
+            #expect(cache.usage == (2, 1) && cache.reusedResults == 1)
+
+            // Another log in the same place: read again, checked again.
+            try FileManager.default.removeItem(atPath: log)
+            try FileManager.default.copyItem(
+                atPath: FixtureLogs.directory.appendingPathComponent("research-sample.jsonl.gz").path, toPath: log)
+            let other = try await check()
+            #expect(same(other))
+            #expect(other.cached.summary != edited.cached.summary)
+            #expect(cache.usage == (2, 2) && cache.reusedResults == 1)
+            let rows = try cache.catalog.query("SELECT COUNT(*) FROM check_results").rows.first?.first
+            #expect(rows == .integer(1), "results made from the replaced facts went with them")
         }
     }
 
@@ -166,16 +231,40 @@ struct CatalogStoreTests {
         }
     }
 
-    @Test("the documented queries use their indexes (EXPLAIN QUERY PLAN)")
+    @Test("the documented queries use their indexes (EXPLAIN QUERY PLAN), in both shapes of the runs query")
     func queryPlans() throws {
         try TemporaryDirectory.with { directory in
             let catalog = try Catalog(path: directory.path("catalog.sqlite"))
-            var query = RunQuery()
-            query.tools = ["refund_order"]
-            query.notTools = ["lookup_order"]
-            let plan = try catalog.plan(query).joined(separator: "\n")
-            #expect(plan.contains("USING COVERING INDEX calls_by_tool (tool=? AND attempts>?)"), "\(plan)")
-            #expect(!plan.contains("SCAN calls"), "\(plan)")
+            _ = try catalog.index(paths: [FixtureLogs.directory.path])
+            // Common tools: newest first from the index, probing each run's calls, no sort.
+            var common = RunQuery()
+            common.tools = ["lookup_order"]
+            common.notTools = ["refund_order"]
+            common.approval = .granted
+            let newest = try catalog.plan(common).joined(separator: "\n")
+            #expect(newest.contains("SCAN logs USING INDEX logs_by_start"), "\(newest)")
+            #expect(newest.contains("USING COVERING INDEX calls_by_log_tool (log_id=? AND tool=? AND attempts>?)"), "\(newest)")
+            #expect(!newest.contains("TEMP B-TREE"), "\(newest)")
+            // A tool no run executed: driven by its (absent) calls, never a walk over every run.
+            var rare = RunQuery()
+            rare.tools = ["delete_customer"]
+            rare.notTools = ["lookup_order"]
+            let driven = try catalog.plan(rare).joined(separator: "\n")
+            #expect(driven.contains("USING COVERING INDEX calls_by_tool (tool=? AND attempts>?)"), "\(driven)")
+            #expect(!driven.contains("SCAN logs"), "\(driven)")
+            for plan in [newest, driven] { #expect(!plan.contains("SCAN calls") && !plan.contains("SCAN c"), "\(plan)") }
+            // Both shapes give the same rows, in the same order.
+            for query in [common, rare] {
+                let tool = try #require(query.tools.first)
+                let walked = try catalog.runs(query, shape: .newestFirst).map(\.path)
+                #expect(try catalog.runs(query, shape: .drivenBy(tool: tool)).map(\.path) == walked)
+            }
+            var all = RunQuery()
+            all.tools = ["lookup_order"]
+            #expect(
+                try catalog.runs(all, shape: .drivenBy(tool: "lookup_order")).map(\.path)
+                    == catalog.runs(all, shape: .newestFirst).map(\.path))
+            #expect(try !catalog.runs(all).isEmpty)
             let history = try catalog.query(
                 "EXPLAIN QUERY PLAN SELECT * FROM case_history WHERE case_id = 'x' ORDER BY started_at_us DESC LIMIT 10")
             let detail = history.rows.map { $0[3].description }.joined(separator: "\n")
@@ -194,7 +283,32 @@ struct CatalogStoreTests {
             ] {
                 #expect(throws: CatalogError.self, "\(statement)") { _ = try catalog.query(statement) }
             }
-            #expect(try catalog.query("PRAGMA user_version").rows.first?.first == .integer(1))
+            #expect(try catalog.query("PRAGMA user_version").rows.first?.first == .integer(Int64(CatalogSchema.version)))
+        }
+    }
+
+    @Test("a catalog of an older schema version is migrated in place, keeping its rows")
+    func migratesOlderVersions() throws {
+        try TemporaryDirectory.with { directory in
+            let path = directory.path("old.sqlite")
+            // A version 1 file, as the first release wrote it, with one indexed run.
+            let first = try Catalog(path: directory.path("source.sqlite"))
+            _ = try first.index(paths: [FixtureLogs.directory.appendingPathComponent("support-sample.jsonl.gz").path])
+            try first.close()
+            let dump = try Subprocess.run("/usr/bin/env", ["sqlite3", directory.path("source.sqlite"), ".dump logs calls"])
+            let version1 = CatalogSchema.migrations[0] + "\nPRAGMA user_version = 1;\n"
+            _ = try Subprocess.run("/usr/bin/env", ["sqlite3", path, version1])
+            let rows = dump.stdoutText.split(separator: "\n").filter { $0.hasPrefix("INSERT INTO") }.joined(separator: "\n")
+            let loaded = try Subprocess.run("/usr/bin/env", ["sqlite3", path, rows])
+            #expect(loaded.status == 0, "\(loaded.stderr)")
+
+            let catalog = try Catalog(path: path)
+            #expect(try catalog.query("PRAGMA user_version").rows.first?.first == .integer(Int64(CatalogSchema.version)))
+            let indexes = try catalog.query("SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'calls_by_log_tool'")
+            #expect(indexes.rows.count == 1)
+            var query = RunQuery()
+            query.tools = ["refund_order"]
+            #expect(try catalog.runs(query).count == 1)
         }
     }
 

@@ -200,12 +200,7 @@ public struct EvalReport: Sendable {
             "failures",
             JSONValue.array(
                 run.failures.map { failure in
-                    var entry = ObjectBuilder()
-                    entry.set("expectation", failure.expectation)
-                    entry.set("expected", failure.expected)
-                    entry.set("actual", failure.actual)
-                    entry.set("step", failure.step)
-                    entry.set("call_id", failure.callId)
+                    var entry = failure.fields
                     entry.set("replay", Self.replayCommand(log: run.logPath, step: failure.step))
                     return entry.json
                 }))

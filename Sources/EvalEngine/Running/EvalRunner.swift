@@ -106,6 +106,11 @@ public struct EvalRunner: Sendable {
             }
         }
 
+        // What a cache keeps check results under: one key per case with recorded logs.
+        let keys = cases.map { evalCase -> CheckKey? in
+            if case .recorded = evalCase.source { return CheckKey(case: evalCase, options: options) }
+            return nil
+        }
         var results = cases.map { CaseResult(evalCase: $0, runs: []) }
         var received = [Int](repeating: 0, count: cases.count)
         var finished = 0
@@ -119,7 +124,8 @@ public struct EvalRunner: Sendable {
                 group.addTask { [options] in
                     switch item {
                     case .broken(let index, let error): return (index, nil, error)
-                    case .recorded(let index, let log): return (index, Self.check(log: log, case: cases[index], options: options), nil)
+                    case .recorded(let index, let log):
+                        return (index, Self.check(log: log, case: cases[index], key: keys[index], options: options), nil)
                     case .live(let index, let agent, let repeatIndex):
                         return (
                             index,
@@ -150,24 +156,35 @@ public struct EvalRunner: Sendable {
     /// the case against it. A run whose record cannot be trusted — its digests do not match,
     /// the fold found anomalies, or it did not finish (unless the case allows that) — is a
     /// harness error ("could not run"), never a pass.
-    static func check(log: String, repeatIndex: Int = 0, case evalCase: EvalCase, options: EvalOptions) -> RunResult {
+    static func check(log: String, repeatIndex: Int = 0, case evalCase: EvalCase, key: CheckKey? = nil, options: EvalOptions)
+        -> RunResult
+    {
         let clock = ContinuousClock()
         let started = clock.now
-        var result = checkRecord(log: log, repeatIndex: repeatIndex, case: evalCase, options: options)
+        var result = checkRecord(log: log, repeatIndex: repeatIndex, case: evalCase, key: key, options: options)
         let elapsed = started.duration(to: clock.now)
         result.checkDurationUs = Int(elapsed.components.seconds) * 1_000_000 + Int(elapsed.components.attoseconds / 1_000_000_000_000)
         return result
     }
 
-    private static func checkRecord(log: String, repeatIndex: Int, case evalCase: EvalCase, options: EvalOptions) -> RunResult {
-        let facts: LogFacts
+    private static func checkRecord(log: String, repeatIndex: Int, case evalCase: EvalCase, key: CheckKey?, options: EvalOptions)
+        -> RunResult
+    {
         do {
-            facts = try options.facts.facts(for: log)
+            return try options.facts.result(for: log, key: key) { facts in
+                check(facts, log: log, repeatIndex: repeatIndex, case: evalCase, options: options)
+            }
         } catch {
             return RunResult(
                 logPath: log, repeatIndex: repeatIndex, failures: [], notes: [], error: DiagnosticRecord(describing: error),
                 summary: RunSummary())
         }
+    }
+
+    /// Checks a case against the facts of one log.
+    private static func check(_ facts: LogFacts, log: String, repeatIndex: Int, case evalCase: EvalCase, options: EvalOptions)
+        -> RunResult
+    {
         let (state, mismatch) = (facts.state, facts.digestMismatch)
         let place = SourceLocation(path: log, sequence: mismatch?.sequence)
         func cannotRun(_ code: EvalError.Code, _ message: String, hint: String) -> RunResult {

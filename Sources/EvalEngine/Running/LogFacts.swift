@@ -61,6 +61,18 @@ public struct LogFacts: Sendable, Hashable {
 /// (`LogFactReader`), or from a cache that knows when the file changed (the catalog).
 public protocol LogFactSource: Sendable {
     func facts(for log: String) throws -> LogFacts
+
+    /// The result of checking `log` with `check`: a cache may answer with the result it kept
+    /// under `key` for the log as it is now, without the facts; it must keep only results
+    /// `check` made from the facts of the log as it is now. Throws what `facts(for:)` throws.
+    func result(for log: String, key: CheckKey?, check: (LogFacts) -> RunResult) throws -> RunResult
+}
+
+extension LogFactSource {
+    /// Checks the facts, every time.
+    public func result(for log: String, key: CheckKey?, check: (LogFacts) -> RunResult) throws -> RunResult {
+        check(try facts(for: log))
+    }
 }
 
 /// Reads every log in full, every time.
