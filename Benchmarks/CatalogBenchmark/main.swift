@@ -266,13 +266,9 @@ if FileManager.default.isExecutableFile(atPath: binary) {
         let database = settings.directory + "/cli-\(repetition).sqlite"
         for pass in 0..<2 {
             let elapsed = try seconds {
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: binary)
-                process.arguments = ["run", caseFile, "--catalog", database, "--jobs", "\(settings.jobs)"]
-                process.standardOutput = FileHandle.nullDevice
-                try process.run()
-                process.waitUntilExit()
-                if process.terminationStatus != 0 { fail("agent-eval run exited with \(process.terminationStatus)") }
+                // Reads the output to its end before waiting, so the wait does not spin beside the run.
+                let result = try Subprocess.run(binary, ["run", caseFile, "--catalog", database, "--jobs", "\(settings.jobs)"])
+                if result.status != 0 { fail("agent-eval run exited with \(result.status): \(result.stderr)") }
             }
             if pass == 0 { cliFirst.append(elapsed) } else { cliSecond.append(elapsed) }
         }

@@ -84,7 +84,6 @@ extension Catalog {
 
     static func nowUs() -> Int { Int(Date().timeIntervalSince1970 * 1_000_000) }
 
-    /// `path` made absolute and standard, the key of a log in the catalog.
     /// The working directory, straight from `getcwd` (cheaper than asking Foundation: a suite
     /// asks once per log).
     static func currentDirectory() -> String {
@@ -93,6 +92,7 @@ extension Catalog {
         return String(cString: buffer)
     }
 
+    /// `path` made absolute and standard, the key of a log in the catalog.
     public static func absolute(_ path: String) -> String {
         let absolute = path.hasPrefix("/") ? path : currentDirectory() + "/" + path
         // `.`, `..` and empty components folded away (symbolic links are kept as they are).

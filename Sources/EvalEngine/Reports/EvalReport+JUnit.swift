@@ -17,7 +17,12 @@ extension EvalReport {
             let labelled = reportedRuns.count > 1 || entry["source"]?.stringValue == "live"
             let runs: [JSONValue?] = reportedRuns.isEmpty ? [nil] : reportedRuns
             for run in runs {
-                let name = run.map { labelled ? "\(caseId) [\(label(ofRun: $0))]" : caseId } ?? caseId
+                let name =
+                    run.map {
+                        labelled
+                            ? "\(caseId) [\(RunResult.label(log: $0["log"]?.stringValue ?? "", repeatIndex: $0["repeat"]?.intValue ?? 0))]"
+                            : caseId
+                    } ?? caseId
                 // The time the check took; the run's own recorded duration is a property.
                 let time = String(format: "%.3f", Double(run?["check_us"]?.intValue ?? 0) / 1_000_000)
                 var xmlCase = "    <testcase classname=\"\(xml(className))\" name=\"\(xml(name))\" time=\"\(time)\">"
@@ -60,10 +65,4 @@ extension EvalReport {
             """
     }
 
-    /// A run's label in a results document: `repeat N` or the log's file name (as `RunResult.label`).
-    static func label(ofRun run: JSONValue) -> String {
-        if let index = run["repeat"]?.intValue, index > 0 { return "repeat \(index)" }
-        let log = run["log"]?.stringValue ?? ""
-        return log.split(separator: "/").last.map(String.init) ?? log
-    }
 }

@@ -28,18 +28,13 @@ public struct EvalReport: Sendable {
 
     /// The exit status CI gets: 2 when a case could not run, 1 when a case failed or
     /// regressed (as `failOn` says), 0 otherwise.
-    public var exitStatus: Int32 {
-        Self.exitStatus(errors: errorCount, failed: failedCount, regressed: regressions.count, failOn: failOn)
-    }
+    public var exitStatus: Int32 { counts.exitStatus(failOn: failOn) }
 
-    /// The exit status for these counts (shared with merged reports).
-    public static func exitStatus(errors: Int, failed: Int, regressed: Int, failOn: FailOn) -> Int32 {
-        if errors > 0 { return 2 }
-        switch failOn {
-        case .regression: return regressed > 0 ? 1 : 0
-        case .failure: return failed > 0 ? 1 : 0
-        case .any: return failed > 0 || regressed > 0 ? 1 : 0
-        }
+    /// How many cases passed, failed, could not run, regressed.
+    public var counts: ReportCounts {
+        ReportCounts(
+            cases: results.count, passed: passedCount, failed: failedCount, errors: errorCount,
+            baseline: hasBaseline ? (regressions.count, knownFailures.count) : nil)
     }
 
     public var passedCount: Int { results.filter(\.passed).count }
@@ -118,36 +113,34 @@ public struct EvalReport: Sendable {
     }
 
     /// The closing summary line.
-    public var summaryLine: String {
-        var parts = ["\(results.count) case\(results.count == 1 ? "" : "s")", "\(passedCount) passed", "\(failedCount) failed"]
-        if errorCount > 0 { parts.append("\(errorCount) could not run") }
-        if hasBaseline {
-            parts.append("\(regressions.count) regressed, \(knownFailures.count) known failure\(knownFailures.count == 1 ? "" : "s")")
-        }
-        return parts.joined(separator: ", ") + String(format: " (%.2f s)", durationSeconds)
-    }
+    public var summaryLine: String { counts.sentence + String(format: " (%.2f s)", durationSeconds) }
 
     // MARK: JSON
 
     /// The versioned machine-readable report (docs/eval-results.md).
     public var json: JSONValue {
+        Self.document(k: k, counts: counts, durationMs: Int((durationSeconds * 1000).rounded()), cases: results.map(caseJSON)).json
+    }
+
+    /// The results document's members (a merged report adds its own).
+    static func document(k: Int, counts: ReportCounts, durationMs: Int, cases: [JSONValue]) -> ObjectBuilder {
         var summary = ObjectBuilder()
-        summary.set("cases", results.count)
-        summary.set("passed", passedCount)
-        summary.set("failed", failedCount)
-        summary.set("errors", errorCount)
-        if hasBaseline {
-            summary.set("regressed", regressions.count)
-            summary.set("known_failures", knownFailures.count)
+        summary.set("cases", counts.cases)
+        summary.set("passed", counts.passed)
+        summary.set("failed", counts.failed)
+        summary.set("errors", counts.errors)
+        if let baseline = counts.baseline {
+            summary.set("regressed", baseline.regressed)
+            summary.set("known_failures", baseline.knownFailures)
         }
-        summary.set("duration_ms", Int((durationSeconds * 1000).rounded()))
+        summary.set("duration_ms", durationMs)
         var root = ObjectBuilder()
         root.set("schema", "agent-eval/results")
         root.set("version", 1)
         root.set("k", k)
         root.set("summary", summary.json)
-        root.set("cases", JSONValue.array(results.map(caseJSON)))
-        return root.json
+        root.set("cases", JSONValue.array(cases))
+        return root
     }
 
     func caseJSON(_ result: CaseResult) -> JSONValue {
@@ -267,5 +260,39 @@ public struct EvalReport: Sendable {
             }
         }
         return lines.joined(separator: "\n") + "\n"
+    }
+}
+
+/// The counts of a suite's outcome: what the summary line, the JSON summary and the exit status
+/// are made of, for a single report and a merged one alike.
+public struct ReportCounts: Sendable {
+    public var cases: Int
+    public var passed: Int
+    public var failed: Int
+    public var errors: Int
+    /// Regressed cases and known failures, when a baseline was compared.
+    public var baseline: (regressed: Int, knownFailures: Int)?
+
+    /// The exit status CI gets: 2 when a case could not run, 1 when a case failed or
+    /// regressed (as `failOn` says), 0 otherwise.
+    public func exitStatus(failOn: FailOn) -> Int32 {
+        if errors > 0 { return 2 }
+        let regressed = baseline?.regressed ?? 0
+        switch failOn {
+        case .regression: return regressed > 0 ? 1 : 0
+        case .failure: return failed > 0 ? 1 : 0
+        case .any: return failed > 0 || regressed > 0 ? 1 : 0
+        }
+    }
+
+    /// `6 cases, 5 passed, 1 failed[, 1 could not run][, 0 regressed, 1 known failure]`.
+    public var sentence: String {
+        var parts = ["\(cases) case\(cases == 1 ? "" : "s")", "\(passed) passed", "\(failed) failed"]
+        if errors > 0 { parts.append("\(errors) could not run") }
+        if let baseline {
+            parts.append(
+                "\(baseline.regressed) regressed, \(baseline.knownFailures) known failure\(baseline.knownFailures == 1 ? "" : "s")")
+        }
+        return parts.joined(separator: ", ")
     }
 }

@@ -11,9 +11,11 @@ public import TraceCore
 /// case files. The merged `duration_ms` is the longest input's (shards run side by side).
 public struct ResultsMerge: Sendable {
     /// The merged document.
-    public private(set) var report: JSONValue
+    public let report: JSONValue
     /// The inputs, in the order given.
     public let inputs: [String]
+    /// The merged suite's counts.
+    public let counts: ReportCounts
 
     /// Reads one results document, with a precise error for a file that cannot be one.
     public static func read(_ path: String) throws(EvalError) -> JSONValue {
@@ -31,7 +33,7 @@ public struct ResultsMerge: Sendable {
             let offset = error.byteOffset ?? 0
             let (line, column) = Self.lineAndColumn(of: offset, in: bytes)
             throw EvalError(
-                .badReport, "\(path) is not valid JSON: \(error.message)",
+                .badReport, "\(path): \(error.message)",
                 location: SourceLocation(path: path, line: line, column: column),
                 hint:
                     "give the reports `agent-eval run … --json-out FILE` wrote; one cut short (a job that died writing it) must be written again"
@@ -95,22 +97,15 @@ public struct ResultsMerge: Sendable {
         cases.sort { ($0.file, $0.line, $0.id) < ($1.file, $1.line, $1.id) }
         let outcomes = cases.map { $0.entry["outcome"]?.stringValue }
         let statuses = cases.map { $0.entry["baseline"]?["status"]?.stringValue }
-        var summary = ObjectBuilder()
-        summary.set("cases", cases.count)
-        summary.set("passed", outcomes.filter { $0 == "pass" }.count)
-        summary.set("failed", outcomes.filter { $0 == "fail" }.count)
-        summary.set("errors", outcomes.filter { $0 == "error" }.count)
-        if baseline?.present == true {
-            summary.set("regressed", statuses.filter { $0 == BaselineComparison.Status.regressed.rawValue }.count)
-            summary.set("known_failures", statuses.filter { $0 == BaselineComparison.Status.knownFailure.rawValue }.count)
-        }
-        summary.set("duration_ms", durationMs)
-        var root = ObjectBuilder()
-        root.set("schema", "agent-eval/results")
-        root.set("version", 1)
-        root.set("k", k?.value ?? 1)
-        root.set("summary", summary.json)
-        root.set("cases", JSONValue.array(cases.map(\.entry)))
+        counts = ReportCounts(
+            cases: cases.count, passed: outcomes.filter { $0 == "pass" }.count, failed: outcomes.filter { $0 == "fail" }.count,
+            errors: outcomes.filter { $0 == "error" }.count,
+            baseline: baseline?.present == true
+                ? (
+                    statuses.filter { $0 == BaselineComparison.Status.regressed.rawValue }.count,
+                    statuses.filter { $0 == BaselineComparison.Status.knownFailure.rawValue }.count
+                ) : nil)
+        var root = EvalReport.document(k: k?.value ?? 1, counts: counts, durationMs: durationMs, cases: cases.map(\.entry))
         root.set("merged_from", JSONValue.array(inputs.map { .string($0) }))
         report = root.json
     }
@@ -122,27 +117,16 @@ public struct ResultsMerge: Sendable {
         try self.init(documents)
     }
 
-    func count(_ key: String) -> Int { report["summary"]?[key]?.intValue ?? 0 }
-
-    public var hasBaseline: Bool { report["summary"]?["regressed"] != nil }
+    public var hasBaseline: Bool { counts.baseline != nil }
 
     /// The exit status of the merged suite, as `EvalReport.exitStatus`.
-    public func exitStatus(failOn: FailOn) -> Int32 {
-        EvalReport.exitStatus(errors: count("errors"), failed: count("failed"), regressed: count("regressed"), failOn: failOn)
-    }
+    public func exitStatus(failOn: FailOn) -> Int32 { counts.exitStatus(failOn: failOn) }
 
     public var junit: String { EvalReport.junit(from: report) }
 
     /// The closing summary line.
     public var summaryLine: String {
-        let cases = count("cases")
-        var parts = ["\(cases) case\(cases == 1 ? "" : "s")", "\(count("passed")) passed", "\(count("failed")) failed"]
-        if count("errors") > 0 { parts.append("\(count("errors")) could not run") }
-        if hasBaseline {
-            let known = count("known_failures")
-            parts.append("\(count("regressed")) regressed, \(known) known failure\(known == 1 ? "" : "s")")
-        }
-        return parts.joined(separator: ", ") + " (merged from \(inputs.count) report\(inputs.count == 1 ? "" : "s"))"
+        counts.sentence + " (merged from \(inputs.count) report\(inputs.count == 1 ? "" : "s"))"
     }
 
     /// Console lines for every case that did not pass or regressed: its outcome, errors,

@@ -29,7 +29,10 @@ public struct RunResult: Sendable {
     public var passed: Bool { error == nil && failures.isEmpty }
 
     /// A short name for the run: the log's file name, or `repeat N`.
-    public var label: String {
-        repeatIndex > 0 ? "repeat \(repeatIndex)" : (logPath.split(separator: "/").last.map(String.init) ?? logPath)
+    public var label: String { Self.label(log: logPath, repeatIndex: repeatIndex) }
+
+    /// `repeat N` for a live repeat, else the log's file name.
+    static func label(log: String, repeatIndex: Int) -> String {
+        repeatIndex > 0 ? "repeat \(repeatIndex)" : (log.split(separator: "/").last.map(String.init) ?? log)
     }
 }
