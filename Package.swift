@@ -21,6 +21,7 @@ let package = Package(
         .library(name: "ModelClients", targets: ["ModelClients"]),
         .library(name: "MCPTools", targets: ["MCPTools"]),
         .library(name: "Catalog", targets: ["Catalog"]),
+        .library(name: "Interop", targets: ["Interop"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -101,6 +102,13 @@ let package = Package(
             dependencies: ["TraceCore", "TraceLog", "ConfigFile", "EvalEngine", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strictSettings
         ),
+        // Layer 3: interop: importers of other tools' records (OpenTelemetry traces, Inspect logs,
+        // message transcripts) that write ordinary logs through TraceLog, and the OTLP exporter.
+        .target(
+            name: "Interop",
+            dependencies: ["TraceCore", "TraceLog"],
+            swiftSettings: strictSettings
+        ),
         // Layer 3: replay: step-by-step rebuild with digest checks, the step index, diff, re-run.
         .target(
             name: "Replay",
@@ -112,7 +120,7 @@ let package = Package(
             name: "agent-eval",
             dependencies: [
                 "TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "EvalEngine", "Replay", "ModelClients", "MCPTools",
-                "Catalog", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "Catalog", "Interop", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSettings
         ),

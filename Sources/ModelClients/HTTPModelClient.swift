@@ -103,8 +103,10 @@ public struct HTTPModelClient: ModelClient {
     }
 
     /// A random wait up to the exponential bound ("full jitter").
-    func backoff(retry: Int) -> Int {
-        let bound = min(Self.backoffCapMs, Self.backoffBaseMs << min(retry, 16))
+    func backoff(retry: Int) -> Int { Self.backoff(retry: retry) }
+
+    static func backoff(retry: Int) -> Int {
+        let bound = min(backoffCapMs, backoffBaseMs << min(retry, 16))
         return Int.random(in: 0...bound)
     }
 

@@ -70,6 +70,17 @@ public struct SourceLocation: Sendable, Hashable, CustomStringConvertible {
         self.sequence = sequence
     }
 
+    /// The line and column (from 1) of byte `offset` of a text file's `bytes`.
+    public init(path: String, byteOffset offset: Int, in bytes: [UInt8]) {
+        var line = 1
+        var lineStart = 0
+        for index in 0..<min(offset, bytes.count) where bytes[index] == 0x0A {
+            line += 1
+            lineStart = index + 1
+        }
+        self.init(path: path, line: line, column: offset - lineStart + 1)
+    }
+
     /// `path:line:column`; `path (gzip member at byte N, seq S)` for logs; only the path for
     /// the whole file.
     public var description: String {

@@ -1,3 +1,5 @@
+import CZlib
+
 /// Whole-buffer gzip for small side files that are not logs (cassette recordings): one
 /// member written, one member read, through the same zlib streams as the log.
 public enum GzipData {
@@ -9,7 +11,24 @@ public enum GzipData {
     /// The content of the single gzip member `bytes`, at most `limit` bytes of it.
     /// Throws a `LogError` naming `path` when the data is not one whole gzip member.
     public static func decompress(_ bytes: [UInt8], limit: Int = 256 << 20, path: String) throws -> [UInt8] {
-        let inflater = try Inflater()
+        try inflate(bytes, raw: false, limit: limit, path: path)
+    }
+
+    /// The content of bare deflate data (RFC 1951, as a zip entry holds it), at most `limit`
+    /// bytes of it. Throws a `LogError` naming `path` when the data is damaged or cut.
+    public static func inflateRaw(_ bytes: [UInt8], limit: Int, path: String) throws -> [UInt8] {
+        try inflate(bytes, raw: true, limit: limit, path: path)
+    }
+
+    /// The CRC-32 of `bytes` (the checksum of gzip trailers and zip entries).
+    public static func crc32(_ bytes: [UInt8]) -> UInt32 {
+        bytes.withUnsafeBufferPointer { buffer in
+            UInt32(CZlib.crc32(0, buffer.baseAddress, uInt(buffer.count)))
+        }
+    }
+
+    private static func inflate(_ bytes: [UInt8], raw: Bool, limit: Int, path: String) throws -> [UInt8] {
+        let inflater = try Inflater(raw: raw)
         let output = ByteBuffer(capacity: max(4096, bytes.count * 4))
         let status = bytes.withUnsafeBytes { buffer -> (Inflater.Status, overLimit: Bool) in
             guard let base = buffer.baseAddress else { return (.needsInput, false) }
@@ -22,9 +41,10 @@ public enum GzipData {
         case (_, true):
             throw LogError(.eventTooLarge, "\(path) holds more than \(limit) bytes", path: path)
         case (.corrupt(let message), _):
-            throw LogError(.corruptMember, "\(path) is not valid gzip data: \(message)", path: path)
+            throw LogError(.corruptMember, "\(path) is not valid \(raw ? "deflate" : "gzip") data: \(message)", path: path)
         case (.needsInput, _):
-            throw LogError(.corruptMember, "\(path) ends before its gzip member does (the file is cut)", path: path)
+            throw LogError(
+                .corruptMember, "\(path) ends before its \(raw ? "deflate stream" : "gzip member") does (the data is cut)", path: path)
         }
     }
 }

@@ -13,10 +13,11 @@ final class Inflater {
 
     private let stream: UnsafeMutablePointer<z_stream>
 
-    init() throws {
+    /// An inflater of gzip members or, with `raw`, of bare deflate data (zip entries).
+    init(raw: Bool = false) throws {
         stream = .allocate(capacity: 1)
         stream.initialize(to: z_stream())
-        let status = inflateInit2_(stream, 15 + 16, zlibVersion(), Int32(MemoryLayout<z_stream>.size))
+        let status = inflateInit2_(stream, raw ? -15 : 15 + 16, zlibVersion(), Int32(MemoryLayout<z_stream>.size))
         guard status == Z_OK else {
             stream.deallocate()
             throw LogError(.unreadable, "zlib could not start an inflate stream (status \(status))", path: "")

@@ -65,13 +65,13 @@ struct SequenceModeTests {
             (.unordered, ["a", "a", "b"], ["a", "b", "a"], true),
             (.unordered, ["a", "a"], ["a"], false),
             (.unordered, ["a"], ["a", "a"], false),
-            (.subset, ["a", "b"], ["c", "b", "x", "a"], true),
-            (.subset, ["a", "a"], ["a", "b"], false),
-            (.subset, [], [], true),
-            (.subset, ["a"], [], false),
-            (.superset, ["a", "b", "c"], ["c", "a"], true),
-            (.superset, ["a"], ["a", "a"], false),
-            (.superset, ["a", "b"], [], true),
+            (.superset, ["a", "b"], ["c", "b", "x", "a"], true),
+            (.superset, ["a", "a"], ["a", "b"], false),
+            (.superset, [], [], true),
+            (.superset, ["a"], [], false),
+            (.subset, ["a", "b", "c"], ["c", "a"], true),
+            (.subset, ["a"], ["a", "a"], false),
+            (.subset, ["a", "b"], [], true),
             (.inOrder, ["a", "c"], ["a", "b", "c"], true),
             (.inOrder, ["a", "c"], ["c", "a"], false),
             (.inOrder, ["a", "a"], ["a", "b", "a"], true),
@@ -92,17 +92,17 @@ struct SequenceModeTests {
             mode: .unordered,
             calls: [
                 CallPattern(tool: "refund"),
-                CallPattern(tool: "refund", arguments: ArgumentMatcher(mode: .subset, expected: ["order": "A-1"])),
+                CallPattern(tool: "refund", arguments: ArgumentMatcher(mode: .superset, expected: ["order": "A-1"])),
             ])
         let state = trajectory([("refund", ["order": "A-1"], true), ("refund", ["order": "B-2"], true)])
         #expect(passes(expected, state))
-        var subset = expected
-        subset.sequence?.mode = .subset
-        #expect(passes(subset, state))
-        // Superset pairs each executed call with an expected one, again optimally.
         var superset = expected
         superset.sequence?.mode = .superset
         #expect(passes(superset, state))
+        // Subset pairs each executed call with an expected one, again optimally.
+        var subset = expected
+        subset.sequence?.mode = .subset
+        #expect(passes(subset, state))
     }
 
     @Test("denied calls are not part of the executed sequence")
@@ -136,17 +136,17 @@ struct ArgumentMatcherTests {
                     mode: .exact, expected: ["order": "A-1", "amount": 4999.0, "meta": ["channel": "chat"]], ignoredKeys: ["request_id"]),
                 true
             ),
-            (ArgumentMatcher(mode: .subset, expected: ["order": "A-1"]), true),
-            (ArgumentMatcher(mode: .subset, expected: ["meta": ["channel": "chat"]]), true),
-            (ArgumentMatcher(mode: .subset, expected: ["order": "B-2"]), false),
-            (ArgumentMatcher(mode: .subset, expected: ["missing": 1]), false),
+            (ArgumentMatcher(mode: .superset, expected: ["order": "A-1"]), true),
+            (ArgumentMatcher(mode: .superset, expected: ["meta": ["channel": "chat"]]), true),
+            (ArgumentMatcher(mode: .superset, expected: ["order": "B-2"]), false),
+            (ArgumentMatcher(mode: .superset, expected: ["missing": 1]), false),
             (
                 ArgumentMatcher(
-                    mode: .superset,
+                    mode: .subset,
                     expected: ["order": "A-1", "amount": 4999, "meta": ["request_id": "r-9", "channel": "chat"], "extra": true]), true
             ),
-            (ArgumentMatcher(mode: .superset, expected: ["order": "A-1"]), false),
-            (ArgumentMatcher(mode: .superset, expected: ["order": "A-1", "amount": 4999, "meta": [:]], ignoredKeys: ["meta"]), true),
+            (ArgumentMatcher(mode: .subset, expected: ["order": "A-1"]), false),
+            (ArgumentMatcher(mode: .subset, expected: ["order": "A-1", "amount": 4999, "meta": [:]], ignoredKeys: ["meta"]), true),
             (ArgumentMatcher(mode: .ignore, expected: ["anything": 1]), true),
             (ArgumentMatcher(mode: .ignore, paths: [("amount", .range(min: 1, max: 5000))]), true),
             (ArgumentMatcher(mode: .ignore, paths: [("amount", .range(min: nil, max: 1000))]), false),
@@ -161,12 +161,12 @@ struct ArgumentMatcherTests {
 
     @Test("a mismatch says which key and how")
     func messages() {
-        #expect(ArgumentMatcher(mode: .subset, expected: ["order": "B-2"]).mismatch(Self.actual) == #"order is "A-1", expected "B-2""#)
+        #expect(ArgumentMatcher(mode: .superset, expected: ["order": "B-2"]).mismatch(Self.actual) == #"order is "A-1", expected "B-2""#)
         #expect(
             ArgumentMatcher(mode: .exact, expected: ["order": "A-1"]).mismatch(["order": "A-1", "x": 1]) == "x is 1, which was not expected"
         )
         #expect(
-            ArgumentMatcher(mode: .superset, expected: ["order": "A-1"]).mismatch(Self.actual) == "amount is 4999, which was not expected")
+            ArgumentMatcher(mode: .subset, expected: ["order": "A-1"]).mismatch(Self.actual) == "amount is 4999, which was not expected")
         #expect(
             ArgumentMatcher(mode: .ignore, paths: [("amount", .range(min: nil, max: 10))]).mismatch(Self.actual)
                 == "amount is 4999, above the maximum 10")
@@ -294,7 +294,7 @@ struct ParallelCallTests {
     @Test("calls of one decision are in proposal order; unordered and subset modes pair each with its own pattern")
     func parallel() {
         func fetch(_ url: String) -> CallPattern {
-            CallPattern(tool: "fetch", arguments: ArgumentMatcher(mode: .subset, expected: ["url": .string(url)]))
+            CallPattern(tool: "fetch", arguments: ArgumentMatcher(mode: .superset, expected: ["url": .string(url)]))
         }
         var expected = Expectations()
         expected.sequence = SequenceExpectation(
@@ -303,7 +303,7 @@ struct ParallelCallTests {
         expected.sequence = SequenceExpectation(
             mode: .unordered, calls: [CallPattern(tool: "search"), fetch("https://b"), fetch("https://a")])
         #expect(passes(expected, Self.state))
-        expected.sequence = SequenceExpectation(mode: .subset, calls: [fetch("https://b"), fetch("https://b")])
+        expected.sequence = SequenceExpectation(mode: .superset, calls: [fetch("https://b"), fetch("https://b")])
         #expect(!passes(expected, Self.state))
         expected.sequence = nil
         expected.callCounts = [("fetch", CountRange(min: 2, max: 2))]

@@ -81,7 +81,7 @@ struct CaseFileTests {
             ("caseId: a\nagent: y.yaml\nexpected: {toolsCalled: [t]}\n", "case.yaml:1:1: case \"a\" runs live and needs an input"),
             (
                 "caseId: a\nlogs: x.gz\nexpected: {sequence: {mode: sorted, calls: [x]}}\n",
-                #"case.yaml:3:29: sequence.mode must be one of "strict", "unordered", "subset", "superset", "in_order", found "sorted""#
+                #"case.yaml:3:29: sequence.mode must be one of "strict", "unordered", "superset", "subset", "in_order", found "sorted""#
             ),
             (
                 "caseId: a\nlogs: x.gz\nexpected: {arguments: {t: {mode: exact}}}\n",

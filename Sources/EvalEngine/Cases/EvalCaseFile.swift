@@ -205,11 +205,20 @@ public enum EvalCaseFile {
         // A plain list is an in-order subsequence: the common case.
         if case .sequence = node.content { return SequenceExpectation(mode: .inOrder, calls: try readCalls(node)) }
         var fields = try node.mapping("sequence")
-        let mode: SequenceExpectation.Mode = try fields.required("mode", hint: "strict, unordered, subset, superset or in_order").choice(
-            "sequence.mode")
+        let mode = try mode(
+            fields.required("mode", hint: "strict, unordered, superset, subset or in_order"), what: "sequence.mode",
+            synonyms: SequenceExpectation.Mode.synonyms)
         let calls = try readCalls(fields.required("calls"))
         try fields.finish()
         return SequenceExpectation(mode: mode, calls: calls)
+    }
+
+    /// A mode by its name or one of its synonyms.
+    static func mode<Mode: RawRepresentable & CaseIterable>(_ node: ConfigNode, what: String, synonyms: [String: Mode]) throws(ConfigError)
+        -> Mode where Mode.RawValue == String
+    {
+        if case .scalar = node.content, let text = try? node.string(what), let mode = synonyms[text] { return mode }
+        return try node.choice(what)
     }
 
     static func readCalls(_ node: ConfigNode) throws(ConfigError) -> [CallPattern] {
@@ -233,14 +242,16 @@ public enum EvalCaseFile {
     static let matcherKeys = ["mode", "match", "paths", "ignoreKeys"]
 
     /// A matcher: `{mode, match, paths, ignoreKeys}`, or a plain mapping of expected
-    /// arguments (a subset match).
+    /// arguments (a superset match: the call has at least these).
     static func readMatcher(_ node: ConfigNode, what: String) throws(ConfigError) -> ArgumentMatcher {
         var fields = try node.mapping(what)
         guard fields.pairs.contains(where: { matcherKeys.contains($0.key) }) else {
-            return ArgumentMatcher(mode: .subset, expected: node.json)
+            return ArgumentMatcher(mode: .superset, expected: node.json)
         }
-        let mode: ArgumentMatcher.Mode =
-            try fields.optional("mode").map { node throws(ConfigError) in try node.choice("\(what) mode") } ?? .subset
+        let mode =
+            try fields.optional("mode").map { node throws(ConfigError) in
+                try Self.mode(node, what: "\(what) mode", synonyms: ArgumentMatcher.Mode.synonyms)
+            } ?? .superset
         let match = fields.optional("match")
         if let match, case .mapping = match.content {
         } else if let match {
@@ -254,7 +265,7 @@ public enum EvalCaseFile {
         }
         let ignored = try fields.optional("ignoreKeys")?.strings("\(what) ignoreKeys") ?? []
         try fields.finish()
-        if mode == .exact || mode == .superset, match == nil {
+        if mode == .exact || mode == .subset, match == nil {
             throw ConfigError(.missingKey, "\(what) mode \(mode.rawValue) needs match (the expected arguments)", at: node.location)
         }
         return ArgumentMatcher(mode: mode, expected: match?.json ?? .object(JSONObject()), paths: paths, ignoredKeys: ignored)

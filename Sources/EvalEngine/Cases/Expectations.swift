@@ -78,16 +78,22 @@ public struct CountRange: Sendable, Hashable, CustomStringConvertible {
 public struct SequenceExpectation: Sendable {
     /// How the expected list relates to the executed calls.
     public enum Mode: String, Sendable, CaseIterable {
-        /// The same calls, in the same order, nothing else.
+        /// The same calls, in the same order, nothing else; calls proposed together in one
+        /// decision have no order between them and are compared as a set.
         case strict
         /// The same calls, in any order, nothing else.
         case unordered
-        /// Every expected call happened (in any order); others may have too.
-        case subset
-        /// Every call that happened was expected; expected ones may be missing.
+        /// The run's calls are a superset of the expected: every expected call happened (in any
+        /// order); others may have too. (LangChain agentevals' `superset`.)
         case superset
+        /// The run's calls are a subset of the expected: every call that happened was expected;
+        /// expected ones may be missing. (agentevals' `subset`.)
+        case subset
         /// The expected calls happened in this order; others may come between them.
         case inOrder = "in_order"
+
+        /// Other names case files may use: the relation spelled out.
+        public static let synonyms: [String: Mode] = ["includes_expected": .superset, "within_expected": .subset]
     }
 
     public var mode: Mode

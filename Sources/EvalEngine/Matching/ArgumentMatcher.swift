@@ -1,19 +1,25 @@
 import ConfigFile
 public import TraceCore
 
-/// What the arguments of a call must be. The matcher always compares *expected* (from the
-/// case) to *actual* (from the run), whatever a sequence mode does with calls, so `subset`
-/// always means "the expected keys are in the actual arguments".
+/// What the arguments of a call must be. Modes name the relation of the *actual* arguments
+/// (from the run) to the *expected* ones (from the case), as LangChain agentevals'
+/// `tool_args_match_mode` does: `superset` means the call's arguments hold at least the
+/// expected keys.
 public struct ArgumentMatcher: Sendable, CustomStringConvertible {
     public enum Mode: String, Sendable, CaseIterable {
         /// Equal, once ignored keys are removed from both.
         case exact
-        /// Every expected key is present with a matching value; the call may have more.
-        case subset
-        /// Every key of the call is expected with a matching value; expected keys may be missing.
+        /// The call's arguments are a superset of the expected: every expected key is present
+        /// with a matching value; the call may have more. The default.
         case superset
+        /// The call's arguments are a subset of the expected: every key of the call is expected
+        /// with a matching value; expected keys may be missing.
+        case subset
         /// Arguments are not compared (only `paths` are checked).
         case ignore
+
+        /// Other names case files may use: the relation spelled out.
+        public static let synonyms: [String: Mode] = ["includes_expected": .superset, "within_expected": .subset]
     }
 
     /// A check on the value at one key path.
@@ -99,13 +105,13 @@ public struct ArgumentMatcher: Sendable, CustomStringConvertible {
             {
                 return problem
             }
-        case .subset:
+        case .superset:
             if let problem = Self.difference(
                 expected: expectedValue, actual: actualValue, at: "", allowExtraActual: true, allowMissingActual: false)
             {
                 return problem
             }
-        case .superset:
+        case .subset:
             if let problem = Self.difference(
                 expected: expectedValue, actual: actualValue, at: "", allowExtraActual: false, allowMissingActual: true)
             {
@@ -173,7 +179,7 @@ public struct ArgumentMatcher: Sendable, CustomStringConvertible {
     public var description: String {
         var parts: [String] = []
         let isEmpty = expected.objectValue?.isEmpty ?? false
-        if mode != .ignore && !(mode == .subset && isEmpty) { parts.append("\(mode.rawValue) \(JSONWriter.encodeString(expected))") }
+        if mode != .ignore && !(mode == .superset && isEmpty) { parts.append("\(mode.rawValue) \(JSONWriter.encodeString(expected))") }
         for (path, test) in paths { parts.append("\(path) \(test)") }
         if !ignoredKeys.isEmpty { parts.append("ignoring \(ignoredKeys.joined(separator: ", "))") }
         return parts.isEmpty ? "any arguments" : parts.joined(separator: "; ")

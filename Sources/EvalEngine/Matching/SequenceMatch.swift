@@ -1,6 +1,8 @@
 import TraceCore
 
-/// Matches an expected call sequence against the executed calls, in one of five modes.
+/// Matches an expected call sequence against the executed calls, in one of five modes. Modes
+/// name the relation of the run's calls to the expected ones (`superset`: the run made at least
+/// the expected calls), as LangChain agentevals' `trajectory_match_mode` does.
 /// Unordered modes pair calls by a maximum one-to-one assignment; in-order matching takes the
 /// earliest possible call for each expected one, which finds a match whenever one exists.
 enum SequenceMatch {
@@ -15,7 +17,10 @@ enum SequenceMatch {
         }
         switch sequence.mode {
         case .strict:
-            for index in 0..<max(expected.count, executed.count) {
+            // Calls proposed together (one decision, one step) have no order between them: each
+            // such batch is compared with the expected calls at its positions as a set.
+            var index = 0
+            while index < max(expected.count, executed.count) {
                 guard index < expected.count else {
                     return failure(
                         "call \(index + 1) is an extra \(executed[index].tool) (\(executed[index].id)); executed: \(actualList)",
@@ -26,14 +31,38 @@ enum SequenceMatch {
                         "call \(index + 1) should be \(expected[index]) but the run made only \(executed.count) calls: \(actualList)",
                         step: executed.last?.step)
                 }
-                if !matches(index, index) {
-                    let call = executed[index]
-                    let why =
-                        call.tool == expected[index].tool
-                        ? (expected[index].arguments?.mismatch(call.arguments) ?? "") : "\(call.tool) instead"
-                    return failure(
-                        "call \(index + 1) (\(call.id)) does not match \(expected[index]): \(why)", step: call.step, callId: call.id)
+                var end = index + 1
+                while end < executed.count, executed[end].step == executed[index].step { end += 1 }
+                let wanted = Array(index..<min(end, expected.count))
+                let batch = Array(index..<end)
+                if batch.count == 1 {
+                    if !matches(index, index) {
+                        let call = executed[index]
+                        let why =
+                            call.tool == expected[index].tool
+                            ? (expected[index].arguments?.mismatch(call.arguments) ?? "") : "\(call.tool) instead"
+                        return failure(
+                            "call \(index + 1) (\(call.id)) does not match \(expected[index]): \(why)", step: call.step, callId: call.id)
+                    }
+                } else {
+                    let assignment = Assignment.maximum(left: wanted.count, right: batch.count) { matches(wanted[$0], batch[$1]) }
+                    if let missing = assignment.firstIndex(where: { $0 == nil }) {
+                        let ids = batch.map { "\(executed[$0].tool) (\(executed[$0].id))" }.joined(separator: ", ")
+                        return failure(
+                            "call \(wanted[missing] + 1) should be \(expected[wanted[missing]]), but none of the calls proposed together at step "
+                                + "\(executed[index].step) matches it (compared as a set: \(ids))",
+                            step: executed[index].step)
+                    }
+                    if batch.count > wanted.count {
+                        let used = Set(assignment.compactMap { $0 }.map { batch[$0] })
+                        let extra = batch.first { !used.contains($0) }.map { executed[$0] }
+                        return failure(
+                            "\(extra.map { "\($0.tool) (\($0.id))" } ?? "a call") is an extra call; executed: \(actualList)",
+                            step: extra?.step,
+                            callId: extra?.id)
+                    }
                 }
+                index = end
             }
             return nil
         case .inOrder:
@@ -48,7 +77,7 @@ enum SequenceMatch {
                 next = found + 1
             }
             return nil
-        case .subset, .unordered:
+        case .superset, .unordered:
             let assignment = Assignment.maximum(left: expected.count, right: executed.count, compatible: matches)
             if let missing = assignment.firstIndex(where: { $0 == nil }) {
                 return failure(
@@ -63,7 +92,7 @@ enum SequenceMatch {
                     callId: extra?.id)
             }
             return nil
-        case .superset:
+        case .subset:
             // Every executed call must be one of the expected ones (each expected call covers one).
             let assignment = Assignment.maximum(left: executed.count, right: expected.count) { matches($1, $0) }
             if let extra = assignment.firstIndex(where: { $0 == nil }) {

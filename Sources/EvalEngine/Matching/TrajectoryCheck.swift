@@ -145,28 +145,48 @@ public enum TrajectoryCheck {
                 ExpectationFailure(
                     expectation: "maxDurationMs", expected: "at most \(limit) ms", actual: "\(state.elapsedUs / 1000) ms", step: lastStep))
         }
-        for tool in expected.denied where !state.calls(of: tool).contains(where: \.isDenied) {
-            failures.append(
-                ExpectationFailure(
-                    expectation: "verdicts.denied", expected: "a call of \(tool) is denied",
-                    actual: state.calls(of: tool).first.map { "\($0.id) (step \($0.step)): \(outcome(of: $0))" }
-                        ?? "no call of \(tool) was proposed",
-                    step: state.calls(of: tool).first?.step ?? lastStep, callId: state.calls(of: tool).first?.id))
-        }
-        for tool in expected.approvalRequired where !state.calls(of: tool).contains(where: { $0.verdict?.verdict == .approvalRequired }) {
-            failures.append(
-                ExpectationFailure(
-                    expectation: "verdicts.approvalRequired", expected: "a call of \(tool) needs approval",
-                    actual: state.calls(of: tool).first.map { "\($0.id) (step \($0.step)): \(outcome(of: $0))" }
-                        ?? "no call of \(tool) was proposed",
-                    step: state.calls(of: tool).first?.step ?? lastStep, callId: state.calls(of: tool).first?.id))
-        }
-        if expected.requiresApprovalBeforeExecution {
-            for call in executed where !call.isPermitted {
+        if let source = state.start?.source {
+            // An imported run had no policy gate here: say so instead of passing or failing on
+            // verdicts that were never recorded.
+            let why = "not recorded in this run: it was imported from \(source.format) (\(source.file)), which records no policy verdicts"
+            for tool in expected.denied {
+                failures.append(ExpectationFailure(expectation: "verdicts.denied", expected: "a call of \(tool) is denied", actual: why))
+            }
+            for tool in expected.approvalRequired {
+                failures.append(
+                    ExpectationFailure(expectation: "verdicts.approvalRequired", expected: "a call of \(tool) needs approval", actual: why))
+            }
+            if expected.requiresApprovalBeforeExecution {
                 failures.append(
                     ExpectationFailure(
                         expectation: "verdicts.noUnapprovedExecution", expected: "no call runs without allow or a granted approval",
-                        actual: "\(call.tool) ran as \(call.id) with \(outcome(of: call))", step: call.step, callId: call.id))
+                        actual: why))
+            }
+        } else {
+            for tool in expected.denied where !state.calls(of: tool).contains(where: \.isDenied) {
+                failures.append(
+                    ExpectationFailure(
+                        expectation: "verdicts.denied", expected: "a call of \(tool) is denied",
+                        actual: state.calls(of: tool).first.map { "\($0.id) (step \($0.step)): \(outcome(of: $0))" }
+                            ?? "no call of \(tool) was proposed",
+                        step: state.calls(of: tool).first?.step ?? lastStep, callId: state.calls(of: tool).first?.id))
+            }
+            for tool in expected.approvalRequired where !state.calls(of: tool).contains(where: { $0.verdict?.verdict == .approvalRequired })
+            {
+                failures.append(
+                    ExpectationFailure(
+                        expectation: "verdicts.approvalRequired", expected: "a call of \(tool) needs approval",
+                        actual: state.calls(of: tool).first.map { "\($0.id) (step \($0.step)): \(outcome(of: $0))" }
+                            ?? "no call of \(tool) was proposed",
+                        step: state.calls(of: tool).first?.step ?? lastStep, callId: state.calls(of: tool).first?.id))
+            }
+            if expected.requiresApprovalBeforeExecution {
+                for call in executed where !call.isPermitted {
+                    failures.append(
+                        ExpectationFailure(
+                            expectation: "verdicts.noUnapprovedExecution", expected: "no call runs without allow or a granted approval",
+                            actual: "\(call.tool) ran as \(call.id) with \(outcome(of: call))", step: call.step, callId: call.id))
+                }
             }
         }
         let answer = state.finalAnswer
@@ -195,7 +215,7 @@ public enum TrajectoryCheck {
         case .deny?: return "denied" + (call.verdict?.rule.map { " by rule \($0)" } ?? "") + (call.verdict?.reason.map { " (\($0))" } ?? "")
         case .approvalRequired?: return call.approval == nil ? "waiting for approval" : "approved"
         case .allow?: return call.isExecuted ? "allowed" : "allowed but not run"
-        case nil: return "no verdict (the run stopped first)"
+        case nil: return call.isExecuted ? "ran (the run records no verdicts)" : "no verdict (the run stopped first)"
         }
     }
 

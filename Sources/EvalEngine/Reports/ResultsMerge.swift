@@ -31,10 +31,8 @@ public struct ResultsMerge: Sendable {
             return try JSONParser.parse(bytes)
         } catch let error as TraceCoreError {
             let offset = error.byteOffset ?? 0
-            let (line, column) = Self.lineAndColumn(of: offset, in: bytes)
             throw EvalError(
-                .badReport, "\(path): \(error.message)",
-                location: SourceLocation(path: path, line: line, column: column),
+                .badReport, "\(path): \(error.message)", location: SourceLocation(path: path, byteOffset: offset, in: bytes),
                 hint:
                     "give the reports `agent-eval run … --json-out FILE` wrote; one cut short (a job that died writing it) must be written again"
             )
@@ -159,16 +157,5 @@ public struct ResultsMerge: Sendable {
             }
         }
         return lines
-    }
-
-    /// The 1-based line and column of a byte offset.
-    static func lineAndColumn(of offset: Int, in bytes: [UInt8]) -> (Int, Int) {
-        var line = 1
-        var lineStart = 0
-        for index in 0..<min(offset, bytes.count) where bytes[index] == 0x0A {
-            line += 1
-            lineStart = index + 1
-        }
-        return (line, offset - lineStart + 1)
     }
 }

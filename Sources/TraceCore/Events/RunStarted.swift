@@ -266,6 +266,70 @@ public struct RunLimits: JSONRepresentable, Hashable {
     }
 }
 
+/// Where an imported run came from (`agent-eval import`): the source's format, file and
+/// record id, and the importer that wrote the log. Runs the runtime recorded have none.
+public struct RunSource: JSONRepresentable, Hashable {
+    /// The source format: `otlp`, `jaeger`, `inspect`, `openai.messages`, `anthropic.messages`.
+    public var format: String
+    /// The input file, as given to the importer.
+    public var file: String
+    /// The run's id in the source (a trace id, `sample:epoch`, an episode id), when it has one.
+    public var id: String?
+    /// The importer and its version (`agent-eval-import/1`).
+    public var importer: String
+    /// The source's own word for how the run ended (a finish reason, an error), kept as it was.
+    public var stop: String?
+    /// What the source says of the run that has no place in a log (scores, rewards, trial
+    /// numbers, metadata), as it was.
+    public var metadata: JSONValue?
+
+    public init(format: String, file: String, id: String? = nil, importer: String, stop: String? = nil, metadata: JSONValue? = nil) {
+        self.format = format
+        self.file = file
+        self.id = id
+        self.importer = importer
+        self.stop = stop
+        self.metadata = metadata
+    }
+
+    public init(from scanner: inout JSONScanner) throws {
+        var format: String?
+        var file: String?
+        var id: String?
+        var importer: String?
+        var stop: String?
+        var metadata: JSONValue?
+        try scanner.readObject { scanner, key in
+            switch key {
+            case "format": format = try scanner.read()
+            case "file": file = try scanner.read()
+            case "id": id = try scanner.readOptional()
+            case "importer": importer = try scanner.read()
+            case "stop": stop = try scanner.readOptional()
+            case "metadata": metadata = try scanner.readOptional()
+            default: try scanner.skipValue()
+            }
+        }
+        self.format = try required(format, "format")
+        self.file = try required(file, "file")
+        self.id = id
+        self.importer = try required(importer, "importer")
+        self.stop = stop
+        self.metadata = metadata
+    }
+
+    public var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("format", format)
+        object.set("file", file)
+        object.set("id", id)
+        object.set("importer", importer)
+        object.set("stop", stop)
+        object.set("metadata", metadata)
+        return object.json
+    }
+}
+
 /// `run_started`: the first event of every log. What was asked, of which agent, with what.
 public struct RunStarted: JSONRepresentable, Hashable {
     /// The goal or input the run was given.
@@ -282,10 +346,14 @@ public struct RunStarted: JSONRepresentable, Hashable {
     public var route: String?
     /// The tool servers the run connected to, in the agent file's order (absent when none).
     public var toolServers: [ToolServerIdentity]
+    /// Where the run was imported from; nil for a run the runtime recorded. An imported run
+    /// had no policy gate here: it carries no verdicts.
+    public var source: RunSource?
 
     public init(
         goal: String, agent: AgentIdentity, model: ModelIdentity, policy: PolicyIdentity, tools: [ToolSpec],
-        limits: RunLimits = RunLimits(), actor: String? = nil, route: String? = nil, toolServers: [ToolServerIdentity] = []
+        limits: RunLimits = RunLimits(), actor: String? = nil, route: String? = nil, toolServers: [ToolServerIdentity] = [],
+        source: RunSource? = nil
     ) {
         self.goal = goal
         self.agent = agent
@@ -296,6 +364,7 @@ public struct RunStarted: JSONRepresentable, Hashable {
         self.actor = actor
         self.route = route
         self.toolServers = toolServers
+        self.source = source
     }
 
     public init(from scanner: inout JSONScanner) throws {
@@ -308,6 +377,7 @@ public struct RunStarted: JSONRepresentable, Hashable {
         var actor: String?
         var route: String?
         var toolServers: [ToolServerIdentity] = []
+        var source: RunSource?
         try scanner.readObject { scanner, key in
             switch key {
             case "goal": goal = try scanner.read()
@@ -319,6 +389,7 @@ public struct RunStarted: JSONRepresentable, Hashable {
             case "actor": actor = try scanner.readOptional()
             case "route": route = try scanner.readOptional()
             case "tool_servers": toolServers = try scanner.readList()
+            case "source": source = try scanner.readOptional()
             default: try scanner.skipValue()
             }
         }
@@ -331,6 +402,7 @@ public struct RunStarted: JSONRepresentable, Hashable {
         self.actor = actor
         self.route = route
         self.toolServers = toolServers
+        self.source = source
     }
 
     public var json: JSONValue {
@@ -344,17 +416,19 @@ public struct RunStarted: JSONRepresentable, Hashable {
         object.set("actor", actor)
         object.set("route", route)
         if !toolServers.isEmpty { object.set("tool_servers", toolServers) }
+        object.set("source", source)
         return object.json
     }
 
     /// The start as the state holds it (docs/log-format.md, A.3): the members version 1
-    /// defines. `tool_servers` and the tools' `server` were added later, without a version
-    /// change, so they are left out and a log's state digests stay what a version 1 reader
-    /// computes.
+    /// defines. `tool_servers`, the tools' `server` and `source` were added later, without a
+    /// version change, so they are left out and a log's state digests stay what a version 1
+    /// reader computes.
     public var stateForm: RunStarted {
-        guard !toolServers.isEmpty || tools.contains(where: { $0.server != nil }) else { return self }
+        guard !toolServers.isEmpty || source != nil || tools.contains(where: { $0.server != nil }) else { return self }
         var form = self
         form.toolServers = []
+        form.source = nil
         for index in form.tools.indices { form.tools[index].server = nil }
         return form
     }

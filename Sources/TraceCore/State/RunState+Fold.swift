@@ -70,7 +70,8 @@ extension RunState {
             }
         case .toolIntended(let intent):
             guard let index = state.callIndex(intent.callId, for: event) else { break }
-            if !state.calls[index].isPermitted {
+            // An imported run had no policy gate here: it records no verdicts (`source`).
+            if !state.calls[index].isPermitted, state.start?.source == nil {
                 state.note(event, "tool \"\(intent.tool)\" started for call \"\(intent.callId)\" without an allow verdict")
             }
             change.call = state.changeCall(at: index) { $0.attempts += 1 }

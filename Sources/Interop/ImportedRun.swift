@@ -1,0 +1,152 @@
+public import TraceCore
+
+/// One run read from another tool's record, in the shape a log needs: what the importers
+/// produce and `ImportWriter` writes. Each step is one model decision (the calls it proposed
+/// and their results, or an answer); the source's own records ride along so nothing is lost.
+public struct ImportedRun: Sendable {
+    public var source: RunSource
+    public var goal: String
+    /// The agent's name in the source (the service, the task, the transcript's file name).
+    public var agentName: String
+    public var model: ModelIdentity
+    /// The tools the source declares, or else the tools its calls name, in first-use order.
+    public var tools: [ToolSpec]
+    /// Records before the first decision (system and user messages, the root span): kept with
+    /// the first step.
+    public var preamble: [JSONValue]
+    public var steps: [ImportedStep]
+    public var stop: RunStopped
+    /// When the run started, in microseconds since the epoch (the source's clock).
+    public var startUs: Int
+    /// What the importer had to decide about the source (a reused call id, arguments that are not
+    /// JSON): reported to the user, never silently.
+    public var warnings: [String]
+
+    public init(
+        source: RunSource, goal: String, agentName: String, model: ModelIdentity, tools: [ToolSpec] = [], preamble: [JSONValue] = [],
+        steps: [ImportedStep] = [], stop: RunStopped, startUs: Int, warnings: [String] = []
+    ) {
+        self.source = source
+        self.goal = goal
+        self.agentName = agentName
+        self.model = model
+        self.tools = tools
+        self.preamble = preamble
+        self.steps = steps
+        self.stop = stop
+        self.startUs = startUs
+        self.warnings = warnings
+    }
+
+    /// The tools the steps call that `tools` does not declare, appended in first-use order with an
+    /// open schema: a case can name every tool the run used.
+    mutating func declareCalledTools() {
+        var known = Set(tools.map(\.name))
+        for step in steps {
+            for call in step.calls where known.insert(call.call.name).inserted {
+                tools.append(
+                    ToolSpec(
+                        name: call.call.name, description: "imported: declared by no tool list in the source",
+                        inputSchema: ["type": "object"], sideEffect: .read))
+            }
+        }
+    }
+}
+
+/// One decision of an imported run.
+public struct ImportedStep: Sendable {
+    /// What the model decided.
+    public enum Decision: Sendable {
+        /// Tool calls (with their results, when the source has them).
+        case calls([ImportedCall])
+        case answer(String)
+        /// The model's output could not be a decision (an empty reply, a refusal).
+        case invalid(InvalidDecision)
+    }
+
+    public var decision: Decision
+    /// The model's message as the source has it (`decision_made.raw`).
+    public var raw: JSONValue
+    /// How `raw` is read: `openai.chat`, `anthropic.messages`, `otlp.span`, `inspect.message`.
+    public var format: String
+    /// Every source record of this step (the model message, the tool results), as they were.
+    public var records: [JSONValue]
+    public var usage: TokenUsage?
+    public var latencyUs: Int?
+    public var costUSD: Double?
+    /// When the decision was made, when the source says.
+    public var timeUs: Int?
+
+    public init(
+        decision: Decision, raw: JSONValue, format: String, records: [JSONValue], usage: TokenUsage? = nil, latencyUs: Int? = nil,
+        costUSD: Double? = nil, timeUs: Int? = nil
+    ) {
+        self.decision = decision
+        self.raw = raw
+        self.format = format
+        self.records = records
+        self.usage = usage
+        self.latencyUs = latencyUs
+        self.costUSD = costUSD
+        self.timeUs = timeUs
+    }
+
+    public var calls: [ImportedCall] {
+        if case .calls(let calls) = decision { return calls }
+        return []
+    }
+}
+
+/// One tool call of an imported decision and, when the source shows it ran, its result.
+public struct ImportedCall: Sendable {
+    public var call: ToolCall
+    /// Nil when the source has no sign that the call ran (no result, no tool span).
+    public var result: ImportedResult?
+
+    public init(call: ToolCall, result: ImportedResult? = nil) {
+        self.call = call
+        self.result = result
+    }
+}
+
+/// The outcome of an imported call.
+public struct ImportedResult: Sendable {
+    public var status: ToolStatus
+    public var output: JSONValue?
+    public var error: String?
+    public var durationUs: Int
+    /// When the tool started, when the source says.
+    public var timeUs: Int?
+
+    public init(status: ToolStatus, output: JSONValue?, error: String? = nil, durationUs: Int = 0, timeUs: Int? = nil) {
+        self.status = status
+        self.output = output
+        self.error = error
+        self.durationUs = durationUs
+        self.timeUs = timeUs
+    }
+
+    /// A result from a tool message's content: JSON when it parses as JSON, else text. A failure
+    /// the source signals only inside the content (`{"error": …}`, text that starts with
+    /// `Error:`) is an error (docs/interop.md, "Tool failures").
+    public static func fromContent(_ text: String, isError: Bool = false, durationUs: Int = 0, timeUs: Int? = nil) -> ImportedResult {
+        let value = (try? JSONParser.parse(Array(text.utf8))).flatMap { value -> JSONValue? in
+            switch value {
+            case .object, .array: return value
+            default: return nil
+            }
+        }
+        let output = value ?? .string(text)
+        if isError || signalsFailure(text: text, value: value) {
+            return ImportedResult(status: .error, output: output, error: String(text.prefix(500)), durationUs: durationUs, timeUs: timeUs)
+        }
+        return ImportedResult(status: .ok, output: output, durationUs: durationUs, timeUs: timeUs)
+    }
+
+    /// Whether a result's content says the call failed, for sources without an error flag.
+    static func signalsFailure(text: String, value: JSONValue?) -> Bool {
+        if let error = value?["error"], error != .null, error != .bool(false), error != .string("") { return true }
+        let head = text.drop { $0 == " " || $0 == "\n" }.prefix(6).lowercased()
+        return head == "error:" || text.drop { $0 == " " || $0 == "\n" }.lowercased().hasPrefix("error executing")
+    }
+}

@@ -1,0 +1,188 @@
+import Foundation
+public import TraceCore
+
+/// The formats `agent-eval import` reads (docs/interop.md).
+public enum ImportFormat: String, Sendable, CaseIterable {
+    /// Tell by the content.
+    case auto
+    /// OpenTelemetry traces as OTLP/JSON (`resourceSpans`, or Tempo's `batches`).
+    case otlp
+    /// A Jaeger JSON export (`data[].spans`).
+    case jaeger
+    /// Inspect AI eval logs (`.eval` archives or `.json`).
+    case inspect
+    /// OpenAI chat messages or Anthropic messages, alone or in result files of many episodes.
+    case messages
+}
+
+/// How to read the inputs.
+public struct ImportOptions: Sendable {
+    public var format: ImportFormat
+    /// For message transcripts: the dotted path to the list of episodes in a result file.
+    public var episodesPath: String?
+    /// For message transcripts: the key of each episode's message list.
+    public var messagesKey: String?
+
+    public init(format: ImportFormat = .auto, episodesPath: String? = nil, messagesKey: String? = nil) {
+        self.format = format
+        self.episodesPath = episodesPath
+        self.messagesKey = messagesKey
+    }
+}
+
+/// What an import did, per run: the log written, or why the run was not imported.
+public struct ImportOutcome: Sendable {
+    public struct Run: Sendable {
+        public var input: String
+        /// The run's id in the source.
+        public var sourceId: String?
+        public var format: String
+        /// The log written; nil when the run failed.
+        public var log: String?
+        public var steps: Int
+        public var calls: Int
+        public var stop: StopReason?
+        public var warnings: [String]
+        public var error: ImportError?
+    }
+
+    public var runs: [Run] = []
+    /// Inputs that could not be read at all.
+    public var failedInputs: [ImportError] = []
+
+    public var importedCount: Int { runs.count { $0.log != nil } }
+    public var failedCount: Int { runs.count { $0.error != nil } + failedInputs.count }
+
+    public var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("imported", importedCount)
+        object.set("failed", failedCount)
+        object.set(
+            "runs",
+            JSONValue.array(
+                runs.map { run in
+                    var item = ObjectBuilder()
+                    item.set("input", run.input)
+                    item.set("source_id", run.sourceId)
+                    item.set("format", run.format)
+                    item.set("log", run.log)
+                    item.set("steps", run.steps)
+                    item.set("calls", run.calls)
+                    item.set("stop_reason", run.stop?.rawValue)
+                    item.set("warnings", JSONValue.array(run.warnings.map { .string($0) }))
+                    item.set("error", run.error.map { DiagnosticRecord($0).json })
+                    return item.json
+                }))
+        object.set("failed_inputs", JSONValue.array(failedInputs.map { DiagnosticRecord($0).json }))
+        return object.json
+    }
+}
+
+/// `agent-eval import`: reads each input, turns every run in it into an `ImportedRun`, and
+/// writes each as a log. A run that cannot be imported is reported and the others still are.
+public enum Importer {
+    /// Reads the runs of one file (without writing anything).
+    public static func runs(in path: String, options: ImportOptions) throws(ImportError) -> [Result<ImportedRun, ImportError>] {
+        if path.hasSuffix(".eval") || options.format == .inspect && !path.hasSuffix(".json") {
+            return try InspectImporter.runs(archive: path)
+        }
+        let file = try SourceFile.read(path)
+        let format = options.format == .auto ? try detect(file) : options.format
+        switch format {
+        case .auto: preconditionFailure("detect never answers auto")
+        case .otlp, .jaeger:
+            let spans = try SpanReader.spans(in: file, format: format)
+            return TraceImporter(file: file, format: format).runs(from: spans)
+        case .inspect:
+            return try InspectImporter.runs(json: file)
+        case .messages:
+            let episodes = try EpisodeFinder.episodes(
+                in: try file.document(), file: path, episodesPath: options.episodesPath, messagesKey: options.messagesKey)
+            return episodes.map { episode in
+                Result { () throws(ImportError) in try TranscriptImporter(file: file, episode: episode).run() }
+            }
+        }
+    }
+
+    /// Imports every input into `writer`'s directory.
+    public static func importRuns(
+        from inputs: [String], options: ImportOptions, writer: ImportWriter, progress: ((ImportOutcome.Run) -> Void)? = nil
+    ) -> ImportOutcome {
+        var outcome = ImportOutcome()
+        var names = Set<String>()
+        for input in inputs {
+            let runs: [Result<ImportedRun, ImportError>]
+            do {
+                runs = try Self.runs(in: input, options: options)
+            } catch {
+                outcome.failedInputs.append(error)
+                continue
+            }
+            for result in runs {
+                var entry: ImportOutcome.Run
+                switch result {
+                case .failure(let error):
+                    entry = ImportOutcome.Run(
+                        input: input, sourceId: nil, format: options.format.rawValue, log: nil, steps: 0, calls: 0, stop: nil, warnings: [],
+                        error: error)
+                case .success(let run):
+                    entry = ImportOutcome.Run(
+                        input: input, sourceId: run.source.id, format: run.source.format, log: nil, steps: run.steps.count,
+                        calls: run.steps.reduce(0) { $0 + $1.calls.count }, stop: run.stop.reason, warnings: run.warnings, error: nil)
+                    // Two runs of one import never share a file: a repeated name gets a number.
+                    var name = ImportWriter.fileName(for: run.source)
+                    var number = 2
+                    while !names.insert(name).inserted {
+                        name = name.replacingOccurrences(of: ".jsonl.gz", with: "") + "-\(number).jsonl.gz"
+                        number += 1
+                    }
+                    do {
+                        entry.log = try writer.write(run, fileName: name)
+                    } catch {
+                        entry.error = error as? ImportError ?? ImportError(.writeFailed, "\(error)")
+                    }
+                }
+                progress?(entry)
+                outcome.runs.append(entry)
+            }
+        }
+        return outcome
+    }
+
+    /// The format of a file, by its content; an error when none or several fit.
+    public static func detect(_ file: SourceFile) throws(ImportError) -> ImportFormat {
+        if file.path.hasSuffix(".eval") { return .inspect }
+        let document = try file.document()
+        var fits: [ImportFormat] = []
+        switch document {
+        case .json(let value):
+            if value["resourceSpans"] != nil || value["batches"] != nil
+                || value.arrayValue?.first.map({ $0["resourceSpans"] != nil || $0["batches"] != nil }) == true
+            {
+                fits.append(.otlp)
+            }
+            if value["data"]?.arrayValue?.first?["spans"] != nil { fits.append(.jaeger) }
+            if value["eval"] != nil, value["samples"] != nil || value["version"] != nil { fits.append(.inspect) }
+            if (try? EpisodeFinder.episodes(in: document, file: file.path, episodesPath: nil, messagesKey: nil)) != nil {
+                fits.append(.messages)
+            }
+        case .lines(let lines):
+            if lines.allSatisfy({ $0.value["resourceSpans"] != nil || $0.value["batches"] != nil }) {
+                fits.append(.otlp)
+            } else if (try? EpisodeFinder.episodes(in: document, file: file.path, episodesPath: nil, messagesKey: nil)) != nil {
+                fits.append(.messages)
+            }
+        }
+        if fits.count == 1, let format = fits.first { return format }
+        if fits.isEmpty {
+            throw ImportError(
+                .wrongFormat,
+                "\(file.path) is not a format agent-eval imports: not OTLP/JSON (resourceSpans or batches), a Jaeger export (data[].spans), "
+                    + "an Inspect log (eval and samples) or message transcripts (lists of chat messages)",
+                location: SourceLocation(path: file.path), hint: "name the format: agent-eval import otlp|jaeger|inspect|messages …")
+        }
+        throw ImportError(
+            .ambiguousFormat, "\(file.path) could be \(fits.map(\.rawValue).joined(separator: " or "))",
+            location: SourceLocation(path: file.path), hint: "name the format: agent-eval import \(fits[0].rawValue) …")
+    }
+}

@@ -1,0 +1,158 @@
+import TraceCore
+
+/// Reads Inspect AI eval logs: `.eval` archives (a zip with `header.json` and one
+/// `samples/<id>_epoch_<n>.json` per sample and epoch) and `.json` logs (one document with
+/// `eval` and `samples`). One run per sample and epoch: the sample's messages as a transcript,
+/// its error or limit as the stop reason, its scores, target and metadata kept as metadata.
+enum InspectImporter {
+    static func runs(archive path: String) throws(ImportError) -> [Result<ImportedRun, ImportError>] {
+        let file = try SourceFile.read(path)
+        let archive = try ZipArchive(path: path, bytes: file.bytes)
+        guard let headerEntry = archive.entry("header.json") ?? archive.entry("_journal/start.json") else {
+            throw ImportError(
+                .badArchive, "\(path) has no header.json: it is a zip archive but not an Inspect eval log",
+                location: SourceLocation(path: path),
+                hint: "entries found: " + archive.entries.prefix(8).map(\.name).joined(separator: ", "))
+        }
+        let header = try parse(try archive.contents(of: headerEntry), name: "\(path):\(headerEntry.name)")
+        let sampleEntries = archive.entries.filter { $0.name.hasPrefix("samples/") && $0.name.hasSuffix(".json") }
+        if sampleEntries.isEmpty {
+            throw ImportError(
+                .badArchive, "\(path) holds no samples (no samples/*.json entries): the eval was not run or did not log samples",
+                location: SourceLocation(path: path))
+        }
+        return sampleEntries.map { entry in
+            Result { () throws(ImportError) in
+                let sample = try parse(try archive.contents(of: entry), name: "\(path):\(entry.name)")
+                return try run(sample: sample, header: header, file: file, place: entry.name)
+            }
+        }
+    }
+
+    static func runs(json file: SourceFile) throws(ImportError) -> [Result<ImportedRun, ImportError>] {
+        let log = try file.json()
+        guard log["eval"] != nil else {
+            throw ImportError(
+                .wrongFormat, "\(file.path) is not an Inspect eval log: it has no \"eval\" member",
+                location: SourceLocation(path: file.path))
+        }
+        let samples = log["samples"]?.arrayValue ?? []
+        if samples.isEmpty {
+            throw ImportError(
+                .wrongFormat, "\(file.path) holds no samples (was it written with --no-log-samples, or is it a header only?)",
+                location: SourceLocation(path: file.path))
+        }
+        return samples.enumerated().map { index, sample in
+            Result { () throws(ImportError) in try run(sample: sample, header: log, file: file, place: "samples[\(index)]") }
+        }
+    }
+
+    private static func parse(_ bytes: [UInt8], name: String) throws(ImportError) -> JSONValue {
+        try SourceFile(path: name, bytes: bytes).json()
+    }
+
+    static func run(sample: JSONValue, header: JSONValue, file: SourceFile, place: String) throws(ImportError) -> ImportedRun {
+        guard let messages = sample["messages"]?.arrayValue else {
+            throw ImportError(
+                .badRun, "\(file.path) (\(place)): the sample has no messages list", location: SourceLocation(path: file.path))
+        }
+        let sampleId = sample["id"].flatMap(EpisodeFinder.scalarText) ?? place
+        let epoch = sample["epoch"].flatMap(EpisodeFinder.scalarText) ?? "1"
+        var metadata = JSONObject()
+        for key in ["scores", "target", "metadata", "model_usage", "limit", "error", "total_time", "working_time"] {
+            if let value = sample[key], value != .null { metadata[key] = value }
+        }
+        if let task = header["eval"]?["task"] { metadata["task"] = task }
+        let episode = Episode(
+            messages: messages.map(openAIShape), id: "\(sampleId):\(epoch)", model: header["eval"]?["model"]?.stringValue,
+            metadata: .object(metadata), place: place)
+        var run = try TranscriptImporter(file: file, episode: episode).run()
+        run.source.format = "inspect"
+        run.agentName = header["eval"]?["task"]?.stringValue ?? run.agentName
+        if let provider = run.model.name.split(separator: "/").first, run.model.name.contains("/") {
+            run.model = ModelIdentity(provider: String(provider), name: String(run.model.name.dropFirst(provider.count + 1)))
+        }
+        if let created = header["eval"]?["created"]?.stringValue, let time = isoMicros(created) { run.startUs = time }
+        for index in run.steps.indices { run.steps[index].format = "inspect.message" }
+        if let error = sample["error"], error != .null {
+            let message = error["message"]?.stringValue ?? EpisodeFinder.scalarText(error) ?? "error"
+            run.stop = RunStopped(reason: .blocked, error: message)
+            run.source.stop = "error: \(message)"
+        } else if let limit = sample["limit"], limit != .null {
+            let type = limit["type"]?.stringValue ?? "limit"
+            let kind: LimitKind? =
+                switch type {
+                case "message": .maxSteps
+                case "token", "context": .tokenBudget
+                case "time", "working": .timeout
+                default: nil
+                }
+            let value = limit["limit"].flatMap(EpisodeFinder.scalarText).map { " (\($0))" } ?? ""
+            run.stop = RunStopped(reason: kind == nil ? .blocked : .budgetExhausted, limit: kind, error: "Inspect's \(type) limit\(value)")
+            run.source.stop = "limit: \(type)\(value)"
+        } else if let reason = sample["output"]?["choices"]?.arrayValue?.first?["stop_reason"]?.stringValue {
+            run.source.stop = reason
+            switch reason {
+            case "max_tokens", "model_length":
+                run.stop = RunStopped(reason: .budgetExhausted, limit: .tokenBudget, error: "the model hit its output limit (\(reason))")
+            case "content_filter":
+                run.stop = RunStopped(reason: .blocked, error: "the provider stopped the reply (\(reason))")
+            default: break
+            }
+        }
+        if let usage = sample["output"]?["usage"], let last = run.steps.indices.last, run.steps[last].usage == nil {
+            run.steps[last].usage = TranscriptImporter.usage(usage)
+        }
+        return run
+    }
+
+    /// An Inspect message in the OpenAI shape the transcript importer reads: `function` is the
+    /// tool's name and `arguments` an object there; a tool message's `error` marks a failure.
+    static func openAIShape(_ message: JSONValue) -> JSONValue {
+        guard var object = message.objectValue else { return message }
+        if let calls = object["tool_calls"]?.arrayValue {
+            object["tool_calls"] = .array(
+                calls.map { call in
+                    guard let name = call["function"]?.stringValue else { return call }
+                    var function = JSONObject()
+                    function["name"] = .string(name)
+                    function["arguments"] = call["arguments"] ?? .object(JSONObject())
+                    var shaped = call.objectValue ?? JSONObject()
+                    shaped["function"] = .object(function)
+                    shaped["arguments"] = nil
+                    return .object(shaped)
+                })
+        }
+        return .object(object)
+    }
+
+    /// Microseconds since the epoch of an ISO 8601 time (`2026-11-23T10:00:00+00:00`).
+    static func isoMicros(_ text: String) -> Int? {
+        let digits = text.split { !$0.isNumber }.map { Int($0) ?? 0 }
+        guard digits.count >= 6 else { return nil }
+        var components = DateParts(year: digits[0], month: digits[1], day: digits[2], hour: digits[3], minute: digits[4], second: digits[5])
+        var offsetSeconds = 0
+        if let sign = text.dropFirst(19).firstIndex(where: { $0 == "+" || $0 == "-" }) {
+            let zone = text[sign...].split { !$0.isNumber }.map { Int($0) ?? 0 }
+            if zone.count >= 2 { offsetSeconds = (zone[0] * 3600 + zone[1] * 60) * (text[sign] == "-" ? -1 : 1) }
+        }
+        components.second -= offsetSeconds
+        return components.epochSeconds * 1_000_000
+    }
+
+    struct DateParts {
+        var year, month, day, hour, minute, second: Int
+
+        /// Seconds since 1970 (days from civil, proleptic Gregorian).
+        var epochSeconds: Int {
+            let y = month <= 2 ? year - 1 : year
+            let era = (y >= 0 ? y : y - 399) / 400
+            let yoe = y - era * 400
+            let mp = (month + 9) % 12
+            let doy = (153 * mp + 2) / 5 + day - 1
+            let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+            let days = era * 146_097 + doe - 719_468
+            return days * 86_400 + hour * 3600 + minute * 60 + second
+        }
+    }
+}

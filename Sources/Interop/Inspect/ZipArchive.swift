@@ -1,0 +1,94 @@
+import TraceCore
+import TraceLog
+
+/// A zip archive read whole: its entries by name, each inflated on demand through zlib
+/// (stored and deflated entries, the two methods Python's `zipfile` writes). Checks sizes and
+/// CRCs, so a damaged archive is an error, not garbage.
+public struct ZipArchive: Sendable {
+    public struct Entry: Sendable {
+        public var name: String
+        var method: Int
+        var crc: UInt32
+        var compressedSize: Int
+        public var size: Int
+        var localHeaderOffset: Int
+    }
+
+    public let path: String
+    private let bytes: [UInt8]
+    public private(set) var entries: [Entry] = []
+
+    /// The largest entry it inflates: a guard against a zip bomb.
+    public static let entryLimit = 1 << 30
+
+    public init(path: String, bytes: [UInt8]) throws(ImportError) {
+        self.path = path
+        self.bytes = bytes
+        guard bytes.count >= 22 else { throw damaged("it is \(bytes.count) bytes long, too short for a zip archive") }
+        // The end-of-central-directory record: in the last 64 KiB + 22 bytes (after the comment).
+        let lowest = max(0, bytes.count - 65_557)
+        guard let end = stride(from: bytes.count - 22, through: lowest, by: -1).first(where: { u32($0) == 0x0605_4B50 }) else {
+            throw damaged("it has no end-of-central-directory record: it is not a zip archive, or it was cut short")
+        }
+        let count = u16(end + 10)
+        var offset = Int(u32(end + 16))
+        if count == 0xFFFF || offset == 0xFFFF_FFFF { throw damaged("it is a ZIP64 archive, which agent-eval does not read") }
+        for index in 0..<count {
+            guard offset + 46 <= bytes.count, u32(offset) == 0x0201_4B50 else {
+                throw damaged("central directory entry \(index + 1) of \(count) is missing or damaged (at byte \(offset))")
+            }
+            let nameLength = u16(offset + 28)
+            let extraLength = u16(offset + 30)
+            let commentLength = u16(offset + 32)
+            guard offset + 46 + nameLength <= bytes.count else { throw damaged("central directory entry \(index + 1) is cut") }
+            let name = String(decoding: bytes[(offset + 46)..<(offset + 46 + nameLength)], as: UTF8.self)
+            entries.append(
+                Entry(
+                    name: name, method: u16(offset + 10), crc: u32(offset + 16), compressedSize: Int(u32(offset + 20)),
+                    size: Int(u32(offset + 24)), localHeaderOffset: Int(u32(offset + 42))))
+            offset += 46 + nameLength + extraLength + commentLength
+        }
+    }
+
+    public func entry(_ name: String) -> Entry? { entries.first { $0.name == name } }
+
+    /// The bytes of an entry, inflated and checked.
+    public func contents(of entry: Entry) throws(ImportError) -> [UInt8] {
+        let header = entry.localHeaderOffset
+        guard header + 30 <= bytes.count, u32(header) == 0x0403_4B50 else {
+            throw damaged("the local header of \(entry.name) is missing (at byte \(header))")
+        }
+        let start = header + 30 + u16(header + 26) + u16(header + 28)
+        guard start + entry.compressedSize <= bytes.count else { throw damaged("\(entry.name) is cut short") }
+        guard entry.size <= Self.entryLimit else {
+            throw damaged("\(entry.name) would inflate to \(entry.size) bytes, over the 1 GiB limit")
+        }
+        let data = Array(bytes[start..<(start + entry.compressedSize)])
+        let content: [UInt8]
+        switch entry.method {
+        case 0: content = data
+        case 8:
+            do {
+                content = try GzipData.inflateRaw(data, limit: entry.size + 1, path: "\(path):\(entry.name)")
+            } catch {
+                throw damaged("\(entry.name) does not inflate: \(error)")
+            }
+        default:
+            throw damaged("\(entry.name) uses compression method \(entry.method); agent-eval reads stored (0) and deflated (8) entries")
+        }
+        guard content.count == entry.size else {
+            throw damaged("\(entry.name) inflates to \(content.count) bytes, not the \(entry.size) its header says")
+        }
+        guard GzipData.crc32(content) == entry.crc else { throw damaged("\(entry.name) fails its CRC check: the archive is damaged") }
+        return content
+    }
+
+    private func damaged(_ why: String) -> ImportError {
+        ImportError(.badArchive, "\(path) cannot be read as a zip archive: \(why)", location: SourceLocation(path: path))
+    }
+
+    private func u16(_ at: Int) -> Int { Int(bytes[at]) | Int(bytes[at + 1]) << 8 }
+    private func u32(_ at: Int) -> UInt32 {
+        UInt32(bytes[at]) | UInt32(bytes[at + 1]) << 8 | UInt32(bytes[at + 2]) << 16 | UInt32(bytes[at + 3]) << 24
+    }
+}

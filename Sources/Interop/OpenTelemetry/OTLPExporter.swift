@@ -1,0 +1,302 @@
+public import TraceCore
+import TraceLog
+
+/// Writes runs as OpenTelemetry traces in OTLP/JSON, with the GenAI semantic conventions' names
+/// (docs/interop.md, "Export"): per run an `invoke_agent` root span, a `chat` span per model
+/// decision and an `execute_tool` span per call that ran, its attempts as span events; policy
+/// verdicts and approvals as events of the decision's span; the stop reason and limit on the root.
+///
+/// Prompts, answers, arguments and results are content, which the conventions make opt-in:
+/// they are exported only with `includeContent`. Ids are derived from the run id, so exporting
+/// a log twice gives the same trace.
+public struct OTLPExporter: Sendable {
+    public var includeContent: Bool
+
+    public init(includeContent: Bool = false) {
+        self.includeContent = includeContent
+    }
+
+    /// The instrumentation scope every span is reported under.
+    static let scope: JSONValue = ["name": "agent-eval", "version": "1"]
+
+    /// One OTLP/JSON `ExportTraceServiceRequest` holding the runs of `logs`.
+    public func request(logs: [String]) throws(ImportError) -> JSONValue {
+        var resourceSpans: [JSONValue] = []
+        for path in logs { resourceSpans.append(try self.resourceSpans(log: path)) }
+        return ["resourceSpans": .array(resourceSpans)]
+    }
+
+    /// The `ResourceSpans` of one run: its service and its spans.
+    public func resourceSpans(log path: String) throws(ImportError) -> JSONValue {
+        let events: [Event]
+        do {
+            events = try LogReader(path: path).readAll().events.map(\.event)
+        } catch let error as any Diagnostic {
+            throw ImportError(.unreadableLog, "cannot read \(path): \(error.message)", location: SourceLocation(path: path), cause: error)
+        } catch {
+            throw ImportError(.unreadableLog, "cannot read \(path): \(error)", location: SourceLocation(path: path))
+        }
+        guard let first = events.first, case .runStarted(let started) = first.payload else {
+            throw ImportError(.unreadableLog, "\(path) holds no run_started event", location: SourceLocation(path: path))
+        }
+        let spans = RunSpans(runId: first.runId, started: started, startUs: first.timeUs, includeContent: includeContent).spans(for: events)
+        let resource: [(String, JSONValue)] = [
+            ("service.name", .string(started.agent.name)), ("telemetry.sdk.name", "agent-eval"), ("agent_eval.log", .string(path)),
+        ]
+        return [
+            "resource": ["attributes": Self.attributes(resource)],
+            "scopeSpans": [["scope": Self.scope, "spans": .array(spans)]],
+        ]
+    }
+
+    /// OTLP's key-value list: `[{key, value: {stringValue | intValue | …}}]`, nil values left out.
+    static func attributes(_ pairs: [(String, JSONValue?)]) -> JSONValue {
+        .array(
+            pairs.compactMap { key, value in
+                guard let value, value != .null else { return nil }
+                return ["key": .string(key), "value": anyValue(value)]
+            })
+    }
+
+    static func anyValue(_ value: JSONValue) -> JSONValue {
+        switch value {
+        case .string: return ["stringValue": value]
+        // int64 is a string in OTLP/JSON (protobuf's JSON mapping).
+        case .int(let number): return ["intValue": .string(String(number))]
+        case .double: return ["doubleValue": value]
+        case .bool: return ["boolValue": value]
+        case .array(let items): return ["arrayValue": ["values": .array(items.map(anyValue))]]
+        case .object, .null: return ["stringValue": .string(JSONWriter.encodeString(value))]
+        }
+    }
+}
+
+/// Builds the spans of one run from its events.
+private struct RunSpans {
+    let runId: String
+    let started: RunStarted
+    let startUs: Int
+    let includeContent: Bool
+
+    var traceId: String { String(ContentHash.sha256Hex(Array(runId.utf8)).prefix(32)) }
+
+    func spanId(_ key: String) -> String { String(ContentHash.sha256Hex(Array("\(runId)\u{0}\(key)".utf8)).prefix(16)) }
+
+    struct Call {
+        var id: String
+        var tool: String
+        var arguments: JSONValue
+        var decisionKey: String
+        var firstIntentUs: Int?
+        var lastUs: Int?
+        var attempts: [JSONValue] = []
+        var last: ToolCompleted?
+    }
+
+    func spans(for events: [Event]) -> [JSONValue] {
+        let root = spanId("run")
+        var spans: [JSONValue] = []
+        var decisionEvents: [String: [JSONValue]] = [:]
+        var decisions: [(key: String, event: Event, made: DecisionMade, startUs: Int)] = []
+        var calls: [Call] = []
+        var callIndex: [String: Int] = [:]
+        var previousUs = startUs
+        var stop: (RunStopped, Int)?
+        var usage = TokenUsage(input: 0, output: 0)
+        for event in events {
+            switch event.payload {
+            case .decisionMade(let made):
+                let key = "decision:\(event.sequence)"
+                let start = made.latencyUs.map { event.timeUs - $0 } ?? previousUs
+                decisions.append((key, event, made, max(startUs, min(start, event.timeUs))))
+                if let used = made.usage { usage = TokenUsage(input: usage.input + used.input, output: usage.output + used.output) }
+                if case .valid(.toolCalls(let proposed)) = made.outcome {
+                    for call in proposed {
+                        callIndex[call.id] = calls.count
+                        calls.append(Call(id: call.id, tool: call.name, arguments: call.arguments, decisionKey: key))
+                    }
+                }
+            case .verdictGiven(let verdict):
+                if let index = callIndex[verdict.callId] {
+                    decisionEvents[calls[index].decisionKey, default: []].append(
+                        spanEvent(
+                            "agent_eval.policy.verdict", at: event.timeUs,
+                            [
+                                ("gen_ai.tool.call.id", text(verdict.callId)), ("gen_ai.tool.name", text(verdict.tool)),
+                                ("agent_eval.verdict", text(verdict.verdict.rawValue)), ("agent_eval.rule", text(verdict.rule)),
+                                ("agent_eval.reason", text(verdict.reason)),
+                            ]))
+                }
+            case .approvalRecorded(let approval):
+                if let index = callIndex[approval.callId] {
+                    decisionEvents[calls[index].decisionKey, default: []].append(
+                        spanEvent(
+                            "agent_eval.approval", at: event.timeUs,
+                            [
+                                ("gen_ai.tool.call.id", text(approval.callId)), ("agent_eval.granted", .bool(approval.isGranted)),
+                                ("agent_eval.approver", text(approval.approver)), ("agent_eval.reason", text(approval.reason)),
+                            ]))
+                }
+            case .toolIntended(let intent):
+                if let index = callIndex[intent.callId], calls[index].firstIntentUs == nil { calls[index].firstIntentUs = event.timeUs }
+            case .toolCompleted(let result):
+                guard let index = callIndex[result.callId] else { break }
+                calls[index].lastUs = event.timeUs
+                calls[index].last = result
+                calls[index].attempts.append(
+                    spanEvent(
+                        "agent_eval.tool.attempt", at: event.timeUs,
+                        [
+                            ("agent_eval.attempt", .int(result.attempt)), ("agent_eval.status", text(result.status.rawValue)),
+                            ("agent_eval.duration_us", .int(result.durationUs)),
+                            ("error.type", result.status == .ok ? nil : text(result.status.rawValue)),
+                            ("agent_eval.error", text(result.error)),
+                        ]))
+            case .runStopped(let stopped):
+                stop = (stopped, event.timeUs)
+            default: break
+            }
+            previousUs = event.timeUs
+        }
+        let model = started.model
+        for (key, event, made, start) in decisions {
+            var attributes: [(String, JSONValue?)] = [
+                ("gen_ai.operation.name", "chat"), ("gen_ai.provider.name", .string(model.provider)),
+                ("gen_ai.request.model", .string(model.name)),
+                ("gen_ai.usage.input_tokens", made.usage.map { .int($0.input) }),
+                ("gen_ai.usage.output_tokens", made.usage.map { .int($0.output) }),
+                ("agent_eval.step", .int(event.step)), ("agent_eval.cost_usd", made.costUSD.map { .double($0) }),
+            ]
+            var status: JSONValue = ["code": 0]
+            switch made.outcome {
+            case .valid(.toolCalls(let proposed)):
+                attributes.append(("gen_ai.response.finish_reasons", ["tool_calls"]))
+                if includeContent {
+                    let parts: [JSONValue] = proposed.map {
+                        ["type": "tool_call", "id": .string($0.id), "name": .string($0.name), "arguments": $0.arguments]
+                    }
+                    attributes.append(("gen_ai.output.messages", output(parts, finish: "tool_call")))
+                }
+            case .valid(.answer(let text)):
+                attributes.append(("gen_ai.response.finish_reasons", ["stop"]))
+                if includeContent {
+                    attributes.append(("gen_ai.output.messages", output([["type": "text", "content": .string(text)]], finish: "stop")))
+                }
+            case .valid(.askHuman(let question)):
+                attributes.append(("gen_ai.response.finish_reasons", ["stop"]))
+                if includeContent {
+                    attributes.append(("gen_ai.output.messages", output([["type": "text", "content": .string(question)]], finish: "stop")))
+                }
+            case .valid(.stop(let reason)):
+                attributes.append(("gen_ai.response.finish_reasons", ["stop"]))
+                attributes.append(("agent_eval.stop", .string(reason)))
+            case .invalid(let invalid):
+                attributes.append(("error.type", "invalid_decision"))
+                attributes.append(("agent_eval.invalid_kind", .string(invalid.kind.rawValue)))
+                status = ["code": 2, "message": .string(invalid.message)]
+            }
+            if includeContent, event.step == 0 {
+                attributes.append(
+                    (
+                        "gen_ai.input.messages",
+                        .string(
+                            JSONWriter.encodeString([["role": "user", "parts": [["type": "text", "content": .string(started.goal)]]]]))
+                    ))
+            }
+            spans.append(
+                span(
+                    id: spanId(key), parent: root, name: "chat \(model.name)", kind: 3, startUs: start, endUs: event.timeUs,
+                    attributes: attributes,
+                    events: decisionEvents[key] ?? [], status: status))
+        }
+        for call in calls {
+            guard let begin = call.firstIntentUs else { continue }
+            var status: JSONValue = ["code": 0]
+            var attributes: [(String, JSONValue?)] = [
+                ("gen_ai.operation.name", "execute_tool"), ("gen_ai.tool.name", .string(call.tool)),
+                ("gen_ai.tool.call.id", .string(call.id)),
+                ("gen_ai.tool.type", "function"), ("agent_eval.attempts", .int(call.attempts.count)),
+            ]
+            if let last = call.last, last.status != .ok {
+                attributes.append(("error.type", .string(last.status.rawValue)))
+                status = ["code": 2, "message": .string(last.error ?? last.status.rawValue)]
+            }
+            if includeContent {
+                attributes.append(("gen_ai.tool.call.arguments", .string(JSONWriter.encodeString(call.arguments))))
+                if let output = call.last?.output {
+                    attributes.append(("gen_ai.tool.call.result", .string(JSONWriter.encodeString(output))))
+                }
+            }
+            spans.append(
+                span(
+                    id: spanId("tool:\(call.id)"), parent: root, name: "execute_tool \(call.tool)", kind: 1, startUs: begin,
+                    endUs: call.lastUs ?? begin, attributes: attributes, events: call.attempts, status: status))
+        }
+        var rootAttributes: [(String, JSONValue?)] = [
+            ("gen_ai.operation.name", "invoke_agent"), ("gen_ai.agent.name", .string(started.agent.name)),
+            ("gen_ai.agent.version", started.agent.version.map { .string($0) }), ("gen_ai.conversation.id", .string(runId)),
+            ("gen_ai.provider.name", .string(model.provider)), ("gen_ai.request.model", .string(model.name)),
+            ("gen_ai.usage.input_tokens", .int(usage.input)), ("gen_ai.usage.output_tokens", .int(usage.output)),
+            ("agent_eval.run_id", .string(runId)),
+        ]
+        var rootStatus: JSONValue = ["code": 0]
+        var endUs = previousUs
+        if let (stopped, at) = stop {
+            endUs = at
+            rootAttributes += [
+                ("agent_eval.stop_reason", .string(stopped.reason.rawValue)),
+                ("agent_eval.stop_limit", stopped.limit.map { .string($0.rawValue) }),
+            ]
+            if stopped.reason != .success, stopped.reason != .approvalRequired {
+                rootAttributes.append(("error.type", .string(stopped.reason.rawValue)))
+                rootStatus = ["code": 2, "message": .string(stopped.error ?? stopped.limit?.rawValue ?? stopped.reason.rawValue)]
+            }
+            if includeContent, let answer = stopped.answer {
+                rootAttributes.append(("gen_ai.output.messages", output([["type": "text", "content": .string(answer)]], finish: "stop")))
+            }
+        } else {
+            rootAttributes.append(("agent_eval.stop_reason", "unfinished"))
+        }
+        if includeContent {
+            rootAttributes.append(
+                (
+                    "gen_ai.input.messages",
+                    .string(JSONWriter.encodeString([["role": "user", "parts": [["type": "text", "content": .string(started.goal)]]]]))
+                ))
+        }
+        let rootSpan = span(
+            id: root, parent: nil, name: "invoke_agent \(started.agent.name)", kind: 1, startUs: startUs, endUs: endUs,
+            attributes: rootAttributes,
+            events: [], status: rootStatus)
+        return [rootSpan] + spans
+    }
+
+    func text(_ value: String?) -> JSONValue? { value.map { .string($0) } }
+
+    func output(_ parts: [JSONValue], finish: String) -> JSONValue {
+        .string(JSONWriter.encodeString([["role": "assistant", "parts": .array(parts), "finish_reason": .string(finish)]]))
+    }
+
+    func spanEvent(_ name: String, at timeUs: Int, _ attributes: [(String, JSONValue?)]) -> JSONValue {
+        ["timeUnixNano": .string(String(timeUs * 1000)), "name": .string(name), "attributes": OTLPExporter.attributes(attributes)]
+    }
+
+    func span(
+        id: String, parent: String?, name: String, kind: Int, startUs: Int, endUs: Int, attributes: [(String, JSONValue?)],
+        events: [JSONValue],
+        status: JSONValue
+    ) -> JSONValue {
+        var object = JSONObject()
+        object["traceId"] = .string(traceId)
+        object["spanId"] = .string(id)
+        if let parent { object["parentSpanId"] = .string(parent) }
+        object["name"] = .string(name)
+        object["kind"] = .int(kind)
+        object["startTimeUnixNano"] = .string(String(startUs * 1000))
+        object["endTimeUnixNano"] = .string(String(max(startUs, endUs) * 1000))
+        object["attributes"] = OTLPExporter.attributes(attributes)
+        if !events.isEmpty { object["events"] = .array(events) }
+        object["status"] = status
+        return .object(object)
+    }
+}

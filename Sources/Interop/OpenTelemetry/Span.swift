@@ -1,0 +1,228 @@
+public import TraceCore
+
+/// A span, whichever export it came from (OTLP/JSON, Tempo's batches, Jaeger): what the trace
+/// importer needs, plus the span as it was.
+public struct Span: Sendable {
+    public var traceId: String
+    public var spanId: String
+    public var parentId: String?
+    public var name: String
+    public var startUs: Int
+    public var endUs: Int
+    /// Attribute values by key, OTLP's typed values made plain JSON.
+    public var attributes: [String: JSONValue]
+    public var events: [SpanEvent]
+    /// The status message (or "error") when the span's status is an error.
+    public var error: String?
+    /// The resource's `service.name`.
+    public var service: String?
+    /// The span exactly as the file has it.
+    public var record: JSONValue
+
+    public init(
+        traceId: String, spanId: String, parentId: String?, name: String, startUs: Int, endUs: Int, attributes: [String: JSONValue],
+        events: [SpanEvent] = [], error: String? = nil, service: String? = nil, record: JSONValue
+    ) {
+        self.traceId = traceId
+        self.spanId = spanId
+        self.parentId = parentId
+        self.name = name
+        self.startUs = startUs
+        self.endUs = endUs
+        self.attributes = attributes
+        self.events = events
+        self.error = error
+        self.service = service
+        self.record = record
+    }
+
+    public subscript(key: String) -> JSONValue? { attributes[key] }
+
+    public func string(_ key: String) -> String? {
+        switch attributes[key] {
+        case .string(let text)?: return text
+        case .int(let number)?: return String(number)
+        default: return nil
+        }
+    }
+
+    public func int(_ key: String) -> Int? {
+        switch attributes[key] {
+        case .int(let number)?: return number
+        case .double(let number)?: return Int(number)
+        case .string(let text)?: return Int(text)
+        default: return nil
+        }
+    }
+}
+
+/// A span event: a name, a time and attributes.
+public struct SpanEvent: Sendable {
+    public var name: String
+    public var timeUs: Int
+    public var attributes: [String: JSONValue]
+
+    public init(name: String, timeUs: Int, attributes: [String: JSONValue]) {
+        self.name = name
+        self.timeUs = timeUs
+        self.attributes = attributes
+    }
+}
+
+/// Reads the spans of an OTLP/JSON file (an `ExportTraceServiceRequest`, Tempo's `batches`, a
+/// list of either, or JSON Lines of them as the collector's file exporter writes) or of a
+/// Jaeger JSON export.
+enum SpanReader {
+    static func spans(in file: SourceFile, format: ImportFormat) throws(ImportError) -> [Span] {
+        var documents: [(place: String, value: JSONValue)] = []
+        switch try file.document() {
+        case .json(let value):
+            if let list = value.arrayValue {
+                documents = list.enumerated().map { ("[\($0.offset)]", $0.element) }
+            } else {
+                documents = [("", value)]
+            }
+        case .lines(let lines): documents = lines.map { ("line \($0.line)", $0.value) }
+        }
+        var spans: [Span] = []
+        for (place, document) in documents {
+            let at = place.isEmpty ? file.path : "\(file.path) (\(place))"
+            if format == .jaeger {
+                guard let traces = document["data"]?.arrayValue else {
+                    throw ImportError(
+                        .wrongFormat, "\(at) is not a Jaeger export: it has no \"data\" list of traces",
+                        location: SourceLocation(path: file.path),
+                        hint: "export the trace as JSON from Jaeger's UI or its /api/traces endpoint")
+                }
+                for trace in traces { spans += jaegerSpans(trace) }
+                continue
+            }
+            guard let batches = (document["resourceSpans"] ?? document["batches"])?.arrayValue else {
+                throw ImportError(
+                    .wrongFormat, "\(at) is not OTLP/JSON: it has no \"resourceSpans\" (or Tempo's \"batches\") list",
+                    location: SourceLocation(path: file.path), hint: "is it a Jaeger export? try: agent-eval import jaeger …")
+            }
+            for batch in batches {
+                let service = attributes(batch["resource"]?["attributes"])["service.name"]?.stringValue
+                for scope in (batch["scopeSpans"] ?? batch["instrumentationLibrarySpans"])?.arrayValue ?? [] {
+                    for span in scope["spans"]?.arrayValue ?? [] {
+                        if let span = otlpSpan(span, service: service) { spans.append(span) }
+                    }
+                }
+            }
+        }
+        return spans
+    }
+
+    private static func otlpSpan(_ value: JSONValue, service: String?) -> Span? {
+        guard let traceId = id(value["traceId"]), let spanId = id(value["spanId"]) else { return nil }
+        let status = value["status"]
+        let code = status?["code"]
+        let isError = code?.intValue == 2 || code?.stringValue == "STATUS_CODE_ERROR"
+        let events = (value["events"]?.arrayValue ?? []).map { event in
+            SpanEvent(
+                name: event["name"]?.stringValue ?? "", timeUs: nanosToMicros(event["timeUnixNano"]),
+                attributes: attributes(event["attributes"]))
+        }
+        let parent = id(value["parentSpanId"])
+        return Span(
+            traceId: traceId, spanId: spanId, parentId: parent, name: value["name"]?.stringValue ?? "",
+            startUs: nanosToMicros(value["startTimeUnixNano"]), endUs: nanosToMicros(value["endTimeUnixNano"]),
+            attributes: attributes(value["attributes"]), events: events,
+            error: isError ? (status?["message"]?.stringValue).flatMap { $0.isEmpty ? nil : $0 } ?? "error" : nil, service: service,
+            record: value)
+    }
+
+    private static func jaegerSpans(_ trace: JSONValue) -> [Span] {
+        var services: [String: String] = [:]
+        for member in trace["processes"]?.objectValue ?? JSONObject() {
+            if let name = member.value["serviceName"]?.stringValue { services[member.key] = name }
+        }
+        return (trace["spans"]?.arrayValue ?? []).compactMap { value in
+            guard let traceId = id(value["traceID"]), let spanId = id(value["spanID"]) else { return nil }
+            let parent =
+                (value["references"]?.arrayValue ?? []).first { $0["refType"]?.stringValue == "CHILD_OF" }.flatMap { id($0["spanID"]) }
+                ?? id(value["parentSpanID"])
+            let tags = jaegerTags(value["tags"])
+            let start = value["startTime"]?.intValue ?? 0
+            let isError =
+                tags["error"]?.boolValue == true || tags["error"]?.stringValue == "true" || tags["otel.status_code"]?.stringValue == "ERROR"
+            let events = (value["logs"]?.arrayValue ?? []).map { log in
+                let fields = jaegerTags(log["fields"])
+                return SpanEvent(name: fields["event"]?.stringValue ?? "", timeUs: log["timestamp"]?.intValue ?? 0, attributes: fields)
+            }
+            return Span(
+                traceId: traceId, spanId: spanId, parentId: parent, name: value["operationName"]?.stringValue ?? "", startUs: start,
+                endUs: start + (value["duration"]?.intValue ?? 0), attributes: tags, events: events,
+                error: isError ? tags["otel.status_description"]?.stringValue ?? "error" : nil,
+                service: value["processID"]?.stringValue.flatMap { services[$0] }, record: value)
+        }
+    }
+
+    /// OTLP's `[{key, value: {stringValue | intValue | …}}]` as plain JSON values.
+    static func attributes(_ list: JSONValue?) -> [String: JSONValue] {
+        var result: [String: JSONValue] = [:]
+        for item in list?.arrayValue ?? [] {
+            guard let key = item["key"]?.stringValue else { continue }
+            result[key] = anyValue(item["value"])
+        }
+        return result
+    }
+
+    static func anyValue(_ value: JSONValue?) -> JSONValue {
+        guard let value else { return .null }
+        if let text = value["stringValue"] { return text }
+        if let number = value["intValue"] {
+            if let text = number.stringValue, let parsed = Int(text) { return .int(parsed) }
+            return number
+        }
+        if let number = value["doubleValue"] {
+            if let text = number.stringValue, let parsed = Double(text) { return .double(parsed) }
+            return number
+        }
+        if let flag = value["boolValue"] { return flag }
+        if let array = value["arrayValue"] { return .array((array["values"]?.arrayValue ?? []).map { anyValue($0) }) }
+        if let list = value["kvlistValue"] {
+            var object = JSONObject()
+            for item in list["values"]?.arrayValue ?? [] {
+                if let key = item["key"]?.stringValue { object[key] = anyValue(item["value"]) }
+            }
+            return .object(object)
+        }
+        if let bytes = value["bytesValue"] { return bytes }
+        return .null
+    }
+
+    private static func jaegerTags(_ list: JSONValue?) -> [String: JSONValue] {
+        var result: [String: JSONValue] = [:]
+        for tag in list?.arrayValue ?? [] {
+            guard let key = tag["key"]?.stringValue else { continue }
+            result[key] = tag["value"] ?? .null
+        }
+        return result
+    }
+
+    /// A trace or span id as lowercase hex: OTLP/JSON writes hex; protobuf's JSON mapping writes
+    /// base64, which is converted. Empty and all-zero ids are no id.
+    static func id(_ value: JSONValue?) -> String? {
+        guard let text = value?.stringValue, !text.isEmpty else { return nil }
+        let hex: String
+        if (text.count == 32 || text.count == 16), text.allSatisfy(\.isHexDigit) {
+            hex = text.lowercased()
+        } else if let bytes = Base64.decode(text), bytes.count == 16 || bytes.count == 8 {
+            hex = ContentHash.hex(bytes)
+        } else {
+            hex = text
+        }
+        return hex.allSatisfy({ $0 == "0" }) ? nil : hex
+    }
+
+    static func nanosToMicros(_ value: JSONValue?) -> Int {
+        switch value {
+        case .string(let text)?: return (Int(text) ?? 0) / 1000
+        case .int(let number)?: return number / 1000
+        case .double(let number)?: return Int(number / 1000)
+        default: return 0
+        }
+    }
+}

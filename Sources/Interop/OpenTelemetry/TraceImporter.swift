@@ -1,0 +1,359 @@
+import Foundation
+import TraceCore
+
+/// Turns the spans of one trace into a run, reading the OpenTelemetry GenAI semantic
+/// conventions (`gen_ai.operation.name` chat / execute_tool / invoke_agent) and the older
+/// OpenLLMetry attributes (`gen_ai.prompt.N.*`, `gen_ai.completion.N.*`, `traceloop.*`).
+///
+/// One model call is often several spans (an agent framework's span around a client library's):
+/// chat spans nested in a chat span are one call, and so are chat spans with the same
+/// `gen_ai.response.id`. The call is imported once, from the deepest of its spans that holds the
+/// reply; usage, model and finish reasons missing there are taken from the others. Tool spans
+/// nested in a tool span of the same tool are one call the same way.
+struct TraceImporter {
+    let file: SourceFile
+    let format: ImportFormat
+
+    enum Operation { case chat, tool, agent, other }
+
+    static func operation(of span: Span) -> Operation {
+        switch span.string("gen_ai.operation.name") {
+        case "chat", "text_completion", "generate_content", "completion": return .chat
+        case "execute_tool": return .tool
+        case "invoke_agent", "create_agent": return .agent
+        default: break
+        }
+        switch span.string("traceloop.span.kind") {
+        case "tool": return .tool
+        case "agent", "workflow": return .agent
+        default: break
+        }
+        if span.string("llm.request.type") != nil
+            || span.attributes.keys.contains(where: { $0.hasPrefix("gen_ai.completion.") || $0.hasPrefix("gen_ai.prompt.") })
+        {
+            return .chat
+        }
+        return .other
+    }
+
+    func runs(from spans: [Span]) -> [Result<ImportedRun, ImportError>] {
+        var order: [String] = []
+        var byTrace: [String: [Span]] = [:]
+        for span in spans {
+            if byTrace[span.traceId] == nil { order.append(span.traceId) }
+            byTrace[span.traceId, default: []].append(span)
+        }
+        return order.map { traceId in
+            Result { () throws(ImportError) in try run(traceId: traceId, spans: byTrace[traceId] ?? []) }
+        }
+    }
+
+    /// What a model call said, read from whichever attribute style its spans use.
+    struct ModelReply {
+        var calls: [(id: String?, name: String, arguments: JSONValue?)] = []
+        var text: String?
+        var finish: String?
+        var hasContent: Bool { text != nil || !calls.isEmpty }
+    }
+
+    private func run(traceId: String, spans unsorted: [Span]) throws(ImportError) -> ImportedRun {
+        let spans = unsorted.sorted { ($0.startUs, $0.spanId) < ($1.startUs, $1.spanId) }
+        var warnings: [String] = []
+        var byId: [String: Span] = [:]
+        for span in spans { byId[span.spanId] = span }
+        for span in spans {
+            if let parent = span.parentId, byId[parent] == nil {
+                warnings.append("span \(span.spanId) (\(span.name)) names parent \(parent), which is not in the trace: read as a root")
+            }
+        }
+        func ancestors(_ span: Span) -> [Span] {
+            var chain: [Span] = []
+            var seen: Set<String> = [span.spanId]
+            var current = span.parentId.flatMap { byId[$0] }
+            while let next = current, seen.insert(next.spanId).inserted {
+                chain.append(next)
+                current = next.parentId.flatMap { byId[$0] }
+            }
+            return chain
+        }
+        let operations = Dictionary(uniqueKeysWithValues: spans.map { ($0.spanId, Self.operation(of: $0)) })
+
+        // Chat spans grouped into model calls: by their outermost chat ancestor, then by response id.
+        var chatGroups: [[Span]] = []
+        var groupOf: [String: Int] = [:]
+        var groupOfResponse: [String: Int] = [:]
+        for span in spans where operations[span.spanId] == .chat {
+            let outer = ancestors(span).last { operations[$0.spanId] == .chat }
+            if let outer, let group = groupOf[outer.spanId] {
+                chatGroups[group].append(span)
+                groupOf[span.spanId] = group
+            } else if let response = span.string("gen_ai.response.id"), let group = groupOfResponse[response] {
+                chatGroups[group].append(span)
+                groupOf[span.spanId] = group
+            } else {
+                groupOf[span.spanId] = chatGroups.count
+                chatGroups.append([span])
+            }
+            if let response = span.string("gen_ai.response.id"), let group = groupOf[span.spanId] { groupOfResponse[response] = group }
+        }
+        // Tool spans grouped the same way: nested spans of one tool are one call.
+        var toolGroups: [[Span]] = []
+        var toolGroupOf: [String: Int] = [:]
+        for span in spans where operations[span.spanId] == .tool {
+            let outer = ancestors(span).last { operations[$0.spanId] == .tool && Self.toolName($0) == Self.toolName(span) }
+            if let outer, let group = toolGroupOf[outer.spanId] {
+                toolGroups[group].append(span)
+                toolGroupOf[span.spanId] = group
+            } else {
+                toolGroupOf[span.spanId] = toolGroups.count
+                toolGroups.append([span])
+            }
+        }
+
+        // One step per model call, in the order the calls started.
+        var steps: [ImportedStep] = []
+        var stepStarts: [Int] = []
+        /// Whether each step's model call had its reply content captured.
+        var captured: [Bool] = []
+        var lastFinish: String?
+        var pending: [(step: Int, index: Int, sourceId: String?, name: String)] = []
+        var usedIds: [String: Int] = [:]
+        var generated = 0
+        func logId(_ sourceId: String?) -> String {
+            guard let sourceId, !sourceId.isEmpty else {
+                generated += 1
+                return "call_\(generated)"
+            }
+            let uses = usedIds[sourceId, default: 0] + 1
+            usedIds[sourceId] = uses
+            if uses == 1 { return sourceId }
+            warnings.append("call id \"\(sourceId)\" is used again; the log names the later call \"\(sourceId)#\(uses)\"")
+            return "\(sourceId)#\(uses)"
+        }
+        var model: ModelIdentity?
+        var goal: String?
+        for group in chatGroups {
+            let depthSorted = group.sorted { ancestors($0).count > ancestors($1).count }
+            let replies = depthSorted.map { Self.reply(of: $0) }
+            let chosen = replies.indices.first { replies[$0].hasContent } ?? 0
+            let span = depthSorted[chosen]
+            var reply = replies[chosen]
+            reply.finish = reply.finish ?? replies.lazy.compactMap(\.finish).first
+            let usage = depthSorted.lazy.compactMap(Self.usage).first
+            if model == nil {
+                let name = depthSorted.lazy.compactMap { $0.string("gen_ai.response.model") ?? $0.string("gen_ai.request.model") }.first
+                let provider = depthSorted.lazy.compactMap { $0.string("gen_ai.provider.name") ?? $0.string("gen_ai.system") }.first
+                if name != nil || provider != nil { model = ModelIdentity(provider: provider ?? "unknown", name: name ?? "unknown") }
+            }
+            if goal == nil { goal = depthSorted.lazy.compactMap(Self.userText).first }
+            lastFinish = reply.finish ?? lastFinish
+            var calls: [ImportedCall] = []
+            for call in reply.calls {
+                let id = logId(call.id)
+                let arguments = TranscriptImporter.arguments(call.arguments, call: id, at: "span \(span.spanId)", warnings: &warnings)
+                calls.append(ImportedCall(call: ToolCall(id: id, name: call.name, arguments: arguments)))
+                pending.append((steps.count, calls.count - 1, call.id, call.name))
+            }
+            let decision: ImportedStep.Decision =
+                !calls.isEmpty ? .calls(calls) : .answer(reply.text ?? "")
+            steps.append(
+                ImportedStep(
+                    decision: decision, raw: span.record, format: "otlp.span", records: group.map(\.record), usage: usage,
+                    latencyUs: max(0, span.endUs - span.startUs), timeUs: span.startUs))
+            stepStarts.append(span.startUs)
+            captured.append(reply.hasContent)
+            if !reply.hasContent {
+                warnings.append(
+                    "model call \(span.spanId) carries no reply content (content capture off?): its tool calls come from tool spans")
+            }
+        }
+
+        // Each tool call: paired with a proposed call by id, else by name, else added to the model
+        // call before it (whose reply content was not captured) or to a step of its own.
+        for group in toolGroups {
+            let depthSorted = group.sorted { ancestors($0).count > ancestors($1).count }
+            let span = depthSorted[0]
+            let name = depthSorted.lazy.compactMap(Self.toolName).first ?? span.name
+            let sourceId = depthSorted.lazy.compactMap { $0.string("gen_ai.tool.call.id") }.first
+            let arguments = depthSorted.lazy.compactMap { $0["gen_ai.tool.call.arguments"] ?? $0["traceloop.entity.input"] }.first
+            let resultValue = depthSorted.lazy.compactMap { $0["gen_ai.tool.call.result"] ?? $0["traceloop.entity.output"] }.first
+            let error = depthSorted.lazy.compactMap { $0.error ?? $0.string("error.type") }.first
+            let text = resultValue.map { $0.stringValue ?? JSONWriter.encodeString($0) } ?? ""
+            var result = ImportedResult.fromContent(
+                text, isError: error != nil, durationUs: max(0, span.endUs - span.startUs), timeUs: span.startUs)
+            if resultValue == nil { result.output = nil }
+            if let error { result.error = error }
+            let slot =
+                pending.firstIndex { sourceId != nil && $0.sourceId == sourceId }
+                ?? pending.firstIndex { $0.name == name && (sourceId == nil || $0.sourceId == nil) }
+            if let slot {
+                let target = pending.remove(at: slot)
+                guard case .calls(var calls) = steps[target.step].decision else { continue }
+                calls[target.index].result = result
+                steps[target.step].decision = .calls(calls)
+                steps[target.step].records += group.map(\.record)
+                if span.startUs < stepStarts[target.step] {
+                    warnings.append(
+                        "tool span \(span.spanId) starts before the model call that proposed it: clocks disagree; order kept by the call")
+                }
+                continue
+            }
+            let id = logId(sourceId)
+            let argumentsValue = TranscriptImporter.arguments(arguments, call: id, at: "span \(span.spanId)", warnings: &warnings)
+            let call = ImportedCall(call: ToolCall(id: id, name: name, arguments: argumentsValue), result: result)
+            // The model call it belongs to: the last that started before it, when its reply
+            // content was not captured; otherwise a step of its own.
+            let owner = stepStarts.lastIndex { $0 <= span.startUs }
+            if let owner, !captured[owner] {
+                steps[owner].decision = .calls(steps[owner].calls + [call])
+                steps[owner].records += group.map(\.record)
+            } else {
+                let at = (owner ?? -1) + 1
+                steps.insert(
+                    ImportedStep(
+                        decision: .calls([call]), raw: span.record, format: "otlp.span", records: group.map(\.record), timeUs: span.startUs),
+                    at: at)
+                stepStarts.insert(span.startUs, at: at)
+                captured.insert(true, at: at)
+                pending = pending.map { ($0.step >= at ? $0.step + 1 : $0.step, $0.index, $0.sourceId, $0.name) }
+            }
+        }
+        for call in pending {
+            warnings.append(
+                "call \"\(steps[call.step].calls[call.index].call.id)\" (\(call.name)) has no tool span: it counts as proposed, not run")
+        }
+
+        let used = Set(chatGroups.flatMap { $0.map(\.spanId) } + toolGroups.flatMap { $0.map(\.spanId) })
+        let rest = spans.filter { !used.contains($0.spanId) }
+        let agent = rest.first { operations[$0.spanId] == .agent }
+        let root = rest.first { $0.parentId == nil || byId[$0.parentId ?? ""] == nil } ?? spans.first
+        if goal == nil { goal = agent.flatMap(Self.userText) }
+        let failure = (agent ?? root).flatMap { span in span.error.map { (span, $0) } }
+        let stop: RunStopped
+        let sourceStop: String
+        if let span = agent ?? root, let recorded = span.string("agent_eval.stop_reason").flatMap(StopReason.init(rawValue:)) {
+            // agent-eval's own export: its stop reason and limit, read back as they were.
+            var answer: String?
+            if recorded == .success, case .answer(let text)? = steps.last?.decision { answer = text }
+            stop = RunStopped(
+                reason: recorded, limit: span.string("agent_eval.stop_limit").flatMap(LimitKind.init(rawValue:)), answer: answer,
+                error: recorded == .success ? nil : span.error)
+            sourceStop = recorded.rawValue
+        } else if let (span, message) = failure {
+            let type = span.string("error.type")
+            stop = RunStopped(reason: .blocked, error: [type, message].compactMap { $0 }.joined(separator: ": "))
+            sourceStop = "error: " + ([type, message].compactMap { $0 }.joined(separator: ": "))
+        } else {
+            let mapped = TranscriptImporter.stop(after: steps, finish: lastFinish.map(Self.finishWord))
+            stop = mapped.stopped
+            sourceStop = lastFinish ?? mapped.source
+        }
+        guard let first = spans.first else {
+            throw ImportError(.badRun, "trace \(traceId) has no spans", location: SourceLocation(path: file.path))
+        }
+        let agentName =
+            agent?.string("gen_ai.agent.name") ?? root?.service ?? first.service ?? root?.name ?? TranscriptImporter.agentName(file.path)
+        return ImportedRun(
+            source: RunSource(
+                format: format.rawValue, file: file.path, id: traceId, importer: ImportWriter.importer, stop: sourceStop,
+                metadata: nil),
+            goal: goal ?? "", agentName: agentName, model: model ?? ModelIdentity(provider: "unknown", name: "unknown"),
+            preamble: rest.map(\.record), steps: steps, stop: stop, startUs: spans.map(\.startUs).min() ?? 0, warnings: warnings)
+    }
+
+    static func toolName(_ span: Span) -> String? {
+        span.string("gen_ai.tool.name") ?? span.string("traceloop.entity.name")
+    }
+
+    /// The finish reason's word without a provider's prefix (`FinishReason.STOP` → `stop`).
+    static func finishWord(_ value: String) -> String {
+        (value.split(separator: ".").last.map(String.init) ?? value).lowercased()
+    }
+
+    static func usage(_ span: Span) -> TokenUsage? {
+        let input = span.int("gen_ai.usage.input_tokens") ?? span.int("gen_ai.usage.prompt_tokens")
+        let output = span.int("gen_ai.usage.output_tokens") ?? span.int("gen_ai.usage.completion_tokens")
+        guard input != nil || output != nil else { return nil }
+        return TokenUsage(input: input ?? 0, output: output ?? 0)
+    }
+
+    /// The reply of a model call span: `gen_ai.output.messages`, OpenLLMetry's
+    /// `gen_ai.completion.N.*`, or a `gen_ai.choice` event.
+    static func reply(of span: Span) -> ModelReply {
+        var reply = ModelReply()
+        reply.finish =
+            span["gen_ai.response.finish_reasons"]?.arrayValue?.first?.stringValue
+            ?? span.string("gen_ai.response.finish_reasons")
+        if let messages = Self.messages(span["gen_ai.output.messages"]) {
+            for message in messages {
+                for part in message["parts"]?.arrayValue ?? [] {
+                    switch part["type"]?.stringValue {
+                    case "text":
+                        reply.text = (reply.text ?? "") + (part["content"]?.stringValue ?? "")
+                    case "tool_call":
+                        reply.calls.append((part["id"]?.stringValue, part["name"]?.stringValue ?? "", part["arguments"]))
+                    default: continue
+                    }
+                }
+                reply.finish = reply.finish ?? message["finish_reason"]?.stringValue
+            }
+            return reply
+        }
+        if span.attributes.keys.contains(where: { $0.hasPrefix("gen_ai.completion.0.") }) {
+            reply.text = span.string("gen_ai.completion.0.content")
+            reply.finish = reply.finish ?? span.string("gen_ai.completion.0.finish_reason")
+            var index = 0
+            while let name = span.string("gen_ai.completion.0.tool_calls.\(index).name") {
+                reply.calls.append(
+                    (
+                        span.string("gen_ai.completion.0.tool_calls.\(index).id"), name,
+                        span["gen_ai.completion.0.tool_calls.\(index).arguments"]
+                    ))
+                index += 1
+            }
+            if reply.calls.isEmpty, let name = span.string("gen_ai.completion.0.function_call.name") {
+                reply.calls.append((nil, name, span["gen_ai.completion.0.function_call.arguments"]))
+            }
+            if !reply.calls.isEmpty, reply.text?.isEmpty == true { reply.text = nil }
+            return reply
+        }
+        for event in span.events where event.name == "gen_ai.choice" {
+            let body = event.attributes["message"].flatMap(Self.parsed) ?? event.attributes["body"].flatMap(Self.parsed)
+            reply.finish = reply.finish ?? event.attributes["finish_reason"]?.stringValue
+            if let content = body?["content"]?.stringValue { reply.text = content }
+            for call in (body?["tool_calls"]?.arrayValue ?? []) {
+                let function = call["function"] ?? call
+                reply.calls.append((call["id"]?.stringValue, function["name"]?.stringValue ?? "", function["arguments"]))
+            }
+        }
+        return reply
+    }
+
+    /// The first user text the span was given (`gen_ai.input.messages` or `gen_ai.prompt.N.*`).
+    static func userText(_ span: Span) -> String? {
+        if let messages = Self.messages(span["gen_ai.input.messages"]) {
+            for message in messages where message["role"]?.stringValue == "user" {
+                let text = (message["parts"]?.arrayValue ?? []).compactMap { $0["content"]?.stringValue }.joined(separator: "\n")
+                if !text.isEmpty { return text }
+                if let content = message["content"]?.stringValue { return content }
+            }
+        }
+        var index = 0
+        while let role = span.string("gen_ai.prompt.\(index).role") {
+            if role == "user", let content = span.string("gen_ai.prompt.\(index).content") { return content }
+            index += 1
+        }
+        return nil
+    }
+
+    /// A list of messages given as a JSON string (the conventions' form) or as a value.
+    static func messages(_ value: JSONValue?) -> [JSONValue]? {
+        guard let value else { return nil }
+        return parsed(value)?.arrayValue
+    }
+
+    static func parsed(_ value: JSONValue) -> JSONValue? {
+        if let text = value.stringValue { return try? JSONParser.parse(Array(text.utf8)) }
+        return value
+    }
+}

@@ -1,0 +1,163 @@
+public import TraceCore
+
+/// A message transcript and what surrounds it: one episode of a result file, or a whole file
+/// that is one conversation.
+public struct Episode: Sendable {
+    /// The messages, in order.
+    public var messages: [JSONValue]
+    /// The episode's id in its file (`id`, `episode_id`, `task_id`, `sample_id`), with the trial
+    /// number when there is one (`task_id:trial`); nil for a file that is one transcript.
+    public var id: String?
+    /// Declared tools (`tools`, OpenAI or Anthropic shape), when the file has them.
+    public var tools: [JSONValue]
+    /// An Anthropic system prompt given beside the messages.
+    public var system: JSONValue?
+    /// The model, when the episode names it.
+    public var model: String?
+    /// Everything else the episode holds (reward, trial, info), kept as metadata.
+    public var metadata: JSONValue?
+    /// Where the episode is in its file, for messages: `line 4`, `results[3]`.
+    public var place: String
+
+    public init(
+        messages: [JSONValue], id: String? = nil, tools: [JSONValue] = [], system: JSONValue? = nil, model: String? = nil,
+        metadata: JSONValue? = nil, place: String
+    ) {
+        self.messages = messages
+        self.id = id
+        self.tools = tools
+        self.system = system
+        self.model = model
+        self.metadata = metadata
+        self.place = place
+    }
+}
+
+/// Finds the episodes of a transcript file: a list of messages, an object with a message list,
+/// JSON Lines of messages or of episodes, or a result file holding many episodes (found by
+/// `episodesPath` or, without it, by looking for the one list of episodes).
+enum EpisodeFinder {
+    /// Keys under which an episode keeps its messages, in the order they are tried.
+    static let messageKeys = ["messages", "traj", "trajectory", "conversation", "transcript", "chat", "history"]
+    static let idKeys = ["id", "episode_id", "task_id", "sample_id", "instance_id"]
+    static let trialKeys = ["trial", "epoch", "attempt", "run"]
+
+    static func episodes(in document: SourceFile.Document, file: String, episodesPath: String?, messagesKey: String?) throws(ImportError)
+        -> [Episode]
+    {
+        switch document {
+        case .lines(let lines):
+            if episodesPath == nil, lines.allSatisfy({ isMessage($0.value) }) {
+                return [Episode(messages: lines.map(\.value), place: "the file")]
+            }
+            var episodes: [Episode] = []
+            for (line, value) in lines {
+                let found = try episodesIn(value, path: episodesPath, file: file, place: "line \(line)", messagesKey: messagesKey)
+                episodes += found
+            }
+            return episodes
+        case .json(let value):
+            return try episodesIn(value, path: episodesPath, file: file, place: "", messagesKey: messagesKey)
+        }
+    }
+
+    private static func episodesIn(_ value: JSONValue, path: String?, file: String, place: String, messagesKey: String?) throws(ImportError)
+        -> [Episode]
+    {
+        var value = value
+        var place = place
+        if let path, !path.isEmpty {
+            for key in path.split(separator: ".").map(String.init) {
+                let next: JSONValue?
+                if let index = Int(key), let array = value.arrayValue {
+                    next = index < array.count ? array[index] : nil
+                } else {
+                    next = value[key]
+                }
+                guard let next else {
+                    throw ImportError(
+                        .wrongFormat, "\(file)\(place.isEmpty ? "" : " (\(place))"): --episodes-path \(path): there is no \"\(key)\"",
+                        location: SourceLocation(path: file),
+                        hint: value.objectValue.map { "the keys there are: " + $0.keys.joined(separator: ", ") })
+                }
+                value = next
+                place += place.isEmpty ? key : ".\(key)"
+            }
+        }
+        if let array = value.arrayValue {
+            if array.allSatisfy(isMessage) { return [try episode(["messages": value], place: place, file: file, messagesKey: "messages")] }
+            var episodes: [Episode] = []
+            for (index, item) in array.enumerated() {
+                episodes.append(try episode(item, place: "\(place)[\(index)]", file: file, messagesKey: messagesKey))
+            }
+            return episodes
+        }
+        if let object = value.objectValue {
+            if messagesKeyIn(object, preferred: messagesKey) != nil {
+                return [try episode(value, place: place.isEmpty ? "the file" : place, file: file, messagesKey: messagesKey)]
+            }
+            // A wrapper: the one member that is a list of episodes.
+            let lists = object.filter { member in
+                guard let items = member.value.arrayValue, !items.isEmpty else { return false }
+                return items.allSatisfy { $0.objectValue.map { messagesKeyIn($0, preferred: messagesKey) != nil } ?? false }
+            }
+            if lists.count == 1, let list = lists.first {
+                return try episodesIn(
+                    list.value, path: nil, file: file, place: place.isEmpty ? list.key : "\(place).\(list.key)", messagesKey: messagesKey)
+            }
+            if lists.count > 1 {
+                throw ImportError(
+                    .ambiguousFormat, "\(file): several members hold episodes (\(lists.map(\.key).joined(separator: ", ")))",
+                    location: SourceLocation(path: file), hint: "choose one with --episodes-path")
+            }
+        }
+        throw ImportError(
+            .wrongFormat,
+            "\(file)\(place.isEmpty ? "" : " (\(place))") holds no message transcript: expected a list of chat messages, an object with "
+                + "a \"messages\" list, or a list of episodes with one",
+            location: SourceLocation(path: file),
+            hint: "point at the episodes with --episodes-path and at their messages with --messages-key")
+    }
+
+    private static func messagesKeyIn(_ object: JSONObject, preferred: String?) -> String? {
+        for key in (preferred.map { [$0] } ?? messageKeys) {
+            if let list = object[key]?.arrayValue, list.allSatisfy(isMessage) { return key }
+        }
+        return nil
+    }
+
+    private static func episode(_ value: JSONValue, place: String, file: String, messagesKey: String?) throws(ImportError) -> Episode {
+        guard let object = value.objectValue, let key = messagesKeyIn(object, preferred: messagesKey),
+            let messages = object[key]?.arrayValue
+        else {
+            let keys = value.objectValue.map { " (its keys: \($0.keys.joined(separator: ", ")))" } ?? " (it is \(value.typeDescription))"
+            throw ImportError(
+                .badRun, "\(file) \(place): the episode has no message list\(keys)", location: SourceLocation(path: file),
+                hint: "name its messages' key with --messages-key")
+        }
+        var id = idKeys.lazy.compactMap { object[$0].flatMap(scalarText) }.first
+        let trial = trialKeys.lazy.compactMap { object[$0].flatMap(scalarText) }.first
+        if let trial { id = "\(id ?? place):\(trial)" }
+        var rest = JSONObject()
+        for member in object where member.key != key && member.key != "tools" && member.key != "system" {
+            rest[member.key] = member.value
+        }
+        return Episode(
+            messages: messages, id: id, tools: object["tools"]?.arrayValue ?? [], system: object["system"],
+            model: object["model"]?.stringValue, metadata: rest.isEmpty ? nil : .object(rest), place: place)
+    }
+
+    /// A chat message: an object with a string `role`.
+    static func isMessage(_ value: JSONValue) -> Bool {
+        value["role"]?.stringValue != nil
+    }
+
+    static func scalarText(_ value: JSONValue) -> String? {
+        switch value {
+        case .string(let text): return text
+        case .int(let number): return String(number)
+        case .double(let number): return String(number)
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,288 @@
+import Foundation
+import TraceCore
+
+/// Turns a message transcript (OpenAI chat messages or Anthropic messages) into a run: one step
+/// per assistant message; its tool calls paired with the tool results that follow.
+///
+/// Pairing: a result names its call by id (`tool_call_id`, `tool_use_id`) and goes to the oldest
+/// unanswered call with that id; a result without a known id goes to the oldest unanswered
+/// call. A call id used again by a later call gets a suffix in the log (`call_1#2`) and a
+/// warning, so every call keeps its own result.
+struct TranscriptImporter {
+    enum Dialect: String {
+        case openAI = "openai.messages"
+        case anthropic = "anthropic.messages"
+
+        /// The `decision_made.format` of an assistant message of this dialect.
+        var messageFormat: String { self == .openAI ? "openai.chat" : "anthropic.messages" }
+        var provider: String { self == .openAI ? "openai" : "anthropic" }
+    }
+
+    let file: SourceFile
+    let episode: Episode
+
+    /// Anthropic when any message has content blocks of Anthropic's kinds; OpenAI otherwise
+    /// (plain string contents read the same in both).
+    static func dialect(of messages: [JSONValue]) -> Dialect {
+        for message in messages {
+            if message["tool_calls"] != nil || message["role"]?.stringValue == "tool" || message["function_call"] != nil { return .openAI }
+            for block in message["content"]?.arrayValue ?? [] {
+                switch block["type"]?.stringValue {
+                case "tool_use", "tool_result": return .anthropic
+                default: continue
+                }
+            }
+        }
+        return .openAI
+    }
+
+    /// A pending call: proposed, not yet answered.
+    private struct Pending {
+        var step: Int
+        var index: Int
+        var sourceId: String
+    }
+
+    func run() throws(ImportError) -> ImportedRun {
+        let dialect = Self.dialect(of: episode.messages)
+        var warnings: [String] = []
+        var preamble: [JSONValue] = []
+        if let system = episode.system { preamble.append(["role": "system", "content": system]) }
+        var steps: [ImportedStep] = []
+        var pending: [Pending] = []
+        var usedIds: [String: Int] = [:]
+        var goal: String?
+        var lastFinish: String?
+        var generated = 0
+
+        func describe(_ index: Int) -> String { "message \(index + 1)" + (episode.id.map { " of episode \($0)" } ?? "") }
+
+        /// The log id of a call with a source id, unique within the run.
+        func logId(for sourceId: String?, message: Int) -> (String, String) {
+            guard let sourceId, !sourceId.isEmpty else {
+                generated += 1
+                var id = "call_\(generated)"
+                while usedIds[id] != nil { id += "_" }
+                usedIds[id] = 1
+                return (id, id)
+            }
+            let uses = usedIds[sourceId, default: 0] + 1
+            usedIds[sourceId] = uses
+            guard uses > 1 else { return (sourceId, sourceId) }
+            let id = "\(sourceId)#\(uses)"
+            warnings.append(
+                "\(describe(message)): call id \"\(sourceId)\" is used again; results pair with the oldest unanswered call of that id, "
+                    + "and the log names this call \"\(id)\"")
+            return (id, sourceId)
+        }
+
+        func attach(_ result: ImportedResult, toId sourceId: String?, record: JSONValue, message: Int) {
+            var slot = pending.firstIndex { $0.sourceId == sourceId && sourceId != nil }
+            if slot == nil {
+                if let sourceId {
+                    warnings.append(
+                        "\(describe(message)): a result for call id \"\(sourceId)\", which no unanswered call has; paired by position")
+                }
+                slot = pending.indices.first
+            }
+            guard let slot else {
+                warnings.append("\(describe(message)): a tool result with no call before it; kept as a record only")
+                if !steps.isEmpty { steps[steps.count - 1].records.append(record) } else { preamble.append(record) }
+                return
+            }
+            let target = pending.remove(at: slot)
+            guard case .calls(var calls) = steps[target.step].decision else { return }
+            calls[target.index].result = result
+            steps[target.step].decision = .calls(calls)
+            steps[target.step].records.append(record)
+        }
+
+        for (index, message) in episode.messages.enumerated() {
+            let role = message["role"]?.stringValue ?? ""
+            switch (dialect, role) {
+            case (_, "assistant"), (_, "model"):
+                var calls: [ImportedCall] = []
+                var text = ""
+                var refusal: String?
+                switch dialect {
+                case .openAI:
+                    text = Self.text(of: message["content"])
+                    refusal = message["refusal"]?.stringValue
+                    var proposed = message["tool_calls"]?.arrayValue ?? []
+                    if let function = message["function_call"], function != .null { proposed.append(["function": function]) }
+                    for call in proposed {
+                        let function = call["function"] ?? call
+                        let name = function["name"]?.stringValue ?? ""
+                        let (id, sourceId) = logId(for: call["id"]?.stringValue, message: index)
+                        let arguments = Self.arguments(function["arguments"], call: sourceId, at: describe(index), warnings: &warnings)
+                        calls.append(ImportedCall(call: ToolCall(id: id, name: name, arguments: arguments)))
+                        pending.append(Pending(step: steps.count, index: calls.count - 1, sourceId: sourceId))
+                    }
+                case .anthropic:
+                    if let blocks = message["content"]?.arrayValue {
+                        for block in blocks {
+                            switch block["type"]?.stringValue {
+                            case "text": text += block["text"]?.stringValue ?? ""
+                            case "tool_use":
+                                let (id, sourceId) = logId(for: block["id"]?.stringValue, message: index)
+                                let arguments = Self.arguments(block["input"], call: sourceId, at: describe(index), warnings: &warnings)
+                                calls.append(
+                                    ImportedCall(call: ToolCall(id: id, name: block["name"]?.stringValue ?? "", arguments: arguments)))
+                                pending.append(Pending(step: steps.count, index: calls.count - 1, sourceId: sourceId))
+                            default: continue
+                            }
+                        }
+                    } else {
+                        text = Self.text(of: message["content"])
+                    }
+                }
+                if let unnamed = calls.first(where: { $0.call.name.isEmpty }) {
+                    warnings.append("\(describe(index)): call \"\(unnamed.call.id)\" names no tool")
+                }
+                lastFinish = message["finish_reason"]?.stringValue ?? message["stop_reason"]?.stringValue
+                let decision: ImportedStep.Decision
+                if !calls.isEmpty {
+                    decision = .calls(calls)
+                } else if let refusal, !refusal.isEmpty {
+                    decision = .invalid(InvalidDecision(kind: .empty, message: "the model refused: \(refusal)"))
+                } else if text.isEmpty {
+                    decision = .invalid(InvalidDecision(kind: .empty, message: "the assistant message has no text and no tool calls"))
+                } else {
+                    decision = .answer(text)
+                }
+                steps.append(
+                    ImportedStep(
+                        decision: decision, raw: message, format: dialect.messageFormat, records: [message],
+                        usage: Self.usage(message["usage"]),
+                        timeUs: Self.timeUs(message)))
+            case (.openAI, "tool"), (.openAI, "function"):
+                // Inspect marks a failed call with `error: {type, message}` beside the content.
+                let error = message["error"].flatMap { $0 == .null ? nil : ($0["message"]?.stringValue ?? $0.stringValue ?? "error") }
+                var result = ImportedResult.fromContent(
+                    Self.text(of: message["content"]), isError: error != nil, timeUs: Self.timeUs(message))
+                if let error { result.error = error }
+                attach(result, toId: message["tool_call_id"]?.stringValue, record: message, message: index)
+            case (.anthropic, "user")
+            where message["content"]?.arrayValue?.contains(where: { $0["type"]?.stringValue == "tool_result" }) == true:
+                var other: [JSONValue] = []
+                for block in message["content"]?.arrayValue ?? [] {
+                    guard block["type"]?.stringValue == "tool_result" else {
+                        other.append(block)
+                        continue
+                    }
+                    let result = ImportedResult.fromContent(
+                        Self.text(of: block["content"]), isError: block["is_error"]?.boolValue == true, timeUs: Self.timeUs(message))
+                    attach(result, toId: block["tool_use_id"]?.stringValue, record: ["role": "user", "content": [block]], message: index)
+                }
+                if !other.isEmpty {
+                    let record: JSONValue = ["role": "user", "content": .array(other)]
+                    if steps.isEmpty { preamble.append(record) } else { steps[steps.count - 1].records.append(record) }
+                }
+            default:
+                if role == "user", goal == nil { goal = Self.text(of: message["content"]) }
+                if steps.isEmpty { preamble.append(message) } else { steps[steps.count - 1].records.append(message) }
+            }
+        }
+        for call in pending {
+            warnings.append(
+                "call \"\(steps[call.step].calls[call.index].call.id)\" has no result in the transcript: it counts as proposed, not run")
+        }
+        let stop = Self.stop(after: steps, finish: lastFinish)
+        return ImportedRun(
+            source: RunSource(
+                format: dialect.rawValue, file: file.path, id: episode.id, importer: ImportWriter.importer, stop: lastFinish ?? stop.source,
+                metadata: episode.metadata),
+            goal: goal ?? "", agentName: Self.agentName(file.path),
+            model: ModelIdentity(provider: dialect.provider, name: episode.model ?? "unknown"), tools: Self.tools(episode.tools),
+            preamble: preamble, steps: steps, stop: stop.stopped, startUs: file.modifiedUs, warnings: warnings)
+    }
+
+    /// How a transcript ended (docs/interop.md, "Stop reasons").
+    static func stop(after steps: [ImportedStep], finish: String?) -> (stopped: RunStopped, source: String) {
+        switch finish {
+        case "length", "max_tokens":
+            return (
+                RunStopped(reason: .budgetExhausted, limit: .tokenBudget, error: "the model hit its output limit (\(finish ?? ""))"),
+                finish ?? ""
+            )
+        case "content_filter", "refusal":
+            return (RunStopped(reason: .blocked, error: "the provider stopped the reply (\(finish ?? ""))"), finish ?? "")
+        default: break
+        }
+        guard let last = steps.last else {
+            return (RunStopped(reason: .blocked, error: "the transcript has no assistant message"), "no assistant message")
+        }
+        switch last.decision {
+        case .answer(let text): return (RunStopped(reason: .success, answer: text), "final answer")
+        case .invalid(let invalid): return (RunStopped(reason: .invalidDecision, error: invalid.message), "invalid last message")
+        case .calls:
+            return (
+                RunStopped(reason: .blocked, error: "the transcript ends after tool calls, without a final answer"),
+                "ends after tool calls"
+            )
+        }
+    }
+
+    /// Arguments as an object: a JSON string is parsed; text that is not JSON is kept as a string
+    /// (and reported), so a matcher sees what the model really sent.
+    static func arguments(_ value: JSONValue?, call: String, at place: String, warnings: inout [String]) -> JSONValue {
+        switch value {
+        case nil, .null?: return .object(JSONObject())
+        case .string(let text)?:
+            if text.trimmingCharacters(in: .whitespaces).isEmpty { return .object(JSONObject()) }
+            if let parsed = try? JSONParser.parse(Array(text.utf8)) { return parsed }
+            warnings.append("\(place): the arguments of call \"\(call)\" are not valid JSON; kept as the string the model wrote")
+            return .string(text)
+        case let other?: return other
+        }
+    }
+
+    /// The text of a content value: a string, or the text parts of a list of blocks.
+    static func text(of content: JSONValue?) -> String {
+        switch content {
+        case .string(let text)?: return text
+        case .array(let parts)?:
+            return parts.compactMap { part -> String? in
+                if let text = part.stringValue { return text }
+                if let text = part["text"]?.stringValue { return text }
+                if let nested = part["content"] { return text(of: nested) }
+                return nil
+            }.joined(separator: "\n")
+        case nil, .null?: return ""
+        case let other?: return JSONWriter.encodeString(other)
+        }
+    }
+
+    static func usage(_ value: JSONValue?) -> TokenUsage? {
+        guard let value else { return nil }
+        let input = value["input_tokens"]?.intValue ?? value["prompt_tokens"]?.intValue
+        let output = value["output_tokens"]?.intValue ?? value["completion_tokens"]?.intValue
+        guard input != nil || output != nil else { return nil }
+        return TokenUsage(input: input ?? 0, output: output ?? 0)
+    }
+
+    /// A message's own time, when it has a numeric `timestamp` or `created` (seconds or ms).
+    static func timeUs(_ message: JSONValue) -> Int? {
+        guard let number = (message["timestamp"] ?? message["created"] ?? message["created_at"])?.doubleValue else { return nil }
+        switch number {
+        case ..<1e11: return Int(number * 1_000_000)
+        case ..<1e14: return Int(number * 1_000)
+        default: return Int(number)
+        }
+    }
+
+    static func tools(_ declared: [JSONValue]) -> [ToolSpec] {
+        declared.compactMap { tool in
+            let function = tool["function"] ?? tool
+            guard let name = function["name"]?.stringValue else { return nil }
+            return ToolSpec(
+                name: name, description: function["description"]?.stringValue ?? "",
+                inputSchema: function["parameters"] ?? function["input_schema"] ?? ["type": "object"], sideEffect: .read)
+        }
+    }
+
+    static func agentName(_ path: String) -> String {
+        let name = path.split(separator: "/").last.map(String.init) ?? path
+        return name.split(separator: ".").first.map(String.init) ?? name
+    }
+}

@@ -1,0 +1,209 @@
+public import ArgumentParser
+import Catalog
+import Foundation
+public import Interop
+import ModelClients
+import TraceCore
+
+extension ImportFormat: ExpressibleByArgument {}
+
+/// `agent-eval import`: other tools' runs as ordinary logs.
+struct ImportCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "import",
+        abstract: "Import runs from OpenTelemetry traces, Inspect AI logs or message transcripts as agent-eval logs.",
+        discussion: """
+            Each run in the inputs becomes one log in --out: a trace (OTLP/JSON, Tempo's batches, a Jaeger export), a \
+            sample and epoch of an Inspect eval log (.eval or .json), or an episode of a transcript file (OpenAI chat \
+            messages or Anthropic messages, alone or in a result file of many episodes). The logs are ordinary: \
+            verify, replay, diff, index and `agent-eval run` read them like any other. Their run_started names the \
+            source (format, file, id); imported runs have no policy verdicts, and the source's own record of every \
+            step is kept as stored content. docs/interop.md has the field mappings and the stop-reason tables.
+
+            FORMAT is otlp, jaeger, inspect, messages, or auto (tell by the content; an error names the candidates \
+            when it cannot). A run that cannot be imported is reported and the others still are.
+
+            Exit codes: 0 every run imported; 1 some runs imported, some not; 2 nothing imported (unreadable or \
+            wrong-format input); 64 usage error.
+
+            Examples:
+              agent-eval import auto traces.json --out imported/
+              agent-eval import messages results.json --episodes-path results --out imported/
+              agent-eval import inspect logs/*.eval --out imported/ --json -
+            """
+    )
+
+    @Argument(help: "The format: auto, otlp, jaeger, inspect or messages.")
+    var format: ImportFormat
+
+    @Argument(help: "The files to import.")
+    var inputs: [String]
+
+    @Option(help: ArgumentHelp("The directory to write the logs to (created when missing).", valueName: "dir"))
+    var out: String
+
+    @Option(help: ArgumentHelp("Transcripts: the dotted path to the list of episodes in a result file (e.g. results).", valueName: "path"))
+    var episodesPath: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Transcripts: the key of each episode's message list (default: messages, traj, trajectory, …).", valueName: "key"))
+    var messagesKey: String?
+
+    @Flag(help: "Replace logs that exist already in --out.")
+    var force = false
+
+    @Option(help: ArgumentHelp("Write what was imported as JSON to this file; - for standard output.", valueName: "file"))
+    var json: String?
+
+    @Flag(help: "Only errors and the summary line.")
+    var quiet = false
+
+    @OptionGroup(title: "Catalog")
+    var catalog: CatalogUse
+
+    func validate() throws {
+        if inputs.isEmpty { throw ValidationError("give the files to import") }
+    }
+
+    func run() throws {
+        let options = ImportOptions(format: format, episodesPath: episodesPath, messagesKey: messagesKey)
+        let writer = ImportWriter(directory: out, replacesExisting: force)
+        let toStandardOutput = json == "-"
+        let outcome = Importer.importRuns(from: inputs, options: options, writer: writer) { run in
+            if let error = run.error {
+                warn(error)
+            } else if !quiet, !toStandardOutput, let log = run.log {
+                let id = run.sourceId.map { " \($0)" } ?? ""
+                say(
+                    "imported \(run.format)\(id) → \(displayPath(log)) (\(run.steps) steps, \(run.calls) calls, \(run.stop?.rawValue ?? "?"))"
+                )
+                for warning in run.warnings { say("  note: \(warning)") }
+            }
+        }
+        for error in outcome.failedInputs { diagnose(error) }
+        if let index = catalog.openIfWanted() {
+            for run in outcome.runs {
+                guard let log = run.log else { continue }
+                do { _ = try index.index(log: log) } catch { warn(error) }
+            }
+        }
+        if let json {
+            let text = JSONWriter.encodePretty(outcome.json)
+            if toStandardOutput {
+                print(text)
+            } else {
+                do { try writeReport(text, to: json) } catch { throw diagnose(error) }
+            }
+        }
+        if !toStandardOutput {
+            let failed = outcome.failedCount
+            say(
+                "\(outcome.importedCount) run\(outcome.importedCount == 1 ? "" : "s") imported into \(displayPath(out))"
+                    + (failed > 0 ? ", \(failed) failed" : ""))
+        }
+        if outcome.importedCount == 0 { throw Exit.unusable }
+        if outcome.failedCount > 0 { throw Exit.failure }
+    }
+}
+
+/// `agent-eval export`: our runs in other tools' formats.
+struct ExportCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "export",
+        abstract: "Export runs to other tools (OpenTelemetry traces).",
+        subcommands: [ExportOTLPCommand.self]
+    )
+}
+
+/// `agent-eval export otlp`: runs as OTLP/JSON traces, to a file or a collector.
+struct ExportOTLPCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "otlp",
+        abstract: "Export runs as OpenTelemetry traces (OTLP/JSON) to a file or an OTLP/HTTP collector.",
+        discussion: """
+            One trace per run: an invoke_agent root span with the stop reason and limit, a chat span per model \
+            decision (policy verdicts and approvals as its events), an execute_tool span per call that ran (each \
+            attempt as an event), with the GenAI semantic conventions' attribute names. Prompts, answers, tool \
+            arguments and results are exported only with --include-content, as the conventions recommend. \
+            `agent-eval import otlp` reads the export back (docs/interop.md).
+
+            --endpoint posts to an OTLP/HTTP collector (JSON encoding), e.g. http://127.0.0.1:4318/v1/traces; \
+            connection errors, 429 and 5xx are retried with backoff.
+
+            Examples:
+              agent-eval export otlp runs/*.jsonl.gz --out traces.json --include-content
+              agent-eval export otlp runs/ --endpoint http://127.0.0.1:4318/v1/traces
+            """
+    )
+
+    @Argument(help: "The logs to export (directories are searched for *.jsonl.gz).")
+    var logs: [String]
+
+    @Option(help: ArgumentHelp("Write the OTLP/JSON request to this file; - for standard output.", valueName: "file"))
+    var out: String?
+
+    @Option(help: ArgumentHelp("Post to this OTLP/HTTP traces endpoint (JSON encoding).", valueName: "url"))
+    var endpoint: String?
+
+    @Flag(help: "Export prompts, answers, tool arguments and results (off by default: content may be sensitive).")
+    var includeContent = false
+
+    @Option(help: "Retries for a collector that fails or is not reachable.")
+    var retries = 4
+
+    func validate() throws {
+        if logs.isEmpty { throw ValidationError("give the logs to export") }
+        if out == nil, endpoint == nil { throw ValidationError("give --out FILE or --endpoint URL (or both)") }
+        if let endpoint, !(endpoint.hasPrefix("http://") || endpoint.hasPrefix("https://")) {
+            throw ValidationError("--endpoint must be an http:// or https:// URL, e.g. http://127.0.0.1:4318/v1/traces")
+        }
+    }
+
+    func run() async throws {
+        let paths = logFiles(logs)
+        if paths.isEmpty { throw diagnose(ImportError(.unreadableLog, "no logs (*.jsonl.gz) found in \(logs.joined(separator: ", "))")) }
+        let request: JSONValue
+        do {
+            request = try OTLPExporter(includeContent: includeContent).request(logs: paths)
+        } catch {
+            throw diagnose(error)
+        }
+        let bytes = JSONWriter.encode(request)
+        if let out {
+            if out == "-" {
+                print(String(decoding: bytes, as: UTF8.self))
+            } else {
+                do { try writeReport(String(decoding: bytes, as: UTF8.self), to: out) } catch { throw diagnose(error) }
+                say("wrote \(paths.count) trace\(paths.count == 1 ? "" : "s") to \(out)")
+            }
+        }
+        if let endpoint {
+            do {
+                let response = try await HTTPPoster(maxRetries: retries).post(bytes, to: endpoint)
+                let retried = response.attempts.isEmpty ? "" : " after \(response.attempts.count) failed attempts"
+                if out != "-" {
+                    say("sent \(paths.count) trace\(paths.count == 1 ? "" : "s") to \(endpoint) (HTTP \(response.status))\(retried)")
+                }
+            } catch {
+                throw diagnose(error)
+            }
+        }
+    }
+}
+
+/// The logs among `arguments`: files as given, directories searched for `*.jsonl.gz`, sorted.
+func logFiles(_ arguments: [String]) -> [String] {
+    var paths: [String] = []
+    for argument in arguments {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: argument, isDirectory: &isDirectory), isDirectory.boolValue {
+            let found = (FileManager.default.enumerator(atPath: argument)?.compactMap { $0 as? String } ?? [])
+                .filter { $0.hasSuffix(".jsonl.gz") }.sorted().map { (argument as NSString).appendingPathComponent($0) }
+            paths += found
+        } else {
+            paths.append(argument)
+        }
+    }
+    return paths
+}
