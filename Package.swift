@@ -167,6 +167,13 @@ let package = Package(
             path: "Benchmarks/ModelBenchmark",
             swiftSettings: strictSettings
         ),
+        // `swift run -c release interop-benchmark` (see docs/interop.md).
+        .executableTarget(
+            name: "interop-benchmark",
+            dependencies: ["TraceCore", "Interop"],
+            path: "Benchmarks/InteropBenchmark",
+            swiftSettings: strictSettings
+        ),
         .target(
             name: "TestSupport",
             dependencies: ["TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "EvalEngine"],
@@ -223,6 +230,11 @@ let package = Package(
         .testTarget(
             name: "ReplayTests",
             dependencies: ["TraceCore", "TraceLog", "AgentRuntime", "Replay", "TestSupport"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "InteropTests",
+            dependencies: ["TraceCore", "TraceLog", "EvalEngine", "Interop", "ModelClients", "TestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -131,7 +131,7 @@ public struct ImportWriter: Sendable {
             }
             try recorder.endStep()
         }
-        try recorder.record(.runStopped(run.stop))
+        if let stop = run.stop { try recorder.record(.runStopped(stop)) }
     }
 }
 

@@ -15,7 +15,8 @@ public struct ImportedRun: Sendable {
     /// the first step.
     public var preamble: [JSONValue]
     public var steps: [ImportedStep]
-    public var stop: RunStopped
+    /// How the run ended; nil for a run the source shows unfinished (no `run_stopped` is written).
+    public var stop: RunStopped?
     /// When the run started, in microseconds since the epoch (the source's clock).
     public var startUs: Int
     /// What the importer had to decide about the source (a reused call id, arguments that are not
@@ -24,7 +25,7 @@ public struct ImportedRun: Sendable {
 
     public init(
         source: RunSource, goal: String, agentName: String, model: ModelIdentity, tools: [ToolSpec] = [], preamble: [JSONValue] = [],
-        steps: [ImportedStep] = [], stop: RunStopped, startUs: Int, warnings: [String] = []
+        steps: [ImportedStep] = [], stop: RunStopped?, startUs: Int, warnings: [String] = []
     ) {
         self.source = source
         self.goal = goal

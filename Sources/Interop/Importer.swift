@@ -98,8 +98,8 @@ public enum Importer {
         case .messages:
             let episodes = try EpisodeFinder.episodes(
                 in: try file.document(), file: path, episodesPath: options.episodesPath, messagesKey: options.messagesKey)
-            return episodes.map { episode in
-                Result { () throws(ImportError) in try TranscriptImporter(file: file, episode: episode).run() }
+            return episodes.map { found in
+                Result { () throws(ImportError) in try TranscriptImporter(file: file, episode: try found.get()).run() }
             }
         }
     }
@@ -128,7 +128,7 @@ public enum Importer {
                 case .success(let run):
                     entry = ImportOutcome.Run(
                         input: input, sourceId: run.source.id, format: run.source.format, log: nil, steps: run.steps.count,
-                        calls: run.steps.reduce(0) { $0 + $1.calls.count }, stop: run.stop.reason, warnings: run.warnings, error: nil)
+                        calls: run.steps.reduce(0) { $0 + $1.calls.count }, stop: run.stop?.reason, warnings: run.warnings, error: nil)
                     // Two runs of one import never share a file: a repeated name gets a number.
                     var name = ImportWriter.fileName(for: run.source)
                     var number = 2
@@ -162,8 +162,10 @@ public enum Importer {
                 fits.append(.otlp)
             }
             if value["data"]?.arrayValue?.first?["spans"] != nil { fits.append(.jaeger) }
-            if value["eval"] != nil, value["samples"] != nil || value["version"] != nil { fits.append(.inspect) }
-            if (try? EpisodeFinder.episodes(in: document, file: file.path, episodesPath: nil, messagesKey: nil)) != nil {
+            // An Inspect log holds transcripts too; its `eval` header says which it is.
+            if value["eval"] != nil, value["samples"] != nil || value["version"] != nil {
+                fits.append(.inspect)
+            } else if (try? EpisodeFinder.episodes(in: document, file: file.path, episodesPath: nil, messagesKey: nil)) != nil {
                 fits.append(.messages)
             }
         case .lines(let lines):

@@ -74,13 +74,7 @@ struct CaseFromLogCommand: ParsableCommand {
         if FileManager.default.fileExists(atPath: out) {
             throw diagnose(EvalError(.writeFailed, "\(out) exists already", hint: "choose another --out, or remove it first"))
         }
-        do {
-            let directory = (out as NSString).deletingLastPathComponent
-            if !directory.isEmpty { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
-            try writeReport(text, to: out)
-        } catch {
-            throw diagnose(error)
-        }
+        do { try writeReport(text, to: out) } catch { throw diagnose(error) }
         say("wrote \(out): \(facts.state.executedCalls.count) calls in \(mode.rawValue) order; check it with: agent-eval run \(out)")
     }
 }

@@ -101,9 +101,12 @@ struct ResultsMergeCommand: ParsableCommand {
     }
 }
 
-/// Writes a report file (JSON, JUnit, Markdown) whole: a reader never sees half of it.
+/// Writes a report file (JSON, JUnit, Markdown) whole, making its directory: a reader never
+/// sees half of it.
 func writeReport(_ text: String, to path: String) throws(EvalError) {
     do {
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
         try text.write(toFile: path, atomically: true, encoding: .utf8)
     } catch {
         throw EvalError(.writeFailed, "cannot write \(path): \(error.localizedDescription)")

@@ -1,4 +1,5 @@
 import EvalEngine
+import Foundation
 import Testing
 import TraceCore
 
@@ -310,5 +311,73 @@ struct ParallelCallTests {
         expected.arguments = [("fetch", ArgumentMatcher(mode: .ignore, paths: [("url", .regex("^https://"))]))]
         expected.maxSteps = 1
         #expect(passes(expected, Self.state))
+    }
+}
+
+@Suite("Strict batches and mode synonyms")
+struct StrictBatchTests {
+    /// A run whose decisions propose the given batches of calls, all executed.
+    func batches(_ batches: [[String]]) -> RunState {
+        var events: [Event] = []
+        func add(_ payload: EventPayload, step: Int) {
+            events.append(
+                Event(runId: "r", sequence: events.count, step: step, timeUs: 1_000 + events.count, previousHash: "", payload: payload))
+        }
+        add(
+            .runStarted(
+                RunStarted(
+                    goal: "g", agent: AgentIdentity(name: "a", configDigest: "sha256:0"), model: ModelIdentity(provider: "p", name: "m"),
+                    policy: PolicyIdentity(name: "p"), tools: [])), step: 0)
+        var number = 0
+        for (index, batch) in batches.enumerated() {
+            let calls = batch.map { tool -> ToolCall in
+                number += 1
+                return ToolCall(id: "c\(number)", name: tool, arguments: [:])
+            }
+            add(.decisionMade(DecisionMade(raw: "", outcome: .valid(.toolCalls(calls)))), step: index + 1)
+            for call in calls {
+                add(.verdictGiven(VerdictGiven(callId: call.id, tool: call.name, verdict: .allow)), step: index + 1)
+                add(.toolIntended(ToolIntended(callId: call.id, tool: call.name, arguments: [:], attempt: 1)), step: index + 1)
+                add(
+                    .toolCompleted(ToolCompleted(callId: call.id, tool: call.name, attempt: 1, status: .ok, output: nil, durationUs: 1)),
+                    step: index + 1)
+            }
+        }
+        add(.runStopped(RunStopped(reason: .success)), step: batches.count + 1)
+        return RunState(folding: events)
+    }
+
+    @Test("strict compares calls proposed together as a set, and keeps the order between decisions")
+    func batchAsSet() {
+        let state = batches([["a", "b"], ["c"]])
+        #expect(passes(sequence(.strict, ["b", "a", "c"]), state))
+        #expect(passes(sequence(.strict, ["a", "b", "c"]), state))
+        #expect(!passes(sequence(.strict, ["c", "a", "b"]), state))
+        #expect(!passes(sequence(.strict, ["a", "c", "b"]), state))
+        #expect(!passes(sequence(.strict, ["a", "a", "c"]), state))
+        #expect(!passes(sequence(.strict, ["b", "a"]), state))
+        let failure = TrajectoryCheck.check(sequence(.strict, ["a", "x", "c"]), against: state).failures.first
+        #expect(failure?.actual.contains("compared as a set") == true)
+    }
+
+    @Test("case files accept the spelled-out synonyms of superset and subset")
+    func synonyms() throws {
+        let directory = NSTemporaryDirectory() + "agent-eval-synonyms-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let path = directory + "/case.yaml"
+        try """
+        caseId: synonyms
+        logs: run.jsonl.gz
+        expected:
+          sequence:
+            mode: includes_expected
+            calls:
+              - tool: refund
+                arguments: {mode: within_expected, match: {order: A-1, amount: 5}}
+        """.write(toFile: path, atomically: true, encoding: .utf8)
+        let loaded = try EvalCaseFile.load(path: path)
+        let sequence = try #require(loaded.first?.expected.sequence)
+        #expect(sequence.mode == .superset)
+        #expect(sequence.calls.first?.arguments?.mode == .subset)
     }
 }

@@ -43,7 +43,8 @@ struct ReportTests {
                     "✘ support-strict-order  (1 log)",
                     "    Fixtures/runs/support-refund.jsonl.gz".replacingOccurrences(of: "Fixtures", with: ExampleRuns.fixtures.path),
                     "      ✘ sequence: expected strict: lookup_order, refund_order",
-                    "          happened: call 2 (call-2) does not match refund_order: get_customer instead",
+                    "          happened: call 2 should be refund_order, but none of the calls proposed together at step 1 matches it "
+                        + "(compared as a set: lookup_order (call-1), get_customer (call-2))",
                     "          look: agent-eval replay \(ExampleRuns.directory.path)/support-refund.jsonl.gz --step 1",
                 ])
             let live = try #require(results.first { $0.id == "support-unapproved-refund" })

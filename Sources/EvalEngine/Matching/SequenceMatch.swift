@@ -48,10 +48,12 @@ enum SequenceMatch {
                     let assignment = Assignment.maximum(left: wanted.count, right: batch.count) { matches(wanted[$0], batch[$1]) }
                     if let missing = assignment.firstIndex(where: { $0 == nil }) {
                         let ids = batch.map { "\(executed[$0].tool) (\(executed[$0].id))" }.joined(separator: ", ")
+                        let used = Set(assignment.compactMap { $0 }.map { batch[$0] })
+                        let unmatched = batch.first { !used.contains($0) }.map { executed[$0] }
                         return failure(
                             "call \(wanted[missing] + 1) should be \(expected[wanted[missing]]), but none of the calls proposed together at step "
                                 + "\(executed[index].step) matches it (compared as a set: \(ids))",
-                            step: executed[index].step)
+                            step: executed[index].step, callId: unmatched?.id)
                     }
                     if batch.count > wanted.count {
                         let used = Set(assignment.compactMap { $0 }.map { batch[$0] })

@@ -73,6 +73,12 @@ public struct ZipArchive: Sendable {
             } catch {
                 throw damaged("\(entry.name) does not inflate: \(error)")
             }
+        case 93:
+            throw ImportError(
+                .badArchive, "\(path): \(entry.name) is compressed with zstd (zip method 93), which agent-eval does not read",
+                location: SourceLocation(path: path),
+                hint: "recent Inspect versions write .eval entries with zstd; convert the log first: "
+                    + "inspect log convert --to json --output-dir DIR \(path)")
         default:
             throw damaged("\(entry.name) uses compression method \(entry.method); agent-eval reads stored (0) and deflated (8) entries")
         }

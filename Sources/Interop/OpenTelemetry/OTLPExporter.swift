@@ -191,6 +191,10 @@ private struct RunSpans {
                 attributes.append(("gen_ai.response.finish_reasons", ["stop"]))
                 attributes.append(("agent_eval.stop", .string(reason)))
             case .invalid(let invalid):
+                if includeContent {
+                    attributes.append(
+                        ("gen_ai.output.messages", output([["type": "text", "content": .string(made.raw)]], finish: "error")))
+                }
                 attributes.append(("error.type", "invalid_decision"))
                 attributes.append(("agent_eval.invalid_kind", .string(invalid.kind.rawValue)))
                 status = ["code": 2, "message": .string(invalid.message)]

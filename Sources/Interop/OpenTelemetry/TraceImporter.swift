@@ -154,15 +154,19 @@ struct TraceImporter {
                 calls.append(ImportedCall(call: ToolCall(id: id, name: call.name, arguments: arguments)))
                 pending.append((steps.count, calls.count - 1, call.id, call.name))
             }
-            let decision: ImportedStep.Decision =
-                !calls.isEmpty ? .calls(calls) : .answer(reply.text ?? "")
+            let decision: ImportedStep.Decision
+            if let invalid = depthSorted.lazy.compactMap(Self.invalidDecision).first {
+                decision = .invalid(invalid)
+            } else {
+                decision = !calls.isEmpty ? .calls(calls) : .answer(reply.text ?? "")
+            }
             steps.append(
                 ImportedStep(
                     decision: decision, raw: span.record, format: "otlp.span", records: group.map(\.record), usage: usage,
                     latencyUs: max(0, span.endUs - span.startUs), timeUs: span.startUs))
             stepStarts.append(span.startUs)
             captured.append(reply.hasContent)
-            if !reply.hasContent {
+            if !reply.hasContent, case .answer = decision {
                 warnings.append(
                     "model call \(span.spanId) carries no reply content (content capture off?): its tool calls come from tool spans")
             }
@@ -229,9 +233,13 @@ struct TraceImporter {
         let root = rest.first { $0.parentId == nil || byId[$0.parentId ?? ""] == nil } ?? spans.first
         if goal == nil { goal = agent.flatMap(Self.userText) }
         let failure = (agent ?? root).flatMap { span in span.error.map { (span, $0) } }
-        let stop: RunStopped
+        let stop: RunStopped?
         let sourceStop: String
-        if let span = agent ?? root, let recorded = span.string("agent_eval.stop_reason").flatMap(StopReason.init(rawValue:)) {
+        if let span = agent ?? root, span.string("agent_eval.stop_reason") == "unfinished" {
+            // agent-eval's export of a log that ends without run_stopped.
+            stop = nil
+            sourceStop = "unfinished"
+        } else if let span = agent ?? root, let recorded = span.string("agent_eval.stop_reason").flatMap(StopReason.init(rawValue:)) {
             // agent-eval's own export: its stop reason and limit, read back as they were.
             var answer: String?
             if recorded == .success, case .answer(let text)? = steps.last?.decision { answer = text }
@@ -239,6 +247,10 @@ struct TraceImporter {
                 reason: recorded, limit: span.string("agent_eval.stop_limit").flatMap(LimitKind.init(rawValue:)), answer: answer,
                 error: recorded == .success ? nil : span.error)
             sourceStop = recorded.rawValue
+        } else if let finish = lastFinish.map(Self.finishWord), ["length", "max_tokens"].contains(finish) {
+            // The model ran out of output tokens; an error on the agent span is its consequence.
+            stop = TranscriptImporter.stop(after: steps, finish: finish).stopped
+            sourceStop = lastFinish ?? finish
         } else if let (span, message) = failure {
             let type = span.string("error.type")
             stop = RunStopped(reason: .blocked, error: [type, message].compactMap { $0 }.joined(separator: ": "))
@@ -261,6 +273,13 @@ struct TraceImporter {
             preamble: rest.map(\.record), steps: steps, stop: stop, startUs: spans.map(\.startUs).min() ?? 0, warnings: warnings)
     }
 
+    /// A model call that agent-eval's runtime rejected (its own export marks it).
+    static func invalidDecision(_ span: Span) -> InvalidDecision? {
+        guard span.string("error.type") == "invalid_decision" else { return nil }
+        let kind = span.string("agent_eval.invalid_kind").flatMap(InvalidDecisionKind.init(rawValue:)) ?? .unparseable
+        return InvalidDecision(kind: kind, message: span.error ?? "the model's reply was rejected")
+    }
+
     static func toolName(_ span: Span) -> String? {
         span.string("gen_ai.tool.name") ?? span.string("traceloop.entity.name")
     }
@@ -281,9 +300,9 @@ struct TraceImporter {
     /// `gen_ai.completion.N.*`, or a `gen_ai.choice` event.
     static func reply(of span: Span) -> ModelReply {
         var reply = ModelReply()
-        reply.finish =
-            span["gen_ai.response.finish_reasons"]?.arrayValue?.first?.stringValue
-            ?? span.string("gen_ai.response.finish_reasons")
+        // A list; exporters without list values (Jaeger tags) write it as a JSON string.
+        let reasons = span["gen_ai.response.finish_reasons"].flatMap(Self.parsed)
+        reply.finish = reasons?.arrayValue?.first?.stringValue ?? span.string("gen_ai.response.finish_reasons")
         if let messages = Self.messages(span["gen_ai.output.messages"]) {
             for message in messages {
                 for part in message["parts"]?.arrayValue ?? [] {

@@ -42,18 +42,25 @@ enum EpisodeFinder {
     static let idKeys = ["id", "episode_id", "task_id", "sample_id", "instance_id"]
     static let trialKeys = ["trial", "epoch", "attempt", "run"]
 
+    /// The episodes found: each one, or why that one cannot be imported (the others still are).
     static func episodes(in document: SourceFile.Document, file: String, episodesPath: String?, messagesKey: String?) throws(ImportError)
-        -> [Episode]
+        -> [Result<Episode, ImportError>]
     {
         switch document {
         case .lines(let lines):
             if episodesPath == nil, lines.allSatisfy({ isMessage($0.value) }) {
-                return [Episode(messages: lines.map(\.value), place: "the file")]
+                return [.success(Episode(messages: lines.map(\.value), place: "the file"))]
             }
-            var episodes: [Episode] = []
+            var episodes: [Result<Episode, ImportError>] = []
             for (line, value) in lines {
-                let found = try episodesIn(value, path: episodesPath, file: file, place: "line \(line)", messagesKey: messagesKey)
-                episodes += found
+                do {
+                    episodes += try episodesIn(value, path: episodesPath, file: file, place: "line \(line)", messagesKey: messagesKey)
+                } catch {
+                    episodes.append(.failure(error))
+                }
+            }
+            if !episodes.contains(where: { (try? $0.get()) != nil }), let first = episodes.first, case .failure(let error) = first {
+                throw error
             }
             return episodes
         case .json(let value):
@@ -62,7 +69,7 @@ enum EpisodeFinder {
     }
 
     private static func episodesIn(_ value: JSONValue, path: String?, file: String, place: String, messagesKey: String?) throws(ImportError)
-        -> [Episode]
+        -> [Result<Episode, ImportError>]
     {
         var value = value
         var place = place
@@ -85,21 +92,29 @@ enum EpisodeFinder {
             }
         }
         if let array = value.arrayValue {
-            if array.allSatisfy(isMessage) { return [try episode(["messages": value], place: place, file: file, messagesKey: "messages")] }
-            var episodes: [Episode] = []
-            for (index, item) in array.enumerated() {
-                episodes.append(try episode(item, place: "\(place)[\(index)]", file: file, messagesKey: messagesKey))
+            if array.allSatisfy(isMessage) {
+                return [
+                    .success(
+                        try episode(["messages": value], place: place.isEmpty ? "the file" : place, file: file, messagesKey: "messages"))
+                ]
+            }
+            let episodes = array.enumerated().map { index, item in
+                Result { () throws(ImportError) in try episode(item, place: "\(place)[\(index)]", file: file, messagesKey: messagesKey) }
+            }
+            // A list none of whose items is an episode is not a result file.
+            if !episodes.contains(where: { (try? $0.get()) != nil }), let first = episodes.first, case .failure(let error) = first {
+                throw error
             }
             return episodes
         }
         if let object = value.objectValue {
             if messagesKeyIn(object, preferred: messagesKey) != nil {
-                return [try episode(value, place: place.isEmpty ? "the file" : place, file: file, messagesKey: messagesKey)]
+                return [.success(try episode(value, place: place.isEmpty ? "the file" : place, file: file, messagesKey: messagesKey))]
             }
             // A wrapper: the one member that is a list of episodes.
             let lists = object.filter { member in
                 guard let items = member.value.arrayValue, !items.isEmpty else { return false }
-                return items.allSatisfy { $0.objectValue.map { messagesKeyIn($0, preferred: messagesKey) != nil } ?? false }
+                return items.contains { $0.objectValue.map { messagesKeyIn($0, preferred: messagesKey) != nil } ?? false }
             }
             if lists.count == 1, let list = lists.first {
                 return try episodesIn(

@@ -1,0 +1,66 @@
+import Foundation
+import Synchronization
+
+/// A Python virtual environment with real components for the tests, made by
+/// `scripts/python_venv <name>` the first time a test asks: `mcp` (MCP servers from PyPI) and
+/// `interop` (the OpenTelemetry SDK and protobuf definitions, Inspect AI).
+public enum PythonEnvironment: String, Sendable, CaseIterable {
+    case mcp
+    case interop
+
+    public struct Unavailable: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// One installation per environment and process, shared by every test that asks.
+    private static let installations = Mutex<[PythonEnvironment: Task<String, any Error>]>([:])
+
+    /// The environment's folder; throws, saying why, when it cannot be made. The first call
+    /// installs it on a thread of its own, so tests waiting for it never hold a thread of the
+    /// cooperative pool that other tests need.
+    public func path() async throws -> String {
+        let task = Self.installations.withLock { installations -> Task<String, any Error> in
+            if let current = installations[self] { return current }
+            let task = Task<String, any Error> {
+                try await withCheckedThrowingContinuation { continuation in
+                    let thread = Thread { continuation.resume(with: Result { try make() }) }
+                    thread.start()
+                }
+            }
+            installations[self] = task
+            return task
+        }
+        return try await task.value
+    }
+
+    /// `[python, scripts/<script>] + arguments`: a script of the repository run in this environment.
+    public func script(_ script: String, _ arguments: [String] = []) async throws -> [String] {
+        [try await path() + "/bin/python", Self.scripts.appendingPathComponent(script).path] + arguments
+    }
+
+    static var scripts: URL { ExampleRuns.fixtures.deletingLastPathComponent().appendingPathComponent("scripts") }
+
+    private func make() throws(Unavailable) -> String {
+        let process = Process()
+        process.executableURL = Self.scripts.appendingPathComponent("python_venv")
+        process.arguments = [rawValue]
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        do {
+            try process.run()
+        } catch {
+            throw Unavailable(description: "cannot run scripts/python_venv \(rawValue): \(error)")
+        }
+        let path = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let problem = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw Unavailable(
+                description: "the \(rawValue) test environment could not be installed (scripts/python_venv \(rawValue) exited "
+                    + "\(process.terminationStatus)): \(problem.trimmingCharacters(in: .whitespacesAndNewlines))")
+        }
+        return path.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}

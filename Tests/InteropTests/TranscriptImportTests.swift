@@ -1,0 +1,115 @@
+import Foundation
+import Interop
+import Testing
+import TraceCore
+
+@Suite("Importing message transcripts")
+struct TranscriptImportTests {
+    static let openAI = """
+        [
+         {"role": "system", "content": "You are a support agent."},
+         {"role": "user", "content": "Refund order 42"},
+         {"role": "assistant", "content": "Let me look.", "tool_calls": [
+           {"id": "call_1", "type": "function", "function": {"name": "lookup_order", "arguments": "{\\"order_id\\": 42}"}},
+           {"id": "call_2", "type": "function", "function": {"name": "get_policy", "arguments": {"topic": "refunds"}}}]},
+         {"role": "tool", "tool_call_id": "call_2", "content": "{\\"window_days\\": 30}"},
+         {"role": "tool", "tool_call_id": "call_1", "content": "{\\"order_id\\": 42, \\"total\\": 19.99}"},
+         {"role": "assistant", "content": null, "tool_calls": [
+           {"id": "call_1", "type": "function", "function": {"name": "refund_order", "arguments": "{\\"order_id\\": 42, \\"amount\\": 19.9"}}]},
+         {"role": "tool", "tool_call_id": "call_1", "content": "Error: amount must be a number"},
+         {"role": "assistant", "content": "I could not refund order 42."}
+        ]
+        """
+
+    @Test("an OpenAI transcript: results paired by id out of order, a reused id, text beside calls, bad JSON, failure in the content")
+    func openAITraps() throws {
+        let directory = try temporaryDirectory("openai")
+        let (outcome, states) = try importRuns([try write(Self.openAI, to: directory, "chat.json")])
+        #expect(outcome.importedCount == 1 && outcome.failedCount == 0)
+        let state = try #require(states.first)
+        #expect(state.anomalies.isEmpty)
+        #expect(state.start?.source?.format == "openai.messages")
+        #expect(state.start?.source?.importer == ImportWriter.importer)
+        #expect(state.start?.goal == "Refund order 42")
+        #expect(state.calls.map(\.id) == ["call_1", "call_2", "call_1#2"])
+        #expect(state.calls.map(\.tool) == ["lookup_order", "get_policy", "refund_order"])
+        // Results went to the calls they name, though they came in the other order.
+        #expect(state.calls[0].lastResult?.output == ["order_id": 42, "total": 19.99])
+        #expect(state.calls[1].lastResult?.output == ["window_days": 30])
+        // Arguments that are not JSON are kept as the string the model wrote, and reported.
+        #expect(state.calls[2].arguments == .string(#"{"order_id": 42, "amount": 19.9"#))
+        #expect(state.calls[2].lastResult?.status == .error)
+        #expect(outcome.runs[0].warnings.contains { $0.contains("used again") })
+        #expect(outcome.runs[0].warnings.contains { $0.contains("not valid JSON") })
+        #expect(state.stop == RunStopped(reason: .success, answer: "I could not refund order 42."))
+        // The source's records are kept as stored content.
+        #expect(state.contents.count == 3)
+    }
+
+    @Test("an Anthropic transcript: tool_use and tool_result blocks, is_error, max_tokens at the end")
+    func anthropic() throws {
+        let text = """
+            {"model": "claude-x", "system": "Be brief.", "messages": [
+              {"role": "user", "content": "Weather in Paris and Rome?"},
+              {"role": "assistant", "content": [{"type": "text", "text": "Checking."},
+                {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}},
+                {"type": "tool_use", "id": "toolu_2", "name": "get_weather", "input": {"city": "Rome"}}]},
+              {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_2", "content": [{"type": "text", "text": "offline"}], "is_error": true},
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "18 C"}]},
+              {"role": "assistant", "content": [{"type": "text", "text": "Paris is 18"}], "stop_reason": "max_tokens"}
+            ]}
+            """
+        let directory = try temporaryDirectory("anthropic")
+        let (outcome, states) = try importRuns([try write(text, to: directory, "claude.json")])
+        let state = try #require(states.first)
+        #expect(outcome.runs.first?.format == "anthropic.messages")
+        #expect(state.start?.model == ModelIdentity(provider: "anthropic", name: "claude-x"))
+        #expect(state.calls.map(\.arguments) == [["city": "Paris"], ["city": "Rome"]])
+        #expect(state.calls.map { $0.lastResult?.status } == [.ok, .error])
+        #expect(state.calls[0].lastResult?.output == .string("18 C"))
+        #expect(state.stop?.reason == .budgetExhausted && state.stop?.limit == .tokenBudget)
+        #expect(state.start?.source?.stop == "max_tokens")
+    }
+
+    @Test("a result file of episodes: one run per episode with its id and trial, rewards kept, a bad episode reported")
+    func episodes() throws {
+        let text = """
+            {"results": [
+              {"task_id": 7, "trial": 0, "reward": 1.0, "traj": [
+                {"role": "user", "content": "hi"}, {"role": "assistant", "content": "", "tool_calls": [{"id": "c", "function": {"name": "ping", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "c", "content": "pong"}, {"role": "assistant", "content": "done"}]},
+              {"task_id": 7, "trial": 1, "reward": 0.0, "traj": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "no"}]},
+              {"task_id": 8, "trial": 0, "reward": 0.0, "steps": []}
+            ]}
+            """
+        let directory = try temporaryDirectory("episodes")
+        let (outcome, states) = try importRuns([try write(text, to: directory, "results.json")], format: .messages, episodesPath: "results")
+        #expect(outcome.importedCount == 2)
+        #expect(outcome.failedCount == 1)
+        #expect(outcome.runs.compactMap(\.error).first?.message.contains("results[2]") == true)
+        #expect(states.map { $0.start?.source?.id } == ["7:0", "7:1"])
+        #expect(states[0].start?.source?.metadata?["reward"] == .double(1.0))
+        #expect(states[0].executedToolNames == ["ping"])
+        // The same episodes as JSON Lines, found without --episodes-path.
+        let lines = """
+            {"id": "a", "messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]}
+            {"id": "b", "messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "z"}]}
+            """
+        let (jsonl, _) = try importRuns([try write(lines, to: directory, "episodes.jsonl")])
+        #expect(jsonl.runs.map(\.sourceId) == ["a", "b"])
+    }
+
+    @Test("bad input names the file and the position, and imports nothing")
+    func badInput() throws {
+        let directory = try temporaryDirectory("bad")
+        let cut = try write(String(Self.openAI.prefix(200)), to: directory, "cut.json")
+        let (outcome, _) = try importRuns([cut])
+        let error = try #require(outcome.failedInputs.first)
+        #expect(error.code == .invalidJSON)
+        #expect(error.location?.path == cut && (error.location?.line ?? 0) > 1)
+        let other = try write(#"{"hello": "world"}"#, to: directory, "other.json")
+        #expect(try importRuns([other]).outcome.failedInputs.first?.code == .wrongFormat)
+        let zip = try write("PK\u{3}\u{4} not a zip", to: directory, "broken.eval")
+        #expect(try importRuns([zip]).outcome.failedInputs.first?.code == .badArchive)
+    }
+}
