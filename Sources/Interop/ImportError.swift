@@ -22,8 +22,6 @@ public struct ImportError: Diagnostic, Hashable {
         case writeFailed = "write_failed"
         /// A log given to `export` cannot be read.
         case unreadableLog = "unreadable_log"
-        /// The collector did not take the export.
-        case exportFailed = "export_failed"
     }
 
     public var code: Code

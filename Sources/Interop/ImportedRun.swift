@@ -151,3 +151,26 @@ public struct ImportedResult: Sendable {
         return head == "error:" || text.drop { $0 == " " || $0 == "\n" }.lowercased().hasPrefix("error executing")
     }
 }
+
+/// Gives each imported call a log id unique within the run: the source's own id, `call_N` when
+/// the source has none, and `id#2`, `id#3`… for a source id used again by a later call.
+struct CallIds {
+    private var uses: [String: Int] = [:]
+    private var generated = 0
+
+    /// The log id for a call with `sourceId`, and whether that id was used before.
+    mutating func next(_ sourceId: String?) -> (id: String, isReused: Bool) {
+        guard let sourceId, !sourceId.isEmpty else {
+            var id: String
+            repeat {
+                generated += 1
+                id = "call_\(generated)"
+            } while uses[id] != nil
+            uses[id] = 1
+            return (id, false)
+        }
+        let count = uses[sourceId, default: 0] + 1
+        uses[sourceId] = count
+        return count == 1 ? (sourceId, false) : ("\(sourceId)#\(count)", true)
+    }
+}

@@ -87,17 +87,24 @@ public enum Importer {
             return try InspectImporter.runs(archive: path)
         }
         let file = try SourceFile.read(path)
-        let format = options.format == .auto ? try detect(file) : options.format
+        // Parsed once: detection and the importer read the same document.
+        let document = try file.document()
+        let format = options.format == .auto ? try detect(file, document: document) : options.format
         switch format {
         case .auto: preconditionFailure("detect never answers auto")
         case .otlp, .jaeger:
-            let spans = try SpanReader.spans(in: file, format: format)
+            let spans = try SpanReader.spans(in: document, file: file, format: format)
             return TraceImporter(file: file, format: format).runs(from: spans)
         case .inspect:
-            return try InspectImporter.runs(json: file)
+            guard case .json(let log) = document else {
+                throw ImportError(
+                    .wrongFormat, "\(path) is JSON Lines, not an Inspect eval log (one JSON document)", location: SourceLocation(path: path)
+                )
+            }
+            return try InspectImporter.runs(log: log, file: file)
         case .messages:
             let episodes = try EpisodeFinder.episodes(
-                in: try file.document(), file: path, episodesPath: options.episodesPath, messagesKey: options.messagesKey)
+                in: document, file: path, episodesPath: options.episodesPath, messagesKey: options.messagesKey)
             return episodes.map { found in
                 Result { () throws(ImportError) in try TranscriptImporter(file: file, episode: try found.get()).run() }
             }
@@ -149,10 +156,9 @@ public enum Importer {
         return outcome
     }
 
-    /// The format of a file, by its content; an error when none or several fit.
-    public static func detect(_ file: SourceFile) throws(ImportError) -> ImportFormat {
-        if file.path.hasSuffix(".eval") { return .inspect }
-        let document = try file.document()
+    /// The format of a file (not an `.eval` archive), by its content; an error when none or
+    /// several fit.
+    public static func detect(_ file: SourceFile, document: SourceFile.Document) throws(ImportError) -> ImportFormat {
         var fits: [ImportFormat] = []
         switch document {
         case .json(let value):

@@ -137,7 +137,7 @@ struct ExportOTLPCommand: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "The logs to export (directories are searched for *.jsonl.gz).")
+    @Argument(help: "The logs to export: files, directories (searched for *.jsonl.gz) or globs.")
     var logs: [String]
 
     @Option(help: ArgumentHelp("Write the OTLP/JSON request to this file; - for standard output.", valueName: "file"))
@@ -161,8 +161,19 @@ struct ExportOTLPCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let paths = logFiles(logs)
-        if paths.isEmpty { throw diagnose(ImportError(.unreadableLog, "no logs (*.jsonl.gz) found in \(logs.joined(separator: ", "))")) }
+        // The same rules as `index`: files, directories searched for *.jsonl.gz, globs.
+        let paths: [String]
+        do {
+            paths = try Catalog.findLogs(logs)
+        } catch {
+            throw diagnose(error)
+        }
+        if paths.isEmpty {
+            throw diagnose(
+                ImportError(
+                    .unreadableLog, "no logs (*.jsonl.gz) found in \(logs.joined(separator: ", "))",
+                    hint: "give logs, directories of logs or globs"))
+        }
         let request: JSONValue
         do {
             request = try OTLPExporter(includeContent: includeContent).request(logs: paths)
@@ -190,20 +201,4 @@ struct ExportOTLPCommand: AsyncParsableCommand {
             }
         }
     }
-}
-
-/// The logs among `arguments`: files as given, directories searched for `*.jsonl.gz`, sorted.
-func logFiles(_ arguments: [String]) -> [String] {
-    var paths: [String] = []
-    for argument in arguments {
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: argument, isDirectory: &isDirectory), isDirectory.boolValue {
-            let found = (FileManager.default.enumerator(atPath: argument)?.compactMap { $0 as? String } ?? [])
-                .filter { $0.hasSuffix(".jsonl.gz") }.sorted().map { (argument as NSString).appendingPathComponent($0) }
-            paths += found
-        } else {
-            paths.append(argument)
-        }
-    }
-    return paths
 }

@@ -3,6 +3,12 @@ import Foundation
 import Testing
 import TraceCore
 
+/// The `run_started` of the runs these tests build.
+let testRunStarted = EventPayload.runStarted(
+    RunStarted(
+        goal: "g", agent: AgentIdentity(name: "a", configDigest: "sha256:0"), model: ModelIdentity(provider: "p", name: "m"),
+        policy: PolicyIdentity(name: "p"), tools: []))
+
 /// Builds a run state with executed (and optionally denied) calls, through the real fold.
 func trajectory(_ calls: [(tool: String, arguments: JSONValue, executed: Bool)], stop: RunStopped? = RunStopped(reason: .success))
     -> RunState
@@ -12,11 +18,7 @@ func trajectory(_ calls: [(tool: String, arguments: JSONValue, executed: Bool)],
         events.append(
             Event(runId: "r", sequence: events.count, step: step, timeUs: 1_000 + events.count, previousHash: "", payload: payload))
     }
-    add(
-        .runStarted(
-            RunStarted(
-                goal: "g", agent: AgentIdentity(name: "a", configDigest: "sha256:0"), model: ModelIdentity(provider: "p", name: "m"),
-                policy: PolicyIdentity(name: "p"), tools: [])), step: 0)
+    add(testRunStarted, step: 0)
     for (index, call) in calls.enumerated() {
         let id = "call-\(index + 1)"
         let step = index + 1
@@ -270,11 +272,7 @@ struct ParallelCallTests {
         func add(_ payload: EventPayload, step: Int) {
             events.append(Event(runId: "r", sequence: events.count, step: step, timeUs: events.count, previousHash: "", payload: payload))
         }
-        add(
-            .runStarted(
-                RunStarted(
-                    goal: "g", agent: AgentIdentity(name: "a", configDigest: "sha256:0"), model: ModelIdentity(provider: "p", name: "m"),
-                    policy: PolicyIdentity(name: "p"), tools: [])), step: 0)
+        add(testRunStarted, step: 0)
         let calls = [
             ToolCall(id: "call-1", name: "fetch", arguments: ["url": "https://a"]),
             ToolCall(id: "call-2", name: "fetch", arguments: ["url": "https://b"]),
@@ -323,11 +321,7 @@ struct StrictBatchTests {
             events.append(
                 Event(runId: "r", sequence: events.count, step: step, timeUs: 1_000 + events.count, previousHash: "", payload: payload))
         }
-        add(
-            .runStarted(
-                RunStarted(
-                    goal: "g", agent: AgentIdentity(name: "a", configDigest: "sha256:0"), model: ModelIdentity(provider: "p", name: "m"),
-                    policy: PolicyIdentity(name: "p"), tools: [])), step: 0)
+        add(testRunStarted, step: 0)
         var number = 0
         for (index, batch) in batches.enumerated() {
             let calls = batch.map { tool -> ToolCall in

@@ -1,3 +1,4 @@
+import Foundation
 import TraceCore
 
 /// Reads Inspect AI eval logs: `.eval` archives (a zip with `header.json` and one
@@ -29,8 +30,7 @@ enum InspectImporter {
         }
     }
 
-    static func runs(json file: SourceFile) throws(ImportError) -> [Result<ImportedRun, ImportError>] {
-        let log = try file.json()
+    static func runs(log: JSONValue, file: SourceFile) throws(ImportError) -> [Result<ImportedRun, ImportError>] {
         guard log["eval"] != nil else {
             throw ImportError(
                 .wrongFormat, "\(file.path) is not an Inspect eval log: it has no \"eval\" member",
@@ -126,33 +126,13 @@ enum InspectImporter {
         return .object(object)
     }
 
-    /// Microseconds since the epoch of an ISO 8601 time (`2026-11-23T10:00:00+00:00`).
+    /// Microseconds since the epoch of an ISO 8601 time (`2026-11-23T10:00:00+00:00`, with or
+    /// without fractional seconds).
     static func isoMicros(_ text: String) -> Int? {
-        let digits = text.split { !$0.isNumber }.map { Int($0) ?? 0 }
-        guard digits.count >= 6 else { return nil }
-        var components = DateParts(year: digits[0], month: digits[1], day: digits[2], hour: digits[3], minute: digits[4], second: digits[5])
-        var offsetSeconds = 0
-        if let sign = text.dropFirst(19).firstIndex(where: { $0 == "+" || $0 == "-" }) {
-            let zone = text[sign...].split { !$0.isNumber }.map { Int($0) ?? 0 }
-            if zone.count >= 2 { offsetSeconds = (zone[0] * 3600 + zone[1] * 60) * (text[sign] == "-" ? -1 : 1) }
-        }
-        components.second -= offsetSeconds
-        return components.epochSeconds * 1_000_000
-    }
-
-    struct DateParts {
-        var year, month, day, hour, minute, second: Int
-
-        /// Seconds since 1970 (days from civil, proleptic Gregorian).
-        var epochSeconds: Int {
-            let y = month <= 2 ? year - 1 : year
-            let era = (y >= 0 ? y : y - 399) / 400
-            let yoe = y - era * 400
-            let mp = (month + 9) % 12
-            let doy = (153 * mp + 2) / 5 + day - 1
-            let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-            let days = era * 146_097 + doe - 719_468
-            return days * 86_400 + hour * 3600 + minute * 60 + second
-        }
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let date = formatter.date(from: text) { return Int(date.timeIntervalSince1970 * 1_000_000) }
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.date(from: text).map { Int($0.timeIntervalSince1970 * 1_000_000) }
     }
 }

@@ -73,9 +73,9 @@ public struct SpanEvent: Sendable {
 /// list of either, or JSON Lines of them as the collector's file exporter writes) or of a
 /// Jaeger JSON export.
 enum SpanReader {
-    static func spans(in file: SourceFile, format: ImportFormat) throws(ImportError) -> [Span] {
+    static func spans(in document: SourceFile.Document, file: SourceFile, format: ImportFormat) throws(ImportError) -> [Span] {
         var documents: [(place: String, value: JSONValue)] = []
-        switch try file.document() {
+        switch document {
         case .json(let value):
             if let list = value.arrayValue {
                 documents = list.enumerated().map { ("[\($0.offset)]", $0.element) }
@@ -85,10 +85,10 @@ enum SpanReader {
         case .lines(let lines): documents = lines.map { ("line \($0.line)", $0.value) }
         }
         var spans: [Span] = []
-        for (place, document) in documents {
+        for (place, request) in documents {
             let at = place.isEmpty ? file.path : "\(file.path) (\(place))"
             if format == .jaeger {
-                guard let traces = document["data"]?.arrayValue else {
+                guard let traces = request["data"]?.arrayValue else {
                     throw ImportError(
                         .wrongFormat, "\(at) is not a Jaeger export: it has no \"data\" list of traces",
                         location: SourceLocation(path: file.path),
@@ -97,7 +97,7 @@ enum SpanReader {
                 for trace in traces { spans += jaegerSpans(trace) }
                 continue
             }
-            guard let batches = (document["resourceSpans"] ?? document["batches"])?.arrayValue else {
+            guard let batches = (request["resourceSpans"] ?? request["batches"])?.arrayValue else {
                 throw ImportError(
                     .wrongFormat, "\(at) is not OTLP/JSON: it has no \"resourceSpans\" (or Tempo's \"batches\") list",
                     location: SourceLocation(path: file.path), hint: "is it a Jaeger export? try: agent-eval import jaeger …")

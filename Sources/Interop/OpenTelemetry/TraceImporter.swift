@@ -117,18 +117,11 @@ struct TraceImporter {
         var captured: [Bool] = []
         var lastFinish: String?
         var pending: [(step: Int, index: Int, sourceId: String?, name: String)] = []
-        var usedIds: [String: Int] = [:]
-        var generated = 0
+        var ids = CallIds()
         func logId(_ sourceId: String?) -> String {
-            guard let sourceId, !sourceId.isEmpty else {
-                generated += 1
-                return "call_\(generated)"
-            }
-            let uses = usedIds[sourceId, default: 0] + 1
-            usedIds[sourceId] = uses
-            if uses == 1 { return sourceId }
-            warnings.append("call id \"\(sourceId)\" is used again; the log names the later call \"\(sourceId)#\(uses)\"")
-            return "\(sourceId)#\(uses)"
+            let (id, isReused) = ids.next(sourceId)
+            if isReused, let sourceId { warnings.append("call id \"\(sourceId)\" is used again; the log names the later call \"\(id)\"") }
+            return id
         }
         var model: ModelIdentity?
         var goal: String?

@@ -50,30 +50,21 @@ struct TranscriptImporter {
         if let system = episode.system { preamble.append(["role": "system", "content": system]) }
         var steps: [ImportedStep] = []
         var pending: [Pending] = []
-        var usedIds: [String: Int] = [:]
+        var ids = CallIds()
         var goal: String?
         var lastFinish: String?
-        var generated = 0
 
         func describe(_ index: Int) -> String { "message \(index + 1)" + (episode.id.map { " of episode \($0)" } ?? "") }
 
-        /// The log id of a call with a source id, unique within the run.
+        /// The log id of a call, and the id its result will name (its own when the source has none).
         func logId(for sourceId: String?, message: Int) -> (String, String) {
-            guard let sourceId, !sourceId.isEmpty else {
-                generated += 1
-                var id = "call_\(generated)"
-                while usedIds[id] != nil { id += "_" }
-                usedIds[id] = 1
-                return (id, id)
+            let (id, isReused) = ids.next(sourceId)
+            if isReused, let sourceId {
+                warnings.append(
+                    "\(describe(message)): call id \"\(sourceId)\" is used again; results pair with the oldest unanswered call of that id, "
+                        + "and the log names this call \"\(id)\"")
             }
-            let uses = usedIds[sourceId, default: 0] + 1
-            usedIds[sourceId] = uses
-            guard uses > 1 else { return (sourceId, sourceId) }
-            let id = "\(sourceId)#\(uses)"
-            warnings.append(
-                "\(describe(message)): call id \"\(sourceId)\" is used again; results pair with the oldest unanswered call of that id, "
-                    + "and the log names this call \"\(id)\"")
-            return (id, sourceId)
+            return (id, sourceId.flatMap { $0.isEmpty ? nil : $0 } ?? id)
         }
 
         func attach(_ result: ImportedResult, toId sourceId: String?, record: JSONValue, message: Int) {
