@@ -22,6 +22,7 @@ let package = Package(
         .library(name: "MCPTools", targets: ["MCPTools"]),
         .library(name: "Catalog", targets: ["Catalog"]),
         .library(name: "Interop", targets: ["Interop"]),
+        .library(name: "Pipelines", targets: ["Pipelines"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -109,6 +110,13 @@ let package = Package(
             dependencies: ["TraceCore", "TraceLog"],
             swiftSettings: strictSettings
         ),
+        // Layer 3, above the runtime: pipelines — a DAG of tasks, each an isolated child run,
+        // with checkpoints, resume, rollback, retries and circuit breakers, all in a pipeline log.
+        .target(
+            name: "Pipelines",
+            dependencies: ["TraceCore", "TraceLog", "ConfigFile", "AgentRuntime"],
+            swiftSettings: strictSettings
+        ),
         // Layer 3: replay: step-by-step rebuild with digest checks, the step index, diff, re-run.
         .target(
             name: "Replay",
@@ -120,7 +128,7 @@ let package = Package(
             name: "agent-eval",
             dependencies: [
                 "TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "EvalEngine", "Replay", "ModelClients", "MCPTools",
-                "Catalog", "Interop", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "Catalog", "Interop", "Pipelines", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSettings
         ),

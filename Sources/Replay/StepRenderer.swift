@@ -122,6 +122,8 @@ public struct StepRenderer: Sendable {
             var lines = [line]
             if let answer = stop.answer { lines.append("  answer  \(short(answer))") }
             return lines
+        case .pipeline(let event):
+            return ["\(event.kind.padding(toLength: 9, withPad: " ", startingAt: 0)) \(short(event.summary))"]
         case .unknown(let kind, let data):
             return ["unknown   \(kind) (a newer writer's event, kept and skipped) \(short(JSONWriter.encodeString(data)))"]
         }

@@ -114,10 +114,10 @@ struct EventChecker {
                     "event seq \(event.sequence) has prev \"\(event.previousHash.prefix(70))\", which is not 64 lowercase hex digits",
                     path: path, memberOffset: location.memberOffset, sequence: event.sequence))
         }
-        if event.sequence == 0, event.kind != "run_started" {
+        if event.sequence == 0, !event.payload.isStart {
             problems.append(
                 LogError(
-                    .invalidEvent, "the first event must be run_started, but seq 0 is \(event.kind)", path: path,
+                    .invalidEvent, "the first event must be run_started (or pipeline_started), but seq 0 is \(event.kind)", path: path,
                     memberOffset: location.memberOffset, sequence: 0))
         }
         if let lastStep, event.step < lastStep {

@@ -175,7 +175,7 @@ public struct VerificationReport: Sendable, Hashable {
     public var ending: Ending {
         if tear != nil { return .torn }
         if !isIntact { return .damaged }
-        return lastEventKind == "run_stopped" ? .complete : .unfinished
+        return lastEventKind == "run_stopped" || lastEventKind == "pipeline_stopped" ? .complete : .unfinished
     }
 }
 

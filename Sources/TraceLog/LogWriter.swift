@@ -151,7 +151,7 @@ public final class LogWriter {
     public func append(_ payload: EventPayload, step: Int, timeUs: Int) throws -> Event {
         let event = try write(payload, step: step, timeUs: timeUs)
         let isDurabilityPoint = payload.isDurabilityPoint
-        let isStop = { if case .runStopped = payload { return true } else { return false } }()
+        let isStop = payload.isStop
         if memberInput >= options.memberBound || isStop {
             try sign(isFinal: isStop, step: step, timeUs: timeUs)
             try finishMember(sync: isDurabilityPoint && options.durability.sync != .never)
@@ -185,9 +185,10 @@ public final class LogWriter {
             throw LogError(.writeFailed, "the log writer is closed; no more events can be appended", path: path)
         }
         // What the reader would reject is never written (docs/log-format.md §2, §4).
-        if nextSequence == 0, case .runStarted = payload {
-        } else if nextSequence == 0 {
-            throw LogError(.invalidEvent, "the first event of a log must be run_started, not \(payload.kind)", path: path, sequence: 0)
+        if nextSequence == 0, !payload.isStart {
+            throw LogError(
+                .invalidEvent, "the first event of a log must be run_started (or pipeline_started), not \(payload.kind)", path: path,
+                sequence: 0)
         }
         if let lastStep, step < lastStep {
             throw LogError(

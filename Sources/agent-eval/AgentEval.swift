@@ -24,7 +24,7 @@ struct AgentEval: AsyncParsableCommand {
         subcommands: [
             RunCommand.self, ExecCommand.self, ReplayCommand.self, RerunCommand.self, DiffCommand.self, LogCommand.self, IndexCommand.self,
             RunsCommand.self, HistoryCommand.self, StatsCommand.self, SQLCommand.self, CatalogCommand.self,
-            ResultsCommand.self, ImportCommand.self, ExportCommand.self, CaseCommand.self,
+            ResultsCommand.self, ImportCommand.self, ExportCommand.self, CaseCommand.self, PipelineCommand.self,
         ]
     )
 }

@@ -53,13 +53,14 @@ struct LogCommand: ParsableCommand {
                 output.flush()
                 // A kind this version does not know and the log does not hold is a typo, not an
                 // empty answer (a newer writer's kinds are found when the log has them).
-                for name in kind where !EventPayload.knownKinds.contains(name) && !seen.contains(name) {
-                    let suggestion = ConfigNode.suggestion(for: name, among: EventPayload.knownKinds + seen.sorted())
+                for name in kind where !(EventPayload.knownKinds + PipelineEvent.kinds).contains(name) && !seen.contains(name) {
+                    let suggestion = ConfigNode.suggestion(
+                        for: name, among: (EventPayload.knownKinds + PipelineEvent.kinds) + seen.sorted())
                     printError("error: --kind \(name) is not an event kind of this log or of this version")
                     printError("  --> \(file)")
                     printError(
                         "hint: " + (suggestion.map { "did you mean \($0)? " } ?? "")
-                            + "kinds: \(EventPayload.knownKinds.joined(separator: ", "))")
+                            + "kinds: \((EventPayload.knownKinds + PipelineEvent.kinds).joined(separator: ", "))")
                     throw Exit.usage
                 }
                 if let tear = summary.tear {
@@ -152,10 +153,12 @@ struct LogCommand: ParsableCommand {
                         "\(file): intact — \(counted(report.members.count, "gzip member")), \(counted(report.eventCount, "event"))\(sequences), hash chain unbroken"
                     )
                     if report.ending == .complete {
-                        say("  complete: the run ends with run_stopped and every gzip member is closed")
+                        say(
+                            "  complete: the \(report.lastEventKind == "pipeline_stopped" ? "pipeline ends with pipeline_stopped" : "run ends with run_stopped") and every gzip member is closed"
+                        )
                     } else {
                         say(
-                            "  unfinished: the log ends cleanly, but with \(report.lastEventKind ?? "no event"), not run_stopped "
+                            "  unfinished: the log ends cleanly, but with \(report.lastEventKind ?? "no event"), not run_stopped or pipeline_stopped "
                                 + "(a run still going, or one whose writer stopped between events)")
                     }
                 } else {

@@ -133,7 +133,7 @@ public struct RuntimeEnvironment: Sendable {
         })
 
     /// Starts measuring on `clock`: the function returned tells the time since.
-    func stopwatch() -> @Sendable () -> Duration { clock.stopwatch() }
+    public func stopwatch() -> @Sendable () -> Duration { clock.stopwatch() }
 
     /// The current UTC time as `yyyyMMdd-HHmmss`, for names that sort by time (run ids, output folders).
     public static func utcStamp() -> String {

@@ -11,35 +11,35 @@ import Synchronization
 /// Runs a command in its own process group, feeds it stdin, collects bounded stdout and
 /// stderr, and kills the whole group on timeout. The blocking wait runs on its own thread, so
 /// concurrent tools never tie up the cooperative thread pool.
-struct ChildProcess {
-    struct Result: Sendable {
+public struct ChildProcess: Sendable {
+    public struct Result: Sendable {
         /// The exit status, when the process exited.
-        var exitStatus: Int32?
+        public var exitStatus: Int32?
         /// The signal that ended it, when one did.
-        var signal: Int32?
-        var stdout: [UInt8]
-        var stderr: [UInt8]
+        public var signal: Int32?
+        public var stdout: [UInt8]
+        public var stderr: [UInt8]
         /// stdout went past the limit; the group was killed.
-        var isOutputTruncated: Bool
+        public var isOutputTruncated: Bool
         /// The deadline passed; the group was killed.
-        var isTimedOut: Bool
+        public var isTimedOut: Bool
         /// The task waiting for it was cancelled (the run was interrupted): the group was killed.
-        var isCancelled = false
+        public var isCancelled = false
     }
 
-    struct SpawnFailure: Error {
-        var message: String
+    public struct SpawnFailure: Error {
+        public var message: String
     }
 
-    var command: [String]
-    var directory: String?
+    public var command: [String]
+    public var directory: String?
     /// The child's whole environment as `NAME=value` entries; nil passes this process's on.
-    var environment: [String]?
-    var input: [UInt8]
-    var timeoutMs: Int
+    public var environment: [String]?
+    public var input: [UInt8]
+    public var timeoutMs: Int
     /// Bytes of stdout kept; more kills the process. stderr keeps its last `stderrLimit` bytes.
-    var outputLimit: Int
-    var stderrLimit = 16 * 1024
+    public var outputLimit: Int
+    public var stderrLimit = 16 * 1024
 
     /// Set when the waiting task is cancelled; the child's thread sees it within 100 ms.
     final class CancellationFlag: Sendable {
@@ -48,7 +48,20 @@ struct ChildProcess {
         var isCancelled: Bool { flag.withLock { $0 } }
     }
 
-    func run() async throws -> Result {
+    public init(
+        command: [String], directory: String? = nil, environment: [String]? = nil, input: [UInt8] = [], timeoutMs: Int, outputLimit: Int
+    ) {
+        self.command = command
+        self.directory = directory
+        self.environment = environment
+        self.input = input
+        self.timeoutMs = timeoutMs
+        self.outputLimit = outputLimit
+    }
+
+    /// Runs the command to its end (or its timeout, or the waiting task's cancellation); throws
+    /// `SpawnFailure` when it cannot start.
+    public func run() async throws -> Result {
         let cancellation = CancellationFlag()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in

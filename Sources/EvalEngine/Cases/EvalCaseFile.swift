@@ -32,21 +32,8 @@ public enum EvalCaseFile {
         return cases
     }
 
-    /// `path` relative to the case file's directory, with `.` and `..` folded away so reports
-    /// and replay commands show a clean path.
-    static func resolve(_ path: String, from directory: String) -> String {
-        let joined = path.hasPrefix("/") || directory.isEmpty ? path : directory + "/" + path
-        var parts: [Substring] = []
-        for part in joined.split(separator: "/", omittingEmptySubsequences: true) {
-            if part == "." { continue }
-            if part == "..", let last = parts.last, last != ".." {
-                parts.removeLast()
-            } else {
-                parts.append(part)
-            }
-        }
-        return (joined.hasPrefix("/") ? "/" : "") + parts.joined(separator: "/")
-    }
+    /// `path` relative to the case file's directory (see `ConfigPath.resolve`).
+    static func resolve(_ path: String, from directory: String) -> String { ConfigPath.resolve(path, from: directory) }
 
     /// One case; nil when it has errors, which go to `errors` (every field is read).
     static func readCase(_ node: ConfigNode, what: String, directory: String, errors: inout ConfigErrors) -> EvalCase? {

@@ -81,8 +81,50 @@ extension EventPayload {
             if let answer = stopped.answer { text += " answer=\(quoted(answer))" }
             if let error = stopped.error { text += " error=\(quoted(error))" }
             return text
+        case .pipeline(let event):
+            return event.summary
         case .unknown(let kind, let data):
             return "(unknown kind \(kind), kept) \(truncated(JSONWriter.encodeString(data), 60))"
+        }
+    }
+}
+
+extension PipelineEvent {
+    /// The event's key facts on one line.
+    public var summary: String {
+        switch self {
+        case .started(let started):
+            return "pipeline \(started.pipeline) (\(started.tasks.count) tasks, jobs \(started.jobs)) from \(started.file)"
+        case .taskStarted(let started):
+            var text = "\(started.task) attempt \(started.attempt)"
+            if let primary = started.fallbackFor { text += " (fallback for \(primary))" }
+            if started.isProbe { text += " (breaker probe)" }
+            if let run = started.run { text += " run \(run)" }
+            return text + " input \(truncated(JSONWriter.encodeString(started.input), 60))"
+        case .taskFinished(let finished):
+            var text = "\(finished.status.rawValue) \(finished.task) attempt \(finished.attempt) in \(formatDuration(finished.durationUs))"
+            if let errorClass = finished.errorClass { text += " \(errorClass.rawValue)" }
+            if let error = finished.error { text += " — \(truncated(error, 60))" }
+            if let recovery = finished.recovery {
+                text += " → \(recovery.action.rawValue)"
+                if let delay = recovery.delayMs { text += " after \(delay)ms" }
+                if let fallback = recovery.fallback { text += " to \(fallback)" }
+            }
+            if let output = finished.output { text += " output \(truncated(JSONWriter.encodeString(output), 60))" }
+            return text
+        case .breakerChanged(let changed):
+            return "breaker \(changed.breaker) \(changed.state.rawValue) (\(changed.failures) failures) — \(truncated(changed.reason, 60))"
+        case .paused(let paused):
+            return "paused — \(truncated(paused.reason, 60))"
+        case .resumed(let resumed):
+            return "resumed after \(resumed.after)"
+        case .rolledBack(let rolledBack):
+            return "rolled back to \(rolledBack.to), discarding \(rolledBack.discarded.joined(separator: ", "))"
+        case .stopped(let stopped):
+            var text = stopped.status.rawValue
+            if let task = stopped.task { text += " at \(task)" }
+            if let error = stopped.error { text += " error=\(quoted(error))" }
+            return text
         }
     }
 }

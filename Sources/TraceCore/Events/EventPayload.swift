@@ -13,9 +13,12 @@ public enum EventPayload: Sendable, Hashable {
     case stepEnded(StepEnded)
     case contentStored(ContentStored)
     case runStopped(RunStopped)
+    /// An event of a pipeline log (`PipelineEvent.kinds`).
+    case pipeline(PipelineEvent)
     case unknown(kind: String, data: JSONValue)
 
-    /// Every kind this version knows, in the order the format document lists them.
+    /// Every kind of a run log this version knows, in the order the format document lists them
+    /// (pipeline logs add `PipelineEvent.kinds`).
     public static let knownKinds = [
         "run_started", "context_built", "decision_made", "verdict_given", "tool_intended", "tool_completed",
         "approval_recorded", "step_ended", "content_stored", "run_stopped",
@@ -34,6 +37,7 @@ public enum EventPayload: Sendable, Hashable {
         case .stepEnded: return "step_ended"
         case .contentStored: return "content_stored"
         case .runStopped: return "run_stopped"
+        case .pipeline(let event): return event.kind
         case .unknown(let kind, _): return kind
         }
     }
@@ -51,6 +55,7 @@ public enum EventPayload: Sendable, Hashable {
         case .stepEnded(let payload): return payload.json
         case .contentStored(let payload): return payload.json
         case .runStopped(let payload): return payload.json
+        case .pipeline(let event): return event.data
         case .unknown(_, let data): return data
         }
     }
@@ -85,7 +90,28 @@ public enum EventPayload: Sendable, Hashable {
         case "step_ended": self = .stepEnded(try StepEnded(from: &scanner))
         case "content_stored": self = .contentStored(try ContentStored(from: &scanner))
         case "run_stopped": self = .runStopped(try RunStopped(from: &scanner))
-        default: self = .unknown(kind: kind, data: try scanner.readValue())
+        default:
+            if let event = try PipelineEvent.decode(kind: kind, from: &scanner) {
+                self = .pipeline(event)
+            } else {
+                self = .unknown(kind: kind, data: try scanner.readValue())
+            }
+        }
+    }
+
+    /// Whether this event begins a log: `run_started`, or `pipeline_started` for a pipeline log.
+    public var isStart: Bool {
+        switch self {
+        case .runStarted, .pipeline(.started): return true
+        default: return false
+        }
+    }
+
+    /// Whether this event ends a run or a pipeline (the writer closes the member after it).
+    public var isStop: Bool {
+        switch self {
+        case .runStopped, .pipeline(.stopped): return true
+        default: return false
         }
     }
 
@@ -94,6 +120,7 @@ public enum EventPayload: Sendable, Hashable {
     public var isDurabilityPoint: Bool {
         switch self {
         case .toolIntended, .approvalRecorded, .stepEnded, .runStopped: return true
+        case .pipeline(let event): return event.isDurabilityPoint
         default: return false
         }
     }

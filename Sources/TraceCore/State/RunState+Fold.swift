@@ -97,6 +97,8 @@ extension RunState {
                 ContentReference(hash: content.hash, mediaType: content.mediaType, byteCount: content.byteCount))
         case .runStopped(let stopped):
             state.stop = stopped
+        case .pipeline:
+            state.note(event, "\(event.kind) belongs in a pipeline log, not a run log")
         case .unknown:
             state.unknownEventCount += 1
         }

@@ -1,0 +1,3 @@
+#!/bin/sh
+# Input: {"tickets": [...]}. Output: the same tickets, as fetched.
+cat

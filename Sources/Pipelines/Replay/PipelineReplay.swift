@@ -1,0 +1,111 @@
+import Foundation
+public import TraceCore
+public import TraceLog
+
+/// Rebuilds a pipeline's state from its log alone and checks every recorded state digest
+/// against the digest of the state folded so far, as replay does for runs.
+public struct PipelineReplay: Sendable {
+    public private(set) var state = PipelineState()
+    /// Every event, in order.
+    public private(set) var events: [Event] = []
+    /// "seq N (task_finished analyze): recorded sha256:…, rebuilt sha256:…" per differing digest.
+    public private(set) var mismatches: [String] = []
+    public private(set) var checkedDigests = 0
+
+    public init(log path: String) throws(PipelineError) {
+        do {
+            _ = try LogReader(path: path).forEachEvent { events.append($0.event) }
+        } catch let error as LogError {
+            throw PipelineError(.log, error.message, path: path, hint: error.hint)
+        } catch {
+            throw PipelineError(.log, "cannot read the pipeline log: \(error)", path: path)
+        }
+        guard case .pipeline(.started)? = events.first?.payload else {
+            throw PipelineError(.notPipeline, "the log does not start with pipeline_started: it is not a pipeline log", path: path)
+        }
+        var digester = PipelineStateDigester()
+        for event in events {
+            let recorded: String?
+            switch event.payload {
+            case .pipeline(.taskFinished(let finished)): recorded = finished.stateDigest
+            case .pipeline(.stopped(let stopped)): recorded = stopped.stateDigest
+            default: recorded = nil
+            }
+            if let recorded {
+                checkedDigests += 1
+                let rebuilt = digester.digest(of: state)
+                if rebuilt != recorded {
+                    mismatches.append("seq \(event.sequence) (\(event.kind)): recorded \(recorded), rebuilt \(rebuilt)")
+                }
+            }
+            PipelineState.reduce(into: &state, event)
+        }
+    }
+}
+
+/// The terminal and JSON forms of a pipeline's state.
+public enum PipelineView {
+    /// One line per task (status, attempts, output or error) and per attempt with a child log,
+    /// then the pipeline's end. `directory` is where child logs are, for replay commands.
+    public static func lines(_ state: PipelineState, directory: String) -> [String] {
+        guard let start = state.start else { return ["not a pipeline log"] }
+        var lines = ["pipeline \(start.pipeline) (\(state.runId ?? "")): \(status(of: state))"]
+        for task in state.tasks {
+            let needs = task.plan.needs.isEmpty ? "" : " ← \(task.plan.needs.joined(separator: ", "))"
+            var line = "  \(task.status.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) \(task.id)\(needs)"
+            if let from = task.outputFrom { line += " (output from fallback \(from))" }
+            if let output = task.output { line += " → \(short(JSONWriter.encodeString(output)))" }
+            lines.append(line)
+            for attempt in task.attempts {
+                var detail = "      attempt \(attempt.attempt)"
+                if attempt.isDiscarded { detail += " [discarded by rollback]" }
+                if let primary = attempt.started.fallbackFor { detail += " for \(primary)" }
+                if let finished = attempt.finished {
+                    detail += ": \(finished.status.rawValue) in \(finished.durationUs / 1000) ms"
+                    if let errorClass = finished.errorClass { detail += ", \(errorClass.rawValue)" }
+                    if let error = finished.error { detail += " — \(short(error))" }
+                    if let recovery = finished.recovery { detail += " → \(recovery.action.rawValue)" }
+                } else {
+                    detail += ": unfinished"
+                }
+                lines.append(detail)
+                if let log = attempt.started.log { lines.append("        replay: agent-eval replay \(directory)/\(log)") }
+            }
+        }
+        for (key, breaker) in state.breakers.sorted(by: { $0.key < $1.key }) {
+            lines.append("  breaker \(key): \(breaker.state.rawValue) — \(short(breaker.reason))")
+        }
+        for rollback in state.rollbacks {
+            lines.append("  rolled back to \(rollback.to): discarded \(rollback.discarded.joined(separator: ", "))")
+        }
+        if let stop = state.stop {
+            if let error = stop.error { lines.append("why: \(error)") }
+            lines.append("outputs: \(JSONWriter.encodeString(stop.outputs))")
+        } else if state.isPaused {
+            lines.append("resume: agent-eval pipeline resume \(directory)")
+        } else {
+            lines.append("the log ends while tasks ran (the process stopped): agent-eval pipeline resume \(directory)")
+        }
+        lines.append("log: \(directory)/pipeline.jsonl.gz")
+        return lines
+    }
+
+    static func status(of state: PipelineState) -> String {
+        if let stop = state.stop { return stop.status.rawValue + (stop.task.map { " at \($0)" } ?? "") }
+        return state.isPaused ? "paused" : "interrupted"
+    }
+
+    /// `{"run", "pipeline", "status", "log", "state": …}`.
+    public static func json(_ outcome: PipelineOutcome) -> JSONValue {
+        [
+            "run": .string(outcome.runId), "pipeline": .string(outcome.state.start?.pipeline ?? ""),
+            "status": .string(status(of: outcome.state)), "log": .string(outcome.logPath), "state": outcome.state.json,
+            "outputs": outcome.state.stop?.outputs ?? .null,
+        ]
+    }
+
+    static func short(_ text: String) -> String {
+        let flat = text.replacingOccurrences(of: "\n", with: "⏎")
+        return flat.count > 120 ? String(flat.prefix(119)) + "…" : flat
+    }
+}

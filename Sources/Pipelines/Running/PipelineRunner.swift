@@ -1,0 +1,331 @@
+public import AgentRuntime
+import Foundation
+public import TraceCore
+public import TraceLog
+
+/// What an observer of a running pipeline is told, as it happens.
+public enum PipelineUpdate: Sendable {
+    /// An event of the pipeline log, just recorded.
+    case event(Event)
+    /// An event of a task's child run (agent tasks), just recorded in its own log.
+    case childEvent(task: String, attempt: Int, Event)
+    /// The pipeline stopped or paused and its log is closed: the last update.
+    case finished(PipelineOutcome)
+}
+
+/// A pipeline that stopped (succeeded or failed) or paused.
+public struct PipelineOutcome: Sendable {
+    public var logPath: String
+    /// The fold of the log: equal to what a replay rebuilds.
+    public var state: PipelineState
+
+    public init(logPath: String, state: PipelineState) {
+        self.logPath = logPath
+        self.state = state
+    }
+
+    public var runId: String { state.runId ?? "" }
+    public var isPaused: Bool { state.stop == nil }
+    public var isSucceeded: Bool { state.stop?.status == .succeeded }
+}
+
+/// Runs pipelines (docs/pipelines.md): ready tasks run concurrently up to `jobs`, each an
+/// isolated child run; every step lands in the pipeline log, whose fold is the only state the
+/// scheduler decides from.
+///
+/// The log's order is deterministic: attempts are committed (their `task_finished` recorded)
+/// in the order they started, and new tasks start only at commits, in plan order. A task that
+/// finishes early waits for the ones started before it to be committed; its slot is free
+/// only then. So the same pipeline with the same task outcomes writes the same sequence of
+/// events whatever the timing (durations and times aside).
+public struct PipelineRunner: Sendable {
+    public var definition: PipelineDefinition
+    public var environment: RuntimeEnvironment
+    public var durability: Durability
+
+    /// The pipeline log's name inside its directory.
+    public static let logName = "pipeline.jsonl.gz"
+    /// The file `pipeline pause` creates in the directory; the runner pauses when it sees it.
+    public static let pauseRequestName = "pause-requested"
+
+    public init(definition: PipelineDefinition, environment: RuntimeEnvironment = .live, durability: Durability = .standard) {
+        self.definition = definition
+        self.environment = environment
+        self.durability = durability
+    }
+
+    /// Starts a new pipeline run in `directory` (created), writing `directory/pipeline.jsonl.gz`
+    /// and each agent attempt's child log under `directory/tasks/`.
+    public func start(
+        directory: String, runId: String, input: JSONValue? = nil, jobs: Int? = nil, observe: (@Sendable (PipelineUpdate) -> Void)? = nil
+    ) async throws(PipelineError) -> PipelineOutcome {
+        let path = directory + "/" + Self.logName
+        let writer: LogWriter
+        do {
+            try FileManager.default.createDirectory(atPath: directory + "/tasks", withIntermediateDirectories: true)
+            writer = try LogWriter.create(at: path, runId: runId, options: LogWriter.Options(durability: durability))
+        } catch let error as LogError {
+            throw PipelineError(.log, error.message, path: path)
+        } catch {
+            throw PipelineError(.log, "cannot create the pipeline directory: \(error)", path: directory)
+        }
+        let recorder = PipelineRecorder(writer: writer, breakers: definition.breakers, clock: environment.now, observe: observe)
+        let jobs = jobs ?? definition.jobs ?? max(1, ProcessInfo.processInfo.activeProcessorCount)
+        try recorder.record(
+            .started(
+                PipelineStarted(
+                    pipeline: definition.name, file: definition.path, fileDigest: definition.fileDigest, tasks: definition.plan,
+                    input: input ?? definition.input, jobs: jobs)))
+        return try await drive(recorder, directory: directory, jobs: jobs)
+    }
+
+    /// Continues a paused or interrupted pipeline from its log: settled tasks are not run
+    /// again; an attempt the log shows started but not finished is settled first (see
+    /// docs/pipelines.md, "Resume").
+    public func resume(log path: String, jobs: Int? = nil, observe: (@Sendable (PipelineUpdate) -> Void)? = nil) async throws(PipelineError)
+        -> PipelineOutcome
+    {
+        let (recorder, directory) = try open(path, observe: observe)
+        let state = recorder.state
+        if let stop = state.stop {
+            throw PipelineError(
+                .cannotResume, "the pipeline already stopped (\(stop.status.rawValue)); nothing to resume", path: path,
+                hint: "to run part of it again: agent-eval pipeline rollback \(directory) --to <task>")
+        }
+        try recorder.record(.resumed(PipelineResumed(after: state.isPaused ? "pause" : "crash")))
+        try? FileManager.default.removeItem(atPath: directory + "/" + Self.pauseRequestName)
+        try await settleInterrupted(recorder, directory: directory)
+        return try await drive(recorder, directory: directory, jobs: jobs ?? state.start?.jobs ?? 1)
+    }
+
+    /// Discards the results of `task` and every task downstream of it and runs them again in
+    /// the same log: their earlier attempts stay recorded (a fork, not an erasure).
+    public func rollback(
+        log path: String, to task: String, jobs: Int? = nil, observe: (@Sendable (PipelineUpdate) -> Void)? = nil
+    ) async throws(PipelineError) -> PipelineOutcome {
+        let (recorder, directory) = try open(path, observe: observe)
+        guard let planned = definition.task(task) else {
+            throw PipelineError(
+                .unknownTask, "the pipeline has no task \"\(task)\"", path: path,
+                hint: "tasks: \(definition.tasks.map(\.id).joined(separator: ", "))")
+        }
+        guard !definition.fallbackTasks.contains(planned.id) else {
+            throw PipelineError(.unknownTask, "\"\(task)\" only runs as a fallback; roll back to the task it stands in for", path: path)
+        }
+        if recorder.state.tasks.contains(where: { $0.status == .running }) {
+            throw PipelineError(
+                .cannotResume, "the pipeline has a task that started and did not finish", path: path,
+                hint: "resume it first, or let it finish")
+        }
+        let discarded = Set(
+            definition.descendants(of: task)
+                + definition.descendants(of: task).flatMap { id in
+                    definition.task(id)?.recovery.values.compactMap(\.fallback) ?? []
+                })
+        try recorder.record(.rolledBack(PipelineRolledBack(to: task, discarded: definition.tasks.map(\.id).filter(discarded.contains))))
+        try recorder.record(.resumed(PipelineResumed(after: "rollback")))
+        return try await drive(recorder, directory: directory, jobs: jobs ?? recorder.state.start?.jobs ?? 1)
+    }
+
+    /// Asks the pipeline running in `directory` to pause: it starts no new task, lets running
+    /// ones finish, records `pipeline_paused` and exits.
+    public static func requestPause(directory: String) throws(PipelineError) {
+        let path = directory + "/" + logName
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw PipelineError(.notFound, "no pipeline log in \(directory)", path: path)
+        }
+        guard
+            FileManager.default.createFile(
+                atPath: directory + "/" + pauseRequestName, contents: Array("pause\n".utf8).withUnsafeBytes { Data($0) })
+        else {
+            throw PipelineError(.log, "cannot write the pause request", path: directory + "/" + pauseRequestName)
+        }
+    }
+
+    /// Runs the pipeline like `start`, as a sequence of updates: every event as it is
+    /// recorded (the pipeline's and its child runs'), the outcome last.
+    public func updates(directory: String, runId: String, input: JSONValue? = nil, jobs: Int? = nil) -> AsyncThrowingStream<
+        PipelineUpdate, any Error
+    > {
+        AsyncThrowingStream { continuation in
+            let task = Task {
+                do throws(PipelineError) {
+                    let outcome = try await start(directory: directory, runId: runId, input: input, jobs: jobs) { continuation.yield($0) }
+                    continuation.yield(.finished(outcome))
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { termination in
+                if case .cancelled = termination { task.cancel() }
+            }
+        }
+    }
+
+    // MARK: Opening a log
+
+    private func open(_ path: String, observe: (@Sendable (PipelineUpdate) -> Void)?) throws(PipelineError) -> (PipelineRecorder, String) {
+        let directory = (path as NSString).deletingLastPathComponent
+        let writer: LogWriter
+        var events: [Event] = []
+        do {
+            writer = try LogWriter.open(at: path, options: LogWriter.Options(durability: durability)).0
+            _ = try LogReader(path: path).forEachEvent { events.append($0.event) }
+        } catch let error as LogError {
+            throw PipelineError(.log, error.message, path: path, hint: error.hint)
+        } catch {
+            throw PipelineError(.log, "cannot open the pipeline log: \(error)", path: path)
+        }
+        let state = PipelineState(events: events)
+        guard let start = state.start else {
+            throw PipelineError(.notPipeline, "the log does not start with pipeline_started: it is not a pipeline log", path: path)
+        }
+        guard start.fileDigest == definition.fileDigest else {
+            throw PipelineError(
+                .fileChanged, "the pipeline file \(definition.path) is not the one the run started with (\(start.file))", path: path,
+                hint: "resume and roll back with the file as it was; start a new run for the changed one")
+        }
+        let recorder = PipelineRecorder(
+            writer: writer, state: state, events: events, breakers: definition.breakers, clock: environment.now, observe: observe)
+        return (recorder, directory)
+    }
+
+    /// Settles attempts the log shows started and not finished (the process died or was
+    /// interrupted): an agent run that stopped on its own is taken as it ended; one cut short
+    /// runs again, unless a draft or write tool's intent has no recorded result — that tool
+    /// may have run, so the attempt fails as `interrupted` and the task's policy for that class
+    /// decides (fail, by default). A command task runs again.
+    private func settleInterrupted(_ recorder: PipelineRecorder, directory: String) async throws(PipelineError) {
+        for task in recorder.state.tasks where task.status == .running {
+            guard let attempt = task.attempts.last(where: { $0.finished == nil }), let planned = definition.task(task.id) else { continue }
+            var result = AttemptResult(
+                status: .failed(.interrupted, "the attempt was cut short (the pipeline process stopped)"), durationUs: 0)
+            var isSafeToRerun = true
+            if let log = attempt.started.log, case .agent = planned.work {
+                let child = Self.readChild(directory + "/" + log)
+                if let stop = child.stop, !(stop.error ?? "").hasPrefix("interrupted") {
+                    result.stopReason = stop.reason.rawValue
+                    result.durationUs = max(0, (child.lastEventAtUs ?? 0) - (child.startedAtUs ?? 0))
+                    if stop.reason == .success {
+                        result.status = .succeeded(TaskExecutor.output(ofAnswer: stop.answer ?? ""))
+                    } else {
+                        result.status = .failed(
+                            .failure, "the agent run stopped with \(stop.reason.rawValue)" + (stop.error.map { ": \($0)" } ?? ""))
+                    }
+                } else if let unsafe = Self.unresolvedSideEffect(child) {
+                    isSafeToRerun = false
+                    result.status = .failed(
+                        .interrupted, "the attempt was cut short after \(unsafe) was intended without a recorded result: it may have run")
+                }
+            }
+            if case .failed(.interrupted, let message) = result.status, isSafeToRerun {
+                try commitFinished(
+                    recorder, task: planned, attempt: attempt.started, status: .failed, output: nil, errorClass: .interrupted,
+                    error: message,
+                    recovery: TaskRecovery(action: .retry, delayMs: 0), stopReason: result.stopReason, durationUs: result.durationUs)
+                continue
+            }
+            var scheduler = Scheduler(runner: self, recorder: recorder, directory: directory, jobs: 1)
+            try scheduler.commit(Launch(task: planned.id, started: attempt.started), result)
+        }
+    }
+
+    static func readChild(_ path: String) -> RunState {
+        var state = RunState()
+        // A torn child log is read up to its last complete event.
+        _ = try? LogReader(path: path).forEachEvent { RunState.reduce(into: &state, $0.event) }
+        return state
+    }
+
+    /// "tool (write) call c1 at step 3" for the first intent of a draft or write tool with no result.
+    static func unresolvedSideEffect(_ child: RunState) -> String? {
+        let effects = Dictionary((child.start?.tools ?? []).map { ($0.name, $0.sideEffect) }, uniquingKeysWith: { first, _ in first })
+        for call in child.calls where call.attempts > call.results.count {
+            let effect = effects[call.tool] ?? .write
+            if effect != .read { return "\(call.tool) (\(effect.rawValue)) call \(call.id) at step \(call.step)" }
+        }
+        return nil
+    }
+
+    // MARK: Running
+
+    private func drive(_ recorder: PipelineRecorder, directory: String, jobs: Int) async throws(PipelineError) -> PipelineOutcome {
+        var scheduler = Scheduler(runner: self, recorder: recorder, directory: directory, jobs: jobs)
+        do {
+            try await scheduler.run()
+        } catch {
+            try? recorder.writer.close()
+            throw error
+        }
+        do {
+            try recorder.writer.close()
+        } catch {
+            throw PipelineError(.log, "cannot close the pipeline log: \(error)", path: recorder.writer.path)
+        }
+        return PipelineOutcome(logPath: recorder.writer.path, state: recorder.state)
+    }
+
+    func commitFinished(
+        _ recorder: PipelineRecorder, task: PipelineTask, attempt: TaskStarted, status: TaskFinished.Status, output: JSONValue?,
+        errorClass: TaskErrorClass?, error: String?, recovery: TaskRecovery?, stopReason: String?, durationUs: Int
+    ) throws(PipelineError) {
+        let finished = TaskFinished(
+            task: task.id, attempt: attempt.attempt, status: status, output: output, errorClass: errorClass, error: error,
+            recovery: recovery,
+            stopReason: stopReason, durationUs: durationUs, stateDigest: recorder.digest())
+        try recorder.record(.taskFinished(finished))
+        guard let key = task.breaker else { return }
+        if let change = recorder.breakers.change(after: finished, key: key, nowUs: environment.now()) {
+            try recorder.record(.breakerChanged(change))
+        }
+    }
+}
+
+/// One attempt handed to the task group.
+struct Launch: Sendable {
+    var task: String
+    var started: TaskStarted
+}
+
+/// The pipeline log's writer and the fold of everything written: the scheduler's only state.
+final class PipelineRecorder: @unchecked Sendable {
+    let writer: LogWriter
+    private(set) var state: PipelineState
+    private(set) var breakers: CircuitBreakers
+    private var digester = PipelineStateDigester()
+    private let clock: @Sendable () -> Int
+    let observe: (@Sendable (PipelineUpdate) -> Void)?
+
+    /// Records into `writer`; `state` is the fold of `events`, what the log already holds.
+    init(
+        writer: LogWriter, state: PipelineState = PipelineState(), events: [Event] = [], breakers settings: [String: BreakerSettings],
+        clock: @escaping @Sendable () -> Int, observe: (@Sendable (PipelineUpdate) -> Void)?
+    ) {
+        self.writer = writer
+        self.state = state
+        self.clock = clock
+        self.observe = observe
+        breakers = CircuitBreakers(settings: settings, plan: state.start?.tasks ?? [])
+        for event in events { breakers.observe(event) }
+    }
+
+    func digest() -> String { digester.digest(of: state) }
+
+    @discardableResult
+    func record(_ event: PipelineEvent) throws(PipelineError) -> Event {
+        let recorded: Event
+        do {
+            recorded = try writer.append(.pipeline(event), step: 0, timeUs: clock())
+        } catch let error as LogError {
+            throw PipelineError(.log, error.message, path: writer.path, hint: error.hint)
+        } catch {
+            throw PipelineError(.log, "cannot write the pipeline log: \(error)", path: writer.path)
+        }
+        PipelineState.reduce(into: &state, recorded)
+        if case .started(let started) = event { breakers = CircuitBreakers(settings: breakers.settings, plan: started.tasks) }
+        breakers.observe(recorded)
+        observe?(.event(recorded))
+        return recorded
+    }
+}

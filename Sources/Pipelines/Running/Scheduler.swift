@@ -1,0 +1,244 @@
+import AgentRuntime
+import Foundation
+import TraceCore
+
+/// The scheduling loop of one `start`, `resume` or `rollback`: starts ready tasks in plan
+/// order up to `jobs`, commits finished attempts in the order they started, applies recovery
+/// policies and breakers, and ends the pipeline (stopped or paused).
+struct Scheduler {
+    let runner: PipelineRunner
+    let recorder: PipelineRecorder
+    let directory: String
+    let jobs: Int
+    /// Attempts running or finished but not yet committed, by ticket (start order).
+    private var inFlight: [Int: Launch] = [:]
+    private var nextTicket = 0
+    private var nextCommit = 0
+    private var finishedEarly: [Int: AttemptResult] = [:]
+    /// The failure that stops the pipeline once running attempts are committed.
+    private var failure: (task: String, error: String)?
+    private var isPausing = false
+
+    init(runner: PipelineRunner, recorder: PipelineRecorder, directory: String, jobs: Int) {
+        self.runner = runner
+        self.recorder = recorder
+        self.directory = directory
+        self.jobs = max(1, jobs)
+    }
+
+    private var definition: PipelineDefinition { runner.definition }
+    private var state: PipelineState { recorder.state }
+
+    mutating func run() async throws(PipelineError) {
+        let executor = TaskExecutor(environment: runner.environment)
+        var thrown: PipelineError?
+        await withTaskGroup(of: (Int, AttemptResult).self) { group in
+            do throws(PipelineError) {
+                checkPauseRequest()
+                try startReady(&group, executor)
+                while let (ticket, result) = await group.next() {
+                    finishedEarly[ticket] = result
+                    // Interrupted from outside: commit nothing more; resume settles what ran.
+                    if Task.isCancelled { continue }
+                    while let ready = finishedEarly.removeValue(forKey: nextCommit) {
+                        let launch = inFlight.removeValue(forKey: nextCommit)!
+                        nextCommit += 1
+                        try commit(launch, ready)
+                    }
+                    checkPauseRequest()
+                    try startReady(&group, executor)
+                }
+            } catch {
+                thrown = error
+                group.cancelAll()
+            }
+        }
+        if let thrown { throw thrown }
+        try finish()
+    }
+
+    private mutating func checkPauseRequest() {
+        if !isPausing, FileManager.default.fileExists(atPath: directory + "/" + PipelineRunner.pauseRequestName) { isPausing = true }
+    }
+
+    // MARK: Starting
+
+    private mutating func startReady(_ group: inout TaskGroup<(Int, AttemptResult)>, _ executor: TaskExecutor) throws(PipelineError) {
+        while failure == nil, !isPausing, !Task.isCancelled, inFlight.count < jobs, let (task, primary) = nextCandidate() {
+            let attempt = state.nextAttempt(of: task.id)
+            var isProbe = false
+            if let key = task.breaker {
+                switch recorder.breakers.admission(key, nowUs: runner.environment.now()) {
+                case .run:
+                    break
+                case .probe:
+                    if recorder.breakers.states[key] != .halfOpen {
+                        try recorder.record(
+                            .breakerChanged(
+                                BreakerChanged(
+                                    breaker: key, state: .halfOpen, failures: 0, reason: "open for its full time: \(task.id) probes")))
+                    }
+                    isProbe = true
+                case .failFast(let why):
+                    let started = TaskStarted(task: task.id, attempt: attempt, fallbackFor: primary, input: .null)
+                    try recorder.record(.taskStarted(started))
+                    try commit(Launch(task: task.id, started: started), AttemptResult(status: .failed(.breakerOpen, why), durationUs: 0))
+                    continue
+                }
+            }
+            let input: JSONValue
+            switch buildInput(task) {
+            case .success(let value):
+                input = value
+            case .failure(let error):
+                let started = TaskStarted(task: task.id, attempt: attempt, fallbackFor: primary, input: .null, isProbe: isProbe)
+                try recorder.record(.taskStarted(started))
+                try commit(Launch(task: task.id, started: started), AttemptResult(status: .failed(.failure, error.message), durationUs: 0))
+                continue
+            }
+            var started = TaskStarted(task: task.id, attempt: attempt, fallbackFor: primary, input: input, isProbe: isProbe)
+            if case .agent = task.work {
+                started.run = "\(state.runId ?? "pipeline").\(task.id).\(attempt)"
+                started.log = "tasks/\(task.id)-\(attempt).jsonl.gz"
+            }
+            let delayMs =
+                state.task(task.id)?.status == .retrying ? state.task(task.id)?.currentAttempts.last?.finished?.recovery?.delayMs ?? 0 : 0
+            try recorder.record(.taskStarted(started))
+            let ticket = nextTicket
+            nextTicket += 1
+            inFlight[ticket] = Launch(task: task.id, started: started)
+            let childLog = started.log.map { directory + "/" + $0 }
+            let runId = started.run
+            var observeChild: (@Sendable (Event) -> Void)?
+            if let observe = recorder.observe {
+                let id = task.id
+                observeChild = { event in observe(.childEvent(task: id, attempt: attempt, event)) }
+            }
+            let childObserver = observeChild
+            group.addTask {
+                let result = await executor.run(
+                    task, input: input, childLog: childLog, runId: runId, delayMs: delayMs, observe: childObserver)
+                return (ticket, result)
+            }
+        }
+    }
+
+    /// The next task to start, in plan order, and the task it stands in for when it is a fallback.
+    private func nextCandidate() -> (PipelineTask, String?)? {
+        let fallbacks = definition.fallbackTasks
+        let running = Set(inFlight.values.map(\.task))
+        for task in definition.tasks where !running.contains(task.id) {
+            guard let current = state.task(task.id) else { continue }
+            if fallbacks.contains(task.id) {
+                if current.status == .retrying, let primary = current.currentAttempts.last?.started.fallbackFor {
+                    return (task, primary)
+                }
+                let routed = definition.tasks.first { primary in
+                    state.task(primary.id)?.status == .routed
+                        && state.task(primary.id)?.currentAttempts.last?.finished?.recovery?.fallback == task.id
+                }
+                if let routed { return (task, routed.id) }
+                continue
+            }
+            guard current.status == .pending || current.status == .retrying else { continue }
+            guard task.needs.allSatisfy({ state.task($0)?.isSettled == true }) else { continue }
+            return (task, nil)
+        }
+        return nil
+    }
+
+    /// The task's input: its declared inputs and nothing else.
+    private func buildInput(_ task: PipelineTask) -> Result<JSONValue, InputError> {
+        var object = JSONObject()
+        for (name, reference) in task.inputs {
+            let source = reference.task.map { state.task($0)?.output ?? .null } ?? state.start?.input ?? .null
+            switch reference.resolve(in: source) {
+            case .success(let value): object[name] = value
+            case .failure(let error): return .failure(InputError(message: "input \"\(name)\" (\(reference)): \(error.message)"))
+            }
+        }
+        return .success(.object(object))
+    }
+
+    // MARK: Committing
+
+    /// Records how an attempt ended and what follows from it.
+    mutating func commit(_ launch: Launch, _ result: AttemptResult) throws(PipelineError) {
+        guard let task = definition.task(launch.task) else { return }
+        switch result.status {
+        case .succeeded(let output):
+            try runner.commitFinished(
+                recorder, task: task, attempt: launch.started, status: .succeeded, output: output, errorClass: nil, error: nil,
+                recovery: nil,
+                stopReason: result.stopReason, durationUs: result.durationUs)
+        case .failed(let errorClass, let message):
+            let (recovery, output) = decide(task, errorClass, launch.started)
+            try runner.commitFinished(
+                recorder, task: task, attempt: launch.started, status: .failed, output: output, errorClass: errorClass, error: message,
+                recovery: recovery, stopReason: result.stopReason, durationUs: result.durationUs)
+            if recovery.action == .fail, failure == nil {
+                let what = launch.started.fallbackFor.map { "\(task.id) (fallback for \($0))" } ?? task.id
+                failure = (task.id, "\(what) failed (\(errorClass.rawValue)): \(message)")
+            }
+        }
+    }
+
+    /// The recovery for a failed attempt: a retry while the class's budget lasts, then the
+    /// policy's `then`; and the default output a skip goes on with.
+    private func decide(_ task: PipelineTask, _ errorClass: TaskErrorClass, _ started: TaskStarted) -> (TaskRecovery, JSONValue?) {
+        let policy = task.recovery[errorClass] ?? RecoveryPolicy()
+        let used = (state.task(task.id)?.currentAttempts ?? []).filter { attempt in
+            attempt.finished?.errorClass == errorClass && attempt.finished?.recovery?.action == .retry
+                && attempt.started.fallbackFor == started.fallbackFor
+        }.count
+        if used < policy.retries {
+            return (TaskRecovery(action: .retry, delayMs: policy.delay(retry: used + 1, task: task.id, attempt: started.attempt)), nil)
+        }
+        switch policy.then {
+        case .skip: return (TaskRecovery(action: .skip), policy.defaultOutput ?? .null)
+        case .fallback: return (TaskRecovery(action: .fallback, fallback: policy.fallback), nil)
+        case .fail, .retry: return (TaskRecovery(action: .fail), nil)
+        }
+    }
+
+    // MARK: Ending
+
+    private mutating func finish() throws(PipelineError) {
+        if Task.isCancelled {
+            try recorder.record(
+                .paused(
+                    PipelinePaused(reason: "interrupted: the pipeline process was stopped; attempts it cut short are settled on resume")))
+            return
+        }
+        if isPausing {
+            try recorder.record(.paused(PipelinePaused(reason: "pause requested")))
+            try? FileManager.default.removeItem(atPath: directory + "/" + PipelineRunner.pauseRequestName)
+            return
+        }
+        if let failure {
+            try recorder.record(
+                .stopped(
+                    PipelineStopped(
+                        status: .failed, task: failure.task, error: failure.error, outputs: outputs(), stateDigest: recorder.digest())))
+            return
+        }
+        let fallbacks = definition.fallbackTasks
+        let waiting = definition.tasks.filter { !fallbacks.contains($0.id) && state.task($0.id)?.isSettled != true }
+        if let first = waiting.first {
+            let blockers = first.needs.filter { state.task($0)?.isSettled != true }
+            try recorder.record(
+                .stopped(
+                    PipelineStopped(
+                        status: .failed, task: first.id,
+                        error: "no task can run: \(first.id) waits for \(blockers.joined(separator: ", "))", outputs: outputs(),
+                        stateDigest: recorder.digest())))
+            return
+        }
+        try recorder.record(.stopped(PipelineStopped(status: .succeeded, outputs: outputs(), stateDigest: recorder.digest())))
+    }
+
+    /// The pipeline's outputs that are settled, by task id.
+    private func outputs() -> JSONValue {
+        .object(JSONObject(definition.outputs.compactMap { id in state.task(id)?.output.map { (id, $0) } }))
+    }
+}

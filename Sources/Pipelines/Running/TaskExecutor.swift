@@ -1,0 +1,194 @@
+import AgentRuntime
+import Foundation
+import TraceCore
+
+/// How one attempt ended, before the pipeline decides what follows.
+struct AttemptResult: Sendable {
+    enum Status: Sendable {
+        case succeeded(JSONValue)
+        case failed(TaskErrorClass, String)
+    }
+
+    var status: Status
+    var stopReason: String?
+    var durationUs: Int
+    /// The process running the pipeline was asked to stop (Ctrl-C) while the attempt ran: it
+    /// is left unfinished in the log, for resume to deal with.
+    var wasInterrupted = false
+}
+
+/// Runs one task attempt in isolation: the task sees its declared inputs and nothing else.
+/// An agent task is a child run with its own log, limits and policy; a command task gets its
+/// input as JSON on stdin and answers on stdout. The output is then validated.
+struct TaskExecutor: Sendable {
+    var environment: RuntimeEnvironment
+    /// The most a command may print on stdout.
+    static let outputLimit = 16 << 20
+
+    func run(
+        _ task: PipelineTask, input: JSONValue, childLog: String?, runId: String?, delayMs: Int, observe: (@Sendable (Event) -> Void)?
+    ) async -> AttemptResult {
+        if delayMs > 0 {
+            do {
+                try await environment.sleep(delayMs)
+            } catch {
+                return AttemptResult(
+                    status: .failed(.interrupted, "interrupted before the attempt started"), durationUs: 0, wasInterrupted: true)
+            }
+        }
+        let elapsed = environment.stopwatch()
+        var result: AttemptResult
+        switch task.work {
+        case .agent(_, let agent, let goal):
+            result = await runAgent(
+                agent, goal: PipelineGoal.render(goal, input: input), task: task, log: childLog ?? "", runId: runId, observe: observe)
+        case .command(let arguments, let directory, let isText):
+            result = await runCommand(arguments, directory: directory, isText: isText, input: input, timeoutMs: task.timeoutMs)
+        }
+        if case .succeeded(let output) = result.status, let problem = await validate(output, task.validation) {
+            result.status = .failed(.invalidOutput, problem)
+        }
+        result.durationUs = environment.recordedDuration(elapsed())
+        return result
+    }
+
+    private func runAgent(
+        _ agent: Agent, goal: String, task: PipelineTask, log: String, runId: String?, observe: (@Sendable (Event) -> Void)?
+    ) async -> AttemptResult {
+        var childEnvironment = environment
+        if let observe {
+            childEnvironment.observe = { update in
+                if case .event(let event) = update { observe(event) }
+            }
+        }
+        let runtime = AgentRuntime(agent: agent, environment: childEnvironment)
+        enum Ending: Sendable {
+            case outcome(Result<RunOutcome, RuntimeError>)
+            case timedOut
+        }
+        let clock = environment.clock
+        let ending = await withTaskGroup(of: Ending.self) { group -> (Ending, RunOutcome?) in
+            group.addTask {
+                do throws(RuntimeError) {
+                    return .outcome(.success(try await runtime.run(goal: goal, log: log, runId: runId)))
+                } catch {
+                    return .outcome(.failure(error))
+                }
+            }
+            if let timeoutMs = task.timeoutMs {
+                group.addTask {
+                    try? await clock.sleep(for: .milliseconds(timeoutMs))
+                    return .timedOut
+                }
+            }
+            let first = await group.next()!
+            group.cancelAll()
+            // The run records its own stop when cancelled; wait for it so the log is closed.
+            var outcome: RunOutcome?
+            if case .outcome(.success(let finished)) = first { outcome = finished }
+            while let next = await group.next() {
+                if case .outcome(.success(let finished)) = next { outcome = finished }
+            }
+            return (first, outcome)
+        }
+        switch ending {
+        case (.timedOut, let outcome):
+            return AttemptResult(
+                status: .failed(.timeout, "the agent run did not finish within \(task.timeoutMs ?? 0) ms and was stopped"),
+                stopReason: outcome?.stop.reason.rawValue, durationUs: 0)
+        case (.outcome(.failure(let error)), _):
+            return AttemptResult(status: .failed(.failure, "the agent run could not run: \(error.message)"), durationUs: 0)
+        case (.outcome(.success(let outcome)), _):
+            let stop = outcome.stop
+            if Task.isCancelled || (stop.error ?? "").hasPrefix("interrupted") {
+                return AttemptResult(
+                    status: .failed(.interrupted, stop.error ?? "interrupted"), stopReason: stop.reason.rawValue, durationUs: 0,
+                    wasInterrupted: true)
+            }
+            guard stop.reason == .success else {
+                let why = stop.error.map { ": \($0)" } ?? ""
+                return AttemptResult(
+                    status: .failed(.failure, "the agent run stopped with \(stop.reason.rawValue)\(why)"), stopReason: stop.reason.rawValue,
+                    durationUs: 0)
+            }
+            return AttemptResult(
+                status: .succeeded(Self.output(ofAnswer: stop.answer ?? "")), stopReason: stop.reason.rawValue, durationUs: 0)
+        }
+    }
+
+    /// An agent's answer as a task output: a JSON object or list when the answer is one, the
+    /// text otherwise.
+    static func output(ofAnswer answer: String) -> JSONValue {
+        let trimmed = answer.trimmingCharacters(in: .whitespacesAndNewlines)
+        if trimmed.hasPrefix("{") || trimmed.hasPrefix("["), let value = try? JSONParser.parse(Array(trimmed.utf8)) { return value }
+        return .string(answer)
+    }
+
+    private func runCommand(_ arguments: [String], directory: String, isText: Bool, input: JSONValue, timeoutMs: Int?) async
+        -> AttemptResult
+    {
+        let process = ChildProcess(
+            command: arguments, directory: directory, input: JSONWriter.encode(input) + [0x0A], timeoutMs: timeoutMs ?? 86_400_000,
+            outputLimit: Self.outputLimit)
+        let result: ChildProcess.Result
+        do {
+            result = try await process.run()
+        } catch let failure as ChildProcess.SpawnFailure {
+            return AttemptResult(status: .failed(.failure, "the command could not start: \(failure.message)"), durationUs: 0)
+        } catch {
+            return AttemptResult(status: .failed(.failure, "the command could not start: \(error)"), durationUs: 0)
+        }
+        if result.isCancelled {
+            return AttemptResult(status: .failed(.interrupted, "the command was stopped from outside"), durationUs: 0, wasInterrupted: true)
+        }
+        if result.isTimedOut {
+            return AttemptResult(
+                status: .failed(.timeout, "the command did not finish within \(timeoutMs ?? 0) ms and was killed"), durationUs: 0)
+        }
+        if result.isOutputTruncated {
+            return AttemptResult(
+                status: .failed(.invalidOutput, "the command printed more than \(Self.outputLimit >> 20) MiB on stdout and was killed"),
+                durationUs: 0)
+        }
+        guard result.exitStatus == 0 else {
+            let how = result.signal.map { "was killed by signal \($0)" } ?? "exited with status \(result.exitStatus ?? -1)"
+            return AttemptResult(status: .failed(.failure, "the command \(how)\(Self.tail(result.stderr))"), durationUs: 0)
+        }
+        if isText { return AttemptResult(status: .succeeded(.string(String(decoding: result.stdout, as: UTF8.self))), durationUs: 0) }
+        do {
+            return AttemptResult(status: .succeeded(try JSONParser.parse(result.stdout)), durationUs: 0)
+        } catch {
+            let start = String(decoding: result.stdout.prefix(80), as: UTF8.self)
+            return AttemptResult(
+                status: .failed(
+                    .invalidOutput,
+                    "the command's stdout is not JSON (\(error)); it began \(JSONWriter.encodeString(.string(start))) — print JSON, or set output: text"
+                ),
+                durationUs: 0)
+        }
+    }
+
+    /// Why `output` fails the task's validation, or nil when it passes.
+    private func validate(_ output: JSONValue, _ validation: OutputValidation) async -> String? {
+        if let schema = validation.schema, let violation = schema.violation(of: output, root: "output") {
+            return "the output does not match the schema: \(violation)"
+        }
+        guard let command = validation.command else { return nil }
+        let process = ChildProcess(
+            command: command, directory: validation.directory, input: JSONWriter.encode(output) + [0x0A], timeoutMs: 60_000,
+            outputLimit: 1 << 20)
+        do {
+            let result = try await process.run()
+            if result.exitStatus == 0 { return nil }
+            if result.isTimedOut { return "the validation command did not finish within 60 s" }
+            return "the validation command rejected the output (exit \(result.exitStatus ?? -1))\(Self.tail(result.stderr))"
+        } catch {
+            return "the validation command could not start: \(error)"
+        }
+    }
+
+    static func tail(_ stderr: [UInt8]) -> String {
+        let text = String(decoding: stderr.suffix(400), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        return text.isEmpty ? "" : ": \(text)"
+    }
+}

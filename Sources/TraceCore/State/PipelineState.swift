@@ -1,0 +1,282 @@
+import Crypto
+
+/// The state of a pipeline: a fold of its log, as `RunState` is of a run's. The scheduler
+/// decides from this state only, so a resumed pipeline, a replay and the live run agree.
+public struct PipelineState: Sendable, Hashable {
+    public var runId: String?
+    public var start: PipelineStarted?
+    /// Every task in plan order.
+    public private(set) var tasks: [PipelineTaskState] = []
+    private var taskIndex: [String: Int] = [:]
+    public var breakers: [String: BreakerChanged] = [:]
+    public var isPaused = false
+    public var stop: PipelineStopped?
+    public var rollbacks: [PipelineRolledBack] = []
+    public var resumeCount = 0
+    /// Tasks in the order their results were settled (succeeded, skipped, or taken from a
+    /// fallback) in the current branch.
+    public var settledOrder: [String] = []
+    /// The last digest the log recorded.
+    public var lastStateDigest: String?
+    /// Events that do not fit the state: a problem in the log, reported by replay.
+    public var anomalies: [String] = []
+    public var eventCount = 0
+
+    public init() {}
+
+    public func task(_ id: String) -> PipelineTaskState? { taskIndex[id].map { tasks[$0] } }
+
+    /// Folds every event in order.
+    public init(events: some Sequence<Event>) {
+        for event in events { PipelineState.reduce(into: &self, event) }
+    }
+
+    /// Folds one event into `state`.
+    public static func reduce(into state: inout PipelineState, _ event: Event) {
+        state.eventCount += 1
+        guard case .pipeline(let payload) = event.payload else {
+            if case .unknown = event.payload { return }
+            state.anomalies.append("seq \(event.sequence): \(event.kind) does not belong in a pipeline log")
+            return
+        }
+        if state.start == nil, !payload.isStarted {
+            state.anomalies.append("seq \(event.sequence): \(event.kind) before pipeline_started")
+            return
+        }
+        switch payload {
+        case .started(let started):
+            guard state.start == nil else {
+                state.anomalies.append("seq \(event.sequence): a second pipeline_started")
+                return
+            }
+            state.runId = event.runId
+            state.start = started
+            state.tasks = started.tasks.map { PipelineTaskState(plan: $0) }
+            for (index, task) in state.tasks.enumerated() { state.taskIndex[task.id] = index }
+        case .taskStarted(let started):
+            state.change(started.task, event) { task in
+                task.status = .running
+                task.attempts.append(PipelineTaskAttempt(started: started, startedAtUs: event.timeUs))
+            }
+            if let primary = started.fallbackFor { state.change(primary, event) { $0.status = .routed } }
+        case .taskFinished(let finished):
+            state.lastStateDigest = finished.stateDigest
+            var fallbackFor: String?
+            var isUnmatched = false
+            state.change(finished.task, event) { task in
+                guard let index = task.attempts.lastIndex(where: { $0.attempt == finished.attempt && $0.finished == nil }) else {
+                    isUnmatched = true
+                    return
+                }
+                task.attempts[index].finished = finished
+                fallbackFor = task.attempts[index].started.fallbackFor
+                task.settle(finished)
+            }
+            if isUnmatched {
+                state.anomalies.append("seq \(event.sequence): \(finished.task) attempt \(finished.attempt) finished without starting")
+            }
+            if let primary = fallbackFor, state.task(finished.task)?.status == .succeeded {
+                // A fallback's output stands in for the task it replaced.
+                state.change(primary, event) { task in
+                    task.status = .succeeded
+                    task.output = finished.output
+                    task.outputFrom = finished.task
+                }
+                state.settledOrder.append(primary)
+            } else if let primary = fallbackFor, state.task(finished.task)?.status == .failed {
+                state.change(primary, event) { $0.status = .failed }
+            }
+            if let status = state.task(finished.task)?.status, status == .succeeded || status == .skipped {
+                state.settledOrder.append(finished.task)
+            }
+        case .breakerChanged(let changed):
+            state.breakers[changed.breaker] = changed
+        case .paused:
+            state.isPaused = true
+        case .resumed:
+            state.isPaused = false
+            state.resumeCount += 1
+        case .rolledBack(let rolledBack):
+            state.rollbacks.append(rolledBack)
+            state.stop = nil
+            let discarded = Set(rolledBack.discarded)
+            for id in rolledBack.discarded {
+                state.change(id, event) { task in
+                    task.status = .pending
+                    task.output = nil
+                    task.outputFrom = nil
+                    for index in task.attempts.indices { task.attempts[index].isDiscarded = true }
+                }
+            }
+            state.settledOrder.removeAll { discarded.contains($0) }
+        case .stopped(let stopped):
+            state.lastStateDigest = stopped.stateDigest
+            if state.stop != nil { state.anomalies.append("seq \(event.sequence): a second pipeline_stopped") }
+            state.stop = stopped
+        }
+    }
+
+    private mutating func change(_ id: String, _ event: Event, _ body: (inout PipelineTaskState) -> Void) {
+        guard let index = taskIndex[id] else {
+            anomalies.append("seq \(event.sequence): \(event.kind) names task \"\(id)\", which is not in the plan")
+            return
+        }
+        body(&tasks[index])
+        tasks[index].revision += 1
+    }
+
+    /// The next attempt number of `id`: attempts count on across retries and rollbacks.
+    public func nextAttempt(of id: String) -> Int { (task(id)?.attempts.map(\.attempt).max() ?? 0) + 1 }
+
+    /// The JSON form `agent-eval replay --json` prints and the digest covers.
+    public var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("run", runId)
+        object.set("pipeline", start?.pipeline)
+        object.set("tasks", JSONValue.array(tasks.map(\.json)))
+        object.set("breakers", JSONValue.object(JSONObject(breakers.sorted { $0.key < $1.key }.map { ($0.key, $0.value.json) })))
+        object.set("paused", isPaused)
+        object.set("stop", stop)
+        object.set("rollbacks", rollbacks)
+        object.set("settled_order", settledOrder)
+        return object.json
+    }
+
+    /// `sha256:<hex>` over the state that decides what runs next: each task's status, attempts
+    /// and output, the breakers, pause and stop. A pure function of the state.
+    public var digest: String {
+        var digester = PipelineStateDigester()
+        return digester.digest(of: self)
+    }
+}
+
+/// Digests pipeline states, rehashing only the tasks that changed since the last digest, so a
+/// 1,000-task pipeline does not rehash every task at every checkpoint.
+public struct PipelineStateDigester: Sendable {
+    private var taskHashes: [(revision: Int, hash: [UInt8])] = []
+
+    public init() {}
+
+    public mutating func digest(of state: PipelineState) -> String {
+        if taskHashes.count != state.tasks.count { taskHashes = Array(repeating: (-1, []), count: state.tasks.count) }
+        var hasher = SHA256()
+        for (index, task) in state.tasks.enumerated() {
+            if taskHashes[index].revision != task.revision {
+                taskHashes[index] = (task.revision, Array(SHA256.hash(data: JSONWriter.encode(task.json))))
+            }
+            hasher.update(data: taskHashes[index].hash)
+        }
+        var rest = ObjectBuilder()
+        rest.set("breakers", state.breakers.sorted { $0.key < $1.key }.map { $0.value.state.rawValue + ":" + $0.key })
+        rest.set("paused", state.isPaused)
+        rest.set("stop", state.stop?.status)
+        hasher.update(data: JSONWriter.encode(rest.json))
+        return "sha256:" + ContentHash.hex(Array(hasher.finalize()))
+    }
+}
+
+/// One task of a pipeline, as the fold sees it.
+public struct PipelineTaskState: Sendable, Hashable {
+    public enum Status: String, JSONEnum {
+        /// Not run yet in this branch (or discarded by a rollback).
+        case pending
+        case running
+        /// Failed, and a retry follows.
+        case retrying
+        case succeeded
+        /// Failed, and the pipeline went on with the task's default output.
+        case skipped
+        /// Failed, and its fallback runs in its place.
+        case routed
+        /// Failed for good.
+        case failed
+    }
+
+    public var plan: PipelineTaskPlan
+    public var status: Status = .pending
+    public var attempts: [PipelineTaskAttempt] = []
+    /// The settled output (succeeded or skipped).
+    public var output: JSONValue?
+    /// The fallback task whose output this is, when one stood in.
+    public var outputFrom: String?
+    /// Bumped at every change, for the digester's cache.
+    public var revision = 0
+
+    public var id: String { plan.id }
+
+    public init(plan: PipelineTaskPlan) {
+        self.plan = plan
+    }
+
+    /// Whether downstream tasks can use its output.
+    public var isSettled: Bool { status == .succeeded || status == .skipped }
+
+    /// Attempts of the current branch (not discarded by a rollback).
+    public var currentAttempts: [PipelineTaskAttempt] { attempts.filter { !$0.isDiscarded } }
+
+    /// Retries in the current branch: failed attempts whose recovery was a retry.
+    public var retries: Int { currentAttempts.filter { $0.finished?.recovery?.action == .retry }.count }
+
+    mutating func settle(_ finished: TaskFinished) {
+        switch (finished.status, finished.recovery?.action) {
+        case (.succeeded, _):
+            status = .succeeded
+            output = finished.output
+        case (.failed, .retry?): status = .retrying
+        case (.failed, .skip?):
+            status = .skipped
+            output = finished.output
+        case (.failed, .fallback?): status = .routed
+        case (.failed, .fail?), (.failed, nil): status = .failed
+        }
+    }
+
+    public var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("id", id)
+        object.set("kind", plan.kind)
+        object.set("status", status)
+        object.set("attempts", JSONValue.array(attempts.map(\.json)))
+        if let output { object.set("output", output) }
+        object.set("output_from", outputFrom)
+        return object.json
+    }
+}
+
+/// One attempt of a task.
+public struct PipelineTaskAttempt: Sendable, Hashable {
+    public var started: TaskStarted
+    public var startedAtUs: Int
+    public var finished: TaskFinished?
+    /// A rollback discarded it; it stays for the record.
+    public var isDiscarded = false
+
+    public var attempt: Int { started.attempt }
+
+    public init(started: TaskStarted, startedAtUs: Int) {
+        self.started = started
+        self.startedAtUs = startedAtUs
+    }
+
+    public var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("attempt", attempt)
+        object.set("run", started.run)
+        object.set("log", started.log)
+        object.set("fallback_for", started.fallbackFor)
+        object.set("status", finished?.status)
+        object.set("error_class", finished?.errorClass)
+        object.set("error", finished?.error)
+        object.set("recovery", finished?.recovery?.action)
+        object.set("duration_us", finished?.durationUs)
+        if isDiscarded { object.set("discarded", true) }
+        return object.json
+    }
+}
+
+extension PipelineEvent {
+    var isStarted: Bool {
+        if case .started = self { return true }
+        return false
+    }
+}

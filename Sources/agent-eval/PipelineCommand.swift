@@ -1,0 +1,383 @@
+import AgentRuntime
+import ArgumentParser
+import ConfigFile
+import Foundation
+import MCPTools
+import Pipelines
+import Synchronization
+import TraceCore
+import TraceLog
+
+/// `agent-eval pipeline`: run a DAG of agent and command tasks, each an isolated child run.
+struct PipelineCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pipeline",
+        abstract: "Run, pause, resume, roll back and inspect pipelines of agent tasks (docs/pipelines.md).",
+        subcommands: [
+            PipelineCheckCommand.self, PipelineRunCommand.self, PipelineResumeCommand.self, PipelinePauseCommand.self,
+            PipelineRollbackCommand.self, PipelineShowCommand.self,
+        ]
+    )
+}
+
+/// Where a pipeline run lives: its directory, or its log inside it.
+struct PipelineTarget {
+    let directory: String
+    let log: String
+
+    init(_ given: String) throws {
+        let text = given.count > 1 && given.hasSuffix("/") ? String(given.dropLast()) : given
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: text, isDirectory: &isDirectory) else {
+            throw PipelineError(
+                .notFound, "no pipeline run at \(text)", path: text,
+                hint: "give the run's directory (printed by pipeline run) or its pipeline.jsonl.gz")
+        }
+        if isDirectory.boolValue {
+            directory = text
+            log = text + "/" + PipelineRunner.logName
+        } else {
+            log = text
+            let parent = (text as NSString).deletingLastPathComponent
+            directory = parent.isEmpty ? "." : parent
+        }
+    }
+
+    /// The pipeline_started event of the log: which file and input the run began with.
+    func started() throws -> PipelineStarted {
+        var first: Event?
+        do {
+            _ = try LogReader(path: log).forEachEvent { recorded in
+                if first == nil { first = recorded.event }
+            }
+        } catch let error as LogError where first != nil && error.code == .tornTail {
+            // A pipeline killed mid-write: resume seals the tail; the start is intact.
+        }
+        guard case .pipeline(.started(let started))? = first?.payload else {
+            throw PipelineError(.notPipeline, "\(log) is not a pipeline log (it does not start with pipeline_started)", path: log)
+        }
+        return started
+    }
+}
+
+/// Loading a pipeline file the way every subcommand does: model overrides and MCP servers for
+/// its agents, every error and warning printed.
+func loadPipeline(_ path: String, models: ModelArguments, printWarnings: Bool = true) throws -> PipelineDefinition {
+    let options = try models.options()
+    do throws(ConfigErrors) {
+        let definition = try PipelineFile.load(path: path) { agentPath throws(ConfigError) in
+            try AgentFile.load(path: agentPath, models: options, servers: MCPServers())
+        }
+        if printWarnings { for warning in definition.warnings { warn(warning) } }
+        return definition
+    } catch {
+        for problem in error.errors { diagnose(problem) }
+        throw Exit.unusable
+    }
+}
+
+struct PipelineCheckCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check",
+        abstract: "Check a pipeline file without running anything.",
+        discussion: """
+            Reads the whole file and every agent file it names: keys, inputs (each must name $input or an upstream \
+            task), goal templates, validation, recovery policies, breakers and the graph (cycles, unknown tasks, \
+            fallbacks that could not run). Errors and warnings (outputs nobody uses, tasks that lead to no output) \
+            name file:line:column.
+
+            Exit codes: 0 the file is valid (warnings allowed); 2 it has errors.
+            """)
+
+    @Argument(help: "The pipeline file (YAML or JSON).")
+    var file: String
+
+    @OptionGroup(title: "Model")
+    var models: ModelArguments
+
+    @Flag(help: "Print the plan as JSON: tasks in plan order with what each needs.")
+    var json = false
+
+    func run() async throws {
+        let definition = try loadPipeline(file, models: models)
+        if json {
+            printJSON([
+                "pipeline": .string(definition.name), "tasks": .array(definition.plan.map(\.json)),
+                "outputs": .array(definition.outputs.map { .string($0) }),
+                "warnings": .array(definition.warnings.map { .string($0.description) }),
+            ])
+        } else {
+            say(
+                "\(definition.path): pipeline \(definition.name), \(definition.tasks.count) tasks, outputs \(definition.outputs.joined(separator: ", "))"
+            )
+            for task in definition.plan {
+                let needs = task.needs.isEmpty ? "" : " ← " + task.needs.joined(separator: ", ")
+                let role = task.fallbackFor.isEmpty ? "" : " (fallback for \(task.fallbackFor.joined(separator: ", ")))"
+                say("  \(task.id) [\(task.kind.rawValue)]\(needs)\(role)")
+            }
+            say(definition.warnings.isEmpty ? "ok" : "ok, with \(definition.warnings.count) warning(s)")
+        }
+    }
+}
+
+/// The flags `run`, `resume` and `rollback` share.
+struct PipelineRunOptions: ParsableArguments {
+    @Option(help: "How many tasks may run at once (default: the file's jobs, or the number of cores).")
+    var jobs: Int?
+
+    @Flag(
+        help: """
+            Print every event as it is recorded, one JSON object a line: {"event": <pipeline event>} or \
+            {"task": "<id>", "attempt": <n>, "event": <child run event>}; then the summary.
+            """)
+    var events = false
+
+    @Flag(help: "Print the summary as JSON.")
+    var json = false
+
+    func validate() throws {
+        if let jobs, jobs < 1 { throw ValidationError("--jobs must be at least 1") }
+    }
+
+    /// The observer for `--events`.
+    var observer: (@Sendable (PipelineUpdate) -> Void)? {
+        guard events else { return nil }
+        let lock = Mutex(())
+        // Unbuffered: each line is out as its event is recorded.
+        let output = FileHandleStream(descriptor: 1)
+        return { update in
+            lock.withLock { _ in
+                switch update {
+                case .event(let event):
+                    output.write("{\"event\":" + String(decoding: event.encodedLine(), as: UTF8.self) + "}\n")
+                case .childEvent(let task, let attempt, let event):
+                    output.write(
+                        "{\"task\":" + JSONWriter.encodeString(.string(task)) + ",\"attempt\":\(attempt),\"event\":"
+                            + String(decoding: event.encodedLine(), as: UTF8.self) + "}\n")
+                case .finished:
+                    break
+                }
+            }
+        }
+    }
+
+    /// Prints the outcome and exits: 0 succeeded, 1 failed or paused, 128 + signal when interrupted.
+    func finish(_ outcome: PipelineOutcome, interrupted: Int32?) throws -> Never {
+        if json {
+            printJSON(PipelineView.json(outcome))
+        } else {
+            for line in PipelineView.lines(outcome.state, directory: (outcome.logPath as NSString).deletingLastPathComponent) { say(line) }
+        }
+        if let interrupted { throw ExitCode(128 + interrupted) }
+        throw outcome.isSucceeded ? Exit.success : Exit.failure
+    }
+}
+
+struct PipelineRunCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Run a pipeline and record it: a pipeline log plus one child log per agent attempt.",
+        discussion: """
+            Ready tasks run concurrently up to --jobs; a task starts when every task it needs has settled. Each \
+            task sees only its declared inputs. Failed attempts follow the task's on_error policy (retry with \
+            backoff, skip with a default output, fall back to another task, or fail the pipeline); circuit \
+            breakers stop tasks of a failing dependency early. The run writes <out>/<pipeline>-<id>/pipeline.jsonl.gz \
+            and tasks/<task>-<attempt>.jsonl.gz beside it.
+
+            Ctrl-C (SIGINT) or SIGTERM pause the pipeline: running agent tasks record their stop, commands are \
+            killed, and `pipeline resume` continues from the last checkpoint.
+
+            Exit codes: 0 the pipeline succeeded; 1 it failed or paused; 2 it could not run (bad pipeline or agent \
+            file); 64 usage error; 130/143 interrupted.
+
+            Example:
+              agent-eval pipeline run Fixtures/pipelines/release-notes/pipeline.yaml --out runs
+            """)
+
+    @Argument(help: "The pipeline file (YAML or JSON).")
+    var file: String
+
+    @Option(help: "The pipeline's input as JSON (replaces the file's input).")
+    var input: String?
+
+    @Option(help: "The directory under which the run's directory is made.")
+    var out = "runs"
+
+    @Option(help: "The pipeline run's id (default: pipe-<time>-<random>).")
+    var runId: String?
+
+    @OptionGroup var options: PipelineRunOptions
+
+    @OptionGroup(title: "Model")
+    var models: ModelArguments
+
+    func run() async throws {
+        let definition = try loadPipeline(file, models: models)
+        var inputValue: JSONValue?
+        if let input {
+            do {
+                inputValue = try JSONParser.parse(Array(input.utf8))
+            } catch {
+                throw ValidationError("--input is not JSON: \(error)")
+            }
+        }
+        let id = runId ?? "pipe-\(RuntimeEnvironment.utcStamp())-" + String(UInt32.random(in: 0...UInt32.max), radix: 16)
+        let directory = "\(out)/\(RuntimeEnvironment.fileNameComponent("\(definition.name)-\(id)"))"
+        let runner = PipelineRunner(definition: definition)
+        let (jobs, observer, input) = (options.jobs, options.observer, inputValue)
+        let outcome: PipelineOutcome
+        let interrupted: Int32?
+        do {
+            (outcome, interrupted) = try await withInterruption {
+                try await runner.start(directory: directory, runId: id, input: input, jobs: jobs, observe: observer)
+            }
+        } catch {
+            throw diagnose(error)
+        }
+        try options.finish(outcome, interrupted: interrupted)
+    }
+}
+
+struct PipelineResumeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "resume",
+        abstract: "Continue a paused or interrupted pipeline from its last checkpoint.",
+        discussion: """
+            Tasks that settled are not run again. An attempt that started and did not finish is settled first: an \
+            agent run that stopped on its own is taken as it ended; one cut short runs again — unless a draft or \
+            write tool's intent has no recorded result, which may have run: then the attempt fails as \
+            `interrupted` and the task's on_error policy for that class decides (fail, by default).
+
+            Exit codes as for `pipeline run`.
+            """)
+
+    @Argument(help: "The pipeline run's directory, or its pipeline.jsonl.gz.")
+    var target: String
+
+    @Option(help: "The pipeline file (default: the one the run started with).")
+    var file: String?
+
+    @OptionGroup var options: PipelineRunOptions
+
+    @OptionGroup(title: "Model")
+    var models: ModelArguments
+
+    func run() async throws {
+        let outcome: PipelineOutcome
+        let interrupted: Int32?
+        do {
+            let run = try PipelineTarget(target)
+            let definition = try loadPipeline(try file ?? run.started().file, models: models, printWarnings: false)
+            let runner = PipelineRunner(definition: definition)
+            let (jobs, observer, log) = (options.jobs, options.observer, run.log)
+            (outcome, interrupted) = try await withInterruption { try await runner.resume(log: log, jobs: jobs, observe: observer) }
+        } catch {
+            throw diagnose(error)
+        }
+        try options.finish(outcome, interrupted: interrupted)
+    }
+}
+
+struct PipelineRollbackCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rollback",
+        abstract: "Discard a task's and its descendants' results and run them again, keeping the old branch in the log.",
+        discussion: """
+            Records pipeline_rolled_back (the discarded tasks), then runs like resume. The discarded attempts stay in \
+            the pipeline log and their child logs stay on disk: `pipeline show` lists them as discarded.
+
+            Exit codes as for `pipeline run`.
+            """)
+
+    @Argument(help: "The pipeline run's directory, or its pipeline.jsonl.gz.")
+    var target: String
+
+    @Option(help: "The task to roll back to: it and everything downstream of it run again.")
+    var to: String
+
+    @Option(help: "The pipeline file (default: the one the run started with).")
+    var file: String?
+
+    @OptionGroup var options: PipelineRunOptions
+
+    @OptionGroup(title: "Model")
+    var models: ModelArguments
+
+    func run() async throws {
+        let outcome: PipelineOutcome
+        let interrupted: Int32?
+        do {
+            let run = try PipelineTarget(target)
+            let definition = try loadPipeline(try file ?? run.started().file, models: models, printWarnings: false)
+            let runner = PipelineRunner(definition: definition)
+            let (jobs, observer, log, task) = (options.jobs, options.observer, run.log, to)
+            (outcome, interrupted) = try await withInterruption {
+                try await runner.rollback(log: log, to: task, jobs: jobs, observe: observer)
+            }
+        } catch {
+            throw diagnose(error)
+        }
+        try options.finish(outcome, interrupted: interrupted)
+    }
+}
+
+struct PipelinePauseCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pause",
+        abstract: "Ask a running pipeline to pause: it starts no new task, lets running ones finish, and exits.",
+        discussion: "Continue it with `agent-eval pipeline resume <directory>`.")
+
+    @Argument(help: "The pipeline run's directory, or its pipeline.jsonl.gz.")
+    var target: String
+
+    func run() async throws {
+        do {
+            let run = try PipelineTarget(target)
+            try PipelineRunner.requestPause(directory: run.directory)
+            say(
+                "pause requested: \(run.directory) pauses once its running tasks finish; continue with `agent-eval pipeline resume \(run.directory)`"
+            )
+        } catch {
+            throw diagnose(error)
+        }
+    }
+}
+
+struct PipelineShowCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "show",
+        abstract: "Show a pipeline run from its log: each task's status, attempts and child runs, with digest checks.",
+        discussion: """
+            Rebuilds the pipeline state from the log alone and checks every recorded state digest. Each agent \
+            attempt lists the command that replays its child run step by step.
+
+            Exit codes: 0 shown and every digest matches; 1 a digest differs or the log has anomalies; 2 unreadable.
+            """)
+
+    @Argument(help: "The pipeline run's directory, or its pipeline.jsonl.gz.")
+    var target: String
+
+    @Flag(help: "Print the state as JSON.")
+    var json = false
+
+    func run() async throws {
+        let replay: PipelineReplay
+        let run: PipelineTarget
+        do {
+            run = try PipelineTarget(target)
+            replay = try PipelineReplay(log: run.log)
+        } catch {
+            throw diagnose(error)
+        }
+        if json {
+            var object = PipelineView.json(PipelineOutcome(logPath: run.log, state: replay.state)).objectValue ?? JSONObject()
+            object["digest_mismatches"] = JSONValue.array(replay.mismatches.map { JSONValue.string($0) })
+            printJSON(.object(object))
+        } else {
+            for line in PipelineView.lines(replay.state, directory: run.directory) { say(line) }
+            say(replay.mismatches.isEmpty ? "digests: \(replay.checkedDigests) checked, all match" : "DIGESTS DIFFER:")
+            for mismatch in replay.mismatches + replay.state.anomalies { say("  \(mismatch)") }
+        }
+        throw replay.mismatches.isEmpty && replay.state.anomalies.isEmpty ? Exit.success : Exit.failure
+    }
+}
