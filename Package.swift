@@ -246,6 +246,11 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
+            name: "PipelinesTests",
+            dependencies: ["TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "Pipelines", "TestSupport"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "CLITests",
             dependencies: ["TraceCore", "TraceLog", "TestSupport", "CProcess", "agent-eval"],
             swiftSettings: strictSettings

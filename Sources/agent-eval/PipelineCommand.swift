@@ -221,7 +221,8 @@ struct PipelineRunCommand: AsyncParsableCommand {
                 throw ValidationError("--input is not JSON: \(error)")
             }
         }
-        let id = runId ?? "pipe-\(RuntimeEnvironment.utcStamp())-" + String(UInt32.random(in: 0...UInt32.max), radix: 16)
+        // pipe-<time>-<random>, as run ids are run-<time>-<random>.
+        let id = runId ?? "pipe-" + RuntimeEnvironment.live.makeRunId().dropFirst("run-".count)
         let directory = "\(out)/\(RuntimeEnvironment.fileNameComponent("\(definition.name)-\(id)"))"
         let runner = PipelineRunner(definition: definition)
         let (jobs, observer, input) = (options.jobs, options.observer, inputValue)

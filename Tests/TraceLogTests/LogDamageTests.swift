@@ -305,7 +305,7 @@ struct LogDamageTests {
             func problems(_ path: String) throws -> [String] { try LogVerifier.verify(path: path).problems.map(\.message) }
             #expect(
                 try problems(try foreignLog([Self.ended(step: 0), Self.started], in: directory)).contains {
-                    $0 == "the first event must be run_started, but seq 0 is step_ended"
+                    $0 == "the first event must be run_started (or pipeline_started), but seq 0 is step_ended"
                 })
             #expect(
                 try problems(try foreignLog([Self.started, Self.ended(step: 2), Self.ended(step: 1)], in: directory)).contains {
@@ -330,7 +330,7 @@ struct LogDamageTests {
                 try LogWriter.withWriter(creating: directory.path("a.jsonl.gz"), runId: "r") { writer in
                     _ = try writer.append(.stepEnded(StepEnded(stateDigest: "sha256:00")), step: 0, timeUs: 1)
                 }
-            } throws: { ($0 as? LogError)?.message == "the first event of a log must be run_started, not step_ended" }
+            } throws: { ($0 as? LogError)?.message == "the first event of a log must be run_started (or pipeline_started), not step_ended" }
             let path = directory.path("b.jsonl.gz")
             var deep: JSONValue = 1
             for _ in 0..<600 { deep = .array([deep]) }

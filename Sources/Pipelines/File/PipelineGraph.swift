@@ -27,8 +27,7 @@ enum PipelineGraph {
             errors.errors.append(ConfigError(.invalidValue, "outputs names \"\(output)\", which is not a task", at: outputsLocation))
         }
         guard errors.errors.isEmpty else { return }
-        if let cycle = findCycle(definition.tasks) {
-            let task = definition.tasks.first { $0.id == cycle[0] }!
+        if let cycle = findCycle(definition.tasks), let task = definition.tasks.first(where: { $0.id == cycle[0] }) {
             errors.errors.append(
                 ConfigError(
                     .invalidValue, "the tasks form a cycle: \((cycle + [cycle[0]]).joined(separator: " → "))", at: task.location,
@@ -72,8 +71,8 @@ enum PipelineGraph {
         var placed: Set<String> = []
         var ordered: [PipelineTask] = []
         var rest = tasks
-        while !rest.isEmpty {
-            let index = rest.firstIndex { $0.needs.allSatisfy(placed.contains) }!
+        // Called on an acyclic graph only, so some task is always ready.
+        while let index = rest.firstIndex(where: { $0.needs.allSatisfy(placed.contains) }) {
             placed.insert(rest[index].id)
             ordered.append(rest.remove(at: index))
         }

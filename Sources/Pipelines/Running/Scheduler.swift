@@ -40,13 +40,14 @@ struct Scheduler {
                     finishedEarly[ticket] = result
                     // Interrupted from outside: commit nothing more; resume settles what ran.
                     if Task.isCancelled { continue }
-                    while let ready = finishedEarly.removeValue(forKey: nextCommit) {
-                        let launch = inFlight.removeValue(forKey: nextCommit)!
+                    // One commit, then the starts it allows, then the next commit: the same
+                    // interleaving however many attempts finished meanwhile.
+                    while let ready = finishedEarly.removeValue(forKey: nextCommit), let launch = inFlight.removeValue(forKey: nextCommit) {
                         nextCommit += 1
                         try commit(launch, ready)
+                        checkPauseRequest()
+                        try startReady(&group, executor)
                     }
-                    checkPauseRequest()
-                    try startReady(&group, executor)
                 }
             } catch {
                 thrown = error

@@ -81,7 +81,8 @@ struct TaskExecutor: Sendable {
                     return .timedOut
                 }
             }
-            let first = await group.next()!
+            // The run's task always answers, so there is a first ending.
+            let first = await group.next() ?? .timedOut
             group.cancelAll()
             // The run records its own stop when cancelled; wait for it so the log is closed.
             var outcome: RunOutcome?
