@@ -54,6 +54,12 @@ public struct ConfigNode: Sendable, Hashable {
 
     /// Reads and parses the file at `path`.
     public static func load(path: String) throws(ConfigError) -> ConfigNode {
+        try loadWithBytes(path: path).node
+    }
+
+    /// Reads and parses the file at `path`, and gives its bytes too (for a digest of the file
+    /// that is exactly the text parsed).
+    public static func loadWithBytes(path: String) throws(ConfigError) -> (node: ConfigNode, bytes: [UInt8]) {
         let data: Data
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
@@ -70,7 +76,7 @@ public struct ConfigNode: Sendable, Hashable {
         guard let text = String(data: data, encoding: .utf8) else {
             throw ConfigError(.syntax, "the file is not UTF-8 text", at: SourceLocation(path: path))
         }
-        return try parse(text, path: path)
+        return (try parse(text, path: path), Array(data))
     }
 
     private static func reason(_ error: any Error) -> String {

@@ -161,6 +161,25 @@ struct PipelineRunOptions: ParsableArguments {
         }
     }
 
+    /// Continues the run at `target` (resume or rollback, in `body`) with its pipeline file —
+    /// the one it started with unless `file` — then prints the outcome and exits.
+    func continueRun(
+        _ target: String, file: String?, models: ModelArguments,
+        _ body: @escaping @Sendable (PipelineRunner, String, Int?, (@Sendable (PipelineUpdate) -> Void)?) async throws -> PipelineOutcome
+    ) async throws -> Never {
+        let outcome: PipelineOutcome
+        let interrupted: Int32?
+        do {
+            let run = try PipelineTarget(target)
+            let runner = PipelineRunner(definition: try loadPipeline(try file ?? run.started().file, models: models, printWarnings: false))
+            let (jobs, observer, log) = (self.jobs, self.observer, run.log)
+            (outcome, interrupted) = try await withInterruption { try await body(runner, log, jobs, observer) }
+        } catch {
+            throw diagnose(error)
+        }
+        try finish(outcome, interrupted: interrupted)
+    }
+
     /// Prints the outcome and exits: 0 succeeded, 1 failed or paused, 128 + signal when interrupted.
     func finish(_ outcome: PipelineOutcome, interrupted: Int32?) throws -> Never {
         if json {
@@ -264,18 +283,9 @@ struct PipelineResumeCommand: AsyncParsableCommand {
     var models: ModelArguments
 
     func run() async throws {
-        let outcome: PipelineOutcome
-        let interrupted: Int32?
-        do {
-            let run = try PipelineTarget(target)
-            let definition = try loadPipeline(try file ?? run.started().file, models: models, printWarnings: false)
-            let runner = PipelineRunner(definition: definition)
-            let (jobs, observer, log) = (options.jobs, options.observer, run.log)
-            (outcome, interrupted) = try await withInterruption { try await runner.resume(log: log, jobs: jobs, observe: observer) }
-        } catch {
-            throw diagnose(error)
+        try await options.continueRun(target, file: file, models: models) { runner, log, jobs, observer in
+            try await runner.resume(log: log, jobs: jobs, observe: observer)
         }
-        try options.finish(outcome, interrupted: interrupted)
     }
 }
 
@@ -305,20 +315,10 @@ struct PipelineRollbackCommand: AsyncParsableCommand {
     var models: ModelArguments
 
     func run() async throws {
-        let outcome: PipelineOutcome
-        let interrupted: Int32?
-        do {
-            let run = try PipelineTarget(target)
-            let definition = try loadPipeline(try file ?? run.started().file, models: models, printWarnings: false)
-            let runner = PipelineRunner(definition: definition)
-            let (jobs, observer, log, task) = (options.jobs, options.observer, run.log, to)
-            (outcome, interrupted) = try await withInterruption {
-                try await runner.rollback(log: log, to: task, jobs: jobs, observe: observer)
-            }
-        } catch {
-            throw diagnose(error)
+        let task = to
+        try await options.continueRun(target, file: file, models: models) { runner, log, jobs, observer in
+            try await runner.rollback(log: log, to: task, jobs: jobs, observe: observer)
         }
-        try options.finish(outcome, interrupted: interrupted)
     }
 }
 

@@ -87,7 +87,7 @@ final class RunSession {
 
     /// Why a run that was cancelled from outside (Ctrl-C, SIGTERM, an embedding program)
     /// stopped.
-    var interruption: String { "interrupted: the run was stopped from outside at step \(recorder.step)" }
+    var interruption: String { "\(RunStopped.interruptionPrefix) the run was stopped from outside at step \(recorder.step)" }
 
     func loop() async throws {
         while state.stop == nil {

@@ -14,15 +14,11 @@ public enum PipelineFile {
         path: String,
         loadAgent: @escaping (String) throws(ConfigError) -> Agent = { path throws(ConfigError) in try AgentFile.load(path: path) }
     ) throws(ConfigErrors) -> PipelineDefinition {
-        let root: ConfigNode
-        let bytes: [UInt8]
+        let (root, bytes): (ConfigNode, [UInt8])
         do {
-            root = try ConfigNode.load(path: path)
-            bytes = try Array(Data(contentsOf: URL(fileURLWithPath: path)))
-        } catch let error as ConfigError {
-            throw ConfigErrors([error])
+            (root, bytes) = try ConfigNode.loadWithBytes(path: path)
         } catch {
-            throw ConfigErrors([ConfigError(.unreadable, "cannot read the pipeline file: \(error)", at: SourceLocation(path: path))])
+            throw ConfigErrors([error])
         }
         let directory = (path as NSString).deletingLastPathComponent
         var reader = Reader(directory: directory.isEmpty ? "." : directory, loadAgent: loadAgent)

@@ -94,8 +94,9 @@ public struct PipelineRunner: Sendable {
         }
         try recorder.record(.resumed(PipelineResumed(after: state.isPaused ? "pause" : "crash")))
         try? FileManager.default.removeItem(atPath: directory + "/" + Self.pauseRequestName)
-        try await settleInterrupted(recorder, directory: directory)
-        return try await drive(recorder, directory: directory, jobs: jobs ?? state.start?.jobs ?? 1)
+        return try await drive(
+            recorder, directory: directory, jobs: jobs ?? state.start?.jobs ?? 1, settling: interruptedAttempts(state, directory: directory)
+        )
     }
 
     /// Discards the results of `task` and every task downstream of it and runs them again in
@@ -191,20 +192,22 @@ public struct PipelineRunner: Sendable {
         return (recorder, directory)
     }
 
-    /// Settles attempts the log shows started and not finished (the process died or was
+    /// How attempts the log shows started and not finished ended (the process died or was
     /// interrupted): an agent run that stopped on its own is taken as it ended; one cut short
     /// runs again, unless a draft or write tool's intent has no recorded result — that tool
     /// may have run, so the attempt fails as `interrupted` and the task's policy for that class
     /// decides (fail, by default). A command task runs again.
-    private func settleInterrupted(_ recorder: PipelineRecorder, directory: String) async throws(PipelineError) {
-        for task in recorder.state.tasks where task.status == .running {
+    private func interruptedAttempts(_ state: PipelineState, directory: String) -> [(Launch, AttemptResult)] {
+        var settled: [(Launch, AttemptResult)] = []
+        for task in state.tasks where task.status == .running {
             guard let attempt = task.attempts.last(where: { $0.finished == nil }), let planned = definition.task(task.id) else { continue }
             var result = AttemptResult(
-                status: .failed(.interrupted, "the attempt was cut short (the pipeline process stopped)"), durationUs: 0)
-            var isSafeToRerun = true
+                status: .failed(.interrupted, "the attempt was cut short (the pipeline process stopped)"), durationUs: 0,
+                recovery: TaskRecovery(action: .retry, delayMs: 0))
             if let log = attempt.started.log, case .agent = planned.work {
                 let child = Self.readChild(directory + "/" + log)
-                if let stop = child.stop, !(stop.error ?? "").hasPrefix("interrupted") {
+                if let stop = child.stop, !stop.isInterruption {
+                    result.recovery = nil
                     result.stopReason = stop.reason.rawValue
                     result.durationUs = max(0, (child.lastEventAtUs ?? 0) - (child.startedAtUs ?? 0))
                     if stop.reason == .success {
@@ -214,21 +217,14 @@ public struct PipelineRunner: Sendable {
                             .failure, "the agent run stopped with \(stop.reason.rawValue)" + (stop.error.map { ": \($0)" } ?? ""))
                     }
                 } else if let unsafe = Self.unresolvedSideEffect(child) {
-                    isSafeToRerun = false
+                    result.recovery = nil
                     result.status = .failed(
                         .interrupted, "the attempt was cut short after \(unsafe) was intended without a recorded result: it may have run")
                 }
             }
-            if case .failed(.interrupted, let message) = result.status, isSafeToRerun {
-                try commitFinished(
-                    recorder, task: planned, attempt: attempt.started, status: .failed, output: nil, errorClass: .interrupted,
-                    error: message,
-                    recovery: TaskRecovery(action: .retry, delayMs: 0), stopReason: result.stopReason, durationUs: result.durationUs)
-                continue
-            }
-            var scheduler = Scheduler(runner: self, recorder: recorder, directory: directory, jobs: 1)
-            try scheduler.commit(Launch(task: planned.id, started: attempt.started), result)
+            settled.append((Launch(task: planned.id, started: attempt.started), result))
         }
+        return settled
     }
 
     static func readChild(_ path: String) -> RunState {
@@ -250,9 +246,14 @@ public struct PipelineRunner: Sendable {
 
     // MARK: Running
 
-    private func drive(_ recorder: PipelineRecorder, directory: String, jobs: Int) async throws(PipelineError) -> PipelineOutcome {
+    /// Runs the scheduler to the pipeline's stop or pause, after committing `settling` (the
+    /// attempts a resume found unfinished), and closes the log.
+    private func drive(
+        _ recorder: PipelineRecorder, directory: String, jobs: Int, settling: [(Launch, AttemptResult)] = []
+    ) async throws(PipelineError) -> PipelineOutcome {
         var scheduler = Scheduler(runner: self, recorder: recorder, directory: directory, jobs: jobs)
         do {
+            for (launch, result) in settling { try scheduler.commit(launch, result) }
             try await scheduler.run()
         } catch {
             try? recorder.writer.close()
@@ -264,21 +265,6 @@ public struct PipelineRunner: Sendable {
             throw PipelineError(.log, "cannot close the pipeline log: \(error)", path: recorder.writer.path)
         }
         return PipelineOutcome(logPath: recorder.writer.path, state: recorder.state)
-    }
-
-    func commitFinished(
-        _ recorder: PipelineRecorder, task: PipelineTask, attempt: TaskStarted, status: TaskFinished.Status, output: JSONValue?,
-        errorClass: TaskErrorClass?, error: String?, recovery: TaskRecovery?, stopReason: String?, durationUs: Int
-    ) throws(PipelineError) {
-        let finished = TaskFinished(
-            task: task.id, attempt: attempt.attempt, status: status, output: output, errorClass: errorClass, error: error,
-            recovery: recovery,
-            stopReason: stopReason, durationUs: durationUs, stateDigest: recorder.digest())
-        try recorder.record(.taskFinished(finished))
-        guard let key = task.breaker else { return }
-        if let change = recorder.breakers.change(after: finished, key: key, nowUs: environment.now()) {
-            try recorder.record(.breakerChanged(change))
-        }
     }
 }
 

@@ -166,21 +166,25 @@ struct Scheduler {
     /// Records how an attempt ended and what follows from it.
     mutating func commit(_ launch: Launch, _ result: AttemptResult) throws(PipelineError) {
         guard let task = definition.task(launch.task) else { return }
+        var finished = TaskFinished(
+            task: task.id, attempt: launch.started.attempt, status: .succeeded, stopReason: result.stopReason,
+            durationUs: result.durationUs,
+            stateDigest: recorder.digest())
         switch result.status {
         case .succeeded(let output):
-            try runner.commitFinished(
-                recorder, task: task, attempt: launch.started, status: .succeeded, output: output, errorClass: nil, error: nil,
-                recovery: nil,
-                stopReason: result.stopReason, durationUs: result.durationUs)
+            finished.output = output
         case .failed(let errorClass, let message):
-            let (recovery, output) = decide(task, errorClass, launch.started)
-            try runner.commitFinished(
-                recorder, task: task, attempt: launch.started, status: .failed, output: output, errorClass: errorClass, error: message,
-                recovery: recovery, stopReason: result.stopReason, durationUs: result.durationUs)
+            let (recovery, output) = result.recovery.map { ($0, nil) } ?? decide(task, errorClass, launch.started)
+            (finished.status, finished.output, finished.errorClass, finished.error, finished.recovery) =
+                (.failed, output, errorClass, message, recovery)
             if recovery.action == .fail, failure == nil {
                 let what = launch.started.fallbackFor.map { "\(task.id) (fallback for \($0))" } ?? task.id
                 failure = (task.id, "\(what) failed (\(errorClass.rawValue)): \(message)")
             }
+        }
+        try recorder.record(.taskFinished(finished))
+        if let key = task.breaker, let change = recorder.breakers.change(after: finished, key: key, nowUs: runner.environment.now()) {
+            try recorder.record(.breakerChanged(change))
         }
     }
 

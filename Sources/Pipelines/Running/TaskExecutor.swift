@@ -15,6 +15,9 @@ struct AttemptResult: Sendable {
     /// The process running the pipeline was asked to stop (Ctrl-C) while the attempt ran: it
     /// is left unfinished in the log, for resume to deal with.
     var wasInterrupted = false
+    /// What follows regardless of the task's policy: a resume re-runs an attempt that was cut
+    /// short where nothing with a side effect may have run.
+    var recovery: TaskRecovery?
 }
 
 /// Runs one task attempt in isolation: the task sees its declared inputs and nothing else.
@@ -101,7 +104,7 @@ struct TaskExecutor: Sendable {
             return AttemptResult(status: .failed(.failure, "the agent run could not run: \(error.message)"), durationUs: 0)
         case (.outcome(.success(let outcome)), _):
             let stop = outcome.stop
-            if Task.isCancelled || (stop.error ?? "").hasPrefix("interrupted") {
+            if Task.isCancelled || stop.isInterruption {
                 return AttemptResult(
                     status: .failed(.interrupted, stop.error ?? "interrupted"), stopReason: stop.reason.rawValue, durationUs: 0,
                     wasInterrupted: true)

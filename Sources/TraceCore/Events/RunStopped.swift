@@ -34,6 +34,13 @@ public struct RunStopped: JSONRepresentable, Hashable {
     /// What went wrong, when an error ended the run.
     public var error: String?
 
+    /// How the runtime's `error` begins when the run was stopped from outside (Ctrl-C, SIGTERM,
+    /// a cancelled task) rather than ending on its own.
+    public static let interruptionPrefix = "interrupted:"
+
+    /// The run was stopped from outside, not by its own loop.
+    public var isInterruption: Bool { reason == .blocked && (error ?? "").hasPrefix(Self.interruptionPrefix) }
+
     public init(reason: StopReason, limit: LimitKind? = nil, answer: String? = nil, error: String? = nil) {
         self.reason = reason
         self.limit = limit
