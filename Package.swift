@@ -90,10 +90,11 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
-        // Layer 3: the eval engine: case files, trajectory matchers, the runner, reports, baselines.
+        // Layer 3: the eval engine: case files, trajectory matchers, the runner, reports, baselines;
+        // it runs and checks pipelines too (above Pipelines, which never imports it).
         .target(
             name: "EvalEngine",
-            dependencies: ["TraceCore", "TraceLog", "ConfigFile", "AgentRuntime"],
+            dependencies: ["TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "Pipelines"],
             swiftSettings: strictSettings
         ),
         // Layer 3: the SQLite catalog: runs, tool calls, eval results and the eval fact cache,
@@ -161,6 +162,13 @@ let package = Package(
             path: "Benchmarks/ReplayBenchmark",
             swiftSettings: strictSettings
         ),
+        // `swift run -c release pipeline-benchmark` (see README, Performance).
+        .executableTarget(
+            name: "pipeline-benchmark",
+            dependencies: ["TraceCore", "TraceLog", "AgentRuntime", "Pipelines"],
+            path: "Benchmarks/PipelineBenchmark",
+            swiftSettings: strictSettings
+        ),
         // `swift run -c release catalog-benchmark` (see docs/catalog.md).
         .executableTarget(
             name: "catalog-benchmark",
@@ -184,7 +192,7 @@ let package = Package(
         ),
         .target(
             name: "TestSupport",
-            dependencies: ["TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "EvalEngine"],
+            dependencies: ["TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "EvalEngine", "Pipelines"],
             swiftSettings: strictSettings
         ),
         // `swift run -c release fuzz [--seconds N] [--target T] [--seed S]`: the seeded mutation
@@ -252,7 +260,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CLITests",
-            dependencies: ["TraceCore", "TraceLog", "TestSupport", "CProcess", "agent-eval"],
+            dependencies: ["TraceCore", "TraceLog", "TestSupport", "CProcess", "Pipelines", "agent-eval"],
             swiftSettings: strictSettings
         ),
     ],

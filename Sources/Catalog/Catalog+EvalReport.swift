@@ -46,11 +46,21 @@ extension SuiteRunInfo {
 
 extension Catalog {
     /// Records a finished suite run — its report, and an index of the logs its live runs
-    /// wrote — and returns the suite run's id.
+    /// wrote (a live pipeline's child run logs too) — and returns the suite run's id.
     @discardableResult
     public func record(_ report: EvalReport, info: SuiteRunInfo) throws(CatalogError) -> Int {
         let id = try recordSuite(report: report.json, info: info)
-        let written = report.results.filter(\.evalCase.isLive).flatMap(\.runs).map(\.logPath)
+        var written: [String] = []
+        for result in report.results where result.evalCase.isLive {
+            for run in result.runs {
+                written.append(run.logPath)
+                // A live pipeline run wrote a child log per agent attempt beside its pipeline log.
+                guard result.evalCase.expected.pipeline != nil else { continue }
+                let tasks = (run.logPath as NSString).deletingLastPathComponent + "/tasks"
+                let children = (try? FileManager.default.contentsOfDirectory(atPath: tasks)) ?? []
+                written += children.filter { $0.hasSuffix(".jsonl.gz") }.sorted().map { "\(tasks)/\($0)" }
+            }
+        }
         for log in written where FileManager.default.fileExists(atPath: log) { _ = try index(log: log) }
         return id
     }

@@ -31,6 +31,9 @@ public struct EvalError: Diagnostic, Hashable {
         case anomalousRun = "anomalous_run"
         /// A case names a tool that none of its runs has: a typo would make the check vacuous.
         case unknownTool = "unknown_tool"
+        /// A case names a pipeline task the pipeline does not have, or checks a command task's
+        /// trajectory.
+        case unknownTask = "unknown_task"
         /// The log a live run was to write exists already.
         case logExists = "log_exists"
     }

@@ -62,6 +62,8 @@ public final class LogWriter {
     private let deflater: Deflater
     private var memberInput = 0
     private var eventsSinceFlush = 0
+    /// A durability point was appended with `defersDurability` and is not flushed yet.
+    private var hasDeferredDurability = false
     private var isClosed = false
     private var lineWriter = JSONWriter(capacity: 4096)
 
@@ -146,11 +148,14 @@ public final class LogWriter {
     /// Appends one event and returns it as written (with its sequence number and `prev`).
     ///
     /// When it returns after a durability point, the event is in the file (and on disk, if
-    /// the policy fsyncs there).
+    /// the policy fsyncs there) — unless `defersDurability`: then the caller makes it durable
+    /// with the next durability point or `flushDeferred()`, before it acts on the event. (The
+    /// pipeline scheduler records a checkpoint and the next task's start with one flush.)
     @discardableResult
-    public func append(_ payload: EventPayload, step: Int, timeUs: Int) throws -> Event {
+    public func append(_ payload: EventPayload, step: Int, timeUs: Int, defersDurability: Bool = false) throws -> Event {
         let event = try write(payload, step: step, timeUs: timeUs)
-        let isDurabilityPoint = payload.isDurabilityPoint
+        let isDurabilityPoint = payload.isDurabilityPoint && !defersDurability
+        if payload.isDurabilityPoint && defersDurability { hasDeferredDurability = true }
         let isStop = payload.isStop
         if memberInput >= options.memberBound || isStop {
             try sign(isFinal: isStop, step: step, timeUs: timeUs)
@@ -245,8 +250,16 @@ public final class LogWriter {
         }
     }
 
+    /// Makes a durability point appended with `defersDurability` durable, as the policy says
+    /// (a flush, and an fsync if it syncs at durability points); nothing when there is none.
+    public func flushDeferred() throws {
+        guard hasDeferredDurability else { return }
+        try flush(sync: options.durability.sync != .never)
+    }
+
     /// Sync-flushes everything appended so far into the file; with `sync`, fsyncs it too.
     public func flush(sync: Bool = false) throws {
+        hasDeferredDurability = false
         deflater.deflate(UnsafeRawBufferPointer(start: nil, count: 0), flush: Z_SYNC_FLUSH)
         flushCount += 1
         eventsSinceFlush = 0
@@ -273,7 +286,9 @@ public final class LogWriter {
         memberInput = 0
         eventsSinceFlush = 0
         flushCount += 1
-        if sync { try syncFile() }
+        let syncsDeferred = hasDeferredDurability && options.durability.sync != .never
+        hasDeferredDurability = false
+        if sync || syncsDeferred { try syncFile() }
     }
 
     private func syncFile() throws {

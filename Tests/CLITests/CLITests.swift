@@ -15,6 +15,34 @@ func agentEval(_ arguments: [String], in directory: URL? = nil, environment: [St
 
 let testCatalogPath = FileManager.default.temporaryDirectory.appendingPathComponent("agent-eval-tests-catalog-\(getpid()).sqlite").path
 
+/// Starts `agent-eval` without waiting for it (standard output discarded, standard error to a
+/// file in `directory`, whose path is returned); `catalog` is its catalog (the tests' one by
+/// default).
+func startAgentEval(_ arguments: [String], in directory: URL, catalog: String = testCatalogPath) throws -> (Process, String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: try agentEvalBinary())
+    process.arguments = arguments
+    process.currentDirectoryURL = directory
+    var environment = ProcessInfo.processInfo.environment
+    environment["AGENT_EVAL_CATALOG"] = catalog
+    process.environment = environment
+    let errors = directory.appendingPathComponent("stderr-\(UUID().uuidString).txt").path
+    _ = FileManager.default.createFile(atPath: errors, contents: nil)
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errors))
+    try process.run()
+    return (process, errors)
+}
+
+/// Waits (bounded, without spinning) for `process` to end.
+func wait(for process: Process, seconds: Int = 120) {
+    var waited = 0
+    while process.isRunning && waited < seconds * 20 {
+        usleep(50_000)
+        waited += 1
+    }
+}
+
 /// Where the test run built `agent-eval`.
 func agentEvalBinary() throws -> String {
     let candidates = [

@@ -139,10 +139,11 @@ struct RunOnTerminalTests {
                     "run", repositoryRoot.appendingPathComponent("EvalCases").path, "--out", directory.path("runs"), "--jobs", "1",
                 ],
                 environment: [:])
-            try session.waitFor("6 cases, 6 passed")
+            try session.waitFor("9 cases, 9 passed")
             #expect(try session.waitForExit() == 0)
             #expect(session.output.contains("running…"))
             #expect(session.output.contains("✔ support-refund-live  (1 live run)"))
+            #expect(session.output.contains("✔ triage-recovery-live  (1 live pipeline run)"))
         }
     }
 }

@@ -14,9 +14,9 @@ struct RunCommandTests {
             let result = try agentEval(["run", "EvalCases/", "--out", directory.path("runs")], in: repositoryRoot)
             #expect(result.status == 0, "\(result.stdoutText)\(result.stderr)")
             let lines = result.stdoutText.split(separator: "\n").map(String.init)
-            #expect(lines.count == 7)
-            #expect(lines.prefix(6).allSatisfy { $0.hasPrefix("✔ ") })
-            #expect(lines.last?.hasPrefix("6 cases, 6 passed, 0 failed") == true)
+            #expect(lines.count == 10)
+            #expect(lines.prefix(9).allSatisfy { $0.hasPrefix("✔ ") })
+            #expect(lines.last?.hasPrefix("9 cases, 9 passed, 0 failed") == true)
         }
     }
 
@@ -116,6 +116,7 @@ struct RunCommandTests {
         #expect(
             seen.sorted() == [
                 "no-run-deletes-customers", "research-token-budget-recorded", "support-log-fixture", "support-refund-recorded",
+                "triage-recovery-recorded",
             ])
         let none = try agentEval(["run", "EvalCases/", "--filter", "nothing-matches"], in: repositoryRoot)
         #expect(none.status == 2)

@@ -264,4 +264,30 @@ import TraceLog
         // A failed probe opens it again.
         #expect(breakers.change(after: failed(3), key: "api", nowUs: 620_000)?.state == .open)
     }
+
+    @Test("the checked-in example pipeline run is reproduced byte for byte", arguments: ExamplePipelines.recorded)
+    func reproducesTheRecordedExample(_ name: String) async throws {
+        try await TemporaryDirectory.with { directory in
+            let outcome = try await ExamplePipelines.record(name, into: directory.path("run"))
+            #expect(outcome.isSucceeded)
+            let checkedIn = ExamplePipelines.recordedDirectory(name)
+            let written = try FileManager.default.subpathsOfDirectory(atPath: directory.path("run")).filter { $0.hasSuffix(".gz") }.sorted()
+            if FixtureLogs.isUpdating {
+                try? FileManager.default.removeItem(at: checkedIn)
+                try FileManager.default.createDirectory(at: checkedIn.appendingPathComponent("tasks"), withIntermediateDirectories: true)
+                for file in written {
+                    try Data(contentsOf: URL(fileURLWithPath: directory.path("run/\(file)"))).write(
+                        to: checkedIn.appendingPathComponent(file))
+                }
+            }
+            let expected = try FileManager.default.subpathsOfDirectory(atPath: checkedIn.path).filter { $0.hasSuffix(".gz") }.sorted()
+            #expect(written == expected)
+            for file in written {
+                let now = try Data(contentsOf: URL(fileURLWithPath: directory.path("run/\(file)")))
+                #expect(
+                    now == (try Data(contentsOf: checkedIn.appendingPathComponent(file))),
+                    "\(file): re-record with AGENT_EVAL_UPDATE_FIXTURES=1 swift test")
+            }
+        }
+    }
 }

@@ -15,11 +15,16 @@ public struct Baseline: Sendable, Hashable {
     public var toolsSeen: [String]
     /// Every tool proposed but not run in any run, sorted.
     public var toolsAttempted: [String]
+    /// Every pipeline task that ran in any run, sorted (empty for agent runs).
+    public var tasksSeen: [String]
 
     public struct Trajectory: Sendable, Hashable {
         public var run: String
         public var tools: [String]
+        /// The stop reason of a run, or the status of a pipeline.
         public var stopReason: String?
+        /// The tasks a pipeline ran, in plan order.
+        public var tasks: [String] = []
     }
 
     public init(_ result: CaseResult) {
@@ -27,9 +32,12 @@ public struct Baseline: Sendable, Hashable {
         passed = result.passed
         passRate = result.passRate
         runCount = result.runs.count
-        runs = result.runs.map { Trajectory(run: $0.label, tools: $0.summary.tools, stopReason: $0.summary.stopReason?.rawValue) }
+        runs = result.runs.map {
+            Trajectory(run: $0.label, tools: $0.summary.tools, stopReason: $0.summary.stopName, tasks: $0.summary.tasks)
+        }
         toolsSeen = Array(Set(result.runs.flatMap(\.summary.tools))).sorted()
         toolsAttempted = Array(Set(result.runs.flatMap(\.summary.attempted))).sorted()
+        tasksSeen = Array(Set(result.runs.flatMap(\.summary.tasks))).sorted()
     }
 
     public var json: JSONValue {
@@ -46,10 +54,12 @@ public struct Baseline: Sendable, Hashable {
                     entry.set("run", run.run)
                     entry.set("tools", JSONValue.array(run.tools.map { .string($0) }))
                     entry.set("stop_reason", run.stopReason)
+                    if !run.tasks.isEmpty { entry.set("tasks", JSONValue.array(run.tasks.map { .string($0) })) }
                     return entry.json
                 }))
         object.set("tools_seen", JSONValue.array(toolsSeen.map { .string($0) }))
         object.set("tools_attempted", JSONValue.array(toolsAttempted.map { .string($0) }))
+        if !tasksSeen.isEmpty { object.set("tasks_seen", JSONValue.array(tasksSeen.map { .string($0) })) }
         object.set("version", 1)
         return object.json
     }
@@ -75,10 +85,11 @@ public struct Baseline: Sendable, Hashable {
         runs = try field("trajectories", \.arrayValue).map { entry in
             Trajectory(
                 run: entry["run"]?.stringValue ?? "", tools: entry["tools"].flatMap(strings) ?? [],
-                stopReason: entry["stop_reason"]?.stringValue)
+                stopReason: entry["stop_reason"]?.stringValue, tasks: entry["tasks"].flatMap(strings) ?? [])
         }
         toolsSeen = try field("tools_seen", strings)
         toolsAttempted = try field("tools_attempted", strings)
+        tasksSeen = json["tasks_seen"].flatMap(strings) ?? []
     }
 
     /// Writes one file per result into `directory`, replacing older ones.

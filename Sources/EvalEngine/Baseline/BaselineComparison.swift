@@ -25,7 +25,7 @@ public struct BaselineComparison: Sendable {
         }
         for run in result.runs {
             guard let before = baseline.runs.first(where: { $0.run == run.label }) else { continue }
-            let now = run.summary.stopReason?.rawValue
+            let now = run.summary.stopName
             if before.stopReason != now {
                 regressions.append(
                     Regression(
@@ -36,6 +36,10 @@ public struct BaselineComparison: Sendable {
         let seen = Set(baseline.toolsSeen)
         for tool in Array(Set(result.runs.flatMap(\.summary.tools))).sorted() where !seen.contains(tool) {
             regressions.append(Regression(kind: .newTool, message: "\(tool) is called now and was not in the baseline"))
+        }
+        let tasksBefore = Set(baseline.tasksSeen)
+        for task in Array(Set(result.runs.flatMap(\.summary.tasks))).sorted() where !tasksBefore.contains(task) {
+            regressions.append(Regression(kind: .newTask, message: "the task \(task) runs now and did not in the baseline"))
         }
         let forbidden = Set(result.evalCase.expected.toolsNotCalled)
         let attemptedBefore = Set(baseline.toolsAttempted + baseline.toolsSeen)

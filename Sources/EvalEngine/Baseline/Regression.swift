@@ -7,6 +7,8 @@ public struct Regression: Sendable, Hashable {
         case stopReasonChanged = "stop_reason_changed"
         /// A tool is executed that no run executed before.
         case newTool = "new_tool"
+        /// A pipeline task runs that no run ran before (a fallback, a task that was skipped).
+        case newTask = "new_task"
         /// A tool the case forbids is now attempted (proposed), and was not before.
         case forbiddenToolAttempted = "forbidden_tool_attempted"
         /// The pass rate fell below the baseline's 95% interval.

@@ -12,12 +12,16 @@ public struct EvalCase: Sendable {
         case recorded(patterns: [String])
         /// No source in the file: the runner's `--agent` is used.
         case defaultAgent(approve: [String], deny: [String])
+        /// Run this pipeline file live (on `pipelineInput`, or the file's own input).
+        case pipeline(file: String)
     }
 
     public var id: String
     public var description: String?
     public var tags: [String]
     public var input: String?
+    /// A pipeline case's input (any JSON value); nil runs the pipeline on its file's input.
+    public var pipelineInput: JSONValue?
     public var source: Source
     public var expected: Expectations
     /// The file the case came from, and where in it.

@@ -51,8 +51,12 @@ public enum EvalCaseFile {
         let name = id.map { "case \"\($0)\"" } ?? what
         let description = errors.collect { () throws(ConfigError) in try fields.optional("description")?.string("description") } ?? nil
         let tags = errors.collect { () throws(ConfigError) in try fields.optional("tags")?.names("tags") ?? [] } ?? []
-        let input = errors.collect { () throws(ConfigError) in try fields.optional("input")?.string("input") } ?? nil
+        let inputNode = fields.optional("input")
         let agent = errors.collect { () throws(ConfigError) in try fields.optional("agent")?.nonEmptyString("agent") } ?? nil
+        let pipeline = errors.collect { () throws(ConfigError) in try fields.optional("pipeline")?.nonEmptyString("pipeline") } ?? nil
+        // A pipeline's input is any JSON value; an agent's is the goal text.
+        let input =
+            pipeline != nil ? nil : errors.collect { () throws(ConfigError) in try inputNode?.string("input") } ?? nil
         let logsNode = fields.optional("logs")
         let logs = errors.collect { () throws(ConfigError) in try logsNode?.strings("logs") } ?? nil
         let approve = errors.collect { () throws(ConfigError) in try fields.optional("approve")?.names("approve") ?? [] } ?? []
@@ -65,6 +69,20 @@ public enum EvalCaseFile {
 
         var source: EvalCase.Source?
         errors.collect { () throws(ConfigError) in
+            if let pipeline {
+                guard agent == nil, logsNode == nil else {
+                    throw ConfigError(
+                        .invalidValue, "\(name) has pipeline and \(agent != nil ? "agent" : "logs"); a case checks one source",
+                        at: node.location, hint: "recorded pipeline runs go under logs: (their pipeline.jsonl.gz)")
+                }
+                if !approve.isEmpty || !deny.isEmpty {
+                    throw ConfigError(
+                        .invalidValue, "\(name) approve and deny apply to agent runs; a pipeline's agents decide by their policies",
+                        at: node.location)
+                }
+                source = .pipeline(file: resolve(pipeline, from: directory))
+                return
+            }
             switch (agent, logs) {
             case (let agent?, nil):
                 source = .live(agent: resolve(agent, from: directory), approve: approve, deny: deny)
@@ -89,10 +107,14 @@ public enum EvalCaseFile {
                 throw ConfigError(.missingKey, "\(name) runs live and needs an input", at: node.location)
             }
         }
+        if let expected, let source {
+            errors.collect { () throws(ConfigError) in try checkTarget(expected, of: source, case: name, at: expectedNode?.location) }
+        }
         guard errors.errors.count == before, let id, let source, let expected else { return nil }
         var evalCase = EvalCase(
             id: id, description: description, tags: tags, input: input, source: source, expected: expected, location: node.location)
         evalCase.allowsUnfinished = allowsUnfinished
+        if pipeline != nil { evalCase.pipelineInput = inputNode?.json }
         return evalCase
     }
 
@@ -100,6 +122,53 @@ public enum EvalCaseFile {
     static func readExpectations(_ node: ConfigNode, case name: String, errors: inout ConfigErrors) -> Expectations? {
         let before = errors.errors.count
         guard var fields = errors.collect({ () throws(ConfigError) in try node.mapping("expected") }) else { return nil }
+        var expected = readRunExpectations(&fields, errors: &errors)
+        let pipelineNode = fields.optional("pipeline")
+        let tasksNode = fields.optional("tasks")
+        if pipelineNode != nil || tasksNode != nil {
+            expected.pipeline = readPipelineExpectations(pipelineNode, tasks: tasksNode, errors: &errors)
+        }
+        errors.errors.append(contentsOf: fields.unknownKeys())
+        guard errors.errors.count == before else { return nil }
+        if expected.count == 0 {
+            errors.errors.append(
+                ConfigError(
+                    .invalidValue, "\(name) expects nothing: a case with no expectation would pass any run", at: node.location,
+                    hint: "add at least one expectation, such as toolsCalled, toolsNotCalled or stopReason"))
+            return nil
+        }
+        return expected
+    }
+
+    /// A case checks a run or a pipeline: its expectations must fit its source.
+    static func checkTarget(_ expected: Expectations, of source: EvalCase.Source, case name: String, at location: SourceLocation?)
+        throws(ConfigError)
+    {
+        let place = location ?? SourceLocation(path: "")
+        switch source {
+        case .pipeline:
+            guard expected.runKeyCount == 0 else {
+                throw ConfigError(
+                    .invalidValue, "\(name) runs a pipeline but expects run-level facts (toolsCalled, stopReason…) of it", at: place,
+                    hint: "put pipeline facts under expected.pipeline, and a task's trajectory under expected.tasks.<task>")
+            }
+        case .live, .defaultAgent:
+            guard expected.pipeline == nil else {
+                throw ConfigError(
+                    .invalidValue, "\(name) runs an agent but has pipeline expectations (pipeline:, tasks:)", at: place,
+                    hint: "use pipeline: <file> to run a pipeline, or logs: for recorded pipeline logs")
+            }
+        case .recorded:
+            guard expected.pipeline == nil || expected.runKeyCount == 0 else {
+                throw ConfigError(
+                    .invalidValue, "\(name) mixes run-level expectations with pipeline ones", at: place,
+                    hint: "a task's trajectory goes under expected.tasks.<task>")
+            }
+        }
+    }
+
+    /// The run-level keys of `fields` (the trajectory of one run); errors go to `errors`.
+    static func readRunExpectations(_ fields: inout MappingReader, errors: inout ConfigErrors) -> Expectations {
         var expected = Expectations()
         errors.collect { () throws(ConfigError) in expected.toolsCalled = try fields.optional("toolsCalled")?.names("toolsCalled") ?? [] }
         errors.collect { () throws(ConfigError) in
@@ -166,14 +235,77 @@ public enum EvalCaseFile {
         errors.collect { () throws(ConfigError) in
             expected.countsDeniedAttempts = try fields.optional("countDeniedAttempts")?.bool("countDeniedAttempts") ?? false
         }
-        errors.errors.append(contentsOf: fields.unknownKeys())
-        guard errors.errors.count == before else { return nil }
-        if expected.count == 0 {
-            errors.errors.append(
-                ConfigError(
-                    .invalidValue, "\(name) expects nothing: a case with no expectation would pass any run", at: node.location,
-                    hint: "add at least one expectation, such as toolsCalled, toolsNotCalled or stopReason"))
-            return nil
+        return expected
+    }
+
+    /// `expected.pipeline` and `expected.tasks`; errors go to `errors`.
+    static func readPipelineExpectations(_ node: ConfigNode?, tasks tasksNode: ConfigNode?, errors: inout ConfigErrors)
+        -> PipelineExpectations
+    {
+        var expected = PipelineExpectations()
+        if let node, var fields = errors.collect({ () throws(ConfigError) in try node.mapping("expected.pipeline") }) {
+            errors.collect { () throws(ConfigError) in
+                expected.status = try fields.optional("status").map { node throws(ConfigError) in try node.choice("pipeline.status") }
+            }
+            errors.collect { () throws(ConfigError) in expected.tasksRan = try fields.optional("tasksRan")?.names("pipeline.tasksRan") ?? []
+            }
+            errors.collect { () throws(ConfigError) in
+                expected.tasksNotRan = try fields.optional("tasksNotRan")?.names("pipeline.tasksNotRan") ?? []
+            }
+            errors.collect { () throws(ConfigError) in expected.order = try fields.optional("order")?.names("pipeline.order") ?? [] }
+            errors.collect { () throws(ConfigError) in
+                expected.maxRetries = try fields.optional("maxRetries")?.int("pipeline.maxRetries", in: 0...Int.max)
+            }
+            errors.collect { () throws(ConfigError) in
+                expected.breakersOpened = try fields.optional("breakersOpened")?.names("pipeline.breakersOpened") ?? []
+            }
+            errors.collect { () throws(ConfigError) in
+                expected.noBreakerOpened = try fields.optional("noBreakerOpened")?.bool("pipeline.noBreakerOpened") ?? false
+            }
+            errors.collect { () throws(ConfigError) in
+                expected.outputs = try fields.optional("outputs").map { node throws(ConfigError) in
+                    try readMatcher(node, what: "pipeline.outputs")
+                }
+            }
+            errors.errors.append(contentsOf: fields.unknownKeys())
+            if expected.noBreakerOpened, !expected.breakersOpened.isEmpty {
+                errors.errors.append(
+                    ConfigError(.invalidValue, "pipeline.noBreakerOpened contradicts pipeline.breakersOpened", at: node.location))
+            }
+        }
+        guard let tasksNode, let tasks = errors.collect({ () throws(ConfigError) in try tasksNode.mapping("expected.tasks") }) else {
+            return expected
+        }
+        for pair in tasks.pairs {
+            let what = "tasks.\(pair.key)"
+            guard var fields = errors.collect({ () throws(ConfigError) in try pair.value.mapping(what) }) else { continue }
+            var task = TaskExpectations(task: pair.key, location: pair.keyLocation)
+            errors.collect { () throws(ConfigError) in
+                task.status = try fields.optional("status").map { node throws(ConfigError) in try node.choice("\(what).status") }
+            }
+            errors.collect { () throws(ConfigError) in
+                task.retries = try fields.optional("retries").map { node throws(ConfigError) in
+                    try readRange(node, what: "\(what).retries")
+                }
+            }
+            errors.collect { () throws(ConfigError) in
+                guard let node = fields.optional("output") else { return }
+                if case .mapping = node.content {
+                    task.output = .matcher(try readMatcher(node, what: "\(what).output"))
+                } else {
+                    task.output = .equals(node.json)
+                }
+            }
+            let run = readRunExpectations(&fields, errors: &errors)
+            if run.count > 0 { task.run = run }
+            errors.errors.append(contentsOf: fields.unknownKeys(in: what))
+            if task.count == 0, fields.unknownKeys().isEmpty {
+                errors.errors.append(
+                    ConfigError(
+                        .invalidValue, "\(what) expects nothing", at: pair.keyLocation,
+                        hint: "give it status, retries, output or trajectory expectations (toolsCalled, stopReason…)"))
+            }
+            expected.tasks.append(task)
         }
         return expected
     }

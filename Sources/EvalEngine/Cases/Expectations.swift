@@ -30,6 +30,9 @@ public struct Expectations: Sendable {
     public var answerMatches: String?
     /// Whether a denied or proposed-but-not-run call counts as "called" for `toolsNotCalled`.
     public var countsDeniedAttempts = false
+    /// For a pipeline run: what its pipeline log and its tasks' child runs must show. A case
+    /// checks either a run (the fields above) or a pipeline (this), never both.
+    public var pipeline: PipelineExpectations?
 
     public init() {}
 
@@ -48,8 +51,11 @@ public struct Expectations: Sendable {
         toolsCalled.count + toolsNotCalled.count + (stopReason == nil ? 0 : 1) + (limit == nil ? 0 : 1) + (sequence == nil ? 0 : 1)
             + arguments.count + callCounts.count + [maxSteps, maxToolCalls, maxTokens, maxDurationMs].compactMap { $0 }.count
             + denied.count + approvalRequired.count + (requiresApprovalBeforeExecution ? 1 : 0) + answerContains.count
-            + (answerMatches == nil ? 0 : 1)
+            + (answerMatches == nil ? 0 : 1) + (pipeline?.count ?? 0)
     }
+
+    /// The run-level keys a case sets, for the message when they are mixed with pipeline ones.
+    var runKeyCount: Int { count - (pipeline?.count ?? 0) }
 }
 
 /// An inclusive range of call counts.

@@ -10,13 +10,16 @@ public struct ExpectationFailure: Sendable, Hashable {
     public var step: Int?
     /// The call concerned, when one applies.
     public var callId: String?
+    /// The log to look at when it is not the checked run's own: a pipeline task's child run.
+    public var log: String?
 
-    public init(expectation: String, expected: String, actual: String, step: Int? = nil, callId: String? = nil) {
+    public init(expectation: String, expected: String, actual: String, step: Int? = nil, callId: String? = nil, log: String? = nil) {
         self.expectation = expectation
         self.expected = expected
         self.actual = actual
         self.step = step
         self.callId = callId
+        self.log = log
     }
 }
 

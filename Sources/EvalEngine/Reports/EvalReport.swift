@@ -73,10 +73,11 @@ public struct EvalReport: Sendable {
         headline += result.id
         var facts: [String] = []
         let runs = result.runs.count
+        let kind = result.evalCase.expected.pipeline == nil ? "" : "pipeline "
         if result.evalCase.isLive {
-            facts.append(runs == 1 ? "1 live run" : "\(runs) live runs")
+            facts.append(runs == 1 ? "1 live \(kind)run" : "\(runs) live \(kind)runs")
         } else {
-            facts.append(runs == 1 ? "1 log" : "\(runs) logs")
+            facts.append(runs == 1 ? "1 \(kind)log" : "\(runs) \(kind)logs")
         }
         if runs > 1 {
             facts.append("pass rate \(Int((result.passRate * 100).rounded()))%")
@@ -105,7 +106,7 @@ public struct EvalReport: Sendable {
             for failure in run.failures {
                 lines.append("      ✘ \(failure.expectation): expected \(failure.expected)")
                 lines.append("          happened: \(failure.actual)")
-                lines.append("          look: \(Self.replayCommand(log: run.logPath, step: failure.step))")
+                lines.append("          look: \(Self.replayCommand(log: failure.log ?? run.logPath, step: failure.step))")
             }
             for note in run.notes { lines.append("      note: \(note.message)") }
         }
@@ -187,6 +188,8 @@ public struct EvalReport: Sendable {
         object.set("duration_ms", run.summary.durationMs)
         object.set("tools", JSONValue.array(run.summary.tools.map { .string($0) }))
         object.set("attempted", JSONValue.array(run.summary.attempted.map { .string($0) }))
+        object.set("pipeline_status", run.summary.pipelineStatus)
+        if !run.summary.tasks.isEmpty { object.set("tasks", JSONValue.array(run.summary.tasks.map { .string($0) })) }
         object.set("tear", run.summary.tear)
         object.set("check_us", run.checkDurationUs)
         object.set(
@@ -194,7 +197,7 @@ public struct EvalReport: Sendable {
             JSONValue.array(
                 run.failures.map { failure in
                     var entry = failure.fields
-                    entry.set("replay", Self.replayCommand(log: run.logPath, step: failure.step))
+                    entry.set("replay", Self.replayCommand(log: failure.log ?? run.logPath, step: failure.step))
                     return entry.json
                 }))
         object.set("notes", JSONValue.array(run.notes.map { .string($0.message) }))

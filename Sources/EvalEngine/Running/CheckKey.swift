@@ -87,7 +87,7 @@ extension RunResult {
             failures.append(
                 ExpectationFailure(
                     expectation: expectation, expected: expected, actual: actual, step: entry["step"]?.intValue,
-                    callId: entry["call_id"]?.stringValue))
+                    callId: entry["call_id"]?.stringValue, log: entry["log"]?.stringValue))
         }
         var notes: [CheckNote] = []
         for entry in noteList {
@@ -115,7 +115,7 @@ extension RunResult {
 }
 
 extension ExpectationFailure {
-    /// `{expectation, expected, actual, step?, call_id?}`: a failure in reports and in the cache.
+    /// `{expectation, expected, actual, step?, call_id?, log?}`: a failure in reports and in the cache.
     var fields: ObjectBuilder {
         var entry = ObjectBuilder()
         entry.set("expectation", expectation)
@@ -123,6 +123,7 @@ extension ExpectationFailure {
         entry.set("actual", actual)
         entry.set("step", step)
         entry.set("call_id", callId)
+        entry.set("log", log)
         return entry
     }
 }

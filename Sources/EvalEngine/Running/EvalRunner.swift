@@ -52,6 +52,8 @@ public struct EvalRunner: Sendable {
     enum Work: Sendable {
         case recorded(caseIndex: Int, log: String)
         case live(caseIndex: Int, agent: String, repeatIndex: Int)
+        /// One repeat of a pipeline case.
+        case pipeline(caseIndex: Int, file: String, repeatIndex: Int)
         /// The case could not be expanded into runs.
         case broken(caseIndex: Int, error: DiagnosticRecord)
     }
@@ -86,6 +88,8 @@ public struct EvalRunner: Sendable {
                 }
             case .live(let agent, _, _):
                 work.append(contentsOf: (1...options.repeats).map { .live(caseIndex: index, agent: agent, repeatIndex: $0) })
+            case .pipeline(let file):
+                work.append(contentsOf: (1...options.repeats).map { .pipeline(caseIndex: index, file: file, repeatIndex: $0) })
             case .defaultAgent:
                 if let agent = options.defaultAgent {
                     work.append(contentsOf: (1...options.repeats).map { .live(caseIndex: index, agent: agent, repeatIndex: $0) })
@@ -102,7 +106,8 @@ public struct EvalRunner: Sendable {
         }
         for item in work {
             switch item {
-            case .recorded(let index, _), .live(let index, _, _), .broken(let index, _): expected[index] += 1
+            case .recorded(let index, _), .live(let index, _, _), .pipeline(let index, _, _), .broken(let index, _):
+                expected[index] += 1
             }
         }
 
@@ -130,6 +135,12 @@ public struct EvalRunner: Sendable {
                         return (
                             index,
                             await Self.runLive(cases[index], agentPath: agent, repeatIndex: repeatIndex, agents: agents, options: options),
+                            nil
+                        )
+                    case .pipeline(let index, let file, let repeatIndex):
+                        return (
+                            index,
+                            await Self.runPipeline(cases[index], file: file, repeatIndex: repeatIndex, agents: agents, options: options),
                             nil
                         )
                     }
@@ -170,6 +181,9 @@ public struct EvalRunner: Sendable {
     private static func checkRecord(log: String, repeatIndex: Int, case evalCase: EvalCase, key: CheckKey?, options: EvalOptions)
         -> RunResult
     {
+        if let pipeline = evalCase.expected.pipeline {
+            return checkPipeline(pipeline, log: log, repeatIndex: repeatIndex, case: evalCase, options: options)
+        }
         do {
             return try options.facts.result(for: log, key: key) { facts in
                 check(facts, log: log, repeatIndex: repeatIndex, case: evalCase, options: options)
@@ -289,7 +303,7 @@ public struct EvalRunner: Sendable {
         case .live(_, let yes, let no), .defaultAgent(let yes, let no):
             approve = yes
             deny = no
-        case .recorded: break
+        case .recorded, .pipeline: break
         }
         do {
             let runtime = AgentRuntime(agent: agent, environment: options.environment)

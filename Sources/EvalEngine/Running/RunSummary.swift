@@ -15,8 +15,22 @@ public struct RunSummary: Sendable, Hashable {
     public var tear: String?
     /// The tools the run had (its `run_started` tool list), in that order.
     public var availableTools: [String] = []
+    /// For a pipeline run: how it stopped (`succeeded`, `failed`), and the tasks that ran in
+    /// its current branch, in plan order.
+    public var pipelineStatus: String?
+    public var tasks: [String] = []
 
     public init() {}
+
+    /// The stop reason of a run, or the status of a pipeline: what baselines compare.
+    public var stopName: String? { stopReason?.rawValue ?? pipelineStatus }
+
+    /// A pipeline run's summary; `durationMs` is from its first event to its last.
+    public init(_ state: PipelineState, durationMs: Int) {
+        pipelineStatus = state.stop?.status.rawValue
+        tasks = state.tasks.filter { !$0.currentAttempts.isEmpty }.map(\.id)
+        self.durationMs = durationMs
+    }
 
     public init(_ state: RunState) {
         tools = state.executedToolNames

@@ -15,21 +15,42 @@ public struct PipelineDefinition: Sendable {
     public var input: JSONValue
     /// The tasks whose outputs are the pipeline's outputs.
     public var outputs: [String]
-    /// Every task, in file order.
-    public var tasks: [PipelineTask]
+    /// Every task, in plan order once checked (file order before).
+    public var tasks: [PipelineTask] {
+        didSet { taskIndex = Self.index(tasks) }
+    }
     public var breakers: [String: BreakerSettings]
     /// What the checks found that does not stop a run (unused outputs, tasks that lead to no
     /// output), with file:line:column.
     public var warnings: [ConfigError]
+    /// Position in `tasks` by id (the first, should a file repeat an id).
+    private var taskIndex: [String: Int]
 
-    public func task(_ id: String) -> PipelineTask? { tasks.first { $0.id == id } }
+    public init(
+        name: String, path: String, fileDigest: String, jobs: Int?, input: JSONValue, outputs: [String], tasks: [PipelineTask],
+        breakers: [String: BreakerSettings], warnings: [ConfigError]
+    ) {
+        (self.name, self.path, self.fileDigest, self.jobs, self.input, self.outputs) = (name, path, fileDigest, jobs, input, outputs)
+        (self.tasks, self.breakers, self.warnings) = (tasks, breakers, warnings)
+        taskIndex = Self.index(tasks)
+    }
+
+    private static func index(_ tasks: [PipelineTask]) -> [String: Int] {
+        var index: [String: Int] = [:]
+        for (position, task) in tasks.enumerated() where index[task.id] == nil { index[task.id] = position }
+        return index
+    }
+
+    public func task(_ id: String) -> PipelineTask? { taskIndex[id].map { tasks[$0] } }
 
     /// The plan `pipeline_started` records.
     public var plan: [PipelineTaskPlan] {
-        tasks.map { task in
-            PipelineTaskPlan(
-                id: task.id, kind: task.kind, needs: task.needs,
-                fallbackFor: tasks.filter { $0.recovery.values.contains { $0.fallback == task.id } }.map(\.id), breaker: task.breaker)
+        var primaries: [String: [String]] = [:]
+        for task in tasks {
+            for fallback in Set(task.recovery.values.compactMap(\.fallback)).sorted() { primaries[fallback, default: []].append(task.id) }
+        }
+        return tasks.map { task in
+            PipelineTaskPlan(id: task.id, kind: task.kind, needs: task.needs, fallbackFor: primaries[task.id] ?? [], breaker: task.breaker)
         }
     }
 

@@ -298,20 +298,49 @@ final class PipelineRecorder: @unchecked Sendable {
 
     func digest() -> String { digester.digest(of: state) }
 
+    /// Events recorded since a durability point was deferred: observers hear of them once it is
+    /// durable, so the event stream never shows a checkpoint a crash could still lose.
+    private var unobserved: [Event] = []
+
+    /// Records `event`; with `defersDurability`, a durability point is made durable by the next
+    /// one or by `flushDeferred()`, which the scheduler calls before it waits or acts.
     @discardableResult
-    func record(_ event: PipelineEvent) throws(PipelineError) -> Event {
+    func record(_ event: PipelineEvent, defersDurability: Bool = false) throws(PipelineError) -> Event {
         let recorded: Event
         do {
-            recorded = try writer.append(.pipeline(event), step: 0, timeUs: clock())
-        } catch let error as LogError {
-            throw PipelineError(.log, error.message, path: writer.path, hint: error.hint)
+            recorded = try writer.append(.pipeline(event), step: 0, timeUs: clock(), defersDurability: defersDurability)
         } catch {
-            throw PipelineError(.log, "cannot write the pipeline log: \(error)", path: writer.path)
+            throw Self.writeError(error, path: writer.path)
         }
         PipelineState.reduce(into: &state, recorded)
         if case .started(let started) = event { breakers = CircuitBreakers(settings: breakers.settings, plan: started.tasks) }
         breakers.observe(recorded)
-        observe?(.event(recorded))
+        if defersDurability || !unobserved.isEmpty {
+            unobserved.append(recorded)
+            if recorded.payload.isDurabilityPoint && !defersDurability { tellObservers() }
+        } else {
+            observe?(.event(recorded))
+        }
         return recorded
+    }
+
+    /// Makes a deferred durability point durable and tells observers what waited for it.
+    func flushDeferred() throws(PipelineError) {
+        do {
+            try writer.flushDeferred()
+        } catch {
+            throw Self.writeError(error, path: writer.path)
+        }
+        tellObservers()
+    }
+
+    private func tellObservers() {
+        for event in unobserved { observe?(.event(event)) }
+        unobserved.removeAll()
+    }
+
+    private static func writeError(_ error: any Error, path: String) -> PipelineError {
+        if let error = error as? LogError { return PipelineError(.log, error.message, path: path, hint: error.hint) }
+        return PipelineError(.log, "cannot write the pipeline log: \(error)", path: path)
     }
 }

@@ -18,12 +18,30 @@ struct Scheduler {
     /// The failure that stops the pipeline once running attempts are committed.
     private var failure: (task: String, error: String)?
     private var isPausing = false
+    /// The definition's tasks by id.
+    private let tasksById: [String: PipelineTask]
+    /// Plan positions of the tasks that are some task's fallback; they start only when routed
+    /// to, so they are looked at apart from the others.
+    private let fallbackIndices: [Int]
+    /// Per fallback task, the tasks that may route to it, in plan order.
+    private let primaries: [String: [String]]
+    /// Every task before this plan position that is not a fallback is done for this scheduler
+    /// (settled, failed for good, or routed): the search for the next task starts here, so a
+    /// 1,000-task pipeline is not scanned from its first task at every start.
+    private var scanFrom = 0
 
     init(runner: PipelineRunner, recorder: PipelineRecorder, directory: String, jobs: Int) {
         self.runner = runner
         self.recorder = recorder
         self.directory = directory
         self.jobs = max(1, jobs)
+        let tasks = runner.definition.tasks
+        tasksById = Dictionary(tasks.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        let fallbacks = runner.definition.fallbackTasks
+        fallbackIndices = tasks.indices.filter { fallbacks.contains(tasks[$0].id) }
+        primaries = Dictionary(
+            runner.definition.plan.filter { !$0.fallbackFor.isEmpty }.map { ($0.id, $0.fallbackFor) },
+            uniquingKeysWith: { first, _ in first })
     }
 
     private var definition: PipelineDefinition { runner.definition }
@@ -36,6 +54,7 @@ struct Scheduler {
             do throws(PipelineError) {
                 checkPauseRequest()
                 try startReady(&group, executor)
+                try recorder.flushDeferred()
                 while let (ticket, result) = await group.next() {
                     finishedEarly[ticket] = result
                     // Interrupted from outside: commit nothing more; resume settles what ran.
@@ -47,6 +66,9 @@ struct Scheduler {
                         try commit(launch, ready)
                         checkPauseRequest()
                         try startReady(&group, executor)
+                        // The checkpoint went out with the next start's flush; if nothing
+                        // started, it is made durable before the scheduler waits.
+                        try recorder.flushDeferred()
                     }
                 }
             } catch {
@@ -103,7 +125,8 @@ struct Scheduler {
                 started.log = "tasks/\(task.id)-\(attempt).jsonl.gz"
             }
             let delayMs =
-                state.task(task.id)?.status == .retrying ? state.task(task.id)?.currentAttempts.last?.finished?.recovery?.delayMs ?? 0 : 0
+                recorder.state.status(of: task.id) == .retrying
+                ? state.task(task.id)?.currentAttempts.last?.finished?.recovery?.delayMs ?? 0 : 0
             try recorder.record(.taskStarted(started))
             let ticket = nextTicket
             nextTicket += 1
@@ -125,34 +148,52 @@ struct Scheduler {
     }
 
     /// The next task to start, in plan order, and the task it stands in for when it is a fallback.
-    private func nextCandidate() -> (PipelineTask, String?)? {
-        let fallbacks = definition.fallbackTasks
+    private mutating func nextCandidate() -> (PipelineTask, String?)? {
+        let tasks = definition.tasks
         let running = Set(inFlight.values.map(\.task))
-        for task in definition.tasks where !running.contains(task.id) {
-            guard let current = state.task(task.id) else { continue }
-            if fallbacks.contains(task.id) {
-                if current.status == .retrying, let primary = current.currentAttempts.last?.started.fallbackFor {
-                    return (task, primary)
-                }
-                let routed = definition.tasks.first { primary in
-                    state.task(primary.id)?.status == .routed
-                        && state.task(primary.id)?.currentAttempts.last?.finished?.recovery?.fallback == task.id
-                }
-                if let routed { return (task, routed.id) }
-                continue
-            }
-            guard current.status == .pending || current.status == .retrying else { continue }
-            guard task.needs.allSatisfy({ state.task($0)?.isSettled == true }) else { continue }
-            return (task, nil)
+        let fallbacks = Set(fallbackIndices.map { tasks[$0].id })
+        func isSettled(_ id: String) -> Bool {
+            let status = recorder.state.status(of: id)
+            return status == .succeeded || status == .skipped
         }
-        return nil
+        // Within one scheduler a task that is done never runs again (a rollback makes a new one).
+        while scanFrom < tasks.count, !running.contains(tasks[scanFrom].id) {
+            let id = tasks[scanFrom].id
+            let status = recorder.state.status(of: id)
+            guard fallbacks.contains(id) || status == .succeeded || status == .skipped || status == .failed || status == .routed else {
+                break
+            }
+            scanFrom += 1
+        }
+        var regular: Int?
+        for index in scanFrom..<tasks.count {
+            let task = tasks[index]
+            guard !fallbacks.contains(task.id), !running.contains(task.id) else { continue }
+            let status = recorder.state.status(of: task.id)
+            guard status == .pending || status == .retrying, task.needs.allSatisfy(isSettled) else { continue }
+            regular = index
+            break
+        }
+        for index in fallbackIndices where index < regular ?? tasks.count {
+            let task = tasks[index]
+            guard !running.contains(task.id), let current = recorder.state.task(task.id) else { continue }
+            if current.status == .retrying, let primary = current.currentAttempts.last?.started.fallbackFor {
+                return (task, primary)
+            }
+            let routed = primaries[task.id]?.first { primary in
+                recorder.state.status(of: primary) == .routed
+                    && recorder.state.task(primary)?.currentAttempts.last?.finished?.recovery?.fallback == task.id
+            }
+            if let routed { return (task, routed) }
+        }
+        return regular.map { (tasks[$0], nil) }
     }
 
     /// The task's input: its declared inputs and nothing else.
     private func buildInput(_ task: PipelineTask) -> Result<JSONValue, InputError> {
         var object = JSONObject()
         for (name, reference) in task.inputs {
-            let source = reference.task.map { state.task($0)?.output ?? .null } ?? state.start?.input ?? .null
+            let source = reference.task.map { recorder.state.output(of: $0) ?? .null } ?? state.start?.input ?? .null
             switch reference.resolve(in: source) {
             case .success(let value): object[name] = value
             case .failure(let error): return .failure(InputError(message: "input \"\(name)\" (\(reference)): \(error.message)"))
@@ -165,7 +206,7 @@ struct Scheduler {
 
     /// Records how an attempt ended and what follows from it.
     mutating func commit(_ launch: Launch, _ result: AttemptResult) throws(PipelineError) {
-        guard let task = definition.task(launch.task) else { return }
+        guard let task = tasksById[launch.task] else { return }
         var finished = TaskFinished(
             task: task.id, attempt: launch.started.attempt, status: .succeeded, stopReason: result.stopReason,
             durationUs: result.durationUs,
@@ -182,7 +223,8 @@ struct Scheduler {
                 failure = (task.id, "\(what) failed (\(errorClass.rawValue)): \(message)")
             }
         }
-        try recorder.record(.taskFinished(finished))
+        // Durable with the next task's start (one flush for both), or by `flushDeferred`.
+        try recorder.record(.taskFinished(finished), defersDurability: true)
         if let key = task.breaker, let change = recorder.breakers.change(after: finished, key: key, nowUs: runner.environment.now()) {
             try recorder.record(.breakerChanged(change))
         }

@@ -26,6 +26,12 @@ public struct PipelineState: Sendable, Hashable {
 
     public func task(_ id: String) -> PipelineTaskState? { taskIndex[id].map { tasks[$0] } }
 
+    /// The status of task `id`, without copying its record (the scheduler asks this often).
+    public func status(of id: String) -> PipelineTaskState.Status? { taskIndex[id].map { tasks[$0].status } }
+
+    /// The settled output of task `id`, without copying its record.
+    public func output(of id: String) -> JSONValue? { taskIndex[id].flatMap { tasks[$0].output } }
+
     /// Folds every event in order.
     public init(events: some Sequence<Event>) {
         for event in events { PipelineState.reduce(into: &self, event) }
@@ -150,21 +156,41 @@ public struct PipelineState: Sendable, Hashable {
     }
 }
 
-/// Digests pipeline states, rehashing only the tasks that changed since the last digest, so a
+/// Digests pipeline states, rehashing only what changed since the last digest, so a
 /// 1,000-task pipeline does not rehash every task at every checkpoint.
+///
+/// The digest is a two-level hash: each task's canonical JSON is hashed (SHA-256); the task
+/// hashes, in plan order, are hashed in chunks of 64; the digest is the SHA-256 of the chunk
+/// hashes followed by the canonical JSON of the rest (breakers as `state:key`, sorted by key;
+/// pause; the stop's status). A checkpoint rehashes one task and one chunk, not every task.
 public struct PipelineStateDigester: Sendable {
+    /// Tasks per chunk.
+    static let chunkSize = 64
     private var taskHashes: [(revision: Int, hash: [UInt8])] = []
+    private var chunkHashes: [[UInt8]?] = []
 
     public init() {}
 
     public mutating func digest(of state: PipelineState) -> String {
-        if taskHashes.count != state.tasks.count { taskHashes = Array(repeating: (-1, []), count: state.tasks.count) }
+        if taskHashes.count != state.tasks.count {
+            taskHashes = Array(repeating: (-1, []), count: state.tasks.count)
+            chunkHashes = Array(repeating: nil, count: (state.tasks.count + Self.chunkSize - 1) / Self.chunkSize)
+        }
+        // By index, so that an unchanged task is compared, not copied.
+        for index in state.tasks.indices where taskHashes[index].revision != state.tasks[index].revision {
+            taskHashes[index] = (state.tasks[index].revision, Array(SHA256.hash(data: JSONWriter.encode(state.tasks[index].json))))
+            chunkHashes[index / Self.chunkSize] = nil
+        }
         var hasher = SHA256()
-        for (index, task) in state.tasks.enumerated() {
-            if taskHashes[index].revision != task.revision {
-                taskHashes[index] = (task.revision, Array(SHA256.hash(data: JSONWriter.encode(task.json))))
+        for chunk in chunkHashes.indices {
+            if chunkHashes[chunk] == nil {
+                var chunkHasher = SHA256()
+                for index in chunk * Self.chunkSize..<min((chunk + 1) * Self.chunkSize, taskHashes.count) {
+                    chunkHasher.update(data: taskHashes[index].hash)
+                }
+                chunkHashes[chunk] = Array(chunkHasher.finalize())
             }
-            hasher.update(data: taskHashes[index].hash)
+            hasher.update(data: chunkHashes[chunk] ?? [])
         }
         var rest = ObjectBuilder()
         rest.set("breakers", state.breakers.sorted { $0.key < $1.key }.map { $0.value.state.rawValue + ":" + $0.key })

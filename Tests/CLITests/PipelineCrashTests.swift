@@ -1,0 +1,102 @@
+import Foundation
+import Pipelines
+import TestSupport
+import Testing
+import TraceCore
+import TraceLog
+
+/// `agent-eval pipeline run` killed with SIGKILL at random points (and its resume killed too,
+/// sometimes), then resumed: the same final outputs as an uninterrupted run, no settled task
+/// run twice, and a pipeline log that gzip and replay accept.
+@Suite("Pipelines killed and resumed")
+struct PipelineCrashTests {
+    /// Six leaf tasks, two joins, an agent task (read-only tools) and a final join; two at a time.
+    static func pipelineFile(in directory: TemporaryDirectory) throws -> String {
+        let agent = ExampleRuns.fixtures.appendingPathComponent("pipelines/triage-recovery/triage.agent.yaml").path
+        var text = "pipeline: crashy\njobs: 2\ninput: {tickets: [{id: T-1, text: charged twice}, {id: T-2, text: app crashes}]}\n"
+        text += "outputs: [final]\ntasks:\n"
+        for index in 0..<6 {
+            text += "  - {id: leaf\(index), command: [sh, -c, 'cat >/dev/null; sleep 0.05; echo \"{\\\"leaf\\\": \(index)}\"']}\n"
+        }
+        text += "  - {id: left, command: [sh, -c, 'sleep 0.03; cat'], inputs: {a: leaf0, b: leaf1, c: leaf2}}\n"
+        text += "  - {id: right, command: [sh, -c, 'sleep 0.03; cat'], inputs: {a: leaf3, b: leaf4, c: leaf5}}\n"
+        text += "  - id: classify\n    agent: \(agent)\n    goal: 'Classify: {{tickets}}'\n    inputs: {tickets: $input.tickets}\n"
+        text += "  - {id: final, command: [cat], inputs: {left: left, right: right, classes: classify}}\n"
+        let path = directory.path("crashy.yaml")
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    /// Starts `pipeline run` or `resume` and kills it after `delay` seconds (if still running).
+    static func runKilled(_ arguments: [String], after delay: Double, in directory: TemporaryDirectory) throws {
+        let (process, _) = try startAgentEval(arguments, in: directory.url)
+        usleep(UInt32(delay * 1_000_000))
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        wait(for: process)
+    }
+
+    /// Per task, the attempts of the current branch that succeeded or were skipped.
+    static func settledAttempts(_ state: PipelineState) -> [String: Int] {
+        Dictionary(
+            uniqueKeysWithValues: state.tasks.map { task in
+                (task.id, task.currentAttempts.filter { $0.finished?.status == .succeeded || $0.finished?.recovery?.action == .skip }.count)
+            })
+    }
+
+    @Test("kill -9 at random points, then resume: the same outputs as an uninterrupted run, no settled task run again")
+    func killedAndResumed() throws {
+        try TemporaryDirectory.with { directory in
+            let file = try Self.pipelineFile(in: directory)
+            let clock = ContinuousClock()
+            let started = clock.now
+            let reference = try agentEval(["pipeline", "run", file, "--out", directory.path("reference"), "--run-id", "ref", "--json"])
+            let duration = started.duration(to: clock.now)
+            #expect(reference.status == 0, "\(reference.stderr)")
+            let referenceState = try PipelineReplay(log: directory.path("reference/crashy-ref/pipeline.jsonl.gz")).state
+            let expectedOutputs = try #require(referenceState.stop?.outputs)
+            let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+            var random = SeededGenerator(seed: 15)
+            var killedBeforeTheEnd = 0
+            for trial in 0..<8 {
+                let id = "trial-\(trial)"
+                let runDirectory = directory.path("trials/crashy-\(id)")
+                try Self.runKilled(
+                    ["pipeline", "run", file, "--out", directory.path("trials"), "--run-id", id],
+                    after: Double.random(in: 0.02...seconds, using: &random),
+                    in: directory)
+                // A kill before the pipeline log held its first event leaves nothing to resume.
+                let log = runDirectory + "/pipeline.jsonl.gz"
+                guard let attributes = try? FileManager.default.attributesOfItem(atPath: log), (attributes[.size] as? Int ?? 0) > 0 else {
+                    continue
+                }
+                // Half the resumes are killed too, before the last one runs to the end.
+                if Bool.random(using: &random) {
+                    try Self.runKilled(
+                        ["pipeline", "resume", runDirectory], after: Double.random(in: 0.02...seconds, using: &random), in: directory)
+                }
+                let resumed = try agentEval(["pipeline", "resume", runDirectory])
+                if resumed.status == 2 {
+                    // The kill came after the pipeline stopped: there is nothing to resume.
+                    #expect(resumed.stderr.contains("nothing to resume"), "\(resumed.stderr)")
+                } else {
+                    #expect(resumed.status == 0, "trial \(trial): \(resumed.stdoutText)\(resumed.stderr)")
+                    killedBeforeTheEnd += 1
+                }
+                let replay = try PipelineReplay(log: log)
+                #expect(replay.mismatches.isEmpty, "trial \(trial): \(replay.mismatches)")
+                #expect(replay.state.anomalies.isEmpty, "trial \(trial): \(replay.state.anomalies)")
+                #expect(replay.state.stop?.status == .succeeded, "trial \(trial)")
+                #expect(replay.state.stop?.outputs == expectedOutputs, "trial \(trial)")
+                for (task, count) in Self.settledAttempts(replay.state) {
+                    #expect(count == 1, "trial \(trial): \(task) settled \(count) times")
+                }
+                let gzip = try Subprocess.run(gzipPath, ["-t", log])
+                #expect(gzip.status == 0, "trial \(trial): \(gzip.stderr)")
+                let show = try agentEval(["pipeline", "show", runDirectory])
+                #expect(show.status == 0, "trial \(trial): \(show.stderr)")
+            }
+            // The random points must have hit the run while it worked, or the test shows nothing.
+            #expect(killedBeforeTheEnd >= 3, "only \(killedBeforeTheEnd) of 8 kills came before the pipeline stopped")
+        }
+    }
+}
