@@ -152,5 +152,9 @@ print(String(format: "median wall time:            %.3f s (%.0f tasks/s)", media
 print(
     String(format: "median child processes:      %.3f s (%.0f µs per task)", median(childs), median(childs) / Double(settings.tasks) * 1e6))
 print(String(format: "median scheduler overhead:   %.1f µs per task (target ≤ 100)", median(overheads)))
-print(String(format: "median CPU of this process:  %.1f µs per task (scheduler, and the threads that spawn and reap each child; the children excluded)", median(cpus)))
+print(
+    String(
+        format:
+            "median CPU of this process:  %.1f µs per task (scheduler, and the threads that spawn and reap each child; the children excluded)",
+        median(cpus)))
 print(String(format: "median resume to next start: %.1f ms from a checkpoint of %d events", median(resumes), resumeEvents))
