@@ -66,7 +66,7 @@ public struct ConfigNode: Sendable, Hashable {
         } catch {
             throw ConfigError(
                 .unreadable, "cannot read \(path): \(Self.reason(error))", at: SourceLocation(path: path),
-                hint: "check the path; relative paths are resolved from the current directory")
+                hint: "check the path: on the command line it is relative to the current directory, in a file to that file's folder")
         }
         guard data.count <= maximumFileBytes else {
             throw ConfigError(

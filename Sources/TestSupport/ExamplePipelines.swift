@@ -19,9 +19,11 @@ public enum ExamplePipelines {
     public static let recorded = ["triage-recovery"]
 
     /// Runs the example `name` into `directory` reproducibly: one task at a time, a stepping
-    /// clock, every duration recorded as 1.5 ms. Two runs write the same logs byte for byte.
+    /// clock, every duration recorded as 1.5 ms, and the file recorded by its path in the
+    /// repository (not where the checkout is). Two runs write the same logs byte for byte.
     public static func record(_ name: String, into directory: String) async throws -> PipelineOutcome {
-        let definition = try PipelineFile.load(path: file(name))
+        var definition = try PipelineFile.load(path: file(name))
+        definition.path = "Fixtures/pipelines/\(name)/pipeline.yaml"
         return try await PipelineRunner(definition: definition, environment: .deterministic(runId: "pipe-\(name)"))
             .start(directory: directory, runId: "pipe-\(name)", jobs: 1)
     }

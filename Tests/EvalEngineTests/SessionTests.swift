@@ -41,7 +41,9 @@ struct SessionTests {
             for case_ in finished { #expect(case_.result.id == session.cases[case_.index].id) }
             let completed = try #require(report)
             #expect(completed.results.map(\.id) == session.cases.map(\.id))
-            #expect(completed.exitStatus == 0)
+            #expect(
+                completed.exitStatus == 0,
+                "\(completed.results.filter { !$0.passed }.flatMap { completed.consoleLines(for: $0) }.joined(separator: "\n"))")
             #expect(finished.allSatisfy { $0.comparison == nil }, "no baseline was read")
         }
     }
