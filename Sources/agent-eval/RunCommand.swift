@@ -22,12 +22,13 @@ struct RunCommand: AsyncParsableCommand {
             Finds every case file (.yaml, .yml, .json) under the given directories, checks the logs that recorded \
             cases name, runs live cases through the runtime (writing their logs under --out), and explains every \
             failed expectation: what was expected, what happened, at which step, and the `agent-eval replay` \
-            command to look at it. Case files are described in docs/eval-cases.md.
+            command to look at it. A case can also run a pipeline (pipeline: <file>) or check pipeline logs, with \
+            pipeline-level and per-task expectations. Case files are described in docs/eval-cases.md.
 
             Baselines: --update-baseline writes one reviewable JSON file per case into the baseline directory \
             (default: <first directory>/.baseline). A later run compares with it and reports regressions — a \
-            case that passed now fails, a stop reason changed, a new tool is called, a forbidden tool is now \
-            attempted, a pass rate fell — apart from failures that were already failing.
+            case that passed now fails, a stop reason changed, a new tool is called, a new pipeline task runs, a \
+            forbidden tool is now attempted, a pass rate fell — apart from failures that were already failing.
 
             The catalog (docs/catalog.md): the facts of recorded logs are cached per log identity, so a second run \
             over logs that did not change reads none of them; the results are recorded (see `agent-eval history`) and \

@@ -108,7 +108,9 @@ public enum EvalCaseFile {
             }
         }
         if let expected, let source {
-            errors.collect { () throws(ConfigError) in try checkTarget(expected, of: source, case: name, at: expectedNode?.location) }
+            errors.collect { () throws(ConfigError) in
+                try checkTarget(expected, of: source, case: name, at: expectedNode?.location ?? node.location)
+            }
         }
         guard errors.errors.count == before, let id, let source, let expected else { return nil }
         var evalCase = EvalCase(
@@ -141,10 +143,9 @@ public enum EvalCaseFile {
     }
 
     /// A case checks a run or a pipeline: its expectations must fit its source.
-    static func checkTarget(_ expected: Expectations, of source: EvalCase.Source, case name: String, at location: SourceLocation?)
+    static func checkTarget(_ expected: Expectations, of source: EvalCase.Source, case name: String, at place: SourceLocation)
         throws(ConfigError)
     {
-        let place = location ?? SourceLocation(path: "")
         switch source {
         case .pipeline:
             guard expected.runKeyCount == 0 else {

@@ -55,7 +55,7 @@ public struct Expectations: Sendable {
     }
 
     /// The run-level keys a case sets, for the message when they are mixed with pipeline ones.
-    var runKeyCount: Int { count - (pipeline?.count ?? 0) }
+    var runKeyCount: Int { count - (pipeline?.count ?? 0) + (countsDeniedAttempts ? 1 : 0) }
 }
 
 /// An inclusive range of call counts.

@@ -64,14 +64,14 @@ extension EvalRunner {
         let replay: PipelineReplay
         do throws(PipelineError) {
             replay = try PipelineReplay(log: log)
-        } catch {
-            let hint =
-                error.code == .notPipeline
-                ? "a run log is checked with run-level expectations; expected.pipeline and expected.tasks need a pipeline.jsonl.gz"
-                : error.hint
+        } catch  where error.code == .notPipeline {
             return cannotRun(
-                error.code == .notPipeline ? .badCase : .unfinishedRun, error.message,
-                hint: hint ?? "resume the pipeline (agent-eval pipeline resume) to seal and finish it")
+                .badCase, error.message,
+                hint: "a run log is checked with run-level expectations; expected.pipeline and expected.tasks need a pipeline.jsonl.gz")
+        } catch {
+            // An unreadable log (torn, corrupt) keeps the log's own diagnosis, as for runs.
+            result.error = DiagnosticRecord(error)
+            return result
         }
         let state = replay.state
         let times = replay.events.map(\.timeUs)

@@ -18,8 +18,8 @@ struct Scheduler {
     /// The failure that stops the pipeline once running attempts are committed.
     private var failure: (task: String, error: String)?
     private var isPausing = false
-    /// The definition's tasks by id.
-    private let tasksById: [String: PipelineTask]
+    /// The ids of the tasks that are some task's fallback.
+    private let fallbacks: Set<String>
     /// Plan positions of the tasks that are some task's fallback; they start only when routed
     /// to, so they are looked at apart from the others.
     private let fallbackIndices: [Int]
@@ -36,8 +36,8 @@ struct Scheduler {
         self.directory = directory
         self.jobs = max(1, jobs)
         let tasks = runner.definition.tasks
-        tasksById = Dictionary(tasks.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         let fallbacks = runner.definition.fallbackTasks
+        self.fallbacks = fallbacks
         fallbackIndices = tasks.indices.filter { fallbacks.contains(tasks[$0].id) }
         primaries = Dictionary(
             runner.definition.plan.filter { !$0.fallbackFor.isEmpty }.map { ($0.id, $0.fallbackFor) },
@@ -151,7 +151,6 @@ struct Scheduler {
     private mutating func nextCandidate() -> (PipelineTask, String?)? {
         let tasks = definition.tasks
         let running = Set(inFlight.values.map(\.task))
-        let fallbacks = Set(fallbackIndices.map { tasks[$0].id })
         func isSettled(_ id: String) -> Bool {
             let status = recorder.state.status(of: id)
             return status == .succeeded || status == .skipped
@@ -206,7 +205,7 @@ struct Scheduler {
 
     /// Records how an attempt ended and what follows from it.
     mutating func commit(_ launch: Launch, _ result: AttemptResult) throws(PipelineError) {
-        guard let task = tasksById[launch.task] else { return }
+        guard let task = definition.task(launch.task) else { return }
         var finished = TaskFinished(
             task: task.id, attempt: launch.started.attempt, status: .succeeded, stopReason: result.stopReason,
             durationUs: result.durationUs,
@@ -269,7 +268,6 @@ struct Scheduler {
                         status: .failed, task: failure.task, error: failure.error, outputs: outputs(), stateDigest: recorder.digest())))
             return
         }
-        let fallbacks = definition.fallbackTasks
         let waiting = definition.tasks.filter { !fallbacks.contains($0.id) && state.task($0.id)?.isSettled != true }
         if let first = waiting.first {
             let blockers = first.needs.filter { state.task($0)?.isSettled != true }
