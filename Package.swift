@@ -131,8 +131,13 @@ let package = Package(
                 "TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "EvalEngine", "Replay", "ModelClients", "MCPTools",
                 "Catalog", "Interop", "Pipelines", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
-            swiftSettings: strictSettings
+            // What `init` writes and `help` shows, installed beside the binary (scripts/install).
+            resources: [.copy("Templates")],
+            swiftSettings: strictSettings,
+            plugins: ["BuildInfo"]
         ),
+        // The commit `agent-eval --version` prints, recorded at build time.
+        .plugin(name: "BuildInfo", capability: .buildTool(), path: "Plugins/BuildInfo"),
         // Benchmarks: `swift run -c release log-benchmark` (see README, Performance).
         .executableTarget(
             name: "log-benchmark",

@@ -9,6 +9,18 @@ public struct ConfigErrors: Error, Sendable {
         self.errors = errors
     }
 
+    /// The errors in file order: those in `path` by line and column first, then those in the
+    /// files it names (a model script, an agent file), each file's in line order.
+    public func inFileOrder(of path: String) -> ConfigErrors {
+        let ordered = errors.enumerated().sorted { left, right in
+            let (a, b) = (left.element.location, right.element.location)
+            if (a.path == path) != (b.path == path) { return a.path == path }
+            if a.path != b.path { return left.offset < right.offset }
+            return (a.line, a.column, left.offset) < (b.line, b.column, right.offset)
+        }
+        return ConfigErrors(ordered.map(\.element))
+    }
+
     /// Runs `body`; an error it throws is kept and nil returned, so reading goes on.
     @discardableResult
     public mutating func collect<T>(_ body: () throws(ConfigError) -> T) -> T? {

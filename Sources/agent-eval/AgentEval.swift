@@ -20,11 +20,12 @@ struct AgentEval: AsyncParsableCommand {
             Exit codes: 0 passed (success, intact, identical), 1 failed (a case failed or regressed, a run did not \
             succeed, a log is damaged, runs diverge), 2 could not run (bad input), 64 usage error.
             """,
-        version: "0.2.0",
+        version: "0.3.0 (commit \(buildCommit))",
         subcommands: [
             RunCommand.self, ExecCommand.self, ReplayCommand.self, RerunCommand.self, DiffCommand.self, LogCommand.self, IndexCommand.self,
             RunsCommand.self, HistoryCommand.self, StatsCommand.self, SQLCommand.self, CatalogCommand.self,
-            ResultsCommand.self, ImportCommand.self, ExportCommand.self, CaseCommand.self, PipelineCommand.self,
+            ResultsCommand.self, ImportCommand.self, ExportCommand.self, CaseCommand.self, PipelineCommand.self, InitCommand.self,
+            CheckCommand.self,
         ]
     )
 }

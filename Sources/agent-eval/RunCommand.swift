@@ -150,7 +150,9 @@ struct RunCommand: AsyncParsableCommand {
         } catch {
             for problem in error.errors { diagnose(problem) }
             if error.inCaseFiles {
-                printError("\(error.errors.count) problem\(error.errors.count == 1 ? "" : "s") in the case files; nothing was run")
+                printError(
+                    "\(error.errors.count) problem\(error.errors.count == 1 ? "" : "s") in the case files or the files they name; nothing was run"
+                )
             }
             throw Exit.unusable
         }

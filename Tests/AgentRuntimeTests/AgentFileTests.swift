@@ -101,7 +101,7 @@ struct AgentFileTests {
                 replacing("    fixture:\n      - output: {found: true}\n", ""),
                 #"agent.yaml:4:5: tool "lookup" has neither "command" nor "fixture" (tools written in Swift are registered through the library API (ClosureToolHost))"#
             ),
-            (replacing("script: demo.model.yaml", "script: missing.yaml"), "missing.yaml: cannot read "),
+            (replacing("script: demo.model.yaml", "script: missing.yaml"), "agent.yaml:2:17: model.script: "),
             (
                 replacing("limits: {max_steps: 3}", "limits: {max_steps: 3}\nname: again"),
                 #"agent.yaml:20:1: the key "name" appears twice in this mapping (first at line 1) (remove one of them)"#

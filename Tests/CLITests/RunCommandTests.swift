@@ -51,26 +51,42 @@ struct RunCommandTests {
                     error: expected has no setting "toolsNotCaled"
                       --> \(directory.path("a.yaml")):4:3
                     hint: did you mean "toolsNotCalled"?
-                    1 problem in the case files; nothing was run
+                    1 problem in the case files or the files they name; nothing was run
 
                     """)
         }
     }
 
-    @Test("a missing log or a broken agent file: exit 2, the case says why")
+    @Test("a missing log, a missing agent file, a broken agent file or an unknown tool: exit 2 before anything runs, each one said")
     func harnessErrors() throws {
         try TemporaryDirectory.with { directory in
             try "caseId: a\nlogs: missing-*.jsonl.gz\nexpected: {toolsCalled: [t]}\n".write(
                 toFile: directory.path("a.yaml"), atomically: true, encoding: .utf8)
             try "caseId: b\nagent: nowhere.yaml\ninput: hi\nexpected: {toolsCalled: [t]}\n".write(
                 toFile: directory.path("b.yaml"), atomically: true, encoding: .utf8)
+            try "caseId: c\nagent: broken.agent.yaml\ninput: hi\nexpected: {toolsCalled: [t]}\n".write(
+                toFile: directory.path("c.yaml"), atomically: true, encoding: .utf8)
+            try "name: broken\nmodel: {script: none.yaml}\ntools: []\nlimits: {max_stepz: 2}\n".write(
+                toFile: directory.path("broken.agent.yaml"), atomically: true, encoding: .utf8)
+            try "caseId: d\nagent: \(ExampleRuns.agentPath("support"))\ninput: hi\nexpected: {toolsNotCalled: [delete_customers]}\n"
+                .write(toFile: directory.path("d.yaml"), atomically: true, encoding: .utf8)
             let result = try agentEval(["run", directory.url.path, "--out", directory.path("runs")])
             #expect(result.status == 2)
+            #expect(result.stdoutText.isEmpty)
             #expect(
-                result.stdoutText.contains(
-                    "! a  (0 logs)\n    error: \(directory.path("a.yaml")):1:1: no log matches \(directory.path("missing-*.jsonl.gz"))"))
-            #expect(result.stdoutText.contains("cannot read \(directory.path("nowhere.yaml"))"))
-            #expect(result.stdoutText.contains("2 could not run"))
+                result.stderr.contains(
+                    "error: case \"a\": no log matches \(directory.path("missing-*.jsonl.gz"))\n  --> \(directory.path("a.yaml")):1:1"))
+            #expect(
+                result.stderr.contains("error: case \"b\" names the agent file \(directory.path("nowhere.yaml")), which does not exist"))
+            // Every error of the broken agent file, at its own lines.
+            #expect(
+                result.stderr.contains(
+                    "model.script: \(directory.path("none.yaml")) does not exist\n  --> \(directory.path("broken.agent.yaml")):2:17"))
+            #expect(result.stderr.contains("limits has no setting \"max_stepz\"\n  --> \(directory.path("broken.agent.yaml")):4:10"))
+            #expect(result.stderr.contains("names the tool \"delete_customers\", which agent support-agent"))
+            #expect(result.stderr.contains("hint: did you mean \"delete_customer\"?"))
+            #expect(result.stderr.hasSuffix("5 problems in the case files or the files they name; nothing was run\n"))
+            #expect(!FileManager.default.fileExists(atPath: directory.path("runs")))
         }
     }
 

@@ -88,14 +88,14 @@ struct SessionTests {
                 guard let failure = error as? EvalSession.LoadFailure else { return false }
                 // a.yaml does not parse; b.yaml has an unknown key and no expected: every one reported.
                 return failure.inCaseFiles && failure.errors.count == 4
-                    && failure.errors.allSatisfy { $0.location?.path.hasSuffix(".yaml") == true }
+                    && failure.errors.allSatisfy { $0.place?.path.hasSuffix(".yaml") == true }
             }
             var filtered = plan([Self.bundled], in: directory)
             filtered.filters = ["no-such-case"]
             #expect {
                 _ = try EvalSession(filtered)
             } throws: { error in
-                (error as? EvalSession.LoadFailure)?.errors.map(\.code) == [.noCases]
+                (error as? EvalSession.LoadFailure)?.errors.map(\.diagnosticCode) == ["eval.no_cases"]
             }
         }
     }

@@ -15,82 +15,134 @@ public enum AgentFile {
     public static func load(
         path: String, models: ModelOptions = ModelOptions(), servers: (any ToolServerConnector)? = nil
     ) throws(ConfigError) -> Agent {
-        let root = try ConfigNode.load(path: path)
+        do {
+            return try loadReportingAll(path: path, models: models, servers: servers)
+        } catch {
+            throw error.errors[0]
+        }
+    }
+
+    /// Loads the agent file at `path` as `load` does, but throws every error found in it, in
+    /// file order: each section, each tool and each rule is read even after an earlier one
+    /// failed (`agent-eval check`).
+    public static func loadReportingAll(
+        path: String, models: ModelOptions = ModelOptions(), servers: (any ToolServerConnector)? = nil
+    ) throws(ConfigErrors) -> Agent {
+        let root: ConfigNode
+        do {
+            root = try ConfigNode.load(path: path)
+        } catch {
+            throw ConfigErrors([error])
+        }
         let directory = (path as NSString).deletingLastPathComponent
         return try read(root, directory: directory.isEmpty ? "." : directory, models: models, servers: servers)
     }
 
     static func read(
         _ root: ConfigNode, directory: String, models: ModelOptions = ModelOptions(), servers: (any ToolServerConnector)? = nil
-    ) throws(ConfigError) -> Agent {
-        var file = try root.mapping("the agent file")
-        let name = try file.required("name").nonEmptyString("name")
-        let version = try file.optional("version")?.string("version")
-        _ = try file.optional("description")?.string("description")
-        let instructions = try file.optional("instructions")?.string("instructions") ?? ""
+    ) throws(ConfigErrors) -> Agent {
+        var errors = ConfigErrors([])
+        guard var file = errors.collect({ () throws(ConfigError) in try root.mapping("the agent file") }) else { throw errors }
+        let name = errors.collect { () throws(ConfigError) in try file.required("name").nonEmptyString("name") }
+        let version = errors.collect { () throws(ConfigError) in try file.optional("version")?.string("version") } ?? nil
+        errors.collect { () throws(ConfigError) in _ = try file.optional("description")?.string("description") }
+        let instructions = errors.collect { () throws(ConfigError) in try file.optional("instructions")?.string("instructions") ?? "" }
 
-        let modelNode = try file.required("model", hint: "for an offline run, give a script: model: {script: my.model.yaml}")
-        let (model, keyVariable) = try readModel(modelNode, directory: directory, options: models)
+        let modelNode = errors.collect { () throws(ConfigError) in
+            try file.required("model", hint: "for an offline run, give a script: model: {script: my.model.yaml}")
+        }
+        let model = modelNode.flatMap { node in
+            errors.collect { () throws(ConfigError) in try readModel(node, directory: directory, options: models) }
+        }
         var tools = ToolRegistry()
         let toolServers =
-            try file.optional("mcp_servers").map { node throws(ConfigError) in
-                try readToolServers(node, directory: directory)
+            errors.collect { () throws(ConfigError) in
+                try file.optional("mcp_servers").map { node throws(ConfigError) in try readToolServers(node, directory: directory) } ?? []
             } ?? []
-        let toolNodes: [ConfigNode]
-        if let node = file.optional("tools") {
-            toolNodes = try node.list("tools")
-        } else if toolServers.isEmpty {
-            toolNodes = try file.required("tools").list("tools")
-        } else {
-            toolNodes = []
-        }
+        let toolNodes =
+            errors.collect { () throws(ConfigError) -> [ConfigNode] in
+                if let node = file.optional("tools") { return try node.list("tools") }
+                if toolServers.isEmpty && file.optional("mcp_servers") == nil { return try file.required("tools").list("tools") }
+                return []
+            } ?? []
+        let errorsBeforeTools = errors.errors.count
         for (index, node) in toolNodes.enumerated() {
-            let tool = try readTool(node, index: index, directory: directory)
-            if tools[tool.name] != nil {
-                throw ConfigError(
-                    .invalidValue, "a second tool is named \"\(tool.name)\"", at: node.location, hint: "tool names must be unique")
+            errors.collect { () throws(ConfigError) in
+                let tool = try readTool(node, index: index, directory: directory)
+                if tools[tool.name] != nil {
+                    throw ConfigError(
+                        .invalidValue, "a second tool is named \"\(tool.name)\"", at: node.location, hint: "tool names must be unique")
+                }
+                tools.register(tool)
             }
-            tools.register(tool)
         }
         var toolReferences: [ToolReference] = []
-        let policy = try file.optional("policy").map { node throws(ConfigError) in
-            try readPolicy(node, tools: tools, servers: toolServers.map(\.name), references: &toolReferences)
-        }
-        let limits = try file.optional("limits").map(readLimits) ?? RunLimits()
+        let policyNode = file.optional("policy")
+        // Rules name tools: with a tool that could not be read, they would report it unknown.
+        let policy =
+            errors.errors.count > errorsBeforeTools
+            ? nil
+            : errors.collect { () throws(ConfigError) in
+                try policyNode.map { node throws(ConfigError) in
+                    try readPolicy(node, tools: tools, servers: toolServers.map(\.name), references: &toolReferences)
+                }
+            } ?? nil
+        let limits = errors.collect { () throws(ConfigError) in try file.optional("limits").map(readLimits) ?? RunLimits() }
         var handling = FailureHandling()
-        if let node = file.optional("on_invalid_decision") {
-            var fields = try node.mapping("on_invalid_decision")
-            handling.invalidDecisionRetries = try fields.required("retries").int("on_invalid_decision.retries", in: 0...100)
-            try fields.finish()
+        errors.collect { () throws(ConfigError) in
+            if let node = file.optional("on_invalid_decision") {
+                var fields = try node.mapping("on_invalid_decision")
+                handling.invalidDecisionRetries = try fields.required("retries").int("on_invalid_decision.retries", in: 0...100)
+                try fields.finish()
+            }
         }
-        if let node = file.optional("on_tool_failure") { handling.toolFailure = try node.choice("on_tool_failure") }
-        if let node = file.optional("on_policy_denied") { handling.policyDenied = try node.choice("on_policy_denied") }
+        errors.collect { () throws(ConfigError) in
+            if let node = file.optional("on_tool_failure") { handling.toolFailure = try node.choice("on_tool_failure") }
+        }
+        errors.collect { () throws(ConfigError) in
+            if let node = file.optional("on_policy_denied") { handling.policyDenied = try node.choice("on_policy_denied") }
+        }
         var context = ContextSettings()
-        if let node = file.optional("context") {
-            var fields = try node.mapping("context")
-            if let value = fields.optional("token_budget") { context.tokenBudget = try value.int("context.token_budget", in: 1...Int.max) }
-            if let value = fields.optional("inline_output_bytes") {
-                context.inlineOutputBytes = try value.int("context.inline_output_bytes", in: 0...Int.max)
+        errors.collect { () throws(ConfigError) in
+            if let node = file.optional("context") {
+                var fields = try node.mapping("context")
+                if let value = fields.optional("token_budget") {
+                    context.tokenBudget = try value.int("context.token_budget", in: 1...Int.max)
+                }
+                if let value = fields.optional("inline_output_bytes") {
+                    context.inlineOutputBytes = try value.int("context.inline_output_bytes", in: 0...Int.max)
+                }
+                if let value = fields.optional("max_observation_age_steps") {
+                    context.maxObservationAgeSteps = try value.int("context.max_observation_age_steps", in: 0...Int.max)
+                }
+                try fields.finish()
             }
-            if let value = fields.optional("max_observation_age_steps") {
-                context.maxObservationAgeSteps = try value.int("context.max_observation_age_steps", in: 0...Int.max)
-            }
-            try fields.finish()
         }
-        let memory = try file.optional("memory").map { node throws(ConfigError) in try readItems(node, what: "memory") } ?? []
-        let evidence = try file.optional("evidence").map { node throws(ConfigError) in try readItems(node, what: "evidence") } ?? []
-        let actor = try file.optional("actor")?.string("actor")
-        let route = try file.optional("route")?.string("route")
-        let durability = try file.optional("durability").map(readDurability) ?? Durability()
+        let memory =
+            errors.collect { () throws(ConfigError) in
+                try file.optional("memory").map { node throws(ConfigError) in try readItems(node, what: "memory") } ?? []
+            } ?? []
+        let evidence =
+            errors.collect { () throws(ConfigError) in
+                try file.optional("evidence").map { node throws(ConfigError) in try readItems(node, what: "evidence") } ?? []
+            } ?? []
+        let actor = errors.collect { () throws(ConfigError) in try file.optional("actor")?.string("actor") } ?? nil
+        let route = errors.collect { () throws(ConfigError) in try file.optional("route")?.string("route") } ?? nil
+        let durability = errors.collect { () throws(ConfigError) in try file.optional("durability").map(readDurability) ?? Durability() }
         var redactEnvironment: [String] = []
         var redactMembers: [String] = []
-        if let node = file.optional("redact") {
-            var fields = try node.mapping("redact")
-            redactEnvironment = try fields.optional("env")?.names("redact.env") ?? []
-            redactMembers = try fields.optional("members")?.names("redact.members") ?? []
-            try fields.finish()
+        errors.collect { () throws(ConfigError) in
+            if let node = file.optional("redact") {
+                var fields = try node.mapping("redact")
+                redactEnvironment = try fields.optional("env")?.names("redact.env") ?? []
+                redactMembers = try fields.optional("members")?.names("redact.members") ?? []
+                try fields.finish()
+            }
         }
-        try file.finish()
+        errors.errors.append(contentsOf: file.unknownKeys())
+        guard errors.errors.isEmpty, let name, let instructions, let (model, keyVariable) = model, let limits, let durability else {
+            throw errors.inFileOrder(of: root.location.path)
+        }
 
         var agent = Agent(
             name: name, version: version, instructions: instructions, model: model, tools: tools,
@@ -151,7 +203,13 @@ public enum AgentFile {
         try fields.finish()
         switch (script, replay) {
         case (let script?, nil):
-            return (try ScriptedModel.load(path: resolve(try script.nonEmptyString("model.script"), from: directory)), nil)
+            let path = resolve(try script.nonEmptyString("model.script"), from: directory)
+            guard FileManager.default.fileExists(atPath: path) else {
+                throw ConfigError(
+                    .unreadable, "model.script: \(path) does not exist", at: script.location,
+                    hint: "the path starts from the agent file's folder")
+            }
+            return (try ScriptedModel.load(path: path), nil)
         case (nil, let replay?):
             let path = resolve(try replay.nonEmptyString("model.replay"), from: directory)
             do {

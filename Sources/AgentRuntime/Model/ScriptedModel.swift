@@ -94,7 +94,23 @@ public struct ScriptedModel: ModelClient {
 extension ScriptedModel {
     /// Reads a script file; errors name the file, line and column.
     public static func load(path: String) throws(ConfigError) -> ScriptedModel {
-        try read(ConfigNode.load(path: path), defaultName: Self.baseName(path))
+        do {
+            return try loadReportingAll(path: path)
+        } catch {
+            throw error.errors[0]
+        }
+    }
+
+    /// Reads a script file as `load` does, but throws every error in it, in file order (each
+    /// decision and rule is read even after an earlier one failed).
+    public static func loadReportingAll(path: String) throws(ConfigErrors) -> ScriptedModel {
+        let root: ConfigNode
+        do {
+            root = try ConfigNode.load(path: path)
+        } catch {
+            throw ConfigErrors([error])
+        }
+        return try read(root, defaultName: Self.baseName(path))
     }
 
     static func baseName(_ path: String) -> String {
@@ -103,51 +119,61 @@ extension ScriptedModel {
         return name
     }
 
-    static func read(_ root: ConfigNode, defaultName: String) throws(ConfigError) -> ScriptedModel {
-        var file = try root.mapping("the model script")
-        let name = try file.optional("name")?.nonEmptyString("name") ?? defaultName
+    static func read(_ root: ConfigNode, defaultName: String) throws(ConfigErrors) -> ScriptedModel {
+        var errors = ConfigErrors([])
+        guard var file = errors.collect({ () throws(ConfigError) in try root.mapping("the model script") }) else { throw errors }
+        let name = errors.collect { () throws(ConfigError) in try file.optional("name")?.nonEmptyString("name") ?? defaultName }
         var decisions: [Reply] = []
-        for (index, item) in try (file.optional("decisions")?.list("decisions") ?? []).enumerated() {
-            decisions.append(try readReply(item, what: "decisions[\(index)]"))
+        let decisionNodes = errors.collect { () throws(ConfigError) in try file.optional("decisions")?.list("decisions") ?? [] } ?? []
+        for (index, item) in decisionNodes.enumerated() {
+            if let reply = errors.collect({ () throws(ConfigError) in try readReply(item, what: "decisions[\(index)]") }) {
+                decisions.append(reply)
+            }
         }
         var rules: [Rule] = []
-        for (index, item) in try (file.optional("rules")?.list("rules") ?? []).enumerated() {
-            var entry = try item.mapping("rules[\(index)]")
-            var rule = Rule(reply: try readReply(entry.required("reply"), what: "rules[\(index)].reply"))
-            if let when = entry.optional("when") {
-                var condition = try when.mapping("rules[\(index)].when")
-                rule.lastTool = try condition.optional("last_tool").map { node throws(ConfigError) in Glob(try node.string("last_tool")) }
-                if let status = condition.optional("last_status") {
-                    let text = try status.string("last_status")
-                    guard ["ok", "error", "refused", "denied"].contains(text) else {
-                        throw ConfigError(
-                            .invalidValue, "last_status must be one of \"ok\", \"error\", \"refused\", \"denied\", found \"\(text)\"",
-                            at: status.location)
-                    }
-                    rule.lastStatus = text
-                }
-                if let pattern = condition.optional("last_observation_matches") {
-                    let text = try pattern.string("last_observation_matches")
-                    do {
-                        _ = try LinearRegex(text)
-                    } catch {
-                        throw ConfigError(
-                            .invalidValue, "last_observation_matches is not a regular expression this tool runs: \(error)",
-                            at: pattern.location)
-                    }
-                    rule.lastObservationMatches = text
-                }
-                rule.afterRejection = try condition.optional("after_rejection")?.bool("after_rejection")
-                try condition.finish()
-            }
-            try entry.finish()
-            rules.append(rule)
+        let ruleNodes = errors.collect { () throws(ConfigError) in try file.optional("rules")?.list("rules") ?? [] } ?? []
+        for (index, item) in ruleNodes.enumerated() {
+            if let rule = errors.collect({ () throws(ConfigError) in try readRule(item, index: index) }) { rules.append(rule) }
         }
-        try file.finish()
-        if decisions.isEmpty && rules.isEmpty {
-            throw ConfigError(.missingKey, "the model script has neither \"decisions\" nor \"rules\"", at: root.location)
+        errors.errors.append(contentsOf: file.unknownKeys())
+        if decisionNodes.isEmpty && ruleNodes.isEmpty && errors.errors.isEmpty {
+            errors.errors.append(ConfigError(.missingKey, "the model script has neither \"decisions\" nor \"rules\"", at: root.location))
         }
+        guard errors.errors.isEmpty, let name else { throw errors.inFileOrder(of: root.location.path) }
         return ScriptedModel(name: name, decisions: decisions, rules: rules)
+    }
+
+    static func readRule(_ item: ConfigNode, index: Int) throws(ConfigError) -> Rule {
+        var entry = try item.mapping("rules[\(index)]")
+        var rule = Rule(reply: try readReply(entry.required("reply"), what: "rules[\(index)].reply"))
+        if let when = entry.optional("when") {
+            var condition = try when.mapping("rules[\(index)].when")
+            rule.lastTool = try condition.optional("last_tool").map { node throws(ConfigError) in Glob(try node.string("last_tool")) }
+            if let status = condition.optional("last_status") {
+                let text = try status.string("last_status")
+                guard ["ok", "error", "refused", "denied"].contains(text) else {
+                    throw ConfigError(
+                        .invalidValue, "last_status must be one of \"ok\", \"error\", \"refused\", \"denied\", found \"\(text)\"",
+                        at: status.location)
+                }
+                rule.lastStatus = text
+            }
+            if let pattern = condition.optional("last_observation_matches") {
+                let text = try pattern.string("last_observation_matches")
+                do {
+                    _ = try LinearRegex(text)
+                } catch {
+                    throw ConfigError(
+                        .invalidValue, "last_observation_matches is not a regular expression this tool runs: \(error)",
+                        at: pattern.location)
+                }
+                rule.lastObservationMatches = text
+            }
+            rule.afterRejection = try condition.optional("after_rejection")?.bool("after_rejection")
+            try condition.finish()
+        }
+        try entry.finish()
+        return rule
     }
 
     static func readReply(_ node: ConfigNode, what: String) throws(ConfigError) -> Reply {

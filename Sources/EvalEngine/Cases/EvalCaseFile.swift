@@ -15,6 +15,11 @@ public enum EvalCaseFile {
         } catch {
             throw ConfigErrors([error])
         }
+        return try cases(in: root, path: path)
+    }
+
+    /// The cases of a file already parsed.
+    static func cases(in root: ConfigNode, path: String) throws(ConfigErrors) -> [EvalCase] {
         let directory = (path as NSString).deletingLastPathComponent
         var errors = ConfigErrors([])
         var cases: [EvalCase] = []
@@ -27,7 +32,7 @@ public enum EvalCaseFile {
             if let found = readCase(root, what: "the case", directory: directory, errors: &errors) { cases.append(found) }
         }
         guard errors.errors.isEmpty else {
-            throw ConfigErrors(errors.errors.sorted { ($0.location.line, $0.location.column) < ($1.location.line, $1.location.column) })
+            throw errors.inFileOrder(of: root.location.path)
         }
         return cases
     }

@@ -1,6 +1,6 @@
 import Foundation
 import Synchronization
-import TraceCore
+public import TraceCore
 
 /// What fails a suite run: a regression against the baseline, a failed case, or either.
 public enum FailOn: String, Sendable, CaseIterable {
@@ -70,7 +70,7 @@ public struct EvalSession: Sendable {
 
     /// Every problem that stops a session before anything runs (all case files are checked).
     public struct LoadFailure: Error, Sendable {
-        public var errors: [EvalError]
+        public var errors: [DiagnosticRecord]
         /// Whether the problems are in the case files (as opposed to the selection or baseline).
         public var inCaseFiles: Bool
     }
@@ -106,15 +106,22 @@ public struct EvalSession: Sendable {
     public init(_ plan: Plan) throws(LoadFailure) {
         self.plan = plan
         let (loaded, errors) = EvalSuite.load(paths: plan.paths)
-        guard errors.isEmpty else { throw LoadFailure(errors: errors, inCaseFiles: true) }
+        guard errors.isEmpty else { throw LoadFailure(errors: errors.map { DiagnosticRecord($0) }, inCaseFiles: true) }
         var cases = EvalSuite.filter(loaded, by: plan.filters)
         if let shard = plan.shard { cases = EvalSuite.shard(cases, index: shard.index, count: shard.count) }
         guard !cases.isEmpty else {
             let selection =
                 (plan.filters.isEmpty ? "" : " the filter \(plan.filters.joined(separator: ", "))")
                 + (plan.shard.map { " in shard \($0)" } ?? "")
-            throw LoadFailure(errors: [EvalError(.noCases, "no case matches\(selection)")], inCaseFiles: false)
+            throw LoadFailure(errors: [DiagnosticRecord(EvalError(.noCases, "no case matches\(selection)"))], inCaseFiles: false)
         }
+        // What `agent-eval check` checks, before anything runs: the agents, pipelines and logs
+        // the cases name, and the tools and tasks they expect (the logs' own tools are checked
+        // when they are read).
+        let check = ProjectCheck(
+            options: ProjectCheck.Options(models: plan.options.models, defaultAgent: plan.options.defaultAgent, readsLogs: false)
+        ).check(cases: cases)
+        guard check.errors.isEmpty else { throw LoadFailure(errors: check.errors.map(\.diagnostic), inCaseFiles: true) }
         self.cases = cases
         var baselines: [String: Baseline] = [:]
         var hasBaseline = false
@@ -123,7 +130,7 @@ public struct EvalSession: Sendable {
                 baselines = try Baseline.read(for: cases, from: directory)
                 hasBaseline = true
             } catch {
-                throw LoadFailure(errors: [error], inCaseFiles: false)
+                throw LoadFailure(errors: [DiagnosticRecord(error)], inCaseFiles: false)
             }
         }
         self.baselines = baselines

@@ -2,14 +2,15 @@ import ConfigFile
 import Foundation
 import TraceCore
 
-/// Finds and loads eval cases: every `.yaml`, `.yml` and `.json` file under the directories
-/// given (hidden files and folders, such as `.baseline/`, are skipped), and files given by
-/// name, in path order.
+/// Finds and loads eval cases: every case file under the directories given — a `.yaml`, `.yml`
+/// or `.json` file whose top level is a case (`caseId` or `expected`) or a list of them; agent
+/// files, model scripts, pipelines and other data beside them are left alone, and hidden files
+/// and folders (such as `.baseline/`) are skipped — and files given by name, in path order.
 public enum EvalSuite {
     /// The cases, and every problem found: all files are read before anything runs, so one
     /// broken file does not hide the next.
     public static func load(paths: [String]) -> (cases: [EvalCase], errors: [EvalError]) {
-        var files: [String] = []
+        var files: [(path: String, isNamed: Bool)] = []
         var errors: [EvalError] = []
         for path in paths {
             var isDirectory: ObjCBool = false
@@ -18,16 +19,25 @@ public enum EvalSuite {
                 continue
             }
             if isDirectory.boolValue {
-                files.append(contentsOf: caseFiles(under: path))
+                files.append(contentsOf: configFiles(under: path).map { ($0, false) })
             } else {
-                files.append(path)
+                files.append((path, true))
             }
         }
         var cases: [EvalCase] = []
         var seen: [String: SourceLocation] = [:]
-        for file in files {
-            do {
-                for evalCase in try EvalCaseFile.load(path: file) {
+        for (file, isNamed) in files {
+            do throws(ConfigErrors) {
+                let root: ConfigNode
+                do {
+                    root = try ConfigNode.load(path: file)
+                } catch {
+                    throw ConfigErrors([error])
+                }
+                // In a folder, only case files are cases; a file named on the command line is
+                // read as one whatever it holds, so its errors say what is missing.
+                if !isNamed && ConfigFileKind(of: root) != .cases { continue }
+                for evalCase in try EvalCaseFile.cases(in: root, path: file) {
                     if let first = seen[evalCase.id] {
                         errors.append(
                             EvalError(
@@ -43,12 +53,16 @@ public enum EvalSuite {
             }
         }
         if cases.isEmpty && errors.isEmpty {
-            errors.append(EvalError(.noCases, "no case files (.yaml, .yml, .json) under \(paths.joined(separator: ", "))"))
+            errors.append(
+                EvalError(
+                    .noCases, "no case files (.yaml, .yml, .json with caseId or expected) under \(paths.joined(separator: ", "))",
+                    hint: "`agent-eval init` writes a project with cases to start from"))
         }
         return (cases, errors)
     }
 
-    static func caseFiles(under directory: String) -> [String] {
+    /// Every `.yaml`, `.yml` and `.json` file under `directory`, hidden ones left out, sorted.
+    static func configFiles(under directory: String) -> [String] {
         // A linked case directory is read where the link points; the paths reported keep the
         // name the user gave.
         let root = URL(fileURLWithPath: directory).resolvingSymlinksInPath().path

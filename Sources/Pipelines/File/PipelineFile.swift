@@ -24,8 +24,7 @@ public enum PipelineFile {
         var reader = Reader(directory: directory.isEmpty ? "." : directory, loadAgent: loadAgent)
         let definition = reader.read(root, path: path, digest: ContentHash.sha256(bytes))
         guard let definition, reader.errors.errors.isEmpty else {
-            throw ConfigErrors(
-                reader.errors.errors.sorted { ($0.location.line, $0.location.column) < ($1.location.line, $1.location.column) })
+            throw reader.errors.inFileOrder(of: root.location.path)
         }
         return definition
     }

@@ -1,0 +1,314 @@
+public import AgentRuntime
+public import ConfigFile
+import Foundation
+import Pipelines
+public import TraceCore
+import TraceLog
+
+/// Checks case files, agent files, model scripts and pipeline files without running anything
+/// (`agent-eval check`; `agent-eval run` makes the same checks before it starts): every error
+/// of every file with file:line:column, then what ties them together — the agent, pipeline
+/// and logs a case names exist and load, and the tools and tasks its expectations name are
+/// ones that agent, pipeline or log has.
+///
+/// ```swift
+/// let report = ProjectCheck(options: ProjectCheck.Options()).check(paths: ["EvalCases"])
+/// for file in report.files { print(file.path, file.problems.count) }
+/// ```
+public struct ProjectCheck: Sendable {
+    public struct Options: Sendable {
+        /// Model clients and the command line's `--model`/`--base-url`, for agent files.
+        public var models = ModelOptions()
+        /// The agent for cases that name neither an agent nor logs (`--agent`).
+        public var defaultAgent: String?
+        /// Read each recorded log's first event to check the tools a case names against the
+        /// tools the run had. `run` leaves this off: it checks that after reading the logs.
+        public var readsLogs = true
+
+        public init(models: ModelOptions = ModelOptions(), defaultAgent: String? = nil, readsLogs: Bool = true) {
+            self.models = models
+            self.defaultAgent = defaultAgent
+            self.readsLogs = readsLogs
+        }
+    }
+
+    public let options: Options
+
+    public init(options: Options) {
+        self.options = options
+    }
+
+    /// Checks every `.yaml`, `.yml` and `.json` file under the directories given and the files
+    /// given by name, and the agent, pipeline and model files they name.
+    public func check(paths: [String]) -> CheckReport {
+        var session = Session(options: options)
+        for path in paths {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+                session.problem(
+                    in: path, .error,
+                    EvalError(
+                        .missingPath, "\(path) does not exist", location: SourceLocation(path: path), hint: "give files or directories"))
+                continue
+            }
+            if isDirectory.boolValue {
+                for file in EvalSuite.configFiles(under: path) { session.checkFile(file, isNamed: false) }
+            } else {
+                session.checkFile(path, isNamed: true)
+            }
+        }
+        return session.report
+    }
+
+    /// The checks `run` makes before anything runs, for the cases it will run: the agent,
+    /// pipeline and logs each case names, and the tools and tasks it expects.
+    public func check(cases: [EvalCase]) -> CheckReport {
+        var session = Session(options: options)
+        for evalCase in cases { session.crossCheck(evalCase) }
+        return session.report
+    }
+
+    /// One pass over the files: what was loaded is kept, so a file several cases name is read
+    /// and reported once.
+    private struct Session {
+        let options: Options
+        var report = CheckReport()
+        var agents: [String: Agent?] = [:]
+        var pipelines: [String: PipelineDefinition?] = [:]
+        var logTools: [String: [String]?] = [:]
+
+        init(options: Options) {
+            self.options = options
+        }
+
+        mutating func checkFile(_ named: String, isNamed: Bool) {
+            let path = ConfigPath.resolve(named, from: "")
+            let root: ConfigNode
+            do {
+                root = try ConfigNode.load(path: path)
+            } catch {
+                problem(in: path, .error, error)
+                return
+            }
+            guard let kind = ConfigFileKind(of: root) else {
+                if isNamed {
+                    problem(
+                        in: path, .error,
+                        ConfigError(
+                            .invalidValue,
+                            "this is not a file agent-eval reads: it has no caseId or expected (a case), model (an agent), "
+                                + "decisions or rules (a model script), or pipeline and tasks (a pipeline)",
+                            at: root.location, hint: "docs/eval-cases.md, \"Which files are cases\", says how files are told apart"))
+                } else {
+                    report.note(path, kind: nil, summary: "skipped: not a case, agent, model script or pipeline file")
+                }
+                return
+            }
+            switch kind {
+            case .cases:
+                do {
+                    let cases = try EvalCaseFile.cases(in: root, path: path)
+                    report.note(path, kind: .cases, summary: cases.count == 1 ? "1 case" : "\(cases.count) cases")
+                    for evalCase in cases { crossCheck(evalCase) }
+                } catch {
+                    report.note(path, kind: .cases, summary: nil)
+                    for problem in error.errors { self.problem(in: path, .error, problem) }
+                }
+            case .agent:
+                _ = agent(at: path)
+            case .modelScript:
+                do {
+                    let script = try ScriptedModel.loadReportingAll(path: path)
+                    report.note(
+                        path, kind: .modelScript,
+                        summary:
+                            "model script \(script.name): \(count(script.decisions.count, "decision")), \(count(script.rules.count, "rule"))"
+                    )
+                } catch {
+                    report.note(path, kind: .modelScript, summary: nil)
+                    for problem in error.errors { self.problem(in: path, .error, problem) }
+                }
+            case .pipeline:
+                _ = pipeline(at: path)
+            }
+        }
+
+        /// The agent file at `path`, loaded and reported once; nil when it has errors.
+        mutating func agent(at named: String) -> Agent? {
+            let path = ConfigPath.resolve(named, from: "")
+            if let known = agents[path] { return known }
+            var loaded: Agent?
+            do {
+                let agent = try AgentFile.loadReportingAll(path: path, models: options.models)
+                let servers = agent.toolServers.isEmpty ? "" : " and the tools of \(count(agent.toolServers.count, "MCP server"))"
+                report.note(path, kind: .agent, summary: "agent \(agent.name), \(count(agent.tools.names.count, "tool"))\(servers)")
+                loaded = agent
+            } catch {
+                report.note(path, kind: .agent, summary: nil)
+                for problem in error.errors { self.problem(in: path, .error, problem) }
+            }
+            agents[path] = loaded
+            return loaded
+        }
+
+        /// The pipeline file at `path`, loaded and reported once; nil when it has errors.
+        mutating func pipeline(at named: String) -> PipelineDefinition? {
+            let path = ConfigPath.resolve(named, from: "")
+            if let known = pipelines[path] { return known }
+            var loaded: PipelineDefinition?
+            let models = options.models
+            do {
+                let definition = try PipelineFile.load(path: path) { agentPath throws(ConfigError) in
+                    try AgentFile.load(path: agentPath, models: models)
+                }
+                report.note(path, kind: .pipeline, summary: "pipeline \(definition.name), \(count(definition.tasks.count, "task"))")
+                for warning in definition.warnings { problem(in: path, .warning, warning) }
+                loaded = definition
+            } catch {
+                report.note(path, kind: .pipeline, summary: nil)
+                for problem in error.errors { self.problem(in: path, .error, problem) }
+            }
+            pipelines[path] = loaded
+            return loaded
+        }
+
+        /// What ties a case to the files it names.
+        mutating func crossCheck(_ evalCase: EvalCase) {
+            let path = evalCase.location.path
+            let name = "case \"\(evalCase.id)\""
+            switch evalCase.source {
+            case .live(let agentPath, _, _):
+                checkTools(of: evalCase, againstAgentAt: agentPath)
+            case .defaultAgent:
+                guard let agentPath = options.defaultAgent else {
+                    problem(
+                        in: path, .error,
+                        EvalError(
+                            .badCase, "\(name) names no agent and no logs", location: evalCase.location,
+                            hint: "add agent: or logs: to it, or give a default agent with --agent"))
+                    return
+                }
+                checkTools(of: evalCase, againstAgentAt: agentPath)
+            case .pipeline(let file):
+                guard exists(file, namedBy: evalCase, as: "pipeline") else { return }
+                guard let definition = pipeline(at: file), let expected = evalCase.expected.pipeline else { return }
+                let tasks = definition.tasks.map(\.id)
+                for task in expected.taskNames where !tasks.contains(task) {
+                    problem(
+                        in: path, .error,
+                        EvalError(
+                            .unknownTask, "\(name) names the task \"\(task)\", which pipeline \(definition.name) does not have",
+                            location: evalCase.location,
+                            hint: ConfigNode.suggestion(for: task, among: tasks).map { "did you mean \"\($0)\"?" }
+                                ?? "its tasks: \(tasks.joined(separator: ", "))"))
+                }
+                for taskExpectations in expected.tasks {
+                    guard let run = taskExpectations.run, let task = definition.tasks.first(where: { $0.id == taskExpectations.task }),
+                        case .agent(let agentPath, let agent, _) = task.work
+                    else { continue }
+                    checkTools(run.toolNames, of: evalCase, in: agent, path: agentPath, at: taskExpectations.location)
+                }
+            case .recorded(let patterns):
+                var logs: [String] = []
+                for pattern in patterns {
+                    let found = EvalSuite.expand(pattern)
+                    if found.isEmpty {
+                        problem(
+                            in: path, .error,
+                            EvalError(
+                                .missingPath, "\(name): no log matches \(pattern)", location: evalCase.location,
+                                hint: "paths in logs: start from the case file's folder; record runs with agent-eval exec"))
+                    }
+                    logs += found
+                }
+                guard options.readsLogs, evalCase.expected.pipeline == nil, !logs.isEmpty else { return }
+                var available: Set<String> = []
+                for log in logs {
+                    guard let tools = tools(recordedIn: log, by: evalCase) else { return }
+                    available.formUnion(tools)
+                }
+                for tool in evalCase.expected.toolNames where !available.contains(tool) {
+                    problem(
+                        in: path, .error,
+                        EvalError(
+                            .unknownTool, "\(name) names the tool \"\(tool)\", which none of its logs' runs had",
+                            location: evalCase.location,
+                            hint: ConfigNode.suggestion(for: tool, among: available.sorted()).map { "did you mean \"\($0)\"?" }
+                                ?? "they had: \(available.sorted().joined(separator: ", "))"))
+                }
+            }
+        }
+
+        mutating func checkTools(of evalCase: EvalCase, againstAgentAt agentPath: String) {
+            guard exists(agentPath, namedBy: evalCase, as: "agent file"), let agent = agent(at: agentPath) else { return }
+            checkTools(evalCase.expected.toolNames, of: evalCase, in: agent, path: agentPath, at: evalCase.location)
+        }
+
+        /// The tools a case names that its agent does not have (an agent with MCP servers
+        /// learns its tools when they start: those are checked after the run).
+        mutating func checkTools(_ names: [String], of evalCase: EvalCase, in agent: Agent, path: String, at location: SourceLocation) {
+            guard agent.toolServers.isEmpty else { return }
+            let tools = agent.tools.names
+            for tool in names where !tools.contains(tool) {
+                problem(
+                    in: evalCase.location.path, .error,
+                    EvalError(
+                        .unknownTool,
+                        "case \"\(evalCase.id)\" names the tool \"\(tool)\", which agent \(agent.name) (\(path)) does not have",
+                        location: location,
+                        hint: ConfigNode.suggestion(for: tool, among: tools).map { "did you mean \"\($0)\"?" }
+                            ?? "its tools: \(tools.joined(separator: ", "))"))
+            }
+        }
+
+        /// Whether the file a case names is there; reports it when it is not.
+        mutating func exists(_ file: String, namedBy evalCase: EvalCase, as what: String) -> Bool {
+            guard !FileManager.default.fileExists(atPath: file) else { return true }
+            problem(
+                in: evalCase.location.path, .error,
+                EvalError(
+                    .missingPath, "case \"\(evalCase.id)\" names the \(what) \(file), which does not exist", location: evalCase.location,
+                    hint: "paths in a case start from the case file's folder"))
+            return false
+        }
+
+        /// The tools the run of a log had (its first event); nil, reported, when it cannot be read.
+        mutating func tools(recordedIn log: String, by evalCase: EvalCase) -> [String]? {
+            if let known = logTools[log] { return known }
+            struct Stop: Error {}
+            var tools: [String]?
+            do {
+                _ = try LogReader(path: log).forEachEvent { recorded in
+                    if case .runStarted(let start) = recorded.event.payload { tools = start.tools.map(\.name) }
+                    throw Stop()
+                }
+                problem(
+                    in: log, .error,
+                    EvalError(.badCase, "case \"\(evalCase.id)\" names \(log), which holds no event", location: SourceLocation(path: log)))
+            } catch is Stop {
+                if tools == nil {
+                    problem(
+                        in: log, .error,
+                        EvalError(
+                            .badCase, "case \"\(evalCase.id)\" names \(log), which does not start with run_started",
+                            location: SourceLocation(path: log),
+                            hint: "check pipeline logs with expected.pipeline; agent-eval log verify says what the log holds"))
+                }
+            } catch {
+                problem(in: log, .error, error)
+            }
+            logTools[log] = .some(tools)
+            return tools
+        }
+
+        /// Reports a problem under the file it is in: `path`, or the file its location names (an
+        /// agent's model script, a pipeline's agent file).
+        mutating func problem(in path: String, _ severity: CheckReport.Severity, _ error: any Error) {
+            let diagnostic = DiagnosticRecord(describing: error)
+            let file = diagnostic.place.flatMap { $0.line > 0 ? ConfigPath.resolve($0.path, from: "") : nil } ?? path
+            report.add(CheckReport.Problem(severity: severity, diagnostic: diagnostic), to: file)
+        }
+
+        func count(_ number: Int, _ noun: String) -> String { number == 1 ? "1 \(noun)" : "\(number) \(noun)s" }
+    }
+}

@@ -1,0 +1,117 @@
+import Foundation
+import TestSupport
+import Testing
+import TraceCore
+
+/// `agent-eval init` and `agent-eval check`: from nothing to a project that passes, and every
+/// problem of a project found without running it.
+@Suite("init and check")
+struct ProjectCommandTests {
+    @Test("init writes a project that passes run and check as it is, records its first run, and never overwrites")
+    func initProject() throws {
+        try TemporaryDirectory.with { directory in
+            let project = directory.path("shop-agent")
+            let created = try agentEval(["init", project])
+            #expect(created.status == 0, "\(created.stderr)")
+            #expect(created.stdoutText.contains("recorded the agent's first run: evals/recorded/first-run.jsonl.gz (stopped: success"))
+            #expect(created.stdoutText.contains("  cd \(project)\n  agent-eval run evals/"))
+            for file in [
+                "agent.yaml", "model.yaml", "tools/order_status.sh", "evals/order-status-live.yaml", "evals/order-status-recorded.yaml",
+                "evals/recorded/first-run.jsonl.gz", ".gitignore", ".github/workflows/agent-eval.yml",
+            ] {
+                #expect(FileManager.default.fileExists(atPath: project + "/" + file), "\(file) was not written")
+            }
+            #expect(FileManager.default.isExecutableFile(atPath: project + "/tools/order_status.sh"))
+            // The recorded run is a real log: gzip reads it, and it verifies intact.
+            #expect(
+                try Subprocess.run("/bin/sh", ["-c", "gzip -t evals/recorded/first-run.jsonl.gz"], in: URL(fileURLWithPath: project)).status
+                    == 0)
+            #expect(try agentEval(["log", "verify", "evals/recorded/first-run.jsonl.gz"], in: URL(fileURLWithPath: project)).status == 0)
+
+            let run = try agentEval(["run", "evals/", "--no-catalog"], in: URL(fileURLWithPath: project))
+            #expect(run.status == 0, "\(run.stdoutText)\(run.stderr)")
+            #expect(run.stdoutText.contains("2 cases, 2 passed, 0 failed"))
+            // Cases and the agent in one tree: run takes only the cases.
+            let everything = try agentEval(["run", ".", "--no-catalog"], in: URL(fileURLWithPath: project))
+            #expect(everything.status == 0, "\(everything.stderr)")
+            #expect(everything.stdoutText.contains("2 cases, 2 passed"))
+            let check = try agentEval(["check"], in: URL(fileURLWithPath: project))
+            #expect(check.status == 0, "\(check.stderr)")
+            #expect(check.stdoutText.hasSuffix("4 files checked: no problems\n"))
+
+            // A second init into the same folder writes nothing and says why.
+            let agentBefore = try Data(contentsOf: URL(fileURLWithPath: project + "/agent.yaml"))
+            try "changed".write(toFile: project + "/model.yaml", atomically: true, encoding: .utf8)
+            let again = try agentEval(["init", project])
+            #expect(again.status == 2)
+            #expect(again.stderr.contains("agent.yaml, "))
+            #expect(again.stderr.contains("init overwrites nothing"))
+            #expect(try Data(contentsOf: URL(fileURLWithPath: project + "/agent.yaml")) == agentBefore)
+            #expect(try String(contentsOfFile: project + "/model.yaml", encoding: .utf8) == "changed")
+        }
+    }
+
+    @Test("check passes the bundled cases and the repository's own files")
+    func bundledFiles() throws {
+        let cases = try agentEval(["check", "EvalCases"], in: repositoryRoot)
+        #expect(cases.status == 0, "\(cases.stderr)")
+        #expect(cases.stdoutText.contains("EvalCases/support/refund-live.yaml: 1 case"))
+        #expect(cases.stdoutText.contains("Fixtures/agents/support/agent.yaml: agent support-agent, 4 tools"))
+        #expect(cases.stdoutText.hasSuffix("13 files checked: no problems\n"))
+        let fixtures = try agentEval(["check", "EvalCases", "Fixtures", "--quiet"], in: repositoryRoot)
+        #expect(fixtures.status == 0, "\(fixtures.stderr)")
+        #expect(fixtures.stdoutText.components(separatedBy: "\n").filter { !$0.isEmpty }.count == 1)
+    }
+
+    @Test("check reports every error of every file with file:line:column, and what ties the files together")
+    func everyProblem() throws {
+        try TemporaryDirectory.with { directory in
+            let log = ExampleRuns.directory.appendingPathComponent("support-refund.jsonl.gz").path
+            let files = [
+                // Two errors in one agent file, and a model script with two errors of its own.
+                "agent.yaml": "name: demo\nmodel: {script: demo.model.yaml}\ntools:\n  - name: lookup\n    description: d\n"
+                    + "    fixture: [{output: {}}]\nlimits: {max_stepz: 3}\n",
+                "demo.model.yaml": "decisions:\n  - {answer: hi, usage: {input: 1}}\n  - {anser: hi}\n",
+                // A case whose agent cannot load, a recorded case with a typo'd tool and a missing log.
+                "live.yaml": "caseId: live\nagent: agent.yaml\ninput: hi\nexpected: {toolsCalled: [lookup]}\n",
+                "recorded.yaml": "caseId: recorded\nlogs: [\(log), gone-*.jsonl.gz]\nexpected: {toolsNotCalled: [refund_ordr]}\n",
+                // A pipeline case naming a task its pipeline lacks.
+                "pipe.yaml": "caseId: pipe\npipeline: \(repositoryRoot.path)/Fixtures/pipelines/release-notes/pipeline.yaml\n"
+                    + "expected: {pipeline: {tasksRan: [colect]}}\n",
+                // Data that is none of agent-eval's files: skipped in a folder.
+                "data.json": "{\"rows\": [1, 2]}\n",
+            ]
+            for (name, text) in files { try text.write(toFile: directory.path(name), atomically: true, encoding: .utf8) }
+            let result = try agentEval(["check", "."], in: directory.url)
+            #expect(result.status == 2)
+            let stderr = result.stderr
+            #expect(stderr.contains("error: tools[0] has no \"side_effect\"\n  --> agent.yaml:4:5"))
+            #expect(stderr.contains("error: limits has no setting \"max_stepz\"\n  --> agent.yaml:7:10"))
+            #expect(stderr.contains("error: usage has no \"output\"\n  --> demo.model.yaml:2:25"))
+            #expect(stderr.contains("decisions[1] needs one of answer"))
+            #expect(stderr.contains("error: case \"recorded\": no log matches gone-*.jsonl.gz\n  --> recorded.yaml:1:1"))
+            #expect(stderr.contains("error: case \"recorded\" names the tool \"refund_ordr\", which none of its logs' runs had"))
+            #expect(stderr.contains("hint: did you mean \"refund_order\"?"))
+            #expect(stderr.contains("error: case \"pipe\" names the task \"colect\", which pipeline release-notes does not have"))
+            #expect(stderr.contains("hint: did you mean \"collect\"?"))
+            #expect(!stderr.contains("data.json"))
+            // Each problem is listed under the file it is in, once.
+            #expect(result.stdoutText.contains("agent.yaml: 2 problems\n"))
+            #expect(result.stdoutText.contains("demo.model.yaml: 2 problems\n"))
+
+            let json = try agentEval(["check", ".", "--json"], in: directory.url)
+            #expect(json.status == 2)
+            let report = try JSONParser.parse(json.stdout)
+            #expect(report["ok"] == false)
+            let problems = report["files"]?.arrayValue?.flatMap { $0["problems"]?.arrayValue ?? [] } ?? []
+            #expect(report["errors"] == .int(problems.count))
+            #expect(problems.contains { $0["path"] == "agent.yaml" && $0["line"] == 7 && $0["code"] == "config.unknown_key" })
+            #expect(report["files"]?.arrayValue?.contains { $0["path"] == "data.json" && $0["kind"] == "skipped" } == true)
+
+            // A file named on the command line must be one agent-eval reads.
+            let named = try agentEval(["check", "data.json"], in: directory.url)
+            #expect(named.status == 2)
+            #expect(named.stderr.contains("this is not a file agent-eval reads"))
+        }
+    }
+}
