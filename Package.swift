@@ -265,7 +265,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CLITests",
-            dependencies: ["TraceCore", "TraceLog", "TestSupport", "CProcess", "Pipelines", "agent-eval"],
+            dependencies: ["TraceCore", "TraceLog", "ConfigFile", "TestSupport", "CProcess", "Pipelines", "agent-eval"],
             swiftSettings: strictSettings
         ),
     ],

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 
 /// The `agent-eval` command: parses options, calls one library function, prints, exits.
 @main
@@ -17,6 +18,9 @@ struct AgentEval: AsyncParsableCommand {
             `stats` and `sql` find runs, a case's history and numbers (docs/catalog.md). `agent-eval results merge` \
             joins the reports of CI shards.
 
+            Start with `agent-eval init` (a working project) and `agent-eval check` (every file checked without \
+            running anything). Reference pages: agent-eval help cases | agent-files | log-format | ci.
+
             Exit codes: 0 passed (success, intact, identical), 1 failed (a case failed or regressed, a run did not \
             succeed, a log is damaged, runs diverge), 2 could not run (bad input), 64 usage error.
             """,
@@ -28,4 +32,40 @@ struct AgentEval: AsyncParsableCommand {
             CheckCommand.self,
         ]
     )
+
+    /// `agent-eval help <topic>` prints a reference page; everything else is parsed as usual
+    /// (`agent-eval help run` is the command's help).
+    static func main() async {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if arguments.count == 2, arguments[0] == "help", let page = HelpTopic(rawValue: arguments[1]) {
+            do {
+                FileHandleStream(descriptor: 1).write(try page.text())
+                return
+            } catch {
+                printError("error: \(error)")
+                Foundation.exit(2)
+            }
+        }
+        if arguments.count == 2, arguments[0] == "help",
+            !configuration.subcommands.contains(where: { $0.configuration.commandName == arguments[1] })
+        {
+            printError("error: no help topic or command \"\(arguments[1])\"")
+            printError("hint: topics: \(HelpTopic.allCases.map(\.rawValue).joined(separator: ", ")); commands: agent-eval --help")
+            Foundation.exit(64)
+        }
+        await main(nil)
+    }
+}
+
+/// The reference pages `agent-eval help <topic>` prints (Templates/help): the short form of
+/// the docs/ pages they name.
+enum HelpTopic: String, CaseIterable {
+    case cases
+    case agentFiles = "agent-files"
+    case logFormat = "log-format"
+    case ci
+
+    func text() throws -> String {
+        try String(contentsOfFile: try BundledFiles.templates() + "/help/\(rawValue).txt", encoding: .utf8)
+    }
 }

@@ -20,9 +20,36 @@ enum Exit {
     static let usage = ExitCode(64)
 }
 
-/// Writes to standard error.
+/// Writes to standard error; on a terminal (unless NO_COLOR is set) `error:`, `warning:` and
+/// `hint:` at the start of a line are coloured.
 func printError(_ text: String) {
-    FileHandleStream.standardError.write(terminalSafe(text) + "\n")
+    var line = terminalSafe(text)
+    if TerminalStyle.isEnabled(descriptor: 2) {
+        for (prefix, colour) in [("error:", TerminalStyle.red), ("warning:", TerminalStyle.yellow), ("hint:", TerminalStyle.cyan)]
+        where line.hasPrefix(prefix) {
+            line = TerminalStyle.paint(prefix, colour) + line.dropFirst(prefix.count)
+        }
+    }
+    FileHandleStream.standardError.write(line + "\n")
+}
+
+/// Colour, only where a person reads it: a terminal, no NO_COLOR (https://no-color.org), a
+/// TERM that is not `dumb`. Pipes, files and CI logs get plain text.
+enum TerminalStyle {
+    static let red = "31"
+    static let green = "32"
+    static let yellow = "33"
+    static let cyan = "36"
+
+    static func isEnabled(descriptor: Int32) -> Bool {
+        let environment = ProcessInfo.processInfo.environment
+        guard isatty(descriptor) == 1, environment["TERM"] != "dumb" else { return false }
+        return (environment["NO_COLOR"] ?? "").isEmpty
+    }
+
+    static func paint(_ text: some StringProtocol, _ colour: String) -> String {
+        "\u{1B}[\(colour)m\(text)\u{1B}[0m"
+    }
 }
 
 /// Prints one line of output on standard output, its control characters made visible.

@@ -78,6 +78,9 @@ struct RunCommand: AsyncParsableCommand {
     @Flag(help: "Print the machine-readable report (docs/eval-results.md) on standard output instead of the console lines.")
     var json = false
 
+    @Flag(name: .shortAndLong, help: "Print only the cases that did not pass, and the summary line.")
+    var quiet = false
+
     @Option(help: "Write the machine-readable report (docs/eval-results.md) to this file.")
     var jsonOut: String?
 
@@ -157,7 +160,7 @@ struct RunCommand: AsyncParsableCommand {
             throw Exit.unusable
         }
 
-        let console = json ? nil : ConsoleProgress(total: session.cases.count, isTerminal: isatty(1) == 1)
+        let console = json ? nil : ConsoleProgress(total: session.cases.count, isTerminal: isatty(1) == 1, quiet: quiet)
         // Ctrl-C or SIGTERM stop live runs at their next step, recorded and closed; the report
         // of what ran is still printed and written.
         let (report, interrupted) = try await withInterruption {
@@ -233,10 +236,14 @@ final class ConsoleProgress: Sendable {
     private let state = Mutex(State())
     private let total: Int
     private let isTerminal: Bool
+    private let quiet: Bool
+    private let colours: Bool
 
-    init(total: Int, isTerminal: Bool) {
+    init(total: Int, isTerminal: Bool, quiet: Bool = false) {
         self.total = total
         self.isTerminal = isTerminal
+        self.quiet = quiet
+        self.colours = isTerminal && TerminalStyle.isEnabled(descriptor: 1)
     }
 
     func finished(index: Int, lines: [String], done: Int) {
@@ -245,8 +252,15 @@ final class ConsoleProgress: Sendable {
             state.done = done
             var output = isTerminal ? "\r\u{1B}[K" : ""
             while let ready = state.pending.removeValue(forKey: state.nextIndex) {
-                output += terminalSafe(ready.joined(separator: "\n")) + "\n"
                 state.nextIndex += 1
+                if quiet && ready.first?.hasPrefix("✔") == true { continue }
+                var text = terminalSafe(ready.joined(separator: "\n"))
+                if colours, let mark = text.first,
+                    let colour = ["✔": TerminalStyle.green, "✘": TerminalStyle.red, "!": TerminalStyle.yellow][mark]
+                {
+                    text = TerminalStyle.paint(String(mark), colour) + text.dropFirst()
+                }
+                output += text + "\n"
             }
             if isTerminal && state.done < total { output += "[\(state.done)/\(total)] running…" }
             FileHandleStream(descriptor: 1).write(output)

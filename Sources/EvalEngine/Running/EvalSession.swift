@@ -108,13 +108,13 @@ public struct EvalSession: Sendable {
         let (loaded, errors) = EvalSuite.load(paths: plan.paths)
         guard errors.isEmpty else { throw LoadFailure(errors: errors.map { DiagnosticRecord($0) }, inCaseFiles: true) }
         var cases = EvalSuite.filter(loaded, by: plan.filters)
-        if let shard = plan.shard { cases = EvalSuite.shard(cases, index: shard.index, count: shard.count) }
         guard !cases.isEmpty else {
-            let selection =
-                (plan.filters.isEmpty ? "" : " the filter \(plan.filters.joined(separator: ", "))")
-                + (plan.shard.map { " in shard \($0)" } ?? "")
+            let selection = " the filter \(plan.filters.joined(separator: ", "))"
             throw LoadFailure(errors: [DiagnosticRecord(EvalError(.noCases, "no case matches\(selection)"))], inCaseFiles: false)
         }
+        // A shard may be empty (fewer cases than shards): its report says 0 cases, and merging
+        // the shards' reports still covers every case.
+        if let shard = plan.shard { cases = EvalSuite.shard(cases, index: shard.index, count: shard.count) }
         // What `agent-eval check` checks, before anything runs: the agents, pipelines and logs
         // the cases name, and the tools and tasks they expect (the logs' own tools are checked
         // when they are read).

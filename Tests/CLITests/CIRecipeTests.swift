@@ -1,0 +1,97 @@
+import ConfigFile
+import Foundation
+import TestSupport
+import Testing
+
+/// docs/ci.md's recipes are files; each is valid YAML, and every agent-eval command in it runs,
+/// with the flags it uses, in a project made by `agent-eval init` — and the first hour a new
+/// user spends (scripts/first-hour) ends with a gate that catches a regression.
+@Suite("CI recipes")
+struct CIRecipeTests {
+    static let recipes = [
+        "Sources/agent-eval/Templates/init/dot-github/workflows/agent-eval.yml", "docs/ci/gitlab-ci.yml",
+        "docs/ci/github-actions-sharded.yml",
+    ]
+
+    /// The shell text a workflow runs, in file order: GitHub steps' `run`, GitLab jobs'
+    /// `before_script` and `script`.
+    static func shellTexts(in node: ConfigNode, key: String? = nil) -> [String] {
+        switch node.content {
+        case .scalar(let text, _):
+            return ["run", "script", "before_script"].contains(key ?? "") ? [text] : []
+        case .sequence(let items):
+            return items.flatMap { shellTexts(in: $0, key: ["script", "before_script"].contains(key ?? "") ? key : nil) }
+        case .mapping(let pairs):
+            return pairs.flatMap { shellTexts(in: $0.value, key: $0.key) }
+        }
+    }
+
+    /// The agent-eval commands in shell text, continuation lines joined.
+    static func commands(in text: String) -> [String] {
+        text.replacingOccurrences(of: "\\\n", with: " ").split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { $0.hasPrefix("agent-eval ") || $0 == "agent-eval" }
+    }
+
+    @Test("each recipe is valid YAML whose agent-eval commands all run in a new project", arguments: recipes)
+    func recipe(_ path: String) throws {
+        let workflow = try ConfigNode.load(path: repositoryRoot.appendingPathComponent(path).path)
+        let texts = Self.shellTexts(in: workflow)
+        let commands = texts.flatMap(Self.commands)
+        #expect(commands.count >= 2, "\(path) runs no agent-eval command")
+        // The repository scripts a recipe runs exist.
+        for text in texts {
+            for match in text.matches(of: /scripts\/([a-z_-]+)/) {
+                #expect(FileManager.default.fileExists(atPath: repositoryRoot.appendingPathComponent("scripts/\(match.1)").path))
+            }
+        }
+        try TemporaryDirectory.with { directory in
+            let bin = directory.path("bin")
+            try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
+            try FileManager.default.createSymbolicLink(atPath: bin + "/agent-eval", withDestinationPath: try agentEvalBinary())
+            #expect(try agentEval(["init", "project"], in: directory.url).status == 0)
+            let project = directory.url.appendingPathComponent("project")
+            #expect(try agentEval(["run", "evals/", "--update-baseline", "--no-catalog", "--out", "runs/setup"], in: project).status == 0)
+            let environment = [
+                "PATH": bin + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"),
+                "GITHUB_STEP_SUMMARY": directory.path("summary.md"),
+            ]
+            for command in commands {
+                // A matrix runs the command once per shard.
+                let variants =
+                    command.contains("${{ matrix.shard }}")
+                    ? (1...4).map { command.replacingOccurrences(of: "${{ matrix.shard }}", with: "\($0)") } : [command]
+                for variant in variants {
+                    #expect(!variant.contains("${{"), "\(path): \(variant) uses an expression this test does not know")
+                    let result = try Subprocess.run(
+                        "/bin/sh", ["-c", "mkdir -p reports && " + variant], in: project, environment: environment)
+                    #expect(result.status == 0, "\(path): `\(variant)` exited \(result.status): \(result.stderr)")
+                }
+            }
+            // What the commands say they write is there.
+            for command in commands {
+                for match in command.matches(of: /--(?:junit|json-out|json|markdown) (reports\/[a-z0-9.-]+)(?=\s|$)/) {
+                    let file = project.appendingPathComponent(String(match.1)).path
+                    #expect(FileManager.default.fileExists(atPath: file), "\(path): \(match.1) was not written")
+                }
+            }
+        }
+    }
+
+    @Test("scripts/first-hour: install, init, pass, baseline, then a change that regresses fails the gate")
+    func firstHour() throws {
+        try TemporaryDirectory.with { directory in
+            let result = try Subprocess.run(
+                "/bin/bash",
+                [
+                    repositoryRoot.appendingPathComponent("scripts/first-hour").path, directory.path("work"), "--binary",
+                    try agentEvalBinary(),
+                ],
+                environment: ["AGENT_EVAL_CATALOG": testCatalogPath])
+            #expect(result.status == 0, "\(result.stdoutText)\n\(result.stderr)")
+            #expect(result.stdoutText.contains("2 cases, 2 passed, 0 failed"))
+            #expect(result.stdoutText.contains("1 regressed"))
+            #expect(result.stdoutText.contains("regression: the forbidden tool cancel_order is attempted now"))
+            #expect(result.stdoutText.hasSuffix("== done: installed, passing, failing and regressing, as CI sees it\n"))
+        }
+    }
+}
