@@ -51,6 +51,12 @@ struct InitCommand: AsyncParsableCommand {
         let root = directory.hasSuffix("/") ? String(directory.dropLast()) : directory
         func destination(_ relative: String) -> String { root == "." ? relative : root + "/" + relative }
 
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: root, isDirectory: &isDirectory), !isDirectory.boolValue {
+            printError("error: \(root) is a file; init writes a project into a folder")
+            printError("hint: give a new folder's name: agent-eval init my-agent")
+            throw Exit.unusable
+        }
         let existing = (targets.map(\.relative) + [Self.recordedLog]).filter {
             FileManager.default.fileExists(atPath: destination($0))
         }

@@ -48,6 +48,9 @@ struct ProjectCommandTests {
             #expect(again.stderr.contains("init overwrites nothing"))
             #expect(try Data(contentsOf: URL(fileURLWithPath: project + "/agent.yaml")) == agentBefore)
             #expect(try String(contentsOfFile: project + "/model.yaml", encoding: .utf8) == "changed")
+            let onFile = try agentEval(["init", project + "/agent.yaml"])
+            #expect(onFile.status == 2)
+            #expect(onFile.stderr.hasPrefix("error: \(project)/agent.yaml is a file; init writes a project into a folder"))
         }
     }
 
