@@ -36,13 +36,26 @@ final class FileDescriptor {
     /// descriptor lives, released by the kernel when the process ends however it ends. Every
     /// writer, resumer and repairer takes it first, so one process at a time changes a log.
     /// A lock held elsewhere is an error naming the holder's pid where the system tells it.
+    ///
+    /// A lock that is let go within about a quarter of a second is waited for: a process this
+    /// one spawns gets a copy of every open descriptor until it execs (close-on-exec closes
+    /// them only then), so a writer that has just closed may still hold its lock for that
+    /// moment through another thread's child. A writer that goes on holds it far longer.
     static func lockForWriting(_ path: String) throws -> FileDescriptor {
         let raw = open(path, O_RDONLY | O_CLOEXEC)
         guard raw >= 0 else {
             throw LogError(.unreadable, "cannot open the log to lock it: \(errorText())", path: path)
         }
         let descriptor = FileDescriptor(raw: raw, path: path)
-        guard flock(raw, LOCK_EX | LOCK_NB) == 0 else {
+        var pauseUs: UInt32 = 1_000
+        var waitedUs: UInt32 = 0
+        while flock(raw, LOCK_EX | LOCK_NB) != 0 {
+            if (errno == EWOULDBLOCK || errno == EINTR) && waitedUs < 250_000 {
+                usleep(pauseUs)
+                waitedUs += pauseUs
+                pauseUs = min(pauseUs * 2, 32_000)
+                continue
+            }
             let holder = lockHolder(of: path).map { " (pid \($0))" } ?? ""
             throw LogError(
                 .locked, "another process\(holder) is writing to this log", path: path,
