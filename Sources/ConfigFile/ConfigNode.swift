@@ -57,6 +57,16 @@ public struct ConfigNode: Sendable, Hashable {
         try loadWithBytes(path: path).node
     }
 
+    /// `load`, for readers that report every error of a file (`ConfigErrors`): a file that
+    /// cannot be read or parsed is their one error.
+    public static func loadReportingAll(path: String) throws(ConfigErrors) -> ConfigNode {
+        do {
+            return try load(path: path)
+        } catch {
+            throw ConfigErrors([error])
+        }
+    }
+
     /// Reads and parses the file at `path`, and gives its bytes too (for a digest of the file
     /// that is exactly the text parsed).
     public static func loadWithBytes(path: String) throws(ConfigError) -> (node: ConfigNode, bytes: [UInt8]) {

@@ -65,6 +65,21 @@ public struct LogReader {
         return (events, summary)
     }
 
+    /// The log's first event (its `run_started` or `pipeline_started`), checked as every event
+    /// is, reading no further than it: what comes later, damage included, is not looked at.
+    /// Nil for a log that holds no event.
+    public func firstEvent() throws -> RecordedEvent? {
+        struct Stop: Error {}
+        var first: RecordedEvent?
+        do {
+            _ = try walk { _, recorded in
+                first = recorded
+                throw Stop()
+            }
+        } catch is Stop {}
+        return first
+    }
+
     /// Where to pick a log up in the middle: a member's start, and what the event chain looks
     /// like just before it (from an index built by an earlier full read).
     public struct Position: Sendable, Hashable {

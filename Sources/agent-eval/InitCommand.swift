@@ -69,9 +69,8 @@ struct InitCommand: AsyncParsableCommand {
         do {
             for target in targets {
                 let path = destination(target.relative)
-                try FileManager.default.createDirectory(
-                    atPath: (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent,
-                    withIntermediateDirectories: true)
+                let folder = (path as NSString).deletingLastPathComponent
+                try FileManager.default.createDirectory(atPath: folder.isEmpty ? "." : folder, withIntermediateDirectories: true)
                 let bytes = try Data(contentsOf: URL(fileURLWithPath: target.source))
                 try bytes.write(to: URL(fileURLWithPath: path), options: .withoutOverwriting)
                 // Scripts stay runnable: a tool's program must be executable.
@@ -94,16 +93,17 @@ struct InitCommand: AsyncParsableCommand {
         }
 
         let written = targets.map(\.relative) + [Self.recordedLog]
-        let change = root == "." ? [] : ["cd \(root)"]
-        let next =
-            change + [
-                "agent-eval run evals/", "agent-eval replay \(Self.recordedLog) --step 1", "agent-eval run evals/ --update-baseline",
+        let next: [(command: String, note: String?)] =
+            (root == "." ? [] : [("cd \(root)", nil)]) + [
+                ("agent-eval run evals/", "both cases pass"),
+                ("agent-eval replay \(Self.recordedLog) --step 1", "what the agent saw and did"),
+                ("agent-eval run evals/ --update-baseline", "keep a baseline: CI then fails on regressions"),
             ]
         if json {
             printJSON([
                 "directory": .string(root), "files": .array(written.sorted().map { .string($0) }),
                 "recorded": ["log": .string(destination(Self.recordedLog)), "stop": .string(outcome.stop.reason.rawValue)],
-                "next": .array(next.map { .string($0) }),
+                "next": .array(next.map { .string($0.command) }),
             ])
             return
         }
@@ -112,14 +112,9 @@ struct InitCommand: AsyncParsableCommand {
         say("recorded the agent's first run: \(Self.recordedLog) (stopped: \(outcome.stop.reason.rawValue), \(outcome.steps) steps)")
         say("")
         say("next:")
-        let width = next.map(\.count).max() ?? 0
-        let notes = [
-            "agent-eval run evals/": "# both cases pass", "agent-eval replay \(Self.recordedLog) --step 1": "# what the agent saw and did",
-            "agent-eval run evals/ --update-baseline": "# keep a baseline: CI then fails on regressions",
-        ]
-        for command in next {
-            let note = notes[command].map { String(repeating: " ", count: width - command.count) + "   " + $0 } ?? ""
-            say("  \(command)\(note)")
+        let width = next.map(\.command.count).max() ?? 0
+        for (command, note) in next {
+            say("  " + command + (note.map { String(repeating: " ", count: width - command.count) + "   # " + $0 } ?? ""))
         }
     }
 

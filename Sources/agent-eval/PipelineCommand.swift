@@ -45,15 +45,8 @@ struct PipelineTarget {
 
     /// The pipeline_started event of the log: which file and input the run began with.
     func started() throws -> PipelineStarted {
-        var first: Event?
-        do {
-            _ = try LogReader(path: log).forEachEvent { recorded in
-                if first == nil { first = recorded.event }
-            }
-        } catch let error as LogError where first != nil && error.code == .tornTail {
-            // A pipeline killed mid-write: resume seals the tail; the start is intact.
-        }
-        guard case .pipeline(.started(let started))? = first?.payload else {
+        // Only the start is read: a pipeline killed mid-write has a torn tail that resume seals.
+        guard case .pipeline(.started(let started))? = try LogReader(path: log).firstEvent()?.event.payload else {
             throw PipelineError(.notPipeline, "\(log) is not a pipeline log (it does not start with pipeline_started)", path: log)
         }
         return started

@@ -34,6 +34,9 @@ struct RunCommand: AsyncParsableCommand {
             over logs that did not change reads none of them; the results are recorded (see `agent-eval history`) and \
             the logs live runs write are indexed. --no-catalog turns all of that off.
 
+            Before anything runs, the case files and what they name — agents, pipelines, logs, the tools and tasks \
+            they expect — are checked as `agent-eval check` does; one problem and nothing runs.
+
             Exit codes: 0 everything passed (per --fail-on); 1 a case failed or regressed; 2 the harness could \
             not run (a bad case file, a missing or unreadable log, a broken agent file, an unreadable baseline); \
             64 usage error; 130 (143) interrupted by Ctrl-C (SIGTERM): live runs are stopped with their stop \

@@ -28,12 +28,7 @@ public enum AgentFile {
     public static func loadReportingAll(
         path: String, models: ModelOptions = ModelOptions(), servers: (any ToolServerConnector)? = nil
     ) throws(ConfigErrors) -> Agent {
-        let root: ConfigNode
-        do {
-            root = try ConfigNode.load(path: path)
-        } catch {
-            throw ConfigErrors([error])
-        }
+        let root = try ConfigNode.loadReportingAll(path: path)
         let directory = (path as NSString).deletingLastPathComponent
         return try read(root, directory: directory.isEmpty ? "." : directory, models: models, servers: servers)
     }

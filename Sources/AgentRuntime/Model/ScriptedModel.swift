@@ -104,13 +104,7 @@ extension ScriptedModel {
     /// Reads a script file as `load` does, but throws every error in it, in file order (each
     /// decision and rule is read even after an earlier one failed).
     public static func loadReportingAll(path: String) throws(ConfigErrors) -> ScriptedModel {
-        let root: ConfigNode
-        do {
-            root = try ConfigNode.load(path: path)
-        } catch {
-            throw ConfigErrors([error])
-        }
-        return try read(root, defaultName: Self.baseName(path))
+        try read(ConfigNode.loadReportingAll(path: path), defaultName: Self.baseName(path))
     }
 
     static func baseName(_ path: String) -> String {

@@ -9,13 +9,7 @@ public enum EvalCaseFile {
     /// The cases of the file at `path`; throws every error found in it (all cases and all
     /// their fields are read before giving up), in file order.
     public static func load(path: String) throws(ConfigErrors) -> [EvalCase] {
-        let root: ConfigNode
-        do {
-            root = try ConfigNode.load(path: path)
-        } catch {
-            throw ConfigErrors([error])
-        }
-        return try cases(in: root, path: path)
+        try cases(in: ConfigNode.loadReportingAll(path: path), path: path)
     }
 
     /// The cases of a file already parsed.

@@ -19,7 +19,7 @@ public enum ConfigFileKind: String, Sendable, Hashable, CaseIterable {
         switch root.content {
         case .mapping:
             let keys = Set(root.keys)
-            if keys.contains("caseId") || keys.contains("expected") {
+            if Self.isCase(keys) {
                 self = .cases
             } else if keys.contains("pipeline") && keys.contains("tasks") {
                 self = .pipeline
@@ -37,12 +37,14 @@ public enum ConfigFileKind: String, Sendable, Hashable, CaseIterable {
         case .sequence(let items):
             // A list of cases; one item that looks like a case is enough for its errors to be
             // reported rather than the file skipped.
-            guard items.contains(where: { Set($0.keys).contains("caseId") || Set($0.keys).contains("expected") }) else { return nil }
+            guard items.contains(where: { Self.isCase(Set($0.keys)) }) else { return nil }
             self = .cases
         case .scalar:
             return nil
         }
     }
+
+    private static func isCase(_ keys: Set<String>) -> Bool { keys.contains("caseId") || keys.contains("expected") }
 }
 
 extension ConfigNode {

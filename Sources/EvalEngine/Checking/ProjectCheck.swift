@@ -275,18 +275,18 @@ public struct ProjectCheck: Sendable {
         /// The tools the run of a log had (its first event); nil, reported, when it cannot be read.
         mutating func tools(recordedIn log: String, by evalCase: EvalCase) -> [String]? {
             if let known = logTools[log] { return known }
-            struct Stop: Error {}
             var tools: [String]?
             do {
-                _ = try LogReader(path: log).forEachEvent { recorded in
-                    if case .runStarted(let start) = recorded.event.payload { tools = start.tools.map(\.name) }
-                    throw Stop()
-                }
-                problem(
-                    in: log, .error,
-                    EvalError(.badCase, "case \"\(evalCase.id)\" names \(log), which holds no event", location: SourceLocation(path: log)))
-            } catch is Stop {
-                if tools == nil {
+                switch try LogReader(path: log).firstEvent()?.event.payload {
+                case .runStarted(let start)?:
+                    tools = start.tools.map(\.name)
+                case nil:
+                    problem(
+                        in: log, .error,
+                        EvalError(
+                            .badCase, "case \"\(evalCase.id)\" names \(log), which holds no event", location: SourceLocation(path: log),
+                            hint: "a run that recorded nothing cannot be checked; record it again (agent-eval exec)"))
+                default:
                     problem(
                         in: log, .error,
                         EvalError(

@@ -28,12 +28,7 @@ public enum EvalSuite {
         var seen: [String: SourceLocation] = [:]
         for (file, isNamed) in files {
             do throws(ConfigErrors) {
-                let root: ConfigNode
-                do {
-                    root = try ConfigNode.load(path: file)
-                } catch {
-                    throw ConfigErrors([error])
-                }
+                let root = try ConfigNode.loadReportingAll(path: file)
                 // In a folder, only case files are cases; a file named on the command line is
                 // read as one whatever it holds, so its errors say what is missing.
                 if !isNamed && ConfigFileKind(of: root) != .cases { continue }
