@@ -66,6 +66,20 @@ def tool_results(body):
     return count
 
 
+def user_text(body):
+    """The text of the conversation's user messages, for either provider."""
+    texts = []
+    for message in body.get("messages", []):
+        if message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            texts.append(content)
+        elif isinstance(content, list):
+            texts += [block.get("text", "") for block in content if isinstance(block, dict)]
+    return "\n".join(texts)
+
+
 def anthropic_stream(blocks, stop_reason, split=3):
     events = [anthropic_event("message_start", {"message": {
         "id": "msg_local", "type": "message", "role": "assistant", "model": "local-model", "content": [],
@@ -228,6 +242,30 @@ class Handler(BaseHTTPRequestHandler):
             self.stream(anthropic_stream([{"type": "text", "text": "Order A-1042 is delivered."}], "end_turn"))
         else:
             self.stream(openai_answer("Order A-1042 is delivered."))
+
+    def scenario_judge(self, body, attempt, anthropic):
+        """A judge: passes what mentions rf-9 (the refund id), fails the rest; the verdict is
+        JSON inside a code fence, streamed in pieces."""
+        text = user_text(body)
+        if "rf-9" in text.split("The rubric")[0]:
+            verdict = {"pass": True, "reason": "It names refund rf-9."}
+        else:
+            verdict = {"pass": False, "reason": "It does not name the refund id."}
+        self.judge_reply("```json\n" + json.dumps(verdict) + "\n```", anthropic)
+
+    def scenario_judge_moody(self, body, attempt, anthropic):
+        """A judge that cannot make up its mind: pass on odd attempts, fail on even ones."""
+        verdict = {"pass": attempt % 2 == 1, "reason": "attempt %d" % attempt}
+        self.judge_reply(json.dumps(verdict), anthropic)
+
+    def judge_reply(self, text, anthropic):
+        pieces = [text[i:i + 7] for i in range(0, len(text), 7)]
+        if anthropic:
+            self.stream(anthropic_stream([{"type": "text", "text": text}], "end_turn"))
+        else:
+            chunks = [openai_chunk({"role": "assistant", "content": ""})]
+            chunks += [openai_chunk({"content": piece}) for piece in pieces]
+            self.stream(chunks + [openai_chunk({}, "stop"), openai_chunk(choices=False, usage=USAGE), DONE])
 
     def scenario_hang(self, body, attempt, anthropic):
         """Starts a stream and then says nothing (for Ctrl-C tests); ends when the server does."""

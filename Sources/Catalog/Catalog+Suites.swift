@@ -133,8 +133,8 @@ extension Catalog {
             let runStatement = try db.cachedStatement(
                 sql: """
                     INSERT OR REPLACE INTO eval_results (suite_run_id, case_id, ordinal, log_path, live, repeat_index, outcome,
-                        stop_reason, steps, tokens, error, failures)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        stop_reason, steps, tokens, error, failures, judgements)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """)
             for entry in cases {
                 guard let caseId = string(entry["case_id"]) else { continue }
@@ -153,6 +153,7 @@ extension Catalog {
                         suiteRunId, caseId, ordinal, string(run["log"]) ?? "", source == "live" ? 1 : 0, int(run["repeat"]) ?? 0,
                         string(run["outcome"]) ?? "error", string(run["stop_reason"]), int(run["steps"]), int(run["tokens"]),
                         string(run["error"]), JSONWriter.encodeString(failures),
+                        JSONWriter.encodeString(run["judgements"] ?? .array([])),
                     ])
                 }
             }

@@ -6,7 +6,13 @@ enum CatalogSchema {
     /// The version this build writes and reads.
     static var version: Int { migrations.count }
 
-    static let migrations: [String] = [version1, version2]
+    static let migrations: [String] = [version1, version2, version3]
+
+    /// Version 3: what judge models were asked and replied for each eval result (model-graded
+    /// expectations), as the JSON report's `judgements` array.
+    static let version3 = """
+        ALTER TABLE eval_results ADD COLUMN judgements TEXT NOT NULL DEFAULT '[]';
+        """
 
     /// Version 2: the runs query's two shapes (RunQuery) — newest first straight from an index
     /// with per-run probes into a run's calls by tool, or driven by a rare tool's calls — and

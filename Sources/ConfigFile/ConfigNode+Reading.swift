@@ -19,6 +19,17 @@ extension ConfigNode {
         return text
     }
 
+    /// A regular expression that `LinearRegex` runs, as its source text.
+    public func regex(_ what: String) throws(ConfigError) -> String {
+        let text = try string(what)
+        do {
+            _ = try LinearRegex(text)
+        } catch {
+            throw ConfigError(.invalidValue, "\(what) is not a regular expression this tool runs: \(error)", at: location)
+        }
+        return text
+    }
+
     /// An integer within `range`.
     public func int(_ what: String, in range: ClosedRange<Int> = Int.min...Int.max) throws(ConfigError) -> Int {
         guard case .int(let value) = json else { throw typeError(what, expected: "a whole number") }

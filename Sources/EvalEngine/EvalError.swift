@@ -36,6 +36,9 @@ public struct EvalError: Diagnostic, Hashable {
         case unknownTask = "unknown_task"
         /// The log a live run was to write exists already.
         case logExists = "log_exists"
+        /// A judge model could not grade a rubric: no judge was given, the model could not be
+        /// reached, or its reply was not a verdict.
+        case judgeFailed = "judge_failed"
     }
 
     public var code: Code

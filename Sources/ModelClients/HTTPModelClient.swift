@@ -87,7 +87,7 @@ public struct HTTPModelClient: ModelClient {
                 attempts.append(
                     ModelAttempt(status: failure.status, error: failure.message, retryAfterMs: failure.retryAfterMs, waitedMs: wait))
                 guard canRetry else {
-                    let gaveUp = failure.isRetryable ? "gave up after \(attempts.count) attempts" : "failed"
+                    let gaveUp = failure.isRetryable ? "gave up after \(attempts.count) attempt\(attempts.count == 1 ? "" : "s")" : "failed"
                     if failure.kind == .notRecorded {
                         throw ModelClientError(.notRecorded, failure.message, attempts: attempts, hint: failure.hint)
                     }

@@ -69,7 +69,8 @@ public struct HTTPPoster: Sendable {
             guard canRetry else {
                 throw ModelClientError(
                     retryable ? .exhausted : .rejected,
-                    "POST \(url) " + (retryable ? "gave up after \(attempts.count) attempts: " : "failed: ") + message,
+                    "POST \(url) " + (retryable ? "gave up after \(attempts.count) attempt\(attempts.count == 1 ? "" : "s"): " : "failed: ")
+                        + message,
                     status: failure == nil ? status : nil, attempts: attempts,
                     hint: retryable
                         ? "is the collector running and reachable?" : "check the endpoint URL (an OTLP/HTTP traces path ends in /v1/traces)"

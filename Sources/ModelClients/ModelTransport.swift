@@ -94,6 +94,10 @@ enum SharedHTTPClients {
             configuration.timeout = HTTPClient.Configuration.Timeout(
                 connect: .milliseconds(Int64(connectTimeoutMs)), read: .milliseconds(Int64(idleTimeoutMs)))
             configuration.decompression = .disabled
+            // A refused connection fails the attempt at once: the model client's own retries
+            // (with backoff, counted against max_retries) decide whether to try again, instead
+            // of the pool quietly retrying until the connect timeout.
+            configuration.connectionPool.retryConnectionEstablishment = false
             let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
             clients[key] = client
             return client

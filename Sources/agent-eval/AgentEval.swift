@@ -19,7 +19,7 @@ struct AgentEval: AsyncParsableCommand {
             joins the reports of CI shards.
 
             Start with `agent-eval init` (a working project) and `agent-eval check` (every file checked without \
-            running anything). Reference pages: agent-eval help cases | agent-files | log-format | ci.
+            running anything). Reference pages: agent-eval help cases | agent-files | log-format | models | ci.
 
             Exit codes: 0 passed (success, intact, identical), 1 failed (a case failed or regressed, a run did not \
             succeed, a log is damaged, runs diverge), 2 could not run (bad input), 64 usage error.
@@ -63,6 +63,7 @@ enum HelpTopic: String, CaseIterable {
     case cases
     case agentFiles = "agent-files"
     case logFormat = "log-format"
+    case models
     case ci
 
     func text() throws -> String {

@@ -36,6 +36,9 @@ struct CheckCommand: AsyncParsableCommand {
     @Option(help: "The agent file for cases that name neither an agent nor logs (as `run --agent`).")
     var agent: String?
 
+    @OptionGroup(title: "Judge")
+    var judge: JudgeArguments
+
     @Flag(help: "Warnings fail the check too (exit 2).")
     var strict = false
 
@@ -51,7 +54,7 @@ struct CheckCommand: AsyncParsableCommand {
     func run() async throws {
         let options: ProjectCheck.Options
         do {
-            options = ProjectCheck.Options(models: try models.options(), defaultAgent: agent)
+            options = ProjectCheck.Options(models: try models.options(), defaultAgent: agent, judgeModel: try judge.source())
         } catch {
             throw diagnose(error)
         }

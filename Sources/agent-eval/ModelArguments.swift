@@ -1,5 +1,6 @@
 import AgentRuntime
 import ArgumentParser
+import ConfigFile
 import ModelClients
 
 /// The model options `exec` and `run` share: which model serves the agent, and the cassette
@@ -34,5 +35,27 @@ struct ModelArguments: ParsableArguments {
     func options() throws -> ModelOptions {
         let cassette = try self.cassette.map { try Cassette(directory: $0, mode: Cassette.Mode(rawValue: record) ?? .none) }
         return ModelOptions(factory: HTTPModelClients(cassette: cassette), model: model, baseURL: baseURL)
+    }
+}
+
+/// The judge options `run` and `check` share: the judge of model-graded expectations whose
+/// rubric names none. Judges served over HTTP go through the same cassette as the agents.
+struct JudgeArguments: ParsableArguments {
+    @Option(
+        help: ArgumentHelp(
+            "The judge model for rubrics that name none, as provider:name (openai or anthropic); docs/eval-cases.md.",
+            valueName: "provider:name"))
+    var judgeModel: String?
+
+    func validate() throws {
+        do {
+            _ = try source()
+        } catch {
+            throw ValidationError(error.message)
+        }
+    }
+
+    func source() throws(ConfigError) -> ModelSource? {
+        try judgeModel.map { text throws(ConfigError) in try ModelSource.named(text, option: "--judge-model") }
     }
 }

@@ -57,10 +57,15 @@ struct RunCommand: AsyncParsableCommand {
     @OptionGroup(title: "Model (live cases)")
     var models: ModelArguments
 
+    @OptionGroup(title: "Judge (model-graded expectations)")
+    var judge: JudgeArguments
+
     @Option(help: "Runs checked or executed at the same time (default: the number of cores).")
     var jobs: Int?
 
-    @Option(name: .customLong("repeat"), help: "Run each live case this many times (pass rate, pass@k, pass^k, flakiness).")
+    @Option(
+        name: .customLong("repeat"),
+        help: "Run each live case this many times (pass rate, pass@k, pass^k, flakiness); judge recorded logs this many times.")
     var repeats = 1
 
     @Option(help: "k for pass@k and pass^k (default: --repeat).")
@@ -139,6 +144,7 @@ struct RunCommand: AsyncParsableCommand {
             countsDeniedAttempts: countDeniedAttempts)
         do {
             options.models = try models.options()
+            options.judgeModel = try judge.source()
             options.toolServers = MCPServers()
         } catch {
             throw diagnose(error)

@@ -39,5 +39,7 @@ struct CLISandbox {
         (#""duration_seconds":[0-9.e-]+"#, #""duration_seconds":TIME"#),
         (#""duration_ms":\d+"#, #""duration_ms":TIME"#),
         (#""check_us":\d+"#, #""check_us":TIME"#),
+        // A judge's latency (judgements in the JSON report), not a recorded decision's.
+        (#"("judge":"[^"]*","latency_us":)\d+"#, "$1TIME"),
     ]
 }

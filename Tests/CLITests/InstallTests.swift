@@ -62,7 +62,7 @@ struct InstallTests {
 
     @Test("help topics print reference pages; an unknown topic is a usage error that lists them")
     func helpTopics() throws {
-        for topic in ["cases", "agent-files", "log-format", "ci"] {
+        for topic in ["cases", "agent-files", "log-format", "models", "ci"] {
             let page = try agentEval(["help", topic])
             #expect(page.status == 0)
             #expect(page.stdoutText.contains("full "))
@@ -70,7 +70,7 @@ struct InstallTests {
         #expect(try agentEval(["help", "run"]).stdoutText.contains("USAGE: agent-eval run"))
         let unknown = try agentEval(["help", "casez"])
         #expect(unknown.status == 64)
-        #expect(unknown.stderr.contains("topics: cases, agent-files, log-format, ci"))
+        #expect(unknown.stderr.contains("topics: cases, agent-files, log-format, models, ci"))
     }
 
     @Test("colour on a terminal only, and never with NO_COLOR; --quiet prints only what did not pass")
@@ -94,6 +94,6 @@ struct InstallTests {
         #expect(quiet.status == 1)
         #expect(!quiet.stdoutText.contains("✔"))
         #expect(quiet.stdoutText.hasPrefix("✘ support-strict-order"))
-        #expect(quiet.stdoutText.contains("5 cases, 4 passed, 1 failed"))
+        #expect(quiet.stdoutText.contains("6 cases, 5 passed, 1 failed"))
     }
 }

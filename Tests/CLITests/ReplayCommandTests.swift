@@ -139,7 +139,7 @@ struct RunOnTerminalTests {
                     "run", repositoryRoot.appendingPathComponent("EvalCases").path, "--out", directory.path("runs"), "--jobs", "1",
                 ],
                 environment: [:])
-            try session.waitFor("9 cases, 9 passed")
+            try session.waitFor("10 cases, 10 passed")
             #expect(try session.waitForExit() == 0)
             #expect(session.output.contains("running…"))
             #expect(session.output.contains("✔ support-refund-live  (1 live run)"))

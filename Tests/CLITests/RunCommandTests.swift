@@ -14,9 +14,9 @@ struct RunCommandTests {
             let result = try agentEval(["run", "EvalCases/", "--out", directory.path("runs")], in: repositoryRoot)
             #expect(result.status == 0, "\(result.stdoutText)\(result.stderr)")
             let lines = result.stdoutText.split(separator: "\n").map(String.init)
-            #expect(lines.count == 10)
-            #expect(lines.prefix(9).allSatisfy { $0.hasPrefix("✔ ") })
-            #expect(lines.last?.hasPrefix("9 cases, 9 passed, 0 failed") == true)
+            #expect(lines.count == 11)
+            #expect(lines.prefix(10).allSatisfy { $0.hasPrefix("✔ ") })
+            #expect(lines.last?.hasPrefix("10 cases, 10 passed, 0 failed") == true)
         }
     }
 
@@ -33,7 +33,7 @@ struct RunCommandTests {
             #expect(result.stdoutText.contains("happened: call-3: amount_cents is 4999, above the maximum 1000"))
             #expect(result.stdoutText.contains("look: agent-eval replay Fixtures/runs/support-refund.jsonl.gz --step 2"))
             let report = try JSONParser.parse(Array(try Data(contentsOf: directory.url.appendingPathComponent("r.json"))))
-            #expect(report["summary"]?["failed"] == 4)
+            #expect(report["summary"]?["failed"] == 5)
             #expect(FileManager.default.fileExists(atPath: directory.path("r.xml")))
             #expect(FileManager.default.fileExists(atPath: directory.path("r.md")))
         }
@@ -131,8 +131,8 @@ struct RunCommandTests {
         // The glob matches ids and the "recorded" tag.
         #expect(
             seen.sorted() == [
-                "no-run-deletes-customers", "research-token-budget-recorded", "support-log-fixture", "support-refund-recorded",
-                "triage-recovery-recorded",
+                "no-run-deletes-customers", "research-token-budget-recorded", "support-log-fixture", "support-refund-answer-judged",
+                "support-refund-recorded", "triage-recovery-recorded",
             ])
         let none = try agentEval(["run", "EvalCases/", "--filter", "nothing-matches"], in: repositoryRoot)
         #expect(none.status == 2)

@@ -60,14 +60,21 @@ struct ReportTests {
             let json = report.json
             #expect(json["schema"] == "agent-eval/results")
             #expect(json["version"] == 1)
-            #expect(json["summary"]?["cases"] == 4)
-            #expect(json["summary"]?["failed"] == 4)
+            #expect(json["summary"]?["cases"] == 5)
+            #expect(json["summary"]?["failed"] == 5)
             #expect(json["summary"]?["passed"] == 0)
             let cases = try #require(json["cases"]?.arrayValue)
             #expect(
                 cases.map { $0["case_id"]?.stringValue ?? "" } == [
-                    "support-unapproved-refund", "support-no-delete-attempts", "support-refund-under-10", "support-strict-order",
+                    "support-answer-names-refund", "support-unapproved-refund", "support-no-delete-attempts", "support-refund-under-10",
+                    "support-strict-order",
                 ])
+            // A judged run keeps what its judge was asked and replied.
+            let judgement = try #require(cases.first?["runs"]?.arrayValue?.first?["judgements"]?.arrayValue?.first)
+            for key in ["expectation", "rubric", "judge", "request", "reply", "passed", "reason"] {
+                #expect(judgement[key] != nil, "\(key)")
+            }
+            #expect(judgement["request"]?["prompt"]?.stringValue?.contains("Refunded 49.99 €.") == true)
             for entry in cases {
                 for key in ["file", "source", "outcome", "pass_rate", "stability", "runs", "checks"] {
                     #expect(entry[key] != nil, "\(key)")
@@ -107,10 +114,10 @@ struct ReportTests {
             let counter = XMLCounter()
             parser.delegate = counter
             #expect(parser.parse(), "\(parser.parserError.map { "\($0)" } ?? "")")
-            #expect(counter.counts["testcase"] == 5)
-            #expect(counter.counts["failure"] == 4)
+            #expect(counter.counts["testcase"] == 6)
+            #expect(counter.counts["failure"] == 5)
             #expect(counter.counts["error"] == 1)
-            #expect(counter.attributes["testsuites"]?.first?["failures"] == "4")
+            #expect(counter.attributes["testsuites"]?.first?["failures"] == "5")
             #expect(counter.attributes["testcase"]?.contains { $0["name"] == "broken & <odd>" } == true)
             #expect(xml.contains("look: agent-eval replay "))
         }
@@ -120,8 +127,8 @@ struct ReportTests {
     func markdown() async throws {
         try await TemporaryDirectory.with { directory in
             let text = EvalReport(results: await runFailingSuite(in: directory)).markdown
-            #expect(text.hasPrefix("## agent-eval: 0/4 cases passed\n"))
-            #expect(text.components(separatedBy: "| ❌ fail |").count == 5)
+            #expect(text.hasPrefix("## agent-eval: 0/5 cases passed\n"))
+            #expect(text.components(separatedBy: "| ❌ fail |").count == 6)
             #expect(text.contains("#### `support-strict-order`"))
         }
     }

@@ -165,137 +165,8 @@ public enum AgentFile {
     static func readModel(
         _ node: ConfigNode, directory: String, options: ModelOptions
     ) throws(ConfigError) -> (any ModelClient, String?) {
-        var fields = try node.mapping("model")
-        let script = fields.optional("script")
-        let replay = fields.optional("replay")
-        let provider = fields.optional("provider")
-        if options.model != nil || provider != nil {
-            // --model replaces a scripted or replayed model; the file itself names one kind.
-            guard provider == nil || (script == nil && replay == nil) else {
-                throw ConfigError(
-                    .invalidValue, "model has \"provider\" and \"\(script == nil ? "replay" : "script")\"; give one", at: node.location)
-            }
-            var settings = try readSettings(&fields, provider: provider, node: node, options: options)
-            if let baseURL = options.baseURL { settings.baseURL = ModelSettings.trimmed(baseURL) }
-            guard let factory = options.factory else {
-                throw ConfigError(
-                    .invalidValue,
-                    "model.provider \"\(settings.provider.rawValue)\" is served over HTTP, which this program cannot reach (it was built without model clients)",
-                    at: node.location, hint: "use the agent-eval command, or a scripted model")
-            }
-            do {
-                return (try factory.client(for: settings), settings.apiKeyVariable)
-            } catch {
-                let message = (error as? any Diagnostic)?.message ?? "\(error)"
-                throw ConfigError(.invalidValue, "model: \(message)", at: node.location, hint: (error as? any Diagnostic)?.hint)
-            }
-        }
-        if options.baseURL != nil {
-            throw ConfigError(
-                .invalidValue, "--base-url applies to a model served over HTTP, and this agent's model is not", at: node.location,
-                hint: "give --model provider:name as well")
-        }
-        try fields.finish()
-        switch (script, replay) {
-        case (let script?, nil):
-            let path = resolve(try script.nonEmptyString("model.script"), from: directory)
-            guard FileManager.default.fileExists(atPath: path) else {
-                throw ConfigError(
-                    .unreadable, "model.script: \(path) does not exist", at: script.location,
-                    hint: "the path starts from the agent file's folder")
-            }
-            return (try ScriptedModel.load(path: path), nil)
-        case (nil, let replay?):
-            let path = resolve(try replay.nonEmptyString("model.replay"), from: directory)
-            do {
-                return (try ReplayModel(log: path), nil)
-            } catch let error as LogError {
-                throw ConfigError(.unreadable, "model.replay: \(error.message)", at: replay.location, hint: error.hint)
-            } catch {
-                throw ConfigError(.unreadable, "model.replay: cannot read \(path): \(error)", at: replay.location)
-            }
-        case (nil, nil):
-            throw ConfigError(
-                .missingKey,
-                "model needs \"provider\" (a model served over HTTP), \"script\" (a scripted model file) or \"replay\" (a recorded log)",
-                at: node.location)
-        default:
-            throw ConfigError(.invalidValue, "model has both \"script\" and \"replay\"; give one", at: node.location)
-        }
-    }
-
-    /// An HTTP model's settings from the file, with `--model provider:name` over them.
-    static func readSettings(
-        _ fields: inout MappingReader, provider providerNode: ConfigNode?, node: ConfigNode, options: ModelOptions
-    ) throws(ConfigError) -> ModelSettings {
-        var provider: ModelSettings.Provider?
-        var name: String?
-        if let override = options.model {
-            let parts = override.split(separator: ":", maxSplits: 1).map(String.init)
-            let choices = ModelSettings.Provider.allCases.map(\.rawValue).joined(separator: " or ")
-            guard parts.count == 2, !parts[1].isEmpty else {
-                throw ConfigError(
-                    .invalidValue, "--model \"\(override)\" is not provider:name (the provider is \(choices))", at: node.location,
-                    hint: "for example --model openai:gpt-4o-mini")
-            }
-            guard let known = ModelSettings.Provider(rawValue: parts[0]) else {
-                throw ConfigError(
-                    .invalidValue, "--model \"\(override)\": \"\(parts[0])\" is not a provider (\(choices))", at: node.location,
-                    hint: "any OpenAI-compatible server (vLLM, llama.cpp, Ollama's /v1) is openai with --base-url")
-            }
-            (provider, name) = (known, parts[1])
-        }
-        if let providerNode {
-            let fromFile: ModelSettings.Provider = try providerNode.choice("model.provider")
-            provider = provider ?? fromFile
-        }
-        let nameNode = fields.optional("name")
-        if let nameNode {
-            let fromFile = try nameNode.nonEmptyString("model.name")
-            name = name ?? fromFile
-        }
-        guard let provider, let name else {
-            throw ConfigError(
-                .missingKey, "model needs \"name\" beside \"provider\"", at: node.location, hint: "for example name: gpt-4o-mini")
-        }
-        var settings = ModelSettings(provider: provider, name: name)
-        if let value = fields.optional("base_url") {
-            let url = try value.nonEmptyString("model.base_url")
-            guard url.hasPrefix("http://") || url.hasPrefix("https://") else {
-                throw ConfigError(.invalidValue, "model.base_url must start with http:// or https://", at: value.location)
-            }
-            settings.baseURL = ModelSettings.trimmed(url)
-        }
-        if let value = fields.optional("api_key_env") {
-            settings.apiKeyVariable = try value.name("model.api_key_env")
-            settings.apiKeyRequired = true
-        }
-        if let value = fields.optional("temperature") { settings.temperature = try value.double("model.temperature") }
-        if let value = fields.optional("max_tokens") { settings.maxTokens = try value.int("model.max_tokens", in: 1...10_000_000) }
-        if let value = fields.optional("stream") { settings.stream = try value.bool("model.stream") }
-        if let value = fields.optional("timeout_ms") { settings.timeoutMs = try value.int("model.timeout_ms", in: 1...86_400_000) }
-        if let value = fields.optional("connect_timeout_ms") {
-            settings.connectTimeoutMs = try value.int("model.connect_timeout_ms", in: 1...86_400_000)
-        }
-        if let value = fields.optional("idle_timeout_ms") {
-            settings.idleTimeoutMs = try value.int("model.idle_timeout_ms", in: 1...86_400_000)
-        }
-        if let value = fields.optional("max_retries") { settings.maxRetries = try value.int("model.max_retries", in: 0...100) }
-        if let value = fields.optional("requests_per_minute") {
-            settings.requestsPerMinute = try value.int("model.requests_per_minute", in: 1...1_000_000)
-        }
-        if let value = fields.optional("tokens_per_minute") {
-            settings.tokensPerMinute = try value.int("model.tokens_per_minute", in: 1...1_000_000_000)
-        }
-        if let value = fields.optional("prices") {
-            var prices = try value.mapping("model.prices")
-            let input = try prices.required("input_per_mtok").double("model.prices.input_per_mtok")
-            let output = try prices.required("output_per_mtok").double("model.prices.output_per_mtok")
-            try prices.finish()
-            settings.prices = ModelSettings.Prices(inputPerMillion: input, outputPerMillion: output)
-        }
-        try fields.finish()
-        return settings
+        let source = try ModelSource.read(node, directory: directory, overrides: options)
+        return (try source.client(factory: options.factory), source.apiKeyVariable)
     }
 
     static func readTool(_ node: ConfigNode, index: Int, directory: String) throws(ConfigError) -> Tool {
@@ -622,13 +493,7 @@ public enum AgentFile {
             for item in try test.value.list(place) { values.append(item.json) }
             return ArgumentCondition(path: path, test: .oneOf(values))
         case "matches":
-            let pattern = try test.value.string(place)
-            do {
-                _ = try LinearRegex(pattern)
-            } catch {
-                throw ConfigError(.invalidValue, "\(place) is not a regular expression this tool runs: \(error)", at: test.value.location)
-            }
-            return ArgumentCondition(path: path, test: .matches(pattern))
+            return ArgumentCondition(path: path, test: .matches(try test.value.regex(place)))
         case "min": return ArgumentCondition(path: path, test: .atLeast(try test.value.double(place)))
         case "max": return ArgumentCondition(path: path, test: .atMost(try test.value.double(place)))
         case "exists": return ArgumentCondition(path: path, test: .exists(try test.value.bool(place)))

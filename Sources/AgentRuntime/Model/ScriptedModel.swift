@@ -15,6 +15,8 @@ public import TraceCore
 /// rules:
 ///   - when: {last_tool: search, last_status: error}
 ///     reply: {tool_calls: [{name: search, arguments: {query: retry}}]}
+///   - when: {goal_matches: "refund"}      # the goal (for a judge: the text it grades)
+///     reply: {answer: "Refunded."}
 ///   - reply: {answer: "Done."}           # no `when`: always matches
 /// ```
 /// Replies are serialised to the JSON the runtime's `DecisionParser` reads, so a scripted run
@@ -34,21 +36,26 @@ public struct ScriptedModel: ModelClient {
         public var lastObservationMatches: String?
         /// Whether the previous reply was rejected.
         public var afterRejection: Bool?
+        /// A regular expression matched against the request's goal (the run's input; for a
+        /// judge, the text it is asked to grade).
+        public var goalMatches: String?
         public var reply: Reply
 
         public init(
             lastTool: Glob? = nil, lastStatus: String? = nil, lastObservationMatches: String? = nil, afterRejection: Bool? = nil,
-            reply: Reply
+            goalMatches: String? = nil, reply: Reply
         ) {
             self.lastTool = lastTool
             self.lastStatus = lastStatus
             self.lastObservationMatches = lastObservationMatches
             self.afterRejection = afterRejection
+            self.goalMatches = goalMatches
             self.reply = reply
         }
 
         func matches(_ request: ModelRequest) -> Bool {
             if let afterRejection, (request.feedback != nil) != afterRejection { return false }
+            if let goalMatches, (try? LinearRegex(goalMatches))?.matches(request.packet.goal) != true { return false }
             if lastTool == nil && lastStatus == nil && lastObservationMatches == nil { return true }
             guard let last = request.lastObservation else { return false }
             if let lastTool, !lastTool.matches(last.tool) { return false }
@@ -152,16 +159,11 @@ extension ScriptedModel {
                 }
                 rule.lastStatus = text
             }
-            if let pattern = condition.optional("last_observation_matches") {
-                let text = try pattern.string("last_observation_matches")
-                do {
-                    _ = try LinearRegex(text)
-                } catch {
-                    throw ConfigError(
-                        .invalidValue, "last_observation_matches is not a regular expression this tool runs: \(error)",
-                        at: pattern.location)
-                }
-                rule.lastObservationMatches = text
+            rule.lastObservationMatches = try condition.optional("last_observation_matches").map { node throws(ConfigError) in
+                try node.regex("last_observation_matches")
+            }
+            rule.goalMatches = try condition.optional("goal_matches").map { node throws(ConfigError) in
+                try node.regex("goal_matches")
             }
             rule.afterRejection = try condition.optional("after_rejection")?.bool("after_rejection")
             try condition.finish()

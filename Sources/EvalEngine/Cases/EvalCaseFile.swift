@@ -1,3 +1,4 @@
+import AgentRuntime
 public import ConfigFile
 import Foundation
 import TraceCore
@@ -63,7 +64,7 @@ public enum EvalCaseFile {
         let allowsUnfinished =
             errors.collect { () throws(ConfigError) in try fields.optional("allowUnfinished")?.bool("allowUnfinished") ?? false } ?? false
         let expectedNode = errors.collect { () throws(ConfigError) in try fields.required("expected") }
-        let expected = expectedNode.flatMap { readExpectations($0, case: name, errors: &errors) }
+        let expected = expectedNode.flatMap { readExpectations($0, case: name, directory: directory, errors: &errors) }
         errors.errors.append(contentsOf: fields.unknownKeys(in: name))
 
         var source: EvalCase.Source?
@@ -120,14 +121,14 @@ public enum EvalCaseFile {
     }
 
     /// The expectations; nil when they have errors, which go to `errors` (every one is read).
-    static func readExpectations(_ node: ConfigNode, case name: String, errors: inout ConfigErrors) -> Expectations? {
+    static func readExpectations(_ node: ConfigNode, case name: String, directory: String, errors: inout ConfigErrors) -> Expectations? {
         let before = errors.errors.count
         guard var fields = errors.collect({ () throws(ConfigError) in try node.mapping("expected") }) else { return nil }
-        var expected = readRunExpectations(&fields, errors: &errors)
+        var expected = readRunExpectations(&fields, directory: directory, errors: &errors)
         let pipelineNode = fields.optional("pipeline")
         let tasksNode = fields.optional("tasks")
         if pipelineNode != nil || tasksNode != nil {
-            expected.pipeline = readPipelineExpectations(pipelineNode, tasks: tasksNode, errors: &errors)
+            expected.pipeline = readPipelineExpectations(pipelineNode, tasks: tasksNode, directory: directory, errors: &errors)
         }
         errors.errors.append(contentsOf: fields.unknownKeys())
         guard errors.errors.count == before else { return nil }
@@ -168,7 +169,7 @@ public enum EvalCaseFile {
     }
 
     /// The run-level keys of `fields` (the trajectory of one run); errors go to `errors`.
-    static func readRunExpectations(_ fields: inout MappingReader, errors: inout ConfigErrors) -> Expectations {
+    static func readRunExpectations(_ fields: inout MappingReader, directory: String, errors: inout ConfigErrors) -> Expectations {
         var expected = Expectations()
         errors.collect { () throws(ConfigError) in expected.toolsCalled = try fields.optional("toolsCalled")?.names("toolsCalled") ?? [] }
         errors.collect { () throws(ConfigError) in
@@ -187,7 +188,9 @@ public enum EvalCaseFile {
             if let node = fields.optional("arguments") {
                 let tools = try node.mapping("arguments")
                 for pair in tools.pairs {
-                    expected.arguments.append((pair.key, try readMatcher(pair.value, what: "arguments of \(pair.key)")))
+                    let (matcher, rubric) = try readArguments(pair.value, tool: pair.key, directory: directory)
+                    if let matcher { expected.arguments.append((pair.key, matcher)) }
+                    if let rubric { expected.argumentRubrics.append(ArgumentRubric(tool: pair.key, rubric: rubric)) }
                 }
             }
         }
@@ -226,8 +229,9 @@ public enum EvalCaseFile {
                     var answer = try node.mapping("answer")
                     expected.answerContains = try answer.optional("contains")?.strings("answer.contains") ?? []
                     if let pattern = answer.optional("matches") {
-                        expected.answerMatches = try regex(pattern, what: "answer.matches")
+                        expected.answerMatches = try pattern.regex("answer.matches")
                     }
+                    expected.answerRubric = try readRubric(&answer, what: "answer", directory: directory)
                     try answer.finish()
                 }
             }
@@ -239,7 +243,9 @@ public enum EvalCaseFile {
     }
 
     /// `expected.pipeline` and `expected.tasks`; errors go to `errors`.
-    static func readPipelineExpectations(_ node: ConfigNode?, tasks tasksNode: ConfigNode?, errors: inout ConfigErrors)
+    static func readPipelineExpectations(
+        _ node: ConfigNode?, tasks tasksNode: ConfigNode?, directory: String, errors: inout ConfigErrors
+    )
         -> PipelineExpectations
     {
         var expected = PipelineExpectations()
@@ -296,7 +302,7 @@ public enum EvalCaseFile {
                     task.output = .equals(node.json)
                 }
             }
-            let run = readRunExpectations(&fields, errors: &errors)
+            let run = readRunExpectations(&fields, directory: directory, errors: &errors)
             if run.count > 0 { task.run = run }
             errors.errors.append(contentsOf: fields.unknownKeys(in: what))
             if task.count == 0, fields.unknownKeys().isEmpty {
@@ -308,16 +314,6 @@ public enum EvalCaseFile {
             expected.tasks.append(task)
         }
         return expected
-    }
-
-    static func regex(_ node: ConfigNode, what: String) throws(ConfigError) -> String {
-        let text = try node.string(what)
-        do {
-            _ = try LinearRegex(text)
-        } catch {
-            throw ConfigError(.invalidValue, "\(what) is not a regular expression this tool runs: \(error)", at: node.location)
-        }
-        return text
     }
 
     static func readSequence(_ node: ConfigNode) throws(ConfigError) -> SequenceExpectation {
@@ -360,6 +356,41 @@ public enum EvalCaseFile {
 
     static let matcherKeys = ["mode", "match", "paths", "ignoreKeys"]
 
+    /// A rubric under `fields` (`rubric`, and `model` for its judge); nil when there is none.
+    static func readRubric(_ fields: inout MappingReader, what: String, directory: String) throws(ConfigError) -> Rubric? {
+        let modelNode = fields.optional("model")
+        guard let node = fields.optional("rubric") else {
+            if let modelNode {
+                throw ConfigError(
+                    .invalidValue, "\(what).model names a judge, but there is no \(what).rubric for it to grade against",
+                    at: modelNode.location)
+            }
+            return nil
+        }
+        let text = try node.nonEmptyString("\(what).rubric")
+        let model = try modelNode.map { node throws(ConfigError) in
+            try ModelSource.read(node, what: "\(what).model", directory: directory)
+        }
+        return Rubric(text: text, model: model, location: node.location)
+    }
+
+    /// What the arguments of a tool's calls must be: a matcher (`{mode, match, paths,
+    /// ignoreKeys}` or a plain mapping of expected arguments), a rubric for a judge
+    /// (`{rubric, model}`), or both in one mapping.
+    static func readArguments(_ node: ConfigNode, tool: String, directory: String) throws(ConfigError) -> (ArgumentMatcher?, Rubric?) {
+        let what = "arguments of \(tool)"
+        guard case .mapping(let pairs) = node.content, pairs.contains(where: { $0.key == "rubric" }) else {
+            return (try readMatcher(node, what: what), nil)
+        }
+        var fields = try node.mapping(what)
+        let rubric = try readRubric(&fields, what: "arguments.\(tool)", directory: directory)
+        guard fields.pairs.contains(where: { matcherKeys.contains($0.key) }) else {
+            try fields.finish()
+            return (nil, rubric)
+        }
+        return (try readMatcher(&fields, node: node, what: what), rubric)
+    }
+
     /// A matcher: `{mode, match, paths, ignoreKeys}`, or a plain mapping of expected
     /// arguments (a superset match: the call has at least these).
     static func readMatcher(_ node: ConfigNode, what: String) throws(ConfigError) -> ArgumentMatcher {
@@ -367,6 +398,12 @@ public enum EvalCaseFile {
         guard fields.pairs.contains(where: { matcherKeys.contains($0.key) }) else {
             return ArgumentMatcher(mode: .superset, expected: node.json)
         }
+        return try readMatcher(&fields, node: node, what: what)
+    }
+
+    /// The matcher keys of `fields` (`mode`, `match`, `paths`, `ignoreKeys`); no other key may
+    /// be left unread.
+    static func readMatcher(_ fields: inout MappingReader, node: ConfigNode, what: String) throws(ConfigError) -> ArgumentMatcher {
         let mode =
             try fields.optional("mode").map { node throws(ConfigError) in
                 try Self.mode(node, what: "\(what) mode", synonyms: ArgumentMatcher.Mode.synonyms)
@@ -398,7 +435,7 @@ public enum EvalCaseFile {
             return .equals(value.json)
         }
         if let value = fields.optional("regex") {
-            let pattern = try regex(value, what: "\(what) regex")
+            let pattern = try value.regex("\(what) regex")
             try fields.finish()
             return .regex(pattern)
         }

@@ -28,6 +28,10 @@ public struct Expectations: Sendable {
     public var requiresApprovalBeforeExecution = false
     public var answerContains: [String] = []
     public var answerMatches: String?
+    /// A judge model grades the final answer against this rubric.
+    public var answerRubric: Rubric?
+    /// A judge model grades the arguments of every executed call of a tool, in file order.
+    public var argumentRubrics: [ArgumentRubric] = []
     /// Whether a denied or proposed-but-not-run call counts as "called" for `toolsNotCalled`.
     public var countsDeniedAttempts = false
     /// For a pipeline run: what its pipeline log and its tasks' child runs must show. A case
@@ -40,8 +44,8 @@ public struct Expectations: Sendable {
     public var toolNames: [String] {
         var names: [String] = []
         let all =
-            toolsCalled + toolsNotCalled + arguments.map(\.tool) + callCounts.map(\.tool) + denied + approvalRequired
-            + (sequence?.calls.map(\.tool) ?? [])
+            toolsCalled + toolsNotCalled + arguments.map(\.tool) + argumentRubrics.map(\.tool) + callCounts.map(\.tool) + denied
+            + approvalRequired + (sequence?.calls.map(\.tool) ?? [])
         for name in all where !names.contains(name) { names.append(name) }
         return names
     }
@@ -51,8 +55,15 @@ public struct Expectations: Sendable {
         toolsCalled.count + toolsNotCalled.count + (stopReason == nil ? 0 : 1) + (limit == nil ? 0 : 1) + (sequence == nil ? 0 : 1)
             + arguments.count + callCounts.count + [maxSteps, maxToolCalls, maxTokens, maxDurationMs].compactMap { $0 }.count
             + denied.count + approvalRequired.count + (requiresApprovalBeforeExecution ? 1 : 0) + answerContains.count
-            + (answerMatches == nil ? 0 : 1) + (pipeline?.count ?? 0)
+            + (answerMatches == nil ? 0 : 1) + rubrics.count + (pipeline?.count ?? 0)
     }
+
+    /// The model-graded expectations, answer first: a run that has them is graded by a judge
+    /// after its trajectory is checked.
+    public var rubrics: [Rubric] { (answerRubric.map { [$0] } ?? []) + argumentRubrics.map(\.rubric) }
+
+    /// The rubrics of this run and of the pipeline tasks' runs.
+    public var allRubrics: [Rubric] { rubrics + (pipeline?.tasks.flatMap { $0.run?.rubrics ?? [] } ?? []) }
 
     /// The run-level keys a case sets, for the message when they are mixed with pipeline ones.
     var runKeyCount: Int { count - (pipeline?.count ?? 0) + (countsDeniedAttempts ? 1 : 0) }

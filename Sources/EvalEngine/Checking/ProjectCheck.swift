@@ -24,11 +24,16 @@ public struct ProjectCheck: Sendable {
         /// Read each recorded log's first event to check the tools a case names against the
         /// tools the run had. `run` leaves this off: it checks that after reading the logs.
         public var readsLogs = true
+        /// The judge of rubrics that name none (`--judge-model`).
+        public var judgeModel: ModelSource?
 
-        public init(models: ModelOptions = ModelOptions(), defaultAgent: String? = nil, readsLogs: Bool = true) {
+        public init(
+            models: ModelOptions = ModelOptions(), defaultAgent: String? = nil, readsLogs: Bool = true, judgeModel: ModelSource? = nil
+        ) {
             self.models = models
             self.defaultAgent = defaultAgent
             self.readsLogs = readsLogs
+            self.judgeModel = judgeModel
         }
     }
 
@@ -76,9 +81,12 @@ public struct ProjectCheck: Sendable {
         var agents: [String: Agent?] = [:]
         var pipelines: [String: PipelineDefinition?] = [:]
         var logTools: [String: [String]?] = [:]
+        /// Makes each judge once (a scripted one is read, an HTTP one needs its key).
+        let judge: RubricJudge
 
         init(options: Options) {
             self.options = options
+            judge = RubricJudge(factory: options.models.factory, defaultModel: options.judgeModel)
         }
 
         mutating func checkFile(_ named: String, isNamed: Bool) {
@@ -176,6 +184,14 @@ public struct ProjectCheck: Sendable {
         mutating func crossCheck(_ evalCase: EvalCase) {
             let path = evalCase.location.path
             let name = "case \"\(evalCase.id)\""
+            for rubric in evalCase.expected.allRubrics {
+                do {
+                    _ = try judge.judge(of: rubric)
+                } catch {
+                    problem(
+                        in: path, .error, EvalError(.judgeFailed, "\(name): \(error.message)", location: error.location, hint: error.hint))
+                }
+            }
             switch evalCase.source {
             case .live(let agentPath, _, _):
                 checkTools(of: evalCase, againstAgentAt: agentPath)

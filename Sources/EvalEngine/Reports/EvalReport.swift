@@ -74,14 +74,18 @@ public struct EvalReport: Sendable {
         var facts: [String] = []
         let runs = result.runs.count
         let kind = result.evalCase.expected.pipeline == nil ? "" : "pipeline "
+        // A recorded log is checked once, or judged once per repeat when the case has rubrics.
+        let logs = Set(result.runs.map(\.logPath)).count
+        let rounds = result.evalCase.isLive || logs == 0 ? 1 : runs / logs
         if result.evalCase.isLive {
             facts.append(runs == 1 ? "1 live \(kind)run" : "\(runs) live \(kind)runs")
         } else {
-            facts.append(runs == 1 ? "1 \(kind)log" : "\(runs) \(kind)logs")
+            facts.append(logs == 1 ? "1 \(kind)log" : "\(logs) \(kind)logs")
+            if rounds > 1 { facts.append("judged \(rounds) times") }
         }
         if runs > 1 {
             facts.append("pass rate \(Int((result.passRate * 100).rounded()))%")
-            if result.evalCase.isLive { facts.append(result.stability.rawValue.replacingOccurrences(of: "_", with: " ")) }
+            if result.evalCase.isLive || rounds > 1 { facts.append(result.stability.rawValue.replacingOccurrences(of: "_", with: " ")) }
         }
         if let comparison, comparison.status != .unchanged, comparison.status != .new || hasBaseline {
             facts.append(comparison.status.rawValue.replacingOccurrences(of: "_", with: " "))
@@ -95,6 +99,9 @@ public struct EvalReport: Sendable {
         }
         for regression in comparison?.regressions ?? [] {
             lines.append("    regression: \(regression.message)")
+        }
+        for disagreement in result.judgeDisagreements {
+            lines.append("    judge: \(disagreement.message)")
         }
         for run in result.runs where !run.passed || !run.notes.isEmpty && !result.passed {
             lines.append("    \(run.repeatIndex > 0 ? "\(run.label): \(run.logPath)" : run.logPath)")
@@ -162,6 +169,8 @@ public struct EvalReport: Sendable {
             object.set("pass_hat_k", result.passHatK(k))
         }
         object.set("stability", result.stability.rawValue)
+        let disagreements = result.judgeDisagreements
+        if !disagreements.isEmpty { object.set("judge_disagreements", JSONValue.array(disagreements.map(\.json))) }
         if let comparison = comparisons[result.id] {
             var baseline = ObjectBuilder()
             baseline.set("status", comparison.status.rawValue)
@@ -201,6 +210,7 @@ public struct EvalReport: Sendable {
                     return entry.json
                 }))
         object.set("notes", JSONValue.array(run.notes.map { .string($0.message) }))
+        if !run.judgements.isEmpty { object.set("judgements", JSONValue.array(run.judgements.map(\.json))) }
         return object.json
     }
 

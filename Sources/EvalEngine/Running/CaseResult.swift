@@ -39,6 +39,27 @@ public struct CaseResult: Sendable {
         }
     }
 
+    /// Where the judge gave different verdicts on the same thing across the rounds a recorded
+    /// log was judged in (`--repeat`): per log, expectation and call, in the order first asked.
+    public var judgeDisagreements: [JudgeDisagreement] {
+        var order: [String] = []
+        var tallies: [String: JudgeDisagreement] = [:]
+        for run in runs {
+            for judgement in run.judgements {
+                guard let passed = judgement.passed else { continue }
+                let key = "\(run.logPath)\n\(judgement.expectation)\n\(judgement.callId ?? "")"
+                if tallies[key] == nil {
+                    order.append(key)
+                    tallies[key] = JudgeDisagreement(
+                        log: run.logPath, expectation: judgement.expectation, callId: judgement.callId, passed: 0, rounds: 0)
+                }
+                tallies[key]?.rounds += 1
+                if passed { tallies[key]?.passed += 1 }
+            }
+        }
+        return order.compactMap { tallies[$0] }.filter { $0.passed > 0 && $0.passed < $0.rounds }
+    }
+
     /// Probability that at least one of k runs drawn without replacement passes.
     public func passAtK(_ k: Int) -> Double { PassEstimator.passAtK(n: runs.count, c: passCount, k: k) }
 

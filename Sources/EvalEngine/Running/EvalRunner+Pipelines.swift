@@ -11,9 +11,9 @@ import TraceCore
 extension EvalRunner {
     /// Runs a pipeline case once, into `<out>/<caseId>-<repeat>/`, then grades it from the
     /// logs it wrote.
-    static func runPipeline(_ evalCase: EvalCase, file: String, repeatIndex: Int, agents: AgentCache, options: EvalOptions) async
-        -> RunResult
-    {
+    static func runPipeline(
+        _ evalCase: EvalCase, file: String, repeatIndex: Int, agents: AgentCache, options: EvalOptions, judge: RubricJudge
+    ) async -> RunResult {
         let directory = "\(options.outputDirectory)/\(evalCase.id)-\(repeatIndex)"
         let log = "\(directory)/\(PipelineRunner.logName)"
         func failed(_ error: DiagnosticRecord) -> RunResult {
@@ -47,15 +47,16 @@ extension EvalRunner {
         } catch {
             return failed(DiagnosticRecord(describing: error))
         }
-        return check(log: log, repeatIndex: repeatIndex, case: evalCase, options: options)
+        return await check(log: log, repeatIndex: repeatIndex, case: evalCase, options: options, judge: judge)
     }
 
     /// Checks a case's pipeline expectations against a recorded pipeline log. A pipeline whose
     /// record cannot be trusted (digests differ, anomalies, not stopped unless the case allows
     /// it) is a harness error, never a pass — as for runs.
     static func checkPipeline(
-        _ expected: PipelineExpectations, log: String, repeatIndex: Int, case evalCase: EvalCase, options: EvalOptions
-    ) -> RunResult {
+        _ expected: PipelineExpectations, log: String, repeatIndex: Int, case evalCase: EvalCase, options: EvalOptions,
+        judge: RubricJudge
+    ) async -> RunResult {
         var result = RunResult(logPath: log, repeatIndex: repeatIndex, failures: [], notes: [], error: nil, summary: RunSummary())
         func cannotRun(_ code: EvalError.Code, _ message: String, hint: String) -> RunResult {
             result.error = DiagnosticRecord(EvalError(code, message, location: SourceLocation(path: log), hint: hint))
@@ -114,7 +115,12 @@ extension EvalRunner {
             var taskCase = evalCase
             taskCase.expected = run
             taskCase.source = .recorded(patterns: [childLog])
-            let checked = check(log: childLog, repeatIndex: repeatIndex, case: taskCase, options: options)
+            let checked = await check(log: childLog, repeatIndex: repeatIndex, case: taskCase, options: options, judge: judge)
+            result.judgements += checked.judgements.map { judgement in
+                var judgement = judgement
+                judgement.expectation = "\(name).\(judgement.expectation)"
+                return judgement
+            }
             if var error = checked.error ?? unknownTool(in: CaseResult(evalCase: taskCase, runs: [checked])) {
                 error.message = "task \(task.id): \(error.message)"
                 result.error = error

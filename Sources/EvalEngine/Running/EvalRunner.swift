@@ -25,6 +25,9 @@ public struct EvalOptions: Sendable {
     public var toolServers: (any ToolServerConnector)?
     /// Where recorded logs' facts come from: read every time, or a cache (the catalog's).
     public var facts: any LogFactSource = LogFactReader()
+    /// The judge of rubrics that name none (`--judge-model`); judges served over HTTP are made
+    /// by `models.factory`.
+    public var judgeModel: ModelSource?
 
     public init(
         jobs: Int? = nil, repeats: Int = 1, defaultAgent: String? = nil,
@@ -48,9 +51,10 @@ public struct EvalRunner: Sendable {
         self.options = options
     }
 
-    /// One unit of work: a recorded log, or one repeat of a live case.
+    /// One unit of work: a recorded log (judged again in each repeat when the case has rubrics),
+    /// or one repeat of a live case.
     enum Work: Sendable {
-        case recorded(caseIndex: Int, log: String)
+        case recorded(caseIndex: Int, log: String, repeatIndex: Int)
         case live(caseIndex: Int, agent: String, repeatIndex: Int)
         /// One repeat of a pipeline case.
         case pipeline(caseIndex: Int, file: String, repeatIndex: Int)
@@ -83,8 +87,13 @@ public struct EvalRunner: Sendable {
                             caseIndex: index,
                             error: DiagnosticRecord(
                                 EvalError(.missingPath, "no log matches \(missing.joined(separator: ", "))", location: evalCase.location))))
+                } else if evalCase.expected.allRubrics.isEmpty || options.repeats == 1 {
+                    work.append(contentsOf: logs.map { .recorded(caseIndex: index, log: $0, repeatIndex: 0) })
                 } else {
-                    work.append(contentsOf: logs.map { .recorded(caseIndex: index, log: $0) })
+                    // A log's trajectory is the same every time; its judges' verdicts may not be.
+                    for log in logs {
+                        work.append(contentsOf: (1...options.repeats).map { .recorded(caseIndex: index, log: log, repeatIndex: $0) })
+                    }
                 }
             case .live(let agent, _, _):
                 work.append(contentsOf: (1...options.repeats).map { .live(caseIndex: index, agent: agent, repeatIndex: $0) })
@@ -106,20 +115,22 @@ public struct EvalRunner: Sendable {
         }
         for item in work {
             switch item {
-            case .recorded(let index, _), .live(let index, _, _), .pipeline(let index, _, _), .broken(let index, _):
+            case .recorded(let index, _, _), .live(let index, _, _), .pipeline(let index, _, _), .broken(let index, _):
                 expected[index] += 1
             }
         }
 
-        // What a cache keeps check results under: one key per case with recorded logs.
+        // What a cache keeps check results under: one key per case with recorded logs. A judged
+        // result is never kept: the judge is asked every time.
         let keys = cases.map { evalCase -> CheckKey? in
-            if case .recorded = evalCase.source { return CheckKey(case: evalCase, options: options) }
+            if case .recorded = evalCase.source, evalCase.expected.allRubrics.isEmpty { return CheckKey(case: evalCase, options: options) }
             return nil
         }
         var results = cases.map { CaseResult(evalCase: $0, runs: []) }
         var received = [Int](repeating: 0, count: cases.count)
         var finished = 0
         let agents = AgentCache(models: options.models, toolServers: options.toolServers)
+        let judge = RubricJudge(factory: options.models.factory, defaultModel: options.judgeModel)
         await withTaskGroup(of: (Int, RunResult?, DiagnosticRecord?).self) { group in
             var next = 0
             func startNext() {
@@ -129,18 +140,25 @@ public struct EvalRunner: Sendable {
                 group.addTask { [options] in
                     switch item {
                     case .broken(let index, let error): return (index, nil, error)
-                    case .recorded(let index, let log):
-                        return (index, Self.check(log: log, case: cases[index], key: keys[index], options: options), nil)
+                    case .recorded(let index, let log, let repeatIndex):
+                        return (
+                            index,
+                            await Self.check(
+                                log: log, repeatIndex: repeatIndex, case: cases[index], key: keys[index], options: options, judge: judge),
+                            nil
+                        )
                     case .live(let index, let agent, let repeatIndex):
                         return (
                             index,
-                            await Self.runLive(cases[index], agentPath: agent, repeatIndex: repeatIndex, agents: agents, options: options),
+                            await Self.runLive(
+                                cases[index], agentPath: agent, repeatIndex: repeatIndex, agents: agents, options: options, judge: judge),
                             nil
                         )
                     case .pipeline(let index, let file, let repeatIndex):
                         return (
                             index,
-                            await Self.runPipeline(cases[index], file: file, repeatIndex: repeatIndex, agents: agents, options: options),
+                            await Self.runPipeline(
+                                cases[index], file: file, repeatIndex: repeatIndex, agents: agents, options: options, judge: judge),
                             nil
                         )
                     }
@@ -167,27 +185,38 @@ public struct EvalRunner: Sendable {
     /// the case against it. A run whose record cannot be trusted — its digests do not match,
     /// the fold found anomalies, or it did not finish (unless the case allows that) — is a
     /// harness error ("could not run"), never a pass.
-    static func check(log: String, repeatIndex: Int = 0, case evalCase: EvalCase, key: CheckKey? = nil, options: EvalOptions)
-        -> RunResult
-    {
+    static func check(
+        log: String, repeatIndex: Int = 0, case evalCase: EvalCase, key: CheckKey? = nil, options: EvalOptions, judge: RubricJudge
+    ) async -> RunResult {
         let clock = ContinuousClock()
         let started = clock.now
-        var result = checkRecord(log: log, repeatIndex: repeatIndex, case: evalCase, key: key, options: options)
+        var result = await checkRecord(log: log, repeatIndex: repeatIndex, case: evalCase, key: key, options: options, judge: judge)
         let elapsed = started.duration(to: clock.now)
         result.checkDurationUs = Int(elapsed.components.seconds) * 1_000_000 + Int(elapsed.components.attoseconds / 1_000_000_000_000)
         return result
     }
 
-    private static func checkRecord(log: String, repeatIndex: Int, case evalCase: EvalCase, key: CheckKey?, options: EvalOptions)
-        -> RunResult
-    {
+    private static func checkRecord(
+        log: String, repeatIndex: Int, case evalCase: EvalCase, key: CheckKey?, options: EvalOptions, judge: RubricJudge
+    ) async -> RunResult {
         if let pipeline = evalCase.expected.pipeline {
-            return checkPipeline(pipeline, log: log, repeatIndex: repeatIndex, case: evalCase, options: options)
+            return await checkPipeline(pipeline, log: log, repeatIndex: repeatIndex, case: evalCase, options: options, judge: judge)
         }
         do {
-            return try options.facts.result(for: log, key: key) { facts in
-                check(facts, log: log, repeatIndex: repeatIndex, case: evalCase, options: options)
+            guard !evalCase.expected.rubrics.isEmpty else {
+                return try options.facts.result(for: log, key: key) { facts in
+                    check(facts, log: log, repeatIndex: repeatIndex, case: evalCase, options: options)
+                }
             }
+            // The trajectory first; the judges only grade a run whose record can be trusted.
+            let facts = try options.facts.facts(for: log)
+            var result = check(facts, log: log, repeatIndex: repeatIndex, case: evalCase, options: options)
+            guard result.error == nil else { return result }
+            let grade = await judge.grade(evalCase.expected, state: facts.state)
+            result.failures += grade.failures
+            result.judgements = grade.judgements
+            result.error = grade.error
+            return result
         } catch {
             return RunResult(
                 logPath: log, repeatIndex: repeatIndex, failures: [], notes: [], error: DiagnosticRecord(describing: error),
@@ -275,9 +304,9 @@ public struct EvalRunner: Sendable {
 
     /// Runs a live case once (resuming it with the case's approvals when it stops for one),
     /// then grades it from the log it wrote — read back, digests checked — not from memory.
-    static func runLive(_ evalCase: EvalCase, agentPath: String, repeatIndex: Int, agents: AgentCache, options: EvalOptions) async
-        -> RunResult
-    {
+    static func runLive(
+        _ evalCase: EvalCase, agentPath: String, repeatIndex: Int, agents: AgentCache, options: EvalOptions, judge: RubricJudge
+    ) async -> RunResult {
         let log = "\(options.outputDirectory)/\(evalCase.id)-\(repeatIndex).jsonl.gz"
         let agent: Agent
         do {
@@ -316,7 +345,7 @@ public struct EvalRunner: Sendable {
                 logPath: log, repeatIndex: repeatIndex, failures: [], notes: [], error: DiagnosticRecord(describing: error),
                 summary: RunSummary())
         }
-        return check(log: log, repeatIndex: repeatIndex, case: evalCase, options: options)
+        return await check(log: log, repeatIndex: repeatIndex, case: evalCase, options: options, judge: judge)
     }
 }
 

@@ -119,7 +119,9 @@ public struct EvalSession: Sendable {
         // the cases name, and the tools and tasks they expect (the logs' own tools are checked
         // when they are read).
         let check = ProjectCheck(
-            options: ProjectCheck.Options(models: plan.options.models, defaultAgent: plan.options.defaultAgent, readsLogs: false)
+            options: ProjectCheck.Options(
+                models: plan.options.models, defaultAgent: plan.options.defaultAgent, readsLogs: false,
+                judgeModel: plan.options.judgeModel)
         ).check(cases: cases)
         guard check.errors.isEmpty else { throw LoadFailure(errors: check.errors.map(\.diagnostic), inCaseFiles: true) }
         self.cases = cases

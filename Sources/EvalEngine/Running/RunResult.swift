@@ -14,6 +14,9 @@ public struct RunResult: Sendable {
     public var summary: RunSummary
     /// How long reading and checking the run took (not the run's own duration), in microseconds.
     public var checkDurationUs = 0
+    /// What judge models were asked about the run and what they said (model-graded
+    /// expectations), in the order asked.
+    public var judgements: [Judgement] = []
 
     public init(
         logPath: String, repeatIndex: Int, failures: [ExpectationFailure], notes: [CheckNote], error: DiagnosticRecord?, summary: RunSummary

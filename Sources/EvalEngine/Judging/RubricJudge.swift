@@ -1,0 +1,262 @@
+public import AgentRuntime
+public import ConfigFile
+import Synchronization
+public import TraceCore
+
+/// Grades a run's model-graded expectations: for each rubric, asks its judge model whether
+/// the final answer (or each executed call's arguments) meets it, and reads a verdict from the
+/// reply. Every question and answer becomes a `Judgement` on the run's result; a "no" becomes
+/// an expectation failure with the judge's reason; a judge that cannot be reached or does not
+/// give a verdict makes the run "could not run", never a pass or a fail.
+///
+/// Judges are made once per suite run and shared by its runs (a cassette, rate limits).
+public final class RubricJudge: Sendable {
+    /// Makes clients for judges served over HTTP (the CLI's, with its cassette).
+    public let factory: (any ModelClientFactory)?
+    /// The judge of rubrics that name none (`--judge-model`).
+    public let defaultModel: ModelSource?
+    // Guarded by the mutex: clients made so far, or the error making one gave.
+    private let clients = Mutex<[ModelSource: Result<any ModelClient, ConfigError>]>([:])
+
+    public init(factory: (any ModelClientFactory)?, defaultModel: ModelSource? = nil) {
+        self.factory = factory
+        self.defaultModel = defaultModel
+    }
+
+    /// The judge of `rubric` and its client; throws when there is none or it cannot be made.
+    public func judge(of rubric: Rubric) throws(ConfigError) -> (source: ModelSource, client: any ModelClient) {
+        guard let source = rubric.model ?? defaultModel else {
+            throw ConfigError(
+                .missingKey, "this rubric names no judge model, and no default judge was given", at: rubric.location,
+                hint: "add model: (provider:name, {provider, name, …} or {script: judge.yaml}) beside the rubric, or run with --judge-model"
+            )
+        }
+        if let made = clients.withLock({ $0[source] }) { return (source, try made.get()) }
+        let made = Result { () throws(ConfigError) in try source.client(factory: factory) }
+        clients.withLock { $0[source] = made }
+        return (source, try made.get())
+    }
+
+    /// What grading one run gave: failures to add, every judgement, and the error that makes
+    /// the run "could not run".
+    public struct Grade: Sendable {
+        public var failures: [ExpectationFailure] = []
+        public var judgements: [Judgement] = []
+        public var error: DiagnosticRecord?
+    }
+
+    /// Grades `state` against the rubrics of `expected`, answer first, then argument rubrics
+    /// in file order and each tool's calls in run order. Stops at the first judge that fails.
+    public func grade(_ expected: Expectations, state: RunState) async -> Grade {
+        var grade = Grade()
+        let goal = state.start?.goal ?? ""
+        let lastStep = state.step
+        if let rubric = expected.answerRubric {
+            let expectation = "answer.rubric"
+            if let answer = state.finalAnswer {
+                let prompt = Self.answerPrompt(goal: goal, answer: answer, rubric: rubric.text)
+                guard await ask(rubric, expectation: expectation, prompt: prompt, step: lastStep, callId: nil, into: &grade) else {
+                    return grade
+                }
+            } else {
+                grade.failures.append(
+                    ExpectationFailure(
+                        expectation: expectation, expected: "the answer meets the rubric \"\(rubric.text)\"",
+                        actual: "no answer to grade (\(TrajectoryCheck.describeStop(state)))", step: lastStep))
+            }
+        }
+        for item in expected.argumentRubrics {
+            let expectation = "arguments.\(item.tool).rubric"
+            let executed = state.executedCalls
+            let calls = executed.filter { $0.tool == item.tool }
+            if calls.isEmpty {
+                grade.failures.append(
+                    ExpectationFailure(
+                        expectation: expectation, expected: "calls of \(item.tool) whose arguments meet the rubric \"\(item.rubric.text)\"",
+                        actual: "\(item.tool) never ran", step: lastStep))
+            }
+            for call in calls {
+                let before = executed.prefix { $0.id != call.id }
+                let prompt = Self.argumentsPrompt(goal: goal, call: call, earlier: Array(before), rubric: item.rubric.text)
+                guard await ask(item.rubric, expectation: expectation, prompt: prompt, step: call.step, callId: call.id, into: &grade)
+                else { return grade }
+            }
+        }
+        return grade
+    }
+
+    /// Asks the judge one question; false when it failed (the error is in `grade`).
+    private func ask(
+        _ rubric: Rubric, expectation: String, prompt: String, step: Int?, callId: String?, into grade: inout Grade
+    ) async -> Bool {
+        let judge: (source: ModelSource, client: any ModelClient)
+        do {
+            judge = try self.judge(of: rubric)
+        } catch {
+            grade.error = DiagnosticRecord(
+                EvalError(.judgeFailed, "\(expectation): \(error.message)", location: error.location, hint: error.hint))
+            return false
+        }
+        var judgement = Judgement(
+            expectation: expectation, rubric: rubric.text, judge: Self.name(of: judge.client), step: step, callId: callId,
+            instructions: Self.instructions, prompt: prompt)
+        let request = ModelRequest(
+            instructions: Self.instructions,
+            packet: ContextBuilt(goal: prompt, stateSummary: "", tokenEstimate: (Self.instructions.utf8.count + prompt.utf8.count + 3) / 4),
+            tools: [], observations: [], feedback: nil, decisionIndex: 0, step: 0)
+        let clock = ContinuousClock()
+        let started = clock.now
+        do {
+            let reply = try await judge.client.reply(to: request)
+            let elapsed = started.duration(to: clock.now)
+            judgement.reply = reply.raw
+            judgement.replyFormat = reply.format
+            judgement.usage = reply.usage
+            judgement.costUSD = reply.costUSD
+            judgement.latencyUs =
+                reply.latencyUs ?? Int(elapsed.components.seconds) * 1_000_000 + Int(elapsed.components.attoseconds / 1_000_000_000_000)
+            switch Self.verdict(from: reply) {
+            case .success(let verdict):
+                judgement.passed = verdict.passed
+                judgement.reason = verdict.reason
+            case .failure(let problem):
+                judgement.error = problem.message
+            }
+        } catch {
+            judgement.error = (error as? any Diagnostic)?.message ?? "\(error)"
+        }
+        grade.judgements.append(judgement)
+        if let problem = judgement.error {
+            grade.error = DiagnosticRecord(
+                EvalError(
+                    .judgeFailed,
+                    "the judge \(judgement.judge) could not grade \(expectation)\(callId.map { " (\($0))" } ?? ""): \(problem)",
+                    location: rubric.location,
+                    hint: judgement.reply == nil
+                        ? "check that the judge model is reachable (or replay it from a cassette with --cassette)"
+                        : "the judge must reply with {\"pass\": true|false, \"reason\": \"…\"}; the full reply is in the JSON report's judgements"
+                ))
+            return false
+        }
+        if judgement.passed == false {
+            let subject = callId.map { "the arguments of \($0)" } ?? "the answer"
+            grade.failures.append(
+                ExpectationFailure(
+                    expectation: expectation, expected: "\(subject) meet\(callId == nil ? "s" : "") the rubric \"\(rubric.text)\"",
+                    actual: "the judge \(judgement.judge) says no: \(judgement.reason ?? "(no reason given)")", step: step,
+                    callId: callId))
+        }
+        return true
+    }
+
+    static func name(of client: any ModelClient) -> String { "\(client.identity.provider):\(client.identity.name)" }
+
+    // MARK: The question
+
+    /// What every judge is told. Changing it changes every judge request, and so every
+    /// cassette key: record the cassettes again when it changes.
+    public static let instructions = """
+        You grade one part of an AI agent's run against a rubric. You are given the task the agent \
+        was given, the part of the run to grade, and the rubric. Judge only what the rubric asks, \
+        from the material given and nothing else. Reply with one JSON object and nothing else: \
+        {"pass": true or false, "reason": "one or two sentences saying why"}.
+        """
+
+    static func answerPrompt(goal: String, answer: String, rubric: String) -> String {
+        """
+        The task the agent was given:
+        \(goal)
+
+        The agent's final answer:
+        \(answer)
+
+        The rubric the answer must meet:
+        \(rubric)
+        """
+    }
+
+    static func argumentsPrompt(goal: String, call: ToolCallRecord, earlier: [ToolCallRecord], rubric: String) -> String {
+        var text = "The task the agent was given:\n\(goal)\n\n"
+        if !earlier.isEmpty {
+            text += "The tool calls before it, with what they returned:\n"
+            for previous in earlier {
+                text += "- \(previous.tool) (\(previous.id), step \(previous.step)) with \(JSONWriter.encodeString(previous.arguments)): "
+                text += Self.result(of: previous) + "\n"
+            }
+            text += "\n"
+        }
+        text += "The call to grade: \(call.tool) (\(call.id), step \(call.step)) with the arguments\n"
+        text += JSONWriter.encodeString(call.arguments) + "\n\n"
+        text += "The rubric the arguments must meet:\n\(rubric)"
+        return text
+    }
+
+    /// A call's last result, as the judge is shown it: at most 2,000 bytes of output.
+    static func result(of call: ToolCallRecord) -> String {
+        guard let last = call.results.last else { return "no result" }
+        if let error = last.error { return "\(last.status.rawValue): \(error)" }
+        if let output = last.output {
+            let text = JSONWriter.encodeString(output)
+            let shown = text.utf8.count > 2000 ? String(decoding: Array(text.utf8.prefix(2000)), as: UTF8.self) + "… (cut)" : text
+            return "\(last.status.rawValue) \(shown)"
+        }
+        if let hash = last.contentHash { return "\(last.status.rawValue) (the output is stored as \(hash), not shown)" }
+        return last.status.rawValue
+    }
+
+    // MARK: The verdict
+
+    struct Verdict: Equatable {
+        var passed: Bool
+        var reason: String
+    }
+
+    struct NoVerdict: Error, Equatable {
+        var message: String
+    }
+
+    /// The verdict a reply gives: a JSON object `{"pass": true|false, "reason"}` (also
+    /// `passed`, or `verdict`/`result` "pass"/"fail"; code fences and text around it are
+    /// ignored), or a reply that starts with PASS or FAIL. Anything else is no verdict.
+    static func verdict(from reply: ModelReply) -> Result<Verdict, NoVerdict> {
+        var text = reply.raw
+        if let name = reply.format {
+            guard let format = ReplyFormat(rawValue: name) else {
+                return .failure(NoVerdict(message: "the reply format \(name) is unknown"))
+            }
+            switch format.decisionObject(from: reply.raw) {
+            case .rejected(let invalid): return .failure(NoVerdict(message: invalid.message))
+            case .decision(let decision):
+                guard let answer = decision["answer"]?.stringValue else {
+                    return .failure(NoVerdict(message: "the judge called tools instead of replying with a verdict"))
+                }
+                text = answer
+            }
+        } else if let value = try? JSONParser.parse(Array(reply.raw.utf8)), let answer = value["answer"]?.stringValue {
+            // A decision object (a scripted judge's `answer:`).
+            text = answer
+        }
+        return verdict(fromText: text)
+    }
+
+    static func verdict(fromText text: String) -> Result<Verdict, NoVerdict> {
+        if let open = text.firstIndex(of: "{"), let close = text.lastIndex(of: "}"), open < close,
+            let value = try? JSONParser.parse(Array(text[open...close].utf8)), case .object = value
+        {
+            let reason = (value["reason"] ?? value["explanation"])?.stringValue ?? ""
+            if let flag = (value["pass"] ?? value["passed"])?.boolValue { return .success(Verdict(passed: flag, reason: reason)) }
+            if let word = (value["verdict"] ?? value["result"])?.stringValue?.lowercased(), ["pass", "fail"].contains(word) {
+                return .success(Verdict(passed: word == "pass", reason: reason))
+            }
+        }
+        let trimmed = text.drop { $0.isWhitespace || $0 == "*" || $0 == "#" }
+        for (word, passed) in [("PASS", true), ("FAIL", false)] where trimmed.uppercased().hasPrefix(word) {
+            let rest = trimmed.dropFirst(word.count)
+            guard rest.first.map({ !$0.isLetter }) ?? true else { continue }
+            let reason = rest.drop { $0.isWhitespace || $0 == ":" || $0 == "-" || $0 == "." || $0 == "*" }
+            return .success(Verdict(passed: passed, reason: String(reason)))
+        }
+        let shown = text.count > 200 ? String(text.prefix(199)) + "…" : text
+        return .failure(NoVerdict(message: "the reply is not a verdict: \"\(shown)\""))
+    }
+}
