@@ -79,6 +79,10 @@ struct ExecCommand: AsyncParsableCommand {
     @Flag(help: "Print a machine-readable summary as JSON.")
     var json = false
 
+    @Flag(
+        name: .shortAndLong, help: "Print only the log's path (for log=$(agent-eval exec --quiet …)); the exit status says how it stopped.")
+    var quiet = false
+
     @OptionGroup(title: "Catalog")
     var catalog: CatalogUse
 
@@ -91,6 +95,7 @@ struct ExecCommand: AsyncParsableCommand {
     var stream = false
 
     func validate() throws {
+        if quiet && (json || stream) { throw ValidationError("--quiet prints only the log's path; leave out --json and --stream") }
         switch (input, resume) {
         case (nil, nil): throw ValidationError("give --input for a new run, or --resume with a stopped run's log")
         case (.some, .some): throw ValidationError("--input and --resume do not go together")
@@ -144,6 +149,8 @@ struct ExecCommand: AsyncParsableCommand {
         }
         if json {
             printJSON(outcome.json)
+        } else if quiet {
+            say(outcome.logPath)
         } else {
             for line in Self.describe(outcome, agentPath: agent) { say(line) }
         }

@@ -34,6 +34,9 @@ struct InitCommand: AsyncParsableCommand {
     @Flag(help: "Print what was written as JSON.")
     var json = false
 
+    @Flag(name: .shortAndLong, help: "Print nothing but errors.")
+    var quiet = false
+
     /// The input the recorded run and the live case use.
     static let firstInput = "Where is my order A-1001? Cancel it if it has not shipped."
     static let recordedLog = "evals/recorded/first-run.jsonl.gz"
@@ -107,6 +110,7 @@ struct InitCommand: AsyncParsableCommand {
             ])
             return
         }
+        if quiet { return }
         say("wrote \(written.count) files in \(root == "." ? "this folder" : root + "/"):")
         for file in written.sorted() { say("  \(file)") }
         say("recorded the agent's first run: \(Self.recordedLog) (stopped: \(outcome.stop.reason.rawValue), \(outcome.steps) steps)")

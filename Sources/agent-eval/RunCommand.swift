@@ -89,6 +89,9 @@ struct RunCommand: AsyncParsableCommand {
     @Flag(name: .shortAndLong, help: "Print only the cases that did not pass, and the summary line.")
     var quiet = false
 
+    @Flag(name: .shortAndLong, help: "Print every run of every case, with its notes and what each judge said.")
+    var verbose = false
+
     @Option(help: "Write the machine-readable report (docs/eval-results.md) to this file.")
     var jsonOut: String?
 
@@ -128,6 +131,7 @@ struct RunCommand: AsyncParsableCommand {
             throw ValidationError("--update-baseline needs --baseline DIR when the first path is not a directory")
         }
         if history && catalog.noCatalog { throw ValidationError("--history needs the catalog; drop --no-catalog") }
+        if quiet && verbose { throw ValidationError("--quiet and --verbose ask for opposite things; give one") }
         if let shard, EvalSession.Shard(shard) == nil {
             throw ValidationError("--shard takes i/n with 1 ≤ i ≤ n, e.g. 2/4; got \(shard)")
         }
@@ -174,7 +178,12 @@ struct RunCommand: AsyncParsableCommand {
         // of what ran is still printed and written.
         let (report, interrupted) = try await withInterruption {
             await session.runToReport { finished in
-                console?.finished(index: finished.index, lines: finished.consoleLines, done: finished.done)
+                let lines =
+                    verbose
+                    ? EvalReport.consoleLines(
+                        for: finished.result, comparison: finished.comparison, hasBaseline: session.hasBaseline, verbose: true)
+                    : finished.consoleLines
+                console?.finished(index: finished.index, lines: lines, done: finished.done)
             }
         }
         console?.close()

@@ -118,3 +118,34 @@ struct ProjectCommandTests {
         }
     }
 }
+
+@Suite("--quiet and --verbose")
+struct OutputLevelTests {
+    @Test("run -v lists every run with its notes and what each judge said; exec -q prints only the log; init -q prints nothing")
+    func levels() throws {
+        try TemporaryDirectory.with { directory in
+            let verbose = try agentEval(
+                ["run", "EvalCases/support/refund-answer-judged.yaml", "--no-catalog", "--verbose"], in: repositoryRoot)
+            #expect(verbose.status == 0, "\(verbose.stderr)")
+            #expect(
+                verbose.stdoutText.components(separatedBy: "\n").prefix(3) == [
+                    "✔ support-refund-answer-judged  (1 log)", "    Fixtures/runs/support-refund.jsonl.gz",
+                    "      judge ✔ answer.rubric by scripted:support-judge: The answer names the refund id.",
+                ])
+            let plain = try agentEval(["run", "EvalCases/support/refund-answer-judged.yaml", "--no-catalog"], in: repositoryRoot)
+            #expect(!plain.stdoutText.contains("judge ✔"))
+            #expect(try agentEval(["run", "EvalCases/", "-q", "-v"], in: repositoryRoot).status == 64)
+
+            let exec = try agentEval(
+                ["exec", "--agent", ExampleRuns.agentPath("support"), "--input", "Where is A-1042?", "--out", directory.path("runs"), "-q"])
+            #expect(exec.status == 1, "the support agent stops for an approval: \(exec.stderr)")
+            let path = exec.stdoutText.trimmingCharacters(in: .newlines)
+            #expect(!path.contains("\n") && path.hasPrefix(directory.path("runs")) && FileManager.default.fileExists(atPath: path))
+
+            let initialized = try agentEval(["init", directory.path("project"), "--quiet"])
+            #expect(initialized.status == 0, "\(initialized.stderr)")
+            #expect(initialized.stdoutText.isEmpty)
+            #expect(FileManager.default.fileExists(atPath: directory.path("project/agent.yaml")))
+        }
+    }
+}

@@ -67,8 +67,11 @@ public struct EvalReport: Sendable {
     }
 
     /// The lines of one case, from its result and baseline comparison alone (while a suite
-    /// is still running).
-    public static func consoleLines(for result: CaseResult, comparison: BaselineComparison?, hasBaseline: Bool) -> [String] {
+    /// is still running). `verbose` lists every run, passing ones too, with its notes and
+    /// what each judge said.
+    public static func consoleLines(
+        for result: CaseResult, comparison: BaselineComparison?, hasBaseline: Bool, verbose: Bool = false
+    ) -> [String] {
         var headline = result.passed ? "✔ " : (result.harnessError != nil ? "! " : "✘ ")
         headline += result.id
         var facts: [String] = []
@@ -103,7 +106,7 @@ public struct EvalReport: Sendable {
         for disagreement in result.judgeDisagreements {
             lines.append("    judge: \(disagreement.message)")
         }
-        for run in result.runs where !run.passed || !run.notes.isEmpty && !result.passed {
+        for run in result.runs where verbose || !run.passed || !run.notes.isEmpty && !result.passed {
             lines.append("    \(run.repeatIndex > 0 ? "\(run.label): \(run.logPath)" : run.logPath)")
             if let error = run.error {
                 lines.append("      error: \(error)")
@@ -116,6 +119,15 @@ public struct EvalReport: Sendable {
                 lines.append("          look: \(Self.replayCommand(log: failure.log ?? run.logPath, step: failure.step))")
             }
             for note in run.notes { lines.append("      note: \(note.message)") }
+            if verbose {
+                for judgement in run.judgements {
+                    let mark = judgement.passed.map { $0 ? "✔" : "✘" } ?? "!"
+                    let said = judgement.reason ?? judgement.error ?? ""
+                    lines.append(
+                        "      judge \(mark) \(judgement.expectation)\(judgement.callId.map { " (\($0))" } ?? "") by \(judgement.judge): \(said)"
+                    )
+                }
+            }
         }
         return lines
     }
