@@ -70,7 +70,12 @@ public enum EvalSuite {
                 continue
             }
             if name.hasSuffix(".yaml") || name.hasSuffix(".yml") || name.hasSuffix(".json") {
-                files.append(directory.hasSuffix("/") ? directory + relative : directory + "/" + relative)
+                // `run .` names files as the user would (`evals/a.yaml`), not `./evals/a.yaml`.
+                if directory == "." || directory == "./" {
+                    files.append(relative)
+                } else {
+                    files.append(directory.hasSuffix("/") ? directory + relative : directory + "/" + relative)
+                }
             }
         }
         return files.sorted()
