@@ -34,6 +34,11 @@ struct RunCommand: AsyncParsableCommand {
             over logs that did not change reads none of them; the results are recorded (see `agent-eval history`) and \
             the logs live runs write are indexed. --no-catalog turns all of that off.
 
+            Model-graded expectations (answer: {rubric, model}, arguments: {<tool>: {rubric}}) ask a judge model for a \
+            verdict and a reason, after the trajectory checks; judges served over HTTP go through --cassette like the \
+            agents, --judge-model names the judge of rubrics that give none, and a judge that cannot answer makes the \
+            case "could not run" (docs/eval-cases.md, "Model-graded expectations").
+
             Before anything runs, the case files and what they name — agents, pipelines, logs, the tools and tasks \
             they expect — are checked as `agent-eval check` does; one problem and nothing runs.
 
@@ -65,7 +70,9 @@ struct RunCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("repeat"),
-        help: "Run each live case this many times (pass rate, pass@k, pass^k, flakiness); judge recorded logs this many times.")
+        help:
+            "Run each live case this many times (pass rate, pass@k, pass^k, flakiness); judge the logs of recorded cases with rubrics this many times."
+    )
     var repeats = 1
 
     @Option(help: "k for pass@k and pass^k (default: --repeat).")
