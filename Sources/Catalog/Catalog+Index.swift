@@ -96,10 +96,29 @@ extension Catalog {
             logs = Array(Set(logs)).sorted()
         }
         var summary = IndexSummary()
-        for (number, log) in logs.enumerated() {
-            let indexed = try index(log: log)
-            summary.logs.append(indexed)
-            progress(indexed, number + 1, logs.count)
+        var next = 0
+        while next < logs.count {
+            // Unchanged logs are told apart on a read snapshot; the others are indexed a batch
+            // per write transaction (one commit for many logs, the write lock held for one batch
+            // at a time). An interrupted index loses at most the batch it was in: those logs
+            // keep their old rows and are read again next time.
+            var batch: [(path: String, unchanged: IndexedLog?)] = []
+            while next < logs.count, batch.count < Self.logsPerTransaction {
+                let path = Self.absolute(logs[next])
+                next += 1
+                batch.append((path, try unchangedLog(at: path)))
+            }
+            func report(_ indexed: IndexedLog) {
+                summary.logs.append(indexed)
+                progress(indexed, summary.logs.count, logs.count)
+            }
+            guard batch.contains(where: { $0.unchanged == nil }) else {
+                for item in batch { item.unchanged.map(report) }
+                continue
+            }
+            try write { db in
+                for item in batch { report(try item.unchanged ?? index(absolute: item.path, in: db)) }
+            }
         }
         return summary
     }

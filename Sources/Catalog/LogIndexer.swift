@@ -49,37 +49,48 @@ extension Catalog {
     /// leaves the log's old rows (and it is read again next time).
     public func index(log: String) throws(CatalogError) -> IndexedLog {
         let path = Self.absolute(log)
+        if let unchanged = try unchangedLog(at: path) { return unchanged }
+        return try write { db in try index(absolute: path, in: db) }
+    }
+
+    /// Logs `index(paths:)` indexes in one write transaction.
+    static let logsPerTransaction = 64
+
+    /// The log at the absolute `path` as the catalog holds it, when its identity is unchanged
+    /// (checked on a read snapshot, without the write lock); nil when it must be read.
+    func unchangedLog(at path: String) throws(CatalogError) -> IndexedLog? {
         let known = try read { db in try StoredLog.fetch(db, path: path) }
-        let stamp = FileStamp(path: path)
-        if let known, let stamp, known.identity.matches(path, now: stamp) {
+        guard let known, let stamp = FileStamp(path: path), known.identity.matches(path, now: stamp) else { return nil }
+        return IndexedLog(path: path, change: .unchanged, status: known.status, problem: known.problem, eventsRead: 0)
+    }
+
+    /// Indexes the log at the absolute `path` inside the write transaction `db` (several logs
+    /// may share one: `index(paths:)`). Reads the log's row again under the write lock: another
+    /// process may have indexed it meanwhile.
+    func index(absolute path: String, in db: Database) throws -> IndexedLog {
+        let known = try StoredLog.fetch(db, path: path)
+        guard let stamp = FileStamp(path: path) else {
+            if let known, known.status != .vanished {
+                try db.execute(
+                    sql: "UPDATE logs SET status = 'vanished', problem = 'the file is gone', resume = NULL WHERE log_id = ?",
+                    arguments: [known.id])
+            }
+            return IndexedLog(path: path, change: .vanished, status: .vanished, problem: "the file is gone", eventsRead: 0)
+        }
+        if let known, known.identity.matches(path, now: stamp) {
             return IndexedLog(path: path, change: .unchanged, status: known.status, problem: known.problem, eventsRead: 0)
         }
-        return try write { db in
-            // Read again under the write lock: another process may have indexed it meanwhile.
-            let known = try StoredLog.fetch(db, path: path)
-            guard let stamp = FileStamp(path: path) else {
-                if let known, known.status != .vanished {
-                    try db.execute(
-                        sql: "UPDATE logs SET status = 'vanished', problem = 'the file is gone', resume = NULL WHERE log_id = ?",
-                        arguments: [known.id])
-                }
-                return IndexedLog(path: path, change: .vanished, status: .vanished, problem: "the file is gone", eventsRead: 0)
-            }
-            if let known, known.identity.matches(path, now: stamp) {
-                return IndexedLog(path: path, change: .unchanged, status: known.status, problem: known.problem, eventsRead: 0)
-            }
-            var indexer = LogIndexer(path: path, db: db)
-            let change: IndexedLog.Change
-            if let known, let resume = known.resume, known.identity.grew(path, now: stamp) {
-                change = .grew
-                try indexer.read(logId: known.id, from: resume, storedTailOffset: known.identity.tailOffset)
-            } else {
-                change = known == nil ? .added : .reindexed
-                try indexer.read(logId: known?.id, from: nil, storedTailOffset: 0)
-            }
-            let (status, problem) = try indexer.finish(stampBefore: stamp, now: Self.nowUs())
-            return IndexedLog(path: path, change: change, status: status, problem: problem, eventsRead: indexer.eventsRead)
+        var indexer = LogIndexer(path: path, db: db)
+        let change: IndexedLog.Change
+        if let known, let resume = known.resume, known.identity.grew(path, now: stamp) {
+            change = .grew
+            try indexer.read(logId: known.id, from: resume, storedTailOffset: known.identity.tailOffset)
+        } else {
+            change = known == nil ? .added : .reindexed
+            try indexer.read(logId: known?.id, from: nil, storedTailOffset: 0)
         }
+        let (status, problem) = try indexer.finish(stampBefore: stamp, now: Self.nowUs())
+        return IndexedLog(path: path, change: change, status: status, problem: problem, eventsRead: indexer.eventsRead)
     }
 
     static func nowUs() -> Int { Int(Date().timeIntervalSince1970 * 1_000_000) }

@@ -67,7 +67,7 @@ struct CatalogCommandTests {
             let catalog = root.path("catalog.sqlite")
             let environment = ["AGENT_EVAL_CATALOG": catalog]
             let (process, _) = try startAgentEval(["index", "logs"], in: root.url, catalog: catalog)
-            // Kill it once some logs are in (each log is one transaction).
+            // Kill it once some logs are in (64 logs a transaction: 4 batches).
             var waited = 0
             while waited < 400 {
                 usleep(20_000)
