@@ -102,12 +102,9 @@ extension Catalog {
             // per write transaction (one commit for many logs, the write lock held for one batch
             // at a time). An interrupted index loses at most the batch it was in: those logs
             // keep their old rows and are read again next time.
-            var batch: [(path: String, unchanged: IndexedLog?)] = []
-            while next < logs.count, batch.count < Self.logsPerTransaction {
-                let path = Self.absolute(logs[next])
-                next += 1
-                batch.append((path, try unchangedLog(at: path)))
-            }
+            let paths = logs[next..<min(logs.count, next + Self.logsPerTransaction)].map(Self.absolute)
+            next += paths.count
+            let batch = zip(paths, try unchangedLogs(at: paths)).map { (path: $0, unchanged: $1) }
             func report(_ indexed: IndexedLog) {
                 summary.logs.append(indexed)
                 progress(indexed, summary.logs.count, logs.count)

@@ -49,19 +49,24 @@ extension Catalog {
     /// leaves the log's old rows (and it is read again next time).
     public func index(log: String) throws(CatalogError) -> IndexedLog {
         let path = Self.absolute(log)
-        if let unchanged = try unchangedLog(at: path) { return unchanged }
+        if let unchanged = try unchangedLogs(at: [path])[0] { return unchanged }
         return try write { db in try index(absolute: path, in: db) }
     }
 
     /// Logs `index(paths:)` indexes in one write transaction.
     static let logsPerTransaction = 64
 
-    /// The log at the absolute `path` as the catalog holds it, when its identity is unchanged
-    /// (checked on a read snapshot, without the write lock); nil when it must be read.
-    func unchangedLog(at path: String) throws(CatalogError) -> IndexedLog? {
-        let known = try read { db in try StoredLog.fetch(db, path: path) }
-        guard let known, let stamp = FileStamp(path: path), known.identity.matches(path, now: stamp) else { return nil }
-        return IndexedLog(path: path, change: .unchanged, status: known.status, problem: known.problem, eventsRead: 0)
+    /// Each log at the absolute `paths` as the catalog holds it, when its identity is unchanged
+    /// (checked on one read snapshot, without the write lock); nil for one that must be read.
+    func unchangedLogs(at paths: [String]) throws(CatalogError) -> [IndexedLog?] {
+        try read { db in
+            try paths.map { path in
+                guard let known = try StoredLog.fetch(db, path: path), let stamp = FileStamp(path: path),
+                    known.identity.matches(path, now: stamp)
+                else { return nil }
+                return IndexedLog(path: path, change: .unchanged, status: known.status, problem: known.problem, eventsRead: 0)
+            }
+        }
     }
 
     /// Indexes the log at the absolute `path` inside the write transaction `db` (several logs
@@ -130,8 +135,9 @@ struct StoredLog {
     static func fetch(_ db: Database, path: String) throws -> StoredLog? {
         guard
             let row = try Row.fetchOne(
-                db,
-                sql: "SELECT log_id, size, mtime_ns, tail_offset, tail_end, tail_hash, status, problem, resume FROM logs WHERE path = ?",
+                db.cachedStatement(
+                    sql: "SELECT log_id, size, mtime_ns, tail_offset, tail_end, tail_hash, status, problem, resume FROM logs WHERE path = ?"
+                ),
                 arguments: [path])
         else { return nil }
         let resume: ResumePoint? = (row["resume"] as Data?).flatMap { data in
@@ -228,22 +234,23 @@ struct LogIndexer {
         if let existing {
             logId = existing
         } else {
-            try db.execute(
+            try db.cachedStatement(
                 sql: """
                     INSERT INTO logs (path, size, mtime_ns, tail_offset, tail_end, tail_hash, status, events, steps, decisions,
                         invalid_decisions, tool_calls, executed_calls, denied_calls, failed_calls, input_tokens, output_tokens, cost_usd,
                         anomalies, indexed_at_us)
                     VALUES (?, -1, 0, 0, 0, '', 'damaged', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-                    """, arguments: [path])
+                    """
+            ).execute(arguments: [path])
             logId = db.lastInsertedRowID
         }
         if let resume {
             state = resume.state
             callBase = resume.callBase
             members = (storedTailOffset, resume.position.memberOffset)
-            try db.execute(sql: "DELETE FROM calls WHERE log_id = ? AND ordinal >= ?", arguments: [logId, callBase])
+            try db.cachedStatement(sql: "DELETE FROM calls WHERE log_id = ? AND ordinal >= ?").execute(arguments: [logId, callBase])
         } else {
-            try db.execute(sql: "DELETE FROM calls WHERE log_id = ?", arguments: [logId])
+            try db.cachedStatement(sql: "DELETE FROM calls WHERE log_id = ?").execute(arguments: [logId])
         }
         let reader = LogReader(path: path)
         do {
@@ -341,7 +348,7 @@ struct LogIndexer {
         let isOpen = state.stop == nil || state.stop?.reason == .approvalRequired || summary.tear != nil
         let resume = point.flatMap { isOpen && isSteady ? JSONWriter.encode($0.json) : nil }
         let start = state.start
-        try db.execute(
+        try db.cachedStatement(
             sql: """
                 UPDATE logs SET size = ?, mtime_ns = ?, tail_offset = ?, tail_end = ?, tail_hash = ?, status = ?, problem = ?,
                     run_id = ?, agent = ?, agent_version = ?, model = ?, input = ?, started_at_us = ?, ended_at_us = ?,
@@ -349,7 +356,8 @@ struct LogIndexer {
                     executed_calls = ?, denied_calls = ?, failed_calls = ?, input_tokens = ?, output_tokens = ?, cost_usd = ?,
                     anomalies = ?, indexed_at_us = ?, resume = ?
                 WHERE log_id = ?
-                """,
+                """
+        ).execute(
             arguments: [
                 isSteady ? stampBefore.size : -1, stampBefore.mtimeNs, tail.offset, tail.end, tailHash, status.rawValue, problem,
                 state.runId, start?.agent.name, start?.agent.version, start.map { "\($0.model.provider):\($0.model.name)" }, start?.goal,
