@@ -59,15 +59,16 @@ public struct FactCache: LogFactSource {
         // Kept only beside the facts entry of the log as it was checked: a facts entry that
         // another process replaced meanwhile (the log changed) does not get it.
         let stored = try? catalog.write { db -> Row? in
-            try db.execute(
+            try db.cachedStatement(
                 sql: """
                     INSERT OR REPLACE INTO check_results (path, case_key, result)
                     SELECT path, ?, ? FROM facts WHERE path = ? AND size = ? AND mtime_ns = ? AND extractor_version = ?
-                    """,
-                arguments: [key.digest, text, path, before.size, before.mtimeNs, LogFacts.extractorVersion])
+                    """
+            ).execute(arguments: [key.digest, text, path, before.size, before.mtimeNs, LogFacts.extractorVersion])
             guard db.changesCount > 0 else { return nil }
             return try Row.fetchOne(
-                db, sql: "SELECT size, mtime_ns, tail_offset, tail_end, tail_hash FROM facts WHERE path = ?", arguments: [path])
+                db.cachedStatement(sql: "SELECT size, mtime_ns, tail_offset, tail_end, tail_hash FROM facts WHERE path = ?"),
+                arguments: [path])
         }
         if let row = stored ?? nil {
             kept.value.withLock { $0[key]?[path] = (Self.identity(row), text) }
@@ -110,7 +111,8 @@ public struct FactCache: LogFactSource {
     func cached(_ path: String, stamp: FileStamp) throws -> LogFacts? {
         let entry = try catalog.read { db in
             try Row.fetchOne(
-                db, sql: "SELECT extractor_version, size, mtime_ns, tail_offset, tail_end, tail_hash, facts FROM facts WHERE path = ?",
+                db.cachedStatement(
+                    sql: "SELECT extractor_version, size, mtime_ns, tail_offset, tail_end, tail_hash, facts FROM facts WHERE path = ?"),
                 arguments: [path])
         }
         guard let entry, entry["extractor_version"] == LogFacts.extractorVersion, Self.identity(entry).matches(path, now: stamp),
@@ -129,16 +131,16 @@ public struct FactCache: LogFactSource {
         let blob = try GzipData.compress(JSONWriter.encode(facts.cachedJSON))
         try catalog.write { db in
             // Results checked against the facts being replaced go with them.
-            try db.execute(sql: "DELETE FROM check_results WHERE path = ?", arguments: [path])
-            try db.execute(
+            try db.cachedStatement(sql: "DELETE FROM check_results WHERE path = ?").execute(arguments: [path])
+            try db.cachedStatement(
                 sql: """
                     INSERT INTO facts (path, extractor_version, size, mtime_ns, tail_offset, tail_end, tail_hash, facts)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (path) DO UPDATE SET extractor_version = excluded.extractor_version, size = excluded.size,
                         mtime_ns = excluded.mtime_ns, tail_offset = excluded.tail_offset, tail_end = excluded.tail_end,
                         tail_hash = excluded.tail_hash, facts = excluded.facts
-                    """,
-                arguments: [path, LogFacts.extractorVersion, stamp.size, stamp.mtimeNs, tailOffset, tailEnd, hash, Data(blob)])
+                    """
+            ).execute(arguments: [path, LogFacts.extractorVersion, stamp.size, stamp.mtimeNs, tailOffset, tailEnd, hash, Data(blob)])
         }
     }
 }
