@@ -56,8 +56,8 @@ public struct ModelSource: Sendable, Hashable {
     ) throws(ConfigError) -> ModelSource {
         if case .scalar = node.content {
             // `model: openai:gpt-4o-mini`: the provider's defaults for everything else.
-            let text = try node.nonEmptyString(what)
-            let (provider, name) = try providerAndName(overrides.model ?? text, what: what, at: node.location)
+            var (provider, name) = try providerAndName(try node.nonEmptyString(what), what: what, at: node.location)
+            if let override = overrides.model { (provider, name) = try providerAndName(override, what: "--model", at: node.location) }
             var settings = ModelSettings(provider: provider, name: name)
             if let baseURL = overrides.baseURL { settings.baseURL = ModelSettings.trimmed(baseURL) }
             return ModelSource(.http(settings), what: what, location: node.location)
