@@ -23,6 +23,7 @@ let package = Package(
         .library(name: "Catalog", targets: ["Catalog"]),
         .library(name: "Interop", targets: ["Interop"]),
         .library(name: "Pipelines", targets: ["Pipelines"]),
+        .library(name: "Viewer", targets: ["Viewer"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -124,12 +125,21 @@ let package = Package(
             dependencies: ["TraceCore", "TraceLog", "AgentRuntime"],
             swiftSettings: strictSettings
         ),
+        // Layer 3, above replay and the eval engine: the HTML viewer. Runs, eval reports and diffs
+        // as self-contained pages made from the replay, report and diff documents; the page
+        // template, style and script are files in Sources/Viewer/Assets.
+        .target(
+            name: "Viewer",
+            dependencies: ["TraceCore", "TraceLog", "Replay", .product(name: "Crypto", package: "swift-crypto")],
+            resources: [.copy("Assets")],
+            swiftSettings: strictSettings
+        ),
         // Layer 4: the command-line interface.
         .executableTarget(
             name: "agent-eval",
             dependencies: [
                 "TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "EvalEngine", "Replay", "ModelClients", "MCPTools",
-                "Catalog", "Interop", "Pipelines", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "Catalog", "Interop", "Pipelines", "Viewer", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             // What `init` writes and `help` shows, installed beside the binary (scripts/install).
             resources: [.copy("Templates")],
@@ -195,6 +205,13 @@ let package = Package(
             path: "Benchmarks/InteropBenchmark",
             swiftSettings: strictSettings
         ),
+        // `swift run -c release viewer-benchmark` (see docs/viewer.md).
+        .executableTarget(
+            name: "viewer-benchmark",
+            dependencies: ["TraceCore", "TraceLog", "Viewer", "TestSupport"],
+            path: "Benchmarks/ViewerBenchmark",
+            swiftSettings: strictSettings
+        ),
         .target(
             name: "TestSupport",
             dependencies: ["TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "EvalEngine", "Pipelines"],
@@ -251,6 +268,11 @@ let package = Package(
         .testTarget(
             name: "ReplayTests",
             dependencies: ["TraceCore", "TraceLog", "AgentRuntime", "Replay", "TestSupport"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "ViewerTests",
+            dependencies: ["TraceCore", "TraceLog", "Replay", "Viewer", "TestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(

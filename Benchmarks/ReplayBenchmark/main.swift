@@ -38,22 +38,10 @@ try FileManager.default.createDirectory(atPath: directory, withIntermediateDirec
 defer { try? FileManager.default.removeItem(atPath: directory) }
 let log = directory + "/big.jsonl.gz"
 
-// A long run: the synthetic corpus writes 6 events per step plus start and stop.
+// A long run: the synthetic corpus writes 6 events per step plus start and stop, with real
+// digests, so the index build checks them all as replay does.
 var corpus = SyntheticCorpus()
-let run = corpus.run(index: 0, steps: (events - 2) / 6)
-var time = 1_795_000_000_000_000
-var state = RunState()
-var digester = StateDigester()
-try LogWriter.withWriter(creating: log, runId: run.runId) { writer in
-    for (payload, step) in run.events {
-        time += 1000
-        var payload = payload
-        // Real digests, so the index build checks them all as replay does.
-        if case .stepEnded = payload { payload = .stepEnded(StepEnded(stateDigest: digester.digest(of: state))) }
-        let event = try writer.append(payload, step: step, timeUs: time)
-        RunState.reduce(into: &state, event)
-    }
-}
+let state = try corpus.writeLongRun(to: log, events: events)
 let size = (try FileManager.default.attributesOfItem(atPath: log)[.size] as? Int) ?? 0
 print("replay-benchmark: \(state.eventCount) events, \(state.step) steps, \(size / 1024) KiB compressed, release build")
 

@@ -14,6 +14,16 @@ extension Replayer.Result {
 
     /// The end of the document after the last step: the run id, the final state, the checks.
     public func streamingTail() -> [UInt8] {
+        var tail = Array("]".utf8)
+        for (key, value) in tailMembers {
+            tail += Array(",".utf8) + JSONWriter.encode(.string(key)) + Array(":".utf8) + JSONWriter.encode(value)
+        }
+        return tail + Array("}".utf8)
+    }
+
+    /// The members after `steps`, in the order the document has them: `run_id`, `final_state`,
+    /// `verification`.
+    public var tailMembers: [(key: String, value: JSONValue)] {
         var verification = ObjectBuilder()
         verification.set("digests_checked", digestsChecked)
         verification.set(
@@ -21,10 +31,10 @@ extension Replayer.Result {
             JSONValue.array(
                 digestMismatches.map { ["seq": .int($0.sequence), "recorded": .string($0.recorded), "computed": .string($0.computed)] }))
         verification.set("tear", read.tear.map { "\($0)" })
-        var tail = Array("],\"run_id\":".utf8) + JSONWriter.encode(state.runId.map { .string($0) } ?? .null)
-        tail += Array(",\"final_state\":".utf8) + JSONWriter.encode(StateSummary(state).json)
-        tail += Array(",\"verification\":".utf8) + JSONWriter.encode(verification.json) + Array("}".utf8)
-        return tail
+        return [
+            ("run_id", state.runId.map { .string($0) } ?? .null), ("final_state", StateSummary(state).json),
+            ("verification", verification.json),
+        ]
     }
 
     /// The end of the document when reading stopped at damage: the steps read before it, then

@@ -28,6 +28,8 @@ extension TrajectoryDiff {
             entry.set("path", first.path)
             entry.set("left", first.left)
             entry.set("right", first.right)
+            entry.set("call_id", first.callId)
+            entry.set("field", first.field)
             object.set("first_divergence", entry.json)
         }
         object.set(

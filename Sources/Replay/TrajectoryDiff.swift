@@ -41,6 +41,10 @@ public struct TrajectoryDiff: Sendable {
         public var path: String
         public var left: String
         public var right: String
+        /// The call the difference is in, and where in it (`tool`, `arguments.amount_cents`,
+        /// `verdict`, `results`); nil when the difference is not in one call.
+        public var callId: String? = nil
+        public var field: String? = nil
     }
 
     public var rows: [Row]
@@ -176,21 +180,25 @@ public struct TrajectoryDiff: Sendable {
         }
         for (a, b) in zip(left.calls, right.calls) {
             if a.tool != b.tool {
-                return Difference(leftStep: left.step, rightStep: right.step, path: "\(a.id) tool", left: a.tool, right: b.tool)
+                return Difference(
+                    leftStep: left.step, rightStep: right.step, path: "\(a.id) tool", left: a.tool, right: b.tool, callId: a.id,
+                    field: "tool")
             }
             if a.arguments != b.arguments, let difference = a.arguments.firstDifference(from: b.arguments, at: "arguments") {
                 return Difference(
                     leftStep: left.step, rightStep: right.step, path: "\(a.id) \(a.tool) \(difference.path)",
-                    left: JSONWriter.encodeString(difference.leftOrAbsent), right: JSONWriter.encodeString(difference.rightOrAbsent))
+                    left: JSONWriter.encodeString(difference.leftOrAbsent), right: JSONWriter.encodeString(difference.rightOrAbsent),
+                    callId: a.id, field: difference.path)
             }
             if a.verdict != b.verdict {
                 return Difference(
-                    leftStep: left.step, rightStep: right.step, path: "\(a.id) \(a.tool) verdict", left: a.verdict, right: b.verdict)
+                    leftStep: left.step, rightStep: right.step, path: "\(a.id) \(a.tool) verdict", left: a.verdict, right: b.verdict,
+                    callId: a.id, field: "verdict")
             }
             if a.results != b.results {
                 return Difference(
                     leftStep: left.step, rightStep: right.step, path: "\(a.id) \(a.tool) results", left: a.results.joined(separator: ", "),
-                    right: b.results.joined(separator: ", "))
+                    right: b.results.joined(separator: ", "), callId: a.id, field: "results")
             }
         }
         if left.calls.count != right.calls.count {

@@ -3,10 +3,12 @@ import Synchronization
 
 /// A Python virtual environment with real components for the tests, made by
 /// `scripts/python_venv <name>` the first time a test asks: `mcp` (MCP servers from PyPI) and
-/// `interop` (the OpenTelemetry SDK and protobuf definitions, Inspect AI).
+/// `interop` (the OpenTelemetry SDK and protobuf definitions, Inspect AI), `browser` (Selenium,
+/// driving Debian's headless Chromium, which the script installs when missing).
 public enum PythonEnvironment: String, Sendable, CaseIterable {
     case mcp
     case interop
+    case browser
 
     public struct Unavailable: Error, CustomStringConvertible {
         public var description: String

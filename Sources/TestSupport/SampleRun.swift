@@ -54,7 +54,9 @@ public enum SampleRun {
 
     /// Records a support run: a lookup, a refund that needs approval, a denied delete, an
     /// approval, the refund, and an answer. Every event kind appears, plus one unknown kind.
-    public static func recordSupportRun(into writer: LogWriter, clock: SteppingClock = SteppingClock()) throws -> RunState {
+    public static func recordSupportRun(
+        into writer: LogWriter, clock: SteppingClock = SteppingClock(), refundCents: Int = 4999
+    ) throws -> RunState {
         let recorder = RunRecorder(writer: writer, clock: { clock.now() })
         try recorder.record(.runStarted(supportStart()))
         try recorder.endStep()
@@ -92,7 +94,7 @@ public enum SampleRun {
                     goal: "Order A-1042 arrived broken. I want my money back.", stateSummary: "Order A-1042: delivered, 49.99.",
                     observations: [ItemReference(id: "call-1", summary: "order A-1042 delivered, total 4999")],
                     toolsDisclosed: ["lookup_order", "refund_order"], tokenEstimate: 498)))
-        let refund = ToolCall(id: "call-2", name: "refund_order", arguments: ["order_id": "A-1042", "amount_cents": 4999])
+        let refund = ToolCall(id: "call-2", name: "refund_order", arguments: ["order_id": "A-1042", "amount_cents": .int(refundCents)])
         let delete = ToolCall(id: "call-3", name: "delete_customer", arguments: ["customer_id": "c-77"])
         try recorder.record(
             .decisionMade(
@@ -147,6 +149,42 @@ public enum SampleRun {
                     usage: TokenUsage(input: 560, output: 12))))
         try recorder.endStep()
         try recorder.record(.runStopped(RunStopped(reason: .success, answer: "Refunded 49.99 €.")))
+        return recorder.state
+    }
+
+    /// Markup planted wherever a log carries text from a model, a tool or a user: the viewer
+    /// must show all of it as text and run none of it.
+    public static let plantedMarkup = "</script><script>window.__pwned=1</script><img src=x onerror=\"window.__pwned=2\">"
+
+    /// A run whose goal, arguments, outputs, errors, stored content and answer all carry
+    /// `plantedMarkup`.
+    public static func recordHostileRun(into writer: LogWriter, clock: SteppingClock = SteppingClock()) throws -> RunState {
+        let recorder = RunRecorder(writer: writer, clock: { clock.now() })
+        let planted = plantedMarkup
+        try recorder.record(.runStarted(supportStart(goal: "<script>window.__pwned=3</script> " + planted)))
+        try recorder.endStep()
+        let stored = ContentStored(text: "<html><body onload=\"window.__pwned=4\">" + planted, mediaType: "text/html")
+        try recorder.record(.contentStored(stored))
+        try recorder.record(
+            .contextBuilt(
+                ContextBuilt(
+                    goal: planted, stateSummary: planted,
+                    observations: [ItemReference(id: planted, summary: planted, contentHash: stored.hash)],
+                    toolsDisclosed: ["lookup_order"], omitted: [OmittedItem(id: planted, reason: .policy, detail: planted)],
+                    tokenEstimate: 10, promptHash: stored.hash)))
+        let call = ToolCall(id: "call-1", name: "lookup_order", arguments: ["order_id": .string(planted), planted: "key"])
+        try recorder.record(
+            .decisionMade(DecisionMade(raw: planted, outcome: .valid(.toolCalls([call])), usage: TokenUsage(input: 10, output: 5))))
+        try recorder.record(
+            .verdictGiven(VerdictGiven(callId: "call-1", tool: "lookup_order", verdict: .allow, reason: planted, rule: planted)))
+        try recorder.record(.toolIntended(ToolIntended(callId: "call-1", tool: "lookup_order", arguments: call.arguments, attempt: 1)))
+        try recorder.record(
+            .toolCompleted(
+                ToolCompleted(
+                    callId: "call-1", tool: "lookup_order", attempt: 1, status: .error, output: ["html": .string(planted)],
+                    error: planted, stderr: planted, durationUs: 1_000)))
+        try recorder.endStep()
+        try recorder.record(.runStopped(RunStopped(reason: .success, answer: planted)))
         return recorder.state
     }
 }

@@ -68,6 +68,27 @@ public struct SyntheticCorpus {
         return ("bench-run-\(index)", events)
     }
 
+    /// Writes one long run of about `events` events (6 per step, plus start and stop) to a new
+    /// log at `path`, with real state digests and timestamps 1 ms apart: the log the replay and
+    /// viewer benchmarks and tests read.
+    @discardableResult
+    public mutating func writeLongRun(to path: String, events: Int) throws -> RunState {
+        let run = run(index: 0, steps: max(1, (events - 2) / 6))
+        var time = 1_795_000_000_000_000
+        var state = RunState()
+        var digester = StateDigester()
+        try LogWriter.withWriter(creating: path, runId: run.runId) { writer in
+            for (payload, step) in run.events {
+                time += 1000
+                var payload = payload
+                if case .stepEnded = payload { payload = .stepEnded(StepEnded(stateDigest: digester.digest(of: state))) }
+                let event = try writer.append(payload, step: step, timeUs: time)
+                RunState.reduce(into: &state, event)
+            }
+        }
+        return state
+    }
+
     /// The `run_started` of a run of `steps` steps. A run can be made a step at a time (for
     /// runs too long to hold): `start`, then `step(1)`, `step(2)`…, then `stop`.
     public mutating func start(steps: Int) -> RunStarted {

@@ -29,7 +29,7 @@ struct AgentEval: AsyncParsableCommand {
             RunCommand.self, ExecCommand.self, ReplayCommand.self, RerunCommand.self, DiffCommand.self, LogCommand.self, IndexCommand.self,
             RunsCommand.self, HistoryCommand.self, StatsCommand.self, SQLCommand.self, CatalogCommand.self,
             ResultsCommand.self, ImportCommand.self, ExportCommand.self, CaseCommand.self, PipelineCommand.self, InitCommand.self,
-            CheckCommand.self,
+            CheckCommand.self, ViewCommand.self,
         ]
     )
 

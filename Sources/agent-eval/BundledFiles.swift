@@ -1,25 +1,36 @@
 import Foundation
 
-/// The files that come with the binary (`Sources/agent-eval/Templates`): the project `init`
-/// writes and the `help` topics. SwiftPM puts them beside the executable in
-/// `agent-eval_agent-eval.resources`; `scripts/install` installs them there too, and a
-/// symbolic link to the binary finds them through the link's target.
+/// The files that come with the binary: the project `init` writes and the `help` topics
+/// (`Sources/agent-eval/Templates`), and the viewer's page assets (`Sources/Viewer/Assets`).
+/// SwiftPM puts each target's files beside the executable in `agent-eval_<target>.resources`;
+/// `scripts/install` installs them there too, and a symbolic link to the binary finds them
+/// through the link's target.
 enum BundledFiles {
     static let bundleName = "agent-eval_agent-eval.resources"
+    static let viewerBundleName = "agent-eval_Viewer.resources"
 
     /// The `Templates` folder, or an error that says where it was looked for.
     static func templates() throws -> String {
+        try folder("Templates", in: bundleName)
+    }
+
+    /// The viewer's `Assets` folder.
+    static func viewerAssets() throws -> String {
+        try folder("Assets", in: viewerBundleName)
+    }
+
+    static func folder(_ name: String, in bundle: String) throws -> String {
         var candidates: [String] = []
         if let executable = Bundle.main.executableURL?.resolvingSymlinksInPath() {
-            candidates.append(executable.deletingLastPathComponent().appendingPathComponent(bundleName).path)
+            candidates.append(executable.deletingLastPathComponent().appendingPathComponent(bundle).path)
         }
-        candidates.append(Bundle.main.bundleURL.resolvingSymlinksInPath().appendingPathComponent(bundleName).path)
+        candidates.append(Bundle.main.bundleURL.resolvingSymlinksInPath().appendingPathComponent(bundle).path)
         for candidate in candidates {
-            let folder = candidate + "/Templates"
+            let folder = candidate + "/" + name
             var isDirectory: ObjCBool = false
             if FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue { return folder }
         }
-        throw BundledFilesMissing(searched: candidates)
+        throw BundledFilesMissing(searched: candidates, bundle: bundle)
     }
 
     /// Every regular file under `folder`, as paths relative to it, sorted.
@@ -38,9 +49,10 @@ enum BundledFiles {
 
 struct BundledFilesMissing: Error, CustomStringConvertible {
     var searched: [String]
+    var bundle: String
 
     var description: String {
         "the files that come with agent-eval are missing (looked in \(searched.joined(separator: " and "))); "
-            + "install agent-eval with scripts/install, which puts \(BundledFiles.bundleName) beside the binary"
+            + "install agent-eval with scripts/install, which puts \(bundle) beside the binary"
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Replay
 import TraceCore
+import Viewer
 
 /// `agent-eval diff`: where two runs' trajectories part.
 struct DiffCommand: ParsableCommand {
@@ -17,6 +18,7 @@ struct DiffCommand: ParsableCommand {
             Examples:
               agent-eval diff runs/before.jsonl.gz runs/after.jsonl.gz
               agent-eval diff a.jsonl.gz b.jsonl.gz --json
+              agent-eval diff a.jsonl.gz b.jsonl.gz --html diff.html
             """
     )
 
@@ -29,19 +31,37 @@ struct DiffCommand: ParsableCommand {
     @Flag(help: "Print the machine-readable form.")
     var json = false
 
+    @Option(
+        help: ArgumentHelp(
+            "Also write the two runs side by side as one self-contained HTML page, the first divergence marked down to the argument.",
+            valueName: "file"))
+    var html: String?
+
     func run() throws {
         let diff: TrajectoryDiff
+        var view: DiffView?
         do {
-            diff = try TrajectoryDiff.compare(left: left, right: right)
+            if html != nil {
+                let made = try DiffView.make(left: left, right: right)
+                view = made
+                diff = made.diff
+            } else {
+                diff = try TrajectoryDiff.compare(left: left, right: right)
+            }
         } catch {
             throw diagnose(error)
         }
+        if let html, let view { try HTMLOutput.write(HTMLPage(title: "diff \(left) \(right)", data: view.document), to: html) }
         if json {
             printJSON(diff.json(left: left, right: right))
         } else {
             var output = OutputBuffer()
             for line in lines(diff) { output.append(line) }
             output.flush()
+        }
+        if let html {
+            let line = "wrote \(html): \(HTMLOutput.link(to: html))"
+            if json { printError(line) } else { say(line) }
         }
         throw diff.isSame ? Exit.success : Exit.failure
     }

@@ -3,6 +3,7 @@ import Catalog
 import EvalEngine
 import Foundation
 import TraceCore
+import Viewer
 
 /// `agent-eval results`: work with the JSON reports `run` writes.
 struct ResultsCommand: ParsableCommand {
@@ -35,7 +36,7 @@ struct ResultsMergeCommand: ParsableCommand {
             a report cannot be read or merged; 64 usage error.
 
             Examples:
-              agent-eval results merge shard-*.json --json all.json --junit all.xml
+              agent-eval results merge shard-*.json --json all.json --junit all.xml --html all.html
               agent-eval results merge reports/*.json --fail-on regression --record
             """
     )
@@ -51,6 +52,12 @@ struct ResultsMergeCommand: ParsableCommand {
 
     @Option(help: ArgumentHelp("Write a JUnit XML report to this file.", valueName: "file"))
     var junit: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Write the merged report as one self-contained HTML page (with the runs whose logs are on this machine).",
+            valueName: "file"))
+    var html: String?
 
     @Option(help: "What fails the merged suite: regression, failure or any (default).")
     var failOn: FailOn = .any
@@ -79,6 +86,10 @@ struct ResultsMergeCommand: ParsableCommand {
                 if toStandardOutput { print(text) } else { try writeReport(text, to: json) }
             }
             if let junit { try writeReport(merge.junit, to: junit) }
+            if let html {
+                let view = ReportView.make(results: merge.report)
+                try HTMLOutput.write(HTMLPage(title: "eval report (merged)", data: view.document), to: html)
+            }
         } catch {
             throw diagnose(error)
         }

@@ -6,6 +6,7 @@ import Foundation
 import MCPTools
 import Synchronization
 import TraceCore
+import Viewer
 
 #if canImport(Glibc)
     import Glibc
@@ -50,6 +51,7 @@ struct RunCommand: AsyncParsableCommand {
             Examples:
               agent-eval run EvalCases/
               agent-eval run EvalCases/ --filter 'support-*' --junit results.xml --markdown summary.md
+              agent-eval run EvalCases/ --html report.html
               agent-eval run EvalCases/ --repeat 5 --jobs 4
               agent-eval run EvalCases/ --update-baseline
               agent-eval run EvalCases/ --fail-on regression --shard 2/4
@@ -107,6 +109,12 @@ struct RunCommand: AsyncParsableCommand {
 
     @Option(help: "Write a Markdown summary to this file (for a CI job page).")
     var markdown: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Write the report as one self-contained HTML page, each failed expectation linked to its step in the run (a CI artifact).",
+            valueName: "file"))
+    var html: String?
 
     @Option(help: "The baseline directory (default: <first directory>/.baseline).")
     var baseline: String?
@@ -221,6 +229,12 @@ struct RunCommand: AsyncParsableCommand {
             if let jsonOut { try writeReport(JSONWriter.encodePretty(report.json), to: jsonOut) }
             if let junit { try writeReport(report.junit, to: junit) }
             if let markdown { try writeReport(report.markdown, to: markdown) }
+            if let html {
+                let view = ReportView.make(results: report.json)
+                try HTMLOutput.write(HTMLPage(title: "eval report: \(report.counts.sentence)", data: view.document), to: html)
+                let line = "report page written: \(html) (\(view.embedded.count) runs embedded)"
+                if json { printError(line) } else { say(line) }
+            }
             if let directory = try session.writeBaselineIfAsked(from: report) {
                 let line = "baseline written: \(directory) (\(report.results.count) case\(report.results.count == 1 ? "" : "s"))"
                 // With --json, standard output holds only the report.

@@ -22,6 +22,8 @@ struct ExitCodeTests {
     /// A case file over the good log, and one over the corrupt log.
     static let goodCase = "GOODCASE"
     static let corruptCase = "CORRUPTCASE"
+    /// Where `view` writes its page.
+    static let page = "PAGE"
     static let agent = ExampleRuns.agentPath("support")
 
     static let rows: [Row] = [
@@ -29,6 +31,7 @@ struct ExitCodeTests {
         Row(0, "replay", good), Row(0, "replay", "--step", "1", good), Row(0, "replay", "--json", good),
         Row(0, "diff", good, good), Row(0, "log", "cat", good), Row(0, "log", "verify", good), Row(0, "log", "repair", good),
         Row(0, "replay", "--rerun", "--agent", agent, good), Row(0, "rerun", good, "--agent", agent), Row(0, "run", goodCase),
+        Row(0, "view", good, "--out", page), Row(0, "diff", good, good, "--html", page),
         // Damaged or unreadable input: replay, diff, cat and re-run cannot run (2); verify and
         // repair report the damage as their verdict (1), and cannot run on a file that is not a log (2).
         Row(2, "run", corruptCase), Row(2, "rerun", corrupt, "--agent", agent), Row(2, "replay", corrupt),
@@ -37,10 +40,12 @@ struct ExitCodeTests {
         Row(1, "log", "verify", corrupt), Row(2, "log", "verify", notGzip), Row(1, "log", "repair", corrupt),
         Row(2, "log", "repair", notGzip), Row(2, "replay", "--rerun", "--agent", agent, corrupt),
         Row(2, "exec", "--agent", agent, "--resume", corrupt, "--approve", "call-3"), Row(2, "replay", "missing.jsonl.gz"),
+        Row(2, "view", corrupt, "--out", page), Row(2, "view", "missing.jsonl.gz", "--out", page),
         // Usage errors.
         Row(64, "replay"), Row(64, "replay", "--bogus", good), Row(64, "diff", good), Row(64, "log", "verify"),
         Row(64, "log", "cat", "--kind", "tool_complete", good), Row(64, "exec"), Row(64, "run"),
-        Row(64, "run", "EvalCases", "--repeat", "0"), Row(64, "frobnicate"),
+        Row(64, "run", "EvalCases", "--repeat", "0"), Row(64, "frobnicate"), Row(64, "view"),
+        Row(64, "view", good, "--step", "99", "--out", page),
     ]
 
     @Test("each command exits with its documented code", arguments: rows)
@@ -64,6 +69,7 @@ struct ExitCodeTests {
                 case Self.notGzip: directory.path("notgz.jsonl.gz")
                 case Self.goodCase: directory.path("good-case.yaml")
                 case Self.corruptCase: directory.path("corrupt-case.yaml")
+                case Self.page: directory.path("page.html")
                 default: argument
                 }
             }

@@ -1,0 +1,878 @@
+// agent-eval's viewer: draws a run, an eval report or a diff from the JSON document embedded in
+// the page (docs/viewer.md). Every value from the log is untrusted: it reaches the page only as
+// text nodes (textContent), never as markup, and the page's Content-Security-Policy lets no
+// other script run and no request leave.
+(function () {
+  'use strict';
+
+  // ---------------------------------------------------------------- DOM helpers
+  function el(tag, attributes) {
+    const node = document.createElement(tag);
+    if (attributes) {
+      for (const key of Object.keys(attributes)) {
+        const value = attributes[key];
+        if (value === undefined || value === null || value === false) continue;
+        if (key === 'class') node.className = value;
+        else if (key === 'text') node.textContent = String(value);
+        else if (key.startsWith('on') && typeof value === 'function') node.addEventListener(key.slice(2), value);
+        else node.setAttribute(key, String(value));
+      }
+    }
+    for (let index = 2; index < arguments.length; index++) append(node, arguments[index]);
+    return node;
+  }
+  function append(node, child) {
+    if (child === undefined || child === null || child === false) return;
+    if (Array.isArray(child)) { for (const item of child) append(node, item); return; }
+    node.appendChild(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); }
+  function badge(text, kind) { return el('span', { class: 'badge ' + (kind || text || '') }, text); }
+  function fact(label, value) {
+    if (value === undefined || value === null || value === '') return null;
+    return el('span', null, label + ' ', el('b', null, String(value)));
+  }
+
+  // ---------------------------------------------------------------- formatting
+  function duration(us) {
+    if (us === undefined || us === null) return '–';
+    if (us < 1000) return us + ' µs';
+    if (us < 1000000) return (Math.round(us / 100) / 10).toFixed(1) + ' ms';
+    return (Math.round(us / 10000) / 100).toFixed(2) + ' s';
+  }
+  function time(us) {
+    if (!us) return '';
+    const date = new Date(Math.floor(us / 1000));
+    return isNaN(date.getTime()) ? String(us) : date.toISOString().replace('T', ' ').replace('Z', ' UTC');
+  }
+  function size(count) {
+    if (count < 1024) return count + ' B';
+    if (count < 1048576) return (count / 1024).toFixed(1) + ' KB';
+    return (count / 1048576).toFixed(1) + ' MB';
+  }
+  function jsonText(value) { return typeof value === 'string' ? value : JSON.stringify(value, null, 2); }
+  function oneLine(value) { return typeof value === 'string' ? value : JSON.stringify(value); }
+  function shorten(text, limit) { return text.length > limit ? text.slice(0, limit - 1) + '…' : text; }
+  function money(usd) { return usd ? '$' + Number(usd).toFixed(usd < 0.01 ? 5 : 4) : '$0'; }
+
+  // A payload: shown whole when small, else collapsed with its size and drawn only when opened.
+  const collapseAt = 700;
+  function payload(value, mark) {
+    const text = jsonText(value);
+    if (text.length <= collapseAt) return el('pre', null, mark ? markedJSON(value, mark) : text);
+    const details = el('details', { class: 'large' }, el('summary', null, 'show ' + size(new Blob([text]).size) + ' (' + text.split('\n').length + ' lines)'));
+    let drawn = false;
+    details.addEventListener('toggle', function () {
+      if (details.open && !drawn) { drawn = true; append(details, el('pre', null, mark ? markedJSON(value, mark) : text)); }
+    });
+    if (mark) { details.open = true; }
+    return details;
+  }
+
+  // Pretty JSON as DOM nodes, with the value at `mark.path` (`arguments.items[0].sku`) marked.
+  function markedJSON(value, mark) {
+    const fragment = document.createDocumentFragment();
+    function walk(node, path, indent, sink) {
+      if (path === mark.path) {
+        const holder = el('mark', { class: 'divergence', title: mark.title || '' });
+        append(sink, holder);
+        sink = holder;
+      }
+      const out = function (text) { append(sink, document.createTextNode(text)); };
+      if (Array.isArray(node)) {
+        if (node.length === 0) { out('[]'); return; }
+        out('[\n');
+        node.forEach(function (item, index) {
+          out(indent + '  ');
+          walk(item, path + '[' + index + ']', indent + '  ', sink);
+          out(index < node.length - 1 ? ',\n' : '\n');
+        });
+        out(indent + ']');
+      } else if (node && typeof node === 'object') {
+        const keys = Object.keys(node);
+        if (keys.length === 0) { out('{}'); return; }
+        out('{\n');
+        keys.forEach(function (key, index) {
+          out(indent + '  ' + JSON.stringify(key) + ': ');
+          walk(node[key], path ? path + '.' + key : key, indent + '  ', sink);
+          out(index < keys.length - 1 ? ',\n' : '\n');
+        });
+        out(indent + '}');
+      } else {
+        out(JSON.stringify(node));
+      }
+    }
+    walk(value, mark.root || '', '', fragment);
+    return fragment;
+  }
+
+  // ---------------------------------------------------------------- one step
+  // Draws a step of a replay document: its problems, then each event, then what changed.
+  function stepCard(step, context) {
+    const digests = {};
+    for (const check of step.digests || []) digests[check.seq] = check;
+    const card = el('section', {
+      class: 'step' + (step.problems && step.problems.length ? ' has-problem' : ''),
+      id: context.prefix + 'step-' + step.step, 'data-step': step.step
+    });
+    const first = step.events && step.events[0];
+    append(card, el('div', { class: 'step-head' },
+      el('a', { class: 'title', href: '#' + context.prefix + 'step-' + step.step }, 'Step ' + step.step),
+      el('span', { class: 'muted mono' }, step.first_seq === step.last_seq ? 'seq ' + step.first_seq : 'seq ' + step.first_seq + '–' + step.last_seq),
+      el('span', { class: 'muted' }, first ? time(first.time_us) : ''),
+      (step.problems || []).length ? badge(step.problems.length + (step.problems.length === 1 ? ' problem' : ' problems'), 'bad') : null));
+    const body = el('div', { class: 'body' });
+    for (const problem of step.problems || []) {
+      append(body, el('div', { class: 'problem', 'data-kind': problem.kind }, '⚠ ' + problem.kind.replace(/_/g, ' ') + ' (seq ' + problem.seq + '): ' + problem.message));
+    }
+    for (const event of step.events || []) append(body, eventRow(event, digests[event.seq], context));
+    if (step.changes && step.changes.length) {
+      append(body, el('div', { class: 'event' }, el('div', { class: 'kind' }, 'state'),
+        el('div', null, step.changes.join(', '),
+          el('details', null, el('summary', null, 'state at the end of step ' + step.step), stateTable(step.state)))));
+    }
+    append(card, body);
+    return card;
+  }
+
+  function stateTable(state) {
+    const table = el('table', { class: 'state' });
+    for (const key of Object.keys(state || {})) {
+      append(table, el('tr', null, el('th', null, key.replace(/_/g, ' ')), el('td', { class: 'mono' }, oneLine(state[key]))));
+    }
+    return table;
+  }
+
+  function refList(label, items, describe) {
+    if (!items || !items.length) return null;
+    return el('div', null, el('span', { class: 'muted' }, label + ' (' + items.length + ')'),
+      el('ul', { class: 'items' }, items.map(function (item) { return el('li', null, describe(item)); })));
+  }
+
+  function contentLink(hash, context) {
+    const content = context.contents[hash];
+    if (!content) return el('span', { class: 'mono muted' }, hash + ' (not in this log)');
+    const details = el('details', { class: 'content' }, el('summary', { class: 'mono' },
+      'content ' + hash.slice(0, 19) + '… ' + (content.media_type || '') + ', ' + size(content.byte_count || (content.body || '').length)));
+    let drawn = false;
+    details.addEventListener('toggle', function () {
+      if (details.open && !drawn) {
+        drawn = true;
+        append(details, el('pre', null, content.encoding === 'base64' ? '(binary, base64) ' + content.body : content.body));
+      }
+    });
+    return details;
+  }
+
+  function callArguments(callId, argumentsValue, context) {
+    const highlight = context.highlight;
+    if (highlight && highlight.callId === callId && highlight.field && highlight.field.indexOf('arguments') === 0) {
+      return payload(argumentsValue, { path: highlight.field, root: 'arguments', title: 'first divergence' });
+    }
+    return payload(argumentsValue);
+  }
+
+  function eventRow(event, digest, context) {
+    const data = event.data || {};
+    const row = el('div', { class: 'event ' + event.kind, 'data-seq': event.seq, 'data-kind': event.kind });
+    const highlight = context.highlight;
+    const callId = data.call_id;
+    if (highlight && callId && highlight.callId === callId) row.classList.add('diverges');
+    append(row, el('div', { class: 'kind', title: 'seq ' + event.seq + ' · ' + time(event.time_us) }, event.kind.replace(/_/g, ' ')));
+    const body = el('div');
+    append(row, body);
+    switch (event.kind) {
+      case 'run_started': {
+        append(body, el('div', { class: 'kv' },
+          fact('run', event.run), fact('agent', (data.agent || {}).name + ((data.agent || {}).version ? ' v' + data.agent.version : '')),
+          fact('model', (data.model || {}).provider + '/' + (data.model || {}).name), fact('policy', (data.policy || {}).name),
+          fact('acts for', data.actor), fact('route', data.route)));
+        append(body, el('div', null, el('span', { class: 'muted' }, 'goal '), data.goal));
+        const limits = data.limits || {};
+        const limitText = Object.keys(limits).map(function (key) { return key.replace(/_/g, ' ') + ' ' + limits[key]; }).join(', ');
+        if (limitText) append(body, el('div', null, el('span', { class: 'muted' }, 'limits '), limitText));
+        append(body, refList('tools', data.tools, function (tool) {
+          return [el('code', null, tool.name), ' ', badge(tool.side_effect || 'read', tool.side_effect === 'write' ? 'warn' : ''),
+            tool.server ? ' mcp ' + tool.server : '', ' ', el('span', { class: 'muted' }, tool.description || '')];
+        }));
+        append(body, refList('tool servers', data.tool_servers, function (server) {
+          return server.name + ': ' + server.kind + ' ' + server.server_name + ' ' + (server.server_version || '');
+        }));
+        if (data.source) append(body, el('div', null, el('span', { class: 'muted' }, 'imported from '), data.source.format + ' ' + data.source.file + (data.source.id ? ' (' + data.source.id + ')' : '')));
+        break;
+      }
+      case 'context_built': {
+        append(body, el('div', { class: 'kv' }, fact('~tokens', data.token_estimate),
+          fact('tools shown', (data.tools_disclosed || []).join(', ') || 'none')));
+        if (data.state_summary) append(body, el('div', { class: 'muted' }, data.state_summary));
+        const describe = function (item) {
+          return [el('code', null, item.id), item.summary ? ': ' + item.summary : '', item.content_hash ? [' ', contentLink(item.content_hash, context)] : null];
+        };
+        append(body, refList('included observations', data.observations, describe));
+        append(body, refList('evidence', data.evidence, describe));
+        append(body, refList('memory', data.memory, describe));
+        append(body, refList('omitted', data.omitted, function (item) {
+          return [el('code', null, item.id), ' ', badge(item.reason, 'warn'), item.detail ? ' ' + item.detail : ''];
+        }));
+        if (data.prompt_hash) append(body, el('div', null, el('span', { class: 'muted' }, 'instructions '), contentLink(data.prompt_hash, context)));
+        break;
+      }
+      case 'decision_made': {
+        const usage = data.usage;
+        append(body, el('div', { class: 'kv' },
+          usage ? fact('tokens', usage.input + ' in + ' + usage.output + ' out') : null,
+          data.latency_us !== undefined ? fact('latency', duration(data.latency_us)) : null,
+          data.ttft_us !== undefined ? fact('first token', duration(data.ttft_us)) : null,
+          data.cost_usd !== undefined ? fact('cost', money(data.cost_usd)) : null,
+          data.format ? fact('format', data.format) : null));
+        for (const attempt of data.attempts || []) {
+          append(body, el('div', { class: 'problem' }, 'retried: ' + (attempt.status ? 'HTTP ' + attempt.status + ' ' : '') + attempt.error + ', waited ' + attempt.waited_ms + ' ms'));
+        }
+        const decision = data.decision;
+        if (data.invalid) {
+          append(body, el('div', { class: 'problem' }, 'REJECTED ', badge(data.invalid.kind, 'bad'), ' ', data.invalid.message));
+        } else if (decision && decision.type === 'tool_calls') {
+          for (const call of decision.calls || []) {
+            append(body, el('div', null, el('code', null, call.id), ' → ', el('b', { class: 'tool' }, call.name)));
+            append(body, callArguments(call.id, call.arguments, context));
+          }
+        } else if (decision) {
+          const text = decision.text !== undefined ? decision.text : (decision.answer !== undefined ? decision.answer : (decision.question || decision.reason || ''));
+          append(body, el('div', null, badge(decision.type.replace(/_/g, ' ')), ' ', typeof text === 'string' ? text : oneLine(decision)));
+        }
+        append(body, el('details', null, el('summary', null, 'raw reply (' + size((data.raw || '').length) + ')'), el('pre', null, data.raw || '')));
+        break;
+      }
+      case 'verdict_given':
+        append(body, el('div', null, el('code', null, data.call_id), ' ', el('b', { class: 'tool' }, data.tool), ' ',
+          badge(data.verdict), data.rule ? [' rule ', el('code', null, data.rule)] : null, data.reason ? ': ' + data.reason : ''));
+        break;
+      case 'tool_intended':
+        append(body, el('div', null, el('code', null, data.call_id), ' ', el('b', { class: 'tool' }, data.tool), ' attempt ' + data.attempt));
+        append(body, callArguments(data.call_id, data.arguments, context));
+        break;
+      case 'tool_completed': {
+        append(body, el('div', null, el('code', null, data.call_id), ' ', el('b', { class: 'tool' }, data.tool), ' attempt ' + data.attempt + ' ',
+          badge(data.status, data.status === 'ok' ? 'ok' : 'bad'), ' in ' + duration(data.duration_us),
+          data.is_retryable ? ' (retryable)' : ''));
+        if (data.error) append(body, el('div', { class: 'problem' }, data.error));
+        if (data.output !== undefined) append(body, payload(data.output));
+        if (data.content_hash) append(body, contentLink(data.content_hash, context));
+        if (data.stderr) append(body, el('details', null, el('summary', null, 'stderr (' + size(data.stderr.length) + ')'), el('pre', null, data.stderr)));
+        break;
+      }
+      case 'approval_recorded':
+        append(body, el('div', null, el('code', null, data.call_id), ' ', badge(data.granted ? 'granted' : 'refused', data.granted ? 'ok' : 'bad'),
+          data.approver ? ' by ' + data.approver : '', data.reason ? ': ' + data.reason : ''));
+        break;
+      case 'step_ended':
+        if (digest) {
+          append(body, digest.match
+            ? el('div', null, badge('✔ digest', 'ok'), ' ', el('span', { class: 'mono muted' }, data.state_digest.slice(0, 23) + '… matches the rebuilt state'))
+            : el('div', { class: 'problem' }, '✘ recorded ' + digest.recorded.slice(0, 23) + '…, rebuilt ' + digest.computed.slice(0, 23) + '…'));
+        } else {
+          append(body, el('span', { class: 'mono muted' }, data.state_digest));
+        }
+        break;
+      case 'content_stored':
+        append(body, contentLink(data.hash, context));
+        break;
+      case 'run_stopped':
+        append(body, el('div', null, badge(data.reason, data.reason === 'success' ? 'ok' : 'bad'),
+          data.limit ? [' limit ', el('b', null, data.limit), ' fired'] : null, data.error ? ' — ' + data.error : ''));
+        if (data.answer !== undefined) append(body, el('div', null, el('span', { class: 'muted' }, 'answer '), data.answer));
+        break;
+      default:
+        append(body, payload(data));
+    }
+    return row;
+  }
+
+  // What a step's row in the navigation says: its tools, or its stop.
+  function stepSketch(step) {
+    const parts = [];
+    for (const event of step.events || []) {
+      const data = event.data || {};
+      if (event.kind === 'decision_made') {
+        if (data.invalid) parts.push('rejected');
+        else if (data.decision && data.decision.type === 'tool_calls') for (const call of data.decision.calls || []) parts.push(call.name);
+        else if (data.decision) parts.push(data.decision.type);
+      } else if (event.kind === 'run_started') parts.push('start');
+      else if (event.kind === 'run_stopped') parts.push('stop: ' + data.reason);
+      else if (event.kind === 'approval_recorded') parts.push(data.granted ? 'approved' : 'refused');
+    }
+    return parts.join(', ');
+  }
+
+  // What search looks through for a step: tool names and arguments.
+  function searchText(step) {
+    const parts = [];
+    for (const event of step.events || []) {
+      const data = event.data || {};
+      if (data.tool) parts.push(data.tool);
+      if (data.arguments !== undefined) parts.push(oneLine(data.arguments));
+      if (event.kind === 'decision_made' && data.decision && data.decision.calls) {
+        for (const call of data.decision.calls) parts.push(call.name, oneLine(call.arguments));
+      }
+    }
+    return parts.join('\n').toLowerCase();
+  }
+
+  function contentsOf(doc) {
+    const contents = {};
+    for (const step of doc.steps || []) {
+      for (const event of step.events || []) if (event.kind === 'content_stored') contents[event.data.hash] = event.data;
+    }
+    return contents;
+  }
+
+  // ---------------------------------------------------------------- a run
+  // The run viewer: summary, chart, search, and the steps a page at a time with a virtualised
+  // list of every step beside them.
+  function RunViewer(doc, options) {
+    this.doc = doc;
+    this.prefix = options.prefix || '';
+    this.steps = doc.steps || [];
+    this.byNumber = {};
+    this.steps.forEach(function (step, index) { this.byNumber[step.step] = index; }, this);
+    this.problemIndexes = [];
+    this.steps.forEach(function (step, index) { if (step.problems && step.problems.length) this.problemIndexes.push(index); }, this);
+    this.sketches = this.steps.map(stepSketch);
+    this.searchTexts = this.steps.map(searchText);
+    this.matches = [];
+    this.matchSet = new Set();
+    this.current = -1;
+    this.page = -1;
+    this.pageSize = options.pageSize || 25;
+    this.context = { prefix: this.prefix, contents: contentsOf(doc), highlight: options.highlight || null };
+    this.root = el('div', {
+      class: 'run-view', 'data-steps': this.steps.length, 'data-log': doc.log,
+      'data-last-step': this.steps.length ? this.steps[this.steps.length - 1].step : ''
+    });
+  }
+
+  RunViewer.prototype.draw = function () {
+    const doc = this.doc;
+    const summary = doc.summary || {};
+    const final = doc.final_state || {};
+    const verification = doc.verification || {};
+    const self = this;
+    append(this.root, el('h1', null, summary.agent ? 'Run of ' + summary.agent : 'Run ' + (doc.run_id || '')));
+    append(this.root, el('div', { class: 'facts' },
+      fact('log', doc.log), fact('run', doc.run_id), fact('model', summary.model),
+      fact('steps', this.steps.length), fact('events', final.event_count),
+      fact('stop', summary.stop_reason ? summary.stop_reason + (summary.limit ? ' (' + summary.limit + ')' : '') : 'none'),
+      fact('tokens', final.input_tokens !== undefined ? (final.input_tokens + final.output_tokens) : undefined),
+      fact('cost', final.cost_usd !== undefined ? money(final.cost_usd) : undefined),
+      fact('duration', summary.duration_us !== undefined ? duration(summary.duration_us) : undefined)));
+    if (summary.goal) append(this.root, el('div', null, el('span', { class: 'muted' }, 'goal '), summary.goal));
+    if (summary.answer !== undefined) append(this.root, el('div', null, el('span', { class: 'muted' }, 'answer '), summary.answer));
+    if (doc.error) {
+      append(this.root, el('p', { class: 'error', id: this.prefix + 'log-error' }, 'The log could not be read to the end: ' + (doc.error.message || oneLine(doc.error)) +
+        (doc.error.hint ? ' — ' + doc.error.hint : '') + '. The ' + this.steps.length + ' steps before the damage are shown.'));
+    } else if ((verification.digest_mismatches || []).length) {
+      append(this.root, el('p', { class: 'banner-bad' }, verification.digest_mismatches.length + ' of ' + verification.digests_checked +
+        ' state digests do not match the rebuilt state: the log was written by code whose fold differs from this one.'));
+    } else {
+      append(this.root, el('p', { class: 'banner-ok' }, '✔ replayed from the log alone; ' + (verification.digests_checked || 0) + ' state digests checked, all match the rebuilt state' +
+        (verification.tear ? '. Note: ' + verification.tear : '')));
+    }
+    append(this.root, this.drawSummary());
+    append(this.root, this.drawToolbar());
+    const layout = el('div', { class: 'layout' });
+    append(layout, this.drawNavigation());
+    this.pages = el('div', { class: 'pages' });
+    this.pager = el('div', { class: 'pager' });
+    append(layout, el('div', null, this.pager, this.pages));
+    append(this.root, layout);
+    if (!this.steps.length) append(this.pages, el('p', { class: 'muted' }, 'This log holds no complete step.'));
+    setTimeout(function () { self.renderNavigation(); }, 0);
+    return this.root;
+  };
+
+  RunViewer.prototype.drawSummary = function () {
+    const summary = this.doc.summary || {};
+    const panel = el('div', { class: 'panel summary' });
+    const tools = summary.tools || [];
+    if (tools.length) {
+      append(panel, el('h3', null, 'Tools'));
+      append(panel, el('table', { class: 'tools' },
+        el('tr', null, ['tool', 'calls', 'executed', 'denied', 'attempts', 'failed', 'total', 'median', 'slowest'].map(function (name, index) {
+          return el('th', { class: index ? 'num' : '' }, name);
+        })),
+        tools.map(function (tool) {
+          return el('tr', { 'data-tool': tool.tool }, el('td', null, el('code', null, tool.tool)), el('td', { class: 'num' }, tool.calls),
+            el('td', { class: 'num' }, tool.executed), el('td', { class: 'num' }, tool.denied), el('td', { class: 'num' }, tool.attempts),
+            el('td', { class: 'num' }, tool.failed_attempts), el('td', { class: 'num' }, duration(tool.total_us)),
+            el('td', { class: 'num' }, tool.p50_us === undefined ? '–' : duration(tool.p50_us)),
+            el('td', { class: 'num' }, tool.max_us === undefined ? '–' : duration(tool.max_us)));
+        })));
+    }
+    if (this.steps.length > 1) append(panel, this.drawChart());
+    return panel;
+  };
+
+  // Tokens (and cost, when any) summed over the steps, from each step's state.
+  RunViewer.prototype.drawChart = function () {
+    const ns = 'http://www.w3.org/2000/svg';
+    const width = 1000, height = 120, pad = 4;
+    const tokens = this.steps.map(function (step) { const state = step.state || {}; return (state.input_tokens || 0) + (state.output_tokens || 0); });
+    const costs = this.steps.map(function (step) { return (step.state || {}).cost_usd || 0; });
+    const maxTokens = Math.max(1, tokens[tokens.length - 1], Math.max.apply(null, tokens.length > 50000 ? [tokens[tokens.length - 1]] : tokens));
+    const maxCost = costs.reduce(function (a, b) { return Math.max(a, b); }, 0);
+    const svg = document.createElementNS(ns, 'svg');
+    svg.setAttribute('viewBox', '0 0 ' + width + ' ' + height);
+    svg.setAttribute('preserveAspectRatio', 'none');
+    function line(values, max, cls) {
+      const step = values.length > 1 ? (width - 2 * pad) / (values.length - 1) : 0;
+      const stride = Math.max(1, Math.floor(values.length / 2000));
+      const points = [];
+      for (let index = 0; index < values.length; index += stride) {
+        points.push((pad + index * step).toFixed(1) + ',' + (height - pad - (values[index] / max) * (height - 2 * pad)).toFixed(1));
+      }
+      const last = values.length - 1;
+      points.push((pad + last * step).toFixed(1) + ',' + (height - pad - (values[last] / max) * (height - 2 * pad)).toFixed(1));
+      const polyline = document.createElementNS(ns, 'polyline');
+      polyline.setAttribute('points', points.join(' '));
+      polyline.setAttribute('class', cls);
+      append(svg, polyline);
+    }
+    const axis = document.createElementNS(ns, 'line');
+    axis.setAttribute('x1', pad); axis.setAttribute('x2', width - pad); axis.setAttribute('y1', height - pad); axis.setAttribute('y2', height - pad);
+    axis.setAttribute('class', 'axis');
+    append(svg, axis);
+    line(tokens, maxTokens, 'tokens');
+    if (maxCost > 0) line(costs, maxCost, 'cost');
+    return el('div', { class: 'chart' }, el('h3', null, 'Over the steps'),
+      el('div', { class: 'legend' }, el('span', { class: 'tokens' }, 'tokens so far (up to ' + maxTokens + ')'),
+        maxCost > 0 ? el('span', { class: 'cost' }, 'cost so far (up to ' + money(maxCost) + ')') : null,
+        el('span', null, 'step ' + this.steps[0].step + ' → ' + this.steps[this.steps.length - 1].step)), svg);
+  };
+
+  RunViewer.prototype.drawToolbar = function () {
+    const self = this;
+    this.search = el('input', { type: 'search', placeholder: 'search tools and arguments  (/)', 'aria-label': 'search tools and arguments', class: 'search' });
+    this.searchStatus = el('span', { class: 'muted search-status' });
+    this.search.addEventListener('input', function () { self.runSearch(self.search.value); });
+    this.search.addEventListener('keydown', function (event) {
+      if (event.key === 'Enter') { event.preventDefault(); self.nextMatch(event.shiftKey ? -1 : 1); }
+      if (event.key === 'Escape') self.search.blur();
+    });
+    this.jump = el('input', { type: 'number', class: 'jump', placeholder: 'step (g)', 'aria-label': 'jump to step', min: 0 });
+    this.jump.addEventListener('keydown', function (event) {
+      if (event.key === 'Enter') { event.preventDefault(); self.showStep(Number(self.jump.value)); self.jump.blur(); }
+      if (event.key === 'Escape') self.jump.blur();
+    });
+    const problems = this.problemIndexes.length;
+    return el('div', { class: 'toolbar' },
+      el('button', { onclick: function () { self.move(-1); }, title: 'previous step (p)' }, '◀ step'),
+      el('button', { onclick: function () { self.move(1); }, title: 'next step (n)' }, 'step ▶'),
+      el('button', { class: 'next-problem', onclick: function () { self.nextProblem(1); }, title: 'next failure, denial or error (f)', disabled: problems ? null : 'disabled' },
+        'next problem (' + problems + ')'),
+      this.jump, this.search, this.searchStatus);
+  };
+
+  RunViewer.prototype.drawNavigation = function () {
+    const self = this;
+    this.viewport = el('div', { class: 'viewport' });
+    this.rows = el('div', { class: 'rows', style: '' });
+    this.rows.style.height = (this.steps.length * 24) + 'px';
+    this.rows.style.position = 'relative';
+    append(this.viewport, this.rows);
+    this.viewport.addEventListener('scroll', function () { self.renderNavigation(); });
+    this.rows.addEventListener('click', function (event) {
+      const row = event.target.closest('.row');
+      if (row) self.showIndex(Number(row.dataset.index));
+    });
+    const problems = this.problemIndexes.length;
+    return el('nav', { class: 'steps-nav' },
+      el('div', { class: 'head' }, this.steps.length + ' steps' + (problems ? ', ' + problems + ' with problems' : '')), this.viewport);
+  };
+
+  // Draws only the rows in view (and a few around them): a long run stays quick to scroll.
+  RunViewer.prototype.renderNavigation = function () {
+    if (!this.rows) return;
+    const top = this.viewport.scrollTop;
+    const height = this.viewport.clientHeight || 600;
+    const first = Math.max(0, Math.floor(top / 24) - 10);
+    const last = Math.min(this.steps.length, Math.ceil((top + height) / 24) + 10);
+    clear(this.rows);
+    for (let index = first; index < last; index++) {
+      const step = this.steps[index];
+      const classes = ['row'];
+      if (index === this.current) classes.push('current');
+      if (step.problems && step.problems.length) classes.push('problem');
+      if (this.matchSet.has(index)) classes.push('match');
+      const row = el('div', { class: classes.join(' '), 'data-index': index, 'data-step': step.step, title: this.sketches[index] },
+        (step.problems && step.problems.length ? '⚠ ' : '') + step.step + ' · ' + this.sketches[index]);
+      row.style.top = (index * 24) + 'px';
+      append(this.rows, row);
+    }
+  };
+
+  RunViewer.prototype.renderPage = function (page) {
+    if (page === this.page) return;
+    this.page = page;
+    clear(this.pages);
+    const start = page * this.pageSize;
+    const end = Math.min(this.steps.length, start + this.pageSize);
+    for (let index = start; index < end; index++) append(this.pages, stepCard(this.steps[index], this.context));
+    clear(this.pager);
+    const pages = Math.ceil(this.steps.length / this.pageSize);
+    if (pages > 1) {
+      const self = this;
+      append(this.pager, el('button', { onclick: function () { self.showIndex(Math.max(0, start - self.pageSize)); }, disabled: page === 0 ? 'disabled' : null }, '◀ page'));
+      append(this.pager, el('span', null, 'steps ' + this.steps[start].step + '–' + this.steps[end - 1].step + ' of ' + this.steps.length + ' (page ' + (page + 1) + ' of ' + pages + ')'));
+      append(this.pager, el('button', { onclick: function () { self.showIndex(Math.min(self.steps.length - 1, end)); }, disabled: page === pages - 1 ? 'disabled' : null }, 'page ▶'));
+    }
+  };
+
+  RunViewer.prototype.showStep = function (number) {
+    const index = this.byNumber[number];
+    if (index === undefined) {
+      this.flash('no step ' + number + ' in this run (steps ' + this.steps[0].step + '–' + this.steps[this.steps.length - 1].step + ')');
+      return false;
+    }
+    this.showIndex(index);
+    return true;
+  };
+
+  RunViewer.prototype.showIndex = function (index, options) {
+    if (!this.steps.length) return;
+    index = Math.max(0, Math.min(this.steps.length - 1, index));
+    this.renderPage(Math.floor(index / this.pageSize));
+    const previous = this.pages.querySelector('.step.current');
+    if (previous) previous.classList.remove('current');
+    this.current = index;
+    const step = this.steps[index];
+    const card = document.getElementById(this.prefix + 'step-' + step.step);
+    if (card) {
+      card.classList.add('current');
+      if (!options || options.scroll !== false) card.scrollIntoView({ block: 'start' });
+    }
+    const hash = '#' + this.prefix + 'step-' + step.step;
+    if (location.hash !== hash && (!options || options.updateHash !== false)) history.replaceState(null, '', hash);
+    // Keep the current row in view in the navigation.
+    const rowTop = index * 24;
+    if (rowTop < this.viewport.scrollTop || rowTop > this.viewport.scrollTop + this.viewport.clientHeight - 24) {
+      this.viewport.scrollTop = Math.max(0, rowTop - 120);
+    }
+    this.renderNavigation();
+    document.body.dataset.currentStep = String(step.step);
+  };
+
+  RunViewer.prototype.move = function (delta) { this.showIndex(this.current < 0 ? 0 : this.current + delta); };
+
+  RunViewer.prototype.nextProblem = function (direction) {
+    const list = this.problemIndexes;
+    if (!list.length) { this.flash('no failures, denials or errors in this run'); return; }
+    let target = direction > 0 ? list.find(function (index) { return index > this.current; }, this) : undefined;
+    if (direction < 0) for (const index of list) if (index < this.current) target = index;
+    if (target === undefined) target = direction > 0 ? list[0] : list[list.length - 1];
+    this.showIndex(target);
+  };
+
+  RunViewer.prototype.runSearch = function (query) {
+    const needle = query.trim().toLowerCase();
+    this.matches = [];
+    if (needle) this.searchTexts.forEach(function (text, index) { if (text.indexOf(needle) >= 0) this.matches.push(index); }, this);
+    this.matchSet = new Set(this.matches);
+    this.searchStatus.textContent = needle ? (this.matches.length ? this.matches.length + ' steps match — Enter for the next' : 'no step calls or passes that') : '';
+    this.searchStatus.dataset.matches = needle ? String(this.matches.length) : '';
+    this.renderNavigation();
+  };
+
+  RunViewer.prototype.nextMatch = function (direction) {
+    if (!this.matches.length) return;
+    let target;
+    if (direction > 0) target = this.matches.find(function (index) { return index > this.current; }, this);
+    else for (const index of this.matches) if (index < this.current) target = index;
+    if (target === undefined) target = direction > 0 ? this.matches[0] : this.matches[this.matches.length - 1];
+    this.showIndex(target);
+  };
+
+  RunViewer.prototype.flash = function (message) {
+    this.searchStatus.textContent = message;
+  };
+
+  RunViewer.prototype.key = function (event) {
+    switch (event.key) {
+      case 'n': case 'j': this.move(1); return true;
+      case 'p': case 'k': this.move(-1); return true;
+      case 'f': this.nextProblem(1); return true;
+      case 'F': this.nextProblem(-1); return true;
+      case '/': this.search.focus(); return true;
+      case 'g': this.jump.focus(); this.jump.select(); return true;
+      default: return false;
+    }
+  };
+
+  // ---------------------------------------------------------------- pages
+  let activeViewer = null;
+
+  function drawRunPage(app, data) {
+    const viewer = new RunViewer(data.run, { prefix: '' });
+    append(app, viewer.draw());
+    activeViewer = viewer;
+    const match = /^#step-(-?\d+)$/.exec(location.hash);
+    if (match && viewer.showStep(Number(match[1]))) return;
+    viewer.showIndex(0, { scroll: false, updateHash: false });
+  }
+
+  const sectionOrder = [
+    ['regressed', 'Regressions', 'failing now, passing in the baseline'],
+    ['failed', 'Failures', ''],
+    ['error', 'Could not run', 'the harness could not check these'],
+    ['known', 'Known failures', 'failing in the baseline too'],
+    ['flaky', 'Flaky', 'passed on some runs, failed on others'],
+    ['passed', 'Passed', '']
+  ];
+
+  function caseSection(entry) {
+    const status = entry.baseline && entry.baseline.status;
+    if (entry.outcome === 'error') return 'error';
+    if (status === 'regressed') return 'regressed';
+    if (entry.outcome === 'fail' && status === 'known_failure') return 'known';
+    if (entry.outcome === 'fail') return entry.stability === 'flaky' ? 'flaky' : 'failed';
+    return 'passed';
+  }
+
+  function drawReportPage(app, data) {
+    const results = data.results || {};
+    const summary = results.summary || {};
+    const cases = results.cases || [];
+    const runsByLog = {};
+    (data.runs || []).forEach(function (run, index) { runsByLog[run.log] = index; });
+    append(app, el('h1', null, 'Eval report'));
+    append(app, el('div', { class: 'facts' }, fact('cases', summary.cases), fact('passed', summary.passed), fact('failed', summary.failed),
+      fact('could not run', summary.errors || undefined), fact('regressed', summary.regressed), fact('known failures', summary.known_failures),
+      fact('k', results.k > 1 ? results.k : undefined), fact('duration', summary.duration_ms !== undefined ? summary.duration_ms + ' ms' : undefined)));
+    const bad = (summary.failed || 0) + (summary.errors || 0);
+    append(app, el('p', { class: bad ? 'banner-bad' : 'banner-ok' }, bad
+      ? summary.passed + ' of ' + summary.cases + ' cases passed' + (summary.regressed !== undefined ? '; ' + summary.regressed + ' regressed' : '')
+      : '✔ all ' + summary.cases + ' cases passed'));
+    const runPanel = el('div', { id: 'run-panel' });
+    const groups = {};
+    for (const entry of cases) (groups[caseSection(entry)] = groups[caseSection(entry)] || []).push(entry);
+    for (const section of sectionOrder) {
+      const entries = groups[section[0]];
+      if (!entries) continue;
+      append(app, el('h2', { class: 'section-title', id: 'section-' + section[0] }, section[1] + ' ', el('span', { class: 'count' }, '(' + entries.length + ')' + (section[2] ? ' — ' + section[2] : ''))));
+      const table = el('table', { class: 'cases' },
+        el('tr', null, ['', 'case', 'file', 'source', 'runs', 'pass rate', 'pass^k', 'stop', 'baseline'].map(function (name) { return el('th', null, name); })));
+      for (const entry of entries) drawCaseRows(table, entry, runsByLog, section[0] !== 'passed');
+      append(app, table);
+    }
+    if ((data.runs_left_out || []).length) {
+      append(app, el('h2', null, 'Runs not embedded'));
+      append(app, el('p', { class: 'muted' }, 'The page holds the runs of failing cases first, up to a size limit; see these with agent-eval view:'));
+      append(app, el('pre', null, data.runs_left_out.map(function (log) { return 'agent-eval view ' + log; }).join('\n')));
+    }
+    append(app, runPanel);
+
+    function openRun(index, step) {
+      const run = data.runs[index];
+      clear(runPanel);
+      append(runPanel, el('h2', null, 'Run ', el('code', null, run.log)));
+      if (run.error) { append(runPanel, el('p', { class: 'error' }, run.error)); return; }
+      const viewer = new RunViewer(run.run, { prefix: 'run-' + index + '-' });
+      append(runPanel, viewer.draw());
+      activeViewer = viewer;
+      runPanel.dataset.run = String(index);
+      if (step === undefined || !viewer.showStep(step)) viewer.showIndex(0);
+    }
+    function route() {
+      const match = /^#run-(\d+)-step-(-?\d+)$/.exec(location.hash);
+      if (match && data.runs[Number(match[1])]) {
+        if (runPanel.dataset.run === match[1] && activeViewer) activeViewer.showStep(Number(match[2]));
+        else openRun(Number(match[1]), Number(match[2]));
+      }
+    }
+    window.addEventListener('hashchange', route);
+    route();
+  }
+
+  function drawCaseRows(table, entry, runsByLog, open) {
+    const runs = entry.runs || [];
+    const stops = Array.from(new Set(runs.map(function (run) { return run.stop_reason || run.pipeline_status; }).filter(Boolean))).join(', ');
+    const baseline = entry.baseline ? entry.baseline.status : '';
+    const row = el('tr', { class: 'case-row', id: 'case-' + entry.case_id, 'data-case': entry.case_id },
+      el('td', null, badge(entry.outcome)), el('td', null, el('b', null, entry.case_id)),
+      el('td', { class: 'mono muted' }, entry.file + (entry.line ? ':' + entry.line : '')), el('td', null, entry.source),
+      el('td', { class: 'num' }, runs.length), el('td', { class: 'num' }, Math.round((entry.pass_rate || 0) * 100) + '%'),
+      el('td', { class: 'num' }, entry.pass_hat_k === undefined ? '–' : Math.round(entry.pass_hat_k * 100) + '%'),
+      el('td', null, stops || '–'), el('td', null, baseline ? badge(baseline.replace(/_/g, ' '), baseline) : '–'));
+    const detail = el('tr', { class: 'case-detail' }, el('td', { colspan: 9 }, caseDetail(entry, runsByLog)));
+    detail.hidden = !open;
+    row.addEventListener('click', function () { detail.hidden = !detail.hidden; });
+    append(table, row);
+    append(table, detail);
+  }
+
+  function caseDetail(entry, runsByLog) {
+    const box = el('div');
+    if (entry.description) append(box, el('div', { class: 'muted' }, entry.description));
+    if (entry.error) append(box, el('div', { class: 'problem' }, 'error: ' + entry.error));
+    for (const regression of (entry.baseline && entry.baseline.regressions) || []) {
+      append(box, el('div', { class: 'problem' }, 'regression: ' + regression.message));
+    }
+    for (const disagreement of entry.judge_disagreements || []) append(box, el('div', { class: 'problem' }, 'judges disagree: ' + (disagreement.message || oneLine(disagreement))));
+    for (const run of entry.runs || []) {
+      const index = runsByLog[run.log];
+      append(box, el('div', null, badge(run.outcome), ' ', run.repeat ? 'run ' + run.repeat + ': ' : '',
+        index !== undefined ? el('a', { href: '#run-' + index + '-step-' + firstStep(run), class: 'run-link' }, run.log) : el('code', null, run.log),
+        run.steps !== undefined ? el('span', { class: 'muted' }, ' · ' + run.steps + ' steps · ' + (run.tokens || 0) + ' tokens') : null));
+      if (run.error) append(box, el('div', { class: 'problem' }, run.error));
+      for (const failure of run.failures || []) {
+        const log = failure.log || run.log;
+        const target = runsByLog[log];
+        append(box, el('div', { class: 'failure' },
+          el('div', null, '✘ ', el('b', null, failure.expectation), ': expected ' + failure.expected),
+          el('div', null, el('span', { class: 'muted' }, 'happened: '), failure.actual),
+          el('div', null, target !== undefined && failure.step !== undefined
+            ? el('a', { class: 'failure-link', href: '#run-' + target + '-step-' + failure.step, 'data-step': failure.step, 'data-log': log }, '→ step ' + failure.step + (failure.call_id ? ' (' + failure.call_id + ')' : ''))
+            : null, ' ', el('code', { class: 'muted' }, failure.replay || ''))));
+      }
+      for (const note of run.notes || []) append(box, el('div', { class: 'muted' }, 'note: ' + note));
+      for (const judgement of run.judgements || []) {
+        append(box, el('div', { class: 'muted' }, 'judge ' + (judgement.passed === true ? '✔' : judgement.passed === false ? '✘' : '!') + ' ' +
+          judgement.expectation + ' by ' + judgement.judge + ': ' + (judgement.reason || judgement.error || '')));
+      }
+    }
+    return box;
+  }
+
+  function firstStep(run) {
+    const failure = (run.failures || []).find(function (item) { return item.step !== undefined; });
+    return failure ? failure.step : 0;
+  }
+
+  function drawDiffPage(app, data) {
+    const diff = data.diff || {};
+    const first = diff.first_divergence;
+    const summary = diff.summary || {};
+    append(app, el('h1', null, diff.same ? 'Same trajectory' : 'The runs diverge'));
+    append(app, el('div', { class: 'facts' }, fact('A', diff.left), fact('B', diff.right)));
+    if (first) {
+      const where = [first.left_step !== undefined ? 'step ' + first.left_step + ' of A' : null, first.right_step !== undefined ? 'step ' + first.right_step + ' of B' : null].filter(Boolean).join(' / ');
+      append(app, el('div', { class: 'banner-warn', id: 'first-divergence' },
+        el('div', null, 'first divergence: ' + where + ': ', el('b', null, first.path)),
+        el('div', { class: 'mono' }, 'A: ' + first.left), el('div', { class: 'mono' }, 'B: ' + first.right)));
+    } else {
+      append(app, el('p', { class: 'banner-ok' }, 'the same decisions, verdicts, results and stop'));
+    }
+    append(app, el('table', { class: 'totals' }, el('tr', null, el('th'), el('th', null, 'A'), el('th', null, 'B')),
+      el('tr', null, el('th', null, 'stop'), el('td', null, summary.left_stop || 'none'), el('td', null, summary.right_stop || 'none')),
+      el('tr', null, el('th', null, 'tokens'), el('td', null, summary.left_tokens), el('td', null, summary.right_tokens)),
+      el('tr', null, el('th', null, 'duration'), el('td', null, duration(summary.left_duration_us)), el('td', null, duration(summary.right_duration_us)))));
+    const rows = diff.rows || [];
+    const firstRow = first ? rows.findIndex(function (row) { return row.left_step === first.left_step && row.right_step === first.right_step; }) : -1;
+    const table = el('table', { class: 'diff-rows' }, el('tr', null, el('th'), el('th', null, 'A step'), el('th', null, 'A'), el('th', null, 'B step'), el('th', null, 'B')));
+    const pair = el('div', { class: 'diff-grid', id: 'diff-steps' });
+    const leftIndex = indexSteps(data.left), rightIndex = indexSteps(data.right);
+    const leftContext = { prefix: 'a-', contents: contentsOf(data.left || {}), highlight: null };
+    const rightContext = { prefix: 'b-', contents: contentsOf(data.right || {}), highlight: null };
+    const rowNodes = rows.map(function (row, index) {
+      const mark = row.same ? '=' : (row.left_step === undefined ? '+' : (row.right_step === undefined ? '−' : '≠'));
+      const node = el('tr', { class: (row.same ? '' : 'differs') + (index === firstRow ? ' first' : ''), id: 'row-' + index, 'data-row': index },
+        el('td', { class: 'mark' }, mark), el('td', { class: 'num' }, row.left_step === undefined ? '–' : row.left_step), el('td', null, row.left || '(no step)'),
+        el('td', { class: 'num' }, row.right_step === undefined ? '–' : row.right_step), el('td', null, row.right || '(no step)'));
+      node.addEventListener('click', function () { select(index); });
+      append(table, node);
+      return node;
+    });
+    append(app, el('h2', null, 'Steps, aligned'));
+    append(app, table);
+    append(app, el('h2', null, 'Side by side'));
+    append(app, pair);
+    let selected = -1;
+    function select(index) {
+      if (index < 0 || index >= rows.length) return;
+      if (selected >= 0) rowNodes[selected].classList.remove('selected');
+      selected = index;
+      rowNodes[index].classList.add('selected');
+      const row = rows[index];
+      const highlight = index === firstRow && first ? { callId: first.call_id, field: first.field } : null;
+      leftContext.highlight = highlight;
+      rightContext.highlight = highlight;
+      clear(pair);
+      append(pair, el('div', { class: 'side left' }, el('h3', null, 'A'), row.left_step !== undefined && leftIndex[row.left_step] ? stepCard(leftIndex[row.left_step], leftContext) : el('p', { class: 'muted' }, '(no step in A)')));
+      append(pair, el('div', { class: 'side right' }, el('h3', null, 'B'), row.right_step !== undefined && rightIndex[row.right_step] ? stepCard(rightIndex[row.right_step], rightContext) : el('p', { class: 'muted' }, '(no step in B)')));
+      history.replaceState(null, '', '#row-' + index);
+      document.body.dataset.selectedRow = String(index);
+    }
+    activeViewer = {
+      key: function (event) {
+        if (event.key === 'n' || event.key === 'j') { select(selected + 1); return true; }
+        if (event.key === 'p' || event.key === 'k') { select(selected - 1); return true; }
+        if (event.key === 'f' && firstRow >= 0) { select(firstRow); pair.scrollIntoView(); return true; }
+        return false;
+      }
+    };
+    const match = /^#row-(\d+)$/.exec(location.hash);
+    select(match ? Number(match[1]) : (firstRow >= 0 ? firstRow : 0));
+  }
+
+  function indexSteps(doc) {
+    const index = {};
+    for (const step of (doc && doc.steps) || []) index[step.step] = step;
+    return index;
+  }
+
+  // ---------------------------------------------------------------- keys and start
+  function drawHelp() {
+    const help = el('aside', { class: 'help', id: 'help', role: 'dialog', 'aria-label': 'keys' },
+      el('h3', null, 'Keys'),
+      el('dl', null,
+        [['n / j', 'next step (diff: next row)'], ['p / k', 'previous step'], ['f', 'next failure, denial or error (diff: the first divergence)'],
+          ['F', 'previous failure'], ['g', 'jump to a step'], ['/', 'search tools and arguments; Enter: next match'], ['?', 'this help'], ['Esc', 'close']]
+          .map(function (pair) { return [el('dt', null, pair[0]), el('dd', null, pair[1])]; })));
+    help.hidden = true;
+    append(document.body, help);
+    document.getElementById('keys-hint').addEventListener('click', function () { help.hidden = !help.hidden; });
+    document.addEventListener('keydown', function (event) {
+      const target = event.target;
+      if (event.ctrlKey || event.metaKey || event.altKey) return;
+      if (target && (target.tagName === 'INPUT' || target.tagName === 'TEXTAREA')) return;
+      if (event.key === '?') { help.hidden = !help.hidden; event.preventDefault(); return; }
+      if (event.key === 'Escape') { help.hidden = true; return; }
+      if (activeViewer && activeViewer.key(event)) event.preventDefault();
+    });
+  }
+
+  async function loadData() {
+    const holder = document.getElementById('agent-eval-data');
+    const text = holder.textContent;
+    if (holder.dataset.encoding === 'gzip+base64') {
+      const binary = atob(text);
+      const bytes = new Uint8Array(binary.length);
+      for (let index = 0; index < binary.length; index++) bytes[index] = binary.charCodeAt(index);
+      const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
+      return JSON.parse(await new Response(stream).text());
+    }
+    return JSON.parse(text);
+  }
+
+  async function start() {
+    const app = document.getElementById('app');
+    let data;
+    try {
+      data = await loadData();
+    } catch (error) {
+      clear(app);
+      append(app, el('p', { class: 'error' }, 'This page\'s data could not be read (' + error + '). Make the page again with agent-eval.'));
+      document.body.dataset.ready = 'error';
+      return;
+    }
+    clear(app);
+    drawHelp();
+    if (data.view === 'run') drawRunPage(app, data);
+    else if (data.view === 'report') drawReportPage(app, data);
+    else if (data.view === 'diff') drawDiffPage(app, data);
+    else append(app, el('p', { class: 'error' }, 'This page holds a view this viewer does not know: ' + data.view));
+    document.body.dataset.view = String(data.view);
+    document.body.dataset.ready = 'true';
+  }
+
+  start();
+})();

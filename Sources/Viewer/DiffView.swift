@@ -1,0 +1,19 @@
+public import Replay
+public import TraceCore
+
+/// The data of a diff's page: the diff document exactly as `agent-eval diff --json` prints it,
+/// and both runs as run views, shown side by side with the first divergence marked.
+public struct DiffView: Sendable {
+    public var document: JSONValue
+    public var diff: TrajectoryDiff
+
+    public static func make(left: String, right: String) throws -> DiffView {
+        let diff = try TrajectoryDiff.compare(left: left, right: right)
+        var object = ObjectBuilder()
+        object.set("view", "diff")
+        object.set("diff", diff.json(left: left, right: right))
+        object.set("left", try RunView.make(log: left).document)
+        object.set("right", try RunView.make(log: right).document)
+        return DiffView(document: object.json, diff: diff)
+    }
+}

@@ -1,0 +1,57 @@
+import Foundation
+public import TraceCore
+
+/// The data of an eval report's page: the results document exactly as `agent-eval run --json`
+/// prints it, and the runs its cases checked, each as a run view, so every failed expectation
+/// links to its step. Runs of failing cases come first; runs are embedded until `eventBudget`
+/// events are in the page, and the rest are listed with the command that shows them.
+public struct ReportView: Sendable {
+    public var document: JSONValue
+    /// Logs embedded, and logs left out because of the budget.
+    public var embedded: [String]
+    public var leftOut: [String]
+
+    public static let defaultEventBudget = 200_000
+
+    public static func make(results: JSONValue, eventBudget: Int = defaultEventBudget) -> ReportView {
+        let cases = results["cases"]?.arrayValue ?? []
+        // Failing and erroring cases' logs first, then passing ones; each log once.
+        var ordered: [String] = []
+        var seen = Set<String>()
+        for wantPassing in [false, true] {
+            for entry in cases where (entry["outcome"]?.stringValue == "pass") == wantPassing {
+                for run in entry["runs"]?.arrayValue ?? [] {
+                    let failureLogs = (run["failures"]?.arrayValue ?? []).compactMap { $0["log"]?.stringValue }
+                    for log in [run["log"]?.stringValue].compactMap({ $0 }) + failureLogs where seen.insert(log).inserted {
+                        ordered.append(log)
+                    }
+                }
+            }
+        }
+        var runs: [JSONValue] = []
+        var embedded: [String] = []
+        var leftOut: [String] = []
+        var events = 0
+        for log in ordered {
+            guard events < eventBudget, FileManager.default.fileExists(atPath: log) else {
+                leftOut.append(log)
+                continue
+            }
+            do {
+                let view = try RunView.make(log: log)
+                events += view.eventCount
+                runs.append(.object(JSONObject([("log", .string(log)), ("run", view.document)])))
+                embedded.append(log)
+            } catch {
+                runs.append(.object(JSONObject([("log", .string(log)), ("error", .string("\(error)"))])))
+                embedded.append(log)
+            }
+        }
+        var object = ObjectBuilder()
+        object.set("view", "report")
+        object.set("results", results)
+        object.set("runs", JSONValue.array(runs))
+        object.set("runs_left_out", JSONValue.array(leftOut.map { .string($0) }))
+        return ReportView(document: object.json, embedded: embedded, leftOut: leftOut)
+    }
+}

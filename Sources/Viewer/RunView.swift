@@ -1,0 +1,84 @@
+public import Replay
+public import TraceCore
+public import TraceLog
+
+/// The data of a run's page: the replay document exactly as `agent-eval replay --json` prints
+/// it (steps with their events, state and checks; the final state; the verification), and a
+/// summary of the run computed from the rebuilt state (tools with counts and durations).
+public struct RunView: Sendable {
+    /// The replay document plus `summary`, and `error` when reading stopped at damage.
+    public var document: JSONValue
+    public var stepCount: Int
+    public var eventCount: Int
+    /// Why reading stopped early (a damaged log): the steps before it are in the document.
+    public var error: LogError?
+    public var digestMismatches: Int
+
+    /// Replays the log at `path` and collects its steps.
+    public static func make(log path: String) throws -> RunView {
+        var steps: [JSONValue] = []
+        var eventCount = 0
+        do {
+            let result = try Replayer(path: path).replay { step, _ in
+                steps.append(step.json)
+                eventCount += step.events.count
+                return true
+            }
+            var object = JSONObject([("steps", .array(steps))])
+            for (key, value) in result.tailMembers { object[key] = value }
+            object["summary"] = summary(of: result.state)
+            return RunView(
+                document: document(log: path, object), stepCount: steps.count, eventCount: eventCount, error: nil,
+                digestMismatches: result.digestMismatches.count)
+        } catch let error as LogError {
+            let object = JSONObject([
+                ("steps", .array(steps)), ("error", (error as any Diagnostic).json), ("summary", .object(JSONObject())),
+            ])
+            return RunView(
+                document: document(log: path, object), stepCount: steps.count, eventCount: eventCount, error: error, digestMismatches: 0)
+        }
+    }
+
+    static func document(log: String, _ members: JSONObject) -> JSONValue {
+        var object = members
+        object["schema"] = .string("agent-eval/replay")
+        object["version"] = .int(1)
+        object["log"] = .string(log)
+        return .object(object)
+    }
+
+    /// Per tool: calls proposed, executed, denied, attempts, failed attempts and durations
+    /// (total, median, slowest), in tool-name order.
+    static func summary(of state: RunState) -> JSONValue {
+        var byTool: [String: [ToolCallRecord]] = [:]
+        for call in state.calls { byTool[call.tool, default: []].append(call) }
+        let tools = byTool.keys.sorted().map { tool -> JSONValue in
+            let calls = byTool[tool] ?? []
+            let durations = calls.flatMap { $0.results.map(\.durationUs) }.sorted()
+            var object = ObjectBuilder()
+            object.set("tool", tool)
+            object.set("calls", calls.count)
+            object.set("executed", calls.count { $0.isExecuted })
+            object.set("denied", calls.count { $0.isDenied })
+            object.set("attempts", durations.count)
+            object.set("failed_attempts", calls.reduce(0) { $0 + $1.failedAttempts })
+            object.set("total_us", durations.reduce(0, +))
+            object.set("p50_us", durations.isEmpty ? nil : durations[(durations.count - 1) / 2])
+            object.set("max_us", durations.last)
+            return object.json
+        }
+        var object = ObjectBuilder()
+        object.set("run_id", state.runId)
+        object.set("tools", JSONValue.array(tools))
+        if let start = state.start {
+            object.set("agent", start.agent.name + (start.agent.version.map { " v\($0)" } ?? ""))
+            object.set("model", start.model.provider + "/" + start.model.name)
+            object.set("goal", start.goal)
+        }
+        object.set("stop_reason", state.stop?.reason)
+        object.set("limit", state.stop?.limit)
+        object.set("answer", state.stop?.answer)
+        if let started = state.startedAtUs, let last = state.lastEventAtUs { object.set("duration_us", last - started) }
+        return object.json
+    }
+}

@@ -1,0 +1,130 @@
+import Foundation
+import TestSupport
+import Testing
+import TraceCore
+import TraceLog
+
+/// The viewer's pages in a real browser: Debian's headless Chromium, driven through
+/// chromium-driver by Selenium (scripts/viewer_browser.py), uses each page as a person would and
+/// reports what it saw. Screenshots of every page go to .build/viewer-screenshots, and with
+/// AGENT_EVAL_UPDATE_FIXTURES=1 to docs/images as well (the README's and docs/viewer.md's).
+/// Chromium is installed by scripts/python_venv browser when missing; if it cannot be, the test
+/// fails saying so.
+@Suite("Viewer in a real browser")
+struct ViewerBrowserTests {
+    static let supportLog = ExampleRuns.directory.appendingPathComponent("support-refund.jsonl.gz").path
+    /// Events in the long run the test opens; `viewer-benchmark --keep DIR` makes a 100,000-event
+    /// page for measuring by hand (docs/viewer.md, "Size limits").
+    static let longRunEvents = 20_000
+
+    @Test("run, report, diff, planted markup and a long run, each opened and used in Chromium")
+    func pagesInChromium() async throws {
+        let command = try await PythonEnvironment.browser.script("viewer_browser.py")
+        try await TemporaryDirectory.with { directory in
+            // The pages, made with the CLI as a user would.
+            let run = directory.path("run.html")
+            try expectStatus(0, agentEval(["view", Self.supportLog, "--out", run]))
+            let report = directory.path("report.html")
+            try expectStatus(
+                1,
+                agentEval(
+                    ["run", "Fixtures/eval/failing", "--out", directory.path("runs"), "--no-catalog", "--quiet", "--html", report],
+                    in: repositoryRoot))
+            for (name, cents) in [("before", 4999), ("after", 2500)] {
+                try LogWriter.withWriter(creating: directory.path("\(name).jsonl.gz"), runId: "run-\(name)") { writer in
+                    _ = try SampleRun.recordSupportRun(into: writer, refundCents: cents)
+                }
+            }
+            let diff = directory.path("diff.html")
+            try expectStatus(1, agentEval(["diff", directory.path("before.jsonl.gz"), directory.path("after.jsonl.gz"), "--html", diff]))
+            try LogWriter.withWriter(creating: directory.path("hostile.jsonl.gz"), runId: "run-hostile") { writer in
+                _ = try SampleRun.recordHostileRun(into: writer)
+            }
+            let hostile = directory.path("hostile.html")
+            try expectStatus(0, agentEval(["view", directory.path("hostile.jsonl.gz"), "--out", hostile]))
+            var corpus = SyntheticCorpus()
+            try corpus.writeLongRun(to: directory.path("long.jsonl.gz"), events: Self.longRunEvents)
+            let long = directory.path("long.html")
+            try expectStatus(0, agentEval(["view", directory.path("long.jsonl.gz"), "--out", long]))
+            #expect(
+                try String(contentsOfFile: long, encoding: .utf8).contains("data-encoding=\"gzip+base64\""),
+                "a long run's data is compressed")
+
+            let shots = repositoryRoot.appendingPathComponent(".build/viewer-screenshots").path
+            let result = try Subprocess.run(
+                command[0],
+                Array(command.dropFirst()) + [
+                    shots, "run=\(run),delete_customer,3", "report=\(report)", "diff=\(diff)", "hostile=\(hostile)", "long=\(long)",
+                ])
+            try #require(result.status == 0, "viewer_browser.py failed: \(result.stderr)")
+            let seen = try JSONParser.parse(result.stdout)
+            for kind in ["run", "report", "diff", "hostile", "long"] {
+                #expect(seen[kind]?["error"] == nil, "\(kind): \(seen[kind]?["error"]?.stringValue ?? "")")
+                #expect(seen[kind]?["severe_console"] == .array([]), "\(kind): the console reported errors")
+            }
+
+            // A run: keys move between steps, f lands on the denied call, search finds a tool,
+            // g jumps, a #step link opens at its step, stored content opens on demand.
+            let page = try #require(seen["run"])
+            #expect(page["steps"] == 5 && page["cards_drawn"] == 5)
+            #expect(page["first_step"] == 0 && page["after_n"] == 1 && page["after_p"] == 0)
+            #expect(page["after_f"] == 2 && page["problems_on_that_step"] == ["denied_call"])
+            #expect(page["search_matches"] == 1 && page["after_search_enter"] == 2 && page["search_step_mentions"] == true)
+            #expect(page["after_jump"] == 3 && page["hash_after_jump"] == "#step-3")
+            #expect(page["deep_link_step"] == 3 && page["deep_link_card_is_current"] == true)
+            #expect(page["help_shown"] == true && page["content_opened"] == 1)
+            #expect(page["tools_in_summary"] == ["delete_customer", "get_customer", "lookup_order", "refund_order"])
+
+            // A report: every failed expectation's link lands on its step in its own run.
+            let reportSeen = try #require(seen["report"])
+            #expect(reportSeen["case_rows"] == 5 && reportSeen["sections"] == ["failed"])
+            let landings = reportSeen["landings"]?.arrayValue ?? []
+            #expect(landings.count == 6 && reportSeen["failure_links"] == 6)
+            for landing in landings {
+                #expect(landing["current"] == landing["wanted"] && landing["card"] == landing["wanted"], "\(landing)")
+                #expect(landing["run_log"] == landing["wanted_log"], "\(landing)")
+            }
+
+            // A diff: the first divergent row is selected, the call is highlighted on both
+            // sides and the argument itself is marked.
+            let diffSeen = try #require(seen["diff"])
+            #expect(diffSeen["first_row"] == diffSeen["selected_row"] && diffSeen["first_row"] == 2)
+            #expect(diffSeen["after_n"] == 3 && diffSeen["after_f"] == 2, "n: the next row; f: back to the first divergence")
+            // The call's arguments, in its decision and each of its two attempts' intents.
+            #expect(diffSeen["marked_left"] == ["4999", "4999", "4999"] && diffSeen["marked_right"] == ["2500", "2500", "2500"])
+            #expect((diffSeen["diverging_events"]?.intValue ?? 0) >= 4, "the call's decision, verdict, intent and result on both sides")
+            #expect(diffSeen["banner"]?.stringValue?.contains("call-2 refund_order arguments.amount_cents") == true)
+
+            // Planted markup: shown as text, never run.
+            let hostileSeen = try #require(seen["hostile"])
+            #expect(hostileSeen["pwned"] == .null, "a planted script ran")
+            #expect(hostileSeen["scripts"] == 2 && hostileSeen["images"] == 0 && hostileSeen["iframes"] == 0)
+            #expect(hostileSeen["planted_text_shown"] == true)
+
+            // A long run stays usable: a page of cards, a virtualised step list, jump and search.
+            let longSeen = try #require(seen["long"])
+            let steps = (Self.longRunEvents - 2) / 6 + 1
+            #expect(longSeen["steps"] == .int(steps) && longSeen["cards_drawn"] == 25)
+            #expect((longSeen["nav_rows_drawn"]?.intValue ?? 1000) < 100, "only the rows in view are drawn")
+            #expect(longSeen["after_jump"] == longSeen["last_step"])
+            #expect((longSeen["search_matches"]?.intValue ?? 0) > 1000)
+            print(
+                "viewer in Chromium: a \(Self.longRunEvents)-event run opened in \(longSeen["load_seconds"]?.doubleValue ?? 0) s; "
+                    + "screenshots in \(shots)")
+
+            if ProcessInfo.processInfo.environment["AGENT_EVAL_UPDATE_FIXTURES"] == "1" {
+                let images = repositoryRoot.appendingPathComponent("docs/images").path
+                try FileManager.default.createDirectory(atPath: images, withIntermediateDirectories: true)
+                for kind in ["run", "report", "diff"] {
+                    let target = images + "/viewer-\(kind).png"
+                    try? FileManager.default.removeItem(atPath: target)
+                    try FileManager.default.copyItem(atPath: shots + "/\(kind).png", toPath: target)
+                }
+            }
+        }
+    }
+
+    func expectStatus(_ status: Int32, _ result: ProcessResult, sourceLocation: Testing.SourceLocation = #_sourceLocation) throws {
+        #expect(result.status == status, "\(result.stderr)", sourceLocation: sourceLocation)
+    }
+}

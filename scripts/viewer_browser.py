@@ -1,0 +1,247 @@
+"""Opens agent-eval's viewer pages in headless Chromium (Debian's, through chromium-driver and
+Selenium), uses them as a person would — keys, links, search — and prints what it saw as JSON,
+for Tests/CLITests/ViewerBrowserTests.swift to check. Saves a screenshot of every page.
+
+    python viewer_browser.py SHOTS_DIR KIND=PAGE[,ARG...] ...
+
+KIND is run, report, diff, hostile or long:
+  run=page.html,SEARCH,JUMP   keys n/p/f, search for SEARCH, jump to step JUMP, a #step-JUMP link
+  report=page.html            every failure link lands on its step in the embedded run
+  diff=page.html              the first divergence's row, steps side by side, the marked argument
+  hostile=page.html           planted markup stayed text and no planted script ran
+  long=page.html              time to open a long run, jump to its last step, search it
+
+Exits 1 with a message when Chromium or its driver is missing (scripts/python_venv browser
+installs them).
+"""
+
+import json
+import os
+import shutil
+import sys
+import time
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import WebDriverWait
+
+
+def browser():
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver = shutil.which("chromedriver")
+    if not chromium or not driver:
+        sys.exit("viewer_browser: Chromium and chromium-driver are needed (apt-get install chromium chromium-driver, "
+                 "or scripts/python_venv browser)")
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--window-size=1400,1000", "--allow-file-access-from-files", "--no-first-run"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service(executable_path=driver), options=options)
+
+
+def url(path, fragment=""):
+    return "file://" + os.path.abspath(path) + (("#" + fragment) if fragment else "")
+
+
+def load(driver, path, fragment="", timeout=30):
+    """Opens the page fresh and waits until its script has drawn it; returns seconds taken."""
+    driver.get("about:blank")
+    start = time.monotonic()
+    driver.get(url(path, fragment))
+    try:
+        WebDriverWait(driver, timeout).until(
+            lambda d: d.execute_script("return document.body && document.body.dataset.ready"))
+    except Exception:
+        raise RuntimeError("the page was not drawn within %d s; the console said: %s" % (timeout, severe_logs(driver)))
+    if ready(driver) != "true":
+        raise RuntimeError("the page failed to draw: %s" % driver.execute_script(
+            "return document.body.dataset.error || document.getElementById('app').textContent"))
+    return time.monotonic() - start
+
+
+def ready(driver):
+    return driver.execute_script("return document.body.dataset.ready")
+
+
+def current_step(driver):
+    value = driver.execute_script("return document.body.dataset.currentStep")
+    return None if value is None else int(value)
+
+
+def press(driver, keys):
+    body = driver.find_element(By.TAG_NAME, "body")
+    for key in keys:
+        body.send_keys(key)
+
+
+def severe_logs(driver):
+    return [entry["message"] for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+
+
+def check_run(driver, page, search, jump):
+    seen = {"load_seconds": load(driver, page), "ready": ready(driver)}
+    seen["steps"] = int(driver.execute_script("return document.querySelector('.run-view').dataset.steps"))
+    seen["first_step"] = current_step(driver)
+    seen["cards_drawn"] = len(driver.find_elements(By.CSS_SELECTOR, "section.step"))
+    seen["tools_in_summary"] = driver.execute_script(
+        "return Array.from(document.querySelectorAll('table.tools tr[data-tool]')).map(r => r.dataset.tool)")
+    press(driver, "n")
+    seen["after_n"] = current_step(driver)
+    press(driver, "p")
+    seen["after_p"] = current_step(driver)
+    press(driver, "f")
+    seen["after_f"] = current_step(driver)
+    seen["problems_on_that_step"] = driver.execute_script(
+        "return Array.from(document.querySelectorAll('section.step.current .problem')).map(p => p.dataset.kind)")
+    press(driver, "/")
+    active = driver.switch_to.active_element
+    active.send_keys(search)
+    seen["search_matches"] = int(driver.execute_script(
+        "return Number(document.querySelector('.search-status').dataset.matches || 0)"))
+    active.send_keys(Keys.ENTER)
+    seen["after_search_enter"] = current_step(driver)
+    seen["search_step_mentions"] = driver.execute_script(
+        "const c = document.querySelector('section.step.current'); return c ? c.textContent.includes(arguments[0]) : false", search)
+    active.send_keys(Keys.ESCAPE)
+    press(driver, "g")
+    box = driver.switch_to.active_element
+    box.send_keys(str(jump), Keys.ENTER)
+    seen["after_jump"] = current_step(driver)
+    seen["hash_after_jump"] = driver.execute_script("return location.hash")
+    driver.find_element(By.ID, "keys-hint").click()
+    seen["help_shown"] = driver.execute_script("return !document.getElementById('help').hidden")
+    driver.find_element(By.ID, "keys-hint").click()
+    load(driver, page, "step-%d" % jump)
+    seen["deep_link_step"] = current_step(driver)
+    seen["deep_link_card_is_current"] = driver.execute_script(
+        "const c = document.getElementById('step-' + arguments[0]); return !!c && c.classList.contains('current')", jump)
+    # A stored content opens on demand.
+    opened = driver.execute_script(
+        "const d = document.querySelector('details.content'); if (!d) return null;"
+        "d.open = true; return new Promise(r => setTimeout(() => r(d.querySelectorAll('pre').length), 50))")
+    seen["content_opened"] = opened
+    seen["severe_console"] = severe_logs(driver)
+    return seen
+
+
+def check_report(driver, page):
+    seen = {"load_seconds": load(driver, page), "ready": ready(driver)}
+    seen["sections"] = driver.execute_script(
+        "return Array.from(document.querySelectorAll('h2.section-title')).map(h => h.id.replace('section-', ''))")
+    seen["case_rows"] = len(driver.find_elements(By.CSS_SELECTOR, "tr.case-row"))
+    links = driver.find_elements(By.CSS_SELECTOR, "a.failure-link")
+    seen["failure_links"] = len(links)
+    landings = []
+    for index in range(len(links)):
+        link = driver.find_elements(By.CSS_SELECTOR, "a.failure-link")[index]
+        wanted = int(link.get_attribute("data-step"))
+        wanted_log = link.get_attribute("data-log")
+        driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", link)
+        link.click()
+        WebDriverWait(driver, 10).until(lambda d: current_step(d) == wanted)
+        card = driver.execute_script(
+            "const c = document.querySelector('#run-panel section.step.current'); return c ? Number(c.dataset.step) : null")
+        landings.append({"wanted": wanted, "wanted_log": wanted_log, "current": current_step(driver), "card": card,
+                         "run_log": driver.execute_script("return document.querySelector('#run-panel .run-view').dataset.log")})
+    seen["landings"] = landings
+    seen["severe_console"] = severe_logs(driver)
+    return seen
+
+
+def check_diff(driver, page):
+    seen = {"load_seconds": load(driver, page), "ready": ready(driver)}
+    seen["rows"] = len(driver.find_elements(By.CSS_SELECTOR, "table.diff-rows tr[data-row]"))
+    seen["first_row"] = driver.execute_script(
+        "const r = document.querySelector('table.diff-rows tr.first'); return r ? Number(r.dataset.row) : null")
+    seen["selected_row"] = driver.execute_script("return Number(document.body.dataset.selectedRow)")
+    for side in ("left", "right"):
+        seen["marked_" + side] = driver.execute_script(
+            "return Array.from(document.querySelectorAll('#diff-steps .side.%s mark.divergence')).map(m => m.textContent)" % side)
+    seen["diverging_events"] = len(driver.find_elements(By.CSS_SELECTOR, "#diff-steps .event.diverges"))
+    seen["banner"] = driver.find_element(By.ID, "first-divergence").text if driver.find_elements(By.ID, "first-divergence") else None
+    press(driver, "n")
+    seen["after_n"] = driver.execute_script("return Number(document.body.dataset.selectedRow)")
+    press(driver, "f")
+    seen["after_f"] = driver.execute_script("return Number(document.body.dataset.selectedRow)")
+    seen["severe_console"] = severe_logs(driver)
+    return seen
+
+
+def check_hostile(driver, page):
+    seen = {"load_seconds": load(driver, page), "ready": ready(driver)}
+    # Draw every step and open every collapsed payload, so every planted string is in the DOM.
+    driver.execute_script(
+        "document.querySelectorAll('details').forEach(d => { d.open = true; d.dispatchEvent(new Event('toggle')); })")
+    seen["pwned"] = driver.execute_script("return window.__pwned === undefined ? null : window.__pwned")
+    seen["scripts"] = len(driver.find_elements(By.TAG_NAME, "script"))
+    seen["images"] = len(driver.find_elements(By.TAG_NAME, "img"))
+    seen["iframes"] = len(driver.find_elements(By.TAG_NAME, "iframe"))
+    seen["planted_text_shown"] = driver.execute_script(
+        "return document.getElementById('app').textContent.includes('<script>window.__pwned')")
+    seen["title"] = driver.title
+    seen["severe_console"] = severe_logs(driver)
+    return seen
+
+
+def check_long(driver, page):
+    seen = {"load_seconds": load(driver, page, timeout=300), "ready": ready(driver)}
+    seen["steps"] = int(driver.execute_script("return document.querySelector('.run-view').dataset.steps"))
+    seen["nav_rows_drawn"] = len(driver.find_elements(By.CSS_SELECTOR, ".steps-nav .row"))
+    seen["cards_drawn"] = len(driver.find_elements(By.CSS_SELECTOR, "section.step"))
+    last = driver.execute_script(
+        "const v = document.querySelector('.run-view'); return Number(v.dataset.lastStep)")
+    start = time.monotonic()
+    press(driver, "g")
+    driver.switch_to.active_element.send_keys(str(last), Keys.ENTER)
+    seen["jump_seconds"] = time.monotonic() - start
+    seen["after_jump"] = current_step(driver)
+    seen["last_step"] = last
+    start = time.monotonic()
+    driver.execute_script("const v = document.querySelector('.steps-nav .viewport'); v.scrollTop = v.scrollHeight / 2;"
+                          "v.dispatchEvent(new Event('scroll'))")
+    seen["scroll_seconds"] = time.monotonic() - start
+    seen["nav_rows_after_scroll"] = len(driver.find_elements(By.CSS_SELECTOR, ".steps-nav .row"))
+    start = time.monotonic()
+    press(driver, "/")
+    driver.switch_to.active_element.send_keys("tool_1")
+    seen["search_seconds"] = time.monotonic() - start
+    seen["search_matches"] = int(driver.execute_script(
+        "return Number(document.querySelector('.search-status').dataset.matches || 0)"))
+    seen["severe_console"] = severe_logs(driver)
+    return seen
+
+
+CHECKS = {"run": check_run, "report": check_report, "diff": check_diff, "hostile": check_hostile, "long": check_long}
+
+
+def main():
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    shots = sys.argv[1]
+    os.makedirs(shots, exist_ok=True)
+    driver = browser()
+    results = {}
+    try:
+        for spec in sys.argv[2:]:
+            kind, _, rest = spec.partition("=")
+            page, *arguments = rest.split(",")
+            check = CHECKS[kind]
+            try:
+                seen = check(driver, page, *arguments) if kind != "run" else check(driver, page, arguments[0], int(arguments[1]))
+            except Exception as error:  # the test reports what failed, with the page
+                seen = {"error": "%s: %s" % (type(error).__name__, error)}
+            driver.execute_script("window.scrollTo(0, 0)")
+            driver.save_screenshot(os.path.join(shots, kind + ".png"))
+            results[kind] = seen
+    finally:
+        driver.quit()
+    json.dump(results, sys.stdout, indent=1, sort_keys=True)
+    print()
+
+
+if __name__ == "__main__":
+    main()
