@@ -4,9 +4,10 @@ for Tests/CLITests/ViewerBrowserTests.swift to check. Saves a screenshot of ever
 
     python viewer_browser.py SHOTS_DIR KIND=PAGE[,ARG...] ...
 
-KIND is run, report, diff, hostile or long:
+KIND is run, report, baseline, diff, hostile or long:
   run=page.html,SEARCH,JUMP   keys n/p/f, search for SEARCH, jump to step JUMP, a #step-JUMP link
   report=page.html            every failure link lands on its step in the embedded run
+  baseline=page.html          the same, for a report compared with a baseline
   diff=page.html              the first divergence's row, steps side by side, the marked argument
   hostile=page.html           planted markup stayed text and no planted script ran
   long=page.html              time to open a long run, jump to its last step, search it
@@ -215,7 +216,7 @@ def check_long(driver, page):
     return seen
 
 
-CHECKS = {"run": check_run, "report": check_report, "diff": check_diff, "hostile": check_hostile, "long": check_long}
+CHECKS = {"run": check_run, "report": check_report, "baseline": check_report, "diff": check_diff, "hostile": check_hostile, "long": check_long}
 
 
 def main():

@@ -12,7 +12,6 @@ import TraceLog
 /// fails saying so.
 @Suite("Viewer in a real browser")
 struct ViewerBrowserTests {
-    static let supportLog = ExampleRuns.directory.appendingPathComponent("support-refund.jsonl.gz").path
     /// Events in the long run the test opens; `viewer-benchmark --keep DIR` makes a 100,000-event
     /// page for measuring by hand (docs/viewer.md, "Size limits").
     static let longRunEvents = 20_000
@@ -23,20 +22,36 @@ struct ViewerBrowserTests {
         try await TemporaryDirectory.with { directory in
             // The pages, made with the CLI as a user would.
             let run = directory.path("run.html")
-            try expectStatus(0, agentEval(["view", Self.supportLog, "--out", run]))
+            try expectStatus(0, agentEval(["view", "Fixtures/runs/support-refund.jsonl.gz", "--out", run], in: repositoryRoot))
             let report = directory.path("report.html")
             try expectStatus(
                 1,
                 agentEval(
                     ["run", "Fixtures/eval/failing", "--out", directory.path("runs"), "--no-catalog", "--quiet", "--html", report],
                     in: repositoryRoot))
+            // A report against a baseline: one case regressed, one failed before too, one passes.
+            let log = ExampleRuns.directory.appendingPathComponent("support-refund.jsonl.gz").path
+            let cases = directory.path("cases")
+            try FileManager.default.createDirectory(atPath: cases, withIntermediateDirectories: true)
+            for (name, expected) in [
+                ("gate", "{stopReason: success}"), ("known", "{stopReason: blocked}"), ("fine", "{toolsCalled: [lookup_order]}"),
+            ] {
+                try "caseId: \(name)\nlogs: \(log)\nexpected: \(expected)\n".write(
+                    toFile: directory.path("cases/\(name).yaml"), atomically: true, encoding: .utf8)
+            }
+            try expectStatus(1, agentEval(["run", cases, "--update-baseline", "--no-catalog", "--quiet"]))
+            try
+                "caseId: gate\nlogs: \(log)\nexpected: {stopReason: success, toolsNotCalled: [delete_customer], countDeniedAttempts: true}\n"
+                .write(toFile: directory.path("cases/gate.yaml"), atomically: true, encoding: .utf8)
+            let baseline = directory.path("baseline.html")
+            try expectStatus(1, agentEval(["run", cases, "--no-catalog", "--quiet", "--html", baseline]))
             for (name, cents) in [("before", 4999), ("after", 2500)] {
                 try LogWriter.withWriter(creating: directory.path("\(name).jsonl.gz"), runId: "run-\(name)") { writer in
                     _ = try SampleRun.recordSupportRun(into: writer, refundCents: cents)
                 }
             }
             let diff = directory.path("diff.html")
-            try expectStatus(1, agentEval(["diff", directory.path("before.jsonl.gz"), directory.path("after.jsonl.gz"), "--html", diff]))
+            try expectStatus(1, agentEval(["diff", "before.jsonl.gz", "after.jsonl.gz", "--html", diff], in: directory.url))
             try LogWriter.withWriter(creating: directory.path("hostile.jsonl.gz"), runId: "run-hostile") { writer in
                 _ = try SampleRun.recordHostileRun(into: writer)
             }
@@ -55,10 +70,11 @@ struct ViewerBrowserTests {
                 command[0],
                 Array(command.dropFirst()) + [
                     shots, "run=\(run),delete_customer,3", "report=\(report)", "diff=\(diff)", "hostile=\(hostile)", "long=\(long)",
+                    "baseline=\(baseline)",
                 ])
             try #require(result.status == 0, "viewer_browser.py failed: \(result.stderr)")
             let seen = try JSONParser.parse(result.stdout)
-            for kind in ["run", "report", "diff", "hostile", "long"] {
+            for kind in ["run", "report", "diff", "hostile", "long", "baseline"] {
                 #expect(seen[kind]?["error"] == nil, "\(kind): \(seen[kind]?["error"]?.stringValue ?? "")")
                 #expect(seen[kind]?["severe_console"] == .array([]), "\(kind): the console reported errors")
             }
@@ -83,6 +99,14 @@ struct ViewerBrowserTests {
             for landing in landings {
                 #expect(landing["current"] == landing["wanted"] && landing["card"] == landing["wanted"], "\(landing)")
                 #expect(landing["run_log"] == landing["wanted_log"], "\(landing)")
+            }
+
+            // Against a baseline, a regression is shown apart from a known failure, first.
+            let baselineSeen = try #require(seen["baseline"])
+            #expect(baselineSeen["sections"] == ["regressed", "known", "passed"])
+            #expect(baselineSeen["case_rows"] == 3)
+            for landing in baselineSeen["landings"]?.arrayValue ?? [] {
+                #expect(landing["current"] == landing["wanted"] && landing["card"] == landing["wanted"], "\(landing)")
             }
 
             // A diff: the first divergent row is selected, the call is highlighted on both
