@@ -6,7 +6,8 @@ for Tests/CLITests/ViewerBrowserTests.swift to check. Saves a screenshot of ever
 
 KIND is run, report, baseline, diff, hostile or long:
   run=page.html,SEARCH,JUMP   keys n/p/f, search for SEARCH, jump to step JUMP, a #step-JUMP link
-  report=page.html            every failure link lands on its step in the embedded run
+  report=page.html[,LINK]     every failure link lands on its step in the embedded run; LINK, a
+                              `view:` line's page.html#log=…&step=N, opens that run at that step
   baseline=page.html          the same, for a report compared with a baseline
   diff=page.html              the first divergence's row, steps side by side, the marked argument
   hostile=page.html           planted markup stayed text and no planted script ran
@@ -129,8 +130,15 @@ def check_run(driver, page, search, jump):
     return seen
 
 
-def check_report(driver, page):
-    seen = {"load_seconds": load(driver, page), "ready": ready(driver)}
+def check_report(driver, page, look=None):
+    seen = {}
+    if look:
+        # A `view:` line's link: page.html#log=<log>&step=N opens that run at that step.
+        fragment = look.split("#", 1)[1]
+        load(driver, page, fragment)
+        seen["look_step"] = current_step(driver)
+        seen["look_log"] = driver.execute_script("return document.querySelector('#run-panel .run-view').dataset.log")
+    seen.update({"load_seconds": load(driver, page), "ready": ready(driver)})
     seen["sections"] = driver.execute_script(
         "return Array.from(document.querySelectorAll('h2.section-title')).map(h => h.id.replace('section-', ''))")
     seen["case_rows"] = len(driver.find_elements(By.CSS_SELECTOR, "tr.case-row"))
@@ -232,7 +240,7 @@ def main():
             page, *arguments = rest.split(",")
             check = CHECKS[kind]
             try:
-                seen = check(driver, page, *arguments) if kind != "run" else check(driver, page, arguments[0], int(arguments[1]))
+                seen = check(driver, page, arguments[0], int(arguments[1])) if kind == "run" else check(driver, page, *arguments)
             except Exception as error:  # the test reports what failed, with the page
                 seen = {"error": "%s: %s" % (type(error).__name__, error)}
             driver.execute_script("window.scrollTo(0, 0)")

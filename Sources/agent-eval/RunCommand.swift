@@ -112,7 +112,7 @@ struct RunCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Write the report as one self-contained HTML page, each failed expectation linked to its step in the run (a CI artifact).",
+            "Write the report as one self-contained HTML page, each failed expectation linked to its step in the run (a CI artifact); each look: line gets a view: link into it.",
             valueName: "file"))
     var html: String?
 
@@ -194,9 +194,10 @@ struct RunCommand: AsyncParsableCommand {
         let (report, interrupted) = try await withInterruption {
             await session.runToReport { finished in
                 let lines =
-                    verbose
+                    verbose || html != nil
                     ? EvalReport.consoleLines(
-                        for: finished.result, comparison: finished.comparison, hasBaseline: session.hasBaseline, verbose: true)
+                        for: finished.result, comparison: finished.comparison, hasBaseline: session.hasBaseline, verbose: verbose,
+                        page: html)
                     : finished.consoleLines
                 console?.finished(index: finished.index, lines: lines, done: finished.done)
             }
@@ -232,7 +233,7 @@ struct RunCommand: AsyncParsableCommand {
             if let html {
                 let view = ReportView.make(results: report.json)
                 try HTMLOutput.write(HTMLPage(title: "eval report: \(report.counts.sentence)", data: view.document), to: html)
-                let line = "report page written: \(html) (\(view.embedded.count) runs embedded)"
+                let line = "report page written: \(html) (\(view.embedded.count) run\(view.embedded.count == 1 ? "" : "s") embedded)"
                 if json { printError(line) } else { say(line) }
             }
             if let directory = try session.writeBaselineIfAsked(from: report) {

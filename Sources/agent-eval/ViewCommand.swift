@@ -54,7 +54,8 @@ struct ViewCommand: ParsableCommand {
         } catch {
             throw diagnose(error)
         }
-        if view.error != nil, view.stepCount == 0, let error = view.error { throw diagnose(error) }
+        // Nothing readable at all: there is no page to make.
+        if let error = view.error, view.stepCount == 0 { throw diagnose(error) }
         if let step, view.stepCount > 0, !Self.hasStep(step, in: view.document) {
             printError("error: \(log) has no step \(step)")
             throw Exit.usage

@@ -92,6 +92,7 @@ struct ViewCommandTests {
                 in: repositoryRoot)
             #expect(result.status == 1, "\(result.stderr)")
             #expect(result.stdoutText.contains("report page written: \(page) (3 runs embedded)"))
+            #expect(result.stdoutText.contains("          view: \(page)#log=Fixtures/runs/support-refund.jsonl.gz&step=2\n"))
             let data = try Self.pageData(page)
             #expect(data["view"] == "report")
             #expect(data["results"]?["summary"]?["failed"] == 5)

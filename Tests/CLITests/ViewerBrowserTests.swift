@@ -24,11 +24,14 @@ struct ViewerBrowserTests {
             let run = directory.path("run.html")
             try expectStatus(0, agentEval(["view", "Fixtures/runs/support-refund.jsonl.gz", "--out", run], in: repositoryRoot))
             let report = directory.path("report.html")
-            try expectStatus(
-                1,
-                agentEval(
-                    ["run", "Fixtures/eval/failing", "--out", directory.path("runs"), "--no-catalog", "--quiet", "--html", report],
-                    in: repositoryRoot))
+            let suite = try agentEval(
+                ["run", "Fixtures/eval/failing", "--out", directory.path("runs"), "--no-catalog", "--quiet", "--html", report],
+                in: repositoryRoot)
+            try expectStatus(1, suite)
+            // The `view:` line under a failure's `look:` line links into the page.
+            let look = try #require(
+                suite.stdoutText.split(separator: "\n").first { $0.contains("view: ") && $0.contains("support-refund.jsonl.gz") })
+            let link = String(look.split(separator: "view: ")[1])
             // A report against a baseline: one case regressed, one failed before too, one passes.
             let log = ExampleRuns.directory.appendingPathComponent("support-refund.jsonl.gz").path
             let cases = directory.path("cases")
@@ -69,7 +72,7 @@ struct ViewerBrowserTests {
             let result = try Subprocess.run(
                 command[0],
                 Array(command.dropFirst()) + [
-                    shots, "run=\(run),delete_customer,3", "report=\(report)", "diff=\(diff)", "hostile=\(hostile)", "long=\(long)",
+                    shots, "run=\(run),delete_customer,3", "report=\(report),\(link)", "diff=\(diff)", "hostile=\(hostile)", "long=\(long)",
                     "baseline=\(baseline)",
                 ])
             try #require(result.status == 0, "viewer_browser.py failed: \(result.stderr)")
@@ -94,6 +97,8 @@ struct ViewerBrowserTests {
             // A report: every failed expectation's link lands on its step in its own run.
             let reportSeen = try #require(seen["report"])
             #expect(reportSeen["case_rows"] == 5 && reportSeen["sections"] == ["failed"])
+            #expect(reportSeen["look_log"] == "Fixtures/runs/support-refund.jsonl.gz")
+            #expect(reportSeen["look_step"] == .int(Int(link.split(separator: "=").last ?? "") ?? -1))
             let landings = reportSeen["landings"]?.arrayValue ?? []
             #expect(landings.count == 6 && reportSeen["failure_links"] == 6)
             for landing in landings {

@@ -48,6 +48,15 @@ public struct EvalReport: Sendable {
         "agent-eval replay \(shellQuoted(log))" + (step.map { " --step \($0)" } ?? "")
     }
 
+    /// `report.html#log=<log>&step=N`: the run's view in the report page, at the step.
+    public static func pageLink(page: String, log: String, step: Int?) -> String {
+        var allowed = CharacterSet.urlFragmentAllowed
+        // URLSearchParams reads `+` as a space.
+        allowed.remove(charactersIn: "&=#%+")
+        let encoded = log.addingPercentEncoding(withAllowedCharacters: allowed) ?? log
+        return page + "#log=" + encoded + (step.map { "&step=\($0)" } ?? "")
+    }
+
     static func shellQuoted(_ text: String) -> String {
         text.allSatisfy { $0.isLetter || $0.isNumber || "-_./:=@+,".contains($0) }
             ? text : "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
@@ -68,9 +77,10 @@ public struct EvalReport: Sendable {
 
     /// The lines of one case, from its result and baseline comparison alone (while a suite
     /// is still running). `verbose` lists every run, passing ones too, with its notes and
-    /// what each judge said.
+    /// what each judge said. With `page` (the file `run --html` writes), each `look:` line is
+    /// followed by a `view:` link into that page.
     public static func consoleLines(
-        for result: CaseResult, comparison: BaselineComparison?, hasBaseline: Bool, verbose: Bool = false
+        for result: CaseResult, comparison: BaselineComparison?, hasBaseline: Bool, verbose: Bool = false, page: String? = nil
     ) -> [String] {
         var headline = result.passed ? "✔ " : (result.harnessError != nil ? "! " : "✘ ")
         headline += result.id
@@ -117,6 +127,9 @@ public struct EvalReport: Sendable {
                 lines.append("      ✘ \(failure.expectation): expected \(failure.expected)")
                 lines.append("          happened: \(failure.actual)")
                 lines.append("          look: \(Self.replayCommand(log: failure.log ?? run.logPath, step: failure.step))")
+                if let page {
+                    lines.append("          view: \(Self.pageLink(page: page, log: failure.log ?? run.logPath, step: failure.step))")
+                }
             }
             for note in run.notes { lines.append("      note: \(note.message)") }
             if verbose {

@@ -682,6 +682,12 @@
       if (step === undefined || !viewer.showStep(step)) viewer.showIndex(0);
     }
     function route() {
+      // `#log=<log>&step=N`, as the `view:` lines of `agent-eval run --html` print it.
+      if (location.hash.indexOf('#log=') === 0) {
+        const query = new URLSearchParams(location.hash.slice(1));
+        const index = runsByLog[query.get('log')];
+        if (index !== undefined) { openRun(index, query.has('step') ? Number(query.get('step')) : undefined); return; }
+      }
       const match = /^#run-(\d+)-step-(-?\d+)$/.exec(location.hash);
       if (match && data.runs[Number(match[1])]) {
         if (runPanel.dataset.run === match[1] && activeViewer) activeViewer.showStep(Number(match[2]));
