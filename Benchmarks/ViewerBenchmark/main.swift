@@ -53,7 +53,7 @@ for _ in 0..<runs {
     let start = ContinuousClock.now
     let view = try RunView.make(log: log)
     let replayed = ContinuousClock.now
-    let html = HTMLPage(title: "long run", data: .object(JSONObject([("view", .string("run")), ("run", view.document)])))
+    let html = view.page
     page = try html.render(with: assets)
     renderTimes.append(milliseconds(ContinuousClock.now - replayed))
     replayTimes.append(milliseconds(replayed - start))

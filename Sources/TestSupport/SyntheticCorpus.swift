@@ -1,3 +1,4 @@
+import Foundation
 public import TraceCore
 public import TraceLog
 
@@ -87,6 +88,16 @@ public struct SyntheticCorpus {
             }
         }
         return state
+    }
+
+    /// `writeLongRun`, then one byte two thirds into the file flipped: a log whose first members
+    /// read and whose later ones are damaged.
+    public mutating func writeDamagedRun(to path: String, events: Int) throws {
+        try writeLongRun(to: path, events: events)
+        let url = URL(fileURLWithPath: path)
+        var bytes = [UInt8](try Data(contentsOf: url))
+        bytes[bytes.count * 2 / 3] ^= 0x55
+        try Data(bytes).write(to: url)
     }
 
     /// The `run_started` of a run of `steps` steps. A run can be made a step at a time (for

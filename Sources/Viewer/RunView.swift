@@ -13,14 +13,25 @@ public struct RunView: Sendable {
     /// Why reading stopped early (a damaged log): the steps before it are in the document.
     public var error: LogError?
     public var digestMismatches: Int
+    /// The steps' numbers, in order.
+    public var stepNumbers: [Int]
+
+    /// The run's page: `{"view": "run", "run": <document>}`, titled by the run id.
+    public var page: HTMLPage {
+        HTMLPage(
+            title: "run " + (document["run_id"]?.stringValue ?? document["log"]?.stringValue ?? ""),
+            data: .object(JSONObject([("view", .string("run")), ("run", document)])))
+    }
 
     /// Replays the log at `path` and collects its steps.
     public static func make(log path: String) throws -> RunView {
         var steps: [JSONValue] = []
         var eventCount = 0
+        var numbers: [Int] = []
         do {
             let result = try Replayer(path: path).replay { step, _ in
                 steps.append(step.json)
+                numbers.append(step.step)
                 eventCount += step.events.count
                 return true
             }
@@ -29,13 +40,14 @@ public struct RunView: Sendable {
             object["summary"] = summary(of: result.state)
             return RunView(
                 document: document(log: path, object), stepCount: steps.count, eventCount: eventCount, error: nil,
-                digestMismatches: result.digestMismatches.count)
+                digestMismatches: result.digestMismatches.count, stepNumbers: numbers)
         } catch let error as LogError {
             let object = JSONObject([
                 ("steps", .array(steps)), ("error", (error as any Diagnostic).json), ("summary", .object(JSONObject())),
             ])
             return RunView(
-                document: document(log: path, object), stepCount: steps.count, eventCount: eventCount, error: error, digestMismatches: 0)
+                document: document(log: path, object), stepCount: steps.count, eventCount: eventCount, error: error, digestMismatches: 0,
+                stepNumbers: numbers)
         }
     }
 

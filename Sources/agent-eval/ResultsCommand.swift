@@ -112,14 +112,25 @@ struct ResultsMergeCommand: ParsableCommand {
     }
 }
 
-/// Writes a report file (JSON, JUnit, Markdown) whole, making its directory: a reader never
-/// sees half of it.
+/// Writes a report file (JSON, JUnit, Markdown, an HTML page) whole, making its directory: a
+/// reader never sees half of it.
 func writeReport(_ text: String, to path: String) throws(EvalError) {
+    try writeReport(bytes: Array(text.utf8), to: path)
+}
+
+func writeReport(bytes: [UInt8], to path: String) throws(EvalError) {
+    let directory = (path as NSString).deletingLastPathComponent
     do {
-        let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
-        try text.write(toFile: path, atomically: true, encoding: .utf8)
     } catch {
-        throw EvalError(.writeFailed, "cannot write \(path): \(error.localizedDescription)")
+        throw EvalError(
+            .writeFailed, "cannot write \(path): its directory \(directory) cannot be made (\(error.localizedDescription))",
+            hint: "give a path in a directory you can write to")
+    }
+    do {
+        try Data(bytes).write(to: URL(fileURLWithPath: path), options: .atomic)
+    } catch {
+        throw EvalError(
+            .writeFailed, "cannot write \(path): \(error.localizedDescription)", hint: "give a path in a directory you can write to")
     }
 }

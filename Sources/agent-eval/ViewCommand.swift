@@ -56,16 +56,13 @@ struct ViewCommand: ParsableCommand {
         }
         // Nothing readable at all: there is no page to make.
         if let error = view.error, view.stepCount == 0 { throw diagnose(error) }
-        if let step, view.stepCount > 0, !Self.hasStep(step, in: view.document) {
-            printError("error: \(log) has no step \(step)")
+        if let step, view.stepCount > 0, !view.stepNumbers.contains(step) {
+            printError("error: \(log) has no step \(step); its steps are \(view.stepNumbers.first ?? 0) to \(view.stepNumbers.last ?? 0)")
+            printError("hint: give --step one of them, or leave it out to open the page at the first step")
             throw Exit.usage
         }
         let path = out ?? Self.defaultPage(for: log)
-        let bytes = try HTMLOutput.write(
-            HTMLPage(
-                title: "run \(view.document["run_id"]?.stringValue ?? (log as NSString).lastPathComponent)",
-                data: .object(JSONObject([("view", .string("run")), ("run", view.document)]))),
-            to: path)
+        let bytes = try HTMLOutput.write(view.page, to: path)
         let link = HTMLOutput.link(to: path, fragment: step.map { "step-\($0)" })
         if json {
             var object = ObjectBuilder()
@@ -91,10 +88,6 @@ struct ViewCommand: ParsableCommand {
         }
     }
 
-    static func hasStep(_ number: Int, in document: JSONValue) -> Bool {
-        (document["steps"]?.arrayValue ?? []).contains { $0["step"]?.intValue == number }
-    }
-
     /// `runs/a.jsonl.gz` → `a.html`.
     static func defaultPage(for log: String) -> String {
         var name = (log as NSString).lastPathComponent
@@ -116,12 +109,9 @@ enum HTMLOutput {
             throw Exit.unusable
         }
         do {
-            let directory = (path as NSString).deletingLastPathComponent
-            if !directory.isEmpty { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
-            try Data(bytes).write(to: URL(fileURLWithPath: path), options: .atomic)
+            try writeReport(bytes: bytes, to: path)
         } catch {
-            printError("error: cannot write \(path): \((error as NSError).localizedDescription)")
-            throw Exit.unusable
+            throw diagnose(error)
         }
         return bytes.count
     }

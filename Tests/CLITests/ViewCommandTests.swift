@@ -56,10 +56,7 @@ struct ViewCommandTests {
         try TemporaryDirectory.with { directory in
             let log = directory.path("long.jsonl.gz")
             var corpus = SyntheticCorpus()
-            try corpus.writeLongRun(to: log, events: 1_000)
-            var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: log)))
-            bytes[bytes.count * 2 / 3] ^= 0x55
-            try Data(bytes).write(to: URL(fileURLWithPath: log))
+            try corpus.writeDamagedRun(to: log, events: 1_000)
             let page = directory.path("long.html")
             let result = try agentEval(["view", log, "--out", page])
             #expect(result.status == 2)

@@ -50,10 +50,7 @@ struct ViewerTests {
         try TemporaryDirectory.with { directory in
             let path = directory.path("torn.jsonl.gz")
             var corpus = SyntheticCorpus()
-            try corpus.writeLongRun(to: path, events: 3_000)
-            var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
-            bytes[bytes.count * 2 / 3] ^= 0x55
-            try Data(bytes).write(to: URL(fileURLWithPath: path))
+            try corpus.writeDamagedRun(to: path, events: 3_000)
             let view = try RunView.make(log: path)
             let error = try #require(view.error)
             #expect(view.stepCount > 0 && view.stepCount < 500)

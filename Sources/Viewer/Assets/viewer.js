@@ -418,8 +418,9 @@
     const width = 1000, height = 120, pad = 4;
     const tokens = this.steps.map(function (step) { const state = step.state || {}; return (state.input_tokens || 0) + (state.output_tokens || 0); });
     const costs = this.steps.map(function (step) { return (step.state || {}).cost_usd || 0; });
-    const maxTokens = Math.max(1, tokens[tokens.length - 1], Math.max.apply(null, tokens.length > 50000 ? [tokens[tokens.length - 1]] : tokens));
-    const maxCost = costs.reduce(function (a, b) { return Math.max(a, b); }, 0);
+    // Both are sums so far: the last step holds the largest.
+    const maxTokens = Math.max(1, tokens[tokens.length - 1]);
+    const maxCost = costs[costs.length - 1];
     const svg = document.createElementNS(ns, 'svg');
     svg.setAttribute('viewBox', '0 0 ' + width + ' ' + height);
     svg.setAttribute('preserveAspectRatio', 'none');
@@ -475,7 +476,7 @@
   RunViewer.prototype.drawNavigation = function () {
     const self = this;
     this.viewport = el('div', { class: 'viewport' });
-    this.rows = el('div', { class: 'rows', style: '' });
+    this.rows = el('div', { class: 'rows' });
     this.rows.style.height = (this.steps.length * 24) + 'px';
     this.rows.style.position = 'relative';
     append(this.viewport, this.rows);
