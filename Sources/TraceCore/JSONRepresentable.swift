@@ -1,12 +1,122 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// A value with a fixed JSON form: how event payloads and run state become JSON and back.
 ///
 /// `init(from:)` reads the value straight from JSON text (the reader's hot path) and rejects
 /// what does not fit with a `TraceCoreError` whose `fieldPath` says where inside the value
 /// (such as `calls[0].arguments`); enclosing decoders extend the path as the error passes
 /// through them (`TraceCoreError.inside(_:)`).
-public protocol JSONRepresentable: Sendable {
+public protocol JSONRepresentable: JSONEncodable {
     init(from scanner: inout JSONScanner) throws
+}
+
+/// A value with a fixed JSON form, written as a tree (`json`) or straight as canonical bytes.
+public protocol JSONEncodable: Sendable {
     var json: JSONValue { get }
+    /// Appends the canonical encoding of `json`, byte for byte, without building the tree
+    /// where the type can (the writer's and the digester's hot path).
+    func write(to writer: inout JSONWriter)
+}
+
+extension JSONEncodable {
+    public func write(to writer: inout JSONWriter) { writer.write(json) }
+}
+
+/// A value whose JSON form is an object, given once as its members: `json` builds the tree,
+/// `write(to:)` writes the canonical bytes straight from the members.
+///
+/// `members(into:)` may set its members in any order; giving them in key byte order (as the
+/// canonical form writes them) lets `write(to:)` write them where they fall. Otherwise it
+/// writes the object again from `json`, so the bytes are canonical either way.
+public protocol JSONObjectEncodable: JSONEncodable {
+    func members(into object: inout some JSONMemberSink)
+}
+
+extension JSONObjectEncodable {
+    public var json: JSONValue {
+        var object = ObjectBuilder()
+        members(into: &object)
+        return object.json
+    }
+
+    public func write(to writer: inout JSONWriter) {
+        let start = writer.bytes.count
+        var object = JSONObjectWriter(writer: writer)
+        writer = JSONWriter(capacity: 0)
+        members(into: &object)
+        writer = object.finish()
+        if !object.isInKeyOrder {
+            writer.bytes.removeSubrange(start...)
+            writer.write(json)
+        }
+    }
+}
+
+extension JSONObjectEncodable {
+    /// Whether `members(into:)` sets this value's members in key byte order, so that
+    /// `write(to:)` takes the straight path (nested values answer for themselves).
+    var setsMembersInKeyOrder: Bool {
+        var object = JSONObjectWriter(writer: JSONWriter(capacity: 0))
+        members(into: &object)
+        return object.isInKeyOrder
+    }
+}
+
+/// Where an object's members go: a tree (`ObjectBuilder`) or canonical bytes
+/// (`JSONObjectWriter`). A nil value leaves the member out.
+public protocol JSONMemberSink {
+    mutating func set(_ key: StaticString, _ value: (some JSONEncodable)?)
+}
+
+/// Writes an object's members straight to bytes, in the order they are set, and notes whether
+/// that order was the canonical one (strictly increasing key bytes).
+public struct JSONObjectWriter: JSONMemberSink {
+    private var writer: JSONWriter
+    private var previousKey: StaticString?
+    public private(set) var isInKeyOrder = true
+
+    init(writer: JSONWriter) {
+        self.writer = writer
+        self.writer.bytes.append(UInt8(ascii: "{"))
+    }
+
+    public mutating func set(_ key: StaticString, _ value: (some JSONEncodable)?) {
+        guard let value else { return }
+        if let previousKey {
+            if JSONObjectWriter.compare(previousKey, key) >= 0 { isInKeyOrder = false }
+            writer.bytes.append(UInt8(ascii: ","))
+        }
+        previousKey = key
+        // Keys are ASCII literals without characters that need escaping (checked in debug).
+        assert(key.withUTF8Buffer { $0.allSatisfy { $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") } })
+        writer.bytes.append(UInt8(ascii: "\""))
+        key.withUTF8Buffer { writer.bytes.append(contentsOf: $0) }
+        writer.bytes.append(UInt8(ascii: "\""))
+        writer.bytes.append(UInt8(ascii: ":"))
+        value.write(to: &writer)
+    }
+
+    mutating func finish() -> JSONWriter {
+        writer.bytes.append(UInt8(ascii: "}"))
+        return writer
+    }
+
+    private static func compare(_ lhs: StaticString, _ rhs: StaticString) -> Int {
+        lhs.withUTF8Buffer { a in
+            rhs.withUTF8Buffer { b in
+                let common = Swift.min(a.count, b.count)
+                if common > 0, let pa = a.baseAddress, let pb = b.baseAddress {
+                    let order = memcmp(pa, pb, common)
+                    if order != 0 { return order < 0 ? -1 : 1 }
+                }
+                return a.count == b.count ? 0 : (a.count < b.count ? -1 : 1)
+            }
+        }
+    }
 }
 
 extension JSONRepresentable {
@@ -25,33 +135,49 @@ extension JSONRepresentable {
 extension String: JSONRepresentable {
     public init(from scanner: inout JSONScanner) throws { self = try scanner.readString() }
     public var json: JSONValue { .string(self) }
+    public func write(to writer: inout JSONWriter) { writer.write(self) }
 }
 
 extension Int: JSONRepresentable {
     public init(from scanner: inout JSONScanner) throws { self = try scanner.readInt() }
     public var json: JSONValue { .int(self) }
+    public func write(to writer: inout JSONWriter) { writer.write(self) }
 }
 
 extension Double: JSONRepresentable {
     public init(from scanner: inout JSONScanner) throws { self = try scanner.readDouble() }
     public var json: JSONValue { .double(self) }
+    public func write(to writer: inout JSONWriter) { writer.write(self) }
 }
 
 extension Bool: JSONRepresentable {
     public init(from scanner: inout JSONScanner) throws { self = try scanner.readBool() }
     public var json: JSONValue { .bool(self) }
+    public func write(to writer: inout JSONWriter) { writer.writeRaw(self ? "true" : "false") }
 }
 
 extension JSONValue: JSONRepresentable {
     public init(from scanner: inout JSONScanner) throws { self = try scanner.readValue() }
     public var json: JSONValue { self }
+    public func write(to writer: inout JSONWriter) { writer.write(self) }
+}
+
+extension Array: JSONEncodable where Element: JSONEncodable {
+    public var json: JSONValue { .array(map(\.json)) }
+    public func write(to writer: inout JSONWriter) {
+        writer.bytes.append(UInt8(ascii: "["))
+        for (position, element) in enumerated() {
+            if position > 0 { writer.bytes.append(UInt8(ascii: ",")) }
+            element.write(to: &writer)
+        }
+        writer.bytes.append(UInt8(ascii: "]"))
+    }
 }
 
 extension Array: JSONRepresentable where Element: JSONRepresentable {
     public init(from scanner: inout JSONScanner) throws {
         self = try scanner.readArray { try Element(from: &$0) }
     }
-    public var json: JSONValue { .array(map(\.json)) }
 }
 
 /// String enums encode as their raw value; an unknown value is an error naming the choices.
@@ -67,16 +193,21 @@ extension JSONEnum {
         self = value
     }
     public var json: JSONValue { .string(rawValue) }
+    public func write(to writer: inout JSONWriter) { writer.write(rawValue) }
 }
 
 /// Builds an object member by member; nil values are left out.
-public struct ObjectBuilder {
+public struct ObjectBuilder: JSONMemberSink {
     public private(set) var object = JSONObject()
 
     public init() {}
 
-    public mutating func set(_ key: String, _ value: (some JSONRepresentable)?) {
+    public mutating func set(_ key: String, _ value: (some JSONEncodable)?) {
         if let value { object[key] = value.json }
+    }
+
+    public mutating func set(_ key: StaticString, _ value: (some JSONEncodable)?) {
+        if let value { object[key.description] = value.json }
     }
 
     public var json: JSONValue { .object(object) }

@@ -19,6 +19,13 @@ public struct JSONWriter {
         return writer.bytes
     }
 
+    /// The canonical encoding of a value with a JSON form, written straight from it.
+    public static func encode(_ value: some JSONEncodable) -> [UInt8] {
+        var writer = JSONWriter()
+        value.write(to: &writer)
+        return writer.bytes
+    }
+
     /// The canonical encoding of one value as a string.
     public static func encodeString(_ value: JSONValue) -> String {
         String(decoding: encode(value), as: UTF8.self)

@@ -1,8 +1,9 @@
 import Foundation
 import TestSupport
 import Testing
-import TraceCore
 import TraceLog
+
+@testable import TraceCore
 
 @Suite("Writing and reading logs")
 struct LogRoundTripTests {
@@ -71,6 +72,64 @@ struct LogRoundTripTests {
             }
             #expect(count > 20)
         }
+    }
+
+    @Test("payloads and state records are written straight to the bytes their JSON trees encode to, in key order")
+    func straightWritingMatchesTheTree() throws {
+        let fixtures = FixtureLogs.directory.deletingLastPathComponent()
+        let logs = try #require(FileManager.default.enumerator(atPath: fixtures.path)).compactMap { $0 as? String }
+            .filter { $0.hasSuffix(".jsonl.gz") && !$0.contains("torn") && !$0.contains("conformance") }.sorted()
+        #expect(logs.count >= 6)
+        var kinds = Set<String>()
+        for log in logs {
+            var state = RunState()
+            _ = try LogReader(path: fixtures.appendingPathComponent(log).path).forEachLine { line, recorded in
+                let payload = recorded.event.payload
+                var writer = JSONWriter()
+                payload.writeData(to: &writer)
+                #expect(writer.bytes == JSONWriter.encode(payload.data), "\(log) seq \(recorded.event.sequence)")
+                if let object = payload.body as? any JSONObjectEncodable {
+                    #expect(object.setsMembersInKeyOrder, "\(log): \(payload.kind) falls back to its tree")
+                }
+                #expect(recorded.event.encodedLine() == Array(line))
+                kinds.insert(payload.kind)
+                if case .pipeline = payload { return }
+                RunState.reduce(into: &state, recorded.event)
+            }
+            func check(_ records: [some JSONObjectEncodable]) {
+                for record in records {
+                    #expect(JSONWriter.encode(record) == JSONWriter.encode(record.json), "\(log): \(record)")
+                    #expect(record.setsMembersInKeyOrder, "\(log): \(type(of: record)) falls back to its tree")
+                }
+            }
+            check(state.decisions)
+            check(state.calls)
+            check(state.calls.flatMap(\.results))
+            check(state.calls.compactMap(\.verdict))
+            check(state.contents)
+            check(state.anomalies)
+            check([state.usage])
+        }
+        // The fixtures cover every kind of run log and the pipeline kinds.
+        #expect(kinds.isSuperset(of: EventPayload.knownKinds.filter { $0 != "approval_recorded" }))
+        #expect(kinds.contains("pipeline_started") && kinds.contains("task_finished"))
+    }
+
+    @Test("an object whose members are set out of key order is still written canonically")
+    func outOfOrderMembersFallBack() {
+        struct Backwards: JSONObjectEncodable {
+            func members(into object: inout some JSONMemberSink) {
+                object.set("zeta", 1)
+                object.set("alpha", ["b", "a"])
+                object.set("absent", String?.none)
+                object.set("mid", JSONValue.object(JSONObject([("y", 2), ("x", 1)])))
+            }
+        }
+        var writer = JSONWriter()
+        writer.write("before")
+        Backwards().write(to: &writer)
+        #expect(String(decoding: writer.bytes, as: UTF8.self) == #""before"{"alpha":["b","a"],"mid":{"x":1,"y":2},"zeta":1}"#)
+        #expect(!Backwards().setsMembersInKeyOrder)
     }
 
     @Test("an event larger than the member bound gets a member of its own and reads back")

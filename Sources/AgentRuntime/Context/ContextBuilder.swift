@@ -110,7 +110,7 @@ public struct ContextBuilder: Sendable {
             instructions.utf8.count + goal.utf8.count + summary.utf8.count
             + disclosed.reduce(0) { total, spec in
                 if let size = cache.toolSizes[spec.name] { return total + size }
-                let size = JSONWriter.encode(spec.json).count
+                let size = JSONWriter.encode(spec).count
                 cache.toolSizes[spec.name] = size
                 return total + size
             }
@@ -217,7 +217,7 @@ public struct ContextBuilder: Sendable {
             let entry = Cache.Entry(
                 mark: mark, observation: observation,
                 reference: ItemReference(id: call.id, summary: shortened(brief), contentHash: contentHash),
-                size: JSONWriter.encode(observation.json).count, resultHash: hasher.finalize())
+                size: JSONWriter.encode(observation).count, resultHash: hasher.finalize())
             cache.entries[index] = entry
             result.append(entry)
         }

@@ -60,7 +60,7 @@ public struct Agent: Sendable {
         self.configDigest =
             configDigest
             ?? ContentHash.sha256(
-                Array("\(name) \(version ?? "") \(instructions)".utf8) + tools.specs.flatMap { JSONWriter.encode($0.json) })
+                Array("\(name) \(version ?? "") \(instructions)".utf8) + tools.specs.flatMap { JSONWriter.encode($0) })
     }
 
     /// The identity recorded in `run_started`.

@@ -33,7 +33,7 @@ public struct ModelRequest: Sendable {
 }
 
 /// The result of one tool call as the model sees it.
-public struct Observation: Sendable, Hashable {
+public struct Observation: JSONObjectEncodable, Hashable {
     public var callId: String
     public var tool: String
     public var step: Int
@@ -55,15 +55,13 @@ public struct Observation: Sendable, Hashable {
     }
 
     /// The observation as the model is shown it.
-    public var json: JSONValue {
-        var object = ObjectBuilder()
-        object.set("call_id", callId)
-        object.set("tool", tool)
+    public func members(into object: inout some JSONMemberSink) {
         object.set("arguments", arguments)
-        object.set("status", status)
-        object.set("output", output)
+        object.set("call_id", callId)
         object.set("error", error)
-        return object.json
+        object.set("output", output)
+        object.set("status", status)
+        object.set("tool", tool)
     }
 }
 

@@ -11,7 +11,7 @@ public enum ContentEncoding: String, JSONEnum {
 /// Prompts, documents and large tool outputs go here, so packets and results carry a
 /// 71-character reference instead of a copy. Bytes that are not valid UTF-8 are kept exactly,
 /// as base64.
-public struct ContentStored: JSONRepresentable, Hashable {
+public struct ContentStored: JSONRepresentable, JSONObjectEncodable, Hashable {
     /// `sha256:<hex>` of the raw bytes (not of the encoded body).
     public var hash: String
     public var mediaType: String
@@ -80,12 +80,10 @@ public struct ContentStored: JSONRepresentable, Hashable {
         self.body = try required(body, "body")
     }
 
-    public var json: JSONValue {
-        var object = ObjectBuilder()
+    public func members(into object: inout some JSONMemberSink) {
+        object.set("body", body)
+        object.set("encoding", encoding)
         object.set("hash", hash)
         object.set("media_type", mediaType)
-        object.set("encoding", encoding)
-        object.set("body", body)
-        return object.json
     }
 }

@@ -1,5 +1,5 @@
 /// A reference to an item of the working set: an observation, a piece of evidence, a memory.
-public struct ItemReference: JSONRepresentable, Hashable {
+public struct ItemReference: JSONRepresentable, JSONObjectEncodable, Hashable {
     public var id: String
     /// What the model was shown in place of the whole item, if anything.
     public var summary: String?
@@ -29,12 +29,10 @@ public struct ItemReference: JSONRepresentable, Hashable {
         self.contentHash = contentHash
     }
 
-    public var json: JSONValue {
-        var object = ObjectBuilder()
+    public func members(into object: inout some JSONMemberSink) {
+        object.set("content_hash", contentHash)
         object.set("id", id)
         object.set("summary", summary)
-        object.set("content_hash", contentHash)
-        return object.json
     }
 }
 
@@ -51,7 +49,7 @@ public enum OmissionReason: String, JSONEnum {
 }
 
 /// An item the context builder left out, and why.
-public struct OmittedItem: JSONRepresentable, Hashable {
+public struct OmittedItem: JSONRepresentable, JSONObjectEncodable, Hashable {
     public var id: String
     public var reason: OmissionReason
     public var detail: String?
@@ -79,17 +77,15 @@ public struct OmittedItem: JSONRepresentable, Hashable {
         self.detail = detail
     }
 
-    public var json: JSONValue {
-        var object = ObjectBuilder()
+    public func members(into object: inout some JSONMemberSink) {
+        object.set("detail", detail)
         object.set("id", id)
         object.set("reason", reason)
-        object.set("detail", detail)
-        return object.json
     }
 }
 
 /// `context_built`: the working set for one decision, and what was left out of it.
-public struct ContextBuilt: JSONRepresentable, Hashable {
+public struct ContextBuilt: JSONRepresentable, JSONObjectEncodable, Hashable {
     public var goal: String
     public var stateSummary: String
     public var observations: [ItemReference]
@@ -154,17 +150,15 @@ public struct ContextBuilt: JSONRepresentable, Hashable {
         self.promptHash = promptHash
     }
 
-    public var json: JSONValue {
-        var object = ObjectBuilder()
-        object.set("goal", goal)
-        object.set("state_summary", stateSummary)
-        object.set("observations", observations)
-        object.set("tools_disclosed", toolsDisclosed)
+    public func members(into object: inout some JSONMemberSink) {
         object.set("evidence", evidence)
+        object.set("goal", goal)
         object.set("memory", memory)
+        object.set("observations", observations)
         object.set("omitted", omitted)
-        object.set("token_estimate", tokenEstimate)
         object.set("prompt_hash", promptHash)
-        return object.json
+        object.set("state_summary", stateSummary)
+        object.set("token_estimate", tokenEstimate)
+        object.set("tools_disclosed", toolsDisclosed)
     }
 }

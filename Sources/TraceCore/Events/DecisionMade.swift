@@ -1,5 +1,5 @@
 /// One tool call the model proposed.
-public struct ToolCall: JSONRepresentable, Hashable {
+public struct ToolCall: JSONRepresentable, JSONObjectEncodable, Hashable {
     /// Unique within the run; verdicts, intents and results name the call by it.
     public var id: String
     public var name: String
@@ -29,17 +29,15 @@ public struct ToolCall: JSONRepresentable, Hashable {
         self.arguments = try required(arguments, "arguments")
     }
 
-    public var json: JSONValue {
-        var object = ObjectBuilder()
+    public func members(into object: inout some JSONMemberSink) {
+        object.set("arguments", arguments)
         object.set("id", id)
         object.set("name", name)
-        object.set("arguments", arguments)
-        return object.json
     }
 }
 
 /// A model response, parsed: what the model proposes the runtime do next.
-public enum Decision: JSONRepresentable, Hashable {
+public enum Decision: JSONRepresentable, JSONObjectEncodable, Hashable {
     /// A final answer for the user.
     case answer(String)
     /// One or more tool calls, independent of each other.
@@ -77,23 +75,21 @@ public enum Decision: JSONRepresentable, Hashable {
         }
     }
 
-    public var json: JSONValue {
-        var object = ObjectBuilder()
+    public func members(into object: inout some JSONMemberSink) {
         switch self {
         case .answer(let text):
-            object.set("type", "answer")
             object.set("text", text)
+            object.set("type", "answer")
         case .toolCalls(let calls):
-            object.set("type", "tool_calls")
             object.set("calls", calls)
+            object.set("type", "tool_calls")
         case .askHuman(let question):
-            object.set("type", "ask_human")
             object.set("question", question)
+            object.set("type", "ask_human")
         case .stop(let reason):
-            object.set("type", "stop")
             object.set("reason", reason)
+            object.set("type", "stop")
         }
-        return object.json
     }
 }
 
@@ -112,7 +108,7 @@ public enum InvalidDecisionKind: String, JSONEnum {
 }
 
 /// A model response the runtime rejected, and why.
-public struct InvalidDecision: JSONRepresentable, Hashable {
+public struct InvalidDecision: JSONRepresentable, JSONObjectEncodable, Hashable {
     public var kind: InvalidDecisionKind
     /// The parse or validation error, as the model will be told it.
     public var message: String
@@ -136,16 +132,14 @@ public struct InvalidDecision: JSONRepresentable, Hashable {
         self.message = try required(message, "message")
     }
 
-    public var json: JSONValue {
-        var object = ObjectBuilder()
+    public func members(into object: inout some JSONMemberSink) {
         object.set("kind", kind)
         object.set("message", message)
-        return object.json
     }
 }
 
 /// Tokens a model call used, as the model reported them.
-public struct TokenUsage: JSONRepresentable, Hashable {
+public struct TokenUsage: JSONRepresentable, JSONObjectEncodable, Hashable {
     public var input: Int
     public var output: Int
 
@@ -170,17 +164,15 @@ public struct TokenUsage: JSONRepresentable, Hashable {
         self.output = try required(output, "output")
     }
 
-    public var json: JSONValue {
-        var object = ObjectBuilder()
+    public func members(into object: inout some JSONMemberSink) {
         object.set("input", input)
         object.set("output", output)
-        return object.json
     }
 }
 
 /// One request to a model's server that did not give the reply: why, and how long the
 /// client waited before the next try. Recorded in `decision_made.attempts`, oldest first.
-public struct ModelAttempt: JSONRepresentable, Hashable {
+public struct ModelAttempt: JSONRepresentable, JSONObjectEncodable, Hashable {
     /// The HTTP status, when the server answered.
     public var status: Int?
     /// What went wrong, as the provider or the transport said it (never a secret).
@@ -217,13 +209,11 @@ public struct ModelAttempt: JSONRepresentable, Hashable {
         self.waitedMs = try required(waitedMs, "waited_ms")
     }
 
-    public var json: JSONValue {
-        var object = ObjectBuilder()
-        object.set("status", status)
+    public func members(into object: inout some JSONMemberSink) {
         object.set("error", error)
         object.set("retry_after_ms", retryAfterMs)
+        object.set("status", status)
         object.set("waited_ms", waitedMs)
-        return object.json
     }
 
     /// One line for messages: `HTTP 429: slow down (waited 20 ms)`.
@@ -233,7 +223,7 @@ public struct ModelAttempt: JSONRepresentable, Hashable {
 }
 
 /// `decision_made`: the model's raw output and what the runtime made of it.
-public struct DecisionMade: JSONRepresentable, Hashable {
+public struct DecisionMade: JSONRepresentable, JSONObjectEncodable, Hashable {
     /// Either a decision or the reason there is none.
     public enum Outcome: Hashable, Sendable {
         case valid(Decision)
@@ -314,19 +304,15 @@ public struct DecisionMade: JSONRepresentable, Hashable {
         self.attempts = attempts ?? []
     }
 
-    public var json: JSONValue {
-        var object = ObjectBuilder()
-        object.set("raw", raw)
-        object.set("format", format)
-        switch outcome {
-        case .valid(let decision): object.set("decision", decision)
-        case .invalid(let invalid): object.set("invalid", invalid)
-        }
-        object.set("usage", usage)
-        object.set("latency_us", latencyUs)
-        object.set("ttft_us", timeToFirstTokenUs)
-        object.set("cost_usd", costUSD)
+    public func members(into object: inout some JSONMemberSink) {
         if !attempts.isEmpty { object.set("attempts", attempts) }
-        return object.json
+        object.set("cost_usd", costUSD)
+        if case .valid(let decision) = outcome { object.set("decision", decision) }
+        object.set("format", format)
+        if case .invalid(let invalid) = outcome { object.set("invalid", invalid) }
+        object.set("latency_us", latencyUs)
+        object.set("raw", raw)
+        object.set("ttft_us", timeToFirstTokenUs)
+        object.set("usage", usage)
     }
 }

@@ -60,7 +60,7 @@ public struct Event: Sendable, Hashable {
         writer.writeRaw(",\"prev\":")
         writer.write(previousHash)
         writer.writeRaw(",\"data\":")
-        writer.write(payload.data)
+        payload.writeData(to: &writer)
         writer.writeRaw("}")
     }
 

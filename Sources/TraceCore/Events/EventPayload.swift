@@ -43,19 +43,25 @@ public enum EventPayload: Sendable, Hashable {
     }
 
     /// The `data` object of the envelope.
-    public var data: JSONValue {
+    public var data: JSONValue { body.json }
+
+    /// Appends the canonical encoding of `data`, straight from the payload.
+    public func writeData(to writer: inout JSONWriter) { body.write(to: &writer) }
+
+    /// The value `data` is the JSON form of.
+    var body: any JSONEncodable {
         switch self {
-        case .runStarted(let payload): return payload.json
-        case .contextBuilt(let payload): return payload.json
-        case .decisionMade(let payload): return payload.json
-        case .verdictGiven(let payload): return payload.json
-        case .toolIntended(let payload): return payload.json
-        case .toolCompleted(let payload): return payload.json
-        case .approvalRecorded(let payload): return payload.json
-        case .stepEnded(let payload): return payload.json
-        case .contentStored(let payload): return payload.json
-        case .runStopped(let payload): return payload.json
-        case .pipeline(let event): return event.data
+        case .runStarted(let payload): return payload
+        case .contextBuilt(let payload): return payload
+        case .decisionMade(let payload): return payload
+        case .verdictGiven(let payload): return payload
+        case .toolIntended(let payload): return payload
+        case .toolCompleted(let payload): return payload
+        case .approvalRecorded(let payload): return payload
+        case .stepEnded(let payload): return payload
+        case .contentStored(let payload): return payload
+        case .runStopped(let payload): return payload
+        case .pipeline(let event): return event.body
         case .unknown(_, let data): return data
         }
     }

@@ -32,16 +32,19 @@ public enum PipelineEvent: Sendable, Hashable {
         }
     }
 
-    public var data: JSONValue {
+    public var data: JSONValue { body.json }
+
+    /// The value `data` is the JSON form of.
+    var body: any JSONEncodable {
         switch self {
-        case .started(let payload): return payload.json
-        case .taskStarted(let payload): return payload.json
-        case .taskFinished(let payload): return payload.json
-        case .breakerChanged(let payload): return payload.json
-        case .paused(let payload): return payload.json
-        case .resumed(let payload): return payload.json
-        case .rolledBack(let payload): return payload.json
-        case .stopped(let payload): return payload.json
+        case .started(let payload): return payload
+        case .taskStarted(let payload): return payload
+        case .taskFinished(let payload): return payload
+        case .breakerChanged(let payload): return payload
+        case .paused(let payload): return payload
+        case .resumed(let payload): return payload
+        case .rolledBack(let payload): return payload
+        case .stopped(let payload): return payload
         }
     }
 
@@ -80,7 +83,7 @@ public enum PipelineTaskKind: String, JSONEnum {
 }
 
 /// One task of the plan, as `pipeline_started` records it.
-public struct PipelineTaskPlan: JSONRepresentable, Hashable {
+public struct PipelineTaskPlan: JSONRepresentable, JSONObjectEncodable, Hashable {
     public var id: String
     public var kind: PipelineTaskKind
     /// The tasks whose outputs it needs or that must finish first, sorted.
@@ -122,19 +125,17 @@ public struct PipelineTaskPlan: JSONRepresentable, Hashable {
         self.breaker = breaker
     }
 
-    public var json: JSONValue {
-        var object = ObjectBuilder()
+    public func members(into object: inout some JSONMemberSink) {
+        object.set("breaker", breaker)
+        if !fallbackFor.isEmpty { object.set("fallback_for", fallbackFor) }
         object.set("id", id)
         object.set("kind", kind)
         object.set("needs", needs)
-        if !fallbackFor.isEmpty { object.set("fallback_for", fallbackFor) }
-        object.set("breaker", breaker)
-        return object.json
     }
 }
 
 /// The first event of a pipeline log.
-public struct PipelineStarted: JSONRepresentable, Hashable {
+public struct PipelineStarted: JSONRepresentable, JSONObjectEncodable, Hashable {
     /// The pipeline's name (the file's `pipeline` key).
     public var pipeline: String
     /// The pipeline file as given when the run started.
@@ -183,20 +184,18 @@ public struct PipelineStarted: JSONRepresentable, Hashable {
         self.jobs = try required(jobs, "jobs")
     }
 
-    public var json: JSONValue {
-        var object = ObjectBuilder()
-        object.set("pipeline", pipeline)
+    public func members(into object: inout some JSONMemberSink) {
         object.set("file", file)
         object.set("file_digest", fileDigest)
-        object.set("tasks", tasks)
         object.set("input", input)
         object.set("jobs", jobs)
-        return object.json
+        object.set("pipeline", pipeline)
+        object.set("tasks", tasks)
     }
 }
 
 /// A task attempt starts: recorded before it runs.
-public struct TaskStarted: JSONRepresentable, Hashable {
+public struct TaskStarted: JSONRepresentable, JSONObjectEncodable, Hashable {
     public var task: String
     /// 1 for the first attempt of the task in this branch of the pipeline; counts on across
     /// retries, resumes and rollbacks, so every attempt has its own child log.
@@ -253,16 +252,14 @@ public struct TaskStarted: JSONRepresentable, Hashable {
         self.isProbe = isProbe
     }
 
-    public var json: JSONValue {
-        var object = ObjectBuilder()
-        object.set("task", task)
+    public func members(into object: inout some JSONMemberSink) {
         object.set("attempt", attempt)
         object.set("fallback_for", fallbackFor)
-        object.set("run", run)
-        object.set("log", log)
         object.set("input", input)
+        object.set("log", log)
         if isProbe { object.set("probe", true) }
-        return object.json
+        object.set("run", run)
+        object.set("task", task)
     }
 }
 
@@ -281,7 +278,7 @@ public enum TaskErrorClass: String, JSONEnum {
 }
 
 /// What the pipeline did about a failed attempt.
-public struct TaskRecovery: JSONRepresentable, Hashable {
+public struct TaskRecovery: JSONRepresentable, JSONObjectEncodable, Hashable {
     public enum Action: String, JSONEnum {
         /// Run the task again (`task_started` with the next attempt follows) after `delayMs`.
         case retry
@@ -320,18 +317,16 @@ public struct TaskRecovery: JSONRepresentable, Hashable {
         self.fallback = fallback
     }
 
-    public var json: JSONValue {
-        var object = ObjectBuilder()
+    public func members(into object: inout some JSONMemberSink) {
         object.set("action", action)
         object.set("delay_ms", delayMs)
         object.set("fallback", fallback)
-        return object.json
     }
 }
 
 /// A task attempt ended. With `succeeded`, this is the task's checkpoint: its validated
 /// output, durable before anything downstream starts.
-public struct TaskFinished: JSONRepresentable, Hashable {
+public struct TaskFinished: JSONRepresentable, JSONObjectEncodable, Hashable {
     public enum Status: String, JSONEnum {
         case succeeded
         case failed
@@ -407,24 +402,22 @@ public struct TaskFinished: JSONRepresentable, Hashable {
         self.stateDigest = try required(stateDigest, "state_digest")
     }
 
-    public var json: JSONValue {
-        var object = ObjectBuilder()
-        object.set("task", task)
+    public func members(into object: inout some JSONMemberSink) {
         object.set("attempt", attempt)
-        object.set("status", status)
-        if let output { object.set("output", output) }
-        object.set("error_class", errorClass)
-        object.set("error", error)
-        object.set("recovery", recovery)
-        object.set("stop_reason", stopReason)
         object.set("duration_us", durationUs)
+        object.set("error", error)
+        object.set("error_class", errorClass)
+        object.set("output", output)
+        object.set("recovery", recovery)
         object.set("state_digest", stateDigest)
-        return object.json
+        object.set("status", status)
+        object.set("stop_reason", stopReason)
+        object.set("task", task)
     }
 }
 
 /// A circuit breaker changed state.
-public struct BreakerChanged: JSONRepresentable, Hashable {
+public struct BreakerChanged: JSONRepresentable, JSONObjectEncodable, Hashable {
     public enum State: String, JSONEnum {
         case closed
         case open
@@ -465,18 +458,16 @@ public struct BreakerChanged: JSONRepresentable, Hashable {
         self.reason = reason
     }
 
-    public var json: JSONValue {
-        var object = ObjectBuilder()
+    public func members(into object: inout some JSONMemberSink) {
         object.set("breaker", breaker)
-        object.set("state", state)
         object.set("failures", failures)
         object.set("reason", reason)
-        return object.json
+        object.set("state", state)
     }
 }
 
 /// The pipeline stopped starting tasks and every running task finished: it can be resumed.
-public struct PipelinePaused: JSONRepresentable, Hashable {
+public struct PipelinePaused: JSONRepresentable, JSONObjectEncodable, Hashable {
     public var reason: String
 
     public init(reason: String) { self.reason = reason }
@@ -492,15 +483,13 @@ public struct PipelinePaused: JSONRepresentable, Hashable {
         self.reason = reason
     }
 
-    public var json: JSONValue {
-        var object = ObjectBuilder()
+    public func members(into object: inout some JSONMemberSink) {
         object.set("reason", reason)
-        return object.json
     }
 }
 
 /// A paused, interrupted or rolled-back pipeline continues in the same log.
-public struct PipelineResumed: JSONRepresentable, Hashable {
+public struct PipelineResumed: JSONRepresentable, JSONObjectEncodable, Hashable {
     /// `pause`, `crash` (the log ended without a pause or stop) or `rollback`.
     public var after: String
 
@@ -517,16 +506,14 @@ public struct PipelineResumed: JSONRepresentable, Hashable {
         self.after = after
     }
 
-    public var json: JSONValue {
-        var object = ObjectBuilder()
+    public func members(into object: inout some JSONMemberSink) {
         object.set("after", after)
-        return object.json
     }
 }
 
 /// Outputs of `to` and every task downstream of it were discarded; they run again. Their
 /// earlier attempts stay in the log (and their child logs on disk): a fork, not an erasure.
-public struct PipelineRolledBack: JSONRepresentable, Hashable {
+public struct PipelineRolledBack: JSONRepresentable, JSONObjectEncodable, Hashable {
     public var to: String
     /// The tasks whose results were discarded, in plan order.
     public var discarded: [String]
@@ -550,17 +537,15 @@ public struct PipelineRolledBack: JSONRepresentable, Hashable {
         self.discarded = discarded
     }
 
-    public var json: JSONValue {
-        var object = ObjectBuilder()
-        object.set("to", to)
+    public func members(into object: inout some JSONMemberSink) {
         object.set("discarded", discarded)
-        return object.json
+        object.set("to", to)
     }
 }
 
 /// The pipeline ended: every task done (`succeeded`) or a failure it could not recover from
 /// (`failed`, naming the task). A rollback may continue a stopped pipeline.
-public struct PipelineStopped: JSONRepresentable, Hashable {
+public struct PipelineStopped: JSONRepresentable, JSONObjectEncodable, Hashable {
     public enum Status: String, JSONEnum {
         case succeeded
         case failed
@@ -605,13 +590,11 @@ public struct PipelineStopped: JSONRepresentable, Hashable {
         self.stateDigest = try required(stateDigest, "state_digest")
     }
 
-    public var json: JSONValue {
-        var object = ObjectBuilder()
-        object.set("status", status)
-        object.set("task", task)
+    public func members(into object: inout some JSONMemberSink) {
         object.set("error", error)
         object.set("outputs", outputs)
         object.set("state_digest", stateDigest)
-        return object.json
+        object.set("status", status)
+        object.set("task", task)
     }
 }

@@ -9,7 +9,7 @@ public enum SideEffect: String, JSONEnum {
 }
 
 /// A tool as offered to the model.
-public struct ToolSpec: JSONRepresentable, Hashable {
+public struct ToolSpec: JSONRepresentable, JSONObjectEncodable, Hashable {
     public var name: String
     public var description: String
     /// A JSON Schema for the arguments object.
@@ -50,20 +50,18 @@ public struct ToolSpec: JSONRepresentable, Hashable {
         self.server = server
     }
 
-    public var json: JSONValue {
-        var object = ObjectBuilder()
-        object.set("name", name)
+    public func members(into object: inout some JSONMemberSink) {
         object.set("description", description)
         object.set("input_schema", inputSchema)
-        object.set("side_effect", sideEffect)
+        object.set("name", name)
         object.set("server", server)
-        return object.json
+        object.set("side_effect", sideEffect)
     }
 }
 
 /// A tool server a run used (an MCP server): the agent file's name for it and what the
 /// server said it is when the run connected.
-public struct ToolServerIdentity: JSONRepresentable, Hashable {
+public struct ToolServerIdentity: JSONRepresentable, JSONObjectEncodable, Hashable {
     /// The agent file's key for the server (`mcp_servers: {time: ...}` gives "time").
     public var name: String
     /// The protocol: "mcp".
@@ -105,19 +103,17 @@ public struct ToolServerIdentity: JSONRepresentable, Hashable {
         self.protocolVersion = protocolVersion
     }
 
-    public var json: JSONValue {
-        var object = ObjectBuilder()
-        object.set("name", name)
+    public func members(into object: inout some JSONMemberSink) {
         object.set("kind", kind)
+        object.set("name", name)
+        object.set("protocol_version", protocolVersion)
         object.set("server_name", serverName)
         object.set("server_version", serverVersion)
-        object.set("protocol_version", protocolVersion)
-        return object.json
     }
 }
 
 /// Which agent ran: its name, version, and a digest of its whole configuration.
-public struct AgentIdentity: JSONRepresentable, Hashable {
+public struct AgentIdentity: JSONRepresentable, JSONObjectEncodable, Hashable {
     public var name: String
     public var version: String?
     /// `sha256:<hex>` of the agent's configuration, so two runs can be told apart by config.
@@ -146,17 +142,15 @@ public struct AgentIdentity: JSONRepresentable, Hashable {
         self.configDigest = try required(configDigest, "config_digest")
     }
 
-    public var json: JSONValue {
-        var object = ObjectBuilder()
+    public func members(into object: inout some JSONMemberSink) {
+        object.set("config_digest", configDigest)
         object.set("name", name)
         object.set("version", version)
-        object.set("config_digest", configDigest)
-        return object.json
     }
 }
 
 /// Which model was asked.
-public struct ModelIdentity: JSONRepresentable, Hashable {
+public struct ModelIdentity: JSONRepresentable, JSONObjectEncodable, Hashable {
     /// Who serves it: "openai", "anthropic", "scripted", "replay", ...
     public var provider: String
     public var name: String
@@ -180,16 +174,14 @@ public struct ModelIdentity: JSONRepresentable, Hashable {
         self.name = try required(name, "name")
     }
 
-    public var json: JSONValue {
-        var object = ObjectBuilder()
-        object.set("provider", provider)
+    public func members(into object: inout some JSONMemberSink) {
         object.set("name", name)
-        return object.json
+        object.set("provider", provider)
     }
 }
 
 /// Which policy judged the tool calls.
-public struct PolicyIdentity: JSONRepresentable, Hashable {
+public struct PolicyIdentity: JSONRepresentable, JSONObjectEncodable, Hashable {
     public var name: String
     /// `sha256:<hex>` of the rules, when they come from a file.
     public var digest: String?
@@ -213,16 +205,14 @@ public struct PolicyIdentity: JSONRepresentable, Hashable {
         self.digest = digest
     }
 
-    public var json: JSONValue {
-        var object = ObjectBuilder()
-        object.set("name", name)
+    public func members(into object: inout some JSONMemberSink) {
         object.set("digest", digest)
-        return object.json
+        object.set("name", name)
     }
 }
 
 /// The budgets a run may use; nil means no limit.
-public struct RunLimits: JSONRepresentable, Hashable {
+public struct RunLimits: JSONRepresentable, JSONObjectEncodable, Hashable {
     public var maxSteps: Int?
     public var maxToolCalls: Int?
     public var timeoutMs: Int?
@@ -256,19 +246,17 @@ public struct RunLimits: JSONRepresentable, Hashable {
         self.tokenBudget = tokenBudget
     }
 
-    public var json: JSONValue {
-        var object = ObjectBuilder()
+    public func members(into object: inout some JSONMemberSink) {
         object.set("max_steps", maxSteps)
         object.set("max_tool_calls", maxToolCalls)
         object.set("timeout_ms", timeoutMs)
         object.set("token_budget", tokenBudget)
-        return object.json
     }
 }
 
 /// Where an imported run came from (`agent-eval import`): the source's format, file and
 /// record id, and the importer that wrote the log. Runs the runtime recorded have none.
-public struct RunSource: JSONRepresentable, Hashable {
+public struct RunSource: JSONRepresentable, JSONObjectEncodable, Hashable {
     /// The source format: `otlp`, `jaeger`, `inspect`, `openai.messages`, `anthropic.messages`.
     public var format: String
     /// The input file, as given to the importer.
@@ -318,20 +306,18 @@ public struct RunSource: JSONRepresentable, Hashable {
         self.metadata = metadata
     }
 
-    public var json: JSONValue {
-        var object = ObjectBuilder()
-        object.set("format", format)
+    public func members(into object: inout some JSONMemberSink) {
         object.set("file", file)
+        object.set("format", format)
         object.set("id", id)
         object.set("importer", importer)
-        object.set("stop", stop)
         object.set("metadata", metadata)
-        return object.json
+        object.set("stop", stop)
     }
 }
 
 /// `run_started`: the first event of every log. What was asked, of which agent, with what.
-public struct RunStarted: JSONRepresentable, Hashable {
+public struct RunStarted: JSONRepresentable, JSONObjectEncodable, Hashable {
     /// The goal or input the run was given.
     public var goal: String
     public var agent: AgentIdentity
@@ -405,19 +391,17 @@ public struct RunStarted: JSONRepresentable, Hashable {
         self.source = source
     }
 
-    public var json: JSONValue {
-        var object = ObjectBuilder()
-        object.set("goal", goal)
+    public func members(into object: inout some JSONMemberSink) {
+        object.set("actor", actor)
         object.set("agent", agent)
+        object.set("goal", goal)
+        object.set("limits", limits)
         object.set("model", model)
         object.set("policy", policy)
-        object.set("tools", tools)
-        object.set("limits", limits)
-        object.set("actor", actor)
         object.set("route", route)
-        if !toolServers.isEmpty { object.set("tool_servers", toolServers) }
         object.set("source", source)
-        return object.json
+        if !toolServers.isEmpty { object.set("tool_servers", toolServers) }
+        object.set("tools", tools)
     }
 
     /// The start as the state holds it (docs/log-format.md, A.3): the members version 1

@@ -25,7 +25,7 @@ public enum LimitKind: String, JSONEnum {
 }
 
 /// `run_stopped`: the last event of a run.
-public struct RunStopped: JSONRepresentable, Hashable {
+public struct RunStopped: JSONRepresentable, JSONObjectEncodable, Hashable {
     public var reason: StopReason
     /// The limit that fired, for `budget_exhausted`.
     public var limit: LimitKind?
@@ -68,20 +68,18 @@ public struct RunStopped: JSONRepresentable, Hashable {
         self.error = error
     }
 
-    public var json: JSONValue {
-        var object = ObjectBuilder()
-        object.set("reason", reason)
-        object.set("limit", limit)
+    public func members(into object: inout some JSONMemberSink) {
         object.set("answer", answer)
         object.set("error", error)
-        return object.json
+        object.set("limit", limit)
+        object.set("reason", reason)
     }
 }
 
 /// `step_ended`: a step is over; carries the digest of the state as it stands.
 ///
 /// `stateDigest` is `RunState.digest` of the state folded from every event before this one.
-public struct StepEnded: JSONRepresentable, Hashable {
+public struct StepEnded: JSONRepresentable, JSONObjectEncodable, Hashable {
     public var stateDigest: String
 
     public init(stateDigest: String) {
@@ -99,9 +97,7 @@ public struct StepEnded: JSONRepresentable, Hashable {
         self.stateDigest = try required(stateDigest, "state_digest")
     }
 
-    public var json: JSONValue {
-        var object = ObjectBuilder()
+    public func members(into object: inout some JSONMemberSink) {
         object.set("state_digest", stateDigest)
-        return object.json
     }
 }

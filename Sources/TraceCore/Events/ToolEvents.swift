@@ -6,7 +6,7 @@ public enum Verdict: String, JSONEnum {
 }
 
 /// `verdict_given`: the policy gate judged one proposed call. Exactly one per call.
-public struct VerdictGiven: JSONRepresentable, Hashable {
+public struct VerdictGiven: JSONRepresentable, JSONObjectEncodable, Hashable {
     public var callId: String
     public var tool: String
     public var verdict: Verdict
@@ -45,21 +45,19 @@ public struct VerdictGiven: JSONRepresentable, Hashable {
         self.rule = rule
     }
 
-    public var json: JSONValue {
-        var object = ObjectBuilder()
+    public func members(into object: inout some JSONMemberSink) {
         object.set("call_id", callId)
-        object.set("tool", tool)
-        object.set("verdict", verdict)
         object.set("reason", reason)
         object.set("rule", rule)
-        return object.json
+        object.set("tool", tool)
+        object.set("verdict", verdict)
     }
 }
 
 /// `tool_intended`: written, and made durable, before a tool runs (write-ahead).
 ///
 /// A log whose last event for a call is its intent says the tool may or may not have run.
-public struct ToolIntended: JSONRepresentable, Hashable {
+public struct ToolIntended: JSONRepresentable, JSONObjectEncodable, Hashable {
     public var callId: String
     public var tool: String
     public var arguments: JSONValue
@@ -93,13 +91,11 @@ public struct ToolIntended: JSONRepresentable, Hashable {
         self.attempt = try required(attempt, "attempt")
     }
 
-    public var json: JSONValue {
-        var object = ObjectBuilder()
-        object.set("call_id", callId)
-        object.set("tool", tool)
+    public func members(into object: inout some JSONMemberSink) {
         object.set("arguments", arguments)
         object.set("attempt", attempt)
-        return object.json
+        object.set("call_id", callId)
+        object.set("tool", tool)
     }
 }
 
@@ -114,7 +110,7 @@ public enum ToolStatus: String, JSONEnum {
 }
 
 /// `tool_completed`: one attempt of a tool call ended.
-public struct ToolCompleted: JSONRepresentable, Hashable {
+public struct ToolCompleted: JSONRepresentable, JSONObjectEncodable, Hashable {
     public var callId: String
     public var tool: String
     public var attempt: Int
@@ -185,24 +181,22 @@ public struct ToolCompleted: JSONRepresentable, Hashable {
         self.durationUs = try required(durationUs, "duration_us")
     }
 
-    public var json: JSONValue {
-        var object = ObjectBuilder()
-        object.set("call_id", callId)
-        object.set("tool", tool)
+    public func members(into object: inout some JSONMemberSink) {
         object.set("attempt", attempt)
-        object.set("status", status)
-        object.set("output", output)
+        object.set("call_id", callId)
         object.set("content_hash", contentHash)
-        object.set("error", error)
-        object.set("retryable", isRetryable)
-        object.set("stderr", stderr)
         object.set("duration_us", durationUs)
-        return object.json
+        object.set("error", error)
+        object.set("output", output)
+        object.set("retryable", isRetryable)
+        object.set("status", status)
+        object.set("stderr", stderr)
+        object.set("tool", tool)
     }
 }
 
 /// `approval_recorded`: a human granted or refused a call that needed approval.
-public struct ApprovalRecorded: JSONRepresentable, Hashable {
+public struct ApprovalRecorded: JSONRepresentable, JSONObjectEncodable, Hashable {
     public var callId: String
     public var isGranted: Bool
     public var approver: String?
@@ -235,12 +229,10 @@ public struct ApprovalRecorded: JSONRepresentable, Hashable {
         self.reason = reason
     }
 
-    public var json: JSONValue {
-        var object = ObjectBuilder()
+    public func members(into object: inout some JSONMemberSink) {
+        object.set("approver", approver)
         object.set("call_id", callId)
         object.set("granted", isGranted)
-        object.set("approver", approver)
         object.set("reason", reason)
-        return object.json
     }
 }

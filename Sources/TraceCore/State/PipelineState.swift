@@ -2,7 +2,7 @@ import Crypto
 
 /// The state of a pipeline: a fold of its log, as `RunState` is of a run's. The scheduler
 /// decides from this state only, so a resumed pipeline, a replay and the live run agree.
-public struct PipelineState: Sendable, Hashable {
+public struct PipelineState: JSONObjectEncodable, Hashable {
     public var runId: String?
     public var start: PipelineStarted?
     /// Every task in plan order.
@@ -135,17 +135,15 @@ public struct PipelineState: Sendable, Hashable {
     public func nextAttempt(of id: String) -> Int { (task(id)?.attempts.map(\.attempt).max() ?? 0) + 1 }
 
     /// The JSON form `agent-eval replay --json` prints and the digest covers.
-    public var json: JSONValue {
-        var object = ObjectBuilder()
-        object.set("run", runId)
-        object.set("pipeline", start?.pipeline)
-        object.set("tasks", JSONValue.array(tasks.map(\.json)))
+    public func members(into object: inout some JSONMemberSink) {
         object.set("breakers", JSONValue.object(JSONObject(breakers.sorted { $0.key < $1.key }.map { ($0.key, $0.value.json) })))
         object.set("paused", isPaused)
-        object.set("stop", stop)
+        object.set("pipeline", start?.pipeline)
         object.set("rollbacks", rollbacks)
+        object.set("run", runId)
         object.set("settled_order", settledOrder)
-        return object.json
+        object.set("stop", stop)
+        object.set("tasks", JSONValue.array(tasks.map(\.json)))
     }
 
     /// `sha256:<hex>` over the state that decides what runs next: each task's status, attempts
@@ -178,7 +176,7 @@ public struct PipelineStateDigester: Sendable {
         }
         // By index, so that an unchanged task is compared, not copied.
         for index in state.tasks.indices where taskHashes[index].revision != state.tasks[index].revision {
-            taskHashes[index] = (state.tasks[index].revision, Array(SHA256.hash(data: JSONWriter.encode(state.tasks[index].json))))
+            taskHashes[index] = (state.tasks[index].revision, Array(SHA256.hash(data: JSONWriter.encode(state.tasks[index]))))
             chunkHashes[index / Self.chunkSize] = nil
         }
         var hasher = SHA256()
@@ -202,7 +200,7 @@ public struct PipelineStateDigester: Sendable {
 }
 
 /// One task of a pipeline, as the fold sees it.
-public struct PipelineTaskState: Sendable, Hashable {
+public struct PipelineTaskState: JSONObjectEncodable, Hashable {
     public enum Status: String, JSONEnum {
         /// Not run yet in this branch (or discarded by a rollback).
         case pending
@@ -257,20 +255,18 @@ public struct PipelineTaskState: Sendable, Hashable {
         }
     }
 
-    public var json: JSONValue {
-        var object = ObjectBuilder()
+    public func members(into object: inout some JSONMemberSink) {
+        object.set("attempts", attempts)
         object.set("id", id)
         object.set("kind", plan.kind)
-        object.set("status", status)
-        object.set("attempts", JSONValue.array(attempts.map(\.json)))
-        if let output { object.set("output", output) }
+        object.set("output", output)
         object.set("output_from", outputFrom)
-        return object.json
+        object.set("status", status)
     }
 }
 
 /// One attempt of a task.
-public struct PipelineTaskAttempt: Sendable, Hashable {
+public struct PipelineTaskAttempt: JSONObjectEncodable, Hashable {
     public var started: TaskStarted
     public var startedAtUs: Int
     public var finished: TaskFinished?
@@ -284,19 +280,17 @@ public struct PipelineTaskAttempt: Sendable, Hashable {
         self.startedAtUs = startedAtUs
     }
 
-    public var json: JSONValue {
-        var object = ObjectBuilder()
+    public func members(into object: inout some JSONMemberSink) {
         object.set("attempt", attempt)
-        object.set("run", started.run)
-        object.set("log", started.log)
-        object.set("fallback_for", started.fallbackFor)
-        object.set("status", finished?.status)
-        object.set("error_class", finished?.errorClass)
-        object.set("error", finished?.error)
-        object.set("recovery", finished?.recovery?.action)
-        object.set("duration_us", finished?.durationUs)
         if isDiscarded { object.set("discarded", true) }
-        return object.json
+        object.set("duration_us", finished?.durationUs)
+        object.set("error", finished?.error)
+        object.set("error_class", finished?.errorClass)
+        object.set("fallback_for", started.fallbackFor)
+        object.set("log", started.log)
+        object.set("recovery", finished?.recovery?.action)
+        object.set("run", started.run)
+        object.set("status", finished?.status)
     }
 }
 

@@ -69,64 +69,52 @@ struct PlainLists: StateListEncoder {
     func anomalies(_ anomalies: [Anomaly]) -> JSONValue { .array(anomalies.map(\.json)) }
 }
 
-extension DecisionRecord {
-    public var json: JSONValue {
-        var object = ObjectBuilder()
-        object.set("step", step)
+extension DecisionRecord: JSONObjectEncodable {
+    public func members(into object: inout some JSONMemberSink) {
+        if case .valid(let decision) = outcome { object.set("decision", decision) }
+        if case .invalid(let invalid) = outcome { object.set("invalid", invalid) }
         object.set("seq", sequence)
-        switch outcome {
-        case .valid(let decision): object.set("decision", decision)
-        case .invalid(let invalid): object.set("invalid", invalid)
-        }
-        object.set("usage", usage)
-        return object.json
-    }
-}
-
-extension ToolCallRecord {
-    public var json: JSONValue {
-        var object = ObjectBuilder()
-        object.set("id", id)
-        object.set("tool", tool)
         object.set("step", step)
-        object.set("arguments", arguments)
-        object.set("verdict", verdict)
-        object.set("approval", approval)
-        object.set("attempts", attempts)
-        object.set("results", results)
-        return object.json
+        object.set("usage", usage)
     }
 }
 
-extension ResourceUsage {
-    public var json: JSONValue {
-        var object = ObjectBuilder()
-        object.set("input_tokens", inputTokens)
-        object.set("output_tokens", outputTokens)
+extension ToolCallRecord: JSONObjectEncodable {
+    public func members(into object: inout some JSONMemberSink) {
+        object.set("approval", approval)
+        object.set("arguments", arguments)
+        object.set("attempts", attempts)
+        object.set("id", id)
+        object.set("results", results)
+        object.set("step", step)
+        object.set("tool", tool)
+        object.set("verdict", verdict)
+    }
+}
+
+extension ResourceUsage: JSONObjectEncodable {
+    public func members(into object: inout some JSONMemberSink) {
         object.set("cost_usd", costUSD)
+        object.set("input_tokens", inputTokens)
         object.set("model_calls", modelCalls)
         object.set("model_latency_us", modelLatencyUs)
+        object.set("output_tokens", outputTokens)
         object.set("tool_attempts", toolAttempts)
         object.set("tool_time_us", toolTimeUs)
-        return object.json
     }
 }
 
-extension ContentReference {
-    public var json: JSONValue {
-        var object = ObjectBuilder()
+extension ContentReference: JSONObjectEncodable {
+    public func members(into object: inout some JSONMemberSink) {
+        object.set("byte_count", byteCount)
         object.set("hash", hash)
         object.set("media_type", mediaType)
-        object.set("byte_count", byteCount)
-        return object.json
     }
 }
 
-extension Anomaly {
-    public var json: JSONValue {
-        var object = ObjectBuilder()
-        object.set("seq", sequence)
+extension Anomaly: JSONObjectEncodable {
+    public func members(into object: inout some JSONMemberSink) {
         object.set("message", message)
-        return object.json
+        object.set("seq", sequence)
     }
 }

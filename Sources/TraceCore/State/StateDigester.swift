@@ -57,27 +57,27 @@ public struct StateDigester: Sendable, StateListEncoder {
         state.canonicalJSON(&self)
     }
     mutating func start(_ started: RunStarted) -> JSONValue {
-        if start?.value != started { start = (started, ContentHash.sha256(JSONWriter.encode(started.stateForm.json))) }
+        if start?.value != started { start = (started, ContentHash.sha256(JSONWriter.encode(started.stateForm))) }
         return .string(start?.digest ?? "")
     }
 
     mutating func decisions(_ decisions: [DecisionRecord]) -> JSONValue {
-        Self.append(&decisionChain, &lastDecision, decisions) { $0.json }
+        Self.append(&decisionChain, &lastDecision, decisions)
     }
 
     mutating func contents(_ contents: [ContentReference]) -> JSONValue {
-        Self.append(&contentChain, &lastContent, contents) { $0.json }
+        Self.append(&contentChain, &lastContent, contents)
     }
 
     mutating func anomalies(_ anomalies: [Anomaly]) -> JSONValue {
-        Self.append(&anomalyChain, &lastAnomaly, anomalies) { $0.json }
+        Self.append(&anomalyChain, &lastAnomaly, anomalies)
     }
 
     mutating func calls(_ calls: [ToolCallRecord]) -> JSONValue {
         if isTracking {
             let first = min(firstTouchedCall, callChain.count, calls.count)
             firstTouchedCall = Int.max
-            return Self.extend(&callChain, with: calls, from: first) { $0.json }
+            return Self.extend(&callChain, with: calls, from: first)
         }
         // The first call that differs from what was hashed before; everything after it is rehashed.
         var first = min(callMarks.count, calls.count)
@@ -87,17 +87,15 @@ public struct StateDigester: Sendable, StateListEncoder {
         }
         callMarks.removeSubrange(first...)
         callMarks.append(contentsOf: calls[first...].map(CallMark.init))
-        return Self.extend(&callChain, with: calls, from: first) { $0.json }
+        return Self.extend(&callChain, with: calls, from: first)
     }
 
     /// Extends the chain of a list the fold only appends to. If the element last hashed is no
     /// longer where it was, the list belongs to another state: rehash it all.
-    private static func append<T: Equatable>(_ chain: inout [String], _ last: inout T?, _ elements: [T], json: (T) -> JSONValue)
-        -> JSONValue
-    {
+    private static func append<T: Equatable & JSONEncodable>(_ chain: inout [String], _ last: inout T?, _ elements: [T]) -> JSONValue {
         var first = chain.count
         if first > elements.count || (first > 0 && elements[first - 1] != last) { first = 0 }
-        let result = extend(&chain, with: elements, from: first, json: json)
+        let result = extend(&chain, with: elements, from: first)
         last = elements.last
         return result
     }
@@ -105,14 +103,15 @@ public struct StateDigester: Sendable, StateListEncoder {
     /// Brings `chain` up to `elements`, rehashing from `first`; returns `{count, chain}`.
     /// Lists the fold only appends to are consistent when `first` is the cached count; a
     /// shorter list (a different state) restarts the chain where it diverges.
-    private static func extend<T>(_ chain: inout [String], with elements: [T], from first: Int, json: (T) -> JSONValue) -> JSONValue {
+    private static func extend<T: JSONEncodable>(_ chain: inout [String], with elements: [T], from first: Int) -> JSONValue {
         let start = min(first, elements.count, chain.count)
         chain.removeSubrange(start...)
+        var writer = JSONWriter(capacity: 512)
         for index in start..<elements.count {
-            var writer = JSONWriter(capacity: 512)
+            writer.bytes.removeAll(keepingCapacity: true)
             writer.bytes.append(contentsOf: (chain.last ?? ContentHash.genesis).utf8)
             writer.bytes.append(0x0A)
-            writer.write(json(elements[index]))
+            elements[index].write(to: &writer)
             chain.append(ContentHash.sha256Hex(writer.bytes))
         }
         return ["count": .int(elements.count), "chain": .string(chain.last ?? ContentHash.genesis)]
