@@ -31,11 +31,19 @@ public struct LogReader {
         public var memberContentLimit = 1 << 30
         /// Bytes read from the file at a time.
         public var readBufferSize = 256 * 1024
+        /// Inflate each member that is whole in the read buffer in one call (libdeflate); zlib
+        /// inflates the others, and every torn or damaged one. Off, zlib inflates them all: the
+        /// same events, the same errors.
+        public var inflatesWholeMembers = true
 
-        public init(isStrict: Bool = false, memberContentLimit: Int = 1 << 30, readBufferSize: Int = 256 * 1024) {
+        public init(
+            isStrict: Bool = false, memberContentLimit: Int = 1 << 30, readBufferSize: Int = 256 * 1024,
+            inflatesWholeMembers: Bool = true
+        ) {
             self.isStrict = isStrict
             self.memberContentLimit = memberContentLimit
             self.readBufferSize = readBufferSize
+            self.inflatesWholeMembers = inflatesWholeMembers
         }
     }
 
@@ -118,6 +126,7 @@ public struct LogReader {
     {
         if let pending = LogReader.pendingSeal(path) { throw pending }
         var scanner = MemberScanner(path: path, contentLimit: options.memberContentLimit, readSize: options.readBufferSize)
+        scanner.inflatesWholeMembers = options.inflatesWholeMembers
         var checker =
             position.map { EventChecker(path: path, resumingAt: $0.sequence, previousHash: $0.previousHash, runId: $0.runId) }
             ?? EventChecker(path: path)
@@ -165,6 +174,7 @@ public struct LogReader {
             }
         }
         summary.peakBufferBytes = scanner.peakBufferBytes
+        summary.wholeMemberCount = scanner.wholeMemberCount
         switch ending {
         case .complete:
             break
@@ -208,6 +218,8 @@ public struct LogReader {
 /// What a read saw.
 public struct ReadSummary: Sendable, Hashable {
     public var memberCount = 0
+    /// The members inflated whole in one call (libdeflate) rather than streamed (zlib).
+    public var wholeMemberCount = 0
     public var eventCount = 0
     /// Bytes of JSONL text after decompression.
     public var decompressedBytes = 0

@@ -34,9 +34,13 @@ struct MemberScanner {
     var contentLimit: Int
     /// Bytes read from the file at a time.
     var readSize: Int
+    /// Inflate members that are whole in the read buffer with libdeflate (zlib does the rest).
+    var inflatesWholeMembers = true
 
     /// The largest content buffer the last scan needed.
     private(set) var peakBufferBytes = 0
+    /// The members the last scan inflated whole (libdeflate).
+    private(set) var wholeMemberCount = 0
 
     init(path: String, contentLimit: Int, readSize: Int = MemberScanner.chunkSize) {
         self.path = path
@@ -55,6 +59,7 @@ struct MemberScanner {
         let file = try FileDescriptor.openForReading(path)
         if offset > 0 { try file.seek(to: offset) }
         let inflater = try Inflater()
+        let wholeMembers = inflatesWholeMembers ? MemberInflater() : nil
         let input = UnsafeMutableRawPointer.allocate(byteCount: readSize, alignment: 16)
         defer { input.deallocate() }
         let content = ByteBuffer(capacity: 512 * 1024)
@@ -62,8 +67,28 @@ struct MemberScanner {
 
         var chunkStart = offset  // file offset of input[0]
         var chunkCount = 0
+        var reachedEnd = false
         var member = Member(index: firstIndex, offset: offset, length: 0)
         var inMember = false
+
+        /// Moves the unread input to the front of the buffer and fills the rest from the file,
+        /// so that a member starting near the end of the buffer can be inflated whole.
+        func refill() throws {
+            let available = inflater.availableInput
+            let consumed = chunkCount - available
+            input.copyMemory(from: input + consumed, byteCount: available)
+            chunkStart += consumed
+            chunkCount = available
+            while chunkCount < readSize {
+                let got = try file.read(into: input + chunkCount, count: readSize - chunkCount)
+                if got == 0 {
+                    reachedEnd = true
+                    break
+                }
+                chunkCount += got
+            }
+            inflater.setInput(input, count: chunkCount)
+        }
 
         while true {
             if inflater.availableInput == 0 {
@@ -72,13 +97,29 @@ struct MemberScanner {
                 if chunkCount == 0 { break }
                 inflater.setInput(input, count: chunkCount)
             }
+            if !inMember, let wholeMembers {
+                if inflater.availableInput < readSize / 2 && !reachedEnd { try refill() }
+                let position = chunkCount - inflater.availableInput
+                let available = UnsafeRawBufferPointer(start: input + position, count: inflater.availableInput)
+                if MemberScanner.headerProblem(input + position, count: available.count) == nil,
+                    let length = wholeMembers.inflate(available, into: content, limit: contentLimit)
+                {
+                    member.offset = chunkStart + position
+                    member.length = length
+                    wholeMemberCount += 1
+                    try body(member, content.bytes, true)
+                    inflater.setInput(input + position + length, count: available.count - length)
+                    member.index += 1
+                    continue
+                }
+            }
             if !inMember {
                 inMember = true
                 member.offset = chunkStart + chunkCount - inflater.availableInput
                 content.reset(keepingCapacity: 512 * 1024)
                 let position = chunkCount - inflater.availableInput
                 if position + 4 <= chunkCount {
-                    if let problem = MemberScanner.headerProblem(input + position) {
+                    if let problem = MemberScanner.headerProblem(input + position, count: 4) {
                         return .corrupt(member: member, reason: problem)
                     }
                 } else {
@@ -88,7 +129,7 @@ struct MemberScanner {
                     let problem = try withUnsafeMutableBytes(of: &header) { bytes -> String? in
                         guard let base = bytes.baseAddress else { return nil }
                         let got = try file.read(into: base, count: 4, at: member.offset)
-                        if got == 4 { return MemberScanner.headerProblem(base) }
+                        if got == 4 { return MemberScanner.headerProblem(base, count: 4) }
                         // A header cut short by a tear is a prefix of `1f 8b 08`; anything else
                         // after the last member is stray bytes, not a member.
                         let start = [UInt8](UnsafeRawBufferPointer(start: base, count: got))
@@ -166,7 +207,8 @@ struct MemberScanner {
     /// Version 1 members carry no extra field, name or comment (FLG bits 2, 3, 4). A flipped
     /// bit that sets one would make a reader skip over later events as "header", so such a
     /// header is damage. Checked before zlib sees the member.
-    static func headerProblem(_ header: UnsafeMutableRawPointer) -> String? {
+    static func headerProblem(_ header: UnsafeMutableRawPointer, count: Int) -> String? {
+        guard count >= 4 else { return "a member header cut short" }
         let bytes = header.assumingMemoryBound(to: UInt8.self)
         guard bytes[0] == 0x1F, bytes[1] == 0x8B else { return "incorrect header check" }
         if bytes[3] & 0x1C != 0 {

@@ -139,6 +139,45 @@ struct LogDamageTests {
         }
     }
 
+    @Test("inflating whole members (libdeflate) and streaming them (zlib) read the same events and find the same damage")
+    func wholeMemberInflateAgreesWithZlib() async throws {
+        try await TemporaryDirectory.with { directory in
+            let log = try Self.flushedLog(in: directory)
+            let path = directory.path("variant.jsonl.gz")
+            let whole = try LogReader(path: log.path).forEachEvent { _ in }
+            let streamed = try LogReader(path: log.path, options: .init(inflatesWholeMembers: false)).forEachEvent { _ in }
+            #expect(whole.memberCount >= 3 && whole.wholeMemberCount == whole.memberCount, "\(whole.memberCount) \(whole.wholeMemberCount)")
+            #expect(streamed.wholeMemberCount == 0)
+            func outcome(_ whole: Bool) -> String {
+                var lines: [[UInt8]] = []
+                do {
+                    let summary = try LogReader(path: path, options: .init(inflatesWholeMembers: whole)).forEachLine { line, _ in
+                        lines.append(Array(line))
+                    }
+                    return "\(lines.count) events \(lines.hashValue), tear \(String(describing: summary.tear))"
+                } catch {
+                    return "\(lines.count) events \(lines.hashValue), error \(error)"
+                }
+            }
+            var variants = 0
+            for cut in 0...log.bytes.count {
+                await Task.yield()
+                try writeBytes(Array(log.bytes[..<cut]), to: path)
+                #expect(outcome(true) == outcome(false), "cut at \(cut)")
+                variants += 1
+            }
+            for byte in stride(from: 0, to: log.bytes.count, by: 3) {
+                await Task.yield()
+                var bytes = log.bytes
+                bytes[byte] ^= UInt8(1 << (byte % 8))
+                try writeBytes(bytes, to: path)
+                #expect(outcome(true) == outcome(false), "bit \(byte % 8) of byte \(byte) flipped")
+                variants += 1
+            }
+            #expect(variants > log.bytes.count)
+        }
+    }
+
     /// Recompresses edited lines with the real gzip into a one-member log.
     static func gzipLines(_ lines: [[UInt8]], to path: String) throws {
         let text = Array(lines.joined(separator: [0x0A])) + [0x0A]
