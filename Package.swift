@@ -222,7 +222,7 @@ let package = Package(
         ),
         .target(
             name: "TestSupport",
-            dependencies: ["TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "EvalEngine", "Pipelines"],
+            dependencies: ["TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "EvalEngine", "Pipelines", "CZlib", "CLibdeflate"],
             swiftSettings: strictSettings
         ),
         // `swift run -c release fuzz [--seconds N] [--target T] [--seed S]`: the seeded mutation

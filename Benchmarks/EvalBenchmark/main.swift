@@ -8,6 +8,7 @@
 import EvalEngine
 import Foundation
 import TestSupport
+import TraceCore
 import TraceLog
 
 struct Settings {
@@ -110,3 +111,26 @@ print(
         format: "python3 gzip + json (one process):  %.3f s  %.0f runs/s  %.1f MB/s of JSON", pythonMedian,
         Double(settings.runs) / pythonMedian, megabytes / pythonMedian))
 print(String(format: "ratio: %.2fx the Python script (target >= 3x)", pythonMedian / ourMedian))
+
+// Where one job's time goes: the same logs, one thread, each stage adding to the one before.
+let paths = try FileManager.default.contentsOfDirectory(atPath: logs).sorted().map { "\(logs)/\($0)" }
+func stage(_ name: String, _ body: (String) throws -> Void) throws {
+    var times: [Double] = []
+    for _ in 0..<settings.repetitions {
+        times.append(try seconds { for path in paths { try body(path) } })
+    }
+    let time = median(times)
+    print(String(format: "  %-58@ %6.1f µs/run  %6.1f MB/s", name as NSString, time / Double(paths.count) * 1e6, megabytes / time))
+}
+print("one thread, stage by stage (medians):")
+let limit = InflateLimit()
+try stage("inflate alone (libdeflate, whole members; the limit)") { path in _ = try limit.libdeflate(path) }
+try stage("inflate alone (zlib, streaming)") { path in _ = try limit.zlib(path) }
+try stage("read: inflate, hash chain, decode every event") { path in
+    _ = try LogReader(path: path).forEachEvent { _ in }
+}
+try stage("read + fold") { path in
+    var state = RunState()
+    _ = try LogReader(path: path).forEachEvent { RunState.reduce(into: &state, $0.event) }
+}
+try stage("read + fold + check every state digest (LogFacts.read)") { path in _ = try LogFacts.read(path) }

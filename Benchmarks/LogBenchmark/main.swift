@@ -119,30 +119,6 @@ func gzipSixSize(of path: String) throws -> Int {
     return written
 }
 
-/// Inflates every member of a file and throws the output away: the in-process limit.
-func inflateOnly(_ path: String) throws -> Int {
-    let data = try Data(contentsOf: URL(fileURLWithPath: path))
-    var stream = z_stream()
-    inflateInit2_(&stream, 31, zlibVersion(), Int32(MemoryLayout<z_stream>.size))
-    defer { inflateEnd(&stream) }
-    var produced = 0
-    var output = [UInt8](repeating: 0, count: 256 * 1024)
-    data.withUnsafeBytes { input in
-        stream.next_in = UnsafeMutablePointer(mutating: input.bindMemory(to: Bytef.self).baseAddress)
-        stream.avail_in = uInt(input.count)
-        output.withUnsafeMutableBufferPointer { out in
-            while stream.avail_in > 0 {
-                stream.next_out = out.baseAddress
-                stream.avail_out = uInt(out.count)
-                let status = inflate(&stream, Z_NO_FLUSH)
-                produced += out.count - Int(stream.avail_out)
-                if status == Z_STREAM_END { inflateReset(&stream) } else if status != Z_OK { return }
-            }
-        }
-    }
-    return produced
-}
-
 func readAndFold(_ path: String) throws -> (events: Int, bytes: Int) {
     var state = RunState()
     let summary = try LogReader(path: path).forEachEvent { RunState.reduce(into: &state, $0.event) }
@@ -349,12 +325,15 @@ let gzipSix = try paths.reduce(0) { $0 + (try gzipSixSize(of: $1)) }
 // Read + fold, inflate only, and the system gzip -dc, on the same files.
 var readTimes: [Double] = []
 var inflateTimes: [Double] = []
+var zlibInflateTimes: [Double] = []
+let inflateLimit = InflateLimit()
 var gzipTimes: [Double] = []
 var jsonBytes = 0
 for repetition in 0..<settings.repetitions {
     print("read, repetition \(repetition + 1)/\(settings.repetitions)")
     readTimes.append(try seconds { jsonBytes = try paths.reduce(0) { $0 + (try readAndFold($1)).bytes } })
-    inflateTimes.append(try seconds { _ = try paths.reduce(0) { $0 + (try inflateOnly($1)) } })
+    inflateTimes.append(try seconds { _ = try paths.reduce(0) { $0 + (try inflateLimit.libdeflate($1)) } })
+    zlibInflateTimes.append(try seconds { _ = try paths.reduce(0) { $0 + (try inflateLimit.zlib($1)) } })
     gzipTimes.append(
         try seconds {
             for batch in stride(from: 0, to: paths.count, by: 200) {
@@ -407,7 +386,8 @@ print(
       \(format(Double(eventCount) / writeEverySeconds / 1000)) k events/s, \(format(Double(compressedEvery) / Double(eventCount))) compressed bytes/event (+\(format(Double(compressedEvery - compressed) / Double(eventCount))) B/event over the default)
 
     read + fold (verifying sequence and hash chain): \(format(Double(eventCount) / readSeconds / 1000)) k events/s, \(format(readMBs)) MB/s of JSONL
-    inflate only (zlib, in process; the physical limit): \(format(inflateMBs)) MB/s
+    inflate only (libdeflate, whole members, in process; the physical limit): \(format(inflateMBs)) MB/s
+    inflate only (zlib, streaming, in process): \(format(Double(jsonBytes) / mb / median(zlibInflateTimes))) MB/s; read + fold / zlib inflate = \(format(readMBs * median(zlibInflateTimes) * mb / Double(jsonBytes), 2))
     system gzip -dc: \(format(Double(jsonBytes) / mb / gzipSeconds)) MB/s
     read + fold / inflate only = \(format(readMBs / inflateMBs, 2))
 

@@ -25,7 +25,16 @@ public enum ContentHash {
 
     /// Whether `text` is exactly 64 lowercase hex digits: the form of `prev` and of hashes.
     public static func isHex64(_ text: String) -> Bool {
-        text.utf8.count == 64 && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+        var text = text
+        return text.withUTF8 { utf8 in
+            guard utf8.count == 64 else { return false }
+            var isHex = true
+            for byte in utf8 {
+                // Branch-free: a digit is 0x30-0x39, a letter 0x61-0x66.
+                isHex = isHex && (byte &- 0x30 < 10 || byte &- 0x61 < 6)
+            }
+            return isHex
+        }
     }
 
     private static func hex(_ digest: SHA256.Digest) -> String {

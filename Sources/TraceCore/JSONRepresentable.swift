@@ -45,11 +45,8 @@ extension JSONObjectEncodable {
 
     public func write(to writer: inout JSONWriter) {
         let start = writer.bytes.count
-        var object = JSONObjectWriter(writer: writer)
-        writer = JSONWriter(capacity: 0)
-        members(into: &object)
-        writer = object.finish()
-        if !object.isInKeyOrder {
+        let isInKeyOrder = JSONObjectWriter.write(into: &writer) { members(into: &$0) }
+        if !isInKeyOrder {
             writer.bytes.removeSubrange(start...)
             writer.write(json)
         }
@@ -60,9 +57,17 @@ extension JSONObjectEncodable {
     /// Whether `members(into:)` sets this value's members in key byte order, so that
     /// `write(to:)` takes the straight path (nested values answer for themselves).
     var setsMembersInKeyOrder: Bool {
-        var object = JSONObjectWriter(writer: JSONWriter(capacity: 0))
-        members(into: &object)
-        return object.isInKeyOrder
+        var writer = JSONWriter(capacity: 0)
+        return JSONObjectWriter.write(into: &writer) { members(into: &$0) }
+    }
+}
+
+extension JSONWriter {
+    /// Writes an object whose members `body` sets in key byte order (the canonical order; a
+    /// body that does not is a programming error, caught here).
+    mutating func writeObject(_ body: (inout JSONObjectWriter) -> Void) {
+        let isInKeyOrder = JSONObjectWriter.write(into: &self, body)
+        precondition(isInKeyOrder, "writeObject: members set out of key order")
     }
 }
 
@@ -75,13 +80,22 @@ public protocol JSONMemberSink {
 /// Writes an object's members straight to bytes, in the order they are set, and notes whether
 /// that order was the canonical one (strictly increasing key bytes).
 public struct JSONObjectWriter: JSONMemberSink {
-    private var writer: JSONWriter
+    private var writer = JSONWriter(capacity: 0)
     private var previousKey: StaticString?
     public private(set) var isInKeyOrder = true
 
-    init(writer: JSONWriter) {
-        self.writer = writer
-        self.writer.bytes.append(UInt8(ascii: "{"))
+    private init() {}
+
+    /// Appends the object `body` sets to `writer`; returns whether its members came in key
+    /// order. The bytes move into the object writer and back (no copy of what is written).
+    static func write(into writer: inout JSONWriter, _ body: (inout JSONObjectWriter) -> Void) -> Bool {
+        var object = JSONObjectWriter()
+        swap(&object.writer, &writer)
+        object.writer.bytes.append(UInt8(ascii: "{"))
+        body(&object)
+        object.writer.bytes.append(UInt8(ascii: "}"))
+        swap(&object.writer, &writer)
+        return object.isInKeyOrder
     }
 
     public mutating func set(_ key: StaticString, _ value: (some JSONEncodable)?) {
@@ -98,11 +112,6 @@ public struct JSONObjectWriter: JSONMemberSink {
         writer.bytes.append(UInt8(ascii: "\""))
         writer.bytes.append(UInt8(ascii: ":"))
         value.write(to: &writer)
-    }
-
-    mutating func finish() -> JSONWriter {
-        writer.bytes.append(UInt8(ascii: "}"))
-        return writer
     }
 
     private static func compare(_ lhs: StaticString, _ rhs: StaticString) -> Int {

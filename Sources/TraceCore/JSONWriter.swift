@@ -164,11 +164,22 @@ public struct JSONWriter {
         var text = text
         text.withUTF8 { utf8 in
             var runStart = 0
-            for index in 0..<utf8.count {
+            var index = 0
+            while index < utf8.count {
+                // Eight bytes at a time while none of them needs an escape (the common case).
+                if index + 8 <= utf8.count, let base = utf8.baseAddress {
+                    let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
+                    if !JSONWriter.needsEscape(word) {
+                        index += 8
+                        continue
+                    }
+                }
                 let byte = utf8[index]
+                index += 1
                 guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
-                if runStart < index { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index])) }
-                runStart = index + 1
+                let at = index - 1
+                if runStart < at { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<at])) }
+                runStart = index
                 switch byte {
                 case UInt8(ascii: "\""): writeRaw("\\\"")
                 case UInt8(ascii: "\\"): writeRaw("\\\\")
@@ -189,4 +200,19 @@ public struct JSONWriter {
     }
 
     static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    /// Whether any of the eight bytes of `word` is a control character, `"` or `\\` (the
+    /// classic SWAR tests for a zero byte and a byte below a bound; bytes of 0x80 and above
+    /// never match).
+    @inline(__always)
+    static func needsEscape(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        let below20 = (word &- ones &* 0x20) & ~word & highs
+        let quote = word ^ (ones &* 0x22)
+        let backslash = word ^ (ones &* 0x5C)
+        let hasQuote = (quote &- ones) & ~quote & highs
+        let hasBackslash = (backslash &- ones) & ~backslash & highs
+        return (below20 | hasQuote | hasBackslash) != 0
+    }
 }

@@ -84,6 +84,45 @@ struct JSONTests {
         #expect(JSONWriter.encodeString(value) == "{\"B\":true,\"a\\u0001\":\"x\\\"\\\\\\n\u{7F}ü\",\"b\":[0.1,1e+21,-2.5,3],\"é\":1}")
     }
 
+    @Test("strings are escaped exactly where JSON requires, whatever their position in the string")
+    func escapesAtEveryPosition() throws {
+        /// One byte at a time: the definition the writer's eight-at-a-time scan must match.
+        func reference(_ text: String) -> [UInt8] {
+            var out: [UInt8] = [0x22]
+            for byte in text.utf8 {
+                switch byte {
+                case 0x22: out += Array(#"\""#.utf8)
+                case 0x5C: out += Array(#"\\"#.utf8)
+                case 0x0A: out += Array(#"\n"#.utf8)
+                case 0x0D: out += Array(#"\r"#.utf8)
+                case 0x09: out += Array(#"\t"#.utf8)
+                case 0x08: out += Array(#"\b"#.utf8)
+                case 0x0C: out += Array(#"\f"#.utf8)
+                case ..<0x20: out += Array("\\u00".utf8) + Array(String(byte, radix: 16).leftPadded(to: 2).utf8)
+                default: out.append(byte)
+                }
+            }
+            return out + [0x22]
+        }
+        let specials = (0..<0x20).map { String(UnicodeScalar(UInt8($0))) } + ["\"", "\\"]
+        let fillers = ["abcdefghijklmnopqrstuvwxyz", "ééééééééé", "🚀🚀🚀🚀🚀", "\u{7F}\u{1F}!~ "]
+        var checked = 0
+        for filler in fillers {
+            for special in specials {
+                for position in 0...filler.count {
+                    var text = filler
+                    text.insert(contentsOf: special, at: text.index(text.startIndex, offsetBy: position))
+                    var writer = JSONWriter()
+                    writer.write(text)
+                    #expect(writer.bytes == reference(text), "\(Array(text.utf8))")
+                    #expect(try JSONParser.parse(writer.bytes) == .string(text))
+                    checked += 1
+                }
+            }
+        }
+        #expect(checked > 1000)
+    }
+
     @Test("keys that differ only in Unicode normalisation stay distinct")
     func normalisationDistinct() throws {
         let parsed = try JSONParser.parse(Array("{\"\u{E9}\":1,\"e\u{301}\":2}".utf8))
@@ -201,4 +240,8 @@ struct JSONMatchingTests {
             #expect(throws: TraceCoreError.self, "\(text)") { _ = try readInt(text) }
         }
     }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
 }

@@ -24,25 +24,30 @@ extension RunState {
     /// `counters` are derived from the lists and so are not a member.
     func canonicalJSON(_ lists: inout some StateListEncoder) -> JSONValue {
         var object = ObjectBuilder()
+        canonicalMembers(into: &object, &lists)
+        return object.json
+    }
+
+    /// The members of `canonicalJSON`, in key byte order, for a tree or straight to bytes.
+    func canonicalMembers(into object: inout some JSONMemberSink, _ lists: inout some StateListEncoder) {
+        object.set("anomalies", lists.anomalies(anomalies))
+        object.set("calls", lists.calls(calls))
+        object.set("contents", lists.contents(contents))
+        object.set("context_packet_count", contextPacketCount)
+        object.set("decisions", lists.decisions(decisions))
+        object.set("event_count", eventCount)
+        object.set("last_event_at_us", lastEventAtUs)
+        object.set("last_state_digest", lastStateDigest)
+        object.set("last_token_estimate", lastTokenEstimate)
+        object.set("resume_count", resumeCount)
         object.set("run_id", runId)
         object.set("start", start.map { lists.start($0) })
         object.set("started_at_us", startedAtUs)
-        object.set("last_event_at_us", lastEventAtUs)
-        object.set("event_count", eventCount)
         object.set("step", step)
         object.set("steps_completed", stepsCompleted)
-        object.set("context_packet_count", contextPacketCount)
-        object.set("last_token_estimate", lastTokenEstimate)
-        object.set("decisions", lists.decisions(decisions))
-        object.set("calls", lists.calls(calls))
-        object.set("usage", usage.json)
-        object.set("contents", lists.contents(contents))
-        object.set("last_state_digest", lastStateDigest)
         object.set("stop", stop)
-        object.set("resume_count", resumeCount)
         object.set("unknown_event_count", unknownEventCount)
-        object.set("anomalies", lists.anomalies(anomalies))
-        return object.json
+        object.set("usage", usage)
     }
 }
 
@@ -50,11 +55,13 @@ extension RunState {
 /// hashes and chains (the digest view). `start` is given the start in full; the state form and
 /// the digest view use its state form, a snapshot keeps it whole.
 protocol StateListEncoder {
-    mutating func start(_ start: RunStarted) -> JSONValue
-    mutating func decisions(_ decisions: [DecisionRecord]) -> JSONValue
-    mutating func calls(_ calls: [ToolCallRecord]) -> JSONValue
-    mutating func contents(_ contents: [ContentReference]) -> JSONValue
-    mutating func anomalies(_ anomalies: [Anomaly]) -> JSONValue
+    associatedtype Start: JSONEncodable
+    associatedtype List: JSONEncodable
+    mutating func start(_ start: RunStarted) -> Start
+    mutating func decisions(_ decisions: [DecisionRecord]) -> List
+    mutating func calls(_ calls: [ToolCallRecord]) -> List
+    mutating func contents(_ contents: [ContentReference]) -> List
+    mutating func anomalies(_ anomalies: [Anomaly]) -> List
 }
 
 /// Every member in full.

@@ -34,6 +34,7 @@ extension RunState {
             } else {
                 state.start = started
                 state.startedAtUs = event.timeUs
+                change.start = true
             }
         case .contextBuilt(let packet):
             state.contextPacketCount += 1
@@ -134,8 +135,11 @@ extension RunState {
 public struct FoldChange: Sendable, Hashable {
     /// The index in `RunState.calls` of an existing call the event changed.
     public var call: Int?
+    /// Whether the event set the run's start.
+    public var start = false
 
-    public init(call: Int? = nil) {
+    public init(call: Int? = nil, start: Bool = false) {
         self.call = call
+        self.start = start
     }
 }

@@ -24,6 +24,8 @@ public struct StateDigester: Sendable, StateListEncoder {
     private var isTracking = false
     /// The lowest index of a call touched since the last digest.
     private var firstTouchedCall = Int.max
+    /// Whether a tracked event set the start since it was hashed.
+    private var isStartTouched = false
 
     private struct CallMark: Equatable, Sendable {
         var id: String
@@ -44,11 +46,25 @@ public struct StateDigester: Sendable, StateListEncoder {
     public mutating func track(_ change: FoldChange) {
         isTracking = true
         if let index = change.call { firstTouchedCall = min(firstTouchedCall, index) }
+        if change.start { isStartTouched = true }
     }
 
     /// `sha256:<hex>` of the state's digest view (see `RunState.digest`).
     public mutating func digest(of state: RunState) -> String {
-        ContentHash.sha256(JSONWriter.encode(view(of: state)))
+        var writer = JSONWriter(capacity: 1024)
+        writer.writeObject { state.canonicalMembers(into: &$0, &self) }
+        return ContentHash.sha256(writer.bytes)
+    }
+
+    /// What the digest view shows of a list: `{"chain": c, "count": n}`.
+    struct ListDigest: JSONObjectEncodable {
+        var count: Int
+        var chain: String
+
+        func members(into object: inout some JSONMemberSink) {
+            object.set("chain", chain)
+            object.set("count", count)
+        }
     }
 
     /// The digest view of the state: its canonical JSON with the start hashed and each list
@@ -56,24 +72,28 @@ public struct StateDigester: Sendable, StateListEncoder {
     public mutating func view(of state: RunState) -> JSONValue {
         state.canonicalJSON(&self)
     }
-    mutating func start(_ started: RunStarted) -> JSONValue {
-        if start?.value != started { start = (started, ContentHash.sha256(JSONWriter.encode(started.stateForm))) }
-        return .string(start?.digest ?? "")
+    mutating func start(_ started: RunStarted) -> String {
+        // Tracking, the start is known unchanged unless an event set it; else it is compared.
+        if let start, isTracking && !isStartTouched || start.value == started { return start.digest }
+        isStartTouched = false
+        let digest = ContentHash.sha256(JSONWriter.encode(started.stateForm))
+        start = (started, digest)
+        return digest
     }
 
-    mutating func decisions(_ decisions: [DecisionRecord]) -> JSONValue {
+    mutating func decisions(_ decisions: [DecisionRecord]) -> ListDigest {
         Self.append(&decisionChain, &lastDecision, decisions)
     }
 
-    mutating func contents(_ contents: [ContentReference]) -> JSONValue {
+    mutating func contents(_ contents: [ContentReference]) -> ListDigest {
         Self.append(&contentChain, &lastContent, contents)
     }
 
-    mutating func anomalies(_ anomalies: [Anomaly]) -> JSONValue {
+    mutating func anomalies(_ anomalies: [Anomaly]) -> ListDigest {
         Self.append(&anomalyChain, &lastAnomaly, anomalies)
     }
 
-    mutating func calls(_ calls: [ToolCallRecord]) -> JSONValue {
+    mutating func calls(_ calls: [ToolCallRecord]) -> ListDigest {
         if isTracking {
             let first = min(firstTouchedCall, callChain.count, calls.count)
             firstTouchedCall = Int.max
@@ -92,7 +112,7 @@ public struct StateDigester: Sendable, StateListEncoder {
 
     /// Extends the chain of a list the fold only appends to. If the element last hashed is no
     /// longer where it was, the list belongs to another state: rehash it all.
-    private static func append<T: Equatable & JSONEncodable>(_ chain: inout [String], _ last: inout T?, _ elements: [T]) -> JSONValue {
+    private static func append<T: Equatable & JSONEncodable>(_ chain: inout [String], _ last: inout T?, _ elements: [T]) -> ListDigest {
         var first = chain.count
         if first > elements.count || (first > 0 && elements[first - 1] != last) { first = 0 }
         let result = extend(&chain, with: elements, from: first)
@@ -103,7 +123,7 @@ public struct StateDigester: Sendable, StateListEncoder {
     /// Brings `chain` up to `elements`, rehashing from `first`; returns `{count, chain}`.
     /// Lists the fold only appends to are consistent when `first` is the cached count; a
     /// shorter list (a different state) restarts the chain where it diverges.
-    private static func extend<T: JSONEncodable>(_ chain: inout [String], with elements: [T], from first: Int) -> JSONValue {
+    private static func extend<T: JSONEncodable>(_ chain: inout [String], with elements: [T], from first: Int) -> ListDigest {
         let start = min(first, elements.count, chain.count)
         chain.removeSubrange(start...)
         var writer = JSONWriter(capacity: 512)
@@ -114,6 +134,6 @@ public struct StateDigester: Sendable, StateListEncoder {
             elements[index].write(to: &writer)
             chain.append(ContentHash.sha256Hex(writer.bytes))
         }
-        return ["count": .int(elements.count), "chain": .string(chain.last ?? ContentHash.genesis)]
+        return ListDigest(count: elements.count, chain: chain.last ?? ContentHash.genesis)
     }
 }
