@@ -87,30 +87,45 @@ for _ in 0..<settings.repetitions {
     }
 }
 
-// The Python script, run the same number of times in one interpreter (its own timing).
-let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("eval_logs.py").path
-let python = try Subprocess.run(Subprocess.which("python3") ?? "/usr/bin/python3", [script, logs, "\(settings.repetitions)"])
-let pythonSeconds = python.stdoutText.split(separator: "\n").compactMap { line -> Double? in
-    let fields = line.split(separator: " ")
-    guard fields.count == 5, Int(fields[1]) == settings.runs else { return nil }
-    return Double(fields[2])
+// The Python peers, each run the same number of times in one interpreter (their own timing).
+let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+let repository = here.deletingLastPathComponent().deletingLastPathComponent()
+func pythonSeconds(_ python: String, _ script: String) throws -> Double {
+    let result = try Subprocess.run(python, [here.appendingPathComponent(script).path, logs, "\(settings.repetitions)"])
+    let times = result.stdoutText.split(separator: "\n").compactMap { line -> Double? in
+        let fields = line.split(separator: " ")
+        guard fields.count == 5, Int(fields[1]) == settings.runs else { return nil }
+        return Double(fields[2])
+    }
+    guard times.count == settings.repetitions else {
+        FileHandle.standardError.write(Data("\(script) failed: \(result.stdoutText)\(result.stderr)\n".utf8))
+        exit(1)
+    }
+    return median(times)
 }
-guard pythonSeconds.count == settings.repetitions else {
-    FileHandle.standardError.write(Data("the Python script failed: \(python.stdoutText)\(python.stderr)\n".utf8))
-    exit(1)
-}
+let plainPython = try pythonSeconds(Subprocess.which("python3") ?? "/usr/bin/python3", "eval_logs.py")
+// The faster peer needs orjson from PyPI, in a virtual environment the script makes once.
+let venv = try Subprocess.run("/bin/bash", [repository.appendingPathComponent("scripts/python_venv").path, "bench"])
+let fastPython =
+    venv.status == 0
+    ? try pythonSeconds(venv.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines) + "/bin/python", "eval_logs_fast.py") : nil
 
 let ourMedian = median(ours)
-let pythonMedian = median(pythonSeconds)
-print(
-    String(
-        format: "agent-eval run (EvalRunner, --jobs %d): %.3f s  %.0f runs/s  %.1f MB/s of JSON", settings.jobs, ourMedian,
-        Double(settings.runs) / ourMedian, megabytes / ourMedian))
-print(
-    String(
-        format: "python3 gzip + json (one process):  %.3f s  %.0f runs/s  %.1f MB/s of JSON", pythonMedian,
-        Double(settings.runs) / pythonMedian, megabytes / pythonMedian))
-print(String(format: "ratio: %.2fx the Python script (target >= 3x)", pythonMedian / ourMedian))
+func line(_ name: String, _ time: Double) {
+    print(
+        String(
+            format: "%-44@ %.3f s  %5.0f runs/s  %6.1f MB/s of JSON", name as NSString, time, Double(settings.runs) / time,
+            megabytes / time))
+}
+line("agent-eval run (EvalRunner, --jobs \(settings.jobs)):", ourMedian)
+line("python3 gzip + json (one process):", plainPython)
+if let fastPython {
+    line("python3 whole-member zlib + orjson:", fastPython)
+} else {
+    print("python3 whole-member zlib + orjson: not run (scripts/python_venv bench failed: \(venv.stderr))")
+}
+print(String(format: "ratio: %.2fx the plain Python script (target >= 3x)", plainPython / ourMedian))
+if let fastPython { print(String(format: "ratio: %.2fx the orjson Python script", fastPython / ourMedian)) }
 
 // Where one job's time goes: the same logs, one thread, each stage adding to the one before.
 let paths = try FileManager.default.contentsOfDirectory(atPath: logs).sorted().map { "\(logs)/\($0)" }

@@ -17,16 +17,20 @@ struct Settings {
     var bigRunSteps = 20_000
     var keepsFiles = false
     var level: Int32 = LogWriter.Options().compressionLevel
+    /// Sizes (MB of JSONL) of the single long logs read on their own.
+    var sizes = [1, 100, 1000]
 }
 
 let usage = """
-    usage: log-benchmark [--runs N] [--steps N] [--repetitions N] [--dir PATH] [--big-run-steps N] [--level 1-9] [--keep]
+    usage: log-benchmark [--runs N] [--steps N] [--repetitions N] [--dir PATH] [--big-run-steps N] [--level 1-9] [--sizes MB,…] [--keep]
       --runs N           runs in the corpus (1000)
       --steps N          steps per run (20)
       --repetitions N    repetitions; medians are reported (5)
       --dir PATH         where the logs are written (a temporary directory)
       --big-run-steps N  steps of the long run used for the memory figures (20000)
       --level 1-9        zlib level for writing (the writer's default)
+      --sizes MB,…       one long log of each size (MB of JSONL) read on its own: MB/s and peak memory
+                         (1,100,1000; "none" skips them)
       --keep             keep the written logs
     log-benchmark read-dir DIR   read + fold every log in DIR, then time each stage of reading alone
     """
@@ -51,10 +55,11 @@ func parseSettings() -> Settings {
         case "--dir": settings.directory = value
         case "--level": settings.level = Int32(value) ?? settings.level
         case "--big-run-steps": settings.bigRunSteps = Int(value) ?? settings.bigRunSteps
+        case "--sizes": settings.sizes = value == "none" ? [] : value.split(separator: ",").compactMap { Int($0) }
         default:
             FileHandle.standardError.write(
                 Data(
-                    "usage: log-benchmark [--runs N] [--steps N] [--repetitions N] [--dir PATH] [--big-run-steps N] [--level 1-9] [--keep]\n"
+                    "usage: log-benchmark [--runs N] [--steps N] [--repetitions N] [--dir PATH] [--big-run-steps N] [--level 1-9] [--sizes MB,…] [--keep]\n"
                         .utf8))
             exit(64)
         }
@@ -395,4 +400,32 @@ print(
     \(bigPeak / 1024) MiB on a \(settings.bigRunSteps)-step run (\(fileSize(bigPaths[0]) / 1024 / 1024) MiB, \(bigRun.events.count) events)
     peak resident memory, reading + folding (the state keeps every call and result): \(smallFoldPeak / 1024) MiB and \(bigFoldPeak / 1024) MiB
     """)
+
+// Long logs read on their own: speed and peak memory as a log grows from 1 MB to 1 GB.
+if !settings.sizes.isEmpty {
+    print("\none long log per size, read on its own (medians of \(min(settings.repetitions, 3))):")
+    let sizesDirectory = settings.directory + "/sizes"
+    try FileManager.default.createDirectory(atPath: sizesDirectory, withIntermediateDirectories: true)
+    for size in settings.sizes {
+        let path = "\(sizesDirectory)/\(size)mb.jsonl.gz"
+        try? FileManager.default.removeItem(atPath: path)
+        var sizeCorpus = SyntheticCorpus(seed: UInt64(size))
+        try sizeCorpus.writeLongRun(to: path, jsonBytes: size * 1_000_000)
+        var reads: [Double] = []
+        var limits: [Double] = []
+        var bytes = 0
+        for _ in 0..<min(settings.repetitions, 3) {
+            reads.append(try seconds { bytes = try readAndFold(path).bytes })
+            limits.append(try seconds { _ = try inflateLimit.libdeflate(path) })
+        }
+        let readPeak = try readerPeakKiB(path, folds: false)
+        let foldPeak = try readerPeakKiB(path, folds: true)
+        print(
+            "  \(format(Double(bytes) / mb)) MB of JSONL (\(format(Double(fileSize(path)) / mb)) MB gzip): read + fold "
+                + "\(format(Double(bytes) / mb / median(reads))) MB/s, libdeflate alone \(format(Double(bytes) / mb / median(limits))) MB/s "
+                + "(\(format(median(limits) / median(reads), 2))); peak memory \(readPeak / 1024) MiB reading, \(foldPeak / 1024) MiB reading + folding"
+        )
+        if !settings.keepsFiles { try? FileManager.default.removeItem(atPath: path) }
+    }
+}
 if !settings.keepsFiles { try? FileManager.default.removeItem(atPath: settings.directory) }

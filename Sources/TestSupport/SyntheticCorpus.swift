@@ -74,18 +74,38 @@ public struct SyntheticCorpus {
     /// viewer benchmarks and tests read.
     @discardableResult
     public mutating func writeLongRun(to path: String, events: Int) throws -> RunState {
-        let run = run(index: 0, steps: max(1, (events - 2) / 6))
+        let steps = max(1, (events - 2) / 6)
+        return try writeLongRun(to: path, plannedSteps: steps) { step, _ in step <= steps }
+    }
+
+    /// Writes one long run, a step at a time, until the log holds at least `jsonBytes` bytes of
+    /// JSONL (about 4.4 KB per step): the logs of the read benchmark's sizes.
+    @discardableResult
+    public mutating func writeLongRun(to path: String, jsonBytes: Int) throws -> RunState {
+        try writeLongRun(to: path, plannedSteps: max(1, jsonBytes / 4_400)) { step, written in step == 1 || written < jsonBytes }
+    }
+
+    /// Writes `run_started`, then steps while `continues(step, jsonl bytes so far)`, then
+    /// `run_stopped`; the state is folded (and digested at each step end) as it goes.
+    private mutating func writeLongRun(to path: String, plannedSteps: Int, continues: (Int, Int) -> Bool) throws -> RunState {
         var time = 1_795_000_000_000_000
         var state = RunState()
         var digester = StateDigester()
-        try LogWriter.withWriter(creating: path, runId: run.runId) { writer in
-            for (payload, step) in run.events {
+        try LogWriter.withWriter(creating: path, runId: "bench-run-0") { writer in
+            func append(_ payload: EventPayload, step: Int) throws {
                 time += 1000
                 var payload = payload
                 if case .stepEnded = payload { payload = .stepEnded(StepEnded(stateDigest: digester.digest(of: state))) }
                 let event = try writer.append(payload, step: step, timeUs: time)
-                RunState.reduce(into: &state, event)
+                digester.track(RunState.reduce(into: &state, event))
             }
+            try append(.runStarted(start(steps: plannedSteps)), step: 0)
+            var step = 1
+            while continues(step, writer.jsonlBytes) {
+                for (payload, step) in self.step(step) { try append(payload, step: step) }
+                step += 1
+            }
+            try append(.runStopped(stop()), step: step - 1)
         }
         return state
     }

@@ -181,6 +181,49 @@ struct FoldTests {
         #expect(state.start == Self.started)
     }
 
+    @Test("events pair with the newest call of their id, also after the calls were changed outside the fold")
+    func callsFoundByIdAfterOutsideChanges() throws {
+        func proposal(_ ids: [String]) -> EventPayload {
+            .decisionMade(DecisionMade(raw: "r", outcome: .valid(.toolCalls(ids.map { ToolCall(id: $0, name: "lookup", arguments: [:]) }))))
+        }
+        var script = EventScript()
+        script.add(.runStarted(Self.started), step: 0)
+        script.add(proposal(["a", "b", "a"]), step: 1)
+        var state = RunState(folding: script.events)
+        #expect(state.anomalies.map(\.message) == ["event 1 (decision_made): proposes call id \"a\" a second time"])
+        #expect(state.calls.map(\.id) == ["a", "b", "a"])
+
+        // A reader that keeps memory flat drops settled calls (the catalog's indexer does).
+        state.calls.removeFirst(1)
+        #expect(state.call(id: "b") == state.calls[0])
+        #expect(state.call(id: "a") == state.calls[1])
+        for payload: EventPayload in [
+            .verdictGiven(VerdictGiven(callId: "b", tool: "lookup", verdict: .allow)),
+            .verdictGiven(VerdictGiven(callId: "a", tool: "lookup", verdict: .deny)),
+            proposal(["c"]),
+            .verdictGiven(VerdictGiven(callId: "c", tool: "lookup", verdict: .allow)),
+        ] {
+            RunState.reduce(
+                into: &state, Event(runId: "r1", sequence: state.eventCount, step: 2, timeUs: 1, previousHash: "", payload: payload))
+        }
+        #expect(state.calls.map(\.id) == ["b", "a", "c"])
+        #expect(state.calls.map { $0.verdict?.verdict } == [.allow, .deny, .allow])
+        #expect(state.anomalies.count == 1)
+
+        // A loaded snapshot is the same state, and it folds on the same way.
+        var loaded = try RunState(snapshotText: UnsafeRawBufferPointer(JSONWriter.encode(state.snapshotJSON).withUnsafeBytes { $0 }))
+        #expect(loaded == state)
+        let result = ToolCompleted(callId: "c", tool: "lookup", attempt: 1, status: .ok, durationUs: 1)
+        for folded in [0, 1] {
+            var target = folded == 0 ? state : loaded
+            RunState.reduce(
+                into: &target, Event(runId: "r1", sequence: 9, step: 2, timeUs: 2, previousHash: "", payload: .toolCompleted(result)))
+            #expect(target.calls[2].results == [result])
+            if folded == 1 { loaded = target } else { state = target }
+        }
+        #expect(loaded == state)
+    }
+
     @Test("an approval after an approval_required stop resumes the run")
     func resumeAfterApproval() {
         var script = EventScript()

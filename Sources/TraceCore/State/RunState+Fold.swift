@@ -55,11 +55,13 @@ extension RunState {
                     // A reused id is an anomaly, but the call is kept: dropping it would hide a
                     // call from every trajectory check. Later events pair with the newest call
                     // of that id, as transcripts that reuse ids mean them to.
-                    if state.callIndex(call.id) != nil {
+                    if state.indexOfCall(call.id) != nil {
                         state.note(event, "proposes call id \"\(call.id)\" a second time")
                     }
                     state.calls.append(
                         ToolCallRecord(id: call.id, tool: call.name, step: event.step, arguments: call.arguments))
+                    state.callIds.positions[call.id] = state.calls.count - 1
+                    state.callIds.isStale = false
                 }
             }
         case .verdictGiven(let verdict):
@@ -109,8 +111,10 @@ extension RunState {
     /// Changes one call, keeping its revision and the counters in step with it.
     private mutating func changeCall(at index: Int, _ body: (inout ToolCallRecord) -> Void) -> Int {
         let before = RunCounters.CallShare(calls[index])
+        let wasFresh = !callIds.isStale
         body(&calls[index])
         calls[index].revision += 1
+        callIds.isStale = !wasFresh
         counters.update(from: before, to: RunCounters.CallShare(calls[index]))
         return index
     }
@@ -119,13 +123,23 @@ extension RunState {
         anomalies.append(Anomaly(sequence: event.sequence, message: "event \(event.sequence) (\(event.kind)): \(message)"))
     }
 
-    /// The index of a call by id. Calls of the current step are at the end, so search from there.
+    /// The index of the newest call with this id.
     func callIndex(_ id: String) -> Int? {
-        calls.lastIndex { $0.id == id }
+        callIds.isStale ? calls.lastIndex { $0.id == id } : callIds.positions[id]
+    }
+
+    /// `callIndex`, rebuilding the id index first when a change from outside the fold left it
+    /// stale: constant time per event however long the run.
+    private mutating func indexOfCall(_ id: String) -> Int? {
+        if callIds.isStale {
+            callIds.positions = Dictionary(calls.enumerated().map { ($1.id, $0) }, uniquingKeysWith: { max($0, $1) })
+            callIds.isStale = false
+        }
+        return callIds.positions[id]
     }
 
     private mutating func callIndex(_ id: String, for event: Event) -> Int? {
-        if let index = callIndex(id) { return index }
+        if let index = indexOfCall(id) { return index }
         note(event, "names call \"\(id)\", which no decision proposed")
         return nil
     }

@@ -21,7 +21,11 @@ public struct RunState: Sendable, Hashable {
     /// Every model decision, valid or not, in order.
     public var decisions: [DecisionRecord] = []
     /// Every proposed tool call, in the order the model proposed them.
-    public var calls: [ToolCallRecord] = []
+    public var calls: [ToolCallRecord] = [] {
+        // A change the fold did not make itself (a loaded snapshot, a trimmed list) leaves the
+        // id index to be rebuilt; the fold marks it fresh again after its own changes.
+        didSet { callIds.isStale = true }
+    }
     public var usage = ResourceUsage()
     /// Every content blob stored, in order.
     public var contents: [ContentReference] = []
@@ -40,6 +44,8 @@ public struct RunState: Sendable, Hashable {
     /// limits never walk the lists. They are derived from `decisions` and `calls` and so are
     /// not part of the canonical JSON or the digest, which cover those lists.
     public var counters = RunCounters()
+    /// Where each call id was last proposed, so the fold finds a call in constant time.
+    var callIds = CallIdIndex()
 
     /// The state before any event.
     public init() {}
@@ -52,6 +58,16 @@ public struct RunState: Sendable, Hashable {
 }
 
 /// One model decision as the state keeps it.
+/// The newest index in `RunState.calls` of each call id. Derived from the calls, so it takes no
+/// part in equality; stale after a change the fold did not make, and then rebuilt on demand.
+struct CallIdIndex: Sendable, Hashable {
+    var positions: [String: Int] = [:]
+    var isStale = false
+
+    static func == (lhs: CallIdIndex, rhs: CallIdIndex) -> Bool { true }
+    func hash(into hasher: inout Hasher) {}
+}
+
 public struct DecisionRecord: Sendable, Hashable {
     public var step: Int
     public var sequence: Int
