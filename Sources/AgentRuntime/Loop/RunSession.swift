@@ -146,7 +146,7 @@ final class RunSession {
                     let redactor = Redactor(environmentNames: agent.redactEnvironment, memberNames: agent.redactMembers)
                     return { @Sendable (text: String) in observe(.modelText(redactor.redactText(text))) }
                 }
-                reply = try await ModelTextObserver.$current.withValue(streamed) { try await agent.model.reply(to: request) }
+                reply = try await ModelTextObserver.with(streamed) { try await agent.model.reply(to: request) }
             } catch {
                 // Cancelled from outside while the model answered: an interruption, not a model failure.
                 let cancelled = error is CancellationError || Task.isCancelled

@@ -16,7 +16,25 @@ public enum RunUpdate: Sendable {
 /// each model request when someone observes the run (`RuntimeEnvironment.observe`), nil
 /// otherwise. Model clients call it with each new piece of text.
 public enum ModelTextObserver {
-    @TaskLocal public static var current: (@Sendable (String) -> Void)?
+    /// The observer of the current task, if any.
+    public static var current: (@Sendable (String) -> Void)? { sink?.send }
+
+    /// Runs `operation` with `observer` as the current observer.
+    public static func with<T>(_ observer: (@Sendable (String) -> Void)?, _ operation: () async throws -> T) async rethrows -> T {
+        try await $sink.withValue(observer.map(Sink.init)) { try await operation() }
+    }
+
+    /// The task-local holds the closure in a class: with an optional function type as its
+    /// value, the release build (Swift 6.3, Linux) crashed in `swift_task_localValuePush`.
+    final class Sink: Sendable {
+        let send: @Sendable (String) -> Void
+
+        init(_ send: @escaping @Sendable (String) -> Void) {
+            self.send = send
+        }
+    }
+
+    @TaskLocal static var sink: Sink?
 }
 
 extension RuntimeEnvironment {
