@@ -51,18 +51,24 @@ public struct Redactor: Sendable, Hashable {
             + Self.patterns.flatMap { $0.literals.map { Array($0.utf8) } }
     }
 
-    /// Whether `line` may hold a secret (it holds one of the needles): a byte search, no text.
+    /// Whether `line` may hold a secret (it holds one of the needles): a byte search (libc's
+    /// `memchr` for a needle's first byte, `memcmp` for the rest), no text.
     func mayRedact(_ line: [UInt8]) -> Bool {
-        needles.contains { needle in
-            guard let first = needle.first, needle.count <= line.count else { return needle.isEmpty }
-            var start = 0
-            let last = line.count - needle.count
-            while start <= last {
-                guard let hit = line[start...last].firstIndex(of: first) else { return false }
-                if line[hit..<hit + needle.count].elementsEqual(needle) { return true }
-                start = hit + 1
+        line.withUnsafeBytes { haystack in
+            needles.contains { needle in
+                guard let first = needle.first else { return true }
+                guard let base = haystack.baseAddress, needle.count <= haystack.count else { return false }
+                return needle.withUnsafeBytes { needleBytes in
+                    guard let needleBase = needleBytes.baseAddress else { return true }
+                    let last = haystack.count - needle.count  // the last offset a needle can start at
+                    var start = 0
+                    while start <= last, let hit = memchr(base + start, Int32(first), last - start + 1) {
+                        if memcmp(hit, needleBase, needle.count) == 0 { return true }
+                        start = base.distance(to: UnsafeRawPointer(hit)) + 1
+                    }
+                    return false
+                }
             }
-            return false
         }
     }
 

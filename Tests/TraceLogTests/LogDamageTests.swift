@@ -482,3 +482,18 @@ struct SealRecoveryTests {
         }
     }
 }
+
+@Suite("Redaction's quick test")
+struct RedactorSearchTests {
+    @Test("a line holds a needle wherever it sits: at the start, at the end, after a false start, or not at all")
+    func needlesAnywhere() {
+        let redactor = Redactor(environmentNames: ["TOKEN"], memberNames: ["password"], environment: ["TOKEN": "s3cr3t-value"])
+        let hits = [
+            "s3cr3t-value", "xx s3cr3t-value", "s3s3cr3t-valuex", "{\"password\":1}", "ends with sk-", "Bearer ",
+            "\\\"password\\\":", "ss3cr3t-values3cr3t-valu s3cr3t-value",
+        ]
+        let misses = ["", "s", "s3cr3t-valu", "3cr3t-value", "password", "{\"passwor\":1}", "sk", "Bearer", "S3CR3T-VALUE"]
+        for line in hits { #expect(redactor.mayRedact(Array(line.utf8)), "\(line)") }
+        for line in misses { #expect(!redactor.mayRedact(Array(line.utf8)), "\(line)") }
+    }
+}
