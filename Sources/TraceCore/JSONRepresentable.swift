@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// A value with a fixed JSON form: how event payloads and run state become JSON and back.
 ///
 /// `init(from:)` reads the value straight from JSON text (the reader's hot path) and rejects
@@ -115,16 +109,7 @@ public struct JSONObjectWriter: JSONMemberSink {
     }
 
     private static func compare(_ lhs: StaticString, _ rhs: StaticString) -> Int {
-        lhs.withUTF8Buffer { a in
-            rhs.withUTF8Buffer { b in
-                let common = Swift.min(a.count, b.count)
-                if common > 0, let pa = a.baseAddress, let pb = b.baseAddress {
-                    let order = memcmp(pa, pb, common)
-                    if order != 0 { return order < 0 ? -1 : 1 }
-                }
-                return a.count == b.count ? 0 : (a.count < b.count ? -1 : 1)
-            }
-        }
+        lhs.withUTF8Buffer { a in rhs.withUTF8Buffer { b in JSONObject.compareBytes(a, b) } }
     }
 }
 

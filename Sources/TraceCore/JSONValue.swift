@@ -168,16 +168,17 @@ public struct JSONObject: Sendable, Hashable, RandomAccessCollection {
     static func compare(_ lhs: String, _ rhs: String) -> Int {
         var left = lhs
         var right = rhs
-        return left.withUTF8 { a in
-            right.withUTF8 { b in
-                let common = Swift.min(a.count, b.count)
-                if common > 0, let pa = a.baseAddress, let pb = b.baseAddress {
-                    let order = memcmp(pa, pb, common)
-                    if order != 0 { return order < 0 ? -1 : 1 }
-                }
-                return a.count == b.count ? 0 : (a.count < b.count ? -1 : 1)
-            }
+        return left.withUTF8 { a in right.withUTF8 { b in compareBytes(a, b) } }
+    }
+
+    /// Three-way comparison of two byte strings: memcmp order, a prefix first.
+    static func compareBytes(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Int {
+        let common = Swift.min(a.count, b.count)
+        if common > 0, let pa = a.baseAddress, let pb = b.baseAddress {
+            let order = memcmp(pa, pb, common)
+            if order != 0 { return order < 0 ? -1 : 1 }
         }
+        return a.count == b.count ? 0 : (a.count < b.count ? -1 : 1)
     }
 }
 
