@@ -100,16 +100,22 @@ func warn(_ diagnostic: any Diagnostic) {
     }
 }
 
+/// Damage that `agent-eval log verify` reports in full: other commands point to it.
+let damageCodes: Set<String> = [
+    "log.corrupt_member", "log.split_event", "log.invalid_event", "log.broken_chain", "log.sequence_gap", "log.sequence_repeat",
+    "log.run_mismatch", "log.event_too_large",
+]
+
 /// The hint this CLI gives for a diagnostic, naming its own commands and flags (library
 /// hints never do); nil keeps the library's.
 func commandHint(for diagnostic: any Diagnostic) -> String? {
     let path = diagnostic.place?.path ?? "LOG"
+    if damageCodes.contains(diagnostic.diagnosticCode) {
+        return "run `agent-eval log verify \(path)` for a full report of the damage"
+    }
     switch diagnostic.diagnosticCode {
     case "log.torn_tail":
         return "run `agent-eval log repair \(path)` to seal it"
-    case "log.corrupt_member", "log.split_event", "log.invalid_event", "log.broken_chain", "log.sequence_gap", "log.sequence_repeat",
-        "log.run_mismatch", "log.event_too_large":
-        return "run `agent-eval log verify \(path)` for a full report of the damage"
     case "log.pending_seal":
         return "run `agent-eval log repair \(path)` to finish the interrupted seal"
     case "log.not_repairable":

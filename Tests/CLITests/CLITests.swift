@@ -150,6 +150,16 @@ struct CLITests {
             #expect(notGzip.status == 2)
             #expect(notGzip.stderr.contains("error: the file is not a gzip-compressed log"))
             #expect(notGzip.stderr.contains("hint: agent-eval logs are gzip-compressed JSONL"))
+
+            // Damage: verify is the full report, so it sends the reader nowhere else for one.
+            var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: fixture("support-sample.jsonl.gz"))))
+            bytes[bytes.count / 3] ^= 0x40
+            let damagedPath = directory.path("damaged.jsonl.gz")
+            try Data(bytes).write(to: URL(fileURLWithPath: damagedPath))
+            let damaged = try agentEval(["log", "verify", damagedPath])
+            #expect(damaged.status == 1)
+            #expect(damaged.stdoutText.contains("[corrupt_member] member at byte 0, seq 0"))
+            #expect(!damaged.stdoutText.contains("agent-eval log verify"))
         }
     }
 
