@@ -101,6 +101,8 @@ struct MemberScanner {
                 if inflater.availableInput < readSize / 2 && !reachedEnd { try refill() }
                 let position = chunkCount - inflater.availableInput
                 let available = UnsafeRawBufferPointer(start: input + position, count: inflater.availableInput)
+                // As for a streamed member: memory follows this member, not the largest one read.
+                content.reset(keepingCapacity: 512 * 1024)
                 if MemberScanner.headerProblem(input + position, count: available.count) == nil,
                     let length = wholeMembers.inflate(available, into: content, limit: contentLimit)
                 {
