@@ -1,6 +1,8 @@
 // The eval benchmark: `agent-eval run`'s work on 1,000 recorded runs of 20 steps with 3
-// expectations each, against the same work by a plain Python gzip + json script
-// (eval_logs.py, beside this file), in the same run.
+// expectations each, against the same work by two Python scripts beside this file, in the same
+// run: a plain one (eval_logs.py: gzip + json) and a fast one (eval_logs_fast.py: whole-member
+// zlib + orjson, in the virtual environment `scripts/python_venv bench` makes); then one job's
+// time stage by stage (inflate, read, fold, digests) on the same logs.
 //
 //   swift run -c release eval-benchmark [--runs 1000] [--steps 20] [--repetitions 5] [--jobs 2] [--dir PATH]
 //
