@@ -3,7 +3,7 @@
 /// control characters escaped, integers in decimal, doubles in their shortest round-trip form.
 ///
 /// The same value always gives the same bytes; hashes and digests depend on that.
-public struct JSONWriter {
+public struct JSONWriter: Sendable {
     /// The bytes written so far.
     public var bytes: [UInt8]
 
@@ -100,6 +100,9 @@ public struct JSONWriter {
     /// The nesting depth of encoded JSON `bytes` when it is more than `limit`, else nil: one
     /// pass over the bytes, skipping strings, so a writer can refuse what a reader would.
     public static func nestingDepth(of bytes: [UInt8], exceeding limit: Int) -> Int? {
+        // Each level opens with `{` or `[`: fewer of them than the limit cannot exceed it, and
+        // counting them is a fraction of the exact scan (most lines end here).
+        if bytes.count <= limit || openingBracketCount(bytes) <= limit { return nil }
         var depth = 0
         var isInString = false
         var isEscaped = false
@@ -124,6 +127,30 @@ public struct JSONWriter {
             }
         }
         return nil
+    }
+
+    /// How many `{` and `[` bytes `bytes` holds, strings included; eight bytes at a time.
+    static func openingBracketCount(_ bytes: [UInt8]) -> Int {
+        bytes.withUnsafeBytes { buffer in
+            // `{` is 0x7B and `[` is 0x5B: with bit 0x20 set, both are 0x7B.
+            let ones: UInt64 = 0x0101_0101_0101_0101
+            let low7: UInt64 = 0x7F7F_7F7F_7F7F_7F7F
+            var count = 0
+            var index = 0
+            while index + 8 <= buffer.count {
+                let word = buffer.loadUnaligned(fromByteOffset: index, as: UInt64.self) | (ones &* 0x20)
+                let difference = word ^ (ones &* 0x7B)
+                // A byte's high bit is set here exactly when the byte of `difference` is zero.
+                let zeros = ~(((difference & low7) &+ low7) | difference | low7)
+                count += zeros.nonzeroBitCount
+                index += 8
+            }
+            while index < buffer.count {
+                if buffer[index] | 0x20 == 0x7B { count += 1 }
+                index += 1
+            }
+            return count
+        }
     }
 
     /// Appends ASCII text as it is (punctuation, literals, pre-encoded keys).

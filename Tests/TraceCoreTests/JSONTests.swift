@@ -123,6 +123,25 @@ struct JSONTests {
         #expect(checked > 1000)
     }
 
+    @Test("the nesting check finds a value one level too deep wherever its brackets fall, and only then")
+    func nestingDepthAtEveryAlignment() {
+        let limit = JSONParser.maximumDepth
+        for offset in 0..<9 {
+            let pad = String(repeating: " ", count: offset)
+            // Exactly limit + 1 opening brackets, all nested: the quick count must not miss one.
+            let tooDeep =
+                pad + String(repeating: "[{\"k\":", count: (limit + 1) / 2) + "[1]" + String(repeating: "}]", count: (limit + 1) / 2)
+            #expect(JSONWriter.nestingDepth(of: Array(tooDeep.utf8), exceeding: limit) == limit + 1, "offset \(offset)")
+            let deepest = pad + String(repeating: "[", count: limit) + String(repeating: "]", count: limit)
+            #expect(JSONWriter.nestingDepth(of: Array(deepest.utf8), exceeding: limit) == nil, "offset \(offset)")
+            // Many brackets, shallow: siblings, and brackets inside strings.
+            let siblings = pad + "[" + Array(repeating: "{\"a\":[1]}", count: limit).joined(separator: ",") + "]"
+            #expect(JSONWriter.nestingDepth(of: Array(siblings.utf8), exceeding: limit) == nil)
+            let inStrings = pad + "[\"" + String(repeating: "{[", count: limit) + "\\\"\"]"
+            #expect(JSONWriter.nestingDepth(of: Array(inStrings.utf8), exceeding: limit) == nil)
+        }
+    }
+
     @Test("keys that differ only in Unicode normalisation stay distinct")
     func normalisationDistinct() throws {
         let parsed = try JSONParser.parse(Array("{\"\u{E9}\":1,\"e\u{301}\":2}".utf8))
