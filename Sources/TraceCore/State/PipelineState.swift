@@ -8,6 +8,9 @@ public struct PipelineState: JSONObjectEncodable, Hashable {
     /// Every task in plan order.
     public private(set) var tasks: [PipelineTaskState] = []
     private var taskIndex: [String: Int] = [:]
+    /// Per task, in plan order, a count bumped at every change: what the digester compares
+    /// to know which tasks to rehash (integers, so a 1,000-task check copies nothing).
+    private(set) var taskRevisions: [Int] = []
     public var breakers: [String: BreakerChanged] = [:]
     public var isPaused = false
     public var stop: PipelineStopped?
@@ -45,13 +48,13 @@ public struct PipelineState: JSONObjectEncodable, Hashable {
             state.anomalies.append("seq \(event.sequence): \(event.kind) does not belong in a pipeline log")
             return
         }
-        if state.start == nil, !payload.isStarted {
+        if !state.hasStarted, !payload.isStarted {
             state.anomalies.append("seq \(event.sequence): \(event.kind) before pipeline_started")
             return
         }
         switch payload {
         case .started(let started):
-            guard state.start == nil else {
+            guard !state.hasStarted else {
                 state.anomalies.append("seq \(event.sequence): a second pipeline_started")
                 return
             }
@@ -59,6 +62,7 @@ public struct PipelineState: JSONObjectEncodable, Hashable {
             state.start = started
             state.tasks = started.tasks.map { PipelineTaskState(plan: $0) }
             for (index, task) in state.tasks.enumerated() { state.taskIndex[task.id] = index }
+            state.taskRevisions = Array(repeating: 0, count: state.tasks.count)
         case .taskStarted(let started):
             state.change(started.task, event) { task in
                 task.status = .running
@@ -81,7 +85,7 @@ public struct PipelineState: JSONObjectEncodable, Hashable {
             if isUnmatched {
                 state.anomalies.append("seq \(event.sequence): \(finished.task) attempt \(finished.attempt) finished without starting")
             }
-            if let primary = fallbackFor, state.task(finished.task)?.status == .succeeded {
+            if let primary = fallbackFor, state.status(of: finished.task) == .succeeded {
                 // A fallback's output stands in for the task it replaced.
                 state.change(primary, event) { task in
                     task.status = .succeeded
@@ -89,10 +93,10 @@ public struct PipelineState: JSONObjectEncodable, Hashable {
                     task.outputFrom = finished.task
                 }
                 state.settledOrder.append(primary)
-            } else if let primary = fallbackFor, state.task(finished.task)?.status == .failed {
+            } else if let primary = fallbackFor, state.status(of: finished.task) == .failed {
                 state.change(primary, event) { $0.status = .failed }
             }
-            if let status = state.task(finished.task)?.status, status == .succeeded || status == .skipped {
+            if let status = state.status(of: finished.task), status == .succeeded || status == .skipped {
                 state.settledOrder.append(finished.task)
             }
         case .breakerChanged(let changed):
@@ -122,13 +126,19 @@ public struct PipelineState: JSONObjectEncodable, Hashable {
         }
     }
 
+    /// Whether `pipeline_started` was folded (without copying `start`, which holds the plan).
+    private var hasStarted: Bool {
+        if case .none = start { return false }
+        return true
+    }
+
     private mutating func change(_ id: String, _ event: Event, _ body: (inout PipelineTaskState) -> Void) {
         guard let index = taskIndex[id] else {
             anomalies.append("seq \(event.sequence): \(event.kind) names task \"\(id)\", which is not in the plan")
             return
         }
         body(&tasks[index])
-        tasks[index].revision += 1
+        taskRevisions[index] &+= 1
     }
 
     /// The next attempt number of `id`: attempts count on across retries and rollbacks.
@@ -164,38 +174,55 @@ public struct PipelineState: JSONObjectEncodable, Hashable {
 public struct PipelineStateDigester: Sendable {
     /// Tasks per chunk.
     static let chunkSize = 64
-    private var taskHashes: [(revision: Int, hash: [UInt8])] = []
-    private var chunkHashes: [[UInt8]?] = []
+    static let hashSize = 32
+    /// Per task, the revision its hash is of (-1: none yet).
+    private var revisions: [Int] = []
+    /// The task hashes, `hashSize` bytes per task in plan order: a chunk is hashed in one call.
+    private var taskHashes: [UInt8] = []
+    /// The chunk hashes in order, then the rest's canonical JSON: the bytes the digest hashes.
+    private var top: [UInt8] = []
+    private var isChunkStale: [Bool] = []
+    /// Reused for each task's JSON.
+    private var writer = JSONWriter(capacity: 1024)
 
     public init() {}
 
     public mutating func digest(of state: PipelineState) -> String {
-        if taskHashes.count != state.tasks.count {
-            taskHashes = Array(repeating: (-1, []), count: state.tasks.count)
-            chunkHashes = Array(repeating: nil, count: (state.tasks.count + Self.chunkSize - 1) / Self.chunkSize)
+        let count = state.tasks.count
+        let chunks = (count + Self.chunkSize - 1) / Self.chunkSize
+        if revisions.count != count {
+            revisions = Array(repeating: -1, count: count)
+            taskHashes = Array(repeating: 0, count: count * Self.hashSize)
+            isChunkStale = Array(repeating: true, count: chunks)
+            top = Array(repeating: 0, count: chunks * Self.hashSize)
         }
-        // By index, so that an unchanged task is compared, not copied.
-        for index in state.tasks.indices where taskHashes[index].revision != state.tasks[index].revision {
-            taskHashes[index] = (state.tasks[index].revision, Array(SHA256.hash(data: JSONWriter.encode(state.tasks[index]))))
-            chunkHashes[index / Self.chunkSize] = nil
+        for (index, revision) in state.taskRevisions.enumerated() where revisions[index] != revision {
+            revisions[index] = revision
+            writer.bytes.removeAll(keepingCapacity: true)
+            state.tasks[index].write(to: &writer)
+            let hash = writer.bytes.withUnsafeBytes { SHA256.hash(data: $0) }
+            Self.store(hash, in: &taskHashes, at: index * Self.hashSize)
+            isChunkStale[index / Self.chunkSize] = true
         }
-        var hasher = SHA256()
-        for chunk in chunkHashes.indices {
-            if chunkHashes[chunk] == nil {
-                var chunkHasher = SHA256()
-                for index in chunk * Self.chunkSize..<min((chunk + 1) * Self.chunkSize, taskHashes.count) {
-                    chunkHasher.update(data: taskHashes[index].hash)
-                }
-                chunkHashes[chunk] = Array(chunkHasher.finalize())
-            }
-            hasher.update(data: chunkHashes[chunk] ?? [])
+        for chunk in 0..<chunks where isChunkStale[chunk] {
+            isChunkStale[chunk] = false
+            let range = chunk * Self.chunkSize * Self.hashSize..<min((chunk + 1) * Self.chunkSize, count) * Self.hashSize
+            let hash = taskHashes.withUnsafeBytes { SHA256.hash(data: UnsafeRawBufferPointer(rebasing: $0[range])) }
+            Self.store(hash, in: &top, at: chunk * Self.hashSize)
         }
+        top.removeSubrange((chunks * Self.hashSize)...)
         var rest = ObjectBuilder()
         rest.set("breakers", state.breakers.sorted { $0.key < $1.key }.map { $0.value.state.rawValue + ":" + $0.key })
         rest.set("paused", state.isPaused)
         rest.set("stop", state.stop?.status)
-        hasher.update(data: JSONWriter.encode(rest.json))
-        return "sha256:" + ContentHash.hex(Array(hasher.finalize()))
+        writer.bytes.removeAll(keepingCapacity: true)
+        writer.write(rest.json)
+        top.append(contentsOf: writer.bytes)
+        return top.withUnsafeBytes { SHA256.hash(data: $0) }.withUnsafeBytes { "sha256:" + ContentHash.hex($0) }
+    }
+
+    private static func store(_ hash: SHA256.Digest, in bytes: inout [UInt8], at offset: Int) {
+        hash.withUnsafeBytes { hash in bytes.replaceSubrange(offset..<offset + hashSize, with: hash) }
     }
 }
 
@@ -223,8 +250,6 @@ public struct PipelineTaskState: JSONObjectEncodable, Hashable {
     public var output: JSONValue?
     /// The fallback task whose output this is, when one stood in.
     public var outputFrom: String?
-    /// Bumped at every change, for the digester's cache.
-    public var revision = 0
 
     public var id: String { plan.id }
 
