@@ -23,7 +23,7 @@ struct AttemptResult: Sendable {
 /// Runs one task attempt in isolation: the task sees its declared inputs and nothing else.
 /// An agent task is a child run with its own log, limits and policy; a command task gets its
 /// input as JSON on stdin and answers on stdout. The output is then validated.
-struct TaskExecutor: Sendable {
+struct AttemptRunner: Sendable {
     var environment: RuntimeEnvironment
     /// The most a command may print on stdout.
     static let outputLimit = 16 << 20

@@ -211,7 +211,7 @@ public struct PipelineRunner: Sendable {
                     result.stopReason = stop.reason.rawValue
                     result.durationUs = max(0, (child.lastEventAtUs ?? 0) - (child.startedAtUs ?? 0))
                     if stop.reason == .success {
-                        result.status = .succeeded(TaskExecutor.output(ofAnswer: stop.answer ?? ""))
+                        result.status = .succeeded(AttemptRunner.output(ofAnswer: stop.answer ?? ""))
                     } else {
                         result.status = .failed(
                             .failure, "the agent run stopped with \(stop.reason.rawValue)" + (stop.error.map { ": \($0)" } ?? ""))
@@ -296,7 +296,19 @@ final class PipelineRecorder: @unchecked Sendable {
         for event in events { breakers.observe(event) }
     }
 
-    func digest() -> String { digester.digest(of: state) }
+    /// The digest of `state`, and the event count it is of.
+    private var lastDigest: (eventCount: Int, digest: String)?
+
+    func digest() -> String {
+        if let lastDigest, lastDigest.eventCount == state.eventCount { return lastDigest.digest }
+        let digest = digester.digest(of: state)
+        lastDigest = (state.eventCount, digest)
+        return digest
+    }
+
+    /// Digests the state now, while the scheduler waits for an attempt, so that the attempt's
+    /// checkpoint finds its digest done.
+    func prepareDigest() { _ = digest() }
 
     /// Events recorded since a durability point was deferred: observers hear of them once it is
     /// durable, so the event stream never shows a checkpoint a crash could still lose.

@@ -48,45 +48,61 @@ struct Scheduler {
     private var state: PipelineState { recorder.state }
 
     mutating func run() async throws(PipelineError) {
-        let executor = TaskExecutor(environment: runner.environment)
+        let attempts = AttemptRunner(environment: runner.environment)
         var thrown: PipelineError?
-        await withTaskGroup(of: (Int, AttemptResult).self) { group in
-            do throws(PipelineError) {
-                checkPauseRequest()
-                try startReady(&group, executor)
-                try recorder.flushDeferred()
-                while let (ticket, result) = await group.next() {
-                    finishedEarly[ticket] = result
-                    // Interrupted from outside: commit nothing more; resume settles what ran.
-                    if Task.isCancelled { continue }
-                    // One commit, then the starts it allows, then the next commit: the same
-                    // interleaving however many attempts finished meanwhile.
-                    while let ready = finishedEarly.removeValue(forKey: nextCommit), let launch = inFlight.removeValue(forKey: nextCommit) {
-                        nextCommit += 1
-                        try commit(launch, ready)
-                        checkPauseRequest()
-                        try startReady(&group, executor)
-                        // The checkpoint went out with the next start's flush; if nothing
-                        // started, it is made durable before the scheduler waits.
-                        try recorder.flushDeferred()
+        let thread = SchedulerThread()
+        defer { thread.stop() }
+        await withTaskExecutorPreference(thread) {
+            // On the thread (this closure's jobs run there): the thread digests the state while
+            // it waits, and stops doing so before anything after this closure reads the state.
+            let recorder = recorder
+            thread.whenIdle = { recorder.prepareDigest() }
+            defer { thread.whenIdle = nil }
+            await withTaskGroup(of: (Int, AttemptResult).self) { group in
+                do throws(PipelineError) {
+                    checkPauseRequest()
+                    try startReady(&group, attempts, thread)
+                    try recorder.flushDeferred()
+                    while let (ticket, result) = await group.next() {
+                        finishedEarly[ticket] = result
+                        // Interrupted from outside: commit nothing more; resume settles what ran.
+                        if Task.isCancelled { continue }
+                        // One commit, then the starts it allows, then the next commit: the same
+                        // interleaving however many attempts finished meanwhile.
+                        while let ready = finishedEarly.removeValue(forKey: nextCommit),
+                            let launch = inFlight.removeValue(forKey: nextCommit)
+                        {
+                            nextCommit += 1
+                            try commit(launch, ready)
+                            checkPauseRequest()
+                            try startReady(&group, attempts, thread)
+                            // The checkpoint went out with the next start's flush; if nothing
+                            // started, it is made durable before the scheduler waits.
+                            try recorder.flushDeferred()
+                        }
                     }
+                } catch {
+                    thrown = error
+                    group.cancelAll()
                 }
-            } catch {
-                thrown = error
-                group.cancelAll()
             }
         }
         if let thrown { throw thrown }
         try finish()
     }
 
+    /// Looked for at every commit: one `access` call (FileManager's check cost several times more).
+    private var pauseRequestPath: String { directory + "/" + PipelineRunner.pauseRequestName }
+
     private mutating func checkPauseRequest() {
-        if !isPausing, FileManager.default.fileExists(atPath: directory + "/" + PipelineRunner.pauseRequestName) { isPausing = true }
+        if !isPausing, access(pauseRequestPath, F_OK) == 0 { isPausing = true }
     }
 
     // MARK: Starting
 
-    private mutating func startReady(_ group: inout TaskGroup<(Int, AttemptResult)>, _ executor: TaskExecutor) throws(PipelineError) {
+    private mutating func startReady(_ group: inout TaskGroup<(Int, AttemptResult)>, _ attempts: AttemptRunner, _ thread: SchedulerThread)
+        throws(PipelineError)
+    {
         while failure == nil, !isPausing, !Task.isCancelled, inFlight.count < jobs, let (task, primary) = nextCandidate() {
             let attempt = state.nextAttempt(of: task.id)
             var isProbe = false
@@ -139,8 +155,11 @@ struct Scheduler {
                 observeChild = { event in observe(.childEvent(task: id, attempt: attempt, event)) }
             }
             let childObserver = observeChild
-            group.addTask {
-                let result = await executor.run(
+            // A command attempt's async part runs on the scheduler's thread (no hop to start
+            // it or to resume the scheduler after it); an agent run works, so it goes to the pool.
+            let preference: any TaskExecutor = task.kind == .command ? thread : globalConcurrentExecutor
+            group.addTask(executorPreference: preference) {
+                let result = await attempts.run(
                     task, input: input, childLog: childLog, runId: runId, delayMs: delayMs, observe: childObserver)
                 return (ticket, result)
             }
