@@ -7,7 +7,8 @@
 // long its child process took (spawn, run, read, validate); the scheduler's overhead per task is
 // the wall time of the whole pipeline minus those durations, divided by the task count: building
 // inputs, recording task_started and task_finished (both durable points), folding the state,
-// digesting it (per-task hash cache), deciding what runs next.
+// deciding what runs next, and getting from an attempt's end back to the scheduler. (The state
+// digest of a checkpoint is computed while the attempt runs, so it is not in this figure.)
 //
 // Resume: the same pipeline paused before its last task (the pause is requested when the
 // last-but-one task starts), then resumed: the time from the resume call to the last task's
