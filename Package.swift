@@ -51,6 +51,13 @@ let package = Package(
             pkgConfig: "libdeflate",
             providers: [.apt(["libdeflate-dev"]), .brew(["libdeflate"])]
         ),
+        // Layer 0: libzstd, for the zstd entries (zip method 93) of Inspect AI's `.eval` archives.
+        // Only Interop imports it.
+        .systemLibrary(
+            name: "CZstd",
+            pkgConfig: "libzstd",
+            providers: [.apt(["libzstd-dev"]), .brew(["zstd"])]
+        ),
         // Layer 1: pure core. Event types, JSON values, run state, the fold, trajectory queries.
         // No I/O, no clock.
         .target(
@@ -117,7 +124,7 @@ let package = Package(
         // message transcripts) that write ordinary logs through TraceLog, and the OTLP exporter.
         .target(
             name: "Interop",
-            dependencies: ["TraceCore", "TraceLog"],
+            dependencies: ["TraceCore", "TraceLog", "CZstd"],
             swiftSettings: strictSettings
         ),
         // Layer 3, above the runtime: pipelines — a DAG of tasks, each an isolated child run,

@@ -65,10 +65,34 @@ struct TraceImportTests {
         let divide = try #require(jsonStates.first { $0.start?.source?.id == "divide:1" })
         #expect(divide.executedCalls.first?.lastResult?.status == .error)
         #expect(divide.stop?.reason == .budgetExhausted && divide.stop?.limit == .maxSteps)
-        // Inspect's own .eval archives compress with zstd: a clear error says how to convert them.
-        let zstd = try importRuns(try files("eval")).outcome.failedInputs.first
-        #expect(zstd?.code == .badArchive)
-        #expect(zstd?.hint?.contains("inspect log convert") == true)
+        // Inspect's own .eval archives compress their entries with zstd (zip method 93).
+        let evalFiles = try files("eval")
+        let (fromZstd, zstdStates) = try importRuns(evalFiles)
+        #expect(fromZstd.importedCount == 2 && fromZstd.failedInputs.isEmpty)
+        #expect(zstdStates.map(Trajectory.init) == jsonStates.map(Trajectory.init))
+        #expect(zstdStates.map(\.finalAnswer) == jsonStates.map(\.finalAnswer))
+
+        // A flipped byte inside a zstd sample entry is a damaged archive, named, not garbage.
+        var bytes = try Array(Data(contentsOf: URL(fileURLWithPath: try #require(evalFiles.first))))
+        let name = Array("samples/".utf8)
+        let header = try #require(
+            bytes.indices.first { index in
+                index + 30 + name.count <= bytes.count && bytes[index..<index + 4].elementsEqual([0x50, 0x4B, 0x03, 0x04])
+                    && bytes[index + 8] == 93 && bytes[(index + 30)..<(index + 30 + name.count)].elementsEqual(name)
+            }, "no zstd sample entry in the .eval archive")
+        let start =
+            header + 30 + (Int(bytes[header + 26]) | Int(bytes[header + 27]) << 8)
+            + (Int(bytes[header + 28]) | Int(bytes[header + 29]) << 8)
+        let compressed = Int(bytes[header + 18]) | Int(bytes[header + 19]) << 8 | Int(bytes[header + 20]) << 16
+        bytes[start + compressed / 2] ^= 0x5A
+        let damaged = try write(String(decoding: [], as: UTF8.self), to: directory, "damaged.eval")
+        try Data(bytes).write(to: URL(fileURLWithPath: damaged))
+        let (damagedOutcome, _) = try importRuns([damaged])
+        // The damaged sample is reported; the archive's other sample still imports.
+        let failure = try #require(damagedOutcome.runs.compactMap(\.error).first ?? damagedOutcome.failedInputs.first)
+        #expect(failure.code == .badArchive)
+        #expect(failure.message.contains("damaged.eval") && failure.message.contains("samples/"), "\(failure.message)")
+        #expect(damagedOutcome.importedCount == 1)
     }
 
     @Test("export then import gives every fixture run's trajectory back")

@@ -1,9 +1,11 @@
+import CZstd
 import TraceCore
 import TraceLog
 
-/// A zip archive read whole: its entries by name, each inflated on demand through zlib
-/// (stored and deflated entries, the two methods Python's `zipfile` writes). Checks sizes and
-/// CRCs, so a damaged archive is an error, not garbage.
+/// A zip archive read whole: its entries by name, each decompressed on demand: stored and
+/// deflated entries (zlib; what Python's `zipfile` writes) and zstd entries (libzstd; what
+/// Inspect AI writes in its `.eval` archives). Checks sizes and CRCs, so a damaged archive is an
+/// error, not garbage.
 public struct ZipArchive: Sendable {
     public struct Entry: Sendable {
         public var name: String
@@ -74,19 +76,53 @@ public struct ZipArchive: Sendable {
                 throw damaged("\(entry.name) does not inflate: \(error)")
             }
         case 93:
-            throw ImportError(
-                .badArchive, "\(path): \(entry.name) is compressed with zstd (zip method 93), which agent-eval does not read",
-                location: SourceLocation(path: path),
-                hint: "recent Inspect versions write .eval entries with zstd; convert the log first: "
-                    + "inspect log convert --to json --output-dir DIR \(path)")
+            do {
+                content = try Self.zstdDecompress(data, limit: entry.size + 1)
+            } catch {
+                throw damaged("\(entry.name) does not decompress (zstd): \(error.message)")
+            }
         default:
-            throw damaged("\(entry.name) uses compression method \(entry.method); agent-eval reads stored (0) and deflated (8) entries")
+            throw damaged(
+                "\(entry.name) uses compression method \(entry.method); agent-eval reads stored (0), deflated (8) and zstd (93) entries")
         }
         guard content.count == entry.size else {
             throw damaged("\(entry.name) inflates to \(content.count) bytes, not the \(entry.size) its header says")
         }
         guard GzipData.crc32(content) == entry.crc else { throw damaged("\(entry.name) fails its CRC check: the archive is damaged") }
         return content
+    }
+
+    struct ZstdFailure: Error {
+        var message: String
+    }
+
+    /// Decompresses the zstd frames of `data` (one or more, as a stream), refusing output of
+    /// more than `limit` bytes or input that ends inside a frame.
+    static func zstdDecompress(_ data: [UInt8], limit: Int) throws(ZstdFailure) -> [UInt8] {
+        guard let context = ZSTD_createDCtx() else { throw ZstdFailure(message: "zstd could not allocate a decoder") }
+        defer { ZSTD_freeDCtx(context) }
+        var output: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: ZSTD_DStreamOutSize())
+        let failure: String? = data.withUnsafeBytes { source in
+            var input = ZSTD_inBuffer(src: source.baseAddress, size: source.count, pos: 0)
+            while true {
+                let (result, produced, isFull) = chunk.withUnsafeMutableBytes { target in
+                    var out = ZSTD_outBuffer(dst: target.baseAddress, size: target.count, pos: 0)
+                    let result = ZSTD_decompressStream(context, &out, &input)
+                    return (result, Array(target[0..<out.pos]), out.pos == out.size)
+                }
+                if ZSTD_isError(result) != 0 { return String(cString: ZSTD_getErrorName(result)) }
+                output += produced
+                if output.count > limit { return "it decompresses to more than \(limit - 1) bytes" }
+                let isInputDone = input.pos == input.size
+                // 0: a frame ended and is flushed; with no input left, the data ends here.
+                if result == 0 && isInputDone { return nil }
+                // Input left, or output pending: go on. Neither: the data ends inside a frame.
+                if isInputDone && !isFull { return "the data ends inside a zstd frame (cut short)" }
+            }
+        }
+        if let failure { throw ZstdFailure(message: failure) }
+        return output
     }
 
     private func damaged(_ why: String) -> ImportError {
