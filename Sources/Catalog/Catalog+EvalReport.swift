@@ -55,10 +55,7 @@ extension Catalog {
             for run in result.runs {
                 written.append(run.logPath)
                 // A live pipeline run wrote a child log per agent attempt beside its pipeline log.
-                guard result.evalCase.expected.pipeline != nil else { continue }
-                let tasks = (run.logPath as NSString).deletingLastPathComponent + "/tasks"
-                let children = (try? FileManager.default.contentsOfDirectory(atPath: tasks)) ?? []
-                written += children.filter { $0.hasSuffix(".jsonl.gz") }.sorted().map { "\(tasks)/\($0)" }
+                if result.evalCase.expected.pipeline != nil { written += CaseResult.childRunLogs(ofPipelineLog: run.logPath) }
             }
         }
         for log in written where FileManager.default.fileExists(atPath: log) { _ = try index(log: log) }

@@ -86,6 +86,9 @@ struct ExecCommand: AsyncParsableCommand {
     @OptionGroup(title: "Catalog")
     var catalog: CatalogUse
 
+    @OptionGroup(title: "OpenTelemetry")
+    var otlp: LiveExportOptions
+
     @Flag(
         help: """
             Print each event as it is recorded, and the model's text as it streams in, before the summary. \
@@ -147,12 +150,18 @@ struct ExecCommand: AsyncParsableCommand {
                 warn(error)
             }
         }
+        var exported: LiveExportSummary?
+        if let exporter = otlp.exporter() {
+            exporter.send(logs: [outcome.logPath])
+            exported = await exporter.finish()
+        }
         if json {
-            printJSON(outcome.json)
+            printJSON(exported?.added(to: outcome.json) ?? outcome.json)
         } else if quiet {
             say(outcome.logPath)
         } else {
             for line in Self.describe(outcome, agentPath: agent) { say(line) }
+            if let exported { say(exported.sentence) }
         }
         if let interrupted { throw ExitCode(128 + interrupted) }
         throw outcome.stop.reason == .success ? Exit.success : Exit.failure

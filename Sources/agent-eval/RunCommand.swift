@@ -131,6 +131,9 @@ struct RunCommand: AsyncParsableCommand {
     @OptionGroup(title: "Catalog")
     var catalog: CatalogUse
 
+    @OptionGroup(title: "OpenTelemetry")
+    var otlp: LiveExportOptions
+
     @Flag(
         help: """
             After the run, flag cases whose last 10 recorded suite runs (this one included) disagree: flaky in history \
@@ -188,11 +191,14 @@ struct RunCommand: AsyncParsableCommand {
             throw Exit.unusable
         }
 
+        let exporter = otlp.exporter()
         let console = json ? nil : ConsoleProgress(total: session.cases.count, isTerminal: isatty(1) == 1, quiet: quiet)
         // Ctrl-C or SIGTERM stop live runs at their next step, recorded and closed; the report
         // of what ran is still printed and written.
         let (report, interrupted) = try await withInterruption {
             await session.runToReport { finished in
+                // A live case's runs go to the collector as soon as the case is done.
+                exporter?.send(logs: finished.result.writtenRunLogs)
                 let lines =
                     verbose || html != nil
                     ? EvalReport.consoleLines(
@@ -203,6 +209,7 @@ struct RunCommand: AsyncParsableCommand {
             }
         }
         console?.close()
+        let exported = await exporter?.finish()
         var flaky: [CaseStability] = []
         if let catalog {
             do {
@@ -219,9 +226,10 @@ struct RunCommand: AsyncParsableCommand {
                 members["flaky_in_history"] = .array(flaky.map(\.json))
                 object = .object(members)
             }
-            printJSON(object)
+            printJSON(exported?.added(to: object) ?? object)
         } else {
             for stability in flaky { say("FLAKY in history: \(stability.caseId) \(stability.sentence)") }
+            if let exported { say(exported.sentence) }
             say(report.summaryLine)
         }
         if interrupted != nil { printError("interrupted: live runs were stopped and their logs closed; the report covers what ran") }

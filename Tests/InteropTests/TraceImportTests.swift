@@ -114,31 +114,14 @@ struct TraceImportTests {
 
     @Test("a real OTLP receiver parses the export with the official protobuf definitions; a 503 is retried")
     func receiver() async throws {
-        let directory = try temporaryDirectory("receiver")
-        let portFile = (directory as NSString).appendingPathComponent("port")
-        let command = try await PythonEnvironment.interop.script("otlp_receiver.py", [portFile, directory, "--fail-first", "1"])
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: command[0])
-        process.arguments = Array(command.dropFirst())
-        // Its output goes nowhere: a child holding the test runner's pipes would keep it waiting.
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        defer { kill(process.processIdentifier, SIGKILL) }
-        var port: String?
-        for _ in 0..<200 where port == nil {
-            port = try? String(contentsOfFile: portFile, encoding: .utf8)
-            if port == nil { try await Task.sleep(for: .milliseconds(50)) }
-        }
-        let bound = try #require(port, "the receiver did not start")
+        let receiver = try await OTLPReceiver(directory: try temporaryDirectory("receiver"), failFirst: 1)
+        defer { receiver.stop() }
         let logs = try fixtureLogs()
         let request = try OTLPExporter(includeContent: true).request(logs: logs)
-        let response = try await HTTPPoster(maxRetries: 2).post(JSONWriter.encode(request), to: "http://127.0.0.1:\(bound)/v1/traces")
+        let response = try await HTTPPoster(maxRetries: 2).post(JSONWriter.encode(request), to: receiver.endpoint)
         #expect(response.status == 200)
         #expect(response.attempts.map(\.status) == [503])
-        let summary = try JSONParser.parse(
-            Array(try Data(contentsOf: URL(fileURLWithPath: (directory as NSString).appendingPathComponent("request-2.json")))))
-        let spans = try #require(summary["spans"]?.arrayValue)
+        let spans = try #require(try receiver.receivedSpans().first)
         let roots = spans.filter { $0["attributes"]?["gen_ai.operation.name"] == "invoke_agent" }
         #expect(roots.count == logs.count)
         #expect(

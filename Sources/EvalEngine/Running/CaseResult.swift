@@ -1,3 +1,4 @@
+import Foundation
 public import TraceCore
 
 /// Whether a case's repeats agree.
@@ -21,6 +22,21 @@ public struct CaseResult: Sendable {
     }
 
     public var id: String { evalCase.id }
+
+    /// The run logs a live case wrote, in order: each run's log, and for a live pipeline the
+    /// child run log of each agent attempt (the pipeline log itself is not a run log). Empty for
+    /// a case over recorded logs.
+    public var writtenRunLogs: [String] {
+        guard evalCase.isLive else { return [] }
+        return runs.flatMap { run in evalCase.expected.pipeline == nil ? [run.logPath] : Self.childRunLogs(ofPipelineLog: run.logPath) }
+    }
+
+    /// The child run logs a pipeline run wrote beside its log (`tasks/*.jsonl.gz`), by name.
+    public static func childRunLogs(ofPipelineLog path: String) -> [String] {
+        let tasks = (path as NSString).deletingLastPathComponent + "/tasks"
+        let children = (try? FileManager.default.contentsOfDirectory(atPath: tasks)) ?? []
+        return children.filter { $0.hasSuffix(".jsonl.gz") }.sorted().map { "\(tasks)/\($0)" }
+    }
 
     /// A harness problem in the case or any of its runs.
     public var harnessError: DiagnosticRecord? { error ?? runs.first(where: { $0.error != nil })?.error }

@@ -1,0 +1,108 @@
+import Foundation
+import TestSupport
+import Testing
+import TraceCore
+import TraceLog
+
+@Suite("exec and run --otlp-endpoint: live export to a real OTLP receiver")
+struct LiveExportTests {
+    /// The run id of every root (`invoke_agent`) span the receiver accepted.
+    func receivedRunIds(_ receiver: OTLPReceiver) throws -> [String] {
+        try receiver.receivedSpans().flatMap { $0 }.filter { $0["attributes"]?["gen_ai.operation.name"] == "invoke_agent" }
+            .compactMap { $0["attributes"]?["agent_eval.run_id"]?.stringValue }
+    }
+
+    @Test("exec sends its run's trace when the run ends (a 503 is retried); content stays home unless asked for")
+    func exec() async throws {
+        try await TemporaryDirectory.with { directory in
+            try FileManager.default.createDirectory(atPath: directory.path("receiver"), withIntermediateDirectories: true)
+            let receiver = try await OTLPReceiver(directory: directory.path("receiver"), failFirst: 1)
+            defer { receiver.stop() }
+            let result = try agentEval(
+                [
+                    "exec", "--agent", ExampleRuns.agentPath("research"), "--input", "zstd?", "--out", directory.path("runs"), "--json",
+                    "--no-catalog", "--otlp-endpoint", receiver.endpoint,
+                ])
+            // The run's own exit status (budget_exhausted), whatever the export did.
+            #expect(result.status == 1)
+            let summary = try JSONParser.parse(result.stdout)
+            #expect(summary["otlp"] == ["endpoint": .string(receiver.endpoint), "sent": 1, "failed": 0])
+            #expect(try receivedRunIds(receiver) == [try #require(summary["run_id"]?.stringValue)])
+            #expect(try receiver.rejections().isEmpty)
+            let spans = try receiver.receivedSpans().flatMap { $0 }
+            #expect(spans.contains { $0["attributes"]?["gen_ai.operation.name"] == "execute_tool" })
+            #expect(
+                !spans.contains {
+                    $0["attributes"]?["gen_ai.input.messages"] != nil || $0["attributes"]?["gen_ai.tool.call.arguments"] != nil
+                })
+        }
+    }
+
+    @Test("run sends every live run's trace (pipeline child runs too) as its case ends, with content when asked")
+    func run() async throws {
+        try await TemporaryDirectory.with { directory in
+            try FileManager.default.createDirectory(atPath: directory.path("receiver"), withIntermediateDirectories: true)
+            let receiver = try await OTLPReceiver(directory: directory.path("receiver"))
+            defer { receiver.stop() }
+            let out = directory.path("runs")
+            let result = try agentEval(
+                [
+                    "run", repositoryRoot.appendingPathComponent("EvalCases").path, "--out", out, "--json", "--no-catalog",
+                    "--otlp-endpoint", receiver.endpoint, "--otlp-include-content",
+                ])
+            #expect(result.status == 0, "\(result.stderr)")
+            // Every run log the live cases wrote, and nothing else: not the pipeline logs, not the
+            // recorded logs the other cases read.
+            var written: [String] = []
+            let enumerator = FileManager.default.enumerator(atPath: out)
+            while let name = enumerator?.nextObject() as? String {
+                guard name.hasSuffix(".jsonl.gz"), !name.hasSuffix("pipeline.jsonl.gz") else { continue }
+                written.append(try #require(try LogReader(path: out + "/" + name).readAll().events.first?.event.runId))
+            }
+            #expect(written.count >= 3)
+            let summary = try JSONParser.parse(result.stdout)
+            #expect(summary["otlp"]?["sent"] == .int(written.count) && summary["otlp"]?["failed"] == 0)
+            #expect(try receivedRunIds(receiver).sorted() == written.sorted())
+            #expect(try receiver.receivedSpans().flatMap { $0 }.contains { $0["attributes"]?["gen_ai.input.messages"] != nil })
+        }
+    }
+
+    @Test("a collector that is down is a warning with the command that sends again; the run's result stands")
+    func collectorDown() throws {
+        try TemporaryDirectory.with { directory in
+            // A port nothing listens on: bound, then closed.
+            let socket = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, length) } }
+            _ = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) }
+            }
+            close(socket)
+            let endpoint = "http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))/v1/traces"
+            let log = directory.path("support.jsonl.gz")
+            let result = try agentEval(
+                [
+                    "exec", "--agent", ExampleRuns.agentPath("support"), "--input", "Order A-1042 arrived broken.", "--log", log,
+                    "--no-catalog", "--otlp-endpoint", endpoint,
+                ])
+            // approval_required, as without the export.
+            #expect(result.status == 1)
+            #expect(result.stdoutText.contains("traces: 0 sent to \(endpoint), 1 not sent"))
+            #expect(result.stderr.contains("warning: the trace of \(log) could not be sent to \(endpoint)"))
+            #expect(result.stderr.contains("agent-eval export otlp \(log) --endpoint \(endpoint)"))
+            #expect(try LogVerifier.verify(path: log).isIntact)
+        }
+    }
+
+    @Test("--otlp-include-content without an endpoint, or an endpoint that is not a URL, is a usage error")
+    func usage() throws {
+        let agent = ExampleRuns.agentPath("support")
+        let alone = try agentEval(["exec", "--agent", agent, "--input", "x", "--otlp-include-content"])
+        #expect(alone.status == 64 && alone.stderr.contains("--otlp-include-content goes with --otlp-endpoint"))
+        let notURL = try agentEval(["run", "EvalCases", "--otlp-endpoint", "localhost:4318"])
+        #expect(notURL.status == 64 && notURL.stderr.contains("--otlp-endpoint must be an http:// or https:// URL"))
+    }
+}
