@@ -9,7 +9,8 @@ Listens on 127.0.0.1 (a free port, written to PORT_FILE once listening). Each PO
 /v1/traces is parsed strictly (unknown fields are errors); OTLP/JSON writes trace and span ids
 as hex where protobuf's JSON mapping expects base64, so ids are converted first, as collectors
 do, and their decoded lengths checked (16 and 8 bytes). A request that parses is answered 200 and
-summarised in OUT_DIR/request-K.json (spans with name, ids, attributes, events, status); one that
+summarised in OUT_DIR/request-K.json (spans with name, ids, attributes, events, status, and the
+x-* and authorization headers); one that
 does not is answered 400 with the parser's message and recorded in OUT_DIR/rejected-K.txt.
 --fail-first N answers the first N requests 503 with retry-after: 0, to test retries.
 """
@@ -105,7 +106,10 @@ class Handler(BaseHTTPRequestHandler):
             self.answer(400, json.dumps({"message": str(error)}))
             return
         with open(os.path.join(out_dir, f"request-{number}.json"), "w") as file:
-            json.dump({"spans": spans}, file, indent=1, sort_keys=True)
+            # Only the headers an exporter adds (x-*, authorization), lower-cased.
+            headers = {key.lower(): value for key, value in self.headers.items()
+                       if key.lower().startswith("x-") or key.lower() == "authorization"}
+            json.dump({"spans": spans, "headers": headers}, file, indent=1, sort_keys=True)
         self.answer(200, "{}")
 
 

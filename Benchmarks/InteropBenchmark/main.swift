@@ -1,7 +1,8 @@
 // `swift run -c release interop-benchmark [--runs N]`: the import rate of `agent-eval import`
 // for a 10,000-span OTLP/JSON file and a 1,000-episode transcript file (both generated here,
 // shaped like the tests' real inputs), as spans/s and messages/s (medians of N runs), and the
-// process's peak memory. docs/interop.md quotes the numbers.
+// process's peak memory after a 1,000- and a 20,000-episode transcript file (JSON Lines are
+// streamed, so it should stay flat) and after the OTLP file. docs/interop.md quotes the numbers.
 import Foundation
 import Interop
 import TraceCore
@@ -78,11 +79,15 @@ func otlpFile() throws -> (String, Int) {
     return (path, spans.count)
 }
 
-/// 1,000 episodes of 12 messages each (user, 5 × assistant call + tool result, final answer).
-func transcriptFile() throws -> (String, Int) {
-    var lines: [String] = []
+/// `count` episodes of 12 messages each (user, 5 × assistant call + tool result, final answer),
+/// one a line, written as they are made.
+func transcriptFile(episodes count: Int) throws -> (String, Int) {
+    let path = directory + "/episodes-\(count).jsonl"
+    FileManager.default.createFile(atPath: path, contents: nil)
+    let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+    defer { try? handle.close() }
     var messages = 0
-    for episode in 0..<1000 {
+    for episode in 0..<count {
         var list: [JSONValue] = [["role": "user", "content": .string("task \(episode)")]]
         for call in 0..<5 {
             let id = "call_\(call)"
@@ -96,16 +101,14 @@ func transcriptFile() throws -> (String, Int) {
         }
         list.append(["role": "assistant", "content": "done"])
         messages += list.count
-        lines.append(JSONWriter.encodeString(["id": .string("e\(episode)"), "reward": 1.0, "messages": .array(list)]))
+        try handle.write(contentsOf: JSONWriter.encode(["id": .string("e\(episode)"), "reward": 1.0, "messages": .array(list)]) + [0x0A])
     }
-    let path = directory + "/episodes.jsonl"
-    try lines.joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
     return (path, messages)
 }
 
 func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
 
-func measure(_ name: String, _ input: String, items: Int, unit: String, format: ImportFormat) {
+func measure(_ name: String, _ input: String, items: Int, unit: String, format: ImportFormat, runs: Int = runs) {
     var seconds: [Double] = []
     var imported = 0
     for index in 0..<runs {
@@ -124,10 +127,27 @@ func measure(_ name: String, _ input: String, items: Int, unit: String, format: 
             median(seconds), Double(items) / median(seconds), unit, seconds.map { String(format: "%.3f", $0) }.joined(separator: ", ")))
 }
 
+/// The process's peak resident memory so far, in MB.
+func peakMB() -> Int {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return usage.ru_maxrss / 1024
+}
+
+// Transcripts first, small then 20 times larger: JSON Lines of episodes are imported a line at a
+// time, so the peak should not grow with the file (what grows is the outcome's row per run).
+let (transcripts, messageCount) = try transcriptFile(episodes: 1_000)
+measure("transcripts", transcripts, items: messageCount, unit: "messages", format: .messages)
+let afterSmall = peakMB()
+let (large, largeCount) = try transcriptFile(episodes: 20_000)
+measure("transcripts x20", large, items: largeCount, unit: "messages", format: .messages, runs: 1)
+let afterLarge = peakMB()
+let megabytes = { (path: String) in Double((try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0) / 1e6 }
+print(
+    String(
+        format: "peak RSS: %d MB after the %.1f MB transcript file, %d MB after the %.1f MB one (streamed a line at a time)", afterSmall,
+        megabytes(transcripts), afterLarge, megabytes(large)))
+// OTLP is read whole: a trace's spans may be anywhere in the file.
 let (otlp, spanCount) = try otlpFile()
 measure("otlp", otlp, items: spanCount, unit: "spans", format: .otlp)
-let (transcripts, messageCount) = try transcriptFile()
-measure("transcripts", transcripts, items: messageCount, unit: "messages", format: .messages)
-var usage = rusage()
-getrusage(RUSAGE_SELF.rawValue, &usage)
-print("peak RSS: \(usage.ru_maxrss / 1024) MB")
+print("peak RSS: \(peakMB()) MB after the OTLP file (\(String(format: "%.1f", megabytes(otlp))) MB, read whole)")

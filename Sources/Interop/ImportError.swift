@@ -22,6 +22,8 @@ public struct ImportError: Diagnostic, Hashable {
         case writeFailed = "write_failed"
         /// A log given to `export` cannot be read.
         case unreadableLog = "unreadable_log"
+        /// An export setting from the environment (OTLP headers) is malformed.
+        case badSetting = "bad_setting"
     }
 
     public var code: Code

@@ -118,42 +118,52 @@ public enum Importer {
         var outcome = ImportOutcome()
         var names = Set<String>()
         for input in inputs {
-            let runs: [Result<ImportedRun, ImportError>]
-            do {
-                runs = try Self.runs(in: input, options: options)
+            do throws(ImportError) {
+                try Self.forEachRun(in: input, options: options) { result in
+                    var entry: ImportOutcome.Run
+                    switch result {
+                    case .failure(let error):
+                        entry = ImportOutcome.Run(
+                            input: input, sourceId: nil, format: options.format.rawValue, log: nil, steps: 0, calls: 0, stop: nil,
+                            warnings: [],
+                            error: error)
+                    case .success(let run):
+                        entry = ImportOutcome.Run(
+                            input: input, sourceId: run.source.id, format: run.source.format, log: nil, steps: run.steps.count,
+                            calls: run.steps.reduce(0) { $0 + $1.calls.count }, stop: run.stop?.reason, warnings: run.warnings, error: nil)
+                        // Two runs of one import never share a file: a repeated name gets a number.
+                        var name = ImportWriter.fileName(for: run.source)
+                        var number = 2
+                        while !names.insert(name).inserted {
+                            name = name.replacingOccurrences(of: ".jsonl.gz", with: "") + "-\(number).jsonl.gz"
+                            number += 1
+                        }
+                        do {
+                            entry.log = try writer.write(run, fileName: name)
+                        } catch {
+                            entry.error = error as? ImportError ?? ImportError(.writeFailed, "\(error)")
+                        }
+                    }
+                    progress?(entry)
+                    outcome.runs.append(entry)
+                }
             } catch {
                 outcome.failedInputs.append(error)
-                continue
-            }
-            for result in runs {
-                var entry: ImportOutcome.Run
-                switch result {
-                case .failure(let error):
-                    entry = ImportOutcome.Run(
-                        input: input, sourceId: nil, format: options.format.rawValue, log: nil, steps: 0, calls: 0, stop: nil, warnings: [],
-                        error: error)
-                case .success(let run):
-                    entry = ImportOutcome.Run(
-                        input: input, sourceId: run.source.id, format: run.source.format, log: nil, steps: run.steps.count,
-                        calls: run.steps.reduce(0) { $0 + $1.calls.count }, stop: run.stop?.reason, warnings: run.warnings, error: nil)
-                    // Two runs of one import never share a file: a repeated name gets a number.
-                    var name = ImportWriter.fileName(for: run.source)
-                    var number = 2
-                    while !names.insert(name).inserted {
-                        name = name.replacingOccurrences(of: ".jsonl.gz", with: "") + "-\(number).jsonl.gz"
-                        number += 1
-                    }
-                    do {
-                        entry.log = try writer.write(run, fileName: name)
-                    } catch {
-                        entry.error = error as? ImportError ?? ImportError(.writeFailed, "\(error)")
-                    }
-                }
-                progress?(entry)
-                outcome.runs.append(entry)
             }
         }
         return outcome
+    }
+
+    /// Hands each run of one file to `body` as it is read: a JSON Lines file of episodes a line at
+    /// a time (memory follows the longest line), every other file after reading it whole.
+    public static func forEachRun(
+        in path: String, options: ImportOptions, _ body: (Result<ImportedRun, ImportError>) -> Void
+    ) throws(ImportError) {
+        if let stream = try EpisodeStream.open(path, options: options) {
+            try stream.forEachRun(body)
+            return
+        }
+        for run in try runs(in: path, options: options) { body(run) }
     }
 
     /// The format of a file (not an `.eval` archive), by its content; an error when none or

@@ -31,12 +31,17 @@ public struct SourceFile: Sendable {
         }
         do {
             let data = try Data(contentsOf: URL(fileURLWithPath: path))
-            let modified = (try? FileManager.default.attributesOfItem(atPath: path)[.modificationDate] as? Date) ?? nil
-            return SourceFile(path: path, bytes: Array(data), modifiedUs: Int((modified?.timeIntervalSince1970 ?? 0) * 1_000_000))
+            return SourceFile(path: path, bytes: Array(data), modifiedUs: modifiedUs(of: path))
         } catch {
             throw ImportError(
                 .unreadable, "cannot read \(path): \((error as NSError).localizedDescription)", location: SourceLocation(path: path))
         }
+    }
+
+    /// The modification time of `path` in microseconds since the epoch (0 when unknown).
+    static func modifiedUs(of path: String) -> Int {
+        let modified = (try? FileManager.default.attributesOfItem(atPath: path)[.modificationDate] as? Date) ?? nil
+        return Int((modified?.timeIntervalSince1970 ?? 0) * 1_000_000)
     }
 
     /// The file as one JSON document or, when it is not one but its lines are, as JSON Lines.
@@ -51,14 +56,14 @@ public struct SourceFile: Sendable {
         }
         // JSON Lines: the first line is a whole value on its own.
         let lines = bytes.split(separator: 0x0A, omittingEmptySubsequences: false)
-        guard lines.count > 1, let first = lines.first(where: { !isBlank($0) }), (try? JSONParser.parse(first)) != nil else {
+        guard lines.count > 1, let first = lines.first(where: { !Self.isBlank($0) }), (try? JSONParser.parse(first)) != nil else {
             throw invalidJSON(whole, at: whole.byteOffset ?? 0)
         }
         var values: [(line: Int, value: JSONValue)] = []
         var offset = 0
         for (index, line) in lines.enumerated() {
             defer { offset += line.count + 1 }
-            if isBlank(line) { continue }
+            if Self.isBlank(line) { continue }
             do {
                 values.append((index + 1, try JSONParser.parse(line)))
             } catch let error as TraceCoreError {
@@ -92,7 +97,7 @@ public struct SourceFile: Sendable {
             location: SourceLocation(path: path, byteOffset: offset, in: bytes))
     }
 
-    private func isBlank(_ line: ArraySlice<UInt8>) -> Bool {
+    static func isBlank(_ line: some Collection<UInt8>) -> Bool {
         line.allSatisfy { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }
     }
 }

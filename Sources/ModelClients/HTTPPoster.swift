@@ -32,10 +32,13 @@ public struct HTTPPoster: Sendable {
         public var attempts: [ModelAttempt]
     }
 
-    /// Posts `body` with `contentType`; returns the 2xx answer, or throws with every attempt.
-    public func post(_ body: [UInt8], to url: String, contentType: String = "application/json") async throws -> Response {
+    /// Posts `body` with `contentType` and `headers` (their values never appear in an error);
+    /// returns the 2xx answer, or throws with every attempt.
+    public func post(_ body: [UInt8], to url: String, contentType: String = "application/json", headers: [HTTPHeader] = []) async throws
+        -> Response
+    {
         let request = TransportRequest(
-            url: url, headers: [HTTPHeader(name: "content-type", value: contentType)], body: body, timeoutMs: timeoutMs,
+            url: url, headers: [HTTPHeader(name: "content-type", value: contentType)] + headers, body: body, timeoutMs: timeoutMs,
             connectTimeoutMs: min(timeoutMs, 10_000), idleTimeoutMs: timeoutMs)
         var attempts: [ModelAttempt] = []
         while true {

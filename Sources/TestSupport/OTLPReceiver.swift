@@ -38,15 +38,19 @@ public final class OTLPReceiver: Sendable {
     /// The traces endpoint, `http://127.0.0.1:<port>/v1/traces`.
     public var endpoint: String { "http://127.0.0.1:\(port)/v1/traces" }
 
-    /// The spans of every request it accepted, in the order received (each span as the receiver
-    /// summarised it: name, ids, attributes, events, status).
-    public func receivedSpans() throws -> [[JSONValue]] {
+    /// Every request it accepted, in the order received, as the receiver summarised it:
+    /// `spans` (name, ids, attributes, events, status) and `headers` (x-* and authorization).
+    public func receivedRequests() throws -> [JSONValue] {
         let names = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasPrefix("request-") }
         let numbered = names.compactMap { name in Int(name.dropFirst("request-".count).dropLast(".json".count)).map { ($0, name) } }
         return try numbered.sorted { $0.0 < $1.0 }.map { _, name in
-            let bytes = try Data(contentsOf: URL(fileURLWithPath: (directory as NSString).appendingPathComponent(name)))
-            return try JSONParser.parse(Array(bytes))["spans"]?.arrayValue ?? []
+            try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: (directory as NSString).appendingPathComponent(name)))))
         }
+    }
+
+    /// The spans of every request it accepted, in the order received.
+    public func receivedSpans() throws -> [[JSONValue]] {
+        try receivedRequests().map { $0["spans"]?.arrayValue ?? [] }
     }
 
     /// What it rejected, as the parser said it (`rejected-K.txt`), in no particular order.

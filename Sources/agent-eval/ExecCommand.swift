@@ -113,6 +113,8 @@ struct ExecCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // Made first: a malformed OTLP headers variable stops the command before the run.
+        let exporter = try otlp.exporter()
         let outcome: RunOutcome
         let interrupted: Int32?
         do {
@@ -151,7 +153,7 @@ struct ExecCommand: AsyncParsableCommand {
             }
         }
         var exported: LiveExportSummary?
-        if let exporter = otlp.exporter() {
+        if let exporter {
             exporter.send(logs: [outcome.logPath])
             exported = await exporter.finish()
         }

@@ -129,7 +129,9 @@ struct ExportOTLPCommand: AsyncParsableCommand {
             `agent-eval import otlp` reads the export back (docs/interop.md).
 
             --endpoint posts to an OTLP/HTTP collector (JSON encoding), e.g. http://127.0.0.1:4318/v1/traces; \
-            connection errors, 429 and 5xx are retried with backoff.
+            connection errors, 429 and 5xx are retried with backoff. Headers (a collector's API key) come from \
+            OTEL_EXPORTER_OTLP_TRACES_HEADERS or OTEL_EXPORTER_OTLP_HEADERS (key=value,key2=value2, values \
+            percent-encoded), as the OpenTelemetry SDKs read them, so secrets stay off the command line.
 
             Examples:
               agent-eval export otlp runs/*.jsonl.gz --out traces.json --include-content
@@ -191,7 +193,7 @@ struct ExportOTLPCommand: AsyncParsableCommand {
         }
         if let endpoint {
             do {
-                let response = try await HTTPPoster(maxRetries: retries).post(bytes, to: endpoint)
+                let response = try await HTTPPoster(maxRetries: retries).post(bytes, to: endpoint, headers: try otlpHeaders())
                 let retried = response.attempts.isEmpty ? "" : " after \(response.attempts.count) failed attempts"
                 if out != "-" {
                     say("sent \(paths.count) trace\(paths.count == 1 ? "" : "s") to \(endpoint) (HTTP \(response.status))\(retried)")

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import Interop
 import ModelClients
 import Synchronization
@@ -11,7 +12,8 @@ struct LiveExportOptions: ParsableArguments {
         name: .customLong("otlp-endpoint"),
         help: ArgumentHelp(
             "Send each run's trace to this OTLP/HTTP traces endpoint (JSON) as the run ends, e.g. http://127.0.0.1:4318/v1/traces. "
-                + "A collector that fails is a warning: the log keeps everything.",
+                + "A collector that fails is a warning: the log keeps everything. Headers (an API key) come from "
+                + "OTEL_EXPORTER_OTLP_TRACES_HEADERS or OTEL_EXPORTER_OTLP_HEADERS, as the OpenTelemetry SDKs read them.",
             valueName: "url"))
     var endpoint: String?
 
@@ -27,9 +29,21 @@ struct LiveExportOptions: ParsableArguments {
         }
     }
 
-    /// The exporter, or nil without --otlp-endpoint.
-    func exporter() -> LiveTraceExporter? {
-        endpoint.map { LiveTraceExporter(endpoint: $0, exporter: OTLPExporter(includeContent: includeContent)) }
+    /// The exporter, or nil without --otlp-endpoint; throws when the OTLP headers variable is
+    /// malformed (before any run starts).
+    func exporter() throws -> LiveTraceExporter? {
+        guard let endpoint else { return nil }
+        return LiveTraceExporter(endpoint: endpoint, exporter: OTLPExporter(includeContent: includeContent), headers: try otlpHeaders())
+    }
+}
+
+/// The headers `OTEL_EXPORTER_OTLP_TRACES_HEADERS` or `OTEL_EXPORTER_OTLP_HEADERS` set, for every
+/// OTLP request (`export otlp --endpoint`, `--otlp-endpoint`).
+func otlpHeaders() throws -> [HTTPHeader] {
+    do {
+        return try OTLPHeaders.from(environment: ProcessInfo.processInfo.environment).map { HTTPHeader(name: $0.name, value: $0.value) }
+    } catch {
+        throw diagnose(error)
     }
 }
 
@@ -43,21 +57,23 @@ final class LiveTraceExporter: Sendable {
     /// Fewer retries and a shorter timeout than `export otlp`: a collector that is down should
     /// not hold up the end of a run by minutes.
     private let poster = HTTPPoster(maxRetries: 2, timeoutMs: 10_000)
+    private let headers: [HTTPHeader]
     private let sends = Mutex<[Task<(sent: Int, failed: Int), Never>]>([])
 
-    init(endpoint: String, exporter: OTLPExporter) {
+    init(endpoint: String, exporter: OTLPExporter, headers: [HTTPHeader]) {
         self.endpoint = endpoint
         self.exporter = exporter
+        self.headers = headers
     }
 
     /// Starts sending the traces of `logs` (sealed run logs).
     func send(logs: [String]) {
         guard !logs.isEmpty else { return }
-        let (endpoint, exporter, poster) = (self.endpoint, self.exporter, self.poster)
+        let (endpoint, exporter, poster, headers) = (self.endpoint, self.exporter, self.poster, self.headers)
         let task = Task { () -> (sent: Int, failed: Int) in
             do {
                 let request = try exporter.request(logs: logs)
-                _ = try await poster.post(JSONWriter.encode(request), to: endpoint)
+                _ = try await poster.post(JSONWriter.encode(request), to: endpoint, headers: headers)
                 return (logs.count, 0)
             } catch {
                 let names = logs.map(displayPath).joined(separator: " ")

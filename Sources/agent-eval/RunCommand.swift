@@ -191,7 +191,7 @@ struct RunCommand: AsyncParsableCommand {
             throw Exit.unusable
         }
 
-        let exporter = otlp.exporter()
+        let exporter = try otlp.exporter()
         let console = json ? nil : ConsoleProgress(total: session.cases.count, isTerminal: isatty(1) == 1, quiet: quiet)
         // Ctrl-C or SIGTERM stop live runs at their next step, recorded and closed; the report
         // of what ran is still printed and written.

@@ -18,16 +18,20 @@ struct LiveExportTests {
             try FileManager.default.createDirectory(atPath: directory.path("receiver"), withIntermediateDirectories: true)
             let receiver = try await OTLPReceiver(directory: directory.path("receiver"), failFirst: 1)
             defer { receiver.stop() }
+            // Headers (a collector's API key) come from the environment, as the OpenTelemetry SDKs take them.
+            let secret = "s3cr3t-\(UUID().uuidString)"
             let result = try agentEval(
                 [
                     "exec", "--agent", ExampleRuns.agentPath("research"), "--input", "zstd?", "--out", directory.path("runs"), "--json",
                     "--no-catalog", "--otlp-endpoint", receiver.endpoint,
-                ])
+                ], environment: ["OTEL_EXPORTER_OTLP_HEADERS": "x-api-key=\(secret), x-tenant=team%201"])
             // The run's own exit status (budget_exhausted), whatever the export did.
             #expect(result.status == 1)
             let summary = try JSONParser.parse(result.stdout)
             #expect(summary["otlp"] == ["endpoint": .string(receiver.endpoint), "sent": 1, "failed": 0])
             #expect(try receivedRunIds(receiver) == [try #require(summary["run_id"]?.stringValue)])
+            #expect(try receiver.receivedRequests().last?["headers"] == ["x-api-key": .string(secret), "x-tenant": "team 1"])
+            #expect(!result.stdoutText.contains(secret) && !result.stderr.contains(secret))
             #expect(try receiver.rejections().isEmpty)
             let spans = try receiver.receivedSpans().flatMap { $0 }
             #expect(spans.contains { $0["attributes"]?["gen_ai.operation.name"] == "execute_tool" })
@@ -104,5 +108,16 @@ struct LiveExportTests {
         #expect(alone.status == 64 && alone.stderr.contains("--otlp-include-content goes with --otlp-endpoint"))
         let notURL = try agentEval(["run", "EvalCases", "--otlp-endpoint", "localhost:4318"])
         #expect(notURL.status == 64 && notURL.stderr.contains("--otlp-endpoint must be an http:// or https:// URL"))
+        // A malformed headers variable stops the command before any run, without showing its value.
+        try TemporaryDirectory.with { directory in
+            let bad = try agentEval(
+                [
+                    "exec", "--agent", agent, "--input", "x", "--log", directory.path("x.jsonl.gz"), "--otlp-endpoint",
+                    "http://127.0.0.1:4318/v1/traces",
+                ], environment: ["OTEL_EXPORTER_OTLP_TRACES_HEADERS": "x-ok=1,not-a-pair-Hunter2"])
+            #expect(bad.status == 2, "\(bad.stderr)")
+            #expect(bad.stderr.contains("OTEL_EXPORTER_OTLP_TRACES_HEADERS: pair 2 is not key=value") && !bad.stderr.contains("Hunter2"))
+            #expect(!FileManager.default.fileExists(atPath: directory.path("x.jsonl.gz")))
+        }
     }
 }

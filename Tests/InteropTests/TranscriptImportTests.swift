@@ -99,6 +99,28 @@ struct TranscriptImportTests {
         #expect(jsonl.runs.map(\.sourceId) == ["a", "b"])
     }
 
+    @Test("JSON Lines of episodes import a line at a time: a broken line and a cut last line are failures; the others import")
+    func episodeLines() throws {
+        let directory = try temporaryDirectory("stream")
+        func episode(_ id: String) -> String {
+            #"{"id": "\#(id)", "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a \#(id)"}]}"#
+        }
+        let text = [episode("a"), "", #"{"id": "b", "messages": [}"#, episode("c"), #"{"id": "d"}"#, String(episode("e").prefix(40))]
+            .joined(separator: "\n")
+        let (outcome, states) = try importRuns([try write(text, to: directory, "episodes.jsonl")])
+        #expect(states.map { $0.start?.source?.id } == ["a", "c"])
+        #expect(states.map(\.finalAnswer) == ["a a", "a c"])
+        let errors = outcome.runs.compactMap(\.error)
+        #expect(errors.map(\.location?.line) == [3, 5, 6])
+        #expect(errors[0].code == .invalidJSON && !errors[0].message.contains("cut short"))
+        #expect(errors[2].code == .invalidJSON && errors[2].message.contains("line 6") && errors[2].message.contains("cut short"))
+        #expect(outcome.failedInputs.isEmpty && outcome.failedCount == 3)
+        // JSON Lines of single messages are one episode, read whole as before.
+        let messages = [#"{"role": "user", "content": "q"}"#, #"{"role": "assistant", "content": "one"}"#].joined(separator: "\n")
+        let (whole, wholeStates) = try importRuns([try write(messages, to: directory, "messages.jsonl")])
+        #expect(whole.importedCount == 1 && wholeStates.first?.finalAnswer == "one")
+    }
+
     @Test("bad input names the file and the position, and imports nothing")
     func badInput() throws {
         let directory = try temporaryDirectory("bad")

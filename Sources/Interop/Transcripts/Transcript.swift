@@ -68,7 +68,7 @@ enum EpisodeFinder {
         }
     }
 
-    private static func episodesIn(_ value: JSONValue, path: String?, file: String, place: String, messagesKey: String?) throws(ImportError)
+    static func episodesIn(_ value: JSONValue, path: String?, file: String, place: String, messagesKey: String?) throws(ImportError)
         -> [Result<Episode, ImportError>]
     {
         var value = value
