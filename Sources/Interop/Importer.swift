@@ -132,10 +132,11 @@ public enum Importer {
                             input: input, sourceId: run.source.id, format: run.source.format, log: nil, steps: run.steps.count,
                             calls: run.steps.reduce(0) { $0 + $1.calls.count }, stop: run.stop?.reason, warnings: run.warnings, error: nil)
                         // Two runs of one import never share a file: a repeated name gets a number.
-                        var name = ImportWriter.fileName(for: run.source)
+                        let first = ImportWriter.fileName(for: run.source)
+                        var name = first
                         var number = 2
                         while !names.insert(name).inserted {
-                            name = name.replacingOccurrences(of: ".jsonl.gz", with: "") + "-\(number).jsonl.gz"
+                            name = first.replacingOccurrences(of: ".jsonl.gz", with: "") + "-\(number).jsonl.gz"
                             number += 1
                         }
                         do {

@@ -1,5 +1,6 @@
 import Foundation
 import Interop
+import TestSupport
 import Testing
 import TraceCore
 
@@ -97,6 +98,41 @@ struct TranscriptImportTests {
             """
         let (jsonl, _) = try importRuns([try write(lines, to: directory, "episodes.jsonl")])
         #expect(jsonl.runs.map(\.sourceId) == ["a", "b"])
+    }
+
+    @Test("public sample data: Inspect's example datasets (from its PyPI wheel) import one run per sample; Q&A files are refused")
+    func inspectExampleDatasets() async throws {
+        let lib = try await PythonEnvironment.interop.path() + "/lib"
+        let python = try #require(try FileManager.default.contentsOfDirectory(atPath: lib).first { $0.hasPrefix("python") })
+        let examples = "\(lib)/\(python)/site-packages/inspect_ai/dataset/_examples"
+        let files = try FileManager.default.contentsOfDirectory(atPath: examples).filter { $0.hasSuffix(".jsonl") }.sorted()
+        #expect(files.count >= 5, "\(files)")
+        var transcripts = 0
+        for name in files {
+            let path = "\(examples)/\(name)"
+            let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").filter {
+                !$0.trimmingCharacters(in: .whitespaces).isEmpty
+            }
+            let first = try JSONParser.parse(Array(try #require(lines.first).utf8))
+            let (outcome, states) = try importRuns([path])
+            guard let input = first["input"]?.arrayValue else {
+                // Questions and answers, no messages: not a transcript, said of the file.
+                #expect(outcome.failedInputs.first?.code == .wrongFormat, "\(name)")
+                #expect(outcome.failedInputs.first?.message.contains(name) == true)
+                continue
+            }
+            transcripts += 1
+            #expect(outcome.importedCount == lines.count && outcome.failedCount == 0, "\(name)")
+            // Every sample its own run: its own id, run id and file.
+            #expect(Set(states.compactMap(\.runId)).count == lines.count, "\(name)")
+            #expect(Set(outcome.runs.compactMap(\.log)).count == lines.count)
+            #expect(outcome.runs.first?.sourceId == "line 1")
+            #expect(states.first?.start?.goal == input.first?["content"]?.stringValue)
+            #expect(states.allSatisfy { $0.start?.source?.metadata?["target"] != nil })
+            // A dataset sample is an input with no reply yet.
+            #expect(states.allSatisfy { $0.stop?.reason == .blocked && $0.stop?.error == "the transcript has no assistant message" })
+        }
+        #expect(transcripts >= 3)
     }
 
     @Test("JSON Lines of episodes import a line at a time: a broken line and a cut last line are failures; the others import")

@@ -6,7 +6,8 @@ public struct Episode: Sendable {
     /// The messages, in order.
     public var messages: [JSONValue]
     /// The episode's id in its file (`id`, `episode_id`, `task_id`, `sample_id`), with the trial
-    /// number when there is one (`task_id:trial`); nil for a file that is one transcript.
+    /// number when there is one (`task_id:trial`); without one, its place in the file (`line 3`);
+    /// nil for a file that is one transcript.
     public var id: String?
     /// Declared tools (`tools`, OpenAI or Anthropic shape), when the file has them.
     public var tools: [JSONValue]
@@ -38,7 +39,8 @@ public struct Episode: Sendable {
 /// `episodesPath` or, without it, by looking for the one list of episodes).
 enum EpisodeFinder {
     /// Keys under which an episode keeps its messages, in the order they are tried.
-    static let messageKeys = ["messages", "traj", "trajectory", "conversation", "transcript", "chat", "history"]
+    /// `input` last: Inspect AI's datasets keep a sample's chat messages there.
+    static let messageKeys = ["messages", "traj", "trajectory", "conversation", "transcript", "chat", "history", "input"]
     static let idKeys = ["id", "episode_id", "task_id", "sample_id", "instance_id"]
     static let trialKeys = ["trial", "epoch", "attempt", "run"]
 
@@ -153,6 +155,9 @@ enum EpisodeFinder {
         var id = idKeys.lazy.compactMap { object[$0].flatMap(scalarText) }.first
         let trial = trialKeys.lazy.compactMap { object[$0].flatMap(scalarText) }.first
         if let trial { id = "\(id ?? place):\(trial)" }
+        // One of many episodes without an id of its own: its place (`line 3`, `results[2]`), so
+        // that each has its own run id and file.
+        if id == nil, place != "the file" { id = place }
         var rest = JSONObject()
         for member in object where member.key != key && member.key != "tools" && member.key != "system" {
             rest[member.key] = member.value
