@@ -10,6 +10,8 @@ Writes, from the same spans:
   OUT_DIR/genai.tempo.json      Grafana Tempo's `batches` shape
   OUT_DIR/genai.jaeger.json     a Jaeger JSON export
   OUT_DIR/openllmetry.otlp.json OTLP/JSON with OpenLLMetry's older gen_ai.prompt/completion attributes
+  OUT_DIR/truncated.otlp.json   the GenAI traces again, made with the SDK's attribute length limit
+                                (SpanLimits(max_span_attribute_length=80)): long message attributes cut
 
 Trace 1 (GenAI conventions): invoke_agent → two layers of chat spans for the first model call
 (a framework span around a client-library span: one call), two parallel execute_tool spans whose
@@ -27,7 +29,7 @@ from google.protobuf import json_format
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Status, StatusCode
@@ -38,9 +40,9 @@ T0 = 1_790_000_000_000_000_000  # ns: fixed times, so the files are the same eve
 MS = 1_000_000
 
 
-def provider(service):
+def provider(service, limits=None):
     exporter = InMemorySpanExporter()
-    tracer_provider = TracerProvider(resource=Resource.create({"service.name": service}))
+    tracer_provider = TracerProvider(resource=Resource.create({"service.name": service}), span_limits=limits)
     tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
     return tracer_provider.get_tracer("agent-demo", "1.0"), exporter
 
@@ -49,8 +51,8 @@ def messages(items):
     return json.dumps(items)
 
 
-def genai_traces():
-    tracer, exporter = provider("refund-agent")
+def genai_traces(limits=None):
+    tracer, exporter = provider("refund-agent", limits)
     with tracer.start_as_current_span("invoke_agent refund-agent", start_time=T0, end_on_exit=False) as root:
         root.set_attributes({"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "refund-agent",
                              "gen_ai.input.messages": messages([{"role": "user", "parts": [{"type": "text", "content": "Refund order A-1"}]}])})
@@ -196,3 +198,4 @@ write("genai.proto.json", proto)
 write("genai.tempo.json", {"batches": otlp["resourceSpans"]})
 write("genai.jaeger.json", jaeger(otlp))
 write("openllmetry.otlp.json", otlp_json(openllmetry_traces())[1])
+write("truncated.otlp.json", otlp_json(genai_traces(SpanLimits(max_span_attribute_length=80)))[1])

@@ -43,6 +43,20 @@ struct TraceImportTests {
         #expect(states.map(Trajectory.init).first?.calls == [#"get_weather({"city":"Paris"})"#])
         #expect(states.first?.finalAnswer == "It is 18 °C in Paris.")
         #expect(states.first?.start?.goal == "Weather in Paris?")
+
+        // The same traces made with the SDK's attribute length limit: every message attribute is
+        // cut at 80 characters. The content in them is lost, and said so; the tools that ran and
+        // the stop still come through (from the tool spans and the finish reasons).
+        let (cut, cutStates) = try importRuns([(directory as NSString).appendingPathComponent("truncated.otlp.json")])
+        #expect(cut.importedCount == 2)
+        #expect(
+            cutStates.map { $0.executedCalls.map(\.tool).sorted() } == [["get_policy", "lookup_order", "refund_order"], ["web_search"]])
+        #expect(cutStates.map(Trajectory.init).map(\.stop) == first.map(\.stop))
+        let notes = cut.runs[0].warnings
+        #expect(
+            notes.filter { $0.contains("gen_ai.output.messages is not valid JSON, it ends too early (80 characters)") }.count == 3,
+            "\(notes)")
+        #expect(!notes.contains { $0.contains("content capture off") })
     }
 
     @Test("Inspect AI logs written by Inspect: one run per sample and epoch, tool errors, limits, scores kept")

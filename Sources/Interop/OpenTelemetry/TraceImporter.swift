@@ -139,6 +139,21 @@ struct TraceImporter {
                 if name != nil || provider != nil { model = ModelIdentity(provider: provider ?? "unknown", name: name ?? "unknown") }
             }
             if goal == nil { goal = depthSorted.lazy.compactMap(Self.userText).first }
+            // A message attribute that is there but not JSON was most likely cut by the exporter.
+            var cutAttributes: [String] = []
+            for layer in depthSorted {
+                for key in ["gen_ai.output.messages", "gen_ai.input.messages"] {
+                    guard let text = layer[key]?.stringValue, Self.messages(layer[key]) == nil else { continue }
+                    cutAttributes.append(key)
+                    warnings.append(
+                        "span \(layer.spanId) (\(layer.name)): \(key) is not valid JSON"
+                            + (Self.endsTooEarly(text) ? ", it ends too early (\(text.count) characters)" : "")
+                            + ": an exporter's attribute length limit (OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT) cuts long values; "
+                            + (key == "gen_ai.output.messages"
+                                ? "the reply's text and calls in it are lost, its tool calls come from tool spans; " : "")
+                            + "the span is kept whole in the step's stored records")
+                }
+            }
             lastFinish = reply.finish ?? lastFinish
             var calls: [ImportedCall] = []
             for call in reply.calls {
@@ -159,7 +174,7 @@ struct TraceImporter {
                     latencyUs: max(0, span.endUs - span.startUs), timeUs: span.startUs))
             stepStarts.append(span.startUs)
             captured.append(reply.hasContent)
-            if !reply.hasContent, case .answer = decision {
+            if !reply.hasContent, case .answer = decision, !cutAttributes.contains("gen_ai.output.messages") {
                 warnings.append(
                     "model call \(span.spanId) carries no reply content (content capture off?): its tool calls come from tool spans")
             }
@@ -362,6 +377,33 @@ struct TraceImporter {
     static func messages(_ value: JSONValue?) -> [JSONValue]? {
         guard let value else { return nil }
         return parsed(value)?.arrayValue
+    }
+
+    /// Whether `text` (which does not parse) ends inside a string, object or list: a value cut
+    /// short, as an exporter's length limit or a model's token limit leaves it.
+    static func endsTooEarly(_ text: String) -> Bool {
+        var depth = 0
+        var isInString = false
+        var isEscaped = false
+        for byte in text.utf8 {
+            if isInString {
+                if isEscaped {
+                    isEscaped = false
+                } else if byte == UInt8(ascii: "\\") {
+                    isEscaped = true
+                } else if byte == UInt8(ascii: "\"") {
+                    isInString = false
+                }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: "\""): isInString = true
+            case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
+            case UInt8(ascii: "}"), UInt8(ascii: "]"): depth -= 1
+            default: break
+            }
+        }
+        return isInString || depth > 0
     }
 
     static func parsed(_ value: JSONValue) -> JSONValue? {

@@ -222,7 +222,11 @@ struct TranscriptImporter {
         case .string(let text)?:
             if text.trimmingCharacters(in: .whitespaces).isEmpty { return .object(JSONObject()) }
             if let parsed = try? JSONParser.parse(Array(text.utf8)) { return parsed }
-            warnings.append("\(place): the arguments of call \"\(call)\" are not valid JSON; kept as the string the model wrote")
+            let cut =
+                TraceImporter.endsTooEarly(text)
+                ? " (they end too early, at \(text.count) characters: cut by the model's token limit or an exporter's attribute length limit?)"
+                : ""
+            warnings.append("\(place): the arguments of call \"\(call)\" are not valid JSON\(cut); kept as the string as it was recorded")
             return .string(text)
         case let other?: return other
         }
