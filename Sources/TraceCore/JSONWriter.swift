@@ -103,7 +103,18 @@ public struct JSONWriter: Sendable {
         // Each level opens with `{` or `[`: fewer of them than the limit cannot exceed it, and
         // counting them is a fraction of the exact scan (most lines end here).
         if bytes.count <= limit || openingBracketCount(bytes) <= limit { return nil }
+        let scan = nesting(of: bytes, stoppingAbove: limit)
+        return scan.deepest > limit ? scan.deepest : nil
+    }
+
+    /// One pass over JSON text, skipping strings: the deepest nesting reached (the pass stops
+    /// once it is over `limit`), the levels still open at the end, and whether the text ends
+    /// inside a string. Text cut short ends with levels open or inside a string.
+    public static func nesting(of bytes: some Sequence<UInt8>, stoppingAbove limit: Int = .max) -> (
+        deepest: Int, open: Int, endsInString: Bool
+    ) {
         var depth = 0
+        var deepest = 0
         var isInString = false
         var isEscaped = false
         for byte in bytes {
@@ -121,12 +132,13 @@ public struct JSONWriter: Sendable {
             case UInt8(ascii: "\""): isInString = true
             case UInt8(ascii: "{"), UInt8(ascii: "["):
                 depth += 1
-                if depth > limit { return depth }
+                deepest = max(deepest, depth)
+                if depth > limit { return (deepest, depth, false) }
             case UInt8(ascii: "}"), UInt8(ascii: "]"): depth -= 1
             default: break
             }
         }
-        return nil
+        return (deepest, depth, isInString)
     }
 
     /// How many `{` and `[` bytes `bytes` holds, strings included; eight bytes at a time.

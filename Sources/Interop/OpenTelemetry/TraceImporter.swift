@@ -382,28 +382,8 @@ struct TraceImporter {
     /// Whether `text` (which does not parse) ends inside a string, object or list: a value cut
     /// short, as an exporter's length limit or a model's token limit leaves it.
     static func endsTooEarly(_ text: String) -> Bool {
-        var depth = 0
-        var isInString = false
-        var isEscaped = false
-        for byte in text.utf8 {
-            if isInString {
-                if isEscaped {
-                    isEscaped = false
-                } else if byte == UInt8(ascii: "\\") {
-                    isEscaped = true
-                } else if byte == UInt8(ascii: "\"") {
-                    isInString = false
-                }
-                continue
-            }
-            switch byte {
-            case UInt8(ascii: "\""): isInString = true
-            case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
-            case UInt8(ascii: "}"), UInt8(ascii: "]"): depth -= 1
-            default: break
-            }
-        }
-        return isInString || depth > 0
+        let scan = JSONWriter.nesting(of: text.utf8)
+        return scan.endsInString || scan.open > 0
     }
 
     static func parsed(_ value: JSONValue) -> JSONValue? {
