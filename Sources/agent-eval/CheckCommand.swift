@@ -51,6 +51,10 @@ struct CheckCommand: AsyncParsableCommand {
     @Flag(help: "Print the report as JSON (docs/eval-cases.md, \"Checking files\").")
     var json = false
 
+    func validate() throws {
+        try models.requireCassetteForRecord()
+    }
+
     func run() async throws {
         let options: ProjectCheck.Options
         do {

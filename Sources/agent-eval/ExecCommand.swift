@@ -98,6 +98,7 @@ struct ExecCommand: AsyncParsableCommand {
     var stream = false
 
     func validate() throws {
+        try models.requireCassetteForRecord()
         if quiet && (json || stream) { throw ValidationError("--quiet prints only the log's path; leave out --json and --stream") }
         switch (input, resume) {
         case (nil, nil): throw ValidationError("give --input for a new run, or --resume with a stopped run's log")

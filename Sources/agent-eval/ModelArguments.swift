@@ -1,7 +1,9 @@
 import AgentRuntime
 import ArgumentParser
 import ConfigFile
+import Foundation
 import ModelClients
+import Synchronization
 
 /// The model options `exec` and `run` share: which model serves the agent, and the cassette
 /// that records or replays what it said.
@@ -20,7 +22,7 @@ struct ModelArguments: ParsableArguments {
 
     @Option(
         help: ArgumentHelp(
-            "With --cassette: none replays only (a request with no recording is an error), new records what is missing, all records everything again.",
+            "With --cassette (or, for run, cases that name a cassette): none replays only (a request with no recording is an error), new records what is missing, all records everything again.",
             valueName: "none|new|all"))
     var record: String = "none"
 
@@ -28,13 +30,59 @@ struct ModelArguments: ParsableArguments {
         guard Cassette.Mode(rawValue: record) != nil else {
             throw ValidationError("--record takes none, new or all; got \(record)")
         }
+    }
+
+    /// `--record` without `--cassette` would record nothing: a usage error for every command
+    /// but `run`, whose case files may name cassettes (it checks once the cases are loaded).
+    func requireCassetteForRecord() throws {
         if record != "none" && cassette == nil { throw ValidationError("--record needs --cassette DIR") }
     }
 
+    private var mode: Cassette.Mode { Cassette.Mode(rawValue: record) ?? .none }
+
     /// The options agent files are loaded with. Throws when the cassette cannot be opened.
     func options() throws -> ModelOptions {
-        let cassette = try self.cassette.map { try Cassette(directory: $0, mode: Cassette.Mode(rawValue: record) ?? .none) }
+        let cassette = try self.cassette.map { try Cassette(directory: $0, mode: mode) }
         return ModelOptions(factory: HTTPModelClients(cassette: cassette), model: model, baseURL: baseURL)
+    }
+
+    /// The options for cases that name their own cassette (`cassette:` in a case file): these,
+    /// with that cassette in `--record`'s mode, opened when an HTTP model first needs it (a
+    /// scripted agent never does) and once per directory.
+    func caseCassetteModels() -> @Sendable (String) throws -> ModelOptions {
+        let shelf = CassetteShelf()
+        let (mode, model, baseURL) = (self.mode, self.model, self.baseURL)
+        return { directory in
+            let path = URL(fileURLWithPath: directory).standardizedFileURL.path
+            return ModelOptions(factory: CaseCassetteClients(directory: path, mode: mode, shelf: shelf), model: model, baseURL: baseURL)
+        }
+    }
+}
+
+/// HTTP model clients served through the cassette a case names.
+private struct CaseCassetteClients: ModelClientFactory {
+    let directory: String
+    let mode: Cassette.Mode
+    let shelf: CassetteShelf
+
+    func client(for settings: ModelSettings) throws -> any ModelClient {
+        let cassette = try shelf.cassette(directory) { try Cassette(directory: directory, mode: mode) }
+        return try HTTPModelClients(cassette: cassette).client(for: settings)
+    }
+}
+
+/// The cassettes a suite run opened, by directory: one `Cassette` (and so one index writer) per
+/// directory however many cases name it.
+private final class CassetteShelf: Sendable {
+    private let opened = Mutex<[String: Cassette]>([:])
+
+    func cassette(_ path: String, open: () throws -> Cassette) throws -> Cassette {
+        try opened.withLock { opened in
+            if let cassette = opened[path] { return cassette }
+            let cassette = try open()
+            opened[path] = cassette
+            return cassette
+        }
     }
 }
 

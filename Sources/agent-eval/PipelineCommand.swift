@@ -91,6 +91,10 @@ struct PipelineCheckCommand: AsyncParsableCommand {
     @Flag(help: "Print the plan as JSON: tasks in plan order with what each needs.")
     var json = false
 
+    func validate() throws {
+        try models.requireCassetteForRecord()
+    }
+
     func run() async throws {
         let definition = try loadPipeline(file, models: models)
         if json {
@@ -223,6 +227,10 @@ struct PipelineRunCommand: AsyncParsableCommand {
     @OptionGroup(title: "Model")
     var models: ModelArguments
 
+    func validate() throws {
+        try models.requireCassetteForRecord()
+    }
+
     func run() async throws {
         let definition = try loadPipeline(file, models: models)
         var inputValue: JSONValue?
@@ -275,6 +283,10 @@ struct PipelineResumeCommand: AsyncParsableCommand {
     @OptionGroup(title: "Model")
     var models: ModelArguments
 
+    func validate() throws {
+        try models.requireCassetteForRecord()
+    }
+
     func run() async throws {
         try await options.continueRun(target, file: file, models: models) { runner, log, jobs, observer in
             try await runner.resume(log: log, jobs: jobs, observe: observer)
@@ -306,6 +318,10 @@ struct PipelineRollbackCommand: AsyncParsableCommand {
 
     @OptionGroup(title: "Model")
     var models: ModelArguments
+
+    func validate() throws {
+        try models.requireCassetteForRecord()
+    }
 
     func run() async throws {
         let task = to

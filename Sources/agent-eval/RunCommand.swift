@@ -166,6 +166,7 @@ struct RunCommand: AsyncParsableCommand {
             countsDeniedAttempts: countDeniedAttempts)
         do {
             options.models = try models.options()
+            options.cassetteModels = models.caseCassetteModels()
             options.judgeModel = try judge.source()
             options.toolServers = MCPServers()
         } catch {
@@ -192,6 +193,10 @@ struct RunCommand: AsyncParsableCommand {
         }
 
         let exporter = try otlp.exporter()
+        if models.record != "none", models.cassette == nil, !session.cases.contains(where: { $0.cassette != nil }) {
+            printError("error: --record needs --cassette DIR, or cases that name a cassette (cassette: in the case file); nothing was run")
+            throw Exit.usage
+        }
         let console = json ? nil : ConsoleProgress(total: session.cases.count, isTerminal: isatty(1) == 1, quiet: quiet)
         // Ctrl-C or SIGTERM stop live runs at their next step, recorded and closed; the report
         // of what ran is still printed and written.

@@ -93,6 +93,63 @@ struct ModelServerCommandTests {
         #expect(replayed.stdoutText.contains("1 passed"), "\(replayed.stdoutText)")
     }
 
+    @Test("a case file names its cassette: run records into it with --record, then replays from it with the server stopped")
+    func caseFileCassette() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let server = try LocalModelServer()
+        try FileManager.default.createDirectory(atPath: directory.path("suite/cases"), withIntermediateDirectories: true)
+        // Two cases, two cassettes, each named relative to its case file.
+        for (id, order) in [("a-1042", "A-1042"), ("a-2000", "A-2000")] {
+            try """
+            caseId: \(id)
+            agent: \(ExampleRuns.agentPath("support"))
+            input: Where is order \(order)?
+            cassette: ../cassettes/\(id)
+            expected:
+              toolsCalled: [lookup_order]
+            """.write(toFile: directory.path("suite/cases/\(id).yaml"), atomically: true, encoding: .utf8)
+        }
+        let common = ["run", directory.path("suite/cases"), "--model", "openai:local-model", "--no-catalog"]
+        let live = try agentEval(common + ["--base-url", server.baseURL("agent"), "--record", "new", "--out", directory.path("live")])
+        server.stop()
+        #expect(live.status == 0, "\(live.stdoutText)\n\(live.stderr)")
+        for id in ["a-1042", "a-2000"] {
+            #expect(FileManager.default.fileExists(atPath: directory.path("suite/cassettes/\(id)/index.json")), "\(id)")
+        }
+        let replayed = try agentEval(common + ["--base-url", "http://127.0.0.1:9/v1", "--out", directory.path("replayed")])
+        #expect(replayed.status == 0, "\(replayed.stdoutText)\n\(replayed.stderr)")
+        #expect(replayed.stdoutText.contains("2 passed"), "\(replayed.stdoutText)")
+
+        // Each cassette holds its own case's interactions: swapped, neither case finds its requests.
+        let cassettes = directory.path("suite/cassettes")
+        try FileManager.default.moveItem(atPath: cassettes + "/a-1042", toPath: cassettes + "/swap")
+        try FileManager.default.moveItem(atPath: cassettes + "/a-2000", toPath: cassettes + "/a-1042")
+        try FileManager.default.moveItem(atPath: cassettes + "/swap", toPath: cassettes + "/a-2000")
+        let swapped = try agentEval(common + ["--base-url", "http://127.0.0.1:9/v1", "--out", directory.path("swapped")])
+        #expect(swapped.status == 1 && swapped.stdoutText.contains("0 passed"), "\(swapped.stdoutText)")
+        var logs: [String] = []
+        let walker = FileManager.default.enumerator(atPath: directory.path("swapped"))
+        while let name = walker?.nextObject() as? String {
+            if name.hasSuffix(".jsonl.gz") { logs.append(directory.path("swapped/\(name)")) }
+        }
+        let errors = try logs.flatMap { try Self.events($0) }.compactMap { event -> String? in
+            if case .runStopped(let stop) = event.payload { return stop.error }
+            return nil
+        }
+        #expect(errors.count == 2 && errors.allSatisfy { $0.contains("no recording") }, "\(errors)")
+
+        // --record with neither --cassette nor a case that names one records nothing: an error.
+        try """
+        caseId: plain
+        agent: \(ExampleRuns.agentPath("support"))
+        input: Where is order A-1042?
+        expected: {toolsCalled: [lookup_order]}
+        """.write(toFile: directory.path("plain.yaml"), atomically: true, encoding: .utf8)
+        let noCassette = try agentEval(["run", directory.path("plain.yaml"), "--record", "new", "--no-catalog"])
+        #expect(noCassette.status == 64 && noCassette.stderr.contains("--record needs --cassette DIR, or cases that name a cassette"))
+    }
+
     @Test("a request the cassette never saw is an error naming the nearest recording and the field")
     func strictReplayMiss() throws {
         let directory = try TemporaryDirectory()

@@ -96,6 +96,10 @@ struct CaseFileTests {
                 "case.yaml:3:28: callCounts.t max (1) is below min (3)"
             ),
             (
+                "caseId: a\nlogs: x.gz\ncassette: cassettes/a\nexpected: {toolsCalled: [t]}\n",
+                "case.yaml:3:11: case \"a\" names a cassette but checks recorded logs: a cassette serves the model of live runs (drop cassette, or run the case live with agent and input)"
+            ),
+            (
                 "caseId: a b\nlogs: x.gz\nexpected: {toolsCalled: [t]}\n",
                 "case.yaml:1:9: caseId \"a b\" may only hold letters, digits, \"-\", \"_\", \".\" and \":\""
             ),
@@ -140,7 +144,7 @@ struct CaseFileTests {
                 "case.yaml:4:41: maxSteps must be a whole number, found a string",
                 // With its logs misspelled, b is a live case without input.
                 #"case.yaml:5:3: case "b" runs live and needs an input"#,
-                #"case.yaml:6:3: case "b" has no setting "lgos" (known keys: caseId, description, tags, input, agent, pipeline, logs, approve, deny, allowUnfinished, expected)"#,
+                #"case.yaml:6:3: case "b" has no setting "lgos" (known keys: caseId, description, tags, input, agent, pipeline, logs, approve, deny, allowUnfinished, cassette, expected)"#,
                 #"case.yaml:7:13: case "b" expects nothing: a case with no expectation would pass any run (add at least one expectation, such as toolsCalled, toolsNotCalled or stopReason)"#,
             ])
     }

@@ -29,6 +29,10 @@ public struct EvalCase: Sendable {
     /// Whether a run that did not finish (no `run_stopped`, a torn or empty log) is checked
     /// over what it recorded instead of making the case "could not run".
     public var allowsUnfinished = false
+    /// The cassette directory (`cassette:`, resolved against the case file) that records and
+    /// replays the model calls of this case's live runs, in place of the command line's
+    /// `--cassette`; nil uses that.
+    public var cassette: String?
 
     public init(
         id: String, description: String? = nil, tags: [String] = [], input: String? = nil, source: Source, expected: Expectations,

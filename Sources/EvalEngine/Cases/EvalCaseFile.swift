@@ -63,6 +63,8 @@ public enum EvalCaseFile {
         let deny = errors.collect { () throws(ConfigError) in try fields.optional("deny")?.names("deny") ?? [] } ?? []
         let allowsUnfinished =
             errors.collect { () throws(ConfigError) in try fields.optional("allowUnfinished")?.bool("allowUnfinished") ?? false } ?? false
+        let cassetteNode = fields.optional("cassette")
+        let cassette = errors.collect { () throws(ConfigError) in try cassetteNode?.nonEmptyString("cassette") } ?? nil
         let expectedNode = errors.collect { () throws(ConfigError) in try fields.required("expected") }
         let expected = expectedNode.flatMap { readExpectations($0, case: name, directory: directory, errors: &errors) }
         errors.errors.append(contentsOf: fields.unknownKeys(in: name))
@@ -103,6 +105,11 @@ public enum EvalCaseFile {
                     .invalidValue, "\(name) has both agent and logs; a case checks live runs or recorded ones", at: node.location)
             }
             if case .recorded? = source {
+                if cassetteNode != nil {
+                    throw ConfigError(
+                        .invalidValue, "\(name) names a cassette but checks recorded logs: a cassette serves the model of live runs",
+                        at: cassetteNode?.location ?? node.location, hint: "drop cassette, or run the case live with agent and input")
+                }
             } else if input == nil {
                 throw ConfigError(.missingKey, "\(name) runs live and needs an input", at: node.location)
             }
@@ -116,6 +123,7 @@ public enum EvalCaseFile {
         var evalCase = EvalCase(
             id: id, description: description, tags: tags, input: input, source: source, expected: expected, location: node.location)
         evalCase.allowsUnfinished = allowsUnfinished
+        evalCase.cassette = cassette.map { resolve($0, from: directory) }
         if pipeline != nil { evalCase.pipelineInput = inputNode?.json }
         return evalCase
     }

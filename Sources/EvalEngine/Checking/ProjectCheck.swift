@@ -192,6 +192,14 @@ public struct ProjectCheck: Sendable {
                         in: path, .error, EvalError(.judgeFailed, "\(name): \(error.message)", location: error.location, hint: error.hint))
                 }
             }
+            if let cassette = evalCase.cassette, !FileManager.default.fileExists(atPath: cassette + "/index.json") {
+                // A warning: `run --record new` makes it.
+                problem(
+                    in: path, .warning,
+                    EvalError(
+                        .missingPath, "\(name) names the cassette \(cassette), which holds no recording yet: replaying it fails",
+                        location: evalCase.location, hint: "record it once with the model reachable: agent-eval run \(path) --record new"))
+            }
             switch evalCase.source {
             case .live(let agentPath, _, _):
                 checkTools(of: evalCase, againstAgentAt: agentPath)

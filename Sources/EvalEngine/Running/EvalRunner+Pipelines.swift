@@ -28,7 +28,9 @@ extension EvalRunner {
         }
         let definition: PipelineDefinition
         do throws(ConfigErrors) {
-            definition = try PipelineFile.load(path: file) { path throws(ConfigError) in try agents.agent(at: path) }
+            definition = try PipelineFile.load(path: file) { path throws(ConfigError) in
+                try agents.agent(at: path, cassette: evalCase.cassette)
+            }
         } catch {
             let first = error.errors.first.map { DiagnosticRecord($0) }
             let more = error.errors.count > 1 ? " (and \(error.errors.count - 1) more: agent-eval pipeline check \(file))" : ""

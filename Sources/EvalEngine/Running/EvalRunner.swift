@@ -28,6 +28,9 @@ public struct EvalOptions: Sendable {
     /// The judge of rubrics that name none (`--judge-model`); judges served over HTTP are made
     /// by `models.factory`.
     public var judgeModel: ModelSource?
+    /// The model options for a case that names a cassette directory (`cassette:` in its file):
+    /// `models` with that cassette (the CLI's, with `--record`). Nil: such a case cannot run.
+    public var cassetteModels: (@Sendable (_ directory: String) throws -> ModelOptions)?
 
     public init(
         jobs: Int? = nil, repeats: Int = 1, defaultAgent: String? = nil,
@@ -129,7 +132,7 @@ public struct EvalRunner: Sendable {
         var results = cases.map { CaseResult(evalCase: $0, runs: []) }
         var received = [Int](repeating: 0, count: cases.count)
         var finished = 0
-        let agents = AgentCache(models: options.models, toolServers: options.toolServers)
+        let agents = AgentCache(models: options.models, toolServers: options.toolServers, cassetteModels: options.cassetteModels)
         let judge = RubricJudge(factory: options.models.factory, defaultModel: options.judgeModel)
         await withTaskGroup(of: (Int, RunResult?, DiagnosticRecord?).self) { group in
             var next = 0
@@ -310,7 +313,7 @@ public struct EvalRunner: Sendable {
         let log = "\(options.outputDirectory)/\(evalCase.id)-\(repeatIndex).jsonl.gz"
         let agent: Agent
         do {
-            agent = try agents.agent(at: agentPath)
+            agent = try agents.agent(at: agentPath, cassette: evalCase.cassette)
         } catch {
             return RunResult(
                 logPath: log, repeatIndex: repeatIndex, failures: [], notes: [], error: DiagnosticRecord(describing: error),
@@ -349,22 +352,63 @@ public struct EvalRunner: Sendable {
     }
 }
 
-/// Agent files loaded once per run of the suite, shared by the cases that use them.
+/// Agent files loaded once per run of the suite (and per cassette a case names), shared by the
+/// cases that use them.
 final class AgentCache: Sendable {
-    // Guarded by the mutex: loaded agents, or the error loading gave.
-    private let loaded = Mutex<[String: Result<Agent, ConfigError>]>([:])
-    let models: ModelOptions
-    let toolServers: (any ToolServerConnector)?
-
-    init(models: ModelOptions, toolServers: (any ToolServerConnector)? = nil) {
-        self.models = models
-        self.toolServers = toolServers
+    private struct Key: Hashable {
+        var path: String
+        var cassette: String?
     }
 
-    func agent(at path: String) throws(ConfigError) -> Agent {
-        if let cached = loaded.withLock({ $0[path] }) { return try cached.get() }
-        let result = Result { () throws(ConfigError) in try AgentFile.load(path: path, models: models, servers: toolServers) }
-        loaded.withLock { $0[path] = result }
+    // Guarded by the mutex: loaded agents, or the error loading gave.
+    private let loaded = Mutex<[Key: Result<Agent, ConfigError>]>([:])
+    // Guarded by the mutex: the model options of each cassette directory, made once.
+    private let cassettes = Mutex<[String: Result<ModelOptions, ConfigError>]>([:])
+    let models: ModelOptions
+    let toolServers: (any ToolServerConnector)?
+    let cassetteModels: (@Sendable (String) throws -> ModelOptions)?
+
+    init(
+        models: ModelOptions, toolServers: (any ToolServerConnector)? = nil,
+        cassetteModels: (@Sendable (String) throws -> ModelOptions)? = nil
+    ) {
+        self.models = models
+        self.toolServers = toolServers
+        self.cassetteModels = cassetteModels
+    }
+
+    /// The agent at `path`, its HTTP models served through `cassette` when a case names one.
+    func agent(at path: String, cassette: String? = nil) throws(ConfigError) -> Agent {
+        let key = Key(path: path, cassette: cassette)
+        if let cached = loaded.withLock({ $0[key] }) { return try cached.get() }
+        let result = Result { () throws(ConfigError) in
+            let models =
+                try cassette.map { directory throws(ConfigError) in try self.models(cassette: directory, for: path) } ?? self.models
+            return try AgentFile.load(path: path, models: models, servers: toolServers)
+        }
+        loaded.withLock { $0[key] = result }
+        return try result.get()
+    }
+
+    private func models(cassette directory: String, for path: String) throws(ConfigError) -> ModelOptions {
+        let result =
+            cassettes.withLock { $0[directory] }
+            ?? Result { () throws(ConfigError) in
+                guard let cassetteModels else {
+                    throw ConfigError(
+                        .invalidValue, "the case names the cassette \(directory), and this runner has no model clients for cassettes",
+                        at: SourceLocation(path: path), hint: "run it with agent-eval run, which serves cassettes")
+                }
+                do {
+                    return try cassetteModels(directory)
+                } catch {
+                    let message = (error as? any Diagnostic)?.message ?? "\(error)"
+                    throw ConfigError(
+                        .unreadable, "the cassette \(directory) cannot be used: \(message)", at: SourceLocation(path: directory),
+                        hint: (error as? any Diagnostic)?.hint)
+                }
+            }
+        cassettes.withLock { if $0[directory] == nil { $0[directory] = result } }
         return try result.get()
     }
 }
