@@ -57,6 +57,37 @@ struct HTTPModelClientTests {
         #expect((body["stream_options"] as? [String: Any])?["include_usage"] as? Bool == true)
     }
 
+    @Test("the official openai Python SDK reads the same streams as our client: same text, calls, finish reason and usage")
+    func sameAsOfficialSDK() async throws {
+        let server = try LocalModelServer()
+        defer { server.stop() }
+        let scenarios = ["answer", "split-args", "parallel", "text-and-calls", "utf8-split", "agent"]
+        let command = try await PythonEnvironment.interop.script(
+            "openai_sdk_replies.py", scenarios.map { "\($0)=\(server.baseURL($0))" })
+        let sdk = try Subprocess.run(command[0], Array(command.dropFirst()))
+        #expect(sdk.status == 0, "\(sdk.stderr)")
+        let lines = sdk.stdoutText.split(separator: "\n").map { try? JSONParser.parse(Array($0.utf8)) }
+        #expect(lines.count == scenarios.count, "\(sdk.stdoutText)")
+        for (scenario, line) in zip(scenarios, lines) {
+            let expected = try #require(line, "\(scenario): \(sdk.stdoutText)")
+            #expect(expected["error"] == nil, "\(scenario): the SDK failed: \(expected)")
+            let reply = try await Self.client(server, scenario).reply(to: Self.request)
+            let raw = try JSONParser.parse(Array(reply.raw.utf8))
+            let message = raw["message"]
+            #expect(message?["content"] == expected["content"], "\(scenario) content: ours \(raw), the SDK's \(expected)")
+            let ours = (message?["tool_calls"]?.arrayValue ?? []).map { call -> JSONValue in
+                [
+                    "id": call["id"] ?? .null, "name": call["function"]?["name"] ?? .null,
+                    "arguments": call["function"]?["arguments"] ?? .null,
+                ]
+            }
+            #expect(JSONValue.array(ours) == expected["tool_calls"], "\(scenario) calls: ours \(raw), the SDK's \(expected)")
+            #expect(raw["finish_reason"] == expected["finish_reason"], "\(scenario)")
+            let usage = reply.usage.map { used -> JSONValue in ["prompt_tokens": .int(used.input), "completion_tokens": .int(used.output)] }
+            #expect((usage ?? .null) == expected["usage"], "\(scenario) usage")
+        }
+    }
+
     @Test("two parallel calls interleaved by index come out in index order")
     func parallel() async throws {
         let server = try LocalModelServer()
