@@ -243,6 +243,24 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self.stream(openai_answer("Order A-1042 is delivered."))
 
+    def scenario_research(self, body, attempt, anthropic):
+        """The research example: search, read the first result, answer with the source."""
+        done = tool_results(body)
+        steps = [("web_search", {"query": "zstd vs gzip speed"}, "toolu_s", "call_s"),
+                 ("fetch_page", {"url": "https://example.org/zstd-vs-gzip"}, "toolu_f", "call_f")]
+        if done < len(steps):
+            name, arguments, anthropic_id, openai_id = steps[done]
+            if anthropic:
+                self.stream(anthropic_stream([{"type": "tool_use", "id": anthropic_id, "name": name, "input": arguments}], "tool_use"))
+            else:
+                self.stream(openai_call(name, json.dumps(arguments), call_id=openai_id))
+            return
+        answer = "zstd -3 is about 3x faster than gzip -6 at a similar ratio (https://example.org/zstd-vs-gzip)."
+        if anthropic:
+            self.stream(anthropic_stream([{"type": "text", "text": answer}], "end_turn"))
+        else:
+            self.stream(openai_answer(answer))
+
     def scenario_judge(self, body, attempt, anthropic):
         """A judge: passes what mentions rf-9 (the refund id), fails the rest; the verdict is
         JSON inside a code fence, streamed in pieces."""

@@ -93,6 +93,56 @@ struct ModelServerCommandTests {
         #expect(replayed.stdoutText.contains("1 passed"), "\(replayed.stdoutText)")
     }
 
+    @Test(
+        "the research example against the local server: exec records it, replay rebuilds it, run gates it from the cassette offline",
+        arguments: ["openai", "anthropic"])
+    func researchAgent(provider: String) throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let server = try LocalModelServer()
+        let agent = ExampleRuns.agentPath("research")
+        let cassette = directory.path("cassette")
+        let log = directory.path("research.jsonl.gz")
+        let live = try agentEval([
+            "exec", "--agent", agent, "--input", "Is zstd faster than gzip?", "--model", "\(provider):local-model", "--base-url",
+            server.baseURL("research"), "--cassette", cassette, "--record", "new", "--log", log, "--json", "--no-catalog",
+        ])
+        server.stop()
+        #expect(live.status == 0, "\(live.stdoutText)\n\(live.stderr)")
+        let summary = try JSONParser.parse(live.stdout)
+        #expect(summary["stop_reason"] == "success")
+        #expect(summary["answer"]?.stringValue?.contains("https://example.org/zstd-vs-gzip") == true)
+        // The search backend's first attempt fails (the fixture) and is retried: both recorded.
+        let results = try Self.events(log).compactMap { event -> ToolCompleted? in
+            if case .toolCompleted(let result) = event.payload { return result }
+            return nil
+        }
+        #expect(results.map(\.status) == [.error, .ok, .ok], "\(results)")
+
+        // replay rebuilds the run from its log alone, digests checked.
+        let replay = try agentEval(["replay", log, "--json"])
+        #expect(replay.status == 0, "\(replay.stderr)")
+
+        // A case over the same agent and input, run with the server gone: the cassette answers.
+        try """
+        caseId: research-zstd
+        agent: \(agent)
+        input: Is zstd faster than gzip?
+        expected:
+          toolsCalled: [web_search, fetch_page]
+          sequence: {mode: in_order, calls: [web_search, fetch_page]}
+          stopReason: success
+          answer: {contains: example.org/zstd-vs-gzip}
+        """.write(toFile: directory.path("research.yaml"), atomically: true, encoding: .utf8)
+        let gated = try agentEval([
+            "run", directory.path("research.yaml"), "--model", "\(provider):local-model", "--base-url", "http://127.0.0.1:9/v1",
+            "--cassette",
+            cassette, "--out", directory.path("replayed"), "--no-catalog",
+        ])
+        #expect(gated.status == 0, "\(gated.stdoutText)\n\(gated.stderr)")
+        #expect(gated.stdoutText.contains("1 passed"), "\(gated.stdoutText)")
+    }
+
     @Test("a case file names its cassette: run records into it with --record, then replays from it with the server stopped")
     func caseFileCassette() throws {
         let directory = try TemporaryDirectory()
