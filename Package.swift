@@ -209,7 +209,10 @@ let package = Package(
         // `swift run -c release model-benchmark` (see docs/models.md).
         .executableTarget(
             name: "model-benchmark",
-            dependencies: ["TraceCore", "AgentRuntime", "ModelClients"],
+            dependencies: [
+                "TraceCore", "AgentRuntime", "ModelClients", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            ],
             path: "Benchmarks/ModelBenchmark",
             swiftSettings: strictSettings
         ),

@@ -1,15 +1,28 @@
-// Client-side cost of a streamed reply: a 1 MB OpenAI-style event stream (text deltas of
-// about 40 bytes, then a tool call whose arguments come in 2,000 pieces) handed to
-// `HTTPModelClient` in 16 KiB chunks by an in-memory transport, so no network or server
-// pacing is measured: SSE parsing, JSON of every event, assembly and the final message.
+// The model client's costs, in two parts.
 //
-//   swift run -c release model-benchmark [--megabytes 1] [--repetitions 9]
+// 1. A streamed reply, client side only: a 1 MB OpenAI-style event stream (text deltas of about
+//    40 bytes, then a tool call whose arguments come in 2,000 pieces) handed to `HTTPModelClient`
+//    in 16 KiB chunks by an in-memory transport, so no network or server pacing is measured: SSE
+//    parsing, JSON of every event, assembly and the final message. Target: >= 200 MB/s.
+// 2. Requests per second against a local server that answers at once (this binary started again
+//    with `--serve`, in its own process: NIO, keep-alive, a short streamed reply), `--concurrency`
+//    at a time: our client through the CLI's factory (async-http-client), then the official
+//    `openai` Python SDK (httpx, its stream helper; `scripts/openai_sdk_bench.py` in the
+//    `scripts/python_venv interop` environment) on the same server in the same run. Compared per
+//    core: requests per CPU-second of each client's own process. Target: >= 3x the SDK.
 //
-// Prints MB/s for each repetition and the median.
+//   swift run -c release model-benchmark [--megabytes 1] [--repetitions 9] [--requests 3000] [--concurrency 2]
+//
+// Prints each repetition and the medians; `--requests 0` skips part 2.
 import AgentRuntime
 import Foundation
 import ModelClients
+import Synchronization
 import TraceCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 struct MemoryTransport: ModelTransport {
     let stream: [UInt8]
@@ -47,13 +60,19 @@ func makeStream(bytes target: Int) -> [UInt8] {
 
 var megabytes = 1.0
 var repetitions = 9
+var requests = 3000
+var concurrency = 2
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let argument = arguments.next() {
     switch argument {
+    case "--serve": try LocalReplyServer.serve(portFile: arguments.next() ?? "port")
     case "--megabytes": megabytes = arguments.next().flatMap(Double.init) ?? megabytes
     case "--repetitions": repetitions = arguments.next().flatMap(Int.init) ?? repetitions
+    case "--requests": requests = arguments.next().flatMap(Int.init) ?? requests
+    case "--concurrency": concurrency = max(1, arguments.next().flatMap(Int.init) ?? concurrency)
     default:
-        FileHandle.standardError.write(Data("usage: model-benchmark [--megabytes N] [--repetitions N]\n".utf8))
+        FileHandle.standardError.write(
+            Data("usage: model-benchmark [--megabytes N] [--repetitions N] [--requests N] [--concurrency N]\n".utf8))
         exit(64)
     }
 }
@@ -76,3 +95,106 @@ for repetition in 1...repetitions {
     print(String(format: "repetition %d: %.1f MB/s (%d bytes in %.2f ms)", repetition, rate, stream.count, seconds * 1000))
 }
 print(String(format: "median: %.1f MB/s of event stream", rates.sorted()[rates.count / 2]))
+
+// Part 2: requests per second, ours and the official SDK's, against the same local server.
+guard requests > 0 else { exit(0) }
+
+/// CPU seconds (user + system) this process has used.
+func processCPUSeconds() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+}
+
+let portFile = NSTemporaryDirectory() + "model-benchmark-\(getpid()).port"
+let server = Process()
+server.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+server.arguments = ["--serve", portFile]
+let serverInput = Pipe()
+server.standardInput = serverInput
+try server.run()
+defer { try? serverInput.fileHandleForWriting.close() }
+var port: Int?
+for _ in 0..<200 where port == nil {
+    port = (try? String(contentsOfFile: portFile, encoding: .utf8)).flatMap { Int($0) }
+    if port == nil { usleep(20_000) }
+}
+try? FileManager.default.removeItem(atPath: portFile)
+guard let port else { fatalError("the local server did not start") }
+let baseURL = "http://127.0.0.1:\(port)/v1"
+
+var settings = ModelSettings(provider: .openai, name: "local-model", baseURL: baseURL)
+settings.maxRetries = 0
+let live = try HTTPModelClients(environment: ["OPENAI_API_KEY": "sk-bench"]).client(for: settings)
+let agentRequest = ModelRequest(
+    instructions: "Be brief.", packet: ContextBuilt(goal: "Where is order A-1042?", stateSummary: "", tokenEstimate: 10),
+    tools: [
+        ToolSpec(
+            name: "lookup_order", description: "Finds an order.",
+            inputSchema: ["type": "object", "properties": ["order_id": ["type": "string"]]], sideEffect: .read)
+    ], observations: [], feedback: nil, decisionIndex: 0, step: 1)
+// One request first: the connection and the client's set-up are not measured.
+let warmUp = try await live.reply(to: agentRequest)
+precondition(warmUp.raw.contains("delivered"), "the local server's reply was not read")
+let left = Mutex(requests)
+let cpuBefore = processCPUSeconds()
+let started = ContinuousClock.now
+try await withThrowingTaskGroup(of: Void.self) { group in
+    for _ in 0..<concurrency {
+        group.addTask {
+            while left.withLock({ count in
+                guard count > 0 else { return false }
+                count -= 1
+                return true
+            }) {
+                let reply = try await live.reply(to: agentRequest)
+                precondition(reply.usage?.output == 12, "a reply was not assembled")
+            }
+        }
+    }
+    try await group.waitForAll()
+}
+let oursElapsed = started.duration(to: .now).components
+let oursSeconds = Double(oursElapsed.seconds) + Double(oursElapsed.attoseconds) / 1e18
+let oursCPU = processCPUSeconds() - cpuBefore
+print(
+    String(
+        format: "ours: %d requests, %d at a time: %.0f requests/s, %.0f per CPU-second (%.2f s wall, %.2f s CPU)", requests, concurrency,
+        Double(requests) / oursSeconds, Double(requests) / oursCPU, oursSeconds, oursCPU))
+
+let venv = Process()
+venv.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+let scripts = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    .appendingPathComponent("scripts")
+venv.arguments = ["bash", scripts.appendingPathComponent("python_venv").path, "interop"]
+let venvOutput = Pipe()
+venv.standardOutput = venvOutput
+try venv.run()
+let venvPath = String(decoding: venvOutput.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    .trimmingCharacters(in: .whitespacesAndNewlines)
+venv.waitUntilExit()
+guard venv.terminationStatus == 0 else {
+    print("the official SDK: skipped (scripts/python_venv interop could not make its environment)")
+    exit(1)
+}
+let sdk = Process()
+sdk.executableURL = URL(fileURLWithPath: venvPath + "/bin/python")
+sdk.arguments = [scripts.appendingPathComponent("openai_sdk_bench.py").path, baseURL, String(requests), String(concurrency)]
+let sdkOutput = Pipe()
+sdk.standardOutput = sdkOutput
+try sdk.run()
+let sdkText = String(decoding: sdkOutput.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+sdk.waitUntilExit()
+let sdkResult = try JSONParser.parse(Array(sdkText.utf8))
+guard sdk.terminationStatus == 0, let sdkSeconds = sdkResult["seconds"]?.doubleValue, let sdkCPU = sdkResult["cpu_seconds"]?.doubleValue
+else {
+    fatalError("the official SDK's run failed: \(sdkText)")
+}
+print(
+    String(
+        format: "the official openai SDK: %.0f requests/s, %.0f per CPU-second (%.2f s wall, %.2f s CPU)", Double(requests) / sdkSeconds,
+        Double(requests) / sdkCPU, sdkSeconds, sdkCPU))
+print(
+    String(
+        format: "ours / the SDK: %.1fx requests/s, %.1fx per core (target >= 3x per core)", sdkSeconds / oursSeconds,
+        sdkCPU / oursCPU))

@@ -20,7 +20,8 @@ public struct ServerSentEvent: Sendable, Hashable {
 public struct ServerSentEventParser: Sendable {
     private var line: [UInt8] = []
     private var name = ""
-    private var data: [String] = []
+    /// The event's data lines so far, joined with newlines, as bytes: decoded once per event.
+    private var data: [UInt8] = []
     private var hasData = false
     private var afterCarriageReturn = false
     /// Bytes consumed so far, for messages that point into the stream.
@@ -33,23 +34,25 @@ public struct ServerSentEventParser: Sendable {
         var events: [ServerSentEvent] = []
         let bytes = Array(chunk)
         offset += bytes.count
-        var start = 0
-        // Whole runs of line bytes are appended at once; only line ends are looked at one by one.
-        while start < bytes.count {
-            if afterCarriageReturn {
-                afterCarriageReturn = false
-                if bytes[start] == 0x0A {
-                    start += 1
-                    continue
+        bytes.withUnsafeBufferPointer { bytes in
+            var start = 0
+            // Whole runs of line bytes are appended at once; only line ends are looked at one by one.
+            while start < bytes.count {
+                if afterCarriageReturn {
+                    afterCarriageReturn = false
+                    if bytes[start] == 0x0A {
+                        start += 1
+                        continue
+                    }
                 }
+                var end = start
+                while end < bytes.count, bytes[end] != 0x0A, bytes[end] != 0x0D { end += 1 }
+                line.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<end]))
+                guard end < bytes.count else { break }
+                endLine(into: &events)
+                afterCarriageReturn = bytes[end] == 0x0D
+                start = end + 1
             }
-            var end = start
-            while end < bytes.count, bytes[end] != 0x0A, bytes[end] != 0x0D { end += 1 }
-            line.append(contentsOf: bytes[start..<end])
-            guard end < bytes.count else { break }
-            endLine(into: &events)
-            afterCarriageReturn = bytes[end] == 0x0D
-            start = end + 1
         }
         return events
     }
@@ -58,35 +61,31 @@ public struct ServerSentEventParser: Sendable {
     /// says; the caller learns whether anything was left unfinished.
     public var hasUnfinishedEvent: Bool { hasData || !line.isEmpty }
 
+    private static let dataField: [UInt8] = Array("data".utf8)
+    private static let eventField: [UInt8] = Array("event".utf8)
+
+    /// One whole line, read as bytes: the field is what comes before the first colon, the value
+    /// what follows it (one leading space dropped).
     private mutating func endLine(into events: inout [ServerSentEvent]) {
         defer { line.removeAll(keepingCapacity: true) }
         if line.isEmpty {
-            if hasData { events.append(ServerSentEvent(name: name, data: data.joined(separator: "\n"))) }
+            if hasData { events.append(ServerSentEvent(name: name, data: String(decoding: data, as: UTF8.self))) }
             name = ""
             data.removeAll(keepingCapacity: true)
             hasData = false
             return
         }
-        if line.first == UInt8(ascii: ":") { return }
-        let field: String
-        var value: Substring
-        let text = String(decoding: line, as: UTF8.self)
-        if let colon = text.firstIndex(of: ":") {
-            field = String(text[..<colon])
-            value = text[text.index(after: colon)...]
-            if value.first == " " { value = value.dropFirst() }
-        } else {
-            field = text
-            value = ""
-        }
-        switch field {
-        case "data":
-            data.append(String(value))
+        if line[0] == UInt8(ascii: ":") { return }
+        let colon = line.firstIndex(of: UInt8(ascii: ":")) ?? line.count
+        var valueStart = min(colon + 1, line.count)
+        if valueStart < line.count, line[valueStart] == UInt8(ascii: " ") { valueStart += 1 }
+        let field = line[..<colon]
+        if field.elementsEqual(Self.dataField) {
+            if hasData { data.append(0x0A) }
+            data.append(contentsOf: line[valueStart...])
             hasData = true
-        case "event":
-            name = String(value)
-        default:
-            break
+        } else if field.elementsEqual(Self.eventField) {
+            name = String(decoding: line[valueStart...], as: UTF8.self)
         }
     }
 }
