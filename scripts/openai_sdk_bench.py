@@ -1,6 +1,6 @@
 """The official `openai` Python SDK's side of `model-benchmark --requests`: N streamed chat
 completions against the benchmark's local server, CONCURRENCY at a time (threads sharing one
-client, as an application would), each assembled by the SDK's stream helper.
+client, as an application would), each assembled by the SDK's stream helper (the request of `openai_sdk_replies.py`).
 
     python scripts/openai_sdk_bench.py BASE_URL N CONCURRENCY
 
@@ -15,11 +15,10 @@ import time
 
 from openai import OpenAI
 
+from openai_sdk_replies import complete
+
 base_url, total, concurrency = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 client = OpenAI(api_key="sk-bench", base_url=base_url, max_retries=0, timeout=30)
-messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Where is order A-1042?"}]
-tools = [{"type": "function", "function": {"name": "lookup_order", "description": "Finds an order.",
-                                            "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}}}}]
 lock = threading.Lock()
 left = [total]
 failures = []
@@ -32,11 +31,7 @@ def worker():
                 return
             left[0] -= 1
         try:
-            with client.chat.completions.stream(model="local-model", messages=messages, tools=tools,
-                                                stream_options={"include_usage": True}) as stream:
-                for _ in stream:
-                    pass
-                completion = stream.get_final_completion()
+            completion = complete(client)
             if not completion.choices[0].message.content:
                 failures.append("no content")
         except Exception as error:
