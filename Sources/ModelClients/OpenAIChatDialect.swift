@@ -80,30 +80,61 @@ struct OpenAIChatAssembler: ReplyAssembler {
     private(set) var hasContent = false
     private(set) var isComplete = false
 
+    /// Whether chunks are read by `ChunkScanner` first (the tests turn it off to compare).
+    var usesChunkScanner = true
+
     mutating func consume(_ event: ServerSentEvent) throws(StreamProblem) {
         if event.data == "[DONE]" {
             isComplete = true
             return
         }
-        let chunk = try parseEventJSON(event, provider: "openai")
-        if let error = chunk["error"] { throw Self.problem(error) }
-        if let usage = chunk["usage"], usage != .null { self.usage = Self.usage(usage) }
-        guard let choice = chunk["choices"]?.arrayValue?.first else { return }
+        // Most chunks are read straight from their bytes; what the scanner cannot vouch for is
+        // parsed whole, with the same outcome.
+        if usesChunkScanner, let chunk = ChunkScanner.scan(event.data) {
+            try apply(chunk)
+            return
+        }
+        try apply(try Self.chunk(of: try parseEventJSON(event, provider: "openai")))
+    }
+
+    /// The members of a parsed chunk that a reply needs, as the scanner reads them.
+    static func chunk(of value: JSONValue) -> ChunkScanner.Chunk {
+        var chunk = ChunkScanner.Chunk()
+        chunk.error = value["error"]
+        if let usage = value["usage"], usage != .null { chunk.usage = usage }
+        guard let choice = value["choices"]?.arrayValue?.first else { return chunk }
+        chunk.hasChoice = true
         let delta = choice["delta"] ?? .null
+        chunk.content = delta["content"]?.stringValue
+        chunk.refusal = delta["refusal"]?.stringValue
+        chunk.toolCalls = (delta["tool_calls"]?.arrayValue ?? []).map { call in
+            let function = call["function"] ?? .null
+            return ChunkScanner.Chunk.CallDelta(
+                index: call["index"]?.intValue, id: call["id"]?.stringValue, name: function["name"]?.stringValue,
+                arguments: function["arguments"]?.stringValue)
+        }
+        chunk.finishReason = choice["finish_reason"]?.stringValue
+        return chunk
+    }
+
+    private mutating func apply(_ chunk: ChunkScanner.Chunk) throws(StreamProblem) {
+        if let error = chunk.error { throw Self.problem(error) }
+        if let usage = chunk.usage { self.usage = Self.usage(usage) }
+        guard chunk.hasChoice else { return }
         // Appended in place: a long reply comes in thousands of pieces.
-        if let piece = delta["content"]?.stringValue {
+        if let piece = chunk.content {
             if text == nil { text = "" }
             text?.append(piece)
             if !piece.isEmpty { hasContent = true }
         }
-        if let piece = delta["refusal"]?.stringValue {
+        if let piece = chunk.refusal {
             if refusal == nil { refusal = "" }
             refusal?.append(piece)
             hasContent = true
         }
-        for (position, call) in (delta["tool_calls"]?.arrayValue ?? []).enumerated() {
+        for (position, call) in chunk.toolCalls.enumerated() {
             hasContent = true
-            let index = call["index"]?.intValue ?? position
+            let index = call.index ?? position
             let slot: Int
             if let found = calls.firstIndex(where: { $0.index == index }) {
                 slot = found
@@ -111,12 +142,11 @@ struct OpenAIChatAssembler: ReplyAssembler {
                 calls.append((index, PendingCall()))
                 slot = calls.count - 1
             }
-            if let id = call["id"]?.stringValue, !id.isEmpty { calls[slot].call.id = id }
-            let function = call["function"] ?? .null
-            if let name = function["name"]?.stringValue { calls[slot].call.name += name }
-            if let arguments = function["arguments"]?.stringValue { calls[slot].call.arguments += arguments }
+            if let id = call.id, !id.isEmpty { calls[slot].call.id = id }
+            if let name = call.name { calls[slot].call.name += name }
+            if let arguments = call.arguments { calls[slot].call.arguments += arguments }
         }
-        if let finish = choice["finish_reason"]?.stringValue { finishReason = finish }
+        if let finish = chunk.finishReason { finishReason = finish }
     }
 
     mutating func consume(whole body: JSONValue) throws(StreamProblem) {

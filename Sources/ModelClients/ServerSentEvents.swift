@@ -47,9 +47,19 @@ public struct ServerSentEventParser: Sendable {
                 }
                 var end = start
                 while end < bytes.count, bytes[end] != 0x0A, bytes[end] != 0x0D { end += 1 }
-                line.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<end]))
-                guard end < bytes.count else { break }
-                endLine(into: &events)
+                guard end < bytes.count else {
+                    line.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<end]))
+                    break
+                }
+                if line.isEmpty {
+                    // The whole line is in this chunk: read in place.
+                    endLine(UnsafeBufferPointer(rebasing: bytes[start..<end]), into: &events)
+                } else {
+                    line.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<end]))
+                    let carried = line
+                    carried.withUnsafeBufferPointer { endLine($0, into: &events) }
+                    line.removeAll(keepingCapacity: true)
+                }
                 afterCarriageReturn = bytes[end] == 0x0D
                 start = end + 1
             }
@@ -66,8 +76,7 @@ public struct ServerSentEventParser: Sendable {
 
     /// One whole line, read as bytes: the field is what comes before the first colon, the value
     /// what follows it (one leading space dropped).
-    private mutating func endLine(into events: inout [ServerSentEvent]) {
-        defer { line.removeAll(keepingCapacity: true) }
+    private mutating func endLine(_ line: UnsafeBufferPointer<UInt8>, into events: inout [ServerSentEvent]) {
         if line.isEmpty {
             if hasData { events.append(ServerSentEvent(name: name, data: String(decoding: data, as: UTF8.self))) }
             name = ""

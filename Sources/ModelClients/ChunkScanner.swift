@@ -1,0 +1,373 @@
+import Foundation
+import TraceCore
+
+/// Reads the few members of a streamed Chat Completions chunk that a reply needs straight from
+/// its bytes, checking the rest only for well-formedness, instead of building a JSON tree of
+/// every chunk (a long reply is thousands of them).
+///
+/// It is a fast path, not a second parser: it accepts only what `JSONParser` accepts and gives
+/// up (nil) on anything it does not check itself as strictly — a skipped string with an escape
+/// or a non-ASCII byte, a duplicate member, a number outside the plain forms, deep nesting — and
+/// the caller then parses the chunk whole. The strings it returns go through `JSONParser`
+/// whenever they hold an escape or a non-ASCII byte, so they are exactly what a full parse
+/// gives.
+struct ChunkScanner {
+    /// What a chunk says, by member; nil where the chunk does not have it.
+    struct Chunk {
+        struct CallDelta {
+            var index: Int?
+            var id: String?
+            var name: String?
+            var arguments: String?
+        }
+
+        /// `error`, when present (any value), and `usage`, when present and not null, as parsed values.
+        var error: JSONValue?
+        var usage: JSONValue?
+        var hasChoice = false
+        var content: String?
+        var refusal: String?
+        var toolCalls: [CallDelta] = []
+        var finishReason: String?
+    }
+
+    private let bytes: UnsafeBufferPointer<UInt8>
+    private var index = 0
+    /// The keys of the objects being read, innermost last: one scratch array, so reading an
+    /// object allocates nothing once it has grown.
+    private var keys: [Range<Int>] = []
+
+    /// A member's key, as the bytes between its quotes.
+    struct Key {
+        let bytes: UnsafeBufferPointer<UInt8>
+
+        static func == (key: Key, name: StaticString) -> Bool {
+            guard key.bytes.count == name.utf8CodeUnitCount, let base = key.bytes.baseAddress else { return false }
+            return memcmp(base, name.utf8Start, key.bytes.count) == 0
+        }
+    }
+
+    private init(_ bytes: UnsafeBufferPointer<UInt8>) {
+        self.bytes = bytes
+    }
+
+    /// The chunk in `data`, or nil when the fast path cannot vouch for it.
+    static func scan(_ data: [UInt8]) -> Chunk? {
+        data.withUnsafeBufferPointer { scan($0) }
+    }
+
+    /// The chunk in a string's UTF-8, read in place.
+    static func scan(_ text: String) -> Chunk? {
+        text.utf8.withContiguousStorageIfAvailable { scan($0) } ?? scan(Array(text.utf8))
+    }
+
+    static func scan(_ buffer: UnsafeBufferPointer<UInt8>) -> Chunk? {
+        var scanner = ChunkScanner(buffer)
+        var chunk = Chunk()
+        guard scanner.chunk(into: &chunk) else { return nil }
+        scanner.skipWhitespace()
+        return scanner.index == buffer.count ? chunk : nil
+    }
+
+    // MARK: The members read
+
+    private mutating func chunk(into chunk: inout Chunk) -> Bool {
+        object { scanner, key in
+            if key == "choices" { return scanner.choices(into: &chunk) }
+            if key == "error" {
+                guard let value = scanner.parsedValue() else { return false }
+                chunk.error = value
+                return true
+            }
+            if key == "usage" {
+                guard let value = scanner.parsedValue() else { return false }
+                // Not a ternary: JSONValue takes `nil` as its null, which would keep it.
+                if value != .null { chunk.usage = value }
+                return true
+            }
+            return scanner.skipValue(depth: 1)
+        }
+    }
+
+    /// `choices`: the first choice is read, any others checked and skipped.
+    private mutating func choices(into chunk: inout Chunk) -> Bool {
+        skipWhitespace()
+        guard peek == UInt8(ascii: "[") else { return skipValue(depth: 1) }
+        var isFirst = true
+        return array { scanner in
+            defer { isFirst = false }
+            scanner.skipWhitespace()
+            guard isFirst, scanner.peek == UInt8(ascii: "{") else { return scanner.skipValue(depth: 2) }
+            chunk.hasChoice = true
+            return scanner.object { scanner, key in
+                if key == "delta" { return scanner.delta(into: &chunk) }
+                if key == "finish_reason" { return scanner.optionalString(into: &chunk.finishReason) }
+                return scanner.skipValue(depth: 3)
+            }
+        }
+    }
+
+    private mutating func delta(into chunk: inout Chunk) -> Bool {
+        skipWhitespace()
+        guard peek == UInt8(ascii: "{") else { return skipValue(depth: 3) }
+        return object { scanner, key in
+            if key == "content" { return scanner.optionalString(into: &chunk.content) }
+            if key == "refusal" { return scanner.optionalString(into: &chunk.refusal) }
+            guard key == "tool_calls" else { return scanner.skipValue(depth: 4) }
+            do {
+                scanner.skipWhitespace()
+                guard scanner.peek == UInt8(ascii: "[") else { return scanner.skipValue(depth: 4) }
+                return scanner.array { scanner in
+                    scanner.skipWhitespace()
+                    var call = Chunk.CallDelta()
+                    if scanner.peek == UInt8(ascii: "{") {
+                        let isRead = scanner.object { scanner, key in
+                            if key == "index" { return scanner.optionalInt(into: &call.index) }
+                            if key == "id" { return scanner.optionalString(into: &call.id) }
+                            guard key == "function" else { return scanner.skipValue(depth: 6) }
+                            scanner.skipWhitespace()
+                            guard scanner.peek == UInt8(ascii: "{") else { return scanner.skipValue(depth: 6) }
+                            return scanner.object { scanner, key in
+                                if key == "name" { return scanner.optionalString(into: &call.name) }
+                                if key == "arguments" { return scanner.optionalString(into: &call.arguments) }
+                                return scanner.skipValue(depth: 7)
+                            }
+                        }
+                        guard isRead else { return false }
+                    } else if !scanner.skipValue(depth: 5) {
+                        return false
+                    }
+                    chunk.toolCalls.append(call)
+                    return true
+                }
+            }
+        }
+    }
+
+    // MARK: Values
+
+    /// A string member's value (`into` keeps nil for any other type, as `stringValue` would).
+    private mutating func optionalString(into target: inout String?) -> Bool {
+        skipWhitespace()
+        guard peek == UInt8(ascii: "\"") else {
+            target = nil
+            return skipValue(depth: 8)
+        }
+        guard let text = string() else { return false }
+        target = text
+        return true
+    }
+
+    /// A member read with `intValue`: plain integers here, anything else through the parser.
+    private mutating func optionalInt(into target: inout Int?) -> Bool {
+        skipWhitespace()
+        let start = index
+        guard skipValue(depth: 8) else { return false }
+        let slice = UnsafeBufferPointer(rebasing: bytes[start..<index])
+        if let number = Self.plainInt(slice) {
+            target = number
+        } else {
+            guard let value = try? JSONParser.parse(UnsafeRawBufferPointer(slice)) else { return false }
+            target = value.intValue
+        }
+        return true
+    }
+
+    private static func plainInt(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard !bytes.isEmpty, bytes.count <= 18 else { return nil }
+        var value = 0
+        for byte in bytes {
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+            value = value * 10 + Int(byte - UInt8(ascii: "0"))
+        }
+        return bytes.count > 1 && bytes[0] == UInt8(ascii: "0") ? nil : value
+    }
+
+    /// The next value parsed whole (for the rare members kept as values).
+    private mutating func parsedValue() -> JSONValue? {
+        skipWhitespace()
+        let start = index
+        guard skipValue(depth: 1) else { return nil }
+        return try? JSONParser.parse(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[start..<index])))
+    }
+
+    /// A string at the cursor: plain ASCII directly, anything else through the parser.
+    private mutating func string() -> String? {
+        let start = index
+        guard let isPlain = skipString() else { return nil }
+        let slice = UnsafeBufferPointer(rebasing: bytes[start..<index])
+        if isPlain { return String(decoding: UnsafeBufferPointer(rebasing: slice.dropFirst().dropLast()), as: UTF8.self) }
+        return (try? JSONParser.parse(UnsafeRawBufferPointer(slice)))?.stringValue
+    }
+
+    // MARK: Structure
+
+    private var peek: UInt8? { index < bytes.count ? bytes[index] : nil }
+
+    private mutating func skipWhitespace() {
+        while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x0A || bytes[index] == 0x0D || bytes[index] == 0x09 {
+            index += 1
+        }
+    }
+
+    /// An object's members: `body` reads or skips each value; a key seen twice gives up (the
+    /// parser refuses duplicates).
+    private mutating func object(_ body: (inout ChunkScanner, Key) -> Bool) -> Bool {
+        skipWhitespace()
+        guard peek == UInt8(ascii: "{") else { return false }
+        index += 1
+        skipWhitespace()
+        if peek == UInt8(ascii: "}") {
+            index += 1
+            return true
+        }
+        let base = keys.count
+        defer { keys.removeSubrange(base...) }
+        while true {
+            skipWhitespace()
+            let start = index
+            // Keys are read only when plain: anything else is left to the parser.
+            guard skipString() == true else { return false }
+            let range = (start + 1)..<(index - 1)
+            let key = Key(bytes: UnsafeBufferPointer(rebasing: bytes[range]))
+            if let origin = bytes.baseAddress {
+                for seen in keys[base...] where seen.count == range.count {
+                    if memcmp(origin + seen.lowerBound, origin + range.lowerBound, range.count) == 0 { return false }
+                }
+            }
+            keys.append(range)
+            skipWhitespace()
+            guard peek == UInt8(ascii: ":") else { return false }
+            index += 1
+            guard body(&self, key) else { return false }
+            skipWhitespace()
+            switch peek {
+            case UInt8(ascii: ","): index += 1
+            case UInt8(ascii: "}"):
+                index += 1
+                return true
+            default: return false
+            }
+        }
+    }
+
+    private mutating func array(_ element: (inout ChunkScanner) -> Bool) -> Bool {
+        skipWhitespace()
+        guard peek == UInt8(ascii: "[") else { return false }
+        index += 1
+        skipWhitespace()
+        if peek == UInt8(ascii: "]") {
+            index += 1
+            return true
+        }
+        while true {
+            guard element(&self) else { return false }
+            skipWhitespace()
+            switch peek {
+            case UInt8(ascii: ","): index += 1
+            case UInt8(ascii: "]"):
+                index += 1
+                return true
+            default: return false
+            }
+        }
+    }
+
+    /// Checks and skips one value.
+    private mutating func skipValue(depth: Int) -> Bool {
+        guard depth < 64 else { return false }
+        skipWhitespace()
+        switch peek {
+        case UInt8(ascii: "{"): return object { scanner, _ in scanner.skipValue(depth: depth + 1) }
+        case UInt8(ascii: "["): return array { scanner in scanner.skipValue(depth: depth + 1) }
+        case UInt8(ascii: "\""):
+            let start = index
+            switch skipString() {
+            case true?: return true
+            // An escape or a non-ASCII byte: valid only if the parser says so.
+            case false?: return (try? JSONParser.parse(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[start..<index])))) != nil
+            case nil: return false
+            }
+        case UInt8(ascii: "t"): return literal("true")
+        case UInt8(ascii: "f"): return literal("false")
+        case UInt8(ascii: "n"): return literal("null")
+        default: return skipNumber()
+        }
+    }
+
+    private mutating func literal(_ word: StaticString) -> Bool {
+        let count = word.utf8CodeUnitCount
+        guard index + count <= bytes.count else { return false }
+        for offset in 0..<count where bytes[index + offset] != word.utf8Start[offset] { return false }
+        index += count
+        return true
+    }
+
+    /// A JSON number: `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`.
+    private mutating func skipNumber() -> Bool {
+        func digits() -> Int {
+            let start = index
+            while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") { index += 1 }
+            return index - start
+        }
+        if peek == UInt8(ascii: "-") { index += 1 }
+        if peek == UInt8(ascii: "0") {
+            index += 1
+        } else if digits() == 0 {
+            return false
+        }
+        if peek == UInt8(ascii: ".") {
+            index += 1
+            guard digits() > 0 else { return false }
+        }
+        if peek == UInt8(ascii: "e") || peek == UInt8(ascii: "E") {
+            index += 1
+            if peek == UInt8(ascii: "+") || peek == UInt8(ascii: "-") { index += 1 }
+            guard digits() > 0 else { return false }
+        }
+        return true
+    }
+
+    /// Skips a string; true when it is plain (printable ASCII, no escape), false when it has an
+    /// escape or a non-ASCII byte (its text then comes from the parser), nil when it is not a
+    /// string this scanner can vouch for (a control character, no closing quote).
+    private mutating func skipString() -> Bool? {
+        guard peek == UInt8(ascii: "\"") else { return nil }
+        index += 1
+        var isPlain = true
+        // Eight bytes at a time while none is a quote, a backslash, a control character or
+        // non-ASCII (as the parser does; a false alarm only hands over to the byte loop).
+        if let base = bytes.baseAddress {
+            let raw = UnsafeRawPointer(base)
+            let ones: UInt64 = 0x0101_0101_0101_0101
+            while index + 8 <= bytes.count {
+                let word = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                let quote = word ^ (ones &* 0x22)
+                let backslash = word ^ (ones &* 0x5C)
+                let special = ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word) | word
+                if special & (ones &* 0x80) != 0 { break }
+                index += 8
+            }
+        }
+        while index < bytes.count {
+            let byte = bytes[index]
+            switch byte {
+            case UInt8(ascii: "\""):
+                index += 1
+                return isPlain
+            case UInt8(ascii: "\\"):
+                isPlain = false
+                guard index + 1 < bytes.count else { return nil }
+                index += 2
+            case ..<0x20:
+                return nil
+            case 0x80...:
+                isPlain = false
+                index += 1
+            default:
+                index += 1
+            }
+        }
+        return nil
+    }
+}
