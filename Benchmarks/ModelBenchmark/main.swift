@@ -1,9 +1,9 @@
 // The model client's costs, in two parts.
 //
-// 1. A streamed reply, client side only: a 1 MB OpenAI-style event stream (text deltas of about
-//    40 bytes, then a tool call whose arguments come in 2,000 pieces) handed to `HTTPModelClient`
-//    in 16 KiB chunks by an in-memory transport, so no network or server pacing is measured: SSE
-//    parsing, JSON of every event, assembly and the final message. Target: >= 200 MB/s.
+// 1. A streamed reply, client side only: a 1 MB event stream of each provider's shape (text deltas
+//    of about 40 bytes, then a tool call whose arguments come in pieces of 10 bytes) handed to
+//    `HTTPModelClient` in 16 KiB chunks by an in-memory transport, so no network or server pacing
+//    is measured: SSE parsing, reading every event, assembly and the final message. Target: >= 200 MB/s.
 // 2. Requests per second against a local server that answers at once (this binary started again
 //    with `--serve`, in its own process: NIO, keep-alive, a short streamed reply), `--concurrency`
 //    at a time: our client through the CLI's factory (async-http-client), then the official
@@ -77,24 +77,62 @@ while let argument = arguments.next() {
     }
 }
 
-let stream = makeStream(bytes: Int(megabytes * 1_000_000))
-let client = HTTPModelClient(settings: ModelSettings(provider: .openai, name: "m"), transport: MemoryTransport(stream: stream))
+/// The same shape as a Messages stream: text deltas, then a tool_use block whose input comes
+/// in `input_json_delta` pieces.
+func makeAnthropicStream(bytes target: Int) -> [UInt8] {
+    func event(_ name: String, _ value: JSONValue) -> String { "event: \(name)\ndata: " + JSONWriter.encodeString(value) + "\n\n" }
+    var text = event("message_start", ["type": "message_start", "message": ["usage": ["input_tokens": 10, "output_tokens": 1]]])
+    text += event("content_block_start", ["type": "content_block_start", "index": 0, "content_block": ["type": "text", "text": ""]])
+    let textDelta = event(
+        "content_block_delta",
+        ["type": "content_block_delta", "index": 0, "delta": ["type": "text_delta", "text": "The order shipped on Tuesday, "]])
+    while text.utf8.count < target / 2 { text += textDelta }
+    text += event("content_block_stop", ["type": "content_block_stop", "index": 0])
+    text += event(
+        "content_block_start",
+        [
+            "type": "content_block_start", "index": 1,
+            "content_block": ["type": "tool_use", "id": "toolu_1", "name": "lookup", "input": [:]],
+        ])
+    func piece(_ json: String) -> String {
+        event(
+            "content_block_delta",
+            ["type": "content_block_delta", "index": 1, "delta": ["type": "input_json_delta", "partial_json": .string(json)]])
+    }
+    text += piece("{\"note\":\"")
+    let argumentPiece = piece("abcdefghij")
+    while text.utf8.count < target { text += argumentPiece }
+    text += piece("\"}") + event("content_block_stop", ["type": "content_block_stop", "index": 1])
+    text += event("message_delta", ["type": "message_delta", "delta": ["stop_reason": "tool_use"], "usage": ["output_tokens": 20]])
+    text += event("message_stop", ["type": "message_stop"])
+    return Array(text.utf8)
+}
+
 let request = ModelRequest(
     instructions: "", packet: ContextBuilt(goal: "g", stateSummary: "", tokenEstimate: 1), tools: [], observations: [], feedback: nil,
     decisionIndex: 0, step: 1)
-var rates: [Double] = []
-for repetition in 1...repetitions {
-    let clock = ContinuousClock()
-    let start = clock.now
-    let reply = try await client.reply(to: request)
-    let elapsed = start.duration(to: clock.now).components
-    let seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
-    precondition(reply.raw.contains("abcdefghij") && reply.usage?.output == 20, "the benchmark stream was not assembled")
-    let rate = Double(stream.count) / seconds / 1e6
-    rates.append(rate)
-    print(String(format: "repetition %d: %.1f MB/s (%d bytes in %.2f ms)", repetition, rate, stream.count, seconds * 1000))
+for (provider, stream) in [
+    (ModelSettings.Provider.openai, makeStream(bytes: Int(megabytes * 1_000_000))),
+    (.anthropic, makeAnthropicStream(bytes: Int(megabytes * 1_000_000))),
+] {
+    let client = HTTPModelClient(settings: ModelSettings(provider: provider, name: "m"), transport: MemoryTransport(stream: stream))
+    var rates: [Double] = []
+    for repetition in 1...repetitions {
+        let clock = ContinuousClock()
+        let start = clock.now
+        let reply = try await client.reply(to: request)
+        let elapsed = start.duration(to: clock.now).components
+        let seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
+        precondition(reply.raw.contains("abcdefghij") && reply.usage?.output == 20, "the benchmark stream was not assembled")
+        let rate = Double(stream.count) / seconds / 1e6
+        rates.append(rate)
+        print(
+            String(
+                format: "%@ repetition %d: %.1f MB/s (%d bytes in %.2f ms)", provider.rawValue, repetition, rate, stream.count,
+                seconds * 1000))
+    }
+    print(String(format: "%@ median: %.1f MB/s of event stream (target >= 200)", provider.rawValue, rates.sorted()[rates.count / 2]))
 }
-print(String(format: "median: %.1f MB/s of event stream", rates.sorted()[rates.count / 2]))
 
 // Part 2: requests per second, ours and the official SDK's, against the same local server.
 guard requests > 0 else { exit(0) }
@@ -159,8 +197,9 @@ let oursSeconds = Double(oursElapsed.seconds) + Double(oursElapsed.attoseconds) 
 let oursCPU = processCPUSeconds() - cpuBefore
 print(
     String(
-        format: "ours: %d requests, %d at a time: %.0f requests/s, %.0f per CPU-second (%.2f s wall, %.2f s CPU)", requests, concurrency,
-        Double(requests) / oursSeconds, Double(requests) / oursCPU, oursSeconds, oursCPU))
+        format: "ours: %d requests, %d at a time: %.0f requests/s, %.0f per CPU-second, %.0f µs of CPU per reply (%.2f s wall, %.2f s CPU)",
+        requests, concurrency, Double(requests) / oursSeconds, Double(requests) / oursCPU, oursCPU / Double(requests) * 1e6, oursSeconds,
+        oursCPU))
 
 let venv = Process()
 venv.executableURL = URL(fileURLWithPath: "/usr/bin/env")
@@ -192,8 +231,8 @@ else {
 }
 print(
     String(
-        format: "the official openai SDK: %.0f requests/s, %.0f per CPU-second (%.2f s wall, %.2f s CPU)", Double(requests) / sdkSeconds,
-        Double(requests) / sdkCPU, sdkSeconds, sdkCPU))
+        format: "the official openai SDK: %.0f requests/s, %.0f per CPU-second, %.0f µs of CPU per reply (%.2f s wall, %.2f s CPU)",
+        Double(requests) / sdkSeconds, Double(requests) / sdkCPU, sdkCPU / Double(requests) * 1e6, sdkSeconds, sdkCPU))
 print(
     String(
         format: "ours / the SDK: %.1fx requests/s, %.1fx per core (target >= 3x per core)", sdkSeconds / oursSeconds,

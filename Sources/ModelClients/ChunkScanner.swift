@@ -33,9 +33,11 @@ struct ChunkScanner {
 
     private let bytes: UnsafeBufferPointer<UInt8>
     private var index = 0
-    /// The keys of the objects being read, innermost last: one scratch array, so reading an
-    /// object allocates nothing once it has grown.
-    private var keys: [Range<Int>] = []
+    /// The keys of the objects being read, innermost last, in stack memory the scan provides
+    /// (a chunk with more than `keyCapacity` open keys is left to the parser).
+    private let keys: UnsafeMutableBufferPointer<Range<Int>>
+    private var keyCount = 0
+    static let keyCapacity = 64
 
     /// A member's key, as the bytes between its quotes.
     struct Key {
@@ -47,8 +49,17 @@ struct ChunkScanner {
         }
     }
 
-    private init(_ bytes: UnsafeBufferPointer<UInt8>) {
+    private init(_ bytes: UnsafeBufferPointer<UInt8>, keys: UnsafeMutableBufferPointer<Range<Int>>) {
         self.bytes = bytes
+        self.keys = keys
+    }
+
+    /// Runs `body` with a scanner over `bytes` whose key memory is on the stack.
+    private static func with<T>(_ bytes: UnsafeBufferPointer<UInt8>, _ body: (inout ChunkScanner) -> T) -> T {
+        withUnsafeTemporaryAllocation(of: Range<Int>.self, capacity: keyCapacity) { keys in
+            var scanner = ChunkScanner(bytes, keys: keys)
+            return body(&scanner)
+        }
     }
 
     /// The chunk in `data`, or nil when the fast path cannot vouch for it.
@@ -62,11 +73,47 @@ struct ChunkScanner {
     }
 
     static func scan(_ buffer: UnsafeBufferPointer<UInt8>) -> Chunk? {
-        var scanner = ChunkScanner(buffer)
-        var chunk = Chunk()
-        guard scanner.chunk(into: &chunk) else { return nil }
-        scanner.skipWhitespace()
-        return scanner.index == buffer.count ? chunk : nil
+        with(buffer) { scanner in
+            var chunk = Chunk()
+            guard scanner.chunk(into: &chunk) else { return nil }
+            scanner.skipWhitespace()
+            return scanner.index == buffer.count ? chunk : nil
+        }
+    }
+
+    /// A Messages stream's `content_block_delta`, the event a long reply is made of.
+    struct BlockDelta {
+        var index: Int?
+        var deltaType: String?
+        var text: String?
+        var partialJSON: String?
+    }
+
+    /// The `content_block_delta` event in `text`, or nil when it is another event or the fast
+    /// path cannot vouch for it.
+    static func scanBlockDelta(_ text: String) -> BlockDelta? {
+        text.utf8.withContiguousStorageIfAvailable { buffer in
+            with(buffer) { scanner -> BlockDelta? in
+                var delta = BlockDelta()
+                var type: String?
+                let isRead = scanner.object { scanner, key in
+                    if key == "type" { return scanner.optionalString(into: &type) }
+                    if key == "index" { return scanner.optionalInt(into: &delta.index) }
+                    guard key == "delta" else { return scanner.skipValue(depth: 1) }
+                    scanner.skipWhitespace()
+                    guard scanner.peek == UInt8(ascii: "{") else { return scanner.skipValue(depth: 1) }
+                    return scanner.object { scanner, key in
+                        if key == "type" { return scanner.optionalString(into: &delta.deltaType) }
+                        if key == "text" { return scanner.optionalString(into: &delta.text) }
+                        if key == "partial_json" { return scanner.optionalString(into: &delta.partialJSON) }
+                        return scanner.skipValue(depth: 2)
+                    }
+                }
+                scanner.skipWhitespace()
+                guard isRead, scanner.index == buffer.count, type == "content_block_delta" else { return nil }
+                return delta
+            }
+        } ?? nil
     }
 
     // MARK: The members read
@@ -221,8 +268,8 @@ struct ChunkScanner {
             index += 1
             return true
         }
-        let base = keys.count
-        defer { keys.removeSubrange(base...) }
+        let base = keyCount
+        defer { keyCount = base }
         while true {
             skipWhitespace()
             let start = index
@@ -231,11 +278,13 @@ struct ChunkScanner {
             let range = (start + 1)..<(index - 1)
             let key = Key(bytes: UnsafeBufferPointer(rebasing: bytes[range]))
             if let origin = bytes.baseAddress {
-                for seen in keys[base...] where seen.count == range.count {
+                for seen in keys[base..<keyCount] where seen.count == range.count {
                     if memcmp(origin + seen.lowerBound, origin + range.lowerBound, range.count) == 0 { return false }
                 }
             }
-            keys.append(range)
+            guard keyCount < keys.count else { return false }
+            keys[keyCount] = range
+            keyCount += 1
             skipWhitespace()
             guard peek == UInt8(ascii: ":") else { return false }
             index += 1

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// One server-sent event: its `event:` name (empty when none was given) and its data lines
 /// joined with newlines.
 public struct ServerSentEvent: Sendable, Hashable {
@@ -45,8 +49,7 @@ public struct ServerSentEventParser: Sendable {
                         continue
                     }
                 }
-                var end = start
-                while end < bytes.count, bytes[end] != 0x0A, bytes[end] != 0x0D { end += 1 }
+                let end = Self.lineEnd(in: bytes, from: start)
                 guard end < bytes.count else {
                     line.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<end]))
                     break
@@ -66,6 +69,23 @@ public struct ServerSentEventParser: Sendable {
         }
         return events
     }
+
+    /// The position of the first LF or CR at or after `start` (`bytes.count` when none), found
+    /// with `memchr`.
+    private static func lineEnd(in bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
+        guard let base = bytes.baseAddress, start < bytes.count else { return bytes.count }
+        let count = bytes.count - start
+        let feed = memchr(base + start, 0x0A, count).map { UnsafeRawPointer($0) - UnsafeRawPointer(base) } ?? bytes.count
+        let carriage = memchr(base + start, 0x0D, feed - start).map { UnsafeRawPointer($0) - UnsafeRawPointer(base) } ?? feed
+        return min(feed, carriage)
+    }
+
+    /// Event names servers send over and over, kept as one string each: a name is made once,
+    /// not for every event.
+    private static let knownNames: [(bytes: [UInt8], name: String)] = [
+        "content_block_delta", "content_block_start", "content_block_stop", "message_start", "message_delta", "message_stop", "ping",
+        "error",
+    ].map { (Array($0.utf8), $0) }
 
     /// The stream ended: an event whose blank line never came is dropped, as the standard
     /// says; the caller learns whether anything was left unfinished.
@@ -94,7 +114,8 @@ public struct ServerSentEventParser: Sendable {
             data.append(contentsOf: line[valueStart...])
             hasData = true
         } else if field.elementsEqual(Self.eventField) {
-            name = String(decoding: line[valueStart...], as: UTF8.self)
+            let value = line[valueStart...]
+            name = Self.knownNames.first { $0.bytes.elementsEqual(value) }?.name ?? String(decoding: value, as: UTF8.self)
         }
     }
 }

@@ -82,6 +82,77 @@ struct ChunkScannerTests {
         #expect(chunks > 8000 && scanned * 2 > chunks, "\(scanned) of \(chunks) scanned")
     }
 
+    /// The Messages assembler's end state for `events` (name, data), or its error.
+    static func anthropicOutcome(of events: [(String, String)], scanner: Bool) -> String {
+        var assembler = AnthropicMessagesAssembler()
+        assembler.usesChunkScanner = scanner
+        do {
+            for (name, data) in events { try assembler.consume(ServerSentEvent(name: name, data: data)) }
+        } catch {
+            return "error: \(error.message) (retryable: \(error.isRetryable))"
+        }
+        let (raw, usage) = assembler.reply()
+        return JSONWriter.encodeString(raw)
+            + " usage \(String(describing: usage)) content \(assembler.hasContent) done \(assembler.isComplete)"
+    }
+
+    @Test("Messages streams: content_block_delta read by the scanner ends as when parsed whole")
+    func anthropicStreams() {
+        var generator = SeededGenerator(seed: 11_23)
+        func pick<T>(_ items: [T]) -> T { items[Int.random(in: 0..<items.count, using: &generator)] }
+        func event(_ value: JSONValue) -> String { JSONWriter.encodeString(value) }
+        var (deltas, scanned) = (0, 0)
+        for _ in 0..<800 {
+            var events: [(String, String)] = [
+                ("message_start", event(["type": "message_start", "message": ["usage": ["input_tokens": 9, "output_tokens": 1]]]))
+            ]
+            let blocks = Int.random(in: 1...3, using: &generator)
+            for index in 0..<blocks {
+                let isTool = Bool.random(using: &generator)
+                let block: JSONValue =
+                    isTool ? ["type": "tool_use", "id": "toolu_1", "name": "lookup", "input": [:]] : ["type": "text", "text": ""]
+                events.append(
+                    ("content_block_start", event(["type": "content_block_start", "index": .int(index), "content_block": block])))
+            }
+            for _ in 0..<Int.random(in: 1...10, using: &generator) {
+                let index = Int.random(in: 0...blocks, using: &generator)  // now and then a block that never started
+                var delta: [(String, JSONValue)] = []
+                switch Int.random(in: 0..<4, using: &generator) {
+                case 0: delta = [("type", "text_delta"), ("text", .string(pick(Self.pieces)))]
+                case 1: delta = [("type", "input_json_delta"), ("partial_json", .string(pick(Self.pieces)))]
+                case 2: delta = [("type", "thinking_delta"), ("thinking", "hm")]
+                default: delta = [("type", "text_delta"), ("text", .null)]
+                }
+                var members: [(String, JSONValue)] = [
+                    ("type", "content_block_delta"), ("index", .int(index)), ("delta", .object(JSONObject(delta))),
+                ]
+                if Bool.random(using: &generator) { members.append(("extra", ["a": [1, 2.5, "\u{e9}"]])) }
+                let text = event(.object(JSONObject(members)))
+                events.append(
+                    ("content_block_delta", Bool.random(using: &generator) ? text : text.replacingOccurrences(of: ":", with: ": ")))
+                deltas += 1
+                if ChunkScanner.scanBlockDelta(events.last?.1 ?? "") != nil { scanned += 1 }
+            }
+            events.append(
+                ("message_delta", event(["type": "message_delta", "delta": ["stop_reason": "end_turn"], "usage": ["output_tokens": 7]])))
+            events.append(("message_stop", event(["type": "message_stop"])))
+            #expect(Self.anthropicOutcome(of: events, scanner: true) == Self.anthropicOutcome(of: events, scanner: false), "\(events)")
+        }
+        #expect(deltas > 2000 && scanned * 2 > deltas, "\(scanned) of \(deltas) scanned")
+        // Deltas the scanner leaves to the parser, or that it refuses, end the same way too.
+        let start = ("content_block_start", #"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#)
+        for data in [
+            #"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a"},"index":1}"#,
+            #"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"\ud800"}}"#,
+            #"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a"}"#,
+            #"{"index":0,"delta":{"type":"text_delta","text":"no type member"}}"#,
+            #"{"type":"content_block_delta","index":"0","delta":{"type":"text_delta","text":"a"}}"#,
+        ] {
+            let events = [start, ("content_block_delta", data)]
+            #expect(Self.anthropicOutcome(of: events, scanner: true) == Self.anthropicOutcome(of: events, scanner: false), "\(data)")
+        }
+    }
+
     @Test(
         "chunks the scanner gives up on or refuses end as the parser says",
         arguments: [
