@@ -62,22 +62,24 @@ struct ChunkScanner {
         }
     }
 
-    /// The chunk in `data`, or nil when the fast path cannot vouch for it.
-    static func scan(_ data: [UInt8]) -> Chunk? {
-        data.withUnsafeBufferPointer { scan($0) }
+    /// Runs `body` over a string's UTF-8, in place when the string is contiguous (a copy
+    /// otherwise), with a scanner whose key memory is on the stack.
+    private static func with<T>(_ text: String, _ body: (inout ChunkScanner) -> T?) -> T? {
+        if let result = text.utf8.withContiguousStorageIfAvailable({ with($0, body) }) { return result }
+        return Array(text.utf8).withUnsafeBufferPointer { with($0, body) }
     }
 
-    /// The chunk in a string's UTF-8, read in place.
+    /// Whether the scan consumed the whole text (white space aside).
+    private mutating func isAtEnd() -> Bool {
+        skipWhitespace()
+        return index == bytes.count
+    }
+
+    /// The chunk in `text` (an event's data), or nil when the fast path cannot vouch for it.
     static func scan(_ text: String) -> Chunk? {
-        text.utf8.withContiguousStorageIfAvailable { scan($0) } ?? scan(Array(text.utf8))
-    }
-
-    static func scan(_ buffer: UnsafeBufferPointer<UInt8>) -> Chunk? {
-        with(buffer) { scanner in
+        with(text) { scanner in
             var chunk = Chunk()
-            guard scanner.chunk(into: &chunk) else { return nil }
-            scanner.skipWhitespace()
-            return scanner.index == buffer.count ? chunk : nil
+            return scanner.chunk(into: &chunk) && scanner.isAtEnd() ? chunk : nil
         }
     }
 
@@ -92,28 +94,22 @@ struct ChunkScanner {
     /// The `content_block_delta` event in `text`, or nil when it is another event or the fast
     /// path cannot vouch for it.
     static func scanBlockDelta(_ text: String) -> BlockDelta? {
-        text.utf8.withContiguousStorageIfAvailable { buffer in
-            with(buffer) { scanner -> BlockDelta? in
-                var delta = BlockDelta()
-                var type: String?
-                let isRead = scanner.object { scanner, key in
-                    if key == "type" { return scanner.optionalString(into: &type) }
-                    if key == "index" { return scanner.optionalInt(into: &delta.index) }
-                    guard key == "delta" else { return scanner.skipValue(depth: 1) }
-                    scanner.skipWhitespace()
-                    guard scanner.peek == UInt8(ascii: "{") else { return scanner.skipValue(depth: 1) }
-                    return scanner.object { scanner, key in
-                        if key == "type" { return scanner.optionalString(into: &delta.deltaType) }
-                        if key == "text" { return scanner.optionalString(into: &delta.text) }
-                        if key == "partial_json" { return scanner.optionalString(into: &delta.partialJSON) }
-                        return scanner.skipValue(depth: 2)
-                    }
+        with(text) { scanner in
+            var delta = BlockDelta()
+            var type: String?
+            let isRead = scanner.object { scanner, key in
+                if key == "type" { return scanner.optionalString(into: &type) }
+                if key == "index" { return scanner.optionalInt(into: &delta.index) }
+                guard key == "delta" else { return scanner.skipValue(depth: 1) }
+                return scanner.memberObject(depth: 1) { scanner, key in
+                    if key == "type" { return scanner.optionalString(into: &delta.deltaType) }
+                    if key == "text" { return scanner.optionalString(into: &delta.text) }
+                    if key == "partial_json" { return scanner.optionalString(into: &delta.partialJSON) }
+                    return scanner.skipValue(depth: 2)
                 }
-                scanner.skipWhitespace()
-                guard isRead, scanner.index == buffer.count, type == "content_block_delta" else { return nil }
-                return delta
             }
-        } ?? nil
+            return isRead && scanner.isAtEnd() && type == "content_block_delta" ? delta : nil
+        }
     }
 
     // MARK: The members read
@@ -138,56 +134,42 @@ struct ChunkScanner {
 
     /// `choices`: the first choice is read, any others checked and skipped.
     private mutating func choices(into chunk: inout Chunk) -> Bool {
-        skipWhitespace()
-        guard peek == UInt8(ascii: "[") else { return skipValue(depth: 1) }
         var isFirst = true
-        return array { scanner in
+        return memberArray(depth: 1) { scanner in
             defer { isFirst = false }
             scanner.skipWhitespace()
             guard isFirst, scanner.peek == UInt8(ascii: "{") else { return scanner.skipValue(depth: 2) }
             chunk.hasChoice = true
             return scanner.object { scanner, key in
-                if key == "delta" { return scanner.delta(into: &chunk) }
+                if key == "delta" { return scanner.memberObject(depth: 3) { scanner, key in scanner.delta(key, into: &chunk) } }
                 if key == "finish_reason" { return scanner.optionalString(into: &chunk.finishReason) }
                 return scanner.skipValue(depth: 3)
             }
         }
     }
 
-    private mutating func delta(into chunk: inout Chunk) -> Bool {
-        skipWhitespace()
-        guard peek == UInt8(ascii: "{") else { return skipValue(depth: 3) }
-        return object { scanner, key in
-            if key == "content" { return scanner.optionalString(into: &chunk.content) }
-            if key == "refusal" { return scanner.optionalString(into: &chunk.refusal) }
-            guard key == "tool_calls" else { return scanner.skipValue(depth: 4) }
-            do {
-                scanner.skipWhitespace()
-                guard scanner.peek == UInt8(ascii: "[") else { return scanner.skipValue(depth: 4) }
-                return scanner.array { scanner in
-                    scanner.skipWhitespace()
-                    var call = Chunk.CallDelta()
-                    if scanner.peek == UInt8(ascii: "{") {
-                        let isRead = scanner.object { scanner, key in
-                            if key == "index" { return scanner.optionalInt(into: &call.index) }
-                            if key == "id" { return scanner.optionalString(into: &call.id) }
-                            guard key == "function" else { return scanner.skipValue(depth: 6) }
-                            scanner.skipWhitespace()
-                            guard scanner.peek == UInt8(ascii: "{") else { return scanner.skipValue(depth: 6) }
-                            return scanner.object { scanner, key in
-                                if key == "name" { return scanner.optionalString(into: &call.name) }
-                                if key == "arguments" { return scanner.optionalString(into: &call.arguments) }
-                                return scanner.skipValue(depth: 7)
-                            }
-                        }
-                        guard isRead else { return false }
-                    } else if !scanner.skipValue(depth: 5) {
-                        return false
-                    }
-                    chunk.toolCalls.append(call)
-                    return true
+    /// One member of `choices[0].delta`.
+    private mutating func delta(_ key: Key, into chunk: inout Chunk) -> Bool {
+        if key == "content" { return optionalString(into: &chunk.content) }
+        if key == "refusal" { return optionalString(into: &chunk.refusal) }
+        guard key == "tool_calls" else { return skipValue(depth: 4) }
+        return memberArray(depth: 4) { scanner in
+            scanner.skipWhitespace()
+            var call = Chunk.CallDelta()
+            // Not an object: a call with nothing in it, as the tree gives.
+            let isRead = scanner.memberObject(depth: 5) { scanner, key in
+                if key == "index" { return scanner.optionalInt(into: &call.index) }
+                if key == "id" { return scanner.optionalString(into: &call.id) }
+                guard key == "function" else { return scanner.skipValue(depth: 6) }
+                return scanner.memberObject(depth: 6) { scanner, key in
+                    if key == "name" { return scanner.optionalString(into: &call.name) }
+                    if key == "arguments" { return scanner.optionalString(into: &call.arguments) }
+                    return scanner.skipValue(depth: 7)
                 }
             }
+            guard isRead else { return false }
+            chunk.toolCalls.append(call)
+            return true
         }
     }
 
@@ -210,11 +192,10 @@ struct ChunkScanner {
         skipWhitespace()
         let start = index
         guard skipValue(depth: 8) else { return false }
-        let slice = UnsafeBufferPointer(rebasing: bytes[start..<index])
-        if let number = Self.plainInt(slice) {
+        if let number = Self.plainInt(UnsafeBufferPointer(rebasing: bytes[start..<index])) {
             target = number
         } else {
-            guard let value = try? JSONParser.parse(UnsafeRawBufferPointer(slice)) else { return false }
+            guard let value = parsed(from: start) else { return false }
             target = value.intValue
         }
         return true
@@ -235,16 +216,20 @@ struct ChunkScanner {
         skipWhitespace()
         let start = index
         guard skipValue(depth: 1) else { return nil }
-        return try? JSONParser.parse(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[start..<index])))
+        return parsed(from: start)
+    }
+
+    /// The bytes from `start` to the cursor, parsed by `JSONParser`.
+    private func parsed(from start: Int) -> JSONValue? {
+        try? JSONParser.parse(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[start..<index])))
     }
 
     /// A string at the cursor: plain ASCII directly, anything else through the parser.
     private mutating func string() -> String? {
         let start = index
         guard let isPlain = skipString() else { return nil }
-        let slice = UnsafeBufferPointer(rebasing: bytes[start..<index])
-        if isPlain { return String(decoding: UnsafeBufferPointer(rebasing: slice.dropFirst().dropLast()), as: UTF8.self) }
-        return (try? JSONParser.parse(UnsafeRawBufferPointer(slice)))?.stringValue
+        if isPlain { return String(decoding: UnsafeBufferPointer(rebasing: bytes[(start + 1)..<(index - 1)]), as: UTF8.self) }
+        return parsed(from: start)?.stringValue
     }
 
     // MARK: Structure
@@ -300,6 +285,19 @@ struct ChunkScanner {
         }
     }
 
+    /// A member that the reply reads when it is an object: read by `body`; any other value is
+    /// checked and skipped (the tree's lookups find nothing in it either).
+    private mutating func memberObject(depth: Int, _ body: (inout ChunkScanner, Key) -> Bool) -> Bool {
+        skipWhitespace()
+        return peek == UInt8(ascii: "{") ? object(body) : skipValue(depth: depth)
+    }
+
+    /// The same for a member read when it is a list.
+    private mutating func memberArray(depth: Int, _ element: (inout ChunkScanner) -> Bool) -> Bool {
+        skipWhitespace()
+        return peek == UInt8(ascii: "[") ? array(element) : skipValue(depth: depth)
+    }
+
     private mutating func array(_ element: (inout ChunkScanner) -> Bool) -> Bool {
         skipWhitespace()
         guard peek == UInt8(ascii: "[") else { return false }
@@ -334,7 +332,7 @@ struct ChunkScanner {
             switch skipString() {
             case true?: return true
             // An escape or a non-ASCII byte: valid only if the parser says so.
-            case false?: return (try? JSONParser.parse(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[start..<index])))) != nil
+            case false?: return parsed(from: start) != nil
             case nil: return false
             }
         case UInt8(ascii: "t"): return literal("true")
