@@ -117,7 +117,10 @@ let package = Package(
         // derived from logs. The only module that imports GRDB.
         .target(
             name: "Catalog",
-            dependencies: ["TraceCore", "TraceLog", "ConfigFile", "EvalEngine", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "TraceCore", "TraceLog", "ConfigFile", "EvalEngine", "CLibdeflate", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ],
             swiftSettings: strictSettings
         ),
         // Layer 3: interop: importers of other tools' records (OpenTelemetry traces, Inspect logs,

@@ -5,7 +5,7 @@ extension SuiteRunInfo {
     /// The info of a suite run starting now in the current directory: the git commit and
     /// branch from the CI's variables (GitHub Actions, GitLab CI) or from `git`, when there is
     /// a repository.
-    public static func current(commandLine: [String], shard: String? = nil) -> SuiteRunInfo {
+    public static func current(commandLine: [String], shard: String? = nil, startedAtUs: Int = Catalog.nowUs()) -> SuiteRunInfo {
         let environment = ProcessInfo.processInfo.environment
         var commit = environment["GITHUB_SHA"] ?? environment["CI_COMMIT_SHA"]
         var branch = environment["GITHUB_HEAD_REF"].flatMap { $0.isEmpty ? nil : $0 } ?? environment["GITHUB_REF_NAME"]
@@ -19,7 +19,7 @@ extension SuiteRunInfo {
             }
         }
         return SuiteRunInfo(
-            startedAtUs: Catalog.nowUs(), gitCommit: commit, gitBranch: branch == "HEAD" ? nil : branch,
+            startedAtUs: startedAtUs, gitCommit: commit, gitBranch: branch == "HEAD" ? nil : branch,
             commandLine: commandLine.joined(separator: " "), origin: "run", shard: shard)
     }
 

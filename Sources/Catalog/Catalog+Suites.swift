@@ -148,17 +148,62 @@ extension Catalog {
                     string(entry["baseline"]?["status"]), string(entry["error"]),
                 ])
                 for (ordinal, run) in runs.enumerated() {
-                    let failures = run["failures"] ?? .array([])
-                    try runStatement.execute(arguments: [
-                        suiteRunId, caseId, ordinal, string(run["log"]) ?? "", source == "live" ? 1 : 0, int(run["repeat"]) ?? 0,
-                        string(run["outcome"]) ?? "error", string(run["stop_reason"]), int(run["steps"]), int(run["tokens"]),
-                        string(run["error"]), JSONWriter.encodeString(failures),
-                        JSONWriter.encodeString(run["judgements"] ?? .array([])),
-                    ])
+                    // One pass over the run's members (a suite can hold thousands of runs).
+                    var row = RunRow()
+                    if case .object(let members) = run {
+                        for member in members {
+                            switch member.key {
+                            case "log": row.log = string(member.value) ?? ""
+                            case "repeat": row.repeatIndex = int(member.value) ?? 0
+                            case "outcome": row.outcome = string(member.value) ?? "error"
+                            case "stop_reason": row.stopReason = string(member.value)
+                            case "steps": row.steps = int(member.value)
+                            case "tokens": row.tokens = int(member.value)
+                            case "error": row.error = string(member.value)
+                            case "failures": row.failures = Self.encodedList(member.value)
+                            case "judgements": row.judgements = Self.encodedList(member.value)
+                            default: break
+                            }
+                        }
+                    }
+                    try BoundRow.execute(runStatement, in: db) { bound in
+                        bound.bind(suiteRunId)
+                        bound.bind(caseId)
+                        bound.bind(ordinal)
+                        bound.bind(row.log)
+                        bound.bind(source == "live" ? 1 : 0)
+                        bound.bind(row.repeatIndex)
+                        bound.bind(row.outcome)
+                        bound.bind(row.stopReason)
+                        bound.bind(row.steps)
+                        bound.bind(row.tokens)
+                        bound.bind(row.error)
+                        bound.bind(row.failures)
+                        bound.bind(row.judgements)
+                    }
                 }
             }
             return Int(suiteRunId)
         }
+    }
+
+    /// An `eval_results` row as the report's run object gives it.
+    private struct RunRow {
+        var log = ""
+        var repeatIndex = 0
+        var outcome = "error"
+        var stopReason: String?
+        var steps: Int?
+        var tokens: Int?
+        var error: String?
+        var failures = "[]"
+        var judgements = "[]"
+    }
+
+    /// A JSON list as stored; an empty one without the writer.
+    private static func encodedList(_ value: JSONValue) -> String {
+        if case .array(let items) = value, items.isEmpty { return "[]" }
+        return JSONWriter.encodeString(value)
     }
 
     /// The last `limit` suite runs' outcomes for `caseId`, newest first.

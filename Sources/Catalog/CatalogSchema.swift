@@ -6,7 +6,16 @@ enum CatalogSchema {
     /// The version this build writes and reads.
     static var version: Int { migrations.count }
 
-    static let migrations: [String] = [version1, version2, version3]
+    static let migrations: [String] = [version1, version2, version3, version4]
+
+    /// Version 4: a suite's kept check results are read with the identities of their facts in
+    /// one query per case (FactCache). `facts` keeps its state blob in its rows, so that query
+    /// read every page of it; this index holds the identity alone, and the other finds a case's
+    /// results without scanning every case's.
+    static let version4 = """
+        CREATE INDEX facts_identity ON facts (path, extractor_version, size, mtime_ns, tail_offset, tail_end, tail_hash);
+        CREATE INDEX check_results_by_case ON check_results (case_key);
+        """
 
     /// Version 3: what judge models were asked and replied for each eval result (model-graded
     /// expectations), as the JSON report's `judgements` array.

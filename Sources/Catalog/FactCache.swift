@@ -83,23 +83,37 @@ public struct FactCache: LogFactSource {
         kept.value.withLock { kept in
             if let results = kept[key] { return results }
             var results: [String: (identity: LogIdentity, result: String)] = [:]
-            let rows = try? catalog.read { db in
-                try Row.fetchAll(
-                    db,
-                    sql: """
-                        SELECT f.path, f.size, f.mtime_ns, f.tail_offset, f.tail_end, f.tail_hash, r.result
-                        FROM check_results r JOIN facts f ON f.path = r.path
-                        WHERE r.case_key = ? AND f.extractor_version = ?
-                        """,
-                    arguments: [key.digest, LogFacts.extractorVersion])
-            }
-            for row in rows ?? [] {
-                results[row["path"]] = (Self.identity(row), row["result"])
+            do {
+                try catalog.read { db in
+                    let statement = try db.cachedStatement(sql: Self.keptResultsSQL)
+                    let bind: (inout BoundRow) -> Void = {
+                        $0.bind(key.digest)
+                        $0.bind(LogFacts.extractorVersion)
+                    }
+                    try BoundRow.forEachRow(statement, in: db, bind: bind) { row in
+                        let identity = LogIdentity(
+                            stamp: FileStamp(size: row.int(1), mtimeNs: row.int(2)), tailOffset: row.int(3), tailEnd: row.int(4),
+                            tailHash: row.text(5))
+                        results[row.text(0)] = (identity, row.text(6))
+                    }
+                }
+            } catch {
+                // Without them every log is checked from its facts; nothing kept is trusted.
+                results = [:]
             }
             kept[key] = results
             return results
         }
     }
+
+    /// A case's kept results with the identities of the facts they were made from: driven by
+    /// `check_results_by_case`, the identities read from `facts_identity` (not from the rows of
+    /// `facts`, which hold the state blobs).
+    static let keptResultsSQL = """
+        SELECT f.path, f.size, f.mtime_ns, f.tail_offset, f.tail_end, f.tail_hash, r.result
+        FROM check_results r JOIN facts f ON f.path = r.path
+        WHERE r.case_key = ? AND f.extractor_version = ?
+        """
 
     private static func identity(_ row: Row) -> LogIdentity {
         LogIdentity(

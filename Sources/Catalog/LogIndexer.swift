@@ -98,7 +98,8 @@ extension Catalog {
         return IndexedLog(path: path, change: change, status: status, problem: problem, eventsRead: indexer.eventsRead)
     }
 
-    static func nowUs() -> Int { Int(Date().timeIntervalSince1970 * 1_000_000) }
+    /// Microseconds since 1970, as the catalog stores times.
+    public static func nowUs() -> Int { Int(Date().timeIntervalSince1970 * 1_000_000) }
 
     /// The working directory, straight from `getcwd` (cheaper than asking Foundation: a suite
     /// asks once per log).
@@ -108,9 +109,30 @@ extension Catalog {
         return String(cString: buffer)
     }
 
+    /// Whether an absolute path has no empty, `.` or `..` component (no `//`, no trailing `/`):
+    /// what `absolute` would give back unchanged.
+    static func isStandard(_ path: String) -> Bool {
+        var componentLength = 0
+        var dots = 0
+        for (index, byte) in path.utf8.enumerated() {
+            if byte == UInt8(ascii: "/") {
+                if index > 0 && (componentLength == 0 || componentLength == dots && dots <= 2) { return false }
+                componentLength = 0
+                dots = 0
+            } else {
+                if index == 0 { return false }
+                componentLength += 1
+                if byte == UInt8(ascii: ".") { dots += 1 }
+            }
+        }
+        return path.utf8.count == 1 || !(componentLength == 0 || componentLength == dots && dots <= 2)
+    }
+
     /// `path` made absolute and standard, the key of a log in the catalog.
     public static func absolute(_ path: String) -> String {
         let absolute = path.hasPrefix("/") ? path : currentDirectory() + "/" + path
+        // Most paths are standard already (a suite asks once per log).
+        if isStandard(absolute) { return absolute }
         // `.`, `..` and empty components folded away (symbolic links are kept as they are).
         var components: [Substring] = []
         for component in absolute.split(separator: "/", omittingEmptySubsequences: true) {
@@ -249,7 +271,8 @@ struct LogIndexer {
             callBase = resume.callBase
             members = (storedTailOffset, resume.position.memberOffset)
             try db.cachedStatement(sql: "DELETE FROM calls WHERE log_id = ? AND ordinal >= ?").execute(arguments: [logId, callBase])
-        } else {
+        } else if existing != nil {
+            // A log read again from the start: its old call rows go (a new log has none).
             try db.cachedStatement(sql: "DELETE FROM calls WHERE log_id = ?").execute(arguments: [logId])
         }
         let reader = LogReader(path: path)
@@ -304,11 +327,23 @@ struct LogIndexer {
                     attempts, status, duration_us, error)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """)
-        try statement.execute(arguments: [
-            logId, ordinal, state.runId ?? "", call.step, call.id, call.tool, JSONWriter.encodeString(call.arguments),
-            call.verdict?.verdict.rawValue, call.verdict?.rule, call.approval.map { $0.isGranted ? "granted" : "refused" },
-            call.approval?.approver, call.attempts, last?.status.rawValue, call.results.reduce(0) { $0 + $1.durationUs }, last?.error,
-        ])
+        try BoundRow.execute(statement, in: db) { row in
+            row.bind(logId)
+            row.bind(ordinal)
+            row.bind(state.runId ?? "")
+            row.bind(call.step)
+            row.bind(call.id)
+            row.bind(call.tool)
+            row.bind(JSONWriter.encodeString(call.arguments))
+            row.bind(call.verdict?.verdict.rawValue)
+            row.bind(call.verdict?.rule)
+            row.bind(call.approval.map { $0.isGranted ? "granted" : "refused" })
+            row.bind(call.approval?.approver)
+            row.bind(call.attempts)
+            row.bind(last?.status.rawValue)
+            row.bind(call.results.reduce(0) { $0 + $1.durationUs })
+            row.bind(last?.error)
+        }
     }
 
     /// Writes the remaining calls and the log's row; returns how the log stands.

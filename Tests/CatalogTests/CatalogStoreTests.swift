@@ -57,6 +57,62 @@ struct CatalogStoreTests {
         }
     }
 
+    @Test("the identity's tail checksum is zlib's CRC-32 and Adler-32 of the range, and every flipped bit changes it")
+    func tailChecksumCoversEveryByte() throws {
+        try TemporaryDirectory.with { directory in
+            let log = directory.path("a.jsonl.gz")
+            try writeSyntheticRun(to: log, steps: 6, seed: 3)
+            let facts = try LogFacts.read(log)
+            let start = try #require(facts.lastCompleteMemberOffset)
+            let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: log)))
+            let hash = try #require(LogIdentity.hash(log, from: start, to: bytes.count))
+            // Python's zlib is another implementation of the same two checksums.
+            let python = try Subprocess.run(
+                "/usr/bin/env",
+                [
+                    "python3", "-c",
+                    "import sys, zlib; b = open(sys.argv[1], 'rb').read()[int(sys.argv[2]):]; print('%08x%08x' % (zlib.crc32(b), zlib.adler32(b)))",
+                    log, "\(start)",
+                ])
+            #expect(python.status == 0, "python3 is needed for this check: \(python.stderr)")
+            #expect(hash == python.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines))
+            #expect(LogIdentity.hash(log, from: start, to: bytes.count + 1) == nil, "a range past the end cannot be read")
+
+            // CRC-32 detects every single-bit error: a bit flipped anywhere in the member changes it.
+            let copy = directory.path("b.jsonl.gz")
+            var unchanged = 0
+            for offset in start..<bytes.count {
+                var changed = bytes
+                changed[offset] ^= UInt8(1 << (offset % 8))
+                try Data(changed).write(to: URL(fileURLWithPath: copy))
+                if LogIdentity.hash(copy, from: start, to: bytes.count) == hash { unchanged += 1 }
+            }
+            #expect(unchanged == 0)
+        }
+    }
+
+    @Test("a log's catalog key is its path made standard: paths already standard come back as they are, others are folded")
+    func absolutePaths() {
+        // The reference: fold `.`, `..` and empty components.
+        func folded(_ path: String) -> String {
+            var kept: [Substring] = []
+            for component in path.split(separator: "/", omittingEmptySubsequences: true) {
+                if component == "." { continue }
+                if component == ".." { _ = kept.popLast() } else { kept.append(component) }
+            }
+            return "/" + kept.joined(separator: "/")
+        }
+        var generator = SeededGenerator(seed: 11)
+        let pieces = ["a", "b.c", ".", "..", "", "...", ".x", "x.", "é"]
+        for _ in 0..<3000 {
+            let count = Int.random(in: 0...5, using: &generator)
+            let path = "/" + (0..<count).map { _ in pieces.randomElement(using: &generator)! }.joined(separator: "/")
+            #expect(Catalog.absolute(path) == folded(path), "\(path)")
+            #expect(Catalog.isStandard(path) == (folded(path) == path), "\(path)")
+        }
+        #expect(Catalog.absolute("x/./y") == folded(Catalog.currentDirectory() + "/x/y"))
+    }
+
     @Test("a check result is reused only for the same log, case file and options, and equals a fresh check")
     func checkResultsAreNeverStale() async throws {
         try await TemporaryDirectory.with { directory in
@@ -270,6 +326,12 @@ struct CatalogStoreTests {
             let detail = history.rows.map { $0[3].description }.joined(separator: "\n")
             #expect(detail.contains("case_results_by_case") || detail.contains("PRIMARY KEY"), "\(detail)")
             #expect(!detail.contains("SCAN r"), "\(detail)")
+            // A suite's kept results: a case's rows by their index, each identity from the
+            // index that leaves the cached state blobs out.
+            let kept = try catalog.query("EXPLAIN QUERY PLAN " + FactCache.keptResultsSQL.replacingOccurrences(of: "?", with: "1"))
+            let keptPlan = kept.rows.map { $0[3].description }.joined(separator: "\n")
+            #expect(keptPlan.contains("check_results_by_case (case_key=?)"), "\(keptPlan)")
+            #expect(keptPlan.contains("USING COVERING INDEX facts_identity (path=?"), "\(keptPlan)")
         }
     }
 
