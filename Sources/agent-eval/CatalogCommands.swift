@@ -474,6 +474,7 @@ struct CatalogCommand: ParsableCommand {
 
     struct Rebuild: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "rebuild",
             abstract: "Build the catalog again from the logs (those named, or every log it knows).",
             discussion: """
                 Gives exactly the rows incremental indexing gives. Suite runs and their results are carried over from \
@@ -511,6 +512,7 @@ struct CatalogCommand: ParsableCommand {
 
     struct Check: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "check",
             abstract: "Report catalog rows whose log changed or vanished since it was indexed.",
             discussion:
                 "Reads only each log's last member. Exit codes: 0 all current; 1 some rows are stale (index again); 2 the catalog cannot be used."

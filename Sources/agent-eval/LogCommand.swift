@@ -13,6 +13,7 @@ struct LogCommand: ParsableCommand {
 
     struct Cat: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "cat",
             abstract: "Print a log's events, one per line.",
             discussion: """
                 By default each event is shown as a readable summary line: sequence number, step, time, kind and \
@@ -76,6 +77,7 @@ struct LogCommand: ParsableCommand {
 
     struct Keygen: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "keygen",
             abstract: "Make an Ed25519 key pair for signing logs.",
             discussion: """
                 Writes KEY (the private key, readable by its owner only) and KEY.pub. Sign runs with \
@@ -103,6 +105,7 @@ struct LogCommand: ParsableCommand {
 
     struct Verify: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "verify",
             abstract: "Check a log's members, CRCs, sequence numbers and hash chain.",
             discussion: """
                 Reads the whole log and reports every problem with the gzip member's byte offset and the event's \
@@ -184,6 +187,7 @@ struct LogCommand: ParsableCommand {
 
     struct Repair: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "repair",
             abstract: "Seal a torn tail in place so gzip and zcat read the log again.",
             discussion: """
                 A log cut off by a crash ends inside a gzip member. Repair cuts it back to the last complete event \

@@ -174,7 +174,14 @@ struct RunCommand: AsyncParsableCommand {
         }
         let catalog = self.catalog.openIfWanted()
         if let catalog { options.facts = FactCache(catalog: catalog) }
-        let info = SuiteRunInfo.current(commandLine: CommandLine.arguments, shard: shard)
+        // The suite run's commit and branch come from `git`, which runs beside the suite: they
+        // are needed only when the results are recorded.
+        let startedAtUs = Catalog.nowUs()
+        let commandLine = CommandLine.arguments
+        let pendingInfo =
+            catalog == nil
+            ? nil
+            : Task.detached { [shard] in SuiteRunInfo.current(commandLine: commandLine, shard: shard, startedAtUs: startedAtUs) }
         let plan = EvalSession.Plan(
             paths: paths, filters: filter, shard: shard.flatMap(EvalSession.Shard.init),
             baselineDirectory: baseline ?? Self.defaultBaseline(for: paths),
@@ -216,7 +223,7 @@ struct RunCommand: AsyncParsableCommand {
         console?.close()
         let exported = await exporter?.finish()
         var flaky: [CaseStability] = []
-        if let catalog {
+        if let catalog, let info = await pendingInfo?.value {
             do {
                 try catalog.record(report, info: info)
                 if history { flaky = try catalog.flakyCases(in: report) }

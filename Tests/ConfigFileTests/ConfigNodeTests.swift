@@ -105,6 +105,10 @@ struct ConfigNodeTests {
         arguments: [
             ("delete_*", "delete_customer", true), ("delete_*", "undelete", false), ("*_order", "refund_order", true),
             ("a?c", "abc", true), ("a?c", "ac", false), ("*", "", true), ("a.c", "abc", false),
+            ("*.jsonl.gz", "run-0001.jsonl.gz", true), ("*.jsonl.gz", "run.jsonl.gz.tmp", false), ("*a*b", "xaxxab", true),
+            // One character that is not one byte: `?` takes it whole, in the pattern or the name.
+            ("caf?", "café", true), ("caf?", "cafe\u{301}", true), ("a?b", "a\r\nb", true), ("a??b", "a\r\nb", false),
+            ("é*", "éclair", true), ("e*", "éclair", false),
         ])
     func globs(pattern: String, text: String, matches: Bool) {
         #expect(Glob(pattern).matches(text) == matches)
