@@ -114,7 +114,9 @@ extension Catalog {
                 continue
             }
             try write { db in
-                for item in batch { report(try item.unchanged ?? index(absolute: item.path, in: db)) }
+                let pending = PendingCallRows()
+                for item in batch { report(try item.unchanged ?? index(absolute: item.path, in: db, pending: pending)) }
+                try pending.write(to: db)
             }
         }
         return summary

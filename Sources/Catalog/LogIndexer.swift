@@ -50,7 +50,12 @@ extension Catalog {
     public func index(log: String) throws(CatalogError) -> IndexedLog {
         let path = Self.absolute(log)
         if let unchanged = try unchangedLogs(at: [path])[0] { return unchanged }
-        return try write { db in try index(absolute: path, in: db) }
+        return try write { db in
+            let pending = PendingCallRows()
+            let indexed = try index(absolute: path, in: db, pending: pending)
+            try pending.write(to: db)
+            return indexed
+        }
     }
 
     /// Logs `index(paths:)` indexes in one write transaction.
@@ -72,7 +77,7 @@ extension Catalog {
     /// Indexes the log at the absolute `path` inside the write transaction `db` (several logs
     /// may share one: `index(paths:)`). Reads the log's row again under the write lock: another
     /// process may have indexed it meanwhile.
-    func index(absolute path: String, in db: Database) throws -> IndexedLog {
+    func index(absolute path: String, in db: Database, pending: PendingCallRows) throws -> IndexedLog {
         let known = try StoredLog.fetch(db, path: path)
         guard let stamp = FileStamp(path: path) else {
             if let known, known.status != .vanished {
@@ -85,7 +90,7 @@ extension Catalog {
         if let known, known.identity.matches(path, now: stamp) {
             return IndexedLog(path: path, change: .unchanged, status: known.status, problem: known.problem, eventsRead: 0)
         }
-        var indexer = LogIndexer(path: path, db: db)
+        var indexer = LogIndexer(path: path, db: db, pending: pending)
         let change: IndexedLog.Change
         if let known, let resume = known.resume, known.identity.grew(path, now: stamp) {
             change = .grew
@@ -233,6 +238,9 @@ struct ResumePoint: JSONRepresentable {
 struct LogIndexer {
     let path: String
     let db: Database
+    /// Call rows not written yet: the transaction's logs are read one after another and their
+    /// rows written together, so the reader and SQLite each keep their caches warm.
+    let pending: PendingCallRows
     private var logId: Int64 = 0
     private var state = RunState()
     /// The ordinal of `state.calls[0]`.
@@ -246,9 +254,10 @@ struct LogIndexer {
     private var memberStart: ResumePoint?
     private var lastEvent: (sequence: Int, hash: String, memberIndex: Int, runId: String)?
 
-    init(path: String, db: Database) {
+    init(path: String, db: Database, pending: PendingCallRows) {
         self.path = path
         self.db = db
+        self.pending = pending
     }
 
     /// Reads the log, from the start or from `resume`, folding and writing call rows.
@@ -321,29 +330,14 @@ struct LogIndexer {
 
     private func writeCall(_ call: ToolCallRecord, ordinal: Int) throws {
         let last = call.results.last
-        let statement = try db.cachedStatement(
-            sql: """
-                INSERT INTO calls (log_id, ordinal, run_id, step, call_id, tool, arguments, verdict, rule, approval, approver,
-                    attempts, status, duration_us, error)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """)
-        try BoundRow.execute(statement, in: db) { row in
-            row.bind(logId)
-            row.bind(ordinal)
-            row.bind(state.runId ?? "")
-            row.bind(call.step)
-            row.bind(call.id)
-            row.bind(call.tool)
-            row.bind(JSONWriter.encodeString(call.arguments))
-            row.bind(call.verdict?.verdict.rawValue)
-            row.bind(call.verdict?.rule)
-            row.bind(call.approval.map { $0.isGranted ? "granted" : "refused" })
-            row.bind(call.approval?.approver)
-            row.bind(call.attempts)
-            row.bind(last?.status.rawValue)
-            row.bind(call.results.reduce(0) { $0 + $1.durationUs })
-            row.bind(last?.error)
-        }
+        pending.rows.append(
+            CallRow(
+                logId: logId, ordinal: ordinal, runId: state.runId ?? "", step: call.step, callId: call.id, tool: call.tool,
+                arguments: JSONWriter.encodeString(call.arguments), verdict: call.verdict?.verdict.rawValue, rule: call.verdict?.rule,
+                approval: call.approval.map { $0.isGranted ? "granted" : "refused" }, approver: call.approval?.approver,
+                attempts: call.attempts, status: last?.status.rawValue, durationUs: call.results.reduce(0) { $0 + $1.durationUs },
+                error: last?.error))
+        if pending.rows.count >= PendingCallRows.limit { try pending.write(to: db) }
     }
 
     /// Writes the remaining calls and the log's row; returns how the log stands.
@@ -403,5 +397,61 @@ struct LogIndexer {
                 resume.map { Data($0) }, logId,
             ])
         return (status, problem)
+    }
+}
+
+/// A `calls` row waiting to be written.
+struct CallRow {
+    var logId: Int64
+    var ordinal: Int
+    var runId: String
+    var step: Int
+    var callId: String
+    var tool: String
+    var arguments: String
+    var verdict: String?
+    var rule: String?
+    var approval: String?
+    var approver: String?
+    var attempts: Int
+    var status: String?
+    var durationUs: Int
+    var error: String?
+}
+
+/// The call rows of the logs a write transaction indexes, written in one go when the
+/// transaction's logs are read (or when they reach `limit`, which bounds memory).
+final class PendingCallRows {
+    static let limit = 4096
+    var rows: [CallRow] = []
+
+    func write(to db: Database) throws {
+        guard !rows.isEmpty else { return }
+        let statement = try db.cachedStatement(
+            sql: """
+                INSERT INTO calls (log_id, ordinal, run_id, step, call_id, tool, arguments, verdict, rule, approval, approver,
+                    attempts, status, duration_us, error)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """)
+        for call in rows {
+            try BoundRow.execute(statement, in: db) { row in
+                row.bind(call.logId)
+                row.bind(call.ordinal)
+                row.bind(call.runId)
+                row.bind(call.step)
+                row.bind(call.callId)
+                row.bind(call.tool)
+                row.bind(call.arguments)
+                row.bind(call.verdict)
+                row.bind(call.rule)
+                row.bind(call.approval)
+                row.bind(call.approver)
+                row.bind(call.attempts)
+                row.bind(call.status)
+                row.bind(call.durationUs)
+                row.bind(call.error)
+            }
+        }
+        rows.removeAll(keepingCapacity: true)
     }
 }
