@@ -174,14 +174,22 @@ struct RunCommand: AsyncParsableCommand {
         }
         let catalog = self.catalog.openIfWanted()
         if let catalog { options.facts = FactCache(catalog: catalog) }
-        // The suite run's commit and branch come from `git`, which runs beside the suite: they
-        // are needed only when the results are recorded.
+        // The suite run's commit and branch come from `git`, which runs beside the suite (on a
+        // thread of its own: waiting for a child process would hold one of the suite's threads);
+        // they are needed only when the results are recorded.
         let startedAtUs = Catalog.nowUs()
         let commandLine = CommandLine.arguments
         let pendingInfo =
             catalog == nil
             ? nil
-            : Task.detached { [shard] in SuiteRunInfo.current(commandLine: commandLine, shard: shard, startedAtUs: startedAtUs) }
+            : Task { [shard] in
+                await withCheckedContinuation { continuation in
+                    Thread {
+                        continuation.resume(
+                            returning: SuiteRunInfo.current(commandLine: commandLine, shard: shard, startedAtUs: startedAtUs))
+                    }.start()
+                }
+            }
         let plan = EvalSession.Plan(
             paths: paths, filters: filter, shard: shard.flatMap(EvalSession.Shard.init),
             baselineDirectory: baseline ?? Self.defaultBaseline(for: paths),
