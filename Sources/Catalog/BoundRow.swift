@@ -75,6 +75,26 @@ struct BoundRow {
         record(code)
     }
 
+    mutating func bind(_ value: Double?) {
+        let position = advance()
+        let code = value.map { sqlite3_bind_double(handle, position, $0) } ?? sqlite3_bind_null(handle, position)
+        record(code)
+    }
+
+    /// Bytes as a blob (NULL for nil; an empty blob for no bytes).
+    mutating func bind(_ value: [UInt8]?) {
+        let position = advance()
+        let handle = handle
+        guard let bytes = value else {
+            record(sqlite3_bind_null(handle, position))
+            return
+        }
+        let code = bytes.withUnsafeBytes { raw in
+            sqlite3_bind_blob(handle, position, raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1), CInt(raw.count), BoundRow.transient)
+        }
+        record(code)
+    }
+
     mutating func bind(_ value: String?) {
         let position = advance()
         let handle = handle

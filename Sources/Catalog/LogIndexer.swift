@@ -377,7 +377,7 @@ struct LogIndexer {
         let isOpen = state.stop == nil || state.stop?.reason == .approvalRequired || summary.tear != nil
         let resume = point.flatMap { isOpen && isSteady ? JSONWriter.encode($0.json) : nil }
         let start = state.start
-        try db.cachedStatement(
+        let statement = try db.cachedStatement(
             sql: """
                 UPDATE logs SET size = ?, mtime_ns = ?, tail_offset = ?, tail_end = ?, tail_hash = ?, status = ?, problem = ?,
                     run_id = ?, agent = ?, agent_version = ?, model = ?, input = ?, started_at_us = ?, ended_at_us = ?,
@@ -385,17 +385,40 @@ struct LogIndexer {
                     executed_calls = ?, denied_calls = ?, failed_calls = ?, input_tokens = ?, output_tokens = ?, cost_usd = ?,
                     anomalies = ?, indexed_at_us = ?, resume = ?
                 WHERE log_id = ?
-                """
-        ).execute(
-            arguments: [
-                isSteady ? stampBefore.size : -1, stampBefore.mtimeNs, tail.offset, tail.end, tailHash, status.rawValue, problem,
-                state.runId, start?.agent.name, start?.agent.version, start.map { "\($0.model.provider):\($0.model.name)" }, start?.goal,
-                state.startedAtUs, state.stop == nil ? nil : state.lastEventAtUs, state.stop?.reason.rawValue,
-                state.stop?.limit?.rawValue, state.eventCount, state.step, state.usage.modelCalls, state.counters.invalidDecisions,
-                callBase + state.calls.count, state.counters.executedCalls, state.counters.deniedCalls, state.counters.failedCalls,
-                state.usage.inputTokens, state.usage.outputTokens, state.usage.costUSD, state.anomalies.count, now,
-                resume.map { Data($0) }, logId,
-            ])
+                """)
+        try BoundRow.execute(statement, in: db) { row in
+            row.bind(isSteady ? stampBefore.size : -1)
+            row.bind(stampBefore.mtimeNs)
+            row.bind(tail.offset)
+            row.bind(tail.end)
+            row.bind(tailHash)
+            row.bind(status.rawValue)
+            row.bind(problem)
+            row.bind(state.runId)
+            row.bind(start?.agent.name)
+            row.bind(start?.agent.version)
+            row.bind(start.map { "\($0.model.provider):\($0.model.name)" })
+            row.bind(start?.goal)
+            row.bind(state.startedAtUs)
+            row.bind(state.stop == nil ? nil : state.lastEventAtUs)
+            row.bind(state.stop?.reason.rawValue)
+            row.bind(state.stop?.limit?.rawValue)
+            row.bind(state.eventCount)
+            row.bind(state.step)
+            row.bind(state.usage.modelCalls)
+            row.bind(state.counters.invalidDecisions)
+            row.bind(callBase + state.calls.count)
+            row.bind(state.counters.executedCalls)
+            row.bind(state.counters.deniedCalls)
+            row.bind(state.counters.failedCalls)
+            row.bind(state.usage.inputTokens)
+            row.bind(state.usage.outputTokens)
+            row.bind(state.usage.costUSD)
+            row.bind(state.anomalies.count)
+            row.bind(now)
+            row.bind(resume)
+            row.bind(logId)
+        }
         return (status, problem)
     }
 }
