@@ -52,64 +52,47 @@ struct BoundRow {
         self.handle = handle
     }
 
-    /// The next parameter's position.
-    private mutating func advance() -> CInt {
+    /// Binds the next parameter: NULL for nil, else what `bind` binds for the value; keeps the
+    /// first failed bind's code.
+    private mutating func next<Value>(_ value: Value?, _ bind: (SQLiteStatement, CInt, Value) -> CInt) {
         index += 1
-        return index
-    }
-
-    /// Keeps the first failed bind's code.
-    private mutating func record(_ code: CInt) {
+        let code = value.map { bind(handle, index, $0) } ?? sqlite3_bind_null(handle, index)
         if failure == SQLITE_OK && code != SQLITE_OK { failure = code }
     }
 
     mutating func bind(_ value: Int?) {
-        let position = advance()
-        let code = value.map { sqlite3_bind_int64(handle, position, Int64($0)) } ?? sqlite3_bind_null(handle, position)
-        record(code)
+        next(value) { sqlite3_bind_int64($0, $1, Int64($2)) }
     }
 
     mutating func bind(_ value: Int64) {
-        let position = advance()
-        let code = sqlite3_bind_int64(handle, position, value)
-        record(code)
+        next(value) { sqlite3_bind_int64($0, $1, $2) }
     }
 
     mutating func bind(_ value: Double?) {
-        let position = advance()
-        let code = value.map { sqlite3_bind_double(handle, position, $0) } ?? sqlite3_bind_null(handle, position)
-        record(code)
+        next(value) { sqlite3_bind_double($0, $1, $2) }
     }
 
-    /// Bytes as a blob (NULL for nil; an empty blob for no bytes).
+    /// Bytes as a blob.
     mutating func bind(_ value: [UInt8]?) {
-        let position = advance()
-        let handle = handle
-        guard let bytes = value else {
-            record(sqlite3_bind_null(handle, position))
-            return
+        next(value) { handle, position, bytes in
+            bytes.withUnsafeBytes { raw in
+                guard let base = raw.baseAddress, !raw.isEmpty else { return sqlite3_bind_zeroblob(handle, position, 0) }
+                return sqlite3_bind_blob(handle, position, base, CInt(raw.count), BoundRow.transient)
+            }
         }
-        let code = bytes.withUnsafeBytes { raw in
-            sqlite3_bind_blob(handle, position, raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1), CInt(raw.count), BoundRow.transient)
-        }
-        record(code)
     }
 
     mutating func bind(_ value: String?) {
-        let position = advance()
-        let handle = handle
-        guard var text = value else {
-            record(sqlite3_bind_null(handle, position))
-            return
-        }
-        let code = text.withUTF8 { bytes in
-            // An empty string still needs a pointer: SQLite binds NULL for a null one.
-            guard let base = bytes.baseAddress, !bytes.isEmpty else { return sqlite3_bind_text(handle, position, "", 0, nil) }
-            return base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
-                sqlite3_bind_text(handle, position, $0, CInt(bytes.count), BoundRow.transient)
+        next(value) { handle, position, text in
+            var text = text
+            return text.withUTF8 { bytes in
+                // An empty string still needs a pointer: SQLite binds NULL for a null one.
+                guard let base = bytes.baseAddress, !bytes.isEmpty else { return sqlite3_bind_text(handle, position, "", 0, nil) }
+                return base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
+                    sqlite3_bind_text(handle, position, $0, CInt(bytes.count), BoundRow.transient)
+                }
             }
         }
-        record(code)
     }
 
     /// `SQLITE_TRANSIENT`: SQLite copies the bytes before the call returns.
