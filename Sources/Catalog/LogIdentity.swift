@@ -44,24 +44,39 @@ struct LogIdentity: Sendable, Hashable {
         defer { close(descriptor) }
         var crc: UInt32 = 0
         var adler: UInt32 = 1
-        // A chunk on the stack: a heap buffer per call cost more (a fresh arena page, zeroed,
-        // for every log) than the checksums themselves.
-        let complete = withUnsafeTemporaryAllocation(byteCount: 16 * 1024, alignment: 64) { chunk -> Bool in
-            guard let base = chunk.baseAddress else { return false }
-            var offset = start
-            while offset < end {
-                let count = pread(descriptor, base, min(chunk.count, end - offset), off_t(offset))
-                if count < 0 && errno == EINTR { continue }
-                if count <= 0 { return false }
-                crc = libdeflate_crc32(crc, base, count)
-                adler = libdeflate_adler32(adler, base, count)
-                offset += count
-            }
-            return true
+        let chunk = readBuffer()
+        var offset = start
+        while offset < end {
+            let count = pread(descriptor, chunk, min(readBufferSize, end - offset), off_t(offset))
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { return nil }
+            crc = libdeflate_crc32(crc, chunk, count)
+            adler = libdeflate_adler32(adler, chunk, count)
+            offset += count
         }
-        guard complete else { return nil }
         return hex(crc) + hex(adler)
     }
+
+    /// Bytes `hash` reads at a time.
+    private static let readBufferSize = 16 * 1024
+
+    /// This thread's read buffer for `hash`, made on its first use and kept for the thread's
+    /// life. A buffer per call came from the heap (`withUnsafeTemporaryAllocation` puts only
+    /// 1 KiB on the stack), and a worker thread's arena hands 16 KiB back to the kernel when it
+    /// is freed, so every log's check faulted in four zeroed pages again.
+    private static func readBuffer() -> UnsafeMutableRawPointer {
+        if let buffer = pthread_getspecific(readBufferKey) { return buffer }
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: readBufferSize, alignment: 64)
+        pthread_setspecific(readBufferKey, buffer)
+        return buffer
+    }
+
+    /// The thread-specific key of `readBuffer`; a thread's buffer is freed when it exits.
+    private static let readBufferKey: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key) { buffer in buffer?.deallocate() }
+        return key
+    }()
 
     private static func hex(_ value: UInt32) -> String {
         let digits = String(value, radix: 16)
