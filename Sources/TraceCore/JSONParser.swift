@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// Parses JSON text into `JSONValue`, straight from UTF-8 bytes.
 ///
 /// Strict RFC 8259: one value, optional surrounding white space, no trailing commas, no
@@ -187,7 +193,10 @@ public struct JSONParser {
             }
         }
 
-        mutating func string() throws -> String {
+        /// The string at the cursor. When it has no escapes and its bytes are `candidate`'s,
+        /// `candidate` itself is returned: no new storage (a log repeats its run id and each
+        /// line's hash on the next line).
+        mutating func string(reusing candidate: String? = nil) throws -> String {
             let open = index
             index += 1
             let runStart = index
@@ -212,6 +221,7 @@ public struct JSONParser {
                 if byte == UInt8(ascii: "\"") {
                     let run = UnsafeBufferPointer(start: base + runStart, count: index - runStart)
                     index += 1
+                    if let candidate, Self.bytesEqual(candidate, run) { return candidate }
                     return try makeString(run, at: runStart)
                 }
                 if byte == UInt8(ascii: "\\") { break }
@@ -294,6 +304,15 @@ public struct JSONParser {
                 throw failure("lone low surrogate \\u\(String(first, radix: 16)) in string", at: start)
             }
             return scalar
+        }
+
+        /// Whether `text`'s UTF-8 is exactly `bytes`.
+        static func bytesEqual(_ text: String, _ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+            guard text.utf8.count == bytes.count else { return false }
+            return text.utf8.withContiguousStorageIfAvailable { utf8 in
+                guard let left = utf8.baseAddress, let right = bytes.baseAddress else { return true }
+                return memcmp(left, right, bytes.count) == 0
+            } ?? text.utf8.elementsEqual(bytes)
         }
 
         func makeString(_ run: UnsafeBufferPointer<UInt8>, at offset: Int) throws -> String {

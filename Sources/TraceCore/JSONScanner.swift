@@ -193,6 +193,13 @@ public struct JSONScanner {
         return try cursor.string()
     }
 
+    /// `readString`, giving back `candidate` itself when the string is the same: for values a
+    /// caller expects to repeat, so that they share one storage instead of each getting its own.
+    public mutating func readString(reusing candidate: String?) throws -> String {
+        guard peek(UInt8(ascii: "\"")) else { throw typeError("a string") }
+        return try cursor.string(reusing: candidate)
+    }
+
     public mutating func readInt() throws -> Int {
         guard cursor.index < cursor.end,
             cursor.base[cursor.index] == UInt8(ascii: "-")

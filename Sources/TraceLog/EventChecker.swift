@@ -25,6 +25,8 @@ struct EventChecker {
     let path: String
     private(set) var expectedSequence = 0
     private(set) var lastHash: String?
+    /// Whether `lastHash` is 64 hex digits: always, but for a `previousHash` a caller resumed with.
+    private var isLastHashHex = true
     private(set) var runId: String?
     /// The step of the last event (unknown when reading starts in the middle of a log).
     private(set) var lastStep: Int?
@@ -41,6 +43,7 @@ struct EventChecker {
         self.path = path
         self.expectedSequence = sequence
         self.lastHash = previousHash
+        self.isLastHashHex = ContentHash.isHex64(previousHash)
         self.runId = runId
     }
 
@@ -79,10 +82,13 @@ struct EventChecker {
         _ line: UnsafeRawBufferPointer, at location: EventLocation, problems: inout [LogError]
     ) -> RecordedEvent? {
         let hash = ContentHash.sha256Hex(line)
-        defer { lastHash = hash }
+        defer {
+            lastHash = hash
+            isLastHashHex = true
+        }
         let event: Event
         do {
-            event = try Event(line: line)
+            event = try Event(line: line, runId: runId, previousHash: lastHash)
         } catch let error as TraceCoreError {
             let code: LogError.Code = error.code == .unsupportedVersion ? .unsupportedVersion : .invalidEvent
             problems.append(
@@ -107,7 +113,9 @@ struct EventChecker {
                     .invalidEvent, "line \(location.line) (seq \(event.sequence)) ends with a carriage return: lines end with \\n alone",
                     path: path, memberOffset: location.memberOffset, sequence: event.sequence))
         }
-        if !ContentHash.isHex64(event.previousHash) {
+        // The link the chain expects is hex already, so a `prev` equal to it needs no look.
+        let expectedLink = lastHash ?? ContentHash.genesis
+        if !(isLastHashHex && event.previousHash == expectedLink) && !ContentHash.isHex64(event.previousHash) {
             problems.append(
                 LogError(
                     .invalidEvent,
@@ -159,7 +167,6 @@ struct EventChecker {
         }
 
         if linkIsComparable {
-            let expectedLink = lastHash ?? ContentHash.genesis
             if event.previousHash != expectedLink {
                 if event.sequence == 0 {
                     problems.append(

@@ -362,6 +362,32 @@ struct LogDamageTests {
         }
     }
 
+    @Test("an event of another run is named, and a run id or prev written with escapes is the same string")
+    func runIdsAndLinksAsWritten() throws {
+        try TemporaryDirectory.with { directory in
+            let other = try foreignLog(
+                [Self.started, Self.ended(step: 0), Self.ended(step: 1).replacingOccurrences(of: #""run":"r""#, with: #""run":"s""#)],
+                in: directory)
+            let report = try LogVerifier.verify(path: other)
+            #expect(report.problems.map(\.code) == [.runMismatch])
+            #expect(report.problems.first?.message == #"event seq 2 belongs to run "s", but this log is run "r""#)
+            // The reader hands each event the run id and link it expects when the bytes are
+            // those; written with escapes, they must still read as the same strings.
+            let first = Self.started.replacingOccurrences(of: "SEQ", with: "0").replacingOccurrences(of: "PREV", with: ContentHash.genesis)
+            let link = ContentHash.sha256Hex(Array(first.utf8))
+            let escapedLink = String(format: "\\u%04x", Int(link.utf8.first ?? 0)) + link.dropFirst()
+            let second = Self.ended(step: 0).replacingOccurrences(of: "SEQ", with: "1")
+                .replacingOccurrences(of: #""run":"r""#, with: #""run":"\u0072""#)
+                .replacingOccurrences(of: "PREV", with: escapedLink)
+            let third = Self.ended(step: 1).replacingOccurrences(of: "SEQ", with: "2")
+                .replacingOccurrences(of: "PREV", with: ContentHash.sha256Hex(Array(second.utf8)))
+            let escaped = try foreignLog([first, second, third], in: directory)
+            #expect(try LogVerifier.verify(path: escaped).isIntact)
+            let events = try LogReader(path: escaped).readAll().events
+            #expect(events.map(\.event.runId) == ["r", "r", "r"])
+        }
+    }
+
     @Test("the writer never writes what its reader rejects: no first event but run_started, no step going down, no nesting past the limit")
     func writerRefuses() throws {
         try TemporaryDirectory.with { directory in

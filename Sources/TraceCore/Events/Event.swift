@@ -69,6 +69,13 @@ public struct Event: Sendable, Hashable {
     /// Throws `TraceCoreError` for text that is not JSON, an envelope field that is missing or
     /// mistyped, a version other than 1, or a known kind whose data does not fit.
     public init(line: UnsafeRawBufferPointer) throws {
+        try self.init(line: line, runId: nil, previousHash: nil)
+    }
+
+    /// Decodes one line, giving its `run` and `prev` the storage of `runId` and `previousHash`
+    /// when they are those strings: a reader passes the run's id and the last line's hash,
+    /// which the next line repeats, and saves two string allocations per event.
+    public init(line: UnsafeRawBufferPointer, runId expectedRunId: String?, previousHash expectedPrevious: String?) throws {
         // The reader's hot path: envelope members straight into fields, the payload straight
         // into its type, with no intermediate JSON tree.
         var version: Int?
@@ -84,12 +91,12 @@ public struct Event: Sendable, Hashable {
             try scanner.readObject { scanner, key in
                 switch key {
                 case "v": version = try scanner.read()
-                case "run": runId = try scanner.read()
+                case "run": runId = try scanner.readString(reusing: expectedRunId)
                 case "seq": sequence = try scanner.read()
                 case "step": step = try scanner.read()
                 case "time_us": timeUs = try scanner.read()
                 case "kind": kind = try scanner.read()
-                case "prev": previousHash = try scanner.read()
+                case "prev": previousHash = try scanner.readString(reusing: expectedPrevious)
                 case "data":
                     if let kind, version == Event.schemaVersion {
                         payload = try EventPayload(kind: kind, from: &scanner)
