@@ -4,7 +4,10 @@
 // zlib + orjson, in the virtual environment `scripts/python_venv bench` makes); then one job's
 // time stage by stage (inflate, read, fold, digests) on the same logs.
 //
-//   swift run -c release eval-benchmark [--runs 1000] [--steps 20] [--repetitions 5] [--jobs 2] [--dir PATH]
+//   swift run -c release eval-benchmark [--runs 1000] [--steps 20] [--repetitions 5] [--jobs 2] [--dir PATH] [--stages-only]
+//
+// `--stages-only` skips the runner and the Python peers: the one-thread stages alone, for
+// comparing two builds of the reader quickly.
 //
 // Prints medians of the repetitions; see README.md, "Performance".
 import EvalEngine
@@ -19,12 +22,17 @@ struct Settings {
     var repetitions = 5
     var jobs = 2
     var directory = FileManager.default.temporaryDirectory.appendingPathComponent("agent-eval-eval-bench").path
+    var stagesOnly = false
 }
 
 func parseSettings() -> Settings {
     var settings = Settings()
     var arguments = CommandLine.arguments.dropFirst().makeIterator()
     while let argument = arguments.next() {
+        if argument == "--stages-only" {
+            settings.stagesOnly = true
+            continue
+        }
         let value = arguments.next() ?? ""
         switch argument {
         case "--runs": settings.runs = Int(value) ?? settings.runs
@@ -34,7 +42,7 @@ func parseSettings() -> Settings {
         case "--dir": settings.directory = value
         default:
             FileHandle.standardError.write(
-                Data("usage: eval-benchmark [--runs N] [--steps N] [--repetitions N] [--jobs N] [--dir PATH]\n".utf8))
+                Data("usage: eval-benchmark [--runs N] [--steps N] [--repetitions N] [--jobs N] [--dir PATH] [--stages-only]\n".utf8))
             exit(argument == "--help" ? 0 : 64)
         }
     }
@@ -78,56 +86,58 @@ print(
     "eval-benchmark: \(settings.runs) runs × \(settings.steps) steps, \(String(format: "%.1f", megabytes)) MB of JSON, "
         + "3 expectations, \(settings.repetitions) repetitions, --jobs \(settings.jobs)")
 
-var ours: [Double] = []
-for _ in 0..<settings.repetitions {
-    let started = ContinuousClock.now
-    let results = await EvalRunner(options: EvalOptions(jobs: settings.jobs)).run(cases)
-    ours.append(seconds(ContinuousClock.now - started))
-    guard results.first?.runs.count == settings.runs, results.first?.passed == true else {
-        FileHandle.standardError.write(Data("the benchmark case did not pass on every run\n".utf8))
-        exit(1)
+if !settings.stagesOnly {
+    var ours: [Double] = []
+    for _ in 0..<settings.repetitions {
+        let started = ContinuousClock.now
+        let results = await EvalRunner(options: EvalOptions(jobs: settings.jobs)).run(cases)
+        ours.append(seconds(ContinuousClock.now - started))
+        guard results.first?.runs.count == settings.runs, results.first?.passed == true else {
+            FileHandle.standardError.write(Data("the benchmark case did not pass on every run\n".utf8))
+            exit(1)
+        }
     }
-}
 
-// The Python peers, each run the same number of times in one interpreter (their own timing).
-let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-let repository = here.deletingLastPathComponent().deletingLastPathComponent()
-func pythonSeconds(_ python: String, _ script: String) throws -> Double {
-    let result = try Subprocess.run(python, [here.appendingPathComponent(script).path, logs, "\(settings.repetitions)"])
-    let times = result.stdoutText.split(separator: "\n").compactMap { line -> Double? in
-        let fields = line.split(separator: " ")
-        guard fields.count == 5, Int(fields[1]) == settings.runs else { return nil }
-        return Double(fields[2])
+    // The Python peers, each run the same number of times in one interpreter (their own timing).
+    let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+    let repository = here.deletingLastPathComponent().deletingLastPathComponent()
+    func pythonSeconds(_ python: String, _ script: String) throws -> Double {
+        let result = try Subprocess.run(python, [here.appendingPathComponent(script).path, logs, "\(settings.repetitions)"])
+        let times = result.stdoutText.split(separator: "\n").compactMap { line -> Double? in
+            let fields = line.split(separator: " ")
+            guard fields.count == 5, Int(fields[1]) == settings.runs else { return nil }
+            return Double(fields[2])
+        }
+        guard times.count == settings.repetitions else {
+            FileHandle.standardError.write(Data("\(script) failed: \(result.stdoutText)\(result.stderr)\n".utf8))
+            exit(1)
+        }
+        return median(times)
     }
-    guard times.count == settings.repetitions else {
-        FileHandle.standardError.write(Data("\(script) failed: \(result.stdoutText)\(result.stderr)\n".utf8))
-        exit(1)
-    }
-    return median(times)
-}
-let plainPython = try pythonSeconds(Subprocess.which("python3") ?? "/usr/bin/python3", "eval_logs.py")
-// The faster peer needs orjson from PyPI, in a virtual environment the script makes once.
-let venv = try Subprocess.run("/bin/bash", [repository.appendingPathComponent("scripts/python_venv").path, "bench"])
-let fastPython =
-    venv.status == 0
-    ? try pythonSeconds(venv.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines) + "/bin/python", "eval_logs_fast.py") : nil
+    let plainPython = try pythonSeconds(Subprocess.which("python3") ?? "/usr/bin/python3", "eval_logs.py")
+    // The faster peer needs orjson from PyPI, in a virtual environment the script makes once.
+    let venv = try Subprocess.run("/bin/bash", [repository.appendingPathComponent("scripts/python_venv").path, "bench"])
+    let fastPython =
+        venv.status == 0
+        ? try pythonSeconds(venv.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines) + "/bin/python", "eval_logs_fast.py") : nil
 
-let ourMedian = median(ours)
-func line(_ name: String, _ time: Double) {
-    print(
-        String(
-            format: "%-44@ %.3f s  %5.0f runs/s  %6.1f MB/s of JSON", name as NSString, time, Double(settings.runs) / time,
-            megabytes / time))
+    let ourMedian = median(ours)
+    func line(_ name: String, _ time: Double) {
+        print(
+            String(
+                format: "%-44@ %.3f s  %5.0f runs/s  %6.1f MB/s of JSON", name as NSString, time, Double(settings.runs) / time,
+                megabytes / time))
+    }
+    line("agent-eval run (EvalRunner, --jobs \(settings.jobs)):", ourMedian)
+    line("python3 gzip + json (one process):", plainPython)
+    if let fastPython {
+        line("python3 whole-member zlib + orjson:", fastPython)
+    } else {
+        print("python3 whole-member zlib + orjson: not run (scripts/python_venv bench failed: \(venv.stderr))")
+    }
+    print(String(format: "ratio: %.2fx the plain Python script (target >= 3x)", plainPython / ourMedian))
+    if let fastPython { print(String(format: "ratio: %.2fx the orjson Python script", fastPython / ourMedian)) }
 }
-line("agent-eval run (EvalRunner, --jobs \(settings.jobs)):", ourMedian)
-line("python3 gzip + json (one process):", plainPython)
-if let fastPython {
-    line("python3 whole-member zlib + orjson:", fastPython)
-} else {
-    print("python3 whole-member zlib + orjson: not run (scripts/python_venv bench failed: \(venv.stderr))")
-}
-print(String(format: "ratio: %.2fx the plain Python script (target >= 3x)", plainPython / ourMedian))
-if let fastPython { print(String(format: "ratio: %.2fx the orjson Python script", fastPython / ourMedian)) }
 
 // Where one job's time goes: the same logs, one thread, each stage adding to the one before.
 let paths = try FileManager.default.contentsOfDirectory(atPath: logs).sorted().map { "\(logs)/\($0)" }
