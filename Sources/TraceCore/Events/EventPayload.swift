@@ -3,7 +3,9 @@
 /// `unknown` holds a kind this code does not know (written by a newer writer): it is kept
 /// byte for byte through reading and rewriting, and the fold skips it.
 public enum EventPayload: Sendable, Hashable {
-    case runStarted(RunStarted)
+    // Boxed: a run starts once, and inline its 337 bytes set the size of every event, which
+    // the reader moves several times per line.
+    indirect case runStarted(RunStarted)
     case contextBuilt(ContextBuilt)
     case decisionMade(DecisionMade)
     case verdictGiven(VerdictGiven)
