@@ -32,13 +32,29 @@ struct RunUpdatesTests {
         }
     }
 
+    /// Answers its first request with a call of `echo`, then waits until it is cancelled: a
+    /// model that is still thinking when the program stops listening.
+    struct StallingModel: ModelClient {
+        var identity: ModelIdentity { ModelIdentity(provider: "test", name: "stalling") }
+
+        func reply(to request: ModelRequest) async throws -> ModelReply {
+            if request.decisionIndex == 0 { return ModelReply(decision: ["tool_calls": [["name": "echo", "arguments": [:]]]]) }
+            try await Task.sleep(for: .seconds(3_600))
+            return ModelReply(decision: ["answer": "too late"])
+        }
+    }
+
     @Test("stopping the iteration interrupts the run: it stops with a recorded reason and a whole log")
     func stoppingEarly() async throws {
         try await TemporaryDirectory.with { directory in
-            let agent = try AgentFile.load(path: ExampleRuns.agentPath("research"))
+            // A scripted run would finish before the stop reaches it (its loop never waits);
+            // this one waits for its model, as a real one does.
+            let agent = Agent(
+                name: "test-agent", instructions: "Test.", model: StallingModel(), tools: ToolRegistry([try echoTool()]),
+                policy: AllowAllPolicy(), limits: RunLimits(maxSteps: 20))
             let path = directory.path("r.jsonl.gz")
             var seen = 0
-            for try await update in AgentRuntime(agent: agent).updates(goal: "Is zstd faster than gzip?", log: path) {
+            for try await update in AgentRuntime(agent: agent).updates(goal: "Echo, then think forever.", log: path) {
                 if case .event(let event) = update, event.kind == "decision_made" {
                     seen += 1
                     break

@@ -221,6 +221,24 @@ struct ToolExecutionTests {
         }
     }
 
+    @Test("a tool that blocks its thread past its deadline is recorded as the timeout it was, not as its late answer")
+    func blockingToolTimesOut() async throws {
+        let blocker = try tool("blocker", timeoutMs: 50) { _ in
+            // Blocks the thread it runs on (the run loop's): no cancellation reaches it, and the
+            // deadline's own task cannot run before it returns.
+            usleep(300_000)
+            return .ok("late")
+        }
+        try await TemporaryDirectory.with { directory in
+            let agent = makeAgent(decisions: [calls(("blocker", [:])), answer("ok")], tools: [blocker])
+            let (outcome, _, _) = try await record(agent, in: directory, monotonic: ContinuousClock())
+            let result = try #require(outcome.state.call(id: "call-1")?.lastResult)
+            #expect(result.error == "blocker did not finish within 50 ms and was cancelled")
+            #expect(result.output == nil)
+            #expect(outcome.state.stopReason == .success)
+        }
+    }
+
     /// A host that reports its own timeouts, given time to do so.
     struct GracefulHost: ToolHost {
         var timeoutGraceMs: Int { 500 }

@@ -78,9 +78,11 @@ public struct AgentRuntime: Sendable {
             agent: agent, environment: environment,
             recorder: RunRecorder(writer: writer, clock: environment.now, observe: environment.eventObserver),
             contents: [:])
-        return try await session.drive(path: path) {
-            try session.start(goal: goal, actor: actor ?? agent.actor, route: route ?? agent.route)
-            try await session.loop()
+        return try await Self.onLoopThread { () async throws(RuntimeError) -> RunOutcome in
+            try await session.drive(path: path) {
+                try session.start(goal: goal, actor: actor ?? agent.actor, route: route ?? agent.route)
+                try await session.loop()
+            }
         }
     }
 
@@ -135,10 +137,22 @@ public struct AgentRuntime: Sendable {
             agent: agent, environment: environment,
             recorder: RunRecorder(writer: writer, state: state, clock: environment.now, observe: environment.eventObserver),
             contents: contents)
-        return try await session.drive(path: path) {
-            try await session.resume(approvals: approvals)
-            try await session.loop()
+        return try await Self.onLoopThread { () async throws(RuntimeError) -> RunOutcome in
+            try await session.drive(path: path) {
+                try await session.resume(approvals: approvals)
+                try await session.loop()
+            }
         }
+    }
+
+    /// Runs a session's loop on a thread of its own (`ExecutorThread`), with the tasks it
+    /// starts for tool attempts: each attempt starts and ends without waking another thread.
+    /// The loop waits for its model, tools and log most of the time; the work of several runs
+    /// still spreads over the cores, a thread each.
+    static func onLoopThread(_ body: () async throws(RuntimeError) -> RunOutcome) async throws(RuntimeError) -> RunOutcome {
+        let thread = ExecutorThread(name: "agent-eval run loop")
+        defer { thread.stop() }
+        return try await withTaskExecutorPreference(thread) { () async throws(RuntimeError) -> RunOutcome in try await body() }
     }
 }
 

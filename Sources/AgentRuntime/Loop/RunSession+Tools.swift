@@ -105,7 +105,10 @@ extension RunSession {
             for await finish in group {
                 switch finish {
                 case .answered(let outcome):
-                    if !timedOut { answer = outcome }
+                    // An answer that comes after the deadline is the timeout it was, even when
+                    // the deadline's own task had no chance to run first (a host that blocked
+                    // the thread both run on).
+                    if !timedOut && clock.now < deadline { answer = outcome } else if answer == nil { timedOut = true }
                 case .timedOut:
                     if answer == nil { timedOut = true }
                 case .sleepCancelled:

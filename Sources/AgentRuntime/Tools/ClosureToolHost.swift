@@ -7,7 +7,11 @@ public import TraceCore
 ///     .int((arguments["a"]?.intValue ?? 0) + (arguments["b"]?.intValue ?? 0))
 /// }
 /// ```
-/// The closure should honour task cancellation: the runtime cancels it on timeout.
+/// The closure should honour task cancellation: the runtime cancels it on timeout. It runs on
+/// the run's own thread (`ExecutorThread`), as the loop does: the calls of one step overlap
+/// where they wait, so a closure that computes for long, or blocks, should do that work on a
+/// thread of its own (a blocked thread delays the run, and its answer past the deadline is
+/// recorded as the timeout it was).
 public struct ClosureToolHost: ToolHost {
     private let body: @Sendable (ToolRequest) async throws -> ToolOutcome
 

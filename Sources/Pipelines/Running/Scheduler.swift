@@ -50,7 +50,7 @@ struct Scheduler {
     mutating func run() async throws(PipelineError) {
         let attempts = AttemptRunner(environment: runner.environment)
         var thrown: PipelineError?
-        let thread = SchedulerThread()
+        let thread = ExecutorThread(name: "agent-eval pipeline scheduler")
         defer { thread.stop() }
         await withTaskExecutorPreference(thread) {
             // On the thread (this closure's jobs run there): the thread digests the state while
@@ -100,7 +100,7 @@ struct Scheduler {
 
     // MARK: Starting
 
-    private mutating func startReady(_ group: inout TaskGroup<(Int, AttemptResult)>, _ attempts: AttemptRunner, _ thread: SchedulerThread)
+    private mutating func startReady(_ group: inout TaskGroup<(Int, AttemptResult)>, _ attempts: AttemptRunner, _ thread: ExecutorThread)
         throws(PipelineError)
     {
         while failure == nil, !isPausing, !Task.isCancelled, inFlight.count < jobs, let (task, primary) = nextCandidate() {

@@ -1,17 +1,19 @@
 import Foundation
 
-/// One thread that runs the scheduler and its command attempts' async parts, one job at a time.
+/// One thread that runs the jobs of the tasks that prefer it, one at a time: a task executor
+/// for a loop that mostly waits.
 ///
-/// On the global executor every task took two thread hops the scheduler waited for: starting
-/// an attempt woke a pool thread, and the attempt's end woke another to resume the scheduler
-/// (each a futex wake and a reschedule, tens of microseconds on a small VM). Here an attempt
-/// starts when the scheduler waits and its end resumes the scheduler on the same thread; the
-/// only wake left is the one from the command's own blocking thread when it ends. Agent
-/// attempts do real work and still run on the global executor, so they run in parallel.
+/// On the global executor every hand-off between tasks a loop waits for costs a thread hop:
+/// creating a child task wakes a pool thread, and the child's end wakes another to resume its
+/// parent (each a futex wake and a reschedule, tens of microseconds on a small VM). Here a child
+/// starts when its parent waits and its end resumes the parent on the same thread; the only
+/// wakes left come from outside (a blocking thread, a timer, I/O). The pipeline scheduler runs
+/// on one with its command attempts, and so does each agent run with its tool attempts
+/// (`AgentRuntime`); pipeline agent attempts run on the global executor, in parallel.
 ///
-/// While the thread waits (a command runs), it can do work that a later job would otherwise
-/// do on the scheduler's critical path: `whenIdle`.
-final class SchedulerThread: TaskExecutor, @unchecked Sendable {
+/// While the thread waits, it can do work that a later job would otherwise do on the loop's
+/// critical path: `whenIdle`.
+public final class ExecutorThread: TaskExecutor, @unchecked Sendable {
     private let condition = NSCondition()
     /// Jobs not yet run, in the order they were enqueued; `head` is the next.
     private var queue: [UnownedJob] = []
@@ -20,20 +22,20 @@ final class SchedulerThread: TaskExecutor, @unchecked Sendable {
     private var isStopped = false
     /// Run once each time the queue empties, before the thread waits. Only the thread's own
     /// jobs set or clear it, so it never runs at the same time as one of them.
-    var whenIdle: (() -> Void)?
+    public var whenIdle: (() -> Void)?
 
-    /// Starts the thread; `stop()` ends it.
-    init() {
+    /// Starts the thread, named `name` (what a debugger or `top -H` shows); `stop()` ends it.
+    public init(name: String) {
         let thread = Thread { [self] in loop() }
-        thread.name = "agent-eval pipeline scheduler"
+        thread.name = name
         thread.start()
     }
 
-    func enqueue(_ job: consuming ExecutorJob) {
+    public func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         condition.lock()
         if isStopped {
-            // Nothing should come after the scheduler is done; if something does, it still runs.
+            // Nothing should come after the loop is done; if something does, it still runs.
             condition.unlock()
             globalConcurrentExecutor.enqueue(ExecutorJob(job))
             return
@@ -44,7 +46,7 @@ final class SchedulerThread: TaskExecutor, @unchecked Sendable {
     }
 
     /// Ends the thread once every job enqueued so far ran. Safe to call from the thread itself.
-    func stop() {
+    public func stop() {
         condition.lock()
         isStopping = true
         condition.signal()
