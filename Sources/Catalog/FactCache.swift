@@ -142,7 +142,7 @@ public struct FactCache: LogFactSource {
         let tailEnd = facts.tear?.memberOffset ?? stamp.size
         let tailOffset = facts.lastCompleteMemberOffset ?? 0
         guard let hash = LogIdentity.hash(path, from: tailOffset, to: tailEnd) else { return }
-        let blob = try GzipData.compress(JSONWriter.encode(facts.cachedJSON))
+        let blob = try GzipData.compressQuickly(JSONWriter.encode(facts.cachedJSON))
         try catalog.write { db in
             // Results checked against the facts being replaced go with them.
             try db.cachedStatement(sql: "DELETE FROM check_results WHERE path = ?").execute(arguments: [path])

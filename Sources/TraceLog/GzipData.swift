@@ -1,4 +1,11 @@
+import CLibdeflate
 import CZlib
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Whole-buffer gzip for small side files that are not logs (cassette recordings): one
 /// member written, one member read, through the same zlib streams as the log.
@@ -7,6 +14,42 @@ public enum GzipData {
     public static func compress(_ bytes: [UInt8]) throws -> [UInt8] {
         try bytes.withUnsafeBytes { try gzipMember($0) }
     }
+
+    /// `bytes` as one gzip member made by libdeflate at level 1: about eight times faster than
+    /// `compress` here and about a tenth larger. For data written often and read rarely (the
+    /// catalog's cached facts, which `compress` made a quarter of a first suite run's work).
+    /// Any gzip reader reads it, `decompress` too.
+    public static func compressQuickly(_ bytes: [UInt8]) throws -> [UInt8] {
+        // Without memory for libdeflate's tables, zlib's smaller stream still does the job.
+        guard let compressor = quickCompressor() else { return try compress(bytes) }
+        let bound = libdeflate_gzip_compress_bound(compressor, bytes.count)
+        var output = [UInt8](repeating: 0, count: bound)
+        let size = bytes.withUnsafeBytes { input in
+            output.withUnsafeMutableBytes { out in
+                libdeflate_gzip_compress(compressor, input.baseAddress, input.count, out.baseAddress, out.count)
+            }
+        }
+        // The bound is what libdeflate promises to fit; 0 would mean it did not.
+        precondition(size > 0, "libdeflate_gzip_compress overran its own bound")
+        output.removeSubrange(size...)
+        return output
+    }
+
+    /// This thread's level-1 compressor, made on its first use and kept for the thread's life:
+    /// one holds a few hundred KiB of tables, which a fresh one per call would fault in again.
+    private static func quickCompressor() -> OpaquePointer? {
+        if let compressor = pthread_getspecific(compressorKey) { return OpaquePointer(compressor) }
+        guard let compressor = libdeflate_alloc_compressor(1) else { return nil }
+        pthread_setspecific(compressorKey, UnsafeMutableRawPointer(compressor))
+        return compressor
+    }
+
+    /// The thread-specific key of `quickCompressor`; a thread's compressor is freed when it exits.
+    private static let compressorKey: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key) { compressor in compressor.map { libdeflate_free_compressor(OpaquePointer($0)) } }
+        return key
+    }()
 
     /// The content of the single gzip member `bytes`, at most `limit` bytes of it.
     /// Throws a `LogError` naming `path` when the data is not one whole gzip member.

@@ -7,6 +7,32 @@ import TraceLog
 
 @Suite("Writing and reading logs")
 struct LogRoundTripTests {
+    @Test("a quickly compressed blob is one gzip member that gzip and GzipData both read back byte for byte, on any thread")
+    func quickGzip() async throws {
+        var generator = SeededGenerator(seed: 7)
+        let text = Array((0..<5_000).map { "line \($0): {\"tool\":\"lookup_order\",\"n\":\($0 % 17)}\n" }.joined().utf8)
+        let noise = (0..<70_000).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        try TemporaryDirectory.with { directory in
+            for (name, bytes) in [("empty", [UInt8]()), ("text", text), ("noise", noise)] {
+                let blob = try GzipData.compressQuickly(bytes)
+                #expect(try GzipData.decompress(blob, path: name) == bytes)
+                let path = directory.path("\(name).gz")
+                try Data(blob).write(to: URL(fileURLWithPath: path))
+                let unzipped = try Subprocess.run(gzipPath, ["-dc", path])
+                #expect(unzipped.status == 0)
+                #expect(unzipped.stdout == bytes)
+                if name == "text" { #expect(blob.count < bytes.count / 4) }
+            }
+        }
+        // Each thread keeps a compressor of its own: many at once still give the same bytes.
+        let expected = try GzipData.compressQuickly(text)
+        let blobs = try await withThrowingTaskGroup(of: [UInt8].self) { group in
+            for _ in 0..<8 { group.addTask { try GzipData.compressQuickly(text) } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(blobs.allSatisfy { $0 == expected })
+    }
+
     @Test("a new log gets the directories leading to it; a file in the way is a clear error")
     func createsDirectories() throws {
         try TemporaryDirectory.with { directory in
