@@ -142,7 +142,7 @@ public struct FactCache: LogFactSource {
         let tailEnd = facts.tear?.memberOffset ?? stamp.size
         let tailOffset = facts.lastCompleteMemberOffset ?? 0
         guard let hash = LogIdentity.hash(path, from: tailOffset, to: tailEnd) else { return }
-        let blob = try GzipData.compressQuickly(JSONWriter.encode(facts.cachedJSON))
+        let blob = try GzipData.compressQuickly(facts.cachedBytes)
         try catalog.write { db in
             // Results checked against the facts being replaced go with them.
             try db.cachedStatement(sql: "DELETE FROM check_results WHERE path = ?").execute(arguments: [path])
@@ -169,20 +169,43 @@ private final class Counts: Sendable {
     let value = Mutex((cached: 0, read: 0, reused: 0))
 }
 
+/// The cache's form of a log's facts: `{"digest_mismatch"?, "last_complete_member"?, "state":
+/// snapshot, "tear"?}`, written straight to bytes (`cachedBytes`) or as a tree (`json`).
+private struct CachedFacts: JSONObjectEncodable {
+    let facts: LogFacts
+
+    /// The state's snapshot, written without building its tree.
+    struct Snapshot: JSONEncodable {
+        let state: RunState
+        var json: JSONValue { state.snapshotJSON }
+        func write(to writer: inout JSONWriter) { state.writeSnapshot(to: &writer) }
+    }
+
+    struct Mismatch: JSONObjectEncodable {
+        let mismatch: LogFacts.DigestMismatch
+        func members(into object: inout some JSONMemberSink) {
+            object.set("seq", mismatch.sequence)
+            object.set("step", mismatch.step)
+        }
+    }
+
+    func members(into object: inout some JSONMemberSink) {
+        object.set("digest_mismatch", facts.digestMismatch.map(Mismatch.init))
+        object.set("last_complete_member", facts.lastCompleteMemberOffset)
+        object.set("state", Snapshot(state: facts.state))
+        object.set("tear", facts.tear)
+    }
+}
+
 extension LogFacts {
     /// The cache's form: `{"state": snapshot, "tear"?, "digest_mismatch"?, "last_complete_member"?}`.
-    var cachedJSON: JSONValue {
-        var object = ObjectBuilder()
-        object.set("state", state.snapshotJSON)
-        object.set("tear", tear)
-        if let digestMismatch {
-            var mismatch = ObjectBuilder()
-            mismatch.set("seq", digestMismatch.sequence)
-            mismatch.set("step", digestMismatch.step)
-            object.set("digest_mismatch", mismatch.json)
-        }
-        object.set("last_complete_member", lastCompleteMemberOffset)
-        return object.json
+    var cachedJSON: JSONValue { CachedFacts(facts: self).json }
+
+    /// `cachedJSON`'s canonical bytes, written without building the tree.
+    var cachedBytes: [UInt8] {
+        var writer = JSONWriter(capacity: 16 * 1024)
+        CachedFacts(facts: self).write(to: &writer)
+        return writer.bytes
     }
 
     init(cached scanner: inout JSONScanner) throws {

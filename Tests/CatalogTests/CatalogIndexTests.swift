@@ -1,10 +1,11 @@
-import Catalog
 import EvalEngine
 import Foundation
 import TestSupport
 import Testing
 import TraceCore
 import TraceLog
+
+@testable import Catalog
 
 /// Every log under Fixtures/ (samples and the bundled runs), copied into `directory`.
 func copyFixtureLogs(into directory: TemporaryDirectory) throws -> [String] {
@@ -58,6 +59,26 @@ struct CatalogIndexTests {
                 #expect(loaded.digest == facts.state.digest)
                 #expect(loaded.counters == facts.state.counters)
                 #expect(loaded.start == facts.state.start)
+                // Written straight to bytes, the snapshot and the cache's form are what the
+                // trees encode to: entries made before (from the trees) read the same.
+                var snapshot = JSONWriter(capacity: 0)
+                facts.state.writeSnapshot(to: &snapshot)
+                #expect(snapshot.bytes == text, "\(log)")
+                var mismatched = facts
+                mismatched.digestMismatch = LogFacts.DigestMismatch(sequence: 5, step: 2)
+                for variant in [facts, mismatched] {
+                    var object = ObjectBuilder()
+                    object.set("state", variant.state.snapshotJSON)
+                    object.set("tear", variant.tear)
+                    if let mismatch = variant.digestMismatch {
+                        var inner = ObjectBuilder()
+                        inner.set("seq", mismatch.sequence)
+                        inner.set("step", mismatch.step)
+                        object.set("digest_mismatch", inner.json)
+                    }
+                    object.set("last_complete_member", variant.lastCompleteMemberOffset)
+                    #expect(variant.cachedBytes == JSONWriter.encode(object.json), "\(log)")
+                }
             }
         }
     }

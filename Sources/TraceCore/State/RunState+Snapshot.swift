@@ -11,6 +11,14 @@ extension RunState {
         return canonicalJSON(&lists)
     }
 
+    /// The snapshot's canonical bytes, written straight from the state: what
+    /// `JSONWriter.encode(snapshotJSON)` gives, without building the tree (a cache stores one
+    /// per log it reads).
+    public func writeSnapshot(to writer: inout JSONWriter) {
+        var lists = SnapshotLists()
+        writer.writeObject { canonicalMembers(into: &$0, &lists) }
+    }
+
     /// Loads a snapshot from JSON text.
     public init(snapshotText bytes: UnsafeRawBufferPointer) throws {
         self = try JSONScanner.scan(bytes) { try RunState(snapshot: &$0) }
@@ -165,4 +173,28 @@ extension Anomaly: JSONRepresentable {
         }
         self.init(sequence: try required(sequence, "seq"), message: try required(message, "message"))
     }
+}
+
+/// The snapshot's members as bytes: the start in full, each list encoded as it stands.
+private struct SnapshotLists: StateListEncoder {
+    func start(_ start: RunStarted) -> RunStarted { start }
+    func decisions(_ decisions: [DecisionRecord]) -> EncodedList { EncodedList(decisions) }
+    func calls(_ calls: [ToolCallRecord]) -> EncodedList { EncodedList(calls) }
+    func contents(_ contents: [ContentReference]) -> EncodedList { EncodedList(contents) }
+    func anomalies(_ anomalies: [Anomaly]) -> EncodedList { EncodedList(anomalies) }
+}
+
+/// A list already written as canonical JSON.
+private struct EncodedList: JSONEncodable {
+    let bytes: [UInt8]
+
+    init(_ elements: [some JSONEncodable]) {
+        var writer = JSONWriter(capacity: 1024)
+        elements.write(to: &writer)
+        bytes = writer.bytes
+    }
+
+    var json: JSONValue { (try? JSONParser.parse(bytes)) ?? .array([]) }
+
+    func write(to writer: inout JSONWriter) { writer.bytes.append(contentsOf: bytes) }
 }
