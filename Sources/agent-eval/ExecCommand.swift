@@ -170,6 +170,9 @@ struct ExecCommand: AsyncParsableCommand {
         throw outcome.stop.reason == .success ? Exit.success : Exit.failure
     }
 
+    /// Failed calls the summary names; the rest are counted.
+    static let failedCallsShown = 5
+
     static func describe(_ outcome: RunOutcome, agentPath: String) -> [String] {
         let state = outcome.state
         let stop = outcome.stop
@@ -185,9 +188,12 @@ struct ExecCommand: AsyncParsableCommand {
                 + ", tokens: \(state.usage.totalTokens)")
         let failed = state.calls.filter { $0.isExecuted && $0.lastResult?.status != .ok }
         if !failed.isEmpty {
+            // The first few name the problem; a long run's hundreds would bury the rest.
+            let shown = failed.prefix(Self.failedCallsShown).map { "\($0.tool) (\($0.id)): \($0.lastResult?.error ?? "no result")" }
+            let more = failed.count - shown.count
             lines.append(
-                "FAILED calls: \(failed.count) of \(state.toolCallCount): "
-                    + failed.map { "\($0.tool) (\($0.id)): \($0.lastResult?.error ?? "no result")" }.joined(separator: "; "))
+                "FAILED calls: \(failed.count) of \(state.toolCallCount): " + shown.joined(separator: "; ")
+                    + (more > 0 ? "; … and \(more) more (agent-eval replay \(outcome.logPath) shows each)" : ""))
         }
         lines.append("log: \(outcome.logPath)")
         let waiting = state.callsAwaitingApproval

@@ -78,6 +78,25 @@ struct ExecCommandTests {
         }
     }
 
+    @Test("exec's summary names the first five failed calls and counts the rest, with where to see them all")
+    func failedCallsSummary() throws {
+        try TemporaryDirectory.with { directory in
+            _ = try copySupportAgent(into: directory)
+            // Six lookups of orders the fixture does not know (the agent allows six calls), each
+            // failing, then an answer.
+            let calls = (1...6).map { "  - tool_calls: [{name: lookup_order, arguments: {order_id: A-\($0)}}]\n" }.joined()
+            try "decisions:\n\(calls)  - answer: none of them exist\n".write(
+                toFile: directory.path("support.model.yaml"), atomically: true, encoding: .utf8)
+            let log = directory.path("run.jsonl.gz")
+            let result = try agentEval(["exec", "--agent", directory.path("agent.yaml"), "--input", "Where are my orders?", "--log", log])
+            let line = try #require(result.stdoutText.split(separator: "\n").first { $0.hasPrefix("FAILED calls:") })
+            #expect(
+                line == "FAILED calls: 6 of 6: lookup_order (call-1): order not found; lookup_order (call-2): order not found; "
+                    + "lookup_order (call-3): order not found; lookup_order (call-4): order not found; "
+                    + "lookup_order (call-5): order not found; … and 1 more (agent-eval replay \(log) shows each)")
+        }
+    }
+
     @Test("control characters from a model or a tool never reach the terminal raw: exec, replay and run show them escaped")
     func terminalEscapes() throws {
         try TemporaryDirectory.with { directory in
