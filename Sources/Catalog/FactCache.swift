@@ -170,7 +170,7 @@ private final class Counts: Sendable {
 }
 
 /// The cache's form of a log's facts: `{"digest_mismatch"?, "last_complete_member"?, "state":
-/// snapshot, "tear"?}`, written straight to bytes (`cachedBytes`) or as a tree (`json`).
+/// snapshot, "tear"?}`, written straight to bytes (`LogFacts.cachedBytes`).
 private struct CachedFacts: JSONObjectEncodable {
     let facts: LogFacts
 
@@ -198,10 +198,7 @@ private struct CachedFacts: JSONObjectEncodable {
 }
 
 extension LogFacts {
-    /// The cache's form: `{"state": snapshot, "tear"?, "digest_mismatch"?, "last_complete_member"?}`.
-    var cachedJSON: JSONValue { CachedFacts(facts: self).json }
-
-    /// `cachedJSON`'s canonical bytes, written without building the tree.
+    /// The cache's form (`CachedFacts`) as canonical JSON bytes, written without building a tree.
     var cachedBytes: [UInt8] {
         var writer = JSONWriter(capacity: 16 * 1024)
         CachedFacts(facts: self).write(to: &writer)
