@@ -375,6 +375,51 @@ class LogWriter:
 
 # -- Reading and verifying (sections 3, 5) -----------------------------------------------------
 
+PACKET_LISTS = ("observations", "tools_disclosed", "evidence", "memory", "omitted")
+UNKNOWN_BASE = (-1, {})
+
+
+def _resolve_packet(event, base):
+    """The whole packet of a context_built event (section 4): a version 2 line with base_seq
+    holds each list as copies [start, count] of the base packet's list and items of its own.
+    `base` is (seq, whole packet) of the log's previous packet, None when there is none, or
+    UNKNOWN_BASE when events before it were lost: then copies are taken as they are."""
+    data = event["data"]
+    if event["v"] < 2 or data.get("base_seq") is None:
+        for name in PACKET_LISTS:
+            if event["v"] >= 2 and any(isinstance(item, list) for item in data.get(name) or []):
+                raise ValueError("%s copies from a base packet, but the packet has no base_seq" % name)
+        return data
+    base_seq = data["base_seq"]
+    if not isinstance(base_seq, int) or isinstance(base_seq, bool):
+        raise ValueError("base_seq must be an integer")
+    if base is None:
+        raise ValueError("a delta on seq %d, but no context_built comes before it" % base_seq)
+    if base is not UNKNOWN_BASE and base[0] != base_seq:
+        raise ValueError("a delta on seq %d, but the packet before it is seq %d" % (base_seq, base[0]))
+    whole = dict(data)
+    del whole["base_seq"]
+    for name in PACKET_LISTS:
+        items = []
+        for position, edit in enumerate(data.get(name) or []):
+            if not isinstance(edit, list):
+                items.append(edit)
+                continue
+            if (len(edit) != 2 or any(not isinstance(n, int) or isinstance(n, bool) for n in edit) or edit[0] < 0
+                    or edit[1] < 1):
+                raise ValueError("%s[%d] must be a copy [start, count] with start >= 0 and count >= 1" % (name, position))
+            start, count = edit
+            if base is UNKNOWN_BASE:
+                items.extend([None] * count)  # what it copies was not read; only the count is known
+                continue
+            available = base[1].get(name) or []
+            if start + count > len(available):
+                raise ValueError("%s[%d] copies past the end of the base packet's %d items" % (name, position, len(available)))
+            items.extend(available[start:start + count])
+        whole[name] = items
+    return whole
+
+
 def _problem(code, message, seq=None, member=None):
     return {"code": code, "message": message, "seq": seq, "member_offset": member}
 
@@ -390,6 +435,7 @@ def verify(path):
         problems.append(_problem("pending_seal", "a seal of this log was interrupted", None, None))
     offset, ending = 0, "complete"
     expected_seq, prev, run_id, last_step = 0, GENESIS, None, None
+    packet = None  # (seq, whole packet) of the last context_built, the base of a delta
     state = RunState()
     digests_checked, digest_mismatches = 0, []
     if data[:2] != b"\x1f\x8b":
@@ -432,7 +478,7 @@ def verify(path):
             try:
                 event = json.loads(line.decode("utf-8"))
                 assert isinstance(event, dict)
-                assert event.get("v") == 1 or (_ for _ in ()).throw(ValueError("unsupported version"))
+                assert event.get("v") in (1, 2) or (_ for _ in ()).throw(ValueError("unsupported version"))
                 for name, kind in [("run", str), ("seq", int), ("step", int), ("time_us", int), ("kind", str), ("prev", str),
                                    ("data", dict)]:
                     if not isinstance(event.get(name), kind) or isinstance(event.get(name), bool):
@@ -461,6 +507,15 @@ def verify(path):
                 problems.append(_problem("sequence_gap", "sequence numbers skip", expected_seq, start))
             elif event["prev"] != prev:
                 problems.append(_problem("broken_chain", "the hash chain breaks", event["seq"] - 1, start))
+            if event["seq"] != seq_here:
+                packet = UNKNOWN_BASE  # events lost or repeated may hold a delta's base: the next is taken as it is
+            if event["kind"] == "context_built":
+                try:
+                    whole = _resolve_packet(event, packet)
+                    packet = (event["seq"], whole)
+                except ValueError as error:
+                    problems.append(_problem("invalid_event", "context_built: %s" % error, event["seq"], start))
+                    packet = UNKNOWN_BASE  # one bad delta is one problem
             if event["kind"] == "step_ended":
                 digests_checked += 1
                 computed = state.digest()
@@ -472,7 +527,8 @@ def verify(path):
             prev = sha256_hex(line)
         if not complete:
             # A tear cuts the next line short; it does not change it (section 5).
-            template = ('{"v":1,"run":%s,"seq":%d,"step":' % (canonical(run_id), expected_seq)).encode("utf-8")
+            version = "2" if partial[5:6] == b"2" else "1"  # a delta packet's line is version 2
+            template = ('{"v":%s,"run":%s,"seq":%d,"step":' % (version, canonical(run_id), expected_seq)).encode("utf-8")
             if run_id is not None and not template.startswith(partial[:len(template)]):
                 problems.append(_problem("corrupt_member", "the partial line does not begin the next event", expected_seq, start))
             else:

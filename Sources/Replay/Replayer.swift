@@ -47,7 +47,7 @@ public struct Replayer: Sendable {
 
         struct Stop: Error {}
         do {
-            result.read = try LogReader(path: path).forEachEvent { recorded in
+            result.read = try LogReader(path: path, options: LogReader.Options(resolvesContextPackets: true)).forEachEvent { recorded in
                 let event = recorded.event
                 if let step = current?.step, step != event.step {
                     try finish()

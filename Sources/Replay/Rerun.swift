@@ -42,7 +42,7 @@ public enum Rerun {
 
     /// Re-runs `log` with `agent` (as it is now), writing the new run to `output`.
     public static func run(log: String, agent: Agent, output: String) async throws -> Report {
-        let recorded = try LogReader(path: log).readAll().events.map(\.event)
+        let recorded = try LogReader(path: log, options: LogReader.Options(resolvesContextPackets: true)).readAll().events.map(\.event)
         guard
             let started = recorded.first.flatMap({ event -> RunStarted? in
                 if case .runStarted(let value) = event.payload { return value }
@@ -110,7 +110,7 @@ public enum Rerun {
             pending.removeAll { ids.contains($0.callId) }
             return given
         }
-        let fresh = try LogReader(path: output).readAll().events.map(\.event)
+        let fresh = try LogReader(path: output, options: LogReader.Options(resolvesContextPackets: true)).readAll().events.map(\.event)
         var divergence = compare(recorded: recorded, new: fresh, unanswered: unanswered)
         if let found = divergence, let change = schemaChange(recorded: recorded.first, new: fresh.first) {
             // A changed schema shows first where it is shown to the model (the packet's size) or
@@ -157,6 +157,17 @@ public enum Rerun {
         switch event.payload {
         case .stepEnded: data["state_digest"] = nil
         case .toolCompleted: data["duration_us"] = nil
+        case .contextBuilt:
+            // What was left out and why is compared; the detail only words it (and its wording
+            // changed between versions: an older log's details are not a different run).
+            if case .array(let items)? = data["omitted"] {
+                data["omitted"] = .array(
+                    items.map { item in
+                        guard var object = item.objectValue else { return item }
+                        object["detail"] = nil
+                        return .object(object)
+                    })
+            }
         case .decisionMade:
             // Timing and transport retries depend on the network, not on what the model said.
             data["latency_us"] = nil

@@ -49,6 +49,10 @@ public final class StepIndex {
         public var lastSequence: Int
         /// Where to start reading: the member holding the step's first event.
         public var position: LogReader.Position
+        /// The member holding the last context packet written whole before the step's end: a
+        /// step's delta packets are made whole by reading from there (or from `position`, if
+        /// that comes first).
+        public var packetPosition: LogReader.Position
         /// The state's counters at the step's end.
         public var after: StateSummary
         /// The digest replay computed for the step's last `step_ended` (nil without one).
@@ -133,6 +137,7 @@ public final class StepIndex {
     static func build(log: String) throws -> Built {
         var records: [Record] = []
         var member: LogReader.Position?
+        var wholePacket: LogReader.Position?
         var runId = ""
         let replay = try Replayer(path: log).replay { step, _ in
             var position: LogReader.Position?
@@ -146,13 +151,15 @@ public final class StepIndex {
                         previousHash: event.previousHash, runId: runId)
                 }
                 if position == nil { position = member }
+                // Replay hands out packets made whole; a line below the delta version was whole.
+                if case .contextBuilt = event.payload, event.version < Event.deltaVersion { wholePacket = member }
             }
             if let position {
                 records.append(
                     Record(
                         step: step.step, firstSequence: step.firstSequence, lastSequence: step.lastSequence, position: position,
-                        after: step.after, computedDigest: step.digests.last?.computed, hasProblem: step.hasProblem,
-                        hasDigestMismatch: step.digests.contains { !$0.isMatch }))
+                        packetPosition: wholePacket ?? position, after: step.after, computedDigest: step.digests.last?.computed,
+                        hasProblem: step.hasProblem, hasDigestMismatch: step.digests.contains { !$0.isMatch }))
             }
             return true
         }
@@ -272,10 +279,10 @@ public final class StepIndex {
         guard bytes.withUnsafeMutableBytes({ pread(descriptor, $0.baseAddress, recordSize, offset) }) == recordSize else {
             return nil
         }
+        let start = LogReader.Position(memberOffset: 0, memberIndex: 0, sequence: 0, previousHash: ContentHash.genesis, runId: runId)
         var record = Record(
-            step: 0, firstSequence: 0, lastSequence: 0,
-            position: LogReader.Position(memberOffset: 0, memberIndex: 0, sequence: 0, previousHash: ContentHash.genesis, runId: runId),
-            after: StateSummary(), computedDigest: nil, hasProblem: false, hasDigestMismatch: false)
+            step: 0, firstSequence: 0, lastSequence: 0, position: start, packetPosition: start, after: StateSummary(),
+            computedDigest: nil, hasProblem: false, hasDigestMismatch: false)
         for (field, offset) in zip(Field.all, layout) { field.read(&record, bytes, offset, enumNames) }
         return record
     }
@@ -299,7 +306,9 @@ public final class StepIndex {
         guard let index = position(ofStep: step), let record = record(at: index) else { return nil }
         let before = index > 0 ? (self.record(at: index - 1)?.after ?? StateSummary()) : StateSummary()
         var events: [RecordedEvent] = []
-        try LogReader(path: logPath).forEachEvent(from: record.position) { recorded in
+        let start = record.packetPosition.memberOffset < record.position.memberOffset ? record.packetPosition : record.position
+        let reader = LogReader(path: logPath, options: LogReader.Options(resolvesContextPackets: true))
+        try reader.forEachEvent(from: start) { recorded in
             if recorded.event.sequence > record.lastSequence { return false }
             if recorded.event.sequence >= record.firstSequence { events.append(recorded) }
             return true
@@ -416,6 +425,14 @@ extension StepIndex {
                 write: { record, bytes, _ in bytes.append(contentsOf: rawDigest(record.position.previousHash)) }
             ) {
                 record, bytes, offset, _ in record.position.previousHash = ContentHash.hex(bytes[offset..<offset + 32])
+            },
+            .int("packet_member_offset", \.packetPosition.memberOffset), .int("packet_member_index", \.packetPosition.memberIndex),
+            .int("packet_member_first_seq", \.packetPosition.sequence),
+            Field(
+                name: "packet_member_prev_hash", slots: 4,
+                write: { record, bytes, _ in bytes.append(contentsOf: rawDigest(record.packetPosition.previousHash)) }
+            ) {
+                record, bytes, offset, _ in record.packetPosition.previousHash = ContentHash.hex(bytes[offset..<offset + 32])
             },
             .int("event_count", \.after.eventCount), .int("state_step", \.after.step), .int("steps_completed", \.after.stepsCompleted),
             .int("context_packets", \.after.contextPackets), .int("decisions", \.after.decisions),

@@ -59,6 +59,10 @@ public struct StepRenderer: Sendable {
         case .contextBuilt(let packet):
             var lines = ["context   ~\(packet.tokenEstimate) tokens · tools shown: \(packet.toolsDisclosed.joined(separator: ", "))"]
             lines.append("  summary \(short(packet.stateSummary))")
+            if let delta = packet.delta {
+                // Only a read that began in the middle of the log leaves a packet as its delta.
+                lines.append("  (written as changes to the packet of seq \(delta.baseSequence), which this read did not reach)")
+            }
             for item in packet.observations {
                 lines.append("  sees    \(item.id): \(short(item.summary ?? ""))\(item.contentHash.map { " [\($0.prefix(15))…]" } ?? "")")
             }

@@ -141,6 +141,9 @@ public struct JSONScanner {
         return JSONKey(storage: .decoded(try cursor.string()))
     }
 
+    /// Whether the next value is an array (for members whose elements take more than one form).
+    public var nextIsArray: Bool { peek(UInt8(ascii: "[")) }
+
     /// Reads an array, calling `element` once per element.
     public mutating func readArray<T>(_ element: (inout JSONScanner) throws -> T) throws -> [T] {
         guard peek(UInt8(ascii: "[")) else { throw typeError("an array") }

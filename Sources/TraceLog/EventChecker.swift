@@ -32,6 +32,11 @@ struct EventChecker {
     private(set) var lastStep: Int?
     /// Set after a part of the file was skipped: the next event starts a new baseline.
     var isResynchronizing = false
+    /// The sizes of the last context packet's lists, to check a delta packet's copies against.
+    private(set) var contextShape: ContextShape?
+    /// Reading started in the middle of a log without the last packet's shape: the first delta
+    /// met is taken as it is (its base was read before).
+    private var trustsFirstDelta = false
 
     init(path: String) {
         self.path = path
@@ -39,24 +44,27 @@ struct EventChecker {
 
     /// A checker that picks up in the middle of a log: the next event must be `sequence`,
     /// linked to `previousHash`, of run `runId`.
-    init(path: String, resumingAt sequence: Int, previousHash: String, runId: String) {
+    init(path: String, resumingAt sequence: Int, previousHash: String, runId: String, contextShape: ContextShape? = nil) {
         self.path = path
         self.expectedSequence = sequence
         self.lastHash = previousHash
         self.isLastHashHex = ContentHash.isHex64(previousHash)
         self.runId = runId
+        self.contextShape = contextShape
+        self.trustsFirstDelta = contextShape == nil
     }
 
     /// Why the bytes after the last complete event of a torn member cannot be the start of
     /// the next event, or nil when they can. A tear cuts the next line short; it does not
     /// change it. So what is there must begin as the writer begins every line — `{"v":1,"run":`
-    /// with this run's id, then the expected sequence number — and as much of `"prev":"…"` as
+    /// (or `{"v":2,"run":` for a delta packet) with this run's id, then the expected sequence number — and as much of `"prev":"…"` as
     /// was written must be the start of the last event's hash. A changed byte in the last
     /// complete event (which no later event links to) shows here when the cut fell after the
     /// start of `prev`; a stray byte shows at once.
     func partialLineProblem(_ partial: UnsafeRawBufferPointer) -> String? {
         guard !partial.isEmpty else { return nil }
-        var expected = Array("{\"v\":1,\"run\":".utf8)
+        let version = partial.count > 5 && partial[5] == UInt8(ascii: "2") ? "2" : "1"
+        var expected = Array("{\"v\":\(version),\"run\":".utf8)
         if let runId {
             expected += JSONWriter.encode(.string(runId))
             expected += Array(",\"seq\":\(expectedSequence),\"step\":".utf8)
@@ -182,7 +190,50 @@ struct EventChecker {
                 }
             }
         }
+        // Events lost or repeated may include a delta's base: the next delta is not held
+        // against a packet the gap hid (the gap is the problem reported).
+        if !linkIsComparable { trustsFirstDelta = true }
+        if case .contextBuilt(let packet) = event.payload { checkContextPacket(packet, of: event, at: location, problems: &problems) }
         expectedSequence = max(expectedSequence, event.sequence + 1)
         return RecordedEvent(event: event, location: location, hash: hash)
+    }
+
+    /// A delta packet must build on the previous packet and copy only what that packet's lists
+    /// hold; every packet's list sizes become the next delta's base.
+    private mutating func checkContextPacket(
+        _ packet: ContextBuilt, of event: Event, at location: EventLocation, problems: inout [LogError]
+    ) {
+        guard let delta = packet.delta else {
+            contextShape = ContextShape(sequence: event.sequence, of: packet)
+            return
+        }
+        let base: ContextShape
+        if let contextShape, contextShape.sequence == delta.baseSequence {
+            base = contextShape
+        } else if trustsFirstDelta {
+            base = ContextShape(sequence: delta.baseSequence, unbounded: ())
+        } else {
+            let found = contextShape.map { "the packet before it is seq \($0.sequence)" } ?? "no context_built comes before it"
+            problems.append(
+                LogError(
+                    .invalidEvent,
+                    "event seq \(event.sequence) (context_built) is a delta on seq \(delta.baseSequence), but \(found): a delta packet builds on the log's previous context_built",
+                    path: path, memberOffset: location.memberOffset, sequence: event.sequence))
+            contextShape = ContextShape(sequence: event.sequence, unbounded: ())
+            return
+        }
+        trustsFirstDelta = false
+        do {
+            contextShape = try delta.shape(over: base, at: event.sequence)
+        } catch let error as TraceCoreError {
+            problems.append(
+                LogError(
+                    .invalidEvent, "event seq \(event.sequence) (context_built) is not a valid delta: \(error.message)", path: path,
+                    memberOffset: location.memberOffset, sequence: event.sequence))
+            // One bad delta is one problem: the next delta builds on this one, whatever it held.
+            contextShape = ContextShape(sequence: event.sequence, unbounded: ())
+        } catch {
+            contextShape = ContextShape(sequence: event.sequence, unbounded: ())
+        }
     }
 }

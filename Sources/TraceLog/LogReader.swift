@@ -1,4 +1,4 @@
-import TraceCore
+public import TraceCore
 
 #if canImport(Glibc)
     import Glibc
@@ -35,15 +35,20 @@ public struct LogReader {
         /// inflates the others, and every torn or damaged one. Off, zlib inflates them all: the
         /// same events, the same errors.
         public var inflatesWholeMembers = true
+        /// Hand out delta context packets (format version 2) made whole, as the packet the
+        /// model was given: for readers that show packets (replay, the viewer). Off, a delta
+        /// packet comes as it is written (`ContextBuilt.delta`), which is all the fold needs.
+        public var resolvesContextPackets = false
 
         public init(
             isStrict: Bool = false, memberContentLimit: Int = 1 << 30, readBufferSize: Int = 256 * 1024,
-            inflatesWholeMembers: Bool = true
+            inflatesWholeMembers: Bool = true, resolvesContextPackets: Bool = false
         ) {
             self.isStrict = isStrict
             self.memberContentLimit = memberContentLimit
             self.readBufferSize = readBufferSize
             self.inflatesWholeMembers = inflatesWholeMembers
+            self.resolvesContextPackets = resolvesContextPackets
         }
     }
 
@@ -98,13 +103,19 @@ public struct LogReader {
         /// The hash of the event before it (64 zeros for the first event of the log).
         public var previousHash: String
         public var runId: String
+        /// The sizes of the lists of the last context packet before it, to check a delta
+        /// packet's copies against; nil takes the first delta's copies as they are.
+        public var contextShape: ContextShape?
 
-        public init(memberOffset: Int, memberIndex: Int, sequence: Int, previousHash: String, runId: String) {
+        public init(
+            memberOffset: Int, memberIndex: Int, sequence: Int, previousHash: String, runId: String, contextShape: ContextShape? = nil
+        ) {
             self.memberOffset = memberOffset
             self.memberIndex = memberIndex
             self.sequence = sequence
             self.previousHash = previousHash
             self.runId = runId
+            self.contextShape = contextShape
         }
     }
 
@@ -128,8 +139,11 @@ public struct LogReader {
         var scanner = MemberScanner(path: path, contentLimit: options.memberContentLimit, readSize: options.readBufferSize)
         scanner.inflatesWholeMembers = options.inflatesWholeMembers
         var checker =
-            position.map { EventChecker(path: path, resumingAt: $0.sequence, previousHash: $0.previousHash, runId: $0.runId) }
-            ?? EventChecker(path: path)
+            position.map {
+                EventChecker(
+                    path: path, resumingAt: $0.sequence, previousHash: $0.previousHash, runId: $0.runId, contextShape: $0.contextShape)
+            } ?? EventChecker(path: path)
+        var resolver = options.resolvesContextPackets ? ContextPacketResolver(startsMidLog: position != nil) : nil
         var summary = ReadSummary()
         var problems: [LogError] = []
         var lineNumber = position?.sequence ?? 0
@@ -143,8 +157,19 @@ public struct LogReader {
             let dropped = try LineSplitter.forEachLine(in: content) { line in
                 lineNumber += 1
                 let location = EventLocation(memberIndex: member.index, memberOffset: member.offset, line: lineNumber)
-                guard let recorded = checker.check(line, at: location, problems: &problems), problems.isEmpty else {
+                guard var recorded = checker.check(line, at: location, problems: &problems), problems.isEmpty else {
                     throw problems[0]
+                }
+                if var packets = resolver {
+                    defer { resolver = packets }
+                    do {
+                        recorded.event = try packets.resolve(recorded.event)
+                    } catch let error as TraceCoreError {
+                        throw LogError(
+                            .invalidEvent, "event seq \(recorded.event.sequence) (context_built) cannot be made whole: \(error.message)",
+                            path: path, memberOffset: member.offset, sequence: recorded.event.sequence,
+                            hint: "a delta packet needs the packets before it: read the log from its start")
+                    }
                 }
                 summary.eventCount += 1
                 eventsInMember += 1

@@ -28,16 +28,21 @@ public final class LogWriter {
         public var signer: LogSigner?
         /// Replaces secrets in every event before it is written; nil writes events as they are.
         public var redactor: Redactor?
+        /// Writes a context packet as what changed since the previous one (a version 2 line,
+        /// docs/log-format.md), so a long run's log grows with its length, not its square.
+        /// Off, every packet is written whole, as version 1 readers read it.
+        public var writesContextDeltas = true
 
         public init(
             memberBound: Int = 256 * 1024, durability: Durability = .standard, compressionLevel: Int32 = 4, signer: LogSigner? = nil,
-            redactor: Redactor? = nil
+            redactor: Redactor? = nil, writesContextDeltas: Bool = true
         ) {
             self.memberBound = memberBound
             self.durability = durability
             self.compressionLevel = compressionLevel
             self.signer = signer
             self.redactor = redactor
+            self.writesContextDeltas = writesContextDeltas
         }
     }
 
@@ -202,6 +207,24 @@ public final class LogWriter {
         }
         var event = Event(
             runId: runId, sequence: nextSequence, step: step, timeUs: timeUs, previousHash: lastHash, payload: payload)
+        var wholePacket: ContextBuilt?
+        if case .contextBuilt(let packet) = payload {
+            guard packet.delta == nil else {
+                throw LogError(
+                    .invalidEvent,
+                    "event seq \(nextSequence) (context_built) is a delta packet; the writer takes whole packets and writes deltas itself",
+                    path: path, sequence: nextSequence, hint: "make the packet whole first (ContextPacketResolver)")
+            }
+            wholePacket = packet
+            if let delta = contextDelta(for: packet) {
+                event.version = Event.deltaVersion
+                event.payload = .contextBuilt(
+                    ContextBuilt(
+                        goal: packet.goal, stateSummary: packet.stateSummary, tokenEstimate: packet.tokenEstimate,
+                        promptHash: packet.promptHash,
+                        delta: delta))
+            }
+        }
         lineWriter.bytes.removeAll(keepingCapacity: true)
         event.encode(into: &lineWriter)
         if let redactor = options.redactor, redactor.mayRedact(lineWriter.bytes),
@@ -225,6 +248,14 @@ public final class LogWriter {
         }
         lastStep = step
         lastTimeUs = timeUs
+        if let wholePacket {
+            if event.version == Event.deltaVersion {
+                packetBytes.sinceWhole += lineWriter.bytes.count
+            } else {
+                packetBytes = (lineWriter.bytes.count, 0)
+            }
+            lastPacket = (nextSequence, wholePacket)
+        }
         lastHash = lineWriter.bytes.withUnsafeBytes { ContentHash.sha256Hex($0) }
         lineWriter.bytes.append(0x0A)
         lineWriter.bytes.withUnsafeBytes { deflater.deflate($0, flush: Z_NO_FLUSH) }
@@ -237,6 +268,22 @@ public final class LogWriter {
     }
 
     private var lastEventWasSignature = false
+
+    /// The last context packet written, whole: the base of the next delta.
+    private var lastPacket: (sequence: Int, packet: ContextBuilt)?
+    /// The line size of the last packet written whole, and the bytes of delta lines since.
+    private var packetBytes = (whole: 0, sinceWhole: 0)
+
+    /// The delta to write `packet` as, or nil to write it whole: the first packet of a writer
+    /// is whole, and so is the next one once the deltas since the last whole packet add up to
+    /// its size. Whole packets then take at most as many bytes as the deltas between them, so
+    /// the log grows linearly, and a reader that starts at a whole packet (replay's index)
+    /// reads at most about two packets' worth of deltas to rebuild any packet.
+    private func contextDelta(for packet: ContextBuilt) -> ContextDelta? {
+        guard options.writesContextDeltas, let lastPacket, packetBytes.sinceWhole < packetBytes.whole else { return nil }
+        let delta = ContextDelta(from: lastPacket.packet, at: lastPacket.sequence, to: packet)
+        return delta
+    }
 
     /// The step of the last event appended (nil before the first).
     private var lastStep: Int?

@@ -46,7 +46,8 @@ struct LogCommand: ParsableCommand {
             let kinds = Set(kind)
             var seen: Set<String> = []
             do {
-                let summary = try LogReader(path: file).forEachLine { line, recorded in
+                let reader = LogReader(path: file, options: LogReader.Options(resolvesContextPackets: !json))
+                let summary = try reader.forEachLine { line, recorded in
                     seen.insert(recorded.event.kind)
                     guard kinds.isEmpty || kinds.contains(recorded.event.kind) else { return }
                     if json { output.append(line: line) } else { output.append(recorded.event.summaryLine) }

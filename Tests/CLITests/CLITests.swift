@@ -166,7 +166,8 @@ struct CLITests {
     @Test("log verify tells a complete log from one that ends cleanly but unfinished, and from a torn one")
     func verifyEndings() throws {
         try TemporaryDirectory.with { directory in
-            let events = try LogReader(path: fixture("support-sample.jsonl.gz")).readAll().events.map(\.event)
+            let reader = LogReader(path: fixture("support-sample.jsonl.gz"), options: LogReader.Options(resolvesContextPackets: true))
+            let events = try reader.readAll().events.map(\.event)
             let path = directory.path("open.jsonl.gz")
             try LogWriter.withWriter(creating: path, runId: "r") { writer in
                 for event in events.prefix(10) { try writer.append(event.payload, step: event.step, timeUs: event.timeUs) }

@@ -29,7 +29,10 @@ struct TrustTests {
         }
     }
 
-    func events(of path: String) throws -> [Event] { try LogReader(path: path).readAll().events.map(\.event) }
+    /// The events of `path`, with whole context packets (a writer writes its own deltas).
+    func events(of path: String) throws -> [Event] {
+        try LogReader(path: path, options: LogReader.Options(resolvesContextPackets: true)).readAll().events.map(\.event)
+    }
 
     @Test("a call id used for two calls: the fold keeps both, and a forbidden tool run under the reused id cannot pass")
     func reusedCallIds() async throws {

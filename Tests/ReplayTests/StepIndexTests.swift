@@ -15,7 +15,7 @@ struct StepIndexTests {
             let (index, rebuilt) = try StepIndex.open(log: log, cacheDirectory: directory.url.path)
             #expect(rebuilt)
             #expect(try StepIndex.open(log: log, cacheDirectory: directory.url.path).rebuilt == false)
-            let events = try LogReader(path: log).readAll().events.map(\.event)
+            let events = try LogReader(path: log, options: LogReader.Options(resolvesContextPackets: true)).readAll().events.map(\.event)
             for position in 0..<index.stepCount {
                 let record = try #require(index.record(at: position))
                 let step = try #require(try index.replayStep(record.step))

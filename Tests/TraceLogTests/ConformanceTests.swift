@@ -41,8 +41,8 @@ struct ConformanceTests {
             if rechain {
                 var event = try Event(line: line)
                 event = Event(
-                    runId: event.runId, sequence: sequence, step: event.step, timeUs: event.timeUs, previousHash: previous,
-                    payload: event.payload)
+                    version: event.version, runId: event.runId, sequence: sequence, step: event.step, timeUs: event.timeUs,
+                    previousHash: previous, payload: event.payload)
                 line = Array(event.encodedLine())
                 let hashed = ending.count > 1 ? line + ending.dropLast() : line
                 previous = ContentHash.sha256Hex(hashed)
@@ -85,6 +85,17 @@ struct ConformanceTests {
             return try log(lines, rechain: false)
         },
         Case(name: "stray-byte-after-the-end") { try sample("support-sample.jsonl.gz") + [0x78] },
+        Case(name: "delta-on-wrong-base") {
+            // Seq 9 is a delta packet on seq 3 (version 2); another base is damage, chain or not.
+            var lines = try ConformanceTests.lines()
+            lines[9] = replacing(lines[9], #""base_seq":3,"#, #""base_seq":2,"#)
+            return try log(lines, rechain: true)
+        },
+        Case(name: "delta-copy-past-the-end") {
+            var lines = try ConformanceTests.lines()
+            lines[9] = replacing(lines[9], #""tools_disclosed":[[0,2]]"#, #""tools_disclosed":[[0,3]]"#)
+            return try log(lines, rechain: true)
+        },
         Case(name: "edited-with-chain-recomputed") {
             // Intact to the chain, but the recorded state digests no longer match the fold.
             try log(lines().map { replacing($0, #""amount_cents":4999"#, #""amount_cents":999"#) }, rechain: true)

@@ -116,14 +116,16 @@ public struct ContextBuilder: Sendable {
             }
         let budgetBytes = settings.tokenBudget * 4
 
-        // Counts an item in if it fits the budget; lists it as omitted if not.
+        // Counts an item in if it fits the budget; lists it as omitted if not. The detail says
+        // only what stays true from step to step (not the tokens left, which change as the run
+        // goes on), so that a packet differs from the one before it only where the run changed.
         func fits(id: String, size: Int, kind: String) -> Bool {
             guard used + size <= budgetBytes else {
                 omitted.append(
                     OmittedItem(
                         id: id, reason: .budget,
-                        detail: "\(kind) needs \(ContextSettings.estimateTokens(bytes: size)) tokens, "
-                            + "\(max(0, ContextSettings.estimateTokens(bytes: budgetBytes - used))) left"))
+                        detail: "\(kind) needs \(ContextSettings.estimateTokens(bytes: size)) tokens, more than the budget of "
+                            + "\(settings.tokenBudget) had left"))
                 return false
             }
             used += size
@@ -142,8 +144,13 @@ public struct ContextBuilder: Sendable {
                         id: observation.callId, reason: .staleness, detail: "from step \(observation.step), older than \(maxAge) steps"))
                 continue
             }
-            if let newer = seen[candidate.resultHash]?.first(where: { Self.sameResult($0, observation) }) {
-                omitted.append(OmittedItem(id: observation.callId, reason: .duplicate, detail: "same call and result as \(newer.callId)"))
+            // A duplicate names the next newer identical call (which names the next, up to the
+            // one included): that stays the same when a later identical call arrives.
+            if var same = seen[candidate.resultHash], let index = same.firstIndex(where: { Self.sameResult($0, observation) }) {
+                omitted.append(
+                    OmittedItem(id: observation.callId, reason: .duplicate, detail: "same call and result as \(same[index].callId)"))
+                same[index] = observation
+                seen[candidate.resultHash] = same
                 continue
             }
             seen[candidate.resultHash, default: []].append(observation)

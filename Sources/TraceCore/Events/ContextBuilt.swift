@@ -98,11 +98,15 @@ public struct ContextBuilt: JSONRepresentable, JSONObjectEncodable, Hashable {
     public var tokenEstimate: Int
     /// `sha256:<hex>` of a `content_stored` event holding the rendered prompt, if stored.
     public var promptHash: String?
+    /// Set for a packet read from a delta line (format version 2): its lists are in the delta,
+    /// as changes to the previous packet's, and the five list members above are empty until a
+    /// `ContextPacketResolver` makes the packet whole. Set by `LogWriter` on the lines it writes.
+    public var delta: ContextDelta?
 
     public init(
         goal: String, stateSummary: String, observations: [ItemReference] = [], toolsDisclosed: [String] = [],
         evidence: [ItemReference] = [], memory: [ItemReference] = [], omitted: [OmittedItem] = [],
-        tokenEstimate: Int, promptHash: String? = nil
+        tokenEstimate: Int, promptHash: String? = nil, delta: ContextDelta? = nil
     ) {
         self.goal = goal
         self.stateSummary = stateSummary
@@ -113,52 +117,100 @@ public struct ContextBuilt: JSONRepresentable, JSONObjectEncodable, Hashable {
         self.omitted = omitted
         self.tokenEstimate = tokenEstimate
         self.promptHash = promptHash
+        self.delta = delta
     }
 
     public init(from scanner: inout JSONScanner) throws {
+        try self.init(from: &scanner, version: 1)
+    }
+
+    /// Reads a packet written under envelope `version`: from version 2 on, a packet with
+    /// `base_seq` is a delta, and its lists are edits of the previous packet's.
+    public init(from scanner: inout JSONScanner, version: Int) throws {
         var goal: String?
         var stateSummary: String?
-        var observations: [ItemReference] = []
-        var toolsDisclosed: [String] = []
-        var evidence: [ItemReference] = []
-        var memory: [ItemReference] = []
-        var omitted: [OmittedItem] = []
+        var observations: [ListEdit<ItemReference>] = []
+        var toolsDisclosed: [ListEdit<String>] = []
+        var evidence: [ListEdit<ItemReference>] = []
+        var memory: [ListEdit<ItemReference>] = []
+        var omitted: [ListEdit<OmittedItem>] = []
         var tokenEstimate: Int?
         var promptHash: String?
+        var baseSequence: Int?
+        let readsEdits = version >= 2
+        func list<Item>(_ scanner: inout JSONScanner) throws -> [ListEdit<Item>] {
+            if readsEdits { return try scanner.readList() }
+            return try scanner.readList(Item.self).map { .item($0) }
+        }
         try scanner.readObject { scanner, key in
             switch key {
             case "goal": goal = try scanner.read()
             case "state_summary": stateSummary = try scanner.read()
-            case "observations": observations = try scanner.readList()
-            case "tools_disclosed": toolsDisclosed = try scanner.readList()
-            case "evidence": evidence = try scanner.readList()
-            case "memory": memory = try scanner.readList()
-            case "omitted": omitted = try scanner.readList()
+            case "observations": observations = try list(&scanner)
+            case "tools_disclosed": toolsDisclosed = try list(&scanner)
+            case "evidence": evidence = try list(&scanner)
+            case "memory": memory = try list(&scanner)
+            case "omitted": omitted = try list(&scanner)
             case "token_estimate": tokenEstimate = try scanner.read()
             case "prompt_hash": promptHash = try scanner.readOptional()
+            case "base_seq" where readsEdits: baseSequence = try scanner.readOptional()
             default: try scanner.skipValue()
             }
         }
         self.goal = try required(goal, "goal")
         self.stateSummary = try required(stateSummary, "state_summary")
-        self.observations = observations
-        self.toolsDisclosed = toolsDisclosed
-        self.evidence = evidence
-        self.memory = memory
-        self.omitted = omitted
         self.tokenEstimate = try required(tokenEstimate, "token_estimate")
         self.promptHash = promptHash
+        if let baseSequence {
+            guard baseSequence >= 0 else {
+                throw TraceCoreError(
+                    .invalidField, "must be the seq of an earlier context_built, found \(baseSequence)", fieldPath: "base_seq")
+            }
+            self.observations = []
+            self.toolsDisclosed = []
+            self.evidence = []
+            self.memory = []
+            self.omitted = []
+            self.delta = ContextDelta(
+                baseSequence: baseSequence, observations: observations, toolsDisclosed: toolsDisclosed, evidence: evidence, memory: memory,
+                omitted: omitted)
+        } else {
+            func items<Item>(_ edits: [ListEdit<Item>], _ name: String) throws -> [Item] {
+                try edits.enumerated().map { position, edit in
+                    guard case .item(let item) = edit else {
+                        throw TraceCoreError(
+                            .invalidField, "copies from a base packet, but the packet has no base_seq", fieldPath: "\(name)[\(position)]")
+                    }
+                    return item
+                }
+            }
+            self.observations = try items(observations, "observations")
+            self.toolsDisclosed = try items(toolsDisclosed, "tools_disclosed")
+            self.evidence = try items(evidence, "evidence")
+            self.memory = try items(memory, "memory")
+            self.omitted = try items(omitted, "omitted")
+            self.delta = nil
+        }
     }
 
     public func members(into object: inout some JSONMemberSink) {
-        object.set("evidence", evidence)
-        object.set("goal", goal)
-        object.set("memory", memory)
-        object.set("observations", observations)
-        object.set("omitted", omitted)
+        if let delta {
+            object.set("base_seq", delta.baseSequence)
+            object.set("evidence", delta.evidence)
+            object.set("goal", goal)
+            object.set("memory", delta.memory)
+            object.set("observations", delta.observations)
+            object.set("omitted", delta.omitted)
+        } else {
+            object.set("evidence", evidence)
+            object.set("goal", goal)
+            object.set("memory", memory)
+            object.set("observations", observations)
+            object.set("omitted", omitted)
+        }
         object.set("prompt_hash", promptHash)
         object.set("state_summary", stateSummary)
         object.set("token_estimate", tokenEstimate)
-        object.set("tools_disclosed", toolsDisclosed)
+        if let delta { object.set("tools_disclosed", delta.toolsDisclosed) } else { object.set("tools_disclosed", toolsDisclosed) }
     }
 }

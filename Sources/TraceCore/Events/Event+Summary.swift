@@ -38,6 +38,10 @@ extension EventPayload {
             return
                 "goal=\(quoted(started.goal)) agent=\(started.agent.name) model=\(started.model.provider)/\(started.model.name) tools=\(started.tools.count)"
         case .contextBuilt(let packet):
+            if let delta = packet.delta {
+                return
+                    "~\(packet.tokenEstimate) tokens, changes to the packet of seq \(delta.baseSequence) (read the log from its start to see it whole)"
+            }
             var text =
                 "~\(packet.tokenEstimate) tokens, \(packet.observations.count) observations, tools [\(packet.toolsDisclosed.joined(separator: ", "))]"
             if !packet.omitted.isEmpty {

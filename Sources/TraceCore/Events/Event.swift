@@ -4,8 +4,13 @@
 /// `{"v":1,"run":…,"seq":…,"step":…,"time_us":…,"kind":…,"prev":…,"data":{…}}` — and the
 /// payload in canonical JSON (see `JSONWriter`), so an event has exactly one encoding.
 public struct Event: Sendable, Hashable {
-    /// The envelope version this code writes and reads.
+    /// The envelope version this code writes, but for delta packets.
     public static let schemaVersion = 1
+    /// The envelope version of a line holding a delta packet (`ContextDelta`): version 1
+    /// readers refuse it rather than read its lists as whole ones.
+    public static let deltaVersion = 2
+    /// The envelope versions this code reads.
+    public static let supportedVersions = 1...2
 
     public var version: Int
     /// The run the event belongs to; the same on every line of a log.
@@ -43,10 +48,15 @@ public struct Event: Sendable, Hashable {
         return writer.bytes
     }
 
-    /// Appends the line bytes of this event, without the newline.
+    /// Appends the line bytes of this event, without the newline. A delta packet is written
+    /// under at least the delta version, which is the version that gives it its meaning.
     public func encode(into writer: inout JSONWriter) {
         writer.writeRaw("{\"v\":")
-        writer.write(version)
+        if case .contextBuilt(let packet) = payload, packet.delta != nil, version < Event.deltaVersion {
+            writer.write(Event.deltaVersion)
+        } else {
+            writer.write(version)
+        }
         writer.writeRaw(",\"run\":")
         writer.write(runId)
         writer.writeRaw(",\"seq\":")
@@ -67,7 +77,7 @@ public struct Event: Sendable, Hashable {
     /// Decodes one line (without its newline).
     ///
     /// Throws `TraceCoreError` for text that is not JSON, an envelope field that is missing or
-    /// mistyped, a version other than 1, or a known kind whose data does not fit.
+    /// mistyped, a version other than 1 or 2, or a known kind whose data does not fit.
     public init(line: UnsafeRawBufferPointer) throws {
         try self.init(line: line, runId: nil, previousHash: nil)
     }
@@ -98,8 +108,8 @@ public struct Event: Sendable, Hashable {
                 case "kind": kind = try scanner.read()
                 case "prev": previousHash = try scanner.readString(reusing: expectedPrevious)
                 case "data":
-                    if let kind, version == Event.schemaVersion {
-                        payload = try EventPayload(kind: kind, from: &scanner)
+                    if let kind, let version, Event.supportedVersions.contains(version) {
+                        payload = try EventPayload(kind: kind, from: &scanner, version: version)
                     } else {
                         // Written before `kind` (or under another version): decode it afterwards.
                         earlyData = try scanner.readValue()
@@ -109,12 +119,7 @@ public struct Event: Sendable, Hashable {
             }
         }
         self.version = try required(version, "v")
-        guard self.version == Event.schemaVersion else {
-            throw TraceCoreError(
-                .unsupportedVersion,
-                "event has envelope version \(self.version); this agent-eval reads version \(Event.schemaVersion) only",
-                fieldPath: "v")
-        }
+        try Event.checkVersion(self.version)
         self.runId = try required(runId, "run")
         self.sequence = try required(sequence, "seq")
         self.step = try required(step, "step")
@@ -124,7 +129,7 @@ public struct Event: Sendable, Hashable {
         if let payload {
             self.payload = payload
         } else {
-            self.payload = try EventPayload(kind: kindName, data: try required(earlyData, "data"))
+            self.payload = try EventPayload(kind: kindName, data: try required(earlyData, "data"), version: self.version)
         }
     }
 
@@ -157,12 +162,7 @@ public struct Event: Sendable, Hashable {
             }
         }
         version = try field(0)
-        guard version == Event.schemaVersion else {
-            throw TraceCoreError(
-                .unsupportedVersion,
-                "event has envelope version \(version); this agent-eval reads version \(Event.schemaVersion) only",
-                fieldPath: "v")
-        }
+        try Event.checkVersion(version)
         runId = try field(1)
         sequence = try field(2)
         step = try field(3)
@@ -170,6 +170,15 @@ public struct Event: Sendable, Hashable {
         let kind: String = try field(5)
         previousHash = try field(6)
         let data: JSONValue = try field(7)
-        payload = try EventPayload(kind: kind, data: data)
+        payload = try EventPayload(kind: kind, data: data, version: version)
+    }
+
+    private static func checkVersion(_ version: Int) throws {
+        guard supportedVersions.contains(version) else {
+            throw TraceCoreError(
+                .unsupportedVersion,
+                "event has envelope version \(version); this agent-eval reads versions \(supportedVersions.lowerBound) and \(supportedVersions.upperBound)",
+                fieldPath: "v")
+        }
     }
 }

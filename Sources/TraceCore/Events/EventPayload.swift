@@ -68,28 +68,29 @@ public enum EventPayload: Sendable, Hashable {
         }
     }
 
-    /// Decodes `data` for `kind`; a kind this version does not know becomes `.unknown`.
-    public init(kind: String, data: JSONValue) throws {
+    /// Decodes `data` for `kind` (of an event of envelope `version`); a kind this version does
+    /// not know becomes `.unknown`.
+    public init(kind: String, data: JSONValue, version: Int = Event.schemaVersion) throws {
         do {
-            try self.init(decoding: kind, data)
+            try self.init(decoding: kind, data, version: version)
         } catch let error as TraceCoreError {
             throw error.inside("data")
         }
     }
 
-    private init(decoding kind: String, _ data: JSONValue) throws {
+    private init(decoding kind: String, _ data: JSONValue, version: Int) throws {
         let bytes = JSONWriter.encode(data)
         self = try bytes.withUnsafeBytes { buffer in
-            try JSONScanner.scan(buffer) { try EventPayload(kind: kind, from: &$0) }
+            try JSONScanner.scan(buffer) { try EventPayload(kind: kind, from: &$0, version: version) }
         }
     }
 
-    /// Reads the `data` of `kind` straight from JSON text; a kind this version does not know
-    /// is kept as `.unknown` with its data as it is.
-    public init(kind: String, from scanner: inout JSONScanner) throws {
+    /// Reads the `data` of `kind` (of an event of envelope `version`) straight from JSON
+    /// text; a kind this version does not know is kept as `.unknown` with its data as it is.
+    public init(kind: String, from scanner: inout JSONScanner, version: Int = Event.schemaVersion) throws {
         switch kind {
         case "run_started": self = .runStarted(try RunStarted(from: &scanner))
-        case "context_built": self = .contextBuilt(try ContextBuilt(from: &scanner))
+        case "context_built": self = .contextBuilt(try ContextBuilt(from: &scanner, version: version))
         case "decision_made": self = .decisionMade(try DecisionMade(from: &scanner))
         case "verdict_given": self = .verdictGiven(try VerdictGiven(from: &scanner))
         case "tool_intended": self = .toolIntended(try ToolIntended(from: &scanner))

@@ -1,0 +1,171 @@
+import Foundation
+import TestSupport
+import Testing
+import TraceCore
+
+@testable import TraceLog
+
+/// Context packets written as deltas (format version 2): whole again on reading, checked
+/// against their base, and a log that grows with a run's length rather than its square.
+@Suite("Delta context packets")
+struct ContextDeltaTests {
+    /// The packet of step `step` of a run that builds its packets as a context builder does:
+    /// a window of the newest observations, and every older one listed as omitted (newest
+    /// first, after the tools policy hides).
+    static func packet(step: Int, window: Int = 4) -> ContextBuilt {
+        let calls = (1..<step).map { "call-\($0)" }
+        let included = calls.suffix(window)
+        let left = calls.dropLast(window).reversed()
+        return ContextBuilt(
+            goal: "Summarise the incident.", stateSummary: "Step \(step). \(calls.count) tool calls executed.",
+            observations: included.map { ItemReference(id: $0, summary: "lookup ok: \($0)") }, toolsDisclosed: ["lookup", "search"],
+            memory: step.isMultiple(of: 3) ? [ItemReference(id: "mem-1", summary: "a note")] : [],
+            omitted: [OmittedItem(id: "tool:delete", reason: .policy, detail: "write tools hidden")]
+                + left.map { OmittedItem(id: $0, reason: .budget, detail: "the observation needs 40 tokens") },
+            tokenEstimate: 100 + 10 * included.count)
+    }
+
+    /// Writes `steps` steps of packets (and a step end each) and returns the packets appended.
+    @discardableResult
+    static func writeRun(to path: String, steps: Int, options: LogWriter.Options) throws -> [ContextBuilt] {
+        var packets: [ContextBuilt] = []
+        try LogWriter.withWriter(creating: path, runId: "r-delta", options: options) { writer in
+            try writer.append(.runStarted(SampleRun.supportStart()), step: 0, timeUs: 1)
+            for step in 1...steps {
+                let packet = packet(step: step)
+                packets.append(packet)
+                try writer.append(.contextBuilt(packet), step: step, timeUs: step * 10)
+                try writer.append(
+                    .stepEnded(StepEnded(stateDigest: "sha256:" + String(repeating: "0", count: 64))), step: step, timeUs: step * 10 + 1)
+            }
+            try writer.append(.runStopped(RunStopped(reason: .success, answer: "done")), step: steps, timeUs: steps * 10 + 5)
+        }
+        return packets
+    }
+
+    static func lines(of path: String) throws -> [String] {
+        let text = try Subprocess.run(gzipPath, ["-dc", path])
+        return text.stdoutText.split(separator: "\n").map(String.init)
+    }
+
+    @Test("packets come back whole and in order, across members; without resolving, the fold is the same as for whole packets")
+    func roundTrip() throws {
+        try TemporaryDirectory.with { directory in
+            let deltas = directory.path("deltas.jsonl.gz")
+            let whole = directory.path("whole.jsonl.gz")
+            let packets = try Self.writeRun(to: deltas, steps: 120, options: LogWriter.Options(memberBound: 4096))
+            try Self.writeRun(to: whole, steps: 120, options: LogWriter.Options(memberBound: 4096, writesContextDeltas: false))
+
+            // Real gzip reads it; most packets are version 2 deltas, some are whole again.
+            #expect(try Subprocess.run(gzipPath, ["-t", deltas]).status == 0)
+            let packetLines = try Self.lines(of: deltas).filter { $0.contains(#""kind":"context_built""#) }
+            let deltaLines = packetLines.filter { $0.hasPrefix(#"{"v":2,"#) && $0.contains(#""base_seq":"#) }
+            #expect(deltaLines.count > 100)
+            #expect(packetLines.count - deltaLines.count >= 2, "whole packets are written again as deltas add up")
+            #expect(try Self.lines(of: whole).allSatisfy { $0.hasPrefix(#"{"v":1,"#) })
+
+            let resolved = try LogReader(path: deltas, options: LogReader.Options(resolvesContextPackets: true)).readAll()
+            #expect(resolved.summary.memberCount > 3)
+            let read = resolved.events.compactMap { if case .contextBuilt(let packet) = $0.event.payload { packet } else { nil } }
+            #expect(read == packets)
+
+            let plain = try LogReader(path: deltas).readAll().events.map(\.event)
+            #expect(plain.contains { if case .contextBuilt(let packet) = $0.payload { packet.delta != nil } else { false } })
+            let wholeEvents = try LogReader(path: whole).readAll().events.map(\.event)
+            #expect(RunState(folding: plain) == RunState(folding: wholeEvents))
+            #expect(RunState(folding: plain).digest == RunState(folding: wholeEvents).digest)
+            #expect(try LogVerifier.verify(path: deltas).isIntact)
+            #expect(FileManager.default.sizeOfFile(deltas) < FileManager.default.sizeOfFile(whole))
+        }
+    }
+
+    @Test("the bytes per step stay flat as the run grows: 100 steps and 800 steps")
+    func linearGrowth() throws {
+        try TemporaryDirectory.with { directory in
+            func jsonlBytesPerStep(_ steps: Int, deltas: Bool) throws -> Double {
+                let path = directory.path("run-\(steps)-\(deltas).jsonl.gz")
+                try Self.writeRun(to: path, steps: steps, options: LogWriter.Options(writesContextDeltas: deltas))
+                return Double(try Self.lines(of: path).reduce(0) { $0 + $1.utf8.count + 1 }) / Double(steps)
+            }
+            let short = try jsonlBytesPerStep(100, deltas: true)
+            let long = try jsonlBytesPerStep(800, deltas: true)
+            #expect(long < short * 1.5, "\(short) → \(long) bytes per step")
+            // Whole packets grow with the run: the same 8× longer run takes far more per step.
+            #expect(try jsonlBytesPerStep(800, deltas: false) > 4 * (try jsonlBytesPerStep(100, deltas: false)))
+        }
+    }
+
+    @Test("edits rebuild any list from any base, and copy what the lists share")
+    func editsRebuildLists() throws {
+        var generator = SeededGenerator(seed: 7)
+        for _ in 0..<500 {
+            let base = (0..<Int(generator.next() % 30)).map { _ in "item-\(generator.next() % 12)" }
+            var list = base
+            for _ in 0..<Int(generator.next() % 6) {
+                switch generator.next() % 3 {
+                case 0: list.insert("new-\(generator.next() % 50)", at: list.isEmpty ? 0 : Int(generator.next() % UInt64(list.count)))
+                case 1: if !list.isEmpty { list.remove(at: Int(generator.next() % UInt64(list.count))) }
+                default: list.reverse()
+                }
+            }
+            let edits = ListEdit.edits(from: base, to: list)
+            #expect(try ListEdit.apply(edits, to: base, name: "tools_disclosed", baseSequence: 0) == list)
+            let items = edits.filter { if case .item = $0 { true } else { false } }.count
+            #expect(items <= list.filter { !base.contains($0) }.count + list.count / 2 + 1)
+        }
+        let shifted = ListEdit<String>.edits(from: ["a", "b", "c", "d"], to: ["x", "b", "c", "d", "e"])
+        #expect(shifted == [ListEdit<String>.item("x"), .copy(start: 1, count: 3), .item("e")])
+    }
+
+    @Test("a delta that builds on another packet, or copies past its base, is named with its seq and field")
+    func damagedDeltas() throws {
+        try TemporaryDirectory.with { directory in
+            let path = directory.path("run.jsonl.gz")
+            try Self.writeRun(to: path, steps: 12, options: LogWriter.Options())
+            let lines = try Self.lines(of: path)
+            let index = try #require(lines.firstIndex { $0.contains(#""base_seq":"#) && $0.contains(#""observations":[[0,"#) })
+            let event = try Event(line: Array(lines[index].utf8))
+            guard case .contextBuilt(let packet) = event.payload, let delta = packet.delta else {
+                Issue.record("no delta at line \(index + 1)")
+                return
+            }
+
+            func verify(_ edited: String) throws -> [LogError] {
+                var changed = lines
+                changed[index] = edited
+                let damaged = directory.path("damaged-\(UUID().uuidString).jsonl.gz")
+                let text = Array(changed.joined(separator: "\n").utf8) + [0x0A]
+                try Data(try text.withUnsafeBytes { try gzipMember($0) }).write(to: URL(fileURLWithPath: damaged))
+                return try LogVerifier.verify(path: damaged).problems.filter { $0.code == .invalidEvent }
+            }
+            let wrongBase = try verify(
+                lines[index].replacingOccurrences(
+                    of: #""base_seq":\#(delta.baseSequence),"#, with: #""base_seq":\#(delta.baseSequence - 2),"#))
+            #expect(wrongBase.count == 1)
+            #expect(wrongBase.first?.sequence == event.sequence)
+            #expect(
+                wrongBase.first?.message.contains(
+                    "is a delta on seq \(delta.baseSequence - 2), but the packet before it is seq \(delta.baseSequence)") == true)
+
+            let pastTheEnd = try verify(lines[index].replacingOccurrences(of: #""observations":[[0,"#, with: #""observations":[[90,"#))
+            #expect(pastTheEnd.count == 1)
+            #expect(pastTheEnd.first?.message.contains("data.observations[0] copies items 90 to") == true)
+
+            // In a version 1 line, base_seq is a member this version does not define: ignored.
+            let whole = try #require(lines.first { $0.hasPrefix(#"{"v":1,"#) && $0.contains(#""kind":"context_built""#) })
+            let version1 = try Event(line: Array(whole.replacingOccurrences(of: #""data":{"#, with: #""data":{"base_seq":1,"#).utf8))
+            guard case .contextBuilt(let asRead) = version1.payload else {
+                Issue.record("not a packet")
+                return
+            }
+            #expect(asRead.delta == nil)
+            #expect(asRead == Self.packet(step: 1))
+        }
+    }
+}
+
+extension FileManager {
+    fileprivate func sizeOfFile(_ path: String) -> Int {
+        ((try? attributesOfItem(atPath: path))?[.size] as? Int) ?? 0
+    }
+}
