@@ -67,13 +67,26 @@ public struct ContextBuilder: Sendable {
     /// What earlier builds of the same run worked out, so that each build costs what changed:
     /// the observation of each finished call and its encoded size, and the tools' sizes.
     public struct Cache: Sendable {
-        struct Entry: Sendable {
-            var mark: Mark
-            var observation: Observation
-            var reference: ItemReference
-            var size: Int
+        /// A class, so that a build hands entries around by reference: a long run's build
+        /// looks at every earlier call, and copying each entry's fields was most of its cost.
+        final class Entry: Sendable {
+            let mark: Mark
+            let observation: Observation
+            let reference: ItemReference
+            let size: Int
             /// Hash of the observation without its id and step, for finding duplicates.
-            var resultHash: Int
+            let resultHash: Int
+            /// How the packet lists it when it does not fit the budget (the same every step).
+            let budgetOmission: OmittedItem
+
+            init(mark: Mark, observation: Observation, reference: ItemReference, size: Int, resultHash: Int, budget: Int) {
+                self.mark = mark
+                self.observation = observation
+                self.reference = reference
+                self.size = size
+                self.resultHash = resultHash
+                budgetOmission = ContextBuilder.budgetOmission(id: observation.callId, size: size, kind: "the observation", budget: budget)
+            }
         }
 
         /// The call's revision when its observation was made: the fold bumps it at every change.
@@ -116,16 +129,10 @@ public struct ContextBuilder: Sendable {
             }
         let budgetBytes = settings.tokenBudget * 4
 
-        // Counts an item in if it fits the budget; lists it as omitted if not. The detail says
-        // only what stays true from step to step (not the tokens left, which change as the run
-        // goes on), so that a packet differs from the one before it only where the run changed.
-        func fits(id: String, size: Int, kind: String) -> Bool {
+        // Counts an item in if it fits the budget; lists it as omitted if not.
+        func fits(size: Int, omission: @autoclosure () -> OmittedItem) -> Bool {
             guard used + size <= budgetBytes else {
-                omitted.append(
-                    OmittedItem(
-                        id: id, reason: .budget,
-                        detail: "\(kind) needs \(ContextSettings.estimateTokens(bytes: size)) tokens, more than the budget of "
-                            + "\(settings.tokenBudget) had left"))
+                omitted.append(omission())
                 return false
             }
             used += size
@@ -133,37 +140,36 @@ public struct ContextBuilder: Sendable {
         }
 
         // Observations, newest first, so the most recent survive a tight budget.
-        var candidates = Self.observations(of: state, cache: &cache, content: content)
-        var included: [(observation: Observation, reference: ItemReference)] = []
-        var seen: [Int: [Observation]] = [:]
+        var candidates = Self.observations(of: state, cache: &cache, content: content, budget: settings.tokenBudget)
+        var included: [Cache.Entry] = []
+        // The newest call of each result seen so far, by the result's hash; results whose
+        // hashes collide with another's wait in `collided`.
+        var seen: [Int: Cache.Entry] = [:]
+        seen.reserveCapacity(candidates.count)
+        var collided: [Int: [Cache.Entry]] = [:]
         for candidate in candidates.reversed() {
-            let observation = candidate.observation
-            if let maxAge = settings.maxObservationAgeSteps, currentStep - observation.step > maxAge {
+            let step = candidate.observation.step
+            if let maxAge = settings.maxObservationAgeSteps, currentStep - step > maxAge {
                 omitted.append(
                     OmittedItem(
-                        id: observation.callId, reason: .staleness, detail: "from step \(observation.step), older than \(maxAge) steps"))
+                        id: candidate.observation.callId, reason: .staleness, detail: "from step \(step), older than \(maxAge) steps"))
                 continue
             }
-            // A duplicate names the next newer identical call (which names the next, up to the
-            // one included): that stays the same when a later identical call arrives.
-            if var same = seen[candidate.resultHash], let index = same.firstIndex(where: { Self.sameResult($0, observation) }) {
-                omitted.append(
-                    OmittedItem(id: observation.callId, reason: .duplicate, detail: "same call and result as \(same[index].callId)"))
-                same[index] = observation
-                seen[candidate.resultHash] = same
+            if let newer = Self.newerDuplicate(of: candidate, seen: &seen, collided: &collided) {
+                omitted.append(Self.duplicate(candidate, of: newer))
                 continue
             }
-            seen[candidate.resultHash, default: []].append(observation)
-            if fits(id: observation.callId, size: candidate.size, kind: "the observation") {
-                included.append((observation, candidate.reference))
-            }
+            if fits(size: candidate.size, omission: candidate.budgetOmission) { included.append(candidate) }
         }
         included.reverse()
         candidates.removeAll()
 
         func fit(_ items: [ContextItem], kind: String) -> [ItemReference] {
-            items.filter { fits(id: $0.id, size: $0.id.utf8.count + $0.text.utf8.count, kind: kind) }
-                .map { ItemReference(id: $0.id, summary: Self.shortened($0.text)) }
+            items.filter { item in
+                let size = item.id.utf8.count + item.text.utf8.count
+                return fits(size: size, omission: Self.budgetOmission(id: item.id, size: size, kind: kind, budget: settings.tokenBudget))
+            }
+            .map { ItemReference(id: $0.id, summary: Self.shortened($0.text)) }
         }
         let evidenceReferences = fit(evidence, kind: "evidence")
         let memoryReferences = fit(memory, kind: "memory")
@@ -175,13 +181,51 @@ public struct ContextBuilder: Sendable {
         return Built(packet: packet, observations: included.map(\.observation), disclosedTools: disclosed)
     }
 
+    /// The next newer call with the same call and result as `entry`, if one was seen; `entry`
+    /// becomes the one the next older duplicate names.
+    static func newerDuplicate(of entry: Cache.Entry, seen: inout [Int: Cache.Entry], collided: inout [Int: [Cache.Entry]]) -> Cache.Entry?
+    {
+        guard let first = seen[entry.resultHash] else {
+            seen[entry.resultHash] = entry
+            return nil
+        }
+        if sameResult(first.observation, entry.observation) {
+            seen[entry.resultHash] = entry
+            return first
+        }
+        var others = collided[entry.resultHash, default: []]
+        defer { collided[entry.resultHash] = others }
+        if let index = others.firstIndex(where: { sameResult($0.observation, entry.observation) }) {
+            let newer = others[index]
+            others[index] = entry
+            return newer
+        }
+        others.append(entry)
+        return nil
+    }
+
+    /// An item left out as a duplicate: it names the next newer identical call (which names the
+    /// next, up to the one included), which stays the same when a later identical call arrives.
+    static func duplicate(_ entry: Cache.Entry, of newer: Cache.Entry) -> OmittedItem {
+        OmittedItem(id: entry.observation.callId, reason: .duplicate, detail: "same call and result as \(newer.observation.callId)")
+    }
+
+    /// An item left out for the budget. The detail says only what stays true from step to
+    /// step (not the tokens left, which change as the run goes on), so that a packet differs
+    /// from the one before it only where the run changed (the log writes packets as deltas).
+    static func budgetOmission(id: String, size: Int, kind: String, budget: Int) -> OmittedItem {
+        OmittedItem(
+            id: id, reason: .budget,
+            detail: "\(kind) needs \(ContextSettings.estimateTokens(bytes: size)) tokens, more than the budget of \(budget) had left")
+    }
+
     static func sameResult(_ a: Observation, _ b: Observation) -> Bool {
         a.tool == b.tool && a.status == b.status && a.arguments == b.arguments && a.output == b.output && a.error == b.error
     }
 
     /// Every finished call as an observation, in proposal order; calls unchanged since the
     /// last build come from the cache.
-    static func observations(of state: RunState, cache: inout Cache, content: (String) -> JSONValue?) -> [Cache.Entry] {
+    static func observations(of state: RunState, cache: inout Cache, content: (String) -> JSONValue?, budget: Int) -> [Cache.Entry] {
         var result: [Cache.Entry] = []
         result.reserveCapacity(state.calls.count)
         if cache.entries.count < state.calls.count {
@@ -224,7 +268,7 @@ public struct ContextBuilder: Sendable {
             let entry = Cache.Entry(
                 mark: mark, observation: observation,
                 reference: ItemReference(id: call.id, summary: shortened(brief), contentHash: contentHash),
-                size: JSONWriter.encode(observation).count, resultHash: hasher.finalize())
+                size: JSONWriter.encode(observation).count, resultHash: hasher.finalize(), budget: budget)
             cache.entries[index] = entry
             result.append(entry)
         }

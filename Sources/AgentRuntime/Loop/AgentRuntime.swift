@@ -19,6 +19,15 @@ public struct AgentRuntime: Sendable {
     public var environment: RuntimeEnvironment
     /// Signs the logs this runtime writes (docs/log-format.md, "Signed logs"); nil for none.
     public var signer: LogSigner?
+    /// Writes context packets as deltas on the previous packet (log format version 2, so a
+    /// long run's log grows linearly); false writes every packet whole, for readers that know
+    /// only version 1.
+    public var writesContextDeltas = true
+
+    /// How this runtime's logs are written.
+    var logOptions: LogWriter.Options {
+        LogWriter.Options(durability: agent.durability, signer: signer, redactor: redactor, writesContextDeltas: writesContextDeltas)
+    }
 
     /// What keeps secrets out of this runtime's logs: the agent's declared secrets and the
     /// always-on key patterns.
@@ -67,8 +76,7 @@ public struct AgentRuntime: Sendable {
         let id = runId ?? environment.makeRunId()
         let writer: LogWriter
         do {
-            writer = try LogWriter.create(
-                at: path, runId: id, options: LogWriter.Options(durability: agent.durability, signer: signer, redactor: redactor))
+            writer = try LogWriter.create(at: path, runId: id, options: logOptions)
         } catch let error as LogError {
             throw RuntimeError(error)
         } catch {
@@ -97,9 +105,7 @@ public struct AgentRuntime: Sendable {
         var state = RunState()
         var contents: [String: [UInt8]] = [:]
         do {
-            writer = try LogWriter.open(
-                at: path, options: LogWriter.Options(durability: agent.durability, signer: signer, redactor: redactor)
-            ).0
+            writer = try LogWriter.open(at: path, options: logOptions).0
             _ = try LogReader(path: path).forEachEvent { recorded in
                 RunState.reduce(into: &state, recorded.event)
                 if case .contentStored(let stored) = recorded.event.payload, let bytes = stored.bytes { contents[stored.hash] = bytes }

@@ -250,7 +250,8 @@ final class RunSession {
                 return
             }
         }
-        let awaiting = state.callsAwaitingApproval
+        // The fold counts waiting calls: a long run does not look through every call each step.
+        let awaiting = state.counters.callsAwaitingApproval > 0 ? state.callsAwaitingApproval : []
         if !awaiting.isEmpty {
             let names = awaiting.map { "\($0.tool) (\($0.id))" }.joined(separator: ", ")
             try stop(.approvalRequired, error: "waiting for a human to approve \(names)")
