@@ -395,6 +395,27 @@ extension StepIndex {
             }
         }
 
+        /// Where reading can start: a member's offset, index and first `seq`, and the hash before it.
+        static func position(_ prefix: String, _ path: WritableKeyPath<Record, LogReader.Position> & Sendable) -> [Field] {
+            func int(_ name: String, _ member: WritableKeyPath<LogReader.Position, Int> & Sendable) -> Field {
+                Field(
+                    name: prefix + name, slots: 1,
+                    write: { record, bytes, _ in appendInt(record[keyPath: path][keyPath: member], to: &bytes) }
+                ) {
+                    record, bytes, offset, _ in record[keyPath: path][keyPath: member] = StepIndex.int(bytes, at: offset)
+                }
+            }
+            return [
+                int("_offset", \.memberOffset), int("_index", \.memberIndex), int("_first_seq", \.sequence),
+                Field(
+                    name: prefix + "_prev_hash", slots: 4,
+                    write: { record, bytes, _ in bytes.append(contentsOf: rawDigest(record[keyPath: path].previousHash)) }
+                ) {
+                    record, bytes, offset, _ in record[keyPath: path].previousHash = ContentHash.hex(bytes[offset..<offset + 32])
+                },
+            ]
+        }
+
         /// An enumeration, stored as the index of its raw value in the file's list for `name`.
         static func enumeration<E: RawRepresentable<String> & CaseIterable & Sendable>(
             _ name: String, _ path: any WritableKeyPath<Record, E?> & Sendable
@@ -416,37 +437,25 @@ extension StepIndex {
             ("stop_reason", StopReason.allCases.map(\.rawValue)), ("limit", LimitKind.allCases.map(\.rawValue)),
         ]
 
-        static let all: [Field] = [
-            .int("step", \.step), .int("first_seq", \.firstSequence), .int("last_seq", \.lastSequence),
-            .int("member_offset", \.position.memberOffset), .int("member_index", \.position.memberIndex),
-            .int("member_first_seq", \.position.sequence),
-            Field(
-                name: "member_prev_hash", slots: 4,
-                write: { record, bytes, _ in bytes.append(contentsOf: rawDigest(record.position.previousHash)) }
-            ) {
-                record, bytes, offset, _ in record.position.previousHash = ContentHash.hex(bytes[offset..<offset + 32])
-            },
-            .int("packet_member_offset", \.packetPosition.memberOffset), .int("packet_member_index", \.packetPosition.memberIndex),
-            .int("packet_member_first_seq", \.packetPosition.sequence),
-            Field(
-                name: "packet_member_prev_hash", slots: 4,
-                write: { record, bytes, _ in bytes.append(contentsOf: rawDigest(record.packetPosition.previousHash)) }
-            ) {
-                record, bytes, offset, _ in record.packetPosition.previousHash = ContentHash.hex(bytes[offset..<offset + 32])
-            },
-            .int("event_count", \.after.eventCount), .int("state_step", \.after.step), .int("steps_completed", \.after.stepsCompleted),
-            .int("context_packets", \.after.contextPackets), .int("decisions", \.after.decisions),
-            .int("invalid_decisions", \.after.invalidDecisions), .int("calls", \.after.calls),
-            .int("executed_calls", \.after.executedCalls),
-            .int("denied_calls", \.after.deniedCalls), .int("awaiting_approval", \.after.awaitingApproval),
-            .int("tool_attempts", \.after.toolAttempts), .int("failed_attempts", \.after.failedAttempts),
-            .int("input_tokens", \.after.inputTokens), .int("output_tokens", \.after.outputTokens),
-            .int("cost_micro_usd", \.after.costMicroUSD), .int("model_latency_us", \.after.modelLatencyUs),
-            .int("tool_time_us", \.after.toolTimeUs), .int("contents", \.after.contents), .int("anomalies", \.after.anomalies),
-            .int("resumes", \.after.resumes), .enumeration("stop_reason", \.after.stopReason), .enumeration("limit", \.after.limit),
-            .flag("has_problem", \.hasProblem), .flag("has_digest_mismatch", \.hasDigestMismatch),
-            .digest("computed_digest", \.computedDigest),
-        ]
+        static let all: [Field] =
+            [
+                .int("step", \.step), .int("first_seq", \.firstSequence), .int("last_seq", \.lastSequence),
+            ]
+            + position("member", \.position) + position("packet_member", \.packetPosition)
+            + [
+                .int("event_count", \.after.eventCount), .int("state_step", \.after.step), .int("steps_completed", \.after.stepsCompleted),
+                .int("context_packets", \.after.contextPackets), .int("decisions", \.after.decisions),
+                .int("invalid_decisions", \.after.invalidDecisions), .int("calls", \.after.calls),
+                .int("executed_calls", \.after.executedCalls),
+                .int("denied_calls", \.after.deniedCalls), .int("awaiting_approval", \.after.awaitingApproval),
+                .int("tool_attempts", \.after.toolAttempts), .int("failed_attempts", \.after.failedAttempts),
+                .int("input_tokens", \.after.inputTokens), .int("output_tokens", \.after.outputTokens),
+                .int("cost_micro_usd", \.after.costMicroUSD), .int("model_latency_us", \.after.modelLatencyUs),
+                .int("tool_time_us", \.after.toolTimeUs), .int("contents", \.after.contents), .int("anomalies", \.after.anomalies),
+                .int("resumes", \.after.resumes), .enumeration("stop_reason", \.after.stopReason), .enumeration("limit", \.after.limit),
+                .flag("has_problem", \.hasProblem), .flag("has_digest_mismatch", \.hasDigestMismatch),
+                .digest("computed_digest", \.computedDigest),
+            ]
     }
 }
 

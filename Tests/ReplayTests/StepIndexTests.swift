@@ -39,6 +39,28 @@ struct StepIndexTests {
         }
     }
 
+    @Test("a delta packet whose base is members back is made whole through the index, at every step")
+    func deltaPacketsThroughTheIndex() throws {
+        try TemporaryDirectory.with { directory in
+            let log = directory.path("growing.jsonl.gz")
+            let packets = try SampleRun.writeGrowingRun(to: log, steps: 150, options: LogWriter.Options(memberBound: 2048))
+            let (index, _) = try StepIndex.open(log: log, cacheDirectory: directory.path("cache"))
+            var startsBeforeTheStep = 0
+            for position in 0..<index.stepCount {
+                let record = try #require(index.record(at: position))
+                if record.packetPosition.memberOffset < record.position.memberOffset { startsBeforeTheStep += 1 }
+                let step = try #require(try index.replayStep(record.step))
+                for recorded in step.events {
+                    guard case .contextBuilt(let packet) = recorded.event.payload else { continue }
+                    #expect(packet.delta == nil, "step \(record.step)")
+                    #expect(packet == packets[record.step - 1], "step \(record.step)")
+                }
+            }
+            // Most steps' packets build on a whole packet in an earlier member.
+            #expect(startsBeforeTheStep > 100)
+        }
+    }
+
     @Test("a stale index is rebuilt when the log changes; without a cache directory the index lives in memory")
     func staleIndex() async throws {
         try await TemporaryDirectory.with { directory in

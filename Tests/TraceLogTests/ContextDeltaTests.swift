@@ -9,40 +9,6 @@ import TraceCore
 /// against their base, and a log that grows with a run's length rather than its square.
 @Suite("Delta context packets")
 struct ContextDeltaTests {
-    /// The packet of step `step` of a run that builds its packets as a context builder does:
-    /// a window of the newest observations, and every older one listed as omitted (newest
-    /// first, after the tools policy hides).
-    static func packet(step: Int, window: Int = 4) -> ContextBuilt {
-        let calls = (1..<step).map { "call-\($0)" }
-        let included = calls.suffix(window)
-        let left = calls.dropLast(window).reversed()
-        return ContextBuilt(
-            goal: "Summarise the incident.", stateSummary: "Step \(step). \(calls.count) tool calls executed.",
-            observations: included.map { ItemReference(id: $0, summary: "lookup ok: \($0)") }, toolsDisclosed: ["lookup", "search"],
-            memory: step.isMultiple(of: 3) ? [ItemReference(id: "mem-1", summary: "a note")] : [],
-            omitted: [OmittedItem(id: "tool:delete", reason: .policy, detail: "write tools hidden")]
-                + left.map { OmittedItem(id: $0, reason: .budget, detail: "the observation needs 40 tokens") },
-            tokenEstimate: 100 + 10 * included.count)
-    }
-
-    /// Writes `steps` steps of packets (and a step end each) and returns the packets appended.
-    @discardableResult
-    static func writeRun(to path: String, steps: Int, options: LogWriter.Options) throws -> [ContextBuilt] {
-        var packets: [ContextBuilt] = []
-        try LogWriter.withWriter(creating: path, runId: "r-delta", options: options) { writer in
-            try writer.append(.runStarted(SampleRun.supportStart()), step: 0, timeUs: 1)
-            for step in 1...steps {
-                let packet = packet(step: step)
-                packets.append(packet)
-                try writer.append(.contextBuilt(packet), step: step, timeUs: step * 10)
-                try writer.append(
-                    .stepEnded(StepEnded(stateDigest: "sha256:" + String(repeating: "0", count: 64))), step: step, timeUs: step * 10 + 1)
-            }
-            try writer.append(.runStopped(RunStopped(reason: .success, answer: "done")), step: steps, timeUs: steps * 10 + 5)
-        }
-        return packets
-    }
-
     static func lines(of path: String) throws -> [String] {
         let text = try Subprocess.run(gzipPath, ["-dc", path])
         return text.stdoutText.split(separator: "\n").map(String.init)
@@ -53,8 +19,8 @@ struct ContextDeltaTests {
         try TemporaryDirectory.with { directory in
             let deltas = directory.path("deltas.jsonl.gz")
             let whole = directory.path("whole.jsonl.gz")
-            let packets = try Self.writeRun(to: deltas, steps: 120, options: LogWriter.Options(memberBound: 4096))
-            try Self.writeRun(to: whole, steps: 120, options: LogWriter.Options(memberBound: 4096, writesContextDeltas: false))
+            let packets = try SampleRun.writeGrowingRun(to: deltas, steps: 120, options: LogWriter.Options(memberBound: 4096))
+            try SampleRun.writeGrowingRun(to: whole, steps: 120, options: LogWriter.Options(memberBound: 4096, writesContextDeltas: false))
 
             // Real gzip reads it; most packets are version 2 deltas, some are whole again.
             #expect(try Subprocess.run(gzipPath, ["-t", deltas]).status == 0)
@@ -75,6 +41,11 @@ struct ContextDeltaTests {
             #expect(RunState(folding: plain) == RunState(folding: wholeEvents))
             #expect(RunState(folding: plain).digest == RunState(folding: wholeEvents).digest)
             #expect(try LogVerifier.verify(path: deltas).isIntact)
+            // The independent reader makes the same packets whole and folds to the same state.
+            let python = try #require(Subprocess.which("python3"), "python3 is needed for the reference reader")
+            let verified = try JSONParser.parse(try Subprocess.run(python, [ConformanceTests.reference, "verify", deltas]).stdout)
+            #expect(verified["intact"] == true)
+            #expect(verified["state_digest"] == .string(RunState(folding: plain).digest))
             #expect(FileManager.default.sizeOfFile(deltas) < FileManager.default.sizeOfFile(whole))
         }
     }
@@ -84,7 +55,7 @@ struct ContextDeltaTests {
         try TemporaryDirectory.with { directory in
             func jsonlBytesPerStep(_ steps: Int, deltas: Bool) throws -> Double {
                 let path = directory.path("run-\(steps)-\(deltas).jsonl.gz")
-                try Self.writeRun(to: path, steps: steps, options: LogWriter.Options(writesContextDeltas: deltas))
+                try SampleRun.writeGrowingRun(to: path, steps: steps, options: LogWriter.Options(writesContextDeltas: deltas))
                 return Double(try Self.lines(of: path).reduce(0) { $0 + $1.utf8.count + 1 }) / Double(steps)
             }
             let short = try jsonlBytesPerStep(100, deltas: true)
@@ -121,7 +92,7 @@ struct ContextDeltaTests {
     func damagedDeltas() throws {
         try TemporaryDirectory.with { directory in
             let path = directory.path("run.jsonl.gz")
-            try Self.writeRun(to: path, steps: 12, options: LogWriter.Options())
+            try SampleRun.writeGrowingRun(to: path, steps: 12, options: LogWriter.Options())
             let lines = try Self.lines(of: path)
             let index = try #require(lines.firstIndex { $0.contains(#""base_seq":"#) && $0.contains(#""observations":[[0,"#) })
             let event = try Event(line: Array(lines[index].utf8))
@@ -159,7 +130,7 @@ struct ContextDeltaTests {
                 return
             }
             #expect(asRead.delta == nil)
-            #expect(asRead == Self.packet(step: 1))
+            #expect(asRead == SampleRun.growingPacket(step: 1))
         }
     }
 }
