@@ -13,6 +13,8 @@ public final class RunRecorder {
     private let clock: @Sendable () -> Int
     private let observe: ((Event) -> Void)?
     private var digester = StateDigester()
+    /// Observers are told of packets whole (the writer writes most of them as deltas).
+    private var packets = ContextPacketResolver()
 
     /// Records into `writer`, timestamping events with `clock` (microseconds since the epoch).
     /// `state` is the fold of what the log already holds (empty for a new log). `observe` is
@@ -32,7 +34,11 @@ public final class RunRecorder {
     public func record(_ payload: EventPayload) throws -> Event {
         let event = try writer.append(payload, step: step, timeUs: clock())
         digester.track(RunState.reduce(into: &state, event))
-        observe?(event)
+        if let observe {
+            // The written event, redacted as written, with a delta packet made whole again on
+            // the packets written before it (the writer's first packet is always whole).
+            observe((try? packets.resolve(event)) ?? event)
+        }
         // A signing writer adds signature events; the live state folds them as a replay will.
         for signature in writer.takeSignatureEvents() {
             digester.track(RunState.reduce(into: &state, signature))

@@ -51,4 +51,27 @@ struct ContextPacketTests {
         let deltas = lines.filter { $0.hasPrefix(#"{"v":2,"#) }
         #expect(deltas.count >= 10)
     }
+
+    @Test("someone watching a live run is told of every packet whole, as the log reads back")
+    func observersSeeWholePackets() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        var decisions = (0..<8).map { index in calls(("echo", ["q": .string("item \(index)")])) }
+        decisions.append(answer("done"))
+        let agent = makeAgent(decisions: decisions, tools: [try echoTool()], context: ContextSettings(tokenBudget: 120))
+        let runtime = AgentRuntime(agent: agent, environment: .deterministic(runId: "run-live"))
+        let path = directory.path("live.jsonl.gz")
+        var live: [ContextBuilt] = []
+        for try await update in runtime.updates(goal: "Watch me.", log: path) {
+            if case .event(let event) = update, case .contextBuilt(let packet) = event.payload { live.append(packet) }
+        }
+        let read = try LogReader(path: path, options: LogReader.Options(resolvesContextPackets: true)).readAll().events.compactMap {
+            if case .contextBuilt(let packet) = $0.event.payload { packet } else { nil }
+        }
+        #expect(live.count == 9)
+        #expect(live.allSatisfy { $0.delta == nil })
+        #expect(live == read)
+        let plain = try LogReader(path: path).readAll().events
+        #expect(plain.contains { if case .contextBuilt(let packet) = $0.event.payload { packet.delta != nil } else { false } })
+    }
 }
