@@ -25,7 +25,8 @@ struct RunUpdatesTests {
                 case .finished(let finished): outcome = finished
                 }
             }
-            let logged = try LogReader(path: path).readAll().events.map(\.event)
+            // Packets arrive whole, as a reader that makes them whole reads them back.
+            let logged = try LogReader(path: path, options: LogReader.Options(resolvesContextPackets: true)).readAll().events.map(\.event)
             #expect(events == logged)
             #expect(outcome?.stop.reason == .budgetExhausted)
             #expect(outcome?.state == RunState(folding: logged))

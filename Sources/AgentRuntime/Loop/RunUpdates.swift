@@ -3,7 +3,8 @@ public import TraceCore
 /// What an observer of a live run is told, as it happens.
 public enum RunUpdate: Sendable {
     /// An event, just recorded (in the log's order; the log holds it already, durable by the
-    /// agent's durability settings).
+    /// agent's durability settings). A context packet comes whole, as the model was given it,
+    /// though the log may hold it as a delta on the packet before it.
     case event(Event)
     /// A piece of the model's text as it streams in (models over HTTP with `stream: true`).
     /// A retried request streams its text again.
