@@ -41,10 +41,10 @@ def check(path):
     return passed, size
 
 
-def main(check=check):
+def main(check=check, pattern="/*.jsonl.gz"):
     directory = sys.argv[1]
     repetitions = int(sys.argv[2]) if len(sys.argv) > 2 else 1
-    paths = sorted(glob.glob(directory + "/*.jsonl.gz"))
+    paths = sorted(glob.glob(directory + pattern))
     for _ in range(repetitions):
         started = time.perf_counter()
         passed = 0

@@ -1,7 +1,9 @@
 // The eval benchmark: `agent-eval run`'s work on 1,000 recorded runs of 20 steps with 3
 // expectations each, against the same work by two Python scripts beside this file, in the same
 // run: a plain one (eval_logs.py: gzip + json) and a fast one (eval_logs_fast.py: whole-member
-// zlib + orjson, in the virtual environment `scripts/python_venv bench` makes); then one job's
+// zlib + orjson, in the virtual environment `scripts/python_venv bench` makes), and Inspect AI's
+// own reader on the same runs converted to its `.eval` format (eval_logs_inspect.py, with
+// inspect-ai from `scripts/python_venv interop`; the conversion is not timed); then one job's
 // time stage by stage (inflate, read, fold, digests) on the same logs.
 //
 //   swift run -c release eval-benchmark [--runs 1000] [--steps 20] [--repetitions 5] [--jobs 2] [--dir PATH] [--stages-only]
@@ -101,8 +103,8 @@ if !settings.stagesOnly {
     // The Python peers, each run the same number of times in one interpreter (their own timing).
     let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
     let repository = here.deletingLastPathComponent().deletingLastPathComponent()
-    func pythonSeconds(_ python: String, _ script: String) throws -> Double {
-        let result = try Subprocess.run(python, [here.appendingPathComponent(script).path, logs, "\(settings.repetitions)"])
+    func pythonSeconds(_ python: String, _ script: String, directory: String = logs) throws -> Double {
+        let result = try Subprocess.run(python, [here.appendingPathComponent(script).path, directory, "\(settings.repetitions)"])
         let times = result.stdoutText.split(separator: "\n").compactMap { line -> Double? in
             let fields = line.split(separator: " ")
             guard fields.count == 5, Int(fields[1]) == settings.runs else { return nil }
@@ -121,11 +123,28 @@ if !settings.stagesOnly {
         venv.status == 0
         ? try pythonSeconds(venv.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines) + "/bin/python", "eval_logs_fast.py") : nil
 
+    // Inspect AI reads its own format: the same runs as `.eval` logs, one sample each.
+    let interop = try Subprocess.run("/bin/bash", [repository.appendingPathComponent("scripts/python_venv").path, "interop"])
+    var inspectPython: Double?
+    var inspectProblem = interop.stderr
+    if interop.status == 0 {
+        let python = interop.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines) + "/bin/python"
+        let converted = settings.directory + "/inspect"
+        print("converting the \(settings.runs) runs to Inspect's .eval format (not timed)…")
+        let conversion = try Subprocess.run(
+            python, [here.appendingPathComponent("eval_logs_inspect.py").path, "convert", logs, converted])
+        if conversion.status == 0 {
+            inspectPython = try pythonSeconds(python, "eval_logs_inspect.py", directory: converted)
+        } else {
+            inspectProblem = conversion.stderr
+        }
+    }
+
     let ourMedian = median(ours)
     func line(_ name: String, _ time: Double) {
         print(
             String(
-                format: "%-44@ %.3f s  %5.0f runs/s  %6.1f MB/s of JSON", name as NSString, time, Double(settings.runs) / time,
+                format: "%-46@ %.3f s  %5.0f runs/s  %6.1f MB/s of JSON", name as NSString, time, Double(settings.runs) / time,
                 megabytes / time))
     }
     line("agent-eval run (EvalRunner, --jobs \(settings.jobs)):", ourMedian)
@@ -135,8 +154,14 @@ if !settings.stagesOnly {
     } else {
         print("python3 whole-member zlib + orjson: not run (scripts/python_venv bench failed: \(venv.stderr))")
     }
+    if let inspectPython {
+        line("Inspect AI read_eval_log, same runs as .eval:", inspectPython)
+    } else {
+        print("Inspect AI read_eval_log: not run (\(inspectProblem.trimmingCharacters(in: .whitespacesAndNewlines)))")
+    }
     print(String(format: "ratio: %.2fx the plain Python script (target >= 3x)", plainPython / ourMedian))
     if let fastPython { print(String(format: "ratio: %.2fx the orjson Python script", fastPython / ourMedian)) }
+    if let inspectPython { print(String(format: "ratio: %.2fx Inspect AI's reader", inspectPython / ourMedian)) }
 }
 
 // Where one job's time goes: the same logs, one thread, each stage adding to the one before.
