@@ -396,8 +396,8 @@ extension StepIndex {
         }
 
         /// Where reading can start: a member's offset, index and first `seq`, and the hash before it.
-        static func position(_ prefix: String, _ path: WritableKeyPath<Record, LogReader.Position> & Sendable) -> [Field] {
-            func int(_ name: String, _ member: WritableKeyPath<LogReader.Position, Int> & Sendable) -> Field {
+        static func position(_ prefix: String, _ path: any WritableKeyPath<Record, LogReader.Position> & Sendable) -> [Field] {
+            func int(_ name: String, _ member: any WritableKeyPath<LogReader.Position, Int> & Sendable) -> Field {
                 Field(
                     name: prefix + name, slots: 1,
                     write: { record, bytes, _ in appendInt(record[keyPath: path][keyPath: member], to: &bytes) }
