@@ -1,6 +1,7 @@
 import CLibdeflate
 import Foundation
 import TraceCore
+import TraceLog
 
 #if canImport(Glibc)
     import Glibc
@@ -44,7 +45,7 @@ struct LogIdentity: Sendable, Hashable {
         defer { close(descriptor) }
         var crc: UInt32 = 0
         var adler: UInt32 = 1
-        let chunk = readBuffer()
+        guard let chunk = readBuffers.pointer else { return nil }
         var offset = start
         while offset < end {
             let count = pread(descriptor, chunk, min(readBufferSize, end - offset), off_t(offset))
@@ -60,23 +61,12 @@ struct LogIdentity: Sendable, Hashable {
     /// Bytes `hash` reads at a time.
     private static let readBufferSize = 16 * 1024
 
-    /// This thread's read buffer for `hash`, made on its first use and kept for the thread's
+    /// Each thread's read buffer for `hash`, made on its first use and kept for the thread's
     /// life. A buffer per call came from the heap (`withUnsafeTemporaryAllocation` puts only
     /// 1 KiB on the stack), and a worker thread's arena hands 16 KiB back to the kernel when it
     /// is freed, so every log's check faulted in four zeroed pages again.
-    private static func readBuffer() -> UnsafeMutableRawPointer {
-        if let buffer = pthread_getspecific(readBufferKey) { return buffer }
-        let buffer = UnsafeMutableRawPointer.allocate(byteCount: readBufferSize, alignment: 64)
-        pthread_setspecific(readBufferKey, buffer)
-        return buffer
-    }
-
-    /// The thread-specific key of `readBuffer`; a thread's buffer is freed when it exits.
-    private static let readBufferKey: pthread_key_t = {
-        var key = pthread_key_t()
-        pthread_key_create(&key) { buffer in buffer?.deallocate() }
-        return key
-    }()
+    private static let readBuffers = PerThread(
+        make: { UnsafeMutableRawPointer.allocate(byteCount: readBufferSize, alignment: 64) }, free: { $0?.deallocate() })
 
     private static func hex(_ value: UInt32) -> String {
         let digits = String(value, radix: 16)

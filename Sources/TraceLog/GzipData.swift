@@ -35,21 +35,13 @@ public enum GzipData {
         return output
     }
 
-    /// This thread's level-1 compressor, made on its first use and kept for the thread's life:
+    /// Each thread's level-1 compressor, made on its first use and kept for the thread's life:
     /// one holds a few hundred KiB of tables, which a fresh one per call would fault in again.
-    private static func quickCompressor() -> OpaquePointer? {
-        if let compressor = pthread_getspecific(compressorKey) { return OpaquePointer(compressor) }
-        guard let compressor = libdeflate_alloc_compressor(1) else { return nil }
-        pthread_setspecific(compressorKey, UnsafeMutableRawPointer(compressor))
-        return compressor
-    }
+    private static let quickCompressors = PerThread(
+        make: { libdeflate_alloc_compressor(1).map { UnsafeMutableRawPointer($0) } },
+        free: { compressor in compressor.map { libdeflate_free_compressor(OpaquePointer($0)) } })
 
-    /// The thread-specific key of `quickCompressor`; a thread's compressor is freed when it exits.
-    private static let compressorKey: pthread_key_t = {
-        var key = pthread_key_t()
-        pthread_key_create(&key) { compressor in compressor.map { libdeflate_free_compressor(OpaquePointer($0)) } }
-        return key
-    }()
+    private static func quickCompressor() -> OpaquePointer? { quickCompressors.pointer.map(OpaquePointer.init) }
 
     /// The content of the single gzip member `bytes`, at most `limit` bytes of it.
     /// Throws a `LogError` naming `path` when the data is not one whole gzip member.
