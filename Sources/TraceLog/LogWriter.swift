@@ -278,11 +278,14 @@ public final class LogWriter {
     /// is whole, and so is the next one once the deltas since the last whole packet add up to
     /// its size. Whole packets then take at most as many bytes as the deltas between them, so
     /// the log grows linearly, and a reader that starts at a whole packet (replay's index)
-    /// reads at most about two packets' worth of deltas to rebuild any packet.
+    /// reads at most about two packets' worth of deltas to rebuild any packet. A packet that
+    /// shares less than half its items with the one before is written whole too: a delta would
+    /// save little, and a whole packet is a version 1 line any reader reads.
     private func contextDelta(for packet: ContextBuilt) -> ContextDelta? {
         guard options.writesContextDeltas, let lastPacket, packetBytes.sinceWhole < packetBytes.whole else { return nil }
         let delta = ContextDelta(from: lastPacket.packet, at: lastPacket.sequence, to: packet)
-        return delta
+        let items = delta.copiedItems
+        return items.copied * 2 >= items.total && items.copied > 0 ? delta : nil
     }
 
     /// The step of the last event appended (nil before the first).

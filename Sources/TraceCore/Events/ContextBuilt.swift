@@ -127,6 +127,10 @@ public struct ContextBuilt: JSONRepresentable, JSONObjectEncodable, Hashable {
     /// Reads a packet written under envelope `version`: from version 2 on, a packet with
     /// `base_seq` is a delta, and its lists are edits of the previous packet's.
     public init(from scanner: inout JSONScanner, version: Int) throws {
+        guard version >= 2 else {
+            try self.init(wholeFrom: &scanner)
+            return
+        }
         var goal: String?
         var stateSummary: String?
         var observations: [ListEdit<ItemReference>] = []
@@ -137,44 +141,36 @@ public struct ContextBuilt: JSONRepresentable, JSONObjectEncodable, Hashable {
         var tokenEstimate: Int?
         var promptHash: String?
         var baseSequence: Int?
-        let readsEdits = version >= 2
-        func list<Item>(_ scanner: inout JSONScanner) throws -> [ListEdit<Item>] {
-            if readsEdits { return try scanner.readList() }
-            return try scanner.readList(Item.self).map { .item($0) }
-        }
         try scanner.readObject { scanner, key in
             switch key {
             case "goal": goal = try scanner.read()
             case "state_summary": stateSummary = try scanner.read()
-            case "observations": observations = try list(&scanner)
-            case "tools_disclosed": toolsDisclosed = try list(&scanner)
-            case "evidence": evidence = try list(&scanner)
-            case "memory": memory = try list(&scanner)
-            case "omitted": omitted = try list(&scanner)
+            case "observations": observations = try scanner.readList()
+            case "tools_disclosed": toolsDisclosed = try scanner.readList()
+            case "evidence": evidence = try scanner.readList()
+            case "memory": memory = try scanner.readList()
+            case "omitted": omitted = try scanner.readList()
             case "token_estimate": tokenEstimate = try scanner.read()
             case "prompt_hash": promptHash = try scanner.readOptional()
-            case "base_seq" where readsEdits: baseSequence = try scanner.readOptional()
+            case "base_seq": baseSequence = try scanner.readOptional()
             default: try scanner.skipValue()
             }
         }
-        self.goal = try required(goal, "goal")
-        self.stateSummary = try required(stateSummary, "state_summary")
-        self.tokenEstimate = try required(tokenEstimate, "token_estimate")
-        self.promptHash = promptHash
+        let goalText = try required(goal, "goal")
+        let summary = try required(stateSummary, "state_summary")
+        let estimate = try required(tokenEstimate, "token_estimate")
         if let baseSequence {
             guard baseSequence >= 0 else {
                 throw TraceCoreError(
                     .invalidField, "must be the seq of an earlier context_built, found \(baseSequence)", fieldPath: "base_seq")
             }
-            self.observations = []
-            self.toolsDisclosed = []
-            self.evidence = []
-            self.memory = []
-            self.omitted = []
-            self.delta = ContextDelta(
-                baseSequence: baseSequence, observations: observations, toolsDisclosed: toolsDisclosed, evidence: evidence, memory: memory,
-                omitted: omitted)
+            self.init(
+                goal: goalText, stateSummary: summary, tokenEstimate: estimate, promptHash: promptHash,
+                delta: ContextDelta(
+                    baseSequence: baseSequence, observations: observations, toolsDisclosed: toolsDisclosed, evidence: evidence,
+                    memory: memory, omitted: omitted))
         } else {
+            // A whole packet under version 2: its lists hold items alone.
             func items<Item>(_ edits: [ListEdit<Item>], _ name: String) throws -> [Item] {
                 try edits.enumerated().map { position, edit in
                     guard case .item(let item) = edit else {
@@ -184,13 +180,43 @@ public struct ContextBuilt: JSONRepresentable, JSONObjectEncodable, Hashable {
                     return item
                 }
             }
-            self.observations = try items(observations, "observations")
-            self.toolsDisclosed = try items(toolsDisclosed, "tools_disclosed")
-            self.evidence = try items(evidence, "evidence")
-            self.memory = try items(memory, "memory")
-            self.omitted = try items(omitted, "omitted")
-            self.delta = nil
+            self.init(
+                goal: goalText, stateSummary: summary, observations: try items(observations, "observations"),
+                toolsDisclosed: try items(toolsDisclosed, "tools_disclosed"), evidence: try items(evidence, "evidence"),
+                memory: try items(memory, "memory"), omitted: try items(omitted, "omitted"), tokenEstimate: estimate,
+                promptHash: promptHash)
         }
+    }
+
+    /// A version 1 packet (or a whole one): its lists as they are, with no delta.
+    private init(wholeFrom scanner: inout JSONScanner) throws {
+        var goal: String?
+        var stateSummary: String?
+        var observations: [ItemReference] = []
+        var toolsDisclosed: [String] = []
+        var evidence: [ItemReference] = []
+        var memory: [ItemReference] = []
+        var omitted: [OmittedItem] = []
+        var tokenEstimate: Int?
+        var promptHash: String?
+        try scanner.readObject { scanner, key in
+            switch key {
+            case "goal": goal = try scanner.read()
+            case "state_summary": stateSummary = try scanner.read()
+            case "observations": observations = try scanner.readList()
+            case "tools_disclosed": toolsDisclosed = try scanner.readList()
+            case "evidence": evidence = try scanner.readList()
+            case "memory": memory = try scanner.readList()
+            case "omitted": omitted = try scanner.readList()
+            case "token_estimate": tokenEstimate = try scanner.read()
+            case "prompt_hash": promptHash = try scanner.readOptional()
+            default: try scanner.skipValue()
+            }
+        }
+        self.init(
+            goal: try required(goal, "goal"), stateSummary: try required(stateSummary, "state_summary"), observations: observations,
+            toolsDisclosed: toolsDisclosed, evidence: evidence, memory: memory, omitted: omitted,
+            tokenEstimate: try required(tokenEstimate, "token_estimate"), promptHash: promptHash)
     }
 
     public func members(into object: inout some JSONMemberSink) {

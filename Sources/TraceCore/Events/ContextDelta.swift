@@ -178,12 +178,16 @@ public struct ContextDelta: Sendable, Hashable {
             omitted: ListEdit.edits(from: base.omitted, to: packet.omitted))
     }
 
-    /// Whether any piece copies from the base (a delta without one is a whole packet).
-    var copiesFromBase: Bool {
-        func copies<Item>(_ edits: [ListEdit<Item>]) -> Bool {
-            edits.contains { if case .copy = $0 { true } else { false } }
+    /// How many of the packet's items come from the base, and how many it has in all.
+    public var copiedItems: (copied: Int, total: Int) {
+        func count<Item>(_ edits: [ListEdit<Item>]) -> (Int, Int) {
+            edits.reduce((0, 0)) { sum, edit in
+                if case .copy(_, let count) = edit { return (sum.0 + count, sum.1 + count) }
+                return (sum.0, sum.1 + 1)
+            }
         }
-        return copies(observations) || copies(toolsDisclosed) || copies(evidence) || copies(memory) || copies(omitted)
+        let counts = [count(observations), count(toolsDisclosed), count(evidence), count(memory), count(omitted)]
+        return counts.reduce((0, 0)) { ($0.0 + $1.0, $0.1 + $1.1) }
     }
 
     /// The lists' sizes this delta gives over a base of `base`'s sizes; throws for a copy past
