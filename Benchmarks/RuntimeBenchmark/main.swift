@@ -2,7 +2,7 @@
 // in-process no-op tool, logging on, fsync off.
 //
 //   swift run -c release runtime-benchmark [--runs 200] [--steps 20] [--repetitions 5]
-//   swift run -c release runtime-benchmark --growth 1000,2000,5000,10000
+//   swift run -c release runtime-benchmark --growth 1000,2000,5000,10000 [--keep DIR]
 //
 // A step here is one full turn of the loop: build the context packet, ask the model, parse and
 // validate the decision, give a policy verdict, record the write-ahead intent (a sync flush),
@@ -24,6 +24,8 @@ struct Settings {
     var repetitions = 5
     /// Run lengths for the growth table; empty runs the per-step benchmark.
     var growth: [Int] = []
+    /// Where the growth table's delta logs are kept (to replay or eval them); nil deletes them.
+    var keep: String?
 }
 
 func parseSettings() -> Settings {
@@ -38,9 +40,10 @@ func parseSettings() -> Settings {
         case ("--steps", let value?): settings.steps = value
         case ("--repetitions", let value?): settings.repetitions = value
         case ("--growth", _) where !lengths.isEmpty && lengths.allSatisfy({ $0 > 0 }): settings.growth = lengths
+        case ("--keep", _) where text.map({ !$0.isEmpty }) == true: settings.keep = text
         default:
             FileHandle.standardError.write(
-                Data("usage: runtime-benchmark [--runs N] [--steps N] [--repetitions N] | --growth N,N,…\n".utf8))
+                Data("usage: runtime-benchmark [--runs N] [--steps N] [--repetitions N] | --growth N,N,… [--keep DIR]\n".utf8))
             exit(argument == "--help" ? 0 : 64)
         }
     }
@@ -91,7 +94,7 @@ func makeAgent(steps: Int, varies: Bool = false) throws -> Agent {
 }
 
 /// One long run per length, with delta packets and (up to `wholeLimit` steps) with whole ones.
-func growthTable(_ lengths: [Int], in directory: String, wholeLimit: Int = 2_000) async throws {
+func growthTable(_ lengths: [Int], in directory: String, keep: String?, wholeLimit: Int = 2_000) async throws {
     print("runtime-benchmark --growth: one run per length; each call's result is new, the budget holds ~20 observations")
     print("steps    packets as  time      µs/step  JSONL         bytes/step  file          largest line")
     for steps in lengths {
@@ -116,9 +119,17 @@ func growthTable(_ lengths: [Int], in directory: String, wholeLimit: Int = 2_000
                     + String(
                         format: "%7.2f s  %7.1f  %10.1f MB  %10.0f  %9.2f MB  %9d B", seconds, seconds * 1e6 / Double(steps),
                         Double(read.decompressedBytes) / 1e6, Double(read.decompressedBytes) / Double(steps), Double(file) / 1e6, largest))
-            try FileManager.default.removeItem(atPath: path)
+            if let keep, deltas {
+                try FileManager.default.createDirectory(atPath: keep, withIntermediateDirectories: true)
+                let kept = "\(keep)/growth-\(steps).jsonl.gz"
+                try? FileManager.default.removeItem(atPath: kept)
+                try FileManager.default.moveItem(atPath: path, toPath: kept)
+            } else {
+                try FileManager.default.removeItem(atPath: path)
+            }
         }
     }
+    if let keep { print("the delta logs are in \(keep)") }
     print("linear growth: bytes/step stays flat with deltas; whole packets grow with the run (above \(wholeLimit) steps not run)")
 }
 
@@ -128,7 +139,7 @@ try FileManager.default.createDirectory(atPath: directory, withIntermediateDirec
 defer { try? FileManager.default.removeItem(atPath: directory) }
 
 if !settings.growth.isEmpty {
-    try await growthTable(settings.growth, in: directory)
+    try await growthTable(settings.growth, in: directory, keep: settings.keep)
     try? FileManager.default.removeItem(atPath: directory)
     exit(0)
 }

@@ -135,6 +135,19 @@ struct ContextDeltaTests {
     }
 }
 
+extension ContextDeltaTests {
+    @Test("a packet's one-line summary names the first five omitted items and counts the rest")
+    func summaryOfALongPacket() {
+        let packet = SampleRun.growingPacket(step: 40)
+        let summary = EventPayload.contextBuilt(packet).summary
+        #expect(
+            summary.contains(
+                "omitted tool:delete (policy), call-35 (budget), call-34 (budget), call-33 (budget), call-32 (budget) … and 31 more"))
+        let short = EventPayload.contextBuilt(SampleRun.growingPacket(step: 7)).summary
+        #expect(short.hasSuffix("omitted tool:delete (policy), call-2 (budget), call-1 (budget)"))
+    }
+}
+
 extension FileManager {
     fileprivate func sizeOfFile(_ path: String) -> Int {
         ((try? attributesOfItem(atPath: path))?[.size] as? Int) ?? 0

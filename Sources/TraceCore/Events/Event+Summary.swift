@@ -45,7 +45,10 @@ extension EventPayload {
             var text =
                 "~\(packet.tokenEstimate) tokens, \(packet.observations.count) observations, tools [\(packet.toolsDisclosed.joined(separator: ", "))]"
             if !packet.omitted.isEmpty {
-                text += ", omitted " + packet.omitted.map { "\($0.id) (\($0.reason.rawValue))" }.joined(separator: ", ")
+                // A long run omits thousands: the line names the first few and counts the rest.
+                let shown = packet.omitted.prefix(5).map { "\($0.id) (\($0.reason.rawValue))" }.joined(separator: ", ")
+                let more = packet.omitted.count - min(5, packet.omitted.count)
+                text += ", omitted " + shown + (more > 0 ? " … and \(more) more" : "")
             }
             return text
         case .decisionMade(let made):
