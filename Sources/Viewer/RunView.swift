@@ -1,4 +1,4 @@
-public import Replay
+import Replay
 public import TraceCore
 public import TraceLog
 
