@@ -57,8 +57,9 @@ struct EventChecker {
     /// Why the bytes after the last complete event of a torn member cannot be the start of
     /// the next event, or nil when they can. A tear cuts the next line short; it does not
     /// change it. So what is there must begin as the writer begins every line — `{"v":1,"run":`
-    /// (or `{"v":2,"run":` for a delta packet) with this run's id, then the expected sequence number — and as much of `"prev":"…"` as
-    /// was written must be the start of the last event's hash. A changed byte in the last
+    /// (`{"v":2,"run":` for a delta packet) with this run's id, then the expected sequence
+    /// number — and as much of `"prev":"…"` as was written must be the start of the last
+    /// event's hash. A changed byte in the last
     /// complete event (which no later event links to) shows here when the cut fell after the
     /// start of `prev`; a stray byte shows at once.
     func partialLineProblem(_ partial: UnsafeRawBufferPointer) -> String? {

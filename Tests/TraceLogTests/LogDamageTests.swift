@@ -18,7 +18,14 @@ struct LogDamageTests {
         try recorder.record(.runStarted(SampleRun.supportStart()))
         durableAt.append(writer.bytesWritten)
         for step in 1...4 {
-            try recorder.record(.contextBuilt(ContextBuilt(goal: "g", stateSummary: "step \(step) — ünïcode", tokenEstimate: step * 10)))
+            // Packets that share their tools and earlier observations, so that some are version 2
+            // delta lines and cuts fall inside those too.
+            try recorder.record(
+                .contextBuilt(
+                    ContextBuilt(
+                        goal: "g", stateSummary: "step \(step) — ünïcode",
+                        observations: (1..<step).map { ItemReference(id: "obs-\($0)", summary: "seen at step \($0)") },
+                        toolsDisclosed: ["lookup", "refund"], tokenEstimate: step * 10)))
             durableAt.append(writer.bytesWritten)
             try recorder.record(.decisionMade(DecisionMade(raw: "ask", outcome: .valid(.askHuman("Which order, \(step)?")))))
             durableAt.append(writer.bytesWritten)
@@ -30,6 +37,8 @@ struct LogDamageTests {
         durableAt.append(writer.bytesWritten)
         var lines: [[UInt8]] = []
         _ = try LogReader(path: path).forEachLine { line, _ in lines.append(Array(line)) }
+        let deltas = lines.filter { $0.starts(with: Array(#"{"v":2,"#.utf8)) }.count
+        guard deltas >= 2 else { throw LogError(.invalidEvent, "the test log should hold delta packets; it holds \(deltas)", path: path) }
         return (path, try readBytes(path), lines, durableAt)
     }
 
