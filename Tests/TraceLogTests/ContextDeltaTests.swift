@@ -120,7 +120,8 @@ struct ContextDeltaTests {
 
             let pastTheEnd = try verify(lines[index].replacingOccurrences(of: #""observations":[[0,"#, with: #""observations":[[90,"#))
             #expect(pastTheEnd.count == 1)
-            #expect(pastTheEnd.first?.message.contains("data.observations[0] copies items 90 to") == true)
+            let message = pastTheEnd.first?.message ?? ""
+            #expect(message.contains("data.observations[0] copies") && message.contains("from item 90 of the base packet"), "\(message)")
 
             // In a version 1 line, base_seq is a member this version does not define: ignored.
             let whole = try #require(lines.first { $0.hasPrefix(#"{"v":1,"#) && $0.contains(#""kind":"context_built""#) })
@@ -145,6 +146,79 @@ extension ContextDeltaTests {
                 "omitted tool:delete (policy), call-35 (budget), call-34 (budget), call-33 (budget), call-32 (budget) … and 31 more"))
         let short = EventPayload.contextBuilt(SampleRun.growingPacket(step: 7)).summary
         #expect(short.hasSuffix("omitted tool:delete (policy), call-2 (budget), call-1 (budget)"))
+    }
+}
+
+extension ContextDeltaTests {
+    @Test("random bases and copy ranges, chain intact: never a crash; what verify accepts is always made whole")
+    func mutatedDeltas() throws {
+        try TemporaryDirectory.with { directory in
+            let original = directory.path("run.jsonl.gz")
+            try SampleRun.writeGrowingRun(to: original, steps: 30, options: LogWriter.Options())
+            let events = try LogReader(path: original).readAll().events.map(\.event)
+            let deltas = events.indices.filter {
+                if case .contextBuilt(let packet) = events[$0].payload { packet.delta != nil } else { false }
+            }
+            #expect(deltas.count > 10)
+            var generator = SeededGenerator(seed: 16)
+            let values = [-1, 0, 1, 2, 3, 7, 40, 1 << 31, Int.max - 1, Int.max]
+            var accepted = 0
+            var rejected = 0
+            for round in 0..<200 {
+                var mutated = events
+                let index = deltas[Int(generator.next() % UInt64(deltas.count))]
+                guard case .contextBuilt(var packet) = mutated[index].payload, var delta = packet.delta else { continue }
+                let value = values[Int(generator.next() % UInt64(values.count))]
+                switch generator.next() % 3 {
+                case 0: delta.baseSequence = value
+                case 1:
+                    if let at = delta.omitted.firstIndex(where: { if case .copy = $0 { true } else { false } }),
+                        case .copy(let start, _) = delta.omitted[at]
+                    {
+                        delta.omitted[at] = .copy(start: start, count: value)
+                    }
+                default:
+                    if let at = delta.observations.firstIndex(where: { if case .copy = $0 { true } else { false } }),
+                        case .copy(_, let count) = delta.observations[at]
+                    {
+                        delta.observations[at] = .copy(start: value, count: count)
+                    }
+                }
+                packet.delta = delta
+                mutated[index].payload = .contextBuilt(packet)
+                // The chain recomputed, so only the packet's own checks can find the change.
+                var text: [UInt8] = []
+                var previous = ContentHash.genesis
+                for var event in mutated {
+                    event.previousHash = previous
+                    let line = event.encodedLine()
+                    previous = ContentHash.sha256Hex(line)
+                    text += line + [0x0A]
+                }
+                let path = directory.path("mutated-\(round).jsonl.gz")
+                try Data(try text.withUnsafeBytes { try gzipMember($0) }).write(to: URL(fileURLWithPath: path))
+                let report = try LogVerifier.verify(path: path)
+                if round.isMultiple(of: 10) {
+                    // The independent reader comes to the same verdict.
+                    let python = try #require(Subprocess.which("python3"), "python3 is needed for the reference reader")
+                    let found = try JSONParser.parse(try Subprocess.run(python, [ConformanceTests.reference, "verify", path]).stdout)
+                    #expect(found["intact"] == .bool(report.isIntact), "round \(round): \(report.problems)")
+                }
+                if report.isIntact {
+                    accepted += 1
+                    let whole = try LogReader(path: path, options: LogReader.Options(resolvesContextPackets: true)).readAll().events
+                    #expect(whole.allSatisfy { if case .contextBuilt(let packet) = $0.event.payload { packet.delta == nil } else { true } })
+                } else {
+                    rejected += 1
+                    #expect(
+                        report.problems.contains { $0.code == .invalidEvent && $0.sequence == mutated[index].sequence },
+                        "\(report.problems)")
+                    #expect(throws: LogError.self) { try LogReader(path: path).readAll() }
+                }
+                try FileManager.default.removeItem(atPath: path)
+            }
+            #expect(accepted > 0 && rejected > 50, "accepted \(accepted), rejected \(rejected)")
+        }
     }
 }
 

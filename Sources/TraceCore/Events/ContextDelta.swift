@@ -234,7 +234,7 @@ public struct ContextDelta: Sendable, Hashable {
     static func outOfRange(name: String, position: Int, start: Int, count: Int, sequence: Int, available: Int) -> TraceCoreError {
         TraceCoreError(
             .invalidField,
-            "copies items \(start) to \(start + count - 1) of the base packet (seq \(sequence)), which has only \(available) \(name)",
+            "copies \(count) item\(count == 1 ? "" : "s") from item \(start) of the base packet (seq \(sequence)), which holds only \(available) item\(available == 1 ? "" : "s") in \(name)",
             fieldPath: "data.\(name)[\(position)]")
     }
 }
