@@ -128,6 +128,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable, CustomStringConvertible 
             var state = RunState()
             _ = try LogReader(path: path).forEachEvent { RunState.reduce(into: &state, $0.event) }
             _ = state.digest
+            // Replay's read: delta packets made whole.
+            _ = try LogReader(path: path, options: LogReader.Options(resolvesContextPackets: true)).forEachEvent { _ in }
             _ = try LogRepair.seal(path: path)
         case .json:
             let value = try JSONParser.parse(input)
