@@ -212,7 +212,7 @@ struct EventChecker {
         if let contextShape, contextShape.sequence == delta.baseSequence {
             base = contextShape
         } else if trustsFirstDelta {
-            base = ContextShape(sequence: delta.baseSequence, unbounded: ())
+            base = ContextShape.unknown(at: delta.baseSequence)
         } else {
             let found = contextShape.map { "the packet before it is seq \($0.sequence)" } ?? "no context_built comes before it"
             problems.append(
@@ -220,7 +220,7 @@ struct EventChecker {
                     .invalidEvent,
                     "event seq \(event.sequence) (context_built) is a delta on seq \(delta.baseSequence), but \(found): a delta packet builds on the log's previous context_built",
                     path: path, memberOffset: location.memberOffset, sequence: event.sequence))
-            contextShape = ContextShape(sequence: event.sequence, unbounded: ())
+            contextShape = ContextShape.unknown(at: event.sequence)
             return
         }
         trustsFirstDelta = false
@@ -232,9 +232,9 @@ struct EventChecker {
                     .invalidEvent, "event seq \(event.sequence) (context_built) is not a valid delta: \(error.message)", path: path,
                     memberOffset: location.memberOffset, sequence: event.sequence))
             // One bad delta is one problem: the next delta builds on this one, whatever it held.
-            contextShape = ContextShape(sequence: event.sequence, unbounded: ())
+            contextShape = ContextShape.unknown(at: event.sequence)
         } catch {
-            contextShape = ContextShape(sequence: event.sequence, unbounded: ())
+            contextShape = ContextShape.unknown(at: event.sequence)
         }
     }
 }

@@ -127,49 +127,46 @@ public struct ContextBuilt: JSONRepresentable, JSONObjectEncodable, Hashable {
     /// Reads a packet written under envelope `version`: from version 2 on, a packet with
     /// `base_seq` is a delta, and its lists are edits of the previous packet's.
     public init(from scanner: inout JSONScanner, version: Int) throws {
-        guard version >= 2 else {
-            try self.init(wholeFrom: &scanner)
-            return
-        }
+        // Version 1 lists go straight into the packet's lists (the reader's hot path); version
+        // 2 lists are read as edits and become items or a delta below.
+        let readsEdits = version >= 2
         var goal: String?
         var stateSummary: String?
-        var observations: [ListEdit<ItemReference>] = []
-        var toolsDisclosed: [ListEdit<String>] = []
-        var evidence: [ListEdit<ItemReference>] = []
-        var memory: [ListEdit<ItemReference>] = []
-        var omitted: [ListEdit<OmittedItem>] = []
+        var observations: [ItemReference] = []
+        var toolsDisclosed: [String] = []
+        var evidence: [ItemReference] = []
+        var memory: [ItemReference] = []
+        var omitted: [OmittedItem] = []
         var tokenEstimate: Int?
         var promptHash: String?
         var baseSequence: Int?
+        var edits = ContextDelta(baseSequence: 0)
         try scanner.readObject { scanner, key in
             switch key {
             case "goal": goal = try scanner.read()
             case "state_summary": stateSummary = try scanner.read()
-            case "observations": observations = try scanner.readList()
-            case "tools_disclosed": toolsDisclosed = try scanner.readList()
-            case "evidence": evidence = try scanner.readList()
-            case "memory": memory = try scanner.readList()
-            case "omitted": omitted = try scanner.readList()
+            case "observations":
+                if readsEdits { edits.observations = try scanner.readList() } else { observations = try scanner.readList() }
+            case "tools_disclosed":
+                if readsEdits { edits.toolsDisclosed = try scanner.readList() } else { toolsDisclosed = try scanner.readList() }
+            case "evidence": if readsEdits { edits.evidence = try scanner.readList() } else { evidence = try scanner.readList() }
+            case "memory": if readsEdits { edits.memory = try scanner.readList() } else { memory = try scanner.readList() }
+            case "omitted": if readsEdits { edits.omitted = try scanner.readList() } else { omitted = try scanner.readList() }
             case "token_estimate": tokenEstimate = try scanner.read()
             case "prompt_hash": promptHash = try scanner.readOptional()
-            case "base_seq": baseSequence = try scanner.readOptional()
+            case "base_seq" where readsEdits: baseSequence = try scanner.readOptional()
             default: try scanner.skipValue()
             }
         }
-        let goalText = try required(goal, "goal")
-        let summary = try required(stateSummary, "state_summary")
-        let estimate = try required(tokenEstimate, "token_estimate")
+        var delta: ContextDelta?
         if let baseSequence {
             guard baseSequence >= 0 else {
                 throw TraceCoreError(
                     .invalidField, "must be the seq of an earlier context_built, found \(baseSequence)", fieldPath: "base_seq")
             }
-            self.init(
-                goal: goalText, stateSummary: summary, tokenEstimate: estimate, promptHash: promptHash,
-                delta: ContextDelta(
-                    baseSequence: baseSequence, observations: observations, toolsDisclosed: toolsDisclosed, evidence: evidence,
-                    memory: memory, omitted: omitted))
-        } else {
+            edits.baseSequence = baseSequence
+            delta = edits
+        } else if readsEdits {
             // A whole packet under version 2: its lists hold items alone.
             func items<Item>(_ edits: [ListEdit<Item>], _ name: String) throws -> [Item] {
                 try edits.enumerated().map { position, edit in
@@ -180,43 +177,16 @@ public struct ContextBuilt: JSONRepresentable, JSONObjectEncodable, Hashable {
                     return item
                 }
             }
-            self.init(
-                goal: goalText, stateSummary: summary, observations: try items(observations, "observations"),
-                toolsDisclosed: try items(toolsDisclosed, "tools_disclosed"), evidence: try items(evidence, "evidence"),
-                memory: try items(memory, "memory"), omitted: try items(omitted, "omitted"), tokenEstimate: estimate,
-                promptHash: promptHash)
-        }
-    }
-
-    /// A version 1 packet (or a whole one): its lists as they are, with no delta.
-    private init(wholeFrom scanner: inout JSONScanner) throws {
-        var goal: String?
-        var stateSummary: String?
-        var observations: [ItemReference] = []
-        var toolsDisclosed: [String] = []
-        var evidence: [ItemReference] = []
-        var memory: [ItemReference] = []
-        var omitted: [OmittedItem] = []
-        var tokenEstimate: Int?
-        var promptHash: String?
-        try scanner.readObject { scanner, key in
-            switch key {
-            case "goal": goal = try scanner.read()
-            case "state_summary": stateSummary = try scanner.read()
-            case "observations": observations = try scanner.readList()
-            case "tools_disclosed": toolsDisclosed = try scanner.readList()
-            case "evidence": evidence = try scanner.readList()
-            case "memory": memory = try scanner.readList()
-            case "omitted": omitted = try scanner.readList()
-            case "token_estimate": tokenEstimate = try scanner.read()
-            case "prompt_hash": promptHash = try scanner.readOptional()
-            default: try scanner.skipValue()
-            }
+            observations = try items(edits.observations, "observations")
+            toolsDisclosed = try items(edits.toolsDisclosed, "tools_disclosed")
+            evidence = try items(edits.evidence, "evidence")
+            memory = try items(edits.memory, "memory")
+            omitted = try items(edits.omitted, "omitted")
         }
         self.init(
             goal: try required(goal, "goal"), stateSummary: try required(stateSummary, "state_summary"), observations: observations,
             toolsDisclosed: toolsDisclosed, evidence: evidence, memory: memory, omitted: omitted,
-            tokenEstimate: try required(tokenEstimate, "token_estimate"), promptHash: promptHash)
+            tokenEstimate: try required(tokenEstimate, "token_estimate"), promptHash: promptHash, delta: delta)
     }
 
     public func members(into object: inout some JSONMemberSink) {

@@ -133,14 +133,12 @@ public struct ContextShape: Sendable, Hashable {
         omitted = packet.omitted.count
     }
 
-    /// A base whose lists' sizes are not known: every copy fits.
-    public init(sequence: Int, unbounded: Void) {
-        self.sequence = sequence
-        observations = .max
-        toolsDisclosed = .max
-        evidence = .max
-        memory = .max
-        omitted = .max
+    /// The shape of a packet at `sequence` whose lists' sizes are not known (it was not read,
+    /// or it was damaged): every copy fits.
+    public static func unknown(at sequence: Int) -> ContextShape {
+        var shape = ContextShape(sequence: sequence, of: ContextBuilt(goal: "", stateSummary: "", tokenEstimate: 0))
+        (shape.observations, shape.toolsDisclosed, shape.evidence, shape.memory, shape.omitted) = (.max, .max, .max, .max, .max)
+        return shape
     }
 }
 
