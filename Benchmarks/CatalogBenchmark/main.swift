@@ -10,7 +10,8 @@
 // 3. an eval suite over the `runs` logs: first run (cache empty) against a second (every log
 //    unchanged and cached; target >= 20x faster), in process and through the `agent-eval` beside
 //    this benchmark or the one --agent-eval names (`.build-static/release/agent-eval`, what
-//    scripts/install builds, starts in half the time);
+//    scripts/install builds, starts in half the time); and the cached run again once the catalog
+//    holds `history` suite runs (recording a suite run must not cost more as history grows);
 // 4. catalog bytes per indexed event, and the peak memory of indexing one log of `big-events`
 //    events against one a tenth that size (each in a child process: flat means close).
 //
@@ -33,6 +34,8 @@ struct Settings {
     var jobs = 2
     var queryRuns = 100_000
     var bigEvents = 1_000_000
+    /// Suite runs in the catalog before the cached run is timed again.
+    var history = 100
     var directory = FileManager.default.temporaryDirectory.appendingPathComponent("agent-eval-catalog-bench").path
     /// Keep the logs and catalogs afterwards (to look at them with `sqlite3`).
     var keep = false
@@ -56,13 +59,14 @@ func parseSettings() -> Settings {
         case "--jobs": settings.jobs = Int(value) ?? settings.jobs
         case "--query-runs": settings.queryRuns = Int(value) ?? settings.queryRuns
         case "--big-events": settings.bigEvents = Int(value) ?? settings.bigEvents
+        case "--history": settings.history = Int(value) ?? settings.history
         case "--dir": settings.directory = value
         case "--agent-eval": settings.agentEval = value
         default:
             FileHandle.standardError.write(
                 Data(
                     ("usage: catalog-benchmark [--runs N] [--steps N] [--repetitions N] [--jobs N] [--query-runs N] "
-                        + "[--big-events N] [--dir PATH] [--agent-eval PATH] [--keep]\n").utf8))
+                        + "[--big-events N] [--history N] [--dir PATH] [--agent-eval PATH] [--keep]\n").utf8))
             exit(argument == "--help" ? 0 : 64)
         }
     }
@@ -291,6 +295,22 @@ if FileManager.default.isExecutableFile(atPath: binary) {
         String(
             format: "agent-eval run over %d logs (--jobs %d): first run %.3f s, unchanged and cached %.3f s: %.1fx faster (target >= 20x; ",
             settings.runs, settings.jobs, median(cliFirst), median(cliSecond), median(cliFirst) / median(cliSecond)) + binary + ")")
+    // The same cached run once the catalog keeps a longer history: every run records a suite run
+    // with one result row per log.
+    if settings.history > 2 {
+        let database = settings.directory + "/cli-0.sqlite"
+        func cachedRun() throws {
+            let result = try Subprocess.run(binary, ["run", caseFile, "--catalog", database, "--jobs", "\(settings.jobs)"])
+            if result.status != 0 { fail("agent-eval run exited with \(result.status): \(result.stderr)") }
+        }
+        for _ in 2..<settings.history { try cachedRun() }
+        var cliLater: [Double] = []
+        for _ in 0..<settings.repetitions { cliLater.append(try seconds { try cachedRun() }) }
+        print(
+            String(
+                format: "  the cached run once the catalog holds %d suite runs: %.3f s (%.2fx the cached run above)",
+                settings.history, median(cliLater), median(cliLater) / median(cliSecond)))
+    }
 } else {
     print("agent-eval run: skipped (no \(binary); build it first: swift build -c release)")
 }

@@ -341,7 +341,7 @@ struct CatalogStoreTests {
             let catalog = try Catalog(path: directory.path("catalog.sqlite"))
             for statement in [
                 "DELETE FROM logs", "DROP TABLE calls", "INSERT INTO facts VALUES ('x', 1, 1, 1, 1, 1, 'x', x'00')",
-                "PRAGMA user_version = 5",
+                "PRAGMA user_version = 99",
             ] {
                 #expect(throws: CatalogError.self, "\(statement)") { _ = try catalog.query(statement) }
             }
@@ -368,6 +368,9 @@ struct CatalogStoreTests {
             #expect(try catalog.query("PRAGMA user_version").rows.first?.first == .integer(Int64(CatalogSchema.version)))
             let indexes = try catalog.query("SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'calls_by_log_tool'")
             #expect(indexes.rows.count == 1)
+            // Version 5 dropped the index that made recording a suite run cost more as history grew.
+            let byLog = try catalog.query("SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'eval_results_by_log'")
+            #expect(byLog.rows.isEmpty)
             var query = RunQuery()
             query.tools = ["refund_order"]
             #expect(try catalog.runs(query).count == 1)
