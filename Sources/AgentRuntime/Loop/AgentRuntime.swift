@@ -25,7 +25,7 @@ public struct AgentRuntime: Sendable {
     public var writesContextDeltas = true
 
     /// How this runtime's logs are written.
-    var logOptions: LogWriter.Options {
+    public var logOptions: LogWriter.Options {
         LogWriter.Options(durability: agent.durability, signer: signer, redactor: redactor, writesContextDeltas: writesContextDeltas)
     }
 
