@@ -169,7 +169,11 @@ if CommandLine.arguments.count == 3 && CommandLine.arguments[1].hasPrefix("peak-
 // `log-benchmark read-dir DIR`: only read + fold every log in DIR, for profilers.
 if CommandLine.arguments.count == 3 && CommandLine.arguments[1] == "read-dir" {
     let directory = CommandLine.arguments[2]
-    let files = try FileManager.default.contentsOfDirectory(atPath: directory).sorted().map { "\(directory)/\($0)" }
+    guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else {
+        FileHandle.standardError.write(Data("log-benchmark read-dir: cannot list \(directory) (write one with --keep --dir PATH)\n".utf8))
+        exit(66)
+    }
+    let files = names.filter { $0.hasSuffix(".jsonl.gz") }.sorted().map { "\(directory)/\($0)" }
     var rates: [Double] = []
     var bytes = 0
     for _ in 0..<7 {
@@ -182,7 +186,10 @@ if CommandLine.arguments.count == 3 && CommandLine.arguments[1] == "read-dir" {
     // (skipped with STAGES=0, for profiling the whole read).
     if ProcessInfo.processInfo.environment["STAGES"] == "0" { exit(0) }
     var lines: [[UInt8]] = []
+    // Where each log's lines start: the fold stage folds each log into a state of its own.
+    var firstLines: Set<Int> = []
     for file in files {
+        firstLines.insert(lines.count)
         _ = try LogReader(path: file).forEachLine { line, _ in lines.append(Array(line)) }
     }
     let stages = ["sha-256 of lines", "JSON parse to a tree", "event decode (parse + typed payload)", "event decode + fold"]
@@ -191,7 +198,8 @@ if CommandLine.arguments.count == 3 && CommandLine.arguments[1] == "read-dir" {
         for _ in 0..<5 {
             var state = RunState()
             let start = ContinuousClock.now
-            for line in lines {
+            for (position, line) in lines.enumerated() {
+                if firstLines.contains(position) { state = RunState() }
                 switch index {
                 case 0: _ = ContentHash.sha256Hex(line)
                 case 1: _ = try JSONParser.parse(line)
