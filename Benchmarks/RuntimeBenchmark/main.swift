@@ -99,8 +99,9 @@ func growthTable(_ lengths: [Int], in directory: String, keep: String?, wholeLim
     print("steps    packets as  time      µs/step  JSONL         bytes/step  file          largest line")
     for steps in lengths {
         for deltas in [true, false] where deltas || steps <= wholeLimit {
-            var runtime = AgentRuntime(agent: try makeAgent(steps: steps, varies: true))
-            runtime.writesContextDeltas = deltas
+            var agent = try makeAgent(steps: steps, varies: true)
+            agent.writesContextDeltas = deltas
+            let runtime = AgentRuntime(agent: agent)
             let path = "\(directory)/growth-\(steps)-\(deltas).jsonl.gz"
             let started = ContinuousClock.now
             let outcome = try await runtime.run(goal: "benchmark", log: path, runId: "growth-\(steps)")

@@ -28,14 +28,17 @@ struct ExecCommand: AsyncParsableCommand {
             130 interrupted by SIGINT, 143 by SIGTERM.
 
             Examples:
-              agent-eval exec --agent Fixtures/agents/support/agent.yaml --input "Order A-1042 arrived broken."
-              agent-eval exec --agent Fixtures/agents/support/agent.yaml --resume runs/support-agent-run-….jsonl.gz \\
+              agent-eval exec Fixtures/agents/support/agent.yaml --input "Order A-1042 arrived broken."
+              agent-eval exec Fixtures/agents/support/agent.yaml --resume runs/support-agent-run-….jsonl.gz \\
                   --approve call-2 --approver maria
             """
     )
 
+    @Argument(help: ArgumentHelp("The agent file (YAML), or give it with --agent.", valueName: "agent-file"))
+    var agentFile: String?
+
     @Option(help: "The agent file (YAML). See docs/agent-files.md.")
-    var agent: String
+    var agent: String?
 
     @OptionGroup(title: "Model")
     var models: ModelArguments
@@ -97,7 +100,28 @@ struct ExecCommand: AsyncParsableCommand {
             """)
     var stream = false
 
+    @Option(
+        help: ArgumentHelp(
+            """
+            The newest log format version the log may use: 2 writes a context packet as a delta on the one before when \
+            that is smaller; 1 writes every packet whole, for readers that know only version 1. (default: the agent \
+            file's log_version, else 2)
+            """, valueName: "1|2"))
+    var logVersion: Int?
+
+    /// The agent file, however it was given.
+    var agentPath: String { agentFile ?? agent ?? "" }
+
     func validate() throws {
+        switch (agentFile, agent) {
+        case (nil, nil): throw ValidationError("give the agent file: agent-eval exec AGENT.yaml --input \"…\" (or --agent AGENT.yaml)")
+        case (.some, .some): throw ValidationError("give the agent file once, as the argument or with --agent")
+        default: break
+        }
+        if let logVersion, !Event.supportedVersions.contains(logVersion) {
+            throw ValidationError(
+                "--log-version must be \(Event.supportedVersions.map(String.init).joined(separator: " or ")), found \(logVersion)")
+        }
         try models.requireCassetteForRecord()
         if quiet && (json || stream) { throw ValidationError("--quiet prints only the log's path; leave out --json and --stream") }
         switch (input, resume) {
@@ -125,9 +149,9 @@ struct ExecCommand: AsyncParsableCommand {
                 let printer = StreamPrinter(json: json)
                 environment.observe = { printer.show($0) }
             }
-            let runtime = AgentRuntime(
-                agent: try AgentFile.load(path: agent, models: try models.options(), servers: MCPServers()), environment: environment,
-                signer: signer)
+            var agent = try AgentFile.load(path: agentPath, models: try models.options(), servers: MCPServers())
+            if let logVersion { agent.writesContextDeltas = logVersion >= Event.deltaVersion }
+            let runtime = AgentRuntime(agent: agent, environment: environment, signer: signer)
             let (resume, approve, deny, approver) = (self.resume, self.approve, self.deny, self.approver)
             let (input, actor, route) = (self.input, self.actor, self.route)
             let id = runId ?? RuntimeEnvironment.live.makeRunId()
@@ -163,7 +187,7 @@ struct ExecCommand: AsyncParsableCommand {
         } else if quiet {
             say(outcome.logPath)
         } else {
-            for line in Self.describe(outcome, agentPath: agent) { say(line) }
+            for line in Self.describe(outcome, agentPath: agentPath) { say(line) }
             if let exported { say(exported.sentence) }
         }
         if let interrupted { throw ExitCode(128 + interrupted) }
@@ -202,7 +226,7 @@ struct ExecCommand: AsyncParsableCommand {
             lines.append(
                 "waiting for approval: "
                     + waiting.map { "\($0.id) (\($0.tool) \(JSONWriter.encodeString($0.arguments)))" }.joined(separator: ", "))
-            lines.append("resume: agent-eval exec --agent \(agentPath) --resume \(outcome.logPath) \(approvals)")
+            lines.append("resume: agent-eval exec \(agentPath) --resume \(outcome.logPath) \(approvals)")
         }
         return lines
     }

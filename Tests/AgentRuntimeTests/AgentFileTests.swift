@@ -62,6 +62,19 @@ struct AgentFileTests {
             #expect(agent.limits.maxSteps == 3)
             #expect(agent.model.identity == ModelIdentity(provider: "scripted", name: "demo"))
             #expect(agent.policy.identity.name == "policy")
+            #expect(agent.writesContextDeltas, "log version 2 by default")
+        }
+    }
+
+    @Test("log_version: 1 writes every context packet whole; 2 allows deltas")
+    func logVersion() throws {
+        try TemporaryDirectory.with { directory in
+            try Self.script.write(toFile: directory.path("demo.model.yaml"), atomically: true, encoding: .utf8)
+            for (version, deltas) in [(1, false), (2, true)] {
+                try (Self.valid + "\nlog_version: \(version)\n").write(
+                    toFile: directory.path("agent.yaml"), atomically: true, encoding: .utf8)
+                #expect(try AgentFile.load(path: directory.path("agent.yaml")).writesContextDeltas == deltas, "log_version \(version)")
+            }
         }
     }
 
@@ -107,6 +120,10 @@ struct AgentFileTests {
                 #"agent.yaml:20:1: the key "name" appears twice in this mapping (first at line 1) (remove one of them)"#
             ),
             ("- just\n- a list\n", "agent.yaml:1:1: the agent file must be a mapping, found a list"),
+            (
+                replacing("limits: {max_steps: 3}", "limits: {max_steps: 3}\nlog_version: 3"),
+                "agent.yaml:20:14: log_version must be between 1 and 2, found 3"
+            ),
             (
                 replacing("    fixture:\n      - output: {found: true}\n", "    command: [no-such-tool-program, --json]\n"),
                 #"agent.yaml:11:14: tool "lookup" command: "no-such-tool-program" is not a program on PATH (install it, or give its path (relative paths start from the agent file's folder))"#

@@ -16,9 +16,10 @@ struct ExecCommandTests {
             #expect(first.status == 1)
             #expect(first.stdoutText.hasPrefix("stopped: approval_required\n"))
             #expect(first.stdoutText.contains("waiting for approval: call-3 (refund_order"))
-            #expect(first.stdoutText.contains("resume: agent-eval exec --agent \(agent) --resume \(log) --approve call-3"))
+            #expect(first.stdoutText.contains("resume: agent-eval exec \(agent) --resume \(log) --approve call-3"))
 
-            let second = try agentEval(["exec", "--agent", agent, "--resume", log, "--approve", "call-3", "--approver", "maria", "--json"])
+            // The agent file as the argument, as the hint gives it.
+            let second = try agentEval(["exec", agent, "--resume", log, "--approve", "call-3", "--approver", "maria", "--json"])
             #expect(second.status == 0)
             let summary = try JSONParser.parse(second.stdout)
             #expect(summary["stop_reason"] == "success")
@@ -46,6 +47,35 @@ struct ExecCommandTests {
             #expect(runId.wholeMatch(of: /run-\d{8}-\d{6}-[0-9a-f]{8}/) != nil)
             #expect(summary["log"] == .string(directory.path("runs/research-agent-\(runId).jsonl.gz")))
             #expect(FileManager.default.fileExists(atPath: directory.path("runs/research-agent-\(runId).jsonl.gz")))
+        }
+    }
+
+    @Test("--log-version 1 writes every context packet whole, as version 1 lines; the default writes deltas")
+    func logVersion() throws {
+        try TemporaryDirectory.with { directory in
+            var packets: [String: (lines: Int, version2: Int)] = [:]
+            for (name, extra) in [("default", [String]()), ("v1", ["--log-version", "1"])] {
+                let log = directory.path("\(name).jsonl.gz")
+                let result = try agentEval(["exec", ExampleRuns.agentPath("research"), "--input", "zstd?", "--log", log] + extra)
+                #expect(result.status == 1, "\(result.stderr)")
+                var counts = (lines: 0, version2: 0)
+                _ = try LogReader(path: log).forEachEvent { recorded in
+                    guard case .contextBuilt = recorded.event.payload else { return }
+                    counts.lines += 1
+                    if recorded.event.version == Event.deltaVersion { counts.version2 += 1 }
+                }
+                packets[name] = counts
+                #expect(try Subprocess.run(gzipPath, ["-t", log]).status == 0)
+            }
+            #expect((packets["default"]?.version2 ?? 0) > 0)
+            #expect(packets["v1"]?.version2 == 0)
+            #expect(packets["v1"]?.lines == packets["default"]?.lines)
+            let bad = try agentEval(["exec", ExampleRuns.agentPath("research"), "--input", "x", "--log-version", "3"])
+            #expect(bad.status == 64)
+            #expect(bad.stderr.contains("--log-version must be 1 or 2, found 3"))
+            let none = try agentEval(["exec", "--input", "x"])
+            #expect(none.status == 64)
+            #expect(none.stderr.contains("give the agent file"))
         }
     }
 

@@ -124,6 +124,10 @@ public enum AgentFile {
         let actor = errors.collect { () throws(ConfigError) in try file.optional("actor")?.string("actor") } ?? nil
         let route = errors.collect { () throws(ConfigError) in try file.optional("route")?.string("route") } ?? nil
         let durability = errors.collect { () throws(ConfigError) in try file.optional("durability").map(readDurability) ?? Durability() }
+        let logVersion =
+            errors.collect { () throws(ConfigError) in
+                try file.optional("log_version")?.int("log_version", in: Event.supportedVersions) ?? Event.supportedVersions.upperBound
+            } ?? Event.supportedVersions.upperBound
         var redactEnvironment: [String] = []
         var redactMembers: [String] = []
         errors.collect { () throws(ConfigError) in
@@ -151,6 +155,7 @@ public enum AgentFile {
         if let keyVariable, !redactEnvironment.contains(keyVariable) { redactEnvironment.append(keyVariable) }
         agent.redactEnvironment = redactEnvironment
         agent.redactMembers = redactMembers
+        agent.writesContextDeltas = logVersion >= Event.deltaVersion
         agent.toolServers = toolServers
         agent.toolServerConnector = servers
         agent.toolReferences = toolReferences

@@ -20,6 +20,11 @@ public struct Agent: Sendable {
     public var actor: String?
     public var route: String?
     public var durability: Durability
+    /// Writes a context packet as a delta on the one before it when that is smaller (log
+    /// format version 2, so a long run's log grows linearly); false writes every packet whole,
+    /// as version 1 lines, for readers that know only version 1 (the agent file's
+    /// `log_version: 1`).
+    public var writesContextDeltas = true
     /// Environment variables whose values, and member names whose string values, are secret:
     /// replaced in every event before it reaches the log (with the always-on key patterns; see
     /// `Redactor`).

@@ -19,14 +19,9 @@ public struct AgentRuntime: Sendable {
     public var environment: RuntimeEnvironment
     /// Signs the logs this runtime writes (docs/log-format.md, "Signed logs"); nil for none.
     public var signer: LogSigner?
-    /// Writes context packets as deltas on the previous packet (log format version 2, so a
-    /// long run's log grows linearly); false writes every packet whole, for readers that know
-    /// only version 1.
-    public var writesContextDeltas = true
-
     /// How this runtime's logs are written.
     public var logOptions: LogWriter.Options {
-        LogWriter.Options(durability: agent.durability, signer: signer, redactor: redactor, writesContextDeltas: writesContextDeltas)
+        LogWriter.Options(durability: agent.durability, signer: signer, redactor: redactor, writesContextDeltas: agent.writesContextDeltas)
     }
 
     /// What keeps secrets out of this runtime's logs: the agent's declared secrets and the
