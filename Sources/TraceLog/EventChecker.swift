@@ -86,11 +86,12 @@ struct EventChecker {
         return nil
     }
 
-    /// Checks one line; returns the event when it decodes, and every problem found.
+    /// Checks one line; returns the event when it decodes, and every problem found. `hash`
+    /// is the line's SHA-256 when a reader's helper thread computed it already.
     mutating func check(
-        _ line: UnsafeRawBufferPointer, at location: EventLocation, problems: inout [LogError]
+        _ line: UnsafeRawBufferPointer, hash knownHash: String? = nil, at location: EventLocation, problems: inout [LogError]
     ) -> RecordedEvent? {
-        let hash = ContentHash.sha256Hex(line)
+        let hash = knownHash ?? ContentHash.sha256Hex(line)
         defer {
             lastHash = hash
             isLastHashHex = true

@@ -202,6 +202,13 @@ final class FileDescriptor {
         access(path, F_OK) == 0
     }
 
+    /// The size of the file at `path`, or nil when it cannot be looked at.
+    static func fileSize(_ path: String) -> Int? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return Int(info.st_size)
+    }
+
     static func remove(_ path: String) {
         unlink(path)
     }

@@ -39,16 +39,24 @@ public struct LogReader {
         /// model was given: for readers that show packets (replay, the viewer). Off, a delta
         /// packet comes as it is written (`ContextBuilt.delta`), which is all the fold needs.
         public var resolvesContextPackets = false
+        /// A whole read (`forEachEvent`, `forEachLine`, `readAll`) of a file at least this
+        /// large reads, inflates and hashes members on a helper thread, a few members ahead of
+        /// the decoding and checking on the caller's thread: the same events, errors and
+        /// summary, about 1.5–1.8 times as fast on a long log (README, Performance). Smaller
+        /// files, and reads that start in the middle or stop at the first event, stay on one
+        /// thread; `Int.max` keeps every read on one.
+        public var readsAheadFromBytes = 1 << 20
 
         public init(
             isStrict: Bool = false, memberContentLimit: Int = 1 << 30, readBufferSize: Int = 256 * 1024,
-            inflatesWholeMembers: Bool = true, resolvesContextPackets: Bool = false
+            inflatesWholeMembers: Bool = true, resolvesContextPackets: Bool = false, readsAheadFromBytes: Int = 1 << 20
         ) {
             self.isStrict = isStrict
             self.memberContentLimit = memberContentLimit
             self.readBufferSize = readBufferSize
             self.inflatesWholeMembers = inflatesWholeMembers
             self.resolvesContextPackets = resolvesContextPackets
+            self.readsAheadFromBytes = readsAheadFromBytes
         }
     }
 
@@ -62,13 +70,13 @@ public struct LogReader {
 
     /// Calls `body` with each event in order; returns what was read and how the file ended.
     public func forEachEvent(_ body: (RecordedEvent) throws -> Void) throws -> ReadSummary {
-        try walk { _, recorded in try body(recorded) }
+        try walk(readsAhead: true) { _, recorded in try body(recorded) }
     }
 
     /// Calls `body` with each event's line bytes (no newline) and the decoded event. The bytes
     /// are valid only during the call.
     public func forEachLine(_ body: (UnsafeRawBufferPointer, RecordedEvent) throws -> Void) throws -> ReadSummary {
-        try walk(body)
+        try walk(readsAhead: true, body)
     }
 
     /// Reads every event into memory. For small logs and tests; prefer `forEachEvent`.
@@ -133,9 +141,15 @@ public struct LogReader {
         }
     }
 
-    private func walk(from position: Position? = nil, _ body: (UnsafeRawBufferPointer, RecordedEvent) throws -> Void) throws -> ReadSummary
-    {
+    /// Reads from `position` (the start when nil); `readsAhead` allows a helper thread for a
+    /// large file (`Options.readsAheadFromBytes`), for reads that go on to the end.
+    private func walk(
+        from position: Position? = nil, readsAhead: Bool = false, _ body: (UnsafeRawBufferPointer, RecordedEvent) throws -> Void
+    ) throws -> ReadSummary {
         if let pending = LogReader.pendingSeal(path) { throw pending }
+        let aheadOnAThread =
+            readsAhead && position == nil && options.readsAheadFromBytes < Int.max
+            && (FileDescriptor.fileSize(path) ?? 0) >= options.readsAheadFromBytes
         var scanner = MemberScanner(path: path, contentLimit: options.memberContentLimit, readSize: options.readBufferSize)
         scanner.inflatesWholeMembers = options.inflatesWholeMembers
         var checker =
@@ -149,15 +163,20 @@ public struct LogReader {
         var lineNumber = position?.sequence ?? 0
         var lastSequence: Int?
 
-        let ending = try scanner.scan(from: position?.memberOffset ?? 0, firstIndex: position?.memberIndex ?? 0) {
-            member, content, isComplete in
+        let ending = try scanner.scan(
+            from: position?.memberOffset ?? 0, firstIndex: position?.memberIndex ?? 0, aheadOnAThread: aheadOnAThread
+        ) { scanned in
+            let (member, content, isComplete) = (scanned.member, scanned.content, scanned.isComplete)
             summary.memberCount += 1
             summary.decompressedBytes += content.count
             var eventsInMember = 0
+            var lineInMember = 0
             let dropped = try LineSplitter.forEachLine(in: content) { line in
+                let hash = scanned.lineHashes?[lineInMember]
+                lineInMember += 1
                 lineNumber += 1
                 let location = EventLocation(memberIndex: member.index, memberOffset: member.offset, line: lineNumber)
-                guard var recorded = checker.check(line, at: location, problems: &problems), problems.isEmpty else {
+                guard var recorded = checker.check(line, hash: hash, at: location, problems: &problems), problems.isEmpty else {
                     throw problems[0]
                 }
                 if var packets = resolver {

@@ -37,10 +37,16 @@ struct MemberScanner {
     /// Inflate members that are whole in the read buffer with libdeflate (zlib does the rest).
     var inflatesWholeMembers = true
 
+    /// Where each member's content is inflated: by default one buffer, reused for every member
+    /// (valid until `body` returns); with this set, a buffer of its own per member, taken from
+    /// it before the member is inflated and left to it once `body` has it (a read ahead keeps
+    /// several). It may wait, which bounds how far a scan runs ahead.
+    var takesContentBuffer: (() -> ByteBuffer)?
+
     /// The largest content buffer the last scan needed.
-    private(set) var peakBufferBytes = 0
+    var peakBufferBytes = 0
     /// The members the last scan inflated whole (libdeflate).
-    private(set) var wholeMemberCount = 0
+    var wholeMemberCount = 0
 
     init(path: String, contentLimit: Int, readSize: Int = MemberScanner.chunkSize) {
         self.path = path
@@ -62,8 +68,20 @@ struct MemberScanner {
         let wholeMembers = inflatesWholeMembers ? MemberInflater() : nil
         let input = UnsafeMutableRawPointer.allocate(byteCount: readSize, alignment: 16)
         defer { input.deallocate() }
-        let content = ByteBuffer(capacity: 512 * 1024)
+        var content = ByteBuffer(capacity: 512 * 1024)
+        // Whether `body` has the current content buffer: the next member needs another one
+        // when they come from `takesContentBuffer`.
+        var handedOver = true
         defer { peakBufferBytes = max(peakBufferBytes, content.peakCapacity + readSize) }
+        /// The empty buffer the next member's content goes into. (As memory follows the
+        /// current member, not the largest one read, a buffer a huge member grew shrinks back.)
+        func startContent() {
+            if let takesContentBuffer, handedOver {
+                content = takesContentBuffer()
+                handedOver = false
+            }
+            content.reset(keepingCapacity: 512 * 1024)
+        }
 
         var chunkStart = offset  // file offset of input[0]
         var chunkCount = 0
@@ -101,14 +119,14 @@ struct MemberScanner {
                 if inflater.availableInput < readSize / 2 && !reachedEnd { try refill() }
                 let position = chunkCount - inflater.availableInput
                 let available = UnsafeRawBufferPointer(start: input + position, count: inflater.availableInput)
-                // As for a streamed member: memory follows this member, not the largest one read.
-                content.reset(keepingCapacity: 512 * 1024)
+                startContent()
                 if MemberScanner.headerProblem(input + position, count: available.count) == nil,
                     let length = wholeMembers.inflate(available, into: content, limit: contentLimit)
                 {
                     member.offset = chunkStart + position
                     member.length = length
                     wholeMemberCount += 1
+                    handedOver = true
                     try body(member, content.bytes, true)
                     inflater.setInput(input + position + length, count: available.count - length)
                     member.index += 1
@@ -118,7 +136,7 @@ struct MemberScanner {
             if !inMember {
                 inMember = true
                 member.offset = chunkStart + chunkCount - inflater.availableInput
-                content.reset(keepingCapacity: 512 * 1024)
+                startContent()
                 let position = chunkCount - inflater.availableInput
                 if position + 4 <= chunkCount {
                     if let problem = MemberScanner.headerProblem(input + position, count: 4) {
@@ -155,6 +173,7 @@ struct MemberScanner {
             case .needsInput:
                 continue
             case .memberEnded:
+                handedOver = true
                 try body(member, content.bytes, true)
                 inflater.reset()
                 inMember = false
@@ -177,6 +196,7 @@ struct MemberScanner {
             }
             candidate = next + 1
         }
+        handedOver = true
         try body(member, content.bytes, false)
         return .torn(member: member)
     }

@@ -168,23 +168,92 @@ struct LogDamageTests {
                     return "\(lines.count) events \(lines.hashValue), error \(error)"
                 }
             }
-            var variants = 0
-            for cut in 0...log.bytes.count {
-                await Task.yield()
-                try writeBytes(Array(log.bytes[..<cut]), to: path)
-                #expect(outcome(true) == outcome(false), "cut at \(cut)")
-                variants += 1
-            }
-            for byte in stride(from: 0, to: log.bytes.count, by: 3) {
-                await Task.yield()
-                var bytes = log.bytes
-                bytes[byte] ^= UInt8(1 << (byte % 8))
-                try writeBytes(bytes, to: path)
-                #expect(outcome(true) == outcome(false), "bit \(byte % 8) of byte \(byte) flipped")
-                variants += 1
+            let variants = try await Self.forEachDamagedCopy(of: log.bytes, at: path) { variant in
+                #expect(outcome(true) == outcome(false), "\(variant)")
             }
             #expect(variants > log.bytes.count)
         }
+    }
+
+    @Test("reading ahead on a helper thread reads the same events, and finds the same damage, as reading on one thread")
+    func readAheadAgreesWithOneThread() async throws {
+        try await TemporaryDirectory.with { directory in
+            let log = try Self.flushedLog(in: directory)
+            let path = directory.path("variant.jsonl.gz")
+            func outcome(_ readsAhead: Bool) -> String {
+                let threshold = readsAhead ? 0 : Int.max
+                var lines: [[UInt8]] = []
+                var read: String
+                do {
+                    var summary = try LogReader(path: path, options: .init(readsAheadFromBytes: threshold)).forEachLine { line, recorded in
+                        lines.append(Array(line) + Array(recorded.hash.utf8))
+                    }
+                    summary.peakBufferBytes = 0  // the helper's queue holds a few members more
+                    read = "\(lines.count) events \(lines.hashValue), \(summary)"
+                } catch {
+                    read = "\(lines.count) events \(lines.hashValue), error \(error)"
+                }
+                do {
+                    var report = try LogVerifier.verify(path: path, readsAheadFromBytes: threshold)
+                    report.peakBufferBytes = 0
+                    return read + "; verify: \(String(describing: report))"
+                } catch {
+                    return read + "; verify: \(error)"
+                }
+            }
+            let variants = try await Self.forEachDamagedCopy(of: log.bytes, at: path) { variant in
+                #expect(outcome(true) == outcome(false), "\(variant)")
+            }
+            #expect(variants > log.bytes.count)
+        }
+    }
+
+    @Test("a read that stops early while a helper thread reads ahead stops the helper and can read again")
+    func readAheadStopsWithTheReader() throws {
+        struct Enough: Error {}
+        try TemporaryDirectory.with { directory in
+            let path = directory.path("long.jsonl.gz")
+            try SampleRun.writeGrowingRun(to: path, steps: 300, options: LogWriter.Options(memberBound: 4096))
+            let options = LogReader.Options(readsAheadFromBytes: 0)
+            let all = try LogReader(path: path, options: options).readAll()
+            #expect(all.summary.memberCount > 20)
+            #expect(
+                all.events.map(\.hash)
+                    == (try LogReader(path: path, options: .init(readsAheadFromBytes: .max)).readAll().events.map(\.hash)))
+            for stop in [0, 1, 7, all.events.count / 2, all.events.count - 1] {
+                var seen = 0
+                #expect(throws: Enough.self) {
+                    _ = try LogReader(path: path, options: options).forEachEvent { _ in
+                        if seen == stop { throw Enough() }
+                        seen += 1
+                    }
+                }
+                #expect(seen == stop)
+            }
+            #expect(try LogReader(path: path, options: options).readAll().events.count == all.events.count)
+        }
+    }
+
+    /// Writes to `path` each cut of `bytes` (at every offset) and each copy with one bit
+    /// flipped (in every third byte), calling `check` with what was done to each; returns how
+    /// many copies were checked.
+    static func forEachDamagedCopy(of bytes: [UInt8], at path: String, _ check: (String) -> Void) async throws -> Int {
+        var variants = 0
+        for cut in 0...bytes.count {
+            await Task.yield()
+            try writeBytes(Array(bytes[..<cut]), to: path)
+            check("cut at \(cut)")
+            variants += 1
+        }
+        for byte in stride(from: 0, to: bytes.count, by: 3) {
+            await Task.yield()
+            var flipped = bytes
+            flipped[byte] ^= UInt8(1 << (byte % 8))
+            try writeBytes(flipped, to: path)
+            check("bit \(byte % 8) of byte \(byte) flipped")
+            variants += 1
+        }
+        return variants
     }
 
     /// Recompresses edited lines with the real gzip into a one-member log.

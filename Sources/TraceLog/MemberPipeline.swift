@@ -1,0 +1,214 @@
+import CZlib
+import TraceCore
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// One member as a scan hands it over: the member, its content, whether it is complete, and —
+/// when a helper thread read it — the SHA-256 (hex) of each of its complete lines, in order.
+struct ScannedMember {
+    var member: MemberScanner.Member
+    var content: UnsafeRawBufferPointer
+    var isComplete: Bool
+    var lineHashes: [String]?
+}
+
+extension MemberScanner {
+    /// `scan`, with the reading, inflating and line hashing on a helper thread when
+    /// `aheadOnAThread` is set: the caller's thread decodes and checks one member while the helper
+    /// inflates and hashes the next ones (a few members ahead at most, so memory stays a few
+    /// members' content). `body` runs on the caller's thread either way, in member order, and
+    /// sees the same members, content and ending; a throw from `body` stops the helper.
+    mutating func scan(
+        from offset: Int, firstIndex: Int, aheadOnAThread: Bool, _ body: (ScannedMember) throws -> Void
+    ) throws -> Ending {
+        guard aheadOnAThread else {
+            return try scan(from: offset, firstIndex: firstIndex) { member, content, isComplete in
+                try body(ScannedMember(member: member, content: content, isComplete: isComplete, lineHashes: nil))
+            }
+        }
+        let pipeline = MemberPipeline(scanner: self, offset: offset, firstIndex: firstIndex)
+        defer { pipeline.stop() }
+        let ending = try pipeline.run(body)
+        peakBufferBytes = pipeline.scannerPeakBufferBytes
+        wholeMemberCount = pipeline.scannerWholeMemberCount
+        return ending
+    }
+}
+
+/// The helper thread of a read ahead, and the bounded queue between it and the caller.
+final class MemberPipeline: @unchecked Sendable {
+    /// Members read ahead at most: enough that neither side waits on the other for long.
+    static let depth = 3
+    /// Content bytes read ahead at most: a huge member is not read ahead of, so memory stays
+    /// what one thread needs for it.
+    static let aheadBytes = 8 << 20
+
+    private struct Item {
+        var member: MemberScanner.Member
+        var content: ByteBuffer
+        var isComplete: Bool
+        var lineHashes: [String]
+    }
+
+    private struct Stopped: Error {}
+
+    private var scanner: MemberScanner
+    private let offset: Int
+    private let firstIndex: Int
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private let changed: UnsafeMutablePointer<pthread_cond_t>
+    private var thread: pthread_t?
+    // Guarded by `mutex`:
+    private var queue: [Item] = []
+    /// Buffers the caller is done with, for the helper to fill again.
+    private var spare: [ByteBuffer] = []
+    private var ending: Result<MemberScanner.Ending, any Error>?
+    private var isStopping = false
+    /// Content bytes handed over and not yet done with.
+    private var queuedBytes = 0
+    /// Every content buffer made (the helper's own, read after it is joined).
+    private var buffers: [ByteBuffer] = []
+    /// The buffer the member being scanned goes into (the helper's own).
+    private var filling: ByteBuffer?
+    // Set by the helper before it ends (read after it is joined):
+    private(set) var scannerPeakBufferBytes = 0
+    private(set) var scannerWholeMemberCount = 0
+
+    init(scanner: MemberScanner, offset: Int, firstIndex: Int) {
+        self.scanner = scanner
+        self.offset = offset
+        self.firstIndex = firstIndex
+        mutex = .allocate(capacity: 1)
+        pthread_mutex_init(mutex, nil)
+        changed = .allocate(capacity: 1)
+        pthread_cond_init(changed, nil)
+    }
+
+    deinit {
+        pthread_cond_destroy(changed)
+        changed.deallocate()
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    /// Starts the helper and hands each member it reads to `body`, in order; returns how the
+    /// scan ended, or throws what the scan or `body` threw.
+    func run(_ body: (ScannedMember) throws -> Void) throws -> MemberScanner.Ending {
+        try start()
+        while true {
+            pthread_mutex_lock(mutex)
+            while queue.isEmpty && ending == nil { pthread_cond_wait(changed, mutex) }
+            guard !queue.isEmpty else {
+                let result = ending
+                pthread_mutex_unlock(mutex)
+                stop()
+                // `ending` is set whenever the queue is empty here.
+                return try result?.get() ?? .complete
+            }
+            let item = queue.removeFirst()
+            pthread_mutex_unlock(mutex)
+            try body(
+                ScannedMember(member: item.member, content: item.content.bytes, isComplete: item.isComplete, lineHashes: item.lineHashes))
+            pthread_mutex_lock(mutex)
+            queuedBytes -= item.content.count
+            spare.append(item.content)
+            pthread_cond_broadcast(changed)
+            pthread_mutex_unlock(mutex)
+        }
+    }
+
+    /// Stops the helper (it stops at its next member) and waits for it to end.
+    func stop() {
+        guard let thread else { return }
+        pthread_mutex_lock(mutex)
+        isStopping = true
+        pthread_cond_broadcast(changed)
+        pthread_mutex_unlock(mutex)
+        pthread_join(thread, nil)
+        self.thread = nil
+    }
+
+    private func start() throws {
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        defer { pthread_attr_destroy(&attributes) }
+        pthread_attr_setstacksize(&attributes, 1 << 20)
+        var created = pthread_t()
+        let context = Unmanaged.passRetained(self).toOpaque()
+        let status = pthread_create(
+            &created, &attributes,
+            { context in
+                guard let context else { return nil }
+                Unmanaged<MemberPipeline>.fromOpaque(context).takeRetainedValue().readAhead()
+                return nil
+            }, context)
+        guard status == 0 else {
+            Unmanaged<MemberPipeline>.fromOpaque(context).release()
+            throw LogError(.unreadable, "could not start the log reader's helper thread (error \(status))", path: scanner.path)
+        }
+        thread = created
+    }
+
+    /// The buffer the next member goes into: once the caller has room for it (fewer than
+    /// `depth` members and `aheadBytes` bytes ahead), one it is done with or a new one.
+    private func nextBuffer() -> ByteBuffer {
+        pthread_mutex_lock(mutex)
+        while !queue.isEmpty && (queue.count >= MemberPipeline.depth || queuedBytes >= MemberPipeline.aheadBytes) && !isStopping {
+            pthread_cond_wait(changed, mutex)
+        }
+        let reused = spare.popLast()
+        pthread_mutex_unlock(mutex)
+        if let reused { return reused }
+        let made = ByteBuffer(capacity: 512 * 1024)
+        buffers.append(made)
+        return made
+    }
+
+    /// The helper: scans into buffers of its own, hashes each member's lines, and queues it.
+    private func readAhead() {
+        scanner.takesContentBuffer = { [unowned self] in
+            let buffer = nextBuffer()
+            filling = buffer
+            return buffer
+        }
+        let result = Result<MemberScanner.Ending, any Error> {
+            try scanner.scan(from: offset, firstIndex: firstIndex) { member, content, isComplete in
+                // The content is in the buffer handed out for it — but for the torn content of an
+                // empty file, which no member was started for: that gets a buffer of its own.
+                let buffer: ByteBuffer
+                if let filling, filling.bytes.baseAddress == content.baseAddress {
+                    buffer = filling
+                } else {
+                    buffer = nextBuffer()
+                    buffer.reset(keepingCapacity: 512 * 1024)
+                    buffer.append(content)
+                }
+                filling = nil
+                var hashes: [String] = []
+                hashes.reserveCapacity(content.count / 256)
+                LineSplitter.forEachLine(in: content) { hashes.append(ContentHash.sha256Hex($0)) }
+                pthread_mutex_lock(mutex)
+                let stopping = isStopping
+                if !stopping {
+                    queue.append(Item(member: member, content: buffer, isComplete: isComplete, lineHashes: hashes))
+                    queuedBytes += buffer.count
+                    pthread_cond_broadcast(changed)
+                }
+                pthread_mutex_unlock(mutex)
+                if stopping { throw Stopped() }
+            }
+        }
+        scanner.takesContentBuffer = nil
+        pthread_mutex_lock(mutex)
+        // What the buffers held at most, with the scanner's input chunk.
+        scannerPeakBufferBytes = buffers.reduce(0) { $0 + $1.peakCapacity } + scanner.readSize
+        scannerWholeMemberCount = scanner.wholeMemberCount
+        ending = result
+        pthread_cond_broadcast(changed)
+        pthread_mutex_unlock(mutex)
+    }
+}
