@@ -37,6 +37,39 @@ public struct JSONParser {
         return value
     }
 
+    /// Whether `bytes` are well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates,
+    /// nothing above U+10FFFF): exactly the texts `String(validating:)` accepts.
+    static func isValidUTF8(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var index = 0
+        let count = bytes.count
+        func isContinuation(_ offset: Int) -> Bool { bytes[index + offset] & 0xC0 == 0x80 }
+        while index < count {
+            let lead = bytes[index]
+            switch lead {
+            case 0..<0x80:
+                index += 1
+            case 0xC2..<0xE0:
+                guard index + 1 < count, isContinuation(1) else { return false }
+                index += 2
+            case 0xE0..<0xF0:
+                guard index + 2 < count, isContinuation(1), isContinuation(2) else { return false }
+                let second = bytes[index + 1]
+                // E0 needs A0 and up (else overlong); ED stops below A0 (else a surrogate).
+                if (lead == 0xE0 && second < 0xA0) || (lead == 0xED && second >= 0xA0) { return false }
+                index += 3
+            case 0xF0..<0xF5:
+                guard index + 3 < count, isContinuation(1), isContinuation(2), isContinuation(3) else { return false }
+                let second = bytes[index + 1]
+                // F0 needs 90 and up (else overlong); F4 stops below 90 (else above U+10FFFF).
+                if (lead == 0xF0 && second < 0x90) || (lead == 0xF4 && second >= 0x90) { return false }
+                index += 4
+            default:
+                return false
+            }
+        }
+        return true
+    }
+
     /// Whether every byte is below 0x80, eight bytes at a time.
     static func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         guard let base = bytes.baseAddress else { return true }
@@ -264,6 +297,45 @@ public struct JSONParser {
                 }
             }
             throw failure("string opened at byte \(open) is not closed", at: open)
+        }
+
+        /// Steps over the string at the cursor, checking it as `string()` does, without making
+        /// it: a string with escapes is checked by `string()` itself (they are rare).
+        mutating func skipString() throws {
+            let open = index
+            index += 1
+            let runStart = index
+            // As in `string()`: eight bytes at a time while none is a quote, a backslash or a
+            // control character.
+            let raw = UnsafeRawPointer(base)
+            while index + 8 <= end {
+                let word = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                let ones: UInt64 = 0x0101_0101_0101_0101
+                let highs: UInt64 = 0x8080_8080_8080_8080
+                let quote = word ^ (ones &* 0x22)
+                let backslash = word ^ (ones &* 0x5C)
+                let special =
+                    ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word)
+                if special & highs != 0 { break }
+                index += 8
+            }
+            while index < end {
+                let byte = base[index]
+                if byte == UInt8(ascii: "\"") {
+                    let run = UnsafeBufferPointer(start: base + runStart, count: index - runStart)
+                    index += 1
+                    if !JSONParser.isASCII(run) && !JSONParser.isValidUTF8(run) {
+                        throw TraceCoreError(.invalidUTF8, "invalid UTF-8 in a string starting at byte \(runStart)", byteOffset: runStart)
+                    }
+                    return
+                }
+                if byte == UInt8(ascii: "\\") { break }
+                if byte < 0x20 { throw failure("control character 0x\(String(byte, radix: 16)) inside a string") }
+                index += 1
+            }
+            guard index < end else { throw failure("string opened at byte \(open) is not closed", at: open) }
+            index = open
+            _ = try string()
         }
 
         mutating func hex4() throws -> UInt32 {

@@ -146,6 +146,15 @@ public struct JSONScanner {
 
     /// Reads an array, calling `element` once per element.
     public mutating func readArray<T>(_ element: (inout JSONScanner) throws -> T) throws -> [T] {
+        var elements: [T] = []
+        try forEachElement { scanner, _ in elements.append(try element(&scanner)) }
+        return elements
+    }
+
+    /// Reads an array, calling `body` once per element with its index; `body` must read or
+    /// skip the element. Returns the number of elements.
+    @discardableResult
+    public mutating func forEachElement(_ body: (inout JSONScanner, Int) throws -> Void) throws -> Int {
         guard peek(UInt8(ascii: "[")) else { throw typeError("an array") }
         depth += 1
         defer { depth -= 1 }
@@ -154,19 +163,20 @@ public struct JSONScanner {
         }
         let start = cursor.index
         cursor.index += 1
-        var elements: [T] = []
+        var count = 0
         cursor.skipSpace()
         if peek(UInt8(ascii: "]")) {
             cursor.index += 1
-            return elements
+            return count
         }
         while true {
             cursor.skipSpace()
             do {
-                elements.append(try element(&self))
+                try body(&self, count)
             } catch let error as TraceCoreError {
-                throw error.inside("[\(elements.count)]")
+                throw error.inside("[\(count)]")
             }
+            count += 1
             cursor.skipSpace()
             guard cursor.index < cursor.end else { throw cursor.failure("array opened at byte \(start) is not closed") }
             if peek(UInt8(ascii: ",")) {
@@ -175,7 +185,7 @@ public struct JSONScanner {
             }
             if peek(UInt8(ascii: "]")) {
                 cursor.index += 1
-                return elements
+                return count
             }
             throw cursor.failure("expected ',' or ']' in array, found \(cursor.describeByte())")
         }
@@ -186,9 +196,16 @@ public struct JSONScanner {
         try cursor.value(depth: depth)
     }
 
-    /// Reads and discards one value, checking its syntax.
+    /// Reads and discards one value, checking it as reading it would — syntax, valid UTF-8,
+    /// escapes, no duplicate member names, nesting — without making it.
     public mutating func skipValue() throws {
-        _ = try cursor.value(depth: depth)
+        guard cursor.index < cursor.end else { throw cursor.failure("expected a value, found the end of the text") }
+        switch cursor.base[cursor.index] {
+        case UInt8(ascii: "{"): try readObject { scanner, _ in try scanner.skipValue() }
+        case UInt8(ascii: "["): try forEachElement { scanner, _ in try scanner.skipValue() }
+        case UInt8(ascii: "\""): try cursor.skipString()
+        default: _ = try cursor.value(depth: depth)  // a literal or a number: nothing to make but a rare double
+        }
     }
 
     public mutating func readString() throws -> String {

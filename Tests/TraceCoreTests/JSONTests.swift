@@ -1,6 +1,7 @@
 import TestSupport
 import Testing
-import TraceCore
+
+@testable import TraceCore
 
 @Suite("JSON parsing and canonical writing")
 struct JSONTests {
@@ -76,6 +77,59 @@ struct JSONTests {
         #expect {
             _ = try JSONParser.parse([0x22, 0x61, 0xC3, 0x28, 0x22])
         } throws: { ($0 as? TraceCoreError)?.code == .invalidUTF8 }
+    }
+
+    @Test("the UTF-8 check accepts exactly what Swift's validating decoder accepts")
+    func utf8CheckAgreesWithSwift() {
+        var generator = SeededGenerator(seed: 11)
+        // Lead bytes and continuations at every boundary the rules turn on.
+        let interesting: [UInt8] = [
+            0x00, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xE1, 0xEC, 0xED, 0xEE, 0xEF,
+            0xF0, 0xF1, 0xF3, 0xF4, 0xF5, 0xFF,
+        ]
+        var checked = 0
+        for _ in 0..<50_000 {
+            let count = Int(generator.next() % 7)
+            let bytes = (0..<count).map { _ in interesting[Int(generator.next() % UInt64(interesting.count))] }
+            let swift = String(validating: bytes, as: UTF8.self) != nil
+            let ours = bytes.withUnsafeBufferPointer { JSONParser.isValidUTF8($0) }
+            #expect(ours == swift, "\(bytes.map { String($0, radix: 16) })")
+            checked += swift ? 1 : 0
+        }
+        #expect(checked > 1_000, "enough valid texts among the generated ones")
+    }
+
+    @Test("skipping a value accepts and rejects exactly the texts parsing accepts and rejects")
+    func skipAgreesWithParse() throws {
+        var generator = SeededGenerator(seed: 5)
+        let seeds = [
+            #"{"a":[1,2.5,-3e2,true,false,null],"b":{"c":"x\u00e9\n","d":[]},"e":"ünï","f":{}}"#,
+            #"[{"id":"obs-1","summary":"a \"quoted\" \ud83d\ude00 word"},{"id":"b","x":[[[]]]}]"#,
+            #""\u0041\/\b\f\r\t plain""#,
+        ]
+        let alphabet =
+            Array(#"{}[]",:\ u0123456789abcdefnulltrue-+.eE"#.utf8) + [0x01, 0x1F, 0x80, 0xC3, 0xA9, 0xE2, 0xED, 0xA0, 0xF0, 0xFF]
+        var rejected = 0
+        for round in 0..<20_000 {
+            var bytes = Array(seeds[round % seeds.count].utf8)
+            for _ in 0..<(1 + Int(generator.next() % 3)) where !bytes.isEmpty {
+                let at = Int(generator.next() % UInt64(bytes.count))
+                let byte = alphabet[Int(generator.next() % UInt64(alphabet.count))]
+                switch generator.next() % 3 {
+                case 0: bytes[at] = byte
+                case 1: bytes.insert(byte, at: at)
+                default: bytes.remove(at: at)
+                }
+            }
+            let parsed = (try? JSONParser.parse(bytes)) != nil
+            let skipped = bytes.withUnsafeBytes { text in (try? JSONScanner.scan(text) { try $0.skipValue() }) != nil }
+            #expect(parsed == skipped, "\(String(decoding: bytes, as: UTF8.self))")
+            rejected += parsed ? 0 : 1
+        }
+        #expect(rejected > 5_000 && rejected < 19_000, "both outcomes are exercised: \(rejected) rejected")
+        // Duplicate names are found inside skipped values too, wherever they are nested.
+        let duplicate = Array(#"{"a":{"b":1,"c":[{"d":1,"d":2}]}}"#.utf8)
+        #expect(throws: TraceCoreError.self) { try duplicate.withUnsafeBytes { text in try JSONScanner.scan(text) { try $0.skipValue() } } }
     }
 
     @Test("canonical writing: sorted keys by bytes, minimal escapes, shortest doubles")
