@@ -233,33 +233,12 @@ public struct JSONParser {
             let open = index
             index += 1
             let runStart = index
-            // Fast path: no escapes. Scan to the closing quote, eight bytes at a time while
-            // none of them is a quote, a backslash or a control character (SWAR: a byte that
-            // matches makes its high bit survive; borrows only ever add false alarms, which the
-            // byte loop below sorts out).
-            let raw = UnsafeRawPointer(base)
-            while index + 8 <= end {
-                let word = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
-                let ones: UInt64 = 0x0101_0101_0101_0101
-                let highs: UInt64 = 0x8080_8080_8080_8080
-                let quote = word ^ (ones &* 0x22)
-                let backslash = word ^ (ones &* 0x5C)
-                let special =
-                    ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word)
-                if special & highs != 0 { break }
-                index += 8
-            }
-            while index < end {
-                let byte = base[index]
-                if byte == UInt8(ascii: "\"") {
-                    let run = UnsafeBufferPointer(start: base + runStart, count: index - runStart)
-                    index += 1
-                    if let candidate, Self.bytesEqual(candidate, run) { return candidate }
-                    return try makeString(run, at: runStart)
-                }
-                if byte == UInt8(ascii: "\\") { break }
-                if byte < 0x20 { throw failure("control character 0x\(String(byte, radix: 16)) inside a string") }
+            // Fast path: no escapes.
+            if try skipPlainRun() {
+                let run = UnsafeBufferPointer(start: base + runStart, count: index - runStart)
                 index += 1
+                if let candidate, Self.bytesEqual(candidate, run) { return candidate }
+                return try makeString(run, at: runStart)
             }
             guard index < end else { throw failure("string opened at byte \(open) is not closed", at: open) }
             // Slow path: unescape into a buffer.
@@ -305,8 +284,25 @@ public struct JSONParser {
             let open = index
             index += 1
             let runStart = index
-            // As in `string()`: eight bytes at a time while none is a quote, a backslash or a
-            // control character.
+            if try skipPlainRun() {
+                let run = UnsafeBufferPointer(start: base + runStart, count: index - runStart)
+                index += 1
+                if !JSONParser.isASCII(run) && !JSONParser.isValidUTF8(run) {
+                    throw TraceCoreError(.invalidUTF8, "invalid UTF-8 in a string starting at byte \(runStart)", byteOffset: runStart)
+                }
+                return
+            }
+            guard index < end else { throw failure("string opened at byte \(open) is not closed", at: open) }
+            index = open
+            _ = try string()
+        }
+
+        /// Steps over a string's bytes up to its closing quote (true, the cursor on the quote)
+        /// or its first escape or the end of the text (false): eight bytes at a time while none
+        /// of them is a quote, a backslash or a control character (SWAR: a byte that matches
+        /// makes its high bit survive; borrows only ever add false alarms, which the byte loop
+        /// sorts out). A control character is an error.
+        private mutating func skipPlainRun() throws -> Bool {
             let raw = UnsafeRawPointer(base)
             while index + 8 <= end {
                 let word = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
@@ -321,21 +317,12 @@ public struct JSONParser {
             }
             while index < end {
                 let byte = base[index]
-                if byte == UInt8(ascii: "\"") {
-                    let run = UnsafeBufferPointer(start: base + runStart, count: index - runStart)
-                    index += 1
-                    if !JSONParser.isASCII(run) && !JSONParser.isValidUTF8(run) {
-                        throw TraceCoreError(.invalidUTF8, "invalid UTF-8 in a string starting at byte \(runStart)", byteOffset: runStart)
-                    }
-                    return
-                }
-                if byte == UInt8(ascii: "\\") { break }
+                if byte == UInt8(ascii: "\"") { return true }
+                if byte == UInt8(ascii: "\\") { return false }
                 if byte < 0x20 { throw failure("control character 0x\(String(byte, radix: 16)) inside a string") }
                 index += 1
             }
-            guard index < end else { throw failure("string opened at byte \(open) is not closed", at: open) }
-            index = open
-            _ = try string()
+            return false
         }
 
         mutating func hex4() throws -> UInt32 {
