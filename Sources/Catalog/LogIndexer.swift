@@ -288,7 +288,7 @@ struct LogIndexer {
         do {
             if let resume {
                 memberStart = resume
-                summary = try reader.forEachEvent(from: resume.position) { recorded in
+                summary = try reader.forEachEvent(from: resume.position, readsAhead: true) { recorded in
                     try visit(recorded)
                     return true
                 }

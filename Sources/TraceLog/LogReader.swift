@@ -39,12 +39,12 @@ public struct LogReader {
         /// model was given: for readers that show packets (replay, the viewer). Off, a delta
         /// packet comes as it is written (`ContextBuilt.delta`), which is all the fold needs.
         public var resolvesContextPackets = false
-        /// A whole read (`forEachEvent`, `forEachLine`, `readAll`) of a file at least this
-        /// large reads, inflates and hashes members on a helper thread, a few members ahead of
-        /// the decoding and checking on the caller's thread: the same events, errors and
-        /// summary, about 1.5–1.8 times as fast on a long log (README, Performance). Smaller
-        /// files, and reads that start in the middle or stop at the first event, stay on one
-        /// thread; `Int.max` keeps every read on one.
+        /// A whole read (`forEachEvent`, `forEachLine`, `readAll`, or `forEachEvent(from:)`
+        /// with `readsAhead`) of at least this many bytes of file reads, inflates and hashes
+        /// members on a helper thread, a few members ahead of the decoding and checking on the
+        /// caller's thread: the same events, errors and summary, about 1.5 times as fast on a
+        /// long log (README, Performance). Smaller files, random access from a position, and
+        /// `firstEvent` stay on one thread; `Int.max` keeps every read on one.
         public var readsAheadFromBytes = 1 << 20
 
         public init(
@@ -128,12 +128,16 @@ public struct LogReader {
     }
 
     /// Reads from `position` on, checking the chain from there, until `body` returns false or
-    /// the log ends. Only the members read are inflated: random access for replay.
+    /// the log ends. Only the members read are inflated: random access for replay. A caller
+    /// that reads on to the end (the catalog picking up a grown log) passes `readsAhead`, so
+    /// that a large rest of the file is read ahead on a helper thread as a whole read is.
     @discardableResult
-    public func forEachEvent(from position: Position, _ body: (RecordedEvent) throws -> Bool) throws -> ReadSummary {
+    public func forEachEvent(from position: Position, readsAhead: Bool = false, _ body: (RecordedEvent) throws -> Bool) throws
+        -> ReadSummary
+    {
         struct Stop: Error {}
         do {
-            return try walk(from: position) { _, recorded in
+            return try walk(from: position, readsAhead: readsAhead) { _, recorded in
                 if try !body(recorded) { throw Stop() }
             }
         } catch is Stop {
@@ -141,15 +145,16 @@ public struct LogReader {
         }
     }
 
-    /// Reads from `position` (the start when nil); `readsAhead` allows a helper thread for a
-    /// large file (`Options.readsAheadFromBytes`), for reads that go on to the end.
+    /// Reads from `position` (the start when nil); `readsAhead` allows a helper thread when
+    /// the rest of the file is large (`Options.readsAheadFromBytes`), for reads that go on to
+    /// the end.
     private func walk(
         from position: Position? = nil, readsAhead: Bool = false, _ body: (UnsafeRawBufferPointer, RecordedEvent) throws -> Void
     ) throws -> ReadSummary {
         if let pending = LogReader.pendingSeal(path) { throw pending }
         let aheadOnAThread =
-            readsAhead && position == nil && options.readsAheadFromBytes < Int.max
-            && (FileDescriptor.fileSize(path) ?? 0) >= options.readsAheadFromBytes
+            readsAhead && options.readsAheadFromBytes < Int.max
+            && (FileDescriptor.fileSize(path) ?? 0) - (position?.memberOffset ?? 0) >= options.readsAheadFromBytes
         var scanner = MemberScanner(path: path, contentLimit: options.memberContentLimit, readSize: options.readBufferSize)
         scanner.inflatesWholeMembers = options.inflatesWholeMembers
         var checker =

@@ -231,6 +231,24 @@ struct LogDamageTests {
                 #expect(seen == stop)
             }
             #expect(try LogReader(path: path, options: options).readAll().events.count == all.events.count)
+
+            // From the start of a member in the middle, reading on to the end, both ways.
+            let start = try #require(all.events.first { $0.location.memberIndex == all.summary.memberCount / 2 })
+            let before = try #require(all.events.first { $0.event.sequence == start.event.sequence - 1 })
+            let position = LogReader.Position(
+                memberOffset: start.location.memberOffset, memberIndex: start.location.memberIndex, sequence: start.event.sequence,
+                previousHash: before.hash, runId: start.event.runId)
+            var hashes: [Bool: [String]] = [:]
+            for (readsAhead, threshold) in [(true, 0), (false, Int.max)] {
+                try LogReader(path: path, options: .init(readsAheadFromBytes: threshold)).forEachEvent(
+                    from: position, readsAhead: readsAhead
+                ) {
+                    hashes[readsAhead, default: []].append($0.hash)
+                    return true
+                }
+            }
+            #expect(hashes[true] == hashes[false])
+            #expect(hashes[true] == all.events.filter { $0.event.sequence >= start.event.sequence }.map(\.hash))
         }
     }
 
