@@ -221,6 +221,30 @@ struct ToolExecutionTests {
         }
     }
 
+    @Test("on the live clock, a tool past its deadline is cancelled by the watchdog and recorded as a retryable timeout")
+    func liveClockTimeout() async throws {
+        let cancelled = Mutex(false)
+        let slow = try tool("slow", timeoutMs: 100) { _ in
+            do {
+                try await Task.sleep(for: .seconds(60))
+            } catch {
+                cancelled.withLock { $0 = true }
+                throw error
+            }
+            return .ok("too late")
+        }
+        try await TemporaryDirectory.with { directory in
+            let agent = makeAgent(decisions: [calls(("slow", [:])), answer("ok")], tools: [slow])
+            let (outcome, folded, _) = try await record(agent, in: directory, monotonic: ContinuousClock())
+            #expect(cancelled.withLock { $0 }, "the deadline cancelled the tool's task")
+            #expect(outcome.state == folded)
+            let result = try #require(outcome.state.call(id: "call-1")?.lastResult)
+            #expect(result.error == "slow did not finish within 100 ms and was cancelled")
+            #expect(result.isRetryable == true)
+            #expect(result.output == nil)
+        }
+    }
+
     @Test("a tool that blocks its thread past its deadline is recorded as the timeout it was, not as its late answer")
     func blockingToolTimesOut() async throws {
         let blocker = try tool("blocker", timeoutMs: 50) { _ in

@@ -63,12 +63,58 @@ extension RunSession {
 
     /// One attempt: the host's answer, or a timeout, or the error it threw — never a throw.
     ///
-    /// The host's work races the environment's clock sleeping until the deadline (the tool's
-    /// timeout plus the host's own grace period, for hosts that stop their work themselves and
-    /// report it); whichever finishes first cancels the other. A host that ignores
-    /// cancellation is waited for, and its late answer is recorded as the timeout it was.
+    /// The deadline is the tool's timeout plus the host's own grace period (for hosts that stop
+    /// their work themselves and report it); when it passes, the host's task is cancelled. A
+    /// host that ignores cancellation is waited for, and its late answer is recorded as the
+    /// timeout it was. On the live clock the deadline is kept by `DeadlineWatchdog`; on another
+    /// clock (tests inject one they advance) the host races that clock sleeping until it.
     static func attempt(_ tool: Tool, _ request: ToolRequest, environment: RuntimeEnvironment) async -> (ToolOutcome, Int) {
-        await attempt(tool, request, clock: environment.clock, recordedDuration: environment.recordedDuration)
+        if environment.clock is ContinuousClock {
+            return await attemptOnLiveClock(tool, request, recordedDuration: environment.recordedDuration)
+        }
+        return await attempt(tool, request, clock: environment.clock, recordedDuration: environment.recordedDuration)
+    }
+
+    /// The host's answer, however it ends.
+    private static func hostAnswer(of tool: Tool, _ request: ToolRequest) async -> ToolOutcome {
+        do {
+            return try await tool.host.invoke(request)
+        } catch is CancellationError {
+            return .failure("\(request.tool) was cancelled")
+        } catch {
+            return .failure("the tool host failed: \(error)")
+        }
+    }
+
+    private static func timeout(of request: ToolRequest) -> ToolOutcome {
+        .failure("\(request.tool) did not finish within \(request.timeoutMs) ms and was cancelled", isRetryable: true)
+    }
+
+    /// An attempt on the continuous clock: the host runs in a task of its own (on the run's
+    /// loop thread, as a child would), which the watchdog cancels at the deadline.
+    private static func attemptOnLiveClock(
+        _ tool: Tool, _ request: ToolRequest, recordedDuration: @Sendable (Duration) -> Int
+    ) async -> (ToolOutcome, Int) {
+        let clock = ContinuousClock()
+        let started = clock.now
+        let deadline = started.advanced(by: .milliseconds(request.timeoutMs + tool.host.timeoutGraceMs))
+        let host: Task<ToolOutcome, Never>
+        if let loop = AgentRuntime.loopExecutor {
+            host = Task(executorPreference: loop) { await Self.hostAnswer(of: tool, request) }
+        } else {
+            host = Task { await Self.hostAnswer(of: tool, request) }
+        }
+        let armed = DeadlineWatchdog.shared.arm(at: deadline) { host.cancel() }
+        let answer = await withTaskCancellationHandler {
+            await host.value
+        } onCancel: {
+            host.cancel()
+        }
+        // The deadline had passed when its action ran, or the answer came after it (a host
+        // that blocked the thread the watchdog's cancel would have reached it on).
+        let inTime = DeadlineWatchdog.shared.withdraw(armed) && clock.now < deadline
+        let outcome = inTime ? answer : Self.timeout(of: request)
+        return (outcome, outcome.durationUs ?? recordedDuration(started.duration(to: clock.now)))
     }
 
     private enum Finish: Sendable {
@@ -83,15 +129,7 @@ extension RunSession {
         let started = clock.now
         let deadline = started.advanced(by: .milliseconds(request.timeoutMs + tool.host.timeoutGraceMs))
         let outcome = await withTaskGroup(of: Finish.self) { group in
-            group.addTask {
-                do {
-                    return .answered(try await tool.host.invoke(request))
-                } catch is CancellationError {
-                    return .answered(.failure("\(request.tool) was cancelled"))
-                } catch {
-                    return .answered(.failure("the tool host failed: \(error)"))
-                }
-            }
+            group.addTask { .answered(await Self.hostAnswer(of: tool, request)) }
             group.addTask {
                 do {
                     try await clock.sleep(until: deadline, tolerance: nil)
@@ -116,10 +154,7 @@ extension RunSession {
                 }
                 group.cancelAll()
             }
-            if timedOut || answer == nil {
-                return ToolOutcome.failure(
-                    "\(request.tool) did not finish within \(request.timeoutMs) ms and was cancelled", isRetryable: true)
-            }
+            if timedOut || answer == nil { return Self.timeout(of: request) }
             return answer ?? .failure("\(request.tool) gave no answer")
         }
         return (outcome, outcome.durationUs ?? recordedDuration(started.duration(to: clock.now)))
