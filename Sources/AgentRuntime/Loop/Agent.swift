@@ -102,8 +102,9 @@ public struct FailureHandling: Sendable, Hashable {
 public struct RuntimeEnvironment: Sendable {
     /// Microseconds since the Unix epoch, for event timestamps and the run's wall-clock limit.
     public var now: @Sendable () -> Int
-    /// The monotonic clock that measures attempts and model calls and enforces tool timeouts
-    /// (an attempt races `clock.sleep(until:)` its deadline). Tests inject one they advance.
+    /// The monotonic clock that measures attempts and model calls and enforces tool timeouts.
+    /// On `ContinuousClock` (the default) `DeadlineWatchdog` keeps an attempt's deadline; on
+    /// any other clock the attempt races `clock.sleep(until:)` it. Tests inject one they advance.
     public var clock: any Clock<Duration>
     /// Turns a measured duration (tool attempt, model call) into the microseconds recorded.
     public var recordedDuration: @Sendable (Duration) -> Int
