@@ -147,12 +147,19 @@ struct ReplayCommand: AsyncParsableCommand {
         throw step.digests.contains { !$0.isMatch } ? Exit.failure : Exit.success
     }
 
+    /// Micro-dollars as dollars with all six decimals, never in exponent form ($1e-06 before).
+    static func dollars(microUSD: Int) -> String {
+        let magnitude = microUSD.magnitude
+        let fraction = String(magnitude % 1_000_000)
+        return (microUSD < 0 ? "-" : "") + "\(magnitude / 1_000_000)." + String(repeating: "0", count: 6 - fraction.count) + fraction
+    }
+
     static func describe(_ state: StateSummary) -> [String] {
         var lines = [
             "\(state.eventCount) events, \(state.stepsCompleted) steps ended, \(state.decisions) decisions (\(state.invalidDecisions) rejected)",
             "\(state.calls) calls proposed: \(state.executedCalls) executed, \(state.deniedCalls) denied, \(state.awaitingApproval) awaiting approval; "
                 + "\(state.toolAttempts) attempts, \(state.failedAttempts) failed",
-            "tokens \(state.inputTokens) in + \(state.outputTokens) out = \(state.totalTokens); cost $\(Double(state.costMicroUSD) / 1_000_000)",
+            "tokens \(state.inputTokens) in + \(state.outputTokens) out = \(state.totalTokens); cost $\(Self.dollars(microUSD: state.costMicroUSD))",
         ]
         if let stop = state.stopReason {
             lines.append("stopped: \(stop.rawValue)" + (state.limit.map { " (\($0.rawValue))" } ?? ""))

@@ -3,6 +3,7 @@ import Foundation
 import TestSupport
 import Testing
 import TraceCore
+import TraceLog
 
 #if canImport(Glibc)
     import Glibc
@@ -23,6 +24,24 @@ struct ReplayCommandTests {
         #expect(lines.contains("verdict   call-4 delete_customer → DENY (rule no-deletes): deleting customer data is never done from chat"))
         #expect(lines.contains("  omitted tool:delete_customer (policy: rule no-deletes: deleting customer data is never done from chat)"))
         #expect(lines.contains { $0.hasPrefix("digest    ✔ ") })
+    }
+
+    @Test("a run's cost is shown in dollars with six decimals, however small (not as 1e-06)")
+    func smallCost() throws {
+        try TemporaryDirectory.with { directory in
+            let path = directory.path("cost.jsonl.gz")
+            let writer = try LogWriter.create(at: path, runId: "run-cost")
+            let clock = SteppingClock()
+            let recorder = RunRecorder(writer: writer, clock: { clock.now() })
+            try recorder.record(.runStarted(SampleRun.supportStart()))
+            recorder.step = 1
+            try recorder.record(.decisionMade(DecisionMade(raw: "ask", outcome: .valid(.askHuman("Which order?")), costUSD: 0.000001)))
+            try recorder.endStep()
+            try writer.close()
+            let result = try agentEval(["replay", path, "--step", "1", "--plain"])
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.stdoutText.contains("cost $0.000001\n"), "\(result.stdoutText)")
+        }
     }
 
     @Test("--step N shows that step and the state at its end; --json is machine-readable")
