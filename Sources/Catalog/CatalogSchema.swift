@@ -11,7 +11,7 @@ enum CatalogSchema {
     /// Version 5: no index on `eval_results.log_path`. A suite run appends its rows in one place
     /// (the primary key starts with its id), but that index put each row beside the older rows
     /// of the same log, so recording a suite of 1,000 logs wrote about 1,000 scattered index
-    /// pages once a few dozen suite runs were kept, and a cached `run` took 40% longer after
+    /// pages once a few dozen suite runs were kept, and a cached `run` took 30–60% longer after
     /// 100 of them. Nothing in agent-eval looks results up by log; a query that does scans.
     static let version5 = """
         DROP INDEX eval_results_by_log;
