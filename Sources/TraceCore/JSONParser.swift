@@ -231,16 +231,12 @@ public struct JSONParser {
         /// line's hash on the next line).
         mutating func string(reusing candidate: String? = nil) throws -> String {
             let open = index
-            index += 1
-            let runStart = index
+            let runStart = index + 1
             // Fast path: no escapes.
-            if try skipPlainRun() {
-                let run = UnsafeBufferPointer(start: base + runStart, count: index - runStart)
-                index += 1
+            if let run = try plainString() {
                 if let candidate, Self.bytesEqual(candidate, run) { return candidate }
                 return try makeString(run, at: runStart)
             }
-            guard index < end else { throw failure("string opened at byte \(open) is not closed", at: open) }
             // Slow path: unescape into a buffer.
             var bytes: [UInt8] = Array(UnsafeBufferPointer(start: base + runStart, count: index - runStart))
             while index < end {
@@ -282,19 +278,31 @@ public struct JSONParser {
         /// it: a string with escapes is checked by `string()` itself (they are rare).
         mutating func skipString() throws {
             let open = index
-            index += 1
-            let runStart = index
-            if try skipPlainRun() {
-                let run = UnsafeBufferPointer(start: base + runStart, count: index - runStart)
-                index += 1
+            if let run = try plainString() {
                 if !JSONParser.isASCII(run) && !JSONParser.isValidUTF8(run) {
-                    throw TraceCoreError(.invalidUTF8, "invalid UTF-8 in a string starting at byte \(runStart)", byteOffset: runStart)
+                    throw TraceCoreError(.invalidUTF8, "invalid UTF-8 in a string starting at byte \(open + 1)", byteOffset: open + 1)
                 }
                 return
             }
-            guard index < end else { throw failure("string opened at byte \(open) is not closed", at: open) }
             index = open
             _ = try string()
+        }
+
+        /// The bytes of the string at the cursor when it has no escapes, the cursor then past
+        /// its closing quote; nil (the cursor on the first escape) when it has one. A string
+        /// left open is an error.
+        @inline(__always)
+        private mutating func plainString() throws -> UnsafeBufferPointer<UInt8>? {
+            let open = index
+            index += 1
+            let runStart = index
+            guard try skipPlainRun() else {
+                guard index < end else { throw failure("string opened at byte \(open) is not closed", at: open) }
+                return nil
+            }
+            let run = UnsafeBufferPointer(start: base + runStart, count: index - runStart)
+            index += 1
+            return run
         }
 
         /// Steps over a string's bytes up to its closing quote (true, the cursor on the quote)
@@ -302,6 +310,7 @@ public struct JSONParser {
         /// of them is a quote, a backslash or a control character (SWAR: a byte that matches
         /// makes its high bit survive; borrows only ever add false alarms, which the byte loop
         /// sorts out). A control character is an error.
+        @inline(__always)
         private mutating func skipPlainRun() throws -> Bool {
             let raw = UnsafeRawPointer(base)
             while index + 8 <= end {
