@@ -1,5 +1,6 @@
 public import EvalEngine
 import Foundation
+import TraceCore
 
 extension SuiteRunInfo {
     /// The info of a suite run starting now in the current directory: the git commit and
@@ -49,7 +50,7 @@ extension Catalog {
     /// wrote (a live pipeline's child run logs too) — and returns the suite run's id.
     @discardableResult
     public func record(_ report: EvalReport, info: SuiteRunInfo) throws(CatalogError) -> Int {
-        let id = try recordSuite(report: report.json, info: info)
+        let id = try insert(SuiteRows(report), info: info)
         var written: [String] = []
         for result in report.results where result.evalCase.isLive {
             for run in result.runs {
@@ -71,5 +72,32 @@ extension Catalog {
             if history.isFlaky { flaky.append(history) }
         }
         return flaky
+    }
+}
+
+extension SuiteRows {
+    /// The rows of a finished suite run, read from the report itself: what `recordSuite(report:)`
+    /// gets from the report's JSON, without building that document (a suite over a thousand
+    /// cached logs spent as long building it as checking the logs).
+    init(_ report: EvalReport) {
+        let counts = report.counts
+        self.init(
+            durationMs: Int((report.durationSeconds * 1000).rounded()), cases: counts.cases, passed: counts.passed,
+            failed: counts.failed, errors: counts.errors, k: report.k,
+            caseRows: report.results.map { result in
+                Case(
+                    caseId: result.id, file: result.evalCase.location.path, isLive: result.evalCase.isLive,
+                    outcome: EvalReport.outcome(result), passRate: result.passRate,
+                    passHatK: result.runs.count >= report.k ? result.passHatK(report.k) : nil, stability: result.stability.rawValue,
+                    baselineStatus: report.comparisons[result.id]?.status.rawValue, error: result.error?.description,
+                    runs: result.runs.map { run in
+                        Run(
+                            log: run.logPath, repeatIndex: run.repeatIndex, outcome: EvalReport.outcome(run),
+                            stopReason: run.summary.stopReason?.rawValue, steps: run.summary.steps, tokens: run.summary.tokens,
+                            error: run.error?.description,
+                            failures: run.failures.isEmpty ? "[]" : SuiteRows.encodedList(.array(EvalReport.failureEntries(run))),
+                            judgements: run.judgements.isEmpty ? "[]" : SuiteRows.encodedList(.array(run.judgements.map(\.json))))
+                    })
+            })
     }
 }

@@ -84,34 +84,143 @@ public struct CaseStability: Sendable, Hashable {
     }
 }
 
+/// A suite run's rows as the catalog stores them: the suite, one row per case, one per checked
+/// log or live repeat. Made from a report's JSON (docs/eval-results.md: a merged or imported
+/// results file) or, without building that JSON, from the report itself (`agent-eval run`);
+/// a test shows both give the same rows.
+struct SuiteRows {
+    struct Case {
+        var caseId: String
+        var file: String?
+        var isLive: Bool
+        var outcome: String
+        var passRate: Double
+        var passHatK: Double?
+        var stability: String
+        var baselineStatus: String?
+        var error: String?
+        var runs: [Run]
+    }
+
+    struct Run {
+        var log = ""
+        var repeatIndex = 0
+        var outcome = "error"
+        var stopReason: String?
+        var steps: Int?
+        var tokens: Int?
+        var error: String?
+        /// JSON lists as stored.
+        var failures = "[]"
+        var judgements = "[]"
+    }
+
+    var durationMs: Int
+    var cases: Int
+    var passed: Int
+    var failed: Int
+    var errors: Int
+    var k: Int
+    var caseRows: [Case]
+
+    /// The rows of a results document (docs/eval-results.md).
+    init(json report: JSONValue) throws(CatalogError) {
+        guard case .array(let cases)? = report["cases"], case .object? = report["summary"] else {
+            throw CatalogError(.badResults, "the report has no summary and cases (is it an agent-eval results file?)")
+        }
+        let summary = report["summary"]
+        durationMs = Self.int(summary?["duration_ms"]) ?? 0
+        self.cases = Self.int(summary?["cases"]) ?? cases.count
+        passed = Self.int(summary?["passed"]) ?? 0
+        failed = Self.int(summary?["failed"]) ?? 0
+        errors = Self.int(summary?["errors"]) ?? 0
+        k = Self.int(report["k"]) ?? 1
+        caseRows = []
+        for entry in cases {
+            guard let caseId = Self.string(entry["case_id"]) else { continue }
+            var runs: [Run] = []
+            if case .array(let list)? = entry["runs"] {
+                runs.reserveCapacity(list.count)
+                for run in list {
+                    // One pass over the run's members (a suite can hold thousands of runs).
+                    var row = Run()
+                    if case .object(let members) = run {
+                        for member in members {
+                            switch member.key {
+                            case "log": row.log = Self.string(member.value) ?? ""
+                            case "repeat": row.repeatIndex = Self.int(member.value) ?? 0
+                            case "outcome": row.outcome = Self.string(member.value) ?? "error"
+                            case "stop_reason": row.stopReason = Self.string(member.value)
+                            case "steps": row.steps = Self.int(member.value)
+                            case "tokens": row.tokens = Self.int(member.value)
+                            case "error": row.error = Self.string(member.value)
+                            case "failures": row.failures = Self.encodedList(member.value)
+                            case "judgements": row.judgements = Self.encodedList(member.value)
+                            default: break
+                            }
+                        }
+                    }
+                    runs.append(row)
+                }
+            }
+            caseRows.append(
+                Case(
+                    caseId: caseId, file: Self.string(entry["file"]), isLive: Self.string(entry["source"]) == "live",
+                    outcome: Self.string(entry["outcome"]) ?? "error", passRate: Self.double(entry["pass_rate"]) ?? 0,
+                    passHatK: Self.double(entry["pass_hat_k"]), stability: Self.string(entry["stability"]) ?? "stable_fail",
+                    baselineStatus: Self.string(entry["baseline"]?["status"]), error: Self.string(entry["error"]), runs: runs))
+        }
+    }
+
+    init(durationMs: Int, cases: Int, passed: Int, failed: Int, errors: Int, k: Int, caseRows: [Case]) {
+        self.durationMs = durationMs
+        self.cases = cases
+        self.passed = passed
+        self.failed = failed
+        self.errors = errors
+        self.k = k
+        self.caseRows = caseRows
+    }
+
+    /// A JSON list as stored; an empty one without the writer.
+    static func encodedList(_ value: JSONValue) -> String {
+        if case .array(let items) = value, items.isEmpty { return "[]" }
+        return JSONWriter.encodeString(value)
+    }
+
+    private static func int(_ value: JSONValue?) -> Int? {
+        switch value {
+        case .int(let number)?: return number
+        case .double(let number)?: return Int(number)
+        default: return nil
+        }
+    }
+
+    private static func double(_ value: JSONValue?) -> Double? {
+        switch value {
+        case .int(let number)?: return Double(number)
+        case .double(let number)?: return number
+        default: return nil
+        }
+    }
+
+    private static func string(_ value: JSONValue?) -> String? {
+        if case .string(let text)? = value { return text }
+        return nil
+    }
+}
+
 extension Catalog {
     /// Records a suite run from its report (the JSON of docs/eval-results.md): one row for the
     /// suite, one per case, one per checked log or live repeat. Returns the suite run's id.
     @discardableResult
     public func recordSuite(report: JSONValue, info: SuiteRunInfo) throws(CatalogError) -> Int {
-        guard case .array(let cases)? = report["cases"], case .object? = report["summary"] else {
-            throw CatalogError(.badResults, "the report has no summary and cases (is it an agent-eval results file?)")
-        }
-        let summary = report["summary"]
-        func int(_ value: JSONValue?) -> Int? {
-            switch value {
-            case .int(let number)?: return number
-            case .double(let number)?: return Int(number)
-            default: return nil
-            }
-        }
-        func double(_ value: JSONValue?) -> Double? {
-            switch value {
-            case .int(let number)?: return Double(number)
-            case .double(let number)?: return number
-            default: return nil
-            }
-        }
-        func string(_ value: JSONValue?) -> String? {
-            if case .string(let text)? = value { return text }
-            return nil
-        }
-        return try write { db in
+        try insert(SuiteRows(json: report), info: info)
+    }
+
+    /// Writes a suite run's rows in one transaction and returns the suite run's id.
+    func insert(_ suite: SuiteRows, info: SuiteRunInfo) throws(CatalogError) -> Int {
+        try write { db in
             try db.execute(
                 sql: """
                     INSERT INTO suite_runs (started_at_us, duration_ms, git_commit, git_branch, command_line, origin, shard, cases,
@@ -119,9 +228,8 @@ extension Catalog {
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
-                    info.startedAtUs, int(summary?["duration_ms"]) ?? 0, info.gitCommit, info.gitBranch, info.commandLine, info.origin,
-                    info.shard, int(summary?["cases"]) ?? cases.count, int(summary?["passed"]) ?? 0, int(summary?["failed"]) ?? 0,
-                    int(summary?["errors"]) ?? 0, int(report["k"]) ?? 1,
+                    info.startedAtUs, suite.durationMs, info.gitCommit, info.gitBranch, info.commandLine, info.origin, info.shard,
+                    suite.cases, suite.passed, suite.failed, suite.errors, suite.k,
                 ])
             let suiteRunId = db.lastInsertedRowID
             let caseStatement = try db.cachedStatement(
@@ -136,74 +244,42 @@ extension Catalog {
                         stop_reason, steps, tokens, error, failures, judgements)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """)
-            for entry in cases {
-                guard let caseId = string(entry["case_id"]) else { continue }
-                let source = string(entry["source"]) == "live" ? "live" : "recorded"
-                var runs: [JSONValue] = []
-                if case .array(let list)? = entry["runs"] { runs = list }
-                let passedRuns = runs.count { string($0["outcome"]) == "pass" }
-                try caseStatement.execute(arguments: [
-                    suiteRunId, caseId, string(entry["file"]), source, string(entry["outcome"]) ?? "error", runs.count, passedRuns,
-                    double(entry["pass_rate"]) ?? 0, double(entry["pass_hat_k"]), string(entry["stability"]) ?? "stable_fail",
-                    string(entry["baseline"]?["status"]), string(entry["error"]),
-                ])
-                for (ordinal, run) in runs.enumerated() {
-                    // One pass over the run's members (a suite can hold thousands of runs).
-                    var row = RunRow()
-                    if case .object(let members) = run {
-                        for member in members {
-                            switch member.key {
-                            case "log": row.log = string(member.value) ?? ""
-                            case "repeat": row.repeatIndex = int(member.value) ?? 0
-                            case "outcome": row.outcome = string(member.value) ?? "error"
-                            case "stop_reason": row.stopReason = string(member.value)
-                            case "steps": row.steps = int(member.value)
-                            case "tokens": row.tokens = int(member.value)
-                            case "error": row.error = string(member.value)
-                            case "failures": row.failures = Self.encodedList(member.value)
-                            case "judgements": row.judgements = Self.encodedList(member.value)
-                            default: break
-                            }
-                        }
-                    }
+            for entry in suite.caseRows {
+                let source = entry.isLive ? "live" : "recorded"
+                try BoundRow.execute(caseStatement, in: db) { bound in
+                    bound.bind(suiteRunId)
+                    bound.bind(entry.caseId)
+                    bound.bind(entry.file)
+                    bound.bind(source)
+                    bound.bind(entry.outcome)
+                    bound.bind(entry.runs.count)
+                    bound.bind(entry.runs.count { $0.outcome == "pass" })
+                    bound.bind(entry.passRate)
+                    bound.bind(entry.passHatK)
+                    bound.bind(entry.stability)
+                    bound.bind(entry.baselineStatus)
+                    bound.bind(entry.error)
+                }
+                for (ordinal, run) in entry.runs.enumerated() {
                     try BoundRow.execute(runStatement, in: db) { bound in
                         bound.bind(suiteRunId)
-                        bound.bind(caseId)
+                        bound.bind(entry.caseId)
                         bound.bind(ordinal)
-                        bound.bind(row.log)
-                        bound.bind(source == "live" ? 1 : 0)
-                        bound.bind(row.repeatIndex)
-                        bound.bind(row.outcome)
-                        bound.bind(row.stopReason)
-                        bound.bind(row.steps)
-                        bound.bind(row.tokens)
-                        bound.bind(row.error)
-                        bound.bind(row.failures)
-                        bound.bind(row.judgements)
+                        bound.bind(run.log)
+                        bound.bind(entry.isLive ? 1 : 0)
+                        bound.bind(run.repeatIndex)
+                        bound.bind(run.outcome)
+                        bound.bind(run.stopReason)
+                        bound.bind(run.steps)
+                        bound.bind(run.tokens)
+                        bound.bind(run.error)
+                        bound.bind(run.failures)
+                        bound.bind(run.judgements)
                     }
                 }
             }
             return Int(suiteRunId)
         }
-    }
-
-    /// An `eval_results` row as the report's run object gives it.
-    private struct RunRow {
-        var log = ""
-        var repeatIndex = 0
-        var outcome = "error"
-        var stopReason: String?
-        var steps: Int?
-        var tokens: Int?
-        var error: String?
-        var failures = "[]"
-        var judgements = "[]"
-    }
-
-    /// A JSON list as stored; an empty one without the writer.
-    private static func encodedList(_ value: JSONValue) -> String {
-        if case .array(let items) = value, items.isEmpty { return "[]" }
-        return JSONWriter.encodeString(value)
     }
 
     /// The last `limit` suite runs' outcomes for `caseId`, newest first.

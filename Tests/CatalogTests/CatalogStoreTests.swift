@@ -238,6 +238,43 @@ struct CatalogStoreTests {
         }
     }
 
+    @Test("a suite run recorded from its report gives exactly the rows its results JSON gives")
+    func recordingFromTheReportMatchesItsJSON() async throws {
+        try await TemporaryDirectory.with { directory in
+            let (cases, errors) = EvalSuite.load(paths: [
+                ExampleRuns.fixtures.appendingPathComponent("eval/failing").path,
+                ExampleRuns.fixtures.deletingLastPathComponent().appendingPathComponent("EvalCases/support").path,
+            ])
+            #expect(errors.isEmpty)
+            let options = EvalOptions(jobs: 2, outputDirectory: directory.path("runs"), environment: .deterministic(runId: "r"))
+            var results = await EvalRunner(options: options).run(cases)
+            // A case that could not run, beside passing, failing, judged and live ones.
+            results.append(
+                CaseResult(
+                    evalCase: EvalCase(
+                        id: "broken", source: .recorded(patterns: []), expected: Expectations(), location: SourceLocation(path: "b.yaml")),
+                    runs: [], error: DiagnosticRecord(code: "eval.missing_path", message: "no log matches \"x\"")))
+            let comparisons = Dictionary(uniqueKeysWithValues: results.map { ($0.id, BaselineComparison.compare($0, with: nil)) })
+            let report = EvalReport(
+                results: results, comparisons: comparisons, hasBaseline: true, k: 2, durationSeconds: 1.2345)
+            let kinds = Set(results.map { EvalReport.outcome($0) })
+            #expect(kinds == ["pass", "fail", "error"], "the suite should hold every outcome")
+            #expect(results.contains { $0.runs.contains { !$0.failures.isEmpty } })
+            #expect(results.contains { $0.runs.contains { !$0.judgements.isEmpty } })
+
+            let info = SuiteRunInfo(startedAtUs: 7, gitCommit: "abc", gitBranch: "main", commandLine: "agent-eval run x", shard: "1/2")
+            let typed = try Catalog(path: directory.path("typed.sqlite"))
+            try typed.record(report, info: info)
+            let fromJSON = try Catalog(path: directory.path("json.sqlite"))
+            try fromJSON.recordSuite(report: report.json, info: info)
+            for table in ["suite_runs", "case_results", "eval_results"] {
+                let recorded = try rows(typed, table)
+                #expect(!recorded.isEmpty)
+                #expect(recorded == (try rows(fromJSON, table)), "\(table)")
+            }
+        }
+    }
+
     @Test("a file that is not a catalog, a damaged one and one from a newer agent-eval give clear errors and stay as they were")
     func badCatalogFiles() throws {
         try TemporaryDirectory.with { directory in

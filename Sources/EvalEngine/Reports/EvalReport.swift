@@ -62,9 +62,23 @@ public struct EvalReport: Sendable {
             ? text : "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }
 
-    /// "pass", "fail" or "error".
-    static func outcome(_ result: CaseResult) -> String {
+    /// A case's "pass", "fail" or "error".
+    public static func outcome(_ result: CaseResult) -> String {
         result.harnessError != nil ? "error" : (result.passed ? "pass" : "fail")
+    }
+
+    /// A run's "pass", "fail" or "error".
+    public static func outcome(_ run: RunResult) -> String {
+        run.error != nil ? "error" : (run.passed ? "pass" : "fail")
+    }
+
+    /// A run's failed expectations as the report lists them, each with the command to look at it.
+    public static func failureEntries(_ run: RunResult) -> [JSONValue] {
+        run.failures.map { failure in
+            var entry = failure.fields
+            entry.set("replay", replayCommand(log: failure.log ?? run.logPath, step: failure.step))
+            return entry.json
+        }
     }
 
     // MARK: Console
@@ -212,7 +226,7 @@ public struct EvalReport: Sendable {
         var object = ObjectBuilder()
         object.set("log", run.logPath)
         if run.repeatIndex > 0 { object.set("repeat", run.repeatIndex) }
-        object.set("outcome", run.error != nil ? "error" : (run.passed ? "pass" : "fail"))
+        object.set("outcome", Self.outcome(run))
         object.set("error", run.error?.description)
         object.set("diagnostic", run.error?.json)
         object.set("stop_reason", run.summary.stopReason)
@@ -226,14 +240,7 @@ public struct EvalReport: Sendable {
         if !run.summary.tasks.isEmpty { object.set("tasks", JSONValue.array(run.summary.tasks.map { .string($0) })) }
         object.set("tear", run.summary.tear)
         object.set("check_us", run.checkDurationUs)
-        object.set(
-            "failures",
-            JSONValue.array(
-                run.failures.map { failure in
-                    var entry = failure.fields
-                    entry.set("replay", Self.replayCommand(log: failure.log ?? run.logPath, step: failure.step))
-                    return entry.json
-                }))
+        object.set("failures", JSONValue.array(Self.failureEntries(run)))
         object.set("notes", JSONValue.array(run.notes.map { .string($0.message) }))
         if !run.judgements.isEmpty { object.set("judgements", JSONValue.array(run.judgements.map(\.json))) }
         return object.json
