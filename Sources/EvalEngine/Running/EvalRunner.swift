@@ -57,7 +57,9 @@ public struct EvalRunner: Sendable {
     /// One unit of work: a recorded log (judged again in each repeat when the case has rubrics),
     /// or one repeat of a live case.
     enum Work: Sendable {
-        case recorded(caseIndex: Int, log: String, repeatIndex: Int)
+        /// Recorded logs of one case, checked one after another in one task: a check answered
+        /// from the fact cache takes microseconds, less than a task of its own costs.
+        case recorded(caseIndex: Int, logs: [(log: String, repeatIndex: Int)])
         case live(caseIndex: Int, agent: String, repeatIndex: Int)
         /// One repeat of a pipeline case.
         case pipeline(caseIndex: Int, file: String, repeatIndex: Int)
@@ -90,12 +92,15 @@ public struct EvalRunner: Sendable {
                             caseIndex: index,
                             error: DiagnosticRecord(
                                 EvalError(.missingPath, "no log matches \(missing.joined(separator: ", "))", location: evalCase.location))))
-                } else if evalCase.expected.allRubrics.isEmpty || options.repeats == 1 {
-                    work.append(contentsOf: logs.map { .recorded(caseIndex: index, log: $0, repeatIndex: 0) })
                 } else {
                     // A log's trajectory is the same every time; its judges' verdicts may not be.
-                    for log in logs {
-                        work.append(contentsOf: (1...options.repeats).map { .recorded(caseIndex: index, log: log, repeatIndex: $0) })
+                    let repeats = evalCase.expected.allRubrics.isEmpty || options.repeats == 1 ? [0] : Array(1...options.repeats)
+                    let checks = logs.flatMap { log in repeats.map { (log: log, repeatIndex: $0) } }
+                    // Batches small enough that every job gets several (a few big logs still spread
+                    // over the jobs), and at most 16 logs.
+                    let batch = min(16, max(1, checks.count / (options.jobs * 8)))
+                    for start in stride(from: 0, to: checks.count, by: batch) {
+                        work.append(.recorded(caseIndex: index, logs: Array(checks[start..<min(start + batch, checks.count)])))
                     }
                 }
             case .live(let agent, _, _):
@@ -118,8 +123,8 @@ public struct EvalRunner: Sendable {
         }
         for item in work {
             switch item {
-            case .recorded(let index, _, _), .live(let index, _, _), .pipeline(let index, _, _), .broken(let index, _):
-                expected[index] += 1
+            case .recorded(let index, let logs): expected[index] += logs.count
+            case .live(let index, _, _), .pipeline(let index, _, _), .broken(let index, _): expected[index] += 1
             }
         }
 
@@ -134,7 +139,7 @@ public struct EvalRunner: Sendable {
         var finished = 0
         let agents = AgentCache(models: options.models, toolServers: options.toolServers, cassetteModels: options.cassetteModels)
         let judge = RubricJudge(factory: options.models.factory, defaultModel: options.judgeModel)
-        await withTaskGroup(of: (Int, RunResult?, DiagnosticRecord?).self) { group in
+        await withTaskGroup(of: (Int, [RunResult], DiagnosticRecord?).self) { group in
             var next = 0
             func startNext() {
                 guard next < work.count else { return }
@@ -142,36 +147,42 @@ public struct EvalRunner: Sendable {
                 next += 1
                 group.addTask { [options] in
                     switch item {
-                    case .broken(let index, let error): return (index, nil, error)
-                    case .recorded(let index, let log, let repeatIndex):
-                        return (
-                            index,
-                            await Self.check(
-                                log: log, repeatIndex: repeatIndex, case: cases[index], key: keys[index], options: options, judge: judge),
-                            nil
-                        )
+                    case .broken(let index, let error): return (index, [], error)
+                    case .recorded(let index, let logs):
+                        var runs: [RunResult] = []
+                        runs.reserveCapacity(logs.count)
+                        for (log, repeatIndex) in logs {
+                            runs.append(
+                                await Self.check(
+                                    log: log, repeatIndex: repeatIndex, case: cases[index], key: keys[index], options: options, judge: judge))
+                        }
+                        return (index, runs, nil)
                     case .live(let index, let agent, let repeatIndex):
                         return (
                             index,
-                            await Self.runLive(
-                                cases[index], agentPath: agent, repeatIndex: repeatIndex, agents: agents, options: options, judge: judge),
+                            [
+                                await Self.runLive(
+                                    cases[index], agentPath: agent, repeatIndex: repeatIndex, agents: agents, options: options, judge: judge)
+                            ],
                             nil
                         )
                     case .pipeline(let index, let file, let repeatIndex):
                         return (
                             index,
-                            await Self.runPipeline(
-                                cases[index], file: file, repeatIndex: repeatIndex, agents: agents, options: options, judge: judge),
+                            [
+                                await Self.runPipeline(
+                                    cases[index], file: file, repeatIndex: repeatIndex, agents: agents, options: options, judge: judge)
+                            ],
                             nil
                         )
                     }
                 }
             }
             for _ in 0..<options.jobs { startNext() }
-            for await (index, run, error) in group {
-                if let run { results[index].runs.append(run) }
+            for await (index, runs, error) in group {
+                results[index].runs.append(contentsOf: runs)
                 if let error { results[index].error = error }
-                received[index] += 1
+                received[index] += max(1, runs.count)
                 if received[index] == expected[index] {
                     results[index].runs.sort { ($0.repeatIndex, $0.logPath) < ($1.repeatIndex, $1.logPath) }
                     if results[index].error == nil { results[index].error = Self.unknownTool(in: results[index]) }
