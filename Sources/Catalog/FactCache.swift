@@ -139,8 +139,8 @@ public struct FactCache: LogFactSource {
     }
 
     func store(_ facts: LogFacts, path: String, stamp: FileStamp) throws {
-        let tailEnd = facts.tear?.memberOffset ?? stamp.size
-        let tailOffset = facts.lastCompleteMemberOffset ?? 0
+        let (tailOffset, tailEnd) = LogIdentity.tailRange(
+            memberOffset: facts.lastCompleteMemberOffset ?? 0, end: facts.tear?.memberOffset ?? stamp.size)
         guard let hash = LogIdentity.hash(path, from: tailOffset, to: tailEnd) else { return }
         let blob = try GzipData.compressQuickly(facts.cachedBytes)
         try catalog.write { db in

@@ -10,15 +10,30 @@ import TraceLog
 #endif
 
 /// What tells a catalog entry whether the log it came from changed: the file's size and
-/// modification time, and a checksum of the bytes of its last complete gzip member as they
-/// were read (`hash`). A log only ever grows at its end, so a log that is longer but still has those
-/// bytes at that offset grew on the same prefix; anything else is a different file.
+/// modification time, and a checksum of the end of its last complete gzip member as it was
+/// read (`hash` over `tailRange`). A log only ever grows at its end, so a log that is longer but
+/// still has those bytes at that offset grew on the same prefix; anything else is a different
+/// file.
 struct LogIdentity: Sendable, Hashable {
     var stamp: FileStamp
-    /// The last complete member's bytes: `[tailOffset, tailEnd)`.
+    /// The hashed bytes, `[tailOffset, tailEnd)`: the end of the last complete member.
     var tailOffset: Int
     var tailEnd: Int
     var tailHash: String
+
+    /// Bytes of the last complete member the identity hashes, at most.
+    static let tailBytes = 4096
+
+    /// The range hashed for a last complete member `[memberOffset, end)`: its last `tailBytes`
+    /// (all of it when shorter). They end with the member's gzip trailer, the CRC-32 and length
+    /// of everything the member holds, so rewriting the member with other events changes them;
+    /// what they do not see is damage to the member's earlier compressed bytes that leaves the
+    /// trailer as it was, as the identity does not see an edit of an earlier member. Hashing the
+    /// whole member (usually 20–250 KiB) made reading it the largest cost of a suite run over
+    /// unchanged logs.
+    static func tailRange(memberOffset: Int, end: Int) -> (offset: Int, end: Int) {
+        (max(memberOffset, end - tailBytes), end)
+    }
 
     /// Whether the file at `path` still has this identity (reads only the tail range).
     func matches(_ path: String, now: FileStamp) -> Bool {
@@ -32,12 +47,11 @@ struct LogIdentity: Sendable, Hashable {
 
     /// The CRC-32 and Adler-32 of `[start, end)` of the file, as 16 hex digits, or nil when
     /// it cannot be read that far. Both are computed by libdeflate in one pass over the bytes
-    /// (a few GB/s), so a suite run over a thousand unchanged logs spends its time on the
-    /// results, not on proving the logs did not change. Together with the size and the
-    /// modification time in nanoseconds, 64 bits over every byte of the last member are what
-    /// a change would have to collide with; this is a check for accidents, as a build cache's
-    /// is, not against someone forging a log. (Earlier builds stored a SHA-256 here: 64 digits
-    /// never equal 16, so such an entry is simply read again once.)
+    /// (a few GB/s). Together with the size and the modification time in nanoseconds, 64 bits
+    /// over the end of the last member, trailer included, are what a change would have to
+    /// collide with; this is a check for accidents, as a build cache's is, not against someone
+    /// forging a log. (Earlier builds stored a SHA-256 here: 64 digits never equal 16, so such
+    /// an entry is simply read again once.)
     static func hash(_ path: String, from start: Int, to end: Int) -> String? {
         guard start >= 0, end >= start else { return nil }
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)

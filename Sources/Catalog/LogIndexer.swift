@@ -364,13 +364,13 @@ struct LogIndexer {
                     callBase: callBase, state: state)
             }
         }
-        // The identity's bytes: the last complete member before the resume point; for a damaged
-        // log (never resumed), its last 4 KiB.
-        var tail = (offset: max(0, stampBefore.size - 4096), end: stampBefore.size)
+        // The identity's bytes: the end of the last complete member before the resume point; for
+        // a damaged log (never resumed), the end of the file.
+        var tail = LogIdentity.tailRange(memberOffset: 0, end: stampBefore.size)
         if let point {
             let end = point.position.memberOffset
             let lastComplete = members.current == end ? members.previous : members.current
-            tail = (lastComplete ?? 0, end)
+            tail = LogIdentity.tailRange(memberOffset: lastComplete ?? 0, end: end)
         }
         let tailHash = LogIdentity.hash(path, from: tail.offset, to: tail.end) ?? ""
         // A finished run's log does not grow (a run stopped for approval does, when resumed).

@@ -91,6 +91,47 @@ struct CatalogStoreTests {
         }
     }
 
+    @Test("the identity covers the last complete member's last 4 KiB, trailer included, or all of a shorter member")
+    func identityRange() throws {
+        try TemporaryDirectory.with { directory in
+            let big = directory.path("big.jsonl.gz")
+            try writeSyntheticRun(to: big, steps: 40, seed: 5, memberBound: 1 << 20)
+            let small = directory.path("small.jsonl.gz")
+            try writeSyntheticRun(to: small, steps: 6, seed: 6, memberBound: 512)
+            let catalog = try Catalog(path: directory.path("catalog.sqlite"))
+            _ = try catalog.index(paths: [big, small])
+            let cache = FactCache(catalog: catalog)
+            for log in [big, small] { _ = try cache.facts(for: log) }
+            for table in ["logs", "facts"] {
+                let stored = try catalog.query("SELECT path, size, tail_offset, tail_end FROM \(table) ORDER BY path").rows
+                #expect(stored.count == 2)
+                for row in stored {
+                    let path = row[0].description
+                    let size = try #require(Int(row[1].description))
+                    let (offset, end) = (try #require(Int(row[2].description)), try #require(Int(row[3].description)))
+                    let member = try #require(try LogFacts.read(path).lastCompleteMemberOffset)
+                    #expect(end == size, "\(table) \(path): the range ends with the last member's trailer")
+                    if path == big {
+                        #expect(size - member > 2 * LogIdentity.tailBytes, "the big log's last member should be long")
+                        #expect(offset == end - LogIdentity.tailBytes, "\(table)")
+                    } else {
+                        #expect(size - member < LogIdentity.tailBytes, "the small log's last member should be short")
+                        #expect(offset == member, "\(table)")
+                    }
+                }
+            }
+            // A last member rewritten with other events: its trailer (the CRC-32 of its content)
+            // changes, even where the length and modification time are put back.
+            let attributes = try FileManager.default.attributesOfItem(atPath: big)
+            var bytes = try Data(contentsOf: URL(fileURLWithPath: big))
+            bytes[bytes.count - 8] ^= 0x01
+            try bytes.write(to: URL(fileURLWithPath: big))
+            try FileManager.default.setAttributes([.modificationDate: attributes[.modificationDate] as Any], ofItemAtPath: big)
+            let again = try catalog.index(paths: [big])
+            #expect(again.logs.map(\.change) == [.reindexed])
+        }
+    }
+
     @Test("a log's catalog key is its path made standard: paths already standard come back as they are, others are folded")
     func absolutePaths() {
         // The reference: fold `.`, `..` and empty components.

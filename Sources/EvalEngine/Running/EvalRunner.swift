@@ -154,7 +154,8 @@ public struct EvalRunner: Sendable {
                         for (log, repeatIndex) in logs {
                             runs.append(
                                 await Self.check(
-                                    log: log, repeatIndex: repeatIndex, case: cases[index], key: keys[index], options: options, judge: judge))
+                                    log: log, repeatIndex: repeatIndex, case: cases[index], key: keys[index], options: options, judge: judge
+                                ))
                         }
                         return (index, runs, nil)
                     case .live(let index, let agent, let repeatIndex):
@@ -162,7 +163,8 @@ public struct EvalRunner: Sendable {
                             index,
                             [
                                 await Self.runLive(
-                                    cases[index], agentPath: agent, repeatIndex: repeatIndex, agents: agents, options: options, judge: judge)
+                                    cases[index], agentPath: agent, repeatIndex: repeatIndex, agents: agents, options: options, judge: judge
+                                )
                             ],
                             nil
                         )
