@@ -37,7 +37,10 @@ public struct ConfigNode: Sendable, Hashable {
         let root: Node?
         let parser: Parser
         do {
-            parser = try Parser(yaml: text)
+            // No tag resolution: values are read as the text written (`ConfigNode.Content`), and
+            // Yams's default resolver compiles seven regular expressions on first use, the
+            // largest part of reading a small case file.
+            parser = try Parser(yaml: text, resolver: .basic)
             root = try parser.singleRoot()
         } catch let error as YamlError {
             throw syntaxError(error, path: path, text: text)
