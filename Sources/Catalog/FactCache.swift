@@ -14,10 +14,19 @@ import TraceLog
 /// `LogFacts.extractorVersion`; anything else reads the log again and replaces the entry. A
 /// log that changed while it was read is not stored. A log that cannot be read is never
 /// cached: its error comes from reading it, every time.
+///
+/// New entries are written a batch at a time (`logsPerWrite` logs' facts and results in one
+/// transaction), and the rest by `flush()`, which the eval runner calls when a suite run ends;
+/// until then the cache answers from the batch in memory. A transaction per log made the first
+/// run over a thousand logs nearly twice as long as one without the catalog.
 public struct FactCache: LogFactSource {
     public let catalog: Catalog
     private let counts = Counts()
     private let kept = KeptResults()
+    private let pending = PendingWrites()
+
+    /// Logs whose new entries are written in one transaction.
+    static let logsPerWrite = 32
 
     public init(catalog: Catalog) {
         self.catalog = catalog
@@ -32,7 +41,7 @@ public struct FactCache: LogFactSource {
     public func facts(for log: String) throws -> LogFacts {
         let path = Catalog.absolute(log)
         guard let before = FileStamp(path: path) else { return try LogFacts.read(log) }
-        if let cached = try? cached(path, stamp: before) {
+        if let cached = pending.facts(for: path, stamp: before) ?? (try? cached(path, stamp: before)) {
             counts.value.withLock { $0.cached += 1 }
             return cached
         }
@@ -55,25 +64,70 @@ public struct FactCache: LogFactSource {
         }
         let result = check(try facts(for: log))
         guard result.error == nil, FileStamp(path: path) == before else { return result }
-        let text = JSONWriter.encodeString(result.cacheJSON)
-        // Kept only beside the facts entry of the log as it was checked: a facts entry that
-        // another process replaced meanwhile (the log changed) does not get it.
-        let stored = try? catalog.write { db -> Row? in
+        pending.add(PendingWrites.Result(path: path, key: key, stamp: before, text: JSONWriter.encodeString(result.cacheJSON)))
+        flushIfFull()
+        return result
+    }
+
+    /// Writes the entries still waiting (see the type's summary). A failure to write loses
+    /// them, as a cache may: those logs are read again next time.
+    public func flush() {
+        pending.flushing.withLock { _ in
+            let (facts, results) = pending.take()
+            guard !facts.isEmpty || !results.isEmpty else { return }
+            let stored = try? catalog.write { db in try Self.write(facts, results, in: db) }
+            kept.value.withLock { kept in
+                for (key, path, identity, text) in stored ?? [] { kept[key]?[path] = (identity, text) }
+            }
+        }
+    }
+
+    private func flushIfFull() {
+        if pending.count >= Self.logsPerWrite { flush() }
+    }
+
+    /// Writes facts entries, then results; returns the results written with the identity of
+    /// the facts they sit beside.
+    private static func write(_ facts: [PendingWrites.Facts], _ results: [PendingWrites.Result], in db: Database) throws
+        -> [(CheckKey, String, LogIdentity, String)]
+    {
+        for entry in facts {
+            // Results checked against the facts being replaced go with them.
+            try db.cachedStatement(sql: "DELETE FROM check_results WHERE path = ?").execute(arguments: [entry.path])
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO facts (path, extractor_version, size, mtime_ns, tail_offset, tail_end, tail_hash, facts)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (path) DO UPDATE SET extractor_version = excluded.extractor_version, size = excluded.size,
+                        mtime_ns = excluded.mtime_ns, tail_offset = excluded.tail_offset, tail_end = excluded.tail_end,
+                        tail_hash = excluded.tail_hash, facts = excluded.facts
+                    """
+            ).execute(arguments: [
+                entry.path, LogFacts.extractorVersion, entry.identity.stamp.size, entry.identity.stamp.mtimeNs, entry.identity.tailOffset,
+                entry.identity.tailEnd, entry.identity.tailHash, Data(entry.blob),
+            ])
+        }
+        var stored: [(CheckKey, String, LogIdentity, String)] = []
+        for result in results {
+            // Kept only beside the facts entry of the log as it was checked: a facts entry that
+            // another process replaced meanwhile (the log changed) does not get it.
             try db.cachedStatement(
                 sql: """
                     INSERT OR REPLACE INTO check_results (path, case_key, result)
                     SELECT path, ?, ? FROM facts WHERE path = ? AND size = ? AND mtime_ns = ? AND extractor_version = ?
                     """
-            ).execute(arguments: [key.digest, text, path, before.size, before.mtimeNs, LogFacts.extractorVersion])
-            guard db.changesCount > 0 else { return nil }
-            return try Row.fetchOne(
+            ).execute(arguments: [
+                result.key.digest, result.text, result.path, result.stamp.size, result.stamp.mtimeNs, LogFacts.extractorVersion,
+            ])
+            guard db.changesCount > 0 else { continue }
+            if let row = try Row.fetchOne(
                 db.cachedStatement(sql: "SELECT size, mtime_ns, tail_offset, tail_end, tail_hash FROM facts WHERE path = ?"),
-                arguments: [path])
+                arguments: [result.path])
+            {
+                stored.append((result.key, result.path, identity(row), result.text))
+            }
         }
-        if let row = stored ?? nil {
-            kept.value.withLock { $0[key]?[path] = (Self.identity(row), text) }
-        }
-        return result
+        return stored
     }
 
     /// Every check result kept under `key`, by log path, with the identity of the facts it was
@@ -138,24 +192,58 @@ public struct FactCache: LogFactSource {
         return try text.withUnsafeBytes { try JSONScanner.scan($0) { try LogFacts(cached: &$0) } }
     }
 
+    /// Queues the facts of the log at `path` as read at `stamp`, with its identity taken now
+    /// (just after the read that found the file unchanged).
     func store(_ facts: LogFacts, path: String, stamp: FileStamp) throws {
         let (tailOffset, tailEnd) = LogIdentity.tailRange(
             memberOffset: facts.lastCompleteMemberOffset ?? 0, end: facts.tear?.memberOffset ?? stamp.size)
         guard let hash = LogIdentity.hash(path, from: tailOffset, to: tailEnd) else { return }
-        let blob = try GzipData.compressQuickly(facts.cachedBytes)
-        try catalog.write { db in
-            // Results checked against the facts being replaced go with them.
-            try db.cachedStatement(sql: "DELETE FROM check_results WHERE path = ?").execute(arguments: [path])
-            try db.cachedStatement(
-                sql: """
-                    INSERT INTO facts (path, extractor_version, size, mtime_ns, tail_offset, tail_end, tail_hash, facts)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (path) DO UPDATE SET extractor_version = excluded.extractor_version, size = excluded.size,
-                        mtime_ns = excluded.mtime_ns, tail_offset = excluded.tail_offset, tail_end = excluded.tail_end,
-                        tail_hash = excluded.tail_hash, facts = excluded.facts
-                    """
-            ).execute(arguments: [path, LogFacts.extractorVersion, stamp.size, stamp.mtimeNs, tailOffset, tailEnd, hash, Data(blob)])
+        let identity = LogIdentity(stamp: stamp, tailOffset: tailOffset, tailEnd: tailEnd, tailHash: hash)
+        pending.add(
+            PendingWrites.Facts(path: path, identity: identity, blob: try GzipData.compressQuickly(facts.cachedBytes), facts: facts))
+        flushIfFull()
+    }
+}
+
+/// New entries not written yet, shared by the copies of one `FactCache`.
+private final class PendingWrites: Sendable {
+    struct Facts: Sendable {
+        var path: String
+        var identity: LogIdentity
+        var blob: [UInt8]
+        var facts: LogFacts
+    }
+
+    struct Result: Sendable {
+        var path: String
+        var key: CheckKey
+        var stamp: FileStamp
+        var text: String
+    }
+
+    private let value = Mutex<(facts: [Facts], results: [Result])>(([], []))
+    /// Held while a batch is taken and written, so that batches are written in the order they
+    /// were made (a result after the facts it sits beside).
+    let flushing = Mutex(())
+
+    func add(_ facts: Facts) { value.withLock { $0.facts.append(facts) } }
+    func add(_ result: Result) { value.withLock { $0.results.append(result) } }
+
+    /// Logs with something waiting.
+    var count: Int { value.withLock { max($0.facts.count, $0.results.count) } }
+
+    func take() -> (facts: [Facts], results: [Result]) {
+        value.withLock { pending in
+            defer { pending = ([], []) }
+            return pending
         }
+    }
+
+    /// The waiting facts of the log at `path`, if they are of the file as it is now.
+    func facts(for path: String, stamp: FileStamp) -> LogFacts? {
+        let entry = value.withLock { pending in pending.facts.last { $0.path == path } }
+        guard let entry, entry.identity.matches(path, now: stamp) else { return nil }
+        return entry.facts
     }
 }
 

@@ -44,6 +44,9 @@ struct CatalogStoreTests {
             #expect(third == (try LogFacts.read(log)))
             #expect(third.state.runId != first.state.runId)
 
+            // What a cache holds reaches the catalog when it is flushed (the runner does at the
+            // end of a suite run); another cache then finds it there.
+            cache.flush()
             // Entries of another extractor version are not used.
             let fresh = FactCache(catalog: cache.catalog)
             _ = try fresh.facts(for: log)
@@ -102,6 +105,7 @@ struct CatalogStoreTests {
             _ = try catalog.index(paths: [big, small])
             let cache = FactCache(catalog: catalog)
             for log in [big, small] { _ = try cache.facts(for: log) }
+            cache.flush()
             for table in ["logs", "facts"] {
                 let stored = try catalog.query("SELECT path, size, tail_offset, tail_end FROM \(table) ORDER BY path").rows
                 #expect(stored.count == 2)
@@ -215,6 +219,34 @@ struct CatalogStoreTests {
             #expect(cache.usage == (2, 2) && cache.reusedResults == 1)
             let rows = try cache.catalog.query("SELECT COUNT(*) FROM check_results").rows.first?.first
             #expect(rows == .integer(1), "results made from the replaced facts went with them")
+        }
+    }
+
+    @Test("a suite over more logs than one write holds stores every log's facts and result, and reuses them all next time")
+    func factCacheWritesInBatches() async throws {
+        try await TemporaryDirectory.with { directory in
+            let count = FactCache.logsPerWrite * 2 + 5
+            for index in 0..<count { try writeSyntheticRun(to: directory.path("logs/run-\(index).jsonl.gz"), steps: 3, index: index) }
+            let caseFile = directory.path("case.yaml")
+            try "caseId: c\nlogs: logs/*.jsonl.gz\nexpected:\n  stopReason: success\n".write(
+                toFile: caseFile, atomically: true, encoding: .utf8)
+            let catalogPath = directory.path("catalog.sqlite")
+            func suite() async throws -> (FactCache, CaseResult) {
+                let cache = FactCache(catalog: try Catalog(path: catalogPath))
+                var options = EvalOptions(jobs: 2)
+                options.facts = cache
+                let result = try #require(await EvalRunner(options: options).run(EvalSuite.load(paths: [caseFile]).cases).first)
+                return (cache, result)
+            }
+            let (first, firstResult) = try await suite()
+            #expect(firstResult.runs.count == count && firstResult.passed)
+            #expect(first.usage == (0, count))
+            #expect(try first.catalog.query("SELECT COUNT(*) FROM facts").rows.first?.first?.description == "\(count)")
+            #expect(try first.catalog.query("SELECT COUNT(*) FROM check_results").rows.first?.first?.description == "\(count)")
+            try first.catalog.close()
+            let (second, secondResult) = try await suite()
+            #expect(second.reusedResults == count && second.usage == (0, 0))
+            #expect(secondResult.runs.map(\.logPath) == firstResult.runs.map(\.logPath))
         }
     }
 

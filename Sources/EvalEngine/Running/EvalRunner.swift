@@ -194,6 +194,7 @@ public struct EvalRunner: Sendable {
                 startNext()
             }
         }
+        options.facts.flush()
         return results
     }
 

@@ -66,6 +66,10 @@ public protocol LogFactSource: Sendable {
     /// under `key` for the log as it is now, without the facts; it must keep only results
     /// `check` made from the facts of the log as it is now. Throws what `facts(for:)` throws.
     func result(for log: String, key: CheckKey?, check: (LogFacts) -> RunResult) throws -> RunResult
+
+    /// Writes what the source keeps for later (a cache may write its entries in batches); the
+    /// runner calls it when a suite run ends.
+    func flush()
 }
 
 extension LogFactSource {
@@ -73,6 +77,9 @@ extension LogFactSource {
     public func result(for log: String, key: CheckKey?, check: (LogFacts) -> RunResult) throws -> RunResult {
         check(try facts(for: log))
     }
+
+    /// Nothing kept.
+    public func flush() {}
 }
 
 /// Reads every log in full, every time.
