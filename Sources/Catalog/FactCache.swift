@@ -16,8 +16,9 @@ import TraceLog
 /// cached: its error comes from reading it, every time.
 ///
 /// New entries are written a batch at a time (`logsPerWrite` logs' facts and results in one
-/// transaction), and the rest by `flush()`, which the eval runner calls when a suite run ends;
-/// until then the cache answers from the batch in memory. A transaction per log made the first
+/// transaction, fewer when their states add up to `bytesPerWrite`), and the rest by `flush()`,
+/// which the eval runner calls when a suite run ends; until then the cache answers from the
+/// batch in memory. A transaction per log made the first
 /// run over a thousand logs nearly twice as long as one without the catalog.
 public struct FactCache: LogFactSource {
     public let catalog: Catalog
@@ -26,10 +27,15 @@ public struct FactCache: LogFactSource {
     private let pending = PendingWrites()
 
     /// Logs whose new entries are written in one transaction.
-    static let logsPerWrite = 32
+    public static let logsPerWrite = 32
+    /// The most state (as its snapshot's JSON bytes) a batch holds: a batch keeps its logs'
+    /// states in memory, and one long run's state can take hundreds of MB.
+    public static let bytesPerWrite = 8 << 20
+    private let limits: (logs: Int, stateBytes: Int)
 
-    public init(catalog: Catalog) {
+    public init(catalog: Catalog, logsPerWrite: Int = FactCache.logsPerWrite, bytesPerWrite: Int = FactCache.bytesPerWrite) {
         self.catalog = catalog
+        limits = (max(1, logsPerWrite), max(1, bytesPerWrite))
     }
 
     /// Logs answered from the cache, and logs read, so far.
@@ -83,7 +89,8 @@ public struct FactCache: LogFactSource {
     }
 
     private func flushIfFull() {
-        if pending.count >= Self.logsPerWrite { flush() }
+        let (logs, bytes) = pending.size
+        if logs >= limits.logs || bytes >= limits.stateBytes { flush() }
     }
 
     /// Writes facts entries, then results; returns the results written with the identity of
@@ -199,8 +206,10 @@ public struct FactCache: LogFactSource {
             memberOffset: facts.lastCompleteMemberOffset ?? 0, end: facts.tear?.memberOffset ?? stamp.size)
         guard let hash = LogIdentity.hash(path, from: tailOffset, to: tailEnd) else { return }
         let identity = LogIdentity(stamp: stamp, tailOffset: tailOffset, tailEnd: tailEnd, tailHash: hash)
+        let bytes = facts.cachedBytes
         pending.add(
-            PendingWrites.Facts(path: path, identity: identity, blob: try GzipData.compressQuickly(facts.cachedBytes), facts: facts))
+            PendingWrites.Facts(
+                path: path, identity: identity, blob: try GzipData.compressQuickly(bytes), stateBytes: bytes.count, facts: facts))
         flushIfFull()
     }
 }
@@ -211,6 +220,8 @@ private final class PendingWrites: Sendable {
         var path: String
         var identity: LogIdentity
         var blob: [UInt8]
+        /// The size of the state's snapshot, for what the batch holds in memory.
+        var stateBytes: Int
         var facts: LogFacts
     }
 
@@ -221,21 +232,27 @@ private final class PendingWrites: Sendable {
         var text: String
     }
 
-    private let value = Mutex<(facts: [Facts], results: [Result])>(([], []))
+    private let value = Mutex<(facts: [Facts], results: [Result], stateBytes: Int)>(([], [], 0))
     /// Held while a batch is taken and written, so that batches are written in the order they
     /// were made (a result after the facts it sits beside).
     let flushing = Mutex(())
 
-    func add(_ facts: Facts) { value.withLock { $0.facts.append(facts) } }
+    func add(_ facts: Facts) {
+        value.withLock {
+            $0.facts.append(facts)
+            $0.stateBytes += facts.stateBytes
+        }
+    }
+
     func add(_ result: Result) { value.withLock { $0.results.append(result) } }
 
-    /// Logs with something waiting.
-    var count: Int { value.withLock { max($0.facts.count, $0.results.count) } }
+    /// Logs with something waiting, and the size of the states waiting.
+    var size: (logs: Int, stateBytes: Int) { value.withLock { (max($0.facts.count, $0.results.count), $0.stateBytes) } }
 
     func take() -> (facts: [Facts], results: [Result]) {
         value.withLock { pending in
-            defer { pending = ([], []) }
-            return pending
+            defer { pending = ([], [], 0) }
+            return (pending.facts, pending.results)
         }
     }
 

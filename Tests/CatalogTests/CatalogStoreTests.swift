@@ -250,6 +250,27 @@ struct CatalogStoreTests {
         }
     }
 
+    @Test("a state as large as a batch may hold is written at once, not kept in memory for later")
+    func factCacheBoundsWhatItHolds() throws {
+        try TemporaryDirectory.with { directory in
+            let log = directory.path("a.jsonl.gz")
+            try writeSyntheticRun(to: log, steps: 6, seed: 4)
+            let catalog = try Catalog(path: directory.path("catalog.sqlite"))
+            let stateBytes = try LogFacts.read(log).cachedBytes.count
+            // Below the bound it waits for the batch (or the flush)...
+            let roomy = FactCache(catalog: catalog, bytesPerWrite: stateBytes + 1)
+            _ = try roomy.facts(for: log)
+            #expect(try catalog.query("SELECT COUNT(*) FROM facts").rows.first?.first?.description == "0")
+            // ... at it, it is written with the read that made it.
+            let tight = FactCache(catalog: catalog, bytesPerWrite: stateBytes)
+            _ = try tight.facts(for: log)
+            #expect(try catalog.query("SELECT COUNT(*) FROM facts").rows.first?.first?.description == "1")
+            let another = FactCache(catalog: catalog)
+            _ = try another.facts(for: log)
+            #expect(another.usage == (1, 0))
+        }
+    }
+
     @Test("a torn log's facts come back with its tear, and a grown log is read again")
     func factCacheTornAndGrown() throws {
         try TemporaryDirectory.with { directory in
