@@ -211,7 +211,9 @@ struct FoldTests {
         #expect(state.anomalies.count == 1)
 
         // A loaded snapshot is the same state, and it folds on the same way.
-        var loaded = try RunState(snapshotText: UnsafeRawBufferPointer(JSONWriter.encode(state.snapshotJSON).withUnsafeBytes { $0 }))
+        // Parsed while the bytes are alive: a pointer taken out of `withUnsafeBytes` dangles (and
+        // read freed memory now and then: "control character 0x0 inside a string").
+        var loaded = try JSONWriter.encode(state.snapshotJSON).withUnsafeBytes { try RunState(snapshotText: $0) }
         #expect(loaded == state)
         let result = ToolCompleted(callId: "c", tool: "lookup", attempt: 1, status: .ok, durationUs: 1)
         for folded in [0, 1] {
