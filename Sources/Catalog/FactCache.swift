@@ -18,8 +18,8 @@ import TraceLog
 /// New entries are written a batch at a time (`logsPerWrite` logs' facts and results in one
 /// transaction, fewer when their states add up to `bytesPerWrite`), and the rest by `flush()`,
 /// which the eval runner calls when a suite run ends; until then the cache answers from the
-/// batch in memory. A transaction per log made the first
-/// run over a thousand logs nearly twice as long as one without the catalog.
+/// batch in memory. A transaction per log made the first run over a thousand logs nearly twice
+/// as long as one without the catalog.
 public struct FactCache: LogFactSource {
     public let catalog: Catalog
     private let counts = Counts()

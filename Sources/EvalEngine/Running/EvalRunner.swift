@@ -54,8 +54,8 @@ public struct EvalRunner: Sendable {
         self.options = options
     }
 
-    /// One unit of work: a recorded log (judged again in each repeat when the case has rubrics),
-    /// or one repeat of a live case.
+    /// One unit of work: a batch of a case's recorded logs (each judged again in each repeat
+    /// when the case has rubrics), or one repeat of a live or pipeline case.
     enum Work: Sendable {
         /// Recorded logs of one case, checked one after another in one task: a check answered
         /// from the fact cache takes microseconds, less than a task of its own costs.
