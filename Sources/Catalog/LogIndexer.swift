@@ -109,9 +109,10 @@ extension Catalog {
     /// The working directory, straight from `getcwd` (cheaper than asking Foundation: a suite
     /// asks once per log).
     static func currentDirectory() -> String {
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        guard getcwd(&buffer, buffer.count) != nil else { return FileManager.default.currentDirectoryPath }
-        return String(cString: buffer)
+        withUnsafeTemporaryAllocation(of: CChar.self, capacity: Int(PATH_MAX) + 1) { buffer in
+            guard let base = buffer.baseAddress, getcwd(base, buffer.count) != nil else { return FileManager.default.currentDirectoryPath }
+            return String(decoding: UnsafeRawBufferPointer(start: base, count: strlen(base)), as: UTF8.self)
+        }
     }
 
     /// Whether an absolute path has no empty, `.` or `..` component (no `//`, no trailing `/`):
