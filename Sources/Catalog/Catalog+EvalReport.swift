@@ -95,8 +95,8 @@ extension SuiteRows {
                             log: run.logPath, repeatIndex: run.repeatIndex, outcome: EvalReport.outcome(run),
                             stopReason: run.summary.stopReason?.rawValue, steps: run.summary.steps, tokens: run.summary.tokens,
                             error: run.error?.description,
-                            failures: run.failures.isEmpty ? "[]" : SuiteRows.encodedList(.array(EvalReport.failureEntries(run))),
-                            judgements: run.judgements.isEmpty ? "[]" : SuiteRows.encodedList(.array(run.judgements.map(\.json))))
+                            failures: SuiteRows.encodedList(.array(EvalReport.failureEntries(run))),
+                            judgements: SuiteRows.encodedList(.array(run.judgements.map(\.json))))
                     })
             })
     }

@@ -123,21 +123,29 @@ struct SuiteRows {
     var k: Int
     var caseRows: [Case]
 
+    /// A JSON list as stored; an empty one without the writer.
+    static func encodedList(_ value: JSONValue) -> String {
+        if case .array(let items) = value, items.isEmpty { return "[]" }
+        return JSONWriter.encodeString(value)
+    }
+}
+
+extension SuiteRows {
     /// The rows of a results document (docs/eval-results.md).
     init(json report: JSONValue) throws(CatalogError) {
         guard case .array(let cases)? = report["cases"], case .object? = report["summary"] else {
             throw CatalogError(.badResults, "the report has no summary and cases (is it an agent-eval results file?)")
         }
         let summary = report["summary"]
-        durationMs = Self.int(summary?["duration_ms"]) ?? 0
-        self.cases = Self.int(summary?["cases"]) ?? cases.count
-        passed = Self.int(summary?["passed"]) ?? 0
-        failed = Self.int(summary?["failed"]) ?? 0
-        errors = Self.int(summary?["errors"]) ?? 0
-        k = Self.int(report["k"]) ?? 1
+        durationMs = summary?["duration_ms"]?.intValue ?? 0
+        self.cases = summary?["cases"]?.intValue ?? cases.count
+        passed = summary?["passed"]?.intValue ?? 0
+        failed = summary?["failed"]?.intValue ?? 0
+        errors = summary?["errors"]?.intValue ?? 0
+        k = report["k"]?.intValue ?? 1
         caseRows = []
         for entry in cases {
-            guard let caseId = Self.string(entry["case_id"]) else { continue }
+            guard let caseId = entry["case_id"]?.stringValue else { continue }
             var runs: [Run] = []
             if case .array(let list)? = entry["runs"] {
                 runs.reserveCapacity(list.count)
@@ -147,13 +155,13 @@ struct SuiteRows {
                     if case .object(let members) = run {
                         for member in members {
                             switch member.key {
-                            case "log": row.log = Self.string(member.value) ?? ""
-                            case "repeat": row.repeatIndex = Self.int(member.value) ?? 0
-                            case "outcome": row.outcome = Self.string(member.value) ?? "error"
-                            case "stop_reason": row.stopReason = Self.string(member.value)
-                            case "steps": row.steps = Self.int(member.value)
-                            case "tokens": row.tokens = Self.int(member.value)
-                            case "error": row.error = Self.string(member.value)
+                            case "log": row.log = member.value.stringValue ?? ""
+                            case "repeat": row.repeatIndex = member.value.intValue ?? 0
+                            case "outcome": row.outcome = member.value.stringValue ?? "error"
+                            case "stop_reason": row.stopReason = member.value.stringValue
+                            case "steps": row.steps = member.value.intValue
+                            case "tokens": row.tokens = member.value.intValue
+                            case "error": row.error = member.value.stringValue
                             case "failures": row.failures = Self.encodedList(member.value)
                             case "judgements": row.judgements = Self.encodedList(member.value)
                             default: break
@@ -165,48 +173,11 @@ struct SuiteRows {
             }
             caseRows.append(
                 Case(
-                    caseId: caseId, file: Self.string(entry["file"]), isLive: Self.string(entry["source"]) == "live",
-                    outcome: Self.string(entry["outcome"]) ?? "error", passRate: Self.double(entry["pass_rate"]) ?? 0,
-                    passHatK: Self.double(entry["pass_hat_k"]), stability: Self.string(entry["stability"]) ?? "stable_fail",
-                    baselineStatus: Self.string(entry["baseline"]?["status"]), error: Self.string(entry["error"]), runs: runs))
+                    caseId: caseId, file: entry["file"]?.stringValue, isLive: entry["source"]?.stringValue == "live",
+                    outcome: entry["outcome"]?.stringValue ?? "error", passRate: entry["pass_rate"]?.doubleValue ?? 0,
+                    passHatK: entry["pass_hat_k"]?.doubleValue, stability: entry["stability"]?.stringValue ?? "stable_fail",
+                    baselineStatus: entry["baseline"]?["status"]?.stringValue, error: entry["error"]?.stringValue, runs: runs))
         }
-    }
-
-    init(durationMs: Int, cases: Int, passed: Int, failed: Int, errors: Int, k: Int, caseRows: [Case]) {
-        self.durationMs = durationMs
-        self.cases = cases
-        self.passed = passed
-        self.failed = failed
-        self.errors = errors
-        self.k = k
-        self.caseRows = caseRows
-    }
-
-    /// A JSON list as stored; an empty one without the writer.
-    static func encodedList(_ value: JSONValue) -> String {
-        if case .array(let items) = value, items.isEmpty { return "[]" }
-        return JSONWriter.encodeString(value)
-    }
-
-    private static func int(_ value: JSONValue?) -> Int? {
-        switch value {
-        case .int(let number)?: return number
-        case .double(let number)?: return Int(number)
-        default: return nil
-        }
-    }
-
-    private static func double(_ value: JSONValue?) -> Double? {
-        switch value {
-        case .int(let number)?: return Double(number)
-        case .double(let number)?: return number
-        default: return nil
-        }
-    }
-
-    private static func string(_ value: JSONValue?) -> String? {
-        if case .string(let text)? = value { return text }
-        return nil
     }
 }
 
