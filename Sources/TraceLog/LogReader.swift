@@ -153,8 +153,7 @@ public struct LogReader {
     ) throws -> ReadSummary {
         if let pending = LogReader.pendingSeal(path) { throw pending }
         let aheadOnAThread =
-            readsAhead && options.readsAheadFromBytes < Int.max
-            && (FileDescriptor.fileSize(path) ?? 0) - (position?.memberOffset ?? 0) >= options.readsAheadFromBytes
+            readsAhead && MemberScanner.readsAhead(path, from: position?.memberOffset ?? 0, threshold: options.readsAheadFromBytes)
         var scanner = MemberScanner(path: path, contentLimit: options.memberContentLimit, readSize: options.readBufferSize)
         scanner.inflatesWholeMembers = options.inflatesWholeMembers
         var checker =

@@ -30,7 +30,7 @@ public enum LogVerifier {
         var lastCorruptProblem: Int?
         var signatures = SignatureChecks()
 
-        let aheadOnAThread = readsAheadFromBytes < Int.max && (FileDescriptor.fileSize(path) ?? 0) >= readsAheadFromBytes
+        let aheadOnAThread = MemberScanner.readsAhead(path, threshold: readsAheadFromBytes)
         scanning: while true {
             let ending = try scanner.scan(from: offset, firstIndex: index, aheadOnAThread: aheadOnAThread) { scanned in
                 let (member, content, isComplete) = (scanned.member, scanned.content, scanned.isComplete)

@@ -17,6 +17,12 @@ struct ScannedMember {
 }
 
 extension MemberScanner {
+    /// Whether a read of the file at `path` from `offset` to its end covers `threshold` bytes
+    /// or more, and so is read ahead on a helper thread (`Int.max`: never).
+    static func readsAhead(_ path: String, from offset: Int = 0, threshold: Int) -> Bool {
+        threshold < Int.max && (FileDescriptor.fileSize(path) ?? 0) - offset >= threshold
+    }
+
     /// `scan`, with the reading, inflating and line hashing on a helper thread when
     /// `aheadOnAThread` is set: the caller's thread decodes and checks one member while the helper
     /// inflates and hashes the next ones (a few members ahead at most, so memory stays a few
