@@ -115,8 +115,10 @@ public struct ToolCompleted: JSONRepresentable, JSONObjectEncodable, Hashable {
     public var tool: String
     public var attempt: Int
     public var status: ToolStatus
-    /// The result data, when small enough to hold inline.
-    public var output: JSONValue?
+    /// The result data, when small enough to hold inline, as its canonical JSON: a long run's
+    /// state keeps every result, and as text each costs its size (a tree costs several times
+    /// that).
+    public var outputText: JSONText?
     /// `sha256:<hex>` of a `content_stored` event holding output too large or not JSON.
     public var contentHash: String?
     /// What went wrong, for `refused` and `error`.
@@ -135,7 +137,7 @@ public struct ToolCompleted: JSONRepresentable, JSONObjectEncodable, Hashable {
         self.tool = tool
         self.attempt = attempt
         self.status = status
-        self.output = output
+        self.outputText = output.map(JSONText.init)
         self.contentHash = contentHash
         self.error = error
         self.isRetryable = isRetryable
@@ -143,12 +145,18 @@ public struct ToolCompleted: JSONRepresentable, JSONObjectEncodable, Hashable {
         self.durationUs = durationUs
     }
 
+    /// The result data, when small enough to hold inline (made from `outputText` on each use).
+    public var output: JSONValue? {
+        get { outputText?.value }
+        set { outputText = newValue.map(JSONText.init) }
+    }
+
     public init(from scanner: inout JSONScanner) throws {
         var callId: String?
         var tool: String?
         var attempt: Int?
         var status: ToolStatus?
-        var output: JSONValue?
+        var output: JSONText?
         var contentHash: String?
         var error: String?
         var isRetryable: Bool?
@@ -160,7 +168,7 @@ public struct ToolCompleted: JSONRepresentable, JSONObjectEncodable, Hashable {
             case "tool": tool = try scanner.read()
             case "attempt": attempt = try scanner.read()
             case "status": status = try scanner.read()
-            case "output": output = try scanner.readValue()
+            case "output": output = try JSONText(from: &scanner)
             case "content_hash": contentHash = try scanner.readOptional()
             case "error": error = try scanner.readOptional()
             case "retryable": isRetryable = try scanner.readOptional()
@@ -173,7 +181,7 @@ public struct ToolCompleted: JSONRepresentable, JSONObjectEncodable, Hashable {
         self.tool = try required(tool, "tool")
         self.attempt = try required(attempt, "attempt")
         self.status = try required(status, "status")
-        self.output = output
+        self.outputText = output
         self.contentHash = contentHash
         self.error = error
         self.isRetryable = isRetryable
@@ -187,7 +195,7 @@ public struct ToolCompleted: JSONRepresentable, JSONObjectEncodable, Hashable {
         object.set("content_hash", contentHash)
         object.set("duration_us", durationUs)
         object.set("error", error)
-        object.set("output", output)
+        object.set("output", outputText)
         object.set("retryable", isRetryable)
         object.set("status", status)
         object.set("stderr", stderr)

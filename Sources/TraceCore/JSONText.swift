@@ -1,0 +1,220 @@
+/// One JSON value held as its canonical encoding (docs/log-format.md §2): the bytes the value
+/// is written as, in a log line, in the state's canonical JSON and in its digest.
+///
+/// A free-form value the fold keeps but never looks into (a tool's output) costs a few times
+/// its JSON size as a `JSONValue` tree; held as its text it costs its size, and writing it again
+/// (the next event, the state digest, a snapshot) is a copy. Read from a line already in the
+/// canonical form — every line this project writes — it is copied as it is, after the scan that
+/// checks it, without making the tree; any other form is parsed and written canonically.
+///
+/// Two texts are equal when their bytes are, which is when their values' canonical JSON is:
+/// the equality the state and its digest define.
+public struct JSONText: Sendable, Hashable {
+    /// The canonical encoding.
+    public let bytes: [UInt8]
+    /// The value itself when it nests deeper than the parser reads (no log line holds one: the
+    /// writer refuses it), so that `value` gives it back all the same.
+    private let deepValue: JSONValue?
+
+    /// The canonical encoding of `value`.
+    public init(_ value: JSONValue) {
+        bytes = JSONWriter.encode(value)
+        // (`Optional.none` spelt out: a bare nil would be JSONValue's own nil literal, `.null`.)
+        deepValue = value.nests(deeperThan: JSONParser.maximumDepth - 1) ? value : Optional.none
+    }
+
+    private init(canonical bytes: [UInt8]) {
+        self.bytes = bytes
+        deepValue = nil
+    }
+
+    public static func == (a: JSONText, b: JSONText) -> Bool { a.bytes == b.bytes }
+    public func hash(into hasher: inout Hasher) { hasher.combine(bytes) }
+
+    /// The value, parsed from the bytes (which cannot fail: they are the encoding of a value
+    /// read or made within the parser's limits, or `deepValue` is kept).
+    public var value: JSONValue {
+        if let deepValue { return deepValue }
+        do {
+            return try bytes.withUnsafeBytes { try JSONParser.parse($0) }
+        } catch {
+            preconditionFailure("JSONText holds bytes that do not parse: \(error)")
+        }
+    }
+
+    /// Reads one value: its bytes as they are when they are canonical, else the canonical
+    /// encoding of the value they hold. Checks the value as `readValue` does.
+    public init(from scanner: inout JSONScanner) throws {
+        let start = scanner.cursor.index
+        try scanner.skipValue()
+        let raw = UnsafeBufferPointer(start: scanner.cursor.base + start, count: scanner.cursor.index - start)
+        if JSONText.isCanonical(raw) {
+            self.init(canonical: Array(raw))
+            return
+        }
+        // Not canonical (white space, member order, escapes, number forms): read it again as a
+        // tree, which the scan above has shown to be valid, and write that.
+        var cursor = scanner.cursor
+        cursor.index = start
+        self.init(try cursor.value(depth: 0))
+    }
+
+    /// Whether `raw`, one valid JSON value (checked by the caller), is already in the canonical
+    /// form `JSONWriter` writes: no white space, members in key byte order, only the escapes
+    /// the form requires, numbers as written back. A key with an escape in it is reported as not
+    /// canonical (the caller then writes the value again, which gives the same bytes when it was
+    /// canonical after all).
+    static func isCanonical(_ raw: UnsafeBufferPointer<UInt8>) -> Bool {
+        var index = 0
+        let count = raw.count
+        // The previous key of each open object (nil: none yet), and whether each open
+        // container is an object.
+        var previousKeys: [Range<Int>?] = []
+        var isObject: [Bool] = []
+        // After `{` or `,` in an object, the next string is a key.
+        var expectsKey = false
+        while index < count {
+            let byte = raw[index]
+            switch byte {
+            case UInt8(ascii: "{"):
+                isObject.append(true)
+                previousKeys.append(nil)
+                expectsKey = true
+                index += 1
+            case UInt8(ascii: "["):
+                isObject.append(false)
+                previousKeys.append(nil)
+                expectsKey = false
+                index += 1
+            case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                isObject.removeLast()
+                previousKeys.removeLast()
+                expectsKey = false
+                index += 1
+            case UInt8(ascii: ","):
+                expectsKey = isObject.last == true
+                index += 1
+            case UInt8(ascii: ":"):
+                expectsKey = false
+                index += 1
+            case UInt8(ascii: "\""):
+                let start = index + 1
+                guard let end = canonicalStringEnd(raw, from: start, allowsEscapes: !expectsKey) else { return false }
+                if expectsKey {
+                    let key = start..<end
+                    if let previous = previousKeys[previousKeys.count - 1], !precedes(raw, previous, key) { return false }
+                    previousKeys[previousKeys.count - 1] = key
+                    expectsKey = false
+                }
+                index = end + 1
+            case UInt8(ascii: "t"): index += 4
+            case UInt8(ascii: "f"): index += 5
+            case UInt8(ascii: "n"): index += 4
+            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+                var end = index
+                while end < count, isNumberByte(raw[end]) { end += 1 }
+                guard isCanonicalNumber(UnsafeBufferPointer(rebasing: raw[index..<end])) else { return false }
+                index = end
+            default:
+                // White space between tokens.
+                return false
+            }
+        }
+        return true
+    }
+
+    /// The index of the quote closing a string whose content starts at `start`, or nil when
+    /// the string has an escape the canonical form would not write (or, with `allowsEscapes`
+    /// off, any escape at all).
+    private static func canonicalStringEnd(_ raw: UnsafeBufferPointer<UInt8>, from start: Int, allowsEscapes: Bool) -> Int? {
+        var index = start
+        while index < raw.count {
+            switch raw[index] {
+            case UInt8(ascii: "\""):
+                return index
+            case UInt8(ascii: "\\"):
+                guard allowsEscapes, index + 1 < raw.count else { return nil }
+                switch raw[index + 1] {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"), UInt8(ascii: "b"),
+                    UInt8(ascii: "f"):
+                    index += 2
+                case UInt8(ascii: "u"):
+                    // Only a control character without a short escape, as \u00xx in lowercase.
+                    guard index + 5 < raw.count, raw[index + 2] == UInt8(ascii: "0"), raw[index + 3] == UInt8(ascii: "0"),
+                        raw[index + 4] == UInt8(ascii: "0") || raw[index + 4] == UInt8(ascii: "1"),
+                        let low = lowercaseHexValue(raw[index + 5])
+                    else { return nil }
+                    let scalar = (raw[index + 4] == UInt8(ascii: "1") ? 16 : 0) + low
+                    if [0x08, 0x09, 0x0A, 0x0C, 0x0D].contains(scalar) { return nil }
+                    index += 6
+                default:
+                    return nil
+                }
+            default:
+                index += 1
+            }
+        }
+        return nil
+    }
+
+    private static func lowercaseHexValue(_ byte: UInt8) -> Int? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return Int(byte - UInt8(ascii: "0"))
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return Int(byte - UInt8(ascii: "a")) + 10
+        default: return nil
+        }
+    }
+
+    /// Whether key `a` sorts strictly before key `b` by their bytes (neither has an escape).
+    private static func precedes(_ raw: UnsafeBufferPointer<UInt8>, _ a: Range<Int>, _ b: Range<Int>) -> Bool {
+        let shared = min(a.count, b.count)
+        for offset in 0..<shared where raw[a.lowerBound + offset] != raw[b.lowerBound + offset] {
+            return raw[a.lowerBound + offset] < raw[b.lowerBound + offset]
+        }
+        return a.count < b.count
+    }
+
+    private static func isNumberByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "+"), UInt8(ascii: "."), UInt8(ascii: "e"),
+            UInt8(ascii: "E"):
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// Whether a valid number token is written as `JSONWriter` writes the value the parser
+    /// reads from it: an integer in the 64-bit range other than `-0` as it is; any other number
+    /// exactly as its double's description.
+    private static func isCanonicalNumber(_ token: UnsafeBufferPointer<UInt8>) -> Bool {
+        let isNegative = token.first == UInt8(ascii: "-")
+        let digits = UnsafeBufferPointer(rebasing: token[(isNegative ? 1 : 0)...])
+        if !token.contains(where: { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") }) {
+            // Valid JSON has no leading zeros; "-0" reads as the integer 0, written "0". Beyond
+            // the 64-bit range the parser reads a double.
+            if isNegative && digits.count == 1 && digits[0] == UInt8(ascii: "0") { return false }
+            guard digits.count >= 19 else { return true }
+            guard digits.count == 19 else { return false }
+            // Nineteen digits: in range when not above the limit's (same length, so byte order).
+            return !(isNegative ? Self.negativeLimit : Self.positiveLimit).lexicographicallyPrecedes(digits)
+        }
+        let text = String(decoding: token, as: UTF8.self)
+        guard let value = Double(text), value.isFinite else { return false }
+        return value.description == text
+    }
+}
+
+extension JSONText {
+    /// The digits of `Int.max` and of `Int.min`'s magnitude.
+    fileprivate static let positiveLimit = Array("9223372036854775807".utf8)
+    fileprivate static let negativeLimit = Array("9223372036854775808".utf8)
+}
+
+extension JSONText: JSONEncodable {
+    public var json: JSONValue { value }
+
+    public func write(to writer: inout JSONWriter) {
+        writer.bytes.append(contentsOf: bytes)
+    }
+}

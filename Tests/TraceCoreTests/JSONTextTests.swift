@@ -1,0 +1,117 @@
+import TestSupport
+import Testing
+
+@testable import TraceCore
+
+@Suite("JSON values held as their canonical text")
+struct JSONTextTests {
+    /// Values that cover every token the canonical form writes in a special way.
+    static let values: [JSONValue] = [
+        .null, true, false, 0, -1, 42, .int(Int.max), .int(Int.min), 0.1, 2.0, -0.0, 1e-05, 1.5e16, 1e21, 5e-324, 123_456.789,
+        "", "plain", "quote \" backslash \\ slash / del \u{7F}", "lines\n\r\t\u{8}\u{C} and controls \u{1} \u{1F}",
+        "é ü 中文 🎉 \u{FEFF}", [], [:], [1, "two", [3.5, nil], ["k": false]],
+        ["b": 1, "a": ["nested": ["z": 1, "y": [1, 2, 3]]], "": "empty key", "é": "non-ASCII key", "a b": .null],
+        ["rows": .array((0..<5).map { row in ["id": .int(row * 1_000_003), "text": .string("row \(row) says \"hi\"\n")] }), "count": 5],
+    ]
+
+    @Test("a value's canonical bytes are read back as they are, and give the value back")
+    func canonicalBytesAreKept() throws {
+        for value in Self.values {
+            let canonical = JSONWriter.encode(value)
+            let text = try canonical.withUnsafeBytes { try JSONScanner.scan($0) { try JSONText(from: &$0) } }
+            #expect(text.bytes == canonical, "\(String(decoding: canonical, as: UTF8.self))")
+            #expect(text == JSONText(value))
+            #expect(text.value == value)
+            #expect(canonical.withUnsafeBufferPointer { JSONText.isCanonical($0) }, "\(String(decoding: canonical, as: UTF8.self))")
+        }
+    }
+
+    @Test(
+        "any other form of a value is read as its canonical bytes",
+        arguments: [
+            (#"{ "b" : 1 , "a":[1.50, 1e3, -0, "\/\u0041", 1E-5] }"#, #"{"a":[1.5,1000.0,0,"/A",1e-05],"b":1}"#),
+            (#"{"b":1,"a":2}"#, #"{"a":2,"b":1}"#),
+            (#"["\u000a\u001F\u0008", "\uD83C\uDF89"]"#, #"["\n\u001f\b","🎉"]"#),
+            (#"{"k\u0065y":1,"a":0.0}"#, #"{"a":0.0,"key":1}"#),
+            (#"[10000000000000000000, 1234567890123456789, -9223372036854775808]"#, #"[1e+19,1234567890123456789,-9223372036854775808]"#),
+            ("[1,\n2]", "[1,2]"),
+        ])
+    func otherFormsAreMadeCanonical(input: String, canonical: String) throws {
+        let text = try Array(input.utf8).withUnsafeBytes { try JSONScanner.scan($0) { try JSONText(from: &$0) } }
+        #expect(String(decoding: text.bytes, as: UTF8.self) == canonical)
+        #expect(!Array(input.utf8).withUnsafeBufferPointer { JSONText.isCanonical($0) })
+    }
+
+    @Test("what the parser refuses, reading a text refuses too", arguments: [#"{"a":1,"a":2}"#, "[1,]", #""\x""#, "01", "{\"a\"}", "[1"])
+    func invalidJSONIsRefused(input: String) {
+        #expect(throws: TraceCoreError.self) {
+            _ = try Array(input.utf8).withUnsafeBytes { try JSONScanner.scan($0) { try JSONText(from: &$0) } }
+        }
+    }
+
+    @Test("random values: the canonical form is kept, a spaced-out form is made canonical")
+    func randomValues() throws {
+        var generator = SeededGenerator(seed: 20_261_124)
+        for _ in 0..<300 {
+            let value = Self.randomValue(depth: 0, &generator)
+            let canonical = JSONWriter.encode(value)
+            let kept = try canonical.withUnsafeBytes { try JSONScanner.scan($0) { try JSONText(from: &$0) } }
+            #expect(kept.bytes == canonical)
+            // (No key here needs an escape, so the scan keeps the bytes instead of rewriting them.)
+            #expect(canonical.withUnsafeBufferPointer { JSONText.isCanonical($0) })
+            let spaced = Array(JSONWriter.encodePretty(value).utf8)
+            let made = try spaced.withUnsafeBytes { try JSONScanner.scan($0) { try JSONText(from: &$0) } }
+            #expect(made.bytes == canonical)
+            #expect(made.value == value)
+        }
+    }
+
+    @Test("a value nested deeper than the parser reads is given back all the same")
+    func deepValue() {
+        var value: JSONValue = "bottom"
+        for _ in 0..<(JSONParser.maximumDepth + 50) { value = ["down": value] }
+        let text = JSONText(value)
+        #expect(text.value == value)
+        #expect(text == JSONText(value))
+        #expect(text.bytes.count > 2 * JSONParser.maximumDepth)
+    }
+
+    @Test("a tool result read from its line keeps its output as the canonical text the line holds")
+    func toolResultOutput() throws {
+        let output: JSONValue = ["rows": [["id": 7, "text": "a \"quoted\" line\n"]], "score": 0.25]
+        let result = ToolCompleted(callId: "c1", tool: "search", attempt: 1, status: .ok, output: output, durationUs: 5)
+        let line = JSONWriter.encode(result)
+        let read = try line.withUnsafeBytes { try JSONScanner.scan($0) { try ToolCompleted(from: &$0) } }
+        #expect(read == result)
+        #expect(read.output == output)
+        #expect(read.outputText?.bytes == JSONWriter.encode(output))
+        #expect(JSONWriter.encode(read) == line)
+        var changed = read
+        changed.output = ["rows": []]
+        #expect(changed != read)
+        #expect(changed.outputText?.bytes == Array(#"{"rows":[]}"#.utf8))
+    }
+
+    static func randomValue(depth: Int, _ generator: inout SeededGenerator) -> JSONValue {
+        let pick = Int(generator.next() % (depth >= 4 ? 6 : 8))
+        switch pick {
+        case 0: return .null
+        case 1: return .bool(generator.next() % 2 == 0)
+        case 2: return .int(Int(truncatingIfNeeded: generator.next()) >> Int(generator.next() % 64))
+        case 3:
+            let double = Double(bitPattern: generator.next())
+            return double.isFinite ? .double(double) : .double(Double(generator.next() % 1000) / 8)
+        case 4, 5:
+            let alphabet: [String] = ["a", "Z", " ", "\"", "\\", "/", "\n", "\u{1}", "\u{7F}", "é", "中", "🎉", "\t", "0"]
+            return .string((0..<Int(generator.next() % 12)).map { _ in alphabet[Int(generator.next() % UInt64(alphabet.count))] }.joined())
+        case 6: return .array((0..<Int(generator.next() % 4)).map { _ in randomValue(depth: depth + 1, &generator) })
+        default:
+            let keys = ["id", "name", "a", "b", "é", "", "Z", "a b", "\u{7F}"]
+            return .object(
+                JSONObject(
+                    (0..<Int(generator.next() % 4)).map { _ in
+                        (keys[Int(generator.next() % UInt64(keys.count))], randomValue(depth: depth + 1, &generator))
+                    }))
+        }
+    }
+}
