@@ -185,7 +185,7 @@ let package = Package(
             name: "eval-benchmark",
             dependencies: ["TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "EvalEngine", "TestSupport"],
             path: "Benchmarks/EvalBenchmark",
-            exclude: ["eval_logs.py", "eval_logs_fast.py"],
+            exclude: ["eval_logs.py", "eval_logs_fast.py", "eval_logs_inspect.py"],
             swiftSettings: strictSettings
         ),
         // `swift run -c release replay-benchmark` (see README, Performance).

@@ -94,7 +94,7 @@ struct OpenAIChatAssembler: ReplyAssembler {
             try apply(chunk)
             return
         }
-        try apply(try Self.chunk(of: try parseEventJSON(event, provider: "openai")))
+        try apply(Self.chunk(of: try parseEventJSON(event, provider: "openai")))
     }
 
     /// The members of a parsed chunk that a reply needs, as the scanner reads them.

@@ -1,8 +1,8 @@
 public import AgentRuntime
-public import ConfigFile
+import ConfigFile
 import Foundation
 import Pipelines
-public import TraceCore
+import TraceCore
 import TraceLog
 
 /// Checks case files, agent files, model scripts and pipeline files without running anything

@@ -1,6 +1,6 @@
 import Foundation
 public import TraceCore
-public import TraceLog
+import TraceLog
 
 /// Rebuilds a pipeline's state from its log alone and checks every recorded state digest
 /// against the digest of the state folded so far, as replay does for runs.
