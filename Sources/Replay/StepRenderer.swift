@@ -101,7 +101,7 @@ public struct StepRenderer: Sendable {
             var line =
                 "result    \(result.callId) \(result.tool) attempt \(result.attempt) \(result.status.rawValue) in \(Self.duration(result.durationUs))"
             if let error = result.error { line += " — \(short(error))\(result.isRetryable == true ? " (retryable)" : "")" }
-            if let output = result.output { line += " → \(short(JSONWriter.encodeString(output)))" }
+            if let output = result.outputText { line += " → \(short(output.string))" }
             var lines = [line]
             if let hash = result.contentHash { lines.append("  output  stored as content \(hash)") }
             if let stderr = result.stderr, !stderr.isEmpty { lines.append("  stderr  \(short(stderr))") }

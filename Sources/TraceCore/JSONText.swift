@@ -31,6 +31,9 @@ public struct JSONText: Sendable, Hashable {
     public static func == (a: JSONText, b: JSONText) -> Bool { a.bytes == b.bytes }
     public func hash(into hasher: inout Hasher) { hasher.combine(bytes) }
 
+    /// The canonical encoding as a string (what `JSONWriter.encodeString(value)` gives).
+    public var string: String { String(decoding: bytes, as: UTF8.self) }
+
     /// The value, parsed from the bytes (which cannot fail: they are the encoding of a value
     /// read or made within the parser's limits, or `deepValue` is kept).
     public var value: JSONValue {

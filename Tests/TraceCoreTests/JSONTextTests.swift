@@ -22,6 +22,7 @@ struct JSONTextTests {
             #expect(text.bytes == canonical, "\(String(decoding: canonical, as: UTF8.self))")
             #expect(text == JSONText(value))
             #expect(text.value == value)
+            #expect(text.string == JSONWriter.encodeString(value))
             #expect(canonical.withUnsafeBufferPointer { JSONText.isCanonical($0) }, "\(String(decoding: canonical, as: UTF8.self))")
         }
     }
