@@ -220,7 +220,7 @@ public struct ContextBuilder: Sendable {
     }
 
     static func sameResult(_ a: Observation, _ b: Observation) -> Bool {
-        a.tool == b.tool && a.status == b.status && a.arguments == b.arguments && a.output == b.output && a.error == b.error
+        a.tool == b.tool && a.status == b.status && a.arguments == b.arguments && a.outputText == b.outputText && a.error == b.error
     }
 
     /// Every finished call as an observation, in proposal order; calls unchanged since the
@@ -238,7 +238,7 @@ public struct ContextBuilder: Sendable {
                 continue
             }
             let status: String
-            var output: JSONValue?
+            var output: JSONText?
             var error: String?
             var contentHash: String?
             if let approval = call.approval, !approval.isGranted {
@@ -251,19 +251,20 @@ public struct ContextBuilder: Sendable {
                 status = last.status.rawValue
                 error = last.error
                 contentHash = last.contentHash
-                output = last.output ?? last.contentHash.flatMap(content)
+                output = last.outputText ?? last.contentHash.flatMap(content).map(JSONText.init)
             } else {
                 continue
             }
             let observation = Observation(
-                callId: call.id, tool: call.tool, step: call.step, arguments: call.arguments, status: status, output: output, error: error)
+                callId: call.id, tool: call.tool, step: call.step, arguments: call.arguments, status: status, outputText: output,
+                error: error)
             var brief = "\(call.tool) \(status)"
-            if let error { brief += ": \(error)" } else if let output { brief += ": " + JSONWriter.encodeString(output) }
+            if let error { brief += ": \(error)" } else if let output { brief += ": " + output.string }
             var hasher = Hasher()
             hasher.combine(observation.tool)
             hasher.combine(observation.status)
             hasher.combine(observation.arguments)
-            hasher.combine(observation.output)
+            hasher.combine(observation.outputText)
             hasher.combine(observation.error)
             let entry = Cache.Entry(
                 mark: mark, observation: observation,

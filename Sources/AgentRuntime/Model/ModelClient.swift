@@ -40,26 +40,36 @@ public struct Observation: JSONObjectEncodable, Hashable {
     public var arguments: JSONValue
     /// `ok`, `error` or `refused`, or `denied` when policy or a human refused the call.
     public var status: String
-    /// The output (from the log or its stored content), when there is one.
-    public var output: JSONValue?
+    /// The output (from the log or its stored content), when there is one, as the canonical
+    /// JSON text the result holds (`ToolCompleted.outputText`).
+    public var outputText: JSONText?
     public var error: String?
 
     public init(callId: String, tool: String, step: Int, arguments: JSONValue, status: String, output: JSONValue?, error: String?) {
+        self.init(
+            callId: callId, tool: tool, step: step, arguments: arguments, status: status, outputText: output.map(JSONText.init),
+            error: error)
+    }
+
+    public init(callId: String, tool: String, step: Int, arguments: JSONValue, status: String, outputText: JSONText?, error: String?) {
         self.callId = callId
         self.tool = tool
         self.step = step
         self.arguments = arguments
         self.status = status
-        self.output = output
+        self.outputText = outputText
         self.error = error
     }
+
+    /// The output, when there is one (made from `outputText` on each use).
+    public var output: JSONValue? { outputText?.value }
 
     /// The observation as the model is shown it.
     public func members(into object: inout some JSONMemberSink) {
         object.set("arguments", arguments)
         object.set("call_id", callId)
         object.set("error", error)
-        object.set("output", output)
+        object.set("output", outputText)
         object.set("status", status)
         object.set("tool", tool)
     }

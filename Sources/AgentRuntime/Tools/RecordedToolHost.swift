@@ -53,7 +53,7 @@ public struct RecordedToolHost: ToolHost {
         var outcome = ToolOutcome(
             status: result.status, output: result.output, error: result.error, isRetryable: result.isRetryable ?? false,
             stderr: result.stderr, durationUs: result.durationUs)
-        if result.output == nil, let content = entry.content {
+        if result.outputText == nil, let content = entry.content {
             // Stored output comes back as it went in: JSON if it parses, raw bytes if not.
             if let parsed = try? JSONParser.parse(content), result.status == .ok {
                 outcome.output = parsed
