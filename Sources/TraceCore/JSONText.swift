@@ -13,14 +13,22 @@ public struct JSONText: Sendable, Hashable {
     /// The canonical encoding.
     public let bytes: [UInt8]
     /// The value itself when it nests deeper than the parser reads (no log line holds one: the
-    /// writer refuses it), so that `value` gives it back all the same.
-    private let deepValue: JSONValue?
+    /// writer refuses it), so that `value` gives it back all the same. Boxed: a text is two
+    /// words, not four, in every result a long run's state keeps.
+    private let deepValue: DeepValue?
+
+    private final class DeepValue: Sendable {
+        let value: JSONValue
+
+        init(_ value: JSONValue) {
+            self.value = value
+        }
+    }
 
     /// The canonical encoding of `value`.
     public init(_ value: JSONValue) {
         bytes = JSONWriter.encode(value)
-        // (`Optional.none` spelt out: a bare nil would be JSONValue's own nil literal, `.null`.)
-        deepValue = value.nests(deeperThan: JSONParser.maximumDepth - 1) ? value : Optional.none
+        deepValue = value.nests(deeperThan: JSONParser.maximumDepth - 1) ? DeepValue(value) : nil
     }
 
     private init(canonical bytes: [UInt8]) {
@@ -37,7 +45,7 @@ public struct JSONText: Sendable, Hashable {
     /// The value, parsed from the bytes (which cannot fail: they are the encoding of a value
     /// read or made within the parser's limits, or `deepValue` is kept).
     public var value: JSONValue {
-        if let deepValue { return deepValue }
+        if let deepValue { return deepValue.value }
         do {
             return try bytes.withUnsafeBytes { try JSONParser.parse($0) }
         } catch {
