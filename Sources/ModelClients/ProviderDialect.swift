@@ -72,13 +72,20 @@ struct Conversation {
         if let feedback = request.feedback { turns.append(.user(feedback)) }
     }
 
-    /// What a tool result says to the model: status, and output or error.
+    /// What a tool result says to the model: status, and output or error, as canonical JSON
+    /// written straight to bytes (the output is copied as the result holds it).
     static func resultText(_ observation: Observation) -> String {
-        var object = ObjectBuilder()
-        object.set("status", observation.status)
-        object.set("output", observation.output)
-        object.set("error", observation.error)
-        return JSONWriter.encodeString(object.json)
+        String(decoding: JSONWriter.encode(ResultText(observation: observation)), as: UTF8.self)
+    }
+
+    private struct ResultText: JSONObjectEncodable {
+        let observation: Observation
+
+        func members(into object: inout some JSONMemberSink) {
+            object.set("error", observation.error)
+            object.set("output", observation.outputText)
+            object.set("status", observation.status)
+        }
     }
 }
 

@@ -156,7 +156,10 @@ public struct JSONText: Sendable, Hashable {
                         let low = lowercaseHexValue(raw[index + 5])
                     else { return nil }
                     let scalar = (raw[index + 4] == UInt8(ascii: "1") ? 16 : 0) + low
-                    if [0x08, 0x09, 0x0A, 0x0C, 0x0D].contains(scalar) { return nil }
+                    switch scalar {
+                    case 0x08, 0x09, 0x0A, 0x0C, 0x0D: return nil  // written \b \t \n \f \r
+                    default: break
+                    }
                     index += 6
                 default:
                     return nil
