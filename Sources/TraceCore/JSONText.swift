@@ -78,32 +78,27 @@ public struct JSONText: Sendable, Hashable {
     static func isCanonical(_ raw: UnsafeBufferPointer<UInt8>) -> Bool {
         var index = 0
         let count = raw.count
-        // The previous key of each open object (nil: none yet), and whether each open
-        // container is an object.
-        var previousKeys: [Range<Int>?] = []
-        var isObject: [Bool] = []
+        // Each open container: whether it is an object, and its previous key (nil: none yet).
+        var open: [(isObject: Bool, previousKey: Range<Int>?)] = []
         // After `{` or `,` in an object, the next string is a key.
         var expectsKey = false
         while index < count {
             let byte = raw[index]
             switch byte {
             case UInt8(ascii: "{"):
-                isObject.append(true)
-                previousKeys.append(nil)
+                open.append((true, nil))
                 expectsKey = true
                 index += 1
             case UInt8(ascii: "["):
-                isObject.append(false)
-                previousKeys.append(nil)
+                open.append((false, nil))
                 expectsKey = false
                 index += 1
             case UInt8(ascii: "}"), UInt8(ascii: "]"):
-                isObject.removeLast()
-                previousKeys.removeLast()
+                open.removeLast()
                 expectsKey = false
                 index += 1
             case UInt8(ascii: ","):
-                expectsKey = isObject.last == true
+                expectsKey = open.last?.isObject == true
                 index += 1
             case UInt8(ascii: ":"):
                 expectsKey = false
@@ -113,8 +108,8 @@ public struct JSONText: Sendable, Hashable {
                 guard let end = canonicalStringEnd(raw, from: start, allowsEscapes: !expectsKey) else { return false }
                 if expectsKey {
                     let key = start..<end
-                    if let previous = previousKeys[previousKeys.count - 1], !precedes(raw, previous, key) { return false }
-                    previousKeys[previousKeys.count - 1] = key
+                    if let previous = open[open.count - 1].previousKey, !precedes(raw, previous, key) { return false }
+                    open[open.count - 1].previousKey = key
                     expectsKey = false
                 }
                 index = end + 1
