@@ -60,9 +60,12 @@ let package = Package(
         ),
         // Layer 1: pure core. Event types, JSON values, run state, the fold, trajectory queries.
         // No I/O, no clock.
+        // Layer 0: SHA-256 on the x86-64 SHA extensions, for the many short messages the log
+        // hashes (lines, state digests). Only TraceCore's ContentHash calls it.
+        .target(name: "CSHA256"),
         .target(
             name: "TraceCore",
-            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["CSHA256", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strictSettings
         ),
         // Layer 2: the compressed JSONL log: writer, reader, verification, repair.
@@ -248,7 +251,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TraceCoreTests",
-            dependencies: ["TraceCore", "TestSupport"],
+            dependencies: ["TraceCore", "TestSupport", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -1,0 +1,45 @@
+import Crypto
+import TestSupport
+import Testing
+
+@testable import TraceCore
+
+@Suite("SHA-256 of lines and digests")
+struct ContentHashTests {
+    @Test("the FIPS 180-4 examples and the empty message hash to their published digests")
+    func publishedVectors() {
+        let vectors: [(String, String)] = [
+            ("", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
+            ("abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
+            (
+                "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+                "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"
+            ),
+            (
+                "abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu",
+                "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1"
+            ),
+            (String(repeating: "a", count: 1_000_000), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"),
+        ]
+        for (message, digest) in vectors {
+            #expect(ContentHash.sha256Hex(Array(message.utf8)) == digest, "\(message.prefix(20))… (\(message.utf8.count) bytes)")
+            #expect(ContentHash.sha256(Array(message.utf8)) == "sha256:" + digest)
+        }
+    }
+
+    @Test(
+        "the processor's SHA extensions agree with swift-crypto on every length across the padding boundaries, and on random data",
+        .enabled(if: ContentHash.usesProcessorExtensions, "this processor has no SHA extensions: swift-crypto hashes")
+    )
+    func extensionsAgreeWithSwiftCrypto() {
+        var generator = SeededGenerator(seed: 180_4)
+        // Every length up to five blocks covers a tail of 0-63 bytes with one or two padding
+        // blocks; then random lengths up to a member's size.
+        let lengths = Array(0...320) + (0..<20).map { _ in Int.random(in: 321...100_000, using: &generator) }
+        for length in lengths {
+            let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            let expected = bytes.withUnsafeBytes { ContentHash.hex(Array(SHA256.hash(data: $0))) }
+            #expect(ContentHash.sha256Hex(bytes) == expected, "\(length) bytes")
+        }
+    }
+}
