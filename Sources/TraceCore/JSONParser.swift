@@ -233,9 +233,9 @@ public struct JSONParser {
             let open = index
             let runStart = index + 1
             // Fast path: no escapes.
-            if let run = try plainString() {
+            if let (run, isASCII) = try plainString() {
                 if let candidate, Self.bytesEqual(candidate, run) { return candidate }
-                return try makeString(run, at: runStart)
+                return try makeString(run, at: runStart, isASCII: isASCII)
             }
             // Slow path: unescape into a buffer.
             var bytes: [UInt8] = Array(UnsafeBufferPointer(start: base + runStart, count: index - runStart))
@@ -278,8 +278,8 @@ public struct JSONParser {
         /// it: a string with escapes is checked by `string()` itself (they are rare).
         mutating func skipString() throws {
             let open = index
-            if let run = try plainString() {
-                if !JSONParser.isASCII(run) && !JSONParser.isValidUTF8(run) {
+            if let (run, isASCII) = try plainString() {
+                if !isASCII && !JSONParser.isValidUTF8(run) {
                     throw TraceCoreError(.invalidUTF8, "invalid UTF-8 in a string starting at byte \(open + 1)", byteOffset: open + 1)
                 }
                 return
@@ -288,30 +288,32 @@ public struct JSONParser {
             _ = try string()
         }
 
-        /// The bytes of the string at the cursor when it has no escapes, the cursor then past
-        /// its closing quote; nil (the cursor on the first escape) when it has one. A string
-        /// left open is an error.
+        /// The bytes of the string at the cursor when it has no escapes, and whether they are
+        /// all ASCII, the cursor then past its closing quote; nil (the cursor on the first
+        /// escape) when it has one. A string left open is an error.
         @inline(__always)
-        private mutating func plainString() throws -> UnsafeBufferPointer<UInt8>? {
+        private mutating func plainString() throws -> (UnsafeBufferPointer<UInt8>, isASCII: Bool)? {
             let open = index
             index += 1
             let runStart = index
-            guard try skipPlainRun() else {
+            var highBits: UInt64 = 0
+            guard try skipPlainRun(highBits: &highBits) else {
                 guard index < end else { throw failure("string opened at byte \(open) is not closed", at: open) }
                 return nil
             }
             let run = UnsafeBufferPointer(start: base + runStart, count: index - runStart)
             index += 1
-            return run
+            return (run, highBits & 0x8080_8080_8080_8080 == 0)
         }
 
         /// Steps over a string's bytes up to its closing quote (true, the cursor on the quote)
         /// or its first escape or the end of the text (false): eight bytes at a time while none
         /// of them is a quote, a backslash or a control character (SWAR: a byte that matches
         /// makes its high bit survive; borrows only ever add false alarms, which the byte loop
-        /// sorts out). A control character is an error.
+        /// sorts out). A control character is an error. Every byte stepped over is or-ed into
+        /// `highBits`, so that its 0x80 bits say whether the run is ASCII without another pass.
         @inline(__always)
-        private mutating func skipPlainRun() throws -> Bool {
+        private mutating func skipPlainRun(highBits: inout UInt64) throws -> Bool {
             let raw = UnsafeRawPointer(base)
             while index + 8 <= end {
                 let word = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
@@ -322,6 +324,7 @@ public struct JSONParser {
                 let special =
                     ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word)
                 if special & highs != 0 { break }
+                highBits |= word
                 index += 8
             }
             while index < end {
@@ -329,6 +332,7 @@ public struct JSONParser {
                 if byte == UInt8(ascii: "\"") { return true }
                 if byte == UInt8(ascii: "\\") { return false }
                 if byte < 0x20 { throw failure("control character 0x\(String(byte, radix: 16)) inside a string") }
+                highBits |= UInt64(byte)
                 index += 1
             }
             return false
@@ -383,11 +387,11 @@ public struct JSONParser {
             } ?? text.utf8.elementsEqual(bytes)
         }
 
-        func makeString(_ run: UnsafeBufferPointer<UInt8>, at offset: Int) throws -> String {
+        func makeString(_ run: UnsafeBufferPointer<UInt8>, at offset: Int, isASCII: Bool? = nil) throws -> String {
             // `String(validating:)` is generic and slow per call; decode (which repairs) and
             // accept only when nothing was repaired, i.e. the bytes came through unchanged.
             let text = String(decoding: run, as: UTF8.self)
-            if !JSONParser.isASCII(run) && !text.utf8.elementsEqual(run) {
+            if !(isASCII ?? JSONParser.isASCII(run)) && !text.utf8.elementsEqual(run) {
                 throw TraceCoreError(.invalidUTF8, "invalid UTF-8 in a string starting at byte \(offset)", byteOffset: offset)
             }
             return text

@@ -94,17 +94,12 @@ public struct JSONObjectWriter: JSONMemberSink {
 
     public mutating func set(_ key: StaticString, _ value: (some JSONEncodable)?) {
         guard let value else { return }
-        if let previousKey {
-            if JSONObjectWriter.compare(previousKey, key) >= 0 { isInKeyOrder = false }
-            writer.bytes.append(UInt8(ascii: ","))
-        }
+        let isFirst = previousKey == nil
+        if let previousKey, JSONObjectWriter.compare(previousKey, key) >= 0 { isInKeyOrder = false }
         previousKey = key
         // Keys are ASCII literals without characters that need escaping (checked in debug).
         assert(key.withUTF8Buffer { $0.allSatisfy { $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") } })
-        writer.bytes.append(UInt8(ascii: "\""))
-        key.withUTF8Buffer { writer.bytes.append(contentsOf: $0) }
-        writer.bytes.append(UInt8(ascii: "\""))
-        writer.bytes.append(UInt8(ascii: ":"))
+        writer.writeMemberName(key, isFirst: isFirst)
         value.write(to: &writer)
     }
 

@@ -165,6 +165,31 @@ public struct JSONWriter: Sendable {
         }
     }
 
+    /// Appends `,"key":` (`"key":` for an object's first member) in one copy: a member name
+    /// is written once per member, and byte-by-byte appends cost a uniqueness and capacity
+    /// check each. `key` is ASCII without characters that need escaping.
+    @inline(__always)
+    mutating func writeMemberName(_ key: StaticString, isFirst: Bool) {
+        key.withUTF8Buffer { name in
+            let count = name.count + (isFirst ? 3 : 4)
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: count) { buffer in
+                var position = 0
+                if !isFirst {
+                    buffer[0] = UInt8(ascii: ",")
+                    position = 1
+                }
+                buffer[position] = UInt8(ascii: "\"")
+                for byte in name {
+                    position += 1
+                    buffer[position] = byte
+                }
+                buffer[position + 1] = UInt8(ascii: "\"")
+                buffer[position + 2] = UInt8(ascii: ":")
+                bytes.append(contentsOf: UnsafeBufferPointer(buffer))
+            }
+        }
+    }
+
     /// Appends ASCII text as it is (punctuation, literals, pre-encoded keys).
     public mutating func writeRaw(_ text: StaticString) {
         text.withUTF8Buffer { bytes.append(contentsOf: $0) }
@@ -178,14 +203,15 @@ public struct JSONWriter: Sendable {
         var magnitude = number.magnitude
         if number < 0 { bytes.append(UInt8(ascii: "-")) }
         var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes of scratch, enough for 20 digits
-        withUnsafeMutableBytes(of: &digits) { scratch in
+        withUnsafeMutableBytes(of: &digits) { raw in
+            let scratch = raw.bindMemory(to: UInt8.self)
             var position = scratch.count
             repeat {
                 position -= 1
                 scratch[position] = UInt8(ascii: "0") + UInt8(magnitude % 10)
                 magnitude /= 10
             } while magnitude > 0
-            bytes.append(contentsOf: scratch[position...])
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: scratch[position...]))
         }
     }
 
