@@ -42,70 +42,143 @@ int csha256_is_available(void) {
 // rounds, so the upper pair is moved down for the second. From round 16 on, the message
 // schedule is W[t] = σ1(W[t-2]) + W[t-7] + σ0(W[t-15]) + W[t-16], four words at a time:
 // sha256msg1 gives W[t-16] + σ0(W[t-15]), alignr picks W[t-7..t-4], sha256msg2 adds σ1.
-__attribute__((target("sha,ssse3,sse4.1")))
-static void compress_blocks(uint32_t state[8], const uint8_t *data, size_t blocks) {
-    const __m128i byte_swap = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
-    __m128i dcba = _mm_loadu_si128((const __m128i *)&state[0]);
-    __m128i hgfe = _mm_loadu_si128((const __m128i *)&state[4]);
-    __m128i cdab = _mm_shuffle_epi32(dcba, 0xB1);
-    __m128i efgh = _mm_shuffle_epi32(hgfe, 0x1B);
-    __m128i abef = _mm_alignr_epi8(cdab, efgh, 8);
-    __m128i cdgh = _mm_blend_epi16(efgh, cdab, 0xF0);
+typedef struct {
+    __m128i abef, cdgh;
+} lanes;
 
-    while (blocks > 0) {
-        const __m128i abef_before = abef, cdgh_before = cdgh;
-        __m128i words[4];
-#pragma unroll
-        for (int group = 0; group < 16; group++) {
-            __m128i w;
-            if (group < 4) {
-                w = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(data + group * 16)), byte_swap);
-            } else {
-                __m128i w16 = words[group & 3], w12 = words[(group + 1) & 3];
-                __m128i w8 = words[(group + 2) & 3], w4 = words[(group + 3) & 3];
-                w = _mm_add_epi32(_mm_sha256msg1_epu32(w16, w12), _mm_alignr_epi8(w4, w8, 4));
-                w = _mm_sha256msg2_epu32(w, w4);
-            }
-            words[group & 3] = w;
-            __m128i message = _mm_add_epi32(w, _mm_loadu_si128((const __m128i *)&round_constants[group * 4]));
-            cdgh = _mm_sha256rnds2_epu32(cdgh, abef, message);
-            abef = _mm_sha256rnds2_epu32(abef, cdgh, _mm_shuffle_epi32(message, 0x0E));
-        }
-        abef = _mm_add_epi32(abef, abef_before);
-        cdgh = _mm_add_epi32(cdgh, cdgh_before);
-        data += 64;
-        blocks--;
-    }
+#define CSHA256_TARGET __attribute__((target("sha,ssse3,sse4.1"), always_inline)) static inline
 
-    __m128i feba = _mm_shuffle_epi32(abef, 0x1B);
-    __m128i dchg = _mm_shuffle_epi32(cdgh, 0xB1);
-    _mm_storeu_si128((__m128i *)&state[0], _mm_blend_epi16(feba, dchg, 0xF0));
-    _mm_storeu_si128((__m128i *)&state[4], _mm_alignr_epi8(dchg, feba, 8));
-}
+CSHA256_TARGET __m128i byte_swap_mask(void) { return _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL); }
 
-void csha256_hash(const void *data, size_t count, uint8_t digest[32]) {
-    uint32_t state[8] = {
+CSHA256_TARGET lanes initial_lanes(void) {
+    static const uint32_t initial[8] = {
         0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
     };
-    const uint8_t *bytes = data;
-    size_t whole = count / 64;
-    if (whole > 0) compress_blocks(state, bytes, whole);
-    // The rest, the 0x80 marker, zeros and the bit length (big-endian) fill one or two blocks.
-    uint8_t tail[128];
-    size_t rest = count % 64;
-    memcpy(tail, bytes + whole * 64, rest);
-    tail[rest] = 0x80;
-    size_t tail_size = rest + 9 <= 64 ? 64 : 128;
-    memset(tail + rest + 1, 0, tail_size - rest - 1 - 8);
-    uint64_t bits = (uint64_t)count * 8;
-    for (int index = 0; index < 8; index++) tail[tail_size - 1 - index] = (uint8_t)(bits >> (8 * index));
-    compress_blocks(state, tail, tail_size / 64);
-    for (int word = 0; word < 8; word++) {
-        digest[word * 4] = (uint8_t)(state[word] >> 24);
-        digest[word * 4 + 1] = (uint8_t)(state[word] >> 16);
-        digest[word * 4 + 2] = (uint8_t)(state[word] >> 8);
-        digest[word * 4 + 3] = (uint8_t)state[word];
+    __m128i dcba = _mm_loadu_si128((const __m128i *)&initial[0]);
+    __m128i hgfe = _mm_loadu_si128((const __m128i *)&initial[4]);
+    __m128i cdab = _mm_shuffle_epi32(dcba, 0xB1);
+    __m128i efgh = _mm_shuffle_epi32(hgfe, 0x1B);
+    lanes state = {_mm_alignr_epi8(cdab, efgh, 8), _mm_blend_epi16(efgh, cdab, 0xF0)};
+    return state;
+}
+
+CSHA256_TARGET __m128i schedule(const __m128i words[4], int group) {
+    __m128i w16 = words[group & 3], w12 = words[(group + 1) & 3];
+    __m128i w8 = words[(group + 2) & 3], w4 = words[(group + 3) & 3];
+    return _mm_sha256msg2_epu32(_mm_add_epi32(_mm_sha256msg1_epu32(w16, w12), _mm_alignr_epi8(w4, w8, 4)), w4);
+}
+
+CSHA256_TARGET void four_rounds(lanes *state, __m128i w, int group) {
+    __m128i message = _mm_add_epi32(w, _mm_loadu_si128((const __m128i *)&round_constants[group * 4]));
+    state->cdgh = _mm_sha256rnds2_epu32(state->cdgh, state->abef, message);
+    state->abef = _mm_sha256rnds2_epu32(state->abef, state->cdgh, _mm_shuffle_epi32(message, 0x0E));
+}
+
+__attribute__((target("sha,ssse3,sse4.1"))) static void compress_block(lanes *state, const uint8_t *block) {
+    const __m128i mask = byte_swap_mask();
+    const lanes before = *state;
+    __m128i words[4];
+#pragma unroll
+    for (int group = 0; group < 16; group++) {
+        __m128i w = group < 4 ? _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(block + group * 16)), mask)
+                              : schedule(words, group);
+        words[group & 3] = w;
+        four_rounds(state, w, group);
     }
+    state->abef = _mm_add_epi32(state->abef, before.abef);
+    state->cdgh = _mm_add_epi32(state->cdgh, before.cdgh);
+}
+
+// Two messages' blocks at once: the rounds of one message wait on each other (about 100
+// cycles a block), so the processor runs the other's in between.
+__attribute__((target("sha,ssse3,sse4.1"))) static void compress_block_pair(
+    lanes *first, const uint8_t *first_block, lanes *second, const uint8_t *second_block) {
+    const __m128i mask = byte_swap_mask();
+    const lanes first_before = *first, second_before = *second;
+    __m128i first_words[4], second_words[4];
+#pragma unroll
+    for (int group = 0; group < 16; group++) {
+        __m128i w1, w2;
+        if (group < 4) {
+            w1 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(first_block + group * 16)), mask);
+            w2 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(second_block + group * 16)), mask);
+        } else {
+            w1 = schedule(first_words, group);
+            w2 = schedule(second_words, group);
+        }
+        first_words[group & 3] = w1;
+        second_words[group & 3] = w2;
+        four_rounds(first, w1, group);
+        four_rounds(second, w2, group);
+    }
+    first->abef = _mm_add_epi32(first->abef, first_before.abef);
+    first->cdgh = _mm_add_epi32(first->cdgh, first_before.cdgh);
+    second->abef = _mm_add_epi32(second->abef, second_before.abef);
+    second->cdgh = _mm_add_epi32(second->cdgh, second_before.cdgh);
+}
+
+/// One message as blocks: its whole blocks where they are, then the rest, the 0x80 marker,
+/// zeros and the bit length (big-endian) in one or two blocks of `tail`.
+typedef struct {
+    const uint8_t *data;
+    size_t whole_blocks, block_count;
+    uint8_t tail[128];
+} message;
+
+static void message_init(message *m, const void *data, size_t count) {
+    m->data = data;
+    m->whole_blocks = count / 64;
+    size_t rest = count % 64;
+    memcpy(m->tail, m->data + m->whole_blocks * 64, rest);
+    m->tail[rest] = 0x80;
+    size_t tail_size = rest + 9 <= 64 ? 64 : 128;
+    memset(m->tail + rest + 1, 0, tail_size - rest - 1 - 8);
+    uint64_t bits = (uint64_t)count * 8;
+    for (int index = 0; index < 8; index++) m->tail[tail_size - 1 - index] = (uint8_t)(bits >> (8 * index));
+    m->block_count = m->whole_blocks + tail_size / 64;
+}
+
+static const uint8_t *message_block(const message *m, size_t index) {
+    return index < m->whole_blocks ? m->data + index * 64 : m->tail + (index - m->whole_blocks) * 64;
+}
+
+__attribute__((target("sha,ssse3,sse4.1"))) static void store_digest(lanes state, uint8_t digest[32]) {
+    __m128i feba = _mm_shuffle_epi32(state.abef, 0x1B);
+    __m128i dchg = _mm_shuffle_epi32(state.cdgh, 0xB1);
+    uint32_t words[8];
+    _mm_storeu_si128((__m128i *)&words[0], _mm_blend_epi16(feba, dchg, 0xF0));
+    _mm_storeu_si128((__m128i *)&words[4], _mm_alignr_epi8(dchg, feba, 8));
+    for (int word = 0; word < 8; word++) {
+        digest[word * 4] = (uint8_t)(words[word] >> 24);
+        digest[word * 4 + 1] = (uint8_t)(words[word] >> 16);
+        digest[word * 4 + 2] = (uint8_t)(words[word] >> 8);
+        digest[word * 4 + 3] = (uint8_t)words[word];
+    }
+}
+
+__attribute__((target("sha,ssse3,sse4.1"))) void csha256_hash(const void *data, size_t count, uint8_t digest[32]) {
+    message m;
+    message_init(&m, data, count);
+    lanes state = initial_lanes();
+    for (size_t index = 0; index < m.block_count; index++) compress_block(&state, message_block(&m, index));
+    store_digest(state, digest);
+}
+
+__attribute__((target("sha,ssse3,sse4.1"))) void csha256_hash_pair(
+    const void *first, size_t first_count, const void *second, size_t second_count, uint8_t first_digest[32],
+    uint8_t second_digest[32]) {
+    message a, b;
+    message_init(&a, first, first_count);
+    message_init(&b, second, second_count);
+    lanes state_a = initial_lanes(), state_b = initial_lanes();
+    size_t shared = a.block_count < b.block_count ? a.block_count : b.block_count;
+    for (size_t index = 0; index < shared; index++) {
+        compress_block_pair(&state_a, message_block(&a, index), &state_b, message_block(&b, index));
+    }
+    for (size_t index = shared; index < a.block_count; index++) compress_block(&state_a, message_block(&a, index));
+    for (size_t index = shared; index < b.block_count; index++) compress_block(&state_b, message_block(&b, index));
+    store_digest(state_a, first_digest);
+    store_digest(state_b, second_digest);
 }
 
 #else
@@ -117,6 +190,18 @@ void csha256_hash(const void *data, size_t count, uint8_t digest[32]) {
     (void)data;
     (void)count;
     (void)digest;
+    __builtin_trap();
+}
+
+void csha256_hash_pair(
+    const void *first, size_t first_count, const void *second, size_t second_count, uint8_t first_digest[32],
+    uint8_t second_digest[32]) {
+    (void)first;
+    (void)first_count;
+    (void)second;
+    (void)second_count;
+    (void)first_digest;
+    (void)second_digest;
     __builtin_trap();
 }
 

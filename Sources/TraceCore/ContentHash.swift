@@ -32,6 +32,19 @@ public enum ContentHash {
         withDigest(of: buffer) { hex($0) }
     }
 
+    /// 64 lowercase hex digits of the SHA-256 of each of two buffers: with the processor's
+    /// extensions, both in about the time of one (the log's lines are hashed two at a time).
+    public static func sha256HexPair(_ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer) -> (String, String) {
+        guard usesProcessorExtensions else { return (sha256Hex(first), sha256Hex(second)) }
+        var digests: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
+        return withUnsafeMutableBytes(of: &digests) { raw in
+            let bytes = raw.bindMemory(to: UInt8.self)
+            csha256_hash_pair(
+                first.baseAddress, first.count, second.baseAddress, second.count, bytes.baseAddress, bytes.baseAddress.map { $0 + 32 })
+            return (hex(UnsafeBufferPointer(rebasing: bytes[..<32])), hex(UnsafeBufferPointer(rebasing: bytes[32...])))
+        }
+    }
+
     /// Whether the processor's SHA extensions hash here (x86-64 SHA-NI), else swift-crypto.
     /// Both give the same digest; the extensions save a hashing object per message, which is
     /// most of the cost of hashing a short line.

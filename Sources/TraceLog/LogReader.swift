@@ -175,8 +175,9 @@ public struct LogReader {
             summary.decompressedBytes += content.count
             var eventsInMember = 0
             var lineInMember = 0
+            var hasher = LineHasher(content: content)
             let dropped = try LineSplitter.forEachLine(in: content) { line in
-                let hash = scanned.lineHashes?[lineInMember]
+                let hash = scanned.lineHashes?[lineInMember] ?? hasher.hash(of: line)
                 lineInMember += 1
                 lineNumber += 1
                 let location = EventLocation(memberIndex: member.index, memberOffset: member.offset, line: lineNumber)
@@ -282,6 +283,34 @@ public struct ReadSummary: Sendable, Hashable {
 }
 
 /// Splits member content into lines.
+/// The SHA-256 of each line of one member's content, asked for in order: each is hashed
+/// together with the line after it (`ContentHash.sha256HexPair`), so a member's lines cost about
+/// half of hashing them one by one.
+struct LineHasher {
+    let content: UnsafeRawBufferPointer
+    /// The offset in `content` of the line hashed ahead, and its hash.
+    private var ahead: (offset: Int, hash: String)?
+
+    init(content: UnsafeRawBufferPointer) {
+        self.content = content
+    }
+
+    /// The hash of `line`, a complete line of `content` (without its newline).
+    mutating func hash(of line: UnsafeRawBufferPointer) -> String {
+        guard let base = content.baseAddress, let start = line.baseAddress else { return ContentHash.sha256Hex(line) }
+        let offset = base.distance(to: start)
+        if let ahead, ahead.offset == offset { return ahead.hash }
+        let nextStart = offset + line.count + 1
+        guard nextStart < content.count, let newline = memchr(base + nextStart, 0x0A, content.count - nextStart) else {
+            return ContentHash.sha256Hex(line)
+        }
+        let next = UnsafeRawBufferPointer(start: base + nextStart, count: base.distance(to: UnsafeRawPointer(newline)) - nextStart)
+        let (hash, nextHash) = ContentHash.sha256HexPair(line, next)
+        ahead = (nextStart, nextHash)
+        return hash
+    }
+}
+
 enum LineSplitter {
     /// Calls `body` with each complete line (without its newline); returns the number of bytes
     /// after the last newline.

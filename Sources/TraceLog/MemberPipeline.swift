@@ -196,7 +196,8 @@ final class MemberPipeline: @unchecked Sendable {
                 filling = nil
                 var hashes: [String] = []
                 hashes.reserveCapacity(content.count / 256)
-                LineSplitter.forEachLine(in: content) { hashes.append(ContentHash.sha256Hex($0)) }
+                var hasher = LineHasher(content: content)
+                _ = LineSplitter.forEachLine(in: content) { hashes.append(hasher.hash(of: $0)) }
                 pthread_mutex_lock(mutex)
                 let stopping = isStopping
                 if !stopping {

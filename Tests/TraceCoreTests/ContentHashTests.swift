@@ -42,4 +42,23 @@ struct ContentHashTests {
             #expect(ContentHash.sha256Hex(bytes) == expected, "\(length) bytes")
         }
     }
+
+    @Test("two buffers hashed together give each one's own digest, whatever their lengths")
+    func pairsAgreeWithSingles() {
+        var generator = SeededGenerator(seed: 2)
+        let bytes = (0..<2_000).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        // Lengths on both sides of the one- and two-block tails, and one side much longer.
+        let lengths = [0, 1, 55, 56, 63, 64, 65, 119, 120, 128, 700, 1_300]
+        bytes.withUnsafeBytes { buffer in
+            for first in lengths {
+                for second in lengths {
+                    let a = UnsafeRawBufferPointer(rebasing: buffer[..<first])
+                    let b = UnsafeRawBufferPointer(rebasing: buffer[(2_000 - second)...])
+                    let (hashA, hashB) = ContentHash.sha256HexPair(a, b)
+                    #expect(hashA == ContentHash.hex(Array(SHA256.hash(data: a))), "\(first) and \(second) bytes")
+                    #expect(hashB == ContentHash.hex(Array(SHA256.hash(data: b))), "\(first) and \(second) bytes")
+                }
+            }
+        }
+    }
 }

@@ -12,4 +12,11 @@ int csha256_is_available(void);
 /// Only when `csha256_is_available()` says so.
 void csha256_hash(const void *data, size_t count, uint8_t digest[32]);
 
+/// The SHA-256 of two messages at once, which takes little more time than one of them: the
+/// rounds of one message wait on each other, and the processor runs the other's meanwhile.
+/// Only when `csha256_is_available()` says so.
+void csha256_hash_pair(
+    const void *first, size_t first_count, const void *second, size_t second_count, uint8_t first_digest[32],
+    uint8_t second_digest[32]);
+
 #endif

@@ -74,7 +74,9 @@ public struct StateDigester: Sendable, StateListEncoder {
     }
     mutating func start(_ started: RunStarted) -> String {
         // Tracking, the start is known unchanged unless an event set it; else it is compared.
-        if let start, isTracking && !isStartTouched || start.value == started { return start.digest }
+        // (The digest is read alone: binding the cached start would copy the whole value.)
+        if isTracking && !isStartTouched, let digest = start?.digest { return digest }
+        if let digest = start?.digest, start?.value == started { return digest }
         isStartTouched = false
         let digest = ContentHash.sha256(JSONWriter.encode(started.stateForm))
         start = (started, digest)
