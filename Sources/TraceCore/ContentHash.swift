@@ -52,7 +52,7 @@ public enum ContentHash {
 
     /// Calls `body` with the 32 bytes of the SHA-256 of `buffer`.
     @inline(__always)
-    public static func withDigest<T>(of buffer: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> T) -> T {
+    static func withDigest<T>(of buffer: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> T) -> T {
         if usesProcessorExtensions {
             var digest: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
             return withUnsafeMutableBytes(of: &digest) { raw in

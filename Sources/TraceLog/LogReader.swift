@@ -282,7 +282,6 @@ public struct ReadSummary: Sendable, Hashable {
     public init() {}
 }
 
-/// Splits member content into lines.
 /// The SHA-256 of each line of one member's content, asked for in order: each is hashed
 /// together with the line after it (`ContentHash.sha256HexPair`), so a member's lines cost about
 /// half of hashing them one by one.
@@ -311,6 +310,7 @@ struct LineHasher {
     }
 }
 
+/// Splits member content into lines.
 enum LineSplitter {
     /// Calls `body` with each complete line (without its newline); returns the number of bytes
     /// after the last newline.
