@@ -129,7 +129,8 @@ static void message_init(message *m, const void *data, size_t count) {
     m->data = data;
     m->whole_blocks = count / 64;
     size_t rest = count % 64;
-    memcpy(m->tail, m->data + m->whole_blocks * 64, rest);
+    // (An empty message may come as a null pointer: nothing to copy, and no arithmetic on it.)
+    if (rest > 0) memcpy(m->tail, m->data + m->whole_blocks * 64, rest);
     m->tail[rest] = 0x80;
     size_t tail_size = rest + 9 <= 64 ? 64 : 128;
     memset(m->tail + rest + 1, 0, tail_size - rest - 1 - 8);
