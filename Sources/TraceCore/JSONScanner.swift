@@ -127,17 +127,15 @@ public struct JSONScanner {
         while index < cursor.end {
             let byte = cursor.base[index]
             if byte == UInt8(ascii: "\"") {
-                let bytes = UnsafeBufferPointer(start: cursor.base + open + 1, count: index - open - 1)
-                if JSONParser.isASCII(bytes) && !bytes.contains(where: { $0 < 0x20 }) {
-                    cursor.index = index + 1
-                    return JSONKey(storage: .raw(bytes))
-                }
-                break
+                cursor.index = index + 1
+                return JSONKey(storage: .raw(UnsafeBufferPointer(start: cursor.base + open + 1, count: index - open - 1)))
             }
-            if byte == UInt8(ascii: "\\") { break }
+            // Plain printable ASCII only, in one pass; anything else takes the full reader.
+            if byte == UInt8(ascii: "\\") || byte < 0x20 || byte >= 0x80 { break }
             index += 1
         }
-        // Escapes, non-ASCII or an unterminated name: the full string reader checks and decodes.
+        // Escapes, non-ASCII, a control character or an unterminated name: the full string
+        // reader checks and decodes.
         return JSONKey(storage: .decoded(try cursor.string()))
     }
 

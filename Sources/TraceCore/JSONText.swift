@@ -135,6 +135,14 @@ public struct JSONText: Sendable, Hashable {
     private static func canonicalStringEnd(_ raw: UnsafeBufferPointer<UInt8>, from start: Int, allowsEscapes: Bool) -> Int? {
         var index = start
         while index < raw.count {
+            // Eight bytes at a time while none is a quote or a backslash (nor a control
+            // character, which a checked value has none of inside a string).
+            if index + 8 <= raw.count, let base = raw.baseAddress,
+                !JSONWriter.needsEscape(UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self))
+            {
+                index += 8
+                continue
+            }
             switch raw[index] {
             case UInt8(ascii: "\""):
                 return index
