@@ -7,7 +7,8 @@ import Testing
 struct JSONTextTests {
     /// Values that cover every token the canonical form writes in a special way.
     static let values: [JSONValue] = [
-        .null, true, false, 0, -1, 42, .int(Int.max), .int(Int.min), 0.1, 2.0, -0.0, 1e-05, 1.5e16, 1e21, 5e-324, 123_456.789,
+        .null, true, false, 0, -1, 42, .int(Int.max), .int(Int.min), 0.1, 2.0, -0.0, 1e-05, 1.5e16, 1e21,
+        .double(Double.leastNonzeroMagnitude), 123_456.789,
         "", "plain", "quote \" backslash \\ slash / del \u{7F}", "lines\n\r\t\u{8}\u{C} and controls \u{1} \u{1F}",
         "é ü 中文 🎉 \u{FEFF}", [], [:], [1, "two", [3.5, nil], ["k": false]],
         ["b": 1, "a": ["nested": ["z": 1, "y": [1, 2, 3]]], "": "empty key", "é": "non-ASCII key", "a b": .null],
