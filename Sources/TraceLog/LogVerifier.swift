@@ -38,8 +38,9 @@ public enum LogVerifier {
                 summary.isComplete = isComplete
                 summary.decompressedBytes = content.count
                 var lineInMember = 0
+                var hasher = LineHasher(content: content)
                 let dropped = LineSplitter.forEachLine(in: content) { line in
-                    let hash = scanned.lineHashes?[lineInMember]
+                    let hash = scanned.lineHashes?[lineInMember] ?? hasher.hash(of: line)
                     lineInMember += 1
                     lineNumber += 1
                     let location = EventLocation(memberIndex: member.index, memberOffset: member.offset, line: lineNumber)
