@@ -58,11 +58,11 @@ let package = Package(
             pkgConfig: "libzstd",
             providers: [.apt(["libzstd-dev"]), .brew(["zstd"])]
         ),
-        // Layer 1: pure core. Event types, JSON values, run state, the fold, trajectory queries.
-        // No I/O, no clock.
         // Layer 0: SHA-256 on the x86-64 SHA extensions, for the many short messages the log
         // hashes (lines, state digests). Only TraceCore's ContentHash calls it.
         .target(name: "CSHA256"),
+        // Layer 1: pure core. Event types, JSON values, run state, the fold, trajectory queries.
+        // No I/O, no clock.
         .target(
             name: "TraceCore",
             dependencies: ["CSHA256", .product(name: "Crypto", package: "swift-crypto")],
