@@ -7,7 +7,7 @@ import GRDBSQLite
 /// GRDB's `StatementArguments` (an existential box per value) or `Row`s cost more than SQLite's
 /// own work. Strings are bound from their UTF-8 bytes and copied by SQLite.
 ///
-/// Used only inside a write transaction, on a statement that nothing else binds arguments to
+/// Used on a connection's cached statement that nothing else binds arguments to while it runs
 /// (GRDB rebinds all of them before its own executions in any case).
 struct BoundRow {
     private let handle: SQLiteStatement
@@ -109,5 +109,19 @@ struct ResultRow {
     func text(_ column: CInt) -> String {
         guard let bytes = sqlite3_column_text(handle, column) else { return "" }
         return String(decoding: UnsafeBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(handle, column))), as: UTF8.self)
+    }
+
+    /// The column as text, nil for NULL.
+    func optionalText(_ column: CInt) -> String? {
+        sqlite3_column_type(handle, column) == SQLITE_NULL ? nil : text(column)
+    }
+
+    /// The column's bytes (a blob, or text's UTF-8), nil for NULL.
+    func blob(_ column: CInt) -> [UInt8]? {
+        guard sqlite3_column_type(handle, column) != SQLITE_NULL else { return nil }
+        let start = sqlite3_column_blob(handle, column)
+        let count = Int(sqlite3_column_bytes(handle, column))
+        guard let start, count > 0 else { return [] }
+        return Array(UnsafeRawBufferPointer(start: start, count: count))
     }
 }

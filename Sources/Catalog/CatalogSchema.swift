@@ -6,7 +6,18 @@ enum CatalogSchema {
     /// The version this build writes and reads.
     static var version: Int { migrations.count }
 
-    static let migrations: [String] = [version1, version2, version3, version4, version5]
+    static let migrations: [String] = [version1, version2, version3, version4, version5, version6]
+
+    /// Version 6: one index on `calls` beside its primary key instead of two. `calls_by_tool
+    /// (tool, attempts, log_id)` found a tool's calls and `calls_by_log_tool (log_id, tool,
+    /// attempts)` probed a run's calls by tool; `calls_by_tool_log (tool, log_id, attempts)` does
+    /// both (the probe gives both leading columns, the tool's executed calls are one range with
+    /// `attempts` read from the index), and indexing a call updates two B-trees, not three.
+    static let version6 = """
+        DROP INDEX calls_by_log_tool;
+        DROP INDEX calls_by_tool;
+        CREATE INDEX calls_by_tool_log ON calls (tool, log_id, attempts);
+        """
 
     /// Version 5: no index on `eval_results.log_path`. A suite run appends its rows in one place
     /// (the primary key starts with its id), but that index put each row beside the older rows

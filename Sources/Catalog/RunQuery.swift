@@ -43,9 +43,9 @@ public struct RunQuery: Sendable, Hashable {
     /// How the runs are found: the two shapes of the statement.
     enum Shape: Hashable {
         /// Walk `logs` newest first (`logs_by_start`) and probe each run's calls
-        /// (`calls_by_log_tool`) until `limit` rows matched: fast when matches are common.
+        /// (`calls_by_tool_log`) until `limit` rows matched: fast when matches are common.
         case newestFirst
-        /// Start from the calls of this tool (`calls_by_tool`), then sort what matched: fast
+        /// Start from the calls of this tool (`calls_by_tool_log`), then sort what matched: fast
         /// when the tool is rare, where walking every run to find few matches is not.
         case drivenBy(tool: String)
     }

@@ -430,14 +430,14 @@ struct CatalogStoreTests {
             common.approval = .granted
             let newest = try catalog.plan(common).joined(separator: "\n")
             #expect(newest.contains("SCAN logs USING INDEX logs_by_start"), "\(newest)")
-            #expect(newest.contains("USING COVERING INDEX calls_by_log_tool (log_id=? AND tool=? AND attempts>?)"), "\(newest)")
+            #expect(newest.contains("USING COVERING INDEX calls_by_tool_log (tool=? AND log_id=? AND attempts>?)"), "\(newest)")
             #expect(!newest.contains("TEMP B-TREE"), "\(newest)")
             // A tool no run executed: driven by its (absent) calls, never a walk over every run.
             var rare = RunQuery()
             rare.tools = ["delete_customer"]
             rare.notTools = ["lookup_order"]
             let driven = try catalog.plan(rare).joined(separator: "\n")
-            #expect(driven.contains("USING COVERING INDEX calls_by_tool (tool=? AND attempts>?)"), "\(driven)")
+            #expect(driven.contains("USING COVERING INDEX calls_by_tool_log (tool=?)"), "\(driven)")
             #expect(!driven.contains("SCAN logs"), "\(driven)")
             for plan in [newest, driven] { #expect(!plan.contains("SCAN calls") && !plan.contains("SCAN c"), "\(plan)") }
             // Both shapes give the same rows, in the same order.
@@ -497,8 +497,10 @@ struct CatalogStoreTests {
 
             let catalog = try Catalog(path: path)
             #expect(try catalog.query("PRAGMA user_version").rows.first?.first == .integer(Int64(CatalogSchema.version)))
-            let indexes = try catalog.query("SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'calls_by_log_tool'")
-            #expect(indexes.rows.count == 1)
+            // Version 6 replaced the two indexes on calls (`calls_by_tool`, and version 2's
+            // `calls_by_log_tool`) with one.
+            let indexes = try catalog.query("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'calls' ORDER BY name")
+            #expect(indexes.rows.map { $0.first?.description } == ["calls_by_tool_log"])
             // Version 5 dropped the index that made recording a suite run cost more as history grew.
             let byLog = try catalog.query("SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'eval_results_by_log'")
             #expect(byLog.rows.isEmpty)
