@@ -286,7 +286,8 @@ struct LogIndexer {
             // A log read again from the start: its old call rows go (a new log has none).
             try db.cachedStatement(sql: "DELETE FROM calls WHERE log_id = ?").execute(arguments: [logId])
         }
-        let reader = LogReader(path: path)
+        // The fold reads no context packet's text: it is checked, not made.
+        let reader = LogReader(path: path, options: .init(keepsPacketText: false))
         do {
             if let resume {
                 memberStart = resume

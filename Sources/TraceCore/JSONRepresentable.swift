@@ -122,7 +122,7 @@ extension JSONRepresentable {
 }
 
 extension String: JSONRepresentable {
-    public init(from scanner: inout JSONScanner) throws { self = try scanner.readString() }
+    public init(from scanner: inout JSONScanner) throws { self = try scanner.readText() }
     public var json: JSONValue { .string(self) }
     public func write(to writer: inout JSONWriter) { writer.write(self) }
 }

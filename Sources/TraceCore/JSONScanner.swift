@@ -25,6 +25,11 @@
 public struct JSONScanner {
     var cursor: JSONParser.Cursor
     private var depth = 0
+    /// Set, `String` values (`readText`) are checked as fully as when they are read but come
+    /// back empty, without being made: for a decoder whose caller needs a value's structure and
+    /// numbers, not its text (a fold over context packets). Member names, enums and
+    /// `readString` are read as always.
+    public var discardsText = false
 
     init(cursor: JSONParser.Cursor) {
         self.cursor = cursor
@@ -209,6 +214,15 @@ public struct JSONScanner {
     public mutating func readString() throws -> String {
         guard peek(UInt8(ascii: "\"")) else { throw typeError("a string") }
         return try cursor.string()
+    }
+
+    /// A `String` value: `readString`, or an empty string once the text is checked when
+    /// `discardsText` is set.
+    public mutating func readText() throws -> String {
+        guard discardsText else { return try readString() }
+        guard peek(UInt8(ascii: "\"")) else { throw typeError("a string") }
+        try cursor.skipString()
+        return ""
     }
 
     /// `readString`, giving back `candidate` itself when the string is the same: for values a

@@ -37,6 +37,9 @@ struct EventChecker {
     /// Reading started in the middle of a log without the last packet's shape: the first delta
     /// met is taken as it is (its base was read before).
     private var trustsFirstDelta = false
+    /// Whether the events it hands out keep their context packets' strings
+    /// (`LogReader.Options.keepsPacketText`).
+    var keepsPacketText = true
 
     init(path: String) {
         self.path = path
@@ -98,7 +101,7 @@ struct EventChecker {
         }
         let event: Event
         do {
-            event = try Event(line: line, runId: runId, previousHash: lastHash)
+            event = try Event(line: line, runId: runId, previousHash: lastHash, keepsPacketText: keepsPacketText)
         } catch let error as TraceCoreError {
             let code: LogError.Code = error.code == .unsupportedVersion ? .unsupportedVersion : .invalidEvent
             problems.append(

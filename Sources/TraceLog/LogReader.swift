@@ -46,10 +46,17 @@ public struct LogReader {
         /// long log (README, Performance). Smaller files, random access from a position, and
         /// `firstEvent` stay on one thread; `Int.max` keeps every read on one.
         public var readsAheadFromBytes = 1 << 20
+        /// Hand out context packets with their strings (goal, summaries, item ids). Off, every
+        /// line is checked exactly as when on — the same events, errors and summary — but a
+        /// `context_built` payload's strings come back empty, without being made: for readers
+        /// that only fold (the eval facts, the catalog's indexer), where making them was about
+        /// a twentieth of the read. The lists keep their sizes and the numbers their values.
+        public var keepsPacketText = true
 
         public init(
             isStrict: Bool = false, memberContentLimit: Int = 1 << 30, readBufferSize: Int = 256 * 1024,
-            inflatesWholeMembers: Bool = true, resolvesContextPackets: Bool = false, readsAheadFromBytes: Int = 1 << 20
+            inflatesWholeMembers: Bool = true, resolvesContextPackets: Bool = false, readsAheadFromBytes: Int = 1 << 20,
+            keepsPacketText: Bool = true
         ) {
             self.isStrict = isStrict
             self.memberContentLimit = memberContentLimit
@@ -57,6 +64,7 @@ public struct LogReader {
             self.inflatesWholeMembers = inflatesWholeMembers
             self.resolvesContextPackets = resolvesContextPackets
             self.readsAheadFromBytes = readsAheadFromBytes
+            self.keepsPacketText = keepsPacketText
         }
     }
 
@@ -161,6 +169,7 @@ public struct LogReader {
                 EventChecker(
                     path: path, resumingAt: $0.sequence, previousHash: $0.previousHash, runId: $0.runId, contextShape: $0.contextShape)
             } ?? EventChecker(path: path)
+        checker.keepsPacketText = options.keepsPacketText
         var resolver = options.resolvesContextPackets ? ContextPacketResolver(startsMidLog: position != nil) : nil
         var summary = ReadSummary()
         var problems: [LogError] = []

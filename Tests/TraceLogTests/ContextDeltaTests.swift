@@ -227,3 +227,119 @@ extension FileManager {
         ((try? attributesOfItem(atPath: path))?[.size] as? Int) ?? 0
     }
 }
+
+extension ContextDeltaTests {
+    /// A packet with its strings left empty, as a reader that keeps no packet text gives it.
+    static func withoutText(_ packet: ContextBuilt) -> ContextBuilt {
+        func blank(_ items: [ItemReference]) -> [ItemReference] {
+            items.map { ItemReference(id: "", summary: $0.summary.map { _ in "" }, contentHash: $0.contentHash.map { _ in "" }) }
+        }
+        func blank(_ edits: [ListEdit<ItemReference>]) -> [ListEdit<ItemReference>] {
+            edits.map { if case .item(let item) = $0 { .item(blank([item])[0]) } else { $0 } }
+        }
+        var blanked = packet
+        blanked.goal = ""
+        blanked.stateSummary = ""
+        blanked.promptHash = packet.promptHash.map { _ in "" }
+        blanked.observations = blank(packet.observations)
+        blanked.evidence = blank(packet.evidence)
+        blanked.memory = blank(packet.memory)
+        blanked.toolsDisclosed = packet.toolsDisclosed.map { _ in "" }
+        blanked.omitted = packet.omitted.map { OmittedItem(id: "", reason: $0.reason, detail: $0.detail.map { _ in "" }) }
+        if var delta = packet.delta {
+            delta.observations = blank(delta.observations)
+            delta.evidence = blank(delta.evidence)
+            delta.memory = blank(delta.memory)
+            delta.toolsDisclosed = delta.toolsDisclosed.map { if case .item = $0 { .item("") } else { $0 } }
+            delta.omitted = delta.omitted.map {
+                if case .item(let item) = $0 {
+                    .item(OmittedItem(id: "", reason: item.reason, detail: item.detail.map { _ in "" }))
+                } else {
+                    $0
+                }
+            }
+            blanked.delta = delta
+        }
+        return blanked
+    }
+
+    @Test("a reader that keeps no packet text gives the same events but the packets' strings, the same fold, and the same errors")
+    func packetsWithoutText() throws {
+        try TemporaryDirectory.with { directory in
+            let path = directory.path("run.jsonl.gz")
+            try SampleRun.writeGrowingRun(to: path, steps: 30, options: LogWriter.Options(memberBound: 4096))
+            let full = try LogReader(path: path).readAll()
+            let lean = try LogReader(path: path, options: .init(keepsPacketText: false)).readAll()
+            #expect(lean.summary == full.summary)
+            #expect(lean.events.count == full.events.count)
+            var packets = 0
+            for (read, expected) in zip(lean.events, full.events) {
+                #expect(read.hash == expected.hash && read.location == expected.location)
+                if case .contextBuilt(let packet) = expected.event.payload {
+                    packets += 1
+                    var blanked = expected.event
+                    blanked.payload = .contextBuilt(Self.withoutText(packet))
+                    #expect(read.event == blanked, "seq \(expected.event.sequence)")
+                } else {
+                    #expect(read.event == expected.event, "seq \(expected.event.sequence)")
+                }
+            }
+            #expect(packets == 30)
+            let state = RunState(folding: lean.events.map(\.event))
+            #expect(state == RunState(folding: full.events.map(\.event)))
+            #expect(state.digest == RunState(folding: full.events.map(\.event)).digest)
+
+            // Damage inside a packet's strings, or in its shape, stops both readers at the same
+            // event with the same message.
+            let lines = try Self.lines(of: path).map { Array($0.utf8) }
+            let index = try #require(
+                lines.firstIndex {
+                    let line = String(decoding: $0, as: UTF8.self)
+                    return line.contains(#""base_seq":"#) && line.contains(#""observations":[["#) && line.contains(#""reason":"budget""#)
+                })
+            func damaged(_ edit: (String) -> String) -> [UInt8] { Array(edit(String(decoding: lines[index], as: UTF8.self)).utf8) }
+            let goal = #""goal":"Summarise the incident.""#
+            var variants: [(String, [UInt8])] = [
+                ("a number for a string", damaged { $0.replacingOccurrences(of: goal, with: #""goal":5"#) }),
+                ("an unknown escape", damaged { $0.replacingOccurrences(of: goal, with: #""goal":"Summarise \q""#) }),
+                ("a control character", damaged { $0.replacingOccurrences(of: goal, with: "\"goal\":\"Summarise\u{01}\"") }),
+                (
+                    "a copy past the base",
+                    damaged {
+                        $0.replacingOccurrences(
+                            of: #""observations":\[\[[0-9]+,"#, with: #""observations":[[90,"#, options: .regularExpression)
+                    }
+                ),
+                (
+                    "an omission reason no version knows",
+                    damaged { $0.replacingOccurrences(of: #""reason":"budget""#, with: #""reason":"b""#) }
+                ),
+            ]
+            // Bytes that are not UTF-8 inside a string.
+            let text = String(decoding: lines[index], as: UTF8.self)
+            let at = try #require(text.range(of: "Summarise")).lowerBound.utf16Offset(in: text)
+            var invalid = lines[index]
+            invalid[at] = 0xC3
+            invalid[at + 1] = 0x28
+            variants.append(("invalid UTF-8", invalid))
+            for (name, line) in variants {
+                var edited = lines
+                edited[index] = line
+                let log = directory.path("damaged.jsonl.gz")
+                try? FileManager.default.removeItem(atPath: log)
+                try LogDamageTests.gzipLines(edited, to: log)
+                func firstError(keepsPacketText: Bool) -> String {
+                    do {
+                        _ = try LogReader(path: log, options: .init(keepsPacketText: keepsPacketText)).forEachEvent { _ in }
+                        return "no error"
+                    } catch {
+                        return "\(error)"
+                    }
+                }
+                let expected = firstError(keepsPacketText: true)
+                #expect(expected != "no error", "\(name)")
+                #expect(firstError(keepsPacketText: false) == expected, "\(name)")
+            }
+        }
+    }
+}

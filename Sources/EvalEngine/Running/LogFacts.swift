@@ -42,7 +42,8 @@ public struct LogFacts: Sendable, Hashable {
         var digester = StateDigester()
         var mismatch: DigestMismatch?
         var memberOffsets: (previous: Int?, current: Int?) = (nil, nil)
-        let read = try LogReader(path: log).forEachEvent { recorded in
+        // The fold reads no context packet's text: it is checked, not made.
+        let read = try LogReader(path: log, options: .init(keepsPacketText: false)).forEachEvent { recorded in
             let event = recorded.event
             if mismatch == nil, case .stepEnded(let ended) = event.payload, digester.digest(of: state) != ended.stateDigest {
                 mismatch = DigestMismatch(sequence: event.sequence, step: event.step)

@@ -84,8 +84,12 @@ public struct Event: Sendable, Hashable {
 
     /// Decodes one line, giving its `run` and `prev` the storage of `runId` and `previousHash`
     /// when they are those strings: a reader passes the run's id and the last line's hash,
-    /// which the next line repeats, and saves two string allocations per event.
-    public init(line: UnsafeRawBufferPointer, runId expectedRunId: String?, previousHash expectedPrevious: String?) throws {
+    /// which the next line repeats, and saves two string allocations per event. Without
+    /// `keepsPacketText`, a `context_built` payload's strings are checked as always but left
+    /// empty (`JSONScanner.discardsText`): what a reader that only folds asks for.
+    public init(
+        line: UnsafeRawBufferPointer, runId expectedRunId: String?, previousHash expectedPrevious: String?, keepsPacketText: Bool = true
+    ) throws {
         // The reader's hot path: envelope members straight into fields, the payload straight
         // into its type, with no intermediate JSON tree.
         var version: Int?
@@ -109,6 +113,8 @@ public struct Event: Sendable, Hashable {
                 case "prev": previousHash = try scanner.readString(reusing: expectedPrevious)
                 case "data":
                     if let kind, let version, Event.supportedVersions.contains(version) {
+                        scanner.discardsText = !keepsPacketText && kind == "context_built"
+                        defer { scanner.discardsText = false }
                         payload = try EventPayload(kind: kind, from: &scanner, version: version)
                     } else {
                         // Written before `kind` (or under another version): decode it afterwards.
