@@ -26,6 +26,10 @@ public struct StateDigester: Sendable, StateListEncoder {
     private var firstTouchedCall = Int.max
     /// Whether a tracked event set the start since it was hashed.
     private var isStartTouched = false
+    /// The bytes of the last state view and of the last list element hashed, kept for their
+    /// capacity: a digest per step would otherwise allocate both each time.
+    private var viewBytes: [UInt8] = []
+    private var elementBytes: [UInt8] = []
 
     private struct CallMark: Equatable, Sendable {
         var id: String
@@ -51,8 +55,11 @@ public struct StateDigester: Sendable, StateListEncoder {
 
     /// `sha256:<hex>` of the state's digest view (see `RunState.digest`).
     public mutating func digest(of state: RunState) -> String {
-        var writer = JSONWriter(capacity: 1024)
+        var writer = JSONWriter(capacity: 0)
+        swap(&writer.bytes, &viewBytes)
+        writer.bytes.removeAll(keepingCapacity: true)
         writer.writeObject { state.canonicalMembers(into: &$0, &self) }
+        defer { swap(&writer.bytes, &viewBytes) }
         return ContentHash.sha256(writer.bytes)
     }
 
@@ -84,22 +91,22 @@ public struct StateDigester: Sendable, StateListEncoder {
     }
 
     mutating func decisions(_ decisions: [DecisionRecord]) -> ListDigest {
-        Self.append(&decisionChain, &lastDecision, decisions)
+        Self.append(&decisionChain, &lastDecision, decisions, buffer: &elementBytes)
     }
 
     mutating func contents(_ contents: [ContentReference]) -> ListDigest {
-        Self.append(&contentChain, &lastContent, contents)
+        Self.append(&contentChain, &lastContent, contents, buffer: &elementBytes)
     }
 
     mutating func anomalies(_ anomalies: [Anomaly]) -> ListDigest {
-        Self.append(&anomalyChain, &lastAnomaly, anomalies)
+        Self.append(&anomalyChain, &lastAnomaly, anomalies, buffer: &elementBytes)
     }
 
     mutating func calls(_ calls: [ToolCallRecord]) -> ListDigest {
         if isTracking {
             let first = min(firstTouchedCall, callChain.count, calls.count)
             firstTouchedCall = Int.max
-            return Self.extend(&callChain, with: calls, from: first)
+            return Self.extend(&callChain, with: calls, from: first, buffer: &elementBytes)
         }
         // The first call that differs from what was hashed before; everything after it is rehashed.
         var first = min(callMarks.count, calls.count)
@@ -109,26 +116,34 @@ public struct StateDigester: Sendable, StateListEncoder {
         }
         callMarks.removeSubrange(first...)
         callMarks.append(contentsOf: calls[first...].map(CallMark.init))
-        return Self.extend(&callChain, with: calls, from: first)
+        return Self.extend(&callChain, with: calls, from: first, buffer: &elementBytes)
     }
 
     /// Extends the chain of a list the fold only appends to. If the element last hashed is no
     /// longer where it was, the list belongs to another state: rehash it all.
-    private static func append<T: Equatable & JSONEncodable>(_ chain: inout [String], _ last: inout T?, _ elements: [T]) -> ListDigest {
+    private static func append<T: Equatable & JSONEncodable>(
+        _ chain: inout [String], _ last: inout T?, _ elements: [T], buffer: inout [UInt8]
+    ) -> ListDigest {
         var first = chain.count
         if first > elements.count || (first > 0 && elements[first - 1] != last) { first = 0 }
-        let result = extend(&chain, with: elements, from: first)
+        let result = extend(&chain, with: elements, from: first, buffer: &buffer)
         last = elements.last
         return result
     }
 
     /// Brings `chain` up to `elements`, rehashing from `first`; returns `{count, chain}`.
     /// Lists the fold only appends to are consistent when `first` is the cached count; a
-    /// shorter list (a different state) restarts the chain where it diverges.
-    private static func extend<T: JSONEncodable>(_ chain: inout [String], with elements: [T], from first: Int) -> ListDigest {
+    /// shorter list (a different state) restarts the chain where it diverges. Each element is
+    /// written into `buffer`, which keeps its capacity for the next one.
+    private static func extend<T: JSONEncodable>(
+        _ chain: inout [String], with elements: [T], from first: Int, buffer: inout [UInt8]
+    ) -> ListDigest {
         let start = min(first, elements.count, chain.count)
         chain.removeSubrange(start...)
-        var writer = JSONWriter(capacity: 512)
+        guard start < elements.count else { return ListDigest(count: elements.count, chain: chain.last ?? ContentHash.genesis) }
+        var writer = JSONWriter(capacity: 0)
+        swap(&writer.bytes, &buffer)
+        defer { swap(&writer.bytes, &buffer) }
         for index in start..<elements.count {
             writer.bytes.removeAll(keepingCapacity: true)
             writer.bytes.append(contentsOf: (chain.last ?? ContentHash.genesis).utf8)
