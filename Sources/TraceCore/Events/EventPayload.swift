@@ -3,20 +3,22 @@
 /// `unknown` holds a kind this code does not know (written by a newer writer): it is kept
 /// byte for byte through reading and rewriting, and the fold skips it.
 public enum EventPayload: Sendable, Hashable {
-    // Boxed: a run starts once, and inline its 337 bytes set the size of every event, which
-    // the reader moves several times per line.
+    // The larger payloads are boxed: inline, the largest (a run's start, 337 bytes; a packet or
+    // a decision, 144) set the size of every event, which a reader moves several times per
+    // line, retaining each field of the payload at every move. Boxed, an event is 121 bytes (it
+    // was 217) and a move retains one box: a job of `run` took about 3% less.
     indirect case runStarted(RunStarted)
-    case contextBuilt(ContextBuilt)
-    case decisionMade(DecisionMade)
-    case verdictGiven(VerdictGiven)
-    case toolIntended(ToolIntended)
-    case toolCompleted(ToolCompleted)
+    indirect case contextBuilt(ContextBuilt)
+    indirect case decisionMade(DecisionMade)
+    indirect case verdictGiven(VerdictGiven)
+    indirect case toolIntended(ToolIntended)
+    indirect case toolCompleted(ToolCompleted)
     case approvalRecorded(ApprovalRecorded)
     case stepEnded(StepEnded)
     case contentStored(ContentStored)
     case runStopped(RunStopped)
     /// An event of a pipeline log (`PipelineEvent.kinds`).
-    case pipeline(PipelineEvent)
+    indirect case pipeline(PipelineEvent)
     case unknown(kind: String, data: JSONValue)
 
     /// Every kind of a run log this version knows, in the order the format document lists them
