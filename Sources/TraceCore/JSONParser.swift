@@ -103,7 +103,11 @@ public struct JSONParser {
             return "byte 0x\(String(byte, radix: 16))"
         }
 
+        /// Steps over white space. Canonical text has none, so the first byte usually settles
+        /// it, inline (it is called around every member name and value).
+        @inline(__always)
         mutating func skipSpace() {
+            if index < end && base[index] > 0x20 { return }
             while index < end {
                 switch base[index] {
                 case 0x20, 0x0A, 0x0D, 0x09: index += 1
@@ -237,38 +241,37 @@ public struct JSONParser {
                 if let candidate, Self.bytesEqual(candidate, run) { return candidate }
                 return try makeString(run, at: runStart, isASCII: isASCII)
             }
-            // Slow path: unescape into a buffer.
+            // Slow path: unescape into a buffer, each run between escapes copied whole (a model's
+            // raw reply, itself JSON, escapes every quote).
             var bytes: [UInt8] = Array(UnsafeBufferPointer(start: base + runStart, count: index - runStart))
             while index < end {
-                let byte = base[index]
-                switch byte {
-                case UInt8(ascii: "\""):
+                // On a backslash: the escape, then the plain run after it.
+                index += 1
+                guard index < end else { break }
+                let escape = base[index]
+                index += 1
+                switch escape {
+                case UInt8(ascii: "\""): bytes.append(0x22)
+                case UInt8(ascii: "\\"): bytes.append(0x5C)
+                case UInt8(ascii: "/"): bytes.append(0x2F)
+                case UInt8(ascii: "b"): bytes.append(0x08)
+                case UInt8(ascii: "f"): bytes.append(0x0C)
+                case UInt8(ascii: "n"): bytes.append(0x0A)
+                case UInt8(ascii: "r"): bytes.append(0x0D)
+                case UInt8(ascii: "t"): bytes.append(0x09)
+                case UInt8(ascii: "u"):
+                    let scalar = try unicodeEscape()
+                    bytes.append(contentsOf: Array(String(Character(scalar)).utf8))
+                default:
+                    throw failure("invalid escape '\\\(Character(Unicode.Scalar(escape)))' in string", at: index - 2)
+                }
+                let plain = index
+                var highBits: UInt64 = 0
+                let isClosed = try skipPlainRun(highBits: &highBits)
+                if index > plain { bytes.append(contentsOf: UnsafeBufferPointer(start: base + plain, count: index - plain)) }
+                if isClosed {
                     index += 1
                     return try bytes.withUnsafeBufferPointer { try makeString($0, at: runStart) }
-                case UInt8(ascii: "\\"):
-                    index += 1
-                    guard index < end else { break }
-                    let escape = base[index]
-                    index += 1
-                    switch escape {
-                    case UInt8(ascii: "\""): bytes.append(0x22)
-                    case UInt8(ascii: "\\"): bytes.append(0x5C)
-                    case UInt8(ascii: "/"): bytes.append(0x2F)
-                    case UInt8(ascii: "b"): bytes.append(0x08)
-                    case UInt8(ascii: "f"): bytes.append(0x0C)
-                    case UInt8(ascii: "n"): bytes.append(0x0A)
-                    case UInt8(ascii: "r"): bytes.append(0x0D)
-                    case UInt8(ascii: "t"): bytes.append(0x09)
-                    case UInt8(ascii: "u"):
-                        let scalar = try unicodeEscape()
-                        bytes.append(contentsOf: Array(String(Character(scalar)).utf8))
-                    default:
-                        throw failure("invalid escape '\\\(Character(Unicode.Scalar(escape)))' in string", at: index - 2)
-                    }
-                default:
-                    if byte < 0x20 { throw failure("control character 0x\(String(byte, radix: 16)) inside a string") }
-                    bytes.append(byte)
-                    index += 1
                 }
             }
             throw failure("string opened at byte \(open) is not closed", at: open)

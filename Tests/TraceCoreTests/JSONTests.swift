@@ -16,6 +16,8 @@ struct JSONTests {
             ("9223372036854775808", .double(9223372036854775808.0)),
             ("1.5e3", .double(1500)),
             ("\"a\\u00e9\\ud83d\\ude80\\n\\\"\"", .string("aé🚀\n\"")),
+            // Escapes between long plain runs (copied whole), as in a model's raw reply.
+            ("\"{\\\"tool\\\":\\\"lookup_order\\\",\\\"why\\\":\\\"the customer asked\\\"}\\\\é\"", .string("{\"tool\":\"lookup_order\",\"why\":\"the customer asked\"}\\é")),
             ("[1,[2,{}],[]]", .array([1, [2, .object(JSONObject())], []])),
             ("{\"b\":1,\"a\":{\"d\":[],\"c\":null}}", JSONValue.object(JSONObject([("a", ["c": nil, "d": []]), ("b", 1)]))),
         ])
@@ -34,6 +36,10 @@ struct JSONTests {
             ("01", "leading zero in number"),
             ("\"\\ud800\"", "lone high surrogate"),
             ("\"tab\there\"", "control character 0x9 inside a string"),
+            ("\"a\\nb\tc\"", "byte 5: control character 0x9 inside a string"),
+            ("\"plain run\\q\"", "byte 10: invalid escape '\\q' in string"),
+            ("\"a\\n and on", "string opened at byte 0 is not closed"),
+            ("\"a\\", "string opened at byte 0 is not closed"),
             ("tru", "expected 'true'"),
             ("{} x", "unexpected 'x' after the JSON value"),
             ("1e999", "out of range"),
