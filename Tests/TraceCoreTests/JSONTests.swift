@@ -17,7 +17,10 @@ struct JSONTests {
             ("1.5e3", .double(1500)),
             ("\"a\\u00e9\\ud83d\\ude80\\n\\\"\"", .string("aé🚀\n\"")),
             // Escapes between long plain runs (copied whole), as in a model's raw reply.
-            ("\"{\\\"tool\\\":\\\"lookup_order\\\",\\\"why\\\":\\\"the customer asked\\\"}\\\\é\"", .string("{\"tool\":\"lookup_order\",\"why\":\"the customer asked\"}\\é")),
+            (
+                "\"{\\\"tool\\\":\\\"lookup_order\\\",\\\"why\\\":\\\"the customer asked\\\"}\\\\é\"",
+                .string("{\"tool\":\"lookup_order\",\"why\":\"the customer asked\"}\\é")
+            ),
             ("[1,[2,{}],[]]", .array([1, [2, .object(JSONObject())], []])),
             ("{\"b\":1,\"a\":{\"d\":[],\"c\":null}}", JSONValue.object(JSONObject([("a", ["c": nil, "d": []]), ("b", 1)]))),
         ])
