@@ -233,6 +233,7 @@ public struct JSONScanner {
     }
 
     public mutating func readInt() throws -> Int {
+        if let value = readPlainInt() { return value }
         guard cursor.index < cursor.end,
             cursor.base[cursor.index] == UInt8(ascii: "-")
                 || (cursor.base[cursor.index] >= UInt8(ascii: "0") && cursor.base[cursor.index] <= UInt8(ascii: "9"))
@@ -243,6 +244,37 @@ public struct JSONScanner {
             cursor.index = start
             throw TraceCoreError(.invalidField, "must be an integer, found \(JSONWriter.encodeString(number))", fieldPath: "")
         }
+        return value
+    }
+
+    /// The integer at the cursor when it is written plainly — `0`, or up to 18 digits without
+    /// a leading zero (below 2^63, so no overflow to check) — and the number ends there, the
+    /// cursor then past it; else nil, the cursor unmoved, for the full reader (signs, fractions,
+    /// exponents, long or malformed numbers). Every envelope has four, and a step's events more.
+    @inline(__always)
+    private mutating func readPlainInt() -> Int? {
+        let base = cursor.base
+        let end = cursor.end
+        var index = cursor.index
+        guard index < end else { return nil }
+        var value = 0
+        if base[index] == UInt8(ascii: "0") {
+            index += 1
+        } else {
+            let limit = min(end, index + 18)
+            while index < limit {
+                let digit = base[index] &- UInt8(ascii: "0")
+                guard digit < 10 else { break }
+                value = value &* 10 &+ Int(digit)
+                index += 1
+            }
+            guard index > cursor.index else { return nil }
+        }
+        if index < end {
+            let next = base[index]
+            if next &- UInt8(ascii: "0") < 10 || next == UInt8(ascii: ".") || next | 0x20 == UInt8(ascii: "e") { return nil }
+        }
+        cursor.index = index
         return value
     }
 

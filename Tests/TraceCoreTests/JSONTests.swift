@@ -318,7 +318,15 @@ struct JSONMatchingTests {
         for (text, expected) in [("2", 2), ("2.0", 2), ("1e3", 1000), ("-4.0", -4)] {
             #expect(try readInt(text) == expected, "\(text)")
         }
-        for text in ["2.5", "1e16", "\"2\""] {
+        // Plain integers take a short path up to 18 digits; longer ones, and any that go on
+        // with a fraction or an exponent, the full one.
+        for (text, expected) in [
+            ("0", 0), ("7", 7), ("0.0", 0), ("10E1", 100), ("123456789012345678", 123_456_789_012_345_678),
+            ("1234567890123456789", 1_234_567_890_123_456_789), ("9223372036854775807", Int.max), ("-9223372036854775808", Int.min),
+        ] {
+            #expect(try readInt(text) == expected, "\(text)")
+        }
+        for text in ["2.5", "1e16", "\"2\"", "01", "9223372036854775808", "-", "1.", "12e"] {
             #expect(throws: TraceCoreError.self, "\(text)") { _ = try readInt(text) }
         }
     }
