@@ -37,6 +37,9 @@ final class ByteBuffer {
         count += bytes.count
     }
 
+    /// Starts `peakCapacity` over from the capacity it has now (a buffer reused by another read).
+    func resetPeak() { peakCapacity = capacity }
+
     /// Shrinks back to `capacity` when a huge event made it grow, so memory follows the
     /// current member, not the largest one ever read.
     func reset(keepingCapacity limit: Int) {

@@ -64,11 +64,12 @@ struct MemberScanner {
     ) throws -> Ending {
         let file = try FileDescriptor.openForReading(path)
         if offset > 0 { try file.seek(to: offset) }
-        let inflater = try Inflater()
-        let wholeMembers = inflatesWholeMembers ? MemberInflater() : nil
-        let input = UnsafeMutableRawPointer.allocate(byteCount: readSize, alignment: 16)
-        defer { input.deallocate() }
-        var content = ByteBuffer(capacity: 512 * 1024)
+        let resources = try ScanResources.take(readSize: readSize)
+        defer { resources.giveBack() }
+        let inflater = resources.inflater
+        let wholeMembers = inflatesWholeMembers ? resources.wholeMembers : nil
+        let input = resources.input
+        var content = resources.content
         // Whether `body` has the current content buffer: the next member needs another one
         // when they come from `takesContentBuffer`.
         var handedOver = true
@@ -267,5 +268,49 @@ struct MemberScanner {
             position += got
             carried = keep
         }
+    }
+}
+
+/// What a scan reads and inflates with: the read buffer, the default content buffer and the
+/// inflaters. A thread keeps one set between scans (`ThreadSlot`): a suite run reads thousands
+/// of small logs per thread, and making them per log — a 256 KiB and a 512 KiB buffer faulted
+/// in again, zlib's and libdeflate's state — was a few percent of reading each one. A thread
+/// that has scanned holds about 800 KiB this way (a content buffer a huge member grew is shrunk
+/// back first).
+final class ScanResources {
+    let readSize: Int
+    let input: UnsafeMutableRawPointer
+    let content: ByteBuffer
+    let inflater: Inflater
+    let wholeMembers: MemberInflater?
+
+    private static let slot = ThreadSlot<ScanResources>()
+
+    private init(readSize: Int) throws {
+        self.readSize = readSize
+        inflater = try Inflater()
+        wholeMembers = MemberInflater()
+        input = UnsafeMutableRawPointer.allocate(byteCount: readSize, alignment: 16)
+        content = ByteBuffer(capacity: 512 * 1024)
+    }
+
+    deinit { input.deallocate() }
+
+    /// This thread's set, ready for a new scan, when it has one of this read size; else a new one.
+    static func take(readSize: Int) throws -> ScanResources {
+        if let kept = slot.take(), kept.readSize == readSize {
+            kept.inflater.reset()
+            kept.inflater.setInput(kept.input, count: 0)
+            kept.content.reset(keepingCapacity: 512 * 1024)
+            kept.content.resetPeak()
+            return kept
+        }
+        return try ScanResources(readSize: readSize)
+    }
+
+    /// Keeps the set for this thread's next scan.
+    func giveBack() {
+        content.reset(keepingCapacity: 512 * 1024)
+        ScanResources.slot.put(self)
     }
 }

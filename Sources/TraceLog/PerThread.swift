@@ -36,3 +36,33 @@ public final class PerThread: Sendable {
         return made
     }
 }
+
+/// One object per thread, taken out while it is used and put back after: for resources a
+/// call uses whole and leaves ready for the next one (a scan's buffers and inflaters), where a
+/// call that runs inside another on the same thread must not share them. `take` empties the
+/// thread's slot (a nested call finds it empty and makes its own); `put` fills an empty slot
+/// and drops the object otherwise. What a thread holds is released when it exits.
+final class ThreadSlot<Value: AnyObject>: Sendable {
+    private let key: pthread_key_t
+
+    init() {
+        var key = pthread_key_t()
+        pthread_key_create(&key) { pointer in
+            if let pointer { Unmanaged<AnyObject>.fromOpaque(pointer).release() }
+        }
+        self.key = key
+    }
+
+    /// This thread's object, if it has one, leaving the slot empty.
+    func take() -> Value? {
+        guard let pointer = pthread_getspecific(key) else { return nil }
+        pthread_setspecific(key, nil)
+        return Unmanaged<AnyObject>.fromOpaque(pointer).takeRetainedValue() as? Value
+    }
+
+    /// Keeps `value` for this thread's next `take`, unless the slot holds one already.
+    func put(_ value: Value) {
+        guard pthread_getspecific(key) == nil else { return }
+        pthread_setspecific(key, Unmanaged<AnyObject>.passRetained(value).toOpaque())
+    }
+}

@@ -148,6 +148,34 @@ struct LogDamageTests {
         }
     }
 
+    @Test("reads on one thread, one after another and one inside another, each read their own log whole")
+    func readsShareNothing() throws {
+        try TemporaryDirectory.with { directory in
+            let log = try Self.flushedLog(in: directory)
+            let other = FixtureLogs.directory.appendingPathComponent("support-sample.jsonl.gz").path
+            let otherLines = try Subprocess.run(gzipPath, ["-dc", other]).stdout.split(separator: 0x0A).map { Array($0) }
+            // A thread keeps its read buffers and inflaters between reads: a read started
+            // inside another (here, in its callback) must get its own.
+            for _ in 0..<3 {
+                var lines: [[UInt8]] = []
+                _ = try LogReader(path: log.path).forEachLine { line, _ in
+                    lines.append(Array(line))
+                    var inner: [[UInt8]] = []
+                    _ = try LogReader(path: other).forEachLine { line, _ in inner.append(Array(line)) }
+                    #expect(inner == otherLines)
+                }
+                #expect(lines == log.lines)
+            }
+            // A torn read, then an intact one: nothing of the first is left for the second.
+            let torn = directory.path("torn.jsonl.gz")
+            try writeBytes(Array(log.bytes.dropLast(7)), to: torn)
+            #expect(try LogReader(path: torn).forEachEvent { _ in }.tear != nil)
+            var lines: [[UInt8]] = []
+            let summary = try LogReader(path: log.path).forEachLine { line, _ in lines.append(Array(line)) }
+            #expect(summary.tear == nil && lines == log.lines)
+        }
+    }
+
     @Test("inflating whole members (libdeflate) and streaming them (zlib) read the same events and find the same damage")
     func wholeMemberInflateAgreesWithZlib() async throws {
         try await TemporaryDirectory.with { directory in
