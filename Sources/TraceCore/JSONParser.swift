@@ -96,6 +96,19 @@ public struct JSONParser {
             return TraceCoreError(.invalidJSON, "invalid JSON at byte \(where_): \(message)", byteOffset: where_)
         }
 
+        /// The printable ASCII word at the cursor (up to 24 bytes), quoted, for an error about
+        /// text that is not a JSON literal (a line of prose: `'this'`); else `describeByte()`.
+        func describeWord() -> String {
+            var stop = index
+            while stop < end && stop - index < 24, base[stop] > 0x20 && base[stop] < 0x7F,
+                !"{}[],:\"".utf8.contains(base[stop])
+            {
+                stop += 1
+            }
+            guard stop > index else { return describeByte() }
+            return "'" + String(decoding: UnsafeBufferPointer(start: base + index, count: stop - index), as: UTF8.self) + "'"
+        }
+
         func describeByte() -> String {
             guard index < end else { return "end of text" }
             let byte = base[index]
@@ -133,7 +146,7 @@ public struct JSONParser {
         mutating func literal(_ word: StaticString) throws {
             let count = word.utf8CodeUnitCount
             guard end - index >= count, memcmpEqual(base + index, word.utf8Start, count) else {
-                throw failure("expected '\(word)'")
+                throw failure("expected '\(word)', found \(describeWord())")
             }
             index += count
         }

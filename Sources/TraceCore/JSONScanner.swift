@@ -59,10 +59,25 @@ public struct JSONScanner {
         case UInt8(ascii: "{"): return "an object"
         case UInt8(ascii: "["): return "an array"
         case UInt8(ascii: "\""): return "a string"
-        case UInt8(ascii: "t"), UInt8(ascii: "f"): return "a boolean"
-        case UInt8(ascii: "n"): return "null"
+        case UInt8(ascii: "t") where startsWithLiteral("true"), UInt8(ascii: "f") where startsWithLiteral("false"): return "a boolean"
+        case UInt8(ascii: "n") where startsWithLiteral("null"): return "null"
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return "a number"
         default: return cursor.describeByte()
+        }
+    }
+
+    /// Whether the text at the cursor is `literal` and ends there (text that only begins like
+    /// one, such as a line of prose, is not named a boolean).
+    private func startsWithLiteral(_ literal: StaticString) -> Bool {
+        literal.withUTF8Buffer { expected in
+            guard cursor.end - cursor.index >= expected.count else { return false }
+            for offset in 0..<expected.count where cursor.base[cursor.index + offset] != expected[offset] { return false }
+            let after = cursor.index + expected.count
+            guard after < cursor.end else { return true }
+            switch cursor.base[after] {
+            case UInt8(ascii: ","), UInt8(ascii: "}"), UInt8(ascii: "]"), 0x20, 0x0A, 0x0D, 0x09: return true
+            default: return false
+            }
         }
     }
 

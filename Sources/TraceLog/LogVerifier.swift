@@ -53,8 +53,9 @@ public enum LogVerifier {
                         report.lastSequence = recorded.event.sequence
                         summary.firstSequence = summary.firstSequence ?? recorded.event.sequence
                         summary.lastSequence = recorded.event.sequence
+                        // Events read: a line that is not one is a problem, not an event.
+                        summary.eventCount += 1
                     }
-                    summary.eventCount += 1
                 }
                 report.eventCount += summary.eventCount
                 report.decompressedBytes += content.count
@@ -137,6 +138,7 @@ public struct MemberSummary: Sendable, Hashable {
     /// Compressed length in the file.
     public var length: Int
     public var decompressedBytes = 0
+    /// Lines that were events (a line that is not one is a problem, not counted).
     public var eventCount = 0
     public var firstSequence: Int?
     public var lastSequence: Int?
@@ -148,6 +150,7 @@ public struct MemberSummary: Sendable, Hashable {
 public struct VerificationReport: Sendable, Hashable {
     public var path: String
     public var members: [MemberSummary] = []
+    /// Events read, in all members (as the reference reader counts them).
     public var eventCount = 0
     public var decompressedBytes = 0
     /// Every problem, in file order.

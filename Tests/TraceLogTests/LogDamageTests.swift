@@ -371,6 +371,18 @@ struct LogDamageTests {
             #expect(codes.contains(.unsupportedVersion))
             #expect(report.problems.first { $0.code == .invalidEvent }?.sequence == 3)
             #expect(report.problems.first { $0.code == .unsupportedVersion }?.sequence == 8)
+            // The lines that are not events are problems, not events read.
+            #expect(report.eventCount == log.lines.count - 2)
+            #expect(report.members.reduce(0) { $0 + $1.eventCount } == report.eventCount)
+
+            // A line of prose, and JSON that is not an object, are named for what they are.
+            lines[3] = Array("this is not an event".utf8)
+            lines[5] = Array("[1,2]".utf8)
+            try Self.gzipLines(lines, to: path)
+            let messages = try LogVerifier.verify(path: path).problems.filter { $0.code == .invalidEvent }.map(\.message)
+            #expect(messages.count == 2)
+            #expect(messages.first?.contains("invalid JSON at byte 0: expected 'true', found 'this'") == true, "\(messages)")
+            #expect(messages.last?.contains("an event must be a JSON object, found an array") == true, "\(messages)")
         }
     }
 

@@ -90,6 +90,12 @@ public struct Event: Sendable, Hashable {
     public init(
         line: UnsafeRawBufferPointer, runId expectedRunId: String?, previousHash expectedPrevious: String?, keepsPacketText: Bool = true
     ) throws {
+        // A line that is not an object is named for what it is: not JSON at all (a stray line
+        // of text), or JSON of another type.
+        if line.first != UInt8(ascii: "{") {
+            let value = try JSONParser.parse(line)
+            throw TraceCoreError(.invalidField, "an event must be a JSON object, found \(value.typeDescription)")
+        }
         // The reader's hot path: envelope members straight into fields, the payload straight
         // into its type, with no intermediate JSON tree.
         var version: Int?
