@@ -90,6 +90,8 @@ public struct JSONParser {
         let base: UnsafePointer<UInt8>
         let end: Int
         var index = 0
+        /// Set once `skipSpace` steps over any white space (the canonical form has none).
+        var sawSpace = false
 
         func failure(_ message: String, at offset: Int? = nil) -> TraceCoreError {
             let where_ = offset ?? index
@@ -123,7 +125,9 @@ public struct JSONParser {
             if index < end && base[index] > 0x20 { return }
             while index < end {
                 switch base[index] {
-                case 0x20, 0x0A, 0x0D, 0x09: index += 1
+                case 0x20, 0x0A, 0x0D, 0x09:
+                    index += 1
+                    sawSpace = true
                 default: return
                 }
             }
@@ -291,17 +295,20 @@ public struct JSONParser {
         }
 
         /// Steps over the string at the cursor, checking it as `string()` does, without making
-        /// it: a string with escapes is checked by `string()` itself (they are rare).
-        mutating func skipString() throws {
+        /// it: a string with escapes is checked by `string()` itself (they are rare). Returns
+        /// whether it had no escape.
+        @discardableResult
+        mutating func skipString() throws -> Bool {
             let open = index
             if let (run, isASCII) = try plainString() {
                 if !isASCII && !JSONParser.isValidUTF8(run) {
                     throw TraceCoreError(.invalidUTF8, "invalid UTF-8 in a string starting at byte \(open + 1)", byteOffset: open + 1)
                 }
-                return
+                return true
             }
             index = open
             _ = try string()
+            return false
         }
 
         /// The bytes of the string at the cursor when it has no escapes, and whether they are

@@ -226,6 +226,50 @@ public struct JSONScanner {
         }
     }
 
+    /// `skipValue`, which also notes whether the value's text is in the canonical form
+    /// (`JSONText.isCanonical`): no white space, members in strictly ascending key order, no
+    /// escape but those the form writes, numbers as written back. One pass for what a checked
+    /// copy of a value (`JSONText`) needs: a string without escapes, the common case, is
+    /// canonical as it stands. The same checks and errors as `skipValue`.
+    mutating func skipValue(isCanonical: inout Bool) throws {
+        let spaceBefore = cursor.sawSpace
+        cursor.sawSpace = false
+        defer { cursor.sawSpace = cursor.sawSpace || spaceBefore }
+        try skipNotingCanonical(&isCanonical)
+        if cursor.sawSpace { isCanonical = false }
+    }
+
+    private mutating func skipNotingCanonical(_ isCanonical: inout Bool) throws {
+        guard cursor.index < cursor.end else { throw cursor.failure("expected a value, found the end of the text") }
+        let start = cursor.index
+        switch cursor.base[start] {
+        case UInt8(ascii: "{"):
+            var previous: UnsafeBufferPointer<UInt8>?
+            try readObject { scanner, key in
+                if case .raw(let name) = key.storage, isCanonical {
+                    if let previous, JSONObject.compareBytes(previous, name) >= 0 { isCanonical = false }
+                    previous = name
+                } else {
+                    isCanonical = false  // a name with an escape: written again to be sure
+                }
+                try scanner.skipNotingCanonical(&isCanonical)
+            }
+        case UInt8(ascii: "["):
+            try forEachElement { scanner, _ in try scanner.skipNotingCanonical(&isCanonical) }
+        case UInt8(ascii: "\""):
+            if try !cursor.skipString() && isCanonical {
+                isCanonical = JSONText.isCanonical(UnsafeBufferPointer(start: cursor.base + start, count: cursor.index - start))
+            }
+        default:
+            _ = try cursor.value(depth: depth)  // a literal or a number
+            if isCanonical && cursor.base[start] != UInt8(ascii: "t") && cursor.base[start] != UInt8(ascii: "f")
+                && cursor.base[start] != UInt8(ascii: "n")
+            {
+                isCanonical = JSONText.isCanonical(UnsafeBufferPointer(start: cursor.base + start, count: cursor.index - start))
+            }
+        }
+    }
+
     public mutating func readString() throws -> String {
         guard peek(UInt8(ascii: "\"")) else { throw typeError("a string") }
         return try cursor.string()

@@ -57,9 +57,10 @@ public struct JSONText: Sendable, Hashable {
     /// encoding of the value they hold. Checks the value as `readValue` does.
     public init(from scanner: inout JSONScanner) throws {
         let start = scanner.cursor.index
-        try scanner.skipValue()
+        var isCanonical = true
+        try scanner.skipValue(isCanonical: &isCanonical)
         let raw = UnsafeBufferPointer(start: scanner.cursor.base + start, count: scanner.cursor.index - start)
-        if JSONText.isCanonical(raw) {
+        if isCanonical {
             self.init(canonical: Array(raw))
             return
         }

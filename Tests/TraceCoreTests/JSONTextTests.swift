@@ -68,6 +68,70 @@ struct JSONTextTests {
         }
     }
 
+    @Test("one pass tells canonical text as the separate check does, and refuses what skipping refuses")
+    func onePassCanonicalCheck() {
+        var generator = SeededGenerator(seed: 2_026_112_4)
+        var verdicts = (canonical: 0, not: 0, refused: 0)
+        for round in 0..<3000 {
+            let value = Self.randomValue(depth: 0, &generator)
+            var bytes = round % 3 == 0 ? Array(JSONWriter.encodePretty(value).utf8) : JSONWriter.encode(value)
+            if round % 2 == 1 && !bytes.isEmpty {
+                // One byte changed to one that matters to the grammar or to the canonical form.
+                let choices: [UInt8] = [
+                    0x20, 0x0A, 0x22, 0x5C, 0x2C, 0x3A, 0x7B, 0x7D, 0x5B, 0x5D, 0x30, 0x2D, 0x65, 0x2E, 0x01, 0xC3, 0x61,
+                ]
+                bytes[Int(generator.next() % UInt64(bytes.count))] = choices[Int(generator.next() % UInt64(choices.count))]
+            }
+            let text = String(decoding: bytes, as: UTF8.self)
+            func check(_ onePass: Bool) -> Result<Bool, TraceCoreError> {
+                Result {
+                    try bytes.withUnsafeBytes { buffer in
+                        try JSONScanner.scan(buffer) { scanner in
+                            let start = scanner.cursor.index
+                            if onePass {
+                                var isCanonical = true
+                                try scanner.skipValue(isCanonical: &isCanonical)
+                                return isCanonical
+                            }
+                            try scanner.skipValue()
+                            return JSONText.isCanonical(
+                                UnsafeBufferPointer(start: scanner.cursor.base + start, count: scanner.cursor.index - start))
+                        }
+                    }
+                }.mapError { $0 as? TraceCoreError ?? TraceCoreError(.invalidJSON, "\($0)") }
+            }
+            switch (check(false), check(true)) {
+            case (.success(let separately), .success(let together)):
+                // The one pass may only be more careful: a member name that is not plain ASCII
+                // is written again rather than kept (the same bytes either way).
+                #expect(separately == together || (separately && Self.hasNameOutsidePlainASCII(text)), "\(text)")
+                if together { verdicts.canonical += 1 } else { verdicts.not += 1 }
+            case (.failure(let separately), .failure(let together)):
+                #expect(separately.message == together.message, "\(text)")
+                verdicts.refused += 1
+            case (let separately, let together):
+                Issue.record("\(text): separately \(separately), in one pass \(together)")
+            }
+        }
+        #expect(verdicts.canonical > 500 && verdicts.not > 100 && verdicts.refused > 500, "\(verdicts)")
+    }
+
+    /// Whether a member name in `text` (valid JSON) has a byte outside printable ASCII or one
+    /// the canonical form escapes.
+    static func hasNameOutsidePlainASCII(_ text: String) -> Bool {
+        func check(_ value: JSONValue) -> Bool {
+            switch value {
+            case .array(let elements): return elements.contains(where: check)
+            case .object(let object):
+                return object.members.contains { member in
+                    member.key.utf8.contains { $0 < 0x20 || $0 >= 0x80 || $0 == 0x22 || $0 == 0x5C } || check(member.value)
+                }
+            default: return false
+            }
+        }
+        return (try? JSONParser.parse(Array(text.utf8))).map(check) ?? false
+    }
+
     @Test("a value nested deeper than the parser reads is given back all the same")
     func deepValue() {
         var value: JSONValue = "bottom"
