@@ -44,9 +44,10 @@ public struct StateDigester: Sendable, StateListEncoder {
     public init() {}
 
     /// Notes what folding an event changed (the fold's answer), so the next digest rehashes
-    /// only that. A digester that is given the change of every folded event skips the scan for
-    /// changed calls; one that is not (or is given states out of order) scans, and is equally
-    /// right.
+    /// only that. A digester that tracks is given the change of every folded event and the
+    /// states of that one fold, in order: it neither scans for changed calls nor compares the
+    /// lists' last elements. One that never tracks compares what it hashed before with each
+    /// state it is given, so any states, in any order, get the right digest.
     public mutating func track(_ change: FoldChange) {
         isTracking = true
         if let index = change.call { firstTouchedCall = min(firstTouchedCall, index) }
@@ -91,15 +92,15 @@ public struct StateDigester: Sendable, StateListEncoder {
     }
 
     mutating func decisions(_ decisions: [DecisionRecord]) -> ListDigest {
-        Self.append(&decisionChain, &lastDecision, decisions, buffer: &elementBytes)
+        Self.append(&decisionChain, &lastDecision, decisions, isTracking: isTracking, buffer: &elementBytes)
     }
 
     mutating func contents(_ contents: [ContentReference]) -> ListDigest {
-        Self.append(&contentChain, &lastContent, contents, buffer: &elementBytes)
+        Self.append(&contentChain, &lastContent, contents, isTracking: isTracking, buffer: &elementBytes)
     }
 
     mutating func anomalies(_ anomalies: [Anomaly]) -> ListDigest {
-        Self.append(&anomalyChain, &lastAnomaly, anomalies, buffer: &elementBytes)
+        Self.append(&anomalyChain, &lastAnomaly, anomalies, isTracking: isTracking, buffer: &elementBytes)
     }
 
     mutating func calls(_ calls: [ToolCallRecord]) -> ListDigest {
@@ -120,14 +121,16 @@ public struct StateDigester: Sendable, StateListEncoder {
     }
 
     /// Extends the chain of a list the fold only appends to. If the element last hashed is no
-    /// longer where it was, the list belongs to another state: rehash it all.
+    /// longer where it was, the list belongs to another state: rehash it all. A tracking
+    /// digester is given the states of one fold in order, whose lists only grow: it does not
+    /// compare (a decision holds its whole reply, so comparing cost a pass over it per step).
     private static func append<T: Equatable & JSONEncodable>(
-        _ chain: inout [String], _ last: inout T?, _ elements: [T], buffer: inout [UInt8]
+        _ chain: inout [String], _ last: inout T?, _ elements: [T], isTracking: Bool, buffer: inout [UInt8]
     ) -> ListDigest {
         var first = chain.count
-        if first > elements.count || (first > 0 && elements[first - 1] != last) { first = 0 }
+        if first > elements.count || (!isTracking && first > 0 && elements[first - 1] != last) { first = 0 }
         let result = extend(&chain, with: elements, from: first, buffer: &buffer)
-        last = elements.last
+        if !isTracking { last = elements.last }
         return result
     }
 
