@@ -226,6 +226,35 @@ public struct JSONScanner {
         }
     }
 
+    /// Reads an object written exactly as `names` say — those members, in that order, with no
+    /// white space between tokens (`names[i]` is `"name":`, the separator before it left out) —
+    /// calling `body` with each member's index on its value. Returns false as soon as the text
+    /// is not that shape, the cursor then somewhere inside it: the caller reads the object
+    /// again the general way, which also gives the errors. A fast path for an object whose
+    /// canonical form is fixed (an event's envelope), without member-name matching or the
+    /// duplicate-name search: the names are those, once each.
+    mutating func readObject(exactly names: [StaticString], _ body: (inout JSONScanner, Int) throws -> Void) throws -> Bool {
+        guard peek(UInt8(ascii: "{")), depth < JSONParser.maximumDepth else { return false }
+        depth += 1
+        defer { depth -= 1 }
+        for (index, name) in names.enumerated() {
+            // `{` before the first name, `,` before the others.
+            guard cursor.index < cursor.end, cursor.base[cursor.index] == (index == 0 ? UInt8(ascii: "{") : UInt8(ascii: ","))
+            else { return false }
+            cursor.index += 1
+            let matches = name.withUTF8Buffer { expected in
+                guard let start = expected.baseAddress, cursor.end - cursor.index >= expected.count else { return false }
+                return memcmp(cursor.base + cursor.index, start, expected.count) == 0
+            }
+            guard matches else { return false }
+            cursor.index += name.utf8CodeUnitCount
+            try body(&self, index)
+        }
+        guard peek(UInt8(ascii: "}")) else { return false }
+        cursor.index += 1
+        return true
+    }
+
     /// `skipValue`, which also notes whether the value's text is in the canonical form
     /// (`JSONText.isCanonical`): no white space, members in strictly ascending key order, no
     /// escape but those the form writes, numbers as written back. One pass for what a checked
@@ -250,7 +279,7 @@ public struct JSONScanner {
                     if let previous, JSONObject.compareBytes(previous, name) >= 0 { isCanonical = false }
                     previous = name
                 } else {
-                    isCanonical = false  // a name with an escape: written again to be sure
+                    isCanonical = false  // a name with an escape or beyond ASCII: written again to be sure
                 }
                 try scanner.skipNotingCanonical(&isCanonical)
             }

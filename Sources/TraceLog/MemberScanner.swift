@@ -273,10 +273,10 @@ struct MemberScanner {
 
 /// What a scan reads and inflates with: the read buffer, the default content buffer and the
 /// inflaters. A thread keeps one set between scans (`ThreadSlot`): a suite run reads thousands
-/// of small logs per thread, and making them per log — a 256 KiB and a 512 KiB buffer faulted
-/// in again, zlib's and libdeflate's state — was a few percent of reading each one. A thread
-/// that has scanned holds about 800 KiB this way (a content buffer a huge member grew is shrunk
-/// back first).
+/// of small logs per thread, and making them per log (two large buffers, zlib's and
+/// libdeflate's state) cost up to 1% of reading each one; glibc reused the buffers' memory, so
+/// it was mostly the inflaters' set-up. A thread that has scanned holds about 800 KiB this way
+/// (a content buffer a huge member grew is shrunk back first).
 final class ScanResources {
     let readSize: Int
     let input: UnsafeMutableRawPointer

@@ -270,5 +270,21 @@ struct FoldTests {
         } throws: { error in
             (error as? TraceCoreError)?.message == #"data.verdict is "maybe", which is not one of "allow", "deny", "approval_required""#
         }
+        // A line the writer did not write (members in another order, one more member, white
+        // space) is the same event, read the general way; a cut line names what is wrong.
+        let written = String(decoding: script.events[1].encodedLine(), as: UTF8.self)
+        let reordered = written.replacingOccurrences(of: #"{"v":1,"run":"#, with: #"{"x":[1],"run":"#)
+            .replacingOccurrences(of: #","data":"#, with: #","v":1,"data":"#)
+        for variant in [
+            reordered, " " + written.replacingOccurrences(of: ",", with: " , "),
+            written.replacingOccurrences(of: "}}", with: "},\"z\":null}"),
+        ] {
+            #expect(try Event(line: Array(variant.utf8)) == script.events[1], "\(variant)")
+        }
+        #expect {
+            _ = try Event(line: Array(written.dropLast(3).utf8))
+        } throws: { error in
+            (error as? TraceCoreError)?.code == .invalidJSON && (error as? TraceCoreError)?.message.contains("is not closed") == true
+        }
     }
 }

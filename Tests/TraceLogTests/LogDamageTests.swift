@@ -383,6 +383,9 @@ struct LogDamageTests {
             #expect(messages.count == 2)
             #expect(messages.first?.contains("invalid JSON at byte 0: expected 'true', found 'this'") == true, "\(messages)")
             #expect(messages.last?.contains("an event must be a JSON object, found an array") == true, "\(messages)")
+            // An event after white space is still an event (its changed bytes break the chain).
+            let spaced = try Event(line: [0x20] + log.lines[6])
+            #expect(spaced == (try Event(line: log.lines[6])))
         }
     }
 

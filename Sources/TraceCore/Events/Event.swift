@@ -91,13 +91,58 @@ public struct Event: Sendable, Hashable {
         line: UnsafeRawBufferPointer, runId expectedRunId: String?, previousHash expectedPrevious: String?, keepsPacketText: Bool = true
     ) throws {
         // A line that is not an object is named for what it is: not JSON at all (a stray line
-        // of text), or JSON of another type.
+        // of text), or JSON of another type. (An object after white space reads on as usual.)
         if line.first != UInt8(ascii: "{") {
             let value = try JSONParser.parse(line)
-            throw TraceCoreError(.invalidField, "an event must be a JSON object, found \(value.typeDescription)")
+            guard case .object = value else {
+                throw TraceCoreError(.invalidField, "an event must be a JSON object, found \(value.typeDescription)")
+            }
         }
         // The reader's hot path: envelope members straight into fields, the payload straight
-        // into its type, with no intermediate JSON tree.
+        // into its type, with no intermediate JSON tree. A line as the writer writes it, members
+        // in their order and nothing else, is read member by member without matching names; any
+        // other line (or any error) is read again the general way, which gives the error.
+        var fields = EnvelopeFields(expectedRunId: expectedRunId, expectedPrevious: expectedPrevious, keepsPacketText: keepsPacketText)
+        let isWritersForm =
+            (try? JSONScanner.scan(line) { try $0.readObject(exactly: Event.envelopeNames) { try fields.read($1, &$0) } }) == true
+        if !isWritersForm {
+            fields = EnvelopeFields(expectedRunId: expectedRunId, expectedPrevious: expectedPrevious, keepsPacketText: keepsPacketText)
+            try JSONScanner.scan(line) { scanner in
+                try scanner.readObject { scanner, key in
+                    switch key {
+                    case "v": try fields.read(0, &scanner)
+                    case "run": try fields.read(1, &scanner)
+                    case "seq": try fields.read(2, &scanner)
+                    case "step": try fields.read(3, &scanner)
+                    case "time_us": try fields.read(4, &scanner)
+                    case "kind": try fields.read(5, &scanner)
+                    case "prev": try fields.read(6, &scanner)
+                    case "data": try fields.read(7, &scanner)
+                    default: try scanner.skipValue()
+                    }
+                }
+            }
+        }
+        self.version = try required(fields.version, "v")
+        try Event.checkVersion(self.version)
+        self.runId = try required(fields.runId, "run")
+        self.sequence = try required(fields.sequence, "seq")
+        self.step = try required(fields.step, "step")
+        self.timeUs = try required(fields.timeUs, "time_us")
+        let kindName = try required(fields.kind, "kind")
+        self.previousHash = try required(fields.previousHash, "prev")
+        if let payload = fields.payload {
+            self.payload = payload
+        } else {
+            self.payload = try EventPayload(kind: kindName, data: try required(fields.earlyData, "data"), version: self.version)
+        }
+    }
+
+    /// The envelope members of a line as they are read, for both ways of reading it.
+    private struct EnvelopeFields {
+        let expectedRunId: String?
+        let expectedPrevious: String?
+        let keepsPacketText: Bool
         var version: Int?
         var runId: String?
         var sequence: Int?
@@ -107,41 +152,33 @@ public struct Event: Sendable, Hashable {
         var previousHash: String?
         var payload: EventPayload?
         var earlyData: JSONValue?
-        try JSONScanner.scan(line) { scanner in
-            try scanner.readObject { scanner, key in
-                switch key {
-                case "v": version = try scanner.read()
-                case "run": runId = try scanner.readString(reusing: expectedRunId)
-                case "seq": sequence = try scanner.read()
-                case "step": step = try scanner.read()
-                case "time_us": timeUs = try scanner.read()
-                case "kind": kind = try scanner.read()
-                case "prev": previousHash = try scanner.readString(reusing: expectedPrevious)
-                case "data":
-                    if let kind, let version, Event.supportedVersions.contains(version) {
-                        scanner.discardsText = !keepsPacketText && kind == "context_built"
-                        defer { scanner.discardsText = false }
-                        payload = try EventPayload(kind: kind, from: &scanner, version: version)
-                    } else {
-                        // Written before `kind` (or under another version): decode it afterwards.
-                        earlyData = try scanner.readValue()
-                    }
-                default: try scanner.skipValue()
+
+        init(expectedRunId: String?, expectedPrevious: String?, keepsPacketText: Bool) {
+            self.expectedRunId = expectedRunId
+            self.expectedPrevious = expectedPrevious
+            self.keepsPacketText = keepsPacketText
+        }
+
+        /// Reads the value of envelope member `member` (its index in `Event.envelopeKeys`).
+        mutating func read(_ member: Int, _ scanner: inout JSONScanner) throws {
+            switch member {
+            case 0: version = try scanner.read()
+            case 1: runId = try scanner.readString(reusing: expectedRunId)
+            case 2: sequence = try scanner.read()
+            case 3: step = try scanner.read()
+            case 4: timeUs = try scanner.read()
+            case 5: kind = try scanner.read()
+            case 6: previousHash = try scanner.readString(reusing: expectedPrevious)
+            default:
+                if let kind, let version, Event.supportedVersions.contains(version) {
+                    scanner.discardsText = !keepsPacketText && kind == "context_built"
+                    defer { scanner.discardsText = false }
+                    payload = try EventPayload(kind: kind, from: &scanner, version: version)
+                } else {
+                    // Written before `kind` (or under another version): decode it afterwards.
+                    earlyData = try scanner.readValue()
                 }
             }
-        }
-        self.version = try required(version, "v")
-        try Event.checkVersion(self.version)
-        self.runId = try required(runId, "run")
-        self.sequence = try required(sequence, "seq")
-        self.step = try required(step, "step")
-        self.timeUs = try required(timeUs, "time_us")
-        let kindName = try required(kind, "kind")
-        self.previousHash = try required(previousHash, "prev")
-        if let payload {
-            self.payload = payload
-        } else {
-            self.payload = try EventPayload(kind: kindName, data: try required(earlyData, "data"), version: self.version)
         }
     }
 
@@ -160,6 +197,10 @@ public struct Event: Sendable, Hashable {
 
     /// The envelope's member names, in the order they are written.
     static let envelopeKeys = ["v", "run", "seq", "step", "time_us", "kind", "prev", "data"]
+    /// The same, as `JSONScanner.readObject(exactly:)` matches them in a line the writer wrote.
+    static let envelopeNames: [StaticString] = [
+        "\"v\":", "\"run\":", "\"seq\":", "\"step\":", "\"time_us\":", "\"kind\":", "\"prev\":", "\"data\":",
+    ]
 
     private init(envelope: [JSONValue?]) throws {
         func field<T: JSONRepresentable>(_ slot: Int) throws -> T {

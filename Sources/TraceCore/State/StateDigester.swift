@@ -123,7 +123,7 @@ public struct StateDigester: Sendable, StateListEncoder {
     /// Extends the chain of a list the fold only appends to. If the element last hashed is no
     /// longer where it was, the list belongs to another state: rehash it all. A tracking
     /// digester is given the states of one fold in order, whose lists only grow: it does not
-    /// compare (a decision holds its whole reply, so comparing cost a pass over it per step).
+    /// compare (comparing a decision went through its calls' arguments every step).
     private static func append<T: Equatable & JSONEncodable>(
         _ chain: inout [String], _ last: inout T?, _ elements: [T], isTracking: Bool, buffer: inout [UInt8]
     ) -> ListDigest {
