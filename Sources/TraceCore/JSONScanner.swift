@@ -217,13 +217,10 @@ public struct JSONScanner {
     /// Reads and discards one value, checking it as reading it would — syntax, valid UTF-8,
     /// escapes, no duplicate member names, nesting — without making it.
     public mutating func skipValue() throws {
-        guard cursor.index < cursor.end else { throw cursor.failure("expected a value, found the end of the text") }
-        switch cursor.base[cursor.index] {
-        case UInt8(ascii: "{"): try readObject { scanner, _ in try scanner.skipValue() }
-        case UInt8(ascii: "["): try forEachElement { scanner, _ in try scanner.skipValue() }
-        case UInt8(ascii: "\""): try cursor.skipString()
-        default: _ = try cursor.value(depth: depth)  // a literal or a number: nothing to make but a rare double
-        }
+        // The one walk over a value, with nothing to note: starting false, the canonical checks
+        // are never made.
+        var isCanonical = false
+        try skipNotingCanonical(&isCanonical)
     }
 
     /// Reads an object written exactly as `names` say — those members, in that order, with no
@@ -290,7 +287,7 @@ public struct JSONScanner {
                 isCanonical = JSONText.isCanonical(UnsafeBufferPointer(start: cursor.base + start, count: cursor.index - start))
             }
         default:
-            _ = try cursor.value(depth: depth)  // a literal or a number
+            _ = try cursor.value(depth: depth)  // a literal or a number: nothing to make but a rare double
             if isCanonical && cursor.base[start] != UInt8(ascii: "t") && cursor.base[start] != UInt8(ascii: "f")
                 && cursor.base[start] != UInt8(ascii: "n")
             {
