@@ -21,6 +21,7 @@ import json
 import os
 import shutil
 import sys
+import tempfile
 import time
 
 from selenium import webdriver
@@ -232,9 +233,13 @@ def main():
         sys.exit(__doc__)
     shots = sys.argv[1]
     os.makedirs(shots, exist_ok=True)
-    driver = browser()
+    # Chromium leaves its singleton-socket directories in TMPDIR; give it one of its own.
+    scratch = tempfile.mkdtemp(prefix="agent-eval-chromium-")
+    os.environ["TMPDIR"] = scratch
+    driver = None
     results = {}
     try:
+        driver = browser()
         for spec in sys.argv[2:]:
             kind, _, rest = spec.partition("=")
             page, *arguments = rest.split(",")
@@ -247,7 +252,9 @@ def main():
             driver.save_screenshot(os.path.join(shots, kind + ".png"))
             results[kind] = seen
     finally:
-        driver.quit()
+        if driver is not None:
+            driver.quit()
+        shutil.rmtree(scratch, ignore_errors=True)
     json.dump(results, sys.stdout, indent=1, sort_keys=True)
     print()
 

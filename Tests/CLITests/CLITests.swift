@@ -13,7 +13,14 @@ func agentEval(_ arguments: [String], in directory: URL? = nil, environment: [St
     return try Subprocess.run(try agentEvalBinary(), arguments, in: directory, environment: environment)
 }
 
-let testCatalogPath = FileManager.default.temporaryDirectory.appendingPathComponent("agent-eval-tests-catalog-\(getpid()).sqlite").path
+/// The test run's catalog; the file and its WAL and shared-memory files are removed when the
+/// test process exits.
+let testCatalogPath: String = {
+    atexit {
+        for suffix in ["", "-wal", "-shm", "-journal"] { try? FileManager.default.removeItem(atPath: testCatalogPath + suffix) }
+    }
+    return FileManager.default.temporaryDirectory.appendingPathComponent("agent-eval-tests-catalog-\(getpid()).sqlite").path
+}()
 
 /// Starts `agent-eval` without waiting for it (standard output discarded, standard error to a
 /// file in `directory`, whose path is returned); `catalog` is its catalog (the tests' one by

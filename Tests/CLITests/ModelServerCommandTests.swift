@@ -14,6 +14,7 @@ struct ModelServerCommandTests {
     @Test("exec records a provider's run, then replays it from the cassette offline", arguments: ["openai", "anthropic"])
     func recordThenReplay(provider: String) throws {
         let directory = try TemporaryDirectory()
+        defer { directory.remove() }
         let server = try LocalModelServer()
         let agent = ExampleRuns.agentPath("support")
         let cassette = directory.path("cassette")
@@ -203,6 +204,7 @@ struct ModelServerCommandTests {
     @Test("a request the cassette never saw is an error naming the nearest recording and the field")
     func strictReplayMiss() throws {
         let directory = try TemporaryDirectory()
+        defer { directory.remove() }
         let server = try LocalModelServer()
         let agent = ExampleRuns.agentPath("support")
         let cassette = directory.path("cassette")
@@ -231,6 +233,7 @@ struct ModelServerCommandTests {
     @Test("a missing key, a bad --model and a missing cassette are clear errors before anything runs")
     func badSetUp() throws {
         let directory = try TemporaryDirectory()
+        defer { directory.remove() }
         let agent = ExampleRuns.agentPath("support")
         let badModel = try agentEval(["exec", "--agent", agent, "--input", "x", "--model", "gpt-4o", "--out", directory.path("runs")])
         #expect(badModel.status == 2)
@@ -247,6 +250,7 @@ struct ModelServerCommandTests {
     @Test("Ctrl-C while the model is answering: the run stops interrupted, its log whole, exit 130")
     func interruptedWhileStreaming() throws {
         let directory = try TemporaryDirectory()
+        defer { directory.remove() }
         let server = try LocalModelServer()
         defer { server.stop() }
         let log = directory.path("hang.jsonl.gz")

@@ -1,5 +1,6 @@
 import EvalEngine
 import Foundation
+import TestSupport
 import Testing
 import TraceCore
 
@@ -356,9 +357,9 @@ struct StrictBatchTests {
 
     @Test("case files accept the spelled-out synonyms of superset and subset")
     func synonyms() throws {
-        let directory = NSTemporaryDirectory() + "agent-eval-synonyms-\(UUID().uuidString.prefix(8))"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let path = directory + "/case.yaml"
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.path("case.yaml")
         try """
         caseId: synonyms
         logs: run.jsonl.gz

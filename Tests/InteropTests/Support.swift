@@ -4,13 +4,6 @@ import TestSupport
 import TraceCore
 import TraceLog
 
-/// A fresh directory under the system's temporary one.
-func temporaryDirectory(_ name: String) throws -> String {
-    let path = NSTemporaryDirectory() + "agent-eval-interop-\(name)-\(UUID().uuidString.prefix(8))"
-    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    return path
-}
-
 /// Writes `text` to `directory/name` and returns the path.
 func write(_ text: String, to directory: String, _ name: String) throws -> String {
     let path = (directory as NSString).appendingPathComponent(name)
@@ -22,9 +15,10 @@ func write(_ text: String, to directory: String, _ name: String) throws -> Strin
 func importRuns(_ inputs: [String], format: ImportFormat = .auto, episodesPath: String? = nil) throws -> (
     outcome: ImportOutcome, states: [RunState]
 ) {
-    let out = try temporaryDirectory("out")
+    let out = try TemporaryDirectory("agent-eval-interop-out")
+    defer { out.remove() }
     let outcome = Importer.importRuns(
-        from: inputs, options: ImportOptions(format: format, episodesPath: episodesPath), writer: ImportWriter(directory: out))
+        from: inputs, options: ImportOptions(format: format, episodesPath: episodesPath), writer: ImportWriter(directory: out.url.path))
     let states = try outcome.runs.compactMap(\.log).map { try fold($0) }
     return (outcome, states)
 }

@@ -14,7 +14,9 @@ import TraceLog
 struct TraceImportTests {
     @Test("spans from the official OpenTelemetry SDK: OTLP/JSON, protobuf JSON, Tempo batches and Jaeger give the same runs")
     func sdkTraces() async throws {
-        let directory = try temporaryDirectory("otel")
+        let scratch = try TemporaryDirectory("agent-eval-interop-otel")
+        defer { scratch.remove() }
+        let directory = scratch.url.path
         try await runPython("otel_traces.py", [directory])
         var trajectories: [[Trajectory]] = []
         for name in ["genai.otlp.json", "genai.proto.json", "genai.tempo.json", "genai.jaeger.json"] {
@@ -61,7 +63,9 @@ struct TraceImportTests {
 
     @Test("Inspect AI logs written by Inspect: one run per sample and epoch, tool errors, limits, scores kept")
     func inspectLogs() async throws {
-        let directory = try temporaryDirectory("inspect")
+        let scratch = try TemporaryDirectory("agent-eval-interop-inspect")
+        defer { scratch.remove() }
+        let directory = scratch.url.path
         try await runPython("inspect_logs.py", [directory])
         func files(_ folder: String) throws -> [String] {
             let path = (directory as NSString).appendingPathComponent(folder)
@@ -111,7 +115,9 @@ struct TraceImportTests {
 
     @Test("export then import gives every fixture run's trajectory back")
     func roundTrip() throws {
-        let directory = try temporaryDirectory("roundtrip")
+        let scratch = try TemporaryDirectory("agent-eval-interop-roundtrip")
+        defer { scratch.remove() }
+        let directory = scratch.url.path
         let logs = try fixtureLogs()
         #expect(logs.count >= 5)
         for log in logs {
@@ -128,7 +134,9 @@ struct TraceImportTests {
 
     @Test("a real OTLP receiver parses the export with the official protobuf definitions; a 503 is retried")
     func receiver() async throws {
-        let receiver = try await OTLPReceiver(directory: try temporaryDirectory("receiver"), failFirst: 1)
+        let scratch = try TemporaryDirectory("agent-eval-interop-receiver")
+        defer { scratch.remove() }
+        let receiver = try await OTLPReceiver(directory: scratch.url.path, failFirst: 1)
         defer { receiver.stop() }
         let logs = try fixtureLogs()
         let request = try OTLPExporter(includeContent: true).request(logs: logs)

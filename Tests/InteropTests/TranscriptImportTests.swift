@@ -24,7 +24,9 @@ struct TranscriptImportTests {
 
     @Test("an OpenAI transcript: results paired by id out of order, a reused id, text beside calls, bad JSON, failure in the content")
     func openAITraps() throws {
-        let directory = try temporaryDirectory("openai")
+        let scratch = try TemporaryDirectory("agent-eval-interop-openai")
+        defer { scratch.remove() }
+        let directory = scratch.url.path
         let (outcome, states) = try importRuns([try write(Self.openAI, to: directory, "chat.json")])
         #expect(outcome.importedCount == 1 && outcome.failedCount == 0)
         let state = try #require(states.first)
@@ -60,7 +62,9 @@ struct TranscriptImportTests {
               {"role": "assistant", "content": [{"type": "text", "text": "Paris is 18"}], "stop_reason": "max_tokens"}
             ]}
             """
-        let directory = try temporaryDirectory("anthropic")
+        let scratch = try TemporaryDirectory("agent-eval-interop-anthropic")
+        defer { scratch.remove() }
+        let directory = scratch.url.path
         let (outcome, states) = try importRuns([try write(text, to: directory, "claude.json")])
         let state = try #require(states.first)
         #expect(outcome.runs.first?.format == "anthropic.messages")
@@ -83,7 +87,9 @@ struct TranscriptImportTests {
               {"task_id": 8, "trial": 0, "reward": 0.0, "steps": []}
             ]}
             """
-        let directory = try temporaryDirectory("episodes")
+        let scratch = try TemporaryDirectory("agent-eval-interop-episodes")
+        defer { scratch.remove() }
+        let directory = scratch.url.path
         let (outcome, states) = try importRuns([try write(text, to: directory, "results.json")], format: .messages, episodesPath: "results")
         #expect(outcome.importedCount == 2)
         #expect(outcome.failedCount == 1)
@@ -137,7 +143,9 @@ struct TranscriptImportTests {
 
     @Test("JSON Lines of episodes import a line at a time: a broken line and a cut last line are failures; the others import")
     func episodeLines() throws {
-        let directory = try temporaryDirectory("stream")
+        let scratch = try TemporaryDirectory("agent-eval-interop-stream")
+        defer { scratch.remove() }
+        let directory = scratch.url.path
         func episode(_ id: String) -> String {
             #"{"id": "\#(id)", "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a \#(id)"}]}"#
         }
@@ -159,7 +167,9 @@ struct TranscriptImportTests {
 
     @Test("bad input names the file and the position, and imports nothing")
     func badInput() throws {
-        let directory = try temporaryDirectory("bad")
+        let scratch = try TemporaryDirectory("agent-eval-interop-bad")
+        defer { scratch.remove() }
+        let directory = scratch.url.path
         let cut = try write(String(Self.openAI.prefix(200)), to: directory, "cut.json")
         let (outcome, _) = try importRuns([cut])
         let error = try #require(outcome.failedInputs.first)
