@@ -51,7 +51,7 @@ extension Catalog {
     /// interrupted rebuild leaves the old one as it was. Run it when nothing else uses the
     /// catalog.
     public static func rebuild(
-        at path: String, from paths: [String] = [],
+        at path: String, from paths: [String] = [], jobs: Int = 1,
         progress: (_ log: IndexedLog, _ done: Int, _ total: Int) -> Void = { _, _, _ in }
     ) throws(CatalogError) -> (summary: IndexSummary, suiteRuns: Int) {
         var sources = paths
@@ -74,7 +74,7 @@ extension Catalog {
         let summary: IndexSummary
         do {
             let fresh = try Catalog(path: temporary)
-            summary = sources.isEmpty ? IndexSummary() : try fresh.index(paths: sources, progress: progress)
+            summary = sources.isEmpty ? IndexSummary() : try fresh.index(paths: sources, jobs: jobs, progress: progress)
             if let old {
                 suiteRuns = try fresh.copySuites(from: old.path)
                 try old.close()

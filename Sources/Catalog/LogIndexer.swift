@@ -76,8 +76,10 @@ extension Catalog {
 
     /// Indexes the log at the absolute `path` inside the write transaction `db` (several logs
     /// may share one: `index(paths:)`). Reads the log's row again under the write lock: another
-    /// process may have indexed it meanwhile.
-    func index(absolute path: String, in db: Database, pending: PendingCallRows) throws -> IndexedLog {
+    /// process may have indexed it meanwhile. `prepared`, the log already read outside the
+    /// transaction, is written as it is when the row is still the one it was read against;
+    /// otherwise the log is read here.
+    func index(absolute path: String, in db: Database, pending: PendingCallRows, prepared: PreparedLog? = nil) throws -> IndexedLog {
         let known = try StoredLog.fetch(db, path: path)
         guard let stamp = FileStamp(path: path) else {
             if let known, known.status != .vanished {
@@ -90,17 +92,66 @@ extension Catalog {
         if let known, known.identity.matches(path, now: stamp) {
             return IndexedLog(path: path, change: .unchanged, status: known.status, problem: known.problem, eventsRead: 0)
         }
-        var indexer = LogIndexer(path: path, db: db, pending: pending)
-        let change: IndexedLog.Change
-        if let known, let resume = known.resume, known.identity.grew(path, now: stamp) {
-            change = .grew
-            try indexer.read(logId: known.id, from: resume, storedTailOffset: known.identity.tailOffset)
-        } else {
-            change = known == nil ? .added : .reindexed
-            try indexer.read(logId: known?.id, from: nil, storedTailOffset: 0)
+        if var prepared, prepared.basis == PreparedLog.Basis(known) {
+            let logId = try Self.startRows(of: path, known: known, keepingCallsBelow: prepared.keepsCallsBelow, in: db)
+            try pending.take(&prepared.rows, logId: logId, in: db)
+            try prepared.row.write(logId: logId, in: db)
+            return prepared.indexed
         }
-        let (status, problem) = try indexer.finish(stampBefore: stamp, now: Self.nowUs())
-        return IndexedLog(path: path, change: change, status: status, problem: problem, eventsRead: indexer.eventsRead)
+        let plan = ReadPlan(known: known, path: path, now: stamp)
+        let logId = try Self.startRows(of: path, known: known, keepingCallsBelow: plan.resume?.callBase, in: db)
+        var indexer = LogIndexer(path: path) { rows in try pending.take(&rows, logId: logId, in: db) }
+        try indexer.read(from: plan.resume, storedTailOffset: plan.storedTailOffset)
+        let row = indexer.finish(stampBefore: stamp, now: Self.nowUs())
+        var rows = indexer.rows
+        try pending.take(&rows, logId: logId, in: db)
+        try row.write(logId: logId, in: db)
+        return IndexedLog(path: path, change: plan.change, status: row.status, problem: row.problem, eventsRead: indexer.eventsRead)
+    }
+
+    /// Reads the log at the absolute `path` outside any transaction, against `known`, its row
+    /// as a read snapshot had it, for `index(absolute:in:pending:prepared:)` to write. Nil when
+    /// there is nothing to read (the file is gone or unchanged), or when the log holds more
+    /// calls than one read may keep (`Catalog.callsHeldInMemory`): such a log is read inside
+    /// the transaction, its settled calls written as it goes.
+    static func prepare(absolute path: String, known: StoredLog?) -> PreparedLog? {
+        guard let stamp = FileStamp(path: path), known.map({ !$0.identity.matches(path, now: stamp) }) ?? true else { return nil }
+        let plan = ReadPlan(known: known, path: path, now: stamp)
+        var indexer = LogIndexer(path: path) { _ in throw PreparedLog.TooManyCalls() }
+        do {
+            try indexer.read(from: plan.resume, storedTailOffset: plan.storedTailOffset)
+        } catch {
+            return nil
+        }
+        let row = indexer.finish(stampBefore: stamp, now: nowUs())
+        return PreparedLog(
+            basis: PreparedLog.Basis(known), keepsCallsBelow: plan.resume?.callBase, rows: indexer.rows, row: row,
+            indexed: IndexedLog(path: path, change: plan.change, status: row.status, problem: row.problem, eventsRead: indexer.eventsRead))
+    }
+
+    /// The log's id, inserting a placeholder row for a new log, with the call rows its read
+    /// replaces deleted: from ordinal `keepingCallsBelow` on for a log read on from where it
+    /// stopped, all of them for one read again from the start.
+    private static func startRows(of path: String, known: StoredLog?, keepingCallsBelow: Int?, in db: Database) throws -> Int64 {
+        guard let known else {
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO logs (path, size, mtime_ns, tail_offset, tail_end, tail_hash, status, events, steps, decisions,
+                        invalid_decisions, tool_calls, executed_calls, denied_calls, failed_calls, input_tokens, output_tokens, cost_usd,
+                        anomalies, indexed_at_us)
+                    VALUES (?, -1, 0, 0, 0, '', 'damaged', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+                    """
+            ).execute(arguments: [path])
+            return db.lastInsertedRowID
+        }
+        if let keepingCallsBelow {
+            try db.cachedStatement(sql: "DELETE FROM calls WHERE log_id = ? AND ordinal >= ?").execute(arguments: [
+                known.id, keepingCallsBelow,
+            ])
+        } else {
+            try db.cachedStatement(sql: "DELETE FROM calls WHERE log_id = ?").execute(arguments: [known.id])
+        }
+        return known.id
     }
 
     /// Microseconds since 1970, as the catalog stores times.
@@ -153,7 +204,7 @@ extension Catalog {
 }
 
 /// A log's row as the catalog holds it, for the identity check.
-struct StoredLog {
+struct StoredLog: Sendable {
     var id: Int64
     var identity: LogIdentity
     var status: LogStatus
@@ -181,9 +232,50 @@ struct StoredLog {
     }
 }
 
+/// How a log that is not unchanged is read: on from where the last read stopped when it grew on
+/// the same prefix, from the start otherwise.
+struct ReadPlan {
+    var change: IndexedLog.Change
+    var resume: ResumePoint?
+    var storedTailOffset = 0
+
+    init(known: StoredLog?, path: String, now: FileStamp) {
+        if let known, let resume = known.resume, known.identity.grew(path, now: now) {
+            (change, self.resume, storedTailOffset) = (.grew, resume, known.identity.tailOffset)
+        } else {
+            change = known == nil ? .added : .reindexed
+        }
+    }
+}
+
+/// A log read outside the write transaction, with everything its rows need.
+struct PreparedLog: Sendable {
+    /// The catalog row a read was made against: none, or a row with this id and identity.
+    /// Anything else under the write lock (another process indexed the log meanwhile) reads
+    /// the log again there.
+    struct Basis: Hashable, Sendable {
+        var id: Int64
+        var identity: LogIdentity
+
+        init?(_ known: StoredLog?) {
+            guard let known else { return nil }
+            (id, identity) = (known.id, known.identity)
+        }
+    }
+
+    struct TooManyCalls: Error {}
+
+    var basis: Basis?
+    /// For a log read on from where it stopped: the first call ordinal the read replaces.
+    var keepsCallsBelow: Int?
+    var rows: [CallRow]
+    var row: LogRow
+    var indexed: IndexedLog
+}
+
 /// Where a later index picks up a log that grows: a member's start, the chain just before it,
 /// and the (pruned) state folded from everything before it.
-struct ResumePoint: JSONRepresentable {
+struct ResumePoint: JSONRepresentable, Sendable {
     var position: LogReader.Position
     /// The ordinal of `state.calls[0]`: calls before it were written out and dropped.
     var callBase: Int
@@ -235,15 +327,16 @@ struct ResumePoint: JSONRepresentable {
     }
 }
 
-/// Reads one log inside a write transaction and writes its rows: the fold of its events, with
-/// settled calls written out and dropped as it goes, so memory stays bounded.
+/// Reads one log and makes its rows: the fold of its events, with settled calls made into rows
+/// and dropped as it goes, so memory stays bounded. It touches no database, so a log can be read
+/// on another thread than the one that writes its rows (`Catalog.index(paths:)`): rows are handed
+/// to `spill` whenever settled calls are dropped, and the rest come with `finish`.
 struct LogIndexer {
     let path: String
-    let db: Database
-    /// Call rows not written yet: the transaction's logs are read one after another and their
-    /// rows written together, so the reader and SQLite each keep their caches warm.
-    let pending: PendingCallRows
-    private var logId: Int64 = 0
+    /// Takes the rows made so far (emptying them), or throws to give up the read.
+    private let spill: (inout [CallRow]) throws -> Void
+    /// Rows of calls dropped from the state, not yet handed to `spill`; their log id is 0.
+    private(set) var rows: [CallRow] = []
     private var state = RunState()
     /// The ordinal of `state.calls[0]`.
     private var callBase = 0
@@ -256,35 +349,17 @@ struct LogIndexer {
     private var memberStart: ResumePoint?
     private var lastEvent: (sequence: Int, hash: String, memberIndex: Int, runId: String)?
 
-    init(path: String, db: Database, pending: PendingCallRows) {
+    init(path: String, spill: @escaping (inout [CallRow]) throws -> Void) {
         self.path = path
-        self.db = db
-        self.pending = pending
+        self.spill = spill
     }
 
-    /// Reads the log, from the start or from `resume`, folding and writing call rows.
-    mutating func read(logId existing: Int64?, from resume: ResumePoint?, storedTailOffset: Int) throws {
-        if let existing {
-            logId = existing
-        } else {
-            try db.cachedStatement(
-                sql: """
-                    INSERT INTO logs (path, size, mtime_ns, tail_offset, tail_end, tail_hash, status, events, steps, decisions,
-                        invalid_decisions, tool_calls, executed_calls, denied_calls, failed_calls, input_tokens, output_tokens, cost_usd,
-                        anomalies, indexed_at_us)
-                    VALUES (?, -1, 0, 0, 0, '', 'damaged', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-                    """
-            ).execute(arguments: [path])
-            logId = db.lastInsertedRowID
-        }
+    /// Reads the log, from the start or from `resume`, folding and making call rows.
+    mutating func read(from resume: ResumePoint?, storedTailOffset: Int) throws {
         if let resume {
             state = resume.state
             callBase = resume.callBase
             members = (storedTailOffset, resume.position.memberOffset)
-            try db.cachedStatement(sql: "DELETE FROM calls WHERE log_id = ? AND ordinal >= ?").execute(arguments: [logId, callBase])
-        } else if existing != nil {
-            // A log read again from the start: its old call rows go (a new log has none).
-            try db.cachedStatement(sql: "DELETE FROM calls WHERE log_id = ?").execute(arguments: [logId])
         }
         // The fold reads no context packet's text: it is checked, not made.
         let reader = LogReader(path: path, options: .init(keepsPacketText: false))
@@ -315,37 +390,37 @@ struct LogIndexer {
         RunState.reduce(into: &state, event)
         eventsRead += 1
         lastEvent = (event.sequence, recorded.hash, recorded.location.memberIndex, event.runId)
-        if case .stepEnded = event.payload, state.calls.count >= Catalog.callsHeldInMemory { try writeSettledCalls() }
+        if case .stepEnded = event.payload, state.calls.count >= Catalog.callsHeldInMemory { try dropSettledCalls() }
     }
 
-    /// Writes out the settled calls at the front of the list (the step that proposed them has
-    /// ended, no attempt is in flight, none waits for approval) and drops them, with the
-    /// decisions and contents the catalog keeps only as counts.
-    private mutating func writeSettledCalls() throws {
+    /// Makes rows of the settled calls at the front of the list (the step that proposed them
+    /// has ended, no attempt is in flight, none waits for approval) and drops them, with the
+    /// decisions and contents the catalog keeps only as counts; hands the rows to `spill`.
+    private mutating func dropSettledCalls() throws {
         let settled = state.calls.prefix { !$0.isAwaitingApproval && $0.attempts == $0.results.count }.count
         guard settled > 0 else { return }
-        for index in 0..<settled { try writeCall(state.calls[index], ordinal: callBase + index) }
+        for index in 0..<settled { rows.append(row(of: state.calls[index], ordinal: callBase + index)) }
         state.calls.removeFirst(settled)
         callBase += settled
         state.decisions.removeAll()
         state.contents.removeAll()
+        try spill(&rows)
     }
 
-    private func writeCall(_ call: ToolCallRecord, ordinal: Int) throws {
+    private func row(of call: ToolCallRecord, ordinal: Int) -> CallRow {
         let last = call.results.last
-        pending.rows.append(
-            CallRow(
-                logId: logId, ordinal: ordinal, runId: state.runId ?? "", step: call.step, callId: call.id, tool: call.tool,
-                arguments: JSONWriter.encodeString(call.arguments), verdict: call.verdict?.verdict.rawValue, rule: call.verdict?.rule,
-                approval: call.approval.map { $0.isGranted ? "granted" : "refused" }, approver: call.approval?.approver,
-                attempts: call.attempts, status: last?.status.rawValue, durationUs: call.results.reduce(0) { $0 + $1.durationUs },
-                error: last?.error))
-        if pending.rows.count >= PendingCallRows.limit { try pending.write(to: db) }
+        return CallRow(
+            logId: 0, ordinal: ordinal, runId: state.runId ?? "", step: call.step, callId: call.id, tool: call.tool,
+            arguments: JSONWriter.encodeString(call.arguments), verdict: call.verdict?.verdict.rawValue, rule: call.verdict?.rule,
+            approval: call.approval.map { $0.isGranted ? "granted" : "refused" }, approver: call.approval?.approver,
+            attempts: call.attempts, status: last?.status.rawValue, durationUs: call.results.reduce(0) { $0 + $1.durationUs },
+            error: last?.error)
     }
 
-    /// Writes the remaining calls and the log's row; returns how the log stands.
-    mutating func finish(stampBefore: FileStamp, now: Int) throws -> (status: LogStatus, problem: String?) {
-        for (index, call) in state.calls.enumerated() { try writeCall(call, ordinal: callBase + index) }
+    /// Makes the rows of the calls still held (in `rows`, after any not handed over yet) and the
+    /// log's row: how the log stands, where a later read picks up, and the identity of what was read.
+    mutating func finish(stampBefore: FileStamp, now: Int) -> LogRow {
+        for (index, call) in state.calls.enumerated() { rows.append(row(of: call, ordinal: callBase + index)) }
         // A file that changed while it was read gets no identity (size -1): it is read again next time.
         let isSteady = FileStamp(path: path) == stampBefore
         var status = LogStatus.intact
@@ -375,11 +450,59 @@ struct LogIndexer {
             let lastComplete = members.current == end ? members.previous : members.current
             tail = LogIdentity.tailRange(memberOffset: lastComplete ?? 0, end: end)
         }
-        let tailHash = LogIdentity.hash(path, from: tail.offset, to: tail.end) ?? ""
         // A finished run's log does not grow (a run stopped for approval does, when resumed).
         let isOpen = state.stop == nil || state.stop?.reason == .approvalRequired || summary.tear != nil
-        let resume = point.flatMap { isOpen && isSteady ? JSONWriter.encode($0.json) : nil }
         let start = state.start
+        return LogRow(
+            size: isSteady ? stampBefore.size : -1, mtimeNs: stampBefore.mtimeNs, tailOffset: tail.offset, tailEnd: tail.end,
+            tailHash: LogIdentity.hash(path, from: tail.offset, to: tail.end) ?? "", status: status, problem: problem,
+            runId: state.runId, agent: start?.agent.name, agentVersion: start?.agent.version,
+            model: start.map { "\($0.model.provider):\($0.model.name)" }, input: start?.goal, startedAtUs: state.startedAtUs,
+            endedAtUs: state.stop == nil ? nil : state.lastEventAtUs, stopReason: state.stop?.reason.rawValue,
+            stopLimit: state.stop?.limit?.rawValue, events: state.eventCount, steps: state.step, decisions: state.usage.modelCalls,
+            invalidDecisions: state.counters.invalidDecisions, toolCalls: callBase + state.calls.count,
+            executedCalls: state.counters.executedCalls, deniedCalls: state.counters.deniedCalls,
+            failedCalls: state.counters.failedCalls, inputTokens: state.usage.inputTokens, outputTokens: state.usage.outputTokens,
+            costUSD: state.usage.costUSD, anomalies: state.anomalies.count, indexedAtUs: now,
+            resume: point.flatMap { isOpen && isSteady ? JSONWriter.encode($0.json) : nil })
+    }
+}
+
+/// A `logs` row's values, as `LogIndexer.finish` makes them.
+struct LogRow: Sendable {
+    var size: Int
+    var mtimeNs: Int
+    var tailOffset: Int
+    var tailEnd: Int
+    var tailHash: String
+    var status: LogStatus
+    var problem: String?
+    var runId: String?
+    var agent: String?
+    var agentVersion: String?
+    var model: String?
+    var input: String?
+    var startedAtUs: Int?
+    var endedAtUs: Int?
+    var stopReason: String?
+    var stopLimit: String?
+    var events: Int
+    var steps: Int
+    var decisions: Int
+    var invalidDecisions: Int
+    var toolCalls: Int
+    var executedCalls: Int
+    var deniedCalls: Int
+    var failedCalls: Int
+    var inputTokens: Int
+    var outputTokens: Int
+    var costUSD: Double
+    var anomalies: Int
+    var indexedAtUs: Int
+    var resume: [UInt8]?
+
+    /// Writes the values into the row `logId` (inserted before, as a placeholder, when new).
+    func write(logId: Int64, in db: Database) throws {
         let statement = try db.cachedStatement(
             sql: """
                 UPDATE logs SET size = ?, mtime_ns = ?, tail_offset = ?, tail_end = ?, tail_hash = ?, status = ?, problem = ?,
@@ -390,44 +513,43 @@ struct LogIndexer {
                 WHERE log_id = ?
                 """)
         try BoundRow.execute(statement, in: db) { row in
-            row.bind(isSteady ? stampBefore.size : -1)
-            row.bind(stampBefore.mtimeNs)
-            row.bind(tail.offset)
-            row.bind(tail.end)
+            row.bind(size)
+            row.bind(mtimeNs)
+            row.bind(tailOffset)
+            row.bind(tailEnd)
             row.bind(tailHash)
             row.bind(status.rawValue)
             row.bind(problem)
-            row.bind(state.runId)
-            row.bind(start?.agent.name)
-            row.bind(start?.agent.version)
-            row.bind(start.map { "\($0.model.provider):\($0.model.name)" })
-            row.bind(start?.goal)
-            row.bind(state.startedAtUs)
-            row.bind(state.stop == nil ? nil : state.lastEventAtUs)
-            row.bind(state.stop?.reason.rawValue)
-            row.bind(state.stop?.limit?.rawValue)
-            row.bind(state.eventCount)
-            row.bind(state.step)
-            row.bind(state.usage.modelCalls)
-            row.bind(state.counters.invalidDecisions)
-            row.bind(callBase + state.calls.count)
-            row.bind(state.counters.executedCalls)
-            row.bind(state.counters.deniedCalls)
-            row.bind(state.counters.failedCalls)
-            row.bind(state.usage.inputTokens)
-            row.bind(state.usage.outputTokens)
-            row.bind(state.usage.costUSD)
-            row.bind(state.anomalies.count)
-            row.bind(now)
+            row.bind(runId)
+            row.bind(agent)
+            row.bind(agentVersion)
+            row.bind(model)
+            row.bind(input)
+            row.bind(startedAtUs)
+            row.bind(endedAtUs)
+            row.bind(stopReason)
+            row.bind(stopLimit)
+            row.bind(events)
+            row.bind(steps)
+            row.bind(decisions)
+            row.bind(invalidDecisions)
+            row.bind(toolCalls)
+            row.bind(executedCalls)
+            row.bind(deniedCalls)
+            row.bind(failedCalls)
+            row.bind(inputTokens)
+            row.bind(outputTokens)
+            row.bind(costUSD)
+            row.bind(anomalies)
+            row.bind(indexedAtUs)
             row.bind(resume)
             row.bind(logId)
         }
-        return (status, problem)
     }
 }
 
 /// A `calls` row waiting to be written.
-struct CallRow {
+struct CallRow: Sendable {
     var logId: Int64
     var ordinal: Int
     var runId: String
@@ -450,6 +572,17 @@ struct CallRow {
 final class PendingCallRows {
     static let limit = 4096
     var rows: [CallRow] = []
+
+    /// Takes `made` (emptying it) as rows of the log `logId`; writes out once `limit` wait.
+    func take(_ made: inout [CallRow], logId: Int64, in db: Database) throws {
+        rows.reserveCapacity(rows.count + made.count)
+        for var row in made {
+            row.logId = logId
+            rows.append(row)
+        }
+        made.removeAll(keepingCapacity: true)
+        if rows.count >= Self.limit { try write(to: db) }
+    }
 
     func write(to db: Database) throws {
         guard !rows.isEmpty else { return }

@@ -117,12 +117,15 @@ struct IndexCommand: ParsableCommand {
     @Flag(name: [.short, .long], help: "Print only the summary line.")
     var quiet = false
 
+    @Option(help: "Threads reading logs while SQLite writes on this one (default: the number of cores).")
+    var jobs: Int?
+
     func run() throws {
         let catalog = try location.open()
         let isTerminal = isatty(2) == 1
         let summary: IndexSummary
         do {
-            summary = try catalog.index(paths: paths) { log, done, total in
+            summary = try catalog.index(paths: paths, jobs: try readingJobs(jobs)) { log, done, total in
                 if json {
                     var object = ObjectBuilder()
                     object.set("path", log.path)
@@ -492,10 +495,13 @@ struct CatalogCommand: ParsableCommand {
         @Flag(help: "Print a JSON summary.")
         var json = false
 
+        @Option(help: "Threads reading logs while SQLite writes on another (default: the number of cores).")
+        var jobs: Int?
+
         func run() throws {
             let result: (summary: IndexSummary, suiteRuns: Int)
             do {
-                result = try Catalog.rebuild(at: location.path, from: paths)
+                result = try Catalog.rebuild(at: location.path, from: paths, jobs: try readingJobs(jobs))
             } catch {
                 throw diagnose(error)
             }
@@ -544,4 +550,11 @@ struct CatalogCommand: ParsableCommand {
             if !result.stale.isEmpty { throw Exit.failure }
         }
     }
+}
+
+/// `--jobs` of `index` and `catalog rebuild`: at least 1; the number of cores when not given.
+func readingJobs(_ jobs: Int?) throws -> Int {
+    guard let jobs else { return max(1, ProcessInfo.processInfo.activeProcessorCount) }
+    guard jobs >= 1 else { throw ValidationError("--jobs must be at least 1") }
+    return jobs
 }

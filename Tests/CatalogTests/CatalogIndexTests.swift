@@ -39,6 +39,34 @@ func writeSyntheticRun(
     return writer
 }
 
+/// A synthetic run written a part at a time, as a run still going is: each part is flushed
+/// (the member left open) and the rest recorded later, closing the log at the end.
+struct GrowingLog {
+    let run: SyntheticCorpus.Run
+    let writer: LogWriter
+    let recorder: RunRecorder
+
+    init(at path: String, seed: UInt64, steps: Int) throws {
+        var corpus = SyntheticCorpus(seed: seed)
+        run = corpus.run(index: 0, steps: steps)
+        writer = try LogWriter.create(at: path, runId: run.runId, options: .init(memberBound: 4096))
+        let clock = SteppingClock()
+        recorder = RunRecorder(writer: writer, clock: { clock.now() })
+    }
+
+    /// Records events `range` and flushes them.
+    func record(_ range: Range<Int>) throws {
+        try SyntheticCorpus.record(run.events[range], with: recorder)
+        try writer.flush(sync: true)
+    }
+
+    /// Records the events from `start` on and closes the log.
+    func finish(from start: Int) throws {
+        try SyntheticCorpus.record(run.events.dropFirst(start), with: recorder)
+        try writer.close()
+    }
+}
+
 /// Every row of `table` without the columns that say when it was written.
 func rows(_ catalog: Catalog, _ table: String, except: Set<String> = ["indexed_at_us", "log_id"]) throws -> [[String]] {
     let result = try catalog.query("SELECT * FROM \(table) ORDER BY 1, 2")
@@ -163,25 +191,104 @@ struct CatalogIndexTests {
     func grownLog() throws {
         try TemporaryDirectory.with { directory in
             let log = directory.path("a.jsonl.gz")
-            var corpus = SyntheticCorpus(seed: 100)
-            let run = corpus.run(index: 0, steps: 30)
-            let writer = try LogWriter.create(at: log, runId: run.runId, options: .init(memberBound: 4096))
-            let clock = SteppingClock()
-            let recorder = RunRecorder(writer: writer, clock: { clock.now() })
-            try SyntheticCorpus.record(run.events.prefix(100), with: recorder)
-            try writer.flush(sync: true)
+            let growing = try GrowingLog(at: log, seed: 100, steps: 30)
+            let run = growing.run
+            try growing.record(0..<100)
             let catalog = try Catalog(path: directory.path("incremental.sqlite"))
             let partial = try catalog.index(log: log)
             #expect(partial.status == .torn)
             #expect(partial.eventsRead == 100)
 
-            try SyntheticCorpus.record(run.events.dropFirst(100), with: recorder)
-            try writer.close()
+            try growing.finish(from: 100)
 
             let grown = try catalog.index(log: log)
             #expect(grown.change == .grew)
             #expect(grown.eventsRead < run.events.count)
             #expect(grown.status == .intact)
+
+            let fresh = try Catalog(path: directory.path("fresh.sqlite"))
+            _ = try fresh.index(log: log)
+            #expect(try rows(catalog, "logs") == rows(fresh, "logs"))
+            #expect(try rows(catalog, "calls") == rows(fresh, "calls"))
+        }
+    }
+
+    @Test("logs read on other threads while SQLite writes give exactly the rows of indexing one log at a time, batch after batch")
+    func pipelinedIndexMatchesOneByOne() throws {
+        try TemporaryDirectory.with { directory in
+            let fixtures = try copyFixtureLogs(into: directory)
+            // More logs than one transaction takes, so batches are read while others are written.
+            for index in 0..<(Catalog.logsPerTransaction + 10) {
+                try writeSyntheticRun(to: directory.path("small-\(index).jsonl.gz"), steps: 3, index: index)
+            }
+            // More calls than a read outside the transaction may hold: read inside it.
+            try writeSyntheticRun(to: directory.path("long.jsonl.gz"), steps: Catalog.callsHeldInMemory + 40)
+            // A run still being written (torn), which grows later.
+            let open = try GrowingLog(at: directory.path("open.jsonl.gz"), seed: 7, steps: 20)
+            try open.record(0..<50)
+            // A damaged one.
+            var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: fixtures[0])))
+            for index in (bytes.count / 2)..<(bytes.count / 2 + 16) { bytes[index] ^= 0xFF }
+            try Data(bytes).write(to: URL(fileURLWithPath: directory.path("damaged.jsonl.gz")))
+
+            let pipelined = try Catalog(path: directory.path("pipelined.sqlite"))
+            let oneByOne = try Catalog(path: directory.path("one-by-one.sqlite"))
+            func indexBothWays() throws -> IndexSummary {
+                let summary = try pipelined.index(paths: [directory.url.path], jobs: 3)
+                for path in try Catalog.findLogs([directory.url.path]) { _ = try oneByOne.index(log: path) }
+                #expect(try rows(pipelined, "logs") == rows(oneByOne, "logs"))
+                #expect(try rows(pipelined, "calls") == rows(oneByOne, "calls"))
+                return summary
+            }
+            let first = try indexBothWays()
+            #expect(first.logs.count == fixtures.count + Catalog.logsPerTransaction + 13)
+            #expect(Set(first.logs.map(\.status)) == [.intact, .torn, .damaged])
+            #expect(try pipelined.query("SELECT tool_calls FROM logs WHERE path LIKE '%/long.jsonl.gz'").rows.first?.first?.int ?? 0 > 512)
+
+            try open.finish(from: 50)
+            let second = try indexBothWays()
+            #expect(second.logs.filter { $0.change != .unchanged }.map(\.change) == [.grew])
+        }
+    }
+
+    @Test("a log read outside the write transaction is written as read only while its row is the one it was read against")
+    func preparedReadsAreNeverStale() throws {
+        try TemporaryDirectory.with { directory in
+            let log = directory.path("a.jsonl.gz")
+            let path = Catalog.absolute(log)
+            let growing = try GrowingLog(at: log, seed: 11, steps: 30)
+            let catalog = try Catalog(path: directory.path("catalog.sqlite"))
+            func write(_ prepared: PreparedLog) throws -> IndexedLog {
+                try catalog.write { db in
+                    let pending = PendingCallRows()
+                    let indexed = try catalog.index(absolute: path, in: db, pending: pending, prepared: prepared)
+                    try pending.write(to: db)
+                    return indexed
+                }
+            }
+            try growing.record(0..<40)
+            _ = try catalog.index(log: log)
+
+            // Read against the row as it is: written as read (a marked count shows it was not read again).
+            try growing.record(40..<70)
+            let known = try catalog.read { db in try StoredLog.fetch(db, path: path) }
+            var current = try #require(Catalog.prepare(absolute: path, known: known))
+            #expect(current.indexed.change == .grew)
+            current.row.events = 123_456
+            #expect(try write(current).change == .grew)
+            #expect(try catalog.query("SELECT events FROM logs").rows.first?.first?.int == 123_456)
+
+            // Read against a row another indexer has replaced since (and the log grew again): read again.
+            try growing.record(70..<100)
+            let older = try catalog.read { db in try StoredLog.fetch(db, path: path) }
+            try growing.record(100..<130)
+            var stale = try #require(Catalog.prepare(absolute: path, known: older))
+            stale.row.events = 654_321
+            _ = try catalog.index(log: log)
+            try growing.finish(from: 130)
+            let indexed = try write(stale)
+            #expect(indexed.change == .grew)
+            #expect(try catalog.query("SELECT events FROM logs").rows.first?.first?.int == growing.run.events.count)
 
             let fresh = try Catalog(path: directory.path("fresh.sqlite"))
             _ = try fresh.index(log: log)
