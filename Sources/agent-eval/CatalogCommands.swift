@@ -117,15 +117,17 @@ struct IndexCommand: ParsableCommand {
     @Flag(name: [.short, .long], help: "Print only the summary line.")
     var quiet = false
 
-    @Option(help: "Threads reading logs while SQLite writes on this one (default: the number of cores).")
+    @Option(help: "Threads reading logs while SQLite writes on another (default: the number of cores).")
     var jobs: Int?
+
+    func validate() throws { try validateReadingJobs(jobs) }
 
     func run() throws {
         let catalog = try location.open()
         let isTerminal = isatty(2) == 1
         let summary: IndexSummary
         do {
-            summary = try catalog.index(paths: paths, jobs: try readingJobs(jobs)) { log, done, total in
+            summary = try catalog.index(paths: paths, jobs: readingJobs(jobs)) { log, done, total in
                 if json {
                     var object = ObjectBuilder()
                     object.set("path", log.path)
@@ -498,10 +500,12 @@ struct CatalogCommand: ParsableCommand {
         @Option(help: "Threads reading logs while SQLite writes on another (default: the number of cores).")
         var jobs: Int?
 
+        func validate() throws { try validateReadingJobs(jobs) }
+
         func run() throws {
             let result: (summary: IndexSummary, suiteRuns: Int)
             do {
-                result = try Catalog.rebuild(at: location.path, from: paths, jobs: try readingJobs(jobs))
+                result = try Catalog.rebuild(at: location.path, from: paths, jobs: readingJobs(jobs))
             } catch {
                 throw diagnose(error)
             }
@@ -552,9 +556,10 @@ struct CatalogCommand: ParsableCommand {
     }
 }
 
-/// `--jobs` of `index` and `catalog rebuild`: at least 1; the number of cores when not given.
-func readingJobs(_ jobs: Int?) throws -> Int {
-    guard let jobs else { return max(1, ProcessInfo.processInfo.activeProcessorCount) }
-    guard jobs >= 1 else { throw ValidationError("--jobs must be at least 1") }
-    return jobs
+/// `--jobs` of `index` and `catalog rebuild`: the number of cores when not given.
+func readingJobs(_ jobs: Int?) -> Int { max(1, jobs ?? ProcessInfo.processInfo.activeProcessorCount) }
+
+/// Refuses a `--jobs` below 1.
+func validateReadingJobs(_ jobs: Int?) throws {
+    if let jobs, jobs < 1 { throw ValidationError("--jobs must be at least 1") }
 }
