@@ -106,14 +106,15 @@ extension Catalog {
         let batches = stride(from: 0, to: logs.count, by: Self.logsPerTransaction).map {
             logs[$0..<min(logs.count, $0 + Self.logsPerTransaction)].map(Self.absolute)
         }
-        let jobs = max(1, jobs)
-        var next = batches.first.map { prepare($0, jobs: jobs) }
-        // A batch still being read when an error ends the index is waited for: it reads the catalog.
-        defer { next?.waitForEnd() }
+        let readers = ReadingThreads(count: max(1, jobs))
+        defer { readers.stop() }
+        var next: PendingBatch?
+        if let first = batches.first { next = try start(first, on: readers) }
         for number in batches.indices {
-            guard let preparing = next else { break }
-            let batch = try preparing.result()
-            next = number + 1 < batches.count ? prepare(batches[number + 1], jobs: jobs) : nil
+            guard let current = next else { break }
+            // The next batch is read while this one is written.
+            next = number + 1 < batches.count ? try start(batches[number + 1], on: readers) : nil
+            let batch = current.wait()
             func report(_ indexed: IndexedLog) {
                 summary.logs.append(indexed)
                 progress(indexed, summary.logs.count, logs.count)
@@ -136,24 +137,27 @@ extension Catalog {
         return summary
     }
 
-    /// One batch's logs on a read snapshot: each one's row, the unchanged ones told apart, and
-    /// the others read (`prepare(absolute:known:)`), on other threads.
-    private func prepare(_ paths: [String], jobs: Int) -> BackgroundWork<[BatchLog]> {
-        BackgroundWork { () throws(CatalogError) -> [BatchLog] in
-            let known = try self.read { db in try paths.map { try StoredLog.fetch(db, path: $0) } }
-            var batch = zip(paths, known).map { path, known in
+    /// Starts looking at one batch's logs: their rows from one read snapshot (here), then on
+    /// `readers`, each log's identity checked and, unless it is unchanged, the log read
+    /// (`prepare(absolute:known:)`).
+    private func start(_ paths: [String], on readers: ReadingThreads) throws(CatalogError) -> PendingBatch {
+        let known = try read { db in try paths.map { try StoredLog.fetch(db, path: $0) } }
+        let batch = PendingBatch(zip(paths, known).map { BatchLog(path: $0, known: $1) })
+        for (index, path) in paths.enumerated() {
+            let known = known[index]
+            batch.group.enter()
+            readers.submit {
                 var log = BatchLog(path: path, known: known)
                 if let known, let stamp = FileStamp(path: path), known.identity.matches(path, now: stamp) {
                     log.unchanged = IndexedLog(path: path, change: .unchanged, status: known.status, problem: known.problem, eventsRead: 0)
+                } else {
+                    log.prepared = Self.prepare(absolute: path, known: known)
                 }
-                return log
+                batch.logs.withLock { $0[index] = log }
+                batch.group.leave()
             }
-            let toRead = batch.indices.filter { batch[$0].unchanged == nil }
-            let reads = toRead.map { (path: batch[$0].path, known: batch[$0].known) }
-            let prepared = concurrentMap(reads.count, jobs: jobs) { Self.prepare(absolute: reads[$0].path, known: reads[$0].known) }
-            for (index, log) in zip(toRead, prepared) { batch[index].prepared = log }
-            return batch
         }
+        return batch
     }
 }
 
@@ -167,58 +171,75 @@ struct BatchLog: Sendable {
     var prepared: PreparedLog?
 }
 
-/// `body(0..<count)` on up to `jobs` threads at once (the calling one and threads of their
-/// own: the shared dispatch pool may be busy with the caller's own tasks), results in order.
-func concurrentMap<T: Sendable>(_ count: Int, jobs: Int, _ body: @escaping @Sendable (Int) -> T) -> [T] {
-    guard jobs > 1 && count > 1 else { return (0..<count).map(body) }
-    let results = Mutex<[Int: T]>([:])
-    let nextIndex = Atomic<Int>(0)
-    let work: @Sendable () -> Void = {
-        while true {
-            let index = nextIndex.wrappingAdd(1, ordering: .relaxed).oldValue
-            guard index < count else { return }
-            let result = body(index)
-            results.withLock { $0[index] = result }
-        }
+/// A batch whose logs are being looked at on `ReadingThreads`.
+final class PendingBatch: Sendable {
+    let logs: Mutex<[BatchLog]>
+    let group = DispatchGroup()
+
+    init(_ logs: [BatchLog]) { self.logs = Mutex(logs) }
+
+    /// Waits until every log of the batch was looked at.
+    func wait() -> [BatchLog] {
+        group.wait()
+        return logs.withLock { $0 }
     }
-    let helpers = (1..<min(jobs, count)).map { _ in BackgroundWork { () throws(CatalogError) in work() } }
-    work()
-    for helper in helpers { helper.waitForEnd() }
-    return results.withLock { results in (0..<count).compactMap { results[$0] } }
 }
 
-/// Work started on a thread of its own whose result is asked for later.
-final class BackgroundWork<T: Sendable>: Sendable {
-    private let outcome = Mutex<Result<T, CatalogError>?>(nil)
-    private let done = DispatchSemaphore(value: 0)
+/// The threads that read logs for one `index(paths:)`, kept until it ends: a reader keeps its
+/// buffers and inflaters per thread (`ThreadSlot`), which a thread per batch would make again.
+/// Threads of their own rather than the shared dispatch pool, which the caller's own tasks may
+/// hold.
+final class ReadingThreads: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var queue: [@Sendable () -> Void] = []
+    private var head = 0
+    private var isStopping = false
+    private var running: Int
 
-    init(_ body: @escaping @Sendable () throws(CatalogError) -> T) {
-        let thread = Thread { [self] in
-            let result: Result<T, CatalogError>
-            do throws(CatalogError) {
-                result = .success(try body())
-            } catch {
-                result = .failure(error)
+    init(count: Int) {
+        running = count
+        for _ in 0..<count {
+            let thread = Thread { [self] in loop() }
+            thread.name = "agent-eval index reader"
+            thread.start()
+        }
+    }
+
+    func submit(_ work: @escaping @Sendable () -> Void) {
+        condition.lock()
+        queue.append(work)
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Drops the work not started, waits for the work running, and ends the threads.
+    func stop() {
+        condition.lock()
+        isStopping = true
+        queue.removeAll()
+        head = 0
+        condition.broadcast()
+        while running > 0 { condition.wait() }
+        condition.unlock()
+    }
+
+    private func loop() {
+        condition.lock()
+        while true {
+            while head == queue.count && !isStopping { condition.wait() }
+            if head == queue.count { break }
+            let work = queue[head]
+            head += 1
+            if head == queue.count {
+                queue.removeAll(keepingCapacity: true)
+                head = 0
             }
-            outcome.withLock { $0 = result }
-            done.signal()
+            condition.unlock()
+            work()
+            condition.lock()
         }
-        thread.name = "agent-eval index"
-        thread.start()
-    }
-
-    /// Waits for the work to end.
-    func waitForEnd() {
-        done.wait()
-        done.signal()
-    }
-
-    /// Waits for the work, then returns what it made or throws what it threw.
-    func result() throws(CatalogError) -> T {
-        waitForEnd()
-        guard let result = outcome.withLock({ $0 }) else {
-            throw CatalogError(.cannotOpen, "an index batch ended without a result")
-        }
-        return try result.get()
+        running -= 1
+        condition.broadcast()
+        condition.unlock()
     }
 }
