@@ -1,4 +1,4 @@
-// The catalog benchmark (docs/catalog.md, README "Performance"):
+// The catalog benchmark (docs/catalog.md, docs/performance.md):
 //
 //   swift run -c release catalog-benchmark [--runs 1000] [--steps 20] [--repetitions 3] [--jobs 2]
 //       [--query-runs 100000] [--big-events 1000000] [--dir PATH] [--agent-eval PATH]

@@ -11,7 +11,7 @@
 // `--stages-only` skips the runner and the Python peers: the one-thread stages alone, for
 // comparing two builds of the reader quickly.
 //
-// Prints medians of the repetitions; see README.md, "Performance".
+// Prints medians of the repetitions; see docs/performance.md.
 import EvalEngine
 import Foundation
 import TestSupport

@@ -2,7 +2,7 @@
 //
 //   swift run -c release log-benchmark [--runs 1000] [--steps 20] [--repetitions 5] [--dir PATH]
 //
-// Prints medians of the repetitions. See README.md, "Performance".
+// Prints medians of the repetitions. See docs/performance.md.
 import CZlib
 import Foundation
 import TestSupport

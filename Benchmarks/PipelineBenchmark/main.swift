@@ -13,7 +13,7 @@
 // Resume: the same pipeline paused before its last task (the pause is requested when the
 // last-but-one task starts), then resumed: the time from the resume call to the last task's
 // start is opening the log, reading and folding ~2,000 events, checking the file, sealing and
-// deciding. Prints medians of the repetitions; see README.md, "Performance".
+// deciding. Prints medians of the repetitions; see docs/performance.md.
 import AgentRuntime
 import Foundation
 import Pipelines

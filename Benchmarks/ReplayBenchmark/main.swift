@@ -3,7 +3,7 @@
 //
 //   swift run -c release replay-benchmark [--events 100000] [--samples 200]
 //
-// Prints medians; see README.md, "Performance".
+// Prints medians; see docs/performance.md.
 import Foundation
 import Replay
 import TestSupport

@@ -7,7 +7,7 @@
 // A step here is one full turn of the loop: build the context packet, ask the model, parse and
 // validate the decision, give a policy verdict, record the write-ahead intent (a sync flush),
 // run the tool, record the result, fold every event and record the state digest (another sync
-// flush). Prints medians of the repetitions; see README.md, "Performance".
+// flush). Prints medians of the repetitions; see docs/performance.md.
 //
 // --growth runs one long run per length instead, whose every call returns something new and
 // whose budget holds about 20 observations, so each packet lists every older observation as

@@ -43,7 +43,7 @@ public struct LogReader {
         /// with `readsAhead`) of at least this many bytes of file reads, inflates and hashes
         /// members on a helper thread, a few members ahead of the decoding and checking on the
         /// caller's thread: the same events, errors and summary, about 1.5 times as fast on a
-        /// long log (README, Performance). Smaller files, random access from a position, and
+        /// long log (docs/performance.md). Smaller files, random access from a position, and
         /// `firstEvent` stay on one thread; `Int.max` keeps every read on one.
         public var readsAheadFromBytes = 1 << 20
         /// Hand out context packets with their strings (goal, summaries, item ids). Off, every

@@ -21,7 +21,7 @@ public final class LogWriter {
         public var memberBound = 256 * 1024
         public var durability = Durability.standard
         /// zlib's level, 1 to 9. 4 is the default: on realistic runs its files are within 10% of
-        /// `gzip -6` and it writes about 1.3x as fast as 6 (README, Performance).
+        /// `gzip -6` and it writes about 1.3x as fast as 6 (docs/performance.md).
         public var compressionLevel: Int32 = 4
         /// Signs the chain at every member close and after every stop (docs/log-format.md,
         /// "Signed logs"); nil writes an unsigned log.
