@@ -175,9 +175,9 @@ for repetition in 0..<settings.repetitions {
     var steps = 0
     var events = 0
     var recorded: [Event] = []
+    let paths = (0..<settings.runs).map { "\(directory)/r\(repetition)-\($0).jsonl.gz" }
     let started = ContinuousClock.now
-    for run in 0..<settings.runs {
-        let path = "\(directory)/r\(repetition)-\(run).jsonl.gz"
+    for (run, path) in paths.enumerated() {
         let outcome = try await runtime.run(goal: "benchmark", log: path, runId: "run-\(run)")
         guard outcome.stop.reason == .success else {
             FileHandle.standardError.write(Data("run \(run) stopped with \(outcome.stop.reason)\n".utf8))
@@ -185,15 +185,14 @@ for repetition in 0..<settings.repetitions {
         }
         steps += outcome.steps
         events += outcome.state.eventCount
-        if run == 0 {
-            // The first run's events, packets whole (read inside the timed loop: one run in `runs`).
-            var options = LogReader.Options()
-            options.resolvesContextPackets = true
-            _ = try LogReader(path: path, options: options).forEachEvent { recorded.append($0.event) }
-        }
-        try FileManager.default.removeItem(atPath: path)
     }
     let micros = microseconds(ContinuousClock.now - started) / Double(steps)
+    // Outside the timed loop, as for the writer alone: the first run's events, packets whole,
+    // and the logs' removal.
+    var options = LogReader.Options()
+    options.resolvesContextPackets = true
+    _ = try LogReader(path: paths[0], options: options).forEachEvent { recorded.append($0.event) }
+    for path in paths { try FileManager.default.removeItem(atPath: path) }
     perStep.append(micros)
     eventsPerStep = Double(events) / Double(steps)
     let writer = microseconds(try writerAlone(recorded, runs: settings.runs, options: runtime.logOptions, in: directory)) / Double(steps)
