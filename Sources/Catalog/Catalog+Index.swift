@@ -106,7 +106,8 @@ extension Catalog {
         let batches = stride(from: 0, to: logs.count, by: Self.logsPerTransaction).map {
             logs[$0..<min(logs.count, $0 + Self.logsPerTransaction)].map(Self.absolute)
         }
-        let readers = ReadingThreads(count: max(1, jobs))
+        // More readers than a batch has logs would wait for nothing.
+        let readers = ReadingThreads(count: min(max(1, jobs), Self.logsPerTransaction))
         defer { readers.stop() }
         var next: PendingBatch?
         if let first = batches.first { next = try start(first, on: readers) }
