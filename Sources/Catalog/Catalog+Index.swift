@@ -139,8 +139,7 @@ extension Catalog {
     }
 
     /// Starts looking at one batch's logs: their rows from one read snapshot (here), then on
-    /// `readers`, each log's identity checked and, unless it is unchanged, the log read
-    /// (`prepare(absolute:known:)`).
+    /// `readers`, each log found unchanged or read (`prepare(absolute:known:)`).
     private func start(_ paths: [String], on readers: ReadingThreads) throws(CatalogError) -> PendingBatch {
         let known = try read { db in try paths.map { try StoredLog.fetch(db, path: $0) } }
         let batch = PendingBatch(zip(paths, known).map { BatchLog(path: $0, known: $1) })
@@ -149,11 +148,7 @@ extension Catalog {
             batch.group.enter()
             readers.submit {
                 var log = BatchLog(path: path, known: known)
-                if let known, let stamp = FileStamp(path: path), known.identity.matches(path, now: stamp) {
-                    log.unchanged = IndexedLog(path: path, change: .unchanged, status: known.status, problem: known.problem, eventsRead: 0)
-                } else {
-                    log.prepared = Self.prepare(absolute: path, known: known)
-                }
+                (log.unchanged, log.prepared) = Self.prepare(absolute: path, known: known)
                 batch.logs.withLock { $0[index] = log }
                 batch.group.leave()
             }

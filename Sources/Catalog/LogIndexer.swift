@@ -109,24 +109,28 @@ extension Catalog {
         return IndexedLog(path: path, change: plan.change, status: row.status, problem: row.problem, eventsRead: indexer.eventsRead)
     }
 
-    /// Reads the log at the absolute `path` outside any transaction, against `known`, its row
-    /// as a read snapshot had it, for `index(absolute:in:pending:prepared:)` to write. Nil when
-    /// there is nothing to read (the file is gone or unchanged), or when the log holds more
-    /// calls than one read may keep (`Catalog.callsHeldInMemory`): such a log is read inside
-    /// the transaction, its settled calls written as it goes.
-    static func prepare(absolute path: String, known: StoredLog?) -> PreparedLog? {
-        guard let stamp = FileStamp(path: path), known.map({ !$0.identity.matches(path, now: stamp) }) ?? true else { return nil }
+    /// What reading the log at the absolute `path` outside any transaction finds, against
+    /// `known`, its row as a read snapshot had it: that it is unchanged, or the log read, for
+    /// `index(absolute:in:pending:prepared:)` to write; nothing when the file is gone or the log
+    /// holds more calls than one read may keep (`Catalog.callsHeldInMemory`): such a log is read
+    /// inside the transaction, its settled calls written as it goes.
+    static func prepare(absolute path: String, known: StoredLog?) -> (unchanged: IndexedLog?, prepared: PreparedLog?) {
+        guard let stamp = FileStamp(path: path) else { return (nil, nil) }
+        if let known, known.identity.matches(path, now: stamp) {
+            return (IndexedLog(path: path, change: .unchanged, status: known.status, problem: known.problem, eventsRead: 0), nil)
+        }
         let plan = ReadPlan(known: known, path: path, now: stamp)
         var indexer = LogIndexer(path: path) { _ in throw PreparedLog.TooManyCalls() }
         do {
             try indexer.read(from: plan.resume, storedTailOffset: plan.storedTailOffset)
         } catch {
-            return nil
+            return (nil, nil)
         }
         let row = indexer.finish(stampBefore: stamp, now: nowUs())
-        return PreparedLog(
+        let prepared = PreparedLog(
             basis: PreparedLog.Basis(known), keepsCallsBelow: plan.resume?.callBase, rows: indexer.rows, row: row,
             indexed: IndexedLog(path: path, change: plan.change, status: row.status, problem: row.problem, eventsRead: indexer.eventsRead))
+        return (nil, prepared)
     }
 
     /// The log's id, inserting a placeholder row for a new log, with the call rows its read

@@ -268,11 +268,15 @@ struct CatalogIndexTests {
             }
             try growing.record(0..<40)
             _ = try catalog.index(log: log)
+            // Against the row it has now, the log is unchanged: nothing is read.
+            let indexed = try catalog.read { db in try StoredLog.fetch(db, path: path) }
+            let unchanged = Catalog.prepare(absolute: path, known: indexed)
+            #expect(unchanged.unchanged?.change == .unchanged && unchanged.prepared == nil)
 
             // Read against the row as it is: written as read (a marked count shows it was not read again).
             try growing.record(40..<70)
             let known = try catalog.read { db in try StoredLog.fetch(db, path: path) }
-            var current = try #require(Catalog.prepare(absolute: path, known: known))
+            var current = try #require(Catalog.prepare(absolute: path, known: known).prepared)
             #expect(current.indexed.change == .grew)
             current.row.events = 123_456
             #expect(try write(current).change == .grew)
@@ -282,12 +286,12 @@ struct CatalogIndexTests {
             try growing.record(70..<100)
             let older = try catalog.read { db in try StoredLog.fetch(db, path: path) }
             try growing.record(100..<130)
-            var stale = try #require(Catalog.prepare(absolute: path, known: older))
+            var stale = try #require(Catalog.prepare(absolute: path, known: older).prepared)
             stale.row.events = 654_321
             _ = try catalog.index(log: log)
             try growing.finish(from: 130)
-            let indexed = try write(stale)
-            #expect(indexed.change == .grew)
+            let reread = try write(stale)
+            #expect(reread.change == .grew)
             #expect(try catalog.query("SELECT events FROM logs").rows.first?.first?.int == growing.run.events.count)
 
             let fresh = try Catalog(path: directory.path("fresh.sqlite"))
