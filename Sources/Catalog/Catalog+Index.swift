@@ -142,12 +142,12 @@ extension Catalog {
     /// `readers`, each log found unchanged or read (`prepare(absolute:known:)`).
     private func start(_ paths: [String], on readers: ReadingThreads) throws(CatalogError) -> PendingBatch {
         let known = try read { db in try paths.map { try StoredLog.fetch(db, path: $0) } }
-        let batch = PendingBatch(zip(paths, known).map { BatchLog(path: $0, known: $1) })
+        let batch = PendingBatch(paths.map { BatchLog(path: $0) })
         for (index, path) in paths.enumerated() {
             let known = known[index]
             batch.group.enter()
             readers.submit {
-                var log = BatchLog(path: path, known: known)
+                var log = BatchLog(path: path)
                 (log.unchanged, log.prepared) = Self.prepare(absolute: path, known: known)
                 batch.logs.withLock { $0[index] = log }
                 batch.group.leave()
@@ -160,7 +160,6 @@ extension Catalog {
 /// A log of a batch `index(paths:)` indexes, as the batch was looked at on a read snapshot.
 struct BatchLog: Sendable {
     var path: String
-    var known: StoredLog?
     /// Set when its identity was unchanged: nothing to read.
     var unchanged: IndexedLog?
     /// The log read outside the transaction (nil: read it inside).
