@@ -176,7 +176,7 @@ public struct JSONParser {
                     throw failure("duplicate member name \"\(members[position].key)\" in object", at: start)
                 }
             }
-            return JSONObject(sortedUniqueMembers: members)
+            return JSONObject(sortedUniqueMembers: members.trimmedToCount())
         }
 
         /// The members of the object at the cursor, in document order.
@@ -241,7 +241,7 @@ public struct JSONParser {
                 }
                 if base[index] == UInt8(ascii: "]") {
                     index += 1
-                    return elements
+                    return elements.trimmedToCount()
                 }
                 throw failure("expected ',' or ']' in array, found \(describeByte())")
             }
@@ -477,6 +477,18 @@ public struct JSONParser {
                 throw failure("number \(text) is out of range", at: start)
             }
             return .double(value)
+        }
+    }
+}
+
+extension Array {
+    /// The same elements in storage of exactly their count. A parsed tree can live as long as
+    /// the run's state (every call's arguments): the capacity a parse reserved or grew into
+    /// beyond the count (up to twice it) would stay allocated as long.
+    func trimmedToCount() -> [Element] {
+        guard capacity > count else { return self }
+        return [Element](unsafeUninitializedCapacity: count) { buffer, initialized in
+            initialized = buffer.initialize(fromContentsOf: self)
         }
     }
 }

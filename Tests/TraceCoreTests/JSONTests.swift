@@ -81,6 +81,24 @@ struct JSONTests {
         }
     }
 
+    @Test("a parsed tree keeps no spare capacity: a long run's state holds every call's arguments")
+    func parsedTreesAreTrimmed() throws {
+        let text = #"{"query":"refund status","limit":3,"tags":["a","b","c"],"filter":{"since":"2026-01-01"}}"#
+        guard case .object(let object) = try JSONParser.parse(Array(text.utf8)) else {
+            Issue.record("not an object")
+            return
+        }
+        // The parse reserves room for 8 members; what it keeps is sized to what it read (up to
+        // the allocator's rounding, less than one element).
+        #expect(object.members.capacity < object.members.count + 1)
+        guard case .array(let tags)? = object["tags"], case .object(let filter)? = object["filter"] else {
+            Issue.record("members missing")
+            return
+        }
+        #expect(tags.capacity < tags.count + 1)
+        #expect(filter.members.capacity < filter.members.count + 1)
+    }
+
     @Test("invalid UTF-8 inside a string is rejected, not replaced")
     func rejectsInvalidUTF8() {
         #expect {

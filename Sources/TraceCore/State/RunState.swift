@@ -139,7 +139,13 @@ public struct ToolCallRecord: Sendable, Hashable {
     public var step: Int
     public var arguments: JSONValue
     public var verdict: VerdictGiven?
-    public var approval: ApprovalRecorded?
+    /// A human's answer, for a call that needed one (most calls do not: held out of line, so
+    /// that every other call's record is smaller by its size).
+    public var approval: ApprovalRecorded? {
+        get { approvalStorage?.value }
+        set { approvalStorage = newValue.map(OutOfLine.init) }
+    }
+    private var approvalStorage: OutOfLine<ApprovalRecorded>?
     /// `tool_intended` events: attempts started.
     public var attempts = 0
     /// `tool_completed` events, one per finished attempt, in order.
@@ -191,6 +197,24 @@ public struct ToolCallRecord: Sendable, Hashable {
         hasher.combine(step)
         hasher.combine(attempts)
         hasher.combine(results.count)
+    }
+}
+
+/// A value kept in storage of its own: a pointer in the record that holds it.
+struct OutOfLine<Value: Sendable & Hashable>: Sendable, Hashable {
+    private indirect enum Storage: Sendable, Hashable {
+        case value(Value)
+    }
+    private let storage: Storage
+
+    init(_ value: Value) {
+        storage = .value(value)
+    }
+
+    var value: Value {
+        switch storage {
+        case .value(let value): return value
+        }
     }
 }
 
