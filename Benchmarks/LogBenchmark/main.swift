@@ -124,9 +124,15 @@ func gzipSixSize(of path: String) throws -> Int {
     return written
 }
 
+/// Reads and folds one log as the project's folds do: a long log's outputs go back to the log
+/// (`StoredOutputs`, for logs of 4 MiB or more).
 func readAndFold(_ path: String) throws -> (events: Int, bytes: Int) {
     var state = RunState()
-    let summary = try LogReader(path: path).forEachEvent { RunState.reduce(into: &state, $0.event) }
+    var stored = StoredOutputs(log: path)
+    let summary = try LogReader(path: path).forEachEvent { recorded in
+        let change = RunState.reduce(into: &state, recorded.event)
+        stored?.folded(recorded, change: change, into: &state)
+    }
     precondition(state.stopReason != nil || summary.eventCount == 0)
     return (summary.eventCount, summary.decompressedBytes)
 }

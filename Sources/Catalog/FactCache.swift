@@ -52,7 +52,8 @@ public struct FactCache: LogFactSource {
             return cached
         }
         counts.value.withLock { $0.read += 1 }
-        let facts = try LogFacts.read(log)
+        // The facts' state is written whole to the catalog below: its outputs stay in memory.
+        let facts = try LogFacts.read(log, storesOutputs: false)
         if FileStamp(path: path) == before { try? store(facts, path: path, stamp: before) }
         return facts
     }

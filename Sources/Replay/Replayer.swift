@@ -36,6 +36,9 @@ public struct Replayer: Sendable {
         var result = Result(state: RunState(), read: ReadSummary())
         var current: ReplayStep?
         var stopped = false
+        // A long log's outputs go back to the log as the replay passes them (read back when
+        // looked at).
+        var stored = StoredOutputs(log: path)
 
         func finish() throws {
             guard var step = current else { return }
@@ -73,7 +76,9 @@ public struct Replayer: Sendable {
                     }
                 }
                 let anomaliesBefore = state.anomalies.count
-                digester.track(RunState.reduce(into: &state, event))
+                let change = RunState.reduce(into: &state, event)
+                digester.track(change)
+                stored?.folded(recorded, change: change, into: &state)
                 for anomaly in state.anomalies[anomaliesBefore...] {
                     problems.append(StepProblem(kind: .anomaly, sequence: anomaly.sequence, message: anomaly.message))
                 }
@@ -82,6 +87,7 @@ public struct Replayer: Sendable {
             }
             try finish()
         } catch is Stop {}
+        if let failure = stored?.store.failure { throw failure }
         result.state = state
         return result
     }

@@ -9,43 +9,107 @@
 ///
 /// Two texts are equal when their bytes are, which is when their values' canonical JSON is:
 /// the equality the state and its digest define.
+///
+/// A text may also be held elsewhere (`init(storedIn:key:check:count:)`): the fold of a long log
+/// lets its results' outputs go back to the log they were read from (`StoredOutputs`), and each
+/// use of `bytes` reads the text back. The value is the same; only where it is kept differs.
 public struct JSONText: Sendable, Hashable {
-    /// The canonical encoding.
-    public let bytes: [UInt8]
-    /// The value itself when it nests deeper than the parser reads (no log line holds one: the
-    /// writer refuses it), so that `value` gives it back all the same. Boxed: a text is two
-    /// words, not four, in every result a long run's state keeps.
-    private let deepValue: DeepValue?
+    /// Where the bytes are. Each case is one reference, so a text is one word in every result
+    /// a long run's state keeps.
+    private enum Storage: Sendable {
+        case canonical([UInt8])
+        /// The value nests deeper than the parser reads (no log line holds one: the writer
+        /// refuses it): kept with its bytes, so that `value` gives it back all the same.
+        case deep(DeepValue)
+        case stored(StoredText)
+    }
 
     private final class DeepValue: Sendable {
+        let bytes: [UInt8]
         let value: JSONValue
 
-        init(_ value: JSONValue) {
+        init(_ bytes: [UInt8], _ value: JSONValue) {
+            self.bytes = bytes
             self.value = value
+        }
+    }
+
+    private final class StoredText: Sendable {
+        let store: any JSONTextStore
+        let key: Int
+        let check: UInt64
+        let count: Int
+
+        init(store: any JSONTextStore, key: Int, check: UInt64, count: Int) {
+            self.store = store
+            self.key = key
+            self.check = check
+            self.count = count
+        }
+
+        /// The bytes read back, or, when they cannot be, the canonical JSON of a string that
+        /// says so (the store keeps the error for its reader to report).
+        var bytes: [UInt8] {
+            if let bytes = store.text(at: key, check: check), bytes.count == count { return bytes }
+            return JSONWriter.encode(.string(store.unavailableText(at: key)))
+        }
+    }
+
+    private let storage: Storage
+
+    /// The canonical encoding.
+    public var bytes: [UInt8] {
+        switch storage {
+        case .canonical(let bytes): return bytes
+        case .deep(let deep): return deep.bytes
+        case .stored(let stored): return stored.bytes
         }
     }
 
     /// The canonical encoding of `value`.
     public init(_ value: JSONValue) {
-        bytes = JSONWriter.encode(value)
-        deepValue = value.nests(deeperThan: JSONParser.maximumDepth - 1) ? DeepValue(value) : nil
+        let bytes = JSONWriter.encode(value)
+        storage = value.nests(deeperThan: JSONParser.maximumDepth - 1) ? .deep(DeepValue(bytes, value)) : .canonical(bytes)
     }
 
     private init(canonical bytes: [UInt8]) {
-        self.bytes = bytes
-        deepValue = nil
+        storage = .canonical(bytes)
     }
 
-    public static func == (a: JSONText, b: JSONText) -> Bool { a.bytes == b.bytes }
+    /// A text of `count` bytes that `store` keeps under `key`, read back on each use of
+    /// `bytes`; `check` is what the store checks the bytes it reads back against.
+    public init(storedIn store: any JSONTextStore, key: Int, check: UInt64, count: Int) {
+        storage = .stored(StoredText(store: store, key: key, check: check, count: count))
+    }
+
+    /// The size of the canonical encoding, without reading a stored text back.
+    public var count: Int {
+        switch storage {
+        case .canonical(let bytes): return bytes.count
+        case .deep(let deep): return deep.bytes.count
+        case .stored(let stored): return stored.count
+        }
+    }
+
+    /// Whether the text is held elsewhere and read back on each use.
+    public var isStored: Bool {
+        if case .stored = storage { return true }
+        return false
+    }
+
+    public static func == (a: JSONText, b: JSONText) -> Bool {
+        if case .stored(let x) = a.storage, case .stored(let y) = b.storage, x.store === y.store, x.key == y.key { return true }
+        return a.count == b.count && a.bytes == b.bytes
+    }
     public func hash(into hasher: inout Hasher) { hasher.combine(bytes) }
 
     /// The canonical encoding as a string (what `JSONWriter.encodeString(value)` gives).
     public var string: String { String(decoding: bytes, as: UTF8.self) }
 
     /// The value, parsed from the bytes (which cannot fail: they are the encoding of a value
-    /// read or made within the parser's limits, or `deepValue` is kept).
+    /// read or made within the parser's limits, or the deep value is kept).
     public var value: JSONValue {
-        if let deepValue { return deepValue.value }
+        if case .deep(let deep) = storage { return deep.value }
         do {
             return try bytes.withUnsafeBytes { try JSONParser.parse($0) }
         } catch {
@@ -235,4 +299,15 @@ extension JSONText: JSONEncodable {
     public func write(to writer: inout JSONWriter) {
         writer.bytes.append(contentsOf: bytes)
     }
+}
+
+/// Where texts that a state no longer holds in memory are kept, to be read back on use (the
+/// log a fold read them from: `StoredOutputs`).
+public protocol JSONTextStore: AnyObject, Sendable {
+    /// The canonical bytes kept under `key`, when they read back and pass `check`; nil when
+    /// they cannot be (the store keeps why).
+    func text(at key: Int, check: UInt64) -> [UInt8]?
+    /// What a text that could not be read back reads as instead: a sentence naming the store,
+    /// the key and why.
+    func unavailableText(at key: Int) -> String
 }

@@ -27,6 +27,25 @@ struct ReplayTests {
         #expect(steps == Array(Set(steps)).sorted())
     }
 
+    @Test("replaying a long log holds its outputs in the log and rebuilds the same state, digests and all")
+    func longLogOutputsStayInTheLog() throws {
+        try TemporaryDirectory.with { directory in
+            let log = directory.path("long.jsonl.gz")
+            var corpus = SyntheticCorpus(seed: 11)
+            let written = try corpus.writeLongRun(to: log, events: 24_000)
+            // Past the size from which a fold lets outputs go back to the log.
+            let size = try #require(try FileManager.default.attributesOfItem(atPath: log)[.size] as? Int)
+            try #require(size >= StoredOutputs.minimumLogBytes)
+            let result = try Replayer(path: log).replay { _, _ in true }
+            #expect(result.digestMismatches.isEmpty)
+            #expect(result.digestsChecked == written.stepsCompleted)
+            let outputs = result.state.calls.flatMap { $0.results.compactMap(\.outputText) }
+            #expect(outputs.filter(\.isStored).count > outputs.count * 9 / 10)
+            #expect(result.state == written)
+            #expect(result.state.digest == written.digest)
+        }
+    }
+
     @Test("a torn log replays up to the tear and says where it was cut")
     func tornLog() throws {
         let log = FixtureLogs.directory.appendingPathComponent("research-sample-torn.jsonl.gz").path

@@ -36,23 +36,32 @@ public struct LogFacts: Sendable, Hashable {
     }
 
     /// Reads and folds `log`, checking every recorded state digest on the way. Throws the
-    /// reader's error for a log that cannot be read.
-    public static func read(_ log: String) throws -> LogFacts {
+    /// reader's error for a log that cannot be read. With `storesOutputs`, a long log's outputs
+    /// are held as references into it (`StoredOutputs`) and read back when a check looks at
+    /// them; a caller that writes the whole state out anyway (the catalog's snapshot) passes
+    /// false, since reading every output back costs a second inflate of the log.
+    public static func read(_ log: String, storesOutputs: Bool = true) throws -> LogFacts {
         var state = RunState()
         var digester = StateDigester()
         var mismatch: DigestMismatch?
         var memberOffsets: (previous: Int?, current: Int?) = (nil, nil)
+        var stored = storesOutputs ? StoredOutputs(log: log) : nil
         // The fold reads no context packet's text: it is checked, not made.
         let read = try LogReader(path: log, options: .init(keepsPacketText: false)).forEachEvent { recorded in
             let event = recorded.event
             if mismatch == nil, case .stepEnded(let ended) = event.payload, digester.digest(of: state) != ended.stateDigest {
                 mismatch = DigestMismatch(sequence: event.sequence, step: event.step)
             }
-            digester.track(RunState.reduce(into: &state, event))
+            let change = RunState.reduce(into: &state, event)
+            digester.track(change)
+            stored?.folded(recorded, change: change, into: &state)
             if recorded.location.memberOffset != memberOffsets.current {
                 memberOffsets = (memberOffsets.current, recorded.location.memberOffset)
             }
         }
+        // An output read back during the read (a call that changed again) that did not read
+        // back: the log changed in place while it was read.
+        if let failure = stored?.store.failure { throw failure }
         let lastComplete = memberOffsets.current == read.tear?.memberOffset ? memberOffsets.previous : memberOffsets.current
         return LogFacts(state: state, tear: read.tear, digestMismatch: mismatch, lastCompleteMemberOffset: lastComplete)
     }

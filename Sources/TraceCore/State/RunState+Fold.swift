@@ -119,6 +119,21 @@ extension RunState {
         return index
     }
 
+    /// Holds the output of `calls[call].results[result]` as `text`: the same value, kept
+    /// elsewhere (a long log's fold lets outputs go back to the log, `StoredOutputs`). Nothing
+    /// else changes, not the call's revision nor the digest. Returns false, changing nothing,
+    /// when there is no such output or `text` is not of its size.
+    @discardableResult
+    public mutating func holdOutput(ofCall call: Int, result: Int, as text: JSONText) -> Bool {
+        guard calls.indices.contains(call), calls[call].results.indices.contains(result),
+            calls[call].results[result].outputText?.count == text.count
+        else { return false }
+        let wasFresh = !callIds.isStale
+        calls[call].results[result].outputText = text
+        callIds.isStale = !wasFresh
+        return true
+    }
+
     private mutating func note(_ event: Event, _ message: String) {
         anomalies.append(Anomaly(sequence: event.sequence, message: "event \(event.sequence) (\(event.kind)): \(message)"))
     }

@@ -1,0 +1,240 @@
+import Synchronization
+public import TraceCore
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Lets the fold of a long log hold its results' outputs as references into the log instead of
+/// as text: a state keeps every call's results, and the outputs are most of a long run's state
+/// (docs/performance.md, "Fold of long runs"). An output is read back, a member at a time, when
+/// something looks at it: the digest of a call that changes again, a snapshot, the judge, a
+/// display. Its value, the state's equality and its digest are what they would be in memory.
+///
+/// The driver of a fold calls `folded(_:change:into:)` after folding each event. An output is
+/// let go once a `step_ended` was folded after its member ended: the step's digest is computed
+/// with the text still in memory, and only complete members are read back. At most about one
+/// member's outputs (256 KiB of text) are held in memory at a time.
+///
+///     var stored = StoredOutputs(log: path)
+///     try LogReader(path: path).forEachEvent { recorded in
+///         let change = RunState.reduce(into: &state, recorded.event)
+///         stored?.folded(recorded, change: change, into: &state)
+///     }
+public struct StoredOutputs {
+    /// Where the outputs are read back from.
+    public let store: LogOutputStore
+    /// Outputs shorter than this stay in memory: a reference costs about 70 bytes.
+    public static let minimumOutputBytes = 256
+    /// Logs smaller than this are folded with every output in memory (`init?(log:)`): their
+    /// state is small, and reading an output back costs a member's inflate.
+    public static let minimumLogBytes = 4 << 20
+
+    private struct Pending {
+        var call: Int
+        var result: Int
+        var sequence: Int
+        var member: Int
+        var check: UInt64
+        var count: Int
+    }
+
+    private var pending: [Pending] = []
+    private var pendingStart = 0
+    private var memberIndex: Int?
+
+    /// Stores the outputs of a fold of `log` whatever its size.
+    public init(storingFor log: String) {
+        store = LogOutputStore(path: log)
+    }
+
+    /// Stores the outputs of a fold of `log` when the file holds at least `minimumLogBytes`;
+    /// nil for a smaller (or unreadable) file, whose outputs stay in memory.
+    public init?(log: String, minimumLogBytes: Int = StoredOutputs.minimumLogBytes) {
+        var info = stat()
+        guard stat(log, &info) == 0, Int(info.st_size) >= minimumLogBytes else { return nil }
+        self.init(storingFor: log)
+    }
+
+    /// Notes one folded event (`change` is what its fold returned) and lets go of the outputs
+    /// that may go now.
+    public mutating func folded(_ recorded: RecordedEvent, change: FoldChange, into state: inout RunState) {
+        let event = recorded.event
+        if recorded.location.memberIndex != memberIndex {
+            memberIndex = recorded.location.memberIndex
+            store.addMember(
+                LogReader.Position(
+                    memberOffset: recorded.location.memberOffset, memberIndex: recorded.location.memberIndex, sequence: event.sequence,
+                    previousHash: event.previousHash, runId: event.runId))
+        }
+        switch event.payload {
+        case .toolCompleted(let completed):
+            guard let call = change.call, let text = completed.outputText, text.count >= Self.minimumOutputBytes,
+                let result = state.calls[call].results.indices.last, state.calls[call].results[result].outputText?.count == text.count
+            else { break }
+            pending.append(
+                Pending(
+                    call: call, result: result, sequence: event.sequence, member: recorded.location.memberIndex,
+                    check: LogOutputStore.check(ofLineHash: recorded.hash), count: text.count))
+        case .stepEnded:
+            release(into: &state)
+        default:
+            break
+        }
+    }
+
+    /// Lets go of the outputs of the members before the current one.
+    private mutating func release(into state: inout RunState) {
+        guard let memberIndex else { return }
+        while pendingStart < pending.count, pending[pendingStart].member < memberIndex {
+            let output = pending[pendingStart]
+            state.holdOutput(
+                ofCall: output.call, result: output.result,
+                as: JSONText(storedIn: store, key: output.sequence, check: output.check, count: output.count))
+            pendingStart += 1
+        }
+        // Drop what was let go once it is half the list (the current member's outputs wait).
+        if pendingStart > 0 && pendingStart * 2 >= pending.count {
+            pending.removeFirst(pendingStart)
+            pendingStart = 0
+        }
+    }
+}
+
+/// The outputs a fold let go of (`StoredOutputs`), read back from the log a member at a time:
+/// the member's events are read again from where it starts, with its chain checked from the
+/// hash before it, and each output is checked against the hash of the line it was read from.
+/// A log that changed in place since (only tampering or damage does that: writers append, and
+/// `log repair` cuts only a torn last member) gives no text back; the text then reads as a
+/// sentence that says so, and `failure` keeps the error.
+public final class LogOutputStore: JSONTextStore {
+    public let path: String
+    /// The file's device and inode when the fold began: a log replaced since is not read.
+    private let identity: (device: UInt64, inode: UInt64)?
+
+    private struct Members: ~Copyable {
+        var starts: [LogReader.Position] = []
+        /// The outputs of the member read last, by sequence, with their lines' checks.
+        var cached: (member: Int, outputs: [Int: (bytes: [UInt8], check: UInt64)])?
+        var failure: LogError?
+        /// Members that did not read back: not tried again.
+        var failedMembers: Set<Int> = []
+        /// Members read back so far (for tests and benchmarks).
+        var reads = 0
+    }
+
+    private let members = Mutex(Members())
+
+    init(path: String) {
+        self.path = path
+        var info = stat()
+        identity = stat(path, &info) == 0 ? (UInt64(info.st_dev), UInt64(info.st_ino)) : nil
+    }
+
+    /// The first error met reading an output back, if any.
+    public var failure: LogError? { members.withLock { $0.failure } }
+
+    /// How many times a member was read back.
+    public var memberReads: Int { members.withLock { $0.reads } }
+
+    func addMember(_ start: LogReader.Position) {
+        members.withLock { $0.starts.append(start) }
+    }
+
+    /// The first 8 bytes of a line's SHA-256 (64 hex digits), as a number.
+    static func check(ofLineHash hash: String) -> UInt64 {
+        var value: UInt64 = 0
+        for byte in hash.utf8.prefix(16) {
+            let digit: UInt8
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
+            default: digit = 0
+            }
+            value = value << 4 | UInt64(digit)
+        }
+        return value
+    }
+
+    public func text(at key: Int, check: UInt64) -> [UInt8]? {
+        members.withLock { members -> [UInt8]? in
+            // The member holding event `key`: the last one starting at or before it.
+            var low = 0
+            var high = members.starts.count
+            while low < high {
+                let middle = (low + high) / 2
+                if members.starts[middle].sequence <= key { low = middle + 1 } else { high = middle }
+            }
+            let member = low - 1
+            guard member >= 0, !members.failedMembers.contains(member) else { return nil }
+            if members.cached?.member != member {
+                let end = member + 1 < members.starts.count ? members.starts[member + 1].sequence : Int.max
+                do throws(LogError) {
+                    members.cached = (member, try readOutputs(from: members.starts[member], before: end))
+                    members.reads += 1
+                } catch {
+                    if members.failure == nil { members.failure = error }
+                    members.failedMembers.insert(member)
+                    members.cached = nil
+                    return nil
+                }
+            }
+            guard let output = members.cached?.outputs[key] else {
+                if members.failure == nil {
+                    members.failure = LogError(
+                        .corruptMember, "event \(key) no longer holds the output it held when the log was read", path: path,
+                        memberOffset: members.starts[member].memberOffset, sequence: key, hint: Self.hint)
+                }
+                return nil
+            }
+            guard output.check == check else {
+                if members.failure == nil {
+                    members.failure = LogError(
+                        .corruptMember, "the line of event \(key) changed since the log was read: its hash differs", path: path,
+                        memberOffset: members.starts[member].memberOffset, sequence: key, hint: Self.hint)
+                }
+                return nil
+            }
+            return output.bytes
+        }
+    }
+
+    private static let hint =
+        "a log changes in place only by damage or tampering: verify the log for a full report, then read it again"
+
+    public func unavailableText(at key: Int) -> String {
+        let reason = failure.map { "\($0)" } ?? "it could not be read"
+        return "agent-eval: the output of event \(key) could not be read back from \(path): \(reason)"
+    }
+
+    /// The outputs of the events from `start` up to (not including) sequence `end`.
+    private func readOutputs(from start: LogReader.Position, before end: Int) throws(LogError) -> [Int: (bytes: [UInt8], check: UInt64)] {
+        var info = stat()
+        if let identity, stat(path, &info) != 0 || (UInt64(info.st_dev), UInt64(info.st_ino)) != identity {
+            throw LogError(
+                .unreadable, "the log was replaced or removed since it was read", path: path, memberOffset: start.memberOffset,
+                hint: Self.hint)
+        }
+        var outputs: [Int: (bytes: [UInt8], check: UInt64)] = [:]
+        let reader = LogReader(path: path, options: LogReader.Options(keepsPacketText: false))
+        do {
+            try reader.forEachEvent(from: start) { recorded in
+                let sequence = recorded.event.sequence
+                guard sequence < end else { return false }
+                if case .toolCompleted(let completed) = recorded.event.payload, let text = completed.outputText {
+                    outputs[sequence] = (text.bytes, Self.check(ofLineHash: recorded.hash))
+                }
+                return sequence + 1 < end
+            }
+        } catch var error as LogError {
+            error.message = "an output the fold let go of could not be read back: " + error.message
+            error.hint = Self.hint
+            throw error
+        } catch {
+            throw LogError(.unreadable, "\(error)", path: path, memberOffset: start.memberOffset, hint: Self.hint)
+        }
+        return outputs
+    }
+}

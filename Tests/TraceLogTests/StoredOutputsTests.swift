@@ -1,0 +1,172 @@
+import Foundation
+import TestSupport
+import Testing
+import TraceCore
+import TraceLog
+
+@Suite("Outputs held as references into the log")
+struct StoredOutputsTests {
+    /// Writes a run of `steps` synthetic steps in members of 16 KiB (a few steps each), whose
+    /// first call fails and is tried again at step `retryStep`, long after its output went back
+    /// to the log: the digest of that step must read the first output back.
+    static func writeRun(at path: String, steps: Int = 60, retryStep: Int = 40) throws -> RunState {
+        var corpus = SyntheticCorpus(seed: 7)
+        var options = LogWriter.Options()
+        options.memberBound = 16 * 1024
+        let clock = SteppingClock()
+        return try LogWriter.withWriter(creating: path, runId: "stored-outputs", options: options) { writer in
+            let recorder = RunRecorder(writer: writer, clock: { clock.now() })
+            let failure = ToolCompleted(
+                callId: "call-1", tool: "tool_1", attempt: 1, status: .error,
+                output: ["partial": .string(String(repeating: "rows so far; ", count: 40))], error: "timed out", isRetryable: true,
+                durationUs: 5_000)
+            try recorder.record(.runStarted(corpus.start(steps: steps)))
+            for step in 1...steps {
+                recorder.step = step
+                var events = corpus.step(step)
+                if step == 1, let index = events.firstIndex(where: { if case .toolCompleted = $0.payload { true } else { false } }) {
+                    events[index].payload = .toolCompleted(failure)
+                }
+                if step == retryStep {
+                    let arguments = recorder.state.calls[0].arguments
+                    events.insert(
+                        (.toolIntended(ToolIntended(callId: "call-1", tool: "tool_1", arguments: arguments, attempt: 2)), step),
+                        at: events.count - 1)
+                    events.insert(
+                        (
+                            .toolCompleted(
+                                ToolCompleted(
+                                    callId: "call-1", tool: "tool_1", attempt: 2, status: .ok,
+                                    output: ["rows": .array((0..<12).map { .string("row \($0) of the second try") })],
+                                    durationUs: 7_000)), step
+                        ), at: events.count - 1)
+                }
+                try SyntheticCorpus.record(events, with: recorder)
+            }
+            try recorder.record(.runStopped(corpus.stop()))
+            return recorder.state
+        }
+    }
+
+    /// Folds `path` with its outputs stored, checking every recorded digest on the way.
+    static func foldStoring(_ path: String) throws -> (state: RunState, stored: StoredOutputs, mismatches: Int) {
+        var state = RunState()
+        var digester = StateDigester()
+        var stored = StoredOutputs(storingFor: path)
+        var mismatches = 0
+        try LogReader(path: path).forEachEvent { recorded in
+            if case .stepEnded(let ended) = recorded.event.payload, digester.digest(of: state) != ended.stateDigest { mismatches += 1 }
+            let change = RunState.reduce(into: &state, recorded.event)
+            digester.track(change)
+            stored.folded(recorded, change: change, into: &state)
+        }
+        return (state, stored, mismatches)
+    }
+
+    static func storedOutputs(_ state: RunState) -> [JSONText] {
+        state.calls.flatMap { $0.results.compactMap(\.outputText) }.filter(\.isStored)
+    }
+
+    @Test("a fold that lets outputs go back to the log has the state, digests and snapshot of one that keeps them")
+    func sameStateAsInMemory() throws {
+        try TemporaryDirectory.with { directory in
+            let path = directory.path("run.jsonl.gz")
+            let written = try Self.writeRun(at: path)
+            #expect(try memberOffsets(path).count > 10)
+            let (state, stored, mismatches) = try Self.foldStoring(path)
+            // Every step's digest matched, the retried call's included (its first output was
+            // read back for it).
+            #expect(mismatches == 0)
+            let held = Self.storedOutputs(state)
+            #expect(held.count > 40, "outputs of the members before the last step end go back to the log")
+            #expect(stored.store.memberReads >= 1)
+            #expect(state.calls[0].results.count == 2)
+            #expect(state.calls[0].results[0].outputText?.isStored == true)
+            // The same value however it is held: equality, the digest, the snapshot's JSON.
+            let inMemory = RunState(folding: try LogReader(path: path).readAll().events.map(\.event))
+            #expect(state == inMemory)
+            #expect(state == written)
+            #expect(state.digest == inMemory.digest)
+            #expect(JSONWriter.encode(state.json) == JSONWriter.encode(inMemory.json))
+            #expect(state.calls[0].results[0].output == inMemory.calls[0].results[0].output)
+            #expect(stored.store.failure == nil)
+        }
+    }
+
+    @Test("outputs read back a member at a time: reading every output of a long fold inflates each member about once")
+    func readsBackAMemberAtATime() throws {
+        try TemporaryDirectory.with { directory in
+            let path = directory.path("run.jsonl.gz")
+            _ = try Self.writeRun(at: path)
+            let (state, stored, _) = try Self.foldStoring(path)
+            let readsDuringFold = stored.store.memberReads
+            let held = Self.storedOutputs(state)
+            let inMemory = RunState(folding: try LogReader(path: path).readAll().events.map(\.event))
+            let expected = inMemory.calls.flatMap { $0.results.compactMap(\.outputText) }
+            let all = state.calls.flatMap { $0.results.compactMap(\.outputText) }
+            #expect(all.map(\.bytes) == expected.map(\.bytes))
+            #expect(held.count > 40)
+            // Call by call, each member is read back once, and one more time for the retried
+            // first call, whose second output lies in a later member than its first.
+            let memberCount = try memberOffsets(path).count
+            #expect(stored.store.memberReads - readsDuringFold <= memberCount + 1)
+        }
+    }
+
+    @Test("an output whose log changed in place reads as a sentence that says so, and the store keeps the error")
+    func changedLogIsReported() throws {
+        try TemporaryDirectory.with { directory in
+            let path = directory.path("run.jsonl.gz")
+            _ = try Self.writeRun(at: path)
+            let (state, stored, _) = try Self.foldStoring(path)
+            guard let first = state.calls[0].results[0].outputText, first.isStored else {
+                Issue.record("the first output was not stored")
+                return
+            }
+            // Damage the first member in place, after the fold read it.
+            var bytes = try readBytes(path)
+            bytes[200] ^= 0x40
+            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+            try handle.seek(toOffset: 0)
+            try handle.write(contentsOf: bytes)
+            try handle.close()
+            #expect(first.string.contains("could not be read back from \(path)"))
+            let failure = try #require(stored.store.failure)
+            #expect(failure.path == path)
+            #expect(failure.hint?.contains("verify the log") == true)
+            #expect(failure.hint?.contains("agent-eval") == false, "library hints name no command")
+        }
+    }
+
+    @Test("a log replaced since the fold is not read for its outputs")
+    func replacedLogIsNotRead() throws {
+        try TemporaryDirectory.with { directory in
+            let path = directory.path("run.jsonl.gz")
+            _ = try Self.writeRun(at: path)
+            let (state, stored, _) = try Self.foldStoring(path)
+            // Another log of the same shape, moved over the first: same offsets, other file.
+            let other = directory.path("other.jsonl.gz")
+            _ = try Self.writeRun(at: other)
+            try FileManager.default.removeItem(atPath: path)
+            try FileManager.default.moveItem(atPath: other, toPath: path)
+            let first = try #require(state.calls[0].results[0].outputText)
+            #expect(first.string.contains("could not be read back"))
+            #expect(stored.store.failure?.message.contains("replaced or removed") == true)
+        }
+    }
+
+    @Test("small logs keep their outputs in memory; short outputs are never stored")
+    func thresholds() throws {
+        try TemporaryDirectory.with { directory in
+            let path = directory.path("run.jsonl.gz")
+            _ = try Self.writeRun(at: path, steps: 12, retryStep: 10)
+            #expect(StoredOutputs(log: path) == nil)
+            #expect(StoredOutputs(log: path, minimumLogBytes: 1) != nil)
+            #expect(StoredOutputs(log: directory.path("missing.jsonl.gz"), minimumLogBytes: 1) == nil)
+            let (state, _, _) = try Self.foldStoring(path)
+            for text in state.calls.flatMap({ $0.results.compactMap(\.outputText) }) where text.isStored {
+                #expect(text.count >= StoredOutputs.minimumOutputBytes)
+            }
+        }
+    }
+}
