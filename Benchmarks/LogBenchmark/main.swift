@@ -131,7 +131,7 @@ func readAndFold(_ path: String) throws -> (events: Int, bytes: Int) {
     var stored = StoredOutputs(log: path)
     let summary = try LogReader(path: path).forEachEvent { recorded in
         let change = RunState.reduce(into: &state, recorded.event)
-        stored?.folded(recorded, change: change, into: &state)
+        stored.folded(recorded, change: change, into: &state)
     }
     precondition(state.stopReason != nil || summary.eventCount == 0)
     return (summary.eventCount, summary.decompressedBytes)

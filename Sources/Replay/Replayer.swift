@@ -78,7 +78,7 @@ public struct Replayer: Sendable {
                 let anomaliesBefore = state.anomalies.count
                 let change = RunState.reduce(into: &state, event)
                 digester.track(change)
-                stored?.folded(recorded, change: change, into: &state)
+                stored.folded(recorded, change: change, into: &state)
                 for anomaly in state.anomalies[anomaliesBefore...] {
                     problems.append(StepProblem(kind: .anomaly, sequence: anomaly.sequence, message: anomaly.message))
                 }
@@ -87,7 +87,7 @@ public struct Replayer: Sendable {
             }
             try finish()
         } catch is Stop {}
-        if let failure = stored?.store.failure { throw failure }
+        if let failure = stored.store?.failure { throw failure }
         result.state = state
         return result
     }

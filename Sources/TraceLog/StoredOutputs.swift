@@ -21,15 +21,20 @@ public import TraceCore
 ///     var stored = StoredOutputs(log: path)
 ///     try LogReader(path: path).forEachEvent { recorded in
 ///         let change = RunState.reduce(into: &state, recorded.event)
-///         stored?.folded(recorded, change: change, into: &state)
+///         stored.folded(recorded, change: change, into: &state)
 ///     }
+///     if let failure = stored.store?.failure { throw failure }
 public struct StoredOutputs {
-    /// Where the outputs are read back from.
-    public let store: LogOutputStore
+    /// The log folded.
+    public let path: String
+    /// Where the outputs are read back from: made when the read reaches the log's second
+    /// member in a file of at least `minimumLogBytes`; nil before, and for a smaller log (a log
+    /// of one member never has an output to let go of, and is not even looked at).
+    public private(set) var store: LogOutputStore?
     /// Outputs shorter than this stay in memory: a reference costs about 70 bytes.
     public static let minimumOutputBytes = 256
-    /// Logs smaller than this are folded with every output in memory (`init?(log:)`): their
-    /// state is small, and reading an output back costs a member's inflate.
+    /// Logs smaller than this are folded with every output in memory: their state is small,
+    /// and reading an output back costs a member's inflate.
     public static let minimumLogBytes = 4 << 20
 
     private struct Pending {
@@ -41,33 +46,47 @@ public struct StoredOutputs {
         var count: Int
     }
 
+    private let minimumLogBytes: Int
     private var pending: [Pending] = []
     private var pendingStart = 0
     private var memberIndex: Int?
+    /// Where the first member starts, until the store is made.
+    private var firstMember: LogReader.Position?
+    /// Set once the log proved smaller than `minimumLogBytes` (or could not be looked at).
+    private var isOff = false
 
-    /// Stores the outputs of a fold of `log` whatever its size.
-    public init(storingFor log: String) {
-        store = LogOutputStore(path: log)
-    }
-
-    /// Stores the outputs of a fold of `log` when the file holds at least `minimumLogBytes`;
-    /// nil for a smaller (or unreadable) file, whose outputs stay in memory.
-    public init?(log: String, minimumLogBytes: Int = StoredOutputs.minimumLogBytes) {
-        var info = stat()
-        guard stat(log, &info) == 0, Int(info.st_size) >= minimumLogBytes else { return nil }
-        self.init(storingFor: log)
+    /// Stores the outputs of a fold of `log` if the file holds at least `minimumLogBytes`
+    /// (`minimumLogBytes: 0`: whatever its size).
+    public init(log: String, minimumLogBytes: Int = StoredOutputs.minimumLogBytes) {
+        path = log
+        self.minimumLogBytes = minimumLogBytes
     }
 
     /// Notes one folded event (`change` is what its fold returned) and lets go of the outputs
     /// that may go now.
     public mutating func folded(_ recorded: RecordedEvent, change: FoldChange, into state: inout RunState) {
+        guard !isOff else { return }
         let event = recorded.event
         if recorded.location.memberIndex != memberIndex {
             memberIndex = recorded.location.memberIndex
-            store.addMember(
-                LogReader.Position(
-                    memberOffset: recorded.location.memberOffset, memberIndex: recorded.location.memberIndex, sequence: event.sequence,
-                    previousHash: event.previousHash, runId: event.runId))
+            let start = LogReader.Position(
+                memberOffset: recorded.location.memberOffset, memberIndex: recorded.location.memberIndex, sequence: event.sequence,
+                previousHash: event.previousHash, runId: event.runId)
+            if let store {
+                store.addMember(start)
+            } else if let firstMember {
+                // A second member: only now is the file looked at.
+                guard let made = LogOutputStore(path: path, minimumBytes: minimumLogBytes) else {
+                    isOff = true
+                    pending = []
+                    return
+                }
+                made.addMember(firstMember)
+                made.addMember(start)
+                store = made
+            } else {
+                firstMember = start
+            }
         }
         switch event.payload {
         case .toolCompleted(let completed):
@@ -87,7 +106,7 @@ public struct StoredOutputs {
 
     /// Lets go of the outputs of the members before the current one.
     private mutating func release(into state: inout RunState) {
-        guard let memberIndex else { return }
+        guard let memberIndex, let store else { return }
         while pendingStart < pending.count, pending[pendingStart].member < memberIndex {
             let output = pending[pendingStart]
             state.holdOutput(
@@ -111,8 +130,8 @@ public struct StoredOutputs {
 /// sentence that says so, and `failure` keeps the error.
 public final class LogOutputStore: JSONTextStore {
     public let path: String
-    /// The file's device and inode when the fold began: a log replaced since is not read.
-    private let identity: (device: UInt64, inode: UInt64)?
+    /// The file's device and inode while the fold read it: a log replaced since is not read.
+    private let identity: (device: UInt64, inode: UInt64)
 
     private struct Members: ~Copyable {
         var starts: [LogReader.Position] = []
@@ -127,10 +146,13 @@ public final class LogOutputStore: JSONTextStore {
 
     private let members = Mutex(Members())
 
-    init(path: String) {
-        self.path = path
+    /// A store for the log at `path` as it is now; nil when it holds fewer than `minimumBytes`
+    /// or cannot be looked at.
+    init?(path: String, minimumBytes: Int) {
         var info = stat()
-        identity = stat(path, &info) == 0 ? (UInt64(info.st_dev), UInt64(info.st_ino)) : nil
+        guard stat(path, &info) == 0, Int(info.st_size) >= minimumBytes else { return nil }
+        self.path = path
+        identity = (UInt64(info.st_dev), UInt64(info.st_ino))
     }
 
     /// The first error met reading an output back, if any.
@@ -212,7 +234,7 @@ public final class LogOutputStore: JSONTextStore {
     /// The outputs of the events from `start` up to (not including) sequence `end`.
     private func readOutputs(from start: LogReader.Position, before end: Int) throws(LogError) -> [Int: (bytes: [UInt8], check: UInt64)] {
         var info = stat()
-        if let identity, stat(path, &info) != 0 || (UInt64(info.st_dev), UInt64(info.st_ino)) != identity {
+        if stat(path, &info) != 0 || (UInt64(info.st_dev), UInt64(info.st_ino)) != identity {
             throw LogError(
                 .unreadable, "the log was replaced or removed since it was read", path: path, memberOffset: start.memberOffset,
                 hint: Self.hint)

@@ -7,8 +7,8 @@ import TraceLog
 @Suite("Outputs held as references into the log")
 struct StoredOutputsTests {
     /// Writes a run of `steps` synthetic steps in members of 16 KiB (a few steps each), whose
-    /// first call fails and is tried again at step `retryStep`, long after its output went back
-    /// to the log: the digest of that step must read the first output back.
+    /// first call fails and is tried again at step `retryStep` (with a short output), long after
+    /// its first output went back to the log: the digest of that step must read it back.
     static func writeRun(at path: String, steps: Int = 60, retryStep: Int = 40) throws -> RunState {
         var corpus = SyntheticCorpus(seed: 7)
         var options = LogWriter.Options()
@@ -37,7 +37,7 @@ struct StoredOutputsTests {
                             .toolCompleted(
                                 ToolCompleted(
                                     callId: "call-1", tool: "tool_1", attempt: 2, status: .ok,
-                                    output: ["rows": .array((0..<12).map { .string("row \($0) of the second try") })],
+                                    output: ["rows": .array((0..<3).map { .string("row \($0)") })],
                                     durationUs: 7_000)), step
                         ), at: events.count - 1)
                 }
@@ -48,11 +48,12 @@ struct StoredOutputsTests {
         }
     }
 
-    /// Folds `path` with its outputs stored, checking every recorded digest on the way.
-    static func foldStoring(_ path: String) throws -> (state: RunState, stored: StoredOutputs, mismatches: Int) {
+    /// Folds `path` with its outputs stored whatever its size (`minimumLogBytes`), checking
+    /// every recorded digest on the way.
+    static func foldStoring(_ path: String, minimumLogBytes: Int = 0) throws -> (state: RunState, stored: StoredOutputs, mismatches: Int) {
         var state = RunState()
         var digester = StateDigester()
-        var stored = StoredOutputs(storingFor: path)
+        var stored = StoredOutputs(log: path, minimumLogBytes: minimumLogBytes)
         var mismatches = 0
         try LogReader(path: path).forEachEvent { recorded in
             if case .stepEnded(let ended) = recorded.event.payload, digester.digest(of: state) != ended.stateDigest { mismatches += 1 }
@@ -79,7 +80,8 @@ struct StoredOutputsTests {
             #expect(mismatches == 0)
             let held = Self.storedOutputs(state)
             #expect(held.count > 40, "outputs of the members before the last step end go back to the log")
-            #expect(stored.store.memberReads >= 1)
+            let store = try #require(stored.store)
+            #expect(store.memberReads >= 1)
             #expect(state.calls[0].results.count == 2)
             #expect(state.calls[0].results[0].outputText?.isStored == true)
             // The same value however it is held: equality, the digest, the snapshot's JSON.
@@ -89,7 +91,7 @@ struct StoredOutputsTests {
             #expect(state.digest == inMemory.digest)
             #expect(JSONWriter.encode(state.json) == JSONWriter.encode(inMemory.json))
             #expect(state.calls[0].results[0].output == inMemory.calls[0].results[0].output)
-            #expect(stored.store.failure == nil)
+            #expect(store.failure == nil)
         }
     }
 
@@ -99,7 +101,8 @@ struct StoredOutputsTests {
             let path = directory.path("run.jsonl.gz")
             _ = try Self.writeRun(at: path)
             let (state, stored, _) = try Self.foldStoring(path)
-            let readsDuringFold = stored.store.memberReads
+            let store = try #require(stored.store)
+            let readsDuringFold = store.memberReads
             let held = Self.storedOutputs(state)
             let inMemory = RunState(folding: try LogReader(path: path).readAll().events.map(\.event))
             let expected = inMemory.calls.flatMap { $0.results.compactMap(\.outputText) }
@@ -109,7 +112,7 @@ struct StoredOutputsTests {
             // Call by call, each member is read back once, and one more time for the retried
             // first call, whose second output lies in a later member than its first.
             let memberCount = try memberOffsets(path).count
-            #expect(stored.store.memberReads - readsDuringFold <= memberCount + 1)
+            #expect(store.memberReads - readsDuringFold <= memberCount + 1)
         }
     }
 
@@ -131,7 +134,7 @@ struct StoredOutputsTests {
             try handle.write(contentsOf: bytes)
             try handle.close()
             #expect(first.string.contains("could not be read back from \(path)"))
-            let failure = try #require(stored.store.failure)
+            let failure = try #require(stored.store?.failure)
             #expect(failure.path == path)
             #expect(failure.hint?.contains("verify the log") == true)
             #expect(failure.hint?.contains("agent-eval") == false, "library hints name no command")
@@ -151,7 +154,7 @@ struct StoredOutputsTests {
             try FileManager.default.moveItem(atPath: other, toPath: path)
             let first = try #require(state.calls[0].results[0].outputText)
             #expect(first.string.contains("could not be read back"))
-            #expect(stored.store.failure?.message.contains("replaced or removed") == true)
+            #expect(stored.store?.failure?.message.contains("replaced or removed") == true)
         }
     }
 
@@ -160,13 +163,26 @@ struct StoredOutputsTests {
         try TemporaryDirectory.with { directory in
             let path = directory.path("run.jsonl.gz")
             _ = try Self.writeRun(at: path, steps: 12, retryStep: 10)
-            #expect(StoredOutputs(log: path) == nil)
-            #expect(StoredOutputs(log: path, minimumLogBytes: 1) != nil)
-            #expect(StoredOutputs(log: directory.path("missing.jsonl.gz"), minimumLogBytes: 1) == nil)
-            let (state, _, _) = try Self.foldStoring(path)
-            for text in state.calls.flatMap({ $0.results.compactMap(\.outputText) }) where text.isStored {
-                #expect(text.count >= StoredOutputs.minimumOutputBytes)
-            }
+            // Under the log size: no store, every output in memory, the same state.
+            let small = try Self.foldStoring(path, minimumLogBytes: StoredOutputs.minimumLogBytes)
+            #expect(small.stored.store == nil)
+            #expect(Self.storedOutputs(small.state).isEmpty)
+            let (state, stored, _) = try Self.foldStoring(path)
+            #expect(stored.store != nil)
+            #expect(state == small.state)
+            let outputs = state.calls.flatMap { $0.results.compactMap(\.outputText) }
+            #expect(outputs.contains { $0.isStored })
+            for text in outputs where text.isStored { #expect(text.count >= StoredOutputs.minimumOutputBytes) }
+            // The retry's short output stays in memory.
+            let short = try #require(state.calls[0].results.last?.outputText)
+            #expect(short.count < StoredOutputs.minimumOutputBytes)
+            #expect(!short.isStored)
+            // A log of one member is never looked at: nothing of it can go back.
+            let single = directory.path("single.jsonl.gz")
+            _ = try Self.writeRun(at: single, steps: 2, retryStep: 2)
+            #expect(try memberOffsets(single).count == 1)
+            let one = try Self.foldStoring(single)
+            #expect(one.stored.store == nil)
         }
     }
 }

@@ -61,7 +61,7 @@ public struct LogFacts: Sendable, Hashable {
         }
         // An output read back during the read (a call that changed again) that did not read
         // back: the log changed in place while it was read.
-        if let failure = stored?.store.failure { throw failure }
+        if let failure = stored?.store?.failure { throw failure }
         let lastComplete = memberOffsets.current == read.tear?.memberOffset ? memberOffsets.previous : memberOffsets.current
         return LogFacts(state: state, tear: read.tear, digestMismatch: mismatch, lastCompleteMemberOffset: lastComplete)
     }
