@@ -15,8 +15,8 @@ public import TraceCore
 ///
 /// The driver of a fold calls `folded(_:change:into:)` after folding each event. An output is
 /// let go once a `step_ended` was folded after its member ended: the step's digest is computed
-/// with the text still in memory, and only complete members are read back. At most about one
-/// member's outputs (256 KiB of text) are held in memory at a time.
+/// with the text still in memory, and only complete members are read back. The first member's
+/// outputs stay, and at most about one more member's at a time (each at most 256 KiB of text).
 ///
 ///     var stored = StoredOutputs(log: path)
 ///     try LogReader(path: path).forEachEvent { recorded in
@@ -29,7 +29,7 @@ public struct StoredOutputs {
     public let path: String
     /// Where the outputs are read back from: made when the read reaches the log's second
     /// member in a file of at least `minimumLogBytes`; nil before, and for a smaller log (a log
-    /// of one member never has an output to let go of, and is not even looked at).
+    /// of one member is not even looked at).
     public private(set) var store: LogOutputStore?
     /// Outputs shorter than this stay in memory: a reference costs about 70 bytes.
     public static let minimumOutputBytes = 256
@@ -50,8 +50,6 @@ public struct StoredOutputs {
     private var pending: [Pending] = []
     private var pendingStart = 0
     private var memberIndex: Int?
-    /// Where the first member starts, until the store is made.
-    private var firstMember: LogReader.Position?
     /// Set once the log proved smaller than `minimumLogBytes` (or could not be looked at).
     private var isOff = false
 
@@ -63,8 +61,16 @@ public struct StoredOutputs {
     }
 
     /// Notes one folded event (`change` is what its fold returned) and lets go of the outputs
-    /// that may go now.
+    /// that may go now. The first member's outputs stay in memory (at most 256 KiB of text): a
+    /// log of one member, the common case, costs this comparison per event.
+    @inlinable
     public mutating func folded(_ recorded: RecordedEvent, change: FoldChange, into state: inout RunState) {
+        guard recorded.location.memberIndex > 0 else { return }
+        foldedPastFirstMember(recorded, change: change, into: &state)
+    }
+
+    @usableFromInline
+    mutating func foldedPastFirstMember(_ recorded: RecordedEvent, change: FoldChange, into state: inout RunState) {
         guard !isOff else { return }
         let event = recorded.event
         if recorded.location.memberIndex != memberIndex {
@@ -72,21 +78,15 @@ public struct StoredOutputs {
             let start = LogReader.Position(
                 memberOffset: recorded.location.memberOffset, memberIndex: recorded.location.memberIndex, sequence: event.sequence,
                 previousHash: event.previousHash, runId: event.runId)
-            if let store {
-                store.addMember(start)
-            } else if let firstMember {
-                // A second member: only now is the file looked at.
+            if store == nil {
+                // The second member: only now is the file looked at.
                 guard let made = LogOutputStore(path: path, minimumBytes: minimumLogBytes) else {
                     isOff = true
-                    pending = []
                     return
                 }
-                made.addMember(firstMember)
-                made.addMember(start)
                 store = made
-            } else {
-                firstMember = start
             }
+            store?.addMember(start)
         }
         switch event.payload {
         case .toolCompleted(let completed):

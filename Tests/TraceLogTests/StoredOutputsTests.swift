@@ -6,9 +6,15 @@ import TraceLog
 
 @Suite("Outputs held as references into the log")
 struct StoredOutputsTests {
+    /// The step whose call fails: in the log's third member (the first member's outputs stay
+    /// in memory), and the index of that call.
+    static let failingStep = 8
+    static let failingCall = failingStep - 1
+
     /// Writes a run of `steps` synthetic steps in members of 16 KiB (a few steps each), whose
-    /// first call fails and is tried again at step `retryStep` (with a short output), long after
-    /// its first output went back to the log: the digest of that step must read it back.
+    /// call at `failingStep` fails and is tried again at step `retryStep` (with a short output),
+    /// long after its first output went back to the log: the digest of that step must read it
+    /// back. A `retryStep` before `failingStep` leaves the call failed.
     static func writeRun(at path: String, steps: Int = 60, retryStep: Int = 40) throws -> RunState {
         var corpus = SyntheticCorpus(seed: 7)
         var options = LogWriter.Options()
@@ -16,27 +22,31 @@ struct StoredOutputsTests {
         let clock = SteppingClock()
         return try LogWriter.withWriter(creating: path, runId: "stored-outputs", options: options) { writer in
             let recorder = RunRecorder(writer: writer, clock: { clock.now() })
+            let callId = "call-\(failingStep)"
+            let tool = "tool_\(failingStep % 3)"
             let failure = ToolCompleted(
-                callId: "call-1", tool: "tool_1", attempt: 1, status: .error,
+                callId: callId, tool: tool, attempt: 1, status: .error,
                 output: ["partial": .string(String(repeating: "rows so far; ", count: 40))], error: "timed out", isRetryable: true,
                 durationUs: 5_000)
             try recorder.record(.runStarted(corpus.start(steps: steps)))
             for step in 1...steps {
                 recorder.step = step
                 var events = corpus.step(step)
-                if step == 1, let index = events.firstIndex(where: { if case .toolCompleted = $0.payload { true } else { false } }) {
+                if step == failingStep,
+                    let index = events.firstIndex(where: { if case .toolCompleted = $0.payload { true } else { false } })
+                {
                     events[index].payload = .toolCompleted(failure)
                 }
-                if step == retryStep {
-                    let arguments = recorder.state.calls[0].arguments
+                if step == retryStep, retryStep > failingStep {
+                    let arguments = recorder.state.calls[failingCall].arguments
                     events.insert(
-                        (.toolIntended(ToolIntended(callId: "call-1", tool: "tool_1", arguments: arguments, attempt: 2)), step),
+                        (.toolIntended(ToolIntended(callId: callId, tool: tool, arguments: arguments, attempt: 2)), step),
                         at: events.count - 1)
                     events.insert(
                         (
                             .toolCompleted(
                                 ToolCompleted(
-                                    callId: "call-1", tool: "tool_1", attempt: 2, status: .ok,
+                                    callId: callId, tool: tool, attempt: 2, status: .ok,
                                     output: ["rows": .array((0..<3).map { .string("row \($0)") })],
                                     durationUs: 7_000)), step
                         ), at: events.count - 1)
@@ -82,15 +92,15 @@ struct StoredOutputsTests {
             #expect(held.count > 40, "outputs of the members before the last step end go back to the log")
             let store = try #require(stored.store)
             #expect(store.memberReads >= 1)
-            #expect(state.calls[0].results.count == 2)
-            #expect(state.calls[0].results[0].outputText?.isStored == true)
+            #expect(state.calls[Self.failingCall].results.count == 2)
+            #expect(state.calls[Self.failingCall].results[0].outputText?.isStored == true)
             // The same value however it is held: equality, the digest, the snapshot's JSON.
             let inMemory = RunState(folding: try LogReader(path: path).readAll().events.map(\.event))
             #expect(state == inMemory)
             #expect(state == written)
             #expect(state.digest == inMemory.digest)
             #expect(JSONWriter.encode(state.json) == JSONWriter.encode(inMemory.json))
-            #expect(state.calls[0].results[0].output == inMemory.calls[0].results[0].output)
+            #expect(state.calls[Self.failingCall].results[0].output == inMemory.calls[Self.failingCall].results[0].output)
             #expect(store.failure == nil)
         }
     }
@@ -122,13 +132,14 @@ struct StoredOutputsTests {
             let path = directory.path("run.jsonl.gz")
             _ = try Self.writeRun(at: path)
             let (state, stored, _) = try Self.foldStoring(path)
-            guard let first = state.calls[0].results[0].outputText, first.isStored else {
+            guard let first = state.calls[Self.failingCall].results[0].outputText, first.isStored else {
                 Issue.record("the first output was not stored")
                 return
             }
-            // Damage the first member in place, after the fold read it.
+            // Damage every member but the first in place, after the fold read them.
+            let offsets = try memberOffsets(path)
             var bytes = try readBytes(path)
-            bytes[200] ^= 0x40
+            for (start, end) in zip(offsets.dropFirst(), offsets.dropFirst(2) + [bytes.count]) { bytes[(start + end) / 2] ^= 0x40 }
             let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
             try handle.seek(toOffset: 0)
             try handle.write(contentsOf: bytes)
@@ -152,7 +163,7 @@ struct StoredOutputsTests {
             _ = try Self.writeRun(at: other)
             try FileManager.default.removeItem(atPath: path)
             try FileManager.default.moveItem(atPath: other, toPath: path)
-            let first = try #require(state.calls[0].results[0].outputText)
+            let first = try #require(state.calls[Self.failingCall].results[0].outputText)
             #expect(first.string.contains("could not be read back"))
             #expect(stored.store?.failure?.message.contains("replaced or removed") == true)
         }
@@ -174,12 +185,12 @@ struct StoredOutputsTests {
             #expect(outputs.contains { $0.isStored })
             for text in outputs where text.isStored { #expect(text.count >= StoredOutputs.minimumOutputBytes) }
             // The retry's short output stays in memory.
-            let short = try #require(state.calls[0].results.last?.outputText)
+            let short = try #require(state.calls[Self.failingCall].results.last?.outputText)
             #expect(short.count < StoredOutputs.minimumOutputBytes)
             #expect(!short.isStored)
             // A log of one member is never looked at: nothing of it can go back.
             let single = directory.path("single.jsonl.gz")
-            _ = try Self.writeRun(at: single, steps: 2, retryStep: 2)
+            _ = try Self.writeRun(at: single, steps: 2, retryStep: 0)
             #expect(try memberOffsets(single).count == 1)
             let one = try Self.foldStoring(single)
             #expect(one.stored.store == nil)
