@@ -167,17 +167,7 @@ public final class LogOutputStore: JSONTextStore {
 
     /// The first 8 bytes of a line's SHA-256 (64 hex digits), as a number.
     static func check(ofLineHash hash: String) -> UInt64 {
-        var value: UInt64 = 0
-        for byte in hash.utf8.prefix(16) {
-            let digit: UInt8
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
-            default: digit = 0
-            }
-            value = value << 4 | UInt64(digit)
-        }
-        return value
+        (ContentHash.bytes(hex: hash) ?? []).prefix(8).reduce(0) { $0 << 8 | UInt64($1) }
     }
 
     public func text(at key: Int, check: UInt64) -> [UInt8]? {
