@@ -104,8 +104,30 @@ public enum ContentHash {
     /// The bytes of a hash written as hex, with or without its `sha256:` prefix; nil when it is
     /// not hex.
     public static func bytes(hex text: String) -> [UInt8]? {
-        let digits = Array((text.hasPrefix("sha256:") ? text.dropFirst(7) : Substring(text)).utf8)
-        guard digits.count % 2 == 0 else { return nil }
+        var bytes: [UInt8] = []
+        let whole = forEachHexByte(of: text) { byte in
+            bytes.append(byte)
+            return true
+        }
+        return whole ? bytes : nil
+    }
+
+    /// The first 8 bytes of a hash written as hex (with or without its `sha256:` prefix), as a
+    /// big-endian number, without making the bytes; nil when those 16 digits are not hex.
+    public static func leadingWord(hex text: String) -> UInt64? {
+        var word: UInt64 = 0
+        var count = 0
+        _ = forEachHexByte(of: text) { byte in
+            word = word << 8 | UInt64(byte)
+            count += 1
+            return count < 8
+        }
+        return count == 8 ? word : nil
+    }
+
+    /// Calls `body` with each byte of `text`'s hex digits (after an optional `sha256:`) until it
+    /// returns false. Returns false when a digit is not hex or the count is odd.
+    private static func forEachHexByte(of text: String, _ body: (UInt8) -> Bool) -> Bool {
         func nibble(_ character: UInt8) -> UInt8? {
             switch character {
             case 0x30...0x39: return character - 0x30
@@ -114,12 +136,16 @@ public enum ContentHash {
             default: return nil
             }
         }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(digits.count / 2)
-        for index in stride(from: 0, to: digits.count, by: 2) {
-            guard let high = nibble(digits[index]), let low = nibble(digits[index + 1]) else { return nil }
-            bytes.append(high << 4 | low)
+        var text = text
+        return text.withUTF8 { digits in
+            var index = digits.starts(with: "sha256:".utf8) ? 7 : 0
+            guard (digits.count - index) % 2 == 0 else { return false }
+            while index < digits.count {
+                guard let high = nibble(digits[index]), let low = nibble(digits[index + 1]) else { return false }
+                guard body(high << 4 | low) else { return true }
+                index += 2
+            }
+            return true
         }
-        return bytes
     }
 }

@@ -167,7 +167,7 @@ public final class LogOutputStore: JSONTextStore {
 
     /// The first 8 bytes of a line's SHA-256 (64 hex digits), as a number.
     static func check(ofLineHash hash: String) -> UInt64 {
-        (ContentHash.bytes(hex: hash) ?? []).prefix(8).reduce(0) { $0 << 8 | UInt64($1) }
+        ContentHash.leadingWord(hex: hash) ?? 0
     }
 
     public func text(at key: Int, check: UInt64) -> [UInt8]? {

@@ -61,4 +61,25 @@ struct ContentHashTests {
             }
         }
     }
+
+    @Test("a hash read back from its hex gives its bytes and its first 8 as a number; anything not hex gives nothing")
+    func hexReadsBack() {
+        var generator = SeededGenerator(seed: 16)
+        for _ in 0..<50 {
+            let bytes = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            let hex = ContentHash.hex(bytes)
+            let word = bytes.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            for text in [hex, "sha256:" + hex, hex.uppercased()] {
+                #expect(ContentHash.bytes(hex: text) == bytes, "\(text)")
+                #expect(ContentHash.leadingWord(hex: text) == word, "\(text)")
+            }
+        }
+        #expect(ContentHash.bytes(hex: "") == [])
+        #expect(ContentHash.bytes(hex: "abc") == nil)
+        #expect(ContentHash.bytes(hex: "0g") == nil)
+        #expect(ContentHash.bytes(hex: "sha256:zz") == nil)
+        #expect(ContentHash.leadingWord(hex: "0011223344556677") == 0x0011_2233_4455_6677)
+        #expect(ContentHash.leadingWord(hex: "00112233445566") == nil, "fewer than 8 bytes")
+        #expect(ContentHash.leadingWord(hex: "001122334455667g" + String(repeating: "0", count: 48)) == nil)
+    }
 }
