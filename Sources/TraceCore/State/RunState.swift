@@ -107,7 +107,9 @@ public struct RunCounters: Sendable, Hashable {
         var failed: Int
         var failedCall: Int
 
-        init(_ call: ToolCallRecord) {
+        /// `borrowing`: an initializer's argument is otherwise passed owned, which copied the
+        /// whole record out of the state's list (a retain of each field) and released it after.
+        init(_ call: borrowing ToolCallRecord) {
             executed = call.isExecuted ? 1 : 0
             denied = call.isDenied ? 1 : 0
             awaiting = call.isAwaitingApproval ? 1 : 0
