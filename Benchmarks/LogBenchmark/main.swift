@@ -129,7 +129,7 @@ func gzipSixSize(of path: String) throws -> Int {
 func readAndFold(_ path: String) throws -> (events: Int, bytes: Int) {
     var state = RunState()
     var stored = StoredOutputs(log: path)
-    let summary = try LogReader(path: path).forEachEvent { recorded in
+    let summary = try LogReader(path: path, options: .init(keepsPacketText: false)).forEachEvent { recorded in
         let change = RunState.reduce(into: &state, recorded.event)
         stored.folded(recorded, change: change, into: &state)
     }
