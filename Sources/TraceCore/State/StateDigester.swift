@@ -35,7 +35,7 @@ public struct StateDigester: Sendable, StateListEncoder {
         var id: String
         var revision: Int
 
-        init(_ call: ToolCallRecord) {
+        init(_ call: borrowing ToolCallRecord) {
             id = call.id
             revision = call.revision
         }
