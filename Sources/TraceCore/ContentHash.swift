@@ -113,7 +113,8 @@ public enum ContentHash {
     }
 
     /// The first 8 bytes of a hash written as hex (with or without its `sha256:` prefix), as a
-    /// big-endian number, without making the bytes; nil when those 16 digits are not hex.
+    /// big-endian number, without making the bytes; nil when those 16 digits are not hex, or
+    /// when the digits are an odd number (as `bytes(hex:)` gives nil).
     public static func leadingWord(hex text: String) -> UInt64? {
         var word: UInt64 = 0
         var count = 0

@@ -80,6 +80,7 @@ struct ContentHashTests {
         #expect(ContentHash.bytes(hex: "sha256:zz") == nil)
         #expect(ContentHash.leadingWord(hex: "0011223344556677") == 0x0011_2233_4455_6677)
         #expect(ContentHash.leadingWord(hex: "00112233445566") == nil, "fewer than 8 bytes")
+        #expect(ContentHash.leadingWord(hex: "00112233445566778") == nil, "an odd number of digits")
         #expect(ContentHash.leadingWord(hex: "001122334455667g" + String(repeating: "0", count: 48)) == nil)
     }
 }
