@@ -25,7 +25,7 @@ let usage = """
     usage: log-benchmark [--runs N] [--steps N] [--repetitions N] [--dir PATH] [--big-run-steps N] [--level 1-9] [--sizes MB,…] [--keep]
       --runs N           runs in the corpus (1000)
       --steps N          steps per run (20)
-      --repetitions N    repetitions; medians are reported (5)
+      --repetitions N    repetitions; medians are reported (5; 3 at most for a long log of 500 MB or more)
       --dir PATH         where the logs are written (a temporary directory)
       --big-run-steps N  steps of the long run used for the memory figures (20000)
       --level 1-9        zlib level for writing (the writer's default)
@@ -33,6 +33,7 @@ let usage = """
                          (1,100,1000; "none" skips them)
       --keep             keep the written logs
     log-benchmark read-dir DIR   read + fold every log in DIR, then time each stage of reading alone
+                                 (STAGES=0: the read + fold alone, for profilers)
     """
 
 func parseSettings() -> Settings {
