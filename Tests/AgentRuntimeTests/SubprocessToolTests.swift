@@ -40,14 +40,29 @@ struct SubprocessToolTests {
             #expect(outcome.status == .error)
             #expect(outcome.isRetryable)
             #expect(outcome.error == "/bin/sh did not finish within 300 ms; its process group was killed")
-            let pid = try #require(Int32(String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
-            // The grandchild is gone too (reaped by init, so give it a moment to disappear).
-            var alive = true
-            for _ in 0..<100 where alive {
-                alive = kill(pid, 0) == 0 && !isZombie(pid)
-                if alive { try await Task.sleep(for: .milliseconds(20)) }
-            }
-            #expect(!alive)
+            // The grandchild is gone too.
+            #expect(try await isGone(pidIn: pidFile))
+        }
+    }
+
+    // The timeouts are far beyond the test's time limit: a tool that is waited for until its
+    // leftovers end (an hour) or until the timeout fails the test by its time limit.
+    @Test(
+        "a tool that exits while a process it started holds its output open is done when it exits",
+        .timeLimit(.minutes(5)))
+    func leftoverHoldsOutputOpen() async throws {
+        try await TemporaryDirectory.with { directory in
+            let pidFile = directory.path("child.pid")
+            let outcome = try await invoke(
+                #"read line; sleep 3600 & echo $! > \#(pidFile); printf '{"found": true}'"#, timeoutMs: 3_600_000)
+            #expect(outcome.status == .ok)
+            #expect(outcome.output == ["found": true])
+            // What it left behind went with its process group.
+            #expect(try await isGone(pidIn: pidFile))
+
+            let failed = try await invoke("echo 'no such order' >&2; sleep 3600 & exit 3", timeoutMs: 3_600_000)
+            #expect(failed.error == "/bin/sh exited with status 3: no such order")
+            #expect(failed.stderr == "no such order\n")
         }
     }
 
@@ -126,6 +141,17 @@ struct SubprocessToolTests {
             #expect(broken.status == .error)
             #expect(broken.contentHash != nil)
         }
+    }
+
+    /// Whether the process whose pid `file` holds has ended (reaped by init, so it is given a
+    /// moment to disappear).
+    private func isGone(pidIn file: String) async throws -> Bool {
+        let pid = try #require(Int32(String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        for _ in 0..<100 {
+            if kill(pid, 0) != 0 || isZombie(pid) { return true }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return false
     }
 
     private func isZombie(_ pid: Int32) -> Bool {

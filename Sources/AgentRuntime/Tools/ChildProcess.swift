@@ -97,6 +97,9 @@ public struct ChildProcess: Sendable {
         let deadline = Self.nowMs() + timeoutMs
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         var killed = false
+        var waitStatus: Int32 = 0
+        /// When the command itself exited while its streams were still open.
+        var exitedAtMs: Int?
 
         func killGroup() {
             if !killed {
@@ -105,13 +108,42 @@ public struct ChildProcess: Sendable {
             }
         }
 
+        /// Reads once from `fd` (stdout or stderr) without waiting: the bytes read, 0 at the
+        /// stream's end or when stdout passed the limit, -1 when nothing is there now.
+        func readOnce(_ fd: Int32) -> Int {
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 { return errno == EAGAIN || errno == EINTR ? -1 : 0 }
+            if count == 0 { return 0 }
+            if fd == outputFD {
+                let room = outputLimit - result.stdout.count
+                result.stdout.append(contentsOf: buffer[0..<min(count, room)])
+                if count > room {
+                    result.isOutputTruncated = true
+                    return 0
+                }
+            } else {
+                result.stderr.append(contentsOf: buffer[0..<count])
+                if result.stderr.count > 2 * stderrLimit { result.stderr.removeFirst(result.stderr.count - stderrLimit) }
+            }
+            return count
+        }
+
         while outputFD >= 0 || errorFD >= 0 {
             if cancellation.isCancelled {
                 result.isCancelled = true
                 killGroup()
                 break
             }
-            let remaining = deadline - Self.nowMs()
+            // The command exited but something it started holds its stdout or stderr open (a
+            // background process): its result is decided. Take what the streams hold after a
+            // short grace, and kill the group instead of waiting for the leftovers.
+            if exitedAtMs == nil && waitpid(pid, &waitStatus, WNOHANG) == pid { exitedAtMs = Self.nowMs() }
+            if let exitedAtMs, Self.nowMs() >= exitedAtMs + Self.lingeringStreamGraceMs {
+                killGroup()
+                for fd in [outputFD, errorFD] where fd >= 0 { while readOnce(fd) > 0 {} }
+                break
+            }
+            let remaining = (exitedAtMs.map { $0 + Self.lingeringStreamGraceMs } ?? deadline) - Self.nowMs()
             if remaining <= 0 {
                 result.isTimedOut = true
                 killGroup()
@@ -140,25 +172,10 @@ public struct ChildProcess: Sendable {
                     }
                     continue
                 }
-                let count = buffer.withUnsafeMutableBytes { read(entry.fd, $0.baseAddress, $0.count) }
-                if count < 0 && (errno == EAGAIN || errno == EINTR) { continue }
-                if count <= 0 {
+                if readOnce(entry.fd) == 0 {
                     close(entry.fd)
                     if entry.fd == outputFD { outputFD = -1 } else { errorFD = -1 }
-                    continue
-                }
-                if entry.fd == outputFD {
-                    let room = outputLimit - result.stdout.count
-                    result.stdout.append(contentsOf: buffer[0..<min(count, room)])
-                    if count > room {
-                        result.isOutputTruncated = true
-                        killGroup()
-                        close(outputFD)
-                        outputFD = -1
-                    }
-                } else {
-                    result.stderr.append(contentsOf: buffer[0..<count])
-                    if result.stderr.count > 2 * stderrLimit { result.stderr.removeFirst(result.stderr.count - stderrLimit) }
+                    if result.isOutputTruncated { killGroup() }
                 }
             }
         }
@@ -167,11 +184,10 @@ public struct ChildProcess: Sendable {
 
         // The streams are closed; the process may still run (it closed them itself). Wait for
         // it until the deadline, then kill it.
-        var waitStatus: Int32 = 0
         // A process that closed its streams is usually exiting: look again soon, then less
         // often (50 µs doubling to 5 ms), so a short command is not charged a fixed 5 ms.
         var pauseUs: UInt32 = 50
-        while true {
+        while exitedAtMs == nil {
             let reaped = waitpid(pid, &waitStatus, WNOHANG)
             if reaped == pid || (reaped < 0 && errno != EINTR) { break }
             if reaped == 0 && cancellation.isCancelled && !killed {
@@ -196,6 +212,10 @@ public struct ChildProcess: Sendable {
         }
         return result
     }
+
+    /// How long the streams of a command that exited are still read when a process it left
+    /// behind holds them open, before its group is killed.
+    static let lingeringStreamGraceMs = 100
 
     private static func nowMs() -> Int {
         var time = timespec()
