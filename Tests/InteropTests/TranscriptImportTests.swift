@@ -180,4 +180,35 @@ struct TranscriptImportTests {
         let zip = try write("PK\u{3}\u{4} not a zip", to: directory, "broken.eval")
         #expect(try importRuns([zip]).outcome.failedInputs.first?.code == .badArchive)
     }
+
+    /// An input with nothing in it is an error that says so, never "0 runs imported" alone.
+    @Test("an input with no messages or no spans is an error that says so, not a run with nothing in it")
+    func emptyInputs() throws {
+        let scratch = try TemporaryDirectory("agent-eval-interop-empty")
+        defer { scratch.remove() }
+        let directory = scratch.url.path
+        let noMessages = try importRuns([try write("[]", to: directory, "empty.json")], format: .messages).outcome
+        #expect(noMessages.importedCount == 0 && noMessages.failedCount == 1)
+        let runError = try #require(noMessages.runs.first?.error)
+        #expect(runError.code == .badRun && runError.message.contains("has no messages"))
+
+        let cases: [(format: ImportFormat, text: String, message: String)] = [
+            (.otlp, #"{"resourceSpans": []}"#, "holds no spans"),
+            (.auto, #"{"resourceSpans": [{"scopeSpans": [{"spans": []}]}]}"#, "holds no spans"),
+            (
+                .otlp, #"{"resourceSpans": [{"scopeSpans": [{"spans": [{"name": "chat"}, {"name": "tool"}]}]}]}"#,
+                #"has 2 spans, but none with both "traceId" and "spanId""#
+            ),
+            (.jaeger, #"{"data": []}"#, "holds no spans"),
+            (.jaeger, #"{"data": [{"spans": [{"operationName": "chat"}]}]}"#, #"has 1 span, but none with both "traceID" and "spanID""#),
+        ]
+        for (index, item) in cases.enumerated() {
+            let file = try write(item.text, to: directory, "traces-\(index).json")
+            let outcome = try importRuns([file], format: item.format).outcome
+            let error = try #require(outcome.failedInputs.first, "\(item.text)")
+            #expect(outcome.importedCount == 0)
+            #expect(error.code == .wrongFormat && error.location?.path == file)
+            #expect(error.message.contains(item.message), "\(error.message)")
+        }
+    }
 }

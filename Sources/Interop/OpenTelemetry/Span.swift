@@ -85,6 +85,8 @@ enum SpanReader {
         case .lines(let lines): documents = lines.map { ("line \($0.line)", $0.value) }
         }
         var spans: [Span] = []
+        /// Spans found without a trace id or a span id, which are left out.
+        var unidentified = 0
         for (place, request) in documents {
             let at = place.isEmpty ? file.path : "\(file.path) (\(place))"
             if format == .jaeger {
@@ -94,7 +96,12 @@ enum SpanReader {
                         location: SourceLocation(path: file.path),
                         hint: "export the trace as JSON from Jaeger's UI or its /api/traces endpoint")
                 }
-                for trace in traces { spans += jaegerSpans(trace) }
+                for trace in traces {
+                    let found = trace["spans"]?.arrayValue ?? []
+                    let read = jaegerSpans(trace)
+                    unidentified += found.count - read.count
+                    spans += read
+                }
                 continue
             }
             guard let batches = (request["resourceSpans"] ?? request["batches"])?.arrayValue else {
@@ -106,12 +113,22 @@ enum SpanReader {
                 let service = attributes(batch["resource"]?["attributes"])["service.name"]?.stringValue
                 for scope in (batch["scopeSpans"] ?? batch["instrumentationLibrarySpans"])?.arrayValue ?? [] {
                     for span in scope["spans"]?.arrayValue ?? [] {
-                        if let span = otlpSpan(span, service: service) { spans.append(span) }
+                        if let span = otlpSpan(span, service: service) { spans.append(span) } else { unidentified += 1 }
                     }
                 }
             }
         }
-        return spans
+        guard spans.isEmpty else { return spans }
+        let location = SourceLocation(path: file.path)
+        guard unidentified == 0 else {
+            let isJaeger = format == .jaeger
+            throw ImportError(
+                .wrongFormat,
+                "\(file.path) has \(unidentified) span\(unidentified == 1 ? "" : "s"), but none with both "
+                    + (isJaeger ? "\"traceID\" and \"spanID\"" : "\"traceId\" and \"spanId\"") + ": no trace to import",
+                location: location, hint: isJaeger ? nil : "OTLP/JSON writes ids as hex strings; protobuf's JSON mapping as base64")
+        }
+        throw ImportError(.wrongFormat, "\(file.path) holds no spans: no trace to import", location: location)
     }
 
     private static func otlpSpan(_ value: JSONValue, service: String?) -> Span? {

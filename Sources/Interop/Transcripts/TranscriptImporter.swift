@@ -44,6 +44,11 @@ struct TranscriptImporter {
     }
 
     func run() throws(ImportError) -> ImportedRun {
+        guard !episode.messages.isEmpty else {
+            let what = episode.id.map { "episode \($0) (\(episode.place))" } ?? episode.place
+            throw ImportError(
+                .badRun, "\(file.path): \(what) has no messages: there is no run to import", location: SourceLocation(path: file.path))
+        }
         let dialect = Self.dialect(of: episode.messages)
         var warnings: [String] = []
         var preamble: [JSONValue] = []
