@@ -69,7 +69,17 @@ extension Catalog {
     /// statement that would change the catalog fails with `read_only`.
     public func query(_ sql: String, arguments: [CatalogValue] = []) throws(CatalogError) -> QueryResult {
         try read { db in
-            let statement = try db.makeStatement(sql: sql)
+            let statement: Statement
+            do {
+                statement = try db.makeStatement(sql: sql)
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_ERROR {
+                // The statement's own fault (syntax, a table or column that is not there), not the file's.
+                let names = try String.fetchAll(
+                    db, sql: "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' ORDER BY name")
+                throw CatalogError(
+                    .queryFailed, "the statement cannot run: \(error.message ?? "\(error.resultCode)")",
+                    hint: "its tables and views: \(names.joined(separator: ", ")) (docs/catalog.md describes each)")
+            }
             if !statement.isReadonly {
                 throw CatalogError(
                     .readOnly, "the catalog's query connection is read-only; this statement would change it: \(sql)",

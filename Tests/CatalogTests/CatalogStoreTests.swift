@@ -480,6 +480,23 @@ struct CatalogStoreTests {
         }
     }
 
+    @Test("a statement with a mistake in it says what, and names the tables and views instead of blaming the file")
+    func badStatements() throws {
+        try TemporaryDirectory.with { directory in
+            let catalog = try Catalog(path: directory.path("catalog.sqlite"))
+            for (statement, detail) in [
+                ("SELECT * FROM runs", "no such table: runs"), ("SELECT missing FROM logs", "no such column: missing"),
+                ("SELEC 1", #"near "SELEC": syntax error"#),
+            ] {
+                let error = try #require(throws: CatalogError.self) { _ = try catalog.query(statement) }
+                #expect(error.code == .queryFailed)
+                #expect(error.message == "the statement cannot run: \(detail)")
+                #expect(error.location == nil)
+                #expect(error.hint?.contains("logs, run_calls, suite_runs") == true, "\(error.hint ?? "")")
+            }
+        }
+    }
+
     @Test("a catalog of an older schema version is migrated in place, keeping its rows")
     func migratesOlderVersions() throws {
         try TemporaryDirectory.with { directory in
