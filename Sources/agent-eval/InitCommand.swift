@@ -113,7 +113,9 @@ struct InitCommand: AsyncParsableCommand {
         if quiet { return }
         say("wrote \(written.count) files in \(root == "." ? "this folder" : root + "/"):")
         for file in written.sorted() { say("  \(file)") }
-        say("recorded the agent's first run: \(Self.recordedLog) (stopped: \(outcome.stop.reason.rawValue), \(outcome.steps) steps)")
+        say(
+            "recorded the agent's first run: \(Self.recordedLog) (stopped: \(outcome.stop.reason.rawValue), \(counted(outcome.steps, "step")))"
+        )
         say("")
         say("next:")
         let width = next.map(\.command.count).max() ?? 0

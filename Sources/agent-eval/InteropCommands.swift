@@ -76,7 +76,7 @@ struct ImportCommand: ParsableCommand {
             } else if !quiet, !toStandardOutput, let log = run.log {
                 let id = run.sourceId.map { " \($0)" } ?? ""
                 say(
-                    "imported \(run.format)\(id) → \(displayPath(log)) (\(run.steps) steps, \(run.calls) calls, \(run.stop?.rawValue ?? "?"))"
+                    "imported \(run.format)\(id) → \(displayPath(log)) (\(counted(run.steps, "step")), \(counted(run.calls, "call")), \(run.stop?.rawValue ?? "?"))"
                 )
                 for warning in run.warnings { say("  note: \(warning)") }
             }

@@ -198,7 +198,7 @@ struct ReplayCommand: AsyncParsableCommand {
         } else {
             let checked = result.digestsChecked
             var line =
-                "replayed \(result.stepsReplayed) steps, \(result.state.eventCount) events; \(checked) state digest\(checked == 1 ? "" : "s") checked"
+                "replayed \(counted(result.stepsReplayed, "step")), \(counted(result.state.eventCount, "event")); \(checked) state digest\(checked == 1 ? "" : "s") checked"
             line += result.digestMismatches.isEmpty ? ", all match the rebuilt state" : ", \(result.digestMismatches.count) DO NOT MATCH"
             output.append(line)
             output.flush()

@@ -77,7 +77,7 @@ struct ViewCommand: ParsableCommand {
             object.set("error", view.error.map { ($0 as any Diagnostic).json })
             printJSON(object.json)
         } else {
-            say("wrote \(path) (\(view.stepCount) steps, \(view.eventCount) events, \(HTMLOutput.size(bytes)))")
+            say("wrote \(path) (\(counted(view.stepCount, "step")), \(counted(view.eventCount, "event")), \(HTMLOutput.size(bytes)))")
             say("open: \(link)")
         }
         if open { HTMLOutput.open(link) }
