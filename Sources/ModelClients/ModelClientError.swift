@@ -37,6 +37,11 @@ public struct ModelClientError: Diagnostic, Hashable {
     /// The message with the attempts, as a run's stop records it.
     public var description: String {
         guard attempts.count > 1 else { return message }
+        // A server that is down fails every attempt alike: say so once, with the waits.
+        if let first = attempts.first, attempts.allSatisfy({ $0.error == first.error && $0.status == first.status }) {
+            let waits = attempts.dropLast().map { "\($0.waitedMs)" }.joined(separator: ", ")
+            return message + "; every attempt failed the same way (waited \(waits) ms between them)"
+        }
         return message + "; attempts: "
             + attempts.enumerated().map { "\($0.offset + 1)) \($0.element.summary)" }.joined(separator: "; ")
     }

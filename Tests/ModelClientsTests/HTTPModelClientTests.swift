@@ -206,6 +206,24 @@ struct HTTPModelClientTests {
             #expect(error.message.contains("127.0.0.1:9"), "\(error.message)")
             #expect(!error.message.contains("NIO"), "\(error.message)")
             #expect(error.attempts.count == 2)
+            // What the run's stop records: the failure once, not once per attempt.
+            let recorded = "\(error)"
+            #expect(recorded.hasPrefix(error.message + "; every attempt failed the same way (waited "), "\(recorded)")
+            #expect(recorded.components(separatedBy: "127.0.0.1:9").count == 2, "\(recorded)")
         }
+    }
+
+    @Test("attempts that failed differently are each listed in what the run's stop records")
+    func differentAttempts() {
+        let error = ModelClientError(
+            .exhausted, "the openai request for m gave up after 2 attempts: HTTP 503: busy",
+            attempts: [
+                ModelAttempt(status: 429, error: "slow down", retryAfterMs: 20, waitedMs: 20),
+                ModelAttempt(status: 503, error: "busy", retryAfterMs: nil, waitedMs: 0),
+            ])
+        #expect(
+            "\(error)"
+                == "the openai request for m gave up after 2 attempts: HTTP 503: busy; attempts: 1) HTTP 429: slow down (waited 20 ms); "
+                + "2) HTTP 503: busy (waited 0 ms)")
     }
 }
