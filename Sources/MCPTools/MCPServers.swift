@@ -123,11 +123,11 @@ final class MCPConnection: ToolServerConnection {
             await client.disconnect()
             throw MCPToolError(
                 "did not start: \(Self.describe(error))" + (server.lastErrorLine.map { " (stderr: \($0))" } ?? ""),
-                hint: "run its command by hand to see why: \(settings.command.joined(separator: " "))")
+                hint: "run its command by hand to see why: \(ShellWords.command(settings.command))")
         case .failed(let why):
             await client.disconnect()
             throw MCPToolError(
-                "did not start: \(why)", hint: "run its command by hand to see why: \(settings.command.joined(separator: " "))")
+                "did not start: \(why)", hint: "run its command by hand to see why: \(ShellWords.command(settings.command))")
         case .timedOut:
             server.kill()
             await client.disconnect()

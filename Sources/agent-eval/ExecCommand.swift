@@ -1,6 +1,7 @@
 import AgentRuntime
 import ArgumentParser
 import Catalog
+import EvalEngine
 import Foundation
 import MCPTools
 import Synchronization
@@ -217,7 +218,7 @@ struct ExecCommand: AsyncParsableCommand {
             let more = failed.count - shown.count
             lines.append(
                 "FAILED calls: \(failed.count) of \(state.toolCallCount): " + shown.joined(separator: "; ")
-                    + (more > 0 ? "; … and \(more) more (agent-eval replay \(outcome.logPath) shows each)" : ""))
+                    + (more > 0 ? "; … and \(more) more (\(EvalReport.replayCommand(log: outcome.logPath, step: nil)) shows each)" : ""))
         }
         lines.append("log: \(outcome.logPath)")
         let waiting = state.callsAwaitingApproval

@@ -1,5 +1,6 @@
 import AgentRuntime
 import ArgumentParser
+import EvalEngine
 import Foundation
 import Replay
 import TraceCore
@@ -58,7 +59,7 @@ struct RerunCommand: AsyncParsableCommand {
             if let cause = divergence.cause { say("  cause:    \(cause)") }
             say(
                 "  stop:     recorded \(report.recordedStop?.reason.rawValue ?? "none"), now \(report.newStop?.reason.rawValue ?? "none")")
-            say("  look:     agent-eval replay \(log) --step \(divergence.step)")
+            say("  look:     \(EvalReport.replayCommand(log: log, step: divergence.step))")
         } else {
             say("identical: the current runtime and \(agentPath) reproduce all \(report.recordedEvents) events of \(log)")
         }

@@ -45,7 +45,7 @@ public struct EvalReport: Sendable {
 
     /// `agent-eval replay <log> --step N`: the command to look at a failure.
     public static func replayCommand(log: String, step: Int?) -> String {
-        "agent-eval replay \(shellQuoted(log))" + (step.map { " --step \($0)" } ?? "")
+        "agent-eval replay \(ShellWords.quoted(log))" + (step.map { " --step \($0)" } ?? "")
     }
 
     /// `report.html#log=<log>&step=N`: the run's view in the report page, at the step.
@@ -55,11 +55,6 @@ public struct EvalReport: Sendable {
         allowed.remove(charactersIn: "&=#%+")
         let encoded = log.addingPercentEncoding(withAllowedCharacters: allowed) ?? log
         return page + "#log=" + encoded + (step.map { "&step=\($0)" } ?? "")
-    }
-
-    static func shellQuoted(_ text: String) -> String {
-        text.allSatisfy { $0.isLetter || $0.isNumber || "-_./:=@+,".contains($0) }
-            ? text : "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }
 
     /// A case's "pass", "fail" or "error".

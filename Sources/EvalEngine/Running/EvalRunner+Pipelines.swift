@@ -82,12 +82,12 @@ extension EvalRunner {
         if let mismatch = replay.mismatches.first {
             return cannotRun(
                 .digestMismatch, "a pipeline state digest differs from the state the log folds to (\(mismatch))",
-                hint: "agent-eval replay \(log) shows every digest check")
+                hint: "\(EvalReport.replayCommand(log: log, step: nil)) shows every digest check")
         }
         if let anomaly = state.anomalies.first {
             return cannotRun(
                 .anomalousRun, "the pipeline log does not fit together: \(anomaly)",
-                hint: "agent-eval replay \(log) shows the state it folds to")
+                hint: "\(EvalReport.replayCommand(log: log, step: nil)) shows the state it folds to")
         }
         if state.stop == nil {
             let why = state.isPaused ? "it is paused" : "the log ends while tasks ran"

@@ -69,7 +69,9 @@ public enum PipelineView {
                     detail += ": unfinished"
                 }
                 lines.append(detail)
-                if let log = attempt.started.log { lines.append("        replay: agent-eval replay \(directory)/\(log)") }
+                if let log = attempt.started.log {
+                    lines.append("        replay: agent-eval replay \(ShellWords.quoted("\(directory)/\(log)"))")
+                }
             }
         }
         for (key, breaker) in state.breakers.sorted(by: { $0.key < $1.key }) {
