@@ -97,7 +97,7 @@ struct InitCommand: AsyncParsableCommand {
 
         let written = targets.map(\.relative) + [Self.recordedLog]
         let next: [(command: String, note: String?)] =
-            (root == "." ? [] : [("cd \(root)", nil)]) + [
+            (root == "." ? [] : [("cd \(ShellWords.quoted(root))", nil)]) + [
                 ("agent-eval run evals/", "both cases pass"),
                 ("agent-eval replay \(Self.recordedLog) --step 1", "what the agent saw and did"),
                 ("agent-eval run evals/ --update-baseline", "keep a baseline: CI then fails on regressions"),
