@@ -174,6 +174,19 @@ struct ArgumentMatcherTests {
         #expect(
             ArgumentMatcher(mode: .ignore, paths: [("amount", .range(min: nil, max: 10))]).mismatch(Self.actual)
                 == "amount is 4999, above the maximum 10")
+        // A check written among the expected arguments is a literal there: the message says where it goes.
+        #expect(
+            ArgumentMatcher(mode: .superset, expected: ["order": ["regex": "^A-"]]).mismatch(Self.actual)
+                == #"order is "A-1", expected {"regex":"^A-"} — a literal value here; a check like this goes under paths: "#
+                + #"(paths: {order: {"regex":"^A-"}})"#)
+        #expect(
+            ArgumentMatcher(mode: .superset, expected: ["note": ["exists": false]]).mismatch(Self.actual)
+                == #"note is missing, expected {"exists":false} — a literal value here; a check like this goes under paths: "#
+                + #"(paths: {note: {"exists":false}})"#)
+        // An object that is not only check keys is an ordinary expected value.
+        #expect(
+            ArgumentMatcher(mode: .superset, expected: ["order": ["regex": "x", "other": 1]]).mismatch(Self.actual)
+                == #"order is "A-1", expected {"other":1,"regex":"x"}"#)
     }
 
     @Test("every executed call of a tool must match; repeated and parallel calls are each checked")

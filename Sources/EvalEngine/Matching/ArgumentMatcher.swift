@@ -136,7 +136,7 @@ public struct ArgumentMatcher: Sendable, CustomStringConvertible {
                 let key = path.isEmpty ? member.key : "\(path).\(member.key)"
                 guard let value = got[member.key] else {
                     if allowMissingActual { continue }
-                    return "\(key) is missing, expected \(JSONWriter.encodeString(member.value))"
+                    return "\(key) is missing, expected \(JSONWriter.encodeString(member.value))" + checkHint(member.value, at: key)
                 }
                 if let problem = difference(
                     expected: member.value, actual: value, at: key, allowExtraActual: allowExtraActual,
@@ -152,8 +152,20 @@ public struct ArgumentMatcher: Sendable, CustomStringConvertible {
             return nil
         default:
             return expected.equals(byValue: actual)
-                ? nil : "\(place) is \(JSONWriter.encodeString(actual)), expected \(JSONWriter.encodeString(expected))"
+                ? nil
+                : "\(place) is \(JSONWriter.encodeString(actual)), expected \(JSONWriter.encodeString(expected))"
+                    + checkHint(expected, at: place)
         }
+    }
+
+    /// The keys of a check under `paths:` (`{regex: …}`, `{min: …}`, …).
+    static let checkKeys: Set<String> = ["regex", "min", "max", "in", "exists"]
+
+    /// For an expected value that reads like a check but is compared as a literal (it was
+    /// written among the expected arguments, not under `paths:`), a note saying where it goes.
+    static func checkHint(_ expected: JSONValue, at path: String) -> String {
+        guard case .object(let object) = expected, !object.isEmpty, object.allSatisfy({ checkKeys.contains($0.key) }) else { return "" }
+        return " — a literal value here; a check like this goes under paths: (paths: {\(path): \(JSONWriter.encodeString(expected))})"
     }
 
     /// `value` without the keys whose dotted path matches one of `patterns`.
