@@ -4,11 +4,11 @@ extension TrajectoryDiff.StepSketch {
     /// One line for a step: its calls with verdicts and results (or its decisions), and tokens.
     public var summary: String {
         let calls = calls.map { call in
-            "\(call.tool)(\(JSONWriter.encodeString(call.arguments).prefix(40))) \(call.verdict)"
+            "\(call.tool)(\(StepRenderer.cut(JSONWriter.encodeString(call.arguments), to: 40))) \(call.verdict)"
                 + (call.results.isEmpty ? "" : " " + call.results.joined(separator: ","))
         }
         let text = calls.isEmpty ? decisions.joined(separator: "; ") : calls.joined(separator: "; ")
-        return (text.count > 100 ? String(text.prefix(99)) + "…" : text) + " [\(tokens) tokens]"
+        return StepRenderer.cut(text, to: 100) + " [\(tokens) tokens]"
     }
 }
 
