@@ -118,4 +118,19 @@ struct DecisionTests {
             )
         }
     }
+
+    @Test("a script's replies that its agent would reject are found before a run: unknown tools unless servers may add them")
+    func rejectedScriptReplies() throws {
+        let lookup = try tool("lookup", schema: ["type": "object", "required": ["id"]]) { _ in .ok([:]) }
+        let script = ScriptedModel(
+            name: "s", decisions: [calls(("lookpu", [:])), calls(("lookup", [:])), calls(("lookup", ["id": "a"])), raw("not json")],
+            rules: [ScriptedModel.Rule(reply: calls(("lookup", ["x": 1])))])
+        let tools = ToolRegistry([lookup])
+        let rejected = script.rejectedReplies(tools: tools, toolsMayJoin: false)
+        #expect(rejected.map(\.place) == ["decisions[0]", "decisions[1]", "rules[0].reply"])
+        #expect(rejected.map(\.invalid.kind) == [.unknownTool, .invalidArguments, .invalidArguments])
+        #expect(rejected.allSatisfy { $0.location == nil })
+        // With MCP servers still to start, an unknown name may be one of theirs.
+        #expect(script.rejectedReplies(tools: tools, toolsMayJoin: true).map(\.place) == ["decisions[1]", "rules[0].reply"])
+    }
 }

@@ -117,6 +117,35 @@ struct ProjectCommandTests {
             #expect(named.stderr.contains("this is not a file agent-eval reads"))
         }
     }
+
+    @Test("check warns, at the reply's line, about scripted replies the agent would reject; --strict fails on them")
+    func scriptedRepliesMeetTheAgent() throws {
+        try TemporaryDirectory.with { directory in
+            let files = [
+                "agent.yaml": "name: demo\nmodel: {script: demo.model.yaml}\ntools:\n  - name: lookup\n    description: d\n"
+                    + "    side_effect: read\n    input_schema: {type: object, required: [id], properties: {id: {type: string}}}\n"
+                    + "    fixture: [{output: {}}]\n",
+                // A misspelt tool, arguments the schema refuses, a good call, an answer, and a rule.
+                "demo.model.yaml": "decisions:\n  - tool_calls: [{name: lookpu, arguments: {id: a}}]\n"
+                    + "  - tool_calls: [{name: lookup, arguments: {id: 7}}]\n  - tool_calls: [{name: lookup, arguments: {id: a}}]\n"
+                    + "  - answer: done\nrules:\n  - reply: {tool_calls: [{name: lookup}]}\n",
+            ]
+            for (name, text) in files { try text.write(toFile: directory.path(name), atomically: true, encoding: .utf8) }
+            let result = try agentEval(["check", "."], in: directory.url)
+            #expect(result.status == 0, "warnings only: \(result.stderr)")
+            let stderr = result.stderr
+            #expect(
+                stderr.contains(
+                    "warning: decisions[0]: agent demo (agent.yaml) would reject this reply (unknown_tool): tool_calls[0] calls \"lookpu\", "
+                        + "which is not a tool of this agent (tools: \"lookup\")\n  --> demo.model.yaml:2:5"), "\(stderr)")
+            #expect(stderr.contains("arguments.id must be a string, found an integer (7)\n  --> demo.model.yaml:3:5"), "\(stderr)")
+            #expect(stderr.contains("warning: rules[0].reply: agent demo (agent.yaml) would reject this reply (invalid_arguments)"))
+            #expect(!stderr.contains("decisions[2]") && !stderr.contains("decisions[3]"))
+            #expect(result.stdoutText.contains("demo.model.yaml: model script demo: 4 decisions, 1 rule, 3 problems\n"))
+            let strict = try agentEval(["check", ".", "--strict"], in: directory.url)
+            #expect(strict.status == 2)
+        }
+    }
 }
 
 @Suite("--quiet and --verbose")

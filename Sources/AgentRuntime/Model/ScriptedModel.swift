@@ -72,11 +72,49 @@ public struct ScriptedModel: ModelClient {
     public var name: String
     public var decisions: [Reply]
     public var rules: [Rule]
+    /// Where each decision and each rule's reply is in the script file (empty for a script
+    /// made in code), for messages about them.
+    var decisionLocations: [SourceLocation] = []
+    var ruleLocations: [SourceLocation] = []
 
     public init(name: String, decisions: [Reply] = [], rules: [Rule] = []) {
         self.name = name
         self.decisions = decisions
         self.rules = rules
+    }
+
+    /// A scripted reply the runtime would reject: see `rejectedReplies(tools:toolsMayJoin:)`.
+    public struct RejectedReply: Sendable {
+        /// `decisions[0]`, `rules[2].reply`.
+        public var place: String
+        /// Where the reply is in the script file, when it came from one.
+        public var location: SourceLocation?
+        public var invalid: InvalidDecision
+    }
+
+    /// The replies an agent with `tools` would reject for calling a tool it does not have or
+    /// for arguments the tool's schema refuses, parsed as a run parses them. A script that tests
+    /// rejected replies does this on purpose; any other has a mistake that `check` can show
+    /// before a run does. With `toolsMayJoin` (the agent's MCP servers add tools when they
+    /// start), a name the agent does not have yet is not reported.
+    public func rejectedReplies(tools: ToolRegistry, toolsMayJoin: Bool) -> [RejectedReply] {
+        let parser = DecisionParser(tools: tools)
+        let replies =
+            decisions.enumerated().map {
+                ("decisions[\($0.offset)]", $0.element, decisionLocations.indices.contains($0.offset) ? decisionLocations[$0.offset] : nil)
+            }
+            + rules.enumerated().map {
+                ("rules[\($0.offset)].reply", $0.element.reply, ruleLocations.indices.contains($0.offset) ? ruleLocations[$0.offset] : nil)
+            }
+        return replies.compactMap { place, reply, location in
+            guard case .invalid(let invalid) = parser.parse(reply.raw, format: reply.format, nextCallNumber: 1) else { return nil }
+            switch invalid.kind {
+            case .invalidArguments: break
+            case .unknownTool where !toolsMayJoin: break
+            default: return nil
+            }
+            return RejectedReply(place: place, location: location, invalid: invalid)
+        }
     }
 
     public var identity: ModelIdentity { ModelIdentity(provider: "scripted", name: name) }
@@ -125,23 +163,32 @@ extension ScriptedModel {
         guard var file = errors.collect({ () throws(ConfigError) in try root.mapping("the model script") }) else { throw errors }
         let name = errors.collect { () throws(ConfigError) in try file.optional("name")?.nonEmptyString("name") ?? defaultName }
         var decisions: [Reply] = []
+        var decisionLocations: [SourceLocation] = []
         let decisionNodes = errors.collect { () throws(ConfigError) in try file.optional("decisions")?.list("decisions") ?? [] } ?? []
         for (index, item) in decisionNodes.enumerated() {
             if let reply = errors.collect({ () throws(ConfigError) in try readReply(item, what: "decisions[\(index)]") }) {
                 decisions.append(reply)
+                decisionLocations.append(item.location)
             }
         }
         var rules: [Rule] = []
+        var ruleLocations: [SourceLocation] = []
         let ruleNodes = errors.collect { () throws(ConfigError) in try file.optional("rules")?.list("rules") ?? [] } ?? []
         for (index, item) in ruleNodes.enumerated() {
-            if let rule = errors.collect({ () throws(ConfigError) in try readRule(item, index: index) }) { rules.append(rule) }
+            if let rule = errors.collect({ () throws(ConfigError) in try readRule(item, index: index) }) {
+                rules.append(rule)
+                ruleLocations.append(item.location)
+            }
         }
         errors.errors.append(contentsOf: file.unknownKeys())
         if decisionNodes.isEmpty && ruleNodes.isEmpty && errors.errors.isEmpty {
             errors.errors.append(ConfigError(.missingKey, "the model script has neither \"decisions\" nor \"rules\"", at: root.location))
         }
         guard errors.errors.isEmpty, let name else { throw errors.inFileOrder(of: root.location.path) }
-        return ScriptedModel(name: name, decisions: decisions, rules: rules)
+        var script = ScriptedModel(name: name, decisions: decisions, rules: rules)
+        script.decisionLocations = decisionLocations
+        script.ruleLocations = ruleLocations
+        return script
     }
 
     static func readRule(_ item: ConfigNode, index: Int) throws(ConfigError) -> Rule {

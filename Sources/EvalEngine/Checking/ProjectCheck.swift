@@ -151,6 +151,20 @@ public struct ProjectCheck: Sendable {
                 let servers = agent.toolServers.isEmpty ? "" : " and the tools of \(count(agent.toolServers.count, "MCP server"))"
                 report.note(path, kind: .agent, summary: "agent \(agent.name), \(count(agent.tools.names.count, "tool"))\(servers)")
                 loaded = agent
+                // A scripted model's replies meet the agent's tools only when it runs: a
+                // misspelt tool or arguments its schema refuses show here instead.
+                if let script = agent.model as? ScriptedModel {
+                    for rejected in script.rejectedReplies(tools: agent.tools, toolsMayJoin: !agent.toolServers.isEmpty) {
+                        problem(
+                            in: path, .warning,
+                            ConfigError(
+                                .invalidValue,
+                                "\(rejected.place): agent \(agent.name) (\(path)) would reject this reply (\(rejected.invalid.kind.rawValue)): "
+                                    + rejected.invalid.message,
+                                at: rejected.location ?? SourceLocation(path: path),
+                                hint: "a run asks the model again after a rejected reply; fine if the script tests that"))
+                    }
+                }
             } catch {
                 report.note(path, kind: .agent, summary: nil)
                 for problem in error.errors { self.problem(in: path, .error, problem) }
