@@ -223,11 +223,12 @@ struct ExecCommand: AsyncParsableCommand {
         lines.append("log: \(outcome.logPath)")
         let waiting = state.callsAwaitingApproval
         if !waiting.isEmpty {
-            let approvals = waiting.map { "--approve \($0.id)" }.joined(separator: " ")
+            let approvals = waiting.map { "--approve \(ShellWords.quoted($0.id))" }.joined(separator: " ")
             lines.append(
                 "waiting for approval: "
                     + waiting.map { "\($0.id) (\($0.tool) \(JSONWriter.encodeString($0.arguments)))" }.joined(separator: ", "))
-            lines.append("resume: agent-eval exec \(agentPath) --resume \(outcome.logPath) \(approvals)")
+            lines.append(
+                "resume: agent-eval exec \(ShellWords.quoted(agentPath)) --resume \(ShellWords.quoted(outcome.logPath)) \(approvals)")
         }
         return lines
     }

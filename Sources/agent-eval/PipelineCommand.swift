@@ -345,7 +345,7 @@ struct PipelinePauseCommand: AsyncParsableCommand {
             let run = try PipelineTarget(target)
             try PipelineRunner.requestPause(directory: run.directory)
             say(
-                "pause requested: \(run.directory) pauses once its running tasks finish; continue with `agent-eval pipeline resume \(run.directory)`"
+                "pause requested: \(run.directory) pauses once its running tasks finish; continue with `agent-eval pipeline resume \(ShellWords.quoted(run.directory))`"
             )
         } catch {
             throw diagnose(error)

@@ -34,6 +34,21 @@ struct ExecCommandTests {
         }
     }
 
+    @Test("the resume command it prints works pasted into a shell, with a space in the log's path")
+    func resumeCommandPastes() throws {
+        try TemporaryDirectory.with { directory in
+            let log = directory.path("my runs/support run.jsonl.gz")
+            try FileManager.default.createDirectory(atPath: directory.path("my runs"), withIntermediateDirectories: true)
+            let first = try agentEval(["exec", ExampleRuns.agentPath("support"), "--input", "Order A-1042 arrived broken.", "--log", log])
+            #expect(first.status == 1)
+            let line = try #require(first.stdoutText.split(separator: "\n").first { $0.hasPrefix("resume: agent-eval ") })
+            let command = ShellWords.quoted(try agentEvalBinary()) + " " + line.dropFirst("resume: agent-eval ".count)
+            let resumed = try Subprocess.run("/bin/sh", ["-c", command])
+            #expect(resumed.status == 0, "\(command): \(resumed.stderr)")
+            #expect(resumed.stdoutText.hasPrefix("stopped: success\n"), "\(resumed.stdoutText)")
+        }
+    }
+
     @Test("a new run's log goes to <out>/<agent>-<run-id>.jsonl.gz, and the run id is sortable by time")
     func defaultLogPath() throws {
         try TemporaryDirectory.with { directory in

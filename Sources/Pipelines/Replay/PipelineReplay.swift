@@ -84,9 +84,9 @@ public enum PipelineView {
             if let error = stop.error { lines.append("why: \(error)") }
             lines.append("outputs: \(JSONWriter.encodeString(stop.outputs))")
         } else if state.isPaused {
-            lines.append("resume: agent-eval pipeline resume \(directory)")
+            lines.append("resume: agent-eval pipeline resume \(ShellWords.quoted(directory))")
         } else {
-            lines.append("the log ends while tasks ran (the process stopped): agent-eval pipeline resume \(directory)")
+            lines.append("the log ends while tasks ran (the process stopped): agent-eval pipeline resume \(ShellWords.quoted(directory))")
         }
         lines.append("log: \(directory)/pipeline.jsonl.gz")
         return lines
