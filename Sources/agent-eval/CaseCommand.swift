@@ -75,7 +75,9 @@ struct CaseFromLogCommand: ParsableCommand {
             throw diagnose(EvalError(.writeFailed, "\(out) exists already", hint: "choose another --out, or remove it first"))
         }
         do { try writeReport(text, to: out) } catch { throw diagnose(error) }
-        say("wrote \(out): \(facts.state.executedCalls.count) calls in \(mode.rawValue) order; check it with: agent-eval run \(out)")
+        say(
+            "wrote \(out): \(facts.state.executedCalls.count) calls in \(mode.rawValue) order; check it with: agent-eval run \(ShellWords.quoted(out))"
+        )
     }
 }
 

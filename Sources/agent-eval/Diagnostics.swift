@@ -111,15 +111,15 @@ let damageCodes: Set<String> = [
 func commandHint(for diagnostic: any Diagnostic) -> String? {
     let path = diagnostic.place?.path ?? "LOG"
     if damageCodes.contains(diagnostic.diagnosticCode) {
-        return "run `agent-eval log verify \(path)` for a full report of the damage"
+        return "run `agent-eval log verify \(ShellWords.quoted(path))` for a full report of the damage"
     }
     switch diagnostic.diagnosticCode {
     case "log.torn_tail":
-        return "run `agent-eval log repair \(path)` to seal it"
+        return "run `agent-eval log repair \(ShellWords.quoted(path))` to seal it"
     case "log.pending_seal":
-        return "run `agent-eval log repair \(path)` to finish the interrupted seal"
+        return "run `agent-eval log repair \(ShellWords.quoted(path))` to finish the interrupted seal"
     case "log.not_repairable":
-        return "inspect it with `agent-eval log verify \(path)`; keep the file as evidence rather than rewriting it"
+        return "inspect it with `agent-eval log verify \(ShellWords.quoted(path))`; keep the file as evidence rather than rewriting it"
     case "runtime.undecided_calls":
         return "pass --approve <call-id> or --deny <call-id> for each waiting call"
     case "catalog.not_a_catalog", "catalog.corrupt", "catalog.newer_schema":

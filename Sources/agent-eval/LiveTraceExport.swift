@@ -85,7 +85,9 @@ final class LiveTraceExporter: Sendable {
                 } else {
                     printError("warning: \(error)")
                 }
-                printError("hint: send again with: agent-eval export otlp \(names) --endpoint \(endpoint)")
+                printError(
+                    "hint: send again with: agent-eval export otlp \(ShellWords.command(logs.map(displayPath))) --endpoint \(ShellWords.quoted(endpoint))"
+                )
                 return (0, logs.count)
             }
         }

@@ -67,7 +67,7 @@ struct LogCommand: ParsableCommand {
                 }
                 if let tear = summary.tear {
                     printError("note: \(file): \(tear)")
-                    printError("hint: run `agent-eval log repair \(file)` to seal it")
+                    printError("hint: run `agent-eval log repair \(ShellWords.quoted(file))` to seal it")
                 }
             } catch {
                 output.flush()

@@ -204,7 +204,7 @@ struct ReplayCommand: AsyncParsableCommand {
             output.flush()
             if let tear = result.read.tear {
                 printError("note: \(log): \(tear)")
-                printError("hint: everything before the cut was replayed; run `agent-eval log repair \(log)` to seal it")
+                printError("hint: everything before the cut was replayed; run `agent-eval log repair \(ShellWords.quoted(log))` to seal it")
             }
         }
         throw result.digestMismatches.isEmpty ? Exit.success : Exit.failure

@@ -212,7 +212,8 @@ public struct ProjectCheck: Sendable {
                     in: path, .warning,
                     EvalError(
                         .missingPath, "\(name) names the cassette \(cassette), which holds no recording yet: replaying it fails",
-                        location: evalCase.location, hint: "record it once with the model reachable: agent-eval run \(path) --record new"))
+                        location: evalCase.location,
+                        hint: "record it once with the model reachable: agent-eval run \(ShellWords.quoted(path)) --record new"))
             }
             switch evalCase.source {
             case .live(let agentPath, _, _):

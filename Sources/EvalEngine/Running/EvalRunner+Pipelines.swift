@@ -33,7 +33,8 @@ extension EvalRunner {
             }
         } catch {
             let first = error.errors.first.map { DiagnosticRecord($0) }
-            let more = error.errors.count > 1 ? " (and \(error.errors.count - 1) more: agent-eval pipeline check \(file))" : ""
+            let more =
+                error.errors.count > 1 ? " (and \(error.errors.count - 1) more: agent-eval pipeline check \(ShellWords.quoted(file)))" : ""
             return failed(
                 first.map { record in
                     var record = record

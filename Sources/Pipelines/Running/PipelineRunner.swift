@@ -90,7 +90,7 @@ public struct PipelineRunner: Sendable {
         if let stop = state.stop {
             throw PipelineError(
                 .cannotResume, "the pipeline already stopped (\(stop.status.rawValue)); nothing to resume", path: path,
-                hint: "to run part of it again: agent-eval pipeline rollback \(directory) --to <task>")
+                hint: "to run part of it again: agent-eval pipeline rollback \(ShellWords.quoted(directory)) --to <task>")
         }
         try recorder.record(.resumed(PipelineResumed(after: state.isPaused ? "pause" : "crash")))
         try? FileManager.default.removeItem(atPath: directory + "/" + Self.pauseRequestName)
