@@ -9,7 +9,8 @@ import Synchronization
 #endif
 
 /// Runs a command in its own process group, feeds it stdin, collects bounded stdout and
-/// stderr, and kills the whole group on timeout. The blocking wait runs on its own thread, so
+/// stderr, and kills the whole group on timeout, or once the command has exited if a process
+/// it left behind still holds its streams open (after `lingeringStreamGraceMs`). The blocking wait runs on its own thread, so
 /// concurrent tools never tie up the cooperative thread pool.
 public struct ChildProcess: Sendable {
     public struct Result: Sendable {

@@ -5,7 +5,8 @@ import TraceCore
 ///
 /// Exit status 75 (`EX_TEMPFAIL`) marks a failure worth retrying; any other non-zero status
 /// is a plain failure. The command runs in its own process group, which is killed as a whole
-/// on timeout or when stdout passes `outputLimit`. The tail of stderr is kept for the record.
+/// on timeout, when stdout passes `outputLimit`, or when the command exits leaving a process
+/// that holds its output open. The tail of stderr is kept for the record.
 public struct SubprocessToolHost: ToolHost {
     public var command: [String]
     /// The working directory, or nil for the current one.
