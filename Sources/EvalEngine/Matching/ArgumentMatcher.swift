@@ -158,8 +158,9 @@ public struct ArgumentMatcher: Sendable, CustomStringConvertible {
         }
     }
 
-    /// The keys of a check under `paths:` (`{regex: …}`, `{min: …}`, …).
-    static let checkKeys: Set<String> = ["regex", "min", "max", "in", "exists"]
+    /// The keys of a check under `paths:` (`{regex: …}`, `{min: …}`, …), as
+    /// `EvalCaseFile.readTest` reads them.
+    static let checkKeys: Set<String> = ["equals", "regex", "min", "max", "in", "exists"]
 
     /// For an expected value that reads like a check but is compared as a literal (it was
     /// written among the expected arguments, not under `paths:`), a note saying where it goes.
