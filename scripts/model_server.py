@@ -212,6 +212,13 @@ class Handler(BaseHTTPRequestHandler):
         self.plain(401, "application/json", json.dumps({"error": {
             "message": "Incorrect API key provided.", "type": "invalid_request_error", "code": "invalid_api_key"}}).encode())
 
+    def scenario_forbidden(self, body, attempt, anthropic):
+        """A 403 whose message echoes the credential it was sent, as some gateways do."""
+        sent = self.headers.get("x-api-key") or self.headers.get("authorization") or "none"
+        self.plain(403, "application/json", json.dumps({"error": {
+            "message": "Project does not have access to model local-model (credential: " + sent + ")",
+            "type": "permission_error"}}).encode())
+
     def scenario_html(self, body, attempt, anthropic):
         self.plain(200, "text/html", b"<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>")
 

@@ -253,14 +253,32 @@ public struct HTTPModelClient: ModelClient {
                 message = (error["type"]?.stringValue.map { "\($0): " } ?? "") + text
             }
         }
+        // A server may echo what it was sent; the key never goes further than the request.
+        if let apiKey, !apiKey.isEmpty { message = message.replacingOccurrences(of: apiKey, with: "[redacted]") }
         var hint: String?
         switch status {
-        case 401, 403: hint = "check the API key in \(settings.apiKeyVariable)"
+        case 401, 403:
+            // Said in the message, not only in a hint: a run's stop records the message alone.
+            message += "; " + credentialAdvice(status: status)
         case 404: hint = "check base_url (\(settings.baseURL)) and the model name (\(settings.name))"
         default: break
         }
         return Failure(
             status: status, message: message, isRetryable: retryable, retryAfterMs: Self.retryAfter(headers), kind: .rejected, hint: hint)
+    }
+
+    /// What to do about a 401 or 403: the variable the key came from (its name, never its value)
+    /// and the base URL it was sent to.
+    func credentialAdvice(status: Int) -> String {
+        let variable = settings.apiKeyVariable
+        let baseURL = settings.baseURL
+        guard apiKey != nil else {
+            return
+                "no API key was sent, as \(variable) is not set: set \(variable) (or the model's api_key_env) to a key valid for \(baseURL)"
+        }
+        return status == 403
+            ? "check that the key in \(variable) is valid for \(baseURL) and may use the model \(settings.name)"
+            : "check that the key in \(variable) is valid for \(baseURL)"
     }
 
     /// `retry-after-ms` (milliseconds) or `retry-after` (seconds; an HTTP date is not read).

@@ -177,6 +177,57 @@ struct HTTPModelClientTests {
         #expect(try server.requests().count == requests)
     }
 
+    @Test(
+        "a 401 or 403 names the key's variable and the base URL and says what to check, never the key",
+        arguments: [
+            ("unauthorized", ModelSettings.Provider.openai, 401), ("forbidden", .openai, 403), ("forbidden", .anthropic, 403),
+        ] as [(String, ModelSettings.Provider, Int)])
+    func refusedKey(scenario: String, provider: ModelSettings.Provider, status: Int) async throws {
+        let server = try LocalModelServer()
+        defer { server.stop() }
+        let key = "sk-test-PLANTED-0123456789abcdef"
+        // As an agent file's `api_key_env: SUPPORT_BOT_KEY` makes it, through the CLI's factory.
+        var settings = ModelSettings(
+            provider: provider, name: "local-model", baseURL: server.baseURL(scenario), apiKeyVariable: "SUPPORT_BOT_KEY")
+        settings.maxRetries = 0
+        let client = try HTTPModelClients(environment: ["SUPPORT_BOT_KEY": key]).client(for: settings)
+        do {
+            _ = try await client.reply(to: Self.request)
+            Issue.record("\(scenario) gave a reply")
+        } catch let error as ModelClientError {
+            #expect(error.status == status)
+            #expect(error.message.contains("HTTP \(status): "), "\(error.message)")
+            #expect(
+                error.message.contains("check that the key in SUPPORT_BOT_KEY is valid for \(server.baseURL(scenario))"), "\(error.message)"
+            )
+            // Everything a run or a report can show of the error: the server echoed the key, it goes no further.
+            let shown = "\(error) \(error.message) \(error.hint ?? "") \(error.attempts.map(\.error))"
+            #expect(!shown.contains("sk-test-PLANTED"), "\(shown)")
+        }
+        let sent = try server.requests().first?["headers"] as? [String: String] ?? [:]
+        #expect(sent.values.contains { $0.contains(key) }, "the key did reach the server")
+    }
+
+    @Test("a 401 to a request sent without a key says which variable was not set, and for which base URL")
+    func noKeySent() async throws {
+        let server = try LocalModelServer()
+        defer { server.stop() }
+        // No api_key_env in the agent file: the provider's variable, not required, and not set.
+        var settings = ModelSettings(provider: .openai, name: "local-model", baseURL: server.baseURL("unauthorized"))
+        settings.maxRetries = 0
+        let client = try HTTPModelClients(environment: [:]).client(for: settings)
+        do {
+            _ = try await client.reply(to: Self.request)
+            Issue.record("a reply without a key")
+        } catch let error as ModelClientError {
+            #expect(error.status == 401)
+            #expect(
+                error.message.hasSuffix(
+                    "no API key was sent, as OPENAI_API_KEY is not set: set OPENAI_API_KEY (or the model's api_key_env) to a key valid for \(server.baseURL("unauthorized"))"
+                ), "\(error.message)")
+        }
+    }
+
     @Test("a refusal from Anthropic is an invalid decision with the provider's reason")
     func refusal() async throws {
         let server = try LocalModelServer()
