@@ -16,8 +16,13 @@ public struct EvalError: Diagnostic, Hashable {
         /// A baseline file cannot be read.
         case unreadableBaseline = "unreadable_baseline"
         /// A results report given to `results merge` cannot be read, is not a report, or does
-        /// not fit with the others (another k, the same case twice, a baseline in some only).
+        /// not fit with the others (another suite or shard count, the same shard or case twice,
+        /// another k, a baseline in some only).
         case badReport = "bad_report"
+        /// The reports given to `results merge` do not hold their whole suite: a shard is
+        /// missing, the shards lack cases of the suite, or a report does not record its shard
+        /// (an older agent-eval wrote it). `--allow-partial` merges them as a partial report.
+        case incompleteSuite = "incomplete_suite"
         /// Writing a report or a baseline failed.
         case writeFailed = "write_failed"
         /// A run did not finish (no `run_stopped`, a torn or empty log): it cannot show what was

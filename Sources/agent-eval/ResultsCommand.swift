@@ -28,16 +28,25 @@ struct ResultsMergeCommand: ParsableCommand {
             them; the merged duration is the longest shard's. The merged document lists its inputs in `merged_from` \
             (docs/eval-results.md).
 
+            Each report records its shard (i/n; an unsharded run is 1/1) and its suite (the number of cases and a \
+            digest of their ids, the same in every shard). The merge must hold the whole suite: a missing shard, the \
+            same shard twice, reports of different suites or of different shard counts are errors (exit 2), so a \
+            shard job that died before uploading its report cannot turn the gate green. --allow-partial merges what \
+            is there anyway: the merged report says in `partial` what it lacks, and so do the summary line and a \
+            warning. A report without a shard (written by an older agent-eval) cannot show that nothing is missing, \
+            so it merges only with --allow-partial.
+
             --record adds the merged report to the catalog as one suite run (origin `merge`), so `agent-eval history` \
             sees the sharded suite as a whole. Shards that ran on this machine with the catalog already recorded \
             themselves; leave --record off then.
 
-            Exit codes: 0 everything passed (per --fail-on); 1 a case failed or regressed; 2 a case could not run, or \
-            a report cannot be read or merged; 64 usage error.
+            Exit codes: 0 everything passed (per --fail-on); 1 a case failed or regressed; 2 a case could not run, a \
+            report cannot be read or merged, or a shard is missing (without --allow-partial); 64 usage error.
 
             Examples:
               agent-eval results merge shard-*.json --json all.json --junit all.xml --html all.html
               agent-eval results merge reports/*.json --fail-on regression --record
+              agent-eval results merge shard-1.json shard-3.json --allow-partial --html what-ran.html
             """
     )
 
@@ -65,6 +74,13 @@ struct ResultsMergeCommand: ParsableCommand {
     @Flag(help: "Record the merged report in the catalog as one suite run.")
     var record = false
 
+    @Flag(
+        help: """
+            Merge even when shards are missing (or a report does not say which shard it is): the merged report, \
+            summary line and a warning say it is partial. Not for a gate: the exit status covers only the cases merged.
+            """)
+    var allowPartial = false
+
     @OptionGroup(title: "Catalog")
     var catalog: CatalogArguments
 
@@ -75,9 +91,20 @@ struct ResultsMergeCommand: ParsableCommand {
     func run() throws {
         let merge: ResultsMerge
         do {
-            merge = try ResultsMerge(paths: reports)
+            merge = try ResultsMerge(paths: reports, allowsPartial: allowPartial)
         } catch {
             throw diagnose(error)
+        }
+        if let partial = merge.partial {
+            // Before anything is written, so that --record refuses before any file changes.
+            if record {
+                throw diagnose(
+                    EvalError(
+                        .incompleteSuite,
+                        "the merged report is partial (\(partial)); recorded, history would take it for a whole suite run",
+                        hint: "record the merge of every shard's report, or let each shard record itself (`run` with the catalog)"))
+            }
+            printError("warning: the merged report is partial: \(partial); its results are not the whole suite's")
         }
         let toStandardOutput = json == "-"
         do {
@@ -88,7 +115,8 @@ struct ResultsMergeCommand: ParsableCommand {
             if let junit { try writeReport(merge.junit, to: junit) }
             if let html {
                 let view = ReportView.make(results: merge.report)
-                try HTMLOutput.write(HTMLPage(title: "eval report (merged)", data: view.document), to: html)
+                let title = "eval report (merged\(merge.partial.map { ", partial: \($0)" } ?? ""))"
+                try HTMLOutput.write(HTMLPage(title: title, data: view.document), to: html)
             }
         } catch {
             throw diagnose(error)

@@ -77,6 +77,36 @@ struct SessionTests {
         }
     }
 
+    @Test("every shard of a suite reports the whole selection's identity and its own shard; an unsharded run is shard 1/1")
+    func suiteIdentity() async throws {
+        try await TemporaryDirectory.with { directory in
+            let whole = try EvalSession(plan([Self.bundled], in: directory))
+            var sharded = plan([Self.bundled], in: directory)
+            sharded.shard = EvalSession.Shard("2/3")
+            let shard = try EvalSession(sharded)
+            #expect(!shard.cases.isEmpty && shard.cases.count < whole.cases.count)
+            #expect(shard.suite == whole.suite)
+            #expect(whole.suite == SuiteIdentity(caseIds: whole.cases.map(\.id).reversed()), "the order of the ids does not count")
+            #expect(whole.suite.caseCount == whole.cases.count)
+            var filtered = plan([Self.bundled], in: directory)
+            filtered.filters = ["support-*"]
+            #expect(try EvalSession(filtered).suite.caseCount < whole.suite.caseCount, "--filter selects another suite")
+
+            let shardReport = try #require(await collect(shard).report).json
+            #expect(shardReport["shard"] == ["count": 3, "index": 2])
+            #expect(shardReport["suite"] == ["cases": .int(whole.cases.count), "digest": .string(whole.suite.digest)])
+            #expect(try #require(await collect(whole).report).json["shard"] == ["count": 1, "index": 1])
+        }
+    }
+
+    @Test("a suite's digest is the SHA-256 of its case ids sorted, one a line, as `LC_ALL=C sort | sha256sum` gives")
+    func suiteDigest() {
+        // printf 'a\nb\n' | sha256sum
+        #expect(
+            SuiteIdentity(caseIds: ["b", "a"])
+                == SuiteIdentity(caseCount: 2, digest: "sha256:911169ddaaf146aff539f58c26c489af3b892dff0fe283c1c264c65ae5aa59a2"))
+    }
+
     @Test("every broken case file is reported before anything runs; an empty selection is an error")
     func loadFailures() throws {
         try TemporaryDirectory.with { directory in

@@ -54,10 +54,15 @@ extension EvalReport {
             }
         }
         let time = String(format: "%.3f", Double(report["summary"]?["duration_ms"]?.intValue ?? 0) / 1000)
+        let tests = cases.count
+        // A partial merge (`results merge --allow-partial`) says so where a CI page shows the suite.
+        if let partial = report["partial"]?.stringValue {
+            cases.insert("    <properties><property name=\"partial\" value=\"\(xml(partial))\"/></properties>", at: 0)
+        }
         return """
             <?xml version="1.0" encoding="UTF-8"?>
-            <testsuites name="agent-eval" tests="\(cases.count)" failures="\(failures)" errors="\(errors)" time="\(time)">
-              <testsuite name="agent-eval" tests="\(cases.count)" failures="\(failures)" errors="\(errors)" time="\(time)">
+            <testsuites name="agent-eval" tests="\(tests)" failures="\(failures)" errors="\(errors)" time="\(time)">
+              <testsuite name="agent-eval" tests="\(tests)" failures="\(failures)" errors="\(errors)" time="\(time)">
             \(cases.joined(separator: "\n"))
               </testsuite>
             </testsuites>

@@ -13,10 +13,15 @@ public struct EvalReport: Sendable {
     public var durationSeconds: Double
     /// What fails the run, for `exitStatus`.
     public var failOn: FailOn
+    /// The suite the results are (a shard of), and which shard; `results merge` checks with
+    /// them that it was given every shard of one suite. Absent from reports made without a
+    /// session.
+    public var suite: SuiteIdentity?
+    public var shard: EvalSession.Shard?
 
     public init(
         results: [CaseResult], comparisons: [String: BaselineComparison] = [:], hasBaseline: Bool = false, k: Int = 1,
-        durationSeconds: Double = 0, failOn: FailOn = .any
+        durationSeconds: Double = 0, failOn: FailOn = .any, suite: SuiteIdentity? = nil, shard: EvalSession.Shard? = nil
     ) {
         self.results = results
         self.comparisons = comparisons
@@ -24,6 +29,8 @@ public struct EvalReport: Sendable {
         self.k = k
         self.durationSeconds = durationSeconds
         self.failOn = failOn
+        self.suite = suite
+        self.shard = shard
     }
 
     /// The exit status CI gets: 2 when a case could not run, 1 when a case failed or
@@ -161,11 +168,16 @@ public struct EvalReport: Sendable {
 
     /// The versioned machine-readable report (docs/eval-results.md).
     public var json: JSONValue {
-        Self.document(k: k, counts: counts, durationMs: Int((durationSeconds * 1000).rounded()), cases: results.map(caseJSON)).json
+        Self.document(
+            k: k, counts: counts, durationMs: Int((durationSeconds * 1000).rounded()), cases: results.map(caseJSON), suite: suite,
+            shard: shard
+        ).json
     }
 
     /// The results document's members (a merged report adds its own).
-    static func document(k: Int, counts: ReportCounts, durationMs: Int, cases: [JSONValue]) -> ObjectBuilder {
+    static func document(
+        k: Int, counts: ReportCounts, durationMs: Int, cases: [JSONValue], suite: SuiteIdentity?, shard: EvalSession.Shard?
+    ) -> ObjectBuilder {
         var summary = ObjectBuilder()
         summary.set("cases", counts.cases)
         summary.set("passed", counts.passed)
@@ -180,6 +192,8 @@ public struct EvalReport: Sendable {
         root.set("schema", "agent-eval/results")
         root.set("version", 1)
         root.set("k", k)
+        root.set("shard", shard)
+        root.set("suite", suite)
         root.set("summary", summary.json)
         root.set("cases", JSONValue.array(cases))
         return root

@@ -5,10 +5,16 @@ public import TraceCore
 /// distributed engine) merged into one results document, with one summary and one baseline
 /// comparison, rendered by the same code as a single report (JSON, JUnit).
 ///
-/// Rules (docs/eval-results.md): every input is a version 1 results document with the same k;
-/// a case may appear in one input only; either every input was compared with a baseline or none
-/// was. Cases are ordered by file, then line, then id — the order of a single run over the same
-/// case files. The merged `duration_ms` is the longest input's (shards run side by side).
+/// Rules (docs/eval-results.md): every input is a version 1 results document of the same suite
+/// (its `suite` identity) and the same shard count, each shard once, with the same k; a case
+/// may appear in one input only; either every input was compared with a baseline or none was.
+/// An unsharded run's report is shard 1/1. The merge must hold the whole suite — every shard,
+/// and together the suite's cases — or it throws `incompleteSuite`, unless `allowsPartial`:
+/// then the merged report says in `partial` what it lacks. A report that does not record its
+/// shard and suite (an older agent-eval wrote it) cannot show that nothing is missing, so it
+/// merges only as partial. Cases are ordered by file, then line, then id — the order of a
+/// single run over the same case files. The merged `duration_ms` is the longest input's
+/// (shards run side by side).
 public struct ResultsMerge: Sendable {
     /// The merged document.
     public let report: JSONValue
@@ -16,6 +22,9 @@ public struct ResultsMerge: Sendable {
     public let inputs: [String]
     /// The merged suite's counts.
     public let counts: ReportCounts
+    /// What the merged report lacks of its suite ("shard 2/2 is missing"); nil when it holds
+    /// the whole suite. Only a merge that allows partial results has one.
+    public let partial: String?
 
     /// Reads one results document, with a precise error for a file that cannot be one.
     public static func read(_ path: String) throws(EvalError) -> JSONValue {
@@ -41,14 +50,19 @@ public struct ResultsMerge: Sendable {
         }
     }
 
-    /// Merges documents read from `inputs` (path, document), in that order.
-    public init(_ documents: [(path: String, report: JSONValue)]) throws(EvalError) {
+    /// Merges documents read from `inputs` (path, document), in that order. Without
+    /// `allowsPartial`, documents that do not hold their whole suite are an error.
+    public init(_ documents: [(path: String, report: JSONValue)], allowsPartial: Bool = false) throws(EvalError) {
         inputs = documents.map(\.path)
+        guard !documents.isEmpty else {
+            throw EvalError(.badReport, "no reports to merge", hint: "give the JSON reports of every shard, e.g. shard-*.json")
+        }
         var k: (value: Int, path: String)?
         var baseline: (present: Bool, path: String)?
         var owner: [String: String] = [:]
         var cases: [(file: String, line: Int, id: String, entry: JSONValue)] = []
         var durationMs = 0
+        var shards = ShardSet()
         for (path, report) in documents {
             func bad(_ message: String, hint: String? = "write the report with `agent-eval run … --json-out FILE`") -> EvalError {
                 EvalError(.badReport, message, location: SourceLocation(path: path), hint: hint)
@@ -64,6 +78,9 @@ public struct ResultsMerge: Sendable {
             guard let entries = report["cases"]?.arrayValue, let summary = report["summary"]?.objectValue else {
                 throw bad("\(path) has no \"cases\" list or no \"summary\"")
             }
+            // Which suite and shard first: reports of another suite or a shard given twice are
+            // the mistake behind most of the mismatches found below.
+            try shards.add(report, from: path)
             let reportK = report["k"]?.intValue ?? 1
             if let k, k.value != reportK {
                 throw bad(
@@ -92,6 +109,9 @@ public struct ResultsMerge: Sendable {
                 cases.append((entry["file"]?.stringValue ?? "", entry["line"]?.intValue ?? 0, id, entry))
             }
         }
+        let gap = shards.gap(caseIds: cases.map(\.id))
+        if let gap, !allowsPartial { throw gap.error }
+        partial = gap?.reason
         cases.sort { ($0.file, $0.line, $0.id) < ($1.file, $1.line, $1.id) }
         let outcomes = cases.map { $0.entry["outcome"]?.stringValue }
         let statuses = cases.map { $0.entry["baseline"]?["status"]?.stringValue }
@@ -103,17 +123,25 @@ public struct ResultsMerge: Sendable {
                     statuses.filter { $0 == BaselineComparison.Status.regressed.rawValue }.count,
                     statuses.filter { $0 == BaselineComparison.Status.knownFailure.rawValue }.count
                 ) : nil)
-        var root = EvalReport.document(k: k?.value ?? 1, counts: counts, durationMs: durationMs, cases: cases.map(\.entry))
+        // A whole merge stands for one unsharded run (shard 1/1), so it can be merged again.
+        var root = EvalReport.document(
+            k: k?.value ?? 1, counts: counts, durationMs: durationMs, cases: cases.map(\.entry), suite: shards.suite,
+            shard: gap == nil && shards.suite != nil ? .whole : nil)
         root.set("merged_from", JSONValue.array(inputs.map { .string($0) }))
+        root.set("shards", shards.json)
+        root.set("partial", partial)
         report = root.json
     }
 
     /// Reads and merges the files at `paths`.
-    public init(paths: [String]) throws(EvalError) {
+    public init(paths: [String], allowsPartial: Bool = false) throws(EvalError) {
         var documents: [(path: String, report: JSONValue)] = []
         for path in paths { documents.append((path, try Self.read(path))) }
-        try self.init(documents)
+        try self.init(documents, allowsPartial: allowsPartial)
     }
+
+    /// Whether the merged report lacks part of its suite (`partial` says what).
+    public var isPartial: Bool { partial != nil }
 
     public var hasBaseline: Bool { counts.baseline != nil }
 
@@ -122,9 +150,11 @@ public struct ResultsMerge: Sendable {
 
     public var junit: String { EvalReport.junit(from: report) }
 
-    /// The closing summary line.
+    /// The closing summary line; a partial merge's starts with what it lacks, so it cannot be
+    /// read as the whole suite's.
     public var summaryLine: String {
-        counts.sentence + " (merged from \(inputs.count) report\(inputs.count == 1 ? "" : "s"))"
+        (partial.map { "PARTIAL (\($0)): " } ?? "") + counts.sentence
+            + " (merged from \(inputs.count) report\(inputs.count == 1 ? "" : "s"))"
     }
 
     /// Console lines for every case that did not pass or regressed: its outcome, errors,

@@ -51,21 +51,44 @@ public struct EvalSession: Sendable {
         }
     }
 
-    /// Shard `index` of `count`, 1-based.
-    public struct Shard: Sendable, Hashable, CustomStringConvertible {
+    /// Shard `index` of `count`, 1-based. An unsharded run is shard 1/1 (`whole`).
+    public struct Shard: Sendable, Hashable, CustomStringConvertible, JSONEncodable {
         public var index: Int
         public var count: Int
+
+        /// Shard `index` of `count` with 1 ≤ index ≤ count, or nil.
+        public init?(index: Int, count: Int) {
+            guard count >= 1, (1...count).contains(index) else { return nil }
+            (self.index, self.count) = (index, count)
+        }
 
         /// `i/n` with 1 ≤ i ≤ n, or nil.
         public init?(_ text: String) {
             let parts = text.split(separator: "/")
-            guard parts.count == 2, let index = Int(parts[0]), let count = Int(parts[1]), count >= 1, (1...count).contains(index) else {
-                return nil
-            }
-            (self.index, self.count) = (index, count)
+            guard parts.count == 2, let index = Int(parts[0]), let count = Int(parts[1]) else { return nil }
+            self.init(index: index, count: count)
         }
 
+        /// Reads a report's `shard` member, `{"count": n, "index": i}`; nil when it is not one.
+        public init?(json: JSONValue) {
+            guard let index = json["index"]?.intValue, let count = json["count"]?.intValue else { return nil }
+            self.init(index: index, count: count)
+        }
+
+        private init(whole: Void) { (index, count) = (1, 1) }
+
+        /// Shard 1/1: the whole suite, what an unsharded run's report records.
+        public static let whole = Shard(whole: ())
+
         public var description: String { "\(index)/\(count)" }
+
+        /// `{"count": n, "index": i}`, the report's `shard` member (docs/eval-results.md).
+        public var json: JSONValue {
+            var object = ObjectBuilder()
+            object.set("count", count)
+            object.set("index", index)
+            return object.json
+        }
     }
 
     /// Every problem that stops a session before anything runs (all case files are checked).
@@ -97,6 +120,9 @@ public struct EvalSession: Sendable {
     public let plan: Plan
     /// The cases to run, in path order, after filtering and sharding.
     public let cases: [EvalCase]
+    /// The suite the cases are a shard of: every case selected before sharding, so every shard
+    /// of one suite run reports the same identity.
+    public let suite: SuiteIdentity
     /// Baselines read, by case id.
     public let baselines: [String: Baseline]
     /// Whether a baseline was read (comparisons are reported only then).
@@ -114,6 +140,7 @@ public struct EvalSession: Sendable {
         }
         // A shard may be empty (fewer cases than shards): its report says 0 cases, and merging
         // the shards' reports still covers every case.
+        suite = SuiteIdentity(caseIds: cases.map(\.id))
         if let shard = plan.shard { cases = EvalSuite.shard(cases, index: shard.index, count: shard.count) }
         // What `agent-eval check` checks, before anything runs: the agents, pipelines and logs
         // the cases name, and the tools and tasks they expect (the logs' own tools are checked
@@ -166,7 +193,8 @@ public struct EvalSession: Sendable {
         let elapsed = started.duration(to: clock.now)
         return EvalReport(
             results: results, comparisons: comparisons.all, hasBaseline: hasBaseline, k: plan.k ?? plan.options.repeats,
-            durationSeconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18, failOn: plan.failOn)
+            durationSeconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18, failOn: plan.failOn,
+            suite: suite, shard: plan.shard ?? .whole)
     }
 
     /// Writes the baseline from `report` when the plan asks for it; returns the directory written.
