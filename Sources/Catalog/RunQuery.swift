@@ -3,10 +3,17 @@ import GRDB
 public import TraceCore
 
 /// Which indexed runs to list: every filter given must hold.
+///
+/// Filters about a call (`tools`, `approval`, `hasDenied`) hold for the same call: with
+/// `tools = ["refund_order"]` and `approval = .none`, a run matches when one `refund_order` call
+/// ran without a human's approval, not when its refund was approved and some other call ran
+/// without. With several tools, each needs such a call of its own. Every other filter is
+/// about the run as a whole (`notTools`: no call of that tool ran).
 public struct RunQuery: Sendable, Hashable {
-    /// Tools the run executed (each at least once).
+    /// Tools the run called: alone, a call of each that ran; with `approval` or `hasDenied`, a
+    /// call of each that those describe (a refused or pending call did not run). Per call.
     public var tools: [String] = []
-    /// Tools the run never executed.
+    /// Tools the run never executed. Per run.
     public var notTools: [String] = []
     /// Stop reasons (any of them); `running` for a log without `run_stopped`.
     public var stopReasons: [String] = []
@@ -19,9 +26,9 @@ public struct RunQuery: Sendable, Hashable {
     /// Runs that started before this time.
     public var untilUs: Int?
     public var statuses: [LogStatus] = []
-    /// Runs with a call denied by policy or refused by a human.
+    /// Runs with a call denied by policy or refused by a human. Per call.
     public var hasDenied = false
-    /// Runs with a call whose approval is in this state.
+    /// Runs with a call whose approval is in this state. Per call.
     public var approval: ApprovalFilter?
     public var minCostUSD: Double?
     /// The most rows to return, newest first.
@@ -57,13 +64,21 @@ public struct RunQuery: Sendable, Hashable {
         func probe(_ condition: String) -> String {
             "EXISTS (SELECT 1 FROM calls c WHERE c.log_id = logs.log_id AND \(condition))"
         }
+        // The call filters go into one condition on one call, never one probe each: a probe
+        // each would match a run whose refund was approved when another call ran without.
+        let call = callConditions
         for tool in tools {
+            let condition = (["c.tool = ?"] + (call.isEmpty ? ["c.attempts > 0"] : call)).joined(separator: " AND ")
             if case .drivenBy(tool) = shape {
-                conditions.append("log_id IN (SELECT log_id FROM calls WHERE tool = ? AND attempts > 0)")
+                conditions.append("log_id IN (SELECT c.log_id FROM calls c WHERE \(condition))")
             } else {
-                conditions.append(probe("c.tool = ? AND c.attempts > 0"))
+                conditions.append(probe(condition))
             }
             arguments.append(.text(tool))
+        }
+        if tools.isEmpty && !call.isEmpty {
+            // `--denied` alone is what the run's own count says.
+            conditions.append(call == [Self.deniedCall] ? "denied_calls > 0" : probe(call.joined(separator: " AND ")))
         }
         for tool in notTools {
             conditions.append("NOT " + probe("c.tool = ? AND c.attempts > 0"))
@@ -99,14 +114,6 @@ public struct RunQuery: Sendable, Hashable {
             conditions.append("status IN (\(statuses.map { _ in "?" }.joined(separator: ", ")))")
             arguments.append(contentsOf: statuses.map { .text($0.rawValue) })
         }
-        if hasDenied { conditions.append("denied_calls > 0") }
-        switch approval {
-        case .granted?: conditions.append(probe("c.approval = 'granted'"))
-        case .refused?: conditions.append(probe("c.approval = 'refused'"))
-        case .pending?: conditions.append(probe("c.verdict = 'approval_required' AND c.approval IS NULL"))
-        case .none?: conditions.append(probe("c.attempts > 0 AND c.approval IS NULL"))
-        case nil: break
-        }
         if let minCostUSD {
             conditions.append("cost_usd >= ?")
             arguments.append(.real(minCostUSD))
@@ -120,6 +127,23 @@ public struct RunQuery: Sendable, Hashable {
             LIMIT \(max(0, limit))
             """
         return (sql, arguments)
+    }
+
+    /// A call denied by policy or refused by a human (what `RunCounters.deniedCalls` counts).
+    static let deniedCall = "(c.verdict = 'deny' OR c.approval = 'refused')"
+
+    /// What the call filters ask of one call (`c`), to be joined with AND; empty without them.
+    var callConditions: [String] {
+        var conditions: [String] = []
+        switch approval {
+        case .granted?: conditions.append("c.approval = 'granted'")
+        case .refused?: conditions.append("c.approval = 'refused'")
+        case .pending?: conditions.append("c.verdict = 'approval_required' AND c.approval IS NULL")
+        case .none?: conditions.append("c.attempts > 0 AND c.approval IS NULL")
+        case nil: break
+        }
+        if hasDenied { conditions.append(Self.deniedCall) }
+        return conditions
     }
 }
 
@@ -176,11 +200,13 @@ extension RunQuery {
         guard !tools.isEmpty else { return .newestFirst }
         let runs = try Int.fetchOne(db, sql: "SELECT COALESCE(MAX(log_id), 0) FROM logs") ?? 0
         let bound = runs / 2
+        // With call filters the call need not have run (a refused one did not): every call of
+        // the tool bounds the matches, and is still counted from the index alone.
+        let counted = callConditions.isEmpty ? "tool = ? AND attempts > 0" : "tool = ?"
         var rarest: (tool: String, calls: Int)?
         for tool in tools {
             let calls =
-                try Int.fetchOne(
-                    db, sql: "SELECT COUNT(*) FROM (SELECT 1 FROM calls WHERE tool = ? AND attempts > 0 LIMIT ?)", arguments: [tool, bound])
+                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM (SELECT 1 FROM calls WHERE \(counted) LIMIT ?)", arguments: [tool, bound])
                 ?? 0
             if calls < bound && calls < (rarest?.calls ?? .max) { rarest = (tool, calls) }
         }

@@ -171,10 +171,14 @@ struct IndexCommand: ParsableCommand {
 
 /// The filters `runs` and `stats` share.
 struct RunFilters: ParsableArguments {
-    @Option(help: "Runs that executed this tool (repeatable: all of them).")
+    @Option(
+        help: """
+            Runs with a call of this tool that ran (repeatable: all of them). Per call: with --approval or --denied, \
+            a call of this tool in that state.
+            """)
     var tool: [String] = []
 
-    @Option(help: "Runs that never executed this tool (repeatable).")
+    @Option(help: "Runs in which no call of this tool ran (repeatable). Per run, whatever the call filters say.")
     var notTool: [String] = []
 
     @Option(help: "Runs that stopped for this reason (repeatable: any of them); `running` for runs without a stop.")
@@ -195,10 +199,14 @@ struct RunFilters: ParsableArguments {
     @Option(help: "Logs in this state: intact, torn, damaged or vanished (repeatable).")
     var status: [String] = []
 
-    @Flag(help: "Runs with a call denied by policy or refused by a human.")
+    @Flag(help: "Runs with a call denied by policy or refused by a human. Per call (with --tool, a call of that tool).")
     var denied = false
 
-    @Option(help: "Runs with a call whose approval was granted, refused, is pending, or none (a call ran with no human approval).")
+    @Option(
+        help: """
+            Runs with a call whose approval was granted, refused, is pending, or none (the call ran with no human approval). \
+            Per call (with --tool, a call of that tool).
+            """)
     var approval: String?
 
     @Option(help: "Runs that cost at least this many US dollars.")
@@ -258,14 +266,19 @@ struct RunsCommand: ParsableCommand {
         commandName: "runs",
         abstract: "List indexed runs that match filters, newest first, each with the command that replays it.",
         discussion: """
-            Every filter given must hold. Index logs first (`agent-eval index runs/`; `exec` and `run` index what they \
-            write). For questions the filters do not cover, `agent-eval sql` runs read-only SQL over the catalog \
-            (docs/catalog.md).
+            Every filter given must hold. Filters about a call hold for the same call: --tool, --approval and \
+            --denied. `--tool refund_order --approval none` lists runs in which a refund_order call ran with no human \
+            approval, not runs whose refund was approved while some other call ran without; with several --tool, each \
+            tool needs such a call. The other filters are about the run: --not-tool (no call of the tool ran), --stop, \
+            --agent, --model, --since, --until, --status, --min-cost.
+
+            Index logs first (`agent-eval index runs/`; `exec` and `run` index what they write). For questions the \
+            filters do not cover, `agent-eval sql` runs read-only SQL over the catalog (docs/catalog.md).
 
             Examples:
-              agent-eval runs --tool refund_order --approval none      # refunds that ran with no human approval
+              agent-eval runs --tool refund_order --approval none  # refunds run unapproved
               agent-eval runs --stop budget_exhausted --since 7d
-              agent-eval runs --tool search --not-tool cite --json
+              agent-eval runs --tool lookup_order --not-tool refund_order --json
             """
     )
 
@@ -379,7 +392,8 @@ struct StatsCommand: ParsableCommand {
         commandName: "stats",
         abstract: "Per tool: calls, error rate, p50/p95 duration. Per agent and model: runs, tokens, cost, stop reasons.",
         discussion: """
-            Over every indexed run, or those the filters select (the same filters as `runs`).
+            Over every indexed run, or those the filters select (the same filters as `runs`, and as there --tool, \
+            --approval and --denied hold for the same call).
 
             Example:
               agent-eval stats --since 7d --agent 'support-*'
