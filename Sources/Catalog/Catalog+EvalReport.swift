@@ -81,12 +81,14 @@ extension SuiteRows {
     /// cached logs spent as long building it as checking the logs).
     init(_ report: EvalReport) {
         let counts = report.counts
+        var digests = CaseFileDigests()
         self.init(
             durationMs: Int((report.durationSeconds * 1000).rounded()), cases: counts.cases, passed: counts.passed,
             failed: counts.failed, errors: counts.errors, k: report.k,
             caseRows: report.results.map { result in
                 Case(
-                    caseId: result.id, file: result.evalCase.location.path, isLive: result.evalCase.isLive,
+                    caseId: result.id, file: result.evalCase.location.path,
+                    fileDigest: digests.digest(of: result.evalCase.location.path), isLive: result.evalCase.isLive,
                     outcome: EvalReport.outcome(result), passRate: result.passRate,
                     passHatK: result.runs.count >= report.k ? result.passHatK(report.k) : nil, stability: result.stability.rawValue,
                     baselineStatus: report.comparisons[result.id]?.status.rawValue, error: result.error?.description,

@@ -33,6 +33,9 @@ public struct CaseHistoryEntry: Sendable, Hashable {
     public var startedAtUs: Int
     public var gitCommit: String?
     public var gitBranch: String?
+    /// `sha256:<hex>` of the case's file as the suite run found it; nil when it could not be
+    /// read, and for suite runs recorded before the catalog kept it (schema version 7).
+    public var fileDigest: String?
     /// `pass`, `fail`, `error` (the report's outcome).
     public var outcome: String
     public var runs: Int
@@ -40,12 +43,19 @@ public struct CaseHistoryEntry: Sendable, Hashable {
     public var passRate: Double
     public var stability: String
 
+    /// Whether `other` checked the same case definition on the same code: the same case file
+    /// digest and the same commit (an unknown one equals an unknown one: nothing tells them apart).
+    public func isSameSeries(as other: CaseHistoryEntry) -> Bool {
+        fileDigest == other.fileDigest && gitCommit == other.gitCommit
+    }
+
     public var json: JSONValue {
         var object = ObjectBuilder()
         object.set("suite_run", suiteRunId)
         object.set("started_at_us", startedAtUs)
         object.set("git_commit", gitCommit)
         object.set("git_branch", gitBranch)
+        object.set("file_digest", fileDigest)
         object.set("outcome", outcome)
         object.set("runs", runs)
         object.set("passed_runs", passedRuns)
@@ -56,16 +66,52 @@ public struct CaseHistoryEntry: Sendable, Hashable {
 }
 
 /// How a case fared over its recent suite runs.
+///
+/// Flakiness is mixed outcomes of the same case definition on the same code. The suite runs
+/// are cut into series where the case file's digest or the commit changes, and a case is flaky
+/// when one series holds a pass and a result that is not, or when one suite run's repeats
+/// disagreed. A case that passed and then failed after its file was edited, or on a new commit,
+/// changed: `lastChange` says where.
 public struct CaseStability: Sendable, Hashable {
     public var caseId: String
     /// Newest first.
     public var entries: [CaseHistoryEntry]
 
     public var passedCount: Int { entries.count { $0.outcome == "pass" } }
-    /// Passed in some suite runs and not in others, or flaky within one.
+
+    /// The entries cut into runs of consecutive suite runs of the same case file and commit,
+    /// newest first, each newest first.
+    public var series: [[CaseHistoryEntry]] {
+        var series: [[CaseHistoryEntry]] = []
+        for entry in entries {
+            if let last = series.last?.last, entry.isSameSeries(as: last) {
+                series[series.count - 1].append(entry)
+            } else {
+                series.append([entry])
+            }
+        }
+        return series
+    }
+
+    /// A series with a pass and a result that is not one, or a suite run flaky within itself.
     public var isFlaky: Bool {
-        let outcomes = Set(entries.map(\.outcome))
-        return (outcomes.contains("pass") && outcomes.count > 1) || entries.contains { $0.stability == "flaky" }
+        entries.contains { $0.stability == "flaky" }
+            || series.contains { runs in runs.contains { $0.outcome == "pass" } && runs.contains { $0.outcome != "pass" } }
+    }
+
+    /// Where the case last went from passing to not passing or back, when its file or the
+    /// commit changed there (`failing since suite run #12, where its case file changed`); nil
+    /// for a flaky case and for one whose newest series agrees with the one before.
+    public var lastChange: String? {
+        let series = series
+        guard !isFlaky, series.count > 1, let first = series[0].last, let before = series[1].first,
+            (first.outcome == "pass") != (before.outcome == "pass")
+        else { return nil }
+        var what: [String] = []
+        if first.fileDigest != before.fileDigest { what.append("its case file changed") }
+        if first.gitCommit != before.gitCommit { what.append("the commit changed") }
+        return "\(first.outcome == "pass" ? "passing" : "failing") since suite run #\(first.suiteRunId), where "
+            + what.joined(separator: " and ")
     }
 
     /// `passed 7 of its last 10 suite runs`.
@@ -77,10 +123,28 @@ public struct CaseStability: Sendable, Hashable {
         var object = ObjectBuilder()
         object.set("case_id", caseId)
         object.set("flaky", isFlaky)
+        object.set("last_change", lastChange)
         object.set("passed", passedCount)
         object.set("suite_runs", entries.count)
         object.set("history", JSONValue.array(entries.map(\.json)))
         return object.json
+    }
+}
+
+/// The digests of case files, each file read once: what a suite run records as the definition
+/// of its cases (`case_results.file_digest`), so that `history` tells an edited case from a
+/// flaky one. The whole file counts, as for the check cache's key: any edit starts a new series.
+struct CaseFileDigests {
+    private var known: [String: String?] = [:]
+
+    /// `sha256:<hex>` of the file's bytes as they are now; nil when there is no file or it
+    /// cannot be read.
+    mutating func digest(of path: String?) -> String? {
+        guard let path, !path.isEmpty else { return nil }
+        if let digest = known[path] { return digest }
+        let digest = FileManager.default.contents(atPath: path).map { ContentHash.sha256($0) }
+        known[path] = digest
+        return digest
     }
 }
 
@@ -92,6 +156,8 @@ struct SuiteRows {
     struct Case {
         var caseId: String
         var file: String?
+        /// `sha256:<hex>` of `file` as it is when the rows are made (`CaseFileDigests`).
+        var fileDigest: String?
         var isLive: Bool
         var outcome: String
         var passRate: Double
@@ -144,6 +210,7 @@ extension SuiteRows {
         errors = summary?["errors"]?.intValue ?? 0
         k = report["k"]?.intValue ?? 1
         caseRows = []
+        var digests = CaseFileDigests()
         for entry in cases {
             guard let caseId = entry["case_id"]?.stringValue else { continue }
             var runs: [Run] = []
@@ -171,9 +238,10 @@ extension SuiteRows {
                     runs.append(row)
                 }
             }
+            let file = entry["file"]?.stringValue
             caseRows.append(
                 Case(
-                    caseId: caseId, file: entry["file"]?.stringValue, isLive: entry["source"]?.stringValue == "live",
+                    caseId: caseId, file: file, fileDigest: digests.digest(of: file), isLive: entry["source"]?.stringValue == "live",
                     outcome: entry["outcome"]?.stringValue ?? "error", passRate: entry["pass_rate"]?.doubleValue ?? 0,
                     passHatK: entry["pass_hat_k"]?.doubleValue, stability: entry["stability"]?.stringValue ?? "stable_fail",
                     baselineStatus: entry["baseline"]?["status"]?.stringValue, error: entry["error"]?.stringValue, runs: runs))
@@ -206,8 +274,8 @@ extension Catalog {
             let caseStatement = try db.cachedStatement(
                 sql: """
                     INSERT OR REPLACE INTO case_results (suite_run_id, case_id, file, source, outcome, runs, passed_runs, pass_rate,
-                        pass_hat_k, stability, baseline_status, error)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        pass_hat_k, stability, baseline_status, error, file_digest)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """)
             let runStatement = try db.cachedStatement(
                 sql: """
@@ -230,6 +298,7 @@ extension Catalog {
                     bound.bind(entry.stability)
                     bound.bind(entry.baselineStatus)
                     bound.bind(entry.error)
+                    bound.bind(entry.fileDigest)
                 }
                 for (ordinal, run) in entry.runs.enumerated() {
                     try BoundRow.execute(runStatement, in: db) { bound in
@@ -259,14 +328,15 @@ extension Catalog {
             try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT suite_run_id, started_at_us, git_commit, git_branch, outcome, runs, passed_runs, pass_rate, stability
+                    SELECT suite_run_id, started_at_us, git_commit, git_branch, file_digest, outcome, runs, passed_runs, pass_rate,
+                        stability
                     FROM case_history WHERE case_id = ? ORDER BY started_at_us DESC, suite_run_id DESC LIMIT ?
                     """, arguments: [caseId, limit]
             ).map { row in
                 CaseHistoryEntry(
                     suiteRunId: row["suite_run_id"], startedAtUs: row["started_at_us"], gitCommit: row["git_commit"],
-                    gitBranch: row["git_branch"], outcome: row["outcome"], runs: row["runs"], passedRuns: row["passed_runs"],
-                    passRate: row["pass_rate"], stability: row["stability"])
+                    gitBranch: row["git_branch"], fileDigest: row["file_digest"], outcome: row["outcome"], runs: row["runs"],
+                    passedRuns: row["passed_runs"], passRate: row["pass_rate"], stability: row["stability"])
             }
         }
         return CaseStability(caseId: caseId, entries: entries)

@@ -6,7 +6,16 @@ enum CatalogSchema {
     /// The version this build writes and reads.
     static var version: Int { migrations.count }
 
-    static let migrations: [String] = [version1, version2, version3, version4, version5, version6]
+    static let migrations: [String] = [version1, version2, version3, version4, version5, version6, version7]
+
+    /// Version 7: the digest of each case's file as the suite run found it. `history` called a
+    /// case flaky when it passed once and then failed twice on the same commit after its file
+    /// was edited: flakiness is mixed outcomes of the same case on the same code, so a series
+    /// of results ends where the file's digest or the commit changes. NULL for older rows and
+    /// for a file that could not be read.
+    static let version7 = """
+        ALTER TABLE case_results ADD COLUMN file_digest TEXT;
+        """
 
     /// Version 6: one index on `calls` beside its primary key instead of two. `calls_by_tool
     /// (tool, attempts, log_id)` found a tool's calls and `calls_by_log_tool (log_id, tool,

@@ -2,6 +2,7 @@ public import ArgumentParser
 import EvalEngine
 import Foundation
 import TraceCore
+import TraceLog
 
 extension SequenceExpectation.Mode: ExpressibleByArgument {}
 extension ArgumentMatcher.Mode: ExpressibleByArgument {}
@@ -61,6 +62,8 @@ struct CaseFromLogCommand: ParsableCommand {
         } catch {
             throw diagnose(error)
         }
+        // A log cut before its first event holds no run to draft a case from.
+        if facts.state.eventCount == 0 { throw diagnose(LogError.noEvent(in: log, tear: facts.tear)) }
         if facts.state.stop == nil {
             printError("warning: \(log) does not end with run_stopped: the case pins no stop reason")
         }

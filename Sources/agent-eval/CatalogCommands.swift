@@ -330,8 +330,14 @@ struct HistoryCommand: ParsableCommand {
         commandName: "history",
         abstract: "Show a case's outcome in each recorded suite run, with the commit, and how stable it is.",
         discussion: """
-            Every `agent-eval run` records its results in the catalog (unless --no-catalog). CASE may be a glob. A \
-            case is flaky when it passed in some of the suite runs shown and not in others, or was flaky within one.
+            Every `agent-eval run` records its results in the catalog (unless --no-catalog), with the commit and a \
+            digest of each case's file (the CASE FILE column). CASE may be a glob.
+
+            Flaky means mixed outcomes for the same case definition on the same code: a case is flaky when, among \
+            the suite runs shown, it passed and did not pass with the same case file and the same commit, or when \
+            one suite run's repeats disagreed. An edited case file or another commit starts a new series: a case \
+            that passed, then failed after its file was edited, is not flaky but failing since that edit, and the \
+            line says so. Runs outside a git repository have no commit and count as the same code.
 
             Exit codes: 0 shown; 1 a case shown is flaky; 2 no history for CASE.
 
@@ -371,12 +377,15 @@ struct HistoryCommand: ParsableCommand {
             printJSON(.array(histories.map(\.json)))
         } else {
             for history in histories {
-                say("\(history.caseId): \(history.sentence)" + (history.isFlaky ? " — FLAKY" : ""))
-                var cells = [["SUITE RUN", "STARTED (UTC)", "COMMIT", "BRANCH", "OUTCOME", "RUNS PASSED"]]
+                say(
+                    "\(history.caseId): \(history.sentence)" + (history.isFlaky ? " — FLAKY" : "")
+                        + (history.lastChange.map { " — " + $0 } ?? ""))
+                var cells = [["SUITE RUN", "STARTED (UTC)", "COMMIT", "BRANCH", "CASE FILE", "OUTCOME", "RUNS PASSED"]]
                 for entry in history.entries {
                     cells.append([
                         "#\(entry.suiteRunId)", utcTime(entry.startedAtUs), entry.gitCommit.map { String($0.prefix(10)) } ?? "-",
-                        entry.gitBranch ?? "-", entry.outcome, "\(entry.passedRuns)/\(entry.runs)",
+                        entry.gitBranch ?? "-", entry.fileDigest.map { String($0.dropFirst("sha256:".count).prefix(10)) } ?? "-",
+                        entry.outcome, "\(entry.passedRuns)/\(entry.runs)",
                     ])
                 }
                 for line in table(cells) { say("  " + line) }

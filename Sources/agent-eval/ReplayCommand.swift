@@ -33,8 +33,9 @@ struct ReplayCommand: AsyncParsableCommand {
             --rerun --agent FILE is `agent-eval rerun LOG --agent FILE` (see its help); it takes no other \
             replay option.
 
-            Exit codes: 0 replayed and every digest matches (--rerun: the same run); 1 a digest does not match \
-            (--rerun: the run diverges); 2 the log cannot be read or is damaged; 64 usage error.
+            Exit codes: 0 replayed and every digest matches, or the log records none (--rerun: the same run); 1 a \
+            digest does not match (--rerun: the run diverges); 2 the log cannot be read, is damaged, or holds no \
+            event (empty, or cut before its first event); 64 usage error.
 
             Examples:
               agent-eval replay Fixtures/runs/support-refund.jsonl.gz
@@ -197,9 +198,16 @@ struct ReplayCommand: AsyncParsableCommand {
             output.flush()
         } else {
             let checked = result.digestsChecked
-            var line =
-                "replayed \(counted(result.stepsReplayed, "step")), \(counted(result.state.eventCount, "event")); \(checked) state digest\(checked == 1 ? "" : "s") checked"
-            line += result.digestMismatches.isEmpty ? ", all match the rebuilt state" : ", \(result.digestMismatches.count) DO NOT MATCH"
+            var line = "replayed \(counted(result.stepsReplayed, "step")), \(counted(result.state.eventCount, "event")); "
+            if checked == 0 {
+                // Nothing was compared, so nothing "matches": a log need not record digests
+                // (docs/log-format.md §4), and then proves nothing about its state.
+                line += "no state digest to check (no step_ended in what was replayed), so nothing proves the rebuilt state"
+            } else {
+                let mismatches = result.digestMismatches.count
+                line += "\(counted(checked, "state digest")) checked"
+                line += mismatches == 0 ? ", all match the rebuilt state" : ", \(mismatches) DO NOT MATCH"
+            }
             output.append(line)
             output.flush()
             if let tear = result.read.tear {

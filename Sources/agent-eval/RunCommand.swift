@@ -136,8 +136,9 @@ struct RunCommand: AsyncParsableCommand {
 
     @Flag(
         help: """
-            After the run, flag cases whose last 10 recorded suite runs (this one included) disagree: flaky in history \
-            even when this run passed. Needs the catalog.
+            After the run, flag cases whose last 10 recorded suite runs (this one included) disagree with the same \
+            case file on the same commit (see `agent-eval history --help`): flaky in history even when this run \
+            passed. Needs the catalog.
             """)
     var history = false
 

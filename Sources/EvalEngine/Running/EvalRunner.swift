@@ -267,10 +267,17 @@ public struct EvalRunner: Sendable {
                 "the log does not fit together (\(state.anomalies.count) anomal\(state.anomalies.count == 1 ? "y" : "ies")): \(anomaly.message)",
                 hint: "replay the log to see every anomaly; a case cannot be graded on a record that contradicts itself")
         }
-        var unfinished: String?
         if state.eventCount == 0 {
-            unfinished = "the log holds no event"
-        } else if let tear = facts.tear {
+            // No event is no run, whatever the case allows: there is nothing to check, and an
+            // expectation such as toolsNotCalled would hold vacuously.
+            var summary = RunSummary(state)
+            summary.tear = facts.tear.map { "\($0)" }
+            return RunResult(
+                logPath: log, repeatIndex: repeatIndex, failures: [], notes: [],
+                error: DiagnosticRecord(LogError.noEvent(in: log, tear: facts.tear)), summary: summary)
+        }
+        var unfinished: String?
+        if let tear = facts.tear {
             unfinished = "the log is torn: \(tear)"
         } else if state.stop == nil {
             unfinished = "the log ends at seq \(state.eventCount - 1) without run_stopped"
