@@ -28,7 +28,9 @@ public struct Replayer: Sendable {
     }
 
     /// Replays from the start; `body` gets each step with the state at its end, and returns
-    /// false to stop early. Steps after `until` are not read.
+    /// false to stop early. Steps after `until` are not read. Throws the reader's errors, and
+    /// `LogError.noEvent` for a log from which no event could be read: a log cut before its
+    /// first event was complete holds no run to rebuild.
     @discardableResult
     public func replay(until last: Int? = nil, _ body: (ReplayStep, RunState) throws -> Bool) throws -> Result {
         var state = RunState()
@@ -86,6 +88,8 @@ public struct Replayer: Sendable {
                 current?.problems.append(contentsOf: problems)
             }
             try finish()
+            // No event is no run: nothing to rebuild, and nothing that could match.
+            if result.stepsReplayed == 0 { throw LogError.noEvent(in: path, tear: result.read.tear) }
         } catch is Stop {}
         if let failure = stored.store?.failure { throw failure }
         result.state = state

@@ -66,6 +66,24 @@ public enum ContentHash {
     /// The link a first event carries: 64 zeros.
     public static let genesis = String(repeating: "0", count: 64)
 
+    /// Whether `bytes` are `sha256:` and 64 lowercase hex digits: the form of a member typed
+    /// `hash` (docs/log-format.md §4) — content hashes, state digests, config digests.
+    public static func isSHA256(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard bytes.count == 71, bytes.starts(with: "sha256:".utf8) else { return false }
+        var isHex = true
+        for byte in bytes[7...] {
+            // Branch-free: a digit is 0x30-0x39, a letter 0x61-0x66.
+            isHex = isHex && (byte &- 0x30 < 10 || byte &- 0x61 < 6)
+        }
+        return isHex
+    }
+
+    /// Whether `text` is `sha256:` and 64 lowercase hex digits.
+    public static func isSHA256(_ text: String) -> Bool {
+        var text = text
+        return text.withUTF8 { isSHA256(UnsafeRawBufferPointer($0)) }
+    }
+
     /// Whether `text` is exactly 64 lowercase hex digits: the form of `prev` and of hashes.
     public static func isHex64(_ text: String) -> Bool {
         var text = text

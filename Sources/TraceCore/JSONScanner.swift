@@ -390,6 +390,35 @@ public struct JSONScanner {
         return true
     }
 
+    /// Reads a member typed `hash` (docs/log-format.md §4): a string, `sha256:` and 64
+    /// lowercase hex digits; anything else is an invalid field. Under `discardsText` it is
+    /// checked all the same and comes back empty.
+    public mutating func readHash() throws -> String {
+        guard peek(UInt8(ascii: "\"")) else { throw typeError("a hash string (\"sha256:\" and 64 lowercase hex digits)") }
+        let start = cursor.index
+        // The usual form, no escapes: 71 bytes between the quotes, checked where they lie.
+        if start + 72 < cursor.end, cursor.base[start + 72] == UInt8(ascii: "\""),
+            ContentHash.isSHA256(UnsafeRawBufferPointer(start: cursor.base + start + 1, count: 71))
+        {
+            cursor.index = start + 73
+            return discardsText ? "" : String(decoding: UnsafeBufferPointer(start: cursor.base + start + 1, count: 71), as: UTF8.self)
+        }
+        let text = try cursor.string()
+        guard ContentHash.isSHA256(text) else {
+            let shown = text.unicodeScalars.count > 80 ? String(text.unicodeScalars.prefix(80)) + "…" : text
+            throw TraceCoreError(
+                .invalidField, "must be a hash, \"sha256:\" and 64 lowercase hex digits, found \(JSONWriter.encodeString(.string(shown)))",
+                fieldPath: "")
+        }
+        return discardsText ? "" : text
+    }
+
+    /// `readHash`, or nil for `null`.
+    public mutating func readOptionalHash() throws -> String? {
+        if try readNull() { return nil }
+        return try readHash()
+    }
+
     /// Reads a value of a representable type.
     public mutating func read<T: JSONRepresentable>(_ type: T.Type = T.self) throws -> T {
         try T(from: &self)

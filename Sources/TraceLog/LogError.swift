@@ -12,6 +12,12 @@ public struct LogError: Diagnostic, Hashable {
         case unreadable
         /// The file is not gzip at all.
         case notGzip = "not_gzip"
+        /// The file has no bytes: no gzip member and no event. Not a write cut off: there is
+        /// nothing to seal.
+        case empty
+        /// No event can be read: the file was cut before its first event was complete, or its
+        /// members hold none. A log with no event holds no run, and sealing cannot give it one.
+        case noEvent = "no_event"
         /// A gzip member fails its CRC, its size check or its deflate data.
         case corruptMember = "corrupt_member"
         /// The file ends inside a gzip member: a write was cut off.
@@ -72,4 +78,36 @@ public struct LogError: Diagnostic, Hashable {
 
     /// Where: the path plus member offset and sequence when known.
     public var place: SourceLocation? { SourceLocation(path: path, memberOffset: memberOffset, sequence: sequence) }
+}
+
+extension LogError {
+    /// The error for a file of 0 bytes, which every reader of a log from its start throws: it
+    /// holds no gzip member, so it is neither a log nor a torn one.
+    static func empty(_ path: String) -> LogError {
+        LogError(
+            .empty, "the file is empty (0 bytes): it holds no gzip member and no event", path: path,
+            hint: "a log holds at least its run_started event: this file was created but never written, or was truncated")
+    }
+
+    /// The error for a log from which no event could be read, for the tools that need a run
+    /// (replay, the eval runner): `tear` says where it was cut, nil for whole members that hold
+    /// no line. No repair is suggested: sealing keeps the complete events, and there are none.
+    ///
+    /// ```swift
+    /// let (events, summary) = try LogReader(path: path).readAll()
+    /// if events.isEmpty { throw LogError.noEvent(in: path, tear: summary.tear) }
+    /// ```
+    public static func noEvent(in path: String, tear: LogTear?) -> LogError {
+        guard let tear else {
+            return LogError(
+                .noEvent, "the log holds no event: its gzip members are whole but hold no line, and a log starts with run_started",
+                path: path, memberOffset: 0, sequence: 0, hint: "the writer closed the log before it recorded anything: it holds no run")
+        }
+        return LogError(
+            .noEvent,
+            "no event could be read: the file (\(tear.fileSize) bytes) ends inside the gzip member at byte \(tear.memberOffset), "
+                + "before its first event was complete",
+            path: path, memberOffset: tear.memberOffset, sequence: 0,
+            hint: "the run was cut off before it recorded anything: the file holds no run to read, and sealing it would not make one")
+    }
 }

@@ -12,7 +12,10 @@ public import TraceCore
 /// hash chain); the first problem is thrown as a `LogError` naming the file, the member
 /// offset and the sequence number. A file cut in the middle of a member (a crash while
 /// writing) is not an error: every complete event is returned and `ReadSummary.tear` says
-/// where the file was cut — unless `Options.isStrict` asks for an error.
+/// where the file was cut — unless `Options.isStrict` asks for an error. A file of 0 bytes is
+/// not cut but `empty`, an error: it holds no gzip member. A read that returns no event
+/// (a file cut before its first event was complete) is the caller's to judge: a tool that
+/// needs a run throws `LogError.noEvent(in:tear:)`.
 ///
 /// ```swift
 /// var reader = LogReader(path: "runs/r1.jsonl.gz")
@@ -96,7 +99,7 @@ public struct LogReader {
 
     /// The log's first event (its `run_started` or `pipeline_started`), checked as every event
     /// is, reading no further than it: what comes later, damage included, is not looked at.
-    /// Nil for a log that holds no event.
+    /// Nil for a log that holds no event; throws `empty` for a file of 0 bytes.
     public func firstEvent() throws -> RecordedEvent? {
         struct Stop: Error {}
         var first: RecordedEvent?
@@ -237,6 +240,8 @@ public struct LogReader {
         case .complete:
             break
         case .torn:
+            // No bytes at all is no member, not a member cut off: nothing to seal, no event.
+            if summary.tear?.fileSize == 0 { throw LogError.empty(path) }
             if options.isStrict, let tear = summary.tear {
                 throw LogError(
                     .tornTail, tear.description, path: path, memberOffset: tear.memberOffset,

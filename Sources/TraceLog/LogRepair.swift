@@ -28,7 +28,8 @@ public struct RepairReport: Sendable, Hashable {
 /// gzip member, so that `gzip -t` passes and `zcat` prints exactly the complete events.
 ///
 /// Only a torn tail is repaired. A corrupt member, a broken chain or a sequence gap anywhere
-/// is refused with `notRepairable`: "repairing" those would hide tampering or lose events.
+/// is refused with `notRepairable`: "repairing" those would hide tampering or lose events. A
+/// file of 0 bytes is `empty`, not torn: there is nothing to seal.
 ///
 /// The rewrite is crash-safe: the sealed member is first written, with its offset, to
 /// `<log>.seal` and synced (file and directory); then the log is truncated at the torn member and the sealed member
@@ -75,7 +76,7 @@ public enum LogRepair {
                 keptLines = []
                 eventsKept = 0
             }
-        } catch let error as LogError where error.code != .unreadable && error.code != .notGzip {
+        } catch let error as LogError where error.code != .unreadable && error.code != .notGzip && error.code != .empty {
             throw LogError(
                 .notRepairable,
                 "repair only seals a torn tail, and this log has other damage: \(error.message)",

@@ -8,7 +8,8 @@ import TraceCore
 /// member header and goes on, so one flipped bit does not hide later problems.
 public enum LogVerifier {
     /// Verifies the log at `path`. Throws only when the file cannot be read at all (missing,
-    /// unreadable, or not gzip); damage is reported in the result.
+    /// unreadable, not gzip, or empty: 0 bytes); damage is reported in the result, and so is a
+    /// log from which no event can be read (`noEvent`): it holds no run.
     ///
     /// With `key`, the log must be signed by it (docs/log-format.md, "Signed logs"): every
     /// `log_signed` event must check, and the last one must be final and cover the last event,
@@ -89,7 +90,12 @@ public enum LogVerifier {
             case .complete:
                 break scanning
             case .torn:
-                if let tear = report.tear {
+                // No bytes at all: not a log, as a file that is not gzip is not one.
+                if report.tear?.fileSize == 0 && report.problems.isEmpty { throw LogError.empty(path) }
+                if let tear = report.tear, report.eventCount == 0 && report.problems.isEmpty {
+                    // Cut before its first event: sealing would keep nothing, so say that, not "repair".
+                    report.problems.append(LogError.noEvent(in: path, tear: tear))
+                } else if let tear = report.tear {
                     report.problems.append(
                         LogError(
                             .tornTail, tear.description, path: path, memberOffset: tear.memberOffset,
@@ -124,6 +130,8 @@ public enum LogVerifier {
                 checker.isResynchronizing = true
             }
         }
+        // Whole members holding no line (a log sealed before its first event) hold no run.
+        if report.eventCount == 0 && report.problems.isEmpty { report.problems.append(LogError.noEvent(in: path, tear: nil)) }
         if key != nil { signatures.checkEnd(of: report, path: path, problems: &report.problems) }
         report.signatureCount = signatures.count
         report.peakBufferBytes = scanner.peakBufferBytes

@@ -205,6 +205,13 @@ public final class LogWriter {
                 .invalidEvent, "event seq \(nextSequence) would go back to step \(step) after step \(lastStep): steps never decrease",
                 path: path, sequence: nextSequence)
         }
+        if let (fieldPath, value) = payload.malformedHash {
+            throw LogError(
+                .invalidEvent,
+                "event seq \(nextSequence) (\(payload.kind)) has \(fieldPath) \(JSONWriter.encodeString(.string(String(value.prefix(80))))), "
+                    + "which is not a hash (\"sha256:\" and 64 lowercase hex digits), so it is not written",
+                path: path, sequence: nextSequence, hint: "make hashes with ContentHash.sha256")
+        }
         var event = Event(
             runId: runId, sequence: nextSequence, step: step, timeUs: timeUs, previousHash: lastHash, payload: payload)
         var wholePacket: ContextBuilt?

@@ -80,6 +80,73 @@ struct ReplayCommandTests {
         }
     }
 
+    @Test("a 0-byte log is empty, not cut off: replay, log verify and run exit 2 saying so, and nothing says repair or all match")
+    func emptyLog() throws {
+        try TemporaryDirectory.with { directory in
+            let log = directory.path("empty.jsonl.gz")
+            FileManager.default.createFile(atPath: log, contents: Data())
+            for arguments in [
+                ["replay", log, "--plain"], ["replay", log, "--json"], ["replay", log, "--step", "1"], ["log", "verify", log],
+            ] {
+                let result = try agentEval(arguments, environment: ["AGENT_EVAL_CACHE_DIR": directory.path("cache")])
+                #expect(result.status == 2, "\(arguments)")
+                #expect(
+                    result.stderr.hasPrefix("error: the file is empty (0 bytes): it holds no gzip member and no event\n"),
+                    "\(arguments): \(result.stderr)")
+                #expect(result.stderr.contains("--> \(log)"), "\(arguments): \(result.stderr)")
+                let said = result.stdoutText + result.stderr
+                #expect(!said.contains("repair") && !said.contains("cut off") && !said.contains("all match"), "\(arguments): \(said)")
+            }
+            try "caseId: empty-log\nlogs: empty.jsonl.gz\nallowUnfinished: true\nexpected: {toolsNotCalled: [delete_customer]}\n".write(
+                toFile: directory.path("case.yaml"), atomically: true, encoding: .utf8)
+            let run = try agentEval(["run", directory.path("case.yaml")])
+            #expect(run.status == 2, "\(run.stdoutText)\(run.stderr)")
+            #expect(run.stdoutText.contains("the file is empty (0 bytes)"), "\(run.stdoutText)")
+            #expect(!run.stdoutText.contains("PASS"), "\(run.stdoutText)")
+        }
+    }
+
+    @Test("a log cut before its first event: replay and run exit 2 saying no event could be read, with no repair hint")
+    func cutBeforeTheFirstEvent() throws {
+        try TemporaryDirectory.with { directory in
+            let log = directory.path("cut.jsonl.gz")
+            let head = try Subprocess.run("/usr/bin/env", ["head", "-c", "64", runFixture("support-refund.jsonl.gz")])
+            FileManager.default.createFile(atPath: log, contents: Data(head.stdout))
+            let replay = try agentEval(["replay", log, "--plain"])
+            #expect(replay.status == 2)
+            #expect(
+                replay.stderr.hasPrefix(
+                    "error: no event could be read: the file (64 bytes) ends inside the gzip member at byte 0, before its first event was complete\n"
+                ), "\(replay.stderr)")
+            #expect(!replay.stderr.contains("repair"), "\(replay.stderr)")
+            #expect(!replay.stdoutText.contains("all match"), "\(replay.stdoutText)")
+            // Allowed to be unfinished or not, a case over it could not run: there is no run to check.
+            try "caseId: cut-log\nlogs: cut.jsonl.gz\nallowUnfinished: true\nexpected: {toolsNotCalled: [delete_customer]}\n".write(
+                toFile: directory.path("case.yaml"), atomically: true, encoding: .utf8)
+            let run = try agentEval(["run", directory.path("case.yaml")])
+            #expect(run.status == 2, "\(run.stdoutText)\(run.stderr)")
+            #expect(run.stdoutText.contains("no event could be read"), "\(run.stdoutText)")
+        }
+    }
+
+    @Test("a log that records no state digest replays with exit 0 and says there was none to check, never that all match")
+    func noDigestToCheck() throws {
+        try TemporaryDirectory.with { directory in
+            let log = directory.path("no-digests.jsonl.gz")
+            try LogWriter.withWriter(creating: log, runId: "run-no-digests") { writer in
+                _ = try writer.append(.runStarted(SampleRun.supportStart()), step: 0, timeUs: 1)
+                _ = try writer.append(.runStopped(RunStopped(reason: .success, answer: "done")), step: 1, timeUs: 2)
+            }
+            let result = try agentEval(["replay", log, "--plain"])
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(
+                result.stdoutText.split(separator: "\n").last
+                    == "replayed 2 steps, 2 events; no state digest to check (no step_ended in what was replayed), so nothing proves the rebuilt state"
+            )
+            #expect(!result.stdoutText.contains("all match"))
+        }
+    }
+
     @Test("diff: the same run exits 0; different runs exit 1 with the first divergence; an unreadable log exits 2")
     func diff() throws {
         let same = try agentEval(["diff", runFixture("support-refund.jsonl.gz"), runFixture("support-refund.jsonl.gz")])

@@ -68,10 +68,30 @@ struct TrustTests {
         }
     }
 
-    @Test("a run that did not finish cannot pass: an empty log, a torn log, a log without run_stopped")
-    func unfinished() async throws {
+    @Test("a log with no event is no run: a case over it could not run, even when it allows unfinished runs")
+    func noRun() async throws {
         try await TemporaryDirectory.with { directory in
             _ = FileManager.default.createFile(atPath: directory.path("empty.jsonl.gz"), contents: Data())
+            // Cut with head(1) before the first event was complete.
+            let head = try Subprocess.run(
+                "/usr/bin/env", ["head", "-c", "64", FixtureLogs.directory.appendingPathComponent("support-sample.jsonl.gz").path])
+            _ = FileManager.default.createFile(atPath: directory.path("cut.jsonl.gz"), contents: Data(head.stdout))
+            for (log, code) in [("empty", "log.empty"), ("cut", "log.no_event")] {
+                for allowed in [false, true] {
+                    let result = try await run(
+                        "caseId: \(log)\nlogs: \(log).jsonl.gz\nallowUnfinished: \(allowed)\nexpected: {toolsNotCalled: [delete_customer]}\n",
+                        in: directory, name: "\(log)-\(allowed).yaml")
+                    #expect(!result.passed, "\(log), allowUnfinished: \(allowed)")
+                    #expect(result.harnessError?.diagnosticCode == code, "\(log), allowUnfinished: \(allowed)")
+                    #expect(result.harnessError?.hint?.contains("allowUnfinished") != true, "no hint that would make it pass")
+                }
+            }
+        }
+    }
+
+    @Test("a run that did not finish cannot pass: a torn log, a log without run_stopped")
+    func unfinished() async throws {
+        try await TemporaryDirectory.with { directory in
             try FileManager.default.copyItem(
                 atPath: FixtureLogs.directory.appendingPathComponent("research-sample-torn.jsonl.gz").path,
                 toPath: directory.path("torn.jsonl.gz"))
@@ -79,7 +99,7 @@ struct TrustTests {
             // Everything up to the approval stop's resume, then the log simply ends.
             let cut = try #require(events.firstIndex { if case .runStopped = $0.payload { true } else { false } })
             try rewrite(Array(events.prefix(cut)), to: directory.path("open.jsonl.gz"))
-            for log in ["empty", "torn", "open"] {
+            for log in ["torn", "open"] {
                 let result = try await run(
                     "caseId: \(log)\nlogs: \(log).jsonl.gz\nexpected: {toolsNotCalled: [delete_customer]}\n", in: directory,
                     name: "\(log).yaml")

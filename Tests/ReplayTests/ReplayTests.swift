@@ -55,6 +55,32 @@ struct ReplayTests {
         #expect(result.digestMismatches.isEmpty)
     }
 
+    @Test("a log with no event to replay is an error, never a replay of nothing: 0 bytes, or cut before its first event")
+    func nothingToReplay() throws {
+        try TemporaryDirectory.with { directory in
+            let empty = directory.path("empty.jsonl.gz")
+            FileManager.default.createFile(atPath: empty, contents: Data())
+            #expect { try Replayer(path: empty).replay { _, _ in true } } throws: { ($0 as? LogError)?.code == .empty }
+            // Cut with head(1) inside the first event's deflate data.
+            let cut = directory.path("cut.jsonl.gz")
+            let source = ExampleRuns.directory.appendingPathComponent("support-refund.jsonl.gz").path
+            let head = try Subprocess.run("/usr/bin/env", ["head", "-c", "64", source])
+            FileManager.default.createFile(atPath: cut, contents: Data(head.stdout))
+            var steps = 0
+            #expect {
+                try Replayer(path: cut).replay { _, _ in
+                    steps += 1
+                    return true
+                }
+            } throws: { error in
+                guard let error = error as? LogError else { return false }
+                return error.code == .noEvent && error.memberOffset == 0
+                    && error.message.hasPrefix("no event could be read: the file (64 bytes)")
+            }
+            #expect(steps == 0)
+        }
+    }
+
     @Test("a corrupt log stops the replay at the damage, naming the member")
     func corruptLog() throws {
         try TemporaryDirectory.with { directory in

@@ -16,7 +16,7 @@ struct EventScript {
 @Suite("The fold")
 struct FoldTests {
     static let started = RunStarted(
-        goal: "refund A-1", agent: AgentIdentity(name: "a", configDigest: "sha256:00"),
+        goal: "refund A-1", agent: AgentIdentity(name: "a", configDigest: "sha256:" + String(repeating: "0", count: 64)),
         model: ModelIdentity(provider: "scripted", name: "m"), policy: PolicyIdentity(name: "p"),
         tools: [ToolSpec(name: "lookup", description: "d", inputSchema: ["type": "object"], sideEffect: .read)],
         limits: RunLimits(maxSteps: 3, tokenBudget: 100))

@@ -42,7 +42,9 @@ struct LogDamageTests {
         return (path, try readBytes(path), lines, durableAt)
     }
 
-    @Test("a log cut at every byte offset: a prefix of the events, never an error; sealing makes gzip and zcat agree")
+    @Test(
+        "a log cut at every byte offset: a prefix of the events, never an error but when nothing is left (0 bytes); sealing makes gzip and zcat agree"
+    )
     func cutEverywhere() async throws {
         try await TemporaryDirectory.with { directory in
             let log = try Self.flushedLog(in: directory)
@@ -54,6 +56,12 @@ struct LogDamageTests {
                 // A long CPU-bound loop: let other tests' tasks run on this thread too.
                 await Task.yield()
                 try writeBytes(Array(log.bytes[..<cut]), to: cutPath)
+                if cut == 0 {
+                    // No bytes: empty, not torn; nothing to seal (the test below says more).
+                    #expect { _ = try LogReader(path: cutPath).readAll() } throws: { ($0 as? LogError)?.code == .empty }
+                    #expect { _ = try LogRepair.seal(path: cutPath) } throws: { ($0 as? LogError)?.code == .empty }
+                    continue
+                }
                 var lines: [[UInt8]] = []
                 let summary = try LogReader(path: cutPath).forEachLine { line, _ in lines.append(Array(line)) }
                 // Exactly a prefix, and every event made durable at or before the cut is there.
@@ -77,10 +85,11 @@ struct LogDamageTests {
                 #expect(zcat.status == 0, "cut at \(cut): gzip -dc failed after sealing: \(zcat.stderr)")
                 let expected = lines.isEmpty ? [] : Array(lines.joined(separator: [0x0A])) + [0x0A]
                 #expect(zcat.stdout == expected, "cut at \(cut): zcat prints other events than the reader returned")
-                #expect(try LogVerifier.verify(path: cutPath).isIntact)
+                // Sealed before its first event, a log is whole gzip but holds no run.
+                #expect(try LogVerifier.verify(path: cutPath).problems.map(\.code) == (lines.isEmpty ? [.noEvent] : []), "cut at \(cut)")
                 sealed += 1
             }
-            #expect(sealed == log.bytes.count)
+            #expect(sealed == log.bytes.count - 1)
         }
     }
 
@@ -468,9 +477,9 @@ struct LogDamageTests {
     }
 
     static let started =
-        #"{"v":1,"run":"r","seq":SEQ,"step":0,"time_us":1,"kind":"run_started","prev":"PREV","data":{"agent":{"config_digest":"sha256:00","name":"a"},"goal":"g","model":{"name":"m","provider":"p"},"policy":{"name":"p"}}}"#
+        #"{"v":1,"run":"r","seq":SEQ,"step":0,"time_us":1,"kind":"run_started","prev":"PREV","data":{"agent":{"config_digest":"sha256:0000000000000000000000000000000000000000000000000000000000000000","name":"a"},"goal":"g","model":{"name":"m","provider":"p"},"policy":{"name":"p"}}}"#
     static func ended(step: Int) -> String {
-        #"{"v":1,"run":"r","seq":SEQ,"step":\#(step),"time_us":2,"kind":"step_ended","prev":"PREV","data":{"state_digest":"sha256:00"}}"#
+        #"{"v":1,"run":"r","seq":SEQ,"step":\#(step),"time_us":2,"kind":"step_ended","prev":"PREV","data":{"state_digest":"sha256:0000000000000000000000000000000000000000000000000000000000000000"}}"#
     }
 
     @Test(
@@ -527,7 +536,11 @@ struct LogDamageTests {
         }
     }
 
-    @Test("the writer never writes what its reader rejects: no first event but run_started, no step going down, no nesting past the limit")
+    static let zeroDigest = "sha256:" + String(repeating: "0", count: 64)
+
+    @Test(
+        "the writer never writes what its reader rejects: no first event but run_started, no step going down, no nesting past the limit, no malformed hash"
+    )
     func writerRefuses() throws {
         try TemporaryDirectory.with { directory in
             #expect {
@@ -540,8 +553,16 @@ struct LogDamageTests {
             for _ in 0..<600 { deep = .array([deep]) }
             try LogWriter.withWriter(creating: path, runId: "r") { writer in
                 try writer.append(.runStarted(SampleRun.supportStart()), step: 0, timeUs: 0)
-                try writer.append(.stepEnded(StepEnded(stateDigest: "sha256:00")), step: 2, timeUs: 1)
-                #expect(throws: LogError.self) { try writer.append(.stepEnded(StepEnded(stateDigest: "sha256:00")), step: 1, timeUs: 2) }
+                try writer.append(.stepEnded(StepEnded(stateDigest: Self.zeroDigest)), step: 2, timeUs: 1)
+                #expect(throws: LogError.self) {
+                    try writer.append(.stepEnded(StepEnded(stateDigest: Self.zeroDigest)), step: 1, timeUs: 2)
+                }
+                #expect {
+                    try writer.append(.stepEnded(StepEnded(stateDigest: "sha256:00")), step: 2, timeUs: 3)
+                } throws: {
+                    ($0 as? LogError)?.message
+                        == #"event seq 2 (step_ended) has data.state_digest "sha256:00", which is not a hash ("sha256:" and 64 lowercase hex digits), so it is not written"#
+                }
                 #expect {
                     try writer.append(
                         .toolIntended(ToolIntended(callId: "c", tool: "t", arguments: deep, attempt: 1)), step: 2, timeUs: 3)
@@ -560,6 +581,93 @@ struct LogDamageTests {
             try writeBytes(Array("{\"v\":1}\n".utf8), to: path)
             #expect { _ = try LogVerifier.verify(path: path) } throws: { ($0 as? LogError)?.code == .notGzip }
             #expect { _ = try LogReader(path: path).readAll() } throws: { ($0 as? LogError)?.code == .notGzip }
+        }
+    }
+
+    @Test("a file of 0 bytes is empty, not a member cut off: the reader, the verifier and repair say so, and nothing is written")
+    func emptyFile() throws {
+        try TemporaryDirectory.with { directory in
+            let path = directory.path("empty.jsonl.gz")
+            try writeBytes([], to: path)
+            @Sendable func isEmpty(_ error: any Error) -> Bool {
+                guard let error = error as? LogError else { return false }
+                return error.code == .empty && error.message == "the file is empty (0 bytes): it holds no gzip member and no event"
+                    && !"\(error.message) \(error.hint ?? "")".contains("repair")
+            }
+            #expect(performing: { _ = try LogReader(path: path).readAll() }, throws: isEmpty)
+            #expect(performing: { _ = try LogReader(path: path, options: .init(isStrict: true)).readAll() }, throws: isEmpty)
+            #expect(performing: { _ = try LogReader(path: path).firstEvent() }, throws: isEmpty)
+            #expect(performing: { _ = try LogVerifier.verify(path: path) }, throws: isEmpty)
+            #expect(performing: { _ = try LogRepair.seal(path: path) }, throws: isEmpty)
+            #expect(try readBytes(path).isEmpty, "repair left the file as it was")
+        }
+    }
+
+    @Test("a log cut before its first event is complete holds no run: the verifier says so once and does not offer repair")
+    func cutBeforeTheFirstEvent() throws {
+        try TemporaryDirectory.with { directory in
+            let path = directory.path("cut.jsonl.gz")
+            let source = FixtureLogs.directory.appendingPathComponent("support-sample.jsonl.gz").path
+            let head = try Subprocess.run("/usr/bin/env", ["head", "-c", "40", source])
+            #expect(head.status == 0)
+            try writeBytes(Array(head.stdout), to: path)
+            let read = try LogReader(path: path).readAll()
+            #expect(read.events.isEmpty)
+            #expect(read.summary.tear?.lastSequence == nil)
+            let report = try LogVerifier.verify(path: path)
+            #expect(report.problems.map(\.code) == [.noEvent])
+            #expect(
+                report.problems.first?.message
+                    == "no event could be read: the file (40 bytes) ends inside the gzip member at byte 0, before its first event was complete"
+            )
+            let hint = report.problems.first?.hint ?? ""
+            #expect(!hint.contains("repair"), "\(hint)")
+            #expect(report.ending == .torn)
+            // Sealed, it is whole gzip again, and still holds no run.
+            #expect(try LogRepair.seal(path: path)?.eventsKept == 0)
+            #expect(try Subprocess.run(gzipPath, ["-t", path]).status == 0)
+            #expect(
+                try LogVerifier.verify(path: path).problems.map(\.message) == [
+                    "the log holds no event: its gzip members are whole but hold no line, and a log starts with run_started"
+                ])
+        }
+    }
+
+    @Test(
+        "a member typed hash that is not sha256: and 64 lowercase hex digits is rejected, naming the event and the field",
+        arguments: [
+            ("config_digest", "data.agent.config_digest", "sha256:" + String(repeating: "0", count: 63)),
+            ("digest", "data.policy.digest", "sha256:" + String(repeating: "ABCDEF0123456789", count: 4)),
+            ("state_digest", "data.state_digest", String(repeating: "0", count: 64)),
+            ("hash", "data.hash", "sha256:" + String(repeating: "g", count: 64)),
+            ("prompt_hash", "data.prompt_hash", "SHA256:" + String(repeating: "0", count: 64)),
+            ("content_hash", "data.content_hash", "sha256:" + String(repeating: "0", count: 65)),
+        ])
+    func malformedHash(member: String, fieldPath: String, value: String) throws {
+        try TemporaryDirectory.with { directory in
+            // A real log, its JSON edited where the member first appears, compressed again by gzip.
+            let source = FixtureLogs.directory.appendingPathComponent("support-sample.jsonl.gz").path
+            let zcat = try Subprocess.run(gzipPath, ["-dc", source])
+            var lines = zcat.stdout.split(separator: 0x0A).map { String(decoding: $0, as: UTF8.self) }
+            let index = try #require(lines.firstIndex { $0.contains("\"\(member)\":\"sha256:") })
+            let start = try #require(lines[index].range(of: "\"\(member)\":\"sha256:"))
+            let hash = lines[index][start.upperBound...].prefix { $0 != "\"" }
+            #expect(hash.count == 64)
+            lines[index].replaceSubrange(
+                start.lowerBound..<lines[index].index(start.upperBound, offsetBy: 64), with: "\"\(member)\":\"\(value)")
+            let path = directory.path("edited.jsonl.gz")
+            try Self.gzipLines(lines.map { Array($0.utf8) }, to: path)
+
+            let expected =
+                "line \(index + 1) (expected seq \(index)) is not a valid event: \(fieldPath) must be a hash, "
+                + "\"sha256:\" and 64 lowercase hex digits, found \"\(value)\""
+            let problems = try LogVerifier.verify(path: path).problems
+            #expect(problems.first?.code == .invalidEvent, "\(problems)")
+            #expect(problems.first?.message == expected)
+            #expect(problems.first?.sequence == index)
+            #expect { _ = try LogReader(path: path).readAll() } throws: { ($0 as? LogError)?.message == expected }
+            // The same line with its hash as written reads.
+            #expect(try Event(line: Array(zcat.stdout.split(separator: 0x0A)[index])).sequence == index)
         }
     }
 }

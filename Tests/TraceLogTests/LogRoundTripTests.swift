@@ -276,7 +276,7 @@ struct LogRoundTripTests {
             do {
                 let writer = try LogWriter.create(at: path, runId: "r-resume")
                 try writer.append(.runStarted(SampleRun.supportStart()), step: 0, timeUs: 1)
-                try writer.append(.stepEnded(StepEnded(stateDigest: "sha256:00")), step: 0, timeUs: 2)
+                try writer.append(.stepEnded(StepEnded(stateDigest: "sha256:" + String(repeating: "0", count: 64))), step: 0, timeUs: 2)
                 try writer.append(.contextBuilt(ContextBuilt(goal: "g", stateSummary: "s", tokenEstimate: 1)), step: 1, timeUs: 3)
                 // The process "dies": the last event was never flushed; nothing closes the member.
                 crashed = try readBytes(path)

@@ -67,7 +67,7 @@ public struct ContentStored: JSONRepresentable, JSONObjectEncodable, Hashable {
         var body: String?
         try scanner.readObject { scanner, key in
             switch key {
-            case "hash": hash = try scanner.read()
+            case "hash": hash = try scanner.readHash()
             case "media_type": mediaType = try scanner.read()
             case "encoding": encoding = try scanner.read()
             case "body": body = try scanner.read()

@@ -20,7 +20,7 @@ public struct ItemReference: JSONRepresentable, JSONObjectEncodable, Hashable {
             switch key {
             case "id": id = try scanner.read()
             case "summary": summary = try scanner.readOptional()
-            case "content_hash": contentHash = try scanner.readOptional()
+            case "content_hash": contentHash = try scanner.readOptionalHash()
             default: try scanner.skipValue()
             }
         }
@@ -153,7 +153,7 @@ public struct ContextBuilt: JSONRepresentable, JSONObjectEncodable, Hashable {
             case "memory": if readsEdits { edits.memory = try scanner.readList() } else { memory = try scanner.readList() }
             case "omitted": if readsEdits { edits.omitted = try scanner.readList() } else { omitted = try scanner.readList() }
             case "token_estimate": tokenEstimate = try scanner.read()
-            case "prompt_hash": promptHash = try scanner.readOptional()
+            case "prompt_hash": promptHash = try scanner.readOptionalHash()
             case "base_seq" where readsEdits: baseSequence = try scanner.readOptional()
             default: try scanner.skipValue()
             }

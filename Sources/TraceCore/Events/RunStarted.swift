@@ -133,7 +133,7 @@ public struct AgentIdentity: JSONRepresentable, JSONObjectEncodable, Hashable {
             switch key {
             case "name": name = try scanner.read()
             case "version": version = try scanner.readOptional()
-            case "config_digest": configDigest = try scanner.read()
+            case "config_digest": configDigest = try scanner.readHash()
             default: try scanner.skipValue()
             }
         }
@@ -197,7 +197,7 @@ public struct PolicyIdentity: JSONRepresentable, JSONObjectEncodable, Hashable {
         try scanner.readObject { scanner, key in
             switch key {
             case "name": name = try scanner.read()
-            case "digest": digest = try scanner.readOptional()
+            case "digest": digest = try scanner.readOptionalHash()
             default: try scanner.skipValue()
             }
         }

@@ -90,7 +90,7 @@ public struct StepEnded: JSONRepresentable, JSONObjectEncodable, Hashable {
         var stateDigest: String?
         try scanner.readObject { scanner, key in
             switch key {
-            case "state_digest": stateDigest = try scanner.read()
+            case "state_digest": stateDigest = try scanner.readHash()
             default: try scanner.skipValue()
             }
         }

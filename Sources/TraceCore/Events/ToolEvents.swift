@@ -169,7 +169,7 @@ public struct ToolCompleted: JSONRepresentable, JSONObjectEncodable, Hashable {
             case "attempt": attempt = try scanner.read()
             case "status": status = try scanner.read()
             case "output": output = try JSONText(from: &scanner)
-            case "content_hash": contentHash = try scanner.readOptional()
+            case "content_hash": contentHash = try scanner.readOptionalHash()
             case "error": error = try scanner.readOptional()
             case "retryable": isRetryable = try scanner.readOptional()
             case "stderr": stderr = try scanner.readOptional()
