@@ -16,9 +16,11 @@ Writes, from the same spans:
 Trace 1 (GenAI conventions): invoke_agent → two layers of chat spans for the first model call
 (a framework span around a client-library span: one call), two parallel execute_tool spans whose
 clock is skewed before their chat span, a tool whose failure is only in its result, and a final
-answer. Trace 2: content capture off (no messages): tool calls known from execute_tool spans only,
-and a span whose parent is missing from the export. The OpenLLMetry trace: a chat with a tool call
-in gen_ai.completion.0.tool_calls.0.*, a tool span, and a final completion.
+answer; the agent span and every model call declare four tools in gen_ai.tool.definitions, one of
+which (web_search) is never called. Trace 2: content capture off (no messages): tool calls known
+from execute_tool spans only, and a span whose parent is missing from the export. The OpenLLMetry
+trace: chats that declare get_weather and web_search in llm.request.functions.N.*, a tool call in
+gen_ai.completion.0.tool_calls.0.*, a tool span, and a final completion.
 """
 import base64
 import json
@@ -51,10 +53,32 @@ def messages(items):
     return json.dumps(items)
 
 
+def schema(**properties):
+    return {"type": "object", "properties": {name: {"type": kind} for name, kind in properties.items()}, "required": list(properties)}
+
+
+# The refund agent's tools, as the conventions' gen_ai.tool.definitions: web_search is never called.
+REFUND_TOOLS = json.dumps([
+    {"type": "function", "name": "lookup_order", "description": "Look up an order.", "parameters": schema(order_id="string")},
+    {"type": "function", "name": "get_policy", "description": "Read a policy.", "parameters": schema(topic="string")},
+    {"type": "function", "name": "refund_order", "description": "Refund an order.",
+     "parameters": schema(order_id="string", amount_cents="integer")},
+    {"type": "function", "name": "web_search", "description": "Search the web.", "parameters": schema(query="string")},
+])
+# The weather agent's tools, as OpenLLMetry records a request's functions: web_search is never called.
+WEATHER_FUNCTIONS = {
+    "llm.request.functions.0.name": "get_weather", "llm.request.functions.0.description": "Current weather in a city.",
+    "llm.request.functions.0.parameters": json.dumps(schema(city="string")),
+    "llm.request.functions.1.name": "web_search", "llm.request.functions.1.description": "Search the web.",
+    "llm.request.functions.1.parameters": json.dumps(schema(query="string")),
+}
+
+
 def genai_traces(limits=None):
     tracer, exporter = provider("refund-agent", limits)
     with tracer.start_as_current_span("invoke_agent refund-agent", start_time=T0, end_on_exit=False) as root:
         root.set_attributes({"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "refund-agent",
+                             "gen_ai.tool.definitions": REFUND_TOOLS,
                              "gen_ai.input.messages": messages([{"role": "user", "parts": [{"type": "text", "content": "Refund order A-1"}]}])})
         # One model call, two layers: the framework's span and the client library's inside it.
         with tracer.start_as_current_span("chat gpt-4o-mini", start_time=T0 + 1 * MS, end_on_exit=False) as outer:
@@ -62,6 +86,7 @@ def genai_traces(limits=None):
             with tracer.start_as_current_span("chat gpt-4o-mini", start_time=T0 + 2 * MS, end_on_exit=False) as inner:
                 inner.set_attributes({
                     "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt-4o-mini",
+                    "gen_ai.tool.definitions": REFUND_TOOLS,
                     "gen_ai.response.model": "gpt-4o-mini-2024-07-18", "gen_ai.response.id": "chatcmpl-1",
                     "gen_ai.usage.input_tokens": 120, "gen_ai.usage.output_tokens": 30,
                     "gen_ai.response.finish_reasons": ["tool_calls"],
@@ -80,6 +105,7 @@ def genai_traces(limits=None):
         with tracer.start_as_current_span("chat gpt-4o-mini", start_time=T0 + 50 * MS, end_on_exit=False) as chat:
             chat.set_attributes({
                 "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt-4o-mini",
+                "gen_ai.tool.definitions": REFUND_TOOLS,
                 "gen_ai.usage.input_tokens": 200, "gen_ai.usage.output_tokens": 20,
                 "gen_ai.output.messages": messages([{"role": "assistant", "finish_reason": "tool_call", "parts": [
                     {"type": "tool_call", "id": "call_c", "name": "refund_order", "arguments": {"order_id": "A-1", "amount_cents": 1999}}]}])})
@@ -91,6 +117,7 @@ def genai_traces(limits=None):
         with tracer.start_as_current_span("chat gpt-4o-mini", start_time=T0 + 80 * MS, end_on_exit=False) as chat:
             chat.set_attributes({
                 "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt-4o-mini",
+                "gen_ai.tool.definitions": REFUND_TOOLS,
                 "gen_ai.response.finish_reasons": ["stop"],
                 "gen_ai.output.messages": messages([{"role": "assistant", "finish_reason": "stop", "parts": [
                     {"type": "text", "content": "Refunds are closed today; try tomorrow."}]}])})
@@ -124,7 +151,7 @@ def openllmetry_traces():
         root.set_attributes({"traceloop.span.kind": "workflow", "traceloop.entity.name": "weather"})
         with tracer.start_as_current_span("openai.chat", start_time=T0 + 1 * MS, end_on_exit=False) as chat:
             chat.set_attributes({
-                "llm.request.type": "chat", "gen_ai.system": "openai", "gen_ai.request.model": "gpt-4o",
+                "llm.request.type": "chat", "gen_ai.system": "openai", "gen_ai.request.model": "gpt-4o", **WEATHER_FUNCTIONS,
                 "gen_ai.prompt.0.role": "system", "gen_ai.prompt.0.content": "You answer weather questions.",
                 "gen_ai.prompt.1.role": "user", "gen_ai.prompt.1.content": "Weather in Paris?",
                 "gen_ai.completion.0.role": "assistant", "gen_ai.completion.0.finish_reason": "tool_calls",
@@ -138,7 +165,7 @@ def openllmetry_traces():
             tool.end(end_time=T0 + 12 * MS)
         with tracer.start_as_current_span("openai.chat", start_time=T0 + 13 * MS, end_on_exit=False) as chat:
             chat.set_attributes({
-                "llm.request.type": "chat", "gen_ai.system": "openai", "gen_ai.request.model": "gpt-4o",
+                "llm.request.type": "chat", "gen_ai.system": "openai", "gen_ai.request.model": "gpt-4o", **WEATHER_FUNCTIONS,
                 "gen_ai.completion.0.role": "assistant", "gen_ai.completion.0.finish_reason": "stop",
                 "gen_ai.completion.0.content": "It is 18 °C in Paris."})
             chat.end(end_time=T0 + 20 * MS)

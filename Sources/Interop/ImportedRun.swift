@@ -9,13 +9,15 @@ public struct ImportedRun: Sendable {
     /// The agent's name in the source (the service, the task, the transcript's file name).
     public var agentName: String
     public var model: ModelIdentity
-    /// The tools the source declares, or else the tools its calls name, in first-use order.
+    /// The tools the source declares, in the order first declared (`tools(declaredBy:)`); the
+    /// writer adds the tools the calls name that none declares (`declareCalledTools()`).
     public var tools: [ToolSpec]
     /// Records before the first decision (system and user messages, the root span): kept with
     /// the first step.
     public var preamble: [JSONValue]
     public var steps: [ImportedStep]
-    /// How the run ended; nil for a run the source shows unfinished (no `run_stopped` is written).
+    /// How the run ended; nil for a run the source shows unfinished (no `run_stopped` is written):
+    /// a transcript that ends on a user turn, our own export of a run that had not stopped.
     public var stop: RunStopped?
     /// When the run started, in microseconds since the epoch (the source's clock).
     public var startUs: Int
@@ -37,6 +39,28 @@ public struct ImportedRun: Sendable {
         self.stop = stop
         self.startUs = startUs
         self.warnings = warnings
+    }
+
+    /// Tool definitions as the log's tool specs, in the order given: OpenAI's
+    /// `{type: function, function: {name, description, parameters}}`, the flat
+    /// `{name, description, parameters}` of the GenAI conventions and Inspect, and Anthropic's
+    /// `{name, description, input_schema}`. A schema given as a JSON string (OpenLLMetry's) is
+    /// parsed; a schema that is not an object is read as an open one. A name declared again keeps
+    /// its first definition; a definition without a name is left out.
+    static func tools(declaredBy definitions: [JSONValue]) -> [ToolSpec] {
+        var tools: [ToolSpec] = []
+        var names = Set<String>()
+        for definition in definitions {
+            let function = definition["function"].flatMap { $0.objectValue == nil ? nil : $0 } ?? definition
+            guard let name = function["name"]?.stringValue, !name.isEmpty, names.insert(name).inserted else { continue }
+            var schema = function["parameters"] ?? function["input_schema"] ?? function["inputSchema"]
+            if let text = schema?.stringValue { schema = try? JSONParser.parse(Array(text.utf8)) }
+            tools.append(
+                ToolSpec(
+                    name: name, description: function["description"]?.stringValue ?? "",
+                    inputSchema: schema.flatMap { $0.objectValue == nil ? nil : $0 } ?? ["type": "object"], sideEffect: .read))
+        }
+        return tools
     }
 
     /// The tools the steps call that `tools` does not declare, appended in first-use order with an

@@ -17,8 +17,10 @@ struct ImportCommand: ParsableCommand {
             sample and epoch of an Inspect eval log (.eval or .json), or an episode of a transcript file (OpenAI chat \
             messages or Anthropic messages, alone or in a result file of many episodes). The logs are ordinary: \
             verify, replay, diff, index and `agent-eval run` read them like any other. Their run_started names the \
-            source (format, file, id); imported runs have no policy verdicts, and the source's own record of every \
-            step is kept as stored content. docs/interop.md has the field mappings and the stop-reason tables.
+            source (format, file, id) and the tools it declares; imported runs have no policy verdicts, and the \
+            source's own record of every step is kept as stored content. A transcript that ends on a user turn (the \
+            agent was cut off) is imported unfinished, and a note says so. docs/interop.md has the field mappings and \
+            the stop-reason tables.
 
             FORMAT is otlp, jaeger, inspect, messages, or auto (tell by the content; an error names the candidates \
             when it cannot). A run that cannot be imported is reported and the others still are.
@@ -76,7 +78,7 @@ struct ImportCommand: ParsableCommand {
             } else if !quiet, !toStandardOutput, let log = run.log {
                 let id = run.sourceId.map { " \($0)" } ?? ""
                 say(
-                    "imported \(run.format)\(id) → \(displayPath(log)) (\(counted(run.steps, "step")), \(counted(run.calls, "call")), \(run.stop?.rawValue ?? "?"))"
+                    "imported \(run.format)\(id) → \(displayPath(log)) (\(counted(run.steps, "step")), \(counted(run.calls, "call")), \(run.stop?.rawValue ?? "unfinished"))"
                 )
                 for warning in run.warnings { say("  note: \(warning)") }
             }

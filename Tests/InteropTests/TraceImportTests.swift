@@ -27,6 +27,12 @@ struct TraceImportTests {
             // The model call seen by two instrumentation layers is imported once.
             #expect(states[0].decisions.count == 3, "\(name)")
             #expect(states[0].usage.inputTokens == 320, "\(name)")
+            // The tools the agent span and every model call declare (gen_ai.tool.definitions), the
+            // never-called web_search too, each once; trace 2 declares none: its tools are its calls.
+            let tools = states[0].start?.tools ?? []
+            #expect(tools.map(\.name) == ["lookup_order", "get_policy", "refund_order", "web_search"], "\(name)")
+            #expect(tools.last?.description == "Search the web." && tools.last?.inputSchema["required"] == ["query"], "\(name)")
+            #expect(states[1].start?.tools.map(\.name) == ["web_search"], "\(name)")
         }
         #expect(Set(trajectories.map(\.description)).count == 1)
         let first = try #require(trajectories.first)
@@ -45,6 +51,12 @@ struct TraceImportTests {
         #expect(states.map(Trajectory.init).first?.calls == [#"get_weather({"city":"Paris"})"#])
         #expect(states.first?.finalAnswer == "It is 18 °C in Paris.")
         #expect(states.first?.start?.goal == "Weather in Paris?")
+        // OpenLLMetry's llm.request.functions.N.*: web_search is declared, never called.
+        let weatherTools = states.first?.start?.tools ?? []
+        #expect(weatherTools.map(\.name) == ["get_weather", "web_search"])
+        #expect(weatherTools.first?.description == "Current weather in a city.")
+        #expect(weatherTools.first?.inputSchema["properties"]?["city"] == ["type": "string"])
+        #expect(legacy.runs[0].warnings.isEmpty, "\(legacy.runs[0].warnings)")
 
         // The same traces made with the SDK's attribute length limit: every message attribute is
         // cut at 80 characters. The content in them is lost, and said so; the tools that ran and
@@ -59,6 +71,10 @@ struct TraceImportTests {
             notes.filter { $0.contains("gen_ai.output.messages is not valid JSON, it ends too early (80 characters)") }.count == 3,
             "\(notes)")
         #expect(!notes.contains { $0.contains("content capture off") })
+        // The cut tool definitions are lost, said once for the trace; the tools that ran are declared.
+        #expect(cutStates[0].start?.tools.map(\.name).sorted() == ["get_policy", "lookup_order", "refund_order"])
+        let cutDefinitions = notes.filter { $0.hasPrefix("gen_ai.tool.definitions is not a JSON list of tool definitions on spans") }
+        #expect(cutDefinitions.count == 1 && cutDefinitions[0].contains("it ends too early (80 characters)"), "\(notes)")
     }
 
     @Test("Inspect AI logs written by Inspect: one run per sample and epoch, tool errors, limits, scores kept")
@@ -80,6 +96,15 @@ struct TraceImportTests {
         #expect(Trajectory(add).calls == [#"add({"x":1,"y":2})"#])
         #expect(add.finalAnswer == "1 + 2 = 3")
         #expect(add.start?.source?.metadata?["scores"] != nil)
+        // The tools the model was offered (each model event's tools), the never-called web_search too;
+        // Inspect moved its long description to the sample's attachments, where it is read from.
+        let offered = add.start?.tools ?? []
+        #expect(offered.map(\.name) == ["add", "divide", "web_search"])
+        #expect(
+            offered.last?.description.hasPrefix("Search the web for pages that match a query") == true, "\(offered.last?.description ?? "")"
+        )
+        #expect(offered.first?.inputSchema["required"] == ["x", "y"])
+        #expect(fromJSON.runs.allSatisfy { $0.warnings.allSatisfy { !$0.contains("user turn") } })
         let divide = try #require(jsonStates.first { $0.start?.source?.id == "divide:1" })
         #expect(divide.executedCalls.first?.lastResult?.status == .error)
         #expect(divide.stop?.reason == .budgetExhausted && divide.stop?.limit == .maxSteps)
@@ -89,6 +114,14 @@ struct TraceImportTests {
         #expect(fromZstd.importedCount == 2 && fromZstd.failedInputs.isEmpty)
         #expect(zstdStates.map(Trajectory.init) == jsonStates.map(Trajectory.init))
         #expect(zstdStates.map(\.finalAnswer) == jsonStates.map(\.finalAnswer))
+        #expect(zstdStates.map { $0.start?.tools.map(\.name) } == jsonStates.map { $0.start?.tools.map(\.name) })
+
+        // A sample whose messages end on a user turn nobody answered: unfinished, with a note.
+        let (cutOff, cutOffStates) = try importRuns(try files("cut"))
+        #expect(cutOff.importedCount == 1)
+        #expect(cutOffStates.first?.stop == nil && cutOff.runs.first?.stop == nil)
+        #expect(cutOffStates.first?.start?.source?.stop == "ends on a user turn")
+        #expect(cutOff.runs.first?.warnings.contains { $0.hasPrefix("the transcript ends on a user turn (message 3") } == true)
 
         // A flipped byte inside a zstd sample entry is a damaged archive, named, not garbage.
         var bytes = try Array(Data(contentsOf: URL(fileURLWithPath: try #require(evalFiles.first))))
@@ -111,6 +144,121 @@ struct TraceImportTests {
         #expect(failure.code == .badArchive)
         #expect(failure.message.contains("damaged.eval") && failure.message.contains("samples/"), "\(failure.message)")
         #expect(damagedOutcome.importedCount == 1)
+    }
+
+    @Test("declared tools: gen_ai.tool.definitions as a structured list, on an event, in OpenAI's shape; OpenLLMetry's cut parameters")
+    func declaredToolForms() throws {
+        func attribute(_ key: String, _ value: JSONValue) -> JSONValue { ["key": .string(key), "value": value] }
+        func text(_ value: String) -> JSONValue { ["stringValue": .string(value)] }
+        func list(_ items: [JSONValue]) -> JSONValue { ["arrayValue": ["values": .array(items)]] }
+        func kvlist(_ pairs: KeyValuePairs<String, JSONValue>) -> JSONValue {
+            ["kvlistValue": ["values": .array(pairs.map { attribute($0.key, $0.value) })]]
+        }
+        func span(
+            _ trace: String, _ id: String, parent: String? = nil, _ name: String, at start: Int, _ attributes: [JSONValue],
+            events: [JSONValue] = []
+        ) -> JSONValue {
+            [
+                "traceId": .string(trace), "spanId": .string(id), "parentSpanId": parent.map { .string($0) } ?? "", "name": .string(name),
+                "startTimeUnixNano": .string("\(1_790_000_000 + start)000000000"),
+                "endTimeUnixNano": .string("\(1_790_000_000 + start)500000000"),
+                "attributes": .array(attributes), "events": .array(events),
+            ]
+        }
+        func definition(_ name: String, _ description: String, required: [String]) -> JSONValue {
+            kvlist([
+                "type": text("function"), "name": text(name), "description": text(description),
+                "parameters": kvlist(["type": text("object"), "required": list(required.map(text))]),
+            ])
+        }
+        let genAI = String(repeating: "a", count: 32)
+        let legacy = String(repeating: "b", count: 32)
+        let spans: [JSONValue] = [
+            // The structured form the conventions prefer, on the agent span.
+            span(
+                genAI, "0000000000000001", "invoke_agent orders", at: 0,
+                [
+                    attribute("gen_ai.operation.name", text("invoke_agent")),
+                    attribute("gen_ai.tool.definitions", list([definition("lookup_order", "Look up an order.", required: ["order_id"])])),
+                ]),
+            // On the model call's event; lookup_order again, which keeps its first definition.
+            span(
+                genAI, "0000000000000002", parent: "0000000000000001", "chat m", at: 1,
+                [
+                    attribute("gen_ai.operation.name", text("chat")),
+                    attribute(
+                        "gen_ai.output.messages",
+                        text(
+                            #"[{"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "lookup_order", "arguments": {"order_id": "A-1"}}]}]"#
+                        )),
+                ],
+                events: [
+                    [
+                        "name": "gen_ai.client.inference.operation.details", "timeUnixNano": "1790000001000000000",
+                        "attributes": .array([
+                            attribute(
+                                "gen_ai.tool.definitions",
+                                list([
+                                    definition("web_search", "Search the web.", required: ["query"]),
+                                    definition("lookup_order", "Another description.", required: []),
+                                ]))
+                        ]),
+                    ]
+                ]),
+            span(
+                genAI, "0000000000000003", parent: "0000000000000001", "execute_tool lookup_order", at: 2,
+                [
+                    attribute("gen_ai.operation.name", text("execute_tool")), attribute("gen_ai.tool.name", text("lookup_order")),
+                    attribute("gen_ai.tool.call.id", text("c1")), attribute("gen_ai.tool.call.result", text(#"{"status": "shipped"}"#)),
+                ]),
+            // A JSON string in OpenAI's request shape.
+            span(
+                genAI, "0000000000000004", parent: "0000000000000001", "chat m", at: 3,
+                [
+                    attribute("gen_ai.operation.name", text("chat")),
+                    attribute(
+                        "gen_ai.tool.definitions",
+                        text(
+                            #"[{"type": "function", "function": {"name": "cancel_order", "description": "Cancel an order.", "parameters": {"type": "object"}}}]"#
+                        )),
+                    attribute(
+                        "gen_ai.output.messages",
+                        text(
+                            #"[{"role": "assistant", "finish_reason": "stop", "parts": [{"type": "text", "content": "It has shipped."}]}]"#)
+                    ),
+                ]),
+            // OpenLLMetry: a function whose parameters an exporter cut short.
+            span(
+                legacy, "0000000000000005", "openai.chat", at: 0,
+                [
+                    attribute("llm.request.type", text("chat")), attribute("gen_ai.completion.0.content", text("Escalated.")),
+                    attribute("gen_ai.completion.0.finish_reason", text("stop")),
+                    attribute("llm.request.functions.0.name", text("escalate")),
+                    attribute("llm.request.functions.0.parameters", text(#"{"type": "object", "properties": {"reas"#)),
+                    attribute("llm.request.functions.1.name", text("close_ticket")),
+                    attribute("llm.request.functions.1.description", text("Close the ticket.")),
+                ]),
+        ]
+        let request: JSONValue = ["resourceSpans": [["scopeSpans": [["spans": .array(spans)]]]]]
+        let scratch = try TemporaryDirectory("agent-eval-interop-tool-definitions")
+        defer { scratch.remove() }
+        let (outcome, states) = try importRuns([try write(JSONWriter.encodeString(request), to: scratch.url.path, "tools.json")])
+        #expect(outcome.importedCount == 2)
+        let orders = try #require(states.first { $0.start?.source?.id == genAI })
+        let tools = orders.start?.tools ?? []
+        #expect(tools.map(\.name) == ["lookup_order", "web_search", "cancel_order"])
+        #expect(tools.map(\.description) == ["Look up an order.", "Search the web.", "Cancel an order."])
+        #expect(tools.first?.inputSchema["required"] == ["order_id"])
+        #expect(orders.executedToolNames == ["lookup_order"] && orders.stop?.reason == .success)
+        let escalation = try #require(states.first { $0.start?.source?.id == legacy })
+        #expect(escalation.start?.tools.map(\.name) == ["escalate", "close_ticket"])
+        #expect(escalation.start?.tools.map(\.inputSchema) == [["type": "object"], ["type": "object"]])
+        let notes = try #require(outcome.runs.first { $0.sourceId == legacy }).warnings
+        #expect(
+            notes.contains {
+                $0.contains("llm.request.functions.0.parameters is not valid JSON, it ends too early") && $0.contains("escalate")
+            },
+            "\(notes)")
     }
 
     @Test("export then import gives every fixture run's trajectory back")

@@ -76,6 +76,76 @@ struct TranscriptImportTests {
         #expect(state.start?.source?.stop == "max_tokens")
     }
 
+    @Test("a transcript that ends on a user turn is unfinished, with a note: not a success on the agent's last reply")
+    func endsOnUserTurn() throws {
+        let scratch = try TemporaryDirectory("agent-eval-interop-user-turn")
+        defer { scratch.remove() }
+        let directory = scratch.url.path
+        // The agent answered, the user asked again, and the transcript stops there: the agent was cut off.
+        let openAI = """
+            [
+             {"role": "user", "content": "Where is order 42?"},
+             {"role": "assistant", "content": null, "tool_calls": [
+               {"id": "c1", "type": "function", "function": {"name": "lookup_order", "arguments": "{\\"order_id\\": 42}"}}]},
+             {"role": "tool", "tool_call_id": "c1", "content": "{\\"status\\": \\"shipped\\"}"},
+             {"role": "assistant", "content": "It has shipped.", "finish_reason": "stop"},
+             {"role": "user", "content": "And when will it arrive?"},
+             {"role": "system", "content": "(session closed)"}
+            ]
+            """
+        let (outcome, states) = try importRuns([try write(openAI, to: directory, "cut.json")])
+        #expect(outcome.importedCount == 1)
+        let state = try #require(states.first)
+        #expect(state.anomalies.isEmpty)
+        #expect(state.stop == nil)
+        #expect(outcome.runs[0].stop == nil)
+        #expect(state.start?.source?.stop == "ends on a user turn")
+        #expect(state.executedToolNames == ["lookup_order"])
+        #expect(
+            outcome.runs[0].warnings.contains {
+                $0.hasPrefix("the transcript ends on a user turn (message 5)") && $0.contains("unfinished")
+            },
+            "\(outcome.runs[0].warnings)")
+
+        // Anthropic: a user message of text blocks is a user turn; one of tool results is not.
+        let anthropic = """
+            {"messages": [
+              {"role": "user", "content": "Weather in Paris?"},
+              {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}}]},
+              {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "18 C"}]},
+              {"role": "assistant", "content": [{"type": "text", "text": "18 C in Paris."}], "stop_reason": "end_turn"},
+              {"role": "user", "content": [{"type": "text", "text": "And in Rome?"}]}
+            ]}
+            """
+        let afterResult = """
+            {"messages": [
+              {"role": "user", "content": "Weather in Paris?"},
+              {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}}]},
+              {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "18 C"}]}
+            ]}
+            """
+        let (both, bothStates) = try importRuns([
+            try write(anthropic, to: directory, "claude-cut.json"), try write(afterResult, to: directory, "claude-calls.json"),
+        ])
+        #expect(both.importedCount == 2)
+        #expect(bothStates[0].stop == nil && bothStates[0].start?.source?.stop == "ends on a user turn")
+        #expect(both.runs[0].warnings.contains { $0.hasPrefix("the transcript ends on a user turn (message 5)") })
+        #expect(bothStates[1].stop?.reason == .blocked)
+        #expect(!both.runs[1].warnings.contains { $0.contains("user turn") })
+
+        // Episodes of a JSON Lines file (read a line at a time): only the cut-off one is unfinished;
+        // one with no assistant message at all is still "no assistant message".
+        let lines = """
+            {"id": "done", "messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]}
+            {"id": "cut", "messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}, {"role": "user", "content": "z?"}]}
+            {"id": "input-only", "messages": [{"role": "user", "content": "x"}]}
+            """
+        let (streamed, streamedStates) = try importRuns([try write(lines, to: directory, "episodes.jsonl")])
+        #expect(streamed.runs.map(\.stop) == [.success, nil, .blocked])
+        #expect(streamedStates.map { $0.start?.source?.stop } == ["final answer", "ends on a user turn", "no assistant message"])
+        #expect(streamed.runs.map { $0.warnings.contains { $0.hasPrefix("the transcript ends on a user turn") } } == [false, true, false])
+    }
+
     @Test("a result file of episodes: one run per episode with its id and trial, rewards kept, a bad episode reported")
     func episodes() throws {
         let text = """

@@ -64,9 +64,12 @@ enum InspectImporter {
         }
         if let task = header["eval"]?["task"] { metadata["task"] = task }
         let episode = Episode(
-            messages: messages.map(openAIShape), id: "\(sampleId):\(epoch)", model: header["eval"]?["model"]?.stringValue,
-            metadata: .object(metadata), place: place)
+            messages: messages.map(openAIShape), id: "\(sampleId):\(epoch)", tools: declaredTools(in: sample),
+            model: header["eval"]?["model"]?.stringValue, metadata: .object(metadata), place: place)
         var run = try TranscriptImporter(file: file, episode: episode).run()
+        // Messages that end on a user turn are unfinished, unless the sample's error or limit says
+        // how it ended; the last reply's stop reason does not (the user turn came after it).
+        let endsOnUserTurn = run.stop == nil
         run.source.format = "inspect"
         run.agentName = header["eval"]?["task"]?.stringValue ?? run.agentName
         if let provider = run.model.name.split(separator: "/").first, run.model.name.contains("/") {
@@ -90,7 +93,7 @@ enum InspectImporter {
             let value = limit["limit"].flatMap(EpisodeFinder.scalarText).map { " (\($0))" } ?? ""
             run.stop = RunStopped(reason: kind == nil ? .blocked : .budgetExhausted, limit: kind, error: "Inspect's \(type) limit\(value)")
             run.source.stop = "limit: \(type)\(value)"
-        } else if let reason = sample["output"]?["choices"]?.arrayValue?.first?["stop_reason"]?.stringValue {
+        } else if !endsOnUserTurn, let reason = sample["output"]?["choices"]?.arrayValue?.first?["stop_reason"]?.stringValue {
             run.source.stop = reason
             switch reason {
             case "max_tokens", "model_length":
@@ -100,10 +103,31 @@ enum InspectImporter {
             default: break
             }
         }
+        if endsOnUserTurn, run.stop != nil { run.warnings.removeAll { $0.hasPrefix(TranscriptImporter.userTurnNote) } }
         if let usage = sample["output"]?["usage"], let last = run.steps.indices.last, run.steps[last].usage == nil {
             run.steps[last].usage = TranscriptImporter.usage(usage)
         }
         return run
+    }
+
+    /// The tools the sample's model calls were offered (each model event's `tools`: name,
+    /// description, parameters), in first-offered order. Inspect moves a description longer than
+    /// 100 characters to the sample's `attachments` (`attachment://<hash>`): it is read from there.
+    static func declaredTools(in sample: JSONValue) -> [JSONValue] {
+        let attachments = sample["attachments"]
+        var tools: [JSONValue] = []
+        for event in sample["events"]?.arrayValue ?? [] where event["event"]?.stringValue == "model" {
+            for tool in event["tools"]?.arrayValue ?? [] {
+                guard var object = tool.objectValue else { continue }
+                if let description = object["description"]?.stringValue, description.hasPrefix("attachment://"),
+                    let text = attachments?[String(description.dropFirst("attachment://".count))]?.stringValue
+                {
+                    object["description"] = .string(text)
+                }
+                tools.append(.object(object))
+            }
+        }
+        return tools
     }
 
     /// An Inspect message in the OpenAI shape the transcript importer reads: `function` is the

@@ -273,12 +273,71 @@ struct TraceImporter {
         }
         let agentName =
             agent?.string("gen_ai.agent.name") ?? root?.service ?? first.service ?? root?.name ?? TranscriptImporter.agentName(file.path)
+        let tools = Self.declaredTools(in: spans, warnings: &warnings)
         return ImportedRun(
             source: RunSource(
                 format: format.rawValue, file: file.path, id: traceId, importer: ImportWriter.importer, stop: sourceStop,
                 metadata: nil),
-            goal: goal ?? "", agentName: agentName, model: model ?? ModelIdentity(provider: "unknown", name: "unknown"),
+            goal: goal ?? "", agentName: agentName, model: model ?? ModelIdentity(provider: "unknown", name: "unknown"), tools: tools,
             preamble: rest.map(\.record), steps: steps, stop: stop, startUs: spans.map(\.startUs).min() ?? 0, warnings: warnings)
+    }
+
+    /// The tools the trace declares, in the order its spans start: the GenAI conventions'
+    /// `gen_ai.tool.definitions` (on a model call or agent span, or on an event of one; a list, or
+    /// a JSON string of one) and OpenLLMetry's `llm.request.functions.N.name` / `.description` /
+    /// `.parameters`. Each model call usually repeats the list: a tool keeps its first
+    /// definition. A definitions attribute that does not parse (cut by an exporter's length
+    /// limit) is reported; the tools the run called are declared all the same.
+    static func declaredTools(in spans: [Span], warnings: inout [String]) -> [ToolSpec] {
+        var definitions: [JSONValue] = []
+        /// Where the attribute is there but does not parse, and how long it is when cut short.
+        var unreadable: [(place: String, cutAt: Int?)] = []
+        for span in spans {
+            let places = [(span.attributes, "")] + span.events.map { ($0.attributes, ", event \($0.name)") }
+            for (attributes, place) in places {
+                guard let value = attributes["gen_ai.tool.definitions"] else { continue }
+                switch Self.parsed(value) {
+                case .array(let list)?: definitions += list
+                case .object(let definition)?: definitions.append(.object(definition))
+                default:
+                    let text = value.stringValue ?? JSONWriter.encodeString(value)
+                    unreadable.append(("\(span.spanId) (\(span.name)\(place))", Self.endsTooEarly(text) ? text.count : nil))
+                }
+            }
+            var index = 0
+            while let name = span.string("llm.request.functions.\(index).name") {
+                var definition = JSONObject()
+                definition["name"] = .string(name)
+                definition["description"] = span["llm.request.functions.\(index).description"]
+                if let parameters = span["llm.request.functions.\(index).parameters"] {
+                    // Reported once per tool, though every model call repeats it.
+                    if let text = parameters.stringValue, (try? JSONParser.parse(Array(text.utf8))) == nil,
+                        !definitions.contains(where: { $0["name"]?.stringValue == name })
+                    {
+                        warnings.append(
+                            "span \(span.spanId) (\(span.name)): llm.request.functions.\(index).parameters is not valid JSON"
+                                + (Self.endsTooEarly(text) ? ", it ends too early (\(text.count) characters)" : "")
+                                + ": \(name) is declared with an open schema")
+                    }
+                    definition["parameters"] = parameters
+                }
+                definitions.append(.object(definition))
+                index += 1
+            }
+        }
+        if !unreadable.isEmpty {
+            // One note for the trace: every model call repeats the list, so one limit cuts them all.
+            let lengths = Array(Set(unreadable.compactMap(\.cutAt))).sorted().map(String.init)
+            warnings.append(
+                "gen_ai.tool.definitions is not a JSON list of tool definitions on span\(unreadable.count == 1 ? "" : "s") "
+                    + unreadable.map(\.place).joined(separator: ", ")
+                    + (lengths.isEmpty
+                        ? ""
+                        : ": it ends too early (\(lengths.joined(separator: ", ")) characters); an exporter's attribute length limit "
+                            + "(OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT) cuts long values")
+                    + "; the tools declared only there are lost, the tools the run called are declared")
+        }
+        return ImportedRun.tools(declaredBy: definitions)
     }
 
     /// A model call that agent-eval's runtime rejected (its own export marks it).

@@ -8,6 +8,9 @@ import TraceCore
 /// unanswered call with that id; a result without a known id goes to the oldest unanswered
 /// call. A call id used again by a later call gets a suffix in the log (`call_1#2`) and a
 /// warning, so every call keeps its own result.
+///
+/// A transcript that ends on a user turn (a user message after the last assistant message or
+/// tool result) was cut off before the agent answered: the run is unfinished, and a note says so.
 struct TranscriptImporter {
     enum Dialect: String {
         case openAI = "openai.messages"
@@ -58,6 +61,8 @@ struct TranscriptImporter {
         var ids = CallIds()
         var goal: String?
         var lastFinish: String?
+        /// The user message after the last assistant message or tool result, if any.
+        var userTurn: Int?
 
         func describe(_ index: Int) -> String { "message \(index + 1)" + (episode.id.map { " of episode \($0)" } ?? "") }
 
@@ -97,6 +102,7 @@ struct TranscriptImporter {
             let role = message["role"]?.stringValue ?? ""
             switch (dialect, role) {
             case (_, "assistant"), (_, "model"):
+                userTurn = nil
                 var calls: [ImportedCall] = []
                 var text = ""
                 var refusal: String?
@@ -158,8 +164,10 @@ struct TranscriptImporter {
                     Self.text(of: message["content"]), isError: error != nil, timeUs: Self.timeUs(message))
                 if let error { result.error = error }
                 attach(result, toId: message["tool_call_id"]?.stringValue, record: message, message: index)
+                userTurn = nil
             case (.anthropic, "user")
             where message["content"]?.arrayValue?.contains(where: { $0["type"]?.stringValue == "tool_result" }) == true:
+                userTurn = nil
                 var other: [JSONValue] = []
                 for block in message["content"]?.arrayValue ?? [] {
                     guard block["type"]?.stringValue == "tool_result" else {
@@ -175,7 +183,10 @@ struct TranscriptImporter {
                     if steps.isEmpty { preamble.append(record) } else { steps[steps.count - 1].records.append(record) }
                 }
             default:
-                if role == "user", goal == nil { goal = Self.text(of: message["content"]) }
+                if role == "user" {
+                    if goal == nil { goal = Self.text(of: message["content"]) }
+                    userTurn = index
+                }
                 if steps.isEmpty { preamble.append(message) } else { steps[steps.count - 1].records.append(message) }
             }
         }
@@ -183,17 +194,35 @@ struct TranscriptImporter {
             warnings.append(
                 "call \"\(steps[call.step].calls[call.index].call.id)\" has no result in the transcript: it counts as proposed, not run")
         }
-        let stop = Self.stop(after: steps, finish: lastFinish)
+        let mapped = Self.stop(after: steps, finish: lastFinish)
+        var stop: RunStopped? = mapped.stopped
+        var sourceStop = lastFinish ?? mapped.source
+        if let userTurn, !steps.isEmpty {
+            // The agent was cut off: what it would have done next is not in the transcript, so the
+            // run did not finish (no run_stopped), whatever its last reply was.
+            stop = nil
+            sourceStop = Self.userTurnStop
+            warnings.append(
+                "\(Self.userTurnNote) (\(describe(userTurn))), which the agent never answered: "
+                    + "the run is imported unfinished (no run_stopped), not as ending on its last reply")
+        }
         return ImportedRun(
             source: RunSource(
-                format: dialect.rawValue, file: file.path, id: episode.id, importer: ImportWriter.importer, stop: lastFinish ?? stop.source,
+                format: dialect.rawValue, file: file.path, id: episode.id, importer: ImportWriter.importer, stop: sourceStop,
                 metadata: episode.metadata),
             goal: goal ?? "", agentName: Self.agentName(file.path),
-            model: ModelIdentity(provider: dialect.provider, name: episode.model ?? "unknown"), tools: Self.tools(episode.tools),
-            preamble: preamble, steps: steps, stop: stop.stopped, startUs: file.modifiedUs, warnings: warnings)
+            model: ModelIdentity(provider: dialect.provider, name: episode.model ?? "unknown"),
+            tools: ImportedRun.tools(declaredBy: episode.tools),
+            preamble: preamble, steps: steps, stop: stop, startUs: file.modifiedUs, warnings: warnings)
     }
 
-    /// How a transcript ended (docs/interop.md, "Stop reasons").
+    /// `run_started.source.stop` of a transcript that ends on a user turn.
+    static let userTurnStop = "ends on a user turn"
+    /// How the import's note on such a transcript starts.
+    static let userTurnNote = "the transcript ends on a user turn"
+
+    /// How a transcript ended (docs/interop.md, "Stop reasons"); a transcript that ends on a user
+    /// turn is unfinished whatever this says (`run()`).
     static func stop(after steps: [ImportedStep], finish: String?) -> (stopped: RunStopped, source: String) {
         switch finish {
         case "length", "max_tokens":
@@ -268,16 +297,6 @@ struct TranscriptImporter {
         case ..<1e11: return Int(number * 1_000_000)
         case ..<1e14: return Int(number * 1_000)
         default: return Int(number)
-        }
-    }
-
-    static func tools(_ declared: [JSONValue]) -> [ToolSpec] {
-        declared.compactMap { tool in
-            let function = tool["function"] ?? tool
-            guard let name = function["name"]?.stringValue else { return nil }
-            return ToolSpec(
-                name: name, description: function["description"]?.stringValue ?? "",
-                inputSchema: function["parameters"] ?? function["input_schema"] ?? ["type": "object"], sideEffect: .read)
         }
     }
 
