@@ -146,12 +146,12 @@ let package = Package(
             dependencies: ["TraceCore", "TraceLog", "AgentRuntime"],
             swiftSettings: strictSettings
         ),
-        // Layer 3, above replay and the eval engine: the HTML viewer. Runs, eval reports and diffs
-        // as self-contained pages made from the replay, report and diff documents; the page
-        // template, style and script are files in Sources/Viewer/Assets.
+        // Layer 3, above replay, pipelines and the eval engine: the HTML viewer. Runs, pipelines,
+        // eval reports and diffs as self-contained pages made from the replay, pipeline, report
+        // and diff documents; the page template, style and script are files in Sources/Viewer/Assets.
         .target(
             name: "Viewer",
-            dependencies: ["TraceCore", "TraceLog", "Replay", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["TraceCore", "TraceLog", "Replay", "Pipelines", .product(name: "Crypto", package: "swift-crypto")],
             resources: [.copy("Assets")],
             swiftSettings: strictSettings
         ),
@@ -296,7 +296,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ViewerTests",
-            dependencies: ["TraceCore", "TraceLog", "Replay", "Viewer", "TestSupport"],
+            dependencies: ["TraceCore", "TraceLog", "Replay", "Pipelines", "Viewer", "TestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -1,4 +1,3 @@
-import Foundation
 public import TraceCore
 
 /// The data of an eval report's page: the results document exactly as `agent-eval run --json`
@@ -28,25 +27,7 @@ public struct ReportView: Sendable {
                 }
             }
         }
-        var runs: [JSONValue] = []
-        var embedded: [String] = []
-        var leftOut: [String] = []
-        var events = 0
-        for log in ordered {
-            guard events < eventBudget, FileManager.default.fileExists(atPath: log) else {
-                leftOut.append(log)
-                continue
-            }
-            do {
-                let view = try RunView.make(log: log)
-                events += view.eventCount
-                runs.append(.object(JSONObject([("log", .string(log)), ("run", view.document)])))
-                embedded.append(log)
-            } catch {
-                runs.append(.object(JSONObject([("log", .string(log)), ("error", .string("\(error)"))])))
-                embedded.append(log)
-            }
-        }
+        let (runs, embedded, leftOut) = RunView.embed(ordered, eventBudget: eventBudget)
         var object = ObjectBuilder()
         object.set("view", "report")
         object.set("results", results)

@@ -1,3 +1,4 @@
+import Foundation
 import Replay
 public import TraceCore
 public import TraceLog
@@ -49,6 +50,33 @@ public struct RunView: Sendable {
                 document: document(log: path, object), stepCount: steps.count, eventCount: eventCount, error: error, digestMismatches: 0,
                 stepNumbers: numbers)
         }
+    }
+
+    /// The runs of `logs` for a page that shows several (a report's, a pipeline's), in the order
+    /// given: `{"log", "run"}`, or `{"log", "error"}` when a log cannot be replayed. Logs are
+    /// embedded until `eventBudget` events are in; the rest, and logs that do not exist, are
+    /// left out, for the page to list with the command that shows them.
+    static func embed(_ logs: [String], eventBudget: Int) -> (runs: [JSONValue], embedded: [String], leftOut: [String]) {
+        var runs: [JSONValue] = []
+        var embedded: [String] = []
+        var leftOut: [String] = []
+        var events = 0
+        for log in logs {
+            guard events < eventBudget, FileManager.default.fileExists(atPath: log) else {
+                leftOut.append(log)
+                continue
+            }
+            do {
+                let view = try RunView.make(log: log)
+                events += view.eventCount
+                runs.append(.object(JSONObject([("log", .string(log)), ("run", view.document)])))
+                embedded.append(log)
+            } catch {
+                runs.append(.object(JSONObject([("log", .string(log)), ("error", .string("\(error)"))])))
+                embedded.append(log)
+            }
+        }
+        return (runs, embedded, leftOut)
     }
 
     static func document(log: String, _ members: JSONObject) -> JSONValue {

@@ -43,6 +43,14 @@ struct PipelineTarget {
         }
     }
 
+    /// The pipeline run at `given` when it is one: a pipeline run's directory, or a log that
+    /// starts with pipeline_started (`started()`, the test `replay` makes too). Nil for anything
+    /// else (a run's log, a missing file), which the caller then reads as it would.
+    static func detected(_ given: String) -> PipelineTarget? {
+        guard let target = try? PipelineTarget(given), (try? target.started()) != nil else { return nil }
+        return target
+    }
+
     /// The pipeline_started event of the log: which file and input the run began with.
     func started() throws -> PipelineStarted {
         // Only the start is read: a pipeline killed mid-write has a torn tail that resume seals.
@@ -380,9 +388,7 @@ struct PipelineShowCommand: AsyncParsableCommand {
             throw diagnose(error)
         }
         if json {
-            var object = PipelineView.json(PipelineOutcome(logPath: run.log, state: replay.state)).objectValue ?? JSONObject()
-            object["digest_mismatches"] = JSONValue.array(replay.mismatches.map { JSONValue.string($0) })
-            printJSON(.object(object))
+            printJSON(replay.json(log: run.log))
         } else {
             for line in PipelineView.lines(replay.state, directory: run.directory) { say(line) }
             say(replay.mismatches.isEmpty ? "digests: \(replay.checkedDigests) checked, all match" : "DIGESTS DIFFER:")

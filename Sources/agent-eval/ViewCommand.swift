@@ -1,13 +1,14 @@
 import ArgumentParser
 import Foundation
+import Pipelines
 import TraceCore
 import Viewer
 
-/// `agent-eval view`: a run as one self-contained HTML page.
+/// `agent-eval view`: a run, or a pipeline with its child runs, as one self-contained HTML page.
 struct ViewCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "view",
-        abstract: "Write a run as one self-contained HTML page to look at in a browser.",
+        abstract: "Write a run or a pipeline as one self-contained HTML page to look at in a browser.",
         discussion: """
             The page is made from the log alone, as replay sees it: a timeline of the steps with each context packet \
             (what went in, what was left out and why), the raw and the parsed decision, verdicts with their rules, \
@@ -23,31 +24,42 @@ struct ViewCommand: ParsableCommand {
             compressed), it works from file:// and as a CI artifact, and nothing in a log can run as script in it. \
             The same page for an eval report: `agent-eval run … --html FILE`; for two runs: `agent-eval diff A B --html FILE`.
 
-            Exit codes: 0 written; 2 the log cannot be read (a damaged log's page holds the steps before the damage \
-            and says where it stopped) or the page cannot be written; 64 usage error.
+            A pipeline log (or a pipeline run's directory) is drawn as its pipeline, as `pipeline show` reads it: \
+            the outcome (green only when it succeeded and every digest matches), the task graph, each task's status, \
+            attempts and durations, and each agent attempt's child run, embedded and linked. --step does not apply \
+            to it; the page is named after the run's directory.
+
+            Exit codes: 0 written; 2 the log cannot be read (a damaged run log's page holds the steps before the \
+            damage and says where it stopped) or the page cannot be written; 64 usage error.
 
             Examples:
               agent-eval view Fixtures/runs/support-refund.jsonl.gz
               agent-eval view run.jsonl.gz --out reports/run.html --step 12 --open
+              agent-eval view Fixtures/pipelines/recorded/triage-recovery/pipeline.jsonl.gz
             """
     )
 
-    @Argument(help: "The log file (.jsonl.gz).")
+    @Argument(help: "The log file (.jsonl.gz): a run's, or a pipeline's (or a pipeline run's directory).")
     var log: String
 
     @Option(help: ArgumentHelp("Where to write the page (default: the log's name with .html, in this directory).", valueName: "file"))
     var out: String?
 
-    @Option(help: "Open the page at this step (the printed link ends in #step-N).")
+    @Option(help: "Open the page at this step (the printed link ends in #step-N); runs only.")
     var step: Int?
 
     @Flag(help: "Open the page in the default browser (xdg-open, or open on macOS).")
     var open = false
 
-    @Flag(help: "Print what was written as JSON: the file, its link, steps, events and bytes.")
+    @Flag(help: "Print what was written as JSON: the file, its link, steps (or tasks and child runs), events and bytes.")
     var json = false
 
     func run() throws {
+        // A pipeline log is drawn as its pipeline, never judged by the rules of a run's log.
+        if let pipeline = PipelineTarget.detected(log) {
+            try viewPipeline(pipeline)
+            return
+        }
         let view: RunView
         do {
             view = try RunView.make(log: log)
@@ -68,6 +80,7 @@ struct ViewCommand: ParsableCommand {
             var object = ObjectBuilder()
             object.set("schema", "agent-eval/view")
             object.set("version", 1)
+            object.set("view", "run")
             object.set("log", log)
             object.set("html", path)
             object.set("url", link)
@@ -83,9 +96,53 @@ struct ViewCommand: ParsableCommand {
         if open { HTMLOutput.open(link) }
         if let error = view.error {
             diagnose(error)
-            printError("note: the page shows the \(view.stepCount) steps read before the damage")
+            printError("note: the page shows the \(counted(view.stepCount, "step")) read before the damage")
             throw Exit.unusable
         }
+    }
+
+    /// The pipeline's page: its outcome, the task graph and each agent attempt's run.
+    func viewPipeline(_ target: PipelineTarget) throws {
+        if let step {
+            printError("error: \(log) is a pipeline log: it has tasks, not steps, so there is no step \(step) to open")
+            printError("hint: leave --step out and open a task's run from the page, or view that run's child log with --step \(step)")
+            throw Exit.usage
+        }
+        let view: PipelineRunView
+        do {
+            view = try PipelineRunView.make(log: target.log)
+        } catch {
+            throw diagnose(error)
+        }
+        // pipeline run writes <out>/<pipeline>-<id>/pipeline.jsonl.gz: the directory names the run.
+        let isInRunDirectory = (target.log as NSString).lastPathComponent == PipelineRunner.logName && target.directory != "."
+        let named = isInRunDirectory ? target.directory : target.log
+        let path = out ?? Self.defaultPage(for: named)
+        let bytes = try HTMLOutput.write(view.page, to: path)
+        let link = HTMLOutput.link(to: path)
+        if json {
+            var object = ObjectBuilder()
+            object.set("schema", "agent-eval/view")
+            object.set("version", 1)
+            object.set("view", "pipeline")
+            object.set("log", target.log)
+            object.set("html", path)
+            object.set("url", link)
+            object.set("pipeline", view.pipeline)
+            object.set("status", view.status)
+            object.set("tasks", view.taskCount)
+            object.set("events", view.eventCount)
+            object.set("runs", view.embedded)
+            object.set("runs_left_out", view.leftOut)
+            object.set("bytes", bytes)
+            printJSON(object.json)
+        } else {
+            say(
+                "wrote \(path) (pipeline \(view.pipeline) \(view.status), \(counted(view.taskCount, "task")), "
+                    + "\(counted(view.embedded.count, "child run")), \(counted(view.eventCount, "event")), \(HTMLOutput.size(bytes)))")
+            say("open: \(link)")
+        }
+        if open { HTMLOutput.open(link) }
     }
 
     /// `runs/a.jsonl.gz` → `a.html`.

@@ -80,6 +80,94 @@ struct ViewCommandTests {
         }
     }
 
+    static let recordedRun = ExampleRuns.fixtures.appendingPathComponent("pipelines/recorded/triage-recovery")
+    static let recordedPipeline = recordedRun.appendingPathComponent("pipeline.jsonl.gz").path
+    static let recordedChild = recordedRun.appendingPathComponent("tasks/classify_with_agent-1.jsonl.gz").path
+
+    @Test("view of a pipeline log draws the pipeline: its tasks, what each needs, and each agent attempt's run linked")
+    func viewPipeline() throws {
+        try TemporaryDirectory.with { directory in
+            let result = try agentEval(["view", Self.recordedPipeline], in: directory.url)
+            #expect(result.status == 0, "\(result.stderr)")
+            // pipeline run writes <out>/<pipeline>-<id>/pipeline.jsonl.gz: the page is named after the run's directory.
+            let page = directory.path("triage-recovery.html")
+            #expect(
+                result.stdoutText.hasPrefix(
+                    "wrote triage-recovery.html (pipeline triage-recovery succeeded, 5 tasks, 1 child run, 15 events, "))
+            #expect(result.stdoutText.contains("open: file://\(page)\n"))
+            let html = try String(contentsOfFile: page, encoding: .utf8)
+            #expect(!html.contains("belongs in a pipeline log"), "a pipeline log is never judged as a run's log")
+            let data = try Self.pageData(page)
+            #expect(data["view"] == "pipeline")
+            let pipeline = try #require(data["pipeline"])
+            #expect(pipeline["status"] == "succeeded")
+            let plan = try #require(pipeline["plan"]?.arrayValue)
+            #expect(plan.map { $0["id"]?.stringValue } == ["fetch", "classify", "classify_with_agent", "enrich", "report"])
+            #expect(plan.last?["needs"] == ["classify", "enrich"])
+            let tasks = try #require(pipeline["state"]?["tasks"]?.arrayValue)
+            #expect(tasks.map { $0["status"]?.stringValue } == ["succeeded", "succeeded", "succeeded", "skipped", "succeeded"])
+            #expect(tasks[1]["attempts"]?.arrayValue?.count == 2, "classify failed twice before its fallback ran")
+            #expect(data["summary"]?["ok"] == true && data["summary"]?["outcome"] == "succeeded")
+            // The agent attempt's child run is in the page, linked from its attempt.
+            let child = Self.recordedChild
+            #expect(data["summary"]?["child_logs"] == [["task": "classify_with_agent", "attempt": 1, "log": .string(child)]])
+            let runs = try #require(data["runs"]?.arrayValue)
+            #expect(runs.map { $0["log"]?.stringValue } == [child])
+            #expect(runs.first?["run"]?["schema"] == "agent-eval/replay")
+            #expect((runs.first?["run"]?["steps"]?.arrayValue?.count ?? 0) > 0)
+            #expect(runs.first?["run"]?["summary"]?["stop_reason"] == "success")
+
+            let json = try agentEval(["view", Self.recordedPipeline, "--out", directory.path("p.html"), "--json"])
+            #expect(json.status == 0, "\(json.stderr)")
+            let document = try JSONParser.parse(json.stdout)
+            #expect(document["view"] == "pipeline" && document["status"] == "succeeded" && document["tasks"] == 5)
+            #expect(document["runs"] == [.string(child)] && document["runs_left_out"] == [])
+        }
+    }
+
+    @Test("a failed pipeline's page says it failed, and where; --step is for runs, not pipelines")
+    func viewFailedPipeline() throws {
+        try TemporaryDirectory.with { directory in
+            let agent = ExampleRuns.fixtures.appendingPathComponent("pipelines/triage-recovery/triage.agent.yaml").path
+            let file = directory.path("broken.yaml")
+            try """
+            pipeline: broken
+            input: {tickets: [{id: T-1, text: charged twice}, {id: T-2, text: app crashes}]}
+            tasks:
+              - id: classify
+                agent: \(agent)
+                goal: 'Classify: {{tickets}}'
+                inputs: {tickets: $input.tickets}
+              - id: publish
+                command: [sh, -c, 'cat >/dev/null; echo publisher down >&2; exit 3']
+                inputs: {classes: classify}
+
+            """.write(toFile: file, atomically: true, encoding: .utf8)
+            let ran = try agentEval(["pipeline", "run", file, "--out", directory.path("runs"), "--run-id", "p1"])
+            #expect(ran.status == 1, "\(ran.stderr)")
+            let run = directory.path("runs/broken-p1")
+
+            // The run's directory, as pipeline show takes it.
+            let result = try agentEval(["view", run], in: directory.url)
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.stdoutText.hasPrefix("wrote broken-p1.html (pipeline broken failed at publish, 2 tasks, 1 child run, "))
+            let data = try Self.pageData(directory.path("broken-p1.html"))
+            #expect(data["view"] == "pipeline")
+            #expect(data["summary"]?["ok"] == false, "a failed pipeline's page is never green")
+            #expect(data["summary"]?["outcome"] == "failed")
+            #expect(data["pipeline"]?["state"]?["stop"]?["task"] == "publish")
+            #expect(data["pipeline"]?["status"] == "failed at publish")
+            let tasks = try #require(data["pipeline"]?["state"]?["tasks"]?.arrayValue)
+            #expect(tasks.map { $0["status"]?.stringValue } == ["succeeded", "failed"])
+            #expect(data["runs"]?.arrayValue?.first?["log"] == .string(run + "/tasks/classify-1.jsonl.gz"))
+
+            let step = try agentEval(["view", run + "/pipeline.jsonl.gz", "--step", "2", "--out", directory.path("s.html")])
+            #expect(step.status == 64)
+            #expect(step.stderr.contains("is a pipeline log: it has tasks, not steps"), "\(step.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: directory.path("s.html")))
+        }
+    }
+
     @Test("run --html writes the report page with the runs its failures point at")
     func runHTML() throws {
         try TemporaryDirectory.with { directory in

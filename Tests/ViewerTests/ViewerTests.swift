@@ -1,4 +1,5 @@
 import Foundation
+import Pipelines
 import Replay
 import TestSupport
 import Testing
@@ -43,6 +44,32 @@ struct ViewerTests {
         #expect(tools.map { $0["tool"]?.stringValue } == ["delete_customer", "get_customer", "lookup_order", "refund_order"])
         let delete = try #require(tools.first)
         #expect(delete["denied"] == 1 && delete["executed"] == 0 && delete["attempts"] == 0)
+    }
+
+    @Test("a pipeline's page holds the pipeline show document and each agent attempt's run, and is green only when it succeeded")
+    func pipelineDocument() throws {
+        let recorded = Self.repository.appendingPathComponent("Fixtures/pipelines/recorded/triage-recovery")
+        let log = recorded.appendingPathComponent("pipeline.jsonl.gz").path
+        let view = try PipelineRunView.make(log: log)
+        #expect(view.document["view"] == "pipeline")
+        #expect(view.document["pipeline"] == (try PipelineReplay(log: log)).json(log: log))
+        let child = recorded.appendingPathComponent("tasks/classify_with_agent-1.jsonl.gz").path
+        #expect(view.embedded == [child] && view.leftOut.isEmpty)
+        #expect(view.document["runs"]?.arrayValue?.first?["run"] == (try RunView.make(log: child)).document)
+        #expect(view.isOK && view.status == "succeeded" && view.taskCount == 5)
+        #expect(view.page.title == "pipeline triage-recovery (pipe-triage-recovery)")
+
+        // The same log cut before pipeline_stopped: the tasks ran, the pipeline did not succeed.
+        try TemporaryDirectory.with { directory in
+            let cut = directory.path("pipeline.jsonl.gz")
+            let events = try PipelineReplay(log: log).events.dropLast()
+            try LogWriter.withWriter(creating: cut, runId: "pipe-triage-recovery") { writer in
+                for event in events { try writer.append(event.payload, step: event.step, timeUs: event.timeUs) }
+            }
+            let interrupted = try PipelineRunView.make(log: cut, eventBudget: 0)
+            #expect(!interrupted.isOK && interrupted.document["summary"]?["outcome"] == "interrupted")
+            #expect(interrupted.embedded.isEmpty && interrupted.leftOut == [directory.path("tasks/classify_with_agent-1.jsonl.gz")])
+        }
     }
 
     @Test("a damaged log's page keeps the steps before the damage and says where reading stopped")

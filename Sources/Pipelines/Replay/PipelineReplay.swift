@@ -41,6 +41,21 @@ public struct PipelineReplay: Sendable {
             PipelineState.reduce(into: &state, event)
         }
     }
+
+    /// The document `pipeline show --json` prints and the viewer's pipeline page draws:
+    /// `PipelineView.json` of the rebuilt state, then the plan (each task's kind, needs,
+    /// fallbacks and breaker, in plan order), the digest checks, the anomalies and the time from
+    /// the first event to the last. `log` is the path to print as the log.
+    public func json(log: String) -> JSONValue {
+        var object = PipelineView.json(PipelineOutcome(logPath: log, state: state)).objectValue ?? JSONObject()
+        object["plan"] = .array((state.start?.tasks ?? []).map(\.json))
+        object["digests_checked"] = .int(checkedDigests)
+        object["digest_mismatches"] = .array(mismatches.map { .string($0) })
+        object["anomalies"] = .array(state.anomalies.map { .string($0) })
+        object["events"] = .int(events.count)
+        if let first = events.first, let last = events.last { object["duration_us"] = .int(last.timeUs - first.timeUs) }
+        return .object(object)
+    }
 }
 
 /// The terminal and JSON forms of a pipeline's state.

@@ -1,4 +1,4 @@
-// agent-eval's viewer: draws a run, an eval report or a diff from the JSON document embedded in
+// agent-eval's viewer: draws a run, a pipeline, an eval report or a diff from the JSON document embedded in
 // the page (docs/viewer.md). Every value from the log is untrusted: it reaches the page only as
 // text nodes (textContent), never as markup, and the page's Content-Security-Policy lets no
 // other script run and no request leave.
@@ -638,12 +638,70 @@
     return 'passed';
   }
 
+  // The runs a report's or a pipeline's page embeds (`data.runs`: [{log, run | error}]), one at
+  // a time in a panel: `#run-N-step-M` and `#log=<log>&step=N` open run N (or the run of <log>)
+  // at that step.
+  function EmbeddedRuns(data) {
+    this.runs = data.runs || [];
+    this.byLog = {};
+    this.runs.forEach(function (run, index) { this.byLog[run.log] = index; }, this);
+    this.panel = el('div', { id: 'run-panel' });
+  }
+
+  // A link to run `log` at `step`, or null when the page does not embed it.
+  EmbeddedRuns.prototype.link = function (log, step, attributes, text) {
+    const index = this.byLog[log];
+    if (index === undefined) return null;
+    const options = Object.assign({ href: '#run-' + index + '-step-' + step, 'data-log': log }, attributes || {});
+    return el('a', options, text === undefined ? log : text);
+  };
+
+  EmbeddedRuns.prototype.open = function (index, step) {
+    const run = this.runs[index];
+    const panel = this.panel;
+    clear(panel);
+    append(panel, el('h2', null, 'Run ', el('code', null, run.log)));
+    if (run.error) { append(panel, el('p', { class: 'error' }, run.error)); return; }
+    const viewer = new RunViewer(run.run, { prefix: 'run-' + index + '-' });
+    append(panel, viewer.draw());
+    activeViewer = viewer;
+    panel.dataset.run = String(index);
+    if (step === undefined || !viewer.showStep(step)) viewer.showIndex(0);
+  };
+
+  EmbeddedRuns.prototype.route = function () {
+    // `#log=<log>&step=N`, as the `view:` lines of `agent-eval run --html` print it.
+    if (location.hash.indexOf('#log=') === 0) {
+      const query = new URLSearchParams(location.hash.slice(1));
+      const index = this.byLog[query.get('log')];
+      if (index !== undefined) { this.open(index, query.has('step') ? Number(query.get('step')) : undefined); return; }
+    }
+    const match = /^#run-(\d+)-step-(-?\d+)$/.exec(location.hash);
+    if (match && this.runs[Number(match[1])]) {
+      if (this.panel.dataset.run === match[1] && activeViewer) activeViewer.showStep(Number(match[2]));
+      else this.open(Number(match[1]), Number(match[2]));
+    }
+  };
+
+  EmbeddedRuns.prototype.start = function () {
+    const self = this;
+    window.addEventListener('hashchange', function () { self.route(); });
+    this.route();
+  };
+
+  // The logs a page left out, with the command that shows each.
+  function leftOutRuns(data, why) {
+    if (!(data.runs_left_out || []).length) return null;
+    return [el('h2', null, 'Runs not embedded'), el('p', { class: 'muted' }, why),
+      el('pre', { class: 'runs-left-out' }, data.runs_left_out.map(function (log) { return 'agent-eval view ' + log; }).join('\n'))];
+  }
+
   function drawReportPage(app, data) {
     const results = data.results || {};
     const summary = results.summary || {};
     const cases = results.cases || [];
-    const runsByLog = {};
-    (data.runs || []).forEach(function (run, index) { runsByLog[run.log] = index; });
+    const embedded = new EmbeddedRuns(data);
+    const runsByLog = embedded.byLog;
     append(app, el('h1', null, 'Eval report'));
     append(app, el('div', { class: 'facts' }, fact('cases', summary.cases), fact('passed', summary.passed), fact('failed', summary.failed),
       fact('could not run', summary.errors || undefined), fact('regressed', summary.regressed), fact('known failures', summary.known_failures),
@@ -652,7 +710,6 @@
     append(app, el('p', { class: bad ? 'banner-bad' : 'banner-ok' }, bad
       ? summary.passed + ' of ' + summary.cases + ' cases passed' + (summary.regressed !== undefined ? '; ' + summary.regressed + ' regressed' : '')
       : '✔ all ' + summary.cases + ' cases passed'));
-    const runPanel = el('div', { id: 'run-panel' });
     const groups = {};
     for (const entry of cases) (groups[caseSection(entry)] = groups[caseSection(entry)] || []).push(entry);
     for (const section of sectionOrder) {
@@ -664,39 +721,9 @@
       for (const entry of entries) drawCaseRows(table, entry, runsByLog, section[0] !== 'passed');
       append(app, table);
     }
-    if ((data.runs_left_out || []).length) {
-      append(app, el('h2', null, 'Runs not embedded'));
-      append(app, el('p', { class: 'muted' }, 'The page holds the runs of failing cases first, up to a size limit; see these with agent-eval view:'));
-      append(app, el('pre', null, data.runs_left_out.map(function (log) { return 'agent-eval view ' + log; }).join('\n')));
-    }
-    append(app, runPanel);
-
-    function openRun(index, step) {
-      const run = data.runs[index];
-      clear(runPanel);
-      append(runPanel, el('h2', null, 'Run ', el('code', null, run.log)));
-      if (run.error) { append(runPanel, el('p', { class: 'error' }, run.error)); return; }
-      const viewer = new RunViewer(run.run, { prefix: 'run-' + index + '-' });
-      append(runPanel, viewer.draw());
-      activeViewer = viewer;
-      runPanel.dataset.run = String(index);
-      if (step === undefined || !viewer.showStep(step)) viewer.showIndex(0);
-    }
-    function route() {
-      // `#log=<log>&step=N`, as the `view:` lines of `agent-eval run --html` print it.
-      if (location.hash.indexOf('#log=') === 0) {
-        const query = new URLSearchParams(location.hash.slice(1));
-        const index = runsByLog[query.get('log')];
-        if (index !== undefined) { openRun(index, query.has('step') ? Number(query.get('step')) : undefined); return; }
-      }
-      const match = /^#run-(\d+)-step-(-?\d+)$/.exec(location.hash);
-      if (match && data.runs[Number(match[1])]) {
-        if (runPanel.dataset.run === match[1] && activeViewer) activeViewer.showStep(Number(match[2]));
-        else openRun(Number(match[1]), Number(match[2]));
-      }
-    }
-    window.addEventListener('hashchange', route);
-    route();
+    append(app, leftOutRuns(data, 'The page holds the runs of failing cases first, up to a size limit; see these with agent-eval view:'));
+    append(app, embedded.panel);
+    embedded.start();
   }
 
   function drawCaseRows(table, entry, runsByLog, open) {
@@ -752,6 +779,153 @@
   function firstStep(run) {
     const failure = (run.failures || []).find(function (item) { return item.step !== undefined; });
     return failure ? failure.step : 0;
+  }
+
+  // ---------------------------------------------------------------- a pipeline
+  // A pipeline run as `pipeline show --json` sees it: its outcome, the task graph in layers (a
+  // task sits one layer after the last of the tasks it needs), each task's attempts, and the
+  // child run of every agent attempt, embedded and opened below like a report's runs.
+  const taskStatusKind = { succeeded: 'ok', failed: 'bad', skipped: 'warn', routed: 'warn', retrying: 'warn', running: 'warn' };
+
+  function drawPipelinePage(app, data) {
+    const doc = data.pipeline || {};
+    const state = doc.state || {};
+    const summary = data.summary || {};
+    const stop = state.stop || null;
+    const plan = doc.plan || [];
+    const tasks = state.tasks || [];
+    const taskById = {};
+    for (const task of tasks) taskById[task.id] = task;
+    const childLog = {};
+    for (const child of summary.child_logs || []) childLog[child.task + '#' + child.attempt] = child.log;
+    const embedded = new EmbeddedRuns(data);
+    const directory = summary.directory || '.';
+
+    append(app, el('h1', null, 'Pipeline ' + (doc.pipeline || '')));
+    const attempts = tasks.reduce(function (sum, task) { return sum + (task.attempts || []).length; }, 0);
+    append(app, el('div', { class: 'facts' }, fact('log', doc.log), fact('run', doc.run), fact('status', doc.status),
+      fact('tasks', tasks.length), fact('attempts', attempts), fact('child runs', (summary.child_logs || []).length),
+      fact('events', doc.events), fact('duration', doc.duration_us !== undefined ? duration(doc.duration_us) : undefined)));
+    const mismatches = doc.digest_mismatches || [];
+    const anomalies = doc.anomalies || [];
+    const checked = (doc.digests_checked || 0) + ' state digests checked';
+    let banner;
+    if (summary.ok) {
+      banner = el('p', { class: 'banner-ok' }, '✔ the pipeline succeeded; rebuilt from its log alone, ' + checked + ', all match the rebuilt state');
+    } else if (summary.outcome === 'failed') {
+      banner = el('p', { class: 'banner-bad' }, '✘ the pipeline failed' + (stop && stop.task ? ' at ' + stop.task : '') + (stop && stop.error ? ': ' + stop.error : ''));
+    } else if (summary.outcome === 'succeeded') {
+      banner = el('p', { class: 'banner-bad' }, 'the pipeline succeeded, but its log does not check out: ' +
+        mismatches.length + ' of ' + checked + ' differ, ' + anomalies.length + ' events do not fit the pipeline state');
+    } else if (summary.outcome === 'paused') {
+      banner = el('p', { class: 'banner-warn' }, 'paused; continue it with agent-eval pipeline resume ' + directory);
+    } else {
+      banner = el('p', { class: 'banner-warn' }, 'the log ends while tasks ran (the process stopped); continue it with agent-eval pipeline resume ' + directory);
+    }
+    banner.id = 'pipeline-banner';
+    banner.dataset.outcome = String(summary.outcome);
+    append(app, banner);
+    if (mismatches.length) {
+      append(app, el('div', { class: 'panel' }, el('h3', null, 'State digests that differ'),
+        el('ul', { class: 'items' }, mismatches.map(function (line) { return el('li', { class: 'problem mono' }, line); }))));
+    }
+    if (anomalies.length) {
+      append(app, el('div', { class: 'panel' }, el('h3', null, 'Events that do not fit the pipeline state'),
+        el('ul', { class: 'items' }, anomalies.map(function (line) { return el('li', { class: 'problem mono' }, line); }))));
+    }
+    if (stop && stop.outputs !== undefined) append(app, el('div', null, el('span', { class: 'muted' }, 'outputs '), payload(stop.outputs)));
+
+    append(app, el('h2', null, 'Task graph'));
+    append(app, taskGraph(plan, taskById));
+    append(app, el('h2', null, 'Tasks'));
+    const table = el('table', { class: 'pipeline-tasks' },
+      el('tr', null, ['task', 'kind', 'needs', 'status', 'attempts', 'duration', 'output'].map(function (name, index) {
+        return el('th', { class: index === 4 || index === 5 ? 'num' : '' }, name);
+      })));
+    for (const step of plan) {
+      const task = taskById[step.id] || { id: step.id, status: 'pending', attempts: [] };
+      const total = (task.attempts || []).reduce(function (sum, attempt) { return sum + (attempt.duration_us || 0); }, 0);
+      append(table, el('tr', { class: 'task-row', id: 'task-' + step.id, 'data-task': step.id, 'data-status': task.status },
+        el('td', null, el('b', null, step.id), (step.fallback_for || []).length ? el('div', { class: 'muted' }, 'fallback for ' + step.fallback_for.join(', ')) : null,
+          step.breaker ? el('div', { class: 'muted' }, 'breaker ' + step.breaker) : null),
+        el('td', null, step.kind),
+        el('td', null, (step.needs || []).length ? step.needs.map(function (need, index) {
+          return [index ? ', ' : '', el('a', { href: '#task-' + need, class: 'need' }, need)];
+        }) : '–'),
+        el('td', null, badge(task.status, taskStatusKind[task.status] || ''), task.output_from ? el('div', { class: 'muted' }, 'output from ' + task.output_from) : null),
+        el('td', { class: 'num' }, (task.attempts || []).length),
+        el('td', { class: 'num' }, (task.attempts || []).length ? duration(total) : '–'),
+        el('td', { class: 'mono' }, task.output === undefined ? '–' : shorten(oneLine(task.output), 160))));
+      for (const attempt of task.attempts || []) {
+        const log = childLog[step.id + '#' + attempt.attempt];
+        const status = attempt.status || 'unfinished';
+        append(table, el('tr', { class: 'attempt-row' + (attempt.discarded ? ' discarded' : ''), 'data-task': step.id, 'data-attempt': attempt.attempt },
+          el('td', { colspan: 7 },
+            el('div', { class: 'attempt' },
+              el('span', null, 'attempt ' + attempt.attempt), ' ',
+              badge(status, status === 'succeeded' ? 'ok' : status === 'failed' ? 'bad' : 'warn'),
+              attempt.discarded ? [' ', badge('discarded by rollback', 'warn')] : null,
+              attempt.fallback_for ? ' for ' + attempt.fallback_for : '',
+              attempt.duration_us !== undefined ? ' in ' + duration(attempt.duration_us) : '',
+              attempt.error_class ? [' ', badge(attempt.error_class, 'bad')] : null,
+              attempt.recovery ? ' → ' + attempt.recovery : '',
+              log ? [' · ', embedded.link(log, 0, { class: 'run-link', 'data-task': step.id, 'data-attempt': attempt.attempt }, 'run ' + (attempt.run || log)) ||
+                el('code', { class: 'muted' }, 'agent-eval view ' + log)] : null),
+            attempt.error ? el('div', { class: 'problem' }, attempt.error) : null)));
+      }
+    }
+    append(app, table);
+    const breakers = Object.keys(state.breakers || {});
+    if (breakers.length) {
+      append(app, el('h2', null, 'Breakers'));
+      append(app, el('ul', { class: 'items' }, breakers.map(function (key) {
+        const breaker = state.breakers[key];
+        return el('li', null, el('code', null, key), ' ', badge(breaker.state, breaker.state === 'closed' ? 'ok' : 'bad'), ' ', breaker.reason || '');
+      })));
+    }
+    if ((state.rollbacks || []).length) {
+      append(app, el('h2', null, 'Rollbacks'));
+      append(app, el('ul', { class: 'items' }, state.rollbacks.map(function (rollback) {
+        return el('li', null, 'rolled back to ', el('code', null, rollback.to), ': discarded ' + (rollback.discarded || []).join(', '));
+      })));
+    }
+    append(app, leftOutRuns(data, 'The page holds child runs up to a size limit, or could not find these logs; see them with agent-eval view:'));
+    append(app, embedded.panel);
+    embedded.start();
+  }
+
+  // The tasks in layers: a task without needs is in the first, any other one layer after the
+  // last of the tasks it needs. The plan is a DAG (pipeline check refuses cycles).
+  function taskGraph(plan, taskById) {
+    const byId = {};
+    for (const step of plan) byId[step.id] = step;
+    const layer = {};
+    function depth(id, seen) {
+      if (layer[id] !== undefined) return layer[id];
+      if (seen[id] || !byId[id]) return 0;
+      seen[id] = true;
+      let deepest = -1;
+      for (const need of byId[id].needs || []) deepest = Math.max(deepest, depth(need, seen));
+      layer[id] = deepest + 1;
+      return layer[id];
+    }
+    const layers = [];
+    for (const step of plan) {
+      const index = depth(step.id, {});
+      (layers[index] = layers[index] || []).push(step);
+    }
+    return el('div', { class: 'task-graph' }, layers.map(function (steps, index) {
+      return el('div', { class: 'task-layer', 'data-layer': index }, (steps || []).map(function (step) {
+        const task = taskById[step.id] || { status: 'pending', attempts: [] };
+        const total = (task.attempts || []).reduce(function (sum, attempt) { return sum + (attempt.duration_us || 0); }, 0);
+        return el('a', { class: 'task-node ' + (taskStatusKind[task.status] || ''), href: '#task-' + step.id, 'data-task': step.id },
+          el('b', null, step.id), ' ', badge(task.status, taskStatusKind[task.status] || ''),
+          el('div', { class: 'muted' }, step.kind + ' · ' + (task.attempts || []).length + ' attempt' + ((task.attempts || []).length === 1 ? '' : 's') +
+            ((task.attempts || []).length ? ' · ' + duration(total) : '')),
+          (step.needs || []).length ? el('div', { class: 'muted' }, '← ' + step.needs.join(', ')) : null,
+          (step.fallback_for || []).length ? el('div', { class: 'muted' }, 'fallback for ' + step.fallback_for.join(', ')) : null);
+      }));
+    }));
   }
 
   function drawDiffPage(app, data) {
@@ -876,6 +1050,7 @@
     if (data.view === 'run') drawRunPage(app, data);
     else if (data.view === 'report') drawReportPage(app, data);
     else if (data.view === 'diff') drawDiffPage(app, data);
+    else if (data.view === 'pipeline') drawPipelinePage(app, data);
     else append(app, el('p', { class: 'error' }, 'This page holds a view this viewer does not know: ' + data.view));
     document.body.dataset.view = String(data.view);
     document.body.dataset.ready = 'true';
