@@ -107,7 +107,17 @@ extension ConfigNode {
             let distance = editDistance(Array(text.lowercased().utf8), Array(name.lowercased().utf8))
             if distance <= max(1, name.count / 3), distance < (best?.distance ?? .max) { best = (name, distance) }
         }
-        return best?.name
+        if let best { return best.name }
+        // Another form of the same word (`denied` for `deny`, `approved` for `approval_required`):
+        // a shared start of at least three letters and most of the shorter word, when only one
+        // name has it.
+        let lowered = Array(text.lowercased().utf8)
+        let stems = names.filter { name in
+            let other = Array(name.lowercased().utf8)
+            let shared = zip(lowered, other).prefix { $0 == $1 }.count
+            return shared >= 3 && shared * 4 >= min(lowered.count, other.count) * 3
+        }
+        return stems.count == 1 ? stems[0] : nil
     }
 
     private static func editDistance(_ a: [UInt8], _ b: [UInt8]) -> Int {
@@ -171,6 +181,35 @@ public struct MappingReader {
             return ConfigError(
                 .unknownKey, "\(name ?? what) has no setting \"\(pair.key)\"", at: pair.keyLocation,
                 hint: suggestion.map { "did you mean \"\($0)\"?" } ?? "known keys: \(known.joined(separator: ", "))")
+        }
+    }
+}
+
+extension ConfigNode {
+    /// Where the value of `key` is written, when this is a mapping that has it.
+    public func location(ofKey key: String) -> SourceLocation? {
+        guard case .mapping(let pairs) = content else { return nil }
+        return pairs.first { $0.key == key }?.value.location
+    }
+
+    /// Where `text` is first written below this node, in file order: a scalar with that text
+    /// or a mapping key (`arguments: {refund_order: …}`). For pointing a cross-file error (a
+    /// tool the agent lacks) at the name itself.
+    public func firstLocation(of text: String) -> SourceLocation? {
+        switch content {
+        case .scalar(let value, _):
+            return value == text ? location : nil
+        case .sequence(let items):
+            for item in items {
+                if let found = item.firstLocation(of: text) { return found }
+            }
+            return nil
+        case .mapping(let pairs):
+            for pair in pairs {
+                if pair.key == text { return pair.keyLocation }
+                if let found = pair.value.firstLocation(of: text) { return found }
+            }
+            return nil
         }
     }
 }

@@ -60,28 +60,25 @@ public enum AgentFile {
                 if toolServers.isEmpty && file.optional("mcp_servers") == nil { return try file.required("tools").list("tools") }
                 return []
             } ?? []
-        let errorsBeforeTools = errors.errors.count
+        // Every tool is read, each with all its errors; the names of tools that have errors
+        // still count, so a policy rule naming one is not reported unknown as well.
+        var toolNames: [String] = []
         for (index, node) in toolNodes.enumerated() {
-            errors.collect { () throws(ConfigError) in
-                let tool = try readTool(node, index: index, directory: directory)
-                if tools[tool.name] != nil {
-                    throw ConfigError(
-                        .invalidValue, "a second tool is named \"\(tool.name)\"", at: node.location, hint: "tool names must be unique")
-                }
-                tools.register(tool)
+            let (name, tool) = readTool(node, index: index, directory: directory, errors: &errors)
+            guard let name else { continue }
+            if toolNames.contains(name) {
+                errors.errors.append(
+                    ConfigError(.invalidValue, "a second tool is named \"\(name)\"", at: node.location, hint: "tool names must be unique"))
+                continue
             }
+            toolNames.append(name)
+            if let tool { tools.register(tool) }
         }
         var toolReferences: [ToolReference] = []
         let policyNode = file.optional("policy")
-        // Rules name tools: with a tool that could not be read, they would report it unknown.
-        let policy =
-            errors.errors.count > errorsBeforeTools
-            ? nil
-            : errors.collect { () throws(ConfigError) in
-                try policyNode.map { node throws(ConfigError) in
-                    try readPolicy(node, tools: tools, servers: toolServers.map(\.name), references: &toolReferences)
-                }
-            } ?? nil
+        let policy = policyNode.flatMap { node in
+            readPolicy(node, toolNames: toolNames, servers: toolServers.map(\.name), references: &toolReferences, errors: &errors)
+        }
         let limits = errors.collect { () throws(ConfigError) in try file.optional("limits").map(readLimits) ?? RunLimits() }
         var handling = FailureHandling()
         errors.collect { () throws(ConfigError) in
@@ -139,7 +136,7 @@ public enum AgentFile {
             }
         }
         errors.errors.append(contentsOf: file.unknownKeys())
-        guard errors.errors.isEmpty, let name, let instructions, let (model, keyVariable) = model, let limits, let durability else {
+        guard errors.errors.isEmpty, let name, let instructions, let (model, source) = model, let limits, let durability else {
             throw errors.inFileOrder(of: root.location.path)
         }
 
@@ -152,8 +149,12 @@ public enum AgentFile {
                 JSONWriter.encode(root.json)
                     + (models.overridesNothing ? [] : Array("\n\(models.model ?? "") \(models.baseURL ?? "")".utf8))))
         // The API key's value never reaches the log, whatever the file says about redaction.
-        if let keyVariable, !redactEnvironment.contains(keyVariable) { redactEnvironment.append(keyVariable) }
+        if let keyVariable = source.apiKeyVariable, !redactEnvironment.contains(keyVariable) { redactEnvironment.append(keyVariable) }
         agent.redactEnvironment = redactEnvironment
+        if case .http(let settings) = source.kind, settings.apiKeyRequired {
+            agent.apiKeyVariable = settings.apiKeyVariable
+            agent.apiKeyLocation = source.location
+        }
         agent.redactMembers = redactMembers
         agent.writesContextDeltas = logVersion >= Event.deltaVersion
         agent.toolServers = toolServers
@@ -162,34 +163,44 @@ public enum AgentFile {
         return agent
     }
 
-    static func resolve(_ path: String, from directory: String) -> String {
-        path.hasPrefix("/") ? path : (directory == "." ? path : directory + "/" + path)
-    }
-
-    /// The model, and the environment variable holding its API key when it has one.
+    /// The model, and where it comes from (its API key variable, where the file names it).
     static func readModel(
         _ node: ConfigNode, directory: String, options: ModelOptions
-    ) throws(ConfigError) -> (any ModelClient, String?) {
+    ) throws(ConfigError) -> (any ModelClient, ModelSource) {
         let source = try ModelSource.read(node, directory: directory, overrides: options)
-        return (try source.client(factory: options.factory), source.apiKeyVariable)
+        return (try source.client(factory: options.factory), source)
     }
 
-    static func readTool(_ node: ConfigNode, index: Int, directory: String) throws(ConfigError) -> Tool {
-        var fields = try node.mapping("tools[\(index)]")
-        let nameNode = try fields.required("name")
-        let name = try nameNode.nonEmptyString("the tool's name")
-        guard name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" || $0 == "." }) else {
-            throw ConfigError(
-                .invalidValue, "the tool name \"\(name)\" may only hold letters, digits, \"_\", \"-\" and \".\"", at: nameNode.location)
+    /// One tool; nil when it has errors, which go to `errors`: every field is read, so a file
+    /// with three mistakes in one tool shows all three. `name` is the tool's name when that much
+    /// could be read (policy rules are checked against it).
+    static func readTool(
+        _ node: ConfigNode, index: Int, directory: String, errors: inout ConfigErrors
+    ) -> (name: String?, tool: Tool?) {
+        let before = errors.errors.count
+        guard var fields = errors.collect({ () throws(ConfigError) in try node.mapping("tools[\(index)]") }) else { return (nil, nil) }
+        let name = errors.collect { () throws(ConfigError) -> String in
+            let nameNode = try fields.required("name")
+            let name = try nameNode.nonEmptyString("the tool's name")
+            guard name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" || $0 == "." }) else {
+                throw ConfigError(
+                    .invalidValue, "the tool name \"\(name)\" may only hold letters, digits, \"_\", \"-\" and \".\"", at: nameNode.location)
+            }
+            return name
         }
-        let what = "tool \"\(name)\""
-        let description = try fields.required("description").string("\(what) description")
-        let sideEffect: SideEffect = try fields.required("side_effect", hint: "read, draft or write").choice("\(what) side_effect")
+        let what = name.map { "tool \"\($0)\"" } ?? "tools[\(index)]"
+        let description = errors.collect { () throws(ConfigError) in try fields.required("description").string("\(what) description") }
+        let sideEffect = errors.collect { () throws(ConfigError) -> SideEffect in
+            try fields.required("side_effect", hint: "read, draft or write").choice("\(what) side_effect")
+        }
         let schemaNode = fields.optional("input_schema")
         let schemaJSON = schemaNode?.json ?? ["type": "object"]
-        let timeoutMs = try fields.optional("timeout_ms")?.int("\(what) timeout_ms", in: 1...86_400_000) ?? 30_000
+        let timeoutMs = errors.collect { () throws(ConfigError) in
+            try fields.optional("timeout_ms")?.int("\(what) timeout_ms", in: 1...86_400_000) ?? 30_000
+        }
         var retry = RetryPolicy()
-        if let node = fields.optional("retry") {
+        errors.collect { () throws(ConfigError) in
+            guard let node = fields.optional("retry") else { return }
             var retryFields = try node.mapping("\(what) retry")
             retry.maxAttempts = try retryFields.required("max_attempts").int("retry.max_attempts", in: 1...100)
             if let value = retryFields.optional("backoff_ms") { retry.backoffMs = try value.int("retry.backoff_ms", in: 0...3_600_000) }
@@ -203,45 +214,57 @@ public enum AgentFile {
         }
         let command = fields.optional("command")
         let fixture = fields.optional("fixture")
-        let outputLimit = try fields.optional("output_limit_bytes")?.int("\(what) output_limit_bytes", in: 1...Int.max)
+        let outputLimit =
+            errors.collect { () throws(ConfigError) in
+                try fields.optional("output_limit_bytes")?.int("\(what) output_limit_bytes", in: 1...Int.max)
+            } ?? nil
         let cwdNode = fields.optional("cwd")
         let envNode = fields.optional("env")
         let inheritNode = fields.optional("inherit_env")
-        try fields.finish()
+        errors.errors.append(contentsOf: fields.unknownKeys(in: what))
 
-        let host: any ToolHost
-        switch (command, fixture) {
-        case (let command?, nil):
-            let process = try readProcess(
-                command: try command.strings("\(what) command"), at: command, cwd: cwdNode, env: envNode, inherit: inheritNode,
-                what: what, directory: directory)
-            host = SubprocessToolHost(
-                command: process.command, directory: process.directory, environment: process.environment,
-                outputLimit: outputLimit ?? 1 << 20)
-        case (nil, let fixture?):
-            if let extra = cwdNode ?? envNode ?? inheritNode {
-                throw ConfigError(.invalidValue, "\(what) cwd, env and inherit_env apply to command tools only", at: extra.location)
+        let host = errors.collect { () throws(ConfigError) -> any ToolHost in
+            switch (command, fixture) {
+            case (let command?, nil):
+                let process = try readProcess(
+                    command: try command.strings("\(what) command"), at: command, cwd: cwdNode, env: envNode, inherit: inheritNode,
+                    what: what, directory: directory)
+                return SubprocessToolHost(
+                    command: process.command, directory: process.directory, environment: process.environment,
+                    outputLimit: outputLimit ?? 1 << 20, programName: process.programName)
+            case (nil, let fixture?):
+                if let extra = cwdNode ?? envNode ?? inheritNode {
+                    throw ConfigError(.invalidValue, "\(what) cwd, env and inherit_env apply to command tools only", at: extra.location)
+                }
+                return FixtureToolHost(responses: try readFixture(fixture, what: what))
+            case (nil, nil):
+                throw ConfigError(
+                    .missingKey, "\(what) has neither \"command\" nor \"fixture\"", at: node.location,
+                    hint: "tools written in Swift are registered through the library API (ClosureToolHost)")
+            default:
+                throw ConfigError(.invalidValue, "\(what) has both \"command\" and \"fixture\"; give one", at: node.location)
             }
-            host = FixtureToolHost(responses: try readFixture(fixture, what: what))
-        case (nil, nil):
-            throw ConfigError(
-                .missingKey, "\(what) has neither \"command\" nor \"fixture\"", at: node.location,
-                hint: "tools written in Swift are registered through the library API (ClosureToolHost)")
-        default:
-            throw ConfigError(.invalidValue, "\(what) has both \"command\" and \"fixture\"; give one", at: node.location)
         }
-        let spec = ToolSpec(name: name, description: description, inputSchema: schemaJSON, sideEffect: sideEffect)
-        do {
-            return try Tool(spec: spec, host: host, timeoutMs: timeoutMs, retry: retry)
-        } catch {
-            let location = schemaNode.flatMap { locate(error.path, in: $0) } ?? schemaNode?.location ?? node.location
-            throw ConfigError(.invalidValue, "\(what) input_schema: \(error.sentence)", at: location)
+        guard let name, let description else { return (name, nil) }
+        let spec = ToolSpec(name: name, description: description, inputSchema: schemaJSON, sideEffect: sideEffect ?? .read)
+        let tool = errors.collect { () throws(ConfigError) -> Tool in
+            do throws(SchemaError) {
+                return try Tool(spec: spec, host: host ?? FixtureToolHost(responses: []), timeoutMs: timeoutMs ?? 30_000, retry: retry)
+            } catch {
+                let location = schemaNode.flatMap { locate(error.path, in: $0) } ?? schemaNode?.location ?? node.location
+                throw ConfigError(.invalidValue, "\(what) input_schema: \(error.sentence)", at: location)
+            }
         }
+        return (name, errors.errors.count == before ? tool : nil)
     }
 
     /// A command to start, checked: its program exists, its working directory is one.
     struct ProcessSetup {
+        /// The command as it is started: a program given by path is absolute.
         var command: [String]
+        /// The program as the agent file names it, for messages and results.
+        var programName: String
+        /// The working directory, absolute.
         var directory: String
         var environment: [String: String]
     }
@@ -250,6 +273,10 @@ public enum AgentFile {
     /// folder), the working directory (the agent file's folder, or `cwd` relative to it) and
     /// the environment: only PATH, HOME, LANG, the `inherit` names and `env` — not the caller's
     /// secrets. Shared by command tools and MCP servers.
+    ///
+    /// Both paths are made absolute: the process starts in its own working directory, where a
+    /// path relative to the caller's (`my-agent/tools/x.sh` from above `my-agent`) names
+    /// another file or none.
     static func readProcess(
         command: [String], at commandNode: ConfigNode, cwd cwdNode: ConfigNode?, env envNode: ConfigNode?, inherit inheritNode: ConfigNode?,
         what: String, directory: String
@@ -259,7 +286,7 @@ public enum AgentFile {
             throw ConfigError(.invalidValue, "\(what) command is empty", at: commandNode.location)
         }
         // A program given as a relative path with a slash is a script beside the agent file.
-        if program.contains("/") && !program.hasPrefix("/") { words[0] = resolve(program, from: directory) }
+        if program.contains("/") { words[0] = ConfigPath.absolute(program, from: directory) }
         guard findProgram(words[0]) != nil else {
             throw ConfigError(
                 .invalidValue,
@@ -268,14 +295,13 @@ public enum AgentFile {
                     : "\(what) command: \"\(program)\" is not a program on PATH",
                 at: commandNode.location, hint: "install it, or give its path (relative paths start from the agent file's folder)")
         }
-        let workingDirectory =
-            try cwdNode.map { node throws(ConfigError) in
-                resolve(try node.nonEmptyString("\(what) cwd"), from: directory)
-            } ?? (directory == "." ? FileManager.default.currentDirectoryPath : directory)
+        let cwd = try cwdNode?.nonEmptyString("\(what) cwd") ?? "."
+        let workingDirectory = ConfigPath.absolute(cwd, from: directory)
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: workingDirectory, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw ConfigError(
-                .invalidValue, "\(what) cwd: \(workingDirectory) is not a directory", at: cwdNode?.location ?? commandNode.location)
+                .invalidValue, "\(what) cwd: \(ConfigPath.resolve(cwd, from: directory)) is not a directory",
+                at: cwdNode?.location ?? commandNode.location)
         }
         let caller = ProcessInfo.processInfo.environment
         var environment: [String: String] = [:]
@@ -286,7 +312,7 @@ public enum AgentFile {
                 environment[pair.key] = try pair.value.string("\(what) env.\(pair.key)")
             }
         }
-        return ProcessSetup(command: words, directory: workingDirectory, environment: environment)
+        return ProcessSetup(command: words, programName: program, directory: workingDirectory, environment: environment)
     }
 
     /// `mcp_servers:`, in the shape other MCP clients use (`command` and `args`, `env`, `cwd`),
@@ -406,77 +432,120 @@ public enum AgentFile {
         return responses
     }
 
-    /// The policy. A rule naming a tool the file does not have is an error, unless the agent has
-    /// MCP servers: then the name goes to `references`, checked when the servers list their tools.
+    /// The policy; nil when it has errors, which go to `errors` (every rule is read, and every
+    /// part of each). A rule naming a tool the file does not have is an error, unless the agent
+    /// has MCP servers: then the name goes to `references`, checked when the servers list their tools.
     static func readPolicy(
-        _ node: ConfigNode, tools: ToolRegistry, servers: [String], references: inout [ToolReference]
-    ) throws(ConfigError) -> RulePolicy {
-        var fields = try node.mapping("policy")
-        let name = try fields.optional("name")?.nonEmptyString("policy name") ?? "policy"
-        let defaultVerdict: Verdict =
-            try fields.optional("default").map { node throws(ConfigError) in try node.choice("policy default") } ?? .deny
-        let defaultReason = try fields.optional("default_reason")?.string("policy default_reason")
+        _ node: ConfigNode, toolNames: [String], servers: [String], references: inout [ToolReference], errors: inout ConfigErrors
+    ) -> RulePolicy? {
+        let before = errors.errors.count
+        guard var fields = errors.collect({ () throws(ConfigError) in try node.mapping("policy") }) else { return nil }
+        let name = errors.collect { () throws(ConfigError) in try fields.optional("name")?.nonEmptyString("policy name") ?? "policy" }
+        let defaultVerdict =
+            errors.collect { () throws(ConfigError) -> Verdict in
+                try fields.optional("default").map { node throws(ConfigError) in try node.choice("policy default") } ?? .deny
+            } ?? .deny
+        let defaultReason =
+            errors.collect { () throws(ConfigError) in try fields.optional("default_reason")?.string("policy default_reason") } ?? nil
         var rules: [PolicyRule] = []
-        for (index, ruleNode) in try (fields.optional("rules")?.list("policy rules") ?? []).enumerated() {
-            var ruleFields = try ruleNode.mapping("policy rules[\(index)]")
-            let id = try ruleFields.required("id").nonEmptyString("the rule's id")
-            let what = "rule \"\(id)\""
-            if rules.contains(where: { $0.id == id }) {
-                throw ConfigError(.invalidValue, "a second rule has the id \"\(id)\"", at: ruleNode.location)
+        let ruleNodes = errors.collect { () throws(ConfigError) in try fields.optional("rules")?.list("policy rules") ?? [] } ?? []
+        errors.errors.append(contentsOf: fields.unknownKeys(in: "policy"))
+        for (index, ruleNode) in ruleNodes.enumerated() {
+            guard
+                let rule = readRule(
+                    ruleNode, index: index, toolNames: toolNames, servers: servers, references: &references, errors: &errors)
+            else { continue }
+            if rules.contains(where: { $0.id == rule.id }) {
+                errors.errors.append(ConfigError(.invalidValue, "a second rule has the id \"\(rule.id)\"", at: ruleNode.location))
+                continue
             }
-            var rule = PolicyRule(
-                id: id, verdict: try ruleFields.required("verdict", hint: "allow, deny or approval_required").choice("\(what) verdict"),
-                reason: try ruleFields.optional("reason")?.string("\(what) reason"))
-            if let when = ruleFields.optional("when") {
-                var condition = try when.mapping("\(what) when")
-                if let toolNode = condition.optional("tool") {
-                    rule.tools = try toolNode.strings("\(what) tool").map(Glob.init)
-                    for glob in rule.tools where glob.isLiteral && tools[glob.pattern] == nil {
-                        // A server may offer it: checked when the servers have listed their tools.
-                        guard servers.isEmpty else {
-                            references.append(ToolReference(name: glob.pattern, location: toolNode.location, what: what))
-                            continue
-                        }
-                        throw ConfigError(
-                            .invalidValue, "\(what) names the tool \"\(glob.pattern)\", which the agent does not have",
-                            at: toolNode.location,
-                            hint: ConfigNode.suggestion(for: glob.pattern, among: tools.names).map { "did you mean \"\($0)\"?" })
-                    }
-                }
-                if let value = condition.optional("side_effect") {
-                    var effects: [SideEffect] = []
-                    let nodes: [ConfigNode] = (try? value.list("side_effect")) ?? [value]
-                    for item in nodes { effects.append(try item.choice("\(what) side_effect")) }
-                    rule.sideEffects = effects
-                }
-                if let serverNode = condition.optional("server") {
-                    rule.servers = try serverNode.strings("\(what) server").map(Glob.init)
-                    for glob in rule.servers where glob.isLiteral && !servers.contains(glob.pattern) {
-                        throw ConfigError(
-                            .invalidValue, "\(what) names the MCP server \"\(glob.pattern)\", which the agent does not have",
-                            at: serverNode.location,
-                            hint: ConfigNode.suggestion(for: glob.pattern, among: servers).map { "did you mean \"\($0)\"?" })
-                    }
-                }
-                rule.actors = try condition.optional("actor")?.strings("\(what) actor").map(Glob.init) ?? []
-                rule.routes = try condition.optional("route")?.strings("\(what) route").map(Glob.init) ?? []
-                if let arguments = condition.optional("arguments") {
-                    let argumentFields = try arguments.mapping("\(what) arguments")
-                    for pair in argumentFields.pairs {
-                        rule.arguments.append(try readCondition(pair, what: what))
-                    }
-                }
-                rule.isApproved = try condition.optional("approved")?.bool("\(what) approved")
-                rule.toolCallsLeftBelow = try condition.optional("tool_calls_left_below")?.int(
-                    "\(what) tool_calls_left_below", in: 0...Int.max)
-                rule.tokensLeftBelow = try condition.optional("tokens_left_below")?.int("\(what) tokens_left_below", in: 0...Int.max)
-                try condition.finish()
-            }
-            try ruleFields.finish()
             rules.append(rule)
         }
-        try fields.finish()
+        guard errors.errors.count == before, let name else { return nil }
         return RulePolicy(name: name, rules: rules, defaultDecision: PolicyDecision(defaultVerdict, reason: defaultReason, rule: "default"))
+    }
+
+    /// One policy rule; nil when it has errors, which go to `errors` (each part is read).
+    static func readRule(
+        _ ruleNode: ConfigNode, index: Int, toolNames: [String], servers: [String], references: inout [ToolReference],
+        errors: inout ConfigErrors
+    ) -> PolicyRule? {
+        let before = errors.errors.count
+        guard var ruleFields = errors.collect({ () throws(ConfigError) in try ruleNode.mapping("policy rules[\(index)]") }) else {
+            return nil
+        }
+        let id = errors.collect { () throws(ConfigError) in try ruleFields.required("id").nonEmptyString("the rule's id") }
+        let what = id.map { "rule \"\($0)\"" } ?? "policy rules[\(index)]"
+        let verdict = errors.collect { () throws(ConfigError) -> Verdict in
+            try ruleFields.required("verdict", hint: "allow, deny or approval_required").choice("\(what) verdict")
+        }
+        let reason = errors.collect { () throws(ConfigError) in try ruleFields.optional("reason")?.string("\(what) reason") } ?? nil
+        var rule = PolicyRule(id: id ?? "", verdict: verdict ?? .deny, reason: reason)
+        if let when = ruleFields.optional("when"),
+            var condition = errors.collect({ () throws(ConfigError) in try when.mapping("\(what) when") })
+        {
+            // Names the agent lacks are found after the lists are read: each is its own error.
+            var unknown: [ConfigError] = []
+            errors.collect { () throws(ConfigError) in
+                guard let toolNode = condition.optional("tool") else { return }
+                rule.tools = try toolNode.strings("\(what) tool").map(Glob.init)
+                for glob in rule.tools where glob.isLiteral && !toolNames.contains(glob.pattern) {
+                    // A server may offer it: checked when the servers have listed their tools.
+                    guard servers.isEmpty else {
+                        references.append(ToolReference(name: glob.pattern, location: toolNode.location, what: what))
+                        continue
+                    }
+                    unknown.append(
+                        ConfigError(
+                            .invalidValue, "\(what) names the tool \"\(glob.pattern)\", which the agent does not have",
+                            at: toolNode.location,
+                            hint: ConfigNode.suggestion(for: glob.pattern, among: toolNames).map { "did you mean \"\($0)\"?" }))
+                }
+            }
+            errors.collect { () throws(ConfigError) in
+                guard let value = condition.optional("side_effect") else { return }
+                var effects: [SideEffect] = []
+                let nodes: [ConfigNode] = (try? value.list("side_effect")) ?? [value]
+                for item in nodes { effects.append(try item.choice("\(what) side_effect")) }
+                rule.sideEffects = effects
+            }
+            errors.collect { () throws(ConfigError) in
+                guard let serverNode = condition.optional("server") else { return }
+                rule.servers = try serverNode.strings("\(what) server").map(Glob.init)
+                for glob in rule.servers where glob.isLiteral && !servers.contains(glob.pattern) {
+                    unknown.append(
+                        ConfigError(
+                            .invalidValue, "\(what) names the MCP server \"\(glob.pattern)\", which the agent does not have",
+                            at: serverNode.location,
+                            hint: ConfigNode.suggestion(for: glob.pattern, among: servers).map { "did you mean \"\($0)\"?" }))
+                }
+            }
+            errors.errors.append(contentsOf: unknown)
+            errors.collect { () throws(ConfigError) in
+                rule.actors = try condition.optional("actor")?.strings("\(what) actor").map(Glob.init) ?? []
+            }
+            errors.collect { () throws(ConfigError) in
+                rule.routes = try condition.optional("route")?.strings("\(what) route").map(Glob.init) ?? []
+            }
+            if let arguments = condition.optional("arguments"),
+                let pairs = errors.collect({ () throws(ConfigError) in try arguments.mapping("\(what) arguments").pairs })
+            {
+                for pair in pairs {
+                    errors.collect { () throws(ConfigError) in rule.arguments.append(try readCondition(pair, what: what)) }
+                }
+            }
+            errors.collect { () throws(ConfigError) in rule.isApproved = try condition.optional("approved")?.bool("\(what) approved") }
+            errors.collect { () throws(ConfigError) in
+                rule.toolCallsLeftBelow = try condition.optional("tool_calls_left_below")?.int(
+                    "\(what) tool_calls_left_below", in: 0...Int.max)
+            }
+            errors.collect { () throws(ConfigError) in
+                rule.tokensLeftBelow = try condition.optional("tokens_left_below")?.int("\(what) tokens_left_below", in: 0...Int.max)
+            }
+            errors.errors.append(contentsOf: condition.unknownKeys(in: "\(what) when"))
+        }
+        errors.errors.append(contentsOf: ruleFields.unknownKeys(in: what))
+        return errors.errors.count == before ? rule : nil
     }
 
     static func readCondition(_ pair: ConfigNode.Pair, what: String) throws(ConfigError) -> ArgumentCondition {

@@ -29,6 +29,11 @@ public struct Agent: Sendable {
     /// replaced in every event before it reaches the log (with the always-on key patterns; see
     /// `Redactor`).
     public var redactEnvironment: [String] = []
+    /// The environment variable the model's API key comes from (`api_key_env`), when it has one.
+    /// Read only when a request goes to the network: a cassette replays without it.
+    public var apiKeyVariable: String?
+    /// Where the agent file names that model.
+    public var apiKeyLocation: SourceLocation?
     public var redactMembers: [String] = []
     /// `sha256:` of the agent's configuration, recorded in `run_started`; a resumed run must
     /// be resumed with the same configuration.

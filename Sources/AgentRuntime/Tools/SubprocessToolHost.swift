@@ -1,3 +1,4 @@
+import Foundation
 import TraceCore
 
 /// A tool that is a command: the arguments go to its stdin as one JSON object, it prints its
@@ -15,6 +16,9 @@ public struct SubprocessToolHost: ToolHost {
     /// see `minimalEnvironment`).
     public var environment: [String: String]?
     public var outputLimit: Int
+    /// How results and errors name the program: the path as the agent file wrote it, while
+    /// `command` holds the absolute path the process is started from. Nil: the command's first word.
+    public var programName: String?
 
     /// Variables a tool gets from the caller's environment unless its agent file says more.
     public static let baseEnvironmentNames = ["PATH", "HOME", "LANG"]
@@ -26,8 +30,12 @@ public struct SubprocessToolHost: ToolHost {
     /// tool's stderr: the runtime waits this long for that report before cancelling.
     public var timeoutGraceMs: Int { 2_000 }
 
-    public init(command: [String], directory: String? = nil, environment: [String: String]? = nil, outputLimit: Int = 1 << 20) {
+    public init(
+        command: [String], directory: String? = nil, environment: [String: String]? = nil, outputLimit: Int = 1 << 20,
+        programName: String? = nil
+    ) {
         self.command = command
+        self.programName = programName
         self.directory = directory
         self.environment = environment
         self.outputLimit = outputLimit
@@ -42,16 +50,18 @@ public struct SubprocessToolHost: ToolHost {
         do {
             result = try await process.run()
         } catch let failure as ChildProcess.SpawnFailure {
-            return .failure(failure.message)
+            var message = failure.message
+            if let programName, let program = command.first { message = message.replacingOccurrences(of: program, with: programName) }
+            return .failure(message)
         }
-        return Self.outcome(of: result, command: command, timeoutMs: request.timeoutMs, outputLimit: outputLimit)
+        return Self.outcome(
+            of: result, name: programName ?? command.first ?? "the command", timeoutMs: request.timeoutMs, outputLimit: outputLimit)
     }
 
-    static func outcome(of result: ChildProcess.Result, command: [String], timeoutMs: Int, outputLimit: Int) -> ToolOutcome {
+    static func outcome(of result: ChildProcess.Result, name: String, timeoutMs: Int, outputLimit: Int) -> ToolOutcome {
         let stderr = result.stderr.isEmpty ? nil : String(decoding: result.stderr, as: UTF8.self)
         let lastLine = stderr?.split(whereSeparator: \.isNewline).last.map { ": \($0)" } ?? ""
         var outcome = ToolOutcome(status: .error, stderr: stderr)
-        let name = command.first ?? "the command"
         if result.isCancelled {
             outcome.error = "\(name) was stopped because the run was interrupted; its process group was killed"
             return outcome
