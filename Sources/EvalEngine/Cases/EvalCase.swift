@@ -1,4 +1,4 @@
-import ConfigFile
+public import ConfigFile
 public import TraceCore
 
 /// One eval case: an input, where its runs come from (an agent run live, or recorded logs),
@@ -33,6 +33,9 @@ public struct EvalCase: Sendable {
     /// replays the model calls of this case's live runs, in place of the command line's
     /// `--cassette`; nil uses that.
     public var cassette: String?
+    /// The case as written, for pointing errors found later (a tool the agent lacks, a log that
+    /// is not there) at the line that names it.
+    public var node: ConfigNode?
 
     public init(
         id: String, description: String? = nil, tags: [String] = [], input: String? = nil, source: Source, expected: Expectations,
@@ -45,6 +48,19 @@ public struct EvalCase: Sendable {
         self.source = source
         self.expected = expected
         self.location = location
+    }
+
+    /// Where the case gives `key` (`agent`, `logs`, `pipeline`); the case's own place otherwise.
+    public func location(ofKey key: String) -> SourceLocation {
+        node?.location(ofKey: key) ?? location
+    }
+
+    /// Where the case's expectations first name `text` (a tool); the case's own place otherwise.
+    public func location(ofName text: String) -> SourceLocation {
+        guard case .mapping(let pairs)? = node?.content, let expected = pairs.first(where: { $0.key == "expected" }) else {
+            return location
+        }
+        return expected.value.firstLocation(of: text) ?? location
     }
 
     public var isLive: Bool {

@@ -123,6 +123,7 @@ public enum EvalCaseFile {
         var evalCase = EvalCase(
             id: id, description: description, tags: tags, input: input, source: source, expected: expected, location: node.location)
         evalCase.allowsUnfinished = allowsUnfinished
+        evalCase.node = node
         evalCase.cassette = cassette.map { resolve($0, from: directory) }
         if pipeline != nil { evalCase.pipelineInput = inputNode?.json }
         return evalCase
@@ -180,6 +181,9 @@ public enum EvalCaseFile {
     static func readRunExpectations(_ fields: inout MappingReader, directory: String, errors: inout ConfigErrors) -> Expectations {
         var expected = Expectations()
         errors.collect { () throws(ConfigError) in expected.toolsCalled = try fields.optional("toolsCalled")?.names("toolsCalled") ?? [] }
+        errors.collect { () throws(ConfigError) in
+            expected.toolsSucceeded = try fields.optional("toolsSucceeded")?.names("toolsSucceeded") ?? []
+        }
         errors.collect { () throws(ConfigError) in
             expected.toolsNotCalled = try fields.optional("toolsNotCalled")?.names("toolsNotCalled") ?? []
         }

@@ -5,8 +5,11 @@ public import TraceCore
 /// passes any run. The semantics are in docs/eval-cases.md and are the same for recorded and
 /// live runs: they are checked against the run state folded from the log.
 public struct Expectations: Sendable {
-    /// Each must be executed at least once.
+    /// Each must be executed at least once. A tool whose every attempt failed was executed,
+    /// so it passes, with a warning that says so.
     public var toolsCalled: [String] = []
+    /// Each must have at least one call whose last attempt succeeded.
+    public var toolsSucceeded: [String] = []
     /// None may be executed; with `countsDeniedAttempts`, none may even be proposed.
     public var toolsNotCalled: [String] = []
     public var stopReason: StopReason?
@@ -44,7 +47,8 @@ public struct Expectations: Sendable {
     public var toolNames: [String] {
         var names: [String] = []
         let all =
-            toolsCalled + toolsNotCalled + arguments.map(\.tool) + argumentRubrics.map(\.tool) + callCounts.map(\.tool) + denied
+            toolsCalled + toolsSucceeded + toolsNotCalled + arguments.map(\.tool) + argumentRubrics.map(\.tool) + callCounts.map(\.tool)
+            + denied
             + approvalRequired + (sequence?.calls.map(\.tool) ?? [])
         for name in all where !names.contains(name) { names.append(name) }
         return names
@@ -52,7 +56,8 @@ public struct Expectations: Sendable {
 
     /// How many checks this is: one per tool listed and per setting given.
     public var count: Int {
-        toolsCalled.count + toolsNotCalled.count + (stopReason == nil ? 0 : 1) + (limit == nil ? 0 : 1) + (sequence == nil ? 0 : 1)
+        toolsCalled.count + toolsSucceeded.count + toolsNotCalled.count + (stopReason == nil ? 0 : 1) + (limit == nil ? 0 : 1)
+            + (sequence == nil ? 0 : 1)
             + arguments.count + callCounts.count + [maxSteps, maxToolCalls, maxTokens, maxDurationMs].compactMap { $0 }.count
             + denied.count + approvalRequired.count + (requiresApprovalBeforeExecution ? 1 : 0) + answerContains.count
             + (answerMatches == nil ? 0 : 1) + rubrics.count + (pipeline?.count ?? 0)

@@ -81,6 +81,8 @@ public struct ProjectCheck: Sendable {
         var agents: [String: Agent?] = [:]
         var pipelines: [String: PipelineDefinition?] = [:]
         var logTools: [String: [String]?] = [:]
+        /// Case ids seen so far, for the rule `run` applies too (`EvalSuite.register`).
+        var caseIds: [String: SourceLocation] = [:]
         /// Makes each judge once (a scripted one is read, an HTTP one needs its key).
         let judge: RubricJudge
 
@@ -117,7 +119,13 @@ public struct ProjectCheck: Sendable {
                 do {
                     let cases = try EvalCaseFile.cases(in: root, path: path)
                     report.note(path, kind: .cases, summary: cases.count == 1 ? "1 case" : "\(cases.count) cases")
-                    for evalCase in cases { crossCheck(evalCase) }
+                    for evalCase in cases {
+                        if let duplicate = EvalSuite.register(evalCase, in: &caseIds) {
+                            problem(in: path, .error, duplicate)
+                        } else {
+                            crossCheck(evalCase)
+                        }
+                    }
                 } catch {
                     report.note(path, kind: .cases, summary: nil)
                     for problem in error.errors { self.problem(in: path, .error, problem) }
@@ -151,6 +159,17 @@ public struct ProjectCheck: Sendable {
                 let servers = agent.toolServers.isEmpty ? "" : " and the tools of \(count(agent.toolServers.count, "MCP server"))"
                 report.note(path, kind: .agent, summary: "agent \(agent.name), \(count(agent.tools.names.count, "tool"))\(servers)")
                 loaded = agent
+                if let variable = agent.apiKeyVariable, (ProcessInfo.processInfo.environment[variable] ?? "").isEmpty {
+                    // Not an error: replaying from a cassette needs no key, and check runs nothing.
+                    problem(
+                        in: path, .warning,
+                        ConfigError(
+                            .invalidValue,
+                            "agent \(agent.name)'s model reads its API key from \(variable), which is not set: "
+                                + "its runs can only replay the model from a cassette",
+                            at: agent.apiKeyLocation ?? SourceLocation(path: path),
+                            hint: "export \(variable)=… for live runs; CI replays with --cassette DIR (--record none) and needs no key"))
+                }
                 // A scripted model's replies meet the agent's tools only when it runs: a
                 // misspelt tool or arguments its schema refuses show here instead.
                 if let script = agent.model as? ScriptedModel {
@@ -212,7 +231,7 @@ public struct ProjectCheck: Sendable {
                     in: path, .warning,
                     EvalError(
                         .missingPath, "\(name) names the cassette \(cassette), which holds no recording yet: replaying it fails",
-                        location: evalCase.location,
+                        location: evalCase.location(ofKey: "cassette"),
                         hint: "record it once with the model reachable: agent-eval run \(ShellWords.quoted(path)) --record new"))
             }
             switch evalCase.source {
@@ -229,7 +248,7 @@ public struct ProjectCheck: Sendable {
                 }
                 checkTools(of: evalCase, againstAgentAt: agentPath)
             case .pipeline(let file):
-                guard exists(file, namedBy: evalCase, as: "pipeline") else { return }
+                guard exists(file, namedBy: evalCase, as: "pipeline", key: "pipeline") else { return }
                 guard let definition = pipeline(at: file), let expected = evalCase.expected.pipeline else { return }
                 let tasks = definition.tasks.map(\.id)
                 for task in expected.taskNames where !tasks.contains(task) {
@@ -237,7 +256,7 @@ public struct ProjectCheck: Sendable {
                         in: path, .error,
                         EvalError(
                             .unknownTask, "\(name) names the task \"\(task)\", which pipeline \(definition.name) does not have",
-                            location: evalCase.location,
+                            location: evalCase.location(ofName: task),
                             hint: ConfigNode.suggestion(for: task, among: tasks).map { "did you mean \"\($0)\"?" }
                                 ?? "its tasks: \(tasks.joined(separator: ", "))"))
                 }
@@ -245,7 +264,7 @@ public struct ProjectCheck: Sendable {
                     guard let run = taskExpectations.run, let task = definition.tasks.first(where: { $0.id == taskExpectations.task }),
                         case .agent(let agentPath, let agent, _) = task.work
                     else { continue }
-                    checkTools(run.toolNames, of: evalCase, in: agent, path: agentPath, at: taskExpectations.location)
+                    checkTools(run.toolNames, of: evalCase, in: agent, path: agentPath)
                 }
             case .recorded(let patterns):
                 var logs: [String] = []
@@ -255,7 +274,7 @@ public struct ProjectCheck: Sendable {
                         problem(
                             in: path, .error,
                             EvalError(
-                                .missingPath, "\(name): no log matches \(pattern)", location: evalCase.location,
+                                .missingPath, "\(name): no log matches \(pattern)", location: evalCase.location(ofKey: "logs"),
                                 hint: "paths in logs: start from the case file's folder; record runs with agent-eval exec"))
                     }
                     logs += found
@@ -271,7 +290,7 @@ public struct ProjectCheck: Sendable {
                         in: path, .error,
                         EvalError(
                             .unknownTool, "\(name) names the tool \"\(tool)\", which none of its logs' runs had",
-                            location: evalCase.location,
+                            location: evalCase.location(ofName: tool),
                             hint: ConfigNode.suggestion(for: tool, among: available.sorted()).map { "did you mean \"\($0)\"?" }
                                 ?? "they had: \(available.sorted().joined(separator: ", "))"))
                 }
@@ -279,13 +298,13 @@ public struct ProjectCheck: Sendable {
         }
 
         mutating func checkTools(of evalCase: EvalCase, againstAgentAt agentPath: String) {
-            guard exists(agentPath, namedBy: evalCase, as: "agent file"), let agent = agent(at: agentPath) else { return }
-            checkTools(evalCase.expected.toolNames, of: evalCase, in: agent, path: agentPath, at: evalCase.location)
+            guard exists(agentPath, namedBy: evalCase, as: "agent file", key: "agent"), let agent = agent(at: agentPath) else { return }
+            checkTools(evalCase.expected.toolNames, of: evalCase, in: agent, path: agentPath)
         }
 
         /// The tools a case names that its agent does not have (an agent with MCP servers
         /// learns its tools when they start: those are checked after the run).
-        mutating func checkTools(_ names: [String], of evalCase: EvalCase, in agent: Agent, path: String, at location: SourceLocation) {
+        mutating func checkTools(_ names: [String], of evalCase: EvalCase, in agent: Agent, path: String) {
             guard agent.toolServers.isEmpty else { return }
             let tools = agent.tools.names
             for tool in names where !tools.contains(tool) {
@@ -294,19 +313,20 @@ public struct ProjectCheck: Sendable {
                     EvalError(
                         .unknownTool,
                         "case \"\(evalCase.id)\" names the tool \"\(tool)\", which agent \(agent.name) (\(path)) does not have",
-                        location: location,
+                        location: evalCase.location(ofName: tool),
                         hint: ConfigNode.suggestion(for: tool, among: tools).map { "did you mean \"\($0)\"?" }
                             ?? "its tools: \(tools.joined(separator: ", "))"))
             }
         }
 
         /// Whether the file a case names is there; reports it when it is not.
-        mutating func exists(_ file: String, namedBy evalCase: EvalCase, as what: String) -> Bool {
+        mutating func exists(_ file: String, namedBy evalCase: EvalCase, as what: String, key: String) -> Bool {
             guard !FileManager.default.fileExists(atPath: file) else { return true }
             problem(
                 in: evalCase.location.path, .error,
                 EvalError(
-                    .missingPath, "case \"\(evalCase.id)\" names the \(what) \(file), which does not exist", location: evalCase.location,
+                    .missingPath, "case \"\(evalCase.id)\" names the \(what) \(file), which does not exist",
+                    location: evalCase.location(ofKey: key),
                     hint: "paths in a case start from the case file's folder"))
             return false
         }
@@ -348,6 +368,6 @@ public struct ProjectCheck: Sendable {
             report.add(CheckReport.Problem(severity: severity, diagnostic: diagnostic), to: file)
         }
 
-        func count(_ number: Int, _ noun: String) -> String { number == 1 ? "1 \(noun)" : "\(number) \(noun)s" }
+        func count(_ number: Int, _ noun: String) -> String { counted(number, noun) }
     }
 }

@@ -28,7 +28,7 @@ enum SequenceMatch {
                 }
                 guard index < executed.count else {
                     return failure(
-                        "call \(index + 1) should be \(expected[index]) but the run made only \(executed.count) calls: \(actualList)",
+                        "call \(index + 1) should be \(expected[index]) but the run made only \(counted(executed.count, "call")): \(actualList)",
                         step: executed.last?.step)
                 }
                 var end = index + 1

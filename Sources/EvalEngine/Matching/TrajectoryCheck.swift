@@ -27,10 +27,14 @@ public struct ExpectationFailure: Sendable, Hashable {
 public struct CheckNote: Sendable, Hashable {
     public var message: String
     public var step: Int?
+    /// Whether a passing result must still show it: the pass holds only in the letter of the
+    /// expectation (a tool in `toolsCalled` that ran, but whose every attempt failed).
+    public var isWarning: Bool
 
-    public init(message: String, step: Int?) {
+    public init(message: String, step: Int?, isWarning: Bool = false) {
         self.message = message
         self.step = step
+        self.isWarning = isWarning
     }
 }
 
@@ -56,6 +60,35 @@ public enum TrajectoryCheck {
                 ExpectationFailure(
                     expectation: "toolsCalled", expected: "\(tool) is called", actual: actual, step: attempts.first?.step ?? lastStep,
                     callId: attempts.first?.id))
+        }
+
+        for tool in expected.toolsCalled {
+            let calls = executed.filter { $0.tool == tool }
+            if let first = calls.first, !calls.contains(where: \.hasSucceeded) {
+                notes.append(
+                    CheckNote(
+                        message: "\(tool) was called, but every attempt failed (\(attemptsSummary(calls))): "
+                            + "toolsCalled counts a call that ran; toolsSucceeded requires one that succeeded",
+                        step: first.step, isWarning: true))
+            }
+        }
+
+        for tool in expected.toolsSucceeded where !executed.contains(where: { $0.tool == tool && $0.hasSucceeded }) {
+            let calls = state.calls(of: tool)
+            let ran = calls.filter(\.isExecuted)
+            let actual: String
+            if !ran.isEmpty {
+                actual = "\(tool) ran, but every attempt failed: \(attemptsSummary(ran))"
+            } else if let attempt = calls.first {
+                actual = "\(tool) was proposed (\(attempt.id), step \(attempt.step)) but never ran: \(outcome(of: attempt))"
+            } else {
+                actual = "no call of \(tool); tools executed: \(names(executed))"
+            }
+            let concerned = ran.first ?? calls.first
+            failures.append(
+                ExpectationFailure(
+                    expectation: "toolsSucceeded", expected: "\(tool) is called and succeeds", actual: actual,
+                    step: concerned?.step ?? lastStep, callId: concerned?.id))
         }
 
         for tool in expected.toolsNotCalled {
@@ -126,7 +159,9 @@ public enum TrajectoryCheck {
         let steps = state.decisions.last?.step ?? 0
         if let limit = expected.maxSteps, steps > limit {
             failures.append(
-                ExpectationFailure(expectation: "maxSteps", expected: "at most \(limit) steps", actual: "\(steps) steps", step: limit + 1))
+                ExpectationFailure(
+                    expectation: "maxSteps", expected: "at most \(counted(limit, "step"))", actual: counted(steps, "step"), step: limit + 1)
+            )
         }
         if let limit = expected.maxToolCalls, executed.count > limit {
             let over = executed[limit]
@@ -210,6 +245,15 @@ public enum TrajectoryCheck {
             }
         }
         return (failures, notes)
+    }
+
+    /// The failed calls of one tool: each call's id, step and its last error, cut to a line.
+    static func attemptsSummary(_ calls: [ToolCallRecord]) -> String {
+        calls.prefix(3).map { call in
+            let attempts = call.attempts == 1 ? "1 attempt" : "\(call.attempts) attempts"
+            let error = call.lastResult.map { $0.error.map(shortened) ?? $0.status.rawValue } ?? "no result recorded"
+            return "\(call.id) at step \(call.step), \(attempts): \(error)"
+        }.joined(separator: "; ") + (calls.count > 3 ? "; and \(calls.count - 3) more" : "")
     }
 
     static func outcome(of call: ToolCallRecord) -> String {

@@ -132,7 +132,8 @@ public struct EvalReport: Sendable {
         for disagreement in result.judgeDisagreements {
             lines.append("    judge: \(disagreement.message)")
         }
-        for run in result.runs where verbose || !run.passed || !run.notes.isEmpty && !result.passed {
+        for run in result.runs
+        where verbose || !run.passed || !run.notes.isEmpty && !result.passed || run.notes.contains(where: \.isWarning) {
             lines.append("    \(run.repeatIndex > 0 ? "\(run.label): \(run.logPath)" : run.logPath)")
             if let error = run.error {
                 lines.append("      error: \(error)")
@@ -147,7 +148,7 @@ public struct EvalReport: Sendable {
                     lines.append("          view: \(Self.pageLink(page: page, log: failure.log ?? run.logPath, step: failure.step))")
                 }
             }
-            for note in run.notes { lines.append("      note: \(note.message)") }
+            for note in run.notes { lines.append("      \(note.isWarning ? "warning" : "note"): \(note.message)") }
             if verbose {
                 for judgement in run.judgements {
                     let mark = judgement.passed.map { $0 ? "✔" : "✘" } ?? "!"
@@ -250,7 +251,9 @@ public struct EvalReport: Sendable {
         object.set("tear", run.summary.tear)
         object.set("check_us", run.checkDurationUs)
         object.set("failures", JSONValue.array(Self.failureEntries(run)))
-        object.set("notes", JSONValue.array(run.notes.map { .string($0.message) }))
+        object.set("notes", JSONValue.array(run.notes.filter { !$0.isWarning }.map { .string($0.message) }))
+        let warnings = run.notes.filter(\.isWarning)
+        if !warnings.isEmpty { object.set("warnings", JSONValue.array(warnings.map { .string($0.message) })) }
         if !run.judgements.isEmpty { object.set("judgements", JSONValue.array(run.judgements.map(\.json))) }
         return object.json
     }
@@ -299,6 +302,19 @@ public struct EvalReport: Sendable {
             lines.append(
                 "| `\(result.id)` | \(outcome) | \(result.runs.count) | \(Int((result.passRate * 100).rounded()))% | \(stops.isEmpty ? "–" : stops) | \(baseline) |"
             )
+        }
+        let warned = results.filter { $0.passed && $0.runs.contains { $0.notes.contains(where: \.isWarning) } }
+        if !warned.isEmpty {
+            lines.append("")
+            lines.append("### Passed with warnings")
+            for result in warned {
+                lines.append("")
+                lines.append("#### `\(result.id)`")
+                lines.append("")
+                lines.append("```")
+                lines.append(contentsOf: consoleLines(for: result).dropFirst().map { String($0.dropFirst(4)) })
+                lines.append("```")
+            }
         }
         let failing = results.filter { !$0.passed }
         if !failing.isEmpty {

@@ -91,7 +91,9 @@ public struct EvalRunner: Sendable {
                         .broken(
                             caseIndex: index,
                             error: DiagnosticRecord(
-                                EvalError(.missingPath, "no log matches \(missing.joined(separator: ", "))", location: evalCase.location))))
+                                EvalError(
+                                    .missingPath, "no log matches \(missing.joined(separator: ", "))",
+                                    location: evalCase.location(ofKey: "logs")))))
                 } else {
                     // A log's trajectory is the same every time; its judges' verdicts may not be.
                     let repeats = evalCase.expected.allRubrics.isEmpty || options.repeats == 1 ? [0] : Array(1...options.repeats)

@@ -33,15 +33,11 @@ public enum EvalSuite {
                 // read as one whatever it holds, so its errors say what is missing.
                 if !isNamed && ConfigFileKind(of: root) != .cases { continue }
                 for evalCase in try EvalCaseFile.cases(in: root, path: file) {
-                    if let first = seen[evalCase.id] {
-                        errors.append(
-                            EvalError(
-                                .duplicateCase, "caseId \"\(evalCase.id)\" is used twice (first at \(first))", location: evalCase.location,
-                                hint: "case ids must be unique: baselines and reports are keyed by them"))
-                        continue
+                    if let duplicate = register(evalCase, in: &seen) {
+                        errors.append(duplicate)
+                    } else {
+                        cases.append(evalCase)
                     }
-                    seen[evalCase.id] = evalCase.location
-                    cases.append(evalCase)
                 }
             } catch {
                 errors.append(contentsOf: error.errors.map(EvalError.init))
@@ -54,6 +50,18 @@ public enum EvalSuite {
                     hint: "`agent-eval init` writes a project with cases to start from"))
         }
         return (cases, errors)
+    }
+
+    /// Notes `evalCase`'s id as seen; the error when a case read earlier has it. The one rule for
+    /// unique case ids, which `run` and `check` both apply.
+    static func register(_ evalCase: EvalCase, in seen: inout [String: SourceLocation]) -> EvalError? {
+        if let first = seen[evalCase.id] {
+            return EvalError(
+                .duplicateCase, "caseId \"\(evalCase.id)\" is used twice (first at \(first))", location: evalCase.location,
+                hint: "case ids must be unique: baselines and reports are keyed by them")
+        }
+        seen[evalCase.id] = evalCase.location
+        return nil
     }
 
     /// Every `.yaml`, `.yml` and `.json` file under `directory`, hidden ones left out, sorted.

@@ -189,6 +189,9 @@ public struct ToolCallRecord: Sendable, Hashable {
     /// The last finished attempt.
     public var lastResult: ToolCompleted? { results.last }
 
+    /// Whether it ran and its last finished attempt succeeded (retries stop at a success).
+    public var hasSucceeded: Bool { lastResult?.status == .ok }
+
     public static func == (a: ToolCallRecord, b: ToolCallRecord) -> Bool {
         a.id == b.id && a.tool == b.tool && a.step == b.step && a.arguments == b.arguments && a.verdict == b.verdict
             && a.approval == b.approval && a.attempts == b.attempts && a.results == b.results
