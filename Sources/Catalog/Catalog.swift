@@ -15,10 +15,29 @@ public final class Catalog: Sendable {
     let pool: DatabasePool
     public let isReadOnly: Bool
 
-    /// `AGENT_EVAL_CATALOG` when set, else `.agent-eval/catalog.sqlite` under `directory`.
+    /// `AGENT_EVAL_CATALOG` when set, else `.agent-eval/catalog.sqlite` in the project root of
+    /// `directory` (this process's working directory when nil): see `projectRoot(of:)`.
     public static func defaultPath(in directory: String? = nil) -> String {
         if let path = ProcessInfo.processInfo.environment["AGENT_EVAL_CATALOG"], !path.isEmpty { return path }
-        return ((directory ?? FileManager.default.currentDirectoryPath) as NSString).appendingPathComponent(".agent-eval/catalog.sqlite")
+        let root = projectRoot(of: directory ?? FileManager.default.currentDirectoryPath)
+        return (root as NSString).appendingPathComponent(".agent-eval/catalog.sqlite")
+    }
+
+    /// The folder a project's catalog lives in: the nearest of `directory` and its parents that
+    /// holds `.agent-eval/` (a project that has a catalog already) or `.git` (a repository's
+    /// root), so that running a command from a subfolder does not leave a new catalog there;
+    /// `directory` itself when none does.
+    public static func projectRoot(of directory: String) -> String {
+        let fileManager = FileManager.default
+        var current = URL(fileURLWithPath: directory).standardizedFileURL
+        while true {
+            for marker in [".agent-eval", ".git"] where fileManager.fileExists(atPath: current.appendingPathComponent(marker).path) {
+                return current.path
+            }
+            let parent = current.deletingLastPathComponent()
+            if parent.path == current.path { return directory }
+            current = parent
+        }
     }
 
     /// How long a writer waits for another process's write to finish before giving up.

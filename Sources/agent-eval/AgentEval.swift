@@ -1,4 +1,5 @@
 import ArgumentParser
+import ConfigFile
 import Foundation
 
 /// The `agent-eval` command: parses options, calls one library function, prints, exits.
@@ -53,7 +54,32 @@ struct AgentEval: AsyncParsableCommand {
             printError("hint: topics: \(HelpTopic.allCases.map(\.rawValue).joined(separator: ", ")); commands: agent-eval --help")
             Foundation.exit(64)
         }
+        if let usage = usageProblem(in: arguments) {
+            printError("error: \(usage.error)")
+            if let hint = usage.hint { printError("hint: \(hint)") }
+            Foundation.exit(64)
+        }
         await main(nil)
+    }
+
+    /// What the argument parser would report badly: a misspelt command (it says only "unexpected
+    /// argument") and a negative number after an option (it reads `-1` as an option, and says
+    /// the value is missing).
+    static func usageProblem(in arguments: [String]) -> (error: String, hint: String?)? {
+        let commands = configuration.subcommands.compactMap { $0.configuration.commandName } + ["help"]
+        if let first = arguments.first, !first.hasPrefix("-"), !commands.contains(first) {
+            let suggestion = ConfigNode.suggestion(for: first, among: commands)
+            return (
+                "agent-eval has no command \"\(first)\"",
+                suggestion.map { "did you mean \"agent-eval \($0)\"? (agent-eval --help lists the commands)" }
+                    ?? "agent-eval --help lists the commands"
+            )
+        }
+        for (option, value) in zip(arguments, arguments.dropFirst())
+        where option.hasPrefix("--") && !option.contains("=") && value.hasPrefix("-") && Int(value) != nil {
+            return ("\(option) \(value): a negative number is not accepted here", "steps, counts and limits start at 0 or 1")
+        }
+        return nil
     }
 }
 

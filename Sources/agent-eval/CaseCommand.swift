@@ -79,7 +79,7 @@ struct CaseFromLogCommand: ParsableCommand {
         }
         do { try writeReport(text, to: out) } catch { throw diagnose(error) }
         say(
-            "wrote \(out): \(facts.state.executedCalls.count) calls in \(mode.rawValue) order; check it with: agent-eval run \(ShellWords.quoted(out))"
+            "wrote \(out): \(counted(facts.state.executedCalls.count, "call")) in \(mode.rawValue) order; check it with: agent-eval run \(ShellWords.quoted(out))"
         )
     }
 }

@@ -14,7 +14,7 @@ import TraceCore
 struct CatalogArguments: ParsableArguments {
     @Option(
         help: ArgumentHelp(
-            "The catalog file (default: $AGENT_EVAL_CATALOG, else .agent-eval/catalog.sqlite in the current directory).",
+            "The catalog file (default: $AGENT_EVAL_CATALOG, else .agent-eval/catalog.sqlite in the project root: the nearest folder up from here with .agent-eval/ or .git, else the current directory).",
             valueName: "path"))
     var catalog: String?
 
@@ -41,8 +41,15 @@ struct CatalogUse: ParsableArguments {
     /// here, not a failure: the run itself does not need it.
     func openIfWanted() -> Catalog? {
         guard !noCatalog else { return nil }
+        let path = location.path
+        // Where a command leaves data it found on its own is worth saying once: it may be a
+        // parent folder. A path the user gave (--catalog, AGENT_EVAL_CATALOG) needs no note.
+        let isFound = location.catalog == nil && (ProcessInfo.processInfo.environment["AGENT_EVAL_CATALOG"] ?? "").isEmpty
+        let isNew = isFound && !FileManager.default.fileExists(atPath: path)
         do {
-            return try Catalog(path: location.path)
+            let catalog = try Catalog(path: path)
+            if isNew { printError("note: created the catalog \(displayPath(path)) (docs/catalog.md says where it goes)") }
+            return catalog
         } catch {
             warn(error)
             printError("warning: going on without the catalog (--no-catalog silences this)")

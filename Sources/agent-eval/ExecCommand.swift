@@ -209,7 +209,13 @@ struct ExecCommand: AsyncParsableCommand {
         if let error = stop.error { lines.append("why: \(error)") }
         let denied = state.counters.deniedCalls
         lines.append(
-            "steps: \(outcome.steps), tool calls: \(state.toolCallCount)" + (denied > 0 ? " (+\(denied) denied)" : "")
+            "steps: \(outcome.steps)"
+                // The interruption names the step it cut short. Cut before its decision, that
+                // step is one past the steps taken; the stop ends it, so the steps ended (the
+                // start's step 0 among them) are then more than the steps taken plus one.
+                + (stop.isInterruption && state.stepsCompleted > outcome.steps + 1
+                    ? " (step \(outcome.steps + 1) was cut short before its decision)" : "")
+                + ", tool calls: \(state.toolCallCount)" + (denied > 0 ? " (+\(denied) denied)" : "")
                 + ", tokens: \(state.usage.totalTokens)")
         let failed = state.calls.filter { $0.isExecuted && $0.lastResult?.status != .ok }
         if !failed.isEmpty {

@@ -80,6 +80,9 @@ struct InitCommand: AsyncParsableCommand {
                 let permissions = bytes.starts(with: Array("#!".utf8)) ? 0o755 : 0o644
                 try FileManager.default.setAttributes([.posixPermissions: permissions], ofItemAtPath: path)
             }
+            // `.agent-eval/` marks the project root: commands run from any folder below it keep
+            // their catalog here (`Catalog.projectRoot`), not in that folder.
+            try FileManager.default.createDirectory(atPath: destination(".agent-eval"), withIntermediateDirectories: true)
         } catch {
             throw diagnose(error)
         }
@@ -101,6 +104,7 @@ struct InitCommand: AsyncParsableCommand {
                 ("agent-eval run evals/", "both cases pass"),
                 ("agent-eval replay \(Self.recordedLog) --step 1", "what the agent saw and did"),
                 ("agent-eval run evals/ --update-baseline", "keep a baseline: CI then fails on regressions"),
+                ("edit .github/workflows/agent-eval.yml", "set AGENT_EVAL_REPO (a placeholder) to where your team gets agent-eval"),
             ]
         if json {
             printJSON([

@@ -243,8 +243,3 @@ struct LogCommand: ParsableCommand {
         }
     }
 }
-
-/// "1 event", "2 events".
-func counted(_ count: Int, _ noun: String) -> String {
-    "\(count) \(noun)\(count == 1 ? "" : "s")"
-}

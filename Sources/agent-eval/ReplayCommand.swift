@@ -157,9 +157,10 @@ struct ReplayCommand: AsyncParsableCommand {
 
     static func describe(_ state: StateSummary) -> [String] {
         var lines = [
-            "\(state.eventCount) events, \(state.stepsCompleted) steps ended, \(state.decisions) decisions (\(state.invalidDecisions) rejected)",
-            "\(state.calls) calls proposed: \(state.executedCalls) executed, \(state.deniedCalls) denied, \(state.awaitingApproval) awaiting approval; "
-                + "\(state.toolAttempts) attempts, \(state.failedAttempts) failed",
+            "\(counted(state.eventCount, "event")), \(counted(state.stepsCompleted, "step")) ended, "
+                + "\(counted(state.decisions, "decision")) (\(state.invalidDecisions) rejected)",
+            "\(counted(state.calls, "call")) proposed: \(state.executedCalls) executed, \(state.deniedCalls) denied, "
+                + "\(state.awaitingApproval) awaiting approval; \(counted(state.toolAttempts, "attempt")), \(state.failedAttempts) failed",
             "tokens \(state.inputTokens) in + \(state.outputTokens) out = \(state.totalTokens); cost $\(Self.dollars(microUSD: state.costMicroUSD))",
         ]
         if let stop = state.stopReason {

@@ -120,7 +120,7 @@ final class RunSession {
         switch limit {
         case .maxSteps: return "reached max_steps (\(limits.maxSteps ?? 0)) before step \(recorder.step)"
         case .maxToolCalls:
-            return "the decision would exceed max_tool_calls (\(limits.maxToolCalls ?? 0)); \(state.toolCallCount) calls made"
+            return "the decision would exceed max_tool_calls (\(limits.maxToolCalls ?? 0)); \(counted(state.toolCallCount, "call")) made"
         case .timeout: return "ran for \(activeUs() / 1000) ms of its \(limits.timeoutMs ?? 0) ms timeout"
         case .tokenBudget: return "used \(state.usage.totalTokens) tokens of its budget of \(limits.tokenBudget ?? 0)"
         }

@@ -33,7 +33,7 @@ public struct ReplayModel: ModelClient {
     public func reply(to request: ModelRequest) async throws -> ModelReply {
         guard request.decisionIndex < recorded.count else {
             throw ModelError(
-                "\(source) records \(recorded.count) decisions; the run asked for decision \(request.decisionIndex + 1), "
+                "\(source) records \(counted(recorded.count, "decision")); the run asked for decision \(request.decisionIndex + 1), "
                     + "which the log cannot answer")
         }
         let made = recorded[request.decisionIndex]
