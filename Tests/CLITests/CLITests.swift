@@ -74,7 +74,9 @@ func interruptAgentEval(
     process.currentDirectoryURL = directory.url
     let errors = directory.path("stderr.txt")
     _ = FileManager.default.createFile(atPath: errors, contents: nil)
-    process.standardOutput = FileHandle.nullDevice
+    // Standard output goes to stdout.txt in `directory`, for a test to read.
+    _ = FileManager.default.createFile(atPath: directory.path("stdout.txt"), contents: nil)
+    process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: directory.path("stdout.txt")))
     process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errors))
     try process.run()
     var waited = 0

@@ -268,6 +268,11 @@ struct ModelServerCommandTests {
         }
         #expect(stop.map(\.reason) == [.blocked])
         #expect(stop.first?.error?.hasPrefix("interrupted") == true, "\(stop.first?.error ?? "")")
+        // The stop names step 1, which was cut short before its decision: the summary says so
+        // instead of a bare "steps: 0" under "at step 1".
+        #expect(stop.first?.error?.contains("at step 1") == true, "\(stop.first?.error ?? "")")
+        let summary = try String(contentsOfFile: directory.path("stdout.txt"), encoding: .utf8)
+        #expect(summary.contains("steps: 0 (step 1 was cut short before its decision), tool calls: 0"), "\(summary)")
     }
 
     @Test("exec --stream prints each event and the model's text as they come; with --json, one JSON object a line")

@@ -92,7 +92,7 @@ struct ProjectCommandTests {
             #expect(stderr.contains("error: limits has no setting \"max_stepz\"\n  --> agent.yaml:7:10"))
             #expect(stderr.contains("error: usage has no \"output\"\n  --> demo.model.yaml:2:25"))
             #expect(stderr.contains("decisions[1] needs one of answer"))
-            #expect(stderr.contains("error: case \"recorded\": no log matches gone-*.jsonl.gz\n  --> recorded.yaml:1:1"))
+            #expect(stderr.contains("error: case \"recorded\": no log matches gone-*.jsonl.gz\n  --> recorded.yaml:2:7"))
             #expect(stderr.contains("error: case \"recorded\" names the tool \"refund_ordr\", which none of its logs' runs had"))
             #expect(stderr.contains("hint: did you mean \"refund_order\"?"))
             #expect(stderr.contains("error: case \"pipe\" names the task \"colect\", which pipeline release-notes does not have"))

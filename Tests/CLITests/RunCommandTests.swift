@@ -75,7 +75,7 @@ struct RunCommandTests {
             #expect(result.stdoutText.isEmpty)
             #expect(
                 result.stderr.contains(
-                    "error: case \"a\": no log matches \(directory.path("missing-*.jsonl.gz"))\n  --> \(directory.path("a.yaml")):1:1"))
+                    "error: case \"a\": no log matches \(directory.path("missing-*.jsonl.gz"))\n  --> \(directory.path("a.yaml")):2:7"))
             #expect(
                 result.stderr.contains("error: case \"b\" names the agent file \(directory.path("nowhere.yaml")), which does not exist"))
             // Every error of the broken agent file, at its own lines.
