@@ -424,6 +424,40 @@ def _problem(code, message, seq=None, member=None):
     return {"code": code, "message": message, "seq": seq, "member_offset": member}
 
 
+def _is_hash(value):
+    """A member typed `hash` (section 4): `sha256:` and 64 lowercase hex digits."""
+    return isinstance(value, str) and len(value) == 71 and value.startswith("sha256:") and all(
+        c in "0123456789abcdef" for c in value[7:])
+
+
+def _malformed_hash(kind, data):
+    """The field path of the first `hash` member of a known kind that is not one, or None."""
+    found = []
+
+    def check(value, path):
+        if value is not None and not found and not _is_hash(value):
+            found.append(path)
+
+    def member(value, name):
+        return value.get(name) if isinstance(value, dict) else None
+
+    if kind == "run_started":
+        check(member(data.get("agent"), "config_digest"), "data.agent.config_digest")
+        check(member(data.get("policy"), "digest"), "data.policy.digest")
+    elif kind == "context_built":
+        for name in ("observations", "evidence", "memory"):
+            for index, item in enumerate(data.get(name) or []):
+                check(member(item, "content_hash"), "data.%s[%d].content_hash" % (name, index))
+        check(data.get("prompt_hash"), "data.prompt_hash")
+    elif kind == "tool_completed":
+        check(data.get("content_hash"), "data.content_hash")
+    elif kind == "step_ended":
+        check(data.get("state_digest"), "data.state_digest")
+    elif kind == "content_stored":
+        check(data.get("hash"), "data.hash")
+    return found[0] if found else None
+
+
 def verify(path):
     """Reads the whole log and reports what a conforming verifier finds, plus the fold's state
     digest and whether every recorded digest matches the fold."""
@@ -438,6 +472,9 @@ def verify(path):
     packet = None  # (seq, whole packet) of the last context_built, the base of a delta
     state = RunState()
     digests_checked, digest_mismatches = 0, []
+    if not data:
+        # No member at all: empty, not a member cut off (section 5).
+        return {"readable": False, "problems": [_problem("empty", "the file is empty: it holds no gzip member and no event")]}
     if data[:2] != b"\x1f\x8b":
         return {"readable": False, "problems": [_problem("not_gzip", "the file is not a gzip-compressed log")]}
     while offset < len(data):
@@ -483,6 +520,9 @@ def verify(path):
                                    ("data", dict)]:
                     if not isinstance(event.get(name), kind) or isinstance(event.get(name), bool):
                         raise ValueError("%s is missing or mistyped" % name)
+                malformed = _malformed_hash(event["kind"], event["data"])
+                if malformed:
+                    raise ValueError("%s is not a hash (sha256: and 64 lowercase hex digits)" % malformed)
             except (ValueError, UnicodeDecodeError, AssertionError) as error:
                 problems.append(_problem("invalid_event", "line is not a valid event: %s" % error, seq_here, start))
                 expected_seq += 1
@@ -540,10 +580,13 @@ def verify(path):
                     ending = "torn"
                     problems.append(_problem("torn_tail", "the file ends inside a member", expected_seq, start))
             break
+    if not events and all(problem["code"] == "torn_tail" for problem in problems):
+        # No event read and no other damage: no run (section 5); sealing would keep nothing.
+        problems = [_problem("no_event", "no event could be read", 0, 0)]
     intact = not problems
     if intact:
         ending = "complete" if events and events[-1]["kind"] == "run_stopped" else "unfinished"
-    elif ending != "torn" or any(problem["code"] != "torn_tail" for problem in problems):
+    elif ending != "torn" or any(problem["code"] not in ("torn_tail", "no_event") for problem in problems):
         ending = "damaged"
     return {
         "readable": True, "intact": intact, "ending": ending, "event_count": len(events),

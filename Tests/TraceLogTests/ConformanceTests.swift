@@ -85,6 +85,22 @@ struct ConformanceTests {
             return try log(lines, rechain: false)
         },
         Case(name: "stray-byte-after-the-end") { try sample("support-sample.jsonl.gz") + [0x78] },
+        // Cut inside the first event: no event, so no run; not a tear that sealing would mend.
+        Case(name: "cut-before-the-first-event") { Array(try sample("support-sample.jsonl.gz").prefix(40)) },
+        Case(name: "hash-not-lowercase-hex") {
+            // A member typed hash (here seq 1's state_digest) is "sha256:" and 64 lowercase hex digits.
+            var lines = try ConformanceTests.lines()
+            guard case .stepEnded(let ended) = try Event(line: lines[1]).payload else { throw KitError("seq 1 is not step_ended") }
+            lines[1] = replacing(lines[1], ended.stateDigest, "sha256:" + ended.stateDigest.dropFirst(7).uppercased())
+            // The chain links the line as written (a reader cannot decode it, so `log` cannot rechain it).
+            var previous = ContentHash.sha256Hex(lines[1])
+            for index in 2..<lines.count {
+                let link = try Event(line: lines[index]).previousHash
+                lines[index] = replacing(lines[index], #""prev":"\#(link)""#, #""prev":"\#(previous)""#)
+                previous = ContentHash.sha256Hex(lines[index])
+            }
+            return try log(lines, rechain: false)
+        },
         Case(name: "delta-on-wrong-base") {
             // Seq 9 is a delta packet on seq 3 (version 2); another base is damage, chain or not.
             var lines = try ConformanceTests.lines()
