@@ -143,6 +143,31 @@ struct HonestResultTests {
         }
     }
 
+    @Test("check finds a case's misspelt tool in the same round as the case file's own errors")
+    func caseErrorsInOneRound() throws {
+        try TemporaryDirectory.with { directory in
+            try
+                "name: a\nmodel: {script: m.model.yaml}\ntools:\n  - {name: cancel_order, description: d, side_effect: write, fixture: [{output: {}}]}\n"
+                .write(toFile: directory.path("agent.yaml"), atomically: true, encoding: .utf8)
+            try "decisions:\n  - answer: hi\n".write(toFile: directory.path("m.model.yaml"), atomically: true, encoding: .utf8)
+            try """
+            caseId: typos
+            agent: agent.yaml
+            input: hi
+            expected:
+              toolsCaled: [cancel_order]
+              toolsNotCalled: [cancel_ordr]
+              stopReason: sucess
+            """.write(toFile: directory.path("case.yaml"), atomically: true, encoding: .utf8)
+            let check = try agentEval(["check", "case.yaml"], in: directory.url)
+            #expect(check.status == 2)
+            #expect(check.stderr.contains("expected has no setting \"toolsCaled\"\n  --> case.yaml:5:3"), "\(check.stderr)")
+            #expect(check.stderr.contains("found \"sucess\"\n  --> case.yaml:7:15"), "\(check.stderr)")
+            #expect(check.stderr.contains("names the tool \"cancel_ordr\", which agent a (agent.yaml) does not have\n  --> case.yaml:6:20"))
+            #expect(check.stdoutText.contains("case.yaml: 3 problems"), "\(check.stdoutText)")
+        }
+    }
+
     @Test("a case's cross-file errors point at the line that names the tool, the agent or the logs")
     func crossFileErrorsPointAtTheirLine() throws {
         try TemporaryDirectory.with { directory in

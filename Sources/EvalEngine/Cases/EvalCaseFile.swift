@@ -15,19 +15,38 @@ public enum EvalCaseFile {
 
     /// The cases of a file already parsed.
     static func cases(in root: ConfigNode, path: String) throws(ConfigErrors) -> [EvalCase] {
-        let directory = (path as NSString).deletingLastPathComponent
         var errors = ConfigErrors([])
+        let cases = read(root, path: path, errors: &errors, keepingPartial: false)
+        guard errors.errors.isEmpty else {
+            throw errors.inFileOrder(of: root.location.path)
+        }
+        return cases
+    }
+
+    /// The cases of a file that has errors, as far as each could be read (its id, its source and
+    /// the expectations without errors): so that `check` finds what ties them to other files —
+    /// a misspelt tool, a missing agent — in the same round as the file's own errors.
+    static func partialCases(in root: ConfigNode, path: String) -> [EvalCase] {
+        var errors = ConfigErrors([])
+        return read(root, path: path, errors: &errors, keepingPartial: true)
+    }
+
+    static func read(_ root: ConfigNode, path: String, errors: inout ConfigErrors, keepingPartial: Bool) -> [EvalCase] {
+        let directory = (path as NSString).deletingLastPathComponent
         var cases: [EvalCase] = []
         switch root.content {
         case .sequence(let items):
             for (index, item) in items.enumerated() {
-                if let found = readCase(item, what: "case \(index + 1)", directory: directory, errors: &errors) { cases.append(found) }
+                if let found = readCase(
+                    item, what: "case \(index + 1)", directory: directory, errors: &errors, keepingPartial: keepingPartial)
+                {
+                    cases.append(found)
+                }
             }
         default:
-            if let found = readCase(root, what: "the case", directory: directory, errors: &errors) { cases.append(found) }
-        }
-        guard errors.errors.isEmpty else {
-            throw errors.inFileOrder(of: root.location.path)
+            if let found = readCase(root, what: "the case", directory: directory, errors: &errors, keepingPartial: keepingPartial) {
+                cases.append(found)
+            }
         }
         return cases
     }
@@ -35,8 +54,11 @@ public enum EvalCaseFile {
     /// `path` relative to the case file's directory (see `ConfigPath.resolve`).
     static func resolve(_ path: String, from directory: String) -> String { ConfigPath.resolve(path, from: directory) }
 
-    /// One case; nil when it has errors, which go to `errors` (every field is read).
-    static func readCase(_ node: ConfigNode, what: String, directory: String, errors: inout ConfigErrors) -> EvalCase? {
+    /// One case; nil when it has errors, which go to `errors` (every field is read), unless
+    /// `keepingPartial`: then what could be read, when that is an id, a source and expectations.
+    static func readCase(
+        _ node: ConfigNode, what: String, directory: String, errors: inout ConfigErrors, keepingPartial: Bool = false
+    ) -> EvalCase? {
         let before = errors.errors.count
         guard var fields = errors.collect({ () throws(ConfigError) in try node.mapping(what) }) else { return nil }
         let id = errors.collect { () throws(ConfigError) -> String in
@@ -66,7 +88,9 @@ public enum EvalCaseFile {
         let cassetteNode = fields.optional("cassette")
         let cassette = errors.collect { () throws(ConfigError) in try cassetteNode?.nonEmptyString("cassette") } ?? nil
         let expectedNode = errors.collect { () throws(ConfigError) in try fields.required("expected") }
-        let expected = expectedNode.flatMap { readExpectations($0, case: name, directory: directory, errors: &errors) }
+        let expected = expectedNode.flatMap {
+            readExpectations($0, case: name, directory: directory, errors: &errors, keepingPartial: keepingPartial)
+        }
         errors.errors.append(contentsOf: fields.unknownKeys(in: name))
 
         var source: EvalCase.Source?
@@ -119,7 +143,7 @@ public enum EvalCaseFile {
                 try checkTarget(expected, of: source, case: name, at: expectedNode?.location ?? node.location)
             }
         }
-        guard errors.errors.count == before, let id, let source, let expected else { return nil }
+        guard errors.errors.count == before || keepingPartial, let id, let source, let expected else { return nil }
         var evalCase = EvalCase(
             id: id, description: description, tags: tags, input: input, source: source, expected: expected, location: node.location)
         evalCase.allowsUnfinished = allowsUnfinished
@@ -129,8 +153,11 @@ public enum EvalCaseFile {
         return evalCase
     }
 
-    /// The expectations; nil when they have errors, which go to `errors` (every one is read).
-    static func readExpectations(_ node: ConfigNode, case name: String, directory: String, errors: inout ConfigErrors) -> Expectations? {
+    /// The expectations; nil when they have errors, which go to `errors` (every one is read),
+    /// unless `keepingPartial`: then the ones that could be read.
+    static func readExpectations(
+        _ node: ConfigNode, case name: String, directory: String, errors: inout ConfigErrors, keepingPartial: Bool = false
+    ) -> Expectations? {
         let before = errors.errors.count
         guard var fields = errors.collect({ () throws(ConfigError) in try node.mapping("expected") }) else { return nil }
         var expected = readRunExpectations(&fields, directory: directory, errors: &errors)
@@ -140,7 +167,7 @@ public enum EvalCaseFile {
             expected.pipeline = readPipelineExpectations(pipelineNode, tasks: tasksNode, directory: directory, errors: &errors)
         }
         errors.errors.append(contentsOf: fields.unknownKeys())
-        guard errors.errors.count == before else { return nil }
+        guard errors.errors.count == before || keepingPartial else { return nil }
         if expected.count == 0 {
             errors.errors.append(
                 ConfigError(

@@ -129,6 +129,12 @@ public struct ProjectCheck: Sendable {
                 } catch {
                     report.note(path, kind: .cases, summary: nil)
                     for problem in error.errors { self.problem(in: path, .error, problem) }
+                    // What ties the cases to other files is checked too, as far as they could
+                    // be read: a misspelt tool shows in this round, not after the fix.
+                    for evalCase in EvalCaseFile.partialCases(in: root, path: path) where EvalSuite.register(evalCase, in: &caseIds) == nil
+                    {
+                        crossCheck(evalCase)
+                    }
                 }
             case .agent:
                 _ = agent(at: path)
