@@ -1,3 +1,4 @@
+import Pipelines
 public import TraceCore
 
 /// The data of an eval report's page: the results document exactly as `agent-eval run --json`
@@ -27,12 +28,17 @@ public struct ReportView: Sendable {
                 }
             }
         }
-        let (runs, embedded, leftOut) = RunView.embed(ordered, eventBudget: eventBudget)
+        // A pipeline case's log is a pipeline log: it has a page of its own (`agent-eval view`),
+        // and read as a run it would be judged by a run's rules. Its tasks' runs are embedded.
+        let pipelines = ordered.filter(PipelineReplay.isPipelineLog)
+        let pipelineSet = Set(pipelines)
+        let (runs, embedded, leftOut) = RunView.embed(ordered.filter { !pipelineSet.contains($0) }, eventBudget: eventBudget)
         var object = ObjectBuilder()
         object.set("view", "report")
         object.set("results", results)
         object.set("runs", JSONValue.array(runs))
         object.set("runs_left_out", JSONValue.array(leftOut.map { .string($0) }))
+        if !pipelines.isEmpty { object.set("pipelines", JSONValue.array(pipelines.map { .string($0) })) }
         return ReportView(document: object.json, embedded: embedded, leftOut: leftOut)
     }
 }

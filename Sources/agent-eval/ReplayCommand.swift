@@ -86,7 +86,7 @@ struct ReplayCommand: AsyncParsableCommand {
 
     func run() async throws {
         // A pipeline log replays as its DAG: each task's status and the child runs to step into.
-        if (try? PipelineTarget(log).started()) != nil {
+        if PipelineTarget.detected(log) != nil {
             let show = try PipelineShowCommand.parse([log] + (json ? ["--json"] : []))
             try await show.run()
             return

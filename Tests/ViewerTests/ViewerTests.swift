@@ -163,6 +163,27 @@ struct ViewerTests {
         #expect(small.document["runs_left_out"]?.arrayValue?.contains(.string(Self.supportLog)) == true)
     }
 
+    @Test("a report's page lists a pipeline case's pipeline log for its own page and embeds its tasks' runs, never the pipeline as a run")
+    func reportPipelines() throws {
+        let recorded = Self.repository.appendingPathComponent("Fixtures/pipelines/recorded/triage-recovery")
+        let pipeline = recorded.appendingPathComponent("pipeline.jsonl.gz").path
+        let child = recorded.appendingPathComponent("tasks/classify_with_agent-1.jsonl.gz").path
+        let results: JSONValue = [
+            "schema": "agent-eval/results",
+            "cases": [
+                [
+                    "case_id": "pipe", "outcome": "fail",
+                    "runs": [["log": .string(pipeline), "failures": [["expectation": "tasks.x", "log": .string(child), "step": 1]]]],
+                ]
+            ],
+        ]
+        let view = ReportView.make(results: results)
+        #expect(view.document["pipelines"] == [.string(pipeline)])
+        #expect(view.embedded == [child])
+        let logs = view.document["runs"]?.arrayValue?.compactMap { $0["log"]?.stringValue } ?? []
+        #expect(!logs.contains(pipeline))
+    }
+
     @Test("a diff's page names the call and the argument where the runs part")
     func diffDivergence() throws {
         try TemporaryDirectory.with { directory in

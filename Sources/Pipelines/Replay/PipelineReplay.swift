@@ -12,6 +12,14 @@ public struct PipelineReplay: Sendable {
     public private(set) var mismatches: [String] = []
     public private(set) var checkedDigests = 0
 
+    /// Whether the log at `path` is a pipeline log: its first event is `pipeline_started`. Only
+    /// that event is read, so a pipeline log with a torn tail is one too; a run's log, a missing
+    /// or unreadable file is not.
+    public static func isPipelineLog(_ path: String) -> Bool {
+        guard case .pipeline(.started)? = try? LogReader(path: path).firstEvent()?.event.payload else { return false }
+        return true
+    }
+
     public init(log path: String) throws(PipelineError) {
         do {
             _ = try LogReader(path: path).forEachEvent { events.append($0.event) }

@@ -722,6 +722,11 @@
       append(app, table);
     }
     append(app, leftOutRuns(data, 'The page holds the runs of failing cases first, up to a size limit; see these with agent-eval view:'));
+    if ((data.pipelines || []).length) {
+      append(app, [el('h2', null, 'Pipeline runs'),
+        el('p', { class: 'muted' }, 'A pipeline run has a page of its own, with its task graph and each task\'s run:'),
+        el('pre', { class: 'runs-left-out' }, data.pipelines.map(function (log) { return 'agent-eval view ' + log; }).join('\n'))]);
+    }
     append(app, embedded.panel);
     embedded.start();
   }
