@@ -83,7 +83,7 @@ func otlpFile() throws -> (String, Int) {
 /// one a line, written as they are made.
 func transcriptFile(episodes count: Int) throws -> (String, Int) {
     let path = directory + "/episodes-\(count).jsonl"
-    FileManager.default.createFile(atPath: path, contents: nil)
+    _ = FileManager.default.createFile(atPath: path, contents: nil)
     let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
     defer { try? handle.close() }
     var messages = 0

@@ -1,6 +1,6 @@
 import CLibdeflate
 import CZlib
-public import Foundation
+import Foundation
 
 /// The physical limit of reading a log, for the benchmarks: inflating every gzip member of a
 /// file in process and throwing the output away, with nothing else done. One instance keeps

@@ -84,7 +84,7 @@ struct ReplayCommandTests {
     func emptyLog() throws {
         try TemporaryDirectory.with { directory in
             let log = directory.path("empty.jsonl.gz")
-            FileManager.default.createFile(atPath: log, contents: Data())
+            #expect(FileManager.default.createFile(atPath: log, contents: Data()))
             for arguments in [
                 ["replay", log, "--plain"], ["replay", log, "--json"], ["replay", log, "--step", "1"], ["log", "verify", log],
             ] {
@@ -111,7 +111,7 @@ struct ReplayCommandTests {
         try TemporaryDirectory.with { directory in
             let log = directory.path("cut.jsonl.gz")
             let head = try Subprocess.run("/usr/bin/env", ["head", "-c", "64", runFixture("support-refund.jsonl.gz")])
-            FileManager.default.createFile(atPath: log, contents: Data(head.stdout))
+            #expect(FileManager.default.createFile(atPath: log, contents: Data(head.stdout)))
             let replay = try agentEval(["replay", log, "--plain"])
             #expect(replay.status == 2)
             #expect(

@@ -19,7 +19,7 @@ struct ViewerBrowserTests {
     @Test("run, report, diff, planted markup and a long run, each opened and used in Chromium")
     func pagesInChromium() async throws {
         let command = try await PythonEnvironment.browser.script("viewer_browser.py")
-        try await TemporaryDirectory.with { directory in
+        try TemporaryDirectory.with { directory in
             // The pages, made with the CLI as a user would.
             let run = directory.path("run.html")
             try expectStatus(0, agentEval(["view", "Fixtures/runs/support-refund.jsonl.gz", "--out", run], in: repositoryRoot))

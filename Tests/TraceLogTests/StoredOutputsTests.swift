@@ -65,7 +65,7 @@ struct StoredOutputsTests {
         var digester = StateDigester()
         var stored = StoredOutputs(log: path, minimumLogBytes: minimumLogBytes)
         var mismatches = 0
-        try LogReader(path: path).forEachEvent { recorded in
+        _ = try LogReader(path: path).forEachEvent { recorded in
             if case .stepEnded(let ended) = recorded.event.payload, digester.digest(of: state) != ended.stateDigest { mismatches += 1 }
             let change = RunState.reduce(into: &state, recorded.event)
             digester.track(change)
