@@ -36,6 +36,8 @@ let package = Package(
         // Pre-1.0: minor versions may break the API, so only patch releases are taken.
         .package(url: "https://github.com/modelcontextprotocol/swift-sdk", .upToNextMinor(from: "0.12.1")),
     ],
+    // Layers import only downward. docs/architecture.md lists what each module may import, and
+    // ArchitectureTests fails on an import it does not allow: change both together.
     targets: [
         // Layer 0: the system zlib, seen through a module map. Only TraceLog imports it.
         .systemLibrary(
@@ -74,7 +76,8 @@ let package = Package(
             dependencies: ["TraceCore", "CZlib", "CLibdeflate", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strictSettings
         ),
-        // Starting tool subprocesses: the few libc calls Swift cannot see without _GNU_SOURCE.
+        // Layer 0: starting processes: the few libc calls Swift cannot see without _GNU_SOURCE.
+        // Only AgentRuntime imports it.
         .target(name: "CProcess"),
         // Layer 3: config files (agent files, model scripts, eval cases) read with positions, so
         // every error names file:line:column.
@@ -143,7 +146,7 @@ let package = Package(
         // Layer 3: replay: step-by-step rebuild with digest checks, the step index, diff, re-run.
         .target(
             name: "Replay",
-            dependencies: ["TraceCore", "TraceLog", "AgentRuntime"],
+            dependencies: ["TraceCore", "TraceLog", "AgentRuntime", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strictSettings
         ),
         // Layer 3, above replay, pipelines and the eval engine: the HTML viewer. Runs, pipelines,
