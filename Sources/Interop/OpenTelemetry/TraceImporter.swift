@@ -59,56 +59,60 @@ struct TraceImporter {
     private func run(traceId: String, spans unsorted: [Span]) throws(ImportError) -> ImportedRun {
         let spans = unsorted.sorted { ($0.startUs, $0.spanId) < ($1.startUs, $1.spanId) }
         var warnings: [String] = []
-        var byId: [String: Span] = [:]
-        for span in spans { byId[span.spanId] = span }
+        let spanIds = Set(spans.map(\.spanId))
         for span in spans {
-            if let parent = span.parentId, byId[parent] == nil {
+            if let parent = span.parentId, !spanIds.contains(parent) {
                 warnings.append("span \(span.spanId) (\(span.name)) names parent \(parent), which is not in the trace: read as a root")
             }
         }
-        func ancestors(_ span: Span) -> [Span] {
-            var chain: [Span] = []
-            var seen: Set<String> = [span.spanId]
-            var current = span.parentId.flatMap { byId[$0] }
-            while let next = current, seen.insert(next.spanId).inserted {
-                chain.append(next)
-                current = next.parentId.flatMap { byId[$0] }
-            }
-            return chain
+        let tree = SpanTree(spans)
+        for cycle in tree.cycles {
+            let named = cycle.sorted().prefix(8).map { "\(spans[$0].spanId) (\(spans[$0].name))" }
+            let more = cycle.count > named.count ? " and \(cycle.count - named.count) more" : ""
+            warnings.append(
+                cycle.count == 1
+                    ? "span \(named[0]) names itself as its parent: read as a root"
+                    : "spans \(named.joined(separator: ", "))\(more) name each other as parents, round in a cycle that no tree can "
+                        + "hold: each is read as a root")
         }
-        let operations = Dictionary(uniqueKeysWithValues: spans.map { ($0.spanId, Self.operation(of: $0)) })
+        let operations = spans.map(Self.operation)
 
         // Chat spans grouped into model calls: by their outermost chat ancestor, then by response id.
-        var chatGroups: [[Span]] = []
-        var groupOf: [String: Int] = [:]
+        let outerChat = tree.outermostAncestors { operations[$0] == .chat ? "chat" : nil }
+        var chatGroups: [[Int]] = []
+        var groupOf: [Int: Int] = [:]
         var groupOfResponse: [String: Int] = [:]
-        for span in spans where operations[span.spanId] == .chat {
-            let outer = ancestors(span).last { operations[$0.spanId] == .chat }
-            if let outer, let group = groupOf[outer.spanId] {
-                chatGroups[group].append(span)
-                groupOf[span.spanId] = group
+        for index in spans.indices where operations[index] == .chat {
+            let span = spans[index]
+            if let outer = outerChat[index], let group = groupOf[outer] {
+                chatGroups[group].append(index)
+                groupOf[index] = group
             } else if let response = span.string("gen_ai.response.id"), let group = groupOfResponse[response] {
-                chatGroups[group].append(span)
-                groupOf[span.spanId] = group
+                chatGroups[group].append(index)
+                groupOf[index] = group
             } else {
-                groupOf[span.spanId] = chatGroups.count
-                chatGroups.append([span])
+                groupOf[index] = chatGroups.count
+                chatGroups.append([index])
             }
-            if let response = span.string("gen_ai.response.id"), let group = groupOf[span.spanId] { groupOfResponse[response] = group }
+            if let response = span.string("gen_ai.response.id"), let group = groupOf[index] { groupOfResponse[response] = group }
         }
         // Tool spans grouped the same way: nested spans of one tool are one call.
-        var toolGroups: [[Span]] = []
-        var toolGroupOf: [String: Int] = [:]
-        for span in spans where operations[span.spanId] == .tool {
-            let outer = ancestors(span).last { operations[$0.spanId] == .tool && Self.toolName($0) == Self.toolName(span) }
-            if let outer, let group = toolGroupOf[outer.spanId] {
-                toolGroups[group].append(span)
-                toolGroupOf[span.spanId] = group
+        let outerTool = tree.outermostAncestors { index in
+            operations[index] == .tool ? "tool:" + (Self.toolName(spans[index]).map { "=" + $0 } ?? "") : nil
+        }
+        var toolGroups: [[Int]] = []
+        var toolGroupOf: [Int: Int] = [:]
+        for index in spans.indices where operations[index] == .tool {
+            if let outer = outerTool[index], let group = toolGroupOf[outer] {
+                toolGroups[group].append(index)
+                toolGroupOf[index] = group
             } else {
-                toolGroupOf[span.spanId] = toolGroups.count
-                toolGroups.append([span])
+                toolGroupOf[index] = toolGroups.count
+                toolGroups.append([index])
             }
         }
+        /// A group's spans, the deepest first.
+        func deepestFirst(_ group: [Int]) -> [Span] { group.sorted { tree.depth[$0] > tree.depth[$1] }.map { spans[$0] } }
 
         // One step per model call, in the order the calls started.
         var steps: [ImportedStep] = []
@@ -126,7 +130,7 @@ struct TraceImporter {
         var model: ModelIdentity?
         var goal: String?
         for group in chatGroups {
-            let depthSorted = group.sorted { ancestors($0).count > ancestors($1).count }
+            let depthSorted = deepestFirst(group)
             let replies = depthSorted.map { Self.reply(of: $0) }
             let chosen = replies.indices.first { replies[$0].hasContent } ?? 0
             let span = depthSorted[chosen]
@@ -170,7 +174,7 @@ struct TraceImporter {
             }
             steps.append(
                 ImportedStep(
-                    decision: decision, raw: span.record, format: "otlp.span", records: group.map(\.record), usage: usage,
+                    decision: decision, raw: span.record, format: "otlp.span", records: group.map { spans[$0].record }, usage: usage,
                     latencyUs: max(0, span.endUs - span.startUs), timeUs: span.startUs))
             stepStarts.append(span.startUs)
             captured.append(reply.hasContent)
@@ -183,7 +187,7 @@ struct TraceImporter {
         // Each tool call: paired with a proposed call by id, else by name, else added to the model
         // call before it (whose reply content was not captured) or to a step of its own.
         for group in toolGroups {
-            let depthSorted = group.sorted { ancestors($0).count > ancestors($1).count }
+            let depthSorted = deepestFirst(group)
             let span = depthSorted[0]
             let name = depthSorted.lazy.compactMap(Self.toolName).first ?? span.name
             let sourceId = depthSorted.lazy.compactMap { $0.string("gen_ai.tool.call.id") }.first
@@ -203,7 +207,7 @@ struct TraceImporter {
                 guard case .calls(var calls) = steps[target.step].decision else { continue }
                 calls[target.index].result = result
                 steps[target.step].decision = .calls(calls)
-                steps[target.step].records += group.map(\.record)
+                steps[target.step].records += group.map { spans[$0].record }
                 if span.startUs < stepStarts[target.step] {
                     warnings.append(
                         "tool span \(span.spanId) starts before the model call that proposed it: clocks disagree; order kept by the call")
@@ -218,12 +222,13 @@ struct TraceImporter {
             let owner = stepStarts.lastIndex { $0 <= span.startUs }
             if let owner, !captured[owner] {
                 steps[owner].decision = .calls(steps[owner].calls + [call])
-                steps[owner].records += group.map(\.record)
+                steps[owner].records += group.map { spans[$0].record }
             } else {
                 let at = (owner ?? -1) + 1
                 steps.insert(
                     ImportedStep(
-                        decision: .calls([call]), raw: span.record, format: "otlp.span", records: group.map(\.record), timeUs: span.startUs),
+                        decision: .calls([call]), raw: span.record, format: "otlp.span", records: group.map { spans[$0].record },
+                        timeUs: span.startUs),
                     at: at)
                 stepStarts.insert(span.startUs, at: at)
                 captured.insert(true, at: at)
@@ -235,10 +240,11 @@ struct TraceImporter {
                 "call \"\(steps[call.step].calls[call.index].call.id)\" (\(call.name)) has no tool span: it counts as proposed, not run")
         }
 
-        let used = Set(chatGroups.flatMap { $0.map(\.spanId) } + toolGroups.flatMap { $0.map(\.spanId) })
-        let rest = spans.filter { !used.contains($0.spanId) }
-        let agent = rest.first { operations[$0.spanId] == .agent }
-        let root = rest.first { $0.parentId == nil || byId[$0.parentId ?? ""] == nil } ?? spans.first
+        let used = Set(chatGroups.joined()).union(toolGroups.joined())
+        let restIndices = spans.indices.filter { !used.contains($0) }
+        let rest = restIndices.map { spans[$0] }
+        let agent = restIndices.first { operations[$0] == .agent }.map { spans[$0] }
+        let root = restIndices.first { tree.parent[$0] == nil }.map { spans[$0] } ?? spans.first
         if goal == nil { goal = agent.flatMap(Self.userText) }
         let failure = (agent ?? root).flatMap { span in span.error.map { (span, $0) } }
         let stop: RunStopped?
