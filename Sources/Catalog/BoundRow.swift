@@ -34,6 +34,11 @@ struct BoundRow {
                 resultCode: .SQLITE_MISUSE, message: "bound \(row.index) values for \(parameters) parameters", sql: statement.sql)
         }
         var code = row.failure
+        // A refused bind sets no message on the connection (its last one may read "not an
+        // error"): SQLite's sentence for the code says what was refused.
+        if code != SQLITE_OK {
+            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errstr(code)), sql: statement.sql)
+        }
         while code == SQLITE_OK {
             let stepped = sqlite3_step(handle)
             if stepped == SQLITE_ROW {

@@ -70,7 +70,15 @@ extension Catalog {
     /// Indexes every log `paths` name (see `findLogs`); with no paths, every log the catalog
     /// holds already (so vanished ones are marked). Logs under a directory given that the
     /// catalog holds but the directory no longer does are marked vanished. Calls `progress`
-    /// after each log, in path order, on the calling thread.
+    /// for each log, in path order, on the calling thread, once the batch it was in is
+    /// committed: never while the write lock is held, so a slow reader of the output (a pipe
+    /// nobody drains) cannot keep other processes from writing.
+    ///
+    /// Each log stands on its own: one the reader rejects (damage, a member over `memberLimit`
+    /// decompressed bytes — a decompression bomb) is indexed as `damaged` with the reader's
+    /// error, and one whose rows SQLite refuses is recorded `damaged` with SQLite's reason while
+    /// the rest of its batch is written again without it. Only a failure of the catalog itself
+    /// (locked past the busy timeout, full, damaged) stops the index.
     ///
     /// Logs are taken `logsPerTransaction` at a time. While one batch is written on the calling
     /// thread (one write transaction), the next is told apart on a read snapshot (unchanged
@@ -78,7 +86,8 @@ extension Catalog {
     /// reading never waits for SQLite. A log whose row another process changed meanwhile, or
     /// that holds more calls than a read may keep, is read again inside the transaction.
     public func index(
-        paths: [String], jobs: Int = 1, progress: (_ log: IndexedLog, _ done: Int, _ total: Int) -> Void = { _, _, _ in }
+        paths: [String], jobs: Int = 1, memberLimit: Int = Catalog.defaultMemberLimit,
+        progress: (_ log: IndexedLog, _ done: Int, _ total: Int) -> Void = { _, _, _ in }
     ) throws(CatalogError) -> IndexSummary {
         var logs: [String]
         if paths.isEmpty {
@@ -110,37 +119,67 @@ extension Catalog {
         let readers = ReadingThreads(count: min(max(1, jobs), Self.logsPerTransaction))
         defer { readers.stop() }
         var next: PendingBatch?
-        if let first = batches.first { next = try start(first, on: readers) }
+        if let first = batches.first { next = try start(first, on: readers, memberLimit: memberLimit) }
         for number in batches.indices {
             guard let current = next else { break }
             // The next batch is read while this one is written.
-            next = number + 1 < batches.count ? try start(batches[number + 1], on: readers) : nil
+            next = number + 1 < batches.count ? try start(batches[number + 1], on: readers, memberLimit: memberLimit) : nil
             let batch = current.wait()
-            func report(_ indexed: IndexedLog) {
-                summary.logs.append(indexed)
-                progress(indexed, summary.logs.count, logs.count)
-            }
-            guard batch.contains(where: { $0.unchanged == nil }) else {
-                for item in batch { item.unchanged.map(report) }
-                continue
-            }
-            // One commit for many logs, the write lock held for one batch at a time. An
-            // interrupted index loses at most the batch it was in: those logs keep their old
-            // rows and are read again next time.
-            try write { db in
-                let pending = PendingCallRows()
-                for item in batch {
-                    report(try item.unchanged ?? index(absolute: item.path, in: db, pending: pending, prepared: item.prepared))
-                }
-                try pending.write(to: db)
+            let indexed =
+                batch.contains(where: { $0.unchanged == nil })
+                ? try write(batch, memberLimit: memberLimit) : batch.compactMap(\.unchanged)
+            // Said once the batch is committed: output that blocks holds no lock.
+            for log in indexed {
+                summary.logs.append(log)
+                progress(log, summary.logs.count, logs.count)
             }
         }
         return summary
     }
 
+    /// Writes one batch's logs in one transaction and returns what became of each. One commit
+    /// for many logs, the write lock held for one batch at a time: an interrupted index loses at
+    /// most the batch it was in (those logs keep their old rows and are read again next time).
+    /// A log whose rows SQLite refuses rolls the batch back; it is written again with that log
+    /// recorded as `damaged` instead (each such log once, so this ends).
+    private func write(_ batch: [BatchLog], memberLimit: Int) throws(CatalogError) -> [IndexedLog] {
+        var failed: [String: String] = [:]
+        while true {
+            let outcome = try writeRollingBack { db in
+                let pending = PendingCallRows()
+                var indexed: [IndexedLog] = []
+                for item in batch {
+                    if let unchanged = item.unchanged {
+                        indexed.append(unchanged)
+                    } else if let problem = failed[item.path] {
+                        indexed.append(try Self.recordFailure(of: item.path, problem: problem, in: db))
+                    } else {
+                        indexed.append(
+                            try Self.attributing(to: item.path, in: db) {
+                                try index(absolute: item.path, in: db, pending: pending, prepared: item.prepared, memberLimit: memberLimit)
+                            })
+                    }
+                }
+                try Self.attributing(to: batch[batch.count - 1].path, in: db) { try pending.write(to: db) }
+                return indexed
+            }
+            switch outcome {
+            case .success(let indexed):
+                return indexed
+            case .failure(let failure):
+                guard failed[failure.path] == nil else {
+                    throw CatalogError(
+                        .queryFailed, "the catalog at \(path) refused even the damaged entry of \(failure.path): \(failure.problem)",
+                        location: SourceLocation(path: path))
+                }
+                failed[failure.path] = failure.problem
+            }
+        }
+    }
+
     /// Starts looking at one batch's logs: their rows from one read snapshot (here), then on
     /// `readers`, each log found unchanged or read (`prepare(absolute:known:)`).
-    private func start(_ paths: [String], on readers: ReadingThreads) throws(CatalogError) -> PendingBatch {
+    private func start(_ paths: [String], on readers: ReadingThreads, memberLimit: Int) throws(CatalogError) -> PendingBatch {
         let known = try read { db in try paths.map { try StoredLog.fetch(db, path: $0) } }
         let batch = PendingBatch(paths.map { BatchLog(path: $0) })
         for (index, path) in paths.enumerated() {
@@ -148,7 +187,7 @@ extension Catalog {
             batch.group.enter()
             readers.submit {
                 var log = BatchLog(path: path)
-                (log.unchanged, log.prepared) = Self.prepare(absolute: path, known: known)
+                (log.unchanged, log.prepared) = Self.prepare(absolute: path, known: known, memberLimit: memberLimit)
                 batch.logs.withLock { $0[index] = log }
                 batch.group.leave()
             }

@@ -46,38 +46,45 @@ extension Catalog {
 
     /// Builds the catalog at `path` again from the logs: those `paths` name, or (when none
     /// are given) every log the old catalog knows. Suite runs and their results — records of
-    /// what ran, which the logs do not hold — are carried over from the old catalog when it can
-    /// be read. The new catalog is written beside the old one and renamed over it, so an
-    /// interrupted rebuild leaves the old one as it was. Run it when nothing else uses the
-    /// catalog.
+    /// what ran, which the logs do not hold — are carried over from the old catalog, whatever
+    /// schema version it has (older ones are read as they are, never migrated in place: the
+    /// columns both versions have are copied, later columns take their defaults). The new
+    /// catalog is written beside the old one and renamed over it, so an interrupted rebuild
+    /// leaves the old one as it was. Run it when nothing else uses the catalog.
+    ///
+    /// It refuses, changing nothing, to replace a file that is not a catalog (a log, a text
+    /// file, another program's SQLite database), and a damaged catalog whose suite history
+    /// cannot be read unless `discardingUnreadableHistory` says to go on without it. A missing
+    /// or empty file is simply created.
     public static func rebuild(
-        at path: String, from paths: [String] = [], jobs: Int = 1,
+        at path: String, from paths: [String] = [], jobs: Int = 1, memberLimit: Int = Catalog.defaultMemberLimit,
+        discardingUnreadableHistory: Bool = false,
         progress: (_ log: IndexedLog, _ done: Int, _ total: Int) -> Void = { _, _, _ in }
-    ) throws(CatalogError) -> (summary: IndexSummary, suiteRuns: Int) {
+    ) throws(CatalogError) -> RebuildOutcome {
+        let old = try OldCatalog.look(at: path)
+        var outcome = RebuildOutcome()
         var sources = paths
-        var old: Catalog?
-        if FileManager.default.fileExists(atPath: path) {
-            old = try? Catalog(path: path, readOnly: true)
-        }
         if sources.isEmpty {
-            guard let old else {
+            guard let known = old.logs else {
                 throw CatalogError(
                     .cannotOpen, "the catalog at \(path) cannot be read, so it cannot say which logs to index",
                     location: SourceLocation(path: path), hint: "name the logs or directories to rebuild it from")
             }
-            sources = try old.read { db in try String.fetchAll(db, sql: "SELECT path FROM logs ORDER BY path") }
-                .filter { FileManager.default.fileExists(atPath: $0) }
+            sources = known.filter { FileManager.default.fileExists(atPath: $0) }
         }
+        outcome.fromSchemaVersion = old.version
         let temporary = path + ".rebuild-\(ProcessInfo.processInfo.processIdentifier)"
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: temporary + suffix) }
-        var suiteRuns = 0
-        let summary: IndexSummary
         do {
             let fresh = try Catalog(path: temporary)
-            summary = sources.isEmpty ? IndexSummary() : try fresh.index(paths: sources, jobs: jobs, progress: progress)
-            if let old {
-                suiteRuns = try fresh.copySuites(from: old.path)
-                try old.close()
+            outcome.summary =
+                sources.isEmpty ? IndexSummary() : try fresh.index(paths: sources, jobs: jobs, memberLimit: memberLimit, progress: progress)
+            if old.version != nil {
+                do {
+                    outcome.suiteRuns = try fresh.copySuites(from: path)
+                } catch  where discardingUnreadableHistory {
+                    outcome.discardedHistory = error.message
+                }
             }
             try fresh.checkpoint()
             try fresh.close()
@@ -93,10 +100,13 @@ extension Catalog {
         guard rename(temporary, path) == 0 else {
             throw CatalogError(.cannotOpen, "cannot move the rebuilt catalog \(temporary) to \(path)", location: SourceLocation(path: path))
         }
-        return (summary, suiteRuns)
+        return outcome
     }
 
-    /// Copies every suite run and its results from the catalog at `other`; returns how many.
+    /// Copies every suite run and its results from the catalog at `other`, of this schema
+    /// version or another: the columns both have, by name (a column added since takes its
+    /// default, NULL or `[]`). Returns how many suite runs there are. A failure is thrown, never
+    /// passed over: the history exists nowhere else. All or nothing (one transaction).
     func copySuites(from other: String) throws(CatalogError) -> Int {
         do {
             // ATTACH cannot run inside a transaction.
@@ -105,14 +115,22 @@ extension Catalog {
                 defer { try? db.execute(sql: "DETACH DATABASE old") }
                 try db.inTransaction {
                     for table in ["suite_runs", "case_results", "eval_results"] {
-                        try db.execute(sql: "INSERT INTO main.\(table) SELECT * FROM old.\(table)")
+                        let theirs = Set(try Row.fetchAll(db, sql: "PRAGMA old.table_info(\(table))").map { $0["name"] as String })
+                        let columns = try Row.fetchAll(db, sql: "PRAGMA main.table_info(\(table))").map { $0["name"] as String }
+                            .filter(theirs.contains).map { "\"\($0)\"" }.joined(separator: ", ")
+                        try db.execute(sql: "INSERT INTO main.\(table) (\(columns)) SELECT \(columns) FROM old.\(table)")
                     }
                     return .commit
                 }
                 return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM main.suite_runs") ?? 0
             }
         } catch {
-            throw Self.describe(error, path: other)
+            let described = Self.describe(error, path: other)
+            throw CatalogError(
+                .historyUnreadable,
+                "the suite history of the catalog at \(other) cannot be read (\(described.message)), so it was not rebuilt: nothing was changed",
+                location: SourceLocation(path: other),
+                hint: "copy the file somewhere safe; then the rebuild can go on without that history if you tell it to")
         }
     }
 
@@ -138,5 +156,83 @@ extension Catalog {
         } catch {
             throw Self.describe(error, path: path)
         }
+    }
+}
+
+/// What `Catalog.rebuild` did.
+public struct RebuildOutcome: Sendable {
+    /// The logs indexed into the new catalog.
+    public var summary = IndexSummary()
+    /// Suite runs carried over from the old catalog.
+    public var suiteRuns = 0
+    /// The old catalog's schema version; nil when there was none (no file, an empty one).
+    public var fromSchemaVersion: Int?
+    /// The new catalog's schema version.
+    public var toSchemaVersion: Int { CatalogSchema.version }
+    /// Why the old catalog's suite history could not be read, when the rebuild went on
+    /// without it (`discardingUnreadableHistory`).
+    public var discardedHistory: String?
+
+    public init() {}
+}
+
+/// The file at a catalog's path as `rebuild` finds it, looked at through a read-only
+/// connection that migrates nothing.
+struct OldCatalog {
+    /// The schema version; nil when there is no catalog to carry anything from.
+    var version: Int?
+    /// The logs it knows; nil when it cannot say.
+    var logs: [String]?
+
+    /// Looks at `path`: nothing there (or an empty database) is no catalog; a catalog of any
+    /// schema version is read for its logs (a damaged one may not say); anything else — a file
+    /// that is not SQLite, a SQLite database without the catalog's tables — is refused.
+    static func look(at path: String) throws(CatalogError) -> OldCatalog {
+        let location = SourceLocation(path: path)
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { return OldCatalog() }
+        if isDirectory.boolValue {
+            throw CatalogError(.cannotOpen, "the catalog path \(path) is a directory", location: location)
+        }
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw CatalogError(.cannotOpen, "cannot read \(path) to see whether it is a catalog", location: location)
+        }
+        let header = [UInt8]((try? handle.read(upToCount: 100)) ?? Data())
+        try? handle.close()
+        if header.isEmpty { return OldCatalog() }
+        guard header.starts(with: Catalog.sqliteMagic) else { throw notACatalog(path, "it is not a SQLite database") }
+        var found = OldCatalog()
+        do {
+            var configuration = Configuration()
+            configuration.readonly = true
+            configuration.busyMode = .timeout(Catalog.busyTimeout)
+            let queue = try DatabaseQueue(path: path, configuration: configuration)
+            defer { try? queue.close() }
+            try queue.read { db in
+                let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
+                let tables = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_schema WHERE type = 'table'"))
+                if version == 0 && tables.isEmpty { return }
+                guard version > 0, tables.isSuperset(of: ["logs", "suite_runs", "case_results", "eval_results"]) else {
+                    throw notACatalog(path, "it is a SQLite database without the catalog's tables and schema version")
+                }
+                found.version = version
+                found.logs = try? String.fetchAll(db, sql: "SELECT path FROM logs ORDER BY path")
+            }
+        } catch let error as CatalogError {
+            throw error
+        } catch {
+            // SQLite cannot read it: a damaged catalog when its header names a schema version.
+            let headerVersion = header.count >= 64 ? header[60..<64].reduce(0) { $0 << 8 | Int($1) } : 0
+            guard headerVersion > 0 else { throw notACatalog(path, "SQLite cannot read it, and its header names no schema version") }
+            found = OldCatalog(version: headerVersion)
+        }
+        return found
+    }
+
+    private static func notACatalog(_ path: String, _ why: String) -> CatalogError {
+        CatalogError(
+            .notACatalog, "\(path) is not an agent-eval catalog (\(why)), so rebuild does not replace it; nothing was changed",
+            location: SourceLocation(path: path),
+            hint: "give --catalog the catalog's own file, or a path where no file is yet")
     }
 }

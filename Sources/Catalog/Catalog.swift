@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import TraceCore
 
 /// The SQLite catalog beside the logs: every indexed run, its tool calls, every suite run and
@@ -119,7 +120,7 @@ public final class Catalog: Sendable {
         let bytes = [UInt8](header)
         let userVersion = bytes[60..<64].reduce(0) { $0 << 8 | Int($1) }
         // "SQLite format 3\0", then the file format write and read versions: 2 is WAL.
-        return bytes.starts(with: Array("SQLite format 3\0".utf8)) && bytes[18] == 2 && bytes[19] == 2
+        return bytes.starts(with: sqliteMagic) && bytes[18] == 2 && bytes[19] == 2
             && userVersion == CatalogSchema.version
     }
 
@@ -172,9 +173,14 @@ public final class Catalog: Sendable {
         }
         let detail = error.message ?? "\(error.resultCode)"
         switch error.resultCode.primaryResultCode {
-        case .SQLITE_NOTADB:
+        case .SQLITE_NOTADB where hasSQLiteHeader(path):
             return CatalogError(
-                .notACatalog, "\(path) is not a SQLite database (\(detail))", location: location, hint: CatalogError.rebuildHint)
+                .corrupt, "the catalog at \(path) is damaged (\(detail))", location: location, hint: CatalogError.rebuildHint)
+        case .SQLITE_NOTADB:
+            // Someone's file, not damage of ours: rebuilding over it would destroy it.
+            return CatalogError(
+                .notACatalog, "\(path) is not a SQLite database (\(detail))", location: location,
+                hint: "point the catalog option at another file: agent-eval neither reads nor replaces a file that is not its catalog")
         case .SQLITE_CORRUPT:
             return CatalogError(
                 .corrupt, "the catalog at \(path) is damaged (\(detail))", location: location, hint: CatalogError.rebuildHint)
@@ -191,6 +197,18 @@ public final class Catalog: Sendable {
         }
     }
 
+    /// Whether the file at `path` begins as a SQLite database does (a damaged catalog still
+    /// does; a log or a text file does not).
+    static func hasSQLiteHeader(_ path: String) -> Bool {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return false }
+        defer { try? handle.close() }
+        guard let header = try? handle.read(upToCount: 16) else { return false }
+        return [UInt8](header) == sqliteMagic
+    }
+
+    /// The first 16 bytes of every SQLite database file.
+    static let sqliteMagic = Array("SQLite format 3\0".utf8)
+
     /// Runs `body` in a write transaction that takes the write lock at once (so the busy
     /// timeout applies, instead of failing when a read turns into a write).
     func write<T>(_ body: (Database) throws -> T) throws(CatalogError) -> T {
@@ -202,6 +220,39 @@ public final class Catalog: Sendable {
         } catch {
             throw Self.describe(error, path: path)
         }
+    }
+
+    /// `write`, for a body that may find one log's rows refused (`StoreFailure`): then nothing
+    /// it wrote is kept, and the failure is returned for the caller to record that log and
+    /// write the others again.
+    func writeRollingBack<T>(_ body: (Database) throws -> T) throws(CatalogError) -> Result<T, StoreFailure> {
+        do {
+            return try pool.writeWithoutTransaction { db in
+                var outcome: Result<T, StoreFailure>?
+                try db.inTransaction(.immediate) {
+                    do {
+                        outcome = .success(try body(db))
+                        return .commit
+                    } catch let failure as StoreFailure {
+                        outcome = .failure(failure)
+                        return .rollback
+                    }
+                }
+                guard let outcome else { throw CatalogError(.queryFailed, "the catalog's write at \(path) ended without a result") }
+                return outcome
+            }
+        } catch let error as CatalogError {
+            throw error
+        } catch {
+            throw Self.describe(error, path: path)
+        }
+    }
+
+    /// Lowers SQLite's limit on the length of one value (by default 1,000,000,000 bytes) on the
+    /// writing connection, so that a test reaches it with a log of kilobytes: what SQLite does
+    /// then is what it does at its default limit with a gigabyte.
+    func limitValueLength(to bytes: Int32) {
+        pool.writeWithoutTransaction { db in _ = sqlite3_limit(db.sqliteConnection, SQLITE_LIMIT_LENGTH, bytes) }
     }
 
     /// Runs `body` on a read-only snapshot.

@@ -19,6 +19,12 @@ public struct CatalogError: Diagnostic, Hashable {
         case missingPath = "missing_path"
         /// A results file given to `results merge` cannot be read.
         case badResults = "bad_results"
+        /// `catalog rebuild` cannot read the old catalog's suite history, which the logs do not hold.
+        case historyUnreadable = "history_unreadable"
+        /// A `sql` statement ran past its time limit and was stopped.
+        case timedOut = "timed_out"
+        /// `sql` was given more than one statement.
+        case severalStatements = "several_statements"
     }
 
     public var code: Code

@@ -37,6 +37,9 @@ public struct IndexedLog: Sendable, Hashable {
     public var problem: String?
     /// Events read (0 when nothing was).
     public var eventsRead: Int
+    /// The code of the error that made a log just read `damaged` (`log.event_too_large` for a
+    /// member over the read limit); nil when it was not read now.
+    public var problemCode: String? = nil
 }
 
 extension Catalog {
@@ -44,17 +47,33 @@ extension Catalog {
     /// log of any length holds a bounded state.
     static let callsHeldInMemory = 512
 
+    /// The most decompressed bytes one gzip member of a log may hold when the catalog reads it
+    /// (`index --max-member-mib`): the reader's memory per log follows it, so a log that
+    /// inflates to gigabytes (a decompression bomb, one endless line) is indexed as `damaged`
+    /// at that member instead of taking the machine's memory. Model replies are capped at 64 MiB
+    /// and tool outputs at 1 MiB by default, so the writer's own logs stay well within it.
+    public static let defaultMemberLimit = 64 << 20
+
     /// Indexes one log: reads nothing when its identity is unchanged, only its new members when
     /// it grew on the same prefix, all of it otherwise. One transaction: an interrupted index
-    /// leaves the log's old rows (and it is read again next time).
-    public func index(log: String) throws(CatalogError) -> IndexedLog {
+    /// leaves the log's old rows (and it is read again next time). A log whose rows SQLite
+    /// refuses is recorded as `damaged`, with SQLite's reason (`recordFailure`).
+    public func index(log: String, memberLimit: Int = Catalog.defaultMemberLimit) throws(CatalogError) -> IndexedLog {
         let path = Self.absolute(log)
         if let unchanged = try unchangedLogs(at: [path])[0] { return unchanged }
-        return try write { db in
+        let outcome = try writeRollingBack { db in
             let pending = PendingCallRows()
-            let indexed = try index(absolute: path, in: db, pending: pending)
-            try pending.write(to: db)
+            let indexed = try Self.attributing(to: path, in: db) {
+                try index(absolute: path, in: db, pending: pending, memberLimit: memberLimit)
+            }
+            try Self.attributing(to: path, in: db) { try pending.write(to: db) }
             return indexed
+        }
+        switch outcome {
+        case .success(let indexed):
+            return indexed
+        case .failure(let failure):
+            return try write { db in try Self.recordFailure(of: failure.path, problem: failure.problem, in: db) }
         }
     }
 
@@ -79,7 +98,10 @@ extension Catalog {
     /// process may have indexed it meanwhile. `prepared`, the log already read outside the
     /// transaction, is written as it is when the row is still the one it was read against;
     /// otherwise the log is read here.
-    func index(absolute path: String, in db: Database, pending: PendingCallRows, prepared: PreparedLog? = nil) throws -> IndexedLog {
+    func index(
+        absolute path: String, in db: Database, pending: PendingCallRows, prepared: PreparedLog? = nil,
+        memberLimit: Int = Catalog.defaultMemberLimit
+    ) throws -> IndexedLog {
         let known = try StoredLog.fetch(db, path: path)
         guard let stamp = FileStamp(path: path) else {
             if let known, known.status != .vanished {
@@ -100,13 +122,74 @@ extension Catalog {
         }
         let plan = ReadPlan(known: known, path: path, now: stamp)
         let logId = try Self.startRows(of: path, known: known, keepingCallsBelow: plan.resume?.callBase, in: db)
-        var indexer = LogIndexer(path: path) { rows in try pending.take(&rows, logId: logId, in: db) }
+        var indexer = LogIndexer(path: path, memberLimit: memberLimit) { rows in try pending.take(&rows, logId: logId, in: db) }
         try indexer.read(from: plan.resume, storedTailOffset: plan.storedTailOffset)
         let row = indexer.finish(stampBefore: stamp, now: Self.nowUs())
         var rows = indexer.rows
         try pending.take(&rows, logId: logId, in: db)
         try row.write(logId: logId, in: db)
-        return IndexedLog(path: path, change: plan.change, status: row.status, problem: row.problem, eventsRead: indexer.eventsRead)
+        return IndexedLog(
+            path: path, change: plan.change, status: row.status, problem: row.problem, eventsRead: indexer.eventsRead,
+            problemCode: indexer.damageCode)
+    }
+
+    /// A log whose rows SQLite refused (a value over its length limit, say), found inside the
+    /// write transaction of a batch: the batch is written again, that log recorded by
+    /// `recordFailure` instead of its rows.
+    struct StoreFailure: Error {
+        var path: String
+        var problem: String
+    }
+
+    /// Runs `body`, the writing of the log at `path`'s rows (or of rows pending from earlier
+    /// logs of the transaction), and turns a refusal that concerns those rows alone into a
+    /// `StoreFailure` of the log they belong to. Failures of the catalog itself (locked, full,
+    /// damaged, an I/O error) are thrown as they are: they stop the index.
+    static func attributing<T>(to path: String, in db: Database, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let failure as PendingCallRows.Failure {
+            guard isAboutTheRows(failure.error) else { throw failure.error }
+            let owner = try String.fetchOne(db, sql: "SELECT path FROM logs WHERE log_id = ?", arguments: [failure.logId]) ?? path
+            throw StoreFailure(path: owner, problem: storeProblem(failure.error))
+        } catch let error as DatabaseError where isAboutTheRows(error) {
+            throw StoreFailure(path: path, problem: storeProblem(error))
+        }
+    }
+
+    /// Whether SQLite refused a statement for the values it was given, rather than because the
+    /// catalog cannot be written.
+    private static func isAboutTheRows(_ error: DatabaseError) -> Bool {
+        [.SQLITE_TOOBIG, .SQLITE_CONSTRAINT, .SQLITE_MISMATCH, .SQLITE_RANGE].contains(error.resultCode.primaryResultCode)
+    }
+
+    private static func storeProblem(_ error: DatabaseError) -> String {
+        "the catalog could not store what was read from this log (SQLite: \(error.message ?? "\(error.resultCode)"))"
+    }
+
+    /// Records the log at the absolute `path` as `damaged` with `problem` and no call rows, with
+    /// the identity of the whole file as it is now, so it is read again once it changes.
+    static func recordFailure(of path: String, problem: String, in db: Database) throws -> IndexedLog {
+        let known = try StoredLog.fetch(db, path: path)
+        let logId = try startRows(of: path, known: known, keepingCallsBelow: nil, in: db)
+        let stamp = FileStamp(path: path) ?? FileStamp(size: -1, mtimeNs: 0)
+        let tail = LogIdentity.tailRange(memberOffset: 0, end: max(0, stamp.size))
+        try db.execute(
+            sql: """
+                UPDATE logs SET size = ?, mtime_ns = ?, tail_offset = ?, tail_end = ?, tail_hash = ?, status = 'damaged', problem = ?,
+                    run_id = NULL, agent = NULL, agent_version = NULL, model = NULL, input = NULL, started_at_us = NULL,
+                    ended_at_us = NULL, stop_reason = NULL, stop_limit = NULL, events = 0, steps = 0, decisions = 0,
+                    invalid_decisions = 0, tool_calls = 0, executed_calls = 0, denied_calls = 0, failed_calls = 0, input_tokens = 0,
+                    output_tokens = 0, cost_usd = 0, anomalies = 0, indexed_at_us = ?, resume = NULL
+                WHERE log_id = ?
+                """,
+            arguments: [
+                stamp.size, stamp.mtimeNs, tail.offset, tail.end, LogIdentity.hash(path, from: tail.offset, to: tail.end) ?? "", problem,
+                nowUs(), logId,
+            ])
+        return IndexedLog(
+            path: path, change: known == nil ? .added : .reindexed, status: .damaged, problem: problem, eventsRead: 0,
+            problemCode: "catalog.store_failed")
     }
 
     /// What reading the log at the absolute `path` outside any transaction finds, against
@@ -114,13 +197,15 @@ extension Catalog {
     /// `index(absolute:in:pending:prepared:)` to write; nothing when the file is gone or the log
     /// holds more calls than one read may keep (`Catalog.callsHeldInMemory`): such a log is read
     /// inside the transaction, its settled calls written as it goes.
-    static func prepare(absolute path: String, known: StoredLog?) -> (unchanged: IndexedLog?, prepared: PreparedLog?) {
+    static func prepare(
+        absolute path: String, known: StoredLog?, memberLimit: Int = Catalog.defaultMemberLimit
+    ) -> (unchanged: IndexedLog?, prepared: PreparedLog?) {
         guard let stamp = FileStamp(path: path) else { return (nil, nil) }
         if let known, known.identity.matches(path, now: stamp) {
             return (IndexedLog(path: path, change: .unchanged, status: known.status, problem: known.problem, eventsRead: 0), nil)
         }
         let plan = ReadPlan(known: known, path: path, now: stamp)
-        var indexer = LogIndexer(path: path) { _ in throw PreparedLog.TooManyCalls() }
+        var indexer = LogIndexer(path: path, memberLimit: memberLimit) { _ in throw PreparedLog.TooManyCalls() }
         do {
             try indexer.read(from: plan.resume, storedTailOffset: plan.storedTailOffset)
         } catch {
@@ -129,7 +214,9 @@ extension Catalog {
         let row = indexer.finish(stampBefore: stamp, now: nowUs())
         let prepared = PreparedLog(
             basis: PreparedLog.Basis(known), keepsCallsBelow: plan.resume?.callBase, rows: indexer.rows, row: row,
-            indexed: IndexedLog(path: path, change: plan.change, status: row.status, problem: row.problem, eventsRead: indexer.eventsRead))
+            indexed: IndexedLog(
+                path: path, change: plan.change, status: row.status, problem: row.problem, eventsRead: indexer.eventsRead,
+                problemCode: indexer.damageCode))
         return (nil, prepared)
     }
 
@@ -337,6 +424,8 @@ struct ResumePoint: JSONRepresentable, Sendable {
 /// to `spill` whenever settled calls are dropped, and the rest come with `finish`.
 struct LogIndexer {
     let path: String
+    /// The reader's limit on one member's decompressed bytes (`Catalog.defaultMemberLimit`).
+    let memberLimit: Int
     /// Takes the rows made so far (emptying them), or throws to give up the read.
     private let spill: (inout [CallRow]) throws -> Void
     /// Rows of calls dropped from the state, not yet handed to `spill`; their log id is 0.
@@ -346,6 +435,8 @@ struct LogIndexer {
     private var callBase = 0
     private(set) var eventsRead = 0
     private var damage: String?
+    /// The code of the error behind `damage`.
+    private(set) var damageCode: String?
     private var summary = ReadSummary()
     /// The member being read and the one before it (byte offsets).
     private var members: (previous: Int?, current: Int?) = (nil, nil)
@@ -353,8 +444,9 @@ struct LogIndexer {
     private var memberStart: ResumePoint?
     private var lastEvent: (sequence: Int, hash: String, memberIndex: Int, runId: String)?
 
-    init(path: String, spill: @escaping (inout [CallRow]) throws -> Void) {
+    init(path: String, memberLimit: Int = Catalog.defaultMemberLimit, spill: @escaping (inout [CallRow]) throws -> Void) {
         self.path = path
+        self.memberLimit = memberLimit
         self.spill = spill
     }
 
@@ -366,7 +458,7 @@ struct LogIndexer {
             members = (storedTailOffset, resume.position.memberOffset)
         }
         // The fold reads no context packet's text: it is checked, not made.
-        let reader = LogReader(path: path, options: .init(keepsPacketText: false))
+        let reader = LogReader(path: path, options: .init(memberContentLimit: memberLimit, keepsPacketText: false))
         do {
             if let resume {
                 memberStart = resume
@@ -379,6 +471,7 @@ struct LogIndexer {
             }
         } catch let error as LogError {
             damage = error.description
+            damageCode = error.diagnosticCode
         }
     }
 
@@ -577,6 +670,12 @@ final class PendingCallRows {
     static let limit = 4096
     var rows: [CallRow] = []
 
+    /// A row SQLite refused, with the log it belongs to (rows of several logs wait together).
+    struct Failure: Error {
+        var logId: Int64
+        var error: DatabaseError
+    }
+
     /// Takes `made` (emptying it) as rows of the log `logId`; writes out once `limit` wait.
     func take(_ made: inout [CallRow], logId: Int64, in db: Database) throws {
         rows.reserveCapacity(rows.count + made.count)
@@ -597,24 +696,32 @@ final class PendingCallRows {
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """)
         for call in rows {
-            try BoundRow.execute(statement, in: db) { row in
-                row.bind(call.logId)
-                row.bind(call.ordinal)
-                row.bind(call.runId)
-                row.bind(call.step)
-                row.bind(call.callId)
-                row.bind(call.tool)
-                row.bind(call.arguments)
-                row.bind(call.verdict)
-                row.bind(call.rule)
-                row.bind(call.approval)
-                row.bind(call.approver)
-                row.bind(call.attempts)
-                row.bind(call.status)
-                row.bind(call.durationUs)
-                row.bind(call.error)
+            do {
+                try insert(call, with: statement, in: db)
+            } catch let error as DatabaseError {
+                throw Failure(logId: call.logId, error: error)
             }
         }
         rows.removeAll(keepingCapacity: true)
+    }
+
+    private func insert(_ call: CallRow, with statement: Statement, in db: Database) throws {
+        try BoundRow.execute(statement, in: db) { row in
+            row.bind(call.logId)
+            row.bind(call.ordinal)
+            row.bind(call.runId)
+            row.bind(call.step)
+            row.bind(call.callId)
+            row.bind(call.tool)
+            row.bind(call.arguments)
+            row.bind(call.verdict)
+            row.bind(call.rule)
+            row.bind(call.approval)
+            row.bind(call.approver)
+            row.bind(call.attempts)
+            row.bind(call.status)
+            row.bind(call.durationUs)
+            row.bind(call.error)
+        }
     }
 }

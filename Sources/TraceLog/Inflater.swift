@@ -37,11 +37,13 @@ final class Inflater {
     }
 
     /// Inflates available input into `output`, growing it, until the input is used up or the
-    /// member ends. `limit` bounds the output size.
+    /// member ends. `limit` bounds the output size, and the room asked for never reaches past
+    /// it: a member that inflates to more (a decompression bomb) is refused when it fills the
+    /// limit, without the buffer having doubled beyond it first.
     func inflate(into output: ByteBuffer, limit: Int) -> (Status, overLimit: Bool) {
         while true {
             if output.count >= limit { return (.needsInput, true) }
-            output.reserve(extra: min(256 * 1024, max(64 * 1024, output.count)))
+            output.reserve(extra: min(256 * 1024, max(64 * 1024, output.count), limit - output.count))
             stream.pointee.next_out = output.end.assumingMemoryBound(to: Bytef.self)
             stream.pointee.avail_out = uInt(output.spare)
             let before = output.spare

@@ -100,12 +100,16 @@ struct IndexCommand: ParsableCommand {
             the catalog knows is checked again.
 
             A damaged log is indexed with its status and problem (what was read before the damage is kept); a torn \
-            one (a crash, or a run still being written) with where it was cut.
+            one (a crash, or a run still being written) with where it was cut. Each log stands on its own: one that \
+            cannot be read or stored (damage, a gzip member over --max-member-mib, which bounds the memory a log \
+            can take) is reported by name with its reason and the others are indexed. Lines are printed once their \
+            batch is committed, so a slow reader of the output never holds the catalog's write lock.
 
             The catalog is derived from the logs and can always be rebuilt (`agent-eval catalog rebuild`). \
             Schema, views and example queries: docs/catalog.md.
 
-            Exit codes: 0 indexed (whatever the logs' status); 2 a path matches nothing or the catalog cannot be used.
+            Exit codes: 0 indexed (whatever the logs' status: a damaged or oversized log is reported, not fatal); \
+            2 a path matches nothing or the catalog cannot be used.
 
             Examples:
               agent-eval index runs/
@@ -127,6 +131,8 @@ struct IndexCommand: ParsableCommand {
     @Option(help: "Threads reading logs while SQLite writes on another (default: the number of cores).")
     var jobs: Int?
 
+    @OptionGroup var limits: LogReadLimits
+
     func validate() throws { try validateReadingJobs(jobs) }
 
     func run() throws {
@@ -134,7 +140,7 @@ struct IndexCommand: ParsableCommand {
         let isTerminal = isatty(2) == 1
         let summary: IndexSummary
         do {
-            summary = try catalog.index(paths: paths, jobs: readingJobs(jobs)) { log, done, total in
+            summary = try catalog.index(paths: paths, jobs: readingJobs(jobs), memberLimit: limits.memberLimit) { log, done, total in
                 if json {
                     var object = ObjectBuilder()
                     object.set("path", log.path)
@@ -150,6 +156,9 @@ struct IndexCommand: ParsableCommand {
                     if log.eventsRead > 0 { line += " (\(log.eventsRead) event\(log.eventsRead == 1 ? "" : "s") read)" }
                     say(line)
                     if let problem = log.problem, log.status == .damaged { say("          problem: \(problem)") }
+                    if log.problemCode == "log.event_too_large" {
+                        say("          hint: a log you trust may be indexed with a higher --max-member-mib (now \(limits.maxMemberMib))")
+                    }
                 }
                 if isTerminal && !json && !quiet && done < total {
                     FileHandleStream.standardError.write("\r\u{1B}[K[\(done)/\(total)] indexing…")
@@ -466,8 +475,9 @@ struct SQLCommand: ParsableCommand {
         commandName: "sql",
         abstract: "Run one read-only SQL statement over the catalog.",
         discussion: """
-            The connection is opened read-only: a statement that would change the catalog is refused. Tables, views \
-            and example queries: docs/catalog.md.
+            The connection is opened read-only: a statement that would change the catalog is refused. One statement \
+            per call: text with a second one is refused before anything runs. A statement still running after \
+            --timeout seconds is stopped (exit 2). Tables, views and example queries: docs/catalog.md.
 
             Example:
               agent-eval sql "SELECT path, step, arguments FROM unapproved_calls WHERE tool = 'refund_order'"
@@ -480,13 +490,20 @@ struct SQLCommand: ParsableCommand {
     @Flag(help: "Print the rows as a JSON array of objects.")
     var json = false
 
+    @Option(help: ArgumentHelp("Stop the statement after this many seconds (0: no limit).", valueName: "seconds"))
+    var timeout: Double = Catalog.defaultQueryTimeout
+
     @OptionGroup var location: CatalogArguments
+
+    func validate() throws {
+        guard timeout >= 0, timeout.isFinite else { throw ValidationError("--timeout must be a number of seconds, 0 or more") }
+    }
 
     func run() throws {
         let catalog = try location.open(readOnly: true)
         let result: QueryResult
         do {
-            result = try catalog.query(statement)
+            result = try catalog.query(statement, timeout: timeout > 0 ? timeout : nil)
         } catch {
             throw diagnose(error)
         }
@@ -516,6 +533,13 @@ struct CatalogCommand: ParsableCommand {
                 the old catalog when it can be read (the logs do not hold them); the eval fact cache starts empty. \
                 The new catalog replaces the old one only when it is complete. Run it when nothing else uses the \
                 catalog. Use it when the catalog is damaged, from a newer agent-eval, or out of date.
+
+                The history is carried from a catalog of any schema version (an older one is read as it is, not \
+                migrated). When it cannot be read (a damaged catalog), the rebuild stops and changes nothing unless \
+                --discard-history is given. A file that is not a catalog (a log, a text file, another program's \
+                database) is never replaced.
+
+                Exit codes: 0 rebuilt; 2 the file is not a catalog, its history cannot be read, or a path matches nothing.
                 """
         )
 
@@ -530,20 +554,38 @@ struct CatalogCommand: ParsableCommand {
         @Option(help: "Threads reading logs while SQLite writes on another (default: the number of cores).")
         var jobs: Int?
 
+        @OptionGroup var limits: LogReadLimits
+
+        @Flag(
+            help: """
+                Go on when the old catalog's suite history cannot be read (a damaged catalog): that history is lost. \
+                Without it, such a rebuild stops and changes nothing.
+                """)
+        var discardHistory = false
+
         func validate() throws { try validateReadingJobs(jobs) }
 
         func run() throws {
-            let result: (summary: IndexSummary, suiteRuns: Int)
+            let result: RebuildOutcome
             do {
-                result = try Catalog.rebuild(at: location.path, from: paths, jobs: readingJobs(jobs))
+                result = try Catalog.rebuild(
+                    at: location.path, from: paths, jobs: readingJobs(jobs), memberLimit: limits.memberLimit,
+                    discardingUnreadableHistory: discardHistory)
             } catch {
                 throw diagnose(error)
             }
-            let line =
+            var line =
                 "rebuilt \(displayPath(location.path)): \(result.summary.logs.count) logs (\(result.summary.eventsRead) events read), "
                 + "\(result.suiteRuns) suite runs kept"
+            if let version = result.fromSchemaVersion, version != result.toSchemaVersion {
+                line += " (from schema version \(version))"
+            }
+            if let discarded = result.discardedHistory { printError("warning: the old suite history was discarded: \(discarded)") }
             if json {
-                printJSON(["logs": .int(result.summary.logs.count), "suite_runs": .int(result.suiteRuns), "summary": .string(line)])
+                printJSON([
+                    "logs": .int(result.summary.logs.count), "suite_runs": .int(result.suiteRuns), "summary": .string(line),
+                    "discarded_history": result.discardedHistory.map(JSONValue.string) ?? .null,
+                ])
             } else {
                 say(line)
             }
@@ -583,6 +625,24 @@ struct CatalogCommand: ParsableCommand {
             }
             if !result.stale.isEmpty { throw Exit.failure }
         }
+    }
+}
+
+/// What `index` and `catalog rebuild` let one log take when reading it.
+struct LogReadLimits: ParsableArguments {
+    @Option(
+        help: ArgumentHelp(
+            """
+            The most decompressed data one gzip member of a log may hold, in MiB (1 to 1024). A log with a larger one \
+            (a decompression bomb, an endless line) is indexed as damaged at that member; the rows read before it stay. \
+            It bounds the memory each log being read can take.
+            """, valueName: "mib"))
+    var maxMemberMib = Catalog.defaultMemberLimit >> 20
+
+    var memberLimit: Int { maxMemberMib << 20 }
+
+    func validate() throws {
+        guard (1...1024).contains(maxMemberMib) else { throw ValidationError("--max-member-mib must be between 1 and 1024") }
     }
 }
 

@@ -122,8 +122,15 @@ func commandHint(for diagnostic: any Diagnostic) -> String? {
         return "inspect it with `agent-eval log verify \(ShellWords.quoted(path))`; keep the file as evidence rather than rewriting it"
     case "runtime.undecided_calls":
         return "pass --approve <call-id> or --deny <call-id> for each waiting call"
-    case "catalog.not_a_catalog", "catalog.corrupt", "catalog.newer_schema":
+    case "catalog.corrupt", "catalog.newer_schema":
         return "the catalog is derived from the logs: rebuild it with `agent-eval catalog rebuild <log directories> --catalog \(path)`"
+    case "catalog.not_a_catalog":
+        // Someone's file: rebuilding over it would destroy it, and rebuild refuses to.
+        return "give --catalog (or AGENT_EVAL_CATALOG) the catalog's own file, or a path where no file is yet"
+    case "catalog.history_unreadable":
+        return "copy \(ShellWords.quoted(path)) somewhere safe, then add --discard-history to rebuild without its suite history"
+    case "catalog.timed_out":
+        return "narrow the statement (a WHERE on an indexed column, a LIMIT), or give it longer with --timeout SECONDS (0: no limit)"
     case "eval.unreadable_baseline":
         return "write it again with `agent-eval run … --update-baseline`"
     default:
