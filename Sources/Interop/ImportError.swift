@@ -14,6 +14,10 @@ public struct ImportError: Diagnostic, Hashable {
         case ambiguousFormat = "ambiguous_format"
         /// An archive lacks what the format needs, or is damaged.
         case badArchive = "bad_archive"
+        /// An input is over one of the import limits (docs/interop.md, Limits): an archive that
+        /// would inflate to more than its budget. The message names the limit and the option
+        /// that raises it.
+        case overLimit = "over_limit"
         /// One run (a trace, a sample, an episode) cannot be imported; the others still are.
         case badRun = "bad_run"
         /// The log to write exists already.

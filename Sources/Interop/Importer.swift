@@ -22,11 +22,16 @@ public struct ImportOptions: Sendable {
     public var episodesPath: String?
     /// For message transcripts: the key of each episode's message list.
     public var messagesKey: String?
+    /// For archives (Inspect's `.eval`): how much one may inflate to.
+    public var archiveBudget: ArchiveBudget
 
-    public init(format: ImportFormat = .auto, episodesPath: String? = nil, messagesKey: String? = nil) {
+    public init(
+        format: ImportFormat = .auto, episodesPath: String? = nil, messagesKey: String? = nil, archiveBudget: ArchiveBudget = .standard
+    ) {
         self.format = format
         self.episodesPath = episodesPath
         self.messagesKey = messagesKey
+        self.archiveBudget = archiveBudget
     }
 }
 
@@ -84,7 +89,7 @@ public enum Importer {
     /// Reads the runs of one file (without writing anything).
     public static func runs(in path: String, options: ImportOptions) throws(ImportError) -> [Result<ImportedRun, ImportError>] {
         if path.hasSuffix(".eval") || options.format == .inspect && !path.hasSuffix(".json") {
-            return try InspectImporter.runs(archive: path)
+            return try InspectImporter.runs(archive: path, budget: options.archiveBudget)
         }
         let file = try SourceFile.read(path)
         // Parsed once: detection and the importer read the same document.

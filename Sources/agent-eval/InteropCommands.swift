@@ -23,7 +23,9 @@ struct ImportCommand: ParsableCommand {
             the stop-reason tables.
 
             FORMAT is otlp, jaeger, inspect, messages, or auto (tell by the content; an error names the candidates \
-            when it cannot). A run that cannot be imported is reported and the others still are.
+            when it cannot). A run that cannot be imported is reported and the others still are. An .eval archive \
+            that would inflate to more than --max-archive-bytes, or has an entry over --max-archive-ratio, is refused \
+            before it is inflated (docs/interop.md, Limits).
 
             Exit codes: 0 every run imported; 1 some runs imported, some not; 2 nothing imported (unreadable or \
             wrong-format input); 64 usage error.
@@ -52,6 +54,17 @@ struct ImportCommand: ParsableCommand {
             "Transcripts: the key of each episode's message list (default: messages, traj, trajectory, …).", valueName: "key"))
     var messagesKey: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Archives (.eval): the most the entries read from one archive may inflate to, together (default 512MiB).",
+            valueName: "size"))
+    var maxArchiveBytes: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Archives (.eval): the most an entry over 1 MiB may inflate to per compressed byte (default 1000).", valueName: "ratio"))
+    var maxArchiveRatio: Int?
+
     @Flag(help: "Replace logs that exist already in --out.")
     var force = false
 
@@ -66,10 +79,17 @@ struct ImportCommand: ParsableCommand {
 
     func validate() throws {
         if inputs.isEmpty { throw ValidationError("give the files to import") }
+        if let maxArchiveBytes, ArchiveBudget.byteCount(maxArchiveBytes) == nil {
+            throw ValidationError("--max-archive-bytes takes a size in bytes, KiB, MiB or GiB (e.g. 2GiB), not '\(maxArchiveBytes)'")
+        }
+        if let maxArchiveRatio, maxArchiveRatio < 1 { throw ValidationError("--max-archive-ratio takes a whole number of 1 or more") }
     }
 
     func run() throws {
-        let options = ImportOptions(format: format, episodesPath: episodesPath, messagesKey: messagesKey)
+        var budget = ArchiveBudget.standard
+        if let bytes = maxArchiveBytes.flatMap(ArchiveBudget.byteCount) { budget.maxBytes = bytes }
+        if let maxArchiveRatio { budget.maxRatio = maxArchiveRatio }
+        let options = ImportOptions(format: format, episodesPath: episodesPath, messagesKey: messagesKey, archiveBudget: budget)
         let writer = ImportWriter(directory: out, replacesExisting: force)
         let toStandardOutput = json == "-"
         let outcome = Importer.importRuns(from: inputs, options: options, writer: writer) { run in

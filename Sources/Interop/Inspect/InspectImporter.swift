@@ -6,22 +6,24 @@ import TraceCore
 /// `eval` and `samples`). One run per sample and epoch: the sample's messages as a transcript,
 /// its error or limit as the stop reason, its scores, target and metadata kept as metadata.
 enum InspectImporter {
-    static func runs(archive path: String) throws(ImportError) -> [Result<ImportedRun, ImportError>] {
+    static func runs(archive path: String, budget: ArchiveBudget) throws(ImportError) -> [Result<ImportedRun, ImportError>] {
         let file = try SourceFile.read(path)
-        let archive = try ZipArchive(path: path, bytes: file.bytes)
+        var archive = try ZipArchive(path: path, bytes: file.bytes, budget: budget)
         guard let headerEntry = archive.entry("header.json") ?? archive.entry("_journal/start.json") else {
             throw ImportError(
                 .badArchive, "\(path) has no header.json: it is a zip archive but not an Inspect eval log",
                 location: SourceLocation(path: path),
                 hint: "entries found: " + archive.entries.prefix(8).map(\.name).joined(separator: ", "))
         }
-        let header = try parse(try archive.contents(of: headerEntry), name: "\(path):\(headerEntry.name)")
         let sampleEntries = archive.entries.filter { $0.name.hasPrefix("samples/") && $0.name.hasSuffix(".json") }
         if sampleEntries.isEmpty {
             throw ImportError(
                 .badArchive, "\(path) holds no samples (no samples/*.json entries): the eval was not run or did not log samples",
                 location: SourceLocation(path: path))
         }
+        // The whole archive within its budget, or nothing of it inflated.
+        try archive.admit([headerEntry] + sampleEntries)
+        let header = try parse(try archive.contents(of: headerEntry), name: "\(path):\(headerEntry.name)")
         return sampleEntries.map { entry in
             Result { () throws(ImportError) in
                 let sample = try parse(try archive.contents(of: entry), name: "\(path):\(entry.name)")

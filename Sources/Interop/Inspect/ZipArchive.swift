@@ -5,7 +5,8 @@ import TraceLog
 /// A zip archive read whole: its entries by name, each decompressed on demand: stored and
 /// deflated entries (zlib; what Python's `zipfile` writes) and zstd entries (libzstd; what
 /// Inspect AI writes in its `.eval` archives). Checks sizes and CRCs, so a damaged archive is an
-/// error, not garbage.
+/// error, not garbage; and inflates no more than its `budget` allows, so a decompression bomb is
+/// an error too, found before it is inflated.
 public struct ZipArchive: Sendable {
     public struct Entry: Sendable {
         public var name: String
@@ -19,13 +20,15 @@ public struct ZipArchive: Sendable {
     public let path: String
     private let bytes: [UInt8]
     public private(set) var entries: [Entry] = []
+    /// What the entries read from this archive may inflate to.
+    public let budget: ArchiveBudget
+    /// The bytes inflated so far, counted against `budget`.
+    public private(set) var inflatedBytes = 0
 
-    /// The largest entry it inflates: a guard against a zip bomb.
-    public static let entryLimit = 1 << 30
-
-    public init(path: String, bytes: [UInt8]) throws(ImportError) {
+    public init(path: String, bytes: [UInt8], budget: ArchiveBudget = .standard) throws(ImportError) {
         self.path = path
         self.bytes = bytes
+        self.budget = budget
         guard bytes.count >= 22 else { throw damaged("it is \(bytes.count) bytes long, too short for a zip archive") }
         // The end-of-central-directory record: in the last 64 KiB + 22 bytes (after the comment).
         let lowest = max(0, bytes.count - 65_557)
@@ -54,30 +57,40 @@ public struct ZipArchive: Sendable {
 
     public func entry(_ name: String) -> Entry? { entries.first { $0.name == name } }
 
-    /// The bytes of an entry, inflated and checked.
-    public func contents(of entry: Entry) throws(ImportError) -> [UInt8] {
+    /// Checks that `entries` fit the budget together, before any of them is inflated: an
+    /// archive over it is refused whole, with the entry that crosses the limit named.
+    public func admit(_ entries: [Entry]) throws(ImportError) {
+        var used = inflatedBytes
+        for entry in entries {
+            try budget.admit(entry, after: used, archive: path)
+            used += entry.size
+        }
+    }
+
+    /// The bytes of an entry, inflated and checked, and counted against the budget.
+    public mutating func contents(of entry: Entry) throws(ImportError) -> [UInt8] {
         let header = entry.localHeaderOffset
         guard header + 30 <= bytes.count, u32(header) == 0x0403_4B50 else {
             throw damaged("the local header of \(entry.name) is missing (at byte \(header))")
         }
         let start = header + 30 + u16(header + 26) + u16(header + 28)
         guard start + entry.compressedSize <= bytes.count else { throw damaged("\(entry.name) is cut short") }
-        guard entry.size <= Self.entryLimit else {
-            throw damaged("\(entry.name) would inflate to \(entry.size) bytes, over the 1 GiB limit")
-        }
-        let data = Array(bytes[start..<(start + entry.compressedSize)])
+        try budget.admit(entry, after: inflatedBytes, archive: path)
+        // Inflating stops one byte past the declared size (admitted above), whatever the
+        // compressed data says it holds: an entry that would bring more is damaged.
+        let data = bytes[start..<(start + entry.compressedSize)]
         let content: [UInt8]
         switch entry.method {
-        case 0: content = data
+        case 0: content = Array(data)
         case 8:
             do {
-                content = try GzipData.inflateRaw(data, limit: entry.size + 1, path: "\(path):\(entry.name)")
+                content = try GzipData.inflateRaw(Array(data), limit: entry.size + 1, path: "\(path):\(entry.name)")
             } catch {
                 throw damaged("\(entry.name) does not inflate: \(error)")
             }
         case 93:
             do {
-                content = try Self.zstdDecompress(data, limit: entry.size + 1)
+                content = try Self.zstdDecompress(data, size: entry.size)
             } catch {
                 throw damaged("\(entry.name) does not decompress (zstd): \(error.message)")
             }
@@ -89,6 +102,7 @@ public struct ZipArchive: Sendable {
             throw damaged("\(entry.name) inflates to \(content.count) bytes, not the \(entry.size) its header says")
         }
         guard GzipData.crc32(content) == entry.crc else { throw damaged("\(entry.name) fails its CRC check: the archive is damaged") }
+        inflatedBytes += content.count
         return content
     }
 
@@ -96,29 +110,45 @@ public struct ZipArchive: Sendable {
         var message: String
     }
 
-    /// Decompresses the zstd frames of `data` (one or more, as a stream), refusing output of
-    /// more than `limit` bytes or input that ends inside a frame.
-    static func zstdDecompress(_ data: [UInt8], limit: Int) throws(ZstdFailure) -> [UInt8] {
+    /// The largest window a zstd frame may ask for (128 MiB, libzstd's own default), set here
+    /// so that a libzstd built with another default does not change what is refused.
+    static let zstdWindowLogMax: Int32 = 27
+
+    /// Decompresses the zstd frames of `data` (one or more, as a stream) into a buffer of the
+    /// declared `size`, refusing input that holds more than that or that ends inside a frame.
+    /// Memory is `size` (which the budget admitted) plus the decoder's window; the size a frame
+    /// declares is never allocated.
+    static func zstdDecompress(_ data: ArraySlice<UInt8>, size: Int) throws(ZstdFailure) -> [UInt8] {
         guard let context = ZSTD_createDCtx() else { throw ZstdFailure(message: "zstd could not allocate a decoder") }
         defer { ZSTD_freeDCtx(context) }
-        var output: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: ZSTD_DStreamOutSize())
-        let failure: String? = data.withUnsafeBytes { source in
-            var input = ZSTD_inBuffer(src: source.baseAddress, size: source.count, pos: 0)
-            while true {
-                let (result, produced, isFull) = chunk.withUnsafeMutableBytes { target in
-                    var out = ZSTD_outBuffer(dst: target.baseAddress, size: target.count, pos: 0)
-                    let result = ZSTD_decompressStream(context, &out, &input)
-                    return (result, Array(target[0..<out.pos]), out.pos == out.size)
+        _ = ZSTD_DCtx_setParameter(context, ZSTD_d_windowLogMax, zstdWindowLogMax)
+        var failure: String?
+        let output = [UInt8](unsafeUninitializedCapacity: size) { buffer, written in
+            failure = data.withUnsafeBytes { source in
+                var input = ZSTD_inBuffer(src: source.baseAddress, size: source.count, pos: 0)
+                var out = ZSTD_outBuffer(dst: UnsafeMutableRawPointer(buffer.baseAddress), size: size, pos: 0)
+                defer { written = out.pos }
+                // Once the declared size is reached, the decoder gets a byte of spare room: a
+                // byte there is one more than declared. With room it always makes progress.
+                var spare: UInt8 = 0
+                while true {
+                    let isFull = out.pos == out.size
+                    let result: Int? =
+                        isFull
+                        ? withUnsafeMutableBytes(of: &spare) { room in
+                            var probe = ZSTD_outBuffer(dst: room.baseAddress, size: 1, pos: 0)
+                            let result = ZSTD_decompressStream(context, &probe, &input)
+                            return probe.pos > 0 ? nil : result
+                        }
+                        : ZSTD_decompressStream(context, &out, &input)
+                    guard let result else { return "it decompresses to more than the \(size) bytes its header says" }
+                    if ZSTD_isError(result) != 0 { return String(cString: ZSTD_getErrorName(result)) }
+                    guard input.pos == input.size else { continue }
+                    // 0: a frame ended and is flushed; with no input left, the data ends here.
+                    if result == 0 { return nil }
+                    // Room left and no input left: the data ends inside a frame.
+                    if isFull || out.pos < out.size { return "the data ends inside a zstd frame (cut short)" }
                 }
-                if ZSTD_isError(result) != 0 { return String(cString: ZSTD_getErrorName(result)) }
-                output += produced
-                if output.count > limit { return "it decompresses to more than \(limit - 1) bytes" }
-                let isInputDone = input.pos == input.size
-                // 0: a frame ended and is flushed; with no input left, the data ends here.
-                if result == 0 && isInputDone { return nil }
-                // Input left, or output pending: go on. Neither: the data ends inside a frame.
-                if isInputDone && !isFull { return "the data ends inside a zstd frame (cut short)" }
             }
         }
         if let failure { throw ZstdFailure(message: failure) }
