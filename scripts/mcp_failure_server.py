@@ -3,6 +3,7 @@
 Written with the official `mcp` package (scripts/mcp_venv installs it). Its tools:
 
   echo(text)        answers {"echoed": text}
+  getenv(name)      answers {"value": the server's environment variable name, or null}
   fail(message)     the tool raises: an isError result with the message
   crash()           the process exits with status 3 in the middle of the call
   hang()            never answers
@@ -12,12 +13,40 @@ Written with the official `mcp` package (scripts/mcp_venv installs it). Its tool
   ping_client()     pings the client, and answers when the client answered
 
 Flags: --exit-at-start (exits with status 2 before answering anything), --banner (prints a
-line that is not JSON-RPC before answering), --silent (never answers initialize).
+line that is not JSON-RPC before answering), --silent (never answers initialize),
+--pid-file PATH (writes its pid to PATH at start), --orphan-pid-file PATH (starts `sleep 600`
+in a session of its own, as a daemon would, and writes that process's pid to PATH),
+--hang-file PATH (`hang` writes its pid to PATH when it is called).
 """
 
 import os
+import subprocess
 import sys
 import time
+
+
+def flag_value(name):
+    """The value after `name` on the command line, or None."""
+    if name in sys.argv and sys.argv.index(name) + 1 < len(sys.argv):
+        return sys.argv[sys.argv.index(name) + 1]
+    return None
+
+
+def write_atomically(path, text):
+    """Writes `text` to `path` so that a reader sees all of it or nothing."""
+    with open(path + ".tmp", "w") as file:
+        file.write(text)
+    os.rename(path + ".tmp", path)
+
+
+if flag_value("--orphan-pid-file"):
+    # setsid: out of the server's process group, so killing the group does not reach it.
+    orphan = subprocess.Popen(
+        ["sleep", "600"], start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    write_atomically(flag_value("--orphan-pid-file"), f"{orphan.pid}\n")
+if flag_value("--pid-file"):
+    write_atomically(flag_value("--pid-file"), f"{os.getpid()}\n")
 
 # The protocol's stdout, before the SDK moves it away from fd 1 (where a stray print would
 # corrupt it): `garbage` writes here on purpose.
@@ -45,6 +74,12 @@ def echo(text: str) -> dict:
 
 
 @server.tool()
+def getenv(name: str) -> dict:
+    """Answers with the value of an environment variable the server was started with."""
+    return {"value": os.environ.get(name)}
+
+
+@server.tool()
 def fail(message: str) -> str:
     """Raises an error with the message."""
     raise ToolError(message)
@@ -60,6 +95,8 @@ def crash() -> str:
 @server.tool()
 def hang() -> str:
     """Never answers."""
+    if flag_value("--hang-file"):
+        write_atomically(flag_value("--hang-file"), f"{os.getpid()}\n")
     time.sleep(3600)
     return "unreachable"
 

@@ -17,6 +17,8 @@ public struct PipelineError: Diagnostic, Hashable {
         case cannotResume = "cannot_resume"
         /// A task named on the command line is not in the pipeline.
         case unknownTask = "unknown_task"
+        /// A command the earlier run started still runs: resuming would start a second copy.
+        case stillRunning = "still_running"
     }
 
     public var code: Code

@@ -1,3 +1,4 @@
+import AgentRuntime
 import ArgumentParser
 import Foundation
 import Synchronization
@@ -206,7 +207,12 @@ func printJSON(_ value: JSONValue) {
 /// Runs `body` in a task that SIGINT and SIGTERM cancel, instead of killing the process: the
 /// work stops at its next step with everything recorded. Returns the value and the signal
 /// that came, if one did (the command exits 128 + signal).
+///
+/// The commands that run agents and pipelines call it, so it also makes this process the
+/// keeper of what they start (`SpawnedProcess.adoptOrphans`): at exit, after a signal too,
+/// nothing a tool, an MCP server or a command task started is left running.
 func withInterruption<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> (T, Int32?) {
+    SpawnedProcess.adoptOrphans()
     let received = Mutex<Int32?>(nil)
     let task = Task { try await body() }
     let sources = [SIGINT, SIGTERM].map { number -> any DispatchSourceSignal in

@@ -41,6 +41,11 @@ public struct ChildProcess: Sendable {
     /// Bytes of stdout kept; more kills the process. stderr keeps its last `stderrLimit` bytes.
     public var outputLimit: Int
     public var stderrLimit = 16 * 1024
+    /// Where the started process's `ProcessIdentity` is written while it runs (removed once it
+    /// has ended and its group is killed): a process that continues the work after this one
+    /// died can tell whether the command still runs. A record that cannot be written stops the
+    /// command before it is waited for.
+    public var recordPath: String?
 
     /// Set when the waiting task is cancelled; the child's thread sees it within 100 ms.
     final class CancellationFlag: Sendable {
@@ -85,6 +90,22 @@ public struct ChildProcess: Sendable {
             throw SpawnFailure(message: error.message)
         }
         let pid = process.pid
+        if let recordPath {
+            do throws(ProcessIdentity.Failure) {
+                guard let identity = ProcessIdentity(pid: pid) else {
+                    throw ProcessIdentity.Failure(message: "it was reaped by another thread")
+                }
+                try identity.write(to: recordPath)
+            } catch {
+                process.killGroup()
+                for fd in [process.stdin, process.stdout, process.stderr] { close(fd) }
+                var status: Int32 = 0
+                while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+                unlink(recordPath)
+                throw SpawnFailure(message: "cannot record the process: \(error.message)")
+            }
+        }
+        defer { if let recordPath { unlink(recordPath) } }
         var result = Result(exitStatus: nil, signal: nil, stdout: [], stderr: [], isOutputTruncated: false, isTimedOut: false)
         var inputFD = process.stdin
         var outputFD = process.stdout

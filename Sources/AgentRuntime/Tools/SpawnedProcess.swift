@@ -7,10 +7,19 @@ import CProcess
 #endif
 
 /// A command started in a process group of its own, with pipes to its stdin, stdout and
-/// stderr. The one place processes are started: one-shot tools (`ChildProcess`) and
-/// long-lived tool servers (the `MCPTools` module) both start theirs here, so both get the
-/// same isolation — a group that can be killed as a whole, default signal handling, no
-/// inherited descriptors.
+/// stderr. The one place processes are started: one-shot tools (`ChildProcess`), pipeline
+/// command tasks (through `ChildProcess`) and long-lived tool servers (the `MCPTools` module)
+/// all start theirs here, so all get the same isolation — a group that can be killed as a
+/// whole, every signal at its default, no inherited descriptors — and the same lifetime:
+///
+/// - **Linux**: the child gets `PR_SET_PDEATHSIG` = SIGKILL before it execs, so it dies with
+///   this process however this process ends (kill -9 too). A program that calls
+///   `adoptOrphans()` also becomes a child subreaper: what a child leaves behind (a `setsid`
+///   daemon) becomes this process's child and is killed at exit.
+/// - **macOS**: no parent-death signal exists; the groups are killed by their owners, and by
+///   `adoptOrphans()`'s sweep at exit. A kill -9 leaves them running.
+///
+/// See docs/mcp.md, "Processes and their lifetime".
 public struct SpawnedProcess: Sendable {
     public struct Failure: Error, Sendable {
         public var message: String
@@ -41,48 +50,21 @@ public struct SpawnedProcess: Sendable {
             for fd in stdinPipe + stdoutPipe + stderrPipe where fd >= 0 { close(fd) }
             throw Failure(message: "cannot create pipes: \(String(cString: strerror(errno)))")
         }
-
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, stdinPipe[0], 0)
-        posix_spawn_file_actions_adddup2(&actions, stdoutPipe[1], 1)
-        posix_spawn_file_actions_adddup2(&actions, stderrPipe[1], 2)
-        // Only stdin, stdout and stderr: a long-lived server that kept a copy of another pipe's
-        // write end (a descriptor opened without close-on-exec elsewhere in this process) would
-        // keep that pipe's reader from ever seeing its end.
-        _ = cprocess_addclosefrom(&actions, 3)
-        if let directory, cprocess_addchdir(&actions, directory) != 0 {
-            for fd in stdinPipe + stdoutPipe + stderrPipe { close(fd) }
-            throw Failure(message: "cannot run in \(directory): this C library cannot set a child's directory")
-        }
-
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        // A group of its own, so a timeout kills the command and everything it started.
-        posix_spawnattr_setpgroup(&attributes, 0)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        sigaddset(&defaults, SIGPIPE)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        var mask = sigset_t()
-        sigemptyset(&mask)
-        posix_spawnattr_setsigmask(&attributes, &mask)
-        posix_spawnattr_setflags(
-            &attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
-
         var pid: pid_t = 0
         let arguments = command.map { strdup($0) } + [nil]
         defer { for argument in arguments { free(argument) } }
         let environmentEntries = environment.map { $0.map { strdup($0) } + [nil] }
         defer { for entry in environmentEntries ?? [] { free(entry) } }
-        let status =
+        let status = arguments.withUnsafeBufferPointer { argv in
             if let environmentEntries {
-                posix_spawnp(&pid, executable, &actions, &attributes, arguments, environmentEntries)
+                environmentEntries.withUnsafeBufferPointer { envp in
+                    cprocess_spawn(
+                        executable, argv.baseAddress, envp.baseAddress, directory, stdinPipe[0], stdoutPipe[1], stderrPipe[1], &pid)
+                }
             } else {
-                posix_spawnp(&pid, executable, &actions, &attributes, arguments, cprocess_environment())
+                cprocess_spawn(executable, argv.baseAddress, nil, directory, stdinPipe[0], stdoutPipe[1], stderrPipe[1], &pid)
             }
+        }
         close(stdinPipe[0])
         close(stdoutPipe[1])
         close(stderrPipe[1])
@@ -90,9 +72,23 @@ public struct SpawnedProcess: Sendable {
             close(stdinPipe[1])
             close(stdoutPipe[0])
             close(stderrPipe[0])
+            if status == ENOSYS, let directory {
+                throw Failure(message: "cannot run in \(directory): this C library cannot set a child's directory")
+            }
             throw Failure(message: "cannot start \(executable): \(String(cString: strerror(status)))")
         }
         return SpawnedProcess(pid: pid, stdin: stdinPipe[1], stdout: stdoutPipe[0], stderr: stderrPipe[0])
+    }
+
+    /// Makes this program the keeper of everything its children start, for programs (the CLI)
+    /// rather than libraries: on Linux it becomes a child subreaper, so a descendant whose
+    /// parent dies (a `setsid` daemon of a tool or an MCP server, which escapes its group)
+    /// becomes its child; at exit — a normal one, or after SIGINT or SIGTERM were handled —
+    /// every child still running is killed with its group, and the orphans that hands over in
+    /// turn. Idempotent. (A subreaper's adopted orphans stay zombies until it exits, which a
+    /// long-lived program embedding the runtime may not want.)
+    public static func adoptOrphans() {
+        cprocess_adopt_orphans()
     }
 
     /// Kills the whole process group.

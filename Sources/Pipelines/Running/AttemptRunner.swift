@@ -28,8 +28,11 @@ struct AttemptRunner: Sendable {
     /// The most a command may print on stdout.
     static let outputLimit = 16 << 20
 
+    /// Runs one attempt. `processRecord` is where a command task's process is recorded while it
+    /// runs (`ProcessIdentity`), for a resume after a crash to find it if it still runs.
     func run(
-        _ task: PipelineTask, input: JSONValue, childLog: String?, runId: String?, delayMs: Int, observe: (@Sendable (Event) -> Void)?
+        _ task: PipelineTask, input: JSONValue, childLog: String?, runId: String?, processRecord: String?, delayMs: Int,
+        observe: (@Sendable (Event) -> Void)?
     ) async -> AttemptResult {
         if delayMs > 0 {
             do {
@@ -46,7 +49,8 @@ struct AttemptRunner: Sendable {
             result = await runAgent(
                 agent, goal: PipelineGoal.render(goal, input: input), task: task, log: childLog ?? "", runId: runId, observe: observe)
         case .command(let arguments, let directory, let isText):
-            result = await runCommand(arguments, directory: directory, isText: isText, input: input, timeoutMs: task.timeoutMs)
+            result = await runCommand(
+                arguments, directory: directory, isText: isText, input: input, timeoutMs: task.timeoutMs, record: processRecord)
         }
         if case .succeeded(let output) = result.status, let problem = await validate(output, task.validation) {
             result.status = .failed(.invalidOutput, problem)
@@ -128,12 +132,13 @@ struct AttemptRunner: Sendable {
         return .string(answer)
     }
 
-    private func runCommand(_ arguments: [String], directory: String, isText: Bool, input: JSONValue, timeoutMs: Int?) async
-        -> AttemptResult
-    {
-        let process = ChildProcess(
+    private func runCommand(
+        _ arguments: [String], directory: String, isText: Bool, input: JSONValue, timeoutMs: Int?, record: String?
+    ) async -> AttemptResult {
+        var process = ChildProcess(
             command: arguments, directory: directory, input: JSONWriter.encode(input) + [0x0A], timeoutMs: timeoutMs ?? 86_400_000,
             outputLimit: Self.outputLimit)
+        process.recordPath = record
         let result: ChildProcess.Result
         do {
             result = try await process.run()

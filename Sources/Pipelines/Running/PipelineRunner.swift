@@ -48,6 +48,12 @@ public struct PipelineRunner: Sendable {
     /// The file `pipeline pause` creates in the directory; the runner pauses when it sees it.
     public static let pauseRequestName = "pause-requested"
 
+    /// Where a command attempt's process is recorded while it runs (`ProcessIdentity`),
+    /// relative to the pipeline's directory: `tasks/<task>-<attempt>.process`.
+    public static func processRecord(task: String, attempt: Int) -> String {
+        "tasks/\(task)-\(attempt).process"
+    }
+
     public init(definition: PipelineDefinition, environment: RuntimeEnvironment = .live, durability: Durability = .standard) {
         self.definition = definition
         self.environment = environment
@@ -82,9 +88,13 @@ public struct PipelineRunner: Sendable {
     /// Continues a paused or interrupted pipeline from its log: settled tasks are not run
     /// again; an attempt the log shows started but not finished is settled first (see
     /// docs/pipelines.md, "Resume").
-    public func resume(log path: String, jobs: Int? = nil, observe: (@Sendable (PipelineUpdate) -> Void)? = nil) async throws(PipelineError)
-        -> PipelineOutcome
-    {
+    ///
+    /// A command the earlier run started may still run (its process outlived the one running
+    /// the pipeline): then `leftovers` decides — refuse with `still_running` (the default), or
+    /// wait for it to end. A second copy never starts beside it.
+    public func resume(
+        log path: String, jobs: Int? = nil, leftovers: LeftoverPolicy = .refuse, observe: (@Sendable (PipelineUpdate) -> Void)? = nil
+    ) async throws(PipelineError) -> PipelineOutcome {
         let (recorder, directory) = try open(path, observe: observe)
         let state = recorder.state
         if let stop = state.stop {
@@ -92,11 +102,64 @@ public struct PipelineRunner: Sendable {
                 .cannotResume, "the pipeline already stopped (\(stop.status.rawValue)); nothing to resume", path: path,
                 hint: "to run part of it again: agent-eval pipeline rollback \(ShellWords.quoted(directory)) --to <task>")
         }
+        try await settleLeftovers(state, directory: directory, path: path, policy: leftovers)
         try recorder.record(.resumed(PipelineResumed(after: state.isPaused ? "pause" : "crash")))
         try? FileManager.default.removeItem(atPath: directory + "/" + Self.pauseRequestName)
         return try await drive(
             recorder, directory: directory, jobs: jobs ?? state.start?.jobs ?? 1, settling: interruptedAttempts(state, directory: directory)
         )
+    }
+
+    /// Processes of command attempts that the log shows started and not finished, which still
+    /// run: what resume refuses or waits for. Read from each attempt's process record.
+    static func leftovers(_ state: PipelineState, directory: String) -> [LeftoverProcess] {
+        var found: [LeftoverProcess] = []
+        for task in state.tasks where task.status == .running && task.plan.kind == .command {
+            for attempt in task.attempts where attempt.finished == nil {
+                let record = directory + "/" + Self.processRecord(task: task.id, attempt: attempt.attempt)
+                guard let identity = ProcessIdentity.read(from: record), let survivor = identity.survivor() else { continue }
+                found.append(LeftoverProcess(task: task.id, attempt: attempt.attempt, pid: survivor, group: identity.pid))
+            }
+        }
+        return found
+    }
+
+    /// Refuses, or waits until no leftover runs; then removes the records of the attempts
+    /// resume settles (their processes have ended).
+    private func settleLeftovers(
+        _ state: PipelineState, directory: String, path: String, policy: LeftoverPolicy
+    ) async throws(PipelineError) {
+        var pauseMs = 20
+        var told = false
+        while true {
+            let running = Self.leftovers(state, directory: directory)
+            guard let first = running.first else { break }
+            guard case .wait(let waiting) = policy else {
+                let more = running.count > 1 ? " (and \(running.count - 1) more)" : ""
+                throw PipelineError(
+                    .stillRunning,
+                    "task \(first.task)'s command from the earlier run is still running as \(first.description)\(more); wait for it or kill it",
+                    path: path,
+                    hint: "wait for it to end, or stop it and what it started: kill -- -\(first.group)")
+            }
+            if !told {
+                waiting(running)
+                told = true
+            }
+            do {
+                try await environment.sleep(pauseMs)
+            } catch {
+                throw PipelineError(
+                    .stillRunning, "interrupted while waiting for task \(first.task)'s command from the earlier run (\(first.description))",
+                    path: path)
+            }
+            pauseMs = min(pauseMs * 2, 500)
+        }
+        for task in state.tasks where task.status == .running && task.plan.kind == .command {
+            for attempt in task.attempts where attempt.finished == nil {
+                unlink(directory + "/" + Self.processRecord(task: task.id, attempt: attempt.attempt))
+            }
+        }
     }
 
     /// Discards the results of `task` and every task downstream of it and runs them again in
@@ -265,6 +328,29 @@ public struct PipelineRunner: Sendable {
             throw PipelineError(.log, "cannot close the pipeline log: \(error)", path: recorder.writer.path)
         }
         return PipelineOutcome(logPath: recorder.writer.path, state: recorder.state)
+    }
+}
+
+/// What `resume` does when a command started by the earlier run still runs.
+public enum LeftoverPolicy: Sendable {
+    /// Throw `still_running`, naming the process.
+    case refuse
+    /// Wait until every such process has ended; `waiting` is told once what is waited for.
+    case wait(waiting: @Sendable ([LeftoverProcess]) -> Void)
+}
+
+/// A process of a command attempt from an earlier run of the pipeline that still runs.
+public struct LeftoverProcess: Sendable, Hashable, CustomStringConvertible {
+    public var task: String
+    public var attempt: Int
+    /// The process that runs: the command's own, or one it started in its process group.
+    public var pid: Int32
+    /// The command's process, which led that group.
+    public var group: Int32
+
+    /// "pid 4242", or "pid 4250 (started by the command, pid 4242, which ended)".
+    public var description: String {
+        pid == group ? "pid \(pid)" : "pid \(pid) (started by the command, pid \(group), which ended)"
     }
 }
 

@@ -148,6 +148,8 @@ struct Scheduler {
             nextTicket += 1
             inFlight[ticket] = Launch(task: task.id, started: started)
             let childLog = started.log.map { directory + "/" + $0 }
+            let processRecord =
+                task.kind == .command ? directory + "/" + PipelineRunner.processRecord(task: task.id, attempt: attempt) : nil
             let runId = started.run
             var observeChild: (@Sendable (Event) -> Void)?
             if let observe = recorder.observe {
@@ -160,7 +162,8 @@ struct Scheduler {
             let preference: any TaskExecutor = task.kind == .command ? thread : globalConcurrentExecutor
             group.addTask(executorPreference: preference) {
                 let result = await attempts.run(
-                    task, input: input, childLog: childLog, runId: runId, delayMs: delayMs, observe: childObserver)
+                    task, input: input, childLog: childLog, runId: runId, processRecord: processRecord, delayMs: delayMs,
+                    observe: childObserver)
                 return (ticket, result)
             }
         }

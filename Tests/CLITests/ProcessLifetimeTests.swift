@@ -1,0 +1,139 @@
+import Foundation
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Whether process `pid` still runs: it exists and is not a zombie (ended, waiting for a
+/// reaper: dead either way).
+func isRunning(_ pid: Int32) -> Bool {
+    guard kill(pid, 0) == 0 else { return false }
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return false }
+    let state = stat.split(separator: ")").last?.split(separator: " ").first
+    return state != "Z" && state != "X"
+}
+
+/// Waits (bounded: up to `seconds`, polling) until `condition` holds; returns whether it did.
+func eventually(seconds: Int = 20, _ condition: () throws -> Bool) rethrows -> Bool {
+    for _ in 0..<(seconds * 50) {
+        if try condition() { return true }
+        usleep(20_000)
+    }
+    return try condition()
+}
+
+/// The pid a file holds, once it holds one.
+func pid(in file: String) -> Int32? {
+    (try? String(contentsOfFile: file, encoding: .utf8)).flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+}
+
+/// Children of agent-eval die with it (issue 53, finding 6): an MCP server or a command tool
+/// when agent-eval is killed with SIGKILL; a server's `setsid` daemon when a run ends normally
+/// or on SIGTERM.
+@Suite("Processes agent-eval starts do not outlive it")
+struct ProcessLifetimeTests {
+    /// An agent whose tools come from the failure server, started with `flags`; its script
+    /// calls `tool` and then answers.
+    static func writeAgent(in directory: TemporaryDirectory, flags: [String], tool: String) async throws -> String {
+        let server = try await MCPTestServers.failureServer(flags).map { "\"\($0)\"" }.joined(separator: ", ")
+        try """
+        name: lifetimes
+        model: {script: lifetimes.model.yaml}
+        mcp_servers:
+          failing:
+            command: [\(server)]
+            timeout_ms: 600000
+        policy: {default: allow}
+        """.write(toFile: directory.path("agent.yaml"), atomically: true, encoding: .utf8)
+        let arguments = tool == "echo" ? "{text: hi}" : "{}"
+        try "name: s\ndecisions:\n  - tool_calls: [{name: \(tool), arguments: \(arguments)}]\n  - answer: done\n".write(
+            toFile: directory.path("lifetimes.model.yaml"), atomically: true, encoding: .utf8)
+        return directory.path("agent.yaml")
+    }
+
+    /// Kills (SIGKILL) whatever of `pids` still runs: a failing test leaves nothing behind.
+    static func cleanUp(_ files: [String]) {
+        for file in files { if let pid = pid(in: file), isRunning(pid) { kill(pid, SIGKILL) } }
+    }
+
+    @Test("kill -9 of exec while an MCP server's call is in progress: the server dies with it")
+    func serverDiesWithKilledExec() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let (serverFile, hangFile) = (directory.path("server.pid"), directory.path("hang.pid"))
+        defer { Self.cleanUp([serverFile, hangFile]) }
+        let agent = try await Self.writeAgent(in: directory, flags: ["--pid-file", serverFile, "--hang-file", hangFile], tool: "hang")
+        let (process, _) = try startAgentEval(
+            ["exec", agent, "--input", "x", "--log", directory.path("run.jsonl.gz")], in: directory.url)
+        #expect(eventually { FileManager.default.fileExists(atPath: hangFile) }, "the hang call never started")
+        kill(process.processIdentifier, SIGKILL)
+        wait(for: process)
+        let server = try #require(pid(in: serverFile))
+        #expect(eventually { !isRunning(server) }, "the MCP server (pid \(server)) outlived the killed exec")
+    }
+
+    @Test("kill -9 of exec while a command tool runs: the tool dies with it")
+    func toolDiesWithKilledExec() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let marker = directory.path("tool.pid")
+        defer { Self.cleanUp([marker]) }
+        try "#!/bin/sh\necho $$ > \(marker).tmp\nmv \(marker).tmp \(marker)\nexec sleep 600\n".write(
+            toFile: directory.path("hang.sh"), atomically: true, encoding: .utf8)
+        #expect(chmod(directory.path("hang.sh"), 0o755) == 0)
+        try """
+        name: hanger
+        model: {script: hang.model.yaml}
+        tools:
+          - {name: hang, description: Hangs., side_effect: read, command: [./hang.sh], timeout_ms: 600000}
+        policy: {default: allow}
+        """.write(toFile: directory.path("agent.yaml"), atomically: true, encoding: .utf8)
+        try "name: s\ndecisions:\n  - tool_calls: [{name: hang, arguments: {}}]\n  - answer: never\n".write(
+            toFile: directory.path("hang.model.yaml"), atomically: true, encoding: .utf8)
+        let (process, _) = try startAgentEval(
+            ["exec", directory.path("agent.yaml"), "--input", "x", "--log", directory.path("run.jsonl.gz")], in: directory.url)
+        #expect(eventually { pid(in: marker) != nil }, "the tool never started")
+        kill(process.processIdentifier, SIGKILL)
+        wait(for: process)
+        let tool = try #require(pid(in: marker))
+        #expect(eventually { !isRunning(tool) }, "the tool (pid \(tool)) outlived the killed exec")
+    }
+
+    @Test("a run that ends normally leaves nothing running: not even a setsid daemon its MCP server started")
+    func daemonGoneAfterNormalRun() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let (serverFile, orphanFile) = (directory.path("server.pid"), directory.path("orphan.pid"))
+        defer { Self.cleanUp([serverFile, orphanFile]) }
+        let agent = try await Self.writeAgent(
+            in: directory, flags: ["--pid-file", serverFile, "--orphan-pid-file", orphanFile], tool: "echo")
+        let exec = try agentEval(["exec", agent, "--input", "x", "--log", directory.path("run.jsonl.gz")])
+        #expect(exec.status == 0, "\(exec.stderr)")
+        let server = try #require(pid(in: serverFile))
+        let orphan = try #require(pid(in: orphanFile))
+        #expect(eventually { !isRunning(server) }, "the MCP server (pid \(server)) outlived the run")
+        #expect(eventually { !isRunning(orphan) }, "the server's setsid daemon (pid \(orphan)) outlived the run")
+    }
+
+    @Test("SIGTERM to exec during an MCP call: exit 143, and the server and its setsid daemon are gone")
+    func nothingLeftAfterSIGTERM() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let (serverFile, orphanFile, hangFile) = (directory.path("server.pid"), directory.path("orphan.pid"), directory.path("hang.pid"))
+        defer { Self.cleanUp([serverFile, orphanFile, hangFile]) }
+        let agent = try await Self.writeAgent(
+            in: directory, flags: ["--pid-file", serverFile, "--orphan-pid-file", orphanFile, "--hang-file", hangFile], tool: "hang")
+        let (process, errors) = try startAgentEval(
+            ["exec", agent, "--input", "x", "--log", directory.path("run.jsonl.gz")], in: directory.url)
+        #expect(eventually { FileManager.default.fileExists(atPath: hangFile) }, "the hang call never started")
+        kill(process.processIdentifier, SIGTERM)
+        wait(for: process)
+        #expect(process.terminationStatus == 143, "\((try? String(contentsOfFile: errors, encoding: .utf8)) ?? "")")
+        let server = try #require(pid(in: serverFile))
+        let orphan = try #require(pid(in: orphanFile))
+        #expect(eventually { !isRunning(server) }, "the MCP server (pid \(server)) outlived SIGTERM")
+        #expect(eventually { !isRunning(orphan) }, "the server's setsid daemon (pid \(orphan)) outlived SIGTERM")
+    }
+}
