@@ -103,15 +103,20 @@ extension ConfigNode {
     /// The closest of `names` to `text`, if close enough to be a likely typo.
     public static func suggestion(for text: String, among names: [String]) -> String? {
         var best: (name: String, distance: Int)?
+        let lowered = Array(text.lowercased().utf8)
         for name in names {
-            let distance = editDistance(Array(text.lowercased().utf8), Array(name.lowercased().utf8))
-            if distance <= max(1, name.count / 3), distance < (best?.distance ?? .max) { best = (name, distance) }
+            let other = Array(name.lowercased().utf8)
+            let allowed = max(1, name.count / 3)
+            // The distance is at least the difference in length: most names are ruled out
+            // without computing it.
+            guard abs(lowered.count - other.count) <= allowed else { continue }
+            let distance = editDistance(lowered, other)
+            if distance <= allowed, distance < (best?.distance ?? .max) { best = (name, distance) }
         }
         if let best { return best.name }
         // Another form of the same word (`denied` for `deny`, `approved` for `approval_required`):
         // a shared start of at least three letters and most of the shorter word, when only one
         // name has it.
-        let lowered = Array(text.lowercased().utf8)
         let stems = names.filter { name in
             let other = Array(name.lowercased().utf8)
             let shared = zip(lowered, other).prefix { $0 == $1 }.count
@@ -123,13 +128,14 @@ extension ConfigNode {
     private static func editDistance(_ a: [UInt8], _ b: [UInt8]) -> Int {
         if a.isEmpty { return b.count }
         var previous = Array(0...b.count)
+        var current = previous
         for i in 1...a.count {
-            var current = [i] + Array(repeating: 0, count: b.count)
+            current[0] = i
             for j in stride(from: 1, through: b.count, by: 1) {
                 let cost = a[i - 1] == b[j - 1] ? 0 : 1
                 current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
             }
-            previous = current
+            swap(&previous, &current)
         }
         return previous[b.count]
     }
@@ -143,7 +149,9 @@ public struct MappingReader {
     public let location: SourceLocation
     /// What the mapping is, for messages ("the agent", "tool \"search\"").
     public let what: String
+    /// The keys asked for, in the order first asked (for the hint), and as a set (for the check).
     private var known: [String] = []
+    private var knownSet: Set<String> = []
 
     init(pairs: [ConfigNode.Pair], location: SourceLocation, what: String) {
         self.pairs = pairs
@@ -153,7 +161,7 @@ public struct MappingReader {
 
     /// The value under `key`, if present.
     public mutating func optional(_ key: String) -> ConfigNode? {
-        known.append(key)
+        if knownSet.insert(key).inserted { known.append(key) }
         return pairs.first { $0.key == key }?.value
     }
 
@@ -176,7 +184,7 @@ public struct MappingReader {
     /// An error for every key that was never asked for, each suggesting the closest known one;
     /// `name` replaces the mapping's description when more is known by now (`case "b"`).
     public func unknownKeys(in name: String? = nil) -> [ConfigError] {
-        pairs.filter { !known.contains($0.key) }.map { pair in
+        pairs.filter { !knownSet.contains($0.key) }.map { pair in
             let suggestion = ConfigNode.suggestion(for: pair.key, among: known)
             return ConfigError(
                 .unknownKey, "\(name ?? what) has no setting \"\(pair.key)\"", at: pair.keyLocation,
@@ -195,6 +203,7 @@ extension ConfigNode {
     /// Where `text` is first written below this node, in file order: a scalar with that text
     /// or a mapping key (`arguments: {refund_order: …}`). For pointing a cross-file error (a
     /// tool the agent lacks) at the name itself.
+    /// Use `firstLocations()` instead when looking up many texts: each call walks the tree.
     public func firstLocation(of text: String) -> SourceLocation? {
         switch content {
         case .scalar(let value, _):
@@ -211,5 +220,28 @@ extension ConfigNode {
             }
             return nil
         }
+    }
+
+    /// `firstLocation(of:)` for every text below this node, from one walk of the tree: for
+    /// pointing many errors (a long list of misspelt tools) at their names in linear time.
+    public func firstLocations() -> [String: SourceLocation] {
+        var found: [String: SourceLocation] = [:]
+        // An explicit stack, in the order `firstLocation(of:)` visits: nesting is bounded by
+        // `maximumDepth`, but a walk with no recursion needs no such bound.
+        var pending: [ConfigNode] = [self]
+        while let node = pending.popLast() {
+            switch node.content {
+            case .scalar(let value, _):
+                if found[value] == nil { found[value] = node.location }
+            case .sequence(let items):
+                pending.append(contentsOf: items.reversed())
+            case .mapping(let pairs):
+                for pair in pairs.reversed() {
+                    pending.append(pair.value)
+                    pending.append(ConfigNode(content: .scalar(pair.key, isPlain: false), location: pair.keyLocation))
+                }
+            }
+        }
+        return found
     }
 }

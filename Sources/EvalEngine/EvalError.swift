@@ -44,6 +44,8 @@ public struct EvalError: Diagnostic, Hashable {
         /// A judge model could not grade a rubric: no judge was given, the model could not be
         /// reached, or its reply was not a verdict.
         case judgeFailed = "judge_failed"
+        /// The suite was interrupted (Ctrl-C, SIGTERM) before the case's runs were done.
+        case interrupted
     }
 
     public var code: Code

@@ -56,11 +56,29 @@ public struct EvalCase: Sendable {
     }
 
     /// Where the case's expectations first name `text` (a tool); the case's own place otherwise.
+    /// Walks the expectations: for many names, use `nameLocations()`.
     public func location(ofName text: String) -> SourceLocation {
-        guard case .mapping(let pairs)? = node?.content, let expected = pairs.first(where: { $0.key == "expected" }) else {
-            return location
-        }
-        return expected.value.firstLocation(of: text) ?? location
+        expectedNode?.firstLocation(of: text) ?? location
+    }
+
+    /// Where the case's expectations first name each text, from one walk of them: for errors
+    /// about many names (a long list of tools no agent has), each found in constant time.
+    public func nameLocations() -> NameLocations {
+        NameLocations(places: expectedNode?.firstLocations() ?? [:], fallback: location)
+    }
+
+    /// Where each text is first written in a case's expectations (`EvalCase.nameLocations()`).
+    public struct NameLocations: Sendable {
+        let places: [String: SourceLocation]
+        let fallback: SourceLocation
+
+        /// As `EvalCase.location(ofName:)`.
+        public func location(ofName text: String) -> SourceLocation { places[text] ?? fallback }
+    }
+
+    private var expectedNode: ConfigNode? {
+        guard case .mapping(let pairs)? = node?.content else { return nil }
+        return pairs.first { $0.key == "expected" }?.value
     }
 
     public var isLive: Bool {

@@ -46,11 +46,14 @@ public struct Expectations: Sendable {
     /// Every tool name the expectations mention, in order, without repeats.
     public var toolNames: [String] {
         var names: [String] = []
-        let all =
-            toolsCalled + toolsSucceeded + toolsNotCalled + arguments.map(\.tool) + argumentRubrics.map(\.tool) + callCounts.map(\.tool)
-            + denied
-            + approvalRequired + (sequence?.calls.map(\.tool) ?? [])
-        for name in all where !names.contains(name) { names.append(name) }
+        var seen: Set<String> = []
+        let lists: [[String]] = [
+            toolsCalled, toolsSucceeded, toolsNotCalled, arguments.map(\.tool), argumentRubrics.map(\.tool), callCounts.map(\.tool),
+            denied, approvalRequired, sequence?.calls.map(\.tool) ?? [],
+        ]
+        for list in lists {
+            for name in list where seen.insert(name).inserted { names.append(name) }
+        }
         return names
     }
 

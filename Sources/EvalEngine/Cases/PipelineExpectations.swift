@@ -29,7 +29,8 @@ public struct PipelineExpectations: Sendable {
     /// Every task the expectations name, in order, without repeats.
     public var taskNames: [String] {
         var names: [String] = []
-        for name in tasksRan + tasksNotRan + order + tasks.map(\.task) where !names.contains(name) { names.append(name) }
+        var seen: Set<String> = []
+        for name in tasksRan + tasksNotRan + order + tasks.map(\.task) where seen.insert(name).inserted { names.append(name) }
         return names
     }
 

@@ -28,6 +28,10 @@ public struct CheckReport: Sendable {
     }
 
     public private(set) var files: [File] = []
+    /// Where each path is in `files`, and every problem added: each problem costs the same
+    /// however many came before it.
+    private var fileIndexes: [String: Int] = [:]
+    private var reported: Set<DiagnosticRecord> = []
 
     public init() {}
 
@@ -65,13 +69,14 @@ public struct CheckReport: Sendable {
     mutating func add(_ problem: Problem, to path: String) {
         let index = fileIndex(path)
         files[index].isSkipped = false
-        guard !files.contains(where: { $0.problems.contains(where: { $0.diagnostic == problem.diagnostic }) }) else { return }
+        guard reported.insert(problem.diagnostic).inserted else { return }
         files[index].problems.append(problem)
     }
 
     private mutating func fileIndex(_ path: String) -> Int {
-        if let index = files.firstIndex(where: { $0.path == path }) { return index }
+        if let index = fileIndexes[path] { return index }
         files.append(File(path: path))
+        fileIndexes[path] = files.count - 1
         return files.count - 1
     }
 

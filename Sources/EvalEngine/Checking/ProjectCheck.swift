@@ -81,6 +81,11 @@ public struct ProjectCheck: Sendable {
         var agents: [String: Agent?] = [:]
         var pipelines: [String: PipelineDefinition?] = [:]
         var logTools: [String: [String]?] = [:]
+        /// The tools of each agent and the tasks of each pipeline, by path, made once.
+        var agentTools: [String: Names] = [:]
+        var pipelineTasks: [String: Names] = [:]
+        /// The files each log pattern matched: cases that share a pattern list its folder once.
+        var expanded: [String: [String]] = [:]
         /// Case ids seen so far, for the rule `run` applies too (`EvalSuite.register`).
         var caseIds: [String: SourceLocation] = [:]
         /// Makes each judge once (a scripted one is read, an HTTP one needs its key).
@@ -256,26 +261,22 @@ public struct ProjectCheck: Sendable {
             case .pipeline(let file):
                 guard exists(file, namedBy: evalCase, as: "pipeline", key: "pipeline") else { return }
                 guard let definition = pipeline(at: file), let expected = evalCase.expected.pipeline else { return }
-                let tasks = definition.tasks.map(\.id)
-                for task in expected.taskNames where !tasks.contains(task) {
-                    problem(
-                        in: path, .error,
-                        EvalError(
-                            .unknownTask, "\(name) names the task \"\(task)\", which pipeline \(definition.name) does not have",
-                            location: evalCase.location(ofName: task),
-                            hint: ConfigNode.suggestion(for: task, among: tasks).map { "did you mean \"\($0)\"?" }
-                                ?? "its tasks: \(tasks.joined(separator: ", "))"))
+                let tasks = pipelineTasks[file] ?? Names(definition.tasks.map(\.id))
+                pipelineTasks[file] = tasks
+                reportUnknown(expected.taskNames, of: evalCase, known: tasks, .unknownTask, list: "its tasks") { task in
+                    "\(name) names the task \"\(task)\", which pipeline \(definition.name) does not have"
                 }
                 for taskExpectations in expected.tasks {
-                    guard let run = taskExpectations.run, let task = definition.tasks.first(where: { $0.id == taskExpectations.task }),
-                        case .agent(let agentPath, let agent, _) = task.work
+                    guard let run = taskExpectations.run, let index = tasks.index[taskExpectations.task],
+                        case .agent(let agentPath, let agent, _) = definition.tasks[index].work
                     else { continue }
                     checkTools(run.toolNames, of: evalCase, in: agent, path: agentPath)
                 }
             case .recorded(let patterns):
                 var logs: [String] = []
                 for pattern in patterns {
-                    let found = EvalSuite.expand(pattern)
+                    let found = expanded[pattern] ?? EvalSuite.expand(pattern)
+                    expanded[pattern] = found
                     if found.isEmpty {
                         problem(
                             in: path, .error,
@@ -291,14 +292,8 @@ public struct ProjectCheck: Sendable {
                     guard let tools = tools(recordedIn: log, by: evalCase) else { return }
                     available.formUnion(tools)
                 }
-                for tool in evalCase.expected.toolNames where !available.contains(tool) {
-                    problem(
-                        in: path, .error,
-                        EvalError(
-                            .unknownTool, "\(name) names the tool \"\(tool)\", which none of its logs' runs had",
-                            location: evalCase.location(ofName: tool),
-                            hint: ConfigNode.suggestion(for: tool, among: available.sorted()).map { "did you mean \"\($0)\"?" }
-                                ?? "they had: \(available.sorted().joined(separator: ", "))"))
+                reportUnknown(evalCase.expected.toolNames, of: evalCase, known: Names(available.sorted()), .unknownTool, list: "they had") {
+                    tool in "\(name) names the tool \"\(tool)\", which none of its logs' runs had"
                 }
             }
         }
@@ -312,16 +307,30 @@ public struct ProjectCheck: Sendable {
         /// learns its tools when they start: those are checked after the run).
         mutating func checkTools(_ names: [String], of evalCase: EvalCase, in agent: Agent, path: String) {
             guard agent.toolServers.isEmpty else { return }
-            let tools = agent.tools.names
-            for tool in names where !tools.contains(tool) {
+            let tools = agentTools[path] ?? Names(agent.tools.names)
+            agentTools[path] = tools
+            reportUnknown(names, of: evalCase, known: tools, .unknownTool, list: "its tools") { tool in
+                "case \"\(evalCase.id)\" names the tool \"\(tool)\", which agent \(agent.name) (\(path)) does not have"
+            }
+        }
+
+        /// Reports each of `names` (tools, tasks) that `known` lacks, at the line of the case
+        /// that names it, suggesting the closest known name or listing them (`list: a, b`).
+        /// Linear in the names: the case's lines are looked up once, and only for an error.
+        mutating func reportUnknown(
+            _ names: [String], of evalCase: EvalCase, known: Names, _ code: EvalError.Code, list: String,
+            message: (String) -> String
+        ) {
+            var locations: EvalCase.NameLocations?
+            for name in names where known.index[name] == nil {
+                let places = locations ?? evalCase.nameLocations()
+                locations = places
                 problem(
                     in: evalCase.location.path, .error,
                     EvalError(
-                        .unknownTool,
-                        "case \"\(evalCase.id)\" names the tool \"\(tool)\", which agent \(agent.name) (\(path)) does not have",
-                        location: evalCase.location(ofName: tool),
-                        hint: ConfigNode.suggestion(for: tool, among: tools).map { "did you mean \"\($0)\"?" }
-                            ?? "its tools: \(tools.joined(separator: ", "))"))
+                        code, message(name), location: places.location(ofName: name),
+                        hint: ConfigNode.suggestion(for: name, among: known.ordered).map { "did you mean \"\($0)\"?" }
+                            ?? "\(list): \(known.listed)"))
             }
         }
 
@@ -375,5 +384,20 @@ public struct ProjectCheck: Sendable {
         }
 
         func count(_ number: Int, _ noun: String) -> String { counted(number, noun) }
+    }
+
+    /// Names a file has (an agent's tools, a pipeline's tasks), in its order and for lookups.
+    struct Names {
+        let ordered: [String]
+        /// Where each name is in `ordered` (its first place).
+        let index: [String: Int]
+        /// `a, b, c`, for hints.
+        let listed: String
+
+        init(_ names: [String]) {
+            ordered = names
+            index = Dictionary(names.enumerated().map { ($0.element, $0.offset) }, uniquingKeysWith: { first, _ in first })
+            listed = names.joined(separator: ", ")
+        }
     }
 }

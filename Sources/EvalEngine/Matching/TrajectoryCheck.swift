@@ -47,14 +47,20 @@ public enum TrajectoryCheck {
         var notes: [CheckNote] = []
         let executed = state.executedCalls
         let lastStep = state.step
+        // Each tool's calls in order, found once: a case may list many tools (a long
+        // toolsNotCalled), and scanning every call for each would make the check quadratic.
+        let byTool = Dictionary(grouping: state.calls, by: \.tool)
+        func allCalls(of tool: String) -> [ToolCallRecord] { byTool[tool] ?? [] }
+        func executedCalls(of tool: String) -> [ToolCallRecord] { allCalls(of: tool).filter(\.isExecuted) }
+        let executedNames = names(executed)
 
-        for tool in expected.toolsCalled where !executed.contains(where: { $0.tool == tool }) {
-            let attempts = state.calls(of: tool)
+        for tool in expected.toolsCalled where !allCalls(of: tool).contains(where: \.isExecuted) {
+            let attempts = allCalls(of: tool)
             let actual: String
             if let attempt = attempts.first {
                 actual = "\(tool) was proposed (\(attempt.id), step \(attempt.step)) but never ran: \(outcome(of: attempt))"
             } else {
-                actual = "no call of \(tool); tools executed: \(names(executed))"
+                actual = "no call of \(tool); tools executed: \(executedNames)"
             }
             failures.append(
                 ExpectationFailure(
@@ -63,7 +69,7 @@ public enum TrajectoryCheck {
         }
 
         for tool in expected.toolsCalled {
-            let calls = executed.filter { $0.tool == tool }
+            let calls = executedCalls(of: tool)
             if let first = calls.first, !calls.contains(where: \.hasSucceeded) {
                 notes.append(
                     CheckNote(
@@ -73,8 +79,8 @@ public enum TrajectoryCheck {
             }
         }
 
-        for tool in expected.toolsSucceeded where !executed.contains(where: { $0.tool == tool && $0.hasSucceeded }) {
-            let calls = state.calls(of: tool)
+        for tool in expected.toolsSucceeded where !allCalls(of: tool).contains(where: { $0.isExecuted && $0.hasSucceeded }) {
+            let calls = allCalls(of: tool)
             let ran = calls.filter(\.isExecuted)
             let actual: String
             if !ran.isEmpty {
@@ -82,7 +88,7 @@ public enum TrajectoryCheck {
             } else if let attempt = calls.first {
                 actual = "\(tool) was proposed (\(attempt.id), step \(attempt.step)) but never ran: \(outcome(of: attempt))"
             } else {
-                actual = "no call of \(tool); tools executed: \(names(executed))"
+                actual = "no call of \(tool); tools executed: \(executedNames)"
             }
             let concerned = ran.first ?? calls.first
             failures.append(
@@ -92,7 +98,7 @@ public enum TrajectoryCheck {
         }
 
         for tool in expected.toolsNotCalled {
-            let calls = state.calls(of: tool)
+            let calls = allCalls(of: tool)
             if let call = calls.first(where: \.isExecuted) {
                 failures.append(
                     ExpectationFailure(
@@ -130,7 +136,7 @@ public enum TrajectoryCheck {
             failures.append(failure)
         }
         for (tool, matcher) in expected.arguments {
-            let calls = executed.filter { $0.tool == tool }
+            let calls = executedCalls(of: tool)
             if calls.isEmpty {
                 failures.append(
                     ExpectationFailure(
@@ -148,7 +154,7 @@ public enum TrajectoryCheck {
             }
         }
         for (tool, range) in expected.callCounts {
-            let calls = executed.filter { $0.tool == tool }
+            let calls = executedCalls(of: tool)
             if !range.contains(calls.count) {
                 failures.append(
                     ExpectationFailure(
@@ -201,22 +207,21 @@ public enum TrajectoryCheck {
                         actual: why))
             }
         } else {
-            for tool in expected.denied where !state.calls(of: tool).contains(where: \.isDenied) {
+            for tool in expected.denied where !allCalls(of: tool).contains(where: \.isDenied) {
                 failures.append(
                     ExpectationFailure(
                         expectation: "verdicts.denied", expected: "a call of \(tool) is denied",
-                        actual: state.calls(of: tool).first.map { "\($0.id) (step \($0.step)): \(outcome(of: $0))" }
+                        actual: allCalls(of: tool).first.map { "\($0.id) (step \($0.step)): \(outcome(of: $0))" }
                             ?? "no call of \(tool) was proposed",
-                        step: state.calls(of: tool).first?.step ?? lastStep, callId: state.calls(of: tool).first?.id))
+                        step: allCalls(of: tool).first?.step ?? lastStep, callId: allCalls(of: tool).first?.id))
             }
-            for tool in expected.approvalRequired where !state.calls(of: tool).contains(where: { $0.verdict?.verdict == .approvalRequired })
-            {
+            for tool in expected.approvalRequired where !allCalls(of: tool).contains(where: { $0.verdict?.verdict == .approvalRequired }) {
                 failures.append(
                     ExpectationFailure(
                         expectation: "verdicts.approvalRequired", expected: "a call of \(tool) needs approval",
-                        actual: state.calls(of: tool).first.map { "\($0.id) (step \($0.step)): \(outcome(of: $0))" }
+                        actual: allCalls(of: tool).first.map { "\($0.id) (step \($0.step)): \(outcome(of: $0))" }
                             ?? "no call of \(tool) was proposed",
-                        step: state.calls(of: tool).first?.step ?? lastStep, callId: state.calls(of: tool).first?.id))
+                        step: allCalls(of: tool).first?.step ?? lastStep, callId: allCalls(of: tool).first?.id))
             }
             if expected.requiresApprovalBeforeExecution {
                 for call in executed where !call.isPermitted {

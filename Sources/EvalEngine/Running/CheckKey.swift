@@ -20,13 +20,34 @@ public struct CheckKey: Sendable, Hashable {
     /// The key for checking `evalCase` under `options`; nil when its file or the executable
     /// cannot be read (then nothing is cached).
     public init?(case evalCase: EvalCase, options: EvalOptions) {
-        guard let program = Self.executableIdentity,
-            let file = FileManager.default.contents(atPath: evalCase.location.path)
-        else { return nil }
+        guard let file = Self.fileDigest(evalCase.location.path) else { return nil }
+        self.init(case: evalCase, options: options, fileDigest: file)
+    }
+
+    /// The keys of `cases`, in order (nil where `init(case:options:)` gives nil), each case
+    /// file read and hashed once however many cases it holds.
+    public static func keys(for cases: [EvalCase], options: EvalOptions) -> [CheckKey?] {
+        var digests: [String: String?] = [:]
+        return cases.map { evalCase in
+            let path = evalCase.location.path
+            let digest = digests[path] ?? fileDigest(path)
+            digests[path] = .some(digest)
+            return digest.flatMap { CheckKey(case: evalCase, options: options, fileDigest: $0) }
+        }
+    }
+
+    private init?(case evalCase: EvalCase, options: EvalOptions, fileDigest: String) {
+        guard let program = Self.executableIdentity else { return nil }
         var text = "agent-eval check result \(Self.formVersion), facts \(LogFacts.extractorVersion)\n"
         text += "\(program)\n\(evalCase.id)\n\(evalCase.location.line)\n"
         text += "countsDeniedAttempts \(options.countsDeniedAttempts), allowsUnfinished \(evalCase.allowsUnfinished)\n"
-        digest = ContentHash.sha256Hex(Array(text.utf8) + Array(file))
+        text += "file \(fileDigest)\n"
+        digest = ContentHash.sha256Hex(Array(text.utf8))
+    }
+
+    /// The SHA-256 of the case file at `path`; nil when it cannot be read.
+    private static func fileDigest(_ path: String) -> String? {
+        FileManager.default.contents(atPath: path).map { ContentHash.sha256Hex($0) }
     }
 
     /// `size:mtime_ns` of the running executable (nil where it cannot be found).

@@ -76,13 +76,16 @@ public struct EvalRunner: Sendable {
     {
         var work: [Work] = []
         var expected = [Int](repeating: 0, count: cases.count)
+        // Cases that share a log pattern list its folder once.
+        var expanded: [String: [String]] = [:]
         for (index, evalCase) in cases.enumerated() {
             switch evalCase.source {
             case .recorded(let patterns):
                 var logs: [String] = []
                 var missing: [String] = []
                 for pattern in patterns {
-                    let found = EvalSuite.expand(pattern)
+                    let found = expanded[pattern] ?? EvalSuite.expand(pattern)
+                    expanded[pattern] = found
                     if found.isEmpty { missing.append(pattern) }
                     logs.append(contentsOf: found)
                 }
@@ -123,19 +126,26 @@ public struct EvalRunner: Sendable {
                 }
             }
         }
+        var uses: [String: Int] = [:]
         for item in work {
             switch item {
-            case .recorded(let index, let logs): expected[index] += logs.count
+            case .recorded(let index, let logs):
+                expected[index] += logs.count
+                for (log, _) in logs { uses[log, default: 0] += 1 }
             case .live(let index, _, _), .pipeline(let index, _, _), .broken(let index, _): expected[index] += 1
             }
         }
+        // A log that several cases check is read once.
+        var options = options
+        options.facts = SharedLogFacts(base: options.facts, uses: uses)
 
         // What a cache keeps check results under: one key per case with recorded logs. A judged
         // result is never kept: the judge is asked every time.
-        let keys = cases.map { evalCase -> CheckKey? in
-            if case .recorded = evalCase.source, evalCase.expected.allRubrics.isEmpty { return CheckKey(case: evalCase, options: options) }
-            return nil
+        let cached = cases.map { evalCase in
+            if case .recorded = evalCase.source { return evalCase.expected.allRubrics.isEmpty }
+            return false
         }
+        let keys = zip(CheckKey.keys(for: cases, options: options), cached).map { key, isCached in isCached ? key : nil }
         var results = cases.map { CaseResult(evalCase: $0, runs: []) }
         var received = [Int](repeating: 0, count: cases.count)
         var finished = 0
@@ -144,7 +154,9 @@ public struct EvalRunner: Sendable {
         await withTaskGroup(of: (Int, [RunResult], DiagnosticRecord?).self) { group in
             var next = 0
             func startNext() {
-                guard next < work.count else { return }
+                // Cancelled (Ctrl-C, SIGTERM): what runs stops at its next step and nothing new
+                // starts; the cases left are reported as interrupted.
+                guard next < work.count, !Task.isCancelled else { return }
                 let item = work[next]
                 next += 1
                 group.addTask { [options] in
@@ -195,6 +207,13 @@ public struct EvalRunner: Sendable {
                 }
                 startNext()
             }
+        }
+        for index in results.indices where received[index] < expected[index] && results[index].error == nil {
+            results[index].error = DiagnosticRecord(
+                EvalError(
+                    .interrupted,
+                    "the suite was interrupted before this case's runs were done (\(received[index]) of \(counted(expected[index], "run")))",
+                    location: cases[index].location))
         }
         options.facts.flush()
         return results
