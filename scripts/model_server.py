@@ -10,8 +10,12 @@ The first path segment names a scenario: POST /<scenario>/v1/chat/completions or
 /<scenario>/v1/messages. Each request received (path, headers, body) is appended as a JSON
 line to the file named by MODEL_SERVER_REQUESTS, when set.
 Scenarios that fail first and then succeed count attempts per scenario.
+The hostile scenarios (drip, sse-comments, pings, byte-per-second, huge-stream, huge-line,
+huge-json) never stop sending on their own, or send far more than a client should read: they
+end when the client goes away.
 Standard library only.
 """
+import itertools
 import json
 import os
 import sys
@@ -136,6 +140,27 @@ class Handler(BaseHTTPRequestHandler):
             time.sleep(0.002)
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
+
+    def open_stream(self, content_type="text/event-stream"):
+        self.send_response(200)
+        self.send_header("content-type", content_type)
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        self.wfile.flush()
+
+    def send_until_gone(self, chunks, pause=0.0):
+        """Sends each chunk of an iterator (chunked transfer encoding), `pause` seconds apart,
+        until the iterator ends or the client goes away."""
+        try:
+            for chunk in chunks:
+                self.wfile.write(("%x\r\n" % len(chunk)).encode() + chunk + b"\r\n")
+                self.wfile.flush()
+                if pause:
+                    time.sleep(pause)
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
 
     def do_POST(self):
         length = int(self.headers.get("content-length", "0"))
@@ -300,6 +325,66 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.flush()
         time.sleep(120)
+
+    # --- Hostile scenarios: a client must cut them off by its own limits ---
+    def scenario_drip(self, body, attempt, anthropic):
+        """A valid reply that never ends: a content delta every 0.2 s, for as long as the client listens."""
+        self.open_stream()
+        if anthropic:
+            start = anthropic_stream([{"type": "text", "text": ""}], "end_turn")[:3]
+            deltas = (anthropic_event("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": "."}})
+                      for _ in range(3000))
+        else:
+            start = [openai_chunk({"role": "assistant", "content": ""})]
+            deltas = (openai_chunk({"content": "."}) for _ in range(3000))
+        self.send_until_gone(itertools.chain(start, deltas), pause=0.2)
+
+    def scenario_sse_comments(self, body, attempt, anthropic):
+        """A stream of keep-alive comments every 0.5 s and nothing else."""
+        self.open_stream()
+        self.send_until_gone((b": keep-alive\n\n" for _ in range(1200)), pause=0.5)
+
+    def scenario_pings(self, body, attempt, anthropic):
+        """Anthropic's message_start, then a ping every 0.5 s and nothing else."""
+        self.open_stream()
+        start = anthropic_stream([], "end_turn")[:1]
+        self.send_until_gone(itertools.chain(start, (anthropic_event("ping", {}) for _ in range(1200))), pause=0.5)
+
+    def scenario_byte_per_second(self, body, attempt, anthropic):
+        """A whole, valid reply, one byte a second."""
+        self.open_stream()
+        whole = b"".join(anthropic_stream([{"type": "text", "text": "slow"}], "end_turn") if anthropic else openai_answer("slow"))
+        self.send_until_gone((whole[i:i + 1] for i in range(len(whole))), pause=1.0)
+
+    HUGE = 256 << 20
+
+    def scenario_huge_stream(self, body, attempt, anthropic):
+        """256 MiB of valid content deltas (64 KiB of text each), as fast as they go, then the end."""
+        self.open_stream()
+        text = "x" * 65536
+        if anthropic:
+            start = anthropic_stream([{"type": "text", "text": ""}], "end_turn")[:3]
+            delta = anthropic_event("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": text}})
+            end = anthropic_stream([{"type": "text", "text": ""}], "end_turn")[-3:]
+        else:
+            start = [openai_chunk({"role": "assistant", "content": ""})]
+            delta = openai_chunk({"content": text})
+            end = openai_answer("")[2:]
+        self.send_until_gone(itertools.chain(start, (delta for _ in range(self.HUGE // len(delta))), end))
+
+    def scenario_huge_line(self, body, attempt, anthropic):
+        """One line of 256 MiB that never ends."""
+        self.open_stream()
+        piece = b"x" * 65536
+        self.send_until_gone(itertools.chain([b"data: "], (piece for _ in range(self.HUGE // len(piece)))))
+
+    def scenario_huge_json(self, body, attempt, anthropic):
+        """A whole (non-streamed) reply of 256 MiB of text."""
+        self.open_stream("application/json")
+        piece = b"x" * 65536
+        self.send_until_gone(itertools.chain([b'{"choices": [{"index": 0, "message": {"role": "assistant", "content": "'],
+                                             (piece for _ in range(self.HUGE // len(piece))),
+                                             [b'"}, "finish_reason": "stop"}]}']))
 
     # --- Anthropic scenarios ---
     def scenario_overloaded(self, body, attempt, anthropic):

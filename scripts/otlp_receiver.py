@@ -3,7 +3,7 @@ with the official OpenTelemetry protobuf definitions (`opentelemetry-proto`,
 `google.protobuf.json_format.Parse` into `ExportTraceServiceRequest`), so the payload is checked
 by a real parser, not by ours.
 
-    python scripts/otlp_receiver.py PORT_FILE OUT_DIR [--fail-first N]
+    python scripts/otlp_receiver.py PORT_FILE OUT_DIR [--fail-first N] [--drip | --echo-401]
 
 Listens on 127.0.0.1 (a free port, written to PORT_FILE once listening). Each POST to
 /v1/traces is parsed strictly (unknown fields are errors); OTLP/JSON writes trace and span ids
@@ -13,11 +13,15 @@ summarised in OUT_DIR/request-K.json (spans with name, ids, attributes, events, 
 x-* and authorization headers); one that
 does not is answered 400 with the parser's message and recorded in OUT_DIR/rejected-K.txt.
 --fail-first N answers the first N requests 503 with retry-after: 0, to test retries.
+Two hostile collectors, for an exporter's limits: --drip answers 200 and then sends its body a
+byte every half second, for as long as the exporter listens; --echo-401 answers 401 with a body
+that echoes every header value it was sent (a token included), as careless gateways do.
 """
 import base64
 import json
 import os
 import sys
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from google.protobuf import json_format
@@ -25,6 +29,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 port_file, out_dir = sys.argv[1], sys.argv[2]
 fail_first = int(sys.argv[sys.argv.index("--fail-first") + 1]) if "--fail-first" in sys.argv else 0
+drip = "--drip" in sys.argv
+echo_401 = "--echo-401" in sys.argv
 state = {"count": 0}
 
 
@@ -70,6 +76,23 @@ class Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(int(self.headers.get("content-length", "0")))
         state["count"] += 1
         number = state["count"]
+        if drip:
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", "1000000")
+            self.end_headers()
+            try:
+                for _ in range(2000):
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                    time.sleep(0.5)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            return
+        if echo_401:
+            sent = ", ".join("%s: %s" % (key, value) for key, value in self.headers.items())
+            self.answer(401, json.dumps({"message": "unauthorized; you sent " + sent}))
+            return
         if number <= fail_first:
             self.answer(503, '{"message": "warming up"}', [("retry-after", "0")])
             return

@@ -11,6 +11,10 @@ public import TraceCore
 /// `retry-after`; a stream that breaks off or sends a retryable `error` event is asked
 /// again; anything else ends the request with the provider's message. Every failed attempt
 /// is returned with the reply (`decision_made.attempts`) or with the error.
+///
+/// Each attempt is sent under the model's `RequestLimits` (`RequestPolicy`): its `timeout_ms`
+/// holds while the reply streams in, however often the server sends (a timeout is retried);
+/// a reply past `max_reply_bytes` or a stream line past `max_line_bytes` ends the request.
 public struct HTTPModelClient: ModelClient {
     public let settings: ModelSettings
     let dialect: any ProviderDialect
@@ -19,16 +23,16 @@ public struct HTTPModelClient: ModelClient {
     let limiter: RateLimiter?
     /// Waits between attempts; tests make it short, never the logic different.
     let sleep: @Sendable (Int) async throws -> Void
+    /// What each attempt is held to: the model's limits, its key kept out of every message.
+    let policy: RequestPolicy
 
     /// Backoff before retry n (0-based): a random wait up to min(cap, base · 2ⁿ).
     static let backoffBaseMs = 500
     static let backoffCapMs = 20_000
     /// The longest wait a server's `retry-after` can ask for.
     static let retryAfterCapMs = 60_000
-    /// The most of an error body read for its message.
+    /// The most of an error body read for its message: the rest is not read.
     static let errorBodyLimit = 64 * 1024
-    /// The largest whole (non-streamed) reply accepted.
-    static let wholeBodyLimit = 64 << 20
 
     /// A client over another transport (an in-memory one in benchmarks, say); without a
     /// rate limit. `HTTPModelClients` makes the usual ones.
@@ -38,7 +42,8 @@ public struct HTTPModelClient: ModelClient {
 
     init(
         settings: ModelSettings, transport: any ModelTransport, apiKey: String?, limiter: RateLimiter?,
-        sleep: @escaping @Sendable (Int) async throws -> Void = { try await Task.sleep(for: .milliseconds($0)) }
+        sleep: @escaping @Sendable (Int) async throws -> Void = { try await Task.sleep(for: .milliseconds($0)) },
+        clock: any Clock<Duration> = ContinuousClock()
     ) {
         self.settings = settings
         switch settings.provider {
@@ -49,6 +54,7 @@ public struct HTTPModelClient: ModelClient {
         self.apiKey = apiKey
         self.limiter = limiter
         self.sleep = sleep
+        policy = RequestPolicy(limits: settings.limits, secrets: apiKey.map { [$0] } ?? [], clock: clock)
     }
 
     public var identity: ModelIdentity { settings.identity }
@@ -66,9 +72,7 @@ public struct HTTPModelClient: ModelClient {
         var headers = [HTTPHeader(name: "content-type", value: "application/json")]
         headers += dialect.headers(apiKey: apiKey)
         if settings.stream { headers.append(HTTPHeader(name: "accept", value: "text/event-stream")) }
-        let outgoing = TransportRequest(
-            url: settings.baseURL + dialect.path, headers: headers, body: body, timeoutMs: settings.timeoutMs,
-            connectTimeoutMs: settings.connectTimeoutMs, idleTimeoutMs: settings.idleTimeoutMs)
+        let outgoing = TransportRequest(url: settings.baseURL + dialect.path, headers: headers, body: body, limits: settings.limits)
         var attempts: [ModelAttempt] = []
         while true {
             try Task.checkCancellation()
@@ -112,7 +116,7 @@ public struct HTTPModelClient: ModelClient {
 
     // MARK: One attempt
 
-    struct Failure {
+    struct Failure: Sendable {
         var status: Int?
         var message: String
         var isRetryable: Bool
@@ -121,7 +125,7 @@ public struct HTTPModelClient: ModelClient {
         var hint: String?
     }
 
-    enum AttemptResult {
+    enum AttemptResult: Sendable {
         case replied(raw: JSONValue, usage: TokenUsage?, ttftUs: Int?)
         case failed(Failure)
         /// The run was cancelled (Ctrl-C): not the model's failure, and never retried.
@@ -129,53 +133,71 @@ public struct HTTPModelClient: ModelClient {
     }
 
     /// What is read of a response while it arrives.
-    struct Reading {
+    struct Reading: Sendable {
         var status = 0
         var headers: [HTTPHeader] = []
         var isEventStream = false
-        var parser = ServerSentEventParser()
+        var parser: ServerSentEventParser
         var assembler: any ReplyAssembler
-        /// A non-streamed body, or an error body (bounded).
+        /// A non-streamed body, or the start of an error body.
         var body: [UInt8] = []
+        /// Bytes of body received.
+        var received = 0
         var firstContentUs: Int?
         /// Where the run's observer is, and how much of the text it was shown.
         var showText = ModelTextObserver.current
         var textShown = 0
     }
 
+    /// One attempt under the model's limits (`RequestPolicy`). Every failure it reports has
+    /// the key kept out of its message, here: a server may echo what it was sent (an error
+    /// body, an event), and the key never goes further than the request.
     func attempt(_ request: TransportRequest) async -> AttemptResult {
         let clock = ContinuousClock()
         let started = clock.now
-        var reading = Reading(assembler: dialect.makeAssembler())
-        var problem: StreamProblem?
-        do {
-            try await transport.exchange(request) { parts throws(StreamProblem) in
-                for part in parts {
-                    try Self.take(part, into: &reading, elapsedUs: { Self.microseconds(started.duration(to: clock.now)) })
-                }
-            }
-        } catch let error as StreamProblem {
-            problem = error
-        } catch let error as ModelClientError {
-            // A cassette's answer (nothing recorded): final, and said as it is.
-            return .failed(Failure(status: error.status, message: error.message, isRetryable: false, kind: error.kind, hint: error.hint))
-        } catch is CancellationError {
+        let reading = Reading(parser: ServerSentEventParser(maxLineBytes: settings.limits.maxLineBytes), assembler: dialect.makeAssembler())
+        let (read, ending) = await policy.send(request, through: transport, into: reading) { part, reading in
+            try Self.take(part, into: &reading, elapsedUs: { Self.microseconds(started.duration(to: clock.now)) })
+        }
+        let result = outcome(of: read, ending: ending, request: request)
+        guard case .failed(var failure) = result else { return result }
+        failure.message = policy.redact(failure.message)
+        return .failed(failure)
+    }
+
+    /// What an attempt came to, from what was read and how it ended.
+    func outcome(of reading: Reading, ending: RequestPolicy.Ending, request: TransportRequest) -> AttemptResult {
+        let status = reading.status == 0 ? nil : reading.status
+        switch ending {
+        case .complete:
+            return finish(reading)
+        case .cancelled:
             return .cancelled
-        } catch {
-            if Task.isCancelled { return .cancelled }
+        case .timedOut:
+            let progress = status == nil ? "before the server answered" : "\(reading.received) bytes of the reply had come"
             return .failed(
                 Failure(
-                    status: reading.status == 0 ? nil : reading.status, message: HTTPTransport.describe(error, request: request),
+                    status: status, message: "the attempt took longer than \(settings.limits.timeoutMs) ms (timeout_ms); \(progress)",
                     isRetryable: true))
+        case .tooLarge:
+            return .failed(
+                Failure(
+                    status: status,
+                    message: "the reply is larger than \(settings.limits.maxReplyBytes) bytes (max_reply_bytes); the rest was not read",
+                    isRetryable: false, kind: .malformed,
+                    hint: "raise the model's max_reply_bytes if replies this large are expected"))
+        case .failed(let problem as StreamProblem):
+            return .failed(Failure(status: status, message: problem.message, isRetryable: problem.isRetryable, kind: .malformed))
+        case .failed(let error as ModelClientError):
+            // A cassette's answer (nothing recorded): final, and said as it is.
+            return .failed(Failure(status: error.status, message: error.message, isRetryable: false, kind: error.kind, hint: error.hint))
+        case .failed(let error):
+            return .failed(Failure(status: status, message: HTTPTransport.describe(error, request: request), isRetryable: true))
         }
-        if let problem {
-            return .failed(Failure(status: reading.status, message: problem.message, isRetryable: problem.isRetryable, kind: .malformed))
-        }
-        return finish(reading)
     }
 
     /// Takes one part of the response into `reading`.
-    static func take(_ part: TransportPart, into reading: inout Reading, elapsedUs: () -> Int) throws(StreamProblem) {
+    static func take(_ part: TransportPart, into reading: inout Reading, elapsedUs: () -> Int) throws {
         switch part {
         case .head(let status, let headers):
             reading.status = status
@@ -183,18 +205,28 @@ public struct HTTPModelClient: ModelClient {
             let type = headers.first { $0.name.lowercased() == "content-type" }?.value.lowercased() ?? ""
             reading.isEventStream = status == 200 && type.hasPrefix("text/event-stream")
         case .chunk(let bytes):
+            reading.received += bytes.count
             guard reading.isEventStream else {
                 guard reading.status == 200 else {
-                    if reading.body.count < errorBodyLimit { reading.body += bytes }
+                    // An error body is read for its message: its start is enough.
+                    reading.body += bytes.prefix(errorBodyLimit - reading.body.count)
+                    if reading.body.count >= errorBodyLimit { throw RequestPolicy.EnoughRead() }
                     return
                 }
                 reading.body += bytes
-                if reading.body.count > wholeBodyLimit {
-                    throw StreamProblem(message: "the reply is larger than \(wholeBodyLimit >> 20) MiB", isRetryable: false)
-                }
                 return
             }
-            for event in reading.parser.feed(bytes) {
+            let events: [ServerSentEvent]
+            do {
+                events = try reading.parser.feed(bytes)
+            } catch {
+                throw StreamProblem(
+                    message:
+                        "the stream sent a line (or an event) longer than \(error.limit) bytes (max_line_bytes) at byte \(error.offset); "
+                        + "the rest was not read",
+                    isRetryable: false)
+            }
+            for event in events {
                 try reading.assembler.consume(event)
                 if reading.firstContentUs == nil, reading.assembler.hasContent { reading.firstContentUs = elapsedUs() }
                 if let show = reading.showText {
@@ -253,8 +285,6 @@ public struct HTTPModelClient: ModelClient {
                 message = (error["type"]?.stringValue.map { "\($0): " } ?? "") + text
             }
         }
-        // A server may echo what it was sent; the key never goes further than the request.
-        if let apiKey, !apiKey.isEmpty { message = message.replacingOccurrences(of: apiKey, with: "[redacted]") }
         var hint: String?
         switch status {
         case 401, 403:

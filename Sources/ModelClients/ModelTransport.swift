@@ -1,3 +1,4 @@
+public import AgentRuntime
 import AsyncHTTPClient
 import Foundation
 import NIOCore
@@ -15,14 +16,21 @@ public struct HTTPHeader: Sendable, Hashable {
     }
 }
 
-/// One POST to a model server.
+/// One POST to a model server (or a collector).
 public struct TransportRequest: Sendable {
     public var url: String
     public var headers: [HTTPHeader]
     public var body: [UInt8]
-    public var timeoutMs: Int
-    public var connectTimeoutMs: Int
-    public var idleTimeoutMs: Int
+    /// The timeouts the transport sets up the connection with; `RequestPolicy` holds the
+    /// attempt to all of them.
+    public var limits: RequestLimits
+
+    public init(url: String, headers: [HTTPHeader], body: [UInt8], limits: RequestLimits) {
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.limits = limits
+    }
 }
 
 /// What comes back, as it comes: the head once, then the body in chunks.
@@ -40,12 +48,15 @@ public protocol ModelTransport: Sendable {
 /// The live transport, on async-http-client: the body streams as the server sends it.
 struct HTTPTransport: ModelTransport {
     func exchange(_ request: TransportRequest, receive: ([TransportPart]) throws -> Void) async throws {
-        let client = SharedHTTPClients.client(connectTimeoutMs: request.connectTimeoutMs, idleTimeoutMs: request.idleTimeoutMs)
+        let client = SharedHTTPClients.client(
+            connectTimeoutMs: request.limits.connectTimeoutMs, idleTimeoutMs: request.limits.idleTimeoutMs)
         var outgoing = HTTPClientRequest(url: request.url)
         outgoing.method = .POST
         for header in request.headers { outgoing.headers.add(name: header.name, value: header.value) }
         outgoing.body = .bytes(ByteBuffer(bytes: request.body))
-        let response = try await client.execute(outgoing, deadline: .now() + .milliseconds(Int64(request.timeoutMs)))
+        // The library's deadline ends with the response head; `RequestPolicy` holds the whole
+        // attempt, the body included, to the same timeout.
+        let response = try await client.execute(outgoing, deadline: .now() + .milliseconds(Int64(request.limits.timeoutMs)))
         try receive([.head(status: Int(response.status.code), headers: response.headers.map { HTTPHeader(name: $0.name, value: $0.value) })]
         )
         for try await buffer in response.body {
@@ -58,9 +69,9 @@ struct HTTPTransport: ModelTransport {
         let host = URLComponents(string: request.url).map { "\($0.host ?? "?")\($0.port.map { ":\($0)" } ?? "")" } ?? request.url
         if let http = error as? HTTPClientError {
             switch http {
-            case .connectTimeout: return "could not connect to \(host) within \(request.connectTimeoutMs) ms"
-            case .readTimeout: return "the server sent nothing for \(request.idleTimeoutMs) ms (idle_timeout_ms)"
-            case .deadlineExceeded: return "the attempt took longer than \(request.timeoutMs) ms (timeout_ms)"
+            case .connectTimeout: return "could not connect to \(host) within \(request.limits.connectTimeoutMs) ms"
+            case .readTimeout: return "the server sent nothing for \(request.limits.idleTimeoutMs) ms (idle_timeout_ms)"
+            case .deadlineExceeded: return "the attempt took longer than \(request.limits.timeoutMs) ms (timeout_ms)"
             case .remoteConnectionClosed: return "the server closed the connection before the reply was complete"
             case .invalidURL: return "the URL \(request.url) is not valid"
             default: break

@@ -14,7 +14,7 @@ protocol ProviderDialect: Sendable {
 }
 
 /// Builds one reply from a stream's events or a whole JSON body.
-protocol ReplyAssembler {
+protocol ReplyAssembler: Sendable {
     /// Takes one streamed event; throws a `StreamProblem` for an `error` event or an event
     /// that is not what the protocol allows.
     mutating func consume(_ event: ServerSentEvent) throws(StreamProblem)

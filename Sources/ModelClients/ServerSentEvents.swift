@@ -1,3 +1,5 @@
+public import AgentRuntime
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -21,7 +23,21 @@ public struct ServerSentEvent: Sendable, Hashable {
 /// character split across two chunks arrives whole. Lines end in LF, CRLF or CR; a line
 /// starting with `:` is a comment (servers send them as keep-alives); `id` and `retry` are
 /// read and ignored (a model reply is never resumed).
+///
+/// Memory is bounded by `maxLineBytes`: a line, or an event's data lines joined, that grows
+/// past it is an error (`LineTooLong`) as soon as its bytes arrive, not when it ends — a line
+/// that never ends is not held whole.
 public struct ServerSentEventParser: Sendable {
+    /// A line, or an event's data, longer than the parser's limit.
+    public struct LineTooLong: Error, Hashable {
+        /// The limit (`maxLineBytes`).
+        public var limit: Int
+        /// Bytes of the stream consumed when it was found.
+        public var offset: Int
+    }
+
+    /// The longest line, and the longest event data, taken.
+    public let maxLineBytes: Int
     private var line: [UInt8] = []
     private var name = ""
     /// The event's data lines so far, joined with newlines, as bytes: decoded once per event.
@@ -31,13 +47,17 @@ public struct ServerSentEventParser: Sendable {
     /// Bytes consumed so far, for messages that point into the stream.
     public private(set) var offset = 0
 
-    public init() {}
+    public init(maxLineBytes: Int = RequestLimits.defaultMaxLineBytes) {
+        self.maxLineBytes = maxLineBytes
+    }
 
-    /// Feeds the next chunk; returns the events it completed, in order.
-    public mutating func feed(_ chunk: some Collection<UInt8>) -> [ServerSentEvent] {
+    /// Feeds the next chunk; returns the events it completed, in order. Throws when a line or
+    /// an event's data grows past `maxLineBytes`; the parser is then of no further use.
+    public mutating func feed(_ chunk: some Collection<UInt8>) throws(LineTooLong) -> [ServerSentEvent] {
         var events: [ServerSentEvent] = []
         let bytes = Array(chunk)
         offset += bytes.count
+        var isTooLong = false
         bytes.withUnsafeBufferPointer { bytes in
             var start = 0
             // Whole runs of line bytes are appended at once; only line ends are looked at one by one.
@@ -50,6 +70,11 @@ public struct ServerSentEventParser: Sendable {
                     }
                 }
                 let end = Self.lineEnd(in: bytes, from: start)
+                // The line so far, with the event's data before it, must stay within the limit.
+                if data.count + line.count + (end - start) > maxLineBytes {
+                    isTooLong = true
+                    return
+                }
                 guard end < bytes.count else {
                     line.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<end]))
                     break
@@ -67,6 +92,7 @@ public struct ServerSentEventParser: Sendable {
                 start = end + 1
             }
         }
+        if isTooLong { throw LineTooLong(limit: maxLineBytes, offset: offset) }
         return events
     }
 

@@ -10,10 +10,20 @@ public final class OTLPReceiver: Sendable {
     public let directory: String
     private let process: Process
 
-    /// Starts the receiver; with `failFirst`, the first requests are answered 503 (retry-after: 0).
-    public init(directory: String, failFirst: Int = 0) async throws {
+    /// How a hostile collector misbehaves, for an exporter's limits.
+    public enum Misbehaviour: String, Sendable {
+        /// Answers 200, then sends its body a byte every half second, for as long as it is read.
+        case dripsAnswer = "--drip"
+        /// Answers 401 with a body echoing every header value it was sent.
+        case echoesHeadersIn401 = "--echo-401"
+    }
+
+    /// Starts the receiver; with `failFirst`, the first requests are answered 503 (retry-after: 0);
+    /// with `misbehaving`, every request is answered that way instead.
+    public init(directory: String, failFirst: Int = 0, misbehaving: Misbehaviour? = nil) async throws {
         let portFile = (directory as NSString).appendingPathComponent("port")
-        let command = try await PythonEnvironment.interop.script("otlp_receiver.py", [portFile, directory, "--fail-first", "\(failFirst)"])
+        let command = try await PythonEnvironment.interop.script(
+            "otlp_receiver.py", [portFile, directory, "--fail-first", "\(failFirst)"] + (misbehaving.map { [$0.rawValue] } ?? []))
         let process = Process()
         process.executableURL = URL(fileURLWithPath: command[0])
         process.arguments = Array(command.dropFirst())

@@ -32,10 +32,14 @@ public final class LogWriter {
         /// docs/log-format.md), so a long run's log grows with its length, not its square.
         /// Off, every packet is written whole, as version 1 readers read it.
         public var writesContextDeltas = true
+        /// The most bytes of events a member may hold for the readers of this log: the
+        /// reader's `memberContentLimit` (1 GiB by default). The writer never writes an event
+        /// that could make a member hold more (`maximumLineBytes`): it refuses it, unwritten.
+        public var readerMemberLimit = LogReader.Options().memberContentLimit
 
         public init(
             memberBound: Int = 256 * 1024, durability: Durability = .standard, compressionLevel: Int32 = 4, signer: LogSigner? = nil,
-            redactor: Redactor? = nil, writesContextDeltas: Bool = true
+            redactor: Redactor? = nil, writesContextDeltas: Bool = true, readerMemberLimit: Int = LogReader.Options().memberContentLimit
         ) {
             self.memberBound = memberBound
             self.durability = durability
@@ -43,8 +47,19 @@ public final class LogWriter {
             self.signer = signer
             self.redactor = redactor
             self.writesContextDeltas = writesContextDeltas
+            self.readerMemberLimit = readerMemberLimit
         }
+
+        /// The longest event line (newline included) the writer writes. A member holds less
+        /// than `memberBound` bytes when an event starts (it is closed at the first event end
+        /// past it), then the event, then at most a signature: so a line of this size or
+        /// less keeps every member within `readerMemberLimit`, and every reader with that
+        /// limit reads every log this writer writes.
+        public var maximumLineBytes: Int { readerMemberLimit - memberBound - LogWriter.signatureReserve }
     }
+
+    /// Room left in a member for the signature event a signing writer adds after an event.
+    static let signatureReserve = 64 * 1024
 
     public let path: String
     public let runId: String
@@ -246,6 +261,18 @@ public final class LogWriter {
                     .invalidEvent, "event seq \(nextSequence) (\(payload.kind)) could not be redacted safely, so it is not written",
                     path: path, sequence: nextSequence)
             }
+        }
+        // A line past the reader's limit is refused whole, before anything of it is written:
+        // the log stays readable, and the writer usable.
+        if lineWriter.bytes.count + 1 > options.maximumLineBytes {
+            throw LogError(
+                .eventTooLarge,
+                "event seq \(nextSequence) (\(payload.kind)) is \(lineWriter.bytes.count + 1) bytes as a line; a log line may hold at most "
+                    + "\(options.maximumLineBytes) (readers stop at a member of \(options.readerMemberLimit) bytes), so it is not written",
+                path: path, sequence: nextSequence,
+                hint:
+                    "keep large values out of events: a model reply within max_reply_bytes, large output as stored content of a size readers take"
+            )
         }
         if let depth = JSONWriter.nestingDepth(of: lineWriter.bytes, exceeding: JSONParser.maximumDepth) {
             throw LogError(

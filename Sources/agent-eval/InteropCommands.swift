@@ -1,3 +1,4 @@
+import AgentRuntime
 public import ArgumentParser
 import Catalog
 import Foundation
@@ -151,7 +152,8 @@ struct ExportOTLPCommand: AsyncParsableCommand {
             `agent-eval import otlp` reads the export back (docs/interop.md).
 
             --endpoint posts to an OTLP/HTTP collector (JSON encoding), e.g. http://127.0.0.1:4318/v1/traces; \
-            connection errors, 429 and 5xx are retried with backoff. Headers (a collector's API key) come from \
+            connection errors, 429 and 5xx are retried with backoff. Each attempt, the collector's answer included, \
+            ends at --timeout-ms, and reads at most --max-reply-bytes of answer. Headers (a collector's API key) come from \
             OTEL_EXPORTER_OTLP_TRACES_HEADERS or OTEL_EXPORTER_OTLP_HEADERS (key=value,key2=value2, values \
             percent-encoded), as the OpenTelemetry SDKs read them, so secrets stay off the command line.
 
@@ -176,8 +178,20 @@ struct ExportOTLPCommand: AsyncParsableCommand {
     @Option(help: "Retries for a collector that fails or is not reachable.")
     var retries = 4
 
+    @Option(help: ArgumentHelp("The longest one attempt may take, the collector's answer included.", valueName: "ms"))
+    var timeoutMs = 30_000
+
+    @Option(help: ArgumentHelp("The most bytes of a collector's answer read.", valueName: "bytes"))
+    var maxReplyBytes = RequestLimits.defaultMaxReplyBytes
+
     func validate() throws {
         if logs.isEmpty { throw ValidationError("give the logs to export") }
+        if !(1...86_400_000).contains(timeoutMs) { throw ValidationError("--timeout-ms must be between 1 and 86400000") }
+        if !RequestLimits.byteLimitRange.contains(maxReplyBytes) {
+            throw ValidationError(
+                "--max-reply-bytes must be between \(RequestLimits.byteLimitRange.lowerBound) and \(RequestLimits.byteLimitRange.upperBound)"
+            )
+        }
         if out == nil, endpoint == nil { throw ValidationError("give --out FILE or --endpoint URL (or both)") }
         if let endpoint, !(endpoint.hasPrefix("http://") || endpoint.hasPrefix("https://")) {
             throw ValidationError("--endpoint must be an http:// or https:// URL, e.g. http://127.0.0.1:4318/v1/traces")
@@ -215,7 +229,8 @@ struct ExportOTLPCommand: AsyncParsableCommand {
         }
         if let endpoint {
             do {
-                let response = try await HTTPPoster(maxRetries: retries).post(bytes, to: endpoint, headers: try otlpHeaders())
+                let poster = HTTPPoster(maxRetries: retries, limits: HTTPPoster.limits(timeoutMs: timeoutMs, maxReplyBytes: maxReplyBytes))
+                let response = try await poster.post(bytes, to: endpoint, headers: try otlpHeaders())
                 let retried = response.attempts.isEmpty ? "" : " after \(response.attempts.count) failed attempts"
                 if out != "-" {
                     say("sent \(paths.count) trace\(paths.count == 1 ? "" : "s") to \(endpoint) (HTTP \(response.status))\(retried)")

@@ -22,8 +22,16 @@ struct LiveExportOptions: ParsableArguments {
         help: "With --otlp-endpoint: export prompts, answers, tool arguments and results too (off by default: content may be sensitive).")
     var includeContent = false
 
+    @Option(
+        name: .customLong("otlp-timeout-ms"),
+        help: ArgumentHelp(
+            "With --otlp-endpoint: the longest one attempt to send a trace may take, the collector's answer included "
+                + "(three attempts at most).", valueName: "ms"))
+    var timeoutMs = 10_000
+
     func validate() throws {
         if includeContent && endpoint == nil { throw ValidationError("--otlp-include-content goes with --otlp-endpoint") }
+        if !(1...86_400_000).contains(timeoutMs) { throw ValidationError("--otlp-timeout-ms must be between 1 and 86400000") }
         if let endpoint, !(endpoint.hasPrefix("http://") || endpoint.hasPrefix("https://")) {
             throw ValidationError("--otlp-endpoint must be an http:// or https:// URL, e.g. http://127.0.0.1:4318/v1/traces")
         }
@@ -33,7 +41,8 @@ struct LiveExportOptions: ParsableArguments {
     /// malformed (before any run starts).
     func exporter() throws -> LiveTraceExporter? {
         guard let endpoint else { return nil }
-        return LiveTraceExporter(endpoint: endpoint, exporter: OTLPExporter(includeContent: includeContent), headers: try otlpHeaders())
+        return LiveTraceExporter(
+            endpoint: endpoint, exporter: OTLPExporter(includeContent: includeContent), headers: try otlpHeaders(), timeoutMs: timeoutMs)
     }
 }
 
@@ -54,16 +63,17 @@ func otlpHeaders() throws -> [HTTPHeader] {
 final class LiveTraceExporter: Sendable {
     let endpoint: String
     private let exporter: OTLPExporter
-    /// Fewer retries and a shorter timeout than `export otlp`: a collector that is down should
-    /// not hold up the end of a run by minutes.
-    private let poster = HTTPPoster(maxRetries: 2, timeoutMs: 10_000)
+    /// Fewer retries and a shorter timeout than `export otlp`: a collector that is down, or
+    /// that drips its answer, should not hold up the end of a run by minutes.
+    private let poster: HTTPPoster
     private let headers: [HTTPHeader]
     private let sends = Mutex<[Task<(sent: Int, failed: Int), Never>]>([])
 
-    init(endpoint: String, exporter: OTLPExporter, headers: [HTTPHeader]) {
+    init(endpoint: String, exporter: OTLPExporter, headers: [HTTPHeader], timeoutMs: Int = 10_000) {
         self.endpoint = endpoint
         self.exporter = exporter
         self.headers = headers
+        poster = HTTPPoster(maxRetries: 2, limits: HTTPPoster.limits(timeoutMs: timeoutMs))
     }
 
     /// Starts sending the traces of `logs` (sealed run logs).

@@ -27,7 +27,8 @@ struct HTTPModelClientTests {
     ) -> HTTPModelClient {
         var settings = ModelSettings(provider: provider, name: "local-model", baseURL: server.baseURL(scenario))
         settings.maxRetries = retries
-        settings.timeoutMs = 10_000
+        // The whole attempt, the stream included: room for a machine busy with other tests.
+        settings.timeoutMs = 60_000
         return HTTPModelClient(settings: settings, transport: HTTPTransport(), apiKey: key, limiter: nil, sleep: { _ in })
     }
 

@@ -11,9 +11,9 @@ struct ServerSentEventTests {
             .utf8)
 
     @Test("chunks cut at every byte give the same events, multi-byte characters whole")
-    func everyCut() {
+    func everyCut() throws {
         var whole = ServerSentEventParser()
-        let expected = whole.feed(Self.stream)
+        let expected = try whole.feed(Self.stream)
         #expect(
             expected == [
                 ServerSentEvent(name: "message_start", data: "{\"a\":1}"), ServerSentEvent(data: "line one\nline two"),
@@ -21,18 +21,53 @@ struct ServerSentEventTests {
             ])
         for cut in 0...Self.stream.count {
             var parser = ServerSentEventParser()
-            let events = parser.feed(Self.stream[..<cut]) + parser.feed(Self.stream[cut...])
+            let events = try parser.feed(Self.stream[..<cut]) + parser.feed(Self.stream[cut...])
             #expect(events == expected, "cut at \(cut)")
         }
         var bytewise = ServerSentEventParser()
-        #expect(Self.stream.flatMap { bytewise.feed([$0]) } == expected)
+        #expect(try Self.stream.flatMap { try bytewise.feed([$0]) } == expected)
     }
 
     @Test("a stream cut mid-event leaves it unfinished, not delivered")
-    func unfinished() {
+    func unfinished() throws {
         var parser = ServerSentEventParser()
-        #expect(parser.feed(Array("data: {\"x\":".utf8)).isEmpty)
+        #expect(try parser.feed(Array("data: {\"x\":".utf8)).isEmpty)
         #expect(parser.hasUnfinishedEvent)
+    }
+
+    @Test("a line, or an event's data lines joined, longer than max_line_bytes is an error as its bytes arrive, however they are cut")
+    func lineLimit() throws {
+        // At the limit: read.
+        let fitting = Array("data: \(String(repeating: "x", count: 58))\n\n".utf8)
+        var parser = ServerSentEventParser(maxLineBytes: 64)
+        #expect(try parser.feed(fitting) == [ServerSentEvent(data: String(repeating: "x", count: 58))])
+        // A line that never ends is refused once it is past the limit, not when it ends, in
+        // one chunk or a byte at a time.
+        let endless = Array("data: ".utf8) + Array(repeating: UInt8(ascii: "x"), count: 100)
+        for chunkSize in [1, 7, endless.count] {
+            var parser = ServerSentEventParser(maxLineBytes: 64)
+            var thrown: ServerSentEventParser.LineTooLong?
+            var fed = 0
+            while fed < endless.count, thrown == nil {
+                do {
+                    _ = try parser.feed(endless[fed..<min(fed + chunkSize, endless.count)])
+                } catch {
+                    thrown = error
+                }
+                fed += chunkSize
+            }
+            #expect(thrown?.limit == 64, "chunks of \(chunkSize)")
+            #expect(fed <= 64 + chunkSize, "refused as soon as past the limit: chunks of \(chunkSize)")
+        }
+        // Short data lines that add up past the limit in one event: the event is refused.
+        var joined = ServerSentEventParser(maxLineBytes: 64)
+        #expect(throws: ServerSentEventParser.LineTooLong.self) {
+            _ = try joined.feed(Array(String(repeating: "data: 0123456789\n", count: 10).utf8))
+        }
+        // Comments and events under the limit, one after the other, never add up.
+        var many = ServerSentEventParser(maxLineBytes: 64)
+        let events = try many.feed(Array(String(repeating: ": keep-alive\ndata: 0123456789\n\n", count: 100).utf8))
+        #expect(events.count == 100)
     }
 
     static func makeParser() throws -> DecisionParser {

@@ -64,15 +64,16 @@ extension RunSession {
     /// One attempt: the host's answer, or a timeout, or the error it threw — never a throw.
     ///
     /// The deadline is the tool's timeout plus the host's own grace period (for hosts that stop
-    /// their work themselves and report it); when it passes, the host's task is cancelled. A
-    /// host that ignores cancellation is waited for, and its late answer is recorded as the
-    /// timeout it was. On the live clock the deadline is kept by `DeadlineWatchdog`; on another
-    /// clock (tests inject one they advance) the host races that clock sleeping until it.
+    /// their work themselves and report it), kept by `Deadline` on the run's clock: when it
+    /// passes, the host's task is cancelled. A host that ignores cancellation is waited for,
+    /// and its late answer is recorded as the timeout it was.
     static func attempt(_ tool: Tool, _ request: ToolRequest, environment: RuntimeEnvironment) async -> (ToolOutcome, Int) {
-        if environment.clock is ContinuousClock {
-            return await attemptOnLiveClock(tool, request, recordedDuration: environment.recordedDuration)
-        }
-        return await attempt(tool, request, clock: environment.clock, recordedDuration: environment.recordedDuration)
+        let elapsed = environment.stopwatch()
+        let (answer, timedOut) = await Deadline.run(
+            within: .milliseconds(request.timeoutMs + tool.host.timeoutGraceMs), on: environment.clock
+        ) { await Self.hostAnswer(of: tool, request) }
+        let outcome = timedOut ? Self.timeout(of: request) : answer
+        return (outcome, outcome.durationUs ?? environment.recordedDuration(elapsed()))
     }
 
     /// The host's answer, however it ends.
@@ -88,76 +89,6 @@ extension RunSession {
 
     private static func timeout(of request: ToolRequest) -> ToolOutcome {
         .failure("\(request.tool) did not finish within \(request.timeoutMs) ms and was cancelled", isRetryable: true)
-    }
-
-    /// An attempt on the continuous clock: the host runs in a task of its own (on the run's
-    /// loop thread, as a child would), which the watchdog cancels at the deadline.
-    private static func attemptOnLiveClock(
-        _ tool: Tool, _ request: ToolRequest, recordedDuration: @Sendable (Duration) -> Int
-    ) async -> (ToolOutcome, Int) {
-        let clock = ContinuousClock()
-        let started = clock.now
-        let deadline = started.advanced(by: .milliseconds(request.timeoutMs + tool.host.timeoutGraceMs))
-        let host: Task<ToolOutcome, Never>
-        if let loop = AgentRuntime.loopExecutor {
-            host = Task(executorPreference: loop) { await Self.hostAnswer(of: tool, request) }
-        } else {
-            host = Task { await Self.hostAnswer(of: tool, request) }
-        }
-        let armed = DeadlineWatchdog.shared.arm(at: deadline) { host.cancel() }
-        let answer = await withTaskCancellationHandler {
-            await host.value
-        } onCancel: {
-            host.cancel()
-        }
-        // The deadline had passed when its action ran, or the answer came after it (a host
-        // that blocked the thread the watchdog's cancel would have reached it on).
-        let inTime = DeadlineWatchdog.shared.withdraw(armed) && clock.now < deadline
-        let outcome = inTime ? answer : Self.timeout(of: request)
-        return (outcome, outcome.durationUs ?? recordedDuration(started.duration(to: clock.now)))
-    }
-
-    private enum Finish: Sendable {
-        case answered(ToolOutcome)
-        case timedOut
-        case sleepCancelled
-    }
-
-    private static func attempt(
-        _ tool: Tool, _ request: ToolRequest, clock: some Clock<Duration>, recordedDuration: @Sendable (Duration) -> Int
-    ) async -> (ToolOutcome, Int) {
-        let started = clock.now
-        let deadline = started.advanced(by: .milliseconds(request.timeoutMs + tool.host.timeoutGraceMs))
-        let outcome = await withTaskGroup(of: Finish.self) { group in
-            group.addTask { .answered(await Self.hostAnswer(of: tool, request)) }
-            group.addTask {
-                do {
-                    try await clock.sleep(until: deadline, tolerance: nil)
-                    return .timedOut
-                } catch {
-                    return .sleepCancelled
-                }
-            }
-            var answer: ToolOutcome?
-            var timedOut = false
-            for await finish in group {
-                switch finish {
-                case .answered(let outcome):
-                    // An answer that comes after the deadline is the timeout it was, even when
-                    // the deadline's own task had no chance to run first (a host that blocked
-                    // the thread both run on).
-                    if !timedOut && clock.now < deadline { answer = outcome } else if answer == nil { timedOut = true }
-                case .timedOut:
-                    if answer == nil { timedOut = true }
-                case .sleepCancelled:
-                    continue
-                }
-                group.cancelAll()
-            }
-            if timedOut || answer == nil { return Self.timeout(of: request) }
-            return answer ?? .failure("\(request.tool) gave no answer")
-        }
-        return (outcome, outcome.durationUs ?? recordedDuration(started.duration(to: clock.now)))
     }
 
     /// Records one finished attempt; output too large or too deeply nested for an event (or

@@ -14,6 +14,9 @@ final class RunSession {
     /// Time spent in the run before this session (a resumed run keeps its clock).
     let priorActiveUs: Int
     let sessionStartUs: Int
+    /// This session's time on the run's clock, for the run's deadline while the model answers
+    /// (reading it takes no timestamp: `now` is read only for what is recorded).
+    let sessionTime: @Sendable () -> Duration
     var promptHash: String?
     var contextCache = ContextBuilder.Cache()
 
@@ -28,6 +31,7 @@ final class RunSession {
         self.parser = DecisionParser(tools: agent.tools)
         self.priorActiveUs = recorder.state.elapsedUs
         self.sessionStartUs = environment.now()
+        self.sessionTime = environment.stopwatch()
         self.promptHash = agent.instructions.isEmpty ? nil : ContentHash.sha256(Array(agent.instructions.utf8))
     }
 
@@ -45,6 +49,20 @@ final class RunSession {
                 try recorder.record(.runStopped(RunStopped(reason: .blocked, error: "the runtime ended the loop without a stop reason")))
             }
             try recorder.writer.close()
+        } catch let error as LogError where error.code == .eventTooLarge {
+            // The writer refused an event too large for a reader to read back, and wrote none of
+            // it: the log is whole, and the run stops there, saying why.
+            do {
+                if state.stop == nil {
+                    try recorder.record(
+                        .runStopped(RunStopped(reason: .blocked, error: "the run could not be recorded further: \(error.message)")))
+                }
+                try recorder.writer.close()
+            } catch let logError as LogError {
+                throw RuntimeError(logError)
+            } catch {
+                throw RuntimeError(.log, "cannot record the end of the run: \(error)", path: path)
+            }
         } catch let error as LogError {
             try? recorder.writer.close()
             throw RuntimeError(error)
@@ -113,6 +131,28 @@ final class RunSession {
         return nil
     }
 
+    /// The model's reply to `request`, within what is left of the run's `timeout_ms`: a reply
+    /// that is still streaming in when the run's time is up is cut off (nil), however often the
+    /// server sends. Without a timeout the model answers in its own time (its client has its
+    /// own per-attempt limits).
+    func modelReply(to request: ModelRequest, observing streamed: (@Sendable (String) -> Void)?) async throws -> ModelReply? {
+        let model = agent.model
+        let ask = { @Sendable () async throws -> ModelReply in
+            try await ModelTextObserver.with(streamed) { try await model.reply(to: request) }
+        }
+        guard let timeoutMs = (state.start?.limits ?? agent.limits).timeoutMs else { return try await ask() }
+        let left = max(.zero, .milliseconds(timeoutMs) - .microseconds(priorActiveUs) - sessionTime())
+        let (result, timedOut) = await Deadline.run(within: left, on: environment.clock) {
+            () async -> Result<ModelReply, any Error> in
+            do {
+                return .success(try await ask())
+            } catch {
+                return .failure(error)
+            }
+        }
+        return timedOut ? nil : try result.get()
+    }
+
     func activeUs() -> Int { priorActiveUs + (environment.now() - sessionStartUs) }
 
     func limitMessage(_ limit: LimitKind) -> String {
@@ -146,7 +186,13 @@ final class RunSession {
                     let redactor = Redactor(environmentNames: agent.redactEnvironment, memberNames: agent.redactMembers)
                     return { @Sendable (text: String) in observe(.modelText(redactor.redactText(text))) }
                 }
-                reply = try await ModelTextObserver.with(streamed) { try await agent.model.reply(to: request) }
+                guard let answer = try await modelReply(to: request, observing: streamed) else {
+                    let why = limitMessage(.timeout) + "; the model was still answering at step \(recorder.step) and was cut off"
+                    try recorder.endStep()
+                    try stop(.budgetExhausted, limit: .timeout, error: why)
+                    return
+                }
+                reply = answer
             } catch {
                 // Cancelled from outside while the model answered: an interruption, not a model failure.
                 let cancelled = error is CancellationError || Task.isCancelled

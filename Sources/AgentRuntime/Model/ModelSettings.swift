@@ -56,11 +56,22 @@ public struct ModelSettings: Sendable, Hashable {
     public var maxTokens: Int?
     /// Stream the reply (server-sent events). Off: one JSON response.
     public var stream: Bool
-    /// One attempt, from sending to the last byte.
-    public var timeoutMs: Int
-    public var connectTimeoutMs: Int
-    /// The longest silence between two chunks of a streamed reply.
-    public var idleTimeoutMs: Int
+    /// What each request is held to: its timeouts and how large a reply may be.
+    public var limits: RequestLimits
+    /// One attempt, from sending to the last byte, streaming included (`limits.timeoutMs`).
+    public var timeoutMs: Int {
+        get { limits.timeoutMs }
+        set { limits.timeoutMs = newValue }
+    }
+    public var connectTimeoutMs: Int {
+        get { limits.connectTimeoutMs }
+        set { limits.connectTimeoutMs = newValue }
+    }
+    /// The longest silence between two chunks of a streamed reply (`limits.idleTimeoutMs`).
+    public var idleTimeoutMs: Int {
+        get { limits.idleTimeoutMs }
+        set { limits.idleTimeoutMs = newValue }
+    }
     /// Retries after the first attempt (connection errors, 408, 409, 429, 5xx, 529).
     public var maxRetries: Int
     /// Client-side limits shared by every run of this process against the same server.
@@ -71,8 +82,9 @@ public struct ModelSettings: Sendable, Hashable {
 
     public init(
         provider: Provider, name: String, baseURL: String? = nil, apiKeyVariable: String? = nil, temperature: Double? = nil,
-        maxTokens: Int? = nil, stream: Bool = true, timeoutMs: Int = 120_000, connectTimeoutMs: Int = 10_000,
-        idleTimeoutMs: Int = 60_000, maxRetries: Int = 4, requestsPerMinute: Int? = nil, tokensPerMinute: Int? = nil,
+        maxTokens: Int? = nil, stream: Bool = true, timeoutMs: Int = RequestLimits.defaultTimeoutMs,
+        connectTimeoutMs: Int = RequestLimits.defaultConnectTimeoutMs, idleTimeoutMs: Int = RequestLimits.defaultIdleTimeoutMs,
+        maxRetries: Int = 4, requestsPerMinute: Int? = nil, tokensPerMinute: Int? = nil,
         prices: Prices? = nil
     ) {
         self.provider = provider
@@ -83,9 +95,7 @@ public struct ModelSettings: Sendable, Hashable {
         self.temperature = temperature
         self.maxTokens = maxTokens
         self.stream = stream
-        self.timeoutMs = timeoutMs
-        self.connectTimeoutMs = connectTimeoutMs
-        self.idleTimeoutMs = idleTimeoutMs
+        self.limits = RequestLimits(timeoutMs: timeoutMs, connectTimeoutMs: connectTimeoutMs, idleTimeoutMs: idleTimeoutMs)
         self.maxRetries = maxRetries
         self.requestsPerMinute = requestsPerMinute
         self.tokensPerMinute = tokensPerMinute

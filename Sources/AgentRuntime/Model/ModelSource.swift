@@ -206,6 +206,12 @@ public struct ModelSource: Sendable, Hashable {
         if let value = fields.optional("idle_timeout_ms") {
             settings.idleTimeoutMs = try value.int("\(what).idle_timeout_ms", in: 1...86_400_000)
         }
+        if let value = fields.optional("max_reply_bytes") {
+            settings.limits.maxReplyBytes = try value.int("\(what).max_reply_bytes", in: RequestLimits.byteLimitRange)
+        }
+        if let value = fields.optional("max_line_bytes") {
+            settings.limits.maxLineBytes = try value.int("\(what).max_line_bytes", in: RequestLimits.byteLimitRange)
+        }
         if let value = fields.optional("max_retries") { settings.maxRetries = try value.int("\(what).max_retries", in: 0...100) }
         if let value = fields.optional("requests_per_minute") {
             settings.requestsPerMinute = try value.int("\(what).requests_per_minute", in: 1...1_000_000)

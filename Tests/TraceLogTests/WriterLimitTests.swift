@@ -1,0 +1,68 @@
+import Foundation
+import TestSupport
+import Testing
+import TraceCore
+import TraceLog
+
+/// The writer never writes a log its own reader rejects: an event whose line could take a
+/// member past the reader's limit is refused, whole and unwritten, and the log goes on.
+@Suite("The writer's size rule")
+struct WriterLimitTests {
+    @Test(
+        "events of every size around the limit: the ones refused are said so and not written; every log written reads and verifies",
+        arguments: [false, true])
+    func everyLogReads(signed: Bool) throws {
+        let limit = 1 << 20
+        try TemporaryDirectory.with { directory in
+            var signer: LogSigner?
+            if signed {
+                try LogSigner.generateKeyFiles(at: directory.path("key"))
+                signer = try LogSigner(keyFile: directory.path("key"))
+            }
+            let options = LogWriter.Options(memberBound: 64 * 1024, signer: signer, readerMemberLimit: limit)
+            #expect(options.maximumLineBytes < limit - options.memberBound)
+            let path = directory.path("sizes.jsonl.gz")
+            var generator = SeededGenerator(seed: 53)
+            var written: [Int] = []
+            var refused: [Int] = []
+            try LogWriter.withWriter(creating: path, runId: "run-sizes", options: options) { writer in
+                try writer.append(.runStarted(SampleRun.supportStart()), step: 0, timeUs: 0)
+                for index in 1...80 {
+                    // Small events fill members between the large ones, which come near the limit.
+                    let size =
+                        index % 3 == 0
+                        ? Int.random(in: (limit - 200 * 1024)...(limit + 64 * 1024), using: &generator)
+                        : Int.random(in: 1...(48 * 1024), using: &generator)
+                    let content = ContentStored(text: String(repeating: "x", count: size))
+                    do {
+                        try writer.append(.contentStored(content), step: 0, timeUs: index)
+                        written.append(size)
+                    } catch let error as LogError {
+                        #expect(error.code == .eventTooLarge)
+                        #expect(error.message.contains("so it is not written") && error.message.contains("\(limit)"), "\(error.message)")
+                        #expect(error.sequence == writer.nextSequence, "the refused event took no sequence number")
+                        refused.append(size)
+                    }
+                }
+            }
+            #expect(!refused.isEmpty && written.contains { $0 > limit / 2 }, "both sides of the limit were tried")
+            #expect(refused.allSatisfy { $0 > options.maximumLineBytes - 512 })
+            // A reader whose limit is the writer's reads every event written, and nothing else.
+            var read: [Int] = []
+            let summary = try LogReader(path: path, options: .init(isStrict: true, memberContentLimit: limit)).forEachEvent { recorded in
+                if case .contentStored(let content) = recorded.event.payload { read.append(content.byteCount) }
+            }
+            #expect(read == written)
+            #expect(summary.tear == nil)
+            let report = try LogVerifier.verify(path: path, memberContentLimit: limit)
+            #expect(report.isIntact, "\(report.problems)")
+        }
+    }
+
+    @Test("by default the limit is the reader's: 1 GiB a member, less the member bound and room for a signature")
+    func defaults() {
+        let options = LogWriter.Options()
+        #expect(options.readerMemberLimit == LogReader.Options().memberContentLimit)
+        #expect(options.maximumLineBytes == (1 << 30) - 256 * 1024 - 64 * 1024)
+    }
+}
