@@ -8,10 +8,11 @@ import TraceCore
 /// the log records that redaction happened and why. The writer applies it to every event, so
 /// it covers tool output and stderr, arguments, model replies, answers and errors alike.
 ///
-/// Rules: the values of declared environment variables; the values of declared member names
-/// (`api_key`, `password`, …) wherever they appear in event data; and common key patterns
-/// (`sk-…` API keys, AWS access key ids, GitHub and Slack tokens, `Bearer` tokens, PEM private
-/// keys), always on.
+/// Rules: the values of declared environment variables, in the caller's environment and in
+/// what the runtime hands to the processes it starts (`childEnvironments`), with every value
+/// handed to a child under a name that looks secret (`looksSecret`); the values of declared
+/// member names (`api_key`, `password`, …) wherever they appear in event data; and common key
+/// patterns (`patterns`), always on.
 public struct Redactor: Sendable, Hashable {
     /// Secrets known by value, with the rule that names them.
     private var values: [(rule: String, secret: String)]
@@ -20,7 +21,8 @@ public struct Redactor: Sendable, Hashable {
     private let key: [UInt8]
     /// Byte strings at least one of which a line with a secret contains: the writer's fast test,
     /// so the hot path only scans bytes.
-    private let needles: [[UInt8]]
+    /// They are grouped by first byte, so a line is searched once per distinct first byte.
+    private let needles: [(first: UInt8, rests: [[UInt8]])]
 
     public static func == (a: Redactor, b: Redactor) -> Bool {
         a.memberNames == b.memberNames && a.values.map(\.secret) == b.values.map(\.secret) && a.key == b.key
@@ -35,40 +37,96 @@ public struct Redactor: Sendable, Hashable {
     /// string values of `memberNames`. The placeholder's key is `AGENT_EVAL_REDACTION_KEY` when
     /// set, else a fixed one: secrets worth redacting are long and random, so 32 bits of a keyed
     /// hash identify one without revealing it.
+    ///
+    /// `childEnvironments` are the environments the runtime hands to the processes it starts
+    /// (command tools, MCP servers): a value there is secret when its name is one of
+    /// `environmentNames`, or looks secret (`looksSecret`) and the value is at least
+    /// `minimumGuessedLength` characters long (a short value under a name such as `SORT_KEY` is
+    /// a word, not a key, and redacting it would rewrite ordinary text).
     public init(
-        environmentNames: [String] = [], memberNames: [String] = [],
+        environmentNames: [String] = [], memberNames: [String] = [], childEnvironments: [[String: String]] = [],
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) {
-        values = environmentNames.compactMap { name in
-            environment[name].flatMap { $0.count >= 4 ? ("env:\(name)", $0) : nil }
+        var values: [(rule: String, secret: String)] = environmentNames.compactMap { name in
+            environment[name].flatMap { $0.count >= Self.minimumDeclaredLength ? ("env:\(name)", $0) : nil }
         }
+        for child in childEnvironments {
+            // Sorted: which of two overlapping secrets is replaced first must not vary by run.
+            for (name, value) in child.sorted(by: { $0.key < $1.key }) where !values.contains(where: { $0.secret == value }) {
+                let isDeclared = environmentNames.contains(name) && value.count >= Self.minimumDeclaredLength
+                let isGuessed = Self.looksSecret(name) && value.count >= Self.minimumGuessedLength
+                if isDeclared || isGuessed { values.append(("env:\(name)", value)) }
+            }
+        }
+        // The longest first: a secret that holds another is replaced whole.
+        self.values = values.enumerated().sorted { a, b in
+            a.element.secret.count != b.element.secret.count ? a.element.secret.count > b.element.secret.count : a.offset < b.offset
+        }.map(\.element)
         self.memberNames = memberNames
         key = Array((environment["AGENT_EVAL_REDACTION_KEY"] ?? "agent-eval-redaction-v1").utf8)
-        needles =
+        let all =
             values.map { Array(JSONWriter.encodeString(.string($0.secret)).dropFirst().dropLast().utf8) }
             + memberNames.map { Array("\(JSONWriter.encodeString(.string($0))):".utf8) }
             + memberNames.map { Array("\\\"\($0)\\\":".utf8) }
             + Self.patterns.flatMap { $0.literals.map { Array($0.utf8) } }
+        var groups: [(first: UInt8, rests: [[UInt8]])] = []
+        for needle in all {
+            // An empty needle would match every line; none is made, but it must not be dropped.
+            let first = needle.first ?? 0
+            let rest = Array(needle.dropFirst())
+            if let index = groups.firstIndex(where: { $0.first == first }) {
+                if !groups[index].rests.contains(rest) { groups[index].rests.append(rest) }
+            } else {
+                groups.append((first, [rest]))
+            }
+        }
+        needles = groups
     }
 
-    /// Whether `line` may hold a secret (it holds one of the needles): a byte search (libc's
-    /// `memchr` for a needle's first byte, `memcmp` for the rest), no text.
+    /// The shortest value of a declared variable that is redacted: shorter ones would replace
+    /// ordinary words.
+    public static let minimumDeclaredLength = 4
+
+    /// The shortest value handed to a child under a name that only looks secret that is redacted.
+    public static let minimumGuessedLength = 8
+
+    /// Words that make a variable's name look secret: a value handed to a child under such a
+    /// name is redacted without being declared. The name is split at `_`, `-` and `.`, case
+    /// aside; a part that is one of `secretWords` or ends in one (`GITHUBTOKEN`), or a last part
+    /// `KEY` or `KEYS` (`STRIPE_KEY`, `OPENAI_API_KEY`; not `KEY_PREFIX`), makes it secret.
+    public static let secretWords = [
+        "TOKEN", "TOKENS", "SECRET", "SECRETS", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "CREDENTIALS", "APIKEY",
+    ]
+
+    /// Whether `name` (an environment variable's) looks like it holds a secret: `API_KEY`,
+    /// `GITHUB_TOKEN`, `DB_PASSWORD`, `CLIENT_SECRET`; not `PATH`, `SORT_ORDER`, `KEY_PREFIX`.
+    public static func looksSecret(_ name: String) -> Bool {
+        let parts = name.uppercased().split(whereSeparator: { $0 == "_" || $0 == "-" || $0 == "." })
+        if let last = parts.last, last == "KEY" || last == "KEYS" { return true }
+        return parts.contains { part in secretWords.contains { part.hasSuffix($0) } }
+    }
+
+    /// Whether `line` may hold a secret (it holds one of the needles): a byte search — libc's
+    /// `memchr` once per distinct first byte, then the rest of each needle that starts with it,
+    /// compared in place — no text. (Grouped, 22 pattern needles test a line in less time than
+    /// the 14 searched one by one before Stripe, Google and JWT patterns were added.)
     func mayRedact(_ line: [UInt8]) -> Bool {
         line.withUnsafeBytes { haystack in
-            needles.contains { needle in
-                guard let first = needle.first else { return true }
-                guard let base = haystack.baseAddress, needle.count <= haystack.count else { return false }
-                return needle.withUnsafeBytes { needleBytes in
-                    guard let needleBase = needleBytes.baseAddress else { return true }
-                    let last = haystack.count - needle.count  // the last offset a needle can start at
-                    var start = 0
-                    while start <= last, let hit = memchr(base + start, Int32(first), last - start + 1) {
-                        if memcmp(hit, needleBase, needle.count) == 0 { return true }
-                        start = base.distance(to: UnsafeRawPointer(hit)) + 1
+            guard let base = haystack.baseAddress else { return false }
+            let count = haystack.count
+            for (first, rests) in needles {
+                var start = 0
+                while start < count, let hit = memchr(base + start, Int32(first), count - start) {
+                    let offset = base.distance(to: UnsafeRawPointer(hit))
+                    for rest in rests where offset + rest.count < count {
+                        var index = 0
+                        while index < rest.count, haystack[offset + 1 + index] == rest[index] { index += 1 }
+                        if index == rest.count { return true }
                     }
-                    return false
+                    start = offset + 1
                 }
             }
+            return false
         }
     }
 
@@ -79,10 +137,25 @@ public struct Redactor: Sendable, Hashable {
     }
 
     /// The always-on patterns, each with the literals one of which a match must contain (a
-    /// cheap test that spares the matcher almost every line).
+    /// cheap test that spares the matcher almost every line). A match counts only where a token
+    /// can start — not right after a letter or digit, so `task-description-…` is not an `sk-`
+    /// key — and an escape in an encoded line (`\n`) counts as the separator it stands for.
     static let patterns: [(rule: String, literals: [String], regex: LinearRegex)] = [
-        ("api-key", ["sk-"], #"sk-[A-Za-z0-9_\-]{16,}"#), ("aws-key-id", ["AKIA"], "AKIA[0-9A-Z]{16}"),
-        ("github-token", ["ghp_", "gho_", "ghu_", "ghs_", "ghr_"], "gh[pousr]_[A-Za-z0-9]{30,}"),
+        // OpenAI (`sk-`, `sk-proj-`) and Anthropic (`sk-ant-`) API keys.
+        ("api-key", ["sk-"], #"sk-[A-Za-z0-9_\-]{16,}"#),
+        // Stripe secret and restricted keys (`sk_live_`, `rk_test_`, …) and webhook signing secrets.
+        ("stripe-key", ["k_live_", "k_test_"], "[rs]k_(live|test)_[A-Za-z0-9]{16,}"),
+        ("stripe-key", ["whsec_"], "whsec_[A-Za-z0-9+/=]{24,}"),
+        // Google API keys: `AIza` and 35 more characters.
+        ("google-api-key", ["AIza"], #"AIza[A-Za-z0-9_\-]{35}"#),
+        // JSON Web Tokens: three base64url parts, the first a JSON header (`{"` is `eyJ`).
+        ("jwt", ["eyJ"], #"eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{2,}\.[A-Za-z0-9_\-]{16,}"#),
+        ("aws-key-id", ["AKIA", "ASIA"], "(AKIA|ASIA)[0-9A-Z]{16}"),
+        (
+            "github-token", ["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"],
+            "gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,}"
+        ),
+        ("gitlab-token", ["glpat-"], #"glpat-[A-Za-z0-9_\-]{20,}"#),
         ("slack-token", ["xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-"], #"xox[abprs]-[A-Za-z0-9\-]{10,}"#),
         ("bearer-token", ["Bearer "], #"Bearer [A-Za-z0-9._~+/\-]{12,}=*"#),
         ("private-key", ["-----BEGIN"], #"-----BEGIN [A-Z ]*PRIVATE KEY-----[A-Za-z0-9+/=\\ ]*-----END [A-Z ]*PRIVATE KEY-----"#),
@@ -100,14 +173,49 @@ public struct Redactor: Sendable, Hashable {
         return result
     }
 
-    /// Replaces what the always-on patterns find in `text`.
+    /// Replaces what the always-on patterns find in `text`, where a token can start.
     private func replacePatterns(in text: inout String) {
         for (rule, literals, regex) in Self.patterns where literals.contains(where: { text.contains($0) }) {
-            while let range = regex.firstRange(in: text) {
-                let secret = String(text[range])
-                text.replaceSubrange(range, with: placeholder(secret, rule: rule))
+            let scalars = text.unicodeScalars
+            var result = String.UnicodeScalarView()
+            var rest = scalars[...]
+            while true {
+                let piece = String(Substring(rest))
+                guard let range = regex.firstRange(in: piece) else { break }
+                // The match's place in `rest`, counted in Unicode scalars as the matcher counts.
+                let start = rest.index(
+                    rest.startIndex, offsetBy: piece.unicodeScalars.distance(from: piece.startIndex, to: range.lowerBound))
+                let end = rest.index(start, offsetBy: piece.unicodeScalars.distance(from: range.lowerBound, to: range.upperBound))
+                result.append(contentsOf: rest[..<start])
+                if Self.continuesWord(before: start, in: scalars) {
+                    // Inside a longer word: not a token; look again one character on.
+                    result.append(rest[start])
+                    rest = rest[rest.index(after: start)...]
+                } else {
+                    result.append(contentsOf: placeholder(String(Substring(rest[start..<end])), rule: rule).unicodeScalars)
+                    rest = rest[end...]
+                }
             }
+            result.append(contentsOf: rest)
+            text = String(result)
         }
+    }
+
+    /// Whether the scalar before `index` is an ASCII letter or digit that is not the letter of
+    /// an escape (`\n`, `\t`, `\r`, `\b`, `\f`: a line break or tab in an encoded line).
+    static func continuesWord(before index: String.UnicodeScalarView.Index, in scalars: String.UnicodeScalarView) -> Bool {
+        guard index > scalars.startIndex else { return false }
+        var cursor = scalars.index(before: index)
+        let previous = scalars[cursor]
+        guard previous.isASCII, CharacterSet.alphanumerics.contains(previous) else { return false }
+        // After an odd run of backslashes the letter is an escape's.
+        var backslashes = 0
+        while cursor > scalars.startIndex {
+            cursor = scalars.index(before: cursor)
+            guard scalars[cursor] == "\\" else { break }
+            backslashes += 1
+        }
+        return !(backslashes % 2 == 1 && "ntrbf".unicodeScalars.contains(previous))
     }
 
     /// `line` (one encoded event) with every secret replaced, or nil when it holds none.

@@ -42,6 +42,8 @@ public struct Agent: Sendable {
     /// `connectingToolServers`), and what starts them.
     public var toolServers: [ToolServerSettings] = []
     public var toolServerConnector: (any ToolServerConnector)?
+    /// The servers `connectingToolServers` started, whose tools are now in `tools`.
+    public var startedToolServers: [ToolServerSettings] = []
     /// The servers the run's tools come from, recorded in `run_started`.
     public var toolServerIdentities: [ToolServerIdentity] = []
     /// Tools named by policy rules that only a server can offer: checked when the servers start.
@@ -71,6 +73,23 @@ public struct Agent: Sendable {
             configDigest
             ?? ContentHash.sha256(
                 Array("\(name) \(version ?? "") \(instructions)".utf8) + tools.specs.flatMap { JSONWriter.encode($0) })
+    }
+
+    /// The environments the runtime hands to the processes it starts: each command tool's that
+    /// has one of its own (an agent file's always do) and each MCP server's, in the agent's
+    /// order (started or still to start). Their secrets are redacted like the caller's
+    /// (`redactor`).
+    public var childEnvironments: [[String: String]] {
+        tools.tools.compactMap { ($0.host as? SubprocessToolHost)?.environment }
+            + (startedToolServers + toolServers).map(\.environment)
+    }
+
+    /// What keeps this agent's secrets out of its logs and of what a run shows as it happens:
+    /// the values of `redactEnvironment` — in the caller's environment and in every child's —
+    /// the values handed to a child under a name that looks secret, the string values of
+    /// `redactMembers`, and the always-on key patterns. The one redactor of a run.
+    public var redactor: Redactor {
+        Redactor(environmentNames: redactEnvironment, memberNames: redactMembers, childEnvironments: childEnvironments)
     }
 
     /// The identity recorded in `run_started`.

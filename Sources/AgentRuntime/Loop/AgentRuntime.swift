@@ -24,9 +24,8 @@ public struct AgentRuntime: Sendable {
         LogWriter.Options(durability: agent.durability, signer: signer, redactor: redactor, writesContextDeltas: agent.writesContextDeltas)
     }
 
-    /// What keeps secrets out of this runtime's logs: the agent's declared secrets and the
-    /// always-on key patterns.
-    var redactor: Redactor { Redactor(environmentNames: agent.redactEnvironment, memberNames: agent.redactMembers) }
+    /// What keeps secrets out of this runtime's logs: the agent's (`Agent.redactor`).
+    var redactor: Redactor { agent.redactor }
 
     public init(agent: Agent, environment: RuntimeEnvironment = .live, signer: LogSigner? = nil) {
         self.agent = agent
@@ -53,7 +52,8 @@ public struct AgentRuntime: Sendable {
         do {
             (connected.agent, connections) = try await agent.connectingToolServers()
         } catch {
-            throw RuntimeError(.toolServer, error.message, path: "", hint: error.hint, location: error.location)
+            // A server's last words on stderr are in the message: they may echo what it was given.
+            throw RuntimeError(.toolServer, redactor.redactText(error.message), path: "", hint: error.hint, location: error.location)
         }
         do {
             let outcome = try await body(connected)

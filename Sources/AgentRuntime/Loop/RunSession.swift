@@ -183,7 +183,7 @@ final class RunSession {
             let reply: ModelReply
             do {
                 let streamed = environment.observe.map { observe in
-                    let redactor = Redactor(environmentNames: agent.redactEnvironment, memberNames: agent.redactMembers)
+                    let redactor = agent.redactor
                     return { @Sendable (text: String) in observe(.modelText(redactor.redactText(text))) }
                 }
                 guard let answer = try await modelReply(to: request, observing: streamed) else {

@@ -153,6 +153,7 @@ extension Agent {
                 agent.toolServerIdentities.append(connection.identity)
             }
             try agent.checkToolReferences(agent.tools)
+            agent.startedToolServers += toolServers
             agent.toolServers = []
             return (agent, connections)
         } catch {

@@ -1,0 +1,103 @@
+import Foundation
+import TestSupport
+import Testing
+import TraceCore
+
+@testable import TraceLog
+
+@Suite("Redaction: key patterns and the secrets handed to child processes")
+struct RedactorTests {
+    /// Planted keys of each always-on kind, with the rule that must name them. Made up, in each
+    /// issuer's documented shape.
+    static let keys: [(secret: String, rule: String)] = [
+        ("sk-proj-Ab12Cd34Ef56Gh78Ij90Kl", "api-key"),
+        ("sk-ant-api03-Zy98Xw76Vu54Ts32Rq10", "api-key"),
+        ("sk_live_4eC39HqLyjWDarjtT1zdp7dcPlanted", "stripe-key"),
+        ("sk_test_51HqLyjWDarjtT1zdp7dcQ0", "stripe-key"),
+        ("rk_live_51HqLyjWDarjtT1zdp7dcQ0xy", "stripe-key"),
+        ("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "stripe-key"),
+        ("AIzaSyD-Planted_GoogleKey0123456789abcd", "google-api-key"),
+        (
+            "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+            "jwt"
+        ),
+        ("AKIAIOSFODNN7EXAMPLE", "aws-key-id"),
+        ("ASIAY34FZKBOKMUTVV7A", "aws-key-id"),
+        ("ghp_16C7e42F292c6912E7710c838347Ae178B4a", "github-token"),
+        ("github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz0123456789ABCD", "github-token"),
+        ("glpat-xYz12AbCdEfGhIjKlMnO", "gitlab-token"),
+        ("xoxb-123456789012-abcdefABCDEF", "slack-token"),
+    ]
+
+    @Test("every always-on key kind is replaced, in plain text and in an encoded event, wherever it stands", arguments: keys)
+    func keyPatterns(secret: String, rule: String) throws {
+        let redactor = Redactor(environment: [:])
+        for text in [secret, "key: \(secret) end", "(\(secret))", "line one\n\(secret)\tmore", "\"\(secret)\""] {
+            let shown = redactor.redactText(text)
+            #expect(!shown.contains(secret), "\(text)")
+            #expect(shown.contains("[redacted:\(rule):"), "\(shown)")
+        }
+        // In a log line the text is JSON: a secret after a line break stands after `\n`.
+        let line = String(decoding: JSONWriter.encode(["output": .string("first\n\(secret)\nlast")]), as: UTF8.self)
+        #expect(redactor.mayRedact(Array(line.utf8)))
+        let written = try #require(redactor.redact(line))
+        #expect(!written.contains(secret), "\(written)")
+        #expect(written.contains("first\\n[redacted:\(rule):"), "\(written)")
+        #expect(try JSONParser.parse(Array(written.utf8))["output"]?.stringValue?.hasSuffix("\nlast") == true)
+    }
+
+    @Test("ordinary text that merely contains a key's prefix is left alone")
+    func ordinaryText() {
+        let redactor = Redactor(environment: [:])
+        let ordinary = [
+            "ask-the-customer-for-their-order-number", "disk-usage-report-generated-nightly", "risk_test_results_for_this_quarter",
+            "sk_live_", "sk_live_short", "AIza is a prefix", "AIzaTooShort", "eyJ starts base64 JSON", "eyJhbGciOiJIUzI1NiJ9 alone",
+            "version 1.2.3 and eyJabc.def.ghi", "AKIA1234", "MASKIAIOSFODNN7EXAMPLE", "the xoxb- prefix", "Bearer", "sk-short",
+            "task_live_data_collection_for_today",
+        ]
+        for text in ordinary {
+            #expect(redactor.redactText(text) == text, "\(text)")
+        }
+        // After a slash a token can start: a key in a URL is still a key.
+        #expect(redactor.redactText("https://example.com/keys/sk-0123456789abcdefABCD").contains("/keys/[redacted:api-key:"))
+    }
+
+    @Test(
+        "names that look secret",
+        arguments: [
+            ("API_KEY", true), ("OPENAI_API_KEY", true), ("STRIPE_KEY", true), ("GITHUB_TOKEN", true), ("githubtoken", true),
+            ("DB_PASSWORD", true), ("CLIENT_SECRET", true), ("AWS_SECRET_ACCESS_KEY", true), ("MY_APIKEY_VALUE", true),
+            ("SMTP_PASSWD", true), ("GPG_PASSPHRASE", true), ("GOOGLE_APPLICATION_CREDENTIALS", true), ("SSH_KEYS", true),
+            ("PATH", false), ("HOME", false), ("LANG", false), ("PWD", false), ("KEY_PREFIX", false), ("SORT_ORDER", false),
+            ("MONKEY_BUSINESS", false), ("TOKENIZER_MODEL", false), ("REGION", false),
+        ])
+    func secretNames(name: String, looksSecret: Bool) {
+        #expect(Redactor.looksSecret(name) == looksSecret)
+    }
+
+    @Test("a value handed to a child is redacted when its name is declared or looks secret, and a short guessed one is not")
+    func childEnvironments() throws {
+        let tool = ["PATH": "/usr/bin:/bin", "TOOL_SETTING": "tool-setting-7f3a", "SERVICE_TOKEN": "svc-token-5521a9", "SORT_KEY": "name"]
+        let server = ["SERVER_SETTING": "server-setting-2d8e", "REGION": "eu-west-1-zone-a"]
+        let redactor = Redactor(
+            environmentNames: ["TOOL_SETTING", "SERVER_SETTING"], childEnvironments: [tool, server], environment: [:])
+        let text = "tool-setting-7f3a svc-token-5521a9 server-setting-2d8e name eu-west-1-zone-a /usr/bin:/bin"
+        #expect(
+            redactor.redactText(text)
+                == "\(redactor.placeholder("tool-setting-7f3a", rule: "env:TOOL_SETTING")) "
+                + "\(redactor.placeholder("svc-token-5521a9", rule: "env:SERVICE_TOKEN")) "
+                + "\(redactor.placeholder("server-setting-2d8e", rule: "env:SERVER_SETTING")) name eu-west-1-zone-a /usr/bin:/bin")
+        let line = String(decoding: JSONWriter.encode(["output": .string(text)]), as: UTF8.self)
+        #expect(redactor.mayRedact(Array(line.utf8)))
+        let written = try #require(redactor.redact(line))
+        for secret in ["tool-setting-7f3a", "svc-token-5521a9", "server-setting-2d8e"] { #expect(!written.contains(secret)) }
+        #expect(written.contains(" name eu-west-1-zone-a "))
+    }
+
+    @Test("a secret that holds another is replaced whole, whatever order the names come in")
+    func overlappingSecrets() {
+        let redactor = Redactor(
+            environmentNames: ["SHORT", "LONG"], environment: ["SHORT": "abcd1234", "LONG": "abcd1234-and-more"])
+        #expect(redactor.redactText("abcd1234-and-more") == redactor.placeholder("abcd1234-and-more", rule: "env:LONG"))
+    }
+}
