@@ -458,15 +458,51 @@ def _malformed_hash(kind, data):
     return found[0] if found else None
 
 
+SEAL_MAGIC = b"agent-eval seal v2 "
+
+
+def side_file(path, data):
+    """What `<log>.seal` is to the log whose bytes are `data` (section 8): None when there is
+    none, "pending" when it is a complete seal bound to this log as it is now, "stray" when it is
+    not (or was cut off while written, before the log was touched: readers ignore it)."""
+    try:
+        with open(path + ".seal", "rb") as handle:
+            head = handle.read(1024)
+            newline = head.find(b"\n")
+            if newline < 0 or not head.startswith(SEAL_MAGIC):
+                return "stray"
+            fields = dict(part.split(b"=", 1) for part in head[len(SEAL_MAGIC):newline].split(b" ") if b"=" in part)
+            offset, length, size = (int(fields[name]) for name in (b"offset", b"length", b"size"))
+            before, torn = fields[b"before"].decode("ascii"), fields[b"torn"].decode("ascii")
+            handle.seek(newline + 1)
+            member = handle.read()
+    except FileNotFoundError:
+        return None
+    except (KeyError, ValueError, UnicodeDecodeError):
+        return "stray"
+    if offset < 0 or length < 0 or len(member) != length or len(data) < offset:
+        return "stray"
+    if sha256_hex(data[max(0, offset - 65536):offset]) != before:
+        return "stray"
+    tail = data[offset:]
+    if (len(data) == size and sha256_hex(tail) == torn) or member.startswith(tail):
+        return "pending"
+    return "stray"
+
+
 def verify(path):
     """Reads the whole log and reports what a conforming verifier finds, plus the fold's state
     digest and whether every recorded digest matches the fold."""
     data = open(path, "rb").read()
     problems, events = [], []
-    import os
-    if os.path.exists(path + ".seal"):
+    warnings = []
+    side = side_file(path, data)
+    if side == "pending":
         # An interrupted seal (section 8): the log may lack what the side file holds.
         problems.append(_problem("pending_seal", "a seal of this log was interrupted", None, None))
+    elif side == "stray":
+        # Not a seal of this log as it is now (section 8): reported, and ignored.
+        warnings.append("stray_seal")
     offset, ending = 0, "complete"
     expected_seq, prev, run_id, last_step = 0, GENESIS, None, None
     packet = None  # (seq, whole packet) of the last context_built, the base of a delta
@@ -590,7 +626,7 @@ def verify(path):
         ending = "damaged"
     return {
         "readable": True, "intact": intact, "ending": ending, "event_count": len(events),
-        "problems": sorted({problem["code"] for problem in problems}), "state_digest": state.digest(),
+        "problems": sorted({problem["code"] for problem in problems}), "warnings": warnings, "state_digest": state.digest(),
         "digests_checked": digests_checked, "digest_mismatches": digest_mismatches,
     }
 

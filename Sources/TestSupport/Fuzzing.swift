@@ -85,6 +85,9 @@ public struct Fuzzer {
 /// call that reads one input.
 public enum FuzzTarget: String, CaseIterable, Sendable, CustomStringConvertible {
     case log, json, caseFile = "case-file", agentFile = "agent-file"
+    /// A `<log>.seal` side file beside the torn fixture log: only a seal made for that log may
+    /// ever be applied; anything else is stray.
+    case sealSideFile = "seal-side-file"
 
     public var description: String { rawValue }
 
@@ -109,11 +112,33 @@ public enum FuzzTarget: String, CaseIterable, Sendable, CustomStringConvertible 
                 else { return [] }
                 return events.map { Array($0.event.encodedLine()) }
             }
+        case .sealSideFile: return Self.tornFixtureSeal.map { [$0] } ?? []
         case .caseFile: return Self.files("EvalCases/support", ending: ".yaml") + Self.files("Fixtures/eval/failing", ending: ".yaml")
         case .agentFile:
             return Self.files("Fixtures/agents/support", ending: "agent.yaml")
                 + Self.files("Fixtures/agents/research", ending: "agent.yaml")
         }
+    }
+
+    /// The torn fixture log's bytes.
+    static var tornFixture: [UInt8]? {
+        try? [UInt8](Data(contentsOf: repository.appendingPathComponent("Fixtures/samples/research-sample-torn.jsonl.gz")))
+    }
+
+    /// The side file a seal of the torn fixture writes before it touches the log
+    /// (docs/log-format.md §8), made by sealing a copy.
+    static var tornFixtureSeal: [UInt8]? {
+        guard let torn = tornFixture else { return nil }
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("fuzz-seal-\(UUID().uuidString).jsonl.gz").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        guard (try? Data(torn).write(to: URL(fileURLWithPath: path))) != nil, let report = try? LogRepair.seal(path: path),
+            let sealed = try? [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+        else { return nil }
+        let (offset, member) = (report.memberOffset, Array(sealed[report.memberOffset...]))
+        let header =
+            "agent-eval seal v2 offset=\(offset) length=\(member.count) size=\(torn.count) "
+            + "before=\(ContentHash.sha256Hex(torn[max(0, offset - 65_536)..<offset])) torn=\(ContentHash.sha256Hex(torn[offset...]))\n"
+        return Array(header.utf8) + member
     }
 
     /// Reads one input the way the product does; throws what the product throws.
@@ -131,6 +156,16 @@ public enum FuzzTarget: String, CaseIterable, Sendable, CustomStringConvertible 
             // Replay's read: delta packets made whole.
             _ = try LogReader(path: path, options: LogReader.Options(resolvesContextPackets: true)).forEachEvent { _ in }
             _ = try LogRepair.seal(path: path)
+        case .sealSideFile:
+            let path = directory + "/sealed.jsonl.gz"
+            try Data(Self.tornFixture ?? []).write(to: URL(fileURLWithPath: path))
+            try Data(input).write(to: URL(fileURLWithPath: path + ".seal"))
+            _ = try LogVerifier.verify(path: path)
+            _ = LogRepair.straySeal(of: path)
+            _ = try? LogReader(path: path).readAll()
+            _ = try LogRepair.seal(path: path)
+            _ = try LogReader(path: path).readAll()
+            try? FileManager.default.removeItem(atPath: path + ".seal")
         case .json:
             let value = try JSONParser.parse(input)
             _ = JSONWriter.encode(value)

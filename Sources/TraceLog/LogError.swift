@@ -48,6 +48,10 @@ public struct LogError: Diagnostic, Hashable {
         case locked
         /// A seal of the log was interrupted: its `.seal` side file holds events the log lacks.
         case pendingSeal = "pending_seal"
+        /// A `.seal` side file beside the log is not a seal of it as it is now (another log's, a
+        /// stale one, not a side file at all): a warning, as readers ignore it; an error only
+        /// when a torn log is to be sealed, which would replace the side file.
+        case straySeal = "stray_seal"
         /// A key file is not a key of the kind needed.
         case invalidKey = "invalid_key"
         /// Signed-log verification failed: a signature does not check, is missing, or does not

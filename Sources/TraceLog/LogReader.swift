@@ -162,7 +162,7 @@ public struct LogReader {
     private func walk(
         from position: Position? = nil, readsAhead: Bool = false, _ body: (UnsafeRawBufferPointer, RecordedEvent) throws -> Void
     ) throws -> ReadSummary {
-        if let pending = LogReader.pendingSeal(path) { throw pending }
+        if let pending = LogReader.pendingSeal(path) { throw pending }  // a stray side file is ignored
         let aheadOnAThread =
             readsAhead && MemberScanner.readsAhead(path, from: position?.memberOffset ?? 0, threshold: options.readsAheadFromBytes)
         var scanner = MemberScanner(path: path, contentLimit: options.memberContentLimit, readSize: options.readBufferSize)
@@ -255,13 +255,10 @@ public struct LogReader {
     }
 
     /// The error for a log whose seal was interrupted: what the log holds now is not all it
-    /// holds; the side file has the rest until a repair finishes the seal.
+    /// holds; the side file has the rest until a repair finishes the seal. Nil when there is no
+    /// side file or it is not this log's (`LogRepair.sideFile(of:)`).
     static func pendingSeal(_ path: String) -> LogError? {
-        guard FileDescriptor.exists(LogRepair.sideFilePath(path)) else { return nil }
-        return LogError(
-            .pendingSeal,
-            "a seal of this log was interrupted: \(LogRepair.sideFilePath(path)) holds its final member, which the log may lack",
-            path: path, hint: "repair the log to finish the seal; nothing is read from it until then")
+        LogRepair.sideFileNotice(path).flatMap { $0.code == .pendingSeal ? $0 : nil }
     }
 
     static func corruption(path: String, member: MemberScanner.Member, reason: String, nextSequence: Int) -> LogError {

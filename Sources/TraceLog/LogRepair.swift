@@ -1,3 +1,4 @@
+import Crypto
 import TraceCore
 
 #if canImport(Glibc)
@@ -34,7 +35,10 @@ public struct RepairReport: Sendable, Hashable {
 /// The rewrite is crash-safe: the sealed member is first written, with its offset, to
 /// `<log>.seal` and synced (file and directory); then the log is truncated at the torn member and the sealed member
 /// appended and synced; then the side file is removed. A repair interrupted at any point is
-/// finished by the next `seal` (or `LogWriter.open`).
+/// finished by the next `seal` (or `LogWriter.open`). A side file that is not a seal of this log
+/// as it is now (`sideFile(of:)`: not a side file, or made for another log or for this one
+/// before it changed) is stray: readers ignore it, verify and repair warn of it, and nothing
+/// applies or removes it.
 public enum LogRepair {
     /// Seals `path` if its tail is torn; returns nil when the log was already intact. Takes
     /// the log's write lock first: a log another process is writing is not touched.
@@ -84,6 +88,14 @@ public enum LogRepair {
                 hint: "verify the log to see its damage; keep the file as evidence rather than rewriting it")
         }
         guard let tear = summary.tear, let offset = tornMemberOffset else { return nil }
+        if case .stray(let why) = try sideFile(of: path) {
+            // Sealing writes its own side file there: a stray one is left for its owner to judge.
+            throw LogError(
+                .straySeal,
+                "the log is torn, but \(sideFilePath(path)) is in the way: it is not a seal of this log (\(why)), "
+                    + "and sealing would replace it; both are left as they are",
+                path: path, hint: "if nothing needs the side file, remove it; then repair again")
+        }
 
         var member: [UInt8] = []
         if !keptLines.isEmpty || offset == 0 {
@@ -112,20 +124,156 @@ public enum LogRepair {
         "\(sideFileMagic) offset=\(offset) length=\(length) size=\(size) before=\(before) torn=\(torn)\n"
     }
 
-    /// SHA-256 (hex) of `count` bytes of the file at `offset`.
+    /// SHA-256 (hex) of `count` bytes of the file at `offset` (fewer when the file ends first),
+    /// read in pieces: a torn tail can be large.
     static func hash(of file: FileDescriptor, at offset: Int, count: Int) throws -> String {
-        var bytes = [UInt8](repeating: 0, count: count)
-        let got = try bytes.withUnsafeMutableBytes { buffer -> Int in
-            guard let base = buffer.baseAddress else { return 0 }
-            var total = 0
-            while total < count {
-                let read = try file.read(into: base + total, count: count - total, at: offset + total)
-                if read == 0 { break }
-                total += read
+        var hasher = SHA256()
+        try forEachPiece(of: file, at: offset, count: count) { hasher.update(bufferPointer: $0) }
+        let digits = Array("0123456789abcdef".utf8)
+        return String(decoding: hasher.finalize().flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0x0F)]] }, as: UTF8.self)
+    }
+
+    /// Calls `body` with the bytes of `file` from `offset`, `count` of them or up to its end, in
+    /// pieces of at most 64 KiB.
+    static func forEachPiece(
+        of file: FileDescriptor, at offset: Int, count: Int, _ body: (UnsafeRawBufferPointer) throws -> Void
+    ) throws {
+        var buffer = [UInt8](repeating: 0, count: max(1, min(count, 1 << 16)))
+        var done = 0
+        while done < count {
+            let got = try buffer.withUnsafeMutableBytes { piece -> Int in
+                guard let base = piece.baseAddress else { return 0 }
+                return try file.read(into: base, count: min(piece.count, count - done), at: offset + done)
             }
-            return total
+            if got == 0 { break }
+            try buffer.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[..<got])) }
+            done += got
         }
-        return ContentHash.sha256Hex(bytes.prefix(got))
+    }
+
+    /// `count` bytes of `file` at `offset`, fewer when it ends first.
+    static func bytes(of file: FileDescriptor, at offset: Int, count: Int) throws -> [UInt8] {
+        var bytes: [UInt8] = []
+        try forEachPiece(of: file, at: offset, count: count) { bytes.append(contentsOf: $0) }
+        return bytes
+    }
+
+    /// Whether `count` bytes of `first` at `firstOffset` are there and equal those of `second` at
+    /// `secondOffset`.
+    static func sameBytes(
+        _ first: FileDescriptor, at firstOffset: Int, as second: FileDescriptor, at secondOffset: Int, count: Int
+    ) throws -> Bool {
+        var compared = 0
+        var isSame = true
+        try forEachPiece(of: first, at: firstOffset, count: count) { piece in
+            guard isSame else { return }
+            isSame = try LogRepair.bytes(of: second, at: secondOffset + compared, count: piece.count).elementsEqual(piece)
+            compared += piece.count
+        }
+        return isSame && compared == count
+    }
+
+    /// The longest first line a side file may have: the header is about 220 bytes.
+    static let maximumHeaderLength = 1024
+
+    /// What lies at `<log>.seal`, judged against the log as it is now: the one place that
+    /// decides whether a side file is a seal to finish.
+    enum SideFile: Sendable, Hashable {
+        case none
+        /// A seal of this log, stopped after its side file was complete and synced: the log may
+        /// lack the member that follows the side file's header line (`headerLength` bytes,
+        /// newline included), `length` bytes to go at `offset`.
+        case pending(offset: Int, headerLength: Int, length: Int)
+        /// A seal's side file cut off while it was written: the log was not touched yet.
+        case unfinished
+        /// Not a seal of this log as it is now, and why.
+        case stray(String)
+    }
+
+    /// Reads the side file beside `path` (its header line, then only what the checks need) and
+    /// judges it: pending only when it is complete and bound to this log — the bytes before the
+    /// cut hash as recorded, and what follows the cut is the torn tail it replaces or a prefix
+    /// of the sealed member.
+    static func sideFile(of path: String) throws -> SideFile {
+        let sidePath = sideFilePath(path)
+        guard FileDescriptor.exists(sidePath) else { return .none }
+        let side = try FileDescriptor.openForReading(sidePath)
+        let sideSize = try side.size()
+        let head = try bytes(of: side, at: 0, count: min(sideSize, maximumHeaderLength))
+        let magic = Array("\(sideFileMagic) ".utf8)
+        guard let newline = head.firstIndex(of: 0x0A) else {
+            // Cut off in its first line: a seal's only when what is there begins as one does.
+            let isOurs = sideSize < maximumHeaderLength && (head.starts(with: magic) || magic.starts(with: head))
+            return isOurs ? .unfinished : .stray("it is not a seal side file")
+        }
+        guard head.starts(with: magic) else { return .stray("it is not a seal side file of this version") }
+        let fields = Dictionary(
+            String(decoding: head[magic.count..<newline], as: UTF8.self).split(separator: " ").compactMap { part -> (String, String)? in
+                let pair = part.split(separator: "=", maxSplits: 1)
+                return pair.count == 2 ? (String(pair[0]), String(pair[1])) : nil
+            }, uniquingKeysWith: { first, _ in first })
+        guard let offset = fields["offset"].flatMap({ Int($0) }), let length = fields["length"].flatMap({ Int($0) }),
+            let originalSize = fields["size"].flatMap({ Int($0) }), let before = fields["before"], let torn = fields["torn"],
+            offset >= 0, length >= 0, originalSize >= offset
+        else { return .stray("its first line is not a seal's") }
+        let (expected, overflow) = (newline + 1).addingReportingOverflow(length)
+        if !overflow && sideSize < expected { return .unfinished }
+        guard !overflow, sideSize == expected else { return .stray("it holds more than the member its first line announces") }
+
+        let log = try FileDescriptor.openForReading(path)
+        let size = try log.size()
+        guard size >= offset else { return .stray("the log is \(size) bytes long, shorter than the seal's offset \(offset)") }
+        let windowStart = max(0, offset - bindingWindow)
+        guard try hash(of: log, at: windowStart, count: offset - windowStart) == before else {
+            return .stray("the bytes before byte \(offset) are not the ones it was made for")
+        }
+        let pending = SideFile.pending(offset: offset, headerLength: newline + 1, length: length)
+        if size == originalSize, try hash(of: log, at: offset, count: size - offset) == torn { return pending }
+        if size - offset <= length, try sameBytes(log, at: offset, as: side, at: newline + 1, count: size - offset) { return pending }
+        return .stray("the bytes from byte \(offset) on are neither the torn tail it replaces nor part of the sealed member")
+    }
+
+    /// What readers say of the side file beside `path`: `pendingSeal` when it is a seal to
+    /// finish (the log may lack what it holds: nothing is read until a repair finishes it),
+    /// `straySeal` when it is not this log's or was cut off before the log was touched (a
+    /// warning: it is ignored), nil when there is none. A side file that cannot be read is taken
+    /// as pending: what it holds cannot be ruled out.
+    static func sideFileNotice(_ path: String) -> LogError? {
+        let sidePath = sideFilePath(path)
+        guard FileDescriptor.exists(sidePath) else { return nil }
+        let state: SideFile
+        do {
+            state = try sideFile(of: path)
+        } catch {
+            // A log that cannot be read is reported by what reads it.
+            guard FileDescriptor.exists(path) else { return nil }
+            return LogError(
+                .pendingSeal,
+                "\(sidePath) may hold a seal of this log, but it cannot be read: \((error as? LogError)?.message ?? "it cannot be opened")",
+                path: path, hint: "make the side file readable, then repair the log; or, if it is not this log's, remove it")
+        }
+        switch state {
+        case .none: return nil
+        case .pending:
+            return LogError(
+                .pendingSeal, "a seal of this log was interrupted: \(sidePath) holds its final member, which the log may lack",
+                path: path, hint: "repair the log to finish the seal; nothing is read from it until then")
+        case .unfinished:
+            return LogError(
+                .straySeal,
+                "\(sidePath) is a seal's side file cut off while it was written, before the log was touched, so it is ignored",
+                path: path, hint: "repairing the log removes it")
+        case .stray(let why):
+            return LogError(
+                .straySeal, "\(sidePath) is not a seal of this log as it is now (\(why)), so it is ignored", path: path,
+                hint: "if nothing needs it, remove it")
+        }
+    }
+
+    /// The warning about a side file beside `path` that readers ignore (stray, or cut off before
+    /// the log was touched); nil when there is none or it is a seal to finish.
+    public static func straySeal(of path: String) -> LogError? {
+        sideFileNotice(path).flatMap { $0.code == .straySeal ? $0 : nil }
     }
 
     private static func writeSideFile(path: String, offset: Int, member: [UInt8]) throws {
@@ -154,73 +302,27 @@ public enum LogRepair {
         try file.sync()
     }
 
-    /// Completes a seal whose side file was fully written, and only when the side file
-    /// belongs to this log as it is now (the bytes before the cut hash as recorded, and what
-    /// follows the cut is the torn tail it replaces or a prefix of the sealed member); drops a
-    /// side file that was not fully written (the log itself is untouched until the side file
-    /// is complete and synced). Returns what it restored, or nil when there was nothing to do.
+    /// Completes a seal whose side file was fully written and belongs to this log as it is now
+    /// (`sideFile(of:)`); drops a side file that was not fully written (the log itself is
+    /// untouched until the side file is complete and synced); leaves a stray one as it is.
+    /// Returns what it restored, or nil when there was nothing to do.
     @discardableResult
     static func finishInterruptedSeal(path: String) throws -> RepairReport? {
         let sidePath = sideFilePath(path)
-        guard FileDescriptor.exists(sidePath) else { return nil }
-        let side = try FileDescriptor.openForReading(sidePath)
-        let sideSize = try side.size()
-        var bytes = [UInt8](repeating: 0, count: sideSize)
-        let got = try bytes.withUnsafeMutableBytes { buffer -> Int in
-            guard let base = buffer.baseAddress else { return 0 }
-            var total = 0
-            while total < sideSize {
-                let count = try side.read(into: base + total, count: sideSize - total)
-                if count == 0 { break }
-                total += count
-            }
-            return total
-        }
-        guard let newline = bytes.firstIndex(of: 0x0A) else {
+        switch try sideFile(of: path) {
+        case .none, .stray:
+            return nil
+        case .unfinished:
             FileDescriptor.remove(sidePath)
             return nil
-        }
-        let header = String(decoding: bytes[..<newline], as: UTF8.self).split(separator: " ")
-        let fields = Dictionary(
-            header.compactMap { part -> (String, String)? in
-                let pair = part.split(separator: "=", maxSplits: 1)
-                return pair.count == 2 ? (String(pair[0]), String(pair[1])) : nil
-            }, uniquingKeysWith: { first, _ in first })
-        func refuse(_ why: String) -> LogError {
-            LogError(
-                .notRepairable, "the side file \(sidePath) does not belong to this log as it is now (\(why)); both are left as they are",
-                path: path, hint: "if the side file is not this log's, move it away; then repair again")
-        }
-        guard header.starts(with: sideFileMagic.split(separator: " ")) else {
-            throw refuse("it is not a side file of this version")
-        }
-        guard let offset = fields["offset"].flatMap({ Int($0) }), let length = fields["length"].flatMap({ Int($0) }),
-            let originalSize = fields["size"].flatMap({ Int($0) }), let before = fields["before"], let torn = fields["torn"],
-            got == newline + 1 + length
-        else {
-            // Cut off while it was being written: the log was not touched yet.
+        case .pending(let offset, let headerLength, let length):
+            let member = try bytes(of: try FileDescriptor.openForReading(sidePath), at: headerLength, count: length)
+            let size = try FileDescriptor.openForReading(path).size()
+            try applySeal(path: path, offset: offset, member: member)
             FileDescriptor.remove(sidePath)
-            return nil
+            return RepairReport(
+                path: path, memberOffset: offset, originalSize: size, newSize: offset + member.count, eventsKept: 0, droppedBytes: 0,
+                lastSequence: nil, finishedInterruptedSeal: true)
         }
-        let member = Array(bytes[(newline + 1)...])
-        let log = try FileDescriptor.openForReading(path)
-        let size = try log.size()
-        let windowStart = max(0, offset - bindingWindow)
-        guard size >= offset, try hash(of: log, at: windowStart, count: offset - windowStart) == before else {
-            throw refuse("the bytes before byte \(offset) are not the ones it was made for")
-        }
-        var tail = [UInt8](repeating: 0, count: size - offset)
-        _ = try tail.withUnsafeMutableBytes { buffer in
-            try buffer.baseAddress.map { try log.read(into: $0, count: size - offset, at: offset) } ?? 0
-        }
-        let untouched = size == originalSize && ContentHash.sha256Hex(tail) == torn
-        guard untouched || member.starts(with: tail) else {
-            throw refuse("the bytes from byte \(offset) on are neither the torn tail it replaces nor part of the sealed member")
-        }
-        try applySeal(path: path, offset: offset, member: member)
-        FileDescriptor.remove(sidePath)
-        return RepairReport(
-            path: path, memberOffset: offset, originalSize: size, newSize: offset + member.count, eventsKept: 0, droppedBytes: 0,
-            lastSequence: nil, finishedInterruptedSeal: true)
     }
 }

@@ -36,14 +36,27 @@ extension VerificationReport {
                     entry.set("hint", problem.hint)
                     return entry.json
                 }))
+        if !warnings.isEmpty { object.set("warnings", Self.json(warnings)) }
         return object.json
+    }
+
+    /// `[{"code", "message", "hint"?}]`: warnings about what lies beside a log.
+    static func json(_ warnings: [LogError]) -> JSONValue {
+        .array(
+            warnings.map { warning in
+                var entry = ObjectBuilder()
+                entry.set("code", warning.code.rawValue)
+                entry.set("message", warning.message)
+                entry.set("hint", warning.hint)
+                return entry.json
+            })
     }
 }
 
 extension RepairReport {
     /// What `agent-eval log repair --json` prints for the log at `path`: `report` is nil when
-    /// there was nothing to seal.
-    public static func json(path: String, report: RepairReport?) -> JSONValue {
+    /// there was nothing to seal; `warnings` (a stray side file) are listed when there are any.
+    public static func json(path: String, report: RepairReport?, warnings: [LogError] = []) -> JSONValue {
         var object = ObjectBuilder()
         object.set("path", path)
         object.set("sealed", report != nil)
@@ -56,6 +69,7 @@ extension RepairReport {
             object.set("last_seq", report.lastSequence)
             object.set("finished_interrupted_seal", report.finishedInterruptedSeal)
         }
+        if !warnings.isEmpty { object.set("warnings", VerificationReport.json(warnings)) }
         return object.json
     }
 }

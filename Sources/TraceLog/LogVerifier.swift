@@ -24,7 +24,10 @@ public enum LogVerifier {
         var scanner = MemberScanner(path: path, contentLimit: memberContentLimit, readSize: readBufferSize)
         var checker = EventChecker(path: path)
         var report = VerificationReport(path: path)
-        if let pending = LogReader.pendingSeal(path) { report.problems.append(pending) }
+        if let notice = LogRepair.sideFileNotice(path) {
+            // A seal to finish is a problem (the log may lack events); a stray side file is not.
+            if notice.code == .pendingSeal { report.problems.append(notice) } else { report.warnings.append(notice) }
+        }
         var offset = 0
         var index = 0
         var lineNumber = 0
@@ -163,6 +166,9 @@ public struct VerificationReport: Sendable, Hashable {
     public var decompressedBytes = 0
     /// Every problem, in file order.
     public var problems: [LogError] = []
+    /// What is wrong beside the log but not with it: a stray `<log>.seal` side file, which
+    /// readers ignore (`LogRepair.straySeal(of:)`). The log is intact with warnings.
+    public var warnings: [LogError] = []
     /// Set when the file ends inside a member (also listed in `problems`).
     public var tear: LogTear?
     public var peakBufferBytes = 0

@@ -117,6 +117,8 @@ func commandHint(for diagnostic: any Diagnostic) -> String? {
     switch diagnostic.diagnosticCode {
     case "log.torn_tail":
         return "run `agent-eval log repair \(ShellWords.quoted(path))` to seal it"
+    case "log.stray_seal":
+        return "if nothing needs it, remove it: rm \(ShellWords.quoted(path + ".seal"))"
     case "log.pending_seal":
         return "run `agent-eval log repair \(ShellWords.quoted(path))` to finish the interrupted seal"
     case "log.not_repairable":

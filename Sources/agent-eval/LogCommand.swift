@@ -122,6 +122,10 @@ struct LogCommand: ParsableCommand {
                 check and the last one must be the final one after a stop, so an edit with the chain recomputed, \
                 reordered events, a cut end or appended events are reported as bad_signature.
 
+                An interrupted repair's <file>.seal is a problem (pending_seal: the log may lack its last events \
+                until `log repair` finishes the seal). A <file>.seal that is not a seal of this log as it is now is a \
+                warning (stray_seal) and is ignored: the log is judged as it is.
+
                 Exit codes: 0 intact (complete or unfinished), 1 damaged (problems listed), 2 unreadable (missing, not gzip).
 
                 Examples:
@@ -165,14 +169,22 @@ struct LogCommand: ParsableCommand {
                             "  unfinished: the log ends cleanly, but with \(report.lastEventKind ?? "no event"), not run_stopped or pipeline_stopped "
                                 + "(a run still going, or one whose writer stopped between events)")
                     }
+                    for warning in report.warnings { reportWarning(warning) }
                 } else {
                     say(
                         "\(file): DAMAGED — \(counted(report.problems.count, "problem")) in \(counted(report.members.count, "gzip member")), \(counted(report.eventCount, "event")) read"
                     )
                     for problem in report.problems { report_(problem) }
+                    for warning in report.warnings { reportWarning(warning) }
                 }
             }
             if !report.isIntact { throw Exit.failure }
+        }
+
+        /// A warning: not a problem of the log, which is intact or damaged without it.
+        private func reportWarning(_ warning: LogError) {
+            say("  warning [\(warning.code.rawValue)]: \(warning.message)")
+            if let hint = commandHint(for: warning) ?? warning.hint { say("    hint: \(hint)") }
         }
 
         private func report_(_ problem: LogError) {
@@ -199,7 +211,11 @@ struct LogCommand: ParsableCommand {
                 Repair refuses anything but a torn tail — a damaged member in the middle, an edited or missing \
                 event — and explains: rewriting those would hide what happened. An intact log is left as it is.
 
-                Exit codes: 0 sealed or already intact, 1 refused (other damage), 2 unreadable.
+                A <file>.seal that is not a seal of this log as it is now (made for another log, or not a side \
+                file at all) is stray: it is never applied, readers ignore it, and repair leaves it where it is \
+                with a warning to remove it (and refuses to seal a torn log while it is in the way).
+
+                Exit codes: 0 sealed or already intact, 1 refused (other damage, or a stray <file>.seal in the way), 2 unreadable.
 
                 Example:
                   agent-eval log repair runs/crashed.jsonl.gz
@@ -214,18 +230,21 @@ struct LogCommand: ParsableCommand {
 
         func run() throws {
             let result: RepairReport?
+            let stray: LogError?
             do {
                 result = try LogRepair.seal(path: file)
-            } catch let error as LogError where error.code == .notRepairable {
+                stray = LogRepair.straySeal(of: file)
+            } catch let error as LogError where error.code == .notRepairable || error.code == .straySeal {
                 // Refused: the log is damaged in a way repair does not touch (1, as documented).
                 throw diagnose(error, exit: Exit.failure)
             } catch {
                 throw diagnose(error)
             }
             if json {
-                printJSON(RepairReport.json(path: file, report: result))
+                printJSON(RepairReport.json(path: file, report: result, warnings: stray.map { [$0] } ?? []))
                 return
             }
+            if let stray { warn(stray) }
             guard let result else {
                 say("\(file): intact, nothing to repair")
                 return

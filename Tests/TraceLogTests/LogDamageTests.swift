@@ -718,23 +718,35 @@ struct SealRecoveryTests {
         }
     }
 
-    @Test("a side file is applied only to the log it was made for: a planted one is refused and nothing is changed")
+    @Test("a side file is applied only to the log it was made for: a planted one is ignored with a warning and nothing is changed")
     func plantedSideFile() throws {
         try TemporaryDirectory.with { directory in
             let (_, _, sideFile, _) = try sealedFixture(in: directory)
             let intact = FixtureLogs.directory.appendingPathComponent("support-sample.jsonl.gz").path
             let victim = directory.path("victim.jsonl.gz")
             try writeBytes(try readBytes(intact), to: victim)
-            try writeBytes(sideFile, to: victim + ".seal")
-            #expect {
-                _ = try LogRepair.seal(path: victim)
-            } throws: { ($0 as? LogError)?.code == .notRepairable }
-            #expect(try readBytes(victim) == (try readBytes(intact)))
-            #expect(FileManager.default.fileExists(atPath: victim + ".seal"), "kept as evidence")
-            // An old, unbound side file is refused too.
-            try writeBytes(Array("agent-eval seal v1 offset=0 length=2\n".utf8) + [0x1F, 0x8B], to: victim + ".seal")
-            #expect(throws: LogError.self) { _ = try LogRepair.seal(path: victim) }
-            #expect(try readBytes(victim) == (try readBytes(intact)))
+            // Another log's seal, an old unbound one, one with bytes after its member, and garbage.
+            let planted: [[UInt8]] = [
+                sideFile, Array("agent-eval seal v1 offset=0 length=2\n".utf8) + [0x1F, 0x8B], sideFile + [0],
+                Array("not a side file at all".utf8), Array(repeating: 0x41, count: 5000),
+            ]
+            for side in planted {
+                try writeBytes(side, to: victim + ".seal")
+                #expect(try LogRepair.seal(path: victim) == nil)
+                #expect(try readBytes(victim) == (try readBytes(intact)))
+                #expect(try readBytes(victim + ".seal") == side, "kept as evidence")
+                #expect(LogRepair.straySeal(of: victim)?.code == .straySeal)
+                let report = try LogVerifier.verify(path: victim)
+                #expect(report.isIntact)
+                #expect(report.warnings.map(\.code) == [.straySeal])
+                #expect(try LogReader(path: victim).readAll().events.count == 27)
+                // A writer continuing the log leaves it too.
+                let (writer, repair) = try LogWriter.open(at: victim)
+                try writer.close()
+                #expect(repair == nil)
+                #expect(try readBytes(victim + ".seal") == side)
+                try writeBytes(try readBytes(intact), to: victim)
+            }
         }
     }
 
