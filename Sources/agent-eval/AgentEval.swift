@@ -23,7 +23,9 @@ struct AgentEval: AsyncParsableCommand {
             running anything). Reference pages: agent-eval help cases | agent-files | log-format | models | ci.
 
             Exit codes: 0 passed (success, intact, identical), 1 failed (a case failed or regressed, a run did not \
-            succeed, a log is damaged, runs diverge), 2 could not run (bad input), 64 usage error.
+            succeed, a log is damaged, runs diverge), 2 could not run (bad input), 64 usage error, 130 (143) \
+            interrupted by Ctrl-C (SIGTERM): every command stops at once, except that exec, run and pipeline first \
+            record the stop of what runs and close its logs.
             """,
         version: "0.3.0 (commit \(buildCommit))",
         subcommands: [
@@ -37,6 +39,7 @@ struct AgentEval: AsyncParsableCommand {
     /// `agent-eval help <topic>` prints a reference page; everything else is parsed as usual
     /// (`agent-eval help run` is the command's help).
     static func main() async {
+        Interruption.install()
         let arguments = Array(CommandLine.arguments.dropFirst())
         if arguments.count == 2, arguments[0] == "help", let page = HelpTopic(rawValue: arguments[1]) {
             do {

@@ -43,6 +43,19 @@ enum TerminalStyle {
     static let cyan = "36"
 
     static func isEnabled(descriptor: Int32) -> Bool {
+        // Asked for every line printed: standard output's and error's answers are kept (the
+        // environment is copied on each read of it).
+        switch descriptor {
+        case 1: return isStandardOutputStyled
+        case 2: return isStandardErrorStyled
+        default: return isStyled(descriptor)
+        }
+    }
+
+    private static let isStandardOutputStyled = isStyled(1)
+    private static let isStandardErrorStyled = isStyled(2)
+
+    private static func isStyled(_ descriptor: Int32) -> Bool {
         let environment = ProcessInfo.processInfo.environment
         guard isatty(descriptor) == 1, environment["TERM"] != "dumb" else { return false }
         return (environment["NO_COLOR"] ?? "").isEmpty
@@ -206,32 +219,15 @@ func printJSON(_ value: JSONValue) {
     print(JSONWriter.encodeString(value))
 }
 
-/// Runs `body` in a task that SIGINT and SIGTERM cancel, instead of killing the process: the
+/// Runs `body` in a task that SIGINT and SIGTERM cancel, instead of ending the process: the
 /// work stops at its next step with everything recorded. Returns the value and the signal
-/// that came, if one did (the command exits 128 + signal).
+/// that came, if one did (the command exits 128 + signal). `Interruption` says what the
+/// signals do elsewhere.
 ///
 /// The commands that run agents and pipelines call it, so it also makes this process the
 /// keeper of what they start (`SpawnedProcess.adoptOrphans`): at exit, after a signal too,
 /// nothing a tool, an MCP server or a command task started is left running.
 func withInterruption<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> (T, Int32?) {
     SpawnedProcess.adoptOrphans()
-    let received = Mutex<Int32?>(nil)
-    let task = Task { try await body() }
-    let sources = [SIGINT, SIGTERM].map { number -> any DispatchSourceSignal in
-        signal(number, SIG_IGN)
-        let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-        source.setEventHandler {
-            received.withLock { $0 = $0 ?? number }
-            task.cancel()
-        }
-        source.resume()
-        return source
-    }
-    defer {
-        for source in sources { source.cancel() }
-        signal(SIGINT, SIG_DFL)
-        signal(SIGTERM, SIG_DFL)
-    }
-    let value = try await task.value
-    return (value, received.withLock { $0 })
+    return try await Interruption.cancelling(Task { try await body() })
 }

@@ -45,8 +45,10 @@ struct RunCommand: AsyncParsableCommand {
 
             Exit codes: 0 everything passed (per --fail-on); 1 a case failed or regressed; 2 the harness could \
             not run (a bad case file, a missing or unreadable log, a broken agent file, an unreadable baseline); \
-            64 usage error; 130 (143) interrupted by Ctrl-C (SIGTERM): live runs are stopped with their stop \
-            recorded and their logs closed, and the report of what ran is written.
+            64 usage error; 130 (143) interrupted by Ctrl-C (SIGTERM): while the case files are read and checked, \
+            at once; once cases run, live runs are stopped with their stop recorded and their logs closed, no case \
+            starts after, the cases left are reported as not run (eval.interrupted), and the report of what ran is \
+            written. A second signal stops at once.
 
             Examples:
               agent-eval run EvalCases/
@@ -253,7 +255,10 @@ struct RunCommand: AsyncParsableCommand {
             if let exported { say(exported.sentence) }
             say(report.summaryLine)
         }
-        if interrupted != nil { printError("interrupted: live runs were stopped and their logs closed; the report covers what ran") }
+        if interrupted != nil {
+            printError(
+                "interrupted: live runs were stopped and their logs closed, and no case was started after; the report covers what ran")
+        }
 
         do {
             if let jsonOut { try writeReport(JSONWriter.encodePretty(report.json), to: jsonOut) }

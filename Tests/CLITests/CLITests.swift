@@ -63,10 +63,11 @@ func agentEvalBinary() throws -> String {
     return binary
 }
 
-/// Starts `agent-eval arguments`, waits (bounded) until `started` holds, sends SIGINT,
-/// waits (bounded) for the end; returns the exit status and standard error.
+/// Starts `agent-eval arguments`, waits (bounded) until `started` holds, sends `signal`
+/// (SIGINT by default), waits (bounded: 20 s) for the end, and kills it with SIGKILL if it has
+/// not; returns the exit status (9 when it had to be killed) and standard error.
 func interruptAgentEval(
-    _ arguments: [String], in directory: TemporaryDirectory, what: String, until started: () throws -> Bool
+    _ arguments: [String], in directory: TemporaryDirectory, what: String, signal: Int32 = SIGINT, until started: () throws -> Bool
 ) throws -> (Int32, String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: try agentEvalBinary())
@@ -85,13 +86,13 @@ func interruptAgentEval(
         waited += 1
     }
     #expect(try started(), "\(what) never started")
-    process.interrupt()
+    kill(process.processIdentifier, signal)
     waited = 0
     while process.isRunning, waited < 400 {
         usleep(50_000)
         waited += 1
     }
-    if process.isRunning { process.terminate() }
+    if process.isRunning { kill(process.processIdentifier, SIGKILL) }
     process.waitUntilExit()
     return (process.terminationStatus, (try? String(contentsOfFile: errors, encoding: .utf8)) ?? "")
 }
