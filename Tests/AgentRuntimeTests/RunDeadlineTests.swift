@@ -63,14 +63,12 @@ struct RunDeadlineTests {
         }
     }
 
-    @Test("on the live clock: cut off by the watchdog in about the run's timeout")
+    @Test("on the live clock: cut off by the watchdog")
     func liveClock() async throws {
         let model = EndlessModel()
         try await TemporaryDirectory.with { directory in
-            let started = ContinuousClock.now
+            // Uncut, the model would sleep an hour: its task was cancelled, by the watchdog.
             let (outcome, _, _) = try await record(agent(model, timeoutMs: 200), in: directory, monotonic: ContinuousClock())
-            // The model would sleep an hour: any bound far below it shows the cut (a busy machine is slow).
-            #expect(ContinuousClock.now - started < .seconds(60))
             #expect(model.cancelled.value == 1)
             #expect(outcome.stop.reason == .budgetExhausted && outcome.stop.limit == .timeout)
         }

@@ -64,12 +64,12 @@ struct RequestLimitTests {
             #expect(clock.sleeperCount == 1, "the attempt's deadline has not come yet")
             clock.advance(by: .milliseconds(1))
         }
-        let (error, elapsed) = try await failure
+        // The clock is the test's: it alone cut the attempts.
+        let (error, _) = try await failure
         #expect(error.kind == .exhausted)
         #expect(error.attempts.count == 2)
         #expect(error.message.contains("gave up after 2 attempts"), "\(error.message)")
         #expect(error.attempts.allSatisfy { $0.error.contains("took longer than 1000 ms (timeout_ms)") }, "\(error.attempts)")
-        #expect(elapsed < .seconds(30))
     }
 
     @Test(
@@ -86,7 +86,9 @@ struct RequestLimitTests {
         let (error, elapsed) = try await Self.failure(of: client)
         #expect(error.message.contains("the attempt took longer than 1000 ms (timeout_ms)"), "\(error.message)")
         #expect(error.status == 200, "the head had come")
-        #expect(elapsed < .seconds(30), "cut off in about the timeout, not when the server stops (minutes on): \(elapsed)")
+        // Uncut, each of these servers goes on for 7 to 10 minutes. (The bound is loose: a machine
+        // busy with other tests can hold back this process's tasks for tens of seconds.)
+        #expect(elapsed < .seconds(300), "cut off at the timeout, not when the server stops: \(elapsed)")
     }
 
     @Test(
@@ -110,7 +112,7 @@ struct RequestLimitTests {
         #expect(error.message.contains(limit == "max_line_bytes" ? "65536" : "1048576"), "\(error.message)")
         #expect(error.attempts.count == 1, "asking again would get the same")
         #expect(try server.requests().count == 1)
-        #expect(elapsed < .seconds(30))
+        #expect(elapsed < .seconds(300), "the server offers 256 MiB")
     }
 
     @Test("posting to a collector that drips its answer ends at the timeout, each attempt")
@@ -127,7 +129,7 @@ struct RequestLimitTests {
             #expect(error.attempts.count == 2)
             #expect(error.message.contains("took longer than 1000 ms, the answer included"), "\(error.message)")
         }
-        #expect(ContinuousClock.now - started < .seconds(30))
+        #expect(ContinuousClock.now - started < .seconds(300), "uncut, the server drips for 10 minutes")
     }
 
     @Test("a credential a server echoes never comes back in a message, as sent, JSON-escaped or percent-encoded")
