@@ -16,15 +16,21 @@ public struct MeasuredProcess: Sendable {
 public enum PeakMemory {
     /// Runs `executable` with `arguments` to its end (standard input empty, standard output and
     /// error collected through files) and returns what it printed, its exit status and its own
-    /// peak resident memory. `wait4` reports that child's usage alone — unlike
-    /// `RUSAGE_CHILDREN`, which is the largest of every child this test process ever waited for.
-    /// Absolute paths only: the child starts in this process's working directory.
+    /// peak resident memory. Absolute paths only: the child starts in this process's working
+    /// directory.
+    ///
+    /// The child is started by a small Python process that forks it and reads its usage with
+    /// `wait4`. Measured directly, a child started from this process would report this process's
+    /// own peak: `posix_spawn` shares this process's memory until the exec, and Linux carries
+    /// the peak of the memory an exec leaves behind into the new program's `ru_maxrss`. A child
+    /// forked by a small process inherits that process's peak instead (about 10 MB).
     public static func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws -> MeasuredProcess {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("peak-memory-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let outPath = directory.appendingPathComponent("stdout").path
         let errPath = directory.appendingPathComponent("stderr").path
+        let peakPath = directory.appendingPathComponent("peak").path
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -32,25 +38,27 @@ public enum PeakMemory {
         posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         posix_spawn_file_actions_addopen(&actions, 2, errPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         let variables = ProcessInfo.processInfo.environment.merging(environment) { $1 }.map { "\($0.key)=\($0.value)" }
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        let python = "/usr/bin/python3"
+        let argv = ([python, "-c", Self.forkAndMeasure, peakPath, executable] + arguments).map { strdup($0) } + [nil]
         let envp = variables.map { strdup($0) } + [nil]
         defer {
             for pointer in argv { free(pointer) }
             for pointer in envp { free(pointer) }
         }
         var pid = pid_t()
-        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
-        guard spawned == 0 else { throw PeakMemoryError.spawnFailed(executable, spawned) }
+        let spawned = posix_spawn(&pid, python, &actions, nil, argv, envp)
+        guard spawned == 0 else { throw PeakMemoryError.spawnFailed(python, spawned) }
         var status: Int32 = 0
-        var usage = rusage()
-        while wait4(pid, &status, 0, &usage) < 0 {
+        while waitpid(pid, &status, 0) < 0 {
             guard errno == EINTR else { throw PeakMemoryError.waitFailed(errno) }
         }
-        // Linux reports ru_maxrss in KiB, macOS in bytes.
+        // The Python process writes the child's ru_maxrss in KiB on Linux (bytes on macOS).
+        let reported = Int((try? String(contentsOfFile: peakPath, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "")
+        guard let reported else { throw PeakMemoryError.notMeasured(executable) }
         #if os(Linux)
-            let peak = Int(usage.ru_maxrss) * 1024
+            let peak = reported * 1024
         #else
-            let peak = Int(usage.ru_maxrss)
+            let peak = reported
         #endif
         let exited = status & 0x7F == 0
         let result = ProcessResult(
@@ -64,4 +72,24 @@ public enum PeakMemory {
 public enum PeakMemoryError: Error {
     case spawnFailed(String, Int32)
     case waitFailed(Int32)
+    /// The measuring Python process wrote no figure (the program could not be started).
+    case notMeasured(String)
+}
+
+extension PeakMemory {
+    /// argv: the file for the figure, the program, its arguments. Exits as the program did
+    /// (128 + the signal when one ended it), so the caller sees the program's status.
+    static let forkAndMeasure = """
+        import os, sys
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.execv(sys.argv[2], sys.argv[2:])
+            finally:
+                os._exit(127)
+        _, status, usage = os.wait4(pid, 0)
+        with open(sys.argv[1], "w") as out:
+            out.write(str(usage.ru_maxrss))
+        sys.exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
+        """
 }
