@@ -19,7 +19,7 @@ import TraceCore
 public struct RequestPolicy: Sendable {
     public var limits: RequestLimits
     /// Values the request carried that must never be shown: an API key, a collector's headers.
-    public var secrets: [String]
+    public let secrets: [String]
     /// The clock of the per-attempt deadline: the live clock unless a test injects one.
     public var clock: any Clock<Duration>
 
