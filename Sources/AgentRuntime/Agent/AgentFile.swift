@@ -62,11 +62,13 @@ public enum AgentFile {
             } ?? []
         // Every tool is read, each with all its errors; the names of tools that have errors
         // still count, so a policy rule naming one is not reported unknown as well.
+        // The list keeps the file's order for did-you-means; the set answers "seen?" in constant time.
         var toolNames: [String] = []
+        var seenToolNames: Set<String> = []
         for (index, node) in toolNodes.enumerated() {
             let (name, tool) = readTool(node, index: index, directory: directory, errors: &errors)
             guard let name else { continue }
-            if toolNames.contains(name) {
+            if !seenToolNames.insert(name).inserted {
                 errors.errors.append(
                     ConfigError(.invalidValue, "a second tool is named \"\(name)\"", at: node.location, hint: "tool names must be unique"))
                 continue
@@ -77,7 +79,9 @@ public enum AgentFile {
         var toolReferences: [ToolReference] = []
         let policyNode = file.optional("policy")
         let policy = policyNode.flatMap { node in
-            readPolicy(node, toolNames: toolNames, servers: toolServers.map(\.name), references: &toolReferences, errors: &errors)
+            readPolicy(
+                node, toolNames: toolNames, known: seenToolNames, servers: toolServers.map(\.name), references: &toolReferences,
+                errors: &errors)
         }
         let limits = errors.collect { () throws(ConfigError) in try file.optional("limits").map(readLimits) ?? RunLimits() }
         var handling = FailureHandling()
@@ -436,7 +440,8 @@ public enum AgentFile {
     /// part of each). A rule naming a tool the file does not have is an error, unless the agent
     /// has MCP servers: then the name goes to `references`, checked when the servers list their tools.
     static func readPolicy(
-        _ node: ConfigNode, toolNames: [String], servers: [String], references: inout [ToolReference], errors: inout ConfigErrors
+        _ node: ConfigNode, toolNames: [String], known: Set<String>, servers: [String], references: inout [ToolReference],
+        errors: inout ConfigErrors
     ) -> RulePolicy? {
         let before = errors.errors.count
         guard var fields = errors.collect({ () throws(ConfigError) in try node.mapping("policy") }) else { return nil }
@@ -448,14 +453,15 @@ public enum AgentFile {
         let defaultReason =
             errors.collect { () throws(ConfigError) in try fields.optional("default_reason")?.string("policy default_reason") } ?? nil
         var rules: [PolicyRule] = []
+        var ruleIDs: Set<String> = []
         let ruleNodes = errors.collect { () throws(ConfigError) in try fields.optional("rules")?.list("policy rules") ?? [] } ?? []
         errors.errors.append(contentsOf: fields.unknownKeys(in: "policy"))
         for (index, ruleNode) in ruleNodes.enumerated() {
             guard
                 let rule = readRule(
-                    ruleNode, index: index, toolNames: toolNames, servers: servers, references: &references, errors: &errors)
+                    ruleNode, index: index, toolNames: toolNames, known: known, servers: servers, references: &references, errors: &errors)
             else { continue }
-            if rules.contains(where: { $0.id == rule.id }) {
+            if !ruleIDs.insert(rule.id).inserted {
                 errors.errors.append(ConfigError(.invalidValue, "a second rule has the id \"\(rule.id)\"", at: ruleNode.location))
                 continue
             }
@@ -467,7 +473,7 @@ public enum AgentFile {
 
     /// One policy rule; nil when it has errors, which go to `errors` (each part is read).
     static func readRule(
-        _ ruleNode: ConfigNode, index: Int, toolNames: [String], servers: [String], references: inout [ToolReference],
+        _ ruleNode: ConfigNode, index: Int, toolNames: [String], known: Set<String>, servers: [String], references: inout [ToolReference],
         errors: inout ConfigErrors
     ) -> PolicyRule? {
         let before = errors.errors.count
@@ -489,7 +495,7 @@ public enum AgentFile {
             errors.collect { () throws(ConfigError) in
                 guard let toolNode = condition.optional("tool") else { return }
                 rule.tools = try toolNode.strings("\(what) tool").map(Glob.init)
-                for glob in rule.tools where glob.isLiteral && !toolNames.contains(glob.pattern) {
+                for glob in rule.tools where glob.isLiteral && !known.contains(glob.pattern) {
                     // A server may offer it: checked when the servers have listed their tools.
                     guard servers.isEmpty else {
                         references.append(ToolReference(name: glob.pattern, location: toolNode.location, what: what))
