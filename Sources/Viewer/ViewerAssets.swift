@@ -1,4 +1,5 @@
 import Foundation
+public import TraceCore
 
 /// The page template, style sheet and script the pages are made of: files in
 /// `Sources/Viewer/Assets`, installed with the binary as a resource bundle.
@@ -30,14 +31,23 @@ public struct ViewerAssets: Sendable {
 }
 
 /// Why a page could not be made.
-public enum ViewerError: Error, CustomStringConvertible, Sendable {
+public enum ViewerError: Diagnostic, Hashable {
     case assets(String)
     case template(String)
 
-    public var description: String {
+    public var diagnosticCode: String {
+        switch self {
+        case .assets: "viewer.assets_unreadable"
+        case .template: "viewer.broken_template"
+        }
+    }
+
+    public var message: String {
         switch self {
         case .assets(let message): message
         case .template(let message): "the viewer's page template is broken: \(message)"
         }
     }
+
+    public var place: SourceLocation? { nil }
 }

@@ -46,43 +46,57 @@ struct AgentEval: AsyncParsableCommand {
                 FileHandleStream(descriptor: 1).write(try page.text())
                 return
             } catch {
-                printError("error: \(error)")
-                Foundation.exit(2)
+                Foundation.exit(diagnose(error).rawValue)
             }
         }
         if arguments.count == 2, arguments[0] == "help",
             !configuration.subcommands.contains(where: { $0.configuration.commandName == arguments[1] })
         {
-            printError("error: no help topic or command \"\(arguments[1])\"")
-            printError("hint: topics: \(HelpTopic.allCases.map(\.rawValue).joined(separator: ", ")); commands: agent-eval --help")
-            Foundation.exit(64)
+            diagnose(
+                CommandError(
+                    "unknown_topic", "no help topic or command \"\(arguments[1])\"",
+                    hint: "topics: \(HelpTopic.allCases.map(\.rawValue).joined(separator: ", ")); commands: agent-eval --help"))
+            Foundation.exit(Exit.usage.rawValue)
         }
         if let usage = usageProblem(in: arguments) {
-            printError("error: \(usage.error)")
-            if let hint = usage.hint { printError("hint: \(hint)") }
-            Foundation.exit(64)
+            diagnose(usage)
+            Foundation.exit(Exit.usage.rawValue)
         }
         await main(nil)
     }
 
     /// What the argument parser would report badly: a misspelt command (it says only "unexpected
     /// argument") and a negative number after an option (it reads `-1` as an option, and says
-    /// the value is missing).
-    static func usageProblem(in arguments: [String]) -> (error: String, hint: String?)? {
+    /// the value is missing), and the old `--json FILE` spelling (`--json` prints; it would
+    /// take the file for an input).
+    static func usageProblem(in arguments: [String]) -> CommandError? {
         let commands = configuration.subcommands.compactMap { $0.configuration.commandName } + ["help"]
         if let first = arguments.first, !first.hasPrefix("-"), !commands.contains(first) {
             let suggestion = ConfigNode.suggestion(for: first, among: commands)
-            return (
-                "agent-eval has no command \"\(first)\"",
-                suggestion.map { "did you mean \"agent-eval \($0)\"? (agent-eval --help lists the commands)" }
-                    ?? "agent-eval --help lists the commands"
-            )
+            return CommandError(
+                "unknown_command", "agent-eval has no command \"\(first)\"",
+                hint: suggestion.map { "did you mean \"agent-eval \($0)\"? (agent-eval --help lists the commands)" }
+                    ?? "agent-eval --help lists the commands")
         }
         for (option, value) in zip(arguments, arguments.dropFirst())
         where option.hasPrefix("--") && !option.contains("=") && value.hasPrefix("-") && Int(value) != nil {
-            return ("\(option) \(value): a negative number is not accepted here", "steps, counts and limits start at 0 or 1")
+            return CommandError(
+                "negative_number", "\(option) \(value): a negative number is not accepted here",
+                hint: "steps, counts and limits start at 0 or 1")
+        }
+        for (option, value) in zip(arguments, arguments.dropFirst()) where option == "--json" && Self.looksLikeJSONOutput(value) {
+            return CommandError(
+                "json_takes_no_file", "--json \(value): --json prints JSON on standard output and takes no file",
+                hint: value == "-" ? "leave out the -: agent-eval … --json" : "write the file with --json-out \(value)")
         }
         return nil
+    }
+
+    /// A word after `--json` that was meant as its file: `-`, or a `.json` path that is not an
+    /// input already there (an input is read, so it exists).
+    static func looksLikeJSONOutput(_ word: String) -> Bool {
+        if word == "-" { return true }
+        return word.hasSuffix(".json") && !FileManager.default.fileExists(atPath: word)
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import TraceCore
 
 /// The files that come with the binary: the project `init` writes and the `help` topics
 /// (`Sources/agent-eval/Templates`), and the viewer's page assets (`Sources/Viewer/Assets`).
@@ -47,12 +48,12 @@ enum BundledFiles {
     }
 }
 
-struct BundledFilesMissing: Error, CustomStringConvertible {
+struct BundledFilesMissing: Diagnostic, Hashable {
     var searched: [String]
     var bundle: String
 
-    var description: String {
-        "the files that come with agent-eval are missing (looked in \(searched.joined(separator: " and "))); "
-            + "install agent-eval with scripts/install, which puts \(bundle) beside the binary"
-    }
+    var diagnosticCode: String { "cli.missing_files" }
+    var place: SourceLocation? { nil }
+    var message: String { "the files that come with agent-eval are missing (looked in \(searched.joined(separator: " and ")))" }
+    var hint: String? { "install agent-eval with scripts/install, which puts \(bundle) beside the binary" }
 }

@@ -383,11 +383,12 @@ struct HistoryCommand: ParsableCommand {
             throw diagnose(error)
         }
         guard !histories.isEmpty else {
-            printError("error: the catalog has no suite run of a case matching \"\(caseId)\"")
-            printError(
-                "hint: `agent-eval run` records results in the catalog; check the id with `agent-eval sql \"SELECT DISTINCT case_id FROM case_results\"`"
-            )
-            throw Exit.unusable
+            throw diagnose(
+                CommandError(
+                    "no_such_case", "the catalog has no suite run of a case matching \"\(caseId)\"",
+                    hint:
+                        "`agent-eval run` records results in the catalog; check the id with `agent-eval sql \"SELECT DISTINCT case_id FROM case_results\"`"
+                ))
         }
         if json {
             printJSON(.array(histories.map(\.json)))

@@ -107,6 +107,22 @@ func diagnose(_ error: any Error, exit code: ExitCode = Exit.unusable) -> ExitCo
     return code
 }
 
+/// An error the CLI finds itself (a step a log does not have, a flag that needs another): a
+/// `Diagnostic` like the library's, printed by `diagnose` in the same form. Codes are `cli.*`.
+struct CommandError: Diagnostic, Hashable {
+    var diagnosticCode: String
+    var message: String
+    var place: SourceLocation?
+    var hint: String?
+
+    init(_ code: String, _ message: String, at place: SourceLocation? = nil, hint: String? = nil) {
+        self.diagnosticCode = "cli." + code
+        self.message = message
+        self.place = place
+        self.hint = hint
+    }
+}
+
 /// Prints a diagnostic that does not stop the command, as `warning: …` lines.
 func warn(_ diagnostic: any Diagnostic) {
     for line in diagnostic.lines(hint: commandHint(for: diagnostic)) {

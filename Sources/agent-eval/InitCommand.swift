@@ -46,8 +46,7 @@ struct InitCommand: AsyncParsableCommand {
         do {
             templates = try BundledFiles.templates() + "/init"
         } catch {
-            printError("error: \(error)")
-            throw Exit.unusable
+            throw diagnose(error)
         }
         let files = BundledFiles.files(under: templates)
         let targets = files.map { (source: templates + "/" + $0, relative: Self.projectPath(for: $0)) }
@@ -56,18 +55,20 @@ struct InitCommand: AsyncParsableCommand {
 
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: root, isDirectory: &isDirectory), !isDirectory.boolValue {
-            printError("error: \(root) is a file; init writes a project into a folder")
-            printError("hint: give a new folder's name: agent-eval init my-agent")
-            throw Exit.unusable
+            throw diagnose(
+                CommandError(
+                    "not_a_folder", "\(root) is a file; init writes a project into a folder",
+                    hint: "give a new folder's name: agent-eval init my-agent"))
         }
         let existing = (targets.map(\.relative) + [Self.recordedLog]).filter {
             FileManager.default.fileExists(atPath: destination($0))
         }
         guard existing.isEmpty else {
-            printError(
-                "error: \(root == "." ? "this folder" : root) has \(existing.joined(separator: ", ")) already; init overwrites nothing")
-            printError("hint: run init in a new folder (agent-eval init my-agent), or move those files away")
-            throw Exit.unusable
+            throw diagnose(
+                CommandError(
+                    "would_overwrite",
+                    "\(root == "." ? "this folder" : root) has \(existing.joined(separator: ", ")) already; init overwrites nothing",
+                    hint: "run init in a new folder (agent-eval init my-agent), or move those files away"))
         }
         do {
             for target in targets {
@@ -94,8 +95,9 @@ struct InitCommand: AsyncParsableCommand {
             outcome = try await AgentRuntime(agent: agent).run(goal: Self.firstInput, log: destination(Self.recordedLog))
         } catch {
             diagnose(error)
-            printError("error: the project was written, but its first run could not be recorded; the recorded case needs it")
-            throw Exit.unusable
+            throw diagnose(
+                CommandError(
+                    "first_run_failed", "the project was written, but its first run could not be recorded; the recorded case needs it"))
         }
 
         let written = targets.map(\.relative) + [Self.recordedLog]

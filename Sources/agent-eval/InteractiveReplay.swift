@@ -24,8 +24,7 @@ struct InteractiveReplay {
             throw diagnose(error)
         }
         guard index.stepCount > 0 else {
-            printError("error: \(log) has no events to replay")
-            throw Exit.unusable
+            throw diagnose(CommandError("nothing_to_replay", "\(log) has no events to replay"))
         }
         var terminal = RawTerminal()
         terminal.enable()

@@ -34,7 +34,7 @@ struct ImportCommand: ParsableCommand {
             Examples:
               agent-eval import auto traces.json --out imported/
               agent-eval import messages results.json --episodes-path results --out imported/
-              agent-eval import inspect logs/*.eval --out imported/ --json -
+              agent-eval import inspect logs/*.eval --out imported/ --json
             """
     )
 
@@ -69,8 +69,11 @@ struct ImportCommand: ParsableCommand {
     @Flag(help: "Replace logs that exist already in --out.")
     var force = false
 
-    @Option(help: ArgumentHelp("Write what was imported as JSON to this file; - for standard output.", valueName: "file"))
-    var json: String?
+    @Flag(help: "Print what was imported as JSON on standard output instead of the console lines.")
+    var json = false
+
+    @Option(help: ArgumentHelp("Write what was imported as JSON to this file.", valueName: "file"))
+    var jsonOut: String?
 
     @Flag(help: "Only errors and the summary line.")
     var quiet = false
@@ -92,7 +95,7 @@ struct ImportCommand: ParsableCommand {
         if let maxArchiveRatio { budget.maxRatio = maxArchiveRatio }
         let options = ImportOptions(format: format, episodesPath: episodesPath, messagesKey: messagesKey, archiveBudget: budget)
         let writer = ImportWriter(directory: out, replacesExisting: force)
-        let toStandardOutput = json == "-"
+        let toStandardOutput = json
         let outcome = Importer.importRuns(from: inputs, options: options, writer: writer) { run in
             if let error = run.error {
                 warn(error)
@@ -111,13 +114,10 @@ struct ImportCommand: ParsableCommand {
                 do { _ = try index.index(log: log) } catch { warn(error) }
             }
         }
-        if let json {
-            let text = JSONWriter.encodePretty(outcome.json)
-            if toStandardOutput {
-                print(text)
-            } else {
-                do { try writeReport(text, to: json) } catch { throw diagnose(error) }
-            }
+        let text = JSONWriter.encodePretty(outcome.json)
+        if json { print(text) }
+        if let jsonOut {
+            do { try writeReport(text, to: jsonOut) } catch { throw diagnose(error) }
         }
         if !toStandardOutput {
             let failed = outcome.failedCount

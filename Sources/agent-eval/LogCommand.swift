@@ -58,12 +58,12 @@ struct LogCommand: ParsableCommand {
                 for name in kind where !(EventPayload.knownKinds + PipelineEvent.kinds).contains(name) && !seen.contains(name) {
                     let suggestion = ConfigNode.suggestion(
                         for: name, among: (EventPayload.knownKinds + PipelineEvent.kinds) + seen.sorted())
-                    printError("error: --kind \(name) is not an event kind of this log or of this version")
-                    printError("  --> \(file)")
-                    printError(
-                        "hint: " + (suggestion.map { "did you mean \($0)? " } ?? "")
-                            + "kinds: \((EventPayload.knownKinds + PipelineEvent.kinds).joined(separator: ", "))")
-                    throw Exit.usage
+                    throw diagnose(
+                        CommandError(
+                            "unknown_kind", "--kind \(name) is not an event kind of this log or of this version",
+                            at: SourceLocation(path: file),
+                            hint: (suggestion.map { "did you mean \($0)? " } ?? "")
+                                + "kinds: \((EventPayload.knownKinds + PipelineEvent.kinds).joined(separator: ", "))"), exit: Exit.usage)
                 }
                 if let tear = summary.tear {
                     printError("note: \(file): \(tear)")

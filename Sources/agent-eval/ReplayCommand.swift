@@ -117,8 +117,7 @@ struct ReplayCommand: AsyncParsableCommand {
         do {
             guard let found = try index.replayStep(number) else {
                 let last = index.record(at: index.stepCount - 1)?.step ?? 0
-                printError("error: \(log) has no step \(number); its steps are 0 to \(last)")
-                throw Exit.unusable
+                throw diagnose(CommandError("no_such_step", "\(log) has no step \(number); its steps are 0 to \(last)"))
             }
             step = found
         } catch let error as LogError {

@@ -44,7 +44,7 @@ struct ResultsMergeCommand: ParsableCommand {
             report cannot be read or merged, or a shard is missing (without --allow-partial); 64 usage error.
 
             Examples:
-              agent-eval results merge shard-*.json --json all.json --junit all.xml --html all.html
+              agent-eval results merge shard-*.json --json-out all.json --junit all.xml --html all.html
               agent-eval results merge reports/*.json --fail-on regression --record
               agent-eval results merge shard-1.json shard-3.json --allow-partial --html what-ran.html
             """
@@ -53,11 +53,11 @@ struct ResultsMergeCommand: ParsableCommand {
     @Argument(help: "The JSON reports to merge (written by `agent-eval run --json-out FILE`).")
     var reports: [String]
 
-    @Option(
-        name: [.customLong("json"), .customLong("json-out")],
-        help: ArgumentHelp(
-            "Write the merged report to this file; - for standard output (then the console lines go nowhere).", valueName: "file"))
-    var json: String?
+    @Flag(help: "Print the merged report on standard output instead of the console lines.")
+    var json = false
+
+    @Option(help: ArgumentHelp("Write the merged report to this file.", valueName: "file"))
+    var jsonOut: String?
 
     @Option(help: ArgumentHelp("Write a JUnit XML report to this file.", valueName: "file"))
     var junit: String?
@@ -106,12 +106,11 @@ struct ResultsMergeCommand: ParsableCommand {
             }
             printError("warning: the merged report is partial: \(partial); its results are not the whole suite's")
         }
-        let toStandardOutput = json == "-"
+        let toStandardOutput = json
         do {
-            if let json {
-                let text = JSONWriter.encodePretty(merge.report)
-                if toStandardOutput { print(text) } else { try writeReport(text, to: json) }
-            }
+            let text = JSONWriter.encodePretty(merge.report)
+            if json { print(text) }
+            if let jsonOut { try writeReport(text, to: jsonOut) }
             if let junit { try writeReport(merge.junit, to: junit) }
             if let html {
                 let view = ReportView.make(results: merge.report)

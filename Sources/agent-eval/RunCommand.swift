@@ -160,9 +160,9 @@ struct RunCommand: AsyncParsableCommand {
 
     func run() async throws {
         if !updateBaseline, let baseline, !FileManager.default.fileExists(atPath: baseline) {
-            printError("error: the baseline directory \(baseline) does not exist")
-            printError("hint: write one with --update-baseline")
-            throw Exit.unusable
+            throw diagnose(
+                CommandError(
+                    "missing_baseline", "the baseline directory \(baseline) does not exist", hint: "write one with --update-baseline"))
         }
         var options = EvalOptions(
             jobs: jobs, repeats: repeats, defaultAgent: agent, outputDirectory: out ?? Self.defaultOutput(),
@@ -212,8 +212,11 @@ struct RunCommand: AsyncParsableCommand {
 
         let exporter = try otlp.exporter()
         if models.record != "none", models.cassette == nil, !session.cases.contains(where: { $0.cassette != nil }) {
-            printError("error: --record needs --cassette DIR, or cases that name a cassette (cassette: in the case file); nothing was run")
-            throw Exit.usage
+            throw diagnose(
+                CommandError(
+                    "record_needs_cassette",
+                    "--record needs --cassette DIR, or cases that name a cassette (cassette: in the case file); nothing was run"),
+                exit: Exit.usage)
         }
         let console = json ? nil : ConsoleProgress(total: session.cases.count, isTerminal: isatty(1) == 1, quiet: quiet)
         // Ctrl-C or SIGTERM stop live runs at their next step, recorded and closed; the report

@@ -69,9 +69,11 @@ struct ViewCommand: ParsableCommand {
         // Nothing readable at all: there is no page to make.
         if let error = view.error, view.stepCount == 0 { throw diagnose(error) }
         if let step, view.stepCount > 0, !view.stepNumbers.contains(step) {
-            printError("error: \(log) has no step \(step); its steps are \(view.stepNumbers.first ?? 0) to \(view.stepNumbers.last ?? 0)")
-            printError("hint: give --step one of them, or leave it out to open the page at the first step")
-            throw Exit.usage
+            throw diagnose(
+                CommandError(
+                    "no_such_step",
+                    "\(log) has no step \(step); its steps are \(view.stepNumbers.first ?? 0) to \(view.stepNumbers.last ?? 0)",
+                    hint: "give --step one of them, or leave it out to open the page at the first step"), exit: Exit.usage)
         }
         let path = out ?? Self.defaultPage(for: log)
         let bytes = try HTMLOutput.write(view.page, to: path)
@@ -104,9 +106,11 @@ struct ViewCommand: ParsableCommand {
     /// The pipeline's page: its outcome, the task graph and each agent attempt's run.
     func viewPipeline(_ target: PipelineTarget) throws {
         if let step {
-            printError("error: \(log) is a pipeline log: it has tasks, not steps, so there is no step \(step) to open")
-            printError("hint: leave --step out and open a task's run from the page, or view that run's child log with --step \(step)")
-            throw Exit.usage
+            throw diagnose(
+                CommandError(
+                    "no_such_step", "\(log) is a pipeline log: it has tasks, not steps, so there is no step \(step) to open",
+                    hint: "leave --step out and open a task's run from the page, or view that run's child log with --step \(step)"),
+                exit: Exit.usage)
         }
         let view: PipelineRunView
         do {
@@ -162,8 +166,7 @@ enum HTMLOutput {
         do {
             bytes = try page.render(with: try ViewerAssets.load(from: try BundledFiles.viewerAssets()))
         } catch {
-            printError("error: cannot make the page \(path): \(error)")
-            throw Exit.unusable
+            throw diagnose(CommandError("page_failed", "cannot make the page \(path): \(error)"))
         }
         do {
             try writeReport(bytes: bytes, to: path)

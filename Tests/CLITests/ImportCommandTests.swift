@@ -87,4 +87,31 @@ struct ImportCommandTests {
             #expect(cut.stdoutText.contains("the run did not finish"), "\(cut.stdoutText)")
         }
     }
+
+    @Test("--json prints, --json-out writes; the old `--json FILE` and `--json -` spellings are usage errors that name the new one")
+    func jsonConvention() throws {
+        try TemporaryDirectory.with { directory in
+            try Self.trace.write(toFile: directory.path("trace.json"), atomically: true, encoding: .utf8)
+            let printed = try agentEval(["import", "auto", "trace.json", "--out", "a", "--no-catalog", "--json"], in: directory.url)
+            #expect(printed.status == 0, "\(printed.stderr)")
+            #expect(try JSONParser.parse(Array(printed.stdout))["runs"]?.arrayValue?.count == 1, "\(printed.stdoutText)")
+
+            let written = try agentEval(
+                ["import", "auto", "trace.json", "--out", "b", "--no-catalog", "--json-out", "out/imported.json"], in: directory.url)
+            #expect(written.status == 0, "\(written.stderr)")
+            #expect(written.stdoutText.contains("1 run imported into b"), "\(written.stdoutText)")
+            #expect(try JSONParser.parse(Array(Data(contentsOf: directory.url.appendingPathComponent("out/imported.json"))))["runs"] != nil)
+
+            let oldFile = try agentEval(
+                ["import", "auto", "trace.json", "--out", "c", "--no-catalog", "--json", "imported.json"], in: directory.url)
+            #expect(oldFile.status == 64, "\(oldFile.stdoutText)\(oldFile.stderr)")
+            #expect(oldFile.stderr.contains("error: --json imported.json: --json prints JSON on standard output and takes no file"))
+            #expect(oldFile.stderr.contains("hint: write the file with --json-out imported.json"), "\(oldFile.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: directory.path("c")), "nothing is imported on a usage error")
+
+            let oldDash = try agentEval(["results", "merge", "trace.json", "--json", "-"], in: directory.url)
+            #expect(oldDash.status == 64, "\(oldDash.stderr)")
+            #expect(oldDash.stderr.contains("hint: leave out the -"), "\(oldDash.stderr)")
+        }
+    }
 }

@@ -47,7 +47,7 @@ struct ResultsMergeTests {
         try TemporaryDirectory.with { directory in
             let shards = try runShards(2, in: directory)
             let merged = try agentEval(
-                ["results", "merge", shards[0], "--json", directory.path("all.json"), "--junit", directory.path("all.xml")],
+                ["results", "merge", shards[0], "--json-out", directory.path("all.json"), "--junit", directory.path("all.xml")],
                 in: repositoryRoot)
             #expect(merged.status == 2, "\(merged.stdoutText)")
             #expect(
@@ -87,7 +87,7 @@ struct ResultsMergeTests {
         try TemporaryDirectory.with { directory in
             let count = try wholeSuiteCount(in: directory)
             let shards = try runShards(2, in: directory)
-            let merged = try agentEval(["results", "merge"] + shards + ["--json", directory.path("all.json")], in: repositoryRoot)
+            let merged = try agentEval(["results", "merge"] + shards + ["--json-out", directory.path("all.json")], in: repositoryRoot)
             #expect(merged.status == 0, "\(merged.stderr)")
             #expect(merged.stdoutText.contains("\(count) cases, \(count) passed, 0 failed (merged from 2 reports)"), "\(merged.stdoutText)")
             #expect(merged.stderr.isEmpty, "no warning")
@@ -113,7 +113,7 @@ struct ResultsMergeTests {
             let held = try #require(try report(shards[0])["summary"]?["cases"]?.intValue)
             let merged = try agentEval(
                 [
-                    "results", "merge", shards[0], "--allow-partial", "--json", directory.path("part.json"), "--junit",
+                    "results", "merge", shards[0], "--allow-partial", "--json-out", directory.path("part.json"), "--junit",
                     directory.path("part.xml"),
                 ], in: repositoryRoot)
             #expect(merged.status == 0, "the cases merged passed: \(merged.stderr)")
@@ -231,7 +231,7 @@ struct ResultsMergeTests {
                 shards.append(shard)
             }
             let merged = try agentEval(
-                ["results", "merge"] + shards + ["--json", directory.path("all.json"), "--junit", directory.path("all.xml")],
+                ["results", "merge"] + shards + ["--json-out", directory.path("all.json"), "--junit", directory.path("all.xml")],
                 in: repositoryRoot)
             #expect(merged.status == again.status, "\(merged.stdoutText)\(merged.stderr)")
             #expect(merged.stdoutText.contains("5 cases, 0 passed, 5 failed, 0 regressed, 5 known failures (merged from 3 reports)"))
@@ -249,7 +249,7 @@ struct ResultsMergeTests {
             let gate = try agentEval(["results", "merge"] + shards + ["--fail-on", "regression"], in: repositoryRoot)
             #expect(gate.status == 0, "known failures do not fail --fail-on regression")
 
-            let standardOutput = try agentEval(["results", "merge"] + shards + ["--json", "-"], in: repositoryRoot)
+            let standardOutput = try agentEval(["results", "merge"] + shards + ["--json"], in: repositoryRoot)
             #expect(try JSONParser.parse(Array(standardOutput.stdout))["summary"]?["cases"] == 5)
         }
     }

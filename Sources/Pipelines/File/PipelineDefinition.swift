@@ -132,8 +132,12 @@ public struct InputReference: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-public struct InputError: Error, Sendable {
+/// A task input that its reference cannot be resolved to (a member a task's output does not
+/// have).
+public struct InputError: Diagnostic, Hashable {
     public var message: String
+    public var diagnosticCode: String { "pipeline.unresolved_input" }
+    public var place: SourceLocation? { nil }
 }
 
 /// The checks an output must pass before the task counts as succeeded.
