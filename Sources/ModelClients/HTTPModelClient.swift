@@ -26,9 +26,8 @@ public struct HTTPModelClient: ModelClient {
     /// What each attempt is held to: the model's limits, its key kept out of every message.
     let policy: RequestPolicy
 
-    /// Backoff before retry n (0-based): a random wait up to min(cap, base · 2ⁿ).
-    static let backoffBaseMs = 500
-    static let backoffCapMs = 20_000
+    /// Before retry n (1 for the first): a random wait up to min(20 s, 1 s · 2ⁿ⁻¹).
+    static let retryBackoff = Backoff.fullJitter(initialMs: 1_000, capMs: 20_000)
     /// The longest wait a server's `retry-after` can ask for.
     static let retryAfterCapMs = 60_000
     /// The most of an error body read for its message: the rest is not read.
@@ -87,7 +86,7 @@ public struct HTTPModelClient: ModelClient {
             case .failed(let failure):
                 try Task.checkCancellation()
                 let canRetry = failure.isRetryable && attempts.count < settings.maxRetries
-                let wait = canRetry ? min(failure.retryAfterMs ?? backoff(retry: attempts.count), Self.retryAfterCapMs) : 0
+                let wait = canRetry ? min(failure.retryAfterMs ?? Self.backoff(retry: attempts.count), Self.retryAfterCapMs) : 0
                 attempts.append(
                     ModelAttempt(status: failure.status, error: failure.message, retryAfterMs: failure.retryAfterMs, waitedMs: wait))
                 guard canRetry else {
@@ -106,13 +105,8 @@ public struct HTTPModelClient: ModelClient {
         }
     }
 
-    /// A random wait up to the exponential bound ("full jitter").
-    func backoff(retry: Int) -> Int { Self.backoff(retry: retry) }
-
-    static func backoff(retry: Int) -> Int {
-        let bound = min(backoffCapMs, backoffBaseMs << min(retry, 16))
-        return Int.random(in: 0...bound)
-    }
+    /// The wait before retry `retry` (1 for the first): random, below `retryBackoff`'s bound.
+    static func backoff(retry: Int) -> Int { retryBackoff.delayMs(retry: retry, source: RandomJitter()) }
 
     // MARK: One attempt
 

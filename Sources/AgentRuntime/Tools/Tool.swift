@@ -47,10 +47,7 @@ public struct RetryPolicy: Sendable, Hashable {
 
     /// The wait before `attempt` (2 for the first retry), in milliseconds.
     public func backoff(before attempt: Int) -> Int {
-        guard attempt > 1 else { return 0 }
-        var wait = Double(backoffMs)
-        for _ in 0..<(attempt - 2) { wait *= multiplier }
-        return Int(wait.rounded())
+        Backoff.exponential(initialMs: backoffMs, multiplier: multiplier).boundMs(retry: attempt - 1)
     }
 }
 

@@ -184,12 +184,9 @@ public struct RecoveryPolicy: Sendable, Hashable {
 
     /// The delay before retry number `retry` (1 for the first) of `task`'s attempt `attempt`.
     public func delay(retry: Int, task: String, attempt: Int) -> Int {
-        let ceiling = min(maxBackoffMs, backoffMs << min(retry - 1, 20))
-        guard ceiling > 0 else { return 0 }
         // Full jitter from a hash of the task and attempt: spread like random, yet the same on
         // every run, so the log of a re-run pipeline is the same.
-        let seed = ContentHash.sha256Hex(Array("\(task)#\(attempt)".utf8)).prefix(8)
-        return Int(UInt32(seed, radix: 16) ?? 0) % (ceiling + 1)
+        Backoff.fullJitter(initialMs: backoffMs, capMs: maxBackoffMs).delayMs(retry: retry, source: HashedJitter(key: "\(task)#\(attempt)"))
     }
 }
 
