@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 public import TraceCore
+import TraceLog
 
 /// A row whose log is not what the catalog says any more.
 public struct StaleLog: Sendable, Hashable {
@@ -36,7 +37,7 @@ extension Catalog {
                 stale.append(StaleLog(path: path, reason: .vanished))
                 continue
             }
-            let identity = LogIdentity(
+            let identity = LogFingerprint(
                 stamp: FileStamp(size: row["size"], mtimeNs: row["mtime_ns"]), tailOffset: row["tail_offset"], tailEnd: row["tail_end"],
                 tailHash: row["tail_hash"])
             if !identity.matches(path, now: stamp) { stale.append(StaleLog(path: path, reason: .changed)) }

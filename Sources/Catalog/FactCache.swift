@@ -97,7 +97,7 @@ public struct FactCache: LogFactSource {
     /// Writes facts entries, then results; returns the results written with the identity of
     /// the facts they sit beside.
     private static func write(_ facts: [PendingWrites.Facts], _ results: [PendingWrites.Result], in db: Database) throws
-        -> [(CheckKey, String, LogIdentity, String)]
+        -> [(CheckKey, String, LogFingerprint, String)]
     {
         for entry in facts {
             // Results checked against the facts being replaced go with them.
@@ -115,7 +115,7 @@ public struct FactCache: LogFactSource {
                 entry.identity.tailEnd, entry.identity.tailHash, Data(entry.blob),
             ])
         }
-        var stored: [(CheckKey, String, LogIdentity, String)] = []
+        var stored: [(CheckKey, String, LogFingerprint, String)] = []
         for result in results {
             // Kept only beside the facts entry of the log as it was checked: a facts entry that
             // another process replaced meanwhile (the log changed) does not get it.
@@ -141,10 +141,10 @@ public struct FactCache: LogFactSource {
     /// Every check result kept under `key`, by log path, with the identity of the facts it was
     /// made from: read in one query the first time a key is asked for (a suite checks many logs
     /// with one case), so each log then costs a stat and a tail hash, not a database round trip.
-    private func checkResults(for key: CheckKey) -> [String: (identity: LogIdentity, result: String)] {
+    private func checkResults(for key: CheckKey) -> [String: (identity: LogFingerprint, result: String)] {
         kept.value.withLock { kept in
             if let results = kept[key] { return results }
-            var results: [String: (identity: LogIdentity, result: String)] = [:]
+            var results: [String: (identity: LogFingerprint, result: String)] = [:]
             do {
                 try catalog.read { db in
                     let statement = try db.cachedStatement(sql: Self.keptResultsSQL)
@@ -153,7 +153,7 @@ public struct FactCache: LogFactSource {
                         $0.bind(LogFacts.extractorVersion)
                     }
                     try BoundRow.forEachRow(statement, in: db, bind: bind) { row in
-                        let identity = LogIdentity(
+                        let identity = LogFingerprint(
                             stamp: FileStamp(size: row.int(1), mtimeNs: row.int(2)), tailOffset: row.int(3), tailEnd: row.int(4),
                             tailHash: row.text(5))
                         results[row.text(0)] = (identity, row.text(6))
@@ -177,8 +177,8 @@ public struct FactCache: LogFactSource {
         WHERE r.case_key = ? AND f.extractor_version = ?
         """
 
-    private static func identity(_ row: Row) -> LogIdentity {
-        LogIdentity(
+    private static func identity(_ row: Row) -> LogFingerprint {
+        LogFingerprint(
             stamp: FileStamp(size: row["size"], mtimeNs: row["mtime_ns"]), tailOffset: row["tail_offset"], tailEnd: row["tail_end"],
             tailHash: row["tail_hash"])
     }
@@ -203,10 +203,10 @@ public struct FactCache: LogFactSource {
     /// Queues the facts of the log at `path` as read at `stamp`, with its identity taken now
     /// (just after the read that found the file unchanged).
     func store(_ facts: LogFacts, path: String, stamp: FileStamp) throws {
-        let (tailOffset, tailEnd) = LogIdentity.tailRange(
+        let (tailOffset, tailEnd) = LogFingerprint.tailRange(
             memberOffset: facts.lastCompleteMemberOffset ?? 0, end: facts.tear?.memberOffset ?? stamp.size)
-        guard let hash = LogIdentity.hash(path, from: tailOffset, to: tailEnd) else { return }
-        let identity = LogIdentity(stamp: stamp, tailOffset: tailOffset, tailEnd: tailEnd, tailHash: hash)
+        guard let hash = LogFingerprint.hash(path, from: tailOffset, to: tailEnd) else { return }
+        let identity = LogFingerprint(stamp: stamp, tailOffset: tailOffset, tailEnd: tailEnd, tailHash: hash)
         let bytes = facts.cachedBytes
         pending.add(
             PendingWrites.Facts(
@@ -219,7 +219,7 @@ public struct FactCache: LogFactSource {
 private final class PendingWrites: Sendable {
     struct Facts: Sendable {
         var path: String
-        var identity: LogIdentity
+        var identity: LogFingerprint
         var blob: [UInt8]
         /// The size of the state's snapshot, for what the batch holds in memory.
         var stateBytes: Int
@@ -267,7 +267,7 @@ private final class PendingWrites: Sendable {
 
 /// Check results read for a key, shared by the copies of one `FactCache`.
 private final class KeptResults: Sendable {
-    let value = Mutex<[CheckKey: [String: (identity: LogIdentity, result: String)]]>([:])
+    let value = Mutex<[CheckKey: [String: (identity: LogFingerprint, result: String)]]>([:])
 }
 
 /// The cache's hit and read counts, shared by the copies of one `FactCache`.

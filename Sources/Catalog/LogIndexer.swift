@@ -173,7 +173,7 @@ extension Catalog {
         let known = try StoredLog.fetch(db, path: path)
         let logId = try startRows(of: path, known: known, keepingCallsBelow: nil, in: db)
         let stamp = FileStamp(path: path) ?? FileStamp(size: -1, mtimeNs: 0)
-        let tail = LogIdentity.tailRange(memberOffset: 0, end: max(0, stamp.size))
+        let tail = LogFingerprint.tailRange(memberOffset: 0, end: max(0, stamp.size))
         try db.execute(
             sql: """
                 UPDATE logs SET size = ?, mtime_ns = ?, tail_offset = ?, tail_end = ?, tail_hash = ?, status = 'damaged', problem = ?,
@@ -184,7 +184,7 @@ extension Catalog {
                 WHERE log_id = ?
                 """,
             arguments: [
-                stamp.size, stamp.mtimeNs, tail.offset, tail.end, LogIdentity.hash(path, from: tail.offset, to: tail.end) ?? "", problem,
+                stamp.size, stamp.mtimeNs, tail.offset, tail.end, LogFingerprint.hash(path, from: tail.offset, to: tail.end) ?? "", problem,
                 nowUs(), logId,
             ])
         return IndexedLog(
@@ -297,7 +297,7 @@ extension Catalog {
 /// A log's row as the catalog holds it, for the identity check.
 struct StoredLog: Sendable {
     var id: Int64
-    var identity: LogIdentity
+    var identity: LogFingerprint
     var status: LogStatus
     var problem: String?
     var resume: ResumePoint?
@@ -314,7 +314,7 @@ struct StoredLog: Sendable {
             }
             stored = StoredLog(
                 id: Int64(row.int(0)),
-                identity: LogIdentity(
+                identity: LogFingerprint(
                     stamp: FileStamp(size: row.int(1), mtimeNs: row.int(2)), tailOffset: row.int(3), tailEnd: row.int(4),
                     tailHash: row.text(5)),
                 status: LogStatus(rawValue: row.text(6)) ?? .damaged, problem: row.optionalText(7), resume: resume)
@@ -346,7 +346,7 @@ struct PreparedLog: Sendable {
     /// the log again there.
     struct Basis: Hashable, Sendable {
         var id: Int64
-        var identity: LogIdentity
+        var identity: LogFingerprint
 
         init?(_ known: StoredLog?) {
             guard let known else { return nil }
@@ -541,18 +541,18 @@ struct LogIndexer {
         }
         // The identity's bytes: the end of the last complete member before the resume point; for
         // a damaged log (never resumed), the end of the file.
-        var tail = LogIdentity.tailRange(memberOffset: 0, end: stampBefore.size)
+        var tail = LogFingerprint.tailRange(memberOffset: 0, end: stampBefore.size)
         if let point {
             let end = point.position.memberOffset
             let lastComplete = members.current == end ? members.previous : members.current
-            tail = LogIdentity.tailRange(memberOffset: lastComplete ?? 0, end: end)
+            tail = LogFingerprint.tailRange(memberOffset: lastComplete ?? 0, end: end)
         }
         // A finished run's log does not grow (a run stopped for approval does, when resumed).
         let isOpen = state.stop == nil || state.stop?.reason == .approvalRequired || summary.tear != nil
         let start = state.start
         return LogRow(
             size: isSteady ? stampBefore.size : -1, mtimeNs: stampBefore.mtimeNs, tailOffset: tail.offset, tailEnd: tail.end,
-            tailHash: LogIdentity.hash(path, from: tail.offset, to: tail.end) ?? "", status: status, problem: problem,
+            tailHash: LogFingerprint.hash(path, from: tail.offset, to: tail.end) ?? "", status: status, problem: problem,
             runId: state.runId, agent: start?.agent.name, agentVersion: start?.agent.version,
             model: start.map { "\($0.model.provider):\($0.model.name)" }, input: start?.goal, startedAtUs: state.startedAtUs,
             endedAtUs: state.stop == nil ? nil : state.lastEventAtUs, stopReason: state.stop?.reason.rawValue,

@@ -97,16 +97,11 @@ public final class StepIndex {
         index: StepIndex, rebuilt: Bool
     ) {
         let absolute = URL(fileURLWithPath: log).standardizedFileURL.path
-        var info = stat()
-        guard stat(absolute, &info) == 0 else {
-            throw LogError(.unreadable, "cannot read \(log): \(String(cString: strerror(errno)))", path: log)
+        guard let stamp = FileStamp(path: absolute) else {
+            let reason = errno == 0 ? "it is not a file" : String(cString: strerror(errno))
+            throw LogError(.unreadable, "cannot read \(log): \(reason)", path: log)
         }
-        let size = Int(info.st_size)
-        #if canImport(Darwin)
-            let mtime = Int(info.st_mtimespec.tv_sec) * 1_000_000_000 + Int(info.st_mtimespec.tv_nsec)
-        #else
-            let mtime = Int(info.st_mtim.tv_sec) * 1_000_000_000 + Int(info.st_mtim.tv_nsec)
-        #endif
+        let (size, mtime) = (stamp.size, stamp.mtimeNs)
         let indexPath = cacheDirectory.map { $0 + "/index/" + ContentHash.sha256Hex(Array(absolute.utf8)) + ".idx" }
         if let indexPath, let index = openExisting(indexPath, log: log, size: size, mtime: mtime) {
             return (index, false)

@@ -1,7 +1,5 @@
 import CLibdeflate
 import Foundation
-import TraceCore
-import TraceLog
 
 #if canImport(Glibc)
     import Glibc
@@ -9,20 +7,28 @@ import TraceLog
     import Darwin
 #endif
 
-/// What tells a catalog entry whether the log it came from changed: the file's size and
+/// What tells data derived from a log (the catalog's entries, the check cache) whether the log it
+/// came from changed: the file's size and
 /// modification time, and a checksum of the end of its last complete gzip member as it was
 /// read (`hash` over `tailRange`). A log only ever grows at its end, so a log that is longer but
 /// still has those bytes at that offset grew on the same prefix; anything else is a different
 /// file.
-struct LogIdentity: Sendable, Hashable {
-    var stamp: FileStamp
+public struct LogFingerprint: Sendable, Hashable {
+    public var stamp: FileStamp
     /// The hashed bytes, `[tailOffset, tailEnd)`: the end of the last complete member.
-    var tailOffset: Int
-    var tailEnd: Int
-    var tailHash: String
+    public var tailOffset: Int
+    public var tailEnd: Int
+    public var tailHash: String
+
+    public init(stamp: FileStamp, tailOffset: Int, tailEnd: Int, tailHash: String) {
+        self.stamp = stamp
+        self.tailOffset = tailOffset
+        self.tailEnd = tailEnd
+        self.tailHash = tailHash
+    }
 
     /// Bytes of the last complete member the identity hashes, at most.
-    static let tailBytes = 4096
+    public static let tailBytes = 4096
 
     /// The range hashed for a last complete member `[memberOffset, end)`: its last `tailBytes`
     /// (all of it when shorter). They end with the member's gzip trailer, the CRC-32 and length
@@ -31,18 +37,18 @@ struct LogIdentity: Sendable, Hashable {
     /// trailer as it was, as the identity does not see an edit of an earlier member. Hashing the
     /// whole member (usually 20–250 KiB) made reading it the largest cost of a suite run over
     /// unchanged logs.
-    static func tailRange(memberOffset: Int, end: Int) -> (offset: Int, end: Int) {
+    public static func tailRange(memberOffset: Int, end: Int) -> (offset: Int, end: Int) {
         (max(memberOffset, end - tailBytes), end)
     }
 
     /// Whether the file at `path` still has this identity (reads only the tail range).
-    func matches(_ path: String, now: FileStamp) -> Bool {
-        now == stamp && LogIdentity.hash(path, from: tailOffset, to: tailEnd) == tailHash
+    public func matches(_ path: String, now: FileStamp) -> Bool {
+        now == stamp && LogFingerprint.hash(path, from: tailOffset, to: tailEnd) == tailHash
     }
 
     /// Whether the file at `path` grew from this identity: longer, with the same tail bytes.
-    func grew(_ path: String, now: FileStamp) -> Bool {
-        now.size > stamp.size && LogIdentity.hash(path, from: tailOffset, to: tailEnd) == tailHash
+    public func grew(_ path: String, now: FileStamp) -> Bool {
+        now.size > stamp.size && LogFingerprint.hash(path, from: tailOffset, to: tailEnd) == tailHash
     }
 
     /// The CRC-32 and Adler-32 of `[start, end)` of the file, as 16 hex digits, or nil when
@@ -52,7 +58,7 @@ struct LogIdentity: Sendable, Hashable {
     /// collide with; this is a check for accidents, as a build cache's is, not against someone
     /// forging a log. (Earlier builds stored a SHA-256 here: 64 digits never equal 16, so such
     /// an entry is simply read again once.)
-    static func hash(_ path: String, from start: Int, to end: Int) -> String? {
+    public static func hash(_ path: String, from start: Int, to end: Int) -> String? {
         guard start >= 0, end >= start else { return nil }
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return nil }
@@ -89,14 +95,20 @@ struct LogIdentity: Sendable, Hashable {
 }
 
 /// A file's size and modification time (nanoseconds).
-struct FileStamp: Sendable, Hashable {
-    var size: Int
-    var mtimeNs: Int
+public struct FileStamp: Sendable, Hashable {
+    public var size: Int
+    public var mtimeNs: Int
 
     /// The stamp of the file at `path`, or nil when there is none.
-    init?(path: String) {
+    /// (`errno` then says why, or is 0 when the path is there but not a regular file).
+    public init?(path: String) {
         var info = stat()
-        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        errno = 0
+        guard stat(path, &info) == 0 else { return nil }
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            errno = 0
+            return nil
+        }
         size = Int(info.st_size)
         #if canImport(Darwin)
             mtimeNs = Int(info.st_mtimespec.tv_sec) * 1_000_000_000 + Int(info.st_mtimespec.tv_nsec)
@@ -105,7 +117,7 @@ struct FileStamp: Sendable, Hashable {
         #endif
     }
 
-    init(size: Int, mtimeNs: Int) {
+    public init(size: Int, mtimeNs: Int) {
         self.size = size
         self.mtimeNs = mtimeNs
     }

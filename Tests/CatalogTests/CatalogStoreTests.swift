@@ -68,7 +68,7 @@ struct CatalogStoreTests {
             let facts = try LogFacts.read(log)
             let start = try #require(facts.lastCompleteMemberOffset)
             let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: log)))
-            let hash = try #require(LogIdentity.hash(log, from: start, to: bytes.count))
+            let hash = try #require(LogFingerprint.hash(log, from: start, to: bytes.count))
             // Python's zlib is another implementation of the same two checksums.
             let python = try Subprocess.run(
                 "/usr/bin/env",
@@ -79,7 +79,7 @@ struct CatalogStoreTests {
                 ])
             #expect(python.status == 0, "python3 is needed for this check: \(python.stderr)")
             #expect(hash == python.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines))
-            #expect(LogIdentity.hash(log, from: start, to: bytes.count + 1) == nil, "a range past the end cannot be read")
+            #expect(LogFingerprint.hash(log, from: start, to: bytes.count + 1) == nil, "a range past the end cannot be read")
 
             // CRC-32 detects every single-bit error: a bit flipped anywhere in the member changes it.
             let copy = directory.path("b.jsonl.gz")
@@ -88,7 +88,7 @@ struct CatalogStoreTests {
                 var changed = bytes
                 changed[offset] ^= UInt8(1 << (offset % 8))
                 try Data(changed).write(to: URL(fileURLWithPath: copy))
-                if LogIdentity.hash(copy, from: start, to: bytes.count) == hash { unchanged += 1 }
+                if LogFingerprint.hash(copy, from: start, to: bytes.count) == hash { unchanged += 1 }
             }
             #expect(unchanged == 0)
         }
@@ -116,10 +116,10 @@ struct CatalogStoreTests {
                     let member = try #require(try LogFacts.read(path).lastCompleteMemberOffset)
                     #expect(end == size, "\(table) \(path): the range ends with the last member's trailer")
                     if path == big {
-                        #expect(size - member > 2 * LogIdentity.tailBytes, "the big log's last member should be long")
-                        #expect(offset == end - LogIdentity.tailBytes, "\(table)")
+                        #expect(size - member > 2 * LogFingerprint.tailBytes, "the big log's last member should be long")
+                        #expect(offset == end - LogFingerprint.tailBytes, "\(table)")
                     } else {
-                        #expect(size - member < LogIdentity.tailBytes, "the small log's last member should be short")
+                        #expect(size - member < LogFingerprint.tailBytes, "the small log's last member should be short")
                         #expect(offset == member, "\(table)")
                     }
                 }

@@ -1,9 +1,6 @@
 import Foundation
 public import TraceCore
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+import TraceLog
 
 /// What a case check's result depends on besides the log: the case (its whole file, so any
 /// edit counts), the options that change a check, and the program doing the checking (its
@@ -51,11 +48,7 @@ public struct CheckKey: Sendable, Hashable {
     }
 
     /// `size:mtime_ns` of the running executable (nil where it cannot be found).
-    static let executableIdentity: String? = {
-        var info = stat()
-        guard stat("/proc/self/exe", &info) == 0 else { return nil }
-        return "\(info.st_size):\(Int(info.st_mtim.tv_sec) * 1_000_000_000 + Int(info.st_mtim.tv_nsec))"
-    }()
+    static let executableIdentity: String? = FileStamp(path: "/proc/self/exe").map { "\($0.size):\($0.mtimeNs)" }
 }
 
 extension RunResult {
