@@ -244,6 +244,9 @@ let package = Package(
             dependencies: ["TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "EvalEngine", "Pipelines", "CZlib", "CLibdeflate"],
             swiftSettings: strictSettings
         ),
+        // The tags of the tests that need more than the build (a PyPI component, a browser), for
+        // `AGENT_EVAL_TEST_SKIP=python swift test` (README); only the test targets depend on it.
+        .target(name: "TestTags", path: "Tests/TestTags", swiftSettings: strictSettings),
         // `swift run -c release fuzz [--seconds N] [--target T] [--seed S]`: the seeded mutation
         // fuzzer for the readers of untrusted input (docs in Fuzz/main.swift).
         .executableTarget(
@@ -274,12 +277,12 @@ let package = Package(
         ),
         .testTarget(
             name: "ModelClientsTests",
-            dependencies: ["TraceCore", "TraceLog", "AgentRuntime", "ModelClients", "TestSupport"],
+            dependencies: ["TraceCore", "TraceLog", "AgentRuntime", "ModelClients", "TestSupport", "TestTags"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "MCPToolsTests",
-            dependencies: ["TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "MCPTools", "Replay", "TestSupport"],
+            dependencies: ["TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "MCPTools", "Replay", "TestSupport", "TestTags"],
             swiftSettings: strictSettings
         ),
         .testTarget(
@@ -304,7 +307,7 @@ let package = Package(
         ),
         .testTarget(
             name: "InteropTests",
-            dependencies: ["TraceCore", "TraceLog", "EvalEngine", "Interop", "ModelClients", "TestSupport"],
+            dependencies: ["TraceCore", "TraceLog", "EvalEngine", "Interop", "ModelClients", "TestSupport", "TestTags"],
             swiftSettings: strictSettings
         ),
         .testTarget(
@@ -314,7 +317,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CLITests",
-            dependencies: ["TraceCore", "TraceLog", "ConfigFile", "TestSupport", "CProcess", "Pipelines", "agent-eval"],
+            dependencies: ["TraceCore", "TraceLog", "ConfigFile", "TestSupport", "TestTags", "CProcess", "Pipelines", "agent-eval"],
             swiftSettings: strictSettings
         ),
     ],

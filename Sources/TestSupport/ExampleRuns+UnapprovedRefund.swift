@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 extension ExampleRuns {
     /// Writes the support agent of `Fixtures/agents/support` into `directory` with one change:

@@ -1,5 +1,6 @@
 import Foundation
 import TestSupport
+import TestTags
 import Testing
 import TraceCore
 import TraceLog
@@ -154,7 +155,7 @@ struct HostilePeerTests {
         return try await OTLPReceiver(directory: directory.path("receiver"), misbehaving: misbehaviour)
     }
 
-    @Test("export otlp to a collector that drips its answer ends at --timeout-ms per attempt")
+    @Test("export otlp to a collector that drips its answer ends at --timeout-ms per attempt", .tags(.python), .needsPython)
     func exportDrip() async throws {
         try await TemporaryDirectory.with { directory in
             let receiver = try await Self.receiver(directory, .dripsAnswer)
@@ -169,7 +170,9 @@ struct HostilePeerTests {
         }
     }
 
-    @Test("exec --otlp-endpoint to a collector that drips its answer: three attempts of --otlp-timeout-ms, a warning, the run's result")
+    @Test(
+        "exec --otlp-endpoint to a collector that drips its answer: three attempts of --otlp-timeout-ms, a warning, the run's result",
+        .tags(.python), .needsPython)
     func liveExportDrip() async throws {
         try await TemporaryDirectory.with { directory in
             let receiver = try await Self.receiver(directory, .dripsAnswer)
@@ -186,7 +189,9 @@ struct HostilePeerTests {
         }
     }
 
-    @Test("a collector that echoes the headers' token in its 401: the token is never printed, by export or by a live export")
+    @Test(
+        "a collector that echoes the headers' token in its 401: the token is never printed, by export or by a live export", .tags(.python),
+        .needsPython)
     func echoedToken() async throws {
         try await TemporaryDirectory.with { directory in
             let receiver = try await Self.receiver(directory, .echoesHeadersIn401)

@@ -1,5 +1,6 @@
 import Foundation
 import TestSupport
+import TestTags
 import Testing
 import TraceCore
 import TraceLog
@@ -12,7 +13,9 @@ struct LiveExportTests {
             .compactMap { $0["attributes"]?["agent_eval.run_id"]?.stringValue }
     }
 
-    @Test("exec sends its run's trace when the run ends (a 503 is retried); content stays home unless asked for")
+    @Test(
+        "exec sends its run's trace when the run ends (a 503 is retried); content stays home unless asked for", .tags(.python), .needsPython
+    )
     func exec() async throws {
         try await TemporaryDirectory.with { directory in
             try FileManager.default.createDirectory(atPath: directory.path("receiver"), withIntermediateDirectories: true)
@@ -42,7 +45,9 @@ struct LiveExportTests {
         }
     }
 
-    @Test("run sends every live run's trace (pipeline child runs too) as its case ends, with content when asked")
+    @Test(
+        "run sends every live run's trace (pipeline child runs too) as its case ends, with content when asked", .tags(.python), .needsPython
+    )
     func run() async throws {
         try await TemporaryDirectory.with { directory in
             try FileManager.default.createDirectory(atPath: directory.path("receiver"), withIntermediateDirectories: true)

@@ -1,5 +1,6 @@
 import Foundation
 import TestSupport
+import TestTags
 import Testing
 
 /// An agent whose tools come from a real MCP server (`mcp-server-time`), through the CLI:
@@ -7,7 +8,7 @@ import Testing
 /// start is an error that points at the agent file.
 @Suite("exec, replay and run with an MCP server")
 struct MCPCommandTests {
-    @Test("exec records the server, replay shows it, run passes a case on its calls")
+    @Test("exec records the server, replay shows it, run passes a case on its calls", .tags(.python), .needsPython)
     func execReplayRun() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
@@ -48,7 +49,9 @@ struct MCPCommandTests {
         #expect(run.status == 0, "\(run.stdoutText)\n\(run.stderr)")
     }
 
-    @Test("a server that cannot start stops exec with exit 2, the agent file's place and the server's last words")
+    @Test(
+        "a server that cannot start stops exec with exit 2, the agent file's place and the server's last words", .tags(.python),
+        .needsPython)
     func serverThatCannotStart() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }

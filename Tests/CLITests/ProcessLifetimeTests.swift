@@ -1,5 +1,6 @@
 import Foundation
 import TestSupport
+import TestTags
 import Testing
 
 #if canImport(Glibc)
@@ -58,7 +59,7 @@ struct ProcessLifetimeTests {
         for file in files { if let pid = pid(in: file), isRunning(pid) { kill(pid, SIGKILL) } }
     }
 
-    @Test("kill -9 of exec while an MCP server's call is in progress: the server dies with it")
+    @Test("kill -9 of exec while an MCP server's call is in progress: the server dies with it", .tags(.python), .needsPython)
     func serverDiesWithKilledExec() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
@@ -101,7 +102,7 @@ struct ProcessLifetimeTests {
         #expect(eventually { !isRunning(tool) }, "the tool (pid \(tool)) outlived the killed exec")
     }
 
-    @Test("a run that ends normally leaves nothing running: not even a setsid daemon its MCP server started")
+    @Test("a run that ends normally leaves nothing running: not even a setsid daemon its MCP server started", .tags(.python), .needsPython)
     func daemonGoneAfterNormalRun() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
@@ -117,7 +118,7 @@ struct ProcessLifetimeTests {
         #expect(eventually { !isRunning(orphan) }, "the server's setsid daemon (pid \(orphan)) outlived the run")
     }
 
-    @Test("SIGTERM to exec during an MCP call: exit 143, and the server and its setsid daemon are gone")
+    @Test("SIGTERM to exec during an MCP call: exit 143, and the server and its setsid daemon are gone", .tags(.python), .needsPython)
     func nothingLeftAfterSIGTERM() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }

@@ -1,5 +1,6 @@
 import Foundation
 import TestSupport
+import TestTags
 import Testing
 
 #if canImport(Glibc)
@@ -22,7 +23,9 @@ struct SecretRedactionTests {
     /// Handed to the MCP server under a name listed in `redact.env`, and only there.
     static let serverSetting = "server-setting-2d8e4b77"
 
-    @Test("keys in tool output and model replies, and env values given to a tool and an MCP server, appear in no output")
+    @Test(
+        "keys in tool output and model replies, and env values given to a tool and an MCP server, appear in no output", .tags(.python),
+        .needsPython)
     func plantedSecrets() async throws {
         #expect(Self.googleKey.count == 39)
         let directory = try TemporaryDirectory()

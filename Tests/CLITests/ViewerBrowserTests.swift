@@ -1,5 +1,6 @@
 import Foundation
 import TestSupport
+import TestTags
 import Testing
 import TraceCore
 import TraceLog
@@ -16,7 +17,7 @@ struct ViewerBrowserTests {
     /// page for measuring by hand (docs/viewer.md, "Size limits").
     static let longRunEvents = 20_000
 
-    @Test("run, report, diff, planted markup and a long run, each opened and used in Chromium")
+    @Test("run, report, diff, planted markup and a long run, each opened and used in Chromium", .tags(.python, .browser), .needsBrowser)
     func pagesInChromium() async throws {
         let command = try await PythonEnvironment.browser.script("viewer_browser.py")
         try TemporaryDirectory.with { directory in

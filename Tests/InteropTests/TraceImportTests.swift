@@ -2,6 +2,7 @@ import Foundation
 import Interop
 import ModelClients
 import TestSupport
+import TestTags
 import Testing
 import TraceCore
 import TraceLog
@@ -12,7 +13,9 @@ import TraceLog
 
 @Suite("Importing OpenTelemetry traces and Inspect logs, exporting OTLP", .serialized)
 struct TraceImportTests {
-    @Test("spans from the official OpenTelemetry SDK: OTLP/JSON, protobuf JSON, Tempo batches and Jaeger give the same runs")
+    @Test(
+        "spans from the official OpenTelemetry SDK: OTLP/JSON, protobuf JSON, Tempo batches and Jaeger give the same runs", .tags(.python),
+        .needsPython)
     func sdkTraces() async throws {
         let scratch = try TemporaryDirectory("agent-eval-interop-otel")
         defer { scratch.remove() }
@@ -77,7 +80,8 @@ struct TraceImportTests {
         #expect(cutDefinitions.count == 1 && cutDefinitions[0].contains("it ends too early (80 characters)"), "\(notes)")
     }
 
-    @Test("Inspect AI logs written by Inspect: one run per sample and epoch, tool errors, limits, scores kept")
+    @Test(
+        "Inspect AI logs written by Inspect: one run per sample and epoch, tool errors, limits, scores kept", .tags(.python), .needsPython)
     func inspectLogs() async throws {
         let scratch = try TemporaryDirectory("agent-eval-interop-inspect")
         defer { scratch.remove() }
@@ -280,7 +284,7 @@ struct TraceImportTests {
         }
     }
 
-    @Test("a real OTLP receiver parses the export with the official protobuf definitions; a 503 is retried")
+    @Test("a real OTLP receiver parses the export with the official protobuf definitions; a 503 is retried", .tags(.python), .needsPython)
     func receiver() async throws {
         let scratch = try TemporaryDirectory("agent-eval-interop-receiver")
         defer { scratch.remove() }

@@ -1,6 +1,7 @@
 import Foundation
 import Interop
 import TestSupport
+import TestTags
 import Testing
 import TraceCore
 
@@ -176,7 +177,9 @@ struct TranscriptImportTests {
         #expect(jsonl.runs.map(\.sourceId) == ["a", "b"])
     }
 
-    @Test("public sample data: Inspect's example datasets (from its PyPI wheel) import one run per sample; Q&A files are refused")
+    @Test(
+        "public sample data: Inspect's example datasets (from its PyPI wheel) import one run per sample; Q&A files are refused",
+        .tags(.python), .needsPython)
     func inspectExampleDatasets() async throws {
         let lib = try await PythonEnvironment.interop.path() + "/lib"
         let python = try #require(try FileManager.default.contentsOfDirectory(atPath: lib).first { $0.hasPrefix("python") })

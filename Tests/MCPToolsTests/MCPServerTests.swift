@@ -4,6 +4,7 @@ import Foundation
 import MCPTools
 import Replay
 import TestSupport
+import TestTags
 import Testing
 import TraceCore
 import TraceLog
@@ -26,7 +27,9 @@ struct MCPServerTests {
         ToolRequest(callId: "call-1", tool: tool, arguments: arguments, attempt: 1, timeoutMs: timeoutMs)
     }
 
-    @Test("mcp-server-time: its identity, its tools with schemas and read hints, and a call's structured result")
+    @Test(
+        "mcp-server-time: its identity, its tools with schemas and read hints, and a call's structured result", .tags(.python), .needsPython
+    )
     func timeServer() async throws {
         let connection = try await MCPServers().connect(Self.settings("time", try await MCPTestServers.timeServer()))
         #expect(connection.identity.serverName == "mcp-time")
@@ -45,7 +48,7 @@ struct MCPServerTests {
         await connection.close()
     }
 
-    @Test("mcp-server-git on a repository the test makes: the log of its one commit")
+    @Test("mcp-server-git on a repository the test makes: the log of its one commit", .tags(.python), .needsPython)
     func gitServer() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
@@ -69,7 +72,9 @@ struct MCPServerTests {
         await connection.close()
     }
 
-    @Test("a tool that reports isError, a crash, a hang and a line that is not JSON-RPC: each a recorded error, and the next call works")
+    @Test(
+        "a tool that reports isError, a crash, a hang and a line that is not JSON-RPC: each a recorded error, and the next call works",
+        .tags(.python), .needsPython)
     func failures() async throws {
         let connection = try await MCPServers().connect(Self.settings("broken", try await MCPTestServers.failureServer()))
 
@@ -115,7 +120,9 @@ struct MCPServerTests {
         await connection.close()
     }
 
-    @Test("a server that exits at start, never answers, or prints a banner on stdout: a clear error at start, with its stderr")
+    @Test(
+        "a server that exits at start, never answers, or prints a banner on stdout: a clear error at start, with its stderr",
+        .tags(.python), .needsPython)
     func startFailures() async throws {
         await #expect {
             _ = try await MCPServers().connect(Self.settings("s", try await MCPTestServers.failureServer(["--exit-at-start"])))
@@ -219,7 +226,7 @@ struct MCPServerTests {
         #expect(report.unanswered.isEmpty)
     }
 
-    @Test("agent file mistakes about MCP servers are errors with file:line:column")
+    @Test("agent file mistakes about MCP servers are errors with file:line:column", .tags(.python), .needsPython)
     func agentFileErrors() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }

@@ -1,6 +1,7 @@
 import AgentRuntime
 import Foundation
 import TestSupport
+import TestTags
 import Testing
 import TraceCore
 import TraceLog
@@ -58,7 +59,9 @@ struct HTTPModelClientTests {
         #expect((body["stream_options"] as? [String: Any])?["include_usage"] as? Bool == true)
     }
 
-    @Test("the official openai Python SDK reads the same streams as our client: same text, calls, finish reason and usage")
+    @Test(
+        "the official openai Python SDK reads the same streams as our client: same text, calls, finish reason and usage", .tags(.python),
+        .needsPython)
     func sameAsOfficialSDK() async throws {
         let server = try LocalModelServer()
         defer { server.stop() }

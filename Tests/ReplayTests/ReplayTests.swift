@@ -59,13 +59,13 @@ struct ReplayTests {
     func nothingToReplay() throws {
         try TemporaryDirectory.with { directory in
             let empty = directory.path("empty.jsonl.gz")
-            FileManager.default.createFile(atPath: empty, contents: Data())
+            #expect(FileManager.default.createFile(atPath: empty, contents: Data()))
             #expect { try Replayer(path: empty).replay { _, _ in true } } throws: { ($0 as? LogError)?.code == .empty }
             // Cut with head(1) inside the first event's deflate data.
             let cut = directory.path("cut.jsonl.gz")
             let source = ExampleRuns.directory.appendingPathComponent("support-refund.jsonl.gz").path
             let head = try Subprocess.run("/usr/bin/env", ["head", "-c", "64", source])
-            FileManager.default.createFile(atPath: cut, contents: Data(head.stdout))
+            #expect(FileManager.default.createFile(atPath: cut, contents: Data(head.stdout)))
             var steps = 0
             #expect {
                 try Replayer(path: cut).replay { _, _ in

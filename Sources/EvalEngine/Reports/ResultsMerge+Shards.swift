@@ -1,4 +1,4 @@
-public import TraceCore
+import TraceCore
 
 extension ResultsMerge {
     /// What a merge lacks of its suite: a short reason for the merged report and the console,

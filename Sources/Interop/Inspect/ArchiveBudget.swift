@@ -1,4 +1,4 @@
-public import TraceCore
+import TraceCore
 
 /// How much one archive may inflate to: the guard against decompression bombs, and the one
 /// place that owns the archive limits (docs/interop.md, Limits).

@@ -1,0 +1,29 @@
+public import Foundation
+public import Testing
+
+/// What a test needs beyond the build. `swift test` runs every test; for a fast inner loop,
+/// `AGENT_EVAL_TEST_SKIP=python swift test` skips those that need a component from PyPI (and
+/// says so for each: skipped, not passed). README, "Run the tests".
+extension Tag {
+    /// A component from PyPI in a virtual environment `scripts/python_venv` makes on first use:
+    /// MCP servers, the OTLP receiver, the OpenTelemetry and OpenAI SDKs, Inspect AI.
+    @Tag public static var python: Self
+    /// Debian's Chromium, driven by Selenium (a PyPI component too).
+    @Tag public static var browser: Self
+}
+
+extension Trait where Self == ConditionTrait {
+    /// Skipped when `AGENT_EVAL_TEST_SKIP` (a comma-separated list) names `python`.
+    public static var needsPython: Self { skippable("python") }
+    /// Skipped when `AGENT_EVAL_TEST_SKIP` names `browser` or `python`.
+    public static var needsBrowser: Self { skippable("browser", "python") }
+
+    private static func skippable(_ names: String...) -> Self {
+        let skipped = Set(
+            (ProcessInfo.processInfo.environment["AGENT_EVAL_TEST_SKIP"] ?? "").split(separator: ",").map {
+                $0.trimmingCharacters(in: .whitespaces)
+            })
+        let named = names.filter(skipped.contains)
+        return .disabled(if: !named.isEmpty, "AGENT_EVAL_TEST_SKIP=\(named.joined(separator: ",")) skips the tests that need it")
+    }
+}
