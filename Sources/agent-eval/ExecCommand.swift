@@ -3,6 +3,7 @@ import ArgumentParser
 import Catalog
 import EvalEngine
 import Foundation
+import Interop
 import MCPTools
 import Synchronization
 import TraceCore

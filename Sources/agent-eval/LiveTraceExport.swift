@@ -2,11 +2,11 @@ import ArgumentParser
 import Foundation
 import Interop
 import ModelClients
-import Synchronization
 import TraceCore
 
 /// `--otlp-endpoint` on `exec` and `run`: each run's trace goes to an OTLP/HTTP collector as soon
-/// as the run ends, while the log stays the record (docs/interop.md, "Live export").
+/// as the run ends (Interop's `LiveTraceExporter`), while the log stays the record (docs/interop.md,
+/// "Live export").
 struct LiveExportOptions: ParsableArguments {
     @Option(
         name: .customLong("otlp-endpoint"),
@@ -41,8 +41,32 @@ struct LiveExportOptions: ParsableArguments {
     /// malformed (before any run starts).
     func exporter() throws -> LiveTraceExporter? {
         guard let endpoint else { return nil }
+        let headers = try otlpHeaders()
+        // Fewer retries and a shorter timeout than `export otlp`: a collector that is down, or
+        // that drips its answer, should not hold up the end of a run by minutes.
+        let poster = HTTPPoster(maxRetries: 2, limits: HTTPPoster.limits(timeoutMs: timeoutMs))
         return LiveTraceExporter(
-            endpoint: endpoint, exporter: OTLPExporter(includeContent: includeContent), headers: try otlpHeaders(), timeoutMs: timeoutMs)
+            endpoint: endpoint, exporter: OTLPExporter(includeContent: includeContent),
+            post: { body, endpoint in _ = try await poster.post(body, to: endpoint, headers: headers) },
+            failed: { LiveExportOptions.report($0) })
+    }
+
+    /// A send that failed after the retries: a warning naming the logs and the command that
+    /// sends them again; it never changes the exit status.
+    static func report(_ failure: LiveTraceExporter.Failure) {
+        let logs = failure.logs
+        let names = logs.map(displayPath).joined(separator: " ")
+        printError(
+            "warning: the trace\(logs.count == 1 ? "" : "s") of \(names) could not be sent to \(failure.endpoint); "
+                + (logs.count == 1 ? "the log keeps everything" : "the logs keep everything"))
+        if let diagnostic = failure.error as? any Diagnostic {
+            warn(diagnostic)
+        } else {
+            printError("warning: \(failure.error)")
+        }
+        printError(
+            "hint: send again with: agent-eval export otlp \(ShellWords.command(logs.map(displayPath))) --endpoint \(ShellWords.quoted(failure.endpoint))"
+        )
     }
 }
 
@@ -53,89 +77,5 @@ func otlpHeaders() throws -> [HTTPHeader] {
         return try OTLPHeaders.from(environment: ProcessInfo.processInfo.environment).map { HTTPHeader(name: $0.name, value: $0.value) }
     } catch {
         throw diagnose(error)
-    }
-}
-
-/// Sends run traces to a collector in the background, one request per finished run (or per
-/// live case: its repeats, or a pipeline's child runs), so runs never wait for the collector;
-/// `finish()` waits for what is under way. A send that fails after the retries is a warning
-/// naming the logs and the command that sends them again; it never changes the exit status.
-final class LiveTraceExporter: Sendable {
-    let endpoint: String
-    private let exporter: OTLPExporter
-    /// Fewer retries and a shorter timeout than `export otlp`: a collector that is down, or
-    /// that drips its answer, should not hold up the end of a run by minutes.
-    private let poster: HTTPPoster
-    private let headers: [HTTPHeader]
-    private let sends = Mutex<[Task<(sent: Int, failed: Int), Never>]>([])
-
-    init(endpoint: String, exporter: OTLPExporter, headers: [HTTPHeader], timeoutMs: Int = 10_000) {
-        self.endpoint = endpoint
-        self.exporter = exporter
-        self.headers = headers
-        poster = HTTPPoster(maxRetries: 2, limits: HTTPPoster.limits(timeoutMs: timeoutMs))
-    }
-
-    /// Starts sending the traces of `logs` (sealed run logs).
-    func send(logs: [String]) {
-        guard !logs.isEmpty else { return }
-        let (endpoint, exporter, poster, headers) = (self.endpoint, self.exporter, self.poster, self.headers)
-        let task = Task { () -> (sent: Int, failed: Int) in
-            do {
-                let request = try exporter.request(logs: logs)
-                _ = try await poster.post(JSONWriter.encode(request), to: endpoint, headers: headers)
-                return (logs.count, 0)
-            } catch {
-                let names = logs.map(displayPath).joined(separator: " ")
-                printError(
-                    "warning: the trace\(logs.count == 1 ? "" : "s") of \(names) could not be sent to \(endpoint); "
-                        + (logs.count == 1 ? "the log keeps everything" : "the logs keep everything"))
-                if let diagnostic = error as? any Diagnostic {
-                    warn(diagnostic)
-                } else {
-                    printError("warning: \(error)")
-                }
-                printError(
-                    "hint: send again with: agent-eval export otlp \(ShellWords.command(logs.map(displayPath))) --endpoint \(ShellWords.quoted(endpoint))"
-                )
-                return (0, logs.count)
-            }
-        }
-        sends.withLock { $0.append(task) }
-    }
-
-    /// Waits for every send started; how many traces went and how many did not.
-    func finish() async -> LiveExportSummary {
-        let tasks = sends.withLock { sends in
-            defer { sends.removeAll() }
-            return sends
-        }
-        var summary = LiveExportSummary(endpoint: endpoint)
-        for task in tasks {
-            let (sent, failed) = await task.value
-            summary.sent += sent
-            summary.failed += failed
-        }
-        return summary
-    }
-}
-
-/// What a live export did, for the command's output.
-struct LiveExportSummary {
-    var endpoint: String
-    var sent = 0
-    var failed = 0
-
-    var json: JSONValue { ["endpoint": .string(endpoint), "sent": .int(sent), "failed": .int(failed)] }
-
-    var sentence: String {
-        "traces: \(sent) sent to \(endpoint)" + (failed > 0 ? ", \(failed) not sent (see the warnings above)" : "")
-    }
-
-    /// `object` (a command's JSON summary) with this summary as its `otlp` member.
-    func added(to object: JSONValue) -> JSONValue {
-        guard case .object(var members) = object else { return object }
-        members["otlp"] = json
-        return .object(members)
     }
 }

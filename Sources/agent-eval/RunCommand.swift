@@ -3,6 +3,7 @@ public import ArgumentParser
 import Catalog
 import EvalEngine
 import Foundation
+import Interop
 import MCPTools
 import Synchronization
 import TraceCore
