@@ -41,6 +41,8 @@ public struct EvalError: Diagnostic, Hashable {
         case unknownTask = "unknown_task"
         /// The log a live run was to write exists already.
         case logExists = "log_exists"
+        /// `init` would overwrite files of a project that is there already.
+        case projectExists = "project_exists"
         /// A judge model could not grade a rubric: no judge was given, the model could not be
         /// reached, or its reply was not a verdict.
         case judgeFailed = "judge_failed"

@@ -33,19 +33,6 @@ enum BundledFiles {
         }
         throw BundledFilesMissing(searched: candidates, bundle: bundle)
     }
-
-    /// Every regular file under `folder`, as paths relative to it, sorted.
-    static func files(under folder: String) -> [String] {
-        guard let enumerator = FileManager.default.enumerator(atPath: folder) else { return [] }
-        var files: [String] = []
-        while let relative = enumerator.nextObject() as? String {
-            var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: folder + "/" + relative, isDirectory: &isDirectory), !isDirectory.boolValue {
-                files.append(relative)
-            }
-        }
-        return files.sorted()
-    }
 }
 
 struct BundledFilesMissing: Diagnostic, Hashable {
