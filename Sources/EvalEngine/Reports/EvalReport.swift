@@ -303,11 +303,12 @@ public struct EvalReport: Sendable {
                 "| `\(result.id)` | \(outcome) | \(result.runs.count) | \(Int((result.passRate * 100).rounded()))% | \(stops.isEmpty ? "–" : stops) | \(baseline) |"
             )
         }
-        let warned = results.filter { $0.passed && $0.runs.contains { $0.notes.contains(where: \.isWarning) } }
-        if !warned.isEmpty {
+        // A section per kind of case to look at: each case's console lines in a code block.
+        func section(_ title: String, _ cases: [CaseResult]) {
+            guard !cases.isEmpty else { return }
             lines.append("")
-            lines.append("### Passed with warnings")
-            for result in warned {
+            lines.append("### \(title)")
+            for result in cases {
                 lines.append("")
                 lines.append("#### `\(result.id)`")
                 lines.append("")
@@ -316,19 +317,8 @@ public struct EvalReport: Sendable {
                 lines.append("```")
             }
         }
-        let failing = results.filter { !$0.passed }
-        if !failing.isEmpty {
-            lines.append("")
-            lines.append("### Failures")
-            for result in failing {
-                lines.append("")
-                lines.append("#### `\(result.id)`")
-                lines.append("")
-                lines.append("```")
-                lines.append(contentsOf: consoleLines(for: result).dropFirst().map { String($0.dropFirst(4)) })
-                lines.append("```")
-            }
-        }
+        section("Passed with warnings", results.filter { $0.passed && $0.runs.contains { $0.notes.contains(where: \.isWarning) } })
+        section("Failures", results.filter { !$0.passed })
         return lines.joined(separator: "\n") + "\n"
     }
 }
