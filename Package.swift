@@ -244,9 +244,10 @@ let package = Package(
             dependencies: ["TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "EvalEngine", "Pipelines", "CZlib", "CLibdeflate"],
             swiftSettings: strictSettings
         ),
-        // The tags of the tests that need more than the build (a PyPI component, a browser), for
-        // `AGENT_EVAL_TEST_SKIP=python swift test` (README); only the test targets depend on it.
-        .target(name: "TestTags", path: "Tests/TestTags", swiftSettings: strictSettings),
+        // The tests' traits: the tags of the tests that need more than the build (a PyPI
+        // component, a browser), for `AGENT_EVAL_TEST_SKIP=python swift test` (README), and
+        // `.ownThread` for the tests that measure time; only the test targets depend on it.
+        .target(name: "TestTags", dependencies: ["AgentRuntime", "TestSupport"], path: "Tests/TestTags", swiftSettings: strictSettings),
         // `swift run -c release fuzz [--seconds N] [--target T] [--seed S]`: the seeded mutation
         // fuzzer for the readers of untrusted input (docs in Fuzz/main.swift).
         .executableTarget(
@@ -272,7 +273,7 @@ let package = Package(
         ),
         .testTarget(
             name: "AgentRuntimeTests",
-            dependencies: ["TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "TestSupport"],
+            dependencies: ["TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "TestSupport", "TestTags"],
             swiftSettings: strictSettings
         ),
         .testTarget(

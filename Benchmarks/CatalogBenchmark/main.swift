@@ -81,7 +81,7 @@ func fail(_ message: String) -> Never {
 }
 
 func sqlite(_ database: String, _ sql: String) throws {
-    let result = try Subprocess.run(Subprocess.which("sqlite3") ?? "/usr/bin/sqlite3", [database, sql])
+    let result = try Subprocess.runBlocking(Subprocess.which("sqlite3") ?? "/usr/bin/sqlite3", [database, sql])
     if result.status != 0 { fail("sqlite3 failed: \(result.stderr)") }
 }
 
@@ -300,7 +300,7 @@ if FileManager.default.isExecutableFile(atPath: binary) {
         for pass in 0..<2 {
             let elapsed = try seconds {
                 // Reads the output to its end before waiting, so the wait does not spin beside the run.
-                let result = try Subprocess.run(binary, ["run", caseFile, "--catalog", database, "--jobs", "\(settings.jobs)"])
+                let result = try Subprocess.runBlocking(binary, ["run", caseFile, "--catalog", database, "--jobs", "\(settings.jobs)"])
                 if result.status != 0 { fail("agent-eval run exited with \(result.status): \(result.stderr)") }
             }
             if pass == 0 { cliFirst.append(elapsed) } else { cliSecond.append(elapsed) }
@@ -315,7 +315,7 @@ if FileManager.default.isExecutableFile(atPath: binary) {
     if settings.history > 2 {
         let database = settings.directory + "/cli-0.sqlite"
         func cachedRun() throws {
-            let result = try Subprocess.run(binary, ["run", caseFile, "--catalog", database, "--jobs", "\(settings.jobs)"])
+            let result = try Subprocess.runBlocking(binary, ["run", caseFile, "--catalog", database, "--jobs", "\(settings.jobs)"])
             if result.status != 0 { fail("agent-eval run exited with \(result.status): \(result.stderr)") }
         }
         for _ in 2..<settings.history { try cachedRun() }

@@ -104,7 +104,7 @@ if !settings.stagesOnly {
     let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
     let repository = here.deletingLastPathComponent().deletingLastPathComponent()
     func pythonSeconds(_ python: String, _ script: String, directory: String = logs) throws -> Double {
-        let result = try Subprocess.run(python, [here.appendingPathComponent(script).path, directory, "\(settings.repetitions)"])
+        let result = try Subprocess.runBlocking(python, [here.appendingPathComponent(script).path, directory, "\(settings.repetitions)"])
         let times = result.stdoutText.split(separator: "\n").compactMap { line -> Double? in
             let fields = line.split(separator: " ")
             guard fields.count == 5, Int(fields[1]) == settings.runs else { return nil }
@@ -118,20 +118,20 @@ if !settings.stagesOnly {
     }
     let plainPython = try pythonSeconds(Subprocess.which("python3") ?? "/usr/bin/python3", "eval_logs.py")
     // The faster peer needs orjson from PyPI, in a virtual environment the script makes once.
-    let venv = try Subprocess.run("/bin/bash", [repository.appendingPathComponent("scripts/python_venv").path, "bench"])
+    let venv = try Subprocess.runBlocking("/bin/bash", [repository.appendingPathComponent("scripts/python_venv").path, "bench"])
     let fastPython =
         venv.status == 0
         ? try pythonSeconds(venv.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines) + "/bin/python", "eval_logs_fast.py") : nil
 
     // Inspect AI reads its own format: the same runs as `.eval` logs, one sample each.
-    let interop = try Subprocess.run("/bin/bash", [repository.appendingPathComponent("scripts/python_venv").path, "interop"])
+    let interop = try Subprocess.runBlocking("/bin/bash", [repository.appendingPathComponent("scripts/python_venv").path, "interop"])
     var inspectPython: Double?
     var inspectProblem = interop.stderr
     if interop.status == 0 {
         let python = interop.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines) + "/bin/python"
         let converted = settings.directory + "/inspect"
         print("converting the \(settings.runs) runs to Inspect's .eval format (not timed)…")
-        let conversion = try Subprocess.run(
+        let conversion = try Subprocess.runBlocking(
             python, [here.appendingPathComponent("eval_logs_inspect.py").path, "convert", logs, converted])
         if conversion.status == 0 {
             inspectPython = try pythonSeconds(python, "eval_logs_inspect.py", directory: converted)

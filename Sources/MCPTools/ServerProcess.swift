@@ -171,7 +171,11 @@ final class ServerProcess: Sendable {
     }
 
     /// Kills the process group at once.
+    /// Kills the server's process group. The conversation is over from this moment: `failure`
+    /// says so at once, so the next call starts another server instead of writing to this one
+    /// before its end has been read (which, on a busy machine, came after that call began).
     func kill() {
+        fail("it was stopped")
         if !state.withLock({ $0.exited }) { process.killGroup() }
     }
 

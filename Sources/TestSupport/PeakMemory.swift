@@ -24,7 +24,12 @@ public enum PeakMemory {
     /// own peak: `posix_spawn` shares this process's memory until the exec, and Linux carries
     /// the peak of the memory an exec leaves behind into the new program's `ru_maxrss`. A child
     /// forked by a small process inherits that process's peak instead (about 10 MB).
-    public static func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws -> MeasuredProcess {
+    public static func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) async throws -> MeasuredProcess
+    {
+        try await Subprocess.waiting { try runBlocking(executable, arguments, environment: environment) }
+    }
+
+    private static func runBlocking(_ executable: String, _ arguments: [String], environment: [String: String]) throws -> MeasuredProcess {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("peak-memory-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -46,6 +51,7 @@ public enum PeakMemory {
             for pointer in envp { free(pointer) }
         }
         var pid = pid_t()
+        let started = ContinuousClock.now
         let spawned = posix_spawn(&pid, python, &actions, nil, argv, envp)
         guard spawned == 0 else { throw PeakMemoryError.spawnFailed(python, spawned) }
         var status: Int32 = 0
@@ -64,7 +70,7 @@ public enum PeakMemory {
         let result = ProcessResult(
             status: exited ? (status >> 8) & 0xFF : 128 + (status & 0x7F),
             stdout: Array((try? Data(contentsOf: URL(fileURLWithPath: outPath))) ?? Data()),
-            stderr: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "")
+            stderr: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "", elapsed: ContinuousClock.now - started)
         return MeasuredProcess(result: result, peakResidentBytes: peak)
     }
 }

@@ -1,3 +1,4 @@
+import AgentRuntime
 import Foundation
 import Synchronization
 
@@ -23,12 +24,7 @@ public enum PythonEnvironment: String, Sendable, CaseIterable {
     public func path() async throws -> String {
         let task = Self.installations.withLock { installations -> Task<String, any Error> in
             if let current = installations[self] { return current }
-            let task = Task<String, any Error> {
-                try await withCheckedThrowingContinuation { continuation in
-                    let thread = Thread { continuation.resume(with: Result { try make() }) }
-                    thread.start()
-                }
-            }
+            let task = Task<String, any Error> { try await OwnThread.run { try make() } }
             installations[self] = task
             return task
         }

@@ -187,12 +187,7 @@ struct RunCommand: AsyncParsableCommand {
             catalog == nil
             ? nil
             : Task { [shard] in
-                await withCheckedContinuation { continuation in
-                    Thread {
-                        continuation.resume(
-                            returning: SuiteRunInfo.current(commandLine: commandLine, shard: shard, startedAtUs: startedAtUs))
-                    }.start()
-                }
+                await OwnThread.run { SuiteRunInfo.current(commandLine: commandLine, shard: shard, startedAtUs: startedAtUs) }
             }
         let plan = EvalSession.Plan(
             paths: paths, filters: filter, shard: shard.flatMap(EvalSession.Shard.init),

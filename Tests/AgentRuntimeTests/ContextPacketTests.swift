@@ -45,7 +45,7 @@ struct ContextPacketTests {
         #expect(budget.detail?.hasSuffix("more than the budget of 160 had left") == true)
 
         // So the log holds them as deltas: most packet lines are version 2 and small.
-        let lines = try Subprocess.run(gzipPath, ["-dc", path]).stdoutText.split(separator: "\n").filter {
+        let lines = try await Subprocess.run(gzipPath, ["-dc", path]).stdoutText.split(separator: "\n").filter {
             $0.contains(#""kind":"context_built""#)
         }
         let deltas = lines.filter { $0.hasPrefix(#"{"v":2,"#) }

@@ -1,10 +1,11 @@
 import Foundation
 import Synchronization
+import TestTags
 import Testing
 
 @testable import AgentRuntime
 
-@Suite("The tool deadline watchdog")
+@Suite("The tool deadline watchdog", .ownThread)
 struct DeadlineWatchdogTests {
     /// Waits (up to a minute, so that a broken watchdog fails rather than hangs) until `done`.
     func wait(until done: () -> Bool) {

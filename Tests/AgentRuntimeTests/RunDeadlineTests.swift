@@ -2,6 +2,7 @@ import AgentRuntime
 import Foundation
 import Synchronization
 import TestSupport
+import TestTags
 import Testing
 import TraceCore
 import TraceLog
@@ -9,7 +10,7 @@ import TraceLog
 /// The run's `limits.timeout_ms` holds while the model answers, not only between steps: a model
 /// that keeps the run waiting is cut off at the deadline, on the injected clock, and the stop
 /// says which limit fired.
-@Suite("The run's timeout while the model answers")
+@Suite("The run's timeout while the model answers", .ownThread)
 struct RunDeadlineTests {
     /// A model that never answers on its own: it waits until it is cancelled (counted), or, when
     /// `ignoresCancellation`, blocks its thread for `blockMs` first and then answers.

@@ -1,6 +1,7 @@
 import AgentRuntime
 import Foundation
 import TestSupport
+import TestTags
 import Testing
 
 #if canImport(Glibc)
@@ -9,7 +10,7 @@ import Testing
 
 /// The one place processes start (`SpawnedProcess`) and how a later process recognises one
 /// (`ProcessIdentity`), with real processes.
-@Suite("Starting processes")
+@Suite("Starting processes", .ownThread)
 struct SpawnedProcessTests {
     /// Runs `command` to its end and returns its stdout.
     func output(of command: [String]) async throws -> String {

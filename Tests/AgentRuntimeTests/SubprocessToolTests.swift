@@ -1,6 +1,7 @@
 import AgentRuntime
 import Foundation
 import TestSupport
+import TestTags
 import Testing
 import TraceCore
 
@@ -9,7 +10,7 @@ import TraceCore
 #endif
 
 /// Real subprocesses through /bin/sh: tools that work, hang, crash, fail or print garbage.
-@Suite("Subprocess tools")
+@Suite("Subprocess tools", .ownThread)
 struct SubprocessToolTests {
     func invoke(_ script: String, arguments: JSONValue = ["q": "x"], timeoutMs: Int = 5_000, outputLimit: Int = 1 << 20) async throws
         -> ToolOutcome

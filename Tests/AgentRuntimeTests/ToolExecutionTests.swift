@@ -2,11 +2,12 @@ import AgentRuntime
 import Foundation
 import Synchronization
 import TestSupport
+import TestTags
 import Testing
 import TraceCore
 import TraceLog
 
-@Suite("Tool execution: policy first, write-ahead intents, concurrency, retries, timeouts")
+@Suite("Tool execution: policy first, write-ahead intents, concurrency, retries, timeouts", .ownThread)
 struct ToolExecutionTests {
     @Test("a denied call never reaches its tool, and one needing approval does not either until approved")
     func deniedCallNeverRuns() async throws {

@@ -33,7 +33,7 @@ struct CIRecipeTests {
     }
 
     @Test("each recipe is valid YAML whose agent-eval commands all run in a new project", arguments: recipes)
-    func recipe(_ path: String) throws {
+    func recipe(_ path: String) async throws {
         let workflow = try ConfigNode.load(path: repositoryRoot.appendingPathComponent(path).path)
         let texts = Self.shellTexts(in: workflow)
         let commands = texts.flatMap(Self.commands)
@@ -44,13 +44,14 @@ struct CIRecipeTests {
                 #expect(FileManager.default.fileExists(atPath: repositoryRoot.appendingPathComponent("scripts/\(match.1)").path))
             }
         }
-        try TemporaryDirectory.with { directory in
+        try await TemporaryDirectory.with { directory in
             let bin = directory.path("bin")
             try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
             try FileManager.default.createSymbolicLink(atPath: bin + "/agent-eval", withDestinationPath: try agentEvalBinary())
-            #expect(try agentEval(["init", "project"], in: directory.url).status == 0)
+            #expect(try await agentEval(["init", "project"], in: directory.url).status == 0)
             let project = directory.url.appendingPathComponent("project")
-            #expect(try agentEval(["run", "evals/", "--update-baseline", "--no-catalog", "--out", "runs/setup"], in: project).status == 0)
+            #expect(
+                try await agentEval(["run", "evals/", "--update-baseline", "--no-catalog", "--out", "runs/setup"], in: project).status == 0)
             let environment = [
                 "PATH": bin + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"),
                 "GITHUB_STEP_SUMMARY": directory.path("summary.md"),
@@ -62,7 +63,7 @@ struct CIRecipeTests {
                     ? (1...4).map { command.replacingOccurrences(of: "${{ matrix.shard }}", with: "\($0)") } : [command]
                 for variant in variants {
                     #expect(!variant.contains("${{"), "\(path): \(variant) uses an expression this test does not know")
-                    let result = try Subprocess.run(
+                    let result = try await Subprocess.run(
                         "/bin/sh", ["-c", "mkdir -p reports && " + variant], in: project, environment: environment)
                     #expect(result.status == 0, "\(path): `\(variant)` exited \(result.status): \(result.stderr)")
                 }
@@ -78,9 +79,9 @@ struct CIRecipeTests {
     }
 
     @Test("scripts/first-hour: install, init, pass, baseline, then a change that regresses fails the gate")
-    func firstHour() throws {
-        try TemporaryDirectory.with { directory in
-            let result = try Subprocess.run(
+    func firstHour() async throws {
+        try await TemporaryDirectory.with { directory in
+            let result = try await Subprocess.run(
                 "/bin/bash",
                 [
                     repositoryRoot.appendingPathComponent("scripts/first-hour").path, directory.path("work"), "--binary",

@@ -8,19 +8,19 @@ import TestSupport
 struct CLISandbox {
     let directory: TemporaryDirectory
 
-    static func with<T>(_ body: (CLISandbox) throws -> T) throws -> T {
-        try TemporaryDirectory.with { directory in
+    static func with<T>(_ body: (CLISandbox) async throws -> T) async throws -> T {
+        try await TemporaryDirectory.with { directory in
             for name in ["Fixtures", "EvalCases"] {
                 try FileManager.default.createSymbolicLink(
                     atPath: directory.path(name), withDestinationPath: repositoryRoot.appendingPathComponent(name).path)
             }
-            return try body(CLISandbox(directory: directory))
+            return try await body(CLISandbox(directory: directory))
         }
     }
 
     /// Runs `agent-eval` in the sandbox.
-    func run(_ arguments: [String]) throws -> ProcessResult {
-        try agentEval(arguments, in: directory.url, environment: ["AGENT_EVAL_CACHE_DIR": directory.path(".cache"), "NO_COLOR": "1"])
+    func run(_ arguments: [String]) async throws -> ProcessResult {
+        try await agentEval(arguments, in: directory.url, environment: ["AGENT_EVAL_CACHE_DIR": directory.path(".cache"), "NO_COLOR": "1"])
     }
 
     /// Output with what legitimately differs between runs replaced: the sandbox's path,

@@ -7,10 +7,14 @@ import TraceLog
 /// The built `agent-eval` binary, run as a real subprocess.
 /// Unless the test names its own, the catalog is one file in the temporary directory (shared
 /// by the test run's processes, as CI shards share one), never the checkout's.
-func agentEval(_ arguments: [String], in directory: URL? = nil, environment: [String: String] = [:]) throws -> ProcessResult {
+/// `queued: false` for a quick look taken while timing a process the test started itself
+/// (see `Subprocess.run`).
+func agentEval(
+    _ arguments: [String], in directory: URL? = nil, environment: [String: String] = [:], queued: Bool = true
+) async throws -> ProcessResult {
     var environment = environment
     if environment["AGENT_EVAL_CATALOG"] == nil { environment["AGENT_EVAL_CATALOG"] = testCatalogPath }
-    return try Subprocess.run(try agentEvalBinary(), arguments, in: directory, environment: environment)
+    return try await Subprocess.run(try agentEvalBinary(), arguments, in: directory, environment: environment, queued: queued)
 }
 
 /// The test run's catalog; the file and its WAL and shared-memory files are removed when the
@@ -42,10 +46,10 @@ func startAgentEval(_ arguments: [String], in directory: URL, catalog: String = 
 }
 
 /// Waits (bounded, without spinning) for `process` to end.
-func wait(for process: Process, seconds: Int = 120) {
+func wait(for process: Process, seconds: Int = 120) async {
     var waited = 0
     while process.isRunning && waited < seconds * 20 {
-        usleep(50_000)
+        try? await Task.sleep(for: .milliseconds(50))
         waited += 1
     }
 }
@@ -68,7 +72,7 @@ func agentEvalBinary() throws -> String {
 /// not; returns the exit status (9 when it had to be killed) and standard error.
 func interruptAgentEval(
     _ arguments: [String], in directory: TemporaryDirectory, what: String, signal: Int32 = SIGINT, until started: () throws -> Bool
-) throws -> (Int32, String) {
+) async throws -> (Int32, String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: try agentEvalBinary())
     process.arguments = arguments
@@ -82,18 +86,15 @@ func interruptAgentEval(
     try process.run()
     var waited = 0
     while try !started(), waited < 400 {
-        usleep(50_000)
+        try await Task.sleep(for: .milliseconds(50))
         waited += 1
     }
     #expect(try started(), "\(what) never started")
     kill(process.processIdentifier, signal)
     waited = 0
-    while process.isRunning, waited < 400 {
-        usleep(50_000)
-        waited += 1
-    }
+    await wait(for: process, seconds: 20)
     if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-    process.waitUntilExit()
+    await wait(for: process, seconds: 5)
     return (process.terminationStatus, (try? String(contentsOfFile: errors, encoding: .utf8)) ?? "")
 }
 
@@ -106,8 +107,8 @@ func fixture(_ name: String) -> String {
 @Suite("agent-eval log")
 struct CLITests {
     @Test("log cat prints one summary line per event")
-    func catSummaries() throws {
-        let result = try agentEval(["log", "cat", fixture("support-sample.jsonl.gz")])
+    func catSummaries() async throws {
+        let result = try await agentEval(["log", "cat", fixture("support-sample.jsonl.gz")])
         #expect(result.status == 0)
         let lines = result.stdoutText.split(separator: "\n")
         #expect(lines.count == 27)
@@ -117,20 +118,20 @@ struct CLITests {
     }
 
     @Test("log cat --json (and its old spelling --jsonl) prints the stored lines exactly, as zcat does")
-    func catJSONL() throws {
+    func catJSONL() async throws {
         let path = fixture("support-sample.jsonl.gz")
-        let ours = try agentEval(["log", "cat", "--json", path])
-        let zcat = try Subprocess.run(gzipPath, ["-dc", path])
+        let ours = try await agentEval(["log", "cat", "--json", path])
+        let zcat = try await Subprocess.run(gzipPath, ["-dc", path])
         #expect(ours.status == 0)
         #expect(ours.stdout == zcat.stdout)
-        #expect(try agentEval(["log", "cat", "--jsonl", path]).stdout == zcat.stdout)
-        let filtered = try agentEval(["log", "cat", "--json", "--kind", "verdict_given", path])
+        #expect(try await agentEval(["log", "cat", "--jsonl", path]).stdout == zcat.stdout)
+        let filtered = try await agentEval(["log", "cat", "--json", "--kind", "verdict_given", path])
         #expect(filtered.stdoutText.split(separator: "\n").count == 3)
     }
 
     @Test("log cat on a torn log prints the complete events and says where it was cut")
-    func catTorn() throws {
-        let result = try agentEval(["log", "cat", fixture("research-sample-torn.jsonl.gz")])
+    func catTorn() async throws {
+        let result = try await agentEval(["log", "cat", fixture("research-sample-torn.jsonl.gz")])
         #expect(result.status == 0)
         #expect(result.stdoutText.split(separator: "\n").count == 23)
         #expect(result.stderr.contains("note:"))
@@ -139,24 +140,24 @@ struct CLITests {
     }
 
     @Test("log verify: 0 for intact, 1 with the problems for damaged, 2 for unreadable")
-    func verifyExitCodes() throws {
-        let intact = try agentEval(["log", "verify", fixture("support-sample.jsonl.gz")])
+    func verifyExitCodes() async throws {
+        let intact = try await agentEval(["log", "verify", fixture("support-sample.jsonl.gz")])
         #expect(intact.status == 0)
         #expect(intact.stdoutText.contains("intact — 2 gzip members, 27 events, seq 0 to 26, hash chain unbroken"))
 
-        let torn = try agentEval(["log", "verify", fixture("research-sample-torn.jsonl.gz")])
+        let torn = try await agentEval(["log", "verify", fixture("research-sample-torn.jsonl.gz")])
         #expect(torn.status == 1)
         #expect(torn.stdoutText.contains("[torn_tail] member at byte 0, seq 23"))
 
-        let missing = try agentEval(["log", "verify", "/nonexistent/run.jsonl.gz"])
+        let missing = try await agentEval(["log", "verify", "/nonexistent/run.jsonl.gz"])
         #expect(missing.status == 2)
         #expect(
             missing.stderr.hasPrefix("error: cannot open the log for reading: No such file or directory\n  --> /nonexistent/run.jsonl.gz"))
 
-        try TemporaryDirectory.with { directory in
+        try await TemporaryDirectory.with { directory in
             let plain = directory.path("plain.jsonl")
             try Data("{}\n".utf8).write(to: URL(fileURLWithPath: plain))
-            let notGzip = try agentEval(["log", "verify", plain])
+            let notGzip = try await agentEval(["log", "verify", plain])
             #expect(notGzip.status == 2)
             #expect(notGzip.stderr.contains("error: the file is not a gzip-compressed log"))
             #expect(notGzip.stderr.contains("hint: agent-eval logs are gzip-compressed JSONL"))
@@ -166,7 +167,7 @@ struct CLITests {
             bytes[bytes.count / 3] ^= 0x40
             let damagedPath = directory.path("damaged.jsonl.gz")
             try Data(bytes).write(to: URL(fileURLWithPath: damagedPath))
-            let damaged = try agentEval(["log", "verify", damagedPath])
+            let damaged = try await agentEval(["log", "verify", damagedPath])
             #expect(damaged.status == 1)
             #expect(damaged.stdoutText.contains("[corrupt_member] member at byte 0, seq 0"))
             #expect(!damaged.stdoutText.contains("agent-eval log verify"))
@@ -174,27 +175,28 @@ struct CLITests {
     }
 
     @Test("log verify tells a complete log from one that ends cleanly but unfinished, and from a torn one")
-    func verifyEndings() throws {
-        try TemporaryDirectory.with { directory in
+    func verifyEndings() async throws {
+        try await TemporaryDirectory.with { directory in
             let reader = LogReader(path: fixture("support-sample.jsonl.gz"), options: LogReader.Options(resolvesContextPackets: true))
             let events = try reader.readAll().events.map(\.event)
             let path = directory.path("open.jsonl.gz")
             try LogWriter.withWriter(creating: path, runId: "r") { writer in
                 for event in events.prefix(10) { try writer.append(event.payload, step: event.step, timeUs: event.timeUs) }
             }
-            let open = try agentEval(["log", "verify", path])
+            let open = try await agentEval(["log", "verify", path])
             #expect(open.status == 0)
             #expect(open.stdoutText.contains("unfinished: the log ends cleanly, but with context_built, not run_stopped"))
-            let endings = try [path, fixture("support-sample.jsonl.gz"), fixture("research-sample-torn.jsonl.gz")].map { log in
-                try JSONParser.parse(try agentEval(["log", "verify", "--json", log]).stdout)["ending"]
+            var endings: [JSONValue?] = []
+            for log in [path, fixture("support-sample.jsonl.gz"), fixture("research-sample-torn.jsonl.gz")] {
+                endings.append(try JSONParser.parse(try await agentEval(["log", "verify", "--json", log]).stdout)["ending"])
             }
             #expect(endings == ["unfinished", "complete", "torn"])
         }
     }
 
     @Test("log verify --json reports members and problems for machines")
-    func verifyJSON() throws {
-        let result = try agentEval(["log", "verify", "--json", fixture("research-sample-torn.jsonl.gz")])
+    func verifyJSON() async throws {
+        let result = try await agentEval(["log", "verify", "--json", fixture("research-sample-torn.jsonl.gz")])
         #expect(result.status == 1)
         let report = try JSONParser.parse(result.stdout)
         #expect(report["intact"] == false)
@@ -204,32 +206,32 @@ struct CLITests {
     }
 
     @Test("log repair seals a torn copy; gzip -t then passes; a second repair has nothing to do")
-    func repairTorn() throws {
-        try TemporaryDirectory.with { directory in
+    func repairTorn() async throws {
+        try await TemporaryDirectory.with { directory in
             let path = directory.path("torn.jsonl.gz")
             try FileManager.default.copyItem(atPath: fixture("research-sample-torn.jsonl.gz"), toPath: path)
-            #expect(try Subprocess.run(gzipPath, ["-t", path]).status != 0)
-            let repaired = try agentEval(["log", "repair", path])
+            #expect(try await Subprocess.run(gzipPath, ["-t", path]).status != 0)
+            let repaired = try await agentEval(["log", "repair", path])
             #expect(repaired.status == 0)
             #expect(repaired.stdoutText.contains("sealed"))
             #expect(repaired.stdoutText.contains("the last event is now seq 22"))
-            #expect(try Subprocess.run(gzipPath, ["-t", path]).status == 0)
-            #expect(try agentEval(["log", "verify", path]).status == 0)
-            let again = try agentEval(["log", "repair", "--json", path])
+            #expect(try await Subprocess.run(gzipPath, ["-t", path]).status == 0)
+            #expect(try await agentEval(["log", "verify", path]).status == 0)
+            let again = try await agentEval(["log", "repair", "--json", path])
             #expect(again.status == 0)
             #expect(try JSONParser.parse(again.stdout)["sealed"] == false)
         }
     }
 
     @Test("log repair refuses a corrupt middle with exit 1 and an explanation")
-    func repairRefuses() throws {
-        try TemporaryDirectory.with { directory in
+    func repairRefuses() async throws {
+        try await TemporaryDirectory.with { directory in
             let path = directory.path("corrupt.jsonl.gz")
             var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: fixture("support-sample.jsonl.gz"))))
             bytes[200] ^= 0x04
             bytes.removeLast(3)
             try Data(bytes).write(to: URL(fileURLWithPath: path))
-            let result = try agentEval(["log", "repair", path])
+            let result = try await agentEval(["log", "repair", path])
             #expect(result.status == 1)
             #expect(result.stderr.contains("error: repair only seals a torn tail, and this log has other damage"))
             #expect(result.stderr.contains("--> \(path) (gzip member at byte 0, seq 0)"))
@@ -239,11 +241,11 @@ struct CLITests {
     }
 
     @Test("usage errors exit 64 and --help explains with an example")
-    func usage() throws {
-        let bad = try agentEval(["log", "verify"])
+    func usage() async throws {
+        let bad = try await agentEval(["log", "verify"])
         #expect(bad.status == 64)
         #expect(bad.stderr.contains("Missing expected argument '<file>'"))
-        let help = try agentEval(["log", "repair", "--help"])
+        let help = try await agentEval(["log", "repair", "--help"])
         #expect(help.status == 0)
         #expect(help.stdoutText.contains("Example:"))
         #expect(help.stdoutText.contains("Repair refuses anything but a torn tail"))

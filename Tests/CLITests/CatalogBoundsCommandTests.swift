@@ -1,5 +1,6 @@
 import Foundation
 import TestSupport
+import TestTags
 import Testing
 
 #if canImport(Glibc)
@@ -15,7 +16,7 @@ private func runsFixture(_ name: String) -> String {
 /// hand them over: `endless-line.jsonl.gz`, 1 GiB of `a` with no newline, and
 /// `huge-event.jsonl.gz`, a well-formed `run_started` line whose goal is 200 MiB long. Each is a
 /// few MB on disk.
-private func writeBombs(into directory: String) throws {
+private func writeBombs(into directory: String) async throws {
     let script = """
         import sys, zlib
         directory = sys.argv[1]
@@ -33,7 +34,7 @@ private func writeBombs(into directory: String) throws {
             + b'"prev":"' + b'0' * 64 + b'","data":{"goal":"'
         bomb('huge-event.jsonl.gz', prefix, 200, b'","agent":{"name":"a","version":"1"}}}\\n')
         """
-    let made = try Subprocess.run("/usr/bin/env", ["python3", "-c", script, directory])
+    let made = try await Subprocess.run("/usr/bin/env", ["python3", "-c", script, directory])
     #expect(made.status == 0, "\(made.stderr)")
 }
 
@@ -43,19 +44,19 @@ private func bytesWaiting(in descriptor: Int32) -> Int {
     return ioctl(descriptor, UInt(FIONREAD), &count) == 0 ? Int(count) : -1
 }
 
-@Suite("The catalog's commands stay bounded under hostile input and slow readers")
+@Suite("The catalog's commands stay bounded under hostile input and slow readers", .ownThread)
 struct CatalogBoundsCommandTests {
     @Test("index of a folder with decompression bombs indexes the good logs, reports each bomb by name, and stays in bounded memory")
-    func poisonedLogs() throws {
-        try TemporaryDirectory.with { directory in
+    func poisonedLogs() async throws {
+        try await TemporaryDirectory.with { directory in
             let logs = directory.path("logs")
             try FileManager.default.createDirectory(atPath: logs, withIntermediateDirectories: true)
             for name in ["research-budget", "support-refund"] {
                 try FileManager.default.copyItem(atPath: runsFixture(name), toPath: "\(logs)/\(name).jsonl.gz")
             }
-            try writeBombs(into: logs)
+            try await writeBombs(into: logs)
             let catalog = directory.path("catalog.sqlite")
-            let measured = try PeakMemory.run(
+            let measured = try await PeakMemory.run(
                 try agentEvalBinary(), ["index", logs, "--catalog", catalog, "--jobs", "2"], environment: ["NO_COLOR": "1"])
             let output = measured.result.stdoutText
             // A bad log is reported, as any damaged log is: the index itself succeeded.
@@ -71,15 +72,15 @@ struct CatalogBoundsCommandTests {
             #expect(output.contains("4 logs: 4 added"), "\(output)")
             // Two readers, each up to a 64 MiB member, beside the writer: far below the gigabytes inflated.
             #expect(measured.peakResidentBytes < 400 << 20, "peak resident memory \(measured.peakResidentBytes >> 20) MiB")
-            let rows = try agentEval(
+            let rows = try await agentEval(
                 ["sql", "--catalog", catalog, "SELECT status, COUNT(*) FROM logs GROUP BY status ORDER BY status"])
             #expect(rows.stdoutText.contains("damaged  2") && rows.stdoutText.contains("intact   2"), "\(rows.stdoutText)")
         }
     }
 
     @Test("index never holds the write lock while its output waits for a reader: a second index beside it succeeds")
-    func slowReaderOfTheOutput() throws {
-        try TemporaryDirectory.with { directory in
+    func slowReaderOfTheOutput() async throws {
+        try await TemporaryDirectory.with { directory in
             let logs = directory.path("logs")
             try FileManager.default.createDirectory(atPath: logs, withIntermediateDirectories: true)
             // Enough logs that their JSON lines overfill a pipe (64 KiB) several times over.
@@ -106,7 +107,7 @@ struct CatalogBoundsCommandTests {
             var last = -1
             var polls = 0
             while steady < 10 && polls < 1200 && first.isRunning {
-                usleep(50_000)
+                try await Task.sleep(for: .milliseconds(50))
                 polls += 1
                 let waiting = bytesWaiting(in: reader)
                 steady = waiting == last && waiting >= 32 << 10 ? steady + 1 : 0
@@ -115,12 +116,12 @@ struct CatalogBoundsCommandTests {
             try #require(first.isRunning, "the first index ended before its output filled the pipe")
             try #require(steady >= 10, "the first index's output never filled the pipe")
 
-            let second = try agentEval(["index", other, "--catalog", catalog])
+            let second = try await agentEval(["index", other, "--catalog", catalog])
             #expect(second.status == 0, "\(second.stderr)")
             #expect(second.stdoutText.contains("1 log: 1 added"), "\(second.stdoutText)")
 
             let lines = output.fileHandleForReading.readDataToEndOfFile()
-            wait(for: first)
+            await wait(for: first)
             #expect(first.terminationStatus == 0)
             let text = String(decoding: lines, as: UTF8.self)
             #expect(text.components(separatedBy: #""change":"added""#).count == 1201)
@@ -128,21 +129,21 @@ struct CatalogBoundsCommandTests {
     }
 
     @Test("catalog rebuild refuses to replace a log or a text file given as --catalog, and index does not suggest it")
-    func rebuildOverOtherFiles() throws {
-        try TemporaryDirectory.with { directory in
+    func rebuildOverOtherFiles() async throws {
+        try await TemporaryDirectory.with { directory in
             let log = directory.path("run.jsonl.gz")
             try FileManager.default.copyItem(atPath: runsFixture("support-refund"), toPath: log)
             let notes = directory.path("notes.txt")
             try Data("remember the milk\n".utf8).write(to: URL(fileURLWithPath: notes))
             for path in [log, notes] {
                 let before = try Data(contentsOf: URL(fileURLWithPath: path))
-                let rebuilt = try agentEval(["catalog", "rebuild", runsFixture("research-budget"), "--catalog", path])
+                let rebuilt = try await agentEval(["catalog", "rebuild", runsFixture("research-budget"), "--catalog", path])
                 #expect(rebuilt.status == 2)
                 #expect(rebuilt.stderr.contains("error: \(path) is not an agent-eval catalog"), "\(rebuilt.stderr)")
                 #expect(rebuilt.stderr.contains("so rebuild does not replace it; nothing was changed"), "\(rebuilt.stderr)")
                 #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before, "\(path) was overwritten")
             }
-            let indexed = try agentEval(["index", runsFixture("research-budget"), "--catalog", notes])
+            let indexed = try await agentEval(["index", runsFixture("research-budget"), "--catalog", notes])
             #expect(indexed.status == 2)
             #expect(indexed.stderr.contains("error: \(notes) is not a SQLite database"), "\(indexed.stderr)")
             #expect(!indexed.stderr.contains("rebuild"), "\(indexed.stderr)")
@@ -151,25 +152,24 @@ struct CatalogBoundsCommandTests {
     }
 
     @Test("sql stops a statement at --timeout with a message that says so, and refuses a second statement in words")
-    func sqlBounds() throws {
-        try TemporaryDirectory.with { directory in
+    func sqlBounds() async throws {
+        try await TemporaryDirectory.with { directory in
             let catalog = directory.path("catalog.sqlite")
-            #expect(try agentEval(["index", runsFixture("support-refund"), "--catalog", catalog]).status == 0)
+            #expect(try await agentEval(["index", runsFixture("support-refund"), "--catalog", catalog]).status == 0)
             let endless = "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT COUNT(*) FROM n"
-            let started = ContinuousClock.now
-            let stopped = try agentEval(["sql", "--timeout", "1", endless, "--catalog", catalog])
-            #expect(ContinuousClock.now - started < .seconds(60))
+            let stopped = try await agentEval(["sql", "--timeout", "1", endless, "--catalog", catalog])
+            #expect(stopped.elapsed < .seconds(60))
             #expect(stopped.status == 2)
             #expect(stopped.stderr.contains("error: the statement ran for more than 1 s and was stopped"), "\(stopped.stderr)")
             #expect(stopped.stderr.contains("--timeout SECONDS"), "\(stopped.stderr)")
 
-            let two = try agentEval(["sql", "SELECT COUNT(*) FROM logs; DELETE FROM logs", "--catalog", catalog])
+            let two = try await agentEval(["sql", "SELECT COUNT(*) FROM logs; DELETE FROM logs", "--catalog", catalog])
             #expect(two.status == 2)
             #expect(
                 two.stderr.contains("error: sql runs one statement; this text has a second one at character 28: DELETE FROM logs"),
                 "\(two.stderr)")
             #expect(!two.stderr.contains("Multiple statements"), "\(two.stderr)")
-            #expect(try agentEval(["sql", "SELECT COUNT(*) AS n FROM logs", "--catalog", catalog]).stdoutText.contains("1"))
+            #expect(try await agentEval(["sql", "SELECT COUNT(*) AS n FROM logs", "--catalog", catalog]).stdoutText.contains("1"))
         }
     }
 }

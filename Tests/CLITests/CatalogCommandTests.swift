@@ -1,5 +1,6 @@
 import Foundation
 import TestSupport
+import TestTags
 import Testing
 import TraceCore
 import TraceLog
@@ -20,11 +21,11 @@ private func writeRuns(_ count: Int, steps: Int, into directory: String, seed: U
     }
 }
 
-@Suite("The catalog from the command line")
+@Suite("The catalog from the command line", .ownThread)
 struct CatalogCommandTests {
     @Test("index, run and index again in several processes at once: no lock errors, no lost or doubled rows")
-    func concurrentProcesses() throws {
-        try CLISandbox.with { sandbox in
+    func concurrentProcesses() async throws {
+        try await CLISandbox.with { sandbox in
             let root = sandbox.directory
             let catalog = root.path("shared.sqlite")
             for part in 0..<3 { try writeRuns(15, steps: 8, into: root.path("logs/part-\(part)"), seed: UInt64(part + 1)) }
@@ -38,31 +39,32 @@ struct CatalogCommandTests {
                         ["run", "EvalCases/", "--out", "runs/suite-\(number)", "--jobs", "2"], in: root.url, catalog: catalog))
             }
             for (process, errors) in started {
-                wait(for: process)
+                await wait(for: process)
                 let text = try String(contentsOfFile: errors, encoding: .utf8)
                 #expect(process.terminationStatus == 0, "\(process.arguments ?? []): \(text)")
                 #expect(!text.contains("locked") && !text.contains("warning"), "\(text)")
             }
             let environment = ["AGENT_EVAL_CATALOG": catalog]
-            let count = try agentEval(
+            let count = try await agentEval(
                 ["sql", "--json", "SELECT COUNT(*) AS logs, COUNT(DISTINCT path) AS paths FROM logs"], in: root.url,
                 environment: environment)
             // 45 synthetic logs and, per suite run, the 2 live agent runs, the 2 live pipelines'
             // logs and their 2 agent tasks' child runs.
             #expect(count.stdoutText.contains(#""logs":57"#), "\(count.stdoutText)")
             #expect(count.stdoutText.contains(#""paths":57"#), "\(count.stdoutText)")
-            let calls = try agentEval(
+            let calls = try await agentEval(
                 ["sql", "--json", "SELECT SUM(tool_calls) = (SELECT COUNT(*) FROM calls) AS whole FROM logs"], in: root.url,
                 environment: environment)
             #expect(calls.stdoutText.contains(#""whole":1"#), "\(calls.stdoutText)")
-            let suites = try agentEval(["sql", "--json", "SELECT COUNT(*) AS n FROM suite_runs"], in: root.url, environment: environment)
+            let suites = try await agentEval(
+                ["sql", "--json", "SELECT COUNT(*) AS n FROM suite_runs"], in: root.url, environment: environment)
             #expect(suites.stdoutText.contains(#""n":2"#), "\(suites.stdoutText)")
         }
     }
 
     @Test("an index killed mid-way leaves a consistent catalog; the next index finishes it with the rows a rebuild gives")
-    func killedMidIndex() throws {
-        try TemporaryDirectory.with { root in
+    func killedMidIndex() async throws {
+        try await TemporaryDirectory.with { root in
             try writeRuns(250, steps: 20, into: root.path("logs"), seed: 9)
             let catalog = root.path("catalog.sqlite")
             let environment = ["AGENT_EVAL_CATALOG": catalog]
@@ -70,32 +72,34 @@ struct CatalogCommandTests {
             // Kill it once some logs are in (64 logs a transaction: 4 batches).
             var waited = 0
             while waited < 400 {
-                usleep(20_000)
+                try await Task.sleep(for: .milliseconds(20))
                 waited += 1
-                let done = try agentEval(["sql", "--json", "SELECT COUNT(*) AS n FROM logs"], in: root.url, environment: environment)
+                // A look, not work: it does not queue behind the other tests' programs.
+                let done = try await agentEval(
+                    ["sql", "--json", "SELECT COUNT(*) AS n FROM logs"], in: root.url, environment: environment, queued: false)
                 if done.status == 0, !done.stdoutText.contains(#""n":0"#) { break }
             }
             kill(process.processIdentifier, SIGKILL)
-            wait(for: process)
+            await wait(for: process)
             #expect(process.terminationReason == .uncaughtSignal, "the index finished before it was killed")
-            let check = try Subprocess.run("/usr/bin/env", ["sqlite3", catalog, "PRAGMA integrity_check"])
+            let check = try await Subprocess.run("/usr/bin/env", ["sqlite3", catalog, "PRAGMA integrity_check"])
             #expect(check.stdoutText == "ok\n", "\(check.stdoutText) \(check.stderr)")
-            let again = try agentEval(["index", "logs", "--json"], in: root.url, environment: environment)
+            let again = try await agentEval(["index", "logs", "--json"], in: root.url, environment: environment)
             #expect(again.status == 0, "\(again.stderr)")
             #expect(again.stdoutText.contains(#""change":"added""#))
             #expect(again.stdoutText.contains(#""change":"unchanged""#))
 
             let columns = "path, size, tail_hash, status, run_id, events, steps, tool_calls, executed_calls, input_tokens"
-            let incremental = try agentEval(
+            let incremental = try await agentEval(
                 ["sql", "--json", "SELECT \(columns) FROM logs ORDER BY path"], in: root.url, environment: environment)
-            let incrementalCalls = try agentEval(
+            let incrementalCalls = try await agentEval(
                 ["sql", "--json", "SELECT path, ordinal, tool, arguments, status FROM run_calls ORDER BY path, ordinal"], in: root.url,
                 environment: environment)
-            let rebuild = try agentEval(["catalog", "rebuild"], in: root.url, environment: environment)
+            let rebuild = try await agentEval(["catalog", "rebuild"], in: root.url, environment: environment)
             #expect(rebuild.status == 0, "\(rebuild.stderr)")
-            let rebuilt = try agentEval(
+            let rebuilt = try await agentEval(
                 ["sql", "--json", "SELECT \(columns) FROM logs ORDER BY path"], in: root.url, environment: environment)
-            let rebuiltCalls = try agentEval(
+            let rebuiltCalls = try await agentEval(
                 ["sql", "--json", "SELECT path, ordinal, tool, arguments, status FROM run_calls ORDER BY path, ordinal"], in: root.url,
                 environment: environment)
             #expect(incremental.stdoutText == rebuilt.stdoutText)
@@ -105,21 +109,22 @@ struct CatalogCommandTests {
     }
 
     @Test("runs finds runs by tools called and not called, and prints the replay command; history flags a case that flips")
-    func runsAndHistory() throws {
-        try CLISandbox.with { sandbox in
+    func runsAndHistory() async throws {
+        try await CLISandbox.with { sandbox in
             let catalog = sandbox.directory.path("catalog.sqlite")
             let environment = ["AGENT_EVAL_CATALOG": catalog, "NO_COLOR": "1"]
             let root = sandbox.directory.url
-            #expect(try agentEval(["index", "Fixtures/runs", "Fixtures/samples"], in: root, environment: environment).status == 0)
-            let found = try agentEval(["runs", "--tool", "refund_order", "--not-tool", "web_search"], in: root, environment: environment)
+            #expect(try await agentEval(["index", "Fixtures/runs", "Fixtures/samples"], in: root, environment: environment).status == 0)
+            let found = try await agentEval(
+                ["runs", "--tool", "refund_order", "--not-tool", "web_search"], in: root, environment: environment)
             #expect(found.status == 0)
             #expect(found.stdoutText.contains("agent-eval replay Fixtures/runs/support-refund.jsonl.gz"))
             #expect(found.stdoutText.contains("agent-eval replay Fixtures/samples/support-sample.jsonl.gz"))
             #expect(!found.stdoutText.contains("research"))
-            let torn = try agentEval(["runs", "--status", "torn", "--json"], in: root, environment: environment)
+            let torn = try await agentEval(["runs", "--status", "torn", "--json"], in: root, environment: environment)
             #expect(torn.stdoutText.contains("research-sample-torn.jsonl.gz"))
             #expect(torn.stdoutText.contains(#""replay":"agent-eval replay "#))
-            let bad = try agentEval(["runs", "--since", "last tuesday"], in: root, environment: environment)
+            let bad = try await agentEval(["runs", "--since", "last tuesday"], in: root, environment: environment)
             #expect(bad.status == 64)
             #expect(bad.stderr.contains("--since last tuesday is not a time"))
 
@@ -137,17 +142,17 @@ struct CatalogCommandTests {
                 try? FileManager.default.removeItem(atPath: cases + "/current.jsonl.gz")
                 try FileManager.default.copyItem(
                     atPath: "\(repositoryRoot.path)/Fixtures/\(source).jsonl.gz", toPath: cases + "/current.jsonl.gz")
-                let run = try agentEval(["run", "cases", "--history"], in: root, environment: environment)
+                let run = try await agentEval(["run", "cases", "--history"], in: root, environment: environment)
                 statuses.append(run.status)
                 if statuses.count == 3 {
                     #expect(run.stdoutText.contains("FLAKY in history: swapped passed 2 of its last 3 suite runs"), "\(run.stdoutText)")
                 }
             }
             #expect(statuses == [0, 1, 0])
-            let history = try agentEval(["history", "swapped"], in: root, environment: environment)
+            let history = try await agentEval(["history", "swapped"], in: root, environment: environment)
             #expect(history.status == 1)
             #expect(history.stdoutText.contains("swapped: passed 2 of its last 3 suite runs — FLAKY"))
-            let refused = try agentEval(["sql", "DELETE FROM suite_runs"], in: root, environment: environment)
+            let refused = try await agentEval(["sql", "DELETE FROM suite_runs"], in: root, environment: environment)
             #expect(refused.status == 2)
             #expect(refused.stderr.contains("read-only"))
         }

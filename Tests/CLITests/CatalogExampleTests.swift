@@ -31,36 +31,36 @@ struct CatalogExampleTests {
     /// the refund refused, the support agent under a policy that lets refunds run unapproved,
     /// and the research agent running out of budget; beside them, the research sample recorded
     /// with a clock in 2020, which `--since 7d` leaves out.
-    static func fixtureCatalog(in sandbox: CLISandbox, environment: [String: String]) throws {
+    static func fixtureCatalog(in sandbox: CLISandbox, environment: [String: String]) async throws {
         let root = sandbox.directory.url
-        func exec(_ arguments: [String]) throws {
-            let result = try agentEval(["exec"] + arguments, in: root, environment: environment)
+        func exec(_ arguments: [String]) async throws {
+            let result = try await agentEval(["exec"] + arguments, in: root, environment: environment)
             #expect([0, 1].contains(result.status), "\(arguments): \(result.stderr)")
         }
         let support = "Fixtures/agents/support/agent.yaml"
         let goal = "Order A-1042 arrived broken. Refund me and close my account."
         for (name, answer) in [("approved", "--approve"), ("refused", "--deny")] {
-            try exec(["--agent", support, "--input", goal, "--log", "runs/\(name).jsonl.gz"])
-            try exec([support, "--resume", "runs/\(name).jsonl.gz", answer, "call-3", "--approver", "agent:maria"])
+            try await exec(["--agent", support, "--input", goal, "--log", "runs/\(name).jsonl.gz"])
+            try await exec([support, "--resume", "runs/\(name).jsonl.gz", answer, "call-3", "--approver", "agent:maria"])
         }
         let unapproved = try ExampleRuns.writeUnapprovedRefundAgent(into: sandbox.directory.path("unapproved-agent"))
-        try exec(["--agent", unapproved, "--input", goal, "--log", "runs/unapproved.jsonl.gz"])
-        try exec(["--agent", "Fixtures/agents/research/agent.yaml", "--input", "zstd?", "--log", "runs/research.jsonl.gz"])
+        try await exec(["--agent", unapproved, "--input", goal, "--log", "runs/unapproved.jsonl.gz"])
+        try await exec(["--agent", "Fixtures/agents/research/agent.yaml", "--input", "zstd?", "--log", "runs/research.jsonl.gz"])
 
         try FileManager.default.createDirectory(atPath: sandbox.directory.path("old"), withIntermediateDirectories: true)
         let writer = try LogWriter.create(at: sandbox.directory.path("old/research-2020.jsonl.gz"), runId: "run-research-2020")
         let old = try SampleRun.recordResearchRun(into: writer, clock: SteppingClock(startUs: 1_600_000_000_000_000))
         try writer.close()
         #expect(old.stop?.reason == .budgetExhausted)
-        #expect(try agentEval(["index", "old"], in: root, environment: environment).status == 0)
+        #expect(try await agentEval(["index", "old"], in: root, environment: environment).status == 0)
     }
 
     @Test("every runs example in the README, docs/catalog.md and runs --help lists what it says it lists")
-    func runsExamples() throws {
-        try CLISandbox.with { sandbox in
+    func runsExamples() async throws {
+        try await CLISandbox.with { sandbox in
             let environment = ["AGENT_EVAL_CATALOG": sandbox.directory.path("catalog.sqlite"), "NO_COLOR": "1"]
-            try Self.fixtureCatalog(in: sandbox, environment: environment)
-            let help = try agentEval(["runs", "--help"], in: sandbox.directory.url, environment: environment)
+            try await Self.fixtureCatalog(in: sandbox, environment: environment)
+            let help = try await agentEval(["runs", "--help"], in: sandbox.directory.url, environment: environment)
             var examples: [String] = []
             for source in ["README.md", "docs/catalog.md"] {
                 let found = Self.examples(in: try String(contentsOf: repositoryRoot.appendingPathComponent(source), encoding: .utf8))
@@ -75,7 +75,7 @@ struct CatalogExampleTests {
             let logName = try Regex(#"(?:runs|old)/([A-Za-z0-9-]+)\.jsonl\.gz"#)
             for example in Set(examples).sorted() {
                 let answer = try #require(Self.answers[example], "no answer for the documented example `\(example)`: add it to answers")
-                let result = try agentEval(
+                let result = try await agentEval(
                     example.split(separator: " ").map(String.init), in: sandbox.directory.url, environment: environment)
                 #expect(result.status == 0, "\(example): \(result.stderr)")
                 let listed = Set(result.stdoutText.matches(of: logName).map { String($0.output[1].substring ?? "") })

@@ -1,25 +1,26 @@
 import Foundation
 import Synchronization
 import TestSupport
+import TestTags
 import Testing
 import TraceCore
 import TraceLog
 
-@Suite("agent-eval exec")
+@Suite("agent-eval exec", .ownThread)
 struct ExecCommandTests {
     @Test("runs the support example: stops for approval (exit 1), resumes with --approve to success (exit 0)")
-    func supportRoundTrip() throws {
-        try TemporaryDirectory.with { directory in
+    func supportRoundTrip() async throws {
+        try await TemporaryDirectory.with { directory in
             let log = directory.path("support.jsonl.gz")
             let agent = ExampleRuns.agentPath("support")
-            let first = try agentEval(["exec", "--agent", agent, "--input", "Order A-1042 arrived broken.", "--log", log])
+            let first = try await agentEval(["exec", "--agent", agent, "--input", "Order A-1042 arrived broken.", "--log", log])
             #expect(first.status == 1)
             #expect(first.stdoutText.hasPrefix("stopped: approval_required\n"))
             #expect(first.stdoutText.contains("waiting for approval: call-3 (refund_order"))
             #expect(first.stdoutText.contains("resume: agent-eval exec \(agent) --resume \(log) --approve call-3"))
 
             // The agent file as the argument, as the hint gives it.
-            let second = try agentEval(["exec", agent, "--resume", log, "--approve", "call-3", "--approver", "maria", "--json"])
+            let second = try await agentEval(["exec", agent, "--resume", log, "--approve", "call-3", "--approver", "maria", "--json"])
             #expect(second.status == 0)
             let summary = try JSONParser.parse(second.stdout)
             #expect(summary["stop_reason"] == "success")
@@ -30,29 +31,31 @@ struct ExecCommandTests {
             #expect(summary["awaiting_approval"] == [])
             #expect(summary["answer"]?.stringValue?.contains("rf-9") == true)
             // The real gzip agrees the log is whole.
-            #expect(try Subprocess.run(gzipPath, ["-t", log]).status == 0)
+            #expect(try await Subprocess.run(gzipPath, ["-t", log]).status == 0)
         }
     }
 
     @Test("the resume command it prints works pasted into a shell, with a space in the log's path")
-    func resumeCommandPastes() throws {
-        try TemporaryDirectory.with { directory in
+    func resumeCommandPastes() async throws {
+        try await TemporaryDirectory.with { directory in
             let log = directory.path("my runs/support run.jsonl.gz")
             try FileManager.default.createDirectory(atPath: directory.path("my runs"), withIntermediateDirectories: true)
-            let first = try agentEval(["exec", ExampleRuns.agentPath("support"), "--input", "Order A-1042 arrived broken.", "--log", log])
+            let first = try await agentEval([
+                "exec", ExampleRuns.agentPath("support"), "--input", "Order A-1042 arrived broken.", "--log", log,
+            ])
             #expect(first.status == 1)
             let line = try #require(first.stdoutText.split(separator: "\n").first { $0.hasPrefix("resume: agent-eval ") })
             let command = ShellWords.quoted(try agentEvalBinary()) + " " + line.dropFirst("resume: agent-eval ".count)
-            let resumed = try Subprocess.run("/bin/sh", ["-c", command])
+            let resumed = try await Subprocess.run("/bin/sh", ["-c", command])
             #expect(resumed.status == 0, "\(command): \(resumed.stderr)")
             #expect(resumed.stdoutText.hasPrefix("stopped: success\n"), "\(resumed.stdoutText)")
         }
     }
 
     @Test("a new run's log goes to <out>/<agent>-<run-id>.jsonl.gz, and the run id is sortable by time")
-    func defaultLogPath() throws {
-        try TemporaryDirectory.with { directory in
-            let result = try agentEval(
+    func defaultLogPath() async throws {
+        try await TemporaryDirectory.with { directory in
+            let result = try await agentEval(
                 ["exec", "--agent", ExampleRuns.agentPath("research"), "--input", "zstd?", "--out", directory.path("runs"), "--json"])
             #expect(result.status == 1)
             let summary = try JSONParser.parse(result.stdout)
@@ -66,12 +69,12 @@ struct ExecCommandTests {
     }
 
     @Test("--log-version 1 writes every context packet whole, as version 1 lines; the default writes deltas")
-    func logVersion() throws {
-        try TemporaryDirectory.with { directory in
+    func logVersion() async throws {
+        try await TemporaryDirectory.with { directory in
             var packets: [String: (lines: Int, version2: Int)] = [:]
             for (name, extra) in [("default", [String]()), ("v1", ["--log-version", "1"])] {
                 let log = directory.path("\(name).jsonl.gz")
-                let result = try agentEval(["exec", ExampleRuns.agentPath("research"), "--input", "zstd?", "--log", log] + extra)
+                let result = try await agentEval(["exec", ExampleRuns.agentPath("research"), "--input", "zstd?", "--log", log] + extra)
                 #expect(result.status == 1, "\(result.stderr)")
                 var counts = (lines: 0, version2: 0)
                 _ = try LogReader(path: log).forEachEvent { recorded in
@@ -80,15 +83,15 @@ struct ExecCommandTests {
                     if recorded.event.version == Event.deltaVersion { counts.version2 += 1 }
                 }
                 packets[name] = counts
-                #expect(try Subprocess.run(gzipPath, ["-t", log]).status == 0)
+                #expect(try await Subprocess.run(gzipPath, ["-t", log]).status == 0)
             }
             #expect((packets["default"]?.version2 ?? 0) > 0)
             #expect(packets["v1"]?.version2 == 0)
             #expect(packets["v1"]?.lines == packets["default"]?.lines)
-            let bad = try agentEval(["exec", ExampleRuns.agentPath("research"), "--input", "x", "--log-version", "3"])
+            let bad = try await agentEval(["exec", ExampleRuns.agentPath("research"), "--input", "x", "--log-version", "3"])
             #expect(bad.status == 64)
             #expect(bad.stderr.contains("--log-version must be 1 or 2, found 3"))
-            let none = try agentEval(["exec", "--input", "x"])
+            let none = try await agentEval(["exec", "--input", "x"])
             #expect(none.status == 64)
             #expect(none.stderr.contains("give the agent file"))
         }
@@ -106,13 +109,13 @@ struct ExecCommandTests {
     }
 
     @Test("an agent name or run id with path characters cannot put the log outside --out")
-    func safeFileNames() throws {
-        try TemporaryDirectory.with { directory in
+    func safeFileNames() async throws {
+        try await TemporaryDirectory.with { directory in
             let source = try copySupportAgent(into: directory)
             let text = try String(contentsOfFile: source, encoding: .utf8)
                 .replacingOccurrences(of: "name: support-agent", with: "name: ../../escaped")
             try text.write(toFile: directory.path("agent.yaml"), atomically: true, encoding: .utf8)
-            let result = try agentEval([
+            let result = try await agentEval([
                 "exec", "--agent", directory.path("agent.yaml"), "--input", "hi", "--out", directory.path("runs/deep"), "--run-id",
                 "../x y", "--json",
             ])
@@ -124,8 +127,8 @@ struct ExecCommandTests {
     }
 
     @Test("exec's summary names the first five failed calls and counts the rest, with where to see them all")
-    func failedCallsSummary() throws {
-        try TemporaryDirectory.with { directory in
+    func failedCallsSummary() async throws {
+        try await TemporaryDirectory.with { directory in
             _ = try copySupportAgent(into: directory)
             // Six lookups of orders the fixture does not know (the agent allows six calls), each
             // failing, then an answer.
@@ -133,7 +136,9 @@ struct ExecCommandTests {
             try "decisions:\n\(calls)  - answer: none of them exist\n".write(
                 toFile: directory.path("support.model.yaml"), atomically: true, encoding: .utf8)
             let log = directory.path("run.jsonl.gz")
-            let result = try agentEval(["exec", "--agent", directory.path("agent.yaml"), "--input", "Where are my orders?", "--log", log])
+            let result = try await agentEval([
+                "exec", "--agent", directory.path("agent.yaml"), "--input", "Where are my orders?", "--log", log,
+            ])
             let line = try #require(result.stdoutText.split(separator: "\n").first { $0.hasPrefix("FAILED calls:") })
             #expect(
                 line == "FAILED calls: 6 of 6: lookup_order (call-1): order not found; lookup_order (call-2): order not found; "
@@ -143,8 +148,8 @@ struct ExecCommandTests {
     }
 
     @Test("control characters from a model or a tool never reach the terminal raw: exec, replay and run show them escaped")
-    func terminalEscapes() throws {
-        try TemporaryDirectory.with { directory in
+    func terminalEscapes() async throws {
+        try await TemporaryDirectory.with { directory in
             _ = try copySupportAgent(into: directory)
             let model = try String(contentsOfFile: directory.path("support.model.yaml"), encoding: .utf8)
             let answer =
@@ -155,9 +160,9 @@ struct ExecCommandTests {
                 .write(toFile: directory.path("support.model.yaml"), atomically: true, encoding: .utf8)
             let log = directory.path("run.jsonl.gz")
             let agent = directory.path("agent.yaml")
-            _ = try agentEval(["exec", "--agent", agent, "--input", "Order A-1042 arrived broken.", "--log", log])
-            let resumed = try agentEval(["exec", "--agent", agent, "--resume", log, "--approve", "call-3"])
-            let replay = try agentEval(["replay", "--plain", log], environment: ["AGENT_EVAL_CACHE_DIR": directory.path("cache")])
+            _ = try await agentEval(["exec", "--agent", agent, "--input", "Order A-1042 arrived broken.", "--log", log])
+            let resumed = try await agentEval(["exec", "--agent", agent, "--resume", log, "--approve", "call-3"])
+            let replay = try await agentEval(["replay", "--plain", log], environment: ["AGENT_EVAL_CACHE_DIR": directory.path("cache")])
             for output in [resumed.stdoutText, replay.stdoutText] {
                 #expect(!output.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 || $0 == "\r" })
                 #expect(output.contains("\\x1b]0;pwned\\x07\\x1b[2J\\x0dI have refunded"), "\(output)")
@@ -166,19 +171,17 @@ struct ExecCommandTests {
     }
 
     @Test("two processes resuming one run at once: the approved call runs once, one of them is refused, the log stays whole")
-    func oneWriterPerLog() throws {
+    func oneWriterPerLog() async throws {
         let agent = ExampleRuns.agentPath("support")
-        try TemporaryDirectory.with { directory in
+        try await TemporaryDirectory.with { directory in
             for trial in 0..<6 {
                 let log = directory.path("race-\(trial).jsonl.gz")
-                #expect(try agentEval(["exec", "--agent", agent, "--input", "Order A-1042 arrived broken.", "--log", log]).status == 1)
-                let results = Mutex<[ProcessResult]>([])
-                DispatchQueue.concurrentPerform(iterations: 2) { _ in
-                    if let result = try? agentEval(["exec", "--agent", agent, "--resume", log, "--approve", "call-3"]) {
-                        results.withLock { $0.append(result) }
-                    }
-                }
-                let statuses = results.withLock { $0 }.map(\.status).sorted()
+                #expect(
+                    try await agentEval(["exec", "--agent", agent, "--input", "Order A-1042 arrived broken.", "--log", log]).status == 1)
+                let resume = ["exec", "--agent", agent, "--resume", log, "--approve", "call-3"]
+                async let first = try? agentEval(resume)
+                async let second = try? agentEval(resume)
+                let statuses = await [first, second].compactMap { $0?.status }.sorted()
                 #expect(statuses == [0, 2], "trial \(trial): one resumes, the other cannot (locked, or the run is over)")
                 let events = try LogReader(path: log, options: .init(isStrict: true)).readAll().events.map(\.event)
                 let intents = events.filter { if case .toolIntended(let intent) = $0.payload { intent.callId == "call-3" } else { false } }
@@ -189,26 +192,26 @@ struct ExecCommandTests {
     }
 
     @Test("repair leaves a log alone while another process writes it, and says which")
-    func repairWaitsForTheWriter() throws {
-        try TemporaryDirectory.with { directory in
+    func repairWaitsForTheWriter() async throws {
+        try await TemporaryDirectory.with { directory in
             let path = directory.path("live.jsonl.gz")
             let writer = try LogWriter.create(at: path, runId: "r")
             try writer.append(.runStarted(SampleRun.supportStart()), step: 0, timeUs: 1)
             try writer.flush()
             let before = try Data(contentsOf: URL(fileURLWithPath: path))
-            let repair = try agentEval(["log", "repair", path])
+            let repair = try await agentEval(["log", "repair", path])
             #expect(repair.status == 2)
             #expect(repair.stderr.contains("another process (pid \(getpid())) is writing to this log"), "\(repair.stderr)")
             #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
             try writer.close()
-            #expect(try agentEval(["log", "repair", path]).status == 0)
+            #expect(try await agentEval(["log", "repair", path]).status == 0)
         }
     }
 
     @Test(
         "a command tool runs in the agent file's folder with PATH, HOME, LANG and what the agent file declares — not the caller's secrets")
-    func toolEnvironment() throws {
-        try TemporaryDirectory.with { directory in
+    func toolEnvironment() async throws {
+        try await TemporaryDirectory.with { directory in
             let folder = directory.path("agent")
             try FileManager.default.createDirectory(atPath: folder + "/tools", withIntermediateDirectories: true)
             let script = folder + "/tools/where.sh"
@@ -231,7 +234,7 @@ struct ExecCommandTests {
             try "decisions:\n  - tool_calls: [{name: where, arguments: {}}]\n  - answer: done\n".write(
                 toFile: folder + "/env.model.yaml", atomically: true, encoding: .utf8)
             let log = directory.path("env.jsonl.gz")
-            let result = try agentEval(
+            let result = try await agentEval(
                 ["exec", "--agent", folder + "/agent.yaml", "--input", "where?", "--log", log],
                 environment: ["PLANTED_SECRET_TOKEN": "sk-planted", "WANTED_BY_AGENT": "yes"])
             #expect(result.status == 0, "\(result.stdoutText)\(result.stderr)")
@@ -269,8 +272,8 @@ struct ExecCommandTests {
 
     /// Starts `arguments`, waits (bounded) until the hanging tool runs, sends SIGINT, waits
     /// (bounded) for the end; returns the exit status and standard error.
-    func interrupt(_ arguments: [String], marker: String, in directory: TemporaryDirectory) throws -> (Int32, String) {
-        try interruptAgentEval(arguments, in: directory, what: "the tool") { FileManager.default.fileExists(atPath: marker) }
+    func interrupt(_ arguments: [String], marker: String, in directory: TemporaryDirectory) async throws -> (Int32, String) {
+        try await interruptAgentEval(arguments, in: directory, what: "the tool") { FileManager.default.fileExists(atPath: marker) }
     }
 
     /// The tool and its child are gone (or zombies waiting for a reaper: dead either way).
@@ -293,11 +296,12 @@ struct ExecCommandTests {
     }
 
     @Test("Ctrl-C during exec: the hanging tool and its children are killed, the stop is recorded, the log is whole, exit 130")
-    func interrupted() throws {
-        try TemporaryDirectory.with { directory in
+    func interrupted() async throws {
+        try await TemporaryDirectory.with { directory in
             let (agent, marker) = try hangingAgent(in: directory)
             let log = directory.path("hang.jsonl.gz")
-            let (status, _) = try interrupt(["exec", "--agent", agent, "--input", "hang", "--log", log], marker: marker, in: directory)
+            let (status, _) = try await interrupt(
+                ["exec", "--agent", agent, "--input", "hang", "--log", log], marker: marker, in: directory)
             #expect(status == 130)
             try expectInterruptedLog(log)
             try expectToolGone(marker)
@@ -305,12 +309,12 @@ struct ExecCommandTests {
     }
 
     @Test("Ctrl-C during run: live runs stop with the stop recorded and their logs whole, the report is still written, exit 130")
-    func runInterrupted() throws {
-        try TemporaryDirectory.with { directory in
+    func runInterrupted() async throws {
+        try await TemporaryDirectory.with { directory in
             let (agent, marker) = try hangingAgent(in: directory)
             try "caseId: hang\nagent: \(agent)\ninput: hang\nexpected: {toolsCalled: [hang]}\n".write(
                 toFile: directory.path("hang.yaml"), atomically: true, encoding: .utf8)
-            let (status, errors) = try interrupt(
+            let (status, errors) = try await interrupt(
                 ["run", directory.path("hang.yaml"), "--out", directory.path("runs"), "--json-out", directory.path("report.json")],
                 marker: marker, in: directory)
             #expect(status == 130)
@@ -322,8 +326,8 @@ struct ExecCommandTests {
     }
 
     @Test("secrets planted in the environment, tool output, stderr, arguments and model replies reach no file a run writes")
-    func noSecretInAnyFile() throws {
-        try TemporaryDirectory.with { directory in
+    func noSecretInAnyFile() async throws {
+        try await TemporaryDirectory.with { directory in
             let envSecret = "env-secret-5b9c0e7d1a"
             let apiKey = "sk-plantedAPIkey0123456789abcdef"
             let password = "hunter2-correct-horse"
@@ -350,7 +354,7 @@ struct ExecCommandTests {
             try "caseId: leaky\nagent: agent/agent.yaml\ninput: go\nexpected: {toolsCalled: [leak]}\n".write(
                 toFile: directory.path("case.yaml"), atomically: true, encoding: .utf8)
             let environment = ["PLANTED_TOKEN": envSecret, "AGENT_EVAL_CACHE_DIR": directory.path("written/cache")]
-            let run = try agentEval(
+            let run = try await agentEval(
                 [
                     "run", directory.path("case.yaml"), "--out", directory.path("written/runs"), "--json-out",
                     directory.path("written/r.json"),
@@ -358,7 +362,7 @@ struct ExecCommandTests {
                 ], environment: environment)
             #expect(run.status == 0, "\(run.stdoutText)\(run.stderr)")
             let log = directory.path("written/runs/leaky-1.jsonl.gz")
-            let replay = try agentEval(["replay", log, "--step", "1"], environment: environment)
+            let replay = try await agentEval(["replay", log, "--step", "1"], environment: environment)
             #expect(replay.status == 0)
             let printed = run.stdoutText + run.stderr + replay.stdoutText + replay.stderr
             // Every file the run wrote, logs decompressed.
@@ -370,7 +374,7 @@ struct ExecCommandTests {
                 guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else { continue }
                 let bytes =
                     path.hasSuffix(".gz")
-                    ? try Subprocess.run(gzipPath, ["-dc", path]).stdout : [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+                    ? try await Subprocess.run(gzipPath, ["-dc", path]).stdout : [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
                 written += String(decoding: bytes, as: UTF8.self)
             }
             #expect(files.contains { $0.hasSuffix(".idx") }, "the step index cache was written")
@@ -385,13 +389,13 @@ struct ExecCommandTests {
     }
 
     @Test("a bad agent file: exit 2, the message with file:line:column and a hint, nothing written")
-    func badAgentFile() throws {
-        try TemporaryDirectory.with { directory in
+    func badAgentFile() async throws {
+        try await TemporaryDirectory.with { directory in
             let agent = directory.path("agent.yaml")
             try "name: x\nmodel: {script: s.yaml}\ntools: []\nlimits: {max_step: 3}\n".write(
                 toFile: agent, atomically: true, encoding: .utf8)
             try "decisions: [{answer: hi}]\n".write(toFile: directory.path("s.yaml"), atomically: true, encoding: .utf8)
-            let result = try agentEval(["exec", "--agent", agent, "--input", "hi", "--out", directory.path("runs")])
+            let result = try await agentEval(["exec", "--agent", agent, "--input", "hi", "--out", directory.path("runs")])
             #expect(result.status == 2)
             #expect(
                 result.stderr == """
@@ -405,21 +409,21 @@ struct ExecCommandTests {
     }
 
     @Test("usage errors exit 64 with a clear message")
-    func usage() throws {
+    func usage() async throws {
         let agent = ExampleRuns.agentPath("support")
-        let neither = try agentEval(["exec", "--agent", agent])
+        let neither = try await agentEval(["exec", "--agent", agent])
         #expect(neither.status == 64)
         #expect(neither.stderr.contains("give --input for a new run, or --resume with a stopped run's log"))
-        let approveAlone = try agentEval(["exec", "--agent", agent, "--input", "x", "--approve", "call-1"])
+        let approveAlone = try await agentEval(["exec", "--agent", agent, "--input", "x", "--approve", "call-1"])
         #expect(approveAlone.status == 64)
     }
 
     @Test("resuming a run that did not stop for approval exits 2 and says why")
-    func resumeFinishedRun() throws {
-        try TemporaryDirectory.with { directory in
+    func resumeFinishedRun() async throws {
+        try await TemporaryDirectory.with { directory in
             let log = directory.path("r.jsonl.gz")
-            _ = try agentEval(["exec", "--agent", ExampleRuns.agentPath("research"), "--input", "q", "--log", log])
-            let result = try agentEval(["exec", "--agent", ExampleRuns.agentPath("research"), "--resume", log, "--approve", "call-1"])
+            _ = try await agentEval(["exec", "--agent", ExampleRuns.agentPath("research"), "--input", "q", "--log", log])
+            let result = try await agentEval(["exec", "--agent", ExampleRuns.agentPath("research"), "--resume", log, "--approve", "call-1"])
             #expect(result.status == 2)
             #expect(
                 result.stderr.hasPrefix(

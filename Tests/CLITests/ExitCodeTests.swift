@@ -49,8 +49,8 @@ struct ExitCodeTests {
     ]
 
     @Test("each command exits with its documented code", arguments: rows)
-    func exitCode(_ row: Row) throws {
-        try TemporaryDirectory.with { directory in
+    func exitCode(_ row: Row) async throws {
+        try await TemporaryDirectory.with { directory in
             let good = directory.path("good.jsonl.gz")
             try FileManager.default.copyItem(
                 atPath: ExampleRuns.directory.appendingPathComponent("support-refund.jsonl.gz").path, toPath: good)
@@ -73,7 +73,7 @@ struct ExitCodeTests {
                 default: argument
                 }
             }
-            let result = try agentEval(arguments, environment: ["AGENT_EVAL_CACHE_DIR": directory.path("cache")])
+            let result = try await agentEval(arguments, environment: ["AGENT_EVAL_CACHE_DIR": directory.path("cache")])
             #expect(result.status == row.status, "stderr: \(result.stderr)")
             if row.status == 2 {
                 // `run` explains a case that could not run in its report on standard output.

@@ -68,12 +68,12 @@ struct GoldenOutputTests {
     static var packageDirectory: URL { FixtureLogs.directory.deletingLastPathComponent().deletingLastPathComponent() }
 
     @Test("the output is exactly the checked-in expectation", arguments: calls)
-    func golden(call: GoldenCall) throws {
-        let rendered = try CLISandbox.with { sandbox in
+    func golden(call: GoldenCall) async throws {
+        let rendered = try await CLISandbox.with { sandbox in
             for (from, to) in call.copies {
                 try FileManager.default.copyItem(atPath: sandbox.directory.path(from), toPath: sandbox.directory.path(to))
             }
-            let result = try sandbox.run(call.arguments)
+            let result = try await sandbox.run(call.arguments)
             return sandbox.normalized(
                 """
                 $ agent-eval \(call.arguments.joined(separator: " "))

@@ -9,10 +9,10 @@ import TraceLog
 @Suite("Honest results")
 struct HonestResultTests {
     @Test("a project made by init works from its folder, from above it and from below it: its command tool runs and succeeds")
-    func commandToolsFromEveryFolder() throws {
-        try TemporaryDirectory.with { directory in
+    func commandToolsFromEveryFolder() async throws {
+        try await TemporaryDirectory.with { directory in
             // `init my-agent` from the parent: the first run's tool call must have succeeded.
-            let created = try agentEval(["init", "my-agent"], in: directory.url)
+            let created = try await agentEval(["init", "my-agent"], in: directory.url)
             #expect(created.status == 0, "\(created.stderr)")
             let first = RunState(
                 folding: try LogReader(path: directory.path("my-agent/evals/recorded/first-run.jsonl.gz")).readAll().events.map(\.event))
@@ -24,25 +24,25 @@ struct HonestResultTests {
             for (folder, agent, cases) in [
                 (directory.url, "my-agent/agent.yaml", "my-agent/evals/"), (project, "agent.yaml", "evals/"), (evals, "../agent.yaml", "."),
             ] {
-                let exec = try agentEval(
+                let exec = try await agentEval(
                     ["exec", agent, "--input", "Where is my order A-1001?", "--out", directory.path("runs"), "--json", "--no-catalog"],
                     in: folder)
                 #expect(exec.status == 0, "from \(folder.path): \(exec.stderr)")
                 let log = try #require(try JSONParser.parse(exec.stdout)["log"]?.stringValue)
                 let state = RunState(folding: try LogReader(path: log).readAll().events.map(\.event))
                 #expect(state.calls.first?.hasSucceeded == true, "from \(folder.path): \(state.calls.first?.lastResult?.error ?? "")")
-                let run = try agentEval(["run", cases, "--no-catalog"], in: folder)
+                let run = try await agentEval(["run", cases, "--no-catalog"], in: folder)
                 #expect(run.status == 0, "from \(folder.path): \(run.stdoutText)\(run.stderr)")
                 #expect(run.stdoutText.contains("2 cases, 2 passed, 0 failed"))
                 #expect(!run.stdoutText.contains("warning:"), "\(run.stdoutText)")
-                let check = try agentEval(["check", cases], in: folder)
+                let check = try await agentEval(["check", cases], in: folder)
                 #expect(check.status == 0, "from \(folder.path): \(check.stderr)")
             }
             // A program that is not there is an error when the file is read, naming the line.
             let agentText = try String(contentsOf: project.appendingPathComponent("agent.yaml"), encoding: .utf8)
             try agentText.replacingOccurrences(of: "tools/order_status.sh", with: "tools/gone.sh").write(
                 to: project.appendingPathComponent("broken.agent.yaml"), atomically: true, encoding: .utf8)
-            let broken = try agentEval(["check", "my-agent/broken.agent.yaml"], in: directory.url)
+            let broken = try await agentEval(["check", "my-agent/broken.agent.yaml"], in: directory.url)
             #expect(broken.status == 2)
             #expect(
                 broken.stderr.contains("tool \"order_status\" command: tools/gone.sh does not exist or is not executable"),
@@ -52,8 +52,8 @@ struct HonestResultTests {
     }
 
     @Test("toolsCalled passes a tool whose every attempt failed only with a warning; toolsSucceeded fails it")
-    func failedToolIsNotASuccess() throws {
-        try TemporaryDirectory.with { directory in
+    func failedToolIsNotASuccess() async throws {
+        try await TemporaryDirectory.with { directory in
             let files = [
                 "agent.yaml": """
                 name: flaky
@@ -67,7 +67,7 @@ struct HonestResultTests {
                 "succeeded.yaml": "caseId: succeeded\nagent: agent.yaml\ninput: go\nexpected: {toolsSucceeded: [fetch]}\n",
             ]
             for (name, text) in files { try text.write(toFile: directory.path(name), atomically: true, encoding: .utf8) }
-            let called = try agentEval(["run", "called.yaml", "--no-catalog", "--json-out", "called.json"], in: directory.url)
+            let called = try await agentEval(["run", "called.yaml", "--no-catalog", "--json-out", "called.json"], in: directory.url)
             #expect(called.status == 0, "\(called.stdoutText)\(called.stderr)")
             #expect(
                 called.stdoutText.contains(
@@ -77,14 +77,14 @@ struct HonestResultTests {
             let warnings = report["cases"]?.arrayValue?.first?["runs"]?.arrayValue?.first?["warnings"]?.arrayValue ?? []
             #expect(warnings.count == 1 && warnings.first?.stringValue?.hasPrefix("fetch was called, but every attempt failed") == true)
 
-            let succeeded = try agentEval(["run", "succeeded.yaml", "--no-catalog"], in: directory.url)
+            let succeeded = try await agentEval(["run", "succeeded.yaml", "--no-catalog"], in: directory.url)
             #expect(succeeded.status == 1, "\(succeeded.stdoutText)")
             #expect(succeeded.stdoutText.contains("✘ toolsSucceeded: expected fetch is called and succeeds"))
             #expect(succeeded.stdoutText.contains("happened: fetch ran, but every attempt failed: call-1 at step 1"))
             // check knows the key, and a misspelt tool in it like any other.
             try "caseId: typo\nagent: agent.yaml\ninput: go\nexpected:\n  toolsSucceeded: [fecth]\n".write(
                 toFile: directory.path("typo.yaml"), atomically: true, encoding: .utf8)
-            let typo = try agentEval(["check", "typo.yaml"], in: directory.url)
+            let typo = try await agentEval(["check", "typo.yaml"], in: directory.url)
             #expect(typo.status == 2)
             #expect(
                 typo.stderr.contains("names the tool \"fecth\", which agent flaky (agent.yaml) does not have\n  --> typo.yaml:5:20"),
@@ -93,26 +93,26 @@ struct HonestResultTests {
     }
 
     @Test("check refuses what run refuses: two cases with one caseId")
-    func checkMakesRunsChecks() throws {
-        try TemporaryDirectory.with { directory in
+    func checkMakesRunsChecks() async throws {
+        try await TemporaryDirectory.with { directory in
             let log = ExampleRuns.directory.appendingPathComponent("support-refund.jsonl.gz").path
             for name in ["a", "b"] {
                 try "caseId: same\nlogs: [\(log)]\nexpected: {stopReason: success}\n".write(
                     toFile: directory.path("\(name).yaml"), atomically: true, encoding: .utf8)
             }
-            let check = try agentEval(["check", "."], in: directory.url)
+            let check = try await agentEval(["check", "."], in: directory.url)
             #expect(check.status == 2, "\(check.stdoutText)")
             #expect(
                 check.stderr.contains("error: caseId \"same\" is used twice (first at a.yaml:1:1)\n  --> b.yaml:1:1"), "\(check.stderr)")
-            let run = try agentEval(["run", ".", "--no-catalog"], in: directory.url)
+            let run = try await agentEval(["run", ".", "--no-catalog"], in: directory.url)
             #expect(run.status == 2)
             #expect(run.stderr.contains("caseId \"same\" is used twice (first at a.yaml:1:1)"))
         }
     }
 
     @Test("check lists every error of an agent file in one round, with a did-you-mean for a misspelt verdict")
-    func everyErrorOfAnAgentFile() throws {
-        try TemporaryDirectory.with { directory in
+    func everyErrorOfAnAgentFile() async throws {
+        try await TemporaryDirectory.with { directory in
             try """
             name: typos
             model: {script: m.model.yaml}
@@ -128,7 +128,7 @@ struct HonestResultTests {
                 - {id: r2, when: {tool: refnd}, verdict: allow}
             """.write(toFile: directory.path("agent.yaml"), atomically: true, encoding: .utf8)
             try "decisions:\n  - answer: hi\n".write(toFile: directory.path("m.model.yaml"), atomically: true, encoding: .utf8)
-            let check = try agentEval(["check", "agent.yaml"], in: directory.url)
+            let check = try await agentEval(["check", "agent.yaml"], in: directory.url)
             #expect(check.status == 2)
             let stderr = check.stderr
             #expect(stderr.contains("error: tools[0] has no \"description\"\n  --> agent.yaml:4:5"), "\(stderr)")
@@ -144,8 +144,8 @@ struct HonestResultTests {
     }
 
     @Test("check finds a case's misspelt tool in the same round as the case file's own errors")
-    func caseErrorsInOneRound() throws {
-        try TemporaryDirectory.with { directory in
+    func caseErrorsInOneRound() async throws {
+        try await TemporaryDirectory.with { directory in
             try
                 "name: a\nmodel: {script: m.model.yaml}\ntools:\n  - {name: cancel_order, description: d, side_effect: write, fixture: [{output: {}}]}\n"
                 .write(toFile: directory.path("agent.yaml"), atomically: true, encoding: .utf8)
@@ -159,7 +159,7 @@ struct HonestResultTests {
               toolsNotCalled: [cancel_ordr]
               stopReason: sucess
             """.write(toFile: directory.path("case.yaml"), atomically: true, encoding: .utf8)
-            let check = try agentEval(["check", "case.yaml"], in: directory.url)
+            let check = try await agentEval(["check", "case.yaml"], in: directory.url)
             #expect(check.status == 2)
             #expect(check.stderr.contains("expected has no setting \"toolsCaled\"\n  --> case.yaml:5:3"), "\(check.stderr)")
             #expect(check.stderr.contains("found \"sucess\"\n  --> case.yaml:7:15"), "\(check.stderr)")
@@ -169,8 +169,8 @@ struct HonestResultTests {
     }
 
     @Test("a case's cross-file errors point at the line that names the tool, the agent or the logs")
-    func crossFileErrorsPointAtTheirLine() throws {
-        try TemporaryDirectory.with { directory in
+    func crossFileErrorsPointAtTheirLine() async throws {
+        try await TemporaryDirectory.with { directory in
             try
                 "name: a\nmodel: {script: m.model.yaml}\ntools:\n  - {name: lookup, description: d, side_effect: read, fixture: [{output: {}}]}\n"
                 .write(toFile: directory.path("agent.yaml"), atomically: true, encoding: .utf8)
@@ -187,7 +187,7 @@ struct HonestResultTests {
                 toFile: directory.path("gone.yaml"), atomically: true, encoding: .utf8)
             try "caseId: logs\ndescription: x\nlogs: [runs/*.jsonl.gz]\nexpected: {stopReason: success}\n".write(
                 toFile: directory.path("logs.yaml"), atomically: true, encoding: .utf8)
-            let check = try agentEval(["check", "."], in: directory.url)
+            let check = try await agentEval(["check", "."], in: directory.url)
             #expect(check.status == 2)
             #expect(check.stderr.contains("does not have\n  --> tools.yaml:6:28"), "\(check.stderr)")
             #expect(
@@ -198,8 +198,8 @@ struct HonestResultTests {
     }
 
     @Test("a case whose agent names api_key_env runs offline from its cassette with the key unset; check only warns")
-    func cassetteNeedsNoKey() throws {
-        try TemporaryDirectory.with { directory in
+    func cassetteNeedsNoKey() async throws {
+        try await TemporaryDirectory.with { directory in
             let server = try LocalModelServer()
             defer { server.stop() }
             let support = try String(contentsOfFile: ExampleRuns.agentPath("support"), encoding: .utf8)
@@ -215,19 +215,19 @@ struct HonestResultTests {
             expected: {toolsCalled: [lookup_order], stopReason: success}
             """.write(toFile: directory.path("case.yaml"), atomically: true, encoding: .utf8)
             // Recorded once, with a key and the server up.
-            let record = try agentEval(
+            let record = try await agentEval(
                 ["run", "case.yaml", "--record", "new", "--no-catalog"], in: directory.url, environment: ["AE_TEST_UNSET_KEY": "sk-test"])
             #expect(record.status == 0, "\(record.stdoutText)\(record.stderr)")
             server.stop()
             // Offline CI: no key, no server.
-            let replay = try agentEval(["run", "case.yaml", "--no-catalog"], in: directory.url)
+            let replay = try await agentEval(["run", "case.yaml", "--no-catalog"], in: directory.url)
             #expect(replay.status == 0, "\(replay.stdoutText)\(replay.stderr)")
-            let check = try agentEval(["check", "."], in: directory.url)
+            let check = try await agentEval(["check", "."], in: directory.url)
             #expect(check.status == 0, "\(check.stderr)")
             #expect(
                 check.stderr.contains("warning: agent support-agent's model reads its API key from AE_TEST_UNSET_KEY, which is not set"))
             // A request the cassette does not have names the variable instead of going out.
-            let live = try agentEval(["exec", "agent.yaml", "--input", "Where is order A-1042?", "--no-catalog"], in: directory.url)
+            let live = try await agentEval(["exec", "agent.yaml", "--input", "Where is order A-1042?", "--no-catalog"], in: directory.url)
             #expect(live.status == 1)
             #expect(
                 live.stdoutText.contains("api_key_env names AE_TEST_UNSET_KEY, which is not set in the environment"), "\(live.stdoutText)")
@@ -235,27 +235,27 @@ struct HonestResultTests {
     }
 
     @Test("a misspelt command gets a did-you-mean and a negative step says so, both as usage errors")
-    func usageErrors() throws {
-        let misspelt = try agentEval(["rn", "EvalCases/"])
+    func usageErrors() async throws {
+        let misspelt = try await agentEval(["rn", "EvalCases/"])
         #expect(misspelt.status == 64)
         #expect(misspelt.stderr.hasPrefix("error: agent-eval has no command \"rn\"\nhint: did you mean \"agent-eval run\"?"))
-        let negative = try agentEval(["replay", "Fixtures/runs/support-refund.jsonl.gz", "--step", "-1"], in: repositoryRoot)
+        let negative = try await agentEval(["replay", "Fixtures/runs/support-refund.jsonl.gz", "--step", "-1"], in: repositoryRoot)
         #expect(negative.status == 64)
         #expect(negative.stderr.hasPrefix("error: --step -1: a negative number is not accepted here"))
     }
 
     @Test("the catalog goes to the project root, found from a subfolder, and its creation is said once")
-    func catalogAtTheProjectRoot() throws {
-        try TemporaryDirectory.with { directory in
-            #expect(try agentEval(["init", "shop"], in: directory.url).status == 0)
+    func catalogAtTheProjectRoot() async throws {
+        try await TemporaryDirectory.with { directory in
+            #expect(try await agentEval(["init", "shop"], in: directory.url).status == 0)
             let evals = directory.url.appendingPathComponent("shop/evals")
             let environment = ["AGENT_EVAL_CATALOG": ""]
-            let first = try agentEval(["run", "."], in: evals, environment: environment)
+            let first = try await agentEval(["run", "."], in: evals, environment: environment)
             #expect(first.status == 0, "\(first.stderr)")
             #expect(FileManager.default.fileExists(atPath: directory.path("shop/.agent-eval/catalog.sqlite")))
             #expect(!FileManager.default.fileExists(atPath: evals.appendingPathComponent(".agent-eval").path))
             #expect(first.stderr.contains("note: created the catalog "), "\(first.stderr)")
-            let second = try agentEval(["run", "."], in: evals, environment: environment)
+            let second = try await agentEval(["run", "."], in: evals, environment: environment)
             #expect(!second.stderr.contains("note: created the catalog"))
         }
     }

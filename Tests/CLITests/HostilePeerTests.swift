@@ -9,7 +9,7 @@ import TraceLog
 /// credentials they were sent, all started by the test on 127.0.0.1: every run stops within a
 /// bound set by its limits, says which limit fired, leaves a log that verifies and replays, and
 /// holds far less memory than an uncapped read would; no token is printed.
-@Suite("Bounded under hostile peers", .serialized)
+@Suite("Bounded under hostile peers", .ownThread, .serialized)
 struct HostilePeerTests {
     /// What a measured `agent-eval` did: its exit status, output, wall time and peak memory.
     struct Measured {
@@ -24,7 +24,7 @@ struct HostilePeerTests {
 
     /// Runs `agent-eval arguments` through a Python parent that waits for it with `wait4` and
     /// writes its `ru_maxrss`: the child's peak alone, not the test process's.
-    static func measure(_ arguments: [String], environment: [String: String] = [:]) throws -> Measured {
+    static func measure(_ arguments: [String], environment: [String: String] = [:]) async throws -> Measured {
         let directory = try TemporaryDirectory("hostile-measure")
         defer { directory.remove() }
         let script = """
@@ -34,14 +34,13 @@ struct HostilePeerTests {
             open(sys.argv[1], "w").write(str(usage.ru_maxrss))
             sys.exit(os.waitstatus_to_exitcode(status))
             """
-        let started = ContinuousClock.now
         var environment = environment
         if environment["AGENT_EVAL_CATALOG"] == nil { environment["AGENT_EVAL_CATALOG"] = testCatalogPath }
-        let result = try Subprocess.run(
+        let result = try await Subprocess.run(
             "/usr/bin/env", ["python3", "-c", script, directory.path("rss"), try agentEvalBinary()] + arguments, environment: environment)
         let kib = Int((try? String(contentsOfFile: directory.path("rss"), encoding: .utf8)) ?? "") ?? Int.max / 1024
         return Measured(
-            status: result.status, stdout: result.stdoutText, stderr: result.stderr, seconds: seconds(ContinuousClock.now - started),
+            status: result.status, stdout: result.stdoutText, stderr: result.stderr, seconds: seconds(result.elapsed),
             peakBytes: kib * 1024)
     }
 
@@ -67,10 +66,10 @@ struct HostilePeerTests {
     }
 
     /// The run's stop, after checking its log verifies and replays.
-    static func checkedStop(_ log: String) throws -> RunStopped {
-        let verify = try agentEval(["log", "verify", log])
+    static func checkedStop(_ log: String) async throws -> RunStopped {
+        let verify = try await agentEval(["log", "verify", log])
         #expect(verify.status == 0, "log verify: \(verify.stdoutText) \(verify.stderr)")
-        let replay = try agentEval(["replay", "--plain", log])
+        let replay = try await agentEval(["replay", "--plain", log])
         #expect(replay.status == 0, "replay: \(replay.stdoutText) \(replay.stderr)")
         let stops = try LogReader(path: log).readAll().events.compactMap { recorded -> RunStopped? in
             if case .runStopped(let stop) = recorded.event.payload { return stop }
@@ -85,19 +84,19 @@ struct HostilePeerTests {
         arguments: [
             ("drip", "openai"), ("drip", "anthropic"), ("sse-comments", "openai"), ("pings", "anthropic"), ("byte-per-second", "openai"),
         ])
-    func perAttemptTimeout(scenario: String, provider: String) throws {
+    func perAttemptTimeout(scenario: String, provider: String) async throws {
         let server = try LocalModelServer()
         defer { server.stop() }
-        try TemporaryDirectory.with { directory in
+        try await TemporaryDirectory.with { directory in
             let agent = try Self.agentFile(
                 in: directory, baseURL: server.baseURL(scenario), provider: provider, model: ["timeout_ms: 1000", "max_retries: 1"])
             let log = directory.path("run.jsonl.gz")
-            let run = try Self.measure(["exec", "--agent", agent, "--input", "Hello?", "--log", log, "--no-catalog"])
+            let run = try await Self.measure(["exec", "--agent", agent, "--input", "Hello?", "--log", log, "--no-catalog"])
             #expect(run.status == 1, "\(run.stderr)")
             // Two attempts of 1 s and a backoff of at most 0.5 s, with room for a busy machine;
             // uncut, each of these servers goes on for minutes.
             #expect(run.seconds < 30, "\(run.seconds) s")
-            let stop = try Self.checkedStop(log)
+            let stop = try await Self.checkedStop(log)
             #expect(stop.reason == .blocked)
             let error = stop.error ?? ""
             #expect(error.contains("gave up after 2 attempts") && error.contains("took longer than 1000 ms (timeout_ms)"), "\(error)")
@@ -106,16 +105,16 @@ struct HostilePeerTests {
     }
 
     @Test("the run's limits.timeout_ms cuts a model stream that keeps sending: budget_exhausted, limit timeout")
-    func runTimeout() throws {
+    func runTimeout() async throws {
         let server = try LocalModelServer()
         defer { server.stop() }
-        try TemporaryDirectory.with { directory in
+        try await TemporaryDirectory.with { directory in
             let agent = try Self.agentFile(in: directory, baseURL: server.baseURL("drip"), limits: ["timeout_ms: 1500"])
             let log = directory.path("run.jsonl.gz")
-            let run = try Self.measure(["exec", "--agent", agent, "--input", "Hello?", "--log", log, "--no-catalog"])
+            let run = try await Self.measure(["exec", "--agent", agent, "--input", "Hello?", "--log", log, "--no-catalog"])
             #expect(run.status == 1, "\(run.stderr)")
             #expect(run.seconds < 30, "\(run.seconds) s")
-            let stop = try Self.checkedStop(log)
+            let stop = try await Self.checkedStop(log)
             #expect(stop.reason == .budgetExhausted)
             #expect(stop.limit == .timeout)
             #expect(stop.error?.contains("1500 ms timeout; the model was still answering at step 1") == true, "\(stop.error ?? "")")
@@ -129,19 +128,19 @@ struct HostilePeerTests {
             ("huge-json", ["stream: false", "max_reply_bytes: 1048576"], "max_reply_bytes"),
             ("huge-line", ["max_line_bytes: 65536"], "max_line_bytes"),
         ])
-    func sizeCaps(scenario: String, model: [String], limit: String) throws {
+    func sizeCaps(scenario: String, model: [String], limit: String) async throws {
         let server = try LocalModelServer()
         defer { server.stop() }
-        try TemporaryDirectory.with { directory in
+        try await TemporaryDirectory.with { directory in
             let agent = try Self.agentFile(in: directory, baseURL: server.baseURL(scenario), model: model)
             let log = directory.path("run.jsonl.gz")
-            let run = try Self.measure(["exec", "--agent", agent, "--input", "Hello?", "--log", log, "--no-catalog"])
+            let run = try await Self.measure(["exec", "--agent", agent, "--input", "Hello?", "--log", log, "--no-catalog"])
             #expect(run.status == 1, "\(run.stderr)")
             #expect(run.seconds < 30, "\(run.seconds) s")
             // The server offers 256 MiB: an uncapped read holds at least that much, and the
             // reply it assembles and records a few times over.
             #expect(run.peakBytes < 160 << 20, "peak resident memory \(run.peakBytes >> 20) MiB")
-            let stop = try Self.checkedStop(log)
+            let stop = try await Self.checkedStop(log)
             #expect(stop.reason == .blocked)
             #expect(stop.error?.contains("(\(limit))") == true, "\(stop.error ?? "")")
             #expect(try server.requests().count == 1, "not retried: asking again gets the same")
@@ -160,7 +159,7 @@ struct HostilePeerTests {
         try await TemporaryDirectory.with { directory in
             let receiver = try await Self.receiver(directory, .dripsAnswer)
             defer { receiver.stop() }
-            let run = try Self.measure([
+            let run = try await Self.measure([
                 "export", "otlp", fixture("support-sample.jsonl.gz"), "--endpoint", receiver.endpoint, "--timeout-ms", "1000", "--retries",
                 "1",
             ])
@@ -178,7 +177,7 @@ struct HostilePeerTests {
             let receiver = try await Self.receiver(directory, .dripsAnswer)
             defer { receiver.stop() }
             let log = directory.path("support.jsonl.gz")
-            let run = try Self.measure([
+            let run = try await Self.measure([
                 "exec", "--agent", ExampleRuns.agentPath("support"), "--input", "Where is order A-1042?", "--log", log, "--no-catalog",
                 "--otlp-endpoint", receiver.endpoint, "--otlp-timeout-ms", "1000",
             ])
@@ -198,13 +197,13 @@ struct HostilePeerTests {
             defer { receiver.stop() }
             let token = "otlp-secret-\(UUID().uuidString)"
             let environment = ["OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer%20\(token),x-api-key=\(token)"]
-            let export = try agentEval(
+            let export = try await agentEval(
                 ["export", "otlp", fixture("support-sample.jsonl.gz"), "--endpoint", receiver.endpoint], environment: environment)
             #expect(export.status != 0)
             #expect(export.stderr.contains("HTTP 401"), "\(export.stderr)")
             #expect(export.stderr.contains("[redacted]"), "the echo was there, and was redacted: \(export.stderr)")
             #expect(!export.stderr.contains(token) && !export.stdoutText.contains(token), "\(export.stderr)")
-            let live = try agentEval(
+            let live = try await agentEval(
                 [
                     "exec", "--agent", ExampleRuns.agentPath("support"), "--input", "Where is order A-1042?", "--log",
                     directory.path("support.jsonl.gz"), "--no-catalog", "--otlp-endpoint", receiver.endpoint,

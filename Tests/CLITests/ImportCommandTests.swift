@@ -62,11 +62,11 @@ struct ImportCommandTests {
 
     @Test(
         "a tool the trace declares and never calls passes toolsNotCalled; a transcript cut off on a user turn is unfinished, not a success")
-    func declaredToolsAndCutOffTranscripts() throws {
-        try TemporaryDirectory.with { directory in
+    func declaredToolsAndCutOffTranscripts() async throws {
+        try await TemporaryDirectory.with { directory in
             try Self.trace.write(toFile: directory.path("trace.json"), atomically: true, encoding: .utf8)
             try Self.cutOff.write(toFile: directory.path("cut.json"), atomically: true, encoding: .utf8)
-            let imported = try agentEval(
+            let imported = try await agentEval(
                 ["import", "auto", "trace.json", "cut.json", "--out", "imported", "--no-catalog"], in: directory.url)
             #expect(imported.status == 0, "\(imported.stdoutText)\(imported.stderr)")
             #expect(imported.stdoutText.contains("(2 steps, 1 call, success)"), "\(imported.stdoutText)")
@@ -75,41 +75,41 @@ struct ImportCommandTests {
 
             try "caseId: declared\nlogs: imported/trace-*.jsonl.gz\nexpected: {toolsCalled: [lookup_order], toolsNotCalled: [web_search]}\n"
                 .write(toFile: directory.path("declared.yaml"), atomically: true, encoding: .utf8)
-            let declared = try agentEval(["run", "declared.yaml", "--no-catalog"], in: directory.url)
+            let declared = try await agentEval(["run", "declared.yaml", "--no-catalog"], in: directory.url)
             #expect(declared.status == 0, "\(declared.stdoutText)\(declared.stderr)")
             #expect(declared.stdoutText.contains("1 case, 1 passed, 0 failed"), "\(declared.stdoutText)")
 
             // Graded on its last reply, the cut-off run would pass stopReason: success.
             try "caseId: cut\nlogs: imported/cut.jsonl.gz\nexpected: {stopReason: success}\n".write(
                 toFile: directory.path("cut.yaml"), atomically: true, encoding: .utf8)
-            let cut = try agentEval(["run", "cut.yaml", "--no-catalog"], in: directory.url)
+            let cut = try await agentEval(["run", "cut.yaml", "--no-catalog"], in: directory.url)
             #expect(cut.status == 2, "\(cut.stdoutText)\(cut.stderr)")
             #expect(cut.stdoutText.contains("the run did not finish"), "\(cut.stdoutText)")
         }
     }
 
     @Test("--json prints, --json-out writes; the old `--json FILE` and `--json -` spellings are usage errors that name the new one")
-    func jsonConvention() throws {
-        try TemporaryDirectory.with { directory in
+    func jsonConvention() async throws {
+        try await TemporaryDirectory.with { directory in
             try Self.trace.write(toFile: directory.path("trace.json"), atomically: true, encoding: .utf8)
-            let printed = try agentEval(["import", "auto", "trace.json", "--out", "a", "--no-catalog", "--json"], in: directory.url)
+            let printed = try await agentEval(["import", "auto", "trace.json", "--out", "a", "--no-catalog", "--json"], in: directory.url)
             #expect(printed.status == 0, "\(printed.stderr)")
             #expect(try JSONParser.parse(Array(printed.stdout))["runs"]?.arrayValue?.count == 1, "\(printed.stdoutText)")
 
-            let written = try agentEval(
+            let written = try await agentEval(
                 ["import", "auto", "trace.json", "--out", "b", "--no-catalog", "--json-out", "out/imported.json"], in: directory.url)
             #expect(written.status == 0, "\(written.stderr)")
             #expect(written.stdoutText.contains("1 run imported into b"), "\(written.stdoutText)")
             #expect(try JSONParser.parse(Array(Data(contentsOf: directory.url.appendingPathComponent("out/imported.json"))))["runs"] != nil)
 
-            let oldFile = try agentEval(
+            let oldFile = try await agentEval(
                 ["import", "auto", "trace.json", "--out", "c", "--no-catalog", "--json", "imported.json"], in: directory.url)
             #expect(oldFile.status == 64, "\(oldFile.stdoutText)\(oldFile.stderr)")
             #expect(oldFile.stderr.contains("error: --json imported.json: --json prints JSON on standard output and takes no file"))
             #expect(oldFile.stderr.contains("hint: write the file with --json-out imported.json"), "\(oldFile.stderr)")
             #expect(!FileManager.default.fileExists(atPath: directory.path("c")), "nothing is imported on a usage error")
 
-            let oldDash = try agentEval(["results", "merge", "trace.json", "--json", "-"], in: directory.url)
+            let oldDash = try await agentEval(["results", "merge", "trace.json", "--json", "-"], in: directory.url)
             #expect(oldDash.status == 64, "\(oldDash.stderr)")
             #expect(oldDash.stderr.contains("hint: leave out the -"), "\(oldDash.stderr)")
         }

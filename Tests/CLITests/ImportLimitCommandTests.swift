@@ -17,16 +17,17 @@ struct ImportLimitCommandTests {
                 + #"{"role": "assistant", "content": "It has shipped."}]}"#).utf8)
     }
 
-    static func importArchive(_ archive: String, in directory: TemporaryDirectory, _ options: [String] = []) throws -> MeasuredProcess {
-        try PeakMemory.run(
+    static func importArchive(_ archive: String, in directory: TemporaryDirectory, _ options: [String] = []) async throws -> MeasuredProcess
+    {
+        try await PeakMemory.run(
             try agentEvalBinary(),
             ["import", "inspect", archive, "--out", directory.path("imported-\(UUID().uuidString)"), "--no-catalog"] + options,
             environment: ["NO_COLOR": "1"])
     }
 
     @Test("a 33 KB .eval whose zstd sample inflates to 1 GiB is refused unread, naming the entry, in a fraction of the memory")
-    func zstdBomb() throws {
-        try TemporaryDirectory.with { directory in
+    func zstdBomb() async throws {
+        try await TemporaryDirectory.with { directory in
             var zip = ZipBuilder()
             zip.addStored("header.json", Self.header)
             zip.addZstd("samples/1_epoch_1.json", prefix: Self.sample(1), repeating: 0x20, count: (1 << 30) - Self.sample(1).count)
@@ -34,7 +35,7 @@ struct ImportLimitCommandTests {
             try Data(zip.bytes).write(to: URL(fileURLWithPath: bomb))
             #expect(zip.bytes.count < 40_000)
 
-            let refused = try Self.importArchive(bomb, in: directory)
+            let refused = try await Self.importArchive(bomb, in: directory)
             #expect(refused.result.status == 2, "\(refused.result.stderr)")
             let error = refused.result.stderr
             #expect(error.contains("error: \(bomb): the entry samples/1_epoch_1.json would inflate to 1 GiB"), "\(error)")
@@ -50,7 +51,7 @@ struct ImportLimitCommandTests {
             lying.addZstd("samples/1_epoch_1.json", prefix: Self.sample(1), repeating: 0x20, count: 1 << 30, declaredSize: 1000)
             let liar = directory.path("liar.eval")
             try Data(lying.bytes).write(to: URL(fileURLWithPath: liar))
-            let damaged = try Self.importArchive(liar, in: directory)
+            let damaged = try await Self.importArchive(liar, in: directory)
             #expect(damaged.result.status == 2, "\(damaged.result.stderr)")
             #expect(
                 damaged.result.stderr.contains(
@@ -62,8 +63,8 @@ struct ImportLimitCommandTests {
 
     @Test(
         "ten 100 MiB samples, each under the ratio limit, are refused by the archive's 512 MiB total at the sixth, before any is inflated")
-    func totalBudget() throws {
-        try TemporaryDirectory.with { directory in
+    func totalBudget() async throws {
+        try await TemporaryDirectory.with { directory in
             var generator = SeededGenerator(seed: 53)
             var zip = ZipBuilder()
             zip.addStored("header.json", Self.header)
@@ -75,7 +76,7 @@ struct ImportLimitCommandTests {
             let archive = directory.path("ten.eval")
             try Data(zip.bytes).write(to: URL(fileURLWithPath: archive))
 
-            let refused = try Self.importArchive(archive, in: directory)
+            let refused = try await Self.importArchive(archive, in: directory)
             #expect(refused.result.status == 2, "\(refused.result.stderr)")
             let error = refused.result.stderr
             #expect(
@@ -89,8 +90,8 @@ struct ImportLimitCommandTests {
     }
 
     @Test("--max-archive-bytes and --max-archive-ratio move the limits: a trusted archive over the defaults imports with them")
-    func raisedLimits() throws {
-        try TemporaryDirectory.with { directory in
+    func raisedLimits() async throws {
+        try await TemporaryDirectory.with { directory in
             // Two samples of 3 MiB each, mostly spaces: about 25,000:1.
             var zip = ZipBuilder()
             zip.addStored("header.json", Self.header)
@@ -101,19 +102,19 @@ struct ImportLimitCommandTests {
             // Compressed by the real zstd program in two frames, as a streaming writer may.
             if let zstd = Subprocess.which("zstd") {
                 let third = Self.sample(3) + [UInt8](repeating: 0x20, count: 200)
-                let first = try Subprocess.run(zstd, ["-q", "-c"], input: Array(third.prefix(40))).stdout
-                let second = try Subprocess.run(zstd, ["-q", "-c", "-19"], input: Array(third.dropFirst(40))).stdout
+                let first = try await Subprocess.run(zstd, ["-q", "-c"], input: Array(third.prefix(40))).stdout
+                let second = try await Subprocess.run(zstd, ["-q", "-c", "-19"], input: Array(third.dropFirst(40))).stdout
                 zip.add("samples/3_epoch_1.json", method: 93, data: first + second, size: third.count, crc: ZipBuilder.crc32(prefix: third))
             }
             let archive = directory.path("trusted.eval")
             try Data(zip.bytes).write(to: URL(fileURLWithPath: archive))
 
-            let byDefault = try Self.importArchive(archive, in: directory)
+            let byDefault = try await Self.importArchive(archive, in: directory)
             #expect(byDefault.result.status == 2)
             #expect(
                 byDefault.result.stderr.contains("the entry samples/1_epoch_1.json would inflate to 3 MiB"), "\(byDefault.result.stderr)")
 
-            let ratioOnly = try Self.importArchive(
+            let ratioOnly = try await Self.importArchive(
                 archive, in: directory, ["--max-archive-ratio", "100000", "--max-archive-bytes", "5MiB"])
             #expect(ratioOnly.result.status == 2)
             #expect(
@@ -121,12 +122,13 @@ struct ImportLimitCommandTests {
                 "\(ratioOnly.result.stderr)")
             #expect(ratioOnly.result.stderr.contains("over the limit of 5 MiB for one archive"), "\(ratioOnly.result.stderr)")
 
-            let raised = try Self.importArchive(archive, in: directory, ["--max-archive-ratio", "100000", "--max-archive-bytes", "8MiB"])
+            let raised = try await Self.importArchive(
+                archive, in: directory, ["--max-archive-ratio", "100000", "--max-archive-bytes", "8MiB"])
             #expect(raised.result.status == 0, "\(raised.result.stderr)")
             let runs = Subprocess.which("zstd") == nil ? 2 : 3
             #expect(raised.result.stdoutText.contains("\(runs) runs imported"), "\(raised.result.stdoutText)")
 
-            let usage = try agentEval(["import", "inspect", archive, "--out", directory.path("x"), "--max-archive-bytes", "lots"])
+            let usage = try await agentEval(["import", "inspect", archive, "--out", directory.path("x"), "--max-archive-bytes", "lots"])
             #expect(usage.status == 64)
             #expect(
                 usage.stderr.contains("--max-archive-bytes takes a size in bytes, KiB, MiB or GiB (e.g. 2GiB), not 'lots'"),

@@ -1,5 +1,6 @@
 import Foundation
 import TestSupport
+import TestTags
 import Testing
 import TraceCore
 
@@ -9,7 +10,7 @@ import TraceCore
 
 /// SIGINT and SIGTERM stop long commands promptly, with 130 and 143 (exit codes, not deaths by
 /// signal), in the phases that only read and check as well as while cases run.
-@Suite("Interruption of long commands")
+@Suite("Interruption of long commands", .ownThread)
 struct InterruptionTests {
     static let log = ExampleRuns.directory.appendingPathComponent("support-refund.jsonl.gz").path
 
@@ -31,8 +32,8 @@ struct InterruptionTests {
     @Test(
         "check of a 100,000-case file stops at once on SIGTERM (143) and SIGINT (130)",
         arguments: [(SIGTERM, Int32(143)), (SIGINT, Int32(130))])
-    func checkStops(signal: Int32, status: Int32) throws {
-        try TemporaryDirectory.with { directory in
+    func checkStops(signal: Int32, status: Int32) async throws {
+        try await TemporaryDirectory.with { directory in
             let cases = directory.path("cases.yaml")
             try Self.writeCases(100_000, to: cases)
             let (process, errors) = try startAgentEval(["check", cases], in: directory.url)
@@ -41,15 +42,15 @@ struct InterruptionTests {
             while process.isRunning, (Self.cpuSeconds(of: process.processIdentifier) ?? 0.5) < 0.3,
                 ContinuousClock.now - started < .seconds(60)
             {
-                usleep(20_000)
+                try await Task.sleep(for: .milliseconds(20))
             }
             #expect(process.isRunning, "check ended before the signal: the input is too small to interrupt")
             let sent = ContinuousClock.now
             kill(process.processIdentifier, signal)
-            wait(for: process, seconds: 20)
+            await wait(for: process, seconds: 20)
             let took = ContinuousClock.now - sent
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            process.waitUntilExit()
+            await wait(for: process, seconds: 5)
             #expect(process.terminationReason == .exit, "ended by the signal itself, not by the handler")
             #expect(process.terminationStatus == status)
             #expect(took < .seconds(10), "it took \(took) to stop")
@@ -59,12 +60,12 @@ struct InterruptionTests {
     }
 
     @Test("run over 50,000 recorded cases: SIGTERM while they are checked starts no other case, writes the report of what ran, 143")
-    func runStops() throws {
-        try TemporaryDirectory.with { directory in
+    func runStops() async throws {
+        try await TemporaryDirectory.with { directory in
             let count = 50_000
             try Self.writeCases(count, to: directory.path("cases.yaml"))
             let report = directory.path("report.json")
-            let (status, errors) = try interruptAgentEval(
+            let (status, errors) = try await interruptAgentEval(
                 ["run", directory.path("cases.yaml"), "--no-catalog", "--out", directory.path("runs"), "--json-out", report],
                 in: directory, what: "the checking of cases", signal: SIGTERM
             ) {

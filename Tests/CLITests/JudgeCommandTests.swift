@@ -1,5 +1,6 @@
 import Foundation
 import TestSupport
+import TestTags
 import Testing
 import TraceCore
 
@@ -7,7 +8,7 @@ import TraceCore
 /// 127.0.0.1 (scripts/model_server.py), through the CLI: recorded into a cassette and replayed
 /// from it with the server gone, a judge's "no" explained, a judge that cannot be reached, and
 /// a judge that changes its mind across `--repeat`, kept in the catalog.
-@Suite("run with judge models over HTTP", .serialized)
+@Suite("run with judge models over HTTP", .ownThread, .serialized)
 struct JudgeCommandTests {
     static let recorded = ExampleRuns.directory.appendingPathComponent("support-refund.jsonl.gz").path
 
@@ -31,12 +32,12 @@ struct JudgeCommandTests {
     @Test(
         "a judge's verdicts are recorded into a cassette, then replayed from it offline with the same verdicts",
         arguments: ["openai", "anthropic"])
-    func cassette(provider: String) throws {
-        try TemporaryDirectory.with { directory in
+    func cassette(provider: String) async throws {
+        try await TemporaryDirectory.with { directory in
             let server = try LocalModelServer()
             defer { server.stop() }
             try project(in: directory, provider: provider, baseURL: server.baseURL("judge"), rubric: "The answer names the refund id.")
-            let live = try agentEval(
+            let live = try await agentEval(
                 ["run", "case.yaml", "--cassette", "cassette", "--record", "new", "--no-catalog", "--json"], in: directory.url)
             #expect(live.status == 0, "\(live.stderr)")
             let judgement = try #require(
@@ -54,7 +55,7 @@ struct JudgeCommandTests {
             server.stop()
 
             // The server is gone: only the cassette can answer, and it answers the same.
-            let replayed = try agentEval(["run", "case.yaml", "--cassette", "cassette", "--no-catalog", "--json"], in: directory.url)
+            let replayed = try await agentEval(["run", "case.yaml", "--cassette", "cassette", "--no-catalog", "--json"], in: directory.url)
             #expect(replayed.status == 0, "\(replayed.stderr)")
             let again = try json(replayed.stdoutText)["cases"]?.arrayValue?.first?["runs"]?.arrayValue?.first?["judgements"]?.arrayValue?
                 .first
@@ -62,7 +63,7 @@ struct JudgeCommandTests {
             #expect(again?["passed"] == .bool(true))
 
             // Without the cassette, a judge that cannot be reached makes the case "could not run".
-            let unreachable = try agentEval(["run", "case.yaml", "--no-catalog"], in: directory.url)
+            let unreachable = try await agentEval(["run", "case.yaml", "--no-catalog"], in: directory.url)
             #expect(unreachable.status == 2)
             #expect(
                 unreachable.stdoutText.contains("the judge \(provider):judge-model could not grade answer.rubric"),
@@ -72,8 +73,8 @@ struct JudgeCommandTests {
     }
 
     @Test("a judge's no on a call's arguments is a failed expectation with its reason, the call and the step to look at")
-    func judgeSaysNo() throws {
-        try TemporaryDirectory.with { directory in
+    func judgeSaysNo() async throws {
+        try await TemporaryDirectory.with { directory in
             let server = try LocalModelServer()
             defer { server.stop() }
             try FileManager.default.copyItem(atPath: Self.recorded, toPath: directory.path("support-refund.jsonl.gz"))
@@ -88,7 +89,7 @@ struct JudgeCommandTests {
                   model: {provider: openai, name: judge-model, base_url: "\(server.baseURL("judge"))"}
 
             """.write(toFile: directory.path("case.yaml"), atomically: true, encoding: .utf8)
-            let judged = try agentEval(["run", "case.yaml", "--no-catalog"], in: directory.url)
+            let judged = try await agentEval(["run", "case.yaml", "--no-catalog"], in: directory.url)
             #expect(judged.status == 1, "\(judged.stdoutText)\(judged.stderr)")
             #expect(
                 judged.stdoutText.contains(
@@ -100,14 +101,15 @@ struct JudgeCommandTests {
     }
 
     @Test("--repeat judges a recorded log each round; a judge that changes its mind makes the case flaky, in the report and the catalog")
-    func disagreement() throws {
-        try TemporaryDirectory.with { directory in
+    func disagreement() async throws {
+        try await TemporaryDirectory.with { directory in
             let server = try LocalModelServer()
             defer { server.stop() }
             try project(in: directory, provider: "anthropic", baseURL: server.baseURL("judge-moody"), rubric: "Anything.")
             let catalog = directory.path("catalog.sqlite")
             let environment = ["AGENT_EVAL_CATALOG": catalog]
-            let console = try agentEval(["run", "case.yaml", "--repeat", "3", "--jobs", "1"], in: directory.url, environment: environment)
+            let console = try await agentEval(
+                ["run", "case.yaml", "--repeat", "3", "--jobs", "1"], in: directory.url, environment: environment)
             #expect(console.status == 1, "\(console.stderr)")
             #expect(console.stdoutText.contains("✘ refund-judged  (1 log, judged 3 times, pass rate 67%, flaky)"), "\(console.stdoutText)")
             #expect(
@@ -115,7 +117,7 @@ struct JudgeCommandTests {
                     "judge: the judge disagreed on answer.rubric of support-refund.jsonl.gz: it passed 2 of 3 rounds"))
             #expect(console.stdoutText.contains("repeat 2: support-refund.jsonl.gz"))
 
-            let rows = try agentEval(
+            let rows = try await agentEval(
                 [
                     "sql", "SELECT repeat_index, outcome, json_extract(judgements, '$[0].reason') FROM eval_results ORDER BY repeat_index",
                     "--json",
@@ -126,7 +128,7 @@ struct JudgeCommandTests {
                 rows.stdoutText.contains("attempt 1") && rows.stdoutText.contains("attempt 2") && rows.stdoutText.contains("attempt 3"),
                 "\(rows.stdoutText)")
 
-            let report = try agentEval(
+            let report = try await agentEval(
                 ["run", "case.yaml", "--repeat", "3", "--jobs", "1", "--no-catalog", "--json"], in: directory.url, environment: environment)
             let disagreements = try json(report.stdoutText)["cases"]?.arrayValue?.first?["judge_disagreements"]?.arrayValue
             #expect(disagreements?.count == 1)

@@ -5,7 +5,7 @@ import Testing
 import TraceCore
 import TraceLog
 
-@Suite("exec and run --otlp-endpoint: live export to a real OTLP receiver")
+@Suite("exec and run --otlp-endpoint: live export to a real OTLP receiver", .ownThread)
 struct LiveExportTests {
     /// The run id of every root (`invoke_agent`) span the receiver accepted.
     func receivedRunIds(_ receiver: OTLPReceiver) throws -> [String] {
@@ -23,7 +23,7 @@ struct LiveExportTests {
             defer { receiver.stop() }
             // Headers (a collector's API key) come from the environment, as the OpenTelemetry SDKs take them.
             let secret = "s3cr3t-\(UUID().uuidString)"
-            let result = try agentEval(
+            let result = try await agentEval(
                 [
                     "exec", "--agent", ExampleRuns.agentPath("research"), "--input", "zstd?", "--out", directory.path("runs"), "--json",
                     "--no-catalog", "--otlp-endpoint", receiver.endpoint,
@@ -54,7 +54,7 @@ struct LiveExportTests {
             let receiver = try await OTLPReceiver(directory: directory.path("receiver"))
             defer { receiver.stop() }
             let out = directory.path("runs")
-            let result = try agentEval(
+            let result = try await agentEval(
                 [
                     "run", repositoryRoot.appendingPathComponent("EvalCases").path, "--out", out, "--json", "--no-catalog",
                     "--otlp-endpoint", receiver.endpoint, "--otlp-include-content",
@@ -77,8 +77,8 @@ struct LiveExportTests {
     }
 
     @Test("a collector that is down is a warning with the command that sends again; the run's result stands")
-    func collectorDown() throws {
-        try TemporaryDirectory.with { directory in
+    func collectorDown() async throws {
+        try await TemporaryDirectory.with { directory in
             // A port nothing listens on: bound, then closed.
             let socket = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             var address = sockaddr_in()
@@ -92,7 +92,7 @@ struct LiveExportTests {
             close(socket)
             let endpoint = "http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))/v1/traces"
             let log = directory.path("support.jsonl.gz")
-            let result = try agentEval(
+            let result = try await agentEval(
                 [
                     "exec", "--agent", ExampleRuns.agentPath("support"), "--input", "Order A-1042 arrived broken.", "--log", log,
                     "--no-catalog", "--otlp-endpoint", endpoint,
@@ -107,15 +107,15 @@ struct LiveExportTests {
     }
 
     @Test("--otlp-include-content without an endpoint, or an endpoint that is not a URL, is a usage error")
-    func usage() throws {
+    func usage() async throws {
         let agent = ExampleRuns.agentPath("support")
-        let alone = try agentEval(["exec", "--agent", agent, "--input", "x", "--otlp-include-content"])
+        let alone = try await agentEval(["exec", "--agent", agent, "--input", "x", "--otlp-include-content"])
         #expect(alone.status == 64 && alone.stderr.contains("--otlp-include-content goes with --otlp-endpoint"))
-        let notURL = try agentEval(["run", "EvalCases", "--otlp-endpoint", "localhost:4318"])
+        let notURL = try await agentEval(["run", "EvalCases", "--otlp-endpoint", "localhost:4318"])
         #expect(notURL.status == 64 && notURL.stderr.contains("--otlp-endpoint must be an http:// or https:// URL"))
         // A malformed headers variable stops the command before any run, without showing its value.
-        try TemporaryDirectory.with { directory in
-            let bad = try agentEval(
+        try await TemporaryDirectory.with { directory in
+            let bad = try await agentEval(
                 [
                     "exec", "--agent", agent, "--input", "x", "--log", directory.path("x.jsonl.gz"), "--otlp-endpoint",
                     "http://127.0.0.1:4318/v1/traces",

@@ -27,11 +27,11 @@ struct MCPCommandTests {
           - answer: It is 21:00 in Tokyo.
         """.write(toFile: directory.path("clock.model.yaml"), atomically: true, encoding: .utf8)
 
-        let exec = try agentEval([
+        let exec = try await agentEval([
             "exec", "--agent", directory.path("agent.yaml"), "--input", "Noon UTC in Tokyo?", "--log", directory.path("run.jsonl.gz"),
         ])
         #expect(exec.status == 0, "\(exec.stderr)")
-        let replay = try agentEval(["replay", directory.path("run.jsonl.gz"), "--step", "0"])
+        let replay = try await agentEval(["replay", directory.path("run.jsonl.gz"), "--step", "0"])
         #expect(replay.stdoutText.contains("convert_time (read, mcp time)"), "\(replay.stdoutText)")
         #expect(replay.stdoutText.contains("server  time: mcp mcp-time"), "\(replay.stdoutText)")
 
@@ -45,7 +45,7 @@ struct MCPCommandTests {
           toolsNotCalled: [get_current_time]
           stopReason: success
         """.write(toFile: directory.path("cases/tokyo.yaml"), atomically: true, encoding: .utf8)
-        let run = try agentEval(["run", directory.path("cases"), "--out", directory.path("eval-runs")])
+        let run = try await agentEval(["run", directory.path("cases"), "--out", directory.path("eval-runs")])
         #expect(run.status == 0, "\(run.stdoutText)\n\(run.stderr)")
     }
 
@@ -64,7 +64,7 @@ struct MCPCommandTests {
             command: [\(broken)]
         """.write(toFile: directory.path("agent.yaml"), atomically: true, encoding: .utf8)
         try "name: s\ndecisions:\n  - answer: done\n".write(toFile: directory.path("clock.model.yaml"), atomically: true, encoding: .utf8)
-        let exec = try agentEval(["exec", "--agent", directory.path("agent.yaml"), "--input", "x", "--out", directory.path("runs")])
+        let exec = try await agentEval(["exec", "--agent", directory.path("agent.yaml"), "--input", "x", "--out", directory.path("runs")])
         #expect(exec.status == 2)
         #expect(exec.stderr.contains("MCP server \"broken\": did not start: the server exited with status 2"), "\(exec.stderr)")
         #expect(exec.stderr.contains("refusing to start"))

@@ -1,5 +1,6 @@
 import Foundation
 import TestSupport
+import TestTags
 import Testing
 import TraceCore
 import TraceLog
@@ -7,12 +8,12 @@ import TraceLog
 /// The example support agent against a real OpenAI-compatible and Anthropic-compatible
 /// server on 127.0.0.1, through the CLI: recorded into a cassette, then replayed from it with
 /// the server stopped. A planted API key reaches the server and no file.
-@Suite("exec against a local model server, and from a cassette", .serialized)
+@Suite("exec against a local model server, and from a cassette", .ownThread, .serialized)
 struct ModelServerCommandTests {
     static let key = "sk-test-PLANTED-fedcba9876543210"
 
     @Test("exec records a provider's run, then replays it from the cassette offline", arguments: ["openai", "anthropic"])
-    func recordThenReplay(provider: String) throws {
+    func recordThenReplay(provider: String) async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let server = try LocalModelServer()
@@ -22,14 +23,14 @@ struct ModelServerCommandTests {
         let common = [
             "exec", "--agent", agent, "--input", "Where is order A-1042?", "--model", "\(provider):local-model", "--cassette", cassette,
         ]
-        let live = try agentEval(
+        let live = try await agentEval(
             common + ["--base-url", server.baseURL("agent"), "--record", "new", "--log", directory.path("live.jsonl.gz"), "--json"],
             environment: environment)
         server.stop()
         #expect(live.status == 0, "\(live.stderr)")
 
         // The server is gone: only the cassette can answer, and it answers the same.
-        let replayed = try agentEval(
+        let replayed = try await agentEval(
             common + ["--base-url", "http://127.0.0.1:9/v1", "--log", directory.path("replayed.jsonl.gz"), "--json"], environment: [:])
         #expect(replayed.status == 0, "\(replayed.stderr)")
 
@@ -56,14 +57,14 @@ struct ModelServerCommandTests {
             guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else { continue }
             var bytes = Array(FileManager.default.contents(atPath: path) ?? Data())
             if let inflated = try? GzipData.decompress(bytes, path: path) { bytes = inflated }
-            if path.hasSuffix(".jsonl.gz") { bytes = Array(try Subprocess.run("/usr/bin/env", ["gzip", "-dc", path]).stdout) }
+            if path.hasSuffix(".jsonl.gz") { bytes = Array(try await Subprocess.run("/usr/bin/env", ["gzip", "-dc", path]).stdout) }
             #expect(!String(decoding: bytes, as: UTF8.self).contains(Self.key), "the key is in \(file)")
         }
         #expect(!live.stdoutText.contains(Self.key) && !live.stderr.contains(Self.key))
     }
 
     @Test("run gates a live case of the example agent against a local server, then again from the cassette with it stopped")
-    func suiteRecordThenReplay() throws {
+    func suiteRecordThenReplay() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let server = try LocalModelServer()
@@ -81,7 +82,7 @@ struct ModelServerCommandTests {
           answer: {contains: delivered}
         """.write(toFile: directory.path("cases/where.yaml"), atomically: true, encoding: .utf8)
         let common = ["run", directory.path("cases"), "--model", "anthropic:local-model", "--cassette", directory.path("cassette")]
-        let live = try agentEval(
+        let live = try await agentEval(
             common + [
                 "--base-url", server.baseURL("agent"), "--record", "new", "--jobs", "2", "--repeat", "2", "--out", directory.path("live"),
             ])
@@ -89,7 +90,7 @@ struct ModelServerCommandTests {
         #expect(live.status == 0, "\(live.stdoutText)\n\(live.stderr)")
         #expect(live.stdoutText.contains("1 passed"), "\(live.stdoutText)")
 
-        let replayed = try agentEval(common + ["--base-url", "http://127.0.0.1:9/v1", "--out", directory.path("replayed")])
+        let replayed = try await agentEval(common + ["--base-url", "http://127.0.0.1:9/v1", "--out", directory.path("replayed")])
         #expect(replayed.status == 0, "\(replayed.stdoutText)\n\(replayed.stderr)")
         #expect(replayed.stdoutText.contains("1 passed"), "\(replayed.stdoutText)")
     }
@@ -97,14 +98,14 @@ struct ModelServerCommandTests {
     @Test(
         "the research example against the local server: exec records it, replay rebuilds it, run gates it from the cassette offline",
         arguments: ["openai", "anthropic"])
-    func researchAgent(provider: String) throws {
+    func researchAgent(provider: String) async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let server = try LocalModelServer()
         let agent = ExampleRuns.agentPath("research")
         let cassette = directory.path("cassette")
         let log = directory.path("research.jsonl.gz")
-        let live = try agentEval([
+        let live = try await agentEval([
             "exec", "--agent", agent, "--input", "Is zstd faster than gzip?", "--model", "\(provider):local-model", "--base-url",
             server.baseURL("research"), "--cassette", cassette, "--record", "new", "--log", log, "--json", "--no-catalog",
         ])
@@ -121,7 +122,7 @@ struct ModelServerCommandTests {
         #expect(results.map(\.status) == [.error, .ok, .ok], "\(results)")
 
         // replay rebuilds the run from its log alone, digests checked.
-        let replay = try agentEval(["replay", log, "--json"])
+        let replay = try await agentEval(["replay", log, "--json"])
         #expect(replay.status == 0, "\(replay.stderr)")
 
         // A case over the same agent and input, run with the server gone: the cassette answers.
@@ -135,7 +136,7 @@ struct ModelServerCommandTests {
           stopReason: success
           answer: {contains: example.org/zstd-vs-gzip}
         """.write(toFile: directory.path("research.yaml"), atomically: true, encoding: .utf8)
-        let gated = try agentEval([
+        let gated = try await agentEval([
             "run", directory.path("research.yaml"), "--model", "\(provider):local-model", "--base-url", "http://127.0.0.1:9/v1",
             "--cassette",
             cassette, "--out", directory.path("replayed"), "--no-catalog",
@@ -145,7 +146,7 @@ struct ModelServerCommandTests {
     }
 
     @Test("a case file names its cassette: run records into it with --record, then replays from it with the server stopped")
-    func caseFileCassette() throws {
+    func caseFileCassette() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let server = try LocalModelServer()
@@ -162,13 +163,14 @@ struct ModelServerCommandTests {
             """.write(toFile: directory.path("suite/cases/\(id).yaml"), atomically: true, encoding: .utf8)
         }
         let common = ["run", directory.path("suite/cases"), "--model", "openai:local-model", "--no-catalog"]
-        let live = try agentEval(common + ["--base-url", server.baseURL("agent"), "--record", "new", "--out", directory.path("live")])
+        let live = try await agentEval(
+            common + ["--base-url", server.baseURL("agent"), "--record", "new", "--out", directory.path("live")])
         server.stop()
         #expect(live.status == 0, "\(live.stdoutText)\n\(live.stderr)")
         for id in ["a-1042", "a-2000"] {
             #expect(FileManager.default.fileExists(atPath: directory.path("suite/cassettes/\(id)/index.json")), "\(id)")
         }
-        let replayed = try agentEval(common + ["--base-url", "http://127.0.0.1:9/v1", "--out", directory.path("replayed")])
+        let replayed = try await agentEval(common + ["--base-url", "http://127.0.0.1:9/v1", "--out", directory.path("replayed")])
         #expect(replayed.status == 0, "\(replayed.stdoutText)\n\(replayed.stderr)")
         #expect(replayed.stdoutText.contains("2 passed"), "\(replayed.stdoutText)")
 
@@ -177,7 +179,7 @@ struct ModelServerCommandTests {
         try FileManager.default.moveItem(atPath: cassettes + "/a-1042", toPath: cassettes + "/swap")
         try FileManager.default.moveItem(atPath: cassettes + "/a-2000", toPath: cassettes + "/a-1042")
         try FileManager.default.moveItem(atPath: cassettes + "/swap", toPath: cassettes + "/a-2000")
-        let swapped = try agentEval(common + ["--base-url", "http://127.0.0.1:9/v1", "--out", directory.path("swapped")])
+        let swapped = try await agentEval(common + ["--base-url", "http://127.0.0.1:9/v1", "--out", directory.path("swapped")])
         #expect(swapped.status == 1 && swapped.stdoutText.contains("0 passed"), "\(swapped.stdoutText)")
         var logs: [String] = []
         let walker = FileManager.default.enumerator(atPath: directory.path("swapped"))
@@ -197,24 +199,24 @@ struct ModelServerCommandTests {
         input: Where is order A-1042?
         expected: {toolsCalled: [lookup_order]}
         """.write(toFile: directory.path("plain.yaml"), atomically: true, encoding: .utf8)
-        let noCassette = try agentEval(["run", directory.path("plain.yaml"), "--record", "new", "--no-catalog"])
+        let noCassette = try await agentEval(["run", directory.path("plain.yaml"), "--record", "new", "--no-catalog"])
         #expect(noCassette.status == 64 && noCassette.stderr.contains("--record needs --cassette DIR, or cases that name a cassette"))
     }
 
     @Test("a request the cassette never saw is an error naming the nearest recording and the field")
-    func strictReplayMiss() throws {
+    func strictReplayMiss() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let server = try LocalModelServer()
         let agent = ExampleRuns.agentPath("support")
         let cassette = directory.path("cassette")
-        let record = try agentEval([
+        let record = try await agentEval([
             "exec", "--agent", agent, "--input", "Where is order A-1042?", "--model", "openai:local-model", "--cassette", cassette,
             "--record", "new", "--base-url", server.baseURL("agent"), "--out", directory.path("runs"),
         ])
         server.stop()
         #expect(record.status == 0, "\(record.stderr)")
-        let miss = try agentEval([
+        let miss = try await agentEval([
             "exec", "--agent", agent, "--input", "Where is order A-2000?", "--model", "openai:local-model", "--cassette", cassette,
             "--out", directory.path("runs"),
         ])
@@ -231,30 +233,30 @@ struct ModelServerCommandTests {
     }
 
     @Test("a missing key, a bad --model and a missing cassette are clear errors before anything runs")
-    func badSetUp() throws {
+    func badSetUp() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let agent = ExampleRuns.agentPath("support")
-        let badModel = try agentEval(["exec", "--agent", agent, "--input", "x", "--model", "gpt-4o", "--out", directory.path("runs")])
+        let badModel = try await agentEval(["exec", "--agent", agent, "--input", "x", "--model", "gpt-4o", "--out", directory.path("runs")])
         #expect(badModel.status == 2)
         #expect(badModel.stderr.contains("--model \"gpt-4o\" is not provider:name"), "\(badModel.stderr)")
-        let noCassette = try agentEval([
+        let noCassette = try await agentEval([
             "exec", "--agent", agent, "--input", "x", "--model", "openai:m", "--cassette", directory.path("nothing"),
         ])
         #expect(noCassette.status == 2)
         #expect(noCassette.stderr.contains("does not exist"), "\(noCassette.stderr)")
-        let record = try agentEval(["exec", "--agent", agent, "--input", "x", "--record", "new"])
+        let record = try await agentEval(["exec", "--agent", agent, "--input", "x", "--record", "new"])
         #expect(record.status == 64)
     }
 
     @Test("Ctrl-C while the model is answering: the run stops interrupted, its log whole, exit 130")
-    func interruptedWhileStreaming() throws {
+    func interruptedWhileStreaming() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let server = try LocalModelServer()
         defer { server.stop() }
         let log = directory.path("hang.jsonl.gz")
-        let (status, errors) = try interruptAgentEval(
+        let (status, errors) = try await interruptAgentEval(
             [
                 "exec", "--agent", ExampleRuns.agentPath("support"), "--input", "x", "--model", "openai:local-model", "--base-url",
                 server.baseURL("hang"), "--log", log,
@@ -276,7 +278,7 @@ struct ModelServerCommandTests {
     }
 
     @Test("exec --stream prints each event and the model's text as they come; with --json, one JSON object a line")
-    func stream() throws {
+    func stream() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let server = try LocalModelServer()
@@ -285,7 +287,7 @@ struct ModelServerCommandTests {
             "exec", "--agent", ExampleRuns.agentPath("support"), "--input", "Where is order A-1042?", "--model", "anthropic:local-model",
             "--base-url", server.baseURL("agent"), "--stream",
         ]
-        let text = try agentEval(common + ["--log", directory.path("text.jsonl.gz")])
+        let text = try await agentEval(common + ["--log", directory.path("text.jsonl.gz")])
         #expect(text.status == 0, "\(text.stderr)")
         let lines = text.stdoutText.split(separator: "\n").map(String.init)
         #expect(lines.first?.contains("run_started") == true)
@@ -294,7 +296,7 @@ struct ModelServerCommandTests {
         #expect(lines.filter { $0.hasPrefix("#") }.count == (try Self.events(directory.path("text.jsonl.gz"))).count)
         #expect(lines.contains("stopped: success"))
 
-        let json = try agentEval(common + ["--json", "--log", directory.path("json.jsonl.gz")])
+        let json = try await agentEval(common + ["--json", "--log", directory.path("json.jsonl.gz")])
         #expect(json.status == 0, "\(json.stderr)")
         let objects = try json.stdoutText.split(separator: "\n").map { line in
             try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])

@@ -1,6 +1,7 @@
 import Foundation
 import Pipelines
 import TestSupport
+import TestTags
 import Testing
 import TraceCore
 import TraceLog
@@ -8,7 +9,7 @@ import TraceLog
 /// `agent-eval pipeline run` killed with SIGKILL at random points (and its resume killed too,
 /// sometimes), then resumed: the same final outputs as an uninterrupted run, no settled task
 /// run twice, and a pipeline log that gzip and replay accept.
-@Suite("Pipelines killed and resumed")
+@Suite("Pipelines killed and resumed", .ownThread)
 struct PipelineCrashTests {
     /// Six leaf tasks, two joins, an agent task (read-only tools) and a final join; two at a time.
     static func pipelineFile(in directory: TemporaryDirectory) throws -> String {
@@ -28,11 +29,11 @@ struct PipelineCrashTests {
     }
 
     /// Starts `pipeline run` or `resume` and kills it after `delay` seconds (if still running).
-    static func runKilled(_ arguments: [String], after delay: Double, in directory: TemporaryDirectory) throws {
+    static func runKilled(_ arguments: [String], after delay: Double, in directory: TemporaryDirectory) async throws {
         let (process, _) = try startAgentEval(arguments, in: directory.url)
-        usleep(UInt32(delay * 1_000_000))
+        try await Task.sleep(for: .seconds(delay))
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        wait(for: process)
+        await wait(for: process)
     }
 
     /// Per task, the attempts of the current branch that succeeded or were skipped.
@@ -44,13 +45,13 @@ struct PipelineCrashTests {
     }
 
     @Test("kill -9 at random points, then resume: the same outputs as an uninterrupted run, no settled task run again")
-    func killedAndResumed() throws {
-        try TemporaryDirectory.with { directory in
+    func killedAndResumed() async throws {
+        try await TemporaryDirectory.with { directory in
             let file = try Self.pipelineFile(in: directory)
-            let clock = ContinuousClock()
-            let started = clock.now
-            let reference = try agentEval(["pipeline", "run", file, "--out", directory.path("reference"), "--run-id", "ref", "--json"])
-            let duration = started.duration(to: clock.now)
+            let reference = try await agentEval([
+                "pipeline", "run", file, "--out", directory.path("reference"), "--run-id", "ref", "--json",
+            ])
+            let duration = reference.elapsed
             #expect(reference.status == 0, "\(reference.stderr)")
             let referenceState = try PipelineReplay(log: directory.path("reference/crashy-ref/pipeline.jsonl.gz")).state
             let expectedOutputs = try #require(referenceState.stop?.outputs)
@@ -60,7 +61,7 @@ struct PipelineCrashTests {
             for trial in 0..<8 {
                 let id = "trial-\(trial)"
                 let runDirectory = directory.path("trials/crashy-\(id)")
-                try Self.runKilled(
+                try await Self.runKilled(
                     ["pipeline", "run", file, "--out", directory.path("trials"), "--run-id", id],
                     after: Double.random(in: 0.02...seconds, using: &random),
                     in: directory)
@@ -71,10 +72,10 @@ struct PipelineCrashTests {
                 }
                 // Half the resumes are killed too, before the last one runs to the end.
                 if Bool.random(using: &random) {
-                    try Self.runKilled(
+                    try await Self.runKilled(
                         ["pipeline", "resume", runDirectory], after: Double.random(in: 0.02...seconds, using: &random), in: directory)
                 }
-                let resumed = try agentEval(["pipeline", "resume", runDirectory])
+                let resumed = try await agentEval(["pipeline", "resume", runDirectory])
                 if resumed.status == 2 {
                     // The kill came after the pipeline stopped: there is nothing to resume.
                     #expect(resumed.stderr.contains("nothing to resume"), "\(resumed.stderr)")
@@ -90,9 +91,9 @@ struct PipelineCrashTests {
                 for (task, count) in Self.settledAttempts(replay.state) {
                     #expect(count == 1, "trial \(trial): \(task) settled \(count) times")
                 }
-                let gzip = try Subprocess.run(gzipPath, ["-t", log])
+                let gzip = try await Subprocess.run(gzipPath, ["-t", log])
                 #expect(gzip.status == 0, "trial \(trial): \(gzip.stderr)")
-                let show = try agentEval(["pipeline", "show", runDirectory])
+                let show = try await agentEval(["pipeline", "show", runDirectory])
                 #expect(show.status == 0, "trial \(trial): \(show.stderr)")
             }
             // The random points must have hit the run while it worked, or the test shows nothing.

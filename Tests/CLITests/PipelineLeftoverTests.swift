@@ -1,6 +1,7 @@
 import Foundation
 import Pipelines
 import TestSupport
+import TestTags
 import Testing
 import TraceCore
 import TraceLog
@@ -18,7 +19,9 @@ import TraceLog
 /// everything it starts (they inherit the descriptor) until all of them have ended, and writes
 /// `start <task> <pid> alone|overlap` to a marker file: `overlap` means another copy still held
 /// the lock — two copies at once.
-@Suite("Pipelines resumed beside what the killed run left running", .enabled(if: Subprocess.which("flock") != nil, "needs flock(1)"))
+@Suite(
+    "Pipelines resumed beside what the killed run left running", .ownThread,
+    .enabled(if: Subprocess.which("flock") != nil, "needs flock(1)"))
 struct PipelineLeftoverTests {
     /// A command task's script: lock, mark the start, work `seconds` (in a child process, as
     /// real commands do), mark the end, answer.
@@ -51,8 +54,8 @@ struct PipelineLeftoverTests {
     }
 
     @Test("kill -9 of pipeline run after each task start, then resume: no two copies at once, no completed task run again")
-    func killedMidTask() throws {
-        try TemporaryDirectory.with { directory in
+    func killedMidTask() async throws {
+        try await TemporaryDirectory.with { directory in
             let script = try Self.writeTaskScript(in: directory, seconds: "1")
             let file = directory.path("steps.yaml")
             try """
@@ -72,19 +75,19 @@ struct PipelineLeftoverTests {
                 let startsBefore = Self.markerLines(directory).count { $0.hasPrefix("start") }
                 let (process, _) = try startAgentEval(
                     ["pipeline", "run", file, "--out", directory.path("runs"), "--run-id", id], in: directory.url)
-                let started = eventually { Self.markerLines(directory).count { $0.hasPrefix("start") } >= startsBefore + trial }
+                let started = await eventually { Self.markerLines(directory).count { $0.hasPrefix("start") } >= startsBefore + trial }
                 #expect(started, "trial \(trial): the tasks never started")
                 kill(process.processIdentifier, SIGKILL)
-                wait(for: process)
+                await wait(for: process)
                 let log = runDirectory + "/pipeline.jsonl.gz"
                 let completed = Set(Self.state(log).tasks.filter { $0.status == .succeeded }.map(\.id))
                 let atResume = Self.markerLines(directory).count
-                var resumed = try agentEval(["pipeline", "resume", runDirectory])
+                var resumed = try await agentEval(["pipeline", "resume", runDirectory])
                 if resumed.status == 2 {
                     // A process of the killed run still works: resume says so and starts nothing.
                     #expect(resumed.stderr.contains("from the earlier run is still running as pid"), "\(resumed.stderr)")
                     #expect(resumed.stderr.contains("--wait"), "\(resumed.stderr)")
-                    resumed = try agentEval(["pipeline", "resume", runDirectory, "--wait"])
+                    resumed = try await agentEval(["pipeline", "resume", runDirectory, "--wait"])
                 }
                 #expect(resumed.status == 0, "trial \(trial): \(resumed.stdoutText)\(resumed.stderr)")
                 #expect(Self.state(log).stop?.status == .succeeded, "trial \(trial)")
@@ -100,8 +103,8 @@ struct PipelineLeftoverTests {
     }
 
     @Test("resume refuses (exit 2, naming the pid) while a process of the killed run's command runs; --wait waits for it")
-    func refusesThenWaits() throws {
-        try TemporaryDirectory.with { directory in
+    func refusesThenWaits() async throws {
+        try await TemporaryDirectory.with { directory in
             let holder = directory.path("holder.pid")
             defer { if let pid = pid(in: holder), isRunning(pid) { kill(pid, SIGKILL) } }
             // The first copy leaves a process in its group that holds the lock for ten minutes.
@@ -127,12 +130,12 @@ struct PipelineLeftoverTests {
             let runDirectory = directory.path("runs/slow-one")
             let (process, _) = try startAgentEval(
                 ["pipeline", "run", file, "--out", directory.path("runs"), "--run-id", "one"], in: directory.url)
-            #expect(eventually { pid(in: holder) != nil }, "the task never started")
+            #expect(await eventually { pid(in: holder) != nil }, "the task never started")
             kill(process.processIdentifier, SIGKILL)
-            wait(for: process)
+            await wait(for: process)
             let holderPid = try #require(pid(in: holder))
 
-            let refused = try agentEval(["pipeline", "resume", runDirectory])
+            let refused = try await agentEval(["pipeline", "resume", runDirectory])
             #expect(refused.status == 2, "\(refused.stdoutText)\(refused.stderr)")
             #expect(
                 refused.stderr.contains("task slow's command from the earlier run is still running as pid \(holderPid)"),
@@ -142,11 +145,11 @@ struct PipelineLeftoverTests {
             #expect(Self.markerLines(directory).count == 1, "resume started a second copy")
 
             let (waiting, errors) = try startAgentEval(["pipeline", "resume", runDirectory, "--wait"], in: directory.url)
-            let said = eventually { ((try? String(contentsOfFile: errors, encoding: .utf8)) ?? "").contains("waiting for task slow") }
+            let said = await eventually { ((try? String(contentsOfFile: errors, encoding: .utf8)) ?? "").contains("waiting for task slow") }
             #expect(said, "resume --wait never said what it waits for")
             #expect(Self.markerLines(directory).count == 1, "resume --wait started a second copy before the first ended")
             kill(holderPid, SIGKILL)
-            wait(for: waiting)
+            await wait(for: waiting)
             #expect(waiting.terminationStatus == 0, "\((try? String(contentsOfFile: errors, encoding: .utf8)) ?? "")")
             let lines = Self.markerLines(directory)
             #expect(lines.count == 2)

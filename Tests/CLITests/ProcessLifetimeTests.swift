@@ -17,10 +17,10 @@ func isRunning(_ pid: Int32) -> Bool {
 }
 
 /// Waits (bounded: up to `seconds`, polling) until `condition` holds; returns whether it did.
-func eventually(seconds: Int = 20, _ condition: () throws -> Bool) rethrows -> Bool {
+func eventually(seconds: Int = 20, _ condition: () throws -> Bool) async rethrows -> Bool {
     for _ in 0..<(seconds * 50) {
         if try condition() { return true }
-        usleep(20_000)
+        try? await Task.sleep(for: .milliseconds(20))
     }
     return try condition()
 }
@@ -33,7 +33,7 @@ func pid(in file: String) -> Int32? {
 /// Children of agent-eval die with it (issue 53, finding 6): an MCP server or a command tool
 /// when agent-eval is killed with SIGKILL; a server's `setsid` daemon when a run ends normally
 /// or on SIGTERM.
-@Suite("Processes agent-eval starts do not outlive it")
+@Suite("Processes agent-eval starts do not outlive it", .ownThread)
 struct ProcessLifetimeTests {
     /// An agent whose tools come from the failure server, started with `flags`; its script
     /// calls `tool` and then answers.
@@ -68,15 +68,15 @@ struct ProcessLifetimeTests {
         let agent = try await Self.writeAgent(in: directory, flags: ["--pid-file", serverFile, "--hang-file", hangFile], tool: "hang")
         let (process, _) = try startAgentEval(
             ["exec", agent, "--input", "x", "--log", directory.path("run.jsonl.gz")], in: directory.url)
-        #expect(eventually { FileManager.default.fileExists(atPath: hangFile) }, "the hang call never started")
+        #expect(await eventually { FileManager.default.fileExists(atPath: hangFile) }, "the hang call never started")
         kill(process.processIdentifier, SIGKILL)
-        wait(for: process)
+        await wait(for: process)
         let server = try #require(pid(in: serverFile))
-        #expect(eventually { !isRunning(server) }, "the MCP server (pid \(server)) outlived the killed exec")
+        #expect(await eventually { !isRunning(server) }, "the MCP server (pid \(server)) outlived the killed exec")
     }
 
     @Test("kill -9 of exec while a command tool runs: the tool dies with it")
-    func toolDiesWithKilledExec() throws {
+    func toolDiesWithKilledExec() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let marker = directory.path("tool.pid")
@@ -95,11 +95,11 @@ struct ProcessLifetimeTests {
             toFile: directory.path("hang.model.yaml"), atomically: true, encoding: .utf8)
         let (process, _) = try startAgentEval(
             ["exec", directory.path("agent.yaml"), "--input", "x", "--log", directory.path("run.jsonl.gz")], in: directory.url)
-        #expect(eventually { pid(in: marker) != nil }, "the tool never started")
+        #expect(await eventually { pid(in: marker) != nil }, "the tool never started")
         kill(process.processIdentifier, SIGKILL)
-        wait(for: process)
+        await wait(for: process)
         let tool = try #require(pid(in: marker))
-        #expect(eventually { !isRunning(tool) }, "the tool (pid \(tool)) outlived the killed exec")
+        #expect(await eventually { !isRunning(tool) }, "the tool (pid \(tool)) outlived the killed exec")
     }
 
     @Test("a run that ends normally leaves nothing running: not even a setsid daemon its MCP server started", .tags(.python), .needsPython)
@@ -110,12 +110,12 @@ struct ProcessLifetimeTests {
         defer { Self.cleanUp([serverFile, orphanFile]) }
         let agent = try await Self.writeAgent(
             in: directory, flags: ["--pid-file", serverFile, "--orphan-pid-file", orphanFile], tool: "echo")
-        let exec = try agentEval(["exec", agent, "--input", "x", "--log", directory.path("run.jsonl.gz")])
+        let exec = try await agentEval(["exec", agent, "--input", "x", "--log", directory.path("run.jsonl.gz")])
         #expect(exec.status == 0, "\(exec.stderr)")
         let server = try #require(pid(in: serverFile))
         let orphan = try #require(pid(in: orphanFile))
-        #expect(eventually { !isRunning(server) }, "the MCP server (pid \(server)) outlived the run")
-        #expect(eventually { !isRunning(orphan) }, "the server's setsid daemon (pid \(orphan)) outlived the run")
+        #expect(await eventually { !isRunning(server) }, "the MCP server (pid \(server)) outlived the run")
+        #expect(await eventually { !isRunning(orphan) }, "the server's setsid daemon (pid \(orphan)) outlived the run")
     }
 
     @Test("SIGTERM to exec during an MCP call: exit 143, and the server and its setsid daemon are gone", .tags(.python), .needsPython)
@@ -128,13 +128,13 @@ struct ProcessLifetimeTests {
             in: directory, flags: ["--pid-file", serverFile, "--orphan-pid-file", orphanFile, "--hang-file", hangFile], tool: "hang")
         let (process, errors) = try startAgentEval(
             ["exec", agent, "--input", "x", "--log", directory.path("run.jsonl.gz")], in: directory.url)
-        #expect(eventually { FileManager.default.fileExists(atPath: hangFile) }, "the hang call never started")
+        #expect(await eventually { FileManager.default.fileExists(atPath: hangFile) }, "the hang call never started")
         kill(process.processIdentifier, SIGTERM)
-        wait(for: process)
+        await wait(for: process)
         #expect(process.terminationStatus == 143, "\((try? String(contentsOfFile: errors, encoding: .utf8)) ?? "")")
         let server = try #require(pid(in: serverFile))
         let orphan = try #require(pid(in: orphanFile))
-        #expect(eventually { !isRunning(server) }, "the MCP server (pid \(server)) outlived SIGTERM")
-        #expect(eventually { !isRunning(orphan) }, "the server's setsid daemon (pid \(orphan)) outlived SIGTERM")
+        #expect(await eventually { !isRunning(server) }, "the MCP server (pid \(server)) outlived SIGTERM")
+        #expect(await eventually { !isRunning(orphan) }, "the server's setsid daemon (pid \(orphan)) outlived SIGTERM")
     }
 }

@@ -8,10 +8,10 @@ import TraceCore
 @Suite("init and check")
 struct ProjectCommandTests {
     @Test("init writes a project that passes run and check as it is, records its first run, and never overwrites")
-    func initProject() throws {
-        try TemporaryDirectory.with { directory in
+    func initProject() async throws {
+        try await TemporaryDirectory.with { directory in
             let project = directory.path("shop-agent")
-            let created = try agentEval(["init", project])
+            let created = try await agentEval(["init", project])
             #expect(created.status == 0, "\(created.stderr)")
             #expect(created.stdoutText.contains("recorded the agent's first run: evals/recorded/first-run.jsonl.gz (stopped: success"))
             #expect(created.stdoutText.contains("  cd \(project)\n  agent-eval run evals/"))
@@ -24,51 +24,53 @@ struct ProjectCommandTests {
             #expect(FileManager.default.isExecutableFile(atPath: project + "/tools/order_status.sh"))
             // The recorded run is a real log: gzip reads it, and it verifies intact.
             #expect(
-                try Subprocess.run("/bin/sh", ["-c", "gzip -t evals/recorded/first-run.jsonl.gz"], in: URL(fileURLWithPath: project)).status
+                try await Subprocess.run("/bin/sh", ["-c", "gzip -t evals/recorded/first-run.jsonl.gz"], in: URL(fileURLWithPath: project))
+                    .status
                     == 0)
-            #expect(try agentEval(["log", "verify", "evals/recorded/first-run.jsonl.gz"], in: URL(fileURLWithPath: project)).status == 0)
+            #expect(
+                try await agentEval(["log", "verify", "evals/recorded/first-run.jsonl.gz"], in: URL(fileURLWithPath: project)).status == 0)
 
-            let run = try agentEval(["run", "evals/", "--no-catalog"], in: URL(fileURLWithPath: project))
+            let run = try await agentEval(["run", "evals/", "--no-catalog"], in: URL(fileURLWithPath: project))
             #expect(run.status == 0, "\(run.stdoutText)\(run.stderr)")
             #expect(run.stdoutText.contains("2 cases, 2 passed, 0 failed"))
             // Cases and the agent in one tree: run takes only the cases.
-            let everything = try agentEval(["run", ".", "--no-catalog"], in: URL(fileURLWithPath: project))
+            let everything = try await agentEval(["run", ".", "--no-catalog"], in: URL(fileURLWithPath: project))
             #expect(everything.status == 0, "\(everything.stderr)")
             #expect(everything.stdoutText.contains("2 cases, 2 passed"))
-            let check = try agentEval(["check"], in: URL(fileURLWithPath: project))
+            let check = try await agentEval(["check"], in: URL(fileURLWithPath: project))
             #expect(check.status == 0, "\(check.stderr)")
             #expect(check.stdoutText.hasSuffix("4 files checked: no problems\n"))
 
             // A second init into the same folder writes nothing and says why.
             let agentBefore = try Data(contentsOf: URL(fileURLWithPath: project + "/agent.yaml"))
             try "changed".write(toFile: project + "/model.yaml", atomically: true, encoding: .utf8)
-            let again = try agentEval(["init", project])
+            let again = try await agentEval(["init", project])
             #expect(again.status == 2)
             #expect(again.stderr.contains("agent.yaml, "))
             #expect(again.stderr.contains("init overwrites nothing"))
             #expect(try Data(contentsOf: URL(fileURLWithPath: project + "/agent.yaml")) == agentBefore)
             #expect(try String(contentsOfFile: project + "/model.yaml", encoding: .utf8) == "changed")
-            let onFile = try agentEval(["init", project + "/agent.yaml"])
+            let onFile = try await agentEval(["init", project + "/agent.yaml"])
             #expect(onFile.status == 2)
             #expect(onFile.stderr.hasPrefix("error: \(project)/agent.yaml is a file; init writes a project into a folder"))
         }
     }
 
     @Test("check passes the bundled cases and the repository's own files")
-    func bundledFiles() throws {
-        let cases = try agentEval(["check", "EvalCases"], in: repositoryRoot)
+    func bundledFiles() async throws {
+        let cases = try await agentEval(["check", "EvalCases"], in: repositoryRoot)
         #expect(cases.status == 0, "\(cases.stderr)")
         #expect(cases.stdoutText.contains("EvalCases/support/refund-live.yaml: 1 case"))
         #expect(cases.stdoutText.contains("Fixtures/agents/support/agent.yaml: agent support-agent, 4 tools"))
         #expect(cases.stdoutText.hasSuffix("14 files checked: no problems\n"))
-        let fixtures = try agentEval(["check", "EvalCases", "Fixtures", "--quiet"], in: repositoryRoot)
+        let fixtures = try await agentEval(["check", "EvalCases", "Fixtures", "--quiet"], in: repositoryRoot)
         #expect(fixtures.status == 0, "\(fixtures.stderr)")
         #expect(fixtures.stdoutText.components(separatedBy: "\n").filter { !$0.isEmpty }.count == 1)
     }
 
     @Test("check reports every error of every file with file:line:column, and what ties the files together")
-    func everyProblem() throws {
-        try TemporaryDirectory.with { directory in
+    func everyProblem() async throws {
+        try await TemporaryDirectory.with { directory in
             let log = ExampleRuns.directory.appendingPathComponent("support-refund.jsonl.gz").path
             let files = [
                 // Two errors in one agent file, and a model script with two errors of its own.
@@ -85,7 +87,7 @@ struct ProjectCommandTests {
                 "data.json": "{\"rows\": [1, 2]}\n",
             ]
             for (name, text) in files { try text.write(toFile: directory.path(name), atomically: true, encoding: .utf8) }
-            let result = try agentEval(["check", "."], in: directory.url)
+            let result = try await agentEval(["check", "."], in: directory.url)
             #expect(result.status == 2)
             let stderr = result.stderr
             #expect(stderr.contains("error: tools[0] has no \"side_effect\"\n  --> agent.yaml:4:5"))
@@ -102,7 +104,7 @@ struct ProjectCommandTests {
             #expect(result.stdoutText.contains("agent.yaml: 2 problems\n"))
             #expect(result.stdoutText.contains("demo.model.yaml: 2 problems\n"))
 
-            let json = try agentEval(["check", ".", "--json"], in: directory.url)
+            let json = try await agentEval(["check", ".", "--json"], in: directory.url)
             #expect(json.status == 2)
             let report = try JSONParser.parse(json.stdout)
             #expect(report["ok"] == false)
@@ -112,15 +114,15 @@ struct ProjectCommandTests {
             #expect(report["files"]?.arrayValue?.contains { $0["path"] == "data.json" && $0["kind"] == "skipped" } == true)
 
             // A file named on the command line must be one agent-eval reads.
-            let named = try agentEval(["check", "data.json"], in: directory.url)
+            let named = try await agentEval(["check", "data.json"], in: directory.url)
             #expect(named.status == 2)
             #expect(named.stderr.contains("this is not a file agent-eval reads"))
         }
     }
 
     @Test("check warns, at the reply's line, about scripted replies the agent would reject; --strict fails on them")
-    func scriptedRepliesMeetTheAgent() throws {
-        try TemporaryDirectory.with { directory in
+    func scriptedRepliesMeetTheAgent() async throws {
+        try await TemporaryDirectory.with { directory in
             let files = [
                 "agent.yaml": "name: demo\nmodel: {script: demo.model.yaml}\ntools:\n  - name: lookup\n    description: d\n"
                     + "    side_effect: read\n    input_schema: {type: object, required: [id], properties: {id: {type: string}}}\n"
@@ -131,7 +133,7 @@ struct ProjectCommandTests {
                     + "  - answer: done\nrules:\n  - reply: {tool_calls: [{name: lookup}]}\n",
             ]
             for (name, text) in files { try text.write(toFile: directory.path(name), atomically: true, encoding: .utf8) }
-            let result = try agentEval(["check", "."], in: directory.url)
+            let result = try await agentEval(["check", "."], in: directory.url)
             #expect(result.status == 0, "warnings only: \(result.stderr)")
             let stderr = result.stderr
             #expect(
@@ -142,7 +144,7 @@ struct ProjectCommandTests {
             #expect(stderr.contains("warning: rules[0].reply: agent demo (agent.yaml) would reject this reply (invalid_arguments)"))
             #expect(!stderr.contains("decisions[2]") && !stderr.contains("decisions[3]"))
             #expect(result.stdoutText.contains("demo.model.yaml: model script demo: 4 decisions, 1 rule, 3 problems\n"))
-            let strict = try agentEval(["check", ".", "--strict"], in: directory.url)
+            let strict = try await agentEval(["check", ".", "--strict"], in: directory.url)
             #expect(strict.status == 2)
         }
     }
@@ -151,9 +153,9 @@ struct ProjectCommandTests {
 @Suite("--quiet and --verbose")
 struct OutputLevelTests {
     @Test("run -v lists every run with its notes and what each judge said; exec -q prints only the log; init -q prints nothing")
-    func levels() throws {
-        try TemporaryDirectory.with { directory in
-            let verbose = try agentEval(
+    func levels() async throws {
+        try await TemporaryDirectory.with { directory in
+            let verbose = try await agentEval(
                 ["run", "EvalCases/support/refund-answer-judged.yaml", "--no-catalog", "--verbose"], in: repositoryRoot)
             #expect(verbose.status == 0, "\(verbose.stderr)")
             #expect(
@@ -161,17 +163,17 @@ struct OutputLevelTests {
                     "✔ support-refund-answer-judged  (1 log)", "    Fixtures/runs/support-refund.jsonl.gz",
                     "      judge ✔ answer.rubric by scripted:support-judge: The answer names the refund id.",
                 ])
-            let plain = try agentEval(["run", "EvalCases/support/refund-answer-judged.yaml", "--no-catalog"], in: repositoryRoot)
+            let plain = try await agentEval(["run", "EvalCases/support/refund-answer-judged.yaml", "--no-catalog"], in: repositoryRoot)
             #expect(!plain.stdoutText.contains("judge ✔"))
-            #expect(try agentEval(["run", "EvalCases/", "-q", "-v"], in: repositoryRoot).status == 64)
+            #expect(try await agentEval(["run", "EvalCases/", "-q", "-v"], in: repositoryRoot).status == 64)
 
-            let exec = try agentEval(
+            let exec = try await agentEval(
                 ["exec", "--agent", ExampleRuns.agentPath("support"), "--input", "Where is A-1042?", "--out", directory.path("runs"), "-q"])
             #expect(exec.status == 1, "the support agent stops for an approval: \(exec.stderr)")
             let path = exec.stdoutText.trimmingCharacters(in: .newlines)
             #expect(!path.contains("\n") && path.hasPrefix(directory.path("runs")) && FileManager.default.fileExists(atPath: path))
 
-            let initialized = try agentEval(["init", directory.path("project"), "--quiet"])
+            let initialized = try await agentEval(["init", directory.path("project"), "--quiet"])
             #expect(initialized.status == 0, "\(initialized.stderr)")
             #expect(initialized.stdoutText.isEmpty)
             #expect(FileManager.default.fileExists(atPath: directory.path("project/agent.yaml")))

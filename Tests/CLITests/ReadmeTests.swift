@@ -79,9 +79,9 @@ struct ReadmeTests {
     }
 
     @Test("every deterministic example in the README prints what the README shows")
-    func examplesMatch() throws {
+    func examplesMatch() async throws {
         let examples = try Self.examples()
-        try CLISandbox.with { sandbox in
+        try await CLISandbox.with { sandbox in
             var checked = 0
             var lastRunId: String?
             for example in examples {
@@ -104,7 +104,7 @@ struct ReadmeTests {
                         $0.replacingOccurrences(of: #"run-\d{8}-\d{6}-[0-9a-f]{8}"#, with: lastRunId, options: .regularExpression)
                     }
                 }
-                let result = try sandbox.run(Array(words.dropFirst(3)))
+                let result = try await sandbox.run(Array(words.dropFirst(3)))
                 let output = result.stdoutText + result.stderr
                 if let range = output.range(of: #"run-\d{8}-\d{6}-[0-9a-f]{8}"#, options: .regularExpression) {
                     lastRunId = String(output[range])

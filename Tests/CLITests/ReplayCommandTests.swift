@@ -1,6 +1,7 @@
 import CProcess
 import Foundation
 import TestSupport
+import TestTags
 import Testing
 import TraceCore
 import TraceLog
@@ -13,11 +14,11 @@ func runFixture(_ name: String) -> String {
     ExampleRuns.directory.appendingPathComponent(name).path
 }
 
-@Suite("agent-eval replay and diff")
+@Suite("agent-eval replay and diff", .ownThread)
 struct ReplayCommandTests {
     @Test("replay prints every step and checks every digest: exit 0")
-    func replayAll() throws {
-        let result = try agentEval(["replay", runFixture("support-refund.jsonl.gz"), "--plain"])
+    func replayAll() async throws {
+        let result = try await agentEval(["replay", runFixture("support-refund.jsonl.gz"), "--plain"])
         #expect(result.status == 0)
         let lines = result.stdoutText.split(separator: "\n").map(String.init)
         #expect(lines.last == "replayed 5 steps, 25 events; 4 state digests checked, all match the rebuilt state")
@@ -27,8 +28,8 @@ struct ReplayCommandTests {
     }
 
     @Test("a run's cost is shown in dollars with six decimals, however small (not as 1e-06)")
-    func smallCost() throws {
-        try TemporaryDirectory.with { directory in
+    func smallCost() async throws {
+        try await TemporaryDirectory.with { directory in
             let path = directory.path("cost.jsonl.gz")
             let writer = try LogWriter.create(at: path, runId: "run-cost")
             let clock = SteppingClock()
@@ -38,57 +39,60 @@ struct ReplayCommandTests {
             try recorder.record(.decisionMade(DecisionMade(raw: "ask", outcome: .valid(.askHuman("Which order?")), costUSD: 0.000001)))
             try recorder.endStep()
             try writer.close()
-            let result = try agentEval(["replay", path, "--step", "1", "--plain"])
+            let result = try await agentEval(["replay", path, "--step", "1", "--plain"])
             #expect(result.status == 0, "\(result.stderr)")
             #expect(result.stdoutText.contains("cost $0.000001\n"), "\(result.stdoutText)")
         }
     }
 
     @Test("--step N shows that step and the state at its end; --json is machine-readable")
-    func oneStep() throws {
-        try TemporaryDirectory.with { directory in
+    func oneStep() async throws {
+        try await TemporaryDirectory.with { directory in
             let environment = ["AGENT_EVAL_CACHE_DIR": directory.url.path]
-            let text = try agentEval(["replay", runFixture("research-budget.jsonl.gz"), "--step", "3"], environment: environment)
+            let text = try await agentEval(["replay", runFixture("research-budget.jsonl.gz"), "--step", "3"], environment: environment)
             #expect(text.status == 0)
             #expect(text.stdoutText.hasPrefix("── step 3 · seq 21–29"))
             #expect(text.stdoutText.contains("  REJECTED unparseable: the reply is not JSON"))
             #expect(text.stdoutText.contains("state at the end of step 3:\n  30 events"))
-            let json = try agentEval(["replay", runFixture("research-budget.jsonl.gz"), "--step", "4", "--json"], environment: environment)
+            let json = try await agentEval(
+                ["replay", runFixture("research-budget.jsonl.gz"), "--step", "4", "--json"], environment: environment)
             let value = try JSONParser.parse(json.stdout)
             #expect(value["schema"] == "agent-eval/replay-step")
             #expect(value["step"]?["step"] == 4)
             #expect(value["step"]?["state"]?["stop_reason"] == .null || value["step"]?["state"]?["stop_reason"] == nil)
-            let missing = try agentEval(["replay", runFixture("research-budget.jsonl.gz"), "--step", "99"], environment: environment)
+            let missing = try await agentEval(["replay", runFixture("research-budget.jsonl.gz"), "--step", "99"], environment: environment)
             #expect(missing.status == 2)
             #expect(missing.stderr.contains("has no step 99; its steps are 0 to 5"))
         }
     }
 
     @Test("a torn log replays to the tear and says where it was cut; a corrupt one stops with what to run")
-    func damagedLogs() throws {
-        let torn = try agentEval(["replay", FixtureLogs.directory.appendingPathComponent("research-sample-torn.jsonl.gz").path, "--plain"])
+    func damagedLogs() async throws {
+        let torn = try await agentEval([
+            "replay", FixtureLogs.directory.appendingPathComponent("research-sample-torn.jsonl.gz").path, "--plain",
+        ])
         #expect(torn.status == 0)
         #expect(torn.stderr.contains("note: "))
         #expect(torn.stderr.contains("ends inside the gzip member"))
-        try TemporaryDirectory.with { directory in
+        try await TemporaryDirectory.with { directory in
             var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: runFixture("support-refund.jsonl.gz"))))
             bytes[bytes.count - 30] ^= 0x01
             try Data(bytes).write(to: directory.url.appendingPathComponent("bad.jsonl.gz"))
-            let corrupt = try agentEval(["replay", directory.path("bad.jsonl.gz"), "--plain"])
+            let corrupt = try await agentEval(["replay", directory.path("bad.jsonl.gz"), "--plain"])
             #expect(corrupt.status == 2)
             #expect(corrupt.stderr.contains("agent-eval log verify"))
         }
     }
 
     @Test("a 0-byte log is empty, not cut off: replay, log verify and run exit 2 saying so, and nothing says repair or all match")
-    func emptyLog() throws {
-        try TemporaryDirectory.with { directory in
+    func emptyLog() async throws {
+        try await TemporaryDirectory.with { directory in
             let log = directory.path("empty.jsonl.gz")
             #expect(FileManager.default.createFile(atPath: log, contents: Data()))
             for arguments in [
                 ["replay", log, "--plain"], ["replay", log, "--json"], ["replay", log, "--step", "1"], ["log", "verify", log],
             ] {
-                let result = try agentEval(arguments, environment: ["AGENT_EVAL_CACHE_DIR": directory.path("cache")])
+                let result = try await agentEval(arguments, environment: ["AGENT_EVAL_CACHE_DIR": directory.path("cache")])
                 #expect(result.status == 2, "\(arguments)")
                 #expect(
                     result.stderr.hasPrefix("error: the file is empty (0 bytes): it holds no gzip member and no event\n"),
@@ -99,7 +103,7 @@ struct ReplayCommandTests {
             }
             try "caseId: empty-log\nlogs: empty.jsonl.gz\nallowUnfinished: true\nexpected: {toolsNotCalled: [delete_customer]}\n".write(
                 toFile: directory.path("case.yaml"), atomically: true, encoding: .utf8)
-            let run = try agentEval(["run", directory.path("case.yaml")])
+            let run = try await agentEval(["run", directory.path("case.yaml")])
             #expect(run.status == 2, "\(run.stdoutText)\(run.stderr)")
             #expect(run.stdoutText.contains("the file is empty (0 bytes)"), "\(run.stdoutText)")
             #expect(!run.stdoutText.contains("PASS"), "\(run.stdoutText)")
@@ -107,12 +111,12 @@ struct ReplayCommandTests {
     }
 
     @Test("a log cut before its first event: replay and run exit 2 saying no event could be read, with no repair hint")
-    func cutBeforeTheFirstEvent() throws {
-        try TemporaryDirectory.with { directory in
+    func cutBeforeTheFirstEvent() async throws {
+        try await TemporaryDirectory.with { directory in
             let log = directory.path("cut.jsonl.gz")
-            let head = try Subprocess.run("/usr/bin/env", ["head", "-c", "64", runFixture("support-refund.jsonl.gz")])
+            let head = try await Subprocess.run("/usr/bin/env", ["head", "-c", "64", runFixture("support-refund.jsonl.gz")])
             #expect(FileManager.default.createFile(atPath: log, contents: Data(head.stdout)))
-            let replay = try agentEval(["replay", log, "--plain"])
+            let replay = try await agentEval(["replay", log, "--plain"])
             #expect(replay.status == 2)
             #expect(
                 replay.stderr.hasPrefix(
@@ -123,21 +127,21 @@ struct ReplayCommandTests {
             // Allowed to be unfinished or not, a case over it could not run: there is no run to check.
             try "caseId: cut-log\nlogs: cut.jsonl.gz\nallowUnfinished: true\nexpected: {toolsNotCalled: [delete_customer]}\n".write(
                 toFile: directory.path("case.yaml"), atomically: true, encoding: .utf8)
-            let run = try agentEval(["run", directory.path("case.yaml")])
+            let run = try await agentEval(["run", directory.path("case.yaml")])
             #expect(run.status == 2, "\(run.stdoutText)\(run.stderr)")
             #expect(run.stdoutText.contains("no event could be read"), "\(run.stdoutText)")
         }
     }
 
     @Test("a log that records no state digest replays with exit 0 and says there was none to check, never that all match")
-    func noDigestToCheck() throws {
-        try TemporaryDirectory.with { directory in
+    func noDigestToCheck() async throws {
+        try await TemporaryDirectory.with { directory in
             let log = directory.path("no-digests.jsonl.gz")
             try LogWriter.withWriter(creating: log, runId: "run-no-digests") { writer in
                 _ = try writer.append(.runStarted(SampleRun.supportStart()), step: 0, timeUs: 1)
                 _ = try writer.append(.runStopped(RunStopped(reason: .success, answer: "done")), step: 1, timeUs: 2)
             }
-            let result = try agentEval(["replay", log, "--plain"])
+            let result = try await agentEval(["replay", log, "--plain"])
             #expect(result.status == 0, "\(result.stderr)")
             #expect(
                 result.stdoutText.split(separator: "\n").last
@@ -148,30 +152,34 @@ struct ReplayCommandTests {
     }
 
     @Test("diff: the same run exits 0; different runs exit 1 with the first divergence; an unreadable log exits 2")
-    func diff() throws {
-        let same = try agentEval(["diff", runFixture("support-refund.jsonl.gz"), runFixture("support-refund.jsonl.gz")])
+    func diff() async throws {
+        let same = try await agentEval(["diff", runFixture("support-refund.jsonl.gz"), runFixture("support-refund.jsonl.gz")])
         #expect(same.status == 0)
         #expect(same.stdoutText.hasPrefix("same trajectory"))
-        let different = try agentEval(["diff", runFixture("support-refund.jsonl.gz"), runFixture("research-budget.jsonl.gz"), "--json"])
+        let different = try await agentEval([
+            "diff", runFixture("support-refund.jsonl.gz"), runFixture("research-budget.jsonl.gz"), "--json",
+        ])
         #expect(different.status == 1)
         let value = try JSONParser.parse(different.stdout)
         #expect(value["first_divergence"]?["path"] == "call-1 tool")
-        let missing = try agentEval(["diff", runFixture("support-refund.jsonl.gz"), "/nonexistent.jsonl.gz"])
+        let missing = try await agentEval(["diff", runFixture("support-refund.jsonl.gz"), "/nonexistent.jsonl.gz"])
         #expect(missing.status == 2)
     }
 
     @Test("rerun with the unchanged agent is identical (0); with a stricter policy it names step, call and rule (1)")
-    func rerun() throws {
-        try TemporaryDirectory.with { directory in
+    func rerun() async throws {
+        try await TemporaryDirectory.with { directory in
             let agent = ExampleRuns.agentPath("support")
-            let same = try agentEval(["rerun", runFixture("support-refund.jsonl.gz"), "--agent", agent])
+            let same = try await agentEval(["rerun", runFixture("support-refund.jsonl.gz"), "--agent", agent])
             #expect(same.status == 0)
             #expect(same.stdoutText.hasPrefix("identical:"))
-            let alias = try agentEval(["replay", runFixture("support-refund.jsonl.gz"), "--rerun", "--agent", agent])
+            let alias = try await agentEval(["replay", runFixture("support-refund.jsonl.gz"), "--rerun", "--agent", agent])
             #expect(alias.stdout == same.stdout)
             #expect(alias.status == 0)
             // replay's stepping options do not apply to a re-run: a usage error, not silently dropped.
-            let conflicting = try agentEval(["replay", runFixture("support-refund.jsonl.gz"), "--rerun", "--agent", agent, "--step", "2"])
+            let conflicting = try await agentEval([
+                "replay", runFixture("support-refund.jsonl.gz"), "--rerun", "--agent", agent, "--step", "2",
+            ])
             #expect(conflicting.status == 64)
             #expect(conflicting.stderr.contains("--step do not apply"))
             let text = try String(contentsOfFile: agent, encoding: .utf8)
@@ -180,7 +188,7 @@ struct ReplayCommandTests {
             try FileManager.default.copyItem(
                 atPath: ExampleRuns.fixtures.appendingPathComponent("agents/support/support.model.yaml").path,
                 toPath: directory.path("support.model.yaml"))
-            let changed = try agentEval([
+            let changed = try await agentEval([
                 "replay", runFixture("support-refund.jsonl.gz"), "--rerun", "--agent", directory.path("agent.yaml"), "--json",
             ])
             #expect(changed.status == 1)
@@ -215,7 +223,7 @@ struct ReplayCommandTests {
     }
 }
 
-@Suite("agent-eval run on a terminal")
+@Suite("agent-eval run on a terminal", .ownThread)
 struct RunOnTerminalTests {
     @Test("on a terminal, run shows a progress line while cases run, and the same case lines as when piped")
     func progress() throws {

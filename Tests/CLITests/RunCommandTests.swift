@@ -9,9 +9,9 @@ let repositoryRoot = ExampleRuns.fixtures.deletingLastPathComponent()
 @Suite("agent-eval run")
 struct RunCommandTests {
     @Test("the bundled EvalCases pass: exit 0, one line per case in a stable order, and a summary")
-    func bundledCasesPass() throws {
-        try TemporaryDirectory.with { directory in
-            let result = try agentEval(["run", "EvalCases/", "--out", directory.path("runs")], in: repositoryRoot)
+    func bundledCasesPass() async throws {
+        try await TemporaryDirectory.with { directory in
+            let result = try await agentEval(["run", "EvalCases/", "--out", directory.path("runs")], in: repositoryRoot)
             #expect(result.status == 0, "\(result.stdoutText)\(result.stderr)")
             let lines = result.stdoutText.split(separator: "\n").map(String.init)
             #expect(lines.count == 11)
@@ -21,9 +21,9 @@ struct RunCommandTests {
     }
 
     @Test("failing cases: exit 1, every failure explained with the replay command; reports are written")
-    func failingCases() throws {
-        try TemporaryDirectory.with { directory in
-            let result = try agentEval(
+    func failingCases() async throws {
+        try await TemporaryDirectory.with { directory in
+            let result = try await agentEval(
                 [
                     "run", "Fixtures/eval/failing", "--out", directory.path("runs"), "--json-out", directory.path("r.json"), "--junit",
                     directory.path("r.xml"), "--markdown", directory.path("r.md"),
@@ -40,11 +40,11 @@ struct RunCommandTests {
     }
 
     @Test("a bad case file: exit 2 with file:line:column, and nothing runs")
-    func badCaseFile() throws {
-        try TemporaryDirectory.with { directory in
+    func badCaseFile() async throws {
+        try await TemporaryDirectory.with { directory in
             try "caseId: a\nlogs: x.gz\nexpected:\n  toolsNotCaled: [x]\n".write(
                 toFile: directory.path("a.yaml"), atomically: true, encoding: .utf8)
-            let result = try agentEval(["run", directory.url.path])
+            let result = try await agentEval(["run", directory.url.path])
             #expect(result.status == 2)
             #expect(
                 result.stderr == """
@@ -58,8 +58,8 @@ struct RunCommandTests {
     }
 
     @Test("a missing log, a missing agent file, a broken agent file or an unknown tool: exit 2 before anything runs, each one said")
-    func harnessErrors() throws {
-        try TemporaryDirectory.with { directory in
+    func harnessErrors() async throws {
+        try await TemporaryDirectory.with { directory in
             try "caseId: a\nlogs: missing-*.jsonl.gz\nexpected: {toolsCalled: [t]}\n".write(
                 toFile: directory.path("a.yaml"), atomically: true, encoding: .utf8)
             try "caseId: b\nagent: nowhere.yaml\ninput: hi\nexpected: {toolsCalled: [t]}\n".write(
@@ -70,7 +70,7 @@ struct RunCommandTests {
                 toFile: directory.path("broken.agent.yaml"), atomically: true, encoding: .utf8)
             try "caseId: d\nagent: \(ExampleRuns.agentPath("support"))\ninput: hi\nexpected: {toolsNotCalled: [delete_customers]}\n"
                 .write(toFile: directory.path("d.yaml"), atomically: true, encoding: .utf8)
-            let result = try agentEval(["run", directory.url.path, "--out", directory.path("runs")])
+            let result = try await agentEval(["run", directory.url.path, "--out", directory.path("runs")])
             #expect(result.status == 2)
             #expect(result.stdoutText.isEmpty)
             #expect(
@@ -91,8 +91,8 @@ struct RunCommandTests {
     }
 
     @Test("baselines: written, compared, and a regression fails CI while a known failure does not with --fail-on regression")
-    func baselineGate() throws {
-        try TemporaryDirectory.with { directory in
+    func baselineGate() async throws {
+        try await TemporaryDirectory.with { directory in
             let log = ExampleRuns.directory.appendingPathComponent("support-refund.jsonl.gz").path
             func write(_ expected: String) throws {
                 try "caseId: gate\nlogs: \(log)\nexpected:\n\(expected)".write(
@@ -102,18 +102,18 @@ struct RunCommandTests {
             try "caseId: known\nlogs: \(log)\nexpected: {stopReason: blocked}\n".write(
                 toFile: directory.path("cases/known.yaml"), atomically: true, encoding: .utf8)
             try write("  stopReason: success\n")
-            let first = try agentEval(["run", directory.path("cases"), "--update-baseline"])
+            let first = try await agentEval(["run", directory.path("cases"), "--update-baseline"])
             #expect(first.status == 1)
             #expect(first.stdoutText.contains("baseline written: \(directory.path("cases"))/.baseline (2 cases)"))
             #expect(FileManager.default.fileExists(atPath: directory.path("cases/.baseline/gate.json")))
 
-            let same = try agentEval(["run", directory.path("cases"), "--fail-on", "regression"])
+            let same = try await agentEval(["run", directory.path("cases"), "--fail-on", "regression"])
             #expect(same.status == 0, "\(same.stdoutText)")
             #expect(same.stdoutText.contains("0 regressed, 1 known failure"))
 
             // The case now forbids a tool the run attempted: it fails, and the attempt is new.
             try write("  stopReason: success\n  toolsNotCalled: [delete_customer]\n  countDeniedAttempts: true\n")
-            let regressed = try agentEval(["run", directory.path("cases"), "--fail-on", "regression"])
+            let regressed = try await agentEval(["run", directory.path("cases"), "--fail-on", "regression"])
             #expect(regressed.status == 1)
             #expect(regressed.stdoutText.contains("✘ gate  (1 log, regressed)"))
             #expect(regressed.stdoutText.contains("regression: passed in the baseline, fails now"))
@@ -121,10 +121,10 @@ struct RunCommandTests {
     }
 
     @Test("--shard and --filter select cases; a selection that is empty is an error")
-    func selection() throws {
+    func selection() async throws {
         var seen: [String] = []
         for index in 1...3 {
-            let result = try agentEval(["run", "EvalCases/", "--filter", "*recorded*", "--shard", "\(index)/3"], in: repositoryRoot)
+            let result = try await agentEval(["run", "EvalCases/", "--filter", "*recorded*", "--shard", "\(index)/3"], in: repositoryRoot)
             #expect(result.status == 0 || result.status == 2)
             seen += result.stdoutText.split(separator: "\n").filter { $0.hasPrefix("✔ ") }.map { String($0.split(separator: " ")[1]) }
         }
@@ -134,16 +134,16 @@ struct RunCommandTests {
                 "no-run-deletes-customers", "research-token-budget-recorded", "support-log-fixture", "support-refund-answer-judged",
                 "support-refund-recorded", "triage-recovery-recorded",
             ])
-        let none = try agentEval(["run", "EvalCases/", "--filter", "nothing-matches"], in: repositoryRoot)
+        let none = try await agentEval(["run", "EvalCases/", "--filter", "nothing-matches"], in: repositoryRoot)
         #expect(none.status == 2)
-        let usage = try agentEval(["run", "EvalCases/", "--shard", "4/3"], in: repositoryRoot)
+        let usage = try await agentEval(["run", "EvalCases/", "--shard", "4/3"], in: repositoryRoot)
         #expect(usage.status == 64)
     }
 
     @Test("--repeat runs a live case N times and reports pass rate, pass@k, pass^k and stability")
-    func repeats() throws {
-        try TemporaryDirectory.with { directory in
-            let result = try agentEval(
+    func repeats() async throws {
+        try await TemporaryDirectory.with { directory in
+            let result = try await agentEval(
                 [
                     "run", "EvalCases/support/refund-live.yaml", "--repeat", "3", "--k", "2", "--out", directory.path("runs"), "--json-out",
                     directory.path("r.json"),

@@ -66,17 +66,19 @@ struct SecretRedactionTests {
         """.write(toFile: directory.path("leaky.model.yaml"), atomically: true, encoding: .utf8)
 
         let log = directory.path("run.jsonl.gz")
-        let exec = try agentEval(["exec", "--agent", directory.path("agent.yaml"), "--input", "go", "--log", log, "--stream", "--json"])
+        let exec = try await agentEval([
+            "exec", "--agent", directory.path("agent.yaml"), "--input", "go", "--log", log, "--stream", "--json",
+        ])
         #expect(exec.status == 0, "\(exec.stderr)")
-        let logText = String(decoding: try Subprocess.run(gzipPath, ["-dc", log]).stdout, as: UTF8.self)
-        let replay = try agentEval(["replay", log, "--full"])
+        let logText = String(decoding: try await Subprocess.run(gzipPath, ["-dc", log]).stdout, as: UTF8.self)
+        let replay = try await agentEval(["replay", log, "--full"])
         #expect(replay.status == 0, "\(replay.stderr)")
-        let replayJSON = try agentEval(["replay", log, "--json"])
+        let replayJSON = try await agentEval(["replay", log, "--json"])
         #expect(replayJSON.status == 0, "\(replayJSON.stderr)")
-        let view = try agentEval(["view", log, "--out", directory.path("run.html")])
+        let view = try await agentEval(["view", log, "--out", directory.path("run.html")])
         #expect(view.status == 0, "\(view.stderr)")
         let page = try String(contentsOfFile: directory.path("run.html"), encoding: .utf8)
-        let export = try agentEval(["export", "otlp", log, "--out", "-", "--include-content"])
+        let export = try await agentEval(["export", "otlp", log, "--out", "-", "--include-content"])
         #expect(export.status == 0, "\(export.stderr)")
 
         let outputs: [(String, String)] = [

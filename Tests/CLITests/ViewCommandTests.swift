@@ -20,9 +20,9 @@ struct ViewCommandTests {
     }
 
     @Test("view writes <log name>.html in the working directory and prints its link")
-    func viewDefaults() throws {
-        try TemporaryDirectory.with { directory in
-            let result = try agentEval(["view", Self.supportLog, "--step", "2"], in: directory.url)
+    func viewDefaults() async throws {
+        try await TemporaryDirectory.with { directory in
+            let result = try await agentEval(["view", Self.supportLog, "--step", "2"], in: directory.url)
             #expect(result.status == 0, "\(result.stderr)")
             let page = directory.path("support-refund.html")
             #expect(FileManager.default.fileExists(atPath: page))
@@ -36,10 +36,10 @@ struct ViewCommandTests {
     }
 
     @Test("view --json says what was written")
-    func viewJSON() throws {
-        try TemporaryDirectory.with { directory in
+    func viewJSON() async throws {
+        try await TemporaryDirectory.with { directory in
             let page = directory.path("pages/run.html")
-            let result = try agentEval(["view", Self.supportLog, "--out", page, "--json"])
+            let result = try await agentEval(["view", Self.supportLog, "--out", page, "--json"])
             #expect(result.status == 0, "\(result.stderr)")
             let document = try JSONParser.parse(result.stdout)
             #expect(document["schema"] == "agent-eval/view")
@@ -52,13 +52,13 @@ struct ViewCommandTests {
     }
 
     @Test("a damaged log: the page shows the steps before the damage, the error names the log, exit 2")
-    func viewDamaged() throws {
-        try TemporaryDirectory.with { directory in
+    func viewDamaged() async throws {
+        try await TemporaryDirectory.with { directory in
             let log = directory.path("long.jsonl.gz")
             var corpus = SyntheticCorpus()
             try corpus.writeDamagedRun(to: log, events: 1_000)
             let page = directory.path("long.html")
-            let result = try agentEval(["view", log, "--out", page])
+            let result = try await agentEval(["view", log, "--out", page])
             #expect(result.status == 2)
             #expect(result.stderr.contains("error: "), "\(result.stderr)")
             #expect(result.stderr.contains(log))
@@ -70,10 +70,10 @@ struct ViewCommandTests {
     }
 
     @Test("view refuses a step the log does not have, before writing anything")
-    func viewMissingStep() throws {
-        try TemporaryDirectory.with { directory in
+    func viewMissingStep() async throws {
+        try await TemporaryDirectory.with { directory in
             let page = directory.path("run.html")
-            let result = try agentEval(["view", Self.supportLog, "--step", "12", "--out", page])
+            let result = try await agentEval(["view", Self.supportLog, "--step", "12", "--out", page])
             #expect(result.status == 64)
             #expect(result.stderr.contains("has no step 12"))
             #expect(!FileManager.default.fileExists(atPath: page))
@@ -85,9 +85,9 @@ struct ViewCommandTests {
     static let recordedChild = recordedRun.appendingPathComponent("tasks/classify_with_agent-1.jsonl.gz").path
 
     @Test("view of a pipeline log draws the pipeline: its tasks, what each needs, and each agent attempt's run linked")
-    func viewPipeline() throws {
-        try TemporaryDirectory.with { directory in
-            let result = try agentEval(["view", Self.recordedPipeline], in: directory.url)
+    func viewPipeline() async throws {
+        try await TemporaryDirectory.with { directory in
+            let result = try await agentEval(["view", Self.recordedPipeline], in: directory.url)
             #expect(result.status == 0, "\(result.stderr)")
             // pipeline run writes <out>/<pipeline>-<id>/pipeline.jsonl.gz: the page is named after the run's directory.
             let page = directory.path("triage-recovery.html")
@@ -117,7 +117,7 @@ struct ViewCommandTests {
             #expect((runs.first?["run"]?["steps"]?.arrayValue?.count ?? 0) > 0)
             #expect(runs.first?["run"]?["summary"]?["stop_reason"] == "success")
 
-            let json = try agentEval(["view", Self.recordedPipeline, "--out", directory.path("p.html"), "--json"])
+            let json = try await agentEval(["view", Self.recordedPipeline, "--out", directory.path("p.html"), "--json"])
             #expect(json.status == 0, "\(json.stderr)")
             let document = try JSONParser.parse(json.stdout)
             #expect(document["view"] == "pipeline" && document["status"] == "succeeded" && document["tasks"] == 5)
@@ -126,8 +126,8 @@ struct ViewCommandTests {
     }
 
     @Test("a failed pipeline's page says it failed, and where; --step is for runs, not pipelines")
-    func viewFailedPipeline() throws {
-        try TemporaryDirectory.with { directory in
+    func viewFailedPipeline() async throws {
+        try await TemporaryDirectory.with { directory in
             let agent = ExampleRuns.fixtures.appendingPathComponent("pipelines/triage-recovery/triage.agent.yaml").path
             let file = directory.path("broken.yaml")
             try """
@@ -143,12 +143,12 @@ struct ViewCommandTests {
                 inputs: {classes: classify}
 
             """.write(toFile: file, atomically: true, encoding: .utf8)
-            let ran = try agentEval(["pipeline", "run", file, "--out", directory.path("runs"), "--run-id", "p1"])
+            let ran = try await agentEval(["pipeline", "run", file, "--out", directory.path("runs"), "--run-id", "p1"])
             #expect(ran.status == 1, "\(ran.stderr)")
             let run = directory.path("runs/broken-p1")
 
             // The run's directory, as pipeline show takes it.
-            let result = try agentEval(["view", run], in: directory.url)
+            let result = try await agentEval(["view", run], in: directory.url)
             #expect(result.status == 0, "\(result.stderr)")
             #expect(result.stdoutText.hasPrefix("wrote broken-p1.html (pipeline broken failed at publish, 2 tasks, 1 child run, "))
             let data = try Self.pageData(directory.path("broken-p1.html"))
@@ -161,7 +161,7 @@ struct ViewCommandTests {
             #expect(tasks.map { $0["status"]?.stringValue } == ["succeeded", "failed"])
             #expect(data["runs"]?.arrayValue?.first?["log"] == .string(run + "/tasks/classify-1.jsonl.gz"))
 
-            let step = try agentEval(["view", run + "/pipeline.jsonl.gz", "--step", "2", "--out", directory.path("s.html")])
+            let step = try await agentEval(["view", run + "/pipeline.jsonl.gz", "--step", "2", "--out", directory.path("s.html")])
             #expect(step.status == 64)
             #expect(step.stderr.contains("is a pipeline log: it has tasks, not steps"), "\(step.stderr)")
             #expect(!FileManager.default.fileExists(atPath: directory.path("s.html")))
@@ -169,10 +169,10 @@ struct ViewCommandTests {
     }
 
     @Test("run --html writes the report page with the runs its failures point at")
-    func runHTML() throws {
-        try TemporaryDirectory.with { directory in
+    func runHTML() async throws {
+        try await TemporaryDirectory.with { directory in
             let page = directory.path("report.html")
-            let result = try agentEval(
+            let result = try await agentEval(
                 ["run", "Fixtures/eval/failing", "--out", directory.path("runs"), "--no-catalog", "--quiet", "--html", page],
                 in: repositoryRoot)
             #expect(result.status == 1, "\(result.stderr)")
@@ -191,7 +191,7 @@ struct ViewCommandTests {
                 }
             }
             // With --json, standard output holds only the report.
-            let json = try agentEval(
+            let json = try await agentEval(
                 ["run", "Fixtures/eval/failing", "--out", directory.path("runs2"), "--no-catalog", "--json", "--html", page],
                 in: repositoryRoot)
             #expect(try JSONParser.parse(json.stdout)["schema"] == "agent-eval/results")
@@ -200,12 +200,12 @@ struct ViewCommandTests {
     }
 
     @Test("diff --html writes both runs and the diff; the terminal output stays the same")
-    func diffHTML() throws {
-        try TemporaryDirectory.with { directory in
+    func diffHTML() async throws {
+        try await TemporaryDirectory.with { directory in
             let research = ExampleRuns.directory.appendingPathComponent("research-budget.jsonl.gz").path
             let page = directory.path("diff.html")
-            let plain = try agentEval(["diff", Self.supportLog, research])
-            let result = try agentEval(["diff", Self.supportLog, research, "--html", page])
+            let plain = try await agentEval(["diff", Self.supportLog, research])
+            let result = try await agentEval(["diff", Self.supportLog, research, "--html", page])
             #expect(result.status == 1)
             #expect(result.stdoutText == plain.stdoutText + "wrote \(page): file://\(page)\n")
             let data = try Self.pageData(page)
@@ -216,10 +216,10 @@ struct ViewCommandTests {
     }
 
     @Test("results merge --html makes one page of the shards' reports")
-    func mergeHTML() throws {
-        try TemporaryDirectory.with { directory in
+    func mergeHTML() async throws {
+        try await TemporaryDirectory.with { directory in
             for index in 1...2 {
-                let shard = try agentEval(
+                let shard = try await agentEval(
                     [
                         "run", "Fixtures/eval/failing", "--shard", "\(index)/2", "--json-out", directory.path("shard-\(index).json"),
                         "--no-catalog", "--quiet", "--out", directory.path("runs-\(index)"),
@@ -227,7 +227,7 @@ struct ViewCommandTests {
                 #expect(shard.status == 1 || shard.status == 0, "\(shard.stderr)")
             }
             let page = directory.path("all.html")
-            let merged = try agentEval(
+            let merged = try await agentEval(
                 ["results", "merge", directory.path("shard-1.json"), directory.path("shard-2.json"), "--html", page], in: repositoryRoot)
             #expect(merged.status == 1, "\(merged.stderr)")
             let data = try Self.pageData(page)

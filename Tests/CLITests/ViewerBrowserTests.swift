@@ -20,12 +20,12 @@ struct ViewerBrowserTests {
     @Test("run, report, diff, planted markup and a long run, each opened and used in Chromium", .tags(.python, .browser), .needsBrowser)
     func pagesInChromium() async throws {
         let command = try await PythonEnvironment.browser.script("viewer_browser.py")
-        try TemporaryDirectory.with { directory in
+        try await TemporaryDirectory.with { directory in
             // The pages, made with the CLI as a user would.
             let run = directory.path("run.html")
-            try expectStatus(0, agentEval(["view", "Fixtures/runs/support-refund.jsonl.gz", "--out", run], in: repositoryRoot))
+            try expectStatus(0, await agentEval(["view", "Fixtures/runs/support-refund.jsonl.gz", "--out", run], in: repositoryRoot))
             let report = directory.path("report.html")
-            let suite = try agentEval(
+            let suite = try await agentEval(
                 ["run", "Fixtures/eval/failing", "--out", directory.path("runs"), "--no-catalog", "--quiet", "--html", report],
                 in: repositoryRoot)
             try expectStatus(1, suite)
@@ -43,34 +43,34 @@ struct ViewerBrowserTests {
                 try "caseId: \(name)\nlogs: \(log)\nexpected: \(expected)\n".write(
                     toFile: directory.path("cases/\(name).yaml"), atomically: true, encoding: .utf8)
             }
-            try expectStatus(1, agentEval(["run", cases, "--update-baseline", "--no-catalog", "--quiet"]))
+            try expectStatus(1, await agentEval(["run", cases, "--update-baseline", "--no-catalog", "--quiet"]))
             try
                 "caseId: gate\nlogs: \(log)\nexpected: {stopReason: success, toolsNotCalled: [delete_customer], countDeniedAttempts: true}\n"
                 .write(toFile: directory.path("cases/gate.yaml"), atomically: true, encoding: .utf8)
             let baseline = directory.path("baseline.html")
-            try expectStatus(1, agentEval(["run", cases, "--no-catalog", "--quiet", "--html", baseline]))
+            try expectStatus(1, await agentEval(["run", cases, "--no-catalog", "--quiet", "--html", baseline]))
             for (name, cents) in [("before", 4999), ("after", 2500)] {
                 try LogWriter.withWriter(creating: directory.path("\(name).jsonl.gz"), runId: "run-\(name)") { writer in
                     _ = try SampleRun.recordSupportRun(into: writer, refundCents: cents)
                 }
             }
             let diff = directory.path("diff.html")
-            try expectStatus(1, agentEval(["diff", "before.jsonl.gz", "after.jsonl.gz", "--html", diff], in: directory.url))
+            try expectStatus(1, await agentEval(["diff", "before.jsonl.gz", "after.jsonl.gz", "--html", diff], in: directory.url))
             try LogWriter.withWriter(creating: directory.path("hostile.jsonl.gz"), runId: "run-hostile") { writer in
                 _ = try SampleRun.recordHostileRun(into: writer)
             }
             let hostile = directory.path("hostile.html")
-            try expectStatus(0, agentEval(["view", directory.path("hostile.jsonl.gz"), "--out", hostile]))
+            try expectStatus(0, await agentEval(["view", directory.path("hostile.jsonl.gz"), "--out", hostile]))
             var corpus = SyntheticCorpus()
             try corpus.writeLongRun(to: directory.path("long.jsonl.gz"), events: Self.longRunEvents)
             let long = directory.path("long.html")
-            try expectStatus(0, agentEval(["view", directory.path("long.jsonl.gz"), "--out", long]))
+            try expectStatus(0, await agentEval(["view", directory.path("long.jsonl.gz"), "--out", long]))
             #expect(
                 try String(contentsOfFile: long, encoding: .utf8).contains("data-encoding=\"gzip+base64\""),
                 "a long run's data is compressed")
 
             let shots = repositoryRoot.appendingPathComponent(".build/viewer-screenshots").path
-            let result = try Subprocess.run(
+            let result = try await Subprocess.run(
                 command[0],
                 Array(command.dropFirst()) + [
                     shots, "run=\(run),delete_customer,3", "report=\(report),\(link)", "diff=\(diff)", "hostile=\(hostile)", "long=\(long)",

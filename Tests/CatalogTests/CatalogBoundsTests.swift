@@ -23,8 +23,8 @@ private func writeRun(at path: String, goalBytes: Int) throws {
 
 /// Makes the catalog at `path` a version-6 one, as the build before `case_results.file_digest`
 /// left it: the column dropped and the version set back (sqlite3, as a user's old file is).
-private func downgradeToVersion6(_ path: String) throws {
-    let done = try Subprocess.run(
+private func downgradeToVersion6(_ path: String) async throws {
+    let done = try await Subprocess.run(
         "/usr/bin/env", ["sqlite3", path, "ALTER TABLE case_results DROP COLUMN file_digest; PRAGMA user_version = 6;"])
     #expect(done.status == 0, "\(done.stderr)")
 }
@@ -91,15 +91,15 @@ struct CatalogBoundsTests {
     }
 
     @Test("rebuild carries the suite history over from a catalog of an older schema version, leaving later columns empty")
-    func rebuildFromAnOlderSchema() throws {
-        try TemporaryDirectory.with { directory in
+    func rebuildFromAnOlderSchema() async throws {
+        try await TemporaryDirectory.with { directory in
             let path = directory.path("catalog.sqlite")
             let catalog = try Catalog(path: path)
             _ = try catalog.index(paths: [runsFixture("support-refund")])
             try catalog.recordSuite(report: suiteReport, info: SuiteRunInfo(startedAtUs: 1, commandLine: "agent-eval run"))
             try catalog.checkpoint()
             try catalog.close()
-            try downgradeToVersion6(path)
+            try await downgradeToVersion6(path)
 
             // No paths: the old catalog still says which logs to index.
             let rebuilt = try Catalog.rebuild(at: path)
@@ -139,14 +139,14 @@ struct CatalogBoundsTests {
     }
 
     @Test("rebuild refuses to replace a file that is not a catalog, and leaves it byte for byte as it was")
-    func rebuildRefusesOtherFiles() throws {
-        try TemporaryDirectory.with { directory in
+    func rebuildRefusesOtherFiles() async throws {
+        try await TemporaryDirectory.with { directory in
             let log = directory.path("run.jsonl.gz")
             try FileManager.default.copyItem(atPath: runsFixture("support-refund"), toPath: log)
             let notes = directory.path("notes.txt")
             try Data("remember the milk\n".utf8).write(to: URL(fileURLWithPath: notes))
             let foreign = directory.path("other.sqlite")
-            _ = try Subprocess.run("/usr/bin/env", ["sqlite3", foreign, "PRAGMA user_version = 3; CREATE TABLE people (name TEXT);"])
+            _ = try await Subprocess.run("/usr/bin/env", ["sqlite3", foreign, "PRAGMA user_version = 3; CREATE TABLE people (name TEXT);"])
             for path in [log, notes, foreign] {
                 let before = try Data(contentsOf: URL(fileURLWithPath: path))
                 let error = try #require(throws: CatalogError.self) {

@@ -10,8 +10,8 @@ import TraceLog
 @Suite("The catalog's cache, rebuild, queries and bad files")
 struct CatalogStoreTests {
     @Test("the fact cache answers for an unchanged log, and never for a changed one, even with its size and mtime restored")
-    func factCacheIsNeverStale() throws {
-        try TemporaryDirectory.with { directory in
+    func factCacheIsNeverStale() async throws {
+        try await TemporaryDirectory.with { directory in
             let log = directory.path("a.jsonl.gz")
             try writeSyntheticRun(to: log, steps: 6, seed: 1)
             let cache = FactCache(catalog: try Catalog(path: directory.path("catalog.sqlite")))
@@ -53,7 +53,7 @@ struct CatalogStoreTests {
             #expect(fresh.usage == (1, 0))
             try cache.catalog.close()
             let changed = try Catalog(path: directory.path("catalog.sqlite"))
-            try setExtractorVersion(0, in: directory.path("catalog.sqlite"))
+            try await setExtractorVersion(0, in: directory.path("catalog.sqlite"))
             let afterBump = FactCache(catalog: changed)
             #expect(try afterBump.facts(for: log) == third)
             #expect(afterBump.usage == (0, 1))
@@ -61,8 +61,8 @@ struct CatalogStoreTests {
     }
 
     @Test("the identity's tail checksum is zlib's CRC-32 and Adler-32 of the range, and every flipped bit changes it")
-    func tailChecksumCoversEveryByte() throws {
-        try TemporaryDirectory.with { directory in
+    func tailChecksumCoversEveryByte() async throws {
+        try await TemporaryDirectory.with { directory in
             let log = directory.path("a.jsonl.gz")
             try writeSyntheticRun(to: log, steps: 6, seed: 3)
             let facts = try LogFacts.read(log)
@@ -70,7 +70,7 @@ struct CatalogStoreTests {
             let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: log)))
             let hash = try #require(LogFingerprint.hash(log, from: start, to: bytes.count))
             // Python's zlib is another implementation of the same two checksums.
-            let python = try Subprocess.run(
+            let python = try await Subprocess.run(
                 "/usr/bin/env",
                 [
                     "python3", "-c",
@@ -370,8 +370,8 @@ struct CatalogStoreTests {
     }
 
     @Test("a file that is not a catalog, a damaged one and one from a newer agent-eval give clear errors and stay as they were")
-    func badCatalogFiles() throws {
-        try TemporaryDirectory.with { directory in
+    func badCatalogFiles() async throws {
+        try await TemporaryDirectory.with { directory in
             func expectError(_ path: String, _ code: CatalogError.Code, _ words: String) throws {
                 let before = try Data(contentsOf: URL(fileURLWithPath: path))
                 #expect {
@@ -387,11 +387,11 @@ struct CatalogStoreTests {
             try expectError(text, .notACatalog, "is not a SQLite database")
 
             let newer = directory.path("newer.sqlite")
-            _ = try Subprocess.run("/usr/bin/env", ["sqlite3", newer, "PRAGMA user_version = 99; CREATE TABLE logs (x);"])
+            _ = try await Subprocess.run("/usr/bin/env", ["sqlite3", newer, "PRAGMA user_version = 99; CREATE TABLE logs (x);"])
             try expectError(newer, .newerSchema, "schema version 99")
 
             let foreign = directory.path("foreign.sqlite")
-            _ = try Subprocess.run("/usr/bin/env", ["sqlite3", foreign, "CREATE TABLE people (name TEXT);"])
+            _ = try await Subprocess.run("/usr/bin/env", ["sqlite3", foreign, "CREATE TABLE people (name TEXT);"])
             try expectError(foreign, .notACatalog, "not an agent-eval catalog")
 
             // A real catalog with its pages overwritten in the middle.
@@ -498,18 +498,18 @@ struct CatalogStoreTests {
     }
 
     @Test("a catalog of an older schema version is migrated in place, keeping its rows")
-    func migratesOlderVersions() throws {
-        try TemporaryDirectory.with { directory in
+    func migratesOlderVersions() async throws {
+        try await TemporaryDirectory.with { directory in
             let path = directory.path("old.sqlite")
             // A version 1 file, as the first release wrote it, with one indexed run.
             let first = try Catalog(path: directory.path("source.sqlite"))
             _ = try first.index(paths: [FixtureLogs.directory.appendingPathComponent("support-sample.jsonl.gz").path])
             try first.close()
-            let dump = try Subprocess.run("/usr/bin/env", ["sqlite3", directory.path("source.sqlite"), ".dump logs calls"])
+            let dump = try await Subprocess.run("/usr/bin/env", ["sqlite3", directory.path("source.sqlite"), ".dump logs calls"])
             let version1 = CatalogSchema.migrations[0] + "\nPRAGMA user_version = 1;\n"
-            _ = try Subprocess.run("/usr/bin/env", ["sqlite3", path, version1])
+            _ = try await Subprocess.run("/usr/bin/env", ["sqlite3", path, version1])
             let rows = dump.stdoutText.split(separator: "\n").filter { $0.hasPrefix("INSERT INTO") }.joined(separator: "\n")
-            let loaded = try Subprocess.run("/usr/bin/env", ["sqlite3", path, rows])
+            let loaded = try await Subprocess.run("/usr/bin/env", ["sqlite3", path, rows])
             #expect(loaded.status == 0, "\(loaded.stderr)")
 
             let catalog = try Catalog(path: path)
@@ -550,7 +550,7 @@ struct CatalogStoreTests {
 }
 
 /// Sets every fact cache entry's extractor version, as another agent-eval would have written it.
-func setExtractorVersion(_ version: Int, in path: String) throws {
-    let result = try Subprocess.run("/usr/bin/env", ["sqlite3", path, "UPDATE facts SET extractor_version = \(version);"])
+func setExtractorVersion(_ version: Int, in path: String) async throws {
+    let result = try await Subprocess.run("/usr/bin/env", ["sqlite3", path, "UPDATE facts SET extractor_version = \(version);"])
     try #require(result.status == 0, "\(result.stderr)")
 }

@@ -73,7 +73,7 @@ struct TrustTests {
         try await TemporaryDirectory.with { directory in
             _ = FileManager.default.createFile(atPath: directory.path("empty.jsonl.gz"), contents: Data())
             // Cut with head(1) before the first event was complete.
-            let head = try Subprocess.run(
+            let head = try await Subprocess.run(
                 "/usr/bin/env", ["head", "-c", "64", FixtureLogs.directory.appendingPathComponent("support-sample.jsonl.gz").path])
             _ = FileManager.default.createFile(atPath: directory.path("cut.jsonl.gz"), contents: Data(head.stdout))
             for (log, code) in [("empty", "log.empty"), ("cut", "log.no_event")] {

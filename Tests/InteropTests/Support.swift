@@ -12,26 +12,27 @@ func write(_ text: String, to directory: String, _ name: String) throws -> Strin
 }
 
 /// Imports `inputs` into a new directory; returns the outcome and the folded state of each log.
-func importRuns(_ inputs: [String], format: ImportFormat = .auto, episodesPath: String? = nil) throws -> (
+func importRuns(_ inputs: [String], format: ImportFormat = .auto, episodesPath: String? = nil) async throws -> (
     outcome: ImportOutcome, states: [RunState]
 ) {
     let out = try TemporaryDirectory("agent-eval-interop-out")
     defer { out.remove() }
     let outcome = Importer.importRuns(
         from: inputs, options: ImportOptions(format: format, episodesPath: episodesPath), writer: ImportWriter(directory: out.url.path))
-    let states = try outcome.runs.compactMap(\.log).map { try fold($0) }
+    var states: [RunState] = []
+    for log in outcome.runs.compactMap(\.log) { states.append(try await fold(log)) }
     return (outcome, states)
 }
 
 /// The state a log folds to, after checking that it reads without a problem and that real
 /// `gzip -t` accepts it.
-func fold(_ log: String) throws -> RunState {
+func fold(_ log: String) async throws -> RunState {
     var state = RunState()
     let summary = try LogReader(path: log, options: LogReader.Options(isStrict: true)).forEachEvent {
         RunState.reduce(into: &state, $0.event)
     }
     guard summary.tear == nil else { throw ImportTestError("\(log) is torn") }
-    let gzip = try Subprocess.run(gzipPath, ["-t", log])
+    let gzip = try await Subprocess.run(gzipPath, ["-t", log])
     guard gzip.status == 0 else { throw ImportTestError("gzip -t \(log) failed: \(gzip.stderr)") }
     return state
 }
@@ -58,6 +59,6 @@ struct ImportTestError: Error, CustomStringConvertible {
 /// Runs a repository script in the interop Python environment; fails with its error output.
 func runPython(_ script: String, _ arguments: [String]) async throws {
     let command = try await PythonEnvironment.interop.script(script, arguments)
-    let result = try Subprocess.run(command[0], Array(command.dropFirst()))
+    let result = try await Subprocess.run(command[0], Array(command.dropFirst()))
     guard result.status == 0 else { throw ImportTestError("\(script) exited \(result.status): \(result.stderr)") }
 }

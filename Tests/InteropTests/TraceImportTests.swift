@@ -11,7 +11,7 @@ import TraceLog
     import Glibc
 #endif
 
-@Suite("Importing OpenTelemetry traces and Inspect logs, exporting OTLP", .serialized)
+@Suite("Importing OpenTelemetry traces and Inspect logs, exporting OTLP", .ownThread, .serialized)
 struct TraceImportTests {
     @Test(
         "spans from the official OpenTelemetry SDK: OTLP/JSON, protobuf JSON, Tempo batches and Jaeger give the same runs", .tags(.python),
@@ -23,7 +23,7 @@ struct TraceImportTests {
         try await runPython("otel_traces.py", [directory])
         var trajectories: [[Trajectory]] = []
         for name in ["genai.otlp.json", "genai.proto.json", "genai.tempo.json", "genai.jaeger.json"] {
-            let (outcome, states) = try importRuns([(directory as NSString).appendingPathComponent(name)])
+            let (outcome, states) = try await importRuns([(directory as NSString).appendingPathComponent(name)])
             #expect(outcome.importedCount == 2, "\(name)")
             #expect(states.allSatisfy { $0.anomalies.isEmpty })
             trajectories.append(states.map(Trajectory.init))
@@ -49,7 +49,7 @@ struct TraceImportTests {
         #expect(first[1].calls == ["web_search({})"])
         #expect(first[1].stop == "budget_exhausted/token_budget")
 
-        let (legacy, states) = try importRuns([(directory as NSString).appendingPathComponent("openllmetry.otlp.json")])
+        let (legacy, states) = try await importRuns([(directory as NSString).appendingPathComponent("openllmetry.otlp.json")])
         #expect(legacy.importedCount == 1)
         #expect(states.map(Trajectory.init).first?.calls == [#"get_weather({"city":"Paris"})"#])
         #expect(states.first?.finalAnswer == "It is 18 °C in Paris.")
@@ -64,7 +64,7 @@ struct TraceImportTests {
         // The same traces made with the SDK's attribute length limit: every message attribute is
         // cut at 80 characters. The content in them is lost, and said so; the tools that ran and
         // the stop still come through (from the tool spans and the finish reasons).
-        let (cut, cutStates) = try importRuns([(directory as NSString).appendingPathComponent("truncated.otlp.json")])
+        let (cut, cutStates) = try await importRuns([(directory as NSString).appendingPathComponent("truncated.otlp.json")])
         #expect(cut.importedCount == 2)
         #expect(
             cutStates.map { $0.executedCalls.map(\.tool).sorted() } == [["get_policy", "lookup_order", "refund_order"], ["web_search"]])
@@ -91,8 +91,8 @@ struct TraceImportTests {
             let path = (directory as NSString).appendingPathComponent(folder)
             return try FileManager.default.contentsOfDirectory(atPath: path).map { (path as NSString).appendingPathComponent($0) }
         }
-        let (fromJSON, jsonStates) = try importRuns(try files("json"))
-        let (fromEval, evalStates) = try importRuns(try files("deflate"))
+        let (fromJSON, jsonStates) = try await importRuns(try files("json"))
+        let (fromEval, evalStates) = try await importRuns(try files("deflate"))
         #expect(fromJSON.importedCount == 2 && fromEval.importedCount == 2)
         #expect(jsonStates.map(Trajectory.init) == evalStates.map(Trajectory.init))
         let add = try #require(jsonStates.first { $0.start?.source?.id == "add:1" })
@@ -114,14 +114,14 @@ struct TraceImportTests {
         #expect(divide.stop?.reason == .budgetExhausted && divide.stop?.limit == .maxSteps)
         // Inspect's own .eval archives compress their entries with zstd (zip method 93).
         let evalFiles = try files("eval")
-        let (fromZstd, zstdStates) = try importRuns(evalFiles)
+        let (fromZstd, zstdStates) = try await importRuns(evalFiles)
         #expect(fromZstd.importedCount == 2 && fromZstd.failedInputs.isEmpty)
         #expect(zstdStates.map(Trajectory.init) == jsonStates.map(Trajectory.init))
         #expect(zstdStates.map(\.finalAnswer) == jsonStates.map(\.finalAnswer))
         #expect(zstdStates.map { $0.start?.tools.map(\.name) } == jsonStates.map { $0.start?.tools.map(\.name) })
 
         // A sample whose messages end on a user turn nobody answered: unfinished, with a note.
-        let (cutOff, cutOffStates) = try importRuns(try files("cut"))
+        let (cutOff, cutOffStates) = try await importRuns(try files("cut"))
         #expect(cutOff.importedCount == 1)
         #expect(cutOffStates.first?.stop == nil && cutOff.runs.first?.stop == nil)
         #expect(cutOffStates.first?.start?.source?.stop == "ends on a user turn")
@@ -142,7 +142,7 @@ struct TraceImportTests {
         bytes[start + compressed / 2] ^= 0x5A
         let damaged = try write(String(decoding: [], as: UTF8.self), to: directory, "damaged.eval")
         try Data(bytes).write(to: URL(fileURLWithPath: damaged))
-        let (damagedOutcome, _) = try importRuns([damaged])
+        let (damagedOutcome, _) = try await importRuns([damaged])
         // The damaged sample is reported; the archive's other sample still imports.
         let failure = try #require(damagedOutcome.runs.compactMap(\.error).first ?? damagedOutcome.failedInputs.first)
         #expect(failure.code == .badArchive)
@@ -151,7 +151,7 @@ struct TraceImportTests {
     }
 
     @Test("declared tools: gen_ai.tool.definitions as a structured list, on an event, in OpenAI's shape; OpenLLMetry's cut parameters")
-    func declaredToolForms() throws {
+    func declaredToolForms() async throws {
         func attribute(_ key: String, _ value: JSONValue) -> JSONValue { ["key": .string(key), "value": value] }
         func text(_ value: String) -> JSONValue { ["stringValue": .string(value)] }
         func list(_ items: [JSONValue]) -> JSONValue { ["arrayValue": ["values": .array(items)]] }
@@ -246,7 +246,7 @@ struct TraceImportTests {
         let request: JSONValue = ["resourceSpans": [["scopeSpans": [["spans": .array(spans)]]]]]
         let scratch = try TemporaryDirectory("agent-eval-interop-tool-definitions")
         defer { scratch.remove() }
-        let (outcome, states) = try importRuns([try write(JSONWriter.encodeString(request), to: scratch.url.path, "tools.json")])
+        let (outcome, states) = try await importRuns([try write(JSONWriter.encodeString(request), to: scratch.url.path, "tools.json")])
         #expect(outcome.importedCount == 2)
         let orders = try #require(states.first { $0.start?.source?.id == genAI })
         let tools = orders.start?.tools ?? []
@@ -266,7 +266,7 @@ struct TraceImportTests {
     }
 
     @Test("export then import gives every fixture run's trajectory back")
-    func roundTrip() throws {
+    func roundTrip() async throws {
         let scratch = try TemporaryDirectory("agent-eval-interop-roundtrip")
         defer { scratch.remove() }
         let directory = scratch.url.path
@@ -276,7 +276,7 @@ struct TraceImportTests {
             let name = (log as NSString).lastPathComponent
             let request = try OTLPExporter(includeContent: true).request(logs: [log])
             let file = try write(JSONWriter.encodeString(request), to: directory, "\(name).json")
-            let (outcome, states) = try importRuns([file], format: .otlp)
+            let (outcome, states) = try await importRuns([file], format: .otlp)
             #expect(outcome.importedCount == 1, "\(name)")
             var original = RunState()
             _ = try LogReader(path: log).forEachEvent { RunState.reduce(into: &original, $0.event) }

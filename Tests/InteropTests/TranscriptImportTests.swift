@@ -24,11 +24,11 @@ struct TranscriptImportTests {
         """
 
     @Test("an OpenAI transcript: results paired by id out of order, a reused id, text beside calls, bad JSON, failure in the content")
-    func openAITraps() throws {
+    func openAITraps() async throws {
         let scratch = try TemporaryDirectory("agent-eval-interop-openai")
         defer { scratch.remove() }
         let directory = scratch.url.path
-        let (outcome, states) = try importRuns([try write(Self.openAI, to: directory, "chat.json")])
+        let (outcome, states) = try await importRuns([try write(Self.openAI, to: directory, "chat.json")])
         #expect(outcome.importedCount == 1 && outcome.failedCount == 0)
         let state = try #require(states.first)
         #expect(state.anomalies.isEmpty)
@@ -51,7 +51,7 @@ struct TranscriptImportTests {
     }
 
     @Test("an Anthropic transcript: tool_use and tool_result blocks, is_error, max_tokens at the end")
-    func anthropic() throws {
+    func anthropic() async throws {
         let text = """
             {"model": "claude-x", "system": "Be brief.", "messages": [
               {"role": "user", "content": "Weather in Paris and Rome?"},
@@ -66,7 +66,7 @@ struct TranscriptImportTests {
         let scratch = try TemporaryDirectory("agent-eval-interop-anthropic")
         defer { scratch.remove() }
         let directory = scratch.url.path
-        let (outcome, states) = try importRuns([try write(text, to: directory, "claude.json")])
+        let (outcome, states) = try await importRuns([try write(text, to: directory, "claude.json")])
         let state = try #require(states.first)
         #expect(outcome.runs.first?.format == "anthropic.messages")
         #expect(state.start?.model == ModelIdentity(provider: "anthropic", name: "claude-x"))
@@ -78,7 +78,7 @@ struct TranscriptImportTests {
     }
 
     @Test("a transcript that ends on a user turn is unfinished, with a note: not a success on the agent's last reply")
-    func endsOnUserTurn() throws {
+    func endsOnUserTurn() async throws {
         let scratch = try TemporaryDirectory("agent-eval-interop-user-turn")
         defer { scratch.remove() }
         let directory = scratch.url.path
@@ -94,7 +94,7 @@ struct TranscriptImportTests {
              {"role": "system", "content": "(session closed)"}
             ]
             """
-        let (outcome, states) = try importRuns([try write(openAI, to: directory, "cut.json")])
+        let (outcome, states) = try await importRuns([try write(openAI, to: directory, "cut.json")])
         #expect(outcome.importedCount == 1)
         let state = try #require(states.first)
         #expect(state.anomalies.isEmpty)
@@ -125,7 +125,7 @@ struct TranscriptImportTests {
               {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "18 C"}]}
             ]}
             """
-        let (both, bothStates) = try importRuns([
+        let (both, bothStates) = try await importRuns([
             try write(anthropic, to: directory, "claude-cut.json"), try write(afterResult, to: directory, "claude-calls.json"),
         ])
         #expect(both.importedCount == 2)
@@ -141,14 +141,14 @@ struct TranscriptImportTests {
             {"id": "cut", "messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}, {"role": "user", "content": "z?"}]}
             {"id": "input-only", "messages": [{"role": "user", "content": "x"}]}
             """
-        let (streamed, streamedStates) = try importRuns([try write(lines, to: directory, "episodes.jsonl")])
+        let (streamed, streamedStates) = try await importRuns([try write(lines, to: directory, "episodes.jsonl")])
         #expect(streamed.runs.map(\.stop) == [.success, nil, .blocked])
         #expect(streamedStates.map { $0.start?.source?.stop } == ["final answer", "ends on a user turn", "no assistant message"])
         #expect(streamed.runs.map { $0.warnings.contains { $0.hasPrefix("the transcript ends on a user turn") } } == [false, true, false])
     }
 
     @Test("a result file of episodes: one run per episode with its id and trial, rewards kept, a bad episode reported")
-    func episodes() throws {
+    func episodes() async throws {
         let text = """
             {"results": [
               {"task_id": 7, "trial": 0, "reward": 1.0, "traj": [
@@ -161,7 +161,8 @@ struct TranscriptImportTests {
         let scratch = try TemporaryDirectory("agent-eval-interop-episodes")
         defer { scratch.remove() }
         let directory = scratch.url.path
-        let (outcome, states) = try importRuns([try write(text, to: directory, "results.json")], format: .messages, episodesPath: "results")
+        let (outcome, states) = try await importRuns(
+            [try write(text, to: directory, "results.json")], format: .messages, episodesPath: "results")
         #expect(outcome.importedCount == 2)
         #expect(outcome.failedCount == 1)
         #expect(outcome.runs.compactMap(\.error).first?.message.contains("results[2]") == true)
@@ -173,7 +174,7 @@ struct TranscriptImportTests {
             {"id": "a", "messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]}
             {"id": "b", "messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "z"}]}
             """
-        let (jsonl, _) = try importRuns([try write(lines, to: directory, "episodes.jsonl")])
+        let (jsonl, _) = try await importRuns([try write(lines, to: directory, "episodes.jsonl")])
         #expect(jsonl.runs.map(\.sourceId) == ["a", "b"])
     }
 
@@ -193,7 +194,7 @@ struct TranscriptImportTests {
                 !$0.trimmingCharacters(in: .whitespaces).isEmpty
             }
             let first = try JSONParser.parse(Array(try #require(lines.first).utf8))
-            let (outcome, states) = try importRuns([path])
+            let (outcome, states) = try await importRuns([path])
             guard let input = first["input"]?.arrayValue else {
                 // Questions and answers, no messages: not a transcript, said of the file.
                 #expect(outcome.failedInputs.first?.code == .wrongFormat, "\(name)")
@@ -215,7 +216,7 @@ struct TranscriptImportTests {
     }
 
     @Test("JSON Lines of episodes import a line at a time: a broken line and a cut last line are failures; the others import")
-    func episodeLines() throws {
+    func episodeLines() async throws {
         let scratch = try TemporaryDirectory("agent-eval-interop-stream")
         defer { scratch.remove() }
         let directory = scratch.url.path
@@ -224,7 +225,7 @@ struct TranscriptImportTests {
         }
         let text = [episode("a"), "", #"{"id": "b", "messages": [}"#, episode("c"), #"{"id": "d"}"#, String(episode("e").prefix(40))]
             .joined(separator: "\n")
-        let (outcome, states) = try importRuns([try write(text, to: directory, "episodes.jsonl")])
+        let (outcome, states) = try await importRuns([try write(text, to: directory, "episodes.jsonl")])
         #expect(states.map { $0.start?.source?.id } == ["a", "c"])
         #expect(states.map(\.finalAnswer) == ["a a", "a c"])
         let errors = outcome.runs.compactMap(\.error)
@@ -234,33 +235,33 @@ struct TranscriptImportTests {
         #expect(outcome.failedInputs.isEmpty && outcome.failedCount == 3)
         // JSON Lines of single messages are one episode, read whole as before.
         let messages = [#"{"role": "user", "content": "q"}"#, #"{"role": "assistant", "content": "one"}"#].joined(separator: "\n")
-        let (whole, wholeStates) = try importRuns([try write(messages, to: directory, "messages.jsonl")])
+        let (whole, wholeStates) = try await importRuns([try write(messages, to: directory, "messages.jsonl")])
         #expect(whole.importedCount == 1 && wholeStates.first?.finalAnswer == "one")
     }
 
     @Test("bad input names the file and the position, and imports nothing")
-    func badInput() throws {
+    func badInput() async throws {
         let scratch = try TemporaryDirectory("agent-eval-interop-bad")
         defer { scratch.remove() }
         let directory = scratch.url.path
         let cut = try write(String(Self.openAI.prefix(200)), to: directory, "cut.json")
-        let (outcome, _) = try importRuns([cut])
+        let (outcome, _) = try await importRuns([cut])
         let error = try #require(outcome.failedInputs.first)
         #expect(error.code == .invalidJSON)
         #expect(error.location?.path == cut && (error.location?.line ?? 0) > 1)
         let other = try write(#"{"hello": "world"}"#, to: directory, "other.json")
-        #expect(try importRuns([other]).outcome.failedInputs.first?.code == .wrongFormat)
+        #expect(try await importRuns([other]).outcome.failedInputs.first?.code == .wrongFormat)
         let zip = try write("PK\u{3}\u{4} not a zip", to: directory, "broken.eval")
-        #expect(try importRuns([zip]).outcome.failedInputs.first?.code == .badArchive)
+        #expect(try await importRuns([zip]).outcome.failedInputs.first?.code == .badArchive)
     }
 
     /// An input with nothing in it is an error that says so, never "0 runs imported" alone.
     @Test("an input with no messages or no spans is an error that says so, not a run with nothing in it")
-    func emptyInputs() throws {
+    func emptyInputs() async throws {
         let scratch = try TemporaryDirectory("agent-eval-interop-empty")
         defer { scratch.remove() }
         let directory = scratch.url.path
-        let noMessages = try importRuns([try write("[]", to: directory, "empty.json")], format: .messages).outcome
+        let noMessages = try await importRuns([try write("[]", to: directory, "empty.json")], format: .messages).outcome
         #expect(noMessages.importedCount == 0 && noMessages.failedCount == 1)
         let runError = try #require(noMessages.runs.first?.error)
         #expect(runError.code == .badRun && runError.message.contains("has no messages"))
@@ -277,7 +278,7 @@ struct TranscriptImportTests {
         ]
         for (index, item) in cases.enumerated() {
             let file = try write(item.text, to: directory, "traces-\(index).json")
-            let outcome = try importRuns([file], format: item.format).outcome
+            let outcome = try await importRuns([file], format: item.format).outcome
             let error = try #require(outcome.failedInputs.first, "\(item.text)")
             #expect(outcome.importedCount == 0)
             #expect(error.code == .wrongFormat && error.location?.path == file)

@@ -12,7 +12,7 @@ import TraceLog
 /// MCP servers as tools, against real servers: `mcp-server-time` and `mcp-server-git` from
 /// PyPI, and a failure server written with the official `mcp` package
 /// (`scripts/mcp_failure_server.py`), all installed by `scripts/mcp_venv`.
-@Suite("MCP servers as tools")
+@Suite("MCP servers as tools", .ownThread)
 struct MCPServerTests {
     static func settings(_ name: String, _ command: [String], callTimeoutMs: Int = 30_000, startTimeoutMs: Int = 30_000)
         -> ToolServerSettings
@@ -59,7 +59,7 @@ struct MCPServerTests {
             ["init", "-q"], ["add", "README"],
             ["-c", "user.name=Test", "-c", "user.email=test@example.com", "commit", "-q", "-m", "First commit from the test"],
         ] {
-            let result = try Subprocess.run("/usr/bin/env", ["git", "-C", repository] + arguments)
+            let result = try await Subprocess.run("/usr/bin/env", ["git", "-C", repository] + arguments)
             #expect(result.status == 0, "git \(arguments): \(result.stderr)")
         }
         let connection = try await MCPServers().connect(Self.settings("git", try await MCPTestServers.gitServer(repository: repository)))
@@ -215,7 +215,7 @@ struct MCPServerTests {
 
         // The new members are outside the state: the independent reader computes the same digests.
         let reference = ExampleRuns.fixtures.deletingLastPathComponent().appendingPathComponent("scripts/agent_eval_log.py").path
-        let verified = try Subprocess.run("/usr/bin/env", ["python3", reference, "verify", log])
+        let verified = try await Subprocess.run("/usr/bin/env", ["python3", reference, "verify", log])
         #expect(verified.stdoutText.contains("\"digest_mismatches\":[]"), "\(verified.stdoutText)")
         #expect(verified.stdoutText.contains("\"intact\":true"))
 

@@ -10,7 +10,7 @@ import TraceLog
 
 /// The clients against a real HTTP server on 127.0.0.1 (`scripts/model_server.py`), one
 /// scenario per published behaviour of the providers' APIs.
-@Suite("HTTP model clients against a local server", .serialized)
+@Suite("HTTP model clients against a local server", .ownThread, .serialized)
 struct HTTPModelClientTests {
     static let request = ModelRequest(
         instructions: "Be brief.", packet: ContextBuilt(goal: "Where is order A-1042?", stateSummary: "step 1", tokenEstimate: 20),
@@ -68,7 +68,7 @@ struct HTTPModelClientTests {
         let scenarios = ["answer", "split-args", "parallel", "text-and-calls", "utf8-split", "agent"]
         let command = try await PythonEnvironment.interop.script(
             "openai_sdk_replies.py", scenarios.map { "\($0)=\(server.baseURL($0))" })
-        let sdk = try Subprocess.run(command[0], Array(command.dropFirst()))
+        let sdk = try await Subprocess.run(command[0], Array(command.dropFirst()))
         #expect(sdk.status == 0, "\(sdk.stderr)")
         let lines = sdk.stdoutText.split(separator: "\n").map { try? JSONParser.parse(Array($0.utf8)) }
         #expect(lines.count == scenarios.count, "\(sdk.stdoutText)")

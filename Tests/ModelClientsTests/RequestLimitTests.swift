@@ -1,6 +1,7 @@
 import AgentRuntime
 import Foundation
 import TestSupport
+import TestTags
 import Testing
 import TraceCore
 
@@ -10,7 +11,7 @@ import TraceCore
 /// reply that keeps coming is cut at the attempt's `timeout_ms`, one that keeps growing at
 /// `max_reply_bytes`, a line that never ends at `max_line_bytes`; and no credential the request
 /// carried comes back in a message. Hostile peers are the local server's scenarios.
-@Suite("Request limits against hostile peers", .serialized)
+@Suite("Request limits against hostile peers", .ownThread, .serialized)
 struct RequestLimitTests {
     /// A transport that answers 200 and then sends a valid content delta every millisecond,
     /// forever: only cancellation ends it.

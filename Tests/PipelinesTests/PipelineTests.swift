@@ -109,7 +109,7 @@ import TraceLog
             #expect(childState.runId == "pipe-test.write.1")
             #expect(childState.stop?.reason == .success)
             for log in [outcome.logPath, child] {
-                #expect(try Subprocess.run("/usr/bin/env", ["gzip", "-t", log]).status == 0)
+                #expect(try await Subprocess.run("/usr/bin/env", ["gzip", "-t", log]).status == 0)
             }
             let replay = try PipelineReplay(log: outcome.logPath)
             #expect(replay.state == outcome.state)

@@ -56,15 +56,15 @@ struct ReplayTests {
     }
 
     @Test("a log with no event to replay is an error, never a replay of nothing: 0 bytes, or cut before its first event")
-    func nothingToReplay() throws {
-        try TemporaryDirectory.with { directory in
+    func nothingToReplay() async throws {
+        try await TemporaryDirectory.with { directory in
             let empty = directory.path("empty.jsonl.gz")
             #expect(FileManager.default.createFile(atPath: empty, contents: Data()))
             #expect { try Replayer(path: empty).replay { _, _ in true } } throws: { ($0 as? LogError)?.code == .empty }
             // Cut with head(1) inside the first event's deflate data.
             let cut = directory.path("cut.jsonl.gz")
             let source = ExampleRuns.directory.appendingPathComponent("support-refund.jsonl.gz").path
-            let head = try Subprocess.run("/usr/bin/env", ["head", "-c", "64", source])
+            let head = try await Subprocess.run("/usr/bin/env", ["head", "-c", "64", source])
             #expect(FileManager.default.createFile(atPath: cut, contents: Data(head.stdout)))
             var steps = 0
             #expect {

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import Testing
 
 /// What a test needs beyond the build. `swift test` runs every test; for a fast inner loop,

@@ -6,14 +6,14 @@ import TraceCore
 @Suite("Shell words")
 struct ShellWordsTests {
     @Test("every quoted word reads back through the real sh as itself")
-    func roundTrip() throws {
+    func roundTrip() async throws {
         let words = [
             "runs/plain.jsonl.gz", "my run.jsonl.gz", "it's", "'", "''", "", "a\"b", "$HOME", "`date`", "a\\b", "semi;colon",
             "glob*?[x]", "new\nline", "tab\there", "ünïcödé", "~user", "#comment", "a&b|c", "(x)", "{a,b}", "!bang", "--step=3",
         ]
         // printf prints each word between markers, so empty words and white space show.
         let script = "printf '<%s>' " + ShellWords.command(words)
-        let result = try Subprocess.run("/bin/sh", ["-c", script])
+        let result = try await Subprocess.run("/bin/sh", ["-c", script])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdoutText == words.map { "<\($0)>" }.joined())
     }

@@ -143,11 +143,11 @@ struct ConformanceTests {
     }
 
     /// The Python reference's findings, in the same terms.
-    static func pythonFindings(_ path: String) throws -> JSONValue {
+    static func pythonFindings(_ path: String) async throws -> JSONValue {
         guard let python = Subprocess.which("python3") else {
             throw KitError("python3 is needed for the conformance kit's reference reader; install Python 3 (Debian: python3)")
         }
-        let result = try Subprocess.run(python, [reference, "verify", path])
+        let result = try await Subprocess.run(python, [reference, "verify", path])
         guard result.status == 0 else { throw KitError("the reference reader failed on \(path): \(result.stderr)") }
         let found = try JSONParser.parse(result.stdout)
         var object = ObjectBuilder()
@@ -181,26 +181,26 @@ struct ConformanceTests {
     }
 
     @Test("the Python reference reader finds in every kit log exactly what expected.json says", arguments: cases)
-    func pythonAgrees(_ kitCase: Case) throws {
+    func pythonAgrees(_ kitCase: Case) async throws {
         let path = Self.directory.appendingPathComponent("\(kitCase.name).jsonl.gz").path
-        #expect(try Self.pythonFindings(path) == (try Self.expected()[kitCase.name]))
+        #expect(try await Self.pythonFindings(path) == (try Self.expected()[kitCase.name]))
     }
 
     @Test("a run written by the Python reference writer verifies here, and every digest it recorded matches this fold")
-    func pythonWrites() throws {
-        try TemporaryDirectory.with { directory in
+    func pythonWrites() async throws {
+        try await TemporaryDirectory.with { directory in
             let python = try #require(Subprocess.which("python3"), "python3 is needed for the conformance kit")
             let path = directory.path("demo.jsonl.gz")
-            #expect(try Subprocess.run(python, [Self.reference, "demo", path]).status == 0)
+            #expect(try await Subprocess.run(python, [Self.reference, "demo", path]).status == 0)
             let found = try Self.swiftFindings(path)
             #expect(found["intact"] == true)
             #expect(found["ending"] == "complete")
             #expect(found["digest_mismatches"] == [])
-            #expect(try Subprocess.run(gzipPath, ["-t", path]).status == 0)
+            #expect(try await Subprocess.run(gzipPath, ["-t", path]).status == 0)
             let events = try LogReader(path: path).readAll().events.map(\.event)
             #expect(events.count == 20)
             #expect(events.contains { $0.kind == "future_kind" })
-            #expect(found == (try Self.pythonFindings(path)))
+            #expect(found == (try await Self.pythonFindings(path)))
         }
     }
 

@@ -9,26 +9,26 @@ import TraceCore
 /// against their base, and a log that grows with a run's length rather than its square.
 @Suite("Delta context packets")
 struct ContextDeltaTests {
-    static func lines(of path: String) throws -> [String] {
-        let text = try Subprocess.run(gzipPath, ["-dc", path])
+    static func lines(of path: String) async throws -> [String] {
+        let text = try await Subprocess.run(gzipPath, ["-dc", path])
         return text.stdoutText.split(separator: "\n").map(String.init)
     }
 
     @Test("packets come back whole and in order, across members; without resolving, the fold is the same as for whole packets")
-    func roundTrip() throws {
-        try TemporaryDirectory.with { directory in
+    func roundTrip() async throws {
+        try await TemporaryDirectory.with { directory in
             let deltas = directory.path("deltas.jsonl.gz")
             let whole = directory.path("whole.jsonl.gz")
             let packets = try SampleRun.writeGrowingRun(to: deltas, steps: 120, options: LogWriter.Options(memberBound: 4096))
             try SampleRun.writeGrowingRun(to: whole, steps: 120, options: LogWriter.Options(memberBound: 4096, writesContextDeltas: false))
 
             // Real gzip reads it; most packets are version 2 deltas, some are whole again.
-            #expect(try Subprocess.run(gzipPath, ["-t", deltas]).status == 0)
-            let packetLines = try Self.lines(of: deltas).filter { $0.contains(#""kind":"context_built""#) }
+            #expect(try await Subprocess.run(gzipPath, ["-t", deltas]).status == 0)
+            let packetLines = try await Self.lines(of: deltas).filter { $0.contains(#""kind":"context_built""#) }
             let deltaLines = packetLines.filter { $0.hasPrefix(#"{"v":2,"#) && $0.contains(#""base_seq":"#) }
             #expect(deltaLines.count > 100)
             #expect(packetLines.count - deltaLines.count >= 2, "whole packets are written again as deltas add up")
-            #expect(try Self.lines(of: whole).allSatisfy { $0.hasPrefix(#"{"v":1,"#) })
+            #expect(try await Self.lines(of: whole).allSatisfy { $0.hasPrefix(#"{"v":1,"#) })
 
             let resolved = try LogReader(path: deltas, options: LogReader.Options(resolvesContextPackets: true)).readAll()
             #expect(resolved.summary.memberCount > 3)
@@ -43,7 +43,7 @@ struct ContextDeltaTests {
             #expect(try LogVerifier.verify(path: deltas).isIntact)
             // The independent reader makes the same packets whole and folds to the same state.
             let python = try #require(Subprocess.which("python3"), "python3 is needed for the reference reader")
-            let verified = try JSONParser.parse(try Subprocess.run(python, [ConformanceTests.reference, "verify", deltas]).stdout)
+            let verified = try JSONParser.parse(try await Subprocess.run(python, [ConformanceTests.reference, "verify", deltas]).stdout)
             #expect(verified["intact"] == true)
             #expect(verified["state_digest"] == .string(RunState(folding: plain).digest))
             #expect(FileManager.default.sizeOfFile(deltas) < FileManager.default.sizeOfFile(whole))
@@ -51,18 +51,18 @@ struct ContextDeltaTests {
     }
 
     @Test("the bytes per step stay flat as the run grows: 100 steps and 800 steps")
-    func linearGrowth() throws {
-        try TemporaryDirectory.with { directory in
-            func jsonlBytesPerStep(_ steps: Int, deltas: Bool) throws -> Double {
+    func linearGrowth() async throws {
+        try await TemporaryDirectory.with { directory in
+            func jsonlBytesPerStep(_ steps: Int, deltas: Bool) async throws -> Double {
                 let path = directory.path("run-\(steps)-\(deltas).jsonl.gz")
                 try SampleRun.writeGrowingRun(to: path, steps: steps, options: LogWriter.Options(writesContextDeltas: deltas))
-                return Double(try Self.lines(of: path).reduce(0) { $0 + $1.utf8.count + 1 }) / Double(steps)
+                return Double(try await Self.lines(of: path).reduce(0) { $0 + $1.utf8.count + 1 }) / Double(steps)
             }
-            let short = try jsonlBytesPerStep(100, deltas: true)
-            let long = try jsonlBytesPerStep(800, deltas: true)
+            let short = try await jsonlBytesPerStep(100, deltas: true)
+            let long = try await jsonlBytesPerStep(800, deltas: true)
             #expect(long < short * 1.5, "\(short) → \(long) bytes per step")
             // Whole packets grow with the run: the same 8× longer run takes far more per step.
-            #expect(try jsonlBytesPerStep(800, deltas: false) > 4 * (try jsonlBytesPerStep(100, deltas: false)))
+            #expect(try await jsonlBytesPerStep(800, deltas: false) > 4 * (try jsonlBytesPerStep(100, deltas: false)))
         }
     }
 
@@ -89,11 +89,11 @@ struct ContextDeltaTests {
     }
 
     @Test("a delta that builds on another packet, or copies past its base, is named with its seq and field")
-    func damagedDeltas() throws {
-        try TemporaryDirectory.with { directory in
+    func damagedDeltas() async throws {
+        try await TemporaryDirectory.with { directory in
             let path = directory.path("run.jsonl.gz")
             try SampleRun.writeGrowingRun(to: path, steps: 12, options: LogWriter.Options())
-            let lines = try Self.lines(of: path)
+            let lines = try await Self.lines(of: path)
             let index = try #require(lines.firstIndex { $0.contains(#""base_seq":"#) && $0.contains(#""observations":[[0,"#) })
             let event = try Event(line: Array(lines[index].utf8))
             guard case .contextBuilt(let packet) = event.payload, let delta = packet.delta else {
@@ -151,8 +151,8 @@ extension ContextDeltaTests {
 
 extension ContextDeltaTests {
     @Test("random bases and copy ranges, chain intact: never a crash; what verify accepts is always made whole")
-    func mutatedDeltas() throws {
-        try TemporaryDirectory.with { directory in
+    func mutatedDeltas() async throws {
+        try await TemporaryDirectory.with { directory in
             let original = directory.path("run.jsonl.gz")
             try SampleRun.writeGrowingRun(to: original, steps: 30, options: LogWriter.Options())
             let events = try LogReader(path: original).readAll().events.map(\.event)
@@ -201,7 +201,7 @@ extension ContextDeltaTests {
                 if round.isMultiple(of: 10) {
                     // The independent reader comes to the same verdict.
                     let python = try #require(Subprocess.which("python3"), "python3 is needed for the reference reader")
-                    let found = try JSONParser.parse(try Subprocess.run(python, [ConformanceTests.reference, "verify", path]).stdout)
+                    let found = try JSONParser.parse(try await Subprocess.run(python, [ConformanceTests.reference, "verify", path]).stdout)
                     #expect(found["intact"] == .bool(report.isIntact), "round \(round): \(report.problems)")
                 }
                 if report.isIntact {
@@ -264,8 +264,8 @@ extension ContextDeltaTests {
     }
 
     @Test("a reader that keeps no packet text gives the same events but the packets' strings, the same fold, and the same errors")
-    func packetsWithoutText() throws {
-        try TemporaryDirectory.with { directory in
+    func packetsWithoutText() async throws {
+        try await TemporaryDirectory.with { directory in
             let path = directory.path("run.jsonl.gz")
             try SampleRun.writeGrowingRun(to: path, steps: 30, options: LogWriter.Options(memberBound: 4096))
             let full = try LogReader(path: path).readAll()
@@ -291,7 +291,7 @@ extension ContextDeltaTests {
 
             // Damage inside a packet's strings, or in its shape, stops both readers at the same
             // event with the same message.
-            let lines = try Self.lines(of: path).map { Array($0.utf8) }
+            let lines = try await Self.lines(of: path).map { Array($0.utf8) }
             let index = try #require(
                 lines.firstIndex {
                     let line = String(decoding: $0, as: UTF8.self)
@@ -327,7 +327,7 @@ extension ContextDeltaTests {
                 edited[index] = line
                 let log = directory.path("damaged.jsonl.gz")
                 try? FileManager.default.removeItem(atPath: log)
-                try LogDamageTests.gzipLines(edited, to: log)
+                try await LogDamageTests.gzipLines(edited, to: log)
                 func firstError(keepsPacketText: Bool) -> String {
                     do {
                         _ = try LogReader(path: log, options: .init(keepsPacketText: keepsPacketText)).forEachEvent { _ in }

@@ -81,7 +81,7 @@ struct LogDamageTests {
                     let report = try LogRepair.seal(path: cutPath)
                     #expect(report?.lastSequence == (lines.isEmpty ? nil : lines.count - 1))
                 }
-                let zcat = try Subprocess.run(gzipPath, ["-dc", cutPath])
+                let zcat = try await Subprocess.run(gzipPath, ["-dc", cutPath])
                 #expect(zcat.status == 0, "cut at \(cut): gzip -dc failed after sealing: \(zcat.stderr)")
                 let expected = lines.isEmpty ? [] : Array(lines.joined(separator: [0x0A])) + [0x0A]
                 #expect(zcat.stdout == expected, "cut at \(cut): zcat prints other events than the reader returned")
@@ -158,11 +158,11 @@ struct LogDamageTests {
     }
 
     @Test("reads on one thread, one after another and one inside another, each read their own log whole")
-    func readsShareNothing() throws {
-        try TemporaryDirectory.with { directory in
+    func readsShareNothing() async throws {
+        try await TemporaryDirectory.with { directory in
             let log = try Self.flushedLog(in: directory)
             let other = FixtureLogs.directory.appendingPathComponent("support-sample.jsonl.gz").path
-            let otherLines = try Subprocess.run(gzipPath, ["-dc", other]).stdout.split(separator: 0x0A).map { Array($0) }
+            let otherLines = try await Subprocess.run(gzipPath, ["-dc", other]).stdout.split(separator: 0x0A).map { Array($0) }
             // A thread keeps its read buffers and inflaters between reads: a read started
             // inside another (here, in its callback) must get its own.
             for _ in 0..<3 {
@@ -312,23 +312,23 @@ struct LogDamageTests {
     }
 
     /// Recompresses edited lines with the real gzip into a one-member log.
-    static func gzipLines(_ lines: [[UInt8]], to path: String) throws {
+    static func gzipLines(_ lines: [[UInt8]], to path: String) async throws {
         let text = Array(lines.joined(separator: [0x0A])) + [0x0A]
-        let result = try Subprocess.run(gzipPath, ["-c", "-n"], input: text)
+        let result = try await Subprocess.run(gzipPath, ["-c", "-n"], input: text)
         #expect(result.status == 0)
         try writeBytes(result.stdout, to: path)
     }
 
     @Test("an edited event is reported at its sequence number")
-    func editedEvent() throws {
-        try TemporaryDirectory.with { directory in
+    func editedEvent() async throws {
+        try await TemporaryDirectory.with { directory in
             let log = try Self.flushedLog(in: directory)
             var lines = log.lines
             let text = String(decoding: lines[5], as: UTF8.self)
             lines[5] = Array(text.replacingOccurrences(of: "\"ask\"", with: "\"ASK\"").utf8)
             #expect(lines[5] != log.lines[5])
             let path = directory.path("edited.jsonl.gz")
-            try Self.gzipLines(lines, to: path)
+            try await Self.gzipLines(lines, to: path)
             let report = try LogVerifier.verify(path: path)
             #expect(report.problems.count == 1)
             #expect(report.problems.first?.code == .brokenChain)
@@ -338,13 +338,13 @@ struct LogDamageTests {
     }
 
     @Test("a removed event is reported as a gap at the missing sequence number")
-    func removedEvent() throws {
-        try TemporaryDirectory.with { directory in
+    func removedEvent() async throws {
+        try await TemporaryDirectory.with { directory in
             let log = try Self.flushedLog(in: directory)
             var lines = log.lines
             lines.remove(at: 7)
             let path = directory.path("removed.jsonl.gz")
-            try Self.gzipLines(lines, to: path)
+            try await Self.gzipLines(lines, to: path)
             let report = try LogVerifier.verify(path: path)
             #expect(report.problems.map(\.code) == [.sequenceGap])
             #expect(report.problems.first?.sequence == 7)
@@ -352,13 +352,13 @@ struct LogDamageTests {
     }
 
     @Test("a duplicated event is reported as a repeat of its sequence number")
-    func duplicatedEvent() throws {
-        try TemporaryDirectory.with { directory in
+    func duplicatedEvent() async throws {
+        try await TemporaryDirectory.with { directory in
             let log = try Self.flushedLog(in: directory)
             var lines = log.lines
             lines.insert(lines[4], at: 5)
             let path = directory.path("duplicated.jsonl.gz")
-            try Self.gzipLines(lines, to: path)
+            try await Self.gzipLines(lines, to: path)
             let report = try LogVerifier.verify(path: path)
             #expect(report.problems.map(\.code) == [.sequenceRepeat])
             #expect(report.problems.first?.sequence == 4)
@@ -366,14 +366,14 @@ struct LogDamageTests {
     }
 
     @Test("a line that is not JSON, and an unknown envelope version, are reported")
-    func invalidLines() throws {
-        try TemporaryDirectory.with { directory in
+    func invalidLines() async throws {
+        try await TemporaryDirectory.with { directory in
             let log = try Self.flushedLog(in: directory)
             var lines = log.lines
             lines[3] = Array("{\"v\":1,\"seq\":3,".utf8)
             lines[8] = Array(String(decoding: lines[8], as: UTF8.self).replacingOccurrences(of: "{\"v\":1,", with: "{\"v\":3,").utf8)
             let path = directory.path("invalid.jsonl.gz")
-            try Self.gzipLines(lines, to: path)
+            try await Self.gzipLines(lines, to: path)
             let report = try LogVerifier.verify(path: path)
             let codes = report.problems.map(\.code)
             #expect(codes.contains(.invalidEvent))
@@ -387,7 +387,7 @@ struct LogDamageTests {
             // A line of prose, and JSON that is not an object, are named for what they are.
             lines[3] = Array("this is not an event".utf8)
             lines[5] = Array("[1,2]".utf8)
-            try Self.gzipLines(lines, to: path)
+            try await Self.gzipLines(lines, to: path)
             let messages = try LogVerifier.verify(path: path).problems.filter { $0.code == .invalidEvent }.map(\.message)
             #expect(messages.count == 2)
             #expect(messages.first?.contains("invalid JSON at byte 0: expected 'true', found 'this'") == true, "\(messages)")
@@ -462,7 +462,7 @@ struct LogDamageTests {
     }
 
     /// Lines as given, chained and gzipped by the real gzip: a log another writer could write.
-    func foreignLog(_ lines: [String], lineEnding: String = "\n", in directory: TemporaryDirectory) throws -> String {
+    func foreignLog(_ lines: [String], lineEnding: String = "\n", in directory: TemporaryDirectory) async throws -> String {
         var previous = ContentHash.genesis
         var text = ""
         for (sequence, template) in lines.enumerated() {
@@ -472,7 +472,7 @@ struct LogDamageTests {
         }
         let plain = directory.path("foreign-\(UUID().uuidString).jsonl")
         try text.write(toFile: plain, atomically: true, encoding: .utf8)
-        #expect(try Subprocess.run(gzipPath, ["-n", plain]).status == 0)
+        #expect(try await Subprocess.run(gzipPath, ["-n", plain]).status == 0)
         return plain + ".gz"
     }
 
@@ -485,24 +485,24 @@ struct LogDamageTests {
     @Test(
         "what the spec forbids is rejected with the place: a first event other than run_started, a step that goes down, CRLF, a prev not in hex form"
     )
-    func specEnforced() throws {
-        try TemporaryDirectory.with { directory in
-            let good = try foreignLog([Self.started, Self.ended(step: 0), Self.ended(step: 1)], in: directory)
+    func specEnforced() async throws {
+        try await TemporaryDirectory.with { directory in
+            let good = try await foreignLog([Self.started, Self.ended(step: 0), Self.ended(step: 1)], in: directory)
             #expect(try LogVerifier.verify(path: good).isIntact)
             func problems(_ path: String) throws -> [String] { try LogVerifier.verify(path: path).problems.map(\.message) }
             #expect(
-                try problems(try foreignLog([Self.ended(step: 0), Self.started], in: directory)).contains {
+                try await problems(try foreignLog([Self.ended(step: 0), Self.started], in: directory)).contains {
                     $0 == "the first event must be run_started (or pipeline_started), but seq 0 is step_ended"
                 })
             #expect(
-                try problems(try foreignLog([Self.started, Self.ended(step: 2), Self.ended(step: 1)], in: directory)).contains {
+                try await problems(try foreignLog([Self.started, Self.ended(step: 2), Self.ended(step: 1)], in: directory)).contains {
                     $0 == "event seq 2 goes back to step 1 after step 2: steps never decrease"
                 })
             #expect(
-                try problems(try foreignLog([Self.started, Self.ended(step: 0)], lineEnding: "\r\n", in: directory)).contains {
+                try await problems(try foreignLog([Self.started, Self.ended(step: 0)], lineEnding: "\r\n", in: directory)).contains {
                     $0.contains("ends with a carriage return")
                 })
-            let upper = try foreignLog(
+            let upper = try await foreignLog(
                 [Self.started, Self.ended(step: 0).replacingOccurrences(of: #""prev":"PREV""#, with: #""prev":"ABC""#)], in: directory)
             #expect(try problems(upper).contains { $0 == #"event seq 1 has prev "ABC", which is not 64 lowercase hex digits"# })
             // The strict reader stops at the first of them too.
@@ -511,9 +511,9 @@ struct LogDamageTests {
     }
 
     @Test("an event of another run is named, and a run id or prev written with escapes is the same string")
-    func runIdsAndLinksAsWritten() throws {
-        try TemporaryDirectory.with { directory in
-            let other = try foreignLog(
+    func runIdsAndLinksAsWritten() async throws {
+        try await TemporaryDirectory.with { directory in
+            let other = try await foreignLog(
                 [Self.started, Self.ended(step: 0), Self.ended(step: 1).replacingOccurrences(of: #""run":"r""#, with: #""run":"s""#)],
                 in: directory)
             let report = try LogVerifier.verify(path: other)
@@ -529,7 +529,7 @@ struct LogDamageTests {
                 .replacingOccurrences(of: "PREV", with: escapedLink)
             let third = Self.ended(step: 1).replacingOccurrences(of: "SEQ", with: "2")
                 .replacingOccurrences(of: "PREV", with: ContentHash.sha256Hex(Array(second.utf8)))
-            let escaped = try foreignLog([first, second, third], in: directory)
+            let escaped = try await foreignLog([first, second, third], in: directory)
             #expect(try LogVerifier.verify(path: escaped).isIntact)
             let events = try LogReader(path: escaped).readAll().events
             #expect(events.map(\.event.runId) == ["r", "r", "r"])
@@ -604,11 +604,11 @@ struct LogDamageTests {
     }
 
     @Test("a log cut before its first event is complete holds no run: the verifier says so once and does not offer repair")
-    func cutBeforeTheFirstEvent() throws {
-        try TemporaryDirectory.with { directory in
+    func cutBeforeTheFirstEvent() async throws {
+        try await TemporaryDirectory.with { directory in
             let path = directory.path("cut.jsonl.gz")
             let source = FixtureLogs.directory.appendingPathComponent("support-sample.jsonl.gz").path
-            let head = try Subprocess.run("/usr/bin/env", ["head", "-c", "40", source])
+            let head = try await Subprocess.run("/usr/bin/env", ["head", "-c", "40", source])
             #expect(head.status == 0)
             try writeBytes(Array(head.stdout), to: path)
             let read = try LogReader(path: path).readAll()
@@ -625,7 +625,7 @@ struct LogDamageTests {
             #expect(report.ending == .torn)
             // Sealed, it is whole gzip again, and still holds no run.
             #expect(try LogRepair.seal(path: path)?.eventsKept == 0)
-            #expect(try Subprocess.run(gzipPath, ["-t", path]).status == 0)
+            #expect(try await Subprocess.run(gzipPath, ["-t", path]).status == 0)
             #expect(
                 try LogVerifier.verify(path: path).problems.map(\.message) == [
                     "the log holds no event: its gzip members are whole but hold no line, and a log starts with run_started"
@@ -643,11 +643,11 @@ struct LogDamageTests {
             ("prompt_hash", "data.prompt_hash", "SHA256:" + String(repeating: "0", count: 64)),
             ("content_hash", "data.content_hash", "sha256:" + String(repeating: "0", count: 65)),
         ])
-    func malformedHash(member: String, fieldPath: String, value: String) throws {
-        try TemporaryDirectory.with { directory in
+    func malformedHash(member: String, fieldPath: String, value: String) async throws {
+        try await TemporaryDirectory.with { directory in
             // A real log, its JSON edited where the member first appears, compressed again by gzip.
             let source = FixtureLogs.directory.appendingPathComponent("support-sample.jsonl.gz").path
-            let zcat = try Subprocess.run(gzipPath, ["-dc", source])
+            let zcat = try await Subprocess.run(gzipPath, ["-dc", source])
             var lines = zcat.stdout.split(separator: 0x0A).map { String(decoding: $0, as: UTF8.self) }
             let index = try #require(lines.firstIndex { $0.contains("\"\(member)\":\"sha256:") })
             let start = try #require(lines[index].range(of: "\"\(member)\":\"sha256:"))
@@ -656,7 +656,7 @@ struct LogDamageTests {
             lines[index].replaceSubrange(
                 start.lowerBound..<lines[index].index(start.upperBound, offsetBy: 64), with: "\"\(member)\":\"\(value)")
             let path = directory.path("edited.jsonl.gz")
-            try Self.gzipLines(lines.map { Array($0.utf8) }, to: path)
+            try await Self.gzipLines(lines.map { Array($0.utf8) }, to: path)
 
             let expected =
                 "line \(index + 1) (expected seq \(index)) is not a valid event: \(fieldPath) must be a hash, "
@@ -751,8 +751,8 @@ struct SealRecoveryTests {
     }
 
     @Test("an incomplete side file is dropped and the log sealed from scratch")
-    func incompleteSideFile() throws {
-        try TemporaryDirectory.with { directory in
+    func incompleteSideFile() async throws {
+        try await TemporaryDirectory.with { directory in
             let torn = FixtureLogs.directory.appendingPathComponent("research-sample-torn.jsonl.gz").path
             let path = directory.path("torn.jsonl.gz")
             try writeBytes(try readBytes(torn), to: path)
@@ -762,7 +762,7 @@ struct SealRecoveryTests {
             let report = try #require(try LogRepair.seal(path: path))
             #expect(report.lastSequence == 22)
             #expect(!report.finishedInterruptedSeal)
-            #expect(try Subprocess.run(gzipPath, ["-t", path]).status == 0)
+            #expect(try await Subprocess.run(gzipPath, ["-t", path]).status == 0)
             #expect(!FileManager.default.fileExists(atPath: path + ".seal"))
         }
     }

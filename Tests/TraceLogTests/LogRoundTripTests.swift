@@ -12,13 +12,13 @@ struct LogRoundTripTests {
         var generator = SeededGenerator(seed: 7)
         let text = Array((0..<5_000).map { "line \($0): {\"tool\":\"lookup_order\",\"n\":\($0 % 17)}\n" }.joined().utf8)
         let noise = (0..<70_000).map { _ in UInt8.random(in: 0...255, using: &generator) }
-        try TemporaryDirectory.with { directory in
+        try await TemporaryDirectory.with { directory in
             for (name, bytes) in [("empty", [UInt8]()), ("text", text), ("noise", noise)] {
                 let blob = try GzipData.compressQuickly(bytes)
                 #expect(try GzipData.decompress(blob, path: name) == bytes)
                 let path = directory.path("\(name).gz")
                 try Data(blob).write(to: URL(fileURLWithPath: path))
-                let unzipped = try Subprocess.run(gzipPath, ["-dc", path])
+                let unzipped = try await Subprocess.run(gzipPath, ["-dc", path])
                 #expect(unzipped.status == 0)
                 #expect(unzipped.stdout == bytes)
                 if name == "text" { #expect(blob.count < bytes.count / 4) }
@@ -72,14 +72,14 @@ struct LogRoundTripTests {
     }
 
     @Test("the real zcat reads the log and gzip -t accepts it")
-    func realGzipReadsIt() throws {
-        try TemporaryDirectory.with { directory in
+    func realGzipReadsIt() async throws {
+        try await TemporaryDirectory.with { directory in
             let path = directory.path("run.jsonl.gz")
             _ = try writeSampleLog(at: path, options: LogWriter.Options(memberBound: 600))
             #expect(try memberOffsets(path).count > 3)
-            let test = try Subprocess.run(gzipPath, ["-t", path])
+            let test = try await Subprocess.run(gzipPath, ["-t", path])
             #expect(test.status == 0, "gzip -t: \(test.stderr)")
-            let cat = try Subprocess.run(gzipPath, ["-dc", path])
+            let cat = try await Subprocess.run(gzipPath, ["-dc", path])
             var lines: [[UInt8]] = []
             _ = try LogReader(path: path).forEachLine { line, _ in lines.append(Array(line)) }
             #expect(cat.stdout == Array(lines.joined(separator: [0x0A])) + [0x0A])
@@ -269,8 +269,8 @@ struct LogRoundTripTests {
     }
 
     @Test("opening a torn log seals it and continues the chain in a new member")
-    func reopenAfterCrash() throws {
-        try TemporaryDirectory.with { directory in
+    func reopenAfterCrash() async throws {
+        try await TemporaryDirectory.with { directory in
             let path = directory.path("resume.jsonl.gz")
             var crashed: [UInt8] = []
             do {
@@ -292,7 +292,7 @@ struct LogRoundTripTests {
             let report = try LogVerifier.verify(path: path)
             #expect(report.isIntact, "\(report.problems)")
             #expect(report.eventCount == 3)
-            #expect(try Subprocess.run(gzipPath, ["-t", path]).status == 0)
+            #expect(try await Subprocess.run(gzipPath, ["-t", path]).status == 0)
         }
     }
 

@@ -30,15 +30,15 @@ struct SignedLogTests {
     }
 
     @Test("a signed log verifies with its key; without the key it is an ordinary log, and its digests still replay")
-    func verifies() throws {
-        try TemporaryDirectory.with { directory in
+    func verifies() async throws {
+        try await TemporaryDirectory.with { directory in
             let (log, publicKey, _) = try signedLog(in: directory)
             let report = try LogVerifier.verify(path: log, key: try LogVerificationKey(keyFile: publicKey))
             #expect(report.isIntact, "\(report.problems)")
             #expect(report.signatureCount >= 2)
             #expect(report.ending == .complete)
             #expect(try LogVerifier.verify(path: log).isIntact)
-            #expect(try Subprocess.run(gzipPath, ["-t", log]).status == 0)
+            #expect(try await Subprocess.run(gzipPath, ["-t", log]).status == 0)
         }
     }
 

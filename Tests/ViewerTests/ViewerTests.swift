@@ -102,27 +102,27 @@ struct ViewerTests {
     }
 
     @Test("large data is embedded gzip-compressed, and the real gzip reads it back to the same document")
-    func compression() throws {
+    func compression() async throws {
         let view = try RunView.make(log: Self.supportLog)
         let data: JSONValue = ["view": "run", "run": view.document]
         let page = try HTMLPage(title: "t", data: data).render(with: try ViewerAssets.load(from: Self.assets), compressionThreshold: 1_000)
         let (encoding, text) = try Self.embedded(page)
         #expect(encoding == "gzip+base64")
         let compressed = try #require(Base64.decode(text))
-        try TemporaryDirectory.with { directory in
+        try await TemporaryDirectory.with { directory in
             let path = directory.path("data.json.gz")
             try Data(compressed).write(to: URL(fileURLWithPath: path))
-            let gzip = try Subprocess.run("/bin/sh", ["-c", "gzip -dc '\(path)'"])
+            let gzip = try await Subprocess.run("/bin/sh", ["-c", "gzip -dc '\(path)'"])
             #expect(gzip.status == 0, "\(gzip.stderr)")
             #expect(try JSONParser.parse(gzip.stdout) == data)
         }
     }
 
     @Test("the page's Content-Security-Policy allows its own script by hash, and no network at all")
-    func contentSecurityPolicy() throws {
+    func contentSecurityPolicy() async throws {
         let assets = try ViewerAssets.load(from: Self.assets)
         let html = String(decoding: try HTMLPage(title: "t", data: ["view": "run"]).render(with: assets), as: UTF8.self)
-        let hash = try Subprocess.run(
+        let hash = try await Subprocess.run(
             "/usr/bin/env",
             [
                 "python3", "-c",

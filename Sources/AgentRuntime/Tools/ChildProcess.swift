@@ -70,13 +70,7 @@ public struct ChildProcess: Sendable {
     public func run() async throws -> Result {
         let cancellation = CancellationFlag()
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                let thread = Thread {
-                    continuation.resume(with: Swift.Result { try self.runBlocking(cancellation: cancellation) })
-                }
-                thread.stackSize = 256 * 1024
-                thread.start()
-            }
+            try await OwnThread.run(stackSize: 256 * 1024) { try self.runBlocking(cancellation: cancellation) }
         } onCancel: {
             cancellation.cancel()
         }
