@@ -124,7 +124,7 @@ let package = Package(
         .target(
             name: "Catalog",
             dependencies: [
-                "TraceCore", "TraceLog", "ConfigFile", "EvalEngine", .product(name: "GRDB", package: "GRDB.swift"),
+                "TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "EvalEngine", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ],
             swiftSettings: strictSettings

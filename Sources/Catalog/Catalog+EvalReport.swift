@@ -1,3 +1,4 @@
+import AgentRuntime
 public import EvalEngine
 import Foundation
 import TraceCore
@@ -6,14 +7,14 @@ extension SuiteRunInfo {
     /// The info of a suite run starting now in the current directory: the git commit and
     /// branch from the CI's variables (GitHub Actions, GitLab CI) or from `git`, when there is
     /// a repository.
-    public static func current(commandLine: [String], shard: String? = nil, startedAtUs: Int = Catalog.nowUs()) -> SuiteRunInfo {
+    public static func current(commandLine: [String], shard: String? = nil, startedAtUs: Int = Catalog.nowUs()) async -> SuiteRunInfo {
         let environment = ProcessInfo.processInfo.environment
         var commit = environment["GITHUB_SHA"] ?? environment["CI_COMMIT_SHA"]
         var branch = environment["GITHUB_HEAD_REF"].flatMap { $0.isEmpty ? nil : $0 } ?? environment["GITHUB_REF_NAME"]
         branch = branch ?? environment["CI_COMMIT_REF_NAME"]
         if commit == nil || branch == nil {
             // One `git` for both: the commit, then the branch (`HEAD` when detached).
-            let lines = git(["rev-parse", "HEAD", "--abbrev-ref", "HEAD"])
+            let lines = await git(["rev-parse", "HEAD", "--abbrev-ref", "HEAD"])
             if lines.count == 2 {
                 commit = commit ?? lines[0]
                 branch = branch ?? lines[1]
@@ -24,24 +25,13 @@ extension SuiteRunInfo {
             commandLine: commandLine.joined(separator: " "), origin: "run", shard: shard)
     }
 
-    /// The lines `git arguments` prints, or none (no git, no repository).
-    private static func git(_ arguments: [String]) -> [String] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["git"] + arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        do {
-            try process.run()
-        } catch {
-            return []
-        }
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { return [] }
-        return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+    /// The lines `git arguments` prints, or none (no git, no repository, or a git that did not
+    /// answer within 10 s: a lock or a credential prompt must not hold up a suite run). Started
+    /// like every program agent-eval runs (`ChildProcess`), on a thread of its own.
+    private static func git(_ arguments: [String]) async -> [String] {
+        let child = ChildProcess(command: ["git"] + arguments, timeoutMs: 10_000, outputLimit: 64 << 10)
+        guard let result = try? await child.run(), result.exitStatus == 0 else { return [] }
+        return String(decoding: result.stdout, as: UTF8.self).split(separator: "\n").map(String.init)
     }
 }
 

@@ -223,6 +223,8 @@ final class PendingBatch: Sendable {
 /// buffers and inflaters per thread (`ThreadSlot`), which a thread per batch would make again.
 /// Threads of their own rather than the shared dispatch pool, which the caller's own tasks may
 /// hold.
+///
+/// Unchecked Sendable: every stored property is guarded by `condition`.
 final class ReadingThreads: @unchecked Sendable {
     private let condition = NSCondition()
     private var queue: [@Sendable () -> Void] = []

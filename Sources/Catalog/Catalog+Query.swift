@@ -158,6 +158,8 @@ extension Catalog {
 
 /// When a `query` statement must stop: an instant on the monotonic clock, checked by SQLite's
 /// progress handler (a C callback, so it reads the deadline through a pointer it is given).
+///
+/// Unchecked Sendable by confinement: the statement's thread is the only writer (below).
 final class QueryDeadline: @unchecked Sendable {
     // Written once before the handler is installed, then only read (by the handler, on the
     // thread running the statement, and after it): no lock needed.

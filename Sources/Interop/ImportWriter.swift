@@ -70,7 +70,7 @@ public struct ImportWriter: Sendable {
     /// spans, a missing timestamp) is held at the last time written.
     static func record(_ run: ImportedRun, into writer: LogWriter) throws {
         var clockUs = run.startUs
-        let clock = LockedClock()
+        let clock = ImportClock()
         let recorder = RunRecorder(writer: writer, clock: { clock.now })
         func at(_ timeUs: Int?) {
             if let timeUs, timeUs > clockUs { clockUs = timeUs }
@@ -136,7 +136,9 @@ public struct ImportWriter: Sendable {
 }
 
 /// The clock the recorder reads: the import sets it to each record's time before recording.
-private final class LockedClock: @unchecked Sendable {
-    // Only the importing thread touches it; the recorder calls the clock synchronously.
+///
+/// Unchecked Sendable by confinement: only the importing thread touches it; the recorder calls
+/// the clock synchronously, on that thread.
+private final class ImportClock: @unchecked Sendable {
     var now = 0
 }

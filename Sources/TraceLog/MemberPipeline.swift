@@ -46,6 +46,10 @@ extension MemberScanner {
 }
 
 /// The helper thread of a read ahead, and the bounded queue between it and the caller.
+///
+/// Unchecked Sendable: the queue and its bookkeeping are guarded by `mutex`; the scanner and
+/// the buffer being filled belong to the helper thread, and the caller reads them only after
+/// joining it (the fields below say which is which).
 final class MemberPipeline: @unchecked Sendable {
     /// Members read ahead at most: enough that neither side waits on the other for long.
     static let depth = 3

@@ -15,7 +15,7 @@ struct ResultsCommand: ParsableCommand {
 }
 
 /// `agent-eval results merge`: the reports of `run --shard i/n` jobs as one report.
-struct ResultsMergeCommand: ParsableCommand {
+struct ResultsMergeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "merge",
         abstract: "Merge the JSON reports of `agent-eval run --shard i/n` jobs into one report, JUnit file and exit status.",
@@ -88,7 +88,7 @@ struct ResultsMergeCommand: ParsableCommand {
         if reports.isEmpty { throw ValidationError("give the JSON reports to merge, e.g. shard-*.json") }
     }
 
-    func run() throws {
+    func run() async throws {
         let merge: ResultsMerge
         do {
             merge = try ResultsMerge(paths: reports, allowsPartial: allowPartial)
@@ -122,7 +122,7 @@ struct ResultsMergeCommand: ParsableCommand {
         }
         if record {
             let catalog = try self.catalog.open()
-            var info = SuiteRunInfo.current(commandLine: CommandLine.arguments)
+            var info = await SuiteRunInfo.current(commandLine: CommandLine.arguments)
             info.origin = "merge"
             do {
                 let id = try catalog.recordSuite(report: merge.report, info: info)

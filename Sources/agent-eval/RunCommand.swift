@@ -186,9 +186,7 @@ struct RunCommand: AsyncParsableCommand {
         let pendingInfo =
             catalog == nil
             ? nil
-            : Task { [shard] in
-                await OwnThread.run { SuiteRunInfo.current(commandLine: commandLine, shard: shard, startedAtUs: startedAtUs) }
-            }
+            : Task { [shard] in await SuiteRunInfo.current(commandLine: commandLine, shard: shard, startedAtUs: startedAtUs) }
         let plan = EvalSession.Plan(
             paths: paths, filters: filter, shard: shard.flatMap(EvalSession.Shard.init),
             baselineDirectory: baseline ?? Self.defaultBaseline(for: paths),

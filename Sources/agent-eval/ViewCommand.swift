@@ -186,6 +186,10 @@ enum HTMLOutput {
     }
 
     /// Opens `link` in the default browser; says so when there is no way to.
+    ///
+    /// The one program agent-eval starts with `Foundation.Process` rather than `SpawnedProcess`,
+    /// on purpose: the browser it opens must outlive agent-eval, and `SpawnedProcess` gives every
+    /// child the parent-death signal and kills what is left at exit (`adoptOrphans`).
     static func open(_ link: String) {
         #if os(macOS)
             let opener: String? = "/usr/bin/open"

@@ -13,6 +13,9 @@ import Foundation
 ///
 /// While the thread waits, it can do work that a later job would otherwise do on the loop's
 /// critical path: `whenIdle`.
+///
+/// Unchecked Sendable: the queue and the stop flags are guarded by `condition`; `whenIdle` is
+/// confined to the thread (only its own jobs set it, and it runs between them).
 public final class ExecutorThread: TaskExecutor, @unchecked Sendable {
     private let condition = NSCondition()
     /// Jobs not yet run, in the order they were enqueued; `head` is the next.

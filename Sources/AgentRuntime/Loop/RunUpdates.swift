@@ -60,25 +60,14 @@ extension AgentRuntime {
     public func updates(
         goal: String, log path: String, runId: String? = nil, actor: String? = nil, route: String? = nil
     ) -> AsyncThrowingStream<RunUpdate, any Error> {
-        let (stream, continuation) = AsyncThrowingStream.makeStream(of: RunUpdate.self)
-        var observed = self
-        let previous = environment.observe
-        observed.environment.observe = { update in
-            previous?(update)
-            continuation.yield(update)
-        }
-        let task = Task {
-            do {
-                let outcome = try await observed.run(goal: goal, log: path, runId: runId, actor: actor, route: route)
-                continuation.yield(.finished(outcome))
-                continuation.finish()
-            } catch {
-                continuation.finish(throwing: error)
+        AsyncThrowingStream { yield in
+            var observed = self
+            let previous = environment.observe
+            observed.environment.observe = { update in
+                previous?(update)
+                yield(update)
             }
+            return .finished(try await observed.run(goal: goal, log: path, runId: runId, actor: actor, route: route))
         }
-        continuation.onTermination = { termination in
-            if case .cancelled = termination { task.cancel() }
-        }
-        return stream
     }
 }

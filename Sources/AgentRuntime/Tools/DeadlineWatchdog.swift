@@ -8,13 +8,17 @@ import Foundation
 /// the thread passes it on its way to a later one. (A timer per attempt took a dispatch timer
 /// and a sleeping task, a quarter of a fast step.) The thread wakes for the earliest deadline
 /// plus `slack`, so deadlines close together are run by one wake-up.
+///
+/// Unchecked Sendable: every stored property, and each `Deadline`'s `action`, is guarded by
+/// `condition`.
 final class DeadlineWatchdog: @unchecked Sendable {
     static let shared = DeadlineWatchdog()
 
     /// How late an action may run: deadlines this close together share a wake-up.
     static let slack = Duration.milliseconds(5)
 
-    /// One armed deadline.
+    /// One armed deadline. Unchecked Sendable: `instant` never changes; `action` is read and
+    /// cleared under the watchdog's `condition` only.
     final class Deadline: @unchecked Sendable {
         let instant: ContinuousClock.Instant
         /// Nil once the action ran or the deadline was withdrawn.

@@ -168,11 +168,8 @@ public struct EvalSession: Sendable {
 
     /// Runs the cases; yields each as it finishes, then the report.
     public func run() -> AsyncStream<Update> {
-        AsyncStream { continuation in
-            let task = Task {
-                continuation.finish(with: await self.runToReport { continuation.yield(.finished($0)) })
-            }
-            continuation.onTermination = { _ in task.cancel() }
+        AsyncStream { yield in
+            .completed(await self.runToReport { yield(.finished($0)) })
         }
     }
 
@@ -202,13 +199,6 @@ public struct EvalSession: Sendable {
         guard plan.updatesBaseline, let directory = plan.baselineDirectory else { return nil }
         try Baseline.write(report.results, to: directory)
         return directory
-    }
-}
-
-extension AsyncStream<EvalSession.Update>.Continuation {
-    func finish(with report: EvalReport) {
-        yield(.completed(report))
-        finish()
     }
 }
 

@@ -211,19 +211,8 @@ public struct PipelineRunner: Sendable {
     public func updates(directory: String, runId: String, input: JSONValue? = nil, jobs: Int? = nil) -> AsyncThrowingStream<
         PipelineUpdate, any Error
     > {
-        AsyncThrowingStream { continuation in
-            let task = Task {
-                do throws(PipelineError) {
-                    let outcome = try await start(directory: directory, runId: runId, input: input, jobs: jobs) { continuation.yield($0) }
-                    continuation.yield(.finished(outcome))
-                    continuation.finish()
-                } catch {
-                    continuation.finish(throwing: error)
-                }
-            }
-            continuation.onTermination = { termination in
-                if case .cancelled = termination { task.cancel() }
-            }
+        AsyncThrowingStream { yield in
+            .finished(try await start(directory: directory, runId: runId, input: input, jobs: jobs) { yield($0) })
         }
     }
 
@@ -361,6 +350,10 @@ struct Launch: Sendable {
 }
 
 /// The pipeline log's writer and the fold of everything written: the scheduler's only state.
+///
+/// Unchecked Sendable by confinement: one `Scheduler` owns it and calls it from its own loop
+/// only (attempts run in child tasks and hand their results back to that loop); it crosses
+/// into the loop's task once, when the scheduler is made.
 final class PipelineRecorder: @unchecked Sendable {
     let writer: LogWriter
     private(set) var state: PipelineState
