@@ -24,6 +24,7 @@ let package = Package(
         .library(name: "Interop", targets: ["Interop"]),
         .library(name: "Pipelines", targets: ["Pipelines"]),
         .library(name: "Viewer", targets: ["Viewer"]),
+        .library(name: "Recording", targets: ["Recording"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -158,12 +159,23 @@ let package = Package(
             resources: [.copy("Assets")],
             swiftSettings: strictSettings
         ),
+        // Layer 3, above ModelClients, AgentRuntime and Interop: recording agents written with
+        // other frameworks — the model gateway (swift-nio's HTTP server) and `record`.
+        .target(
+            name: "Recording",
+            dependencies: [
+                "TraceCore", "TraceLog", "AgentRuntime", "ModelClients", "Interop", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: strictSettings
+        ),
         // Layer 4: the command-line interface.
         .executableTarget(
             name: "agent-eval",
             dependencies: [
                 "TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "EvalEngine", "Replay", "ModelClients", "MCPTools",
-                "Catalog", "Interop", "Pipelines", "Viewer", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "Catalog", "Interop", "Pipelines", "Viewer", "Recording",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             // What `init` writes and `help` shows, installed beside the binary (scripts/install).
             resources: [.copy("Templates")],

@@ -21,6 +21,7 @@ import os
 import sys
 import threading
 import time
+import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 COUNTS = {}
@@ -59,8 +60,10 @@ def openai_call(name, arguments, pieces=4, call_id="call_abc"):
 
 
 def tool_results(body):
-    """How many tool results the conversation holds, for either provider."""
+    """How many tool results the conversation holds, for any of the three APIs."""
     count = 0
+    if isinstance(body.get("input"), list):
+        count += sum(1 for item in body["input"] if isinstance(item, dict) and item.get("type") == "function_call_output")
     for message in body.get("messages", []):
         if message.get("role") == "tool":
             count += 1
@@ -106,6 +109,79 @@ def anthropic_stream(blocks, stop_reason, split=3):
                                                     "usage": {"output_tokens": 17}}))
     events.append(anthropic_event("message_stop", {}))
     return events
+
+
+def new_call_id(prefix):
+    """A fresh id per reply, as providers make them: a recording must not depend on it."""
+    return prefix + uuid.uuid4().hex[:12]
+
+
+def chat_whole(call=None, text=None):
+    message = {"role": "assistant", "content": text}
+    if call:
+        message["tool_calls"] = [{"id": call[2], "type": "function",
+                                  "function": {"name": call[0], "arguments": json.dumps(call[1])}}]
+    return {"id": "chatcmpl-local", "object": "chat.completion", "created": 1, "model": "local-model",
+            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if call else "stop"}], "usage": USAGE}
+
+
+def anthropic_whole(blocks, stop_reason):
+    return {"id": "msg_local", "type": "message", "role": "assistant", "model": "local-model", "content": blocks,
+            "stop_reason": stop_reason, "stop_sequence": None, "usage": {"input_tokens": 25, "output_tokens": 17}}
+
+
+def responses_item(call=None, text=None):
+    if call:
+        return {"type": "function_call", "id": "fc_" + call[2], "call_id": call[2], "name": call[0],
+                "arguments": json.dumps(call[1]), "status": "completed"}
+    return {"type": "message", "id": "msg_local", "role": "assistant", "status": "completed",
+            "content": [{"type": "output_text", "text": text, "annotations": []}]}
+
+
+def responses_whole(item, status="completed"):
+    return {"id": "resp_local", "object": "response", "created_at": 1, "status": status, "model": "local-model",
+            "output": [item] if item else [], "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
+            "error": None, "incomplete_details": None,
+            "usage": {"input_tokens": 31, "output_tokens": 12, "total_tokens": 43,
+                      "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}}
+
+
+def responses_stream(call=None, text=None):
+    """The Responses API's streamed events for one output item, as the API reference lists them."""
+    number = itertools.count()
+
+    def event(name, data):
+        data = dict(data, type=name, sequence_number=next(number))
+        return ("event: " + name + "\ndata: " + json.dumps(data) + "\n\n").encode()
+    item = responses_item(call, text)
+    started = dict(item, status="in_progress")
+    events = [event("response.created", {"response": responses_whole(None, "in_progress")}),
+              event("response.output_item.added", {"output_index": 0, "item": dict(started, arguments="") if call
+                                                   else dict(started, content=[])})]
+    if call:
+        arguments = item["arguments"]
+        for i in range(0, len(arguments), 7):
+            events.append(event("response.function_call_arguments.delta",
+                                {"item_id": item["id"], "output_index": 0, "delta": arguments[i:i + 7]}))
+        events.append(event("response.function_call_arguments.done",
+                            {"item_id": item["id"], "output_index": 0, "arguments": arguments}))
+    else:
+        part = {"type": "output_text", "text": "", "annotations": []}
+        events.append(event("response.content_part.added", {"item_id": item["id"], "output_index": 0, "content_index": 0, "part": part}))
+        for i in range(0, len(text), 9):
+            events.append(event("response.output_text.delta", {"item_id": item["id"], "output_index": 0, "content_index": 0,
+                                                               "delta": text[i:i + 9], "logprobs": []}))
+        events.append(event("response.output_text.done", {"item_id": item["id"], "output_index": 0, "content_index": 0,
+                                                          "text": text, "logprobs": []}))
+        events.append(event("response.content_part.done", {"item_id": item["id"], "output_index": 0, "content_index": 0,
+                                                           "part": dict(part, text=text)}))
+    events.append(event("response.output_item.done", {"output_index": 0, "item": item}))
+    events.append(event("response.completed", {"response": responses_whole(item)}))
+    return events
+
+
+REFUND_STEPS = [("lookup_order", {"order_id": "A-1042"}), ("refund_order", {"order_id": "A-1042", "amount": 25})]
+REFUND_ANSWER = "Refunded 25 EUR for order A-1042."
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -325,6 +401,44 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.flush()
         time.sleep(120)
+
+    def reply_steps(self, body, steps, answer):
+        """A scripted agent for any of the three APIs, streamed when the request asks: the n-th
+        step's call after n tool results, then the answer. Call ids are fresh on every reply."""
+        done = tool_results(body)
+        call = None
+        if done < len(steps):
+            call = (steps[done][0], steps[done][1], new_call_id("toolu_" if self.path.endswith("/messages") else "call_"))
+        text = None if call else answer
+        streamed = bool(body.get("stream"))
+        if self.path.endswith("/responses"):
+            if streamed:
+                self.stream(responses_stream(call, text))
+            else:
+                self.plain(200, "application/json", json.dumps(responses_whole(responses_item(call, text))).encode())
+        elif self.path.endswith("/messages"):
+            blocks = [{"type": "tool_use", "id": call[2], "name": call[0], "input": call[1]}] if call else [{"type": "text", "text": text}]
+            stop = "tool_use" if call else "end_turn"
+            if streamed:
+                self.stream(anthropic_stream(blocks, stop))
+            else:
+                self.plain(200, "application/json", json.dumps(anthropic_whole(blocks, stop)).encode())
+        elif streamed:
+            self.stream(openai_call(call[0], json.dumps(call[1]), call_id=call[2]) if call else openai_answer(text))
+        else:
+            self.plain(200, "application/json", json.dumps(chat_whole(call, text)).encode())
+
+    def scenario_refund(self, body, attempt, anthropic):
+        """A refund agent for any API: look the order up, refund it, answer."""
+        self.reply_steps(body, REFUND_STEPS, REFUND_ANSWER)
+
+    def scenario_refund_429(self, body, attempt, anthropic):
+        """The refund agent, whose first request is refused with a 429 (retry at once)."""
+        if attempt == 1:
+            error = {"type": "error", "error": {"type": "rate_limit_error", "message": "Rate limit reached"}}
+            self.plain(429, "application/json", json.dumps(error).encode(), [("retry-after-ms", "1"), ("retry-after", "0")])
+            return
+        self.reply_steps(body, REFUND_STEPS, REFUND_ANSWER)
 
     # --- Hostile scenarios: a client must cut them off by its own limits ---
     def scenario_drip(self, body, attempt, anthropic):

@@ -47,7 +47,7 @@ public struct ImportedRun: Sendable {
     /// `{name, description, input_schema}`. A schema given as a JSON string (OpenLLMetry's) is
     /// parsed; a schema that is not an object is read as an open one. A name declared again keeps
     /// its first definition; a definition without a name is left out.
-    static func tools(declaredBy definitions: [JSONValue]) -> [ToolSpec] {
+    public static func tools(declaredBy definitions: [JSONValue]) -> [ToolSpec] {
         var tools: [ToolSpec] = []
         var names = Set<String>()
         for definition in definitions {

@@ -76,7 +76,19 @@ public final class Cassette: Sendable {
 
     /// A transport that answers from this cassette, and (by mode) records `live`'s answers.
     func transport(provider: String, live: any ModelTransport) -> any ModelTransport {
-        CassetteTransport(cassette: self, provider: provider, live: live)
+        CassetteTransport(cassette: self, provider: provider, live: live) { request in
+            let body = (try? JSONParser.parse(request.body)) ?? .string(String(decoding: request.body, as: UTF8.self))
+            return (Cassette.key(provider: provider, body: body), body)
+        }
+    }
+
+    /// A transport like `transport(provider:live:)` whose requests are keyed by the caller: `key`
+    /// gives a request's key and the request as it is stored (and compared, on a miss). The
+    /// recording gateway keys requests by their canonical form and how often they were asked.
+    public func transport(
+        provider: String, live: any ModelTransport, keyedBy key: @escaping @Sendable (TransportRequest) -> (key: String, request: JSONValue)
+    ) -> any ModelTransport {
+        CassetteTransport(cassette: self, provider: provider, live: live, key: key)
     }
 
     // MARK: Reading and writing recordings
@@ -194,10 +206,10 @@ struct CassetteTransport: ModelTransport {
     let cassette: Cassette
     let provider: String
     let live: any ModelTransport
+    let key: @Sendable (TransportRequest) -> (key: String, request: JSONValue)
 
     func exchange(_ request: TransportRequest, receive: ([TransportPart]) throws -> Void) async throws {
-        let body = (try? JSONParser.parse(request.body)) ?? .string(String(decoding: request.body, as: UTF8.self))
-        let key = Cassette.key(provider: provider, body: body)
+        let (key, body) = self.key(request)
         if cassette.mode != .all, let recording = try cassette.recording(forKey: key) {
             try receive([
                 .head(status: recording.status, headers: [HTTPHeader(name: "content-type", value: recording.contentType)]),

@@ -45,6 +45,12 @@ public protocol ModelTransport: Sendable {
     func exchange(_ request: TransportRequest, receive: ([TransportPart]) throws -> Void) async throws
 }
 
+/// The transports of this module that others start from.
+public enum ModelTransports {
+    /// The live transport: HTTP, the body streamed as the server sends it.
+    public static var live: any ModelTransport { HTTPTransport() }
+}
+
 /// The live transport, on async-http-client: the body streams as the server sends it.
 struct HTTPTransport: ModelTransport {
     func exchange(_ request: TransportRequest, receive: ([TransportPart]) throws -> Void) async throws {

@@ -174,15 +174,21 @@ struct OpenAIChatAssembler: ReplyAssembler {
     }
 
     func reply() -> (raw: JSONValue, usage: TokenUsage?) {
+        (Self.choice(text: text, refusal: refusal, calls: calls.map(\.call), finishReason: finishReason), usage)
+    }
+
+    /// A Chat Completions choice as the log records it (`ReplyFormat.openAIChat`): the message
+    /// with its text, refusal and tool calls, and the finish reason.
+    static func choice(text: String?, refusal: String?, calls: [PendingCall], finishReason: String?) -> JSONValue {
         var message = ObjectBuilder()
         message.set("role", "assistant")
         message.set("content", text.map(JSONValue.string) ?? .null)
         message.set("refusal", refusal)
         if !calls.isEmpty {
-            let list: [JSONValue] = calls.map { entry in
+            let list: [JSONValue] = calls.map { call in
                 [
-                    "id": .string(entry.call.id), "type": "function",
-                    "function": ["name": .string(entry.call.name), "arguments": .string(entry.call.arguments)],
+                    "id": .string(call.id), "type": "function",
+                    "function": ["name": .string(call.name), "arguments": .string(call.arguments)],
                 ]
             }
             message.set("tool_calls", JSONValue.array(list))
@@ -190,7 +196,7 @@ struct OpenAIChatAssembler: ReplyAssembler {
         var raw = ObjectBuilder()
         raw.set("message", message.json)
         raw.set("finish_reason", finishReason.map(JSONValue.string) ?? .null)
-        return (raw.json, usage)
+        return raw.json
     }
 
     static func usage(_ value: JSONValue) -> TokenUsage {

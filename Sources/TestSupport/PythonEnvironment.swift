@@ -10,6 +10,8 @@ public enum PythonEnvironment: String, Sendable, CaseIterable {
     case mcp
     case interop
     case browser
+    /// The official openai and anthropic SDKs, for the external agents in Fixtures/external.
+    case agents
 
     public struct Unavailable: Error, CustomStringConvertible {
         public var description: String

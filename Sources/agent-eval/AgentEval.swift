@@ -29,7 +29,8 @@ struct AgentEval: AsyncParsableCommand {
             """,
         version: "0.3.0 (commit \(buildCommit))",
         subcommands: [
-            RunCommand.self, ExecCommand.self, ReplayCommand.self, RerunCommand.self, DiffCommand.self, LogCommand.self, IndexCommand.self,
+            RunCommand.self, ExecCommand.self, RecordCommand.self, ReplayCommand.self, RerunCommand.self, DiffCommand.self, LogCommand.self,
+            IndexCommand.self,
             RunsCommand.self, HistoryCommand.self, StatsCommand.self, SQLCommand.self, CatalogCommand.self,
             ResultsCommand.self, ImportCommand.self, ExportCommand.self, CaseCommand.self, PipelineCommand.self, InitCommand.self,
             CheckCommand.self, ViewCommand.self,

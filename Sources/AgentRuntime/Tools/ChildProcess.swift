@@ -46,6 +46,10 @@ public struct ChildProcess: Sendable {
     /// died can tell whether the command still runs. A record that cannot be written stops the
     /// command before it is waited for.
     public var recordPath: String?
+    /// Writes the command's stdout and stderr to these descriptors of this process as they
+    /// arrive (a command the user watches, `agent-eval record`): stdout then keeps only its last
+    /// `stderrLimit` bytes, like stderr, and never counts against `outputLimit`.
+    public var forwardsOutput: (stdout: Int32, stderr: Int32)?
 
     /// Set when the waiting task is cancelled; the child's thread sees it within 100 ms.
     final class CancellationFlag: Sendable {
@@ -130,6 +134,24 @@ public struct ChildProcess: Sendable {
             let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if count < 0 { return errno == EAGAIN || errno == EINTR ? -1 : 0 }
             if count == 0 { return 0 }
+            if let forwardsOutput {
+                buffer.withUnsafeBytes { bytes in
+                    guard let base = bytes.baseAddress else { return }
+                    var done = 0
+                    while done < count {
+                        let wrote = write(
+                            fd == outputFD ? forwardsOutput.stdout : forwardsOutput.stderr, base + done, count - done)
+                        if wrote < 0 && errno == EINTR { continue }
+                        if wrote <= 0 { break }
+                        done += wrote
+                    }
+                }
+                if fd == outputFD {
+                    result.stdout.append(contentsOf: buffer[0..<count])
+                    if result.stdout.count > 2 * stderrLimit { result.stdout.removeFirst(result.stdout.count - stderrLimit) }
+                    return count
+                }
+            }
             if fd == outputFD {
                 let room = outputLimit - result.stdout.count
                 result.stdout.append(contentsOf: buffer[0..<min(count, room)])
@@ -197,6 +219,7 @@ public struct ChildProcess: Sendable {
         }
         for fd in [inputFD, outputFD, errorFD] where fd >= 0 { close(fd) }
         if result.stderr.count > stderrLimit { result.stderr.removeFirst(result.stderr.count - stderrLimit) }
+        if forwardsOutput != nil && result.stdout.count > stderrLimit { result.stdout.removeFirst(result.stdout.count - stderrLimit) }
 
         // The streams are closed; the process may still run (it closed them itself). Wait for
         // it until the deadline, then kill it.

@@ -181,3 +181,22 @@ enum EpisodeFinder {
         }
     }
 }
+
+/// The text of a chat message's content, as the transcripts of every provider hold it: a string,
+/// or the text parts of a list of blocks (nested `content` included), joined by newlines.
+public enum MessageText {
+    public static func of(_ content: JSONValue?) -> String {
+        switch content {
+        case .string(let text)?: return text
+        case .array(let parts)?:
+            return parts.compactMap { part -> String? in
+                if let text = part.stringValue { return text }
+                if let text = part["text"]?.stringValue { return text }
+                if let nested = part["content"] { return of(nested) }
+                return nil
+            }.joined(separator: "\n")
+        case nil, .null?: return ""
+        case let other?: return JSONWriter.encodeString(other)
+        }
+    }
+}

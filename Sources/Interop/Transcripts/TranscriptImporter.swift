@@ -266,21 +266,8 @@ struct TranscriptImporter {
         }
     }
 
-    /// The text of a content value: a string, or the text parts of a list of blocks.
-    static func text(of content: JSONValue?) -> String {
-        switch content {
-        case .string(let text)?: return text
-        case .array(let parts)?:
-            return parts.compactMap { part -> String? in
-                if let text = part.stringValue { return text }
-                if let text = part["text"]?.stringValue { return text }
-                if let nested = part["content"] { return text(of: nested) }
-                return nil
-            }.joined(separator: "\n")
-        case nil, .null?: return ""
-        case let other?: return JSONWriter.encodeString(other)
-        }
-    }
+    /// The text of a content value (`MessageText.of`).
+    static func text(of content: JSONValue?) -> String { MessageText.of(content) }
 
     static func usage(_ value: JSONValue?) -> TokenUsage? {
         guard let value else { return nil }

@@ -1,0 +1,93 @@
+public import AgentRuntime
+import Foundation
+import TraceCore
+
+/// Sends a request an agent made to its model on to the upstream (or a cassette), hands every
+/// part of the answer back as it arrives, and reads the reply on the way (`ReplyReader`): the
+/// recording gateway's one call into this module.
+///
+/// The attempt is held to `limits` as a model client's is (`RequestPolicy`): the whole attempt,
+/// the streamed body included, ends at `limits.timeoutMs`; reading (not forwarding) stops past
+/// `limits.maxReplyBytes`. No text this returns shows the credentials the request carried.
+public struct ModelForwarder: Sendable {
+    public var limits: RequestLimits
+    let transport: any ModelTransport
+    let clock: any Clock<Duration>
+
+    public init(transport: any ModelTransport, limits: RequestLimits, clock: any Clock<Duration> = ContinuousClock()) {
+        self.transport = transport
+        self.limits = limits
+        self.clock = clock
+    }
+
+    /// How one forwarded request went.
+    public struct Outcome: Sendable {
+        /// The reply as read (its status 0 when no answer came).
+        public var reply: ReplyReader.Reply
+        /// Why the attempt did not end with the whole answer: a connection error, the time
+        /// limit, a cassette miss; nil when the answer came whole (whatever its status).
+        public var failure: String?
+        /// The cassette has no recording of the request and may not record one (`--record none`).
+        public var isNotRecorded: Bool
+        /// From sending to the first part of the body, in µs; nil when none came.
+        public var firstByteUs: Int?
+    }
+
+    /// The header values never to show: API keys, bearer tokens.
+    public static func secrets(in headers: [HTTPHeader]) -> [String] {
+        var secrets: [String] = []
+        for header in headers {
+            switch header.name.lowercased() {
+            case "authorization", "proxy-authorization":
+                secrets.append(header.value)
+                if let space = header.value.firstIndex(of: " ") {
+                    secrets.append(String(header.value[header.value.index(after: space)...]))
+                }
+            case "x-api-key", "api-key", "x-goog-api-key", "openai-api-key":
+                secrets.append(header.value)
+            default:
+                continue
+            }
+        }
+        return secrets
+    }
+
+    /// Forwards `request` for `api`; `pass` is given each part of the answer as it arrives.
+    public func forward(_ request: TransportRequest, api: ModelAPI, pass: @escaping @Sendable (TransportPart) -> Void) async -> Outcome {
+        let policy = RequestPolicy(limits: limits, secrets: Self.secrets(in: request.headers), clock: clock)
+        let started = ContinuousClock.now
+        struct Reading: Sendable {
+            var reader: ReplyReader
+            var firstByteUs: Int?
+        }
+        let (reading, ending) = await policy.send(
+            request, through: transport, into: Reading(reader: ReplyReader(api: api, limits: limits))
+        ) { part, reading in
+            pass(part)
+            if case .chunk = part, reading.firstByteUs == nil {
+                let elapsed = ContinuousClock.now - started
+                reading.firstByteUs = Int(elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000)
+            }
+            reading.reader.take(part)
+        }
+        var reply = reading.reader.finish()
+        reply.problem = reply.problem.map(policy.redact)
+        var outcome = Outcome(reply: reply, failure: nil, isNotRecorded: false, firstByteUs: reading.firstByteUs)
+        switch ending {
+        case .complete:
+            break
+        case .cancelled:
+            outcome.failure = "the request was cancelled"
+        case .timedOut:
+            outcome.failure = "the request took longer than \(limits.timeoutMs) ms, the answer included"
+        case .tooLarge:
+            outcome.failure = "the answer is larger than \(limits.maxReplyBytes) bytes"
+        case .failed(let error as ModelClientError):
+            outcome.failure = policy.redact(error.message)
+            outcome.isNotRecorded = error.kind == .notRecorded
+        case .failed(let error):
+            outcome.failure = policy.redact(HTTPTransport.describe(error, request: request))
+        }
+        return outcome
+    }
+}

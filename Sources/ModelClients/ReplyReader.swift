@@ -1,0 +1,151 @@
+public import AgentRuntime
+public import TraceCore
+
+/// The model APIs whose replies this module reads, known by the end of the request's path.
+public enum ModelAPI: String, Sendable, CaseIterable {
+    /// `POST …/chat/completions`: OpenAI Chat Completions and the servers that copy it.
+    case openAIChat = "openai.chat"
+    /// `POST …/responses`: the OpenAI Responses API.
+    case openAIResponses = "openai.responses"
+    /// `POST …/messages`: Anthropic Messages.
+    case anthropicMessages = "anthropic.messages"
+
+    /// The API a request path is for (its query left out), or nil.
+    public init?(path: String) {
+        let path = path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? path
+        if path.hasSuffix("/chat/completions") {
+            self = .openAIChat
+        } else if path.hasSuffix("/responses") {
+            self = .openAIResponses
+        } else if path.hasSuffix("/messages") {
+            self = .anthropicMessages
+        } else {
+            return nil
+        }
+    }
+
+    /// `openai` or `anthropic`.
+    public var provider: String { self == .anthropicMessages ? "anthropic" : "openai" }
+
+    /// The shape the assembled reply is in: Responses replies are given in the Chat shape.
+    public var replyFormat: ReplyFormat { self == .anthropicMessages ? .anthropicMessages : .openAIChat }
+
+    func makeAssembler() -> any ReplyAssembler {
+        switch self {
+        case .openAIChat: OpenAIChatAssembler()
+        case .openAIResponses: OpenAIResponsesAssembler()
+        case .anthropicMessages: AnthropicMessagesAssembler()
+        }
+    }
+}
+
+/// Reads a model's reply as it passes by (a gateway forwarding it to an agent): takes the parts
+/// of the HTTP response one by one, never fails, and at the end says what the reply was — the
+/// assembled message in `ReplyFormat`, with usage — or what went wrong, in a sentence.
+///
+/// It uses the same assemblers as the model clients, so a stream is read one way everywhere.
+/// Memory is bounded: a streamed line or event past `limits.maxLineBytes`, or a whole body past
+/// `limits.maxReplyBytes`, stops the reading (the reply is then `problem`), not the forwarding.
+public struct ReplyReader: Sendable {
+    public let api: ModelAPI
+    private let limits: RequestLimits
+    private var assembler: any ReplyAssembler
+    private var parser: ServerSentEventParser
+    public private(set) var status = 0
+    public private(set) var headers: [HTTPHeader] = []
+    private var isStream = false
+    /// A whole body, or the start of an error body.
+    private var body: [UInt8] = []
+    private var received = 0
+    private var problem: String?
+
+    public init(api: ModelAPI, limits: RequestLimits = RequestLimits()) {
+        self.api = api
+        self.limits = limits
+        assembler = api.makeAssembler()
+        parser = ServerSentEventParser(maxLineBytes: limits.maxLineBytes)
+    }
+
+    /// What the reply was.
+    public struct Reply: Sendable {
+        public var status: Int
+        /// The message in `format`, when the reply was a whole, well-formed answer.
+        public var raw: JSONValue?
+        public var format: ReplyFormat
+        public var usage: TokenUsage?
+        /// Why there is no message: an error status with the start of its body, a stream that
+        /// ended early, bytes that are not what the API sends.
+        public var problem: String?
+        /// The server's wait hint on an error (`retry-after-ms`, `retry-after`), in ms.
+        public var retryAfterMs: Int?
+        /// The reply came as a stream of events.
+        public var isStream: Bool
+    }
+
+    /// Takes the next part of the response.
+    public mutating func take(_ part: TransportPart) {
+        switch part {
+        case .head(let code, let fields):
+            status = code
+            headers = fields
+            let type = fields.first { $0.name.lowercased() == "content-type" }?.value.lowercased() ?? ""
+            isStream = type.hasPrefix("text/event-stream")
+        case .chunk(let bytes):
+            received += bytes.count
+            guard problem == nil else { return }
+            if status != 200 || !isStream {
+                if body.count + bytes.count > limits.maxReplyBytes {
+                    problem = "the reply is larger than \(limits.maxReplyBytes) bytes; it was passed on but not read"
+                    body = []
+                    return
+                }
+                body += bytes
+                return
+            }
+            do {
+                for event in try parser.feed(bytes) { try assembler.consume(event) }
+            } catch let tooLong as ServerSentEventParser.LineTooLong {
+                problem = "a streamed line is longer than \(tooLong.limit) bytes; the stream was passed on but not read"
+            } catch let stream as StreamProblem {
+                problem = stream.message
+            } catch {
+                problem = "\(error)"
+            }
+        }
+    }
+
+    /// What the reply was, once the response has ended (or been cut off).
+    public func finish() -> Reply {
+        var reply = Reply(
+            status: status, raw: nil, format: api.replyFormat, usage: nil, problem: problem,
+            retryAfterMs: HTTPModelClient.retryAfter(headers), isStream: isStream)
+        if status == 0 {
+            reply.problem = reply.problem ?? "no answer came"
+            return reply
+        }
+        if status != 200 {
+            reply.problem = "HTTP \(status): \(HTTPModelClient.preview(body))"
+            return reply
+        }
+        guard problem == nil else { return reply }
+        var assembler = self.assembler
+        if !isStream {
+            do {
+                try assembler.consume(whole: try JSONParser.parse(body))
+            } catch let stream as StreamProblem {
+                reply.problem = stream.message
+                return reply
+            } catch {
+                reply.problem = "the reply is not JSON (\(error)): \(HTTPModelClient.preview(body))"
+                return reply
+            }
+        } else if !assembler.isComplete {
+            reply.problem = "the stream ended before the reply was complete (\(received) bytes came)"
+            return reply
+        }
+        let (raw, usage) = assembler.reply()
+        reply.raw = raw
+        reply.usage = usage
+        return reply
+    }
+}

@@ -1,0 +1,191 @@
+public import AgentRuntime
+import Foundation
+public import ModelClients
+import Synchronization
+public import TraceCore
+public import TraceLog
+
+/// `agent-eval record -- COMMAND`: runs a command with its model traffic going through a
+/// recording gateway, and records the run as an ordinary log (docs/record.md).
+///
+/// The command gets `OPENAI_BASE_URL` and `ANTHROPIC_BASE_URL` pointing at the gateway (the
+/// variables the official SDKs and the frameworks built on them read), `AGENT_EVAL_INPUT` and
+/// its standard input set to `input` when one is given, and its output goes to this process's
+/// as it comes. With a cassette in `none` mode, nothing goes to a provider, so an API key the
+/// environment lacks is set to a placeholder (the SDKs refuse to start without one).
+public struct CommandRecording: Sendable {
+    public var command: [String]
+    public var directory: String?
+    public var input: String?
+    /// The log to write.
+    public var logPath: String
+    public var runId: String
+    /// The run's goal; nil takes the first request's first user message.
+    public var goal: String?
+    /// The agent's name in `run_started`.
+    public var agentName: String
+    public var timeoutMs: Int
+    public var limits: ExchangeRecorder.Limits
+    public var upstreams: Upstreams
+    public var cassette: Cassette?
+    public var requestLimits: RequestLimits
+    /// The command's environment, before the gateway's variables are added.
+    public var environment: [String: String]
+    public var logOptions: LogWriter.Options
+    /// Where the command's standard output goes: 1, or 2 when this process's own standard output
+    /// is for a machine (`--json`).
+    public var outputDescriptor: Int32 = 1
+
+    public init(
+        command: [String], directory: String? = nil, input: String? = nil, logPath: String, runId: String, goal: String? = nil,
+        agentName: String, timeoutMs: Int, limits: ExchangeRecorder.Limits = .init(), upstreams: Upstreams, cassette: Cassette? = nil,
+        requestLimits: RequestLimits = CommandRecording.defaultRequestLimits, environment: [String: String],
+        logOptions: LogWriter.Options = LogWriter.Options()
+    ) {
+        self.command = command
+        self.directory = directory
+        self.input = input
+        self.logPath = logPath
+        self.runId = runId
+        self.goal = goal
+        self.agentName = agentName
+        self.timeoutMs = timeoutMs
+        self.limits = limits
+        self.upstreams = upstreams
+        self.cassette = cassette
+        self.requestLimits = requestLimits
+        self.environment = environment
+        self.logOptions = logOptions
+    }
+
+    /// A model request may take 10 minutes, the answer included (long reasoning replies).
+    public static let defaultRequestLimits = RequestLimits(timeoutMs: 600_000, connectTimeoutMs: 10_000, idleTimeoutMs: 600_000)
+
+    /// The placeholder key given to a command replaying offline without one.
+    public static let offlineKey = "agent-eval-offline-replay"
+
+    /// A name for the agent from its command: the script an interpreter runs
+    /// (`python3 agents/refund.py` → `refund`), else the program's name.
+    public static func agentName(for command: [String]) -> String {
+        let interpreters: Set<String> = ["python", "python3", "node", "bun", "deno", "uv", "npx", "bash", "sh", "ruby", "env"]
+        var words = command.map { ($0 as NSString).lastPathComponent }
+        while let first = words.first, interpreters.contains(first) || first.hasPrefix("python3.") || first.hasPrefix("-") || first == "run"
+        {
+            words.removeFirst()
+        }
+        let name = ((words.first ?? command.first ?? "agent") as NSString).deletingPathExtension
+        return RuntimeEnvironment.fileNameComponent(name.isEmpty ? "agent" : name)
+    }
+
+    /// The values of the environment's credentials (`*_API_KEY`, `*_TOKEN`, `*_SECRET`): the
+    /// command may print them, and they are kept out of the log.
+    static func secrets(in environment: [String: String]) -> Set<String> {
+        Set(
+            environment.filter { name, value in
+                !value.isEmpty && value != offlineKey && ["_API_KEY", "_TOKEN", "_SECRET"].contains { name.uppercased().hasSuffix($0) }
+            }.values)
+    }
+
+    /// How the recording went.
+    public struct Outcome: Sendable {
+        public var logPath: String
+        public var runId: String
+        public var stop: RunStopped
+        /// The command's exit status, when it exited.
+        public var exitStatus: Int32?
+        /// The signal that ended it, when one did.
+        public var signal: Int32?
+        public var isTimedOut: Bool
+        /// Model requests answered.
+        public var requests: Int
+        /// Why the recorder stopped the command, when it did.
+        public var stopCause: ExchangeRecorder.StopCause?
+    }
+
+    /// Runs the command to its end and records it; throws when the gateway or the command cannot
+    /// start, or the log cannot be written.
+    public func run() async throws -> Outcome {
+        let keys = RequestKeys()
+        let live = ModelTransports.live
+        let transport = cassette.map { $0.transport(provider: "gateway", live: live, keyedBy: keys.key(for:)) } ?? live
+        let stopper = Stopper()
+        let recorder = ExchangeRecorder(
+            logPath: logPath, runId: runId, goal: goal, agentName: agentName, command: command, limits: limits, keys: keys,
+            options: logOptions, secrets: Self.secrets(in: environment), onStop: { _ in stopper.stop() })
+        let gateway: ModelGateway
+        do {
+            gateway = try await ModelGateway(
+                handler: GatewayHandler(
+                    upstreams: upstreams, forwarder: ModelForwarder(transport: transport, limits: requestLimits), recorder: recorder))
+        } catch {
+            throw RecordingError(.gatewayFailed, "the recording gateway cannot listen on 127.0.0.1: \(error)")
+        }
+        var environment = self.environment
+        environment["OPENAI_BASE_URL"] = gateway.openAIBaseURL
+        environment["ANTHROPIC_BASE_URL"] = gateway.anthropicBaseURL
+        if let input { environment["AGENT_EVAL_INPUT"] = input }
+        if cassette?.mode == Cassette.Mode.none {
+            for key in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"] where environment[key]?.isEmpty ?? true {
+                environment[key] = Self.offlineKey
+            }
+        }
+        var child = ChildProcess(
+            command: command, directory: directory, environment: environment.map { "\($0.key)=\($0.value)" }.sorted(),
+            input: Array((input ?? "").utf8), timeoutMs: timeoutMs, outputLimit: 1 << 20)
+        child.forwardsOutput = (outputDescriptor, 2)
+        let running = Task { [child] in try await child.run() }
+        stopper.watch(running)
+        let result: ChildProcess.Result
+        do {
+            result = try await withTaskCancellationHandler {
+                try await running.value
+            } onCancel: {
+                running.cancel()
+            }
+        } catch {
+            await gateway.stop()
+            let message = (error as? ChildProcess.SpawnFailure)?.message ?? "\(error)"
+            throw RecordingError(
+                .commandFailed, "cannot start \(ShellWords.command(command)): \(message)",
+                hint: "give the command after --, as you would run it: agent-eval record -- python3 agent.py")
+        }
+        await gateway.stop()
+        let ending: ExchangeRecorder.Ending
+        if result.isTimedOut {
+            ending = .timedOut(ms: timeoutMs)
+        } else if result.isCancelled {
+            ending = .stopped
+        } else if let signal = result.signal {
+            ending = .signalled(signal)
+        } else {
+            ending = .exited(result.exitStatus ?? 0)
+        }
+        let stop = try recorder.finish(ending, stderrTail: String(decoding: result.stderr, as: UTF8.self))
+        return Outcome(
+            logPath: logPath, runId: runId, stop: stop, exitStatus: result.exitStatus, signal: result.signal, isTimedOut: result.isTimedOut,
+            requests: recorder.requestCount, stopCause: recorder.stopCause)
+    }
+}
+
+/// Stops the command when the recorder asks (a spent budget, a cassette miss): cancels the task
+/// that waits for it, which kills its process group.
+final class Stopper: Sendable {
+    // Guarded by the mutex: the task running the command, and whether a stop came first.
+    private let state = Mutex<(task: Task<ChildProcess.Result, any Error>?, isStopped: Bool)>((nil, false))
+
+    func watch(_ task: Task<ChildProcess.Result, any Error>) {
+        let stopped = state.withLock { state in
+            state.task = task
+            return state.isStopped
+        }
+        if stopped { task.cancel() }
+    }
+
+    func stop() {
+        let task = state.withLock { state in
+            state.isStopped = true
+            return state.task
+        }
+        task?.cancel()
+    }
+}

@@ -1,0 +1,436 @@
+public import AgentRuntime
+import Foundation
+import Interop
+public import ModelClients
+import Synchronization
+public import TraceCore
+public import TraceLog
+
+/// Counts the answered requests per canonical request, for the cassette's keys (`RequestKey`):
+/// the n-th identical request replays the n-th recorded answer. Only whole answers count, so a
+/// request the SDK retried after a 429 replays as the one answer it finally got.
+public final class RequestKeys: Sendable {
+    // Guarded by the mutex: answers so far, by the key of a request's first occurrence.
+    private let answered = Mutex<[String: Int]>([:])
+
+    public init() {}
+
+    /// The key of the request `request` carries, and its canonical body (what the cassette stores).
+    public func key(for request: TransportRequest) -> (key: String, request: JSONValue) {
+        let body = (try? JSONParser.parse(request.body)) ?? .string(String(decoding: request.body, as: UTF8.self))
+        let api = ModelAPI(path: request.url) ?? .openAIChat
+        let canonical = RequestKey.canonical(body)
+        let first = RequestKey.key(api: api, canonical: canonical, occurrence: 1)
+        let occurrence = answered.withLock { $0[first, default: 0] } + 1
+        return (RequestKey.key(api: api, canonical: canonical, occurrence: occurrence), canonical)
+    }
+
+    /// A request with this canonical body was answered whole.
+    func answered(api: ModelAPI, canonical: JSONValue) {
+        let first = RequestKey.key(api: api, canonical: canonical, occurrence: 1)
+        answered.withLock { $0[first, default: 0] += 1 }
+    }
+}
+
+/// Turns the exchanges the gateway forwards into one run's log (docs/record.md, "What is
+/// recorded"): per answered request a step — the tool results the request carries back, the
+/// request stored as content, a context packet, the decision, an intent per proposed call —
+/// and at the end the stop.
+///
+/// Conversations: a command may talk to its model in several conversations at once (sub-agents,
+/// parallel calls). A request belongs to
+/// 1. the conversation that proposed a call whose result the request carries;
+/// 2. else the latest conversation with the same opening (system text and first user message)
+///    whose last request had fewer messages than this one (the same chat, continued);
+/// 3. else a new conversation.
+/// Each step's packet names its conversation (`state_summary`). The run's outcome is that of the
+/// conversation answered last: an orchestrator's final answer comes after its sub-agents'.
+///
+/// The log is made at the first answered request (its goal is that request's first user
+/// message, unless one is given), or at the end when none came.
+public final class ExchangeRecorder: Sendable {
+    /// Limits the recorder enforces on the command's model use.
+    public struct Limits: Sendable, Hashable {
+        /// Answered requests allowed; the next is refused and the command stopped.
+        public var maxRequests: Int?
+        /// Input and output tokens allowed, over all requests; past it the command is stopped.
+        public var maxTokens: Int?
+
+        public init(maxRequests: Int? = nil, maxTokens: Int? = nil) {
+            self.maxRequests = maxRequests
+            self.maxTokens = maxTokens
+        }
+    }
+
+    /// Why the recorder wants the command stopped.
+    public enum StopCause: Sendable, Hashable {
+        case maxRequests(Int)
+        case tokenBudget(used: Int, limit: Int)
+        /// The cassette has no answer for the request the run's step `step` would have made.
+        case notRecorded(String, step: Int)
+    }
+
+    /// A request on its way: begun, not yet finished.
+    public struct Exchange: Sendable {
+        var api: ModelAPI
+        var body: JSONValue
+        var bytes: [UInt8]
+        var startUs: Int
+        /// Set when the request is not forwarded: the status, message and error type to answer.
+        var refusal: (status: Int, message: String, type: String)?
+    }
+
+    struct Conversation {
+        var number: Int
+        var opening: String
+        var goal: String
+        var lastMessageCount: Int
+        var requests = 0
+        /// Calls proposed and not yet answered: source id → (log id, tool, when proposed).
+        var openCalls: [String: (logId: String, tool: String, atUs: Int)] = [:]
+        var lastOutcome: DecisionMade.Outcome?
+        /// The number of the run's answered request that this conversation's last one was.
+        var lastAnswered = 0
+    }
+
+    struct State: ~Copyable {
+        var recorder: RunRecorder?
+        var conversations: [Conversation] = []
+        var logIds = Set<String>()
+        var stored = Set<String>()
+        var requests = 0
+        var tokens = 0
+        /// Failed exchanges waiting for the retry that answers them, by canonical key.
+        var failures: [String: [ModelAttempt]] = [:]
+        var lastFailure: String?
+        var stopCause: StopCause?
+        var writeError: String?
+        /// Credentials the requests carried: never written to the log.
+        var secrets = Set<String>()
+    }
+
+    public let logPath: String
+    public let runId: String
+    let goal: String?
+    let source: RunSource
+    let agentName: String
+    let limits: Limits
+    let keys: RequestKeys
+    let options: LogWriter.Options
+    let now: @Sendable () -> Int
+    let onStop: @Sendable (StopCause) -> Void
+    /// Values never to write: the keys the command was given.
+    let secrets: Set<String>
+    private let state = Mutex(State())
+
+    public init(
+        logPath: String, runId: String, goal: String?, agentName: String, command: [String], limits: Limits, keys: RequestKeys,
+        options: LogWriter.Options = LogWriter.Options(), secrets: Set<String> = [],
+        now: @escaping @Sendable () -> Int = RuntimeEnvironment.live.now, onStop: @escaping @Sendable (StopCause) -> Void
+    ) {
+        self.secrets = secrets
+        self.logPath = logPath
+        self.runId = runId
+        self.goal = goal
+        self.agentName = agentName
+        self.limits = limits
+        self.keys = keys
+        self.options = options
+        self.now = now
+        self.onStop = onStop
+        source = RunSource(format: "gateway", file: ShellWords.command(command), importer: Self.recorderName)
+    }
+
+    /// `run_started.source.importer` of a recorded run.
+    public static let recorderName = "agent-eval-record/1"
+
+    /// The cause the command was stopped for, if the recorder stopped it.
+    public var stopCause: StopCause? { state.withLock { $0.stopCause } }
+    /// Answered requests so far.
+    public var requestCount: Int { state.withLock { $0.requests } }
+
+    /// A request arrives: refused when the request budget is spent.
+    func begin(api: ModelAPI, body: JSONValue, bytes: [UInt8], secrets: [String]) -> Exchange {
+        var exchange = Exchange(api: api, body: body, bytes: bytes, startUs: now())
+        let refused: StopCause? = state.withLock { state in
+            state.secrets.formUnion(secrets)
+            guard let max = limits.maxRequests, state.requests >= max else { return nil }
+            if state.stopCause == nil { state.stopCause = .maxRequests(max) }
+            return .maxRequests(max)
+        }
+        if let refused {
+            exchange.refusal = (
+                429,
+                "agent-eval: the command used its --max-requests budget of \(limits.maxRequests ?? 0) model requests; it is being stopped",
+                "agent_eval_budget"
+            )
+            onStop(refused)
+        }
+        return exchange
+    }
+
+    /// The request was answered (or failed): records it.
+    func finish(_ exchange: Exchange, outcome: ModelForwarder.Outcome) {
+        let endUs = now()
+        let canonical = RequestKey.canonical(exchange.body)
+        let baseKey = RequestKey.key(api: exchange.api, canonical: canonical, occurrence: 1)
+        guard let raw = outcome.reply.raw, outcome.failure == nil else {
+            let message = outcome.failure ?? outcome.reply.problem ?? "the request failed"
+            let attempt = ModelAttempt(
+                status: outcome.reply.status == 0 ? nil : outcome.reply.status, error: message, retryAfterMs: outcome.reply.retryAfterMs,
+                waitedMs: 0)
+            let cause: StopCause? = state.withLock { state in
+                state.failures[baseKey, default: []].append(attempt)
+                state.lastFailure = message
+                if outcome.isNotRecorded, state.stopCause == nil {
+                    state.stopCause = .notRecorded(message, step: state.recorder?.step ?? 0)
+                    return state.stopCause
+                }
+                return nil
+            }
+            if let cause { onStop(cause) }
+            return
+        }
+        keys.answered(api: exchange.api, canonical: canonical)
+        let view = ModelRequestView(api: exchange.api, body: exchange.body)
+        let cause: StopCause? = state.withLock { state in
+            do {
+                try record(view, exchange: exchange, raw: raw, outcome: outcome, baseKey: baseKey, endUs: endUs, state: &state)
+            } catch {
+                if state.writeError == nil { state.writeError = "\(error)" }
+            }
+            state.requests += 1
+            state.tokens += outcome.reply.usage?.total ?? 0
+            if let max = limits.maxTokens, state.tokens > max, state.stopCause == nil {
+                state.stopCause = .tokenBudget(used: state.tokens, limit: max)
+                return state.stopCause
+            }
+            return nil
+        }
+        if let cause { onStop(cause) }
+    }
+
+    private func record(
+        _ view: ModelRequestView, exchange: Exchange, raw: JSONValue, outcome: ModelForwarder.Outcome, baseKey: String, endUs: Int,
+        state: inout State
+    ) throws {
+        let recorder = try recorder(for: view, state: &state, atUs: exchange.startUs)
+        let conversationIndex = conversation(for: view, state: &state)
+        var conversation = state.conversations[conversationIndex]
+        conversation.requests += 1
+        conversation.lastMessageCount = view.messageCount
+        clock.now = exchange.startUs
+        // The results this request carries back, for calls its conversation proposed.
+        for result in view.results {
+            guard let call = conversation.openCalls.removeValue(forKey: result.callId) else { continue }
+            let imported = ImportedResult.fromContent(result.text, isError: result.isError)
+            var output = imported.output
+            var contentHash: String?
+            if let value = output {
+                let bytes = JSONWriter.encode(value)
+                if bytes.count > Self.inlineOutputBytes || value.nests(deeperThan: JSONValue.recordableDepth) {
+                    contentHash = try store(ContentStored(bytes: bytes, mediaType: "application/json"), recorder: recorder, state: &state)
+                    output = nil
+                }
+            }
+            try recorder.record(
+                .toolCompleted(
+                    ToolCompleted(
+                        callId: call.logId, tool: call.tool, attempt: 1, status: imported.status, output: output,
+                        contentHash: contentHash, error: imported.error, durationUs: max(0, exchange.startUs - call.atUs))))
+        }
+        let requestHash = try store(
+            ContentStored(bytes: JSONWriter.encode(exchange.body), mediaType: "application/json"), recorder: recorder, state: &state)
+        try recorder.record(
+            .contextBuilt(
+                ContextBuilt(
+                    goal: conversation.goal,
+                    stateSummary:
+                        "conversation \(conversation.number), request \(conversation.requests): \(view.messageCount) message"
+                        + (view.messageCount == 1 ? "" : "s") + " to \(view.model) (\(exchange.api.rawValue))",
+                    toolsDisclosed: view.tools.map(\.name), tokenEstimate: ContextSettings.estimateTokens(bytes: exchange.bytes.count),
+                    promptHash: requestHash)))
+        clock.now = endUs
+        let (decision, calls) = decision(from: raw, format: outcome.reply.format, state: &state)
+        try recorder.record(
+            .decisionMade(
+                DecisionMade(
+                    raw: JSONWriter.encodeString(raw), format: outcome.reply.format.rawValue, outcome: decision, usage: outcome.reply.usage,
+                    latencyUs: max(0, endUs - exchange.startUs), timeToFirstTokenUs: outcome.reply.isStream ? outcome.firstByteUs : nil,
+                    attempts: state.failures.removeValue(forKey: baseKey) ?? [])))
+        for call in calls {
+            try recorder.record(.toolIntended(ToolIntended(callId: call.logId, tool: call.name, arguments: call.arguments, attempt: 1)))
+            conversation.openCalls[call.sourceId] = (call.logId, call.name, endUs)
+        }
+        conversation.lastOutcome = decision
+        conversation.lastAnswered = state.requests + 1
+        state.conversations[conversationIndex] = conversation
+        state.lastFailure = nil
+        try recorder.endStep()
+        try recorder.writer.flush(sync: false)
+    }
+
+    /// Outputs larger than this (bytes of JSON) are stored as content and referenced, as imports do.
+    static let inlineOutputBytes = ImportWriter.inlineOutputBytes
+
+    private let clock = RecordingClock()
+
+    /// The log's recorder, made (with `run_started`) on first use.
+    private func recorder(for view: ModelRequestView?, state: inout State, atUs: Int) throws -> RunRecorder {
+        if let recorder = state.recorder { return recorder }
+        clock.now = atUs
+        let writer = try LogWriter.create(at: logPath, runId: runId, options: options)
+        let recorder = RunRecorder(writer: writer, clock: { [clock] in clock.now })
+        let goal = self.goal ?? view?.firstUserText ?? ""
+        try recorder.record(
+            .runStarted(
+                RunStarted(
+                    goal: goal,
+                    agent: AgentIdentity(name: agentName, configDigest: ContentHash.sha256(Array(source.file.utf8))),
+                    model: ModelIdentity(provider: view?.api.provider ?? "unknown", name: view?.model ?? "unknown"),
+                    policy: PolicyIdentity(name: "none (recorded through the gateway)"), tools: view?.tools ?? [], source: source)))
+        state.recorder = recorder
+        return recorder
+    }
+
+    private func conversation(for view: ModelRequestView, state: inout State) -> Int {
+        let ids = Set(view.results.map(\.callId))
+        if let index = state.conversations.firstIndex(where: { !ids.isDisjoint(with: $0.openCalls.keys) }) { return index }
+        let opening = view.system + "\u{0}" + (view.firstUserText ?? "")
+        if let index = state.conversations.lastIndex(where: { $0.opening == opening && $0.lastMessageCount < view.messageCount }) {
+            return index
+        }
+        state.conversations.append(
+            Conversation(
+                number: state.conversations.count + 1, opening: opening,
+                goal: state.conversations.isEmpty ? (goal ?? view.firstUserText ?? "") : (view.firstUserText ?? ""), lastMessageCount: 0))
+        return state.conversations.count - 1
+    }
+
+    private struct ProposedCall {
+        var sourceId: String
+        var logId: String
+        var name: String
+        var arguments: JSONValue
+    }
+
+    /// The decision a reply makes, with log ids for its calls: the provider's id, made unique in
+    /// the run (`id#2` for an id seen before; `call_N` for a call without one).
+    private func decision(from raw: JSONValue, format: ReplyFormat, state: inout State) -> (DecisionMade.Outcome, [ProposedCall]) {
+        switch format.decisionObject(from: JSONWriter.encodeString(raw)) {
+        case .rejected(let invalid):
+            return (.invalid(invalid), [])
+        case .decision(let object):
+            if let answer = object["answer"]?.stringValue { return (.valid(.answer(answer)), []) }
+            let sourceIds = Self.callIds(in: raw, format: format)
+            var calls: [ProposedCall] = []
+            for (index, call) in (object["tool_calls"]?.arrayValue ?? []).enumerated() {
+                let sourceId = index < sourceIds.count && !sourceIds[index].isEmpty ? sourceIds[index] : "call_\(state.logIds.count + 1)"
+                var logId = sourceId
+                var suffix = 1
+                while state.logIds.contains(logId) {
+                    suffix += 1
+                    logId = "\(sourceId)#\(suffix)"
+                }
+                state.logIds.insert(logId)
+                calls.append(
+                    ProposedCall(
+                        sourceId: sourceId, logId: logId, name: call["name"]?.stringValue ?? "",
+                        arguments: call["arguments"] ?? .object(JSONObject())))
+            }
+            return (.valid(.toolCalls(calls.map { ToolCall(id: $0.logId, name: $0.name, arguments: $0.arguments) })), calls)
+        }
+    }
+
+    /// The provider's ids of a reply's calls, in the order `decisionObject` lists the calls.
+    static func callIds(in raw: JSONValue, format: ReplyFormat) -> [String] {
+        switch format {
+        case .openAIChat:
+            return (raw["message"]?["tool_calls"]?.arrayValue ?? []).map { $0["id"]?.stringValue ?? "" }
+        case .anthropicMessages:
+            return (raw["content"]?.arrayValue ?? []).filter { $0["type"]?.stringValue == "tool_use" }.map { $0["id"]?.stringValue ?? "" }
+        }
+    }
+
+    private func store(_ content: ContentStored, recorder: RunRecorder, state: inout State) throws -> String {
+        if state.stored.insert(content.hash).inserted { try recorder.record(.contentStored(content)) }
+        return content.hash
+    }
+
+    // MARK: The end
+
+    /// How the command ended, as the recording session saw it.
+    public enum Ending: Sendable, Hashable {
+        case exited(Int32)
+        case signalled(Int32)
+        case timedOut(ms: Int)
+        /// The recording was interrupted (Ctrl-C), or the recorder stopped the command.
+        case stopped
+    }
+
+    /// Records the stop and closes the log; returns the stop. A log is made if no request came.
+    @discardableResult
+    public func finish(_ ending: Ending, stderrTail: String = "") throws -> RunStopped {
+        try state.withLock { state in
+            var stop = stopped(ending, stderrTail: stderrTail, state: state)
+            // The command's own words (its last line of stderr) may quote a key it was given.
+            let redaction = RequestPolicy(limits: RequestLimits(), secrets: Array(state.secrets.union(secrets)).sorted())
+            stop.error = stop.error.map(redaction.redact)
+            stop.answer = stop.answer.map(redaction.redact)
+            clock.now = now()
+            let recorder = try recorder(for: nil, state: &state, atUs: clock.now)
+            try recorder.record(.runStopped(stop))
+            try recorder.writer.close()
+            if let writeError = state.writeError {
+                throw RecordingError(.logFailed, "the log \(logPath) could not record every request: \(writeError)", hint: "check the disk")
+            }
+            return stop
+        }
+    }
+
+    private func stopped(_ ending: Ending, stderrTail: String, state: borrowing State) -> RunStopped {
+        switch state.stopCause {
+        case .maxRequests(let max)?:
+            return RunStopped(
+                reason: .budgetExhausted, limit: .maxSteps, error: "the command asked for more than --max-requests \(max) model requests")
+        case .tokenBudget(let used, let limit)?:
+            return RunStopped(
+                reason: .budgetExhausted, limit: .tokenBudget, error: "the command used \(used) tokens, more than --max-tokens \(limit)")
+        case .notRecorded(let message, let step)?:
+            return RunStopped(reason: .blocked, error: "cassette miss at step \(step): \(message)")
+        case nil:
+            break
+        }
+        let failure = state.lastFailure.map { "; the last model request failed: \($0)" } ?? ""
+        let tail = stderrTail.split(separator: "\n").last.map { " (\($0.prefix(300)))" } ?? ""
+        switch ending {
+        case .timedOut(let ms):
+            return RunStopped(reason: .budgetExhausted, limit: .timeout, error: "the command ran longer than \(ms / 1000) s (--timeout)")
+        case .signalled(let signal):
+            return RunStopped(reason: .blocked, error: "the command was killed by signal \(signal)\(failure)")
+        case .stopped:
+            return RunStopped(reason: .blocked, error: "interrupted: the recording was stopped before the command ended")
+        case .exited(let status) where status != 0:
+            return RunStopped(reason: .blocked, error: "the command exited with status \(status)\(tail)\(failure)")
+        case .exited:
+            break
+        }
+        guard let main = state.conversations.max(by: { $0.lastAnswered < $1.lastAnswered }), let last = main.lastOutcome else {
+            return RunStopped(reason: .blocked, error: "the command made no model request that was answered\(failure)")
+        }
+        switch last {
+        case .valid(.answer(let text)): return RunStopped(reason: .success, answer: text)
+        case .invalid(let invalid): return RunStopped(reason: .invalidDecision, error: invalid.message)
+        default:
+            return RunStopped(reason: .blocked, error: "the command exited after the model's tool calls, without a final answer\(failure)")
+        }
+    }
+}
+
+/// The recorder's clock: set to each exchange's times before its events are recorded.
+///
+/// Unchecked Sendable by confinement: only read and written while `ExchangeRecorder`'s mutex is
+/// held (the recorder calls the clock synchronously, under it).
+final class RecordingClock: @unchecked Sendable {
+    var now = 0
+}

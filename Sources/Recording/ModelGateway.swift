@@ -1,0 +1,244 @@
+import AgentRuntime
+import Foundation
+public import ModelClients
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Synchronization
+import TraceCore
+
+/// Where the gateway sends each provider's requests.
+public struct Upstreams: Sendable, Hashable {
+    /// The OpenAI base URL, `/v1` included (`https://api.openai.com/v1`).
+    public var openAI: String
+    /// The Anthropic base URL, without `/v1` (`https://api.anthropic.com`).
+    public var anthropic: String
+
+    public static let publicOpenAI = "https://api.openai.com/v1"
+    public static let publicAnthropic = "https://api.anthropic.com"
+
+    public init(openAI: String = Upstreams.publicOpenAI, anthropic: String = Upstreams.publicAnthropic) {
+        self.openAI = openAI
+        self.anthropic = anthropic
+    }
+
+    /// `--upstream` values, then the variables the SDKs read in `environment`, then the public URLs.
+    public static func resolve(given: [String: String], environment: [String: String]) -> Upstreams {
+        func pick(_ key: String, _ variable: String, _ fallback: String) -> String {
+            let value = given[key] ?? environment[variable].flatMap { $0.isEmpty ? nil : $0 } ?? fallback
+            return value.hasSuffix("/") ? String(value.dropLast()) : value
+        }
+        return Upstreams(
+            openAI: pick("openai", "OPENAI_BASE_URL", publicOpenAI), anthropic: pick("anthropic", "ANTHROPIC_BASE_URL", publicAnthropic))
+    }
+}
+
+/// The recording gateway: an HTTP/1.1 server on 127.0.0.1 that an agent's SDK takes for its
+/// model provider. Requests under `/openai/…` go to `upstreams.openAI`, those under
+/// `/anthropic/…` to `upstreams.anthropic` (the rest of the path appended); the answer is passed
+/// back as it arrives, streamed or whole, status and headers included, and each finished
+/// exchange is handed to `recorder`. docs/record.md describes what it sees and records.
+///
+/// Requests that are not a model call (`GET /v1/models`, an unknown path) are answered 404 with
+/// a JSON error that says what the gateway forwards: nothing leaves the machine unrecorded.
+public final class ModelGateway: Sendable {
+    public let port: Int
+    private let server: NIOAsyncChannel<NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, Never>
+    private let serving: Task<Void, Never>
+
+    /// The base URLs the agent is given: `OPENAI_BASE_URL` and `ANTHROPIC_BASE_URL`.
+    public var openAIBaseURL: String { "http://127.0.0.1:\(port)/openai/v1" }
+    public var anthropicBaseURL: String { "http://127.0.0.1:\(port)/anthropic" }
+
+    /// Starts listening on a free port of 127.0.0.1.
+    public init(handler: GatewayHandler) async throws {
+        server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(ChannelOptions.backlog, value: 256)
+            .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+            .bind(host: "127.0.0.1", port: 0) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                    return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(wrappingChannelSynchronously: channel)
+                }
+            }
+        port = server.channel.localAddress?.port ?? 0
+        let server = self.server
+        serving = Task {
+            try? await server.executeThenClose { inbound in
+                await withDiscardingTaskGroup { group in
+                    do {
+                        for try await connection in inbound {
+                            group.addTask { await handler.serve(connection) }
+                        }
+                    } catch {
+                        return
+                    }
+                }
+            }
+        }
+    }
+
+    /// Stops listening and ends every connection.
+    public func stop() async {
+        try? await server.channel.close()
+        serving.cancel()
+        await serving.value
+    }
+}
+
+/// Serves the gateway's connections: forwards each model request and tells the recorder.
+public final class GatewayHandler: Sendable {
+    let upstreams: Upstreams
+    let forwarder: ModelForwarder
+    let recorder: ExchangeRecorder
+    /// The largest request body taken (a model request with its whole conversation).
+    let maxRequestBytes: Int
+
+    public init(upstreams: Upstreams, forwarder: ModelForwarder, recorder: ExchangeRecorder, maxRequestBytes: Int = 64 << 20) {
+        self.upstreams = upstreams
+        self.forwarder = forwarder
+        self.recorder = recorder
+        self.maxRequestBytes = maxRequestBytes
+    }
+
+    typealias Connection = NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>
+
+    func serve(_ connection: Connection) async {
+        try? await connection.executeThenClose { inbound, outbound in
+            var head: HTTPRequestHead?
+            var body: [UInt8] = []
+            var tooLarge = false
+            for try await part in inbound {
+                switch part {
+                case .head(let received):
+                    head = received
+                    body = []
+                    tooLarge = false
+                case .body(let buffer):
+                    if body.count + buffer.readableBytes > maxRequestBytes {
+                        tooLarge = true
+                        body = []
+                    } else if !tooLarge {
+                        body += buffer.readableBytesView
+                    }
+                case .end:
+                    guard let request = head else { continue }
+                    head = nil
+                    let keepOpen: Bool
+                    if tooLarge {
+                        keepOpen = try await Self.answer(
+                            413, "the request body is larger than \(maxRequestBytes) bytes, more than the gateway takes", to: request,
+                            outbound)
+                    } else {
+                        keepOpen = try await handle(request, body: body, outbound)
+                    }
+                    if !keepOpen || !request.isKeepAlive { return }
+                }
+            }
+        }
+    }
+
+    /// Answers one request; false when the connection must close (a reply cut off mid-way).
+    private func handle(_ head: HTTPRequestHead, body: [UInt8], _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>)
+        async throws -> Bool
+    {
+        let path = head.uri
+        let route: (base: String, rest: Substring)?
+        if path.hasPrefix("/openai/v1/") {
+            route = (upstreams.openAI, path.dropFirst("/openai/v1".count))
+        } else if path.hasPrefix("/anthropic/") {
+            route = (upstreams.anthropic, path.dropFirst("/anthropic".count))
+        } else {
+            route = nil
+        }
+        guard let route, head.method == .POST, let api = ModelAPI(path: String(route.rest)) else {
+            return try await Self.answer(
+                404,
+                "agent-eval's gateway forwards model requests only: POST /openai/v1/chat/completions, /openai/v1/responses "
+                    + "or /anthropic/v1/messages; \(head.method.rawValue) \(path) is not one", to: head, outbound)
+        }
+        let headers = head.headers.compactMap { name, value -> HTTPHeader? in
+            Self.hopByHop.contains(name.lowercased()) ? nil : HTTPHeader(name: name, value: value)
+        }
+        let parsed = try? JSONParser.parse(body)
+        guard let parsed, parsed.objectValue != nil else {
+            return try await Self.answer(400, "the request body is not a JSON object", to: head, outbound)
+        }
+        let exchange = recorder.begin(api: api, body: parsed, bytes: body, secrets: ModelForwarder.secrets(in: headers))
+        if let refusal = exchange.refusal {
+            return try await Self.answer(refusal.status, refusal.message, to: head, outbound, type: refusal.type)
+        }
+        let request = TransportRequest(url: route.base + route.rest, headers: headers, body: body, limits: forwarder.limits)
+
+        // The parts go to the agent in order, through a stream that a writer task drains.
+        let (parts, continuation) = AsyncStream<TransportPart>.makeStream()
+        let writer = Task { () -> Bool in
+            var sentHead = false
+            do {
+                for await part in parts {
+                    switch part {
+                    case .head(let status, let fields):
+                        var responseHead = HTTPResponseHead(version: head.version, status: HTTPResponseStatus(statusCode: status))
+                        for field in fields where !Self.hopByHop.contains(field.name.lowercased()) {
+                            responseHead.headers.add(name: field.name, value: field.value)
+                        }
+                        try await outbound.write(.head(responseHead))
+                        sentHead = true
+                    case .chunk(let bytes):
+                        try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: bytes))))
+                    }
+                }
+            } catch {
+                return sentHead
+            }
+            return sentHead
+        }
+        let outcome = await forwarder.forward(request, api: api) { part in continuation.yield(part) }
+        continuation.finish()
+        let sentHead = await writer.value
+        // Recorded whatever happens to the agent's connection now: an SDK that has read a
+        // stream's end marker may close it before the end of the HTTP answer.
+        recorder.finish(exchange, outcome: outcome)
+        let keepOpen: Bool
+        if outcome.failure == nil {
+            try await outbound.write(.end(nil))
+            keepOpen = true
+        } else if sentHead {
+            // The answer was cut off: so is the agent's, as it was.
+            keepOpen = false
+        } else if outcome.isNotRecorded {
+            keepOpen = try await Self.answer(
+                400, "agent-eval: \(outcome.failure ?? "") (record it with --record new)", to: head, outbound,
+                type: "agent_eval_not_recorded"
+            )
+        } else {
+            keepOpen = try await Self.answer(
+                502, "agent-eval's gateway could not reach the model: \(outcome.failure ?? "")", to: head, outbound,
+                type: "agent_eval_gateway")
+        }
+        return keepOpen
+    }
+
+    /// Headers that belong to one connection, not to the request or answer passed on. The
+    /// encoding is left out too: the answer is read on the way, so it comes uncompressed.
+    static let hopByHop: Set<String> = [
+        "connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade", "host", "content-length",
+        "accept-encoding", "content-encoding",
+    ]
+
+    /// A JSON error answer in the shape both providers' SDKs read (`{"error": {"message", "type"}}`).
+    static func answer(
+        _ status: Int, _ message: String, to head: HTTPRequestHead, _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>,
+        type: String = "agent_eval_gateway"
+    ) async throws -> Bool {
+        let body = JSONWriter.encode(["type": "error", "error": ["message": .string(message), "type": .string(type)]] as JSONValue)
+        var responseHead = HTTPResponseHead(version: head.version, status: HTTPResponseStatus(statusCode: status))
+        responseHead.headers.add(name: "content-type", value: "application/json")
+        responseHead.headers.add(name: "content-length", value: String(body.count))
+        try await outbound.write(.head(responseHead))
+        try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: body))))
+        try await outbound.write(.end(nil))
+        return true
+    }
+}

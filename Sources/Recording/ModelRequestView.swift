@@ -1,0 +1,106 @@
+import Interop
+import ModelClients
+import TraceCore
+
+/// What a model request says about the agent's run, read from its body: the conversation's
+/// opening (system text and first user message), the tool results it carries, and the tools it
+/// discloses. Read the same way for the three APIs (docs/record.md, "What the gateway sees").
+struct ModelRequestView {
+    /// One tool result the request carries back to the model.
+    struct ToolResult {
+        /// The call id the result answers (`tool_call_id`, `tool_use_id`, `call_id`).
+        var callId: String
+        var text: String
+        /// The framework marked it as a failure (`is_error`); a failure its text signals is read
+        /// when it is recorded (`ImportedResult.fromContent`).
+        var isError: Bool
+    }
+
+    var api: ModelAPI
+    var model: String
+    /// The system prompt or instructions, joined.
+    var system: String
+    /// The first user message's text: the run's goal.
+    var firstUserText: String?
+    var results: [ToolResult]
+    /// The tools the request discloses, in the request's order.
+    var tools: [ToolSpec]
+    /// Messages (or input items) in the request.
+    var messageCount: Int
+
+    init(api: ModelAPI, body: JSONValue) {
+        self.api = api
+        model = body["model"]?.stringValue ?? "unknown"
+        tools = ImportedRun.tools(declaredBy: body["tools"]?.arrayValue ?? [])
+        var system: [String] = []
+        var firstUser: String?
+        var results: [ToolResult] = []
+        var count = 0
+        func user(_ content: JSONValue?) {
+            if firstUser == nil { firstUser = Self.text(of: content) }
+        }
+        switch api {
+        case .openAIChat:
+            for message in body["messages"]?.arrayValue ?? [] {
+                count += 1
+                switch message["role"]?.stringValue {
+                case "system"?, "developer"?: system.append(Self.text(of: message["content"]))
+                case "user"?: user(message["content"])
+                case "tool"?, "function"?:
+                    let text = Self.text(of: message["content"])
+                    results.append(
+                        ToolResult(
+                            callId: message["tool_call_id"]?.stringValue ?? message["name"]?.stringValue ?? "", text: text,
+                            isError: false))
+                default: continue
+                }
+            }
+        case .anthropicMessages:
+            if let text = body["system"].map(Self.text(of:)), !text.isEmpty { system.append(text) }
+            for message in body["messages"]?.arrayValue ?? [] {
+                count += 1
+                guard message["role"]?.stringValue == "user" else { continue }
+                let blocks = message["content"]?.arrayValue ?? []
+                let toolResults = blocks.filter { $0["type"]?.stringValue == "tool_result" }
+                if toolResults.isEmpty {
+                    user(message["content"])
+                    continue
+                }
+                for block in toolResults {
+                    let text = Self.text(of: block["content"])
+                    results.append(
+                        ToolResult(
+                            callId: block["tool_use_id"]?.stringValue ?? "", text: text,
+                            isError: block["is_error"]?.boolValue == true))
+                }
+            }
+        case .openAIResponses:
+            if let instructions = body["instructions"]?.stringValue, !instructions.isEmpty { system.append(instructions) }
+            switch body["input"] {
+            case .string(let text)?:
+                count = 1
+                firstUser = text
+            case .array(let items)?:
+                for item in items {
+                    count += 1
+                    switch (item["type"]?.stringValue, item["role"]?.stringValue) {
+                    case ("function_call_output"?, _):
+                        let text = Self.text(of: item["output"])
+                        results.append(
+                            ToolResult(callId: item["call_id"]?.stringValue ?? "", text: text, isError: false))
+                    case (_, "system"?), (_, "developer"?): system.append(Self.text(of: item["content"]))
+                    case (_, "user"?): user(item["content"])
+                    default: continue
+                    }
+                }
+            default: break
+            }
+        }
+        self.system = system.filter { !$0.isEmpty }.joined(separator: "\n\n")
+        firstUserText = firstUser
+        self.results = results
+        messageCount = count
+    }
+
+    static func text(of content: JSONValue?) -> String { MessageText.of(content) }
+}

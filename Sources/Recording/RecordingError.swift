@@ -1,0 +1,29 @@
+public import TraceCore
+
+/// What stops a recording: a command that cannot start, a gateway that cannot listen, a log that
+/// cannot be written, a cassette that cannot be read.
+public struct RecordingError: Diagnostic, Hashable {
+    public enum Code: String, Sendable, Hashable {
+        /// The command could not be started (not found, not executable).
+        case commandFailed = "command_failed"
+        /// The gateway could not listen on 127.0.0.1.
+        case gatewayFailed = "gateway_failed"
+        /// The run's log could not be written.
+        case logFailed = "log_failed"
+        /// The cassette could not be opened.
+        case cassetteFailed = "cassette_failed"
+    }
+
+    public var code: Code
+    public var message: String
+    public var hint: String?
+
+    public init(_ code: Code, _ message: String, hint: String? = nil) {
+        self.code = code
+        self.message = message
+        self.hint = hint
+    }
+
+    public var diagnosticCode: String { "record." + code.rawValue }
+    public var place: SourceLocation? { nil }
+}

@@ -1,0 +1,192 @@
+import AgentRuntime
+import ArgumentParser
+import Catalog
+import EvalEngine
+import Foundation
+import ModelClients
+import Recording
+import TraceCore
+import TraceLog
+
+/// `agent-eval record -- COMMAND`: record an agent written with any framework, through the
+/// model gateway.
+struct RecordCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "record",
+        abstract: "Run any agent through a recording model gateway and record its run as an event log.",
+        discussion: """
+            The command runs with OPENAI_BASE_URL and ANTHROPIC_BASE_URL pointing at a gateway on 127.0.0.1 \
+            that forwards each model request (OpenAI Chat Completions and Responses, Anthropic Messages; \
+            streamed or not) to the real provider and records what it sees: the conversation the agent sent, \
+            the model's decision, each tool call and — once the agent sends it back — its result, and how the \
+            command ended. The log is an ordinary one: replay, diff, view, index and eval cases read it. \
+            API keys go to the provider, never into the log or the cassette. docs/record.md has the details.
+
+            With --cassette DIR the model's answers are recorded (--record new or all) or replayed offline \
+            (--record none, the default with a cassette): the same agent code then gives the same trajectory, \
+            with no network and no key; a request the cassette lacks stops the command and names the \
+            difference.
+
+            Exit codes: the command's own exit status (128 + N when signal N ended it); 1 when the recording \
+            stopped it (--timeout, --max-requests, --max-tokens, a cassette miss); 2 when the gateway or the \
+            command could not start, or the log could not be written; 64 usage error.
+
+            Examples:
+              agent-eval record -- python3 agent.py "Order A-1042 arrived broken"
+              agent-eval record --cassette cassettes/refund --record new -- python3 agent.py
+              agent-eval record --cassette cassettes/refund --name refund --json -- python3 agent.py
+            """
+    )
+
+    @Option(help: "The directory for the run's log.")
+    var out = "runs"
+
+    @Option(help: "The agent's name in the log and its file name (default: the script or program the command runs).")
+    var name: String?
+
+    @Option(help: "The log file to write, instead of <out>/<name>-<run-id>.jsonl.gz.")
+    var log: String?
+
+    @Option(help: "The run id (default: run-<time>-<random>).")
+    var runId: String?
+
+    @Option(help: "The run's goal in the log (default: the first user message the agent sends).")
+    var goal: String?
+
+    @Option(help: "Given to the command on its standard input and as AGENT_EVAL_INPUT.")
+    var input: String?
+
+    @Option(help: ArgumentHelp("Stop the command after this many seconds (stop: budget_exhausted, timeout).", valueName: "seconds"))
+    var timeout: Int = 600
+
+    @Option(help: "Refuse model requests past this many and stop the command (stop: budget_exhausted, max_steps).")
+    var maxRequests: Int?
+
+    @Option(help: "Stop the command once its model requests used more tokens than this, input and output (token_budget).")
+    var maxTokens: Int?
+
+    @Option(
+        name: .customLong("upstream"),
+        help: ArgumentHelp(
+            "Where a provider's requests go, as openai=URL (with /v1) or anthropic=URL (repeatable). Default: OPENAI_BASE_URL "
+                + "or ANTHROPIC_BASE_URL as set when agent-eval started, else the provider's public API.", valueName: "provider=URL"))
+    var upstreams: [String] = []
+
+    @Option(help: "A cassette directory: the model's answers are replayed from it, and recorded into it with --record.")
+    var cassette: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "With --cassette: none replays only (a request with no recording stops the command), new records what is missing, "
+                + "all records everything again.", valueName: "none|new|all"))
+    var record: String = "none"
+
+    @Flag(help: "Print a machine-readable summary as JSON on standard output (the command's own output then goes to standard error).")
+    var json = false
+
+    @OptionGroup(title: "Catalog")
+    var catalog: CatalogUse
+
+    @Argument(parsing: .postTerminator, help: ArgumentHelp("The command to run, after --.", valueName: "command"))
+    var command: [String] = []
+
+    func validate() throws {
+        guard !command.isEmpty else {
+            throw ValidationError("give the command to record after --: agent-eval record -- python3 agent.py")
+        }
+        guard Cassette.Mode(rawValue: record) != nil else { throw ValidationError("--record takes none, new or all; got \(record)") }
+        if record != "none" && cassette == nil { throw ValidationError("--record needs --cassette DIR") }
+        guard timeout > 0 else { throw ValidationError("--timeout must be at least 1 second, got \(timeout)") }
+        if let maxRequests, maxRequests < 1 { throw ValidationError("--max-requests must be at least 1, got \(maxRequests)") }
+        if let maxTokens, maxTokens < 1 { throw ValidationError("--max-tokens must be at least 1, got \(maxTokens)") }
+        _ = try upstreamValues()
+    }
+
+    /// `--upstream` values by provider.
+    func upstreamValues() throws -> [String: String] {
+        var values: [String: String] = [:]
+        for given in upstreams {
+            let parts = given.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, ["openai", "anthropic"].contains(parts[0]),
+                parts[1].hasPrefix("http://") || parts[1].hasPrefix("https://")
+            else {
+                throw ValidationError("--upstream takes openai=URL or anthropic=URL (an http or https URL); got \(given)")
+            }
+            values[parts[0]] = parts[1]
+        }
+        return values
+    }
+
+    func run() async throws {
+        let outcome: CommandRecording.Outcome
+        let interrupted: Int32?
+        do {
+            let cassette: Cassette?
+            do {
+                cassette = try self.cassette.map { try Cassette(directory: $0, mode: Cassette.Mode(rawValue: record) ?? .none) }
+            }
+            let environment = ProcessInfo.processInfo.environment
+            let name = self.name.map(RuntimeEnvironment.fileNameComponent) ?? CommandRecording.agentName(for: command)
+            let id = runId ?? RuntimeEnvironment.live.makeRunId()
+            var recording = CommandRecording(
+                command: command, input: input,
+                logPath: log ?? "\(out)/\(RuntimeEnvironment.fileNameComponent("\(name)-\(id)")).jsonl.gz", runId: id, goal: goal,
+                agentName: name, timeoutMs: timeout * 1000, limits: .init(maxRequests: maxRequests, maxTokens: maxTokens),
+                upstreams: Upstreams.resolve(given: try upstreamValues(), environment: environment), cassette: cassette,
+                environment: environment)
+            recording.outputDescriptor = json ? 2 : 1
+            (outcome, interrupted) = try await withInterruption { [recording] in try await recording.run() }
+        } catch {
+            throw diagnose(error)
+        }
+        if let catalog = catalog.openIfWanted() {
+            do {
+                _ = try catalog.index(log: outcome.logPath)
+            } catch {
+                warn(error)
+            }
+        }
+        if json {
+            printJSON(Self.json(outcome))
+        } else {
+            for line in Self.describe(outcome) { printError(line) }
+        }
+        if let interrupted { throw ExitCode(128 + interrupted) }
+        if outcome.stopCause != nil || outcome.isTimedOut { throw Exit.failure }
+        if let signal = outcome.signal { throw ExitCode(128 + signal) }
+        throw ExitCode(outcome.exitStatus ?? 0)
+    }
+
+    static func json(_ outcome: CommandRecording.Outcome) -> JSONValue {
+        var object = ObjectBuilder()
+        object.set("run_id", outcome.runId)
+        object.set("log", outcome.logPath)
+        object.set("stop_reason", outcome.stop.reason)
+        object.set("limit", outcome.stop.limit)
+        object.set("answer", outcome.stop.answer)
+        object.set("error", outcome.stop.error)
+        object.set("requests", outcome.requests)
+        object.set("exit_status", outcome.exitStatus.map(Int.init))
+        object.set("signal", outcome.signal.map(Int.init))
+        return object.json
+    }
+
+    static func describe(_ outcome: CommandRecording.Outcome) -> [String] {
+        var headline = "recorded: \(outcome.stop.reason.rawValue)"
+        if let limit = outcome.stop.limit { headline += " (\(limit.rawValue))" }
+        var lines = [headline]
+        if let answer = outcome.stop.answer { lines.append("answer: \(answer)") }
+        if let error = outcome.stop.error { lines.append("why: \(error)") }
+        lines.append("model requests: \(outcome.requests)")
+        lines.append("log: \(outcome.logPath)")
+        if case .notRecorded(_, let step)? = outcome.stopCause {
+            lines.append("look: \(EvalReport.replayCommand(log: outcome.logPath, step: step))")
+            lines.append(
+                "hint: the agent asked something the cassette has no answer for; if the change is intended, record again with "
+                    + "--record new (needs the model)")
+        } else {
+            lines.append("replay: \(EvalReport.replayCommand(log: outcome.logPath, step: nil))")
+        }
+        return lines
+    }
+}

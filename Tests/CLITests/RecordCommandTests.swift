@@ -1,0 +1,222 @@
+import Foundation
+import TestSupport
+import TestTags
+import Testing
+import TraceCore
+import TraceLog
+
+/// `agent-eval record -- COMMAND` on agents written as plain loops on the official openai and
+/// anthropic SDKs (Fixtures/external/raw_sdk_agent.py, from PyPI), against the local model server:
+/// the gateway records their trajectory without a line of instrumentation, replays it offline
+/// from a cassette, and keeps their keys out of every file.
+@Suite("record: any agent through the model gateway", .tags(.python), .needsPython, .ownThread)
+struct RecordCommandTests {
+    static let key = "sk-test-PLANTED-0123456789abcdef"
+    static let agent = ExampleRuns.fixtures.appendingPathComponent("external/raw_sdk_agent.py").path
+
+    static func python() async throws -> String { try await PythonEnvironment.agents.path() + "/bin/python" }
+
+    /// The upstream options for a scenario of the local model server.
+    static func upstreams(_ server: LocalModelServer, _ scenario: String) -> [String] {
+        let base = server.baseURL(scenario)
+        return ["--upstream", "openai=\(base)", "--upstream", "anthropic=\(String(base.dropLast("/v1".count)))"]
+    }
+
+    /// The events of a log, read by the project's reader.
+    static func events(_ path: String) throws -> [Event] {
+        var events: [Event] = []
+        _ = try LogReader(path: path).forEachEvent { events.append($0.event) }
+        return events
+    }
+
+    /// The state a replay of the log rebuilds.
+    static func state(_ path: String) throws -> RunState {
+        var state = RunState()
+        for event in try events(path) { _ = RunState.reduce(into: &state, event) }
+        return state
+    }
+
+    static func trajectory(_ events: [Event]) -> [String] {
+        events.compactMap { event in
+            switch event.payload {
+            case .toolIntended(let intent): return "intent \(intent.tool) \(JSONWriter.encodeString(intent.arguments))"
+            case .toolCompleted(let result): return "result \(result.tool) \(result.status.rawValue)"
+            case .runStopped(let stop): return "stop \(stop.reason.rawValue) \(stop.answer ?? stop.error ?? "")"
+            default: return nil
+            }
+        }
+    }
+
+    static let refundTrajectory = [
+        #"intent lookup_order {"order_id":"A-1042"}"#, "result lookup_order ok", #"intent refund_order {"amount":25,"order_id":"A-1042"}"#,
+        "result refund_order ok", "stop success Refunded 25 EUR for order A-1042.",
+    ]
+
+    @Test(
+        "the three model APIs, streamed and whole, record the same trajectory as an ordinary, verifiable log",
+        arguments: ["chat", "responses", "anthropic"], [false, true])
+    func recordsEachAPI(api: String, stream: Bool) async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let server = try LocalModelServer()
+        defer { server.stop() }
+        let log = directory.path("run.jsonl.gz")
+        let result = try await agentEval(
+            ["record", "--no-catalog", "--log", log, "--json"] + Self.upstreams(server, "refund")
+                + ["--", try await Self.python(), Self.agent, "--api", api] + (stream ? ["--stream"] : []) + [
+                    "Order A-1042 arrived broken."
+                ],
+            environment: ["OPENAI_API_KEY": Self.key, "ANTHROPIC_API_KEY": Self.key])
+        #expect(result.status == 0, "\(result.stderr)")
+        let summary = try JSONParser.parse(Array(result.stdout))
+        #expect(summary["stop_reason"] == "success")
+        #expect(summary["requests"] == 3)
+        let events = try Self.events(log)
+        #expect(Self.trajectory(events) == Self.refundTrajectory)
+        guard case .runStarted(let start)? = events.first?.payload else {
+            Issue.record("the log does not start with run_started")
+            return
+        }
+        #expect(start.goal == "Order A-1042 arrived broken.")
+        #expect(start.tools.map(\.name) == ["lookup_order", "refund_order"])
+        #expect(start.source?.format == "gateway")
+        let decisions = events.compactMap { event -> DecisionMade? in
+            if case .decisionMade(let made) = event.payload { return made }
+            return nil
+        }
+        #expect(decisions.map(\.format) == Array(repeating: api == "anthropic" ? "anthropic.messages" : "openai.chat", count: 3))
+        #expect(decisions.allSatisfy { $0.usage != nil })
+        // Every answer from its streamed or whole form, and each step's state digest checked.
+        let verify = try await agentEval(["log", "verify", log])
+        #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
+        let gzip = try await Subprocess.run("/usr/bin/env", ["gzip", "-t", log])
+        #expect(gzip.status == 0)
+        let replay = try await agentEval(["replay", log])
+        #expect(replay.status == 0, "\(replay.stderr)")
+        #expect(replay.stdoutText.contains("all match the rebuilt state"))
+    }
+
+    @Test("a cassette recorded live (a 429 first) replays offline with no server and no key; a changed agent is a miss at its step")
+    func cassetteReplaysOffline() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let server = try LocalModelServer()
+        let cassette = directory.path("cassette")
+        let python = try await Self.python()
+        let command = ["--", python, Self.agent, "--api", "chat", "Order A-1042 arrived broken."]
+        let live = try await agentEval(
+            ["record", "--no-catalog", "--log", directory.path("live.jsonl.gz"), "--cassette", cassette, "--record", "new"]
+                + Self.upstreams(server, "refund-429") + command, environment: ["OPENAI_API_KEY": Self.key])
+        #expect(live.status == 0, "\(live.stderr)")
+        let liveEvents = try Self.events(directory.path("live.jsonl.gz"))
+        let firstDecision = liveEvents.compactMap { event -> DecisionMade? in
+            if case .decisionMade(let made) = event.payload { return made }
+            return nil
+        }.first
+        #expect(firstDecision?.attempts.map(\.status) == [429], "the 429 the SDK retried is recorded with the decision it led to")
+
+        // Recorded again live: the server's call ids are new, the requests match the recordings.
+        let recorded = try FileManager.default.contentsOfDirectory(atPath: cassette).sorted()
+        let again = try await agentEval(
+            ["record", "--no-catalog", "--log", directory.path("again.jsonl.gz"), "--cassette", cassette, "--record", "new"]
+                + Self.upstreams(server, "refund") + command, environment: ["OPENAI_API_KEY": Self.key])
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: cassette).sorted() == recorded)
+        server.stop()
+
+        // Offline: the server is gone and there is no key; the cassette answers.
+        let offline = try await agentEval(
+            [
+                "record", "--no-catalog", "--log", directory.path("offline.jsonl.gz"), "--cassette", cassette, "--upstream",
+                "openai=http://127.0.0.1:9/v1",
+            ]
+                + command, environment: ["OPENAI_API_KEY": ""])
+        #expect(offline.status == 0, "\(offline.stderr)")
+        #expect(Self.trajectory(try Self.events(directory.path("offline.jsonl.gz"))) == Self.trajectory(liveEvents))
+
+        // The agent's code changed (its refund tool now fails): its next request is new.
+        let changed = try await agentEval(
+            [
+                "record", "--no-catalog", "--log", directory.path("changed.jsonl.gz"), "--cassette", cassette, "--upstream",
+                "openai=http://127.0.0.1:9/v1",
+            ]
+                + command.dropLast() + ["--fail-refund", "Order A-1042 arrived broken."], environment: ["OPENAI_API_KEY": ""])
+        #expect(changed.status == 1)
+        #expect(changed.stderr.contains("cassette miss at step 2"), "\(changed.stderr)")
+        #expect(changed.stderr.contains(#"differs at messages[5].content"#), "\(changed.stderr)")
+        #expect(changed.stderr.contains("look: agent-eval replay"), "\(changed.stderr)")
+        let stop = try Self.events(directory.path("changed.jsonl.gz")).last
+        guard case .runStopped(let stopped)? = stop?.payload else {
+            Issue.record("the changed run has no stop")
+            return
+        }
+        #expect(stopped.reason == .blocked)
+    }
+
+    @Test("two conversations at once are told apart: each call gets its own result, and the log holds both")
+    func parallelConversations() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let server = try LocalModelServer()
+        defer { server.stop() }
+        let log = directory.path("run.jsonl.gz")
+        let result = try await agentEval(
+            ["record", "--no-catalog", "--log", log] + Self.upstreams(server, "refund")
+                + ["--", try await Self.python(), Self.agent, "--api", "chat", "--stream", "--parallel", "Order A-1042 arrived broken."],
+            environment: ["OPENAI_API_KEY": Self.key])
+        #expect(result.status == 0, "\(result.stderr)")
+        let events = try Self.events(log)
+        let summaries = events.compactMap { event -> String? in
+            if case .contextBuilt(let packet) = event.payload { return packet.stateSummary }
+            return nil
+        }
+        #expect(summaries.count == 6)
+        #expect(summaries.filter { $0.hasPrefix("conversation 1,") }.count == 3)
+        #expect(summaries.filter { $0.hasPrefix("conversation 2,") }.count == 3)
+        let state = try Self.state(log)
+        #expect(state.calls.count == 4)
+        #expect(state.calls.allSatisfy { $0.lastResult?.status == .ok }, "every call has its own result")
+        #expect(state.stop?.reason == .success)
+    }
+
+    @Test("a key the upstream echoes in an error reaches neither the log nor the summary")
+    func keysStayOut() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let server = try LocalModelServer()
+        defer { server.stop() }
+        let log = directory.path("run.jsonl.gz")
+        let result = try await agentEval(
+            ["record", "--no-catalog", "--log", log, "--json"] + Self.upstreams(server, "forbidden")
+                + ["--", try await Self.python(), Self.agent, "--api", "chat", "Order A-1042 arrived broken."],
+            environment: ["OPENAI_API_KEY": Self.key])
+        #expect(result.status == 1, "the agent fails on the 403: \(result.stderr)")
+        let summary = try JSONParser.parse(Array(result.stdout))
+        #expect(summary["stop_reason"] == "blocked")
+        let why = summary["error"]?.stringValue ?? ""
+        #expect(why.contains("HTTP 403") && why.contains("[redacted]"), "\(why)")
+        let text = String(decoding: try await Subprocess.run("/usr/bin/env", ["gzip", "-dc", log]).stdout, as: UTF8.self)
+        #expect(!text.contains(Self.key) && !result.stdoutText.contains(Self.key))
+        #expect(text.contains("[redacted]"))
+    }
+
+    @Test("bad input: no command, an unknown upstream, a command that does not exist")
+    func badInput() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let none = try await agentEval(["record", "--no-catalog"])
+        #expect(none.status == 64)
+        #expect(none.stderr.contains("give the command to record after --"))
+        let upstream = try await agentEval(["record", "--no-catalog", "--upstream", "gemini=http://x", "--", "true"])
+        #expect(upstream.status == 64)
+        #expect(upstream.stderr.contains("--upstream takes openai=URL or anthropic=URL"))
+        let missing = try await agentEval([
+            "record", "--no-catalog", "--out", directory.path("runs"), "--", directory.path("no-such-agent"),
+        ])
+        #expect(missing.status == 2)
+        #expect(missing.stderr.contains("cannot start"), "\(missing.stderr)")
+        let miss = try await agentEval(["record", "--no-catalog", "--cassette", directory.path("nothing"), "--", "true"])
+        #expect(miss.status == 2)
+        #expect(miss.stderr.contains("does not exist"), "\(miss.stderr)")
+    }
+}
