@@ -85,10 +85,18 @@ public final class Cassette: Sendable {
     /// A transport like `transport(provider:live:)` whose requests are keyed by the caller: `key`
     /// gives a request's key and the request as it is stored (and compared, on a miss). The
     /// recording gateway keys requests by their canonical form and how often they were asked.
+    /// Only answers that `ReplyReader` reads whole are kept: a 200 whose stream ended in an error
+    /// event is not an answer to replay.
     public func transport(
         provider: String, live: any ModelTransport, keyedBy key: @escaping @Sendable (TransportRequest) -> (key: String, request: JSONValue)
     ) -> any ModelTransport {
-        CassetteTransport(cassette: self, provider: provider, live: live, key: key)
+        CassetteTransport(cassette: self, provider: provider, live: live, key: key) { request, recording in
+            guard let api = ModelAPI(path: request.url) else { return false }
+            var reader = ReplyReader(api: api)
+            reader.take(.head(status: recording.status, headers: [HTTPHeader(name: "content-type", value: recording.contentType)]))
+            reader.take(.chunk(recording.body))
+            return reader.finish().raw != nil
+        }
     }
 
     // MARK: Reading and writing recordings
@@ -207,6 +215,8 @@ struct CassetteTransport: ModelTransport {
     let provider: String
     let live: any ModelTransport
     let key: @Sendable (TransportRequest) -> (key: String, request: JSONValue)
+    /// Whether a live 200 answer is kept; every one is, unless the caller says.
+    var keeps: @Sendable (TransportRequest, Cassette.Recording) -> Bool = { _, _ in true }
 
     func exchange(_ request: TransportRequest, receive: ([TransportPart]) throws -> Void) async throws {
         let (key, body) = self.key(request)
@@ -243,10 +253,11 @@ struct CassetteTransport: ModelTransport {
             try receive(parts)
         }
         // Only whole successful answers are kept: a 429 replayed forever helps nobody.
-        if status == 200 {
+        let recording = Cassette.Recording(request: body, status: status, contentType: contentType, body: bytes)
+        if status == 200, keeps(request, recording) {
             try cassette.record(
                 key: key, provider: provider, request: body,
-                recording: .init(request: body, status: status, contentType: contentType, body: bytes))
+                recording: recording)
         }
     }
 

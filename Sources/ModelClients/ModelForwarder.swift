@@ -29,8 +29,9 @@ public struct ModelForwarder: Sendable {
         public var failure: String?
         /// The cassette has no recording of the request and may not record one (`--record none`).
         public var isNotRecorded: Bool
-        /// From sending to the first part of the body, in µs; nil when none came.
-        public var firstByteUs: Int?
+        /// From sending to the first content of the reply (text or a tool call), in µs, as the
+        /// model clients measure the time to first token; nil when none came.
+        public var firstContentUs: Int?
     }
 
     /// The header values never to show: API keys, bearer tokens.
@@ -58,21 +59,21 @@ public struct ModelForwarder: Sendable {
         let started = ContinuousClock.now
         struct Reading: Sendable {
             var reader: ReplyReader
-            var firstByteUs: Int?
+            var firstContentUs: Int?
         }
         let (reading, ending) = await policy.send(
             request, through: transport, into: Reading(reader: ReplyReader(api: api, limits: limits))
         ) { part, reading in
             pass(part)
-            if case .chunk = part, reading.firstByteUs == nil {
-                let elapsed = ContinuousClock.now - started
-                reading.firstByteUs = Int(elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000)
-            }
             reading.reader.take(part)
+            if reading.firstContentUs == nil, reading.reader.hasContent {
+                let elapsed = ContinuousClock.now - started
+                reading.firstContentUs = Int(elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000)
+            }
         }
         var reply = reading.reader.finish()
         reply.problem = reply.problem.map(policy.redact)
-        var outcome = Outcome(reply: reply, failure: nil, isNotRecorded: false, firstByteUs: reading.firstByteUs)
+        var outcome = Outcome(reply: reply, failure: nil, isNotRecorded: false, firstContentUs: reading.firstContentUs)
         switch ending {
         case .complete:
             break

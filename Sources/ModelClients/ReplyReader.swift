@@ -82,6 +82,9 @@ public struct ReplyReader: Sendable {
         public var isStream: Bool
     }
 
+    /// Content (text or a tool call) has arrived in the stream: the time to first token is now.
+    public var hasContent: Bool { isStream && assembler.hasContent }
+
     /// Takes the next part of the response.
     public mutating func take(_ part: TransportPart) {
         switch part {

@@ -69,7 +69,9 @@ public struct CommandRecording: Sendable {
     public static func agentName(for command: [String]) -> String {
         let interpreters: Set<String> = ["python", "python3", "node", "bun", "deno", "uv", "npx", "bash", "sh", "ruby", "env"]
         var words = command.map { ($0 as NSString).lastPathComponent }
-        while let first = words.first, interpreters.contains(first) || first.hasPrefix("python3.") || first.hasPrefix("-") || first == "run"
+        // `env NAME=value …` sets variables (a key, perhaps): never part of a name.
+        while let first = words.first,
+            interpreters.contains(first) || first.hasPrefix("python3.") || first.hasPrefix("-") || first == "run" || first.contains("=")
         {
             words.removeFirst()
         }
@@ -109,6 +111,14 @@ public struct CommandRecording: Sendable {
         let live = ModelTransports.live
         let transport = cassette.map { $0.transport(provider: "gateway", live: live, keyedBy: keys.key(for:)) } ?? live
         let stopper = Stopper()
+        var logOptions = self.logOptions
+        if logOptions.redactor == nil {
+            // The keys of the command's environment never reach the log, wherever they appear:
+            // its command line, a tool result, a stored request.
+            logOptions.redactor = Redactor(
+                environmentNames: ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"], childEnvironments: [self.environment],
+                environment: self.environment)
+        }
         let recorder = ExchangeRecorder(
             logPath: logPath, runId: runId, goal: goal, agentName: agentName, command: command, limits: limits, keys: keys,
             options: logOptions, secrets: Self.secrets(in: environment), onStop: { _ in stopper.stop() })

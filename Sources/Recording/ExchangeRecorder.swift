@@ -6,29 +6,57 @@ import Synchronization
 public import TraceCore
 public import TraceLog
 
-/// Counts the answered requests per canonical request, for the cassette's keys (`RequestKey`):
-/// the n-th identical request replays the n-th recorded answer. Only whole answers count, so a
-/// request the SDK retried after a 429 replays as the one answer it finally got.
+/// Numbers identical requests for the cassette's keys (`RequestKey`): the n-th identical
+/// request replays the n-th recorded answer. A request takes the lowest number no other
+/// identical request holds (answered, or still in flight), so two identical requests at once get
+/// two numbers; a request that was not answered whole (a 429 the SDK retries) gives its number
+/// back, and the retry replays as the one answer it finally got.
 public final class RequestKeys: Sendable {
-    // Guarded by the mutex: answers so far, by the key of a request's first occurrence.
-    private let answered = Mutex<[String: Int]>([:])
+    private struct State {
+        /// Numbers held, by the key of a request's first occurrence.
+        var taken: [String: Set<Int>] = [:]
+        /// Numbers reserved by the gateway and not yet asked for by the cassette, oldest first.
+        var pending: [String: [Int]] = [:]
+    }
+
+    // Guarded by the mutex.
+    private let state = Mutex(State())
 
     public init() {}
 
-    /// The key of the request `request` carries, and its canonical body (what the cassette stores).
+    /// Reserves the number of a request about to be forwarded.
+    func reserve(api: ModelAPI, canonical: JSONValue) -> Int {
+        let first = RequestKey.key(api: api, canonical: canonical, occurrence: 1)
+        return state.withLock { state in
+            var number = 1
+            while state.taken[first, default: []].contains(number) { number += 1 }
+            state.taken[first, default: []].insert(number)
+            state.pending[first, default: []].append(number)
+            return number
+        }
+    }
+
+    /// Gives back the number of a request that was not answered whole.
+    func release(api: ModelAPI, canonical: JSONValue, occurrence: Int) {
+        let first = RequestKey.key(api: api, canonical: canonical, occurrence: 1)
+        _ = state.withLock { $0.taken[first]?.remove(occurrence) }
+    }
+
+    /// The key of the request `request` carries (its number as reserved), and its canonical body
+    /// (what the cassette stores).
     public func key(for request: TransportRequest) -> (key: String, request: JSONValue) {
         let body = (try? JSONParser.parse(request.body)) ?? .string(String(decoding: request.body, as: UTF8.self))
         let api = ModelAPI(path: request.url) ?? .openAIChat
         let canonical = RequestKey.canonical(body)
         let first = RequestKey.key(api: api, canonical: canonical, occurrence: 1)
-        let occurrence = answered.withLock { $0[first, default: 0] } + 1
+        let reserved: Int? = state.withLock { state in
+            guard var queue = state.pending[first], !queue.isEmpty else { return nil }
+            let number = queue.removeFirst()
+            state.pending[first] = queue
+            return number
+        }
+        let occurrence = reserved ?? reserve(api: api, canonical: canonical)
         return (RequestKey.key(api: api, canonical: canonical, occurrence: occurrence), canonical)
-    }
-
-    /// A request with this canonical body was answered whole.
-    func answered(api: ModelAPI, canonical: JSONValue) {
-        let first = RequestKey.key(api: api, canonical: canonical, occurrence: 1)
-        answered.withLock { $0[first, default: 0] += 1 }
     }
 }
 
@@ -74,8 +102,11 @@ public final class ExchangeRecorder: Sendable {
     public struct Exchange: Sendable {
         var api: ModelAPI
         var body: JSONValue
+        var canonical: JSONValue
         var bytes: [UInt8]
         var startUs: Int
+        /// Which identical request this is (`RequestKeys`), when it is forwarded.
+        var occurrence = 0
         /// Set when the request is not forwarded: the status, message and error type to answer.
         var refusal: (status: Int, message: String, type: String)?
     }
@@ -99,6 +130,8 @@ public final class ExchangeRecorder: Sendable {
         var logIds = Set<String>()
         var stored = Set<String>()
         var requests = 0
+        /// Requests forwarded and not yet finished.
+        var inFlight = 0
         var tokens = 0
         /// Failed exchanges waiting for the retry that answers them, by canonical key.
         var failures: [String: [ModelAttempt]] = [:]
@@ -151,10 +184,14 @@ public final class ExchangeRecorder: Sendable {
 
     /// A request arrives: refused when the request budget is spent.
     func begin(api: ModelAPI, body: JSONValue, bytes: [UInt8], secrets: [String]) -> Exchange {
-        var exchange = Exchange(api: api, body: body, bytes: bytes, startUs: now())
+        var exchange = Exchange(api: api, body: body, canonical: RequestKey.canonical(body), bytes: bytes, startUs: now())
         let refused: StopCause? = state.withLock { state in
             state.secrets.formUnion(secrets)
-            guard let max = limits.maxRequests, state.requests >= max else { return nil }
+            // Requests in flight count: three sent at once under --max-requests 1 are one too many.
+            guard let max = limits.maxRequests, state.requests + state.inFlight >= max else {
+                state.inFlight += 1
+                return nil
+            }
             if state.stopCause == nil { state.stopCause = .maxRequests(max) }
             return .maxRequests(max)
         }
@@ -165,6 +202,8 @@ public final class ExchangeRecorder: Sendable {
                 "agent_eval_budget"
             )
             onStop(refused)
+        } else {
+            exchange.occurrence = keys.reserve(api: api, canonical: exchange.canonical)
         }
         return exchange
     }
@@ -172,9 +211,10 @@ public final class ExchangeRecorder: Sendable {
     /// The request was answered (or failed): records it.
     func finish(_ exchange: Exchange, outcome: ModelForwarder.Outcome) {
         let endUs = now()
-        let canonical = RequestKey.canonical(exchange.body)
-        let baseKey = RequestKey.key(api: exchange.api, canonical: canonical, occurrence: 1)
+        let baseKey = RequestKey.key(api: exchange.api, canonical: exchange.canonical, occurrence: 1)
+        state.withLock { $0.inFlight -= 1 }
         guard let raw = outcome.reply.raw, outcome.failure == nil else {
+            keys.release(api: exchange.api, canonical: exchange.canonical, occurrence: exchange.occurrence)
             let message = outcome.failure ?? outcome.reply.problem ?? "the request failed"
             let attempt = ModelAttempt(
                 status: outcome.reply.status == 0 ? nil : outcome.reply.status, error: message, retryAfterMs: outcome.reply.retryAfterMs,
@@ -191,7 +231,6 @@ public final class ExchangeRecorder: Sendable {
             if let cause { onStop(cause) }
             return
         }
-        keys.answered(api: exchange.api, canonical: canonical)
         let view = ModelRequestView(api: exchange.api, body: exchange.body)
         let cause: StopCause? = state.withLock { state in
             do {
@@ -256,7 +295,7 @@ public final class ExchangeRecorder: Sendable {
             .decisionMade(
                 DecisionMade(
                     raw: JSONWriter.encodeString(raw), format: outcome.reply.format.rawValue, outcome: decision, usage: outcome.reply.usage,
-                    latencyUs: max(0, endUs - exchange.startUs), timeToFirstTokenUs: outcome.reply.isStream ? outcome.firstByteUs : nil,
+                    latencyUs: max(0, endUs - exchange.startUs), timeToFirstTokenUs: outcome.reply.isStream ? outcome.firstContentUs : nil,
                     attempts: state.failures.removeValue(forKey: baseKey) ?? [])))
         for call in calls {
             try recorder.record(.toolIntended(ToolIntended(callId: call.logId, tool: call.name, arguments: call.arguments, attempt: 1)))

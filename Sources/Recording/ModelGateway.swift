@@ -152,7 +152,8 @@ public final class GatewayHandler: Sendable {
         } else {
             route = nil
         }
-        guard let route, head.method == .POST, let api = ModelAPI(path: String(route.rest)) else {
+        let endpoint = route.map { String($0.rest.prefix { $0 != "?" }) }
+        guard let route, head.method == .POST, let endpoint, Self.endpoints.contains(endpoint), let api = ModelAPI(path: endpoint) else {
             return try await Self.answer(
                 404,
                 "agent-eval's gateway forwards model requests only: POST /openai/v1/chat/completions, /openai/v1/responses "
@@ -196,7 +197,13 @@ public final class GatewayHandler: Sendable {
         }
         let outcome = await forwarder.forward(request, api: api) { part in continuation.yield(part) }
         continuation.finish()
-        let sentHead = await writer.value
+        // A client that stops reading must not hold the gateway's stop: cancelling the
+        // connection's task cancels the writer too.
+        let sentHead = await withTaskCancellationHandler {
+            await writer.value
+        } onCancel: {
+            writer.cancel()
+        }
         // Recorded whatever happens to the agent's connection now: an SDK that has read a
         // stream's end marker may close it before the end of the HTTP answer.
         recorder.finish(exchange, outcome: outcome)
@@ -219,6 +226,9 @@ public final class GatewayHandler: Sendable {
         }
         return keepOpen
     }
+
+    /// The model endpoints, after `/openai/v1` and `/anthropic`: nothing else is forwarded.
+    static let endpoints: Set<String> = ["/chat/completions", "/responses", "/v1/messages"]
 
     /// Headers that belong to one connection, not to the request or answer passed on. The
     /// encoding is left out too: the answer is read on the way, so it comes uncompressed.

@@ -179,7 +179,7 @@ struct RecordCommandTests {
         #expect(state.stop?.reason == .success)
     }
 
-    @Test("a key the upstream echoes in an error reaches neither the log nor the summary")
+    @Test("a key the upstream echoes in an error, or the command line holds, reaches neither the log, its name nor the summary")
     func keysStayOut() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
@@ -188,7 +188,7 @@ struct RecordCommandTests {
         let log = directory.path("run.jsonl.gz")
         let result = try await agentEval(
             ["record", "--no-catalog", "--log", log, "--json"] + Self.upstreams(server, "forbidden")
-                + ["--", try await Self.python(), Self.agent, "--api", "chat", "Order A-1042 arrived broken."],
+                + ["--", "/usr/bin/env", "COPY_OF_KEY=\(Self.key)", try await Self.python(), Self.agent, "--api", "chat", "Order A-1042."],
             environment: ["OPENAI_API_KEY": Self.key])
         #expect(result.status == 1, "the agent fails on the 403: \(result.stderr)")
         let summary = try JSONParser.parse(Array(result.stdout))
@@ -198,6 +198,16 @@ struct RecordCommandTests {
         let text = String(decoding: try await Subprocess.run("/usr/bin/env", ["gzip", "-dc", log]).stdout, as: UTF8.self)
         #expect(!text.contains(Self.key) && !result.stdoutText.contains(Self.key))
         #expect(text.contains("[redacted]"))
+        #expect(text.contains("[redacted:env:OPENAI_API_KEY:"), "the command line's copy is redacted by the log writer")
+
+        // Without --log, the file is named after the script the command runs, not its variables.
+        let named = try await agentEval(
+            ["record", "--no-catalog", "--out", directory.path("runs"), "--json"] + Self.upstreams(server, "refund")
+                + ["--", "/usr/bin/env", "COPY_OF_KEY=\(Self.key)", try await Self.python(), Self.agent, "Order A-1042."],
+            environment: ["OPENAI_API_KEY": Self.key])
+        #expect(named.status == 0, "\(named.stderr)")
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory.path("runs"))
+        #expect(names.count == 1 && names.allSatisfy { $0.hasPrefix("raw_sdk_agent-run-") && !$0.contains(Self.key) }, "\(names)")
     }
 
     @Test("bad input: no command, an unknown upstream, a command that does not exist")
