@@ -7,8 +7,9 @@ import TraceCore
 /// recording gateway's one call into this module.
 ///
 /// The attempt is held to `limits` as a model client's is (`RequestPolicy`): the whole attempt,
-/// the streamed body included, ends at `limits.timeoutMs`; reading (not forwarding) stops past
-/// `limits.maxReplyBytes`. No text this returns shows the credentials the request carried.
+/// the streamed body included, ends at `limits.timeoutMs`; an answer past `limits.maxReplyBytes`
+/// is cut there (the agent gets what came before it). No text this returns shows the credentials
+/// the request carried.
 public struct ModelForwarder: Sendable {
     public var limits: RequestLimits
     let transport: any ModelTransport

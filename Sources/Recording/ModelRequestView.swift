@@ -37,17 +37,17 @@ struct ModelRequestView {
         var results: [ToolResult] = []
         var count = 0
         func user(_ content: JSONValue?) {
-            if firstUser == nil { firstUser = Self.text(of: content) }
+            if firstUser == nil { firstUser = MessageText.of(content) }
         }
         switch api {
         case .openAIChat:
             for message in body["messages"]?.arrayValue ?? [] {
                 count += 1
                 switch message["role"]?.stringValue {
-                case "system"?, "developer"?: system.append(Self.text(of: message["content"]))
+                case "system"?, "developer"?: system.append(MessageText.of(message["content"]))
                 case "user"?: user(message["content"])
                 case "tool"?, "function"?:
-                    let text = Self.text(of: message["content"])
+                    let text = MessageText.of(message["content"])
                     results.append(
                         ToolResult(
                             callId: message["tool_call_id"]?.stringValue ?? message["name"]?.stringValue ?? "", text: text,
@@ -56,7 +56,7 @@ struct ModelRequestView {
                 }
             }
         case .anthropicMessages:
-            if let text = body["system"].map(Self.text(of:)), !text.isEmpty { system.append(text) }
+            if let text = body["system"].map(MessageText.of), !text.isEmpty { system.append(text) }
             for message in body["messages"]?.arrayValue ?? [] {
                 count += 1
                 guard message["role"]?.stringValue == "user" else { continue }
@@ -67,7 +67,7 @@ struct ModelRequestView {
                     continue
                 }
                 for block in toolResults {
-                    let text = Self.text(of: block["content"])
+                    let text = MessageText.of(block["content"])
                     results.append(
                         ToolResult(
                             callId: block["tool_use_id"]?.stringValue ?? "", text: text,
@@ -85,10 +85,10 @@ struct ModelRequestView {
                     count += 1
                     switch (item["type"]?.stringValue, item["role"]?.stringValue) {
                     case ("function_call_output"?, _):
-                        let text = Self.text(of: item["output"])
+                        let text = MessageText.of(item["output"])
                         results.append(
                             ToolResult(callId: item["call_id"]?.stringValue ?? "", text: text, isError: false))
-                    case (_, "system"?), (_, "developer"?): system.append(Self.text(of: item["content"]))
+                    case (_, "system"?), (_, "developer"?): system.append(MessageText.of(item["content"]))
                     case (_, "user"?): user(item["content"])
                     default: continue
                     }
@@ -102,5 +102,4 @@ struct ModelRequestView {
         messageCount = count
     }
 
-    static func text(of content: JSONValue?) -> String { MessageText.of(content) }
 }

@@ -12,7 +12,8 @@ struct AgentEval: AsyncParsableCommand {
             `agent-eval run EvalCases/` checks trajectories — tools called and not called, order, arguments, \
             verdicts, stop reason — against recorded logs and live runs, and gates CI on regressions. \
             `agent-eval exec` runs an agent through the controlled runtime and records everything it saw and did \
-            as an append-only, gzip-compressed JSONL event log (docs/log-format.md). `agent-eval replay` rebuilds a \
+            as an append-only, gzip-compressed JSONL event log (docs/log-format.md); `agent-eval record -- COMMAND` \
+            records an agent written with any framework through a model gateway (docs/record.md). `agent-eval replay` rebuilds a \
             run from its log and steps through it; `agent-eval rerun` re-drives the current runtime with a log; \
             `agent-eval diff` compares two runs; `agent-eval log` prints, \
             verifies and repairs logs. `agent-eval index` adds logs to the SQLite catalog, where `runs`, `history`, \

@@ -121,10 +121,7 @@ struct RecordCommand: AsyncParsableCommand {
         let outcome: CommandRecording.Outcome
         let interrupted: Int32?
         do {
-            let cassette: Cassette?
-            do {
-                cassette = try self.cassette.map { try Cassette(directory: $0, mode: Cassette.Mode(rawValue: record) ?? .none) }
-            }
+            let cassette = try self.cassette.map { try Cassette(directory: $0, mode: Cassette.Mode(rawValue: record) ?? .none) }
             let environment = ProcessInfo.processInfo.environment
             let name = self.name.map(RuntimeEnvironment.fileNameComponent) ?? CommandRecording.agentName(for: command)
             let id = runId ?? RuntimeEnvironment.live.makeRunId()

@@ -29,6 +29,13 @@ struct RecordCommandTests {
         return events
     }
 
+    static func decisions(_ events: [Event]) -> [DecisionMade] {
+        events.compactMap { event -> DecisionMade? in
+            if case .decisionMade(let made) = event.payload { return made }
+            return nil
+        }
+    }
+
     /// The state a replay of the log rebuilds.
     static func state(_ path: String) throws -> RunState {
         var state = RunState()
@@ -80,10 +87,7 @@ struct RecordCommandTests {
         #expect(start.goal == "Order A-1042 arrived broken.")
         #expect(start.tools.map(\.name) == ["lookup_order", "refund_order"])
         #expect(start.source?.format == "gateway")
-        let decisions = events.compactMap { event -> DecisionMade? in
-            if case .decisionMade(let made) = event.payload { return made }
-            return nil
-        }
+        let decisions = Self.decisions(events)
         #expect(decisions.map(\.format) == Array(repeating: api == "anthropic" ? "anthropic.messages" : "openai.chat", count: 3))
         #expect(decisions.allSatisfy { $0.usage != nil })
         // Every answer from its streamed or whole form, and each step's state digest checked.
@@ -109,10 +113,7 @@ struct RecordCommandTests {
                 + Self.upstreams(server, "refund-429") + command, environment: ["OPENAI_API_KEY": Self.key])
         #expect(live.status == 0, "\(live.stderr)")
         let liveEvents = try Self.events(directory.path("live.jsonl.gz"))
-        let firstDecision = liveEvents.compactMap { event -> DecisionMade? in
-            if case .decisionMade(let made) = event.payload { return made }
-            return nil
-        }.first
+        let firstDecision = Self.decisions(liveEvents).first
         #expect(firstDecision?.attempts.map(\.status) == [429], "the 429 the SDK retried is recorded with the decision it led to")
 
         // Recorded again live: the server's call ids are new, the requests match the recordings.
