@@ -48,6 +48,11 @@ public struct EvalError: Diagnostic, Hashable {
         case judgeFailed = "judge_failed"
         /// The suite was interrupted (Ctrl-C, SIGTERM) before the case's runs were done.
         case interrupted
+        /// A command case's agent asked the model something its cassette has no answer for: it
+        /// changed (or the cassette is stale), and a replay cannot say what it would do next.
+        case cassetteMiss = "cassette_miss"
+        /// A command case's program could not be run through the recording gateway.
+        case commandFailed = "command_failed"
     }
 
     public var code: Code

@@ -32,9 +32,11 @@ public struct CommandRecording: Sendable {
     /// The command's environment, before the gateway's variables are added.
     public var environment: [String: String]
     public var logOptions: LogWriter.Options
-    /// Where the command's standard output goes: 1, or 2 when this process's own standard output
-    /// is for a machine (`--json`).
-    public var outputDescriptor: Int32 = 1
+    /// Where the command's standard output goes as it comes: 1, or 2 when this process's own
+    /// standard output is for a machine (`--json`); nil keeps it (and its standard error) to
+    /// this process (eval runs, many at once: the last line of its standard error goes into the
+    /// stop of a run it ended badly).
+    public var outputDescriptor: Int32? = 1
 
     public init(
         command: [String], directory: String? = nil, input: String? = nil, logPath: String, runId: String, goal: String? = nil,
@@ -142,7 +144,7 @@ public struct CommandRecording: Sendable {
         var child = ChildProcess(
             command: command, directory: directory, environment: environment.map { "\($0.key)=\($0.value)" }.sorted(),
             input: Array((input ?? "").utf8), timeoutMs: timeoutMs, outputLimit: 1 << 20)
-        child.forwardsOutput = (outputDescriptor, 2)
+        child.forwardsOutput = outputDescriptor.map { ($0, 2) }
         let running = Task { [child] in try await child.run() }
         stopper.watch(running)
         let result: ChildProcess.Result

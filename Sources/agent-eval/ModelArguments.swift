@@ -38,23 +38,21 @@ struct ModelArguments: ParsableArguments {
         if record != "none" && cassette == nil { throw ValidationError("--record needs --cassette DIR") }
     }
 
-    private var mode: Cassette.Mode { Cassette.Mode(rawValue: record) ?? .none }
+    var mode: Cassette.Mode { Cassette.Mode(rawValue: record) ?? .none }
 
     /// The options agent files are loaded with. Throws when the cassette cannot be opened.
-    func options() throws -> ModelOptions {
-        let cassette = try self.cassette.map { try Cassette(directory: $0, mode: mode) }
+    func options(shelf: CassetteShelf = CassetteShelf()) throws -> ModelOptions {
+        let cassette = try self.cassette.map { directory in try shelf.cassette(directory, mode: mode) }
         return ModelOptions(factory: HTTPModelClients(cassette: cassette), model: model, baseURL: baseURL)
     }
 
     /// The options for cases that name their own cassette (`cassette:` in a case file): these,
     /// with that cassette in `--record`'s mode, opened when an HTTP model first needs it (a
     /// scripted agent never does) and once per directory.
-    func caseCassetteModels() -> @Sendable (String) throws -> ModelOptions {
-        let shelf = CassetteShelf()
+    func caseCassetteModels(shelf: CassetteShelf) -> @Sendable (String) throws -> ModelOptions {
         let (mode, model, baseURL) = (self.mode, self.model, self.baseURL)
         return { directory in
-            let path = URL(fileURLWithPath: directory).standardizedFileURL.path
-            return ModelOptions(factory: CaseCassetteClients(directory: path, mode: mode, shelf: shelf), model: model, baseURL: baseURL)
+            ModelOptions(factory: CaseCassetteClients(directory: directory, mode: mode, shelf: shelf), model: model, baseURL: baseURL)
         }
     }
 }
@@ -66,20 +64,21 @@ private struct CaseCassetteClients: ModelClientFactory {
     let shelf: CassetteShelf
 
     func client(for settings: ModelSettings) throws -> any ModelClient {
-        let cassette = try shelf.cassette(directory) { try Cassette(directory: directory, mode: mode) }
-        return try HTTPModelClients(cassette: cassette).client(for: settings)
+        try HTTPModelClients(cassette: try shelf.cassette(directory, mode: mode)).client(for: settings)
     }
 }
 
 /// The cassettes a suite run opened, by directory: one `Cassette` (and so one index writer) per
-/// directory however many cases name it.
-private final class CassetteShelf: Sendable {
+/// directory however many cases (agent files and commands) name it.
+final class CassetteShelf: Sendable {
+    // Guarded by the mutex: the cassettes opened, by standardized path.
     private let opened = Mutex<[String: Cassette]>([:])
 
-    func cassette(_ path: String, open: () throws -> Cassette) throws -> Cassette {
-        try opened.withLock { opened in
+    func cassette(_ directory: String, mode: Cassette.Mode) throws -> Cassette {
+        let path = URL(fileURLWithPath: directory).standardizedFileURL.path
+        return try opened.withLock { opened in
             if let cassette = opened[path] { return cassette }
-            let cassette = try open()
+            let cassette = try Cassette(directory: directory, mode: mode)
             opened[path] = cassette
             return cassette
         }

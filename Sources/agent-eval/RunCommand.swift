@@ -169,8 +169,11 @@ struct RunCommand: AsyncParsableCommand {
             jobs: jobs, repeats: repeats, defaultAgent: agent, outputDirectory: out ?? Self.defaultOutput(),
             countsDeniedAttempts: countDeniedAttempts)
         do {
-            options.models = try models.options()
-            options.cassetteModels = models.caseCassetteModels()
+            let shelf = CassetteShelf()
+            options.models = try models.options(shelf: shelf)
+            options.cassetteModels = models.caseCassetteModels(shelf: shelf)
+            options.commands = GatewayCommandCases(
+                cassette: models.cassette, mode: models.mode, shelf: shelf, environment: ProcessInfo.processInfo.environment)
             options.judgeModel = try judge.source()
             options.toolServers = MCPServers()
         } catch {

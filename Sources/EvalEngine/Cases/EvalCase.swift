@@ -1,4 +1,5 @@
 public import ConfigFile
+import Foundation
 public import TraceCore
 
 /// One eval case: an input, where its runs come from (an agent run live, or recorded logs),
@@ -14,6 +15,9 @@ public struct EvalCase: Sendable {
         case defaultAgent(approve: [String], deny: [String])
         /// Run this pipeline file live (on `pipelineInput`, or the file's own input).
         case pipeline(file: String)
+        /// Run this program (an agent written with any framework) through the recording model
+        /// gateway, and check the log it records.
+        case command(ExternalCommand)
     }
 
     public var id: String
@@ -81,8 +85,67 @@ public struct EvalCase: Sendable {
         return pairs.first { $0.key == "expected" }?.value
     }
 
+    /// Whether the case's runs are made when the suite runs (an agent, a pipeline, a command),
+    /// not read from recorded logs.
     public var isLive: Bool {
         if case .recorded = source { return false }
         return true
+    }
+}
+
+/// A `command:` case's program: any agent, run through the recording model gateway
+/// (docs/record.md) in the case file's directory.
+public struct ExternalCommand: Sendable, Hashable {
+    /// The program and its arguments as the case writes them; `{input}` stands for the input.
+    public var arguments: [String]
+    /// Where it runs: the case file's directory.
+    public var directory: String
+    /// Where each provider's requests go (`upstream:`), by provider (`openai`, `anthropic`).
+    public var upstreams: [String: String]
+    /// How long a run may take (`timeout:`, seconds).
+    public var timeoutSeconds: Int
+
+    /// A run may take 10 minutes unless the case says otherwise.
+    public static let defaultTimeoutSeconds = 600
+
+    public init(arguments: [String], directory: String, upstreams: [String: String] = [:], timeoutSeconds: Int = Self.defaultTimeoutSeconds)
+    {
+        self.arguments = arguments
+        self.directory = directory
+        self.upstreams = upstreams
+        self.timeoutSeconds = timeoutSeconds
+    }
+
+    /// The command line for one run: every `{input}` replaced by `input`.
+    public func commandLine(input: String) -> [String] {
+        arguments.map { $0.replacingOccurrences(of: "{input}", with: input) }
+    }
+}
+
+extension ExternalCommand {
+    /// The script the command's interpreter runs (`python3 agents/refund.py` → `agents/refund.py`),
+    /// when it names one; `check` makes sure it is there.
+    public var script: String? {
+        let interpreters: Set<String> = ["python", "python3", "node", "bun", "deno", "ruby", "bash", "sh"]
+        let program = (arguments[0] as NSString).lastPathComponent
+        guard interpreters.contains(program) || program.hasPrefix("python3.") else { return nil }
+        for word in arguments.dropFirst() {
+            // `python3 -m package`, `node -e code`: no script file.
+            if ["-m", "-c", "-e", "--eval"].contains(word) { return nil }
+            if word.hasPrefix("-") { continue }
+            let known = ["py", "js", "mjs", "cjs", "ts", "rb", "sh"]
+            return known.contains((word as NSString).pathExtension) && !word.contains("{input}") ? word : nil
+        }
+        return nil
+    }
+
+    /// The file `PATH` finds for a program name, if any.
+    public static func searchPath(for program: String) -> String? {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+        for directory in path.split(separator: ":") {
+            let candidate = "\(directory)/\(program)"
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        }
+        return nil
     }
 }

@@ -87,6 +87,16 @@ public enum EvalCaseFile {
             errors.collect { () throws(ConfigError) in try fields.optional("allowUnfinished")?.bool("allowUnfinished") ?? false } ?? false
         let cassetteNode = fields.optional("cassette")
         let cassette = errors.collect { () throws(ConfigError) in try cassetteNode?.nonEmptyString("cassette") } ?? nil
+        let commandNode = fields.optional("command")
+        let command = commandNode.flatMap { readCommand($0, fields: &fields, directory: directory, errors: &errors) }
+        for key in ["upstream", "timeout"] where commandNode == nil {
+            if let node = fields.optional(key) {
+                errors.errors.append(
+                    ConfigError(
+                        .invalidValue, "\(name) has \(key), which only a command case uses", at: node.location,
+                        hint: "add command: [program, args…] to run an agent through the recording gateway, or drop \(key)"))
+            }
+        }
         let expectedNode = errors.collect { () throws(ConfigError) in try fields.required("expected") }
         let expected = expectedNode.flatMap {
             readExpectations($0, case: name, directory: directory, errors: &errors, keepingPartial: keepingPartial)
@@ -95,6 +105,24 @@ public enum EvalCaseFile {
 
         var source: EvalCase.Source?
         errors.collect { () throws(ConfigError) in
+            if commandNode != nil {
+                guard agent == nil, logsNode == nil, pipeline == nil else {
+                    let other = agent != nil ? "agent" : logsNode != nil ? "logs" : "pipeline"
+                    throw ConfigError(
+                        .invalidValue, "\(name) has command and \(other); a case checks one source", at: node.location,
+                        hint: "command: runs any program through the recording gateway; keep it or \(other), not both")
+                }
+                if !approve.isEmpty || !deny.isEmpty {
+                    throw ConfigError(
+                        .invalidValue,
+                        "\(name) approve and deny apply to agent files' runs; a command's tools run in its own process, beyond the gateway",
+                        at: node.location)
+                }
+                guard let command else { return }  // already reported
+                source = .command(command)
+                if input == nil { throw ConfigError(.missingKey, "\(name) runs live and needs an input", at: node.location) }
+                return
+            }
             if let pipeline {
                 guard agent == nil, logsNode == nil else {
                     throw ConfigError(
@@ -153,6 +181,54 @@ public enum EvalCaseFile {
         return evalCase
     }
 
+    /// A command case's program (`command:`) and the keys that go with it (`upstream:`,
+    /// `timeout:`); nil when they have errors, which go to `errors` (all of them are read).
+    static func readCommand(_ node: ConfigNode, fields: inout MappingReader, directory: String, errors: inout ConfigErrors)
+        -> ExternalCommand?
+    {
+        let before = errors.errors.count
+        let arguments = errors.collect { () throws(ConfigError) -> [String] in
+            guard case .sequence(let items) = node.content else {
+                throw ConfigError(
+                    .invalidValue, "command must be a list: the program, then its arguments", at: node.location,
+                    hint: "write it as [python3, agents/refund.py, \"{input}\"]; nothing is run through a shell")
+            }
+            guard !items.isEmpty else {
+                throw ConfigError(.invalidValue, "command is empty: give the program to run, then its arguments", at: node.location)
+            }
+            var arguments: [String] = []
+            for (index, item) in items.enumerated() { arguments.append(try item.string("command[\(index)]")) }
+            guard !arguments[0].isEmpty else {
+                throw ConfigError(.invalidValue, "command[0], the program, is empty", at: items[0].location)
+            }
+            return arguments
+        }
+        var upstreams: [String: String] = [:]
+        if let upstreamNode = fields.optional("upstream"),
+            var providers = errors.collect({ () throws(ConfigError) in try upstreamNode.mapping("upstream") })
+        {
+            for provider in ["openai", "anthropic"] {
+                guard let urlNode = providers.optional(provider) else { continue }
+                errors.collect { () throws(ConfigError) in
+                    let url = try urlNode.nonEmptyString("upstream.\(provider)")
+                    guard url.hasPrefix("http://") || url.hasPrefix("https://") else {
+                        throw ConfigError(
+                            .invalidValue, "upstream.\(provider) must be an http or https URL, found \"\(url)\"", at: urlNode.location,
+                            hint: provider == "openai" ? "e.g. http://127.0.0.1:8000/v1" : "e.g. https://api.anthropic.com")
+                    }
+                    upstreams[provider] = url
+                }
+            }
+            errors.errors.append(contentsOf: providers.unknownKeys())
+        }
+        var timeout = ExternalCommand.defaultTimeoutSeconds
+        if let timeoutNode = fields.optional("timeout") {
+            errors.collect { () throws(ConfigError) in timeout = try timeoutNode.int("timeout (seconds)", in: 1...86_400) }
+        }
+        guard errors.errors.count == before, let arguments else { return nil }
+        return ExternalCommand(arguments: arguments, directory: directory, upstreams: upstreams, timeoutSeconds: timeout)
+    }
+
     /// The expectations; nil when they have errors, which go to `errors` (every one is read),
     /// unless `keepingPartial`: then the ones that could be read.
     static func readExpectations(
@@ -189,7 +265,7 @@ public enum EvalCaseFile {
                     .invalidValue, "\(name) runs a pipeline but expects run-level facts (toolsCalled, stopReason…) of it", at: place,
                     hint: "put pipeline facts under expected.pipeline, and a task's trajectory under expected.tasks.<task>")
             }
-        case .live, .defaultAgent:
+        case .live, .defaultAgent, .command:
             guard expected.pipeline == nil else {
                 throw ConfigError(
                     .invalidValue, "\(name) runs an agent but has pipeline expectations (pipeline:, tasks:)", at: place,

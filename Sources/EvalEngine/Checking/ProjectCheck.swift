@@ -272,6 +272,8 @@ public struct ProjectCheck: Sendable {
                     else { continue }
                     checkTools(run.toolNames, of: evalCase, in: agent, path: agentPath)
                 }
+            case .command(let command):
+                checkProgram(of: command, in: evalCase)
             case .recorded(let patterns):
                 var logs: [String] = []
                 for pattern in patterns {
@@ -295,6 +297,39 @@ public struct ProjectCheck: Sendable {
                 reportUnknown(evalCase.expected.toolNames, of: evalCase, known: Names(available.sorted()), .unknownTool, list: "they had") {
                     tool in "\(name) names the tool \"\(tool)\", which none of its logs' runs had"
                 }
+            }
+        }
+
+        /// A command case's program must be there: a path (from the case file's folder) or a name
+        /// on PATH; so must the script an interpreter is given. Its tools are known only when it
+        /// runs: they are checked after the run.
+        mutating func checkProgram(of command: ExternalCommand, in evalCase: EvalCase) {
+            let place = evalCase.location(ofKey: "command")
+            let program = command.arguments[0]
+            if program.contains("/") {
+                let path = ConfigPath.resolve(program, from: command.directory)
+                if !FileManager.default.isExecutableFile(atPath: path) {
+                    problem(
+                        in: evalCase.location.path, .error,
+                        EvalError(
+                            .missingPath,
+                            "case \"\(evalCase.id)\" runs \(program), which is \(FileManager.default.fileExists(atPath: path) ? "not executable" : "not there") (\(path))",
+                            location: place, hint: "paths in command: start from the case file's folder"))
+                }
+            } else if ExternalCommand.searchPath(for: program) == nil {
+                problem(
+                    in: evalCase.location.path, .error,
+                    EvalError(
+                        .missingPath, "case \"\(evalCase.id)\" runs \(program), which is not on PATH", location: place,
+                        hint: "install it, or give its path in command:"))
+            }
+            if let script = command.script, !FileManager.default.fileExists(atPath: ConfigPath.resolve(script, from: command.directory)) {
+                problem(
+                    in: evalCase.location.path, .error,
+                    EvalError(
+                        .missingPath,
+                        "case \"\(evalCase.id)\" runs the script \(script), which is not there (\(ConfigPath.resolve(script, from: command.directory)))",
+                        location: place, hint: "paths in command: start from the case file's folder, where the command runs"))
             }
         }
 

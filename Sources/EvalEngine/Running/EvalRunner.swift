@@ -31,6 +31,9 @@ public struct EvalOptions: Sendable {
     /// The model options for a case that names a cassette directory (`cassette:` in its file):
     /// `models` with that cassette (the CLI's, with `--record`). Nil: such a case cannot run.
     public var cassetteModels: (@Sendable (_ directory: String) throws -> ModelOptions)?
+    /// What runs `command:` cases through the recording model gateway (the CLI's); nil: such a
+    /// case cannot run.
+    public var commands: (any CommandCaseRecorder)?
 
     public init(
         jobs: Int? = nil, repeats: Int = 1, defaultAgent: String? = nil,
@@ -63,6 +66,8 @@ public struct EvalRunner: Sendable {
         case live(caseIndex: Int, agent: String, repeatIndex: Int)
         /// One repeat of a pipeline case.
         case pipeline(caseIndex: Int, file: String, repeatIndex: Int)
+        /// One repeat of a command case.
+        case command(caseIndex: Int, command: ExternalCommand, repeatIndex: Int)
         /// The case could not be expanded into runs.
         case broken(caseIndex: Int, error: DiagnosticRecord)
     }
@@ -112,6 +117,8 @@ public struct EvalRunner: Sendable {
                 work.append(contentsOf: (1...options.repeats).map { .live(caseIndex: index, agent: agent, repeatIndex: $0) })
             case .pipeline(let file):
                 work.append(contentsOf: (1...options.repeats).map { .pipeline(caseIndex: index, file: file, repeatIndex: $0) })
+            case .command(let command):
+                work.append(contentsOf: (1...options.repeats).map { .command(caseIndex: index, command: command, repeatIndex: $0) })
             case .defaultAgent:
                 if let agent = options.defaultAgent {
                     work.append(contentsOf: (1...options.repeats).map { .live(caseIndex: index, agent: agent, repeatIndex: $0) })
@@ -132,7 +139,8 @@ public struct EvalRunner: Sendable {
             case .recorded(let index, let logs):
                 expected[index] += logs.count
                 for (log, _) in logs { uses[log, default: 0] += 1 }
-            case .live(let index, _, _), .pipeline(let index, _, _), .broken(let index, _): expected[index] += 1
+            case .live(let index, _, _), .pipeline(let index, _, _), .command(let index, _, _), .broken(let index, _):
+                expected[index] += 1
             }
         }
         // A log that several cases check is read once.
@@ -179,6 +187,15 @@ public struct EvalRunner: Sendable {
                                 await Self.runLive(
                                     cases[index], agentPath: agent, repeatIndex: repeatIndex, agents: agents, options: options, judge: judge
                                 )
+                            ],
+                            nil
+                        )
+                    case .command(let index, let command, let repeatIndex):
+                        return (
+                            index,
+                            [
+                                await Self.runCommand(
+                                    cases[index], command: command, repeatIndex: repeatIndex, options: options, judge: judge)
                             ],
                             nil
                         )
@@ -331,7 +348,11 @@ public struct EvalRunner: Sendable {
     /// A tool the case names that none of its checked runs had: a typo that would make
     /// `toolsNotCalled` pass vacuously. Runs that could not be read do not count.
     static func unknownTool(in result: CaseResult) -> DiagnosticRecord? {
-        let runs = result.runs.filter { $0.error == nil }
+        // A command's tools are known from its model requests: one that stopped before its
+        // first request shows none, and says nothing of their names.
+        var isCommand = false
+        if case .command = result.evalCase.source { isCommand = true }
+        let runs = result.runs.filter { $0.error == nil && !(isCommand && $0.summary.availableTools.isEmpty) }
         guard !runs.isEmpty else { return nil }
         let available = Set(runs.flatMap(\.summary.availableTools))
         let known = runs.first?.summary.availableTools ?? []
@@ -342,7 +363,10 @@ public struct EvalRunner: Sendable {
                     .unknownTool,
                     "case \"\(result.id)\" names the tool \"\(tool)\", which none of its runs has (they have: \(known.joined(separator: ", ")))",
                     location: result.evalCase.location,
-                    hint: suggestion.map { "did you mean \"\($0)\"?" } ?? "check the tool names against the agent file"))
+                    hint: suggestion.map { "did you mean \"\($0)\"?" }
+                        ?? (isCommand
+                            ? "a command's tools are the ones it declares to the model in its requests"
+                            : "check the tool names against the agent file")))
         }
         return nil
     }
@@ -377,7 +401,7 @@ public struct EvalRunner: Sendable {
         case .live(_, let yes, let no), .defaultAgent(let yes, let no):
             approve = yes
             deny = no
-        case .recorded, .pipeline: break
+        case .recorded, .pipeline, .command: break
         }
         do {
             let runtime = AgentRuntime(agent: agent, environment: options.environment)

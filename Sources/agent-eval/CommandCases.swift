@@ -1,0 +1,30 @@
+import EvalEngine
+import Foundation
+import ModelClients
+import Recording
+
+/// How `agent-eval run` runs `command:` cases: through the recording model gateway, like
+/// `agent-eval record`, with the case's cassette (else `--cassette`) in `--record`'s mode.
+struct GatewayCommandCases: CommandCaseRecorder {
+    /// The run's `--cassette`, for cases that name none.
+    let cassette: String?
+    let mode: Cassette.Mode
+    let shelf: CassetteShelf
+    /// The environment the commands start from (this process's).
+    let environment: [String: String]
+
+    func record(_ run: CommandCaseRun) async throws -> CommandCaseOutcome {
+        let cassette = try (run.cassette ?? self.cassette).map { try shelf.cassette($0, mode: mode) }
+        var recording = CommandRecording(
+            command: run.command, directory: run.directory, input: run.input, logPath: run.logPath, runId: run.runId, goal: run.input,
+            agentName: CommandRecording.agentName(for: run.command), timeoutMs: run.timeoutMs,
+            upstreams: Upstreams.resolve(given: run.upstreams, environment: environment), cassette: cassette, environment: environment)
+        // Many cases run at once: their output is kept, not interleaved into the report.
+        recording.outputDescriptor = nil
+        let outcome = try await recording.run()
+        if case .notRecorded(let message, let step)? = outcome.stopCause {
+            return CommandCaseOutcome(missedStep: step, missMessage: message)
+        }
+        return CommandCaseOutcome()
+    }
+}
