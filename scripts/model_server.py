@@ -73,6 +73,22 @@ def tool_results(body):
     return count
 
 
+def echoed_results(body):
+    """How many tool results a framework wrote back as text (smolagents): assistant messages
+    without tool calls that a user message follows."""
+    messages = body.get("messages", [])
+    return sum(1 for message, following in zip(messages, messages[1:])
+               if message.get("role") == "assistant" and not message.get("tool_calls") and following.get("role") == "user")
+
+
+def tool_names(body):
+    """The names of the tools a request declares, for any of the three APIs."""
+    names = []
+    for tool in body.get("tools", []):
+        names.append(tool.get("name") or (tool.get("function") or {}).get("name"))
+    return names
+
+
 def user_text(body):
     """The text of the conversation's user messages, for either provider."""
     texts = []
@@ -405,10 +421,14 @@ class Handler(BaseHTTPRequestHandler):
     def reply_steps(self, body, steps, answer):
         """A scripted agent for any of the three APIs, streamed when the request asks: the n-th
         step's call after n tool results, then the answer. Call ids are fresh on every reply."""
-        done = tool_results(body)
+        done = tool_results(body) or echoed_results(body)
         call = None
+        prefix = "toolu_" if self.path.endswith("/messages") else "call_"
         if done < len(steps):
-            call = (steps[done][0], steps[done][1], new_call_id("toolu_" if self.path.endswith("/messages") else "call_"))
+            call = (steps[done][0], steps[done][1], new_call_id(prefix))
+        elif "final_answer" in tool_names(body):
+            # A framework whose agents answer through a tool (smolagents) gets its answer so.
+            call = ("final_answer", {"answer": answer}, new_call_id(prefix))
         text = None if call else answer
         streamed = bool(body.get("stream"))
         if self.path.endswith("/responses"):

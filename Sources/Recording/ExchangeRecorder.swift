@@ -259,10 +259,16 @@ public final class ExchangeRecorder: Sendable {
         conversation.requests += 1
         conversation.lastMessageCount = view.messageCount
         clock.now = exchange.startUs
-        // The results this request carries back, for calls its conversation proposed.
-        for result in view.results {
-            guard let call = conversation.openCalls.removeValue(forKey: result.callId) else { continue }
-            let imported = ImportedResult.fromContent(result.text, isError: result.isError)
+        // The results this request carries back, for calls its conversation proposed: as tool
+        // messages, or written back as text (a message naming the call, then its result).
+        var results = view.results.map { ($0.callId, $0.text, $0.isError) }
+        for echo in view.echoes {
+            let named = conversation.openCalls.keys.compactMap { id in echo.callText.range(of: id).map { (id, $0.lowerBound) } }
+            results += named.sorted { $0.1 < $1.1 }.map { ($0.0, echo.resultText, false) }
+        }
+        for (callId, text, isError) in results {
+            guard let call = conversation.openCalls.removeValue(forKey: callId) else { continue }
+            let imported = ImportedResult.fromContent(text, isError: isError)
             var output = imported.output
             var contentHash: String?
             if let value = output {
@@ -334,7 +340,12 @@ public final class ExchangeRecorder: Sendable {
 
     private func conversation(for view: ModelRequestView, state: inout State) -> Int {
         let ids = Set(view.results.map(\.callId))
-        if let index = state.conversations.firstIndex(where: { !ids.isDisjoint(with: $0.openCalls.keys) }) { return index }
+        if let index = state.conversations.firstIndex(where: { conversation in
+            !ids.isDisjoint(with: conversation.openCalls.keys)
+                || view.echoes.contains { echo in conversation.openCalls.keys.contains { echo.callText.contains($0) } }
+        }) {
+            return index
+        }
         let opening = view.system + "\u{0}" + (view.firstUserText ?? "")
         if let index = state.conversations.lastIndex(where: { $0.opening == opening && $0.lastMessageCount < view.messageCount }) {
             return index
@@ -361,6 +372,11 @@ public final class ExchangeRecorder: Sendable {
             return (.invalid(invalid), [])
         case .decision(let object):
             if let answer = object["answer"]?.stringValue { return (.valid(.answer(answer)), []) }
+            if let calls = object["tool_calls"]?.arrayValue, calls.count == 1, let name = calls[0]["name"]?.stringValue,
+                Self.answerTools.contains(name)
+            {
+                return (.valid(.answer(Self.answer(calledWith: calls[0]["arguments"]))), [])
+            }
             let sourceIds = Self.callIds(in: raw, format: format)
             var calls: [ProposedCall] = []
             for (index, call) in (object["tool_calls"]?.arrayValue ?? []).enumerated() {
@@ -378,6 +394,24 @@ public final class ExchangeRecorder: Sendable {
                         arguments: call["arguments"] ?? .object(JSONObject())))
             }
             return (.valid(.toolCalls(calls.map { ToolCall(id: $0.logId, name: $0.name, arguments: $0.arguments) })), calls)
+        }
+    }
+
+    /// The tools frameworks answer with instead of a text reply, as they document them:
+    /// smolagents' `final_answer`, Pydantic AI's `final_result` (its default output tool). A
+    /// reply calling one of them alone is the model's answer.
+    static let answerTools: Set<String> = ["final_answer", "final_result"]
+
+    /// An answer tool's arguments as the answer: its `answer` member when it has only that, a
+    /// string as it is, anything else as JSON.
+    static func answer(calledWith arguments: JSONValue?) -> String {
+        switch arguments {
+        case .string(let text)?: return text
+        case .object(let members)? where members.count == 1:
+            if let text = members["answer"]?.stringValue { return text }
+            return JSONWriter.encodeString(.object(members))
+        case let value?: return JSONWriter.encodeString(value)
+        case nil: return ""
         }
     }
 

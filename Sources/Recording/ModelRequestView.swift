@@ -16,6 +16,15 @@ struct ModelRequestView {
         var isError: Bool
     }
 
+    /// A tool exchange the framework wrote back as text instead of as tool messages
+    /// (smolagents): an assistant message that names the call (its id in the text), then the
+    /// user message holding the result. Which calls it names is known only to the recorder,
+    /// which knows the calls still open.
+    struct EchoedExchange {
+        var callText: String
+        var resultText: String
+    }
+
     var api: ModelAPI
     var model: String
     /// The system prompt or instructions, joined.
@@ -23,6 +32,7 @@ struct ModelRequestView {
     /// The first user message's text: the run's goal.
     var firstUserText: String?
     var results: [ToolResult]
+    var echoes: [EchoedExchange]
     /// The tools the request discloses, in the request's order.
     var tools: [ToolSpec]
     /// Messages (or input items) in the request.
@@ -35,7 +45,15 @@ struct ModelRequestView {
         var system: [String] = []
         var firstUser: String?
         var results: [ToolResult] = []
+        var echoes: [EchoedExchange] = []
         var count = 0
+        /// The text of an assistant message that carries no tool call of its own, waiting for
+        /// the user message after it.
+        var pendingEcho: String?
+        func echo(_ resultContent: JSONValue?) {
+            if let callText = pendingEcho { echoes.append(EchoedExchange(callText: callText, resultText: MessageText.of(resultContent))) }
+            pendingEcho = nil
+        }
         func user(_ content: JSONValue?) {
             if firstUser == nil { firstUser = MessageText.of(content) }
         }
@@ -43,7 +61,12 @@ struct ModelRequestView {
         case .openAIChat:
             for message in body["messages"]?.arrayValue ?? [] {
                 count += 1
-                switch message["role"]?.stringValue {
+                let role = message["role"]?.stringValue
+                if role == "user" { echo(message["content"]) }
+                pendingEcho =
+                    role == "assistant" && (message["tool_calls"]?.arrayValue ?? []).isEmpty
+                    ? MessageText.of(message["content"]) : nil
+                switch role {
                 case "system"?, "developer"?: system.append(MessageText.of(message["content"]))
                 case "user"?: user(message["content"])
                 case "tool"?, "function"?:
@@ -59,13 +82,19 @@ struct ModelRequestView {
             if let text = body["system"].map(MessageText.of), !text.isEmpty { system.append(text) }
             for message in body["messages"]?.arrayValue ?? [] {
                 count += 1
-                guard message["role"]?.stringValue == "user" else { continue }
+                guard message["role"]?.stringValue == "user" else {
+                    let hasCall = (message["content"]?.arrayValue ?? []).contains { $0["type"]?.stringValue == "tool_use" }
+                    pendingEcho = hasCall ? nil : MessageText.of(message["content"])
+                    continue
+                }
                 let blocks = message["content"]?.arrayValue ?? []
                 let toolResults = blocks.filter { $0["type"]?.stringValue == "tool_result" }
                 if toolResults.isEmpty {
+                    echo(message["content"])
                     user(message["content"])
                     continue
                 }
+                pendingEcho = nil
                 for block in toolResults {
                     let text = MessageText.of(block["content"])
                     results.append(
@@ -99,6 +128,7 @@ struct ModelRequestView {
         self.system = system.filter { !$0.isEmpty }.joined(separator: "\n\n")
         firstUserText = firstUser
         self.results = results
+        self.echoes = echoes.filter { !$0.callText.isEmpty }
         messageCount = count
     }
 
