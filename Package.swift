@@ -230,11 +230,25 @@ let package = Package(
         // `swift run -c release model-benchmark` (see docs/models.md).
         .executableTarget(
             name: "model-benchmark",
-            dependencies: [
-                "TraceCore", "AgentRuntime", "ModelClients", .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
-            ],
+            dependencies: ["TraceCore", "AgentRuntime", "ModelClients", "BenchmarkSupport"],
             path: "Benchmarks/ModelBenchmark",
+            swiftSettings: strictSettings
+        ),
+        // `swift run -c release gateway-benchmark` (see docs/record.md).
+        .executableTarget(
+            name: "gateway-benchmark",
+            dependencies: ["TraceCore", "TraceLog", "AgentRuntime", "ModelClients", "Recording", "BenchmarkSupport"],
+            path: "Benchmarks/GatewayBenchmark",
+            swiftSettings: strictSettings
+        ),
+        // What the model and gateway benchmarks share: a local model server in a child process.
+        .target(
+            name: "BenchmarkSupport",
+            dependencies: [
+                "TraceCore", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            path: "Benchmarks/Support",
             swiftSettings: strictSettings
         ),
         // `swift run -c release interop-benchmark` (see docs/interop.md).
@@ -291,6 +305,11 @@ let package = Package(
         .testTarget(
             name: "ModelClientsTests",
             dependencies: ["TraceCore", "TraceLog", "AgentRuntime", "ModelClients", "TestSupport", "TestTags"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "RecordingTests",
+            dependencies: ["TraceCore", "TraceLog", "AgentRuntime", "ModelClients", "Recording", "TestSupport", "TestTags"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -15,6 +15,7 @@
 //
 // Prints each repetition and the medians; `--requests 0` skips part 2.
 import AgentRuntime
+import BenchmarkSupport
 import Foundation
 import ModelClients
 import Synchronization
@@ -36,26 +37,6 @@ struct MemoryTransport: ModelTransport {
             offset = end
         }
     }
-}
-
-func makeStream(bytes target: Int) -> [UInt8] {
-    func chunk(_ delta: JSONValue, finish: String? = nil) -> String {
-        let value: JSONValue = [
-            "id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m",
-            "choices": [["index": 0, "delta": delta, "finish_reason": finish.map(JSONValue.string) ?? .null]],
-        ]
-        return "data: " + JSONWriter.encodeString(value) + "\n\n"
-    }
-    var text = chunk(["role": "assistant", "content": ""])
-    let half = target / 2
-    while text.utf8.count < half { text += chunk(["content": "The order shipped on Tuesday, "]) }
-    text += chunk(["tool_calls": [["index": 0, "id": "call_1", "type": "function", "function": ["name": "lookup", "arguments": ""]]]])
-    text += chunk(["tool_calls": [["index": 0, "function": ["arguments": "{\"note\":\""]]]])
-    while text.utf8.count < target { text += chunk(["tool_calls": [["index": 0, "function": ["arguments": "abcdefghij"]]]]) }
-    text += chunk(["tool_calls": [["index": 0, "function": ["arguments": "\"}"]]]])
-    text += chunk([:], finish: "tool_calls")
-    text += "data: {\"id\":\"chatcmpl-1\",\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":20}}\n\ndata: [DONE]\n\n"
-    return Array(text.utf8)
 }
 
 var megabytes = 1.0
@@ -112,7 +93,7 @@ let request = ModelRequest(
     instructions: "", packet: ContextBuilt(goal: "g", stateSummary: "", tokenEstimate: 1), tools: [], observations: [], feedback: nil,
     decisionIndex: 0, step: 1)
 for (provider, stream) in [
-    (ModelSettings.Provider.openai, makeStream(bytes: Int(megabytes * 1_000_000))),
+    (ModelSettings.Provider.openai, BenchmarkStreams.chat(bytes: Int(megabytes * 1_000_000))),
     (.anthropic, makeAnthropicStream(bytes: Int(megabytes * 1_000_000))),
 ] {
     let client = HTTPModelClient(settings: ModelSettings(provider: provider, name: "m"), transport: MemoryTransport(stream: stream))
@@ -144,21 +125,9 @@ func processCPUSeconds() -> Double {
     return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
 }
 
-let portFile = NSTemporaryDirectory() + "model-benchmark-\(getpid()).port"
-let server = Process()
-server.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-server.arguments = ["--serve", portFile]
-let serverInput = Pipe()
-server.standardInput = serverInput
-try server.run()
-defer { try? serverInput.fileHandleForWriting.close() }
-var port: Int?
-for _ in 0..<200 where port == nil {
-    port = (try? String(contentsOfFile: portFile, encoding: .utf8)).flatMap { Int($0) }
-    if port == nil { usleep(20_000) }
-}
-try? FileManager.default.removeItem(atPath: portFile)
-guard let port else { fatalError("the local server did not start") }
+let server = try LocalReplyServer.Child()
+defer { server.stop() }
+let port = server.port
 let baseURL = "http://127.0.0.1:\(port)/v1"
 
 var settings = ModelSettings(provider: .openai, name: "local-model", baseURL: baseURL)
@@ -201,33 +170,13 @@ print(
         requests, concurrency, Double(requests) / oursSeconds, Double(requests) / oursCPU, oursCPU / Double(requests) * 1e6, oursSeconds,
         oursCPU))
 
-let venv = Process()
-venv.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-let scripts = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    .appendingPathComponent("scripts")
-venv.arguments = ["bash", scripts.appendingPathComponent("python_venv").path, "interop"]
-let venvOutput = Pipe()
-venv.standardOutput = venvOutput
-try venv.run()
-let venvPath = String(decoding: venvOutput.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    .trimmingCharacters(in: .whitespacesAndNewlines)
-venv.waitUntilExit()
-guard venv.terminationStatus == 0 else {
+guard let python = try BenchmarkScripts.python(venv: "interop") else {
     print("the official SDK: skipped (scripts/python_venv interop could not make its environment)")
     exit(1)
 }
-let sdk = Process()
-sdk.executableURL = URL(fileURLWithPath: venvPath + "/bin/python")
-sdk.arguments = [scripts.appendingPathComponent("openai_sdk_bench.py").path, baseURL, String(requests), String(concurrency)]
-let sdkOutput = Pipe()
-sdk.standardOutput = sdkOutput
-try sdk.run()
-let sdkText = String(decoding: sdkOutput.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-sdk.waitUntilExit()
-let sdkResult = try JSONParser.parse(Array(sdkText.utf8))
-guard sdk.terminationStatus == 0, let sdkSeconds = sdkResult["seconds"]?.doubleValue, let sdkCPU = sdkResult["cpu_seconds"]?.doubleValue
-else {
-    fatalError("the official SDK's run failed: \(sdkText)")
+let (sdkStatus, sdkResult) = try BenchmarkScripts.runJSON(python, "openai_sdk_bench.py", [baseURL, String(requests), String(concurrency)])
+guard sdkStatus == 0, let sdkSeconds = sdkResult?["seconds"]?.doubleValue, let sdkCPU = sdkResult?["cpu_seconds"]?.doubleValue else {
+    fatalError("the official SDK's run failed: \(sdkResult.map(JSONWriter.encodeString) ?? "no JSON")")
 }
 print(
     String(

@@ -109,9 +109,14 @@ public struct CommandRecording: Sendable {
     /// Runs the command to its end and records it; throws when the gateway or the command cannot
     /// start, or the log cannot be written.
     public func run() async throws -> Outcome {
-        let keys = RequestKeys()
-        let live = ModelTransports.live
-        let transport = cassette.map { $0.transport(provider: "gateway", live: live, keyedBy: keys.key(for:)) } ?? live
+        // Identical requests are numbered only for a cassette's keys.
+        var keys: RequestKeys?
+        var transport = ModelTransports.live
+        if let cassette {
+            let numbering = RequestKeys()
+            keys = numbering
+            transport = cassette.transport(provider: "gateway", live: transport, keyedBy: numbering.key(for:))
+        }
         let stopper = Stopper()
         var logOptions = self.logOptions
         if logOptions.redactor == nil {

@@ -52,7 +52,7 @@ public final class RequestKeys: Sendable {
         let reserved: Int? = state.withLock { state in
             guard var queue = state.pending[first], !queue.isEmpty else { return nil }
             let number = queue.removeFirst()
-            state.pending[first] = queue
+            state.pending[first] = queue.isEmpty ? nil : queue
             return number
         }
         let occurrence = reserved ?? reserve(api: api, canonical: canonical)
@@ -126,7 +126,17 @@ public final class ExchangeRecorder: Sendable {
 
     struct State: ~Copyable {
         var recorder: RunRecorder?
-        var conversations: [Conversation] = []
+        /// The conversations kept, by number: at most `maxConversations` (those with calls
+        /// still open, and the ones answered last).
+        var conversations: [Int: Conversation] = [:]
+        /// Conversations begun, kept or not.
+        var conversationCount = 0
+        /// The conversation each open call belongs to: source id → number.
+        var openCallOwner: [String: Int] = [:]
+        /// The conversations kept with each opening, by number, oldest first.
+        var byOpening: [String: [Int]] = [:]
+        /// The conversation answered last: its outcome is the run's.
+        var lastAnswered: Int?
         var logIds = Set<String>()
         var stored = Set<String>()
         var requests = 0
@@ -148,20 +158,24 @@ public final class ExchangeRecorder: Sendable {
     let source: RunSource
     let agentName: String
     let limits: Limits
-    let keys: RequestKeys
+    /// Numbers identical requests for a cassette's keys; nil without a cassette.
+    let keys: RequestKeys?
     let options: LogWriter.Options
     let now: @Sendable () -> Int
     let onStop: @Sendable (StopCause) -> Void
     /// Values never to write: the keys the command was given.
     let secrets: Set<String>
+    /// The most conversations kept (`defaultMaxConversations`).
+    let maxConversations: Int
     private let state = Mutex(State())
 
     public init(
-        logPath: String, runId: String, goal: String?, agentName: String, command: [String], limits: Limits, keys: RequestKeys,
-        options: LogWriter.Options = LogWriter.Options(), secrets: Set<String> = [],
+        logPath: String, runId: String, goal: String?, agentName: String, command: [String], limits: Limits, keys: RequestKeys?,
+        options: LogWriter.Options = LogWriter.Options(), secrets: Set<String> = [], maxConversations: Int = defaultMaxConversations,
         now: @escaping @Sendable () -> Int = RuntimeEnvironment.live.now, onStop: @escaping @Sendable (StopCause) -> Void
     ) {
         self.secrets = secrets
+        self.maxConversations = max(1, maxConversations)
         self.logPath = logPath
         self.runId = runId
         self.goal = goal
@@ -203,7 +217,7 @@ public final class ExchangeRecorder: Sendable {
             )
             onStop(refused)
         } else {
-            exchange.occurrence = keys.reserve(api: api, canonical: exchange.canonical)
+            exchange.occurrence = keys?.reserve(api: api, canonical: exchange.canonical) ?? 0
         }
         return exchange
     }
@@ -214,7 +228,7 @@ public final class ExchangeRecorder: Sendable {
         let baseKey = RequestKey.key(api: exchange.api, canonical: exchange.canonical, occurrence: 1)
         state.withLock { $0.inFlight -= 1 }
         guard let raw = outcome.reply.raw, outcome.failure == nil else {
-            keys.release(api: exchange.api, canonical: exchange.canonical, occurrence: exchange.occurrence)
+            keys?.release(api: exchange.api, canonical: exchange.canonical, occurrence: exchange.occurrence)
             let message = outcome.failure ?? outcome.reply.problem ?? "the request failed"
             let attempt = ModelAttempt(
                 status: outcome.reply.status == 0 ? nil : outcome.reply.status, error: message, retryAfterMs: outcome.reply.retryAfterMs,
@@ -254,8 +268,8 @@ public final class ExchangeRecorder: Sendable {
         state: inout State
     ) throws {
         let recorder = try recorder(for: view, state: &state, atUs: exchange.startUs)
-        let conversationIndex = conversation(for: view, state: &state)
-        var conversation = state.conversations[conversationIndex]
+        let number = conversation(for: view, state: &state)
+        guard var conversation = state.conversations[number] else { return }
         conversation.requests += 1
         conversation.lastMessageCount = view.messageCount
         clock.now = exchange.startUs
@@ -268,6 +282,7 @@ public final class ExchangeRecorder: Sendable {
         }
         for (callId, text, isError) in results {
             guard let call = conversation.openCalls.removeValue(forKey: callId) else { continue }
+            state.openCallOwner[callId] = nil
             let imported = ImportedResult.fromContent(text, isError: isError)
             var output = imported.output
             var contentHash: String?
@@ -306,10 +321,12 @@ public final class ExchangeRecorder: Sendable {
         for call in calls {
             try recorder.record(.toolIntended(ToolIntended(callId: call.logId, tool: call.name, arguments: call.arguments, attempt: 1)))
             conversation.openCalls[call.sourceId] = (call.logId, call.name, endUs)
+            state.openCallOwner[call.sourceId] = number
         }
         conversation.lastOutcome = decision
         conversation.lastAnswered = state.requests + 1
-        state.conversations[conversationIndex] = conversation
+        state.conversations[number] = conversation
+        state.lastAnswered = number
         state.lastFailure = nil
         try recorder.endStep()
         try recorder.writer.flush(sync: false)
@@ -338,23 +355,45 @@ public final class ExchangeRecorder: Sendable {
         return recorder
     }
 
+    /// The most conversations kept by default: past it, the one answered longest ago with no call
+    /// open is forgotten (a request continuing it later starts a new one), so a long run's
+    /// bookkeeping stays bounded.
+    public static let defaultMaxConversations = 1024
+
+    /// The number of the conversation `view` belongs to (the rule in the type's comment), made
+    /// when it is new.
     private func conversation(for view: ModelRequestView, state: inout State) -> Int {
-        let ids = Set(view.results.map(\.callId))
-        if let index = state.conversations.firstIndex(where: { conversation in
-            !ids.isDisjoint(with: conversation.openCalls.keys)
-                || view.echoes.contains { echo in conversation.openCalls.keys.contains { echo.callText.contains($0) } }
-        }) {
-            return index
+        for result in view.results {
+            if let number = state.openCallOwner[result.callId] { return number }
+        }
+        if !view.echoes.isEmpty {
+            for (id, number) in state.openCallOwner where view.echoes.contains(where: { $0.callText.contains(id) }) { return number }
         }
         let opening = view.system + "\u{0}" + (view.firstUserText ?? "")
-        if let index = state.conversations.lastIndex(where: { $0.opening == opening && $0.lastMessageCount < view.messageCount }) {
-            return index
+        if let number = state.byOpening[opening]?.last(where: { (state.conversations[$0]?.lastMessageCount ?? .max) < view.messageCount }) {
+            return number
         }
-        state.conversations.append(
-            Conversation(
-                number: state.conversations.count + 1, opening: opening,
-                goal: state.conversations.isEmpty ? (goal ?? view.firstUserText ?? "") : (view.firstUserText ?? ""), lastMessageCount: 0))
-        return state.conversations.count - 1
+        state.conversationCount += 1
+        let number = state.conversationCount
+        state.conversations[number] = Conversation(
+            number: number, opening: opening, goal: number == 1 ? (goal ?? view.firstUserText ?? "") : (view.firstUserText ?? ""),
+            lastMessageCount: 0)
+        state.byOpening[opening, default: []].append(number)
+        if state.conversations.count > maxConversations {
+            var oldest: Conversation?
+            for kept in state.conversations.values
+            where kept.openCalls.isEmpty && kept.number != number && kept.number != state.lastAnswered
+                && kept.lastAnswered < (oldest?.lastAnswered ?? .max)
+            {
+                oldest = kept
+            }
+            if let oldest {
+                state.conversations[oldest.number] = nil
+                state.byOpening[oldest.opening]?.removeAll { $0 == oldest.number }
+                if state.byOpening[oldest.opening]?.isEmpty == true { state.byOpening[oldest.opening] = nil }
+            }
+        }
+        return number
     }
 
     private struct ProposedCall {
@@ -488,7 +527,7 @@ public final class ExchangeRecorder: Sendable {
         case .exited:
             break
         }
-        guard let main = state.conversations.max(by: { $0.lastAnswered < $1.lastAnswered }), let last = main.lastOutcome else {
+        guard let number = state.lastAnswered, let last = state.conversations[number]?.lastOutcome else {
             return RunStopped(reason: .blocked, error: "the command made no model request that was answered\(failure)")
         }
         switch last {
