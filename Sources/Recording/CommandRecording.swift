@@ -37,6 +37,9 @@ public struct CommandRecording: Sendable {
     /// this process (eval runs, many at once: the last line of its standard error goes into the
     /// stop of a run it ended badly).
     public var outputDescriptor: Int32? = 1
+    /// What answers the model requests in place of the upstreams over HTTP (a cassette still
+    /// comes first); nil sends them to the upstreams.
+    public var upstream: (any ModelTransport)?
 
     public init(
         command: [String], directory: String? = nil, input: String? = nil, logPath: String, runId: String, goal: String? = nil,
@@ -111,7 +114,7 @@ public struct CommandRecording: Sendable {
     public func run() async throws -> Outcome {
         // Identical requests are numbered only for a cassette's keys.
         var keys: RequestKeys?
-        var transport = ModelTransports.live
+        var transport = upstream ?? ModelTransports.live
         if let cassette {
             let numbering = RequestKeys()
             keys = numbering

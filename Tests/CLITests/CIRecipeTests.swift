@@ -9,7 +9,7 @@ import Testing
 @Suite("CI recipes")
 struct CIRecipeTests {
     static let recipes = [
-        "Sources/agent-eval/Templates/init/dot-github/workflows/agent-eval.yml", "docs/ci/gitlab-ci.yml",
+        "Sources/agent-eval/Templates/init-common/dot-github/workflows/agent-eval.yml", "docs/ci/gitlab-ci.yml",
         "docs/ci/github-actions-sharded.yml",
     ]
 

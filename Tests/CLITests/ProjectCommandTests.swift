@@ -56,6 +56,42 @@ struct ProjectCommandTests {
         }
     }
 
+    @Test("init --external python writes a program agent whose cassette init records through the gateway: run passes offline")
+    func initExternalPython() async throws {
+        try await TemporaryDirectory.with { directory in
+            let project = directory.path("py-agent")
+            let created = try await agentEval(["init", "--external", "python", project, "--json"])
+            #expect(created.status == 0, "\(created.stderr)")
+            let summary = try JSONParser.parse(Array(created.stdout))
+            #expect(summary["recorded"]?["stop"] == "success")
+            #expect(summary["recorded"]?["requests"] == 2)
+            for file in [
+                "agents/order_agent.py", "evals/order-status-external.yaml", "cassettes/order-status/index.json", "runs/first-run.jsonl.gz",
+                ".gitignore", ".github/workflows/agent-eval.yml",
+            ] {
+                #expect(FileManager.default.fileExists(atPath: project + "/" + file), "\(file) was not written")
+            }
+            #expect(!FileManager.default.fileExists(atPath: project + "/agent.yaml"), "no agent file: the agent is the program")
+            let here = URL(fileURLWithPath: project)
+            #expect(try await agentEval(["log", "verify", "runs/first-run.jsonl.gz"], in: here).status == 0)
+            // Offline: no key, and the upstream a live call would go to is closed.
+            let run = try await agentEval(
+                ["run", "evals/", "--no-catalog", "--json"], in: here,
+                environment: ["OPENAI_API_KEY": "", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"])
+            #expect(run.status == 0, "\(run.stdoutText)\(run.stderr)")
+            #expect(try JSONParser.parse(Array(run.stdout))["summary"]?["passed"] == 1)
+            let check = try await agentEval(["check"], in: here)
+            #expect(check.status == 0, "\(check.stdoutText)\(check.stderr)")
+
+            let again = try await agentEval(["init", "--external", "python", project])
+            #expect(again.status == 2)
+            #expect(again.stderr.contains("init overwrites nothing"))
+            let unknown = try await agentEval(["init", "--external", "cobol", directory.path("other")])
+            #expect(unknown.status == 64)
+            #expect(unknown.stderr.contains("--external takes python; got cobol"))
+        }
+    }
+
     @Test("check passes the bundled cases and the repository's own files")
     func bundledFiles() async throws {
         let cases = try await agentEval(["check", "EvalCases"], in: repositoryRoot)

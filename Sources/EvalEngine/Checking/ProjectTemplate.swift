@@ -8,21 +8,27 @@ import TraceCore
 /// is written.
 ///
 /// ```swift
-/// let project = try await ProjectTemplate(templates: folder).write(into: "my-agent")
-/// print(project.files, project.firstRun.stop.reason)
+/// let project = try await ProjectTemplate(templates: [common, folder]).write(into: "my-agent")
+/// print(project.files, project.firstRun?.stop.reason)
 /// ```
 public struct ProjectTemplate: Sendable {
-    /// The folder of template files; a name that starts with `dot-` stands for one that starts
-    /// with `.` (SwiftPM leaves hidden files out of resources).
-    public var templates: String
+    /// The folders of template files, each adding its files (a later folder's file replaces an
+    /// earlier one's); a name that starts with `dot-` stands for one that starts with `.`
+    /// (SwiftPM leaves hidden files out of resources).
+    public var templates: [String]
+    /// Whether the project is an agent file (`agent.yaml`) whose first run is recorded for the
+    /// recorded case; false for a project whose agent is a command (`init --external`), which
+    /// the caller records through the gateway.
+    public var recordsFirstRun: Bool
 
     /// The input the recorded run and the live case use.
     public static let firstInput = "Where is my order A-1001? Cancel it if it has not shipped."
     /// Where the first run is recorded, in the project.
     public static let recordedLog = "evals/recorded/first-run.jsonl.gz"
 
-    public init(templates: String) {
+    public init(templates: [String], recordsFirstRun: Bool = true) {
         self.templates = templates
+        self.recordsFirstRun = recordsFirstRun
     }
 
     /// What `write` made.
@@ -31,8 +37,8 @@ public struct ProjectTemplate: Sendable {
         public var root: String
         /// Every file written, relative to `root`, sorted; the recorded log among them.
         public var files: [String]
-        /// The recorded first run.
-        public var firstRun: RunOutcome
+        /// The recorded first run, when the template records one.
+        public var firstRun: RunOutcome?
 
         /// `relative` inside the project, as a path from the caller's folder.
         public func path(_ relative: String) -> String { ProjectTemplate.path(relative, in: root) }
@@ -41,8 +47,12 @@ public struct ProjectTemplate: Sendable {
     /// Writes the project into `directory` (made when missing) and records its first run.
     public func write(into directory: String) async throws(EvalError) -> Project {
         let root = directory.count > 1 && directory.hasSuffix("/") ? String(directory.dropLast()) : directory
-        let sources = Self.files(under: templates)
-        let targets = sources.map { (source: templates + "/" + $0, relative: Self.projectPath(for: $0)) }
+        var byPath: [String: String] = [:]
+        for folder in templates {
+            for file in Self.files(under: folder) { byPath[Self.projectPath(for: file)] = folder + "/" + file }
+        }
+        let targets = byPath.keys.sorted().map { (source: byPath[$0] ?? "", relative: $0) }
+        let recorded = recordsFirstRun ? [Self.recordedLog] : []
 
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: root, isDirectory: &isDirectory), !isDirectory.boolValue {
@@ -50,7 +60,7 @@ public struct ProjectTemplate: Sendable {
                 .writeFailed, "\(root) is a file; init writes a project into a folder",
                 hint: "give a new folder's name: agent-eval init my-agent")
         }
-        let existing = (targets.map(\.relative) + [Self.recordedLog]).filter {
+        let existing = (targets.map(\.relative) + recorded).filter {
             FileManager.default.fileExists(atPath: Self.path($0, in: root))
         }
         guard existing.isEmpty else {
@@ -77,6 +87,7 @@ public struct ProjectTemplate: Sendable {
             throw EvalError(.writeFailed, "cannot write the project in \(root): \(error.localizedDescription)")
         }
 
+        guard recordsFirstRun else { return Project(root: root, files: targets.map(\.relative), firstRun: nil) }
         // The recorded case checks a real run of the agent, recorded here by this code.
         let firstRun: RunOutcome
         do {
@@ -87,7 +98,7 @@ public struct ProjectTemplate: Sendable {
                 .writeFailed, "the project was written, but its first run could not be recorded; the recorded case needs it",
                 cause: error as? any Diagnostic)
         }
-        return Project(root: root, files: (targets.map(\.relative) + [Self.recordedLog]).sorted(), firstRun: firstRun)
+        return Project(root: root, files: (targets.map(\.relative) + recorded).sorted(), firstRun: firstRun)
     }
 
     static func path(_ relative: String, in root: String) -> String { root == "." ? relative : root + "/" + relative }
