@@ -211,6 +211,37 @@ struct RecordCommandTests {
         #expect(names.count == 1 && names.allSatisfy { $0.hasPrefix("raw_sdk_agent-run-") && !$0.contains(Self.key) }, "\(names)")
     }
 
+    @Test("upstream failures reach the agent as they were and are recorded so: a 500 its SDK retried, a stream cut mid-way")
+    func upstreamFailures() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let server = try LocalModelServer()
+        defer { server.stop() }
+        let python = try await Self.python()
+        // A 500 first: the SDK retries it, and the decision carries the failed attempt.
+        let retried = directory.path("retried.jsonl.gz")
+        let first = try await agentEval(
+            ["record", "--no-catalog", "--log", retried] + Self.upstreams(server, "server-error")
+                + ["--", python, Self.agent, "--api", "chat", "--stream", "Hello."], environment: ["OPENAI_API_KEY": Self.key])
+        #expect(first.status == 0, "\(first.stderr)")
+        let decisions = Self.decisions(try Self.events(retried))
+        #expect(decisions.count == 1)
+        #expect(decisions.first?.attempts.map(\.status) == [500])
+        #expect(try Self.state(retried).stop?.answer == "after the 500")
+        // A stream cut after two chunks: the agent's connection is cut too (its SDK fails), and
+        // the stop says which request failed and how.
+        let cut = directory.path("cut.jsonl.gz")
+        let second = try await agentEval(
+            ["record", "--no-catalog", "--log", cut, "--json"] + Self.upstreams(server, "dropped")
+                + ["--", python, Self.agent, "--api", "chat", "--stream", "Hello."], environment: ["OPENAI_API_KEY": Self.key])
+        #expect(second.status == 1, "the SDK does not retry a stream that broke off: \(second.stderr)")
+        let summary = try JSONParser.parse(Array(second.stdout))
+        #expect(summary["stop_reason"] == "blocked")
+        #expect(summary["error"]?.stringValue?.contains("the last model request failed") == true, "\(summary)")
+        let verify = try await agentEval(["log", "verify", cut])
+        #expect(verify.status == 0, "\(verify.stdoutText)")
+    }
+
     @Test("bad input: no command, an unknown upstream, a command that does not exist")
     func badInput() async throws {
         let directory = try TemporaryDirectory()
