@@ -48,14 +48,8 @@ struct ExecCommand: AsyncParsableCommand {
     @Option(help: "The goal or user input for a new run.")
     var input: String?
 
-    @Option(help: "The directory for the new run's log.")
-    var out = "runs"
-
-    @Option(help: "The log file to write, instead of <out>/<agent>-<run-id>.jsonl.gz.")
-    var log: String?
-
-    @Option(help: "The run id (default: run-<time>-<random>).")
-    var runId: String?
+    @OptionGroup
+    var destination: NewLogOptions
 
     @Option(help: "Who the run acts for (overrides the agent file's actor), for policy rules.")
     var actor: String?
@@ -156,9 +150,7 @@ struct ExecCommand: AsyncParsableCommand {
             let runtime = AgentRuntime(agent: agent, environment: environment, signer: signer)
             let (resume, approve, deny, approver) = (self.resume, self.approve, self.deny, self.approver)
             let (input, actor, route) = (self.input, self.actor, self.route)
-            let id = runId ?? RuntimeEnvironment.live.makeRunId()
-            // Names from the agent file and the command line never leave --out.
-            let path = log ?? "\(out)/\(RuntimeEnvironment.fileNameComponent("\(runtime.agent.name)-\(id)")).jsonl.gz"
+            let (id, path) = destination.destination(agent: runtime.agent.name)
             // Ctrl-C or SIGTERM cancel the run: tools are killed, the stop is recorded, the log closed.
             (outcome, interrupted) = try await withInterruption { () async throws -> RunOutcome in
                 if let resume {

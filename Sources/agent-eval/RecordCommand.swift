@@ -38,17 +38,11 @@ struct RecordCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "The directory for the run's log.")
-    var out = "runs"
+    @OptionGroup
+    var destination: NewLogOptions
 
     @Option(help: "The agent's name in the log and its file name (default: the script or program the command runs).")
     var name: String?
-
-    @Option(help: "The log file to write, instead of <out>/<name>-<run-id>.jsonl.gz.")
-    var log: String?
-
-    @Option(help: "The run id (default: run-<time>-<random>).")
-    var runId: String?
 
     @Option(help: "The run's goal in the log (default: the first user message the agent sends).")
     var goal: String?
@@ -124,10 +118,9 @@ struct RecordCommand: AsyncParsableCommand {
             let cassette = try self.cassette.map { try Cassette(directory: $0, mode: Cassette.Mode(rawValue: record) ?? .none) }
             let environment = ProcessInfo.processInfo.environment
             let name = self.name.map(RuntimeEnvironment.fileNameComponent) ?? CommandRecording.agentName(for: command)
-            let id = runId ?? RuntimeEnvironment.live.makeRunId()
+            let (id, path) = destination.destination(agent: name)
             var recording = CommandRecording(
-                command: command, input: input,
-                logPath: log ?? "\(out)/\(RuntimeEnvironment.fileNameComponent("\(name)-\(id)")).jsonl.gz", runId: id, goal: goal,
+                command: command, input: input, logPath: path, runId: id, goal: goal,
                 agentName: name, timeoutMs: timeout * 1000, limits: .init(maxRequests: maxRequests, maxTokens: maxTokens),
                 upstreams: Upstreams.resolve(given: try upstreamValues(), environment: environment), cassette: cassette,
                 environment: environment)
