@@ -4,7 +4,7 @@ import NIOHTTP1
 import NIOPosix
 public import TraceCore
 
-/// `<benchmark> --serve PORT_FILE [--big-megabytes N]`: an HTTP/1.1 server on 127.0.0.1 that
+/// `<benchmark> --serve PORT_FILE [--big-bytes N]`: an HTTP/1.1 server on 127.0.0.1 that
 /// answers every request at once (keep-alive), so the clients measured against it, not the
 /// server, are the limit: with the same short streamed Chat Completions reply, or — for a path
 /// that holds `/big/` — with a Chat Completions stream of N MB (`BenchmarkStreams.chat`), sent in

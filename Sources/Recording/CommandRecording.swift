@@ -33,9 +33,9 @@ public struct CommandRecording: Sendable {
     public var environment: [String: String]
     public var logOptions: LogWriter.Options
     /// Where the command's standard output goes as it comes: 1, or 2 when this process's own
-    /// standard output is for a machine (`--json`); nil keeps it (and its standard error) to
-    /// this process (eval runs, many at once: the last line of its standard error goes into the
-    /// stop of a run it ended badly).
+    /// standard output is for a machine (`--json`); nil discards it and its standard error (eval
+    /// runs, many at once), keeping only their tails: the last line of its standard error goes
+    /// into the stop of a run it ended badly.
     public var outputDescriptor: Int32? = 1
     /// What answers the model requests in place of the upstreams over HTTP (a cassette still
     /// comes first); nil sends them to the upstreams.
@@ -152,7 +152,15 @@ public struct CommandRecording: Sendable {
         var child = ChildProcess(
             command: command, directory: directory, environment: environment.map { "\($0.key)=\($0.value)" }.sorted(),
             input: Array((input ?? "").utf8), timeoutMs: timeoutMs, outputLimit: 1 << 20)
-        child.forwardsOutput = outputDescriptor.map { ($0, 2) }
+        // Output not passed on goes to /dev/null: the process keeps only the tail of each stream
+        // (for the stop's last line) however much the command prints.
+        let discard = outputDescriptor == nil ? open("/dev/null", O_WRONLY | O_CLOEXEC) : -1
+        defer { if discard >= 0 { close(discard) } }
+        if let outputDescriptor {
+            child.forwardsOutput = (outputDescriptor, 2)
+        } else if discard >= 0 {
+            child.forwardsOutput = (discard, discard)
+        }
         let running = Task { [child] in try await child.run() }
         stopper.watch(running)
         let result: ChildProcess.Result

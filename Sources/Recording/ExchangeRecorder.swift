@@ -132,7 +132,8 @@ public final class ExchangeRecorder: Sendable {
         /// Conversations begun, kept or not.
         var conversationCount = 0
         /// The conversation each open call belongs to: source id → number.
-        var openCallOwner: [String: Int] = [:]
+        /// (Several, oldest first, when providers reuse ids such as `call_1`.)
+        var openCallOwner: [String: [Int]] = [:]
         /// The conversations kept with each opening, by number, oldest first.
         var byOpening: [String: [Int]] = [:]
         /// The conversation answered last: its outcome is the run's.
@@ -226,7 +227,6 @@ public final class ExchangeRecorder: Sendable {
     func finish(_ exchange: Exchange, outcome: ModelForwarder.Outcome) {
         let endUs = now()
         let baseKey = RequestKey.key(api: exchange.api, canonical: exchange.canonical, occurrence: 1)
-        state.withLock { $0.inFlight -= 1 }
         guard let raw = outcome.reply.raw, outcome.failure == nil else {
             keys?.release(api: exchange.api, canonical: exchange.canonical, occurrence: exchange.occurrence)
             let message = outcome.failure ?? outcome.reply.problem ?? "the request failed"
@@ -234,6 +234,7 @@ public final class ExchangeRecorder: Sendable {
                 status: outcome.reply.status == 0 ? nil : outcome.reply.status, error: message, retryAfterMs: outcome.reply.retryAfterMs,
                 waitedMs: 0)
             let cause: StopCause? = state.withLock { state in
+                state.inFlight -= 1
                 state.failures[baseKey, default: []].append(attempt)
                 state.lastFailure = message
                 if outcome.isNotRecorded, state.stopCause == nil {
@@ -247,6 +248,8 @@ public final class ExchangeRecorder: Sendable {
         }
         let view = ModelRequestView(api: exchange.api, body: exchange.body)
         let cause: StopCause? = state.withLock { state in
+            // Out of flight and counted in one step: a request beginning meanwhile sees one or the other.
+            state.inFlight -= 1
             do {
                 try record(view, exchange: exchange, raw: raw, outcome: outcome, baseKey: baseKey, endUs: endUs, state: &state)
             } catch {
@@ -277,12 +280,13 @@ public final class ExchangeRecorder: Sendable {
         // messages, or written back as text (a message naming the call, then its result).
         var results = view.results.map { ($0.callId, $0.text, $0.isError) }
         for echo in view.echoes {
-            let named = conversation.openCalls.keys.compactMap { id in echo.callText.range(of: id).map { (id, $0.lowerBound) } }
+            let named = conversation.openCalls.keys.compactMap { id in Self.place(of: id, in: echo.callText).map { (id, $0) } }
             results += named.sorted { $0.1 < $1.1 }.map { ($0.0, echo.resultText, false) }
         }
         for (callId, text, isError) in results {
             guard let call = conversation.openCalls.removeValue(forKey: callId) else { continue }
-            state.openCallOwner[callId] = nil
+            state.openCallOwner[callId]?.removeAll { $0 == number }
+            if state.openCallOwner[callId]?.isEmpty == true { state.openCallOwner[callId] = nil }
             let imported = ImportedResult.fromContent(text, isError: isError)
             var output = imported.output
             var contentHash: String?
@@ -321,7 +325,7 @@ public final class ExchangeRecorder: Sendable {
         for call in calls {
             try recorder.record(.toolIntended(ToolIntended(callId: call.logId, tool: call.name, arguments: call.arguments, attempt: 1)))
             conversation.openCalls[call.sourceId] = (call.logId, call.name, endUs)
-            state.openCallOwner[call.sourceId] = number
+            state.openCallOwner[call.sourceId, default: []].append(number)
         }
         conversation.lastOutcome = decision
         conversation.lastAnswered = state.requests + 1
@@ -355,6 +359,12 @@ public final class ExchangeRecorder: Sendable {
         return recorder
     }
 
+    /// Where a text that writes a call back (smolagents' `Calling tools: [{'id': 'call_1', …}]`)
+    /// names the call `id`: quoted, so that `call_1` is not found in `call_12`.
+    static func place(of id: String, in text: String) -> String.Index? {
+        (text.range(of: "'\(id)'") ?? text.range(of: "\"\(id)\""))?.lowerBound
+    }
+
     /// The most conversations kept by default: past it, the one answered longest ago with no call
     /// open is forgotten (a request continuing it later starts a new one), so a long run's
     /// bookkeeping stays bounded.
@@ -363,11 +373,15 @@ public final class ExchangeRecorder: Sendable {
     /// The number of the conversation `view` belongs to (the rule in the type's comment), made
     /// when it is new.
     private func conversation(for view: ModelRequestView, state: inout State) -> Int {
-        for result in view.results {
-            if let number = state.openCallOwner[result.callId] { return number }
+        // The newest results first: a request carries every earlier one again, and an id reused by
+        // another conversation (`call_1`) then belongs to the one whose call is open, newest first.
+        for result in view.results.reversed() {
+            if let number = state.openCallOwner[result.callId]?.last { return number }
         }
         if !view.echoes.isEmpty {
-            for (id, number) in state.openCallOwner where view.echoes.contains(where: { $0.callText.contains(id) }) { return number }
+            for id in state.openCallOwner.keys.sorted() where view.echoes.contains(where: { Self.place(of: id, in: $0.callText) != nil }) {
+                if let number = state.openCallOwner[id]?.last { return number }
+            }
         }
         let opening = view.system + "\u{0}" + (view.firstUserText ?? "")
         if let number = state.byOpening[opening]?.last(where: { (state.conversations[$0]?.lastMessageCount ?? .max) < view.messageCount }) {

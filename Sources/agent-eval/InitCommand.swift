@@ -119,6 +119,17 @@ struct InitCommand: AsyncParsableCommand {
         let project: ProjectTemplate.Project
         let outcome: CommandRecording.Outcome
         do {
+            // What the first run writes is checked with the templates' files: nothing is overwritten.
+            let root = directory.count > 1 && directory.hasSuffix("/") ? String(directory.dropLast()) : directory
+            let existing = [ExternalExample.cassette, ExternalExample.firstRunLog].filter {
+                FileManager.default.fileExists(atPath: root == "." ? $0 : root + "/" + $0)
+            }
+            guard existing.isEmpty else {
+                throw EvalError(
+                    .projectExists,
+                    "\(root == "." ? "this folder" : root) has \(existing.joined(separator: ", ")) already; init overwrites nothing",
+                    hint: "run init in a new folder (agent-eval init --external \(language) my-agent), or move those files away")
+            }
             let templates = try BundledFiles.templates()
             project = try await ProjectTemplate(
                 templates: [templates + "/init-common", templates + "/" + (ExternalExample.templates[language] ?? "")],
@@ -129,7 +140,9 @@ struct InitCommand: AsyncParsableCommand {
             } catch {
                 throw EvalError(
                     .writeFailed, "the project was written, but its agent could not be run once to record the model's answers",
-                    hint: "the agent needs python3 on PATH", cause: error as? any Diagnostic)
+                    hint: (error as? any Diagnostic)?.hint.map { "\($0) (the agent needs python3 on PATH)" }
+                        ?? "the agent needs python3 on PATH",
+                    cause: error as? any Diagnostic)
             }
             guard outcome.stop.reason == .success else {
                 throw EvalError(

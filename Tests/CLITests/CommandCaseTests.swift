@@ -134,6 +134,14 @@ struct CommandCaseTests {
           upstream: {openai: "http://127.0.0.1:9/v1"}
           logs: runs/*.jsonl.gz
           expected: {stopReason: success}
+        - caseId: unquoted-input
+          command: [python3, {input}]
+          input: hi
+          expected: {stopReason: success}
+        - caseId: inline-shell
+          command: [bash, -lc, "cd . && python3 agent.py"]
+          input: hi
+          expected: {stopReason: success}
         """.write(toFile: directory.path("cases.yaml"), atomically: true, encoding: .utf8)
         let result = try await agentEval(["check", directory.path("cases.yaml")])
         #expect(result.status == 2)
@@ -143,9 +151,11 @@ struct CommandCaseTests {
             (8, "timeout (seconds) must be between 1 and 86400, found 0"), (11, #"case "two-sources" has command and agent"#),
             (17, "runs no-such-program-xyz, which is not on PATH"), (21, "runs the script agents/missing.py, which is not there"),
             (25, #"case "stray-upstream" has upstream, which only a command case uses"#),
+            (29, "command[1] is {input} unquoted, which YAML reads as a mapping"),
         ] {
             #expect(result.stderr.contains(text), "\(text)\n\(result.stderr)")
             #expect(result.stderr.contains("\(file):\(line):"), "line \(line) for \(text)")
         }
+        #expect(!result.stderr.contains("inline-shell"), "a shell's -c text is no script: \(result.stderr)")
     }
 }

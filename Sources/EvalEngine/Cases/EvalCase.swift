@@ -130,9 +130,12 @@ extension ExternalCommand {
         let program = (arguments[0] as NSString).lastPathComponent
         guard interpreters.contains(program) || program.hasPrefix("python3.") else { return nil }
         for word in arguments.dropFirst() {
-            // `python3 -m package`, `node -e code`: no script file.
-            if ["-m", "-c", "-e", "--eval"].contains(word) { return nil }
+            // `python3 -m package`, `node -e code`, `bash -lc "…"`: no script file.
+            if word == "--eval" || word.hasPrefix("-") && !word.hasPrefix("--") && word.contains(where: { "mce".contains($0) }) {
+                return nil
+            }
             if word.hasPrefix("-") { continue }
+            if word.contains(where: \.isWhitespace) { return nil }
             let known = ["py", "js", "mjs", "cjs", "ts", "rb", "sh"]
             return known.contains((word as NSString).pathExtension) && !word.contains("{input}") ? word : nil
         }

@@ -197,7 +197,14 @@ public enum EvalCaseFile {
                 throw ConfigError(.invalidValue, "command is empty: give the program to run, then its arguments", at: node.location)
             }
             var arguments: [String] = []
-            for (index, item) in items.enumerated() { arguments.append(try item.string("command[\(index)]")) }
+            for (index, item) in items.enumerated() {
+                if case .mapping(let pairs) = item.content, pairs.count == 1, pairs[0].key == "input" {
+                    throw ConfigError(
+                        .invalidValue, "command[\(index)] is {input} unquoted, which YAML reads as a mapping", at: item.location,
+                        hint: "quote it: \"{input}\"")
+                }
+                arguments.append(try item.string("command[\(index)]"))
+            }
             guard !arguments[0].isEmpty else {
                 throw ConfigError(.invalidValue, "command[0], the program, is empty", at: items[0].location)
             }

@@ -80,7 +80,7 @@ extension EvalRunner {
             return cannotRun(
                 EvalError(
                     .commandFailed, "case \"\(evalCase.id)\": \(reason)", location: evalCase.location(ofKey: "command"),
-                    hint: (error as? any Diagnostic)?.hint ?? "check the program and its arguments in command:"))
+                    hint: "check the program and its arguments in command: (they run in the case file's folder, without a shell)"))
         }
         var result = await check(log: log, repeatIndex: repeatIndex, case: evalCase, options: options, judge: judge)
         if let step = outcome.missedStep {

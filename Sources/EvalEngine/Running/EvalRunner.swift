@@ -354,7 +354,9 @@ public struct EvalRunner: Sendable {
         if case .command = result.evalCase.source { isCommand = true }
         let runs = result.runs.filter { $0.error == nil && !(isCommand && $0.summary.availableTools.isEmpty) }
         guard !runs.isEmpty else { return nil }
-        let available = Set(runs.flatMap(\.summary.availableTools))
+        // A command declares its tools request by request (an orchestrator before its sub-agents):
+        // `run_started` holds the first request's, so the tools its runs called count too.
+        let available = Set(runs.flatMap { $0.summary.availableTools + (isCommand ? $0.summary.tools + $0.summary.attempted : []) })
         let known = runs.first?.summary.availableTools ?? []
         for tool in result.evalCase.expected.toolNames where !available.contains(tool) {
             let suggestion = ConfigNode.suggestion(for: tool, among: Array(available).sorted())
