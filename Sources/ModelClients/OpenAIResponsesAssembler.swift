@@ -1,9 +1,9 @@
 import AgentRuntime
 import TraceCore
 
-/// Assembles an OpenAI Responses API reply (`POST {base}/responses`, the OpenAI Agents SDK's
-/// default), streamed or whole, into the Chat Completions shape (`ReplyFormat.openAIChat`), so
-/// one reader of decisions serves both OpenAI APIs:
+/// Assembles an OpenAI Responses API reply (`POST {base}/responses`), streamed or whole, into
+/// the Chat Completions shape (`ReplyFormat.openAIChat`), so one reader of decisions serves both
+/// OpenAI APIs:
 /// - output items of type `message` give the text (their `output_text` parts) or a refusal;
 /// - items of type `function_call` give the tool calls (`call_id`, `name`, `arguments`);
 /// - the finish reason is `tool_calls` when there are calls, `length` when the response is

@@ -28,14 +28,9 @@ struct RecordFrameworkTests {
                     + arguments.dropFirst()
             case .node:
                 let node = try #require(
-                    Self.node(), "the Node.js agent needs node on PATH: scripts/bootstrap installs Debian's nodejs")
+                    Subprocess.which("node"), "the Node.js agent needs node on PATH: scripts/bootstrap installs Debian's nodejs")
                 return [node, ExampleRuns.fixtures.appendingPathComponent(arguments[0]).path] + arguments.dropFirst()
             }
-        }
-
-        static func node() -> String? {
-            let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-            return path.split(separator: ":").map { "\($0)/node" }.first { FileManager.default.isExecutableFile(atPath: $0) }
         }
     }
 

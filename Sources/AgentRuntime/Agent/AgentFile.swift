@@ -383,7 +383,7 @@ public enum AgentFile {
 
     /// Where `program` is: itself when it names a path (with a `/`) to an executable file, else
     /// the first executable of that name on this process's PATH; nil when there is none.
-    static func findProgram(_ program: String) -> String? {
+    public static func findProgram(_ program: String) -> String? {
         if program.contains("/") { return FileManager.default.isExecutableFile(atPath: program) ? program : nil }
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
         for folder in path.split(separator: ":") where FileManager.default.isExecutableFile(atPath: "\(folder)/\(program)") {

@@ -141,14 +141,4 @@ extension ExternalCommand {
         }
         return nil
     }
-
-    /// The file `PATH` finds for a program name, if any.
-    public static func searchPath(for program: String) -> String? {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
-        for directory in path.split(separator: ":") {
-            let candidate = "\(directory)/\(program)"
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-        }
-        return nil
-    }
 }

@@ -316,7 +316,7 @@ public struct ProjectCheck: Sendable {
                             "case \"\(evalCase.id)\" runs \(program), which is \(FileManager.default.fileExists(atPath: path) ? "not executable" : "not there") (\(path))",
                             location: place, hint: "paths in command: start from the case file's folder"))
                 }
-            } else if ExternalCommand.searchPath(for: program) == nil {
+            } else if AgentFile.findProgram(program) == nil {
                 problem(
                     in: evalCase.location.path, .error,
                     EvalError(
