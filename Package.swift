@@ -125,7 +125,8 @@ let package = Package(
         .target(
             name: "Catalog",
             dependencies: [
-                "TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "EvalEngine", .product(name: "GRDB", package: "GRDB.swift"),
+                "TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "EvalEngine", "Replay",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ],
             swiftSettings: strictSettings
@@ -144,10 +145,11 @@ let package = Package(
             dependencies: ["TraceCore", "TraceLog", "ConfigFile", "AgentRuntime"],
             swiftSettings: strictSettings
         ),
-        // Layer 3: replay: step-by-step rebuild with digest checks, the step index, diff, re-run.
+        // Layer 3: replay: step-by-step rebuild with digest checks, step tables (kept by the
+        // catalog, behind StepRecordStore), diff, re-run.
         .target(
             name: "Replay",
-            dependencies: ["TraceCore", "TraceLog", "AgentRuntime", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["TraceCore", "TraceLog", "AgentRuntime"],
             swiftSettings: strictSettings
         ),
         // Layer 3, above replay, pipelines and the eval engine: the HTML viewer. Runs, pipelines,
@@ -209,7 +211,7 @@ let package = Package(
         // `swift run -c release replay-benchmark` (see README, Performance).
         .executableTarget(
             name: "replay-benchmark",
-            dependencies: ["TraceCore", "TraceLog", "Replay", "TestSupport"],
+            dependencies: ["TraceCore", "TraceLog", "Replay", "Catalog", "TestSupport"],
             path: "Benchmarks/ReplayBenchmark",
             swiftSettings: strictSettings
         ),
@@ -324,7 +326,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CatalogTests",
-            dependencies: ["TraceCore", "TraceLog", "AgentRuntime", "EvalEngine", "Catalog", "TestSupport"],
+            dependencies: ["TraceCore", "TraceLog", "AgentRuntime", "EvalEngine", "Catalog", "Replay", "TestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -101,12 +101,12 @@ struct BoundRow {
     }
 
     /// `SQLITE_TRANSIENT`: SQLite copies the bytes before the call returns.
-    private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+    static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 }
 
 /// One row of a statement being stepped by `BoundRow.forEachRow`; valid only inside its call.
 struct ResultRow {
-    fileprivate let handle: SQLiteStatement
+    let handle: SQLiteStatement
 
     func int(_ column: CInt) -> Int { Int(sqlite3_column_int64(handle, column)) }
 

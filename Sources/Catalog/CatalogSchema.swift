@@ -6,7 +6,38 @@ enum CatalogSchema {
     /// The version this build writes and reads.
     static var version: Int { migrations.count }
 
-    static let migrations: [String] = [version1, version2, version3, version4, version5, version6, version7]
+    static let migrations: [String] = [version1, version2, version3, version4, version5, version6, version7, version8]
+
+    /// Version 8: the step table of each log (`replay --step`, the interactive replay), which
+    /// lived in a file of its own format in a cache directory before. `index` fills it in the
+    /// pass it makes over a log read from its start, and `replay` when it finds none that fits
+    /// the file. `step_logs` holds the identity of the file the steps were made from and the
+    /// version of their records (`StepTable.format`); anything else is made again.
+    static let version8 = """
+        CREATE TABLE step_logs (
+            path TEXT PRIMARY KEY,
+            format INTEGER NOT NULL,
+            size INTEGER NOT NULL,
+            mtime_ns INTEGER NOT NULL,
+            tail_offset INTEGER NOT NULL,
+            tail_end INTEGER NOT NULL,
+            tail_hash TEXT NOT NULL,
+            run_id TEXT NOT NULL,
+            steps INTEGER NOT NULL,
+            digests_checked INTEGER NOT NULL,
+            digest_mismatches INTEGER NOT NULL
+        ) STRICT;
+
+        CREATE TABLE steps (
+            path TEXT NOT NULL REFERENCES step_logs (path) ON DELETE CASCADE,
+            ordinal INTEGER NOT NULL,
+            step INTEGER NOT NULL,
+            has_problem INTEGER NOT NULL,
+            record TEXT NOT NULL,
+            PRIMARY KEY (path, ordinal)
+        ) STRICT, WITHOUT ROWID;
+        CREATE INDEX steps_by_step ON steps (path, step, ordinal);
+        """
 
     /// Version 7: the digest of each case's file as the suite run found it. `history` called a
     /// case flaky when it passed once and then failed twice on the same commit after its file

@@ -1,5 +1,7 @@
+import ConfigFile
 import Foundation
 import GRDB
+import Replay
 import TraceCore
 import TraceLog
 
@@ -46,6 +48,8 @@ extension Catalog {
     /// Calls kept in memory before settled ones are written out and dropped, so indexing a
     /// log of any length holds a bounded state.
     static let callsHeldInMemory = 512
+    /// Steps of a log's step table `index` makes in its read, at most (see `LogIndexer.steps`).
+    static let stepsHeldInMemory = 4096
 
     /// The most decompressed bytes one gzip member of a log may hold when the catalog reads it
     /// (`index --max-member-mib`): the reader's memory per log follows it, so a log that
@@ -118,6 +122,7 @@ extension Catalog {
             let logId = try Self.startRows(of: path, known: known, keepingCallsBelow: prepared.keepsCallsBelow, in: db)
             try pending.take(&prepared.rows, logId: logId, in: db)
             try prepared.row.write(logId: logId, in: db)
+            try Self.writeSteps(prepared.steps, of: path, row: prepared.row, in: db)
             return prepared.indexed
         }
         let plan = ReadPlan(known: known, path: path, now: stamp)
@@ -128,9 +133,20 @@ extension Catalog {
         var rows = indexer.rows
         try pending.take(&rows, logId: logId, in: db)
         try row.write(logId: logId, in: db)
+        try Self.writeSteps(indexer.takeSteps(row: row), of: path, row: row, in: db)
         return IndexedLog(
             path: path, change: plan.change, status: row.status, problem: row.problem, eventsRead: indexer.eventsRead,
             problemCode: indexer.damageCode)
+    }
+
+    /// Keeps the step table made in the read of the log at `path` under its row's identity, or
+    /// drops the one kept before when the read made none.
+    static func writeSteps(_ steps: StepTable?, of path: String, row: LogRow, in db: Database) throws {
+        guard let steps else { return try CatalogStepStore.forget(path: path, in: db) }
+        let identity = LogFingerprint(
+            stamp: FileStamp(size: row.size, mtimeNs: row.mtimeNs), tailOffset: row.tailOffset, tailEnd: row.tailEnd,
+            tailHash: row.tailHash)
+        try CatalogStepStore.write(steps, path: path, fingerprint: identity, in: db)
     }
 
     /// A log whose rows SQLite refused (a value over its length limit, say), found inside the
@@ -216,7 +232,7 @@ extension Catalog {
             basis: PreparedLog.Basis(known), keepsCallsBelow: plan.resume?.callBase, rows: indexer.rows, row: row,
             indexed: IndexedLog(
                 path: path, change: plan.change, status: row.status, problem: row.problem, eventsRead: indexer.eventsRead,
-                problemCode: indexer.damageCode))
+                problemCode: indexer.damageCode), steps: indexer.takeSteps(row: row))
         return (nil, prepared)
     }
 
@@ -248,50 +264,8 @@ extension Catalog {
     /// Microseconds since 1970, as the catalog stores times.
     public static func nowUs() -> Int { Int(Date().timeIntervalSince1970 * 1_000_000) }
 
-    /// The working directory, straight from `getcwd` (cheaper than asking Foundation: a suite
-    /// asks once per log).
-    static func currentDirectory() -> String {
-        withUnsafeTemporaryAllocation(of: CChar.self, capacity: Int(PATH_MAX) + 1) { buffer in
-            guard let base = buffer.baseAddress, getcwd(base, buffer.count) != nil else { return FileManager.default.currentDirectoryPath }
-            return String(decoding: UnsafeRawBufferPointer(start: base, count: strlen(base)), as: UTF8.self)
-        }
-    }
-
-    /// Whether an absolute path has no empty, `.` or `..` component (no `//`, no trailing `/`):
-    /// what `absolute` would give back unchanged.
-    static func isStandard(_ path: String) -> Bool {
-        var componentLength = 0
-        var dots = 0
-        for (index, byte) in path.utf8.enumerated() {
-            if byte == UInt8(ascii: "/") {
-                if index > 0 && (componentLength == 0 || componentLength == dots && dots <= 2) { return false }
-                componentLength = 0
-                dots = 0
-            } else {
-                if index == 0 { return false }
-                componentLength += 1
-                if byte == UInt8(ascii: ".") { dots += 1 }
-            }
-        }
-        return path.utf8.count == 1 || !(componentLength == 0 || componentLength == dots && dots <= 2)
-    }
-
-    /// `path` made absolute and standard, the key of a log in the catalog.
-    public static func absolute(_ path: String) -> String {
-        let absolute = path.hasPrefix("/") ? path : currentDirectory() + "/" + path
-        // Most paths are standard already (a suite asks once per log).
-        if isStandard(absolute) { return absolute }
-        // `.`, `..` and empty components folded away (symbolic links are kept as they are).
-        var components: [Substring] = []
-        for component in absolute.split(separator: "/", omittingEmptySubsequences: true) {
-            switch component {
-            case ".": continue
-            case "..": _ = components.popLast()
-            default: components.append(component)
-            }
-        }
-        return "/" + components.joined(separator: "/")
-    }
+    /// `path` made absolute and standard, the key of a log in the catalog (`ConfigPath.absolute`).
+    public static func absolute(_ path: String) -> String { ConfigPath.absolute(path) }
 }
 
 /// A log's row as the catalog holds it, for the identity check.
@@ -362,6 +336,8 @@ struct PreparedLog: Sendable {
     var rows: [CallRow]
     var row: LogRow
     var indexed: IndexedLog
+    /// The log's step table, made in the same read (nil for a read on from where it stopped).
+    var steps: StepTable?
 }
 
 /// Where a later index picks up a log that grows: a member's start, the chain just before it,
@@ -443,6 +419,12 @@ struct LogIndexer {
     /// The start of the member being read, with the state before it.
     private var memberStart: ResumePoint?
     private var lastEvent: (sequence: Int, hash: String, memberIndex: Int, runId: String)?
+    /// Replay's step table, made from the same events when the log is read from its start (a
+    /// read on from where the last stopped has not the whole state the digests need). Given up
+    /// once the log proves longer than a read may hold (`Catalog.callsHeldInMemory` calls,
+    /// `Catalog.stepsHeldInMemory` steps): the table needs the whole state, and `index` holds a
+    /// bounded one; `replay` makes such a log's table when it is first asked for a step.
+    private var steps: StepTableBuilder?
 
     init(path: String, memberLimit: Int = Catalog.defaultMemberLimit, spill: @escaping (inout [CallRow]) throws -> Void) {
         self.path = path
@@ -457,6 +439,7 @@ struct LogIndexer {
             callBase = resume.callBase
             members = (storedTailOffset, resume.position.memberOffset)
         }
+        if resume == nil { steps = StepTableBuilder(log: path) }
         // The fold reads no context packet's text: it is checked, not made.
         let reader = LogReader(path: path, options: .init(memberContentLimit: memberLimit, keepsPacketText: false))
         do {
@@ -472,6 +455,7 @@ struct LogIndexer {
         } catch let error as LogError {
             damage = error.description
             damageCode = error.diagnosticCode
+            steps = nil
         }
     }
 
@@ -485,6 +469,8 @@ struct LogIndexer {
                     previousHash: event.previousHash, runId: event.runId), callBase: callBase, state: state)
         }
         RunState.reduce(into: &state, event)
+        steps?.add(recorded)
+        if let count = steps?.stepCount, count > Catalog.stepsHeldInMemory { steps = nil }
         eventsRead += 1
         lastEvent = (event.sequence, recorded.hash, recorded.location.memberIndex, event.runId)
         if case .stepEnded = event.payload, state.calls.count >= Catalog.callsHeldInMemory { try dropSettledCalls() }
@@ -496,6 +482,7 @@ struct LogIndexer {
     private mutating func dropSettledCalls() throws {
         let settled = state.calls.prefix { !$0.isAwaitingApproval && $0.attempts == $0.results.count }.count
         guard settled > 0 else { return }
+        steps = nil
         for index in 0..<settled { rows.append(row(of: state.calls[index], ordinal: callBase + index)) }
         state.calls.removeFirst(settled)
         callBase += settled
@@ -512,6 +499,14 @@ struct LogIndexer {
             approval: call.approval.map { $0.isGranted ? "granted" : "refused" }, approver: call.approval?.approver,
             attempts: call.attempts, status: last?.status.rawValue, durationUs: call.results.reduce(0) { $0 + $1.durationUs },
             error: last?.error)
+    }
+
+    /// The step table made in the read, for a log read whole from its start that did not change
+    /// meanwhile (`row`, from `finish`, is its identity); nil otherwise.
+    mutating func takeSteps(row: LogRow) -> StepTable? {
+        defer { steps = nil }
+        guard row.size >= 0, row.status != .damaged else { return nil }
+        return try? steps?.finish()
     }
 
     /// Makes the rows of the calls still held (in `rows`, after any not handed over yet) and the

@@ -23,8 +23,12 @@ public struct ReplayStep: Sendable {
         self.problems = problems
     }
 
-    public var firstSequence: Int { events.first?.event.sequence ?? 0 }
-    public var lastSequence: Int { events.last?.event.sequence ?? 0 }
+    /// The sequence numbers of a step folded without its events (`ReplayFold(keepsEvents: false)`).
+    var firstEventSequence: Int?
+    var lastEventSequence: Int?
+
+    public var firstSequence: Int { events.first?.event.sequence ?? firstEventSequence ?? 0 }
+    public var lastSequence: Int { events.last?.event.sequence ?? lastEventSequence ?? 0 }
     /// Whether the step holds something worth stopping at (replay's "next failure").
     public var hasProblem: Bool { !problems.isEmpty }
 }

@@ -33,66 +33,24 @@ public struct Replayer: Sendable {
     /// first event was complete holds no run to rebuild.
     @discardableResult
     public func replay(until last: Int? = nil, _ body: (ReplayStep, RunState) throws -> Bool) throws -> Result {
-        var state = RunState()
-        var digester = StateDigester()
+        var fold = ReplayFold(log: path)
         var result = Result(state: RunState(), read: ReadSummary())
-        var current: ReplayStep?
-        var stopped = false
-        // A long log's outputs go back to the log as the replay passes them (read back when
-        // looked at).
-        var stored = StoredOutputs(log: path)
-
-        func finish() throws {
-            guard var step = current else { return }
-            step.after = StateSummary(state)
-            current = nil
-            result.stepsReplayed += 1
-            if try !body(step, state) { stopped = true }
-        }
-
         struct Stop: Error {}
         do {
             result.read = try LogReader(path: path, options: LogReader.Options(resolvesContextPackets: true)).forEachEvent { recorded in
-                let event = recorded.event
-                if let step = current?.step, step != event.step {
-                    try finish()
-                    if stopped { throw Stop() }
-                }
-                if let last, event.step > last { throw Stop() }
-                if current == nil {
-                    let summary = StateSummary(state)
-                    current = ReplayStep(step: event.step, events: [], before: summary, after: summary, digests: [], problems: [])
-                }
-                var problems = StepProblem.problems(of: event)
-                if case .stepEnded(let ended) = event.payload {
-                    let check = DigestCheck(sequence: event.sequence, recorded: ended.stateDigest, computed: digester.digest(of: state))
-                    result.digestsChecked += 1
-                    current?.digests.append(check)
-                    if !check.isMatch {
-                        result.digestMismatches.append(check)
-                        problems.append(
-                            StepProblem(
-                                kind: .digestMismatch, sequence: event.sequence,
-                                message: "the recorded state digest \(ended.stateDigest.prefix(19))… differs from the rebuilt state's "
-                                    + "\(check.computed.prefix(19))…: the log was written by code whose fold differs from this one"))
-                    }
-                }
-                let anomaliesBefore = state.anomalies.count
-                let change = RunState.reduce(into: &state, event)
-                digester.track(change)
-                stored.folded(recorded, change: change, into: &state)
-                for anomaly in state.anomalies[anomaliesBefore...] {
-                    problems.append(StepProblem(kind: .anomaly, sequence: anomaly.sequence, message: anomaly.message))
-                }
-                current?.events.append(recorded)
-                current?.problems.append(contentsOf: problems)
+                if fold.startsNewStep(recorded.event), let step = fold.finishStep(), try !body(step, fold.state) { throw Stop() }
+                if let last, recorded.event.step > last { throw Stop() }
+                fold.add(recorded)
             }
-            try finish()
+            if let step = fold.finishStep() { _ = try body(step, fold.state) }
             // No event is no run: nothing to rebuild, and nothing that could match.
-            if result.stepsReplayed == 0 { throw LogError.noEvent(in: path, tear: result.read.tear) }
+            if fold.stepsReplayed == 0 { throw LogError.noEvent(in: path, tear: result.read.tear) }
         } catch is Stop {}
-        if let failure = stored.store?.failure { throw failure }
-        result.state = state
+        if let failure = fold.storeFailure { throw failure }
+        result.state = fold.state
+        result.digestsChecked = fold.digestsChecked
+        result.digestMismatches = fold.digestMismatches
+        result.stepsReplayed = fold.stepsReplayed
         return result
     }
 

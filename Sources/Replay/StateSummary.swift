@@ -87,6 +87,39 @@ public struct StateSummary: Sendable, Hashable {
         return object.json
     }
 
+    /// The summary read back from `json` (a stored step record); nil when a count is missing
+    /// or a value is of another kind.
+    public init?(json: JSONValue) {
+        func int(_ key: String) -> Int? { if case .int(let value)? = json[key] { value } else { nil } }
+        let counts: [WritableKeyPath<StateSummary, Int>: String] = [
+            \.eventCount: "event_count", \.step: "step", \.stepsCompleted: "steps_completed", \.contextPackets: "context_packets",
+            \.decisions: "decisions", \.invalidDecisions: "invalid_decisions", \.calls: "calls", \.executedCalls: "executed_calls",
+            \.deniedCalls: "denied_calls", \.awaitingApproval: "awaiting_approval", \.toolAttempts: "tool_attempts",
+            \.failedAttempts: "failed_attempts", \.inputTokens: "input_tokens", \.outputTokens: "output_tokens",
+            \.modelLatencyUs: "model_latency_us", \.toolTimeUs: "tool_time_us", \.contents: "contents", \.anomalies: "anomalies",
+            \.resumes: "resumes",
+        ]
+        for (path, key) in counts {
+            guard let value = int(key) else { return nil }
+            self[keyPath: path] = value
+        }
+        switch json["cost_usd"] {
+        case .int(let dollars)?: costMicroUSD = dollars * 1_000_000
+        case .double(let dollars)?: costMicroUSD = Int((dollars * 1_000_000).rounded())
+        default: return nil
+        }
+        func value<E: RawRepresentable<String>>(_ key: String) -> E?? {
+            switch json[key] {
+            case .null?, nil: return .some(nil)
+            case .string(let raw)?: return E(rawValue: raw).map { .some($0) }
+            default: return nil
+            }
+        }
+        guard let stop: StopReason? = value("stop_reason"), let limit: LimitKind? = value("limit") else { return nil }
+        stopReason = stop
+        self.limit = limit
+    }
+
     /// What changed from `before` to this summary, as short phrases.
     public func changes(since before: StateSummary) -> [String] {
         var phrases: [String] = []

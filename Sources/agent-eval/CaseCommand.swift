@@ -1,4 +1,5 @@
 public import ArgumentParser
+import ConfigFile
 import EvalEngine
 import Foundation
 import TraceCore
@@ -86,10 +87,8 @@ struct CaseFromLogCommand: ParsableCommand {
 
 /// `path` as seen from `directory` (both taken from the current directory when relative).
 func relativePath(_ path: String, from directory: String) -> String {
-    let cwd = FileManager.default.currentDirectoryPath
     func absolute(_ p: String) -> [String] {
-        let full = p.hasPrefix("/") ? p : (cwd as NSString).appendingPathComponent(p.isEmpty ? "." : p)
-        return (full as NSString).standardizingPath.split(separator: "/").map(String.init)
+        ConfigPath.absolute(p.isEmpty ? "." : p).split(separator: "/").map(String.init)
     }
     let target = absolute(path)
     let base = absolute(directory)

@@ -40,11 +40,18 @@ struct CatalogUse: ParsableArguments {
     /// The catalog, or nil with --no-catalog. A catalog that cannot be opened is a warning
     /// here, not a failure: the run itself does not need it.
     func openIfWanted() -> Catalog? {
-        guard !noCatalog else { return nil }
-        let path = location.path
+        noCatalog ? nil : location.openOrWarn()
+    }
+}
+
+extension CatalogArguments {
+    /// The catalog, for a command that can do without it: one that cannot be opened is a
+    /// warning, and nil.
+    func openOrWarn() -> Catalog? {
+        let path = self.path
         // Where a command leaves data it found on its own is worth saying once: it may be a
         // parent folder. A path the user gave (--catalog, AGENT_EVAL_CATALOG) needs no note.
-        let isFound = location.catalog == nil && (ProcessInfo.processInfo.environment["AGENT_EVAL_CATALOG"] ?? "").isEmpty
+        let isFound = catalog == nil && (ProcessInfo.processInfo.environment["AGENT_EVAL_CATALOG"] ?? "").isEmpty
         let isNew = isFound && !FileManager.default.fileExists(atPath: path)
         do {
             let catalog = try Catalog(path: path)

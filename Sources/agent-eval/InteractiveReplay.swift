@@ -8,18 +8,19 @@ import Replay
 #endif
 
 /// Interactive stepping through a log on a terminal: one step per screen, sized to the
-/// terminal (80x24 works), read through the step index so any step shows at once.
+/// terminal (80x24 works), read through the log's step table so any step shows at once.
 ///
 /// Keys: n / → / Enter next step, p / ← previous, g then a number and Enter jumps, f the next
 /// step with a failure (denied call, tool error, rejected reply, limit), v payloads in full,
 /// j / k or ↓ / ↑ scroll a long step, q or Ctrl-C quits.
 struct InteractiveReplay {
     let log: String
+    let store: (any StepRecordStore)?
 
     func run() throws {
         let index: StepIndex
         do {
-            index = try StepIndex.open(log: log).index
+            index = try StepIndex.open(log: log, store: store).index
         } catch {
             throw diagnose(error)
         }

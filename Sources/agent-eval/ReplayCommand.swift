@@ -1,4 +1,5 @@
 import ArgumentParser
+import Catalog
 import Foundation
 import Replay
 import TraceCore
@@ -25,10 +26,10 @@ struct ReplayCommand: AsyncParsableCommand {
             On a terminal (without --step, --until, --json or --plain) replay is interactive: n/p next and \
             previous step, g to jump to a step, f to the next failure, v to show payloads in full, q to quit.
 
-            --step N reads one step through a step index kept in a cache directory (\
-            $AGENT_EVAL_CACHE_DIR, else ~/.cache/agent-eval): only the gzip member holding the step is read, \
-            and the state's counters at the step's end come from the index. The index is rebuilt when missing \
-            or when the log changed.
+            --step N reads one step through the log's step table in the catalog (made by `index`, or by the \
+            first replay of the log, and made again when the log changed): only the gzip member holding the \
+            step is read, and the state's counters at the step's end come from the table. With --no-catalog the \
+            table is made in memory by a full replay.
 
             --rerun --agent FILE is `agent-eval rerun LOG --agent FILE` (see its help); it takes no other \
             replay option.
@@ -69,6 +70,11 @@ struct ReplayCommand: AsyncParsableCommand {
     @Option(help: "The agent file for --rerun.")
     var agent: String?
 
+    @OptionGroup var catalog: CatalogArguments
+
+    @Flag(help: "Keep no step table in the catalog: make it in memory by a full replay.")
+    var noCatalog = false
+
     func validate() throws {
         if step != nil && until != nil { throw ValidationError("--step and --until do not go together") }
         if rerun && agent == nil { throw ValidationError("--rerun needs --agent <file>: the agent as it is now") }
@@ -100,7 +106,7 @@ struct ReplayCommand: AsyncParsableCommand {
             return
         }
         if !json && !plain && until == nil && isatty(1) == 1 && isatty(0) == 1 {
-            try InteractiveReplay(log: log).run()
+            try InteractiveReplay(log: log, store: stepStore()).run()
             return
         }
         try replayAll()
@@ -109,7 +115,7 @@ struct ReplayCommand: AsyncParsableCommand {
     func showStep(_ number: Int) throws {
         let index: StepIndex
         do {
-            index = try StepIndex.open(log: log).index
+            index = try StepIndex.open(log: log, store: stepStore()).index
         } catch {
             throw diagnose(error)
         }
@@ -145,6 +151,12 @@ struct ReplayCommand: AsyncParsableCommand {
             output.flush()
         }
         throw step.digests.contains { !$0.isMatch } ? Exit.failure : Exit.success
+    }
+
+    /// Where step tables are kept: the catalog's, unless --no-catalog. A catalog that cannot be
+    /// read or written only means the table is made in memory.
+    func stepStore() -> CatalogStepStore? {
+        noCatalog ? nil : CatalogStepStore(path: catalog.path)
     }
 
     /// Micro-dollars as dollars with all six decimals, never in exponent form ($1e-06 before).

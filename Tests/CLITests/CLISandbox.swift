@@ -20,7 +20,7 @@ struct CLISandbox {
 
     /// Runs `agent-eval` in the sandbox.
     func run(_ arguments: [String]) async throws -> ProcessResult {
-        try await agentEval(arguments, in: directory.url, environment: ["AGENT_EVAL_CACHE_DIR": directory.path(".cache"), "NO_COLOR": "1"])
+        try await agentEval(arguments, in: directory.url, environment: ["NO_COLOR": "1"])
     }
 
     /// Output with what legitimately differs between runs replaced: the sandbox's path,

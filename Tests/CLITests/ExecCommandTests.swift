@@ -162,7 +162,7 @@ struct ExecCommandTests {
             let agent = directory.path("agent.yaml")
             _ = try await agentEval(["exec", "--agent", agent, "--input", "Order A-1042 arrived broken.", "--log", log])
             let resumed = try await agentEval(["exec", "--agent", agent, "--resume", log, "--approve", "call-3"])
-            let replay = try await agentEval(["replay", "--plain", log], environment: ["AGENT_EVAL_CACHE_DIR": directory.path("cache")])
+            let replay = try await agentEval(["replay", "--plain", log])
             for output in [resumed.stdoutText, replay.stdoutText] {
                 #expect(!output.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 || $0 == "\r" })
                 #expect(output.contains("\\x1b]0;pwned\\x07\\x1b[2J\\x0dI have refunded"), "\(output)")
@@ -353,7 +353,7 @@ struct ExecCommandTests {
             """.write(toFile: folder + "/leaky.model.yaml", atomically: true, encoding: .utf8)
             try "caseId: leaky\nagent: agent/agent.yaml\ninput: go\nexpected: {toolsCalled: [leak]}\n".write(
                 toFile: directory.path("case.yaml"), atomically: true, encoding: .utf8)
-            let environment = ["PLANTED_TOKEN": envSecret, "AGENT_EVAL_CACHE_DIR": directory.path("written/cache")]
+            let environment = ["PLANTED_TOKEN": envSecret, "AGENT_EVAL_CATALOG": directory.path("written/catalog.sqlite")]
             let run = try await agentEval(
                 [
                     "run", directory.path("case.yaml"), "--out", directory.path("written/runs"), "--json-out",
@@ -377,7 +377,7 @@ struct ExecCommandTests {
                     ? try await Subprocess.run(gzipPath, ["-dc", path]).stdout : [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
                 written += String(decoding: bytes, as: UTF8.self)
             }
-            #expect(files.contains { $0.hasSuffix(".idx") }, "the step index cache was written")
+            #expect(files.contains("catalog.sqlite"), "the catalog, with the step table replay kept, was written")
             for secret in [envSecret, apiKey, password, "eyJhbGciOiJIUzI1NiJ9.planted"] {
                 #expect(!written.contains(secret), "\(secret) leaked")
             }

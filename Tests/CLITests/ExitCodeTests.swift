@@ -73,7 +73,7 @@ struct ExitCodeTests {
                 default: argument
                 }
             }
-            let result = try await agentEval(arguments, environment: ["AGENT_EVAL_CACHE_DIR": directory.path("cache")])
+            let result = try await agentEval(arguments, environment: ["AGENT_EVAL_CATALOG": directory.path("catalog.sqlite")])
             #expect(result.status == row.status, "stderr: \(result.stderr)")
             if row.status == 2 {
                 // `run` explains a case that could not run in its report on standard output.

@@ -48,7 +48,7 @@ struct ReplayCommandTests {
     @Test("--step N shows that step and the state at its end; --json is machine-readable")
     func oneStep() async throws {
         try await TemporaryDirectory.with { directory in
-            let environment = ["AGENT_EVAL_CACHE_DIR": directory.url.path]
+            let environment = ["AGENT_EVAL_CATALOG": directory.path("catalog.sqlite")]
             let text = try await agentEval(["replay", runFixture("research-budget.jsonl.gz"), "--step", "3"], environment: environment)
             #expect(text.status == 0)
             #expect(text.stdoutText.hasPrefix("── step 3 · seq 21–29"))
@@ -92,7 +92,7 @@ struct ReplayCommandTests {
             for arguments in [
                 ["replay", log, "--plain"], ["replay", log, "--json"], ["replay", log, "--step", "1"], ["log", "verify", log],
             ] {
-                let result = try await agentEval(arguments, environment: ["AGENT_EVAL_CACHE_DIR": directory.path("cache")])
+                let result = try await agentEval(arguments, environment: ["AGENT_EVAL_CATALOG": directory.path("catalog.sqlite")])
                 #expect(result.status == 2, "\(arguments)")
                 #expect(
                     result.stderr.hasPrefix("error: the file is empty (0 bytes): it holds no gzip member and no event\n"),
@@ -202,7 +202,8 @@ struct ReplayCommandTests {
     func interactive() throws {
         try TemporaryDirectory.with { directory in
             let session = try PseudoTerminalSession(
-                arguments: ["replay", runFixture("support-refund.jsonl.gz")], environment: ["AGENT_EVAL_CACHE_DIR": directory.url.path])
+                arguments: ["replay", runFixture("support-refund.jsonl.gz")],
+                environment: ["AGENT_EVAL_CATALOG": directory.path("catalog.sqlite")])
             try session.waitFor("step 0 (1/5)")
             try session.send("n")
             try session.waitFor("step 1 (2/5)")

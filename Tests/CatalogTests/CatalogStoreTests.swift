@@ -136,28 +136,6 @@ struct CatalogStoreTests {
         }
     }
 
-    @Test("a log's catalog key is its path made standard: paths already standard come back as they are, others are folded")
-    func absolutePaths() {
-        // The reference: fold `.`, `..` and empty components.
-        func folded(_ path: String) -> String {
-            var kept: [Substring] = []
-            for component in path.split(separator: "/", omittingEmptySubsequences: true) {
-                if component == "." { continue }
-                if component == ".." { _ = kept.popLast() } else { kept.append(component) }
-            }
-            return "/" + kept.joined(separator: "/")
-        }
-        var generator = SeededGenerator(seed: 11)
-        let pieces = ["a", "b.c", ".", "..", "", "...", ".x", "x.", "é"]
-        for _ in 0..<3000 {
-            let count = Int.random(in: 0...5, using: &generator)
-            let path = "/" + (0..<count).map { _ in pieces.randomElement(using: &generator)! }.joined(separator: "/")
-            #expect(Catalog.absolute(path) == folded(path), "\(path)")
-            #expect(Catalog.isStandard(path) == (folded(path) == path), "\(path)")
-        }
-        #expect(Catalog.absolute("x/./y") == folded(Catalog.currentDirectory() + "/x/y"))
-    }
-
     @Test("a check result is reused only for the same log, case file and options, and equals a fresh check")
     func checkResultsAreNeverStale() async throws {
         try await TemporaryDirectory.with { directory in
@@ -492,7 +470,7 @@ struct CatalogStoreTests {
                 #expect(error.code == .queryFailed)
                 #expect(error.message == "the statement cannot run: \(detail)")
                 #expect(error.location == nil)
-                #expect(error.hint?.contains("logs, run_calls, suite_runs") == true, "\(error.hint ?? "")")
+                #expect(error.hint?.contains("logs, run_calls, step_logs, steps, suite_runs") == true, "\(error.hint ?? "")")
             }
         }
     }

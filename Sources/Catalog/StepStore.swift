@@ -1,0 +1,216 @@
+import GRDB
+import GRDBSQLite
+public import Replay
+import Synchronization
+import TraceCore
+public import TraceLog
+
+/// The catalog's step tables (`step_logs` and `steps`), behind Replay's `StepRecordStore`:
+/// `replay --step N` reads one row, and the interactive replay a row per step shown. Tables are
+/// kept per log path with the identity of the file they were made from; a table whose file
+/// changed, or of another `StepTable.format`, is not handed out (and is replaced when made again).
+///
+/// Made with a catalog's path, the store reads through one read-only SQLite connection of its
+/// own and opens the catalog (creating or migrating it) only to keep a table: opening the
+/// catalog itself costs about 2.4 ms (a connection pool, the schema version checked), a bare
+/// read-only connection about 0.05 ms and its first query 0.4 ms (the schema read), and
+/// `replay --step N` should take under 2 ms in all (`replay-benchmark`).
+public struct CatalogStepStore: StepRecordStore {
+    private let access: Access
+
+    public init(catalog: Catalog) {
+        access = .catalog(catalog)
+    }
+
+    /// A store over the catalog file at `path`, opened when first needed.
+    public init(path: String) {
+        access = .file(path, ReadOnlyConnection())
+    }
+
+    public func steps(of log: String) throws -> (any StepRecordSource)? {
+        let path = Catalog.absolute(log)
+        guard let now = FileStamp(path: path) else { return nil }
+        var header: KeptSteps?
+        try access.query(
+            """
+            SELECT format, size, mtime_ns, tail_offset, tail_end, tail_hash, run_id, steps, digests_checked, digest_mismatches
+            FROM step_logs WHERE path = ?
+            """, [.text(path)]
+        ) { row in
+            let identity = LogFingerprint(
+                stamp: FileStamp(size: row.int(1), mtimeNs: row.int(2)), tailOffset: row.int(3), tailEnd: row.int(4), tailHash: row.text(5))
+            guard row.int(0) == StepTable.format, identity.matches(path, now: now) else { return }
+            header = KeptSteps(
+                access: access, path: path, runId: row.text(6), stepCount: row.int(7), digestsChecked: row.int(8),
+                digestMismatches: row.int(9))
+        }
+        return header
+    }
+
+    public func keep(_ table: StepTable, of log: String, fingerprint: LogFingerprint) throws {
+        let path = Catalog.absolute(log)
+        let catalog: Catalog
+        switch access {
+        case .catalog(let open): catalog = open
+        case .file(let file, _): catalog = try Catalog(path: file)
+        }
+        try catalog.write { db in try Self.write(table, path: path, fingerprint: fingerprint, in: db) }
+    }
+
+    /// Replaces the step table of the log at the absolute `path` inside the transaction `db`.
+    static func write(_ table: StepTable, path: String, fingerprint: LogFingerprint, in db: Database) throws {
+        try forget(path: path, in: db)
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO step_logs (path, format, size, mtime_ns, tail_offset, tail_end, tail_hash, run_id, steps, digests_checked,
+                    digest_mismatches)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """
+        ).execute(arguments: [
+            path, StepTable.format, fingerprint.stamp.size, fingerprint.stamp.mtimeNs, fingerprint.tailOffset, fingerprint.tailEnd,
+            fingerprint.tailHash, table.runId, table.records.count, table.digestsChecked, table.digestMismatches,
+        ])
+        let insert = try db.cachedStatement(sql: "INSERT INTO steps (path, ordinal, step, has_problem, record) VALUES (?, ?, ?, ?, ?)")
+        for (ordinal, record) in table.records.enumerated() {
+            try BoundRow.execute(insert, in: db) { row in
+                row.bind(path)
+                row.bind(ordinal)
+                row.bind(record.step)
+                row.bind(record.hasProblem ? 1 : 0)
+                row.bind(JSONWriter.encodeString(record.storedJSON))
+            }
+        }
+    }
+
+    /// Drops the step table of the log at the absolute `path` (a log read on from where it
+    /// stopped keeps none: its steps are made again when asked for).
+    static func forget(path: String, in db: Database) throws {
+        try db.cachedStatement(sql: "DELETE FROM steps WHERE path = ?").execute(arguments: [path])
+        try db.cachedStatement(sql: "DELETE FROM step_logs WHERE path = ?").execute(arguments: [path])
+    }
+}
+
+/// A value bound to a query's parameter.
+enum QueryArgument: Sendable {
+    case int(Int)
+    case text(String)
+}
+
+/// How a store reaches the catalog: an open one, or its file through a read-only connection
+/// opened on the first read.
+enum Access: Sendable {
+    case catalog(Catalog)
+    case file(String, ReadOnlyConnection)
+
+    /// Runs `sql` with `arguments`, calling `body` with each row.
+    func query(_ sql: String, _ arguments: [QueryArgument], _ body: (ResultRow) throws -> Void) throws {
+        switch self {
+        case .catalog(let catalog):
+            try catalog.read { db in
+                try BoundRow.forEachRow(
+                    db.cachedStatement(sql: sql), in: db,
+                    bind: { row in
+                        for argument in arguments {
+                            switch argument {
+                            case .int(let value): row.bind(value)
+                            case .text(let value): row.bind(value)
+                            }
+                        }
+                    }, body)
+            }
+        case .file(let path, let connection):
+            try connection.query(path: path, sql, arguments, body)
+        }
+    }
+
+    /// The first column of the first row, as an integer.
+    func int(_ sql: String, _ arguments: [QueryArgument]) throws -> Int? {
+        var found: Int?
+        try query(sql, arguments) { row in if found == nil { found = row.int(0) } }
+        return found
+    }
+}
+
+/// One read-only SQLite connection to a catalog file, through the C API, opened on first use
+/// and kept: GRDB's read-only `DatabaseQueue` took 0.56 ms to open (its own setup queries), this
+/// about a tenth of that, on the path `replay --step N` takes.
+final class ReadOnlyConnection: Sendable {
+    private struct Handle: @unchecked Sendable {
+        /// Used only under the connection's mutex.
+        var pointer: OpaquePointer?
+    }
+
+    private let handle = Mutex(Handle(pointer: nil))
+
+    deinit {
+        handle.withLock { if let pointer = $0.pointer { sqlite3_close_v2(pointer) } }
+    }
+
+    func query(path: String, _ sql: String, _ arguments: [QueryArgument], _ body: (ResultRow) throws -> Void) throws {
+        try handle.withLock { handle in
+            if handle.pointer == nil {
+                var opened: OpaquePointer?
+                let code = sqlite3_open_v2(path, &opened, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nil)
+                guard code == SQLITE_OK, let opened else {
+                    sqlite3_close_v2(opened)
+                    throw CatalogError(.cannotOpen, "cannot open the catalog \(path): \(String(cString: sqlite3_errstr(code)))")
+                }
+                sqlite3_busy_timeout(opened, CInt(Catalog.busyTimeout * 1000))
+                handle.pointer = opened
+            }
+            let database = handle.pointer
+            var statement: OpaquePointer?
+            guard sqlite3_prepare_v2(database, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
+                throw CatalogError(.cannotOpen, "cannot read the catalog \(path): \(String(cString: sqlite3_errmsg(database)))")
+            }
+            defer { sqlite3_finalize(statement) }
+            for (index, argument) in arguments.enumerated() {
+                let position = CInt(index + 1)
+                switch argument {
+                case .int(let value): sqlite3_bind_int64(statement, position, Int64(value))
+                case .text(let value): sqlite3_bind_text(statement, position, value, -1, BoundRow.transient)
+                }
+            }
+            while true {
+                let code = sqlite3_step(statement)
+                if code == SQLITE_ROW {
+                    try body(ResultRow(handle: statement))
+                } else if code == SQLITE_DONE {
+                    return
+                } else {
+                    throw CatalogError(.cannotOpen, "cannot read the catalog \(path): \(String(cString: sqlite3_errmsg(database)))")
+                }
+            }
+        }
+    }
+}
+
+/// A step table the catalog keeps, read a row at a time.
+struct KeptSteps: StepRecordSource {
+    let access: Access
+    let path: String
+    let runId: String
+    let stepCount: Int
+    let digestsChecked: Int
+    let digestMismatches: Int
+
+    func record(at position: Int) throws -> StepRecord? {
+        var found: StepRecord?
+        try access.query("SELECT step, has_problem, record FROM steps WHERE path = ? AND ordinal = ?", [.text(path), .int(position)]) {
+            row in
+            guard let json = row.blob(2).flatMap({ try? JSONParser.parse($0) }) else { return }
+            found = StepRecord(step: row.int(0), hasProblem: row.int(1) != 0, runId: runId, storedJSON: json)
+        }
+        return found
+    }
+
+    func position(ofStep step: Int) throws -> Int? {
+        try access.int("SELECT ordinal FROM steps WHERE path = ? AND step = ? ORDER BY ordinal LIMIT 1", [.text(path), .int(step)])
+    }
+
+    func problem(after position: Int) throws -> Int? {
+        try access.int(
+            "SELECT ordinal FROM steps WHERE path = ? AND ordinal > ? AND has_problem = 1 ORDER BY ordinal LIMIT 1",
+            [.text(path), .int(position)])
+    }
+}

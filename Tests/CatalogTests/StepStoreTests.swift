@@ -1,0 +1,98 @@
+import AgentRuntime
+import Foundation
+import GRDB
+import Replay
+import TestSupport
+import Testing
+import TraceCore
+import TraceLog
+
+@testable import Catalog
+
+@Suite("Step tables in the catalog")
+struct StepStoreTests {
+    @Test("index keeps each log's step table, made in its one read, equal to a full replay's; replay then reads it")
+    func indexKeepsStepTables() throws {
+        try TemporaryDirectory.with { directory in
+            let logs = try copyFixtureLogs(into: directory)
+            let catalog = try Catalog(path: directory.path("catalog.sqlite"))
+            _ = try catalog.index(paths: logs, jobs: 2)
+            let store = CatalogStepStore(catalog: catalog)
+            for log in logs {
+                let expected = try StepTable.build(log: log)
+                let (index, rebuilt) = try StepIndex.open(log: log, store: store)
+                #expect(!rebuilt, "\(log): the table index made was used")
+                #expect(index.runId == expected.runId)
+                #expect(index.digestsChecked == expected.digestsChecked && index.digestMismatches == expected.digestMismatches)
+                #expect((0..<index.stepCount).compactMap { index.record(at: $0) } == expected.records, "\(log)")
+                for (position, record) in expected.records.enumerated() {
+                    #expect(index.position(ofStep: record.step) == expected.position(ofStep: record.step))
+                    #expect(try index.replayStep(record.step)?.after == record.after)
+                    let next = expected.problem(after: position).map { expected.records[$0].step }
+                    #expect(index.nextProblem(after: record.step) == next)
+                }
+            }
+        }
+    }
+
+    @Test("a log longer than index holds whole gets no table from index, and one from the first replay")
+    func longLogs() throws {
+        try TemporaryDirectory.with { directory in
+            let log = directory.path("long.jsonl.gz")
+            try writeSyntheticRun(to: log, steps: 700)
+            let catalog = try Catalog(path: directory.path("catalog.sqlite"))
+            let indexed = try catalog.index(log: log)
+            #expect(indexed.status == .intact)
+            let store = CatalogStepStore(catalog: catalog)
+            let (index, rebuilt) = try StepIndex.open(log: log, store: store)
+            #expect(rebuilt, "index gave the table up when it dropped settled calls")
+            #expect((0..<index.stepCount).compactMap { index.record(at: $0) } == (try StepTable.build(log: log)).records)
+            #expect(try StepIndex.open(log: log, store: store).rebuilt == false)
+        }
+    }
+
+    @Test("replay makes and keeps a table the catalog lacks; a log that changed, or a table of another format, is made again")
+    func staleTables() async throws {
+        try await TemporaryDirectory.with { directory in
+            let log = directory.path("run.jsonl.gz")
+            let agent = try AgentFile.load(path: ExampleRuns.agentPath("support"))
+            let runtime = AgentRuntime(agent: agent, environment: .deterministic(runId: "r"))
+            _ = try await runtime.run(goal: "Order A-1042 arrived broken.", log: log)
+            let catalog = try Catalog(path: directory.path("catalog.sqlite"))
+            let store = CatalogStepStore(catalog: catalog)
+            let (first, made) = try StepIndex.open(log: log, store: store)
+            #expect(made)
+            #expect(try StepIndex.open(log: log, store: store).rebuilt == false)
+
+            // The run resumed: the log grew, its kept table no longer fits.
+            _ = try await runtime.resume(log: log, approvals: [ApprovalRecorded(callId: "call-3", isGranted: true)])
+            let (second, rebuilt) = try StepIndex.open(log: log, store: store)
+            #expect(rebuilt)
+            #expect(second.stepCount > first.stepCount)
+            #expect(try StepIndex.open(log: log, store: store).rebuilt == false)
+
+            // index reads a grown log on from where it stopped: it keeps no table then (its
+            // state there is not whole), and the next replay makes one.
+            _ = try catalog.index(log: log)
+            try catalog.write { db in try db.execute(sql: "UPDATE step_logs SET format = format + 1") }
+            #expect(try StepIndex.open(log: log, store: store).rebuilt, "a table of another format is not read")
+            #expect(try StepIndex.open(log: log, store: store).rebuilt == false)
+            let rows = try catalog.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM steps") ?? 0 }
+            #expect(rows == second.stepCount, "the table made again replaced the old one")
+        }
+    }
+
+    @Test("a catalog that cannot be written leaves replay working from a table made in memory")
+    func readOnlyCatalog() throws {
+        try TemporaryDirectory.with { directory in
+            let log = ExampleRuns.directory.appendingPathComponent("support-refund.jsonl.gz").path
+            let path = directory.path("catalog.sqlite")
+            _ = try Catalog(path: path)
+            let store = CatalogStepStore(catalog: try Catalog(path: path, readOnly: true))
+            let (index, rebuilt) = try StepIndex.open(log: log, store: store)
+            #expect(rebuilt)
+            #expect(index.stepCount == (try StepTable.build(log: log)).records.count)
+            #expect(try StepIndex.open(log: log, store: store).rebuilt, "nothing was kept")
+        }
+    }
+}
