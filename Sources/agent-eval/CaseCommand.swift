@@ -78,7 +78,7 @@ struct CaseFromLogCommand: ParsableCommand {
         if FileManager.default.fileExists(atPath: out) {
             throw diagnose(EvalError(.writeFailed, "\(out) exists already", hint: "choose another --out, or remove it first"))
         }
-        do { try writeReport(text, to: out) } catch { throw diagnose(error) }
+        do { try ReportFile.write(text, to: out) } catch { throw diagnose(error) }
         say(
             "wrote \(out): \(counted(facts.state.executedCalls.count, "call")) in \(mode.rawValue) order; check it with: agent-eval run \(ShellWords.quoted(out))"
         )

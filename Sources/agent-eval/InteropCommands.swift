@@ -1,6 +1,7 @@
 import AgentRuntime
 public import ArgumentParser
 import Catalog
+import EvalEngine
 import Foundation
 public import Interop
 import ModelClients
@@ -117,7 +118,7 @@ struct ImportCommand: ParsableCommand {
         let text = JSONWriter.encodePretty(outcome.json)
         if json { print(text) }
         if let jsonOut {
-            do { try writeReport(text, to: jsonOut) } catch { throw diagnose(error) }
+            do { try ReportFile.write(text, to: jsonOut) } catch { throw diagnose(error) }
         }
         if !toStandardOutput {
             let failed = outcome.failedCount
@@ -223,7 +224,7 @@ struct ExportOTLPCommand: AsyncParsableCommand {
             if out == "-" {
                 print(String(decoding: bytes, as: UTF8.self))
             } else {
-                do { try writeReport(String(decoding: bytes, as: UTF8.self), to: out) } catch { throw diagnose(error) }
+                do { try ReportFile.write(bytes: bytes, to: out) } catch { throw diagnose(error) }
                 say("wrote \(paths.count) trace\(paths.count == 1 ? "" : "s") to \(out)")
             }
         }

@@ -110,8 +110,8 @@ struct ResultsMergeCommand: AsyncParsableCommand {
         do {
             let text = JSONWriter.encodePretty(merge.report)
             if json { print(text) }
-            if let jsonOut { try writeReport(text, to: jsonOut) }
-            if let junit { try writeReport(merge.junit, to: junit) }
+            if let jsonOut { try ReportFile.write(text, to: jsonOut) }
+            if let junit { try ReportFile.write(merge.junit, to: junit) }
             if let html {
                 let view = ReportView.make(results: merge.report)
                 let title = "eval report (merged\(merge.partial.map { ", partial: \($0)" } ?? ""))"
@@ -136,28 +136,5 @@ struct ResultsMergeCommand: AsyncParsableCommand {
             say(merge.summaryLine)
         }
         throw ExitCode(merge.exitStatus(failOn: failOn))
-    }
-}
-
-/// Writes a report file (JSON, JUnit, Markdown, an HTML page) whole, making its directory: a
-/// reader never sees half of it.
-func writeReport(_ text: String, to path: String) throws(EvalError) {
-    try writeReport(bytes: Array(text.utf8), to: path)
-}
-
-func writeReport(bytes: [UInt8], to path: String) throws(EvalError) {
-    let directory = (path as NSString).deletingLastPathComponent
-    do {
-        if !directory.isEmpty { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
-    } catch {
-        throw EvalError(
-            .writeFailed, "cannot write \(path): its directory \(directory) cannot be made (\(error.localizedDescription))",
-            hint: "give a path in a directory you can write to")
-    }
-    do {
-        try Data(bytes).write(to: URL(fileURLWithPath: path), options: .atomic)
-    } catch {
-        throw EvalError(
-            .writeFailed, "cannot write \(path): \(error.localizedDescription)", hint: "give a path in a directory you can write to")
     }
 }

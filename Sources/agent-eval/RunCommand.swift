@@ -261,9 +261,9 @@ struct RunCommand: AsyncParsableCommand {
         }
 
         do {
-            if let jsonOut { try writeReport(JSONWriter.encodePretty(report.json), to: jsonOut) }
-            if let junit { try writeReport(report.junit, to: junit) }
-            if let markdown { try writeReport(report.markdown, to: markdown) }
+            if let jsonOut { try ReportFile.write(JSONWriter.encodePretty(report.json), to: jsonOut) }
+            if let junit { try ReportFile.write(report.junit, to: junit) }
+            if let markdown { try ReportFile.write(report.markdown, to: markdown) }
             if let html {
                 let view = ReportView.make(results: report.json)
                 try HTMLOutput.write(HTMLPage(title: "eval report: \(report.counts.sentence)", data: view.document), to: html)

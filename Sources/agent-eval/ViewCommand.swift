@@ -1,4 +1,5 @@
 import ArgumentParser
+import EvalEngine
 import Foundation
 import Pipelines
 import TraceCore
@@ -169,7 +170,7 @@ enum HTMLOutput {
             throw diagnose(CommandError("page_failed", "cannot make the page \(path): \(error)"))
         }
         do {
-            try writeReport(bytes: bytes, to: path)
+            try ReportFile.write(bytes: bytes, to: path)
         } catch {
             throw diagnose(error)
         }

@@ -249,3 +249,23 @@ struct BaselineTests {
         }
     }
 }
+
+@Suite("Report files")
+struct ReportFileTests {
+    @Test("a report is written whole into folders made for it, replacing the old one; a path under a file is refused with the path named")
+    func writesWhole() throws {
+        try TemporaryDirectory.with { directory in
+            let path = directory.path("out/nested/report.json")
+            try ReportFile.write("{\"a\": 1}\n", to: path)
+            try ReportFile.write(bytes: Array("{\"a\": 2}\n".utf8), to: path)
+            #expect(try String(contentsOfFile: path, encoding: .utf8) == "{\"a\": 2}\n")
+            // Nothing is left beside it (the write went aside and was renamed into place).
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path("out/nested")) == ["report.json"])
+
+            try "a file".write(toFile: directory.path("blocker"), atomically: true, encoding: .utf8)
+            let refused = #expect(throws: EvalError.self) { try ReportFile.write("x", to: directory.path("blocker/report.json")) }
+            #expect(refused?.code == .writeFailed)
+            #expect(refused?.message.contains(directory.path("blocker/report.json")) == true)
+        }
+    }
+}
