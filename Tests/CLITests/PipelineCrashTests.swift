@@ -28,10 +28,19 @@ struct PipelineCrashTests {
         return path
     }
 
-    /// Starts `pipeline run` or `resume` and kills it after `delay` seconds (if still running).
-    static func runKilled(_ arguments: [String], after delay: Double, in directory: TemporaryDirectory) async throws {
+    /// Starts `pipeline run` or `resume` and kills it once the pipeline log shows `settled` tasks
+    /// settled, `extra` seconds later (if still running). The kill point follows the run's
+    /// progress, not the clock, so a slow or busy machine still sees kills while work is under
+    /// way; `extra` puts them at random points inside the next tasks.
+    static func runKilled(
+        _ arguments: [String], log: String, whenSettled settled: Int, extra: Double, in directory: TemporaryDirectory
+    ) async throws {
         let (process, _) = try startAgentEval(arguments, in: directory.url)
-        try await Task.sleep(for: .seconds(delay))
+        while process.isRunning {
+            if let state = try? PipelineReplay(log: log).state, settledAttempts(state).values.reduce(0, +) >= settled { break }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        try await Task.sleep(for: .seconds(extra))
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         await wait(for: process)
     }
@@ -51,29 +60,30 @@ struct PipelineCrashTests {
             let reference = try await agentEval([
                 "pipeline", "run", file, "--out", directory.path("reference"), "--run-id", "ref", "--json",
             ])
-            let duration = reference.elapsed
             #expect(reference.status == 0, "\(reference.stderr)")
             let referenceState = try PipelineReplay(log: directory.path("reference/crashy-ref/pipeline.jsonl.gz")).state
             let expectedOutputs = try #require(referenceState.stop?.outputs)
-            let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+            let tasks = referenceState.tasks.count
             var random = SeededGenerator(seed: 15)
             var killedBeforeTheEnd = 0
             for trial in 0..<8 {
                 let id = "trial-\(trial)"
                 let runDirectory = directory.path("trials/crashy-\(id)")
-                try await Self.runKilled(
-                    ["pipeline", "run", file, "--out", directory.path("trials"), "--run-id", id],
-                    after: Double.random(in: 0.02...seconds, using: &random),
-                    in: directory)
-                // A kill before the pipeline log held its first event leaves nothing to resume.
                 let log = runDirectory + "/pipeline.jsonl.gz"
+                // Killed after 1 to all-but-one tasks settled, somewhere inside the next ones.
+                let settled = Int.random(in: 1..<tasks, using: &random)
+                try await Self.runKilled(
+                    ["pipeline", "run", file, "--out", directory.path("trials"), "--run-id", id], log: log, whenSettled: settled,
+                    extra: Double.random(in: 0...0.04, using: &random), in: directory)
                 guard let attributes = try? FileManager.default.attributesOfItem(atPath: log), (attributes[.size] as? Int ?? 0) > 0 else {
+                    Issue.record("trial \(trial): no pipeline log at \(log)")
                     continue
                 }
                 // Half the resumes are killed too, before the last one runs to the end.
                 if Bool.random(using: &random) {
                     try await Self.runKilled(
-                        ["pipeline", "resume", runDirectory], after: Double.random(in: 0.02...seconds, using: &random), in: directory)
+                        ["pipeline", "resume", runDirectory], log: log, whenSettled: Int.random(in: settled..<tasks, using: &random),
+                        extra: Double.random(in: 0...0.04, using: &random), in: directory)
                 }
                 let resumed = try await agentEval(["pipeline", "resume", runDirectory])
                 if resumed.status == 2 {
@@ -97,7 +107,7 @@ struct PipelineCrashTests {
                 #expect(show.status == 0, "trial \(trial): \(show.stderr)")
             }
             // The random points must have hit the run while it worked, or the test shows nothing.
-            #expect(killedBeforeTheEnd >= 3, "only \(killedBeforeTheEnd) of 8 kills came before the pipeline stopped")
+            #expect(killedBeforeTheEnd >= 4, "only \(killedBeforeTheEnd) of 8 kills came before the pipeline stopped")
         }
     }
 }
