@@ -14,14 +14,17 @@ public struct MCPServers: ToolServerConnector {
     /// The name and version this client gives in `initialize`.
     public var clientName: String
     public var clientVersion: String
+    /// The clock that times starting a server and each request (tests inject one they advance).
+    public var clock: any Clock<Duration>
 
-    public init(clientName: String = "agent-eval", clientVersion: String = "0.2.0") {
+    public init(clientName: String = "agent-eval", clientVersion: String = "0.2.0", clock: any Clock<Duration> = LiveClock()) {
         self.clientName = clientName
         self.clientVersion = clientVersion
+        self.clock = clock
     }
 
     public func connect(_ settings: ToolServerSettings) async throws -> any ToolServerConnection {
-        try await MCPConnection.start(settings, client: (clientName, clientVersion))
+        try await MCPConnection.start(settings, client: (clientName, clientVersion), clock: clock)
     }
 }
 
@@ -62,6 +65,7 @@ final class MCPConnection: ToolServerConnection {
     let identity: ToolServerIdentity
     let tools: [ServedTool]
     private let clientInfo: (name: String, version: String)
+    private let clock: any Clock<Duration>
     private let session: Mutex<Session?>
     private let counter = Atomic<Int>(0)
 
@@ -75,24 +79,28 @@ final class MCPConnection: ToolServerConnection {
 
     private init(
         settings: ToolServerSettings, identity: ToolServerIdentity, tools: [ServedTool], session: Session,
-        clientInfo: (name: String, version: String)
+        clientInfo: (name: String, version: String), clock: any Clock<Duration>
     ) {
         self.settings = settings
         self.identity = identity
         self.tools = tools
         self.session = Mutex(session)
         self.clientInfo = clientInfo
+        self.clock = clock
     }
 
     /// Starts the server, agrees on the protocol and lists its tools within the start timeout.
-    static func start(_ settings: ToolServerSettings, client clientInfo: (name: String, version: String)) async throws -> MCPConnection {
-        let (session, initialized) = try await openSession(settings, clientInfo: clientInfo)
+    static func start(
+        _ settings: ToolServerSettings, client clientInfo: (name: String, version: String), clock: any Clock<Duration>
+    ) async throws -> MCPConnection {
+        let (session, initialized) = try await openSession(settings, clientInfo: clientInfo, clock: clock)
         do {
-            let tools = try await listTools(session, settings: settings)
+            let tools = try await listTools(session, settings: settings, clock: clock)
             let identity = ToolServerIdentity(
                 name: settings.name, serverName: initialized.serverInfo.name, serverVersion: initialized.serverInfo.version,
                 protocolVersion: initialized.protocolVersion)
-            return MCPConnection(settings: settings, identity: identity, tools: tools, session: session, clientInfo: clientInfo)
+            return MCPConnection(
+                settings: settings, identity: identity, tools: tools, session: session, clientInfo: clientInfo, clock: clock)
         } catch {
             await session.client.disconnect()
             throw error
@@ -100,7 +108,7 @@ final class MCPConnection: ToolServerConnection {
     }
 
     private static func openSession(
-        _ settings: ToolServerSettings, clientInfo: (name: String, version: String)
+        _ settings: ToolServerSettings, clientInfo: (name: String, version: String), clock: any Clock<Duration>
     ) async throws -> (Session, Initialize.Result) {
         let server: ServerProcess
         do {
@@ -113,7 +121,13 @@ final class MCPConnection: ToolServerConnection {
         // The protocol lets either side ping; the SDK's client does not answer one by itself.
         await client.withMethodHandler(Ping.self) { _ in Empty() }
         let transport = ProcessTransport(server: server)
-        let ending = await Race.first(timeoutMs: settings.startTimeoutMs, server: server) {
+        let ending = await Race.first(
+            timeoutMs: settings.startTimeoutMs, on: clock, server: server,
+            abandon: {
+                server.kill()
+                await client.disconnect()
+            }
+        ) {
             try await client.connect(transport: transport)
         }
         switch ending {
@@ -143,7 +157,8 @@ final class MCPConnection: ToolServerConnection {
     }
 
     /// Every page of `tools/list`.
-    private static func listTools(_ session: Session, settings: ToolServerSettings) async throws -> [ServedTool] {
+    private static func listTools(_ session: Session, settings: ToolServerSettings, clock: any Clock<Duration>) async throws -> [ServedTool]
+    {
         var tools: [ServedTool] = []
         var cursor: String?
         var pages = 0
@@ -151,7 +166,13 @@ final class MCPConnection: ToolServerConnection {
             pages += 1
             let request = RawListTools.request(
                 id: .string("agent-eval-list-\(pages)"), cursor.map { ListTools.Parameters(cursor: $0) } ?? ListTools.Parameters())
-            let ending = await Race.first(timeoutMs: settings.startTimeoutMs, server: session.server) {
+            let ending = await Race.first(
+                timeoutMs: settings.startTimeoutMs, on: clock, server: session.server,
+                abandon: {
+                    session.server.kill()
+                    await session.client.disconnect()
+                }
+            ) {
                 try await session.client.send(request).value
             }
             let result: JSONValue
@@ -207,7 +228,7 @@ final class MCPConnection: ToolServerConnection {
         } else {
             // The last server process ended (a timeout, a crash): start another.
             do {
-                current = try await Self.openSession(settings, clientInfo: clientInfo).0
+                current = try await Self.openSession(settings, clientInfo: clientInfo, clock: clock).0
             } catch is CancellationError {
                 return ToolOutcome(status: .error, error: "the call was stopped because the run was interrupted")
             } catch {
@@ -229,7 +250,13 @@ final class MCPConnection: ToolServerConnection {
         let parameters = CallTool.Parameters(name: request.tool, arguments: arguments)
         let call = RawCallTool.request(id: .string(id), parameters)
         let mark = current.server.stderrMark
-        let ending = await Race.first(timeoutMs: request.timeoutMs, server: current.server) {
+        let ending = await Race.first(
+            timeoutMs: request.timeoutMs, on: clock, server: current.server,
+            abandon: {
+                current.server.kill()
+                await current.client.disconnect()
+            }
+        ) {
             try await current.client.send(call).value
         }
         var outcome: ToolOutcome
@@ -308,17 +335,25 @@ extension JSONValue {
     }
 }
 
-/// Waits for the first of: the work, a timeout, the server's failure, the caller's
-/// cancellation. The work is not awaited past that (the SDK's requests do not end on
-/// cancellation; closing the client ends them).
+/// Waits for the first of: the work, a timeout on the injected clock, the server's failure,
+/// the caller's cancellation. Structured: the work and the timer are child tasks, and the race
+/// returns only when both have ended. The SDK's requests do not end on cancellation, so when the
+/// work has not finished, `abandon` (which stops the server and disconnects the client: its
+/// pending requests are failed) ends it before the race waits for it.
 enum Race {
     enum Ending<T: Sendable>: Sendable {
         case finished(Result<T, any Error>)
         case failed(String)
         case timedOut
         case cancelled
+
+        var isFinished: Bool {
+            if case .finished = self { return true }
+            return false
+        }
     }
 
+    /// The first ending given wins. Unchecked state is none: a `Mutex` guards all of it.
     final class Gate<T: Sendable>: Sendable {
         private let state = Mutex<(continuation: CheckedContinuation<Ending<T>, Never>?, ending: Ending<T>?, done: Bool)>(
             (nil, nil, false))
@@ -348,35 +383,40 @@ enum Race {
     }
 
     static func first<T: Sendable>(
-        timeoutMs: Int, server: ServerProcess, _ work: @escaping @Sendable () async throws -> T
+        timeoutMs: Int, on clock: any Clock<Duration>, server: ServerProcess, abandon: @escaping @Sendable () async -> Void,
+        _ work: @escaping @Sendable () async throws -> T
     ) async -> Ending<T> {
         let gate = Gate<T>()
         let token = server.onFailure { gate.resolve(.failed($0)) }
-        let worker = Task {
-            do {
-                gate.resolve(.finished(.success(try await work())))
-            } catch {
-                // The server's failure ends requests in ways that look like other errors (another
-                // call that saw it first closes the client): the failure is what happened.
-                if let failure = server.failure {
-                    gate.resolve(.failed(failure))
-                } else {
-                    gate.resolve(.finished(.failure(error)))
+        defer { server.removeWaiter(token) }
+        return await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                do {
+                    gate.resolve(.finished(.success(try await work())))
+                } catch {
+                    // The server's failure ends requests in ways that look like other errors (another
+                    // call that saw it first closes the client): the failure is what happened.
+                    if let failure = server.failure {
+                        gate.resolve(.failed(failure))
+                    } else {
+                        gate.resolve(.finished(.failure(error)))
+                    }
                 }
             }
+            group.addTask {
+                // Cancelled when the race is decided otherwise: then it resolves nothing.
+                guard (try? await clock.sleep(for: .milliseconds(timeoutMs), tolerance: nil)) != nil else { return }
+                gate.resolve(.timedOut)
+            }
+            let ending = await withTaskCancellationHandler {
+                await withCheckedContinuation { gate.attach($0) }
+            } onCancel: {
+                gate.resolve(.cancelled)
+            }
+            group.cancelAll()
+            if !ending.isFinished { await abandon() }
+            // The group waits for the work here: it has finished, or `abandon` ended it.
+            return ending
         }
-        let timer = Task {
-            try? await Task.sleep(for: .milliseconds(timeoutMs))
-            if !Task.isCancelled { gate.resolve(.timedOut) }
-        }
-        let ending = await withTaskCancellationHandler {
-            await withCheckedContinuation { gate.attach($0) }
-        } onCancel: {
-            gate.resolve(.cancelled)
-        }
-        timer.cancel()
-        server.removeWaiter(token)
-        _ = worker
-        return ending
     }
 }

@@ -42,7 +42,7 @@ public struct HTTPModelClient: ModelClient {
     init(
         settings: ModelSettings, transport: any ModelTransport, apiKey: String?, limiter: RateLimiter?,
         sleep: @escaping @Sendable (Int) async throws -> Void = { try await Task.sleep(for: .milliseconds($0)) },
-        clock: any Clock<Duration> = ContinuousClock()
+        clock: any Clock<Duration> = LiveClock()
     ) {
         self.settings = settings
         switch settings.provider {

@@ -32,7 +32,7 @@ public struct HTTPPoster: Sendable {
     init(
         maxRetries: Int, limits: RequestLimits, transport: any ModelTransport,
         sleep: @escaping @Sendable (Int) async throws -> Void = { try await Task.sleep(for: .milliseconds($0)) },
-        clock: any Clock<Duration> = ContinuousClock()
+        clock: any Clock<Duration> = LiveClock()
     ) {
         self.maxRetries = maxRetries
         self.limits = limits

@@ -15,7 +15,7 @@ public struct ModelForwarder: Sendable {
     let transport: any ModelTransport
     let clock: any Clock<Duration>
 
-    public init(transport: any ModelTransport, limits: RequestLimits, clock: any Clock<Duration> = ContinuousClock()) {
+    public init(transport: any ModelTransport, limits: RequestLimits, clock: any Clock<Duration> = LiveClock()) {
         self.transport = transport
         self.limits = limits
         self.clock = clock

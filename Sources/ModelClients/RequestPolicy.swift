@@ -23,7 +23,7 @@ public struct RequestPolicy: Sendable {
     /// The clock of the per-attempt deadline: the live clock unless a test injects one.
     public var clock: any Clock<Duration>
 
-    public init(limits: RequestLimits, secrets: [String] = [], clock: any Clock<Duration> = ContinuousClock()) {
+    public init(limits: RequestLimits, secrets: [String] = [], clock: any Clock<Duration> = LiveClock()) {
         self.limits = limits
         self.secrets = secrets.filter { $0.count >= Self.shortestSecret }
         self.clock = clock

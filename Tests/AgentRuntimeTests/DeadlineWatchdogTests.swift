@@ -45,4 +45,18 @@ struct DeadlineWatchdogTests {
         wait { ran.withLock { $0 } }
         #expect(ran.withLock { $0 })
     }
+
+    @Test("a watchdog without deadlines lets its thread end; the next deadline starts another and still runs")
+    func idleThreadEnds() {
+        let watchdog = DeadlineWatchdog(idleExit: .milliseconds(50))
+        #expect(!watchdog.hasThread, "no thread before the first deadline")
+        let ran = Mutex(0)
+        _ = watchdog.arm(at: ContinuousClock.now + .milliseconds(5)) { ran.withLock { $0 += 1 } }
+        #expect(watchdog.hasThread)
+        wait { ran.withLock { $0 } == 1 && !watchdog.hasThread }
+        #expect(!watchdog.hasThread, "the thread ended once idle")
+        _ = watchdog.arm(at: ContinuousClock.now + .milliseconds(5)) { ran.withLock { $0 += 1 } }
+        wait { ran.withLock { $0 } == 2 }
+        #expect(ran.withLock { $0 } == 2)
+    }
 }

@@ -127,7 +127,7 @@ public struct RuntimeEnvironment: Sendable {
     /// Microseconds since the Unix epoch, for event timestamps and the run's wall-clock limit.
     public var now: @Sendable () -> Int
     /// The monotonic clock that measures attempts and model calls and enforces tool timeouts.
-    /// On `ContinuousClock` (the default) `DeadlineWatchdog` keeps an attempt's deadline; on
+    /// On a `LiveClock` (the default) its `DeadlineWatchdog` keeps an attempt's deadline; on
     /// any other clock the attempt races `clock.sleep(until:)` it. Tests inject one they advance.
     public var clock: any Clock<Duration>
     /// Turns a measured duration (tool attempt, model call) into the microseconds recorded.
@@ -141,7 +141,7 @@ public struct RuntimeEnvironment: Sendable {
     public var observe: (@Sendable (RunUpdate) -> Void)?
 
     public init(
-        now: @escaping @Sendable () -> Int, clock: any Clock<Duration> = ContinuousClock(),
+        now: @escaping @Sendable () -> Int, clock: any Clock<Duration> = LiveClock(),
         recordedDuration: @escaping @Sendable (Duration) -> Int, sleep: (@Sendable (Int) async throws -> Void)? = nil,
         makeRunId: @escaping @Sendable () -> String
     ) {

@@ -4,9 +4,9 @@
 ///
 /// The work runs in a task of its own, which is cancelled when the deadline passes (and when
 /// the caller is cancelled). Work that stops on cancellation ends at once; work that ignores it
-/// is waited for, and its late value is reported as the timeout it was. On `ContinuousClock`
-/// (the live clock) `DeadlineWatchdog` keeps the deadline, with no timer or sleeping task per
-/// call; on any other clock (tests inject one they advance) the work races `clock.sleep(until:)`.
+/// is waited for, and its late value is reported as the timeout it was. On a `LiveClock` its
+/// `DeadlineWatchdog` keeps the deadline, with no timer or sleeping task per call; on any other
+/// clock (tests inject one they advance) the work races `clock.sleep(until:)`.
 ///
 /// ```swift
 /// let (reply, timedOut) = await Deadline.run(within: .seconds(5), on: environment.clock) {
@@ -19,14 +19,15 @@ public enum Deadline {
     public static func run<T: Sendable>(
         within duration: Duration, on clock: any Clock<Duration>, _ work: @escaping @Sendable () async -> T
     ) async -> (value: T, timedOut: Bool) {
-        if clock is ContinuousClock { return await runOnLiveClock(within: duration, work) }
+        if let live = clock as? LiveClock { return await runWatched(within: duration, by: live.watchdog, work) }
         return await race(within: duration, on: clock, work)
     }
 
-    /// The live clock: the work's task is cancelled by the watchdog at the deadline. The task
-    /// runs on the run's loop thread when there is one, as a child would.
-    private static func runOnLiveClock<T: Sendable>(
-        within duration: Duration, _ work: @escaping @Sendable () async -> T
+    /// The live clock: the work's task is cancelled by the clock's watchdog at the deadline, and
+    /// awaited (cancelled with the caller too). The task runs on the run's loop thread when
+    /// there is one, as a child would.
+    private static func runWatched<T: Sendable>(
+        within duration: Duration, by watchdog: DeadlineWatchdog, _ work: @escaping @Sendable () async -> T
     ) async -> (value: T, timedOut: Bool) {
         let deadline = ContinuousClock.now.advanced(by: duration)
         let task: Task<T, Never>
@@ -35,7 +36,7 @@ public enum Deadline {
         } else {
             task = Task { await work() }
         }
-        let armed = DeadlineWatchdog.shared.arm(at: deadline) { task.cancel() }
+        let armed = watchdog.arm(at: deadline) { task.cancel() }
         let value = await withTaskCancellationHandler {
             await task.value
         } onCancel: {
@@ -43,7 +44,7 @@ public enum Deadline {
         }
         // The deadline had passed when its action ran, or the value came after it (work that
         // blocked the thread the watchdog's cancel would have reached it on).
-        let inTime = DeadlineWatchdog.shared.withdraw(armed) && ContinuousClock.now < deadline
+        let inTime = watchdog.withdraw(armed) && ContinuousClock.now < deadline
         return (value, !inTime)
     }
 

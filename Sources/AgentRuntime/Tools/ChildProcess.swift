@@ -10,8 +10,12 @@ import Synchronization
 
 /// Runs a command in its own process group, feeds it stdin, collects bounded stdout and
 /// stderr, and kills the whole group on timeout, or once the command has exited if a process
-/// it left behind still holds its streams open (after `lingeringStreamGraceMs`). The blocking wait runs on its own thread, so
-/// concurrent tools never tie up the cooperative thread pool.
+/// it left behind still holds its streams open (after `lingeringStreamGraceMs`). The blocking
+/// wait runs on its own thread, so concurrent tools never tie up the cooperative thread pool.
+///
+/// The timeout is `Deadline.run` on `clock`, like every other deadline: when it passes, the
+/// waiting task is cancelled, which wakes the blocking thread at once (a byte down a pipe its
+/// `poll` watches) to kill the group.
 public struct ChildProcess: Sendable {
     public struct Result: Sendable {
         /// The exit status, when the process exited.
@@ -50,11 +54,42 @@ public struct ChildProcess: Sendable {
     /// arrive (a command the user watches, `agent-eval record`): stdout then keeps only its last
     /// `stderrLimit` bytes, like stderr, and never counts against `outputLimit`.
     public var forwardsOutput: (stdout: Int32, stderr: Int32)?
+    /// The clock the timeout is kept on (tests inject one they advance).
+    public var clock: any Clock<Duration> = ContinuousClock()
 
-    /// Set when the waiting task is cancelled; the child's thread sees it within 100 ms.
+    /// Set when the waiting task is cancelled (the run was interrupted, or the deadline passed);
+    /// a byte written to `wakeFD`'s pipe wakes the child's thread from `poll` at once.
     final class CancellationFlag: Sendable {
         private let flag = Mutex(false)
-        func cancel() { flag.withLock { $0 = true } }
+        /// The pipe's ends: the thread polls `wakeFD`; `cancel` writes to the other.
+        let wakeFD: Int32
+        private let signalFD: Int32
+
+        init() {
+            var ends: [Int32] = [-1, -1]
+            if pipe(&ends) == 0 {
+                for fd in ends {
+                    _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+                    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+                }
+            }
+            // Without a pipe (out of descriptors) the thread still sees the flag at its next
+            // look, within 100 ms.
+            (wakeFD, signalFD) = (ends[0], ends[1])
+        }
+
+        deinit {
+            for fd in [wakeFD, signalFD] where fd >= 0 { close(fd) }
+        }
+
+        func cancel() {
+            flag.withLock { $0 = true }
+            if signalFD >= 0 {
+                var byte: UInt8 = 1
+                _ = write(signalFD, &byte, 1)
+            }
+        }
+
         var isCancelled: Bool { flag.withLock { $0 } }
     }
 
@@ -73,11 +108,27 @@ public struct ChildProcess: Sendable {
     /// `SpawnFailure` when it cannot start.
     public func run() async throws -> Result {
         let cancellation = CancellationFlag()
-        return try await withTaskCancellationHandler {
-            try await OwnThread.run(stackSize: 256 * 1024) { try self.runBlocking(cancellation: cancellation) }
-        } onCancel: {
-            cancellation.cancel()
+        let (ended, timedOut) = await Deadline.run(within: .milliseconds(timeoutMs), on: clock) {
+            () async -> Swift.Result<Result, any Error> in
+            do {
+                return .success(
+                    try await withTaskCancellationHandler {
+                        try await OwnThread.run(stackSize: 256 * 1024) { try self.runBlocking(cancellation: cancellation) }
+                    } onCancel: {
+                        cancellation.cancel()
+                    })
+            } catch {
+                return .failure(error)
+            }
         }
+        var result = try ended.get()
+        // Killed because the deadline passed, not because the caller was cancelled: a timeout.
+        // (A command that ended by itself as the deadline passed keeps its own ending.)
+        if timedOut && result.isCancelled && !Task.isCancelled {
+            result.isCancelled = false
+            result.isTimedOut = true
+        }
+        return result
     }
 
     private func runBlocking(cancellation: CancellationFlag) throws -> Result {
@@ -114,7 +165,6 @@ public struct ChildProcess: Sendable {
             inputFD = -1
         }
         var written = 0
-        let deadline = Self.nowMs() + timeoutMs
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         var killed = false
         var waitStatus: Int32 = 0
@@ -181,23 +231,20 @@ public struct ChildProcess: Sendable {
                 for fd in [outputFD, errorFD] where fd >= 0 { while readOnce(fd) > 0 {} }
                 break
             }
-            let remaining = (exitedAtMs.map { $0 + Self.lingeringStreamGraceMs } ?? deadline) - Self.nowMs()
-            if remaining <= 0 {
-                result.isTimedOut = true
-                killGroup()
-                break
-            }
+            // Woken by output, the wake pipe, or every 100 ms to see whether the command exited.
+            let wait = exitedAtMs.map { min($0 + Self.lingeringStreamGraceMs - Self.nowMs(), 100) } ?? 100
             var fds: [pollfd] = []
+            if cancellation.wakeFD >= 0 { fds.append(pollfd(fd: cancellation.wakeFD, events: Int16(POLLIN), revents: 0)) }
             if inputFD >= 0 { fds.append(pollfd(fd: inputFD, events: Int16(POLLOUT), revents: 0)) }
             if outputFD >= 0 { fds.append(pollfd(fd: outputFD, events: Int16(POLLIN), revents: 0)) }
             if errorFD >= 0 { fds.append(pollfd(fd: errorFD, events: Int16(POLLIN), revents: 0)) }
-            let ready = poll(&fds, nfds_t(fds.count), Int32(min(remaining, 100)))
+            let ready = poll(&fds, nfds_t(fds.count), Int32(max(wait, 0)))
             if ready < 0 {
                 if errno == EINTR { continue }
                 killGroup()
                 break
             }
-            for entry in fds where entry.revents != 0 {
+            for entry in fds where entry.revents != 0 && entry.fd != cancellation.wakeFD {
                 if entry.fd == inputFD {
                     let count = input.withUnsafeBytes { bytes -> Int in
                         guard let base = bytes.baseAddress else { return 0 }
@@ -222,7 +269,8 @@ public struct ChildProcess: Sendable {
         if forwardsOutput != nil && result.stdout.count > stderrLimit { result.stdout.removeFirst(result.stdout.count - stderrLimit) }
 
         // The streams are closed; the process may still run (it closed them itself). Wait for
-        // it until the deadline, then kill it.
+        // it until the wait is cancelled (the deadline passed, or the run was interrupted), then
+        // kill it.
         // A process that closed its streams is usually exiting: look again soon, then less
         // often (50 µs doubling to 5 ms), so a short command is not charged a fixed 5 ms.
         var pauseUs: UInt32 = 50
@@ -232,12 +280,6 @@ public struct ChildProcess: Sendable {
             if reaped == 0 && cancellation.isCancelled && !killed {
                 result.isCancelled = true
                 killGroup()
-            }
-            if reaped == 0 && Self.nowMs() >= deadline {
-                result.isTimedOut = true
-                killGroup()
-                while waitpid(pid, &waitStatus, 0) < 0 && errno == EINTR {}
-                break
             }
             usleep(killed ? min(pauseUs, 1_000) : pauseUs)
             pauseUs = min(pauseUs * 2, 5_000)

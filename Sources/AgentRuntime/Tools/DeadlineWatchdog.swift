@@ -1,7 +1,8 @@
 import Foundation
 
 /// Runs an action when its deadline on the continuous clock passes, unless it is withdrawn
-/// first: the tool timeouts of live runs, on one thread of its own for the whole process.
+/// first: the deadlines set on a `LiveClock` (tool attempts, model requests), on one thread of
+/// its own, started by the first deadline and ended after `idleExit` with none.
 ///
 /// An attempt that answers in time costs a lock and a heap insertion to arm and a lock to
 /// withdraw. Nothing is woken for it: a withdrawn deadline stays in the heap, marked, until
@@ -12,7 +13,13 @@ import Foundation
 /// Unchecked Sendable: every stored property, and each `Deadline`'s `action`, is guarded by
 /// `condition`.
 final class DeadlineWatchdog: @unchecked Sendable {
-    static let shared = DeadlineWatchdog()
+    /// How long the thread waits without a deadline before it ends (the next deadline starts
+    /// another): a watchdog no one uses holds no thread.
+    let idleExit: Duration
+
+    init(idleExit: Duration = .seconds(2)) {
+        self.idleExit = idleExit
+    }
 
     /// How late an action may run: deadlines this close together share a wake-up.
     static let slack = Duration.milliseconds(5)
@@ -36,8 +43,15 @@ final class DeadlineWatchdog: @unchecked Sendable {
     private var withdrawn = 0
     /// When the thread will wake next: nil while it runs actions or waits for a first deadline.
     private var wakesAt: ContinuousClock.Instant?
-    private var isWaitingForever = false
+    private var isWaitingIdle = false
     private var isStarted = false
+
+    /// Whether the thread runs now (for tests: it ends when idle).
+    var hasThread: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return isStarted
+    }
 
     /// Arms `action` for `instant`.
     func arm(at instant: ContinuousClock.Instant, _ action: @escaping @Sendable () -> Void) -> Deadline {
@@ -51,7 +65,7 @@ final class DeadlineWatchdog: @unchecked Sendable {
             thread.name = "agent-eval tool deadlines"
             thread.stackSize = 256 * 1024
             thread.start()
-        } else if isWaitingForever || wakesAt.map({ instant + Self.slack < $0 }) == true {
+        } else if isWaitingIdle || wakesAt.map({ instant + Self.slack < $0 }) == true {
             condition.signal()
         }
         return deadline
@@ -93,15 +107,24 @@ final class DeadlineWatchdog: @unchecked Sendable {
             if let first = heap.first {
                 let target = first.instant + Self.slack
                 wakesAt = target
-                let seconds = Double((target - now).components.seconds) + Double((target - now).components.attoseconds) / 1e18
-                _ = condition.wait(until: Date(timeIntervalSinceNow: max(0, seconds)))
+                _ = condition.wait(until: Date(timeIntervalSinceNow: Self.seconds(target - now)))
             } else {
-                isWaitingForever = true
-                condition.wait()
-                isWaitingForever = false
+                isWaitingIdle = true
+                let isWoken = condition.wait(until: Date(timeIntervalSinceNow: Self.seconds(idleExit)))
+                isWaitingIdle = false
+                if !isWoken && heap.isEmpty {
+                    // No deadline for a while: the thread ends (and lets go of the watchdog).
+                    isStarted = false
+                    condition.unlock()
+                    return
+                }
             }
             wakesAt = nil
         }
+    }
+
+    private static func seconds(_ duration: Duration) -> Double {
+        max(0, Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18)
     }
 
     private func push(_ deadline: Deadline) {

@@ -69,44 +69,29 @@ struct AttemptRunner: Sendable {
             }
         }
         let runtime = AgentRuntime(agent: agent, environment: childEnvironment)
-        enum Ending: Sendable {
-            case outcome(Result<RunOutcome, RuntimeError>)
-            case timedOut
-        }
-        let clock = environment.clock
-        let ending = await withTaskGroup(of: Ending.self) { group -> (Ending, RunOutcome?) in
-            group.addTask {
-                do throws(RuntimeError) {
-                    return .outcome(.success(try await runtime.run(goal: goal, log: log, runId: runId)))
-                } catch {
-                    return .outcome(.failure(error))
-                }
+        let run: @Sendable () async -> Result<RunOutcome, RuntimeError> = {
+            do throws(RuntimeError) {
+                return .success(try await runtime.run(goal: goal, log: log, runId: runId))
+            } catch {
+                return .failure(error)
             }
+        }
+        // Past the task's timeout the run is cancelled; it records its own stop, and is waited
+        // for so that its log is closed.
+        let (ended, timedOut) =
             if let timeoutMs = task.timeoutMs {
-                group.addTask {
-                    try? await clock.sleep(for: .milliseconds(timeoutMs))
-                    return .timedOut
-                }
+                await Deadline.run(within: .milliseconds(timeoutMs), on: environment.clock, run)
+            } else {
+                (await run(), false)
             }
-            // The run's task always answers, so there is a first ending.
-            let first = await group.next() ?? .timedOut
-            group.cancelAll()
-            // The run records its own stop when cancelled; wait for it so the log is closed.
-            var outcome: RunOutcome?
-            if case .outcome(.success(let finished)) = first { outcome = finished }
-            while let next = await group.next() {
-                if case .outcome(.success(let finished)) = next { outcome = finished }
-            }
-            return (first, outcome)
-        }
-        switch ending {
-        case (.timedOut, let outcome):
+        switch (ended, timedOut) {
+        case (let ended, true):
             return AttemptResult(
                 status: .failed(.timeout, "the agent run did not finish within \(task.timeoutMs ?? 0) ms and was stopped"),
-                stopReason: outcome?.stop.reason.rawValue, durationUs: 0)
-        case (.outcome(.failure(let error)), _):
+                stopReason: (try? ended.get())?.stop.reason.rawValue, durationUs: 0)
+        case (.failure(let error), false):
             return AttemptResult(status: .failed(.failure, "the agent run could not run: \(error.message)"), durationUs: 0)
-        case (.outcome(.success(let outcome)), _):
+        case (.success(let outcome), false):
             let stop = outcome.stop
             if Task.isCancelled || stop.isInterruption {
                 return AttemptResult(
