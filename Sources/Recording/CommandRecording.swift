@@ -40,6 +40,9 @@ public struct CommandRecording: Sendable {
     /// What answers the model requests in place of the upstreams over HTTP (a cassette still
     /// comes first); nil sends them to the upstreams.
     public var upstream: (any ModelTransport)?
+    /// Given the log once the run is recorded and closed (the CLI's `record`: index it, export
+    /// it); nil for nothing. Eval runs leave it nil: the session gives a case's logs to its own.
+    public var finishedLogs: (any FinishedLogSink)?
 
     public init(
         command: [String], directory: String? = nil, input: String? = nil, logPath: String, runId: String, goal: String? = nil,
@@ -189,6 +192,7 @@ public struct CommandRecording: Sendable {
             ending = .exited(result.exitStatus ?? 0)
         }
         let stop = try recorder.finish(ending, stderrTail: String(decoding: result.stderr, as: UTF8.self))
+        await finishedLogs?.logsFinished([logPath])
         return Outcome(
             logPath: logPath, runId: runId, stop: stop, exitStatus: result.exitStatus, signal: result.signal, isTimedOut: result.isTimedOut,
             requests: recorder.requestCount, stopCause: recorder.stopCause)

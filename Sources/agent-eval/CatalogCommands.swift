@@ -42,6 +42,19 @@ struct CatalogUse: ParsableArguments {
     func openIfWanted() -> Catalog? {
         noCatalog ? nil : location.openOrWarn()
     }
+
+    /// What indexes the logs a command writes as their runs close them, or nil with
+    /// --no-catalog (or no catalog to be had); a log that cannot be indexed is a warning.
+    func indexingSink() -> IndexingSink? {
+        openIfWanted().map(IndexingSink.warning)
+    }
+}
+
+extension IndexingSink {
+    /// The sink for `catalog` whose failures are warnings.
+    static func warning(_ catalog: Catalog) -> IndexingSink {
+        IndexingSink(catalog: catalog, failed: { _, error in warn(error) })
+    }
 }
 
 extension CatalogArguments {

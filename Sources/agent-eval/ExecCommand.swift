@@ -147,7 +147,10 @@ struct ExecCommand: AsyncParsableCommand {
             }
             var agent = try AgentFile.load(path: agentPath, models: try models.options(), servers: MCPServers())
             if let logVersion { agent.writesContextDeltas = logVersion >= Event.deltaVersion }
-            let runtime = AgentRuntime(agent: agent, environment: environment, signer: signer)
+            // The finished log is indexed, then its trace sent (--otlp-endpoint).
+            let runtime = AgentRuntime(
+                agent: agent, environment: environment, signer: signer,
+                finishedLogs: FinishedLogSinks.combining([catalog.indexingSink(), exporter]))
             let (resume, approve, deny, approver) = (self.resume, self.approve, self.deny, self.approver)
             let (input, actor, route) = (self.input, self.actor, self.route)
             let (id, path) = destination.destination(agent: runtime.agent.name)
@@ -164,18 +167,7 @@ struct ExecCommand: AsyncParsableCommand {
         } catch {
             throw diagnose(error)
         }
-        if let catalog = catalog.openIfWanted() {
-            do {
-                _ = try catalog.index(log: outcome.logPath)
-            } catch {
-                warn(error)
-            }
-        }
-        var exported: LiveExportSummary?
-        if let exporter {
-            exporter.send(logs: [outcome.logPath])
-            exported = await exporter.finish()
-        }
+        let exported = await exporter?.finish()
         if json {
             printJSON(exported?.added(to: outcome.json) ?? outcome.json)
         } else if quiet {

@@ -125,16 +125,10 @@ struct RecordCommand: AsyncParsableCommand {
                 upstreams: Upstreams.resolve(given: try upstreamValues(), environment: environment), cassette: cassette,
                 environment: environment)
             recording.outputDescriptor = json ? 2 : 1
+            recording.finishedLogs = catalog.indexingSink()
             (outcome, interrupted) = try await withInterruption { [recording] in try await recording.run() }
         } catch {
             throw diagnose(error)
-        }
-        if let catalog = catalog.openIfWanted() {
-            do {
-                _ = try catalog.index(log: outcome.logPath)
-            } catch {
-                warn(error)
-            }
         }
         if json {
             printJSON(Self.json(outcome))

@@ -7,6 +7,7 @@ import Interop
 import MCPTools
 import Synchronization
 import TraceCore
+import TraceLog
 import Viewer
 
 #if canImport(Glibc)
@@ -181,6 +182,13 @@ struct RunCommand: AsyncParsableCommand {
         }
         let catalog = self.catalog.openIfWanted()
         if let catalog { options.facts = FactCache(catalog: catalog) }
+        // Made before any case runs: a malformed OTLP headers variable stops the command first.
+        let exporter = try otlp.exporter()
+        // A live case's logs are indexed, then sent to the collector as one trace request, as
+        // soon as the case is done.
+        options.finishedLogs = FinishedLogSinks.combining([
+            catalog.map(IndexingSink.warning), exporter,
+        ])
         // The suite run's commit and branch come from `git`, which runs beside the suite (on a
         // thread of its own: waiting for a child process would hold one of the suite's threads);
         // they are needed only when the results are recorded.
@@ -207,7 +215,6 @@ struct RunCommand: AsyncParsableCommand {
             throw Exit.unusable
         }
 
-        let exporter = try otlp.exporter()
         if models.record != "none", models.cassette == nil, !session.cases.contains(where: { $0.cassette != nil }) {
             throw diagnose(
                 CommandError(
@@ -220,8 +227,6 @@ struct RunCommand: AsyncParsableCommand {
         // of what ran is still printed and written.
         let (report, interrupted) = try await withInterruption {
             await session.runToReport { finished in
-                // A live case's runs go to the collector as soon as the case is done.
-                exporter?.send(logs: finished.result.writtenRunLogs)
                 let lines =
                     verbose || html != nil
                     ? EvalReport.consoleLines(

@@ -1,8 +1,10 @@
 import EvalEngine
 import Foundation
+import Synchronization
 import TestSupport
 import Testing
 import TraceCore
+import TraceLog
 
 /// The main job end to end in the library: load, run, compare, report, exit status.
 @Suite("Eval sessions")
@@ -45,6 +47,40 @@ struct SessionTests {
                 completed.exitStatus == 0,
                 "\(completed.results.filter { !$0.passed }.flatMap { completed.consoleLines(for: $0) }.joined(separator: "\n"))")
             #expect(finished.allSatisfy { $0.comparison == nil }, "no baseline was read")
+        }
+    }
+
+    /// Keeps the batches of logs it is given.
+    final class CollectingSink: FinishedLogSink {
+        let batches = Mutex<[[String]]>([])
+        func logsFinished(_ logs: [String]) async { batches.withLock { $0.append(logs) } }
+    }
+
+    @Test("the finished-log sink gets each live case's logs once, as one batch, closed, before the case is reported")
+    func finishedLogs() async throws {
+        try await TemporaryDirectory.with { directory in
+            var plan = plan([Self.bundled], in: directory)
+            plan.options.repeats = 2
+            let sink = CollectingSink()
+            plan.options.finishedLogs = sink
+            let session = try EvalSession(plan)
+            let reportedBefore = Mutex<[String: Bool]>([:])
+            let report = await session.runToReport { finished in
+                let logs = finished.result.writtenRunLogs
+                reportedBefore.withLock { $0[finished.result.id] = logs.isEmpty || sink.batches.withLock { $0.contains(logs) } }
+            }
+            let live = report.results.filter { !$0.writtenRunLogs.isEmpty }
+            #expect(live.count >= 2, "the bundled cases include live ones")
+            let batches = sink.batches.withLock { $0 }
+            #expect(batches.sorted { $0[0] < $1[0] } == live.map(\.writtenRunLogs).sorted { $0[0] < $1[0] })
+            for result in live {
+                #expect(result.writtenRunLogs.count == 2, "\(result.id): one log per repeat")
+                #expect(reportedBefore.withLock { $0[result.id] } == true, "\(result.id) was reported before its logs were given")
+                for log in result.writtenRunLogs {
+                    let events = try LogReader(path: log).readAll().events
+                    #expect(events.last?.event.kind == "run_stopped", "\(log) is closed")
+                }
+            }
         }
     }
 

@@ -19,6 +19,9 @@ public struct AgentRuntime: Sendable {
     public var environment: RuntimeEnvironment
     /// Signs the logs this runtime writes (docs/log-format.md, "Signed logs"); nil for none.
     public var signer: LogSigner?
+    /// Given each log this runtime closes, after `run` or `resume` returns its outcome (the CLI's
+    /// `exec`: index it in the catalog, send its trace to a collector); nil for nothing.
+    public var finishedLogs: (any FinishedLogSink)?
     /// How this runtime's logs are written.
     public var logOptions: LogWriter.Options {
         LogWriter.Options(durability: agent.durability, signer: signer, redactor: redactor, writesContextDeltas: agent.writesContextDeltas)
@@ -27,10 +30,13 @@ public struct AgentRuntime: Sendable {
     /// What keeps secrets out of this runtime's logs: the agent's (`Agent.redactor`).
     var redactor: Redactor { agent.redactor }
 
-    public init(agent: Agent, environment: RuntimeEnvironment = .live, signer: LogSigner? = nil) {
+    public init(
+        agent: Agent, environment: RuntimeEnvironment = .live, signer: LogSigner? = nil, finishedLogs: (any FinishedLogSink)? = nil
+    ) {
         self.agent = agent
         self.environment = environment
         self.signer = signer
+        self.finishedLogs = finishedLogs
     }
 
     /// Runs the agent on `goal`, writing a new log at `path`, until it stops. The agent's tool
@@ -38,9 +44,11 @@ public struct AgentRuntime: Sendable {
     public func run(
         goal: String, log path: String, runId: String? = nil, actor: String? = nil, route: String? = nil
     ) async throws(RuntimeError) -> RunOutcome {
-        try await withToolServers { runtime throws(RuntimeError) in
+        let outcome = try await withToolServers { runtime throws(RuntimeError) in
             try await runtime.runConnected(goal: goal, log: path, runId: runId, actor: actor, route: route)
         }
+        await finishedLogs?.logsFinished([outcome.logPath])
+        return outcome
     }
 
     /// Starts the agent's tool servers, gives `body` a runtime whose agent has their tools, and
@@ -92,7 +100,11 @@ public struct AgentRuntime: Sendable {
     /// Resumes a run that stopped with `approval_required`: records each approval, runs the
     /// approved calls (refused ones become observations) and continues the loop in the same log.
     public func resume(log path: String, approvals: [ApprovalRecorded]) async throws(RuntimeError) -> RunOutcome {
-        try await withToolServers { runtime throws(RuntimeError) in try await runtime.resumeConnected(log: path, approvals: approvals) }
+        let outcome = try await withToolServers { runtime throws(RuntimeError) in
+            try await runtime.resumeConnected(log: path, approvals: approvals)
+        }
+        await finishedLogs?.logsFinished([outcome.logPath])
+        return outcome
     }
 
     func resumeConnected(log path: String, approvals: [ApprovalRecorded]) async throws(RuntimeError) -> RunOutcome {

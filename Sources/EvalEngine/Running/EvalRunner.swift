@@ -3,7 +3,7 @@ import ConfigFile
 import Foundation
 import Synchronization
 import TraceCore
-import TraceLog
+public import TraceLog
 
 /// How a suite is run.
 public struct EvalOptions: Sendable {
@@ -34,6 +34,10 @@ public struct EvalOptions: Sendable {
     /// What runs `command:` cases through the recording model gateway (the CLI's); nil: such a
     /// case cannot run.
     public var commands: (any CommandCaseRecorder)?
+    /// What is done with the run logs a live case wrote once the case is done (the CLI's: index
+    /// them in the catalog, send their traces to a collector): called once per case, with
+    /// `CaseResult.writtenRunLogs`, before the case is reported.
+    public var finishedLogs: (any FinishedLogSink)?
 
     public init(
         jobs: Int? = nil, repeats: Int = 1, defaultAgent: String? = nil,
@@ -219,6 +223,8 @@ public struct EvalRunner: Sendable {
                 if received[index] == expected[index] {
                     results[index].runs.sort { ($0.repeatIndex, $0.logPath) < ($1.repeatIndex, $1.logPath) }
                     if results[index].error == nil { results[index].error = Self.unknownTool(in: results[index]) }
+                    let written = results[index].writtenRunLogs
+                    if let sink = options.finishedLogs, !written.isEmpty { await sink.logsFinished(written) }
                     finished += 1
                     progress(index, results[index], finished, cases.count)
                 }

@@ -1,5 +1,6 @@
 import Synchronization
 public import TraceCore
+public import TraceLog
 
 /// Sends run traces to a collector in the background, one request per finished run (or per
 /// live case: its repeats, or a pipeline's child runs), so runs never wait for the collector;
@@ -88,5 +89,13 @@ public struct LiveExportSummary: Sendable, Hashable {
         guard case .object(var members) = object else { return object }
         members["otlp"] = json
         return .object(members)
+    }
+}
+
+/// The exporter as the sink of finished logs: each batch (one run's log, or a live case's runs)
+/// goes as one request, in the background.
+extension LiveTraceExporter: FinishedLogSink {
+    public func logsFinished(_ logs: [String]) async {
+        send(logs: logs)
     }
 }

@@ -1,0 +1,25 @@
+public import TraceLog
+
+/// Indexes run logs in the catalog as the runs that wrote them close them: the catalog's
+/// `FinishedLogSink`, which `exec`, `run`, `record` and `import` pass to what writes their logs.
+/// A log that cannot be indexed is reported to `failed` and left as it is: the log is the record,
+/// and `agent-eval index` can read it again later.
+public struct IndexingSink: FinishedLogSink {
+    public let catalog: Catalog
+    private let failed: @Sendable (_ log: String, CatalogError) -> Void
+
+    public init(catalog: Catalog, failed: @escaping @Sendable (_ log: String, CatalogError) -> Void) {
+        self.catalog = catalog
+        self.failed = failed
+    }
+
+    public func logsFinished(_ logs: [String]) async {
+        for log in logs {
+            do {
+                _ = try catalog.index(log: log)
+            } catch {
+                failed(log, error)
+            }
+        }
+    }
+}
