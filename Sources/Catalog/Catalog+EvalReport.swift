@@ -36,20 +36,17 @@ extension SuiteRunInfo {
 }
 
 extension Catalog {
-    /// Records a finished suite run — its report, and an index of the logs its live runs
-    /// wrote (a live pipeline's child run logs too) — and returns the suite run's id.
+    /// Records a finished suite run — its report, and an index of the run logs its live cases
+    /// wrote (`CaseResult.writtenRunLogs`) — and returns the suite run's id.
     @discardableResult
     public func record(_ report: EvalReport, info: SuiteRunInfo) throws(CatalogError) -> Int {
         let id = try insert(SuiteRows(report), info: info)
-        var written: [String] = []
-        for result in report.results where result.evalCase.isLive {
-            for run in result.runs {
-                written.append(run.logPath)
-                // A live pipeline run wrote a child log per agent attempt beside its pipeline log.
-                if result.evalCase.expected.pipeline != nil { written += CaseResult.childRunLogs(ofPipelineLog: run.logPath) }
-            }
+        // The run logs only: a live pipeline's child run logs, not its pipeline log (not a run).
+        // Indexed already when the session was given the catalog's `IndexingSink`: then each is
+        // only checked against its fingerprint here.
+        for log in report.results.flatMap(\.writtenRunLogs) where FileManager.default.fileExists(atPath: log) {
+            _ = try index(log: log)
         }
-        for log in written where FileManager.default.fileExists(atPath: log) { _ = try index(log: log) }
         return id
     }
 

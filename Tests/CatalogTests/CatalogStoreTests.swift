@@ -347,6 +347,26 @@ struct CatalogStoreTests {
         }
     }
 
+    @Test("a recorded suite run indexes the run logs its live cases wrote, a pipeline's child runs too, never a pipeline log")
+    func recordIndexesRunLogsOnly() async throws {
+        try await TemporaryDirectory.with { directory in
+            let bundled = ExampleRuns.fixtures.deletingLastPathComponent().appendingPathComponent("EvalCases").path
+            let (cases, errors) = EvalSuite.load(paths: [bundled])
+            #expect(errors.isEmpty)
+            let options = EvalOptions(jobs: 2, outputDirectory: directory.path("runs"), environment: .deterministic(runId: "r"))
+            let results = await EvalRunner(options: options).run(cases)
+            #expect(results.contains { $0.evalCase.isLive && $0.evalCase.expected.pipeline != nil }, "the suite has a live pipeline")
+            let report = EvalReport(results: results, comparisons: [:], hasBaseline: false, k: 1, durationSeconds: 1)
+            let catalog = try Catalog(path: directory.path("catalog.sqlite"))
+            try catalog.record(report, info: SuiteRunInfo(startedAtUs: 7, gitCommit: nil, gitBranch: nil, commandLine: "agent-eval run"))
+            let indexed = try catalog.query("SELECT path FROM logs ORDER BY path").rows.map { $0[0].description }
+            let written = results.flatMap(\.writtenRunLogs).sorted()
+            #expect(written.contains { $0.contains("/tasks/") }, "a pipeline's child run logs are among them")
+            #expect(indexed == written)
+            #expect(!indexed.contains { $0.hasSuffix("pipeline.jsonl.gz") })
+        }
+    }
+
     @Test("a file that is not a catalog, a damaged one and one from a newer agent-eval give clear errors and stay as they were")
     func badCatalogFiles() async throws {
         try await TemporaryDirectory.with { directory in
