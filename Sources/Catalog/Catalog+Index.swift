@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import Synchronization
 import TraceCore
+import TraceLog
 
 /// What `index` did over many logs.
 public struct IndexSummary: Sendable {
@@ -116,8 +117,12 @@ extension Catalog {
             logs[$0..<min(logs.count, $0 + Self.logsPerTransaction)].map(Self.absolute)
         }
         // More readers than a batch has logs would wait for nothing.
-        let readers = ReadingThreads(count: min(max(1, jobs), Self.logsPerTransaction))
-        defer { readers.stop() }
+        // Threads kept until the index ends: a reader keeps its buffers and inflaters per thread
+        // (`ThreadSlot`), which a thread per batch would make again.
+        let readers = WorkerThreads<@Sendable () -> Void>(
+            count: min(max(1, jobs), Self.logsPerTransaction), name: "agent-eval index reader"
+        ) { $0() }
+        defer { readers.cancelAndWait() }
         var next: PendingBatch?
         if let first = batches.first { next = try start(first, on: readers, memberLimit: memberLimit) }
         for number in batches.indices {
@@ -179,7 +184,9 @@ extension Catalog {
 
     /// Starts looking at one batch's logs: their rows from one read snapshot (here), then on
     /// `readers`, each log found unchanged or read (`prepare(absolute:known:)`).
-    private func start(_ paths: [String], on readers: ReadingThreads, memberLimit: Int) throws(CatalogError) -> PendingBatch {
+    private func start(_ paths: [String], on readers: WorkerThreads<@Sendable () -> Void>, memberLimit: Int) throws(CatalogError)
+        -> PendingBatch
+    {
         let known = try read { db in try paths.map { try StoredLog.fetch(db, path: $0) } }
         let batch = PendingBatch(paths.map { BatchLog(path: $0) })
         for (index, path) in paths.enumerated() {
@@ -205,7 +212,7 @@ struct BatchLog: Sendable {
     var prepared: PreparedLog?
 }
 
-/// A batch whose logs are being looked at on `ReadingThreads`.
+/// A batch whose logs are being looked at on the index's reader threads.
 final class PendingBatch: Sendable {
     let logs: Mutex<[BatchLog]>
     let group = DispatchGroup()
@@ -216,66 +223,5 @@ final class PendingBatch: Sendable {
     func wait() -> [BatchLog] {
         group.wait()
         return logs.withLock { $0 }
-    }
-}
-
-/// The threads that read logs for one `index(paths:)`, kept until it ends: a reader keeps its
-/// buffers and inflaters per thread (`ThreadSlot`), which a thread per batch would make again.
-/// Threads of their own rather than the shared dispatch pool, which the caller's own tasks may
-/// hold.
-///
-/// Unchecked Sendable: every stored property is guarded by `condition`.
-final class ReadingThreads: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var queue: [@Sendable () -> Void] = []
-    private var head = 0
-    private var isStopping = false
-    private var running: Int
-
-    init(count: Int) {
-        running = count
-        for _ in 0..<count {
-            let thread = Thread { [self] in loop() }
-            thread.name = "agent-eval index reader"
-            thread.start()
-        }
-    }
-
-    func submit(_ work: @escaping @Sendable () -> Void) {
-        condition.lock()
-        queue.append(work)
-        condition.signal()
-        condition.unlock()
-    }
-
-    /// Drops the work not started, waits for the work running, and ends the threads.
-    func stop() {
-        condition.lock()
-        isStopping = true
-        queue.removeAll()
-        head = 0
-        condition.broadcast()
-        while running > 0 { condition.wait() }
-        condition.unlock()
-    }
-
-    private func loop() {
-        condition.lock()
-        while true {
-            while head == queue.count && !isStopping { condition.wait() }
-            if head == queue.count { break }
-            let work = queue[head]
-            head += 1
-            if head == queue.count {
-                queue.removeAll(keepingCapacity: true)
-                head = 0
-            }
-            condition.unlock()
-            work()
-            condition.lock()
-        }
-        running -= 1
-        condition.broadcast()
-        condition.unlock()
     }
 }

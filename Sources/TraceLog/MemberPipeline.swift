@@ -71,7 +71,8 @@ final class MemberPipeline: @unchecked Sendable {
     private let firstIndex: Int
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private let changed: UnsafeMutablePointer<pthread_cond_t>
-    private var thread: pthread_t?
+    /// The helper thread while the read runs (its one item of work is the whole read).
+    private var helper: WorkerThreads<MemberPipeline>?
     // Guarded by `mutex`:
     private var queue: [Item] = []
     /// Buffers the caller is done with, for the helper to fill again.
@@ -108,7 +109,7 @@ final class MemberPipeline: @unchecked Sendable {
     /// Starts the helper and hands each member it reads to `body`, in order; returns how the
     /// scan ended, or throws what the scan or `body` threw.
     func run(_ body: (ScannedMember) throws -> Void) throws -> MemberScanner.Ending {
-        try start()
+        start()
         while true {
             pthread_mutex_lock(mutex)
             while queue.isEmpty && ending == nil { pthread_cond_wait(changed, mutex) }
@@ -133,34 +134,20 @@ final class MemberPipeline: @unchecked Sendable {
 
     /// Stops the helper (it stops at its next member) and waits for it to end.
     func stop() {
-        guard let thread else { return }
+        guard let helper else { return }
         pthread_mutex_lock(mutex)
         isStopping = true
         pthread_cond_broadcast(changed)
         pthread_mutex_unlock(mutex)
-        pthread_join(thread, nil)
-        self.thread = nil
+        helper.finish()
+        helper.waitUntilEnded()
+        self.helper = nil
     }
 
-    private func start() throws {
-        var attributes = pthread_attr_t()
-        pthread_attr_init(&attributes)
-        defer { pthread_attr_destroy(&attributes) }
-        pthread_attr_setstacksize(&attributes, 1 << 20)
-        var created = pthread_t()
-        let context = Unmanaged.passRetained(self).toOpaque()
-        let status = pthread_create(
-            &created, &attributes,
-            { context in
-                guard let context else { return nil }
-                Unmanaged<MemberPipeline>.fromOpaque(context).takeRetainedValue().readAhead()
-                return nil
-            }, context)
-        guard status == 0 else {
-            Unmanaged<MemberPipeline>.fromOpaque(context).release()
-            throw LogError(.unreadable, "could not start the log reader's helper thread (error \(status))", path: scanner.path)
-        }
-        thread = created
+    private func start() {
+        let helper = WorkerThreads<MemberPipeline>(name: "agent-eval log read-ahead", stackSize: 1 << 20) { $0.readAhead() }
+        helper.submit(self)
+        self.helper = helper
     }
 
     /// The buffer the next member goes into: once the caller has room for it (fewer than

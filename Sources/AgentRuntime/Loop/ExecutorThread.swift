@@ -1,4 +1,5 @@
 import Foundation
+import TraceLog
 
 /// One thread that runs the jobs of the tasks that prefer it, one at a time: a task executor
 /// for a loop that mostly waits.
@@ -14,74 +15,49 @@ import Foundation
 /// While the thread waits, it can do work that a later job would otherwise do on the loop's
 /// critical path: `whenIdle`.
 ///
-/// Unchecked Sendable: the queue and the stop flags are guarded by `condition`; `whenIdle` is
-/// confined to the thread (only its own jobs set it, and it runs between them).
+/// The thread is TraceLog's `WorkerThreads` (the project's one worker-thread type), whose work
+/// is jobs.
+///
+/// Unchecked Sendable: `whenIdle` is confined to the thread (only its own jobs set it, and it
+/// runs between them); the rest is `WorkerThreads`', which guards its own state.
 public final class ExecutorThread: TaskExecutor, @unchecked Sendable {
-    private let condition = NSCondition()
-    /// Jobs not yet run, in the order they were enqueued; `head` is the next.
-    private var queue: [UnownedJob] = []
-    private var head = 0
-    private var isStopping = false
-    private var isStopped = false
+    private let worker: WorkerThreads<UnownedJob>
     /// Run once each time the queue empties, before the thread waits. Only the thread's own
     /// jobs set or clear it, so it never runs at the same time as one of them.
     public var whenIdle: (() -> Void)?
 
     /// Starts the thread, named `name` (what a debugger or `top -H` shows); `stop()` ends it.
     public init(name: String) {
-        let thread = Thread { [self] in loop() }
-        thread.name = name
-        thread.start()
+        // The thread holds the executor weakly: a job that comes after it is gone (none should)
+        // goes to the global executor.
+        let executor = WeakExecutor()
+        worker = WorkerThreads(
+            name: name, idle: { executor.thread?.whenIdle?() },
+            perform: { job in
+                guard let thread = executor.thread else { return globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
+                job.runSynchronously(on: thread.asUnownedTaskExecutor())
+            })
+        executor.thread = self
     }
 
     public func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
-        condition.lock()
-        if isStopped {
-            // Nothing should come after the loop is done; if something does, it still runs.
-            condition.unlock()
-            globalConcurrentExecutor.enqueue(ExecutorJob(job))
-            return
-        }
-        queue.append(job)
-        condition.signal()
-        condition.unlock()
+        // After `stop()` nothing should come; if something does, it still runs.
+        if !worker.submit(job) { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
     }
 
     /// Ends the thread once every job enqueued so far ran. Safe to call from the thread itself.
     public func stop() {
-        condition.lock()
-        isStopping = true
-        condition.signal()
-        condition.unlock()
+        worker.finish()
     }
 
-    private func loop() {
-        let executor = asUnownedTaskExecutor()
-        condition.lock()
-        var ranIdle = false
-        while true {
-            if head == queue.count, !ranIdle, let whenIdle {
-                ranIdle = true
-                condition.unlock()
-                whenIdle()
-                condition.lock()
-                continue
-            }
-            while head == queue.count && !isStopping { condition.wait() }
-            if head == queue.count { break }
-            let job = queue[head]
-            head += 1
-            if head == queue.count {
-                queue.removeAll(keepingCapacity: true)
-                head = 0
-            }
-            ranIdle = false
-            condition.unlock()
-            job.runSynchronously(on: executor)
-            condition.lock()
-        }
-        isStopped = true
-        condition.unlock()
+    deinit {
+        worker.finish()
     }
+}
+
+/// The executor, as its thread's work sees it. Unchecked Sendable: `thread` is set once, before
+/// any job is enqueued, and only read after.
+private final class WeakExecutor: @unchecked Sendable {
+    weak var thread: ExecutorThread?
 }

@@ -1,0 +1,119 @@
+import Foundation
+
+/// Threads of the project's own that run submitted work in the order it came, one item at a
+/// time per thread: the one worker-thread type (issue 46). What runs on one:
+/// - `ExecutorThread` (AgentRuntime): one thread whose work is the jobs of the tasks that prefer
+///   it — a run's loop, the pipeline scheduler;
+/// - the catalog's log readers during `index` (a few threads, one log each at a time);
+/// - `MemberPipeline`'s helper, which reads a large log ahead of its reader (one thread, one
+///   item: the whole read).
+///
+/// Not the shared dispatch pool, and not Swift's cooperative pool, both of which the caller's own
+/// tasks may hold: work that blocks or waits belongs here. (`DeadlineWatchdog` keeps its own
+/// thread: it waits for instants, not for work.)
+///
+/// ```swift
+/// let readers = WorkerThreads<@Sendable () -> Void>(count: 2, name: "reader") { $0() }
+/// readers.submit { read(log) }
+/// readers.cancelAndWait()
+/// ```
+///
+/// Unchecked Sendable: every stored `var` is guarded by `condition`; `perform` and `idle` are
+/// set once and called on the threads only.
+public final class WorkerThreads<Work: Sendable>: @unchecked Sendable {
+    private let condition = NSCondition()
+    /// Work not yet started, in the order submitted; `head` is the next.
+    private var queue: [Work] = []
+    private var head = 0
+    private var isStopping = false
+    private var running: Int
+    private let perform: @Sendable (Work) -> Void
+    private let idle: (@Sendable () -> Void)?
+
+    /// Starts `count` threads named `name` (what a debugger or `top -H` shows), each running
+    /// `perform` on one item of work at a time. `idle`, when given, runs on a thread each time it
+    /// finds the queue empty, before it waits (once per emptying).
+    public init(
+        count: Int = 1, name: String, stackSize: Int? = nil, idle: (@Sendable () -> Void)? = nil,
+        perform: @escaping @Sendable (Work) -> Void
+    ) {
+        self.perform = perform
+        self.idle = idle
+        running = max(1, count)
+        for _ in 0..<running {
+            let thread = Thread { [self] in loop() }
+            thread.name = name
+            if let stackSize { thread.stackSize = stackSize }
+            thread.start()
+        }
+    }
+
+    /// Adds `work` to the queue; false (and nothing is queued) once the threads are stopping,
+    /// so that the caller can run it elsewhere.
+    @discardableResult
+    public func submit(_ work: Work) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        guard !isStopping else { return false }
+        queue.append(work)
+        condition.signal()
+        return true
+    }
+
+    /// Ends the threads once the work submitted so far has run, without waiting for that. Safe to
+    /// call from one of the threads.
+    public func finish() {
+        condition.lock()
+        isStopping = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Drops the work not started, waits for the work running, and ends the threads. Not from
+    /// one of the threads (it would wait for itself).
+    public func cancelAndWait() {
+        condition.lock()
+        isStopping = true
+        queue.removeAll()
+        head = 0
+        condition.broadcast()
+        while running > 0 { condition.wait() }
+        condition.unlock()
+    }
+
+    /// Waits until every thread has ended (after `finish`). Not from one of the threads.
+    public func waitUntilEnded() {
+        condition.lock()
+        while running > 0 { condition.wait() }
+        condition.unlock()
+    }
+
+    private func loop() {
+        condition.lock()
+        var ranIdle = false
+        while true {
+            if head == queue.count, !ranIdle, let idle {
+                ranIdle = true
+                condition.unlock()
+                idle()
+                condition.lock()
+                continue
+            }
+            while head == queue.count && !isStopping { condition.wait() }
+            if head == queue.count { break }
+            let work = queue[head]
+            head += 1
+            if head == queue.count {
+                queue.removeAll(keepingCapacity: true)
+                head = 0
+            }
+            ranIdle = false
+            condition.unlock()
+            perform(work)
+            condition.lock()
+        }
+        running -= 1
+        condition.broadcast()
+        condition.unlock()
+    }
+}
