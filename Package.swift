@@ -291,7 +291,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TraceLogTests",
-            dependencies: ["TraceCore", "TraceLog", "TestSupport", "CZlib"],
+            dependencies: ["TraceCore", "TraceLog", "TestSupport", "TestTags", "CZlib"],
             swiftSettings: strictSettings
         ),
         .testTarget(
@@ -331,7 +331,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ReplayTests",
-            dependencies: ["TraceCore", "TraceLog", "AgentRuntime", "Replay", "TestSupport"],
+            dependencies: ["TraceCore", "TraceLog", "AgentRuntime", "Replay", "TestSupport", "TestTags"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -62,7 +62,9 @@ struct CatalogCommandTests {
         }
     }
 
-    @Test("an index killed mid-way leaves a consistent catalog; the next index finishes it with the rows a rebuild gives")
+    @Test(
+        "an index killed mid-way leaves a consistent catalog; the next index finishes it with the rows a rebuild gives", .atScale,
+        .tags(.scale))
     func killedMidIndex() async throws {
         try await TemporaryDirectory.with { root in
             try writeRuns(250, steps: 20, into: root.path("logs"), seed: 9)

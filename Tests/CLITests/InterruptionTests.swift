@@ -59,7 +59,9 @@ struct InterruptionTests {
         }
     }
 
-    @Test("run over 50,000 recorded cases: SIGTERM while they are checked starts no other case, writes the report of what ran, 143")
+    @Test(
+        "run over 50,000 recorded cases: SIGTERM while they are checked starts no other case, writes the report of what ran, 143", .atScale,
+        .tags(.scale))
     func runStops() async throws {
         try await TemporaryDirectory.with { directory in
             let count = 50_000

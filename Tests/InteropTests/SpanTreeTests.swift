@@ -1,6 +1,7 @@
 import Foundation
 import Interop
 import TestSupport
+import TestTags
 import Testing
 import TraceCore
 
@@ -84,7 +85,7 @@ struct SpanTreeTests {
         }
     }
 
-    @Test("a chain of 100,000 nested spans imports: nothing recurses per level of the tree")
+    @Test("a chain of 100,000 nested spans imports: nothing recurses per level of the tree", .atScale, .tags(.scale))
     func deepChain() throws {
         try TemporaryDirectory.with { directory in
             let run = try #require(try Self.runs(Self.chain(100_000), in: directory, "deep.json").first)

@@ -2,6 +2,7 @@ import AgentRuntime
 import Foundation
 import Replay
 import TestSupport
+import TestTags
 import Testing
 import TraceCore
 import TraceLog
@@ -27,7 +28,7 @@ struct ReplayTests {
         #expect(steps == Array(Set(steps)).sorted())
     }
 
-    @Test("replaying a long log holds its outputs in the log and rebuilds the same state, digests and all")
+    @Test("replaying a long log holds its outputs in the log and rebuilds the same state, digests and all", .atScale, .tags(.scale))
     func longLogOutputsStayInTheLog() throws {
         try TemporaryDirectory.with { directory in
             let log = directory.path("long.jsonl.gz")

@@ -1,5 +1,6 @@
 import Foundation
 import TestSupport
+import TestTags
 import Testing
 import TraceCore
 
@@ -50,7 +51,7 @@ struct ContextDeltaTests {
         }
     }
 
-    @Test("the bytes per step stay flat as the run grows: 100 steps and 800 steps")
+    @Test("the bytes per step stay flat as the run grows: 100 steps and 800 steps", .atScale, .tags(.scale))
     func linearGrowth() async throws {
         try await TemporaryDirectory.with { directory in
             func jsonlBytesPerStep(_ steps: Int, deltas: Bool) async throws -> Double {
@@ -150,7 +151,7 @@ extension ContextDeltaTests {
 }
 
 extension ContextDeltaTests {
-    @Test("random bases and copy ranges, chain intact: never a crash; what verify accepts is always made whole")
+    @Test("random bases and copy ranges, chain intact: never a crash; what verify accepts is always made whole", .atScale, .tags(.scale))
     func mutatedDeltas() async throws {
         try await TemporaryDirectory.with { directory in
             let original = directory.path("run.jsonl.gz")

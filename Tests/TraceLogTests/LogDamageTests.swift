@@ -1,5 +1,6 @@
 import Foundation
 import TestSupport
+import TestTags
 import Testing
 import TraceCore
 
@@ -43,8 +44,8 @@ struct LogDamageTests {
     }
 
     @Test(
-        "a log cut at every byte offset: a prefix of the events, never an error but when nothing is left (0 bytes); sealing makes gzip and zcat agree"
-    )
+        "a log cut at every byte offset: a prefix of the events, never an error but when nothing is left (0 bytes); sealing makes gzip and zcat agree",
+        .atScale, .tags(.scale))
     func cutEverywhere() async throws {
         try await TemporaryDirectory.with { directory in
             let log = try Self.flushedLog(in: directory)
@@ -93,7 +94,7 @@ struct LogDamageTests {
         }
     }
 
-    @Test("every bit flipped inside a closed member is reported at that member with its first sequence number")
+    @Test("every bit flipped inside a closed member is reported at that member with its first sequence number", .atScale, .tags(.scale))
     func bitFlips() async throws {
         try await TemporaryDirectory.with { directory in
             let log = try Self.flushedLog(in: directory)
@@ -185,7 +186,9 @@ struct LogDamageTests {
         }
     }
 
-    @Test("inflating whole members (libdeflate) and streaming them (zlib) read the same events and find the same damage")
+    @Test(
+        "inflating whole members (libdeflate) and streaming them (zlib) read the same events and find the same damage", .atScale,
+        .tags(.scale))
     func wholeMemberInflateAgreesWithZlib() async throws {
         try await TemporaryDirectory.with { directory in
             let log = try Self.flushedLog(in: directory)
@@ -212,7 +215,9 @@ struct LogDamageTests {
         }
     }
 
-    @Test("reading ahead on a helper thread reads the same events, and finds the same damage, as reading on one thread")
+    @Test(
+        "reading ahead on a helper thread reads the same events, and finds the same damage, as reading on one thread", .atScale,
+        .tags(.scale))
     func readAheadAgreesWithOneThread() async throws {
         try await TemporaryDirectory.with { directory in
             let log = try Self.flushedLog(in: directory)
