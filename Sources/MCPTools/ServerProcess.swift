@@ -128,8 +128,11 @@ final class ServerProcess: Sendable {
         let fd = process.stdin
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             writer.async { [self] in
-                if state.withLock({ $0.stdinClosed }) {
-                    continuation.resume(throwing: MCPToolError("the server's input is closed"))
+                // Nothing goes to a server that was stopped or failed: the request fails at once
+                // (the SDK then fails its pending request), so a request made after a race gave
+                // up on the server cannot wait for an answer that will never come.
+                if let why = state.withLock({ $0.stdinClosed ? "its input is closed" : $0.failure }) {
+                    continuation.resume(throwing: MCPToolError("the server cannot be written to: \(why)"))
                     return
                 }
                 var written = 0

@@ -32,7 +32,7 @@ public final class WorkerThreads<Work: Sendable>: @unchecked Sendable {
 
     /// Starts `count` threads named `name` (what a debugger or `top -H` shows), each running
     /// `perform` on one item of work at a time. `idle`, when given, runs on a thread each time it
-    /// finds the queue empty, before it waits (once per emptying).
+    /// finds the queue empty after work, before it waits (once per emptying).
     public init(
         count: Int = 1, name: String, stackSize: Int? = nil, idle: (@Sendable () -> Void)? = nil,
         perform: @escaping @Sendable (Work) -> Void
@@ -90,7 +90,8 @@ public final class WorkerThreads<Work: Sendable>: @unchecked Sendable {
 
     private func loop() {
         condition.lock()
-        var ranIdle = false
+        // The idle hook runs after work, never before the first item.
+        var ranIdle = true
         while true {
             if head == queue.count, !ranIdle, let idle {
                 ranIdle = true

@@ -1,7 +1,6 @@
 import AgentRuntime
 import ConfigFile
 import Foundation
-import MCPTools
 import Replay
 import TestSupport
 import TestTags
@@ -9,11 +8,27 @@ import Testing
 import TraceCore
 import TraceLog
 
+@testable import MCPTools
+
 /// MCP servers as tools, against real servers: `mcp-server-time` and `mcp-server-git` from
 /// PyPI, and a failure server written with the official `mcp` package
 /// (`scripts/mcp_failure_server.py`), all installed by `scripts/mcp_venv`.
 @Suite("MCP servers as tools", .ownThread)
 struct MCPServerTests {
+    @Test("a server that was stopped takes no more requests: a send after kill fails at once, so no request waits for it")
+    func sendAfterKill() async throws {
+        let server = try ServerProcess(
+            command: ["sleep", "30"], directory: FileManager.default.currentDirectoryPath, environment: ["PATH": "/usr/bin:/bin"],
+            name: "sleeper")
+        try await server.send(Data(#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#.utf8))
+        server.kill()
+        await #expect {
+            try await server.send(Data(#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#.utf8))
+        } throws: { error in
+            "\(error)".contains("it was stopped")
+        }
+    }
+
     static func settings(_ name: String, _ command: [String], callTimeoutMs: Int = 30_000, startTimeoutMs: Int = 30_000)
         -> ToolServerSettings
     {

@@ -56,8 +56,9 @@ public final class ExecutorThread: TaskExecutor, @unchecked Sendable {
     }
 }
 
-/// The executor, as its thread's work sees it. Unchecked Sendable: `thread` is set once, before
-/// any job is enqueued, and only read after.
+/// The executor, as its thread's work sees it. Unchecked Sendable: `thread` is set once, in the
+/// executor's `init`, before any job can be enqueued; the thread reads it only in a job or in the
+/// idle hook, which runs after a job (`WorkerThreads`), so after the enqueue's lock.
 private final class WeakExecutor: @unchecked Sendable {
     weak var thread: ExecutorThread?
 }

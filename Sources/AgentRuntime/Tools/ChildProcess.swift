@@ -67,11 +67,12 @@ public struct ChildProcess: Sendable {
 
         init() {
             var ends: [Int32] = [-1, -1]
-            if pipe(&ends) == 0 {
-                for fd in ends {
-                    _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-                    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-                }
+            // Close-on-exec from the start, as every pipe here: a process spawned at the same
+            // moment on another thread must not inherit it.
+            if cprocess_pipe_cloexec(&ends) == 0 {
+                for fd in ends { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
+            } else {
+                ends = [-1, -1]
             }
             // Without a pipe (out of descriptors) the thread still sees the flag at its next
             // look, within 100 ms.

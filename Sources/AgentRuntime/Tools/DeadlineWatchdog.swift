@@ -105,7 +105,10 @@ final class DeadlineWatchdog: @unchecked Sendable {
                 condition.lock()
             }
             if let first = heap.first {
-                let target = first.instant + Self.slack
+                // Never longer than `idleExit` at once: deadlines withdrawn since (a model request
+                // answered long before its timeout) are dropped at the next look, and a watchdog
+                // whose deadlines were all withdrawn lets its thread go soon, not at the timeout.
+                let target = min(first.instant + Self.slack, now + idleExit)
                 wakesAt = target
                 _ = condition.wait(until: Date(timeIntervalSinceNow: Self.seconds(target - now)))
             } else {

@@ -19,6 +19,9 @@ public struct SubprocessToolHost: ToolHost {
     /// How results and errors name the program: the path as the agent file wrote it, while
     /// `command` holds the absolute path the process is started from. Nil: the command's first word.
     public var programName: String?
+    /// The clock the command's timeout is kept on: this host's own `LiveClock` (one watchdog for
+    /// all its calls, no timer per call).
+    public var clock: any Clock<Duration> = LiveClock()
 
     /// Variables a tool gets from the caller's environment unless its agent file says more.
     public static let baseEnvironmentNames = ["PATH", "HOME", "LANG"]
@@ -42,10 +45,11 @@ public struct SubprocessToolHost: ToolHost {
     }
 
     public func invoke(_ request: ToolRequest) async throws -> ToolOutcome {
-        let process = ChildProcess(
+        var process = ChildProcess(
             command: command, directory: directory,
             environment: environment.map { $0.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" } },
             input: JSONWriter.encode(request.arguments) + [0x0A], timeoutMs: request.timeoutMs, outputLimit: outputLimit)
+        process.clock = clock
         let result: ChildProcess.Result
         do {
             result = try await process.run()
