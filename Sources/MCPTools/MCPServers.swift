@@ -71,7 +71,7 @@ final class MCPConnection: ToolServerConnection {
 
     /// A started server and the SDK client talking to it.
     struct Session: Sendable {
-        var server: ServerProcess
+        var server: JSONLinesProcess
         var client: Client
     }
 
@@ -110,9 +110,9 @@ final class MCPConnection: ToolServerConnection {
     private static func openSession(
         _ settings: ToolServerSettings, clientInfo: (name: String, version: String), clock: any Clock<Duration>
     ) async throws -> (Session, Initialize.Result) {
-        let server: ServerProcess
+        let server: JSONLinesProcess
         do {
-            server = try ServerProcess(
+            server = try JSONLinesProcess(
                 command: settings.command, directory: settings.directory, environment: settings.environment, name: settings.name)
         } catch {
             throw MCPToolError(error.message)
@@ -178,7 +178,7 @@ final class MCPConnection: ToolServerConnection {
             let result: JSONValue
             switch ending {
             case .finished(.success):
-                guard let raw = session.server.takeResult(id: ServerProcess.key(.string("agent-eval-list-\(pages)"))) else {
+                guard let raw = session.server.takeResult(id: JSONLinesProcess.key(.string("agent-eval-list-\(pages)"))) else {
                     throw MCPToolError("answered tools/list without a result")
                 }
                 result = raw
@@ -191,32 +191,14 @@ final class MCPConnection: ToolServerConnection {
                 session.server.kill()
                 throw CancellationError()
             }
-            guard let list = result["tools"]?.arrayValue else {
-                throw MCPToolError("answered tools/list without a \"tools\" list")
-            }
-            for (index, item) in list.enumerated() {
-                guard let name = item["name"]?.stringValue, !name.isEmpty else {
-                    throw MCPToolError("tools/list item \(index) has no name")
-                }
-                let schema = item["inputSchema"] ?? ["type": "object"]
-                guard schema.objectValue != nil else { throw MCPToolError("tool \"\(name)\" has an input schema that is not an object") }
-                tools.append(
-                    ServedTool(
-                        name: name, description: item["description"]?.stringValue ?? item["title"]?.stringValue ?? "",
-                        inputSchema: schema, sideEffect: sideEffect(hints: item["annotations"])))
+            do {
+                tools += try ServedTool.tools(ofMCPListing: result)
+            } catch {
+                throw MCPToolError(error.message)
             }
             cursor = result["nextCursor"]?.stringValue
         } while cursor != nil && pages < 100
         return tools
-    }
-
-    /// `readOnlyHint` → read; `destructiveHint: false` → draft; other hints → write; none → nil.
-    static func sideEffect(hints: JSONValue?) -> SideEffect? {
-        guard let hints = hints?.objectValue else { return nil }
-        if hints["readOnlyHint"]?.boolValue == true { return .read }
-        if hints["destructiveHint"]?.boolValue == false { return .draft }
-        if hints["readOnlyHint"] != nil || hints["destructiveHint"] != nil { return .write }
-        return nil
     }
 
     // MARK: Calls
@@ -262,7 +244,7 @@ final class MCPConnection: ToolServerConnection {
         var outcome: ToolOutcome
         switch ending {
         case .finished(.success):
-            outcome = Self.outcome(of: current.server.takeResult(id: ServerProcess.key(.string(id))))
+            outcome = Self.outcome(of: current.server.takeResult(id: JSONLinesProcess.key(.string(id))))
         case .finished(.failure(let error)):
             outcome = .failure("MCP server \"\(settings.name)\" answered with an error: \(Self.describe(error))")
         case .failed(let why):
@@ -312,7 +294,7 @@ final class MCPConnection: ToolServerConnection {
             default: return "\(error.code): \(error.errorDescription ?? "no message")"
             }
         }
-        if error is ServerProcess.ServerClosed { return "the connection closed" }
+        if error is JSONLinesProcess.ServerClosed { return "the connection closed" }
         return (error as? any Diagnostic)?.message ?? "\(error)"
     }
 }
@@ -383,7 +365,7 @@ enum Race {
     }
 
     static func first<T: Sendable>(
-        timeoutMs: Int, on clock: any Clock<Duration>, server: ServerProcess, abandon: @escaping @Sendable () async -> Void,
+        timeoutMs: Int, on clock: any Clock<Duration>, server: JSONLinesProcess, abandon: @escaping @Sendable () async -> Void,
         _ work: @escaping @Sendable () async throws -> T
     ) async -> Ending<T> {
         let gate = Gate<T>()

@@ -1,17 +1,18 @@
+import AgentRuntime
 import Foundation
 import Logging
 import MCP
 
-/// The MCP SDK's view of a `ServerProcess`: stdio framing (one message a line) over pipes we
+/// The MCP SDK's view of a `JSONLinesProcess`: stdio framing (one message a line) over pipes we
 /// own, so this module decides how the process starts, what a malformed line means, and when
 /// the process is killed. (The SDK's own `StdioTransport` reads this process's stdin and
 /// stdout; it cannot start a server.)
 actor ProcessTransport: Transport {
     nonisolated let logger = Logger(label: "agent-eval.mcp", factory: { _ in SwiftLogNoOpLogHandler() })
-    let server: ServerProcess
+    let server: JSONLinesProcess
     private var handedOut = false
 
-    init(server: ServerProcess) {
+    init(server: JSONLinesProcess) {
         self.server = server
     }
 
@@ -29,7 +30,7 @@ actor ProcessTransport: Transport {
     /// fails at once, which ends the client's read loop.
     func receive() -> AsyncThrowingStream<Data, any Error> {
         if handedOut {
-            return AsyncThrowingStream { $0.finish(throwing: ServerProcess.ServerClosed()) }
+            return AsyncThrowingStream { $0.finish(throwing: JSONLinesProcess.ServerClosed()) }
         }
         handedOut = true
         return server.messages

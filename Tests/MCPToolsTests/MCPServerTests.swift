@@ -17,7 +17,7 @@ import TraceLog
 struct MCPServerTests {
     @Test("a server that was stopped takes no more requests: a send after kill fails at once, so no request waits for it")
     func sendAfterKill() async throws {
-        let server = try ServerProcess(
+        let server = try JSONLinesProcess(
             command: ["sleep", "30"], directory: FileManager.default.currentDirectoryPath, environment: ["PATH": "/usr/bin:/bin"],
             name: "sleeper")
         try await server.send(Data(#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#.utf8))

@@ -1,7 +1,6 @@
-import AgentRuntime
-import Foundation
+public import Foundation
 import Synchronization
-import TraceCore
+public import TraceCore
 
 #if canImport(Glibc)
     import Glibc
@@ -9,25 +8,43 @@ import TraceCore
     import Darwin
 #endif
 
-/// An MCP server's process and its three pipes. Two threads of its own read stdout (one
-/// JSON-RPC message a line) and stderr (the last 16 KiB kept, for error messages), so a server
-/// that writes a lot never ties up the cooperative pool; writes go through a serial queue.
+/// A process that speaks one JSON message a line on its stdin and stdout (an MCP server over
+/// stdio: the MCP tools' servers and the servers behind `agent-eval mcp-proxy`), and its three
+/// pipes. Two threads of its own read stdout and stderr (the last 16 KiB kept, for error
+/// messages), so a server that writes a lot never ties up the cooperative pool; writes go
+/// through a serial queue.
 ///
 /// Anything that ends the conversation — the server exits or closes stdout, writes a line
 /// that is not JSON, a line longer than `lineLimit` — is a *failure*: recorded once, with a
 /// sentence that says what happened, and told to every waiter, so no call waits for an answer
 /// that cannot come.
-final class ServerProcess: Sendable {
+public final class JSONLinesProcess: Sendable {
     /// The protocol's messages, one per line, as they came; finishes with an error at the
     /// failure (the MCP client's read loop ends on an error, and spins on a plain finish).
-    let messages: AsyncThrowingStream<Data, any Error>
-    let process: SpawnedProcess
-    /// The server's name for messages: the agent file's key.
-    let name: String
-    static let lineLimit = 64 << 20
+    public let messages: AsyncThrowingStream<Data, any Error>
+    public let process: SpawnedProcess
+    /// The server's name for messages (an agent file's key).
+    public let name: String
+    /// Whether the `result` of every response is kept for `takeResult` (a client that reads
+    /// results through another layer, such as the MCP SDK, takes them from here exactly as
+    /// written); a proxy that reads the messages themselves keeps none.
+    let keepsResults: Bool
+    /// A descriptor of this process that the server's stderr is copied to as it comes (the
+    /// proxy passes it on, so the client sees its server's messages); nil keeps only the tail.
+    let forwardsStderr: Int32?
+    public static let lineLimit = 64 << 20
     static let stderrLimit = 16 * 1024
 
-    struct ServerClosed: Error {}
+    /// How `messages` ends: the server closed its output or failed (`failure` says how).
+    public struct ServerClosed: Error {
+        public init() {}
+    }
+
+    /// A message could not be written: the server was stopped, failed, or stopped reading.
+    public struct WriteFailure: Error, CustomStringConvertible {
+        public var message: String
+        public var description: String { message }
+    }
 
     private struct State {
         var failure: String?
@@ -48,10 +65,15 @@ final class ServerProcess: Sendable {
     private let continuation: AsyncThrowingStream<Data, any Error>.Continuation
     private let writer = DispatchQueue(label: "agent-eval.mcp.stdin")
 
-    init(command: [String], directory: String, environment: [String: String], name: String) throws(SpawnedProcess.Failure) {
+    public init(
+        command: [String], directory: String, environment: [String: String], name: String, keepsResults: Bool = true,
+        forwardsStderrTo forwardsStderr: Int32? = nil
+    ) throws(SpawnedProcess.Failure) {
         process = try SpawnedProcess.start(
             command: command, directory: directory, environment: environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" })
         self.name = name
+        self.keepsResults = keepsResults
+        self.forwardsStderr = forwardsStderr
         (messages, continuation) = AsyncThrowingStream.makeStream(of: Data.self)
         let output = Thread { [self] in readMessages() }
         output.stackSize = 512 * 1024
@@ -64,10 +86,10 @@ final class ServerProcess: Sendable {
     // MARK: Failure
 
     /// Why the conversation ended, once it has.
-    var failure: String? { state.withLock { $0.failure } }
+    public var failure: String? { state.withLock { $0.failure } }
 
     /// Records the failure (the first one only) and tells every waiter.
-    func fail(_ message: String) {
+    public func fail(_ message: String) {
         let waiters = state.withLock { state -> [@Sendable (String) -> Void] in
             guard state.failure == nil else { return [] }
             state.failure = message
@@ -79,7 +101,7 @@ final class ServerProcess: Sendable {
 
     /// Calls `handler` at the failure (at once when it already happened); returns a token for
     /// `removeWaiter`.
-    func onFailure(_ handler: @escaping @Sendable (String) -> Void) -> Int {
+    public func onFailure(_ handler: @escaping @Sendable (String) -> Void) -> Int {
         let (token, failure) = state.withLock { state -> (Int, String?) in
             if let failure = state.failure { return (-1, failure) }
             state.nextWaiter += 1
@@ -90,23 +112,23 @@ final class ServerProcess: Sendable {
         return token
     }
 
-    func removeWaiter(_ token: Int) {
+    public func removeWaiter(_ token: Int) {
         _ = state.withLock { $0.waiters.removeValue(forKey: token) }
     }
 
     // MARK: Results
 
     /// The raw `result` of the response to request `id`, exactly as the server wrote it.
-    func takeResult(id: String) -> JSONValue? {
+    public func takeResult(id: String) -> JSONValue? {
         state.withLock { $0.results.removeValue(forKey: id) }
     }
 
     // MARK: stderr
 
-    var stderrMark: Int { state.withLock { $0.stderrTotal } }
+    public var stderrMark: Int { state.withLock { $0.stderrTotal } }
 
     /// What the server wrote to stderr since `mark` (at most the kept tail), or nil for nothing.
-    func stderr(since mark: Int) -> String? {
+    public func stderr(since mark: Int) -> String? {
         state.withLock { state in
             let count = min(state.stderrTotal - mark, state.stderr.count)
             guard count > 0 else { return nil }
@@ -116,14 +138,14 @@ final class ServerProcess: Sendable {
 
     /// The last line the server wrote to stderr, for error messages ("Traceback…" is less useful
     /// than "ModuleNotFoundError: No module named 'x'").
-    var lastErrorLine: String? {
+    public var lastErrorLine: String? {
         stderr(since: 0)?.split(whereSeparator: \.isNewline).last.map { String($0.prefix(400)) }
     }
 
     // MARK: Writing
 
     /// Writes one message and a newline; throws when the server no longer reads.
-    func send(_ data: Data) async throws {
+    public func send(_ data: Data) async throws {
         let bytes = Array(data) + [0x0A]
         let fd = process.stdin
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
@@ -132,21 +154,12 @@ final class ServerProcess: Sendable {
                 // (the SDK then fails its pending request), so a request made after a race gave
                 // up on the server cannot wait for an answer that will never come.
                 if let why = state.withLock({ $0.stdinClosed ? "its input is closed" : $0.failure }) {
-                    continuation.resume(throwing: MCPToolError("the server cannot be written to: \(why)"))
+                    continuation.resume(throwing: WriteFailure(message: "the server cannot be written to: \(why)"))
                     return
                 }
-                var written = 0
-                while written < bytes.count {
-                    let count = bytes.withUnsafeBytes { buffer -> Int in
-                        guard let base = buffer.baseAddress else { return 0 }
-                        return write(fd, base + written, buffer.count - written)
-                    }
-                    if count < 0 {
-                        if errno == EINTR { continue }
-                        continuation.resume(throwing: MCPToolError("cannot write to the server: \(String(cString: strerror(errno)))"))
-                        return
-                    }
-                    written += count
+                if let failure = Self.writeAll(bytes, to: fd) {
+                    continuation.resume(throwing: WriteFailure(message: "cannot write to the server: \(failure)"))
+                    return
                 }
                 continuation.resume()
             }
@@ -157,7 +170,7 @@ final class ServerProcess: Sendable {
 
     /// Asks the server to stop the way the protocol says (close its input), waits up to
     /// `graceMs` for it to exit, then kills its process group.
-    func stop(graceMs: Int = 2_000) async {
+    public func stop(graceMs: Int = 2_000) async {
         writer.async { [self] in
             let close = state.withLock { state -> Bool in
                 defer { state.stdinClosed = true }
@@ -173,11 +186,10 @@ final class ServerProcess: Sendable {
         kill()
     }
 
-    /// Kills the process group at once.
     /// Kills the server's process group. The conversation is over from this moment: `failure`
     /// says so at once, so the next call starts another server instead of writing to this one
     /// before its end has been read (which, on a busy machine, came after that call began).
-    func kill() {
+    public func kill() {
         fail("it was stopped")
         if !state.withLock({ $0.exited }) { process.killGroup() }
     }
@@ -185,24 +197,9 @@ final class ServerProcess: Sendable {
     // MARK: The reading threads
 
     private func readMessages() {
-        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-        var line: [UInt8] = []
-        reading: while true {
-            let count = buffer.withUnsafeMutableBytes { read(process.stdout, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            if count <= 0 { break }
-            var start = 0
-            for index in 0..<count where buffer[index] == 0x0A {
-                line.append(contentsOf: buffer[start..<index])
-                start = index + 1
-                if !deliver(line) { break reading }
-                line.removeAll(keepingCapacity: true)
-            }
-            line.append(contentsOf: buffer[start..<count])
-            if line.count > Self.lineLimit {
-                fail("the server wrote a message longer than \(Self.lineLimit >> 20) MiB; it was stopped")
-                break
-            }
+        let end = Self.readLines(from: process.stdout, limit: Self.lineLimit) { deliver($0) }
+        if end == .tooLong {
+            fail("the server wrote a message longer than \(Self.lineLimit >> 20) MiB; it was stopped")
         }
         close(process.stdout)
         // The server closed its output: it exited, or is about to. Kill what is left of it
@@ -242,7 +239,7 @@ final class ServerProcess: Sendable {
             process.killGroup()
             return false
         }
-        if let id = object["id"], let result = object["result"] {
+        if keepsResults, let id = object["id"], let result = object["result"] {
             let key = Self.key(id)
             state.withLock { $0.results[key] = result }
         }
@@ -256,6 +253,7 @@ final class ServerProcess: Sendable {
             let count = buffer.withUnsafeMutableBytes { read(process.stderr, $0.baseAddress, $0.count) }
             if count < 0 && errno == EINTR { continue }
             if count <= 0 { break }
+            if let forwardsStderr { _ = Self.writeAll(Array(buffer[0..<count]), to: forwardsStderr) }
             state.withLock { state in
                 state.stderr.append(contentsOf: buffer[0..<count])
                 state.stderrTotal += count
@@ -266,10 +264,61 @@ final class ServerProcess: Sendable {
         state.withLock { $0.stderrClosed = true }
     }
 
-    /// A request id as the key of `results`: `"7"` for 7, `"\"a\""` for "a".
-    static func key(_ id: JSONValue) -> String { JSONWriter.encodeString(id) }
+    // MARK: Lines over descriptors
 
-    static func excerpt(_ line: some Collection<UInt8>) -> String {
+    /// How `readLines` ended.
+    public enum LinesEnd: Sendable, Hashable {
+        /// The descriptor's end (or an error reading it).
+        case end
+        /// `deliver` asked to stop.
+        case stopped
+        /// A line grew past the limit without its newline.
+        case tooLong
+    }
+
+    /// Reads `fd` (blocking) until its end, handing each line to `deliver` without its newline;
+    /// stops when `deliver` returns false or a line passes `limit` bytes. The one line reader of
+    /// the JSON-lines conversations: a server's stdout here, a client's stdin in the MCP proxy.
+    public static func readLines(from fd: Int32, limit: Int, _ deliver: ([UInt8]) -> Bool) -> LinesEnd {
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        var line: [UInt8] = []
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { return .end }
+            var start = 0
+            for index in 0..<count where buffer[index] == 0x0A {
+                line.append(contentsOf: buffer[start..<index])
+                start = index + 1
+                if !deliver(line) { return .stopped }
+                line.removeAll(keepingCapacity: true)
+            }
+            line.append(contentsOf: buffer[start..<count])
+            if line.count > limit { return .tooLong }
+        }
+    }
+
+    /// Writes all of `bytes` to `fd` (blocking); nil when done, else what went wrong.
+    public static func writeAll(_ bytes: [UInt8], to fd: Int32) -> String? {
+        var written = 0
+        while written < bytes.count {
+            let count = bytes.withUnsafeBytes { buffer -> Int in
+                guard let base = buffer.baseAddress else { return 0 }
+                return write(fd, base + written, buffer.count - written)
+            }
+            if count < 0 {
+                if errno == EINTR { continue }
+                return String(cString: strerror(errno))
+            }
+            written += count
+        }
+        return nil
+    }
+
+    /// A request id as the key of `results`: `"7"` for 7, `"\"a\""` for "a".
+    public static func key(_ id: JSONValue) -> String { JSONWriter.encodeString(id) }
+
+    public static func excerpt(_ line: some Collection<UInt8>) -> String {
         let text = String(decoding: line.prefix(200), as: UTF8.self)
         return "\"\(text)\(line.count > 200 ? "…" : "")\""
     }

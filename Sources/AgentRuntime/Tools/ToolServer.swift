@@ -57,6 +57,43 @@ public struct ServedTool: Sendable, Hashable {
         self.inputSchema = inputSchema
         self.sideEffect = sideEffect
     }
+
+    /// The tools of one page of an MCP `tools/list` result, in its order (the MCP tools and
+    /// `agent-eval mcp-proxy` read a listing this one way). Throws a sentence naming the item
+    /// that is not a tool.
+    public static func tools(ofMCPListing result: JSONValue) throws(ListingError) -> [ServedTool] {
+        guard let list = result["tools"]?.arrayValue else { throw ListingError(message: "answered tools/list without a \"tools\" list") }
+        var tools: [ServedTool] = []
+        for (index, item) in list.enumerated() {
+            guard let name = item["name"]?.stringValue, !name.isEmpty else {
+                throw ListingError(message: "tools/list item \(index) has no name")
+            }
+            let schema = item["inputSchema"] ?? ["type": "object"]
+            guard schema.objectValue != nil else {
+                throw ListingError(message: "tool \"\(name)\" has an input schema that is not an object")
+            }
+            tools.append(
+                ServedTool(
+                    name: name, description: item["description"]?.stringValue ?? item["title"]?.stringValue ?? "",
+                    inputSchema: schema, sideEffect: sideEffect(mcpAnnotations: item["annotations"])))
+        }
+        return tools
+    }
+
+    /// What an MCP tool's annotations say of its side effect: `readOnlyHint` → read;
+    /// `destructiveHint: false` → draft; other hints → write; none → nil.
+    public static func sideEffect(mcpAnnotations hints: JSONValue?) -> SideEffect? {
+        guard let hints = hints?.objectValue else { return nil }
+        if hints["readOnlyHint"]?.boolValue == true { return .read }
+        if hints["destructiveHint"]?.boolValue == false { return .draft }
+        if hints["readOnlyHint"] != nil || hints["destructiveHint"] != nil { return .write }
+        return nil
+    }
+
+    /// A `tools/list` result that is not a list of tools.
+    public struct ListingError: Error {
+        public var message: String
+    }
 }
 
 /// A running tool server: what it is, what it offers, and calls to it (`invoke` receives the
