@@ -162,12 +162,13 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         // Layer 3, above ModelClients, AgentRuntime and Interop: recording agents written with
-        // other frameworks — the model gateway (swift-nio's HTTP server) and `record`.
+        // other frameworks — the model gateway (swift-nio's HTTP server), `record`, the MCP proxy.
         .target(
             name: "Recording",
             dependencies: [
-                "TraceCore", "TraceLog", "AgentRuntime", "ModelClients", "Interop", .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                "TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "ModelClients", "Interop",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: strictSettings
         ),

@@ -12,6 +12,11 @@ public struct RecordingError: Diagnostic, Hashable {
         case logFailed = "log_failed"
         /// The cassette could not be opened.
         case cassetteFailed = "cassette_failed"
+        /// The MCP proxy's server could not be started.
+        case serverFailed = "server_failed"
+        /// An approval could not be given (`agent-eval approve`): no such call waits, or its
+        /// file cannot be written.
+        case approvalFailed = "approval_failed"
     }
 
     public var code: Code

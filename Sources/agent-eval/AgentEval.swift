@@ -13,7 +13,8 @@ struct AgentEval: AsyncParsableCommand {
             verdicts, stop reason — against recorded logs and live runs, and gates CI on regressions. \
             `agent-eval exec` runs an agent through the controlled runtime and records everything it saw and did \
             as an append-only, gzip-compressed JSONL event log (docs/log-format.md); `agent-eval record -- COMMAND` \
-            records an agent written with any framework through a model gateway (docs/record.md). `agent-eval replay` rebuilds a \
+            records an agent written with any framework through a model gateway (docs/record.md), and `agent-eval mcp-proxy` \
+            gates and records its MCP tool calls (docs/mcp.md). `agent-eval replay` rebuilds a \
             run from its log and steps through it; `agent-eval rerun` re-drives the current runtime with a log; \
             `agent-eval diff` compares two runs; `agent-eval log` prints, \
             verifies and repairs logs. `agent-eval index` adds logs to the SQLite catalog, where `runs`, `history`, \
@@ -30,7 +31,8 @@ struct AgentEval: AsyncParsableCommand {
             """,
         version: "0.3.0 (commit \(buildCommit))",
         subcommands: [
-            RunCommand.self, ExecCommand.self, RecordCommand.self, ReplayCommand.self, RerunCommand.self, DiffCommand.self, LogCommand.self,
+            RunCommand.self, ExecCommand.self, RecordCommand.self, MCPProxyCommand.self, ApproveCommand.self, ReplayCommand.self,
+            RerunCommand.self, DiffCommand.self, LogCommand.self,
             IndexCommand.self,
             RunsCommand.self, HistoryCommand.self, StatsCommand.self, SQLCommand.self, CatalogCommand.self,
             ResultsCommand.self, ImportCommand.self, ExportCommand.self, CaseCommand.self, PipelineCommand.self, InitCommand.self,

@@ -1,0 +1,611 @@
+import AgentRuntime
+import ConfigFile
+import Foundation
+import Interop
+import TraceCore
+import TraceLog
+
+/// One client connection of `MCPProxy`: what passes between the client and the server, and the
+/// run's log. An actor, so the two directions (the client's lines, the server's) and the tasks
+/// that wait (approvals, call timeouts) change its state one at a time.
+///
+/// The client's messages are handled in the order they came, each to its end before the next
+/// (the verdicts are recorded in the order the calls were made); the server's come in between
+/// whenever a client message waits (for the proxy's own tool listing, for a write).
+///
+/// Steps of the log: one per `tools/call` (its decision, verdict and, when allowed, its intent —
+/// the step ends, durably, before the call is forwarded), one per answer or end of a call (its
+/// result, recorded and made durable before the client sees it), one per approval answered.
+actor MCPProxySession {
+    enum End: Sendable {
+        case clientClosed(longLine: Bool)
+        case serverEnded(String)
+        case interrupted
+    }
+
+    /// A `tools/call` that was forwarded and waits for its answer.
+    struct ForwardedCall {
+        var requestId: JSONValue
+        var callId: String
+        var tool: String
+        var startUs: Int
+    }
+
+    /// What a client request forwarded to the server is, by its id's key.
+    enum Outstanding {
+        case call(ForwardedCall)
+        case initialize
+        case listTools(isFirstPage: Bool)
+        case other
+    }
+
+    let settings: MCPProxy.Settings
+    let server: JSONLinesProcess
+    let client: ClientChannel
+
+    private var recorder: RunRecorder?
+    private var writeFailure: String?
+    private var tools: [ServedTool] = []
+    /// Whether `tools` is what the server lists now (a listing passed, or the proxy asked).
+    private var isListed = false
+    private var listing: Task<Void, Never>?
+    private var clientInfo: (name: String, version: String?)?
+    private var serverInfo: (name: String, version: String, protocolVersion: String?)?
+    private var outstanding: [String: Outstanding] = [:]
+    /// The proxy's own requests to the server (its tool listing), by id key.
+    private var ownRequests: [String: CheckedContinuation<JSONValue?, Never>] = [:]
+    private var ownRequestCount = 0
+    private var callCount = 0
+    private var allowed = 0
+    private var denied = 0
+    private var timers: [String: Task<Void, Never>] = [:]
+    private var approvals: [String: Task<Void, Never>] = [:]
+    private var isFinished = false
+
+    init(settings: MCPProxy.Settings, server: JSONLinesProcess, client: ClientChannel) {
+        self.settings = settings
+        self.server = server
+        self.client = client
+    }
+
+    // MARK: The client's messages
+
+    func fromClient(_ line: [UInt8]) async {
+        guard !isFinished, !line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) else { return }
+        let message: JSONValue
+        do {
+            message = try JSONParser.parse(line)
+        } catch {
+            // JSON-RPC's answer to a line that is not JSON: a parse error with a null id.
+            await answerClient(id: .null, error: (-32700, "agent-eval mcp-proxy: the line is not JSON: \(JSONLinesProcess.excerpt(line))"))
+            return
+        }
+        if case .array(let items) = message {
+            // Batches left MCP in 2025-06-18; a batch would also carry calls past the gate.
+            for item in items where item["id"] != nil && item["method"] != nil {
+                await answerClient(
+                    id: item["id"] ?? .null,
+                    error: (-32600, "agent-eval mcp-proxy does not take JSON-RPC batches: send one message a line"))
+            }
+            return
+        }
+        guard message.objectValue != nil else {
+            await answerClient(id: .null, error: (-32600, "agent-eval mcp-proxy: a message must be a JSON object"))
+            return
+        }
+        let method = message["method"]?.stringValue
+        let id = message["id"]
+        switch (method, id) {
+        case ("tools/call"?, let id?):
+            await gate(requestId: id, params: message["params"] ?? [:], line: line)
+        case (let method?, let id?):
+            if method == "initialize" {
+                let info = message["params"]?["clientInfo"]
+                clientInfo = (info?["name"]?.stringValue ?? "an MCP client", info?["version"]?.stringValue)
+            }
+            let kind: Outstanding =
+                method == "initialize"
+                ? .initialize
+                : method == "tools/list" ? .listTools(isFirstPage: message["params"]?["cursor"] == nil) : .other
+            outstanding[JSONLinesProcess.key(id)] = kind
+            await forward(line, requestId: id)
+        case ("notifications/cancelled"?, nil):
+            if let requestId = message["params"]?["requestId"], case .call(let call)? = outstanding[JSONLinesProcess.key(requestId)] {
+                outstanding[JSONLinesProcess.key(requestId)] = nil
+                timers.removeValue(forKey: JSONLinesProcess.key(requestId))?.cancel()
+                let why = message["params"]?["reason"]?.stringValue.map { ": \($0)" } ?? ""
+                recordEnd(of: call, status: .error, error: "the client cancelled the call\(why)")
+            }
+            await forward(line, requestId: nil)
+        default:
+            // Notifications, and the client's answers to the server's own requests.
+            await forward(line, requestId: nil)
+        }
+    }
+
+    /// Sends a client message on to the server; a request that cannot be sent is answered.
+    private func forward(_ line: [UInt8], requestId: JSONValue?) async {
+        do {
+            try await server.send(Data(line))
+        } catch {
+            guard let requestId else { return }
+            let key = JSONLinesProcess.key(requestId)
+            if case .call(let call)? = outstanding.removeValue(forKey: key) {
+                recordEnd(of: call, status: .error, error: "the call could not be sent to the server: \(error)")
+            }
+            await answerClient(id: requestId, error: (-32603, "agent-eval mcp-proxy: the MCP server cannot be reached: \(error)"))
+        }
+    }
+
+    // MARK: The gate
+
+    private func gate(requestId: JSONValue, params: JSONValue, line: [UInt8]) async {
+        callCount += 1
+        guard let name = params["name"]?.stringValue, !name.isEmpty else {
+            await answerClient(id: requestId, error: (-32602, "agent-eval mcp-proxy: tools/call needs params.name, the tool to call"))
+            return
+        }
+        let arguments = params["arguments"] ?? [:]
+        await ensureListed()
+        let callId = "mcp-\(callCount)"
+        let spec = toolSpec(name)
+        var decision = PolicyDecision(.deny, reason: "the call could not be recorded", rule: "agent-eval")
+        let recorded = record { recorder in
+            try recorder.record(
+                .decisionMade(
+                    DecisionMade(
+                        raw: String(decoding: JSONWriter.encode(params), as: UTF8.self), format: "mcp.tools_call",
+                        outcome: .valid(.toolCalls([ToolCall(id: callId, name: name, arguments: arguments)])))))
+            let limits = RunLimits(maxToolCalls: settings.maxToolCalls)
+            if let max = settings.maxToolCalls, recorder.state.counters.executedCalls >= max {
+                decision = PolicyDecision(
+                    .deny, reason: "the session's \(max) tool calls (--max-tool-calls) are used up", rule: "limits.max_tool_calls")
+            } else {
+                let call = ToolCall(id: callId, name: name, arguments: arguments)
+                decision = settings.policy.policy.decide(
+                    PolicyQuery(call: call, tool: spec, actor: settings.actor, route: settings.route, state: recorder.state, limits: limits)
+                )
+            }
+            try recorder.record(
+                .verdictGiven(
+                    VerdictGiven(callId: callId, tool: name, verdict: decision.verdict, reason: decision.reason, rule: decision.rule)))
+        }
+        guard recorded else {
+            denied += 1
+            await answerClient(
+                id: requestId, toolError: "agent-eval mcp-proxy could not record this call, so it was not made: \(writeFailure ?? "")")
+            return
+        }
+        switch decision.verdict {
+        case .allow:
+            await execute(requestId: requestId, callId: callId, tool: name, arguments: arguments, line: line)
+        case .deny:
+            denied += 1
+            record { try $0.endStep() }
+            await answerClient(id: requestId, toolError: Self.denial(decision))
+        case .approvalRequired:
+            if settings.preApproved.contains(where: { $0.matches(name) }) {
+                record {
+                    try $0.record(
+                        .approvalRecorded(
+                            ApprovalRecorded(callId: callId, isGranted: true, approver: "--approve", reason: "approved on the command line")
+                        ))
+                }
+                await execute(requestId: requestId, callId: callId, tool: name, arguments: arguments, line: line)
+            } else {
+                record { try $0.endStep() }
+                await ask(
+                    MCPApprovals.PendingCall(
+                        callId: callId, tool: name, arguments: arguments, rule: decision.rule, reason: decision.reason),
+                    requestId: requestId, line: line)
+            }
+        }
+    }
+
+    static func denial(_ decision: PolicyDecision) -> String {
+        "agent-eval policy denied this call" + (decision.reason.map { ": \($0)" } ?? "") + (decision.rule.map { " (rule \($0))" } ?? "")
+    }
+
+    /// Records the intent, durably, then forwards the call.
+    private func execute(requestId: JSONValue, callId: String, tool: String, arguments: JSONValue, line: [UInt8]) async {
+        let intended = record { recorder in
+            try recorder.record(.toolIntended(ToolIntended(callId: callId, tool: tool, arguments: arguments, attempt: 1)))
+            try recorder.endStep()
+            // The durability point: the intent is in the file before the server sees the call.
+            try recorder.writer.flush(sync: settings.logOptions.durability.sync != .never)
+        }
+        guard intended else {
+            denied += 1
+            await answerClient(
+                id: requestId, toolError: "agent-eval mcp-proxy could not record this call, so it was not made: \(writeFailure ?? "")")
+            return
+        }
+        allowed += 1
+        let key = JSONLinesProcess.key(requestId)
+        outstanding[key] = .call(ForwardedCall(requestId: requestId, callId: callId, tool: tool, startUs: settings.now()))
+        let (clock, timeout) = (settings.clock, settings.callTimeout)
+        timers[key] = Task { [weak self] in
+            do { try await clock.sleep(for: timeout) } catch { return }
+            await self?.timeOut(key)
+        }
+        await forward(line, requestId: requestId)
+    }
+
+    private func timeOut(_ key: String) async {
+        guard case .call(let call)? = outstanding[key] else { return }
+        outstanding[key] = nil
+        timers[key] = nil
+        let message =
+            "the server did not answer within \(Self.seconds(settings.callTimeout)) (--call-timeout); the call may still be running there"
+        recordEnd(of: call, status: .error, error: message)
+        // The protocol's way to say the proxy no longer waits; a late answer is dropped.
+        let cancel: JSONValue = [
+            "jsonrpc": "2.0", "method": "notifications/cancelled", "params": ["requestId": call.requestId, "reason": .string(message)],
+        ]
+        try? await server.send(Data(JSONWriter.encode(cancel)))
+        await answerClient(id: call.requestId, toolError: "agent-eval mcp-proxy: \(message)")
+    }
+
+    /// `1 s`, `0.5 s`: a timeout as the user gave it.
+    static func seconds(_ duration: Duration) -> String {
+        let value = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        return value == value.rounded() ? "\(Int(value)) s" : String(format: "%.1f s", value)
+    }
+
+    // MARK: Approvals
+
+    private func ask(_ call: MCPApprovals.PendingCall, requestId: JSONValue, line: [UInt8]) async {
+        do {
+            try MCPApprovals.ask(log: settings.logPath, call: call)
+        } catch {
+            await settle(
+                call, requestId: requestId, line: line,
+                answer: MCPApprovals.Answer(
+                    isGranted: false, approver: "agent-eval mcp-proxy",
+                    reason: "the request for approval could not be written: \(error.localizedDescription)"))
+            return
+        }
+        settings.notices?(
+            "call \(call.callId) of \(call.tool) waits for approval (\(call.reason ?? call.rule ?? "policy")): "
+                + "agent-eval approve \(ShellWords.quoted(settings.logPath)) \(call.callId) [--deny]")
+        let (clock, timeout, log, poll) = (settings.clock, settings.approvalTimeout, settings.logPath, Duration.milliseconds(100))
+        approvals[call.callId] = Task { [weak self] in
+            var waited = Duration.zero
+            var answer: MCPApprovals.Answer?
+            while answer == nil {
+                answer = MCPApprovals.takeAnswer(log: log, callId: call.callId)
+                if answer != nil { break }
+                if waited >= timeout {
+                    answer = MCPApprovals.Answer(
+                        isGranted: false, approver: "agent-eval mcp-proxy",
+                        reason: "no approval came within \(MCPProxySession.seconds(timeout)) (--approval-timeout)")
+                    break
+                }
+                do { try await clock.sleep(for: poll) } catch { return }
+                waited += poll
+            }
+            guard let answer else { return }
+            await self?.settle(call, requestId: requestId, line: line, answer: answer)
+        }
+    }
+
+    private func settle(_ call: MCPApprovals.PendingCall, requestId: JSONValue, line: [UInt8], answer: MCPApprovals.Answer) async {
+        approvals[call.callId] = nil
+        MCPApprovals.clear(log: settings.logPath, callId: call.callId)
+        guard !isFinished else { return }
+        record {
+            try $0.record(
+                .approvalRecorded(
+                    ApprovalRecorded(callId: call.callId, isGranted: answer.isGranted, approver: answer.approver, reason: answer.reason)))
+        }
+        if answer.isGranted {
+            await execute(requestId: requestId, callId: call.callId, tool: call.tool, arguments: call.arguments, line: line)
+        } else {
+            denied += 1
+            record { try $0.endStep() }
+            await answerClient(
+                id: requestId,
+                toolError: "agent-eval: this call needed approval and was refused" + (answer.reason.map { ": \($0)" } ?? ""))
+        }
+    }
+
+    // MARK: The server's messages
+
+    func fromServer(_ line: [UInt8]) async {
+        guard !isFinished, let message = try? JSONParser.parse(line) else { return }
+        if message["method"] != nil {
+            if message["id"] != nil {
+                // The server asks the client (sampling, elicitation, roots, ping): stored, passed on.
+                record { try $0.record(.contentStored(ContentStored(bytes: line, mediaType: Self.serverRequestMediaType))) }
+            } else if message["method"]?.stringValue == "notifications/tools/list_changed" {
+                isListed = false
+            }
+            await client.send(line)
+            return
+        }
+        guard let id = message["id"] else {
+            await client.send(line)
+            return
+        }
+        let key = JSONLinesProcess.key(id)
+        if let waiter = ownRequests.removeValue(forKey: key) {
+            waiter.resume(returning: message["result"])
+            return
+        }
+        guard let kind = outstanding.removeValue(forKey: key) else {
+            settings.notices?(
+                "the server answered request \(String(decoding: JSONWriter.encode(id), as: UTF8.self)), which nothing waits for (a call that timed out or was cancelled, or an id the client never sent): dropped"
+            )
+            return
+        }
+        switch kind {
+        case .call(let call):
+            timers.removeValue(forKey: key)?.cancel()
+            recordAnswer(of: call, message: message)
+            await client.send(line)
+        case .initialize:
+            if let result = message["result"] {
+                serverInfo = (
+                    result["serverInfo"]?["name"]?.stringValue ?? settings.serverName, result["serverInfo"]?["version"]?.stringValue ?? "",
+                    result["protocolVersion"]?.stringValue
+                )
+            }
+            await client.send(line)
+        case .listTools(let isFirstPage):
+            guard let result = message["result"], let page = try? ServedTool.tools(ofMCPListing: result) else {
+                await client.send(line)
+                return
+            }
+            tools = isFirstPage ? page : tools + page
+            isListed = true
+            guard settings.hidesDenied else {
+                await client.send(line)
+                return
+            }
+            let shown = (result["tools"]?.arrayValue ?? []).filter { item in
+                guard let name = item["name"]?.stringValue else { return true }
+                return settings.policy.policy.discloses(toolSpec(name), actor: settings.actor, route: settings.route).isDisclosed
+            }
+            var filtered = result.objectValue ?? JSONObject()
+            filtered["tools"] = .array(shown)
+            var answer = message.objectValue ?? JSONObject()
+            answer["result"] = .object(filtered)
+            await client.send(JSONWriter.encode(JSONValue.object(answer)))
+        case .other:
+            await client.send(line)
+        }
+    }
+
+    /// `content_stored`'s media type for a request the server sent the client.
+    static let serverRequestMediaType = "application/vnd.mcp.server-request+json"
+
+    // MARK: The proxy's own listing
+
+    /// Lists the server's tools when no listing passed by yet, so each call is judged with the
+    /// side effect the server gives its tool (at most 100 pages, each within the call timeout).
+    private func ensureListed() async {
+        if isListed { return }
+        if let listing {
+            await listing.value
+            return
+        }
+        let task = Task { await self.listTools() }
+        listing = task
+        await task.value
+        listing = nil
+    }
+
+    private func listTools() async {
+        var found: [ServedTool] = []
+        var cursor: JSONValue?
+        for _ in 0..<100 {
+            var params = JSONObject()
+            if let cursor { params["cursor"] = cursor }
+            guard let result = await ownRequest("tools/list", params: .object(params)),
+                let page = try? ServedTool.tools(ofMCPListing: result)
+            else {
+                // Unlisted tools are judged on the policy file's side effects, else as writes.
+                return
+            }
+            found += page
+            cursor = result["nextCursor"]
+            if cursor == nil || cursor == .null { break }
+        }
+        tools = found
+        isListed = true
+    }
+
+    private func ownRequest(_ method: String, params: JSONValue) async -> JSONValue? {
+        ownRequestCount += 1
+        let id = JSONValue.string("agent-eval-proxy-\(ownRequestCount)")
+        let key = JSONLinesProcess.key(id)
+        let (clock, timeout) = (settings.clock, settings.callTimeout)
+        let timer = Task { [weak self] in
+            do { try await clock.sleep(for: timeout) } catch { return }
+            await self?.abandon(key)
+        }
+        defer { timer.cancel() }
+        return await withCheckedContinuation { continuation in
+            ownRequests[key] = continuation
+            let request: JSONValue = ["jsonrpc": "2.0", "id": id, "method": .string(method), "params": params]
+            Task {
+                do { try await self.server.send(Data(JSONWriter.encode(request))) } catch { await self.abandon(key) }
+            }
+        }
+    }
+
+    private func abandon(_ key: String) {
+        ownRequests.removeValue(forKey: key)?.resume(returning: nil)
+    }
+
+    // MARK: Recording
+
+    private func toolSpec(_ name: String) -> ToolSpec {
+        let served = tools.first { $0.name == name }
+        return ToolSpec(
+            name: name, description: served?.description ?? "", inputSchema: served?.inputSchema ?? ["type": "object"],
+            sideEffect: settings.policy.sideEffect(of: name, annotated: served?.sideEffect), server: settings.serverName)
+    }
+
+    /// Runs `body` on the log's recorder (made, with `run_started`, on first use); false, with
+    /// `writeFailure` set, when the log cannot be written.
+    @discardableResult
+    private func record(_ body: (RunRecorder) throws -> Void) -> Bool {
+        guard writeFailure == nil else { return false }
+        do {
+            try body(try startedRecorder())
+            return true
+        } catch {
+            writeFailure = (error as? any Diagnostic)?.message ?? "\(error)"
+            return false
+        }
+    }
+
+    private func startedRecorder() throws -> RunRecorder {
+        if let recorder { return recorder }
+        let writer = try LogWriter.create(at: settings.logPath, runId: settings.runId, options: settings.logOptions)
+        let recorder = RunRecorder(writer: writer, clock: settings.now)
+        let client = clientInfo?.name ?? "an MCP client"
+        try recorder.record(
+            .runStarted(
+                RunStarted(
+                    goal: settings.goal ?? "MCP session of \(client) with \(ShellWords.command(settings.server))",
+                    agent: AgentIdentity(
+                        name: client, version: clientInfo?.version,
+                        configDigest: ContentHash.sha256(Array(ShellWords.command(settings.server).utf8))),
+                    model: ModelIdentity(provider: "unknown", name: "unknown (the MCP client's)"),
+                    policy: settings.policy.policy.identity, tools: tools.map { toolSpec($0.name) },
+                    limits: RunLimits(maxToolCalls: settings.maxToolCalls), actor: settings.actor, route: settings.route,
+                    toolServers: [
+                        ToolServerIdentity(
+                            name: settings.serverName, kind: "mcp-stdio", serverName: serverInfo?.name ?? settings.serverName,
+                            serverVersion: serverInfo?.version ?? "", protocolVersion: serverInfo?.protocolVersion)
+                    ])))
+        self.recorder = recorder
+        return recorder
+    }
+
+    /// Records the server's answer to a forwarded call, and ends the step durably.
+    private func recordAnswer(of call: ForwardedCall, message: JSONValue) {
+        if let error = message["error"] {
+            let code = error["code"]?.intValue.map { " \($0)" } ?? ""
+            recordEnd(of: call, status: .error, error: "JSON-RPC error\(code): \(error["message"]?.stringValue ?? "no message")")
+            return
+        }
+        let result = message["result"] ?? .null
+        let isError = result["isError"]?.boolValue == true
+        let output = result["structuredContent"] ?? result["content"] ?? result
+        let text = (result["content"]?.arrayValue ?? []).compactMap { $0["text"]?.stringValue }.joined(separator: "\n")
+        recordEnd(
+            of: call, status: isError ? .error : .ok, output: output,
+            error: isError ? (text.isEmpty ? "the tool reported an error" : text) : nil)
+    }
+
+    private func recordEnd(of call: ForwardedCall, status: ToolStatus, output: JSONValue? = nil, error: String? = nil) {
+        let durationUs = max(0, settings.now() - call.startUs)
+        record { recorder in
+            var inline = output
+            var contentHash: String?
+            if let value = output {
+                let bytes = JSONWriter.encode(value)
+                if bytes.count > ImportWriter.inlineOutputBytes || value.nests(deeperThan: JSONValue.recordableDepth) {
+                    let content = ContentStored(bytes: bytes, mediaType: "application/json")
+                    try recorder.record(.contentStored(content))
+                    contentHash = content.hash
+                    inline = nil
+                }
+            }
+            try recorder.record(
+                .toolCompleted(
+                    ToolCompleted(
+                        callId: call.callId, tool: call.tool, attempt: 1, status: status, output: inline, contentHash: contentHash,
+                        error: error, durationUs: durationUs)))
+            try recorder.endStep()
+            try recorder.writer.flush(sync: settings.logOptions.durability.sync != .never)
+        }
+    }
+
+    // MARK: Answers to the client
+
+    private func answerClient(id: JSONValue, error: (code: Int, message: String)) async {
+        let answer: JSONValue = ["jsonrpc": "2.0", "id": id, "error": ["code": .int(error.code), "message": .string(error.message)]]
+        await client.send(JSONWriter.encode(answer))
+    }
+
+    /// A tool error the agent's model reads (MCP puts tool failures in the result, not in a
+    /// JSON-RPC error, so that the model sees them).
+    private func answerClient(id: JSONValue, toolError text: String) async {
+        let answer: JSONValue = [
+            "jsonrpc": "2.0", "id": id, "result": ["content": [["type": "text", "text": .string(text)]], "isError": true],
+        ]
+        await client.send(JSONWriter.encode(answer))
+    }
+
+    // MARK: The end
+
+    /// Calls first, in the order they were made (`mcp-N`), then the other requests by id.
+    private static func order(of entry: (key: String, kind: Outstanding)) -> (Int, String) {
+        guard case .call(let call) = entry.kind, let number = Int(call.callId.dropFirst("mcp-".count)) else { return (Int.max, entry.key) }
+        return (number, entry.key)
+    }
+
+    /// Ends the session: calls still waiting are recorded as ended (and answered when the
+    /// server failed), the stop is recorded and the log closed.
+    func finish(_ end: End) async -> MCPProxy.Outcome {
+        isFinished = true
+        for timer in timers.values { timer.cancel() }
+        timers = [:]
+        for approval in approvals.values { approval.cancel() }
+        let waiting = approvals.keys.sorted()
+        approvals = [:]
+        for callId in waiting { MCPApprovals.clear(log: settings.logPath, callId: callId) }
+        for (_, waiter) in ownRequests { waiter.resume(returning: nil) }
+        ownRequests = [:]
+        let stop: RunStopped
+        let unfinished: String
+        switch end {
+        case .clientClosed(let longLine):
+            stop =
+                longLine
+                ? RunStopped(reason: .blocked, error: "the client sent a line longer than \(JSONLinesProcess.lineLimit >> 20) MiB")
+                : RunStopped(reason: .success)
+            unfinished = "the client closed the connection before the server answered"
+        case .serverEnded(let why):
+            stop = RunStopped(reason: .toolFailure, error: "MCP server \(settings.serverName): \(why)")
+            unfinished = "the server ended before it answered: \(why)"
+        case .interrupted:
+            stop = RunStopped(reason: .blocked, error: "\(RunStopped.interruptionPrefix) the proxy was stopped from outside")
+            unfinished = "the proxy was stopped before the server answered"
+        }
+        // In the order they were made.
+        let pending = outstanding.map { ($0.key, $0.value) }.sorted { Self.order(of: $0) < Self.order(of: $1) }
+        outstanding = [:]
+        for (_, kind) in pending {
+            guard case .call(let call) = kind else { continue }
+            recordEnd(of: call, status: .error, error: unfinished)
+        }
+        if case .serverEnded(let why) = end {
+            for (key, _) in pending {
+                guard let id = try? JSONParser.parse(Array(key.utf8)) else { continue }
+                await answerClient(id: id, error: (-32603, "agent-eval mcp-proxy: the MCP server ended: \(why)"))
+            }
+        }
+        if waiting.count > 0 {
+            record { recorder in
+                for callId in waiting {
+                    try recorder.record(
+                        .approvalRecorded(
+                            ApprovalRecorded(callId: callId, isGranted: false, approver: "agent-eval mcp-proxy", reason: unfinished)))
+                }
+                try recorder.endStep()
+            }
+        }
+        record { recorder in
+            try recorder.record(.runStopped(stop))
+            try recorder.writer.close()
+        }
+        return MCPProxy.Outcome(
+            runId: settings.runId, logPath: settings.logPath, stop: stop, calls: callCount, allowed: allowed, denied: denied,
+            writeFailure: writeFailure)
+    }
+}

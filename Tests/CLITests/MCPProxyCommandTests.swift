@@ -1,0 +1,320 @@
+import Foundation
+import TestSupport
+import TestTags
+import Testing
+import TraceCore
+import TraceLog
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `agent-eval mcp-proxy` between a real MCP client (the official `mcp` package's, in
+/// scripts/mcp_proxy_client.py) and real servers: `mcp-server-time` from PyPI, a shop whose
+/// tools carry annotations (scripts/mcp_shop_server.py) and the failure server
+/// (scripts/mcp_failure_server.py). No mocks: every message crosses real pipes.
+@Suite("mcp-proxy: the policy gate and the log in front of any MCP server", .tags(.python), .needsPython, .ownThread)
+struct MCPProxyCommandTests {
+    static let policy = """
+        policy:
+          name: shop-policy
+          default: allow
+          rules:
+            - id: no-deletes
+              when: {tool: "delete_*"}
+              verdict: deny
+              reason: deleting customers is never done by an agent
+            - id: large-refunds
+              when:
+                tool: refund_order
+                arguments: {amount_cents: {min: 10001}}
+              verdict: approval_required
+              reason: refunds over 100.00 need a person
+        side_effects:
+          add_note: draft
+
+        """
+
+    /// The client's command line: `plan` made by the official SDK's client against
+    /// `agent-eval mcp-proxy <options> -- <server>`.
+    static func client(_ plan: JSONValue, proxy options: [String], server: [String]) async throws -> [String] {
+        try await PythonEnvironment.mcp.script(
+            "mcp_proxy_client.py",
+            [JSONWriter.encodeString(plan), "--", try agentEvalBinary(), "mcp-proxy", "--no-catalog"] + options + ["--"] + server)
+    }
+
+    static func run(_ command: [String], in directory: TemporaryDirectory) async throws -> (lines: [JSONValue], result: ProcessResult) {
+        let result = try await Subprocess.run(command[0], Array(command.dropFirst()), in: directory.url)
+        let lines = result.stdoutText.split(separator: "\n").compactMap { try? JSONParser.parse(Array($0.utf8)) }
+        return (lines, result)
+    }
+
+    static func shop(_ directory: TemporaryDirectory) async throws -> [String] {
+        try await PythonEnvironment.mcp.script("mcp_shop_server.py", ["--journal", directory.path("journal")])
+    }
+
+    static func events(_ path: String) throws -> [Event] {
+        var events: [Event] = []
+        _ = try LogReader(path: path).forEachEvent { events.append($0.event) }
+        return events
+    }
+
+    /// What the log says happened, a line per gate event.
+    static func trajectory(_ events: [Event]) -> [String] {
+        events.compactMap { event in
+            switch event.payload {
+            case .verdictGiven(let verdict): return "verdict \(verdict.tool) \(verdict.verdict.rawValue)"
+            case .approvalRecorded(let approval): return "approval \(approval.callId) \(approval.isGranted)"
+            case .toolIntended(let intent): return "intent \(intent.tool) \(JSONWriter.encodeString(intent.arguments))"
+            case .toolCompleted(let result):
+                return "result \(result.tool) \(result.status.rawValue)" + (result.error.map { ": \($0)" } ?? "")
+            case .runStopped(let stop): return "stop \(stop.reason.rawValue)" + (stop.error.map { ": \($0)" } ?? "")
+            default: return nil
+            }
+        }
+    }
+
+    static func journal(_ directory: TemporaryDirectory) -> [String] {
+        ((try? String(contentsOfFile: directory.path("journal"), encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+    }
+
+    @Test(
+        "a real server passes through: the listing and the results reach the client as the server sent them; the log verifies, and replay's digests match"
+    )
+    func passesThrough() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let log = directory.path("session.jsonl.gz")
+        let time = try await PythonEnvironment.mcp.path() + "/bin/mcp-server-time"
+        let plan: JSONValue = [
+            "calls": [["tool": "convert_time", "arguments": ["source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"]]]
+        ]
+        let (lines, result) = try await Self.run(try await Self.client(plan, proxy: ["--log", log], server: [time]), in: directory)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(lines.first?["tools"] == ["get_current_time", "convert_time"])
+        #expect(lines.last?["is_error"] == false)
+        #expect(lines.last?["text"]?.stringValue?.contains("21:00") == true, "\(lines)")
+
+        let events = try Self.events(log)
+        #expect(
+            Self.trajectory(events) == [
+                "verdict convert_time allow",
+                #"intent convert_time {"source_timezone":"UTC","target_timezone":"Asia/Tokyo","time":"12:00"}"#,
+                "result convert_time ok", "stop success",
+            ])
+        guard case .runStarted(let started) = events.first?.payload else {
+            Issue.record("the log does not begin with run_started")
+            return
+        }
+        #expect(started.tools.map(\.name) == ["get_current_time", "convert_time"])
+        #expect(started.tools.map(\.sideEffect) == [.read, .read], "mcp-server-time marks its tools readOnlyHint")
+        #expect(started.toolServers.first?.serverName == "mcp-time")
+        #expect(try await agentEval(["log", "verify", log]).status == 0)
+        #expect(try await Subprocess.run("/bin/gzip", ["-t", log]).status == 0)
+        let replay = try await agentEval(["replay", "--no-catalog", log])
+        #expect(replay.status == 0, "\(replay.stderr)")
+        #expect(replay.stdoutText.contains("all match the rebuilt state"))
+    }
+
+    @Test(
+        "the policy decides each call before the server sees it: a denial is a tool error the model reads, an approval waits for agent-eval approve, --hide-denied leaves denied tools out"
+    )
+    func gatesCalls() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try Self.policy.write(toFile: directory.path("shop.policy.yaml"), atomically: true, encoding: .utf8)
+        let log = directory.path("session.jsonl.gz")
+        let plan: JSONValue = [
+            "calls": [
+                ["tool": "delete_customer", "arguments": ["customer": "c-7"]],
+                ["tool": "refund_order", "arguments": ["order": "A-1", "amount_cents": 500]],
+                ["tool": "refund_order", "arguments": ["order": "A-1", "amount_cents": 50000]],
+                ["tool": "refund_order", "arguments": ["order": "A-2", "amount_cents": 70000]],
+            ]
+        ]
+        let command = try await Self.client(
+            plan, proxy: ["--log", log, "--policy", "shop.policy.yaml", "--hide-denied"], server: try await Self.shop(directory))
+        async let session = Self.run(command, in: directory)
+        // Each large refund waits; the first is approved, the second refused.
+        for (call, answer) in [("mcp-3", [String]()), ("mcp-4", ["--deny", "--reason", "not this one"])] {
+            var waiting: JSONValue = []
+            let came = try await eventually(seconds: 60) {
+                waiting = try JSONParser.parse(Array(try Subprocess.runBlocking(try agentEvalBinary(), ["approve", log, "--json"]).stdout))
+                return waiting.arrayValue?.contains { $0["call_id"]?.stringValue == call } == true
+            }
+            try #require(came, "call \(call) never waited for approval")
+            let approved = try await agentEval(["approve", log, call, "--approver", "test"] + answer)
+            #expect(approved.status == 0, "\(approved.stderr)")
+        }
+        let (lines, result) = try await session
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(
+            lines.first?["tools"] == ["lookup_order", "refund_order", "add_note"], "delete_customer is denied on its name alone: hidden")
+        #expect(lines.dropFirst().map { $0["is_error"] } == [true, false, false, true])
+        #expect(
+            lines[1]["text"]?.stringValue
+                == "agent-eval policy denied this call: deleting customers is never done by an agent (rule no-deletes)")
+        #expect(lines[4]["text"]?.stringValue == "agent-eval: this call needed approval and was refused: not this one")
+        #expect(Self.journal(directory) == ["refund A-1 500", "refund A-1 50000"], "what was denied or refused never reached the server")
+        #expect(
+            Self.trajectory(try Self.events(log)) == [
+                "verdict delete_customer deny",
+                "verdict refund_order allow", #"intent refund_order {"amount_cents":500,"order":"A-1"}"#, "result refund_order ok",
+                "verdict refund_order approval_required", "approval mcp-3 true",
+                #"intent refund_order {"amount_cents":50000,"order":"A-1"}"#,
+                "result refund_order ok",
+                "verdict refund_order approval_required", "approval mcp-4 false",
+                "stop success",
+            ])
+        #expect(!FileManager.default.fileExists(atPath: log + ".approvals"), "the approval files are gone once answered")
+        #expect(result.stderr.contains("waits for approval"))
+        #expect(result.stderr.contains("tool calls: 4 (2 forwarded, 2 denied or refused)"))
+    }
+
+    @Test("an approval that never comes refuses the call after --approval-timeout; --approve TOOL approves without asking")
+    func approvalTimeout() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try Self.policy.write(toFile: directory.path("shop.policy.yaml"), atomically: true, encoding: .utf8)
+        let plan: JSONValue = ["calls": [["tool": "refund_order", "arguments": ["order": "A-1", "amount_cents": 50000]]]]
+        let timedOut = directory.path("timeout.jsonl.gz")
+        let (lines, result) = try await Self.run(
+            try await Self.client(
+                plan, proxy: ["--log", timedOut, "--policy", "shop.policy.yaml", "--approval-timeout", "0.5"],
+                server: try await Self.shop(directory)), in: directory)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(
+            lines.last?["text"]?.stringValue
+                == "agent-eval: this call needed approval and was refused: no approval came within 0.5 s (--approval-timeout)")
+        #expect(Self.journal(directory).isEmpty)
+
+        let preApproved = directory.path("approved.jsonl.gz")
+        let (approvedLines, approvedResult) = try await Self.run(
+            try await Self.client(
+                plan, proxy: ["--log", preApproved, "--policy", "shop.policy.yaml", "--approve", "refund_*"],
+                server: try await Self.shop(directory)), in: directory)
+        #expect(approvedResult.status == 0, "\(approvedResult.stderr)")
+        #expect(approvedLines.last?["is_error"] == false)
+        #expect(Self.journal(directory) == ["refund A-1 50000"])
+        #expect(
+            Self.trajectory(try Self.events(preApproved)).prefix(2) == ["verdict refund_order approval_required", "approval mcp-1 true"])
+    }
+
+    @Test(
+        "a server that hangs, writes garbage or crashes: each call ends recorded with what happened, the client always gets an answer, and a failed server is exit 1"
+    )
+    func misbehavingServer() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let failure = try await PythonEnvironment.mcp.script("mcp_failure_server.py")
+        // A hang past --call-timeout: the call fails, the server goes on serving.
+        let hung = directory.path("hang.jsonl.gz")
+        let (lines, result) = try await Self.run(
+            try await Self.client(
+                ["calls": [["tool": "hang"], ["tool": "echo", "arguments": ["text": "still here"]]]],
+                proxy: ["--log", hung, "--call-timeout", "1"], server: failure), in: directory)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(lines[1]["is_error"] == true)
+        #expect(lines[1]["text"]?.stringValue?.contains("did not answer within 1 s (--call-timeout)") == true, "\(lines)")
+        #expect(lines[2]["text"]?.stringValue?.contains("still here") == true)
+        #expect(Self.trajectory(try Self.events(hung)).contains { $0.hasPrefix("result hang error: the server did not answer within 1 s") })
+
+        // A crash mid-call: the client gets an error, the log says how the server ended.
+        let crashed = directory.path("crash.jsonl.gz")
+        let (crashLines, crashResult) = try await Self.run(
+            try await Self.client(["calls": [["tool": "crash"]]], proxy: ["--log", crashed], server: failure), in: directory)
+        #expect(crashLines.last?["exception"] != nil || crashLines.last?["is_error"] == true, "\(crashLines)")
+        let crashTrajectory = Self.trajectory(try Self.events(crashed))
+        #expect(
+            crashTrajectory.contains {
+                $0.hasPrefix("result crash error: the server ended before it answered: the server exited with status 3")
+            }, "\(crashTrajectory)")
+        #expect(
+            crashTrajectory.last?.hasPrefix("stop tool_failure: MCP server mcp_failure_server: the server exited with status 3") == true)
+        #expect(crashResult.stderr.contains("failure server: crashing on purpose"), "the server's stderr is passed on")
+        #expect(try await agentEval(["log", "verify", crashed]).status == 0)
+
+        // Garbage on the protocol's stdout ends the conversation, as for the MCP tools.
+        let garbled = directory.path("garbage.jsonl.gz")
+        let (_, garbageResult) = try await Self.run(
+            try await Self.client(["calls": [["tool": "garbage"]]], proxy: ["--log", garbled], server: failure), in: directory)
+        #expect(garbageResult.status == 0, "the client saw the session end: \(garbageResult.stderr)")
+        let garbageTrajectory = Self.trajectory(try Self.events(garbled))
+        #expect(garbageTrajectory.last?.contains("wrote a line that is not a JSON-RPC message") == true, "\(garbageTrajectory)")
+    }
+
+    @Test(
+        "kill -9 of the proxy mid-call: the intent was durable before the server saw the call; repair seals the log, which shows the call with no result"
+    )
+    func killedMidCall() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let log = directory.path("killed.jsonl.gz")
+        let runId = "proxy-kill-\(UInt32.random(in: 0...UInt32.max))"
+        let failure = try await PythonEnvironment.mcp.script("mcp_failure_server.py", ["--hang-file", directory.path("hang.pid")])
+        let command = try await Self.client(["calls": [["tool": "hang"]]], proxy: ["--log", log, "--run-id", runId], server: failure)
+        async let session = Self.run(command, in: directory)
+        // The server has the call: the proxy forwarded it, after the intent was made durable.
+        try #require(await eventually(seconds: 60) { pid(in: directory.path("hang.pid")) != nil }, "the hang call never reached the server")
+        let proxies = try await Subprocess.run("/usr/bin/pgrep", ["-f", "mcp-proxy.*\(runId)"], queued: false)
+        let pids = proxies.stdoutText.split(separator: "\n").compactMap { Int32($0) }
+        try #require(!pids.isEmpty, "no proxy process found")
+        for pid in pids { kill(pid, SIGKILL) }
+        _ = try await session
+
+        let repaired = try await agentEval(["log", "repair", log])
+        #expect(repaired.status == 0 || repaired.status == 1, "\(repaired.stderr)")
+        #expect(try await Subprocess.run("/bin/gzip", ["-t", log]).status == 0)
+        let trajectory = Self.trajectory(try Self.events(log))
+        #expect(trajectory == ["verdict hang allow", "intent hang {}"], "\(trajectory)")
+        if let hung = pid(in: directory.path("hang.pid")) { kill(hung, SIGKILL) }
+    }
+}
+
+/// The proxy's command line, checked before anything starts (no Python needed).
+@Suite("mcp-proxy and approve: bad input")
+struct MCPProxyInputTests {
+    @Test("a policy file with errors: exit 2, every error at its line; a server that cannot start: exit 2 saying which")
+    func badInput() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try """
+        policy:
+          default: maybe
+          rules:
+            - id: r1
+              verdict: deny
+              when: {tool: "x", colour: red}
+        side_effects:
+          x: explode
+        extra: 1
+
+        """.write(toFile: directory.path("bad.yaml"), atomically: true, encoding: .utf8)
+        let result = try await agentEval(["mcp-proxy", "--no-catalog", "--policy", "bad.yaml", "--", "true"], in: directory.url)
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("bad.yaml:2:"), "\(result.stderr)")
+        #expect(!result.stderr.contains("Error"), "no Swift type names: \(result.stderr)")
+
+        let missing = try await agentEval(["mcp-proxy", "--no-catalog", "--", "/no/such/server"], in: directory.url)
+        #expect(missing.status == 2)
+        #expect(missing.stderr.contains("the MCP server /no/such/server could not be started"), "\(missing.stderr)")
+
+        let usage = try await agentEval(["mcp-proxy"], in: directory.url)
+        #expect(usage.status == 64)
+        #expect(usage.stderr.contains("give the MCP server's command after --"))
+    }
+
+    @Test("approve names the calls that wait when asked for one that does not")
+    func approveUnknownCall() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let log = directory.path("run.jsonl.gz")
+        let none = try await agentEval(["approve", log])
+        #expect(none.status == 0)
+        #expect(none.stdoutText == "no call waits for approval in \(log)\n")
+        let result = try await agentEval(["approve", log, "mcp-9"])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("error: no call \"mcp-9\" waits for approval in \(log)"), "\(result.stderr)")
+        #expect(result.stderr.contains("hint: nothing waits there now"))
+    }
+}
