@@ -1,3 +1,4 @@
+public import AgentRuntime
 public import ConfigFile
 import Foundation
 public import TraceCore
@@ -37,6 +38,10 @@ public struct EvalCase: Sendable {
     /// replays the model calls of this case's live runs, in place of the command line's
     /// `--cassette`; nil uses that.
     public var cassette: String?
+    /// The policy a run that had no gate is audited with (`policy:`, resolved against the case
+    /// file): verdict expectations then check what it would have said of each call that
+    /// recorded no verdict (`PolicyAudit`).
+    public var policy: CasePolicy?
     /// The case as written, for pointing errors found later (a tool the agent lacks, a log that
     /// is not there) at the line that names it.
     public var node: ConfigNode?
@@ -140,5 +145,19 @@ extension ExternalCommand {
             return known.contains((word as NSString).pathExtension) && !word.contains("{input}") ? word : nil
         }
         return nil
+    }
+}
+
+/// A case's `policy:` file, read once with the case.
+public struct CasePolicy: Sendable {
+    public var path: String
+    public var file: PolicyFile
+    /// SHA-256 of the file's bytes: a cached check result holds only for the same policy.
+    public var digest: String
+
+    public init(path: String, file: PolicyFile, digest: String) {
+        self.path = path
+        self.file = file
+        self.digest = digest
     }
 }

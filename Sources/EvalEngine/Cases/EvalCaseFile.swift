@@ -87,6 +87,9 @@ public enum EvalCaseFile {
             errors.collect { () throws(ConfigError) in try fields.optional("allowUnfinished")?.bool("allowUnfinished") ?? false } ?? false
         let cassetteNode = fields.optional("cassette")
         let cassette = errors.collect { () throws(ConfigError) in try cassetteNode?.nonEmptyString("cassette") } ?? nil
+        let policyNode = fields.optional("policy")
+        let policyPath = errors.collect { () throws(ConfigError) in try policyNode?.nonEmptyString("policy") } ?? nil
+        let policy = policyPath.flatMap { path in readPolicy(resolve(path, from: directory), errors: &errors) }
         let commandNode = fields.optional("command")
         let command = commandNode.flatMap { readCommand($0, fields: &fields, directory: directory, errors: &errors) }
         for key in ["upstream", "timeout"] where commandNode == nil {
@@ -166,6 +169,16 @@ public enum EvalCaseFile {
                 throw ConfigError(.missingKey, "\(name) runs live and needs an input", at: node.location)
             }
         }
+        if let policyNode, let source {
+            switch source {
+            case .recorded, .command: break
+            case .live, .defaultAgent, .pipeline:
+                errors.errors.append(
+                    ConfigError(
+                        .invalidValue, "\(name) has policy, which audits runs that had no gate: recorded logs and command cases",
+                        at: policyNode.location, hint: "an agent file's runs are gated by the policy in the agent file; drop policy here"))
+            }
+        }
         if let expected, let source {
             errors.collect { () throws(ConfigError) in
                 try checkTarget(expected, of: source, case: name, at: expectedNode?.location ?? node.location)
@@ -177,8 +190,22 @@ public enum EvalCaseFile {
         evalCase.allowsUnfinished = allowsUnfinished
         evalCase.node = node
         evalCase.cassette = cassette.map { resolve($0, from: directory) }
+        evalCase.policy = policy
         if pipeline != nil { evalCase.pipelineInput = inputNode?.json }
         return evalCase
+    }
+
+    /// A case's `policy:` file (as `mcp-proxy --policy` and `audit` read it); nil when it cannot
+    /// be read, with its errors, each at its own line, in `errors`.
+    static func readPolicy(_ path: String, errors: inout ConfigErrors) -> CasePolicy? {
+        do throws(ConfigErrors) {
+            let file = try PolicyFile.load(path: path)
+            guard let bytes = FileManager.default.contents(atPath: path) else { return nil }
+            return CasePolicy(path: path, file: file, digest: ContentHash.sha256Hex(bytes))
+        } catch {
+            errors.errors.append(contentsOf: error.errors)
+            return nil
+        }
     }
 
     /// A command case's program (`command:`) and the keys that go with it (`upstream:`,

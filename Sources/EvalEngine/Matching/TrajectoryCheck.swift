@@ -42,7 +42,12 @@ public struct CheckNote: Sendable, Hashable {
 /// Pure: the same state and expectations always give the same failures, in the order the
 /// expectations are listed in `Expectations`.
 public enum TrajectoryCheck {
-    public static func check(_ expected: Expectations, against state: RunState) -> (failures: [ExpectationFailure], notes: [CheckNote]) {
+    /// `auditedBy` names the policy file whose verdicts the state was given for the calls that
+    /// recorded none (a case's `policy:`): verdict expectations then hold an imported or
+    /// recorded run to them.
+    public static func check(_ expected: Expectations, against state: RunState, auditedBy policy: String? = nil)
+        -> (failures: [ExpectationFailure], notes: [CheckNote])
+    {
         var failures: [ExpectationFailure] = []
         var notes: [CheckNote] = []
         let executed = state.executedCalls
@@ -189,7 +194,7 @@ public enum TrajectoryCheck {
                 ExpectationFailure(
                     expectation: "maxDurationMs", expected: "at most \(limit) ms", actual: "\(state.elapsedUs / 1000) ms", step: lastStep))
         }
-        if let source = state.start?.source {
+        if let source = state.start?.source, policy == nil {
             // An imported run had no policy gate here: say so instead of passing or failing on
             // verdicts that were never recorded.
             let why = "not recorded in this run: it was imported from \(source.format) (\(source.file)), which records no policy verdicts"
@@ -228,7 +233,10 @@ public enum TrajectoryCheck {
                     failures.append(
                         ExpectationFailure(
                             expectation: "verdicts.noUnapprovedExecution", expected: "no call runs without allow or a granted approval",
-                            actual: "\(call.tool) ran as \(call.id) with \(outcome(of: call))", step: call.step, callId: call.id))
+                            actual: "\(call.tool) ran as \(call.id) with \(outcome(of: call))"
+                                + (state.start?.source != nil
+                                    ? policy.map { ", as \($0) judges it (the run recorded no verdict)" } ?? "" : ""),
+                            step: call.step, callId: call.id))
                 }
             }
         }
@@ -265,7 +273,10 @@ public enum TrajectoryCheck {
         if let approval = call.approval, !approval.isGranted { return "refused by \(approval.approver ?? "a human")" }
         switch call.verdict?.verdict {
         case .deny?: return "denied" + (call.verdict?.rule.map { " by rule \($0)" } ?? "") + (call.verdict?.reason.map { " (\($0))" } ?? "")
-        case .approvalRequired?: return call.approval == nil ? "waiting for approval" : "approved"
+        case .approvalRequired?:
+            if call.approval != nil { return "approved" }
+            return call.isExecuted
+                ? "no approval, although it needs one" + (call.verdict?.rule.map { " (rule \($0))" } ?? "") : "waiting for approval"
         case .allow?: return call.isExecuted ? "allowed" : "allowed but not run"
         case nil: return call.isExecuted ? "ran (the run records no verdicts)" : "no verdict (the run stopped first)"
         }

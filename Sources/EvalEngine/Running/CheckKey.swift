@@ -39,6 +39,8 @@ public struct CheckKey: Sendable, Hashable {
         text += "\(program)\n\(evalCase.id)\n\(evalCase.location.line)\n"
         text += "countsDeniedAttempts \(options.countsDeniedAttempts), allowsUnfinished \(evalCase.allowsUnfinished)\n"
         text += "file \(fileDigest)\n"
+        // The policy file is another file: an edit to it changes the result too.
+        if let policy = evalCase.policy { text += "policy \(policy.digest)\n" }
         digest = ContentHash.sha256Hex(Array(text.utf8))
     }
 

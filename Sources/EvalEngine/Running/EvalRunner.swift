@@ -344,7 +344,21 @@ public struct EvalRunner: Sendable {
     {
         var expected = evalCase.expected
         if options.countsDeniedAttempts { expected.countsDeniedAttempts = true }
-        var (failures, notes) = TrajectoryCheck.check(expected, against: state)
+        var checked = state
+        var audit: String?
+        if let policy = evalCase.policy {
+            // The audit folds the log again: the facts hold the final state, and each call is
+            // judged on the state as it stood when the call was proposed.
+            do {
+                checked = PolicyAudit.assumingVerdicts(of: try PolicyAudit.audit(log: log, policy: policy.file), in: state)
+                audit = policy.path
+            } catch {
+                return RunResult(
+                    logPath: log, repeatIndex: repeatIndex, failures: [], notes: [], error: DiagnosticRecord(describing: error),
+                    summary: RunSummary(state))
+            }
+        }
+        var (failures, notes) = TrajectoryCheck.check(expected, against: checked, auditedBy: audit)
         if let tear { notes.append(CheckNote(message: "the log is torn: \(tear)", step: state.step)) }
         var summary = RunSummary(state)
         summary.tear = tear

@@ -108,6 +108,17 @@ extension RunState {
         return change
     }
 
+    /// Gives the call at `index` the verdict a policy audit found for it (`agent-eval audit`, a
+    /// case's `policy:`), when the run recorded none: the counters follow, as for the fold's own
+    /// changes. Not an event — no log says it — so a state changed this way is never digested
+    /// or written back. Returns false, changing nothing, when the call has a verdict already.
+    @discardableResult
+    public mutating func assumeVerdict(_ verdict: VerdictGiven, forCallAt index: Int) -> Bool {
+        guard calls.indices.contains(index), calls[index].verdict == nil else { return false }
+        _ = changeCall(at: index) { $0.verdict = verdict }
+        return true
+    }
+
     /// Changes one call, keeping its revision and the counters in step with it.
     private mutating func changeCall(at index: Int, _ body: (inout ToolCallRecord) -> Void) -> Int {
         let before = RunCounters.CallShare(calls[index])

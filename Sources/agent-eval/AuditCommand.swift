@@ -1,0 +1,121 @@
+import AgentRuntime
+import ArgumentParser
+import ConfigFile
+import Foundation
+import TraceCore
+import TraceLog
+
+/// `agent-eval audit --policy FILE LOG…`: what a policy would have said of runs it did not gate.
+struct AuditCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "audit",
+        abstract: "Judge every tool call of recorded, imported or proxied runs by a policy, and report what it would not have allowed.",
+        discussion: """
+            Each call is judged as the runtime's gate would have judged it when it was proposed: the policy file \
+            (a policy: block as in an agent file, and side_effects:, as for mcp-proxy) on the tool, its side \
+            effect, the arguments, the run's actor and route, the calls run and approvals granted before it and \
+            the tokens used. Runs recorded through the gateway or imported from other tools record no verdicts; \
+            this says which of their calls a policy would have denied or held for approval. A case's policy: key \
+            applies the same audit to its verdict expectations (docs/eval-cases.md). docs/mcp.md, "Auditing runs".
+
+            Exit codes: 0 no call ran that the policy would not have allowed; 1 some did; 2 a log or the \
+            policy file could not be read; 64 usage error.
+
+            Examples:
+              agent-eval audit --policy shop.policy.yaml runs/
+              agent-eval audit --policy shop.policy.yaml --all --json runs/refund-run-1.jsonl.gz
+            """
+    )
+
+    @Option(help: "The policy file: a policy: block as in an agent file, and side_effects: (tool glob → read, draft or write).")
+    var policy: String
+
+    @Option(help: "Who the runs acted for, for rules' actor conditions (default: what each run recorded).")
+    var actor: String?
+
+    @Option(help: "The entry point, for rules' route conditions (default: what each run recorded).")
+    var route: String?
+
+    @Flag(help: "List every call, not only those the policy would deny or hold for approval.")
+    var all = false
+
+    @Flag(help: "Print JSON on standard output: one object per log with every call's finding.")
+    var json = false
+
+    @Argument(help: "Logs, or directories of logs (their *.jsonl.gz).")
+    var logs: [String] = []
+
+    func validate() throws {
+        guard !logs.isEmpty else { throw ValidationError("give the logs to audit: agent-eval audit --policy FILE runs/") }
+    }
+
+    func run() async throws {
+        let policyFile: PolicyFile
+        do throws(ConfigErrors) {
+            policyFile = try PolicyFile.load(path: policy)
+        } catch {
+            for problem in error.errors { diagnose(problem) }
+            throw Exit.unusable
+        }
+        var reports: [JSONValue] = []
+        var violations = 0
+        var unreadable = 0
+        for log in Self.files(logs) {
+            do {
+                let findings = try PolicyAudit.audit(log: log, policy: policyFile, actor: actor, route: route)
+                violations += findings.filter(\.isViolation).count
+                if json {
+                    reports.append(Self.json(log: log, findings: findings))
+                } else {
+                    for line in Self.describe(log: log, findings: findings, all: all) { print(line) }
+                }
+            } catch {
+                unreadable += 1
+                _ = diagnose(error)
+            }
+        }
+        if json { printJSON(.array(reports)) }
+        if unreadable > 0 { throw Exit.unusable }
+        if violations > 0 { throw Exit.failure }
+    }
+
+    /// The logs the arguments name: files as given, directories' `*.jsonl.gz` in name order.
+    static func files(_ arguments: [String]) -> [String] {
+        arguments.flatMap { path -> [String] in
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else { return [path] }
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+            return names.filter { $0.hasSuffix(".jsonl.gz") && !$0.hasPrefix(".") }.sorted().map {
+                (path as NSString).appendingPathComponent($0)
+            }
+        }
+    }
+
+    static func describe(log: String, findings: [PolicyAudit.Finding], all: Bool) -> [String] {
+        let flagged = findings.filter { $0.decision.verdict != .allow }
+        let ran = flagged.filter(\.isViolation).count
+        var headline = "\(log): \(findings.count) call\(findings.count == 1 ? "" : "s")"
+        headline += flagged.isEmpty ? ", all allowed" : "; the policy would not allow \(flagged.count), \(ran) of which ran"
+        var lines = [headline]
+        for finding in all ? findings : flagged {
+            var line = "  \(finding.callId)  step \(finding.step)  \(finding.tool) \(JSONWriter.encodeString(finding.arguments))"
+            line += finding.isExecuted ? "  ran" : "  did not run"
+            line += "  → \(finding.decision.verdict.rawValue)"
+            if let rule = finding.decision.rule { line += " by rule \(rule)" }
+            if let reason = finding.decision.reason { line += " (\(reason))" }
+            if let recorded = finding.recorded { line += "; the run recorded \(recorded.verdict.rawValue)" }
+            if finding.isApproved { line += "; a person approved it" }
+            lines.append(line)
+        }
+        return lines
+    }
+
+    static func json(log: String, findings: [PolicyAudit.Finding]) -> JSONValue {
+        var object = ObjectBuilder()
+        object.set("log", log)
+        object.set("calls", findings.count)
+        object.set("violations", findings.filter(\.isViolation).count)
+        object.set("findings", JSONValue.array(findings.map(\.json)))
+        return object.json
+    }
+}
