@@ -244,6 +244,13 @@ let package = Package(
             path: "Benchmarks/GatewayBenchmark",
             swiftSettings: strictSettings
         ),
+        // `swift run -c release mcp-proxy-benchmark` (see docs/mcp.md).
+        .executableTarget(
+            name: "mcp-proxy-benchmark",
+            dependencies: ["TraceCore", "TraceLog", "AgentRuntime", "Recording"],
+            path: "Benchmarks/MCPProxyBenchmark",
+            swiftSettings: strictSettings
+        ),
         // What the model and gateway benchmarks share: a local model server in a child process.
         .target(
             name: "BenchmarkSupport",

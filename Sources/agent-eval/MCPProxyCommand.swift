@@ -86,8 +86,13 @@ struct MCPProxyCommand: AsyncParsableCommand {
         guard !server.isEmpty else {
             throw ValidationError("give the MCP server's command after --: agent-eval mcp-proxy -- python3 -m mcp_server_time")
         }
-        guard approvalTimeout > 0, approvalTimeout.isFinite else { throw ValidationError("--approval-timeout must be more than 0 seconds") }
-        guard callTimeout > 0, callTimeout.isFinite else { throw ValidationError("--call-timeout must be more than 0 seconds") }
+        // A year at most: beyond it a timeout is a mistake, and milliseconds would overflow.
+        guard approvalTimeout > 0, approvalTimeout <= 31_536_000 else {
+            throw ValidationError("--approval-timeout takes seconds, more than 0 and at most a year (31536000)")
+        }
+        guard callTimeout > 0, callTimeout <= 31_536_000 else {
+            throw ValidationError("--call-timeout takes seconds, more than 0 and at most a year (31536000)")
+        }
         if let maxToolCalls, maxToolCalls < 0 { throw ValidationError("--max-tool-calls must be 0 or more, got \(maxToolCalls)") }
     }
 

@@ -128,11 +128,22 @@ public struct ArgumentCondition: Sendable {
     }
 
     public var path: [String]
-    public var test: Test
+    public var test: Test {
+        didSet { regex = Self.compile(test) }
+    }
+    /// The `matches` pattern, compiled once: a policy judges every call against every rule,
+    /// and compiling on each judgement cost about 2.5 µs a rule (mcp-proxy-benchmark).
+    private var regex: LinearRegex?
 
     public init(path: [String], test: Test) {
         self.path = path
         self.test = test
+        regex = Self.compile(test)
+    }
+
+    private static func compile(_ test: Test) -> LinearRegex? {
+        guard case .matches(let pattern) = test else { return nil }
+        return try? LinearRegex(pattern)
     }
 
     public func holds(in arguments: JSONValue) -> Bool {
@@ -141,8 +152,8 @@ public struct ArgumentCondition: Sendable {
         case .exists(let isExpected): return (value != nil) == isExpected
         case .equals(let expected): return value?.equals(byValue: expected) ?? false
         case .oneOf(let options): return value.map { value in options.contains { value.equals(byValue: $0) } } ?? false
-        case .matches(let pattern):
-            guard let text = value?.stringValue, let regex = try? LinearRegex(pattern) else { return false }
+        case .matches:
+            guard let text = value?.stringValue, let regex else { return false }
             return regex.matches(text)
         case .atLeast(let bound): return value?.doubleValue.map { $0 >= bound } ?? false
         case .atMost(let bound): return value?.doubleValue.map { $0 <= bound } ?? false

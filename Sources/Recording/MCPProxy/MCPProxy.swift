@@ -142,6 +142,7 @@ public struct MCPProxy: Sendable {
                 do {
                     for try await message in server.messages { await session.fromServer(Array(message)) }
                 } catch {}
+                await session.serverStopped()
                 return Task.isCancelled ? .interrupted : .serverEnded(server.failure ?? "the server closed its output")
             }
             let first = await group.next() ?? .interrupted
@@ -149,7 +150,9 @@ public struct MCPProxy: Sendable {
             return first
         }
         let outcome = await session.finish(end)
-        await server.stop()
+        // Not in this task: after Ctrl-C it is cancelled, and the server's grace period (its
+        // input closed, 2 s to exit) would be cut to nothing.
+        await Task { await server.stop() }.value
         if let sink = settings.finishedLogs, FileManager.default.fileExists(atPath: settings.logPath) {
             await sink.logsFinished([settings.logPath])
         }

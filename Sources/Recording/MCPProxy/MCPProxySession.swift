@@ -35,7 +35,7 @@ actor MCPProxySession {
     enum Outstanding {
         case call(ForwardedCall)
         case initialize
-        case listTools(isFirstPage: Bool)
+        case listTools(isFirstPage: Bool, generation: Int)
         case other
     }
 
@@ -59,8 +59,16 @@ actor MCPProxySession {
     private var allowed = 0
     private var denied = 0
     private var timers: [String: Task<Void, Never>] = [:]
-    private var approvals: [String: Task<Void, Never>] = [:]
+    /// Calls that wait for a person, by call id: their polling task, and the request.
+    private var approvals: [String: (task: Task<Void, Never>, requestId: JSONValue)] = [:]
+    /// Bumped by `notifications/tools/list_changed`: a listing asked for before it is stale.
+    private var listGeneration = 0
+    /// The proxy's own listing failed in this generation: calls are judged without it rather
+    /// than each waiting for another listing that will not come.
+    private var listingFailed = false
     private var isFinished = false
+    /// The server's messages ended: no more own requests are sent.
+    private var isServerGone = false
 
     init(settings: MCPProxy.Settings, server: JSONLinesProcess, client: ClientChannel) {
         self.settings = settings
@@ -81,11 +89,17 @@ actor MCPProxySession {
             return
         }
         if case .array(let items) = message {
-            // Batches left MCP in 2025-06-18; a batch would also carry calls past the gate.
-            for item in items where item["id"] != nil && item["method"] != nil {
-                await answerClient(
-                    id: item["id"] ?? .null,
-                    error: (-32600, "agent-eval mcp-proxy does not take JSON-RPC batches: send one message a line"))
+            // Batches left MCP in 2025-06-18, and a batch would carry calls past the gate: its
+            // requests are refused; its notifications and answers go on one by one, so a server
+            // that asked the client something is not left waiting.
+            for item in items {
+                if item["id"] != nil && item["method"] != nil {
+                    await answerClient(
+                        id: item["id"] ?? .null,
+                        error: (-32600, "agent-eval mcp-proxy does not take JSON-RPC batches: send one message a line"))
+                } else if item.objectValue != nil {
+                    await fromClient(JSONWriter.encode(item))
+                }
             }
             return
         }
@@ -97,7 +111,16 @@ actor MCPProxySession {
         let id = message["id"]
         switch (method, id) {
         case ("tools/call"?, let id?):
+            let key = JSONLinesProcess.key(id)
+            if outstanding[key] != nil || approvals.values.contains(where: { JSONLinesProcess.key($0.requestId) == key }) {
+                await answerClient(
+                    id: id, error: (-32600, "agent-eval mcp-proxy: request id \(key) is already in use by a request in flight"))
+                return
+            }
             await gate(requestId: id, params: message["params"] ?? [:], line: line)
+        case ("tools/call"?, nil):
+            // A call sent as a notification has no answer to carry a verdict: never forwarded.
+            settings.notices?("a tools/call without an id (a notification) was dropped: calls must be requests to be gated")
         case (let method?, let id?):
             if method == "initialize" {
                 let info = message["params"]?["clientInfo"]
@@ -106,15 +129,22 @@ actor MCPProxySession {
             let kind: Outstanding =
                 method == "initialize"
                 ? .initialize
-                : method == "tools/list" ? .listTools(isFirstPage: message["params"]?["cursor"] == nil) : .other
+                : method == "tools/list" ? .listTools(isFirstPage: message["params"]?["cursor"] == nil, generation: listGeneration) : .other
             outstanding[JSONLinesProcess.key(id)] = kind
             await forward(line, requestId: id)
         case ("notifications/cancelled"?, nil):
-            if let requestId = message["params"]?["requestId"], case .call(let call)? = outstanding[JSONLinesProcess.key(requestId)] {
-                outstanding[JSONLinesProcess.key(requestId)] = nil
-                timers.removeValue(forKey: JSONLinesProcess.key(requestId))?.cancel()
-                let why = message["params"]?["reason"]?.stringValue.map { ": \($0)" } ?? ""
-                recordEnd(of: call, status: .error, error: "the client cancelled the call\(why)")
+            let why = message["params"]?["reason"]?.stringValue.map { ": \($0)" } ?? ""
+            if let requestId = message["params"]?["requestId"] {
+                let key = JSONLinesProcess.key(requestId)
+                if case .call(let call)? = outstanding[key] {
+                    outstanding[key] = nil
+                    timers.removeValue(forKey: key)?.cancel()
+                    recordEnd(of: call, status: .error, error: "the client cancelled the call\(why)")
+                } else if let callId = approvals.first(where: { JSONLinesProcess.key($0.value.requestId) == key })?.key {
+                    // It never reached the server: refuse it, so no later approval runs it.
+                    refuseWaiting(callId, reason: "the client cancelled the call\(why)")
+                    return
+                }
             }
             await forward(line, requestId: nil)
         default:
@@ -157,7 +187,8 @@ actor MCPProxySession {
                         raw: String(decoding: JSONWriter.encode(params), as: UTF8.self), format: "mcp.tools_call",
                         outcome: .valid(.toolCalls([ToolCall(id: callId, name: name, arguments: arguments)])))))
             let limits = RunLimits(maxToolCalls: settings.maxToolCalls)
-            if let max = settings.maxToolCalls, recorder.state.counters.executedCalls >= max {
+            // Calls waiting for approval count: approved later, they would run past the limit.
+            if let max = settings.maxToolCalls, recorder.state.counters.executedCalls + approvals.count >= max {
                 decision = PolicyDecision(
                     .deny, reason: "the session's \(max) tool calls (--max-tool-calls) are used up", rule: "limits.max_tool_calls")
             } else {
@@ -210,9 +241,9 @@ actor MCPProxySession {
     private func execute(requestId: JSONValue, callId: String, tool: String, arguments: JSONValue, line: [UInt8]) async {
         let intended = record { recorder in
             try recorder.record(.toolIntended(ToolIntended(callId: callId, tool: tool, arguments: arguments, attempt: 1)))
+            // A durability point (as `tool_intended` is): the writer flushes it, and fsyncs it
+            // when the log's policy says so, before the server sees the call.
             try recorder.endStep()
-            // The durability point: the intent is in the file before the server sees the call.
-            try recorder.writer.flush(sync: settings.logOptions.durability.sync != .never)
         }
         guard intended else {
             denied += 1
@@ -269,7 +300,7 @@ actor MCPProxySession {
             "call \(call.callId) of \(call.tool) waits for approval (\(call.reason ?? call.rule ?? "policy")): "
                 + "agent-eval approve \(ShellWords.quoted(settings.logPath)) \(call.callId) [--deny]")
         let (clock, timeout, log, poll) = (settings.clock, settings.approvalTimeout, settings.logPath, Duration.milliseconds(100))
-        approvals[call.callId] = Task { [weak self] in
+        let task = Task { [weak self] in
             var waited = Duration.zero
             var answer: MCPApprovals.Answer?
             while answer == nil {
@@ -287,12 +318,27 @@ actor MCPProxySession {
             guard let answer else { return }
             await self?.settle(call, requestId: requestId, line: line, answer: answer)
         }
+        approvals[call.callId] = (task, requestId)
+    }
+
+    /// Refuses a call that waits for approval without its answer (the client cancelled it):
+    /// recorded as refused; nothing is answered (the client gave up on it).
+    private func refuseWaiting(_ callId: String, reason: String) {
+        guard let waiting = approvals.removeValue(forKey: callId) else { return }
+        waiting.task.cancel()
+        MCPApprovals.clear(log: settings.logPath, callId: callId)
+        denied += 1
+        record { recorder in
+            try recorder.record(
+                .approvalRecorded(ApprovalRecorded(callId: callId, isGranted: false, approver: "agent-eval mcp-proxy", reason: reason)))
+            try recorder.endStep()
+        }
     }
 
     private func settle(_ call: MCPApprovals.PendingCall, requestId: JSONValue, line: [UInt8], answer: MCPApprovals.Answer) async {
-        approvals[call.callId] = nil
+        // Answered already (cancelled by the client, or the session ended): nothing more.
+        guard !isFinished, approvals.removeValue(forKey: call.callId) != nil else { return }
         MCPApprovals.clear(log: settings.logPath, callId: call.callId)
-        guard !isFinished else { return }
         record {
             try $0.record(
                 .approvalRecorded(
@@ -319,6 +365,8 @@ actor MCPProxySession {
                 record { try $0.record(.contentStored(ContentStored(bytes: line, mediaType: Self.serverRequestMediaType))) }
             } else if message["method"]?.stringValue == "notifications/tools/list_changed" {
                 isListed = false
+                listingFailed = false
+                listGeneration += 1
             }
             await client.send(line)
             return
@@ -351,13 +399,16 @@ actor MCPProxySession {
                 )
             }
             await client.send(line)
-        case .listTools(let isFirstPage):
+        case .listTools(let isFirstPage, let generation):
             guard let result = message["result"], let page = try? ServedTool.tools(ofMCPListing: result) else {
                 await client.send(line)
                 return
             }
-            tools = isFirstPage ? page : tools + page
-            isListed = true
+            // A listing asked for before the tools changed says what they were: not kept.
+            if generation == listGeneration {
+                tools = isFirstPage ? page : tools + page
+                isListed = true
+            }
             guard settings.hidesDenied else {
                 await client.send(line)
                 return
@@ -384,7 +435,7 @@ actor MCPProxySession {
     /// Lists the server's tools when no listing passed by yet, so each call is judged with the
     /// side effect the server gives its tool (at most 100 pages, each within the call timeout).
     private func ensureListed() async {
-        if isListed { return }
+        if isListed || listingFailed { return }
         if let listing {
             await listing.value
             return
@@ -396,6 +447,7 @@ actor MCPProxySession {
     }
 
     private func listTools() async {
+        let generation = listGeneration
         var found: [ServedTool] = []
         var cursor: JSONValue?
         for _ in 0..<100 {
@@ -404,13 +456,18 @@ actor MCPProxySession {
             guard let result = await ownRequest("tools/list", params: .object(params)),
                 let page = try? ServedTool.tools(ofMCPListing: result)
             else {
-                // Unlisted tools are judged on the policy file's side effects, else as writes.
+                // Unlisted tools are judged on the policy file's side effects, else as writes;
+                // the next call does not wait for another listing until the tools change.
+                if generation == listGeneration { listingFailed = true }
+                settings.notices?(
+                    "the server's tools could not be listed; calls are judged on the policy file's side_effects, else as writes")
                 return
             }
             found += page
             cursor = result["nextCursor"]
             if cursor == nil || cursor == .null { break }
         }
+        guard generation == listGeneration else { return }
         tools = found
         isListed = true
     }
@@ -419,12 +476,13 @@ actor MCPProxySession {
         ownRequestCount += 1
         let id = JSONValue.string("agent-eval-proxy-\(ownRequestCount)")
         let key = JSONLinesProcess.key(id)
-        let (clock, timeout) = (settings.clock, settings.callTimeout)
+        let (clock, timeout) = (settings.clock, min(settings.callTimeout, .seconds(30)))
         let timer = Task { [weak self] in
             do { try await clock.sleep(for: timeout) } catch { return }
             await self?.abandon(key)
         }
         defer { timer.cancel() }
+        if isServerGone { return nil }
         return await withCheckedContinuation { continuation in
             ownRequests[key] = continuation
             let request: JSONValue = ["jsonrpc": "2.0", "id": id, "method": .string(method), "params": params]
@@ -436,6 +494,14 @@ actor MCPProxySession {
 
     private func abandon(_ key: String) {
         ownRequests.removeValue(forKey: key)?.resume(returning: nil)
+    }
+
+    /// The server's messages ended (it failed, or the session is cancelled): the proxy's own
+    /// requests get no answer now, so whatever waits for one goes on at once.
+    func serverStopped() {
+        isServerGone = true
+        for (_, waiter) in ownRequests { waiter.resume(returning: nil) }
+        ownRequests = [:]
     }
 
     // MARK: Recording
@@ -451,12 +517,15 @@ actor MCPProxySession {
     /// `writeFailure` set, when the log cannot be written.
     @discardableResult
     private func record(_ body: (RunRecorder) throws -> Void) -> Bool {
-        guard writeFailure == nil else { return false }
+        // Not sticky: the writer refuses one event it cannot hold (too large, nested too deep)
+        // and goes on, and what fails to be recorded fails closed where it matters (a call whose
+        // verdict or intent is not recorded is not forwarded).
         do {
             try body(try startedRecorder())
             return true
         } catch {
             writeFailure = (error as? any Diagnostic)?.message ?? "\(error)"
+            settings.notices?("the log could not be written: \(writeFailure ?? "")")
             return false
         }
     }
@@ -521,7 +590,6 @@ actor MCPProxySession {
                         callId: call.callId, tool: call.tool, attempt: 1, status: status, output: inline, contentHash: contentHash,
                         error: error, durationUs: durationUs)))
             try recorder.endStep()
-            try recorder.writer.flush(sync: settings.logOptions.durability.sync != .never)
         }
     }
 
@@ -555,10 +623,10 @@ actor MCPProxySession {
         isFinished = true
         for timer in timers.values { timer.cancel() }
         timers = [:]
-        for approval in approvals.values { approval.cancel() }
-        let waiting = approvals.keys.sorted()
+        for approval in approvals.values { approval.task.cancel() }
+        let waiting = approvals.sorted { $0.key.localizedStandardCompare($1.key) == .orderedAscending }.map { ($0.key, $0.value.requestId) }
         approvals = [:]
-        for callId in waiting { MCPApprovals.clear(log: settings.logPath, callId: callId) }
+        for (callId, _) in waiting { MCPApprovals.clear(log: settings.logPath, callId: callId) }
         for (_, waiter) in ownRequests { waiter.resume(returning: nil) }
         ownRequests = [:]
         let stop: RunStopped
@@ -585,14 +653,14 @@ actor MCPProxySession {
             recordEnd(of: call, status: .error, error: unfinished)
         }
         if case .serverEnded(let why) = end {
-            for (key, _) in pending {
-                guard let id = try? JSONParser.parse(Array(key.utf8)) else { continue }
+            let ids = pending.compactMap { try? JSONParser.parse(Array($0.0.utf8)) } + waiting.map(\.1)
+            for id in ids {
                 await answerClient(id: id, error: (-32603, "agent-eval mcp-proxy: the MCP server ended: \(why)"))
             }
         }
         if waiting.count > 0 {
             record { recorder in
-                for callId in waiting {
+                for (callId, _) in waiting {
                     try recorder.record(
                         .approvalRecorded(
                             ApprovalRecorded(callId: callId, isGranted: false, approver: "agent-eval mcp-proxy", reason: unfinished)))
