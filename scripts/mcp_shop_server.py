@@ -1,10 +1,14 @@
 """An MCP server (stdio) of a small shop, written with the official `mcp` package, for
 agent-eval mcp-proxy's tests: its tools carry the annotations the proxy reads side effects from.
 
-  lookup_order(order)              readOnlyHint: the order's status
-  refund_order(order, amount_cents) destructiveHint: refunds (answers what it refunded)
-  add_note(order, text)            destructiveHint false: a note, nothing lost
-  delete_customer(customer)        no annotations
+  lookup_order(order_id)            readOnlyHint: the order's status
+  refund_order(order_id, amount)    destructiveHint: refunds (answers what it refunded)
+  add_note(order_id, text)          destructiveHint false: a note, nothing lost
+  delete_customer(customer)         no annotations
+
+The names and arguments are those of the local model server's refund agent
+(scripts/model_server.py, REFUND_STEPS), so an agent recorded with `agent-eval record` can serve
+its model's calls from this server.
 
 Every call that changes something appends a line to the file named by --journal PATH, so a
 test can tell which calls reached the server.
@@ -26,22 +30,22 @@ def note(line):
 
 
 @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
-def lookup_order(order: str) -> dict:
+def lookup_order(order_id: str) -> dict:
     """The status of an order."""
-    return {"order": order, "status": "delivered", "total_cents": 12900}
+    return {"order_id": order_id, "status": "delivered", "total": 129}
 
 
 @server.tool(annotations=ToolAnnotations(destructiveHint=True))
-def refund_order(order: str, amount_cents: int) -> dict:
+def refund_order(order_id: str, amount: int) -> dict:
     """Refunds part or all of an order."""
-    note(f"refund {order} {amount_cents}")
-    return {"order": order, "refunded_cents": amount_cents}
+    note(f"refund {order_id} {amount}")
+    return {"order_id": order_id, "refunded": amount, "refund_id": "rf-9"}
 
 
 @server.tool(annotations=ToolAnnotations(destructiveHint=False))
-def add_note(order: str, text: str) -> str:
+def add_note(order_id: str, text: str) -> str:
     """Adds a note to an order."""
-    note(f"note {order} {text}")
+    note(f"note {order_id} {text}")
     return "noted"
 
 

@@ -9,7 +9,8 @@ public import TraceLog
 /// recording gateway, and records the run as an ordinary log (docs/record.md).
 ///
 /// The command gets `OPENAI_BASE_URL` and `ANTHROPIC_BASE_URL` pointing at the gateway (the
-/// variables the official SDKs and the frameworks built on them read), `AGENT_EVAL_INPUT` and
+/// variables the official SDKs and the frameworks built on them read), `AGENT_EVAL_RECORDER`
+/// pointing at its proxy endpoint (an `agent-eval mcp-proxy` it starts records there), `AGENT_EVAL_INPUT` and
 /// its standard input set to `input` when one is given, and its output goes to this process's
 /// as it comes. With a cassette in `none` mode, nothing goes to a provider, so an API key the
 /// environment lacks is set to a placeholder (the SDKs refuse to start without one).
@@ -146,6 +147,8 @@ public struct CommandRecording: Sendable {
         var environment = self.environment
         environment["OPENAI_BASE_URL"] = gateway.openAIBaseURL
         environment["ANTHROPIC_BASE_URL"] = gateway.anthropicBaseURL
+        // An `agent-eval mcp-proxy` the command starts records its gate into this run.
+        environment[RemoteProxyLog.variable] = gateway.proxyURL
         if let input { environment["AGENT_EVAL_INPUT"] = input }
         if cassette?.mode == Cassette.Mode.none {
             for key in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"] where environment[key]?.isEmpty ?? true {

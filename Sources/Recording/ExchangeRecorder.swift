@@ -149,6 +149,16 @@ public final class ExchangeRecorder: Sendable {
         var lastFailure: String?
         var stopCause: StopCause?
         var writeError: String?
+        /// The MCP proxies recording their gates into this run (`agent-eval mcp-proxy` under
+        /// `record`), by number, and the tools they serve: the gateway leaves those tools'
+        /// intents and results to the proxy, which sees them as they happen.
+        var proxies: [Int: ProxyGate] = [:]
+        var proxiedTools: Set<String> = []
+        /// Calls a proxy judged (by log id): their results come from the proxy, not from the
+        /// next request, and a model call is matched to one proxy call only.
+        var proxiedCalls: Set<String> = []
+        /// Calls a proxy made that no model decision proposed (`mcp-N`).
+        var unproposedCalls = 0
         /// Credentials the requests carried: never written to the log.
         var secrets = Set<String>()
     }
@@ -168,7 +178,7 @@ public final class ExchangeRecorder: Sendable {
     let secrets: Set<String>
     /// The most conversations kept (`defaultMaxConversations`).
     let maxConversations: Int
-    private let state = Mutex(State())
+    let state = Mutex(State())
 
     public init(
         logPath: String, runId: String, goal: String?, agentName: String, command: [String], limits: Limits, keys: RequestKeys?,
@@ -287,6 +297,8 @@ public final class ExchangeRecorder: Sendable {
             guard let call = conversation.openCalls.removeValue(forKey: callId) else { continue }
             state.openCallOwner[callId]?.removeAll { $0 == number }
             if state.openCallOwner[callId]?.isEmpty == true { state.openCallOwner[callId] = nil }
+            // A proxy recorded how it ended (or that it never ran) as it happened.
+            if state.proxiedCalls.contains(call.logId) { continue }
             let imported = ImportedResult.fromContent(text, isError: isError)
             var output = imported.output
             var contentHash: String?
@@ -323,7 +335,11 @@ public final class ExchangeRecorder: Sendable {
                     latencyUs: max(0, endUs - exchange.startUs), timeToFirstTokenUs: outcome.reply.isStream ? outcome.firstContentUs : nil,
                     attempts: state.failures.removeValue(forKey: baseKey) ?? [])))
         for call in calls {
-            try recorder.record(.toolIntended(ToolIntended(callId: call.logId, tool: call.name, arguments: call.arguments, attempt: 1)))
+            // A proxied tool's call is judged, and its intent recorded, by the proxy when the
+            // agent makes it.
+            if !state.proxiedTools.contains(call.name) {
+                try recorder.record(.toolIntended(ToolIntended(callId: call.logId, tool: call.name, arguments: call.arguments, attempt: 1)))
+            }
             conversation.openCalls[call.sourceId] = (call.logId, call.name, endUs)
             state.openCallOwner[call.sourceId, default: []].append(number)
         }
@@ -339,10 +355,10 @@ public final class ExchangeRecorder: Sendable {
     /// Outputs larger than this (bytes of JSON) are stored as content and referenced, as imports do.
     static let inlineOutputBytes = ImportWriter.inlineOutputBytes
 
-    private let clock = RecordingClock()
+    let clock = RecordingClock()
 
     /// The log's recorder, made (with `run_started`) on first use.
-    private func recorder(for view: ModelRequestView?, state: inout State, atUs: Int) throws -> RunRecorder {
+    func recorder(for view: ModelRequestView?, state: inout State, atUs: Int) throws -> RunRecorder {
         if let recorder = state.recorder { return recorder }
         clock.now = atUs
         let writer = try LogWriter.create(at: logPath, runId: runId, options: options)

@@ -48,6 +48,8 @@ public final class ModelGateway: Sendable {
 
     /// The base URLs the agent is given: `OPENAI_BASE_URL` and `ANTHROPIC_BASE_URL`.
     public var openAIBaseURL: String { "http://127.0.0.1:\(port)/openai/v1" }
+    /// Where the command's `agent-eval mcp-proxy` records its gate (`AGENT_EVAL_RECORDER`).
+    public var proxyURL: String { "http://127.0.0.1:\(port)\(ExchangeRecorder.proxyPath)" }
     public var anthropicBaseURL: String { "http://127.0.0.1:\(port)/anthropic" }
 
     /// Starts listening on a free port of 127.0.0.1.
@@ -144,6 +146,13 @@ public final class GatewayHandler: Sendable {
         async throws -> Bool
     {
         let path = head.uri
+        if path == ExchangeRecorder.proxyPath {
+            // An `agent-eval mcp-proxy` of the command records its gate into this run.
+            guard head.method == .POST, let request = try? JSONParser.parse(body), request.objectValue != nil else {
+                return try await Self.answer(400, "the proxy endpoint takes POST with a JSON object", to: head, outbound)
+            }
+            return try await Self.answer(json: recorder.proxyOperation(request), to: head, outbound)
+        }
         let route: (base: String, rest: Substring)?
         if path.hasPrefix("/openai/v1/") {
             route = (upstreams.openAI, path.dropFirst("/openai/v1".count))
@@ -237,12 +246,12 @@ public final class GatewayHandler: Sendable {
         "accept-encoding", "content-encoding",
     ]
 
-    /// A JSON error answer in the shape both providers' SDKs read (`{"error": {"message", "type"}}`).
+    /// An answer holding `value` as JSON.
     static func answer(
-        _ status: Int, _ message: String, to head: HTTPRequestHead, _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>,
-        type: String = "agent_eval_gateway"
+        json value: JSONValue, status: Int = 200, to head: HTTPRequestHead,
+        _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>
     ) async throws -> Bool {
-        let body = JSONWriter.encode(["type": "error", "error": ["message": .string(message), "type": .string(type)]] as JSONValue)
+        let body = JSONWriter.encode(value)
         var responseHead = HTTPResponseHead(version: head.version, status: HTTPResponseStatus(statusCode: status))
         responseHead.headers.add(name: "content-type", value: "application/json")
         responseHead.headers.add(name: "content-length", value: String(body.count))
@@ -250,5 +259,14 @@ public final class GatewayHandler: Sendable {
         try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: body))))
         try await outbound.write(.end(nil))
         return true
+    }
+
+    /// A JSON error answer in the shape both providers' SDKs read (`{"error": {"message", "type"}}`).
+    static func answer(
+        _ status: Int, _ message: String, to head: HTTPRequestHead, _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>,
+        type: String = "agent_eval_gateway"
+    ) async throws -> Bool {
+        try await answer(
+            json: ["type": "error", "error": ["message": .string(message), "type": .string(type)]], status: status, to: head, outbound)
     }
 }

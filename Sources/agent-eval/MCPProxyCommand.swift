@@ -124,7 +124,14 @@ struct MCPProxyCommand: AsyncParsableCommand {
             settings.goal = goal
             settings.serverStderr = 2
             settings.notices = { printError("agent-eval mcp-proxy: \($0)") }
-            settings.finishedLogs = catalog.indexingSink()
+            settings.policyPath = policy.map { URL(fileURLWithPath: $0).standardizedFileURL.path }
+            // Under `agent-eval record` (which sets the variable), the gate goes into the run it
+            // records, unless a log of the proxy's own is asked for.
+            if destination.log == nil, let url = ProcessInfo.processInfo.environment[MCPProxy.recorderVariable], !url.isEmpty {
+                settings.recorderURL = url
+            } else {
+                settings.finishedLogs = catalog.indexingSink()
+            }
             let proxy = MCPProxy(settings: settings)
             (outcome, interrupted) = try await withInterruption { try await proxy.run() }
         } catch {

@@ -194,7 +194,8 @@ public enum TrajectoryCheck {
                 ExpectationFailure(
                     expectation: "maxDurationMs", expected: "at most \(limit) ms", actual: "\(state.elapsedUs / 1000) ms", step: lastStep))
         }
-        if let source = state.start?.source, policy == nil {
+        // A recorded run whose tools went through `agent-eval mcp-proxy` has the proxy's verdicts.
+        if let source = state.start?.source, policy == nil, !state.calls.contains(where: { $0.verdict != nil }) {
             // An imported run had no policy gate here: say so instead of passing or failing on
             // verdicts that were never recorded.
             let why = "not recorded in this run: it was imported from \(source.format) (\(source.file)), which records no policy verdicts"

@@ -50,10 +50,22 @@ public struct MCPProxy: Sendable {
         public var serverStderr: Int32?
         /// Where the proxy says what waits for whom (an approval); nil says nothing.
         public var notices: (@Sendable (String) -> Void)?
+        /// The policy file's path, as given (`agent-eval record`'s gateway reads it again).
+        public var policyPath: String?
+        /// The gateway of the `agent-eval record` this proxy runs under (`AGENT_EVAL_RECORDER`):
+        /// the gate is recorded in that run's log instead of a log of the proxy's own.
+        public var recorderURL: String?
         /// Timeouts are kept on it; tests inject one they advance.
         public var clock: any Clock<Duration>
         /// Microseconds since the epoch, for events.
         public var now: @Sendable () -> Int
+
+        /// The gate these settings describe (its tools come as the server lists them).
+        var gate: ProxyGate {
+            ProxyGate(
+                policy: policy, actor: actor, route: route, maxToolCalls: maxToolCalls, tokenBudget: nil, preApproved: preApproved,
+                serverName: serverName)
+        }
 
         public init(
             server: [String], directory: String, environment: [String: String], serverName: String? = nil,
@@ -92,6 +104,9 @@ public struct MCPProxy: Sendable {
     }
 
     public let settings: Settings
+
+    /// The variable `agent-eval record` sets for its command: where a proxy records its gate.
+    public static let recorderVariable = RemoteProxyLog.variable
 
     public init(settings: Settings) {
         self.settings = settings
@@ -132,7 +147,10 @@ public struct MCPProxy: Sendable {
                 hint: "check the command after -- (it must be on PATH or a path)")
         }
         let client = ClientChannel(input: input, output: output)
-        let session = MCPProxySession(settings: settings, server: server, client: client)
+        let log: any ProxyLog =
+            settings.recorderURL.map { RemoteProxyLog(url: $0, gate: settings.gate, policyPath: settings.policyPath) }
+            ?? LocalProxyLog(settings: settings, gate: settings.gate)
+        let session = MCPProxySession(settings: settings, server: server, client: client, log: log)
         let end = await withTaskGroup(of: MCPProxySession.End.self) { group in
             group.addTask {
                 for await line in client.lines { await session.fromClient(line) }

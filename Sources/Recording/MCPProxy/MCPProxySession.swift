@@ -42,15 +42,17 @@ actor MCPProxySession {
     let settings: MCPProxy.Settings
     let server: JSONLinesProcess
     let client: ClientChannel
+    /// Where the gate is recorded: the proxy's own log, or the run `agent-eval record` writes.
+    let log: any ProxyLog
 
-    private var recorder: RunRecorder?
+    /// The last failure to record, if any (the outcome says so).
     private var writeFailure: String?
     private var tools: [ServedTool] = []
     /// Whether `tools` is what the server lists now (a listing passed, or the proxy asked).
     private var isListed = false
     private var listing: Task<Void, Never>?
     private var clientInfo: (name: String, version: String?)?
-    private var serverInfo: (name: String, version: String, protocolVersion: String?)?
+    private var serverInfo: ServerInfo?
     private var outstanding: [String: Outstanding] = [:]
     /// The proxy's own requests to the server (its tool listing), by id key.
     private var ownRequests: [String: CheckedContinuation<JSONValue?, Never>] = [:]
@@ -70,10 +72,28 @@ actor MCPProxySession {
     /// The server's messages ended: no more own requests are sent.
     private var isServerGone = false
 
-    init(settings: MCPProxy.Settings, server: JSONLinesProcess, client: ClientChannel) {
+    init(settings: MCPProxy.Settings, server: JSONLinesProcess, client: ClientChannel, log: any ProxyLog) {
         self.settings = settings
         self.server = server
         self.client = client
+        self.log = log
+    }
+
+    /// Runs one operation on the log; false, with `writeFailure` set and said, when it failed.
+    private func recorded(_ operation: () async throws -> Void) async -> Bool {
+        do {
+            try await operation()
+            return true
+        } catch {
+            writeFailure = (error as? any Diagnostic)?.message ?? "\(error)"
+            settings.notices?("the log could not be written: \(writeFailure ?? "")")
+            return false
+        }
+    }
+
+    /// Tells the log what the session learned of the tools and its peers.
+    private func learned() async {
+        await log.learned(tools: tools, client: clientInfo, server: serverInfo)
     }
 
     // MARK: The client's messages
@@ -125,6 +145,7 @@ actor MCPProxySession {
             if method == "initialize" {
                 let info = message["params"]?["clientInfo"]
                 clientInfo = (info?["name"]?.stringValue ?? "an MCP client", info?["version"]?.stringValue)
+                await learned()
             }
             let kind: Outstanding =
                 method == "initialize"
@@ -139,10 +160,10 @@ actor MCPProxySession {
                 if case .call(let call)? = outstanding[key] {
                     outstanding[key] = nil
                     timers.removeValue(forKey: key)?.cancel()
-                    recordEnd(of: call, status: .error, error: "the client cancelled the call\(why)")
+                    await recordEnd(of: call, status: .error, error: "the client cancelled the call\(why)")
                 } else if let callId = approvals.first(where: { JSONLinesProcess.key($0.value.requestId) == key })?.key {
                     // It never reached the server: refuse it, so no later approval runs it.
-                    refuseWaiting(callId, reason: "the client cancelled the call\(why)")
+                    await refuseWaiting(callId, reason: "the client cancelled the call\(why)")
                     return
                 }
             }
@@ -161,7 +182,7 @@ actor MCPProxySession {
             guard let requestId else { return }
             let key = JSONLinesProcess.key(requestId)
             if case .call(let call)? = outstanding.removeValue(forKey: key) {
-                recordEnd(of: call, status: .error, error: "the call could not be sent to the server: \(error)")
+                await recordEnd(of: call, status: .error, error: "the call could not be sent to the server: \(error)")
             }
             await answerClient(id: requestId, error: (-32603, "agent-eval mcp-proxy: the MCP server cannot be reached: \(error)"))
         }
@@ -177,59 +198,26 @@ actor MCPProxySession {
         }
         let arguments = params["arguments"] ?? [:]
         await ensureListed()
-        let callId = "mcp-\(callCount)"
-        let spec = toolSpec(name)
-        var decision = PolicyDecision(.deny, reason: "the call could not be recorded", rule: "agent-eval")
-        let recorded = record { recorder in
-            try recorder.record(
-                .decisionMade(
-                    DecisionMade(
-                        raw: String(decoding: JSONWriter.encode(params), as: UTF8.self), format: "mcp.tools_call",
-                        outcome: .valid(.toolCalls([ToolCall(id: callId, name: name, arguments: arguments)])))))
-            let limits = RunLimits(maxToolCalls: settings.maxToolCalls)
-            // Calls waiting for approval count: approved later, they would run past the limit.
-            if let max = settings.maxToolCalls, recorder.state.counters.executedCalls + approvals.count >= max {
-                decision = PolicyDecision(
-                    .deny, reason: "the session's \(max) tool calls (--max-tool-calls) are used up", rule: "limits.max_tool_calls")
-            } else {
-                let call = ToolCall(id: callId, name: name, arguments: arguments)
-                decision = settings.policy.policy.decide(
-                    PolicyQuery(call: call, tool: spec, actor: settings.actor, route: settings.route, state: recorder.state, limits: limits)
-                )
-            }
-            try recorder.record(
-                .verdictGiven(
-                    VerdictGiven(callId: callId, tool: name, verdict: decision.verdict, reason: decision.reason, rule: decision.rule)))
+        var judged: (callId: String, judgement: ProxyGate.Judgement, decision: PolicyDecision)?
+        let isRecorded = await recorded {
+            judged = try await log.judge(name: name, arguments: arguments, params: params, waiting: approvals.count)
         }
-        guard recorded else {
+        guard isRecorded, let (callId, judgement, decision) = judged else {
             denied += 1
             await answerClient(
                 id: requestId, toolError: "agent-eval mcp-proxy could not record this call, so it was not made: \(writeFailure ?? "")")
             return
         }
-        switch decision.verdict {
-        case .allow:
+        switch judgement {
+        case .forward:
             await execute(requestId: requestId, callId: callId, tool: name, arguments: arguments, line: line)
         case .deny:
             denied += 1
-            record { try $0.endStep() }
             await answerClient(id: requestId, toolError: Self.denial(decision))
-        case .approvalRequired:
-            if settings.preApproved.contains(where: { $0.matches(name) }) {
-                record {
-                    try $0.record(
-                        .approvalRecorded(
-                            ApprovalRecorded(callId: callId, isGranted: true, approver: "--approve", reason: "approved on the command line")
-                        ))
-                }
-                await execute(requestId: requestId, callId: callId, tool: name, arguments: arguments, line: line)
-            } else {
-                record { try $0.endStep() }
-                await ask(
-                    MCPApprovals.PendingCall(
-                        callId: callId, tool: name, arguments: arguments, rule: decision.rule, reason: decision.reason),
-                    requestId: requestId, line: line)
-            }
+        case .ask:
+            await ask(
+                MCPApprovals.PendingCall(callId: callId, tool: name, arguments: arguments, rule: decision.rule, reason: decision.reason),
+                requestId: requestId, line: line)
         }
     }
 
@@ -239,12 +227,8 @@ actor MCPProxySession {
 
     /// Records the intent, durably, then forwards the call.
     private func execute(requestId: JSONValue, callId: String, tool: String, arguments: JSONValue, line: [UInt8]) async {
-        let intended = record { recorder in
-            try recorder.record(.toolIntended(ToolIntended(callId: callId, tool: tool, arguments: arguments, attempt: 1)))
-            // A durability point (as `tool_intended` is): the writer flushes it, and fsyncs it
-            // when the log's policy says so, before the server sees the call.
-            try recorder.endStep()
-        }
+        // Durable (flushed, and fsynced when the log's policy says so) before the server sees it.
+        let intended = await recorded { try await log.intend(callId: callId, tool: tool, arguments: arguments) }
         guard intended else {
             denied += 1
             await answerClient(
@@ -268,7 +252,7 @@ actor MCPProxySession {
         timers[key] = nil
         let message =
             "the server did not answer within \(Self.seconds(settings.callTimeout)) (--call-timeout); the call may still be running there"
-        recordEnd(of: call, status: .error, error: message)
+        await recordEnd(of: call, status: .error, error: message)
         // The protocol's way to say the proxy no longer waits; a late answer is dropped.
         let cancel: JSONValue = [
             "jsonrpc": "2.0", "method": "notifications/cancelled", "params": ["requestId": call.requestId, "reason": .string(message)],
@@ -286,9 +270,12 @@ actor MCPProxySession {
     // MARK: Approvals
 
     private func ask(_ call: MCPApprovals.PendingCall, requestId: JSONValue, line: [UInt8]) async {
+        let logPath: String
         do {
-            try MCPApprovals.ask(log: settings.logPath, call: call)
+            logPath = try await log.logPath()
+            try MCPApprovals.ask(log: logPath, call: call)
         } catch {
+            approvals[call.callId] = (Task {}, requestId)
             await settle(
                 call, requestId: requestId, line: line,
                 answer: MCPApprovals.Answer(
@@ -298,8 +285,8 @@ actor MCPProxySession {
         }
         settings.notices?(
             "call \(call.callId) of \(call.tool) waits for approval (\(call.reason ?? call.rule ?? "policy")): "
-                + "agent-eval approve \(ShellWords.quoted(settings.logPath)) \(call.callId) [--deny]")
-        let (clock, timeout, log, poll) = (settings.clock, settings.approvalTimeout, settings.logPath, Duration.milliseconds(100))
+                + "agent-eval approve \(ShellWords.quoted(logPath)) \(call.callId) [--deny]")
+        let (clock, timeout, log, poll) = (settings.clock, settings.approvalTimeout, logPath, Duration.milliseconds(100))
         let task = Task { [weak self] in
             var waited = Duration.zero
             var answer: MCPApprovals.Answer?
@@ -323,32 +310,26 @@ actor MCPProxySession {
 
     /// Refuses a call that waits for approval without its answer (the client cancelled it):
     /// recorded as refused; nothing is answered (the client gave up on it).
-    private func refuseWaiting(_ callId: String, reason: String) {
+    private func refuseWaiting(_ callId: String, reason: String) async {
         guard let waiting = approvals.removeValue(forKey: callId) else { return }
         waiting.task.cancel()
-        MCPApprovals.clear(log: settings.logPath, callId: callId)
+        if let path = try? await log.logPath() { MCPApprovals.clear(log: path, callId: callId) }
         denied += 1
-        record { recorder in
-            try recorder.record(
-                .approvalRecorded(ApprovalRecorded(callId: callId, isGranted: false, approver: "agent-eval mcp-proxy", reason: reason)))
-            try recorder.endStep()
+        _ = await recorded {
+            try await log.settle(
+                callId: callId, answer: MCPApprovals.Answer(isGranted: false, approver: "agent-eval mcp-proxy", reason: reason))
         }
     }
 
     private func settle(_ call: MCPApprovals.PendingCall, requestId: JSONValue, line: [UInt8], answer: MCPApprovals.Answer) async {
         // Answered already (cancelled by the client, or the session ended): nothing more.
         guard !isFinished, approvals.removeValue(forKey: call.callId) != nil else { return }
-        MCPApprovals.clear(log: settings.logPath, callId: call.callId)
-        record {
-            try $0.record(
-                .approvalRecorded(
-                    ApprovalRecorded(callId: call.callId, isGranted: answer.isGranted, approver: answer.approver, reason: answer.reason)))
-        }
-        if answer.isGranted {
+        if let path = try? await log.logPath() { MCPApprovals.clear(log: path, callId: call.callId) }
+        let isRecorded = await recorded { try await log.settle(callId: call.callId, answer: answer) }
+        if answer.isGranted && isRecorded {
             await execute(requestId: requestId, callId: call.callId, tool: call.tool, arguments: call.arguments, line: line)
         } else {
             denied += 1
-            record { try $0.endStep() }
             await answerClient(
                 id: requestId,
                 toolError: "agent-eval: this call needed approval and was refused" + (answer.reason.map { ": \($0)" } ?? ""))
@@ -362,7 +343,7 @@ actor MCPProxySession {
         if message["method"] != nil {
             if message["id"] != nil {
                 // The server asks the client (sampling, elicitation, roots, ping): stored, passed on.
-                record { try $0.record(.contentStored(ContentStored(bytes: line, mediaType: Self.serverRequestMediaType))) }
+                _ = await recorded { try await log.store(serverRequest: line) }
             } else if message["method"]?.stringValue == "notifications/tools/list_changed" {
                 isListed = false
                 listingFailed = false
@@ -389,14 +370,14 @@ actor MCPProxySession {
         switch kind {
         case .call(let call):
             timers.removeValue(forKey: key)?.cancel()
-            recordAnswer(of: call, message: message)
+            await recordAnswer(of: call, message: message)
             await client.send(line)
         case .initialize:
             if let result = message["result"] {
-                serverInfo = (
-                    result["serverInfo"]?["name"]?.stringValue ?? settings.serverName, result["serverInfo"]?["version"]?.stringValue ?? "",
-                    result["protocolVersion"]?.stringValue
-                )
+                serverInfo = ServerInfo(
+                    name: result["serverInfo"]?["name"]?.stringValue ?? settings.serverName,
+                    version: result["serverInfo"]?["version"]?.stringValue ?? "", protocolVersion: result["protocolVersion"]?.stringValue)
+                await learned()
             }
             await client.send(line)
         case .listTools(let isFirstPage, let generation):
@@ -408,6 +389,7 @@ actor MCPProxySession {
             if generation == listGeneration {
                 tools = isFirstPage ? page : tools + page
                 isListed = true
+                await learned()
             }
             guard settings.hidesDenied else {
                 await client.send(line)
@@ -426,9 +408,6 @@ actor MCPProxySession {
             await client.send(line)
         }
     }
-
-    /// `content_stored`'s media type for a request the server sent the client.
-    static let serverRequestMediaType = "application/vnd.mcp.server-request+json"
 
     // MARK: The proxy's own listing
 
@@ -470,6 +449,7 @@ actor MCPProxySession {
         guard generation == listGeneration else { return }
         tools = found
         isListed = true
+        await learned()
     }
 
     private func ownRequest(_ method: String, params: JSONValue) async -> JSONValue? {
@@ -507,89 +487,32 @@ actor MCPProxySession {
     // MARK: Recording
 
     private func toolSpec(_ name: String) -> ToolSpec {
-        let served = tools.first { $0.name == name }
-        return ToolSpec(
-            name: name, description: served?.description ?? "", inputSchema: served?.inputSchema ?? ["type": "object"],
-            sideEffect: settings.policy.sideEffect(of: name, annotated: served?.sideEffect), server: settings.serverName)
-    }
-
-    /// Runs `body` on the log's recorder (made, with `run_started`, on first use); false, with
-    /// `writeFailure` set, when the log cannot be written.
-    @discardableResult
-    private func record(_ body: (RunRecorder) throws -> Void) -> Bool {
-        // Not sticky: the writer refuses one event it cannot hold (too large, nested too deep)
-        // and goes on, and what fails to be recorded fails closed where it matters (a call whose
-        // verdict or intent is not recorded is not forwarded).
-        do {
-            try body(try startedRecorder())
-            return true
-        } catch {
-            writeFailure = (error as? any Diagnostic)?.message ?? "\(error)"
-            settings.notices?("the log could not be written: \(writeFailure ?? "")")
-            return false
-        }
-    }
-
-    private func startedRecorder() throws -> RunRecorder {
-        if let recorder { return recorder }
-        let writer = try LogWriter.create(at: settings.logPath, runId: settings.runId, options: settings.logOptions)
-        let recorder = RunRecorder(writer: writer, clock: settings.now)
-        let client = clientInfo?.name ?? "an MCP client"
-        try recorder.record(
-            .runStarted(
-                RunStarted(
-                    goal: settings.goal ?? "MCP session of \(client) with \(ShellWords.command(settings.server))",
-                    agent: AgentIdentity(
-                        name: client, version: clientInfo?.version,
-                        configDigest: ContentHash.sha256(Array(ShellWords.command(settings.server).utf8))),
-                    model: ModelIdentity(provider: "unknown", name: "unknown (the MCP client's)"),
-                    policy: settings.policy.policy.identity, tools: tools.map { toolSpec($0.name) },
-                    limits: RunLimits(maxToolCalls: settings.maxToolCalls), actor: settings.actor, route: settings.route,
-                    toolServers: [
-                        ToolServerIdentity(
-                            name: settings.serverName, kind: "mcp-stdio", serverName: serverInfo?.name ?? settings.serverName,
-                            serverVersion: serverInfo?.version ?? "", protocolVersion: serverInfo?.protocolVersion)
-                    ])))
-        self.recorder = recorder
-        return recorder
+        var gate = settings.gate
+        gate.tools = tools
+        return gate.spec(name)
     }
 
     /// Records the server's answer to a forwarded call, and ends the step durably.
-    private func recordAnswer(of call: ForwardedCall, message: JSONValue) {
+    private func recordAnswer(of call: ForwardedCall, message: JSONValue) async {
         if let error = message["error"] {
             let code = error["code"]?.intValue.map { " \($0)" } ?? ""
-            recordEnd(of: call, status: .error, error: "JSON-RPC error\(code): \(error["message"]?.stringValue ?? "no message")")
+            await recordEnd(of: call, status: .error, error: "JSON-RPC error\(code): \(error["message"]?.stringValue ?? "no message")")
             return
         }
         let result = message["result"] ?? .null
         let isError = result["isError"]?.boolValue == true
         let output = result["structuredContent"] ?? result["content"] ?? result
         let text = (result["content"]?.arrayValue ?? []).compactMap { $0["text"]?.stringValue }.joined(separator: "\n")
-        recordEnd(
+        await recordEnd(
             of: call, status: isError ? .error : .ok, output: output,
             error: isError ? (text.isEmpty ? "the tool reported an error" : text) : nil)
     }
 
-    private func recordEnd(of call: ForwardedCall, status: ToolStatus, output: JSONValue? = nil, error: String? = nil) {
+    private func recordEnd(of call: ForwardedCall, status: ToolStatus, output: JSONValue? = nil, error: String? = nil) async {
         let durationUs = max(0, settings.now() - call.startUs)
-        record { recorder in
-            var inline = output
-            var contentHash: String?
-            if let value = output {
-                let bytes = JSONWriter.encode(value)
-                if bytes.count > ImportWriter.inlineOutputBytes || value.nests(deeperThan: JSONValue.recordableDepth) {
-                    let content = ContentStored(bytes: bytes, mediaType: "application/json")
-                    try recorder.record(.contentStored(content))
-                    contentHash = content.hash
-                    inline = nil
-                }
-            }
-            try recorder.record(
-                .toolCompleted(
-                    ToolCompleted(
-                        callId: call.callId, tool: call.tool, attempt: 1, status: status, output: inline, contentHash: contentHash,
-                        error: error, durationUs: durationUs)))
-            try recorder.endStep()
+        _ = await recorded {
+            try await log.complete(
+                callId: call.callId, tool: call.tool, status: status, output: output, error: error, durationUs: durationUs)
         }
     }
 
@@ -626,7 +549,8 @@ actor MCPProxySession {
         for approval in approvals.values { approval.task.cancel() }
         let waiting = approvals.sorted { $0.key.localizedStandardCompare($1.key) == .orderedAscending }.map { ($0.key, $0.value.requestId) }
         approvals = [:]
-        for (callId, _) in waiting { MCPApprovals.clear(log: settings.logPath, callId: callId) }
+        let logPath = (try? await log.logPath()) ?? settings.logPath
+        for (callId, _) in waiting { MCPApprovals.clear(log: logPath, callId: callId) }
         for (_, waiter) in ownRequests { waiter.resume(returning: nil) }
         ownRequests = [:]
         let stop: RunStopped
@@ -650,7 +574,7 @@ actor MCPProxySession {
         outstanding = [:]
         for (_, kind) in pending {
             guard case .call(let call) = kind else { continue }
-            recordEnd(of: call, status: .error, error: unfinished)
+            await recordEnd(of: call, status: .error, error: unfinished)
         }
         if case .serverEnded(let why) = end {
             let ids = pending.compactMap { try? JSONParser.parse(Array($0.0.utf8)) } + waiting.map(\.1)
@@ -658,22 +582,15 @@ actor MCPProxySession {
                 await answerClient(id: id, error: (-32603, "agent-eval mcp-proxy: the MCP server ended: \(why)"))
             }
         }
-        if waiting.count > 0 {
-            record { recorder in
-                for (callId, _) in waiting {
-                    try recorder.record(
-                        .approvalRecorded(
-                            ApprovalRecorded(callId: callId, isGranted: false, approver: "agent-eval mcp-proxy", reason: unfinished)))
-                }
-                try recorder.endStep()
+        for (callId, _) in waiting {
+            _ = await recorded {
+                try await log.settle(
+                    callId: callId, answer: MCPApprovals.Answer(isGranted: false, approver: "agent-eval mcp-proxy", reason: unfinished))
             }
         }
-        record { recorder in
-            try recorder.record(.runStopped(stop))
-            try recorder.writer.close()
-        }
+        _ = await recorded { try await log.finish(stop) }
         return MCPProxy.Outcome(
-            runId: settings.runId, logPath: settings.logPath, stop: stop, calls: callCount, allowed: allowed, denied: denied,
+            runId: settings.runId, logPath: logPath, stop: stop, calls: callCount, allowed: allowed, denied: denied,
             writeFailure: writeFailure)
     }
 }

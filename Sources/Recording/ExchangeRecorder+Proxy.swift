@@ -1,0 +1,141 @@
+import AgentRuntime
+import ConfigFile
+import Foundation
+import Synchronization
+import TraceCore
+import TraceLog
+
+/// The MCP proxies of a recorded command (`agent-eval mcp-proxy` run by an agent under `agent-eval
+/// record`): each posts its gate's operations to the gateway (`POST /agent-eval/mcp`), and they are
+/// recorded here, into the run's one log, on its own state (docs/mcp.md, "Under agent-eval record").
+///
+/// A call the agent makes through a proxy is matched to the call its model proposed — the oldest
+/// open call of that tool with the same arguments that no proxy judged yet — and judged as that
+/// call: its verdict, intent and result carry the model's call id, and the result the agent then
+/// sends back to the model is not recorded a second time. A call no model proposed is recorded
+/// as proposed by the proxy (`mcp-N`, `format: mcp.tools_call`).
+extension ExchangeRecorder {
+    /// The path the proxy endpoint has on the gateway.
+    public static let proxyPath = "/agent-eval/mcp"
+
+    /// Applies one operation a proxy posted; the answer to send back (`{"error": …}` when it
+    /// cannot be applied, which the proxy treats as a failure to record).
+    func proxyOperation(_ request: JSONValue) -> JSONValue {
+        let op = request["op"]?.stringValue ?? ""
+        let now = self.now()
+        return state.withLock { state -> JSONValue in
+            do {
+                if op == "register" { return try register(request, state: &state) }
+                guard let number = request["proxy"]?.intValue, var gate = state.proxies[number] else {
+                    return [
+                        "error": .string("agent-eval record's gateway knows no proxy \(JSONWriter.encodeString(request["proxy"] ?? .null))")
+                    ]
+                }
+                if op == "tools" {
+                    gate.tools = (request["tools"]?.arrayValue ?? []).compactMap(ServedTool.init(proxyJSON:))
+                    state.proxies[number] = gate
+                    state.proxiedTools.formUnion(gate.tools.map(\.name))
+                    return ["ok": true]
+                }
+                // The run begins with the first model answer; a proxy call before any makes it.
+                let recorder = try recorder(for: nil, state: &state, atUs: now)
+                switch op {
+                case "judge":
+                    guard let name = request["name"]?.stringValue else { return ["error": "judge needs the tool's name"] }
+                    let arguments = request["arguments"] ?? [:]
+                    // The proxy may judge before its listing reached us: its tool is proxied.
+                    state.proxiedTools.insert(name)
+                    let proposed = Self.openCall(named: name, arguments: arguments, state: &state, recorder: recorder)
+                    let callId: String
+                    if let proposed {
+                        callId = proposed
+                    } else {
+                        state.unproposedCalls += 1
+                        callId = "mcp-\(state.unproposedCalls)"
+                    }
+                    state.proxiedCalls.insert(callId)
+                    clock.now = now
+                    let (judgement, decision) = try gate.judge(
+                        callId: callId, name: name, arguments: arguments, params: request["params"] ?? [:], isProposed: proposed != nil,
+                        waiting: request["waiting"]?.intValue ?? 0, on: recorder)
+                    var answer = ObjectBuilder()
+                    answer.set("call_id", callId)
+                    answer.set("judgement", judgement.rawValue)
+                    answer.set("verdict", decision.verdict)
+                    answer.set("rule", decision.rule)
+                    answer.set("reason", decision.reason)
+                    return answer.json
+                case "intend":
+                    guard let callId = request["call_id"]?.stringValue, let tool = request["tool"]?.stringValue else {
+                        return ["error": "intend needs call_id and tool"]
+                    }
+                    clock.now = now
+                    try gate.intend(callId: callId, tool: tool, arguments: request["arguments"] ?? [:], on: recorder)
+                case "settle":
+                    guard let callId = request["call_id"]?.stringValue, let granted = request["granted"]?.boolValue else {
+                        return ["error": "settle needs call_id and granted"]
+                    }
+                    clock.now = now
+                    try gate.settle(
+                        callId: callId, isGranted: granted, approver: request["approver"]?.stringValue,
+                        reason: request["reason"]?.stringValue,
+                        on: recorder)
+                case "complete":
+                    guard let callId = request["call_id"]?.stringValue, let tool = request["tool"]?.stringValue,
+                        let status = request["status"]?.stringValue.flatMap(ToolStatus.init(rawValue:))
+                    else { return ["error": "complete needs call_id, tool and status"] }
+                    clock.now = now
+                    try gate.complete(
+                        callId: callId, tool: tool, status: status, output: request["output"], error: request["error"]?.stringValue,
+                        durationUs: request["duration_us"]?.intValue ?? 0, on: recorder)
+                case "store":
+                    clock.now = now
+                    try gate.store(serverRequest: Array((request["message"]?.stringValue ?? "").utf8), on: recorder)
+                default:
+                    return ["error": .string("agent-eval record's gateway does not know the proxy operation \"\(op)\"")]
+                }
+                return ["ok": true]
+            } catch {
+                return ["error": .string("the run's log could not be written: \((error as? any Diagnostic)?.message ?? "\(error)")")]
+            }
+        }
+    }
+
+    /// A proxy begins: its policy (read from the file it names), its settings; answers its number
+    /// and the run's log (beside which approvals are asked for).
+    private func register(_ request: JSONValue, state: inout State) throws -> JSONValue {
+        var policy = PolicyFile.allowAll
+        if let path = request["policy"]?.stringValue {
+            do throws(ConfigErrors) {
+                policy = try PolicyFile.load(path: path)
+            } catch {
+                return ["error": .string("the proxy's policy file \(path) does not read: \(error.errors.first?.message ?? "")")]
+            }
+        }
+        let gate = ProxyGate(
+            policy: policy, actor: request["actor"]?.stringValue, route: request["route"]?.stringValue,
+            maxToolCalls: request["max_tool_calls"]?.intValue, tokenBudget: limits.maxTokens,
+            preApproved: (request["pre_approved"]?.arrayValue ?? []).compactMap(\.stringValue).map(Glob.init),
+            serverName: request["server"]?.stringValue ?? "server")
+        let number = (state.proxies.keys.max() ?? 0) + 1
+        state.proxies[number] = gate
+        return ["proxy": .int(number), "log": .string(logPath)]
+    }
+
+    /// The oldest open call of tool `name` with these arguments that no proxy judged yet, as
+    /// the log knows it.
+    private static func openCall(named name: String, arguments: JSONValue, state: inout State, recorder: RunRecorder) -> String? {
+        var candidates: [(logId: String, atUs: Int)] = []
+        for conversation in state.conversations.values {
+            for open in conversation.openCalls.values where open.tool == name && !state.proxiedCalls.contains(open.logId) {
+                candidates.append((open.logId, open.atUs))
+            }
+        }
+        for candidate in candidates.sorted(by: { ($0.atUs, $0.logId) < ($1.atUs, $1.logId) }) {
+            if let call = recorder.state.calls.last(where: { $0.id == candidate.logId }), call.arguments.equals(byValue: arguments) {
+                return candidate.logId
+            }
+        }
+        return nil
+    }
+}
