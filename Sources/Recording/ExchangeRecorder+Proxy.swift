@@ -20,7 +20,27 @@ extension ExchangeRecorder {
 
     /// Applies one operation a proxy posted; the answer to send back (`{"error": …}` when it
     /// cannot be applied, which the proxy treats as a failure to record).
-    func proxyOperation(_ request: JSONValue) -> JSONValue {
+    ///
+    /// A call to judge that matches no proposed call while model answers are still being
+    /// recorded waits for them (a streaming SDK may act on a reply's end marker before the
+    /// gateway has recorded the reply), at most a second.
+    func proxyOperation(_ request: JSONValue) async -> JSONValue {
+        if request["op"]?.stringValue == "judge", let name = request["name"]?.stringValue {
+            let arguments = request["arguments"] ?? [:]
+            for _ in 0..<100 {
+                let settled = state.withLock { state in
+                    state.inFlight == 0
+                        || state.recorder.map { Self.openCall(named: name, arguments: arguments, state: &state, recorder: $0) != nil }
+                            == true
+                }
+                if settled { break }
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+        }
+        return applyProxyOperation(request)
+    }
+
+    private func applyProxyOperation(_ request: JSONValue) -> JSONValue {
         let op = request["op"]?.stringValue ?? ""
         let now = self.now()
         return state.withLock { state -> JSONValue in
@@ -37,8 +57,18 @@ extension ExchangeRecorder {
                     state.proxiedTools.formUnion(gate.tools.map(\.name))
                     return ["ok": true]
                 }
+                if op == "store", state.recorder == nil {
+                    // Before the first model answer: kept until the run begins, so its start still
+                    // names the goal, model and tools of that answer.
+                    state.earlyServerRequests.append(Array((request["message"]?.stringValue ?? "").utf8))
+                    return ["ok": true]
+                }
                 // The run begins with the first model answer; a proxy call before any makes it.
                 let recorder = try recorder(for: nil, state: &state, atUs: now)
+                // The command ended and its run was stopped: nothing more belongs in it.
+                guard recorder.state.stop == nil else {
+                    return ["error": "the recorded run has stopped; the proxy's operation was not recorded"]
+                }
                 switch op {
                 case "judge":
                     guard let name = request["name"]?.stringValue else { return ["error": "judge needs the tool's name"] }
@@ -122,20 +152,18 @@ extension ExchangeRecorder {
         return ["proxy": .int(number), "log": .string(logPath)]
     }
 
-    /// The oldest open call of tool `name` with these arguments that no proxy judged yet, as
-    /// the log knows it.
+    /// The first open call (in the order the model proposed them) of tool `name` with these
+    /// arguments that no proxy judged and nothing ran yet, as the log knows it.
     private static func openCall(named name: String, arguments: JSONValue, state: inout State, recorder: RunRecorder) -> String? {
-        var candidates: [(logId: String, atUs: Int)] = []
+        var open: Set<String> = []
         for conversation in state.conversations.values {
-            for open in conversation.openCalls.values where open.tool == name && !state.proxiedCalls.contains(open.logId) {
-                candidates.append((open.logId, open.atUs))
+            for call in conversation.openCalls.values where call.tool == name && !state.proxiedCalls.contains(call.logId) {
+                open.insert(call.logId)
             }
         }
-        for candidate in candidates.sorted(by: { ($0.atUs, $0.logId) < ($1.atUs, $1.logId) }) {
-            if let call = recorder.state.calls.last(where: { $0.id == candidate.logId }), call.arguments.equals(byValue: arguments) {
-                return candidate.logId
-            }
-        }
-        return nil
+        guard !open.isEmpty else { return nil }
+        return recorder.state.calls.first { call in
+            open.contains(call.id) && !call.isExecuted && call.arguments.equals(byValue: arguments)
+        }?.id
     }
 }

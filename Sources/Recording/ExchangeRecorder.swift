@@ -159,6 +159,8 @@ public final class ExchangeRecorder: Sendable {
         var proxiedCalls: Set<String> = []
         /// Calls a proxy made that no model decision proposed (`mcp-N`).
         var unproposedCalls = 0
+        /// Requests the proxies' servers sent their clients before the run began: stored once it does.
+        var earlyServerRequests: [[UInt8]] = []
         /// Credentials the requests carried: never written to the log.
         var secrets = Set<String>()
     }
@@ -297,8 +299,18 @@ public final class ExchangeRecorder: Sendable {
             guard let call = conversation.openCalls.removeValue(forKey: callId) else { continue }
             state.openCallOwner[callId]?.removeAll { $0 == number }
             if state.openCallOwner[callId]?.isEmpty == true { state.openCallOwner[callId] = nil }
-            // A proxy recorded how it ended (or that it never ran) as it happened.
-            if state.proxiedCalls.contains(call.logId) { continue }
+            let record = recorder.state.calls.last { $0.id == call.logId }
+            if state.proxiedCalls.contains(call.logId) {
+                // A proxy recorded how it ended (or that it never ran) as it happened; only a
+                // forwarded call whose end the proxy could not record takes the one sent back.
+                guard let record, record.isExecuted, record.results.isEmpty else { continue }
+            } else if let record, !record.isExecuted {
+                // A call of a proxied tool's name that never went through a proxy (a tool of the
+                // agent's own of that name, a proxy that had failed): the gateway's inference, as
+                // for any tool, recorded now that its result comes back.
+                try recorder.record(
+                    .toolIntended(ToolIntended(callId: call.logId, tool: call.tool, arguments: record.arguments, attempt: 1)))
+            }
             let imported = ImportedResult.fromContent(text, isError: isError)
             var output = imported.output
             var contentHash: String?
@@ -372,6 +384,10 @@ public final class ExchangeRecorder: Sendable {
                     model: ModelIdentity(provider: view?.api.provider ?? "unknown", name: view?.model ?? "unknown"),
                     policy: PolicyIdentity(name: "none (recorded through the gateway)"), tools: view?.tools ?? [], source: source)))
         state.recorder = recorder
+        for message in state.earlyServerRequests {
+            try recorder.record(.contentStored(ContentStored(bytes: message, mediaType: ProxyGate.serverRequestMediaType)))
+        }
+        state.earlyServerRequests = []
         return recorder
     }
 

@@ -151,7 +151,7 @@ public final class GatewayHandler: Sendable {
             guard head.method == .POST, let request = try? JSONParser.parse(body), request.objectValue != nil else {
                 return try await Self.answer(400, "the proxy endpoint takes POST with a JSON object", to: head, outbound)
             }
-            return try await Self.answer(json: recorder.proxyOperation(request), to: head, outbound)
+            return try await Self.answer(json: await recorder.proxyOperation(request), to: head, outbound)
         }
         let route: (base: String, rest: Substring)?
         if path.hasPrefix("/openai/v1/") {

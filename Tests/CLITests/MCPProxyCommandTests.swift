@@ -185,7 +185,7 @@ struct MCPProxyCommandTests {
         #expect(lines.dropFirst().map { $0["is_error"] } == [false, true])
         #expect(
             lines.last?["text"]?.stringValue
-                == "agent-eval policy denied this call: the session's 1 tool calls (--max-tool-calls) are used up (rule limits.max_tool_calls)"
+                == "agent-eval policy denied this call: the 1 tool calls allowed (--max-tool-calls) are used up (rule limits.max_tool_calls)"
         )
         #expect(Self.journal(directory) == ["refund A-1 100"])
     }

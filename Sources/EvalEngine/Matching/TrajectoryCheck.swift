@@ -213,11 +213,18 @@ public enum TrajectoryCheck {
                         actual: why))
             }
         } else {
+            // In a recorded run some tools went through a gate (`mcp-proxy`) and some did not.
+            func ungated(_ tool: String) -> String? {
+                guard let source = state.start?.source, policy == nil, !allCalls(of: tool).isEmpty,
+                    !allCalls(of: tool).contains(where: { $0.verdict != nil })
+                else { return nil }
+                return "not recorded in this run: \(tool)'s calls went through no gate (the run was recorded from \(source.format))"
+            }
             for tool in expected.denied where !allCalls(of: tool).contains(where: \.isDenied) {
                 failures.append(
                     ExpectationFailure(
                         expectation: "verdicts.denied", expected: "a call of \(tool) is denied",
-                        actual: allCalls(of: tool).first.map { "\($0.id) (step \($0.step)): \(outcome(of: $0))" }
+                        actual: ungated(tool) ?? allCalls(of: tool).first.map { "\($0.id) (step \($0.step)): \(outcome(of: $0))" }
                             ?? "no call of \(tool) was proposed",
                         step: allCalls(of: tool).first?.step ?? lastStep, callId: allCalls(of: tool).first?.id))
             }
@@ -225,7 +232,7 @@ public enum TrajectoryCheck {
                 failures.append(
                     ExpectationFailure(
                         expectation: "verdicts.approvalRequired", expected: "a call of \(tool) needs approval",
-                        actual: allCalls(of: tool).first.map { "\($0.id) (step \($0.step)): \(outcome(of: $0))" }
+                        actual: ungated(tool) ?? allCalls(of: tool).first.map { "\($0.id) (step \($0.step)): \(outcome(of: $0))" }
                             ?? "no call of \(tool) was proposed",
                         step: allCalls(of: tool).first?.step ?? lastStep, callId: allCalls(of: tool).first?.id))
             }

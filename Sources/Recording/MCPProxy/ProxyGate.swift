@@ -56,7 +56,7 @@ struct ProxyGate: Sendable {
         let decision: PolicyDecision
         if let max = maxToolCalls, recorder.state.counters.executedCalls + waiting >= max {
             decision = PolicyDecision(
-                .deny, reason: "the session's \(max) tool calls (--max-tool-calls) are used up", rule: "limits.max_tool_calls")
+                .deny, reason: "the \(max) tool calls allowed (--max-tool-calls) are used up", rule: "limits.max_tool_calls")
         } else {
             let limits = RunLimits(maxToolCalls: maxToolCalls, tokenBudget: tokenBudget)
             decision = policy.policy.decide(

@@ -137,26 +137,24 @@ final class LocalProxyLog: ProxyLog {
 /// The run `agent-eval record` writes: the proxy's gate is applied there by the recorder's
 /// gateway (`POST /agent-eval/mcp`, found through `AGENT_EVAL_RECORDER`), on the run's own
 /// state, so a call the model proposed is judged as that call, and its result is recorded once.
-final class RemoteProxyLog: ProxyLog {
+actor RemoteProxyLog: ProxyLog {
     /// The variable `agent-eval record` sets for the command: the URL of its gateway's proxy endpoint.
     static let variable = "AGENT_EVAL_RECORDER"
-
-    private struct State {
-        var proxy: Int?
-        var log: String?
-        var tools: [ServedTool] = []
-        var toolsSent = false
-        var server: ServerInfo?
-    }
 
     private let url: String
     private let registration: JSONValue
     private let poster = HTTPPoster(maxRetries: 0, limits: HTTPPoster.limits(timeoutMs: 30_000))
-    private let state = Mutex(State())
+    /// The proxy's number and the run's log, once registered (one registration however many
+    /// ask for it at once).
+    private var registering: Task<(proxy: Int, log: String), any Error>?
+    private var tools: [ServedTool] = []
+    /// The tools as the gateway last took them.
+    private var sentTools: [ServedTool]?
 
     init(url: String, gate: ProxyGate, policyPath: String?) {
         self.url = url
         var object = ObjectBuilder()
+        object.set("op", "register")
         object.set("policy", policyPath)
         object.set("actor", gate.actor)
         object.set("route", gate.route)
@@ -192,47 +190,50 @@ final class RemoteProxyLog: ProxyLog {
         return answer
     }
 
-    /// Registers with the gateway once (and tells it of the tools whenever they change).
+    /// Registers with the gateway once, and tells it of the tools whenever they changed.
     private func registered() async throws -> Int {
-        let (known, tools, toolsSent) = state.withLock { ($0.proxy, $0.tools, $0.toolsSent) }
-        var proxy = known
-        if proxy == nil {
-            let answer = try await post(registration.merging(["op": "register"]))
-            guard let number = answer["proxy"]?.intValue, let log = answer["log"]?.stringValue else {
-                throw RecordingError(
-                    .logFailed, "agent-eval record's gateway did not register the proxy: \(JSONWriter.encodeString(answer))")
+        if registering == nil {
+            let (registration, post) = (registration, self.post)
+            registering = Task {
+                let answer = try await post(registration)
+                guard let number = answer["proxy"]?.intValue, let log = answer["log"]?.stringValue else {
+                    throw RecordingError(
+                        .logFailed,
+                        "agent-eval record's gateway did not register the proxy: \(answer["error"]?.stringValue ?? JSONWriter.encodeString(answer))"
+                    )
+                }
+                return (number, log)
             }
-            state.withLock {
-                $0.proxy = number
-                $0.log = log
-            }
-            proxy = number
         }
-        guard let proxy else { return 0 }
-        if !toolsSent {
-            _ = try await post(["op": "tools", "proxy": .int(proxy), "tools": .array(tools.map(\.proxyJSON))])
-            state.withLock { $0.toolsSent = true }
+        let proxy: Int
+        do {
+            proxy = try await registering?.value.proxy ?? 0
+        } catch {
+            registering = nil  // the next operation tries again
+            throw error
+        }
+        // The tools may change while they are sent: send until the gateway has the latest.
+        while sentTools != tools {
+            let sending = tools
+            let answer = try await post(["op": "tools", "proxy": .int(proxy), "tools": .array(sending.map(\.proxyJSON))])
+            if let error = answer["error"]?.stringValue { throw RecordingError(.logFailed, error) }
+            sentTools = sending
         }
         return proxy
     }
 
     func logPath() async throws -> String {
         _ = try await registered()
-        return state.withLock { $0.log ?? "" }
+        return try await registering?.value.log ?? ""
     }
 
     func learned(tools: [ServedTool], client: (name: String, version: String?)?, server: ServerInfo?) async {
-        let changed = state.withLock { state -> Bool in
-            if let server { state.server = server }
-            guard state.tools != tools else { return false }
-            state.tools = tools
-            state.toolsSent = false
-            return true
-        }
+        guard tools != self.tools else { return }
+        self.tools = tools
         // At once, before the client sees the listing: the model's calls of these tools, which
         // may come next, are then left to the proxy (their intents are recorded when made). A
-        // failure here shows again at the first call.
-        if changed { _ = try? await registered() }
+        // failure here shows again at the first call, which is then refused.
+        _ = try? await registered()
     }
 
     func judge(name: String, arguments: JSONValue, params: JSONValue, waiting: Int) async throws
