@@ -262,6 +262,38 @@ struct MCPProxyCommandTests {
         #expect(garbageTrajectory.last?.contains("wrote a line that is not a JSON-RPC message") == true, "\(garbageTrajectory)")
     }
 
+    @Test("a server that answers an id nobody asked for is not believed; one that floods a line past 64 MiB is stopped, the call ended")
+    func rogueServer() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let echo: JSONValue = ["calls": [["tool": "echo", "arguments": ["text": "mine"]]]]
+        let stray = directory.path("stray.jsonl.gz")
+        let (lines, result) = try await Self.run(
+            try await Self.client(
+                echo, proxy: ["--log", stray], server: try await PythonEnvironment.mcp.script("mcp_rogue_server.py", ["--wrong-id"])),
+            in: directory)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(lines.last?["text"] == "mine", "the client gets its own answer, not the stray one")
+        #expect(result.stderr.contains("which nothing waits for"), "\(result.stderr)")
+        #expect(
+            Self.trajectory(try Self.events(stray)) == [
+                "verdict echo allow", #"intent echo {"text":"mine"}"#, "result echo ok", "stop success",
+            ])
+
+        let flooded = directory.path("flood.jsonl.gz")
+        let (floodLines, floodResult) = try await Self.run(
+            try await Self.client(
+                echo, proxy: ["--log", flooded], server: try await PythonEnvironment.mcp.script("mcp_rogue_server.py", ["--flood"])),
+            in: directory)
+        #expect(floodLines.last?["exception"] != nil || floodLines.last?["is_error"] == true, "\(floodLines) \(floodResult.stderr)")
+        let trajectory = Self.trajectory(try Self.events(flooded))
+        #expect(
+            trajectory.contains {
+                $0.hasPrefix("result echo error: the server ended before it answered: the server wrote a message longer than 64 MiB")
+            }, "\(trajectory)")
+        #expect(trajectory.last?.hasPrefix("stop tool_failure") == true)
+    }
+
     @Test(
         "kill -9 of the proxy mid-call: the intent was durable before the server saw the call; repair seals the log, which shows the call with no result"
     )
