@@ -8,10 +8,15 @@ import Testing
 /// user spends (scripts/first-hour) ends with a gate that catches a regression.
 @Suite("CI recipes")
 struct CIRecipeTests {
+    /// Each recipe, and for the workflow `init` writes, also the project `init --external python`
+    /// makes (an agent run as a command, its model's answers in a cassette, its calls held to a
+    /// policy file): the same workflow gates both.
     static let recipes = [
         "Sources/agent-eval/Templates/init-common/dot-github/workflows/agent-eval.yml", "docs/ci/gitlab-ci.yml",
         "docs/ci/github-actions-sharded.yml",
+        "Sources/agent-eval/Templates/init-common/dot-github/workflows/agent-eval.yml" + externalSuffix,
     ]
+    static let externalSuffix = " (init --external python)"
 
     /// The shell text a workflow runs, in file order: GitHub steps' `run`, GitLab jobs'
     /// `before_script` and `script`.
@@ -33,7 +38,9 @@ struct CIRecipeTests {
     }
 
     @Test("each recipe is valid YAML whose agent-eval commands all run in a new project", arguments: recipes)
-    func recipe(_ path: String) async throws {
+    func recipe(_ recipe: String) async throws {
+        let isExternal = recipe.hasSuffix(Self.externalSuffix)
+        let path = isExternal ? String(recipe.dropLast(Self.externalSuffix.count)) : recipe
         let workflow = try ConfigNode.load(path: repositoryRoot.appendingPathComponent(path).path)
         let texts = Self.shellTexts(in: workflow)
         let commands = texts.flatMap(Self.commands)
@@ -48,7 +55,8 @@ struct CIRecipeTests {
             let bin = directory.path("bin")
             try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
             try FileManager.default.createSymbolicLink(atPath: bin + "/agent-eval", withDestinationPath: try agentEvalBinary())
-            #expect(try await agentEval(["init", "project"], in: directory.url).status == 0)
+            #expect(
+                try await agentEval(["init", "project"] + (isExternal ? ["--external", "python"] : []), in: directory.url).status == 0)
             let project = directory.url.appendingPathComponent("project")
             #expect(
                 try await agentEval(["run", "evals/", "--update-baseline", "--no-catalog", "--out", "runs/setup"], in: project).status == 0)
