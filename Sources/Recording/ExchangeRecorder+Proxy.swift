@@ -114,6 +114,10 @@ extension ExchangeRecorder {
                     guard let callId = request["call_id"]?.stringValue, let tool = request["tool"]?.stringValue,
                         let status = request["status"]?.stringValue.flatMap(ToolStatus.init(rawValue:))
                     else { return ["error": "complete needs call_id, tool and status"] }
+                    // One result per intent: a second report of the same call is not a second result.
+                    if let call = recorder.state.calls.last(where: { $0.id == callId }), call.results.count >= call.attempts {
+                        return ["ok": true]
+                    }
                     clock.now = now
                     try gate.complete(
                         callId: callId, tool: tool, status: status, output: request["output"], error: request["error"]?.stringValue,

@@ -301,9 +301,11 @@ public final class ExchangeRecorder: Sendable {
             if state.openCallOwner[callId]?.isEmpty == true { state.openCallOwner[callId] = nil }
             let record = recorder.state.calls.last { $0.id == call.logId }
             if state.proxiedCalls.contains(call.logId) {
-                // A proxy recorded how it ended (or that it never ran) as it happened; only a
-                // forwarded call whose end the proxy could not record takes the one sent back.
-                guard let record, record.isExecuted, record.results.isEmpty else { continue }
+                // A proxy records how it ended (or that it never ran) as it happens — perhaps
+                // after this, when the agent gave up on a slow call: what the agent sends back is
+                // not the tool's result. (A proxy that could not record the end leaves the call
+                // with an intent and no result: its outcome unknown, as it is.)
+                continue
             } else if let record, !record.isExecuted {
                 // A call of a proxied tool's name that never went through a proxy (a tool of the
                 // agent's own of that name, a proxy that had failed): the gateway's inference, as

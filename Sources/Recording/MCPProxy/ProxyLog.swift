@@ -205,11 +205,13 @@ actor RemoteProxyLog: ProxyLog {
                 return (number, log)
             }
         }
+        guard let task = registering else { return 0 }
         let proxy: Int
         do {
-            proxy = try await registering?.value.proxy ?? 0
+            proxy = try await task.value.proxy
         } catch {
-            registering = nil  // the next operation tries again
+            // The next operation tries again — unless another has begun a new try meanwhile.
+            if registering == task { registering = nil }
             throw error
         }
         // The tools may change while they are sent: send until the gateway has the latest.
