@@ -244,7 +244,7 @@ final class MCPConnection: ToolServerConnection {
         var outcome: ToolOutcome
         switch ending {
         case .finished(.success):
-            outcome = Self.outcome(of: current.server.takeResult(id: JSONLinesProcess.key(.string(id))))
+            outcome = ServedTool.outcome(ofMCPResult: current.server.takeResult(id: JSONLinesProcess.key(.string(id))))
         case .finished(.failure(let error)):
             outcome = .failure("MCP server \"\(settings.name)\" answered with an error: \(Self.describe(error))")
         case .failed(let why):
@@ -269,16 +269,6 @@ final class MCPConnection: ToolServerConnection {
     /// A `tools/call` result as a tool outcome: the output is the result as the server wrote it
     /// (`content`, `structuredContent`), without `isError` and `_meta`; `isError: true` makes it
     /// a failure whose message is the text content.
-    static func outcome(of result: JSONValue?) -> ToolOutcome {
-        guard let result = result?.objectValue else {
-            return .failure("the server answered tools/call without a result object")
-        }
-        let output = JSONValue.object(JSONObject(result.filter { $0.key != "isError" && $0.key != "_meta" }.map { ($0.key, $0.value) }))
-        guard result["isError"]?.boolValue == true else { return .ok(output) }
-        let text = (result["content"]?.arrayValue ?? []).compactMap { $0["text"]?.stringValue }.joined(separator: "\n")
-        return ToolOutcome(status: .error, output: output, error: text.isEmpty ? "the tool reported an error (isError) without text" : text)
-    }
-
     func close() async {
         let current = session.withLock { session -> Session? in
             defer { session = nil }

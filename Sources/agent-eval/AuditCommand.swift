@@ -1,5 +1,6 @@
 import AgentRuntime
 import ArgumentParser
+import Catalog
 import ConfigFile
 import Foundation
 import TraceCore
@@ -42,7 +43,7 @@ struct AuditCommand: AsyncParsableCommand {
     @Flag(help: "Print JSON on standard output: one object per log with every call's finding.")
     var json = false
 
-    @Argument(help: "Logs, or directories of logs (their *.jsonl.gz).")
+    @Argument(help: "Logs, directories searched for *.jsonl.gz, or globs.")
     var logs: [String] = []
 
     func validate() throws {
@@ -57,10 +58,23 @@ struct AuditCommand: AsyncParsableCommand {
             for problem in error.errors { diagnose(problem) }
             throw Exit.unusable
         }
+        // The same rules as `index` and `export`: files, directories searched for *.jsonl.gz, globs.
+        let paths: [String]
+        do {
+            paths = try Catalog.findLogs(logs)
+        } catch {
+            throw diagnose(error)
+        }
+        if paths.isEmpty {
+            throw diagnose(
+                CommandError(
+                    "no_logs", "no logs (*.jsonl.gz) found in \(logs.joined(separator: ", "))",
+                    hint: "give logs, directories of logs or globs"))
+        }
         var reports: [JSONValue] = []
         var violations = 0
         var unreadable = 0
-        for log in Self.files(logs) {
+        for log in paths.map(displayPath) {
             do {
                 let findings = try PolicyAudit.audit(log: log, policy: policyFile, actor: actor, route: route)
                 violations += findings.filter(\.isViolation).count
@@ -77,18 +91,6 @@ struct AuditCommand: AsyncParsableCommand {
         if json { printJSON(.array(reports)) }
         if unreadable > 0 { throw Exit.unusable }
         if violations > 0 { throw Exit.failure }
-    }
-
-    /// The logs the arguments name: files as given, directories' `*.jsonl.gz` in name order.
-    static func files(_ arguments: [String]) -> [String] {
-        arguments.flatMap { path -> [String] in
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else { return [path] }
-            let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
-            return names.filter { $0.hasSuffix(".jsonl.gz") && !$0.hasPrefix(".") }.sorted().map {
-                (path as NSString).appendingPathComponent($0)
-            }
-        }
     }
 
     static func describe(log: String, findings: [PolicyAudit.Finding], all: Bool) -> [String] {

@@ -90,6 +90,20 @@ public struct ServedTool: Sendable, Hashable {
         return nil
     }
 
+    /// What an MCP `tools/call` result says: `ok` with the result (less `isError` and `_meta`)
+    /// as output, or `error` with the text of its content when `isError` is set. The MCP tools
+    /// and `agent-eval mcp-proxy` read a result this one way, so a call records the same output
+    /// through either.
+    public static func outcome(ofMCPResult result: JSONValue?) -> ToolOutcome {
+        guard let result = result?.objectValue else {
+            return .failure("the server answered tools/call without a result object")
+        }
+        let output = JSONValue.object(JSONObject(result.filter { $0.key != "isError" && $0.key != "_meta" }.map { ($0.key, $0.value) }))
+        guard result["isError"]?.boolValue == true else { return .ok(output) }
+        let text = (result["content"]?.arrayValue ?? []).compactMap { $0["text"]?.stringValue }.joined(separator: "\n")
+        return ToolOutcome(status: .error, output: output, error: text.isEmpty ? "the tool reported an error (isError) without text" : text)
+    }
+
     /// A `tools/list` result that is not a list of tools.
     public struct ListingError: Error {
         public var message: String

@@ -499,13 +499,8 @@ actor MCPProxySession {
             await recordEnd(of: call, status: .error, error: "JSON-RPC error\(code): \(error["message"]?.stringValue ?? "no message")")
             return
         }
-        let result = message["result"] ?? .null
-        let isError = result["isError"]?.boolValue == true
-        let output = result["structuredContent"] ?? result["content"] ?? result
-        let text = (result["content"]?.arrayValue ?? []).compactMap { $0["text"]?.stringValue }.joined(separator: "\n")
-        await recordEnd(
-            of: call, status: isError ? .error : .ok, output: output,
-            error: isError ? (text.isEmpty ? "the tool reported an error" : text) : nil)
+        let outcome = ServedTool.outcome(ofMCPResult: message["result"])
+        await recordEnd(of: call, status: outcome.status, output: outcome.output, error: outcome.error)
     }
 
     private func recordEnd(of call: ForwardedCall, status: ToolStatus, output: JSONValue? = nil, error: String? = nil) async {
