@@ -115,7 +115,7 @@ extension ExchangeRecorder {
                         let status = request["status"]?.stringValue.flatMap(ToolStatus.init(rawValue:))
                     else { return ["error": "complete needs call_id, tool and status"] }
                     // One result per intent: a second report of the same call is not a second result.
-                    if let call = recorder.state.calls.last(where: { $0.id == callId }), call.results.count >= call.attempts {
+                    if let call = recorder.state.call(id: callId), call.results.count >= call.attempts {
                         return ["ok": true]
                     }
                     clock.now = now
@@ -165,9 +165,14 @@ extension ExchangeRecorder {
                 open.insert(call.logId)
             }
         }
-        guard !open.isEmpty else { return nil }
-        return recorder.state.calls.first { call in
-            open.contains(call.id) && !call.isExecuted && call.arguments.equals(byValue: arguments)
-        }?.id
+        // Open calls are the run's latest: walk back from the end only as far as the oldest of
+        // them, keeping the earliest that fits.
+        var found: String?
+        for call in recorder.state.calls.reversed() {
+            if open.isEmpty { break }
+            guard open.remove(call.id) != nil else { continue }
+            if !call.isExecuted && call.arguments.equals(byValue: arguments) { found = call.id }
+        }
+        return found
     }
 }

@@ -299,7 +299,7 @@ public final class ExchangeRecorder: Sendable {
             guard let call = conversation.openCalls.removeValue(forKey: callId) else { continue }
             state.openCallOwner[callId]?.removeAll { $0 == number }
             if state.openCallOwner[callId]?.isEmpty == true { state.openCallOwner[callId] = nil }
-            let record = recorder.state.calls.last { $0.id == call.logId }
+            let record = recorder.state.call(id: call.logId)
             if state.proxiedCalls.contains(call.logId) {
                 // A proxy records how it ended (or that it never ran) as it happens — perhaps
                 // after this, when the agent gave up on a slow call: what the agent sends back is
