@@ -3,8 +3,6 @@ import Foundation
 public import ModelClients
 import NIOCore
 import NIOHTTP1
-import NIOPosix
-import Synchronization
 import TraceCore
 
 /// Where the gateway sends each provider's requests.
@@ -42,110 +40,66 @@ public struct Upstreams: Sendable, Hashable {
 /// Requests that are not a model call (`GET /v1/models`, an unknown path) are answered 404 with
 /// a JSON error that says what the gateway forwards: nothing leaves the machine unrecorded.
 public final class ModelGateway: Sendable {
-    public let port: Int
-    private let server: NIOAsyncChannel<NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, Never>
-    private let serving: Task<Void, Never>
+    private let server: LocalHTTPServer
+    public var port: Int { server.port }
 
     /// The base URLs the agent is given: `OPENAI_BASE_URL` and `ANTHROPIC_BASE_URL`.
     public var openAIBaseURL: String { "http://127.0.0.1:\(port)/openai/v1" }
     /// Where the command's `agent-eval mcp-proxy` records its gate (`AGENT_EVAL_RECORDER`).
     public var proxyURL: String { "http://127.0.0.1:\(port)\(ExchangeRecorder.proxyPath)" }
     public var anthropicBaseURL: String { "http://127.0.0.1:\(port)/anthropic" }
+    /// The OTLP/HTTP endpoint the command's exporters are given (`OTEL_EXPORTER_OTLP_ENDPOINT`;
+    /// traces go to `/v1/traces` under it), when the gateway takes spans.
+    public var otlpEndpoint: String { "http://127.0.0.1:\(port)" }
 
     /// Starts listening on a free port of 127.0.0.1.
     public init(handler: GatewayHandler) async throws {
-        server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .serverChannelOption(ChannelOptions.backlog, value: 256)
-            .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
-            .bind(host: "127.0.0.1", port: 0) { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                    return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(wrappingChannelSynchronously: channel)
-                }
-            }
-        port = server.channel.localAddress?.port ?? 0
-        let server = self.server
-        serving = Task {
-            try? await server.executeThenClose { inbound in
-                await withDiscardingTaskGroup { group in
-                    do {
-                        for try await connection in inbound {
-                            group.addTask { await handler.serve(connection) }
-                        }
-                    } catch {
-                        return
-                    }
-                }
-            }
-        }
+        server = try await LocalHTTPServer(handler: handler)
     }
 
     /// Stops listening and ends every connection.
     public func stop() async {
-        try? await server.channel.close()
-        serving.cancel()
-        await serving.value
+        await server.stop()
     }
 }
 
 /// Serves the gateway's connections: forwards each model request and tells the recorder.
-public final class GatewayHandler: Sendable {
+public final class GatewayHandler: HTTPRequestHandling {
     let upstreams: Upstreams
     let forwarder: ModelForwarder
     let recorder: ExchangeRecorder
     /// The largest request body taken (a model request with its whole conversation).
     let maxRequestBytes: Int
+    /// Takes the command's spans (`POST /v1/traces`), when the gateway is given a receiver.
+    let traces: TraceReceiver?
 
-    public init(upstreams: Upstreams, forwarder: ModelForwarder, recorder: ExchangeRecorder, maxRequestBytes: Int = 64 << 20) {
+    public init(
+        upstreams: Upstreams, forwarder: ModelForwarder, recorder: ExchangeRecorder, maxRequestBytes: Int = 64 << 20,
+        traces: TraceReceiver? = nil
+    ) {
         self.upstreams = upstreams
         self.forwarder = forwarder
         self.recorder = recorder
         self.maxRequestBytes = maxRequestBytes
+        self.traces = traces
     }
 
-    typealias Connection = NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>
-
-    func serve(_ connection: Connection) async {
-        try? await connection.executeThenClose { inbound, outbound in
-            var head: HTTPRequestHead?
-            var body: [UInt8] = []
-            var tooLarge = false
-            for try await part in inbound {
-                switch part {
-                case .head(let received):
-                    head = received
-                    body = []
-                    tooLarge = false
-                case .body(let buffer):
-                    if body.count + buffer.readableBytes > maxRequestBytes {
-                        tooLarge = true
-                        body = []
-                    } else if !tooLarge {
-                        body += buffer.readableBytesView
-                    }
-                case .end:
-                    guard let request = head else { continue }
-                    head = nil
-                    let keepOpen: Bool
-                    if tooLarge {
-                        keepOpen = try await Self.answer(
-                            413, "the request body is larger than \(maxRequestBytes) bytes, more than the gateway takes", to: request,
-                            outbound)
-                    } else {
-                        keepOpen = try await handle(request, body: body, outbound)
-                    }
-                    if !keepOpen || !request.isKeepAlive { return }
-                }
-            }
-        }
+    func answerTooLarge(_ head: HTTPRequestHead, _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>) async throws
+        -> Bool
+    {
+        try await Self.answer(
+            413, "the request body is larger than \(maxRequestBytes) bytes, more than the gateway takes", to: head, outbound)
     }
 
     /// Answers one request; false when the connection must close (a reply cut off mid-way).
-    private func handle(_ head: HTTPRequestHead, body: [UInt8], _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>)
+    func handle(_ head: HTTPRequestHead, body: [UInt8], _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>)
         async throws -> Bool
     {
         let path = head.uri
+        if let traces, TraceReceiver.serves(path) {
+            // The command's OpenTelemetry exporters (`agent-eval record` sets their endpoint here).
+            return try await traces.handle(head, body: body, outbound)
+        }
         if path == ExchangeRecorder.proxyPath {
             // An `agent-eval mcp-proxy` of the command records its gate into this run.
             guard head.method == .POST, let request = try? JSONParser.parse(body), request.objectValue != nil else {
@@ -251,14 +205,8 @@ public final class GatewayHandler: Sendable {
         json value: JSONValue, status: Int = 200, to head: HTTPRequestHead,
         _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>
     ) async throws -> Bool {
-        let body = JSONWriter.encode(value)
-        var responseHead = HTTPResponseHead(version: head.version, status: HTTPResponseStatus(statusCode: status))
-        responseHead.headers.add(name: "content-type", value: "application/json")
-        responseHead.headers.add(name: "content-length", value: String(body.count))
-        try await outbound.write(.head(responseHead))
-        try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: body))))
-        try await outbound.write(.end(nil))
-        return true
+        try await LocalHTTPServer.answer(
+            status: status, contentType: "application/json", body: JSONWriter.encode(value), to: head, outbound)
     }
 
     /// A JSON error answer in the shape both providers' SDKs read (`{"error": {"message", "type"}}`).

@@ -31,8 +31,8 @@ struct AgentEval: AsyncParsableCommand {
             """,
         version: "0.3.0 (commit \(buildCommit))",
         subcommands: [
-            RunCommand.self, ExecCommand.self, RecordCommand.self, MCPProxyCommand.self, ApproveCommand.self, AuditCommand.self,
-            ReplayCommand.self,
+            RunCommand.self, ExecCommand.self, RecordCommand.self, MCPProxyCommand.self, CollectCommand.self, ApproveCommand.self,
+            AuditCommand.self, ReplayCommand.self,
             RerunCommand.self, DiffCommand.self, LogCommand.self,
             IndexCommand.self,
             RunsCommand.self, HistoryCommand.self, StatsCommand.self, SQLCommand.self, CatalogCommand.self,

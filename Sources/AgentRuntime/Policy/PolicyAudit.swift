@@ -1,5 +1,5 @@
 public import TraceCore
-public import TraceLog
+import TraceLog
 
 /// What a policy would have said of every call of a run that was not gated by it: a run
 /// recorded through the gateway, imported from another tool, or gated by another policy

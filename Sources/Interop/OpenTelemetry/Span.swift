@@ -109,14 +109,9 @@ enum SpanReader {
                     .wrongFormat, "\(at) is not OTLP/JSON: it has no \"resourceSpans\" (or Tempo's \"batches\") list",
                     location: SourceLocation(path: file.path), hint: "is it a Jaeger export? try: agent-eval import jaeger …")
             }
-            for batch in batches {
-                let service = attributes(batch["resource"]?["attributes"])["service.name"]?.stringValue
-                for scope in (batch["scopeSpans"] ?? batch["instrumentationLibrarySpans"])?.arrayValue ?? [] {
-                    for span in scope["spans"]?.arrayValue ?? [] {
-                        if let span = otlpSpan(span, service: service) { spans.append(span) } else { unidentified += 1 }
-                    }
-                }
-            }
+            let read = otlpSpans(inBatches: batches)
+            spans += read.spans
+            unidentified += read.unidentified
         }
         guard spans.isEmpty else { return spans }
         let location = SourceLocation(path: file.path)
@@ -129,6 +124,22 @@ enum SpanReader {
                 location: location, hint: isJaeger ? nil : "OTLP/JSON writes ids as hex strings; protobuf's JSON mapping as base64")
         }
         throw ImportError(.wrongFormat, "\(file.path) holds no spans: no trace to import", location: location)
+    }
+
+    /// The spans of an OTLP/JSON request's `resourceSpans` (or Tempo's `batches`), and how many
+    /// were left out for want of a trace id or a span id.
+    static func otlpSpans(inBatches batches: [JSONValue]) -> (spans: [Span], unidentified: Int) {
+        var spans: [Span] = []
+        var unidentified = 0
+        for batch in batches {
+            let service = attributes(batch["resource"]?["attributes"])["service.name"]?.stringValue
+            for scope in (batch["scopeSpans"] ?? batch["instrumentationLibrarySpans"])?.arrayValue ?? [] {
+                for span in scope["spans"]?.arrayValue ?? [] {
+                    if let span = otlpSpan(span, service: service) { spans.append(span) } else { unidentified += 1 }
+                }
+            }
+        }
+        return (spans, unidentified)
     }
 
     private static func otlpSpan(_ value: JSONValue, service: String?) -> Span? {

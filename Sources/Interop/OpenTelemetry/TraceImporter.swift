@@ -3,11 +3,14 @@ import TraceCore
 
 /// Turns the spans of one trace into a run, reading the OpenTelemetry GenAI semantic
 /// conventions (`gen_ai.operation.name` chat / execute_tool / invoke_agent) and the older
-/// OpenLLMetry attributes (`gen_ai.prompt.N.*`, `gen_ai.completion.N.*`, `traceloop.*`).
+/// OpenLLMetry attributes (`gen_ai.prompt.N.*`, `gen_ai.completion.N.*`, `traceloop.*`), and
+/// OpenInference's (`openinference.span.kind`, `llm.*`, `tool.*`, `input.value`/`output.value`).
 ///
 /// One model call is often several spans (an agent framework's span around a client library's):
 /// chat spans nested in a chat span are one call, and so are chat spans with the same
-/// `gen_ai.response.id`. The call is imported once, from the deepest of its spans that holds the
+/// `gen_ai.response.id` whose times overlap (a framework's span and a client library's that do
+/// not name each other; two calls one after the other are two calls, even when a server answers
+/// both with one id). The call is imported once, from the deepest of its spans that holds the
 /// reply; usage, model and finish reasons missing there are taken from the others. Tool spans
 /// nested in a tool span of the same tool are one call the same way.
 struct TraceImporter {
@@ -26,6 +29,12 @@ struct TraceImporter {
         switch span.string("traceloop.span.kind") {
         case "tool": return .tool
         case "agent", "workflow": return .agent
+        default: break
+        }
+        switch span.string("openinference.span.kind") {
+        case "LLM": return .chat
+        case "TOOL": return .tool
+        case "AGENT": return .agent
         default: break
         }
         if span.string("llm.request.type") != nil
@@ -87,14 +96,16 @@ struct TraceImporter {
             if let outer = outerChat[index], let group = groupOf[outer] {
                 chatGroups[group].append(index)
                 groupOf[index] = group
-            } else if let response = span.string("gen_ai.response.id"), let group = groupOfResponse[response] {
+            } else if let response = Self.responseId(span), let group = groupOfResponse[response],
+                chatGroups[group].contains(where: { spans[$0].startUs <= span.endUs && span.startUs <= spans[$0].endUs })
+            {
                 chatGroups[group].append(index)
                 groupOf[index] = group
             } else {
                 groupOf[index] = chatGroups.count
                 chatGroups.append([index])
             }
-            if let response = span.string("gen_ai.response.id"), let group = groupOf[index] { groupOfResponse[response] = group }
+            if let response = Self.responseId(span), let group = groupOf[index] { groupOfResponse[response] = group }
         }
         // Tool spans grouped the same way: nested spans of one tool are one call.
         let outerTool = tree.outermostAncestors { index in
@@ -138,8 +149,12 @@ struct TraceImporter {
             reply.finish = reply.finish ?? replies.lazy.compactMap(\.finish).first
             let usage = depthSorted.lazy.compactMap(Self.usage).first
             if model == nil {
-                let name = depthSorted.lazy.compactMap { $0.string("gen_ai.response.model") ?? $0.string("gen_ai.request.model") }.first
-                let provider = depthSorted.lazy.compactMap { $0.string("gen_ai.provider.name") ?? $0.string("gen_ai.system") }.first
+                let name = depthSorted.lazy.compactMap {
+                    $0.string("gen_ai.response.model") ?? $0.string("gen_ai.request.model") ?? $0.string("llm.model_name")
+                }.first
+                let provider = depthSorted.lazy.compactMap {
+                    $0.string("gen_ai.provider.name") ?? $0.string("gen_ai.system") ?? $0.string("llm.provider") ?? $0.string("llm.system")
+                }.first
                 if name != nil || provider != nil { model = ModelIdentity(provider: provider ?? "unknown", name: name ?? "unknown") }
             }
             if goal == nil { goal = depthSorted.lazy.compactMap(Self.userText).first }
@@ -190,9 +205,9 @@ struct TraceImporter {
             let depthSorted = deepestFirst(group)
             let span = depthSorted[0]
             let name = depthSorted.lazy.compactMap(Self.toolName).first ?? span.name
-            let sourceId = depthSorted.lazy.compactMap { $0.string("gen_ai.tool.call.id") }.first
-            let arguments = depthSorted.lazy.compactMap { $0["gen_ai.tool.call.arguments"] ?? $0["traceloop.entity.input"] }.first
-            let resultValue = depthSorted.lazy.compactMap { $0["gen_ai.tool.call.result"] ?? $0["traceloop.entity.output"] }.first
+            let sourceId = depthSorted.lazy.compactMap(Self.toolCallId).first
+            let arguments = depthSorted.lazy.compactMap(Self.toolArguments).first
+            let resultValue = depthSorted.lazy.compactMap(Self.toolResult).first
             let error = depthSorted.lazy.compactMap { $0.error ?? $0.string("error.type") }.first
             let text = resultValue.map { $0.stringValue ?? JSONWriter.encodeString($0) } ?? ""
             var result = ImportedResult.fromContent(
@@ -330,6 +345,14 @@ struct TraceImporter {
                 definitions.append(.object(definition))
                 index += 1
             }
+            // OpenInference: `llm.tools.N.tool.json_schema`, a provider's tool definition as JSON.
+            index = 0
+            while let schema = span["llm.tools.\(index).tool.json_schema"] {
+                if let definition = Self.parsed(schema), definition.objectValue != nil {
+                    definitions.append(definition["function"] ?? definition)
+                }
+                index += 1
+            }
         }
         if !unreadable.isEmpty {
             // One note for the trace: every model call repeats the list, so one limit cuts them all.
@@ -354,7 +377,33 @@ struct TraceImporter {
     }
 
     static func toolName(_ span: Span) -> String? {
-        span.string("gen_ai.tool.name") ?? span.string("traceloop.entity.name")
+        span.string("gen_ai.tool.name") ?? span.string("traceloop.entity.name") ?? span.string("tool.name")
+            ?? span.string("tool_call.function.name")
+    }
+
+    /// The id of the call a tool span ran, as the model's reply named it.
+    static func toolCallId(_ span: Span) -> String? {
+        span.string("gen_ai.tool.call.id") ?? span.string("tool_call.id")
+    }
+
+    static func toolArguments(_ span: Span) -> JSONValue? {
+        span["gen_ai.tool.call.arguments"] ?? span["traceloop.entity.input"] ?? span["tool_call.function.arguments"]
+            ?? (span.string("openinference.span.kind") == "TOOL" ? span["input.value"] : nil)
+    }
+
+    static func toolResult(_ span: Span) -> JSONValue? {
+        span["gen_ai.tool.call.result"] ?? span["traceloop.entity.output"]
+            ?? (span.string("openinference.span.kind") == "TOOL" ? span["output.value"] : nil)
+    }
+
+    /// The provider's id of a model call's reply: `gen_ai.response.id`, or the `id` of
+    /// OpenInference's recorded response body.
+    static func responseId(_ span: Span) -> String? {
+        if let id = span.string("gen_ai.response.id") { return id }
+        guard span.string("openinference.span.kind") == "LLM", let output = span["output.value"].flatMap(Self.parsed) else {
+            return nil
+        }
+        return output["id"]?.stringValue
     }
 
     /// The finish reason's word without a provider's prefix (`FinishReason.STOP` → `stop`).
@@ -363,8 +412,10 @@ struct TraceImporter {
     }
 
     static func usage(_ span: Span) -> TokenUsage? {
-        let input = span.int("gen_ai.usage.input_tokens") ?? span.int("gen_ai.usage.prompt_tokens")
-        let output = span.int("gen_ai.usage.output_tokens") ?? span.int("gen_ai.usage.completion_tokens")
+        let input = span.int("gen_ai.usage.input_tokens") ?? span.int("gen_ai.usage.prompt_tokens") ?? span.int("llm.token_count.prompt")
+        let output =
+            span.int("gen_ai.usage.output_tokens") ?? span.int("gen_ai.usage.completion_tokens")
+            ?? span.int("llm.token_count.completion")
         guard input != nil || output != nil else { return nil }
         return TokenUsage(input: input ?? 0, output: output ?? 0)
     }
@@ -389,6 +440,26 @@ struct TraceImporter {
                 }
                 reply.finish = reply.finish ?? message["finish_reason"]?.stringValue
             }
+            return reply
+        }
+        if span.string("llm.output_messages.0.message.role") != nil {
+            // OpenInference: flattened messages, `llm.output_messages.0.message.*`.
+            let prefix = "llm.output_messages.0.message."
+            reply.text = span.string(prefix + "content")
+            reply.finish = reply.finish ?? span.string("llm.finish_reason")
+            if reply.finish == nil, let output = span["output.value"].flatMap(Self.parsed) {
+                reply.finish = output["choices"]?.arrayValue?.first?["finish_reason"]?.stringValue ?? output["stop_reason"]?.stringValue
+            }
+            var index = 0
+            while let name = span.string(prefix + "tool_calls.\(index).tool_call.function.name") {
+                reply.calls.append(
+                    (
+                        span.string(prefix + "tool_calls.\(index).tool_call.id"), name,
+                        span[prefix + "tool_calls.\(index).tool_call.function.arguments"]
+                    ))
+                index += 1
+            }
+            if !reply.calls.isEmpty, reply.text?.isEmpty == true { reply.text = nil }
             return reply
         }
         if span.attributes.keys.contains(where: { $0.hasPrefix("gen_ai.completion.0.") }) {
@@ -430,10 +501,13 @@ struct TraceImporter {
                 if let content = message["content"]?.stringValue { return content }
             }
         }
-        var index = 0
-        while let role = span.string("gen_ai.prompt.\(index).role") {
-            if role == "user", let content = span.string("gen_ai.prompt.\(index).content") { return content }
-            index += 1
+        for prefix in ["gen_ai.prompt.", "llm.input_messages."] {
+            let infix = prefix == "gen_ai.prompt." ? "." : ".message."
+            var index = 0
+            while let role = span.string(prefix + "\(index)\(infix)role") {
+                if role == "user", let content = span.string(prefix + "\(index)\(infix)content") { return content }
+                index += 1
+            }
         }
         return nil
     }

@@ -1,4 +1,4 @@
-public import AgentRuntime
+import AgentRuntime
 import Foundation
 import Synchronization
 

@@ -1,0 +1,113 @@
+public import TraceCore
+
+/// One OTLP export request as a receiver takes it in (`agent-eval collect`, the gateway of
+/// `agent-eval record`): its spans read by the importer's mapping, split by trace, each trace
+/// with the request cut down to its own spans (resources and scopes kept), which is what the
+/// collector keeps and the importer reads back.
+public struct ReceivedTraces: Sendable {
+    public struct Trace: Sendable {
+        public var traceId: String
+        /// An OTLP/JSON `ExportTraceServiceRequest` holding this trace's spans only.
+        public var request: JSONValue
+        public var spans: [Span]
+    }
+
+    /// The traces, in the order their first span comes in the request.
+    public var traces: [Trace]
+    /// Spans left out for want of a trace id or a span id.
+    public var unidentified: Int
+
+    public var spanCount: Int { traces.reduce(0) { $0 + $1.spans.count } }
+
+    /// Reads an OTLP/JSON request (what `OTLPProtobuf` makes of a protobuf body, too).
+    public init(request: JSONValue) throws(ImportError) {
+        guard let batches = request["resourceSpans"]?.arrayValue else {
+            throw ImportError(.wrongFormat, "the request is not an OTLP ExportTraceServiceRequest: it has no \"resourceSpans\" list")
+        }
+        var traces: [Trace] = []
+        var index: [String: Int] = [:]
+        var unidentified = 0
+        for batch in batches {
+            let scopes = batch["scopeSpans"]?.arrayValue ?? []
+            for scope in scopes {
+                // This scope's spans, by trace.
+                var byTrace: [(String, [JSONValue])] = []
+                var slot: [String: Int] = [:]
+                for span in scope["spans"]?.arrayValue ?? [] {
+                    guard let traceId = SpanReader.id(span["traceId"]), SpanReader.id(span["spanId"]) != nil else {
+                        unidentified += 1
+                        continue
+                    }
+                    if let at = slot[traceId] {
+                        byTrace[at].1.append(span)
+                    } else {
+                        slot[traceId] = byTrace.count
+                        byTrace.append((traceId, [span]))
+                    }
+                }
+                for (traceId, spans) in byTrace {
+                    var cutScope = scope.objectValue ?? JSONObject()
+                    cutScope["spans"] = .array(spans)
+                    var cutBatch = batch.objectValue ?? JSONObject()
+                    cutBatch["scopeSpans"] = .array([.object(cutScope)])
+                    let read = SpanReader.otlpSpans(inBatches: [.object(cutBatch)]).spans
+                    if let at = index[traceId] {
+                        traces[at].spans += read
+                        var batches = traces[at].request["resourceSpans"]?.arrayValue ?? []
+                        batches.append(.object(cutBatch))
+                        traces[at].request = ["resourceSpans": .array(batches)]
+                    } else {
+                        index[traceId] = traces.count
+                        traces.append(Trace(traceId: traceId, request: ["resourceSpans": [.object(cutBatch)]], spans: read))
+                    }
+                }
+            }
+        }
+        self.traces = traces
+        self.unidentified = unidentified
+    }
+}
+
+/// What a span is, as the importer reads it: a model call, a tool call, an agent, or other.
+public enum SpanOperation: Sendable, Hashable {
+    case chat, tool, agent, other
+}
+
+extension Span {
+    /// What the span is (the GenAI conventions, OpenLLMetry's or OpenInference's attributes).
+    public var operation: SpanOperation {
+        switch TraceImporter.operation(of: self) {
+        case .chat: .chat
+        case .tool: .tool
+        case .agent: .agent
+        case .other: .other
+        }
+    }
+
+    /// A tool span's call, as the importer reads it; nil for another span.
+    public var toolCall: SpanToolCall? {
+        guard operation == .tool else { return nil }
+        return SpanToolCall(
+            name: TraceImporter.toolName(self) ?? name, callId: TraceImporter.toolCallId(self),
+            arguments: TraceImporter.toolArguments(self),
+            result: TraceImporter.toolResult(self), error: error ?? string("error.type"), durationUs: max(0, endUs - startUs))
+    }
+
+    /// A model call span's reply id (`gen_ai.response.id`, or OpenInference's response body's).
+    public var responseId: String? { TraceImporter.responseId(self) }
+}
+
+/// A tool call as its span tells it.
+public struct SpanToolCall: Sendable {
+    public var name: String
+    /// The model's id of the call, when the span names it.
+    public var callId: String?
+    /// The arguments as the span holds them (often a JSON string); nil when it does not.
+    public var arguments: JSONValue?
+    /// The result as the span holds it; nil when it does not (content capture off).
+    public var result: JSONValue?
+    /// The error the span ended with, if it did.
+    public var error: String?
+    /// How long the call took, end minus start.
+    public var durationUs: Int
+}

@@ -1,0 +1,111 @@
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// What answers the requests of a `LocalHTTPServer`: the recording gateway, the OTLP receiver.
+protocol HTTPRequestHandling: Sendable {
+    /// The largest request body taken whole; a larger one is read to its end, kept nowhere, and
+    /// answered by `answerTooLarge`.
+    var maxRequestBytes: Int { get }
+    /// Answers one request; false when the connection must close.
+    func handle(_ head: HTTPRequestHead, body: [UInt8], _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>)
+        async throws -> Bool
+    /// Answers a request whose body was larger than `maxRequestBytes` (413).
+    func answerTooLarge(_ head: HTTPRequestHead, _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>) async throws
+        -> Bool
+}
+
+/// An HTTP/1.1 server (swift-nio) on a local address: each connection's requests answered in
+/// turn by one handler, each body gathered whole up to the handler's limit. The one server of
+/// the recording gateway and of `agent-eval collect`.
+final class LocalHTTPServer: Sendable {
+    let port: Int
+    private let server: NIOAsyncChannel<NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, Never>
+    private let serving: Task<Void, Never>
+
+    /// Starts listening on `host:port` (port 0: a free one).
+    init(host: String = "127.0.0.1", port: Int = 0, handler: any HTTPRequestHandling) async throws {
+        server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(ChannelOptions.backlog, value: 256)
+            .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+            .bind(host: host, port: port) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                    return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(wrappingChannelSynchronously: channel)
+                }
+            }
+        self.port = server.channel.localAddress?.port ?? 0
+        let server = self.server
+        serving = Task {
+            try? await server.executeThenClose { inbound in
+                await withDiscardingTaskGroup { group in
+                    do {
+                        for try await connection in inbound {
+                            group.addTask { await Self.serve(connection, handler: handler) }
+                        }
+                    } catch {
+                        return
+                    }
+                }
+            }
+        }
+    }
+
+    /// Stops listening and ends every connection.
+    func stop() async {
+        try? await server.channel.close()
+        serving.cancel()
+        await serving.value
+    }
+
+    private static func serve(
+        _ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, handler: any HTTPRequestHandling
+    )
+        async
+    {
+        let limit = handler.maxRequestBytes
+        try? await connection.executeThenClose { inbound, outbound in
+            var head: HTTPRequestHead?
+            var body: [UInt8] = []
+            var tooLarge = false
+            for try await part in inbound {
+                switch part {
+                case .head(let received):
+                    head = received
+                    body = []
+                    tooLarge = false
+                case .body(let buffer):
+                    if body.count + buffer.readableBytes > limit {
+                        tooLarge = true
+                        body = []
+                    } else if !tooLarge {
+                        body += buffer.readableBytesView
+                    }
+                case .end:
+                    guard let request = head else { continue }
+                    head = nil
+                    let keepOpen =
+                        tooLarge
+                        ? try await handler.answerTooLarge(request, outbound) : try await handler.handle(request, body: body, outbound)
+                    body = []
+                    if !keepOpen || !request.isKeepAlive { return }
+                }
+            }
+        }
+    }
+
+    /// An answer with a body.
+    static func answer(
+        status: Int, contentType: String, body: [UInt8], to head: HTTPRequestHead,
+        _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>
+    ) async throws -> Bool {
+        var responseHead = HTTPResponseHead(version: head.version, status: HTTPResponseStatus(statusCode: status))
+        responseHead.headers.add(name: "content-type", value: contentType)
+        responseHead.headers.add(name: "content-length", value: String(body.count))
+        try await outbound.write(.head(responseHead))
+        if !body.isEmpty { try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: body)))) }
+        try await outbound.write(.end(nil))
+        return true
+    }
+}

@@ -1,0 +1,239 @@
+import Foundation
+public import Interop
+import NIOCore
+import NIOHTTP1
+import Synchronization
+import TraceCore
+import TraceLog
+
+/// Where a receiver's spans go: `agent-eval collect`'s per-trace store, or the run `agent-eval
+/// record` is writing.
+public protocol SpanSink: Sendable {
+    /// Keeps the request's spans — on disk before it returns, since the exporter is told they
+    /// are kept once it does — and answers how many it kept.
+    func keep(_ received: ReceivedTraces) async throws -> Int
+}
+
+extension TraceCollector: SpanSink {
+    public func keep(_ received: ReceivedTraces) async throws -> Int {
+        try accept(received)
+    }
+}
+
+/// An OTLP/HTTP receiver listening on its own (`agent-eval collect`).
+public final class TraceServer: Sendable {
+    private let server: LocalHTTPServer
+    public let receiver: TraceReceiver
+    public var port: Int { server.port }
+
+    /// Starts listening on `host:port` (port 0: a free one).
+    public init(host: String, port: Int, receiver: TraceReceiver) async throws {
+        self.receiver = receiver
+        server = try await LocalHTTPServer(host: host, port: port, handler: receiver)
+    }
+
+    public func stop() async {
+        await server.stop()
+    }
+}
+
+/// An OTLP/HTTP traces receiver (`POST /v1/traces`), as the OpenTelemetry SDKs' exporters
+/// speak it: protobuf (`application/x-protobuf`) or JSON (`application/json`) bodies, gzip or
+/// not; the answer is an `ExportTraceServiceResponse` in the request's encoding, or a `Status`
+/// naming what was wrong (docs/interop.md, "Collecting traces live").
+///
+/// - 400: a body that does not decode, or is no `ExportTraceServiceRequest`;
+/// - 404 / 405: another path, another method;
+/// - 413: a body (or what its gzip inflates to) larger than `maxRequestBytes`;
+/// - 415: another content type or encoding;
+/// - 503: the spans could not be kept (the disk) — the exporter retries.
+public final class TraceReceiver: HTTPRequestHandling {
+    public struct Counts: Sendable, Hashable {
+        public var requests = 0
+        public var spans = 0
+        /// Requests refused (4xx, 5xx).
+        public var refused = 0
+        /// Spans left out for want of a trace or span id.
+        public var unidentified = 0
+    }
+
+    let sink: any SpanSink
+    let maxRequestBytes: Int
+    private let counts = Mutex(Counts())
+
+    public init(sink: any SpanSink, maxRequestBytes: Int) {
+        self.sink = sink
+        self.maxRequestBytes = maxRequestBytes
+    }
+
+    /// What has come so far.
+    public var received: Counts { counts.withLock { $0 } }
+
+    /// Whether `path` is the traces endpoint.
+    static func serves(_ path: String) -> Bool {
+        path.prefix { $0 != "?" } == "/v1/traces"
+    }
+
+    private enum Encoding { case protobuf, json }
+
+    func handle(_ head: HTTPRequestHead, body: [UInt8], _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>)
+        async throws -> Bool
+    {
+        let type = head.headers.first(name: "content-type")?.split(separator: ";").first.map {
+            $0.trimmingCharacters(in: .whitespaces).lowercased()
+        }
+        let encoding: Encoding = type == "application/json" ? .json : .protobuf
+        func refuse(_ status: Int, _ message: String) async throws -> Bool {
+            counts.withLock { $0.refused += 1 }
+            return try await Self.answer(status: status, message: message, encoding: encoding, to: head, outbound)
+        }
+        guard Self.serves(head.uri) else {
+            return try await refuse(404, "agent-eval takes OpenTelemetry traces at POST /v1/traces (OTLP/HTTP); \(head.uri) is not it")
+        }
+        guard head.method == .POST else {
+            return try await refuse(405, "the traces endpoint takes POST, not \(head.method.rawValue)")
+        }
+        guard type == "application/x-protobuf" || type == "application/json" else {
+            return try await refuse(
+                415,
+                "the content type \(type.map { "\"\($0)\"" } ?? "(none)") is not OTLP/HTTP's: send application/x-protobuf or "
+                    + "application/json (OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf or http/json; gRPC is not taken)")
+        }
+        var bytes = body
+        switch head.headers.first(name: "content-encoding")?.lowercased() {
+        case nil, "", "identity": break
+        case "gzip":
+            do {
+                bytes = try GzipData.decompress(body, limit: maxRequestBytes, path: "the request body")
+            } catch let error as LogError where error.code == .eventTooLarge {
+                return try await refuse(
+                    413, "the gzip body inflates to more than \(maxRequestBytes) bytes, more than this receiver takes (--max-body)")
+            } catch {
+                return try await refuse(400, "the gzip body does not inflate: \((error as? LogError)?.message ?? "\(error)")")
+            }
+        case let other?:
+            return try await refuse(415, "the content encoding \"\(other)\" is not taken: send gzip or none")
+        }
+        let request: JSONValue
+        switch encoding {
+        case .protobuf:
+            do throws(OTLPProtobuf.DecodeError) {
+                request = try OTLPProtobuf.traceRequest(bytes)
+            } catch {
+                return try await refuse(400, "the protobuf body is not an OTLP ExportTraceServiceRequest: \(error)")
+            }
+        case .json:
+            do {
+                request = try JSONParser.parse(bytes)
+            } catch {
+                return try await refuse(400, "the JSON body does not parse: \((error as? TraceCoreError)?.message ?? "\(error)")")
+            }
+        }
+        let received: ReceivedTraces
+        do throws(ImportError) {
+            received = try ReceivedTraces(request: request)
+        } catch {
+            return try await refuse(400, error.message)
+        }
+        do {
+            _ = try await sink.keep(received)
+        } catch {
+            return try await refuse(
+                503, "agent-eval could not keep the spans: \((error as? any Diagnostic)?.message ?? "\(error)"); send them again")
+        }
+        counts.withLock { counts in
+            counts.requests += 1
+            counts.spans += received.spanCount
+            counts.unidentified += received.unidentified
+        }
+        // ExportTraceServiceResponse: empty, or a partial success naming the spans left out.
+        let rejected = received.unidentified
+        let message = rejected == 0 ? "" : "\(rejected) span\(rejected == 1 ? "" : "s") without a trace id or span id left out"
+        switch encoding {
+        case .protobuf:
+            var body: [UInt8] = []
+            if rejected > 0 {
+                var partial = ProtobufWriter()
+                partial.varint(field: 1, UInt64(rejected))
+                partial.string(field: 2, message)
+                body.append(contentsOf: ProtobufWriter.message(field: 1, partial.bytes))
+            }
+            return try await LocalHTTPServer.answer(status: 200, contentType: "application/x-protobuf", body: body, to: head, outbound)
+        case .json:
+            let value: JSONValue =
+                rejected == 0 ? [:] : ["partialSuccess": ["rejectedSpans": .string(String(rejected)), "errorMessage": .string(message)]]
+            return try await LocalHTTPServer.answer(
+                status: 200, contentType: "application/json", body: JSONWriter.encode(value), to: head, outbound)
+        }
+    }
+
+    func answerTooLarge(_ head: HTTPRequestHead, _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>) async throws
+        -> Bool
+    {
+        counts.withLock { $0.refused += 1 }
+        let type = head.headers.first(name: "content-type")?.lowercased() ?? ""
+        return try await Self.answer(
+            status: 413,
+            message: "the body is larger than \(maxRequestBytes) bytes, more than this receiver takes (--max-body); "
+                + "export smaller batches (OTEL_BSP_MAX_EXPORT_BATCH_SIZE)",
+            encoding: type.hasPrefix("application/json") ? .json : .protobuf, to: head, outbound)
+    }
+
+    /// A `google.rpc.Status` (code, message) in the request's encoding, as OTLP/HTTP answers a failure.
+    private static func answer(
+        status: Int, message: String, encoding: Encoding, to head: HTTPRequestHead,
+        _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>
+    ) async throws -> Bool {
+        // gRPC's codes: INVALID_ARGUMENT, NOT_FOUND, UNIMPLEMENTED, RESOURCE_EXHAUSTED, UNAVAILABLE.
+        let code: UInt64 =
+            switch status {
+            case 404: 5
+            case 405, 415: 12
+            case 413: 8
+            case 503: 14
+            default: 3
+            }
+        switch encoding {
+        case .protobuf:
+            var writer = ProtobufWriter()
+            writer.varint(field: 1, code)
+            writer.string(field: 2, message)
+            return try await LocalHTTPServer.answer(
+                status: status, contentType: "application/x-protobuf", body: writer.bytes, to: head, outbound)
+        case .json:
+            return try await LocalHTTPServer.answer(
+                status: status, contentType: "application/json",
+                body: JSONWriter.encode(["code": .int(Int(code)), "message": .string(message)]), to: head, outbound)
+        }
+    }
+}
+
+/// The little protobuf the receiver writes: varint and length-delimited fields.
+struct ProtobufWriter {
+    var bytes: [UInt8] = []
+
+    mutating func varint(field: Int, _ value: UInt64) {
+        Self.append(varint: UInt64(field << 3), to: &bytes)
+        Self.append(varint: value, to: &bytes)
+    }
+
+    mutating func string(field: Int, _ text: String) {
+        bytes += Self.message(field: field, Array(text.utf8))
+    }
+
+    static func message(field: Int, _ content: [UInt8]) -> [UInt8] {
+        var bytes: [UInt8] = []
+        append(varint: UInt64(field << 3 | 2), to: &bytes)
+        append(varint: UInt64(content.count), to: &bytes)
+        return bytes + content
+    }
+
+    static func append(varint value: UInt64, to bytes: inout [UInt8]) {
+        var value = value
+        while value >= 0x80 {
+            bytes.append(UInt8(value & 0x7F) | 0x80)
+            value >>= 7
+        }
+        bytes.append(UInt8(value))
+    }
+}

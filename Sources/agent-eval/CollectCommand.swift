@@ -1,0 +1,177 @@
+import ArgumentParser
+import Foundation
+import Interop
+import Recording
+import TraceCore
+
+/// `agent-eval collect --listen ADDR --out DIR`: an OTLP/HTTP receiver that turns each trace
+/// it is sent into a log.
+struct CollectCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "collect",
+        abstract: "Receive OpenTelemetry traces over OTLP/HTTP and write one log per trace as they arrive.",
+        discussion: """
+            Point an instrumented agent's exporter here (OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318, \
+            protocol http/protobuf or http/json, gzip or not) and every trace it sends becomes an ordinary log, \
+            read by the same mapping as `agent-eval import otlp`: the GenAI semantic conventions, OpenLLMetry's \
+            and OpenInference's attributes. Every request's spans are on disk (DIR/spans/TRACE.otlp.jsonl, \
+            fsynced) before the exporter is answered 200, so a collector killed at any moment loses no span \
+            it acknowledged; a trace's log (DIR/TRACE.jsonl.gz) is written once no span of it has come for \
+            --settle seconds, again whole if more come later, and for every open trace when the collector \
+            stops (SIGINT or SIGTERM) or starts again on the same DIR. docs/interop.md, "Collecting traces live".
+
+            Bodies larger than --max-body (or that inflate to more) are answered 413 without being kept in \
+            memory; a body that is not an OTLP trace request is answered 400 with the reason.
+
+            Exit codes: 0 stopped by SIGINT or SIGTERM after writing every open trace's log; 2 the address \
+            cannot be listened on, or DIR cannot be written; 64 usage error.
+
+            Examples:
+              agent-eval collect --out runs/collected
+              agent-eval collect --listen 127.0.0.1:0 --json --out runs/collected   # a free port, printed
+              OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 python3 my_instrumented_agent.py
+            """
+    )
+
+    @Option(help: ArgumentHelp("The address to listen on: HOST:PORT, :PORT or PORT (port 0: a free one).", valueName: "address"))
+    var listen = "127.0.0.1:4318"
+
+    @Option(help: ArgumentHelp("Where the logs go (and the spans kept for them, under spans/).", valueName: "dir"))
+    var out = "runs/collected"
+
+    @Option(help: ArgumentHelp("The largest request body taken, in bytes (K, M and G suffixes: KiB, MiB, GiB).", valueName: "size"))
+    var maxBody = "20M"
+
+    @Option(help: ArgumentHelp("How long a trace stays open after its last span came.", valueName: "seconds"))
+    var settle: Double = 2
+
+    @Flag(help: "Print JSON Lines on standard output: where it listens, each log written, the summary at the end.")
+    var json = false
+
+    func validate() throws {
+        guard Self.address(listen) != nil else {
+            throw ValidationError("--listen takes HOST:PORT, :PORT or PORT (0-65535); \"\(listen)\" is none")
+        }
+        guard Self.bytes(maxBody) != nil else { throw ValidationError("--max-body takes a size in bytes (20M, 512K, 1048576)") }
+        guard settle >= 0, settle.isFinite else { throw ValidationError("--settle takes a number of seconds, 0 or more") }
+    }
+
+    /// `HOST:PORT`, `:PORT` or `PORT`.
+    static func address(_ text: String) -> (host: String, port: Int)? {
+        let host: String
+        let portText: Substring
+        if let colon = text.lastIndex(of: ":") {
+            host = text[..<colon].isEmpty ? "127.0.0.1" : String(text[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+            portText = text[text.index(after: colon)...]
+        } else {
+            host = "127.0.0.1"
+            portText = Substring(text)
+        }
+        guard let port = Int(portText), (0...65535).contains(port) else { return nil }
+        return (host, port)
+    }
+
+    /// A size with an optional K, M or G suffix (binary multiples).
+    static func bytes(_ text: String) -> Int? {
+        let scales: [Character: Int] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30]
+        var digits = text.uppercased()
+        var scale = 1
+        if digits.hasSuffix("B") { digits.removeLast() }
+        if let last = digits.last, let found = scales[last] {
+            scale = found
+            digits.removeLast()
+        }
+        guard let number = Int(digits), number > 0 else { return nil }
+        return number * scale
+    }
+
+    func run() async throws {
+        guard let (host, port) = Self.address(listen), let maxBytes = Self.bytes(maxBody) else { throw Exit.usage }
+        let collector = TraceCollector(
+            directory: out, settleUs: Int(settle * 1_000_000), now: { Int(Date().timeIntervalSince1970 * 1_000_000) })
+        do {
+            try FileManager.default.createDirectory(atPath: out + "/spans", withIntermediateDirectories: true)
+        } catch {
+            throw diagnose(
+                CommandError("unwritable", "cannot create \(out)/spans: \(error.localizedDescription)", hint: "choose another --out"))
+        }
+        var finished: [TraceCollector.Finished] = []
+        // Traces a collector before this one kept but did not write.
+        let recovered = collector.recover()
+        Self.show(recovered, json: json)
+        finished += recovered
+        let receiver = TraceReceiver(sink: collector, maxRequestBytes: maxBytes)
+        let server: TraceServer
+        do {
+            server = try await TraceServer(host: host, port: port, receiver: receiver)
+        } catch {
+            throw diagnose(
+                CommandError(
+                    "listen_failed", "cannot listen on \(host):\(port): \(error)",
+                    hint: "is another collector on that port? choose another with --listen, or :0 for a free one"))
+        }
+        let endpoint = "http://\(host.contains(":") ? "[\(host)]" : host):\(server.port)"
+        if json {
+            printJSON([
+                "event": "listening", "endpoint": .string(endpoint), "traces": .string(endpoint + "/v1/traces"), "out": .string(out),
+            ])
+            fflush(nil)
+        } else {
+            printError("collecting OpenTelemetry traces at \(endpoint)/v1/traces (OTLP/HTTP) into \(displayPath(out)); Ctrl-C stops")
+            printError("hint: OTEL_EXPORTER_OTLP_ENDPOINT=\(endpoint)")
+        }
+        // Settled traces are written as the collector runs; a signal ends the wait.
+        let tick = max(0.05, min(0.5, settle / 4))
+        let json = self.json
+        let (settled, _) = try await withInterruption { () async throws -> [TraceCollector.Finished] in
+            var all: [TraceCollector.Finished] = []
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(tick))
+                let done = collector.finishSettled()
+                Self.show(done, json: json)
+                all += done
+            }
+            return all
+        }
+        finished += settled
+        await server.stop()
+        let last = collector.finishAll()
+        Self.show(last, json: json)
+        finished += last
+        let written = finished.count { $0.log != nil }
+        let failed = finished.count - written
+        let counts = receiver.received
+        if json {
+            printJSON([
+                "event": "stopped", "requests": .int(counts.requests), "spans": .int(counts.spans), "refused": .int(counts.refused),
+                "logs": .int(written), "failed": .int(failed),
+            ])
+        } else {
+            printError(
+                "collected \(counts.spans) span\(counts.spans == 1 ? "" : "s") in \(counts.requests) request\(counts.requests == 1 ? "" : "s")"
+                    + " (\(counts.refused) refused); \(written) log\(written == 1 ? "" : "s") written"
+                    + (failed > 0 ? ", \(failed) failed" : ""))
+        }
+        fflush(nil)
+        if failed > 0 { throw Exit.failure }
+    }
+
+    /// Says which logs were written: a line each on standard error, or JSON Lines.
+    static func show(_ finished: [TraceCollector.Finished], json: Bool) {
+        for trace in finished {
+            if json {
+                printJSON(["event": "log", "trace": trace.json])
+            } else if let log = trace.log {
+                let stop = trace.stop.map { ", \($0.rawValue)" } ?? ", no stop"
+                let warnings = trace.warnings.isEmpty ? "" : " (\(trace.warnings.count) warning\(trace.warnings.count == 1 ? "" : "s"))"
+                printError(
+                    "trace \(trace.traceId): \(trace.spans) span\(trace.spans == 1 ? "" : "s") → \(displayPath(log)): "
+                        + "\(trace.steps) step\(trace.steps == 1 ? "" : "s"), \(trace.calls) call\(trace.calls == 1 ? "" : "s")\(stop)"
+                        + warnings)
+            } else {
+                printError("error: trace \(trace.traceId) could not be written: \(trace.error?.message ?? "unknown")")
+            }
+        }
+        fflush(nil)
+    }
+}
