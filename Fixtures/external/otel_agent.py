@@ -8,11 +8,15 @@ Spans go out over OTLP/HTTP protobuf, to wherever the standard variables say
 processor, flushed at exit.
 
 Usage: otel_agent.py --instrumentation openai-v2|openinference [--fail-refund] [--slow-tool S]
-                     [--no-tool-spans] [--otlp-json] "request"
+                     [--no-tool-spans] [--own-tool] [--exit-after-tools N]
+                     [--otlp-json] "request"
 
 --fail-refund: refund_order raises, and its span ends with an error status.
 --slow-tool S: each tool takes S seconds (its span's duration tells it).
 --no-tool-spans: only the instrumentation's model spans (no spans of the agent's own).
+--own-tool: after the answer, the agent's own code runs notify_customer (no model proposed it),
+            in an execute_tool span of its own.
+--exit-after-tools N: exit right after running the N-th tool, without sending its result back.
 --otlp-json: the exporter sends OTLP/JSON instead of protobuf (a hand-rolled exporter on the SDK's
         own encoder, as collectors' JSON receivers see it).
 """
@@ -82,6 +86,8 @@ def main():
     parser.add_argument("--slow-tool", type=float, default=0)
     parser.add_argument("--no-tool-spans", action="store_true")
     parser.add_argument("--otlp-json", action="store_true")
+    parser.add_argument("--own-tool", action="store_true")
+    parser.add_argument("--exit-after-tools", type=int, default=0)
     parser.add_argument("request", nargs="?")
     options = parser.parse_args()
     request = options.request or "Order A-1042 arrived broken. Refund me."
@@ -108,6 +114,7 @@ def main():
         "type": "object", "properties": p, "required": list(p)}}} for n, d, p in TOOLS]
     messages = [{"role": "system", "content": "You are a support agent."}, {"role": "user", "content": request}]
     answer = "gave up"
+    tools_run = 0
     with tracer.start_as_current_span("invoke_agent refund-agent") as agent_span:
         agent_span.set_attribute("gen_ai.operation.name", "invoke_agent")
         agent_span.set_attribute("gen_ai.agent.name", "refund-agent")
@@ -141,6 +148,18 @@ def main():
                             span.set_attribute("error.type", "ToolFailed")
                             content = "Error: " + str(failure)
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+                tools_run += 1
+                if tools_run == options.exit_after_tools:
+                    provider.shutdown()
+                    print("stopped after " + call.function.name)
+                    return
+        if options.own_tool:
+            with tracer.start_as_current_span("execute_tool notify_customer") as span:
+                span.set_attribute("gen_ai.operation.name", "execute_tool")
+                span.set_attribute("gen_ai.tool.name", "notify_customer")
+                span.set_attribute("gen_ai.tool.call.arguments", json.dumps({"order_id": "A-1042", "text": answer}))
+                time.sleep(options.slow_tool)
+                span.set_attribute("gen_ai.tool.call.result", json.dumps({"sent": True}))
     provider.shutdown()
     print(answer)
 

@@ -44,6 +44,9 @@ public struct CommandRecording: Sendable {
     /// Given the log once the run is recorded and closed (the CLI's `record`: index it, export
     /// it); nil for nothing. Eval runs leave it nil: the session gives a case's logs to its own.
     public var finishedLogs: (any FinishedLogSink)?
+    /// Whether the command's OpenTelemetry exporters are pointed at the gateway
+    /// (`OTEL_EXPORTER_OTLP_ENDPOINT`…) and their spans merged into the run.
+    public var takesSpans = true
 
     public init(
         command: [String], directory: String? = nil, input: String? = nil, logPath: String, runId: String, goal: String? = nil,
@@ -111,6 +114,8 @@ public struct CommandRecording: Sendable {
         public var requests: Int
         /// Why the recorder stopped the command, when it did.
         public var stopCause: ExchangeRecorder.StopCause?
+        /// What became of the command's OpenTelemetry spans.
+        public var spans = ExchangeRecorder.SpanCounts()
     }
 
     /// Runs the command to its end and records it; throws when the gateway or the command cannot
@@ -140,7 +145,8 @@ public struct CommandRecording: Sendable {
         do {
             gateway = try await ModelGateway(
                 handler: GatewayHandler(
-                    upstreams: upstreams, forwarder: ModelForwarder(transport: transport, limits: requestLimits), recorder: recorder))
+                    upstreams: upstreams, forwarder: ModelForwarder(transport: transport, limits: requestLimits), recorder: recorder,
+                    traces: takesSpans ? TraceReceiver(sink: recorder, maxRequestBytes: Self.maxSpanRequestBytes) : nil))
         } catch {
             throw RecordingError(.gatewayFailed, "the recording gateway cannot listen on 127.0.0.1: \(error)")
         }
@@ -149,6 +155,7 @@ public struct CommandRecording: Sendable {
         environment["ANTHROPIC_BASE_URL"] = gateway.anthropicBaseURL
         // An `agent-eval mcp-proxy` the command starts records its gate into this run.
         environment[RemoteProxyLog.variable] = gateway.proxyURL
+        if takesSpans { Self.pointExporters(at: gateway.otlpEndpoint, in: &environment) }
         if let input { environment["AGENT_EVAL_INPUT"] = input }
         if cassette?.mode == Cassette.Mode.none {
             for key in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"] where environment[key]?.isEmpty ?? true {
@@ -198,7 +205,25 @@ public struct CommandRecording: Sendable {
         await finishedLogs?.logsFinished([logPath])
         return Outcome(
             logPath: logPath, runId: runId, stop: stop, exitStatus: result.exitStatus, signal: result.signal, isTimedOut: result.isTimedOut,
-            requests: recorder.requestCount, stopCause: recorder.stopCause)
+            requests: recorder.requestCount, stopCause: recorder.stopCause, spans: recorder.spanCounts)
+    }
+
+    /// The largest OTLP request the gateway takes from the command (what `collect` takes by default).
+    public static let maxSpanRequestBytes = 20 << 20
+
+    /// Points the OpenTelemetry SDKs' OTLP exporters at `endpoint` (docs/record.md,
+    /// "OpenTelemetry spans"): traces over OTLP/HTTP (a gRPC setting is replaced: the gateway
+    /// speaks HTTP), and, unless the command sets its own, the batch span processor exporting each
+    /// span as it ends (a batch of 1, 100 ms at most), so that a tool's span comes while its
+    /// result is being recorded.
+    static func pointExporters(at endpoint: String, in environment: inout [String: String]) {
+        environment["OTEL_EXPORTER_OTLP_ENDPOINT"] = endpoint
+        environment["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = endpoint + "/v1/traces"
+        for name in ["OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"] where environment[name] == "grpc" {
+            environment[name] = "http/protobuf"
+        }
+        if environment["OTEL_BSP_SCHEDULE_DELAY"] == nil { environment["OTEL_BSP_SCHEDULE_DELAY"] = "100" }
+        if environment["OTEL_BSP_MAX_EXPORT_BATCH_SIZE"] == nil { environment["OTEL_BSP_MAX_EXPORT_BATCH_SIZE"] = "1" }
     }
 }
 

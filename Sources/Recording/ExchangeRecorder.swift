@@ -163,6 +163,21 @@ public final class ExchangeRecorder: Sendable {
         var earlyServerRequests: [[UInt8]] = []
         /// Credentials the requests carried: never written to the log.
         var secrets = Set<String>()
+        /// The command's OpenTelemetry spans (`ExchangeRecorder+Spans`): what became of them.
+        var spanCounts = SpanCounts()
+        /// Tool spans seen: once there are, a request waits for the spans of the results it carries.
+        var toolSpansSeen = 0
+        /// Whether a request waited once for tool spans that the command may not send at all.
+        var probedToolSpans = false
+        /// Tool spans of open calls, by the call's source id: their duration and error go into
+        /// the result when it is recorded.
+        var spanResults: [String: SpanToolCall] = [:]
+        /// The ids of the answers recorded, and when the latest exchanges ran: model spans that
+        /// match one are the gateway's own calls.
+        var replyIds = Set<String>()
+        var exchangeTimes: [(startUs: Int, endUs: Int)] = []
+        /// Calls recorded from tool spans that no model proposed (`span-N`).
+        var spanCallCount = 0
     }
 
     public let logPath: String
@@ -313,6 +328,11 @@ public final class ExchangeRecorder: Sendable {
                 try recorder.record(
                     .toolIntended(ToolIntended(callId: call.logId, tool: call.tool, arguments: record.arguments, attempt: 1)))
             }
+            if let span = state.spanResults.removeValue(forKey: callId) {
+                // The agent's tool span: its measured duration and error, the text sent back.
+                try recordResult(callId: call.logId, tool: call.tool, from: span, text: text, recorder: recorder, state: &state)
+                continue
+            }
             let imported = ImportedResult.fromContent(text, isError: isError)
             var output = imported.output
             var contentHash: String?
@@ -357,6 +377,9 @@ public final class ExchangeRecorder: Sendable {
             conversation.openCalls[call.sourceId] = (call.logId, call.name, endUs)
             state.openCallOwner[call.sourceId, default: []].append(number)
         }
+        if let id = raw["id"]?.stringValue { state.replyIds.insert(id) }
+        state.exchangeTimes.append((exchange.startUs, endUs))
+        if state.exchangeTimes.count > Self.exchangeTimesKept { state.exchangeTimes.removeFirst(state.exchangeTimes.count / 2) }
         conversation.lastOutcome = decision
         conversation.lastAnswered = state.requests + 1
         state.conversations[number] = conversation
@@ -365,6 +388,9 @@ public final class ExchangeRecorder: Sendable {
         try recorder.endStep()
         try recorder.writer.flush(sync: false)
     }
+
+    /// The exchanges whose times are kept for matching model spans (the latest).
+    static let exchangeTimesKept = 4096
 
     /// Outputs larger than this (bytes of JSON) are stored as content and referenced, as imports do.
     static let inlineOutputBytes = ImportWriter.inlineOutputBytes
@@ -512,7 +538,7 @@ public final class ExchangeRecorder: Sendable {
         }
     }
 
-    private func store(_ content: ContentStored, recorder: RunRecorder, state: inout State) throws -> String {
+    func store(_ content: ContentStored, recorder: RunRecorder, state: inout State) throws -> String {
         if state.stored.insert(content.hash).inserted { try recorder.record(.contentStored(content)) }
         return content.hash
     }
@@ -539,6 +565,7 @@ public final class ExchangeRecorder: Sendable {
             stop.answer = stop.answer.map(redaction.redact)
             clock.now = now()
             let recorder = try recorder(for: nil, state: &state, atUs: clock.now)
+            try recordSpanResultsLeft(recorder: recorder, state: &state)
             try recorder.record(.runStopped(stop))
             try recorder.writer.close()
             if let writeError = state.writeError {

@@ -168,7 +168,9 @@ public final class GatewayHandler: HTTPRequestHandling {
             writer.cancel()
         }
         // Recorded whatever happens to the agent's connection now: an SDK that has read a
-        // stream's end marker may close it before the end of the HTTP answer.
+        // stream's end marker may close it before the end of the HTTP answer. The results the
+        // request carries get their tool spans first, when the command sends them.
+        if outcome.failure == nil { await recorder.awaitToolSpans(for: exchange) }
         recorder.finish(exchange, outcome: outcome)
         let keepOpen: Bool
         if outcome.failure == nil {

@@ -22,6 +22,8 @@ struct RecordCommand: AsyncParsableCommand {
             command ended. The log is an ordinary one: replay, diff, view, index and eval cases read it. \
             API keys go to the provider, never into the log or the cassette. docs/record.md has the details.
 
+            The command's OpenTelemetry exporters are pointed at the gateway too (OTEL_EXPORTER_OTLP_ENDPOINT,             OTLP/HTTP): an instrumented agent's tool spans give its calls their measured duration and error, and             calls its own code ran without asking the model; model spans are matched to the requests the             gateway saw and not recorded twice (--no-otlp leaves the variables alone).
+
             With --cassette DIR the model's answers are recorded (--record new or all) or replayed offline \
             (--record none, the default with a cassette): the same agent code then gives the same trajectory, \
             with no network and no key; a request the cassette lacks stops the command and names the \
@@ -75,6 +77,9 @@ struct RecordCommand: AsyncParsableCommand {
                 + "all records everything again.", valueName: "none|new|all"))
     var record: String = "none"
 
+    @Flag(help: "Leave the command's OTEL_EXPORTER_OTLP_* variables alone: its spans are not taken into the run.")
+    var noOtlp = false
+
     @Flag(help: "Print a machine-readable summary as JSON on standard output (the command's own output then goes to standard error).")
     var json = false
 
@@ -126,6 +131,7 @@ struct RecordCommand: AsyncParsableCommand {
                 environment: environment)
             recording.outputDescriptor = json ? 2 : 1
             recording.finishedLogs = catalog.indexingSink()
+            recording.takesSpans = !noOtlp
             (outcome, interrupted) = try await withInterruption { [recording] in try await recording.run() }
         } catch {
             throw diagnose(error)
@@ -151,6 +157,14 @@ struct RecordCommand: AsyncParsableCommand {
         object.set("error", outcome.stop.error)
         object.set("requests", outcome.requests)
         object.set("exit_status", outcome.exitStatus.map(Int.init))
+        if outcome.spans.spans > 0 {
+            let spans = outcome.spans
+            let counts: JSONValue = [
+                "received": .int(spans.spans), "model_matched": .int(spans.modelMatched), "model_unmatched": .int(spans.modelUnmatched),
+                "tool_timed": .int(spans.toolTimed), "tool_calls": .int(spans.toolCalls), "tool_late": .int(spans.toolLate),
+            ]
+            object.set("spans", counts)
+        }
         object.set("signal", outcome.signal.map(Int.init))
         return object.json
     }
@@ -162,6 +176,18 @@ struct RecordCommand: AsyncParsableCommand {
         if let answer = outcome.stop.answer { lines.append("answer: \(answer)") }
         if let error = outcome.stop.error { lines.append("why: \(error)") }
         lines.append("model requests: \(outcome.requests)")
+        let spans = outcome.spans
+        if spans.spans > 0 {
+            lines.append(
+                "spans: \(spans.spans) received; \(spans.toolTimed) tool call\(spans.toolTimed == 1 ? "" : "s") timed by their spans"
+                    + (spans.toolCalls > 0 ? ", \(spans.toolCalls) run by the agent's own code" : "")
+                    + (spans.toolLate > 0 ? ", \(spans.toolLate) too late to time (recorded before their span came)" : ""))
+            if spans.modelUnmatched > 0 {
+                lines.append(
+                    "warning: \(spans.modelUnmatched) model call\(spans.modelUnmatched == 1 ? "" : "s") in the spans did not pass through the "
+                        + "gateway (a base URL set in code?): kept with the spans, not recorded as steps")
+            }
+        }
         lines.append("log: \(outcome.logPath)")
         if case .notRecorded(_, let step)? = outcome.stopCause {
             lines.append("look: \(EvalReport.replayCommand(log: outcome.logPath, step: step))")

@@ -110,4 +110,11 @@ public struct SpanToolCall: Sendable {
     public var error: String?
     /// How long the call took, end minus start.
     public var durationUs: Int
+
+    /// The arguments as a call records them: a JSON string parsed, none as `{}` (text that does
+    /// not parse is kept as the string, as imports keep it).
+    public var argumentsValue: JSONValue {
+        var ignored: [String] = []
+        return TranscriptImporter.arguments(arguments, call: callId ?? name, at: "span", warnings: &ignored)
+    }
 }
