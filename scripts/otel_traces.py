@@ -7,6 +7,7 @@ tests: the spans an instrumented agent emits, with the traps real traces have.
 Writes, from the same spans:
   OUT_DIR/genai.otlp.json       OTLP/JSON (hex ids), the GenAI semantic conventions
   OUT_DIR/genai.proto.json      protobuf's JSON mapping of the same request (base64 ids)
+  OUT_DIR/genai.otlp.pb         the same request in protobuf's binary encoding, as OTLP/HTTP exporters send it
   OUT_DIR/genai.tempo.json      Grafana Tempo's `batches` shape
   OUT_DIR/genai.jaeger.json     a Jaeger JSON export
   OUT_DIR/openllmetry.otlp.json OTLP/JSON with OpenLLMetry's older gen_ai.prompt/completion attributes
@@ -219,8 +220,11 @@ def write(name, value):
         json.dump(value, file, indent=1)
 
 
-proto, otlp = otlp_json(genai_traces())
+genai = genai_traces()
+proto, otlp = otlp_json(genai)
 write("genai.otlp.json", otlp)
+with open(os.path.join(out, "genai.otlp.pb"), "wb") as file:
+    file.write(encode_spans(genai).SerializeToString())
 write("genai.proto.json", proto)
 write("genai.tempo.json", {"batches": otlp["resourceSpans"]})
 write("genai.jaeger.json", jaeger(otlp))

@@ -12,6 +12,9 @@ public enum PythonEnvironment: String, Sendable, CaseIterable {
     case browser
     /// The official openai and anthropic SDKs, for the external agents in Fixtures/external.
     case agents
+    /// The openai SDK with real OpenTelemetry instrumentations (openai-v2, OpenInference) and the
+    /// SDK's OTLP/HTTP exporter, for Fixtures/external/otel_agent.py.
+    case otel
 
     public struct Unavailable: Error, CustomStringConvertible {
         public var description: String
@@ -37,6 +40,9 @@ public enum PythonEnvironment: String, Sendable, CaseIterable {
     public func script(_ script: String, _ arguments: [String] = []) async throws -> [String] {
         [try await path() + "/bin/python", Self.scripts.appendingPathComponent(script).path] + arguments
     }
+
+    /// The path of a script in the repository's `scripts/` (one that needs no environment of its own).
+    public static func scriptPath(_ script: String) -> String { scripts.appendingPathComponent(script).path }
 
     static var scripts: URL { ExampleRuns.fixtures.deletingLastPathComponent().appendingPathComponent("scripts") }
 

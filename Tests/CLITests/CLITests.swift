@@ -98,7 +98,10 @@ func interruptAgentEval(
     return (process.terminationStatus, (try? String(contentsOfFile: errors, encoding: .utf8)) ?? "")
 }
 
-enum CLITestError: Error { case binaryNotFound([String]) }
+enum CLITestError: Error {
+    case binaryNotFound([String])
+    case unexpected(String)
+}
 
 func fixture(_ name: String) -> String {
     FixtureLogs.directory.appendingPathComponent(name).path

@@ -1,0 +1,328 @@
+import Foundation
+import TestSupport
+import TestTags
+import Testing
+import TraceCore
+import TraceLog
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `agent-eval collect` as a real process, sent spans by real instrumentations from PyPI (the
+/// OpenTelemetry SDK's OTLP/HTTP exporter, with opentelemetry-instrumentation-openai-v2 or
+/// OpenInference's OpenAI instrumentation) in an agent talking to the local model server.
+@Suite("collect: OpenTelemetry traces over OTLP/HTTP", .tags(.python), .needsPython, .ownThread)
+struct CollectCommandTests {
+    /// A running `agent-eval collect --listen 127.0.0.1:0 --json`.
+    struct Collector {
+        let process: Process
+        let output: String
+        let errors: String
+        let traces: String
+        let endpoint: String
+
+        static func start(out: String, settle: Double, _ extra: [String] = [], scratch: TemporaryDirectory) async throws -> Collector {
+            let output = scratch.path("collect-\(UUID().uuidString).out")
+            let errors = output + ".err"
+            for file in [output, errors] { _ = FileManager.default.createFile(atPath: file, contents: nil) }
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: try agentEvalBinary())
+            process.arguments = ["collect", "--listen", "127.0.0.1:0", "--json", "--out", out, "--settle", "\(settle)"] + extra
+            process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
+            process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errors))
+            try process.run()
+            for _ in 0..<400 {
+                let lines = (try? Self.lines(output)) ?? []
+                if let listening = lines.first(where: { $0["event"] == "listening" }), let endpoint = listening["endpoint"]?.stringValue {
+                    return Collector(
+                        process: process, output: output, errors: errors, traces: listening["traces"]?.stringValue ?? "",
+                        endpoint: endpoint)
+                }
+                if !process.isRunning { break }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            process.terminate()
+            let said = (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
+            throw CLITestError.unexpected("agent-eval collect did not say where it listens within 20 s: \(said)")
+        }
+
+        static func lines(_ path: String) throws -> [JSONValue] {
+            try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map { try JSONParser.parse(Array($0.utf8)) }
+        }
+
+        /// Stops it with `signal`; its exit status and the JSON lines it printed.
+        func stop(_ signal: Int32 = SIGTERM) async throws -> (status: Int32, lines: [JSONValue]) {
+            kill(process.processIdentifier, signal)
+            await wait(for: process, seconds: 60)
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            process.waitUntilExit()
+            return (process.terminationStatus, try Self.lines(output))
+        }
+
+        /// The collector's peak resident memory so far, in bytes (VmHWM).
+        func peakMemory() throws -> Int {
+            let status = try String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)
+            let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") } ?? ""
+            return (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0) * 1024
+        }
+    }
+
+    /// One way the agent sends its spans.
+    struct Exporter: CustomTestStringConvertible, Sendable {
+        var name: String
+        var arguments: [String]
+        var environment: [String: String] = [:]
+        var testDescription: String { name }
+    }
+
+    static let exporters = [
+        Exporter(
+            name: "openai-v2, protobuf, gzip", arguments: ["--instrumentation", "openai-v2"],
+            environment: ["OTEL_EXPORTER_OTLP_COMPRESSION": "gzip"]),
+        Exporter(name: "OpenInference, protobuf", arguments: ["--instrumentation", "openinference"]),
+        Exporter(name: "OpenInference, JSON", arguments: ["--instrumentation", "openinference", "--otlp-json"]),
+    ]
+
+    /// Runs Fixtures/external/otel_agent.py against the local model server's refund scenario,
+    /// exporting to `endpoint` (nil: the variables are left to whoever runs it).
+    static func runAgent(_ arguments: [String], server: LocalModelServer, endpoint: String?, environment: [String: String] = [:])
+        async throws -> ProcessResult
+    {
+        var environment = environment
+        environment["OPENAI_BASE_URL"] = server.baseURL("refund")
+        environment["OPENAI_API_KEY"] = RecordCommandTests.key
+        environment["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "SPAN_ONLY"
+        environment["OTEL_SEMCONV_STABILITY_OPT_IN"] = "gen_ai_latest_experimental"
+        if let endpoint { environment["OTEL_EXPORTER_OTLP_ENDPOINT"] = endpoint }
+        let result = try await Subprocess.run(
+            try await agentCommand()[0], Array(try await agentCommand().dropFirst()) + arguments, environment: environment)
+        return result
+    }
+
+    static func agentCommand() async throws -> [String] {
+        [
+            try await PythonEnvironment.otel.path() + "/bin/python",
+            ExampleRuns.fixtures.appendingPathComponent("external/otel_agent.py").path,
+        ]
+    }
+
+    static func logs(in directory: String) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasSuffix(".jsonl.gz") }.sorted().map {
+            (directory as NSString).appendingPathComponent($0)
+        }
+    }
+
+    static let failedRefund = [
+        #"intent lookup_order {"order_id":"A-1042"}"#, "result lookup_order ok", #"intent refund_order {"amount":25,"order_id":"A-1042"}"#,
+        "result refund_order error", "stop success Refunded 25 EUR for order A-1042.",
+    ]
+
+    @Test("an instrumented agent's trace, as its SDK exports it, becomes a verifiable log once it settles", arguments: exporters)
+    func collectsTrace(exporter: Exporter) async throws {
+        let scratch = try TemporaryDirectory()
+        defer { scratch.remove() }
+        let server = try LocalModelServer()
+        defer { server.stop() }
+        let out = scratch.path("collected")
+        let collector = try await Collector.start(out: out, settle: 0.3, scratch: scratch)
+        let agent = try await Self.runAgent(
+            exporter.arguments + ["--fail-refund"], server: server, endpoint: collector.endpoint, environment: exporter.environment)
+        #expect(agent.status == 0, "\(agent.stderr)")
+        // Written as the trace settles, before the collector stops.
+        for _ in 0..<200 where Self.logs(in: out).isEmpty { try await Task.sleep(for: .milliseconds(50)) }
+        let logs = Self.logs(in: out)
+        #expect(logs.count == 1)
+        let (status, lines) = try await collector.stop()
+        #expect(status == 0)
+        let log = try #require(logs.first)
+        let events = try RecordCommandTests.events(log)
+        #expect(RecordCommandTests.trajectory(events) == Self.failedRefund)
+        #expect(RecordCommandTests.decisions(events).count == 3, "one decision per model call")
+        let failure = events.compactMap { event -> ToolCompleted? in
+            if case .toolCompleted(let completed) = event.payload, completed.status == .error { return completed }
+            return nil
+        }
+        #expect(failure.first?.error == "the payment service is down", "the tool span's status message")
+        #expect(lines.contains { $0["event"] == "log" && $0["trace"]?["stop"] == "success" && $0["trace"]?["calls"] == 2 })
+        #expect(lines.last?["event"] == "stopped" && lines.last?["refused"] == 0)
+        let verify = try await agentEval(["log", "verify", log])
+        #expect(verify.status == 0, "\(verify.stdoutText)\(verify.stderr)")
+        // The spans it acknowledged, kept per trace, import to the same run.
+        let journal = try #require(try FileManager.default.contentsOfDirectory(atPath: out + "/spans").first)
+        let again = try await agentEval(["import", "otlp", out + "/spans/" + journal, "--out", scratch.path("again"), "--json"])
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(
+            RecordCommandTests.trajectory(try RecordCommandTests.events(try #require(Self.logs(in: scratch.path("again")).first)))
+                == Self.failedRefund)
+    }
+
+    @Test("a collector killed with SIGKILL loses no span it acknowledged: started again on its directory, it writes the trace's log")
+    func survivesKill() async throws {
+        let scratch = try TemporaryDirectory()
+        defer { scratch.remove() }
+        let server = try LocalModelServer()
+        defer { server.stop() }
+        let out = scratch.path("collected")
+        let first = try await Collector.start(out: out, settle: 600, scratch: scratch)
+        // The SDK's shutdown waits for every export's answer: once the agent exits, every span was acknowledged.
+        let agent = try await Self.runAgent(["--instrumentation", "openai-v2", "--fail-refund"], server: server, endpoint: first.endpoint)
+        #expect(agent.status == 0, "\(agent.stderr)")
+        let (killed, _) = try await first.stop(SIGKILL)
+        #expect(killed == SIGKILL)
+        #expect(Self.logs(in: out).isEmpty, "the trace had not settled: no log yet")
+        // A write the kill tore (never acknowledged) at the end of the journal.
+        let journal = out + "/spans/" + (try #require(try FileManager.default.contentsOfDirectory(atPath: out + "/spans").first))
+        let handle = try #require(FileHandle(forWritingAtPath: journal))
+        handle.seekToEndOfFile()
+        handle.write(Data(#"{"resourceSpans":[{"scopeSpa"#.utf8))
+        handle.closeFile()
+
+        let second = try await Collector.start(out: out, settle: 0.3, scratch: scratch)
+        let (status, lines) = try await second.stop()
+        #expect(status == 0)
+        let log = try #require(Self.logs(in: out).first)
+        #expect(RecordCommandTests.trajectory(try RecordCommandTests.events(log)) == Self.failedRefund)
+        #expect(lines.first?["event"] == "log", "the trace is written as the collector starts, before it listens")
+        #expect(!(try String(contentsOfFile: journal, encoding: .utf8)).hasSuffix("scopeSpa"), "the torn line is cut")
+    }
+
+    @Test("bad bodies are answered with the reason; a 100 MB body, a gzip bomb and a flood of requests keep the collector's memory small")
+    func badInput() async throws {
+        let scratch = try TemporaryDirectory()
+        defer { scratch.remove() }
+        let out = scratch.path("collected")
+        let collector = try await Collector.start(out: out, settle: 0.3, ["--max-body", "1M"], scratch: scratch)
+        let garbage = scratch.path("garbage")
+        try Data("garbage\n".utf8).write(to: URL(fileURLWithPath: garbage))
+        func post(_ arguments: [String], to url: String? = nil) async throws -> JSONValue {
+            let result = try await Subprocess.run(
+                "/usr/bin/env", ["python3", PythonEnvironment.scriptPath("otlp_post.py"), url ?? collector.traces] + arguments)
+            #expect(result.status == 0, "\(result.stderr)")
+            return try JSONParser.parse(Array(result.stdout))
+        }
+        /// The message of a protobuf `Status` answer (field 2), read from its hex.
+        func statusMessage(_ answer: JSONValue) -> String {
+            let hex = Array((answer["body"]?.stringValue ?? "").utf8)
+            let bytes = stride(from: 0, to: hex.count - 1, by: 2).compactMap {
+                UInt8(String(decoding: hex[$0..<$0 + 2], as: UTF8.self), radix: 16)
+            }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        let notProtobuf = try await post(["--body-file", garbage])
+        #expect(notProtobuf["status"] == 400)
+        #expect(statusMessage(notProtobuf).contains("the protobuf body is not an OTLP ExportTraceServiceRequest"))
+        let notJSON = try await post(["--body-file", garbage, "--content-type", "application/json"])
+        #expect(notJSON["status"] == 400)
+        #expect(notJSON["body"]?.stringValue?.contains("the JSON body does not parse") == true, "\(notJSON)")
+        let noSpans = scratch.path("empty.json")
+        try Data(#"{"spans": []}"#.utf8).write(to: URL(fileURLWithPath: noSpans))
+        let wrongShape = try await post(["--body-file", noSpans, "--content-type", "application/json"])
+        #expect(wrongShape["status"] == 400 && wrongShape["body"]?.stringValue?.contains("resourceSpans") == true, "\(wrongShape)")
+        let plain = try await post(["--body-file", garbage, "--content-type", "text/plain"])
+        #expect(plain["status"] == 415 && statusMessage(plain).contains("application/x-protobuf or application/json"))
+        let metrics = try await post(["--body-file", garbage], to: collector.endpoint + "/v1/metrics")
+        #expect(metrics["status"] == 404)
+        let huge = try await post(["--zeros", "\(100 << 20)"])
+        #expect(huge["status"] == 413 && statusMessage(huge).contains("--max-body"), "\(huge)")
+        let bomb = try await post(["--gzip-bomb", "\(64 << 20)"])
+        #expect(bomb["status"] == 413 && statusMessage(bomb).contains("inflates to more than 1048576 bytes"))
+        let flood = try await post(["--flood", "1000"])
+        #expect(flood["statuses"] == ["200": 1000])
+        let peak = try collector.peakMemory()
+        #expect(peak < 200 << 20, "peak resident memory \(peak >> 20) MB after a 100 MB body, a 64 MB gzip bomb and 1,000 requests")
+        let (status, lines) = try await collector.stop()
+        #expect(status == 0)
+        #expect(lines.last?["refused"] == 7 && lines.last?["requests"] == 1000 && lines.last?["logs"] == 1000, "\(lines.last ?? .null)")
+        #expect(Self.logs(in: out).count == 1000)
+    }
+
+    @Test("usage errors: an address that is none, a size that is none")
+    func usage() async throws {
+        let badAddress = try await agentEval(["collect", "--listen", "localhost:http"])
+        #expect(badAddress.status == 64 && badAddress.stderr.contains("--listen takes HOST:PORT"))
+        let badSize = try await agentEval(["collect", "--max-body", "lots"])
+        #expect(badSize.status == 64 && badSize.stderr.contains("--max-body takes a size"))
+    }
+}
+
+/// `agent-eval record` on an instrumented agent: its spans are merged into the run.
+@Suite("record: an instrumented agent's OpenTelemetry spans", .tags(.python), .needsPython, .ownThread)
+struct RecordSpansTests {
+    static func record(_ arguments: [String], server: LocalModelServer, log: String) async throws -> (JSONValue, [Event]) {
+        let result = try await agentEval(
+            ["record", "--no-catalog", "--log", log, "--json", "--timeout", "120"] + ["--"] + (try await CollectCommandTests.agentCommand())
+                + arguments,
+            environment: [
+                "OPENAI_BASE_URL": server.baseURL("refund"), "OPENAI_API_KEY": RecordCommandTests.key,
+                "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY",
+                "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
+            ])
+        #expect(result.status == 0, "\(result.stderr)")
+        return (try JSONParser.parse(Array(result.stdout)), try RecordCommandTests.events(log))
+    }
+
+    static func results(_ events: [Event]) -> [ToolCompleted] {
+        events.compactMap { event in
+            if case .toolCompleted(let completed) = event.payload { return completed }
+            return nil
+        }
+    }
+
+    @Test(
+        "tool spans give the results their measured duration and error; model spans matching the gateway's requests add no step",
+        arguments: ["openai-v2", "openinference"])
+    func timesTools(instrumentation: String) async throws {
+        let scratch = try TemporaryDirectory()
+        defer { scratch.remove() }
+        let server = try LocalModelServer()
+        defer { server.stop() }
+        let (summary, events) = try await Self.record(
+            ["--instrumentation", instrumentation, "--fail-refund", "--slow-tool", "0.25"], server: server,
+            log: scratch.path("run.jsonl.gz"))
+        #expect(summary["stop_reason"] == "success")
+        #expect(summary["spans"]?["model_matched"] == 3 && summary["spans"]?["model_unmatched"] == 0, "\(summary)")
+        #expect(summary["spans"]?["tool_timed"] == 2 && summary["spans"]?["tool_late"] == 0, "\(summary)")
+        #expect(RecordCommandTests.trajectory(events) == CollectCommandTests.failedRefund)
+        #expect(RecordCommandTests.decisions(events).count == 3, "the model calls are recorded once, from the wire")
+        let results = Self.results(events)
+        #expect(results.allSatisfy { $0.durationUs >= 250_000 }, "\(results.map(\.durationUs))")
+        #expect(results.last?.error == "the payment service is down", "the tool span's status message, not the text sent back")
+        #expect(
+            events.contains { event in
+                if case .contentStored(let content) = event.payload { return content.mediaType == "application/vnd.otlp.spans+json" }
+                return false
+            })
+        let verify = try await agentEval(["log", "verify", scratch.path("run.jsonl.gz")])
+        #expect(verify.status == 0, "\(verify.stdoutText)\(verify.stderr)")
+    }
+
+    @Test("a tool the agent's own code runs is a call of its own; a call whose result never went back is completed from its span")
+    func untoldCalls() async throws {
+        let scratch = try TemporaryDirectory()
+        defer { scratch.remove() }
+        let server = try LocalModelServer()
+        defer { server.stop() }
+        let (own, ownEvents) = try await Self.record(
+            ["--instrumentation", "openai-v2", "--own-tool"], server: server, log: scratch.path("own.jsonl.gz"))
+        #expect(own["spans"]?["tool_calls"] == 1, "\(own)")
+        let decisions = RecordCommandTests.decisions(ownEvents)
+        #expect(decisions.last?.format == "otlp.span")
+        #expect(
+            Array(RecordCommandTests.trajectory(ownEvents).suffix(3)) == [
+                #"intent notify_customer {"order_id":"A-1042","text":"Refunded 25 EUR for order A-1042."}"#, "result notify_customer ok",
+                "stop success Refunded 25 EUR for order A-1042.",
+            ])
+
+        let (cut, cutEvents) = try await Self.record(
+            ["--instrumentation", "openai-v2", "--exit-after-tools", "2"], server: server, log: scratch.path("cut.jsonl.gz"))
+        #expect(cut["stop_reason"] == "blocked")
+        #expect(
+            RecordCommandTests.trajectory(cutEvents).dropLast() == [
+                #"intent lookup_order {"order_id":"A-1042"}"#, "result lookup_order ok",
+                #"intent refund_order {"amount":25,"order_id":"A-1042"}"#,
+                "result refund_order ok",
+            ], "the refund ran (its span says so) though the agent exited before telling the model")
+        #expect(Self.results(cutEvents).last?.output == ["amount": 25, "refund_id": "rf-9"])
+    }
+}
