@@ -2,7 +2,8 @@
 // for a 10,000-span OTLP/JSON file and a 1,000-episode transcript file (both generated here,
 // shaped like the tests' real inputs), as spans/s and messages/s (medians of N runs), and the
 // process's peak memory after a 1,000- and a 20,000-episode transcript file (JSON Lines are
-// streamed, so it should stay flat) and after the OTLP file. docs/interop.md quotes the numbers.
+// streamed, so it should stay flat) and after the OTLP file; and the rate `collect` and `record` decode
+// an OTLP/HTTP body at, protobuf against OTLP/JSON. docs/interop.md quotes the numbers.
 import Foundation
 import Interop
 import TraceCore
@@ -151,3 +152,102 @@ print(
 let (otlp, spanCount) = try otlpFile()
 measure("otlp", otlp, items: spanCount, unit: "spans", format: .otlp)
 print("peak RSS: \(peakMB()) MB after the OTLP file (\(String(format: "%.1f", megabytes(otlp))) MB, read whole)")
+
+// What `collect` and `record` do with an OTLP/HTTP body: the same 10,000 spans as protobuf's
+// binary encoding (what the SDKs' exporters send by default), decoded by the hand decoder into
+// OTLP/JSON, against parsing the OTLP/JSON body; both then split by trace (`ReceivedTraces`).
+/// Protobuf's encoding of an OTLP/JSON request of the shape `otlpFile` makes (string and int
+/// attributes), written by hand as the exporters' encoder writes it.
+enum ProtobufEncoding {
+    static func varint(_ value: UInt64, into bytes: inout [UInt8]) {
+        var value = value
+        while value >= 0x80 {
+            bytes.append(UInt8(value & 0x7F) | 0x80)
+            value >>= 7
+        }
+        bytes.append(UInt8(value))
+    }
+
+    static func field(_ number: Int, _ content: [UInt8], into bytes: inout [UInt8]) {
+        varint(UInt64(number << 3 | 2), into: &bytes)
+        varint(UInt64(content.count), into: &bytes)
+        bytes += content
+    }
+
+    static func hex(_ text: String) -> [UInt8] {
+        let digits = Array(text.utf8)
+        return stride(from: 0, to: digits.count - 1, by: 2).compactMap {
+            UInt8(String(decoding: digits[$0..<$0 + 2], as: UTF8.self), radix: 16)
+        }
+    }
+
+    static func attribute(_ value: JSONValue) -> [UInt8] {
+        var any: [UInt8] = []
+        if let text = value["value"]?["stringValue"]?.stringValue {
+            field(1, Array(text.utf8), into: &any)
+        } else if let number = value["value"]?["intValue"]?.stringValue.flatMap({ Int64($0) }) {
+            varint(3 << 3, into: &any)
+            varint(UInt64(bitPattern: number), into: &any)
+        }
+        var pair: [UInt8] = []
+        field(1, Array((value["key"]?.stringValue ?? "").utf8), into: &pair)
+        field(2, any, into: &pair)
+        return pair
+    }
+
+    static func request(_ value: JSONValue) -> [UInt8] {
+        var bytes: [UInt8] = []
+        for batch in value["resourceSpans"]?.arrayValue ?? [] {
+            var resourceSpans: [UInt8] = []
+            var resource: [UInt8] = []
+            for item in batch["resource"]?["attributes"]?.arrayValue ?? [] { field(1, attribute(item), into: &resource) }
+            field(1, resource, into: &resourceSpans)
+            for scope in batch["scopeSpans"]?.arrayValue ?? [] {
+                var scopeSpans: [UInt8] = []
+                for span in scope["spans"]?.arrayValue ?? [] {
+                    var message: [UInt8] = []
+                    field(1, hex(span["traceId"]?.stringValue ?? ""), into: &message)
+                    field(2, hex(span["spanId"]?.stringValue ?? ""), into: &message)
+                    if let parent = span["parentSpanId"]?.stringValue { field(4, hex(parent), into: &message) }
+                    field(5, Array((span["name"]?.stringValue ?? "").utf8), into: &message)
+                    for (number, key) in [(7, "startTimeUnixNano"), (8, "endTimeUnixNano")] {
+                        varint(UInt64(number << 3 | 1), into: &message)
+                        let nanos = UInt64(span[key]?.stringValue ?? "") ?? 0
+                        for shift in stride(from: 0, to: 64, by: 8) { message.append(UInt8((nanos >> UInt64(shift)) & 0xFF)) }
+                    }
+                    for item in span["attributes"]?.arrayValue ?? [] { field(9, attribute(item), into: &message) }
+                    field(2, message, into: &scopeSpans)
+                }
+                field(2, scopeSpans, into: &resourceSpans)
+            }
+            field(1, resourceSpans, into: &bytes)
+        }
+        return bytes
+    }
+}
+
+let jsonBody = Array(try Data(contentsOf: URL(fileURLWithPath: otlp)))
+let protobufBody = ProtobufEncoding.request(try JSONParser.parse(jsonBody))
+func timeDecoding(_ name: String, bytes: Int, _ decode: () throws -> JSONValue) throws {
+    var decoding: [Double] = []
+    var splitting: [Double] = []
+    var spans = 0
+    for _ in 0..<max(runs, 5) {
+        let start = DispatchTime.now().uptimeNanoseconds
+        let request = try decode()
+        let decoded = DispatchTime.now().uptimeNanoseconds
+        let received = try ReceivedTraces(request: request)
+        decoding.append(Double(decoded - start) / 1e9)
+        splitting.append(Double(DispatchTime.now().uptimeNanoseconds - decoded) / 1e9)
+        spans = received.spanCount
+    }
+    print(
+        String(
+            format: "receive %@: %d spans in %.1f MB: decoded in median %.1f ms = %.0f MB/s (runs: %@); read as spans and split by "
+                + "trace in %.1f ms; %.0f spans/s in all",
+            name, spans, Double(bytes) / 1e6, median(decoding) * 1000, Double(bytes) / 1e6 / median(decoding),
+            decoding.map { String(format: "%.1f", $0 * 1000) }.joined(separator: ", "), median(splitting) * 1000,
+            Double(spans) / (median(decoding) + median(splitting))))
+}
+try timeDecoding("protobuf", bytes: protobufBody.count) { try OTLPProtobuf.traceRequest(protobufBody) }
+try timeDecoding("OTLP/JSON", bytes: jsonBody.count) { try JSONParser.parse(jsonBody) }

@@ -47,6 +47,10 @@ struct TraceImportTests {
         #expect(first[0].stop == "success")
         // Content capture off: the call comes from its tool span; the last reply hit max_tokens.
         #expect(first[1].calls == ["web_search({})"])
+        let (captureOff, _) = try await importRuns([(directory as NSString).appendingPathComponent("genai.otlp.json")])
+        let offNotes = captureOff.runs[1].warnings
+        #expect(offNotes.contains { $0.contains("(web_search) carries no result (content capture off?): recorded as run, without output") })
+        #expect(offNotes.contains { $0.contains("(web_search) carries no arguments, and no model call proposed it: recorded with {}") })
         #expect(first[1].stop == "budget_exhausted/token_budget")
 
         let (legacy, states) = try await importRuns([(directory as NSString).appendingPathComponent("openllmetry.otlp.json")])

@@ -39,7 +39,7 @@ public enum OTLPProtobuf {
     // MARK: - Messages
 
     private static func resourceSpans(_ reader: inout Reader) throws(DecodeError) -> JSONValue {
-        var object = JSONObject()
+        var object = Pairs()
         var scopes: [JSONValue] = []
         while let field = try reader.nextField() {
             switch (field.number, field.value) {
@@ -50,11 +50,11 @@ public enum OTLPProtobuf {
             }
         }
         object["scopeSpans"] = .array(scopes)
-        return .object(object)
+        return object.json
     }
 
     private static func resource(_ reader: inout Reader) throws(DecodeError) -> JSONValue {
-        var object = JSONObject()
+        var object = Pairs()
         var attributes: [JSONValue] = []
         while let field = try reader.nextField() {
             switch (field.number, field.value) {
@@ -64,11 +64,11 @@ public enum OTLPProtobuf {
             }
         }
         object["attributes"] = .array(attributes)
-        return .object(object)
+        return object.json
     }
 
     private static func scopeSpans(_ reader: inout Reader) throws(DecodeError) -> JSONValue {
-        var object = JSONObject()
+        var object = Pairs()
         var spans: [JSONValue] = []
         while let field = try reader.nextField() {
             switch (field.number, field.value) {
@@ -79,11 +79,11 @@ public enum OTLPProtobuf {
             }
         }
         object["spans"] = .array(spans)
-        return .object(object)
+        return object.json
     }
 
     private static func scope(_ reader: inout Reader) throws(DecodeError) -> JSONValue {
-        var object = JSONObject()
+        var object = Pairs()
         var attributes: [JSONValue] = []
         while let field = try reader.nextField() {
             switch (field.number, field.value) {
@@ -94,11 +94,11 @@ public enum OTLPProtobuf {
             }
         }
         if !attributes.isEmpty { object["attributes"] = .array(attributes) }
-        return .object(object)
+        return object.json
     }
 
     private static func span(_ reader: inout Reader) throws(DecodeError) -> JSONValue {
-        var object = JSONObject()
+        var object = Pairs()
         var attributes: [JSONValue] = []
         var events: [JSONValue] = []
         var links: [JSONValue] = []
@@ -126,11 +126,11 @@ public enum OTLPProtobuf {
         object["attributes"] = .array(attributes)
         if !events.isEmpty { object["events"] = .array(events) }
         if !links.isEmpty { object["links"] = .array(links) }
-        return .object(object)
+        return object.json
     }
 
     private static func event(_ reader: inout Reader) throws(DecodeError) -> JSONValue {
-        var object = JSONObject()
+        var object = Pairs()
         var attributes: [JSONValue] = []
         while let field = try reader.nextField() {
             switch (field.number, field.value) {
@@ -142,11 +142,11 @@ public enum OTLPProtobuf {
             }
         }
         object["attributes"] = .array(attributes)
-        return .object(object)
+        return object.json
     }
 
     private static func link(_ reader: inout Reader) throws(DecodeError) -> JSONValue {
-        var object = JSONObject()
+        var object = Pairs()
         var attributes: [JSONValue] = []
         while let field = try reader.nextField() {
             switch (field.number, field.value) {
@@ -160,11 +160,11 @@ public enum OTLPProtobuf {
             }
         }
         object["attributes"] = .array(attributes)
-        return .object(object)
+        return object.json
     }
 
     private static func status(_ reader: inout Reader) throws(DecodeError) -> JSONValue {
-        var object = JSONObject()
+        var object = Pairs()
         while let field = try reader.nextField() {
             switch (field.number, field.value) {
             case (2, .bytes(let inner)): object["message"] = .string(inner.string)
@@ -172,7 +172,7 @@ public enum OTLPProtobuf {
             default: continue
             }
         }
-        return .object(object)
+        return object.json
     }
 
     private static func keyValue(_ reader: inout Reader, depth: Int) throws(DecodeError) -> JSONValue {
@@ -218,6 +218,23 @@ public enum OTLPProtobuf {
         return value
     }
 
+    /// An object's members as they are decoded, made a `JSONObject` in key order at the end (a
+    /// `JSONObject` built in key order appends; one built in field order would insert).
+    struct Pairs {
+        var pairs: [(String, JSONValue)] = []
+
+        subscript(key: String) -> JSONValue? {
+            get { pairs.last { $0.0 == key }?.1 }
+            set { if let newValue { pairs.append((key, newValue)) } }
+        }
+
+        var json: JSONValue {
+            // Keys are ASCII field names: String order is byte order. Sorted stably, a repeated
+            // field's later value comes last and replaces the earlier, as protobuf reads it.
+            .object(JSONObject(pairs.enumerated().sorted { ($0.element.0, $0.offset) < ($1.element.0, $1.offset) }.map(\.element)))
+        }
+    }
+
     // MARK: - Wire format
 
     enum WireValue {
@@ -236,7 +253,7 @@ public enum OTLPProtobuf {
         var count: Int { end - position }
         var string: String { String(decoding: UnsafeBufferPointer(rebasing: bytes[position..<end]), as: UTF8.self) }
         var bytesArray: [UInt8] { Array(bytes[position..<end]) }
-        var hex: String { ContentHash.hex(bytesArray) }
+        var hex: String { ContentHash.hex(UnsafeBufferPointer(rebasing: bytes[position..<end])) }
 
         /// The next field, or nil at the end of the message.
         mutating func nextField() throws(DecodeError) -> (number: Int, value: WireValue)? {

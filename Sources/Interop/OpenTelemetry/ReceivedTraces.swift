@@ -9,7 +9,10 @@ public struct ReceivedTraces: Sendable {
         public var traceId: String
         /// An OTLP/JSON `ExportTraceServiceRequest` holding this trace's spans only.
         public var request: JSONValue
-        public var spans: [Span]
+        public var spanCount: Int
+
+        /// The spans, read by the importer's mapping (when asked: a collector only keeps them).
+        public var spans: [Span] { SpanReader.otlpSpans(inBatches: request["resourceSpans"]?.arrayValue ?? []).spans }
     }
 
     /// The traces, in the order their first span comes in the request.
@@ -17,7 +20,7 @@ public struct ReceivedTraces: Sendable {
     /// Spans left out for want of a trace id or a span id.
     public var unidentified: Int
 
-    public var spanCount: Int { traces.reduce(0) { $0 + $1.spans.count } }
+    public var spanCount: Int { traces.reduce(0) { $0 + $1.spanCount } }
 
     /// Reads an OTLP/JSON request (what `OTLPProtobuf` makes of a protobuf body, too).
     public init(request: JSONValue) throws(ImportError) {
@@ -50,15 +53,14 @@ public struct ReceivedTraces: Sendable {
                     cutScope["spans"] = .array(spans)
                     var cutBatch = batch.objectValue ?? JSONObject()
                     cutBatch["scopeSpans"] = .array([.object(cutScope)])
-                    let read = SpanReader.otlpSpans(inBatches: [.object(cutBatch)]).spans
                     if let at = index[traceId] {
-                        traces[at].spans += read
+                        traces[at].spanCount += spans.count
                         var batches = traces[at].request["resourceSpans"]?.arrayValue ?? []
                         batches.append(.object(cutBatch))
                         traces[at].request = ["resourceSpans": .array(batches)]
                     } else {
                         index[traceId] = traces.count
-                        traces.append(Trace(traceId: traceId, request: ["resourceSpans": [.object(cutBatch)]], spans: read))
+                        traces.append(Trace(traceId: traceId, request: ["resourceSpans": [.object(cutBatch)]], spanCount: spans.count))
                     }
                 }
             }

@@ -85,9 +85,9 @@ public final class TraceCollector: Sendable {
             for trace in received.traces {
                 try LineJournal.append([JSONWriter.encode(trace.request)], to: journalPath(of: trace.traceId))
                 state.pending[trace.traceId, default: Pending(lastUs: at, spans: 0)].lastUs = at
-                state.pending[trace.traceId]?.spans += trace.spans.count
-                state.spans[trace.traceId, default: 0] += trace.spans.count
-                kept += trace.spans.count
+                state.pending[trace.traceId]?.spans += trace.spanCount
+                state.spans[trace.traceId, default: 0] += trace.spanCount
+                kept += trace.spanCount
             }
             return kept
         }

@@ -201,6 +201,9 @@ struct TraceImporter {
 
         // Each tool call: paired with a proposed call by id, else by name, else added to the model
         // call before it (whose reply content was not captured) or to a step of its own.
+        /// Tool spans that hold no result, and unpaired ones that hold no arguments (content capture off).
+        var withoutResult: [String] = []
+        var withoutArguments: [String] = []
         for group in toolGroups {
             let depthSorted = deepestFirst(group)
             let span = depthSorted[0]
@@ -214,6 +217,7 @@ struct TraceImporter {
                 text, isError: error != nil, durationUs: max(0, span.endUs - span.startUs), timeUs: span.startUs)
             if resultValue == nil { result.output = nil }
             if let error { result.error = error }
+            if resultValue == nil, error == nil { withoutResult.append("\(span.spanId) (\(name))") }
             let slot =
                 pending.firstIndex { sourceId != nil && $0.sourceId == sourceId }
                 ?? pending.firstIndex { $0.name == name && (sourceId == nil || $0.sourceId == nil) }
@@ -230,6 +234,7 @@ struct TraceImporter {
                 continue
             }
             let id = logId(sourceId)
+            if arguments == nil { withoutArguments.append("\(span.spanId) (\(name))") }
             let argumentsValue = TranscriptImporter.arguments(arguments, call: id, at: "span \(span.spanId)", warnings: &warnings)
             let call = ImportedCall(call: ToolCall(id: id, name: name, arguments: argumentsValue), result: result)
             // The model call it belongs to: the last that started before it, when its reply
@@ -249,6 +254,17 @@ struct TraceImporter {
                 captured.insert(true, at: at)
                 pending = pending.map { ($0.step >= at ? $0.step + 1 : $0.step, $0.index, $0.sourceId, $0.name) }
             }
+        }
+        if !withoutResult.isEmpty {
+            warnings.append(
+                "tool span\(withoutResult.count == 1 ? "" : "s") \(withoutResult.joined(separator: ", ")) carr\(withoutResult.count == 1 ? "ies" : "y") "
+                    + "no result (content capture off?): recorded as run, without output")
+        }
+        if !withoutArguments.isEmpty {
+            warnings.append(
+                "tool span\(withoutArguments.count == 1 ? "" : "s") \(withoutArguments.joined(separator: ", ")) "
+                    + "carr\(withoutArguments.count == 1 ? "ies" : "y") no arguments, and no model call proposed "
+                    + (withoutArguments.count == 1 ? "it" : "them") + ": recorded with {}")
         }
         for call in pending {
             warnings.append(
