@@ -1,4 +1,4 @@
-// `swift run -c release interop-benchmark [--runs N]`: the import rate of `agent-eval import`
+// `swift run -c release interop-benchmark [--runs N] [--write-protobuf FILE]`: the import rate of `agent-eval import`
 // for a 10,000-span OTLP/JSON file and a 1,000-episode transcript file (both generated here,
 // shaped like the tests' real inputs), as spans/s and messages/s (medians of N runs), and the
 // process's peak memory after a 1,000- and a 20,000-episode transcript file (JSON Lines are
@@ -228,6 +228,10 @@ enum ProtobufEncoding {
 
 let jsonBody = Array(try Data(contentsOf: URL(fileURLWithPath: otlp)))
 let protobufBody = ProtobufEncoding.request(try JSONParser.parse(jsonBody))
+// `--write-protobuf FILE`: the body, for a decoder elsewhere to be measured on the same bytes.
+if let index = CommandLine.arguments.firstIndex(of: "--write-protobuf"), index + 1 < CommandLine.arguments.count {
+    try Data(protobufBody).write(to: URL(fileURLWithPath: CommandLine.arguments[index + 1]))
+}
 func timeDecoding(_ name: String, bytes: Int, _ decode: () throws -> JSONValue) throws {
     var decoding: [Double] = []
     var splitting: [Double] = []

@@ -8,7 +8,7 @@ Spans go out over OTLP/HTTP protobuf, to wherever the standard variables say
 processor, flushed at exit.
 
 Usage: otel_agent.py --instrumentation openai-v2|openinference [--fail-refund] [--slow-tool S]
-                     [--no-tool-spans] [--own-tool] [--exit-after-tools N]
+                     [--no-tool-spans] [--own-tool] [--tool-first] [--exit-after-tools N]
                      [--otlp-json] "request"
 
 --fail-refund: refund_order raises, and its span ends with an error status.
@@ -17,6 +17,8 @@ Usage: otel_agent.py --instrumentation openai-v2|openinference [--fail-refund] [
 --own-tool: after the answer, the agent's own code runs notify_customer (no model proposed it),
             in an execute_tool span of its own.
 --exit-after-tools N: exit right after running the N-th tool, without sending its result back.
+--tool-first: before asking the model anything, the agent's own code looks the order up (an
+              execute_tool span that comes before the first model request).
 --otlp-json: the exporter sends OTLP/JSON instead of protobuf (a hand-rolled exporter on the SDK's
         own encoder, as collectors' JSON receivers see it).
 """
@@ -87,6 +89,7 @@ def main():
     parser.add_argument("--no-tool-spans", action="store_true")
     parser.add_argument("--otlp-json", action="store_true")
     parser.add_argument("--own-tool", action="store_true")
+    parser.add_argument("--tool-first", action="store_true")
     parser.add_argument("--exit-after-tools", type=int, default=0)
     parser.add_argument("request", nargs="?")
     options = parser.parse_args()
@@ -118,6 +121,13 @@ def main():
     with tracer.start_as_current_span("invoke_agent refund-agent") as agent_span:
         agent_span.set_attribute("gen_ai.operation.name", "invoke_agent")
         agent_span.set_attribute("gen_ai.agent.name", "refund-agent")
+        if options.tool_first:
+            with tracer.start_as_current_span("execute_tool lookup_order") as span:
+                span.set_attribute("gen_ai.operation.name", "execute_tool")
+                span.set_attribute("gen_ai.tool.name", "lookup_order")
+                span.set_attribute("gen_ai.tool.call.arguments", json.dumps({"order_id": "A-1042"}))
+                span.set_attribute("gen_ai.tool.call.result", json.dumps(run_tool("lookup_order", {"order_id": "A-1042"}, options)))
+            provider.force_flush()
         for _ in range(6):
             message = client.chat.completions.create(model="gpt-test", messages=messages, tools=tools).choices[0].message
             calls = message.tool_calls or []

@@ -211,17 +211,16 @@ public struct CommandRecording: Sendable {
     /// The largest OTLP request the gateway takes from the command (what `collect` takes by default).
     public static let maxSpanRequestBytes = 20 << 20
 
-    /// Points the OpenTelemetry SDKs' OTLP exporters at `endpoint` (docs/record.md,
-    /// "OpenTelemetry spans"): traces over OTLP/HTTP (a gRPC setting is replaced: the gateway
-    /// speaks HTTP), and, unless the command sets its own, the batch span processor exporting each
+    /// Points the OpenTelemetry SDKs' OTLP trace exporter at `endpoint` (docs/record.md,
+    /// "OpenTelemetry spans"): `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, over OTLP/HTTP (a gRPC setting
+    /// is replaced: the gateway speaks HTTP), and, unless the command sets its own, the batch span processor exporting each
     /// span as it ends (a batch of 1, 100 ms at most), so that a tool's span comes while its
     /// result is being recorded.
     static func pointExporters(at endpoint: String, in environment: inout [String: String]) {
-        environment["OTEL_EXPORTER_OTLP_ENDPOINT"] = endpoint
+        // Traces only: the command's metrics and logs exporters go where they went.
         environment["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = endpoint + "/v1/traces"
-        for name in ["OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"] where environment[name] == "grpc" {
-            environment[name] = "http/protobuf"
-        }
+        let protocolSetting = environment["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"] ?? environment["OTEL_EXPORTER_OTLP_PROTOCOL"]
+        if protocolSetting == "grpc" { environment["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"] = "http/protobuf" }
         if environment["OTEL_BSP_SCHEDULE_DELAY"] == nil { environment["OTEL_BSP_SCHEDULE_DELAY"] = "100" }
         if environment["OTEL_BSP_MAX_EXPORT_BATCH_SIZE"] == nil { environment["OTEL_BSP_MAX_EXPORT_BATCH_SIZE"] = "1" }
     }

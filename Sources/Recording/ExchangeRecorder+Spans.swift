@@ -9,8 +9,8 @@ import TraceLog
 /// (docs/record.md, "OpenTelemetry spans"):
 ///
 /// - a **model span** (`chat`, an LLM span) is the gateway's own model call seen from inside the
-///   agent: it matches a recorded answer by its response id, or else by time (the span covers
-///   the exchange), and adds nothing — the call is recorded once, from the wire. A model span
+///   agent: it matches a recorded exchange by time (it was running when the gateway received the
+///   request), one span an exchange, and adds nothing — the call is recorded once, from the wire. A model span
 ///   that matches no recorded answer is a call that did not pass through the gateway (a client
 ///   with its base URL set in code): it is counted, said in the summary, and kept with the spans;
 /// - a **tool span** of a call the model proposed and whose result is not recorded yet gives that
@@ -19,8 +19,10 @@ import TraceLog
 ///   agent never sent back. A tool span of a call that no model proposed (a tool the agent's own
 ///   code runs) is recorded as a call of its own, in a step of its own (`format: otlp.span`). A
 ///   tool span that comes after its call's result was recorded is counted as late;
-/// - every span but the matched model spans is stored in the log as it came (content
-///   `application/vnd.otlp.spans+json`), so nothing the exporter was told is kept is lost.
+/// - every span but the matched model spans is stored in the log as it came, with its resource
+///   and scope (content `application/vnd.otlp.spans+json`), flushed as the log's steps are.
+///   Spans that come before the first model answer wait for it (the run's start names that
+///   answer's goal, model and tools); a span sent again (an exporter's retry) is merged once.
 extension ExchangeRecorder: SpanSink {
     /// What became of the spans.
     public struct SpanCounts: Sendable, Hashable {
@@ -44,14 +46,16 @@ extension ExchangeRecorder: SpanSink {
     public static let spansMediaType = "application/vnd.otlp.spans+json"
 
     public func keep(_ received: ReceivedTraces) async throws -> Int {
-        let spans = received.traces.flatMap(\.spans)
         // A tool span for a call whose model answer is still being recorded waits for it, at
         // most a second (as a proxy's call does).
-        let toolCalls = spans.compactMap(\.toolCall)
-        if !toolCalls.isEmpty {
+        let toolSpans = received.traces.flatMap(\.spans).filter { $0.operation == .tool }
+        if !toolSpans.isEmpty {
             for _ in 0..<100 {
                 let settled = state.withLock { state in
-                    state.inFlight == 0 || toolCalls.allSatisfy { Self.openCall(for: $0, state: state) != nil }
+                    state.inFlight == 0
+                        || toolSpans.allSatisfy { span in
+                            span.toolCall.map { Self.openCall(for: $0, startUs: span.startUs, state: state) != nil } ?? true
+                        }
                 }
                 if settled { break }
                 try? await Task.sleep(for: .milliseconds(10))
@@ -59,26 +63,52 @@ extension ExchangeRecorder: SpanSink {
         }
         let at = now()
         try state.withLock { state in
-            let recorder = try recorder(for: nil, state: &state, atUs: at)
+            // Before the first model answer the run has not begun (its start names that answer's
+            // goal, model and tools): the spans wait for it.
+            guard let recorder = state.recorder else {
+                state.earlySpans += received.traces
+                return
+            }
             guard recorder.state.stop == nil else { return }
-            var kept: [JSONValue] = []
-            var counts = state.spanCounts
-            counts.spans += spans.count
-            for span in spans {
+            try merge(received.traces, at: at, recorder: recorder, state: &state)
+        }
+        return received.spanCount
+    }
+
+    /// Merges spans into the run, by the rules above; stores what is kept.
+    func merge(_ traces: [ReceivedTraces.Trace], at: Int, recorder: RunRecorder, state: inout State) throws {
+        var counts = state.spanCounts
+        for trace in traces {
+            var kept = Set<String>()
+            for span in trace.spans {
+                // An exporter that resends a request sends its spans again: each is merged once.
+                guard state.mergedSpanIds.insert(span.spanId).inserted else { continue }
+                counts.spans += 1
+                var keep = true
                 switch span.operation {
                 case .chat:
-                    if Self.matchesExchange(span, state: state) {
+                    // A model span may come before the gateway has recorded its answer: one that
+                    // matches none yet waits for the answers to come, and is told at the end.
+                    keep = false
+                    if Self.matchExchange(span, state: &state) {
                         counts.modelMatched += 1
-                        continue
+                    } else if let request = trace.request(keeping: { $0 == span.spanId }) {
+                        state.waitingModelSpans.append((span, request))
                     }
-                    counts.modelUnmatched += 1
                 case .tool:
                     guard let call = span.toolCall else { break }
+                    // A span around (or inside) a tool span of the same tool already merged: a
+                    // framework's layer and the tool's own, one call.
+                    let isLayer =
+                        span.parentId.flatMap { state.toolLayers[$0] } == call.name || state.toolLayerParents[span.spanId] == call.name
+                    state.toolLayers[span.spanId] = call.name
+                    if let parent = span.parentId { state.toolLayerParents[parent] = call.name }
+                    if isLayer { break }
                     state.toolSpansSeen += 1
-                    if let open = Self.openCall(for: call, state: state) {
+                    if let open = Self.openCall(for: call, startUs: span.startUs, state: state) {
                         state.spanResults[open] = call
                         counts.toolTimed += 1
-                    } else if let id = call.callId, recorder.state.call(id: id) != nil {
+                    } else if Self.isRecordedAlready(call, span: span, recorder: recorder, state: state) {
                         counts.toolLate += 1
                     } else {
                         clock.now = at
@@ -88,18 +118,16 @@ extension ExchangeRecorder: SpanSink {
                 case .agent, .other:
                     break
                 }
-                kept.append(span.record)
+                if keep { kept.insert(span.spanId) }
             }
-            state.spanCounts = counts
-            if !kept.isEmpty {
+            if let request = trace.request(keeping: kept.contains) {
                 clock.now = at
-                let request: JSONValue = ["resourceSpans": [["scopeSpans": [["spans": .array(kept)]]]]]
                 _ = try store(
                     ContentStored(bytes: JSONWriter.encode(request), mediaType: Self.spansMediaType), recorder: recorder, state: &state)
             }
-            try recorder.writer.flush(sync: false)
         }
-        return spans.count
+        state.spanCounts = counts
+        try recorder.writer.flush(sync: false)
     }
 
     /// Before a request's results are recorded: when the command sends tool spans, waits (at
@@ -133,26 +161,68 @@ extension ExchangeRecorder: SpanSink {
     /// How long a request waits for the tool spans of the results it carries.
     static let toolSpanWaitMs = 500
 
+    /// After an answer is recorded: the model spans that came before it and match it.
+    func matchWaitingModelSpans(state: inout State) {
+        guard !state.waitingModelSpans.isEmpty else { return }
+        var matched = 0
+        state.waitingModelSpans = state.waitingModelSpans.filter { waiting in
+            guard Self.matchExchange(waiting.span, state: &state) else { return true }
+            matched += 1
+            return false
+        }
+        state.spanCounts.modelMatched += matched
+    }
+
+    /// At the end: the model spans no answer matched are calls that did not pass through the
+    /// gateway; counted, and stored with the spans.
+    func storeUnmatchedModelSpans(recorder: RunRecorder, state: inout State) throws {
+        guard !state.waitingModelSpans.isEmpty else { return }
+        let batches = state.waitingModelSpans.flatMap { $0.request["resourceSpans"]?.arrayValue ?? [] }
+        state.spanCounts.modelUnmatched += state.waitingModelSpans.count
+        state.waitingModelSpans = []
+        let request: JSONValue = ["resourceSpans": .array(batches)]
+        _ = try store(ContentStored(bytes: JSONWriter.encode(request), mediaType: Self.spansMediaType), recorder: recorder, state: &state)
+    }
+
+    /// How far apart two processes' clocks may be when a span is compared with the gateway's times.
+    static let clockSlackUs = 5_000
+
     /// The source id of the open call a tool span ran: the one with its call id, else the oldest
-    /// open call of its tool (with the same arguments, when the span has them).
-    static func openCall(for call: SpanToolCall, state: borrowing State) -> String? {
+    /// open call of its tool proposed before the span started — with the same arguments when the
+    /// span has them and one such call is open, else any. Calls a proxy judged are the proxy's.
+    static func openCall(for call: SpanToolCall, startUs: Int, state: borrowing State) -> String? {
+        func isFree(_ id: String, logId: String, tool: String) -> Bool {
+            state.spanResults[id] == nil && !state.proxiedTools.contains(tool) && !state.proxiedCalls.contains(logId)
+        }
         if let id = call.callId {
-            return state.openCallOwner[id]?.isEmpty == false && state.spanResults[id] == nil ? id : nil
+            guard let number = state.openCallOwner[id]?.first, let open = state.conversations[number]?.openCalls[id] else { return nil }
+            return isFree(id, logId: open.logId, tool: open.tool) ? id : nil
         }
         let arguments: JSONValue? = call.arguments == nil ? nil : call.argumentsValue
-        var best: (id: String, atUs: Int)?
+        var sameArguments: (id: String, atUs: Int)?
+        var sameTool: (id: String, atUs: Int)?
         for conversation in state.conversations.values {
-            for (id, open) in conversation.openCalls where open.tool == call.name && state.spanResults[id] == nil {
-                if let best, best.atUs <= open.atUs { continue }
-                if let arguments, let proposed = state.recorder?.state.call(id: open.logId)?.arguments,
-                    !proposed.equals(byValue: arguments)
+            for (id, open) in conversation.openCalls
+            where open.tool == call.name && open.atUs <= startUs + clockSlackUs && isFree(id, logId: open.logId, tool: open.tool) {
+                if sameTool.map({ $0.atUs > open.atUs }) ?? true { sameTool = (id, open.atUs) }
+                if let arguments, let proposed = state.recorder?.state.call(id: open.logId)?.arguments, proposed.equals(byValue: arguments),
+                    sameArguments.map({ $0.atUs > open.atUs }) ?? true
                 {
-                    continue
+                    sameArguments = (id, open.atUs)
                 }
-                best = (id, open.atUs)
             }
         }
-        return best?.id
+        return (sameArguments ?? sameTool)?.id
+    }
+
+    /// Whether a tool span is of a call whose result is recorded already: by its call id, or (a
+    /// span without one) a call of its tool proposed before the span started whose result was
+    /// recorded after it started.
+    static func isRecordedAlready(_ call: SpanToolCall, span: Span, recorder: RunRecorder, state: borrowing State) -> Bool {
+        if let id = call.callId { return recorder.state.call(id: id) != nil }
+        return state.recentResults.contains {
+            $0.tool == call.name && $0.proposedAtUs <= span.startUs + clockSlackUs && $0.recordedAtUs + clockSlackUs >= span.startUs
+        }
     }
 
     private static func openTool(_ id: String, state: borrowing State) -> String? {
@@ -160,13 +230,20 @@ extension ExchangeRecorder: SpanSink {
         return state.conversations[number]?.openCalls[id]?.tool
     }
 
-    /// Whether a model span is an answer the gateway recorded: by response id, else by time.
-    static func matchesExchange(_ span: Span, state: borrowing State) -> Bool {
-        if let id = span.responseId, state.replyIds.contains(id) { return true }
-        // The span runs around the exchange: it starts before the gateway saw the request and
-        // ends after the answer (a few milliseconds' slack for the clocks of two processes).
-        let slackUs = 5_000
-        return state.exchangeTimes.contains { $0.startUs >= span.startUs - slackUs && $0.endUs <= span.endUs + slackUs }
+    /// Whether a model span is an answer the gateway recorded: the span was running when the
+    /// gateway received the exchange's request (the SDK opens it before it sends, and closes it
+    /// once it has read the answer). Each recorded exchange matches one span. (The gateway does
+    /// not read providers' response ids, so time is the one key; a call that bypassed the gateway
+    /// at the very moment of a gateway request may take that request's match, and the gateway's
+    /// own span is then the one counted as unmatched: the counts stay right.)
+    static func matchExchange(_ span: Span, state: inout State) -> Bool {
+        guard
+            let index = state.exchangeStarts.firstIndex(where: {
+                $0 >= span.startUs - clockSlackUs && $0 <= span.endUs + clockSlackUs
+            })
+        else { return false }
+        state.exchangeStarts.remove(at: index)
+        return true
     }
 
     /// A tool call no model proposed, recorded from its span: the call, its intent, its result.
@@ -209,8 +286,10 @@ extension ExchangeRecorder: SpanSink {
                     error: imported.error, durationUs: call.durationUs)))
     }
 
-    /// At the end: the calls the agent ran (their spans say so) but never sent back to the model.
+    /// At the end: the calls the agent ran (their spans say so) but never sent back to the model,
+    /// and the model spans that matched no answer.
     func recordSpanResultsLeft(recorder: RunRecorder, state: inout State) throws {
+        try storeUnmatchedModelSpans(recorder: recorder, state: &state)
         var left: [(atUs: Int, id: String, logId: String, tool: String, call: SpanToolCall)] = []
         for conversation in state.conversations.values {
             for (id, open) in conversation.openCalls {

@@ -172,12 +172,24 @@ public final class ExchangeRecorder: Sendable {
         /// Tool spans of open calls, by the call's source id: their duration and error go into
         /// the result when it is recorded.
         var spanResults: [String: SpanToolCall] = [:]
-        /// The ids of the answers recorded, and when the latest exchanges ran: model spans that
-        /// match one are the gateway's own calls.
-        var replyIds = Set<String>()
-        var exchangeTimes: [(startUs: Int, endUs: Int)] = []
+        /// When the gateway received the requests of the answers recorded that no model span
+        /// matched yet (the latest): a model span that matches one is the gateway's own call.
+        var exchangeStarts: [Int] = []
         /// Calls recorded from tool spans that no model proposed (`span-N`).
         var spanCallCount = 0
+        /// Spans that came before the run began: merged when it does.
+        var earlySpans: [ReceivedTraces.Trace] = []
+        /// Model spans that matched no recorded answer yet, each with its request (for storing).
+        var waitingModelSpans: [(span: Span, request: JSONValue)] = []
+        /// Every span merged, by id: a span sent again is merged once.
+        var mergedSpanIds = Set<String>()
+        /// Tool spans merged (span id → tool), and the parents they name (parent id → tool): a
+        /// span around or inside one of the same tool is the same call.
+        var toolLayers: [String: String] = [:]
+        var toolLayerParents: [String: String] = [:]
+        /// The latest results recorded from what the agent sent back: the tool, when the call was
+        /// proposed and when its result was recorded (for tool spans without a call id that come late).
+        var recentResults: [(tool: String, proposedAtUs: Int, recordedAtUs: Int)] = []
     }
 
     public let logPath: String
@@ -328,6 +340,8 @@ public final class ExchangeRecorder: Sendable {
                 try recorder.record(
                     .toolIntended(ToolIntended(callId: call.logId, tool: call.tool, arguments: record.arguments, attempt: 1)))
             }
+            state.recentResults.append((call.tool, call.atUs, exchange.startUs))
+            if state.recentResults.count > Self.exchangeTimesKept { state.recentResults.removeFirst(state.recentResults.count / 2) }
             if let span = state.spanResults.removeValue(forKey: callId) {
                 // The agent's tool span: its measured duration and error, the text sent back.
                 try recordResult(callId: call.logId, tool: call.tool, from: span, text: text, recorder: recorder, state: &state)
@@ -377,9 +391,9 @@ public final class ExchangeRecorder: Sendable {
             conversation.openCalls[call.sourceId] = (call.logId, call.name, endUs)
             state.openCallOwner[call.sourceId, default: []].append(number)
         }
-        if let id = raw["id"]?.stringValue { state.replyIds.insert(id) }
-        state.exchangeTimes.append((exchange.startUs, endUs))
-        if state.exchangeTimes.count > Self.exchangeTimesKept { state.exchangeTimes.removeFirst(state.exchangeTimes.count / 2) }
+        state.exchangeStarts.append(exchange.startUs)
+        if state.exchangeStarts.count > Self.exchangeTimesKept { state.exchangeStarts.removeFirst(state.exchangeStarts.count / 2) }
+        matchWaitingModelSpans(state: &state)
         conversation.lastOutcome = decision
         conversation.lastAnswered = state.requests + 1
         state.conversations[number] = conversation
@@ -416,6 +430,11 @@ public final class ExchangeRecorder: Sendable {
             try recorder.record(.contentStored(ContentStored(bytes: message, mediaType: ProxyGate.serverRequestMediaType)))
         }
         state.earlyServerRequests = []
+        if !state.earlySpans.isEmpty {
+            let spans = state.earlySpans
+            state.earlySpans = []
+            try merge(spans, at: atUs, recorder: recorder, state: &state)
+        }
         return recorder
     }
 

@@ -4,9 +4,9 @@ import NIOPosix
 
 /// What answers the requests of a `LocalHTTPServer`: the recording gateway, the OTLP receiver.
 protocol HTTPRequestHandling: Sendable {
-    /// The largest request body taken whole; a larger one is read to its end, kept nowhere, and
-    /// answered by `answerTooLarge`.
-    var maxRequestBytes: Int { get }
+    /// The largest body of a request with this head taken whole; a larger one is read to its
+    /// end, kept nowhere, and answered by `answerTooLarge`.
+    func maxRequestBytes(for head: HTTPRequestHead) -> Int
     /// Answers one request; false when the connection must close.
     func handle(_ head: HTTPRequestHead, body: [UInt8], _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>)
         async throws -> Bool
@@ -64,17 +64,18 @@ final class LocalHTTPServer: Sendable {
     )
         async
     {
-        let limit = handler.maxRequestBytes
         try? await connection.executeThenClose { inbound, outbound in
             var head: HTTPRequestHead?
             var body: [UInt8] = []
             var tooLarge = false
+            var limit = 0
             for try await part in inbound {
                 switch part {
                 case .head(let received):
                     head = received
                     body = []
                     tooLarge = false
+                    limit = handler.maxRequestBytes(for: received)
                 case .body(let buffer):
                     if body.count + buffer.readableBytes > limit {
                         tooLarge = true

@@ -84,10 +84,16 @@ public final class GatewayHandler: HTTPRequestHandling {
         self.traces = traces
     }
 
+    func maxRequestBytes(for head: HTTPRequestHead) -> Int {
+        if let traces, TraceReceiver.serves(head.uri) { return traces.maxRequestBytes }
+        return maxRequestBytes
+    }
+
     func answerTooLarge(_ head: HTTPRequestHead, _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>) async throws
         -> Bool
     {
-        try await Self.answer(
+        if let traces, TraceReceiver.serves(head.uri) { return try await traces.answerTooLarge(head, outbound) }
+        return try await Self.answer(
             413, "the request body is larger than \(maxRequestBytes) bytes, more than the gateway takes", to: head, outbound)
     }
 

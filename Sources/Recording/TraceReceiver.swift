@@ -1,3 +1,4 @@
+import AgentRuntime
 import Foundation
 public import Interop
 import NIOCore
@@ -9,14 +10,16 @@ import TraceLog
 /// Where a receiver's spans go: `agent-eval collect`'s per-trace store, or the run `agent-eval
 /// record` is writing.
 public protocol SpanSink: Sendable {
-    /// Keeps the request's spans — on disk before it returns, since the exporter is told they
-    /// are kept once it does — and answers how many it kept.
+    /// Keeps the request's spans before it returns, since the exporter is told they are kept
+    /// once it does — `collect` fsynced on disk, `record` in its log, flushed as the log's steps
+    /// are — and answers how many it kept.
     func keep(_ received: ReceivedTraces) async throws -> Int
 }
 
 extension TraceCollector: SpanSink {
+    /// Appends and fsyncs on a thread of its own: never on the cooperative pool.
     public func keep(_ received: ReceivedTraces) async throws -> Int {
-        try accept(received)
+        try await OwnThread.run(name: "collect") { try self.accept(received) }
     }
 }
 
@@ -59,6 +62,8 @@ public final class TraceReceiver: HTTPRequestHandling {
 
     let sink: any SpanSink
     let maxRequestBytes: Int
+
+    func maxRequestBytes(for head: HTTPRequestHead) -> Int { maxRequestBytes }
     private let counts = Mutex(Counts())
 
     public init(sink: any SpanSink, maxRequestBytes: Int) {

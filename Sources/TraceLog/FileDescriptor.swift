@@ -93,6 +93,13 @@ final class FileDescriptor {
         return FileDescriptor(raw: raw, path: path)
     }
 
+    /// Opens a journal for appending, made if missing (`LineJournal`).
+    static func openForJournal(_ path: String) throws -> FileDescriptor {
+        let raw = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
+        guard raw >= 0 else { throw LogError(.writeFailed, "cannot open the journal for appending: \(errorText())", path: path) }
+        return FileDescriptor(raw: raw, path: path)
+    }
+
     static func openForUpdate(_ path: String) throws -> FileDescriptor {
         let raw = open(path, O_RDWR | O_CLOEXEC)
         guard raw >= 0 else {

@@ -1,19 +1,14 @@
-import Foundation
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// An append-only file of text lines, each on disk (fsynced) before `append` returns: for
 /// records taken in before they can become a log, such as the spans `agent-eval collect`
 /// acknowledges while their trace is still arriving. A crash can leave only a torn last line —
 /// one whose append never returned, so nobody was told it was kept — and `sealTornTail` cuts it.
 public enum LineJournal {
     /// Appends `lines` (each without its newline) as one write, fsynced; a new file's directory
-    /// is fsynced too, so the file itself survives a power loss.
-    public static func append(_ lines: [[UInt8]], to path: String) throws {
+    /// is fsynced too, so the file itself survives a power loss. Answers the file's size after
+    /// the append. A write or fsync that fails is undone (the file cut back to its size before):
+    /// the next append never follows a partial line.
+    @discardableResult
+    public static func append(_ lines: [[UInt8]], to path: String) throws -> Int {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(lines.reduce(0) { $0 + $1.count + 1 })
         for line in lines {
@@ -22,27 +17,17 @@ public enum LineJournal {
         }
         let isNew = !FileDescriptor.exists(path)
         if isNew { try FileDescriptor.createParentDirectories(of: path) }
-        let raw = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
-        guard raw >= 0 else {
-            throw LogError(.writeFailed, "cannot open the journal for appending: \(FileDescriptor.errorText())", path: path)
-        }
-        defer { close(raw) }
-        var offset = 0
-        while offset < bytes.count {
-            let wrote = bytes.withUnsafeBytes { buffer in
-                guard let base = buffer.baseAddress else { return 0 }
-                return write(raw, base + offset, buffer.count - offset)
-            }
-            if wrote < 0 {
-                if errno == EINTR { continue }
-                throw LogError(.writeFailed, "writing the journal failed: \(FileDescriptor.errorText())", path: path)
-            }
-            offset += wrote
-        }
-        guard fsync(raw) == 0 else {
-            throw LogError(.writeFailed, "fsync of the journal failed: \(FileDescriptor.errorText())", path: path)
+        let file = try FileDescriptor.openForJournal(path)
+        let before = try file.size()
+        do {
+            try bytes.withUnsafeBytes { try file.write($0) }
+            try file.sync()
+        } catch {
+            try? file.truncate(to: before)
+            throw error
         }
         if isNew { try FileDescriptor.syncDirectory(of: path) }
+        return before + bytes.count
     }
 
     /// Cuts what follows the last newline (a line a crash tore, never acknowledged); answers how

@@ -1,3 +1,4 @@
+import AgentRuntime
 import ArgumentParser
 import Foundation
 import Interop
@@ -23,8 +24,9 @@ struct CollectCommand: AsyncParsableCommand {
             Bodies larger than --max-body (or that inflate to more) are answered 413 without being kept in \
             memory; a body that is not an OTLP trace request is answered 400 with the reason.
 
-            Exit codes: 0 stopped by SIGINT or SIGTERM after writing every open trace's log; 2 the address \
-            cannot be listened on, or DIR cannot be written; 64 usage error.
+            Exit codes: 0 stopped by SIGINT or SIGTERM after writing every open trace's log; 1 stopped, but \
+            some trace's log could not be written (each is named); 2 the address cannot be listened on, or DIR \
+            cannot be created; 64 usage error.
 
             Examples:
               agent-eval collect --out runs/collected
@@ -52,7 +54,9 @@ struct CollectCommand: AsyncParsableCommand {
         guard Self.address(listen) != nil else {
             throw ValidationError("--listen takes HOST:PORT, :PORT or PORT (0-65535); \"\(listen)\" is none")
         }
-        guard Self.bytes(maxBody) != nil else { throw ValidationError("--max-body takes a size in bytes (20M, 512K, 1048576)") }
+        guard Self.bytes(maxBody) != nil else {
+            throw ValidationError("--max-body takes a size in bytes, more than 0 (20M, 512K, 1048576); \"\(maxBody)\" is none")
+        }
         guard settle >= 0, settle.isFinite else { throw ValidationError("--settle takes a number of seconds, 0 or more") }
     }
 
@@ -71,18 +75,9 @@ struct CollectCommand: AsyncParsableCommand {
         return (host, port)
     }
 
-    /// A size with an optional K, M or G suffix (binary multiples).
+    /// A size with an optional K, M or G suffix (binary multiples), as `--max-archive-bytes` reads it.
     static func bytes(_ text: String) -> Int? {
-        let scales: [Character: Int] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30]
-        var digits = text.uppercased()
-        var scale = 1
-        if digits.hasSuffix("B") { digits.removeLast() }
-        if let last = digits.last, let found = scales[last] {
-            scale = found
-            digits.removeLast()
-        }
-        guard let number = Int(digits), number > 0 else { return nil }
-        return number * scale
+        ArchiveBudget.byteCount(text).flatMap { $0 > 0 ? $0 : nil }
     }
 
     func run() async throws {
@@ -97,7 +92,7 @@ struct CollectCommand: AsyncParsableCommand {
         }
         var finished: [TraceCollector.Finished] = []
         // Traces a collector before this one kept but did not write.
-        let recovered = collector.recover()
+        let recovered = await OwnThread.run(name: "collect") { collector.recover() }
         Self.show(recovered, json: json)
         finished += recovered
         let receiver = TraceReceiver(sink: collector, maxRequestBytes: maxBytes)
@@ -127,7 +122,7 @@ struct CollectCommand: AsyncParsableCommand {
             var all: [TraceCollector.Finished] = []
             while !Task.isCancelled {
                 try? await Task.sleep(for: .seconds(tick))
-                let done = collector.finishSettled()
+                let done = await OwnThread.run(name: "collect") { collector.finishSettled() }
                 Self.show(done, json: json)
                 all += done
             }
@@ -135,7 +130,7 @@ struct CollectCommand: AsyncParsableCommand {
         }
         finished += settled
         await server.stop()
-        let last = collector.finishAll()
+        let last = await OwnThread.run(name: "collect") { collector.finishAll() }
         Self.show(last, json: json)
         finished += last
         let written = finished.count { $0.log != nil }
@@ -148,8 +143,8 @@ struct CollectCommand: AsyncParsableCommand {
             ])
         } else {
             printError(
-                "collected \(counts.spans) span\(counts.spans == 1 ? "" : "s") in \(counts.requests) request\(counts.requests == 1 ? "" : "s")"
-                    + " (\(counts.refused) refused); \(written) log\(written == 1 ? "" : "s") written"
+                "collected \(counted(counts.spans, "span")) in \(counted(counts.requests, "request")) (\(counts.refused) refused); "
+                    + "\(counted(written, "log")) written"
                     + (failed > 0 ? ", \(failed) failed" : ""))
         }
         fflush(nil)
@@ -163,11 +158,10 @@ struct CollectCommand: AsyncParsableCommand {
                 printJSON(["event": "log", "trace": trace.json])
             } else if let log = trace.log {
                 let stop = trace.stop.map { ", \($0.rawValue)" } ?? ", no stop"
-                let warnings = trace.warnings.isEmpty ? "" : " (\(trace.warnings.count) warning\(trace.warnings.count == 1 ? "" : "s"))"
+                let warnings = trace.warnings.isEmpty ? "" : " (\(counted(trace.warnings.count, "warning")))"
                 printError(
-                    "trace \(trace.traceId): \(trace.spans) span\(trace.spans == 1 ? "" : "s") → \(displayPath(log)): "
-                        + "\(trace.steps) step\(trace.steps == 1 ? "" : "s"), \(trace.calls) call\(trace.calls == 1 ? "" : "s")\(stop)"
-                        + warnings)
+                    "trace \(trace.traceId): \(counted(trace.spans, "span")) → \(displayPath(log)): "
+                        + "\(counted(trace.steps, "step")), \(counted(trace.calls, "call"))\(stop)" + warnings)
             } else {
                 printError("error: trace \(trace.traceId) could not be written: \(trace.error?.message ?? "unknown")")
             }

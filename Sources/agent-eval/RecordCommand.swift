@@ -22,7 +22,11 @@ struct RecordCommand: AsyncParsableCommand {
             command ended. The log is an ordinary one: replay, diff, view, index and eval cases read it. \
             API keys go to the provider, never into the log or the cassette. docs/record.md has the details.
 
-            The command's OpenTelemetry exporters are pointed at the gateway too (OTEL_EXPORTER_OTLP_ENDPOINT,             OTLP/HTTP): an instrumented agent's tool spans give its calls their measured duration and error, and             calls its own code ran without asking the model; model spans are matched to the requests the             gateway saw and not recorded twice (--no-otlp leaves the variables alone).
+            The command's OpenTelemetry trace exporter is pointed at the gateway too \
+            (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTLP/HTTP): an instrumented agent's tool spans give its calls \
+            their measured duration and error, and add the calls its own code ran without asking the model; \
+            model spans are matched to the requests the gateway saw and not recorded twice (--no-otlp leaves \
+            the variables alone).
 
             With --cassette DIR the model's answers are recorded (--record new or all) or replayed offline \
             (--record none, the default with a cassette): the same agent code then gives the same trajectory, \
@@ -77,7 +81,7 @@ struct RecordCommand: AsyncParsableCommand {
                 + "all records everything again.", valueName: "none|new|all"))
     var record: String = "none"
 
-    @Flag(help: "Leave the command's OTEL_EXPORTER_OTLP_* variables alone: its spans are not taken into the run.")
+    @Flag(help: "Leave the command's OTEL_EXPORTER_OTLP_TRACES_* variables alone: its spans are not taken into the run.")
     var noOtlp = false
 
     @Flag(help: "Print a machine-readable summary as JSON on standard output (the command's own output then goes to standard error).")

@@ -149,7 +149,8 @@ struct CollectCommandTests {
         let verify = try await agentEval(["log", "verify", log])
         #expect(verify.status == 0, "\(verify.stdoutText)\(verify.stderr)")
         // The spans it acknowledged, kept per trace, import to the same run.
-        let journal = try #require(try FileManager.default.contentsOfDirectory(atPath: out + "/spans").first)
+        let journal = try #require(
+            try FileManager.default.contentsOfDirectory(atPath: out + "/spans").first { $0.hasSuffix(".otlp.jsonl") })
         let again = try await agentEval(["import", "otlp", out + "/spans/" + journal, "--out", scratch.path("again"), "--json"])
         #expect(again.status == 0, "\(again.stderr)")
         #expect(
@@ -172,7 +173,9 @@ struct CollectCommandTests {
         #expect(killed == SIGKILL)
         #expect(Self.logs(in: out).isEmpty, "the trace had not settled: no log yet")
         // A write the kill tore (never acknowledged) at the end of the journal.
-        let journal = out + "/spans/" + (try #require(try FileManager.default.contentsOfDirectory(atPath: out + "/spans").first))
+        let journal =
+            out + "/spans/"
+            + (try #require(try FileManager.default.contentsOfDirectory(atPath: out + "/spans").first { $0.hasSuffix(".otlp.jsonl") }))
         let handle = try #require(FileHandle(forWritingAtPath: journal))
         handle.seekToEndOfFile()
         handle.write(Data(#"{"resourceSpans":[{"scopeSpa"#.utf8))
@@ -237,6 +240,69 @@ struct CollectCommandTests {
         #expect(Self.logs(in: out).count == 1000)
     }
 
+    @Test("an exporter's retry of a request keeps each span once; a trace id that is not 32 hex digits names no file")
+    func retriesAndHostileIds() async throws {
+        let scratch = try TemporaryDirectory()
+        defer { scratch.remove() }
+        let out = scratch.path("collected")
+        let collector = try await Collector.start(out: out, settle: 0.3, scratch: scratch)
+        func span(_ trace: String, _ id: String, _ name: String, start: Int, _ attributes: [(String, String)], parent: String? = nil)
+            -> JSONValue
+        {
+            let base = 1_790_000_000_000_000_000 + start * 1_000_000
+            let pairs: [JSONValue] = attributes.map { key, value in
+                let typed: JSONValue = ["stringValue": .string(value)]
+                return ["key": .string(key), "value": typed]
+            }
+            var object = JSONObject()
+            object["traceId"] = .string(trace)
+            object["spanId"] = .string(id)
+            object["name"] = .string(name)
+            object["startTimeUnixNano"] = .string(String(base))
+            object["endTimeUnixNano"] = .string(String(base + 500_000))
+            object["attributes"] = .array(pairs)
+            if let parent { object["parentSpanId"] = .string(parent) }
+            return .object(object)
+        }
+        let trace = String(repeating: "ab", count: 16)
+        let output = #"[{"role":"assistant","parts":[{"type":"tool_call","id":"c1","name":"ping","arguments":{}}]}]"#
+        let spans: [JSONValue] = [
+            span(trace, "0000000000000001", "invoke_agent", start: 0, [("gen_ai.operation.name", "invoke_agent")]),
+            span(
+                trace, "0000000000000002", "chat", start: 1, [("gen_ai.operation.name", "chat"), ("gen_ai.output.messages", output)],
+                parent: "0000000000000001"),
+            span(
+                trace, "0000000000000003", "execute_tool ping", start: 2,
+                [("gen_ai.operation.name", "execute_tool"), ("gen_ai.tool.name", "ping"), ("gen_ai.tool.call.id", "c1")],
+                parent: "0000000000000001"),
+            span("../../../escaped", "0000000000000004", "chat", start: 3, [("gen_ai.operation.name", "chat")]),
+        ]
+        let scope: JSONValue = ["spans": .array(spans)]
+        let batch: JSONValue = ["scopeSpans": [scope]]
+        let request: JSONValue = ["resourceSpans": [batch]]
+        let body = scratch.path("request.json")
+        try Data(JSONWriter.encode(request)).write(to: URL(fileURLWithPath: body))
+        for _ in 0..<2 {
+            let sent = try await Subprocess.run(
+                "/usr/bin/env",
+                [
+                    "python3", PythonEnvironment.scriptPath("otlp_post.py"), collector.traces, "--body-file", body, "--content-type",
+                    "application/json",
+                ])
+            let answer = try JSONParser.parse(Array(sent.stdout))
+            #expect(answer["status"] == 200, "\(answer)")
+            let partial = try JSONParser.parse(Array((answer["body"]?.stringValue ?? "").utf8))
+            #expect(partial["partialSuccess"]?["rejectedSpans"] == "1", "the span with a path for a trace id is left out: \(partial)")
+        }
+        let (status, lines) = try await collector.stop()
+        #expect(status == 0)
+        #expect(lines.filter { $0["event"] == "log" }.map { $0["trace"]?["spans"] } == [3], "\(lines)")
+        let log = try #require(Self.logs(in: out).first)
+        #expect(RecordCommandTests.trajectory(try RecordCommandTests.events(log)).filter { $0.hasPrefix("intent") } == ["intent ping {}"])
+        #expect(!FileManager.default.fileExists(atPath: scratch.path("escaped.otlp.jsonl")))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out + "/spans").sorted() == ["\(trace).logged", "\(trace).otlp.jsonl"])
+    }
+
     @Test("usage errors: an address that is none, a size that is none")
     func usage() async throws {
         let badAddress = try await agentEval(["collect", "--listen", "localhost:http"])
@@ -295,6 +361,27 @@ struct RecordSpansTests {
             })
         let verify = try await agentEval(["log", "verify", scratch.path("run.jsonl.gz")])
         #expect(verify.status == 0, "\(verify.stdoutText)\(verify.stderr)")
+    }
+
+    @Test("a tool span before the first model request waits for the run to begin: the run's start still names the goal and model")
+    func spansBeforeTheRun() async throws {
+        let scratch = try TemporaryDirectory()
+        defer { scratch.remove() }
+        let server = try LocalModelServer()
+        defer { server.stop() }
+        let (summary, events) = try await Self.record(
+            ["--instrumentation", "openai-v2", "--tool-first"], server: server, log: scratch.path("run.jsonl.gz"))
+        #expect(summary["stop_reason"] == "success" && summary["spans"]?["tool_calls"] == 1, "\(summary)")
+        guard case .runStarted(let start)? = events.first?.payload else {
+            Issue.record("the log starts with \(String(describing: events.first))")
+            return
+        }
+        #expect(start.goal == "Order A-1042 arrived broken. Refund me.")
+        #expect(start.model.name == "gpt-test")
+        #expect(
+            RecordCommandTests.trajectory(events).prefix(2) == [#"intent lookup_order {"order_id":"A-1042"}"#, "result lookup_order ok"],
+            "the agent's own lookup, as the first step")
+        #expect(RecordCommandTests.decisions(events).first?.format == "otlp.span")
     }
 
     @Test("a tool the agent's own code runs is a call of its own; a call whose result never went back is completed from its span")

@@ -13,11 +13,32 @@ public struct ReceivedTraces: Sendable {
 
         /// The spans, read by the importer's mapping (when asked: a collector only keeps them).
         public var spans: [Span] { SpanReader.otlpSpans(inBatches: request["resourceSpans"]?.arrayValue ?? []).spans }
+
+        /// The request with only the spans `keep` says yes to (resources and scopes kept; a scope
+        /// left with none is left out); nil when none is kept.
+        public func request(keeping keep: (String) -> Bool) -> JSONValue? {
+            var batches: [JSONValue] = []
+            for batch in request["resourceSpans"]?.arrayValue ?? [] {
+                var scopes: [JSONValue] = []
+                for scope in batch["scopeSpans"]?.arrayValue ?? [] {
+                    let spans = (scope["spans"]?.arrayValue ?? []).filter { SpanReader.id($0["spanId"]).map(keep) ?? false }
+                    guard !spans.isEmpty else { continue }
+                    var cut = scope.objectValue ?? JSONObject()
+                    cut["spans"] = .array(spans)
+                    scopes.append(.object(cut))
+                }
+                guard !scopes.isEmpty else { continue }
+                var cut = batch.objectValue ?? JSONObject()
+                cut["scopeSpans"] = .array(scopes)
+                batches.append(.object(cut))
+            }
+            return batches.isEmpty ? nil : ["resourceSpans": .array(batches)]
+        }
     }
 
     /// The traces, in the order their first span comes in the request.
     public var traces: [Trace]
-    /// Spans left out for want of a trace id or a span id.
+    /// Spans left out for want of a trace id (32 hex digits, as OTLP makes them) or a span id.
     public var unidentified: Int
 
     public var spanCount: Int { traces.reduce(0) { $0 + $1.spanCount } }
@@ -31,13 +52,18 @@ public struct ReceivedTraces: Sendable {
         var index: [String: Int] = [:]
         var unidentified = 0
         for batch in batches {
-            let scopes = batch["scopeSpans"]?.arrayValue ?? []
+            let scopeKey = batch["scopeSpans"] != nil ? "scopeSpans" : "instrumentationLibrarySpans"
+            let scopes = batch[scopeKey]?.arrayValue ?? []
             for scope in scopes {
                 // This scope's spans, by trace.
                 var byTrace: [(String, [JSONValue])] = []
                 var slot: [String: Int] = [:]
                 for span in scope["spans"]?.arrayValue ?? [] {
-                    guard let traceId = SpanReader.id(span["traceId"]), SpanReader.id(span["spanId"]) != nil else {
+                    // A trace id names files (`collect`): 16 bytes as hex, nothing else.
+                    guard let traceId = SpanReader.id(span["traceId"]), traceId.utf8.count == 32,
+                        traceId.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }),
+                        SpanReader.id(span["spanId"]) != nil
+                    else {
                         unidentified += 1
                         continue
                     }
@@ -52,6 +78,7 @@ public struct ReceivedTraces: Sendable {
                     var cutScope = scope.objectValue ?? JSONObject()
                     cutScope["spans"] = .array(spans)
                     var cutBatch = batch.objectValue ?? JSONObject()
+                    cutBatch["instrumentationLibrarySpans"] = nil
                     cutBatch["scopeSpans"] = .array([.object(cutScope)])
                     if let at = index[traceId] {
                         traces[at].spanCount += spans.count

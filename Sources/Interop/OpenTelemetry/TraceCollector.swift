@@ -11,8 +11,13 @@ import TraceLog
 /// — one OTLP/JSON request a line, the form `agent-eval import otlp` reads — and fsynced before
 /// `accept` returns, so a collector killed at any moment loses no span it acknowledged. A
 /// trace's log, `DIR/<trace id>.jsonl.gz`, is written (or written again, whole) once no span of
-/// it has come for the settle time, and when the collector stops; a collector started on a
-/// directory first makes the logs its spans are ahead of (`recover`).
+/// it has come for the settle time, and when the collector stops. Beside the journal,
+/// `<trace id>.logged` holds how many of its bytes the log was made from: a collector started on
+/// a directory first writes the logs whose journals have grown past that (`recover`).
+///
+/// Appends to one trace's journal are serialised by that trace's lock; different traces' appends
+/// run at once. A log is made from the journal's bytes up to the length last acknowledged, read
+/// without holding any lock (appends only add).
 public final class TraceCollector: Sendable {
     /// A trace's log, made.
     public struct Finished: Sendable {
@@ -45,20 +50,19 @@ public final class TraceCollector: Sendable {
     public let settleUs: Int
     private let now: @Sendable () -> Int
 
-    private struct Pending {
-        var lastUs: Int
-        var spans: Int
+    /// One trace's journal: its acknowledged length, guarded by the mutex that serialises its appends.
+    private final class Journal: Sendable {
+        let length: Mutex<Int>
+        init(length: Int) { self.length = Mutex(length) }
     }
 
     private struct State {
-        /// Traces with spans their log does not hold yet.
-        var pending: [String: Pending] = [:]
-        /// Spans kept per trace (all of them, logged or not), for the reports.
-        var spans: [String: Int] = [:]
+        var journals: [String: Journal] = [:]
+        /// Traces with spans their log does not hold yet: when the last came.
+        var pending: [String: Int] = [:]
     }
 
-    // Guarded by the mutex; held across a journal's append and a trace's read, so a trace is
-    // never read half-appended.
+    // Guarded by the mutex, held only for bookkeeping (never across file I/O).
     private let state = Mutex(State())
 
     public init(directory: String, settleUs: Int, now: @escaping @Sendable () -> Int) {
@@ -77,20 +81,34 @@ public final class TraceCollector: Sendable {
         (directory as NSString).appendingPathComponent("\(traceId).jsonl.gz")
     }
 
-    /// Keeps the request's spans, each trace's on disk before this returns; the spans kept.
-    public func accept(_ received: ReceivedTraces) throws -> Int {
-        let at = now()
-        return try state.withLock { state in
-            var kept = 0
-            for trace in received.traces {
-                try LineJournal.append([JSONWriter.encode(trace.request)], to: journalPath(of: trace.traceId))
-                state.pending[trace.traceId, default: Pending(lastUs: at, spans: 0)].lastUs = at
-                state.pending[trace.traceId]?.spans += trace.spanCount
-                state.spans[trace.traceId, default: 0] += trace.spanCount
-                kept += trace.spanCount
-            }
-            return kept
+    /// Where the journal length a trace's log was made from is kept.
+    private func loggedPath(of traceId: String) -> String {
+        (directory as NSString).appendingPathComponent("spans/\(traceId).logged")
+    }
+
+    private func journal(_ traceId: String) -> Journal {
+        state.withLock { state in
+            if let journal = state.journals[traceId] { return journal }
+            let journal = Journal(length: FileManager.default.fileSize(journalPath(of: traceId)))
+            state.journals[traceId] = journal
+            return journal
         }
+    }
+
+    /// Keeps the request's spans, each trace's on disk before this returns; the spans kept.
+    /// Blocks on the disk: call it off the cooperative pool.
+    public func accept(_ received: ReceivedTraces) throws -> Int {
+        var kept = 0
+        for trace in received.traces {
+            let journal = journal(trace.traceId)
+            try journal.length.withLock { length in
+                length = try LineJournal.append([JSONWriter.encode(trace.request)], to: journalPath(of: trace.traceId))
+            }
+            let at = now()
+            state.withLock { $0.pending[trace.traceId] = at }
+            kept += trace.spanCount
+        }
+        return kept
     }
 
     /// Traces with spans not yet in their log.
@@ -100,7 +118,7 @@ public final class TraceCollector: Sendable {
     public func finishSettled() -> [Finished] {
         let at = now()
         let due = state.withLock { state in
-            state.pending.filter { at - $0.value.lastUs >= settleUs }.keys.sorted()
+            state.pending.filter { at - $0.value >= settleUs }.keys.sorted()
         }
         return due.map(finish)
     }
@@ -110,9 +128,9 @@ public final class TraceCollector: Sendable {
         state.withLock { state in state.pending.keys.sorted() }.map(finish)
     }
 
-    /// The traces of `directory/spans` whose log is missing or older than its spans (a collector
-    /// stopped before it wrote them): a line a crash tore at a journal's end is cut (it was
-    /// never acknowledged), then the log is written.
+    /// The traces of `directory/spans` whose journal holds more than their log was made from (a
+    /// collector stopped before it wrote them): a line a crash tore at a journal's end is cut
+    /// first (it was never acknowledged), a journal left empty is removed, then the log is written.
     public func recover() -> [Finished] {
         let spansDirectory = (directory as NSString).appendingPathComponent("spans")
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: spansDirectory)) ?? []).filter { $0.hasSuffix(".otlp.jsonl") }
@@ -120,34 +138,45 @@ public final class TraceCollector: Sendable {
         for name in names.sorted() {
             let traceId = String(name.dropLast(".otlp.jsonl".count))
             let journal = journalPath(of: traceId)
-            let journalTime = SourceFile.modifiedUs(of: journal)
-            let logTime = FileManager.default.fileExists(atPath: logPath(of: traceId)) ? SourceFile.modifiedUs(of: logPath(of: traceId)) : 0
-            guard logTime < journalTime else { continue }
             _ = try? LineJournal.sealTornTail(of: journal)
+            let size = FileManager.default.fileSize(journal)
+            if size == 0 {
+                try? FileManager.default.removeItem(atPath: journal)
+                try? FileManager.default.removeItem(atPath: loggedPath(of: traceId))
+                continue
+            }
+            let logged = (try? String(contentsOfFile: loggedPath(of: traceId), encoding: .utf8)).flatMap {
+                Int($0.trimmingCharacters(in: .whitespacesAndNewlines))
+            }
+            guard logged != size || !FileManager.default.fileExists(atPath: logPath(of: traceId)) else { continue }
             due.append(traceId)
         }
         return due.map(finish)
     }
 
-    /// Imports a trace's kept spans and writes its log, replacing an older one.
+    /// Imports a trace's acknowledged spans and writes its log, replacing an older one.
     private func finish(_ traceId: String) -> Finished {
-        let journal = journalPath(of: traceId)
-        // Read whole under the lock: no append is half-way through it.
-        let (bytes, spanCount): ([UInt8]?, Int) = state.withLock { state in
-            state.pending[traceId] = nil
-            return ((try? Data(contentsOf: URL(fileURLWithPath: journal))).map { Array($0) }, state.spans[traceId] ?? 0)
-        }
-        var finished = Finished(traceId: traceId, log: nil, spans: spanCount, steps: 0, calls: 0, stop: nil, warnings: [], error: nil)
-        guard let bytes else {
-            finished.error = ImportError(.writeFailed, "cannot read \(journal)", location: SourceLocation(path: journal))
+        let path = journalPath(of: traceId)
+        // Taken off the pending list first: a span that comes while the log is written makes
+        // the trace pending again, and its log is written again.
+        state.withLock { _ = $0.pending.removeValue(forKey: traceId) }
+        let length = journal(traceId).length.withLock { $0 }
+        var finished = Finished(traceId: traceId, log: nil, spans: 0, steps: 0, calls: 0, stop: nil, warnings: [], error: nil)
+        guard let data = FileManager.default.contents(atPath: path), data.count >= length else {
+            finished.error = ImportError(.writeFailed, "cannot read \(path)", location: SourceLocation(path: path))
             return finished
         }
-        let file = SourceFile(path: journal, bytes: bytes, modifiedUs: now())
+        let file = SourceFile(path: path, bytes: Array(data.prefix(length)), modifiedUs: now())
         do throws(ImportError) {
-            let spans = try SpanReader.spans(in: try file.document(), file: file, format: .otlp)
+            // An exporter that resends a request (after a timeout, or a 503 for another trace
+            // of it) sends its spans again: each span once, the last copy.
+            var seen = Set<String>()
+            let spans = try SpanReader.spans(in: try file.document(), file: file, format: .otlp).reversed().filter {
+                seen.insert($0.spanId).inserted
+            }.reversed().map { $0 }
             finished.spans = spans.count
             guard let run = try TraceImporter(file: file, format: .otlp).runs(from: spans).first?.get() else {
-                throw ImportError(.badRun, "\(journal) holds no trace", location: SourceLocation(path: journal))
+                throw ImportError(.badRun, "\(path) holds no trace", location: SourceLocation(path: path))
             }
             finished.steps = run.steps.count
             finished.calls = run.steps.reduce(0) { $0 + $1.calls.count }
@@ -155,12 +184,20 @@ public final class TraceCollector: Sendable {
             finished.warnings = run.warnings
             do {
                 finished.log = try ImportWriter(directory: directory, replacesExisting: true).write(run, fileName: "\(traceId).jsonl.gz")
+                try Data(String(length).utf8).write(to: URL(fileURLWithPath: loggedPath(of: traceId)), options: .atomic)
             } catch {
-                throw error as? ImportError ?? ImportError(.writeFailed, "\(error)", location: SourceLocation(path: journal))
+                throw error as? ImportError ?? ImportError(.writeFailed, "\(error)", location: SourceLocation(path: path))
             }
         } catch {
             finished.error = error
         }
         return finished
+    }
+}
+
+extension FileManager {
+    /// The size of the file at `path`, 0 when there is none.
+    fileprivate func fileSize(_ path: String) -> Int {
+        ((try? attributesOfItem(atPath: path))?[.size] as? Int) ?? 0
     }
 }
