@@ -30,8 +30,8 @@ struct CollectCommand: AsyncParsableCommand {
 
             Examples:
               agent-eval collect --out runs/collected
-              agent-eval collect --listen 127.0.0.1:0 --json --out runs/collected   # a free port, printed
-              OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 python3 my_instrumented_agent.py
+              agent-eval collect --listen :0 --json      # a free port, printed
+              OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 python3 agent.py
             """
     )
 
