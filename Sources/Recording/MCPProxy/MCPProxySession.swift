@@ -467,7 +467,7 @@ actor MCPProxySession {
             ownRequests[key] = continuation
             let request: JSONValue = ["jsonrpc": "2.0", "id": id, "method": .string(method), "params": params]
             Task {
-                do { try await self.server.send(Data(JSONWriter.encode(request))) } catch { await self.abandon(key) }
+                do { try await self.server.send(Data(JSONWriter.encode(request))) } catch { self.abandon(key) }
             }
         }
     }
