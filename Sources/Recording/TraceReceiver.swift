@@ -29,10 +29,26 @@ public final class TraceServer: Sendable {
     public let receiver: TraceReceiver
     public var port: Int { server.port }
 
-    /// Starts listening on `host:port` (port 0: a free one).
+    /// Starts listening on `host:port` (port 0: a free one); a `RecordingError` that says why
+    /// it cannot.
     public init(host: String, port: Int, receiver: TraceReceiver) async throws {
         self.receiver = receiver
-        server = try await LocalHTTPServer(host: host, port: port, handler: receiver)
+        do {
+            server = try await LocalHTTPServer(host: host, port: port, handler: receiver)
+        } catch let error as IOError {
+            let reason = String(cString: strerror(error.errnoCode))
+            let hint =
+                switch error.errnoCode {
+                case EADDRINUSE:
+                    "another program listens on port \(port) (another collector?): choose another with --listen, or :0 for a free one"
+                case EADDRNOTAVAIL: "\(host) is not an address of this machine: listen on 127.0.0.1, or an address `ip addr` lists"
+                case EACCES: "ports below 1024 need privileges: choose a higher port"
+                default: "choose another address with --listen"
+                }
+            throw RecordingError(.gatewayFailed, "cannot listen on \(host):\(port): \(reason)", hint: hint)
+        } catch {
+            throw RecordingError(.gatewayFailed, "cannot listen on \(host):\(port): \(error)", hint: "choose another address with --listen")
+        }
     }
 
     public func stop() async {
@@ -153,7 +169,9 @@ public final class TraceReceiver: HTTPRequestHandling {
         }
         // ExportTraceServiceResponse: empty, or a partial success naming the spans left out.
         let rejected = received.unidentified
-        let message = rejected == 0 ? "" : "\(rejected) span\(rejected == 1 ? "" : "s") without a trace id or span id left out"
+        let message =
+            rejected == 0
+            ? "" : "\(counted(rejected, "span")) left out: no span id, or no trace id of 16 bytes (32 hex digits, or base64)"
         switch encoding {
         case .protobuf:
             var body: [UInt8] = []

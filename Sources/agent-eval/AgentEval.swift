@@ -26,8 +26,9 @@ struct AgentEval: AsyncParsableCommand {
 
             Exit codes: 0 passed (success, intact, identical), 1 failed (a case failed or regressed, a run did not \
             succeed, a log is damaged, runs diverge), 2 could not run (bad input), 64 usage error, 130 (143) \
-            interrupted by Ctrl-C (SIGTERM): every command stops at once, except that exec, run and pipeline first \
-            record the stop of what runs and close its logs.
+            interrupted by Ctrl-C (SIGTERM): every command stops at once, except that exec, run, record and \
+            pipeline first record the stop of what runs and close its logs, and collect, for which a signal is \
+            the way to stop, writes every open trace's log and exits 0.
             """,
         version: "0.3.0 (commit \(buildCommit))",
         subcommands: [

@@ -57,7 +57,7 @@ struct CollectCommand: AsyncParsableCommand {
         guard Self.bytes(maxBody) != nil else {
             throw ValidationError("--max-body takes a size in bytes, more than 0 (20M, 512K, 1048576); \"\(maxBody)\" is none")
         }
-        guard settle >= 0, settle.isFinite else { throw ValidationError("--settle takes a number of seconds, 0 or more") }
+        guard settle >= 0, settle <= 86_400 else { throw ValidationError("--settle takes a number of seconds, from 0 to 86400 (a day)") }
     }
 
     /// `HOST:PORT`, `:PORT` or `PORT`.
@@ -84,11 +84,19 @@ struct CollectCommand: AsyncParsableCommand {
         guard let (host, port) = Self.address(listen), let maxBytes = Self.bytes(maxBody) else { throw Exit.usage }
         let collector = TraceCollector(
             directory: out, settleUs: Int(settle * 1_000_000), now: { Int(Date().timeIntervalSince1970 * 1_000_000) })
+        var isFolder: ObjCBool = false
+        if FileManager.default.fileExists(atPath: out, isDirectory: &isFolder), !isFolder.boolValue {
+            throw diagnose(CommandError("unwritable", "--out \(out) is a file, not a directory", hint: "choose a directory for the logs"))
+        }
         do {
             try FileManager.default.createDirectory(atPath: out + "/spans", withIntermediateDirectories: true)
         } catch {
+            let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError
             throw diagnose(
-                CommandError("unwritable", "cannot create \(out)/spans: \(error.localizedDescription)", hint: "choose another --out"))
+                CommandError(
+                    "unwritable",
+                    "cannot create \(out)/spans: \(underlying.map { String(cString: strerror(Int32($0.code))) } ?? "\(error)")",
+                    hint: "choose a directory you can write with --out"))
         }
         var finished: [TraceCollector.Finished] = []
         // Traces a collector before this one kept but did not write.
@@ -100,10 +108,7 @@ struct CollectCommand: AsyncParsableCommand {
         do {
             server = try await TraceServer(host: host, port: port, receiver: receiver)
         } catch {
-            throw diagnose(
-                CommandError(
-                    "listen_failed", "cannot listen on \(host):\(port): \(error)",
-                    hint: "is another collector on that port? choose another with --listen, or :0 for a free one"))
+            throw diagnose(error)
         }
         let endpoint = "http://\(host.contains(":") ? "[\(host)]" : host):\(server.port)"
         if json {

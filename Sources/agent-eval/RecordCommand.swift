@@ -165,7 +165,7 @@ struct RecordCommand: AsyncParsableCommand {
             let spans = outcome.spans
             let counts: JSONValue = [
                 "received": .int(spans.spans), "model_matched": .int(spans.modelMatched), "model_unmatched": .int(spans.modelUnmatched),
-                "tool_timed": .int(spans.toolTimed), "tool_calls": .int(spans.toolCalls), "tool_late": .int(spans.toolLate),
+                "tool_timed": .int(spans.toolTimed), "own_tool_calls": .int(spans.toolCalls), "tool_late": .int(spans.toolLate),
             ]
             object.set("spans", counts)
         }
@@ -183,8 +183,9 @@ struct RecordCommand: AsyncParsableCommand {
         let spans = outcome.spans
         if spans.spans > 0 {
             lines.append(
-                "spans: \(spans.spans) received; \(spans.toolTimed) tool call\(spans.toolTimed == 1 ? "" : "s") timed by their spans"
-                    + (spans.toolCalls > 0 ? ", \(spans.toolCalls) run by the agent's own code" : "")
+                "spans: \(spans.spans) received; \(counted(spans.modelMatched, "model call")) matched to the gateway's requests; "
+                    + "\(counted(spans.toolTimed, "tool call")) timed by \(spans.toolTimed == 1 ? "its span" : "their spans")"
+                    + (spans.toolCalls > 0 ? ", \(counted(spans.toolCalls, "call")) run by the agent's own code" : "")
                     + (spans.toolLate > 0 ? ", \(spans.toolLate) too late to time (recorded before their span came)" : ""))
             if spans.modelUnmatched > 0 {
                 lines.append(

@@ -158,6 +158,34 @@ struct CollectCommandTests {
                 == Self.failedRefund)
     }
 
+    @Test(
+        "tools the agent's own code runs before asking the model and after its answer are calls of their own; the run ends as its last model call did"
+    )
+    func ownTools() async throws {
+        let scratch = try TemporaryDirectory()
+        defer { scratch.remove() }
+        let server = try LocalModelServer()
+        defer { server.stop() }
+        let out = scratch.path("collected")
+        let collector = try await Collector.start(out: out, settle: 0.3, scratch: scratch)
+        let agent = try await Self.runAgent(
+            ["--instrumentation", "openai-v2", "--tool-first", "--own-tool"], server: server, endpoint: collector.endpoint)
+        #expect(agent.status == 0, "\(agent.stderr)")
+        let (status, lines) = try await collector.stop()
+        #expect(status == 0)
+        let log = try #require(Self.logs(in: out).first)
+        let trajectory = RecordCommandTests.trajectory(try RecordCommandTests.events(log))
+        #expect(
+            trajectory == [
+                #"intent lookup_order {"order_id":"A-1042"}"#, "result lookup_order ok", #"intent lookup_order {"order_id":"A-1042"}"#,
+                "result lookup_order ok", #"intent refund_order {"amount":25,"order_id":"A-1042"}"#, "result refund_order ok",
+                #"intent notify_customer {"order_id":"A-1042","text":"Refunded 25 EUR for order A-1042."}"#, "result notify_customer ok",
+                "stop success Refunded 25 EUR for order A-1042.",
+            ], "\(trajectory)")
+        let warnings = lines.first { $0["event"] == "log" }?["trace"]?["warnings"]?.arrayValue ?? []
+        #expect(!warnings.contains { $0.stringValue?.contains("clocks disagree") == true }, "\(warnings)")
+    }
+
     @Test("a collector killed with SIGKILL loses no span it acknowledged: started again on its directory, it writes the trace's log")
     func survivesKill() async throws {
         let scratch = try TemporaryDirectory()
@@ -309,6 +337,16 @@ struct CollectCommandTests {
         #expect(badAddress.status == 64 && badAddress.stderr.contains("--listen takes HOST:PORT"))
         let badSize = try await agentEval(["collect", "--max-body", "lots"])
         #expect(badSize.status == 64 && badSize.stderr.contains("--max-body takes a size"))
+        let hugeSettle = try await agentEval(["collect", "--settle", "1e300"])
+        #expect(hugeSettle.status == 64 && hugeSettle.stderr.contains("--settle takes a number of seconds"))
+        let scratch = try TemporaryDirectory()
+        defer { scratch.remove() }
+        try Data().write(to: URL(fileURLWithPath: scratch.path("a-file")))
+        let outIsFile = try await agentEval(["collect", "--listen", ":0", "--out", scratch.path("a-file")])
+        #expect(outIsFile.status == 2 && outIsFile.stderr.contains("is a file, not a directory"), "\(outIsFile.stderr)")
+        let notHere = try await agentEval(["collect", "--listen", "192.0.2.1:4318", "--out", scratch.path("c")])
+        #expect(notHere.status == 2 && notHere.stderr.contains("cannot listen on 192.0.2.1:4318"), "\(notHere.stderr)")
+        #expect(notHere.stderr.contains("is not an address of this machine"), "\(notHere.stderr)")
     }
 }
 
@@ -371,7 +409,7 @@ struct RecordSpansTests {
         defer { server.stop() }
         let (summary, events) = try await Self.record(
             ["--instrumentation", "openai-v2", "--tool-first"], server: server, log: scratch.path("run.jsonl.gz"))
-        #expect(summary["stop_reason"] == "success" && summary["spans"]?["tool_calls"] == 1, "\(summary)")
+        #expect(summary["stop_reason"] == "success" && summary["spans"]?["own_tool_calls"] == 1, "\(summary)")
         guard case .runStarted(let start)? = events.first?.payload else {
             Issue.record("the log starts with \(String(describing: events.first))")
             return
@@ -392,7 +430,7 @@ struct RecordSpansTests {
         defer { server.stop() }
         let (own, ownEvents) = try await Self.record(
             ["--instrumentation", "openai-v2", "--own-tool"], server: server, log: scratch.path("own.jsonl.gz"))
-        #expect(own["spans"]?["tool_calls"] == 1, "\(own)")
+        #expect(own["spans"]?["own_tool_calls"] == 1, "\(own)")
         let decisions = RecordCommandTests.decisions(ownEvents)
         #expect(decisions.last?.format == "otlp.span")
         #expect(

@@ -73,6 +73,15 @@ struct CommandCaseTests {
             #expect(verify.status == 0, "\(verify.stdoutText)")
         }
 
+        // Run from the case's own folder by its bare file name (and as "."): the command starts there.
+        for target in ["refund.yaml", "."] {
+            let here = try await agentEval(
+                ["run", target, "--no-catalog", "--json", "--out", directory.path("here-\(target == "." ? "dot" : "file")")],
+                in: URL(fileURLWithPath: cases),
+                environment: ["OPENAI_API_KEY": ""])
+            #expect(here.status == 0, "run \(target): \(here.stdoutText)\(here.stderr)")
+        }
+
         // The agent's code changed: its refund tool now fails, so its third request is new.
         let file = try String(contentsOfFile: cases + "/refund.yaml", encoding: .utf8)
         try file.replacingOccurrences(of: "\"--api\", \"responses\"", with: "\"--api\", \"responses\", \"--fail-refund\"")

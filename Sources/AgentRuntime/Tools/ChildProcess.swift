@@ -134,6 +134,11 @@ public struct ChildProcess: Sendable {
 
     private func runBlocking(cancellation: CancellationFlag) throws -> Result {
         let process: SpawnedProcess
+        // A missing working directory fails the start as a missing program would (ENOENT): say which.
+        var isFolder: ObjCBool = false
+        if let directory, !(FileManager.default.fileExists(atPath: directory, isDirectory: &isFolder) && isFolder.boolValue) {
+            throw SpawnFailure(message: "its working directory \"\(directory)\" is not a directory that exists")
+        }
         do {
             process = try SpawnedProcess.start(command: command, directory: directory, environment: environment)
         } catch {

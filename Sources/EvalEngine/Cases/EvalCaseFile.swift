@@ -32,7 +32,10 @@ public enum EvalCaseFile {
     }
 
     static func read(_ root: ConfigNode, path: String, errors: inout ConfigErrors, keepingPartial: Bool) -> [EvalCase] {
-        let directory = (path as NSString).deletingLastPathComponent
+        // A bare file name's folder is the working directory: "." (an empty folder would start a
+        // command case's program nowhere).
+        let folder = (path as NSString).deletingLastPathComponent
+        let directory = folder.isEmpty ? "." : folder
         var cases: [EvalCase] = []
         switch root.content {
         case .sequence(let items):

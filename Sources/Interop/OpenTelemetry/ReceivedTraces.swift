@@ -45,7 +45,10 @@ public struct ReceivedTraces: Sendable {
 
     /// Reads an OTLP/JSON request (what `OTLPProtobuf` makes of a protobuf body, too).
     public init(request: JSONValue) throws(ImportError) {
-        guard let batches = request["resourceSpans"]?.arrayValue else {
+        // An empty object is an empty request (protobuf's JSON mapping leaves out empty lists),
+        // as an empty protobuf body is.
+        let isEmpty = request.objectValue?.isEmpty == true
+        guard let batches = request["resourceSpans"]?.arrayValue ?? (isEmpty ? [] : nil) else {
             throw ImportError(.wrongFormat, "the request is not an OTLP ExportTraceServiceRequest: it has no \"resourceSpans\" list")
         }
         var traces: [Trace] = []

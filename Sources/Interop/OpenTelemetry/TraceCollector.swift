@@ -131,6 +131,7 @@ public final class TraceCollector: Sendable {
     /// The traces of `directory/spans` whose journal holds more than their log was made from (a
     /// collector stopped before it wrote them): a line a crash tore at a journal's end is cut
     /// first (it was never acknowledged), a journal left empty is removed, then the log is written.
+    /// A journal whose spans do not import is moved aside (`.unreadable`) and reported.
     public func recover() -> [Finished] {
         let spansDirectory = (directory as NSString).appendingPathComponent("spans")
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: spansDirectory)) ?? []).filter { $0.hasSuffix(".otlp.jsonl") }
@@ -151,7 +152,21 @@ public final class TraceCollector: Sendable {
             guard logged != size || !FileManager.default.fileExists(atPath: logPath(of: traceId)) else { continue }
             due.append(traceId)
         }
-        return due.map(finish)
+        // A journal that does not import is moved aside, once: every later start would fail on it.
+        return due.map { traceId in
+            var finished = finish(traceId)
+            if let error = finished.error {
+                let journal = journalPath(of: traceId)
+                let aside = journal + ".unreadable"
+                if (try? FileManager.default.moveItem(atPath: journal, toPath: aside)) != nil {
+                    state.withLock { _ = $0.journals.removeValue(forKey: traceId) }
+                    finished.error = ImportError(
+                        error.code, error.message + "; the journal is moved aside to \(aside): repair it and move it back, or remove it",
+                        location: error.location, hint: error.hint)
+                }
+            }
+            return finished
+        }
     }
 
     /// Imports a trace's acknowledged spans and writes its log, replacing an older one.

@@ -130,6 +130,8 @@ struct TraceImporter {
         var stepStarts: [Int] = []
         /// Whether each step's model call had its reply content captured.
         var captured: [Bool] = []
+        /// Whether each step is a model call's (not a tool span's own step): the stop is read from these.
+        var isModelStep: [Bool] = []
         var lastFinish: String?
         var pending: [(step: Int, index: Int, sourceId: String?, name: String)] = []
         var ids = CallIds()
@@ -193,6 +195,7 @@ struct TraceImporter {
                     latencyUs: max(0, span.endUs - span.startUs), timeUs: span.startUs))
             stepStarts.append(span.startUs)
             captured.append(reply.hasContent)
+            isModelStep.append(true)
             if !reply.hasContent, case .answer = decision, !cutAttributes.contains("gen_ai.output.messages") {
                 warnings.append(
                     "model call \(span.spanId) carries no reply content (content capture off?): its tool calls come from tool spans")
@@ -220,7 +223,11 @@ struct TraceImporter {
             if resultValue == nil, error == nil { withoutResult.append("\(span.spanId) (\(name))") }
             let slot =
                 pending.firstIndex { sourceId != nil && $0.sourceId == sourceId }
-                ?? pending.firstIndex { $0.name == name && (sourceId == nil || $0.sourceId == nil) }
+                ?? pending.firstIndex {
+                    // By name, only a call proposed before the tool ran: a tool the agent's own
+                    // code ran first is not the model's later call of it.
+                    $0.name == name && (sourceId == nil || $0.sourceId == nil) && stepStarts[$0.step] <= span.startUs + 1_000
+                }
             if let slot {
                 let target = pending.remove(at: slot)
                 guard case .calls(var calls) = steps[target.step].decision else { continue }
@@ -252,6 +259,7 @@ struct TraceImporter {
                     at: at)
                 stepStarts.insert(span.startUs, at: at)
                 captured.insert(true, at: at)
+                isModelStep.insert(false, at: at)
                 pending = pending.map { ($0.step >= at ? $0.step + 1 : $0.step, $0.index, $0.sourceId, $0.name) }
             }
         }
@@ -278,6 +286,9 @@ struct TraceImporter {
         let root = restIndices.first { tree.parent[$0] == nil }.map { spans[$0] } ?? spans.first
         if goal == nil { goal = agent.flatMap(Self.userText) }
         let failure = (agent ?? root).flatMap { span in span.error.map { (span, $0) } }
+        // The run ends as its last model call did: a tool the agent's own code ran after the
+        // answer does not make it end "after tool calls".
+        let modelSteps = zip(steps, isModelStep).filter(\.1).map(\.0)
         let stop: RunStopped?
         let sourceStop: String
         if let span = agent ?? root, span.string("agent_eval.stop_reason") == "unfinished" {
@@ -287,21 +298,21 @@ struct TraceImporter {
         } else if let span = agent ?? root, let recorded = span.string("agent_eval.stop_reason").flatMap(StopReason.init(rawValue:)) {
             // agent-eval's own export: its stop reason and limit, read back as they were.
             var answer: String?
-            if recorded == .success, case .answer(let text)? = steps.last?.decision { answer = text }
+            if recorded == .success, case .answer(let text)? = modelSteps.last?.decision { answer = text }
             stop = RunStopped(
                 reason: recorded, limit: span.string("agent_eval.stop_limit").flatMap(LimitKind.init(rawValue:)), answer: answer,
                 error: recorded == .success ? nil : span.error)
             sourceStop = recorded.rawValue
         } else if let finish = lastFinish.map(Self.finishWord), ["length", "max_tokens"].contains(finish) {
             // The model ran out of output tokens; an error on the agent span is its consequence.
-            stop = TranscriptImporter.stop(after: steps, finish: finish).stopped
+            stop = TranscriptImporter.stop(after: modelSteps, finish: finish).stopped
             sourceStop = lastFinish ?? finish
         } else if let (span, message) = failure {
             let type = span.string("error.type")
             stop = RunStopped(reason: .blocked, error: [type, message].compactMap { $0 }.joined(separator: ": "))
             sourceStop = "error: " + ([type, message].compactMap { $0 }.joined(separator: ": "))
         } else {
-            let mapped = TranscriptImporter.stop(after: steps, finish: lastFinish.map(Self.finishWord))
+            let mapped = TranscriptImporter.stop(after: modelSteps.isEmpty ? steps : modelSteps, finish: lastFinish.map(Self.finishWord))
             stop = mapped.stopped
             sourceStop = lastFinish ?? mapped.source
         }
