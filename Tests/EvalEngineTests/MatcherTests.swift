@@ -11,9 +11,10 @@ let testRunStarted = EventPayload.runStarted(
         policy: PolicyIdentity(name: "p"), tools: []))
 
 /// Builds a run state with executed (and optionally denied) calls, through the real fold.
-func trajectory(_ calls: [(tool: String, arguments: JSONValue, executed: Bool)], stop: RunStopped? = RunStopped(reason: .success))
-    -> RunState
-{
+func trajectory(
+    _ calls: [(tool: String, arguments: JSONValue, executed: Bool)], stop: RunStopped? = RunStopped(reason: .success),
+    failing: Set<String> = []
+) -> RunState {
     var events: [Event] = []
     func add(_ payload: EventPayload, step: Int) {
         events.append(
@@ -32,7 +33,11 @@ func trajectory(_ calls: [(tool: String, arguments: JSONValue, executed: Bool)],
             step: step)
         if call.executed {
             add(.toolIntended(ToolIntended(callId: id, tool: call.tool, arguments: call.arguments, attempt: 1)), step: step)
-            add(.toolCompleted(ToolCompleted(callId: id, tool: call.tool, attempt: 1, status: .ok, output: nil, durationUs: 5)), step: step)
+            add(
+                .toolCompleted(
+                    ToolCompleted(
+                        callId: id, tool: call.tool, attempt: 1, status: failing.contains(call.tool) ? .error : .ok, output: nil,
+                        error: failing.contains(call.tool) ? "down" : nil, durationUs: 5)), step: step)
         }
     }
     if let stop { add(.runStopped(stop), step: calls.count + 1) }
@@ -239,6 +244,51 @@ struct CoreExpectationTests {
         var counts = Expectations()
         counts.callCounts = [("x", CountRange(min: 0, max: 0))]
         #expect(passes(counts, state))
+    }
+
+    @Test("toolsAllowed: only the tools listed run, each as often as it likes; the first other call is named")
+    func allowedTools() {
+        let state = run("lookup", "refund", "lookup", "notify")
+        var expected = Expectations()
+        expected.toolsAllowed = ["lookup", "refund", "notify"]
+        #expect(passes(expected, state))
+        expected.toolsAllowed = ["lookup"]
+        let failure = TrajectoryCheck.check(expected, against: state).failures.first
+        #expect(failure?.expectation == "toolsAllowed")
+        #expect(failure?.actual == "notify, refund ran too: first as call-2 at step 2 (2 calls in all)")
+        #expect(failure?.callId == "call-2" && failure?.step == 2)
+        // A tool that was proposed and denied did not run: it is no breach.
+        #expect(passes(expected, trajectory([("lookup", [:], true), ("refund", [:], false)])))
+    }
+
+    @Test("notSequence: an order that must not occur, other calls between or not")
+    func forbiddenOrder() {
+        let state = run("lookup", "refund", "note", "lookup")
+        var expected = Expectations()
+        expected.notSequence = ["refund", "lookup"]
+        let failure = TrajectoryCheck.check(expected, against: state).failures.first
+        #expect(failure?.actual == "they ran in that order: refund (call-2, step 2), lookup (call-4, step 4)")
+        #expect(failure?.step == 4 && failure?.callId == "call-4")
+        expected.notSequence = ["note", "refund"]
+        #expect(passes(expected, state))
+        expected.notSequence = ["lookup", "lookup"]
+        #expect(!passes(expected, state))
+        expected.notSequence = ["refund", "refund"]
+        #expect(passes(expected, state))
+    }
+
+    @Test("failedResults counts the tool results that failed, against an exact number or a range")
+    func failedResults() {
+        let state = trajectory([("lookup", [:], true), ("refund", [:], true), ("refund", [:], true)], failing: ["refund"])
+        var expected = Expectations()
+        expected.failedResults = CountRange(min: 2, max: 2)
+        #expect(passes(expected, state))
+        expected.failedResults = CountRange(min: 0, max: 1)
+        let failure = TrajectoryCheck.check(expected, against: state).failures.first
+        #expect(failure?.expected == "at most 1 failed tool results")
+        #expect(failure?.actual == "2: call-2 refund (error), call-3 refund (error)")
+        expected.failedResults = CountRange(min: 0, max: 0)
+        #expect(passes(expected, run("lookup")))
     }
 
     @Test("call-count bounds and budgets")

@@ -96,6 +96,14 @@ struct CaseFileTests {
                 "case.yaml:3:28: callCounts.t max (1) is below min (3)"
             ),
             (
+                "caseId: a\nlogs: x.gz\nexpected: {notSequence: [t]}\n",
+                "case.yaml:3:25: notSequence names 1 tool: an order needs two or more (for a tool that must never run, use toolsNotCalled)"
+            ),
+            (
+                "caseId: a\nlogs: x.gz\nexpected: {failedResults: {max: -1}}\n",
+                "case.yaml:3:33: failedResults.max must be at least 0, found -1"
+            ),
+            (
                 "caseId: a\nlogs: x.gz\ncassette: cassettes/a\nexpected: {toolsCalled: [t]}\n",
                 "case.yaml:3:11: case \"a\" names a cassette but checks recorded logs: a cassette serves the model of live runs (drop cassette, or run the case live with agent and input)"
             ),

@@ -328,6 +328,23 @@ public enum EvalCaseFile {
             expected.toolsNotCalled = try fields.optional("toolsNotCalled")?.names("toolsNotCalled") ?? []
         }
         errors.collect { () throws(ConfigError) in
+            expected.toolsAllowed = try fields.optional("toolsAllowed")?.names("toolsAllowed")
+        }
+        errors.collect { () throws(ConfigError) in
+            if let node = fields.optional("notSequence") {
+                let names = try node.names("notSequence")
+                guard names.count >= 2 else {
+                    throw ConfigError(
+                        .invalidValue, "notSequence names \(names.count) tool\(names.count == 1 ? "" : "s"): an order needs two or more",
+                        at: node.location, hint: "for a tool that must never run, use toolsNotCalled")
+                }
+                expected.notSequence = names
+            }
+        }
+        errors.collect { () throws(ConfigError) in
+            if let node = fields.optional("failedResults") { expected.failedResults = try readRange(node, what: "failedResults") }
+        }
+        errors.collect { () throws(ConfigError) in
             expected.stopReason = try fields.optional("stopReason").map { node throws(ConfigError) in try node.choice("stopReason") }
         }
         errors.collect { () throws(ConfigError) in

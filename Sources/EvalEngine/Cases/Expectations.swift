@@ -12,6 +12,13 @@ public struct Expectations: Sendable {
     public var toolsSucceeded: [String] = []
     /// None may be executed; with `countsDeniedAttempts`, none may even be proposed.
     public var toolsNotCalled: [String] = []
+    /// When set, only these may be executed (each as often as it likes): a call of any other
+    /// tool that ran fails.
+    public var toolsAllowed: [String]?
+    /// Tools that must not run in this order (other calls may come between them).
+    public var notSequence: [String] = []
+    /// How many tool results may be failures (an attempt that ended in an error or a timeout).
+    public var failedResults: CountRange?
     public var stopReason: StopReason?
     /// The limit the stop must name (for `budget_exhausted`).
     public var limit: LimitKind?
@@ -48,8 +55,8 @@ public struct Expectations: Sendable {
         var names: [String] = []
         var seen: Set<String> = []
         let lists: [[String]] = [
-            toolsCalled, toolsSucceeded, toolsNotCalled, arguments.map(\.tool), argumentRubrics.map(\.tool), callCounts.map(\.tool),
-            denied, approvalRequired, sequence?.calls.map(\.tool) ?? [],
+            toolsCalled, toolsSucceeded, toolsNotCalled, toolsAllowed ?? [], notSequence, arguments.map(\.tool),
+            argumentRubrics.map(\.tool), callCounts.map(\.tool), denied, approvalRequired, sequence?.calls.map(\.tool) ?? [],
         ]
         for list in lists {
             for name in list where seen.insert(name).inserted { names.append(name) }
@@ -59,7 +66,8 @@ public struct Expectations: Sendable {
 
     /// How many checks this is: one per tool listed and per setting given.
     public var count: Int {
-        toolsCalled.count + toolsSucceeded.count + toolsNotCalled.count + (stopReason == nil ? 0 : 1) + (limit == nil ? 0 : 1)
+        toolsCalled.count + toolsSucceeded.count + toolsNotCalled.count + (toolsAllowed == nil ? 0 : 1) + (notSequence.isEmpty ? 0 : 1)
+            + (failedResults == nil ? 0 : 1) + (stopReason == nil ? 0 : 1) + (limit == nil ? 0 : 1)
             + (sequence == nil ? 0 : 1)
             + arguments.count + callCounts.count + [maxSteps, maxToolCalls, maxTokens, maxDurationMs].compactMap { $0 }.count
             + denied.count + approvalRequired.count + (requiresApprovalBeforeExecution ? 1 : 0) + answerContains.count

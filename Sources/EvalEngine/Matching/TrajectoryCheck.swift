@@ -125,6 +125,45 @@ public enum TrajectoryCheck {
             }
         }
 
+        if let allowed = expected.toolsAllowed {
+            let permitted = Set(allowed)
+            let others = executed.filter { !permitted.contains($0.tool) }
+            if let first = others.first {
+                let named = Array(Set(others.map(\.tool))).sorted()
+                failures.append(
+                    ExpectationFailure(
+                        expectation: "toolsAllowed", expected: "only \(allowed.joined(separator: ", ")) run",
+                        actual: "\(named.joined(separator: ", ")) ran too: first as \(first.id) at step \(first.step)"
+                            + (others.count > 1 ? " (\(counted(others.count, "call")) in all)" : ""),
+                        step: first.step, callId: first.id))
+            }
+        }
+        if expected.notSequence.count >= 2 {
+            // The earliest occurrence in order: each tool's first call after the previous one's.
+            var matched: [ToolCallRecord] = []
+            for call in executed where matched.count < expected.notSequence.count && call.tool == expected.notSequence[matched.count] {
+                matched.append(call)
+            }
+            if matched.count == expected.notSequence.count, let last = matched.last {
+                failures.append(
+                    ExpectationFailure(
+                        expectation: "notSequence", expected: "never \(expected.notSequence.joined(separator: " then "))",
+                        actual: "they ran in that order: "
+                            + matched.map { "\($0.tool) (\($0.id), step \($0.step))" }.joined(separator: ", "),
+                        step: last.step, callId: last.id))
+            }
+        }
+        if let range = expected.failedResults {
+            let failed = executed.flatMap { call in call.results.filter { $0.status != .ok }.map { (call, $0) } }
+            if !range.contains(failed.count) {
+                let listed = failed.prefix(5).map { "\($0.0.id) \($0.0.tool) (\($0.1.status.rawValue))" }.joined(separator: ", ")
+                failures.append(
+                    ExpectationFailure(
+                        expectation: "failedResults", expected: "\(range) failed tool results",
+                        actual: "\(failed.count)" + (failed.isEmpty ? "" : ": \(listed)\(failed.count > 5 ? ", …" : "")"),
+                        step: failed.last?.0.step ?? lastStep, callId: failed.last?.0.id))
+            }
+        }
         if let reason = expected.stopReason, state.stopReason != reason {
             failures.append(
                 ExpectationFailure(
