@@ -68,6 +68,64 @@ struct TrustTests {
         }
     }
 
+    @Test("allowReusedCallIds: a run whose decisions reuse call ids is checked, and the reuse is reported; without it, not")
+    func acceptedReusedCallIds() async throws {
+        try await TemporaryDirectory.with { directory in
+            // The recorded run again, its delete_customer proposal renamed to call-1 (lookup_order's id),
+            // written through a recorder so that every step's digest is the fold's own.
+            var renamed: String?
+            let log = directory.path("reused.jsonl.gz")
+            try LogWriter.withWriter(creating: log, runId: "r") { writer in
+                let clock = Counter()
+                let recorder = RunRecorder(writer: writer, clock: { clock.next() })
+                for event in try events(of: Self.recorded) {
+                    var payload = event.payload
+                    switch payload {
+                    case .stepEnded:
+                        try recorder.endStep()
+                        continue
+                    case .decisionMade(var made):
+                        if case .valid(.toolCalls(var calls)) = made.outcome,
+                            let at = calls.firstIndex(where: { $0.name == "delete_customer" })
+                        {
+                            renamed = calls[at].id
+                            calls[at].id = "call-1"
+                            made.outcome = .valid(.toolCalls(calls))
+                            payload = .decisionMade(made)
+                        }
+                    case .verdictGiven(var verdict) where verdict.callId == renamed:
+                        verdict.callId = "call-1"
+                        payload = .verdictGiven(verdict)
+                    default: break
+                    }
+                    try recorder.record(payload)
+                }
+            }
+            let expected = "expected: {toolsCalled: [lookup_order], toolsNotCalled: [delete_customer]}\n"
+            let refused = try await run("caseId: c\nlogs: reused.jsonl.gz\n" + expected, in: directory)
+            #expect(refused.harnessError?.diagnosticCode == "eval.anomalous_run")
+            let accepted = try await run(
+                "caseId: c\nlogs: reused.jsonl.gz\nallowReusedCallIds: true\n" + expected, in: directory, name: "b.yaml")
+            #expect(accepted.harnessError == nil)
+            #expect(accepted.passed)
+            #expect(
+                accepted.runs.first?.notes.contains {
+                    $0.message.hasPrefix("call ids used again, accepted by allowReusedCallIds: \"call-1\" (2 calls)")
+                }
+                    == true, "\(accepted.runs.first?.notes ?? [])")
+        }
+    }
+
+    /// Microseconds that only go forward, for a recorder's clock.
+    final class Counter: @unchecked Sendable {
+        // Confined: only the test's thread calls it, synchronously, from the recorder.
+        private var now = 1_000
+        func next() -> Int {
+            now += 1
+            return now
+        }
+    }
+
     @Test("a log with no event is no run: a case over it could not run, even when it allows unfinished runs")
     func noRun() async throws {
         try await TemporaryDirectory.with { directory in

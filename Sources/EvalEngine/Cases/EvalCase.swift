@@ -34,6 +34,9 @@ public struct EvalCase: Sendable {
     /// Whether a run that did not finish (no `run_stopped`, a torn or empty log) is checked
     /// over what it recorded instead of making the case "could not run".
     public var allowsUnfinished = false
+    /// Whether a run whose decisions reuse call ids (a source known to number calls per turn)
+    /// is checked, the reuse reported, instead of being a run that could not be graded.
+    public var allowsReusedCallIds = false
     /// The cassette directory (`cassette:`, resolved against the case file) that records and
     /// replays the model calls of this case's live runs, in place of the command line's
     /// `--cassette`; nil uses that.

@@ -88,6 +88,9 @@ public enum EvalCaseFile {
         let deny = errors.collect { () throws(ConfigError) in try fields.optional("deny")?.names("deny") ?? [] } ?? []
         let allowsUnfinished =
             errors.collect { () throws(ConfigError) in try fields.optional("allowUnfinished")?.bool("allowUnfinished") ?? false } ?? false
+        let allowsReusedCallIds =
+            errors.collect { () throws(ConfigError) in try fields.optional("allowReusedCallIds")?.bool("allowReusedCallIds") ?? false }
+            ?? false
         let cassetteNode = fields.optional("cassette")
         let cassette = errors.collect { () throws(ConfigError) in try cassetteNode?.nonEmptyString("cassette") } ?? nil
         let policyNode = fields.optional("policy")
@@ -191,6 +194,7 @@ public enum EvalCaseFile {
         var evalCase = EvalCase(
             id: id, description: description, tags: tags, input: input, source: source, expected: expected, location: node.location)
         evalCase.allowsUnfinished = allowsUnfinished
+        evalCase.allowsReusedCallIds = allowsReusedCallIds
         evalCase.node = node
         evalCase.cassette = cassette.map { resolve($0, from: directory) }
         evalCase.policy = policy

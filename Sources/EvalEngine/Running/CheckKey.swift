@@ -38,6 +38,7 @@ public struct CheckKey: Sendable, Hashable {
         var text = "agent-eval check result \(Self.formVersion), facts \(LogFacts.extractorVersion)\n"
         text += "\(program)\n\(evalCase.id)\n\(evalCase.location.line)\n"
         text += "countsDeniedAttempts \(options.countsDeniedAttempts), allowsUnfinished \(evalCase.allowsUnfinished)\n"
+        if evalCase.allowsReusedCallIds { text += "allowsReusedCallIds true\n" }
         text += "file \(fileDigest)\n"
         // The policy file is another file: an edit to it changes the result too.
         if let policy = evalCase.policy { text += "policy \(policy.digest)\n" }

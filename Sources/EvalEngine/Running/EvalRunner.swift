@@ -305,7 +305,9 @@ public struct EvalRunner: Sendable {
                     + "the log was edited or written by a different fold, so its trajectory cannot be trusted",
                 hint: "replay the log to that step to see the recorded and the rebuilt state")
         }
-        if let anomaly = state.anomalies.first {
+        // Reused call ids, when the case accepts them, are reported instead of failing the record.
+        let reused = evalCase.allowsReusedCallIds ? state.anomalies.compactMap(\.reusedCallId) : []
+        if let anomaly = state.anomalies.first(where: { !evalCase.allowsReusedCallIds || $0.reusedCallId == nil }) {
             return cannotRun(
                 .anomalousRun,
                 "the log does not fit together (\(state.anomalies.count) anomal\(state.anomalies.count == 1 ? "y" : "ies")): \(anomaly.message)",
@@ -332,6 +334,16 @@ public struct EvalRunner: Sendable {
                 hint: "set allowUnfinished: true on the case to check what the run recorded so far")
         }
         var result = evaluate(state, log: log, repeatIndex: repeatIndex, case: evalCase, options: options, tear: facts.tear.map { "\($0)" })
+        if !reused.isEmpty {
+            var counts: [String: Int] = [:]
+            for id in reused { counts[id, default: 1] += 1 }
+            let listed = counts.keys.sorted().prefix(10).map { "\"\($0)\" (\(counts[$0] ?? 2) calls)" }.joined(separator: ", ")
+            result.notes.append(
+                CheckNote(
+                    message: "call ids used again, accepted by allowReusedCallIds: \(listed)\(counts.count > 10 ? ", …" : ""); "
+                        + "a later result pairs with the newest call of its id",
+                    step: nil))
+        }
         if let unfinished, facts.tear == nil {
             result.notes.append(
                 CheckNote(message: "the run did not finish (\(unfinished)): checked over what it recorded", step: state.step))

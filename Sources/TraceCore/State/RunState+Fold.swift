@@ -56,7 +56,7 @@ extension RunState {
                     // call from every trajectory check. Later events pair with the newest call
                     // of that id, as transcripts that reuse ids mean them to.
                     if state.indexOfCall(call.id) != nil {
-                        state.note(event, "proposes call id \"\(call.id)\" a second time")
+                        state.note(event, Anomaly.reusedIdPrefix + call.id + Anomaly.reusedIdSuffix)
                     }
                     state.calls.append(
                         ToolCallRecord(id: call.id, tool: call.name, step: event.step, arguments: call.arguments))

@@ -256,6 +256,17 @@ public struct Anomaly: Sendable, Hashable {
     public var sequence: Int
     public var message: String
 
+    /// The call id a decision proposed again, when that is this anomaly (the fold's
+    /// "proposes call id "ID" a second time"); nil for any other.
+    public var reusedCallId: String? {
+        guard let start = message.firstRange(of: Self.reusedIdPrefix), message.hasSuffix(Self.reusedIdSuffix) else { return nil }
+        let id = message[start.upperBound...].dropLast(Self.reusedIdSuffix.count)
+        return id.isEmpty ? nil : String(id)
+    }
+
+    static let reusedIdPrefix = "proposes call id \""
+    static let reusedIdSuffix = "\" a second time"
+
     public init(sequence: Int, message: String) {
         self.sequence = sequence
         self.message = message
