@@ -291,6 +291,29 @@ struct CoreExpectationTests {
         #expect(passes(expected, run("lookup")))
     }
 
+    @Test("arguments per call: the Nth call of a tool against the Nth matcher; a list longer than the calls fails; minToolCalls")
+    func argumentsByCall() {
+        let state = trajectory([("refund", ["id": "A"], true), ("lookup", [:], true), ("refund", ["id": "B"], true)])
+        var expected = Expectations()
+        expected.argumentsByCall = [
+            ("refund", [ArgumentMatcher(mode: .superset, expected: ["id": "A"]), ArgumentMatcher(mode: .superset, expected: ["id": "B"])])
+        ]
+        #expect(passes(expected, state))
+        expected.argumentsByCall = [
+            ("refund", [ArgumentMatcher(mode: .superset, expected: ["id": "B"]), ArgumentMatcher(mode: .superset, expected: [:])])
+        ]
+        let wrong = TrajectoryCheck.check(expected, against: state).failures
+        #expect(wrong.map(\.expectation) == ["arguments.refund[1]"] && wrong.first?.callId == "call-1", "\(wrong)")
+        expected.argumentsByCall = [("refund", Array(repeating: ArgumentMatcher(mode: .superset, expected: [:]), count: 3))]
+        let short = TrajectoryCheck.check(expected, against: state).failures
+        #expect(short.map(\.expectation) == ["arguments.refund[3]"] && short.first?.actual == "refund ran 2 times", "\(short)")
+        var least = Expectations()
+        least.minToolCalls = 3
+        #expect(passes(least, state))
+        least.minToolCalls = 4
+        #expect(TrajectoryCheck.check(least, against: state).failures.first?.actual == "3 tool calls")
+    }
+
     @Test("call-count bounds and budgets")
     func bounds() {
         let state = run("a", "a", "b")

@@ -96,6 +96,14 @@ struct CaseFileTests {
                 "case.yaml:3:28: callCounts.t max (1) is below min (3)"
             ),
             (
+                "caseId: a\nlogs: x.gz\nexpected: {arguments: {t: []}}\n",
+                "case.yaml:3:27: arguments of t is an empty list: give a matcher per call, in order"
+            ),
+            (
+                "caseId: a\nlogs: x.gz\nexpected: {arguments: {t: [{id: 1}, {mode: exact}]}}\n",
+                "case.yaml:3:37: arguments of t, call 2 mode exact needs match (the expected arguments)"
+            ),
+            (
                 "caseId: a\nlogs: x.gz\nexpected: {notSequence: [t]}\n",
                 "case.yaml:3:25: notSequence names 1 tool: an order needs two or more (for a tool that must never run, use toolsNotCalled)"
             ),
@@ -152,7 +160,7 @@ struct CaseFileTests {
                 "case.yaml:4:41: maxSteps must be a whole number, found a string",
                 // With its logs misspelled, b is a live case without input.
                 #"case.yaml:5:3: case "b" runs live and needs an input"#,
-                #"case.yaml:6:3: case "b" has no setting "lgos" (known keys: caseId, description, tags, input, agent, pipeline, logs, approve, deny, allowUnfinished, cassette, policy, command, upstream, timeout, expected)"#,
+                #"case.yaml:6:3: case "b" has no setting "lgos" (known keys: caseId, description, tags, input, agent, pipeline, logs, approve, deny, allowUnfinished, allowReusedCallIds, cassette, policy, command, upstream, timeout, expected)"#,
                 #"case.yaml:7:13: case "b" expects nothing: a case with no expectation would pass any run (add at least one expectation, such as toolsCalled, toolsNotCalled or stopReason)"#,
             ])
     }

@@ -361,6 +361,20 @@ public enum EvalCaseFile {
             if let node = fields.optional("arguments") {
                 let tools = try node.mapping("arguments")
                 for pair in tools.pairs {
+                    if case .sequence(let items) = pair.value.content {
+                        // One matcher per call, in the order the calls ran.
+                        guard !items.isEmpty else {
+                            throw ConfigError(
+                                .invalidValue, "arguments of \(pair.key) is an empty list: give a matcher per call, in order",
+                                at: pair.value.location)
+                        }
+                        var matchers: [ArgumentMatcher] = []
+                        for (index, item) in items.enumerated() {
+                            matchers.append(try readMatcher(item, what: "arguments of \(pair.key), call \(index + 1)"))
+                        }
+                        expected.argumentsByCall.append((pair.key, matchers))
+                        continue
+                    }
                     let (matcher, rubric) = try readArguments(pair.value, tool: pair.key, directory: directory)
                     if let matcher { expected.arguments.append((pair.key, matcher)) }
                     if let rubric { expected.argumentRubrics.append(ArgumentRubric(tool: pair.key, rubric: rubric)) }
@@ -378,6 +392,9 @@ public enum EvalCaseFile {
         errors.collect { () throws(ConfigError) in expected.maxSteps = try fields.optional("maxSteps")?.int("maxSteps", in: 0...Int.max) }
         errors.collect { () throws(ConfigError) in
             expected.maxToolCalls = try fields.optional("maxToolCalls")?.int("maxToolCalls", in: 0...Int.max)
+        }
+        errors.collect { () throws(ConfigError) in
+            expected.minToolCalls = try fields.optional("minToolCalls")?.int("minToolCalls", in: 0...Int.max)
         }
         errors.collect { () throws(ConfigError) in expected.maxTokens = try fields.optional("maxTokens")?.int("maxTokens", in: 0...Int.max)
         }

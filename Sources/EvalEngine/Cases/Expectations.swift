@@ -25,9 +25,15 @@ public struct Expectations: Sendable {
     public var sequence: SequenceExpectation?
     /// Argument matchers for every executed call of a tool, by tool name, in file order.
     public var arguments: [(tool: String, matcher: ArgumentMatcher)] = []
+    /// Argument matchers for a tool's executed calls one by one: the first call must match the
+    /// first, the second the second… (`arguments: {tool: [m1, m2]}`); calls past the list are
+    /// not checked, a list longer than the calls fails.
+    public var argumentsByCall: [(tool: String, matchers: [ArgumentMatcher])] = []
     public var callCounts: [(tool: String, range: CountRange)] = []
     public var maxSteps: Int?
     public var maxToolCalls: Int?
+    /// At least this many executed calls, of any tools.
+    public var minToolCalls: Int?
     public var maxTokens: Int?
     public var maxDurationMs: Int?
     /// Tools that must have at least one call denied by policy (or refused by a human).
@@ -56,6 +62,7 @@ public struct Expectations: Sendable {
         var seen: Set<String> = []
         let lists: [[String]] = [
             toolsCalled, toolsSucceeded, toolsNotCalled, toolsAllowed ?? [], notSequence, arguments.map(\.tool),
+            argumentsByCall.map(\.tool),
             argumentRubrics.map(\.tool), callCounts.map(\.tool), denied, approvalRequired, sequence?.calls.map(\.tool) ?? [],
         ]
         for list in lists {
@@ -69,7 +76,8 @@ public struct Expectations: Sendable {
         toolsCalled.count + toolsSucceeded.count + toolsNotCalled.count + (toolsAllowed == nil ? 0 : 1) + (notSequence.isEmpty ? 0 : 1)
             + (failedResults == nil ? 0 : 1) + (stopReason == nil ? 0 : 1) + (limit == nil ? 0 : 1)
             + (sequence == nil ? 0 : 1)
-            + arguments.count + callCounts.count + [maxSteps, maxToolCalls, maxTokens, maxDurationMs].compactMap { $0 }.count
+            + arguments.count + argumentsByCall.reduce(0) { $0 + $1.matchers.count } + callCounts.count
+            + [maxSteps, maxToolCalls, minToolCalls, maxTokens, maxDurationMs].compactMap { $0 }.count
             + denied.count + approvalRequired.count + (requiresApprovalBeforeExecution ? 1 : 0) + answerContains.count
             + (answerMatches == nil ? 0 : 1) + rubrics.count + (pipeline?.count ?? 0)
     }

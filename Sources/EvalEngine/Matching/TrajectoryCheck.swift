@@ -197,6 +197,28 @@ public enum TrajectoryCheck {
                 }
             }
         }
+        for (tool, matchers) in expected.argumentsByCall {
+            let calls = executedCalls(of: tool)
+            for (index, matcher) in matchers.enumerated() {
+                let name = "arguments.\(tool)[\(index + 1)]"
+                guard index < calls.count else {
+                    failures.append(
+                        ExpectationFailure(
+                            expectation: name, expected: "call \(index + 1) of \(tool) with \(matcher)",
+                            actual: "\(tool) ran \(counted(calls.count, "time"))", step: calls.last?.step ?? lastStep,
+                            callId: calls.last?.id))
+                    break
+                }
+                let call = calls[index]
+                if let problem = matcher.mismatch(call.arguments) {
+                    failures.append(
+                        ExpectationFailure(
+                            expectation: name, expected: matcher.description,
+                            actual: "\(call.id): \(problem) (arguments \(JSONWriter.encodeString(call.arguments)))", step: call.step,
+                            callId: call.id))
+                }
+            }
+        }
         for (tool, range) in expected.callCounts {
             let calls = executedCalls(of: tool)
             if !range.contains(calls.count) {
@@ -220,6 +242,12 @@ public enum TrajectoryCheck {
                     expectation: "maxToolCalls", expected: "at most \(limit) tool calls", actual: "\(executed.count) tool calls",
                     step: over.step,
                     callId: over.id))
+        }
+        if let least = expected.minToolCalls, executed.count < least {
+            failures.append(
+                ExpectationFailure(
+                    expectation: "minToolCalls", expected: "at least \(least) tool calls", actual: "\(executed.count) tool calls",
+                    step: executed.last?.step ?? lastStep, callId: executed.last?.id))
         }
         if let limit = expected.maxTokens, state.usage.totalTokens > limit {
             failures.append(
