@@ -8,7 +8,7 @@ Spans go out over OTLP/HTTP protobuf, to wherever the standard variables say
 processor, flushed at exit.
 
 Usage: otel_agent.py --instrumentation openai-v2|openinference [--fail-refund] [--slow-tool S]
-                     [--no-tool-spans] [--own-tool] [--tool-first] [--exit-after-tools N]
+                     [--no-tool-spans] [--no-root] [--own-tool] [--tool-first] [--exit-after-tools N]
                      [--otlp-json] "request"
 
 --fail-refund: refund_order raises, and its span ends with an error status.
@@ -17,6 +17,8 @@ Usage: otel_agent.py --instrumentation openai-v2|openinference [--fail-refund] [
 --own-tool: after the answer, the agent's own code runs notify_customer (no model proposed it),
             in an execute_tool span of its own.
 --exit-after-tools N: exit right after running the N-th tool, without sending its result back.
+--no-root: no invoke_agent span around the run: every model call is a trace of its own (as with
+           a model client's instrumentation alone).
 --tool-first: before asking the model anything, the agent's own code looks the order up (an
               execute_tool span that comes before the first model request).
 --otlp-json: the exporter sends OTLP/JSON instead of protobuf (a hand-rolled exporter on the SDK's
@@ -90,6 +92,7 @@ def main():
     parser.add_argument("--otlp-json", action="store_true")
     parser.add_argument("--own-tool", action="store_true")
     parser.add_argument("--tool-first", action="store_true")
+    parser.add_argument("--no-root", action="store_true")
     parser.add_argument("--exit-after-tools", type=int, default=0)
     parser.add_argument("request", nargs="?")
     options = parser.parse_args()
@@ -118,9 +121,12 @@ def main():
     messages = [{"role": "system", "content": "You are a support agent."}, {"role": "user", "content": request}]
     answer = "gave up"
     tools_run = 0
-    with tracer.start_as_current_span("invoke_agent refund-agent") as agent_span:
-        agent_span.set_attribute("gen_ai.operation.name", "invoke_agent")
-        agent_span.set_attribute("gen_ai.agent.name", "refund-agent")
+    import contextlib
+    root = contextlib.nullcontext() if options.no_root else tracer.start_as_current_span("invoke_agent refund-agent")
+    with root as agent_span:
+        if agent_span is not None:
+            agent_span.set_attribute("gen_ai.operation.name", "invoke_agent")
+            agent_span.set_attribute("gen_ai.agent.name", "refund-agent")
         if options.tool_first:
             with tracer.start_as_current_span("execute_tool lookup_order") as span:
                 span.set_attribute("gen_ai.operation.name", "execute_tool")

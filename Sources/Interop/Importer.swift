@@ -24,15 +24,32 @@ public struct ImportOptions: Sendable {
     public var messagesKey: String?
     /// For archives (Inspect's `.eval`): how much one may inflate to.
     public var archiveBudget: ArchiveBudget
+    /// For traces: which spans make one run.
+    public var spanGrouping: SpanGrouping
 
     public init(
-        format: ImportFormat = .auto, episodesPath: String? = nil, messagesKey: String? = nil, archiveBudget: ArchiveBudget = .standard
+        format: ImportFormat = .auto, episodesPath: String? = nil, messagesKey: String? = nil, archiveBudget: ArchiveBudget = .standard,
+        spanGrouping: SpanGrouping = .trace
     ) {
         self.format = format
         self.episodesPath = episodesPath
         self.messagesKey = messagesKey
         self.archiveBudget = archiveBudget
+        self.spanGrouping = spanGrouping
     }
+}
+
+/// Which spans of a traces file make one run (`import --group-by`).
+public enum SpanGrouping: Sendable, Hashable {
+    /// One trace, one run: the default, for instrumentations that open a span around the agent.
+    case trace
+    /// The traces that share a session id (`session.id`, OpenInference's; `gen_ai.conversation.id`,
+    /// the GenAI conventions') on any of their spans; a trace without one is a run of its own.
+    case session
+    /// Traces of one service that follow each other with gaps shorter than this (microseconds):
+    /// for instrumentations that open no span around the agent, where every model call is a
+    /// trace of its own.
+    case window(Int)
 }
 
 /// What an import did, per run: the log written, or why the run was not imported.
@@ -99,7 +116,7 @@ public enum Importer {
         case .auto: preconditionFailure("detect never answers auto")
         case .otlp, .jaeger:
             let spans = try SpanReader.spans(in: document, file: file, format: format)
-            return TraceImporter(file: file, format: format).runs(from: spans)
+            return TraceImporter(file: file, format: format).runs(from: spans, grouping: options.spanGrouping)
         case .inspect:
             guard case .json(let log) = document else {
                 throw ImportError(

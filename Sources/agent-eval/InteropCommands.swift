@@ -67,6 +67,16 @@ struct ImportCommand: ParsableCommand {
             "Archives (.eval): the most an entry over 1 MiB may inflate to per compressed byte (default 1000).", valueName: "ratio"))
     var maxArchiveRatio: Int?
 
+    @Option(
+        help: ArgumentHelp(
+            "Traces: which spans make one run — trace (one trace, one run), session (the traces sharing a session.id or "
+                + "gen_ai.conversation.id), window (traces of one service less than --window seconds apart: for "
+                + "instrumentations with no span around the agent).", valueName: "trace|session|window"))
+    var groupBy = "trace"
+
+    @Option(help: ArgumentHelp("With --group-by window: the longest gap between two traces of one run.", valueName: "seconds"))
+    var window: Double = 60
+
     @Flag(help: "Replace logs that exist already in --out.")
     var force = false
 
@@ -88,13 +98,28 @@ struct ImportCommand: ParsableCommand {
             throw ValidationError("--max-archive-bytes takes a size in bytes, KiB, MiB or GiB (e.g. 2GiB), not '\(maxArchiveBytes)'")
         }
         if let maxArchiveRatio, maxArchiveRatio < 1 { throw ValidationError("--max-archive-ratio takes a whole number of 1 or more") }
+        guard ["trace", "session", "window"].contains(groupBy) else {
+            throw ValidationError("--group-by takes trace, session or window, not '\(groupBy)'")
+        }
+        guard window > 0, window <= 86_400 else {
+            throw ValidationError("--window takes a number of seconds, more than 0 and at most 86400")
+        }
+    }
+
+    var spanGrouping: SpanGrouping {
+        switch groupBy {
+        case "session": .session
+        case "window": .window(Int(window * 1_000_000))
+        default: .trace
+        }
     }
 
     func run() throws {
         var budget = ArchiveBudget.standard
         if let bytes = maxArchiveBytes.flatMap(ArchiveBudget.byteCount) { budget.maxBytes = bytes }
         if let maxArchiveRatio { budget.maxRatio = maxArchiveRatio }
-        let options = ImportOptions(format: format, episodesPath: episodesPath, messagesKey: messagesKey, archiveBudget: budget)
+        let options = ImportOptions(
+            format: format, episodesPath: episodesPath, messagesKey: messagesKey, archiveBudget: budget, spanGrouping: spanGrouping)
         let writer = ImportWriter(directory: out, replacesExisting: force)
         let toStandardOutput = json
         let outcome = Importer.importRuns(from: inputs, options: options, writer: writer) { run in

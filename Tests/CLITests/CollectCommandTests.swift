@@ -186,6 +186,79 @@ struct CollectCommandTests {
         #expect(!warnings.contains { $0.stringValue?.contains("clocks disagree") == true }, "\(warnings)")
     }
 
+    @Test("a model client's instrumentation alone makes each model call a trace: import --group-by window reads them as one run")
+    func groupedTraces() async throws {
+        let scratch = try TemporaryDirectory()
+        defer { scratch.remove() }
+        let server = try LocalModelServer()
+        defer { server.stop() }
+        let out = scratch.path("collected")
+        let collector = try await Collector.start(out: out, settle: 0.3, scratch: scratch)
+        let agent = try await Self.runAgent(
+            ["--instrumentation", "openai-v2", "--no-root", "--no-tool-spans", "--fail-refund"], server: server,
+            endpoint: collector.endpoint)
+        #expect(agent.status == 0, "\(agent.stderr)")
+        let (status, _) = try await collector.stop()
+        #expect(status == 0)
+        #expect(Self.logs(in: out).count == 3, "one trace, one log, per model call")
+        // The journals as one JSON Lines file of requests, as a collector's file exporter writes them.
+        let journals = try FileManager.default.contentsOfDirectory(atPath: out + "/spans").filter { $0.hasSuffix(".otlp.jsonl") }.sorted()
+        var all = Data()
+        for name in journals { all += try Data(contentsOf: URL(fileURLWithPath: out + "/spans/" + name)) }
+        try all.write(to: URL(fileURLWithPath: scratch.path("all.otlp.jsonl")))
+        let grouped = try await agentEval([
+            "import", "otlp", scratch.path("all.otlp.jsonl"), "--group-by", "window", "--out", scratch.path("grouped"), "--json",
+        ])
+        #expect(grouped.status == 0, "\(grouped.stderr)")
+        let logs = Self.logs(in: scratch.path("grouped"))
+        #expect(logs.count == 1)
+        let events = try RecordCommandTests.events(try #require(logs.first))
+        #expect(RecordCommandTests.trajectory(events) == Self.failedRefund)
+        let report = try JSONParser.parse(Array(grouped.stdout))
+        let warnings = report["runs"]?.arrayValue?.first?["warnings"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        #expect(warnings.contains { $0.contains("the result is read from the tool message a later model call was given") }, "\(warnings)")
+        #expect(warnings.contains("3 traces read as one run (--group-by)"), "\(warnings)")
+        // One trace per run, as before: the calls count as proposed, not run.
+        let apart = try await agentEval(["import", "otlp", scratch.path("all.otlp.jsonl"), "--out", scratch.path("apart")])
+        #expect(apart.status == 0)
+        #expect(Self.logs(in: scratch.path("apart")).count == 3)
+        let bad = try await agentEval(["import", "otlp", scratch.path("all.otlp.jsonl"), "--group-by", "hour", "--out", scratch.path("x")])
+        #expect(bad.status == 64 && bad.stderr.contains("--group-by takes trace, session or window"))
+    }
+
+    @Test("import --group-by session: the traces that share a session id are one run; a trace without one is a run of its own")
+    func sessions() async throws {
+        let scratch = try TemporaryDirectory()
+        defer { scratch.remove() }
+        func request(_ trace: Int, session: String?) -> JSONValue {
+            var attributes: [JSONValue] = [
+                ["key": "gen_ai.operation.name", "value": ["stringValue": "execute_tool"]],
+                ["key": "gen_ai.tool.name", "value": ["stringValue": "ping"]],
+            ]
+            if let session { attributes.append(["key": "session.id", "value": ["stringValue": .string(session)]]) }
+            let span: JSONValue = [
+                "traceId": .string(String(format: "%032x", trace)), "spanId": .string(String(format: "%016x", trace)),
+                "name": "execute_tool",
+                "startTimeUnixNano": .string(String(1_790_000_000_000_000_000 + trace * 1_000_000)),
+                "endTimeUnixNano": .string(String(1_790_000_000_000_000_000 + trace * 1_000_000 + 1000)), "attributes": .array(attributes),
+            ]
+            let scope: JSONValue = ["spans": [span]]
+            let batch: JSONValue = ["scopeSpans": [scope]]
+            return ["resourceSpans": [batch]]
+        }
+        let lines = [request(1, session: "s-1"), request(2, session: "s-1"), request(3, session: nil)].map {
+            String(decoding: JSONWriter.encode($0), as: UTF8.self)
+        }
+        try (lines.joined(separator: "\n") + "\n").write(toFile: scratch.path("sessions.jsonl"), atomically: true, encoding: .utf8)
+        let result = try await agentEval([
+            "import", "otlp", scratch.path("sessions.jsonl"), "--group-by", "session", "--out", scratch.path("out"), "--json",
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        let runs = try JSONParser.parse(Array(result.stdout))["runs"]?.arrayValue ?? []
+        #expect(runs.map { $0["source_id"]?.stringValue ?? $0["sourceId"]?.stringValue ?? "" }.count == 2, "\(runs)")
+        #expect(runs.compactMap { $0["calls"]?.intValue }.sorted() == [1, 2], "\(runs)")
+    }
+
     @Test("a collector killed with SIGKILL loses no span it acknowledged: started again on its directory, it writes the trace's log")
     func survivesKill() async throws {
         let scratch = try TemporaryDirectory()

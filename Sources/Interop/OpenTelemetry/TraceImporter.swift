@@ -45,15 +45,60 @@ struct TraceImporter {
         return .other
     }
 
-    func runs(from spans: [Span]) -> [Result<ImportedRun, ImportError>] {
+    func runs(from spans: [Span], grouping: SpanGrouping = .trace) -> [Result<ImportedRun, ImportError>] {
         var order: [String] = []
         var byTrace: [String: [Span]] = [:]
         for span in spans {
             if byTrace[span.traceId] == nil { order.append(span.traceId) }
             byTrace[span.traceId, default: []].append(span)
         }
-        return order.map { traceId in
-            Result { () throws(ImportError) in try run(traceId: traceId, spans: byTrace[traceId] ?? []) }
+        let groups = Self.group(order, byTrace, by: grouping)
+        return groups.map { group in
+            Result { () throws(ImportError) in
+                try run(traceId: group.key, spans: group.traces.flatMap { byTrace[$0] ?? [] }, traces: group.traces.count)
+            }
+        }
+    }
+
+    /// The runs' traces, in the order their first trace comes: each run's key (its source id:
+    /// the trace id, `session:ID`, or the first trace's id for a window) and traces.
+    static func group(_ order: [String], _ byTrace: [String: [Span]], by grouping: SpanGrouping) -> [(key: String, traces: [String])] {
+        switch grouping {
+        case .trace:
+            return order.map { ($0, [$0]) }
+        case .session:
+            var keys: [String] = []
+            var groups: [String: [String]] = [:]
+            for trace in order {
+                let spans = byTrace[trace] ?? []
+                let session = spans.lazy.compactMap { $0.string("session.id") ?? $0.string("gen_ai.conversation.id") }.first
+                let key = session.map { "session:" + $0 } ?? trace
+                if groups[key] == nil { keys.append(key) }
+                groups[key, default: []].append(trace)
+            }
+            return keys.map { ($0, groups[$0] ?? []) }
+        case .window(let gapUs):
+            // Per service, traces by start time; a gap longer than the window starts a new run.
+            struct Window {
+                var traces: [String]
+                var endUs: Int
+            }
+            let starts = order.map { trace in (trace, byTrace[trace]?.map(\.startUs).min() ?? 0) }
+            var open: [String: Int] = [:]
+            var windows: [Window] = []
+            for (trace, start) in starts.sorted(by: { ($0.1, $0.0) < ($1.1, $1.0) }) {
+                let spans = byTrace[trace] ?? []
+                let service = spans.lazy.compactMap(\.service).first ?? ""
+                let end = spans.map(\.endUs).max() ?? start
+                if let index = open[service], start - windows[index].endUs <= gapUs {
+                    windows[index].traces.append(trace)
+                    windows[index].endUs = max(windows[index].endUs, end)
+                } else {
+                    open[service] = windows.count
+                    windows.append(Window(traces: [trace], endUs: end))
+                }
+            }
+            return windows.map { ($0.traces[0], $0.traces) }
         }
     }
 
@@ -65,7 +110,7 @@ struct TraceImporter {
         var hasContent: Bool { text != nil || !calls.isEmpty }
     }
 
-    private func run(traceId: String, spans unsorted: [Span]) throws(ImportError) -> ImportedRun {
+    private func run(traceId: String, spans unsorted: [Span], traces: Int = 1) throws(ImportError) -> ImportedRun {
         let spans = unsorted.sorted { ($0.startUs, $0.spanId) < ($1.startUs, $1.spanId) }
         var warnings: [String] = []
         let spanIds = Set(spans.map(\.spanId))
@@ -274,9 +319,33 @@ struct TraceImporter {
                     + "carr\(withoutArguments.count == 1 ? "ies" : "y") no arguments, and no model call proposed "
                     + (withoutArguments.count == 1 ? "it" : "them") + ": recorded with {}")
         }
+        // A call without a tool span whose result a later model call was given (its input's tool
+        // message): it ran, and that is its result (when it took is not known).
+        var readBack: [String] = []
+        pending = pending.filter { call in
+            guard let later = stepStarts.indices.first(where: { $0 > call.step && isModelStep[$0] }), let sourceId = call.sourceId else {
+                return true
+            }
+            let inputs = chatGroups.flatMap { $0 }.map { spans[$0] }.filter { $0.startUs >= stepStarts[later] }
+            guard let text = inputs.lazy.compactMap({ Self.toolResponse(sourceId, in: $0) }).first else { return true }
+            guard case .calls(var calls) = steps[call.step].decision else { return true }
+            calls[call.index].result = ImportedResult.fromContent(text, timeUs: stepStarts[later])
+            steps[call.step].decision = .calls(calls)
+            readBack.append(calls[call.index].call.id)
+            return false
+        }
+        if !readBack.isEmpty {
+            warnings.append(
+                "call\(readBack.count == 1 ? "" : "s") \(readBack.map { "\"\($0)\"" }.joined(separator: ", ")) ha\(readBack.count == 1 ? "s" : "ve") "
+                    + "no tool span: the result is read from the tool message a later model call was given (its duration is not known)")
+        }
         for call in pending {
             warnings.append(
-                "call \"\(steps[call.step].calls[call.index].call.id)\" (\(call.name)) has no tool span: it counts as proposed, not run")
+                "call \"\(steps[call.step].calls[call.index].call.id)\" (\(call.name)) has no tool span and no later model call was "
+                    + "given its result: it counts as proposed, not run")
+        }
+        if traces > 1 {
+            warnings.append("\(traces) traces read as one run (--group-by)")
         }
 
         let used = Set(chatGroups.joined()).union(toolGroups.joined())
@@ -517,6 +586,29 @@ struct TraceImporter {
             }
         }
         return reply
+    }
+
+    /// The text of the tool result for call `id` a model call was given in its input: the GenAI
+    /// conventions' `tool_call_response` part, OpenInference's or OpenLLMetry's tool message.
+    static func toolResponse(_ id: String, in span: Span) -> String? {
+        if let messages = Self.messages(span["gen_ai.input.messages"]) {
+            for message in messages {
+                for part in message["parts"]?.arrayValue ?? [] where part["type"]?.stringValue == "tool_call_response" {
+                    guard part["id"]?.stringValue == id, let response = part["response"] else { continue }
+                    return response.stringValue ?? JSONWriter.encodeString(response)
+                }
+            }
+        }
+        for (prefix, infix, idKey) in [("llm.input_messages.", ".message.", "tool_call_id"), ("gen_ai.prompt.", ".", "tool_call_id")] {
+            var index = 0
+            while let role = span.string(prefix + "\(index)\(infix)role") {
+                if role == "tool", span.string(prefix + "\(index)\(infix)\(idKey)") == id {
+                    return span.string(prefix + "\(index)\(infix)content") ?? ""
+                }
+                index += 1
+            }
+        }
+        return nil
     }
 
     /// The first user text the span was given (`gen_ai.input.messages` or `gen_ai.prompt.N.*`).
