@@ -53,6 +53,8 @@ public struct EvalError: Diagnostic, Hashable {
         case cassetteMiss = "cassette_miss"
         /// A command case's program could not be run through the recording gateway.
         case commandFailed = "command_failed"
+        /// A file to bring over from another tool (an ADK eval set) cannot be read as one.
+        case unreadableInput = "unreadable_input"
     }
 
     public var code: Code

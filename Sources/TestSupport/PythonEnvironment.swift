@@ -15,6 +15,8 @@ public enum PythonEnvironment: String, Sendable, CaseIterable {
     /// The openai SDK with real OpenTelemetry instrumentations (openai-v2, OpenInference) and the
     /// SDK's OTLP/HTTP exporter, for Fixtures/external/otel_agent.py.
     case otel
+    /// Google ADK, whose eval set models write the eval sets `case from-evalset` reads.
+    case adk
 
     public struct Unavailable: Error, CustomStringConvertible {
         public var description: String

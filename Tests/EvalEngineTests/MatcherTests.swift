@@ -314,6 +314,20 @@ struct CoreExpectationTests {
         #expect(TrajectoryCheck.check(least, against: state).failures.first?.actual == "3 tool calls")
     }
 
+    @Test("answer.similarTo: word overlap (ROUGE-1 F) with a reference answer, at a least score")
+    func similarAnswers() {
+        #expect(AnswerSimilarity.rouge1("Refunded 25 EUR for order A-1042.", "refunded 25 eur for order a-1042") == 1)
+        #expect(AnswerSimilarity.rouge1("the cat sat", "the cat sat down") == 2 * 1 * 0.75 / 1.75)
+        #expect(AnswerSimilarity.rouge1("nothing alike", "entirely different") == 0)
+        var expected = Expectations()
+        expected.answerSimilarTo = ("Refunded 25 EUR for order A-1042.", 0.8)
+        var state = trajectory([], stop: RunStopped(reason: .success, answer: "I refunded 25 EUR for order A-1042."))
+        #expect(passes(expected, state))
+        state = trajectory([], stop: RunStopped(reason: .success, answer: "Your order is on its way."))
+        let failure = TrajectoryCheck.check(expected, against: state).failures.first
+        #expect(failure?.expectation == "answer.similarTo" && failure?.actual.hasPrefix("0.") == true, "\(String(describing: failure))")
+    }
+
     @Test("call-count bounds and budgets")
     func bounds() {
         let state = run("a", "a", "b")

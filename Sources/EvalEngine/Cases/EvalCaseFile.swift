@@ -421,6 +421,20 @@ public enum EvalCaseFile {
                     if let pattern = answer.optional("matches") {
                         expected.answerMatches = try pattern.regex("answer.matches")
                     }
+                    if let reference = answer.optional("similarTo") {
+                        let text = try reference.string("answer.similarTo")
+                        var least = 0.8
+                        if let node = answer.optional("min") {
+                            least = try node.double("answer.min")
+                            guard (0...1).contains(least) else {
+                                throw ConfigError(.invalidValue, "answer.min must be from 0 to 1, found \(least)", at: node.location)
+                            }
+                        }
+                        expected.answerSimilarTo = (text, least)
+                    } else if let least = answer.optional("min") {
+                        throw ConfigError(
+                            .invalidValue, "answer.min is the least similarity to answer.similarTo, which is not given", at: least.location)
+                    }
                     expected.answerRubric = try readRubric(&answer, what: "answer", directory: directory)
                     try answer.finish()
                 }

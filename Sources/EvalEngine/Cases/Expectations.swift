@@ -44,6 +44,8 @@ public struct Expectations: Sendable {
     public var requiresApprovalBeforeExecution = false
     public var answerContains: [String] = []
     public var answerMatches: String?
+    /// The answer's word overlap with a reference answer (ROUGE-1 F-measure) is at least `min`.
+    public var answerSimilarTo: (text: String, min: Double)?
     /// A judge model grades the final answer against this rubric.
     public var answerRubric: Rubric?
     /// A judge model grades the arguments of every executed call of a tool, in file order.
@@ -79,7 +81,7 @@ public struct Expectations: Sendable {
             + arguments.count + argumentsByCall.reduce(0) { $0 + $1.matchers.count } + callCounts.count
             + [maxSteps, maxToolCalls, minToolCalls, maxTokens, maxDurationMs].compactMap { $0 }.count
             + denied.count + approvalRequired.count + (requiresApprovalBeforeExecution ? 1 : 0) + answerContains.count
-            + (answerMatches == nil ? 0 : 1) + rubrics.count + (pipeline?.count ?? 0)
+            + (answerMatches == nil ? 0 : 1) + (answerSimilarTo == nil ? 0 : 1) + rubrics.count + (pipeline?.count ?? 0)
     }
 
     /// The model-graded expectations, answer first: a run that has them is graded by a judge

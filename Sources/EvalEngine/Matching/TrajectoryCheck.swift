@@ -332,6 +332,18 @@ public enum TrajectoryCheck {
                 )
             }
         }
+        if let (reference, least) = expected.answerSimilarTo {
+            let score = answer.map { AnswerSimilarity.rouge1($0, reference) } ?? 0
+            if score < least {
+                failures.append(
+                    ExpectationFailure(
+                        expectation: "answer.similarTo",
+                        expected: "the answer's word overlap with \"\(shortened(reference))\" is at least \(least) (ROUGE-1 F)",
+                        actual: answer.map { "\((score * 1000).rounded() / 1000) for \"\(shortened($0))\"" }
+                            ?? "no answer (\(describeStop(state)))",
+                        step: lastStep))
+            }
+        }
         return (failures, notes)
     }
 

@@ -1,0 +1,157 @@
+import Foundation
+public import TraceCore
+
+/// Google ADK's eval sets as agent-eval cases (`agent-eval case from-evalset`): an EvalSet JSON
+/// file (`eval_cases` → `conversation` → invocations, in snake_case or the camelCase ADK's models
+/// also write), or ADK's older test file (a list of `{query, expected_tool_use, reference}`).
+///
+/// Each single-turn eval case becomes one case file: the user's text as `input`, the expected tool
+/// uses as a `sequence` in the matching mode ADK's `tool_trajectory_avg_score` uses (`EXACT` →
+/// `strict`, `IN_ORDER` → `in_order`, `ANY_ORDER` → `superset`), each call's arguments matched
+/// exactly, and the expected final response as `answer.similarTo` at ADK's `response_match_score`
+/// threshold (ROUGE-1). A conversation of several invocations (a multi-turn case) has no single
+/// input: it is reported and left out.
+public enum EvalSetConversion {
+    /// One eval case read from the file.
+    public struct ReadCase: Sendable {
+        public var id: String
+        public var input: String
+        public var toolUses: [(name: String, arguments: JSONValue)]
+        public var finalResponse: String?
+    }
+
+    /// How ADK's trajectory criterion matches tool uses.
+    public enum Match: String, Sendable, CaseIterable {
+        case exact
+        case inOrder = "in_order"
+        case anyOrder = "any_order"
+
+        var sequenceMode: String {
+            switch self {
+            case .exact: "strict"
+            case .inOrder: "in_order"
+            case .anyOrder: "superset"
+            }
+        }
+    }
+
+    /// How the cases run their agent.
+    public enum Runner: Sendable {
+        /// `agent: PATH` (relative to the case file).
+        case agent(String)
+        /// `command: [...]`, `{input}` where the input goes.
+        case command([String])
+    }
+
+    /// The eval set's id, and each eval case read or why it is left out.
+    public static func read(_ path: String) throws(EvalError) -> (setId: String, cases: [Result<ReadCase, EvalError>]) {
+        let value: JSONValue
+        do {
+            value = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: path))))
+        } catch let error as TraceCoreError {
+            throw EvalError(.unreadableInput, "\(path) is not valid JSON: \(error.message)", location: SourceLocation(path: path))
+        } catch {
+            throw EvalError(.unreadableInput, "cannot read \(path): \(error.localizedDescription)", location: SourceLocation(path: path))
+        }
+        // `shop.test.json`, `shop.evalset.json`: the name is `shop`.
+        var stem = ((path as NSString).lastPathComponent as NSString).deletingPathExtension
+        for suffix in [".test", ".evalset"] where stem.hasSuffix(suffix) { stem = String(stem.dropLast(suffix.count)) }
+        if let list = value.arrayValue {
+            // The older test file: one invocation a row.
+            return (
+                stem,
+                list.enumerated().map { index, row in
+                    guard let query = row["query"]?.stringValue else {
+                        return .failure(
+                            EvalError(.unreadableInput, "\(path): row \(index + 1) has no \"query\"", location: SourceLocation(path: path)))
+                    }
+                    let uses = (row["expected_tool_use"]?.arrayValue ?? []).map { use in
+                        (use["tool_name"]?.stringValue ?? "", use["tool_input"] ?? [:])
+                    }
+                    return .success(
+                        ReadCase(id: "\(stem)-\(index + 1)", input: query, toolUses: uses, finalResponse: row["reference"]?.stringValue))
+                }
+            )
+        }
+        guard let cases = field(value, "eval_cases", "evalCases")?.arrayValue else {
+            throw EvalError(
+                .unreadableInput, "\(path) is not an ADK eval set: it has no \"eval_cases\" (or \"evalCases\") list",
+                location: SourceLocation(path: path),
+                hint: "give an EvalSet file (…evalset.json) or an ADK test file (a list of {query, expected_tool_use, reference})")
+        }
+        let setId = field(value, "eval_set_id", "evalSetId")?.stringValue ?? stem
+        return (
+            setId,
+            cases.enumerated().map { index, item in
+                let id = field(item, "eval_id", "evalId")?.stringValue ?? "\(setId)-\(index + 1)"
+                let conversation = field(item, "conversation")?.arrayValue ?? []
+                guard conversation.count == 1, let invocation = conversation.first else {
+                    let why =
+                        conversation.isEmpty
+                        ? "has no conversation (a scenario for ADK's user simulator?)"
+                        : "has \(conversation.count) invocations: a case here runs one input"
+                    return .failure(
+                        EvalError(
+                            .unreadableInput, "eval case \"\(id)\" \(why); it is left out", location: SourceLocation(path: path),
+                            hint: "split a multi-turn conversation into single-turn eval cases to bring it over"))
+                }
+                let input = text(of: field(invocation, "user_content", "userContent"))
+                let intermediate = field(invocation, "intermediate_data", "intermediateData")
+                let uses = (intermediate.flatMap { field($0, "tool_uses", "toolUses") }?.arrayValue ?? []).map { use in
+                    (use["name"]?.stringValue ?? "", use["args"] ?? [:])
+                }
+                let response = field(invocation, "final_response", "finalResponse").map(text(of:))
+                return .success(ReadCase(id: id, input: input, toolUses: uses, finalResponse: response?.isEmpty == true ? nil : response))
+            }
+        )
+    }
+
+    /// A member by its snake_case name or its camelCase one.
+    static func field(_ value: JSONValue, _ snake: String, _ camel: String? = nil) -> JSONValue? {
+        value[snake] ?? camel.flatMap { value[$0] }
+    }
+
+    /// The text parts of a `Content` (`{parts: [{text}], role}`), joined.
+    static func text(of content: JSONValue?) -> String {
+        (content?["parts"]?.arrayValue ?? []).compactMap { $0["text"]?.stringValue }.joined(separator: "\n")
+    }
+
+    /// A case id from an eval id: letters, digits, `-`, `_`, `.` and `:` kept, the rest `-`.
+    public static func caseId(_ id: String) -> String {
+        let kept = String(id.map { $0.isLetter || $0.isNumber || "-_.:".contains($0) ? $0 : "-" })
+        return kept.isEmpty ? "case" : kept
+    }
+
+    /// The case file's text.
+    public static func yaml(
+        for read: ReadCase, setId: String, source: String, runner: Runner, match: Match, responseThreshold: Double
+    ) -> String {
+        func quoted(_ text: String) -> String { JSONWriter.encodeString(.string(text)) }
+        var lines = [
+            "# From the ADK eval set \"\(setId)\" (\(source)), eval case \"\(read.id)\": tool uses matched \(match.rawValue.uppercased()),",
+            "# the final response by word overlap (ROUGE-1) of at least \(responseThreshold), as ADK's default criteria do.",
+            "caseId: \(quoted(caseId(read.id)))",
+        ]
+        switch runner {
+        case .agent(let path): lines.append("agent: \(quoted(path))")
+        case .command(let words): lines.append("command: [\(words.map(quoted).joined(separator: ", "))]")
+        }
+        lines.append("input: \(quoted(read.input))")
+        lines.append("expected:")
+        if read.toolUses.isEmpty {
+            if match == .exact || read.finalResponse == nil { lines.append("  maxToolCalls: 0") }
+        } else {
+            lines.append("  sequence:")
+            lines.append("    mode: \(match.sequenceMode)")
+            lines.append("    calls:")
+            for use in read.toolUses {
+                let arguments: JSONValue = ["mode": "exact", "match": use.arguments]
+                lines.append("      - {tool: \(quoted(use.name)), arguments: \(JSONWriter.encodeString(arguments))}")
+            }
+        }
+        if let response = read.finalResponse {
+            lines.append("  answer: {similarTo: \(quoted(response)), min: \(responseThreshold)}")
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+}

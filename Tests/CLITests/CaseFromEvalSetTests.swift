@@ -1,0 +1,71 @@
+import Foundation
+import TestSupport
+import TestTags
+import Testing
+import TraceCore
+
+/// `agent-eval case from-evalset` on eval sets written by Google ADK's own models (google-adk from
+/// PyPI), run against the refund agent through the recording gateway and the local model server.
+@Suite("case from-evalset: Google ADK eval sets as cases", .tags(.python), .needsPython, .ownThread)
+struct CaseFromEvalSetTests {
+    @Test(
+        "ADK's eval set (snake_case and camelCase) and its older test file become cases that run: the refund passes, a wrong expectation fails"
+    )
+    func convertsAndRuns() async throws {
+        let scratch = try TemporaryDirectory()
+        defer { scratch.remove() }
+        let sets = scratch.path("adk")
+        let made = try await Subprocess.run(
+            try await PythonEnvironment.adk.path() + "/bin/python", [PythonEnvironment.scriptPath("adk_evalsets.py"), sets])
+        #expect(made.status == 0, "\(made.stderr)")
+        let python = try await RecordCommandTests.python()
+        let agent = [python, RecordCommandTests.agent, "--api", "chat", "{input}"]
+        for (file, out) in [("shop.evalset.json", "snake"), ("shop.camel.json", "camel")] {
+            let converted = try await agentEval(["case", "from-evalset", sets + "/" + file, "--out", scratch.path(out), "--"] + agent)
+            #expect(converted.status == 1, "the two-turn case is left out: \(converted.stderr)")
+            #expect(converted.stderr.contains("eval case \"two turns\" has 2 invocations"), "\(converted.stderr)")
+            let names = try FileManager.default.contentsOfDirectory(atPath: scratch.path(out)).sorted()
+            #expect(names == ["greeting.yaml", "refund-damaged-order.yaml"])
+        }
+        #expect(
+            try String(contentsOfFile: scratch.path("snake/refund-damaged-order.yaml"), encoding: .utf8).replacingOccurrences(
+                of: "shop.evalset.json", with: "")
+                == String(contentsOfFile: scratch.path("camel/refund-damaged-order.yaml"), encoding: .utf8).replacingOccurrences(
+                    of: "shop.camel.json", with: ""))
+        let check = try await agentEval(["check", scratch.path("snake")])
+        #expect(check.status == 0, "\(check.stdoutText)\(check.stderr)")
+
+        let server = try LocalModelServer()
+        defer { server.stop() }
+        let run = try await agentEval(
+            ["run", scratch.path("snake"), "--no-catalog", "--json", "--out", scratch.path("runs")],
+            environment: ["OPENAI_BASE_URL": server.baseURL("refund"), "OPENAI_API_KEY": RecordCommandTests.key])
+        #expect(run.status == 1, "the greeting case fails: the refund agent looks an order up for any input")
+        let report = try JSONParser.parse(Array(run.stdout))
+        let outcomes = Dictionary(
+            uniqueKeysWithValues: (report["cases"]?.arrayValue ?? []).compactMap { entry in
+                entry["case_id"]?.stringValue.map { ($0, entry["outcome"]?.stringValue ?? "") }
+            })
+        #expect(outcomes == ["refund-damaged-order": "pass", "greeting": "fail"], "\(run.stdoutText)")
+
+        // ADK's older test file: the same refund case.
+        let older = try await agentEval(["case", "from-evalset", sets + "/shop.test.json", "--out", scratch.path("older"), "--"] + agent)
+        #expect(older.status == 0, "\(older.stderr)")
+        let olderCase = try String(contentsOfFile: scratch.path("older/shop-1.yaml"), encoding: .utf8)
+        #expect(olderCase.contains(#"- {tool: "refund_order", arguments: {"match":{"amount":25,"order_id":"A-1042"},"mode":"exact"}}"#))
+        #expect(olderCase.contains(#"answer: {similarTo: "Refunded 25 EUR for order A-1042.", min: 0.8}"#))
+    }
+
+    @Test("usage: the agent is given one way; a file that is no eval set is named")
+    func usage() async throws {
+        let scratch = try TemporaryDirectory()
+        defer { scratch.remove() }
+        let none = try await agentEval(["case", "from-evalset", "x.json", "--out", scratch.path("o")])
+        #expect(none.status == 64 && none.stderr.contains("give how the cases run their agent"))
+        try Data(#"{"name": "not an eval set"}"#.utf8).write(to: URL(fileURLWithPath: scratch.path("other.json")))
+        let other = try await agentEval([
+            "case", "from-evalset", scratch.path("other.json"), "--out", scratch.path("o"), "--agent", "a.yaml",
+        ])
+        #expect(other.status == 2 && other.stderr.contains("is not an ADK eval set"), "\(other.stderr)")
+    }
+}
