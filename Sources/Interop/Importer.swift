@@ -13,6 +13,8 @@ public enum ImportFormat: String, Sendable, CaseIterable {
     case inspect
     /// OpenAI chat messages or Anthropic messages, alone or in result files of many episodes.
     case messages
+    /// ATIF trajectories (the Agent Trajectory Interchange Format, v1.4 and later).
+    case atif
 }
 
 /// How to read the inputs.
@@ -124,6 +126,12 @@ public enum Importer {
                 )
             }
             return try InspectImporter.runs(log: log, file: file)
+        case .atif:
+            guard case .json(let value) = document else {
+                throw ImportError(
+                    .wrongFormat, "\(path) is JSON Lines, not an ATIF trajectory (one JSON document)", location: SourceLocation(path: path))
+            }
+            return try ATIFImporter(file: file).runs(from: value)
         case .messages:
             let episodes = try EpisodeFinder.episodes(
                 in: document, file: path, episodesPath: options.episodesPath, messagesKey: options.messagesKey)
@@ -195,6 +203,7 @@ public enum Importer {
         var fits: [ImportFormat] = []
         switch document {
         case .json(let value):
+            if ATIFImporter.version(of: value.arrayValue?.first ?? value) != nil { fits.append(.atif) }
             if value["resourceSpans"] != nil || value["batches"] != nil
                 || value.arrayValue?.first.map({ $0["resourceSpans"] != nil || $0["batches"] != nil }) == true
             {

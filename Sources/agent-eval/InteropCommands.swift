@@ -13,10 +13,11 @@ extension ImportFormat: ExpressibleByArgument {}
 struct ImportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "import",
-        abstract: "Import runs from OpenTelemetry traces, Inspect AI logs or message transcripts as agent-eval logs.",
+        abstract: "Import runs from OpenTelemetry traces, ATIF trajectories, Inspect AI logs or message transcripts as agent-eval logs.",
         discussion: """
-            Each run in the inputs becomes one log in --out: a trace (OTLP/JSON, Tempo's batches, a Jaeger export), a \
-            sample and epoch of an Inspect eval log (.eval or .json), or an episode of a transcript file (OpenAI chat \
+            Each run in the inputs becomes one log in --out: a trace (OTLP/JSON, Tempo's batches, a Jaeger export; \
+            --group-by session or window joins traces into one run), an ATIF trajectory (v1.4 to v1.8; an embedded \
+            sub-agent is a run of its own, a continuation file is followed), a sample and epoch of an Inspect eval log (.eval or .json), or an episode of a transcript file (OpenAI chat \
             messages or Anthropic messages, alone or in a result file of many episodes). The logs are ordinary: \
             verify, replay, diff, index and `agent-eval run` read them like any other. Their run_started names the \
             source (format, file, id) and the tools it declares; imported runs have no policy verdicts, and the \
@@ -24,7 +25,7 @@ struct ImportCommand: ParsableCommand {
             agent was cut off) is imported unfinished, and a note says so. docs/interop.md has the field mappings and \
             the stop-reason tables.
 
-            FORMAT is otlp, jaeger, inspect, messages, or auto (tell by the content; an error names the candidates \
+            FORMAT is otlp, jaeger, atif, inspect, messages, or auto (tell by the content; an error names the candidates \
             when it cannot). A run that cannot be imported is reported and the others still are. An .eval archive \
             that would inflate to more than --max-archive-bytes, or has an entry over --max-archive-ratio, is refused \
             before it is inflated (docs/interop.md, Limits).
@@ -39,7 +40,7 @@ struct ImportCommand: ParsableCommand {
             """
     )
 
-    @Argument(help: "The format: auto, otlp, jaeger, inspect or messages.")
+    @Argument(help: "The format: auto, otlp, jaeger, atif, inspect or messages.")
     var format: ImportFormat
 
     @Argument(help: "The files to import.")
@@ -160,9 +161,86 @@ struct ImportCommand: ParsableCommand {
 struct ExportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
-        abstract: "Export runs to other tools (OpenTelemetry traces).",
-        subcommands: [ExportOTLPCommand.self]
+        abstract: "Export runs to other tools (OpenTelemetry traces, ATIF trajectories).",
+        subcommands: [ExportOTLPCommand.self, ExportATIFCommand.self]
     )
+}
+
+/// `agent-eval export atif`: runs as ATIF trajectories, one JSON file each.
+struct ExportATIFCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "atif",
+        abstract: "Export runs as ATIF v1.8 trajectories (the Agent Trajectory Interchange Format), one JSON file per run.",
+        discussion: """
+            Each run becomes DIR/<log name>.atif.json: the goal as the first user step, an agent step per model \
+            decision with its tool calls, their results as the step's observation, its tokens and cost as \
+            metrics, and the run's totals as final_metrics. The stop reason and limit, which ATIF has no field \
+            for, go under extra.agent_eval; `agent-eval import atif` reads them back, so import → export → import \
+            gives the same trajectory and stop (docs/interop.md, "ATIF").
+
+            Exit codes: 0 every run written; 2 a log could not be read (the others are still written), or a \
+            file exists already (--force replaces it); 64 usage error.
+
+            Examples:
+              agent-eval export atif runs/ --out atif/
+            """
+    )
+
+    @Argument(help: "The logs to export: files, directories (searched for *.jsonl.gz) or globs.")
+    var logs: [String]
+
+    @Option(help: ArgumentHelp("The directory to write the trajectories to (created when missing).", valueName: "dir"))
+    var out: String
+
+    @Flag(help: "Replace trajectory files that exist already.")
+    var force = false
+
+    func validate() throws {
+        if logs.isEmpty { throw ValidationError("give the logs to export") }
+    }
+
+    func run() throws {
+        let paths: [String]
+        do {
+            paths = try Catalog.findLogs(logs)
+        } catch {
+            throw diagnose(error)
+        }
+        if paths.isEmpty {
+            throw diagnose(
+                ImportError(
+                    .unreadableLog, "no logs (*.jsonl.gz) found in \(logs.joined(separator: ", "))",
+                    hint: "give logs, directories of logs or globs"))
+        }
+        do {
+            try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+        } catch {
+            throw diagnose(ImportError(.writeFailed, "cannot create \(out): \(error.localizedDescription)", hint: "choose another --out"))
+        }
+        var written = 0
+        var failed = 0
+        for path in paths {
+            do {
+                let trajectory = try ATIFExporter().trajectory(log: path)
+                // Named as the log is: runs may share an id (copies of one log), logs may not share a name in one folder.
+                let stem = (path as NSString).lastPathComponent.replacingOccurrences(of: ".jsonl.gz", with: "")
+                let name = RuntimeEnvironment.fileNameComponent(stem) + ".atif.json"
+                let file = (out as NSString).appendingPathComponent(name)
+                if FileManager.default.fileExists(atPath: file), !force {
+                    throw ImportError(.outputExists, "\(file) exists already", hint: "pass --force to replace it, or choose another --out")
+                }
+                try ReportFile.write(JSONWriter.encodePretty(trajectory) + "\n", to: file)
+                written += 1
+            } catch {
+                failed += 1
+                warn(error as? any Diagnostic ?? ImportError(.writeFailed, "\(path): \(error)"))
+            }
+        }
+        say(
+            "wrote \(counted(written, "trajectory", plural: "trajectories")) to \(displayPath(out))"
+                + (failed > 0 ? ", \(failed) failed" : ""))
+        if failed > 0 { throw Exit.unusable }
+    }
 }
 
 /// `agent-eval export otlp`: runs as OTLP/JSON traces, to a file or a collector.
