@@ -6,7 +6,8 @@ tests:
 
   OUT_DIR/shop.evalset.json    as ADK's eval set manager writes it (model_dump_json): the refund
                                case (two tool uses, a final response), a case that calls no tool,
-                               and a two-turn conversation (which a case cannot hold)
+                               a two-turn conversation (which a case cannot hold), and the refund
+                               again with its tool uses as invocation events
   OUT_DIR/shop.camel.json      the same set with ADK's camelCase aliases (by_alias=True)
   OUT_DIR/shop.test.json       ADK's older test file: [{query, expected_tool_use, reference}]
 """
@@ -14,7 +15,7 @@ import json
 import os
 import sys
 
-from google.adk.evaluation.eval_case import EvalCase, IntermediateData, Invocation
+from google.adk.evaluation.eval_case import EvalCase, IntermediateData, Invocation, InvocationEvent, InvocationEvents
 from google.adk.evaluation.eval_set import EvalSet
 from google.genai import types
 
@@ -36,12 +37,21 @@ refund = invocation(1, "Order A-1042 arrived broken. Refund me.",
                     [("lookup_order", {"order_id": "A-1042"}), ("refund_order", {"order_id": "A-1042", "amount": 25})],
                     "Refunded 25 EUR for order A-1042.")
 greeting = invocation(2, "Hello!", [], "Hello! How can I help with your order?")
+# ADK's other form of intermediate data: the invocation's events, their parts the function calls.
+events = Invocation(
+    invocation_id="inv-5", user_content=content("user", "Order A-1042 arrived broken. Refund me."),
+    final_response=content("model", "Refunded 25 EUR for order A-1042."),
+    intermediate_data=InvocationEvents(invocation_events=[
+        InvocationEvent(author="shop_agent", content=types.Content(role="model", parts=[
+            types.Part(function_call=types.FunctionCall(name=name, args=args))]))
+        for name, args in [("lookup_order", {"order_id": "A-1042"}), ("refund_order", {"order_id": "A-1042", "amount": 25})]]))
 first_turn = invocation(3, "Where is order A-1042?", [("lookup_order", {"order_id": "A-1042"})], "It was delivered.")
 second_turn = invocation(4, "Then refund it.", [("refund_order", {"order_id": "A-1042", "amount": 25})], "Refunded.")
 eval_set = EvalSet(eval_set_id="shop", name="Shop support", eval_cases=[
     EvalCase(eval_id="refund damaged order", conversation=[refund]),
     EvalCase(eval_id="greeting", conversation=[greeting]),
     EvalCase(eval_id="two turns", conversation=[first_turn, second_turn]),
+    EvalCase(eval_id="refund/events", conversation=[events]),
 ])
 # What ADK's local eval set manager writes.
 with open(os.path.join(out, "shop.evalset.json"), "w") as file:

@@ -169,12 +169,14 @@ struct CaseFromEvalSetCommand: ParsableCommand {
                 leftOut += 1
                 warn(error)
             case .success(let evalCase):
-                var name = EvalSetConversion.caseId(evalCase.id) + ".yaml"
+                // Two eval ids that clean to one case id: the second gets a number, in its name and its id.
+                var id = EvalSetConversion.caseId(evalCase.id)
                 var number = 2
-                while !names.insert(name).inserted {
-                    name = EvalSetConversion.caseId(evalCase.id) + "-\(number).yaml"
+                while !names.insert(id).inserted {
+                    id = EvalSetConversion.caseId(evalCase.id) + "-\(number)"
                     number += 1
                 }
+                let name = id + ".yaml"
                 let path = (out as NSString).appendingPathComponent(name)
                 if FileManager.default.fileExists(atPath: path), !force {
                     throw diagnose(
@@ -182,7 +184,7 @@ struct CaseFromEvalSetCommand: ParsableCommand {
                 }
                 let text = EvalSetConversion.yaml(
                     for: evalCase, setId: read.setId, source: (file as NSString).lastPathComponent, runner: runner, match: match,
-                    responseThreshold: responseMin)
+                    responseThreshold: responseMin, caseId: id)
                 do { try ReportFile.write(text, to: path) } catch { throw diagnose(error) }
                 written += 1
             }

@@ -71,7 +71,7 @@ struct ImportCommand: ParsableCommand {
     @Option(
         help: ArgumentHelp(
             "Traces: which spans make one run — trace (one trace, one run), session (the traces sharing a session.id or "
-                + "gen_ai.conversation.id), window (traces of one service less than --window seconds apart: for "
+                + "gen_ai.conversation.id), window (traces of one service at most --window seconds apart: for "
                 + "instrumentations with no span around the agent).", valueName: "trace|session|window"))
     var groupBy = "trace"
 
@@ -219,12 +219,19 @@ struct ExportATIFCommand: ParsableCommand {
         }
         var written = 0
         var failed = 0
+        var names = Set<String>()
         for path in paths {
             do {
                 let trajectory = try ATIFExporter().trajectory(log: path)
                 // Named as the log is: runs may share an id (copies of one log), logs may not share a name in one folder.
                 let stem = (path as NSString).lastPathComponent.replacingOccurrences(of: ".jsonl.gz", with: "")
-                let name = RuntimeEnvironment.fileNameComponent(stem) + ".atif.json"
+                // Two logs of one name (in two folders): the second gets a number.
+                var name = RuntimeEnvironment.fileNameComponent(stem) + ".atif.json"
+                var number = 2
+                while !names.insert(name).inserted {
+                    name = RuntimeEnvironment.fileNameComponent(stem) + "-\(number).atif.json"
+                    number += 1
+                }
                 let file = (out as NSString).appendingPathComponent(name)
                 if FileManager.default.fileExists(atPath: file), !force {
                     throw ImportError(.outputExists, "\(file) exists already", hint: "pass --force to replace it, or choose another --out")

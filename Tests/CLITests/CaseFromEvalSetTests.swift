@@ -25,7 +25,7 @@ struct CaseFromEvalSetTests {
             #expect(converted.status == 1, "the two-turn case is left out: \(converted.stderr)")
             #expect(converted.stderr.contains("eval case \"two turns\" has 2 invocations"), "\(converted.stderr)")
             let names = try FileManager.default.contentsOfDirectory(atPath: scratch.path(out)).sorted()
-            #expect(names == ["greeting.yaml", "refund-damaged-order.yaml"])
+            #expect(names == ["greeting.yaml", "refund-damaged-order.yaml", "refund-events.yaml"])
         }
         #expect(
             try String(contentsOfFile: scratch.path("snake/refund-damaged-order.yaml"), encoding: .utf8).replacingOccurrences(
@@ -46,7 +46,7 @@ struct CaseFromEvalSetTests {
             uniqueKeysWithValues: (report["cases"]?.arrayValue ?? []).compactMap { entry in
                 entry["case_id"]?.stringValue.map { ($0, entry["outcome"]?.stringValue ?? "") }
             })
-        #expect(outcomes == ["refund-damaged-order": "pass", "greeting": "fail"], "\(run.stdoutText)")
+        #expect(outcomes == ["refund-damaged-order": "pass", "refund-events": "pass", "greeting": "fail"], "\(run.stdoutText)")
 
         // ADK's older test file: the same refund case.
         let older = try await agentEval(["case", "from-evalset", sets + "/shop.test.json", "--out", scratch.path("older"), "--"] + agent)
@@ -67,5 +67,21 @@ struct CaseFromEvalSetTests {
             "case", "from-evalset", scratch.path("other.json"), "--out", scratch.path("o"), "--agent", "a.yaml",
         ])
         #expect(other.status == 2 && other.stderr.contains("is not an ADK eval set"), "\(other.stderr)")
+        // Two eval ids that clean to one case id: two files, two ids; text outside ASCII escaped.
+        let clash =
+            #"{"eval_set_id": "s", "eval_cases": ["#
+            + #"{"eval_id": "a b", "conversation": [{"user_content": {"parts": [{"text": "caf\u00e9\u2028x \"q\""}]}, "final_response": {"parts": [{"text": "ok"}]}}]},"#
+            + #"{"eval_id": "a/b", "conversation": [{"user_content": {"parts": [{"text": "hi"}]}, "final_response": {"parts": [{"text": "ok"}]}}]}]}"#
+        try Data(clash.utf8).write(to: URL(fileURLWithPath: scratch.path("clash.json")))
+        let both = try await agentEval([
+            "case", "from-evalset", scratch.path("clash.json"), "--out", scratch.path("clash"), "--agent", "a.yaml",
+        ])
+        #expect(both.status == 0, "\(both.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path("clash")).sorted() == ["a-b-2.yaml", "a-b.yaml"])
+        #expect(try String(contentsOfFile: scratch.path("clash/a-b-2.yaml"), encoding: .utf8).contains(#"caseId: "a-b-2""#))
+        let first = try String(contentsOfFile: scratch.path("clash/a-b.yaml"), encoding: .utf8)
+        #expect(first.contains(#"input: "caf\u00E9\u2028x \"q\"""#), "\(first)")
+        let loads = try await agentEval(["check", scratch.path("clash")])
+        #expect(!loads.stderr.contains("not valid YAML"), "\(loads.stderr)")
     }
 }

@@ -326,6 +326,9 @@ struct CoreExpectationTests {
         state = trajectory([], stop: RunStopped(reason: .success, answer: "Your order is on its way."))
         let failure = TrajectoryCheck.check(expected, against: state).failures.first
         #expect(failure?.expectation == "answer.similarTo" && failure?.actual.hasPrefix("0.") == true, "\(String(describing: failure))")
+        // No final answer fails it, even at min 0.
+        expected.answerSimilarTo = ("anything", 0)
+        #expect(!passes(expected, trajectory([], stop: RunStopped(reason: .blocked, error: "no"))))
     }
 
     @Test("call-count bounds and budgets")

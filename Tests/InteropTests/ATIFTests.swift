@@ -84,6 +84,19 @@ struct ATIFTests {
             #"{"schema_version": "ATIF-v1.2", "agent": {"name": "a", "version": "1"}, "steps": []}"#, to: scratch.url.path, "old.json")
         let (outcome, _) = try await importRuns([old], format: .atif)
         #expect(outcome.runs.first?.error?.message.contains("is ATIF v1.2; ATIF v1.4 to v1.8 is read") == true, "\(outcome.runs)")
+        // A continuation that comes back to itself is read once; a path elsewhere is not followed.
+        let agentStep = #"{"step_id": 2, "source": "agent", "message": "done"}"#
+        let looping = try write(
+            #"{"schema_version": "ATIF-v1.8", "agent": {"name": "a", "version": "1"}, "continued_trajectory_ref": "loop.json", "steps": [{"step_id": 1, "source": "user", "message": "go"}, "#
+                + agentStep + "]}", to: scratch.url.path, "loop.json")
+        let (loop, loopStates) = try await importRuns([looping], format: .atif)
+        #expect(loopStates.first?.decisions.count == 1)
+        #expect(loop.runs.first?.warnings.contains { $0.contains("comes back to a file already read") } == true, "\(loop.runs)")
+        let away = try write(
+            #"{"schema_version": "ATIF-v1.8", "agent": {"name": "a", "version": "1"}, "continued_trajectory_ref": "../elsewhere.json", "steps": []}"#,
+            to: scratch.url.path, "away.json")
+        let (elsewhere, _) = try await importRuns([away], format: .atif)
+        #expect(elsewhere.runs.first?.warnings.contains { $0.contains("names no file beside this one") } == true, "\(elsewhere.runs)")
         let other = try write(#"{"steps": []}"#, to: scratch.url.path, "other.json")
         let (none, _) = try await importRuns([other], format: .atif)
         #expect(none.runs.first?.error?.message.contains("is not an ATIF trajectory") == true, "\(none.runs)")

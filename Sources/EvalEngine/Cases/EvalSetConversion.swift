@@ -68,8 +68,11 @@ public enum EvalSetConversion {
                     let uses = (row["expected_tool_use"]?.arrayValue ?? []).map { use in
                         (use["tool_name"]?.stringValue ?? "", use["tool_input"] ?? [:])
                     }
+                    let reference = row["reference"]?.stringValue
                     return .success(
-                        ReadCase(id: "\(stem)-\(index + 1)", input: query, toolUses: uses, finalResponse: row["reference"]?.stringValue))
+                        ReadCase(
+                            id: "\(stem)-\(index + 1)", input: query, toolUses: uses,
+                            finalResponse: reference?.isEmpty == true ? nil : reference))
                 }
             )
         }
@@ -97,8 +100,15 @@ public enum EvalSetConversion {
                 }
                 let input = text(of: field(invocation, "user_content", "userContent"))
                 let intermediate = field(invocation, "intermediate_data", "intermediateData")
-                let uses = (intermediate.flatMap { field($0, "tool_uses", "toolUses") }?.arrayValue ?? []).map { use in
-                    (use["name"]?.stringValue ?? "", use["args"] ?? [:])
+                var uses = (intermediate.flatMap { field($0, "tool_uses", "toolUses") }?.arrayValue ?? []).map { use in
+                    (name: use["name"]?.stringValue ?? "", arguments: use["args"] ?? [:])
+                }
+                // ADK's other form: the invocation's events, whose parts hold the function calls.
+                for event in intermediate.flatMap({ field($0, "invocation_events", "invocationEvents") })?.arrayValue ?? [] {
+                    for part in event["content"]?["parts"]?.arrayValue ?? [] {
+                        guard let call = field(part, "function_call", "functionCall") else { continue }
+                        uses.append((call["name"]?.stringValue ?? "", call["args"] ?? [:]))
+                    }
                 }
                 let response = field(invocation, "final_response", "finalResponse").map(text(of:))
                 return .success(ReadCase(id: id, input: input, toolUses: uses, finalResponse: response?.isEmpty == true ? nil : response))
@@ -123,14 +133,33 @@ public enum EvalSetConversion {
     }
 
     /// The case file's text.
+    /// `caseId` names the case (unique in the directory written); by default the eval id's.
     public static func yaml(
-        for read: ReadCase, setId: String, source: String, runner: Runner, match: Match, responseThreshold: Double
+        for read: ReadCase, setId: String, source: String, runner: Runner, match: Match, responseThreshold: Double, caseId: String? = nil
     ) -> String {
-        func quoted(_ text: String) -> String { JSONWriter.encodeString(.string(text)) }
+        /// A YAML double-quoted scalar: JSON's escapes, and every character outside printable
+        /// ASCII as `\uXXXX` (YAML reads U+0085, U+2028 and U+2029 as line breaks, and refuses
+        /// some controls raw).
+        func quoted(_ text: String) -> String {
+            var out = "\""
+            for scalar in text.unicodeScalars {
+                switch scalar {
+                case "\"": out += "\\\""
+                case "\\": out += "\\\\"
+                case " "..."~": out.unicodeScalars.append(scalar)
+                default:
+                    out += scalar.value > 0xFFFF ? String(format: "\\U%08X", scalar.value) : String(format: "\\u%04X", scalar.value)
+                }
+            }
+            return out + "\""
+        }
+        /// Text for a comment line: on one line.
+        func plain(_ text: String) -> String { String(text.map { $0.isNewline ? " " : $0 }) }
         var lines = [
-            "# From the ADK eval set \"\(setId)\" (\(source)), eval case \"\(read.id)\": tool uses matched \(match.rawValue.uppercased()),",
+            "# From the ADK eval set \"\(plain(setId))\" (\(plain(source))), eval case \"\(plain(read.id))\": tool uses matched "
+                + "\(match.rawValue.uppercased()),",
             "# the final response by word overlap (ROUGE-1) of at least \(responseThreshold), as ADK's default criteria do.",
-            "caseId: \(quoted(caseId(read.id)))",
+            "caseId: \(quoted(caseId ?? Self.caseId(read.id)))",
         ]
         switch runner {
         case .agent(let path): lines.append("agent: \(quoted(path))")

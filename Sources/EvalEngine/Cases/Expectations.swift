@@ -17,7 +17,8 @@ public struct Expectations: Sendable {
     public var toolsAllowed: [String]?
     /// Tools that must not run in this order (other calls may come between them).
     public var notSequence: [String] = []
-    /// How many tool results may be failures (an attempt that ended in an error or a timeout).
+    /// How many tool results may be failures (an attempt that ended `error`; a `refused` result is
+    /// the tool applying a rule, not a fault).
     public var failedResults: CountRange?
     public var stopReason: StopReason?
     /// The limit the stop must name (for `budget_exhausted`).

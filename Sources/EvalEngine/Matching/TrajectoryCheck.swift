@@ -154,7 +154,8 @@ public enum TrajectoryCheck {
             }
         }
         if let range = expected.failedResults {
-            let failed = executed.flatMap { call in call.results.filter { $0.status != .ok }.map { (call, $0) } }
+            // A result that ended in an error (a refusal, a business rule the tool applied, is no fault).
+            let failed = executed.flatMap { call in call.results.filter { $0.status == .error }.map { (call, $0) } }
             if !range.contains(failed.count) {
                 let listed = failed.prefix(5).map { "\($0.0.id) \($0.0.tool) (\($0.1.status.rawValue))" }.joined(separator: ", ")
                 failures.append(
@@ -334,7 +335,7 @@ public enum TrajectoryCheck {
         }
         if let (reference, least) = expected.answerSimilarTo {
             let score = answer.map { AnswerSimilarity.rouge1($0, reference) } ?? 0
-            if score < least {
+            if answer == nil || score < least {
                 failures.append(
                     ExpectationFailure(
                         expectation: "answer.similarTo",

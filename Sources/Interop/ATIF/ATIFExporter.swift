@@ -162,7 +162,7 @@ public struct ATIFExporter: Sendable {
 
     static func object(_ pairs: [(String, JSONValue)]) -> JSONValue { .object(JSONObject(pairs)) }
 
-    /// ISO 8601 with microseconds, UTC.
+    /// ISO 8601 with milliseconds, UTC (the formatter's precision).
     static func iso(_ microseconds: Int) -> String {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]

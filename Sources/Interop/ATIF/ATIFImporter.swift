@@ -61,12 +61,19 @@ struct ATIFImporter {
         var stepsJSON = trajectory["steps"]?.arrayValue ?? []
         // A continuation (after a summarisation, say) in a file beside this one: the same run.
         var continuation = trajectory["continued_trajectory_ref"]?.stringValue
-        var followed = Set<String>()
+        let directory = (file.path as NSString).deletingLastPathComponent
+        var followed: Set<String> = [(file.path as NSString).lastPathComponent]
         while let reference = continuation {
-            let path =
-                reference.hasPrefix("/")
-                ? reference : ((file.path as NSString).deletingLastPathComponent as NSString).appendingPathComponent(reference)
-            guard followed.insert(path).inserted, let next = try? SourceFile.read(path).json() else {
+            // A file beside this one, named by its name: not a path elsewhere.
+            guard !reference.contains("/"), !reference.hasPrefix(".") else {
+                warnings.append("continued_trajectory_ref \"\(reference)\" names no file beside this one: the run ends here")
+                break
+            }
+            guard followed.insert(reference).inserted else {
+                warnings.append("continued_trajectory_ref \"\(reference)\" comes back to a file already read: the run ends here")
+                break
+            }
+            guard let next = try? SourceFile.read((directory as NSString).appendingPathComponent(reference)).json() else {
                 warnings.append("continued_trajectory_ref \"\(reference)\" is not a trajectory file beside this one: the run ends here")
                 break
             }
@@ -92,7 +99,16 @@ struct ATIFImporter {
             case "agent":
                 var calls: [ImportedCall] = []
                 let results = step["observation"]?["results"]?.arrayValue ?? []
-                for call in step["tool_calls"]?.arrayValue ?? [] {
+                let toolCalls = step["tool_calls"]?.arrayValue ?? []
+                // Results not tied to a call (source_call_id is optional): one call and one result
+                // pair by position; others stay in the step's records, and the import says so.
+                let untied = results.filter { $0["source_call_id"]?.stringValue == nil }
+                if !untied.isEmpty, !(toolCalls.count == 1 && results.count == 1) {
+                    warnings.append(
+                        "agent step \(step["step_id"]?.intValue ?? steps.count + 1) has \(counted(untied.count, "observation result")) "
+                            + "tied to no tool call (no source_call_id): kept as the step's records, not as results")
+                }
+                for call in toolCalls {
                     let sourceId = call["tool_call_id"]?.stringValue
                     let (id, isReused) = ids.next(sourceId)
                     if isReused, let sourceId {
@@ -102,6 +118,8 @@ struct ATIFImporter {
                         call: ToolCall(id: id, name: call["function_name"]?.stringValue ?? "", arguments: call["arguments"] ?? [:]))
                     if let result = results.first(where: { $0["source_call_id"]?.stringValue == sourceId && sourceId != nil }) {
                         imported.result = Self.result(result, timeUs: timeUs)
+                    } else if toolCalls.count == 1, results.count == 1, let only = untied.first {
+                        imported.result = Self.result(only, timeUs: timeUs)
                     }
                     calls.append(imported)
                 }

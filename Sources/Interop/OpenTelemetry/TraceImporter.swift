@@ -180,9 +180,13 @@ struct TraceImporter {
         var lastFinish: String?
         var pending: [(step: Int, index: Int, sourceId: String?, name: String)] = []
         var ids = CallIds()
+        var reusedSourceIds = Set<String>()
         func logId(_ sourceId: String?) -> String {
             let (id, isReused) = ids.next(sourceId)
-            if isReused, let sourceId { warnings.append("call id \"\(sourceId)\" is used again; the log names the later call \"\(id)\"") }
+            if isReused, let sourceId {
+                reusedSourceIds.insert(sourceId)
+                warnings.append("call id \"\(sourceId)\" is used again; the log names the later call \"\(id)\"")
+            }
             return id
         }
         var model: ModelIdentity?
@@ -323,11 +327,17 @@ struct TraceImporter {
         // message): it ran, and that is its result (when it took is not known).
         var readBack: [String] = []
         pending = pending.filter { call in
-            guard let later = stepStarts.indices.first(where: { $0 > call.step && isModelStep[$0] }), let sourceId = call.sourceId else {
+            // A source that reuses ids (call_0 every turn) cannot tell its calls' results apart this way.
+            guard let later = stepStarts.indices.first(where: { $0 > call.step && isModelStep[$0] }), let sourceId = call.sourceId,
+                !reusedSourceIds.contains(sourceId)
+            else {
                 return true
             }
-            let inputs = chatGroups.flatMap { $0 }.map { spans[$0] }.filter { $0.startUs >= stepStarts[later] }
-            guard let text = inputs.lazy.compactMap({ Self.toolResponse(sourceId, in: $0) }).first else { return true }
+            // The next model call's input: the one the agent sent right after running the tool.
+            let next = chatGroups.flatMap { $0 }.map { spans[$0] }.filter { $0.startUs >= stepStarts[later] }.min {
+                $0.startUs < $1.startUs
+            }
+            guard let next, let text = Self.toolResponse(sourceId, in: next) else { return true }
             guard case .calls(var calls) = steps[call.step].decision else { return true }
             calls[call.index].result = ImportedResult.fromContent(text, timeUs: stepStarts[later])
             steps[call.step].decision = .calls(calls)
@@ -590,12 +600,14 @@ struct TraceImporter {
 
     /// The text of the tool result for call `id` a model call was given in its input: the GenAI
     /// conventions' `tool_call_response` part, OpenInference's or OpenLLMetry's tool message.
+    /// The last such message: the input holds the whole history, the newest answer last.
     static func toolResponse(_ id: String, in span: Span) -> String? {
+        var found: String?
         if let messages = Self.messages(span["gen_ai.input.messages"]) {
             for message in messages {
                 for part in message["parts"]?.arrayValue ?? [] where part["type"]?.stringValue == "tool_call_response" {
                     guard part["id"]?.stringValue == id, let response = part["response"] else { continue }
-                    return response.stringValue ?? JSONWriter.encodeString(response)
+                    found = response.stringValue ?? JSONWriter.encodeString(response)
                 }
             }
         }
@@ -603,12 +615,12 @@ struct TraceImporter {
             var index = 0
             while let role = span.string(prefix + "\(index)\(infix)role") {
                 if role == "tool", span.string(prefix + "\(index)\(infix)\(idKey)") == id {
-                    return span.string(prefix + "\(index)\(infix)content") ?? ""
+                    found = span.string(prefix + "\(index)\(infix)content") ?? ""
                 }
                 index += 1
             }
         }
-        return nil
+        return found
     }
 
     /// The first user text the span was given (`gen_ai.input.messages` or `gen_ai.prompt.N.*`).
