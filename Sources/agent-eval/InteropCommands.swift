@@ -260,7 +260,9 @@ struct ExportOTLPCommand: AsyncParsableCommand {
             decision (policy verdicts and approvals as its events), an execute_tool span per call that ran (each \
             attempt as an event), with the GenAI semantic conventions' attribute names. Prompts, answers, tool \
             arguments and results are exported only with --include-content, as the conventions recommend. \
-            `agent-eval import otlp` reads the export back (docs/interop.md).
+            `agent-eval import otlp` reads the export back (docs/interop.md). --results REPORT adds each run's eval \
+            outcome from an `agent-eval run` report (--json-out) as gen_ai.evaluation.result events on its \
+            invoke_agent span: the case (score 1 or 0, label pass, fail or error) and each expectation it failed.
 
             --endpoint posts to an OTLP/HTTP collector (JSON encoding), e.g. http://127.0.0.1:4318/v1/traces; \
             connection errors, 429 and 5xx are retried with backoff. Each attempt, the collector's answer included, \
@@ -285,6 +287,12 @@ struct ExportOTLPCommand: AsyncParsableCommand {
 
     @Flag(help: "Export prompts, answers, tool arguments and results (off by default: content may be sensitive).")
     var includeContent = false
+
+    @Option(
+        help: ArgumentHelp(
+            "An `agent-eval run` report (--json-out): each exported run's outcome and failed expectations as "
+                + "gen_ai.evaluation.result events on its invoke_agent span.", valueName: "file"))
+    var results: String?
 
     @Option(help: "Retries for a collector that fails or is not reachable.")
     var retries = 4
@@ -325,7 +333,26 @@ struct ExportOTLPCommand: AsyncParsableCommand {
         }
         let request: JSONValue
         do {
-            request = try OTLPExporter(includeContent: includeContent).request(logs: paths)
+            var evaluations: [String: [OTLPExporter.EvaluationResult]] = [:]
+            if let results {
+                let report = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: results))))
+                guard report["cases"]?.arrayValue != nil else {
+                    throw ImportError(
+                        .wrongFormat, "\(results) is not an agent-eval run report: it has no \"cases\" list",
+                        location: SourceLocation(path: results), hint: "write one with agent-eval run … --json-out FILE")
+                }
+                func absolute(_ path: String) -> String { URL(fileURLWithPath: path).standardizedFileURL.path }
+                var byLog: [String: [OTLPExporter.EvaluationResult]] = [:]
+                for (log, found) in OTLPExporter.EvaluationResult.fromReport(report) { byLog[absolute(log), default: []] += found }
+                for path in paths { evaluations[path] = byLog[absolute(path)] }
+                if evaluations.values.allSatisfy(\.isEmpty) {
+                    warn(
+                        ImportError(
+                            .unreadableLog, "\(results) names none of the exported logs: no eval outcomes are exported",
+                            location: SourceLocation(path: results)))
+                }
+            }
+            request = try OTLPExporter(includeContent: includeContent, evaluations: evaluations).request(logs: paths)
         } catch {
             throw diagnose(error)
         }

@@ -311,6 +311,46 @@ struct TraceImportTests {
         let bare = JSONWriter.encodeString(try OTLPExporter().request(logs: logs))
         #expect(!bare.contains("gen_ai.tool.call.arguments") && !bare.contains("gen_ai.output.messages"))
     }
+
+    @Test("eval outcomes from a run report ride on the run's span as gen_ai.evaluation.result events", .tags(.python), .needsPython)
+    func evaluationEvents() async throws {
+        let scratch = try TemporaryDirectory("agent-eval-interop-evaluations")
+        defer { scratch.remove() }
+        let receiver = try await OTLPReceiver(directory: scratch.url.path)
+        defer { receiver.stop() }
+        let log = ExampleRuns.directory.appendingPathComponent("support-refund.jsonl.gz").path
+        // A report as `agent-eval run --json-out` writes it: one case passed, one failed an expectation.
+        let report: JSONValue = [
+            "cases": [
+                ["case_id": "refund-ok", "checks": 3, "runs": [["log": .string(log), "outcome": "pass", "failures": []]]],
+                [
+                    "case_id": "refund-small",
+                    "runs": [
+                        [
+                            "log": .string(log), "outcome": "fail",
+                            "failures": [
+                                ["expectation": "arguments.refund_order", "expected": "amount_cents at most 1000", "actual": "4999"]
+                            ],
+                        ]
+                    ],
+                ],
+            ]
+        ]
+        let evaluations = OTLPExporter.EvaluationResult.fromReport(report)
+        let request = try OTLPExporter(evaluations: evaluations).request(logs: [log])
+        let response = try await HTTPPoster(maxRetries: 2).post(JSONWriter.encode(request), to: receiver.endpoint)
+        #expect(response.status == 200)
+        let spans = try #require(try receiver.receivedSpans().first)
+        let root = try #require(spans.first { $0["attributes"]?["gen_ai.operation.name"] == "invoke_agent" })
+        let results = (root["events"]?.arrayValue ?? []).filter { $0["name"] == "gen_ai.evaluation.result" }.map { $0["attributes"] ?? [:] }
+        #expect(
+            results.map { $0["gen_ai.evaluation.name"]?.stringValue ?? "" } == [
+                "agent-eval.case refund-ok", "agent-eval.case refund-small", "agent-eval.arguments.refund_order",
+            ])
+        #expect(results.map { $0["gen_ai.evaluation.score.label"]?.stringValue ?? "" } == ["pass", "fail", "fail"])
+        #expect(results.map { $0["gen_ai.evaluation.score.value"]?.doubleValue ?? -1 } == [1, 0, 0])
+        #expect(results[2]["gen_ai.evaluation.explanation"] == "expected amount_cents at most 1000; actual 4999")
+    }
 }
 
 /// Every fixture log of the repository (Fixtures/samples and Fixtures/runs).

@@ -11,9 +11,67 @@ import TraceLog
 /// a log twice gives the same trace.
 public struct OTLPExporter: Sendable {
     public var includeContent: Bool
+    /// The eval outcomes of the runs, by log path as `request(logs:)` is given it: written as
+    /// `gen_ai.evaluation.result` events on each run's `invoke_agent` span.
+    public var evaluations: [String: [EvaluationResult]]
 
-    public init(includeContent: Bool = false) {
+    public init(includeContent: Bool = false, evaluations: [String: [EvaluationResult]] = [:]) {
         self.includeContent = includeContent
+        self.evaluations = evaluations
+    }
+
+    /// One evaluation of a run, as the GenAI conventions' `gen_ai.evaluation.result` event says it.
+    public struct EvaluationResult: Sendable, Hashable {
+        /// `gen_ai.evaluation.name`.
+        public var name: String
+        /// `gen_ai.evaluation.score.value`.
+        public var score: Double?
+        /// `gen_ai.evaluation.score.label`.
+        public var label: String?
+        /// `gen_ai.evaluation.explanation`.
+        public var explanation: String?
+
+        public init(name: String, score: Double?, label: String?, explanation: String?) {
+            self.name = name
+            self.score = score
+            self.label = label
+            self.explanation = explanation
+        }
+
+        /// A run's results from an `agent-eval run` report (`--json`): per case run of `log`, one
+        /// for the case (`agent-eval.case <id>`: 1 pass, 0 fail, no score when it could not run)
+        /// and one per expectation it failed (`agent-eval.<expectation>`, 0, expected and actual).
+        public static func fromReport(_ report: JSONValue) -> [String: [EvaluationResult]] {
+            var byLog: [String: [EvaluationResult]] = [:]
+            for entry in report["cases"]?.arrayValue ?? [] {
+                let caseId = entry["case_id"]?.stringValue ?? "case"
+                for run in entry["runs"]?.arrayValue ?? [] {
+                    guard let log = run["log"]?.stringValue else { continue }
+                    let outcome = run["outcome"]?.stringValue ?? "error"
+                    let failures = run["failures"]?.arrayValue ?? []
+                    let explanation: String
+                    switch outcome {
+                    case "pass": explanation = "every expectation of the case holds (\(entry["checks"]?.intValue ?? 0) checked)"
+                    case "fail": explanation = "\(failures.count) expectation\(failures.count == 1 ? "" : "s") failed"
+                    default: explanation = "the run could not be checked: " + (run["error"]?.stringValue ?? "")
+                    }
+                    var results = [
+                        EvaluationResult(
+                            name: "agent-eval.case \(caseId)", score: outcome == "pass" ? 1 : outcome == "fail" ? 0 : nil, label: outcome,
+                            explanation: explanation)
+                    ]
+                    for failure in failures {
+                        results.append(
+                            EvaluationResult(
+                                name: "agent-eval.\(failure["expectation"]?.stringValue ?? "expectation")", score: 0, label: "fail",
+                                explanation:
+                                    "expected \(failure["expected"]?.stringValue ?? "?"); actual \(failure["actual"]?.stringValue ?? "?")"))
+                    }
+                    byLog[log, default: []] += results
+                }
+            }
+            return byLog
+        }
     }
 
     /// The instrumentation scope every span is reported under.
@@ -39,7 +97,10 @@ public struct OTLPExporter: Sendable {
         guard let first = events.first, case .runStarted(let started) = first.payload else {
             throw ImportError(.unreadableLog, "\(path) holds no run_started event", location: SourceLocation(path: path))
         }
-        let spans = RunSpans(runId: first.runId, started: started, startUs: first.timeUs, includeContent: includeContent).spans(for: events)
+        let spans = RunSpans(
+            runId: first.runId, started: started, startUs: first.timeUs, includeContent: includeContent,
+            evaluations: evaluations[path] ?? []
+        ).spans(for: events)
         let resource: [(String, JSONValue)] = [
             ("service.name", .string(started.agent.name)), ("telemetry.sdk.name", "agent-eval"), ("agent_eval.log", .string(path)),
         ]
@@ -77,6 +138,7 @@ private struct RunSpans {
     let started: RunStarted
     let startUs: Int
     let includeContent: Bool
+    let evaluations: [OTLPExporter.EvaluationResult]
 
     var traceId: String { String(ContentHash.sha256Hex(Array(runId.utf8)).prefix(32)) }
 
@@ -268,10 +330,25 @@ private struct RunSpans {
                     .string(JSONWriter.encodeString([["role": "user", "parts": [["type": "text", "content": .string(started.goal)]]]]))
                 ))
         }
+        if includeContent, !started.tools.isEmpty {
+            let definitions: [JSONValue] = started.tools.map { tool in
+                ["type": "function", "name": .string(tool.name), "description": .string(tool.description), "parameters": tool.inputSchema]
+            }
+            rootAttributes.append(("gen_ai.tool.definitions", .string(JSONWriter.encodeString(.array(definitions)))))
+        }
+        // The run's eval outcomes, where a tracing backend shows them beside the run.
+        let evaluationEvents = evaluations.map { result in
+            spanEvent(
+                "gen_ai.evaluation.result", at: endUs,
+                [
+                    ("gen_ai.evaluation.name", .string(result.name)), ("gen_ai.evaluation.score.value", result.score.map(JSONValue.double)),
+                    ("gen_ai.evaluation.score.label", text(result.label)), ("gen_ai.evaluation.explanation", text(result.explanation)),
+                ])
+        }
         let rootSpan = span(
             id: root, parent: nil, name: "invoke_agent \(started.agent.name)", kind: 1, startUs: startUs, endUs: endUs,
             attributes: rootAttributes,
-            events: [], status: rootStatus)
+            events: evaluationEvents, status: rootStatus)
         return [rootSpan] + spans
     }
 
