@@ -270,20 +270,7 @@ extension ExchangeRecorder: SpanSink {
         var imported = ImportedResult.fromContent(resultText ?? "", isError: call.error != nil, durationUs: call.durationUs)
         if resultText == nil { imported.output = nil }
         if let error = call.error { imported.error = error }
-        var output = imported.output
-        var contentHash: String?
-        if let value = output {
-            let bytes = JSONWriter.encode(value)
-            if bytes.count > Self.inlineOutputBytes || value.nests(deeperThan: JSONValue.recordableDepth) {
-                contentHash = try store(ContentStored(bytes: bytes, mediaType: "application/json"), recorder: recorder, state: &state)
-                output = nil
-            }
-        }
-        try recorder.record(
-            .toolCompleted(
-                ToolCompleted(
-                    callId: callId, tool: tool, attempt: 1, status: imported.status, output: output, contentHash: contentHash,
-                    error: imported.error, durationUs: call.durationUs)))
+        try recordCompleted(callId: callId, tool: tool, imported, durationUs: call.durationUs, recorder: recorder, state: &state)
     }
 
     /// At the end: the calls the agent ran (their spans say so) but never sent back to the model,

@@ -347,21 +347,9 @@ public final class ExchangeRecorder: Sendable {
                 try recordResult(callId: call.logId, tool: call.tool, from: span, text: text, recorder: recorder, state: &state)
                 continue
             }
-            let imported = ImportedResult.fromContent(text, isError: isError)
-            var output = imported.output
-            var contentHash: String?
-            if let value = output {
-                let bytes = JSONWriter.encode(value)
-                if bytes.count > Self.inlineOutputBytes || value.nests(deeperThan: JSONValue.recordableDepth) {
-                    contentHash = try store(ContentStored(bytes: bytes, mediaType: "application/json"), recorder: recorder, state: &state)
-                    output = nil
-                }
-            }
-            try recorder.record(
-                .toolCompleted(
-                    ToolCompleted(
-                        callId: call.logId, tool: call.tool, attempt: 1, status: imported.status, output: output,
-                        contentHash: contentHash, error: imported.error, durationUs: max(0, exchange.startUs - call.atUs))))
+            try recordCompleted(
+                callId: call.logId, tool: call.tool, ImportedResult.fromContent(text, isError: isError),
+                durationUs: max(0, exchange.startUs - call.atUs), recorder: recorder, state: &state)
         }
         let requestHash = try store(
             ContentStored(bytes: JSONWriter.encode(exchange.body), mediaType: "application/json"), recorder: recorder, state: &state)
@@ -401,6 +389,27 @@ public final class ExchangeRecorder: Sendable {
         state.lastFailure = nil
         try recorder.endStep()
         try recorder.writer.flush(sync: false)
+    }
+
+    /// Records a call's result: its output inline, or stored as content and referenced when it is
+    /// too large or nests too deep to hold inline (as imports do).
+    func recordCompleted(
+        callId: String, tool: String, _ result: ImportedResult, durationUs: Int, recorder: RunRecorder, state: inout State
+    ) throws {
+        var output = result.output
+        var contentHash: String?
+        if let value = output {
+            let bytes = JSONWriter.encode(value)
+            if bytes.count > Self.inlineOutputBytes || value.nests(deeperThan: JSONValue.recordableDepth) {
+                contentHash = try store(ContentStored(bytes: bytes, mediaType: "application/json"), recorder: recorder, state: &state)
+                output = nil
+            }
+        }
+        try recorder.record(
+            .toolCompleted(
+                ToolCompleted(
+                    callId: callId, tool: tool, attempt: 1, status: result.status, output: output, contentHash: contentHash,
+                    error: result.error, durationUs: durationUs)))
     }
 
     /// The exchanges whose times are kept for matching model spans (the latest).

@@ -1,4 +1,3 @@
-import AgentRuntime
 import Foundation
 public import Interop
 import NIOCore
@@ -17,9 +16,28 @@ public protocol SpanSink: Sendable {
 }
 
 extension TraceCollector: SpanSink {
-    /// Appends and fsyncs on a thread of its own: never on the cooperative pool.
+    /// Appends and fsyncs off the cooperative pool (`CollectorWork`).
     public func keep(_ received: ReceivedTraces) async throws -> Int {
-        try await OwnThread.run(name: "collect") { try self.accept(received) }
+        try await CollectorWork.run { try self.accept(received) }
+    }
+}
+
+/// The collector's disk work (appends and fsyncs, writing logs), off the cooperative pool on a
+/// concurrent dispatch queue: its threads are reused, where a thread per request would churn
+/// through thread ids under a flood of requests.
+public enum CollectorWork {
+    private static let queue = DispatchQueue(label: "agent-eval.collect", attributes: .concurrent)
+
+    public static func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            queue.async { continuation.resume(with: Result { try body() }) }
+        }
+    }
+
+    public static func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            queue.async { continuation.resume(returning: body()) }
+        }
     }
 }
 

@@ -59,18 +59,7 @@ struct AuditCommand: AsyncParsableCommand {
             throw Exit.unusable
         }
         // The same rules as `index` and `export`: files, directories searched for *.jsonl.gz, globs.
-        let paths: [String]
-        do {
-            paths = try Catalog.findLogs(logs)
-        } catch {
-            throw diagnose(error)
-        }
-        if paths.isEmpty {
-            throw diagnose(
-                CommandError(
-                    "no_logs", "no logs (*.jsonl.gz) found in \(logs.joined(separator: ", "))",
-                    hint: "give logs, directories of logs or globs"))
-        }
+        let paths = try findLogsOrFail(logs)
         var reports: [JSONValue] = []
         var violations = 0
         var unreadable = 0
@@ -120,4 +109,22 @@ struct AuditCommand: AsyncParsableCommand {
         object.set("findings", JSONValue.array(findings.map(\.json)))
         return object.json
     }
+}
+
+/// The logs named on a command line — files, directories searched for `*.jsonl.gz`, globs, as
+/// `index` reads them — or an error (exit 2) that says none were found.
+func findLogsOrFail(_ logs: [String]) throws -> [String] {
+    let paths: [String]
+    do {
+        paths = try Catalog.findLogs(logs)
+    } catch {
+        throw diagnose(error)
+    }
+    if paths.isEmpty {
+        throw diagnose(
+            CommandError(
+                "no_logs", "no logs (*.jsonl.gz) found in \(logs.joined(separator: ", "))", hint: "give logs, directories of logs or globs")
+        )
+    }
+    return paths
 }

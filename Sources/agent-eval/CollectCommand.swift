@@ -1,4 +1,3 @@
-import AgentRuntime
 import ArgumentParser
 import Foundation
 import Interop
@@ -100,7 +99,7 @@ struct CollectCommand: AsyncParsableCommand {
         }
         var finished: [TraceCollector.Finished] = []
         // Traces a collector before this one kept but did not write.
-        let recovered = await OwnThread.run(name: "collect") { collector.recover() }
+        let recovered = await CollectorWork.run { collector.recover() }
         Self.show(recovered, json: json)
         finished += recovered
         let receiver = TraceReceiver(sink: collector, maxRequestBytes: maxBytes)
@@ -127,7 +126,7 @@ struct CollectCommand: AsyncParsableCommand {
             var all: [TraceCollector.Finished] = []
             while !Task.isCancelled {
                 try? await Task.sleep(for: .seconds(tick))
-                let done = await OwnThread.run(name: "collect") { collector.finishSettled() }
+                let done = await CollectorWork.run { collector.finishSettled() }
                 Self.show(done, json: json)
                 all += done
             }
@@ -135,7 +134,7 @@ struct CollectCommand: AsyncParsableCommand {
         }
         finished += settled
         await server.stop()
-        let last = await OwnThread.run(name: "collect") { collector.finishAll() }
+        let last = await CollectorWork.run { collector.finishAll() }
         Self.show(last, json: json)
         finished += last
         let written = finished.count { $0.log != nil }

@@ -200,18 +200,7 @@ struct ExportATIFCommand: ParsableCommand {
     }
 
     func run() throws {
-        let paths: [String]
-        do {
-            paths = try Catalog.findLogs(logs)
-        } catch {
-            throw diagnose(error)
-        }
-        if paths.isEmpty {
-            throw diagnose(
-                ImportError(
-                    .unreadableLog, "no logs (*.jsonl.gz) found in \(logs.joined(separator: ", "))",
-                    hint: "give logs, directories of logs or globs"))
-        }
+        let paths = try findLogsOrFail(logs)
         do {
             try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
         } catch {
@@ -319,18 +308,7 @@ struct ExportOTLPCommand: AsyncParsableCommand {
 
     func run() async throws {
         // The same rules as `index`: files, directories searched for *.jsonl.gz, globs.
-        let paths: [String]
-        do {
-            paths = try Catalog.findLogs(logs)
-        } catch {
-            throw diagnose(error)
-        }
-        if paths.isEmpty {
-            throw diagnose(
-                ImportError(
-                    .unreadableLog, "no logs (*.jsonl.gz) found in \(logs.joined(separator: ", "))",
-                    hint: "give logs, directories of logs or globs"))
-        }
+        let paths = try findLogsOrFail(logs)
         let request: JSONValue
         do {
             var evaluations: [String: [OTLPExporter.EvaluationResult]] = [:]

@@ -16,17 +16,7 @@ public struct ATIFExporter: Sendable {
     public init() {}
 
     public func trajectory(log path: String) throws(ImportError) -> JSONValue {
-        let events: [Event]
-        do {
-            events = try LogReader(path: path).readAll().events.map(\.event)
-        } catch let error as any Diagnostic {
-            throw ImportError(.unreadableLog, "cannot read \(path): \(error.message)", location: SourceLocation(path: path), cause: error)
-        } catch {
-            throw ImportError(.unreadableLog, "cannot read \(path): \(error)", location: SourceLocation(path: path))
-        }
-        guard let first = events.first, case .runStarted(let started) = first.payload else {
-            throw ImportError(.unreadableLog, "\(path) holds no run_started event", location: SourceLocation(path: path))
-        }
+        let (events, first, started) = try OTLPExporter.runEvents(log: path)
         var contents: [String: [UInt8]] = [:]
         var steps: [JSONValue] = [
             Self.object([

@@ -86,17 +86,7 @@ public struct OTLPExporter: Sendable {
 
     /// The `ResourceSpans` of one run: its service and its spans.
     public func resourceSpans(log path: String) throws(ImportError) -> JSONValue {
-        let events: [Event]
-        do {
-            events = try LogReader(path: path).readAll().events.map(\.event)
-        } catch let error as any Diagnostic {
-            throw ImportError(.unreadableLog, "cannot read \(path): \(error.message)", location: SourceLocation(path: path), cause: error)
-        } catch {
-            throw ImportError(.unreadableLog, "cannot read \(path): \(error)", location: SourceLocation(path: path))
-        }
-        guard let first = events.first, case .runStarted(let started) = first.payload else {
-            throw ImportError(.unreadableLog, "\(path) holds no run_started event", location: SourceLocation(path: path))
-        }
+        let (events, first, started) = try Self.runEvents(log: path)
         let spans = RunSpans(
             runId: first.runId, started: started, startUs: first.timeUs, includeContent: includeContent,
             evaluations: evaluations[path] ?? []
@@ -108,6 +98,23 @@ public struct OTLPExporter: Sendable {
             "resource": ["attributes": Self.attributes(resource)],
             "scopeSpans": [["scope": Self.scope, "spans": .array(spans)]],
         ]
+    }
+
+    /// A run log's events, its first and its start, for the exporters; an error naming the log
+    /// when it cannot be read or holds no run.
+    static func runEvents(log path: String) throws(ImportError) -> (events: [Event], first: Event, started: RunStarted) {
+        let events: [Event]
+        do {
+            events = try LogReader(path: path).readAll().events.map(\.event)
+        } catch let error as any Diagnostic {
+            throw ImportError(.unreadableLog, "cannot read \(path): \(error.message)", location: SourceLocation(path: path), cause: error)
+        } catch {
+            throw ImportError(.unreadableLog, "cannot read \(path): \(error)", location: SourceLocation(path: path))
+        }
+        guard let first = events.first, case .runStarted(let started) = first.payload else {
+            throw ImportError(.unreadableLog, "\(path) holds no run_started event", location: SourceLocation(path: path))
+        }
+        return (events, first, started)
     }
 
     /// OTLP's key-value list: `[{key, value: {stringValue | intValue | …}}]`, nil values left out.
