@@ -9,11 +9,23 @@ import Testing
 
 /// Whether process `pid` still runs: it exists and is not a zombie (ended, waiting for a
 /// reaper: dead either way).
-func isRunning(_ pid: Int32) -> Bool {
+func isRunning(_ pid: Int32, startedAt start: String? = nil) -> Bool {
     guard kill(pid, 0) == 0 else { return false }
     guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return false }
-    let state = stat.split(separator: ")").last?.split(separator: " ").first
+    let fields = stat.split(separator: ")").last?.split(separator: " ") ?? []
+    let state = fields.first
+    // A pid the kernel gave to a new process (pids are reused, and thread ids share their space)
+    // is not the one watched: its start time differs.
+    if let start, startTime(of: pid) != start { return false }
     return state != "Z" && state != "X"
+}
+
+/// The start time of `pid` (field 22 of /proc/PID/stat, clock ticks since boot), while it runs.
+func startTime(of pid: Int32) -> String? {
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return nil }
+    // Fields after the command's closing parenthesis start at field 3 (state).
+    let fields = stat.split(separator: ")").last?.split(separator: " ") ?? []
+    return fields.count > 19 ? String(fields[19]) : nil
 }
 
 /// Waits (bounded: up to `seconds`, polling) until `condition` holds; returns whether it did.
@@ -129,12 +141,15 @@ struct ProcessLifetimeTests {
         let (process, errors) = try startAgentEval(
             ["exec", agent, "--input", "x", "--log", directory.path("run.jsonl.gz")], in: directory.url)
         #expect(await eventually { FileManager.default.fileExists(atPath: hangFile) }, "the hang call never started")
+        // The daemon as it is now, before the signal: its pid and start time, so that a pid reused later is not taken for it.
+        let orphanStart = pid(in: orphanFile).flatMap(startTime(of:))
         kill(process.processIdentifier, SIGTERM)
         await wait(for: process)
         #expect(process.terminationStatus == 143, "\((try? String(contentsOfFile: errors, encoding: .utf8)) ?? "")")
         let server = try #require(pid(in: serverFile))
         let orphan = try #require(pid(in: orphanFile))
         #expect(await eventually { !isRunning(server) }, "the MCP server (pid \(server)) outlived SIGTERM")
-        #expect(await eventually { !isRunning(orphan) }, "the server's setsid daemon (pid \(orphan)) outlived SIGTERM")
+        #expect(
+            await eventually { !isRunning(orphan, startedAt: orphanStart) }, "the server's setsid daemon (pid \(orphan)) outlived SIGTERM")
     }
 }
