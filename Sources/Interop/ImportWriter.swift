@@ -14,6 +14,16 @@ public struct ImportWriter: Sendable {
     /// Outputs larger than this (in bytes of JSON) are stored as content and referenced.
     public static let inlineOutputBytes = 16 * 1024
 
+    /// How a tool's output goes into a log that records it from outside the runtime (imports,
+    /// `record`, `mcp-proxy`): inline, or — larger than `inlineOutputBytes`, or nested deeper than
+    /// a log records — as content to store and reference by its hash.
+    public static func recordable(output: JSONValue?) -> (inline: JSONValue?, content: ContentStored?) {
+        guard let value = output else { return (nil, nil) }
+        let bytes = JSONWriter.encode(value)
+        guard bytes.count > inlineOutputBytes || value.nests(deeperThan: JSONValue.recordableDepth) else { return (value, nil) }
+        return (nil, ContentStored(bytes: bytes, mediaType: "application/json"))
+    }
+
     public var directory: String
     /// Replace a log that exists already instead of reporting it.
     public var replacesExisting: Bool
@@ -113,15 +123,8 @@ public struct ImportWriter: Sendable {
                 at(result.timeUs)
                 try recorder.record(
                     .toolIntended(ToolIntended(callId: call.call.id, tool: call.call.name, arguments: call.call.arguments, attempt: 1)))
-                var output = result.output
-                var contentHash: String?
-                if let value = output {
-                    let bytes = JSONWriter.encode(value)
-                    if bytes.count > inlineOutputBytes || value.nests(deeperThan: JSONValue.recordableDepth) {
-                        contentHash = try store(ContentStored(bytes: bytes, mediaType: "application/json"))
-                        output = nil
-                    }
-                }
+                let (output, content) = recordable(output: result.output)
+                let contentHash = try content.map(store)
                 at(result.timeUs.map { $0 + result.durationUs })
                 try recorder.record(
                     .toolCompleted(

@@ -48,7 +48,9 @@ extension ExchangeRecorder: SpanSink {
     public func keep(_ received: ReceivedTraces) async throws -> Int {
         // A tool span for a call whose model answer is still being recorded waits for it, at
         // most a second (as a proxy's call does).
-        let toolSpans = received.traces.flatMap(\.spans).filter { $0.operation == .tool }
+        // Each trace's spans read once, for the wait and the merge.
+        let traces = received.traces.map { (trace: $0, spans: $0.spans) }
+        let toolSpans = traces.flatMap(\.spans).filter { $0.operation == .tool }
         if !toolSpans.isEmpty {
             for _ in 0..<100 {
                 let settled = state.withLock { state in
@@ -66,21 +68,21 @@ extension ExchangeRecorder: SpanSink {
             // Before the first model answer the run has not begun (its start names that answer's
             // goal, model and tools): the spans wait for it.
             guard let recorder = state.recorder else {
-                state.earlySpans += received.traces
+                state.earlySpans += traces
                 return
             }
             guard recorder.state.stop == nil else { return }
-            try merge(received.traces, at: at, recorder: recorder, state: &state)
+            try merge(traces, at: at, recorder: recorder, state: &state)
         }
         return received.spanCount
     }
 
     /// Merges spans into the run, by the rules above; stores what is kept.
-    func merge(_ traces: [ReceivedTraces.Trace], at: Int, recorder: RunRecorder, state: inout State) throws {
+    func merge(_ traces: [(trace: ReceivedTraces.Trace, spans: [Span])], at: Int, recorder: RunRecorder, state: inout State) throws {
         var counts = state.spanCounts
-        for trace in traces {
+        for (trace, spans) in traces {
             var kept = Set<String>()
-            for span in trace.spans {
+            for span in spans {
                 // An exporter that resends a request sends its spans again: each is merged once.
                 guard state.mergedSpanIds.insert(span.spanId).inserted else { continue }
                 counts.spans += 1

@@ -178,7 +178,7 @@ public final class ExchangeRecorder: Sendable {
         /// Calls recorded from tool spans that no model proposed (`span-N`).
         var spanCallCount = 0
         /// Spans that came before the run began: merged when it does.
-        var earlySpans: [ReceivedTraces.Trace] = []
+        var earlySpans: [(trace: ReceivedTraces.Trace, spans: [Span])] = []
         /// Model spans that matched no recorded answer yet, each with its request (for storing).
         var waitingModelSpans: [(span: Span, request: JSONValue)] = []
         /// Every span merged, by id: a span sent again is merged once.
@@ -396,15 +396,8 @@ public final class ExchangeRecorder: Sendable {
     func recordCompleted(
         callId: String, tool: String, _ result: ImportedResult, durationUs: Int, recorder: RunRecorder, state: inout State
     ) throws {
-        var output = result.output
-        var contentHash: String?
-        if let value = output {
-            let bytes = JSONWriter.encode(value)
-            if bytes.count > Self.inlineOutputBytes || value.nests(deeperThan: JSONValue.recordableDepth) {
-                contentHash = try store(ContentStored(bytes: bytes, mediaType: "application/json"), recorder: recorder, state: &state)
-                output = nil
-            }
-        }
+        let (output, content) = ImportWriter.recordable(output: result.output)
+        let contentHash = try content.map { try store($0, recorder: recorder, state: &state) }
         try recorder.record(
             .toolCompleted(
                 ToolCompleted(
@@ -414,9 +407,6 @@ public final class ExchangeRecorder: Sendable {
 
     /// The exchanges whose times are kept for matching model spans (the latest).
     static let exchangeTimesKept = 4096
-
-    /// Outputs larger than this (bytes of JSON) are stored as content and referenced, as imports do.
-    static let inlineOutputBytes = ImportWriter.inlineOutputBytes
 
     let clock = RecordingClock()
 

@@ -101,17 +101,9 @@ struct ProxyGate: Sendable {
     func complete(
         callId: String, tool: String, status: ToolStatus, output: JSONValue?, error: String?, durationUs: Int, on recorder: RunRecorder
     ) throws {
-        var inline = output
-        var contentHash: String?
-        if let value = output {
-            let bytes = JSONWriter.encode(value)
-            if bytes.count > ImportWriter.inlineOutputBytes || value.nests(deeperThan: JSONValue.recordableDepth) {
-                let content = ContentStored(bytes: bytes, mediaType: "application/json")
-                try recorder.record(.contentStored(content))
-                contentHash = content.hash
-                inline = nil
-            }
-        }
+        let (inline, content) = ImportWriter.recordable(output: output)
+        if let content { try recorder.record(.contentStored(content)) }
+        let contentHash = content?.hash
         try recorder.record(
             .toolCompleted(
                 ToolCompleted(
