@@ -79,6 +79,10 @@ public struct CaseStability: Sendable, Hashable {
 
     public var passedCount: Int { entries.count { $0.outcome == "pass" } }
 
+    /// How many of the newest suite runs passed in a row (every attempt: `pass`, not
+    /// `flaky_pass`): a quarantined case with a long enough streak is ready to release.
+    public var passingStreak: Int { entries.prefix { $0.outcome == "pass" }.count }
+
     /// The entries cut into runs of consecutive suite runs of the same case file and commit,
     /// newest first, each newest first.
     public var series: [[CaseHistoryEntry]] {

@@ -1,3 +1,4 @@
+import ConfigFile
 import Foundation
 import GRDB
 import GRDBSQLite
@@ -24,22 +25,8 @@ public final class Catalog: Sendable {
         return (root as NSString).appendingPathComponent(".agent-eval/catalog.sqlite")
     }
 
-    /// The folder a project's catalog lives in: the nearest of `directory` and its parents that
-    /// holds `.agent-eval/` (a project that has a catalog already) or `.git` (a repository's
-    /// root), so that running a command from a subfolder does not leave a new catalog there;
-    /// `directory` itself when none does.
-    public static func projectRoot(of directory: String) -> String {
-        let fileManager = FileManager.default
-        var current = URL(fileURLWithPath: directory).standardizedFileURL
-        while true {
-            for marker in [".agent-eval", ".git"] where fileManager.fileExists(atPath: current.appendingPathComponent(marker).path) {
-                return current.path
-            }
-            let parent = current.deletingLastPathComponent()
-            if parent.path == current.path { return directory }
-            current = parent
-        }
-    }
+    /// The folder a project's catalog lives in: `ConfigPath.projectRoot(of:)`.
+    public static func projectRoot(of directory: String) -> String { ConfigPath.projectRoot(of: directory) }
 
     /// How long a writer waits for another process's write to finish before giving up.
     static let busyTimeout: TimeInterval = 30

@@ -13,6 +13,23 @@ public enum ConfigPath {
     /// `path` relative to `directory`, with `.` and `..` folded away so reports and commands show
     /// a clean path; an absolute `path` stays as it is (folded). `..` at the root stays at the
     /// root; a relative path keeps the `..` it cannot fold.
+    /// The project's root folder: the nearest of `directory` and its parents that holds
+    /// `.agent-eval/` (a project that has a catalog or a quarantine file already) or `.git` (a
+    /// repository's root), so that a command run from a subfolder finds the project's files and
+    /// does not leave new ones there; `directory` itself when none does.
+    public static func projectRoot(of directory: String) -> String {
+        let fileManager = FileManager.default
+        var current = URL(fileURLWithPath: directory).standardizedFileURL
+        while true {
+            for marker in [".agent-eval", ".git"] where fileManager.fileExists(atPath: current.appendingPathComponent(marker).path) {
+                return current.path
+            }
+            let parent = current.deletingLastPathComponent()
+            if parent.path == current.path { return directory }
+            current = parent
+        }
+    }
+
     public static func resolve(_ path: String, from directory: String) -> String {
         let joined = path.hasPrefix("/") || directory.isEmpty || directory == "." ? path : directory + "/" + path
         let isAbsolute = joined.hasPrefix("/")

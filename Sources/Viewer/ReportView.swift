@@ -19,7 +19,7 @@ public struct ReportView: Sendable {
         var ordered: [String] = []
         var seen = Set<String>()
         for wantPassing in [false, true] {
-            for entry in cases where (entry["outcome"]?.stringValue == "pass") == wantPassing {
+            for entry in cases where ["pass", "flaky_pass"].contains(entry["outcome"]?.stringValue ?? "") == wantPassing {
                 for run in entry["runs"]?.arrayValue ?? [] {
                     let failureLogs = (run["failures"]?.arrayValue ?? []).compactMap { $0["log"]?.stringValue }
                     for log in [run["log"]?.stringValue].compactMap({ $0 }) + failureLogs where seen.insert(log).inserted {

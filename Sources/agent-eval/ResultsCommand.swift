@@ -9,8 +9,8 @@ import Viewer
 struct ResultsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "results",
-        abstract: "Work with the JSON reports of `agent-eval run` (merge the reports of CI shards).",
-        subcommands: [ResultsMergeCommand.self]
+        abstract: "Work with the JSON reports of `agent-eval run`: merge CI shards' reports, write a pull-request comment.",
+        subcommands: [ResultsMergeCommand.self, ResultsCommentCommand.self]
     )
 }
 
@@ -74,6 +74,9 @@ struct ResultsMergeCommand: AsyncParsableCommand {
     @Flag(help: "Record the merged report in the catalog as one suite run.")
     var record = false
 
+    @Flag(help: "Print GitHub Actions annotations (::error at each failing case's file and line) after the summary.")
+    var githubAnnotations = false
+
     @Flag(
         help: """
             Merge even when shards are missing (or a report does not say which shard it is): the merged report, \
@@ -91,7 +94,7 @@ struct ResultsMergeCommand: AsyncParsableCommand {
     func run() async throws {
         let merge: ResultsMerge
         do {
-            merge = try ResultsMerge(paths: reports, allowsPartial: allowPartial)
+            merge = try ResultsMerge(paths: reports, allowsPartial: allowPartial, failOn: failOn)
         } catch {
             throw diagnose(error)
         }
@@ -114,7 +117,7 @@ struct ResultsMergeCommand: AsyncParsableCommand {
             if let junit { try ReportFile.write(merge.junit, to: junit) }
             if let html {
                 let view = ReportView.make(results: merge.report)
-                let title = "eval report (merged\(merge.partial.map { ", partial: \($0)" } ?? ""))"
+                let title = "eval report (merged\(merge.partial.map { ", partial: \($0)" } ?? "")): \(merge.counts.verdict(failOn: failOn))"
                 try HTMLOutput.write(HTMLPage(title: title, data: view.document), to: html)
             }
         } catch {
@@ -135,6 +138,74 @@ struct ResultsMergeCommand: AsyncParsableCommand {
             for line in merge.problemLines { say(line) }
             say(merge.summaryLine)
         }
-        throw ExitCode(merge.exitStatus(failOn: failOn))
+        if githubAnnotations {
+            for line in GitHubAnnotations.lines(from: merge.report) { if toStandardOutput { printError(line) } else { print(line) } }
+        }
+        throw ExitCode(merge.exitStatus)
+    }
+}
+
+/// `agent-eval results comment`: the Markdown a pull request gets.
+struct ResultsCommentCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "comment",
+        abstract: "Write the Markdown comment for a pull request from the head run's report (and the base branch's).",
+        discussion: """
+            Reads the head branch's results document (`agent-eval run --json-out FILE`, or a merged one) and, with \
+            --base, the base branch's, and writes a comment: the verdict in one line (the one the head run's exit \
+            status was decided with), then regressions with the failing step and the `look:` command, cases newly \
+            failing or newly flaky against the base, cases still failing, cases that could not run, fixed ones, \
+            quarantined ones (those ending within a week flagged), tokens and agent time against the base, and a link \
+            to the HTML report. It starts with a hidden marker line, so a CI script can find its earlier comment and \
+            edit it. It posts nothing: docs/ci.md's recipes post it with `gh pr comment` or the GitLab API.
+
+            Exit codes: 0 written; 2 a report cannot be read; 64 usage error. The comment's verdict is the head \
+            run's, but this command does not gate: `run` and `results merge` do.
+
+            Examples:
+              agent-eval results comment reports/results.json --base base/results.json --out reports/comment.md
+              agent-eval results comment merged.json --report-link "$ARTIFACT_URL" | gh pr comment 42 --body-file -
+            """)
+
+    @Argument(help: "The head run's JSON report.")
+    var head: String
+
+    @Option(
+        help: ArgumentHelp("The base branch's JSON report, to tell what this change made newly fail, flaky or fixed.", valueName: "file"))
+    var base: String?
+
+    @Option(help: ArgumentHelp("A link to the head run's HTML report (`run --html`), shown at the end.", valueName: "url"))
+    var reportLink: String?
+
+    @Option(help: "At most this many cases per section (default 20); the rest are counted.")
+    var maxCases = 20
+
+    @Option(help: ArgumentHelp("Write the comment to this file instead of standard output.", valueName: "file"))
+    var out: String?
+
+    func validate() throws {
+        if maxCases < 1 { throw ValidationError("--max-cases must be at least 1") }
+    }
+
+    func run() throws {
+        let comment: PullRequestComment
+        do {
+            comment = PullRequestComment(
+                head: try ResultsMerge.read(head), base: try base.map { path throws(EvalError) in try ResultsMerge.read(path) },
+                reportLink: reportLink, maxCases: maxCases)
+        } catch {
+            throw diagnose(error)
+        }
+        let text = comment.markdown
+        if let out {
+            do {
+                try ReportFile.write(text, to: out)
+            } catch {
+                throw diagnose(error)
+            }
+            printError("comment written: \(out)")
+        } else {
+            print(text, terminator: "")
+        }
     }
 }

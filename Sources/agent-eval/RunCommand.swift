@@ -123,8 +123,37 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "The baseline directory (default: <first directory>/.baseline).")
     var baseline: String?
 
-    @Flag(help: "Write the baseline from this run, one file per case.")
+    @Flag(
+        help: """
+            Add this run to the baseline, one file per case: a live case's attempts and passes are summed with what \
+            the file held (the sample size behind it), the tools and stop reasons seen are united; a case that could not \
+            run is left as it was.
+            """)
     var updateBaseline = false
+
+    @Flag(help: "With --update-baseline: start each case's baseline over from this run instead of adding to it.")
+    var replaceBaseline = false
+
+    @Option(
+        help: ArgumentHelp(
+            "The significance level of the exact test of a falling pass rate (cases with repeats): a fall with p below it is a regression (default 0.05).",
+            valueName: "p"))
+    var alpha = 0.05
+
+    @Option(
+        help: ArgumentHelp(
+            "The smallest fall of a pass rate, baseline minus now, that can be a regression (default 0.1: 10 points).",
+            valueName: "rate"))
+    var minDrop = 0.1
+
+    @Option(help: "The exact test of a falling pass rate: fisher (default, conservative) or barnard (more power at few repeats).")
+    var test: PassRateTest = .fisher
+
+    @Option(
+        help: ArgumentHelp(
+            "The quarantine file (default: .agent-eval/quarantine.yaml in the project root); see `agent-eval quarantine --help`.",
+            valueName: "file"))
+    var quarantine: String?
 
     @Option(help: "What fails the run: regression, failure or any (default).")
     var failOn: FailOn = .any
@@ -137,6 +166,13 @@ struct RunCommand: AsyncParsableCommand {
 
     @OptionGroup(title: "OpenTelemetry")
     var otlp: LiveExportOptions
+
+    @Flag(
+        help: """
+            Print GitHub Actions annotations after the summary: each case that fails the gate or could not run is an \
+            ::error at its case file's line, a quarantined or flaky one a ::warning.
+            """)
+    var githubAnnotations = false
 
     @Flag(
         help: """
@@ -153,6 +189,9 @@ struct RunCommand: AsyncParsableCommand {
         if updateBaseline && baseline == nil && Self.defaultBaseline(for: paths) == nil {
             throw ValidationError("--update-baseline needs --baseline DIR when the first path is not a directory")
         }
+        if !(alpha > 0 && alpha < 1) { throw ValidationError("--alpha must be between 0 and 1, e.g. 0.05") }
+        if !(minDrop >= 0 && minDrop <= 1) { throw ValidationError("--min-drop must be between 0 and 1, e.g. 0.1") }
+        if replaceBaseline && !updateBaseline { throw ValidationError("--replace-baseline goes with --update-baseline") }
         if history && catalog.noCatalog { throw ValidationError("--history needs the catalog; drop --no-catalog") }
         if quiet && verbose { throw ValidationError("--quiet and --verbose ask for opposite things; give one") }
         if let shard, EvalSession.Shard(shard) == nil {
@@ -198,10 +237,13 @@ struct RunCommand: AsyncParsableCommand {
             catalog == nil
             ? nil
             : Task { [shard] in await SuiteRunInfo.current(commandLine: commandLine, shard: shard, startedAtUs: startedAtUs) }
-        let plan = EvalSession.Plan(
+        var plan = EvalSession.Plan(
             paths: paths, filters: filter, shard: shard.flatMap(EvalSession.Shard.init),
             baselineDirectory: baseline ?? Self.defaultBaseline(for: paths),
             updatesBaseline: updateBaseline, k: k, failOn: failOn, options: options)
+        plan.replacesBaseline = replaceBaseline
+        plan.regression = RegressionPolicy(alpha: alpha, minDrop: minDrop, test: test)
+        plan.quarantineFile = quarantine
         let session: EvalSession
         do {
             session = try EvalSession(plan)
@@ -260,6 +302,10 @@ struct RunCommand: AsyncParsableCommand {
             if let exported { say(exported.sentence) }
             say(report.summaryLine)
         }
+        if githubAnnotations {
+            // With --json, standard output holds only the report; the runner reads both streams.
+            for line in GitHubAnnotations.lines(from: report.json) { if json { printError(line) } else { print(line) } }
+        }
         if interrupted != nil {
             printError(
                 "interrupted: live runs were stopped and their logs closed, and no case was started after; the report covers what ran")
@@ -271,12 +317,16 @@ struct RunCommand: AsyncParsableCommand {
             if let markdown { try ReportFile.write(report.markdown, to: markdown) }
             if let html {
                 let view = ReportView.make(results: report.json)
-                try HTMLOutput.write(HTMLPage(title: "eval report: \(report.counts.sentence)", data: view.document), to: html)
+                try HTMLOutput.write(
+                    HTMLPage(title: "eval report: \(report.counts.verdict(failOn: failOn))", data: view.document), to: html)
                 let line = "report page written: \(html) (\(view.embedded.count) run\(view.embedded.count == 1 ? "" : "s") embedded)"
                 if json { printError(line) } else { say(line) }
             }
-            if let directory = try session.writeBaselineIfAsked(from: report) {
-                let line = "baseline written: \(directory) (\(report.results.count) case\(report.results.count == 1 ? "" : "s"))"
+            if let (directory, update) = try session.writeBaselineIfAsked(from: report) {
+                var line = "baseline written: \(directory) (\(counted(update.written.count, "case")))"
+                if !update.skipped.isEmpty {
+                    line += "; left as it was for \(update.skipped.count) that could not run: \(update.skipped.joined(separator: ", "))"
+                }
                 // With --json, standard output holds only the report.
                 if json { printError(line) } else { say(line) }
             }
@@ -352,3 +402,4 @@ final class ConsoleProgress: Sendable {
 }
 
 extension FailOn: ExpressibleByArgument {}
+extension PassRateTest: ExpressibleByArgument {}

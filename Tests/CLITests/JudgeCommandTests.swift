@@ -111,7 +111,7 @@ struct JudgeCommandTests {
             let console = try await agentEval(
                 ["run", "case.yaml", "--repeat", "3", "--jobs", "1"], in: directory.url, environment: environment)
             #expect(console.status == 1, "\(console.stderr)")
-            #expect(console.stdoutText.contains("✘ refund-judged  (1 log, judged 3 times, pass rate 67%, flaky)"), "\(console.stdoutText)")
+            #expect(console.stdoutText.contains("✘ refund-judged  (1 log, judged 3 times, 2/3 passed, flaky)"), "\(console.stdoutText)")
             #expect(
                 console.stdoutText.contains(
                     "judge: the judge disagreed on answer.rubric of support-refund.jsonl.gz: it passed 2 of 3 rounds"))

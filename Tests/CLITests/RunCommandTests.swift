@@ -16,7 +16,7 @@ struct RunCommandTests {
             let lines = result.stdoutText.split(separator: "\n").map(String.init)
             #expect(lines.count == 11)
             #expect(lines.prefix(10).allSatisfy { $0.hasPrefix("✔ ") })
-            #expect(lines.last?.hasPrefix("10 cases, 10 passed, 0 failed") == true)
+            #expect(lines.last?.hasPrefix("PASS: 10 cases, 10 passed, 0 failed") == true)
         }
     }
 
@@ -104,7 +104,7 @@ struct RunCommandTests {
             try write("  stopReason: success\n")
             let first = try await agentEval(["run", directory.path("cases"), "--update-baseline"])
             #expect(first.status == 1)
-            #expect(first.stdoutText.contains("baseline written: \(directory.path("cases"))/.baseline (2 cases)"))
+            #expect(first.stdoutText.contains("baseline written: \(directory.path("cases"))/.baseline (2 cases)"), "\(first.stdoutText)")
             #expect(FileManager.default.fileExists(atPath: directory.path("cases/.baseline/gate.json")))
 
             let same = try await agentEval(["run", directory.path("cases"), "--fail-on", "regression"])
@@ -150,7 +150,7 @@ struct RunCommandTests {
                 ],
                 in: repositoryRoot)
             #expect(result.status == 0, "\(result.stdoutText)")
-            #expect(result.stdoutText.contains("✔ support-refund-live  (3 live runs, pass rate 100%, stable pass)"))
+            #expect(result.stdoutText.contains("✔ support-refund-live  (3 live runs, 3/3 passed, stable pass)"))
             let report = try JSONParser.parse(Array(try Data(contentsOf: directory.url.appendingPathComponent("r.json"))))
             let entry = try #require(report["cases"]?.arrayValue?.first)
             #expect(entry["runs"]?.arrayValue?.count == 3)

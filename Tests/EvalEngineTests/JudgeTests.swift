@@ -296,7 +296,7 @@ struct JudgeTests {
             #expect(Set(result.runs.map(\.logPath)).count == 1)
             #expect(result.runs.allSatisfy { $0.judgements.count == 1 })
             #expect(result.stability == .stablePass && result.judgeDisagreements.isEmpty)
-            #expect(report.consoleLines(for: result).first == "✔ two-minds  (1 log, judged 3 times, pass rate 100%, stable pass)")
+            #expect(report.consoleLines(for: result).first == "✔ two-minds  (1 log, judged 3 times, 3/3 passed, stable pass)")
         }
     }
 }

@@ -127,7 +127,7 @@ struct ReportTests {
     func markdown() async throws {
         try await TemporaryDirectory.with { directory in
             let text = EvalReport(results: await runFailingSuite(in: directory)).markdown
-            #expect(text.hasPrefix("## agent-eval: 0/5 cases passed\n"))
+            #expect(text.hasPrefix("## agent-eval: FAIL: 5 cases, 0 passed, 5 failed\n"))
             #expect(text.components(separatedBy: "| ❌ fail |").count == 6)
             #expect(text.contains("#### `support-strict-order`"))
         }
@@ -174,7 +174,11 @@ struct BaselineTests {
                       "case_id": "a",
                       "outcome": "pass",
                       "pass_rate": 1.0,
+                      "passes": 1,
                       "runs": 1,
+                      "stop_reasons_seen": [
+                        "success"
+                      ],
                       "tools_attempted": [
                         "delete"
                       ],

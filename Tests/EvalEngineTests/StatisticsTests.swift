@@ -51,7 +51,8 @@ struct StatisticsTests {
             let fisher = PassRateTest.fisher.pValue(baseline: baseline, current: current)
             let barnard = PassRateTest.barnard.pValue(baseline: baseline, current: current)
             if current.rate >= baseline.rate {
-                #expect(fisher > 0.4 && barnard > 0.4, "\(baseline.fraction) vs \(current.fraction): no fall, yet p = \(fisher), \(barnard)")
+                #expect(
+                    fisher > 0.4 && barnard > 0.4, "\(baseline.fraction) vs \(current.fraction): no fall, yet p = \(fisher), \(barnard)")
             }
         }
         // A side with no attempts tells nothing.

@@ -246,7 +246,7 @@ struct TrustTests {
             #expect(run.checkDurationUs > 0)
             let xml = EvalReport(results: [result]).junit
             #expect(xml.contains("time=\"\(String(format: "%.3f", Double(run.checkDurationUs) / 1_000_000))\""))
-            #expect(xml.contains("<property name=\"run_duration_ms\" value=\"\(run.summary.durationMs)\"/>"))
+            #expect(xml.contains("<property name=\"attempt.1.duration_ms\" value=\"\(run.summary.durationMs)\"/>"))
         }
     }
 }

@@ -4,11 +4,23 @@ public import TraceCore
 /// What a case did when the baseline was taken: reviewable, one small pretty-printed JSON file
 /// per case (`<dir>/<caseId>.json`), with keys and lists in a stable order so that a changed
 /// baseline shows up as a small diff in review.
+///
+/// A run adds to a live case's baseline and never removes from it (`adding(_:)`): the attempts
+/// and passes are summed, so each entry says the sample size behind it, and the tools, tasks and
+/// stop reasons seen are the union of every run's. A recorded case's logs are checked the same
+/// way every time, so its entry is replaced. A case that could not run is never written.
 public struct Baseline: Sendable, Hashable {
     public var caseId: String
+    /// Whether the gate passed the case (pass or flaky_pass) over the baseline's attempts.
     public var passed: Bool
-    public var passRate: Double
-    public var runCount: Int
+    /// The outcome word written (`pass`, `flaky_pass`, `flaky_fail`, `fail`).
+    public var outcome: String
+    /// Passes out of the attempts behind the entry (every run that added to it).
+    public var counts: PassCounts
+    public var passRate: Double { counts.rate }
+    public var runCount: Int { counts.attempts }
+    /// Every stop reason (or pipeline status) any attempt ended with, sorted.
+    public var stopReasonsSeen: [String]
     /// Per run (log file name or `repeat N`): executed tools in order, and the stop reason.
     public var runs: [Trajectory]
     /// Every tool executed in any run, sorted.
@@ -30,8 +42,9 @@ public struct Baseline: Sendable, Hashable {
     public init(_ result: CaseResult) {
         caseId = result.id
         passed = result.passed
-        passRate = result.passRate
-        runCount = result.runs.count
+        outcome = result.outcome.rawValue
+        counts = result.counts
+        stopReasonsSeen = Array(Set(result.runs.compactMap(\.summary.stopName))).sorted()
         runs = result.runs.map {
             Trajectory(run: $0.label, tools: $0.summary.tools, stopReason: $0.summary.stopName, tasks: $0.summary.tasks)
         }
@@ -40,12 +53,30 @@ public struct Baseline: Sendable, Hashable {
         tasksSeen = Array(Set(result.runs.flatMap(\.summary.tasks))).sorted()
     }
 
+    /// This baseline with `result` added: a live case's counts summed and what it saw united
+    /// (its trajectories are the latest run's); a recorded case's replaced.
+    public func adding(_ result: CaseResult) -> Baseline {
+        var next = Baseline(result)
+        guard result.attemptsAreRepeats else { return next }
+        next.counts = PassCounts(passes: counts.passes + next.counts.passes, attempts: counts.attempts + next.counts.attempts)
+        let outcome = CaseResult.outcome(of: next.counts, minPassRate: result.evalCase.minPassRate, repeats: true)
+        next.outcome = outcome.rawValue
+        next.passed = outcome.passes
+        next.toolsSeen = Array(Set(toolsSeen + next.toolsSeen)).sorted()
+        next.toolsAttempted = Array(Set(toolsAttempted + next.toolsAttempted)).sorted()
+        next.tasksSeen = Array(Set(tasksSeen + next.tasksSeen)).sorted()
+        next.stopReasonsSeen = Array(Set(stopReasonsSeen + next.stopReasonsSeen)).sorted()
+        return next
+    }
+
     public var json: JSONValue {
         var object = ObjectBuilder()
         object.set("case_id", caseId)
-        object.set("outcome", passed ? "pass" : "fail")
+        object.set("outcome", outcome)
         object.set("pass_rate", passRate)
+        object.set("passes", counts.passes)
         object.set("runs", runCount)
+        object.set("stop_reasons_seen", JSONValue.array(stopReasonsSeen.map { .string($0) }))
         object.set(
             "trajectories",
             JSONValue.array(
@@ -78,9 +109,12 @@ public struct Baseline: Sendable, Hashable {
                 .unreadableBaseline, "\(path): baseline version is not 1", hint: "write the baseline again from a run you trust")
         }
         caseId = try field("case_id", \.stringValue)
-        passed = try field("outcome", \.stringValue) == "pass"
-        passRate = try field("pass_rate", \.doubleValue)
-        runCount = try field("runs", \.intValue)
+        outcome = try field("outcome", \.stringValue)
+        passed = CaseOutcome(reported: outcome)?.passes ?? false
+        let rate = try field("pass_rate", \.doubleValue)
+        let attempts = try field("runs", \.intValue)
+        // Written before baselines kept their passes: the rate times the runs.
+        counts = PassCounts(passes: json["passes"]?.intValue ?? Int((rate * Double(attempts)).rounded()), attempts: attempts)
         let strings = { (value: JSONValue) -> [String]? in value.arrayValue?.compactMap(\.stringValue) }
         runs = try field("trajectories", \.arrayValue).map { entry in
             Trajectory(
@@ -90,19 +124,38 @@ public struct Baseline: Sendable, Hashable {
         toolsSeen = try field("tools_seen", strings)
         toolsAttempted = try field("tools_attempted", strings)
         tasksSeen = json["tasks_seen"].flatMap(strings) ?? []
+        stopReasonsSeen = json["stop_reasons_seen"].flatMap(strings) ?? Array(Set(runs.compactMap(\.stopReason))).sorted()
     }
 
-    /// Writes one file per result into `directory`, replacing older ones.
-    public static func write(_ results: [CaseResult], to directory: String) throws(EvalError) {
+    /// What `write` did: the cases written, and those left as they were because they could not
+    /// run (a harness problem never moves a baseline).
+    public struct Update: Sendable {
+        public var written: [String] = []
+        public var skipped: [String] = []
+    }
+
+    /// Adds each result to its case's file in `directory` (`adding(_:)`; `replacing` starts each
+    /// file over from this run), except results that could not run.
+    @discardableResult
+    public static func write(_ results: [CaseResult], to directory: String, replacing: Bool = false) throws(EvalError) -> Update {
+        var update = Update()
+        let existing = replacing ? [:] : try read(for: results.map(\.evalCase), from: directory)
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             for result in results {
-                let text = JSONWriter.encodePretty(Baseline(result).json)
+                guard result.outcome != .error else {
+                    update.skipped.append(result.id)
+                    continue
+                }
+                let baseline = existing[result.id]?.adding(result) ?? Baseline(result)
+                let text = JSONWriter.encodePretty(baseline.json)
                 try text.write(toFile: "\(directory)/\(result.id).json", atomically: true, encoding: .utf8)
+                update.written.append(result.id)
             }
         } catch {
             throw EvalError(.writeFailed, "cannot write the baseline in \(directory): \(error.localizedDescription)")
         }
+        return update
     }
 
     /// The baseline of each case that has one in `directory`.

@@ -45,6 +45,12 @@ public struct EvalCase: Sendable {
     /// file): verdict expectations then check what it would have said of each call that
     /// recorded no verdict (`PolicyAudit`).
     public var policy: CasePolicy?
+    /// The share of a live case's attempts that must pass for the gate to pass it (`minPassRate`,
+    /// 1 unless the case says less): above it a case with failed attempts is `flaky_pass`.
+    public var minPassRate = 1.0
+    /// The quarantine entry that covers the case (`quarantine:` in its file, or the project's
+    /// quarantine file): its failures are reported and do not fail the gate until `until`.
+    public var quarantine: QuarantineEntry?
     /// The case as written, for pointing errors found later (a tool the agent lacks, a log that
     /// is not there) at the line that names it.
     public var node: ConfigNode?

@@ -91,6 +91,19 @@ public enum EvalCaseFile {
         let allowsReusedCallIds =
             errors.collect { () throws(ConfigError) in try fields.optional("allowReusedCallIds")?.bool("allowReusedCallIds") ?? false }
             ?? false
+        let minPassRateNode = fields.optional("minPassRate")
+        let minPassRate =
+            errors.collect { () throws(ConfigError) -> Double? in
+                guard let minPassRateNode else { return nil }
+                let value = try minPassRateNode.double("minPassRate")
+                guard value > 0 && value <= 1 else {
+                    throw ConfigError(
+                        .invalidValue, "minPassRate must be above 0 and at most 1, found \(value)", at: minPassRateNode.location,
+                        hint: "the share of a live case's attempts that must pass, e.g. 0.8")
+                }
+                return value
+            } ?? nil
+        let quarantine = fields.optional("quarantine").flatMap { QuarantineEntry.read($0, caseId: id ?? "", errors: &errors) }
         let cassetteNode = fields.optional("cassette")
         let cassette = errors.collect { () throws(ConfigError) in try cassetteNode?.nonEmptyString("cassette") } ?? nil
         let policyNode = fields.optional("policy")
@@ -175,6 +188,12 @@ public enum EvalCaseFile {
                 throw ConfigError(.missingKey, "\(name) runs live and needs an input", at: node.location)
             }
         }
+        if let minPassRateNode, case .recorded? = source {
+            errors.errors.append(
+                ConfigError(
+                    .invalidValue, "\(name) has minPassRate, which applies to the repeated attempts of a live case",
+                    at: minPassRateNode.location, hint: "each recorded log must pass; drop minPassRate, or run the case live"))
+        }
         if let policyNode, let source {
             switch source {
             case .recorded, .command: break
@@ -195,6 +214,8 @@ public enum EvalCaseFile {
             id: id, description: description, tags: tags, input: input, source: source, expected: expected, location: node.location)
         evalCase.allowsUnfinished = allowsUnfinished
         evalCase.allowsReusedCallIds = allowsReusedCallIds
+        if let minPassRate { evalCase.minPassRate = minPassRate }
+        evalCase.quarantine = quarantine
         evalCase.node = node
         evalCase.cassette = cassette.map { resolve($0, from: directory) }
         evalCase.policy = policy

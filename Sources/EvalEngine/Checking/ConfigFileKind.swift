@@ -12,6 +12,8 @@ public enum ConfigFileKind: String, Sendable, Hashable, CaseIterable {
     case modelScript = "model script"
     /// A pipeline file: a mapping with `pipeline` and `tasks`.
     case pipeline
+    /// The project's quarantine file: a mapping whose only key is `quarantine`.
+    case quarantine
 
     /// The kind of a parsed file, or nil when it is none of these (a cassette, a schema, a
     /// baseline, data a tool reads).
@@ -23,6 +25,8 @@ public enum ConfigFileKind: String, Sendable, Hashable, CaseIterable {
                 self = .cases
             } else if keys.contains("pipeline") && keys.contains("tasks") {
                 self = .pipeline
+            } else if keys == ["quarantine"] {
+                self = .quarantine
             } else if keys.contains("model") {
                 self = .agent
             } else if keys.contains("decisions") || keys.contains("rules"),

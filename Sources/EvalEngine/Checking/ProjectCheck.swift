@@ -26,6 +26,9 @@ public struct ProjectCheck: Sendable {
         public var readsLogs = true
         /// The judge of rubrics that name none (`--judge-model`).
         public var judgeModel: ModelSource?
+        /// The project's quarantine file, checked with the cases (`check(paths:)`): nil for
+        /// `.agent-eval/quarantine.yaml` in the project root.
+        public var quarantineFile: String?
 
         public init(
             models: ModelOptions = ModelOptions(), defaultAgent: String? = nil, readsLogs: Bool = true, judgeModel: ModelSource? = nil
@@ -62,6 +65,7 @@ public struct ProjectCheck: Sendable {
                 session.checkFile(path, isNamed: true)
             }
         }
+        session.checkQuarantine(at: options.quarantineFile ?? QuarantineFile.defaultPath())
         return session.report
     }
 
@@ -86,6 +90,8 @@ public struct ProjectCheck: Sendable {
         var pipelineTasks: [String: Names] = [:]
         /// The files each log pattern matched: cases that share a pattern list its folder once.
         var expanded: [String: [String]] = [:]
+        /// Quarantine files checked (the project's, and one named on the command line).
+        var quarantinesChecked: Set<String> = []
         /// Case ids seen so far, for the rule `run` applies too (`EvalSuite.register`).
         var caseIds: [String: SourceLocation] = [:]
         /// Makes each judge once (a scripted one is read, an HTTP one needs its key).
@@ -129,6 +135,7 @@ public struct ProjectCheck: Sendable {
                             problem(in: path, .error, duplicate)
                         } else {
                             crossCheck(evalCase)
+                            if let entry = evalCase.quarantine { checkExpiry(of: entry) }
                         }
                     }
                 } catch {
@@ -157,7 +164,52 @@ public struct ProjectCheck: Sendable {
                 }
             case .pipeline:
                 _ = pipeline(at: path)
+            case .quarantine:
+                checkQuarantine(at: path)
             }
+        }
+
+        /// The quarantine file: readable, every entry for a case the check saw (a warning
+        /// otherwise: the case may be in a folder not checked), none past its date, and no case
+        /// quarantined both there and in its own file.
+        mutating func checkQuarantine(at named: String) {
+            let path = ConfigPath.resolve(named, from: "")
+            guard FileManager.default.fileExists(atPath: path), !quarantinesChecked.contains(path) else { return }
+            quarantinesChecked.insert(path)
+            let file: QuarantineFile
+            do {
+                file = try QuarantineFile.load(path: path)
+            } catch {
+                report.note(path, kind: .quarantine, summary: nil)
+                for problem in error.errors { self.problem(in: path, .error, problem) }
+                return
+            }
+            report.note(path, kind: .quarantine, summary: counted(file.entries.count, "quarantined case"))
+            for entry in file.entries {
+                checkExpiry(of: entry)
+                if caseIds[entry.caseId] == nil {
+                    problem(
+                        in: path, .warning,
+                        EvalError(
+                            .badCase, "the quarantine file names case \(entry.caseId), which no case file checked here has",
+                            location: entry.location,
+                            hint: "release the entry if the case is gone: agent-eval quarantine release \(entry.caseId)"))
+                }
+            }
+        }
+
+        /// An entry past its `until` date is an error: `run` fails the case until it is released
+        /// or extended.
+        mutating func checkExpiry(of entry: QuarantineEntry) {
+            guard entry.isExpired() else { return }
+            problem(
+                in: entry.location.path, .error,
+                EvalError(
+                    .badCase, "the quarantine of case \(entry.caseId) ended on \(entry.until) (\(entry.sentence))",
+                    location: entry.location,
+                    hint:
+                        "fix and release it (agent-eval quarantine release \(entry.caseId)), or extend until; `run` fails the case meanwhile"
+                ))
         }
 
         /// The agent file at `path`, loaded and reported once; nil when it has errors.

@@ -37,16 +37,12 @@ public struct EvalReport: Sendable {
     /// regressed (as `failOn` says), 0 otherwise.
     public var exitStatus: Int32 { counts.exitStatus(failOn: failOn) }
 
-    /// How many cases passed, failed, could not run, regressed.
-    public var counts: ReportCounts {
-        ReportCounts(
-            cases: results.count, passed: passedCount, failed: failedCount, errors: errorCount,
-            baseline: hasBaseline ? (regressions.count, knownFailures.count) : nil)
-    }
+    /// The gate's counts, from the report's own case entries (`ReportCounts`).
+    public var counts: ReportCounts { ReportCounts(entries: results.map(caseJSON), compared: hasBaseline) }
 
     public var passedCount: Int { results.filter(\.passed).count }
-    public var errorCount: Int { results.filter { $0.harnessError != nil }.count }
-    public var failedCount: Int { results.filter { !$0.passed && $0.harnessError == nil }.count }
+    public var errorCount: Int { results.filter { $0.outcome == .error }.count }
+    public var failedCount: Int { results.filter { !$0.passed && $0.outcome != .error }.count }
     public var regressions: [CaseResult] { results.filter { comparisons[$0.id]?.status == .regressed } }
     public var knownFailures: [CaseResult] { results.filter { comparisons[$0.id]?.status == .knownFailure } }
 
@@ -64,10 +60,8 @@ public struct EvalReport: Sendable {
         return page + "#log=" + encoded + (step.map { "&step=\($0)" } ?? "")
     }
 
-    /// A case's "pass", "fail" or "error".
-    public static func outcome(_ result: CaseResult) -> String {
-        result.harnessError != nil ? "error" : (result.passed ? "pass" : "fail")
-    }
+    /// A case's outcome word: `pass`, `flaky_pass`, `flaky_fail`, `fail` or `error`.
+    public static func outcome(_ result: CaseResult) -> String { result.outcome.rawValue }
 
     /// A run's "pass", "fail" or "error".
     public static func outcome(_ run: RunResult) -> String {
@@ -98,7 +92,8 @@ public struct EvalReport: Sendable {
     public static func consoleLines(
         for result: CaseResult, comparison: BaselineComparison?, hasBaseline: Bool, verbose: Bool = false, page: String? = nil
     ) -> [String] {
-        var headline = result.passed ? "✔ " : (result.harnessError != nil ? "! " : "✘ ")
+        let outcome = result.outcome
+        var headline = outcome.passes ? "✔ " : (outcome == .error ? "! " : "✘ ")
         headline += result.id
         var facts: [String] = []
         let runs = result.runs.count
@@ -113,11 +108,21 @@ public struct EvalReport: Sendable {
             if rounds > 1 { facts.append("judged \(rounds) times") }
         }
         if runs > 1 {
-            facts.append("pass rate \(Int((result.passRate * 100).rounded()))%")
-            if result.evalCase.isLive || rounds > 1 { facts.append(result.stability.rawValue.replacingOccurrences(of: "_", with: " ")) }
+            let counts = result.counts
+            facts.append("\(counts.fraction) passed")
+            if counts.attempts < runs { facts.append("\(runs - counts.attempts) could not run") }
+            if outcome == .flakyPass || outcome == .flakyFail {
+                let rule = result.evalCase.minPassRate < 1 ? " (min \(Int((result.evalCase.minPassRate * 100).rounded()))%)" : ""
+                facts.append(outcome.rawValue.replacingOccurrences(of: "_", with: " ") + rule)
+            } else if result.evalCase.isLive || rounds > 1 {
+                facts.append(result.stability.rawValue.replacingOccurrences(of: "_", with: " "))
+            }
         }
-        if let comparison, comparison.status != .unchanged, comparison.status != .new || hasBaseline {
+        if let comparison, comparison.status != .unchanged, comparison.status != .notRun, comparison.status != .new || hasBaseline {
             facts.append(comparison.status.rawValue.replacingOccurrences(of: "_", with: " "))
+        }
+        if let quarantine = result.evalCase.quarantine {
+            facts.append(quarantine.isExpired() ? "quarantine expired \(quarantine.until)" : "quarantined")
         }
         headline += "  (" + facts.joined(separator: ", ") + ")"
         var lines = [headline]
@@ -126,8 +131,21 @@ public struct EvalReport: Sendable {
             if let hint = error.hint { lines.append("    hint: \(hint)") }
             return lines
         }
+        if let quarantine = result.evalCase.quarantine {
+            if quarantine.isExpired() {
+                lines.append("    quarantine expired: \(quarantine.sentence) (\(quarantine.location))")
+                lines.append(
+                    "    hint: the case fails the gate until its entry is released (agent-eval quarantine release \(result.id)) or extended"
+                )
+            } else if !result.passed || comparison?.status == .regressed {
+                lines.append("    quarantined, not failing the gate: \(quarantine.sentence)")
+            }
+        }
         for regression in comparison?.regressions ?? [] {
             lines.append("    regression: \(regression.message)")
+        }
+        if comparison?.status == .notSignificant, let passRate = comparison?.passRate {
+            lines.append("    not a regression yet: \(passRate.sentence); more attempts (--repeat) can tell")
         }
         for disagreement in result.judgeDisagreements {
             lines.append("    judge: \(disagreement.message)")
@@ -162,36 +180,43 @@ public struct EvalReport: Sendable {
         return lines
     }
 
-    /// The closing summary line.
-    public var summaryLine: String { counts.sentence + String(format: " (%.2f s)", durationSeconds) }
+    /// The closing summary line: the verdict.
+    public var summaryLine: String { counts.verdict(failOn: failOn) + String(format: " (%.2f s)", durationSeconds) }
 
     // MARK: JSON
 
     /// The versioned machine-readable report (docs/eval-results.md).
     public var json: JSONValue {
-        Self.document(
-            k: k, counts: counts, durationMs: Int((durationSeconds * 1000).rounded()), cases: results.map(caseJSON), suite: suite,
-            shard: shard
+        let cases = results.map(caseJSON)
+        return Self.document(
+            k: k, counts: ReportCounts(entries: cases, compared: hasBaseline), failOn: failOn,
+            durationMs: Int((durationSeconds * 1000).rounded()), cases: cases, suite: suite, shard: shard
         ).json
     }
 
     /// The results document's members (a merged report adds its own).
     static func document(
-        k: Int, counts: ReportCounts, durationMs: Int, cases: [JSONValue], suite: SuiteIdentity?, shard: EvalSession.Shard?
+        k: Int, counts: ReportCounts, failOn: FailOn, durationMs: Int, cases: [JSONValue], suite: SuiteIdentity?,
+        shard: EvalSession.Shard?
     ) -> ObjectBuilder {
         var summary = ObjectBuilder()
         summary.set("cases", counts.cases)
         summary.set("passed", counts.passed)
+        summary.set("flaky_passed", counts.flakyPassed)
         summary.set("failed", counts.failed)
         summary.set("errors", counts.errors)
+        summary.set("quarantined", counts.quarantined)
+        summary.set("quarantines_expired", counts.expiredQuarantines)
         if let baseline = counts.baseline {
             summary.set("regressed", baseline.regressed)
             summary.set("known_failures", baseline.knownFailures)
+            summary.set("not_significant", baseline.notSignificant)
         }
         summary.set("duration_ms", durationMs)
         var root = ObjectBuilder()
         root.set("schema", "agent-eval/results")
         root.set("version", 1)
+        root.set("verdict", counts.verdictJSON(failOn: failOn))
         root.set("k", k)
         root.set("shard", shard)
         root.set("suite", suite)
@@ -213,6 +238,14 @@ public struct EvalReport: Sendable {
         object.set("diagnostic", result.error?.json)
         object.set("checks", result.evalCase.expected.count)
         object.set("pass_rate", result.passRate)
+        let counts = result.counts
+        var attempts = ObjectBuilder()
+        attempts.set("passed", counts.passes)
+        attempts.set("failed", counts.attempts - counts.passes)
+        attempts.set("could_not_run", result.runs.count - counts.attempts)
+        object.set("attempts", attempts.json)
+        if result.evalCase.minPassRate < 1 { object.set("min_pass_rate", result.evalCase.minPassRate) }
+        object.set("quarantine", result.evalCase.quarantine?.json)
         if result.runs.count >= k {
             object.set("pass_at_k", result.passAtK(k))
             object.set("pass_hat_k", result.passHatK(k))
@@ -226,6 +259,7 @@ public struct EvalReport: Sendable {
             baseline.set(
                 "regressions",
                 JSONValue.array(comparison.regressions.map { ["kind": .string($0.kind.rawValue), "message": .string($0.message)] }))
+            baseline.set("pass_rate", comparison.passRate?.json)
             object.set("baseline", baseline.json)
         }
         object.set("runs", JSONValue.array(result.runs.map(runJSON)))
@@ -286,21 +320,22 @@ public struct EvalReport: Sendable {
 
     /// A summary for a CI job page: a table of cases, then every failure.
     public var markdown: String {
-        var lines = ["## agent-eval: \(passedCount)/\(results.count) cases passed", ""]
-        if hasBaseline {
+        let counts = self.counts
+        var lines = ["## agent-eval: \(counts.verdict(failOn: failOn))", ""]
+        if let baseline = counts.baseline {
             lines.append(
-                "**\(regressions.count) regressed**, \(knownFailures.count) known failures, \(failedCount) failed, \(errorCount) could not run."
+                "**\(baseline.regressed) regressed**, \(baseline.knownFailures) known failures, \(counts.failed) failed, \(counts.errors) could not run."
             )
             lines.append("")
         }
-        lines.append("| case | outcome | runs | pass rate | stop reasons | baseline |")
+        lines.append("| case | outcome | passed | pass rate | stop reasons | baseline |")
         lines.append("|---|---|---|---|---|---|")
         for result in results {
-            let outcome = result.harnessError != nil ? "⚠️ error" : (result.passed ? "✅ pass" : "❌ fail")
+            let outcome = Self.markdownOutcome(result.outcome) + (result.evalCase.quarantine != nil ? " (quarantined)" : "")
             let stops = Array(Set(result.runs.compactMap { $0.summary.stopReason?.rawValue })).sorted().joined(separator: ", ")
             let baseline = comparisons[result.id]?.status.rawValue.replacingOccurrences(of: "_", with: " ") ?? "–"
             lines.append(
-                "| `\(result.id)` | \(outcome) | \(result.runs.count) | \(Int((result.passRate * 100).rounded()))% | \(stops.isEmpty ? "–" : stops) | \(baseline) |"
+                "| `\(result.id)` | \(outcome) | \(result.counts.fraction) | \(Int((result.passRate * 100).rounded()))% | \(stops.isEmpty ? "–" : stops) | \(baseline) |"
             )
         }
         // A section per kind of case to look at: each case's console lines in a code block.
@@ -323,36 +358,15 @@ public struct EvalReport: Sendable {
     }
 }
 
-/// The counts of a suite's outcome: what the summary line, the JSON summary and the exit status
-/// are made of, for a single report and a merged one alike.
-public struct ReportCounts: Sendable {
-    public var cases: Int
-    public var passed: Int
-    public var failed: Int
-    public var errors: Int
-    /// Regressed cases and known failures, when a baseline was compared.
-    public var baseline: (regressed: Int, knownFailures: Int)?
-
-    /// The exit status CI gets: 2 when a case could not run, 1 when a case failed or
-    /// regressed (as `failOn` says), 0 otherwise.
-    public func exitStatus(failOn: FailOn) -> Int32 {
-        if errors > 0 { return 2 }
-        let regressed = baseline?.regressed ?? 0
-        switch failOn {
-        case .regression: return regressed > 0 ? 1 : 0
-        case .failure: return failed > 0 ? 1 : 0
-        case .any: return failed > 0 || regressed > 0 ? 1 : 0
+extension EvalReport {
+    /// A case outcome with its mark, for Markdown tables.
+    public static func markdownOutcome(_ outcome: CaseOutcome) -> String {
+        switch outcome {
+        case .pass: "✅ pass"
+        case .flakyPass: "🟡 flaky pass"
+        case .flakyFail: "🟠 flaky fail"
+        case .fail: "❌ fail"
+        case .error: "⚠️ error"
         }
-    }
-
-    /// `6 cases, 5 passed, 1 failed[, 1 could not run][, 0 regressed, 1 known failure]`.
-    public var sentence: String {
-        var parts = ["\(cases) case\(cases == 1 ? "" : "s")", "\(passed) passed", "\(failed) failed"]
-        if errors > 0 { parts.append("\(errors) could not run") }
-        if let baseline {
-            parts.append(
-                "\(baseline.regressed) regressed, \(baseline.knownFailures) known failure\(baseline.knownFailures == 1 ? "" : "s")")
-        }
-        return parts.joined(separator: ", ")
     }
 }

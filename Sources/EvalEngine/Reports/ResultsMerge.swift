@@ -22,6 +22,8 @@ public struct ResultsMerge: Sendable {
     public let inputs: [String]
     /// The merged suite's counts.
     public let counts: ReportCounts
+    /// What fails the merged suite (its verdict and exit status).
+    public let failOn: FailOn
     /// What the merged report lacks of its suite ("shard 2/2 is missing"); nil when it holds
     /// the whole suite. Only a merge that allows partial results has one.
     public let partial: String?
@@ -52,7 +54,8 @@ public struct ResultsMerge: Sendable {
 
     /// Merges documents read from `inputs` (path, document), in that order. Without
     /// `allowsPartial`, documents that do not hold their whole suite are an error.
-    public init(_ documents: [(path: String, report: JSONValue)], allowsPartial: Bool = false) throws(EvalError) {
+    public init(_ documents: [(path: String, report: JSONValue)], allowsPartial: Bool = false, failOn: FailOn = .any) throws(EvalError) {
+        self.failOn = failOn
         inputs = documents.map(\.path)
         guard !documents.isEmpty else {
             throw EvalError(.badReport, "no reports to merge", hint: "give the JSON reports of every shard, e.g. shard-*.json")
@@ -113,19 +116,10 @@ public struct ResultsMerge: Sendable {
         if let gap, !allowsPartial { throw gap.error }
         partial = gap?.reason
         cases.sort { ($0.file, $0.line, $0.id) < ($1.file, $1.line, $1.id) }
-        let outcomes = cases.map { $0.entry["outcome"]?.stringValue }
-        let statuses = cases.map { $0.entry["baseline"]?["status"]?.stringValue }
-        counts = ReportCounts(
-            cases: cases.count, passed: outcomes.filter { $0 == "pass" }.count, failed: outcomes.filter { $0 == "fail" }.count,
-            errors: outcomes.filter { $0 == "error" }.count,
-            baseline: baseline?.present == true
-                ? (
-                    statuses.filter { $0 == BaselineComparison.Status.regressed.rawValue }.count,
-                    statuses.filter { $0 == BaselineComparison.Status.knownFailure.rawValue }.count
-                ) : nil)
+        counts = ReportCounts(entries: cases.map(\.entry), compared: baseline?.present == true)
         // A whole merge stands for one unsharded run (shard 1/1), so it can be merged again.
         var root = EvalReport.document(
-            k: k?.value ?? 1, counts: counts, durationMs: durationMs, cases: cases.map(\.entry), suite: shards.suite,
+            k: k?.value ?? 1, counts: counts, failOn: failOn, durationMs: durationMs, cases: cases.map(\.entry), suite: shards.suite,
             shard: gap == nil && shards.suite != nil ? .whole : nil)
         root.set("merged_from", JSONValue.array(inputs.map { .string($0) }))
         root.set("shards", shards.json)
@@ -134,10 +128,10 @@ public struct ResultsMerge: Sendable {
     }
 
     /// Reads and merges the files at `paths`.
-    public init(paths: [String], allowsPartial: Bool = false) throws(EvalError) {
+    public init(paths: [String], allowsPartial: Bool = false, failOn: FailOn = .any) throws(EvalError) {
         var documents: [(path: String, report: JSONValue)] = []
         for path in paths { documents.append((path, try Self.read(path))) }
-        try self.init(documents, allowsPartial: allowsPartial)
+        try self.init(documents, allowsPartial: allowsPartial, failOn: failOn)
     }
 
     /// Whether the merged report lacks part of its suite (`partial` says what).
@@ -146,14 +140,14 @@ public struct ResultsMerge: Sendable {
     public var hasBaseline: Bool { counts.baseline != nil }
 
     /// The exit status of the merged suite, as `EvalReport.exitStatus`.
-    public func exitStatus(failOn: FailOn) -> Int32 { counts.exitStatus(failOn: failOn) }
+    public var exitStatus: Int32 { counts.exitStatus(failOn: failOn) }
 
     public var junit: String { EvalReport.junit(from: report) }
 
     /// The closing summary line; a partial merge's starts with what it lacks, so it cannot be
     /// read as the whole suite's.
     public var summaryLine: String {
-        (partial.map { "PARTIAL (\($0)): " } ?? "") + counts.sentence
+        (partial.map { "PARTIAL (\($0)): " } ?? "") + counts.verdict(failOn: failOn)
             + " (merged from \(inputs.count) report\(inputs.count == 1 ? "" : "s"))"
     }
 
@@ -164,8 +158,9 @@ public struct ResultsMerge: Sendable {
         for entry in report["cases"]?.arrayValue ?? [] {
             let outcome = entry["outcome"]?.stringValue ?? "?"
             let status = entry["baseline"]?["status"]?.stringValue
-            guard outcome != "pass" || status == BaselineComparison.Status.regressed.rawValue else { continue }
-            let mark = outcome == "error" ? "! " : (outcome == "pass" ? "✔ " : "✘ ")
+            let passes = CaseOutcome(reported: outcome)?.passes == true
+            guard !passes || status == BaselineComparison.Status.regressed.rawValue || entry["quarantine"] != nil else { continue }
+            let mark = outcome == "error" ? "! " : (passes ? "✔ " : "✘ ")
             var facts = [outcome]
             if let status, status != BaselineComparison.Status.unchanged.rawValue {
                 facts.append(status.replacingOccurrences(of: "_", with: " "))
@@ -174,6 +169,12 @@ public struct ResultsMerge: Sendable {
             if let error = entry["error"]?.stringValue { lines.append("    error: \(error)") }
             for regression in entry["baseline"]?["regressions"]?.arrayValue ?? [] {
                 lines.append("    regression: \(regression["message"]?.stringValue ?? "")")
+            }
+            if let quarantine = entry["quarantine"] {
+                let expired = quarantine["expired"]?.boolValue == true
+                lines.append(
+                    "    \(expired ? "quarantine expired" : "quarantined"): owner \(quarantine["owner"]?.stringValue ?? "?"), until "
+                        + "\(quarantine["until"]?.stringValue ?? "?"): \(quarantine["reason"]?.stringValue ?? "")")
             }
             for run in entry["runs"]?.arrayValue ?? [] where run["outcome"]?.stringValue != "pass" {
                 lines.append("    \(run["log"]?.stringValue ?? "")")

@@ -8,6 +8,28 @@ public enum Stability: String, Sendable {
     case stableFail = "stable_fail"
 }
 
+/// What a case's attempts add up to (docs/eval-cases.md, "Attempts and outcomes"): every
+/// attempt passed, none did, or some did — then the case's `minPassRate` (every attempt, unless
+/// the case says less) decides whether the gate takes it as passed. A case whose attempt could
+/// not run is `error`, apart from every quality outcome.
+public enum CaseOutcome: String, Sendable, CaseIterable {
+    case pass
+    /// Some attempts failed, but the pass rate reached the case's `minPassRate`: the gate passes
+    /// it, and every report shows it as flaky.
+    case flakyPass = "flaky_pass"
+    /// Some attempts passed, too few for the case's `minPassRate`: a failure.
+    case flakyFail = "flaky_fail"
+    case fail
+    /// The case, or one of its attempts, could not run (a harness problem, not a quality one).
+    case error
+
+    /// Whether the gate takes the case as passed.
+    public var passes: Bool { self == .pass || self == .flakyPass }
+
+    /// Reads a report's `outcome`; nil for an unknown word.
+    public init?(reported: String) { self.init(rawValue: reported) }
+}
+
 /// Everything one case produced.
 public struct CaseResult: Sendable {
     public var evalCase: EvalCase
@@ -41,11 +63,36 @@ public struct CaseResult: Sendable {
     /// A harness problem in the case or any of its runs.
     public var harnessError: DiagnosticRecord? { error ?? runs.first(where: { $0.error != nil })?.error }
 
-    public var passed: Bool { harnessError == nil && !runs.isEmpty && runs.allSatisfy(\.passed) }
+    /// Whether the gate takes the case as passed: `pass` or `flaky_pass`.
+    public var passed: Bool { outcome.passes }
+
+    /// The attempts are repeats of one run (a live case): a mix of passes and failures is
+    /// flakiness. A recorded case's runs are different logs, each of which must pass.
+    public var attemptsAreRepeats: Bool { evalCase.isLive }
+
+    public var outcome: CaseOutcome {
+        if harnessError != nil || runs.isEmpty { return .error }
+        return Self.outcome(of: counts, minPassRate: evalCase.minPassRate, repeats: attemptsAreRepeats)
+    }
+
+    /// The documented rule: every attempt passed is `pass`, none is `fail`; a mix is
+    /// `flaky_pass` when the attempts are repeats and the rate reached `minPassRate`, else
+    /// `flaky_fail` (repeats) or `fail` (different logs).
+    static func outcome(of counts: PassCounts, minPassRate: Double, repeats: Bool) -> CaseOutcome {
+        if counts.attempts == 0 { return .error }
+        if counts.passes == counts.attempts { return .pass }
+        if counts.passes == 0 { return .fail }
+        guard repeats else { return .fail }
+        return counts.rate >= minPassRate - 1e-12 ? .flakyPass : .flakyFail
+    }
 
     public var passCount: Int { runs.filter(\.passed).count }
 
-    public var passRate: Double { runs.isEmpty ? 0 : Double(passCount) / Double(runs.count) }
+    /// Passes out of the attempts that ran: an attempt that could not run is a harness problem
+    /// and counts in neither.
+    public var counts: PassCounts { PassCounts(passes: passCount, attempts: runs.filter { $0.error == nil }.count) }
+
+    public var passRate: Double { counts.rate }
 
     public var stability: Stability {
         switch passCount {

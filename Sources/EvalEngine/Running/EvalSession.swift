@@ -1,3 +1,4 @@
+import ConfigFile
 import Foundation
 import Synchronization
 public import TraceCore
@@ -29,12 +30,19 @@ public struct EvalSession: Sendable {
         public var shard: Shard?
         /// The baseline directory; nil for none.
         public var baselineDirectory: String?
-        /// Write the baseline from this run instead of comparing with it.
+        /// Add this run to the baseline instead of comparing with it.
         public var updatesBaseline: Bool
+        /// With `updatesBaseline`: start each case's entry over from this run.
+        public var replacesBaseline = false
         /// k of pass@k and pass^k (default: the number of repeats).
         public var k: Int?
         public var failOn: FailOn
         public var options: EvalOptions
+        /// How a fall of a pass rate is told from noise.
+        public var regression = RegressionPolicy()
+        /// The project's quarantine file (`.agent-eval/quarantine.yaml` in the project root when
+        /// nil); a missing file quarantines nothing.
+        public var quarantineFile: String?
 
         public init(
             paths: [String], filters: [String] = [], shard: Shard? = nil, baselineDirectory: String? = nil, updatesBaseline: Bool = false,
@@ -131,7 +139,14 @@ public struct EvalSession: Sendable {
     /// Loads everything the plan names; throws every problem found, before anything runs.
     public init(_ plan: Plan) throws(LoadFailure) {
         self.plan = plan
-        let (loaded, errors) = EvalSuite.load(paths: plan.paths)
+        var (loaded, errors) = EvalSuite.load(paths: plan.paths)
+        guard errors.isEmpty else { throw LoadFailure(errors: errors.map { DiagnosticRecord($0) }, inCaseFiles: true) }
+        do throws(ConfigErrors) {
+            let quarantine = try QuarantineFile.load(path: plan.quarantineFile ?? QuarantineFile.defaultPath())
+            errors = quarantine.apply(to: &loaded)
+        } catch {
+            throw LoadFailure(errors: error.errors.map { DiagnosticRecord($0) }, inCaseFiles: true)
+        }
         guard errors.isEmpty else { throw LoadFailure(errors: errors.map { DiagnosticRecord($0) }, inCaseFiles: true) }
         var cases = EvalSuite.filter(loaded, by: plan.filters)
         guard !cases.isEmpty else {
@@ -180,9 +195,9 @@ public struct EvalSession: Sendable {
         let clock = ContinuousClock()
         let started = clock.now
         let comparisons = ComparisonStore()
-        let (baselines, hasBaseline) = (self.baselines, self.hasBaseline)
+        let (baselines, hasBaseline, policy) = (self.baselines, self.hasBaseline, plan.regression)
         let results = await EvalRunner(options: plan.options).run(cases) { index, result, done, total in
-            let comparison = hasBaseline ? BaselineComparison.compare(result, with: baselines[result.id]) : nil
+            let comparison = hasBaseline ? BaselineComparison.compare(result, with: baselines[result.id], policy: policy) : nil
             if let comparison { comparisons.set(comparison, for: result.id) }
             let lines = EvalReport.consoleLines(for: result, comparison: comparison, hasBaseline: hasBaseline)
             finished(Finished(index: index, result: result, comparison: comparison, done: done, total: total, consoleLines: lines))
@@ -194,11 +209,11 @@ public struct EvalSession: Sendable {
             suite: suite, shard: plan.shard ?? .whole)
     }
 
-    /// Writes the baseline from `report` when the plan asks for it; returns the directory written.
-    public func writeBaselineIfAsked(from report: EvalReport) throws(EvalError) -> String? {
+    /// Adds `report` to the baseline when the plan asks for it (`Baseline.write`); the directory
+    /// and what was written.
+    public func writeBaselineIfAsked(from report: EvalReport) throws(EvalError) -> (directory: String, update: Baseline.Update)? {
         guard plan.updatesBaseline, let directory = plan.baselineDirectory else { return nil }
-        try Baseline.write(report.results, to: directory)
-        return directory
+        return (directory, try Baseline.write(report.results, to: directory, replacing: plan.replacesBaseline))
     }
 }
 

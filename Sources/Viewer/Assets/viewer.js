@@ -624,17 +624,24 @@
     ['regressed', 'Regressions', 'failing now, passing in the baseline'],
     ['failed', 'Failures', ''],
     ['error', 'Could not run', 'the harness could not check these'],
+    ['expired', 'Quarantine expired', 'failing the gate until released or extended'],
     ['known', 'Known failures', 'failing in the baseline too'],
-    ['flaky', 'Flaky', 'passed on some runs, failed on others'],
+    ['flaky', 'Flaky', 'passed on some attempts, failed on others'],
+    ['quarantined', 'Quarantined', 'failing, not failing the gate'],
     ['passed', 'Passed', '']
   ];
 
   function caseSection(entry) {
     const status = entry.baseline && entry.baseline.status;
+    const passes = entry.outcome === 'pass' || entry.outcome === 'flaky_pass';
+    const quarantine = entry.quarantine;
     if (entry.outcome === 'error') return 'error';
+    if (quarantine && quarantine.expired) return 'expired';
+    if (quarantine && (!passes || status === 'regressed')) return 'quarantined';
     if (status === 'regressed') return 'regressed';
-    if (entry.outcome === 'fail' && status === 'known_failure') return 'known';
-    if (entry.outcome === 'fail') return entry.stability === 'flaky' ? 'flaky' : 'failed';
+    if (!passes && status === 'known_failure') return 'known';
+    if (entry.outcome === 'flaky_pass' || entry.outcome === 'flaky_fail') return 'flaky';
+    if (!passes) return entry.stability === 'flaky' ? 'flaky' : 'failed';
     return 'passed';
   }
 
@@ -706,10 +713,12 @@
     append(app, el('div', { class: 'facts' }, fact('cases', summary.cases), fact('passed', summary.passed), fact('failed', summary.failed),
       fact('could not run', summary.errors || undefined), fact('regressed', summary.regressed), fact('known failures', summary.known_failures),
       fact('k', results.k > 1 ? results.k : undefined), fact('duration', summary.duration_ms !== undefined ? summary.duration_ms + ' ms' : undefined)));
-    const bad = (summary.failed || 0) + (summary.errors || 0);
-    append(app, el('p', { class: bad ? 'banner-bad' : 'banner-ok' }, bad
-      ? summary.passed + ' of ' + summary.cases + ' cases passed' + (summary.regressed !== undefined ? '; ' + summary.regressed + ' regressed' : '')
-      : '✔ all ' + summary.cases + ' cases passed'));
+    // The verdict the exit status was decided with (a report without one is an older report).
+    const verdict = results.verdict;
+    const bad = verdict ? verdict.exit_status !== 0 : (summary.failed || 0) + (summary.errors || 0) > 0;
+    append(app, el('p', { class: bad ? 'banner-bad' : 'banner-ok', id: 'verdict' }, verdict
+      ? verdict.line + ' (exit ' + verdict.exit_status + ')'
+      : bad ? summary.passed + ' of ' + summary.cases + ' cases passed' : '✔ all ' + summary.cases + ' cases passed'));
     const groups = {};
     for (const entry of cases) (groups[caseSection(entry)] = groups[caseSection(entry)] || []).push(entry);
     for (const section of sectionOrder) {
@@ -752,6 +761,18 @@
     const box = el('div');
     if (entry.description) append(box, el('div', { class: 'muted' }, entry.description));
     if (entry.error) append(box, el('div', { class: 'problem' }, 'error: ' + entry.error));
+    if (entry.quarantine) {
+      const q = entry.quarantine;
+      append(box, el('div', { class: q.expired ? 'problem' : 'muted' }, (q.expired ? 'quarantine expired: ' : 'quarantined: ') + 'owner ' + q.owner + ', until ' + q.until + ': ' + q.reason));
+    }
+    if (entry.attempts) append(box, el('div', { class: 'muted' }, 'attempts: ' + entry.attempts.passed + ' passed, ' + entry.attempts.failed + ' failed' + (entry.attempts.could_not_run ? ', ' + entry.attempts.could_not_run + ' could not run' : '')));
+    const passRate = entry.baseline && entry.baseline.pass_rate;
+    if (passRate) {
+      const pct = function (x) { return Math.round(x * 100) + '%'; };
+      append(box, el('div', { class: passRate.significant ? 'problem' : 'muted' }, 'pass rate ' + passRate.current.passes + '/' + passRate.current.attempts +
+        ' (' + pct(passRate.current.interval[0]) + '–' + pct(passRate.current.interval[1]) + ') vs ' + passRate.baseline.passes + '/' + passRate.baseline.attempts +
+        ' in the baseline (' + pct(passRate.baseline.interval[0]) + '–' + pct(passRate.baseline.interval[1]) + '): ' + passRate.test + ' p = ' + passRate.p_value.toPrecision(2)));
+    }
     for (const regression of (entry.baseline && entry.baseline.regressions) || []) {
       append(box, el('div', { class: 'problem' }, 'regression: ' + regression.message));
     }

@@ -1,0 +1,216 @@
+import Foundation
+public import TraceCore
+
+/// The Markdown comment a pull request gets (`agent-eval results comment`), from the head
+/// branch's results document and, when given, the base branch's: the verdict in one line (the
+/// one the exit status was decided with), then what a reviewer acts on first — regressions with
+/// the failing step and the `look:` command, cases newly failing or newly flaky against the base,
+/// cases that could not run, fixed ones, quarantined ones and quarantines ending soon — and
+/// tokens and time against the base. It does not post: CI does, with `gh` or the GitLab API
+/// (docs/ci.md).
+public struct PullRequestComment: Sendable {
+    public var head: JSONValue
+    public var base: JSONValue?
+    /// Where the HTML report of the head run is (a CI artifact's URL).
+    public var reportLink: String?
+    /// At most this many cases listed per section; the rest are counted.
+    public var maxCases: Int
+    /// Quarantines ending within this many days are listed as ending soon.
+    public var expiringWithinDays: Int
+    /// Today, `YYYY-MM-DD` (UTC).
+    public var today: String
+
+    /// A hidden marker at the top, so a CI script can find and replace its earlier comment.
+    public static let marker = "<!-- agent-eval results comment -->"
+
+    public init(
+        head: JSONValue, base: JSONValue? = nil, reportLink: String? = nil, maxCases: Int = 20, expiringWithinDays: Int = 7,
+        today: String = QuarantineEntry.today()
+    ) {
+        self.head = head
+        self.base = base
+        self.reportLink = reportLink
+        self.maxCases = maxCases
+        self.expiringWithinDays = expiringWithinDays
+        self.today = today
+    }
+
+    struct Case {
+        var entry: JSONValue
+        var id: String { entry["case_id"]?.stringValue ?? "?" }
+        var outcome: String { entry["outcome"]?.stringValue ?? "error" }
+        var passes: Bool { CaseOutcome(reported: outcome)?.passes == true }
+    }
+
+    public var markdown: String {
+        let cases = (head["cases"]?.arrayValue ?? []).map { Case(entry: $0) }
+        let baseCases = Dictionary(
+            (base?["cases"]?.arrayValue ?? []).map { ($0["case_id"]?.stringValue ?? "?", Case(entry: $0)) }, uniquingKeysWith: { a, _ in a }
+        )
+        let failOn = head["verdict"]?["fail_on"]?.stringValue.flatMap(FailOn.init(rawValue:)) ?? .any
+        let hasBaseline = head["summary"]?["regressed"] != nil
+        let counts = ReportCounts(entries: cases.map(\.entry), compared: hasBaseline)
+        let status = counts.exitStatus(failOn: failOn)
+        let icon = ["✅", "❌", "⚠️"][Int(status)]
+        var lines = [Self.marker, "### \(icon) agent-eval: \(counts.verdict(failOn: failOn))", ""]
+        if let partial = head["partial"]?.stringValue {
+            lines.append("> **Partial:** \(partial); the verdict covers only the cases merged.")
+            lines.append("")
+        }
+
+        func section(_ title: String, _ picked: [Case], note: String? = nil, body: (Case) -> [String]) {
+            guard !picked.isEmpty else { return }
+            lines.append("#### \(title) (\(picked.count))")
+            if let note { lines.append(note) }
+            lines.append("")
+            for item in picked.prefix(maxCases) { lines.append(contentsOf: body(item)) }
+            if picked.count > maxCases { lines.append("- … and \(picked.count - maxCases) more in the report") }
+            lines.append("")
+        }
+        let regressed = cases.filter { $0.entry["baseline"]?["status"]?.stringValue == BaselineComparison.Status.regressed.rawValue }
+        section("Regressions", regressed) { item in
+            var body = ["- **`\(item.id)`** (\(Self.words(item.outcome)))\(Self.place(item.entry))"]
+            for regression in item.entry["baseline"]?["regressions"]?.arrayValue ?? [] {
+                body.append("  - \(regression["message"]?.stringValue ?? "")")
+            }
+            body.append(contentsOf: Self.firstFailure(item.entry))
+            return body
+        }
+        // Against the base branch's report: what changed in this pull request.
+        let newlyFailing = cases.filter { item in
+            guard let before = baseCases[item.id], before.passes, !item.passes, item.outcome != "error" else { return false }
+            return !regressed.contains { $0.id == item.id }
+        }
+        section("Newly failing", newlyFailing.filter { !$0.outcome.hasPrefix("flaky") }, note: "Passed on the base branch.") { item in
+            ["- **`\(item.id)`** (\(Self.words(item.outcome)))\(Self.place(item.entry))"] + Self.firstFailure(item.entry)
+        }
+        let newlyFlaky = cases.filter { item in
+            guard item.outcome.hasPrefix("flaky"), let before = baseCases[item.id] else { return false }
+            return before.outcome == "pass" && !regressed.contains { $0.id == item.id }
+        }
+        section("Newly flaky", newlyFlaky, note: "Every attempt passed on the base branch.") { item in
+            ["- **`\(item.id)`** — \(Self.attempts(item.entry))\(Self.place(item.entry))"] + Self.firstFailure(item.entry)
+        }
+        let otherFailing = cases.filter { item in
+            !item.passes && item.outcome != "error" && item.entry["quarantine"] == nil && !regressed.contains { $0.id == item.id }
+                && !newlyFailing.contains { $0.id == item.id } && !newlyFlaky.contains { $0.id == item.id }
+        }
+        section("Still failing", otherFailing) { item in
+            let status = item.entry["baseline"]?["status"]?.stringValue.map { ", \(Self.words($0))" } ?? ""
+            return ["- `\(item.id)` (\(Self.words(item.outcome))\(status))\(Self.place(item.entry))"] + Self.firstFailure(item.entry)
+        }
+        section("Could not run", cases.filter { $0.outcome == "error" }, note: "A harness problem, not the agent's quality.") { item in
+            let error = item.entry["error"]?.stringValue ?? GitHubAnnotations.firstRunError(item.entry) ?? "see the report"
+            return ["- `\(item.id)`: \(Self.inline(error))"]
+        }
+        let fixed = cases.filter { item in
+            if item.entry["baseline"]?["status"]?.stringValue == BaselineComparison.Status.fixed.rawValue { return true }
+            guard let before = baseCases[item.id] else { return false }
+            return !before.passes && before.outcome != "error" && item.passes
+        }
+        section("Fixed", fixed) { item in ["- `\(item.id)`"] }
+        let quarantined = cases.filter { $0.entry["quarantine"] != nil }
+        let ending = quarantined.filter { item in
+            guard let until = item.entry["quarantine"]?["until"]?.stringValue else { return false }
+            return Self.days(from: today, to: until).map { $0 <= expiringWithinDays } ?? false
+        }
+        section("Quarantined", quarantined) { item in
+            let quarantine = item.entry["quarantine"]
+            let until = quarantine?["until"]?.stringValue ?? "?"
+            var flag = ""
+            if quarantine?["expired"]?.boolValue == true {
+                flag = " — **expired: fails the gate**"
+            } else if ending.contains(where: { $0.id == item.id }) {
+                flag = " — **ends soon**"
+            }
+            return [
+                "- `\(item.id)` (\(Self.words(item.outcome))): owner \(quarantine?["owner"]?.stringValue ?? "?"), until \(until)\(flag): "
+                    + Self.inline(quarantine?["reason"]?.stringValue ?? "")
+            ]
+        }
+        lines.append(contentsOf: costLines(cases: cases))
+        if let reportLink { lines.append("[The full report](\(reportLink))") }
+        while lines.last == "" { lines.removeLast() }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// Tokens and time of the head run, against the base run when given.
+    func costLines(cases: [Case]) -> [String] {
+        func totals(_ document: JSONValue?) -> (tokens: Int, durationMs: Int, attempts: Int) {
+            var totals = (tokens: 0, durationMs: 0, attempts: 0)
+            for entry in document?["cases"]?.arrayValue ?? [] {
+                for run in entry["runs"]?.arrayValue ?? [] {
+                    totals.tokens += run["tokens"]?.intValue ?? 0
+                    totals.durationMs += run["duration_ms"]?.intValue ?? 0
+                    totals.attempts += 1
+                }
+            }
+            return totals
+        }
+        let now = totals(head)
+        guard now.attempts > 0 else { return [] }
+        var line = "**Tokens:** \(now.tokens)"
+        if let base {
+            let before = totals(base)
+            line += " (base \(before.tokens)\(Self.change(now.tokens, before.tokens)))"
+            line +=
+                " · **agent time:** \(Self.seconds(now.durationMs)) (base \(Self.seconds(before.durationMs))\(Self.change(now.durationMs, before.durationMs)))"
+        } else {
+            line += " · **agent time:** \(Self.seconds(now.durationMs))"
+        }
+        line += " · \(now.attempts) attempt\(now.attempts == 1 ? "" : "s")"
+        return [line, ""]
+    }
+
+    static func change(_ now: Int, _ before: Int) -> String {
+        guard before > 0 else { return "" }
+        let percent = Int((Double(now - before) / Double(before) * 100).rounded())
+        return percent == 0 ? ", same" : ", \(percent > 0 ? "+" : "")\(percent)%"
+    }
+
+    static func seconds(_ ms: Int) -> String { String(format: "%.1f s", Double(ms) / 1000) }
+
+    static func words(_ text: String) -> String { text.replacingOccurrences(of: "_", with: " ") }
+
+    static func attempts(_ entry: JSONValue) -> String {
+        let passed = entry["attempts"]?["passed"]?.intValue ?? 0
+        return "\(passed)/\(passed + (entry["attempts"]?["failed"]?.intValue ?? 0)) attempts passed"
+    }
+
+    static func place(_ entry: JSONValue) -> String {
+        guard let file = entry["file"]?.stringValue, !file.isEmpty else { return "" }
+        return " — `\(file)\(entry["line"]?.intValue.map { ":\($0)" } ?? "")`"
+    }
+
+    /// The first failed expectation of the case: what was expected, what happened at which step,
+    /// and the command to look at it.
+    static func firstFailure(_ entry: JSONValue) -> [String] {
+        for run in entry["runs"]?.arrayValue ?? [] {
+            guard let failure = run["failures"]?.arrayValue?.first else { continue }
+            let step = failure["step"]?.intValue.map { " at step \($0)" } ?? ""
+            return [
+                "  - ✘ `\(failure["expectation"]?.stringValue ?? "")`\(step): expected \(inline(failure["expected"]?.stringValue ?? "")); "
+                    + "happened: \(inline(failure["actual"]?.stringValue ?? ""))",
+                "  - look: `\(failure["replay"]?.stringValue ?? "")`",
+            ]
+        }
+        return []
+    }
+
+    /// Text on one line, with nothing Markdown would read as a table or a tag.
+    static func inline(_ text: String) -> String {
+        let flat = text.replacingOccurrences(of: "\n", with: " ").replacingOccurrences(of: "|", with: "\\|").replacingOccurrences(
+            of: "<", with: "&lt;")
+        return flat.count > 300 ? String(flat.prefix(300)) + "…" : flat
+    }
+
+    /// Days from one `YYYY-MM-DD` to another.
+    static func days(from start: String, to end: String) -> Int? {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyy-MM-dd"
+        guard let a = formatter.date(from: start), let b = formatter.date(from: end) else { return nil }
+        return Int((b.timeIntervalSince(a) / 86_400).rounded())
+    }
+}
