@@ -44,15 +44,20 @@ public struct PassRateComparison: Sendable, Hashable {
         let before = baseline.wilsonInterval()
         return "pass rate \(current.fraction) (95% CI \(Self.percent(now.lower))–\(Self.percent(now.upper))) vs \(baseline.fraction) "
             + "in the baseline (\(Self.percent(before.lower))–\(Self.percent(before.upper))): \(test == .fisher ? "Fisher" : "Barnard") "
-            + "p = \(Self.pText(pValue))"
+            + Self.pClause(pValue)
     }
 
     static func percent(_ rate: Double) -> String { "\(Int((rate * 100).rounded()))%" }
 
+    /// `p = 0.0015` (2 significant digits), `p = 1`, `p < 0.0001`.
+    static func pClause(_ value: Double) -> String {
+        if value < 0.0001 { return "p < 0.0001" }
+        return "p = " + pText(value)
+    }
+
     /// A p-value in 2 significant digits (`0.0015`, `0.23`, `1`).
     static func pText(_ value: Double) -> String {
         if value >= 0.995 { return "1" }
-        if value < 0.0001 { return "< 0.0001" }
         var digits = 2
         var scaled = value
         while scaled < 0.1 {
@@ -130,13 +135,18 @@ public struct BaselineComparison: Sendable {
         if result.attemptsAreRepeats {
             // A live case's attempts differ: a stop reason no baseline attempt ended with.
             let seen = Set(baseline.stopReasonsSeen)
+            var newReasons: [String: [String]] = [:]
             for run in result.runs where run.error == nil {
                 guard let now = run.summary.stopName, !seen.contains(now) else { continue }
+                newReasons[now, default: []].append(run.label)
+            }
+            for (reason, labels) in newReasons.sorted(by: { $0.key < $1.key }) {
+                let before = baseline.stopReasonsSeen.isEmpty ? "none stopped" : baseline.stopReasonsSeen.joined(separator: ", ")
                 regressions.append(
                     Regression(
                         kind: .stopReasonChanged,
-                        message: "\(run.label): stopped with \(now), which no baseline attempt did "
-                            + "(\(baseline.stopReasonsSeen.isEmpty ? "none stopped" : baseline.stopReasonsSeen.joined(separator: ", ")))"))
+                        message: "\(labels.count == 1 ? labels[0] : "\(labels.count) attempts (\(labels.joined(separator: ", ")))") "
+                            + "stopped with \(reason), which no baseline attempt did (\(before))"))
             }
         } else {
             for run in result.runs where run.error == nil {

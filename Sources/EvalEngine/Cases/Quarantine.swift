@@ -159,9 +159,9 @@ public struct QuarantineFile: Sendable {
         ]
         if entries.isEmpty { lines[lines.count - 1] = "quarantine: []" }
         for entry in entries.sorted(by: { $0.caseId < $1.caseId }) {
-            lines.append("  - case: \(JSONWriter.encode(.string(entry.caseId)))")
-            lines.append("    owner: \(JSONWriter.encode(.string(entry.owner)))")
-            lines.append("    reason: \(JSONWriter.encode(.string(entry.reason)))")
+            lines.append("  - case: \(JSONWriter.encodeString(.string(entry.caseId)))")
+            lines.append("    owner: \(JSONWriter.encodeString(.string(entry.owner)))")
+            lines.append("    reason: \(JSONWriter.encodeString(.string(entry.reason)))")
             lines.append("    until: \"\(entry.until)\"")
         }
         return lines.joined(separator: "\n") + "\n"
@@ -170,8 +170,8 @@ public struct QuarantineFile: Sendable {
     /// Writes the file, creating its folder.
     public func save() throws(EvalError) {
         do {
-            try FileManager.default.createDirectory(
-                atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            let directory = (path as NSString).deletingLastPathComponent
+            if !directory.isEmpty { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
             try text.write(toFile: path, atomically: true, encoding: .utf8)
         } catch {
             throw EvalError(.writeFailed, "cannot write the quarantine file \(path): \(error.localizedDescription)")

@@ -57,7 +57,8 @@ public enum GitHubAnnotations {
         }
         if let attempts = entry["attempts"], entry["source"]?.stringValue == "live" {
             let passed = attempts["passed"]?.intValue ?? 0
-            parts.append("\(passed)/\(passed + (attempts["failed"]?.intValue ?? 0)) attempts passed")
+            let total = passed + (attempts["failed"]?.intValue ?? 0)
+            if total > 1 { parts.append("\(passed)/\(total) attempts passed") }
         }
         for regression in entry["baseline"]?["regressions"]?.arrayValue ?? [] {
             parts.append("regression: " + (regression["message"]?.stringValue ?? ""))
