@@ -76,10 +76,19 @@ struct RunCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("repeat"),
-        help:
-            "Run each live case this many times (pass rate, pass@k, pass^k, flakiness); judge the logs of recorded cases with rubrics this many times."
-    )
-    var repeats = 1
+        help: ArgumentHelp(
+            "Run each live case this many times (pass rate, pass@k, pass^k, flakiness); judge the logs of recorded cases with rubrics this many times. auto: run each live case again only while its verdict is undecided, up to --max-repeats.",
+            valueName: "n|auto"))
+    var repeatCount: RepeatCount = .fixed(1)
+
+    @Option(help: "With --repeat auto: at most this many attempts of a live case (default 20).")
+    var maxRepeats = 20
+
+    /// Repeats of recorded cases' judges, and of live cases unless adaptive.
+    var repeats: Int {
+        if case .fixed(let count) = repeatCount { return count }
+        return 1
+    }
 
     @Option(help: "k for pass@k and pass^k (default: --repeat).")
     var k: Int?
@@ -184,7 +193,11 @@ struct RunCommand: AsyncParsableCommand {
 
     func validate() throws {
         if repeats < 1 { throw ValidationError("--repeat must be at least 1") }
+        if maxRepeats < 2 || maxRepeats > 1000 { throw ValidationError("--max-repeats must be between 2 and 1000") }
         if let jobs, jobs < 1 { throw ValidationError("--jobs must be at least 1") }
+        if let k, repeatCount == .auto {
+            throw ValidationError("--k goes with a fixed --repeat; with --repeat auto the number of attempts varies (k=\(k))")
+        }
         if let k, k < 1 || k > repeats { throw ValidationError("--k must be between 1 and --repeat (\(repeats))") }
         if updateBaseline && baseline == nil && Self.defaultBaseline(for: paths) == nil {
             throw ValidationError("--update-baseline needs --baseline DIR when the first path is not a directory")
@@ -219,6 +232,7 @@ struct RunCommand: AsyncParsableCommand {
         } catch {
             throw diagnose(error)
         }
+        if repeatCount == .auto { options.adaptive = AdaptiveRepeats(maxRepeats: maxRepeats) }
         let catalog = self.catalog.openIfWanted()
         if let catalog { options.facts = FactCache(catalog: catalog) }
         // Made before any case runs: a malformed OTLP headers variable stops the command first.
@@ -299,6 +313,7 @@ struct RunCommand: AsyncParsableCommand {
             printJSON(exported?.added(to: object) ?? object)
         } else {
             for stability in flaky { say("FLAKY in history: \(stability.caseId) \(stability.sentence)") }
+            if let adaptive = report.adaptive { say(adaptive.sentence) }
             if let exported { say(exported.sentence) }
             say(report.summaryLine)
         }
@@ -402,4 +417,20 @@ final class ConsoleProgress: Sendable {
 }
 
 extension FailOn: ExpressibleByArgument {}
+
+/// `--repeat N` or `--repeat auto`.
+enum RepeatCount: ExpressibleByArgument, Equatable {
+    case fixed(Int)
+    case auto
+
+    init?(argument: String) {
+        if argument == "auto" {
+            self = .auto
+        } else if let count = Int(argument) {
+            self = .fixed(count)
+        } else {
+            return nil
+        }
+    }
+}
 extension PassRateTest: ExpressibleByArgument {}

@@ -176,9 +176,10 @@ final class RunSession {
         var rejected = 0
         let decision: Decision
         while true {
-            let request = ModelRequest(
+            var request = ModelRequest(
                 instructions: agent.instructions, packet: built.packet, tools: built.disclosedTools, observations: built.observations,
                 feedback: feedback, decisionIndex: state.decisions.count, step: recorder.step)
+            request.runId = state.runId ?? ""
             let elapsed = environment.stopwatch()
             let reply: ModelReply
             do {

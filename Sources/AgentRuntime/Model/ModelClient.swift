@@ -14,6 +14,9 @@ public struct ModelRequest: Sendable {
     /// Decisions already made in this run (valid or not): the index of this one.
     public var decisionIndex: Int
     public var step: Int
+    /// The run the request is for (empty outside a run, as for a judge): what a scripted rule's
+    /// `chance` draws from, so each run draws anew and one run always draws the same.
+    public var runId = ""
 
     public init(
         instructions: String, packet: ContextBuilt, tools: [ToolSpec], observations: [Observation], feedback: String?,

@@ -17,8 +17,13 @@ public import TraceCore
 ///     reply: {tool_calls: [{name: search, arguments: {query: retry}}]}
 ///   - when: {goal_matches: "refund"}      # the goal (for a judge: the text it grades)
 ///     reply: {answer: "Refunded."}
+///   - when: {chance: 0.3}                 # matches in about 3 runs of 10 (a flaky model)
+///     reply: {answer: "I could not find it."}
 ///   - reply: {answer: "Done."}           # no `when`: always matches
 /// ```
+/// `chance` draws from the run id, the decision's index and the rule's place: a run draws the
+/// same every time it asks (and its log records what it got, so a replay is exact), and each new
+/// run draws anew — a scripted model with a known pass probability, for testing gates.
 /// Replies are serialised to the JSON the runtime's `DecisionParser` reads, so a scripted run
 /// exercises the same parsing as a live one. Without `usage`, input tokens are the packet's
 /// estimate and output tokens a quarter of the reply's bytes, rounded up.
@@ -39,6 +44,11 @@ public struct ScriptedModel: ModelClient {
         /// A regular expression matched against the request's goal (the run's input; for a
         /// judge, the text it is asked to grade).
         public var goalMatches: String?
+        /// The rule matches (when its other conditions hold) with this probability, drawn per
+        /// run and decision (0 < chance < 1).
+        public var chance: Double?
+        /// The rule's place in the script, which salts its draw.
+        var index = 0
         public var reply: Reply
 
         public init(
@@ -54,6 +64,7 @@ public struct ScriptedModel: ModelClient {
         }
 
         func matches(_ request: ModelRequest) -> Bool {
+            if let chance, Self.draw(runId: request.runId, decision: request.decisionIndex, rule: index) >= chance { return false }
             if let afterRejection, (request.feedback != nil) != afterRejection { return false }
             if let goalMatches, (try? LinearRegex(goalMatches))?.matches(request.packet.goal) != true { return false }
             if lastTool == nil && lastStatus == nil && lastObservationMatches == nil { return true }
@@ -66,6 +77,20 @@ public struct ScriptedModel: ModelClient {
                 }
             }
             return true
+        }
+
+        /// A number in [0, 1) from the run id, decision index and rule index: FNV-1a, then the
+        /// SplitMix64 finaliser, so nearby ids draw unrelated numbers.
+        static func draw(runId: String, decision: Int, rule: Int) -> Double {
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in "\(runId)/\(decision)/\(rule)".utf8 {
+                hash ^= UInt64(byte)
+                hash &*= 0x100_0000_01b3
+            }
+            hash = (hash ^ (hash >> 30)) &* 0xbf58_476d_1ce4_e5b9
+            hash = (hash ^ (hash >> 27)) &* 0x94d0_49bb_1331_11eb
+            hash ^= hash >> 31
+            return Double(hash >> 11) / Double(UInt64(1) << 53)
         }
     }
 
@@ -194,6 +219,7 @@ extension ScriptedModel {
     static func readRule(_ item: ConfigNode, index: Int) throws(ConfigError) -> Rule {
         var entry = try item.mapping("rules[\(index)]")
         var rule = Rule(reply: try readReply(entry.required("reply"), what: "rules[\(index)].reply"))
+        rule.index = index
         if let when = entry.optional("when") {
             var condition = try when.mapping("rules[\(index)].when")
             rule.lastTool = try condition.optional("last_tool").map { node throws(ConfigError) in Glob(try node.string("last_tool")) }
@@ -213,6 +239,15 @@ extension ScriptedModel {
                 try node.regex("goal_matches")
             }
             rule.afterRejection = try condition.optional("after_rejection")?.bool("after_rejection")
+            if let chanceNode = condition.optional("chance") {
+                let chance = try chanceNode.double("chance")
+                guard chance > 0 && chance < 1 else {
+                    throw ConfigError(
+                        .invalidValue, "chance must be above 0 and below 1, found \(chance)", at: chanceNode.location,
+                        hint: "the probability that the rule matches in a run, e.g. 0.3")
+                }
+                rule.chance = chance
+            }
             try condition.finish()
         }
         try entry.finish()

@@ -18,6 +18,8 @@ public struct EvalReport: Sendable {
     /// session.
     public var suite: SuiteIdentity?
     public var shard: EvalSession.Shard?
+    /// With `--repeat auto`: the attempts and model calls run and saved.
+    public var adaptive: AdaptiveRepeats.Savings?
 
     public init(
         results: [CaseResult], comparisons: [String: BaselineComparison] = [:], hasBaseline: Bool = false, k: Int = 1,
@@ -188,10 +190,11 @@ public struct EvalReport: Sendable {
     /// The versioned machine-readable report (docs/eval-results.md).
     public var json: JSONValue {
         let cases = results.map(caseJSON)
-        return Self.document(
+        var document = Self.document(
             k: k, counts: ReportCounts(entries: cases, compared: hasBaseline), failOn: failOn,
-            durationMs: Int((durationSeconds * 1000).rounded()), cases: cases, suite: suite, shard: shard
-        ).json
+            durationMs: Int((durationSeconds * 1000).rounded()), cases: cases, suite: suite, shard: shard)
+        document.set("adaptive", adaptive?.json)
+        return document.json
     }
 
     /// The results document's members (a merged report adds its own).

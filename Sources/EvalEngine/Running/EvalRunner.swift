@@ -11,6 +11,9 @@ public struct EvalOptions: Sendable {
     public var jobs: Int
     /// Repeats of each live case.
     public var repeats: Int
+    /// `--repeat auto`: each live case runs again only while its verdict is undecided, up to
+    /// `maxRepeats` attempts (`repeats` is then unused for live cases).
+    public var adaptive: AdaptiveRepeats?
     /// The agent for cases that name none.
     public var defaultAgent: String?
     /// Where live runs write their logs.
@@ -117,15 +120,12 @@ public struct EvalRunner: Sendable {
                         work.append(.recorded(caseIndex: index, logs: Array(checks[start..<min(start + batch, checks.count)])))
                     }
                 }
-            case .live(let agent, _, _):
-                work.append(contentsOf: (1...options.repeats).map { .live(caseIndex: index, agent: agent, repeatIndex: $0) })
-            case .pipeline(let file):
-                work.append(contentsOf: (1...options.repeats).map { .pipeline(caseIndex: index, file: file, repeatIndex: $0) })
-            case .command(let command):
-                work.append(contentsOf: (1...options.repeats).map { .command(caseIndex: index, command: command, repeatIndex: $0) })
-            case .defaultAgent:
-                if let agent = options.defaultAgent {
-                    work.append(contentsOf: (1...options.repeats).map { .live(caseIndex: index, agent: agent, repeatIndex: $0) })
+            case .live, .pipeline, .command, .defaultAgent:
+                // Adaptive repeats start with one attempt and add one while the verdict is open.
+                let first = options.adaptive == nil ? options.repeats : 1
+                let attempts = (1...first).compactMap { attempt(of: evalCase, index: index, repeatIndex: $0) }
+                if !attempts.isEmpty {
+                    work.append(contentsOf: attempts)
                 } else {
                     work.append(
                         .broken(
@@ -220,6 +220,13 @@ public struct EvalRunner: Sendable {
                 results[index].runs.append(contentsOf: runs)
                 if let error { results[index].error = error }
                 received[index] += max(1, runs.count)
+                if received[index] == expected[index], let adaptive = options.adaptive, !Task.isCancelled,
+                    results[index].attemptsAreRepeats, !adaptive.isDecided(results[index]),
+                    let next = attempt(of: cases[index], index: index, repeatIndex: results[index].runs.count + 1)
+                {
+                    work.append(next)
+                    expected[index] += 1
+                }
                 if received[index] == expected[index] {
                     results[index].runs.sort { ($0.repeatIndex, $0.logPath) < ($1.repeatIndex, $1.logPath) }
                     if results[index].error == nil { results[index].error = Self.unknownTool(in: results[index]) }
@@ -240,6 +247,18 @@ public struct EvalRunner: Sendable {
         }
         options.facts.flush()
         return results
+    }
+
+    /// Attempt `repeatIndex` of a live case (an agent, a pipeline, a command); nil for a recorded
+    /// case, or a case without an agent when the runner has no default one.
+    func attempt(of evalCase: EvalCase, index: Int, repeatIndex: Int) -> Work? {
+        switch evalCase.source {
+        case .live(let agent, _, _): return .live(caseIndex: index, agent: agent, repeatIndex: repeatIndex)
+        case .pipeline(let file): return .pipeline(caseIndex: index, file: file, repeatIndex: repeatIndex)
+        case .command(let command): return .command(caseIndex: index, command: command, repeatIndex: repeatIndex)
+        case .defaultAgent: return options.defaultAgent.map { .live(caseIndex: index, agent: $0, repeatIndex: repeatIndex) }
+        case .recorded: return nil
+        }
     }
 
     /// Reads and folds one log, checking every recorded state digest on the way, and checks

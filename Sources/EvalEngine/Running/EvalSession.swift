@@ -138,7 +138,7 @@ public struct EvalSession: Sendable {
 
     /// Loads everything the plan names; throws every problem found, before anything runs.
     public init(_ plan: Plan) throws(LoadFailure) {
-        self.plan = plan
+        var plan = plan
         var (loaded, errors) = EvalSuite.load(paths: plan.paths)
         guard errors.isEmpty else { throw LoadFailure(errors: errors.map { DiagnosticRecord($0) }, inCaseFiles: true) }
         do throws(ConfigErrors) {
@@ -179,6 +179,14 @@ public struct EvalSession: Sendable {
         }
         self.baselines = baselines
         self.hasBaseline = hasBaseline
+        // Adaptive repeats decide what the gate decides, against the baselines just read.
+        if var adaptive = plan.options.adaptive {
+            adaptive.baselines = baselines
+            adaptive.policy = plan.regression
+            adaptive.failOn = plan.failOn
+            plan.options.adaptive = adaptive
+        }
+        self.plan = plan
     }
 
     /// Runs the cases; yields each as it finishes, then the report.
@@ -203,10 +211,13 @@ public struct EvalSession: Sendable {
             finished(Finished(index: index, result: result, comparison: comparison, done: done, total: total, consoleLines: lines))
         }
         let elapsed = started.duration(to: clock.now)
-        return EvalReport(
-            results: results, comparisons: comparisons.all, hasBaseline: hasBaseline, k: plan.k ?? plan.options.repeats,
+        var report = EvalReport(
+            results: results, comparisons: comparisons.all, hasBaseline: hasBaseline,
+            k: plan.k ?? (plan.options.adaptive == nil ? plan.options.repeats : 1),
             durationSeconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18, failOn: plan.failOn,
             suite: suite, shard: plan.shard ?? .whole)
+        report.adaptive = plan.options.adaptive?.savings(results)
+        return report
     }
 
     /// Adds `report` to the baseline when the plan asks for it (`Baseline.write`); the directory
