@@ -209,6 +209,13 @@ let package = Package(
             exclude: ["eval_logs.py", "eval_logs_fast.py", "eval_logs_inspect.py"],
             swiftSettings: strictSettings
         ),
+        // `swift run -c release gate-benchmark` (see docs/performance.md).
+        .executableTarget(
+            name: "gate-benchmark",
+            dependencies: ["TraceCore", "AgentRuntime", "EvalEngine", "TestSupport"],
+            path: "Benchmarks/GateBenchmark",
+            swiftSettings: strictSettings
+        ),
         // `swift run -c release replay-benchmark` (see README, Performance).
         .executableTarget(
             name: "replay-benchmark",

@@ -19,13 +19,14 @@ struct CIRecipeTests {
     static let externalSuffix = " (init --external python)"
 
     /// The shell text a workflow runs, in file order: GitHub steps' `run`, GitLab jobs'
-    /// `before_script` and `script`.
+    /// `before_script`, `script` and `after_script`.
     static func shellTexts(in node: ConfigNode, key: String? = nil) -> [String] {
+        let scriptKeys = ["script", "before_script", "after_script"]
         switch node.content {
         case .scalar(let text, _):
-            return ["run", "script", "before_script"].contains(key ?? "") ? [text] : []
+            return (["run"] + scriptKeys).contains(key ?? "") ? [text] : []
         case .sequence(let items):
-            return items.flatMap { shellTexts(in: $0, key: ["script", "before_script"].contains(key ?? "") ? key : nil) }
+            return items.flatMap { shellTexts(in: $0, key: scriptKeys.contains(key ?? "") ? key : nil) }
         case .mapping(let pairs):
             return pairs.flatMap { shellTexts(in: $0.value, key: $0.key) }
         }
@@ -78,10 +79,48 @@ struct CIRecipeTests {
             }
             // What the commands say they write is there.
             for command in commands {
-                for match in command.matches(of: /--(?:junit|json-out|json|markdown) (reports\/[a-z0-9.-]+)(?=\s|$)/) {
+                for match in command.matches(of: /--(?:junit|json-out|json|markdown|out) (reports\/[a-z0-9.-]+)(?=\s|$)/) {
                     let file = project.appendingPathComponent(String(match.1)).path
                     #expect(FileManager.default.fileExists(atPath: file), "\(path): \(match.1) was not written")
                 }
+            }
+            // The scripts that post the pull request's comment, run as written with `gh` and
+            // `curl` standing in: each posts the comment `results comment` wrote.
+            let posting = texts.filter { $0.contains("gh pr comment") || $0.contains("curl ") }
+            #expect(!posting.isEmpty || path.contains("sharded"), "\(path) posts no pull request comment")
+            for text in posting {
+                let record = directory.path("posted.txt")
+                try? FileManager.default.removeItem(atPath: record)
+                for tool in ["gh", "curl"] {
+                    // Records its arguments, then the body it was given (--body-file F, or body@F).
+                    try """
+                    #!/bin/sh
+                    echo "\(tool) $*" >> "\(record)"
+                    for argument in "$@"; do
+                      case "$previous:$argument" in
+                        --body-file:*) cat "$argument" >> "\(record)" ;;
+                        *:body@*) cat "${argument#body@}" >> "\(record)" ;;
+                      esac
+                      previous="$argument"
+                    done
+                    """.write(toFile: bin + "/" + tool, atomically: true, encoding: .utf8)
+                    try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: bin + "/" + tool)
+                }
+                var posting = environment
+                for (name, value) in [
+                    ("PR_NUMBER", "7"), ("GITHUB_REPOSITORY", "acme/agents"), ("GH_TOKEN", "token"), ("CI_MERGE_REQUEST_IID", "3"),
+                    ("AGENT_EVAL_GITLAB_TOKEN", "token"), ("CI_API_V4_URL", "https://gitlab.example/api/v4"), ("CI_PROJECT_ID", "9"),
+                ] {
+                    posting[name] = value
+                }
+                let result = try await Subprocess.run("/bin/sh", ["-c", text], in: project, environment: posting)
+                #expect(result.status == 0, "\(path): the posting script exited \(result.status): \(result.stderr)")
+                let posted = (try? String(contentsOfFile: record, encoding: .utf8)) ?? ""
+                #expect(
+                    posted.hasPrefix("gh pr comment 7 --repo acme/agents --body-file reports/comment.md\n")
+                        || posted.hasPrefix("curl --fail"), "\(path): \(posted)")
+                #expect(posted.contains("<!-- agent-eval results comment -->\n### ✅ agent-eval: PASS: "), "\(path): \(posted)")
+                #expect(!posted.contains("curl") || posted.contains("/projects/9/merge_requests/3/notes"), "\(path): \(posted)")
             }
         }
     }

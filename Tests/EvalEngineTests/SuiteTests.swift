@@ -227,5 +227,37 @@ struct CaseSchemaTests {
         }
         let bad: JSONValue = ["caseId": "x", "expected": ["toolsCaled": ["a"]]]
         #expect(schema.violation(of: bad, root: "case") != nil)
+        let gated: JSONValue = [
+            "caseId": "x", "agent": "a.yaml", "input": "i", "minPassRate": 0.8,
+            "quarantine": ["owner": "alice", "reason": "#1", "until": "2026-12-31"], "expected": ["toolsCalled": ["a"]],
+        ]
+        #expect(schema.violation(of: gated, root: "case") == nil)
+        var undated = gated
+        if case .object(var members) = undated {
+            members["quarantine"] = ["owner": "alice", "reason": "#1"]
+            undated = .object(members)
+        }
+        #expect(schema.violation(of: undated, root: "case") != nil)
+    }
+
+    @Test("the quarantine file `agent-eval quarantine add` writes conforms to docs/quarantine.schema.json")
+    func quarantineFileConforms() throws {
+        let root = ExampleRuns.fixtures.deletingLastPathComponent()
+        let schemaText = try Data(contentsOf: root.appendingPathComponent("docs/quarantine.schema.json"))
+        let schema = try JSONSchema(json: try JSONParser.parse(Array(schemaText)))
+        try TemporaryDirectory.with { directory in
+            let file = QuarantineFile(
+                path: directory.path("q.yaml"),
+                entries: [
+                    QuarantineEntry(
+                        caseId: "refund-flow", owner: "alice: on call", reason: "https://x/issues/1, \"flaky\"", until: "2026-12-31",
+                        location: SourceLocation(path: "q.yaml"))
+                ])
+            try file.save()
+            let written = try ConfigNode.load(path: directory.path("q.yaml")).json
+            #expect(schema.violation(of: written, root: "quarantine file") == nil)
+            #expect(try QuarantineFile.load(path: directory.path("q.yaml")).entries.first?.owner == "alice: on call")
+            #expect(schema.violation(of: ["quarantine": [["case": "x", "owner": "o", "reason": "r"]]], root: "quarantine file") != nil)
+        }
     }
 }

@@ -1,0 +1,131 @@
+import Foundation
+import TestSupport
+import Testing
+import TraceCore
+
+/// The gate from the command line: quarantine with its commands and `check`, the verdict in
+/// every report file `run` writes, `--repeat auto`, annotations and the pull-request comment.
+@Suite("The gate, from the command line")
+struct GateCommandTests {
+    static let log = ExampleRuns.directory.appendingPathComponent("support-refund.jsonl.gz").path
+
+    /// A project (a `.git` marker makes it the project root) with a passing and a failing case.
+    func project(in directory: TemporaryDirectory) throws -> URL {
+        let root = directory.url.appendingPathComponent("project")
+        try FileManager.default.createDirectory(atPath: root.path + "/.git", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: root.path + "/cases", withIntermediateDirectories: true)
+        try "caseId: ok\nlogs: \(Self.log)\nexpected: {stopReason: success}\n".write(
+            toFile: root.path + "/cases/ok.yaml", atomically: true, encoding: .utf8)
+        try "caseId: bad\nlogs: \(Self.log)\nexpected: {toolsNotCalled: [refund_order]}\n".write(
+            toFile: root.path + "/cases/bad.yaml", atomically: true, encoding: .utf8)
+        return root
+    }
+
+    @Test("quarantine add, list and release edit the project's file; a held entry keeps the gate green, an expired one fails run and check")
+    func quarantine() async throws {
+        try await TemporaryDirectory.with { directory in
+            let root = try project(in: directory)
+            let failing = try await agentEval(["run", "cases", "--no-catalog"], in: root)
+            #expect(failing.status == 1)
+
+            let add = try await agentEval(["quarantine", "add", "bad", "--owner", "alice", "--reason", "#42", "--days", "7"], in: root)
+            #expect(add.status == 0, "\(add.stderr)")
+            #expect(add.stdoutText.hasPrefix("quarantined bad in .agent-eval/quarantine.yaml: owner alice, until "))
+            let held = try await agentEval(["run", "cases", "--no-catalog", "--junit", "r.xml"], in: root)
+            #expect(held.status == 0, "\(held.stdoutText)")
+            #expect(held.stdoutText.contains("✘ bad  (1 log, quarantined)"))
+            #expect(held.stdoutText.contains("quarantined, not failing the gate: owner alice"))
+            #expect(held.stdoutText.contains("PASS: 2 cases, 1 passed, 0 failed, 1 quarantined"))
+            let junit = try String(contentsOfFile: root.path + "/r.xml", encoding: .utf8)
+            #expect(junit.contains("failures=\"0\" errors=\"0\" skipped=\"1\""))
+            #expect(junit.contains("<skipped message=\"quarantined (owner alice"))
+            #expect(try await agentEval(["check", "cases"], in: root).status == 0)
+
+            let list = try await agentEval(["quarantine", "list", "--json", "--no-catalog"], in: root)
+            let listed = try JSONParser.parse(Array(list.stdout))
+            #expect(listed["entries"]?.arrayValue?.first?["case_id"] == "bad")
+            #expect(listed["entries"]?.arrayValue?.first?["expired"] == false)
+
+            // Past its date: `check` names the entry's line, `run` fails the case even under --fail-on regression.
+            #expect(
+                try await agentEval(["quarantine", "add", "bad", "--owner", "alice", "--reason", "#42", "--until", "2020-01-31"], in: root)
+                    .status == 0)
+            let check = try await agentEval(["check", "cases"], in: root)
+            #expect(check.status == 2)
+            #expect(check.stderr.contains("the quarantine of case bad ended on 2020-01-31"), "\(check.stderr)")
+            #expect(check.stderr.contains(".agent-eval/quarantine.yaml:4:5"), "\(check.stderr)")
+            let expired = try await agentEval(["run", "cases", "--no-catalog", "--fail-on", "regression"], in: root)
+            #expect(expired.status == 1)
+            #expect(expired.stdoutText.contains("quarantine expired: owner alice, until 2020-01-31"))
+            #expect(expired.stdoutText.contains("FAIL: 2 cases, 1 passed, 1 failed, 1 quarantine expired"))
+
+            let release = try await agentEval(["quarantine", "release", "bad"], in: root)
+            #expect(release.status == 0 && release.stdoutText == "released bad from .agent-eval/quarantine.yaml\n")
+            let missing = try await agentEval(["quarantine", "release", "bad"], in: root)
+            #expect(missing.status == 2 && missing.stderr.contains("bad has no entry in"))
+            #expect(
+                try await agentEval(["quarantine", "add", "x", "--owner", "a", "--reason", "r", "--until", "tomorrow"], in: root).status
+                    == 64)
+        }
+    }
+
+    @Test("run's console, JSON, JUnit, Markdown and HTML report files all carry the verdict the exit status was decided with")
+    func verdictEverywhere() async throws {
+        try await TemporaryDirectory.with { directory in
+            let root = try project(in: directory)
+            let result = try await agentEval(
+                [
+                    "run", "cases", "--no-catalog", "--json-out", "r.json", "--junit", "r.xml", "--markdown", "r.md", "--html", "r.html",
+                    "--github-annotations",
+                ], in: root)
+            #expect(result.status == 1)
+            let verdict = "FAIL: 2 cases, 1 passed, 1 failed"
+            #expect(result.stdoutText.contains("\n\(verdict) ("))
+            let report = try JSONParser.parse(Array(try Data(contentsOf: root.appendingPathComponent("r.json"))))
+            #expect(report["verdict"]?["line"]?.stringValue == verdict)
+            #expect(report["verdict"]?["exit_status"] == 1)
+            #expect(try String(contentsOfFile: root.path + "/r.xml", encoding: .utf8).contains("value=\"\(verdict)\""))
+            #expect(try String(contentsOfFile: root.path + "/r.md", encoding: .utf8).hasPrefix("## agent-eval: \(verdict)\n"))
+            #expect(try String(contentsOfFile: root.path + "/r.html", encoding: .utf8).contains("<title>eval report: \(verdict)</title>"))
+            #expect(result.stdoutText.contains("::error file=cases/bad.yaml,line=1,title=agent-eval%3A bad fail::toolsNotCalled"))
+
+            let comment = try await agentEval(["results", "comment", "r.json", "--report-link", "https://ci.example/r.html"], in: root)
+            #expect(comment.status == 0)
+            #expect(comment.stdoutText.hasPrefix("<!-- agent-eval results comment -->\n### ❌ agent-eval: \(verdict)\n"))
+            #expect(comment.stdoutText.contains("#### Still failing (1)\n\n- `bad` (fail) — `cases/bad.yaml:1`"))
+            #expect(comment.stdoutText.contains("look: `agent-eval replay \(Self.log) --step 2`"))
+            let unreadable = try await agentEval(["results", "comment", "nothing.json"], in: root)
+            #expect(unreadable.status == 2 && unreadable.stderr.contains("nothing.json"))
+        }
+    }
+
+    @Test("--repeat auto runs the flaky fixture agent until its verdict is decided, and says what it saved")
+    func adaptiveRepeats() async throws {
+        try await TemporaryDirectory.with { directory in
+            let agent = ExampleRuns.fixtures.appendingPathComponent("agents/flaky/agent.yaml").path
+            try """
+            caseId: flaky
+            agent: \(agent)
+            input: Where is my refund?
+            minPassRate: 0.5
+            expected: {toolsCalled: [lookup_order], answer: {contains: rf-9}}
+            """.write(toFile: directory.path("case.yaml"), atomically: true, encoding: .utf8)
+            let result = try await agentEval(
+                [
+                    "run", directory.path("case.yaml"), "--repeat", "auto", "--max-repeats", "30", "--no-catalog", "--json", "--out",
+                    directory.path("runs"),
+                ])
+            let report = try JSONParser.parse(Array(result.stdout))
+            let adaptive = try #require(report["adaptive"])
+            let attempts = try #require(adaptive["attempts_run"]?.intValue)
+            #expect(attempts >= 1 && attempts <= 30)
+            #expect(adaptive["attempts_saved"]?.intValue == 30 - attempts)
+            #expect(report["cases"]?.arrayValue?.first?["runs"]?.arrayValue?.count == attempts)
+            // The verdict holds whatever the attempts left would have done: at most 30 attempts, a rate of at least 0.5 passes.
+            let passed = report["cases"]?.arrayValue?.first?["attempts"]?["passed"]?.intValue ?? -1
+            #expect(result.status == (passed * 2 >= attempts ? 0 : 1), "\(passed) of \(attempts)")
+            let usage = try await agentEval(["run", directory.path("case.yaml"), "--repeat", "sometimes"])
+            #expect(usage.status == 64)
+        }
+    }
+}
