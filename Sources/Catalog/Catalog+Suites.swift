@@ -77,7 +77,8 @@ public struct CaseStability: Sendable, Hashable {
     /// Newest first.
     public var entries: [CaseHistoryEntry]
 
-    public var passedCount: Int { entries.count { $0.outcome == "pass" } }
+    /// Suite runs whose gate passed the case (`pass` or `flaky_pass`).
+    public var passedCount: Int { entries.count { $0.outcome == "pass" || $0.outcome == "flaky_pass" } }
 
     /// How many of the newest suite runs passed in a row (every attempt: `pass`, not
     /// `flaky_pass`): a quarantined case with a long enough streak is ready to release.

@@ -37,7 +37,8 @@ struct AgentEval: AsyncParsableCommand {
             RerunCommand.self, DiffCommand.self, LogCommand.self,
             IndexCommand.self,
             RunsCommand.self, HistoryCommand.self, StatsCommand.self, SQLCommand.self, CatalogCommand.self,
-            ResultsCommand.self, QuarantineCommand.self, ImportCommand.self, ExportCommand.self, CaseCommand.self, PipelineCommand.self,
+            ResultsCommand.self, QuarantineCommand.self, JudgeCommand.self, ImportCommand.self, ExportCommand.self, CaseCommand.self,
+            PipelineCommand.self,
             InitCommand.self,
             CheckCommand.self, ViewCommand.self,
         ]

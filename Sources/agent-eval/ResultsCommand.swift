@@ -68,8 +68,8 @@ struct ResultsMergeCommand: AsyncParsableCommand {
             valueName: "file"))
     var html: String?
 
-    @Option(help: "What fails the merged suite: regression, failure or any (default).")
-    var failOn: FailOn = .any
+    @Option(help: "What fails the merged suite: regression, failure or any (default: what the shards ran with).")
+    var failOn: FailOn?
 
     @Flag(help: "Record the merged report in the catalog as one suite run.")
     var record = false
@@ -117,7 +117,8 @@ struct ResultsMergeCommand: AsyncParsableCommand {
             if let junit { try ReportFile.write(merge.junit, to: junit) }
             if let html {
                 let view = ReportView.make(results: merge.report)
-                let title = "eval report (merged\(merge.partial.map { ", partial: \($0)" } ?? "")): \(merge.counts.verdict(failOn: failOn))"
+                let title =
+                    "eval report (merged\(merge.partial.map { ", partial: \($0)" } ?? "")): \(merge.counts.verdict(failOn: merge.failOn))"
                 try HTMLOutput.write(HTMLPage(title: title, data: view.document), to: html)
             }
         } catch {

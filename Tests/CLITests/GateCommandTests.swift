@@ -128,4 +128,32 @@ struct GateCommandTests {
             #expect(usage.status == 64)
         }
     }
+
+    @Test("judge calibrate: the bundled labels agree with the scripted judge; a person who disagrees lowers κ, reported as drift")
+    func calibrate() async throws {
+        try await TemporaryDirectory.with { directory in
+            let bundled = try await agentEval(
+                ["judge", "calibrate", "Fixtures/judges/support-labels.yaml", "--json-out", directory.path("before.json")],
+                in: repositoryRoot)
+            #expect(bundled.status == 0, "\(bundled.stderr)")
+            #expect(bundled.stdoutText.contains("judge scripted:support-judge: κ 1.00, agreement 100%, self-consistency 100%"))
+            let runs = ExampleRuns.fixtures.path
+            try """
+            cases: [\(repositoryRoot.path)/EvalCases/support]
+            labels:
+              - {case: support-refund-answer-judged, log: \(runs)/runs/support-refund.jsonl.gz, verdict: pass}
+              - {case: support-refund-answer-judged, log: \(runs)/samples/support-sample.jsonl.gz, verdict: fail}
+              - {case: support-refund-answer-judged, log: \(runs)/samples/support-sample.jsonl.gz, verdict: pass}
+            """.write(toFile: directory.path("labels.yaml"), atomically: true, encoding: .utf8)
+            let drifted = try await agentEval(
+                ["judge", "calibrate", directory.path("labels.yaml"), "--baseline", directory.path("before.json")], in: repositoryRoot)
+            #expect(drifted.status == 1)
+            #expect(drifted.stdoutText.contains("κ 0.40"))
+            #expect(drifted.stdoutText.contains("DRIFTED: scripted:support-judge: κ 1.00 → 0.40"))
+            #expect(drifted.stdoutText.contains("disagrees: \(directory.path("labels.yaml")):5:5"), "\(drifted.stdoutText)")
+            try "cases: [x]\nlabels: []\n".write(toFile: directory.path("empty.yaml"), atomically: true, encoding: .utf8)
+            let empty = try await agentEval(["judge", "calibrate", directory.path("empty.yaml")])
+            #expect(empty.status == 2 && empty.stderr.contains("no labels"), "\(empty.stderr)")
+        }
+    }
 }

@@ -106,6 +106,20 @@ struct GateTests {
             try Baseline.write([Self.live("g", [.pass])], to: base, replacing: true)
             read = try #require(try Baseline.read(for: [evalCase], from: base)["g"])
             #expect(read.counts == PassCounts(passes: 1, attempts: 1))
+            // A file from before baselines kept their passes (when a case that could not run was
+            // written as a failure) is replaced by the next update, not added to.
+            var legacy = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: base + "/g.json"))))
+            if case .object(var members) = legacy {
+                members["passes"] = nil
+                members["outcome"] = "fail"
+                members["pass_rate"] = 0.0
+                members["runs"] = 3
+                legacy = .object(members)
+            }
+            try JSONWriter.encodePretty(legacy).write(toFile: base + "/g.json", atomically: true, encoding: .utf8)
+            try Baseline.write([Self.live("g", [.pass, .pass])], to: base)
+            read = try #require(try Baseline.read(for: [evalCase], from: base)["g"])
+            #expect(read.counts == PassCounts(passes: 2, attempts: 2))
         }
     }
 
@@ -136,10 +150,15 @@ struct GateTests {
         // A significant fall smaller than --min-drop is not one.
         #expect(compare(worse, RegressionPolicy(minDrop: 0.8)).status == .notSignificant)
         #expect(compare(worse, RegressionPolicy(alpha: 0.0001)).status == .notSignificant)
-        // Without repeats on either side there is no statistics: passed, fails now, regressed.
+        // One attempt now, whatever the baseline's sample: passed, fails now, regressed — a
+        // single attempt can never be significant, and the gate must not wave it through.
         let single = BaselineComparison.compare(Self.live("s", [.fail]), with: Baseline(Self.live("s", [.pass])))
         #expect(single.regressions.map(\.kind) == [.nowFails])
         #expect(single.passRate == nil)
+        #expect(BaselineComparison.compare(Self.live("f", [.fail]), with: baseline).regressions.map(\.kind) == [.nowFails])
+        // A case that could not run is compared with nothing, even what its other attempts did.
+        let broken = BaselineComparison.compare(Self.live("f", [.pass, .error], tools: ["lookup", "delete"]), with: baseline)
+        #expect(broken.status == .notRun && broken.regressions.isEmpty)
         // A stop reason no baseline attempt ended with is a regression of a live case; one any did is not.
         let other = BaselineComparison.compare(Self.live("f", Self.passes, stop: .budgetExhausted), with: baseline)
         #expect(other.regressions.map(\.kind) == [.stopReasonChanged])
@@ -293,6 +312,28 @@ struct GateTests {
         #expect(text.contains("— **ends soon**"))
         #expect(text.contains("**Tokens:** 1500 (base 300, +400%)"))
         #expect(text.hasSuffix("[The full report](https://ci.example/report.html)\n"))
+
+        // flaky_pass on the base, flaky_fail now: newly failing (listed once, never lost).
+        let worse = EvalReport(results: [Self.live("w", [.pass, .fail], minPassRate: 0.5), Self.live("x", [.pass, .pass, .fail])])
+        let before = EvalReport(results: [
+            Self.live("w", [.pass, .pass], minPassRate: 0.5), Self.live("x", [.pass, .pass, .fail], minPassRate: 0.6),
+        ])
+        let second = PullRequestComment(head: worse.json, base: before.json).markdown
+        #expect(second.contains("#### Newly failing (1)"))
+        #expect(second.contains("- **`x`** (flaky fail)"))
+        #expect(second.contains("#### Newly flaky (1)"))
+        #expect(second.components(separatedBy: "`x`").count == 2 && second.components(separatedBy: "`w`").count == 2)
+    }
+
+    @Test("a merge is gated as its shards were, unless told otherwise; shards gated differently need --fail-on")
+    func mergeKeepsFailOn() throws {
+        var report = EvalReport(results: [Self.live("k", [.fail])], failOn: .regression)
+        #expect(try ResultsMerge([("a.json", report.json)], allowsPartial: true).exitStatus == 0)
+        #expect(try ResultsMerge([("a.json", report.json)], allowsPartial: true, failOn: .any).exitStatus == 1)
+        let regression = report.json
+        report.results = [Self.live("j", [.pass])]
+        report.failOn = .any
+        #expect(throws: EvalError.self) { try ResultsMerge([("a.json", regression), ("b.json", report.json)], allowsPartial: true) }
     }
 
     @Test("GitHub annotations point at the case file's line and escape what workflow commands would misread")

@@ -17,7 +17,7 @@ public import TraceCore
 ///     reply: {tool_calls: [{name: search, arguments: {query: retry}}]}
 ///   - when: {goal_matches: "refund"}      # the goal (for a judge: the text it grades)
 ///     reply: {answer: "Refunded."}
-///   - when: {chance: 0.3}                 # matches in about 3 runs of 10 (a flaky model)
+///   - when: {chance: 0.3}                 # matches 3 times in 10, drawn per run and decision
 ///     reply: {answer: "I could not find it."}
 ///   - reply: {answer: "Done."}           # no `when`: always matches
 /// ```

@@ -21,6 +21,9 @@ public struct Baseline: Sendable, Hashable {
     public var runCount: Int { counts.attempts }
     /// Every stop reason (or pipeline status) any attempt ended with, sorted.
     public var stopReasonsSeen: [String]
+    /// Read from a file written before baselines kept their passes (and when cases that could
+    /// not run were written as failures): the next update replaces it rather than adding to it.
+    var predatesSampleSizes = false
     /// Per run (log file name or `repeat N`): executed tools in order, and the stop reason.
     public var runs: [Trajectory]
     /// Every tool executed in any run, sorted.
@@ -57,7 +60,7 @@ public struct Baseline: Sendable, Hashable {
     /// (its trajectories are the latest run's); a recorded case's replaced.
     public func adding(_ result: CaseResult) -> Baseline {
         var next = Baseline(result)
-        guard result.attemptsAreRepeats else { return next }
+        guard result.attemptsAreRepeats, !predatesSampleSizes else { return next }
         next.counts = PassCounts(passes: counts.passes + next.counts.passes, attempts: counts.attempts + next.counts.attempts)
         let outcome = CaseResult.outcome(of: next.counts, minPassRate: result.evalCase.minPassRate, repeats: true)
         next.outcome = outcome.rawValue
@@ -115,6 +118,7 @@ public struct Baseline: Sendable, Hashable {
         let attempts = try field("runs", \.intValue)
         // Written before baselines kept their passes: the rate times the runs.
         counts = PassCounts(passes: json["passes"]?.intValue ?? Int((rate * Double(attempts)).rounded()), attempts: attempts)
+        predatesSampleSizes = json["passes"] == nil
         let strings = { (value: JSONValue) -> [String]? in value.arrayValue?.compactMap(\.stringValue) }
         runs = try field("trajectories", \.arrayValue).map { entry in
             Trajectory(

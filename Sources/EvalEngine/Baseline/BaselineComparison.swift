@@ -117,19 +117,23 @@ public struct BaselineComparison: Sendable {
         -> BaselineComparison
     {
         guard let baseline else { return BaselineComparison(status: .new, regressions: []) }
+        // A harness problem says nothing of quality, not even of the attempts that did run.
+        guard result.outcome != .error else { return BaselineComparison(status: .notRun, regressions: []) }
         var regressions: [Regression] = []
         let current = result.counts
-        // Repeats on either side of a live case: its pass rate is a sample, and only an exact
-        // test tells a fall from noise. Otherwise a case that passed and fails now regressed.
-        let statistics = result.attemptsAreRepeats && (baseline.runCount > 1 || current.attempts > 1)
+        // A live case run with repeats: its pass rate is a sample, and only an exact test tells a
+        // fall from noise. One attempt now (however many the baseline has): a case that passed
+        // and fails now regressed, as without statistics — a single attempt cannot show a
+        // significant fall, and the gate must not wave it through.
+        let statistics = result.attemptsAreRepeats && current.attempts > 1
         var passRate: PassRateComparison?
-        if statistics, result.outcome != .error {
+        if statistics {
             let comparison = policy.compare(baseline.counts, current)
             passRate = comparison
             if comparison.isRegression {
                 regressions.append(Regression(kind: .passRateDropped, message: comparison.sentence))
             }
-        } else if baseline.passed && result.outcome != .error && !result.passed {
+        } else if baseline.passed && !result.passed {
             regressions.append(Regression(kind: .nowFails, message: "passed in the baseline, fails now"))
         }
         if result.attemptsAreRepeats {
@@ -181,9 +185,7 @@ public struct BaselineComparison: Sendable {
             result.attemptsAreRepeats
             ? CaseResult.outcome(of: baseline.counts, minPassRate: result.evalCase.minPassRate, repeats: true).passes : baseline.passed
         let status: Status
-        if result.outcome == .error {
-            status = .notRun
-        } else if result.passed {
+        if result.passed {
             status = passedBefore ? .unchanged : .fixed
         } else {
             status = passedBefore ? .notSignificant : .knownFailure

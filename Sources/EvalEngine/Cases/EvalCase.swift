@@ -48,6 +48,9 @@ public struct EvalCase: Sendable {
     /// The share of a live case's attempts that must pass for the gate to pass it (`minPassRate`,
     /// 1 unless the case says less): above it a case with failed attempts is `flaky_pass`.
     public var minPassRate = 1.0
+    /// The least Cohen's κ the case's judge must reach against people's labels
+    /// (`judgeMinKappa`; `agent-eval judge calibrate` checks it).
+    public var judgeMinKappa: Double?
     /// The quarantine entry that covers the case (`quarantine:` in its file, or the project's
     /// quarantine file): its failures are reported and do not fail the gate until `until`.
     public var quarantine: QuarantineEntry?

@@ -104,6 +104,18 @@ public enum EvalCaseFile {
                 return value
             } ?? nil
         let quarantine = fields.optional("quarantine").flatMap { QuarantineEntry.read($0, caseId: id ?? "", errors: &errors) }
+        let kappaNode = fields.optional("judgeMinKappa")
+        let judgeMinKappa =
+            errors.collect { () throws(ConfigError) -> Double? in
+                guard let kappaNode else { return nil }
+                let value = try kappaNode.double("judgeMinKappa")
+                guard value > -1 && value <= 1 else {
+                    throw ConfigError(
+                        .invalidValue, "judgeMinKappa must be above -1 and at most 1, found \(value)", at: kappaNode.location,
+                        hint: "the least Cohen's κ the case's judge must reach against people's labels, e.g. 0.6")
+                }
+                return value
+            } ?? nil
         let cassetteNode = fields.optional("cassette")
         let cassette = errors.collect { () throws(ConfigError) in try cassetteNode?.nonEmptyString("cassette") } ?? nil
         let policyNode = fields.optional("policy")
@@ -188,6 +200,12 @@ public enum EvalCaseFile {
                 throw ConfigError(.missingKey, "\(name) runs live and needs an input", at: node.location)
             }
         }
+        if let kappaNode, let expected, expected.allRubrics.isEmpty {
+            errors.errors.append(
+                ConfigError(
+                    .invalidValue, "\(name) has judgeMinKappa but no model-graded expectation: there is no judge to hold to it",
+                    at: kappaNode.location, hint: "add answer: {rubric} or arguments: {tool: {rubric}}, or drop judgeMinKappa"))
+        }
         if let minPassRateNode, case .recorded? = source {
             errors.errors.append(
                 ConfigError(
@@ -216,6 +234,7 @@ public enum EvalCaseFile {
         evalCase.allowsReusedCallIds = allowsReusedCallIds
         if let minPassRate { evalCase.minPassRate = minPassRate }
         evalCase.quarantine = quarantine
+        evalCase.judgeMinKappa = judgeMinKappa
         evalCase.node = node
         evalCase.cassette = cassette.map { resolve($0, from: directory) }
         evalCase.policy = policy

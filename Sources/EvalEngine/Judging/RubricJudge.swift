@@ -43,12 +43,16 @@ public final class RubricJudge: Sendable {
         public var failures: [ExpectationFailure] = []
         public var judgements: [Judgement] = []
         public var error: DiagnosticRecord?
+        /// What a scripted judge's `chance` draws from: the run and the round.
+        var round = ""
     }
 
     /// Grades `state` against the rubrics of `expected`, answer first, then argument rubrics
     /// in file order and each tool's calls in run order. Stops at the first judge that fails.
-    public func grade(_ expected: Expectations, state: RunState) async -> Grade {
+    /// `round` is the `--repeat` round: a scripted judge's `chance` rules draw anew per round.
+    public func grade(_ expected: Expectations, state: RunState, round: Int = 0) async -> Grade {
         var grade = Grade()
+        grade.round = "judge-\(state.runId ?? "")-\(round)"
         let goal = state.start?.goal ?? ""
         let lastStep = state.step
         if let rubric = expected.answerRubric {
@@ -100,10 +104,11 @@ public final class RubricJudge: Sendable {
         var judgement = Judgement(
             expectation: expectation, rubric: rubric.text, judge: Self.name(of: judge.client), step: step, callId: callId,
             instructions: Self.instructions, prompt: prompt)
-        let request = ModelRequest(
+        var request = ModelRequest(
             instructions: Self.instructions,
             packet: ContextBuilt(goal: prompt, stateSummary: "", tokenEstimate: (Self.instructions.utf8.count + prompt.utf8.count + 3) / 4),
             tools: [], observations: [], feedback: nil, decisionIndex: 0, step: 0)
+        request.runId = grade.round
         let clock = ContinuousClock()
         let started = clock.now
         do {

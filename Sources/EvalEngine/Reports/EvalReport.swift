@@ -139,7 +139,7 @@ public struct EvalReport: Sendable {
                 lines.append(
                     "    hint: the case fails the gate until its entry is released (agent-eval quarantine release \(result.id)) or extended"
                 )
-            } else if !result.passed || comparison?.status == .regressed {
+            } else if result.outcome != .error && (!result.passed || comparison?.status == .regressed) {
                 lines.append("    quarantined, not failing the gate: \(quarantine.sentence)")
             }
         }
@@ -356,7 +356,7 @@ public struct EvalReport: Sendable {
             }
         }
         section("Passed with warnings", results.filter { $0.passed && $0.runs.contains { $0.notes.contains(where: \.isWarning) } })
-        section("Failures", results.filter { !$0.passed })
+        section("Failures and regressions", results.filter { !$0.passed || comparisons[$0.id]?.status == .regressed })
         return lines.joined(separator: "\n") + "\n"
     }
 }

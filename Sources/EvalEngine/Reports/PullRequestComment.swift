@@ -76,24 +76,27 @@ public struct PullRequestComment: Sendable {
             body.append(contentsOf: Self.firstFailure(item.entry))
             return body
         }
-        // Against the base branch's report: what changed in this pull request.
-        let newlyFailing = cases.filter { item in
-            guard let before = baseCases[item.id], before.passes, !item.passes, item.outcome != "error" else { return false }
-            return !regressed.contains { $0.id == item.id }
-        }
-        section("Newly failing", newlyFailing.filter { !$0.outcome.hasPrefix("flaky") }, note: "Passed on the base branch.") { item in
-            ["- **`\(item.id)`** (\(Self.words(item.outcome)))\(Self.place(item.entry))"] + Self.firstFailure(item.entry)
-        }
+        // Against the base branch's report: what changed in this pull request. Each failing
+        // case is listed once, in the first section that fits it.
+        let regressedIds = Set(regressed.map(\.id))
         let newlyFlaky = cases.filter { item in
             guard item.outcome.hasPrefix("flaky"), let before = baseCases[item.id] else { return false }
-            return before.outcome == "pass" && !regressed.contains { $0.id == item.id }
+            return before.outcome == "pass" && !regressedIds.contains(item.id)
         }
         section("Newly flaky", newlyFlaky, note: "Every attempt passed on the base branch.") { item in
             ["- **`\(item.id)`** — \(Self.attempts(item.entry))\(Self.place(item.entry))"] + Self.firstFailure(item.entry)
         }
+        let flakyIds = Set(newlyFlaky.map(\.id))
+        let newlyFailing = cases.filter { item in
+            guard let before = baseCases[item.id], before.passes, !item.passes, item.outcome != "error" else { return false }
+            return !regressedIds.contains(item.id) && !flakyIds.contains(item.id)
+        }
+        section("Newly failing", newlyFailing, note: "The gate passed them on the base branch.") { item in
+            ["- **`\(item.id)`** (\(Self.words(item.outcome)))\(Self.place(item.entry))"] + Self.firstFailure(item.entry)
+        }
+        let shown = regressedIds.union(flakyIds).union(newlyFailing.map(\.id))
         let otherFailing = cases.filter { item in
-            !item.passes && item.outcome != "error" && item.entry["quarantine"] == nil && !regressed.contains { $0.id == item.id }
-                && !newlyFailing.contains { $0.id == item.id } && !newlyFlaky.contains { $0.id == item.id }
+            !item.passes && item.outcome != "error" && item.entry["quarantine"] == nil && !shown.contains(item.id)
         }
         section("Still failing", otherFailing) { item in
             let status = item.entry["baseline"]?["status"]?.stringValue.map { ", \(Self.words($0))" } ?? ""

@@ -54,7 +54,17 @@ public struct ResultsMerge: Sendable {
 
     /// Merges documents read from `inputs` (path, document), in that order. Without
     /// `allowsPartial`, documents that do not hold their whole suite are an error.
-    public init(_ documents: [(path: String, report: JSONValue)], allowsPartial: Bool = false, failOn: FailOn = .any) throws(EvalError) {
+    /// `failOn` nil: what the reports' verdicts were decided under, when they agree (`any`
+    /// for reports without a verdict).
+    public init(_ documents: [(path: String, report: JSONValue)], allowsPartial: Bool = false, failOn: FailOn? = nil) throws(EvalError) {
+        let decided = Set(documents.compactMap { $0.report["verdict"]?["fail_on"]?.stringValue.flatMap(FailOn.init(rawValue:)) })
+        if failOn == nil && decided.count > 1 {
+            throw EvalError(
+                .badReport,
+                "the reports were gated differently (--fail-on \(decided.map(\.rawValue).sorted().joined(separator: ", ")))",
+                hint: "give the merge --fail-on regression|failure|any, or run every shard with the same --fail-on")
+        }
+        let failOn = failOn ?? decided.first ?? .any
         self.failOn = failOn
         inputs = documents.map(\.path)
         guard !documents.isEmpty else {
@@ -128,7 +138,7 @@ public struct ResultsMerge: Sendable {
     }
 
     /// Reads and merges the files at `paths`.
-    public init(paths: [String], allowsPartial: Bool = false, failOn: FailOn = .any) throws(EvalError) {
+    public init(paths: [String], allowsPartial: Bool = false, failOn: FailOn? = nil) throws(EvalError) {
         var documents: [(path: String, report: JSONValue)] = []
         for path in paths { documents.append((path, try Self.read(path))) }
         try self.init(documents, allowsPartial: allowsPartial, failOn: failOn)

@@ -1,3 +1,4 @@
+import Synchronization
 public import TraceCore
 
 /// `run --repeat auto --max-repeats N`: a live case is run again only while its verdict is
@@ -7,15 +8,18 @@ public import TraceCore
 /// — whether the case passes the gate (unless only regressions fail the run) and whether it
 /// regressed against its baseline (unless only failures do) — is worked out for the sample so
 /// far and for every way the attempts left could still come out. When they all agree, no further
-/// attempt can change the verdict, and the case stops. So the verdict is always the one N
-/// attempts would have given: the false-alarm and miss rates are exactly those of the fixed-N
-/// exact test at `--alpha` — adaptive repeats only save the attempts that could not matter.
+/// attempt can change the verdict, and the case stops. So the gate outcome and the pass-rate
+/// verdict are always the ones N attempts would have given: the false-alarm and miss rates are
+/// exactly those of the fixed-N exact test at `--alpha`. A regression of another kind (a new tool,
+/// a new stop reason) is seen only in the attempts made.
 public struct AdaptiveRepeats: Sendable {
     public var maxRepeats: Int
     public var policy: RegressionPolicy
     public var failOn: FailOn
     /// Each case's baseline, by case id (none: only the gate outcome is decided).
     public var baselines: [String: Baseline]
+    /// Tests already made: a case asks about the same final samples after every attempt.
+    let cache = TestCache()
 
     public init(maxRepeats: Int, policy: RegressionPolicy = RegressionPolicy(), failOn: FailOn = .any, baselines: [String: Baseline] = [:])
     {
@@ -52,8 +56,7 @@ public struct AdaptiveRepeats: Sendable {
             if failOn != .failure, let baseline {
                 // As `BaselineComparison` decides: an exact test once either side has repeats.
                 let fell =
-                    baseline.runCount > 1 || sample.attempts > 1
-                    ? policy.compare(baseline.counts, sample).isRegression : baseline.passed && !passes
+                    sample.attempts > 1 ? cache.isRegression(policy, baseline.counts, sample) : baseline.passed && !passes
                 verdict.regressed = otherRegression || fell
             }
             return verdict
@@ -65,6 +68,24 @@ public struct AdaptiveRepeats: Sendable {
             if verdict(final) != now { return false }
         }
         return true
+    }
+
+    /// The exact tests made, by baseline and sample (Barnard's maximises over π per test).
+    final class TestCache: Sendable {
+        struct Key: Hashable {
+            var policy: RegressionPolicy
+            var baseline: PassCounts
+            var sample: PassCounts
+        }
+        private let made = Mutex<[Key: Bool]>([:])
+
+        func isRegression(_ policy: RegressionPolicy, _ baseline: PassCounts, _ sample: PassCounts) -> Bool {
+            let key = Key(policy: policy, baseline: baseline, sample: sample)
+            if let known = made.withLock({ $0[key] }) { return known }
+            let answer = policy.compare(baseline, sample).isRegression
+            made.withLock { $0[key] = answer }
+            return answer
+        }
     }
 
     /// How many attempts and model calls the adaptive run saved against `maxRepeats` each: the

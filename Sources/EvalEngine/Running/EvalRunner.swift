@@ -292,7 +292,7 @@ public struct EvalRunner: Sendable {
             let facts = try options.facts.facts(for: log)
             var result = check(facts, log: log, repeatIndex: repeatIndex, case: evalCase, options: options)
             guard result.error == nil else { return result }
-            let grade = await judge.grade(evalCase.expected, state: facts.state)
+            let grade = await judge.grade(evalCase.expected, state: facts.state, round: repeatIndex)
             result.failures += grade.failures
             result.judgements = grade.judgements
             result.error = grade.error
