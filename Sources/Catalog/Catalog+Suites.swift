@@ -355,3 +355,78 @@ extension Catalog {
         }
     }
 }
+
+extension Catalog {
+    /// The newest suite run recorded on `branch` (by start time), as a results document with
+    /// what the catalog keeps of it (docs/eval-results.md: each case's outcome, source, file,
+    /// baseline status and error, and its runs' outcome, log, stop reason, steps, tokens and
+    /// failures) — the base of a pull request's comment; nil when the branch has none.
+    public func latestSuiteReport(branch: String) throws(CatalogError) -> (suiteRunId: Int, report: JSONValue)? {
+        try read { db -> (Int, JSONValue)? in
+            guard
+                let suite = try Row.fetchOne(
+                    db,
+                    sql: """
+                        SELECT suite_run_id, duration_ms, cases, passed, failed, errors, k FROM suite_runs
+                        WHERE git_branch = ? ORDER BY started_at_us DESC, suite_run_id DESC LIMIT 1
+                        """, arguments: [branch])
+            else { return nil }
+            let id: Int = suite["suite_run_id"]
+            var runsByCase: [String: [JSONValue]] = [:]
+            for row in try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT case_id, log_path, repeat_index, outcome, stop_reason, steps, tokens, error, failures FROM eval_results
+                    WHERE suite_run_id = ? ORDER BY case_id, ordinal
+                    """, arguments: [id])
+            {
+                var run = ObjectBuilder()
+                run.set("log", row["log_path"] as String)
+                let repeatIndex: Int = row["repeat_index"]
+                if repeatIndex > 0 { run.set("repeat", repeatIndex) }
+                run.set("outcome", row["outcome"] as String)
+                run.set("stop_reason", row["stop_reason"] as String?)
+                run.set("steps", row["steps"] as Int?)
+                run.set("tokens", row["tokens"] as Int?)
+                run.set("error", row["error"] as String?)
+                run.set("failures", (try? JSONParser.parse(Array((row["failures"] as String).utf8))) ?? .array([]))
+                runsByCase[row["case_id"], default: []].append(run.json)
+            }
+            var cases: [JSONValue] = []
+            for row in try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT case_id, file, source, outcome, pass_rate, stability, baseline_status, error FROM case_results
+                    WHERE suite_run_id = ? ORDER BY file, case_id
+                    """, arguments: [id])
+            {
+                let caseId: String = row["case_id"]
+                var entry = ObjectBuilder()
+                entry.set("case_id", caseId)
+                entry.set("file", row["file"] as String?)
+                entry.set("source", row["source"] as String)
+                entry.set("outcome", row["outcome"] as String)
+                entry.set("pass_rate", row["pass_rate"] as Double)
+                entry.set("stability", row["stability"] as String)
+                if let status = row["baseline_status"] as String? {
+                    var baseline = ObjectBuilder()
+                    baseline.set("status", status)
+                    entry.set("baseline", baseline.json)
+                }
+                entry.set("error", row["error"] as String?)
+                entry.set("runs", JSONValue.array(runsByCase[caseId] ?? []))
+                cases.append(entry.json)
+            }
+            var summary = ObjectBuilder()
+            for key in ["cases", "passed", "failed", "errors", "duration_ms"] { summary.set(key, suite[key] as Int) }
+            var document = ObjectBuilder()
+            document.set("schema", "agent-eval/results")
+            document.set("version", 1)
+            document.set("k", suite["k"] as Int)
+            document.set("suite_run_id", id)
+            document.set("summary", summary.json)
+            document.set("cases", JSONValue.array(cases))
+            return (id, document.json)
+        }
+    }
+}

@@ -130,8 +130,8 @@ struct QuarantineListCommand: ParsableCommand {
     @OptionGroup(title: "Catalog")
     var catalog: CatalogUse
 
-    @Option(help: "A case that passed this many recorded suite runs in a row is ready to release (default 5).")
-    var releaseAfter = 5
+    @Option(help: "A case that passed this many recorded suite runs in a row is ready to release (default 5, as `run` says).")
+    var releaseAfter = QuarantineEntry.releaseStreak
 
     @Flag(help: "Exit 1 when an entry is past its date.")
     var failOnExpired = false

@@ -153,7 +153,8 @@ struct ResultsCommentCommand: ParsableCommand {
         abstract: "Write the Markdown comment for a pull request from the head run's report (and the base branch's).",
         discussion: """
             Reads the head branch's results document (`agent-eval run --json-out FILE`, or a merged one) and, with \
-            --base, the base branch's, and writes a comment: the verdict in one line (the one the head run's exit \
+            --base, the base branch's (or, with --base-branch, the newest suite run the catalog recorded on that \
+            branch), and writes a comment: the verdict in one line (the one the head run's exit \
             status was decided with), then regressions with the failing step and the `look:` command, cases newly \
             failing or newly flaky against the base, cases still failing, cases that could not run, fixed ones, \
             quarantined ones (those ending within a week flagged), tokens and agent time against the base, and a link \
@@ -175,6 +176,15 @@ struct ResultsCommentCommand: ParsableCommand {
         help: ArgumentHelp("The base branch's JSON report, to tell what this change made newly fail, flaky or fixed.", valueName: "file"))
     var base: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Or: the base is the newest suite run the catalog recorded on this branch (what the catalog keeps of it).", valueName: "branch"
+        ))
+    var baseBranch: String?
+
+    @OptionGroup(title: "Catalog")
+    var catalog: CatalogArguments
+
     @Option(help: ArgumentHelp("A link to the head run's HTML report (`run --html`), shown at the end.", valueName: "url"))
     var reportLink: String?
 
@@ -186,14 +196,30 @@ struct ResultsCommentCommand: ParsableCommand {
 
     func validate() throws {
         if maxCases < 1 { throw ValidationError("--max-cases must be at least 1") }
+        if base != nil && baseBranch != nil { throw ValidationError("give --base FILE or --base-branch BRANCH, not both") }
     }
 
     func run() throws {
+        var baseReport: JSONValue?
+        if let baseBranch {
+            let catalog = try self.catalog.open(readOnly: true)
+            do {
+                guard let found = try catalog.latestSuiteReport(branch: baseBranch) else {
+                    throw diagnose(
+                        CommandError(
+                            "no_base_run", "the catalog \(displayPath(self.catalog.path)) has no suite run on branch \(baseBranch)",
+                            hint: "record one: run the cases on \(baseBranch) with the catalog (the default), or give --base FILE"))
+                }
+                baseReport = found.report
+                printError("base: suite run #\(found.suiteRunId) on \(baseBranch)")
+            } catch {
+                throw diagnose(error)
+            }
+        }
         let comment: PullRequestComment
         do {
-            comment = PullRequestComment(
-                head: try ResultsMerge.read(head), base: try base.map { path throws(EvalError) in try ResultsMerge.read(path) },
-                reportLink: reportLink, maxCases: maxCases)
+            if let base { baseReport = try ResultsMerge.read(base) }
+            comment = PullRequestComment(head: try ResultsMerge.read(head), base: baseReport, reportLink: reportLink, maxCases: maxCases)
         } catch {
             throw diagnose(error)
         }

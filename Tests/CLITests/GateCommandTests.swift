@@ -156,4 +156,36 @@ struct GateCommandTests {
             #expect(empty.status == 2 && empty.stderr.contains("no labels"), "\(empty.stderr)")
         }
     }
+
+    @Test("results comment --base-branch takes the base from the newest suite run the catalog recorded on that branch")
+    func commentBaseFromCatalog() async throws {
+        try await TemporaryDirectory.with { directory in
+            let root = try project(in: directory)
+            try FileManager.default.removeItem(atPath: root.path + "/.git")
+            let git = [
+                "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t",
+                "GIT_COMMITTER_EMAIL": "t@example.org",
+            ]
+            for arguments in [["init", "-q", "-b", "main"], ["add", "."], ["commit", "-q", "-m", "cases"]] {
+                let result = try await Subprocess.run("/usr/bin/git", arguments, in: root, environment: git)
+                #expect(result.status == 0, "git \(arguments): \(result.stderr)")
+            }
+            let catalog = directory.path("catalog.sqlite")
+            // On main both cases pass; then the bad case is made to fail on a branch.
+            try "caseId: bad\nlogs: \(Self.log)\nexpected: {stopReason: success}\n".write(
+                toFile: root.path + "/cases/bad.yaml", atomically: true, encoding: .utf8)
+            #expect(try await agentEval(["run", "cases"], in: root, environment: ["AGENT_EVAL_CATALOG": catalog]).status == 0)
+            try "caseId: bad\nlogs: \(Self.log)\nexpected: {toolsNotCalled: [refund_order]}\n".write(
+                toFile: root.path + "/cases/bad.yaml", atomically: true, encoding: .utf8)
+            _ = try await agentEval(["run", "cases", "--no-catalog", "--json-out", "head.json"], in: root)
+            let comment = try await agentEval(
+                ["results", "comment", "head.json", "--base-branch", "main"], in: root, environment: ["AGENT_EVAL_CATALOG": catalog])
+            #expect(comment.status == 0, "\(comment.stderr)")
+            #expect(comment.stderr.contains("base: suite run #"), "\(comment.stderr)")
+            #expect(comment.stdoutText.contains("#### Newly failing (1)\nThe gate passed them on the base branch.\n\n- **`bad`** (fail)"))
+            let none = try await agentEval(
+                ["results", "comment", "head.json", "--base-branch", "release"], in: root, environment: ["AGENT_EVAL_CATALOG": catalog])
+            #expect(none.status == 2 && none.stderr.contains("has no suite run on branch release"), "\(none.stderr)")
+        }
+    }
 }

@@ -26,6 +26,10 @@ public struct QuarantineEntry: Sendable, Hashable {
         self.location = location
     }
 
+    /// A quarantined case that passed this many suite runs in a row (the catalog's history) is
+    /// ready to release.
+    public static let releaseStreak = 5
+
     /// Whether `today` (`YYYY-MM-DD`) is after `until`.
     public func isExpired(today: String = QuarantineEntry.today()) -> Bool { today > until }
 
