@@ -14,7 +14,6 @@
 import AgentRuntime
 import EvalEngine
 import Foundation
-import Synchronization
 import TestSupport
 import TraceCore
 
@@ -89,18 +88,7 @@ func writeFlakyCases(in directory: String, probability: (FlakyCase) -> Double) t
 
 /// Run ids `<seed>-1`, `<seed>-2`, … in order: with one job, a case's fixed and adaptive runs
 /// draw the same for their first attempts, so their verdicts can be compared.
-func environment(seed: String) -> RuntimeEnvironment {
-    let counter = Mutex(0)
-    var environment = RuntimeEnvironment.live
-    environment.makeRunId = {
-        "\(seed)-"
-            + String(
-                counter.withLock {
-                    $0 += 1; return $0
-                })
-    }
-    return environment
-}
+func environment(seed: String) -> RuntimeEnvironment { RuntimeEnvironment.live.sequentialRunIds(prefix: seed) }
 
 func run(
     _ paths: [String], out: String, baseline: String, update: Bool, failOn: FailOn, adaptive: Bool, seed: String? = nil

@@ -1,5 +1,6 @@
 public import AgentRuntime
 public import Foundation
+import Synchronization
 public import TraceCore
 
 extension RuntimeEnvironment {
@@ -9,6 +10,30 @@ extension RuntimeEnvironment {
     public static func deterministic(runId: String, clock: SteppingClock = SteppingClock()) -> RuntimeEnvironment {
         RuntimeEnvironment(
             now: { clock.now() }, recordedDuration: { _ in 1_500 }, sleep: { _ in }, makeRunId: { runId })
+    }
+
+    /// This environment with run ids `<prefix>-1`, `<prefix>-2`, … in the order runs start: with
+    /// one job, two suite runs of the same cases give their attempts the same ids, so a scripted
+    /// rule's `chance` draws the same for them (adaptive against fixed repeats).
+    public func sequentialRunIds(prefix: String) -> RuntimeEnvironment {
+        let counter = Mutex(0)
+        var environment = self
+        environment.makeRunId = { "\(prefix)-\(counter.withLock { value in value += 1; return value })" }
+        return environment
+    }
+}
+
+extension ExampleRuns {
+    /// A case file over the flaky fixture agent (`Fixtures/agents/flaky`: it answers well about
+    /// 7 runs in 10), passing the gate when `minPassRate` of its attempts pass.
+    public static func flakyCase(id: String = "flaky", minPassRate: Double = 0.5) -> String {
+        """
+        caseId: \(id)
+        agent: \(fixtures.appendingPathComponent("agents/flaky/agent.yaml").path)
+        input: Where is my refund?
+        minPassRate: \(minPassRate)
+        expected: {toolsCalled: [lookup_order], answer: {contains: rf-9}}
+        """
     }
 }
 

@@ -102,14 +102,7 @@ struct GateCommandTests {
     @Test("--repeat auto runs the flaky fixture agent until its verdict is decided, and says what it saved")
     func adaptiveRepeats() async throws {
         try await TemporaryDirectory.with { directory in
-            let agent = ExampleRuns.fixtures.appendingPathComponent("agents/flaky/agent.yaml").path
-            try """
-            caseId: flaky
-            agent: \(agent)
-            input: Where is my refund?
-            minPassRate: 0.5
-            expected: {toolsCalled: [lookup_order], answer: {contains: rf-9}}
-            """.write(toFile: directory.path("case.yaml"), atomically: true, encoding: .utf8)
+            try ExampleRuns.flakyCase().write(toFile: directory.path("case.yaml"), atomically: true, encoding: .utf8)
             let result = try await agentEval(
                 [
                     "run", directory.path("case.yaml"), "--repeat", "auto", "--max-repeats", "30", "--no-catalog", "--json", "--out",

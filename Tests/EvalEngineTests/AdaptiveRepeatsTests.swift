@@ -2,7 +2,6 @@ import AgentRuntime
 import ConfigFile
 import EvalEngine
 import Foundation
-import Synchronization
 import TestSupport
 import Testing
 import TraceCore
@@ -129,27 +128,9 @@ struct AdaptiveRepeatsTests {
     @Test("the flaky fixture agent run adaptively makes a prefix of the fixed run's attempts and reaches its verdict")
     func endToEnd() async throws {
         try await TemporaryDirectory.with { directory in
-            let agent = ExampleRuns.fixtures.appendingPathComponent("agents/flaky/agent.yaml").path
-            try """
-            caseId: flaky
-            agent: \(agent)
-            input: Where is my refund?
-            minPassRate: 0.5
-            expected: {toolsCalled: [lookup_order], answer: {contains: rf-9}}
-            """.write(toFile: directory.path("case.yaml"), atomically: true, encoding: .utf8)
+            try ExampleRuns.flakyCase().write(toFile: directory.path("case.yaml"), atomically: true, encoding: .utf8)
             // Run ids r-1, r-2, … in order (one job): the same attempts draw the same in both runs.
-            func environment() -> RuntimeEnvironment {
-                let counter = Mutex(0)
-                var environment = RuntimeEnvironment.deterministic(runId: "")
-                environment.makeRunId = {
-                    "r-"
-                        + String(
-                            counter.withLock {
-                                $0 += 1; return $0
-                            })
-                }
-                return environment
-            }
+            func environment() -> RuntimeEnvironment { RuntimeEnvironment.deterministic(runId: "").sequentialRunIds(prefix: "r") }
             func run(adaptive: Bool, out: String) async throws -> EvalReport {
                 var options = EvalOptions(
                     jobs: 1, repeats: Self.maxRepeats, outputDirectory: directory.path(out), environment: environment())
