@@ -39,7 +39,7 @@ struct JudgeCalibrateCommand: AsyncParsableCommand {
     @Argument(help: "The labels file.")
     var labels: String
 
-    @Option(name: .customLong("repeat"), help: "Judge each log this many times (self-consistency; default 3).")
+    @Option(name: .customLong("repeat"), help: "Judge each log this many times (self-consistency).")
     var rounds = 3
 
     @OptionGroup(title: "Model")
@@ -51,7 +51,7 @@ struct JudgeCalibrateCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("A previous calibration (--json-out) to compare κ with.", valueName: "file"))
     var baseline: String?
 
-    @Option(help: "A κ lower than the baseline's by more than this is drift (default 0.1).")
+    @Option(help: "A κ lower than the baseline's by more than this is drift.")
     var maxKappaDrop = 0.1
 
     @Option(help: ArgumentHelp("Write the calibration as JSON to this file.", valueName: "file"))
@@ -83,6 +83,12 @@ struct JudgeCalibrateCommand: AsyncParsableCommand {
             } catch {
                 throw diagnose(error)
             }
+            guard previous?["schema"]?.stringValue == "agent-eval/judge-calibration" else {
+                throw diagnose(
+                    CommandError(
+                        "bad_baseline", "\(baseline) is not a judge calibration (no \"schema\": \"agent-eval/judge-calibration\")",
+                        hint: "keep a calibration with `agent-eval judge calibrate LABELS --json-out FILE`"))
+            }
         }
         var options = EvalOptions(jobs: jobs, outputDirectory: FileManager.default.temporaryDirectory.path)
         let calibration: JudgeCalibration
@@ -93,7 +99,17 @@ struct JudgeCalibrateCommand: AsyncParsableCommand {
         } catch {
             throw diagnose(error)
         }
+        // A label the judge gave no verdict on (a log that cannot be read, a judge that does
+        // not answer) makes every figure doubtful: say why, and nothing else.
         let failedRounds = calibration.outcomes.filter { $0.verdict == nil }
+        for outcome in failedRounds {
+            diagnose(
+                CommandError(
+                    "judge_failed",
+                    "\(outcome.label.location): no verdict on \(outcome.label.log): " + (outcome.errors.first ?? "the judge was not asked"),
+                    hint: "fix the label's log or the case's judge, then calibrate again"))
+        }
+        if !failedRounds.isEmpty { throw Exit.unusable }
         let drift = previous.map { calibration.drift(from: $0, maxDrop: maxKappaDrop) } ?? []
         let below = calibration.cases.filter { !$0.meetsMinimum }
         if let jsonOut {
@@ -117,7 +133,11 @@ struct JudgeCalibrateCommand: AsyncParsableCommand {
             for figures in calibration.cases {
                 var line = Self.line(figures, what: "case \(figures.name)")
                 if let minimum = figures.minKappa {
-                    line += figures.meetsMinimum ? "  ✔ min κ \(Self.number(minimum))" : "  ✘ BELOW its min κ \(Self.number(minimum))"
+                    if figures.matrix.kappa == nil {
+                        line += "  (min κ \(Self.number(minimum)) not checked: label both passing and failing logs to measure κ)"
+                    } else {
+                        line += figures.meetsMinimum ? "  ✔ min κ \(Self.number(minimum))" : "  ✘ BELOW its min κ \(Self.number(minimum))"
+                    }
                 }
                 say(line)
             }
@@ -132,14 +152,6 @@ struct JudgeCalibrateCommand: AsyncParsableCommand {
                 say("DRIFTED: \(name): κ \(Self.number(before)) → \(Self.number(now)) (more than \(Self.number(maxKappaDrop)) lower)")
             }
         }
-        for outcome in failedRounds {
-            diagnose(
-                CommandError(
-                    "judge_failed",
-                    "\(outcome.label.location): the judge gave no verdict on \(outcome.label.log): "
-                        + (outcome.errors.first ?? "it was not asked")))
-        }
-        if !failedRounds.isEmpty { throw Exit.unusable }
         throw ExitCode(below.isEmpty && drift.isEmpty ? 0 : 1)
     }
 
@@ -149,7 +161,11 @@ struct JudgeCalibrateCommand: AsyncParsableCommand {
             + "(\(figures.consistent) of \(figures.judged) labels judged the same every round)"
     }
 
-    static func number(_ value: Double) -> String { String(format: "%.2f", value) }
+    /// Two decimals, without a minus sign on zero.
+    static func number(_ value: Double) -> String {
+        let text = String(format: "%.2f", value)
+        return text == "-0.00" ? "0.00" : text
+    }
 
     static func pad(_ value: Int) -> String { String(repeating: " ", count: max(0, 10 - String(value).count)) + String(value) }
 }

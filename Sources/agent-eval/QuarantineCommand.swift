@@ -68,7 +68,7 @@ struct QuarantineAddCommand: ParsableCommand {
     @Option(help: ArgumentHelp("The last day the quarantine holds, YYYY-MM-DD (UTC).", valueName: "date"))
     var until: String?
 
-    @Option(help: "Or: the quarantine holds this many days from today (default 14).")
+    @Option(help: "Or: the quarantine holds this many days from today (14 when neither is given).")
     var days: Int?
 
     @OptionGroup var location: QuarantineFileArgument
@@ -80,6 +80,9 @@ struct QuarantineAddCommand: ParsableCommand {
         if until != nil && days != nil { throw ValidationError("give --until or --days, not both") }
         if let until, !QuarantineEntry.isDate(until) { throw ValidationError("--until must be a date written YYYY-MM-DD, got \(until)") }
         if let days, days < 1 || days > 3650 { throw ValidationError("--days must be between 1 and 3650") }
+        if !QuarantineEntry.isCaseId(caseId) {
+            throw ValidationError("\(caseId) is not a caseId: case ids hold letters, digits, \"-\", \"_\", \".\" and \":\"")
+        }
         if owner.trimmingCharacters(in: .whitespaces).isEmpty { throw ValidationError("--owner must not be empty") }
         if reason.trimmingCharacters(in: .whitespaces).isEmpty { throw ValidationError("--reason must not be empty") }
     }
@@ -130,7 +133,7 @@ struct QuarantineListCommand: ParsableCommand {
     @OptionGroup(title: "Catalog")
     var catalog: CatalogUse
 
-    @Option(help: "A case that passed this many recorded suite runs in a row is ready to release (default 5, as `run` says).")
+    @Option(help: "A case that passed this many recorded suite runs in a row is ready to release (as `run` says).")
     var releaseAfter = QuarantineEntry.releaseStreak
 
     @Flag(help: "Exit 1 when an entry is past its date.")

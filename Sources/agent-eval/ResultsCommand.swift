@@ -218,8 +218,9 @@ struct ResultsCommentCommand: ParsableCommand {
         }
         let comment: PullRequestComment
         do {
-            if let base { baseReport = try ResultsMerge.read(base) }
-            comment = PullRequestComment(head: try ResultsMerge.read(head), base: baseReport, reportLink: reportLink, maxCases: maxCases)
+            if let base { baseReport = try ResultsMerge.readReport(base) }
+            comment = PullRequestComment(
+                head: try ResultsMerge.readReport(head), base: baseReport, reportLink: reportLink, maxCases: maxCases)
         } catch {
             throw diagnose(error)
         }

@@ -81,8 +81,10 @@ struct RunCommand: AsyncParsableCommand {
             valueName: "n|auto"))
     var repeatCount: RepeatCount = .fixed(1)
 
-    @Option(help: "With --repeat auto: at most this many attempts of a live case (default 20).")
-    var maxRepeats = 20
+    @Option(name: .customLong("max-repeats"), help: "With --repeat auto: at most this many attempts of a live case (default 20).")
+    var maxRepeatsOption: Int?
+
+    var maxRepeats: Int { maxRepeatsOption ?? 20 }
 
     /// Repeats of recorded cases' judges, and of live cases unless adaptive.
     var repeats: Int {
@@ -145,13 +147,13 @@ struct RunCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "The significance level of the exact test of a falling pass rate (cases with repeats): a fall with p below it is a regression (default 0.05).",
+            "The significance level of the exact test of a falling pass rate (cases with repeats): a fall with p below it is a regression.",
             valueName: "p"))
     var alpha = 0.05
 
     @Option(
         help: ArgumentHelp(
-            "The smallest fall of a pass rate, baseline minus now, that can be a regression (default 0.1: 10 points).",
+            "The smallest fall of a pass rate, baseline minus now, that can be a regression (0.1: 10 points).",
             valueName: "rate"))
     var minDrop = 0.1
 
@@ -194,6 +196,7 @@ struct RunCommand: AsyncParsableCommand {
     func validate() throws {
         if repeats < 1 { throw ValidationError("--repeat must be at least 1") }
         if maxRepeats < 2 || maxRepeats > 1000 { throw ValidationError("--max-repeats must be between 2 and 1000") }
+        if maxRepeatsOption != nil && repeatCount != .auto { throw ValidationError("--max-repeats goes with --repeat auto") }
         if let jobs, jobs < 1 { throw ValidationError("--jobs must be at least 1") }
         if let k, repeatCount == .auto {
             throw ValidationError("--k goes with a fixed --repeat; with --repeat auto the number of attempts varies (k=\(k))")
@@ -202,7 +205,7 @@ struct RunCommand: AsyncParsableCommand {
         if updateBaseline && baseline == nil && Self.defaultBaseline(for: paths) == nil {
             throw ValidationError("--update-baseline needs --baseline DIR when the first path is not a directory")
         }
-        if !(alpha > 0 && alpha < 1) { throw ValidationError("--alpha must be between 0 and 1, e.g. 0.05") }
+        if !(alpha > 0 && alpha < 1) { throw ValidationError("--alpha must be above 0 and below 1, e.g. 0.05") }
         if !(minDrop >= 0 && minDrop <= 1) { throw ValidationError("--min-drop must be between 0 and 1, e.g. 0.1") }
         if replaceBaseline && !updateBaseline { throw ValidationError("--replace-baseline goes with --update-baseline") }
         if history && catalog.noCatalog { throw ValidationError("--history needs the catalog; drop --no-catalog") }
@@ -287,7 +290,7 @@ struct RunCommand: AsyncParsableCommand {
                     verbose || html != nil
                     ? EvalReport.consoleLines(
                         for: finished.result, comparison: finished.comparison, hasBaseline: session.hasBaseline, verbose: verbose,
-                        page: html)
+                        page: html, failOn: failOn)
                     : finished.consoleLines
                 console?.finished(index: finished.index, lines: lines, done: finished.done)
             }
@@ -432,7 +435,16 @@ final class ConsoleProgress: Sendable {
 extension FailOn: ExpressibleByArgument {}
 
 /// `--repeat N` or `--repeat auto`.
-enum RepeatCount: ExpressibleByArgument, Equatable {
+enum RepeatCount: ExpressibleByArgument, Equatable, CustomStringConvertible {
+    var description: String {
+        switch self {
+        case .fixed(let count): "\(count)"
+        case .auto: "auto"
+        }
+    }
+
+    var defaultValueDescription: String { description }
+
     case fixed(Int)
     case auto
 

@@ -59,6 +59,16 @@ struct GateCommandTests {
             #expect(expired.stdoutText.contains("quarantine expired: owner alice, until 2020-01-31"))
             #expect(expired.stdoutText.contains("FAIL: 2 cases, 1 passed, 1 failed, 1 quarantine expired"))
 
+            let missingFile = try await agentEval(["run", "cases", "--no-catalog", "--quarantine", "nope.yaml"], in: root)
+            #expect(missingFile.status == 2 && missingFile.stderr.contains("the quarantine file nope.yaml does not exist"))
+            // The same case quarantined in its case file too: check and run both refuse it.
+            try
+                "caseId: bad\nlogs: \(Self.log)\nquarantine: {owner: bob, reason: \"#7\", until: 2999-01-01}\nexpected: {toolsNotCalled: [refund_order]}\n"
+                .write(toFile: root.path + "/cases/bad.yaml", atomically: true, encoding: .utf8)
+            let both = try await agentEval(["check", "cases"], in: root)
+            #expect(both.status == 2 && both.stderr.contains("is quarantined both here and in its case file"), "\(both.stderr)")
+            try "caseId: bad\nlogs: \(Self.log)\nexpected: {toolsNotCalled: [refund_order]}\n".write(
+                toFile: root.path + "/cases/bad.yaml", atomically: true, encoding: .utf8)
             let release = try await agentEval(["quarantine", "release", "bad"], in: root)
             #expect(release.status == 0 && release.stdoutText == "released bad from .agent-eval/quarantine.yaml\n")
             let missing = try await agentEval(["quarantine", "release", "bad"], in: root)
@@ -92,10 +102,13 @@ struct GateCommandTests {
             let comment = try await agentEval(["results", "comment", "r.json", "--report-link", "https://ci.example/r.html"], in: root)
             #expect(comment.status == 0)
             #expect(comment.stdoutText.hasPrefix("<!-- agent-eval results comment -->\n### ❌ agent-eval: \(verdict)\n"))
-            #expect(comment.stdoutText.contains("#### Still failing (1)\n\n- `bad` (fail) — `cases/bad.yaml:1`"))
+            #expect(comment.stdoutText.contains("#### Failing (1)\n\n- `bad` (fail) — `cases/bad.yaml:1`"))
             #expect(comment.stdoutText.contains("look: `agent-eval replay \(Self.log) --step 2`"))
             let unreadable = try await agentEval(["results", "comment", "nothing.json"], in: root)
             #expect(unreadable.status == 2 && unreadable.stderr.contains("nothing.json"))
+            try "{}".write(toFile: root.path + "/empty.json", atomically: true, encoding: .utf8)
+            let empty = try await agentEval(["results", "comment", "empty.json"], in: root)
+            #expect(empty.status == 2 && empty.stderr.contains("empty.json is not an agent-eval results report"), "\(empty.stderr)")
         }
     }
 
@@ -144,7 +157,7 @@ struct GateCommandTests {
             #expect(drifted.stdoutText.contains("κ 0.40"))
             #expect(drifted.stdoutText.contains("DRIFTED: scripted:support-judge: κ 1.00 → 0.40"))
             #expect(drifted.stdoutText.contains("disagrees: \(directory.path("labels.yaml")):5:5"), "\(drifted.stdoutText)")
-            try "cases: [x]\nlabels: []\n".write(toFile: directory.path("empty.yaml"), atomically: true, encoding: .utf8)
+            try "cases: [.]\nlabels: []\n".write(toFile: directory.path("empty.yaml"), atomically: true, encoding: .utf8)
             let empty = try await agentEval(["judge", "calibrate", directory.path("empty.yaml")])
             #expect(empty.status == 2 && empty.stderr.contains("no labels"), "\(empty.stderr)")
         }
@@ -175,7 +188,7 @@ struct GateCommandTests {
                 ["results", "comment", "head.json", "--base-branch", "main"], in: root, environment: ["AGENT_EVAL_CATALOG": catalog])
             #expect(comment.status == 0, "\(comment.stderr)")
             #expect(comment.stderr.contains("base: suite run #"), "\(comment.stderr)")
-            #expect(comment.stdoutText.contains("#### Newly failing (1)\nThe gate passed them on the base branch.\n\n- **`bad`** (fail)"))
+            #expect(comment.stdoutText.contains("#### Newly failing (1)\nThe gate passed them on the base branch, or they are new.\n\n- **`bad`** (fail)"))
             let none = try await agentEval(
                 ["results", "comment", "head.json", "--base-branch", "release"], in: root, environment: ["AGENT_EVAL_CATALOG": catalog])
             #expect(none.status == 2 && none.stderr.contains("has no suite run on branch release"), "\(none.stderr)")

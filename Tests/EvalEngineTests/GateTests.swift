@@ -132,6 +132,15 @@ struct GateTests {
         let worse: [Attempt] = [.pass, .pass, .pass] + [Attempt](repeating: .fail, count: 7)
         let dropped = compare(worse)
         #expect(dropped.status == .regressed)
+        // A flaky pass that regressed fails the gate, and its console line says so with ✘.
+        let flakyRegressed = Self.live("f", worse, minPassRate: 0.3)
+        let regressedReport = EvalReport(
+            results: [flakyRegressed], comparisons: ["f": BaselineComparison.compare(flakyRegressed, with: baseline)], hasBaseline: true)
+        #expect(flakyRegressed.passed && regressedReport.exitStatus == 1)
+        #expect(regressedReport.consoleLines(for: flakyRegressed).first?.hasPrefix("✘ f") == true)
+        var onlyFailures = regressedReport
+        onlyFailures.failOn = .failure
+        #expect(onlyFailures.exitStatus == 0 && onlyFailures.consoleLines(for: flakyRegressed).first?.hasPrefix("✔ f") == true)
         let rate = try #require(dropped.passRate)
         #expect(
             abs(rate.pValue - PassRateTest.fisher.pValue(baseline: PassCounts(passes: 10, attempts: 10), current: rate.current)) < 1e-15)
@@ -222,6 +231,8 @@ struct GateTests {
         #expect(report.counts.expiredQuarantines == 1 && report.counts.failed == 1)
         report.failOn = .regression
         #expect(report.exitStatus == 1, "an expired quarantine fails under every --fail-on")
+        // The console marks what the gate does: a passing case whose quarantine expired is ✘.
+        #expect(report.consoleLines(for: report.results[0]).first?.hasPrefix("✘ q") == true)
         // A harness error is one whether or not the case is quarantined.
         #expect(EvalReport(results: [Self.live("q", [.error], quarantine: held)]).exitStatus == 2)
     }

@@ -17,6 +17,9 @@ public struct QuarantineEntry: Sendable, Hashable {
     public var until: String
     /// Where the entry is written.
     public var location: SourceLocation
+    /// Written as a case file's `quarantine:` key (released by deleting it), not in the
+    /// project's quarantine file (released with `agent-eval quarantine release`).
+    public var isInCaseFile = false
 
     public init(caseId: String, owner: String, reason: String, until: String, location: SourceLocation) {
         self.caseId = caseId
@@ -65,6 +68,17 @@ public struct QuarantineEntry: Sendable, Hashable {
         return object.json
     }
 
+    /// How to end the quarantine: the command, or the key to delete.
+    public var releaseAdvice: String {
+        isInCaseFile
+            ? "delete its quarantine: key (\(location))" : "agent-eval quarantine release \(ShellWords.quoted(caseId))"
+    }
+
+    /// Whether `text` can be a caseId (letters, digits, `-_.:`), as case files require.
+    public static func isCaseId(_ text: String) -> Bool {
+        !text.isEmpty && text.allSatisfy { $0.isLetter || $0.isNumber || "-_.:".contains($0) }
+    }
+
     /// `owner alice, until 2026-12-31: flaky refund lookup (#123)`.
     public var sentence: String { "owner \(owner), until \(until): \(reason)" }
 
@@ -94,7 +108,9 @@ public struct QuarantineEntry: Sendable, Hashable {
         }
         errors.errors.append(contentsOf: fields.unknownKeys(in: "quarantine"))
         guard errors.errors.count == before, let id, let owner, let reason, let until else { return nil }
-        return QuarantineEntry(caseId: id, owner: owner, reason: reason, until: until, location: node.location)
+        var entry = QuarantineEntry(caseId: id, owner: owner, reason: reason, until: until, location: node.location)
+        entry.isInCaseFile = caseId != nil
+        return entry
     }
 }
 

@@ -92,6 +92,8 @@ public struct ProjectCheck: Sendable {
         var expanded: [String: [String]] = [:]
         /// Quarantine files checked (the project's, and one named on the command line).
         var quarantinesChecked: Set<String> = []
+        /// Where case files quarantine their own cases, by case id.
+        var caseQuarantines: [String: SourceLocation] = [:]
         /// Case ids seen so far, for the rule `run` applies too (`EvalSuite.register`).
         var caseIds: [String: SourceLocation] = [:]
         /// Makes each judge once (a scripted one is read, an HTTP one needs its key).
@@ -135,7 +137,10 @@ public struct ProjectCheck: Sendable {
                             problem(in: path, .error, duplicate)
                         } else {
                             crossCheck(evalCase)
-                            if let entry = evalCase.quarantine { checkExpiry(of: entry) }
+                            if let entry = evalCase.quarantine {
+                                checkExpiry(of: entry)
+                                caseQuarantines[evalCase.id] = entry.location
+                            }
                         }
                     }
                 } catch {
@@ -187,6 +192,14 @@ public struct ProjectCheck: Sendable {
             report.note(path, kind: .quarantine, summary: counted(file.entries.count, "quarantined case"))
             for entry in file.entries {
                 checkExpiry(of: entry)
+                if let own = caseQuarantines[entry.caseId] {
+                    problem(
+                        in: path, .error,
+                        EvalError(
+                            .badCase, "case \(entry.caseId) is quarantined both here and in its case file (\(own))",
+                            location: entry.location,
+                            hint: "keep one of the two entries; `run` refuses both"))
+                }
                 if caseIds[entry.caseId] == nil {
                     problem(
                         in: path, .warning,
@@ -208,7 +221,7 @@ public struct ProjectCheck: Sendable {
                     .badCase, "the quarantine of case \(entry.caseId) ended on \(entry.until) (\(entry.sentence))",
                     location: entry.location,
                     hint:
-                        "fix and release it (agent-eval quarantine release \(entry.caseId)), or extend until; `run` fails the case meanwhile"
+                        "fix the case and end the quarantine (\(entry.releaseAdvice)), or extend until; `run` fails the case meanwhile"
                 ))
         }
 

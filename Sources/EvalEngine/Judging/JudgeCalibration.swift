@@ -83,10 +83,20 @@ public struct JudgeLabels: Sendable {
         var labels: [Label] = []
         var casePaths: [String] = []
         if var fields = errors.collect({ () throws(ConfigError) in try root.mapping("the labels file") }) {
-            casePaths =
-                errors.collect { () throws(ConfigError) in
-                    try fields.required("cases", hint: "say where the labelled cases are: cases: [evals/]").strings("cases")
-                }?.map { ConfigPath.resolve($0, from: directory) } ?? []
+            if let casesNode = errors.collect({ () throws(ConfigError) in
+                try fields.required("cases", hint: "say where the labelled cases are: cases: [evals/]")
+            }) {
+                casePaths =
+                    errors.collect { () throws(ConfigError) in try casesNode.strings("cases") }?.map {
+                        ConfigPath.resolve($0, from: directory)
+                    } ?? []
+                for path in casePaths where !FileManager.default.fileExists(atPath: path) {
+                    errors.errors.append(
+                        ConfigError(
+                            .invalidValue, "cases: \(path) does not exist", at: casesNode.location,
+                            hint: "paths are relative to the labels file"))
+                }
+            }
             let items =
                 errors.collect { () throws(ConfigError) in
                     try fields.required("labels", hint: "labels: [{case, log, verdict: pass|fail}]").list("labels")
@@ -148,9 +158,11 @@ public struct JudgeCalibration: Sendable {
         public var minKappa: Double?
 
         public var selfConsistency: Double { judged == 0 ? 0 : Double(consistent) / Double(judged) }
+        /// Whether κ reaches the case's minimum; true when κ cannot be measured (the labels
+        /// hold one verdict only), which the report says.
         public var meetsMinimum: Bool {
-            guard let minKappa else { return true }
-            return (matrix.kappa ?? -1) >= minKappa - 1e-12
+            guard let minKappa, let kappa = matrix.kappa else { return true }
+            return kappa >= minKappa - 1e-12
         }
 
         public var json: JSONValue {

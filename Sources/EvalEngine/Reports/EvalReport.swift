@@ -84,7 +84,7 @@ public struct EvalReport: Sendable {
     /// The lines of one case for the console: a headline, and for a failed case every failed
     /// expectation with what was expected, what happened and the command to look at it.
     public func consoleLines(for result: CaseResult) -> [String] {
-        Self.consoleLines(for: result, comparison: comparisons[result.id], hasBaseline: hasBaseline)
+        Self.consoleLines(for: result, comparison: comparisons[result.id], hasBaseline: hasBaseline, failOn: failOn)
     }
 
     /// The lines of one case, from its result and baseline comparison alone (while a suite
@@ -92,10 +92,16 @@ public struct EvalReport: Sendable {
     /// what each judge said. With `page` (the file `run --html` writes), each `look:` line is
     /// followed by a `view:` link into that page.
     public static func consoleLines(
-        for result: CaseResult, comparison: BaselineComparison?, hasBaseline: Bool, verbose: Bool = false, page: String? = nil
+        for result: CaseResult, comparison: BaselineComparison?, hasBaseline: Bool, verbose: Bool = false, page: String? = nil,
+        failOn: FailOn = .any
     ) -> [String] {
         let outcome = result.outcome
-        var headline = outcome.passes ? "✔ " : (outcome == .error ? "! " : "✘ ")
+        // ✔ only for a case the gate passes: a passing outcome that regressed (unless only
+        // failures fail the run) or whose quarantine expired fails it, and is marked so.
+        let expired = result.evalCase.quarantine?.isExpired() == true
+        let held = result.evalCase.quarantine != nil && !expired
+        let failsGate = expired || !held && comparison?.status == .regressed && failOn != .failure
+        var headline = outcome == .error ? "! " : (outcome.passes && !failsGate ? "✔ " : "✘ ")
         headline += result.id
         var facts: [String] = []
         let runs = result.runs.count
@@ -137,7 +143,7 @@ public struct EvalReport: Sendable {
             if quarantine.isExpired() {
                 lines.append("    quarantine expired: \(quarantine.sentence) (\(quarantine.location))")
                 lines.append(
-                    "    hint: the case fails the gate until its entry is released (agent-eval quarantine release \(result.id)) or extended"
+                    "    hint: the case fails the gate until the quarantine ends (\(quarantine.releaseAdvice)) or its until is extended"
                 )
             } else if result.outcome != .error && (!result.passed || comparison?.status == .regressed) {
                 lines.append("    quarantined, not failing the gate: \(quarantine.sentence)")
@@ -147,7 +153,13 @@ public struct EvalReport: Sendable {
             lines.append("    regression: \(regression.message)")
         }
         if comparison?.status == .notSignificant, let passRate = comparison?.passRate {
-            lines.append("    not a regression yet: \(passRate.sentence); more attempts (--repeat) can tell")
+            if passRate.pValue < passRate.alpha {
+                lines.append(
+                    "    not a regression: \(passRate.sentence); significant, but a fall of \(Int((passRate.drop * 100).rounded())) "
+                        + "points is less than --min-drop (\(Int((passRate.minDrop * 100).rounded())))")
+            } else {
+                lines.append("    not a regression yet: \(passRate.sentence); more attempts (--repeat) can tell")
+            }
         }
         for disagreement in result.judgeDisagreements {
             lines.append("    judge: \(disagreement.message)")
@@ -327,14 +339,15 @@ public struct EvalReport: Sendable {
         var lines = ["## agent-eval: \(counts.verdict(failOn: failOn))", ""]
         if let baseline = counts.baseline {
             lines.append(
-                "**\(baseline.regressed) regressed**, \(baseline.knownFailures) known failures, \(counts.failed) failed, \(counts.errors) could not run."
+                "**\(baseline.regressed) regressed**, \(counted(baseline.knownFailures, "known failure")), \(counts.failed) failed, \(counts.errors) could not run."
             )
             lines.append("")
         }
         lines.append("| case | outcome | passed | pass rate | stop reasons | baseline |")
         lines.append("|---|---|---|---|---|---|")
         for result in results {
-            let outcome = Self.markdownOutcome(result.outcome) + (result.evalCase.quarantine != nil ? " (quarantined)" : "")
+            let quarantine = result.evalCase.quarantine.map { $0.isExpired() ? " (quarantine expired)" : " (quarantined)" } ?? ""
+            let outcome = Self.markdownOutcome(result.outcome) + quarantine
             let stops = Array(Set(result.runs.compactMap { $0.summary.stopReason?.rawValue })).sorted().joined(separator: ", ")
             let baseline = comparisons[result.id]?.status.rawValue.replacingOccurrences(of: "_", with: " ") ?? "–"
             lines.append(
@@ -356,7 +369,9 @@ public struct EvalReport: Sendable {
             }
         }
         section("Passed with warnings", results.filter { $0.passed && $0.runs.contains { $0.notes.contains(where: \.isWarning) } })
-        section("Failures and regressions", results.filter { !$0.passed || comparisons[$0.id]?.status == .regressed })
+        section(
+            "Failures and regressions",
+            results.filter { !$0.passed || comparisons[$0.id]?.status == .regressed || $0.evalCase.quarantine?.isExpired() == true })
         return lines.joined(separator: "\n") + "\n"
     }
 }

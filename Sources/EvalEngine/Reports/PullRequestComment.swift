@@ -87,18 +87,22 @@ public struct PullRequestComment: Sendable {
             ["- **`\(item.id)`** — \(Self.attempts(item.entry))\(Self.place(item.entry))"] + Self.firstFailure(item.entry)
         }
         let flakyIds = Set(newlyFlaky.map(\.id))
+        // With a base: failing now, and passing there or not there at all (a new case).
         let newlyFailing = cases.filter { item in
-            guard let before = baseCases[item.id], before.passes, !item.passes, item.outcome != "error" else { return false }
+            guard base != nil, !item.passes, item.outcome != "error", item.entry["quarantine"] == nil else { return false }
+            if let before = baseCases[item.id], !before.passes { return false }
             return !regressedIds.contains(item.id) && !flakyIds.contains(item.id)
         }
-        section("Newly failing", newlyFailing, note: "The gate passed them on the base branch.") { item in
-            ["- **`\(item.id)`** (\(Self.words(item.outcome)))\(Self.place(item.entry))"] + Self.firstFailure(item.entry)
+        section("Newly failing", newlyFailing, note: "The gate passed them on the base branch, or they are new.") { item in
+            let new = baseCases[item.id] == nil ? ", new case" : ""
+            return ["- **`\(item.id)`** (\(Self.words(item.outcome))\(new))\(Self.place(item.entry))"] + Self.firstFailure(item.entry)
         }
         let shown = regressedIds.union(flakyIds).union(newlyFailing.map(\.id))
         let otherFailing = cases.filter { item in
             !item.passes && item.outcome != "error" && item.entry["quarantine"] == nil && !shown.contains(item.id)
         }
-        section("Still failing", otherFailing) { item in
+        // "Still" only against a base that failed them too; without one, what failed is all that is known.
+        section(base == nil ? "Failing" : "Still failing", otherFailing) { item in
             let status = item.entry["baseline"]?["status"]?.stringValue.map { ", \(Self.words($0))" } ?? ""
             return ["- `\(item.id)` (\(Self.words(item.outcome))\(status))\(Self.place(item.entry))"] + Self.firstFailure(item.entry)
         }

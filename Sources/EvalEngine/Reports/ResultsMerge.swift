@@ -29,6 +29,19 @@ public struct ResultsMerge: Sendable {
     public let partial: String?
 
     /// Reads one results document, with a precise error for a file that cannot be one.
+    /// Reads a results document and checks it is one (its `schema` and `version`).
+    public static func readReport(_ path: String) throws(EvalError) -> JSONValue {
+        let report = try read(path)
+        guard report["schema"]?.stringValue == "agent-eval/results", report["version"]?.intValue == 1,
+            report["cases"]?.arrayValue != nil
+        else {
+            throw EvalError(
+                .badReport, "\(path) is not an agent-eval results report (version 1, with \"schema\": \"agent-eval/results\" and cases)",
+                location: SourceLocation(path: path), hint: "write the report with `agent-eval run … --json-out FILE`")
+        }
+        return report
+    }
+
     public static func read(_ path: String) throws(EvalError) -> JSONValue {
         let bytes: [UInt8]
         do {

@@ -115,7 +115,7 @@ public struct AdaptiveRepeats: Sendable {
         public var sentence: String {
             let fixed = attemptsRun + attemptsSaved
             return
-                "adaptive repeats: \(attemptsRun) attempts of \(fixed) at most (\(attemptsSaved) saved, about \(modelCallsSaved) model calls)"
+                "adaptive repeats: \(counted(attemptsRun, "attempt")) of \(fixed) at most (\(attemptsSaved) saved, about \(counted(modelCallsSaved, "model call")))"
         }
 
         public var json: JSONValue {

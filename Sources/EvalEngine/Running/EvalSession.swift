@@ -141,6 +141,17 @@ public struct EvalSession: Sendable {
         var plan = plan
         var (loaded, errors) = EvalSuite.load(paths: plan.paths)
         guard errors.isEmpty else { throw LoadFailure(errors: errors.map { DiagnosticRecord($0) }, inCaseFiles: true) }
+        if let named = plan.quarantineFile, !FileManager.default.fileExists(atPath: named) {
+            throw LoadFailure(
+                errors: [
+                    DiagnosticRecord(
+                        EvalError(
+                            .missingPath, "the quarantine file \(named) does not exist",
+                            hint:
+                                "write one with `agent-eval quarantine add CASE --owner O --reason R --file \(named)`, or drop --quarantine"
+                        ))
+                ], inCaseFiles: false)
+        }
         do throws(ConfigErrors) {
             let quarantine = try QuarantineFile.load(path: plan.quarantineFile ?? QuarantineFile.defaultPath())
             errors = quarantine.apply(to: &loaded)
@@ -203,11 +214,11 @@ public struct EvalSession: Sendable {
         let clock = ContinuousClock()
         let started = clock.now
         let comparisons = ComparisonStore()
-        let (baselines, hasBaseline, policy) = (self.baselines, self.hasBaseline, plan.regression)
+        let (baselines, hasBaseline, policy, failOn) = (self.baselines, self.hasBaseline, plan.regression, plan.failOn)
         let results = await EvalRunner(options: plan.options).run(cases) { index, result, done, total in
             let comparison = hasBaseline ? BaselineComparison.compare(result, with: baselines[result.id], policy: policy) : nil
             if let comparison { comparisons.set(comparison, for: result.id) }
-            let lines = EvalReport.consoleLines(for: result, comparison: comparison, hasBaseline: hasBaseline)
+            let lines = EvalReport.consoleLines(for: result, comparison: comparison, hasBaseline: hasBaseline, failOn: failOn)
             finished(Finished(index: index, result: result, comparison: comparison, done: done, total: total, consoleLines: lines))
         }
         let elapsed = started.duration(to: clock.now)

@@ -26,7 +26,9 @@ public struct PassCounts: Sendable, Hashable {
         let denominator = 1 + z * z / n
         let centre = (p + z * z / (2 * n)) / denominator
         let margin = z * (p * (1 - p) / n + z * z / (4 * n * n)).squareRoot() / denominator
-        return (max(0, centre - margin), min(1, centre + margin))
+        // Snapped to the bounds within rounding, so 0 and 1 print as such.
+        func snap(_ value: Double) -> Double { value < 1e-12 ? 0 : value > 1 - 1e-12 ? 1 : value }
+        return (snap(centre - margin), snap(centre + margin))
     }
 
     /// `{"passes", "attempts", "rate", "interval": [lower, upper]}`.
