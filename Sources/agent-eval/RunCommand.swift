@@ -147,6 +147,15 @@ struct RunCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
+            "Compare with the catalog's history on this branch instead of a baseline directory: each case's newest --baseline-runs suite runs there (outcomes, samples, stop reasons; not tools).",
+            valueName: "branch"))
+    var baselineBranch: String?
+
+    @Option(help: "With --baseline-branch: how many of the branch's newest suite runs make the baseline.")
+    var baselineRuns = 10
+
+    @Option(
+        help: ArgumentHelp(
             "The significance level of the exact test of a falling pass rate (cases with repeats): a fall with p below it is a regression.",
             valueName: "p"))
     var alpha = 0.05
@@ -208,6 +217,11 @@ struct RunCommand: AsyncParsableCommand {
         if !(alpha > 0 && alpha < 1) { throw ValidationError("--alpha must be above 0 and below 1, e.g. 0.05") }
         if !(minDrop >= 0 && minDrop <= 1) { throw ValidationError("--min-drop must be between 0 and 1, e.g. 0.1") }
         if replaceBaseline && !updateBaseline { throw ValidationError("--replace-baseline goes with --update-baseline") }
+        if baselineBranch != nil && (baseline != nil || updateBaseline) {
+            throw ValidationError("--baseline-branch compares with the catalog's history; it goes without --baseline and --update-baseline")
+        }
+        if baselineBranch != nil && catalog.noCatalog { throw ValidationError("--baseline-branch reads the catalog; drop --no-catalog") }
+        if baselineRuns < 1 { throw ValidationError("--baseline-runs must be at least 1") }
         if history && catalog.noCatalog { throw ValidationError("--history needs the catalog; drop --no-catalog") }
         if quiet && verbose { throw ValidationError("--quiet and --verbose ask for opposite things; give one") }
         if let shard, EvalSession.Shard(shard) == nil {
@@ -259,6 +273,26 @@ struct RunCommand: AsyncParsableCommand {
             baselineDirectory: baseline ?? Self.defaultBaseline(for: paths),
             updatesBaseline: updateBaseline, k: k, failOn: failOn, options: options)
         plan.replacesBaseline = replaceBaseline
+        if let baselineBranch {
+            guard let catalog else {
+                throw diagnose(CommandError("no_catalog", "--baseline-branch needs the catalog, which could not be opened"))
+            }
+            do {
+                let (suiteRuns, baselines) = try catalog.baselines(branch: baselineBranch, lastRuns: baselineRuns)
+                guard suiteRuns > 0 else {
+                    throw diagnose(
+                        CommandError(
+                            "no_base_run", "the catalog has no suite run on branch \(baselineBranch) to compare with",
+                            hint: "run the cases on \(baselineBranch) with the catalog (the default) first, or give --baseline DIR"))
+                }
+                plan.baselines = baselines
+                // On standard error, before the cases' lines (standard output holds the report).
+                printError(
+                    "baseline: \(counted(suiteRuns, "suite run")) on \(baselineBranch) in the catalog (\(counted(baselines.count, "case")))")
+            } catch let error as CatalogError {
+                throw diagnose(error)
+            }
+        }
         plan.regression = RegressionPolicy(alpha: alpha, minDrop: minDrop, test: test)
         plan.quarantineFile = quarantine
         let session: EvalSession

@@ -163,7 +163,7 @@ struct GateCommandTests {
         }
     }
 
-    @Test("results comment --base-branch takes the base from the newest suite run the catalog recorded on that branch")
+    @Test("--base-branch and --baseline-branch: the comment's base and the gate's baseline from the catalog's history on a branch")
     func commentBaseFromCatalog() async throws {
         try await TemporaryDirectory.with { directory in
             let root = try project(in: directory)
@@ -193,6 +193,18 @@ struct GateCommandTests {
             let none = try await agentEval(
                 ["results", "comment", "head.json", "--base-branch", "release"], in: root, environment: ["AGENT_EVAL_CATALOG": catalog])
             #expect(none.status == 2 && none.stderr.contains("has no suite run on branch release"), "\(none.stderr)")
+
+            // The gate against the catalog's history on main, in place of a baseline directory.
+            let gated = try await agentEval(
+                ["run", "cases", "--baseline-branch", "main", "--fail-on", "regression"], in: root,
+                environment: ["AGENT_EVAL_CATALOG": catalog])
+            #expect(gated.status == 1, "\(gated.stdoutText)")
+            #expect(gated.stderr.contains("baseline: 1 suite run on main in the catalog (2 cases)"), "\(gated.stderr)")
+            #expect(gated.stdoutText.contains("regression: passed in the baseline, fails now"))
+            #expect(gated.stdoutText.contains("1 regressed, 0 known failures"))
+            let nowhere = try await agentEval(
+                ["run", "cases", "--baseline-branch", "release"], in: root, environment: ["AGENT_EVAL_CATALOG": catalog])
+            #expect(nowhere.status == 2 && nowhere.stderr.contains("no suite run on branch release"), "\(nowhere.stderr)")
         }
     }
 }

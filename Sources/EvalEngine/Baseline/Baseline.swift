@@ -21,6 +21,10 @@ public struct Baseline: Sendable, Hashable {
     public var runCount: Int { counts.attempts }
     /// Every stop reason (or pipeline status) any attempt ended with, sorted.
     public var stopReasonsSeen: [String]
+    /// Whether the baseline knows the tools, attempts and tasks its runs had (a baseline file
+    /// does; one made from the catalog's history keeps outcomes and stop reasons only, and is not
+    /// compared on tools).
+    public var knowsTools = true
     /// Read from a file written before baselines kept their passes (and when cases that could
     /// not run were written as failures): the next update replaces it rather than adding to it.
     var predatesSampleSizes = false
@@ -40,6 +44,27 @@ public struct Baseline: Sendable, Hashable {
         public var stopReason: String?
         /// The tasks a pipeline ran, in plan order.
         public var tasks: [String] = []
+
+        public init(run: String, tools: [String], stopReason: String?, tasks: [String] = []) {
+            self.run = run
+            self.tools = tools
+            self.stopReason = stopReason
+            self.tasks = tasks
+        }
+    }
+
+    /// A baseline from history that kept no tools (the catalog's): outcomes, samples and stop reasons.
+    public init(caseId: String, passed: Bool, counts: PassCounts, runs: [Trajectory], stopReasonsSeen: [String]) {
+        self.caseId = caseId
+        self.passed = passed
+        outcome = passed ? "pass" : "fail"
+        self.counts = counts
+        self.runs = runs
+        self.stopReasonsSeen = stopReasonsSeen
+        toolsSeen = []
+        toolsAttempted = []
+        tasksSeen = []
+        knowsTools = false
     }
 
     public init(_ result: CaseResult) {

@@ -165,17 +165,17 @@ public struct BaselineComparison: Sendable {
             }
         }
         let seen = Set(baseline.toolsSeen)
-        for tool in Array(Set(result.runs.flatMap(\.summary.tools))).sorted() where !seen.contains(tool) {
+        for tool in Array(Set(result.runs.flatMap(\.summary.tools))).sorted() where baseline.knowsTools && !seen.contains(tool) {
             regressions.append(Regression(kind: .newTool, message: "\(tool) is called now and was not in the baseline"))
         }
         let tasksBefore = Set(baseline.tasksSeen)
-        for task in Array(Set(result.runs.flatMap(\.summary.tasks))).sorted() where !tasksBefore.contains(task) {
+        for task in Array(Set(result.runs.flatMap(\.summary.tasks))).sorted() where baseline.knowsTools && !tasksBefore.contains(task) {
             regressions.append(Regression(kind: .newTask, message: "the task \(task) runs now and did not in the baseline"))
         }
         let forbidden = Set(result.evalCase.expected.toolsNotCalled)
         let attemptedBefore = Set(baseline.toolsAttempted + baseline.toolsSeen)
         let attemptedNow = Set(result.runs.flatMap { $0.summary.attempted + $0.summary.tools })
-        for tool in forbidden.intersection(attemptedNow).subtracting(attemptedBefore).sorted() {
+        for tool in forbidden.intersection(attemptedNow).subtracting(attemptedBefore).sorted() where baseline.knowsTools {
             regressions.append(
                 Regression(kind: .forbiddenToolAttempted, message: "the forbidden tool \(tool) is attempted now, and was not before"))
         }

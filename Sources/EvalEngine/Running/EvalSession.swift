@@ -40,6 +40,9 @@ public struct EvalSession: Sendable {
         public var options: EvalOptions
         /// How a fall of a pass rate is told from noise.
         public var regression = RegressionPolicy()
+        /// Baselines made elsewhere (the catalog's history on a branch), by case id, in place of
+        /// a baseline directory.
+        public var baselines: [String: Baseline]?
         /// The project's quarantine file (`.agent-eval/quarantine.yaml` in the project root when
         /// nil); a missing file quarantines nothing.
         public var quarantineFile: String?
@@ -180,7 +183,10 @@ public struct EvalSession: Sendable {
         self.cases = cases
         var baselines: [String: Baseline] = [:]
         var hasBaseline = false
-        if !plan.updatesBaseline, let directory = plan.baselineDirectory, FileManager.default.fileExists(atPath: directory) {
+        if let given = plan.baselines {
+            baselines = given
+            hasBaseline = true
+        } else if !plan.updatesBaseline, let directory = plan.baselineDirectory, FileManager.default.fileExists(atPath: directory) {
             do {
                 baselines = try Baseline.read(for: cases, from: directory)
                 hasBaseline = true

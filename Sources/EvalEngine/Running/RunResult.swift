@@ -35,7 +35,7 @@ public struct RunResult: Sendable {
     public var label: String { Self.label(log: logPath, repeatIndex: repeatIndex) }
 
     /// `repeat N` for a live repeat, else the log's file name.
-    static func label(log: String, repeatIndex: Int) -> String {
+    public static func label(log: String, repeatIndex: Int) -> String {
         repeatIndex > 0 ? "repeat \(repeatIndex)" : (log.split(separator: "/").last.map(String.init) ?? log)
     }
 }
