@@ -288,7 +288,8 @@ struct RunCommand: AsyncParsableCommand {
                 plan.baselines = baselines
                 // On standard error, before the cases' lines (standard output holds the report).
                 printError(
-                    "baseline: \(counted(suiteRuns, "suite run")) on \(baselineBranch) in the catalog (\(counted(baselines.count, "case")))")
+                    "baseline: \(counted(suiteRuns, "suite run")) on \(baselineBranch) in the catalog (\(counted(baselines.count, "case")))"
+                )
             } catch let error as CatalogError {
                 throw diagnose(error)
             }
