@@ -42,12 +42,6 @@ public struct EvalReport: Sendable {
     /// The gate's counts, from the report's own case entries (`ReportCounts`).
     public var counts: ReportCounts { ReportCounts(entries: results.map(caseJSON), compared: hasBaseline) }
 
-    public var passedCount: Int { results.filter(\.passed).count }
-    public var errorCount: Int { results.filter { $0.outcome == .error }.count }
-    public var failedCount: Int { results.filter { !$0.passed && $0.outcome != .error }.count }
-    public var regressions: [CaseResult] { results.filter { comparisons[$0.id]?.status == .regressed } }
-    public var knownFailures: [CaseResult] { results.filter { comparisons[$0.id]?.status == .knownFailure } }
-
     /// `agent-eval replay <log> --step N`: the command to look at a failure.
     public static func replayCommand(log: String, step: Int?) -> String {
         "agent-eval replay \(ShellWords.quoted(log))" + (step.map { " --step \($0)" } ?? "")
