@@ -102,7 +102,8 @@ func run(
     do {
         session = try EvalSession(plan)
     } catch {
-        throw NSError(domain: "gate-benchmark", code: 2, userInfo: [NSLocalizedDescriptionKey: "\(error.errors)"])
+        FileHandle.standardError.write(Data("gate-benchmark: the suite cannot run: \(error.errors.map(\.description))\n".utf8))
+        exit(2)
     }
     let report = await session.runToReport { _ in }
     if update { _ = try session.writeBaselineIfAsked(from: report) }
@@ -141,6 +142,8 @@ func median(_ values: [Double]) -> Double {
 
 try? FileManager.default.removeItem(atPath: settings.directory)
 try FileManager.default.createDirectory(atPath: settings.directory, withIntermediateDirectories: true)
+// No quarantine: an empty file, so the project's (if any) is not read.
+try "quarantine: []\n".write(toFile: settings.directory + "/no-quarantine.yaml", atomically: true, encoding: .utf8)
 defer { try? FileManager.default.removeItem(atPath: settings.directory) }
 
 print(
