@@ -28,10 +28,17 @@ struct RunCommand: AsyncParsableCommand {
             command to look at it. A case can also run a pipeline (pipeline: <file>) or check pipeline logs, with \
             pipeline-level and per-task expectations. Case files are described in docs/eval-cases.md.
 
-            Baselines: --update-baseline writes one reviewable JSON file per case into the baseline directory \
-            (default: <first directory>/.baseline). A later run compares with it and reports regressions — a \
-            case that passed now fails, a stop reason changed, a new tool is called, a new pipeline task runs, a \
-            forbidden tool is now attempted, a pass rate fell — apart from failures that were already failing.
+            Baselines: --update-baseline adds this run to one reviewable JSON file per case in the baseline directory \
+            (default: <first directory>/.baseline; --baseline-branch compares with the catalog's history instead). A \
+            later run compares with it and reports regressions — a case that passed now fails, a stop reason changed, \
+            a new tool is called, a new pipeline task runs, a forbidden tool is now attempted, a pass rate fell by an \
+            exact test (--alpha, --min-drop, --test) — apart from failures that were already failing.
+
+            Attempts: a live case whose repeats disagree is flaky_pass or flaky_fail by its minPassRate (every attempt \
+            by default); an attempt that could not run is kept apart from failures. --repeat auto runs a case again \
+            only while its verdict can still change. Quarantined cases (agent-eval quarantine --help) run and are \
+            reported without failing the gate until their end date. Every report leads with the verdict the exit \
+            status was decided from (PASS:, FAIL:, ERROR:).
 
             The catalog (docs/catalog.md): the facts of recorded logs are cached per log identity, so a second run \
             over logs that did not change reads none of them; the results are recorded (see `agent-eval history`) and \
