@@ -110,7 +110,7 @@ struct QuarantineAddCommand: ParsableCommand {
             printJSON(object.json)
         } else {
             say("\(replaced ? "changed" : "quarantined") \(caseId) in \(displayPath(file.path)): \(entry.sentence)")
-            if entry.isExpired() { printError("warning: \(end) is in the past: `run` fails the case until the entry is extended") }
+            if entry.isExpiredNow { printError("warning: \(end) is in the past: `run` fails the case until the entry is extended") }
         }
     }
 }
@@ -160,20 +160,20 @@ struct QuarantineListCommand: ParsableCommand {
                     warn(error)
                 }
             }
-            if entry.isExpired() { expired += 1 }
+            if entry.isExpiredNow { expired += 1 }
             let ready = streak.map { $0 >= releaseAfter }
             var object = ObjectBuilder()
             object.set("case_id", entry.caseId)
             object.set("owner", entry.owner)
             object.set("reason", entry.reason)
             object.set("until", entry.until)
-            object.set("expired", entry.isExpired())
+            object.set("expired", entry.isExpiredNow)
             object.set("passing_streak", streak)
             object.set("ready_to_release", ready)
             entries.append(object.json)
             if !json {
                 var line = "\(entry.caseId): \(entry.sentence)"
-                if entry.isExpired() { line += "  EXPIRED" }
+                if entry.isExpiredNow { line += "  EXPIRED" }
                 if let streak {
                     line +=
                         ready == true

@@ -21,12 +21,17 @@ public struct QuarantineEntry: Sendable, Hashable {
     /// project's quarantine file (released with `agent-eval quarantine release`).
     public var isInCaseFile = false
 
+    /// Whether the entry had ended when it was read (`isExpired(today:)` then): one answer for
+    /// a whole run, even one that crosses midnight UTC.
+    public let isExpiredNow: Bool
+
     public init(caseId: String, owner: String, reason: String, until: String, location: SourceLocation) {
         self.caseId = caseId
         self.owner = owner
         self.reason = reason
         self.until = until
         self.location = location
+        isExpiredNow = QuarantineEntry.today() > until
     }
 
     /// A quarantined case that passed this many suite runs in a row (the catalog's history) is
@@ -62,7 +67,7 @@ public struct QuarantineEntry: Sendable, Hashable {
         object.set("owner", owner)
         object.set("reason", reason)
         object.set("until", until)
-        object.set("expired", isExpired())
+        object.set("expired", isExpiredNow)
         object.set("file", location.path)
         object.set("line", location.line)
         return object.json

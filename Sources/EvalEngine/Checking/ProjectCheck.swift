@@ -214,7 +214,7 @@ public struct ProjectCheck: Sendable {
         /// An entry past its `until` date is an error: `run` fails the case until it is released
         /// or extended.
         mutating func checkExpiry(of entry: QuarantineEntry) {
-            guard entry.isExpired() else { return }
+            guard entry.isExpiredNow else { return }
             problem(
                 in: entry.location.path, .error,
                 EvalError(

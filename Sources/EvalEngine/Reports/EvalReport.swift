@@ -92,7 +92,7 @@ public struct EvalReport: Sendable {
         let outcome = result.outcome
         // ✔ only for a case the gate passes: a passing outcome that regressed (unless only
         // failures fail the run) or whose quarantine expired fails it, and is marked so.
-        let expired = result.evalCase.quarantine?.isExpired() == true
+        let expired = result.evalCase.quarantine?.isExpiredNow == true
         let held = result.evalCase.quarantine != nil && !expired
         let failsGate = expired || !held && comparison?.status == .regressed && failOn != .failure
         var headline = outcome == .error ? "! " : (outcome.passes && !failsGate ? "✔ " : "✘ ")
@@ -124,7 +124,7 @@ public struct EvalReport: Sendable {
             facts.append(comparison.status.rawValue.replacingOccurrences(of: "_", with: " "))
         }
         if let quarantine = result.evalCase.quarantine {
-            facts.append(quarantine.isExpired() ? "quarantine expired \(quarantine.until)" : "quarantined")
+            facts.append(quarantine.isExpiredNow ? "quarantine expired \(quarantine.until)" : "quarantined")
         }
         headline += "  (" + facts.joined(separator: ", ") + ")"
         var lines = [headline]
@@ -134,7 +134,7 @@ public struct EvalReport: Sendable {
             return lines
         }
         if let quarantine = result.evalCase.quarantine {
-            if quarantine.isExpired() {
+            if quarantine.isExpiredNow {
                 lines.append("    quarantine expired: \(quarantine.sentence) (\(quarantine.location))")
                 lines.append(
                     "    hint: the case fails the gate until the quarantine ends (\(quarantine.releaseAdvice)) or its until is extended"
@@ -340,7 +340,7 @@ public struct EvalReport: Sendable {
         lines.append("| case | outcome | passed | pass rate | stop reasons | baseline |")
         lines.append("|---|---|---|---|---|---|")
         for result in results {
-            let quarantine = result.evalCase.quarantine.map { $0.isExpired() ? " (quarantine expired)" : " (quarantined)" } ?? ""
+            let quarantine = result.evalCase.quarantine.map { $0.isExpiredNow ? " (quarantine expired)" : " (quarantined)" } ?? ""
             let outcome = Self.markdownOutcome(result.outcome) + quarantine
             let stops = Array(Set(result.runs.compactMap { $0.summary.stopReason?.rawValue })).sorted().joined(separator: ", ")
             let baseline = comparisons[result.id]?.status.rawValue.replacingOccurrences(of: "_", with: " ") ?? "–"
@@ -365,7 +365,7 @@ public struct EvalReport: Sendable {
         section("Passed with warnings", results.filter { $0.passed && $0.runs.contains { $0.notes.contains(where: \.isWarning) } })
         section(
             "Failures and regressions",
-            results.filter { !$0.passed || comparisons[$0.id]?.status == .regressed || $0.evalCase.quarantine?.isExpired() == true })
+            results.filter { !$0.passed || comparisons[$0.id]?.status == .regressed || $0.evalCase.quarantine?.isExpiredNow == true })
         return lines.joined(separator: "\n") + "\n"
     }
 }
