@@ -246,7 +246,8 @@ struct ExportOTLPCommand: AsyncParsableCommand {
         abstract: "Export runs as OpenTelemetry traces (OTLP/JSON) to a file or an OTLP/HTTP collector.",
         discussion: """
             One trace per run: an invoke_agent root span with the stop reason and limit, a chat span per model \
-            decision (policy verdicts and approvals as its events), an execute_tool span per call that ran (each \
+            decision (approvals as its events; each policy verdict an apply_guardrail span under it, with a \
+            gen_ai.guardrail.result event in the policy's own words), an execute_tool span per call that ran (each \
             attempt as an event), with the GenAI semantic conventions' attribute names. Prompts, answers, tool \
             arguments and results are exported only with --include-content, as the conventions recommend. \
             `agent-eval import otlp` reads the export back (docs/interop.md). --results REPORT adds each run's eval \

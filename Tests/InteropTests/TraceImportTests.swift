@@ -306,7 +306,19 @@ struct TraceImportTests {
             spans.contains {
                 $0["attributes"]?["gen_ai.operation.name"] == "execute_tool" && $0["attributes"]?["gen_ai.tool.call.arguments"] != nil
             })
-        #expect(spans.contains { ($0["events"]?.arrayValue ?? []).contains { $0["name"] == "agent_eval.policy.verdict" } })
+        // Each policy verdict: an apply_guardrail span under its decision, its result in the policy's own words.
+        let guardrails = spans.filter { $0["attributes"]?["gen_ai.operation.name"] == "apply_guardrail" }
+        #expect(!guardrails.isEmpty)
+        let decisions = Set(spans.filter { $0["attributes"]?["gen_ai.operation.name"] == "chat" }.compactMap { $0["span_id"]?.stringValue })
+        for guardrail in guardrails {
+            #expect(decisions.contains(guardrail["parent_span_id"]?.stringValue ?? ""))
+            #expect(guardrail["attributes"]?["gen_ai.tool.call.id"]?.stringValue != nil)
+            let decision = (guardrail["events"]?.arrayValue ?? []).first { $0["name"] == "gen_ai.guardrail.result" }?["attributes"]?[
+                "gen_ai.guardrail.decision"]?.stringValue
+            #expect(["allow", "deny", "approval_required"].contains(decision ?? ""), "\(guardrail)")
+        }
+        #expect(
+            guardrails.contains { ($0["events"]?.arrayValue ?? []).contains { $0["attributes"]?["gen_ai.guardrail.decision"] == "deny" } })
         // Without --include-content no arguments, results or messages leave the machine.
         let bare = JSONWriter.encodeString(try OTLPExporter().request(logs: logs))
         #expect(!bare.contains("gen_ai.tool.call.arguments") && !bare.contains("gen_ai.output.messages"))

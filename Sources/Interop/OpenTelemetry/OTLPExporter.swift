@@ -172,6 +172,8 @@ private struct RunSpans {
         var previousUs = startUs
         var stop: (RunStopped, Int)?
         var usage = TokenUsage(input: 0, output: 0)
+        // Each policy verdict: an `apply_guardrail` span under the decision that proposed the call.
+        var guardrails: [JSONValue] = []
         for event in events {
             switch event.payload {
             case .decisionMade(let made):
@@ -187,14 +189,23 @@ private struct RunSpans {
                 }
             case .verdictGiven(let verdict):
                 if let index = callIndex[verdict.callId] {
-                    decisionEvents[calls[index].decisionKey, default: []].append(
-                        spanEvent(
-                            "agent_eval.policy.verdict", at: event.timeUs,
-                            [
+                    // The verdict in the policy's own words (allow, deny, approval_required): the
+                    // conventions ask for the guardrail's native decision, not a translation.
+                    let result = spanEvent(
+                        "gen_ai.guardrail.result", at: event.timeUs,
+                        [
+                            ("gen_ai.guardrail.decision", text(verdict.verdict.rawValue)), ("agent_eval.rule", text(verdict.rule)),
+                            ("agent_eval.reason", text(verdict.reason)),
+                        ])
+                    guardrails.append(
+                        span(
+                            id: spanId("guardrail:\(event.sequence)"), parent: spanId(calls[index].decisionKey),
+                            name: "apply_guardrail \(started.policy.name)", kind: 1, startUs: event.timeUs, endUs: event.timeUs,
+                            attributes: [
+                                ("gen_ai.operation.name", "apply_guardrail"), ("gen_ai.guardrail.name", .string(started.policy.name)),
                                 ("gen_ai.tool.call.id", text(verdict.callId)), ("gen_ai.tool.name", text(verdict.tool)),
-                                ("agent_eval.verdict", text(verdict.verdict.rawValue)), ("agent_eval.rule", text(verdict.rule)),
-                                ("agent_eval.reason", text(verdict.reason)),
-                            ]))
+                            ],
+                            events: [result], status: ["code": 0]))
                 }
             case .approvalRecorded(let approval):
                 if let index = callIndex[approval.callId] {
@@ -282,6 +293,7 @@ private struct RunSpans {
                     attributes: attributes,
                     events: decisionEvents[key] ?? [], status: status))
         }
+        spans += guardrails
         for call in calls {
             guard let begin = call.firstIntentUs else { continue }
             var status: JSONValue = ["code": 0]
