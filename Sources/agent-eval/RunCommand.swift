@@ -261,11 +261,9 @@ struct RunCommand: AsyncParsableCommand {
         if let catalog { options.facts = FactCache(catalog: catalog) }
         // Made before any case runs: a malformed OTLP headers variable stops the command first.
         let exporter = try otlp.exporter()
-        // A live case's logs are indexed, then sent to the collector as one trace request, as
-        // soon as the case is done.
-        options.finishedLogs = FinishedLogSinks.combining([
-            catalog.map(IndexingSink.warning), exporter,
-        ])
+        // A live case's logs are indexed as soon as the case is done; they go to the collector
+        // once the case is reported, with its outcomes (below).
+        options.finishedLogs = FinishedLogSinks.combining([catalog.map(IndexingSink.warning)])
         // The suite run's commit and branch come from `git`, which runs beside the suite (on a
         // thread of its own: waiting for a child process would hold one of the suite's threads);
         // they are needed only when the results are recorded.
@@ -328,6 +326,14 @@ struct RunCommand: AsyncParsableCommand {
         // of what ran is still printed and written.
         let (report, interrupted) = try await withInterruption {
             await session.runToReport { finished in
+                // The case's traces, each with its eval outcomes as gen_ai.evaluation.result events.
+                if let exporter, !finished.result.writtenRunLogs.isEmpty {
+                    let one = EvalReport(
+                        results: [finished.result], comparisons: finished.comparison.map { [finished.result.id: $0] } ?? [:],
+                        hasBaseline: finished.comparison != nil)
+                    exporter.send(
+                        logs: finished.result.writtenRunLogs, evaluations: OTLPExporter.EvaluationResult.fromReport(one.json))
+                }
                 let lines =
                     verbose || html != nil
                     ? EvalReport.consoleLines(

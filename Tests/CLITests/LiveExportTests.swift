@@ -73,6 +73,12 @@ struct LiveExportTests {
             #expect(summary["otlp"]?["sent"] == .int(written.count) && summary["otlp"]?["failed"] == 0)
             #expect(try receivedRunIds(receiver).sorted() == written.sorted())
             #expect(try receiver.receivedSpans().flatMap { $0 }.contains { $0["attributes"]?["gen_ai.input.messages"] != nil })
+            // An agent case's run carries its eval outcome beside it: the case, scored 1 (it passed).
+            let roots = try receiver.receivedSpans().flatMap { $0 }.filter { $0["attributes"]?["gen_ai.operation.name"] == "invoke_agent" }
+            let outcomes = roots.flatMap { ($0["events"]?.arrayValue ?? []).filter { $0["name"] == "gen_ai.evaluation.result" } }
+            let refund = outcomes.first { $0["attributes"]?["gen_ai.evaluation.name"] == "agent-eval.case support-refund-live" }
+            #expect(refund?["attributes"]?["gen_ai.evaluation.score.value"]?.doubleValue == 1, "\(outcomes)")
+            #expect(refund?["attributes"]?["gen_ai.evaluation.score.label"] == "pass")
         }
     }
 

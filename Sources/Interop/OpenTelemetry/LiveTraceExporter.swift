@@ -33,10 +33,13 @@ public final class LiveTraceExporter: Sendable {
         self.failed = failed
     }
 
-    /// Starts sending the traces of `logs` (sealed run logs).
-    public func send(logs: [String]) {
+    /// Starts sending the traces of `logs` (sealed run logs), each with the eval outcomes given
+    /// for it (`gen_ai.evaluation.result` events on its run's span).
+    public func send(logs: [String], evaluations: [String: [OTLPExporter.EvaluationResult]] = [:]) {
         guard !logs.isEmpty else { return }
-        let (endpoint, exporter, post, failed) = (self.endpoint, self.exporter, self.post, self.failed)
+        var exporter = self.exporter
+        exporter.evaluations.merge(evaluations) { _, given in given }
+        let (endpoint, post, failed) = (self.endpoint, self.post, self.failed)
         let task = Task { () -> (sent: Int, failed: Int) in
             do {
                 let request = try exporter.request(logs: logs)
