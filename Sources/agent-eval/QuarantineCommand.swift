@@ -80,7 +80,7 @@ struct QuarantineAddCommand: ParsableCommand {
         if until != nil && days != nil { throw ValidationError("give --until or --days, not both") }
         if let until, !QuarantineEntry.isDate(until) { throw ValidationError("--until must be a date written YYYY-MM-DD, got \(until)") }
         if let days, days < 1 || days > 3650 { throw ValidationError("--days must be between 1 and 3650") }
-        if !QuarantineEntry.isCaseId(caseId) {
+        if !EvalCase.isValidId(caseId) {
             throw ValidationError("\(caseId) is not a caseId: case ids hold letters, digits, \"-\", \"_\", \".\" and \":\"")
         }
         if owner.trimmingCharacters(in: .whitespaces).isEmpty { throw ValidationError("--owner must not be empty") }

@@ -203,6 +203,16 @@ struct GateTests {
                 #expect(messages.contains { $0.contains("quarantine.yaml:6:5") && $0.contains("reason") }, "\(messages)")
                 #expect(messages.contains { $0.contains("quarantine.yaml:13:5") && $0.contains("extra") }, "\(messages)")
             }
+            // A case id the case files could not have is refused where it is written.
+            try "quarantine:\n  - {case: \"bad id!\", owner: o, reason: r, until: 2999-01-01}\n".write(
+                toFile: directory.path("odd.yaml"), atomically: true, encoding: .utf8)
+            do throws(ConfigErrors) {
+                _ = try QuarantineFile.load(path: directory.path("odd.yaml"))
+                Issue.record("a case id with a space and ! was read")
+            } catch {
+                #expect(error.errors.first?.description.contains("odd.yaml:2:") == true)
+                #expect(error.errors.first?.message.contains("case \"bad id!\" may only hold letters") == true, "\(error.errors)")
+            }
             var file = QuarantineFile(path: path, entries: [Self.entry("b", until: "2999-01-01"), Self.entry("a", until: "2000-01-01")])
             try file.save()
             let read = try QuarantineFile.load(path: path)

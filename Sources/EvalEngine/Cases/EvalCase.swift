@@ -71,6 +71,17 @@ public struct EvalCase: Sendable {
         self.location = location
     }
 
+    /// Whether `text` can be a caseId: letters, digits, `-`, `_`, `.` and `:` (the one rule, for
+    /// case files, the quarantine file and `agent-eval quarantine add`).
+    public static func isValidId(_ text: String) -> Bool {
+        !text.isEmpty && text.allSatisfy { $0.isLetter || $0.isNumber || "-_.:".contains($0) }
+    }
+
+    /// The error for a caseId that breaks the rule, at `location`.
+    public static func invalidIdError(_ id: String, key: String = "caseId", at location: SourceLocation) -> ConfigError {
+        ConfigError(.invalidValue, "\(key) \"\(id)\" may only hold letters, digits, \"-\", \"_\", \".\" and \":\"", at: location)
+    }
+
     /// Where the case gives `key` (`agent`, `logs`, `pipeline`); the case's own place otherwise.
     public func location(ofKey key: String) -> SourceLocation {
         node?.location(ofKey: key) ?? location

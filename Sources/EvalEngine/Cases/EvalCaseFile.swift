@@ -67,10 +67,7 @@ public enum EvalCaseFile {
         let id = errors.collect { () throws(ConfigError) -> String in
             let idNode = try fields.required("caseId", hint: "every case needs a unique caseId")
             let id = try idNode.nonEmptyString("caseId")
-            guard id.allSatisfy({ $0.isLetter || $0.isNumber || "-_.:".contains($0) }) else {
-                throw ConfigError(
-                    .invalidValue, "caseId \"\(id)\" may only hold letters, digits, \"-\", \"_\", \".\" and \":\"", at: idNode.location)
-            }
+            guard EvalCase.isValidId(id) else { throw EvalCase.invalidIdError(id, at: idNode.location) }
             return id
         }
         let name = id.map { "case \"\($0)\"" } ?? what

@@ -31,7 +31,7 @@ public struct QuarantineEntry: Sendable, Hashable {
         self.reason = reason
         self.until = until
         self.location = location
-        isExpiredNow = QuarantineEntry.today() > until
+        isExpiredNow = QuarantineEntry.today() > until  // the rule of isExpired(today:)
     }
 
     /// A quarantined case that passed this many suite runs in a row (the catalog's history) is
@@ -42,12 +42,22 @@ public struct QuarantineEntry: Sendable, Hashable {
     public func isExpired(today: String = QuarantineEntry.today()) -> Bool { today > until }
 
     /// Today's date in UTC, `YYYY-MM-DD`.
-    public static func today(_ now: Date = Date()) -> String {
+    public static func today(_ now: Date = Date()) -> String { dayFormatter().string(from: now) }
+
+    /// Whole days from one `YYYY-MM-DD` to another; nil when either is not a date.
+    public static func days(from start: String, to end: String) -> Int? {
+        let formatter = dayFormatter()
+        guard let a = formatter.date(from: start), let b = formatter.date(from: end) else { return nil }
+        return Int((b.timeIntervalSince(a) / 86_400).rounded())
+    }
+
+    /// The one reader and writer of the `YYYY-MM-DD` UTC days quarantines are written in.
+    private static func dayFormatter() -> DateFormatter {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "UTC")
         formatter.dateFormat = "yyyy-MM-dd"
-        return formatter.string(from: now)
+        return formatter
     }
 
     /// Whether `text` is a real calendar date written `YYYY-MM-DD`.
@@ -79,11 +89,6 @@ public struct QuarantineEntry: Sendable, Hashable {
             ? "delete its quarantine: key (\(location))" : "agent-eval quarantine release \(ShellWords.quoted(caseId))"
     }
 
-    /// Whether `text` can be a caseId (letters, digits, `-_.:`), as case files require.
-    public static func isCaseId(_ text: String) -> Bool {
-        !text.isEmpty && text.allSatisfy { $0.isLetter || $0.isNumber || "-_.:".contains($0) }
-    }
-
     /// `owner alice, until 2026-12-31: flaky refund lookup (#123)`.
     public var sentence: String { "owner \(owner), until \(until): \(reason)" }
 
@@ -94,8 +99,11 @@ public struct QuarantineEntry: Sendable, Hashable {
         guard var fields = errors.collect({ () throws(ConfigError) in try node.mapping("quarantine") }) else { return nil }
         let id: String? =
             caseId
-            ?? errors.collect { () throws(ConfigError) in
-                try fields.required("case", hint: "each entry names the caseId it quarantines").nonEmptyString("case")
+            ?? errors.collect { () throws(ConfigError) -> String in
+                let node = try fields.required("case", hint: "each entry names the caseId it quarantines")
+                let id = try node.nonEmptyString("case")
+                guard EvalCase.isValidId(id) else { throw EvalCase.invalidIdError(id, key: "case", at: node.location) }
+                return id
             }
         let owner = errors.collect { () throws(ConfigError) in
             try fields.required("owner", hint: "say who fixes the case: a name, a handle or an address").nonEmptyString("owner")

@@ -119,7 +119,7 @@ public struct PullRequestComment: Sendable {
         let quarantined = cases.filter { $0.entry["quarantine"] != nil }
         let ending = quarantined.filter { item in
             guard let until = item.entry["quarantine"]?["until"]?.stringValue else { return false }
-            return Self.days(from: today, to: until).map { $0 <= expiringWithinDays } ?? false
+            return QuarantineEntry.days(from: today, to: until).map { $0 <= expiringWithinDays } ?? false
         }
         section("Quarantined", quarantined) { item in
             let quarantine = item.entry["quarantine"]
@@ -211,13 +211,4 @@ public struct PullRequestComment: Sendable {
         return flat.count > 300 ? String(flat.prefix(300)) + "…" : flat
     }
 
-    /// Days from one `YYYY-MM-DD` to another.
-    static func days(from start: String, to end: String) -> Int? {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "yyyy-MM-dd"
-        guard let a = formatter.date(from: start), let b = formatter.date(from: end) else { return nil }
-        return Int((b.timeIntervalSince(a) / 86_400).rounded())
-    }
 }
