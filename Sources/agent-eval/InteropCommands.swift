@@ -254,6 +254,15 @@ struct ExportOTLPCommand: AsyncParsableCommand {
             outcome from an `agent-eval run` report (--json-out) as gen_ai.evaluation.result events on its \
             invoke_agent span: the case (score 1 or 0, label pass, fail or error) and each expectation it failed.
 
+            --semconv chooses the conventions' version. latest (the default; also gen_ai_latest_experimental): \
+            gen_ai.provider.name, content as structured gen_ai.input.messages, gen_ai.output.messages, \
+            gen_ai.system_instructions and gen_ai.tool.definitions, tool arguments and results on execute_tool, verdicts \
+            as apply_guardrail spans. v1.36: what GenAI instrumentations emit unless opted in: gen_ai.system, content as \
+            gen_ai.system.message, gen_ai.user.message, gen_ai.assistant.message, gen_ai.tool.message and gen_ai.choice \
+            events, verdicts as agent_eval.policy.verdict events. Without --semconv, OTEL_SEMCONV_STABILITY_OPT_IN \
+            decides when it is set, as for the OpenTelemetry instrumentations: gen_ai_latest_experimental in its list \
+            gives latest, a list without it v1.36.
+
             --endpoint posts to an OTLP/HTTP collector (JSON encoding), e.g. http://127.0.0.1:4318/v1/traces; \
             connection errors, 429 and 5xx are retried with backoff. Each attempt, the collector's answer included, \
             ends at --timeout-ms, and reads at most --max-reply-bytes of answer. Headers (a collector's API key) come from \
@@ -280,6 +289,12 @@ struct ExportOTLPCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
+            "The GenAI conventions' version: latest (gen_ai_latest_experimental) or v1.36. Default: from "
+                + "OTEL_SEMCONV_STABILITY_OPT_IN when set, else latest.", valueName: "version"))
+    var semconv: String?
+
+    @Option(
+        help: ArgumentHelp(
             "An `agent-eval run` report (--json-out): each exported run's outcome and failed expectations as "
                 + "gen_ai.evaluation.result events on its invoke_agent span.", valueName: "file"))
     var results: String?
@@ -302,6 +317,7 @@ struct ExportOTLPCommand: AsyncParsableCommand {
             )
         }
         if out == nil, endpoint == nil { throw ValidationError("give --out FILE or --endpoint URL (or both)") }
+        _ = try semanticConventions(semconv, option: "--semconv")
         if let endpoint, !(endpoint.hasPrefix("http://") || endpoint.hasPrefix("https://")) {
             throw ValidationError("--endpoint must be an http:// or https:// URL, e.g. http://127.0.0.1:4318/v1/traces")
         }
@@ -331,7 +347,9 @@ struct ExportOTLPCommand: AsyncParsableCommand {
                             location: SourceLocation(path: results)))
                 }
             }
-            request = try OTLPExporter(includeContent: includeContent, evaluations: evaluations).request(logs: paths)
+            let conventions = try semanticConventions(semconv, option: "--semconv")
+            request = try OTLPExporter(includeContent: includeContent, conventions: conventions, evaluations: evaluations).request(
+                logs: paths)
         } catch {
             throw diagnose(error)
         }

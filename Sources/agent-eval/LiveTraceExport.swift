@@ -29,8 +29,17 @@ struct LiveExportOptions: ParsableArguments {
                 + "(three attempts at most).", valueName: "ms"))
     var timeoutMs = 10_000
 
+    @Option(
+        name: .customLong("otlp-semconv"),
+        help: ArgumentHelp(
+            "With --otlp-endpoint: the GenAI conventions' version, latest (gen_ai_latest_experimental) or v1.36, as "
+                + "`export otlp --semconv`. Default: from OTEL_SEMCONV_STABILITY_OPT_IN when set, else latest.", valueName: "version"))
+    var semconv: String?
+
     func validate() throws {
         if includeContent && endpoint == nil { throw ValidationError("--otlp-include-content goes with --otlp-endpoint") }
+        if semconv != nil && endpoint == nil { throw ValidationError("--otlp-semconv goes with --otlp-endpoint") }
+        _ = try semanticConventions(semconv, option: "--otlp-semconv")
         if !(1...86_400_000).contains(timeoutMs) { throw ValidationError("--otlp-timeout-ms must be between 1 and 86400000") }
         if let endpoint, !(endpoint.hasPrefix("http://") || endpoint.hasPrefix("https://")) {
             throw ValidationError("--otlp-endpoint must be an http:// or https:// URL, e.g. http://127.0.0.1:4318/v1/traces")
@@ -46,7 +55,8 @@ struct LiveExportOptions: ParsableArguments {
         // that drips its answer, should not hold up the end of a run by minutes.
         let poster = HTTPPoster(maxRetries: 2, limits: HTTPPoster.limits(timeoutMs: timeoutMs))
         return LiveTraceExporter(
-            endpoint: endpoint, exporter: OTLPExporter(includeContent: includeContent),
+            endpoint: endpoint,
+            exporter: OTLPExporter(includeContent: includeContent, conventions: try semanticConventions(semconv, option: "--otlp-semconv")),
             post: { body, endpoint in _ = try await poster.post(body, to: endpoint, headers: headers) },
             failed: { LiveExportOptions.report($0) })
     }
@@ -78,4 +88,14 @@ func otlpHeaders() throws -> [HTTPHeader] {
     } catch {
         throw diagnose(error)
     }
+}
+
+/// The GenAI conventions' version an export follows: the option's value, else
+/// OTEL_SEMCONV_STABILITY_OPT_IN's choice (`OTLPExporter.Conventions.resolve`); a usage error
+/// naming the values for one it does not know.
+func semanticConventions(_ value: String?, option: String) throws -> OTLPExporter.Conventions {
+    guard let conventions = OTLPExporter.Conventions.resolve(flag: value, environment: ProcessInfo.processInfo.environment) else {
+        throw ValidationError("\(option) must be latest (or gen_ai_latest_experimental) or v1.36, not \(ShellWords.quoted(value ?? ""))")
+    }
+    return conventions
 }

@@ -130,5 +130,34 @@ struct LiveExportTests {
             #expect(bad.stderr.contains("OTEL_EXPORTER_OTLP_TRACES_HEADERS: pair 2 is not key=value") && !bad.stderr.contains("Hunter2"))
             #expect(!FileManager.default.fileExists(atPath: directory.path("x.jsonl.gz")))
         }
+        let version = try await agentEval(["export", "otlp", "Fixtures/runs", "--out", "-", "--semconv", "1.37"])
+        #expect(version.status == 64 && version.stderr.contains("--semconv must be latest (or gen_ai_latest_experimental) or v1.36"))
+    }
+
+    @Test(
+        "OTEL_SEMCONV_STABILITY_OPT_IN without gen_ai_latest_experimental gives v1.36 spans, as it does other instrumentations; the option wins",
+        .tags(.python), .needsPython)
+    func conventions() async throws {
+        try await TemporaryDirectory.with { directory in
+            try FileManager.default.createDirectory(atPath: directory.path("receiver"), withIntermediateDirectories: true)
+            let receiver = try await OTLPReceiver(directory: directory.path("receiver"))
+            defer { receiver.stop() }
+            let environment = ["OTEL_SEMCONV_STABILITY_OPT_IN": "http"]
+            for semconv in [nil, "latest"] {
+                let result = try await agentEval(
+                    [
+                        "exec", "--agent", ExampleRuns.agentPath("support"), "--input", "Order A-1042 arrived broken.", "--out",
+                        directory.path("runs"), "--no-catalog", "--otlp-endpoint", receiver.endpoint, "--otlp-include-content",
+                    ] + (semconv.map { ["--otlp-semconv", $0] } ?? []), environment: environment)
+                #expect(result.status != 2, "\(result.stderr)")
+            }
+            let requests = try receiver.receivedSpans()
+            #expect(requests.count == 2)
+            let roots = requests.compactMap { $0.first { $0["attributes"]?["gen_ai.operation.name"] == "invoke_agent" }?["attributes"] }
+            #expect(roots.map { $0["gen_ai.system"] != nil } == [true, false])
+            #expect(roots.map { $0["gen_ai.provider.name"] != nil } == [false, true])
+            let events = requests[0].flatMap { $0["events"]?.arrayValue ?? [] }.compactMap { $0["name"]?.stringValue }
+            #expect(events.contains("gen_ai.user.message") && events.contains("gen_ai.choice"))
+        }
     }
 }

@@ -269,8 +269,10 @@ struct TraceImportTests {
             "\(notes)")
     }
 
-    @Test("export then import gives every fixture run's trajectory back")
-    func roundTrip() async throws {
+    @Test(
+        "export then import gives every fixture run's trajectory back, in either version of the conventions",
+        arguments: OTLPExporter.Conventions.allCases)
+    func roundTrip(conventions: OTLPExporter.Conventions) async throws {
         let scratch = try TemporaryDirectory("agent-eval-interop-roundtrip")
         defer { scratch.remove() }
         let directory = scratch.url.path
@@ -278,7 +280,7 @@ struct TraceImportTests {
         #expect(logs.count >= 5)
         for log in logs {
             let name = (log as NSString).lastPathComponent
-            let request = try OTLPExporter(includeContent: true).request(logs: [log])
+            let request = try OTLPExporter(includeContent: true, conventions: conventions).request(logs: [log])
             let file = try write(JSONWriter.encodeString(request), to: directory, "\(name).json")
             let (outcome, states) = try await importRuns([file], format: .otlp)
             #expect(outcome.importedCount == 1, "\(name)")
@@ -319,9 +321,66 @@ struct TraceImportTests {
         }
         #expect(
             guardrails.contains { ($0["events"]?.arrayValue ?? []).contains { $0["attributes"]?["gen_ai.guardrail.decision"] == "deny" } })
+        // Each decision is given the conversation so far and the agent's instructions.
+        let chats = spans.filter { $0["attributes"]?["gen_ai.operation.name"] == "chat" }
+        #expect(chats.allSatisfy { $0["attributes"]?["gen_ai.input.messages"]?.stringValue != nil })
+        #expect(chats.contains { $0["attributes"]?["gen_ai.system_instructions"]?.stringValue?.contains("support agent") == true })
+        #expect(chats.contains { $0["attributes"]?["gen_ai.input.messages"]?.stringValue?.contains("tool_call_response") == true })
         // Without --include-content no arguments, results or messages leave the machine.
         let bare = JSONWriter.encodeString(try OTLPExporter().request(logs: logs))
         #expect(!bare.contains("gen_ai.tool.call.arguments") && !bare.contains("gen_ai.output.messages"))
+        #expect(!bare.contains("gen_ai.system_instructions") && !bare.contains("gen_ai.input.messages"))
+    }
+
+    @Test("v1.36 export: gen_ai.system and content events, parsed by the official protobuf definitions", .tags(.python), .needsPython)
+    func version136() async throws {
+        let scratch = try TemporaryDirectory("agent-eval-interop-v136")
+        defer { scratch.remove() }
+        let receiver = try await OTLPReceiver(directory: scratch.url.path)
+        defer { receiver.stop() }
+        let log = ExampleRuns.directory.appendingPathComponent("support-refund.jsonl.gz").path
+        let request = try OTLPExporter(includeContent: true, conventions: .v1_36).request(logs: [log])
+        #expect(try await HTTPPoster(maxRetries: 2).post(JSONWriter.encode(request), to: receiver.endpoint).status == 200)
+        let spans = try #require(try receiver.receivedSpans().first)
+        let attributes = spans.compactMap { $0["attributes"]?.objectValue }
+        // No attribute of the later conventions.
+        for key in [
+            "gen_ai.provider.name", "gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions",
+            "gen_ai.tool.definitions",
+            "gen_ai.tool.call.arguments", "gen_ai.tool.call.result",
+        ] {
+            #expect(!attributes.contains { $0[key] != nil }, "\(key)")
+        }
+        #expect(attributes.filter { $0["gen_ai.system"] == "scripted" }.count == 4)  // the run and its 3 decisions
+        #expect(!spans.contains { $0["attributes"]?["gen_ai.operation.name"] == "apply_guardrail" })
+        let chats = spans.filter { $0["attributes"]?["gen_ai.operation.name"] == "chat" }
+        let last = try #require(chats.last)
+        let events = (last["events"]?.arrayValue ?? []).map { $0["name"]?.stringValue ?? "" }
+        #expect(
+            events.filter { $0.hasPrefix("gen_ai.") } == [
+                "gen_ai.system.message", "gen_ai.user.message", "gen_ai.assistant.message", "gen_ai.tool.message", "gen_ai.tool.message",
+                "gen_ai.assistant.message", "gen_ai.tool.message", "gen_ai.choice",
+            ])
+        // v1.36 has no guardrail spans: each verdict is an event of the decision that proposed the call.
+        let verdicts = chats.flatMap { $0["events"]?.arrayValue ?? [] }.filter { $0["name"] == "agent_eval.policy.verdict" }
+        #expect(
+            verdicts.compactMap { $0["attributes"]?["agent_eval.verdict"]?.stringValue } == ["allow", "allow", "approval_required", "deny"])
+        let choice = try #require((last["events"]?.arrayValue ?? []).first { $0["name"] == "gen_ai.choice" })
+        let body = try JSONParser.parse(Array((choice["attributes"]?["body"]?.stringValue ?? "").utf8))
+        #expect(body["finish_reason"] == "stop")
+        #expect(body["message"]?["content"]?.stringValue?.contains("rf-9") == true)
+    }
+
+    @Test("the conventions' version: --semconv first, then OTEL_SEMCONV_STABILITY_OPT_IN when set, else latest")
+    func conventionsChoice() {
+        let variable = OTLPExporter.Conventions.optInVariable
+        #expect(OTLPExporter.Conventions.resolve(flag: nil, environment: [:]) == .latest)
+        #expect(OTLPExporter.Conventions.resolve(flag: nil, environment: [variable: "http, gen_ai_latest_experimental"]) == .latest)
+        #expect(OTLPExporter.Conventions.resolve(flag: nil, environment: [variable: "http,database"]) == .v1_36)
+        #expect(OTLPExporter.Conventions.resolve(flag: "latest", environment: [variable: "http"]) == .latest)
+        #expect(OTLPExporter.Conventions.resolve(flag: "v1.36", environment: [variable: "gen_ai_latest_experimental"]) == .v1_36)
+        #expect(OTLPExporter.Conventions.resolve(flag: "gen_ai_latest_experimental", environment: [:]) == .latest)
+        #expect(OTLPExporter.Conventions.resolve(flag: "1.37", environment: [:]) == nil)
     }
 
     @Test("eval outcomes from a run report ride on the run's span as gen_ai.evaluation.result events", .tags(.python), .needsPython)

@@ -11,13 +11,55 @@ import TraceLog
 /// a log twice gives the same trace.
 public struct OTLPExporter: Sendable {
     public var includeContent: Bool
+    /// Which version of the GenAI conventions the spans follow.
+    public var conventions: Conventions
     /// The eval outcomes of the runs, by log path as `request(logs:)` is given it: written as
     /// `gen_ai.evaluation.result` events on each run's `invoke_agent` span.
     public var evaluations: [String: [EvaluationResult]]
 
-    public init(includeContent: Bool = false, evaluations: [String: [EvaluationResult]] = [:]) {
+    public init(includeContent: Bool = false, conventions: Conventions = .latest, evaluations: [String: [EvaluationResult]] = [:]) {
         self.includeContent = includeContent
+        self.conventions = conventions
         self.evaluations = evaluations
+    }
+
+    /// The versions of the GenAI semantic conventions an export can follow (docs/interop.md,
+    /// "Conventions"). The conventions' transition plan lets an instrumentation keep its default
+    /// and read `OTEL_SEMCONV_STABILITY_OPT_IN`; agent-eval has always emitted the latest
+    /// experimental names, so that stays the default.
+    public enum Conventions: String, Sendable, CaseIterable {
+        /// The latest experimental conventions (`gen_ai_latest_experimental`): `gen_ai.provider.name`,
+        /// content as structured `gen_ai.input.messages` / `gen_ai.output.messages` /
+        /// `gen_ai.system_instructions` / `gen_ai.tool.definitions` attributes, tool arguments and
+        /// results on `execute_tool`, policy verdicts as `apply_guardrail` spans.
+        case latest
+        /// v1.36.0, what GenAI instrumentations emit unless opted in: `gen_ai.system`, content as
+        /// `gen_ai.system.message` / `gen_ai.user.message` / `gen_ai.assistant.message` /
+        /// `gen_ai.tool.message` / `gen_ai.choice` events, policy verdicts as
+        /// `agent_eval.policy.verdict` events (v1.36 has no guardrail spans).
+        case v1_36 = "v1.36"
+
+        /// The variable the OpenTelemetry instrumentations read.
+        public static let optInVariable = "OTEL_SEMCONV_STABILITY_OPT_IN"
+        /// The variable's token that asks for the latest experimental GenAI conventions.
+        public static let latestToken = "gen_ai_latest_experimental"
+
+        /// The conventions asked for: `flag` (`latest`, `gen_ai_latest_experimental` or `v1.36`)
+        /// first; else the variable, when it is set: its `gen_ai_latest_experimental` token gives
+        /// the latest, a list without it v1.36 (what the rest of that process's GenAI
+        /// instrumentation emits); else the latest. Nil for a flag value it does not know.
+        public static func resolve(flag: String?, environment: [String: String]) -> Conventions? {
+            if let flag {
+                switch flag {
+                case "latest", latestToken: return .latest
+                case "v1.36", "v1.36.0", "1.36": return .v1_36
+                default: return nil
+                }
+            }
+            guard let list = environment[optInVariable] else { return .latest }
+            let tokens = list.split(separator: ",").map { $0.split(separator: " ").joined() }
+            return tokens.contains(latestToken) ? .latest : .v1_36
+        }
     }
 
     /// One evaluation of a run, as the GenAI conventions' `gen_ai.evaluation.result` event says it.
@@ -88,7 +130,7 @@ public struct OTLPExporter: Sendable {
     public func resourceSpans(log path: String) throws(ImportError) -> JSONValue {
         let (events, first, started) = try Self.runEvents(log: path)
         let spans = RunSpans(
-            runId: first.runId, started: started, startUs: first.timeUs, includeContent: includeContent,
+            runId: first.runId, started: started, startUs: first.timeUs, includeContent: includeContent, conventions: conventions,
             evaluations: evaluations[path] ?? []
         ).spans(for: events)
         let resource: [(String, JSONValue)] = [
@@ -145,7 +187,12 @@ private struct RunSpans {
     let started: RunStarted
     let startUs: Int
     let includeContent: Bool
+    let conventions: OTLPExporter.Conventions
     let evaluations: [OTLPExporter.EvaluationResult]
+
+    var isLatest: Bool { conventions == .latest }
+    /// The provider's attribute: `gen_ai.provider.name`, in v1.36 `gen_ai.system`.
+    var providerKey: String { isLatest ? "gen_ai.provider.name" : "gen_ai.system" }
 
     var traceId: String { String(ContentHash.sha256Hex(Array(runId.utf8)).prefix(32)) }
 
@@ -174,12 +221,27 @@ private struct RunSpans {
         var usage = TokenUsage(input: 0, output: 0)
         // Each policy verdict: an `apply_guardrail` span under the decision that proposed the call.
         var guardrails: [JSONValue] = []
+        // The conversation as the log records it, before each decision: the goal, every earlier
+        // reply's calls and every result given back.
+        var history: [Message] = [.user(started.goal)]
+        var historyBefore: [String: [Message]] = [:]
+        var stored: [String: String] = [:]
+        var instructions: String?
+        var givenBack: [ToolCompleted] = []
         for event in events {
             switch event.payload {
+            case .contentStored(let content):
+                if content.encoding == .utf8 { stored[content.hash] = content.body }
+            case .contextBuilt(let built):
+                if instructions == nil, let hash = built.promptHash { instructions = stored[hash] }
             case .decisionMade(let made):
                 let key = "decision:\(event.sequence)"
                 let start = made.latencyUs.map { event.timeUs - $0 } ?? previousUs
                 decisions.append((key, event, made, max(startUs, min(start, event.timeUs))))
+                history += givenBack.map(Message.result)
+                givenBack = []
+                historyBefore[key] = history
+                if case .valid(.toolCalls(let proposed)) = made.outcome { history.append(.calls(proposed)) }
                 if let used = made.usage { usage = TokenUsage(input: usage.input + used.input, output: usage.output + used.output) }
                 if case .valid(.toolCalls(let proposed)) = made.outcome {
                     for call in proposed {
@@ -188,7 +250,17 @@ private struct RunSpans {
                     }
                 }
             case .verdictGiven(let verdict):
-                if let index = callIndex[verdict.callId] {
+                if let index = callIndex[verdict.callId], !isLatest {
+                    // v1.36 has no guardrail spans: the verdict is an event of the decision's span.
+                    decisionEvents[calls[index].decisionKey, default: []].append(
+                        spanEvent(
+                            "agent_eval.policy.verdict", at: event.timeUs,
+                            [
+                                ("gen_ai.tool.call.id", text(verdict.callId)), ("gen_ai.tool.name", text(verdict.tool)),
+                                ("agent_eval.verdict", text(verdict.verdict.rawValue)), ("agent_eval.rule", text(verdict.rule)),
+                                ("agent_eval.reason", text(verdict.reason)),
+                            ]))
+                } else if let index = callIndex[verdict.callId] {
                     // The verdict in the policy's own words (allow, deny, approval_required): the
                     // conventions ask for the guardrail's native decision, not a translation.
                     let result = spanEvent(
@@ -223,6 +295,12 @@ private struct RunSpans {
                 guard let index = callIndex[result.callId] else { break }
                 calls[index].lastUs = event.timeUs
                 calls[index].last = result
+                // The last attempt's result is the one given back to the model.
+                if let given = givenBack.firstIndex(where: { $0.callId == result.callId }) {
+                    givenBack[given] = result
+                } else {
+                    givenBack.append(result)
+                }
                 calls[index].attempts.append(
                     spanEvent(
                         "agent_eval.tool.attempt", at: event.timeUs,
@@ -241,57 +319,74 @@ private struct RunSpans {
         let model = started.model
         for (key, event, made, start) in decisions {
             var attributes: [(String, JSONValue?)] = [
-                ("gen_ai.operation.name", "chat"), ("gen_ai.provider.name", .string(model.provider)),
+                ("gen_ai.operation.name", "chat"), (providerKey, .string(model.provider)),
                 ("gen_ai.request.model", .string(model.name)),
                 ("gen_ai.usage.input_tokens", made.usage.map { .int($0.input) }),
                 ("gen_ai.usage.output_tokens", made.usage.map { .int($0.output) }),
                 ("agent_eval.step", .int(event.step)), ("agent_eval.cost_usd", made.costUSD.map { .double($0) }),
             ]
             var status: JSONValue = ["code": 0]
+            // The reply: its text, the calls it proposed, why it finished.
+            var replyText: String?
+            var replyCalls: [ToolCall] = []
+            var finish: String
             switch made.outcome {
             case .valid(.toolCalls(let proposed)):
                 attributes.append(("gen_ai.response.finish_reasons", ["tool_calls"]))
-                if includeContent {
-                    let parts: [JSONValue] = proposed.map {
-                        ["type": "tool_call", "id": .string($0.id), "name": .string($0.name), "arguments": $0.arguments]
-                    }
-                    attributes.append(("gen_ai.output.messages", output(parts, finish: "tool_call")))
-                }
-            case .valid(.answer(let text)):
+                replyCalls = proposed
+                finish = "tool_call"
+            case .valid(.answer(let text)), .valid(.askHuman(let text)):
                 attributes.append(("gen_ai.response.finish_reasons", ["stop"]))
-                if includeContent {
-                    attributes.append(("gen_ai.output.messages", output([["type": "text", "content": .string(text)]], finish: "stop")))
-                }
-            case .valid(.askHuman(let question)):
-                attributes.append(("gen_ai.response.finish_reasons", ["stop"]))
-                if includeContent {
-                    attributes.append(("gen_ai.output.messages", output([["type": "text", "content": .string(question)]], finish: "stop")))
-                }
+                replyText = text
+                finish = "stop"
             case .valid(.stop(let reason)):
                 attributes.append(("gen_ai.response.finish_reasons", ["stop"]))
                 attributes.append(("agent_eval.stop", .string(reason)))
+                finish = "stop"
             case .invalid(let invalid):
-                if includeContent {
-                    attributes.append(
-                        ("gen_ai.output.messages", output([["type": "text", "content": .string(made.raw)]], finish: "error")))
-                }
+                replyText = made.raw
+                finish = "error"
                 attributes.append(("error.type", "invalid_decision"))
                 attributes.append(("agent_eval.invalid_kind", .string(invalid.kind.rawValue)))
                 status = ["code": 2, "message": .string(invalid.message)]
             }
-            if includeContent, event.step == 0 {
-                attributes.append(
-                    (
-                        "gen_ai.input.messages",
-                        .string(
-                            JSONWriter.encodeString([["role": "user", "parts": [["type": "text", "content": .string(started.goal)]]]]))
-                    ))
+            var events = decisionEvents[key] ?? []
+            if includeContent {
+                let input = historyBefore[key] ?? [.user(started.goal)]
+                let isStop: Bool
+                if case .valid(.stop) = made.outcome { isStop = true } else { isStop = false }
+                if isLatest {
+                    attributes.append(("gen_ai.input.messages", .string(JSONWriter.encodeString(.array(input.map(\.structured))))))
+                    if let instructions { attributes.append(("gen_ai.system_instructions", systemInstructions(instructions))) }
+                    if !isStop {
+                        var parts: [JSONValue] = replyText.map { [["type": "text", "content": .string($0)]] } ?? []
+                        parts += replyCalls.map {
+                            ["type": "tool_call", "id": .string($0.id), "name": .string($0.name), "arguments": $0.arguments]
+                        }
+                        attributes.append(("gen_ai.output.messages", output(parts, finish: finish)))
+                    }
+                } else {
+                    var messages: [(String, JSONValue)] = []
+                    if let instructions { messages.append(("gen_ai.system.message", ["content": .string(instructions)])) }
+                    messages += input.map(\.v136)
+                    events =
+                        messages.map { legacyEvent($0.0, at: start, body: $0.1) } + events
+                    if !isStop {
+                        var message = JSONObject()
+                        message["role"] = "assistant"
+                        if let replyText { message["content"] = .string(replyText) }
+                        if !replyCalls.isEmpty { message["tool_calls"] = .array(replyCalls.map(Message.v136ToolCall)) }
+                        events.append(
+                            legacyEvent(
+                                "gen_ai.choice", at: event.timeUs,
+                                body: ["index": 0, "finish_reason": .string(finish), "message": .object(message)]))
+                    }
+                }
             }
             spans.append(
                 span(
                     id: spanId(key), parent: root, name: "chat \(model.name)", kind: 3, startUs: start, endUs: event.timeUs,
-                    attributes: attributes,
-                    events: decisionEvents[key] ?? [], status: status))
+                    attributes: attributes, events: events, status: status))
         }
         spans += guardrails
         for call in calls {
@@ -306,7 +401,9 @@ private struct RunSpans {
                 attributes.append(("error.type", .string(last.status.rawValue)))
                 status = ["code": 2, "message": .string(last.error ?? last.status.rawValue)]
             }
-            if includeContent {
+            // v1.36 has no such attributes: a call's arguments are in the reply's gen_ai.choice, its
+            // result in the next decision's gen_ai.tool.message.
+            if includeContent, isLatest {
                 attributes.append(("gen_ai.tool.call.arguments", .string(JSONWriter.encodeString(call.arguments))))
                 if let output = call.last?.output {
                     attributes.append(("gen_ai.tool.call.result", .string(JSONWriter.encodeString(output))))
@@ -320,7 +417,7 @@ private struct RunSpans {
         var rootAttributes: [(String, JSONValue?)] = [
             ("gen_ai.operation.name", "invoke_agent"), ("gen_ai.agent.name", .string(started.agent.name)),
             ("gen_ai.agent.version", started.agent.version.map { .string($0) }), ("gen_ai.conversation.id", .string(runId)),
-            ("gen_ai.provider.name", .string(model.provider)), ("gen_ai.request.model", .string(model.name)),
+            (providerKey, .string(model.provider)), ("gen_ai.request.model", .string(model.name)),
             ("gen_ai.usage.input_tokens", .int(usage.input)), ("gen_ai.usage.output_tokens", .int(usage.output)),
             ("agent_eval.run_id", .string(runId)),
         ]
@@ -336,20 +433,17 @@ private struct RunSpans {
                 rootAttributes.append(("error.type", .string(stopped.reason.rawValue)))
                 rootStatus = ["code": 2, "message": .string(stopped.error ?? stopped.limit?.rawValue ?? stopped.reason.rawValue)]
             }
-            if includeContent, let answer = stopped.answer {
+            if includeContent, isLatest, let answer = stopped.answer {
                 rootAttributes.append(("gen_ai.output.messages", output([["type": "text", "content": .string(answer)]], finish: "stop")))
             }
         } else {
             rootAttributes.append(("agent_eval.stop_reason", "unfinished"))
         }
-        if includeContent {
-            rootAttributes.append(
-                (
-                    "gen_ai.input.messages",
-                    .string(JSONWriter.encodeString([["role": "user", "parts": [["type": "text", "content": .string(started.goal)]]]]))
-                ))
+        if includeContent, isLatest {
+            rootAttributes.append(("gen_ai.input.messages", .string(JSONWriter.encodeString([Message.user(started.goal).structured]))))
+            if let instructions { rootAttributes.append(("gen_ai.system_instructions", systemInstructions(instructions))) }
         }
-        if includeContent, !started.tools.isEmpty {
+        if includeContent, isLatest, !started.tools.isEmpty {
             let definitions: [JSONValue] = started.tools.map { tool in
                 ["type": "function", "name": .string(tool.name), "description": .string(tool.description), "parameters": tool.inputSchema]
             }
@@ -372,6 +466,65 @@ private struct RunSpans {
     }
 
     func text(_ value: String?) -> JSONValue? { value.map { .string($0) } }
+
+    /// `gen_ai.system_instructions`: the agent's instructions as one text part.
+    func systemInstructions(_ instructions: String) -> JSONValue {
+        .string(JSONWriter.encodeString([["type": "text", "content": .string(instructions)]]))
+    }
+
+    /// A v1.36 content event: its body (a log record's body in the conventions) as a JSON string.
+    func legacyEvent(_ name: String, at timeUs: Int, body: JSONValue) -> JSONValue {
+        spanEvent(name, at: timeUs, [("gen_ai.system", .string(started.model.provider)), ("body", .string(JSONWriter.encodeString(body)))])
+    }
+
+    /// One message of the conversation a decision was asked with.
+    enum Message {
+        case user(String)
+        case calls([ToolCall])
+        case result(ToolCompleted)
+
+        /// The latest conventions' form: a role and typed parts.
+        var structured: JSONValue {
+            switch self {
+            case .user(let text): return ["role": "user", "parts": [["type": "text", "content": .string(text)]]]
+            case .calls(let calls):
+                return [
+                    "role": "assistant",
+                    "parts": .array(
+                        calls.map { ["type": "tool_call", "id": .string($0.id), "name": .string($0.name), "arguments": $0.arguments] }),
+                ]
+            case .result(let result):
+                return [
+                    "role": "tool",
+                    "parts": [["type": "tool_call_response", "id": .string(result.callId), "response": Self.response(result)]],
+                ]
+            }
+        }
+
+        /// v1.36's form: the event's name and body.
+        var v136: (String, JSONValue) {
+            switch self {
+            case .user(let text): return ("gen_ai.user.message", ["content": .string(text)])
+            case .calls(let calls): return ("gen_ai.assistant.message", ["tool_calls": .array(calls.map(Self.v136ToolCall))])
+            case .result(let result):
+                let response = Self.response(result)
+                return (
+                    "gen_ai.tool.message",
+                    ["id": .string(result.callId), "content": .string(response.stringValue ?? JSONWriter.encodeString(response))]
+                )
+            }
+        }
+
+        static func v136ToolCall(_ call: ToolCall) -> JSONValue {
+            ["id": .string(call.id), "type": "function", "function": ["name": .string(call.name), "arguments": call.arguments]]
+        }
+
+        /// What the model was given back for a call: its output, or its error.
+        static func response(_ result: ToolCompleted) -> JSONValue {
+            if let output = result.output { return output }
+            return .string(result.error ?? result.status.rawValue)
+        }
+    }
 
     func output(_ parts: [JSONValue], finish: String) -> JSONValue {
         .string(JSONWriter.encodeString([["role": "assistant", "parts": .array(parts), "finish_reason": .string(finish)]]))

@@ -262,8 +262,15 @@ struct TraceImporter {
             let name = depthSorted.lazy.compactMap(Self.toolName).first ?? span.name
             let sourceId = depthSorted.lazy.compactMap(Self.toolCallId).first
             let arguments = depthSorted.lazy.compactMap(Self.toolArguments).first
-            let resultValue = depthSorted.lazy.compactMap(Self.toolResult).first
+            var resultValue = depthSorted.lazy.compactMap(Self.toolResult).first
             let error = depthSorted.lazy.compactMap { $0.error ?? $0.string("error.type") }.first
+            // A tool span without its result (v1.36 has no attribute for it): the result the next
+            // model call was given back, when its input names the call.
+            if resultValue == nil, error == nil, let sourceId, !reusedSourceIds.contains(sourceId) {
+                // The first model call to end after the tool did: the one it answered to.
+                let next = chatGroups.joined().map { spans[$0] }.filter { $0.endUs >= span.endUs }.min { $0.endUs < $1.endUs }
+                if let given = next.flatMap({ Self.toolResponse(sourceId, in: $0) }) { resultValue = .string(given) }
+            }
             let text = resultValue.map { $0.stringValue ?? JSONWriter.encodeString($0) } ?? ""
             var result = ImportedResult.fromContent(
                 text, isError: error != nil, durationUs: max(0, span.endUs - span.startUs), timeUs: span.startUs)
@@ -587,8 +594,10 @@ struct TraceImporter {
             return reply
         }
         for event in span.events where event.name == "gen_ai.choice" {
-            let body = event.attributes["message"].flatMap(Self.parsed) ?? event.attributes["body"].flatMap(Self.parsed)
-            reply.finish = reply.finish ?? event.attributes["finish_reason"]?.stringValue
+            // The message itself, or (v1.36's body) a choice holding it.
+            let choice = event.attributes["message"].flatMap(Self.parsed) ?? event.attributes["body"].flatMap(Self.parsed)
+            let body = choice?["message"] ?? choice
+            reply.finish = reply.finish ?? event.attributes["finish_reason"]?.stringValue ?? choice?["finish_reason"]?.stringValue
             if let content = body?["content"]?.stringValue { reply.text = content }
             for call in (body?["tool_calls"]?.arrayValue ?? []) {
                 let function = call["function"] ?? call
@@ -603,6 +612,11 @@ struct TraceImporter {
     /// The last such message: the input holds the whole history, the newest answer last.
     static func toolResponse(_ id: String, in span: Span) -> String? {
         var found: String?
+        // v1.36: a gen_ai.tool.message event per result given back.
+        for event in span.events where event.name == "gen_ai.tool.message" {
+            guard let body = event.attributes["body"].flatMap(Self.parsed), body["id"]?.stringValue == id else { continue }
+            found = body["content"].map { $0.stringValue ?? JSONWriter.encodeString($0) } ?? ""
+        }
         if let messages = Self.messages(span["gen_ai.input.messages"]) {
             for message in messages {
                 for part in message["parts"]?.arrayValue ?? [] where part["type"]?.stringValue == "tool_call_response" {
@@ -625,6 +639,10 @@ struct TraceImporter {
 
     /// The first user text the span was given (`gen_ai.input.messages` or `gen_ai.prompt.N.*`).
     static func userText(_ span: Span) -> String? {
+        // v1.36: the first gen_ai.user.message event.
+        for event in span.events where event.name == "gen_ai.user.message" {
+            if let content = event.attributes["body"].flatMap(Self.parsed)?["content"]?.stringValue { return content }
+        }
         if let messages = Self.messages(span["gen_ai.input.messages"]) {
             for message in messages where message["role"]?.stringValue == "user" {
                 let text = (message["parts"]?.arrayValue ?? []).compactMap { $0["content"]?.stringValue }.joined(separator: "\n")
