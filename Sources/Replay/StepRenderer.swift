@@ -126,6 +126,14 @@ public struct StepRenderer: Sendable {
             var lines = [line]
             if let answer = stop.answer { lines.append("  answer  \(short(answer))") }
             return lines
+        case .runForked(let forked):
+            var lines = [
+                "fork      of run \(forked.parentRunId) after its step \(forked.step)"
+                    + (forked.parentLog.map { " (\($0))" } ?? "") + ", parent head \(forked.parentHead.prefix(16))…"
+            ]
+            if forked.edits.isEmpty { lines.append("  edit    none: the same run, continued live") }
+            for edit in forked.edits { lines.append("  edit    \(short(edit.summary))") }
+            return lines
         case .pipeline(let event):
             return ["\(event.kind.padding(toLength: 9, withPad: " ", startingAt: 0)) \(short(event.summary))"]
         case .unknown(let kind, let data):

@@ -58,20 +58,23 @@ public struct TrajectoryDiff: Sendable {
 
     public var isSame: Bool { first == nil }
 
-    /// Diffs the logs at `left` and `right` (read with the replayer).
-    public static func compare(left: String, right: String) throws -> TrajectoryDiff {
+    /// Diffs the logs at `left` and `right` (read with the replayer). A trajectory is the
+    /// decisions, and each call's tool, arguments, verdict and result statuses; outputs are
+    /// compared only for the calls in `outputsOf` (a fork's replaced results).
+    public static func compare(left: String, right: String, outputsOf: Set<String> = []) throws -> TrajectoryDiff {
         let (leftSteps, leftFinal) = try sketches(of: left)
         let (rightSteps, rightFinal) = try sketches(of: right)
-        return compare(leftSteps, leftFinal, rightSteps, rightFinal)
+        return compare(leftSteps, leftFinal, rightSteps, rightFinal, outputsOf: outputsOf)
     }
 
-    static func compare(_ leftSteps: [StepSketch], _ leftFinal: RunState, _ rightSteps: [StepSketch], _ rightFinal: RunState)
-        -> TrajectoryDiff
-    {
-        let rows = align(leftSteps, rightSteps)
+    static func compare(
+        _ leftSteps: [StepSketch], _ leftFinal: RunState, _ rightSteps: [StepSketch], _ rightFinal: RunState,
+        outputsOf: Set<String> = []
+    ) -> TrajectoryDiff {
+        let rows = align(leftSteps, rightSteps, outputsOf: outputsOf)
         var first: Difference?
         for row in rows where !row.isSame {
-            first = difference(row)
+            first = difference(row, outputsOf: outputsOf)
             break
         }
         if first == nil, leftFinal.stop?.reason != rightFinal.stop?.reason || leftFinal.stop?.limit != rightFinal.stop?.limit {
@@ -133,7 +136,12 @@ public struct TrajectoryDiff: Sendable {
 
     /// Longest common subsequence on the steps' decisions: matched steps pair up, the rest are
     /// steps only one run has.
-    static func align(_ left: [StepSketch], _ right: [StepSketch]) -> [Row] {
+    static func align(_ left: [StepSketch], _ right: [StepSketch], outputsOf: Set<String> = []) -> [Row] {
+        func outcomes(_ step: StepSketch) -> [String] {
+            step.calls.map { call in
+                outcome(call) + (outputsOf.contains(call.id) ? " " + JSONWriter.encodeString(call.output ?? .null) : "")
+            }
+        }
         let n = left.count
         let m = right.count
         var table = [[Int]](repeating: [Int](repeating: 0, count: m + 1), count: n + 1)
@@ -147,7 +155,7 @@ public struct TrajectoryDiff: Sendable {
         var j = 0
         while i < n || j < m {
             if i < n, j < m, left[i].key == right[j].key {
-                rows.append(Row(left: left[i], right: right[j], isSame: left[i].calls.map(outcome) == right[j].calls.map(outcome)))
+                rows.append(Row(left: left[i], right: right[j], isSame: outcomes(left[i]) == outcomes(right[j])))
                 i += 1
                 j += 1
             } else if i < n, j < m, table[i + 1][j] == table[i][j + 1] {
@@ -171,7 +179,7 @@ public struct TrajectoryDiff: Sendable {
     }
 
     /// The first thing that differs in a row.
-    static func difference(_ row: Row) -> Difference {
+    static func difference(_ row: Row, outputsOf: Set<String> = []) -> Difference {
         guard let left = row.left else {
             return Difference(leftStep: nil, rightStep: row.right?.step, path: "step", left: "(no such step)", right: row.right?.key ?? "")
         }
@@ -199,6 +207,12 @@ public struct TrajectoryDiff: Sendable {
                 return Difference(
                     leftStep: left.step, rightStep: right.step, path: "\(a.id) \(a.tool) results", left: a.results.joined(separator: ", "),
                     right: b.results.joined(separator: ", "), callId: a.id, field: "results")
+            }
+            if outputsOf.contains(a.id), a.output != b.output {
+                return Difference(
+                    leftStep: left.step, rightStep: right.step, path: "\(a.id) \(a.tool) output",
+                    left: JSONWriter.encodeString(a.output ?? .null), right: JSONWriter.encodeString(b.output ?? .null), callId: a.id,
+                    field: "output")
             }
         }
         if left.calls.count != right.calls.count {

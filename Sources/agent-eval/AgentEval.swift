@@ -34,7 +34,7 @@ struct AgentEval: AsyncParsableCommand {
         subcommands: [
             RunCommand.self, ExecCommand.self, RecordCommand.self, MCPProxyCommand.self, CollectCommand.self, ApproveCommand.self,
             AuditCommand.self, ReplayCommand.self,
-            RerunCommand.self, DiffCommand.self, LogCommand.self,
+            RerunCommand.self, ForkCommand.self, DiffCommand.self, LogCommand.self,
             IndexCommand.self,
             RunsCommand.self, HistoryCommand.self, StatsCommand.self, SQLCommand.self, CatalogCommand.self,
             ResultsCommand.self, QuarantineCommand.self, JudgeCommand.self, ImportCommand.self, ExportCommand.self, CaseCommand.self,

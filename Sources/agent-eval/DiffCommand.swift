@@ -56,7 +56,7 @@ struct DiffCommand: ParsableCommand {
             printJSON(diff.json(left: left, right: right))
         } else {
             var output = OutputBuffer()
-            for line in lines(diff) { output.append(line) }
+            for line in Self.lines(diff, left: left, right: right) { output.append(line) }
             output.flush()
         }
         if let html {
@@ -66,7 +66,9 @@ struct DiffCommand: ParsableCommand {
         throw diff.isSame ? Exit.success : Exit.failure
     }
 
-    func lines(_ diff: TrajectoryDiff) -> [String] {
+    /// The diff as `diff` prints it; from a fork point, the steps both runs share before it
+    /// are one line.
+    static func lines(_ diff: TrajectoryDiff, left: String, right: String, from forkStep: Int? = nil) -> [String] {
         var lines: [String] = []
         if let first = diff.first {
             let place = [first.leftStep.map { "step \($0) of A" }, first.rightStep.map { "step \($0) of B" }].compactMap { $0 }.joined(
@@ -80,7 +82,17 @@ struct DiffCommand: ParsableCommand {
         lines.append("")
         lines.append("     A: \(left)")
         lines.append("     B: \(right)")
-        for row in diff.rows {
+        var rows = diff.rows[...]
+        if let forkStep {
+            let shared = rows.prefix { row in
+                row.isSame && (row.left?.step ?? Int.max) < forkStep && (row.right?.step ?? Int.max) < forkStep
+            }
+            if let last = shared.last?.left?.step {
+                lines.append("= 0–\(last)      the shared prefix (the parent's steps, copied)")
+            }
+            rows = rows.dropFirst(shared.count)
+        }
+        for row in rows {
             let mark = row.isSame ? "=" : (row.left == nil ? "+" : (row.right == nil ? "-" : "≠"))
             let label = row.left.map { "\($0.step)" } ?? "–"
             let other = row.right.map { "\($0.step)" } ?? "–"
@@ -96,7 +108,7 @@ struct DiffCommand: ParsableCommand {
         return lines
     }
 
-    func stop(_ stop: RunStopped?) -> String {
+    static func stop(_ stop: RunStopped?) -> String {
         guard let stop else { return "none" }
         return stop.reason.rawValue + (stop.limit.map { " (\($0.rawValue))" } ?? "")
     }

@@ -1,6 +1,6 @@
 public import ConfigFile
 import Foundation
-import TraceCore
+public import TraceCore
 import TraceLog
 
 /// Reads agent files (YAML): the whole definition of an agent — instructions, model, tools
@@ -408,6 +408,20 @@ public enum AgentFile {
             }
         }
         return current.location
+    }
+
+    /// The answers of `tool` from a file holding what an agent file's `fixture:` holds (a list
+    /// of responses, YAML or JSON), and that list as JSON: `agent-eval fork --tool-fixture`.
+    public static func loadFixture(path: String, tool: String) throws(ConfigError) -> (
+        responses: [FixtureToolHost.Response], json: JSONValue
+    ) {
+        let node = try ConfigNode.load(path: path)
+        return (try readFixture(node, what: "tool \"\(tool)\""), node.json)
+    }
+
+    /// The answers of `tool` from a fixture list given as JSON (a fork's `tool_fixture` edit).
+    public static func fixtureResponses(_ value: JSONValue, tool: String) throws(ConfigError) -> [FixtureToolHost.Response] {
+        try readFixture(try ConfigNode.parse(JSONWriter.encodeString(value), path: "tool_fixture \(tool)"), what: "tool \"\(tool)\"")
     }
 
     static func readFixture(_ node: ConfigNode, what: String) throws(ConfigError) -> [FixtureToolHost.Response] {

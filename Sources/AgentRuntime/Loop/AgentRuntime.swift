@@ -158,6 +158,65 @@ public struct AgentRuntime: Sendable {
         }
     }
 
+    /// Continues a fork of another run (`agent-eval fork`, docs/replay.md "What if"): writes a
+    /// new log at `path` holding `prefix` — the parent's events up to the fork point, the same
+    /// payloads, steps and times under this run's id, each step's digest that of this run's
+    /// state (which holds its id), the parent's signatures left out —
+    /// and `forked`, then runs the same loop live from the state they fold to, with nothing of
+    /// the prefix executed again. Calls waiting for approval at the fork point are decided by
+    /// `approvals` as `resume` decides them. `run_forked` is recorded in the step the prefix ends
+    /// in; a prefix that ends with a step's end continues with the next step, one that ends
+    /// inside a step (a pause for approval) continues that step.
+    public func fork(
+        prefix: [Event], forked: RunForked, log path: String, runId: String? = nil, approvals: [ApprovalRecorded] = []
+    ) async throws(RuntimeError) -> RunOutcome {
+        let outcome = try await withToolServers { runtime throws(RuntimeError) in
+            try await runtime.forkConnected(prefix: prefix, forked: forked, log: path, runId: runId, approvals: approvals)
+        }
+        await finishedLogs?.logsFinished([outcome.logPath])
+        return outcome
+    }
+
+    func forkConnected(
+        prefix: [Event], forked: RunForked, log path: String, runId: String?, approvals: [ApprovalRecorded]
+    ) async throws(RuntimeError) -> RunOutcome {
+        let id = runId ?? environment.makeRunId()
+        let writer: LogWriter
+        var state = RunState()
+        var contents: [String: [UInt8]] = [:]
+        do {
+            writer = try LogWriter.create(at: path, runId: id, options: logOptions)
+            var digester = StateDigester()
+            for event in prefix {
+                if case .unknown(let kind, _) = event.payload, kind == LogSigner.kind { continue }
+                if case .contentStored(let stored) = event.payload, let bytes = stored.bytes { contents[stored.hash] = bytes }
+                var payload = event.payload
+                // A step's digest is of this run's state (its id is the fork's), so a replay checks it.
+                if case .stepEnded = payload { payload = .stepEnded(StepEnded(stateDigest: digester.digest(of: state))) }
+                let copied = try writer.append(payload, step: event.step, timeUs: event.timeUs)
+                digester.track(RunState.reduce(into: &state, copied))
+                for signature in writer.takeSignatureEvents() { digester.track(RunState.reduce(into: &state, signature)) }
+            }
+        } catch let error as LogError {
+            throw RuntimeError(error)
+        } catch {
+            throw RuntimeError(.log, "cannot write the fork's log: \(error)", path: path)
+        }
+        // `run_forked` belongs to the step the prefix ends in (its edits change that step's
+        // state, as a diff shows); a step that ended is followed by the next.
+        let recorder = RunRecorder(writer: writer, state: state, clock: environment.now, observe: environment.eventObserver)
+        let session = RunSession(agent: agent, environment: environment, recorder: recorder, contents: contents)
+        return try await Self.onLoopThread { () async throws(RuntimeError) -> RunOutcome in
+            try await session.drive(path: path) {
+                try recorder.record(.runForked(forked))
+                let lastStep = prefix.last?.step
+                if prefix.contains(where: { if case .stepEnded = $0.payload { $0.step == lastStep } else { false } }) { recorder.step += 1 }
+                if !approvals.isEmpty { try await session.resume(approvals: approvals) }
+                try await session.loop()
+            }
+        }
+    }
+
     /// Runs a session's loop on a thread of its own (`ExecutorThread`), with the tasks it
     /// starts for tool attempts: each attempt starts and ends without waking another thread.
     /// The loop waits for its model, tools and log most of the time; the work of several runs

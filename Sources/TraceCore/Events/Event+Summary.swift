@@ -88,6 +88,9 @@ extension EventPayload {
             if let answer = stopped.answer { text += " answer=\(quoted(answer))" }
             if let error = stopped.error { text += " error=\(quoted(error))" }
             return text
+        case .runForked(let forked):
+            let edits = forked.edits.isEmpty ? "no edit" : forked.edits.map(\.summary).map { truncated($0, 80) }.joined(separator: "; ")
+            return "fork of \(forked.parentRunId) after its step \(forked.step): \(edits)"
         case .pipeline(let event):
             return event.summary
         case .unknown(let kind, let data):

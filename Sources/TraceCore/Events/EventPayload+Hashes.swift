@@ -25,7 +25,7 @@ extension EventPayload {
             return check(ended.stateDigest, "data.state_digest")
         case .contentStored(let content):
             return check(content.hash, "data.hash")
-        case .decisionMade, .verdictGiven, .toolIntended, .approvalRecorded, .runStopped, .pipeline, .unknown:
+        case .decisionMade, .verdictGiven, .toolIntended, .approvalRecorded, .runStopped, .runForked, .pipeline, .unknown:
             return nil
         }
     }

@@ -17,6 +17,8 @@ public enum EventPayload: Sendable, Hashable {
     case stepEnded(StepEnded)
     case contentStored(ContentStored)
     case runStopped(RunStopped)
+    /// This run is a fork of another from here on (`agent-eval fork`).
+    indirect case runForked(RunForked)
     /// An event of a pipeline log (`PipelineEvent.kinds`).
     indirect case pipeline(PipelineEvent)
     case unknown(kind: String, data: JSONValue)
@@ -41,6 +43,7 @@ public enum EventPayload: Sendable, Hashable {
         case .stepEnded: return "step_ended"
         case .contentStored: return "content_stored"
         case .runStopped: return "run_stopped"
+        case .runForked: return "run_forked"
         case .pipeline(let event): return event.kind
         case .unknown(let kind, _): return kind
         }
@@ -65,6 +68,7 @@ public enum EventPayload: Sendable, Hashable {
         case .stepEnded(let payload): return payload
         case .contentStored(let payload): return payload
         case .runStopped(let payload): return payload
+        case .runForked(let payload): return payload
         case .pipeline(let event): return event.body
         case .unknown(_, let data): return data
         }
@@ -101,6 +105,7 @@ public enum EventPayload: Sendable, Hashable {
         case "step_ended": self = .stepEnded(try StepEnded(from: &scanner))
         case "content_stored": self = .contentStored(try ContentStored(from: &scanner))
         case "run_stopped": self = .runStopped(try RunStopped(from: &scanner))
+        case "run_forked": self = .runForked(try RunForked(from: &scanner))
         default:
             if let event = try PipelineEvent.decode(kind: kind, from: &scanner) {
                 self = .pipeline(event)

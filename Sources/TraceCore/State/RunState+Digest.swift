@@ -36,6 +36,7 @@ extension RunState {
         object.set("context_packet_count", contextPacketCount)
         object.set("decisions", lists.decisions(decisions))
         object.set("event_count", eventCount)
+        object.set("forked", forked)
         object.set("last_event_at_us", lastEventAtUs)
         object.set("last_state_digest", lastStateDigest)
         object.set("last_token_estimate", lastTokenEstimate)

@@ -100,6 +100,33 @@ extension RunState {
                 ContentReference(hash: content.hash, mediaType: content.mediaType, byteCount: content.byteCount))
         case .runStopped(let stopped):
             state.stop = stopped
+        case .runForked(let forked):
+            state.forked = forked
+            for edit in forked.edits {
+                switch edit.kind {
+                case .result, .error:
+                    guard let id = edit.callId, let index = state.callIndex(id, for: event) else { break }
+                    guard let last = state.calls[index].results.last else {
+                        state.note(event, "edits the result of call \"\(id)\", which has none")
+                        break
+                    }
+                    let replaced =
+                        edit.kind == .result
+                        ? ToolCompleted(
+                            callId: id, tool: last.tool, attempt: last.attempt, status: .ok, output: edit.value ?? .null, durationUs: 0)
+                        : ToolCompleted(
+                            callId: id, tool: last.tool, attempt: last.attempt, status: .error, error: edit.text ?? "", durationUs: 0)
+                    let touched = state.changeCall(at: index) { $0.results[$0.results.count - 1] = replaced }
+                    change.call = min(change.call ?? touched, touched)
+                case .input:
+                    guard var start = state.start else { break }
+                    start.goal = edit.text ?? start.goal
+                    state.start = start
+                    change.start = true
+                case .decision, .approve, .deny, .toolFixture:
+                    break
+                }
+            }
         case .pipeline:
             state.note(event, "\(event.kind) belongs in a pipeline log, not a run log")
         case .unknown:

@@ -35,6 +35,8 @@ public struct RunState: Sendable, Hashable {
     public var stop: RunStopped?
     /// Times a run stopped for approval was resumed by an approval.
     public var resumeCount = 0
+    /// The last `run_forked` folded: this run is a fork of that parent (nil for a run that is not).
+    public var forked: RunForked?
     /// Events of kinds this version does not know, skipped.
     public var unknownEventCount = 0
     /// Events that do not fit what came before (a result for a call never proposed, a tool

@@ -1,0 +1,322 @@
+public import AgentRuntime
+import Foundation
+public import TraceCore
+public import TraceLog
+
+/// What if: a run forked at a step, with edits, and continued live (`agent-eval fork`,
+/// docs/replay.md "What if").
+///
+/// The parent's log is read whole and checked (a torn or damaged parent is refused); its events
+/// up to the fork point are copied into the new log as they are, a `run_forked` event records
+/// the parent, the step, the parent's chain head there and the edits, and the runtime's one loop
+/// continues from the state they fold to (`AgentRuntime.fork`). Nothing of the prefix runs
+/// again: no tool is called twice.
+public enum Fork {
+    /// The fork asked for.
+    public struct Request: Sendable {
+        /// The parent's log.
+        public var parent: String
+        /// The parent's step to continue after; nil to take it from the edits.
+        public var at: Int?
+        public var edits: [ForkEdit]
+
+        public init(parent: String, at: Int?, edits: [ForkEdit]) {
+            self.parent = parent
+            self.at = at
+            self.edits = edits
+        }
+    }
+
+    /// The parent's events the fork starts with, and how it continues.
+    public struct Plan: Sendable {
+        public var prefix: [Event]
+        public var forked: RunForked
+        public var started: RunStarted
+        /// The decisions for calls waiting for approval at the fork point.
+        public var approvals: [ApprovalRecorded]
+        /// The parent's approvals after the fork point, given again when the fork stops to ask
+        /// for the same call (as a re-run gives them).
+        public var laterApprovals: [ApprovalRecorded]
+        /// The number of the decision the `decision` edit answers (the first one after the prefix).
+        public var givenDecision: (index: Int, raw: String)?
+        /// The tools that answer from a fixture from the fork on, and the file's responses.
+        public var fixtures: [(tool: String, value: JSONValue)]
+    }
+
+    /// A finished fork.
+    public struct Report: Sendable {
+        public var parent: String
+        public var log: String
+        public var forked: RunForked
+        /// Events copied from the parent.
+        public var copiedEvents: Int
+        public var outcome: RunOutcome
+        /// The parent (left) against the fork (right).
+        public var diff: TrajectoryDiff
+    }
+
+    /// Reads the parent and checks the request against it: the fork point, and each edit
+    /// against the state there. Writes nothing.
+    public static func plan(_ request: Request) throws -> Plan {
+        let path = request.parent
+        let recorded: [RecordedEvent]
+        do {
+            var options = LogReader.Options(resolvesContextPackets: true)
+            options.isStrict = true
+            recorded = try LogReader(path: path, options: options).readAll().events
+        } catch let error as LogError {
+            throw ForkError(
+                .unreadableParent, "cannot fork \(path): \(error.message)", path: path,
+                hint: error.code == .tornTail
+                    ? "the parent was cut mid-write: seal it first (agent-eval log repair LOG), then fork it" : error.hint,
+                cause: error)
+        }
+        guard let first = recorded.first, case .runStarted(let started) = first.event.payload else {
+            throw ForkError(
+                .unreadableParent, "cannot fork \(path): it holds no run (its first event is not run_started)", path: path,
+                hint: "a pipeline log forks at a task boundary with agent-eval pipeline rollback")
+        }
+        let events = recorded.map(\.event)
+        let endedSteps = events.filter { if case .stepEnded = $0.payload { return true } else { return false } }.map(\.step)
+        let lastStep = events.last?.step ?? 0
+        let parentState = RunState(folding: events)
+        func call(_ id: String?, _ flag: String) throws -> ToolCallRecord {
+            guard let id, let found = parentState.call(id: id) else {
+                let known = parentState.calls.map { "\($0.id) (\($0.tool), step \($0.step))" }
+                throw ForkError(
+                    .noSuchCall, "\(flag) \(id ?? ""): the parent has no call \"\(id ?? "")\"", path: path,
+                    hint: known.isEmpty ? "the parent made no tool call" : "its calls: " + known.joined(separator: ", "))
+            }
+            return found
+        }
+
+        // The fork point each edit implies: a step it must be (a given reply, a human's
+        // decision), or a step it must not be before (a replaced result).
+        var exact: [(step: Int, why: String)] = []
+        var atLeast: [(step: Int, why: String)] = []
+        var approvals: [ApprovalRecorded] = []
+        var cutsAtPause = false
+        for edit in request.edits {
+            switch edit.kind {
+            case .result, .error:
+                let record = try call(edit.callId, "--\(edit.kind.rawValue)")
+                atLeast.append((record.step, "--\(edit.kind.rawValue) \(record.id) (a call of step \(record.step))"))
+            case .approve, .deny:
+                let flag = "--\(edit.kind.rawValue)"
+                let record = try call(edit.callId, flag)
+                guard record.verdict?.verdict == .approvalRequired else {
+                    throw ForkError(
+                        .editDoesNotApply,
+                        "\(flag) \(record.id): the policy's verdict on it was \(record.verdict?.verdict.rawValue ?? "none"), so no human was asked",
+                        path: path,
+                        hint: "a fork decides only calls that waited for approval; to change what the model proposed, give --decision")
+                }
+                cutsAtPause = true
+                exact.append((record.step, "\(flag) \(record.id) (a call of step \(record.step))"))
+                approvals.append(
+                    ApprovalRecorded(
+                        callId: record.id, isGranted: edit.kind == .approve, approver: "agent-eval fork", reason: "\(flag) \(record.id)"))
+            case .decision:
+                let step = edit.step ?? 0
+                guard step >= 1 else {
+                    throw ForkError(
+                        .noSuchStep, "--decision \(step): step 0 is the run's start; decisions are made from step 1", path: path)
+                }
+                exact.append((step - 1, "--decision \(step) (the fork continues after step \(step - 1))"))
+            case .input, .toolFixture:
+                break
+            }
+        }
+        guard let at = request.at ?? exact.first?.step ?? atLeast.map(\.step).max() else {
+            throw ForkError(.noForkPoint, "say where to fork: --at STEP (or an edit that names a call or a step)", path: path)
+        }
+        for point in exact where point.step != at {
+            throw ForkError(
+                .editDoesNotApply, "\(point.why) needs the fork at step \(point.step), not at step \(at)", path: path,
+                hint: "edits that decide a step (--decision, --approve, --deny) fork there: one fork point per command")
+        }
+        for point in atLeast where point.step > at {
+            throw ForkError(
+                .editDoesNotApply, "\(point.why) comes after the fork point, step \(at)", path: path,
+                hint: "fork at step \(point.step) or later")
+        }
+        guard at >= 0, at <= lastStep else {
+            throw ForkError(.noSuchStep, "--at \(at): the parent has steps 0 to \(lastStep)", path: path)
+        }
+
+        // The prefix: through the step's end, or (a human's decision) up to its pause for approval.
+        let end: Int
+        if cutsAtPause {
+            guard
+                let pause = events.firstIndex(where: { event in
+                    guard event.step == at, case .runStopped(let stop) = event.payload else { return false }
+                    return stop.reason == .approvalRequired
+                })
+            else {
+                throw ForkError(.noSuchStep, "step \(at) of the parent never paused for approval", path: path)
+            }
+            end = pause - 1
+            let waiting = RunState(folding: Array(events[..<pause])).callsAwaitingApproval.map(\.id)
+            let decided = Set(approvals.map(\.callId))
+            // Calls of that pause the command leaves undecided keep the parent's decision.
+            for id in waiting where !decided.contains(id) {
+                let parents = events[pause...].compactMap { event -> ApprovalRecorded? in
+                    if case .approvalRecorded(let approval) = event.payload, approval.callId == id { return approval }
+                    return nil
+                }
+                guard let parent = parents.first else {
+                    throw ForkError(
+                        .editDoesNotApply, "call \(id) also waits for approval at step \(at), and the parent never decided it", path: path,
+                        hint: "decide it too: --approve \(id) or --deny \(id)")
+                }
+                approvals.append(parent)
+            }
+        } else {
+            guard
+                let ended = events.lastIndex(where: { event in
+                    if case .stepEnded = event.payload { return event.step == at } else { return false }
+                })
+            else {
+                let before = endedSteps.last { $0 < at }
+                throw ForkError(
+                    .noSuchStep, "step \(at) of the parent never ended (it holds \(describe(events.filter { $0.step == at })))",
+                    path: path, hint: before.map { "fork at step \($0), the last step before it that ended" })
+            }
+            // A parent that is a fork itself may have forked right there: its edits are part of
+            // the state at that step's end.
+            var last = ended
+            while last + 1 < events.count, events[last + 1].step == at, case .runForked = events[last + 1].payload { last += 1 }
+            end = last
+            let rest = events[(last + 1)...]
+            let stoppedAfter = rest.contains { if case .runStopped = $0.payload { return true } else { return false } }
+            let decidesMore = rest.contains { if case .decisionMade = $0.payload { return true } else { return false } }
+            if request.edits.isEmpty, stoppedAfter, !decidesMore {
+                throw ForkError(
+                    .nothingToContinue, "the parent stopped after step \(at): a fork there with no edit has nothing to continue",
+                    path: path,
+                    hint: "fork at an earlier step, or give an edit")
+            }
+        }
+        let prefix = Array(events[...end])
+        let head = recorded[end].hash
+        let folded = RunState(folding: prefix)
+        for edit in request.edits where edit.kind == .result || edit.kind == .error {
+            guard let record = folded.call(id: edit.callId ?? ""), !record.results.isEmpty else {
+                let verdict = parentState.call(id: edit.callId ?? "")?.verdict?.verdict
+                throw ForkError(
+                    .editDoesNotApply,
+                    "--\(edit.kind.rawValue) \(edit.callId ?? ""): the call has not run by the fork point (\(verdict?.rawValue ?? "no verdict")), so it has no result to replace",
+                    path: path, hint: verdict == .approvalRequired ? "decide it instead: --approve \(edit.callId ?? "")" : nil)
+            }
+        }
+        var laterApprovals: [ApprovalRecorded] = []
+        for event in events[(end + 1)...] {
+            if case .approvalRecorded(let approval) = event.payload, !approvals.contains(where: { $0.callId == approval.callId }) {
+                laterApprovals.append(approval)
+            }
+        }
+        var given: (Int, String)?
+        var fixtures: [(String, JSONValue)] = []
+        for edit in request.edits {
+            if edit.kind == .decision { given = (folded.decisions.count, edit.text ?? "") }
+            if edit.kind == .toolFixture, let tool = edit.tool { fixtures.append((tool, edit.value ?? .null)) }
+        }
+        let forked = RunForked(parentRunId: first.event.runId, parentHead: head, step: at, parentLog: path, edits: request.edits)
+        return Plan(
+            prefix: prefix, forked: forked, started: started, approvals: approvals, laterApprovals: laterApprovals, givenDecision: given,
+            fixtures: fixtures)
+    }
+
+    /// Forks as `request` says with `agent` (its model and tools run live after the fork point),
+    /// writing the new log at `output`, and compares the fork with its parent.
+    public static func run(
+        _ request: Request, agent: Agent, output: String, runId: String? = nil, environment: RuntimeEnvironment = .live,
+        finishedLogs: (any FinishedLogSink)? = nil
+    ) async throws -> Report {
+        let plan = try plan(request)
+        var forkAgent = agent
+        if let (index, raw) = plan.givenDecision {
+            forkAgent.model = GivenReplyModel(base: agent.model, decisionIndex: index, reply: ModelReply(raw: raw))
+        }
+        for (tool, value) in plan.fixtures {
+            guard var found = forkAgent.tools[tool] else {
+                throw ForkError(
+                    .editDoesNotApply, "--tool-fixture \(tool): the agent has no tool \"\(tool)\"", path: request.parent,
+                    hint: "its tools: " + forkAgent.tools.specs.map(\.name).joined(separator: ", "))
+            }
+            found.host = FixtureToolHost(responses: try AgentFile.fixtureResponses(value, tool: tool))
+            forkAgent.tools.register(found)
+        }
+        // The fork goes on on the parent's clock: its first event comes right after the last one
+        // copied, so the run's time and its timeout count the time it worked, not the time
+        // between the parent and the fork.
+        var shifted = environment
+        let offset = environment.now() - (plan.prefix.last?.timeUs ?? environment.now())
+        let now = environment.now
+        shifted.now = { now() - offset }
+        let runtime = AgentRuntime(agent: forkAgent, environment: shifted, finishedLogs: finishedLogs)
+        let first = try await runtime.fork(
+            prefix: plan.prefix, forked: plan.forked, log: output, runId: runId, approvals: plan.approvals)
+        var pending = plan.laterApprovals
+        let outcome = try await runtime.resumeWhileDecided(first) { waiting in
+            let ids = Set(waiting.map(\.id))
+            let given = pending.filter { ids.contains($0.callId) }
+            pending.removeAll { ids.contains($0.callId) }
+            return given
+        }
+        // A replaced result is a difference even when the model goes on the same way.
+        let edited = Set(request.edits.filter { $0.kind == .result || $0.kind == .error }.compactMap(\.callId))
+        let diff = try TrajectoryDiff.compare(left: request.parent, right: output, outputsOf: edited)
+        return Report(
+            parent: request.parent, log: output, forked: plan.forked, copiedEvents: plan.prefix.count, outcome: outcome, diff: diff)
+    }
+
+    static func describe(_ events: [Event]) -> String {
+        events.isEmpty ? "no event" : events.map(\.kind).joined(separator: ", ")
+    }
+}
+
+/// Why a fork cannot be made: nothing is written.
+public struct ForkError: Diagnostic {
+    public enum Code: String, Sendable {
+        case unreadableParent = "unreadable_parent"
+        case noSuchStep = "no_such_step"
+        case noSuchCall = "no_such_call"
+        case editDoesNotApply = "edit_does_not_apply"
+        case noForkPoint = "no_fork_point"
+        case nothingToContinue = "nothing_to_continue"
+    }
+
+    public var code: Code
+    public var message: String
+    public var path: String
+    public var hint: String?
+    public var cause: (any Diagnostic)?
+
+    public init(_ code: Code, _ message: String, path: String, hint: String? = nil, cause: (any Diagnostic)? = nil) {
+        self.code = code
+        self.message = message
+        self.path = path
+        self.hint = hint
+        self.cause = cause
+    }
+
+    public var diagnosticCode: String { "fork.\(code.rawValue)" }
+    public var place: SourceLocation? { SourceLocation(path: path) }
+}
+
+extension Fork.Report {
+    /// `agent-eval fork --json`: the fork, how it ended, and the diff against its parent.
+    public var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("copied_events", copiedEvents)
+        object.set("diff", diff.json(left: parent, right: log))
+        object.set("forked", forked)
+        object.set("log", log)
+        object.set("parent", parent)
+        object.set("run_id", outcome.runId)
+        object.set("same_trajectory", diff.isSame)
+        object.set("stop", outcome.stop)
+        return object.json
+    }
+}
