@@ -34,7 +34,7 @@ MEMBER_BOUND = 262_144
 MAX_DEPTH = 512
 KNOWN_KINDS = [
     "run_started", "context_built", "decision_made", "verdict_given", "tool_intended", "tool_completed",
-    "approval_recorded", "step_ended", "content_stored", "run_stopped",
+    "approval_recorded", "step_ended", "content_stored", "run_stopped", "run_forked",
 ]
 DURABILITY_POINTS = {"tool_intended", "approval_recorded", "step_ended", "run_stopped"}
 
@@ -133,6 +133,10 @@ _RESULT = {
     "stderr": 1, "duration_us": 1,
 }
 _STOP = {"reason": 1, "limit": 1, "answer": 1, "error": 1}
+_EDIT = {"kind": 1, "call_id": 1, "step": 1, "tool": 1, "text": 1, "value": "keep-null"}
+_FORKED = {
+    "parent_run_id": 1, "parent_head": 1, "step": 1, "parent_log": 1, "edits": lambda v: [_pick(e, _EDIT) for e in v],
+}
 
 
 class RunState:
@@ -156,6 +160,7 @@ class RunState:
         self.last_state_digest = None
         self.stop = None
         self.resume_count = 0
+        self.forked = None
         self.unknown_event_count = 0
         self.anomalies = []
 
@@ -257,6 +262,27 @@ class RunState:
             self.contents.append({"hash": data["hash"], "media_type": data["media_type"], "byte_count": size})
         elif kind == "run_stopped":
             self.stop = _pick(data, _STOP)
+        elif kind == "run_forked":
+            self.forked = _pick(data, _FORKED, {"edits": []})
+            for edit in data.get("edits") or []:
+                if edit["kind"] in ("result", "error"):
+                    call = self._call(edit["call_id"], seq, kind)
+                    if call is None:
+                        continue
+                    if not call["results"]:
+                        self._note(seq, kind, 'edits the result of call "%s", which has none' % edit["call_id"])
+                        continue
+                    last = call["results"][-1]
+                    replaced = {"call_id": edit["call_id"], "tool": last["tool"], "attempt": last["attempt"], "duration_us": 0}
+                    if edit["kind"] == "result":
+                        replaced["status"] = "ok"
+                        replaced["output"] = edit.get("value")
+                    else:
+                        replaced["status"] = "error"
+                        replaced["error"] = edit.get("text") or ""
+                    call["results"][-1] = replaced
+                elif edit["kind"] == "input" and self.start is not None and edit.get("text") is not None:
+                    self.start["goal"] = edit["text"]
         else:
             self.unknown_event_count += 1
 
@@ -271,7 +297,8 @@ class RunState:
             "usage": self.usage, "contents": self.contents, "resume_count": self.resume_count,
             "unknown_event_count": self.unknown_event_count, "anomalies": self.anomalies,
         }
-        for name in ["run_id", "start", "started_at_us", "last_event_at_us", "last_token_estimate", "last_state_digest", "stop"]:
+        for name in ["run_id", "start", "started_at_us", "last_event_at_us", "last_token_estimate", "last_state_digest", "stop",
+                     "forked"]:
             value = getattr(self, name)
             if value is not None:
                 state[name] = value

@@ -49,6 +49,27 @@ public final class RunRecorder {
 
     /// Ends the current step: records `step_ended` with the digest of the state before it,
     /// then moves on to the next step.
+    /// A recorder for a run that begins with another run's events (a fork's copy of its parent,
+    /// `RunForked`): each is written with its payload, step and time, under this writer's run
+    /// id; each `step_ended` with the digest of this run's state (which holds its id), so a
+    /// replay checks it; the other run's signature events are left out. The recorder's step is
+    /// the last event's: the caller records what belongs to it, then moves on.
+    public static func copying(
+        _ events: [Event], into writer: LogWriter, clock: @escaping @Sendable () -> Int, observe: ((Event) -> Void)? = nil
+    ) throws -> RunRecorder {
+        var state = RunState()
+        var digester = StateDigester()
+        for event in events {
+            if case .unknown(let kind, _) = event.payload, kind == LogSigner.kind { continue }
+            var payload = event.payload
+            if case .stepEnded = payload { payload = .stepEnded(StepEnded(stateDigest: digester.digest(of: state))) }
+            let copied = try writer.append(payload, step: event.step, timeUs: event.timeUs)
+            digester.track(RunState.reduce(into: &state, copied))
+            for signature in writer.takeSignatureEvents() { digester.track(RunState.reduce(into: &state, signature)) }
+        }
+        return RunRecorder(writer: writer, state: state, clock: clock, observe: observe)
+    }
+
     @discardableResult
     public func endStep() throws -> Event {
         let event = try record(.stepEnded(StepEnded(stateDigest: digester.digest(of: state))))

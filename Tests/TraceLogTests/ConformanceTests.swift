@@ -112,6 +112,37 @@ struct ConformanceTests {
             lines[9] = replacing(lines[9], #""tools_disclosed":[[0,2]]"#, #""tools_disclosed":[[0,3]]"#)
             return try log(lines, rechain: true)
         },
+        Case(name: "valid-forked") {
+            // A fork of the support sample after its step 2 (`agent-eval fork`): the events copied
+            // under another run id, run_forked replacing one result, failing another and
+            // restating the goal, one step of its own and the stop.
+            let scratch = try TemporaryDirectory("agent-eval-kit-fork")
+            defer { scratch.remove() }
+            let path = scratch.url.appendingPathComponent("forked.jsonl.gz").path
+            let events = try LogReader(
+                path: FixtureLogs.directory.appendingPathComponent("support-sample.jsonl.gz").path,
+                options: LogReader.Options(resolvesContextPackets: true)
+            ).readAll().events
+            guard let end = events.firstIndex(where: { if case .stepEnded = $0.event.payload { $0.event.step == 2 } else { false } })
+            else { throw KitError("the support sample has no step 2") }
+            let writer = try LogWriter.create(at: path, runId: "run-forked-sample")
+            let time = events[end].event.timeUs + 1_000
+            let recorder = try RunRecorder.copying(events[...end].map(\.event), into: writer, clock: { time })
+            try recorder.record(
+                .runForked(
+                    RunForked(
+                        parentRunId: events[0].event.runId, parentHead: events[end].hash, step: 2, parentLog: "support-sample.jsonl.gz",
+                        edits: [
+                            ForkEdit(kind: .result, callId: "call-1", value: ["order_id": "A-1042", "status": "lost"]),
+                            ForkEdit(kind: .error, callId: "call-2", text: "the customer service is down"),
+                            ForkEdit(kind: .input, text: "Where is my order A-1042?"),
+                        ])))
+            recorder.step += 1
+            try recorder.endStep()
+            try recorder.record(.runStopped(RunStopped(reason: .success, answer: "Your parcel is lost; we are looking for it.")))
+            try writer.close()
+            return [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        },
         Case(name: "edited-with-chain-recomputed") {
             // Intact to the chain, but the recorded state digests no longer match the fold.
             try log(lines().map { replacing($0, #""amount_cents":4999"#, #""amount_cents":999"#) }, rechain: true)

@@ -181,30 +181,21 @@ public struct AgentRuntime: Sendable {
         prefix: [Event], forked: RunForked, log path: String, runId: String?, approvals: [ApprovalRecorded]
     ) async throws(RuntimeError) -> RunOutcome {
         let id = runId ?? environment.makeRunId()
-        let writer: LogWriter
-        var state = RunState()
         var contents: [String: [UInt8]] = [:]
+        for event in prefix {
+            if case .contentStored(let stored) = event.payload, let bytes = stored.bytes { contents[stored.hash] = bytes }
+        }
+        // `run_forked` belongs to the step the prefix ends in (its edits change that step's
+        // state, as a diff shows); a step that ended is followed by the next.
+        let recorder: RunRecorder
         do {
-            writer = try LogWriter.create(at: path, runId: id, options: logOptions)
-            var digester = StateDigester()
-            for event in prefix {
-                if case .unknown(let kind, _) = event.payload, kind == LogSigner.kind { continue }
-                if case .contentStored(let stored) = event.payload, let bytes = stored.bytes { contents[stored.hash] = bytes }
-                var payload = event.payload
-                // A step's digest is of this run's state (its id is the fork's), so a replay checks it.
-                if case .stepEnded = payload { payload = .stepEnded(StepEnded(stateDigest: digester.digest(of: state))) }
-                let copied = try writer.append(payload, step: event.step, timeUs: event.timeUs)
-                digester.track(RunState.reduce(into: &state, copied))
-                for signature in writer.takeSignatureEvents() { digester.track(RunState.reduce(into: &state, signature)) }
-            }
+            let writer = try LogWriter.create(at: path, runId: id, options: logOptions)
+            recorder = try RunRecorder.copying(prefix, into: writer, clock: environment.now, observe: environment.eventObserver)
         } catch let error as LogError {
             throw RuntimeError(error)
         } catch {
             throw RuntimeError(.log, "cannot write the fork's log: \(error)", path: path)
         }
-        // `run_forked` belongs to the step the prefix ends in (its edits change that step's
-        // state, as a diff shows); a step that ended is followed by the next.
-        let recorder = RunRecorder(writer: writer, state: state, clock: environment.now, observe: environment.eventObserver)
         let session = RunSession(agent: agent, environment: environment, recorder: recorder, contents: contents)
         return try await Self.onLoopThread { () async throws(RuntimeError) -> RunOutcome in
             try await session.drive(path: path) {
