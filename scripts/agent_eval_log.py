@@ -136,6 +136,7 @@ _STOP = {"reason": 1, "limit": 1, "answer": 1, "error": 1}
 _EDIT = {"kind": 1, "call_id": 1, "step": 1, "tool": 1, "text": 1, "value": "keep-null"}
 _FORKED = {
     "parent_run_id": 1, "parent_head": 1, "step": 1, "parent_log": 1, "edits": lambda v: [_pick(e, _EDIT) for e in v],
+    "agent": lambda v: _pick(v, {"name": 1, "version": 1, "config_digest": 1}), "model": lambda v: _pick(v, {"provider": 1, "name": 1}),
 }
 
 
@@ -482,6 +483,8 @@ def _malformed_hash(kind, data):
         check(data.get("state_digest"), "data.state_digest")
     elif kind == "content_stored":
         check(data.get("hash"), "data.hash")
+    elif kind == "run_forked":
+        check(member(data.get("agent"), "config_digest"), "data.agent.config_digest")
     return found[0] if found else None
 
 

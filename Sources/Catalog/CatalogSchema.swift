@@ -6,7 +6,17 @@ enum CatalogSchema {
     /// The version this build writes and reads.
     static var version: Int { migrations.count }
 
-    static let migrations: [String] = [version1, version2, version3, version4, version5, version6, version7, version8]
+    static let migrations: [String] = [version1, version2, version3, version4, version5, version6, version7, version8, version9]
+
+    /// Version 9: the run a log forked (`agent-eval fork`, its `run_forked` event) and the
+    /// parent's step it continued after, so `runs --forks-of RUN` finds a run's forks. NULL for
+    /// a run that is no fork; a log indexed before is read again only when it changes, and no
+    /// log written before version 9 was a fork.
+    static let version9 = """
+        ALTER TABLE logs ADD COLUMN forked_from TEXT;
+        ALTER TABLE logs ADD COLUMN fork_step INTEGER;
+        CREATE INDEX logs_by_parent ON logs (forked_from) WHERE forked_from IS NOT NULL;
+        """
 
     /// Version 8: the step table of each log (`replay --step`, the interactive replay), which
     /// lived in a file of its own format in a cache directory before. `index` fills it in the

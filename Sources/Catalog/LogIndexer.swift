@@ -196,7 +196,8 @@ extension Catalog {
                     run_id = NULL, agent = NULL, agent_version = NULL, model = NULL, input = NULL, started_at_us = NULL,
                     ended_at_us = NULL, stop_reason = NULL, stop_limit = NULL, events = 0, steps = 0, decisions = 0,
                     invalid_decisions = 0, tool_calls = 0, executed_calls = 0, denied_calls = 0, failed_calls = 0, input_tokens = 0,
-                    output_tokens = 0, cost_usd = 0, anomalies = 0, indexed_at_us = ?, resume = NULL
+                    output_tokens = 0, cost_usd = 0, anomalies = 0, indexed_at_us = ?, resume = NULL, forked_from = NULL,
+                    fork_step = NULL
                 WHERE log_id = ?
                 """,
             arguments: [
@@ -556,7 +557,8 @@ struct LogIndexer {
             executedCalls: state.counters.executedCalls, deniedCalls: state.counters.deniedCalls,
             failedCalls: state.counters.failedCalls, inputTokens: state.usage.inputTokens, outputTokens: state.usage.outputTokens,
             costUSD: state.usage.costUSD, anomalies: state.anomalies.count, indexedAtUs: now,
-            resume: point.flatMap { isOpen && isSteady ? JSONWriter.encode($0.json) : nil })
+            resume: point.flatMap { isOpen && isSteady ? JSONWriter.encode($0.json) : nil }, forkedFrom: state.forked?.parentRunId,
+            forkStep: state.forked?.step)
     }
 }
 
@@ -592,6 +594,9 @@ struct LogRow: Sendable {
     var anomalies: Int
     var indexedAtUs: Int
     var resume: [UInt8]?
+    /// The parent run and its step, for a fork (`run_forked`).
+    var forkedFrom: String?
+    var forkStep: Int?
 
     /// Writes the values into the row `logId` (inserted before, as a placeholder, when new).
     func write(logId: Int64, in db: Database) throws {
@@ -601,7 +606,7 @@ struct LogRow: Sendable {
                     run_id = ?, agent = ?, agent_version = ?, model = ?, input = ?, started_at_us = ?, ended_at_us = ?,
                     stop_reason = ?, stop_limit = ?, events = ?, steps = ?, decisions = ?, invalid_decisions = ?, tool_calls = ?,
                     executed_calls = ?, denied_calls = ?, failed_calls = ?, input_tokens = ?, output_tokens = ?, cost_usd = ?,
-                    anomalies = ?, indexed_at_us = ?, resume = ?
+                    anomalies = ?, indexed_at_us = ?, resume = ?, forked_from = ?, fork_step = ?
                 WHERE log_id = ?
                 """)
         try BoundRow.execute(statement, in: db) { row in
@@ -635,6 +640,8 @@ struct LogRow: Sendable {
             row.bind(anomalies)
             row.bind(indexedAtUs)
             row.bind(resume)
+            row.bind(forkedFrom)
+            row.bind(forkStep)
             row.bind(logId)
         }
     }

@@ -31,6 +31,8 @@ public struct RunQuery: Sendable, Hashable {
     /// Runs with a call whose approval is in this state. Per call.
     public var approval: ApprovalFilter?
     public var minCostUSD: Double?
+    /// Forks of this run (`agent-eval fork`): logs whose last `run_forked` names it.
+    public var forksOf: String?
     /// The most rows to return, newest first.
     public var limit = 50
 
@@ -118,10 +120,14 @@ public struct RunQuery: Sendable, Hashable {
             conditions.append("cost_usd >= ?")
             arguments.append(.real(minCostUSD))
         }
+        if let forksOf {
+            conditions.append("forked_from = ?")
+            arguments.append(.text(forksOf))
+        }
         let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
         let sql = """
             SELECT log_id, path, run_id, agent, model, status, problem, stop_reason, stop_limit, steps, tool_calls, executed_calls,
-                denied_calls, input_tokens + output_tokens AS tokens, cost_usd, started_at_us, ended_at_us
+                denied_calls, input_tokens + output_tokens AS tokens, cost_usd, started_at_us, ended_at_us, forked_from, fork_step
             FROM logs \(filter)
             ORDER BY started_at_us DESC, path
             LIMIT \(max(0, limit))
@@ -165,6 +171,9 @@ public struct RunRow: Sendable, Hashable {
     public var costUSD: Double
     public var startedAtUs: Int?
     public var endedAtUs: Int?
+    /// For a fork: the parent run and the parent's step it continued after.
+    public var forkedFrom: String?
+    public var forkStep: Int?
 
     /// The command that steps through this run.
     public var replayCommand: String { EvalReport.replayCommand(log: path, step: nil) }
@@ -187,6 +196,8 @@ public struct RunRow: Sendable, Hashable {
         object.set("cost_usd", costUSD)
         object.set("started_at_us", startedAtUs)
         object.set("ended_at_us", endedAtUs)
+        object.set("forked_from", forkedFrom)
+        object.set("fork_step", forkStep)
         object.set("replay", replayCommand)
         return object.json
     }
@@ -228,7 +239,7 @@ extension Catalog {
                     status: LogStatus(rawValue: row["status"]) ?? .damaged, problem: row["problem"], stopReason: row["stop_reason"],
                     limit: row["stop_limit"], steps: row["steps"], toolCalls: row["tool_calls"], executedCalls: row["executed_calls"],
                     deniedCalls: row["denied_calls"], tokens: row["tokens"], costUSD: row["cost_usd"], startedAtUs: row["started_at_us"],
-                    endedAtUs: row["ended_at_us"])
+                    endedAtUs: row["ended_at_us"], forkedFrom: row["forked_from"], forkStep: row["fork_step"])
             }
         }
     }

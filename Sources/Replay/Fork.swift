@@ -187,14 +187,18 @@ public enum Fork {
             var last = ended
             while last + 1 < events.count, events[last + 1].step == at, case .runForked = events[last + 1].payload { last += 1 }
             end = last
-            let rest = events[(last + 1)...]
-            let stoppedAfter = rest.contains { if case .runStopped = $0.payload { return true } else { return false } }
-            let decidesMore = rest.contains { if case .decisionMade = $0.payload { return true } else { return false } }
-            if request.edits.isEmpty, stoppedAfter, !decidesMore {
+            // The model ended the run at that step (an answer, a question, a stop): with no edit,
+            // going on would ask it for a decision after its last.
+            let ending = events[...last].last { event in
+                guard event.step == at, case .decisionMade(let made) = event.payload else { return false }
+                if case .valid(.toolCalls) = made.outcome { return false }
+                if case .invalid = made.outcome { return false }
+                return true
+            }
+            if request.edits.isEmpty, ending != nil {
                 throw ForkError(
-                    .nothingToContinue, "the parent stopped after step \(at): a fork there with no edit has nothing to continue",
-                    path: path,
-                    hint: "fork at an earlier step, or give an edit")
+                    .nothingToContinue, "the model ended the parent's run at step \(at): a fork there with no edit has nothing to continue",
+                    path: path, hint: "fork at an earlier step, or give an edit")
             }
         }
         let prefix = Array(events[...end])
@@ -255,8 +259,12 @@ public enum Fork {
         let now = environment.now
         shifted.now = { now() - offset }
         let runtime = AgentRuntime(agent: forkAgent, environment: shifted, finishedLogs: finishedLogs)
+        // The log says who went on: the copied run_started names the parent's agent and model.
+        var forked = plan.forked
+        forked.agent = forkAgent.identity
+        forked.model = forkAgent.model.identity
         let first = try await runtime.fork(
-            prefix: plan.prefix, forked: plan.forked, log: output, runId: runId, approvals: plan.approvals)
+            prefix: plan.prefix, forked: forked, log: output, runId: runId, approvals: plan.approvals)
         var pending = plan.laterApprovals
         let outcome = try await runtime.resumeWhileDecided(first) { waiting in
             let ids = Set(waiting.map(\.id))
@@ -268,7 +276,7 @@ public enum Fork {
         let edited = Set(request.edits.filter { $0.kind == .result || $0.kind == .error }.compactMap(\.callId))
         let diff = try TrajectoryDiff.compare(left: request.parent, right: output, outputsOf: edited)
         return Report(
-            parent: request.parent, log: output, forked: plan.forked, copiedEvents: plan.prefix.count, outcome: outcome, diff: diff)
+            parent: request.parent, log: output, forked: forked, copiedEvents: plan.prefix.count, outcome: outcome, diff: diff)
     }
 
     static func describe(_ events: [Event]) -> String {

@@ -248,6 +248,9 @@ struct RunFilters: ParsableArguments {
     @Option(help: "Runs that cost at least this many US dollars.")
     var minCost: Double?
 
+    @Option(help: ArgumentHelp("Forks of this run (agent-eval fork), by its run id.", valueName: "run-id"))
+    var forksOf: String?
+
     func validate() throws { _ = try query(limit: 1) }
 
     func query(limit: Int) throws -> RunQuery {
@@ -278,6 +281,7 @@ struct RunFilters: ParsableArguments {
             query.approval = value
         }
         query.minCostUSD = minCost
+        query.forksOf = forksOf
         query.limit = limit
         return query
     }
@@ -306,7 +310,7 @@ struct RunsCommand: ParsableCommand {
             --denied. `--tool refund_order --approval none` lists runs in which a refund_order call ran with no human \
             approval, not runs whose refund was approved while some other call ran without; with several --tool, each \
             tool needs such a call. The other filters are about the run: --not-tool (no call of the tool ran), --stop, \
-            --agent, --model, --since, --until, --status, --min-cost.
+            --agent, --model, --since, --until, --status, --min-cost, --forks-of (forks of a run, agent-eval fork).
 
             Index logs first (`agent-eval index runs/`; `exec` and `run` index what they write). For questions the \
             filters do not cover, `agent-eval sql` runs read-only SQL over the catalog (docs/catalog.md).
@@ -349,8 +353,9 @@ struct RunsCommand: ParsableCommand {
         for row in rows {
             var stop = row.stopReason ?? "running"
             if let limit = row.limit { stop += " (\(limit))" }
+            let agent = (row.agent ?? "?") + (row.forkedFrom.map { " (fork of \($0) at \(row.forkStep ?? 0))" } ?? "")
             cells.append([
-                utcTime(row.startedAtUs), row.agent ?? "?", row.model ?? "?", stop, "\(row.steps)",
+                utcTime(row.startedAtUs), agent, row.model ?? "?", stop, "\(row.steps)",
                 "\(row.executedCalls)" + (row.deniedCalls > 0 ? "+\(row.deniedCalls)d" : ""), "\(row.tokens)",
                 String(format: "%.4f", row.costUSD), row.status.rawValue, EvalReport.replayCommand(log: displayPath(row.path), step: nil),
             ])

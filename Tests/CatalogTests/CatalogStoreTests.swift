@@ -503,6 +503,13 @@ struct CatalogStoreTests {
             let first = try Catalog(path: directory.path("source.sqlite"))
             _ = try first.index(paths: [FixtureLogs.directory.appendingPathComponent("support-sample.jsonl.gz").path])
             try first.close()
+            // The rows as version 1 had them: without the columns later versions added.
+            _ = try await Subprocess.run(
+                "/usr/bin/env",
+                [
+                    "sqlite3", directory.path("source.sqlite"),
+                    "DROP INDEX logs_by_parent; ALTER TABLE logs DROP COLUMN fork_step; ALTER TABLE logs DROP COLUMN forked_from;",
+                ])
             let dump = try await Subprocess.run("/usr/bin/env", ["sqlite3", directory.path("source.sqlite"), ".dump logs calls"])
             let version1 = CatalogSchema.migrations[0] + "\nPRAGMA user_version = 1;\n"
             _ = try await Subprocess.run("/usr/bin/env", ["sqlite3", path, version1])

@@ -136,7 +136,9 @@ struct ConformanceTests {
                             ForkEdit(kind: .result, callId: "call-1", value: ["order_id": "A-1042", "status": "lost"]),
                             ForkEdit(kind: .error, callId: "call-2", text: "the customer service is down"),
                             ForkEdit(kind: .input, text: "Where is my order A-1042?"),
-                        ])))
+                        ],
+                        agent: AgentIdentity(name: "support-agent", version: "2", configDigest: ContentHash.sha256(Array("v2".utf8))),
+                        model: ModelIdentity(provider: "openai", name: "gpt-4o-mini"))))
             recorder.step += 1
             try recorder.endStep()
             try recorder.record(.runStopped(RunStopped(reason: .success, answer: "Your parcel is lost; we are looking for it.")))

@@ -25,7 +25,9 @@ extension EventPayload {
             return check(ended.stateDigest, "data.state_digest")
         case .contentStored(let content):
             return check(content.hash, "data.hash")
-        case .decisionMade, .verdictGiven, .toolIntended, .approvalRecorded, .runStopped, .runForked, .pipeline, .unknown:
+        case .runForked(let forked):
+            return check(forked.agent?.configDigest, "data.agent.config_digest")
+        case .decisionMade, .verdictGiven, .toolIntended, .approvalRecorded, .runStopped, .pipeline, .unknown:
             return nil
         }
     }

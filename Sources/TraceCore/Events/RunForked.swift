@@ -16,13 +16,21 @@ public struct RunForked: JSONRepresentable, JSONObjectEncodable, Hashable {
     /// The parent's log as it was named when forking (information only: a log can move).
     public var parentLog: String?
     public var edits: [ForkEdit]
+    /// The agent and model the fork goes on with (the copied `run_started` names the parent's).
+    public var agent: AgentIdentity?
+    public var model: ModelIdentity?
 
-    public init(parentRunId: String, parentHead: String, step: Int, parentLog: String? = nil, edits: [ForkEdit] = []) {
+    public init(
+        parentRunId: String, parentHead: String, step: Int, parentLog: String? = nil, edits: [ForkEdit] = [],
+        agent: AgentIdentity? = nil, model: ModelIdentity? = nil
+    ) {
         self.parentRunId = parentRunId
         self.parentHead = parentHead
         self.step = step
         self.parentLog = parentLog
         self.edits = edits
+        self.agent = agent
+        self.model = model
     }
 
     public init(from scanner: inout JSONScanner) throws {
@@ -31,6 +39,8 @@ public struct RunForked: JSONRepresentable, JSONObjectEncodable, Hashable {
         var step: Int?
         var parentLog: String?
         var edits: [ForkEdit] = []
+        var agent: AgentIdentity?
+        var model: ModelIdentity?
         try scanner.readObject { scanner, key in
             switch key {
             case "parent_run_id": parentRunId = try scanner.read()
@@ -38,6 +48,8 @@ public struct RunForked: JSONRepresentable, JSONObjectEncodable, Hashable {
             case "step": step = try scanner.read()
             case "parent_log": parentLog = try scanner.readOptional()
             case "edits": edits = try scanner.readArray { try ForkEdit(from: &$0) }
+            case "agent": agent = try scanner.readOptional()
+            case "model": model = try scanner.readOptional()
             default: try scanner.skipValue()
             }
         }
@@ -46,10 +58,14 @@ public struct RunForked: JSONRepresentable, JSONObjectEncodable, Hashable {
         self.step = try required(step, "step")
         self.parentLog = parentLog
         self.edits = edits
+        self.agent = agent
+        self.model = model
     }
 
     public func members(into object: inout some JSONMemberSink) {
+        object.set("agent", agent)
         object.set("edits", edits)
+        object.set("model", model)
         object.set("parent_head", parentHead)
         object.set("parent_log", parentLog)
         object.set("parent_run_id", parentRunId)

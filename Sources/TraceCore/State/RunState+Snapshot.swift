@@ -46,6 +46,7 @@ extension RunState {
             case "last_state_digest": state.lastStateDigest = try scanner.readOptional()
             case "stop": state.stop = try scanner.readOptional()
             case "resume_count": state.resumeCount = try scanner.read()
+            case "forked": state.forked = try scanner.readOptional()
             case "unknown_event_count": state.unknownEventCount = try scanner.read()
             case "anomalies": state.anomalies = try scanner.readList()
             default: try scanner.skipValue()

@@ -1,0 +1,76 @@
+import Foundation
+import TestSupport
+import TestTags
+import Testing
+import TraceCore
+
+/// `agent-eval fork` as a user runs it: exit codes like `diff`, the diff from the fork point,
+/// `--json`, the catalog's `runs --forks-of`, and bad input.
+@Suite("agent-eval fork", .ownThread)
+struct ForkCommandTests {
+    static let parent = repositoryRoot.appendingPathComponent("Fixtures/runs/support-refund.jsonl.gz").path
+    static let agent = ExampleRuns.agentPath("support")
+
+    @Test("no edit: exit 0 and the shared prefix; a replaced result: exit 1 at its step; the catalog lists the forks")
+    func forks() async throws {
+        try await TemporaryDirectory.with { directory in
+            let catalog = ["AGENT_EVAL_CATALOG": directory.path("catalog.sqlite")]
+            let same = try await agentEval(
+                ["fork", Self.parent, "--agent", Self.agent, "--at", "1", "--out", directory.path("runs")], environment: catalog)
+            #expect(same.status == 0, "\(same.stderr)")
+            #expect(same.stdoutText.contains("from run-support-refund after its step 1 (12 events copied, nothing run again)"))
+            #expect(same.stdoutText.contains("same trajectory"))
+            #expect(same.stdoutText.contains("= 0–0      the shared prefix"))
+
+            try #"{"order_id": "A-1042", "status": "lost"}"#.write(toFile: directory.path("lost.json"), atomically: true, encoding: .utf8)
+            let edited = try await agentEval(
+                [
+                    "fork", Self.parent, "--agent", Self.agent, "--result", "call-1=@\(directory.path("lost.json"))", "--out",
+                    directory.path("runs"), "--json",
+                ], environment: catalog)
+            #expect(edited.status == 1, "\(edited.stderr)")
+            let report = try JSONParser.parse(edited.stdout)
+            #expect(report["same_trajectory"] == false)
+            #expect(report["forked"]?["step"] == 1)
+            #expect(report["forked"]?["parent_run_id"] == "run-support-refund")
+            #expect(
+                report["forked"]?["edits"] == [["kind": "result", "call_id": "call-1", "value": ["order_id": "A-1042", "status": "lost"]]])
+            #expect(report["diff"]?["first_divergence"]?["path"] == "call-1 lookup_order output")
+            let log = try #require(report["log"]?.stringValue)
+            #expect(FileManager.default.fileExists(atPath: log))
+            #expect(try await agentEval(["replay", log, "--plain"]).stdoutText.contains("edit    result of call-1 replaced by"))
+
+            let forks = try await agentEval(["runs", "--forks-of", "run-support-refund", "--json"], environment: catalog)
+            #expect(forks.status == 0, "\(forks.stderr)")
+            let rows = try JSONParser.parse(forks.stdout).arrayValue ?? []
+            #expect(rows.count == 2)
+            #expect(rows.allSatisfy { $0["forked_from"] == "run-support-refund" && $0["fork_step"] == 1 })
+            let none = try await agentEval(["runs", "--forks-of", "run-nobody", "--json"], environment: catalog)
+            #expect(try JSONParser.parse(none.stdout) == [])
+        }
+    }
+
+    @Test("a fork that cannot be made exits 2 and writes nothing; a malformed edit is a usage error")
+    func badInput() async throws {
+        try await TemporaryDirectory.with { directory in
+            let out = directory.path("runs")
+            let pastTheEnd = try await agentEval(["fork", Self.parent, "--agent", Self.agent, "--at", "9", "--out", out, "--no-catalog"])
+            #expect(pastTheEnd.status == 2 && pastTheEnd.stderr.contains("--at 9: the parent has steps 0 to 4"))
+            let unknownCall = try await agentEval(["fork", Self.parent, "--agent", Self.agent, "--error", "call-7=boom", "--out", out])
+            #expect(unknownCall.status == 2 && unknownCall.stderr.contains(#"the parent has no call "call-7""#))
+            #expect(unknownCall.stderr.contains("hint: its calls: call-1 (lookup_order, step 1)"))
+            // A fixture file that is not a list of responses: its file and line are named.
+            try "- when: {order_id: A-1}\n  outptu: {}\n".write(toFile: directory.path("bad.yaml"), atomically: true, encoding: .utf8)
+            let fixture = try await agentEval([
+                "fork", Self.parent, "--agent", Self.agent, "--at", "1", "--tool-fixture", "lookup_order=@\(directory.path("bad.yaml"))",
+                "--out", out,
+            ])
+            #expect(fixture.status == 2 && fixture.stderr.contains("bad.yaml:2"), "\(fixture.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: out))
+            let noAgent = try await agentEval(["fork", Self.parent, "--at", "1"])
+            #expect(noAgent.status == 64 && noAgent.stderr.contains("give the agent file to continue with"))
+            let badDecision = try await agentEval(["fork", Self.parent, "--agent", Self.agent, "--decision", "x={}"])
+            #expect(badDecision.status == 64 && badDecision.stderr.contains("STEP must be a step number"))
+        }
+    }
+}
