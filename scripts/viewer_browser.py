@@ -4,7 +4,7 @@ for Tests/CLITests/ViewerBrowserTests.swift to check. Saves a screenshot of ever
 
     python viewer_browser.py SHOTS_DIR KIND=PAGE[,ARG...] ...
 
-KIND is run, report, baseline, diff, hostile or long:
+KIND is run, report, baseline, diff, hostile, long, fork or forks:
   run=page.html,SEARCH,JUMP   keys n/p/f, search for SEARCH, jump to step JUMP, a #step-JUMP link
   report=page.html[,LINK]     every failure link lands on its step in the embedded run; LINK, a
                               `view:` line's page.html#log=…&step=N, opens that run at that step
@@ -12,6 +12,8 @@ KIND is run, report, baseline, diff, hostile or long:
   diff=page.html              the first divergence's row, steps side by side, the marked argument
   hostile=page.html           planted markup stayed text and no planted script ran
   long=page.html              time to open a long run, jump to its last step, search it
+  fork=page.html              a fork's panel: its parent, edits and where it parts from the parent
+  forks=page.html             a parent's page: the forks of the run it lists
 
 Exits 1 with a message when Chromium or its driver is missing (scripts/python_venv browser
 installs them).
@@ -225,7 +227,29 @@ def check_long(driver, page):
     return seen
 
 
-CHECKS = {"run": check_run, "report": check_report, "baseline": check_report, "diff": check_diff, "hostile": check_hostile, "long": check_long}
+def check_fork(driver, page):
+    """A fork's page: its panel (parent, edits, where it parts), and the run_forked row of its step."""
+    seen = {"load_seconds": load(driver, page), "ready": ready(driver)}
+    panels = driver.find_elements(By.CSS_SELECTOR, ".panel.fork")
+    seen["fork_panel"] = panels[0].text if panels else None
+    seen["nav_mentions_fork"] = driver.execute_script(
+        "return Array.from(document.querySelectorAll('.steps-nav .row')).some(r => r.textContent.includes('fork'))")
+    seen["severe_console"] = severe_logs(driver)
+    return seen
+
+
+def check_forks(driver, page):
+    """A parent's page: the forks of the run it lists."""
+    seen = {"load_seconds": load(driver, page), "ready": ready(driver)}
+    seen["forks"] = [item.text for item in driver.find_elements(By.CSS_SELECTOR, "[id$='forks'] li")]
+    seen["severe_console"] = severe_logs(driver)
+    return seen
+
+
+CHECKS = {
+    "run": check_run, "report": check_report, "baseline": check_report, "diff": check_diff, "hostile": check_hostile, "long": check_long,
+    "fork": check_fork, "forks": check_forks,
+}
 
 
 def main():

@@ -174,6 +174,11 @@ public struct TrajectoryDiff: Sendable {
         return rows
     }
 
+    /// A call's result statuses, in order; "not run" for none.
+    static func describeResults(_ results: [String]) -> String {
+        results.isEmpty ? "not run" : results.joined(separator: ", ")
+    }
+
     static func outcome(_ call: StepSketch.Call) -> String {
         "\(call.tool) \(call.verdict) \(call.results.joined(separator: ","))"
     }
@@ -205,8 +210,8 @@ public struct TrajectoryDiff: Sendable {
             }
             if a.results != b.results {
                 return Difference(
-                    leftStep: left.step, rightStep: right.step, path: "\(a.id) \(a.tool) results", left: a.results.joined(separator: ", "),
-                    right: b.results.joined(separator: ", "), callId: a.id, field: "results")
+                    leftStep: left.step, rightStep: right.step, path: "\(a.id) \(a.tool) results", left: describeResults(a.results),
+                    right: describeResults(b.results), callId: a.id, field: "results")
             }
             if outputsOf.contains(a.id), a.output != b.output {
                 return Difference(

@@ -24,8 +24,22 @@ public struct RunView: Sendable {
             data: .object(JSONObject([("view", .string("run")), ("run", document)])))
     }
 
-    /// Replays the log at `path` and collects its steps.
-    public static func make(log path: String) throws -> RunView {
+    /// A fork of the run shown (`agent-eval fork`), as the catalog knows it.
+    public struct Child: Sendable, Hashable {
+        public var runId: String
+        public var log: String
+        public var step: Int
+
+        public init(runId: String, log: String, step: Int) {
+            self.runId = runId
+            self.log = log
+            self.step = step
+        }
+    }
+
+    /// Replays the log at `path` and collects its steps; `forks` gives the run's own forks (by its
+    /// run id), listed on its page.
+    public static func make(log path: String, forks: (String) -> [Child] = { _ in [] }) throws -> RunView {
         var steps: [JSONValue] = []
         var eventCount = 0
         var numbers: [Int] = []
@@ -39,6 +53,14 @@ public struct RunView: Sendable {
             var object = JSONObject([("steps", .array(steps))])
             for (key, value) in result.tailMembers { object[key] = value }
             object["summary"] = summary(of: result.state)
+            if let forked = result.state.forked { object["fork"] = fork(forked, log: path) }
+            let children = result.state.runId.map(forks) ?? []
+            if !children.isEmpty {
+                object["forks"] = .array(
+                    children.map { child in
+                        .object(JSONObject([("run_id", .string(child.runId)), ("log", .string(child.log)), ("step", .int(child.step))]))
+                    })
+            }
             return RunView(
                 document: document(log: path, object), stepCount: steps.count, eventCount: eventCount, error: nil,
                 digestMismatches: result.digestMismatches.count, stepNumbers: numbers)
@@ -84,6 +106,30 @@ public struct RunView: Sendable {
         object["schema"] = .string("agent-eval/replay")
         object["version"] = .int(1)
         object["log"] = .string(log)
+        return .object(object)
+    }
+
+    /// Where a fork parts from its parent: the `run_forked` data, each edit in words, and the
+    /// diff against the parent from the fork point when the parent's log is where the fork
+    /// says and holds that run (else `parent_missing` says why not).
+    static func fork(_ forked: RunForked, log path: String) -> JSONValue {
+        var object = forked.json.objectValue ?? JSONObject()
+        object["edit_summaries"] = .array(forked.edits.map { .string($0.summary) })
+        guard let parent = forked.parentLog, FileManager.default.fileExists(atPath: parent) else {
+            object["parent_missing"] = .string("the parent's log is not at \(forked.parentLog ?? "a known path") from here")
+            return .object(object)
+        }
+        let parentRun = try? LogReader(path: parent).readAll().events.first?.event.runId
+        guard parentRun == forked.parentRunId else {
+            object["parent_missing"] = .string("\(parent) holds run \(parentRun ?? "none"), not the parent \(forked.parentRunId)")
+            return .object(object)
+        }
+        let edited = Set(forked.edits.filter { $0.kind == .result || $0.kind == .error }.compactMap(\.callId))
+        do {
+            object["diff"] = try TrajectoryDiff.compare(left: parent, right: path, outputsOf: edited).json(left: parent, right: path)
+        } catch {
+            object["parent_missing"] = .string("\(parent) cannot be read: \(error)")
+        }
         return .object(object)
     }
 

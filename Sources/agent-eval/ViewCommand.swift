@@ -1,4 +1,5 @@
 import ArgumentParser
+import Catalog
 import EvalEngine
 import Foundation
 import Pipelines
@@ -16,7 +17,8 @@ struct ViewCommand: ParsableCommand {
             intents and results with attempts, durations and errors, approvals, the stop and the limit that fired, \
             the state at every step and every digest check; a summary of the tools (calls, errors, durations) and a \
             chart of tokens and cost over the steps. Large payloads are collapsed with their size; content stored by \
-            hash opens on demand.
+            hash opens on demand. A fork's page shows its parent, its edits and where it parts from the parent; a \
+            run's page lists the forks of it the catalog knows.
 
             Keys on the page: n/p next and previous step, f next failure, denial or error, g jump to a step, / \
             search tool names and arguments, ? all keys. Steps have links: page.html#step-12.
@@ -55,6 +57,9 @@ struct ViewCommand: ParsableCommand {
     @Flag(help: "Print what was written as JSON: the file, its link, steps (or tasks and child runs), events and bytes.")
     var json = false
 
+    @OptionGroup(title: "Catalog (a run's page lists the run's forks it knows)")
+    var location: CatalogArguments
+
     func run() throws {
         // A pipeline log is drawn as its pipeline, never judged by the rules of a run's log.
         if let pipeline = PipelineTarget.detected(log) {
@@ -63,7 +68,15 @@ struct ViewCommand: ParsableCommand {
         }
         let view: RunView
         do {
-            view = try RunView.make(log: log)
+            // The run's forks, as far as the catalog knows them (none without one).
+            let catalog = FileManager.default.fileExists(atPath: location.path) ? try? Catalog(path: location.path, readOnly: true) : nil
+            view = try RunView.make(log: log) { runId in
+                var query = RunQuery()
+                query.forksOf = runId
+                query.limit = 200
+                let rows = (try? catalog?.runs(query)) ?? []
+                return rows.map { RunView.Child(runId: $0.runId ?? "", log: displayPath($0.path), step: $0.forkStep ?? 0) }
+            }
         } catch {
             throw diagnose(error)
         }

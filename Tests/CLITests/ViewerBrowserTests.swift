@@ -69,16 +69,34 @@ struct ViewerBrowserTests {
                 try String(contentsOfFile: long, encoding: .utf8).contains("data-encoding=\"gzip+base64\""),
                 "a long run's data is compressed")
 
+            // A fork and its parent, with a catalog that knows the fork.
+            let catalog = ["AGENT_EVAL_CATALOG": directory.path("catalog.sqlite")]
+            try expectStatus(
+                1,
+                await agentEval(
+                    [
+                        "fork", "Fixtures/runs/support-refund.jsonl.gz", "--agent", ExampleRuns.agentPath("support"), "--deny", "call-3",
+                        "--log", directory.path("fork.jsonl.gz"),
+                    ], in: repositoryRoot, environment: catalog))
+            let fork = directory.path("fork.html")
+            try expectStatus(
+                0, await agentEval(["view", directory.path("fork.jsonl.gz"), "--out", fork], in: repositoryRoot, environment: catalog))
+            let parent = directory.path("parent.html")
+            try expectStatus(
+                0,
+                await agentEval(
+                    ["view", "Fixtures/runs/support-refund.jsonl.gz", "--out", parent], in: repositoryRoot, environment: catalog))
+
             let shots = repositoryRoot.appendingPathComponent(".build/viewer-screenshots").path
             let result = try await Subprocess.run(
                 command[0],
                 Array(command.dropFirst()) + [
                     shots, "run=\(run),delete_customer,3", "report=\(report),\(link)", "diff=\(diff)", "hostile=\(hostile)", "long=\(long)",
-                    "baseline=\(baseline)",
+                    "baseline=\(baseline)", "fork=\(fork)", "forks=\(parent)",
                 ])
             try #require(result.status == 0, "viewer_browser.py failed: \(result.stderr)")
             let seen = try JSONParser.parse(result.stdout)
-            for kind in ["run", "report", "diff", "hostile", "long", "baseline"] {
+            for kind in ["run", "report", "diff", "hostile", "long", "baseline", "fork", "forks"] {
                 #expect(seen[kind]?["error"] == nil, "\(kind): \(seen[kind]?["error"]?.stringValue ?? "")")
                 #expect(seen[kind]?["severe_console"] == .array([]), "\(kind): the console reported errors")
             }
@@ -124,6 +142,17 @@ struct ViewerBrowserTests {
             #expect(diffSeen["marked_left"] == ["4999", "4999", "4999"] && diffSeen["marked_right"] == ["2500", "2500", "2500"])
             #expect((diffSeen["diverging_events"]?.intValue ?? 0) >= 4, "the call's decision, verdict, intent and result on both sides")
             #expect(diffSeen["banner"]?.stringValue?.contains("call-2 refund_order arguments.amount_cents") == true)
+
+            // A fork's page says whose fork it is, what was edited and where it parts from the
+            // parent; the parent's page lists the fork (from the catalog).
+            let forkSeen = try #require(seen["fork"])
+            let panel = forkSeen["fork_panel"]?.stringValue ?? ""
+            #expect(panel.contains("Fork of run run-support-refund after its step 2"), "\(panel)")
+            #expect(panel.contains("call-3 refused") && panel.contains("parts from the parent at step 2: call-3 refund_order results"))
+            #expect(forkSeen["nav_mentions_fork"] == true)
+            let forksSeen = try #require(seen["forks"])
+            #expect(forksSeen["forks"]?.arrayValue?.count == 1)
+            #expect(forksSeen["forks"]?.arrayValue?.first?.stringValue?.contains("after step 2") == true)
 
             // Planted markup: shown as text, never run.
             let hostileSeen = try #require(seen["hostile"])

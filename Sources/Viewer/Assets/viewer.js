@@ -277,6 +277,17 @@
       case 'content_stored':
         append(body, contentLink(data.hash, context));
         break;
+      case 'run_forked':
+        append(body, el('div', null, 'fork of run ', el('code', null, data.parent_run_id), ' after its step ' + data.step,
+          data.parent_log ? [' (', el('code', null, data.parent_log), ')'] : null));
+        if (data.model) append(body, el('div', { class: 'kv' }, fact('goes on with', (data.agent || {}).name), fact('model', data.model.provider + '/' + data.model.name)));
+        append(body, refList('edits', data.edits, function (edit) {
+          return [badge(edit.kind.replace(/_/g, ' '), 'warn'), ' ', edit.call_id ? el('code', null, edit.call_id) : null,
+            edit.step !== undefined ? ' step ' + edit.step : '', edit.tool ? el('code', null, edit.tool) : null,
+            edit.text !== undefined ? ' ' + edit.text : '', edit.value !== undefined ? [' ', payload(edit.value)] : null];
+        }));
+        if (!(data.edits || []).length) append(body, el('div', { class: 'muted' }, 'no edit: the same run, continued live'));
+        break;
       case 'run_stopped':
         append(body, el('div', null, badge(data.reason, data.reason === 'success' ? 'ok' : 'bad'),
           data.limit ? [' limit ', el('b', null, data.limit), ' fired'] : null, data.error ? ' — ' + data.error : ''));
@@ -300,6 +311,7 @@
       } else if (event.kind === 'run_started') parts.push('start');
       else if (event.kind === 'run_stopped') parts.push('stop: ' + data.reason);
       else if (event.kind === 'approval_recorded') parts.push(data.granted ? 'approved' : 'refused');
+      else if (event.kind === 'run_forked') parts.push('fork');
     }
     return parts.join(', ');
   }
@@ -367,6 +379,13 @@
       fact('duration', summary.duration_us !== undefined ? duration(summary.duration_us) : undefined)));
     if (summary.goal) append(this.root, el('div', null, el('span', { class: 'muted' }, 'goal '), summary.goal));
     if (summary.answer !== undefined) append(this.root, el('div', null, el('span', { class: 'muted' }, 'answer '), summary.answer));
+    if (doc.fork) append(this.root, this.drawFork(doc.fork));
+    if ((doc.forks || []).length) {
+      append(this.root, el('div', { class: 'panel', id: this.prefix + 'forks' }, el('h3', null, 'Forks of this run'),
+        el('ul', null, doc.forks.map(function (child) {
+          return el('li', null, el('code', null, child.run_id), ' after step ' + child.step + ': ', el('code', null, 'agent-eval view ' + child.log));
+        }))));
+    }
     if (doc.error) {
       append(this.root, el('p', { class: 'error', id: this.prefix + 'log-error' }, 'The log could not be read to the end: ' + (doc.error.message || oneLine(doc.error)) +
         (doc.error.hint ? ' — ' + doc.error.hint : '') + '. The ' + this.steps.length + ' steps before the damage are shown.'));
@@ -388,6 +407,28 @@
     if (!this.steps.length) append(this.pages, el('p', { class: 'muted' }, 'This log holds no complete step.'));
     setTimeout(function () { self.renderNavigation(); }, 0);
     return this.root;
+  };
+
+  // A fork's panel: its parent and step, the edits, and where it parts from the parent.
+  RunViewer.prototype.drawFork = function (fork) {
+    const panel = el('div', { class: 'panel fork', id: this.prefix + 'fork' });
+    append(panel, el('h3', null, 'Fork of run ', el('code', null, fork.parent_run_id), ' after its step ' + fork.step));
+    if (fork.parent_log) append(panel, el('div', null, el('span', { class: 'muted' }, 'parent '), el('code', null, 'agent-eval view ' + fork.parent_log)));
+    append(panel, el('ul', null, (fork.edit_summaries || []).length
+      ? fork.edit_summaries.map(function (text) { return el('li', null, text); })
+      : el('li', { class: 'muted' }, 'no edit: the same run, continued live')));
+    const diff = fork.diff;
+    if (diff) {
+      const first = diff.first_divergence;
+      append(panel, first
+        ? el('div', { class: 'problem' }, 'parts from the parent at step ' + (first.right_step !== undefined ? first.right_step : first.left_step) + ': ' + first.path,
+          el('div', null, 'parent: ' + first.left), el('div', null, 'fork: ' + first.right))
+        : el('div', null, badge('same trajectory', 'ok'), ' the same decisions, verdicts, results and stop as the parent'));
+      append(panel, el('div', { class: 'muted' }, 'stop: parent ' + (diff.summary.left_stop || 'none') + ', fork ' + (diff.summary.right_stop || 'none')));
+    } else if (fork.parent_missing) {
+      append(panel, el('div', { class: 'muted' }, 'no diff against the parent: ' + fork.parent_missing));
+    }
+    return panel;
   };
 
   RunViewer.prototype.drawSummary = function () {
