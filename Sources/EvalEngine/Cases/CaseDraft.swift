@@ -33,7 +33,12 @@ public struct CaseDraft: Sendable {
     public func yaml(for state: RunState, logReference: String) -> String {
         let executed = state.executedCalls
         var lines: [String] = []
-        let source = state.start?.source.map { " (imported from \($0.format): \($0.file))" } ?? ""
+        let source =
+            state.start?.source.map { " (imported from \($0.format): \($0.file))" }
+            ?? state.forked.map {
+                " (a fork of run \($0.parentRunId) after its step \($0.step): \($0.edits.isEmpty ? "no edit" : $0.edits.map(\.summary).joined(separator: "; ").split(whereSeparator: \.isNewline).joined(separator: " ")))"
+            }
+            ?? ""
         lines.append("# Drafted by `agent-eval case from-log` from run \(state.runId ?? "?")\(source).")
         lines.append("# It pins what the run did; loosen what may change (docs/eval-cases.md).")
         let id = caseId ?? Self.caseId(from: logReference)
