@@ -26,6 +26,19 @@ extension Rerun.Report {
         object.set("unanswered", JSONValue.array(unanswered.map { .string($0.message) }))
         object.set("recorded_stop", recordedStop?.reason)
         object.set("new_stop", newStop?.reason)
+        object.set("mode", mode.rawValue)
+        if mode == .prefix {
+            object.set("new_log", newLog)
+            if let live = wentLive {
+                var entry = ObjectBuilder()
+                entry.set("step", live.step)
+                entry.set("decision", live.decision.map { $0 + 1 })
+                entry.set("call_id", live.callId)
+                entry.set("reason", live.reason)
+                object.set("went_live", entry.json)
+            }
+            object.set("diff", diff?.json(left: log, right: newLog))
+        }
         return object.json
     }
 }

@@ -30,7 +30,22 @@ public enum Rerun {
         public var cause: String?
     }
 
+    /// How the recorded run is driven (docs/replay.md, "Modes").
+    public enum Mode: String, Sendable, CaseIterable {
+        /// Everything from the log; a request the log cannot answer is refused, and a divergence.
+        case strict
+        /// The log's replies and results while the run asks what the log's run asked; live (the
+        /// agent file's model and tools) from the first request that differs on, with the
+        /// recorded rest as the baseline of the diff.
+        case prefix
+    }
+
     public struct Report: Sendable {
+        public var mode: Mode = .strict
+        /// Prefix mode: where the run went live, if it did.
+        public var wentLive: LiveSwitch.Point?
+        /// Prefix mode: the recorded run (left) against the new one (right).
+        public var diff: TrajectoryDiff?
         public var recordedEvents: Int
         public var newEvents: Int
         public var newLog: String
@@ -41,7 +56,7 @@ public enum Rerun {
     }
 
     /// Re-runs `log` with `agent` (as it is now), writing the new run to `output`.
-    public static func run(log: String, agent: Agent, output: String) async throws -> Report {
+    public static func run(log: String, agent: Agent, output: String, mode: Mode = .strict) async throws -> Report {
         let recorded = try LogReader(path: log, options: LogReader.Options(resolvesContextPackets: true)).readAll().events.map(\.event)
         guard
             let started = recorded.first.flatMap({ event -> RunStarted? in
@@ -58,11 +73,16 @@ public enum Rerun {
         var entries: [RecordedToolHost.Key: RecordedToolHost.Entry] = [:]
         var decisions: [DecisionMade] = []
         var approvals: [ApprovalRecorded] = []
+        // The packet each recorded decision was asked with (prefix mode compares the new ones).
+        var packets: [JSONValue] = []
+        var packet: JSONValue = .null
         for event in recorded {
             switch event.payload {
             case .contentStored(let stored): contents[stored.hash] = stored.bytes
+            case .contextBuilt(let built): packet = normalizedPacket(built)
             case .decisionMade(let made):
                 decisions.append(made)
+                packets.append(packet)
                 if case .valid(.toolCalls(let calls)) = made.outcome {
                     for call in calls { arguments[call.id] = (call.name, call.arguments) }
                 }
@@ -75,12 +95,29 @@ public enum Rerun {
             }
         }
         let unanswered = UnansweredRequests()
+        let liveSwitch = LiveSwitch()
         var replayAgent = agent
-        replayAgent.model = ReplayModel(identity: agent.model.identity, recorded: decisions, source: log)
+        switch mode {
+        case .strict:
+            replayAgent.model = ReplayModel(identity: agent.model.identity, recorded: decisions, source: log)
+        case .prefix:
+            let recordedPackets = packets
+            replayAgent.model = PrefixReplayModel(recorded: decisions, live: agent.model, liveSwitch: liveSwitch) { request in
+                let now = normalizedPacket(request.packet)
+                let then = recordedPackets[request.decisionIndex]
+                guard now != then else { return nil }
+                let difference = then.firstDifference(from: now, keyPriority: fieldPriority)
+                return "the context packet for decision \(request.decisionIndex + 1) (step \(request.step)) differs"
+                    + (difference.map {
+                        " at \($0.path): recorded \(JSONWriter.encodeString($0.leftOrAbsent)), now \(JSONWriter.encodeString($0.rightOrAbsent))"
+                    } ?? "")
+            }
+        }
         var tools = ToolRegistry()
         for tool in agent.tools.tools {
             var replayed = tool
-            replayed.host = RecordedToolHost(entries: entries, unanswered: unanswered)
+            let recordedHost = RecordedToolHost(entries: entries, unanswered: unanswered)
+            replayed.host = mode == .prefix ? PrefixToolHost(recorded: recordedHost, live: tool.host, liveSwitch: liveSwitch) : recordedHost
             tools.register(replayed)
         }
         // The MCP servers' tools are the ones the log lists: no server is started.
@@ -105,6 +142,8 @@ public enum Rerun {
         let first = try await runtime.run(goal: started.goal, log: output, runId: runId, actor: started.actor, route: started.route)
         var pending = approvals
         let outcome = try await runtime.resumeWhileDecided(first) { waiting in
+            // Live, a call is not the log's call of that id: no recorded approval applies.
+            guard !liveSwitch.isLive else { return nil }
             let ids = Set(waiting.map(\.id))
             let given = pending.filter { ids.contains($0.callId) }
             pending.removeAll { ids.contains($0.callId) }
@@ -117,9 +156,15 @@ public enum Rerun {
             // where it rejects the arguments.
             divergence?.cause = found.cause.map { "\(change); \($0)" } ?? change
         }
-        return Report(
+        var report = Report(
             recordedEvents: recorded.count, newEvents: fresh.count, newLog: output, divergence: divergence, unanswered: unanswered.all,
             newStop: outcome.state.stop, recordedStop: RunState(folding: recorded).stop)
+        report.mode = mode
+        if mode == .prefix {
+            report.wentLive = liveSwitch.wentLive
+            report.diff = try TrajectoryDiff.compare(left: log, right: output)
+        }
+        return report
     }
 
     /// The first event where the runs differ, or nil when they are the same run.
@@ -151,23 +196,29 @@ public enum Rerun {
         return nil
     }
 
+    /// A context packet as compared: what was left out and why, not the words of the detail
+    /// (its wording changed between versions: an older log's details are not a different run).
+    static func normalizedPacket(_ packet: ContextBuilt) -> JSONValue {
+        var data = packet.json.objectValue ?? JSONObject()
+        if case .array(let items)? = data["omitted"] {
+            data["omitted"] = .array(
+                items.map { item in
+                    guard var object = item.objectValue else { return item }
+                    object["detail"] = nil
+                    return .object(object)
+                })
+        }
+        return .object(data)
+    }
+
     /// An event without what depends on when it ran.
     static func normalized(_ event: Event) -> JSONValue {
         var data = event.payload.data.objectValue ?? JSONObject()
         switch event.payload {
         case .stepEnded: data["state_digest"] = nil
         case .toolCompleted: data["duration_us"] = nil
-        case .contextBuilt:
-            // What was left out and why is compared; the detail only words it (and its wording
-            // changed between versions: an older log's details are not a different run).
-            if case .array(let items)? = data["omitted"] {
-                data["omitted"] = .array(
-                    items.map { item in
-                        guard var object = item.objectValue else { return item }
-                        object["detail"] = nil
-                        return .object(object)
-                    })
-            }
+        case .contextBuilt(let packet):
+            data = normalizedPacket(packet).objectValue ?? data
         case .decisionMade:
             // Timing and transport retries depend on the network, not on what the model said.
             data["latency_us"] = nil

@@ -68,7 +68,10 @@ struct DiffCommand: ParsableCommand {
 
     /// The diff as `diff` prints it; from a fork point, the steps both runs share before it
     /// are one line.
-    static func lines(_ diff: TrajectoryDiff, left: String, right: String, from forkStep: Int? = nil) -> [String] {
+    static func lines(
+        _ diff: TrajectoryDiff, left: String, right: String, from forkStep: Int? = nil,
+        shared sharedLabel: String = "the shared prefix (the parent's steps, copied)"
+    ) -> [String] {
         var lines: [String] = []
         if let first = diff.first {
             let place = [first.leftStep.map { "step \($0) of A" }, first.rightStep.map { "step \($0) of B" }].compactMap { $0 }.joined(
@@ -88,7 +91,7 @@ struct DiffCommand: ParsableCommand {
                 row.isSame && (row.left?.step ?? Int.max) < forkStep && (row.right?.step ?? Int.max) < forkStep
             }
             if let last = shared.last?.left?.step {
-                lines.append("= 0–\(last)      the shared prefix (the parent's steps, copied)")
+                lines.append("= 0–\(last)      \(sharedLabel)")
             }
             rows = rows.dropFirst(shared.count)
         }

@@ -2,6 +2,7 @@ import AgentRuntime
 import ArgumentParser
 import EvalEngine
 import Foundation
+import MCPTools
 import Replay
 import TraceCore
 
@@ -18,12 +19,19 @@ struct RerunCommand: AsyncParsableCommand {
             or tool: a request the log cannot answer is refused and listed. `agent-eval replay LOG --rerun \
             --agent FILE` is the same command.
 
+            --mode prefix goes live instead of refusing: the log's model replies and tool results are served while \
+            the run asks what the log's run asked (the same context packet for each decision, the same call), and \
+            from the first request that differs on, the agent file's model and tools answer (--model, --base-url, \
+            --cassette as for exec). It prints where and why the run went live and its trajectory against the \
+            recorded one from there (the recorded rest is the baseline), and keeps the new run's log (--out, --log).
+
             Exit codes: 0 the same run; 1 the run diverges; 2 the log or the agent file cannot be read; \
             64 usage error.
 
             Examples:
               agent-eval rerun Fixtures/runs/support-refund.jsonl.gz --agent Fixtures/agents/support-stricter/agent.yaml
               agent-eval rerun run.jsonl.gz --agent agent.yaml --json
+              agent-eval rerun run.jsonl.gz --agent agent.yaml --mode prefix --model openai:gpt-4o-mini
             """
     )
 
@@ -36,8 +44,71 @@ struct RerunCommand: AsyncParsableCommand {
     @Flag(help: "Print the documented machine-readable form (docs/replay.md).")
     var json = false
 
+    @Option(
+        help: ArgumentHelp(
+            "strict: everything from the log, a request it cannot answer is refused; prefix: the log while the requests "
+                + "match, live from the first that differs.", valueName: "strict|prefix"))
+    var mode = "strict"
+
+    @OptionGroup(title: "Model (prefix mode: what answers once the run goes live)")
+    var models: ModelArguments
+
+    @OptionGroup(title: "New log (prefix mode)")
+    var destination: NewLogOptions
+
+    func validate() throws {
+        guard let mode = Rerun.Mode(rawValue: mode) else { throw ValidationError("--mode takes strict or prefix; got \(self.mode)") }
+        if mode == .strict && (models.model != nil || models.baseURL != nil || models.cassette != nil) {
+            throw ValidationError("--model, --base-url and --cassette choose what answers live: they go with --mode prefix")
+        }
+        try models.requireCassetteForRecord()
+    }
+
     func run() async throws {
-        try await Self.rerun(log: log, agentPath: agent, json: json)
+        if Rerun.Mode(rawValue: mode) == .prefix {
+            try await prefix()
+        } else {
+            try await Self.rerun(log: log, agentPath: agent, json: json)
+        }
+    }
+
+    /// `--mode prefix`: the log while the requests match, live after; the new run is kept.
+    func prefix() async throws {
+        let report: Rerun.Report
+        do {
+            let agent = try AgentFile.load(path: self.agent, models: try models.options(), servers: MCPServers())
+            let (_, path) = destination.destination(agent: "\(agent.name)-rerun")
+            report = try await Rerun.run(log: log, agent: agent, output: path, mode: .prefix)
+        } catch {
+            throw diagnose(error)
+        }
+        let identical = report.divergence == nil && report.wentLive == nil
+        if json {
+            printJSON(report.json(log: log, agent: agent))
+        } else {
+            var output = OutputBuffer()
+            if let live = report.wentLive {
+                let place =
+                    live.decision.map { "decision \($0 + 1) (step \(live.step ?? 0))" } ?? "call \(live.callId ?? "?")"
+                output.append("went live at \(place): \(live.reason)")
+            } else {
+                output.append("never went live: the log answered every request")
+            }
+            output.append("new run: \(report.newLog)")
+            if let diff = report.diff {
+                output.append("")
+                // From where the runs part: where the run went live, or an earlier step the current
+                // code already decided otherwise.
+                let from = [report.wentLive?.step, diff.first?.leftStep].compactMap { $0 }.min()
+                for line in DiffCommand.lines(
+                    diff, left: log, right: report.newLog, from: from, shared: "the same as the log's, served from it")
+                {
+                    output.append(line)
+                }
+            }
+            output.flush()
+        }
+        throw identical ? Exit.success : Exit.failure
     }
 
     static func rerun(log: String, agentPath: String, json: Bool) async throws {

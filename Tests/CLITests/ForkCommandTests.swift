@@ -6,7 +6,7 @@ import TraceCore
 
 /// `agent-eval fork` as a user runs it: exit codes like `diff`, the diff from the fork point,
 /// `--json`, the catalog's `runs --forks-of`, and bad input.
-@Suite("agent-eval fork", .ownThread)
+@Suite("agent-eval fork and rerun --mode prefix", .ownThread)
 struct ForkCommandTests {
     static let parent = repositoryRoot.appendingPathComponent("Fixtures/runs/support-refund.jsonl.gz").path
     static let agent = ExampleRuns.agentPath("support")
@@ -47,6 +47,30 @@ struct ForkCommandTests {
             #expect(rows.allSatisfy { $0["forked_from"] == "run-support-refund" && $0["fork_step"] == 1 })
             let none = try await agentEval(["runs", "--forks-of", "run-nobody", "--json"], environment: catalog)
             #expect(try JSONParser.parse(none.stdout) == [])
+        }
+    }
+
+    @Test("rerun --mode prefix: exit 0 never live, 1 live from where the stricter policy parts, the new run kept; usage errors")
+    func rerunPrefix() async throws {
+        try await TemporaryDirectory.with { directory in
+            let same = try await agentEval([
+                "rerun", Self.parent, "--agent", Self.agent, "--mode", "prefix", "--log", directory.path("same.jsonl.gz"),
+            ])
+            #expect(same.status == 0, "\(same.stderr)")
+            #expect(same.stdoutText.hasPrefix("never went live: the log answered every request"))
+            let stricter = ExampleRuns.agentPath("support-stricter")
+            let live = try await agentEval([
+                "rerun", Self.parent, "--agent", stricter, "--mode", "prefix", "--log", directory.path("live.jsonl.gz"), "--json",
+            ])
+            #expect(live.status == 1, "\(live.stderr)")
+            let report = try JSONParser.parse(live.stdout)
+            #expect(report["mode"] == "prefix" && report["went_live"]?["decision"] == 3)
+            #expect(report["diff"]?["first_divergence"]?["path"] == "call-3 refund_order verdict")
+            #expect(FileManager.default.fileExists(atPath: directory.path("live.jsonl.gz")))
+            let badMode = try await agentEval(["rerun", Self.parent, "--agent", Self.agent, "--mode", "loose"])
+            #expect(badMode.status == 64 && badMode.stderr.contains("--mode takes strict or prefix"))
+            let strictModel = try await agentEval(["rerun", Self.parent, "--agent", Self.agent, "--model", "openai:gpt-4o-mini"])
+            #expect(strictModel.status == 64 && strictModel.stderr.contains("they go with --mode prefix"))
         }
     }
 

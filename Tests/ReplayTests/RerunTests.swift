@@ -3,6 +3,7 @@ import Foundation
 import TestSupport
 import Testing
 import TraceCore
+import TraceLog
 
 @testable import Replay
 
@@ -72,6 +73,65 @@ struct RerunTests {
             #expect(report.divergence?.step == 3)
             #expect(report.divergence?.cause?.hasPrefix("a limit now fires: max_steps") == true)
             #expect(report.newStop?.limit == .maxSteps)
+        }
+    }
+
+    @Test("prefix mode: the unchanged agent never goes live and gives the recorded run")
+    func prefixUnchanged() async throws {
+        try await TemporaryDirectory.with { directory in
+            let report = try await Rerun.run(log: Self.log, agent: try agent { $0 }, output: directory.path("new.jsonl.gz"), mode: .prefix)
+            #expect(report.wentLive == nil && report.divergence == nil)
+            #expect(report.diff?.isSame == true)
+        }
+    }
+
+    @Test("prefix mode: a changed policy goes live at the first request that differs, and the live model answers from there")
+    func prefixGoesLive() async throws {
+        try await TemporaryDirectory.with { directory in
+            // The stricter policy denies the refund; the live model (the script, edited) answers otherwise.
+            let source = ExampleRuns.fixtures.appendingPathComponent("agents/support")
+            let agentText = try String(contentsOf: source.appendingPathComponent("agent.yaml"), encoding: .utf8)
+                .replacingOccurrences(of: "arguments: {amount_cents: {min: 50001}}", with: "arguments: {amount_cents: {min: 1000}}")
+            try agentText.write(toFile: directory.path("agent.yaml"), atomically: true, encoding: .utf8)
+            let script = try String(contentsOf: source.appendingPathComponent("support.model.yaml"), encoding: .utf8)
+                .replacingOccurrences(of: "I have refunded the full 49.99 EUR", with: "I could not refund the 49.99 EUR")
+            try script.write(toFile: directory.path("support.model.yaml"), atomically: true, encoding: .utf8)
+            let live = try AgentFile.load(path: directory.path("agent.yaml"))
+            let report = try await Rerun.run(log: Self.log, agent: live, output: directory.path("new.jsonl.gz"), mode: .prefix)
+            let point = try #require(report.wentLive)
+            #expect(point.step == 3 && point.decision == 2)
+            #expect(point.reason.contains("the context packet for decision 3 (step 3) differs at observations[2].summary"))
+            #expect(report.diff?.first?.leftStep == 2 && report.diff?.first?.path == "call-3 refund_order verdict")
+            #expect(report.newStop?.answer?.hasPrefix("I could not refund") == true)
+            // Strict mode serves the recorded answer whatever the model would say now.
+            let strict = try await Rerun.run(log: Self.log, agent: live, output: directory.path("strict.jsonl.gz"))
+            #expect(strict.newStop?.answer?.hasPrefix("I have refunded") == true)
+        }
+    }
+
+    @Test("prefix mode: a call the log never ran goes live and runs the agent's tool, not refused")
+    func prefixToolGoesLive() async throws {
+        try await TemporaryDirectory.with { directory in
+            // A rule on c-77's deletion: the tool is shown to the model either way, so the packets
+            // match, and the parent denied the deletion the new policy allows.
+            func policy(_ verdict: String) throws -> Agent {
+                try agent {
+                    $0.replacingOccurrences(
+                        of: "when: {tool: \"delete_*\"}\n      verdict: deny",
+                        with: "when: {tool: \"delete_*\", arguments: {customer_id: c-77}}\n      verdict: \(verdict)")
+                }
+            }
+            let parent = directory.path("parent.jsonl.gz")
+            let runtime = AgentRuntime(agent: try policy("deny"), environment: .deterministic(runId: "parent"))
+            let paused = try await runtime.run(goal: "Order A-1042 arrived broken. Refund me and close my account.", log: parent)
+            _ = try await runtime.resume(
+                log: paused.logPath, approvals: [ApprovalRecorded(callId: "call-3", isGranted: true, approver: "agent:maria")])
+            let report = try await Rerun.run(log: parent, agent: try policy("allow"), output: directory.path("new.jsonl.gz"), mode: .prefix)
+            #expect(report.wentLive?.callId == "call-4")
+            #expect(report.wentLive?.reason.contains("the log has no result for call-4") == true)
+            #expect(report.unanswered.isEmpty)
+            let state = RunState(folding: try LogReader(path: report.newLog).readAll().events.map(\.event))
+            #expect(state.call(id: "call-4")?.lastResult?.output == ["deleted": true])
         }
     }
 

@@ -41,13 +41,29 @@ public struct RecordedToolHost: ToolHost {
     }
 
     public func invoke(_ request: ToolRequest) async throws -> ToolOutcome {
+        switch answer(request) {
+        case .success(let outcome): return outcome
+        case .failure(let why): return refuse(why.message, request)
+        }
+    }
+
+    /// Why the log cannot answer a request.
+    public struct Unanswerable: Error, Sendable {
+        public var message: String
+    }
+
+    /// The recorded outcome for `request`, or why the log has none (nothing is noted).
+    public func answer(_ request: ToolRequest) -> Result<ToolOutcome, Unanswerable> {
         guard let entry = entries[Key(callId: request.callId, attempt: request.attempt)] else {
-            return refuse("the log has no result for \(request.callId) attempt \(request.attempt) (\(request.tool))", request)
+            return .failure(
+                Unanswerable(message: "the log has no result for \(request.callId) attempt \(request.attempt) (\(request.tool))"))
         }
         guard entry.tool == request.tool, entry.arguments == request.arguments else {
-            return refuse(
-                "the log's \(request.callId) is \(entry.tool) \(JSONWriter.encodeString(entry.arguments)), not \(request.tool) "
-                    + JSONWriter.encodeString(request.arguments), request)
+            return .failure(
+                Unanswerable(
+                    message:
+                        "the log's \(request.callId) is \(entry.tool) \(JSONWriter.encodeString(entry.arguments)), not \(request.tool) "
+                        + JSONWriter.encodeString(request.arguments)))
         }
         let result = entry.result
         var outcome = ToolOutcome(
@@ -61,7 +77,7 @@ public struct RecordedToolHost: ToolHost {
                 outcome.rawOutput = content
             }
         }
-        return outcome
+        return .success(outcome)
     }
 
     private func refuse(_ message: String, _ request: ToolRequest) -> ToolOutcome {
