@@ -65,10 +65,7 @@ public struct PrefixReplayModel: ModelClient {
             } else if let why = difference(request) {
                 liveSwitch.goLive(LiveSwitch.Point(step: request.step, decision: request.decisionIndex, reason: why))
             } else {
-                let made = recorded[request.decisionIndex]
-                return ModelReply(
-                    raw: made.raw, format: made.format, usage: made.usage, latencyUs: made.latencyUs,
-                    timeToFirstTokenUs: made.timeToFirstTokenUs, costUSD: made.costUSD, attempts: made.attempts)
+                return ModelReply(recorded: recorded[request.decisionIndex])
             }
         }
         return try await live.reply(to: request)

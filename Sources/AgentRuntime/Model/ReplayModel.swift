@@ -36,8 +36,14 @@ public struct ReplayModel: ModelClient {
                 "\(source) records \(counted(recorded.count, "decision")); the run asked for decision \(request.decisionIndex + 1), "
                     + "which the log cannot answer")
         }
-        let made = recorded[request.decisionIndex]
-        return ModelReply(
+        return ModelReply(recorded: recorded[request.decisionIndex])
+    }
+}
+
+extension ModelReply {
+    /// The reply a log recorded: raw text, usage, latency, cost and retried requests as they were.
+    public init(recorded made: DecisionMade) {
+        self.init(
             raw: made.raw, format: made.format, usage: made.usage, latencyUs: made.latencyUs,
             timeToFirstTokenUs: made.timeToFirstTokenUs, costUSD: made.costUSD, attempts: made.attempts)
     }
