@@ -267,6 +267,9 @@ class RunState:
             self.forked = _pick(data, _FORKED, {"edits": []})
             for edit in data.get("edits") or []:
                 if edit["kind"] in ("result", "error"):
+                    if edit.get("call_id") is None:
+                        self._note(seq, kind, "a %s edit names no call" % edit["kind"])
+                        continue
                     call = self._call(edit["call_id"], seq, kind)
                     if call is None:
                         continue

@@ -34,9 +34,9 @@ public enum Fork {
         public var started: RunStarted
         /// The decisions for calls waiting for approval at the fork point.
         public var approvals: [ApprovalRecorded]
-        /// The parent's approvals after the fork point, given again when the fork stops to ask
-        /// for the same call (as a re-run gives them).
-        public var laterApprovals: [ApprovalRecorded]
+        /// The parent's approvals after the fork point, each with the call it decided, given
+        /// again when the fork stops to ask for the same call: the same id, tool and arguments.
+        public var laterApprovals: [(approval: ApprovalRecorded, call: ToolCallRecord)]
         /// The number of the decision the `decision` edit answers (the first one after the prefix).
         public var givenDecision: (index: Int, raw: String)?
         /// The tools that answer from a fixture from the fork on, and the file's responses.
@@ -88,6 +88,22 @@ public enum Fork {
                     hint: known.isEmpty ? "the parent made no tool call" : "its calls: " + known.joined(separator: ", "))
             }
             return found
+        }
+
+        // One edit per target: a second would silently win over the first.
+        var targets = Set<String>()
+        for edit in request.edits {
+            let target: String
+            switch edit.kind {
+            case .result, .error: target = "the result of \(edit.callId ?? "")"
+            case .approve, .deny: target = "the approval of \(edit.callId ?? "")"
+            case .decision: target = "the model's reply"
+            case .input: target = "the goal"
+            case .toolFixture: target = "the fixture of \(edit.tool ?? "")"
+            }
+            guard targets.insert(target).inserted else {
+                throw ForkError(.editDoesNotApply, "two edits change \(target): give one", path: path)
+            }
         }
 
         // The fork point each edit implies: a step it must be (a given reply, a human's
@@ -185,7 +201,17 @@ public enum Fork {
             // A parent that is a fork itself may have forked right there: its edits are part of
             // the state at that step's end.
             var last = ended
-            while last + 1 < events.count, events[last + 1].step == at, case .runForked = events[last + 1].payload { last += 1 }
+            // (A signature may stand between: it is not copied, and does not end the search.)
+            var next = last + 1
+            while next < events.count, events[next].step == at {
+                if case .runForked = events[next].payload {
+                    last = next
+                } else if case .unknown(let kind, _) = events[next].payload, kind == LogSigner.kind {
+                } else {
+                    break
+                }
+                next += 1
+            }
             end = last
             // The model ended the run at that step (an answer, a question, a stop): with no edit,
             // going on would ask it for a decision after its last.
@@ -213,10 +239,12 @@ public enum Fork {
                     path: path, hint: verdict == .approvalRequired ? "decide it instead: --approve \(edit.callId ?? "")" : nil)
             }
         }
-        var laterApprovals: [ApprovalRecorded] = []
+        var laterApprovals: [(approval: ApprovalRecorded, call: ToolCallRecord)] = []
         for event in events[(end + 1)...] {
-            if case .approvalRecorded(let approval) = event.payload, !approvals.contains(where: { $0.callId == approval.callId }) {
-                laterApprovals.append(approval)
+            if case .approvalRecorded(let approval) = event.payload, !approvals.contains(where: { $0.callId == approval.callId }),
+                let call = parentState.call(id: approval.callId)
+            {
+                laterApprovals.append((approval, call))
             }
         }
         var given: (Int, String)?
@@ -265,11 +293,17 @@ public enum Fork {
         forked.model = forkAgent.model.identity
         let first = try await runtime.fork(
             prefix: plan.prefix, forked: forked, log: output, runId: runId, approvals: plan.approvals)
+        // A human's decision is given again only for the very call it decided: the fork's ids are
+        // numbered as the parent's, so the same id may be another call.
         var pending = plan.laterApprovals
         let outcome = try await runtime.resumeWhileDecided(first) { waiting in
-            let ids = Set(waiting.map(\.id))
-            let given = pending.filter { ids.contains($0.callId) }
-            pending.removeAll { ids.contains($0.callId) }
+            var given: [ApprovalRecorded] = []
+            for call in waiting {
+                guard let index = pending.firstIndex(where: { $0.call.id == call.id }) else { return nil }
+                let parent = pending[index].call
+                guard parent.tool == call.tool, parent.arguments == call.arguments else { return nil }
+                given.append(pending.remove(at: index).approval)
+            }
             return given
         }
         // A replaced result is a difference even when the model goes on the same way.

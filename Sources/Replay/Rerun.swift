@@ -56,7 +56,7 @@ public enum Rerun {
     }
 
     /// Re-runs `log` with `agent` (as it is now), writing the new run to `output`.
-    public static func run(log: String, agent: Agent, output: String, mode: Mode = .strict) async throws -> Report {
+    public static func run(log: String, agent: Agent, output: String, mode: Mode = .strict, runId: String? = nil) async throws -> Report {
         let recorded = try LogReader(path: log, options: LogReader.Options(resolvesContextPackets: true)).readAll().events.map(\.event)
         guard
             let started = recorded.first.flatMap({ event -> RunStarted? in
@@ -65,6 +65,14 @@ public enum Rerun {
             })
         else {
             throw LogError(.invalidEvent, "the log does not start with run_started, so there is no run to re-drive", path: log, sequence: 0)
+        }
+        // A fork's run went on from edits the re-run cannot make: its events would part from the
+        // re-run's at the fork, whatever the code does.
+        if let forked = recorded.first(where: { if case .runForked = $0.payload { true } else { false } }) {
+            throw LogError(
+                .invalidEvent,
+                "the log is a fork (run_forked at step \(forked.step)): a re-run drives a run from its start and cannot make the fork's edits",
+                path: log, sequence: forked.sequence, hint: "re-run its parent, or fork the parent again with the current agent file")
         }
 
         // The tools' recorded results, by call id and attempt.
@@ -102,7 +110,14 @@ public enum Rerun {
             replayAgent.model = ReplayModel(identity: agent.model.identity, recorded: decisions, source: log)
         case .prefix:
             let recordedPackets = packets
+            let recordedTools = Dictionary(started.tools.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
             replayAgent.model = PrefixReplayModel(recorded: decisions, live: agent.model, liveSwitch: liveSwitch) { request in
+                // A tool shown to the model as it is now, not as it was: another request, whatever the packet says.
+                for tool in request.tools {
+                    guard let then = recordedTools[tool.name], then != tool else { continue }
+                    return
+                        "the tool \(tool.name) shown to the model at decision \(request.decisionIndex + 1) (step \(request.step)) changed"
+                }
                 let now = normalizedPacket(request.packet)
                 let then = recordedPackets[request.decisionIndex]
                 guard now != then else { return nil }
@@ -133,13 +148,15 @@ public enum Rerun {
         replayAgent.toolServerIdentities = started.toolServers.filter { servers.contains($0.name) }
         replayAgent.toolServers = []
         replayAgent.tools = tools
-        let runId = recorded.first?.runId ?? "rerun"
+        // Strict mode's run is the log's run again, with no waits; prefix mode's goes live, as
+        // a run of its own, waiting as a live run waits.
+        let id = mode == .strict ? recorded.first?.runId ?? "rerun" : runId ?? RuntimeEnvironment.live.makeRunId()
         var environment = RuntimeEnvironment.live
-        environment.sleep = { _ in }
-        environment.makeRunId = { runId }
+        if mode == .strict { environment.sleep = { _ in } }
+        environment.makeRunId = { id }
         let runtime = AgentRuntime(agent: replayAgent, environment: environment)
         try? FileManager.default.removeItem(atPath: output)
-        let first = try await runtime.run(goal: started.goal, log: output, runId: runId, actor: started.actor, route: started.route)
+        let first = try await runtime.run(goal: started.goal, log: output, runId: id, actor: started.actor, route: started.route)
         var pending = approvals
         let outcome = try await runtime.resumeWhileDecided(first) { waiting in
             // Live, a call is not the log's call of that id: no recorded approval applies.

@@ -29,7 +29,7 @@ struct ForkCommand: AsyncParsableCommand {
               --input TEXT               the goal restated from the fork on
               --tool-fixture NAME=@FILE  the tool answers from a fixture (an agent file's fixture: list) from the fork on
             Without --at, the fork point comes from the edits. Approvals the parent was given after the fork \
-            point are given again when the fork stops to ask for the same call.
+            point are given again when the fork stops to ask for the same call (the same id, tool and arguments).
 
             Exit codes, as diff: 0 the fork's trajectory is the parent's; 1 it diverges; 2 the fork could not be \
             made (a torn or damaged parent, a step past its end, an edit that does not apply); 64 usage error.

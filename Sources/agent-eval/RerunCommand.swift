@@ -62,6 +62,9 @@ struct RerunCommand: AsyncParsableCommand {
             throw ValidationError("--model, --base-url and --cassette choose what answers live: they go with --mode prefix")
         }
         try models.requireCassetteForRecord()
+        if let given = destination.log, URL(fileURLWithPath: given).standardizedFileURL == URL(fileURLWithPath: log).standardizedFileURL {
+            throw ValidationError("--log names the recorded log itself: give the new run another file")
+        }
     }
 
     func run() async throws {
@@ -77,8 +80,8 @@ struct RerunCommand: AsyncParsableCommand {
         let report: Rerun.Report
         do {
             let agent = try AgentFile.load(path: self.agent, models: try models.options(), servers: MCPServers())
-            let (_, path) = destination.destination(agent: "\(agent.name)-rerun")
-            report = try await Rerun.run(log: log, agent: agent, output: path, mode: .prefix)
+            let (runId, path) = destination.destination(agent: "\(agent.name)-rerun")
+            report = try await Rerun.run(log: log, agent: agent, output: path, mode: .prefix, runId: runId)
         } catch {
             throw diagnose(error)
         }

@@ -40,6 +40,20 @@ struct ForkCommandTests {
             #expect(FileManager.default.fileExists(atPath: log))
             #expect(try await agentEval(["replay", log, "--plain"]).stdoutText.contains("edit    result of call-1 replaced by"))
 
+            // Exported, the next decision's input shows the result the fork's model saw.
+            let export = try await agentEval(["export", "otlp", log, "--out", "-", "--include-content"])
+            #expect(export.status == 0, "\(export.stderr)")
+            let spans =
+                try JSONParser.parse(export.stdout)["resourceSpans"]?.arrayValue?.first?["scopeSpans"]?.arrayValue?.first?["spans"]?
+                .arrayValue ?? []
+            func attribute(_ span: JSONValue, _ key: String) -> String? {
+                (span["attributes"]?.arrayValue ?? []).first { $0["key"]?.stringValue == key }?["value"]?["stringValue"]?.stringValue
+            }
+            let root = try #require(spans.first { attribute($0, "gen_ai.operation.name") == "invoke_agent" })
+            #expect(attribute(root, "agent_eval.forked_from") == "run-support-refund")
+            let second = try #require(spans.filter { attribute($0, "gen_ai.operation.name") == "chat" }.dropFirst().first)
+            #expect(attribute(second, "gen_ai.input.messages")?.contains(#""response":{"order_id":"A-1042","status":"lost"}"#) == true)
+
             let forks = try await agentEval(["runs", "--forks-of", "run-support-refund", "--json"], environment: catalog)
             #expect(forks.status == 0, "\(forks.stderr)")
             let rows = try JSONParser.parse(forks.stdout).arrayValue ?? []

@@ -186,6 +186,55 @@ struct ForkTests {
         }
     }
 
+    @Test("a parent's approval is given again only to the very call it decided, and a fork with another agent resumes")
+    func approvalsAndAnotherAgent() async throws {
+        try await TemporaryDirectory.with { directory in
+            // Another refund at step 2 has the parent's call id, not its arguments: a human must decide it again.
+            let other = try await Fork.run(
+                Fork.Request(
+                    parent: Self.support, at: nil,
+                    edits: [
+                        ForkEdit(
+                            kind: .decision, step: 2,
+                            text:
+                                #"{"tool_calls": [{"name": "refund_order", "arguments": {"order_id": "A-1042", "amount_cents": 2500, "reason": "goodwill"}}]}"#
+                        )
+                    ]), agent: try agent("support"), output: directory.path("other.jsonl.gz"), environment: .deterministic(runId: "other"))
+            #expect(other.outcome.stop.reason == .approvalRequired)
+            #expect(other.outcome.state.call(id: "call-3")?.approval == nil)
+            // An agent with other instructions: its prompt is stored for its packets, and the
+            // parent's approval of the same refund resumes it.
+            let source = ExampleRuns.fixtures.appendingPathComponent("agents/support")
+            try String(contentsOf: source.appendingPathComponent("agent.yaml"), encoding: .utf8)
+                .replacingOccurrences(of: "Answer in one or two sentences.", with: "Answer in one sentence.")
+                .write(toFile: directory.path("agent.yaml"), atomically: true, encoding: .utf8)
+            try FileManager.default.copyItem(
+                atPath: source.appendingPathComponent("support.model.yaml").path, toPath: directory.path("support.model.yaml"))
+            let changed = try AgentFile.load(path: directory.path("agent.yaml"))
+            let report = try await Fork.run(
+                Fork.Request(parent: Self.support, at: 1, edits: []), agent: changed, output: directory.path("changed.jsonl.gz"),
+                environment: .deterministic(runId: "changed"))
+            #expect(report.outcome.stop.reason == .success)
+            #expect(report.forked.agent?.configDigest == changed.configDigest)
+            #expect(report.outcome.state.anomalies.isEmpty)
+            let prompt = ContentHash.sha256(Array(changed.instructions.utf8))
+            #expect(report.outcome.state.contents.contains { $0.hash == prompt })
+            try await checkLog(report)
+            // Two edits of one thing, and a re-run of a fork: refused.
+            await #expect(throws: ForkError.self) {
+                _ = try await Fork.run(
+                    Fork.Request(
+                        parent: Self.support, at: nil,
+                        edits: [ForkEdit(kind: .result, callId: "call-1", value: 1), ForkEdit(kind: .error, callId: "call-1", text: "x")]),
+                    agent: changed, output: directory.path("twice.jsonl.gz"))
+            }
+            let rerun = await #expect(throws: LogError.self) {
+                _ = try await Rerun.run(log: report.log, agent: changed, output: directory.path("rerun.jsonl.gz"))
+            }
+            #expect(rerun?.message.contains("the log is a fork (run_forked at step 1)") == true)
+        }
+    }
+
     @Test("nothing before the fork point runs again: a tool with a side effect runs only for the fork's own steps")
     func noToolRunsTwice() async throws {
         try await TemporaryDirectory.with { directory in

@@ -125,7 +125,8 @@ public struct AgentRuntime: Sendable {
         guard let start = state.start else {
             throw RuntimeError(.cannotResume, "the log has no run_started event", path: path)
         }
-        guard start.agent.configDigest == agent.configDigest else {
+        // A fork goes on with the agent its run_forked names; the copied start names the parent's.
+        guard (state.forked?.agent ?? start.agent).configDigest == agent.configDigest else {
             throw RuntimeError(
                 .agentMismatch, "the run was recorded with another configuration of agent \"\(start.agent.name)\"", path: path,
                 hint: "resume with the agent file the run was started with")
@@ -202,6 +203,7 @@ public struct AgentRuntime: Sendable {
                 try recorder.record(.runForked(forked))
                 let lastStep = prefix.last?.step
                 if prefix.contains(where: { if case .stepEnded = $0.payload { $0.step == lastStep } else { false } }) { recorder.step += 1 }
+                try session.storeInstructions()
                 if !approvals.isEmpty { try await session.resume(approvals: approvals) }
                 try await session.loop()
             }

@@ -89,12 +89,18 @@ final class RunSession {
                     goal: goal, agent: agent.identity, model: agent.model.identity, policy: agent.policy.identity,
                     tools: agent.tools.specs, limits: agent.limits, actor: actor, route: route,
                     toolServers: agent.toolServerIdentities)))
-        if !agent.instructions.isEmpty {
-            let prompt = ContentStored(text: agent.instructions)
-            contents[prompt.hash] = prompt.bytes
-            try recorder.record(.contentStored(prompt))
-        }
+        try storeInstructions()
         try recorder.endStep()
+    }
+
+    /// Stores the agent's instructions once, for the packets' `prompt_hash` to name (a fork
+    /// whose agent has other instructions than its parent stores them when it goes on).
+    func storeInstructions() throws {
+        guard !agent.instructions.isEmpty else { return }
+        let prompt = ContentStored(text: agent.instructions)
+        guard contents[prompt.hash] == nil else { return }
+        contents[prompt.hash] = prompt.bytes
+        try recorder.record(.contentStored(prompt))
     }
 
     func stop(_ reason: StopReason, limit: LimitKind? = nil, answer: String? = nil, error: String? = nil) throws {

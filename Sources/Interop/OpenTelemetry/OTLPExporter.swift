@@ -213,7 +213,7 @@ private struct RunSpans {
         let root = spanId("run")
         var spans: [JSONValue] = []
         var decisionEvents: [String: [JSONValue]] = [:]
-        var decisions: [(key: String, event: Event, made: DecisionMade, startUs: Int)] = []
+        var decisions: [(key: String, event: Event, made: DecisionMade, startUs: Int, model: ModelIdentity)] = []
         var calls: [Call] = []
         var callIndex: [String: Int] = [:]
         var previousUs = startUs
@@ -227,7 +227,18 @@ private struct RunSpans {
         var historyBefore: [String: [Message]] = [:]
         var stored: [String: String] = [:]
         var instructions: String?
-        var givenBack: [ToolCompleted] = []
+        var givenBack: [(callId: String, response: JSONValue)] = []
+        // The model that made the decisions: a fork names the one it went on with.
+        var model = started.model
+        var forked: RunForked?
+        /// What the model was given back for a call: its output (kept as content or not), or its error.
+        func response(_ result: ToolCompleted) -> JSONValue {
+            if let output = result.output { return output }
+            if let hash = result.contentHash, let text = stored[hash] {
+                return (try? JSONParser.parse(Array(text.utf8))) ?? .string(text)
+            }
+            return .string(result.error ?? result.status.rawValue)
+        }
         for event in events {
             switch event.payload {
             case .contentStored(let content):
@@ -237,8 +248,8 @@ private struct RunSpans {
             case .decisionMade(let made):
                 let key = "decision:\(event.sequence)"
                 let start = made.latencyUs.map { event.timeUs - $0 } ?? previousUs
-                decisions.append((key, event, made, max(startUs, min(start, event.timeUs))))
-                history += givenBack.map(Message.result)
+                decisions.append((key, event, made, max(startUs, min(start, event.timeUs)), model))
+                history += givenBack.map { Message.result(callId: $0.callId, response: $0.response) }
                 givenBack = []
                 historyBefore[key] = history
                 if case .valid(.toolCalls(let proposed)) = made.outcome { history.append(.calls(proposed)) }
@@ -297,9 +308,9 @@ private struct RunSpans {
                 calls[index].last = result
                 // The last attempt's result is the one given back to the model.
                 if let given = givenBack.firstIndex(where: { $0.callId == result.callId }) {
-                    givenBack[given] = result
+                    givenBack[given].response = response(result)
                 } else {
-                    givenBack.append(result)
+                    givenBack.append((result.callId, response(result)))
                 }
                 calls[index].attempts.append(
                     spanEvent(
@@ -312,12 +323,30 @@ private struct RunSpans {
                         ]))
             case .runStopped(let stopped):
                 stop = (stopped, event.timeUs)
+            case .runForked(let fork):
+                // What the fork's model saw from here on: the edited results, the restated goal.
+                forked = fork
+                model = fork.model ?? model
+                for edit in fork.edits {
+                    switch edit.kind {
+                    case .result, .error:
+                        let edited: JSONValue = edit.kind == .result ? edit.value ?? .null : .string(edit.text ?? "")
+                        if let given = givenBack.firstIndex(where: { $0.callId == edit.callId }) {
+                            givenBack[given].response = edited
+                        } else if let index = history.lastIndex(where: { $0.callId == edit.callId }) {
+                            history[index] = .result(callId: edit.callId ?? "", response: edited)
+                        }
+                    case .input:
+                        if let text = edit.text, !history.isEmpty { history[0] = .user(text) }
+                    case .decision, .approve, .deny, .toolFixture:
+                        break
+                    }
+                }
             default: break
             }
             previousUs = event.timeUs
         }
-        let model = started.model
-        for (key, event, made, start) in decisions {
+        for (key, event, made, start, model) in decisions {
             var attributes: [(String, JSONValue?)] = [
                 ("gen_ai.operation.name", "chat"), (providerKey, .string(model.provider)),
                 ("gen_ai.request.model", .string(model.name)),
@@ -405,8 +434,8 @@ private struct RunSpans {
             // result in the next decision's gen_ai.tool.message.
             if includeContent, isLatest {
                 attributes.append(("gen_ai.tool.call.arguments", .string(JSONWriter.encodeString(call.arguments))))
-                if let output = call.last?.output {
-                    attributes.append(("gen_ai.tool.call.result", .string(JSONWriter.encodeString(output))))
+                if let last = call.last, last.status == .ok {
+                    attributes.append(("gen_ai.tool.call.result", .string(JSONWriter.encodeString(response(last)))))
                 }
             }
             spans.append(
@@ -417,7 +446,8 @@ private struct RunSpans {
         var rootAttributes: [(String, JSONValue?)] = [
             ("gen_ai.operation.name", "invoke_agent"), ("gen_ai.agent.name", .string(started.agent.name)),
             ("gen_ai.agent.version", started.agent.version.map { .string($0) }), ("gen_ai.conversation.id", .string(runId)),
-            (providerKey, .string(model.provider)), ("gen_ai.request.model", .string(model.name)),
+            (providerKey, .string(started.model.provider)), ("gen_ai.request.model", .string(started.model.name)),
+            ("agent_eval.forked_from", text(forked?.parentRunId)), ("agent_eval.fork_step", forked.map { .int($0.step) }),
             ("gen_ai.usage.input_tokens", .int(usage.input)), ("gen_ai.usage.output_tokens", .int(usage.output)),
             ("agent_eval.run_id", .string(runId)),
         ]
@@ -481,7 +511,13 @@ private struct RunSpans {
     enum Message {
         case user(String)
         case calls([ToolCall])
-        case result(ToolCompleted)
+        /// A result given back: the response the model saw for the call.
+        case result(callId: String, response: JSONValue)
+
+        var callId: String? {
+            if case .result(let id, _) = self { return id }
+            return nil
+        }
 
         /// The latest conventions' form: a role and typed parts.
         var structured: JSONValue {
@@ -493,11 +529,8 @@ private struct RunSpans {
                     "parts": .array(
                         calls.map { ["type": "tool_call", "id": .string($0.id), "name": .string($0.name), "arguments": $0.arguments] }),
                 ]
-            case .result(let result):
-                return [
-                    "role": "tool",
-                    "parts": [["type": "tool_call_response", "id": .string(result.callId), "response": Self.response(result)]],
-                ]
+            case .result(let id, let response):
+                return ["role": "tool", "parts": [["type": "tool_call_response", "id": .string(id), "response": response]]]
             }
         }
 
@@ -506,23 +539,16 @@ private struct RunSpans {
             switch self {
             case .user(let text): return ("gen_ai.user.message", ["content": .string(text)])
             case .calls(let calls): return ("gen_ai.assistant.message", ["tool_calls": .array(calls.map(Self.v136ToolCall))])
-            case .result(let result):
-                let response = Self.response(result)
+            case .result(let id, let response):
                 return (
                     "gen_ai.tool.message",
-                    ["id": .string(result.callId), "content": .string(response.stringValue ?? JSONWriter.encodeString(response))]
+                    ["id": .string(id), "content": .string(response.stringValue ?? JSONWriter.encodeString(response))]
                 )
             }
         }
 
         static func v136ToolCall(_ call: ToolCall) -> JSONValue {
             ["id": .string(call.id), "type": "function", "function": ["name": .string(call.name), "arguments": call.arguments]]
-        }
-
-        /// What the model was given back for a call: its output, or its error.
-        static func response(_ result: ToolCompleted) -> JSONValue {
-            if let output = result.output { return output }
-            return .string(result.error ?? result.status.rawValue)
         }
     }
 

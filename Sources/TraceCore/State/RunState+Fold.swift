@@ -105,7 +105,11 @@ extension RunState {
             for edit in forked.edits {
                 switch edit.kind {
                 case .result, .error:
-                    guard let id = edit.callId, let index = state.callIndex(id, for: event) else { break }
+                    guard let id = edit.callId else {
+                        state.note(event, "a \(edit.kind.rawValue) edit names no call")
+                        break
+                    }
+                    guard let index = state.callIndex(id, for: event) else { break }
                     guard let last = state.calls[index].results.last else {
                         state.note(event, "edits the result of call \"\(id)\", which has none")
                         break
