@@ -157,7 +157,8 @@ public enum Fork {
                 hint: "fork at step \(point.step) or later")
         }
         guard at >= 0, at <= lastStep else {
-            throw ForkError(.noSuchStep, "--at \(at): the parent has steps 0 to \(lastStep)", path: path)
+            let asked = request.at == nil ? (exact.first ?? atLeast.first).map { "\($0.why) needs the fork after step \(at)" } : nil
+            throw ForkError(.noSuchStep, "\(asked ?? "--at \(at)"): the parent has steps 0 to \(lastStep)", path: path)
         }
 
         // The prefix: through the step's end, or (a human's decision) up to its pause for approval.
@@ -308,7 +309,8 @@ public enum Fork {
         }
         // A replaced result is a difference even when the model goes on the same way.
         let edited = Set(request.edits.filter { $0.kind == .result || $0.kind == .error }.compactMap(\.callId))
-        let diff = try TrajectoryDiff.compare(left: request.parent, right: output, outputsOf: edited)
+        let fixtures = Set(request.edits.filter { $0.kind == .toolFixture }.compactMap(\.tool))
+        let diff = try TrajectoryDiff.compare(left: request.parent, right: output, outputsOf: edited, outputsOfTools: fixtures)
         return Report(
             parent: request.parent, log: output, forked: forked, copiedEvents: plan.prefix.count, outcome: outcome, diff: diff)
     }

@@ -69,10 +69,10 @@ public enum Rerun {
         // A fork's run went on from edits the re-run cannot make: its events would part from the
         // re-run's at the fork, whatever the code does.
         if let forked = recorded.first(where: { if case .runForked = $0.payload { true } else { false } }) {
-            throw LogError(
-                .invalidEvent,
-                "the log is a fork (run_forked at step \(forked.step)): a re-run drives a run from its start and cannot make the fork's edits",
-                path: log, sequence: forked.sequence, hint: "re-run its parent, or fork the parent again with the current agent file")
+            throw RerunError(
+                message:
+                    "\(log) is a fork (run_forked at step \(forked.step)): a re-run drives a run from its start and cannot make the fork's edits",
+                path: log, hint: "re-run its parent, or fork the parent again with the current agent file")
         }
 
         // The tools' recorded results, by call id and attempt.
@@ -326,4 +326,14 @@ public enum Rerun {
             return nil
         }
     }
+}
+
+/// A log `rerun` cannot drive (a fork's): nothing is run.
+public struct RerunError: Diagnostic {
+    public var message: String
+    public var path: String
+    public var hint: String?
+
+    public var diagnosticCode: String { "rerun.fork_log" }
+    public var place: SourceLocation? { SourceLocation(path: path) }
 }

@@ -131,7 +131,7 @@ public struct StateSummary: Sendable, Hashable {
         count(invalidDecisions - before.invalidDecisions, "rejected reply", "rejected replies")
         count(calls - before.calls, "call proposed", "calls proposed")
         count(executedCalls - before.executedCalls, "call executed", "calls executed")
-        count(deniedCalls - before.deniedCalls, "denied")
+        count(deniedCalls - before.deniedCalls, "denied", "denied")
         count(toolAttempts - before.toolAttempts, "attempt")
         count(failedAttempts - before.failedAttempts, "failed attempt")
         count(contents - before.contents, "content stored", "contents stored")

@@ -7,7 +7,7 @@ extension TrajectoryDiff.StepSketch {
             "\(call.tool)(\(StepRenderer.cut(JSONWriter.encodeString(call.arguments), to: 40))) \(call.verdict)"
                 + (call.results.isEmpty ? "" : " " + call.results.joined(separator: ","))
         }
-        let text = calls.isEmpty ? decisions.joined(separator: "; ") : calls.joined(separator: "; ")
+        let text = calls.isEmpty ? (decisions.isEmpty ? "(no decision)" : decisions.joined(separator: "; ")) : calls.joined(separator: "; ")
         return StepRenderer.cut(text, to: 100) + " [\(tokens) tokens]"
     }
 }

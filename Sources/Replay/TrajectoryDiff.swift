@@ -60,22 +60,48 @@ public struct TrajectoryDiff: Sendable {
 
     /// Diffs the logs at `left` and `right` (read with the replayer). A trajectory is the
     /// decisions, and each call's tool, arguments, verdict and result statuses; outputs are
-    /// compared only for the calls in `outputsOf` (a fork's replaced results).
-    public static func compare(left: String, right: String, outputsOf: Set<String> = []) throws -> TrajectoryDiff {
+    /// compared only for the calls in `outputsOf` (a fork's replaced results, compared at the
+    /// end too, since a fork may replace a result of an earlier step) and the calls of the tools
+    /// in `outputsOfTools` (a fork's tools that answer from a fixture).
+    public static func compare(
+        left: String, right: String, outputsOf: Set<String> = [], outputsOfTools: Set<String> = []
+    ) throws -> TrajectoryDiff {
         let (leftSteps, leftFinal) = try sketches(of: left)
         let (rightSteps, rightFinal) = try sketches(of: right)
-        return compare(leftSteps, leftFinal, rightSteps, rightFinal, outputsOf: outputsOf)
+        return compare(leftSteps, leftFinal, rightSteps, rightFinal, outputs: OutputsCompared(calls: outputsOf, tools: outputsOfTools))
+    }
+
+    /// Whose outputs a diff compares.
+    struct OutputsCompared {
+        var calls: Set<String> = []
+        var tools: Set<String> = []
+
+        func contains(_ call: StepSketch.Call) -> Bool { calls.contains(call.id) || tools.contains(call.tool) }
     }
 
     static func compare(
         _ leftSteps: [StepSketch], _ leftFinal: RunState, _ rightSteps: [StepSketch], _ rightFinal: RunState,
-        outputsOf: Set<String> = []
+        outputs: OutputsCompared = OutputsCompared()
     ) -> TrajectoryDiff {
-        let rows = align(leftSteps, rightSteps, outputsOf: outputsOf)
+        var rows = align(leftSteps, rightSteps, outputs: outputs)
         var first: Difference?
         for row in rows where !row.isSame {
-            first = difference(row, outputsOf: outputsOf)
+            first = difference(row, outputs: outputs)
             break
+        }
+        // A replaced result of a step before the one it was replaced in shows only at the end.
+        if first == nil {
+            for id in outputs.calls.sorted() {
+                guard let before = leftFinal.call(id: id), let after = rightFinal.call(id: id),
+                    before.lastResult?.output != after.lastResult?.output
+                else { continue }
+                first = Difference(
+                    leftStep: before.step, rightStep: after.step, path: "\(id) \(before.tool) output",
+                    left: JSONWriter.encodeString(before.lastResult?.output ?? .null),
+                    right: JSONWriter.encodeString(after.lastResult?.output ?? .null), callId: id, field: "output")
+                if let index = rows.firstIndex(where: { $0.left?.step == before.step }) { rows[index].isSame = false }
+                break
+            }
         }
         if first == nil, leftFinal.stop?.reason != rightFinal.stop?.reason || leftFinal.stop?.limit != rightFinal.stop?.limit {
             first = Difference(
@@ -136,10 +162,10 @@ public struct TrajectoryDiff: Sendable {
 
     /// Longest common subsequence on the steps' decisions: matched steps pair up, the rest are
     /// steps only one run has.
-    static func align(_ left: [StepSketch], _ right: [StepSketch], outputsOf: Set<String> = []) -> [Row] {
+    static func align(_ left: [StepSketch], _ right: [StepSketch], outputs: OutputsCompared = OutputsCompared()) -> [Row] {
         func outcomes(_ step: StepSketch) -> [String] {
             step.calls.map { call in
-                outcome(call) + (outputsOf.contains(call.id) ? " " + JSONWriter.encodeString(call.output ?? .null) : "")
+                outcome(call) + (outputs.contains(call) ? " " + JSONWriter.encodeString(call.output ?? .null) : "")
             }
         }
         let n = left.count
@@ -174,6 +200,11 @@ public struct TrajectoryDiff: Sendable {
         return rows
     }
 
+    /// A step's calls by tool; for a step without calls, what it decided instead.
+    static func describeCalls(_ step: StepSketch) -> String {
+        step.calls.isEmpty ? "no call (\(step.key.isEmpty ? "no decision" : step.key))" : step.calls.map(\.tool).joined(separator: ", ")
+    }
+
     /// A call's result statuses, in order; "not run" for none.
     static func describeResults(_ results: [String]) -> String {
         results.isEmpty ? "not run" : results.joined(separator: ", ")
@@ -184,7 +215,7 @@ public struct TrajectoryDiff: Sendable {
     }
 
     /// The first thing that differs in a row.
-    static func difference(_ row: Row, outputsOf: Set<String> = []) -> Difference {
+    static func difference(_ row: Row, outputs: OutputsCompared = OutputsCompared()) -> Difference {
         guard let left = row.left else {
             return Difference(leftStep: nil, rightStep: row.right?.step, path: "step", left: "(no such step)", right: row.right?.key ?? "")
         }
@@ -213,7 +244,7 @@ public struct TrajectoryDiff: Sendable {
                     leftStep: left.step, rightStep: right.step, path: "\(a.id) \(a.tool) results", left: describeResults(a.results),
                     right: describeResults(b.results), callId: a.id, field: "results")
             }
-            if outputsOf.contains(a.id), a.output != b.output {
+            if outputs.contains(a), a.output != b.output {
                 return Difference(
                     leftStep: left.step, rightStep: right.step, path: "\(a.id) \(a.tool) output",
                     left: JSONWriter.encodeString(a.output ?? .null), right: JSONWriter.encodeString(b.output ?? .null), callId: a.id,
@@ -222,8 +253,7 @@ public struct TrajectoryDiff: Sendable {
         }
         if left.calls.count != right.calls.count {
             return Difference(
-                leftStep: left.step, rightStep: right.step, path: "calls", left: left.calls.map(\.tool).joined(separator: ", "),
-                right: right.calls.map(\.tool).joined(separator: ", "))
+                leftStep: left.step, rightStep: right.step, path: "calls", left: describeCalls(left), right: describeCalls(right))
         }
         return Difference(leftStep: left.step, rightStep: right.step, path: "decision", left: left.key, right: right.key)
     }

@@ -126,7 +126,9 @@ public struct RunView: Sendable {
         }
         let edited = Set(forked.edits.filter { $0.kind == .result || $0.kind == .error }.compactMap(\.callId))
         do {
-            object["diff"] = try TrajectoryDiff.compare(left: parent, right: path, outputsOf: edited).json(left: parent, right: path)
+            let fixtures = Set(forked.edits.filter { $0.kind == .toolFixture }.compactMap(\.tool))
+            object["diff"] = try TrajectoryDiff.compare(left: parent, right: path, outputsOf: edited, outputsOfTools: fixtures).json(
+                left: parent, right: path)
         } catch {
             object["parent_missing"] = .string("\(parent) cannot be read: \(error)")
         }

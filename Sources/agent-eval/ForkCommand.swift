@@ -58,7 +58,7 @@ struct ForkCommand: AsyncParsableCommand {
     var errors: [String] = []
 
     @Option(help: ArgumentHelp("Give the model's reply at a step.", valueName: "step=json|@file"))
-    var decision: String?
+    var decision: [String] = []
 
     @Option(help: ArgumentHelp("Grant a call that waited for approval.", valueName: "call"))
     var approve: [String] = []
@@ -67,7 +67,7 @@ struct ForkCommand: AsyncParsableCommand {
     var deny: [String] = []
 
     @Option(help: ArgumentHelp("Restate the goal from the fork on.", valueName: "text"))
-    var input: String?
+    var input: [String] = []
 
     @Option(
         name: .customLong("tool-fixture"), help: ArgumentHelp("Have a tool answer from a fixture file.", valueName: "name=@file"))
@@ -92,7 +92,12 @@ struct ForkCommand: AsyncParsableCommand {
         }
         try models.requireCassetteForRecord()
         if let at, at < 0 { throw ValidationError("--at must be a step number, 0 or more") }
-        _ = try edits()
+        let edits = try edits()
+        // Only a call or a step an edit names can say where to fork.
+        if at == nil, !edits.contains(where: { [.result, .error, .decision, .approve, .deny].contains($0.kind) }) {
+            throw ValidationError(
+                "say where to fork: --at STEP (or an edit that names a call or a step: --result, --error, --decision, --approve, --deny)")
+        }
     }
 
     /// The edits, in a stable order: results, errors, the reply, approvals, refusals, the goal,
@@ -106,18 +111,21 @@ struct ForkCommand: AsyncParsableCommand {
         }
         for item in errors {
             let (call, text) = try Self.pair(item, "--error", "CALL=TEXT")
+            guard !text.isEmpty else { throw ValidationError("--error \(item): give the error's text, CALL=TEXT") }
             edits.append(ForkEdit(kind: .error, callId: call, text: text))
         }
-        if let decision {
+        for decision in decision {
             let (stepText, text) = try Self.pair(decision, "--decision", "STEP=JSON or STEP=@file")
             guard let step = Int(stepText), step >= 1 else {
                 throw ValidationError("--decision \(decision): STEP must be a step number, 1 or more")
             }
-            edits.append(ForkEdit(kind: .decision, step: step, text: try Self.value(text, "--decision")))
+            // A reply read from a file ends where its text does: not with the file's last newline.
+            let reply = try Self.value(text, "--decision")
+            edits.append(ForkEdit(kind: .decision, step: step, text: String(reply.reversed().drop { $0.isNewline }.reversed())))
         }
         edits += approve.map { ForkEdit(kind: .approve, callId: $0) }
         edits += deny.map { ForkEdit(kind: .deny, callId: $0) }
-        if let input { edits.append(ForkEdit(kind: .input, text: input)) }
+        edits += input.map { ForkEdit(kind: .input, text: $0) }
         for item in toolFixtures {
             let (tool, file) = try Self.pair(item, "--tool-fixture", "NAME=@file")
             guard file.hasPrefix("@") else { throw ValidationError("--tool-fixture \(item): give the fixture file as NAME=@file") }

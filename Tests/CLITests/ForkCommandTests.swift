@@ -107,6 +107,14 @@ struct ForkCommandTests {
             #expect(!FileManager.default.fileExists(atPath: out))
             let noAgent = try await agentEval(["fork", Self.parent, "--at", "1"])
             #expect(noAgent.status == 64 && noAgent.stderr.contains("give the agent file to continue with"))
+            let noPoint = try await agentEval(["fork", Self.parent, "--agent", Self.agent, "--input", "x"])
+            #expect(noPoint.status == 64 && noPoint.stderr.contains("say where to fork: --at STEP"))
+            let twice = try await agentEval([
+                "fork", Self.parent, "--agent", Self.agent, "--decision", #"2={"answer": "a"}"#, "--decision", #"2={"answer": "b"}"#,
+                "--out", out,
+            ])
+            #expect(twice.status == 2 && twice.stderr.contains("two edits change the model's reply"))
+            #expect(!FileManager.default.fileExists(atPath: out))
             let badDecision = try await agentEval(["fork", Self.parent, "--agent", Self.agent, "--decision", "x={}"])
             #expect(badDecision.status == 64 && badDecision.stderr.contains("STEP must be a step number"))
         }

@@ -86,6 +86,11 @@ struct ForkTests {
                 #expect(report.outcome.state.call(id: call.id)?.lastResult?.output == ["status": "lost"])
                 try await checkLog(report)
             }
+            // A result of step 1 replaced in a fork after step 2: still a difference, found at the end.
+            let later = try await Fork.run(
+                Fork.Request(parent: Self.support, at: 2, edits: [ForkEdit(kind: .result, callId: "call-1", value: 1)]), agent: agent,
+                output: directory.path("later.jsonl.gz"), environment: .deterministic(runId: "later"))
+            #expect(!later.diff.isSame && later.diff.first?.path == "call-1 lookup_order output" && later.diff.first?.leftStep == 1)
             for step in 1...3 {
                 let report = try await Fork.run(
                     Fork.Request(
@@ -228,10 +233,10 @@ struct ForkTests {
                         edits: [ForkEdit(kind: .result, callId: "call-1", value: 1), ForkEdit(kind: .error, callId: "call-1", text: "x")]),
                     agent: changed, output: directory.path("twice.jsonl.gz"))
             }
-            let rerun = await #expect(throws: LogError.self) {
+            let rerun = await #expect(throws: RerunError.self) {
                 _ = try await Rerun.run(log: report.log, agent: changed, output: directory.path("rerun.jsonl.gz"))
             }
-            #expect(rerun?.message.contains("the log is a fork (run_forked at step 1)") == true)
+            #expect(rerun?.message.contains("is a fork (run_forked at step 1)") == true)
         }
     }
 
