@@ -229,6 +229,18 @@ public enum Fork {
             }
         }
         let prefix = Array(events[...end])
+        // The state at the fork point is the one the parent's digests recorded, or there is no fork.
+        var check = RunState()
+        var digester = StateDigester()
+        for event in prefix {
+            if case .stepEnded(let ended) = event.payload, ended.stateDigest != digester.digest(of: check) {
+                throw ForkError(
+                    .unreadableParent,
+                    "cannot fork \(path): its state digest at step \(event.step) (seq \(event.sequence)) does not match the state its events fold to, so the state at the fork point is not the one the run had",
+                    path: path, hint: "agent-eval replay \(path) shows where")
+            }
+            digester.track(RunState.reduce(into: &check, event))
+        }
         let head = recorded[end].hash
         let folded = RunState(folding: prefix)
         for edit in request.edits where edit.kind == .result || edit.kind == .error {

@@ -155,6 +155,13 @@ struct ForkTests {
         let torn = FixtureLogs.directory.appendingPathComponent("research-sample-torn.jsonl.gz").path
         let cases: [(Fork.Request, ForkError.Code, String)] = [
             (Fork.Request(parent: torn, at: 1, edits: []), .unreadableParent, "agent-eval log repair"),
+            (
+                Fork.Request(
+                    parent: FixtureLogs.directory.deletingLastPathComponent().appendingPathComponent(
+                        "conformance/edited-with-chain-recomputed.jsonl.gz"
+                    )
+                    .path, at: 2, edits: []), .unreadableParent, "does not match the state its events fold to"
+            ),
             (Fork.Request(parent: Self.support, at: 9, edits: []), .noSuchStep, "the parent has steps 0 to 4"),
             (
                 Fork.Request(parent: Self.support, at: nil, edits: [ForkEdit(kind: .result, callId: "call-9", value: 1)]), .noSuchCall,
