@@ -47,8 +47,6 @@ public final class RunRecorder {
         return event
     }
 
-    /// Ends the current step: records `step_ended` with the digest of the state before it,
-    /// then moves on to the next step.
     /// A recorder for a run that begins with another run's events (a fork's copy of its parent,
     /// `RunForked`): each is written with its payload, step and time, under this writer's run
     /// id; each `step_ended` with the digest of this run's state (which holds its id), so a
@@ -70,6 +68,8 @@ public final class RunRecorder {
         return RunRecorder(writer: writer, state: state, clock: clock, observe: observe)
     }
 
+    /// Ends the current step: records `step_ended` with the digest of the state before it,
+    /// then moves on to the next step.
     @discardableResult
     public func endStep() throws -> Event {
         let event = try record(.stepEnded(StepEnded(stateDigest: digester.digest(of: state))))
