@@ -155,7 +155,9 @@ public enum Rerun {
         if mode == .strict { environment.sleep = { _ in } }
         environment.makeRunId = { id }
         let runtime = AgentRuntime(agent: replayAgent, environment: environment)
-        try? FileManager.default.removeItem(atPath: output)
+        // Strict mode writes to a scratch file of its own; prefix mode keeps its run, and never
+        // writes over a file that is there (the writer refuses it).
+        if mode == .strict { try? FileManager.default.removeItem(atPath: output) }
         let first = try await runtime.run(goal: started.goal, log: output, runId: id, actor: started.actor, route: started.route)
         var pending = approvals
         let outcome = try await runtime.resumeWhileDecided(first) { waiting in
