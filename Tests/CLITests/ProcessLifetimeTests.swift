@@ -141,7 +141,9 @@ struct ProcessLifetimeTests {
         let (process, errors) = try startAgentEval(
             ["exec", agent, "--input", "x", "--log", directory.path("run.jsonl.gz")], in: directory.url)
         #expect(await eventually { FileManager.default.fileExists(atPath: hangFile) }, "the hang call never started")
-        // The daemon as it is now, before the signal: its pid and start time, so that a pid reused later is not taken for it.
+        // The daemon as it is now, before the signal: its pid and start time, so that a pid reused later is not taken for it
+        // (on a loaded machine its pid file may come after the hang call started).
+        #expect(await eventually { pid(in: orphanFile).flatMap(startTime(of:)) != nil }, "the server's daemon never started")
         let orphanStart = pid(in: orphanFile).flatMap(startTime(of:))
         kill(process.processIdentifier, SIGTERM)
         await wait(for: process)
