@@ -87,6 +87,9 @@ struct HTTPTransport: ModelTransport {
         if text.contains("connectionRefused") || text.contains("ECONNREFUSED") || text.contains("Connection refused") {
             return "could not connect to \(host) (connection refused): is the server running?"
         }
+        if text.contains("UnknownHost") || text.contains("Name or service not known") || text.contains("nodename nor servname") {
+            return "could not resolve \(URLComponents(string: request.url)?.host ?? host): no such host, or no network to ask"
+        }
         if text.contains("ECONNRESET") || text.contains("Connection reset") {
             return "the connection to \(host) was reset before the reply was complete"
         }

@@ -164,4 +164,18 @@ struct RequestLimitTests {
         let cut = policy.redact("HTTP 401: you sent \(token.prefix(9))…")
         #expect(cut == "HTTP 401: you sent [redacted]…", "\(cut)")
     }
+
+    @Test("a host that does not resolve is said in words, without the library's type names")
+    func unknownHost() {
+        struct LibraryError: Error, CustomStringConvertible {
+            var description: String {
+                #"NIOConnectionError(dnsAAAAError: Optional(NIOPosix.SocketAddressError.UnknownHost(host: "x", port: 443)))"#
+            }
+        }
+        let request = TransportRequest(
+            url: "https://api.example.invalid/v1/chat/completions", headers: [], body: [], limits: RequestLimits())
+        let sentence = HTTPTransport.describe(LibraryError(), request: request)
+        #expect(sentence == "could not resolve api.example.invalid: no such host, or no network to ask")
+        #expect(!sentence.contains("SocketAddressError"))
+    }
 }
