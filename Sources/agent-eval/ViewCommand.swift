@@ -60,6 +60,9 @@ struct ViewCommand: ParsableCommand {
     @OptionGroup(title: "Catalog (a run's page lists the run's forks it knows)")
     var location: CatalogArguments
 
+    @Flag(help: "Do not look in the catalog for the run's forks.")
+    var noCatalog = false
+
     func run() throws {
         // A pipeline log is drawn as its pipeline, never judged by the rules of a run's log.
         if let pipeline = PipelineTarget.detected(log) {
@@ -69,7 +72,9 @@ struct ViewCommand: ParsableCommand {
         let view: RunView
         do {
             // The run's forks, as far as the catalog knows them (none without one).
-            let catalog = FileManager.default.fileExists(atPath: location.path) ? try? Catalog(path: location.path, readOnly: true) : nil
+            let catalog =
+                !noCatalog && FileManager.default.fileExists(atPath: location.path)
+                ? try? Catalog(path: location.path, readOnly: true) : nil
             view = try RunView.make(log: log) { runId in
                 var query = RunQuery()
                 query.forksOf = runId
