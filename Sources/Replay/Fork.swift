@@ -31,7 +31,6 @@ public enum Fork {
     public struct Plan: Sendable {
         public var prefix: [Event]
         public var forked: RunForked
-        public var started: RunStarted
         /// The decisions for calls waiting for approval at the fork point.
         public var approvals: [ApprovalRecorded]
         /// The parent's approvals after the fork point, each with the call it decided, given
@@ -71,7 +70,7 @@ public enum Fork {
                     ? "the parent was cut mid-write: seal it first (agent-eval log repair LOG), then fork it" : error.hint,
                 cause: error)
         }
-        guard let first = recorded.first, case .runStarted(let started) = first.event.payload else {
+        guard let first = recorded.first, case .runStarted = first.event.payload else {
             throw ForkError(
                 .unreadableParent, "cannot fork \(path): it holds no run (its first event is not run_started)", path: path,
                 hint: "a pipeline log forks at a task boundary with agent-eval pipeline rollback")
@@ -230,19 +229,18 @@ public enum Fork {
         }
         let prefix = Array(events[...end])
         // The state at the fork point is the one the parent's digests recorded, or there is no fork.
-        var check = RunState()
+        var folded = RunState()
         var digester = StateDigester()
         for event in prefix {
-            if case .stepEnded(let ended) = event.payload, ended.stateDigest != digester.digest(of: check) {
+            if case .stepEnded(let ended) = event.payload, ended.stateDigest != digester.digest(of: folded) {
                 throw ForkError(
                     .unreadableParent,
                     "cannot fork \(path): its state digest at step \(event.step) (seq \(event.sequence)) does not match the state its events fold to, so the state at the fork point is not the one the run had",
                     path: path, hint: "agent-eval replay \(path) shows where")
             }
-            digester.track(RunState.reduce(into: &check, event))
+            digester.track(RunState.reduce(into: &folded, event))
         }
         let head = recorded[end].hash
-        let folded = RunState(folding: prefix)
         for edit in request.edits where edit.kind == .result || edit.kind == .error {
             guard let record = folded.call(id: edit.callId ?? ""), !record.results.isEmpty else {
                 let verdict = parentState.call(id: edit.callId ?? "")?.verdict?.verdict
@@ -268,7 +266,7 @@ public enum Fork {
         }
         let forked = RunForked(parentRunId: first.event.runId, parentHead: head, step: at, parentLog: path, edits: request.edits)
         return Plan(
-            prefix: prefix, forked: forked, started: started, approvals: approvals, laterApprovals: laterApprovals, givenDecision: given,
+            prefix: prefix, forked: forked, approvals: approvals, laterApprovals: laterApprovals, givenDecision: given,
             fixtures: fixtures)
     }
 

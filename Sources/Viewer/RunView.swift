@@ -119,7 +119,8 @@ public struct RunView: Sendable {
             object["parent_missing"] = .string("the parent's log is not at \(forked.parentLog ?? "a known path") from here")
             return .object(object)
         }
-        let parentRun = try? LogReader(path: parent).readAll().events.first?.event.runId
+        // Its run id from its first step alone: the diff below reads it whole once.
+        let parentRun = try? Replayer(path: parent).replay(until: 0) { _, _ in false }.state.runId
         guard parentRun == forked.parentRunId else {
             object["parent_missing"] = .string("\(parent) holds run \(parentRun ?? "none"), not the parent \(forked.parentRunId)")
             return .object(object)

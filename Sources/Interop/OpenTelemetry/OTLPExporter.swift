@@ -249,10 +249,14 @@ private struct RunSpans {
                 let key = "decision:\(event.sequence)"
                 let start = made.latencyUs.map { event.timeUs - $0 } ?? previousUs
                 decisions.append((key, event, made, max(startUs, min(start, event.timeUs)), model))
-                history += givenBack.map { Message.result(callId: $0.callId, response: $0.response) }
-                givenBack = []
-                historyBefore[key] = history
-                if case .valid(.toolCalls(let proposed)) = made.outcome { history.append(.calls(proposed)) }
+                // The conversation is content: kept only when it is exported (each decision's copy
+                // of it makes a long run's export quadratic, as the conventions' input messages are).
+                if includeContent {
+                    history += givenBack.map { Message.result(callId: $0.callId, response: $0.response) }
+                    givenBack = []
+                    historyBefore[key] = history
+                    if case .valid(.toolCalls(let proposed)) = made.outcome { history.append(.calls(proposed)) }
+                }
                 if let used = made.usage { usage = TokenUsage(input: usage.input + used.input, output: usage.output + used.output) }
                 if case .valid(.toolCalls(let proposed)) = made.outcome {
                     for call in proposed {
@@ -307,10 +311,12 @@ private struct RunSpans {
                 calls[index].lastUs = event.timeUs
                 calls[index].last = result
                 // The last attempt's result is the one given back to the model.
-                if let given = givenBack.firstIndex(where: { $0.callId == result.callId }) {
-                    givenBack[given].response = response(result)
-                } else {
-                    givenBack.append((result.callId, response(result)))
+                if includeContent {
+                    if let given = givenBack.firstIndex(where: { $0.callId == result.callId }) {
+                        givenBack[given].response = response(result)
+                    } else {
+                        givenBack.append((result.callId, response(result)))
+                    }
                 }
                 calls[index].attempts.append(
                     spanEvent(
