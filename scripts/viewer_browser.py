@@ -246,9 +246,19 @@ def check_forks(driver, page):
     return seen
 
 
+def check_pipeline_fork(driver, page):
+    """A pipeline fork's page: whose fork it is, and the tasks it ran again."""
+    seen = {"load_seconds": load(driver, page), "ready": ready(driver)}
+    notes = driver.find_elements(By.ID, "pipeline-fork")
+    seen["fork_note"] = notes[0].text if notes else None
+    seen["discarded_attempts"] = len(driver.find_elements(By.CSS_SELECTOR, ".attempt-row.discarded"))
+    seen["severe_console"] = severe_logs(driver)
+    return seen
+
+
 CHECKS = {
     "run": check_run, "report": check_report, "baseline": check_report, "diff": check_diff, "hostile": check_hostile, "long": check_long,
-    "fork": check_fork, "forks": check_forks,
+    "fork": check_fork, "forks": check_forks, "pipelinefork": check_pipeline_fork,
 }
 
 

@@ -120,3 +120,39 @@ struct ForkCommandTests {
         }
     }
 }
+
+/// `agent-eval pipeline fork` as a user runs it: the fork beside its parent, what changed,
+/// `--json`, `pipeline show` of the fork, and a task the pipeline does not have.
+@Suite("agent-eval pipeline fork", .ownThread)
+struct PipelineForkCommandTests {
+    @Test("a fork at a task: beside the parent, every task as before; an unknown task: exit 2 naming the tasks")
+    func forksAPipelineRun() async throws {
+        try await TemporaryDirectory.with { directory in
+            let file = repositoryRoot.appendingPathComponent("Fixtures/pipelines/release-notes/pipeline.yaml").path
+            let parent = try await agentEval(
+                ["pipeline", "run", file, "--out", directory.path("runs"), "--run-id", "pipe-parent", "--json"])
+            #expect(parent.status == 0, "\(parent.stderr)")
+            let parentDirectory = directory.path("runs/release-notes-pipe-parent")
+
+            let fork = try await agentEval(["pipeline", "fork", parentDirectory, "--at", "lint", "--run-id", "pipe-fork", "--json"])
+            #expect(fork.status == 0, "\(fork.stderr)")
+            let report = try JSONParser.parse(fork.stdout)
+            #expect(report["parent"] == "pipe-parent")
+            #expect(report["run"] == "pipe-fork")
+            #expect(report["changes"] == [])
+            #expect(report["log"] == .string(directory.path("runs/release-notes-pipe-fork/pipeline.jsonl.gz")))
+            #expect(report["state"]?["forked"]?["parent_run_id"] == "pipe-parent")
+
+            let show = try await agentEval(["pipeline", "show", directory.path("runs/release-notes-pipe-fork")])
+            #expect(show.status == 0, "\(show.stdoutText)")
+            #expect(show.stdoutText.contains("fork of pipe-parent"))
+            #expect(show.stdoutText.contains("rolled back to lint: discarded lint, publish"))
+
+            let unknown = try await agentEval(["pipeline", "fork", parentDirectory, "--at", "lnit"])
+            #expect(unknown.status == 2)
+            #expect(unknown.stderr.contains("the pipeline has no task \"lnit\""))
+            #expect(unknown.stderr.contains("tasks: collect, write, lint, publish"))
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path("runs")).count == 2)
+        }
+    }
+}

@@ -87,16 +87,33 @@ struct ViewerBrowserTests {
                 await agentEval(
                     ["view", "Fixtures/runs/support-refund.jsonl.gz", "--out", parent], in: repositoryRoot, environment: catalog))
 
+            // A pipeline run forked at a task.
+            try expectStatus(
+                0,
+                await agentEval(
+                    [
+                        "pipeline", "run", "Fixtures/pipelines/release-notes/pipeline.yaml", "--out", directory.path("pipes"), "--run-id",
+                        "pipe-parent",
+                    ], in: repositoryRoot))
+            try expectStatus(
+                0,
+                await agentEval(
+                    ["pipeline", "fork", directory.path("pipes/release-notes-pipe-parent"), "--at", "write", "--run-id", "pipe-fork"],
+                    in: repositoryRoot))
+            let pipelineFork = directory.path("pipeline-fork.html")
+            try expectStatus(
+                0, await agentEval(["view", directory.path("pipes/release-notes-pipe-fork"), "--out", pipelineFork], in: repositoryRoot))
+
             let shots = repositoryRoot.appendingPathComponent(".build/viewer-screenshots").path
             let result = try await Subprocess.run(
                 command[0],
                 Array(command.dropFirst()) + [
                     shots, "run=\(run),delete_customer,3", "report=\(report),\(link)", "diff=\(diff)", "hostile=\(hostile)", "long=\(long)",
-                    "baseline=\(baseline)", "fork=\(fork)", "forks=\(parent)",
+                    "baseline=\(baseline)", "fork=\(fork)", "forks=\(parent)", "pipelinefork=\(pipelineFork)",
                 ])
             try #require(result.status == 0, "viewer_browser.py failed: \(result.stderr)")
             let seen = try JSONParser.parse(result.stdout)
-            for kind in ["run", "report", "diff", "hostile", "long", "baseline", "fork", "forks"] {
+            for kind in ["run", "report", "diff", "hostile", "long", "baseline", "fork", "forks", "pipelinefork"] {
                 #expect(seen[kind]?["error"] == nil, "\(kind): \(seen[kind]?["error"]?.stringValue ?? "")")
                 #expect(seen[kind]?["severe_console"] == .array([]), "\(kind): the console reported errors")
             }
@@ -153,6 +170,12 @@ struct ViewerBrowserTests {
             let forksSeen = try #require(seen["forks"])
             #expect(forksSeen["forks"]?.arrayValue?.count == 1)
             #expect(forksSeen["forks"]?.arrayValue?.first?.stringValue?.contains("after step 2") == true)
+
+            // A pipeline fork's page says whose fork it is; the attempts it discarded are marked.
+            let pipelineForkSeen = try #require(seen["pipelinefork"])
+            let note = pipelineForkSeen["fork_note"]?.stringValue ?? ""
+            #expect(note.contains("a fork of pipeline run pipe-parent") && note.contains("events copied"), "\(note)")
+            #expect(pipelineForkSeen["discarded_attempts"] == 3, "write, lint and publish ran again")
 
             // Planted markup: shown as text, never run.
             let hostileSeen = try #require(seen["hostile"])

@@ -21,6 +21,7 @@ public struct PipelineReplay: Sendable {
     }
 
     public init(log path: String) throws(PipelineError) {
+        var events: [Event] = []
         do {
             _ = try LogReader(path: path).forEachEvent { events.append($0.event) }
         } catch let error as LogError {
@@ -28,6 +29,12 @@ public struct PipelineReplay: Sendable {
         } catch {
             throw PipelineError(.log, "cannot read the pipeline log: \(error)", path: path)
         }
+        try self.init(events: events, path: path)
+    }
+
+    /// Folds `events`, read from the log at `path`, checking each recorded digest.
+    init(events: [Event], path: String) throws(PipelineError) {
+        self.events = events
         guard case .pipeline(.started)? = events.first?.payload else {
             throw PipelineError(.notPipeline, "the log does not start with pipeline_started: it is not a pipeline log", path: path)
         }
@@ -73,6 +80,9 @@ public enum PipelineView {
     public static func lines(_ state: PipelineState, directory: String) -> [String] {
         guard let start = state.start else { return ["not a pipeline log"] }
         var lines = ["pipeline \(start.pipeline) (\(state.runId ?? "")): \(status(of: state))"]
+        if let forked = state.forked {
+            lines.append("  fork of \(forked.parentRunId) (\(forked.copiedEvents) events copied)")
+        }
         for task in state.tasks {
             let needs = task.plan.needs.isEmpty ? "" : " ← \(task.plan.needs.joined(separator: ", "))"
             var line = "  \(task.status.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) \(task.id)\(needs)"
@@ -127,6 +137,58 @@ public enum PipelineView {
             "status": .string(status(of: outcome.state)), "log": .string(outcome.logPath), "state": outcome.state.json,
             "outputs": outcome.state.stop?.outputs ?? .null,
         ]
+    }
+
+    /// A task whose outcome in a fork differs from its parent's.
+    public struct Change: Sendable, Hashable {
+        public var task: String
+        public var parentStatus: String
+        public var status: String
+        public var parentOutput: JSONValue?
+        public var output: JSONValue?
+
+        public var json: JSONValue {
+            var object = ObjectBuilder()
+            object.set("task", task)
+            object.set("parent_status", parentStatus)
+            object.set("status", status)
+            object.set("parent_output", parentOutput)
+            object.set("output", output)
+            return object.json
+        }
+    }
+
+    /// The tasks of `fork` whose status or output differ from `parent`'s, in plan order.
+    public static func changes(from parent: PipelineState, to fork: PipelineState) -> [Change] {
+        fork.tasks.compactMap { task in
+            let before = parent.task(task.id)
+            guard before?.status != task.status || before?.output != task.output else { return nil }
+            return Change(
+                task: task.id, parentStatus: before?.status.rawValue ?? "absent", status: task.status.rawValue,
+                parentOutput: before?.output,
+                output: task.output)
+        }
+    }
+
+    /// The lines `pipeline fork` prints for `changes`: one per task, its output when it changed.
+    public static func lines(changes: [Change], parent: PipelineState, fork: PipelineState) -> [String] {
+        let stops = (status(of: parent), status(of: fork))
+        guard !changes.isEmpty else {
+            return ["against the parent: every task ended as it did (\(stops.1))"]
+        }
+        var lines = [
+            "against the parent (\(stops.0) → \(stops.1)): \(changes.count) task\(changes.count == 1 ? "" : "s") ended otherwise"
+        ]
+        for change in changes {
+            var line = "  \(change.task): \(change.parentStatus)"
+            line += change.status == change.parentStatus ? ", output changed" : " → \(change.status)"
+            lines.append(line)
+            if change.parentOutput != change.output {
+                lines.append("      was: \(change.parentOutput.map { short(JSONWriter.encodeString($0)) } ?? "no output")")
+                lines.append("      now: \(change.output.map { short(JSONWriter.encodeString($0)) } ?? "no output")")
+            }
+        }
+        return lines
     }
 
     static func short(_ text: String) -> String {

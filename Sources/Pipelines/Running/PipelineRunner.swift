@@ -168,27 +168,122 @@ public struct PipelineRunner: Sendable {
         log path: String, to task: String, jobs: Int? = nil, observe: (@Sendable (PipelineUpdate) -> Void)? = nil
     ) async throws(PipelineError) -> PipelineOutcome {
         let (recorder, directory) = try open(path, observe: observe)
+        let rolledBack = try rollingBack(to: task, state: recorder.state, path: path, verb: "roll back")
+        try recorder.record(.rolledBack(rolledBack))
+        try recorder.record(.resumed(PipelineResumed(after: "rollback")))
+        return try await drive(recorder, directory: directory, jobs: jobs ?? recorder.state.start?.jobs ?? 1)
+    }
+
+    /// The rollback to `task` of a pipeline in `state` (read from `path`): the task and every
+    /// task downstream of it, with their fallbacks. Refused for a task the plan does not have, a
+    /// fallback, or a pipeline with a task that started and did not finish.
+    private func rollingBack(to task: String, state: PipelineState, path: String, verb: String) throws(PipelineError)
+        -> PipelineRolledBack
+    {
         guard let planned = definition.task(task) else {
             throw PipelineError(
                 .unknownTask, "the pipeline has no task \"\(task)\"", path: path,
                 hint: "tasks: \(definition.tasks.map(\.id).joined(separator: ", "))")
         }
         guard !definition.fallbackTasks.contains(planned.id) else {
-            throw PipelineError(.unknownTask, "\"\(task)\" only runs as a fallback; roll back to the task it stands in for", path: path)
+            throw PipelineError(.unknownTask, "\"\(task)\" only runs as a fallback; \(verb) to the task it stands in for", path: path)
         }
-        if recorder.state.tasks.contains(where: { $0.status == .running }) {
+        if state.tasks.contains(where: { $0.status == .running }) {
             throw PipelineError(
                 .cannotResume, "the pipeline has a task that started and did not finish", path: path,
-                hint: "resume it first, or let it finish")
+                hint: "resume it first (agent-eval pipeline resume), or let it finish")
         }
         let discarded = Set(
             definition.descendants(of: task)
                 + definition.descendants(of: task).flatMap { id in
                     definition.task(id)?.recovery.values.compactMap(\.fallback) ?? []
                 })
-        try recorder.record(.rolledBack(PipelineRolledBack(to: task, discarded: definition.tasks.map(\.id).filter(discarded.contains))))
-        try recorder.record(.resumed(PipelineResumed(after: "rollback")))
-        return try await drive(recorder, directory: directory, jobs: jobs ?? recorder.state.start?.jobs ?? 1)
+        return PipelineRolledBack(to: task, discarded: definition.tasks.map(\.id).filter(discarded.contains))
+    }
+
+    /// Forks the pipeline run whose log is `path` at `task` (docs/pipelines.md, "Fork"): a new run
+    /// `runId` in `directory` (which must not exist, or be empty) holds a copy of the parent's log
+    /// — every event, each digest checked — and of its child logs, then `pipeline_forked`, the
+    /// rollback of `task` and what is downstream of it, and the run of those tasks again. The
+    /// tasks before it are not run again: their results are the parent's. The parent is not
+    /// written to.
+    public func fork(
+        log path: String, at task: String, directory: String, runId: String, jobs: Int? = nil,
+        observe: (@Sendable (PipelineUpdate) -> Void)? = nil
+    ) async throws(PipelineError) -> PipelineOutcome {
+        let recorded: [RecordedEvent]
+        do {
+            var options = LogReader.Options()
+            options.isStrict = true
+            recorded = try LogReader(path: path, options: options).readAll().events
+        } catch let error as LogError {
+            throw PipelineError(
+                .log, "cannot fork \(path): \(error.message)", path: path,
+                hint: error.code == .tornTail
+                    ? "the pipeline was cut mid-write: resume it first (agent-eval pipeline resume), which seals its log" : error.hint)
+        } catch {
+            throw PipelineError(.log, "cannot read the pipeline log: \(error)", path: path)
+        }
+        let events = recorded.map(\.event).filter { event in
+            if case .unknown(let kind, _) = event.payload, kind == LogSigner.kind { return false }
+            return true
+        }
+        let parent = try PipelineReplay(events: events, path: path)
+        if let mismatch = parent.mismatches.first {
+            throw PipelineError(
+                .log, "cannot fork \(path): its recorded state digests do not match its events (\(mismatch))", path: path,
+                hint: "agent-eval log verify \(ShellWords.quoted(path)) says more; a pipeline whose log was changed cannot be forked")
+        }
+        guard let start = parent.state.start, start.fileDigest == definition.fileDigest else {
+            throw PipelineError(
+                .fileChanged,
+                "the pipeline file \(definition.path) is not the one the run started with (\(parent.state.start?.file ?? ""))",
+                path: path, hint: "fork with the file as it was (its agents and --model may differ); start a new run for a changed one")
+        }
+        let rolledBack = try rollingBack(to: task, state: parent.state, path: path, verb: "fork")
+        let fileManager = FileManager.default
+        if let existing = try? fileManager.contentsOfDirectory(atPath: directory), !existing.isEmpty {
+            throw PipelineError(
+                .log, "\(directory) already exists and is not empty: a fork is written to a new directory", path: directory,
+                hint: "give another --out, or remove it")
+        }
+        let parentDirectory = (path as NSString).deletingLastPathComponent
+        let childLogs = Set(parent.state.tasks.flatMap { $0.attempts.compactMap(\.started.log) })
+        let forkPath = directory + "/" + Self.logName
+        let writer: LogWriter
+        do {
+            try fileManager.createDirectory(atPath: directory + "/tasks", withIntermediateDirectories: true)
+            // The child runs are the parent's: their logs are copied as they are, so the fork's
+            // directory holds everything its log names.
+            for log in childLogs.sorted()
+            where fileManager.fileExists(atPath: (parentDirectory.isEmpty ? "." : parentDirectory) + "/" + log) {
+                let target = directory + "/" + log
+                try fileManager.createDirectory(
+                    atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+                try fileManager.copyItem(atPath: (parentDirectory.isEmpty ? "." : parentDirectory) + "/" + log, toPath: target)
+            }
+            writer = try LogWriter.create(at: forkPath, runId: runId, options: LogWriter.Options(durability: durability))
+        } catch let error as LogError {
+            throw PipelineError(.log, error.message, path: forkPath)
+        } catch {
+            throw PipelineError(.log, "cannot make the fork's directory: \(error)", path: directory)
+        }
+        let recorder = PipelineRecorder(writer: writer, breakers: definition.breakers, clock: environment.now, observe: observe)
+        // Copied as one batch: the fork's first durability point is its `pipeline_forked`.
+        var copied = 0
+        for event in events {
+            guard case .pipeline(let payload) = event.payload else { continue }
+            try recorder.record(payload, atUs: event.timeUs, defersDurability: true)
+            copied += 1
+        }
+        try recorder.record(
+            .forked(
+                PipelineForked(
+                    parentRunId: events[0].runId, parentHead: recorded[recorded.count - 1].hash, parentLog: path,
+                    copiedEvents: copied)))
+        try recorder.record(.rolledBack(rolledBack))
+        try recorder.record(.resumed(PipelineResumed(after: "fork")))
+        return try await drive(recorder, directory: directory, jobs: jobs ?? start.jobs)
     }
 
     /// Asks the pipeline running in `directory` to pause: it starts no new task, lets running
@@ -395,11 +490,12 @@ final class PipelineRecorder: @unchecked Sendable {
 
     /// Records `event`; with `defersDurability`, a durability point is made durable by the next
     /// one or by `flushDeferred()`, which the scheduler calls before it waits or acts.
+    /// `atUs` is the event's time (a copied event keeps its own); now when nil.
     @discardableResult
-    func record(_ event: PipelineEvent, defersDurability: Bool = false) throws(PipelineError) -> Event {
+    func record(_ event: PipelineEvent, atUs: Int? = nil, defersDurability: Bool = false) throws(PipelineError) -> Event {
         let recorded: Event
         do {
-            recorded = try writer.append(.pipeline(event), step: 0, timeUs: clock(), defersDurability: defersDurability)
+            recorded = try writer.append(.pipeline(event), step: 0, timeUs: atUs ?? clock(), defersDurability: defersDurability)
         } catch {
             throw Self.writeError(error, path: writer.path)
         }

@@ -130,6 +130,8 @@ extension PipelineEvent {
             return "resumed after \(resumed.after)"
         case .rolledBack(let rolledBack):
             return "rolled back to \(rolledBack.to), discarding \(rolledBack.discarded.joined(separator: ", "))"
+        case .forked(let forked):
+            return "forked from \(forked.parentRunId) (\(forked.copiedEvents) events copied)"
         case .stopped(let stopped):
             var text = stopped.status.rawValue
             if let task = stopped.task { text += " at \(task)" }

@@ -11,12 +11,13 @@ public enum PipelineEvent: Sendable, Hashable {
     case paused(PipelinePaused)
     case resumed(PipelineResumed)
     case rolledBack(PipelineRolledBack)
+    case forked(PipelineForked)
     case stopped(PipelineStopped)
 
     /// The kinds, in the order docs/pipelines.md lists them.
     public static let kinds = [
         "pipeline_started", "task_started", "task_finished", "breaker_changed", "pipeline_paused", "pipeline_resumed",
-        "pipeline_rolled_back", "pipeline_stopped",
+        "pipeline_rolled_back", "pipeline_forked", "pipeline_stopped",
     ]
 
     public var kind: String {
@@ -28,6 +29,7 @@ public enum PipelineEvent: Sendable, Hashable {
         case .paused: return "pipeline_paused"
         case .resumed: return "pipeline_resumed"
         case .rolledBack: return "pipeline_rolled_back"
+        case .forked: return "pipeline_forked"
         case .stopped: return "pipeline_stopped"
         }
     }
@@ -44,6 +46,7 @@ public enum PipelineEvent: Sendable, Hashable {
         case .paused(let payload): return payload
         case .resumed(let payload): return payload
         case .rolledBack(let payload): return payload
+        case .forked(let payload): return payload
         case .stopped(let payload): return payload
         }
     }
@@ -58,6 +61,7 @@ public enum PipelineEvent: Sendable, Hashable {
         case "pipeline_paused": return .paused(try PipelinePaused(from: &scanner))
         case "pipeline_resumed": return .resumed(try PipelineResumed(from: &scanner))
         case "pipeline_rolled_back": return .rolledBack(try PipelineRolledBack(from: &scanner))
+        case "pipeline_forked": return .forked(try PipelineForked(from: &scanner))
         case "pipeline_stopped": return .stopped(try PipelineStopped(from: &scanner))
         default: return nil
         }
@@ -68,7 +72,7 @@ public enum PipelineEvent: Sendable, Hashable {
     /// scheduler goes on.
     var isDurabilityPoint: Bool {
         switch self {
-        case .taskStarted, .taskFinished, .paused, .rolledBack, .stopped: return true
+        case .taskStarted, .taskFinished, .paused, .rolledBack, .forked, .stopped: return true
         case .started, .breakerChanged, .resumed: return false
         }
     }
@@ -490,7 +494,7 @@ public struct PipelinePaused: JSONRepresentable, JSONObjectEncodable, Hashable {
 
 /// A paused, interrupted or rolled-back pipeline continues in the same log.
 public struct PipelineResumed: JSONRepresentable, JSONObjectEncodable, Hashable {
-    /// `pause`, `crash` (the log ended without a pause or stop) or `rollback`.
+    /// `pause`, `crash` (the log ended without a pause or stop), `rollback` or `fork`.
     public var after: String
 
     public init(after: String) { self.after = after }
@@ -596,5 +600,55 @@ public struct PipelineStopped: JSONRepresentable, JSONObjectEncodable, Hashable 
         object.set("state_digest", stateDigest)
         object.set("status", status)
         object.set("task", task)
+    }
+}
+
+/// `pipeline_forked`: this pipeline run is a fork of another (`agent-eval pipeline fork`,
+/// docs/pipelines.md "Fork"). The log holds every event of the parent's log — the same payloads
+/// and times under this run's id and hash chain, each recorded state digest that of this run's
+/// state — then this event, then the `pipeline_rolled_back` that discards the task forked at and
+/// what is downstream of it, and what the fork ran. `parentHead` is the hash of the parent's last
+/// line, so anyone holding the parent can check the copy.
+public struct PipelineForked: JSONRepresentable, JSONObjectEncodable, Hashable {
+    public var parentRunId: String
+    /// SHA-256 (hex) of the parent's last event line: the copy holds the parent's events up to it.
+    public var parentHead: String
+    /// The parent's log as it was named when forking (information only: a log can move).
+    public var parentLog: String?
+    /// The parent's events copied (its signature lines left out).
+    public var copiedEvents: Int
+
+    public init(parentRunId: String, parentHead: String, parentLog: String? = nil, copiedEvents: Int) {
+        self.parentRunId = parentRunId
+        self.parentHead = parentHead
+        self.parentLog = parentLog
+        self.copiedEvents = copiedEvents
+    }
+
+    public init(from scanner: inout JSONScanner) throws {
+        var parentRunId: String?
+        var parentHead: String?
+        var parentLog: String?
+        var copiedEvents = 0
+        try scanner.readObject { scanner, key in
+            switch key {
+            case "parent_run_id": parentRunId = try scanner.read()
+            case "parent_head": parentHead = try scanner.read()
+            case "parent_log": parentLog = try scanner.readOptional()
+            case "copied_events": copiedEvents = try scanner.read()
+            default: try scanner.skipValue()
+            }
+        }
+        self.parentRunId = try required(parentRunId, "parent_run_id")
+        self.parentHead = try required(parentHead, "parent_head")
+        self.parentLog = parentLog
+        self.copiedEvents = copiedEvents
+    }
+
+    public func members(into object: inout some JSONMemberSink) {
+        object.set("copied_events", copiedEvents)
+        object.set("parent_head", parentHead)
+        object.set("parent_log", parentLog)
+        object.set("parent_run_id", parentRunId)
     }
 }

@@ -15,6 +15,8 @@ public struct PipelineState: JSONObjectEncodable, Hashable {
     public var isPaused = false
     public var stop: PipelineStopped?
     public var rollbacks: [PipelineRolledBack] = []
+    /// The run this one is a fork of (`pipeline_forked`): the latest, for a fork of a fork.
+    public var forked: PipelineForked?
     public var resumeCount = 0
     /// Tasks in the order their results were settled (succeeded, skipped, or taken from a
     /// fallback) in the current branch.
@@ -119,6 +121,8 @@ public struct PipelineState: JSONObjectEncodable, Hashable {
                 }
             }
             state.settledOrder.removeAll { discarded.contains($0) }
+        case .forked(let forked):
+            state.forked = forked
         case .stopped(let stopped):
             state.lastStateDigest = stopped.stateDigest
             if state.stop != nil { state.anomalies.append("seq \(event.sequence): a second pipeline_stopped") }
@@ -147,6 +151,7 @@ public struct PipelineState: JSONObjectEncodable, Hashable {
     /// The JSON form `agent-eval replay --json` prints and the digest covers.
     public func members(into object: inout some JSONMemberSink) {
         object.set("breakers", JSONValue.object(JSONObject(breakers.sorted { $0.key < $1.key }.map { ($0.key, $0.value.json) })))
+        object.set("forked", forked)
         object.set("paused", isPaused)
         object.set("pipeline", start?.pipeline)
         object.set("rollbacks", rollbacks)

@@ -892,6 +892,11 @@
     banner.id = 'pipeline-banner';
     banner.dataset.outcome = String(summary.outcome);
     append(app, banner);
+    if (state.forked) {
+      append(app, el('p', { class: 'banner-warn', id: 'pipeline-fork' }, 'a fork of pipeline run ', el('code', null, state.forked.parent_run_id),
+        ' (' + state.forked.copied_events + ' events copied' + (state.forked.parent_log ? ' from ' + state.forked.parent_log : '') +
+        '); the tasks it ran again are the rolled back ones below'));
+    }
     if (mismatches.length) {
       append(app, el('div', { class: 'panel' }, el('h3', null, 'State digests that differ'),
         el('ul', { class: 'items' }, mismatches.map(function (line) { return el('li', { class: 'problem mono' }, line); }))));
