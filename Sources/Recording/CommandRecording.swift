@@ -47,6 +47,9 @@ public struct CommandRecording: Sendable {
     /// Whether the command's OpenTelemetry exporters are pointed at the gateway
     /// (`OTEL_EXPORTER_OTLP_ENDPOINT`…) and their spans merged into the run.
     public var takesSpans = true
+    /// The recorded run this one forks (`agent-eval fork` of a log `record` wrote); nil for a run
+    /// of its own.
+    public var fork: RecordedFork?
 
     public init(
         command: [String], directory: String? = nil, input: String? = nil, logPath: String, runId: String, goal: String? = nil,
@@ -124,10 +127,15 @@ public struct CommandRecording: Sendable {
         // Identical requests are numbered only for a cassette's keys.
         var keys: RequestKeys?
         var transport = upstream ?? ModelTransports.live
-        if let cassette {
+        var prefixTransport: (any ModelTransport)?
+        if cassette != nil || fork != nil {
+            // One numbering for both cassettes: a fork's requests are numbered as its parent's were.
             let numbering = RequestKeys()
             keys = numbering
-            transport = cassette.transport(provider: "gateway", live: transport, keyedBy: numbering.key(for:))
+            if let cassette { transport = cassette.transport(provider: "gateway", live: transport, keyedBy: numbering.key(for:)) }
+            prefixTransport = fork.map {
+                $0.cassette.transport(provider: "gateway", live: ModelTransports.live, keyedBy: numbering.key(for:))
+            }
         }
         let stopper = Stopper()
         var logOptions = self.logOptions
@@ -140,12 +148,13 @@ public struct CommandRecording: Sendable {
         }
         let recorder = ExchangeRecorder(
             logPath: logPath, runId: runId, goal: goal, agentName: agentName, command: command, limits: limits, keys: keys,
-            options: logOptions, secrets: Self.secrets(in: environment), onStop: { _ in stopper.stop() })
+            options: logOptions, secrets: Self.secrets(in: environment), fork: fork, onStop: { _ in stopper.stop() })
         let gateway: ModelGateway
         do {
             gateway = try await ModelGateway(
                 handler: GatewayHandler(
-                    upstreams: upstreams, forwarder: ModelForwarder(transport: transport, limits: requestLimits), recorder: recorder,
+                    upstreams: upstreams, forwarder: ModelForwarder(transport: transport, limits: requestLimits),
+                    prefixForwarder: prefixTransport.map { ModelForwarder(transport: $0, limits: requestLimits) }, recorder: recorder,
                     traces: takesSpans ? TraceReceiver(sink: recorder, maxRequestBytes: Self.maxSpanRequestBytes) : nil))
         } catch {
             throw RecordingError(.gatewayFailed, "the recording gateway cannot listen on 127.0.0.1: \(error)")

@@ -96,6 +96,8 @@ public final class ExchangeRecorder: Sendable {
         case tokenBudget(used: Int, limit: Int)
         /// The cassette has no answer for the request the run's step `step` would have made.
         case notRecorded(String, step: Int)
+        /// A fork's program asked, before the fork point, otherwise than its parent at step `step`.
+        case forkDiverged(String, step: Int)
     }
 
     /// A request on its way: begun, not yet finished.
@@ -109,6 +111,8 @@ public final class ExchangeRecorder: Sendable {
         var occurrence = 0
         /// Set when the request is not forwarded: the status, message and error type to answer.
         var refusal: (status: Int, message: String, type: String)?
+        /// A fork's request before its fork point: answered from the parent's cassette.
+        var isPrefix = false
     }
 
     struct Conversation {
@@ -165,6 +169,12 @@ public final class ExchangeRecorder: Sendable {
         var secrets = Set<String>()
         /// The command's OpenTelemetry spans (`ExchangeRecorder+Spans`): what became of them.
         var spanCounts = SpanCounts()
+        /// A fork's requests begun before its fork point (`RecordedFork`).
+        var prefixBegun = 0
+        /// Whether a fork's log was made: until then, the run is recorded apart (`forkPrefixPath`).
+        var isForkMade = false
+        /// Whether a fork's clock was shifted onto its parent's (`forkShift`).
+        var isClockShifted = false
         /// Tool spans seen: once there are, a request waits for the spans of the results it carries.
         var toolSpansSeen = 0
         /// Whether a request waited once for tool spans that the command may not send at all.
@@ -200,8 +210,18 @@ public final class ExchangeRecorder: Sendable {
     let limits: Limits
     /// Numbers identical requests for a cassette's keys; nil without a cassette.
     let keys: RequestKeys?
+    /// The run forked, when this recording is a fork of a recorded run.
+    let fork: RecordedFork?
     let options: LogWriter.Options
-    let now: @Sendable () -> Int
+    /// The clock events are timed by, before a fork's shift.
+    let clockNow: @Sendable () -> Int
+    /// A fork goes on on its parent's clock (as `agent-eval fork` of an agent file does): from its
+    /// fork point, times are shifted back by this much, so that the fork's first event comes
+    /// right after the last one copied.
+    let forkShift = Atomic<Int>(0)
+
+    /// Now, in µs since the epoch, on the run's clock.
+    func now() -> Int { clockNow() - forkShift.load(ordering: .relaxed) }
     let onStop: @Sendable (StopCause) -> Void
     /// Values never to write: the keys the command was given.
     let secrets: Set<String>
@@ -212,8 +232,10 @@ public final class ExchangeRecorder: Sendable {
     public init(
         logPath: String, runId: String, goal: String?, agentName: String, command: [String], limits: Limits, keys: RequestKeys?,
         options: LogWriter.Options = LogWriter.Options(), secrets: Set<String> = [], maxConversations: Int = defaultMaxConversations,
-        now: @escaping @Sendable () -> Int = RuntimeEnvironment.live.now, onStop: @escaping @Sendable (StopCause) -> Void
+        fork: RecordedFork? = nil, now: @escaping @Sendable () -> Int = RuntimeEnvironment.live.now,
+        onStop: @escaping @Sendable (StopCause) -> Void
     ) {
+        self.fork = fork
         self.secrets = secrets
         self.maxConversations = max(1, maxConversations)
         self.logPath = logPath
@@ -223,7 +245,7 @@ public final class ExchangeRecorder: Sendable {
         self.limits = limits
         self.keys = keys
         self.options = options
-        self.now = now
+        self.clockNow = now
         self.onStop = onStop
         source = RunSource(format: "gateway", file: ShellWords.command(command), importer: Self.recorderName)
     }
@@ -238,7 +260,40 @@ public final class ExchangeRecorder: Sendable {
 
     /// A request arrives: refused when the request budget is spent.
     func begin(api: ModelAPI, body: JSONValue, bytes: [UInt8], secrets: [String]) -> Exchange {
+        var position: Int?
+        if let fork {
+            position = state.withLock { state in
+                if !state.isForkMade, state.prefixBegun < fork.requests.count {
+                    state.prefixBegun += 1
+                    return state.prefixBegun - 1
+                }
+                shiftClock(fork, state: &state)
+                return nil
+            }
+        }
         var exchange = Exchange(api: api, body: body, canonical: RequestKey.canonical(body), bytes: bytes, startUs: now())
+        if let fork {
+            if let position {
+                exchange.isPrefix = true
+                if let difference = exchange.canonical.firstDifference(from: fork.requests[position]) {
+                    let text =
+                        "at \(difference.path.isEmpty ? "the request" : difference.path) the parent sent "
+                        + Self.excerpt(difference.right) + ", the command now sends " + Self.excerpt(difference.left)
+                    let cause = StopCause.forkDiverged(text, step: position)
+                    state.withLock { state in if state.stopCause == nil { state.stopCause = cause } }
+                    exchange.refusal = (
+                        409, "agent-eval fork: this request is not the parent's request of step \(position) (\(text))", "agent_eval_fork"
+                    )
+                    onStop(cause)
+                    return exchange
+                }
+            } else if let rewritten = fork.rewritten(body, api: api) {
+                // Past the fork point: the edits are what the model is shown.
+                exchange.body = rewritten
+                exchange.canonical = RequestKey.canonical(rewritten)
+                exchange.bytes = JSONWriter.encode(rewritten)
+            }
+        }
         let refused: StopCause? = state.withLock { state in
             state.secrets.formUnion(secrets)
             // Requests in flight count: three sent at once under --max-requests 1 are one too many.
@@ -274,6 +329,8 @@ public final class ExchangeRecorder: Sendable {
                 waitedMs: 0)
             let cause: StopCause? = state.withLock { state in
                 state.inFlight -= 1
+                // The retry that answers it asks for the same prefix request again.
+                if exchange.isPrefix, !state.isForkMade { state.prefixBegun -= 1 }
                 state.failures[baseKey, default: []].append(attempt)
                 state.lastFailure = message
                 if outcome.isNotRecorded, state.stopCause == nil {
@@ -309,6 +366,13 @@ public final class ExchangeRecorder: Sendable {
         _ view: ModelRequestView, exchange: Exchange, raw: JSONValue, outcome: ModelForwarder.Outcome, baseKey: String, endUs: Int,
         state: inout State
     ) throws {
+        if let fork, !state.isForkMade {
+            if !exchange.isPrefix { try makeFork(fork, atUs: exchange.startUs, state: &state) }
+        } else if exchange.isPrefix {
+            throw RecordingError(
+                .forkFailed,
+                "a model request from before the fork point was answered after a request past it: the fork's prefix is not its parent's")
+        }
         let recorder = try recorder(for: view, state: &state, atUs: exchange.startUs)
         let number = conversation(for: view, state: &state)
         guard var conversation = state.conversations[number] else { return }
@@ -414,7 +478,11 @@ public final class ExchangeRecorder: Sendable {
     func recorder(for view: ModelRequestView?, state: inout State, atUs: Int) throws -> RunRecorder {
         if let recorder = state.recorder { return recorder }
         clock.now = atUs
-        let writer = try LogWriter.create(at: logPath, runId: runId, options: options)
+        // A fork records its prefix apart; its log is made at the fork point (`makeFork`).
+        let writer =
+            fork == nil
+            ? try LogWriter.create(at: logPath, runId: runId, options: options)
+            : try LogWriter.create(at: forkPrefixPath, runId: runId, options: LogWriter.Options())
         let recorder = RunRecorder(writer: writer, clock: { [clock] in clock.now })
         let goal = self.goal ?? view?.firstUserText ?? ""
         try recorder.record(
@@ -435,6 +503,70 @@ public final class ExchangeRecorder: Sendable {
             try merge(spans, at: atUs, recorder: recorder, state: &state)
         }
         return recorder
+    }
+
+    /// Where a fork's run is recorded until its fork point: its bookkeeping (conversations, calls)
+    /// is built as for any run, and the file removed once the fork's log is made.
+    var forkPrefixPath: String { logPath + ".fork-prefix" }
+
+    /// Makes a fork's log at its fork point: the parent's events through it, copied, then
+    /// `run_forked`; what the recorder records from here goes into it. The prefix was recorded
+    /// apart, from the same answers to the same requests: it is left.
+    private func makeFork(_ fork: RecordedFork, atUs: Int, state: inout State) throws {
+        try? state.recorder?.writer.close()
+        unlink(forkPrefixPath)
+        clock.now = atUs
+        let writer = try LogWriter.create(at: logPath, runId: runId, options: options)
+        let recorder = try RunRecorder.copying(fork.prefix, into: writer, clock: { [clock] in clock.now })
+        try recorder.record(.runForked(fork.forked))
+        recorder.step += 1
+        state.recorder = recorder
+        state.isForkMade = true
+    }
+
+    /// Puts the run on its parent's clock at its fork point (once): the calls still open (proposed
+    /// before it) too, so that their durations hold.
+    private func shiftClock(_ fork: RecordedFork, state: inout State) {
+        guard !state.isClockShifted, let last = fork.prefix.last?.timeUs else { return }
+        state.isClockShifted = true
+        let shift = clockNow() - last - 1
+        forkShift.store(shift, ordering: .relaxed)
+        for (number, var conversation) in state.conversations {
+            for (id, call) in conversation.openCalls { conversation.openCalls[id]?.atUs = call.atUs - shift }
+            state.conversations[number] = conversation
+        }
+    }
+
+    /// Ends a fork that is not made: its prefix's file removed, and why.
+    private func abandonFork(state: inout State) -> RecordingError {
+        try? state.recorder?.writer.close()
+        state.recorder = nil
+        unlink(forkPrefixPath)
+        let expected = fork?.requests.count ?? 0
+        switch state.stopCause {
+        case .forkDiverged(let difference, let step)?:
+            return RecordingError(
+                .forkFailed,
+                "the command did not retrace its parent: its model request of step \(step) is not the parent's (\(difference))",
+                hint:
+                    "a fork runs the command again from its start, its tools included: they, its input and its code must give what they gave the parent up to the fork point"
+            )
+        case .notRecorded(let message, let step)?:
+            return RecordingError(
+                .forkFailed, "the parent's cassette does not answer the request of step \(step): \(message)",
+                hint: "give the cassette the parent was recorded with (record --cassette DIR --record new|all): --parent-cassette DIR")
+        default:
+            return RecordingError(
+                .forkFailed,
+                "the command ended after \(state.requests) of the \(expected) model requests of its parent before the fork point: it did not retrace its parent",
+                hint: "a fork runs the command again from its start: give it the arguments and input the parent had")
+        }
+    }
+
+    static func excerpt(_ value: JSONValue?) -> String {
+        guard let value else { return "nothing" }
+        let text = JSONWriter.encodeString(value)
+        return text.count > 120 ? String(text.prefix(119)) + "…" : text
     }
 
     /// Where a text that writes a call back (smolagents' `Calling tools: [{'id': 'call_1', …}]`)
@@ -576,6 +708,13 @@ public final class ExchangeRecorder: Sendable {
     @discardableResult
     public func finish(_ ending: Ending, stderrTail: String = "") throws -> RunStopped {
         try state.withLock { state in
+            if let fork, !state.isForkMade {
+                let answered = state.stopCause == nil && state.requests >= fork.requests.count
+                guard answered else { throw abandonFork(state: &state) }
+                // The command ended at the fork point: the fork holds the parent's prefix and its stop.
+                shiftClock(fork, state: &state)
+                try makeFork(fork, atUs: now(), state: &state)
+            }
             var stop = stopped(ending, stderrTail: stderrTail, state: state)
             // The command's own words (its last line of stderr) may quote a key it was given.
             let redaction = RequestPolicy(limits: RequestLimits(), secrets: Array(state.secrets.union(secrets)).sorted())
@@ -603,6 +742,8 @@ public final class ExchangeRecorder: Sendable {
                 reason: .budgetExhausted, limit: .tokenBudget, error: "the command used \(used) tokens, more than --max-tokens \(limit)")
         case .notRecorded(let message, let step)?:
             return RunStopped(reason: .blocked, error: "cassette miss at step \(step): \(message)")
+        case .forkDiverged(let message, let step)?:
+            return RunStopped(reason: .blocked, error: "the command did not retrace its parent at step \(step): \(message)")
         case nil:
             break
         }

@@ -67,6 +67,8 @@ public final class ModelGateway: Sendable {
 public final class GatewayHandler: HTTPRequestHandling {
     let upstreams: Upstreams
     let forwarder: ModelForwarder
+    /// Answers a fork's requests before its fork point (from the parent's cassette).
+    let prefixForwarder: ModelForwarder?
     let recorder: ExchangeRecorder
     /// The largest request body taken (a model request with its whole conversation).
     let maxRequestBytes: Int
@@ -74,11 +76,12 @@ public final class GatewayHandler: HTTPRequestHandling {
     let traces: TraceReceiver?
 
     public init(
-        upstreams: Upstreams, forwarder: ModelForwarder, recorder: ExchangeRecorder, maxRequestBytes: Int = 64 << 20,
-        traces: TraceReceiver? = nil
+        upstreams: Upstreams, forwarder: ModelForwarder, prefixForwarder: ModelForwarder? = nil, recorder: ExchangeRecorder,
+        maxRequestBytes: Int = 64 << 20, traces: TraceReceiver? = nil
     ) {
         self.upstreams = upstreams
         self.forwarder = forwarder
+        self.prefixForwarder = prefixForwarder
         self.recorder = recorder
         self.maxRequestBytes = maxRequestBytes
         self.traces = traces
@@ -139,7 +142,8 @@ public final class GatewayHandler: HTTPRequestHandling {
         if let refusal = exchange.refusal {
             return try await Self.answer(refusal.status, refusal.message, to: head, outbound, type: refusal.type)
         }
-        let request = TransportRequest(url: route.base + route.rest, headers: headers, body: body, limits: forwarder.limits)
+        // A fork's edits may have changed the request (`RecordedFork`): what is sent is what is recorded.
+        let request = TransportRequest(url: route.base + route.rest, headers: headers, body: exchange.bytes, limits: forwarder.limits)
 
         // The parts go to the agent in order, through a stream that a writer task drains.
         let (parts, continuation) = AsyncStream<TransportPart>.makeStream()
@@ -164,7 +168,9 @@ public final class GatewayHandler: HTTPRequestHandling {
             }
             return sentHead
         }
-        let outcome = await forwarder.forward(request, api: api) { part in continuation.yield(part) }
+        let outcome = await (exchange.isPrefix ? prefixForwarder ?? forwarder : forwarder).forward(request, api: api) { part in
+            continuation.yield(part)
+        }
         continuation.finish()
         // A client that stops reading must not hold the gateway's stop: cancelling the
         // connection's task cancels the writer too.

@@ -73,7 +73,7 @@ public enum Fork {
         guard let first = recorded.first, case .runStarted = first.event.payload else {
             throw ForkError(
                 .unreadableParent, "cannot fork \(path): it holds no run (its first event is not run_started)", path: path,
-                hint: "a pipeline log forks at a task boundary with agent-eval pipeline rollback")
+                hint: "a pipeline run forks at a task: agent-eval pipeline fork DIR --at TASK")
         }
         let events = recorded.map(\.event)
         let endedSteps = events.filter { if case .stepEnded = $0.payload { return true } else { return false } }.map(\.step)
@@ -115,7 +115,14 @@ public enum Fork {
             switch edit.kind {
             case .result, .error:
                 let record = try call(edit.callId, "--\(edit.kind.rawValue)")
-                atLeast.append((record.step, "--\(edit.kind.rawValue) \(record.id) (a call of step \(record.step))"))
+                // A recorded run's result comes with the next request, a step after its call.
+                let resulted =
+                    events.last { event in
+                        if case .toolCompleted(let completed) = event.payload { return completed.callId == record.id }
+                        return false
+                    }?.step ?? record.step
+                let when = resulted == record.step ? "" : ", its result recorded at step \(resulted)"
+                atLeast.append((resulted, "--\(edit.kind.rawValue) \(record.id) (a call of step \(record.step)\(when))"))
             case .approve, .deny:
                 let flag = "--\(edit.kind.rawValue)"
                 let record = try call(edit.callId, flag)
@@ -317,12 +324,28 @@ public enum Fork {
             }
             return given
         }
-        // A replaced result is a difference even when the model goes on the same way.
+        return try report(request, forked: forked, copiedEvents: plan.prefix.count, outcome: outcome)
+    }
+
+    /// The fork's log against its parent's: the trajectories from the fork point, and the outputs
+    /// of what the edits replaced — a replaced result is a difference even when the model goes
+    /// on the same way.
+    static func report(_ request: Request, forked: RunForked, copiedEvents: Int, outcome: RunOutcome) throws -> Report {
         let edited = Set(request.edits.filter { $0.kind == .result || $0.kind == .error }.compactMap(\.callId))
         let fixtures = Set(request.edits.filter { $0.kind == .toolFixture }.compactMap(\.tool))
-        let diff = try TrajectoryDiff.compare(left: request.parent, right: output, outputsOf: edited, outputsOfTools: fixtures)
+        let diff = try TrajectoryDiff.compare(left: request.parent, right: outcome.logPath, outputsOf: edited, outputsOfTools: fixtures)
         return Report(
-            parent: request.parent, log: output, forked: forked, copiedEvents: plan.prefix.count, outcome: outcome, diff: diff)
+            parent: request.parent, log: outcome.logPath, forked: forked, copiedEvents: copiedEvents, outcome: outcome, diff: diff)
+    }
+
+    /// The report of a fork whose log was written elsewhere — a recorded run's, which the
+    /// recording gateway forks (`RecordedFork`) — read back from `log` and compared with its parent.
+    public static func report(_ request: Request, plan: Plan, log: String) throws -> Report {
+        var events: [Event] = []
+        _ = try LogReader(path: log).forEachEvent { events.append($0.event) }
+        let state = RunState(folding: events)
+        return try report(
+            request, forked: state.forked ?? plan.forked, copiedEvents: plan.prefix.count, outcome: RunOutcome(logPath: log, state: state))
     }
 
     static func describe(_ events: [Event]) -> String {

@@ -3,8 +3,11 @@ import ArgumentParser
 import ConfigFile
 import Foundation
 import MCPTools
+import ModelClients
+import Recording
 import Replay
 import TraceCore
+import TraceLog
 
 /// `agent-eval fork <log> --at STEP [edits…]`: what if — a run forked at a step, with edits,
 /// continued live, and compared with its parent from the fork point.
@@ -31,14 +34,27 @@ struct ForkCommand: AsyncParsableCommand {
             Without --at, the fork point comes from the edits. Approvals the parent was given after the fork \
             point are given again when the fork stops to ask for the same call (the same id, tool and arguments).
 
+            A run recorded by `agent-eval record` (any framework, through the gateway) has no agent file: give \
+            the command to run again after --, and --parent-cassette, the cassette the parent was recorded with. \
+            The command runs again from its start: its model requests up to the fork point are answered from \
+            that cassette, each checked to be the parent's request (one that differs means the program did not \
+            retrace its parent: nothing is written), and the fork's log is made at the fork point as for any \
+            fork. From there its requests go to the upstream (--upstream, as record) or to --cassette, with the \
+            edits applied: --result and --error replace what every later request shows the model of the call, \
+            and --model names the model they ask for. Its own tools run again for the prefix (they run in its \
+            process), and an edit changes what the model is shown, not what its code did with the result; \
+            --decision, --approve, --deny, --input and --tool-fixture cannot reach into the program and are refused.
+
             Exit codes, as diff: 0 the fork's trajectory is the parent's; 1 it diverges; 2 the fork could not be \
-            made (a torn or damaged parent, a step past its end, an edit that does not apply); 64 usage error.
+            made (a torn or damaged parent, a step past its end, an edit that does not apply, a recorded \
+            program that did not retrace its parent); 64 usage error.
 
             Examples:
               agent-eval fork Fixtures/runs/support-refund.jsonl.gz --agent Fixtures/agents/support/agent.yaml --at 1
               agent-eval fork run.jsonl.gz --agent agent.yaml --result call-1='{"status": "lost"}'
               agent-eval fork run.jsonl.gz --agent agent.yaml --deny call-3 --json
               agent-eval fork run.jsonl.gz --agent agent.yaml --decision 2=@reply.json --model openai:gpt-4o-mini
+              agent-eval fork recorded.jsonl.gz --at 1 --parent-cassette cassettes/refund --model gpt-4o -- python3 agent.py
             """
     )
 
@@ -85,10 +101,44 @@ struct ForkCommand: AsyncParsableCommand {
     @Flag(help: "Print the documented machine-readable form (docs/replay.md, \"What if\").")
     var json = false
 
+    @OptionGroup(title: "A run recorded by agent-eval record")
+    var recorded: RecordedForkOptions
+
+    @Argument(
+        parsing: .postTerminator,
+        help: ArgumentHelp("For a run recorded by agent-eval record: the command to run again, after --.", valueName: "command"))
+    var command: [String] = []
+
     func validate() throws {
-        guard agent != nil else {
-            throw ValidationError(
-                "give the agent file to continue with: --agent AGENT.yaml (a log names its agent, not the file it came from)")
+        if command.isEmpty {
+            guard agent != nil else {
+                throw ValidationError(
+                    "give the agent file to continue with: --agent AGENT.yaml (a log names its agent, not the file it came from); "
+                        + "for a run recorded by agent-eval record, give its command after -- and --parent-cassette DIR")
+            }
+            if recorded.parentCassette != nil || !recorded.upstreams.isEmpty || recorded.commandInput != nil {
+                throw ValidationError(
+                    "--parent-cassette, --upstream and --command-input are for a run recorded by agent-eval record: give its command after --"
+                )
+            }
+        } else {
+            guard agent == nil else {
+                throw ValidationError("give --agent for a run of an agent file, or a command after -- for a recorded run, not both")
+            }
+            guard recorded.parentCassette != nil else {
+                throw ValidationError(
+                    "a fork of a recorded run answers its requests up to the fork point from the cassette the parent was recorded with: "
+                        + "--parent-cassette DIR (record --cassette DIR --record new|all keeps one)")
+            }
+            guard models.baseURL == nil else {
+                throw ValidationError("--base-url is for an agent file; a recorded run's fork takes --upstream provider=URL")
+            }
+            for edit in try edits() where edit.kind != .result && edit.kind != .error {
+                throw ValidationError(
+                    "--\(edit.kind.rawValue) cannot be applied to a run recorded by agent-eval record: \(RecordedFork.whyNot(edit.kind))")
+            }
+            _ = try RecordCommand.upstreamValues(recorded.upstreams)
+            guard recorded.timeout > 0 else { throw ValidationError("--timeout must be at least 1 second, got \(recorded.timeout)") }
         }
         try models.requireCassetteForRecord()
         if let at, at < 0 { throw ValidationError("--at must be a step number, 0 or more") }
@@ -152,9 +202,11 @@ struct ForkCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if !command.isEmpty { try await runRecorded() }
         let report: Fork.Report
         let interrupted: Int32?
         do {
+            try Self.refuseRecorded(log)
             var edits = try edits()
             // A fixture file is read (and checked, naming its line) here; the log keeps its responses.
             for index in edits.indices where edits[index].kind == .toolFixture {
@@ -183,6 +235,72 @@ struct ForkCommand: AsyncParsableCommand {
         throw report.diff.isSame ? Exit.success : Exit.failure
     }
 
+    /// A run `agent-eval record` recorded is forked by running its command again (`RecordedFork`).
+    static func refuseRecorded(_ log: String) throws {
+        guard case .runStarted(let started)? = try? LogReader(path: log).firstEvent()?.event.payload,
+            started.source?.importer == ExchangeRecorder.recorderName
+        else { return }
+        throw RecordingError(
+            .forkFailed,
+            "\(log) was recorded by agent-eval record (\(started.source?.file ?? "a command")): it has no agent file to go on with",
+            hint: "give its command after -- and the cassette it was recorded with: agent-eval fork \(ShellWords.quoted(log)) "
+                + "--parent-cassette DIR -- \(started.source?.file ?? "COMMAND") (docs/replay.md, \"What if\")")
+    }
+
+    /// The fork of a recorded run: the command run again through the gateway, the parent's cassette
+    /// answering up to the fork point; then the diff against the parent, as for any fork.
+    func runRecorded() async throws -> Never {
+        let report: Fork.Report
+        let recording: CommandRecording.Outcome
+        let interrupted: Int32?
+        do {
+            let request = Fork.Request(parent: log, at: at, edits: try edits())
+            let plan = try Fork.plan(request)
+            let parentCassette = try Cassette(directory: recorded.parentCassette ?? "", mode: .none)
+            let name = CommandRecording.agentName(for: command)
+            var forked = plan.forked
+            forked.agent = AgentIdentity(name: name, configDigest: ContentHash.sha256(Array(ShellWords.command(command).utf8)))
+            // `--model provider:name` as for agent files, or the name alone: the requests name a model, not a provider.
+            let model = models.model.map { given in
+                ["openai:", "anthropic:"].first { given.hasPrefix($0) }.map { String(given.dropFirst($0.count)) } ?? given
+            }
+            if let model { forked.model = ModelIdentity(provider: "gateway", name: model) }
+            let fork = try RecordedFork(prefix: plan.prefix, forked: forked, cassette: parentCassette, model: model)
+            let (runId, path) = destination.destination(agent: "\(name)-fork")
+            let environment = ProcessInfo.processInfo.environment
+            var commandRecording = CommandRecording(
+                command: command, input: recorded.commandInput, logPath: path, runId: runId, agentName: name,
+                timeoutMs: recorded.timeout * 1000,
+                upstreams: Upstreams.resolve(given: try RecordCommand.upstreamValues(recorded.upstreams), environment: environment),
+                cassette: try models.cassette.map { try Cassette(directory: $0, mode: models.mode) }, environment: environment)
+            commandRecording.fork = fork
+            commandRecording.outputDescriptor = json ? 2 : 1
+            commandRecording.finishedLogs = catalog.indexingSink()
+            let running = commandRecording
+            (recording, interrupted) = try await withInterruption { try await running.run() }
+            report = try Fork.report(request, plan: plan, log: path)
+        } catch {
+            throw diagnose(error)
+        }
+        if json {
+            printJSON(report.json)
+        } else {
+            var output = OutputBuffer()
+            let forked = report.forked
+            output.append(
+                "forked \(report.outcome.runId) from \(forked.parentRunId) after its step \(forked.step) (\(report.copiedEvents) events "
+                    + "copied; the command ran again from its start, the parent's cassette answering up to the fork point)")
+            for edit in forked.edits { output.append("  edit: \(edit.summary)") }
+            if let model = forked.model { output.append("  model from the fork on: \(model.name)") }
+            for line in RecordCommand.describe(recording) { output.append(line) }
+            output.append("")
+            for line in DiffCommand.lines(report.diff, left: report.parent, right: report.log, from: forked.step) { output.append(line) }
+            output.flush()
+        }
+        if let interrupted { throw ExitCode(128 + interrupted) }
+        throw report.diff.isSame ? Exit.success : Exit.failure
+    }
+
     func lines(_ report: Fork.Report) -> [String] {
         let forked = report.forked
         var lines = [
@@ -195,4 +313,24 @@ struct ForkCommand: AsyncParsableCommand {
         lines += DiffCommand.lines(report.diff, left: report.parent, right: report.log, from: forked.step)
         return lines
     }
+}
+
+/// The options of a fork of a run `agent-eval record` recorded.
+struct RecordedForkOptions: ParsableArguments {
+    @Option(
+        help: ArgumentHelp("The cassette the parent was recorded with: it answers the requests up to the fork point.", valueName: "dir"))
+    var parentCassette: String?
+
+    @Option(
+        name: .customLong("upstream"),
+        help: ArgumentHelp(
+            "Where a provider's requests go after the fork point, as openai=URL or anthropic=URL (repeatable), as for record.",
+            valueName: "provider=URL"))
+    var upstreams: [String] = []
+
+    @Option(help: "Given to the command on its standard input and as AGENT_EVAL_INPUT (what record's --input gave the parent).")
+    var commandInput: String?
+
+    @Option(help: ArgumentHelp("Stop the command after this many seconds.", valueName: "seconds"))
+    var timeout: Int = 600
 }

@@ -102,11 +102,11 @@ struct RecordCommand: AsyncParsableCommand {
         guard timeout > 0 else { throw ValidationError("--timeout must be at least 1 second, got \(timeout)") }
         if let maxRequests, maxRequests < 1 { throw ValidationError("--max-requests must be at least 1, got \(maxRequests)") }
         if let maxTokens, maxTokens < 1 { throw ValidationError("--max-tokens must be at least 1, got \(maxTokens)") }
-        _ = try upstreamValues()
+        _ = try Self.upstreamValues(upstreams)
     }
 
     /// `--upstream` values by provider.
-    func upstreamValues() throws -> [String: String] {
+    static func upstreamValues(_ upstreams: [String]) throws -> [String: String] {
         var values: [String: String] = [:]
         for given in upstreams {
             let parts = given.split(separator: "=", maxSplits: 1).map(String.init)
@@ -131,7 +131,7 @@ struct RecordCommand: AsyncParsableCommand {
             var recording = CommandRecording(
                 command: command, input: input, logPath: path, runId: id, goal: goal,
                 agentName: name, timeoutMs: timeout * 1000, limits: .init(maxRequests: maxRequests, maxTokens: maxTokens),
-                upstreams: Upstreams.resolve(given: try upstreamValues(), environment: environment), cassette: cassette,
+                upstreams: Upstreams.resolve(given: try Self.upstreamValues(upstreams), environment: environment), cassette: cassette,
                 environment: environment)
             recording.outputDescriptor = json ? 2 : 1
             recording.finishedLogs = catalog.indexingSink()

@@ -259,6 +259,11 @@ public struct RunOutcome: Sendable {
     /// The live state at the end: equal to the fold of the log.
     public var state: RunState
 
+    public init(logPath: String, state: RunState) {
+        self.logPath = logPath
+        self.state = state
+    }
+
     public var runId: String { state.runId ?? "" }
     /// The run's stop event; every outcome has one.
     public var stop: RunStopped { state.stop ?? RunStopped(reason: .blocked, error: "no stop recorded") }
