@@ -112,6 +112,14 @@ public struct RecordedFork: Sendable {
     /// replaced result where the request carries it back (a tool message, a `tool_result`
     /// block, a `function_call_output` item), and the model.
     func rewritten(_ body: JSONValue, api: ModelAPI) -> JSONValue? {
+        Self.rewritten(body, api: api, results: results, model: model)
+    }
+
+    /// `body` with `results` (by the provider's call id) and `model` put in, or nil when neither
+    /// changes it.
+    static func rewritten(_ body: JSONValue, api: ModelAPI, results: [String: (text: String, isError: Bool)], model: String?)
+        -> JSONValue?
+    {
         guard !results.isEmpty || model != nil, var object = body.objectValue else { return nil }
         var changed = false
         if let model, object["model"] != .string(model) {
