@@ -224,11 +224,16 @@ struct ForkCommand: AsyncParsableCommand {
         } catch {
             throw diagnose(error)
         }
+        try finish(report, lines: lines(report), interrupted: interrupted)
+    }
+
+    /// Prints the report (`--json`, or `lines`) and exits as `diff` does.
+    func finish(_ report: Fork.Report, lines: @autoclosure () -> [String], interrupted: Int32?) throws -> Never {
         if json {
             printJSON(report.json)
         } else {
             var output = OutputBuffer()
-            for line in lines(report) { output.append(line) }
+            for line in lines() { output.append(line) }
             output.flush()
         }
         if let interrupted { throw ExitCode(128 + interrupted) }
@@ -282,23 +287,16 @@ struct ForkCommand: AsyncParsableCommand {
         } catch {
             throw diagnose(error)
         }
-        if json {
-            printJSON(report.json)
-        } else {
-            var output = OutputBuffer()
-            let forked = report.forked
-            output.append(
-                "forked \(report.outcome.runId) from \(forked.parentRunId) after its step \(forked.step) (\(report.copiedEvents) events "
-                    + "copied; the command ran again from its start, the parent's cassette answering up to the fork point)")
-            for edit in forked.edits { output.append("  edit: \(edit.summary)") }
-            if let model = forked.model { output.append("  model from the fork on: \(model.name)") }
-            for line in RecordCommand.describe(recording) { output.append(line) }
-            output.append("")
-            for line in DiffCommand.lines(report.diff, left: report.parent, right: report.log, from: forked.step) { output.append(line) }
-            output.flush()
-        }
-        if let interrupted { throw ExitCode(128 + interrupted) }
-        throw report.diff.isSame ? Exit.success : Exit.failure
+        let forked = report.forked
+        var lines = [
+            "forked \(report.outcome.runId) from \(forked.parentRunId) after its step \(forked.step) (\(report.copiedEvents) events "
+                + "copied; the command ran again from its start, the parent's cassette answering up to the fork point)"
+        ]
+        lines += forked.edits.map { "  edit: \($0.summary)" }
+        if let model = forked.model { lines.append("  model from the fork on: \(model.name)") }
+        lines += RecordCommand.describe(recording) + [""]
+        lines += DiffCommand.lines(report.diff, left: report.parent, right: report.log, from: forked.step)
+        try finish(report, lines: lines, interrupted: interrupted)
     }
 
     func lines(_ report: Fork.Report) -> [String] {

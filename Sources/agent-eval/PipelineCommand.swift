@@ -51,6 +51,16 @@ struct PipelineTarget {
         return target
     }
 
+    /// A new pipeline run's id: pipe-<time>-<random>, as run ids are run-<time>-<random>.
+    static func newRunId() -> String {
+        "pipe-" + RuntimeEnvironment.live.makeRunId().dropFirst("run-".count)
+    }
+
+    /// Where a pipeline run is made: `<out>/<pipeline>-<run id>`.
+    static func directory(under out: String, pipeline: String, runId: String) -> String {
+        "\(out)/\(RuntimeEnvironment.fileNameComponent("\(pipeline)-\(runId)"))"
+    }
+
     /// The pipeline_started event of the log: which file and input the run began with.
     func started() throws -> PipelineStarted {
         // Only the start is read: a pipeline killed mid-write has a torn tail that resume seals.
@@ -249,9 +259,8 @@ struct PipelineRunCommand: AsyncParsableCommand {
                 throw ValidationError("--input is not JSON: \(error)")
             }
         }
-        // pipe-<time>-<random>, as run ids are run-<time>-<random>.
-        let id = runId ?? "pipe-" + RuntimeEnvironment.live.makeRunId().dropFirst("run-".count)
-        let directory = "\(out)/\(RuntimeEnvironment.fileNameComponent("\(definition.name)-\(id)"))"
+        let id = runId ?? PipelineTarget.newRunId()
+        let directory = PipelineTarget.directory(under: out, pipeline: definition.name, runId: id)
         let runner = PipelineRunner(definition: definition)
         let (jobs, observer, input) = (options.jobs, options.observer, inputValue)
         let outcome: PipelineOutcome
@@ -409,9 +418,9 @@ struct PipelineForkCommand: AsyncParsableCommand {
             let run = try PipelineTarget(target)
             let started = try run.started()
             let runner = PipelineRunner(definition: try loadPipeline(started.file, models: models, printWarnings: false))
-            let id = runId ?? "pipe-" + RuntimeEnvironment.live.makeRunId().dropFirst("run-".count)
+            let id = runId ?? PipelineTarget.newRunId()
             let base = out ?? (((run.directory as NSString).standardizingPath as NSString).deletingLastPathComponent)
-            let directory = "\(base.isEmpty ? "." : base)/\(RuntimeEnvironment.fileNameComponent("\(started.pipeline)-\(id)"))"
+            let directory = PipelineTarget.directory(under: base.isEmpty ? "." : base, pipeline: started.pipeline, runId: id)
             let (task, jobs, observer, log) = (at, options.jobs, options.observer, run.log)
             (outcome, interrupted) = try await withInterruption {
                 try await runner.fork(log: log, at: task, directory: directory, runId: id, jobs: jobs, observe: observer)
