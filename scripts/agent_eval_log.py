@@ -274,8 +274,7 @@ class RunState:
                     if call is None:
                         continue
                     if not call["results"]:
-                        self._note(seq, kind, 'edits the result of call "%s", which has none' % edit["call_id"])
-                        continue
+                        continue  # its result has not come yet: recorded after run_forked, edited
                     last = call["results"][-1]
                     replaced = {"call_id": edit["call_id"], "tool": last["tool"], "attempt": last["attempt"], "duration_us": 0}
                     if edit["kind"] == "result":

@@ -119,6 +119,8 @@ public struct CommandRecording: Sendable {
         public var stopCause: ExchangeRecorder.StopCause?
         /// What became of the command's OpenTelemetry spans.
         public var spans = ExchangeRecorder.SpanCounts()
+        /// A fork's edited calls whose result no request carried to the model (`RecordedFork`).
+        public var unshownEdits: [String] = []
     }
 
     /// Runs the command to its end and records it; throws when the gateway or the command cannot
@@ -214,7 +216,8 @@ public struct CommandRecording: Sendable {
         await finishedLogs?.logsFinished([logPath])
         return Outcome(
             logPath: logPath, runId: runId, stop: stop, exitStatus: result.exitStatus, signal: result.signal, isTimedOut: result.isTimedOut,
-            requests: recorder.requestCount, stopCause: recorder.stopCause, spans: recorder.spanCounts)
+            requests: recorder.requestCount, stopCause: recorder.stopCause, spans: recorder.spanCounts,
+            unshownEdits: recorder.unshownEdits)
     }
 
     /// The largest OTLP request the gateway takes from the command (what `collect` takes by default).

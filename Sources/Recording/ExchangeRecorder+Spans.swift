@@ -49,7 +49,21 @@ extension ExchangeRecorder: SpanSink {
         // A tool span for a call whose model answer is still being recorded waits for it, at
         // most a second (as a proxy's call does).
         // Each trace's spans read once, for the wait and the merge.
-        let traces = received.traces.map { (trace: $0, spans: $0.spans) }
+        // A fork past its fork point runs on its parent's clock (`forkShift`): its spans too.
+        let shift = forkShift.load(ordering: .relaxed)
+        let traces = received.traces.map { trace in
+            (
+                trace: trace,
+                spans: shift == 0
+                    ? trace.spans
+                    : trace.spans.map { span in
+                        var span = span
+                        span.startUs -= shift
+                        span.endUs -= shift
+                        return span
+                    }
+            )
+        }
         let toolSpans = traces.flatMap(\.spans).filter { $0.operation == .tool }
         if !toolSpans.isEmpty {
             for _ in 0..<100 {

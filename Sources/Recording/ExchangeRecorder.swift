@@ -98,6 +98,8 @@ public final class ExchangeRecorder: Sendable {
         case notRecorded(String, step: Int)
         /// A fork's program asked, before the fork point, otherwise than its parent at step `step`.
         case forkDiverged(String, step: Int)
+        /// A fork's program asked past the fork point while a request before it was unanswered.
+        case forkOverlap
     }
 
     /// A request on its way: begun, not yet finished.
@@ -111,8 +113,10 @@ public final class ExchangeRecorder: Sendable {
         var occurrence = 0
         /// Set when the request is not forwarded: the status, message and error type to answer.
         var refusal: (status: Int, message: String, type: String)?
-        /// A fork's request before its fork point: answered from the parent's cassette.
-        var isPrefix = false
+        /// A fork's request before its fork point: the parent's request it is (its position in
+        /// `RecordedFork.requests`), answered from the parent's cassette.
+        var prefixIndex: Int?
+        var isPrefix: Bool { prefixIndex != nil }
     }
 
     struct Conversation {
@@ -169,8 +173,12 @@ public final class ExchangeRecorder: Sendable {
         var secrets = Set<String>()
         /// The command's OpenTelemetry spans (`ExchangeRecorder+Spans`): what became of them.
         var spanCounts = SpanCounts()
-        /// A fork's requests begun before its fork point (`RecordedFork`).
-        var prefixBegun = 0
+        /// A fork's requests before its fork point that a request of the program claimed (by
+        /// position in `RecordedFork.requests`), and how many of them were answered.
+        var prefixClaimed = Set<Int>()
+        var prefixAnswered = 0
+        /// The call ids whose edited result a request past the fork point carried to the model.
+        var editsShown = Set<String>()
         /// Whether a fork's log was made: until then, the run is recorded apart (`forkPrefixPath`).
         var isForkMade = false
         /// Whether a fork's clock was shifted onto its parent's (`forkShift`).
@@ -260,39 +268,11 @@ public final class ExchangeRecorder: Sendable {
 
     /// A request arrives: refused when the request budget is spent.
     func begin(api: ModelAPI, body: JSONValue, bytes: [UInt8], secrets: [String]) -> Exchange {
-        var position: Int?
-        if let fork {
-            position = state.withLock { state in
-                if !state.isForkMade, state.prefixBegun < fork.requests.count {
-                    state.prefixBegun += 1
-                    return state.prefixBegun - 1
-                }
-                shiftClock(fork, state: &state)
-                return nil
-            }
-        }
         var exchange = Exchange(api: api, body: body, canonical: RequestKey.canonical(body), bytes: bytes, startUs: now())
         if let fork {
-            if let position {
-                exchange.isPrefix = true
-                if let difference = exchange.canonical.firstDifference(from: fork.requests[position]) {
-                    let text =
-                        "at \(difference.path.isEmpty ? "the request" : difference.path) the parent sent "
-                        + Self.excerpt(difference.right) + ", the command now sends " + Self.excerpt(difference.left)
-                    let cause = StopCause.forkDiverged(text, step: position)
-                    state.withLock { state in if state.stopCause == nil { state.stopCause = cause } }
-                    exchange.refusal = (
-                        409, "agent-eval fork: this request is not the parent's request of step \(position) (\(text))", "agent_eval_fork"
-                    )
-                    onStop(cause)
-                    return exchange
-                }
-            } else if let rewritten = fork.rewritten(body, api: api) {
-                // Past the fork point: the edits are what the model is shown.
-                exchange.body = rewritten
-                exchange.canonical = RequestKey.canonical(rewritten)
-                exchange.bytes = JSONWriter.encode(rewritten)
-            }
+            if let refused = forkRequest(&exchange, fork) { return refused }
+            // Past the fork point, on the parent's clock.
+            exchange.startUs = now()
         }
         let refused: StopCause? = state.withLock { state in
             state.secrets.formUnion(secrets)
@@ -329,8 +309,8 @@ public final class ExchangeRecorder: Sendable {
                 waitedMs: 0)
             let cause: StopCause? = state.withLock { state in
                 state.inFlight -= 1
-                // The retry that answers it asks for the same prefix request again.
-                if exchange.isPrefix, !state.isForkMade { state.prefixBegun -= 1 }
+                // The retry that answers it asks for the same parent request again.
+                if let index = exchange.prefixIndex { state.prefixClaimed.remove(index) }
                 state.failures[baseKey, default: []].append(attempt)
                 state.lastFailure = message
                 if outcome.isNotRecorded, state.stopCause == nil {
@@ -348,6 +328,7 @@ public final class ExchangeRecorder: Sendable {
             state.inFlight -= 1
             do {
                 try record(view, exchange: exchange, raw: raw, outcome: outcome, baseKey: baseKey, endUs: endUs, state: &state)
+                if let fork, exchange.isPrefix { try prefixAnswered(fork, state: &state) }
             } catch {
                 if state.writeError == nil { state.writeError = "\(error)" }
             }
@@ -366,13 +347,6 @@ public final class ExchangeRecorder: Sendable {
         _ view: ModelRequestView, exchange: Exchange, raw: JSONValue, outcome: ModelForwarder.Outcome, baseKey: String, endUs: Int,
         state: inout State
     ) throws {
-        if let fork, !state.isForkMade {
-            if !exchange.isPrefix { try makeFork(fork, atUs: exchange.startUs, state: &state) }
-        } else if exchange.isPrefix {
-            throw RecordingError(
-                .forkFailed,
-                "a model request from before the fork point was answered after a request past it: the fork's prefix is not its parent's")
-        }
         let recorder = try recorder(for: view, state: &state, atUs: exchange.startUs)
         let number = conversation(for: view, state: &state)
         guard var conversation = state.conversations[number] else { return }
@@ -503,64 +477,6 @@ public final class ExchangeRecorder: Sendable {
             try merge(spans, at: atUs, recorder: recorder, state: &state)
         }
         return recorder
-    }
-
-    /// Where a fork's run is recorded until its fork point: its bookkeeping (conversations, calls)
-    /// is built as for any run, and the file removed once the fork's log is made.
-    var forkPrefixPath: String { logPath + ".fork-prefix" }
-
-    /// Makes a fork's log at its fork point: the parent's events through it, copied, then
-    /// `run_forked`; what the recorder records from here goes into it. The prefix was recorded
-    /// apart, from the same answers to the same requests: it is left.
-    private func makeFork(_ fork: RecordedFork, atUs: Int, state: inout State) throws {
-        try? state.recorder?.writer.close()
-        unlink(forkPrefixPath)
-        clock.now = atUs
-        let writer = try LogWriter.create(at: logPath, runId: runId, options: options)
-        let recorder = try RunRecorder.copying(fork.prefix, into: writer, clock: { [clock] in clock.now })
-        try recorder.record(.runForked(fork.forked))
-        recorder.step += 1
-        state.recorder = recorder
-        state.isForkMade = true
-    }
-
-    /// Puts the run on its parent's clock at its fork point (once): the calls still open (proposed
-    /// before it) too, so that their durations hold.
-    private func shiftClock(_ fork: RecordedFork, state: inout State) {
-        guard !state.isClockShifted, let last = fork.prefix.last?.timeUs else { return }
-        state.isClockShifted = true
-        let shift = clockNow() - last - 1
-        forkShift.store(shift, ordering: .relaxed)
-        for (number, var conversation) in state.conversations {
-            for (id, call) in conversation.openCalls { conversation.openCalls[id]?.atUs = call.atUs - shift }
-            state.conversations[number] = conversation
-        }
-    }
-
-    /// Ends a fork that is not made: its prefix's file removed, and why.
-    private func abandonFork(state: inout State) -> RecordingError {
-        try? state.recorder?.writer.close()
-        state.recorder = nil
-        unlink(forkPrefixPath)
-        let expected = fork?.requests.count ?? 0
-        switch state.stopCause {
-        case .forkDiverged(let difference, let step)?:
-            return RecordingError(
-                .forkFailed,
-                "the command did not retrace its parent: its model request of step \(step) is not the parent's (\(difference))",
-                hint:
-                    "a fork runs the command again from its start, its tools included: they, its input and its code must give what they gave the parent up to the fork point"
-            )
-        case .notRecorded(let message, let step)?:
-            return RecordingError(
-                .forkFailed, "the parent's cassette does not answer the request of step \(step): \(message)",
-                hint: "give the cassette the parent was recorded with (record --cassette DIR --record new|all): --parent-cassette DIR")
-        default:
-            return RecordingError(
-                .forkFailed,
-                "the command ended after \(state.requests) of the \(expected) model requests of its parent before the fork point: it did not retrace its parent",
-                hint: "a fork runs the command again from its start: give it the arguments and input the parent had")
-        }
     }
 
     static func excerpt(_ value: JSONValue?) -> String {
@@ -708,13 +624,8 @@ public final class ExchangeRecorder: Sendable {
     @discardableResult
     public func finish(_ ending: Ending, stderrTail: String = "") throws -> RunStopped {
         try state.withLock { state in
-            if let fork, !state.isForkMade {
-                let answered = state.stopCause == nil && state.requests >= fork.requests.count
-                guard answered else { throw abandonFork(state: &state) }
-                // The command ended at the fork point: the fork holds the parent's prefix and its stop.
-                shiftClock(fork, state: &state)
-                try makeFork(fork, atUs: now(), state: &state)
-            }
+            // A fork whose program ended before its fork point is not made.
+            if fork != nil, !state.isForkMade { throw abandonFork(ending, state: &state) }
             var stop = stopped(ending, stderrTail: stderrTail, state: state)
             // The command's own words (its last line of stderr) may quote a key it was given.
             let redaction = RequestPolicy(limits: RequestLimits(), secrets: Array(state.secrets.union(secrets)).sorted())
@@ -744,6 +655,8 @@ public final class ExchangeRecorder: Sendable {
             return RunStopped(reason: .blocked, error: "cassette miss at step \(step): \(message)")
         case .forkDiverged(let message, let step)?:
             return RunStopped(reason: .blocked, error: "the command did not retrace its parent at step \(step): \(message)")
+        case .forkOverlap?:
+            return RunStopped(reason: .blocked, error: Self.overlapMessage)
         case nil:
             break
         }

@@ -47,8 +47,16 @@ public struct RecordedFork: Sendable {
         }
         var stored: [String: [UInt8]] = [:]
         var requests: [JSONValue] = []
+        var proposed = Set<String>()
         for event in prefix {
             switch event.payload {
+            case .runForked:
+                throw RecordingError(
+                    .forkFailed,
+                    "the run is itself a fork of a recorded run: its requests past its own fork point were edited on their way, so the command cannot retrace them",
+                    hint: "fork its parent again, with the edits of both")
+            case .decisionMade(let made):
+                if case .valid(.toolCalls(let calls)) = made.outcome { proposed.formUnion(calls.map(\.id)) }
             case .contentStored(let content):
                 if let bytes = content.bytes { stored[content.hash] = bytes }
             case .contextBuilt(let built):
@@ -69,6 +77,12 @@ public struct RecordedFork: Sendable {
             case .result, .error:
                 let id = edit.callId ?? ""
                 // The gateway's log ids are the provider's, made unique with `#N` when a provider reused one.
+                guard proposed.contains(id) else {
+                    throw RecordingError(
+                        .forkFailed,
+                        "--\(edit.kind.rawValue) \(id): no model reply proposed this call (it was recorded from the program's spans or its MCP proxy), so no request shows the model its result",
+                        hint: "edit a call the model proposed")
+                }
                 guard !id.contains("#") else {
                     throw RecordingError(
                         .forkFailed,
@@ -89,7 +103,11 @@ public struct RecordedFork: Sendable {
             }
         }
         self.results = results
+        editedCalls = results.keys.sorted()
     }
+
+    /// The calls whose results the edits replace, in order.
+    public let editedCalls: [String]
 
     /// Why an edit is not possible for a recorded run: it would have to reach into the program.
     public static func whyNot(_ kind: ForkEdit.Kind) -> String {
@@ -111,17 +129,25 @@ public struct RecordedFork: Sendable {
     /// The request the fork sends on instead of `body`, or nil when no edit changes it: each
     /// replaced result where the request carries it back (a tool message, a `tool_result`
     /// block, a `function_call_output` item), and the model.
-    func rewritten(_ body: JSONValue, api: ModelAPI) -> JSONValue? {
+    func rewritten(_ body: JSONValue, api: ModelAPI) -> (body: JSONValue, shown: Set<String>)? {
         Self.rewritten(body, api: api, results: results, model: model)
     }
 
-    /// `body` with `results` (by the provider's call id) and `model` put in, or nil when neither
-    /// changes it.
+    /// `body` with `results` (by the provider's call id) and `model` put in, and the calls whose
+    /// results it carried; nil when nothing changes it. A failure is shown as the provider's
+    /// API has it: an Anthropic `tool_result` with `is_error`; for OpenAI's, whose tool messages
+    /// have no such flag, `{"error": text}` (what the gateway then reads as a failure).
     static func rewritten(_ body: JSONValue, api: ModelAPI, results: [String: (text: String, isError: Bool)], model: String?)
-        -> JSONValue?
+        -> (body: JSONValue, shown: Set<String>)?
     {
         guard !results.isEmpty || model != nil, var object = body.objectValue else { return nil }
         var changed = false
+        var shown = Set<String>()
+        func shownText(_ id: String) -> String? {
+            guard let result = results[id] else { return nil }
+            shown.insert(id)
+            return result.isError ? JSONWriter.encodeString(["error": .string(result.text)]) : result.text
+        }
         if let model, object["model"] != .string(model) {
             object["model"] = .string(model)
             changed = true
@@ -139,9 +165,9 @@ public struct RecordedFork: Sendable {
                 object["messages"] = .array(
                     replace(messages) { message in
                         guard message["role"]?.stringValue == "tool", let id = message["tool_call_id"]?.stringValue,
-                            let result = results[id]
+                            let text = shownText(id)
                         else { return false }
-                        message["content"] = .string(result.text)
+                        message["content"] = .string(text)
                         return true
                     })
             }
@@ -150,9 +176,9 @@ public struct RecordedFork: Sendable {
                 object["input"] = .array(
                     replace(items) { item in
                         guard item["type"]?.stringValue == "function_call_output", let id = item["call_id"]?.stringValue,
-                            let result = results[id]
+                            let text = shownText(id)
                         else { return false }
-                        item["output"] = .string(result.text)
+                        item["output"] = .string(text)
                         return true
                     })
             }
@@ -167,6 +193,7 @@ public struct RecordedFork: Sendable {
                                 let id = member["tool_use_id"]?.stringValue, let result = results[id]
                             else { return block }
                             found = true
+                            shown.insert(id)
                             member["content"] = .string(result.text)
                             if result.isError { member["is_error"] = true } else { member["is_error"] = nil }
                             return .object(member)
@@ -177,6 +204,6 @@ public struct RecordedFork: Sendable {
                     })
             }
         }
-        return changed ? .object(object) : nil
+        return changed ? (.object(object), shown) : nil
     }
 }

@@ -19,11 +19,15 @@ public enum Fork {
         /// The parent's step to continue after; nil to take it from the edits.
         public var at: Int?
         public var edits: [ForkEdit]
+        /// Whether a replaced result may be of a call whose result comes after the fork point (a
+        /// recorded run's fork, which edits what the program sends back on its way to the model).
+        public var resultsMayFollow: Bool
 
-        public init(parent: String, at: Int?, edits: [ForkEdit]) {
+        public init(parent: String, at: Int?, edits: [ForkEdit], resultsMayFollow: Bool = false) {
             self.parent = parent
             self.at = at
             self.edits = edits
+            self.resultsMayFollow = resultsMayFollow
         }
     }
 
@@ -115,14 +119,7 @@ public enum Fork {
             switch edit.kind {
             case .result, .error:
                 let record = try call(edit.callId, "--\(edit.kind.rawValue)")
-                // A recorded run's result comes with the next request, a step after its call.
-                let resulted =
-                    events.last { event in
-                        if case .toolCompleted(let completed) = event.payload { return completed.callId == record.id }
-                        return false
-                    }?.step ?? record.step
-                let when = resulted == record.step ? "" : ", its result recorded at step \(resulted)"
-                atLeast.append((resulted, "--\(edit.kind.rawValue) \(record.id) (a call of step \(record.step)\(when))"))
+                atLeast.append((record.step, "--\(edit.kind.rawValue) \(record.id) (a call of step \(record.step))"))
             case .approve, .deny:
                 let flag = "--\(edit.kind.rawValue)"
                 let record = try call(edit.callId, flag)
@@ -249,6 +246,9 @@ public enum Fork {
         }
         let head = recorded[end].hash
         for edit in request.edits where edit.kind == .result || edit.kind == .error {
+            // A recorded run's result comes back with the next request, after the fork point: the
+            // fork edits it on its way to the model (`RecordedFork`).
+            if request.resultsMayFollow, let record = folded.call(id: edit.callId ?? ""), record.isExecuted { continue }
             guard let record = folded.call(id: edit.callId ?? ""), !record.results.isEmpty else {
                 let verdict = parentState.call(id: edit.callId ?? "")?.verdict?.verdict
                 throw ForkError(

@@ -259,7 +259,7 @@ struct ForkCommand: AsyncParsableCommand {
         let recording: CommandRecording.Outcome
         let interrupted: Int32?
         do {
-            let request = Fork.Request(parent: log, at: at, edits: try edits())
+            let request = Fork.Request(parent: log, at: at, edits: try edits(), resultsMayFollow: true)
             let plan = try Fork.plan(request)
             let parentCassette = try Cassette(directory: recorded.parentCassette ?? "", mode: .none)
             let name = CommandRecording.agentName(for: command)
@@ -286,6 +286,11 @@ struct ForkCommand: AsyncParsableCommand {
             report = try Fork.report(request, plan: plan, log: path)
         } catch {
             throw diagnose(error)
+        }
+        for call in recording.unshownEdits {
+            printError(
+                "warning: the model was never shown the edited result of \(call): no model request after the fork point carried "
+                    + "it back (the command ended first, or wrote the result back as text, which a fork does not edit)")
         }
         let forked = report.forked
         var lines = [

@@ -421,11 +421,12 @@ struct PipelineForkCommand: AsyncParsableCommand {
             let id = runId ?? PipelineTarget.newRunId()
             let base = out ?? (((run.directory as NSString).standardizingPath as NSString).deletingLastPathComponent)
             let directory = PipelineTarget.directory(under: base.isEmpty ? "." : base, pipeline: started.pipeline, runId: id)
+            // Read before the fork runs: what it is compared with is the parent as it was forked.
+            parent = try PipelineReplay(log: run.log)
             let (task, jobs, observer, log) = (at, options.jobs, options.observer, run.log)
             (outcome, interrupted) = try await withInterruption {
                 try await runner.fork(log: log, at: task, directory: directory, runId: id, jobs: jobs, observe: observer)
             }
-            parent = try PipelineReplay(log: run.log)
         } catch {
             throw diagnose(error)
         }

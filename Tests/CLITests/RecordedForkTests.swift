@@ -98,22 +98,30 @@ struct RecordedForkTests {
                     "--no-catalog", "--json", "--", "python3", Self.agent, Self.request,
                 ], environment: ["OPENAI_API_KEY": "sk-test"])
             #expect(fork.status == 1, "\(fork.stderr)")
+            #expect(!fork.stderr.contains("never shown"), "\(fork.stderr)")
             let report = try JSONParser.parse(fork.stdout)
-            // The result comes back with the request after its call's: the fork point is that step.
-            #expect(report["forked"]?["step"] == 1)
+            // The fork point is the call's step: the model's next reply is asked of it, shown the edit.
+            #expect(report["forked"]?["step"] == 0)
             #expect(report["diff"]?["first_divergence"]?["path"] == .string("\(call) lookup_order output"))
             #expect(report["stop"]?["reason"] == "success")
 
-            // Only the request past the fork point reached the server, with the edit and the model.
+            // Only the requests past the fork point reached the server, each with the edit and the model.
             let sent = try server.requests().dropFirst(before)
-            #expect(sent.count == 1)
-            let body = try #require(sent.first?["body"] as? [String: Any])
-            #expect(body["model"] as? String == "gpt-5")
-            let messages = try #require(body["messages"] as? [[String: Any]])
-            let toolMessage = try #require(messages.first { $0["tool_call_id"] as? String == call })
-            #expect(toolMessage["content"] as? String == #"{"order_id":"A-1042","status":"lost"}"#)
+            #expect(sent.count == 2)
+            for request in sent {
+                let body = try #require(request["body"] as? [String: Any])
+                #expect(body["model"] as? String == "gpt-5")
+                let messages = try #require(body["messages"] as? [[String: Any]])
+                let toolMessage = try #require(messages.first { $0["tool_call_id"] as? String == call })
+                #expect(toolMessage["content"] as? String == #"{"order_id":"A-1042","status":"lost"}"#)
+            }
 
-            // The fork's state holds the replaced result, and its log is whole.
+            // The result the program sent back was recorded as the model was shown it; the log is whole.
+            var events: [Event] = []
+            _ = try LogReader(path: log).forEachEvent { events.append($0.event) }
+            let state = RunState(folding: events)
+            #expect(state.call(id: call)?.results.last?.output == ["order_id": "A-1042", "status": "lost"])
+            #expect(state.anomalies.isEmpty, "\(state.anomalies)")
             let replay = try await agentEval(["replay", log, "--plain"])
             #expect(replay.status == 0, "\(replay.stderr)")
             #expect(replay.stdoutText.contains("edit    result of \(call) replaced by"))
@@ -137,19 +145,40 @@ struct RecordedForkTests {
             #expect(other.stderr.contains("\"Order A-1002: where is it?\""))
             #expect(!FileManager.default.fileExists(atPath: log) && !FileManager.default.fileExists(atPath: log + ".fork-prefix"))
 
+            let runs = directory.path("runs")
             let decision = try await agentEval([
-                "fork", parent, "--decision", #"2={"answer": "no"}"#, "--parent-cassette", directory.path("cassette"), "--", "python3",
-                Self.agent, Self.request,
+                "fork", parent, "--decision", #"2={"answer": "no"}"#, "--parent-cassette", directory.path("cassette"), "--out", runs, "--",
+                "python3", Self.agent, Self.request,
             ])
             #expect(decision.status == 64)
             #expect(decision.stderr.contains("--decision cannot be applied to a run recorded by agent-eval record"))
-            let noCassette = try await agentEval(["fork", parent, "--at", "0", "--", "python3", Self.agent, Self.request])
+            let noCassette = try await agentEval(["fork", parent, "--at", "0", "--out", runs, "--", "python3", Self.agent, Self.request])
             #expect(noCassette.status == 64)
             #expect(noCassette.stderr.contains("--parent-cassette DIR"))
-            let withAgent = try await agentEval(["fork", parent, "--at", "0", "--agent", ExampleRuns.agentPath("support")])
+            let withAgent = try await agentEval(["fork", parent, "--at", "0", "--agent", ExampleRuns.agentPath("support"), "--out", runs])
             #expect(withAgent.status == 2)
             #expect(withAgent.stderr.contains("was recorded by agent-eval record"))
-            #expect(!FileManager.default.fileExists(atPath: log))
+            #expect(!FileManager.default.fileExists(atPath: runs), "nothing written")
+        }
+    }
+
+    @Test("past the fork point a cassette without the answer stops the fork as a cassette miss, in a whole log")
+    func missPastTheForkPoint() async throws {
+        try await TemporaryDirectory.with { directory in
+            let server = try LocalModelServer()
+            defer { server.stop() }
+            let parent = try await Self.recordParent(server, in: directory)
+            try FileManager.default.createDirectory(atPath: directory.path("empty"), withIntermediateDirectories: true)
+            let log = directory.path("fork.jsonl.gz")
+            let fork = try await agentEval([
+                "fork", parent, "--at", "0", "--parent-cassette", directory.path("cassette"), "--cassette", directory.path("empty"),
+                "--log", log, "--no-catalog", "--json", "--", "python3", Self.agent, Self.request,
+            ])
+            #expect(fork.status == 1, "\(fork.stderr)")
+            let report = try JSONParser.parse(fork.stdout)
+            #expect(report["stop"]?["reason"] == "blocked")
+            #expect(report["stop"]?["error"]?.stringValue?.hasPrefix("cassette miss at step 1") == true, "\(report["stop"] ?? .null)")
+            #expect(try LogVerifier.verify(path: log).isIntact)
         }
     }
 }

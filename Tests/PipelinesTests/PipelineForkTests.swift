@@ -135,6 +135,12 @@ import TraceLog
                     return error
                 }
             }
+            do throws(PipelineError) {
+                _ = try await runner.fork(log: parent.logPath, at: "b", directory: directory.path("fork"), runId: "pipe-parent")
+                Issue.record("a fork under its parent's run id was made")
+            } catch {
+                #expect(error.message.contains("is its parent's"))
+            }
             let unknown = await refusal(parent.logPath, at: "d")
             #expect(unknown?.code == .unknownTask)
             #expect(unknown?.hint == "tasks: a, b, c")

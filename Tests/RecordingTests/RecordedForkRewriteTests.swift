@@ -19,8 +19,10 @@ import TraceCore
                 ["role": "tool", "tool_call_id": "call_9", "content": "untouched"],
             ],
         ]
-        let sent = RecordedFork.rewritten(body, api: .openAIChat, results: Self.results, model: "gpt-5")
+        let rewritten = RecordedFork.rewritten(body, api: .openAIChat, results: Self.results, model: "gpt-5")
+        let sent = rewritten?.body
         #expect(sent?["model"] == "gpt-5")
+        #expect(rewritten?.shown == ["call_1"])
         #expect(sent?["messages"]?.arrayValue?[2]["content"] == #"{"status":"lost"}"#)
         #expect(sent?["messages"]?.arrayValue?[3] == body["messages"]?.arrayValue?[3])
         #expect(sent?["messages"]?.arrayValue?[0] == body["messages"]?.arrayValue?[0])
@@ -34,7 +36,8 @@ import TraceCore
                 ["type": "function_call_output", "call_id": "call_1", "output": "shipped"],
             ],
         ]
-        let sent = RecordedFork.rewritten(body, api: .openAIResponses, results: Self.results, model: nil)
+        let rewritten = RecordedFork.rewritten(body, api: .openAIResponses, results: Self.results, model: nil)
+        let sent = rewritten?.body
         #expect(sent?["input"]?.arrayValue?[2]["output"] == #"{"status":"lost"}"#)
         #expect(sent?["model"] == "gpt-4o-mini")
     }
@@ -51,17 +54,25 @@ import TraceCore
                 ],
             ],
         ]
-        let sent = RecordedFork.rewritten(body, api: .anthropicMessages, results: Self.results, model: nil)
+        let rewritten = RecordedFork.rewritten(body, api: .anthropicMessages, results: Self.results, model: nil)
+        let sent = rewritten?.body
         #expect(
             sent?["messages"]?.arrayValue?[2]["content"]?.arrayValue?[0] == [
                 "type": "tool_result", "tool_use_id": "toolu_2", "content": "down", "is_error": true,
             ])
         #expect(sent?["messages"]?.arrayValue?[2]["content"]?.arrayValue?[1] == ["type": "text", "text": "go on"])
+        #expect(rewritten?.shown == ["toolu_2"])
+    }
+
+    @Test func aFailureOnOpenAIIsShownAsAnErrorObject() {
+        let body: JSONValue = ["model": "m", "messages": [["role": "tool", "tool_call_id": "toolu_2", "content": "ok"]]]
+        let sent = RecordedFork.rewritten(body, api: .openAIChat, results: Self.results, model: nil)?.body
+        #expect(sent?["messages"]?.arrayValue?[0]["content"] == #"{"error":"down"}"#)
     }
 
     @Test func aRequestNoEditTouchesIsSentAsItIs() {
         let body: JSONValue = ["model": "gpt-4o-mini", "messages": [["role": "user", "content": "hello"]]]
-        #expect(RecordedFork.rewritten(body, api: .openAIChat, results: Self.results, model: nil) == nil)
-        #expect(RecordedFork.rewritten(body, api: .openAIChat, results: [:], model: "gpt-4o-mini") == nil)
+        #expect(RecordedFork.rewritten(body, api: .openAIChat, results: Self.results, model: nil)?.body == nil)
+        #expect(RecordedFork.rewritten(body, api: .openAIChat, results: [:], model: "gpt-4o-mini")?.body == nil)
     }
 }

@@ -241,6 +241,11 @@ public struct PipelineRunner: Sendable {
                 path: path, hint: "fork with the file as it was (its agents and --model may differ); start a new run for a changed one")
         }
         let rolledBack = try rollingBack(to: task, state: parent.state, path: path, verb: "fork")
+        guard runId != parent.state.runId else {
+            throw PipelineError(
+                .log, "the fork's run id \(runId) is its parent's: a fork is a run of its own", path: path,
+                hint: "give another --run-id, or none")
+        }
         let fileManager = FileManager.default
         if let existing = try? fileManager.contentsOfDirectory(atPath: directory), !existing.isEmpty {
             throw PipelineError(
@@ -251,6 +256,7 @@ public struct PipelineRunner: Sendable {
         let childLogs = Set(parent.state.tasks.flatMap { $0.attempts.compactMap(\.started.log) })
         let forkPath = directory + "/" + Self.logName
         let writer: LogWriter
+        let isNew = !fileManager.fileExists(atPath: directory)
         do {
             try fileManager.createDirectory(atPath: directory + "/tasks", withIntermediateDirectories: true)
             // The child runs are the parent's: their logs are copied as they are, so the fork's
@@ -263,9 +269,10 @@ public struct PipelineRunner: Sendable {
                 try fileManager.copyItem(atPath: (parentDirectory.isEmpty ? "." : parentDirectory) + "/" + log, toPath: target)
             }
             writer = try LogWriter.create(at: forkPath, runId: runId, options: LogWriter.Options(durability: durability))
-        } catch let error as LogError {
-            throw PipelineError(.log, error.message, path: forkPath)
         } catch {
+            // Nothing half made is left to block another try.
+            if isNew { try? fileManager.removeItem(atPath: directory) }
+            if let error = error as? LogError { throw PipelineError(.log, error.message, path: forkPath) }
             throw PipelineError(.log, "cannot make the fork's directory: \(error)", path: directory)
         }
         let recorder = PipelineRecorder(writer: writer, breakers: definition.breakers, clock: environment.now, observe: observe)

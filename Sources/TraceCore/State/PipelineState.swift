@@ -148,7 +148,8 @@ public struct PipelineState: JSONObjectEncodable, Hashable {
     /// The next attempt number of `id`: attempts count on across retries and rollbacks.
     public func nextAttempt(of id: String) -> Int { (task(id)?.attempts.map(\.attempt).max() ?? 0) + 1 }
 
-    /// The JSON form `agent-eval replay --json` prints and the digest covers.
+    /// The JSON form `agent-eval replay --json` prints. The digest covers part of it: the tasks,
+    /// breakers, pause and stop (`PipelineStateDigester`), not the run id, rollbacks or fork.
     public func members(into object: inout some JSONMemberSink) {
         object.set("breakers", JSONValue.object(JSONObject(breakers.sorted { $0.key < $1.key }.map { ($0.key, $0.value.json) })))
         object.set("forked", forked)

@@ -110,10 +110,9 @@ extension RunState {
                         break
                     }
                     guard let index = state.callIndex(id, for: event) else { break }
-                    guard let last = state.calls[index].results.last else {
-                        state.note(event, "edits the result of call \"\(id)\", which has none")
-                        break
-                    }
+                    // A call whose result has not come yet: a recorded run's fork shows the model the
+                    // edited result, and records it when it comes (docs/replay.md).
+                    guard let last = state.calls[index].results.last else { break }
                     let replaced =
                         edit.kind == .result
                         ? ToolCompleted(
