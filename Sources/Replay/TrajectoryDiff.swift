@@ -144,11 +144,12 @@ public struct TrajectoryDiff: Sendable {
                 }
             }
             if step.step == 0 && decisions.isEmpty { decisions = ["start"] }
+            // What became of each call is read from the final state, below: a recorded run's
+            // results come back with the next request, a step after the call.
             let calls = callIds.compactMap { id in state.call(id: id) }.map { call in
                 StepSketch.Call(
-                    id: call.id, tool: call.tool, arguments: call.arguments,
-                    verdict: call.verdict?.verdict.rawValue ?? "none", results: call.results.map(\.status.rawValue),
-                    output: call.lastResult?.output)
+                    id: call.id, tool: call.tool, arguments: call.arguments, verdict: call.verdict?.verdict.rawValue ?? "none",
+                    results: [], output: nil)
             }
             let ended = step.events.last?.event.timeUs ?? 0
             sketches.append(
@@ -157,7 +158,16 @@ public struct TrajectoryDiff: Sendable {
                     durationUs: max(0, ended - (started ?? ended))))
             return true
         }
-        return (sketches, result.state)
+        let final = result.state
+        for index in sketches.indices {
+            for (position, call) in sketches[index].calls.enumerated() {
+                guard let record = final.call(id: call.id) else { continue }
+                sketches[index].calls[position].verdict = record.verdict?.verdict.rawValue ?? "none"
+                sketches[index].calls[position].results = record.results.map(\.status.rawValue)
+                sketches[index].calls[position].output = record.lastResult?.output
+            }
+        }
+        return (sketches, final)
     }
 
     /// Longest common subsequence on the steps' decisions: matched steps pair up, the rest are

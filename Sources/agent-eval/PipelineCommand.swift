@@ -386,7 +386,7 @@ struct PipelineForkCommand: AsyncParsableCommand {
             Exit codes as for `pipeline run` (0 the fork succeeded, 1 it failed or paused, 2 it could not be made).
 
             Example:
-              agent-eval pipeline fork runs/triage-pipe-… --at classify --model scripted
+              agent-eval pipeline fork runs/release-notes-pipe-… --at write
             """)
 
     @Argument(help: "The pipeline run to fork: its directory, or its pipeline.jsonl.gz.")
@@ -400,6 +400,9 @@ struct PipelineForkCommand: AsyncParsableCommand {
 
     @Option(help: "The fork's run id (default: pipe-<time>-<random>).")
     var runId: String?
+
+    @Option(help: "The pipeline file (default: the one the run started with, as it named it).")
+    var file: String?
 
     @OptionGroup var options: PipelineRunOptions
 
@@ -417,7 +420,7 @@ struct PipelineForkCommand: AsyncParsableCommand {
         do {
             let run = try PipelineTarget(target)
             let started = try run.started()
-            let runner = PipelineRunner(definition: try loadPipeline(started.file, models: models, printWarnings: false))
+            let runner = PipelineRunner(definition: try loadPipeline(file ?? started.file, models: models, printWarnings: false))
             let id = runId ?? PipelineTarget.newRunId()
             let base = out ?? (((run.directory as NSString).standardizingPath as NSString).deletingLastPathComponent)
             let directory = PipelineTarget.directory(under: base.isEmpty ? "." : base, pipeline: started.pipeline, runId: id)

@@ -102,8 +102,12 @@ struct RecordedForkTests {
             let report = try JSONParser.parse(fork.stdout)
             // The fork point is the call's step: the model's next reply is asked of it, shown the edit.
             #expect(report["forked"]?["step"] == 0)
-            #expect(report["diff"]?["first_divergence"]?["path"] == .string("\(call) lookup_order output"))
+            // The parent's lookup failed ({"error": "no such order"}); the model was shown a result.
+            #expect(report["diff"]?["first_divergence"]?["path"] == .string("\(call) lookup_order results"))
             #expect(report["stop"]?["reason"] == "success")
+            // `diff` of the two logs sees it too: a recorded run's results come a step after their call.
+            let diff = try await agentEval(["diff", parent, log])
+            #expect(diff.status == 1 && diff.stdoutText.contains("\(call) lookup_order results"), "\(diff.stdoutText)")
 
             // Only the requests past the fork point reached the server, each with the edit and the model.
             let sent = try server.requests().dropFirst(before)

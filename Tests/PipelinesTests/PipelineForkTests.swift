@@ -122,6 +122,25 @@ import TraceLog
         }
     }
 
+    @Test func aBreakerTheParentLeftOpenIsClosedForTheTasksRunAgain() async throws {
+        try await TemporaryDirectory.with { directory in
+            let definition = try PipelineFile.load(path: PipelineTests.examplePath("triage-recovery"))
+            let parent = try await PipelineRunner(definition: definition).start(directory: directory.path("parent"), runId: "pipe-parent")
+            #expect(parent.state.breakers["rules-service"]?.state == .open, "the example's rules service fails twice")
+            let fork = try await PipelineRunner(definition: definition).fork(
+                log: parent.logPath, at: "classify", directory: directory.path("fork"), runId: "pipe-fork")
+            let kinds = try Self.recorded(fork.logPath).map(\.event).drop { $0.kind != "pipeline_rolled_back" }.prefix(3).map { event in
+                if case .pipeline(.breakerChanged(let changed)) = event.payload { return "\(event.kind) \(changed.state.rawValue)" }
+                return event.kind
+            }
+            #expect(kinds == ["pipeline_rolled_back", "breaker_changed closed", "pipeline_resumed"])
+            // classify's command ran again in the fork, rather than failing fast on the parent's breaker.
+            let attempts = try #require(fork.state.task("classify")?.attempts.filter { !$0.isDiscarded })
+            #expect(!attempts.isEmpty)
+            #expect(attempts.first?.finished?.errorClass != .breakerOpen)
+        }
+    }
+
     @Test func badForksAreRefusedAndWriteNothing() async throws {
         try await TemporaryDirectory.with { directory in
             let definition = try Self.sideEffectPipeline(in: directory)
@@ -177,7 +196,7 @@ import TraceLog
             try bytes.prefix(bytes.count - 9).write(to: URL(fileURLWithPath: torn))
             let tornRefusal = await refusal(torn, at: "b")
             #expect(tornRefusal?.code == .log)
-            #expect(tornRefusal?.hint?.contains("agent-eval pipeline resume") == true)
+            #expect(tornRefusal?.hint?.contains("agent-eval log repair") == true)
 
             // A parent whose recorded digest does not match its events.
             let damaged = directory.path("damaged/pipeline.jsonl.gz")

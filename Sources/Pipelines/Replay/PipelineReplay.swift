@@ -174,7 +174,10 @@ public enum PipelineView {
     public static func lines(changes: [Change], parent: PipelineState, fork: PipelineState) -> [String] {
         let stops = (status(of: parent), status(of: fork))
         guard !changes.isEmpty else {
-            return ["against the parent: every task ended as it did (\(stops.1))"]
+            return [
+                "against the parent: every task ended as it did ("
+                    + (stops.0 == stops.1 ? stops.1 : "the parent \(stops.0), the fork \(stops.1)") + ")"
+            ]
         }
         var lines = [
             "against the parent (\(stops.0) → \(stops.1)): \(changes.count) task\(changes.count == 1 ? "" : "s") ended otherwise"

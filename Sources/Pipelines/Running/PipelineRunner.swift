@@ -220,7 +220,8 @@ public struct PipelineRunner: Sendable {
             throw PipelineError(
                 .log, "cannot fork \(path): \(error.message)", path: path,
                 hint: error.code == .tornTail
-                    ? "the pipeline was cut mid-write: resume it first (agent-eval pipeline resume), which seals its log" : error.hint)
+                    ? "the pipeline was cut mid-write: seal its log first (agent-eval log repair \(ShellWords.quoted(path))), which runs nothing; "
+                        + "pipeline resume would seal it and run its tasks on" : error.hint)
         } catch {
             throw PipelineError(.log, "cannot read the pipeline log: \(error)", path: path)
         }
@@ -237,7 +238,7 @@ public struct PipelineRunner: Sendable {
         guard let start = parent.state.start, start.fileDigest == definition.fileDigest else {
             throw PipelineError(
                 .fileChanged,
-                "the pipeline file \(definition.path) is not the one the run started with (\(parent.state.start?.file ?? ""))",
+                "the pipeline file \(definition.path) has changed since the run started (its digest is not the recorded \(parent.state.start?.fileDigest ?? "none"))",
                 path: path, hint: "fork with the file as it was (its agents and --model may differ); start a new run for a changed one")
         }
         let rolledBack = try rollingBack(to: task, state: parent.state, path: path, verb: "fork")
@@ -247,10 +248,14 @@ public struct PipelineRunner: Sendable {
                 hint: "give another --run-id, or none")
         }
         let fileManager = FileManager.default
-        if let existing = try? fileManager.contentsOfDirectory(atPath: directory), !existing.isEmpty {
+        var isDirectory: ObjCBool = false
+        if fileManager.fileExists(atPath: directory, isDirectory: &isDirectory),
+            !isDirectory.boolValue || !((try? fileManager.contentsOfDirectory(atPath: directory))?.isEmpty ?? true)
+        {
             throw PipelineError(
-                .log, "\(directory) already exists and is not empty: a fork is written to a new directory", path: directory,
-                hint: "give another --out, or remove it")
+                .log,
+                "\(directory) already exists\(isDirectory.boolValue ? " and is not empty" : " as a file"): a fork is written to a new directory",
+                path: directory, hint: "give another --run-id or --out, or remove it")
         }
         let parentDirectory = (path as NSString).deletingLastPathComponent
         let childLogs = Set(parent.state.tasks.flatMap { $0.attempts.compactMap(\.started.log) })
@@ -289,6 +294,17 @@ public struct PipelineRunner: Sendable {
                     parentRunId: events[0].runId, parentHead: recorded[recorded.count - 1].hash, parentLog: path,
                     copiedEvents: copied)))
         try recorder.record(.rolledBack(rolledBack))
+        // A breaker the parent left open would keep the tasks the fork runs again from running
+        // (or let them through, depending on how long after the parent the fork runs): closed.
+        let rerun = Set(rolledBack.discarded)
+        let breakers = Set(start.tasks.filter { rerun.contains($0.id) }.compactMap(\.breaker))
+        for (key, changed) in recorder.state.breakers.sorted(by: { $0.key < $1.key })
+        where changed.state != .closed && breakers.contains(key) {
+            try recorder.record(
+                .breakerChanged(
+                    BreakerChanged(breaker: key, state: .closed, failures: 0, reason: "closed by the fork at \(task): its tasks run again"))
+            )
+        }
         try recorder.record(.resumed(PipelineResumed(after: "fork")))
         return try await drive(recorder, directory: directory, jobs: jobs ?? start.jobs)
     }
