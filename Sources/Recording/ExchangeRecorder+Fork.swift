@@ -159,10 +159,15 @@ extension ExchangeRecorder {
         case (_, .timedOut(let ms)):
             return RecordingError(
                 .forkFailed, "the command ran longer than \(ms / 1000) s (--timeout) before its fork point: no fork was made")
-        default:
+        case (_, .signalled(let signal)):
             return RecordingError(
                 .forkFailed,
-                "the command ended after \(state.prefixAnswered) of the \(expected) model requests of its parent before the fork point: it did not retrace its parent",
+                "the command was killed by signal \(signal) after \(state.prefixAnswered) of the \(expected) model requests of its parent before the fork point: no fork was made"
+            )
+        case (_, .exited(let status)):
+            return RecordingError(
+                .forkFailed,
+                "the command exited with status \(status) after \(state.prefixAnswered) of the \(expected) model requests of its parent before the fork point: it did not retrace its parent",
                 hint: retrace)
         }
     }

@@ -116,9 +116,11 @@ public struct RecordedFork: Sendable {
             return "a reply would have to reach the program's SDK in its own wire format; fork at the step before and let the "
                 + "model answer (--model, --upstream), or record the reply you want into a cassette"
         case .approve, .deny:
-            return "a recorded run's approvals are its MCP proxy's (agent-eval mcp-proxy); fork with a policy that decides the call"
+            return "a recorded run's approvals are its MCP proxy's (agent-eval mcp-proxy --policy FILE, in the command), which the fork "
+                + "runs again: change the policy or the approval the command is given"
         case .input:
-            return "the goal is the program's own first message: it is in its command line or input, which the fork runs as given"
+            return "the goal is the program's own first message: the fork gives the command its arguments as written after --, "
+                + "and its standard input with --command-input (what record --input gave the parent)"
         case .toolFixture:
             return "the program's tools run in its own process; --result and --error change what the model is shown of a call"
         case .result, .error:

@@ -198,9 +198,24 @@ public enum Fork {
                 })
             else {
                 let before = endedSteps.last { $0 < at }
+                // With no edit, a fork where the model ended the run has nothing to continue.
+                let ends =
+                    before.map { step in
+                        events.contains { event in
+                            guard event.step == step, case .decisionMade(let made) = event.payload else { return false }
+                            if case .valid(.toolCalls) = made.outcome { return false }
+                            if case .invalid = made.outcome { return false }
+                            return true
+                        }
+                    } ?? false
                 throw ForkError(
                     .noSuchStep, "step \(at) of the parent never ended (it holds \(describe(events.filter { $0.step == at })))",
-                    path: path, hint: before.map { "fork at step \($0), the last step before it that ended" })
+                    path: path,
+                    hint: before.map { step in
+                        ends && request.edits.isEmpty
+                            ? "step \(step), the last step before it that ended, is where the model ended the run: fork there with an edit, or earlier"
+                            : "fork at step \(step), the last step before it that ended"
+                    })
             }
             // A parent that is a fork itself may have forked right there: its edits are part of
             // the state at that step's end.

@@ -133,6 +133,9 @@ public struct StepRenderer: Sendable {
             ]
             if forked.edits.isEmpty { lines.append("  edit    none: the same run, continued live") }
             for edit in forked.edits { lines.append("  edit    \(short(edit.summary))") }
+            // The copied run_started names the parent's agent and model; this says who went on.
+            let goesOn = [forked.agent.map { "agent \($0.name)" }, forked.model.map { "model \($0.provider)/\($0.name)" }].compactMap { $0 }
+            if !goesOn.isEmpty { lines.append("  then    " + goesOn.joined(separator: ", ")) }
             return lines
         case .pipeline(let event):
             return ["\(event.kind.padding(toLength: 9, withPad: " ", startingAt: 0)) \(short(event.summary))"]

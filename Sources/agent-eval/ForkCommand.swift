@@ -135,7 +135,7 @@ struct ForkCommand: AsyncParsableCommand {
             }
             for edit in try edits() where edit.kind != .result && edit.kind != .error {
                 throw ValidationError(
-                    "--\(edit.kind.rawValue) cannot be applied to a run recorded by agent-eval record: \(RecordedFork.whyNot(edit.kind))")
+                    "\(Self.flag(edit.kind)) cannot be applied to a run recorded by agent-eval record: \(RecordedFork.whyNot(edit.kind))")
             }
             _ = try RecordCommand.upstreamValues(recorded.upstreams)
             guard recorded.timeout > 0 else { throw ValidationError("--timeout must be at least 1 second, got \(recorded.timeout)") }
@@ -146,7 +146,8 @@ struct ForkCommand: AsyncParsableCommand {
         // Only a call or a step an edit names can say where to fork.
         if at == nil, !edits.contains(where: { [.result, .error, .decision, .approve, .deny].contains($0.kind) }) {
             throw ValidationError(
-                "say where to fork: --at STEP (or an edit that names a call or a step: --result, --error, --decision, --approve, --deny)")
+                "say where to fork: --at STEP (or an edit that names a "
+                    + (command.isEmpty ? "call or a step: --result, --error, --decision, --approve, --deny)" : "call: --result, --error)"))
         }
     }
 
@@ -206,7 +207,7 @@ struct ForkCommand: AsyncParsableCommand {
         let report: Fork.Report
         let interrupted: Int32?
         do {
-            try Self.refuseRecorded(log)
+            try refuseRecorded(log)
             var edits = try edits()
             // A fixture file is read (and checked, naming its line) here; the log keeps its responses.
             for index in edits.indices where edits[index].kind == .toolFixture {
@@ -241,15 +242,21 @@ struct ForkCommand: AsyncParsableCommand {
     }
 
     /// A run `agent-eval record` recorded is forked by running its command again (`RecordedFork`).
-    static func refuseRecorded(_ log: String) throws {
+    func refuseRecorded(_ log: String) throws {
         guard case .runStarted(let started)? = try? LogReader(path: log).firstEvent()?.event.payload,
             started.source?.importer == ExchangeRecorder.recorderName
         else { return }
         throw RecordingError(
             .forkFailed,
             "\(log) was recorded by agent-eval record (\(started.source?.file ?? "a command")): it has no agent file to go on with",
-            hint: "give its command after -- and the cassette it was recorded with: agent-eval fork \(ShellWords.quoted(log)) "
-                + "--parent-cassette DIR -- \(started.source?.file ?? "COMMAND") (docs/replay.md, \"What if\")")
+            hint: "give its command after -- and the cassette it was recorded with, in place of --agent: agent-eval fork "
+                + "\(ShellWords.quoted(log))\(at.map { " --at \($0)" } ?? "") … --parent-cassette DIR -- \(started.source?.file ?? "COMMAND") "
+                + "(docs/replay.md, \"What if\")")
+    }
+
+    /// The option an edit of `kind` is given with.
+    static func flag(_ kind: ForkEdit.Kind) -> String {
+        kind == .toolFixture ? "--tool-fixture" : "--\(kind.rawValue)"
     }
 
     /// The fork of a recorded run: the command run again through the gateway, the parent's cassette
@@ -261,7 +268,13 @@ struct ForkCommand: AsyncParsableCommand {
         do {
             let request = Fork.Request(parent: log, at: at, edits: try edits(), resultsMayFollow: true)
             let plan = try Fork.plan(request)
-            let parentCassette = try Cassette(directory: recorded.parentCassette ?? "", mode: .none)
+            let cassetteDirectory = recorded.parentCassette ?? ""
+            guard FileManager.default.fileExists(atPath: cassetteDirectory + "/index.json") else {
+                throw RecordingError(
+                    .cassetteFailed, "--parent-cassette \(cassetteDirectory) holds no cassette (no index.json)",
+                    hint: "give the directory the parent was recorded with (agent-eval record --cassette DIR --record new|all)")
+            }
+            let parentCassette = try Cassette(directory: cassetteDirectory, mode: .none)
             let name = CommandRecording.agentName(for: command)
             var forked = plan.forked
             forked.agent = AgentIdentity(name: name, configDigest: ContentHash.sha256(Array(ShellWords.command(command).utf8)))
@@ -273,10 +286,17 @@ struct ForkCommand: AsyncParsableCommand {
             let fork = try RecordedFork(prefix: plan.prefix, forked: forked, cassette: parentCassette, model: model)
             let (runId, path) = destination.destination(agent: "\(name)-fork")
             let environment = ProcessInfo.processInfo.environment
+            let upstreams = Upstreams.resolve(given: try RecordCommand.upstreamValues(recorded.upstreams), environment: environment)
+            if models.cassette == nil || models.mode != .none {
+                // The parent's upstream is not in its log: say where the requests past the fork point go.
+                printError(
+                    "past the fork point the model requests go to \(upstreams.openAI) (OpenAI) and \(upstreams.anthropic) (Anthropic)"
+                        + (models.cassette.map { ", recorded into \($0)" } ?? "") + "; --upstream provider=URL sends them elsewhere")
+            }
             var commandRecording = CommandRecording(
                 command: command, input: recorded.commandInput, logPath: path, runId: runId, agentName: name,
                 timeoutMs: recorded.timeout * 1000,
-                upstreams: Upstreams.resolve(given: try RecordCommand.upstreamValues(recorded.upstreams), environment: environment),
+                upstreams: upstreams,
                 cassette: try models.cassette.map { try Cassette(directory: $0, mode: models.mode) }, environment: environment)
             commandRecording.fork = fork
             commandRecording.outputDescriptor = json ? 2 : 1
