@@ -144,6 +144,7 @@ class RunState:
     """The fold of a log's events (appendix A.2)."""
 
     def __init__(self):
+        self._imported = False
         self.run_id = None
         self.start = None
         self.started_at_us = None
@@ -203,6 +204,9 @@ class RunState:
             else:
                 self.start = _pick(data, _START, {"tools": [], "limits": {}})
                 self.started_at_us = event["time_us"]
+                # An imported or recorded run (A.2): no policy gate where it ran, no verdicts.
+                # Not part of the state: its `start` is re-encoded without `source` (A.3).
+                self._imported = data.get("source") is not None
         elif kind == "context_built":
             self.context_packet_count += 1
             self.last_token_estimate = data["token_estimate"]
@@ -237,7 +241,7 @@ class RunState:
         elif kind == "tool_intended":
             call = self._call(data["call_id"], seq, kind)
             if call is not None:
-                if not self._permitted(call):
+                if not self._permitted(call) and not self._imported:
                     self._note(seq, kind, 'tool "%s" started for call "%s" without an allow verdict' % (data["tool"], data["call_id"]))
                 call["attempts"] += 1
                 self.usage["tool_attempts"] += 1

@@ -145,6 +145,54 @@ struct ConformanceTests {
             try writer.close()
             return [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
         },
+        Case(name: "valid-forked-result-to-come") {
+            // A fork of a run recorded through the gateway (`agent-eval fork … -- COMMAND`): its
+            // fork point is the step that proposed the call, so the call has no result yet when
+            // run_forked edits it (the fold changes nothing, with no anomaly); the result recorded
+            // after it is the edited one, as the program sent it back to the model.
+            let scratch = try TemporaryDirectory("agent-eval-kit-fork-gateway")
+            defer { scratch.remove() }
+            let path = scratch.url.appendingPathComponent("forked.jsonl.gz").path
+            let writer = try LogWriter.create(at: path, runId: "run-forked-gateway")
+            let recorder = RunRecorder(writer: writer, clock: { 1_767_225_600_000_000 })
+            let lookup = ToolCall(id: "call_a1", name: "lookup_order", arguments: ["order_id": "A-1042"])
+            try recorder.record(
+                .runStarted(
+                    RunStarted(
+                        goal: "Where is order A-1042?",
+                        agent: AgentIdentity(name: "order_agent", configDigest: ContentHash.sha256(Array("python3 agent.py".utf8))),
+                        model: ModelIdentity(provider: "openai", name: "gpt-4o-mini"),
+                        policy: PolicyIdentity(name: "none (recorded through the gateway)"),
+                        tools: [], source: RunSource(format: "gateway", file: "python3 agent.py", importer: "agent-eval-record/1"))))
+            try recorder.record(
+                .decisionMade(DecisionMade(raw: "lookup", outcome: .valid(.toolCalls([lookup])), usage: TokenUsage(input: 120, output: 12)))
+            )
+            try recorder.record(
+                .toolIntended(ToolIntended(callId: "call_a1", tool: "lookup_order", arguments: lookup.arguments, attempt: 1)))
+            try recorder.endStep()
+            recorder.step = 0
+            try recorder.record(
+                .runForked(
+                    RunForked(
+                        parentRunId: "run-gateway-parent", parentHead: String(repeating: "ab", count: 32), step: 0,
+                        edits: [ForkEdit(kind: .result, callId: "call_a1", value: ["order_id": "A-1042", "status": "lost"])],
+                        agent: AgentIdentity(name: "order_agent", configDigest: ContentHash.sha256(Array("python3 agent.py".utf8))),
+                        model: ModelIdentity(provider: "gateway", name: "gpt-5"))))
+            recorder.step = 1
+            try recorder.record(
+                .toolCompleted(
+                    ToolCompleted(
+                        callId: "call_a1", tool: "lookup_order", attempt: 1, status: .ok, output: ["order_id": "A-1042", "status": "lost"],
+                        durationUs: 2_900)))
+            try recorder.record(
+                .decisionMade(
+                    DecisionMade(raw: "answer", outcome: .valid(.answer("Your parcel is lost.")), usage: TokenUsage(input: 160, output: 8)))
+            )
+            try recorder.endStep()
+            try recorder.record(.runStopped(RunStopped(reason: .success, answer: "Your parcel is lost.")))
+            try writer.close()
+            return [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        },
         Case(name: "edited-with-chain-recomputed") {
             // Intact to the chain, but the recorded state digests no longer match the fold.
             try log(lines().map { replacing($0, #""amount_cents":4999"#, #""amount_cents":999"#) }, rechain: true)
