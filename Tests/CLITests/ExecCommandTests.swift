@@ -46,7 +46,7 @@ struct ExecCommandTests {
             #expect(first.status == 1)
             let line = try #require(first.stdoutText.split(separator: "\n").first { $0.hasPrefix("resume: agent-eval ") })
             let command = ShellWords.quoted(try agentEvalBinary()) + " " + line.dropFirst("resume: agent-eval ".count)
-            let resumed = try await Subprocess.run("/bin/sh", ["-c", command])
+            let resumed = try await Subprocess.run("/bin/sh", ["-c", command], environment: ["AGENT_EVAL_CATALOG": testCatalogPath])
             #expect(resumed.status == 0, "\(command): \(resumed.stderr)")
             #expect(resumed.stdoutText.hasPrefix("stopped: success\n"), "\(resumed.stdoutText)")
         }

@@ -233,7 +233,8 @@ struct RunOnTerminalTests {
                 arguments: [
                     "run", repositoryRoot.appendingPathComponent("EvalCases").path, "--out", directory.path("runs"), "--jobs", "1",
                 ],
-                environment: [:])
+                // Its own catalog: not the checkout's, which the default would find from here.
+                environment: ["AGENT_EVAL_CATALOG": directory.path("catalog.sqlite")])
             try session.waitFor("10 cases, 10 passed")
             #expect(try session.waitForExit() == 0)
             #expect(session.output.contains("running…"))
