@@ -138,6 +138,16 @@ import TraceLog
             let attempts = try #require(fork.state.task("classify")?.attempts.filter { !$0.isDiscarded })
             #expect(!attempts.isEmpty)
             #expect(attempts.first?.finished?.errorClass != .breakerOpen)
+
+            // A rollback in place does the same.
+            let rolledBack = try await PipelineRunner(definition: definition).rollback(log: parent.logPath, to: "classify")
+            let again = try #require(rolledBack.state.task("classify")?.attempts.filter { !$0.isDiscarded })
+            #expect(!again.isEmpty && again.first?.finished?.errorClass != .breakerOpen)
+            let closed = try Self.recorded(parent.logPath).compactMap { recorded -> String? in
+                guard case .pipeline(.breakerChanged(let changed)) = recorded.event.payload, changed.state == .closed else { return nil }
+                return changed.reason
+            }
+            #expect(closed.first == "closed by the rollback to classify: its tasks run again")
         }
     }
 

@@ -169,7 +169,7 @@ public struct PipelineRunner: Sendable {
     ) async throws(PipelineError) -> PipelineOutcome {
         let (recorder, directory) = try open(path, observe: observe)
         let rolledBack = try rollingBack(to: task, state: recorder.state, path: path, verb: "roll back")
-        try recorder.record(.rolledBack(rolledBack))
+        try record(rolledBack, by: "the rollback", on: recorder)
         try recorder.record(.resumed(PipelineResumed(after: "rollback")))
         return try await drive(recorder, directory: directory, jobs: jobs ?? recorder.state.start?.jobs ?? 1)
     }
@@ -199,6 +199,22 @@ public struct PipelineRunner: Sendable {
                     definition.task(id)?.recovery.values.compactMap(\.fallback) ?? []
                 })
         return PipelineRolledBack(to: task, discarded: definition.tasks.map(\.id).filter(discarded.contains))
+    }
+
+    /// Records a rollback, then closes each breaker of the tasks it runs again that was left open:
+    /// else those tasks would not run, or would, depending on how long after the failures the
+    /// rollback (or fork) comes.
+    private func record(_ rolledBack: PipelineRolledBack, by whom: String, on recorder: PipelineRecorder) throws(PipelineError) {
+        try recorder.record(.rolledBack(rolledBack))
+        let rerun = Set(rolledBack.discarded)
+        let breakers = Set((recorder.state.start?.tasks ?? []).filter { rerun.contains($0.id) }.compactMap(\.breaker))
+        for (key, changed) in recorder.state.breakers.sorted(by: { $0.key < $1.key })
+        where changed.state != .closed && breakers.contains(key) {
+            try recorder.record(
+                .breakerChanged(
+                    BreakerChanged(
+                        breaker: key, state: .closed, failures: 0, reason: "closed by \(whom) to \(rolledBack.to): its tasks run again")))
+        }
     }
 
     /// Forks the pipeline run whose log is `path` at `task` (docs/pipelines.md, "Fork"): a new run
@@ -293,18 +309,7 @@ public struct PipelineRunner: Sendable {
                 PipelineForked(
                     parentRunId: events[0].runId, parentHead: recorded[recorded.count - 1].hash, parentLog: path,
                     copiedEvents: copied)))
-        try recorder.record(.rolledBack(rolledBack))
-        // A breaker the parent left open would keep the tasks the fork runs again from running
-        // (or let them through, depending on how long after the parent the fork runs): closed.
-        let rerun = Set(rolledBack.discarded)
-        let breakers = Set(start.tasks.filter { rerun.contains($0.id) }.compactMap(\.breaker))
-        for (key, changed) in recorder.state.breakers.sorted(by: { $0.key < $1.key })
-        where changed.state != .closed && breakers.contains(key) {
-            try recorder.record(
-                .breakerChanged(
-                    BreakerChanged(breaker: key, state: .closed, failures: 0, reason: "closed by the fork at \(task): its tasks run again"))
-            )
-        }
+        try record(rolledBack, by: "the fork", on: recorder)
         try recorder.record(.resumed(PipelineResumed(after: "fork")))
         return try await drive(recorder, directory: directory, jobs: jobs ?? start.jobs)
     }
