@@ -278,7 +278,10 @@ class RunState:
                     if call is None:
                         continue
                     if not call["results"]:
-                        continue  # its result has not come yet: recorded after run_forked, edited
+                        # A recorded run's fork edits a result before it comes (run_started has a source).
+                        if not self._imported:
+                            self._note(seq, kind, 'edits the result of call "%s", which has none' % edit["call_id"])
+                        continue
                     last = call["results"][-1]
                     replaced = {"call_id": edit["call_id"], "tool": last["tool"], "attempt": last["attempt"], "duration_us": 0}
                     if edit["kind"] == "result":

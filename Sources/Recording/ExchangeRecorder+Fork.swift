@@ -39,7 +39,7 @@ extension ExchangeRecorder {
                 state.prefixClaimed.insert(index)
                 return .before(index)
             }
-            return .diverged(step: first, canonical.firstDifference(from: fork.requests[first]))
+            return .diverged(step: fork.requestSteps[first], canonical.firstDifference(from: fork.requests[first]))
         }
         let cause: StopCause
         let message: String
@@ -74,14 +74,14 @@ extension ExchangeRecorder {
         return exchange
     }
 
-    /// Waits (at most 5 s) while every request before the fork point was sent and one is still
-    /// being answered: a streaming SDK may send its next request as soon as it reads the end of
-    /// an answer, before the gateway has recorded it.
+    /// Waits (at most 5 s) while a request before the fork point is still being answered: a
+    /// streaming SDK may send its next request as soon as it reads the end of an answer, before
+    /// the gateway has recorded it (or given back the claim of one that failed, for its retry).
     func settleForkPoint() async {
-        guard let fork else { return }
+        guard fork != nil else { return }
         for _ in 0..<500 {
             let waiting = state.withLock { state in
-                !state.isForkMade && state.stopCause == nil && state.prefixClaimed.count == fork.requests.count
+                !state.isForkMade && state.stopCause == nil && state.prefixClaimed.count > state.prefixAnswered
             }
             guard waiting else { return }
             try? await Task.sleep(for: .milliseconds(10))
@@ -92,7 +92,8 @@ extension ExchangeRecorder {
     /// the fork's log is made.
     func prefixAnswered(_ fork: RecordedFork, state: inout State) throws {
         state.prefixAnswered += 1
-        guard state.prefixAnswered == fork.requests.count else { return }
+        // A fork refused meanwhile (a request that did not retrace, one that overlapped) is not made.
+        guard state.prefixAnswered == fork.requests.count, state.stopCause == nil else { return }
         shiftClock(fork, state: &state)
         try makeFork(fork, atUs: now(), state: &state)
     }
@@ -110,12 +111,18 @@ extension ExchangeRecorder {
         recorder.step += 1
         state.recorder = recorder
         state.isForkMade = true
-        // What the fork's log holds, not what the run recorded apart held.
+        // What the fork's log holds, not what the run recorded apart held: its stored contents,
+        // and the numbers of the calls no model proposed (`span-N`, `mcp-N`) it used.
         state.stored = Set(
             fork.prefix.compactMap { event in
                 if case .contentStored(let content) = event.payload { return content.hash }
                 return nil
             })
+        func highest(_ prefix: String) -> Int {
+            recorder.state.calls.compactMap { $0.id.hasPrefix(prefix) ? Int($0.id.dropFirst(prefix.count)) : nil }.max() ?? 0
+        }
+        state.spanCallCount = highest("span-")
+        state.unproposedCalls = highest("mcp-")
     }
 
     /// Puts the run on its parent's clock at its fork point: the times it keeps of what came
@@ -154,6 +161,8 @@ extension ExchangeRecorder {
             return RecordingError(
                 .forkFailed, "the parent's cassette does not answer the request of step \(step): \(message)",
                 hint: "give the cassette the parent was recorded with (record --cassette DIR --record new|all): --parent-cassette DIR")
+        case (.maxRequests?, _), (.tokenBudget?, _):
+            return RecordingError(.forkFailed, "the command's model budget stopped it before its fork point: no fork was made")
         case (_, .stopped):
             return RecordingError(.forkFailed, "the fork was interrupted before its fork point: no fork was made")
         case (_, .timedOut(let ms)):

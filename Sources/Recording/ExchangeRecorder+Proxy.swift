@@ -1,6 +1,7 @@
 import AgentRuntime
 import ConfigFile
 import Foundation
+import Interop
 import Synchronization
 import TraceCore
 import TraceLog
@@ -119,9 +120,12 @@ extension ExchangeRecorder {
                         return ["ok": true]
                     }
                     clock.now = now
+                    // A fork shows the model its edit of this call's result: that is what is recorded.
+                    let edited = fork?.editedResult(callId)
                     try gate.complete(
-                        callId: callId, tool: tool, status: status, output: request["output"], error: request["error"]?.stringValue,
-                        durationUs: request["duration_us"]?.intValue ?? 0, on: recorder)
+                        callId: callId, tool: tool, status: edited?.status ?? status, output: edited.map(\.output) ?? request["output"],
+                        error: edited.map(\.error) ?? request["error"]?.stringValue, durationUs: request["duration_us"]?.intValue ?? 0,
+                        on: recorder)
                 case "store":
                     clock.now = now
                     try gate.store(serverRequest: Array((request["message"]?.stringValue ?? "").utf8), on: recorder)

@@ -49,27 +49,13 @@ extension ExchangeRecorder: SpanSink {
         // A tool span for a call whose model answer is still being recorded waits for it, at
         // most a second (as a proxy's call does).
         // Each trace's spans read once, for the wait and the merge.
-        // A fork past its fork point runs on its parent's clock (`forkShift`): its spans too.
-        let shift = forkShift.load(ordering: .relaxed)
-        let traces = received.traces.map { trace in
-            (
-                trace: trace,
-                spans: shift == 0
-                    ? trace.spans
-                    : trace.spans.map { span in
-                        var span = span
-                        span.startUs -= shift
-                        span.endUs -= shift
-                        return span
-                    }
-            )
-        }
-        let toolSpans = traces.flatMap(\.spans).filter { $0.operation == .tool }
+        let arrived = received.traces.map { (trace: $0, spans: $0.spans) }
+        let toolSpans = arrived.flatMap(\.spans).filter { $0.operation == .tool }
         if !toolSpans.isEmpty {
             for _ in 0..<100 {
                 let settled = state.withLock { state in
                     state.inFlight == 0
-                        || toolSpans.allSatisfy { span in
+                        || onRunClock(toolSpans).allSatisfy { span in
                             span.toolCall.map { Self.openCall(for: $0, startUs: span.startUs, state: state) != nil } ?? true
                         }
                 }
@@ -79,6 +65,9 @@ extension ExchangeRecorder: SpanSink {
         }
         let at = now()
         try state.withLock { state in
+            // A fork past its fork point runs on its parent's clock (`forkShift`): its spans too,
+            // moved as the lock is taken (the fork may have been made while they waited).
+            let traces = arrived.map { (trace: $0.trace, spans: onRunClock($0.spans)) }
             // Before the first model answer the run has not begun (its start names that answer's
             // goal, model and tools): the spans wait for it.
             guard let recorder = state.recorder else {
@@ -89,6 +78,18 @@ extension ExchangeRecorder: SpanSink {
             try merge(traces, at: at, recorder: recorder, state: &state)
         }
         return received.spanCount
+    }
+
+    /// `spans` on the run's clock: moved back by a fork's shift (`forkShift`), when there is one.
+    func onRunClock(_ spans: [Span]) -> [Span] {
+        let shift = forkShift.load(ordering: .relaxed)
+        guard shift != 0 else { return spans }
+        return spans.map { span in
+            var span = span
+            span.startUs -= shift
+            span.endUs -= shift
+            return span
+        }
     }
 
     /// Merges spans into the run, by the rules above; stores what is kept.
@@ -125,6 +126,10 @@ extension ExchangeRecorder: SpanSink {
                         state.spanResults[open] = call
                         counts.toolTimed += 1
                     } else if Self.isRecordedAlready(call, span: span, recorder: recorder, state: state) {
+                        counts.toolLate += 1
+                    } else if let forkPoint = fork?.prefix.last?.timeUs, span.startUs <= forkPoint {
+                        // A call of a fork's program from before its fork point: the copied
+                        // prefix holds the parent's, and this one is its retracing.
                         counts.toolLate += 1
                     } else {
                         clock.now = at
@@ -282,6 +287,11 @@ extension ExchangeRecorder: SpanSink {
     func recordResult(callId: String, tool: String, from call: SpanToolCall, text: String?, recorder: RunRecorder, state: inout State)
         throws
     {
+        if let edited = fork?.editedResult(callId) {
+            // The model was shown the fork's edit: that is the result, the span gives its duration.
+            try recordCompleted(callId: callId, tool: tool, edited, durationUs: call.durationUs, recorder: recorder, state: &state)
+            return
+        }
         let resultText = text ?? call.result.map { $0.stringValue ?? JSONWriter.encodeString($0) }
         var imported = ImportedResult.fromContent(resultText ?? "", isError: call.error != nil, durationUs: call.durationUs)
         if resultText == nil { imported.output = nil }

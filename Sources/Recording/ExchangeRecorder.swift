@@ -181,8 +181,6 @@ public final class ExchangeRecorder: Sendable {
         var editsShown = Set<String>()
         /// Whether a fork's log was made: until then, the run is recorded apart (`forkPrefixPath`).
         var isForkMade = false
-        /// Whether a fork's clock was shifted onto its parent's (`forkShift`).
-        var isClockShifted = false
         /// Tool spans seen: once there are, a request waits for the spans of the results it carries.
         var toolSpansSeen = 0
         /// Whether a request waited once for tool spans that the command may not send at all.

@@ -1,5 +1,6 @@
 public import AgentRuntime
 import Foundation
+import Interop
 public import ModelClients
 public import TraceCore
 
@@ -47,6 +48,7 @@ public struct RecordedFork: Sendable {
         }
         var stored: [String: [UInt8]] = [:]
         var requests: [JSONValue] = []
+        var requestSteps: [Int] = []
         var proposed = Set<String>()
         for event in prefix {
             switch event.payload {
@@ -66,11 +68,13 @@ public struct RecordedFork: Sendable {
                         hint: "a log recorded by agent-eval record stores every request; was its content stripped?")
                 }
                 requests.append(RequestKey.canonical(body))
+                requestSteps.append(event.step)
             default:
                 continue
             }
         }
         self.requests = requests
+        self.requestSteps = requestSteps
         var results: [String: (text: String, isError: Bool)] = [:]
         for edit in forked.edits {
             switch edit.kind {
@@ -108,6 +112,17 @@ public struct RecordedFork: Sendable {
 
     /// The calls whose results the edits replace, in order.
     public let editedCalls: [String]
+
+    /// The result the fork shows the model for call `id`, as the gateway records a result it
+    /// reads from a request; nil when no edit replaces it.
+    func editedResult(_ id: String) -> ImportedResult? {
+        guard let result = results[id] else { return nil }
+        return result.isError
+            ? ImportedResult(status: .error, output: nil, error: result.text) : ImportedResult.fromContent(result.text, isError: false)
+    }
+
+    /// The step of each request in `requests`.
+    var requestSteps: [Int]
 
     /// Why an edit is not possible for a recorded run: it would have to reach into the program.
     public static func whyNot(_ kind: ForkEdit.Kind) -> String {

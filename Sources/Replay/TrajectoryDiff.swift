@@ -161,7 +161,8 @@ public struct TrajectoryDiff: Sendable {
         let final = result.state
         for index in sketches.indices {
             for (position, call) in sketches[index].calls.enumerated() {
-                guard let record = final.call(id: call.id) else { continue }
+                // The call of that step: a provider may reuse an id in a later one.
+                guard let record = final.calls.last(where: { $0.id == call.id && $0.step == sketches[index].step }) else { continue }
                 sketches[index].calls[position].verdict = record.verdict?.verdict.rawValue ?? "none"
                 sketches[index].calls[position].results = record.results.map(\.status.rawValue)
                 sketches[index].calls[position].output = record.lastResult?.output

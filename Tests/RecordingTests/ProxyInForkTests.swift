@@ -88,7 +88,8 @@ struct ProxyInForkTests {
         }
     }
 
-    @Test func theProxysGateAtTheForkPointIsTheForks() async throws {
+    @Test(arguments: [false, true])
+    func theProxysGateAtTheForkPointIsTheForks(editsTheResult: Bool) async throws {
         try await TemporaryDirectory.with { directory in
             let server = try LocalModelServer()
             defer { server.stop() }
@@ -100,7 +101,13 @@ struct ProxyInForkTests {
 
             // Fork after step 0, whose reply proposed the proxied lookup.
             let end = try #require(parentEvents.lastIndex { $0.event.kind == "step_ended" && $0.event.step == 0 })
-            let forked = RunForked(parentRunId: "run-parent", parentHead: parentEvents[end].hash, step: 0)
+            let lookupId = try #require(
+                parentEvents.compactMap { recorded -> String? in
+                    if case .toolIntended(let intent) = recorded.event.payload { return intent.callId }
+                    return nil
+                }.first)
+            let edits = editsTheResult ? [ForkEdit(kind: .result, callId: lookupId, value: ["status": "lost"])] : []
+            let forked = RunForked(parentRunId: "run-parent", parentHead: parentEvents[end].hash, step: 0, edits: edits)
             let fork = try RecordedFork(
                 prefix: parentEvents[...end].map(\.event), forked: forked,
                 cassette: try Cassette(directory: directory.path("cassette"), mode: .none))
@@ -118,6 +125,8 @@ struct ProxyInForkTests {
             let lookup = try #require(state.calls.first)
             #expect(lookup.tool == "lookup_order" && lookup.verdict?.verdict == .allow)
             #expect(lookup.results.map(\.durationUs) == [1200])
+            // With an edit, the result is what the model was shown, not what the proxy's server said.
+            #expect(lookup.results.last?.output == (editsTheResult ? ["status": "lost"] : ["status": "delivered"]))
             let verdicts = events.filter { $0.kind == "verdict_given" }
             #expect(verdicts.count == 1 && (verdicts.first?.step ?? 0) >= 1, "judged after the fork point, in the fork")
             #expect(state.stop?.reason == .success)

@@ -21,6 +21,33 @@ struct FoldTests {
         tools: [ToolSpec(name: "lookup", description: "d", inputSchema: ["type": "object"], sideEffect: .read)],
         limits: RunLimits(maxSteps: 3, tokenBudget: 100))
 
+    @Test("a fork's edit of a result not yet come: an anomaly in a run of the runtime, none in a recorded run's fork")
+    func editOfAResultToCome() {
+        func fold(source: RunSource?) -> RunState {
+            var started = Self.started
+            started.source = source
+            var script = EventScript()
+            script.add(.runStarted(started), step: 0)
+            let lookup = ToolCall(id: "c1", name: "lookup", arguments: ["id": "A-1"])
+            script.add(
+                .decisionMade(DecisionMade(raw: "r", outcome: .valid(.toolCalls([lookup])), usage: TokenUsage(input: 1, output: 1))),
+                step: 0)
+            script.add(.verdictGiven(VerdictGiven(callId: "c1", tool: "lookup", verdict: .allow)), step: 0)
+            script.add(.toolIntended(ToolIntended(callId: "c1", tool: "lookup", arguments: ["id": "A-1"], attempt: 1)), step: 0)
+            script.add(
+                .runForked(
+                    RunForked(parentRunId: "r0", parentHead: "h", step: 0, edits: [ForkEdit(kind: .result, callId: "c1", value: "lost")])),
+                step: 0)
+            return RunState(folding: script.events)
+        }
+        let runtime = fold(source: nil)
+        #expect(runtime.anomalies.map(\.message) == [#"event 4 (run_forked): edits the result of call "c1", which has none"#])
+        #expect(runtime.call(id: "c1")?.results.isEmpty == true)
+        let recorded = fold(source: RunSource(format: "gateway", file: "python3 agent.py", importer: "agent-eval-record/1"))
+        #expect(recorded.anomalies.isEmpty)
+        #expect(recorded.call(id: "c1")?.results.isEmpty == true, "the result is recorded when it comes")
+    }
+
     @Test("a run with an allowed call, a denied call and an answer folds to exactly this state")
     func wholeState() {
         var script = EventScript()

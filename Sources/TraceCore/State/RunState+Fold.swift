@@ -110,9 +110,12 @@ extension RunState {
                         break
                     }
                     guard let index = state.callIndex(id, for: event) else { break }
-                    // A call whose result has not come yet: a recorded run's fork shows the model the
-                    // edited result, and records it when it comes (docs/replay.md).
-                    guard let last = state.calls[index].results.last else { break }
+                    guard let last = state.calls[index].results.last else {
+                        // A recorded run's fork (its start has a `source`) edits a result before it
+                        // comes: the gateway records the edited one when it does (docs/replay.md).
+                        if state.start?.source == nil { state.note(event, "edits the result of call \"\(id)\", which has none") }
+                        break
+                    }
                     let replaced =
                         edit.kind == .result
                         ? ToolCompleted(
