@@ -6,9 +6,11 @@ import TraceCore
 extension SuiteRunInfo {
     /// The info of a suite run starting now in the current directory: the git commit and
     /// branch from the CI's variables (GitHub Actions, GitLab CI) or from `git`, when there is
-    /// a repository.
-    public static func current(commandLine: [String], shard: String? = nil, startedAtUs: Int = Catalog.nowUs()) async -> SuiteRunInfo {
-        let environment = ProcessInfo.processInfo.environment
+    /// a repository; the runner and the CI job from the CI's variables (`where`).
+    public static func current(
+        commandLine: [String], shard: String? = nil, startedAtUs: Int = Catalog.nowUs(), environment: [String: String]? = nil
+    ) async -> SuiteRunInfo {
+        let environment = environment ?? ProcessInfo.processInfo.environment
         var commit = environment["GITHUB_SHA"] ?? environment["CI_COMMIT_SHA"]
         var branch = environment["GITHUB_HEAD_REF"].flatMap { $0.isEmpty ? nil : $0 } ?? environment["GITHUB_REF_NAME"]
         branch = branch ?? environment["CI_COMMIT_REF_NAME"]
@@ -20,9 +22,38 @@ extension SuiteRunInfo {
                 branch = branch ?? lines[1]
             }
         }
+        let (runner, job) = place(in: environment)
         return SuiteRunInfo(
             startedAtUs: startedAtUs, gitCommit: commit, gitBranch: branch == "HEAD" ? nil : branch,
-            commandLine: commandLine.joined(separator: " "), origin: "run", shard: shard)
+            commandLine: commandLine.joined(separator: " "), origin: "run", shard: shard, runner: runner, ciJob: job)
+    }
+
+    /// Where a suite run runs, from the variables CI services set (docs/catalog.md): the runner's
+    /// name (`RUNNER_NAME`, `CI_RUNNER_DESCRIPTION`, `BUILDKITE_AGENT_NAME`, `NODE_NAME`), else the
+    /// host's; the link to the job (GitHub Actions' run URL and job, `CI_JOB_URL`,
+    /// `BUILDKITE_BUILD_URL`, `CIRCLE_BUILD_URL`, Jenkins' `BUILD_URL`), nil outside a CI.
+    static func place(in environment: [String: String]) -> (runner: String?, job: String?) {
+        func value(_ name: String) -> String? { environment[name].flatMap { $0.isEmpty ? nil : $0 } }
+        let runner =
+            value("RUNNER_NAME") ?? value("CI_RUNNER_DESCRIPTION") ?? value("BUILDKITE_AGENT_NAME") ?? value("NODE_NAME")
+            ?? Self.hostName()
+        var job: String?
+        if let server = value("GITHUB_SERVER_URL"), let repository = value("GITHUB_REPOSITORY"), let run = value("GITHUB_RUN_ID") {
+            job =
+                "\(server)/\(repository)/actions/runs/\(run)" + (value("GITHUB_RUN_ATTEMPT").map { "/attempts/\($0)" } ?? "")
+                + (value("GITHUB_JOB").map { " (job \($0))" } ?? "")
+        } else {
+            job = value("CI_JOB_URL") ?? value("BUILDKITE_BUILD_URL") ?? value("CIRCLE_BUILD_URL") ?? value("BUILD_URL")
+        }
+        return (runner, job)
+    }
+
+    /// This machine's host name, when it has one.
+    static func hostName() -> String? {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count) == 0 else { return nil }
+        let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return name.isEmpty ? nil : name
     }
 
     /// The lines `git arguments` prints, or none (no git, no repository, or a git that did not

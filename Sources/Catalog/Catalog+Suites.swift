@@ -13,10 +13,14 @@ public struct SuiteRunInfo: Sendable, Hashable {
     public var origin: String
     /// `i/n` for one shard of a suite.
     public var shard: String?
+    /// Where it ran: the CI's name for the runner, else the host's name.
+    public var runner: String?
+    /// The CI's link to the job that ran it (or its id, where the CI gives no link).
+    public var ciJob: String?
 
     public init(
         startedAtUs: Int, gitCommit: String? = nil, gitBranch: String? = nil, commandLine: String, origin: String = "run",
-        shard: String? = nil
+        shard: String? = nil, runner: String? = nil, ciJob: String? = nil
     ) {
         self.startedAtUs = startedAtUs
         self.gitCommit = gitCommit
@@ -24,6 +28,8 @@ public struct SuiteRunInfo: Sendable, Hashable {
         self.commandLine = commandLine
         self.origin = origin
         self.shard = shard
+        self.runner = runner
+        self.ciJob = ciJob
     }
 }
 
@@ -33,6 +39,9 @@ public struct CaseHistoryEntry: Sendable, Hashable {
     public var startedAtUs: Int
     public var gitCommit: String?
     public var gitBranch: String?
+    /// Where the suite run ran (`SuiteRunInfo`); nil for one recorded before schema version 10.
+    public var runner: String?
+    public var ciJob: String?
     /// `sha256:<hex>` of the case's file as the suite run found it; nil when it could not be
     /// read, and for suite runs recorded before the catalog kept it (schema version 7).
     public var fileDigest: String?
@@ -55,6 +64,8 @@ public struct CaseHistoryEntry: Sendable, Hashable {
         object.set("started_at_us", startedAtUs)
         object.set("git_commit", gitCommit)
         object.set("git_branch", gitBranch)
+        object.set("runner", runner)
+        object.set("ci_job", ciJob)
         object.set("file_digest", fileDigest)
         object.set("outcome", outcome)
         object.set("runs", runs)
@@ -268,12 +279,12 @@ extension Catalog {
             try db.execute(
                 sql: """
                     INSERT INTO suite_runs (started_at_us, duration_ms, git_commit, git_branch, command_line, origin, shard, cases,
-                        passed, failed, errors, k)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        passed, failed, errors, k, runner, ci_job)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     info.startedAtUs, suite.durationMs, info.gitCommit, info.gitBranch, info.commandLine, info.origin, info.shard,
-                    suite.cases, suite.passed, suite.failed, suite.errors, suite.k,
+                    suite.cases, suite.passed, suite.failed, suite.errors, suite.k, info.runner, info.ciJob,
                 ])
             let suiteRunId = db.lastInsertedRowID
             let caseStatement = try db.cachedStatement(
@@ -333,15 +344,16 @@ extension Catalog {
             try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT suite_run_id, started_at_us, git_commit, git_branch, file_digest, outcome, runs, passed_runs, pass_rate,
-                        stability
+                    SELECT suite_run_id, started_at_us, git_commit, git_branch, runner, ci_job, file_digest, outcome, runs, passed_runs,
+                        pass_rate, stability
                     FROM case_history WHERE case_id = ? ORDER BY started_at_us DESC, suite_run_id DESC LIMIT ?
                     """, arguments: [caseId, limit]
             ).map { row in
                 CaseHistoryEntry(
                     suiteRunId: row["suite_run_id"], startedAtUs: row["started_at_us"], gitCommit: row["git_commit"],
-                    gitBranch: row["git_branch"], fileDigest: row["file_digest"], outcome: row["outcome"], runs: row["runs"],
-                    passedRuns: row["passed_runs"], passRate: row["pass_rate"], stability: row["stability"])
+                    gitBranch: row["git_branch"], runner: row["runner"], ciJob: row["ci_job"], fileDigest: row["file_digest"],
+                    outcome: row["outcome"], runs: row["runs"], passedRuns: row["passed_runs"], passRate: row["pass_rate"],
+                    stability: row["stability"])
             }
         }
         return CaseStability(caseId: caseId, entries: entries)

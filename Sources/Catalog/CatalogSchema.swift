@@ -6,7 +6,21 @@ enum CatalogSchema {
     /// The version this build writes and reads.
     static var version: Int { migrations.count }
 
-    static let migrations: [String] = [version1, version2, version3, version4, version5, version6, version7, version8, version9]
+    static let migrations: [String] = [
+        version1, version2, version3, version4, version5, version6, version7, version8, version9, version10,
+    ]
+
+    /// Version 10: where a suite run ran — the runner (the CI's name for it, else the host) and
+    /// the CI's link to the job — so a history gathered from many machines (`catalog merge`, a
+    /// CI fleet) says which one each result came from. NULL for suite runs recorded before.
+    static let version10 = """
+        ALTER TABLE suite_runs ADD COLUMN runner TEXT;
+        ALTER TABLE suite_runs ADD COLUMN ci_job TEXT;
+        DROP VIEW case_history;
+        CREATE VIEW case_history AS
+            SELECT s.suite_run_id, s.started_at_us, s.git_commit, s.git_branch, s.shard, s.runner, s.ci_job, r.*
+            FROM case_results r JOIN suite_runs s USING (suite_run_id);
+        """
 
     /// Version 9: the run a log forked (`agent-eval fork`, its `run_forked` event) and the
     /// parent's step it continued after, so `runs --forks-of RUN` finds a run's forks. NULL for

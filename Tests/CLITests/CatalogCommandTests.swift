@@ -157,6 +157,18 @@ struct CatalogCommandTests {
             let refused = try await agentEval(["sql", "DELETE FROM suite_runs"], in: root, environment: environment)
             #expect(refused.status == 2)
             #expect(refused.stderr.contains("read-only"))
+
+            // A suite run on a CI runner says which runner and which job.
+            let ci = environment.merging([
+                "GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "acme/agents", "GITHUB_RUN_ID": "42", "GITHUB_JOB": "evals",
+                "RUNNER_NAME": "runner-7",
+            ]) { $1 }
+            #expect(try await agentEval(["run", "cases"], in: root, environment: ci).status == 0)
+            let placed = try await agentEval(["history", "swapped", "--json"], in: root, environment: environment)
+            let entries = try JSONParser.parse(placed.stdout).arrayValue?.first?["history"]?.arrayValue ?? []
+            #expect(entries.first?["runner"] == "runner-7")
+            #expect(entries.first?["ci_job"] == "https://github.com/acme/agents/actions/runs/42 (job evals)")
+            #expect(entries.count == 4 && entries.dropFirst().allSatisfy { $0["ci_job"] == nil }, "the earlier runs ran on no CI")
         }
     }
 }

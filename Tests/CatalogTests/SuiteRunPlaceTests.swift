@@ -1,0 +1,24 @@
+import Testing
+
+@testable import Catalog
+
+/// Where a suite run ran, as the catalog records it (`suite_runs.runner`, `ci_job`), from the
+/// variables each CI service sets.
+@Suite struct SuiteRunPlaceTests {
+    @Test func fromTheCIsVariables() {
+        let github = SuiteRunInfo.place(in: [
+            "GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "acme/agents", "GITHUB_RUN_ID": "42",
+            "GITHUB_RUN_ATTEMPT": "2", "GITHUB_JOB": "evals", "RUNNER_NAME": "runner-7",
+        ])
+        #expect(github.runner == "runner-7")
+        #expect(github.job == "https://github.com/acme/agents/actions/runs/42/attempts/2 (job evals)")
+        let gitlab = SuiteRunInfo.place(in: [
+            "CI_JOB_URL": "https://gitlab.example/acme/agents/-/jobs/99", "CI_RUNNER_DESCRIPTION": "shared-3",
+        ])
+        #expect(gitlab.runner == "shared-3" && gitlab.job == "https://gitlab.example/acme/agents/-/jobs/99")
+        // Outside a CI: this machine, no job; an empty variable counts as unset.
+        let local = SuiteRunInfo.place(in: ["RUNNER_NAME": "", "BUILD_URL": ""])
+        #expect(local.runner == SuiteRunInfo.hostName() && local.runner != nil)
+        #expect(local.job == nil)
+    }
+}
