@@ -74,17 +74,31 @@ extension ExchangeRecorder {
         return exchange
     }
 
-    /// Waits (at most 5 s) while a request before the fork point is still being answered: a
-    /// streaming SDK may send its next request as soon as it reads the end of an answer, before
-    /// the gateway has recorded it (or given back the claim of one that failed, for its retry).
-    func settleForkPoint() async {
-        guard fork != nil else { return }
-        for _ in 0..<500 {
-            let waiting = state.withLock { state in
-                !state.isForkMade && state.stopCause == nil && state.prefixClaimed.count > state.prefixAnswered
+    /// Holds a request of a fork's program until it can be placed (`forkRequest`), before the
+    /// fork is made:
+    /// - while a request before the fork point is still being answered (at most 5 s): a streaming
+    ///   SDK may send its next request as soon as it reads the end of an answer, before the
+    ///   gateway has recorded it (or given back the claim of one that failed, for its retry);
+    /// - while `body` is none of the parent's requests before the fork point left but one it
+    ///   made after (at most 60 s): another conversation of the run (a sub-agent, a parallel
+    ///   call) is ahead of the ones that still have requests before the fork point to send.
+    /// A request that is neither goes on at once, and is refused as not retracing its parent.
+    func settleForkPoint(body: JSONValue) async {
+        guard let fork else { return }
+        let canonical = RequestKey.canonical(body)
+        let isLater = fork.laterRequests.contains(canonical)
+        var waited = 0
+        while waited < 60_000 {
+            let waiting = state.withLock { state -> Bool in
+                guard !state.isForkMade, state.stopCause == nil else { return false }
+                let unclaimed = fork.requests.indices.filter { !state.prefixClaimed.contains($0) }
+                if unclaimed.contains(where: { fork.requests[$0] == canonical }) { return false }
+                if state.prefixClaimed.count > state.prefixAnswered, waited < 5_000 { return true }
+                return isLater
             }
             guard waiting else { return }
             try? await Task.sleep(for: .milliseconds(10))
+            waited += 10
         }
     }
 

@@ -138,7 +138,7 @@ public final class GatewayHandler: HTTPRequestHandling {
         guard let parsed, parsed.objectValue != nil else {
             return try await Self.answer(400, "the request body is not a JSON object", to: head, outbound)
         }
-        await recorder.settleForkPoint()
+        await recorder.settleForkPoint(body: parsed)
         let exchange = recorder.begin(api: api, body: parsed, bytes: body, secrets: ModelForwarder.secrets(in: headers))
         if let refusal = exchange.refusal {
             return try await Self.answer(refusal.status, refusal.message, to: head, outbound, type: refusal.type)

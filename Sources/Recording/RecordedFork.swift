@@ -34,9 +34,18 @@ public struct RecordedFork: Sendable {
     /// The model every request after the fork point names, when given.
     public var model: String?
 
-    /// Reads the requests the prefix answered from its stored content; throws when the prefix
-    /// is not a recorded run's, or an edit cannot be made to one.
-    public init(prefix: [Event], forked: RunForked, cassette: Cassette, model: String? = nil) throws(RecordingError) {
+    /// The canonical form of the parent's requests after the fork point: a request of the program
+    /// that is one of them, sent before the requests up to the fork point are all answered, is
+    /// another conversation of the same run, ahead (sub-agents, parallel calls): it waits for
+    /// the fork point (`ExchangeRecorder.settleForkPoint`).
+    var laterRequests: Set<JSONValue>
+
+    /// Reads the requests the prefix answered from its stored content (and those the parent made
+    /// after it, from `rest`, the parent's events after the prefix); throws when the prefix is
+    /// not a recorded run's, or an edit cannot be made to one.
+    public init(prefix: [Event], rest: [Event] = [], forked: RunForked, cassette: Cassette, model: String? = nil)
+        throws(RecordingError)
+    {
         self.prefix = prefix
         self.forked = forked
         self.cassette = cassette
@@ -75,6 +84,20 @@ public struct RecordedFork: Sendable {
         }
         self.requests = requests
         self.requestSteps = requestSteps
+        var later = Set<JSONValue>()
+        for event in rest {
+            switch event.payload {
+            case .contentStored(let content):
+                if let bytes = content.bytes { stored[content.hash] = bytes }
+            case .contextBuilt(let built):
+                if let hash = built.promptHash, let bytes = stored[hash], let body = try? JSONParser.parse(bytes) {
+                    later.insert(RequestKey.canonical(body))
+                }
+            default:
+                continue
+            }
+        }
+        laterRequests = later
         var results: [String: (text: String, isError: Bool)] = [:]
         for edit in forked.edits {
             switch edit.kind {

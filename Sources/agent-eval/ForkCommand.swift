@@ -283,7 +283,9 @@ struct ForkCommand: AsyncParsableCommand {
                 ["openai:", "anthropic:"].first { given.hasPrefix($0) }.map { String(given.dropFirst($0.count)) } ?? given
             }
             if let model { forked.model = ModelIdentity(provider: "gateway", name: model) }
-            let fork = try RecordedFork(prefix: plan.prefix, forked: forked, cassette: parentCassette, model: model)
+            // The parent's requests after the fork point tell another conversation's, ahead, from a divergence.
+            let rest = try LogReader(path: log).readAll().events.map(\.event).dropFirst(plan.prefix.count)
+            let fork = try RecordedFork(prefix: plan.prefix, rest: Array(rest), forked: forked, cassette: parentCassette, model: model)
             let (runId, path) = destination.destination(agent: "\(name)-fork")
             let environment = ProcessInfo.processInfo.environment
             let upstreams = Upstreams.resolve(given: try RecordCommand.upstreamValues(recorded.upstreams), environment: environment)

@@ -262,3 +262,99 @@ struct RecordCommandTests {
         #expect(miss.stderr.contains("does not exist"), "\(miss.stderr)")
     }
 }
+
+/// `agent-eval fork` of runs recorded from agents on the official SDKs (from PyPI): the three
+/// model APIs, streamed and whole — the parent's cassette answers up to the fork point, and a
+/// replaced result reaches the model where each API carries it.
+@Suite("fork of a recorded run on the official SDKs", .tags(.python), .needsPython, .ownThread)
+struct RecordedSDKForkTests {
+    @Test(
+        "no edit: the parent again from its cassette; a replaced result: what the model is shown and what the log records",
+        arguments: [("chat", true), ("responses", false), ("responses", true), ("anthropic", false), ("anthropic", true)])
+    func forksEachAPI(api: String, stream: Bool) async throws {
+        try await TemporaryDirectory.with { directory in
+            let server = try LocalModelServer()
+            defer { server.stop() }
+            let python = try await RecordCommandTests.python()
+            let command =
+                ["--", python, RecordCommandTests.agent, "--api", api] + (stream ? ["--stream"] : []) + ["Order A-1042 arrived broken."]
+            let keys = ["OPENAI_API_KEY": RecordCommandTests.key, "ANTHROPIC_API_KEY": RecordCommandTests.key]
+            let parent = directory.path("parent.jsonl.gz")
+            let cassette = directory.path("cassette")
+            let recorded = try await agentEval(
+                ["record", "--no-catalog", "--log", parent, "--cassette", cassette, "--record", "all"]
+                    + RecordCommandTests.upstreams(server, "refund") + command, environment: keys)
+            try #require(recorded.status == 0, "\(recorded.stderr)")
+
+            let same = try await agentEval(
+                [
+                    "fork", parent, "--at", "0", "--parent-cassette", cassette, "--cassette", cassette, "--log",
+                    directory.path("same.jsonl.gz"),
+                    "--no-catalog", "--json",
+                ] + command, environment: keys)
+            #expect(same.status == 0, "\(same.stderr)")
+            #expect(try JSONParser.parse(same.stdout)["same_trajectory"] == true)
+
+            let lookup = try #require(
+                RecordCommandTests.events(parent).compactMap { event -> String? in
+                    if case .toolIntended(let intent) = event.payload, intent.tool == "lookup_order" { return intent.callId }
+                    return nil
+                }.first)
+            let log = directory.path("edited.jsonl.gz")
+            let edited = try await agentEval(
+                [
+                    "fork", parent, "--result", #"\#(lookup)={"order_id": "A-1042", "status": "lost"}"#, "--parent-cassette", cassette,
+                    "--log", log, "--no-catalog", "--json",
+                ] + RecordCommandTests.upstreams(server, "refund") + command,
+                environment: keys)
+            #expect(edited.status == 1, "\(edited.stderr)")
+            #expect(!edited.stderr.contains("never shown"), "\(edited.stderr)")
+            let report = try JSONParser.parse(edited.stdout)
+            #expect(report["diff"]?["first_divergence"]?["path"] == .string("\(lookup) lookup_order output"))
+            let state = try RecordCommandTests.state(log)
+            #expect(state.call(id: lookup)?.results.last?.output == ["order_id": "A-1042", "status": "lost"])
+            #expect(state.anomalies.isEmpty, "\(state.anomalies.map(\.message))")
+            // The requests past the fork point carried the edit in the API's own place.
+            let sent = try server.requests().compactMap { $0["body"] as? [String: Any] }.suffix(2)
+            #expect(sent.count == 2)
+            for body in sent {
+                let text = String(decoding: try JSONSerialization.data(withJSONObject: body), as: UTF8.self)
+                #expect(text.contains("lost"), "\(text)")
+            }
+            #expect(try LogVerifier.verify(path: log).isIntact)
+        }
+    }
+
+    @Test("two conversations at once: a fork at any step is made, whichever conversation reaches the fork point first")
+    func forksParallelConversations() async throws {
+        try await TemporaryDirectory.with { directory in
+            let server = try LocalModelServer()
+            defer { server.stop() }
+            let python = try await RecordCommandTests.python()
+            let command = [
+                "--", python, RecordCommandTests.agent, "--api", "chat", "--stream", "--parallel", "Order A-1042 arrived broken.",
+            ]
+            let keys = ["OPENAI_API_KEY": RecordCommandTests.key]
+            let parent = directory.path("parent.jsonl.gz")
+            let cassette = directory.path("cassette")
+            let recorded = try await agentEval(
+                ["record", "--no-catalog", "--log", parent, "--cassette", cassette, "--record", "all"]
+                    + RecordCommandTests.upstreams(server, "refund") + command, environment: keys)
+            try #require(recorded.status == 0, "\(recorded.stderr)")
+            // A request of the conversation ahead waits for the fork point; the order of the two
+            // conversations' steps after it is the program's timing, which the diff may show.
+            for step in 0..<4 {
+                let log = directory.path("fork-\(step).jsonl.gz")
+                let fork = try await agentEval(
+                    [
+                        "fork", parent, "--at", "\(step)", "--parent-cassette", cassette, "--cassette", cassette, "--log", log,
+                        "--no-catalog",
+                    ]
+                        + command, environment: keys)
+                #expect(fork.status == 0 || fork.status == 1, "step \(step): \(fork.stderr)")
+                #expect(try LogVerifier.verify(path: log).isIntact, "step \(step)")
+                #expect(try RecordCommandTests.state(log).stop?.reason == .success, "step \(step)")
+            }
+        }
+    }
+}
