@@ -33,12 +33,11 @@ extension ExchangeRecorder {
         let canonical = exchange.canonical
         let place: Place = state.withLock { state in
             if state.isForkMade { return .past }
-            let unclaimed = fork.requests.indices.filter { !state.prefixClaimed.contains($0) }
-            guard let first = unclaimed.first else { return .overlap }
-            if let index = unclaimed.first(where: { fork.requests[$0] == canonical }) {
+            if let index = fork.unclaimedPosition(of: canonical, claimed: state.prefixClaimed) {
                 state.prefixClaimed.insert(index)
                 return .before(index)
             }
+            guard let first = fork.requests.indices.first(where: { !state.prefixClaimed.contains($0) }) else { return .overlap }
             return .diverged(step: fork.requestSteps[first], canonical.firstDifference(from: fork.requests[first]))
         }
         let cause: StopCause
@@ -91,8 +90,7 @@ extension ExchangeRecorder {
         while waited < 60_000 {
             let waiting = state.withLock { state -> Bool in
                 guard !state.isForkMade, state.stopCause == nil else { return false }
-                let unclaimed = fork.requests.indices.filter { !state.prefixClaimed.contains($0) }
-                if unclaimed.contains(where: { fork.requests[$0] == canonical }) { return false }
+                if fork.unclaimedPosition(of: canonical, claimed: state.prefixClaimed) != nil { return false }
                 if state.prefixClaimed.count > state.prefixAnswered, waited < 5_000 { return true }
                 return isLater
             }

@@ -84,6 +84,7 @@ public struct RecordedFork: Sendable {
         }
         self.requests = requests
         self.requestSteps = requestSteps
+        requestPositions = Dictionary(grouping: requests.indices) { requests[$0] }
         var later = Set<JSONValue>()
         for event in rest {
             switch event.payload {
@@ -146,6 +147,13 @@ public struct RecordedFork: Sendable {
 
     /// The step of each request in `requests`.
     var requestSteps: [Int]
+    /// The positions in `requests` of each request, in order.
+    var requestPositions: [JSONValue: [Int]]
+
+    /// The first position of a request equal to `canonical` that no request of the program claimed.
+    func unclaimedPosition(of canonical: JSONValue, claimed: Set<Int>) -> Int? {
+        requestPositions[canonical]?.first { !claimed.contains($0) }
+    }
 
     /// Why an edit is not possible for a recorded run: it would have to reach into the program.
     public static func whyNot(_ kind: ForkEdit.Kind) -> String {

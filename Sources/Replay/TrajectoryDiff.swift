@@ -159,10 +159,13 @@ public struct TrajectoryDiff: Sendable {
             return true
         }
         let final = result.state
+        // Each call by its id and step: a provider may reuse an id in a later step.
+        var calls: [String: [Int: Int]] = [:]
+        for (index, call) in final.calls.enumerated() { calls[call.id, default: [:]][call.step] = index }
         for index in sketches.indices {
             for (position, call) in sketches[index].calls.enumerated() {
-                // The call of that step: a provider may reuse an id in a later one.
-                guard let record = final.calls.last(where: { $0.id == call.id && $0.step == sketches[index].step }) else { continue }
+                guard let found = calls[call.id]?[sketches[index].step] else { continue }
+                let record = final.calls[found]
                 sketches[index].calls[position].verdict = record.verdict?.verdict.rawValue ?? "none"
                 sketches[index].calls[position].results = record.results.map(\.status.rawValue)
                 sketches[index].calls[position].output = record.lastResult?.output

@@ -268,6 +268,19 @@ struct RecordCommandTests {
 /// replaced result reaches the model where each API carries it.
 @Suite("fork of a recorded run on the official SDKs", .tags(.python), .needsPython, .ownThread)
 struct RecordedSDKForkTests {
+    /// Records the parent live against the server's refund scenario, keeping its cassette.
+    static func recordParent(_ command: [String], server: LocalModelServer, keys: [String: String], in directory: TemporaryDirectory)
+        async throws -> (log: String, cassette: String)
+    {
+        let parent = directory.path("parent.jsonl.gz")
+        let cassette = directory.path("cassette")
+        let recorded = try await agentEval(
+            ["record", "--no-catalog", "--log", parent, "--cassette", cassette, "--record", "all"]
+                + RecordCommandTests.upstreams(server, "refund") + command, environment: keys)
+        try #require(recorded.status == 0, "\(recorded.stderr)")
+        return (parent, cassette)
+    }
+
     @Test(
         "no edit: the parent again from its cassette; a replaced result: what the model is shown and what the log records",
         arguments: [("chat", true), ("responses", false), ("responses", true), ("anthropic", false), ("anthropic", true)])
@@ -279,12 +292,7 @@ struct RecordedSDKForkTests {
             let command =
                 ["--", python, RecordCommandTests.agent, "--api", api] + (stream ? ["--stream"] : []) + ["Order A-1042 arrived broken."]
             let keys = ["OPENAI_API_KEY": RecordCommandTests.key, "ANTHROPIC_API_KEY": RecordCommandTests.key]
-            let parent = directory.path("parent.jsonl.gz")
-            let cassette = directory.path("cassette")
-            let recorded = try await agentEval(
-                ["record", "--no-catalog", "--log", parent, "--cassette", cassette, "--record", "all"]
-                    + RecordCommandTests.upstreams(server, "refund") + command, environment: keys)
-            try #require(recorded.status == 0, "\(recorded.stderr)")
+            let (parent, cassette) = try await Self.recordParent(command, server: server, keys: keys, in: directory)
 
             let same = try await agentEval(
                 [
@@ -335,12 +343,7 @@ struct RecordedSDKForkTests {
                 "--", python, RecordCommandTests.agent, "--api", "chat", "--stream", "--parallel", "Order A-1042 arrived broken.",
             ]
             let keys = ["OPENAI_API_KEY": RecordCommandTests.key]
-            let parent = directory.path("parent.jsonl.gz")
-            let cassette = directory.path("cassette")
-            let recorded = try await agentEval(
-                ["record", "--no-catalog", "--log", parent, "--cassette", cassette, "--record", "all"]
-                    + RecordCommandTests.upstreams(server, "refund") + command, environment: keys)
-            try #require(recorded.status == 0, "\(recorded.stderr)")
+            let (parent, cassette) = try await Self.recordParent(command, server: server, keys: keys, in: directory)
             // A request of the conversation ahead waits for the fork point; the order of the two
             // conversations' steps after it is the program's timing, which the diff may show.
             for step in 0..<4 {

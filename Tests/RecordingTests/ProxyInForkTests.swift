@@ -36,25 +36,12 @@ struct ProxyInForkTests {
 
         /// One model request; the call the model proposes, if any.
         func ask(_ messages: [JSONValue]) async throws -> (id: String, message: JSONValue)? {
-            var body: [UInt8] = []
-            try await ModelTransports.live.exchange(
-                TransportRequest(
-                    url: gateway.openAIBaseURL + "/chat/completions",
-                    headers: [HTTPHeader(name: "content-type", value: "application/json")],
-                    body: JSONWriter.encode(["model": "gpt-test", "messages": .array(messages)] as JSONValue),
-                    limits: RequestLimits(timeoutMs: 30_000))
-            ) { parts in
-                for case .chunk(let bytes) in parts { body += bytes }
-            }
-            let message = try JSONParser.parse(body)["choices"]?.arrayValue?.first?["message"] ?? .null
+            let message = try await gateway.chatMessage(messages)
             guard let id = message["tool_calls"]?.arrayValue?.first?["id"]?.stringValue else { return nil }
             return (id, message)
         }
 
-        func proxy(_ operation: JSONValue) async throws -> JSONValue {
-            let response = try await HTTPPoster(maxRetries: 0).post(JSONWriter.encode(operation), to: gateway.proxyURL)
-            return try JSONParser.parse(response.body)
-        }
+        func proxy(_ operation: JSONValue) async throws -> JSONValue { try await gateway.proxyOperation(operation) }
 
         /// The agent: look the order up through the proxy, then refund it (its own tool), then answer.
         func drive() async throws {

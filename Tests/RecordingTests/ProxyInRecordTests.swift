@@ -39,17 +39,7 @@ struct ProxyInRecordTests {
 
         /// One model request with the conversation so far; the call the model proposes, if any.
         mutating func ask() async throws -> (id: String, name: String, arguments: String)? {
-            var body: [UInt8] = []
-            try await ModelTransports.live.exchange(
-                TransportRequest(
-                    url: gateway.openAIBaseURL + "/chat/completions",
-                    headers: [HTTPHeader(name: "content-type", value: "application/json")],
-                    body: JSONWriter.encode(["model": "gpt-test", "messages": .array(messages)] as JSONValue),
-                    limits: RequestLimits(timeoutMs: 30_000))
-            ) { parts in
-                for case .chunk(let bytes) in parts { body += bytes }
-            }
-            let message = try JSONParser.parse(body)["choices"]?.arrayValue?.first?["message"]
+            let message: JSONValue? = try await gateway.chatMessage(messages)
             guard let call = message?["tool_calls"]?.arrayValue?.first, let id = call["id"]?.stringValue,
                 let name = call["function"]?["name"]?.stringValue
             else { return nil }
@@ -69,10 +59,7 @@ struct ProxyInRecordTests {
         }
 
         /// One operation of a proxy.
-        func proxy(_ operation: JSONValue) async throws -> JSONValue {
-            let response = try await HTTPPoster(maxRetries: 0).post(JSONWriter.encode(operation), to: gateway.proxyURL)
-            return try JSONParser.parse(response.body)
-        }
+        func proxy(_ operation: JSONValue) async throws -> JSONValue { try await gateway.proxyOperation(operation) }
 
         func finish() async throws -> [Event] {
             await gateway.stop()
