@@ -80,10 +80,11 @@ def canonical(value):
     raise TypeError("not a JSON value: %r" % (value,))
 
 
-def envelope_line(run_id, seq, step, time_us, kind, prev, data):
+def envelope_line(run_id, seq, step, time_us, kind, prev, data, version=1):
     """One event line, envelope members in the spec's order, without the newline."""
-    return ('{"v":1,"run":%s,"seq":%d,"step":%d,"time_us":%d,"kind":%s,"prev":%s,"data":%s}' % (
-        canonical(run_id), seq, step, time_us, canonical(kind), canonical(prev), canonical(data))).encode("utf-8")
+    link = ',"prev":%s' % canonical(prev) if prev is not None else ""
+    return ('{"v":%d,"run":%s,"seq":%d,"step":%d,"time_us":%d,"kind":%s%s,"data":%s}' % (
+        version, canonical(run_id), seq, step, time_us, canonical(kind), link, canonical(data))).encode("utf-8")
 
 
 def sha256_hex(data):
@@ -332,9 +333,17 @@ class RunState:
 class LogWriter:
     """Appends events to a new log: gzip members with the spec's header, a sync flush at every
     durability point, a member closed at the bound and at run_stopped. Keeps the fold, so
-    `end_step()` records the state digest."""
+    `end_step()` records the state digest.
 
-    def __init__(self, path, run_id, level=4):
+    `version` 3 (the default) links members (section 3): only a member's first line carries
+    `prev`, the hash of the member before, and run_stopped begins a member of its own; version 1
+    links every line to the line before."""
+
+    def __init__(self, path, run_id, level=4, version=3):
+        if version not in (1, 3):
+            raise ValueError("writes versions 1 and 3, not %r" % version)
+        self.version = version
+        self._member = b""
         self.file = open(path, "xb")
         # One writer at a time (section 1): released by the kernel if the process dies.
         fcntl.flock(self.file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -362,6 +371,9 @@ class LogWriter:
     def _close_member(self):
         if self._deflate is None:
             return
+        if self.version == 3:
+            self.prev = sha256_hex(self._member)
+            self._member = b""
         self.file.write(self._deflate.flush(zlib.Z_FINISH))
         self.file.write(struct.pack("<II", self._crc & 0xFFFFFFFF, self._size & 0xFFFFFFFF))
         self.file.flush()
@@ -379,16 +391,22 @@ class LogWriter:
         if time_us is None:
             import time
             time_us = int(time.time() * 1_000_000)
-        line = envelope_line(self.run_id, self.seq, step, time_us, kind, self.prev, data)
-        event = {"v": 1, "run": self.run_id, "seq": self.seq, "step": step, "time_us": time_us, "kind": kind,
-                 "prev": self.prev, "data": json.loads(line)["data"]}
+        if self.version == 3 and kind == "run_stopped" and self._deflate is not None:
+            self._close_member()  # the stop begins a member whose link covers every event before it
+        prev = self.prev if self.version == 1 or self._deflate is None else None
+        line = envelope_line(self.run_id, self.seq, step, time_us, kind, prev, data, self.version)
+        event = {"v": self.version, "run": self.run_id, "seq": self.seq, "step": step, "time_us": time_us, "kind": kind,
+                 "prev": prev, "data": json.loads(line)["data"]}
         if self._deflate is None:
             self._open_member()
         content = line + b"\n"
+        if self.version == 3:
+            self._member += content
         self.file.write(self._deflate.compress(content))
         self._crc = zlib.crc32(content, self._crc)
         self._size += len(content)
-        self.prev = sha256_hex(line)
+        if self.version == 1:
+            self.prev = sha256_hex(line)
         self.seq += 1
         self.step = step
         self.state.fold(event)
@@ -544,6 +562,7 @@ def verify(path):
         warnings.append("stray_seal")
     offset, ending = 0, "complete"
     expected_seq, prev, run_id, last_step = 0, GENESIS, None, None
+    log_version = None  # 1: lines link (versions 1 and 2); 3: members link (section 3)
     packet = None  # (seq, whole packet) of the last context_built, the base of a delta
     state = RunState()
     digests_checked, digest_mismatches = 0, []
@@ -585,14 +604,16 @@ def verify(path):
         if complete and partial:
             problems.append(_problem("split_event", "the member ends inside an event", expected_seq, start))
             break
-        for line in lines:
+        for index, line in enumerate(lines):
             seq_here = expected_seq
             try:
                 event = json.loads(line.decode("utf-8"))
                 assert isinstance(event, dict)
-                assert event.get("v") in (1, 2) or (_ for _ in ()).throw(ValueError("unsupported version"))
+                assert event.get("v") in (1, 2, 3) or (_ for _ in ()).throw(ValueError("unsupported version"))
                 for name, kind in [("run", str), ("seq", int), ("step", int), ("time_us", int), ("kind", str), ("prev", str),
                                    ("data", dict)]:
+                    if name == "prev" and event.get("v") == 3 and "prev" not in event:
+                        continue  # a version 3 line carries prev only first in a member
                     if not isinstance(event.get(name), kind) or isinstance(event.get(name), bool):
                         raise ValueError("%s is missing or mistyped" % name)
                 malformed = _malformed_hash(event["kind"], event["data"])
@@ -601,11 +622,23 @@ def verify(path):
             except (ValueError, UnicodeDecodeError, AssertionError) as error:
                 problems.append(_problem("invalid_event", "line is not a valid event: %s" % error, seq_here, start))
                 expected_seq += 1
-                prev = sha256_hex(line)
+                if log_version != 3:
+                    prev = sha256_hex(line)
                 continue
+            line_version = 3 if event["v"] == 3 else 1
+            log_version = log_version or line_version
+            if line_version != log_version:
+                problems.append(_problem("invalid_event", "a version %d line in a log of another version" % event["v"], event["seq"], start))
+            carries_link = True
+            if log_version == 3 and line_version == 3:
+                carries_link = index == 0
+                if (event.get("prev") is not None) != carries_link:
+                    problems.append(_problem("broken_chain", "prev on a line that is not a member's first, or none on one that is",
+                                             event["seq"], start))
+                    carries_link = False
             if line.endswith(b"\r"):
                 problems.append(_problem("invalid_event", "line ends with a carriage return", event["seq"], start))
-            if len(event["prev"]) != 64 or any(c not in "0123456789abcdef" for c in event["prev"]):
+            if event.get("prev") is not None and (len(event["prev"]) != 64 or any(c not in "0123456789abcdef" for c in event["prev"])):
                 problems.append(_problem("invalid_event", "prev is not 64 lowercase hex digits", event["seq"], start))
             if event["seq"] == 0 and event["kind"] != "run_started":
                 problems.append(_problem("invalid_event", "the first event must be run_started", 0, start))
@@ -620,7 +653,7 @@ def verify(path):
                 problems.append(_problem("sequence_repeat", "a sequence number repeats", event["seq"], start))
             elif event["seq"] > expected_seq:
                 problems.append(_problem("sequence_gap", "sequence numbers skip", expected_seq, start))
-            elif event["prev"] != prev:
+            elif carries_link and event["prev"] != prev:
                 problems.append(_problem("broken_chain", "the hash chain breaks", event["seq"] - 1, start))
             if event["seq"] != seq_here:
                 packet = UNKNOWN_BASE  # events lost or repeated may hold a delta's base: the next is taken as it is
@@ -639,15 +672,22 @@ def verify(path):
             state.fold(event)
             events.append(event)
             expected_seq = max(expected_seq, event["seq"] + 1)
-            prev = sha256_hex(line)
+            if log_version != 3:
+                prev = sha256_hex(line)
+        if log_version == 3 and lines:
+            # The next member links to this one's complete lines (section 3).
+            prev = sha256_hex(b"".join(line + b"\n" for line in lines))
         if not complete:
             # A tear cuts the next line short; it does not change it (section 5).
             version = "2" if partial[5:6] == b"2" else "1"  # a delta packet's line is version 2
+            if log_version == 3 or (log_version is None and partial[5:6] == b"3"):
+                version = "3"
             template = ('{"v":%s,"run":%s,"seq":%d,"step":' % (version, canonical(run_id), expected_seq)).encode("utf-8")
             if run_id is not None and not template.startswith(partial[:len(template)]):
                 problems.append(_problem("corrupt_member", "the partial line does not begin the next event", expected_seq, start))
             else:
-                marker = partial.find(b'"prev":"')
+                # A version 3 line carries prev only first in a member.
+                marker = partial.find(b'"prev":"') if version != "3" or not lines else -1
                 written = partial[marker + 8:marker + 8 + 64].split(b'"')[0].decode("ascii", "replace") if marker >= 0 else ""
                 if marker >= 0 and not prev.startswith(written):
                     problems.append(_problem("corrupt_member", "the partial line links to another event", expected_seq, start))

@@ -467,7 +467,7 @@ struct LogIndexer {
             memberStart = ResumePoint(
                 position: LogReader.Position(
                     memberOffset: recorded.location.memberOffset, memberIndex: recorded.location.memberIndex, sequence: event.sequence,
-                    previousHash: event.previousHash, runId: event.runId), callBase: callBase, state: state)
+                    previousHash: event.previousHash ?? "", runId: event.runId), callBase: callBase, state: state)
         }
         RunState.reduce(into: &state, event)
         steps?.add(recorded)
@@ -531,7 +531,7 @@ struct LogIndexer {
                 point = ResumePoint(
                     position: LogReader.Position(
                         memberOffset: summary.tear?.memberOffset ?? stampBefore.size, memberIndex: lastEvent.memberIndex + 1,
-                        sequence: lastEvent.sequence + 1, previousHash: lastEvent.hash, runId: lastEvent.runId),
+                        sequence: lastEvent.sequence + 1, previousHash: summary.lastHash ?? lastEvent.hash, runId: lastEvent.runId),
                     callBase: callBase, state: state)
             }
         }

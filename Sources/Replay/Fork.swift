@@ -66,6 +66,8 @@ public enum Fork {
         do {
             var options = LogReader.Options(resolvesContextPackets: true)
             options.isStrict = true
+            // `parent_head` names the last copied line by its hash, in a log of any version.
+            options.hashesLines = true
             recorded = try LogReader(path: path, options: options).readAll().events
         } catch let error as LogError {
             throw ForkError(
@@ -248,16 +250,12 @@ public enum Fork {
         }
         let prefix = Array(events[...end])
         // The state at the fork point is the one the parent's digests recorded, or there is no fork.
-        var folded = RunState()
-        var digester = StateDigester()
-        for event in prefix {
-            if case .stepEnded(let ended) = event.payload, ended.stateDigest != digester.digest(of: folded) {
-                throw ForkError(
-                    .unreadableParent,
-                    "cannot fork \(path): its state digest at step \(event.step) (seq \(event.sequence)) does not match the state its events fold to, so the state at the fork point is not the one the run had",
-                    path: path, hint: "agent-eval replay \(path) shows where")
-            }
-            digester.track(RunState.reduce(into: &folded, event))
+        let (folded, mismatch) = StateDigester.foldChecking(prefix)
+        if let event = mismatch {
+            throw ForkError(
+                .unreadableParent,
+                "cannot fork \(path): its state digest at step \(event.step) (seq \(event.sequence)) does not match the state its events fold to, so the state at the fork point is not the one the run had",
+                path: path, hint: "agent-eval replay \(path) shows where")
         }
         let head = recorded[end].hash
         for edit in request.edits where edit.kind == .result || edit.kind == .error {

@@ -94,11 +94,11 @@ public struct StepTableBuilder {
         if member?.memberIndex != recorded.location.memberIndex {
             member = LogReader.Position(
                 memberOffset: recorded.location.memberOffset, memberIndex: recorded.location.memberIndex, sequence: event.sequence,
-                previousHash: event.previousHash, runId: runId)
+                previousHash: event.previousHash ?? "", runId: runId)
         }
         if stepStart == nil { stepStart = member }
-        // Replay hands out packets made whole; a line below the delta version was whole.
-        if case .contextBuilt = event.payload, event.version < Event.deltaVersion { wholePacket = member }
+        // Replay hands out packets made whole; the read says which were written whole.
+        if case .contextBuilt = event.payload, !recorded.wasWrittenAsDelta { wholePacket = member }
         fold.add(recorded)
     }
 

@@ -230,7 +230,9 @@ public struct JSONScanner {
     /// again the general way, which also gives the errors. A fast path for an object whose
     /// canonical form is fixed (an event's envelope), without member-name matching or the
     /// duplicate-name search: the names are those, once each.
-    mutating func readObject(exactly names: [StaticString], _ body: (inout JSONScanner, Int) throws -> Void) throws -> Bool {
+    mutating func readObject(exactly names: [StaticString], optional: Int? = nil, _ body: (inout JSONScanner, Int) throws -> Void)
+        throws -> Bool
+    {
         guard peek(UInt8(ascii: "{")), depth < JSONParser.maximumDepth else { return false }
         depth += 1
         defer { depth -= 1 }
@@ -238,11 +240,13 @@ public struct JSONScanner {
             // `{` before the first name, `,` before the others.
             guard cursor.index < cursor.end, cursor.base[cursor.index] == (index == 0 ? UInt8(ascii: "{") : UInt8(ascii: ","))
             else { return false }
-            cursor.index += 1
             let matches = name.withUTF8Buffer { expected in
-                guard let start = expected.baseAddress, cursor.end - cursor.index >= expected.count else { return false }
-                return memcmp(cursor.base + cursor.index, start, expected.count) == 0
+                guard let start = expected.baseAddress, cursor.end - cursor.index - 1 >= expected.count else { return false }
+                return memcmp(cursor.base + cursor.index + 1, start, expected.count) == 0
             }
+            // The member `optional` may be missing: then the next name is here instead.
+            if !matches && index == optional && index > 0 { continue }
+            cursor.index += 1
             guard matches else { return false }
             cursor.index += name.utf8CodeUnitCount
             try body(&self, index)

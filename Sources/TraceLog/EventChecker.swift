@@ -14,17 +14,50 @@ public struct EventLocation: Sendable, Hashable {
 public struct RecordedEvent: Sendable, Hashable {
     public var event: Event
     public var location: EventLocation
-    /// SHA-256 (hex) of the event's line: what the next event's `prev` must be.
+    /// SHA-256 (hex) of the event's line. In a version 1 log that is what the next event's
+    /// `prev` must be, and every read gives it. A version 3 log links members, not lines, so a
+    /// read gives it only when asked (`LogReader.Options.hashesLines`), and is "" otherwise.
     public var hash: String
+    /// Whether the event is a context packet written as a delta that the read made whole
+    /// (`LogReader.Options.resolvesContextPackets`): a reader that starts at a packet needs one
+    /// written whole.
+    public var wasWrittenAsDelta = false
 }
 
 /// Checks each line against the ones before it: JSON, envelope version, run id, dense
 /// sequence numbers and the hash chain. It reports problems and keeps going, so the reader
 /// can stop at the first and the verifier can list them all.
+///
+/// The chain is a log's format (docs/log-format.md §3), which its first line read says: in a
+/// version 1 log each line links to the line before; in a version 3 log the first line of each
+/// member links to the member before, whose hash the reader hands in (`endMember`).
 struct EventChecker {
     let path: String
     private(set) var expectedSequence = 0
+    /// The chain's head: what the next link must be. Version 1: the last line's hash;
+    /// version 3: the hash of the last member that held a line.
     private(set) var lastHash: String?
+    /// 1 for a log whose lines link (versions 1 and 2), 3 for one whose members link; nil
+    /// until a line was read.
+    private(set) var format: Int?
+    /// Whether each event gets its line's hash in a version 3 log, where the chain needs none.
+    var hashesLines = false
+    /// The member of the last line checked, and the sequence numbers its events began and
+    /// ended with: a version 3 link names the member it covers.
+    private var member: (index: Int, first: Int?, last: Int?)?
+    /// The sequence numbers of the member `lastHash` is the hash of.
+    private var chainedMember: (first: Int?, last: Int?)?
+
+    /// Whether the reader must hand in each member's hash (`endMember`): a version 3 log.
+    var chainsMembers: Bool { format == Event.memberChainVersion }
+
+    /// Takes the hash of the member just read (its complete lines, newlines included): the
+    /// link the next member's first line must carry. Only for a member that held a line.
+    mutating func endMember(hash: String) {
+        lastHash = hash
+        isLastHashHex = true
+        chainedMember = member.map { ($0.first, $0.last) }
+    }
     /// Whether `lastHash` is 64 hex digits: always, but for a `previousHash` a caller resumed with.
     private var isLastHashHex = true
     private(set) var runId: String?
@@ -65,9 +98,14 @@ struct EventChecker {
     /// event's hash. A changed byte in the last
     /// complete event (which no later event links to) shows here when the cut fell after the
     /// start of `prev`; a stray byte shows at once.
-    func partialLineProblem(_ partial: UnsafeRawBufferPointer) -> String? {
+    ///
+    /// In a version 3 log only a member's first line carries `prev`: `isFirstInMember` says
+    /// whether the partial line is one (the torn member holds no complete line).
+    func partialLineProblem(_ partial: UnsafeRawBufferPointer, isFirstInMember: Bool) -> String? {
         guard !partial.isEmpty else { return nil }
-        let version = partial.count > 5 && partial[5] == UInt8(ascii: "2") ? "2" : "1"
+        let version =
+            chainsMembers || (format == nil && partial.count > 5 && partial[5] == UInt8(ascii: "3"))
+            ? "3" : partial.count > 5 && partial[5] == UInt8(ascii: "2") ? "2" : "1"
         var expected = Array("{\"v\":\(version),\"run\":".utf8)
         if let runId {
             expected += JSONWriter.encode(.string(runId))
@@ -76,9 +114,14 @@ struct EventChecker {
         for (index, pair) in zip(partial, expected).enumerated() where pair.0 != pair.1 {
             return "the bytes after the last complete event do not begin the next one (byte \(index) of the partial line differs)"
         }
+        // A version 3 line but a member's first carries no `prev`: the envelope up to `step` is
+        // all a tear can be held to.
+        guard version != "3" || isFirstInMember else { return nil }
         let marker = Array("\"prev\":\"".utf8)
         let bytes = Array(partial)
-        guard let lastHash, let start = bytes.indices.first(where: { bytes[$0...].starts(with: marker) }) else { return nil }
+        guard let lastHash = lastHash ?? (version == "3" ? ContentHash.genesis : nil),
+            let start = bytes.indices.first(where: { bytes[$0...].starts(with: marker) })
+        else { return nil }
         let written = bytes[(start + marker.count)...].prefix(64).prefix { $0 != UInt8(ascii: "\"") }
         let hash = Array(lastHash.utf8)
         guard hash.starts(with: written) else {
@@ -94,15 +137,23 @@ struct EventChecker {
     mutating func check(
         _ line: UnsafeRawBufferPointer, hash knownHash: String? = nil, at location: EventLocation, problems: inout [LogError]
     ) -> RecordedEvent? {
-        let hash = knownHash ?? ContentHash.sha256Hex(line)
+        let isFirstInMember = member?.index != location.memberIndex
+        if isFirstInMember { member = (location.memberIndex, nil, nil) }
+        // A line that does not decode is hashed as a version 1 line is, so that the next link
+        // is checked as far as it can be.
+        var hash = ""
+        var linksLines = !chainsMembers
         defer {
-            lastHash = hash
-            isLastHashHex = true
+            if linksLines {
+                lastHash = hash
+                isLastHashHex = true
+            }
         }
         let event: Event
         do {
             event = try Event(line: line, runId: runId, previousHash: lastHash, keepsPacketText: keepsPacketText)
         } catch let error as TraceCoreError {
+            if linksLines { hash = knownHash ?? ContentHash.sha256Hex(line) }
             let code: LogError.Code = error.code == .unsupportedVersion ? .unsupportedVersion : .invalidEvent
             problems.append(
                 LogError(
@@ -112,12 +163,31 @@ struct EventChecker {
             expectedSequence += 1
             return nil
         } catch {
+            if linksLines { hash = knownHash ?? ContentHash.sha256Hex(line) }
             problems.append(
                 LogError(
                     .invalidEvent, "line \(location.line) could not be decoded", path: path,
                     memberOffset: location.memberOffset, sequence: expectedSequence))
             expectedSequence += 1
             return nil
+        }
+        let lineFormat = event.version >= Event.memberChainVersion ? Event.memberChainVersion : 1
+        if format == nil { format = lineFormat }
+        linksLines = !chainsMembers
+        if linksLines || hashesLines { hash = knownHash ?? ContentHash.sha256Hex(line) }
+        if var current = member {
+            current.first = current.first ?? event.sequence
+            current.last = event.sequence
+            member = current
+        }
+        if lineFormat != format {
+            problems.append(
+                LogError(
+                    .invalidEvent,
+                    "event seq \(event.sequence) is a version \(event.version) line in a log of version \(chainsMembers ? "3" : "1 and 2") lines: "
+                        + "a log's lines are all version 3 (members linked), or all 1 and 2 (lines linked)",
+                    path: path, memberOffset: location.memberOffset, sequence: event.sequence,
+                    hint: "a log is rewritten in another version whole (agent-eval log upgrade), never line by line"))
         }
 
         if line.last == UInt8(ascii: "\r") {
@@ -128,12 +198,32 @@ struct EventChecker {
         }
         // The link the chain expects is hex already, so a `prev` equal to it needs no look.
         let expectedLink = lastHash ?? ContentHash.genesis
-        if !(isLastHashHex && event.previousHash == expectedLink) && !ContentHash.isHex64(event.previousHash) {
+        if let previous = event.previousHash, !(isLastHashHex && previous == expectedLink) && !ContentHash.isHex64(previous) {
             problems.append(
                 LogError(
                     .invalidEvent,
-                    "event seq \(event.sequence) has prev \"\(event.previousHash.prefix(70))\", which is not 64 lowercase hex digits",
+                    "event seq \(event.sequence) has prev \"\(previous.prefix(70))\", which is not 64 lowercase hex digits",
                     path: path, memberOffset: location.memberOffset, sequence: event.sequence))
+        }
+        // Version 3: a member's first line carries the link, and no other line does.
+        var carriesLink = true
+        if chainsMembers && lineFormat == format {
+            if isFirstInMember && event.previousHash == nil {
+                problems.append(
+                    LogError(
+                        .brokenChain,
+                        "event seq \(event.sequence) begins a gzip member but carries no prev: in a version 3 log the first line of each member links to the member before",
+                        path: path, memberOffset: location.memberOffset, sequence: event.sequence,
+                        hint: "the log's members were rearranged (recompressed?) after it was written"))
+            } else if !isFirstInMember && event.previousHash != nil {
+                problems.append(
+                    LogError(
+                        .brokenChain,
+                        "event seq \(event.sequence) carries prev but is not the first line of its gzip member: in a version 3 log only a member's first line does",
+                        path: path, memberOffset: location.memberOffset, sequence: event.sequence,
+                        hint: "the log's members were rearranged (recompressed?) after it was written"))
+            }
+            carriesLink = isFirstInMember && event.previousHash != nil
         }
         if event.sequence == 0, !event.payload.isStart {
             problems.append(
@@ -179,18 +269,26 @@ struct EventChecker {
             linkIsComparable = false
         }
 
-        if linkIsComparable {
-            if event.previousHash != expectedLink {
+        if linkIsComparable && carriesLink, let previous = event.previousHash {
+            if previous != expectedLink {
                 if event.sequence == 0 {
                     problems.append(
                         LogError(
-                            .brokenChain, "event seq 0 must carry 64 zeros as prev; it has \(event.previousHash.prefix(16))…",
+                            .brokenChain, "event seq 0 must carry 64 zeros as prev; it has \(previous.prefix(16))…",
                             path: path, memberOffset: location.memberOffset, sequence: 0))
+                } else if chainsMembers {
+                    let covered = chainedMember.flatMap { chained in chained.first.map { ($0, chained.last ?? $0) } }
+                    let range = covered.map { $0.0 == $0.1 ? "seq \($0.0)" : "seq \($0.0) to \($0.1)" } ?? "the events before it"
+                    problems.append(
+                        LogError(
+                            .brokenChain,
+                            "the hash chain breaks between gzip members before seq \(event.sequence): the member holding \(range) hashes to \(expectedLink.prefix(16))…, but seq \(event.sequence), which begins the next member, links to \(previous.prefix(16))…; an event of \(range) was changed after it was written (or seq \(event.sequence)'s prev was)",
+                            path: path, memberOffset: location.memberOffset, sequence: covered?.0 ?? event.sequence - 1))
                 } else {
                     problems.append(
                         LogError(
                             .brokenChain,
-                            "the hash chain breaks between seq \(event.sequence - 1) and seq \(event.sequence): seq \(event.sequence - 1) hashes to \(expectedLink.prefix(16))…, but seq \(event.sequence) links to \(event.previousHash.prefix(16))…; seq \(event.sequence - 1) was changed after it was written (or seq \(event.sequence)'s prev was)",
+                            "the hash chain breaks between seq \(event.sequence - 1) and seq \(event.sequence): seq \(event.sequence - 1) hashes to \(expectedLink.prefix(16))…, but seq \(event.sequence) links to \(previous.prefix(16))…; seq \(event.sequence - 1) was changed after it was written (or seq \(event.sequence)'s prev was)",
                             path: path, memberOffset: location.memberOffset, sequence: event.sequence - 1))
                 }
             }
@@ -240,5 +338,32 @@ struct EventChecker {
         } catch {
             contextShape = ContextShape.unknown(at: event.sequence)
         }
+    }
+}
+
+extension EventChecker {
+    /// Checks every complete line of one scanned member in order, calling `body` with each line,
+    /// its event (nil for a line that is none) and the problems so far; then, in a version 3
+    /// log, takes the member's hash as the next member's link. Returns the bytes after the
+    /// last complete line (a partial line, or a line a member split).
+    mutating func checkLines(
+        of scanned: ScannedMember, lineNumber: inout Int, problems: inout [LogError],
+        _ body: (UnsafeRawBufferPointer, RecordedEvent?, inout [LogError]) throws -> Void
+    ) rethrows -> Int {
+        var lineInMember = 0
+        var hasher = LineHasher(content: scanned.content)
+        let member = scanned.member
+        let dropped = try LineSplitter.forEachLine(in: scanned.content) { line in
+            // A version 3 log's lines are hashed only when asked; the first line of a log is,
+            // until it says which version the log is.
+            let hash = scanned.lineHashes?[lineInMember] ?? (chainsMembers && !hashesLines ? nil : hasher.hash(of: line))
+            lineInMember += 1
+            lineNumber += 1
+            let location = EventLocation(memberIndex: member.index, memberOffset: member.offset, line: lineNumber)
+            let recorded = check(line, hash: hash, at: location, problems: &problems)
+            try body(line, recorded, &problems)
+        }
+        if chainsMembers && lineInMember > 0 { endMember(hash: scanned.linkHash()) }
+        return dropped
     }
 }

@@ -57,6 +57,11 @@ public struct LogError: Diagnostic, Hashable {
         /// Signed-log verification failed: a signature does not check, is missing, or does not
         /// cover the log's end.
         case badSignature = "bad_signature"
+        /// A recorded state digest is not the digest of the state the events before it fold to
+        /// (`log upgrade` refuses to rewrite such a log).
+        case digestMismatch = "digest_mismatch"
+        /// `log upgrade` was given a log of the version it writes already.
+        case alreadyUpgraded = "already_upgraded"
     }
 
     public var code: Code

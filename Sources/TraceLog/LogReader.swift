@@ -55,11 +55,15 @@ public struct LogReader {
         /// that only fold (the eval facts, the catalog's indexer), where making them was about
         /// a twentieth of the read. The lists keep their sizes and the numbers their values.
         public var keepsPacketText = true
+        /// Give every event its line's SHA-256 (`RecordedEvent.hash`) in a version 3 log too,
+        /// whose chain links members and so needs no line's hash: for a fork, which names its
+        /// parent's last copied line by it. A version 1 log's lines are always hashed.
+        public var hashesLines = false
 
         public init(
             isStrict: Bool = false, memberContentLimit: Int = 1 << 30, readBufferSize: Int = 256 * 1024,
             inflatesWholeMembers: Bool = true, resolvesContextPackets: Bool = false, readsAheadFromBytes: Int = 1 << 20,
-            keepsPacketText: Bool = true
+            keepsPacketText: Bool = true, hashesLines: Bool = false
         ) {
             self.isStrict = isStrict
             self.memberContentLimit = memberContentLimit
@@ -68,6 +72,7 @@ public struct LogReader {
             self.resolvesContextPackets = resolvesContextPackets
             self.readsAheadFromBytes = readsAheadFromBytes
             self.keepsPacketText = keepsPacketText
+            self.hashesLines = hashesLines
         }
     }
 
@@ -173,6 +178,7 @@ public struct LogReader {
                     path: path, resumingAt: $0.sequence, previousHash: $0.previousHash, runId: $0.runId, contextShape: $0.contextShape)
             } ?? EventChecker(path: path)
         checker.keepsPacketText = options.keepsPacketText
+        checker.hashesLines = options.hashesLines
         var resolver = options.resolvesContextPackets ? ContextPacketResolver(startsMidLog: position != nil) : nil
         var summary = ReadSummary()
         var problems: [LogError] = []
@@ -186,19 +192,14 @@ public struct LogReader {
             summary.memberCount += 1
             summary.decompressedBytes += content.count
             var eventsInMember = 0
-            var lineInMember = 0
-            var hasher = LineHasher(content: content)
-            let dropped = try LineSplitter.forEachLine(in: content) { line in
-                let hash = scanned.lineHashes?[lineInMember] ?? hasher.hash(of: line)
-                lineInMember += 1
-                lineNumber += 1
-                let location = EventLocation(memberIndex: member.index, memberOffset: member.offset, line: lineNumber)
-                guard var recorded = checker.check(line, hash: hash, at: location, problems: &problems), problems.isEmpty else {
-                    throw problems[0]
-                }
+            let dropped = try checker.checkLines(of: scanned, lineNumber: &lineNumber, problems: &problems) { line, checked, problems in
+                guard var recorded = checked, problems.isEmpty else { throw problems[0] }
                 if var packets = resolver {
                     defer { resolver = packets }
                     do {
+                        if case .contextBuilt(let packet) = recorded.event.payload, packet.delta != nil {
+                            recorded.wasWrittenAsDelta = true
+                        }
                         recorded.event = try packets.resolve(recorded.event)
                     } catch let error as TraceCoreError {
                         throw LogError(
@@ -210,9 +211,9 @@ public struct LogReader {
                 summary.eventCount += 1
                 eventsInMember += 1
                 lastSequence = recorded.event.sequence
-                summary.lastHash = recorded.hash
                 try body(line, recorded)
             }
+            summary.lastHash = checker.lastHash
             if isComplete {
                 if dropped > 0 {
                     throw LogError(
@@ -222,7 +223,9 @@ public struct LogReader {
                         hint: "verify the log for a full report of its damage")
                 }
             } else {
-                if let problem = checker.partialLineProblem(UnsafeRawBufferPointer(rebasing: content[(content.count - dropped)...])) {
+                if let problem = checker.partialLineProblem(
+                    UnsafeRawBufferPointer(rebasing: content[(content.count - dropped)...]), isFirstInMember: eventsInMember == 0)
+                {
                     throw LogError(
                         .corruptMember,
                         "the log ends inside the gzip member at byte \(member.offset), and it is damaged, not cut off: \(problem)",
@@ -283,7 +286,10 @@ public struct ReadSummary: Sendable, Hashable {
     public var eventCount = 0
     /// Bytes of JSONL text after decompression.
     public var decompressedBytes = 0
-    /// The hash of the last complete event's line: the `prev` the next event must carry.
+    /// The chain's head: the `prev` the next event must carry, or in a version 3 log the next
+    /// member's first event — the hash of the last complete event's line (version 1), or of the
+    /// complete lines of the last member that held one (version 3; of a torn member, those it
+    /// keeps once sealed).
     public var lastHash: String?
     /// Set when the file ends inside a member.
     public var tear: LogTear?

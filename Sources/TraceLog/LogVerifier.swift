@@ -41,16 +41,19 @@ public enum LogVerifier {
                 var summary = MemberSummary(index: member.index, offset: member.offset, length: member.length)
                 summary.isComplete = isComplete
                 summary.decompressedBytes = content.count
-                var lineInMember = 0
-                var hasher = LineHasher(content: content)
-                let dropped = LineSplitter.forEachLine(in: content) { line in
-                    let hash = scanned.lineHashes?[lineInMember] ?? hasher.hash(of: line)
-                    lineInMember += 1
-                    lineNumber += 1
-                    let location = EventLocation(memberIndex: member.index, memberOffset: member.offset, line: lineNumber)
-                    if let recorded = checker.check(line, hash: hash, at: location, problems: &report.problems) {
+                let dropped = checker.checkLines(of: scanned, lineNumber: &lineNumber, problems: &report.problems) {
+                    line, checked, problems in
+                    if let recorded = checked {
                         if recorded.event.kind == LogSigner.kind {
-                            signatures.check(recorded.event, key: key, path: path, memberOffset: member.offset, problems: &report.problems)
+                            // What a version 3 signature covers: the member's lines before it.
+                            var head = recorded.event.previousHash
+                            if head == nil, recorded.event.version >= Event.memberChainVersion, let start = content.baseAddress,
+                                let lineStart = line.baseAddress
+                            {
+                                head = ContentHash.sha256Hex(UnsafeRawBufferPointer(rebasing: content[..<start.distance(to: lineStart)]))
+                            }
+                            signatures.check(
+                                recorded.event, head: head, key: key, path: path, memberOffset: member.offset, problems: &problems)
                         } else {
                             report.lastEventKind = recorded.event.kind
                         }
@@ -71,7 +74,8 @@ public enum LogVerifier {
                             path: path, memberOffset: member.offset, sequence: checker.expectedSequence))
                 }
                 if !isComplete,
-                    let problem = checker.partialLineProblem(UnsafeRawBufferPointer(rebasing: content[(content.count - dropped)...]))
+                    let problem = checker.partialLineProblem(
+                        UnsafeRawBufferPointer(rebasing: content[(content.count - dropped)...]), isFirstInMember: summary.eventCount == 0)
                 {
                     report.problems.append(
                         LogError(
@@ -212,7 +216,11 @@ struct SignatureChecks {
     var lastCovered: Int?
     var lastIsFinal = false
 
-    mutating func check(_ event: Event, key: LogVerificationKey?, path: String, memberOffset: Int, problems: inout [LogError]) {
+    /// `head` is what the signature must cover: the event's `prev` (version 1), or the hash of
+    /// its member's lines before it (version 3).
+    mutating func check(
+        _ event: Event, head expectedHead: String?, key: LogVerificationKey?, path: String, memberOffset: Int, problems: inout [LogError]
+    ) {
         count += 1
         guard let key else { return }
         guard case .unknown(_, let data) = event.payload, case .string(let keyId)? = data["key_id"],
@@ -228,7 +236,7 @@ struct SignatureChecks {
         let problem: String? =
             if keyId != key.keyId {
                 "it was made with another key (\(keyId), not \(key.keyId))"
-            } else if covered != event.sequence - 1 || head != event.previousHash {
+            } else if covered != event.sequence - 1 || head != expectedHead {
                 "it does not cover the event before it"
             } else if !key.isValid(signature: signature, runId: event.runId, sequence: covered, head: head, isFinal: isFinal) {
                 "it does not check: the events it covers were changed"

@@ -3,11 +3,14 @@ public import TraceCore
 
 /// Appends events to a log: gzip-compressed JSONL, one event per line, hash-linked.
 ///
-/// The writer assigns each event its sequence number and `prev` hash. It closes a gzip member
-/// once the member holds `Options.memberBound` bytes of JSONL (at an event boundary), at
-/// `run_stopped`, and on `close()`. It flushes per its `Durability`, and always at durability
-/// points. Opening an existing log seals a torn tail first and continues the chain in a new
-/// member.
+/// The writer assigns each event its sequence number and `prev` hash: in a version 3 log (the
+/// default) the first line of each gzip member carries the hash of the member before and no
+/// other line carries one; in a version 1 log every line carries the hash of the line before
+/// (docs/log-format.md §3). It closes a gzip member once the member holds `Options.memberBound`
+/// bytes of JSONL (at an event boundary), at `run_stopped` (which, in a version 3 log, begins a
+/// member of its own, so that the chain covers every event before it), and on `close()`. It
+/// flushes per its `Durability`, and always at durability points. Opening an existing log seals
+/// a torn tail first and continues the chain, in the log's own version, in a new member.
 ///
 /// ```swift
 /// try LogWriter.withWriter(creating: "run.jsonl.gz", runId: "r1") { log in
@@ -36,10 +39,16 @@ public final class LogWriter {
         /// reader's `memberContentLimit` (1 GiB by default). The writer never writes an event
         /// that could make a member hold more (`maximumLineBytes`): it refuses it, unwritten.
         public var readerMemberLimit = LogReader.Options().memberContentLimit
+        /// The version a new log is written in: 3, whose hash chain links gzip members (about a
+        /// quarter smaller), or 1, whose every line links to the line before, for readers of
+        /// agent-eval 0.3 and older (with delta packets as version 2 lines, `writesContextDeltas`).
+        /// A log opened to append to keeps its own version.
+        public var formatVersion = Event.memberChainVersion
 
         public init(
             memberBound: Int = 256 * 1024, durability: Durability = .standard, compressionLevel: Int32 = 4, signer: LogSigner? = nil,
-            redactor: Redactor? = nil, writesContextDeltas: Bool = true, readerMemberLimit: Int = LogReader.Options().memberContentLimit
+            redactor: Redactor? = nil, writesContextDeltas: Bool = true, readerMemberLimit: Int = LogReader.Options().memberContentLimit,
+            formatVersion: Int = Event.memberChainVersion
         ) {
             self.memberBound = memberBound
             self.durability = durability
@@ -48,6 +57,7 @@ public final class LogWriter {
             self.redactor = redactor
             self.writesContextDeltas = writesContextDeltas
             self.readerMemberLimit = readerMemberLimit
+            self.formatVersion = formatVersion
         }
 
         /// The longest event line (newline included) the writer writes. A member holds less
@@ -66,8 +76,11 @@ public final class LogWriter {
     public let options: Options
     /// The sequence number the next event gets.
     public private(set) var nextSequence: Int
-    /// The hash of the last line written: the next event's `prev`.
+    /// The chain's head: the hash of the last line written, the next event's `prev` (version 1),
+    /// or of the last member closed, the next member's first `prev` (version 3).
     public private(set) var lastHash: String
+    /// Whether the log's chain links members (version 3) rather than lines (version 1).
+    public let linksMembers: Bool
     /// Bytes handed to the file so far (the file's size once flushed).
     public private(set) var bytesWritten: Int
     /// Bytes of JSONL written so far, newlines included.
@@ -86,13 +99,17 @@ public final class LogWriter {
     private var hasDeferredDurability = false
     private var isClosed = false
     private var lineWriter = JSONWriter(capacity: 4096)
+    /// The current member's lines, newlines included (version 3): hashed when it closes.
+    private var memberText: [UInt8] = []
 
-    private init(path: String, runId: String, options: Options, file: FileDescriptor, nextSequence: Int, lastHash: String, size: Int)
-        throws
-    {
+    private init(
+        path: String, runId: String, options: Options, file: FileDescriptor, nextSequence: Int, lastHash: String, size: Int,
+        linksMembers: Bool
+    ) throws {
         self.path = path
         self.runId = runId
         self.options = options
+        self.linksMembers = linksMembers
         self.file = file
         self.nextSequence = nextSequence
         self.lastHash = lastHash
@@ -103,6 +120,11 @@ public final class LogWriter {
     /// Creates a new log, and the directories leading to it; fails with `alreadyExists` if
     /// there is a file at `path`.
     public static func create(at path: String, runId: String, options: Options = Options()) throws -> LogWriter {
+        guard options.formatVersion == 1 || options.formatVersion == Event.memberChainVersion else {
+            throw LogError(
+                .invalidEvent, "cannot write a log of version \(options.formatVersion): this agent-eval writes versions 1 and 3",
+                path: path)
+        }
         try FileDescriptor.createParentDirectories(of: path)
         let file = try FileDescriptor.openForAppending(path, create: true)
         let lock = try FileDescriptor.lockForWriting(path)
@@ -110,7 +132,7 @@ public final class LogWriter {
         if options.durability.sync != .never { try FileDescriptor.syncDirectory(of: path) }
         let writer = try LogWriter(
             path: path, runId: runId, options: options, file: file, nextSequence: 0, lastHash: ContentHash.genesis,
-            size: 0)
+            size: 0, linksMembers: options.formatVersion == Event.memberChainVersion)
         writer.lock = lock
         return writer
     }
@@ -128,7 +150,11 @@ public final class LogWriter {
         let lock = try FileDescriptor.lockForWriting(path)
         try LogRepair.finishInterruptedSeal(path: path)
         var last: RecordedEvent?
-        let summary = try LogReader(path: path).forEachEvent { last = $0 }
+        var firstVersion = 1
+        let summary = try LogReader(path: path).forEachEvent {
+            if last == nil { firstVersion = $0.event.version }
+            last = $0
+        }
         // Sealing keeps every complete event, so the last event and its hash stay as read.
         let repair = summary.tear == nil ? nil : try LogRepair.seal(lockedPath: path)
         guard let last, let lastHash = summary.lastHash else {
@@ -140,7 +166,7 @@ public final class LogWriter {
         let size = try file.size()
         let writer = try LogWriter(
             path: path, runId: last.event.runId, options: options, file: file, nextSequence: last.event.sequence + 1,
-            lastHash: lastHash, size: size)
+            lastHash: lastHash, size: size, linksMembers: firstVersion >= Event.memberChainVersion)
         writer.lastStep = last.event.step
         writer.lock = lock
         return (writer, repair)
@@ -173,6 +199,11 @@ public final class LogWriter {
     /// pipeline scheduler records a checkpoint and the next task's start with one flush.)
     @discardableResult
     public func append(_ payload: EventPayload, step: Int, timeUs: Int, defersDurability: Bool = false) throws -> Event {
+        // Version 3: the stop begins a member of its own, whose link covers every event before
+        // it (only the stop, like the last line of a version 1 log, is left to its CRC).
+        if linksMembers && payload.isStop && memberInput > 0 && !isClosed {
+            try finishMember(sync: false)
+        }
         let event = try write(payload, step: step, timeUs: timeUs)
         let isDurabilityPoint = payload.isDurabilityPoint && !defersDurability
         if payload.isDurabilityPoint && defersDurability { hasDeferredDurability = true }
@@ -200,7 +231,9 @@ public final class LogWriter {
     /// With a signer: a `log_signed` event covering the chain up to the last event.
     private func sign(isFinal: Bool, step: Int, timeUs: Int) throws {
         guard let signer = options.signer, nextSequence > 0 else { return }
-        let payload = try signer.payload(runId: runId, sequence: nextSequence - 1, head: lastHash, isFinal: isFinal)
+        // Version 3: the member's lines so far, which begin with the link to the member before.
+        let head = linksMembers ? ContentHash.sha256Hex(memberText) : lastHash
+        let payload = try signer.payload(runId: runId, sequence: nextSequence - 1, head: head, isFinal: isFinal)
         signatureEvents.append(try write(payload, step: step, timeUs: timeUs))
     }
 
@@ -228,7 +261,8 @@ public final class LogWriter {
                 path: path, sequence: nextSequence, hint: "make hashes with ContentHash.sha256")
         }
         var event = Event(
-            runId: runId, sequence: nextSequence, step: step, timeUs: timeUs, previousHash: lastHash, payload: payload)
+            version: linksMembers ? Event.memberChainVersion : Event.schemaVersion, runId: runId, sequence: nextSequence, step: step,
+            timeUs: timeUs, previousHash: !linksMembers || memberInput == 0 ? lastHash : nil, payload: payload)
         var wholePacket: ContextBuilt?
         if case .contextBuilt(let packet) = payload {
             guard packet.delta == nil else {
@@ -239,7 +273,7 @@ public final class LogWriter {
             }
             wholePacket = packet
             if let delta = contextDelta(for: packet) {
-                event.version = Event.deltaVersion
+                if !linksMembers { event.version = Event.deltaVersion }
                 event.payload = .contextBuilt(
                     ContextBuilt(
                         goal: packet.goal, stateSummary: packet.stateSummary, tokenEstimate: packet.tokenEstimate,
@@ -283,15 +317,16 @@ public final class LogWriter {
         lastStep = step
         lastTimeUs = timeUs
         if let wholePacket {
-            if event.version == Event.deltaVersion {
+            if case .contextBuilt(let written) = event.payload, written.delta != nil {
                 packetBytes.sinceWhole += lineWriter.bytes.count
             } else {
                 packetBytes = (lineWriter.bytes.count, 0)
             }
             lastPacket = (nextSequence, wholePacket)
         }
-        lastHash = lineWriter.bytes.withUnsafeBytes { ContentHash.sha256Hex($0) }
+        if !linksMembers { lastHash = lineWriter.bytes.withUnsafeBytes { ContentHash.sha256Hex($0) } }
         lineWriter.bytes.append(0x0A)
+        if linksMembers { memberText.append(contentsOf: lineWriter.bytes) }
         lineWriter.bytes.withUnsafeBytes { deflater.deflate($0, flush: Z_NO_FLUSH) }
         nextSequence += 1
         memberInput += lineWriter.bytes.count
@@ -364,6 +399,10 @@ public final class LogWriter {
     }
 
     private func finishMember(sync: Bool) throws {
+        if linksMembers && memberInput > 0 {
+            lastHash = ContentHash.sha256Hex(memberText)
+            memberText.removeAll(keepingCapacity: true)
+        }
         deflater.deflate(UnsafeRawBufferPointer(start: nil, count: 0), flush: Z_FINISH)
         try writeOut()
         deflater.reset()

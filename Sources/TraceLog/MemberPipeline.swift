@@ -8,12 +8,30 @@ import TraceCore
 #endif
 
 /// One member as a scan hands it over: the member, its content, whether it is complete, and —
-/// when a helper thread read it — the SHA-256 (hex) of each of its complete lines, in order.
+/// when a helper thread read it — the hashes the chain needs: the SHA-256 (hex) of each of its
+/// complete lines, in order, for a log whose lines link (version 1), or of its complete lines
+/// together for one whose members link (version 3).
 struct ScannedMember {
     var member: MemberScanner.Member
     var content: UnsafeRawBufferPointer
     var isComplete: Bool
     var lineHashes: [String]?
+    var memberHash: String? = nil
+
+    /// The SHA-256 (hex) of the member's complete lines, newlines included: the link a version 3
+    /// log's next member carries.
+    func linkHash() -> String { memberHash ?? Self.linkHash(of: content) }
+
+    static func linkHash(of content: UnsafeRawBufferPointer) -> String {
+        var end = content.count
+        while end > 0 && content[end - 1] != 0x0A { end -= 1 }
+        return ContentHash.sha256Hex(UnsafeRawBufferPointer(rebasing: content[..<end]))
+    }
+
+    /// Whether the content is a version 3 log's, by its first line as a writer writes it.
+    static func linksMembers(_ content: UnsafeRawBufferPointer) -> Bool {
+        content.starts(with: "{\"v\":3,".utf8)
+    }
 }
 
 extension MemberScanner {
@@ -61,7 +79,8 @@ final class MemberPipeline: @unchecked Sendable {
         var member: MemberScanner.Member
         var content: ByteBuffer
         var isComplete: Bool
-        var lineHashes: [String]
+        var lineHashes: [String]?
+        var memberHash: String?
     }
 
     private struct Stopped: Error {}
@@ -123,7 +142,9 @@ final class MemberPipeline: @unchecked Sendable {
             let item = queue.removeFirst()
             pthread_mutex_unlock(mutex)
             try body(
-                ScannedMember(member: item.member, content: item.content.bytes, isComplete: item.isComplete, lineHashes: item.lineHashes))
+                ScannedMember(
+                    member: item.member, content: item.content.bytes, isComplete: item.isComplete, lineHashes: item.lineHashes,
+                    memberHash: item.memberHash))
             pthread_mutex_lock(mutex)
             queuedBytes -= item.content.count
             spare.append(item.content)
@@ -185,14 +206,22 @@ final class MemberPipeline: @unchecked Sendable {
                     buffer.append(content)
                 }
                 filling = nil
-                var hashes: [String] = []
-                hashes.reserveCapacity(content.count / 256)
-                var hasher = LineHasher(content: content)
-                _ = LineSplitter.forEachLine(in: content) { hashes.append(hasher.hash(of: $0)) }
+                // A version 3 log links members: one hash of the member, no line's.
+                var hashes: [String]?
+                var memberHash: String?
+                if ScannedMember.linksMembers(content) {
+                    memberHash = ScannedMember.linkHash(of: content)
+                } else {
+                    var lines: [String] = []
+                    lines.reserveCapacity(content.count / 256)
+                    var hasher = LineHasher(content: content)
+                    _ = LineSplitter.forEachLine(in: content) { lines.append(hasher.hash(of: $0)) }
+                    hashes = lines
+                }
                 pthread_mutex_lock(mutex)
                 let stopping = isStopping
                 if !stopping {
-                    queue.append(Item(member: member, content: buffer, isComplete: isComplete, lineHashes: hashes))
+                    queue.append(Item(member: member, content: buffer, isComplete: isComplete, lineHashes: hashes, memberHash: memberHash))
                     queuedBytes += buffer.count
                     pthread_cond_broadcast(changed)
                 }

@@ -77,7 +77,7 @@ public struct StoredOutputs {
             memberIndex = recorded.location.memberIndex
             let start = LogReader.Position(
                 memberOffset: recorded.location.memberOffset, memberIndex: recorded.location.memberIndex, sequence: event.sequence,
-                previousHash: event.previousHash, runId: event.runId)
+                previousHash: event.previousHash ?? "", runId: event.runId)
             if store == nil {
                 // The second member: only now is the file looked at.
                 guard let made = LogOutputStore(path: path, minimumBytes: minimumLogBytes) else {
@@ -96,7 +96,7 @@ public struct StoredOutputs {
             pending.append(
                 Pending(
                     call: call, result: result, sequence: event.sequence, member: recorded.location.memberIndex,
-                    check: LogOutputStore.check(ofLineHash: recorded.hash), count: text.count))
+                    check: LogOutputStore.check(of: text.bytes), count: text.count))
         case .stepEnded:
             release(into: &state)
         default:
@@ -165,9 +165,12 @@ public final class LogOutputStore: JSONTextStore {
         members.withLock { $0.starts.append(start) }
     }
 
-    /// The first 8 bytes of a line's SHA-256 (64 hex digits), as a number.
-    static func check(ofLineHash hash: String) -> UInt64 {
-        ContentHash.leadingWord(hex: hash) ?? 0
+    /// A check of an output's text, to see that what is read back is what was let go of (the
+    /// same process computes both, so the hasher's seed is the same).
+    static func check(of text: [UInt8]) -> UInt64 {
+        var hasher = Hasher()
+        text.withUnsafeBytes { hasher.combine(bytes: $0) }
+        return UInt64(bitPattern: Int64(hasher.finalize()))
     }
 
     public func text(at key: Int, check: UInt64) -> [UInt8]? {
@@ -236,7 +239,7 @@ public final class LogOutputStore: JSONTextStore {
                 let sequence = recorded.event.sequence
                 guard sequence < end else { return false }
                 if case .toolCompleted(let completed) = recorded.event.payload, let text = completed.outputText {
-                    outputs[sequence] = (text.bytes, Self.check(ofLineHash: recorded.hash))
+                    outputs[sequence] = (text.bytes, Self.check(of: text.bytes))
                 }
                 return sequence + 1 < end
             }

@@ -150,6 +150,8 @@ func commandHint(for diagnostic: any Diagnostic) -> String? {
         return "if nothing needs it, remove it: rm \(ShellWords.quoted(path + ".seal"))"
     case "log.pending_seal":
         return "run `agent-eval log repair \(ShellWords.quoted(path))` to finish the interrupted seal"
+    case "log.digest_mismatch":
+        return "run `agent-eval replay \(ShellWords.quoted(path))` to see the step whose digest differs; keep the file as evidence"
     case "log.not_repairable":
         return "inspect it with `agent-eval log verify \(ShellWords.quoted(path))`; keep the file as evidence rather than rewriting it"
     case "runtime.undecided_calls":

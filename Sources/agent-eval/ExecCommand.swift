@@ -99,10 +99,11 @@ struct ExecCommand: AsyncParsableCommand {
     @Option(
         help: ArgumentHelp(
             """
-            The newest log format version the log may use: 2 writes a context packet as a delta on the one before when \
-            that is smaller; 1 writes every packet whole, for readers that know only version 1. (default: the agent \
-            file's log_version, else 2)
-            """, valueName: "1|2"))
+            The log format version to write: 3 links the log's gzip members in its hash chain (about a quarter smaller); \
+            2 links every line, and writes a context packet as a delta on the one before when that is smaller, for \
+            agent-eval 0.3's readers; 1 also writes every packet whole, for readers that know only version 1. A \
+            resumed run keeps its log's version. (default: the agent file's log_version, else 3)
+            """, valueName: "1|2|3"))
     var logVersion: Int?
 
     /// The agent file, however it was given.
@@ -116,7 +117,7 @@ struct ExecCommand: AsyncParsableCommand {
         }
         if let logVersion, !Event.supportedVersions.contains(logVersion) {
             throw ValidationError(
-                "--log-version must be \(Event.supportedVersions.map(String.init).joined(separator: " or ")), found \(logVersion)")
+                "--log-version must be 1, 2 or 3, found \(logVersion)")
         }
         try models.requireCassetteForRecord()
         if quiet && (json || stream) { throw ValidationError("--quiet prints only the log's path; leave out --json and --stream") }
@@ -146,7 +147,10 @@ struct ExecCommand: AsyncParsableCommand {
                 environment.observe = { printer.show($0) }
             }
             var agent = try AgentFile.load(path: agentPath, models: try models.options(), servers: MCPServers())
-            if let logVersion { agent.writesContextDeltas = logVersion >= Event.deltaVersion }
+            if let logVersion {
+                agent.writesContextDeltas = logVersion >= Event.deltaVersion
+                agent.logFormatVersion = logVersion >= Event.memberChainVersion ? Event.memberChainVersion : 1
+            }
             // The finished log is indexed, then its trace sent (--otlp-endpoint).
             let runtime = AgentRuntime(
                 agent: agent, environment: environment, signer: signer,

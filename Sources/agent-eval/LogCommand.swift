@@ -7,8 +7,8 @@ import TraceLog
 struct LogCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "log",
-        abstract: "Print, verify and repair event logs (.jsonl.gz).",
-        subcommands: [Cat.self, Verify.self, Repair.self, Keygen.self]
+        abstract: "Print, verify, repair and upgrade event logs (.jsonl.gz).",
+        subcommands: [Cat.self, Verify.self, Repair.self, Upgrade.self, Keygen.self]
     )
 
     struct Cat: ParsableCommand {
@@ -195,6 +195,98 @@ struct LogCommand: ParsableCommand {
             // This is the full report of the damage: no hint sends the reader back to it.
             guard !damageCodes.contains(problem.diagnosticCode) else { return }
             if let hint = commandHint(for: problem) ?? problem.hint { say("    hint: \(hint)") }
+        }
+    }
+
+    struct Upgrade: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "upgrade",
+            abstract: "Rewrite a version 1 log as version 3, whose hash chain links gzip members (about a quarter smaller).",
+            discussion: """
+                Writes NEW with the same run and the same events as OLD — kind, step, time and data, context packets \
+                as a reader makes them whole — in version 3 members with version 3 links (docs/log-format.md §3.1, §6). \
+                OLD is not changed. NEW is then read back: it must hold the same events, and every state digest must \
+                match its fold, or it is removed and the command fails.
+
+                Only a log that proves what it holds is rewritten: intact, and every recorded state digest matching \
+                the state its events fold to (a mismatch is evidence a rewrite would hide). A torn log is sealed \
+                first (agent-eval log repair). A signed log's signatures sign its version 1 links, so they are left \
+                out — and the digests that counted them recomputed — unless --sign-key signs the new log.
+
+                Exit codes: 0 upgraded (or already version 3, with a note), 1 refused (torn, damaged, or a digest \
+                that does not match), 2 unreadable or NEW cannot be written.
+
+                Example:
+                  agent-eval log upgrade Fixtures/samples/support-sample.jsonl.gz /tmp/support-v3.jsonl.gz
+                """
+        )
+
+        /// What the old log can be that refuses an upgrade: torn, damaged, or a digest mismatch.
+        static let refusals: Set<LogError.Code> = [
+            .digestMismatch, .tornTail, .corruptMember, .splitEvent, .invalidEvent, .sequenceGap, .sequenceRepeat, .brokenChain,
+            .runMismatch, .noEvent,
+        ]
+
+        @Argument(help: "The log to upgrade (.jsonl.gz); left as it is.")
+        var source: String
+
+        @Argument(help: "The new log to write; must not exist.")
+        var destination: String
+
+        @Option(name: .customLong("sign-key"), help: "Sign the new log with this private key (agent-eval log keygen).")
+        var signKey: String?
+
+        @Flag(help: "Print the result as JSON.")
+        var json = false
+
+        func run() throws {
+            let report: LogUpgrade.Report
+            do {
+                var options = LogWriter.Options()
+                options.signer = try signKey.map { path throws(LogError) in try LogSigner(keyFile: path) }
+                report = try LogUpgrade.upgrade(from: source, to: destination, writing: options)
+            } catch let error as LogError where error.code == .alreadyUpgraded {
+                if json {
+                    printJSON(["source": .string(source), "upgraded": false, "reason": .string(error.message)])
+                } else {
+                    say("\(source): \(error.message)")
+                }
+                return
+            } catch let error as LogError where error.path == source && Self.refusals.contains(error.code) {
+                // Refused: the old log does not prove what it holds (1, as documented).
+                throw diagnose(error, exit: Exit.failure)
+            } catch {
+                throw diagnose(error)
+            }
+            let saved = report.sourceBytes > 0 ? Double(report.sourceBytes - report.destinationBytes) / Double(report.sourceBytes) : 0
+            if json {
+                var object = ObjectBuilder()
+                object.set("source", report.source)
+                object.set("destination", report.destination)
+                object.set("upgraded", true)
+                object.set("source_version", report.sourceVersion)
+                object.set("version", report.destinationVersion)
+                object.set("events", report.eventCount)
+                object.set("signatures_left_out", report.signaturesLeftOut)
+                object.set("signatures_added", report.signaturesAdded)
+                object.set("source_bytes", report.sourceBytes)
+                object.set("bytes", report.destinationBytes)
+                object.set("source_members", report.sourceMembers)
+                object.set("members", report.destinationMembers)
+                printJSON(object.json)
+                return
+            }
+            say(
+                "\(report.destination): version \(report.destinationVersion), \(report.eventCount) events, \(report.destinationMembers) gzip members, "
+                    + "\(report.destinationBytes) bytes (\(report.source): version \(report.sourceVersion), \(report.sourceMembers) members, "
+                    + "\(report.sourceBytes) bytes; \(Int((saved * 100).rounded()))% smaller); read back: the same events, every digest checked"
+            )
+            if report.signaturesLeftOut > 0 {
+                say(
+                    "note: \(report.signaturesLeftOut) signature event\(report.signaturesLeftOut == 1 ? "" : "s") of the old log left out (they sign its version 1 links)"
+                        + (report.signaturesAdded > 0
+                            ? "; the new log is signed (\(report.signaturesAdded) signatures)" : "; sign the new one with --sign-key"))
+            }
         }
     }
 

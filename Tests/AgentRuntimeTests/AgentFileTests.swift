@@ -121,8 +121,8 @@ struct AgentFileTests {
             ),
             ("- just\n- a list\n", "agent.yaml:1:1: the agent file must be a mapping, found a list"),
             (
-                replacing("limits: {max_steps: 3}", "limits: {max_steps: 3}\nlog_version: 3"),
-                "agent.yaml:20:14: log_version must be between 1 and 2, found 3"
+                replacing("limits: {max_steps: 3}", "limits: {max_steps: 3}\nlog_version: 4"),
+                "agent.yaml:20:14: log_version must be between 1 and 3, found 4"
             ),
             (
                 replacing("    fixture:\n      - output: {found: true}\n", "    command: [no-such-tool-program, --json]\n"),

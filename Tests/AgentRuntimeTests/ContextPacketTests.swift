@@ -48,7 +48,7 @@ struct ContextPacketTests {
         let lines = try await Subprocess.run(gzipPath, ["-dc", path]).stdoutText.split(separator: "\n").filter {
             $0.contains(#""kind":"context_built""#)
         }
-        let deltas = lines.filter { $0.hasPrefix(#"{"v":2,"#) }
+        let deltas = lines.filter { $0.contains(#""base_seq":"#) }
         #expect(deltas.count >= 10)
     }
 

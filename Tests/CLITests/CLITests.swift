@@ -226,6 +226,35 @@ struct CLITests {
         }
     }
 
+    @Test("log upgrade writes a version 3 copy and reads it back; 0 for a version 3 log, 1 for a torn one, 2 for a path taken")
+    func upgrade() async throws {
+        try await TemporaryDirectory.with { directory in
+            let new = directory.path("new.jsonl.gz")
+            let upgraded = try await agentEval(["log", "upgrade", "--json", fixture("support-sample.jsonl.gz"), new])
+            #expect(upgraded.status == 0, "\(upgraded.stderr)")
+            let report = try JSONParser.parse(upgraded.stdout)
+            #expect(report["upgraded"] == true && report["version"] == 3 && report["source_version"] == 1)
+            #expect(report["events"] == 27)
+            #expect((report["bytes"]?.intValue ?? .max) < (report["source_bytes"]?.intValue ?? 0))
+            #expect(try await agentEval(["log", "verify", new]).status == 0)
+            #expect(try await Subprocess.run(gzipPath, ["-t", new]).status == 0)
+
+            let again = try await agentEval(["log", "upgrade", new, directory.path("again.jsonl.gz")])
+            #expect(again.status == 0)
+            #expect(again.stdoutText.contains("version 3 already"))
+            #expect(!FileManager.default.fileExists(atPath: directory.path("again.jsonl.gz")))
+
+            let torn = try await agentEval(["log", "upgrade", fixture("research-sample-torn.jsonl.gz"), directory.path("torn.jsonl.gz")])
+            #expect(torn.status == 1)
+            #expect(torn.stderr.contains("a torn log is not upgraded"))
+            #expect(torn.stderr.contains("hint: run `agent-eval log repair"))
+
+            let taken = try await agentEval(["log", "upgrade", fixture("research-sample.jsonl.gz"), new])
+            #expect(taken.status == 2)
+            #expect(taken.stderr.contains("already exists"))
+        }
+    }
+
     @Test("log repair refuses a corrupt middle with exit 1 and an explanation")
     func repairRefuses() async throws {
         try await TemporaryDirectory.with { directory in

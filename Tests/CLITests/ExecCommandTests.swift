@@ -68,29 +68,33 @@ struct ExecCommandTests {
         }
     }
 
-    @Test("--log-version 1 writes every context packet whole, as version 1 lines; the default writes deltas")
+    @Test("--log-version 1 writes every context packet whole, as version 1 lines; 2 links lines with deltas; the default is version 3")
     func logVersion() async throws {
         try await TemporaryDirectory.with { directory in
             var packets: [String: (lines: Int, version2: Int)] = [:]
-            for (name, extra) in [("default", [String]()), ("v1", ["--log-version", "1"])] {
+            var versions: [String: Set<Int>] = [:]
+            for (name, extra) in [("default", [String]()), ("v1", ["--log-version", "1"]), ("v2", ["--log-version", "2"])] {
                 let log = directory.path("\(name).jsonl.gz")
                 let result = try await agentEval(["exec", ExampleRuns.agentPath("research"), "--input", "zstd?", "--log", log] + extra)
                 #expect(result.status == 1, "\(result.stderr)")
                 var counts = (lines: 0, version2: 0)
                 _ = try LogReader(path: log).forEachEvent { recorded in
-                    guard case .contextBuilt = recorded.event.payload else { return }
+                    versions[name, default: []].insert(recorded.event.version)
+                    guard case .contextBuilt(let packet) = recorded.event.payload else { return }
                     counts.lines += 1
-                    if recorded.event.version == Event.deltaVersion { counts.version2 += 1 }
+                    if packet.delta != nil { counts.version2 += 1 }
                 }
                 packets[name] = counts
                 #expect(try await Subprocess.run(gzipPath, ["-t", log]).status == 0)
             }
             #expect((packets["default"]?.version2 ?? 0) > 0)
+            #expect((packets["v2"]?.version2 ?? 0) > 0)
             #expect(packets["v1"]?.version2 == 0)
             #expect(packets["v1"]?.lines == packets["default"]?.lines)
-            let bad = try await agentEval(["exec", ExampleRuns.agentPath("research"), "--input", "x", "--log-version", "3"])
+            #expect(versions == ["default": [3], "v2": [1, 2], "v1": [1]])
+            let bad = try await agentEval(["exec", ExampleRuns.agentPath("research"), "--input", "x", "--log-version", "4"])
             #expect(bad.status == 64)
-            #expect(bad.stderr.contains("--log-version must be 1 or 2, found 3"))
+            #expect(bad.stderr.contains("--log-version must be 1, 2 or 3, found 4"))
             let none = try await agentEval(["exec", "--input", "x"])
             #expect(none.status == 64)
             #expect(none.stderr.contains("give the agent file"))

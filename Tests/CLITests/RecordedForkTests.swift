@@ -27,7 +27,7 @@ struct RecordedForkTests {
     }
 
     static func recorded(_ path: String) throws -> [RecordedEvent] {
-        var options = LogReader.Options()
+        var options = LogReader.Options(hashesLines: true)
         options.isStrict = true
         return try LogReader(path: path, options: options).readAll().events
     }

@@ -28,12 +28,13 @@ func copyFixtureLogs(into directory: TemporaryDirectory) throws -> [String] {
 /// The seed is `100 + index` unless given.
 @discardableResult
 func writeSyntheticRun(
-    to path: String, steps: Int, index: Int = 0, seed: UInt64? = nil, stopAfter events: Int? = nil, memberBound: Int = 4096
+    to path: String, steps: Int, index: Int = 0, seed: UInt64? = nil, stopAfter events: Int? = nil, memberBound: Int = 4096,
+    formatVersion: Int = Event.memberChainVersion
 ) throws -> LogWriter {
     var corpus = SyntheticCorpus(seed: seed ?? UInt64(100 + index))
     var run = corpus.run(index: index, steps: steps)
     if let events { run.events = Array(run.events.prefix(events)) }
-    let writer = try LogWriter.create(at: path, runId: run.runId, options: .init(memberBound: memberBound))
+    let writer = try LogWriter.create(at: path, runId: run.runId, options: .init(memberBound: memberBound, formatVersion: formatVersion))
     try SyntheticCorpus.record(run, into: writer, clock: SteppingClock())
     if events == nil { try writer.close() } else { try writer.flush(sync: true) }
     return writer

@@ -15,7 +15,8 @@ struct ForkTests {
     func agent(_ name: String) throws -> Agent { try AgentFile.load(path: ExampleRuns.agentPath(name)) }
 
     func events(_ path: String) throws -> [RecordedEvent] {
-        try LogReader(path: path, options: LogReader.Options(resolvesContextPackets: true)).readAll().events
+        // With each line's hash, which `parent_head` names.
+        try LogReader(path: path, options: LogReader.Options(resolvesContextPackets: true, hashesLines: true)).readAll().events
     }
 
     /// The fork's log is whole to `gzip -t`, intact to the verifier, and every digest it

@@ -33,7 +33,7 @@ struct ReplayTests {
         try TemporaryDirectory.with { directory in
             let log = directory.path("long.jsonl.gz")
             var corpus = SyntheticCorpus(seed: 11)
-            let written = try corpus.writeLongRun(to: log, events: 24_000)
+            let written = try corpus.writeLongRun(to: log, events: 28_000)
             // Past the size from which a fold lets outputs go back to the log.
             let size = try #require(try FileManager.default.attributesOfItem(atPath: log)[.size] as? Int)
             try #require(size >= StoredOutputs.minimumLogBytes)

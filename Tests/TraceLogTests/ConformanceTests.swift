@@ -52,6 +52,39 @@ struct ConformanceTests {
         return try text.withUnsafeBytes { try gzipMember($0) }
     }
 
+    /// The version 3 support sample's lines, member by member, as the writer wrote them.
+    static func members() throws -> [[[UInt8]]] {
+        var members: [[[UInt8]]] = []
+        _ = try LogReader(path: FixtureLogs.directory.appendingPathComponent("support-sample-v3.jsonl.gz").path).forEachLine {
+            line, recorded in
+            if recorded.location.memberIndex == members.count { members.append([]) }
+            members[members.count - 1].append(Array(line))
+        }
+        return members
+    }
+
+    /// Members of lines as gzip members of a version 3 log; with `rechain`, the first line of
+    /// each links to the member before (docs/log-format.md §3) and no other line carries `prev`.
+    static func log(members: [[[UInt8]]], rechain: Bool) throws -> [UInt8] {
+        var file: [UInt8] = []
+        var previous = ContentHash.genesis
+        for member in members {
+            var text: [UInt8] = []
+            for (index, line) in member.enumerated() {
+                var line = line
+                if rechain {
+                    var event = try Event(line: line)
+                    event.previousHash = index == 0 ? previous : nil
+                    line = event.encodedLine()
+                }
+                text += line + [0x0A]
+            }
+            previous = ContentHash.sha256Hex(text)
+            file += try text.withUnsafeBytes { try gzipMember($0) }
+        }
+        return file
+    }
+
     static func replacing(_ line: [UInt8], _ old: String, _ new: String) -> [UInt8] {
         Array(String(decoding: line, as: UTF8.self).replacingOccurrences(of: old, with: new).utf8)
     }
@@ -70,8 +103,8 @@ struct ConformanceTests {
         Case(name: "crlf-line-endings") { try log(lines(), rechain: true, ending: [0x0D, 0x0A]) },
         Case(name: "prev-not-lowercase-hex") {
             var lines = try ConformanceTests.lines()
-            let event = try Event(line: lines[5])
-            lines[5] = replacing(lines[5], event.previousHash, event.previousHash.uppercased())
+            let link = try #require(try Event(line: lines[5]).previousHash)
+            lines[5] = replacing(lines[5], link, link.uppercased())
             return try log(lines, rechain: false)
         },
         Case(name: "edited-event") {
@@ -95,7 +128,7 @@ struct ConformanceTests {
             // The chain links the line as written (a reader cannot decode it, so `log` cannot rechain it).
             var previous = ContentHash.sha256Hex(lines[1])
             for index in 2..<lines.count {
-                let link = try Event(line: lines[index]).previousHash
+                let link = try #require(try Event(line: lines[index]).previousHash)
                 lines[index] = replacing(lines[index], #""prev":"\#(link)""#, #""prev":"\#(previous)""#)
                 previous = ContentHash.sha256Hex(lines[index])
             }
@@ -196,6 +229,56 @@ struct ConformanceTests {
         Case(name: "edited-with-chain-recomputed") {
             // Intact to the chain, but the recorded state digests no longer match the fold.
             try log(lines().map { replacing($0, #""amount_cents":4999"#, #""amount_cents":999"#) }, rechain: true)
+        },
+        // Version 3: the chain links gzip members.
+        Case(name: "v3-valid-support-sample") { try sample("support-sample-v3.jsonl.gz") },
+        Case(name: "v3-torn-tail") {
+            // Killed while writing run_stopped, which begins a member of its own: the torn member
+            // holds no complete line, and what there is of it must link to the member before.
+            try sample("research-sample-torn-v3.jsonl.gz")
+        },
+        Case(name: "v3-edited-event") {
+            // A changed line breaks the link of the next member, which covers its whole member.
+            var members = try ConformanceTests.members()
+            members[0][6] = replacing(members[0][6], "A-1042", "A-1043")
+            return try log(members: members, rechain: false)
+        },
+        Case(name: "v3-lines-reordered") {
+            // Two lines of a member swapped, their seq fields swapped back: an edit of the member.
+            var members = try ConformanceTests.members()
+            var (first, second) = (try Event(line: members[0][5]), try Event(line: members[0][6]))
+            (first.sequence, second.sequence) = (second.sequence, first.sequence)
+            (members[0][5], members[0][6]) = (second.encodedLine(), first.encodedLine())
+            return try log(members: members, rechain: false)
+        },
+        Case(name: "v3-member-removed") {
+            // The stop for approval left out: a gap, whatever the links say.
+            var members = try ConformanceTests.members()
+            members.remove(at: 1)
+            return try log(members: members, rechain: false)
+        },
+        Case(name: "v3-recompressed-as-one-member") {
+            // `zcat | gzip`: lines that carried a member's link now sit inside a member.
+            try log(members: [try ConformanceTests.members().flatMap { $0 }], rechain: false)
+        },
+        Case(name: "v3-member-split-without-link") {
+            // A member cut in two: the second begins without the link to the first.
+            var members = try ConformanceTests.members()
+            let (head, tail) = (Array(members[0].prefix(5)), Array(members[0].dropFirst(5)))
+            members.replaceSubrange(0...0, with: [head, tail])
+            return try log(members: members, rechain: false)
+        },
+        Case(name: "v3-version-1-line") {
+            // A log's lines are all version 3, or all 1 and 2.
+            var members = try ConformanceTests.members()
+            members[0][4] = replacing(members[0][4], #"{"v":3,"#, #"{"v":1,"#)
+            return try log(members: members, rechain: false)
+        },
+        Case(name: "v3-edited-with-chain-recomputed") {
+            // Intact to the chain, but the recorded state digests no longer match the fold.
+            try log(
+                members: try ConformanceTests.members().map { $0.map { replacing($0, #""amount_cents":4999"#, #""amount_cents":999"#) } },
+                rechain: true)
         },
     ]
 

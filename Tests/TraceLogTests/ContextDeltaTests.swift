@@ -26,10 +26,10 @@ struct ContextDeltaTests {
             // Real gzip reads it; most packets are version 2 deltas, some are whole again.
             #expect(try await Subprocess.run(gzipPath, ["-t", deltas]).status == 0)
             let packetLines = try await Self.lines(of: deltas).filter { $0.contains(#""kind":"context_built""#) }
-            let deltaLines = packetLines.filter { $0.hasPrefix(#"{"v":2,"#) && $0.contains(#""base_seq":"#) }
+            let deltaLines = packetLines.filter { $0.hasPrefix(#"{"v":3,"#) && $0.contains(#""base_seq":"#) }
             #expect(deltaLines.count > 100)
             #expect(packetLines.count - deltaLines.count >= 2, "whole packets are written again as deltas add up")
-            #expect(try await Self.lines(of: whole).allSatisfy { $0.hasPrefix(#"{"v":1,"#) })
+            #expect(try await Self.lines(of: whole).allSatisfy { $0.hasPrefix(#"{"v":3,"#) })
 
             let resolved = try LogReader(path: deltas, options: LogReader.Options(resolvesContextPackets: true)).readAll()
             #expect(resolved.summary.memberCount > 3)
@@ -93,7 +93,8 @@ struct ContextDeltaTests {
     func damagedDeltas() async throws {
         try await TemporaryDirectory.with { directory in
             let path = directory.path("run.jsonl.gz")
-            try SampleRun.writeGrowingRun(to: path, steps: 12, options: LogWriter.Options())
+            // Version 1: its lines are edited one by one below, each linked to the one before.
+            try SampleRun.writeGrowingRun(to: path, steps: 12, options: LogWriter.Options(formatVersion: 1))
             let lines = try await Self.lines(of: path)
             let index = try #require(lines.firstIndex { $0.contains(#""base_seq":"#) && $0.contains(#""observations":[[0,"#) })
             let event = try Event(line: Array(lines[index].utf8))
@@ -155,7 +156,8 @@ extension ContextDeltaTests {
     func mutatedDeltas() async throws {
         try await TemporaryDirectory.with { directory in
             let original = directory.path("run.jsonl.gz")
-            try SampleRun.writeGrowingRun(to: original, steps: 30, options: LogWriter.Options())
+            // Version 1: its lines are relinked one by one below.
+            try SampleRun.writeGrowingRun(to: original, steps: 30, options: LogWriter.Options(formatVersion: 1))
             let events = try LogReader(path: original).readAll().events.map(\.event)
             let deltas = events.indices.filter {
                 if case .contextBuilt(let packet) = events[$0].payload { packet.delta != nil } else { false }

@@ -8,11 +8,14 @@ import TraceCore
 
 @Suite("Torn, corrupt and tampered logs")
 struct LogDamageTests {
-    /// A multi-member log flushed after every event, with the file size after each append.
-    static func flushedLog(in directory: TemporaryDirectory) throws -> (path: String, bytes: [UInt8], lines: [[UInt8]], durableAt: [Int]) {
+    /// A multi-member log flushed after every event, with the file size after each append; of
+    /// version 1 (every line linked) unless told otherwise.
+    static func flushedLog(in directory: TemporaryDirectory, version: Int = 1) throws -> (
+        path: String, bytes: [UInt8], lines: [[UInt8]], durableAt: [Int]
+    ) {
         let path = directory.path("flushed.jsonl.gz")
         let writer = try LogWriter.create(
-            at: path, runId: "run-cut", options: .init(memberBound: 700, durability: .init(flush: .everyEvent)))
+            at: path, runId: "run-cut", options: .init(memberBound: 700, durability: .init(flush: .everyEvent), formatVersion: version))
         let clock = SteppingClock()
         let recorder = RunRecorder(writer: writer, clock: { clock.now() })
         var durableAt: [Int] = []
@@ -38,17 +41,17 @@ struct LogDamageTests {
         durableAt.append(writer.bytesWritten)
         var lines: [[UInt8]] = []
         _ = try LogReader(path: path).forEachLine { line, _ in lines.append(Array(line)) }
-        let deltas = lines.filter { $0.starts(with: Array(#"{"v":2,"#.utf8)) }.count
+        let deltas = lines.filter { String(decoding: $0, as: UTF8.self).contains(#""base_seq":"#) }.count
         guard deltas >= 2 else { throw LogError(.invalidEvent, "the test log should hold delta packets; it holds \(deltas)", path: path) }
         return (path, try readBytes(path), lines, durableAt)
     }
 
     @Test(
         "a log cut at every byte offset: a prefix of the events, never an error but when nothing is left (0 bytes); sealing makes gzip and zcat agree",
-        .atScale, .tags(.scale))
-    func cutEverywhere() async throws {
+        .atScale, .tags(.scale), arguments: [1, 3])
+    func cutEverywhere(version: Int) async throws {
         try await TemporaryDirectory.with { directory in
-            let log = try Self.flushedLog(in: directory)
+            let log = try Self.flushedLog(in: directory, version: version)
             let memberStarts = Set(try memberOffsets(log.path))
             #expect(memberStarts.count >= 3)
             let cutPath = directory.path("cut.jsonl.gz")
@@ -94,10 +97,12 @@ struct LogDamageTests {
         }
     }
 
-    @Test("every bit flipped inside a closed member is reported at that member with its first sequence number", .atScale, .tags(.scale))
-    func bitFlips() async throws {
+    @Test(
+        "every bit flipped inside a closed member is reported at that member with its first sequence number", .atScale, .tags(.scale),
+        arguments: [1, 3])
+    func bitFlips(version: Int) async throws {
         try await TemporaryDirectory.with { directory in
-            let log = try Self.flushedLog(in: directory)
+            let log = try Self.flushedLog(in: directory, version: version)
             let report = try LogVerifier.verify(path: log.path)
             #expect(report.members.count >= 3)
             let target = report.members[1]
@@ -188,10 +193,10 @@ struct LogDamageTests {
 
     @Test(
         "inflating whole members (libdeflate) and streaming them (zlib) read the same events and find the same damage", .atScale,
-        .tags(.scale))
-    func wholeMemberInflateAgreesWithZlib() async throws {
+        .tags(.scale), arguments: [1, 3])
+    func wholeMemberInflateAgreesWithZlib(version: Int) async throws {
         try await TemporaryDirectory.with { directory in
-            let log = try Self.flushedLog(in: directory)
+            let log = try Self.flushedLog(in: directory, version: version)
             let path = directory.path("variant.jsonl.gz")
             let whole = try LogReader(path: log.path).forEachEvent { _ in }
             let streamed = try LogReader(path: log.path, options: .init(inflatesWholeMembers: false)).forEachEvent { _ in }
@@ -217,10 +222,10 @@ struct LogDamageTests {
 
     @Test(
         "reading ahead on a helper thread reads the same events, and finds the same damage, as reading on one thread", .atScale,
-        .tags(.scale))
-    func readAheadAgreesWithOneThread() async throws {
+        .tags(.scale), arguments: [1, 3])
+    func readAheadAgreesWithOneThread(version: Int) async throws {
         try await TemporaryDirectory.with { directory in
-            let log = try Self.flushedLog(in: directory)
+            let log = try Self.flushedLog(in: directory, version: version)
             let path = directory.path("variant.jsonl.gz")
             func outcome(_ readsAhead: Bool) -> String {
                 let threshold = readsAhead ? 0 : Int.max
@@ -256,12 +261,13 @@ struct LogDamageTests {
         try TemporaryDirectory.with { directory in
             let path = directory.path("long.jsonl.gz")
             try SampleRun.writeGrowingRun(to: path, steps: 300, options: LogWriter.Options(memberBound: 4096))
-            let options = LogReader.Options(readsAheadFromBytes: 0)
+            let options = LogReader.Options(readsAheadFromBytes: 0, hashesLines: true)
             let all = try LogReader(path: path, options: options).readAll()
             #expect(all.summary.memberCount > 20)
             #expect(
                 all.events.map(\.hash)
-                    == (try LogReader(path: path, options: .init(readsAheadFromBytes: .max)).readAll().events.map(\.hash)))
+                    == (try LogReader(path: path, options: .init(readsAheadFromBytes: .max, hashesLines: true)).readAll().events.map(\.hash))
+            )
             for stop in [0, 1, 7, all.events.count / 2, all.events.count - 1] {
                 var seen = 0
                 #expect(throws: Enough.self) {
@@ -276,13 +282,13 @@ struct LogDamageTests {
 
             // From the start of a member in the middle, reading on to the end, both ways.
             let start = try #require(all.events.first { $0.location.memberIndex == all.summary.memberCount / 2 })
-            let before = try #require(all.events.first { $0.event.sequence == start.event.sequence - 1 })
+            // The link a member's first event carries: the member before's hash (version 3).
             let position = LogReader.Position(
                 memberOffset: start.location.memberOffset, memberIndex: start.location.memberIndex, sequence: start.event.sequence,
-                previousHash: before.hash, runId: start.event.runId)
+                previousHash: try #require(start.event.previousHash), runId: start.event.runId)
             var hashes: [Bool: [String]] = [:]
             for (readsAhead, threshold) in [(true, 0), (false, Int.max)] {
-                try LogReader(path: path, options: .init(readsAheadFromBytes: threshold)).forEachEvent(
+                try LogReader(path: path, options: .init(readsAheadFromBytes: threshold, hashesLines: true)).forEachEvent(
                     from: position, readsAhead: readsAhead
                 ) {
                     hashes[readsAhead, default: []].append($0.hash)
@@ -376,7 +382,7 @@ struct LogDamageTests {
             let log = try Self.flushedLog(in: directory)
             var lines = log.lines
             lines[3] = Array("{\"v\":1,\"seq\":3,".utf8)
-            lines[8] = Array(String(decoding: lines[8], as: UTF8.self).replacingOccurrences(of: "{\"v\":1,", with: "{\"v\":3,").utf8)
+            lines[8] = Array(String(decoding: lines[8], as: UTF8.self).replacingOccurrences(of: "{\"v\":1,", with: "{\"v\":4,").utf8)
             let path = directory.path("invalid.jsonl.gz")
             try await Self.gzipLines(lines, to: path)
             let report = try LogVerifier.verify(path: path)

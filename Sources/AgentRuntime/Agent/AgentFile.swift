@@ -161,6 +161,7 @@ public enum AgentFile {
         }
         agent.redactMembers = redactMembers
         agent.writesContextDeltas = logVersion >= Event.deltaVersion
+        agent.logFormatVersion = logVersion >= Event.memberChainVersion ? Event.memberChainVersion : 1
         agent.toolServers = toolServers
         agent.toolServerConnector = servers
         agent.toolReferences = toolReferences

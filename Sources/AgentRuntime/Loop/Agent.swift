@@ -25,6 +25,10 @@ public struct Agent: Sendable {
     /// as version 1 lines, for readers that know only version 1 (the agent file's
     /// `log_version: 1`).
     public var writesContextDeltas = true
+    /// The log's format version (`LogWriter.Options.formatVersion`): 3, whose hash chain links
+    /// gzip members, or 1 (with `writesContextDeltas`, versions 1 and 2), for agent-eval 0.3's
+    /// readers (the agent file's `log_version: 1` or `2`).
+    public var logFormatVersion = Event.memberChainVersion
     /// Environment variables whose values, and member names whose string values, are secret:
     /// replaced in every event before it reaches the log (with the always-on key patterns; see
     /// `Redactor`).

@@ -24,7 +24,9 @@ public struct AgentRuntime: Sendable {
     public var finishedLogs: (any FinishedLogSink)?
     /// How this runtime's logs are written.
     public var logOptions: LogWriter.Options {
-        LogWriter.Options(durability: agent.durability, signer: signer, redactor: redactor, writesContextDeltas: agent.writesContextDeltas)
+        LogWriter.Options(
+            durability: agent.durability, signer: signer, redactor: redactor, writesContextDeltas: agent.writesContextDeltas,
+            formatVersion: agent.logFormatVersion)
     }
 
     /// What keeps secrets out of this runtime's logs: the agent's (`Agent.redactor`).

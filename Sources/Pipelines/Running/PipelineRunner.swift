@@ -231,6 +231,8 @@ public struct PipelineRunner: Sendable {
         do {
             var options = LogReader.Options()
             options.isStrict = true
+            // `parent_head` names the last copied line by its hash, in a log of any version.
+            options.hashesLines = true
             recorded = try LogReader(path: path, options: options).readAll().events
         } catch let error as LogError {
             throw PipelineError(

@@ -9,8 +9,12 @@ public struct Event: Sendable, Hashable {
     /// The envelope version of a line holding a delta packet (`ContextDelta`): version 1
     /// readers refuse it rather than read its lists as whole ones.
     public static let deltaVersion = 2
+    /// The envelope version of a log whose hash chain links gzip members, not lines (format
+    /// version 3, docs/log-format.md §3): only the first line of each member carries `prev`.
+    /// Every line of such a log says 3, delta packets included.
+    public static let memberChainVersion = 3
     /// The envelope versions this code reads.
-    public static let supportedVersions = 1...2
+    public static let supportedVersions = 1...3
 
     public var version: Int
     /// The run the event belongs to; the same on every line of a log.
@@ -21,13 +25,15 @@ public struct Event: Sendable, Hashable {
     public var step: Int
     /// Microseconds since the Unix epoch, from the runtime's clock.
     public var timeUs: Int
-    /// SHA-256 (hex) of the previous event's line; 64 zeros for sequence 0.
-    public var previousHash: String
+    /// The hash link: in a version 1 or 2 line, the SHA-256 (hex) of the previous event's line;
+    /// in a version 3 log, the SHA-256 of the previous member's content on the first line of a
+    /// member, and nil on every other line. 64 zeros for sequence 0.
+    public var previousHash: String?
     public var payload: EventPayload
 
     public init(
         version: Int = Event.schemaVersion, runId: String, sequence: Int, step: Int, timeUs: Int,
-        previousHash: String, payload: EventPayload
+        previousHash: String?, payload: EventPayload
     ) {
         self.version = version
         self.runId = runId
@@ -67,8 +73,10 @@ public struct Event: Sendable, Hashable {
         writer.write(timeUs)
         writer.writeRaw(",\"kind\":")
         writer.write(payload.kind)
-        writer.writeRaw(",\"prev\":")
-        writer.write(previousHash)
+        if let previousHash {
+            writer.writeRaw(",\"prev\":")
+            writer.write(previousHash)
+        }
         writer.writeRaw(",\"data\":")
         payload.writeData(to: &writer)
         writer.writeRaw("}")
@@ -103,8 +111,11 @@ public struct Event: Sendable, Hashable {
         // in their order and nothing else, is read member by member without matching names; any
         // other line (or any error) is read again the general way, which gives the error.
         var fields = EnvelopeFields(expectedRunId: expectedRunId, expectedPrevious: expectedPrevious, keepsPacketText: keepsPacketText)
+        // `prev` (member 6) may be left out: a version 3 line carries it only first in a member.
         let isWritersForm =
-            (try? JSONScanner.scan(line) { try $0.readObject(exactly: Event.envelopeNames) { try fields.read($1, &$0) } }) == true
+            (try? JSONScanner.scan(line) {
+                try $0.readObject(exactly: Event.envelopeNames, optional: 6) { try fields.read($1, &$0) }
+            }) == true
         if !isWritersForm {
             fields = EnvelopeFields(expectedRunId: expectedRunId, expectedPrevious: expectedPrevious, keepsPacketText: keepsPacketText)
             try JSONScanner.scan(line) { scanner in
@@ -130,7 +141,7 @@ public struct Event: Sendable, Hashable {
         self.step = try required(fields.step, "step")
         self.timeUs = try required(fields.timeUs, "time_us")
         let kindName = try required(fields.kind, "kind")
-        self.previousHash = try required(fields.previousHash, "prev")
+        self.previousHash = self.version >= Event.memberChainVersion ? fields.previousHash : try required(fields.previousHash, "prev")
         if let payload = fields.payload {
             self.payload = payload
         } else {
@@ -221,7 +232,7 @@ public struct Event: Sendable, Hashable {
         step = try field(3)
         timeUs = try field(4)
         let kind: String = try field(5)
-        previousHash = try field(6)
+        previousHash = version >= Event.memberChainVersion && envelope[6] == nil ? nil : try field(6) as String
         let data: JSONValue = try field(7)
         payload = try EventPayload(kind: kind, data: data, version: version)
     }
@@ -230,7 +241,7 @@ public struct Event: Sendable, Hashable {
         guard supportedVersions.contains(version) else {
             throw TraceCoreError(
                 .unsupportedVersion,
-                "event has envelope version \(version); this agent-eval reads versions \(supportedVersions.lowerBound) and \(supportedVersions.upperBound)",
+                "event has envelope version \(version); this agent-eval reads versions \(supportedVersions.lowerBound) to \(supportedVersions.upperBound)",
                 fieldPath: "v")
         }
     }

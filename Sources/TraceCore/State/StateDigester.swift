@@ -157,3 +157,19 @@ public struct StateDigester: Sendable, StateListEncoder {
         return ListDigest(count: elements.count, chain: chain.last ?? ContentHash.genesis)
     }
 }
+
+extension StateDigester {
+    /// Folds `events` in order, checking each `step_ended`'s digest against the state before
+    /// it: the state they fold to, or the first `step_ended` whose recorded digest is not its
+    /// state's (the fold stops there). What a tool that must not build on an edited log checks
+    /// first: a fork, a log upgrade.
+    public static func foldChecking(_ events: some Sequence<Event>) -> (state: RunState, mismatch: Event?) {
+        var state = RunState()
+        var digester = StateDigester()
+        for event in events {
+            if case .stepEnded(let ended) = event.payload, ended.stateDigest != digester.digest(of: state) { return (state, event) }
+            digester.track(RunState.reduce(into: &state, event))
+        }
+        return (state, nil)
+    }
+}

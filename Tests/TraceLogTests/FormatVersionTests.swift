@@ -1,0 +1,200 @@
+import Foundation
+import TestSupport
+import Testing
+import TraceCore
+
+@testable import TraceLog
+
+/// Version 3 (the hash chain links gzip members) beside version 1 (it links lines): what each
+/// writer writes, what a reader proves of it, and the rewrite from one to the other.
+@Suite("Log format versions")
+struct FormatVersionTests {
+    static var v1Sample: String { FixtureLogs.directory.appendingPathComponent("support-sample.jsonl.gz").path }
+
+    /// Each member's lines, as read.
+    static func members(_ path: String) throws -> [[[UInt8]]] {
+        var members: [[[UInt8]]] = []
+        _ = try LogReader(path: path).forEachLine { line, recorded in
+            if recorded.location.memberIndex == members.count { members.append([]) }
+            members[members.count - 1].append(Array(line))
+        }
+        return members
+    }
+
+    @Test("a version 3 log links each member to the one before by the hash of its lines, and the stop begins a member of its own")
+    func memberChain() throws {
+        try TemporaryDirectory.with { directory in
+            let path = directory.path("v3.jsonl.gz")
+            _ = try LogWriter.withWriter(creating: path, runId: "run-v3") { try SampleRun.recordSupportRun(into: $0) }
+            let members = try Self.members(path)
+            var previous = ContentHash.genesis
+            for member in members {
+                let events = try member.map { try Event(line: $0) }
+                #expect(events.allSatisfy { $0.version == 3 })
+                #expect(events.first?.previousHash == previous)
+                #expect(events.dropFirst().allSatisfy { $0.previousHash == nil })
+                previous = ContentHash.sha256Hex(member.flatMap { $0 + [0x0A] })
+            }
+            // Every stop (the approval stop, and the last) is alone in its member.
+            for member in members {
+                let kinds = try member.map { try Event(line: $0).kind }
+                if kinds.contains("run_stopped") { #expect(kinds == ["run_stopped"]) }
+            }
+            #expect(members.count == 4)
+            // Without the line hashes the chain needs no more: a read gives them only when asked.
+            #expect(try LogReader(path: path).readAll().events.allSatisfy { $0.hash.isEmpty })
+            let hashed = try LogReader(path: path, options: .init(hashesLines: true)).readAll().events
+            #expect(hashed.allSatisfy { $0.hash == ContentHash.sha256Hex($0.event.encodedLine()) })
+            // The same run as version 1 is larger by its links.
+            let v1 = directory.path("v1.jsonl.gz")
+            _ = try LogWriter.withWriter(creating: v1, runId: "run-v3", options: .init(formatVersion: 1)) {
+                try SampleRun.recordSupportRun(into: $0)
+            }
+            let sizes = (try readBytes(path).count, try readBytes(v1).count)
+            #expect(sizes.0 < sizes.1 * 9 / 10, "\(sizes)")
+        }
+    }
+
+    @Test("a writer that opens a log to continue it keeps the log's version, and a torn version 3 log is sealed and linked on")
+    func reopeningKeepsTheVersion() throws {
+        try TemporaryDirectory.with { directory in
+            for version in [1, 3] {
+                let path = directory.path("resumed-\(version).jsonl.gz")
+                let writer = try LogWriter.create(
+                    at: path, runId: "run-resumed", options: .init(durability: .init(flush: .everyEvent), formatVersion: version))
+                let clock = SteppingClock()
+                let recorder = RunRecorder(writer: writer, clock: { clock.now() })
+                try recorder.record(.runStarted(SampleRun.supportStart()))
+                try recorder.endStep()
+                try recorder.record(.decisionMade(DecisionMade(raw: "ask", outcome: .valid(.askHuman("Which order?")))))
+                try recorder.endStep()
+                // Killed mid-event: the member is left open, the last bytes never written.
+                let size = writer.bytesWritten
+                withExtendedLifetime(writer) {}
+                try? writer.close()
+                let bytes = try readBytes(path)
+                try writeBytes(Array(bytes.prefix(size - 9)), to: path)
+                #expect(try LogReader(path: path).readAll().summary.tear != nil)
+
+                let (reopened, repair) = try LogWriter.open(at: path)
+                #expect(repair != nil)
+                #expect(reopened.linksMembers == (version == 3))
+                try reopened.append(.runStopped(RunStopped(reason: .success, answer: "done")), step: 2, timeUs: clock.now())
+                try reopened.close()
+                let report = try LogVerifier.verify(path: path)
+                #expect(report.isIntact, "version \(version): \(report.problems)")
+                #expect(report.ending == .complete)
+                let versions = Set(try LogReader(path: path).readAll().events.map(\.event.version))
+                #expect(versions == (version == 3 ? [3] : [1]))
+            }
+        }
+    }
+
+    @Test("a signed version 3 log: a signature covers its member's lines before it, and an edit of the stop's member is caught")
+    func signedMembers() throws {
+        try TemporaryDirectory.with { directory in
+            let keyPath = directory.path("key")
+            try LogSigner.generateKeyFiles(at: keyPath)
+            let key = try LogVerificationKey(keyFile: keyPath + ".pub")
+            let log = directory.path("signed.jsonl.gz")
+            let options = LogWriter.Options(signer: try LogSigner(keyFile: keyPath))
+            _ = try LogWriter.withWriter(creating: log, runId: "run-signed", options: options) { try SampleRun.recordSupportRun(into: $0) }
+            #expect(try LogVerifier.verify(path: log, key: key).isIntact)
+
+            // The last member (the stop and its final signature) is covered by no later link: an
+            // edit recompressed with a good CRC is intact to the chain, not to the key.
+            var members = try Self.members(log)
+            let last = members.count - 1
+            members[last][0] = Array(
+                String(decoding: members[last][0], as: UTF8.self).replacingOccurrences(
+                    of: #""reason":"success""#, with: #""reason":"blocked""#
+                )
+                .utf8)
+            let edited = directory.path("edited.jsonl.gz")
+            var file: [UInt8] = []
+            for member in members {
+                var text: [UInt8] = []
+                for line in member { text += line + [0x0A] }
+                file += try text.withUnsafeBytes { try gzipMember($0) }
+            }
+            try writeBytes(file, to: edited)
+            #expect(try LogVerifier.verify(path: edited).isIntact)
+            let problems = try LogVerifier.verify(path: edited, key: key).problems
+            #expect(
+                problems.contains { $0.code == .badSignature && $0.message.contains("does not cover the event before it") }, "\(problems)")
+        }
+    }
+
+    @Test("upgrade rewrites a version 1 log as version 3: the same events and digests, fewer bytes, and the old log untouched")
+    func upgrade() throws {
+        try TemporaryDirectory.with { directory in
+            let old = directory.path("old.jsonl.gz")
+            try FileManager.default.copyItem(atPath: Self.v1Sample, toPath: old)
+            let before = try readBytes(old)
+            let new = directory.path("new.jsonl.gz")
+            let report = try LogUpgrade.upgrade(from: old, to: new)
+            #expect(try readBytes(old) == before)
+            #expect(report.sourceVersion == 1 && report.destinationVersion == 3)
+            #expect(report.destinationBytes < report.sourceBytes)
+            let resolved = LogReader.Options(resolvesContextPackets: true)
+            let was = try LogReader(path: old, options: resolved).readAll().events.map(\.event)
+            let now = try LogReader(path: new, options: resolved).readAll().events.map(\.event)
+            #expect(report.eventCount == was.count)
+            #expect(now.map(\.version).allSatisfy { $0 == 3 })
+            // The same events: run, seq, step, time and data (digests included), but the links.
+            for (a, b) in zip(was, now) {
+                #expect(
+                    a.runId == b.runId && a.sequence == b.sequence && a.step == b.step && a.timeUs == b.timeUs && a.payload == b.payload,
+                    "seq \(a.sequence)")
+            }
+            #expect(try LogVerifier.verify(path: new).isIntact)
+            #expect(RunState(folding: was) == RunState(folding: now))
+
+            // Nothing to do for a version 3 log; a path taken is not overwritten.
+            #expect { try LogUpgrade.upgrade(from: new, to: directory.path("again.jsonl.gz")) } throws: {
+                ($0 as? LogError)?.code == .alreadyUpgraded
+            }
+            #expect { try LogUpgrade.upgrade(from: old, to: new) } throws: { ($0 as? LogError)?.code == .alreadyExists }
+        }
+    }
+
+    @Test("upgrade refuses a torn log and one whose digests do not match, and writes nothing")
+    func upgradeRefuses() throws {
+        try TemporaryDirectory.with { directory in
+            let torn = FixtureLogs.directory.appendingPathComponent("research-sample-torn.jsonl.gz").path
+            let tampered = ConformanceTests.directory.appendingPathComponent("edited-with-chain-recomputed.jsonl.gz").path
+            let edited = ConformanceTests.directory.appendingPathComponent("edited-event.jsonl.gz").path
+            for (source, code) in [(torn, LogError.Code.tornTail), (tampered, .digestMismatch), (edited, .brokenChain)] {
+                let new = directory.path("new.jsonl.gz")
+                #expect { try LogUpgrade.upgrade(from: source, to: new) } throws: { ($0 as? LogError)?.code == code }
+                #expect(!FileManager.default.fileExists(atPath: new), "\(source)")
+            }
+        }
+    }
+
+    @Test("a signed version 1 log upgrades without its old signatures, or signed anew, and verifies either way")
+    func upgradeSigned() throws {
+        try TemporaryDirectory.with { directory in
+            let keyPath = directory.path("key")
+            try LogSigner.generateKeyFiles(at: keyPath)
+            let signer = try LogSigner(keyFile: keyPath)
+            let key = try LogVerificationKey(keyFile: keyPath + ".pub")
+            let old = directory.path("old.jsonl.gz")
+            _ = try LogWriter.withWriter(creating: old, runId: "run-signed", options: .init(signer: signer, formatVersion: 1)) {
+                try SampleRun.recordSupportRun(into: $0)
+            }
+            #expect(try LogVerifier.verify(path: old, key: key).isIntact)
+
+            let plain = directory.path("plain.jsonl.gz")
+            let unsigned = try LogUpgrade.upgrade(from: old, to: plain)
+            #expect(unsigned.signaturesLeftOut > 0 && unsigned.signaturesAdded == 0)
+            #expect(try LogVerifier.verify(path: plain).isIntact)
+
+            let signed = directory.path("signed.jsonl.gz")
+            let resigned = try LogUpgrade.upgrade(from: old, to: signed, writing: .init(signer: signer))
+            #expect(resigned.signaturesAdded > 0)
+            let report = try LogVerifier.verify(path: signed, key: key)
+            #expect(report.isIntact, "\(report.problems)")
+        }
+    }
+}
