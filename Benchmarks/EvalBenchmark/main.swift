@@ -221,6 +221,17 @@ try stage("inflate alone (zlib, streaming)") { path in _ = try limit.zlib(path) 
 try stage("read: inflate, hash chain, decode every event") { path in
     _ = try LogReader(path: path).forEachEvent { _ in }
 }
+// The same runs as version 1 logs (every line hashed for its link): what version 3 saves.
+let pathsVersion1 = paths.map { logsVersion1 + "/" + ($0 as NSString).lastPathComponent }
+var version1Index = 0
+try stage("read, the same runs as version 1 logs") { _ in
+    _ = try LogReader(path: pathsVersion1[version1Index % pathsVersion1.count]).forEachEvent { _ in }
+    version1Index += 1
+}
+try stage("inflate alone, the same runs as version 1 logs") { _ in
+    _ = try limit.libdeflate(pathsVersion1[version1Index % pathsVersion1.count])
+    version1Index += 1
+}
 try stage("read + fold") { path in
     var state = RunState()
     _ = try LogReader(path: path).forEachEvent { RunState.reduce(into: &state, $0.event) }
