@@ -563,6 +563,7 @@ def verify(path):
     offset, ending = 0, "complete"
     expected_seq, prev, run_id, last_step = 0, GENESIS, None, None
     log_version = None  # 1: lines link (versions 1 and 2); 3: members link (section 3)
+    chained_first = None  # version 3: the first seq of the member `prev` is the hash of
     packet = None  # (seq, whole packet) of the last context_built, the base of a delta
     state = RunState()
     digests_checked, digest_mismatches = 0, []
@@ -604,6 +605,7 @@ def verify(path):
         if complete and partial:
             problems.append(_problem("split_event", "the member ends inside an event", expected_seq, start))
             break
+        member_first = None  # the first seq of this member's events
         for index, line in enumerate(lines):
             seq_here = expected_seq
             try:
@@ -653,8 +655,12 @@ def verify(path):
                 problems.append(_problem("sequence_repeat", "a sequence number repeats", event["seq"], start))
             elif event["seq"] > expected_seq:
                 problems.append(_problem("sequence_gap", "sequence numbers skip", expected_seq, start))
-            elif carries_link and event["prev"] != prev:
-                problems.append(_problem("broken_chain", "the hash chain breaks", event["seq"] - 1, start))
+            elif carries_link and event.get("prev") is not None and event["prev"] != prev:
+                # Version 3: reported at the first seq of the member that was changed.
+                at = chained_first if log_version == 3 and chained_first is not None else event["seq"] - 1
+                problems.append(_problem("broken_chain", "the hash chain breaks", at, start))
+            if member_first is None:
+                member_first = event["seq"]
             if event["seq"] != seq_here:
                 packet = UNKNOWN_BASE  # events lost or repeated may hold a delta's base: the next is taken as it is
             if event["kind"] == "context_built":
@@ -677,6 +683,7 @@ def verify(path):
         if log_version == 3 and lines:
             # The next member links to this one's complete lines (section 3).
             prev = sha256_hex(b"".join(line + b"\n" for line in lines))
+            chained_first = member_first
         if not complete:
             # A tear cuts the next line short; it does not change it (section 5).
             version = "2" if partial[5:6] == b"2" else "1"  # a delta packet's line is version 2

@@ -97,8 +97,9 @@ public struct StepTableBuilder {
                 previousHash: event.previousHash ?? "", runId: runId)
         }
         if stepStart == nil { stepStart = member }
-        // Replay hands out packets made whole; the read says which were written whole.
-        if case .contextBuilt = event.payload, !recorded.wasWrittenAsDelta { wholePacket = member }
+        // A packet written whole: not a delta as read, nor one the read made whole (the catalog's
+        // indexer reads without making packets whole; replay reads with).
+        if case .contextBuilt(let packet) = event.payload, packet.delta == nil, !recorded.wasWrittenAsDelta { wholePacket = member }
         fold.add(recorded)
     }
 

@@ -345,15 +345,28 @@ extension EventChecker {
     /// Checks every complete line of one scanned member in order, calling `body` with each line,
     /// its event (nil for a line that is none) and the problems so far; then, in a version 3
     /// log, takes the member's hash as the next member's link. Returns the bytes after the
-    /// last complete line (a partial line, or a line a member split).
+    /// last complete line (a partial line, or a line a member split). When `body` returns
+    /// false, the member's other lines are passed over: counted, not decoded (their bytes are
+    /// in the member's hash, which the next member's link checks).
     mutating func checkLines(
         of scanned: ScannedMember, lineNumber: inout Int, problems: inout [LogError],
-        _ body: (UnsafeRawBufferPointer, RecordedEvent?, inout [LogError]) throws -> Void
+        _ body: (UnsafeRawBufferPointer, RecordedEvent?, inout [LogError]) throws -> Bool
     ) rethrows -> Int {
         var lineInMember = 0
         var hasher = LineHasher(content: scanned.content)
         let member = scanned.member
+        var passesOver = false
         let dropped = try LineSplitter.forEachLine(in: scanned.content) { line in
+            if passesOver {
+                lineInMember += 1
+                lineNumber += 1
+                expectedSequence += 1
+                self.member?.last = expectedSequence - 1
+                // A packet passed over may be the next delta's base: that delta is taken as it is.
+                contextShape = nil
+                trustsFirstDelta = true
+                return
+            }
             // A version 3 log's lines are hashed only when asked; the first line of a log is,
             // until it says which version the log is.
             let hash = scanned.lineHashes?[lineInMember] ?? (chainsMembers && !hashesLines ? nil : hasher.hash(of: line))
@@ -361,7 +374,7 @@ extension EventChecker {
             lineNumber += 1
             let location = EventLocation(memberIndex: member.index, memberOffset: member.offset, line: lineNumber)
             let recorded = check(line, hash: hash, at: location, problems: &problems)
-            try body(line, recorded, &problems)
+            passesOver = try !body(line, recorded, &problems)
         }
         if chainsMembers && lineInMember > 0 { endMember(hash: scanned.linkHash()) }
         return dropped

@@ -86,13 +86,19 @@ public struct LogReader {
 
     /// Calls `body` with each event in order; returns what was read and how the file ended.
     public func forEachEvent(_ body: (RecordedEvent) throws -> Void) throws -> ReadSummary {
-        try walk(readsAhead: true) { _, recorded in try body(recorded) }
+        try walk(readsAhead: true) { _, recorded in
+            try body(recorded)
+            return true
+        }
     }
 
     /// Calls `body` with each event's line bytes (no newline) and the decoded event. The bytes
     /// are valid only during the call.
     public func forEachLine(_ body: (UnsafeRawBufferPointer, RecordedEvent) throws -> Void) throws -> ReadSummary {
-        try walk(readsAhead: true, body)
+        try walk(readsAhead: true) { line, recorded in
+            try body(line, recorded)
+            return true
+        }
     }
 
     /// Reads every event into memory. For small logs and tests; prefer `forEachEvent`.
@@ -147,25 +153,42 @@ public struct LogReader {
     /// the log ends. Only the members read are inflated: random access for replay. A caller
     /// that reads on to the end (the catalog picking up a grown log) passes `readsAhead`, so
     /// that a large rest of the file is read ahead on a helper thread as a whole read is.
+    ///
+    /// Every event handed out is covered by a link before the read stops: in a version 1 log
+    /// the event `body` returned false for carries the link of the one before; in a version 3
+    /// log, unless that event begins its member, the rest of its member is passed over (hashed,
+    /// not decoded) and the next member's first line, which links to it, is read and checked —
+    /// so that an edit of an event shown is found as it is in a whole read. `stopsAtOnce`
+    /// skips that: for a caller that checks what it reads by other means (`StoredOutputs`).
     @discardableResult
-    public func forEachEvent(from position: Position, readsAhead: Bool = false, _ body: (RecordedEvent) throws -> Bool) throws
-        -> ReadSummary
-    {
+    public func forEachEvent(
+        from position: Position, readsAhead: Bool = false, stopsAtOnce: Bool = false, _ body: (RecordedEvent) throws -> Bool
+    ) throws -> ReadSummary {
         struct Stop: Error {}
         do {
             return try walk(from: position, readsAhead: readsAhead) { _, recorded in
-                if try !body(recorded) { throw Stop() }
+                let goesOn = try body(recorded)
+                if !goesOn && stopsAtOnce { throw Stop() }
+                return goesOn
             }
         } catch is Stop {
+            return ReadSummary()
+        } catch is LinkChecked {
             return ReadSummary()
         }
     }
 
+    /// Thrown once the link covering every event handed out was checked, to end a read `body`
+    /// asked to stop.
+    private struct LinkChecked: Error {}
+
     /// Reads from `position` (the start when nil); `readsAhead` allows a helper thread when
     /// the rest of the file is large (`Options.readsAheadFromBytes`), for reads that go on to
     /// the end.
+    /// `body` returns false when it wants no more events: the read then ends once a link covers
+    /// every event handed out (`forEachEvent(from:)`).
     private func walk(
-        from position: Position? = nil, readsAhead: Bool = false, _ body: (UnsafeRawBufferPointer, RecordedEvent) throws -> Void
+        from position: Position? = nil, readsAhead: Bool = false, _ body: (UnsafeRawBufferPointer, RecordedEvent) throws -> Bool
     ) throws -> ReadSummary {
         if let pending = LogReader.pendingSeal(path) { throw pending }  // a stray side file is ignored
         let aheadOnAThread =
@@ -184,6 +207,8 @@ public struct LogReader {
         var problems: [LogError] = []
         var lineNumber = position?.sequence ?? 0
         var lastSequence: Int?
+        /// `body` wants no more events, and the read waits for the next member's link.
+        var waitsForLink = false
 
         let ending = try scanner.scan(
             from: position?.memberOffset ?? 0, firstIndex: position?.memberIndex ?? 0, aheadOnAThread: aheadOnAThread
@@ -194,6 +219,8 @@ public struct LogReader {
             var eventsInMember = 0
             let dropped = try checker.checkLines(of: scanned, lineNumber: &lineNumber, problems: &problems) { line, checked, problems in
                 guard var recorded = checked, problems.isEmpty else { throw problems[0] }
+                // This member's first line links to the member the last event handed out is in.
+                if waitsForLink { throw LinkChecked() }
                 if var packets = resolver {
                     defer { resolver = packets }
                     do {
@@ -211,7 +238,14 @@ public struct LogReader {
                 summary.eventCount += 1
                 eventsInMember += 1
                 lastSequence = recorded.event.sequence
-                try body(line, recorded)
+                guard try body(line, recorded) else {
+                    // Version 1: this event's link covered the one before. Version 3: one that
+                    // begins a member covered the member before; else the next member's will.
+                    if recorded.event.version < Event.memberChainVersion || eventsInMember == 1 { throw LinkChecked() }
+                    waitsForLink = true
+                    return false
+                }
+                return true
             }
             summary.lastHash = checker.lastHash
             if isComplete {

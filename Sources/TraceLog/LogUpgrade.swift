@@ -37,9 +37,22 @@ public enum LogUpgrade {
     /// state digest its events do not fold to, or is of that version already — leaving no file at
     /// `destination`. After writing, reads the new log back and checks that it holds the same
     /// events and that its digests match its fold.
-    public static func upgrade(from source: String, to destination: String, writing: LogWriter.Options = LogWriter.Options()) throws
-        -> Report
-    {
+    ///
+    /// With `sourceKey`, the source must verify with it (every signature, and the final one
+    /// after its stop). A signed source is signed anew (`writing.signer`) only so: a new
+    /// signature would otherwise vouch for what no old one was checked to cover.
+    public static func upgrade(
+        from source: String, to destination: String, writing: LogWriter.Options = LogWriter.Options(),
+        sourceKey: LogVerificationKey? = nil
+    ) throws -> Report {
+        if let sourceKey {
+            let report = try LogVerifier.verify(path: source, key: sourceKey)
+            if let problem = report.problems.first {
+                var refusal = problem
+                refusal.message += "; the log is not upgraded"
+                throw refusal
+            }
+        }
         var reading = LogReader.Options(resolvesContextPackets: true)
         reading.isStrict = true
         let old: (events: [RecordedEvent], summary: ReadSummary)
@@ -59,6 +72,12 @@ public enum LogUpgrade {
         try checkDigests(of: old.events.map(\.event), path: source)
         let kept = old.events.map(\.event).filter { !isSignature($0) }
         let signaturesLeftOut = old.events.count - kept.count
+        if signaturesLeftOut > 0, writing.signer != nil, sourceKey == nil {
+            throw LogError(
+                .badSignature,
+                "the log is signed, and its signatures were not checked: signing the upgraded log would vouch for events no checked signature covers, so it is not upgraded",
+                path: source, hint: "give the public key the log was signed with (--key KEY.pub), or upgrade it unsigned")
+        }
 
         let writer = try LogWriter.create(at: destination, runId: first.runId, options: writing)
         var signaturesAdded = 0

@@ -63,6 +63,7 @@ public enum LogVerifier {
                         // Events read: a line that is not one is a problem, not an event.
                         summary.eventCount += 1
                     }
+                    return true
                 }
                 report.eventCount += summary.eventCount
                 report.decompressedBytes += content.count

@@ -127,14 +127,20 @@ public final class LogWriter {
         }
         try FileDescriptor.createParentDirectories(of: path)
         let file = try FileDescriptor.openForAppending(path, create: true)
-        let lock = try FileDescriptor.lockForWriting(path)
-        // With fsync on, the new file's directory entry must be durable too.
-        if options.durability.sync != .never { try FileDescriptor.syncDirectory(of: path) }
-        let writer = try LogWriter(
-            path: path, runId: runId, options: options, file: file, nextSequence: 0, lastHash: ContentHash.genesis,
-            size: 0, linksMembers: options.formatVersion == Event.memberChainVersion)
-        writer.lock = lock
-        return writer
+        do {
+            let lock = try FileDescriptor.lockForWriting(path)
+            // With fsync on, the new file's directory entry must be durable too.
+            if options.durability.sync != .never { try FileDescriptor.syncDirectory(of: path) }
+            let writer = try LogWriter(
+                path: path, runId: runId, options: options, file: file, nextSequence: 0, lastHash: ContentHash.genesis,
+                size: 0, linksMembers: options.formatVersion == Event.memberChainVersion)
+            writer.lock = lock
+            return writer
+        } catch {
+            // The file was made here and holds nothing: it goes with the failure.
+            FileDescriptor.remove(path)
+            throw error
+        }
     }
 
     /// Opens an existing log to append to it: checks it, seals a torn tail in place (see
@@ -201,7 +207,9 @@ public final class LogWriter {
     public func append(_ payload: EventPayload, step: Int, timeUs: Int, defersDurability: Bool = false) throws -> Event {
         // Version 3: the stop begins a member of its own, whose link covers every event before
         // it (only the stop, like the last line of a version 1 log, is left to its CRC).
-        if linksMembers && payload.isStop && memberInput > 0 && !isClosed {
+        // (What the writer refuses is refused first, with the member left as it was.)
+        if linksMembers && payload.isStop && memberInput > 0 {
+            if let refusal = refusal(of: payload, step: step) { throw refusal }
             try finishMember(sync: false)
         }
         let event = try write(payload, step: step, timeUs: timeUs)
@@ -237,29 +245,35 @@ public final class LogWriter {
         signatureEvents.append(try write(payload, step: step, timeUs: timeUs))
     }
 
-    /// Validates, encodes, hashes and compresses one event; the flush policy is the caller's.
-    private func write(_ payload: EventPayload, step: Int, timeUs: Int) throws -> Event {
+    /// Why the writer refuses to write `payload` at `step` before encoding it, or nil: a closed
+    /// writer, and what the reader would reject (docs/log-format.md §2, §4).
+    private func refusal(of payload: EventPayload, step: Int) -> LogError? {
         guard !isClosed else {
-            throw LogError(.writeFailed, "the log writer is closed; no more events can be appended", path: path)
+            return LogError(.writeFailed, "the log writer is closed; no more events can be appended", path: path)
         }
-        // What the reader would reject is never written (docs/log-format.md §2, §4).
         if nextSequence == 0, !payload.isStart {
-            throw LogError(
+            return LogError(
                 .invalidEvent, "the first event of a log must be run_started (or pipeline_started), not \(payload.kind)", path: path,
                 sequence: 0)
         }
         if let lastStep, step < lastStep {
-            throw LogError(
+            return LogError(
                 .invalidEvent, "event seq \(nextSequence) would go back to step \(step) after step \(lastStep): steps never decrease",
                 path: path, sequence: nextSequence)
         }
         if let (fieldPath, value) = payload.malformedHash {
-            throw LogError(
+            return LogError(
                 .invalidEvent,
                 "event seq \(nextSequence) (\(payload.kind)) has \(fieldPath) \(JSONWriter.encodeString(.string(String(value.prefix(80))))), "
                     + "which is not a hash (\"sha256:\" and 64 lowercase hex digits), so it is not written",
                 path: path, sequence: nextSequence, hint: "make hashes with ContentHash.sha256")
         }
+        return nil
+    }
+
+    /// Validates, encodes, hashes and compresses one event; the flush policy is the caller's.
+    private func write(_ payload: EventPayload, step: Int, timeUs: Int) throws -> Event {
+        if let refusal = refusal(of: payload, step: step) { throw refusal }
         var event = Event(
             version: linksMembers ? Event.memberChainVersion : Event.schemaVersion, runId: runId, sequence: nextSequence, step: step,
             timeUs: timeUs, previousHash: !linksMembers || memberInput == 0 ? lastHash : nil, payload: payload)

@@ -235,7 +235,8 @@ public final class LogOutputStore: JSONTextStore {
         var outputs: [Int: (bytes: [UInt8], check: UInt64)] = [:]
         let reader = LogReader(path: path, options: LogReader.Options(keepsPacketText: false))
         do {
-            try reader.forEachEvent(from: start) { recorded in
+            // The text read back is checked against the text let go of (`check`); no link needed.
+            try reader.forEachEvent(from: start, stopsAtOnce: true) { recorded in
                 let sequence = recorded.event.sequence
                 guard sequence < end else { return false }
                 if case .toolCompleted(let completed) = recorded.event.payload, let text = completed.outputText {

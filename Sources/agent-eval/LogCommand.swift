@@ -211,7 +211,8 @@ struct LogCommand: ParsableCommand {
                 Only a log that proves what it holds is rewritten: intact, and every recorded state digest matching \
                 the state its events fold to (a mismatch is evidence a rewrite would hide). A torn log is sealed \
                 first (agent-eval log repair). A signed log's signatures sign its version 1 links, so they are left \
-                out — and the digests that counted them recomputed — unless --sign-key signs the new log.
+                out — and the digests that counted them recomputed. --sign-key signs the new log; for a log that was \
+                signed it needs --key, the old log's public key, and the old log must verify with it first.
 
                 Exit codes: 0 upgraded (or already version 3, with a note), 1 refused (torn, damaged, or a digest \
                 that does not match), 2 unreadable or NEW cannot be written.
@@ -223,7 +224,8 @@ struct LogCommand: ParsableCommand {
 
         /// What the old log can be that refuses an upgrade: torn, damaged, or a digest mismatch.
         static let refusals: Set<LogError.Code> = [
-            .digestMismatch, .tornTail, .corruptMember, .splitEvent, .invalidEvent, .sequenceGap, .sequenceRepeat, .brokenChain,
+            .digestMismatch, .badSignature, .tornTail, .corruptMember, .splitEvent, .invalidEvent, .sequenceGap, .sequenceRepeat,
+            .brokenChain,
             .runMismatch, .noEvent,
         ]
 
@@ -236,6 +238,10 @@ struct LogCommand: ParsableCommand {
         @Option(name: .customLong("sign-key"), help: "Sign the new log with this private key (agent-eval log keygen).")
         var signKey: String?
 
+        @Option(
+            help: "The public key (KEY.pub) the old log must verify with; needed to sign anew a log that was signed.")
+        var key: String?
+
         @Flag(help: "Print the result as JSON.")
         var json = false
 
@@ -244,7 +250,8 @@ struct LogCommand: ParsableCommand {
             do {
                 var options = LogWriter.Options()
                 options.signer = try signKey.map { path throws(LogError) in try LogSigner(keyFile: path) }
-                report = try LogUpgrade.upgrade(from: source, to: destination, writing: options)
+                let sourceKey = try key.map { path throws(LogError) in try LogVerificationKey(keyFile: path) }
+                report = try LogUpgrade.upgrade(from: source, to: destination, writing: options, sourceKey: sourceKey)
             } catch let error as LogError where error.code == .alreadyUpgraded {
                 if json {
                     printJSON(["source": .string(source), "upgraded": false, "reason": .string(error.message)])

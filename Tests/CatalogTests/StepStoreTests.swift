@@ -35,6 +35,29 @@ struct StepStoreTests {
         }
     }
 
+    @Test("a step's packet comes whole through the catalog's table too, when its base is members back (versions 1 and 3)")
+    func deltaPacketsThroughTheCatalog() throws {
+        try TemporaryDirectory.with { directory in
+            for version in [1, 3] {
+                let log = directory.path("growing-\(version).jsonl.gz")
+                let packets = try SampleRun.writeGrowingRun(
+                    to: log, steps: 60, options: LogWriter.Options(memberBound: 2048, formatVersion: version))
+                let catalog = try Catalog(path: directory.path("catalog-\(version).sqlite"))
+                _ = try catalog.index(log: log)
+                let (index, rebuilt) = try StepIndex.open(log: log, store: CatalogStepStore(catalog: catalog))
+                #expect(!rebuilt, "the table index made is used")
+                for position in 0..<index.stepCount {
+                    let record = try #require(index.record(at: position))
+                    for recorded in try #require(try index.replayStep(record.step)).events {
+                        guard case .contextBuilt(let packet) = recorded.event.payload else { continue }
+                        #expect(packet.delta == nil, "version \(version), step \(record.step)")
+                        #expect(packet == packets[record.step - 1], "version \(version), step \(record.step)")
+                    }
+                }
+            }
+        }
+    }
+
     @Test("a log longer than index holds whole gets no table from index, and one from the first replay")
     func longLogs() throws {
         try TemporaryDirectory.with { directory in

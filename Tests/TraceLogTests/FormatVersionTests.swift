@@ -21,6 +21,17 @@ struct FormatVersionTests {
         return members
     }
 
+    /// Writes members of lines as gzip members, one each, in order.
+    static func write(_ members: [[[UInt8]]], to path: String) throws {
+        var file: [UInt8] = []
+        for member in members {
+            var text: [UInt8] = []
+            for line in member { text += line + [0x0A] }
+            file += try text.withUnsafeBytes { try gzipMember($0) }
+        }
+        try writeBytes(file, to: path)
+    }
+
     @Test("a version 3 log links each member to the one before by the hash of its lines, and the stop begins a member of its own")
     func memberChain() throws {
         try TemporaryDirectory.with { directory in
@@ -111,17 +122,53 @@ struct FormatVersionTests {
                 )
                 .utf8)
             let edited = directory.path("edited.jsonl.gz")
-            var file: [UInt8] = []
-            for member in members {
-                var text: [UInt8] = []
-                for line in member { text += line + [0x0A] }
-                file += try text.withUnsafeBytes { try gzipMember($0) }
-            }
-            try writeBytes(file, to: edited)
+            try Self.write(members, to: edited)
             #expect(try LogVerifier.verify(path: edited).isIntact)
             let problems = try LogVerifier.verify(path: edited, key: key).problems
             #expect(
                 problems.contains { $0.code == .badSignature && $0.message.contains("does not cover the event before it") }, "\(problems)")
+        }
+    }
+
+    @Test("a read from a member that stops inside a later member checks the link that covers what it read (version 3)")
+    func positionedReadsCheckTheirLink() throws {
+        try TemporaryDirectory.with { directory in
+            let path = directory.path("long.jsonl.gz")
+            try SampleRun.writeGrowingRun(to: path, steps: 40, options: LogWriter.Options(memberBound: 2048))
+            var members = try Self.members(path)
+            #expect(members.count > 6)
+            let all = try LogReader(path: path).readAll().events
+            let start = try #require(all.first { $0.location.memberIndex == 3 })
+            // Each copy below is recompressed, its members where they were: member 3 starts at
+            // the same offset in both.
+            let original = directory.path("original.jsonl.gz")
+            try Self.write(members, to: original)
+            let position = LogReader.Position(
+                memberOffset: try memberOffsets(original)[3], memberIndex: 3, sequence: start.event.sequence,
+                previousHash: try #require(start.event.previousHash), runId: start.event.runId)
+            // Stop in the middle of member 4: its events are covered by member 5's link.
+            let inside = try #require(all.filter { $0.location.memberIndex == 4 }.dropFirst(2).first).event.sequence
+            func readToTheMiddle(_ log: String, stopsAtOnce: Bool = false) throws -> Int {
+                var read = 0
+                try LogReader(path: log).forEachEvent(from: position, stopsAtOnce: stopsAtOnce) { recorded in
+                    guard recorded.event.sequence < inside else { return false }
+                    read += 1
+                    return true
+                }
+                return read
+            }
+            #expect(try readToTheMiddle(original) == inside - start.event.sequence)
+
+            // The last line of member 4 changed (its bytes are never decoded by that read), the
+            // members recompressed one by one: the read finds it at member 5's link.
+            let last = members[4].count - 1
+            members[4][last] = Array(String(decoding: members[4][last], as: UTF8.self).replacingOccurrences(of: "step", with: "stop").utf8)
+            let edited = directory.path("edited.jsonl.gz")
+            try Self.write(members, to: edited)
+            #expect(try memberOffsets(edited)[3] == position.memberOffset)
+            #expect { try readToTheMiddle(edited) } throws: { ($0 as? LogError)?.code == .brokenChain }
+            // Asked to stop at once, it does not look further.
+            #expect(try readToTheMiddle(edited, stopsAtOnce: true) == inside - start.event.sequence)
         }
     }
 
@@ -190,11 +237,41 @@ struct FormatVersionTests {
             #expect(unsigned.signaturesLeftOut > 0 && unsigned.signaturesAdded == 0)
             #expect(try LogVerifier.verify(path: plain).isIntact)
 
+            // Signed anew only once the old signatures checked: with the old log's key.
             let signed = directory.path("signed.jsonl.gz")
-            let resigned = try LogUpgrade.upgrade(from: old, to: signed, writing: .init(signer: signer))
+            #expect { try LogUpgrade.upgrade(from: old, to: signed, writing: .init(signer: signer)) } throws: {
+                ($0 as? LogError)?.code == .badSignature
+            }
+            #expect(!FileManager.default.fileExists(atPath: signed))
+            let resigned = try LogUpgrade.upgrade(from: old, to: signed, writing: .init(signer: signer), sourceKey: key)
             #expect(resigned.signaturesAdded > 0)
             let report = try LogVerifier.verify(path: signed, key: key)
             #expect(report.isIntact, "\(report.problems)")
+
+            // An edit with the chain and the digests recomputed is intact to the chain and the
+            // fold, but not to the key: it is not signed anew.
+            let events = try LogReader(path: old, options: .init(resolvesContextPackets: true)).readAll().events.map(\.event)
+            let edited = directory.path("edited.jsonl.gz")
+            try LogWriter.withWriter(creating: edited, runId: "run-signed", options: .init(formatVersion: 1)) { writer in
+                var state = RunState()
+                var digester = StateDigester()
+                for event in events {
+                    var payload = event.payload
+                    if case .runStopped(var stop) = payload, stop.reason == .success {
+                        stop.answer = "Refunded 999.99 EUR."
+                        payload = .runStopped(stop)
+                    }
+                    if case .stepEnded = payload { payload = .stepEnded(StepEnded(stateDigest: digester.digest(of: state))) }
+                    let written = try writer.append(payload, step: event.step, timeUs: event.timeUs)
+                    digester.track(RunState.reduce(into: &state, written))
+                }
+            }
+            #expect(try LogVerifier.verify(path: edited).isIntact)
+            let again = directory.path("again.jsonl.gz")
+            #expect { try LogUpgrade.upgrade(from: edited, to: again, writing: .init(signer: signer), sourceKey: key) } throws: {
+                ($0 as? LogError)?.code == .badSignature
+            }
+            #expect(!FileManager.default.fileExists(atPath: again))
         }
     }
 }
