@@ -42,11 +42,11 @@ struct EventChecker {
     private(set) var format: Int?
     /// Whether each event gets its line's hash in a version 3 log, where the chain needs none.
     var hashesLines = false
-    /// The member of the last line checked, and the sequence numbers its events began and
-    /// ended with: a version 3 link names the member it covers.
-    private var member: (index: Int, first: Int?, last: Int?)?
-    /// The sequence numbers of the member `lastHash` is the hash of.
-    private var chainedMember: (first: Int?, last: Int?)?
+    /// The member of the last line checked (its index and byte offset), and the sequence numbers
+    /// its events began and ended with: a version 3 link names the member it covers.
+    private var member: (index: Int, offset: Int, first: Int?, last: Int?)?
+    /// The offset and sequence numbers of the member `lastHash` is the hash of.
+    private var chainedMember: (offset: Int, first: Int?, last: Int?)?
 
     /// Whether the reader must hand in each member's hash (`endMember`): a version 3 log.
     var chainsMembers: Bool { format == Event.memberChainVersion }
@@ -56,7 +56,7 @@ struct EventChecker {
     mutating func endMember(hash: String) {
         lastHash = hash
         isLastHashHex = true
-        chainedMember = member.map { ($0.first, $0.last) }
+        chainedMember = member.map { ($0.offset, $0.first, $0.last) }
     }
     /// Whether `lastHash` is 64 hex digits: always, but for a `previousHash` a caller resumed with.
     private var isLastHashHex = true
@@ -138,7 +138,7 @@ struct EventChecker {
         _ line: UnsafeRawBufferPointer, hash knownHash: String? = nil, at location: EventLocation, problems: inout [LogError]
     ) -> RecordedEvent? {
         let isFirstInMember = member?.index != location.memberIndex
-        if isFirstInMember { member = (location.memberIndex, nil, nil) }
+        if isFirstInMember { member = (location.memberIndex, location.memberOffset, nil, nil) }
         // A line that does not decode is hashed as a version 1 line is, so that the next link
         // is checked as far as it can be.
         var hash = ""
@@ -219,7 +219,7 @@ struct EventChecker {
                 problems.append(
                     LogError(
                         .brokenChain,
-                        "event seq \(event.sequence) carries prev but is not the first line of its gzip member: in a version 3 log only a member's first line does",
+                        "event seq \(event.sequence) carries prev but is not the first line of its gzip member: in a version 3 log only a member's first line does (a version 3 log recompressed as one member, by zcat | gzip for one, reads so)",
                         path: path, memberOffset: location.memberOffset, sequence: event.sequence,
                         hint: "the log's members were rearranged (recompressed?) after it was written"))
             }
@@ -283,7 +283,8 @@ struct EventChecker {
                         LogError(
                             .brokenChain,
                             "the hash chain breaks between gzip members before seq \(event.sequence): the member holding \(range) hashes to \(expectedLink.prefix(16))…, but seq \(event.sequence), which begins the next member, links to \(previous.prefix(16))…; an event of \(range) was changed after it was written (or seq \(event.sequence)'s prev was)",
-                            path: path, memberOffset: location.memberOffset, sequence: covered?.0 ?? event.sequence - 1))
+                            path: path, memberOffset: chainedMember?.offset ?? location.memberOffset,
+                            sequence: covered?.0 ?? event.sequence - 1))
                 } else {
                     problems.append(
                         LogError(

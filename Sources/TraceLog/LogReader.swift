@@ -210,65 +210,99 @@ public struct LogReader {
         /// `body` wants no more events, and the read waits for the next member's link.
         var waitsForLink = false
 
-        let ending = try scanner.scan(
-            from: position?.memberOffset ?? 0, firstIndex: position?.memberIndex ?? 0, aheadOnAThread: aheadOnAThread
-        ) { scanned in
-            let (member, content, isComplete) = (scanned.member, scanned.content, scanned.isComplete)
-            summary.memberCount += 1
-            summary.decompressedBytes += content.count
-            var eventsInMember = 0
-            let dropped = try checker.checkLines(of: scanned, lineNumber: &lineNumber, problems: &problems) { line, checked, problems in
-                guard var recorded = checked, problems.isEmpty else { throw problems[0] }
-                // This member's first line links to the member the last event handed out is in.
-                if waitsForLink { throw LinkChecked() }
-                if var packets = resolver {
-                    defer { resolver = packets }
-                    do {
-                        if case .contextBuilt(let packet) = recorded.event.payload, packet.delta != nil {
-                            recorded.wasWrittenAsDelta = true
-                        }
-                        recorded.event = try packets.resolve(recorded.event)
-                    } catch let error as TraceCoreError {
-                        throw LogError(
-                            .invalidEvent, "event seq \(recorded.event.sequence) (context_built) cannot be made whole: \(error.message)",
-                            path: path, memberOffset: member.offset, sequence: recorded.event.sequence,
-                            hint: "a delta packet needs the packets before it: read the log from its start")
-                    }
+        /// The member a read waiting for a link goes on to, once it tried the next member's first
+        /// line alone (`MemberScanner.firstLine`) and could not use it.
+        struct NextMember: Error {
+            var offset: Int
+            var index: Int
+        }
+        var from = (offset: position?.memberOffset ?? 0, index: position?.memberIndex ?? 0)
+        var ending = MemberScanner.Ending.complete
+        scanning: while true {
+            do {
+                ending = try scanMembers(from: from)
+                break scanning
+            } catch let next as NextMember {
+                // The link is the next member's first line: inflate only as far as it.
+                guard let line = MemberScanner.firstLine(of: path, memberAt: next.offset, limit: options.memberContentLimit) else {
+                    // None there, or not that way: the end of the log, or a read of the member
+                    // as any read does it (its first line's check then ends the read).
+                    if next.offset >= FileDescriptor.fileSize(path) ?? 0 { return ReadSummary() }
+                    from = (next.offset, next.index)
+                    continue scanning
                 }
-                summary.eventCount += 1
-                eventsInMember += 1
-                lastSequence = recorded.event.sequence
-                guard try body(line, recorded) else {
-                    // Version 1: this event's link covered the one before. Version 3: one that
-                    // begins a member covered the member before; else the next member's will.
-                    if recorded.event.version < Event.memberChainVersion || eventsInMember == 1 { throw LinkChecked() }
-                    waitsForLink = true
-                    return false
-                }
-                return true
+                let location = EventLocation(memberIndex: next.index, memberOffset: next.offset, line: lineNumber + 1)
+                _ = line.withUnsafeBytes { checker.check($0, at: location, problems: &problems) }
+                if let problem = problems.first { throw problem }
+                return ReadSummary()
             }
-            summary.lastHash = checker.lastHash
-            if isComplete {
-                if dropped > 0 {
-                    throw LogError(
-                        .splitEvent,
-                        "the gzip member ends \(dropped) bytes into an event (line \(lineNumber + 1)); members must end at an event's end",
-                        path: path, memberOffset: member.offset, sequence: checker.expectedSequence,
-                        hint: "verify the log for a full report of its damage")
+        }
+
+        func scanMembers(from start: (offset: Int, index: Int)) throws -> MemberScanner.Ending {
+            let triesFirstLine = start.offset == (position?.memberOffset ?? 0)
+            return try scanner.scan(from: start.offset, firstIndex: start.index, aheadOnAThread: aheadOnAThread) { scanned in
+                let (member, content, isComplete) = (scanned.member, scanned.content, scanned.isComplete)
+                summary.memberCount += 1
+                summary.decompressedBytes += content.count
+                var eventsInMember = 0
+                let dropped = try checker.checkLines(of: scanned, lineNumber: &lineNumber, problems: &problems) { line, checked, problems in
+                    guard var recorded = checked, problems.isEmpty else { throw problems[0] }
+                    // This member's first line links to the member the last event handed out is in.
+                    if waitsForLink { throw LinkChecked() }
+                    if var packets = resolver {
+                        defer { resolver = packets }
+                        do {
+                            if case .contextBuilt(let packet) = recorded.event.payload, packet.delta != nil {
+                                recorded.wasWrittenAsDelta = true
+                            }
+                            recorded.event = try packets.resolve(recorded.event)
+                        } catch let error as TraceCoreError {
+                            throw LogError(
+                                .invalidEvent,
+                                "event seq \(recorded.event.sequence) (context_built) cannot be made whole: \(error.message)",
+                                path: path, memberOffset: member.offset, sequence: recorded.event.sequence,
+                                hint: "a delta packet needs the packets before it: read the log from its start")
+                        }
+                    }
+                    summary.eventCount += 1
+                    eventsInMember += 1
+                    lastSequence = recorded.event.sequence
+                    guard try body(line, recorded) else {
+                        // Version 1: this event's link covered the one before. Version 3: one that
+                        // begins a member covered the member before; else the next member's will.
+                        if recorded.event.version < Event.memberChainVersion || eventsInMember == 1 { throw LinkChecked() }
+                        waitsForLink = true
+                        return false
+                    }
+                    return true
                 }
-            } else {
-                if let problem = checker.partialLineProblem(
-                    UnsafeRawBufferPointer(rebasing: content[(content.count - dropped)...]), isFirstInMember: eventsInMember == 0)
-                {
-                    throw LogError(
-                        .corruptMember,
-                        "the log ends inside the gzip member at byte \(member.offset), and it is damaged, not cut off: \(problem)",
-                        path: path, memberOffset: member.offset, sequence: checker.expectedSequence,
-                        hint: "verify the log for a full report; repair seals only a clean tear")
+                summary.lastHash = checker.lastHash
+                if isComplete {
+                    if dropped > 0 {
+                        throw LogError(
+                            .splitEvent,
+                            "the gzip member ends \(dropped) bytes into an event (line \(lineNumber + 1)); members must end at an event's end",
+                            path: path, memberOffset: member.offset, sequence: checker.expectedSequence,
+                            hint: "verify the log for a full report of its damage")
+                    }
+                } else {
+                    if let problem = checker.partialLineProblem(
+                        UnsafeRawBufferPointer(rebasing: content[(content.count - dropped)...]), isFirstInMember: eventsInMember == 0)
+                    {
+                        throw LogError(
+                            .corruptMember,
+                            "the log ends inside the gzip member at byte \(member.offset), and it is damaged, not cut off: \(problem)",
+                            path: path, memberOffset: member.offset, sequence: checker.expectedSequence,
+                            hint: "verify the log for a full report; repair seals only a clean tear")
+                    }
+                    summary.tear = LogTear(
+                        memberOffset: member.offset, fileSize: member.offset + member.length,
+                        eventsInTornMember: eventsInMember, droppedBytes: dropped, lastSequence: lastSequence)
                 }
-                summary.tear = LogTear(
-                    memberOffset: member.offset, fileSize: member.offset + member.length,
-                    eventsInTornMember: eventsInMember, droppedBytes: dropped, lastSequence: lastSequence)
+                // Waiting for the next member's link, which its first line alone gives.
+                if waitsForLink && isComplete && triesFirstLine {
+                    throw NextMember(offset: member.offset + member.length, index: member.index + 1)
+                }
             }
         }
         summary.peakBufferBytes = scanner.peakBufferBytes

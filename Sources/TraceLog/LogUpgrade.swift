@@ -17,7 +17,7 @@ public enum LogUpgrade {
     public struct Report: Sendable, Hashable {
         public var source: String
         public var destination: String
-        /// The envelope version of the source's first line (1 for a log of versions 1 and 2).
+        /// The source's version: 3, or the highest of its lines' (1, or 2 with delta packets).
         public var sourceVersion: Int
         public var destinationVersion: Int
         /// Events written (signature events aside), the same as the source's.
@@ -53,6 +53,13 @@ public enum LogUpgrade {
                 throw refusal
             }
         }
+        // Of the version written already: nothing to do, torn or not.
+        if let first = try LogReader(path: source).firstEvent()?.event,
+            (first.version >= Event.memberChainVersion) == (writing.formatVersion == Event.memberChainVersion)
+        {
+            throw LogError(
+                .alreadyUpgraded, "the log is version \(writing.formatVersion) already; there is nothing to upgrade", path: source)
+        }
         var reading = LogReader.Options(resolvesContextPackets: true)
         reading.isStrict = true
         let old: (events: [RecordedEvent], summary: ReadSummary)
@@ -60,15 +67,13 @@ public enum LogUpgrade {
             old = try LogReader(path: source, options: reading).readAll()
         } catch let error as LogError where error.code == .tornTail {
             throw LogError(
-                .tornTail, "\(error.message); a torn log is not upgraded: seal it first, then upgrade it", path: source,
+                .tornTail, "\(error.message); a torn log is not upgraded", path: source,
                 memberOffset: error.memberOffset, sequence: error.sequence)
         }
         guard let first = old.events.first?.event else { throw LogError.noEvent(in: source, tear: nil) }
-        let sourceVersion = first.version >= Event.memberChainVersion ? Event.memberChainVersion : 1
-        guard sourceVersion != writing.formatVersion else {
-            throw LogError(
-                .alreadyUpgraded, "the log is version \(sourceVersion) already; there is nothing to upgrade", path: source)
-        }
+        // A log of lines linked holds version 1 lines, and version 2 ones where it wrote deltas.
+        let sourceVersion =
+            first.version >= Event.memberChainVersion ? Event.memberChainVersion : (old.events.map(\.event.version).max() ?? 1)
         try checkDigests(of: old.events.map(\.event), path: source)
         let kept = old.events.map(\.event).filter { !isSignature($0) }
         let signaturesLeftOut = old.events.count - kept.count

@@ -40,7 +40,7 @@ public final class LogWriter {
         /// that could make a member hold more (`maximumLineBytes`): it refuses it, unwritten.
         public var readerMemberLimit = LogReader.Options().memberContentLimit
         /// The version a new log is written in: 3, whose hash chain links gzip members (about a
-        /// quarter smaller), or 1, whose every line links to the line before, for readers of
+        /// fifth smaller), or 1, whose every line links to the line before, for readers of
         /// agent-eval 0.3 and older (with delta packets as version 2 lines, `writesContextDeltas`).
         /// A log opened to append to keeps its own version.
         public var formatVersion = Event.memberChainVersion

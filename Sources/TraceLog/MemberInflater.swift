@@ -39,3 +39,35 @@ final class MemberInflater {
         return consumed
     }
 }
+
+extension MemberScanner {
+    /// The first line (without its newline) of the gzip member at `offset` of the file at
+    /// `path`, inflating no more of the member than it takes: how a read that stops inside a
+    /// version 3 member checks the next member's link without inflating that member whole.
+    /// Nil when no member starts there (the end of the file), or when the line cannot be had
+    /// this way (damage, a member without a complete line, a line past `limit`): the caller
+    /// then reads the member as any read does, which reports what is wrong.
+    static func firstLine(of path: String, memberAt offset: Int, limit: Int = 1 << 30) -> [UInt8]? {
+        guard let file = try? FileDescriptor.openForReading(path), let inflater = try? Inflater() else { return nil }
+        let output = ByteBuffer(capacity: 16 * 1024)
+        let input = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 * 1024, alignment: 8)
+        defer { input.deallocate() }
+        guard let inputBase = input.baseAddress else { return nil }
+        var position = offset
+        var searched = 0
+        while true {
+            guard let count = try? file.read(into: inputBase, count: input.count, at: position), count > 0 else { return nil }
+            position += count
+            inflater.setInput(inputBase, count: count)
+            var status = Inflater.Status.needsInput
+            repeat {
+                let (next, overLimit) = inflater.inflate(into: output, limit: limit)
+                if overLimit { return nil }
+                status = next
+            } while inflater.availableInput > 0 && { if case .needsInput = status { true } else { false } }()
+            if let newline = output.bytes[searched...].firstIndex(of: 0x0A) { return Array(output.bytes[..<newline]) }
+            searched = output.count
+            guard case .needsInput = status else { return nil }
+        }
+    }
+}

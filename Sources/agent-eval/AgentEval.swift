@@ -30,7 +30,7 @@ struct AgentEval: AsyncParsableCommand {
             pipeline first record the stop of what runs and close its logs, and collect, for which a signal is \
             the way to stop, writes every open trace's log and exits 0.
             """,
-        version: "0.3.0 (commit \(buildCommit))",
+        version: "0.4.0 (commit \(buildCommit))",
         subcommands: [
             RunCommand.self, ExecCommand.self, RecordCommand.self, MCPProxyCommand.self, CollectCommand.self, ApproveCommand.self,
             AuditCommand.self, ReplayCommand.self,

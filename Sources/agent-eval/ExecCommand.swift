@@ -99,7 +99,7 @@ struct ExecCommand: AsyncParsableCommand {
     @Option(
         help: ArgumentHelp(
             """
-            The log format version to write: 3 links the log's gzip members in its hash chain (about a quarter smaller); \
+            The log format version to write: 3 links the log's gzip members in its hash chain (about a fifth smaller); \
             2 links every line, and writes a context packet as a delta on the one before when that is smaller, for \
             agent-eval 0.3's readers; 1 also writes every packet whole, for readers that know only version 1. A \
             resumed run keeps its log's version. (default: the agent file's log_version, else 3)
@@ -177,7 +177,7 @@ struct ExecCommand: AsyncParsableCommand {
         } else if quiet {
             say(outcome.logPath)
         } else {
-            for line in Self.describe(outcome, agentPath: agentPath) { say(line) }
+            for line in Self.describe(outcome, agentPath: agentPath, signKey: signKey) { say(line) }
             if let exported { say(exported.sentence) }
         }
         if let interrupted { throw ExitCode(128 + interrupted) }
@@ -187,7 +187,8 @@ struct ExecCommand: AsyncParsableCommand {
     /// Failed calls the summary names; the rest are counted.
     static let failedCallsShown = 5
 
-    static func describe(_ outcome: RunOutcome, agentPath: String) -> [String] {
+    /// `signKey`: the key the run was signed with, which its resume must sign with too.
+    static func describe(_ outcome: RunOutcome, agentPath: String, signKey: String? = nil) -> [String] {
         let state = outcome.state
         let stop = outcome.stop
         var lines: [String] = []
@@ -223,7 +224,8 @@ struct ExecCommand: AsyncParsableCommand {
                 "waiting for approval: "
                     + waiting.map { "\($0.id) (\($0.tool) \(JSONWriter.encodeString($0.arguments)))" }.joined(separator: ", "))
             lines.append(
-                "resume: agent-eval exec \(ShellWords.quoted(agentPath)) --resume \(ShellWords.quoted(outcome.logPath)) \(approvals)")
+                "resume: agent-eval exec \(ShellWords.quoted(agentPath)) --resume \(ShellWords.quoted(outcome.logPath)) \(approvals)"
+                    + (signKey.map { " --sign-key \(ShellWords.quoted($0))" } ?? ""))
         }
         return lines
     }

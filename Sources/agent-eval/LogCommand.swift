@@ -201,16 +201,18 @@ struct LogCommand: ParsableCommand {
     struct Upgrade: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "upgrade",
-            abstract: "Rewrite a version 1 log as version 3, whose hash chain links gzip members (about a quarter smaller).",
+            abstract: "Rewrite a version 1 log as version 3, whose hash chain links gzip members (about a fifth smaller).",
             discussion: """
-                Writes NEW with the same run and the same events as OLD — kind, step, time and data, context packets \
-                as a reader makes them whole — in version 3 members with version 3 links (docs/log-format.md §3.1, §6). \
-                OLD is not changed. NEW is then read back: it must hold the same events, and every state digest must \
+                Writes NEW with the same run and the same events as OLD — kind, step, time and data; each context \
+                packet the same once made whole (the writer writes it whole or as a delta, as it chooses) — in version 3 \
+                members with version 3 links (docs/log-format.md §3.1, §6). OLD is not changed (a version 1 log stays \
+                readable by every reader; upgrading saves its bytes). Recompressing a version 3 log as one member \
+                (zcat | gzip) breaks its chain: rewrite logs with this command, never with gzip. NEW is then read back: it must hold the same events, and every state digest must \
                 match its fold, or it is removed and the command fails.
 
                 Only a log that proves what it holds is rewritten: intact, and every recorded state digest matching \
-                the state its events fold to (a mismatch is evidence a rewrite would hide). A torn log is sealed \
-                first (agent-eval log repair). A signed log's signatures sign its version 1 links, so they are left \
+                the state its events fold to (a mismatch is evidence a rewrite would hide). A torn log is not upgraded: \
+                copy it, seal the copy (agent-eval log repair), and upgrade that. A signed log's signatures sign its version 1 links, so they are left \
                 out — and the digests that counted them recomputed. --sign-key signs the new log; for a log that was \
                 signed it needs --key, the old log's public key, and the old log must verify with it first.
 
@@ -259,6 +261,18 @@ struct LogCommand: ParsableCommand {
                     say("\(source): \(error.message)")
                 }
                 return
+            } catch let error as LogError where error.path == source && error.code == .tornTail {
+                // The hint `log repair` gives would change OLD in place, which upgrade never does.
+                throw diagnose(
+                    CommandError(
+                        "torn_tail", error.message, at: error.place,
+                        hint: "upgrade leaves OLD as it is: copy it, seal the copy (agent-eval log repair COPY), then upgrade the copy"),
+                    exit: Exit.failure)
+            } catch let error as LogError where error.code == .alreadyExists && error.path == destination {
+                throw diagnose(
+                    CommandError(
+                        "already_exists", "\(destination) exists already: upgrade writes a new file and never overwrites one",
+                        at: SourceLocation(path: destination), hint: "give NEW a path where no file is"))
             } catch let error as LogError where error.path == source && Self.refusals.contains(error.code) {
                 // Refused: the old log does not prove what it holds (1, as documented).
                 throw diagnose(error, exit: Exit.failure)
@@ -283,11 +297,13 @@ struct LogCommand: ParsableCommand {
                 printJSON(object.json)
                 return
             }
+            func count(_ number: Int, _ noun: String) -> String { "\(number) \(noun)\(number == 1 ? "" : "s")" }
+            let signatures = report.signaturesAdded > 0 ? " and \(count(report.signaturesAdded, "signature"))" : ""
             say(
-                "\(report.destination): version \(report.destinationVersion), \(report.eventCount) events, \(report.destinationMembers) gzip members, "
-                    + "\(report.destinationBytes) bytes (\(report.source): version \(report.sourceVersion), \(report.sourceMembers) members, "
-                    + "\(report.sourceBytes) bytes; \(Int((saved * 100).rounded()))% smaller); read back: the same events, every digest checked"
-            )
+                "\(report.destination): version \(report.destinationVersion), \(count(report.eventCount, "event"))\(signatures), "
+                    + "\(count(report.destinationMembers, "gzip member")), \(report.destinationBytes) bytes (\(report.source): version "
+                    + "\(report.sourceVersion), \(count(report.sourceMembers, "member")), \(report.sourceBytes) bytes; "
+                    + "\(Int((saved * 100).rounded()))% smaller); read back: the same events, every digest checked")
             if report.signaturesLeftOut > 0 {
                 say(
                     "note: \(report.signaturesLeftOut) signature event\(report.signaturesLeftOut == 1 ? "" : "s") of the old log left out (they sign its version 1 links)"

@@ -233,7 +233,7 @@ struct CLITests {
             let upgraded = try await agentEval(["log", "upgrade", "--json", fixture("support-sample.jsonl.gz"), new])
             #expect(upgraded.status == 0, "\(upgraded.stderr)")
             let report = try JSONParser.parse(upgraded.stdout)
-            #expect(report["upgraded"] == true && report["version"] == 3 && report["source_version"] == 1)
+            #expect(report["upgraded"] == true && report["version"] == 3 && report["source_version"] == 2)
             #expect(report["events"] == 27)
             #expect((report["bytes"]?.intValue ?? .max) < (report["source_bytes"]?.intValue ?? 0))
             #expect(try await agentEval(["log", "verify", new]).status == 0)
@@ -247,11 +247,11 @@ struct CLITests {
             let torn = try await agentEval(["log", "upgrade", fixture("research-sample-torn.jsonl.gz"), directory.path("torn.jsonl.gz")])
             #expect(torn.status == 1)
             #expect(torn.stderr.contains("a torn log is not upgraded"))
-            #expect(torn.stderr.contains("hint: run `agent-eval log repair"))
+            #expect(torn.stderr.contains("hint: upgrade leaves OLD as it is: copy it, seal the copy (agent-eval log repair COPY)"))
 
             let taken = try await agentEval(["log", "upgrade", fixture("research-sample.jsonl.gz"), new])
             #expect(taken.status == 2)
-            #expect(taken.stderr.contains("already exists"))
+            #expect(taken.stderr.contains("exists already: upgrade writes a new file and never overwrites one"))
         }
     }
 

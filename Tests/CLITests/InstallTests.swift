@@ -14,7 +14,7 @@ struct InstallTests {
                 "/bin/bash",
                 [repositoryRoot.appendingPathComponent("scripts/install").path, "--prefix", prefix, "--binary", try agentEvalBinary()])
             #expect(installed.status == 0, "\(installed.stderr)")
-            #expect(installed.stdoutText.contains("installed agent-eval 0.3.0 (commit "))
+            #expect(installed.stdoutText.contains("installed agent-eval 0.4.0 (commit "))
 
             let binary = prefix + "/bin/agent-eval"
             let version = try await Subprocess.run(binary, ["--version"], in: directory.url)

@@ -181,7 +181,7 @@ struct FormatVersionTests {
             let new = directory.path("new.jsonl.gz")
             let report = try LogUpgrade.upgrade(from: old, to: new)
             #expect(try readBytes(old) == before)
-            #expect(report.sourceVersion == 1 && report.destinationVersion == 3)
+            #expect(report.sourceVersion == 2 && report.destinationVersion == 3, "the sample holds delta packets: version 2 lines")
             #expect(report.destinationBytes < report.sourceBytes)
             let resolved = LogReader.Options(resolvesContextPackets: true)
             let was = try LogReader(path: old, options: resolved).readAll().events.map(\.event)
