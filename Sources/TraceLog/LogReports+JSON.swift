@@ -9,6 +9,7 @@ extension VerificationReport {
         object.set("ending", ending.rawValue)
         object.set("event_count", eventCount)
         object.set("member_count", members.count)
+        object.set("version", formatVersion)
         object.set(
             "members",
             JSONValue.array(

@@ -58,6 +58,7 @@ public enum LogVerifier {
                             report.lastEventKind = recorded.event.kind
                         }
                         report.lastSequence = recorded.event.sequence
+                        report.formatVersion = max(report.formatVersion ?? 0, recorded.event.version)
                         summary.firstSequence = summary.firstSequence ?? recorded.event.sequence
                         summary.lastSequence = recorded.event.sequence
                         // Events read: a line that is not one is a problem, not an event.
@@ -183,6 +184,10 @@ public struct VerificationReport: Sendable, Hashable {
     public var lastSequence: Int?
     /// `log_signed` events read.
     public var signatureCount = 0
+    /// The log's format version (docs/log-format.md §6): the highest envelope version of its
+    /// events — 3 for a log whose members link, 1 or 2 (with delta packets) for one whose lines
+    /// do. Nil when no event was read.
+    public var formatVersion: Int?
 
     public init(path: String) {
         self.path = path

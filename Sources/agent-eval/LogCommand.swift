@@ -158,7 +158,9 @@ struct LogCommand: ParsableCommand {
                 let sequences = report.members.compactMap(\.lastSequence).max().map { ", seq 0 to \($0)" } ?? ""
                 if report.isIntact {
                     say(
-                        "\(file): intact — \(counted(report.members.count, "gzip member")), \(counted(report.eventCount, "event"))\(sequences), hash chain unbroken"
+                        "\(file): intact — \(report.formatVersion.map { "version \($0), " } ?? "")\(counted(report.members.count, "gzip member")), "
+                            + "\(counted(report.eventCount, "event"))\(sequences), hash chain unbroken"
+                            + (key != nil ? ", \(counted(report.signatureCount, "signature")) checked" : "")
                     )
                     if report.ending == .complete {
                         say(

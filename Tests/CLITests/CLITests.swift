@@ -146,7 +146,7 @@ struct CLITests {
     func verifyExitCodes() async throws {
         let intact = try await agentEval(["log", "verify", fixture("support-sample.jsonl.gz")])
         #expect(intact.status == 0)
-        #expect(intact.stdoutText.contains("intact — 2 gzip members, 27 events, seq 0 to 26, hash chain unbroken"))
+        #expect(intact.stdoutText.contains("intact — version 2, 2 gzip members, 27 events, seq 0 to 26, hash chain unbroken"))
 
         let torn = try await agentEval(["log", "verify", fixture("research-sample-torn.jsonl.gz")])
         #expect(torn.status == 1)

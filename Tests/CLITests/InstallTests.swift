@@ -21,7 +21,7 @@ struct InstallTests {
             #expect(version.status == 0)
             // The commit the binary was built from (this checkout's, recorded by the build plugin).
             #expect(
-                version.stdoutText.range(of: #"^0\.3\.0 \(commit ([0-9a-f]{12}(-dirty)?|unknown)\)\n$"#, options: .regularExpression) != nil
+                version.stdoutText.range(of: #"^0\.4\.0 \(commit ([0-9a-f]{12}(-dirty)?|unknown)\)\n$"#, options: .regularExpression) != nil
             )
             let head = try await Subprocess.run("/usr/bin/env", ["git", "-C", repositoryRoot.path, "rev-parse", "--short=12", "HEAD"])
             if head.status == 0 { #expect(version.stdoutText.contains(head.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines))) }
