@@ -227,14 +227,18 @@ public struct LogReader {
                 guard let line = MemberScanner.firstLine(of: path, memberAt: next.offset, limit: options.memberContentLimit) else {
                     // None there, or not that way: the end of the log, or a read of the member
                     // as any read does it (its first line's check then ends the read).
-                    if next.offset >= FileDescriptor.fileSize(path) ?? 0 { return ReadSummary() }
+                    if let size = FileDescriptor.fileSize(path), next.offset >= size { return ReadSummary() }
                     from = (next.offset, next.index)
                     continue scanning
                 }
                 let location = EventLocation(memberIndex: next.index, memberOffset: next.offset, line: lineNumber + 1)
-                _ = line.withUnsafeBytes { checker.check($0, at: location, problems: &problems) }
-                if let problem = problems.first { throw problem }
-                return ReadSummary()
+                var probe = checker
+                var found: [LogError] = []
+                _ = line.withUnsafeBytes { probe.check($0, at: location, problems: &found) }
+                if found.isEmpty { return ReadSummary() }
+                // Something is wrong: read the member as any read does, which says what, where.
+                from = (next.offset, next.index)
+                continue scanning
             }
         }
 

@@ -45,6 +45,13 @@ public enum LogUpgrade {
         from source: String, to destination: String, writing: LogWriter.Options = LogWriter.Options(),
         sourceKey: LogVerificationKey? = nil
     ) throws -> Report {
+        // Of the version written already: nothing to do, torn or not.
+        if let first = try LogReader(path: source).firstEvent()?.event,
+            (first.version >= Event.memberChainVersion) == (writing.formatVersion == Event.memberChainVersion)
+        {
+            throw LogError(
+                .alreadyUpgraded, "the log is version \(writing.formatVersion) already; there is nothing to upgrade", path: source)
+        }
         if let sourceKey {
             let report = try LogVerifier.verify(path: source, key: sourceKey)
             if let problem = report.problems.first {
@@ -52,13 +59,6 @@ public enum LogUpgrade {
                 refusal.message += "; the log is not upgraded"
                 throw refusal
             }
-        }
-        // Of the version written already: nothing to do, torn or not.
-        if let first = try LogReader(path: source).firstEvent()?.event,
-            (first.version >= Event.memberChainVersion) == (writing.formatVersion == Event.memberChainVersion)
-        {
-            throw LogError(
-                .alreadyUpgraded, "the log is version \(writing.formatVersion) already; there is nothing to upgrade", path: source)
         }
         var reading = LogReader.Options(resolvesContextPackets: true)
         reading.isStrict = true

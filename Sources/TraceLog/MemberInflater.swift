@@ -65,6 +65,8 @@ extension MemberScanner {
                 if overLimit { return nil }
                 status = next
             } while inflater.availableInput > 0 && { if case .needsInput = status { true } else { false } }()
+            // Damage seen on the way is the normal read's to report.
+            if case .corrupt = status { return nil }
             if let newline = output.bytes[searched...].firstIndex(of: 0x0A) { return Array(output.bytes[..<newline]) }
             searched = output.count
             guard case .needsInput = status else { return nil }
