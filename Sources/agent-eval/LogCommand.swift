@@ -193,7 +193,7 @@ struct LogCommand: ParsableCommand {
             var location = ""
             if let offset = problem.memberOffset { location += "member at byte \(offset)" }
             if let sequence = problem.sequence { location += (location.isEmpty ? "" : ", ") + "seq \(sequence)" }
-            say("  - [\(problem.code.rawValue)] \(location): \(problem.message)")
+            say("  - [\(problem.code.rawValue)] \(location.isEmpty ? "" : location + ": ")\(problem.message)")
             // This is the full report of the damage: no hint sends the reader back to it.
             guard !damageCodes.contains(problem.diagnosticCode) else { return }
             if let hint = commandHint(for: problem) ?? problem.hint { say("    hint: \(hint)") }
