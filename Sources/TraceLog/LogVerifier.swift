@@ -241,7 +241,7 @@ struct SignatureChecks {
         }
         let problem: String? =
             if keyId != key.keyId {
-                "it was made with another key (\(keyId), not \(key.keyId))"
+                "it was made with another key: the log's key id is \(keyId), the key given is \(key.keyId)"
             } else if covered != event.sequence - 1 || head != expectedHead {
                 "it does not cover the event before it"
             } else if !key.isValid(signature: signature, runId: event.runId, sequence: covered, head: head, isFinal: isFinal) {

@@ -38,6 +38,11 @@ struct SignedLogTests {
             #expect(report.signatureCount >= 2)
             #expect(report.ending == .complete)
             #expect(try LogVerifier.verify(path: log).isIntact)
+            // log cat names a signature for what it is, not as an unknown kind.
+            let signatures = try LogReader(path: log).readAll().events.map(\.event).filter { $0.kind == LogSigner.kind }
+            let last = try #require(signatures.last)
+            #expect(last.summaryLine.contains("signature (ed25519, key \(try LogVerificationKey(keyFile: publicKey).keyId)) of seq 0 to"))
+            #expect(last.summaryLine.hasSuffix(", final"))
             #expect(try await Subprocess.run(gzipPath, ["-t", log]).status == 0)
         }
     }

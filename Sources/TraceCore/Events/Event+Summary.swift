@@ -93,6 +93,11 @@ extension EventPayload {
             return "fork of \(forked.parentRunId) after its step \(forked.step): \(edits)"
         case .pipeline(let event):
             return event.summary
+        case .unknown("log_signed", let data):
+            // The signature of a signed log (docs/log-format.md §8a), which the fold counts as unknown.
+            let covered = data["covers_seq"]?.intValue.map { "seq 0 to \($0)" } ?? "?"
+            let key = data["key_id"]?.stringValue ?? "?"
+            return "signature (\(data["alg"]?.stringValue ?? "?"), key \(key)) of \(covered)\(data["final"] == true ? ", final" : "")"
         case .unknown(let kind, let data):
             return "(unknown kind \(kind), kept) \(truncated(JSONWriter.encodeString(data), 60))"
         }
