@@ -3,7 +3,7 @@
 library alone: the way to record runs from agents written in Python, and a second
 implementation that the test suite checks against the Swift one, both ways.
 
-    python3 scripts/agent_eval_log.py verify RUN.jsonl.gz     # JSON: intact, ending, problems, digests
+    python3 scripts/agent_eval_log.py verify RUN.jsonl.gz     # JSON: intact, ending, problems, digests; exit 0/1/2
     python3 scripts/agent_eval_log.py demo OUT.jsonl.gz       # writes a small run, digests included
 
 As a library:
@@ -569,9 +569,9 @@ def verify(path):
     digests_checked, digest_mismatches = 0, []
     if not data:
         # No member at all: empty, not a member cut off (section 5).
-        return {"readable": False, "problems": [_problem("empty", "the file is empty: it holds no gzip member and no event")]}
+        return {"readable": False, "intact": False, "event_count": 0, "problems": ["empty"]}
     if data[:2] != b"\x1f\x8b":
-        return {"readable": False, "problems": [_problem("not_gzip", "the file is not a gzip-compressed log")]}
+        return {"readable": False, "intact": False, "event_count": 0, "problems": ["not_gzip"]}
     while offset < len(data):
         start = offset
         if len(data) - offset < 10:
@@ -766,7 +766,11 @@ def demo(path):
 
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "verify":
-        print(canonical(verify(sys.argv[2])))
+        # Exit 0 intact, 1 readable but not intact (damaged, torn or unfinished), 2 unreadable,
+        # as `agent-eval log verify`.
+        found = verify(sys.argv[2])
+        print(canonical(found))
+        sys.exit(0 if found["intact"] else 1 if found["readable"] else 2)
     elif len(sys.argv) == 3 and sys.argv[1] == "demo":
         demo(sys.argv[2])
     else:
