@@ -47,6 +47,7 @@ def main(check=check, pattern="/*.jsonl.gz"):
     paths = sorted(glob.glob(directory + pattern))
     for _ in range(repetitions):
         started = time.perf_counter()
+        cpu_started = time.process_time()
         passed = 0
         size = 0
         for path in paths:
@@ -54,7 +55,8 @@ def main(check=check, pattern="/*.jsonl.gz"):
             passed += ok
             size += bytes_read
         seconds = time.perf_counter() - started
-        print(f"{len(paths)} {passed} {seconds:.6f} {len(paths) / seconds:.1f} {size / seconds / 1e6:.1f}")
+        cpu_seconds = time.process_time() - cpu_started
+        print(f"{len(paths)} {passed} {seconds:.6f} {len(paths) / seconds:.1f} {size / seconds / 1e6:.1f} {cpu_seconds:.6f}")
 
 
 if __name__ == "__main__":

@@ -115,12 +115,23 @@ print(
     "eval-benchmark: \(settings.runs) runs × \(settings.steps) steps, \(String(format: "%.1f", megabytes)) MB of JSON, "
         + "3 expectations, \(settings.repetitions) repetitions, --jobs \(settings.jobs)")
 
+/// CPU seconds this process has used, all its threads: what a busy, shared machine changes
+/// least (issue 51 compares per core).
+func cpuSeconds() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+}
+
 if !settings.stagesOnly {
     var ours: [Double] = []
+    var oursCPU: [Double] = []
     for _ in 0..<settings.repetitions {
         let started = ContinuousClock.now
+        let cpuStarted = cpuSeconds()
         let results = await EvalRunner(options: EvalOptions(jobs: settings.jobs)).run(cases)
         ours.append(seconds(ContinuousClock.now - started))
+        oursCPU.append(cpuSeconds() - cpuStarted)
         guard results.first?.runs.count == settings.runs, results.first?.passed == true else {
             FileHandle.standardError.write(Data("the benchmark case did not pass on every run\n".utf8))
             exit(1)
@@ -130,18 +141,23 @@ if !settings.stagesOnly {
     // The Python peers, each run the same number of times in one interpreter (their own timing).
     let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
     let repository = here.deletingLastPathComponent().deletingLastPathComponent()
+    /// The median wall and CPU seconds of a Python peer's repetitions (its own timing).
+    var pythonCPU: [String: Double] = [:]
     func pythonSeconds(_ python: String, _ script: String, directory: String = logs) throws -> Double {
         let result = try Subprocess.runBlocking(python, [here.appendingPathComponent(script).path, directory, "\(settings.repetitions)"])
-        let times = result.stdoutText.split(separator: "\n").compactMap { line -> Double? in
+        let times = result.stdoutText.split(separator: "\n").compactMap { line -> (wall: Double, cpu: Double)? in
             let fields = line.split(separator: " ")
-            guard fields.count == 5, Int(fields[1]) == settings.runs else { return nil }
-            return Double(fields[2])
+            guard fields.count == 6, Int(fields[1]) == settings.runs, let wall = Double(fields[2]), let cpu = Double(fields[5]) else {
+                return nil
+            }
+            return (wall, cpu)
         }
         guard times.count == settings.repetitions else {
             FileHandle.standardError.write(Data("\(script) failed: \(result.stdoutText)\(result.stderr)\n".utf8))
             exit(1)
         }
-        return median(times)
+        pythonCPU[script] = median(times.map(\.cpu))
+        return median(times.map(\.wall))
     }
     let plainPython = try pythonSeconds(Subprocess.which("python3") ?? "/usr/bin/python3", "eval_logs.py")
     // The faster peer needs orjson from PyPI, in a virtual environment the script makes once.
@@ -202,6 +218,19 @@ if !settings.stagesOnly {
         print(String(format: "ratio: %.2fx the orjson Python script (target >= %.1fx: 1.5x per job)", fastPython / ourMedian, 1.5 * cores))
     }
     if let inspectPython { print(String(format: "ratio: %.2fx Inspect AI's reader", inspectPython / ourMedian)) }
+    // The same, in CPU time: runs per CPU-second, which a busy machine changes least.
+    let ourCPU = median(oursCPU)
+    print(String(format: "CPU time: agent-eval run %.3f s (%.0f runs per CPU-second)", ourCPU, Double(settings.runs) / ourCPU))
+    for (script, name) in [
+        ("eval_logs.py", "the plain Python script"), ("eval_logs_fast.py", "the orjson Python script"),
+        ("eval_logs_inspect.py", "Inspect AI's reader"),
+    ] {
+        guard let cpu = pythonCPU[script] else { continue }
+        print(
+            String(
+                format: "CPU time: %@ %.3f s (%.0f runs per CPU-second); ratio %.2fx", name as NSString, cpu, Double(settings.runs) / cpu,
+                cpu / ourCPU))
+    }
 }
 
 // Where one job's time goes: the same logs, one thread, each stage adding to the one before.
