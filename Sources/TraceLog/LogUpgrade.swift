@@ -1,3 +1,4 @@
+import Crypto
 public import TraceCore
 
 /// Rewrites a log of an older version in the current one (docs/log-format.md §6): the same run
@@ -5,9 +6,10 @@ public import TraceCore
 /// whole — in new members with new links. Only a log that proves what it holds is rewritten:
 /// intact (not torn, not damaged) and every recorded state digest matching the fold, so that the
 /// rewrite cannot launder an edit. The old log's signatures sign its old links and are left out;
-/// the new log is signed when the options carry a signer. Without signatures to leave out, every
-/// `step_ended` keeps its digest; with them, each is the digest of the new log's state (the fold
-/// counts a signature as an unknown event), as a fork's copy does.
+/// the new log is signed when the options carry a signer. Every `step_ended` carries the digest
+/// of the new log's state: the source's, but where signatures were left out or added (the fold
+/// counts a signature as an unknown event), as a fork's copy does. One pass, in the memory of the
+/// state alone (a log of any length), then a second that reads the new log back.
 ///
 /// ```swift
 /// let report = try LogUpgrade.upgrade(from: "old.jsonl.gz", to: "new.jsonl.gz")
@@ -60,105 +62,124 @@ public enum LogUpgrade {
                 throw refusal
             }
         }
+        guard let first = try LogReader(path: source).firstEvent()?.event else { throw LogError.noEvent(in: source, tear: nil) }
         var reading = LogReader.Options(resolvesContextPackets: true)
         reading.isStrict = true
-        let old: (events: [RecordedEvent], summary: ReadSummary)
-        do {
-            old = try LogReader(path: source, options: reading).readAll()
-        } catch let error as LogError where error.code == .tornTail {
-            throw LogError(
-                .tornTail, "\(error.message); a torn log is not upgraded", path: source,
-                memberOffset: error.memberOffset, sequence: error.sequence)
-        }
-        guard let first = old.events.first?.event else { throw LogError.noEvent(in: source, tear: nil) }
-        // A log of lines linked holds version 1 lines, and version 2 ones where it wrote deltas.
-        let sourceVersion =
-            first.version >= Event.memberChainVersion ? Event.memberChainVersion : (old.events.map(\.event.version).max() ?? 1)
-        try checkDigests(of: old.events.map(\.event), path: source)
-        let kept = old.events.map(\.event).filter { !isSignature($0) }
-        let signaturesLeftOut = old.events.count - kept.count
-        if signaturesLeftOut > 0, writing.signer != nil, sourceKey == nil {
-            throw LogError(
-                .badSignature,
-                "the log is signed, and its signatures were not checked: signing the upgraded log would vouch for events no checked signature covers, so it is not upgraded",
-                path: source, hint: "give the public key the log was signed with (--key KEY.pub), or upgrade it unsigned")
-        }
 
+        // One pass, in the memory of the state alone: each event is checked (its digest against
+        // the source's fold), written, and counted into a fingerprint of what was written.
         let writer = try LogWriter.create(at: destination, runId: first.runId, options: writing)
+        var sourceFold = CheckedFold()
+        var newFold = CheckedFold()
+        var written = EventFingerprint()
+        var lineVersion = 1
+        var signaturesLeftOut = 0
         var signaturesAdded = 0
+        let sourceSummary: ReadSummary
         do {
-            var state = RunState()
-            var digester = StateDigester()
-            for event in kept {
-                var payload = event.payload
-                // Without signatures left out the fold is the old one, and so is every digest.
-                if signaturesLeftOut > 0 || writing.signer != nil, case .stepEnded = payload {
-                    payload = .stepEnded(StepEnded(stateDigest: digester.digest(of: state)))
+            sourceSummary = try LogReader(path: source, options: reading).forEachEvent { recorded in
+                let event = recorded.event
+                guard sourceFold.add(event) else { throw digestMismatch(at: event, path: source) }
+                lineVersion = max(lineVersion, event.version)
+                if isSignature(event) {
+                    signaturesLeftOut += 1
+                    if writing.signer != nil && sourceKey == nil {
+                        throw LogError(
+                            .badSignature,
+                            "the log is signed, and its signatures were not checked: signing the upgraded log would vouch for events no checked signature covers, so it is not upgraded",
+                            path: source, hint: "give the public key the log was signed with (--key KEY.pub), or upgrade it unsigned")
+                    }
+                    return
                 }
-                let written = try writer.append(payload, step: event.step, timeUs: event.timeUs)
-                digester.track(RunState.reduce(into: &state, written))
+                // Each step end carries the digest of the new log's fold: the source's, but for
+                // the signatures left out or added, which the fold counts.
+                var payload = event.payload
+                if case .stepEnded = payload { payload = .stepEnded(StepEnded(stateDigest: newFold.digest())) }
+                _ = newFold.add(try writer.append(payload, step: event.step, timeUs: event.timeUs))
                 for signature in writer.takeSignatureEvents() {
                     signaturesAdded += 1
-                    digester.track(RunState.reduce(into: &state, signature))
+                    _ = newFold.add(signature)
                 }
+                written.add(event)
             }
             try writer.close()
             signaturesAdded += writer.takeSignatureEvents().count
         } catch {
             try? writer.close()
             FileDescriptor.remove(destination)
+            if let error = error as? LogError, error.code == .tornTail {
+                throw LogError(
+                    .tornTail, "\(error.message); a torn log is not upgraded", path: source, memberOffset: error.memberOffset,
+                    sequence: error.sequence)
+            }
             throw error
         }
 
-        // Read back: the same events, and digests that match the new log's fold.
-        let new: (events: [RecordedEvent], summary: ReadSummary)
+        // Read back: the same events, and digests that match the new log's own fold.
+        let newSummary: ReadSummary
         do {
-            new = try LogReader(path: destination, options: reading).readAll()
-            let rewritten = new.events.map(\.event).filter { !isSignature($0) }
-            guard rewritten.count == kept.count else {
-                throw LogError(
-                    .writeFailed, "the upgraded log holds \(rewritten.count) events, the source \(kept.count)", path: destination)
+            var readBack = EventFingerprint()
+            var fold = CheckedFold()
+            newSummary = try LogReader(path: destination, options: reading).forEachEvent { recorded in
+                guard fold.add(recorded.event) else { throw digestMismatch(at: recorded.event, path: destination) }
+                if !isSignature(recorded.event) { readBack.add(recorded.event) }
             }
-            for (was, now) in zip(kept, rewritten) where !sameEvent(was, now) {
+            guard readBack == written else {
                 throw LogError(
-                    .writeFailed, "event seq \(now.sequence) (\(now.kind)) of the upgraded log differs from the source's",
-                    path: destination,
-                    sequence: now.sequence)
+                    .writeFailed,
+                    "the upgraded log does not hold the source's events (\(readBack.count) read back, \(written.count) written), so it is removed",
+                    path: destination, hint: "report this: the writer and the reader disagree")
             }
-            try checkDigests(of: new.events.map(\.event), path: destination)
         } catch {
             FileDescriptor.remove(destination)
             throw error
         }
+        // A log whose lines link holds version 1 lines, and version 2 ones where it wrote deltas.
         return Report(
-            source: source, destination: destination, sourceVersion: sourceVersion, destinationVersion: writing.formatVersion,
-            eventCount: kept.count, signaturesLeftOut: signaturesLeftOut, signaturesAdded: signaturesAdded,
+            source: source, destination: destination, sourceVersion: lineVersion, destinationVersion: writing.formatVersion,
+            eventCount: written.count, signaturesLeftOut: signaturesLeftOut, signaturesAdded: signaturesAdded,
             sourceBytes: FileDescriptor.fileSize(source) ?? 0, destinationBytes: FileDescriptor.fileSize(destination) ?? 0,
-            sourceMembers: old.summary.memberCount, destinationMembers: new.summary.memberCount)
+            sourceMembers: sourceSummary.memberCount, destinationMembers: newSummary.memberCount)
+    }
+
+    /// The events a rewrite keeps, as a count and a SHA-256 over each one's kind, step, time and
+    /// data (a step end's digest aside: it is the new log's), with packets as made whole.
+    struct EventFingerprint: Equatable {
+        private(set) var count = 0
+        private var hasher = SHA256()
+        private var line = JSONWriter(capacity: 4096)
+
+        mutating func add(_ event: Event) {
+            line.bytes.removeAll(keepingCapacity: true)
+            line.writeRaw("[")
+            line.write(event.kind)
+            line.writeRaw(",")
+            line.write(event.step)
+            line.writeRaw(",")
+            line.write(event.timeUs)
+            if case .stepEnded = event.payload {
+            } else {
+                line.writeRaw(",")
+                event.payload.writeData(to: &line)
+            }
+            line.writeRaw("]\n")
+            line.bytes.withUnsafeBytes { hasher.update(bufferPointer: $0) }
+            count += 1
+        }
+
+        static func == (a: EventFingerprint, b: EventFingerprint) -> Bool {
+            a.count == b.count && Array(a.hasher.finalize()) == Array(b.hasher.finalize())
+        }
+    }
+
+    static func digestMismatch(at event: Event, path: String) -> LogError {
+        LogError(
+            .digestMismatch,
+            "its state digest at seq \(event.sequence) (step \(event.step)) does not match the state its events fold to, so it is not upgraded: a rewrite would hide the mismatch",
+            path: path, sequence: event.sequence)
     }
 
     static func isSignature(_ event: Event) -> Bool {
         if case .unknown(let kind, _) = event.payload { kind == LogSigner.kind } else { false }
-    }
-
-    /// The same event but for its links, its sequence number (signatures left out shift it) and
-    /// its state digest (checked against the new log's fold instead).
-    static func sameEvent(_ a: Event, _ b: Event) -> Bool {
-        guard a.runId == b.runId, a.step == b.step, a.timeUs == b.timeUs, a.kind == b.kind else {
-            return false
-        }
-        if case .stepEnded = a.payload, case .stepEnded = b.payload { return true }
-        return a.payload == b.payload
-    }
-
-    /// Throws at the first `step_ended` whose digest is not the fold's: such a log is evidence
-    /// of an edit (or of another fold), which a rewrite must not hide.
-    static func checkDigests(of events: [Event], path: String) throws {
-        if let event = StateDigester.foldChecking(events).mismatch {
-            throw LogError(
-                .digestMismatch,
-                "its state digest at seq \(event.sequence) (step \(event.step)) does not match the state its events fold to, so it is not upgraded: a rewrite would hide the mismatch",
-                path: path, sequence: event.sequence)
-        }
     }
 }

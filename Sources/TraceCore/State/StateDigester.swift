@@ -158,18 +158,35 @@ public struct StateDigester: Sendable, StateListEncoder {
     }
 }
 
+/// A fold that checks each `step_ended`'s recorded digest against the state before it, event by
+/// event: what a tool that must not build on an edited log runs as it reads (a fork, a log
+/// upgrade), in the memory of the state alone.
+public struct CheckedFold: Sendable {
+    /// The fold of the events added so far.
+    public private(set) var state = RunState()
+    private var digester = StateDigester()
+
+    public init() {}
+
+    /// The digest of the state so far: what a `step_ended` recorded now must carry.
+    public mutating func digest() -> String { digester.digest(of: state) }
+
+    /// Folds `event`, or returns false, folding nothing, when it is a `step_ended` whose
+    /// recorded digest is not the state's.
+    public mutating func add(_ event: Event) -> Bool {
+        if case .stepEnded(let ended) = event.payload, ended.stateDigest != digester.digest(of: state) { return false }
+        digester.track(RunState.reduce(into: &state, event))
+        return true
+    }
+}
+
 extension StateDigester {
     /// Folds `events` in order, checking each `step_ended`'s digest against the state before
     /// it: the state they fold to, or the first `step_ended` whose recorded digest is not its
-    /// state's (the fold stops there). What a tool that must not build on an edited log checks
-    /// first: a fork, a log upgrade.
+    /// state's (the fold stops there).
     public static func foldChecking(_ events: some Sequence<Event>) -> (state: RunState, mismatch: Event?) {
-        var state = RunState()
-        var digester = StateDigester()
-        for event in events {
-            if case .stepEnded(let ended) = event.payload, ended.stateDigest != digester.digest(of: state) { return (state, event) }
-            digester.track(RunState.reduce(into: &state, event))
-        }
-        return (state, nil)
+        var fold = CheckedFold()
+        for event in events where !fold.add(event) { return (fold.state, event) }
+        return (fold.state, nil)
     }
 }
