@@ -337,6 +337,7 @@ struct proc_stat {
     char state;
     pid_t ppid;
     pid_t group;
+    int threads;
     unsigned long long start;
 };
 
@@ -354,15 +355,16 @@ static int read_stat(pid_t pid, struct proc_stat *stat) {
     char *fields = strrchr(text, ')');
     if (fields == NULL) return 0;
     // " S ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime cutime
-    // cstime priority nice threads itrealvalue starttime"
-    int ppid, group;
+    // cstime priority nice num_threads itrealvalue starttime"
+    int ppid, group, threads;
     unsigned long long start;
-    if (sscanf(fields + 1, " %c %d %d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", &stat->state, &ppid,
-               &group, &start) != 4) {
+    if (sscanf(fields + 1, " %c %d %d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %d %*d %llu", &stat->state, &ppid,
+               &group, &threads, &start) != 5) {
         return 0;
     }
     stat->ppid = ppid;
     stat->group = group;
+    stat->threads = threads;
     stat->start = start;
     return 1;
 }
@@ -390,9 +392,14 @@ struct sweep {
     int alive;
 };
 
+/// Whether a child shown dead (a zombie) is still dying: its main thread has ended but others
+/// have not. Its own children are handed on only when the last thread ends, so until then
+/// they still name it as their parent, and the sweep must look again.
+static int is_dying(const struct proc_stat *stat) { return is_dead(stat->state) && stat->threads > 1; }
+
 static int kill_if_child(pid_t pid, const struct proc_stat *stat, void *context) {
     struct sweep *sweep = context;
-    if (stat->ppid != sweep->self || is_dead(stat->state)) return 0;
+    if (stat->ppid != sweep->self || (is_dead(stat->state) && !is_dying(stat))) return 0;
     sweep->alive++;
     if (stat->group == pid && pid != sweep->own_group) kill(-pid, SIGKILL);
     kill(pid, SIGKILL);

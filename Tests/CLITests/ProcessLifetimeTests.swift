@@ -130,6 +130,66 @@ struct ProcessLifetimeTests {
         #expect(await eventually { !isRunning(orphan) }, "the server's setsid daemon (pid \(orphan)) outlived the run")
     }
 
+    /// Whether process `pid` has a thread that has not ended: its main thread may have ended (the
+    /// process shows as a zombie) while another still runs.
+    static func hasLiveThread(_ pid: Int32) -> Bool {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return tasks.contains { task in
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/stat", encoding: .utf8) else { return false }
+            let state = stat.split(separator: ")").last?.split(separator: " ").first
+            return state != "Z" && state != "X"
+        }
+    }
+
+    @Test("a process whose main thread ended while another runs is swept at exit, and what it started with it")
+    func dyingProcessSweptAtExit() async throws {
+        // Seen by the sweep as a zombie, such a process is still dying: until its last thread ends,
+        // what it started names it as the parent and is not handed on. A multi-threaded MCP server
+        // killed just before agent-eval exits is one (a CI run left its setsid daemon running).
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let (holderFile, daemonFile) = (directory.path("holder.pid"), directory.path("daemon.pid"))
+        defer { Self.cleanUp([daemonFile]) }
+        defer { if let holder = pid(in: holderFile) { kill(holder, SIGKILL) } }
+        // The tool starts, in a session of its own (out of the tool's process group), a holder
+        // that starts a daemon (in a session of its own too), then ends its main thread alone
+        // (the raw exit system call) while a second thread sleeps.
+        try """
+        import ctypes, os, platform, subprocess, sys, threading, time
+        def write(path, text):
+            with open(path + ".tmp", "w") as file:
+                file.write(text)
+            os.rename(path + ".tmp", path)
+        if sys.argv[1:] == ["holder"]:
+            daemon = subprocess.Popen(["sleep", "600"], start_new_session=True)
+            write(\(String(reflecting: daemonFile)), f"{daemon.pid}\\n")
+            threading.Thread(target=lambda: time.sleep(600)).start()
+            write(\(String(reflecting: holderFile)), f"{os.getpid()}\\n")
+            ctypes.CDLL(None).syscall({"x86_64": 60, "aarch64": 93}[platform.machine()], 0)
+        subprocess.Popen([sys.executable, sys.argv[0], "holder"], start_new_session=True)
+        for _ in range(3000):
+            if os.path.exists(\(String(reflecting: holderFile))):
+                break
+            time.sleep(0.01)
+        print('{"started": true}')
+        """.write(toFile: directory.path("tool.py"), atomically: true, encoding: .utf8)
+        try """
+        name: holder
+        model: {script: holder.model.yaml}
+        tools:
+          - {name: start, description: Starts a holder., side_effect: read, command: [python3, tool.py]}
+        policy: {default: allow}
+        """.write(toFile: directory.path("agent.yaml"), atomically: true, encoding: .utf8)
+        try "name: s\ndecisions:\n  - tool_calls: [{name: start, arguments: {}}]\n  - answer: done\n".write(
+            toFile: directory.path("holder.model.yaml"), atomically: true, encoding: .utf8)
+        let exec = try await agentEval(["exec", directory.path("agent.yaml"), "--input", "x", "--log", directory.path("run.jsonl.gz")])
+        #expect(exec.status == 0, "\(exec.stderr)")
+        let holder = try #require(pid(in: holderFile), "the tool never started its holder: \(exec.stdoutText)")
+        let daemon = try #require(pid(in: daemonFile))
+        #expect(await eventually { !Self.hasLiveThread(holder) }, "the holder (pid \(holder)) outlived the run in its second thread")
+        #expect(await eventually { !isRunning(daemon) }, "the holder's daemon (pid \(daemon)) outlived the run")
+    }
+
     @Test("SIGTERM to exec during an MCP call: exit 143, and the server and its setsid daemon are gone", .tags(.python), .needsPython)
     func nothingLeftAfterSIGTERM() async throws {
         let directory = try TemporaryDirectory()
