@@ -80,8 +80,15 @@ struct EventChecker {
 
     /// A checker that picks up in the middle of a log: the next event must be `sequence`,
     /// linked to `previousHash`, of run `runId`.
-    init(path: String, resumingAt sequence: Int, previousHash: String, runId: String, contextShape: ContextShape? = nil) {
+    /// A checker that picks a log up in the middle. `format` is the chain of the log's first
+    /// line (1 or 3), when the caller knows it: else the first line read here decides, as at
+    /// the start, and a log whose later lines are of another version goes unnoticed from here.
+    init(
+        path: String, resumingAt sequence: Int, previousHash: String, runId: String, contextShape: ContextShape? = nil,
+        format: Int? = nil
+    ) {
         self.path = path
+        self.format = format
         self.expectedSequence = sequence
         self.lastHash = previousHash
         self.isLastHashHex = ContentHash.isHex64(previousHash)

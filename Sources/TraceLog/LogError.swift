@@ -62,6 +62,9 @@ public struct LogError: Diagnostic, Hashable {
         case digestMismatch = "digest_mismatch"
         /// `log upgrade` was given a log of the version it writes already.
         case alreadyUpgraded = "already_upgraded"
+        /// An event holds `data` members this build does not know (a newer writer's): `log
+        /// upgrade`, which writes each event from what it decodes, would drop them.
+        case unknownMembers = "unknown_members"
     }
 
     public var code: Code

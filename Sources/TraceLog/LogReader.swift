@@ -178,6 +178,18 @@ public struct LogReader {
         }
     }
 
+    /// The chain of the log, as its first line says (1: lines linked, 3: members linked), for a
+    /// read that starts in the middle: the log's version is its first line's, not that of the
+    /// first line such a read meets (a version 1 log with version 3 members appended is
+    /// damaged). Inflates only as far as the first line; nil when it cannot be had (then the
+    /// first line read decides, and a whole read reports what is wrong at the start).
+    private func chainFormat() -> Int? {
+        guard let line = MemberScanner.firstLine(of: path, memberAt: 0, limit: options.memberContentLimit),
+            let first = try? Event(line: line)
+        else { return nil }
+        return first.version >= Event.memberChainVersion ? Event.memberChainVersion : 1
+    }
+
     /// Thrown once the link covering every event handed out was checked, to end a read `body`
     /// asked to stop.
     private struct LinkChecked: Error {}
@@ -198,7 +210,8 @@ public struct LogReader {
         var checker =
             position.map {
                 EventChecker(
-                    path: path, resumingAt: $0.sequence, previousHash: $0.previousHash, runId: $0.runId, contextShape: $0.contextShape)
+                    path: path, resumingAt: $0.sequence, previousHash: $0.previousHash, runId: $0.runId, contextShape: $0.contextShape,
+                    format: $0.memberOffset > 0 ? chainFormat() : nil)
             } ?? EventChecker(path: path)
         checker.keepsPacketText = options.keepsPacketText
         checker.hashesLines = options.hashesLines

@@ -47,10 +47,12 @@ public enum LogUpgrade {
         from source: String, to destination: String, writing: LogWriter.Options = LogWriter.Options(),
         sourceKey: LogVerificationKey? = nil
     ) throws -> Report {
-        // Of the version written already: nothing to do, torn or not.
+        // Of the version written already: nothing to do, torn or not. Said only of a log that
+        // reads through (a damaged one is reported as such, not as one to leave alone).
         if let first = try LogReader(path: source).firstEvent()?.event,
             (first.version >= Event.memberChainVersion) == (writing.formatVersion == Event.memberChainVersion)
         {
+            _ = try LogReader(path: source).forEachEvent { _ in }
             throw LogError(
                 .alreadyUpgraded, "the log is version \(writing.formatVersion) already; there is nothing to upgrade", path: source)
         }
@@ -77,7 +79,7 @@ public enum LogUpgrade {
         var signaturesAdded = 0
         let sourceSummary: ReadSummary
         do {
-            sourceSummary = try LogReader(path: source, options: reading).forEachEvent { recorded in
+            sourceSummary = try LogReader(path: source, options: reading).forEachLine { line, recorded in
                 let event = recorded.event
                 guard sourceFold.add(event) else { throw digestMismatch(at: event, path: source) }
                 lineVersion = max(lineVersion, event.version)
@@ -90,6 +92,14 @@ public enum LogUpgrade {
                             path: source, hint: "give the public key the log was signed with (--key KEY.pub), or upgrade it unsigned")
                     }
                     return
+                }
+                // Written from what this build decodes: a member it does not know would be lost.
+                if let member = try droppedMember(of: recorded, line: line) {
+                    throw LogError(
+                        .unknownMembers,
+                        "event seq \(event.sequence) (\(event.kind)) has data member \(member), which this agent-eval does not know: "
+                            + "the upgrade writes each event from what it reads, so it would drop it, and the log is not upgraded",
+                        path: source, sequence: event.sequence, hint: "upgrade it with the agent-eval that wrote it, or a newer one")
                 }
                 // Each step end carries the digest of the new log's fold: the source's, but for
                 // the signatures left out or added, which the fold counts.
@@ -170,6 +180,35 @@ public enum LogUpgrade {
         static func == (a: EventFingerprint, b: EventFingerprint) -> Bool {
             a.count == b.count && Array(a.hasher.finalize()) == Array(b.hasher.finalize())
         }
+    }
+
+    /// The first member of the line's `data` (a dotted path, `decision.confidence`) that the
+    /// event as decoded does not write back, or nil: what a rewrite would lose. Only members are
+    /// compared, not values (a default a newer build writes, `"limits":{}`, is no loss); a
+    /// packet written as a delta is compared as the delta it was.
+    static func droppedMember(of recorded: RecordedEvent, line: UnsafeRawBufferPointer) throws -> String? {
+        guard case .object(let object) = try JSONParser.parse(line), let data = object["data"] else { return nil }
+        let payload = recorded.wasWrittenAsDelta ? try Event(line: line).payload : recorded.event.payload
+        var writer = JSONWriter(capacity: line.count)
+        payload.writeData(to: &writer)
+        return firstMissing(in: data, from: try JSONParser.parse(writer.bytes), at: "")
+    }
+
+    private static func firstMissing(in source: JSONValue, from kept: JSONValue, at path: String) -> String? {
+        switch (source, kept) {
+        case (.object(let source), .object(let kept)):
+            for member in source {
+                let name = path.isEmpty ? member.key : path + "." + member.key
+                guard let value = kept[member.key] else { return name }
+                if let missing = firstMissing(in: member.value, from: value, at: name) { return missing }
+            }
+        case (.array(let source), .array(let kept)) where source.count == kept.count:
+            for (index, (element, keptElement)) in zip(source, kept).enumerated() {
+                if let missing = firstMissing(in: element, from: keptElement, at: "\(path)[\(index)]") { return missing }
+            }
+        default: break
+        }
+        return nil
     }
 
     static func digestMismatch(at event: Event, path: String) -> LogError {

@@ -218,8 +218,11 @@ struct LogCommand: ParsableCommand {
                 out — and the digests that counted them recomputed. --sign-key signs the new log; for a log that was \
                 signed it needs --key, the old log's public key, and the old log must verify with it first.
 
-                Exit codes: 0 upgraded (or already version 3, with a note), 1 refused (torn, damaged, or a digest \
-                that does not match), 2 unreadable or NEW cannot be written.
+                An event with data members this agent-eval does not know (written by a newer one) is not dropped \
+                silently: the log is refused, naming the event and the member; upgrade it with a newer agent-eval.
+
+                Exit codes: 0 upgraded (or already version 3, with a note), 1 refused (torn, damaged, a digest \
+                that does not match, or members this agent-eval does not know), 2 unreadable or NEW cannot be written.
 
                 Example:
                   agent-eval log upgrade Fixtures/samples/support-sample.jsonl.gz /tmp/support-v3.jsonl.gz
@@ -230,7 +233,7 @@ struct LogCommand: ParsableCommand {
         static let refusals: Set<LogError.Code> = [
             .digestMismatch, .badSignature, .tornTail, .corruptMember, .splitEvent, .invalidEvent, .sequenceGap, .sequenceRepeat,
             .brokenChain,
-            .runMismatch, .noEvent,
+            .runMismatch, .noEvent, .unknownMembers,
         ]
 
         @Argument(help: "The log to upgrade (.jsonl.gz); left as it is.")

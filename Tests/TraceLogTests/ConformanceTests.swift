@@ -1,5 +1,6 @@
 import Foundation
 import TestSupport
+import TestTags
 import Testing
 import TraceCore
 
@@ -367,6 +368,52 @@ struct ConformanceTests {
             #expect(events.count == 20)
             #expect(events.contains { $0.kind == "future_kind" })
             #expect(found == (try await Self.pythonFindings(path)))
+        }
+    }
+
+    @Test(
+        "cut at every byte, a version 1 and a version 3 sample read the same to the Python reference as here: ending, events, problems",
+        .atScale, .tags(.scale), arguments: ["support-sample.jsonl.gz", "support-sample-v3.jsonl.gz"])
+    func cutsAgree(sample: String) async throws {
+        try await TemporaryDirectory.with { directory in
+            let python = try #require(Subprocess.which("python3"), "python3 is needed for the reference reader")
+            let bytes = try Self.sample(sample)
+            var paths: [String] = []
+            for length in 1...bytes.count {
+                let path = directory.path("cut-\(length).jsonl.gz")
+                try Data(bytes.prefix(length)).write(to: URL(fileURLWithPath: path))
+                paths.append(path)
+            }
+            // One process reads them all (a process per cut would take minutes).
+            let script = """
+                import json, sys
+                sys.path.insert(0, sys.argv[1])
+                import agent_eval_log
+                for path in sys.argv[2:]:
+                    found = agent_eval_log.verify(path)
+                    print(json.dumps([found.get("ending", "unreadable"), found.get("event_count"), sorted(found.get("problems"))]))
+                """
+            let scripts = URL(fileURLWithPath: Self.reference).deletingLastPathComponent().path
+            let result = try await Subprocess.run(python, ["-c", script, scripts] + paths)
+            #expect(result.status == 0, "\(result.stderr)")
+            let lines = result.stdoutText.split(separator: "\n")
+            #expect(lines.count == paths.count)
+            var disagreements: [String] = []
+            for (path, line) in zip(paths, lines) {
+                let python = try JSONParser.parse(Array(line.utf8))
+                let report = try? LogVerifier.verify(path: path)
+                let problems = report.map { Array(Set($0.problems.map(\.code.rawValue))).sorted().map { JSONValue.string($0) } }
+                let swift: JSONValue =
+                    if let report, let problems {
+                        [.string(report.ending.rawValue), .int(report.eventCount), .array(problems)]
+                    } else { python.arrayValue?.first == "unreadable" ? python : ["unreadable"] }
+                if swift != python {
+                    disagreements.append(
+                        "\(URL(fileURLWithPath: path).lastPathComponent): \(JSONWriter.encodeString(swift)) here, \(JSONWriter.encodeString(python)) in Python"
+                    )
+                }
+            }
+            #expect(disagreements.isEmpty, "\(disagreements.count) of \(paths.count) cuts: \(disagreements.prefix(5))")
         }
     }
 

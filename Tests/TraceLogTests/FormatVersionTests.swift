@@ -219,6 +219,96 @@ struct FormatVersionTests {
         }
     }
 
+    /// The version 1 sample's lines with `edit` applied to each, every `prev` then made the hash
+    /// of the line before as edited: a log whose chain holds, edited at the byte level (so that
+    /// members this build does not know stay in it).
+    static func v1Lines(editing edit: (Int, String) -> String) throws -> [[UInt8]] {
+        var previous = ContentHash.genesis
+        return try Self.members(Self.v1Sample).joined().enumerated().map { index, line in
+            var text = edit(index, String(decoding: line, as: UTF8.self))
+            if let range = text.range(of: #""prev":""#) {
+                let hex = range.upperBound..<text.index(range.upperBound, offsetBy: 64)
+                text.replaceSubrange(hex, with: previous)
+            }
+            previous = ContentHash.sha256Hex(Array(text.utf8))
+            return Array(text.utf8)
+        }
+    }
+
+    @Test("upgrade refuses a log whose events hold data members it does not know, naming the first, rather than drop them")
+    func upgradeKeepsOrRefusesUnknownMembers() throws {
+        try TemporaryDirectory.with { directory in
+            // A newer writer's members, one at the top of a start's data and one inside a decision.
+            var sawDecision = false
+            let lines = try Self.v1Lines { _, line in
+                if line.contains(#""kind":"decision_made""#) && !sawDecision {
+                    sawDecision = true
+                    return line.replacingOccurrences(of: #""decision":{"#, with: #""decision":{"confidence":0.9,"#)
+                }
+                return line
+            }
+            #expect(sawDecision)
+            let old = directory.path("newer.jsonl.gz")
+            try Self.write([lines], to: old)
+            #expect(try LogVerifier.verify(path: old).isIntact, "the members are allowed (section 4), and the chain holds")
+            let new = directory.path("new.jsonl.gz")
+            #expect { try LogUpgrade.upgrade(from: old, to: new) } throws: { error in
+                let error = error as? LogError
+                return error?.code == .unknownMembers && error?.message.contains("decision.confidence") == true
+            }
+            #expect(!FileManager.default.fileExists(atPath: new))
+
+            let started = try Self.v1Lines { index, line in
+                index == 0 ? line.replacingOccurrences(of: #""data":{"#, with: #""data":{"added_by_a_newer_writer":true,"#) : line
+            }
+            try Self.write([started], to: old)
+            #expect { try LogUpgrade.upgrade(from: old, to: new) } throws: { error in
+                (error as? LogError)?.message.contains("member added_by_a_newer_writer") == true
+            }
+            #expect(!FileManager.default.fileExists(atPath: new))
+        }
+    }
+
+    @Test("a log whose first line says version 3 but whose others do not is damaged: upgrade says so, and a read from the middle finds it")
+    func mixedVersionsFromTheFirstLine() throws {
+        try TemporaryDirectory.with { directory in
+            // Only the first line says version 3: not a log to leave alone as upgraded already.
+            let firstEdited = try Self.v1Lines { index, line in
+                index == 0 ? line.replacingOccurrences(of: #"{"v":1,"#, with: #"{"v":3,"#) : line
+            }
+            let path = directory.path("first-edited.jsonl.gz")
+            try Self.write([firstEdited], to: path)
+            #expect { try LogUpgrade.upgrade(from: path, to: directory.path("new.jsonl.gz")) } throws: { error in
+                let code = (error as? LogError)?.code
+                return code != nil && code != .alreadyUpgraded
+            }
+
+            // A version 1 log with a member of version 3 lines appended, linked as version 3
+            // links: a read from that member knows the log's version from its first line.
+            let lines = try Self.members(Self.v1Sample).joined().map { $0 }
+            let kept = Array(lines.prefix(6))
+            var memberText: [UInt8] = []
+            for line in kept { memberText += line + [0x0A] }
+            var appended = String(decoding: lines[6], as: UTF8.self).replacingOccurrences(
+                of: #"^\{"v":[12],"#, with: #"{"v":3,"#, options: .regularExpression)
+            #expect(appended.hasPrefix(#"{"v":3,"#))
+            if let range = appended.range(of: #""prev":""#) {
+                appended.replaceSubrange(
+                    range.upperBound..<appended.index(range.upperBound, offsetBy: 64), with: ContentHash.sha256Hex(memberText))
+            }
+            let mixed = directory.path("mixed.jsonl.gz")
+            try Self.write([kept, [Array(appended.utf8)]], to: mixed)
+            #expect(!(try LogVerifier.verify(path: mixed).isIntact))
+            let event = try Event(line: Array(appended.utf8))
+            let position = LogReader.Position(
+                memberOffset: try memberOffsets(mixed)[1], memberIndex: 1, sequence: event.sequence,
+                previousHash: ContentHash.sha256Hex(memberText), runId: event.runId)
+            #expect { try LogReader(path: mixed).forEachEvent(from: position) { _ in true } } throws: {
+                ($0 as? LogError)?.code == .invalidEvent
+            }
+        }
+    }
+
     @Test("a signed version 1 log upgrades without its old signatures, or signed anew, and verifies either way")
     func upgradeSigned() throws {
         try TemporaryDirectory.with { directory in
