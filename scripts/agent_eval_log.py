@@ -570,13 +570,15 @@ def verify(path):
     if not data:
         # No member at all: empty, not a member cut off (section 5).
         return {"readable": False, "intact": False, "event_count": 0, "problems": ["empty"]}
-    if data[:2] != b"\x1f\x8b":
+    if not b"\x1f\x8b".startswith(data[:2]):  # one byte of a header is a file cut short, not another format
         return {"readable": False, "intact": False, "event_count": 0, "problems": ["not_gzip"]}
     while offset < len(data):
         start = offset
         if len(data) - offset < 10:
             if bytes([0x1F, 0x8B, 0x08]).startswith(data[offset:offset + 3]):
+                # A header cut short: the next member was begun, then the file cut (section 5).
                 ending = "torn"
+                problems.append(_problem("torn_tail", "the file ends inside a member's header", expected_seq, start))
             else:
                 problems.append(_problem("corrupt_member", "stray bytes after the last member", expected_seq, start))
             break
@@ -596,7 +598,10 @@ def verify(path):
         if complete:
             consumed = len(data) - offset - len(inflater.unused_data)
             trailer = data[offset + consumed:offset + consumed + 8]
-            if len(trailer) < 8 or struct.unpack("<II", trailer) != (zlib.crc32(content) & 0xFFFFFFFF, len(content) & 0xFFFFFFFF):
+            # The file ends inside the trailer: a member cut short like any other (section 5).
+            complete = len(trailer) == 8
+        if complete:
+            if struct.unpack("<II", trailer) != (zlib.crc32(content) & 0xFFFFFFFF, len(content) & 0xFFFFFFFF):
                 problems.append(_problem("corrupt_member", "the member's CRC or size does not check", expected_seq, start))
                 break
             offset += consumed + 8
