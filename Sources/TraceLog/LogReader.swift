@@ -181,13 +181,18 @@ public struct LogReader {
     /// The chain of the log, as its first line says (1: lines linked, 3: members linked), for a
     /// read that starts in the middle: the log's version is its first line's, not that of the
     /// first line such a read meets (a version 1 log with version 3 members appended is
-    /// damaged). Inflates only as far as the first line; nil when it cannot be had (then the
-    /// first line read decides, and a whole read reports what is wrong at the start).
+    /// damaged). Every line begins `{"v":N,` (docs/log-format.md §2), so only the first
+    /// compressed bytes are inflated; nil when they do not begin so (then the first line read
+    /// decides, and a whole read reports what is wrong at the start).
     private func chainFormat() -> Int? {
-        guard let line = MemberScanner.firstLine(of: path, memberAt: 0, limit: options.memberContentLimit),
-            let first = try? Event(line: line)
+        guard let start = MemberScanner.firstBytes(of: path, memberAt: 0) else { return nil }
+        let prefix = Array(#"{"v":"#.utf8)
+        guard start.starts(with: prefix) else { return nil }
+        let digits = start.dropFirst(prefix.count).prefix { (0x30...0x39).contains($0) }
+        guard !digits.isEmpty, digits.count < 4, start.count > prefix.count + digits.count,
+            start[prefix.count + digits.count] == UInt8(ascii: ","), let version = Int(String(decoding: digits, as: UTF8.self))
         else { return nil }
-        return first.version >= Event.memberChainVersion ? Event.memberChainVersion : 1
+        return version >= Event.memberChainVersion ? Event.memberChainVersion : 1
     }
 
     /// Thrown once the link covering every event handed out was checked, to end a read `body`

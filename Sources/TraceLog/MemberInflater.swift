@@ -47,6 +47,23 @@ extension MemberScanner {
     /// Nil when no member starts there (the end of the file), or when the line cannot be had
     /// this way (damage, a member without a complete line, a line past `limit`): the caller
     /// then reads the member as any read does, which reports what is wrong.
+    /// What the first `compressedBytes` of the gzip member at `offset` inflate to (its start,
+    /// a few hundred bytes), or nil when they cannot be read or inflated: the cheapest look at
+    /// the beginning of a member's first line.
+    static func firstBytes(of path: String, memberAt offset: Int, compressedBytes: Int = 256) -> [UInt8]? {
+        guard let file = try? FileDescriptor.openForReading(path), let inflater = try? Inflater() else { return nil }
+        let output = ByteBuffer(capacity: 16 * 1024)
+        let input = UnsafeMutableRawBufferPointer.allocate(byteCount: compressedBytes, alignment: 8)
+        defer { input.deallocate() }
+        guard let inputBase = input.baseAddress,
+            let count = try? file.read(into: inputBase, count: input.count, at: offset), count > 0
+        else { return nil }
+        inflater.setInput(inputBase, count: count)
+        let (status, _) = inflater.inflate(into: output, limit: 16 * 1024)
+        if case .corrupt = status { return nil }
+        return Array(output.bytes)
+    }
+
     static func firstLine(of path: String, memberAt offset: Int, limit: Int = 1 << 30) -> [UInt8]? {
         guard let file = try? FileDescriptor.openForReading(path), let inflater = try? Inflater() else { return nil }
         let output = ByteBuffer(capacity: 16 * 1024)
