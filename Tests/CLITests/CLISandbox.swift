@@ -4,7 +4,7 @@ import TestSupport
 /// A working directory for running the CLI as a user would from the repository: `Fixtures/`
 /// and `EvalCases/` are linked into a fresh temporary directory, so every path the CLI prints
 /// is relative and the same on every machine, and whatever a command writes (logs, the step
-/// index cache) stays in the sandbox.
+/// index cache, the catalog) stays in the sandbox.
 struct CLISandbox {
     let directory: TemporaryDirectory
 
@@ -18,9 +18,12 @@ struct CLISandbox {
         }
     }
 
-    /// Runs `agent-eval` in the sandbox.
+    /// Runs `agent-eval` in the sandbox, with a catalog of its own: what a call prints does not
+    /// depend on what other tests indexed, and no other test's write holds it up.
     func run(_ arguments: [String]) async throws -> ProcessResult {
-        try await agentEval(arguments, in: directory.url, environment: ["NO_COLOR": "1"])
+        try await agentEval(
+            arguments, in: directory.url,
+            environment: ["NO_COLOR": "1", "AGENT_EVAL_CATALOG": directory.path(".agent-eval/catalog.sqlite")])
     }
 
     /// Output with what legitimately differs between runs replaced: the sandbox's path,
