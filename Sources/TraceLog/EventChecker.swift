@@ -79,10 +79,9 @@ struct EventChecker {
     }
 
     /// A checker that picks up in the middle of a log: the next event must be `sequence`,
-    /// linked to `previousHash`, of run `runId`.
-    /// A checker that picks a log up in the middle. `format` is the chain of the log's first
-    /// line (1 or 3), when the caller knows it: else the first line read here decides, as at
-    /// the start, and a log whose later lines are of another version goes unnoticed from here.
+    /// linked to `previousHash`, of run `runId`. `format` is the chain of the log's first line
+    /// (1 or 3), when the caller knows it: else the first line read here decides, as at the
+    /// start, and a log whose later lines are of another version goes unnoticed from here.
     init(
         path: String, resumingAt sequence: Int, previousHash: String, runId: String, contextShape: ContextShape? = nil,
         format: Int? = nil

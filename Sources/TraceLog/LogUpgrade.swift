@@ -184,8 +184,9 @@ public enum LogUpgrade {
 
     /// The first member of the line's `data` (a dotted path, `decision.confidence`) that the
     /// event as decoded does not write back, or nil: what a rewrite would lose. Only members are
-    /// compared, not values (a default a newer build writes, `"limits":{}`, is no loss); a
-    /// packet written as a delta is compared as the delta it was.
+    /// compared, not values (a default a newer build writes, `"limits":{}`, is no loss), and a
+    /// member that is null, empty or false is no loss either; a packet written as a delta is
+    /// compared as the delta it was.
     static func droppedMember(of recorded: RecordedEvent, line: UnsafeRawBufferPointer) throws -> String? {
         guard case .object(let object) = try JSONParser.parse(line), let data = object["data"] else { return nil }
         let payload = recorded.wasWrittenAsDelta ? try Event(line: line).payload : recorded.event.payload
@@ -199,7 +200,12 @@ public enum LogUpgrade {
         case (.object(let source), .object(let kept)):
             for member in source {
                 let name = path.isEmpty ? member.key : path + "." + member.key
-                guard let value = kept[member.key] else { return name }
+                guard let value = kept[member.key] else {
+                    // Absent, null, empty and false say the same (docs/log-format.md §4): the
+                    // writer leaves such a member out, and nothing is lost.
+                    if isEmpty(member.value) { continue }
+                    return name
+                }
                 if let missing = firstMissing(in: member.value, from: value, at: name) { return missing }
             }
         case (.array(let source), .array(let kept)) where source.count == kept.count:
@@ -209,6 +215,15 @@ public enum LogUpgrade {
         default: break
         }
         return nil
+    }
+
+    private static func isEmpty(_ value: JSONValue) -> Bool {
+        switch value {
+        case .null, .bool(false): true
+        case .array(let elements): elements.isEmpty
+        case .object(let members): members.isEmpty
+        default: false
+        }
     }
 
     static func digestMismatch(at event: Event, path: String) -> LogError {

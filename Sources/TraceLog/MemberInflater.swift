@@ -41,12 +41,6 @@ final class MemberInflater {
 }
 
 extension MemberScanner {
-    /// The first line (without its newline) of the gzip member at `offset` of the file at
-    /// `path`, inflating no more of the member than it takes: how a read that stops inside a
-    /// version 3 member checks the next member's link without inflating that member whole.
-    /// Nil when no member starts there (the end of the file), or when the line cannot be had
-    /// this way (damage, a member without a complete line, a line past `limit`): the caller
-    /// then reads the member as any read does, which reports what is wrong.
     /// What the first `compressedBytes` of the gzip member at `offset` inflate to (its start,
     /// a few hundred bytes), or nil when they cannot be read or inflated: the cheapest look at
     /// the beginning of a member's first line.
@@ -64,6 +58,12 @@ extension MemberScanner {
         return Array(output.bytes)
     }
 
+    /// The first line (without its newline) of the gzip member at `offset` of the file at
+    /// `path`, inflating no more of the member than it takes: how a read that stops inside a
+    /// version 3 member checks the next member's link without inflating that member whole.
+    /// Nil when no member starts there (the end of the file), or when the line cannot be had
+    /// this way (damage, a member without a complete line, a line past `limit`): the caller
+    /// then reads the member as any read does, which reports what is wrong.
     static func firstLine(of path: String, memberAt offset: Int, limit: Int = 1 << 30) -> [UInt8]? {
         guard let file = try? FileDescriptor.openForReading(path), let inflater = try? Inflater() else { return nil }
         let output = ByteBuffer(capacity: 16 * 1024)

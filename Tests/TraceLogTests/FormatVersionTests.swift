@@ -266,6 +266,14 @@ struct FormatVersionTests {
                 (error as? LogError)?.message.contains("member added_by_a_newer_writer") == true
             }
             #expect(!FileManager.default.fileExists(atPath: new))
+
+            // What says the same as a member left out is no loss: an empty list, a null.
+            let spelledOut = try Self.v1Lines { index, line in
+                index == 0
+                    ? line.replacingOccurrences(of: #""data":{"#, with: #""data":{"tool_servers":[],"unused_by_anyone":null,"#) : line
+            }
+            try Self.write([spelledOut], to: old)
+            #expect(try LogUpgrade.upgrade(from: old, to: new).eventCount == spelledOut.count)
         }
     }
 
