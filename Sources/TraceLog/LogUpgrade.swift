@@ -47,11 +47,10 @@ public enum LogUpgrade {
         from source: String, to destination: String, writing: LogWriter.Options = LogWriter.Options(),
         sourceKey: LogVerificationKey? = nil
     ) throws -> Report {
+        guard let first = try LogReader(path: source).firstEvent()?.event else { throw LogError.noEvent(in: source, tear: nil) }
         // Of the version written already: nothing to do, torn or not. Said only of a log that
         // reads through (a damaged one is reported as such, not as one to leave alone).
-        if let first = try LogReader(path: source).firstEvent()?.event,
-            (first.version >= Event.memberChainVersion) == (writing.formatVersion == Event.memberChainVersion)
-        {
+        if (first.version >= Event.memberChainVersion) == (writing.formatVersion == Event.memberChainVersion) {
             _ = try LogReader(path: source).forEachEvent { _ in }
             throw LogError(
                 .alreadyUpgraded, "the log is version \(writing.formatVersion) already; there is nothing to upgrade", path: source)
@@ -64,7 +63,6 @@ public enum LogUpgrade {
                 throw refusal
             }
         }
-        guard let first = try LogReader(path: source).firstEvent()?.event else { throw LogError.noEvent(in: source, tear: nil) }
         var reading = LogReader.Options(resolvesContextPackets: true)
         reading.isStrict = true
 
