@@ -9,25 +9,27 @@ import GRDBSQLite
 ///
 /// Used on a connection's cached statement that nothing else binds arguments to while it runs
 /// (GRDB rebinds all of them before its own executions in any case).
-struct BoundRow {
+struct BoundRow: SQLBinder {
     private let handle: SQLiteStatement
     private var index: CInt = 0
     private var failure: CInt = SQLITE_OK
 
     /// Binds the values `bind` gives, in the statement's parameter order, and runs the statement.
-    static func execute(_ statement: Statement, in db: Database, _ bind: (inout BoundRow) -> Void) throws {
+    static func execute(_ statement: Statement, in db: Database, _ bind: (inout any SQLBinder) -> Void) throws {
         try forEachRow(statement, in: db, bind: bind) { _ in }
     }
 
     /// Binds the values `bind` gives and calls `body` with each row the statement returns.
     static func forEachRow(
-        _ statement: Statement, in db: Database, bind: (inout BoundRow) -> Void, _ body: (ResultRow) throws -> Void
+        _ statement: Statement, in db: Database, bind: (inout any SQLBinder) -> Void, _ body: (ResultRow) throws -> Void
     ) throws {
         let handle = statement.sqliteStatement
         sqlite3_reset(handle)
         defer { sqlite3_reset(handle) }
-        var row = BoundRow(handle: handle)
-        bind(&row)
+        var binder: any SQLBinder = BoundRow(handle: handle)
+        bind(&binder)
+        // swift-format-ignore: NeverForceUnwrap
+        let row = binder as! BoundRow
         let parameters = sqlite3_bind_parameter_count(handle)
         guard row.index == parameters else {
             throw DatabaseError(
@@ -105,28 +107,53 @@ struct BoundRow {
 }
 
 /// One row of a statement being stepped by `BoundRow.forEachRow`; valid only inside its call.
-struct ResultRow {
+struct ResultRow: SQLRowView {
     let handle: SQLiteStatement
 
-    func int(_ column: CInt) -> Int { Int(sqlite3_column_int64(handle, column)) }
+    var columnCount: Int { Int(sqlite3_column_count(handle)) }
+
+    func name(_ column: Int) -> String { sqlite3_column_name(handle, CInt(column)).map { String(cString: $0) } ?? "" }
+
+    func isNull(_ column: Int) -> Bool { sqlite3_column_type(handle, CInt(column)) == SQLITE_NULL }
+
+    func int(_ column: Int) -> Int { Int(sqlite3_column_int64(handle, CInt(column))) }
 
     /// The column as text (empty for NULL).
-    func text(_ column: CInt) -> String {
-        guard let bytes = sqlite3_column_text(handle, column) else { return "" }
-        return String(decoding: UnsafeBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(handle, column))), as: UTF8.self)
-    }
-
-    /// The column as text, nil for NULL.
-    func optionalText(_ column: CInt) -> String? {
-        sqlite3_column_type(handle, column) == SQLITE_NULL ? nil : text(column)
+    func text(_ column: Int) -> String {
+        guard let bytes = sqlite3_column_text(handle, CInt(column)) else { return "" }
+        return String(decoding: UnsafeBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(handle, CInt(column)))), as: UTF8.self)
     }
 
     /// The column's bytes (a blob, or text's UTF-8), nil for NULL.
-    func blob(_ column: CInt) -> [UInt8]? {
-        guard sqlite3_column_type(handle, column) != SQLITE_NULL else { return nil }
-        let start = sqlite3_column_blob(handle, column)
-        let count = Int(sqlite3_column_bytes(handle, column))
+    func blob(_ column: Int) -> [UInt8]? {
+        guard !isNull(column) else { return nil }
+        let start = sqlite3_column_blob(handle, CInt(column))
+        let count = Int(sqlite3_column_bytes(handle, CInt(column)))
         guard let start, count > 0 else { return [] }
         return Array(UnsafeRawBufferPointer(start: start, count: count))
     }
+
+    func value(_ column: Int) -> CatalogValue {
+        switch sqlite3_column_type(handle, CInt(column)) {
+        case SQLITE_NULL: return .null
+        case SQLITE_INTEGER: return .integer(sqlite3_column_int64(handle, CInt(column)))
+        case SQLITE_FLOAT: return .real(sqlite3_column_double(handle, CInt(column)))
+        case SQLITE_TEXT: return .text(text(column))
+        default: return .blob(blob(column) ?? [])
+        }
+    }
+}
+
+/// A GRDB connection seen through the catalog's `SQLConnection`: every statement is prepared
+/// once per connection (GRDB's statement cache) and bound and stepped through `BoundRow`.
+struct SQLiteConnection: SQLConnection {
+    let db: Database
+
+    var dialect: SQLDialect { .sqlite }
+
+    func run(_ sql: String, bind: (inout any SQLBinder) -> Void, each body: (any SQLRowView) throws -> Void) throws {
+        try BoundRow.forEachRow(db.cachedStatement(sql: sql), in: db, bind: bind, body)
+    }
+
+    var changes: Int { db.changesCount }
 }

@@ -1,6 +1,5 @@
 public import EvalEngine
 import Foundation
-import GRDB
 
 extension Catalog {
     /// Baselines from the history of `branch`: for each case, what the newest `lastRuns` suite
@@ -10,10 +9,9 @@ extension Catalog {
     /// tools (`Baseline.knowsTools`). Cases the branch never ran have none.
     public func baselines(branch: String, lastRuns: Int = 10) throws(CatalogError) -> (suiteRuns: Int, baselines: [String: Baseline]) {
         try read { db -> (Int, [String: Baseline]) in
-            let recent = try Int.fetchAll(
-                db,
-                sql: "SELECT suite_run_id FROM suite_runs WHERE git_branch = ? ORDER BY started_at_us DESC, suite_run_id DESC LIMIT ?",
-                arguments: [branch, lastRuns])
+            let recent = try db.column(
+                "SELECT suite_run_id FROM suite_runs WHERE git_branch = ? ORDER BY started_at_us DESC, suite_run_id DESC LIMIT ?",
+                [branch, lastRuns], as: Int.self)
             guard !recent.isEmpty else { return (0, [:]) }
             let list = recent.map(String.init).joined(separator: ",")
             struct Tally {
@@ -27,11 +25,10 @@ extension Catalog {
             var tallies: [String: Tally] = [:]
             // Newest suite run first: a case's trajectories and outcome are its newest run's.
             let order = Dictionary(uniqueKeysWithValues: recent.enumerated().map { ($1, $0) })
-            for row in try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT suite_run_id, case_id, outcome FROM case_results WHERE suite_run_id IN (\(list)) AND outcome <> 'error'
-                    """)
+            for row in try db.rows(
+                """
+                SELECT suite_run_id, case_id, outcome FROM case_results WHERE suite_run_id IN (\(list)) AND outcome <> 'error'
+                """)
             {
                 let id: String = row["case_id"]
                 let suiteRun: Int = row["suite_run_id"]
@@ -43,12 +40,11 @@ extension Catalog {
                 }
                 tallies[id] = tally
             }
-            for row in try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT suite_run_id, case_id, log_path, repeat_index, outcome, stop_reason FROM eval_results
-                    WHERE suite_run_id IN (\(list)) ORDER BY case_id, ordinal
-                    """)
+            for row in try db.rows(
+                """
+                SELECT suite_run_id, case_id, log_path, repeat_index, outcome, stop_reason FROM eval_results
+                WHERE suite_run_id IN (\(list)) ORDER BY case_id, ordinal
+                """)
             {
                 let id: String = row["case_id"]
                 guard var tally = tallies[id] else { continue }

@@ -1,6 +1,5 @@
 import ConfigFile
 import Foundation
-import GRDB
 import Synchronization
 import TraceCore
 import TraceLog
@@ -92,7 +91,7 @@ extension Catalog {
     ) throws(CatalogError) -> IndexSummary {
         var logs: [String]
         if paths.isEmpty {
-            logs = try read { db in try String.fetchAll(db, sql: "SELECT path FROM logs WHERE status <> 'vanished' ORDER BY path") }
+            logs = try read { db in try db.column("SELECT path FROM logs WHERE status <> 'vanished' ORDER BY path", as: String.self) }
         } else {
             logs = try Self.findLogs(paths)
             // Known logs under the directories given that are not there any more.
@@ -104,9 +103,8 @@ extension Catalog {
             for directory in directories {
                 let prefix = Self.absolute(directory) + "/"
                 let known = try read { db in
-                    try String.fetchAll(
-                        db, sql: "SELECT path FROM logs WHERE substr(path, 1, ?) = ? AND status <> 'vanished'",
-                        arguments: [prefix.utf8.count, prefix])
+                    try db.column(
+                        "SELECT path FROM logs WHERE \(db.dialect.hasPrefix("path")) AND status <> 'vanished'", [prefix], as: String.self)
                 }
                 logs.append(contentsOf: known.filter { !present.contains($0) })
             }
@@ -160,12 +158,12 @@ extension Catalog {
                         indexed.append(try Self.recordFailure(of: item.path, problem: problem, in: db))
                     } else {
                         indexed.append(
-                            try Self.attributing(to: item.path, in: db) {
+                            try attributing(to: item.path, in: db) {
                                 try index(absolute: item.path, in: db, pending: pending, prepared: item.prepared, memberLimit: memberLimit)
                             })
                     }
                 }
-                try Self.attributing(to: batch[batch.count - 1].path, in: db) { try pending.write(to: db) }
+                try attributing(to: batch[batch.count - 1].path, in: db) { try pending.write(to: db) }
                 return indexed
             }
             switch outcome {

@@ -27,8 +27,7 @@ extension Catalog {
     /// Rows whose log changed or vanished since it was indexed (nothing is read but the tails).
     public func check() throws(CatalogError) -> (checked: Int, stale: [StaleLog]) {
         let known = try read { db in
-            try Row.fetchAll(
-                db, sql: "SELECT path, size, mtime_ns, tail_offset, tail_end, tail_hash FROM logs WHERE status <> 'vanished' ORDER BY path")
+            try db.rows("SELECT path, size, mtime_ns, tail_offset, tail_end, tail_hash FROM logs WHERE status <> 'vanished' ORDER BY path")
         }
         var stale: [StaleLog] = []
         for row in known {
@@ -62,6 +61,9 @@ extension Catalog {
         discardingUnreadableHistory: Bool = false,
         progress: (_ log: IndexedLog, _ done: Int, _ total: Int) -> Void = { _, _, _ in }
     ) throws(CatalogError) -> RebuildOutcome {
+        if PostgresStore.isURL(path) {
+            return try rebuildInPlace(at: path, from: paths, jobs: jobs, memberLimit: memberLimit, progress: progress)
+        }
         let old = try OldCatalog.look(at: path)
         var outcome = RebuildOutcome()
         var sources = paths
@@ -109,9 +111,10 @@ extension Catalog {
     /// default, NULL or `[]`). Returns how many suite runs there are. A failure is thrown, never
     /// passed over: the history exists nowhere else. All or nothing (one transaction).
     func copySuites(from other: String) throws(CatalogError) -> Int {
+        guard let sqlite else { throw CatalogError(.queryFailed, "only a SQLite catalog copies suites from a file") }
         do {
             // ATTACH cannot run inside a transaction.
-            return try pool.writeWithoutTransaction { db in
+            return try sqlite.pool.writeWithoutTransaction { db in
                 try db.execute(sql: "ATTACH DATABASE ? AS old", arguments: [other])
                 defer { try? db.execute(sql: "DETACH DATABASE old") }
                 try db.inTransaction {
@@ -126,7 +129,7 @@ extension Catalog {
                 return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM main.suite_runs") ?? 0
             }
         } catch {
-            let described = Self.describe(error, path: other)
+            let described = SQLiteStore.describe(error, path: other)
             throw CatalogError(
                 .historyUnreadable,
                 "the suite history of the catalog at \(other) cannot be read (\(described.message)), so it was not rebuilt: nothing was changed",
@@ -136,27 +139,47 @@ extension Catalog {
     }
 
     /// Folds the write-ahead log into the database file and empties it.
+    /// Folds the write-ahead log into the database file and empties it; nothing to do on
+    /// PostgreSQL, whose server keeps its own.
     public func checkpoint() throws(CatalogError) {
-        do {
-            try pool.writeWithoutTransaction { db in
-                guard let result = try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)"), (result[0] as Int?) == 0 else {
-                    throw CatalogError(.queryFailed, "the catalog at \(path) could not fold its write-ahead log into the file (it is busy)")
-                }
+        guard let sqlite else { return }
+        try sqlite.writeWithoutTransaction { db in
+            guard let result = try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)"), (result[0] as Int?) == 0 else {
+                throw CatalogError(.queryFailed, "the catalog at \(path) could not fold its write-ahead log into the file (it is busy)")
             }
-        } catch let error as CatalogError {
-            throw error
-        } catch {
-            throw Self.describe(error, path: path)
         }
     }
 
     /// Closes the catalog's connections (a checkpoint folds the write-ahead log into the file).
     public func close() throws(CatalogError) {
-        do {
-            try pool.close()
-        } catch {
-            throw Self.describe(error, path: path)
+        try store.close()
+    }
+
+    /// `rebuild` of a PostgreSQL catalog: its rows about logs (runs, calls, facts, step
+    /// tables) are deleted in one transaction and the logs indexed again; its suite history
+    /// stays where it is. Unlike a file's, the rebuild is not all or nothing: one interrupted
+    /// after the deletion leaves the logs it had not indexed yet out until `index` runs.
+    private static func rebuildInPlace(
+        at url: String, from paths: [String], jobs: Int, memberLimit: Int,
+        progress: (_ log: IndexedLog, _ done: Int, _ total: Int) -> Void
+    ) throws(CatalogError) -> RebuildOutcome {
+        let catalog = try Catalog(path: url)
+        defer { try? catalog.close() }
+        var outcome = RebuildOutcome()
+        outcome.fromSchemaVersion = PostgresSchema.version
+        var sources = paths
+        if sources.isEmpty {
+            sources = try catalog.read { db in try db.column("SELECT path FROM logs ORDER BY path", as: String.self) }
+                .filter { FileManager.default.fileExists(atPath: $0) }
         }
+        outcome.suiteRuns = try catalog.write { db in
+            for table in ["steps", "step_logs", "check_results", "facts", "calls", "logs"] { try db.execute("DELETE FROM \(table)") }
+            return try db.value("SELECT COUNT(*) FROM suite_runs", as: Int.self) ?? 0
+        }
+        if !sources.isEmpty {
+            outcome.summary = try catalog.index(paths: sources, jobs: jobs, memberLimit: memberLimit, progress: progress)
+        }
+        return outcome
     }
 }
 
@@ -201,7 +224,7 @@ struct OldCatalog {
         let header = [UInt8]((try? handle.read(upToCount: 100)) ?? Data())
         try? handle.close()
         if header.isEmpty { return OldCatalog() }
-        guard header.starts(with: Catalog.sqliteMagic) else { throw notACatalog(path, "it is not a SQLite database") }
+        guard header.starts(with: SQLiteStore.sqliteMagic) else { throw notACatalog(path, "it is not a SQLite database") }
         var found = OldCatalog()
         do {
             var configuration = Configuration()

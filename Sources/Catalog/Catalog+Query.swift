@@ -77,9 +77,11 @@ extension Catalog {
     public func query(
         _ sql: String, arguments: [CatalogValue] = [], timeout: Double? = Catalog.defaultQueryTimeout
     ) throws(CatalogError) -> QueryResult {
+        if let postgres = store as? PostgresStore { return try postgres.query(sql, arguments: arguments, timeout: timeout) }
+        guard let sqlite else { throw CatalogError(.queryFailed, "the catalog at \(path) runs no SQL of its own") }
         let deadline = QueryDeadline(seconds: timeout)
         do {
-            return try read { db in
+            return try sqlite.readDatabase { db in
                 if let second = Self.secondStatement(in: sql, db: db) {
                     let snippet = second.text.count > 40 ? second.text.prefix(40) + "…" : second.text
                     throw CatalogError(

@@ -1,4 +1,3 @@
-import GRDB
 public import TraceCore
 
 /// Per tool: how often it was called, how often it failed, how long it took.
@@ -60,37 +59,35 @@ extension Catalog {
     public func stats(_ query: RunQuery) throws(CatalogError) -> (tools: [ToolStats], agents: [AgentStats]) {
         var selection = query
         selection.limit = Int(Int32.max)
-        let (runsSQL, arguments) = selection.statement()
-        let scope = "SELECT log_id FROM (\(runsSQL))"
-        let values = StatementArguments(arguments.map(\.databaseValue))
+        let (runsSQL, arguments) = selection.statement(dialect: dialect)
+        let scope = "SELECT log_id FROM (\(runsSQL)) AS selected"
+        let values: [(any SQLArgument)?] = arguments
         return try read { db in
             var tools: [ToolStats] = []
-            let counts = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT tool, COUNT(*) AS calls, COUNT(CASE WHEN attempts > 0 THEN 1 END) AS executed,
-                        COUNT(CASE WHEN attempts > 0 AND (status IS NULL OR status <> 'ok') THEN 1 END) AS failed,
-                        COUNT(CASE WHEN verdict = 'deny' OR approval = 'refused' THEN 1 END) AS denied
-                    FROM calls WHERE log_id IN (\(scope)) GROUP BY tool ORDER BY tool
-                    """, arguments: values)
+            let counts = try db.rows(
+                """
+                SELECT tool, COUNT(*) AS calls, COUNT(CASE WHEN attempts > 0 THEN 1 END) AS executed,
+                    COUNT(CASE WHEN attempts > 0 AND (status IS NULL OR status <> 'ok') THEN 1 END) AS failed,
+                    COUNT(CASE WHEN verdict = 'deny' OR approval = 'refused' THEN 1 END) AS denied
+                FROM calls WHERE log_id IN (\(scope)) GROUP BY tool ORDER BY tool
+                """, values)
             for row in counts {
                 let tool: String = row["tool"]
-                let durations = try Int.fetchAll(
-                    db, sql: "SELECT duration_us FROM calls WHERE tool = ? AND attempts > 0 AND log_id IN (\(scope)) ORDER BY duration_us",
-                    arguments: [tool] + values)
+                let durations = try db.column(
+                    "SELECT duration_us FROM calls WHERE tool = ? AND attempts > 0 AND log_id IN (\(scope)) ORDER BY duration_us",
+                    [tool] + values, as: Int.self)
                 tools.append(
                     ToolStats(
                         tool: tool, calls: row["calls"], executed: row["executed"], failed: row["failed"], denied: row["denied"],
                         p50Us: Self.percentile(durations, 0.50), p95Us: Self.percentile(durations, 0.95)))
             }
             var agents: [AgentStats] = []
-            let groups = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT COALESCE(agent, '?') AS agent, COALESCE(model, '?') AS model, COALESCE(stop_reason, 'running') AS reason,
-                        COUNT(*) AS runs, SUM(input_tokens + output_tokens) AS tokens, SUM(cost_usd) AS cost
-                    FROM logs WHERE log_id IN (\(scope)) GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
-                    """, arguments: values)
+            let groups = try db.rows(
+                """
+                SELECT COALESCE(agent, '?') AS agent, COALESCE(model, '?') AS model, COALESCE(stop_reason, 'running') AS reason,
+                    COUNT(*) AS runs, SUM(input_tokens + output_tokens) AS tokens, SUM(cost_usd) AS cost
+                FROM logs WHERE log_id IN (\(scope)) GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+                """, values)
             for row in groups {
                 let (agent, model): (String, String) = (row["agent"], row["model"])
                 if agents.last?.agent != agent || agents.last?.model != model {

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 public import TraceCore
 
 /// Where a suite run came from, beside its report.
@@ -276,32 +275,40 @@ extension Catalog {
     /// Writes a suite run's rows in one transaction and returns the suite run's id.
     func insert(_ suite: SuiteRows, info: SuiteRunInfo) throws(CatalogError) -> Int {
         try write { db in
-            try db.execute(
-                sql: """
+            let suiteRunId = Int64(
+                try db.value(
+                    """
                     INSERT INTO suite_runs (started_at_us, duration_ms, git_commit, git_branch, command_line, origin, shard, cases,
                         passed, failed, errors, k, runner, ci_job)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    RETURNING suite_run_id
                     """,
-                arguments: [
-                    info.startedAtUs, suite.durationMs, info.gitCommit, info.gitBranch, info.commandLine, info.origin, info.shard,
-                    suite.cases, suite.passed, suite.failed, suite.errors, suite.k, info.runner, info.ciJob,
-                ])
-            let suiteRunId = db.lastInsertedRowID
-            let caseStatement = try db.cachedStatement(
-                sql: """
-                    INSERT OR REPLACE INTO case_results (suite_run_id, case_id, file, source, outcome, runs, passed_runs, pass_rate,
-                        pass_hat_k, stability, baseline_status, error, file_digest)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """)
-            let runStatement = try db.cachedStatement(
-                sql: """
-                    INSERT OR REPLACE INTO eval_results (suite_run_id, case_id, ordinal, log_path, live, repeat_index, outcome,
-                        stop_reason, steps, tokens, error, failures, judgements)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """)
+                    [
+                        info.startedAtUs, suite.durationMs, info.gitCommit, info.gitBranch, info.commandLine, info.origin, info.shard,
+                        suite.cases, suite.passed, suite.failed, suite.errors, suite.k, info.runner, info.ciJob,
+                    ], as: Int.self) ?? 0)
+            // A case or run a report names twice is kept once, as its last entry says.
+            let caseStatement = """
+                INSERT INTO case_results (suite_run_id, case_id, file, source, outcome, runs, passed_runs, pass_rate,
+                    pass_hat_k, stability, baseline_status, error, file_digest)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (suite_run_id, case_id) DO UPDATE SET file = excluded.file, source = excluded.source,
+                    outcome = excluded.outcome, runs = excluded.runs, passed_runs = excluded.passed_runs, pass_rate = excluded.pass_rate,
+                    pass_hat_k = excluded.pass_hat_k, stability = excluded.stability, baseline_status = excluded.baseline_status,
+                    error = excluded.error, file_digest = excluded.file_digest
+                """
+            let runStatement = """
+                INSERT INTO eval_results (suite_run_id, case_id, ordinal, log_path, live, repeat_index, outcome,
+                    stop_reason, steps, tokens, error, failures, judgements)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (suite_run_id, case_id, ordinal) DO UPDATE SET log_path = excluded.log_path, live = excluded.live,
+                    repeat_index = excluded.repeat_index, outcome = excluded.outcome, stop_reason = excluded.stop_reason,
+                    steps = excluded.steps, tokens = excluded.tokens, error = excluded.error, failures = excluded.failures,
+                    judgements = excluded.judgements
+                """
             for entry in suite.caseRows {
                 let source = entry.isLive ? "live" : "recorded"
-                try BoundRow.execute(caseStatement, in: db) { bound in
+                try db.execute(caseStatement) { bound in
                     bound.bind(suiteRunId)
                     bound.bind(entry.caseId)
                     bound.bind(entry.file)
@@ -317,7 +324,7 @@ extension Catalog {
                     bound.bind(entry.fileDigest)
                 }
                 for (ordinal, run) in entry.runs.enumerated() {
-                    try BoundRow.execute(runStatement, in: db) { bound in
+                    try db.execute(runStatement) { bound in
                         bound.bind(suiteRunId)
                         bound.bind(entry.caseId)
                         bound.bind(ordinal)
@@ -341,13 +348,12 @@ extension Catalog {
     /// The last `limit` suite runs' outcomes for `caseId`, newest first.
     public func history(caseId: String, limit: Int = 20) throws(CatalogError) -> CaseStability {
         let entries = try read { db in
-            try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT suite_run_id, started_at_us, git_commit, git_branch, runner, ci_job, file_digest, outcome, runs, passed_runs,
-                        pass_rate, stability
-                    FROM case_history WHERE case_id = ? ORDER BY started_at_us DESC, suite_run_id DESC LIMIT ?
-                    """, arguments: [caseId, limit]
+            try db.rows(
+                """
+                SELECT suite_run_id, started_at_us, git_commit, git_branch, runner, ci_job, file_digest, outcome, runs, passed_runs,
+                    pass_rate, stability
+                FROM case_history WHERE case_id = ? ORDER BY started_at_us DESC, suite_run_id DESC LIMIT ?
+                """, [caseId, limit]
             ).map { row in
                 CaseHistoryEntry(
                     suiteRunId: row["suite_run_id"], startedAtUs: row["started_at_us"], gitCommit: row["git_commit"],
@@ -362,8 +368,9 @@ extension Catalog {
     /// Case ids the catalog has history for that match `pattern` (a glob), sorted.
     public func caseIds(matching pattern: String) throws(CatalogError) -> [String] {
         try read { db in
-            try String.fetchAll(
-                db, sql: "SELECT DISTINCT case_id FROM case_results WHERE case_id GLOB ? ORDER BY case_id", arguments: [pattern])
+            try db.column(
+                "SELECT DISTINCT case_id FROM case_results WHERE \(db.dialect.glob("case_id")) ORDER BY case_id",
+                [db.dialect.globArgument(pattern)], as: String.self)
         }
     }
 }
@@ -376,21 +383,19 @@ extension Catalog {
     public func latestSuiteReport(branch: String) throws(CatalogError) -> (suiteRunId: Int, report: JSONValue)? {
         try read { db -> (Int, JSONValue)? in
             guard
-                let suite = try Row.fetchOne(
-                    db,
-                    sql: """
-                        SELECT suite_run_id, duration_ms, cases, passed, failed, errors, k FROM suite_runs
-                        WHERE git_branch = ? ORDER BY started_at_us DESC, suite_run_id DESC LIMIT 1
-                        """, arguments: [branch])
+                let suite = try db.row(
+                    """
+                    SELECT suite_run_id, duration_ms, cases, passed, failed, errors, k FROM suite_runs
+                    WHERE git_branch = ? ORDER BY started_at_us DESC, suite_run_id DESC LIMIT 1
+                    """, [branch])
             else { return nil }
             let id: Int = suite["suite_run_id"]
             var runsByCase: [String: [JSONValue]] = [:]
-            for row in try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT case_id, log_path, repeat_index, outcome, stop_reason, steps, tokens, error, failures FROM eval_results
-                    WHERE suite_run_id = ? ORDER BY case_id, ordinal
-                    """, arguments: [id])
+            for row in try db.rows(
+                """
+                SELECT case_id, log_path, repeat_index, outcome, stop_reason, steps, tokens, error, failures FROM eval_results
+                WHERE suite_run_id = ? ORDER BY case_id, ordinal
+                """, [id])
             {
                 var run = ObjectBuilder()
                 run.set("log", row["log_path"] as String)
@@ -405,12 +410,11 @@ extension Catalog {
                 runsByCase[row["case_id"], default: []].append(run.json)
             }
             var cases: [JSONValue] = []
-            for row in try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT case_id, file, source, outcome, pass_rate, stability, baseline_status, error FROM case_results
-                    WHERE suite_run_id = ? ORDER BY file, case_id
-                    """, arguments: [id])
+            for row in try db.rows(
+                """
+                SELECT case_id, file, source, outcome, pass_rate, stability, baseline_status, error FROM case_results
+                WHERE suite_run_id = ? ORDER BY \(db.dialect.nullsFirst("file")), case_id
+                """, [id])
             {
                 let caseId: String = row["case_id"]
                 var entry = ObjectBuilder()

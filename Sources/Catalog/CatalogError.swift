@@ -25,6 +25,8 @@ public struct CatalogError: Diagnostic, Hashable {
         case timedOut = "timed_out"
         /// `sql` was given more than one statement.
         case severalStatements = "several_statements"
+        /// The PostgreSQL server of a team's catalog cannot be reached, or went away mid-command.
+        case unreachable
     }
 
     public var code: Code

@@ -1,6 +1,5 @@
 public import EvalEngine
 import Foundation
-import GRDB
 import Synchronization
 import TraceCore
 import TraceLog
@@ -96,42 +95,39 @@ public struct FactCache: LogFactSource {
 
     /// Writes facts entries, then results; returns the results written with the identity of
     /// the facts they sit beside.
-    private static func write(_ facts: [PendingWrites.Facts], _ results: [PendingWrites.Result], in db: Database) throws
+    private static func write(_ facts: [PendingWrites.Facts], _ results: [PendingWrites.Result], in db: any SQLConnection) throws
         -> [(CheckKey, String, LogFingerprint, String)]
     {
         for entry in facts {
             // Results checked against the facts being replaced go with them.
-            try db.cachedStatement(sql: "DELETE FROM check_results WHERE path = ?").execute(arguments: [entry.path])
-            try db.cachedStatement(
-                sql: """
-                    INSERT INTO facts (path, extractor_version, size, mtime_ns, tail_offset, tail_end, tail_hash, facts)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (path) DO UPDATE SET extractor_version = excluded.extractor_version, size = excluded.size,
-                        mtime_ns = excluded.mtime_ns, tail_offset = excluded.tail_offset, tail_end = excluded.tail_end,
-                        tail_hash = excluded.tail_hash, facts = excluded.facts
-                    """
-            ).execute(arguments: [
-                entry.path, LogFacts.extractorVersion, entry.identity.stamp.size, entry.identity.stamp.mtimeNs, entry.identity.tailOffset,
-                entry.identity.tailEnd, entry.identity.tailHash, Data(entry.blob),
-            ])
+            try db.execute("DELETE FROM check_results WHERE path = ?", [entry.path])
+            try db.execute(
+                """
+                INSERT INTO facts (path, extractor_version, size, mtime_ns, tail_offset, tail_end, tail_hash, facts)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (path) DO UPDATE SET extractor_version = excluded.extractor_version, size = excluded.size,
+                    mtime_ns = excluded.mtime_ns, tail_offset = excluded.tail_offset, tail_end = excluded.tail_end,
+                    tail_hash = excluded.tail_hash, facts = excluded.facts
+                """,
+                [
+                    entry.path, LogFacts.extractorVersion, entry.identity.stamp.size, entry.identity.stamp.mtimeNs,
+                    entry.identity.tailOffset,
+                    entry.identity.tailEnd, entry.identity.tailHash, entry.blob,
+                ])
         }
         var stored: [(CheckKey, String, LogFingerprint, String)] = []
         for result in results {
             // Kept only beside the facts entry of the log as it was checked: a facts entry that
             // another process replaced meanwhile (the log changed) does not get it.
-            try db.cachedStatement(
-                sql: """
-                    INSERT OR REPLACE INTO check_results (path, case_key, result)
-                    SELECT path, ?, ? FROM facts WHERE path = ? AND size = ? AND mtime_ns = ? AND extractor_version = ?
-                    """
-            ).execute(arguments: [
-                result.key.digest, result.text, result.path, result.stamp.size, result.stamp.mtimeNs, LogFacts.extractorVersion,
-            ])
-            guard db.changesCount > 0 else { continue }
-            if let row = try Row.fetchOne(
-                db.cachedStatement(sql: "SELECT size, mtime_ns, tail_offset, tail_end, tail_hash FROM facts WHERE path = ?"),
-                arguments: [result.path])
-            {
+            try db.execute(
+                """
+                INSERT INTO check_results (path, case_key, result)
+                SELECT path, ?, ? FROM facts WHERE path = ? AND size = ? AND mtime_ns = ? AND extractor_version = ?
+                ON CONFLICT (path, case_key) DO UPDATE SET result = excluded.result
+                """,
+                [result.key.digest, result.text, result.path, result.stamp.size, result.stamp.mtimeNs, LogFacts.extractorVersion])
+            guard db.changes > 0 else { continue }
+            if let row = try db.row("SELECT size, mtime_ns, tail_offset, tail_end, tail_hash FROM facts WHERE path = ?", [result.path]) {
                 stored.append((result.key, result.path, identity(row), result.text))
             }
         }
@@ -147,12 +143,11 @@ public struct FactCache: LogFactSource {
             var results: [String: (identity: LogFingerprint, result: String)] = [:]
             do {
                 try catalog.read { db in
-                    let statement = try db.cachedStatement(sql: Self.keptResultsSQL)
-                    let bind: (inout BoundRow) -> Void = {
+                    let bind: (inout any SQLBinder) -> Void = {
                         $0.bind(key.digest)
                         $0.bind(LogFacts.extractorVersion)
                     }
-                    try BoundRow.forEachRow(statement, in: db, bind: bind) { row in
+                    try db.run(Self.keptResultsSQL, bind: bind) { row in
                         let identity = LogFingerprint(
                             stamp: FileStamp(size: row.int(1), mtimeNs: row.int(2)), tailOffset: row.int(3), tailEnd: row.int(4),
                             tailHash: row.text(5))
@@ -177,7 +172,7 @@ public struct FactCache: LogFactSource {
         WHERE r.case_key = ? AND f.extractor_version = ?
         """
 
-    private static func identity(_ row: Row) -> LogFingerprint {
+    private static func identity(_ row: SQLRow) -> LogFingerprint {
         LogFingerprint(
             stamp: FileStamp(size: row["size"], mtimeNs: row["mtime_ns"]), tailOffset: row["tail_offset"], tailEnd: row["tail_end"],
             tailHash: row["tail_hash"])
@@ -186,17 +181,15 @@ public struct FactCache: LogFactSource {
     /// The entry for `path` if it is still valid.
     func cached(_ path: String, stamp: FileStamp) throws -> LogFacts? {
         let entry = try catalog.read { db in
-            try Row.fetchOne(
-                db.cachedStatement(
-                    sql: "SELECT extractor_version, size, mtime_ns, tail_offset, tail_end, tail_hash, facts FROM facts WHERE path = ?"),
-                arguments: [path])
+            try db.row(
+                "SELECT extractor_version, size, mtime_ns, tail_offset, tail_end, tail_hash, facts FROM facts WHERE path = ?", [path])
         }
         guard let entry, entry["extractor_version"] == LogFacts.extractorVersion, Self.identity(entry).matches(path, now: stamp),
-            let compressed = Data.fromDatabaseValue(entry["facts"])
+            let compressed = entry.blob("facts")
         else {
             return nil
         }
-        let text = try GzipData.decompress([UInt8](compressed), path: path)
+        let text = try GzipData.decompress(compressed, path: path)
         return try text.withUnsafeBytes { try JSONScanner.scan($0) { try LogFacts(cached: &$0) } }
     }
 

@@ -1,6 +1,5 @@
 import ConfigFile
 import Foundation
-import GRDB
 import Replay
 import TraceCore
 import TraceLog
@@ -67,10 +66,10 @@ extension Catalog {
         if let unchanged = try unchangedLogs(at: [path])[0] { return unchanged }
         let outcome = try writeRollingBack { db in
             let pending = PendingCallRows()
-            let indexed = try Self.attributing(to: path, in: db) {
+            let indexed = try attributing(to: path, in: db) {
                 try index(absolute: path, in: db, pending: pending, memberLimit: memberLimit)
             }
-            try Self.attributing(to: path, in: db) { try pending.write(to: db) }
+            try attributing(to: path, in: db) { try pending.write(to: db) }
             return indexed
         }
         switch outcome {
@@ -103,15 +102,14 @@ extension Catalog {
     /// transaction, is written as it is when the row is still the one it was read against;
     /// otherwise the log is read here.
     func index(
-        absolute path: String, in db: Database, pending: PendingCallRows, prepared: PreparedLog? = nil,
+        absolute path: String, in db: any SQLConnection, pending: PendingCallRows, prepared: PreparedLog? = nil,
         memberLimit: Int = Catalog.defaultMemberLimit
     ) throws -> IndexedLog {
         let known = try StoredLog.fetch(db, path: path)
         guard let stamp = FileStamp(path: path) else {
             if let known, known.status != .vanished {
                 try db.execute(
-                    sql: "UPDATE logs SET status = 'vanished', problem = 'the file is gone', resume = NULL WHERE log_id = ?",
-                    arguments: [known.id])
+                    "UPDATE logs SET status = 'vanished', problem = 'the file is gone', resume = NULL WHERE log_id = ?", [known.id])
             }
             return IndexedLog(path: path, change: .vanished, status: .vanished, problem: "the file is gone", eventsRead: 0)
         }
@@ -120,18 +118,18 @@ extension Catalog {
         }
         if var prepared, prepared.basis == PreparedLog.Basis(known) {
             let logId = try Self.startRows(of: path, known: known, keepingCallsBelow: prepared.keepsCallsBelow, in: db)
-            try pending.take(&prepared.rows, logId: logId, in: db)
+            try pending.take(&prepared.rows, logId: logId, path: path, in: db)
             try prepared.row.write(logId: logId, in: db)
             try Self.writeSteps(prepared.steps, of: path, row: prepared.row, in: db)
             return prepared.indexed
         }
         let plan = ReadPlan(known: known, path: path, now: stamp)
         let logId = try Self.startRows(of: path, known: known, keepingCallsBelow: plan.resume?.callBase, in: db)
-        var indexer = LogIndexer(path: path, memberLimit: memberLimit) { rows in try pending.take(&rows, logId: logId, in: db) }
+        var indexer = LogIndexer(path: path, memberLimit: memberLimit) { rows in try pending.take(&rows, logId: logId, path: path, in: db) }
         try indexer.read(from: plan.resume, storedTailOffset: plan.storedTailOffset)
         let row = indexer.finish(stampBefore: stamp, now: Self.nowUs())
         var rows = indexer.rows
-        try pending.take(&rows, logId: logId, in: db)
+        try pending.take(&rows, logId: logId, path: path, in: db)
         try row.write(logId: logId, in: db)
         try Self.writeSteps(indexer.takeSteps(row: row), of: path, row: row, in: db)
         return IndexedLog(
@@ -141,7 +139,7 @@ extension Catalog {
 
     /// Keeps the step table made in the read of the log at `path` under its row's identity, or
     /// drops the one kept before when the read made none.
-    static func writeSteps(_ steps: StepTable?, of path: String, row: LogRow, in db: Database) throws {
+    static func writeSteps(_ steps: StepTable?, of path: String, row: LogRow, in db: any SQLConnection) throws {
         guard let steps else { return try CatalogStepStore.forget(path: path, in: db) }
         let identity = LogFingerprint(
             stamp: FileStamp(size: row.size, mtimeNs: row.mtimeNs), tailOffset: row.tailOffset, tailEnd: row.tailEnd,
@@ -161,46 +159,35 @@ extension Catalog {
     /// logs of the transaction), and turns a refusal that concerns those rows alone into a
     /// `StoreFailure` of the log they belong to. Failures of the catalog itself (locked, full,
     /// damaged, an I/O error) are thrown as they are: they stop the index.
-    static func attributing<T>(to path: String, in db: Database, _ body: () throws -> T) throws -> T {
+    func attributing<T>(to path: String, in db: any SQLConnection, _ body: () throws -> T) throws -> T {
         do {
             return try body()
         } catch let failure as PendingCallRows.Failure {
-            guard isAboutTheRows(failure.error) else { throw failure.error }
-            let owner = try String.fetchOne(db, sql: "SELECT path FROM logs WHERE log_id = ?", arguments: [failure.logId]) ?? path
-            throw StoreFailure(path: owner, problem: storeProblem(failure.error))
-        } catch let error as DatabaseError where isAboutTheRows(error) {
-            throw StoreFailure(path: path, problem: storeProblem(error))
+            guard store.isAboutTheRows(failure.error) else { throw failure.error }
+            throw StoreFailure(path: failure.path, problem: store.storeProblem(failure.error))
+        } catch  where store.isAboutTheRows(error) {
+            throw StoreFailure(path: path, problem: store.storeProblem(error))
         }
-    }
-
-    /// Whether SQLite refused a statement for the values it was given, rather than because the
-    /// catalog cannot be written.
-    private static func isAboutTheRows(_ error: DatabaseError) -> Bool {
-        [.SQLITE_TOOBIG, .SQLITE_CONSTRAINT, .SQLITE_MISMATCH, .SQLITE_RANGE].contains(error.resultCode.primaryResultCode)
-    }
-
-    private static func storeProblem(_ error: DatabaseError) -> String {
-        "the catalog could not store what was read from this log (SQLite: \(error.message ?? "\(error.resultCode)"))"
     }
 
     /// Records the log at the absolute `path` as `damaged` with `problem` and no call rows, with
     /// the identity of the whole file as it is now, so it is read again once it changes.
-    static func recordFailure(of path: String, problem: String, in db: Database) throws -> IndexedLog {
+    static func recordFailure(of path: String, problem: String, in db: any SQLConnection) throws -> IndexedLog {
         let known = try StoredLog.fetch(db, path: path)
         let logId = try startRows(of: path, known: known, keepingCallsBelow: nil, in: db)
         let stamp = FileStamp(path: path) ?? FileStamp(size: -1, mtimeNs: 0)
         let tail = LogFingerprint.tailRange(memberOffset: 0, end: max(0, stamp.size))
         try db.execute(
-            sql: """
-                UPDATE logs SET size = ?, mtime_ns = ?, tail_offset = ?, tail_end = ?, tail_hash = ?, status = 'damaged', problem = ?,
-                    run_id = NULL, agent = NULL, agent_version = NULL, model = NULL, input = NULL, started_at_us = NULL,
-                    ended_at_us = NULL, stop_reason = NULL, stop_limit = NULL, events = 0, steps = 0, decisions = 0,
-                    invalid_decisions = 0, tool_calls = 0, executed_calls = 0, denied_calls = 0, failed_calls = 0, input_tokens = 0,
-                    output_tokens = 0, cost_usd = 0, anomalies = 0, indexed_at_us = ?, resume = NULL, forked_from = NULL,
-                    fork_step = NULL
-                WHERE log_id = ?
-                """,
-            arguments: [
+            """
+            UPDATE logs SET size = ?, mtime_ns = ?, tail_offset = ?, tail_end = ?, tail_hash = ?, status = 'damaged', problem = ?,
+                run_id = NULL, agent = NULL, agent_version = NULL, model = NULL, input = NULL, started_at_us = NULL,
+                ended_at_us = NULL, stop_reason = NULL, stop_limit = NULL, events = 0, steps = 0, decisions = 0,
+                invalid_decisions = 0, tool_calls = 0, executed_calls = 0, denied_calls = 0, failed_calls = 0, input_tokens = 0,
+                output_tokens = 0, cost_usd = 0, anomalies = 0, indexed_at_us = ?, resume = NULL, forked_from = NULL,
+                fork_step = NULL
+            WHERE log_id = ?
+            """,
+            [
                 stamp.size, stamp.mtimeNs, tail.offset, tail.end, LogFingerprint.hash(path, from: tail.offset, to: tail.end) ?? "", problem,
                 nowUs(), logId,
             ])
@@ -240,24 +227,22 @@ extension Catalog {
     /// The log's id, inserting a placeholder row for a new log, with the call rows its read
     /// replaces deleted: from ordinal `keepingCallsBelow` on for a log read on from where it
     /// stopped, all of them for one read again from the start.
-    private static func startRows(of path: String, known: StoredLog?, keepingCallsBelow: Int?, in db: Database) throws -> Int64 {
+    private static func startRows(of path: String, known: StoredLog?, keepingCallsBelow: Int?, in db: any SQLConnection) throws -> Int64 {
         guard let known else {
-            try db.cachedStatement(
-                sql: """
-                    INSERT INTO logs (path, size, mtime_ns, tail_offset, tail_end, tail_hash, status, events, steps, decisions,
-                        invalid_decisions, tool_calls, executed_calls, denied_calls, failed_calls, input_tokens, output_tokens, cost_usd,
-                        anomalies, indexed_at_us)
-                    VALUES (?, -1, 0, 0, 0, '', 'damaged', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-                    """
-            ).execute(arguments: [path])
-            return db.lastInsertedRowID
+            let id = try db.value(
+                """
+                INSERT INTO logs (path, size, mtime_ns, tail_offset, tail_end, tail_hash, status, events, steps, decisions,
+                    invalid_decisions, tool_calls, executed_calls, denied_calls, failed_calls, input_tokens, output_tokens, cost_usd,
+                    anomalies, indexed_at_us)
+                VALUES (?, -1, 0, 0, 0, '', 'damaged', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+                RETURNING log_id
+                """, [path], as: Int.self)
+            return Int64(id ?? 0)
         }
         if let keepingCallsBelow {
-            try db.cachedStatement(sql: "DELETE FROM calls WHERE log_id = ? AND ordinal >= ?").execute(arguments: [
-                known.id, keepingCallsBelow,
-            ])
+            try db.execute("DELETE FROM calls WHERE log_id = ? AND ordinal >= ?", [known.id, keepingCallsBelow])
         } else {
-            try db.cachedStatement(sql: "DELETE FROM calls WHERE log_id = ?").execute(arguments: [known.id])
+            try db.execute("DELETE FROM calls WHERE log_id = ?", [known.id])
         }
         return known.id
     }
@@ -279,11 +264,12 @@ struct StoredLog: Sendable {
 
     /// The row of the log at `path`, read straight through SQLite's C API (`BoundRow`): it is
     /// looked up twice per log indexed, and GRDB's `Row` cost more than the lookup.
-    static func fetch(_ db: Database, path: String) throws -> StoredLog? {
-        let statement = try db.cachedStatement(
-            sql: "SELECT log_id, size, mtime_ns, tail_offset, tail_end, tail_hash, status, problem, resume FROM logs WHERE path = ?")
+    static func fetch(_ db: any SQLConnection, path: String) throws -> StoredLog? {
         var stored: StoredLog?
-        try BoundRow.forEachRow(statement, in: db, bind: { $0.bind(path) }) { row in
+        try db.run(
+            "SELECT log_id, size, mtime_ns, tail_offset, tail_end, tail_hash, status, problem, resume FROM logs WHERE path = ?",
+            bind: { $0.bind(path) }
+        ) { row in
             let resume = row.blob(8).flatMap { bytes in
                 try? bytes.withUnsafeBytes { try JSONScanner.scan($0) { try ResumePoint(from: &$0) } }
             }
@@ -599,17 +585,17 @@ struct LogRow: Sendable {
     var forkStep: Int?
 
     /// Writes the values into the row `logId` (inserted before, as a placeholder, when new).
-    func write(logId: Int64, in db: Database) throws {
-        let statement = try db.cachedStatement(
-            sql: """
-                UPDATE logs SET size = ?, mtime_ns = ?, tail_offset = ?, tail_end = ?, tail_hash = ?, status = ?, problem = ?,
-                    run_id = ?, agent = ?, agent_version = ?, model = ?, input = ?, started_at_us = ?, ended_at_us = ?,
-                    stop_reason = ?, stop_limit = ?, events = ?, steps = ?, decisions = ?, invalid_decisions = ?, tool_calls = ?,
-                    executed_calls = ?, denied_calls = ?, failed_calls = ?, input_tokens = ?, output_tokens = ?, cost_usd = ?,
-                    anomalies = ?, indexed_at_us = ?, resume = ?, forked_from = ?, fork_step = ?
-                WHERE log_id = ?
-                """)
-        try BoundRow.execute(statement, in: db) { row in
+    func write(logId: Int64, in db: any SQLConnection) throws {
+        try db.execute(
+            """
+            UPDATE logs SET size = ?, mtime_ns = ?, tail_offset = ?, tail_end = ?, tail_hash = ?, status = ?, problem = ?,
+                run_id = ?, agent = ?, agent_version = ?, model = ?, input = ?, started_at_us = ?, ended_at_us = ?,
+                stop_reason = ?, stop_limit = ?, events = ?, steps = ?, decisions = ?, invalid_decisions = ?, tool_calls = ?,
+                executed_calls = ?, denied_calls = ?, failed_calls = ?, input_tokens = ?, output_tokens = ?, cost_usd = ?,
+                anomalies = ?, indexed_at_us = ?, resume = ?, forked_from = ?, fork_step = ?
+            WHERE log_id = ?
+            """
+        ) { row in
             row.bind(size)
             row.bind(mtimeNs)
             row.bind(tailOffset)
@@ -672,14 +658,20 @@ final class PendingCallRows {
     static let limit = 4096
     var rows: [CallRow] = []
 
-    /// A row SQLite refused, with the log it belongs to (rows of several logs wait together).
+    /// A row the store refused, with the log it belongs to (rows of several logs wait
+    /// together). The log is named here, not looked up: a PostgreSQL transaction reads nothing
+    /// more once a statement in it failed.
     struct Failure: Error {
-        var logId: Int64
-        var error: DatabaseError
+        var path: String
+        var error: any Error
     }
 
+    /// The path of each log whose rows wait.
+    private var paths: [Int64: String] = [:]
+
     /// Takes `made` (emptying it) as rows of the log `logId`; writes out once `limit` wait.
-    func take(_ made: inout [CallRow], logId: Int64, in db: Database) throws {
+    func take(_ made: inout [CallRow], logId: Int64, path: String, in db: any SQLConnection) throws {
+        paths[logId] = path
         rows.reserveCapacity(rows.count + made.count)
         for var row in made {
             row.logId = logId
@@ -689,26 +681,27 @@ final class PendingCallRows {
         if rows.count >= Self.limit { try write(to: db) }
     }
 
-    func write(to db: Database) throws {
+    func write(to db: any SQLConnection) throws {
         guard !rows.isEmpty else { return }
-        let statement = try db.cachedStatement(
-            sql: """
-                INSERT INTO calls (log_id, ordinal, run_id, step, call_id, tool, arguments, verdict, rule, approval, approver,
-                    attempts, status, duration_us, error)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """)
         for call in rows {
             do {
-                try insert(call, with: statement, in: db)
-            } catch let error as DatabaseError {
-                throw Failure(logId: call.logId, error: error)
+                try insert(call, in: db)
+            } catch {
+                throw Failure(path: paths[call.logId] ?? "", error: error)
             }
         }
         rows.removeAll(keepingCapacity: true)
+        paths.removeAll(keepingCapacity: true)
     }
 
-    private func insert(_ call: CallRow, with statement: Statement, in db: Database) throws {
-        try BoundRow.execute(statement, in: db) { row in
+    private func insert(_ call: CallRow, in db: any SQLConnection) throws {
+        try db.execute(
+            """
+            INSERT INTO calls (log_id, ordinal, run_id, step, call_id, tool, arguments, verdict, rule, approval, approver,
+                attempts, status, duration_us, error)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """
+        ) { row in
             row.bind(call.logId)
             row.bind(call.ordinal)
             row.bind(call.runId)

@@ -1,5 +1,4 @@
 import EvalEngine
-import GRDB
 public import TraceCore
 
 /// Which indexed runs to list: every filter given must hold.
@@ -59,8 +58,8 @@ public struct RunQuery: Sendable, Hashable {
         case drivenBy(tool: String)
     }
 
-    /// The statement and its arguments for `shape`.
-    func statement(_ shape: Shape = .newestFirst) -> (sql: String, arguments: [CatalogValue]) {
+    /// The statement and its arguments for `shape`, in `dialect`.
+    func statement(_ shape: Shape = .newestFirst, dialect: SQLDialect = .sqlite) -> (sql: String, arguments: [CatalogValue]) {
         var conditions: [String] = []
         var arguments: [CatalogValue] = []
         func probe(_ condition: String) -> String {
@@ -97,12 +96,12 @@ public struct RunQuery: Sendable, Hashable {
             conditions.append("(" + any.joined(separator: " OR ") + ")")
         }
         if let agent {
-            conditions.append("agent GLOB ?")
-            arguments.append(.text(agent))
+            conditions.append(dialect.glob("agent"))
+            arguments.append(dialect.globArgument(agent))
         }
         if let model {
-            conditions.append("model GLOB ?")
-            arguments.append(.text(model))
+            conditions.append(dialect.glob("model"))
+            arguments.append(dialect.globArgument(model))
         }
         if let sinceUs {
             conditions.append("started_at_us >= ?")
@@ -129,7 +128,7 @@ public struct RunQuery: Sendable, Hashable {
             SELECT log_id, path, run_id, agent, model, status, problem, stop_reason, stop_limit, steps, tool_calls, executed_calls,
                 denied_calls, input_tokens + output_tokens AS tokens, cost_usd, started_at_us, ended_at_us, forked_from, fork_step
             FROM logs \(filter)
-            ORDER BY started_at_us DESC, path
+            ORDER BY \(dialect.newestFirst)
             LIMIT \(max(0, limit))
             """
         return (sql, arguments)
@@ -207,9 +206,9 @@ extension RunQuery {
     /// The shape to run: driven by the rarest tool of `tools` when it was executed fewer times
     /// than half the number of runs (then walking the runs newest first could read most of them
     /// to find a few), else newest first. Counting stops at that bound, so choosing is cheap.
-    func shape(in db: Database) throws -> Shape {
+    func shape(in db: any SQLConnection) throws -> Shape {
         guard !tools.isEmpty else { return .newestFirst }
-        let runs = try Int.fetchOne(db, sql: "SELECT COALESCE(MAX(log_id), 0) FROM logs") ?? 0
+        let runs = try db.value("SELECT COALESCE(MAX(log_id), 0) FROM logs", as: Int.self) ?? 0
         let bound = runs / 2
         // With call filters the call need not have run (a refused one did not): every call of
         // the tool bounds the matches, and is still counted from the index alone.
@@ -217,7 +216,7 @@ extension RunQuery {
         var rarest: (tool: String, calls: Int)?
         for tool in tools {
             let calls =
-                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM (SELECT 1 FROM calls WHERE \(counted) LIMIT ?)", arguments: [tool, bound])
+                try db.value("SELECT COUNT(*) FROM (SELECT 1 FROM calls WHERE \(counted) LIMIT ?) AS found", [tool, bound], as: Int.self)
                 ?? 0
             if calls < bound && calls < (rarest?.calls ?? .max) { rarest = (tool, calls) }
         }
@@ -232,8 +231,8 @@ extension Catalog {
     /// The runs in a given shape (nil: the one `shape(in:)` chooses); the shapes must agree.
     func runs(_ query: RunQuery, shape: RunQuery.Shape?) throws(CatalogError) -> [RunRow] {
         return try read { db in
-            let (sql, arguments) = query.statement(try shape ?? query.shape(in: db))
-            return try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments.map(\.databaseValue))).map { row in
+            let (sql, arguments) = query.statement(try shape ?? query.shape(in: db), dialect: db.dialect)
+            return try db.rows(sql, arguments).map { row in
                 RunRow(
                     path: row["path"], runId: row["run_id"], agent: row["agent"], model: row["model"],
                     status: LogStatus(rawValue: row["status"]) ?? .damaged, problem: row["problem"], stopReason: row["stop_reason"],
@@ -244,14 +243,14 @@ extension Catalog {
         }
     }
 
-    /// SQLite's plan for `query`, one line per step (`EXPLAIN QUERY PLAN`), in the shape
-    /// `runs` would choose now.
+    /// The store's plan for `query`, one line per step, in the shape `runs` would choose now:
+    /// SQLite's `EXPLAIN QUERY PLAN`, PostgreSQL's `EXPLAIN`.
     public func plan(_ query: RunQuery) throws(CatalogError) -> [String] {
         return try read { db in
-            let (sql, arguments) = query.statement(try query.shape(in: db))
-            return try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + sql, arguments: StatementArguments(arguments.map(\.databaseValue))).map
-            {
-                $0["detail"]
+            let (sql, arguments) = query.statement(try query.shape(in: db), dialect: db.dialect)
+            switch db.dialect {
+            case .sqlite: return try db.rows("EXPLAIN QUERY PLAN " + sql, arguments).map { $0["detail"] }
+            case .postgres: return try db.column("EXPLAIN " + sql, arguments, as: String.self)
             }
         }
     }

@@ -22,9 +22,10 @@ public struct CatalogStepStore: StepRecordStore {
         access = .catalog(catalog)
     }
 
-    /// A store over the catalog file at `path`, opened when first needed.
+    /// A store over the catalog file at `path`, opened when first needed (a PostgreSQL
+    /// catalog's URL: that catalog, opened then).
     public init(path: String) {
-        access = .file(path, ReadOnlyConnection())
+        access = PostgresStore.isURL(path) ? .server(LazyCatalog(path)) : .file(path, ReadOnlyConnection())
     }
 
     public func steps(of log: String) throws -> (any StepRecordSource)? {
@@ -53,26 +54,26 @@ public struct CatalogStepStore: StepRecordStore {
         switch access {
         case .catalog(let open): catalog = open
         case .file(let file, _): catalog = try Catalog(path: file)
+        case .server(let lazy): catalog = try lazy.catalog()
         }
         try catalog.write { db in try Self.write(table, path: path, fingerprint: fingerprint, in: db) }
     }
 
     /// Replaces the step table of the log at the absolute `path` inside the transaction `db`.
-    static func write(_ table: StepTable, path: String, fingerprint: LogFingerprint, in db: Database) throws {
+    static func write(_ table: StepTable, path: String, fingerprint: LogFingerprint, in db: any SQLConnection) throws {
         try forget(path: path, in: db)
-        try db.cachedStatement(
-            sql: """
-                INSERT INTO step_logs (path, format, size, mtime_ns, tail_offset, tail_end, tail_hash, run_id, steps, digests_checked,
-                    digest_mismatches)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """
-        ).execute(arguments: [
-            path, StepTable.format, fingerprint.stamp.size, fingerprint.stamp.mtimeNs, fingerprint.tailOffset, fingerprint.tailEnd,
-            fingerprint.tailHash, table.runId, table.records.count, table.digestsChecked, table.digestMismatches,
-        ])
-        let insert = try db.cachedStatement(sql: "INSERT INTO steps (path, ordinal, step, has_problem, record) VALUES (?, ?, ?, ?, ?)")
+        try db.execute(
+            """
+            INSERT INTO step_logs (path, format, size, mtime_ns, tail_offset, tail_end, tail_hash, run_id, steps, digests_checked,
+                digest_mismatches)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """,
+            [
+                path, StepTable.format, fingerprint.stamp.size, fingerprint.stamp.mtimeNs, fingerprint.tailOffset, fingerprint.tailEnd,
+                fingerprint.tailHash, table.runId, table.records.count, table.digestsChecked, table.digestMismatches,
+            ])
         for (ordinal, record) in table.records.enumerated() {
-            try BoundRow.execute(insert, in: db) { row in
+            try db.execute("INSERT INTO steps (path, ordinal, step, has_problem, record) VALUES (?, ?, ?, ?, ?)") { row in
                 row.bind(path)
                 row.bind(ordinal)
                 row.bind(record.step)
@@ -84,9 +85,9 @@ public struct CatalogStepStore: StepRecordStore {
 
     /// Drops the step table of the log at the absolute `path` (a log read on from where it
     /// stopped keeps none: its steps are made again when asked for).
-    static func forget(path: String, in db: Database) throws {
-        try db.cachedStatement(sql: "DELETE FROM steps WHERE path = ?").execute(arguments: [path])
-        try db.cachedStatement(sql: "DELETE FROM step_logs WHERE path = ?").execute(arguments: [path])
+    static func forget(path: String, in db: any SQLConnection) throws {
+        try db.execute("DELETE FROM steps WHERE path = ?", [path])
+        try db.execute("DELETE FROM step_logs WHERE path = ?", [path])
     }
 }
 
@@ -101,14 +102,15 @@ enum QueryArgument: Sendable {
 enum Access: Sendable {
     case catalog(Catalog)
     case file(String, ReadOnlyConnection)
+    case server(LazyCatalog)
 
     /// Runs `sql` with `arguments`, calling `body` with each row.
-    func query(_ sql: String, _ arguments: [QueryArgument], _ body: (ResultRow) throws -> Void) throws {
+    func query(_ sql: String, _ arguments: [QueryArgument], _ body: (any SQLRowView) throws -> Void) throws {
         switch self {
         case .catalog(let catalog):
             try catalog.read { db in
-                try BoundRow.forEachRow(
-                    db.cachedStatement(sql: sql), in: db,
+                try db.run(
+                    sql,
                     bind: { row in
                         for argument in arguments {
                             switch argument {
@@ -116,10 +118,12 @@ enum Access: Sendable {
                             case .text(let value): row.bind(value)
                             }
                         }
-                    }, body)
+                    }, each: body)
             }
         case .file(let path, let connection):
             try connection.query(path: path, sql, arguments, body)
+        case .server(let lazy):
+            try Access.catalog(try lazy.catalog()).query(sql, arguments, body)
         }
     }
 
@@ -146,7 +150,7 @@ final class ReadOnlyConnection: Sendable {
         handle.withLock { if let pointer = $0.pointer { sqlite3_close_v2(pointer) } }
     }
 
-    func query(path: String, _ sql: String, _ arguments: [QueryArgument], _ body: (ResultRow) throws -> Void) throws {
+    func query(path: String, _ sql: String, _ arguments: [QueryArgument], _ body: (any SQLRowView) throws -> Void) throws {
         try handle.withLock { handle in
             if handle.pointer == nil {
                 var opened: OpaquePointer?
@@ -181,6 +185,23 @@ final class ReadOnlyConnection: Sendable {
                     throw CatalogError(.cannotOpen, "cannot read the catalog \(path): \(String(cString: sqlite3_errmsg(database)))")
                 }
             }
+        }
+    }
+}
+
+/// A PostgreSQL catalog opened on first use and kept.
+final class LazyCatalog: Sendable {
+    private let location: String
+    private let opened = Mutex<Catalog?>(nil)
+
+    init(_ location: String) { self.location = location }
+
+    func catalog() throws(CatalogError) -> Catalog {
+        try opened.withLock { (opened: inout Catalog?) throws(CatalogError) -> Catalog in
+            if let catalog = opened { return catalog }
+            let catalog = try Catalog(path: location)
+            opened = catalog
+            return catalog
         }
     }
 }

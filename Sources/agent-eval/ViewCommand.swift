@@ -73,7 +73,7 @@ struct ViewCommand: ParsableCommand {
         do {
             // The run's forks, as far as the catalog knows them (none without one).
             let catalog =
-                !noCatalog && FileManager.default.fileExists(atPath: location.path)
+                !noCatalog && (Catalog.isServer(location.path) || FileManager.default.fileExists(atPath: location.path))
                 ? try? Catalog(path: location.path, readOnly: true) : nil
             view = try RunView.make(log: log) { runId in
                 var query = RunQuery()

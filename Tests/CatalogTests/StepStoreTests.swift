@@ -1,6 +1,5 @@
 import AgentRuntime
 import Foundation
-import GRDB
 import Replay
 import TestSupport
 import Testing
@@ -97,10 +96,10 @@ struct StepStoreTests {
             // index reads a grown log on from where it stopped: it keeps no table then (its
             // state there is not whole), and the next replay makes one.
             _ = try catalog.index(log: log)
-            try catalog.write { db in try db.execute(sql: "UPDATE step_logs SET format = format + 1") }
+            try catalog.write { db in try db.execute("UPDATE step_logs SET format = format + 1") }
             #expect(try StepIndex.open(log: log, store: store).rebuilt, "a table of another format is not read")
             #expect(try StepIndex.open(log: log, store: store).rebuilt == false)
-            let rows = try catalog.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM steps") ?? 0 }
+            let rows = try catalog.read { db in try db.value("SELECT COUNT(*) FROM steps", as: Int.self) ?? 0 }
             #expect(rows == second.stepCount, "the table made again replaced the old one")
         }
     }

@@ -1,0 +1,555 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import NIOSSL
+import PostgresNIO
+import Synchronization
+import TraceCore
+
+/// A catalog in a PostgreSQL database, shared by a team's CI runners and developers
+/// (docs/catalog.md, "A team's catalog"). Reached through PostgresNIO, its calls waited for on
+/// the calling thread (the catalog's API is synchronous; NIO's own threads do the I/O).
+///
+/// Writers take turns as on SQLite: each write transaction first takes a transaction-scoped
+/// advisory lock (`writeLock`), so two processes indexing at once never interleave their rows
+/// or fail each other's transactions, and a migration runs once however many processes open a
+/// new database together. Reads run in a read-only REPEATABLE READ transaction: one snapshot.
+final class PostgresStore: CatalogStore {
+    let location: String
+    private let configuration: PostgresConnection.Configuration
+    private let readOnly: Bool
+    private let idle = Mutex<[PostgresConnection]>([])
+    private let nextId = Atomic<Int>(1)
+    private let numbered = Mutex<[String: String]>([:])
+    static let logger = Logger(label: "agent-eval.catalog", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    var dialect: SQLDialect { .postgres }
+
+    /// The key of the advisory lock every write transaction takes first ("agent-eval" in ASCII,
+    /// truncated to 64 bits): other programs' advisory locks in the same database do not meet it.
+    static let writeLock: Int64 = 0x6167_656E_742D_6576
+
+    /// How long a writer waits for another's transaction (`lock_timeout`), as SQLite's busy timeout.
+    static var lockTimeout: TimeInterval { Catalog.busyTimeout }
+
+    /// Whether `text` names a PostgreSQL catalog rather than a file.
+    static func isURL(_ text: String) -> Bool { text.hasPrefix("postgres://") || text.hasPrefix("postgresql://") }
+
+    /// Opens the catalog `url` names, with what it leaves out taken from the standard `PG*`
+    /// variables (PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE, PGSSLMODE), and creates or
+    /// migrates its tables.
+    init(url: String, readOnly: Bool, environment: [String: String] = ProcessInfo.processInfo.environment) throws(CatalogError) {
+        let target = try PostgresTarget(url: url, environment: environment)
+        location = target.location
+        configuration = try target.configuration()
+        self.readOnly = readOnly
+        try migrate()
+    }
+
+    // MARK: Transactions
+
+    func write<T>(_ body: (any SQLConnection) throws -> T) throws(CatalogError) -> T {
+        switch try writeRollingBack(body) {
+        case .success(let value): return value
+        case .failure(let failure):
+            throw CatalogError(.queryFailed, "the catalog at \(location) refused the rows of \(failure.path): \(failure.problem)")
+        }
+    }
+
+    func writeRollingBack<T>(_ body: (any SQLConnection) throws -> T) throws(CatalogError) -> Result<T, Catalog.StoreFailure> {
+        if readOnly {
+            throw CatalogError(.readOnly, "the catalog at \(location) was opened read-only and refuses writes")
+        }
+        return try transaction(begin: "BEGIN") { connection -> (Result<T, Catalog.StoreFailure>, commit: Bool) in
+            try connection.execute("SELECT pg_advisory_xact_lock(?)", [Self.writeLock])
+            do {
+                return (.success(try body(connection)), true)
+            } catch let failure as Catalog.StoreFailure {
+                return (.failure(failure), false)
+            }
+        }
+    }
+
+    func read<T>(_ body: (any SQLConnection) throws -> T) throws(CatalogError) -> T {
+        try transaction(begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") { connection in (try body(connection), true) }
+    }
+
+    /// Runs `body` after `begin` on a connection of the store's, then commits, or rolls back
+    /// when it says so or throws. A connection that failed is closed, never handed out again.
+    private func transaction<T>(begin: String, _ body: (PostgresSQLConnection) throws -> (T, commit: Bool)) throws(CatalogError) -> T {
+        let connection = try take()
+        let sql = PostgresSQLConnection(connection: connection, store: self)
+        do {
+            try sql.execute(begin)
+            let (value, commit) = try body(sql)
+            try sql.execute(commit ? "COMMIT" : "ROLLBACK")
+            give(back: connection)
+            return value
+        } catch {
+            if !connection.isClosed, (try? sql.execute("ROLLBACK")) != nil {
+                give(back: connection)
+            } else {
+                _ = try? connection.close().wait()
+            }
+            throw describe(error)
+        }
+    }
+
+    private func take() throws(CatalogError) -> PostgresConnection {
+        while let connection = idle.withLock({ $0.popLast() }) {
+            if !connection.isClosed { return connection }
+        }
+        do {
+            let connection = try PostgresConnection.connect(
+                on: MultiThreadedEventLoopGroup.singleton.next(), configuration: configuration,
+                id: nextId.wrappingAdd(1, ordering: .relaxed).oldValue, logger: Self.logger
+            ).wait()
+            let timeout = Int(Self.lockTimeout * 1000)
+            do {
+                for setting in ["lock_timeout = \(timeout)", "application_name = 'agent-eval'"] {
+                    _ = try connection.query(PostgresQuery(unsafeSQL: "SET " + setting), logger: Self.logger).wait()
+                }
+            } catch {
+                _ = try? connection.close().wait()
+                throw error
+            }
+            return connection
+        } catch {
+            throw describe(error, connecting: true)
+        }
+    }
+
+    private func give(back connection: PostgresConnection) {
+        idle.withLock { $0.append(connection) }
+    }
+
+    func close() throws(CatalogError) {
+        let connections = idle.withLock { idle in
+            defer { idle.removeAll() }
+            return idle
+        }
+        for connection in connections { _ = try? connection.close().wait() }
+    }
+
+    deinit {
+        // PostgresNIO wants every connection closed before it goes.
+        for connection in idle.withLock({ $0 }) { _ = try? connection.close().wait() }
+    }
+
+    // MARK: Schema
+
+    /// Brings the schema up to `PostgresSchema.version` under the write lock, one transaction
+    /// for all of it, refusing a database of a newer schema or one that holds tables of
+    /// something else.
+    private func migrate() throws(CatalogError) {
+        let current = try transaction(begin: "BEGIN") { connection -> (Int?, commit: Bool) in
+            let exists: String? = try connection.value("SELECT to_regclass('agent_eval_schema')::text")
+            guard exists != nil else { return (nil, true) }
+            return (try connection.value("SELECT version FROM agent_eval_schema"), true)
+        }
+        if let current, current > PostgresSchema.version { throw newerSchema(current) }
+        if current == PostgresSchema.version { return }
+        if readOnly {
+            throw CatalogError(
+                .cannotOpen,
+                "the catalog at \(location) has schema version \(current ?? 0); this agent-eval needs \(PostgresSchema.version)",
+                hint: "open it once for writing (index some logs) to migrate it")
+        }
+        try transaction(begin: "BEGIN") { connection in
+            try connection.execute("SELECT pg_advisory_xact_lock(?)", [Self.writeLock])
+            // Read again under the lock: another process may have migrated meanwhile.
+            let exists: String? = try connection.value("SELECT to_regclass('agent_eval_schema')::text")
+            var version = 0
+            if exists != nil {
+                version = try connection.value("SELECT version FROM agent_eval_schema") ?? 0
+            } else {
+                let tables: Int =
+                    try connection.value(
+                        "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name IN ('logs', 'calls', 'suite_runs')"
+                    ) ?? 0
+                if tables > 0 {
+                    throw CatalogError(
+                        .notACatalog,
+                        "the database at \(location) has tables named as the catalog's, but no agent-eval schema version",
+                        hint: "point --catalog at another database (or another schema through the URL's options)")
+                }
+                try connection.script("CREATE TABLE agent_eval_schema (version INTEGER NOT NULL); INSERT INTO agent_eval_schema VALUES (0)")
+            }
+            if version > PostgresSchema.version { throw newerSchema(version) }
+            for number in version..<PostgresSchema.version {
+                let migration = PostgresSchema.migrations[number]
+                if !migration.isEmpty { try connection.script(migration) }
+            }
+            try connection.execute("UPDATE agent_eval_schema SET version = ?", [PostgresSchema.version])
+            return ((), true)
+        }
+    }
+
+    private func newerSchema(_ version: Int) -> CatalogError {
+        CatalogError(
+            .newerSchema,
+            "the catalog at \(location) has schema version \(version), newer than this agent-eval knows (\(PostgresSchema.version))",
+            hint: "use the newer agent-eval that wrote it")
+    }
+
+    // MARK: `sql`
+
+    /// `Catalog.query` on PostgreSQL: the statement runs in a READ ONLY transaction with
+    /// `statement_timeout`, so a write is refused by the server and a statement past `timeout`
+    /// is stopped by it; a text of two statements is refused by the extended protocol.
+    func query(_ sql: String, arguments: [CatalogValue], timeout: Double?) throws(CatalogError) -> QueryResult {
+        do {
+            return try transaction(begin: "BEGIN READ ONLY") { connection -> (QueryResult, commit: Bool) in
+                let milliseconds = timeout.map { max(1, Int(($0 * 1000).rounded())) } ?? 0
+                try connection.execute("SET LOCAL statement_timeout = \(milliseconds)")
+                var result = QueryResult(columns: [], rows: [])
+                try connection.run(sql, bind: { $0.bind(all: arguments) }) { row in
+                    if result.columns.isEmpty { result.columns = (0..<row.columnCount).map(row.name) }
+                    result.rows.append((0..<row.columnCount).map(row.value))
+                }
+                return (result, false)
+            }
+        } catch {
+            guard let cause = error as CatalogError?, cause.code == .queryFailed || cause.code == .readOnly else { throw error }
+            throw explain(error, sql: sql, timeout: timeout)
+        }
+    }
+
+    /// The `sql` command's own errors, from what the server said of the statement.
+    private func explain(_ error: CatalogError, sql: String, timeout: Double?) -> CatalogError {
+        let message = error.message
+        if message.contains("SQLSTATE 57014") {
+            return CatalogError(
+                .timedOut, "the statement ran for more than \(QueryDeadline.describe(timeout ?? 0)) and was stopped",
+                hint: "narrow it (a WHERE on an indexed column, a LIMIT), or give it longer")
+        }
+        if message.contains("SQLSTATE 25006") {
+            return CatalogError(
+                .readOnly, "the catalog's query connection is read-only; this statement would change it: \(sql)",
+                hint: "the catalog is derived from logs: change the logs and index them again")
+        }
+        if message.contains("cannot insert multiple commands into a prepared statement") {
+            return CatalogError(
+                .severalStatements, "sql runs one statement; this text has more than one", hint: "run each statement on its own")
+        }
+        if message.contains("SQLSTATE 42") {
+            let names =
+                (try? read { db in
+                    try db.column(
+                        "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_name <> 'agent_eval_schema' ORDER BY table_name",
+                        as: String.self)
+                }) ?? []
+            let reason = message.components(separatedBy: " failed: ").dropFirst().joined(separator: " failed: ")
+            return CatalogError(
+                .queryFailed, "the statement cannot run: \(reason.isEmpty ? message : reason)",
+                hint: "its tables and views: \(names.joined(separator: ", ")) (docs/catalog.md describes each)")
+        }
+        return error
+    }
+
+    // MARK: Statements
+
+    /// `sql` with its `?`s numbered `$1`, `$2`, … as PostgreSQL wants them; a `?` inside a
+    /// string, a quoted name or a comment is left alone.
+    func numberedParameters(_ sql: String) -> String {
+        if let known = numbered.withLock({ $0[sql] }) { return known }
+        var result = ""
+        result.reserveCapacity(sql.utf8.count + 16)
+        var count = 0
+        var quote: Character?
+        var lineComment = false
+        var blockComment = false
+        var previous: Character = " "
+        for character in sql {
+            defer { previous = character }
+            if lineComment {
+                if character == "\n" { lineComment = false }
+            } else if blockComment {
+                if previous == "*" && character == "/" { blockComment = false }
+            } else if let open = quote {
+                if character == open { quote = nil }
+            } else if character == "'" || character == "\"" {
+                quote = character
+            } else if previous == "-" && character == "-" {
+                lineComment = true
+            } else if previous == "/" && character == "*" {
+                blockComment = true
+            } else if character == "?" {
+                count += 1
+                result += "$\(count)"
+                continue
+            }
+            result.append(character)
+        }
+        numbered.withLock { $0[sql] = result }
+        return result
+    }
+
+    // MARK: Errors
+
+    func isAboutTheRows(_ error: any Error) -> Bool {
+        guard let state = Self.sqlState(of: error) else { return false }
+        // Data exceptions (a value too long, out of range, a NUL in text), integrity
+        // constraints, and a program limit (a row or index entry too big).
+        return state.hasPrefix("22") || state.hasPrefix("23") || state.hasPrefix("54")
+    }
+
+    func storeProblem(_ error: any Error) -> String {
+        "the catalog could not store what was read from this log (PostgreSQL: \(Self.serverMessage(of: error) ?? "\(error)"))"
+    }
+
+    static func sqlState(of error: any Error) -> String? {
+        guard let error = error as? PSQLError, error.code == .server else { return nil }
+        return error.serverInfo?[.sqlState]
+    }
+
+    static func serverMessage(of error: any Error) -> String? {
+        guard let error = error as? PSQLError, error.code == .server, let info = error.serverInfo else { return nil }
+        let message = info[.message] ?? "an error"
+        return info[.sqlState].map { "\(message) (SQLSTATE \($0))" } ?? message
+    }
+
+    /// The catalog's error for what PostgreSQL or the connection to it said. Never names the
+    /// password: `location` has none, and neither has what the server says.
+    func describe(_ error: any Error, connecting: Bool = false) -> CatalogError {
+        if let error = error as? CatalogError { return error }
+        guard let error = error as? PSQLError else {
+            return CatalogError(.queryFailed, "the catalog at \(location) failed: \(error)")
+        }
+        let unreachableHint =
+            "check that the PostgreSQL server is running and reachable, and the host and port (the URL, or PGHOST and PGPORT)"
+        switch error.code {
+        case .server:
+            let state = error.serverInfo?[.sqlState] ?? ""
+            let message = Self.serverMessage(of: error) ?? "an error"
+            if state.hasPrefix("28") {
+                return CatalogError(
+                    .cannotOpen, "the PostgreSQL server at \(location) refused the login: \(message)",
+                    hint: "check the user and password (the URL, or PGUSER and PGPASSWORD)")
+            }
+            if state == "3D000" {
+                return CatalogError(
+                    .cannotOpen, "the PostgreSQL server at \(location) has no such database: \(message)",
+                    hint: "create it first (createdb), or name another in the URL")
+            }
+            if state == "55P03" {
+                return CatalogError(
+                    .queryFailed,
+                    "the catalog at \(location) stayed locked by another agent-eval for \(Int(Self.lockTimeout)) s (\(message))",
+                    hint: "wait for the other agent-eval to finish, or use another catalog")
+            }
+            if state == "25006" {
+                return CatalogError(.readOnly, "the catalog refuses writes here (\(message))")
+            }
+            if state.hasPrefix("57P") || state.hasPrefix("08") {
+                return CatalogError(
+                    .unreachable, "the PostgreSQL server at \(location) ended the connection: \(message)", hint: unreachableHint)
+            }
+            return CatalogError(.queryFailed, "the catalog at \(location) failed: \(message)")
+        case .connectionError, .serverClosedConnection, .uncleanShutdown, .clientClosedConnection:
+            let cause = error.underlying.map { " (\($0))" } ?? ""
+            return CatalogError(
+                .unreachable,
+                connecting
+                    ? "cannot connect to the PostgreSQL server at \(location)\(cause)"
+                    : "lost the connection to the PostgreSQL server at \(location)\(cause); the transaction in progress was not committed",
+                hint: unreachableHint)
+        case .sslUnsupported:
+            return CatalogError(
+                .cannotOpen, "the PostgreSQL server at \(location) does not offer TLS, which the URL requires (sslmode)",
+                hint: "drop sslmode=require from the URL, or turn on ssl in the server")
+        default:
+            return CatalogError(
+                .queryFailed,
+                "the catalog at \(location) failed: \(String(reflecting: error.code))\(error.underlying.map { " (\($0))" } ?? "")")
+        }
+    }
+}
+
+/// One connection of a `PostgresStore`, inside one of its transactions.
+final class PostgresSQLConnection: SQLConnection {
+    let connection: PostgresConnection
+    let store: PostgresStore
+    private(set) var changes = 0
+
+    init(connection: PostgresConnection, store: PostgresStore) {
+        self.connection = connection
+        self.store = store
+    }
+
+    var dialect: SQLDialect { .postgres }
+
+    func run(_ sql: String, bind: (inout any SQLBinder) -> Void, each body: (any SQLRowView) throws -> Void) throws {
+        var binder: any SQLBinder = PostgresBinder()
+        bind(&binder)
+        // swift-format-ignore: NeverForceUnwrap
+        let bindings = (binder as! PostgresBinder).bindings
+        let query = PostgresQuery(unsafeSQL: store.numberedParameters(sql), binds: bindings)
+        let result = try connection.query(query, logger: PostgresStore.logger).wait()
+        changes = result.metadata.rows ?? 0
+        for row in result.rows {
+            try body(PostgresRowView(row: row.makeRandomAccess()))
+        }
+    }
+
+    /// Runs a text of several statements (a migration), one at a time: the extended protocol
+    /// takes one command per message. The catalog's own scripts hold no `;` in a string.
+    func script(_ sql: String) throws {
+        for statement in sql.split(separator: ";") where !statement.allSatisfy(\.isWhitespace) {
+            try execute(String(statement))
+        }
+    }
+}
+
+/// Bindings for one PostgreSQL statement.
+struct PostgresBinder: SQLBinder {
+    var bindings = PostgresBindings()
+
+    mutating func bind(_ value: Int?) {
+        if let value { bindings.append(Int64(value)) } else { bindings.appendNull() }
+    }
+
+    mutating func bind(_ value: Int64) { bindings.append(value) }
+
+    mutating func bind(_ value: Double?) {
+        if let value { bindings.append(value) } else { bindings.appendNull() }
+    }
+
+    mutating func bind(_ value: [UInt8]?) {
+        if let value { bindings.append(ByteBuffer(bytes: value)) } else { bindings.appendNull() }
+    }
+
+    mutating func bind(_ value: String?) {
+        if let value { bindings.append(value) } else { bindings.appendNull() }
+    }
+}
+
+/// A PostgreSQL row, read by position.
+struct PostgresRowView: SQLRowView {
+    let row: PostgresRandomAccessRow
+
+    var columnCount: Int { row.count }
+
+    func name(_ column: Int) -> String { row[column].columnName }
+
+    func isNull(_ column: Int) -> Bool { row[column].bytes == nil }
+
+    func value(_ column: Int) -> CatalogValue {
+        let cell = row[column]
+        guard cell.bytes != nil else { return .null }
+        switch cell.dataType {
+        case .int2, .int4, .int8, .oid:
+            return (try? cell.decode(Int64.self)).map(CatalogValue.integer) ?? .null
+        case .float4, .float8:
+            return (try? cell.decode(Double.self)).map(CatalogValue.real) ?? .null
+        case .bool:
+            return (try? cell.decode(Bool.self)).map { .integer($0 ? 1 : 0) } ?? .null
+        case .numeric:
+            guard let decimal = try? cell.decode(Decimal.self) else { return .null }
+            let number = NSDecimalNumber(decimal: decimal)
+            if decimal == Decimal(number.int64Value) { return .integer(number.int64Value) }
+            return .real(number.doubleValue)
+        case .bytea:
+            return .blob((try? cell.decode(ByteBuffer.self)).map { Array($0.readableBytesView) } ?? [])
+        default:
+            if let text = try? cell.decode(String.self) { return .text(text) }
+            return .blob(cell.bytes.map { Array($0.readableBytesView) } ?? [])
+        }
+    }
+
+    func int(_ column: Int) -> Int { Int(column: value(column)) }
+
+    func text(_ column: Int) -> String { String(column: value(column)) }
+
+    func blob(_ column: Int) -> [UInt8]? {
+        switch value(column) {
+        case .null: return nil
+        case .blob(let bytes): return bytes
+        case .text(let text): return Array(text.utf8)
+        case let other: return Array(other.description.utf8)
+        }
+    }
+}
+
+/// A PostgreSQL catalog's URL, with what it leaves out taken from the `PG*` variables, as
+/// libpq reads them: `postgres://[user[:password]@][host][:port][/database][?sslmode=…&host=…]`.
+struct PostgresTarget: Sendable {
+    var user: String
+    var password: String?
+    var host: String
+    var port: Int
+    var database: String
+    var sslMode: String
+
+    init(url: String, environment: [String: String]) throws(CatalogError) {
+        guard let components = URLComponents(string: url), PostgresStore.isURL(url) else {
+            throw CatalogError(
+                .cannotOpen, "the catalog URL is not one agent-eval can read: \(Self.redacted(url))",
+                hint: "write it as postgres://USER@HOST:PORT/DATABASE (the password from PGPASSWORD)")
+        }
+        let query = Dictionary((components.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { $1 })
+        func nonEmpty(_ value: String?) -> String? { value.flatMap { $0.isEmpty ? nil : $0 } }
+        user = nonEmpty(components.user) ?? nonEmpty(environment["PGUSER"]) ?? ProcessInfo.processInfo.userName
+        password = components.password ?? nonEmpty(environment["PGPASSWORD"])
+        host = nonEmpty(components.host) ?? nonEmpty(query["host"]) ?? nonEmpty(environment["PGHOST"]) ?? "localhost"
+        let portText = components.port.map(String.init) ?? nonEmpty(query["port"]) ?? nonEmpty(environment["PGPORT"]) ?? "5432"
+        guard let port = Int(portText), (1...65535).contains(port) else {
+            throw CatalogError(.cannotOpen, "the catalog URL's port is not a port: \(portText)")
+        }
+        self.port = port
+        let path = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
+        database = nonEmpty(path) ?? nonEmpty(query["dbname"]) ?? nonEmpty(environment["PGDATABASE"]) ?? user
+        sslMode = nonEmpty(query["sslmode"]) ?? nonEmpty(environment["PGSSLMODE"]) ?? "prefer"
+        guard ["disable", "allow", "prefer", "require", "verify-ca", "verify-full"].contains(sslMode) else {
+            throw CatalogError(
+                .cannotOpen, "the catalog URL's sslmode is \(sslMode)",
+                hint: "use disable, prefer, require, verify-ca or verify-full")
+        }
+    }
+
+    /// The URL as messages show it: everything but the password.
+    var location: String {
+        let server = host.hasPrefix("/") ? "localhost" : host.contains(":") ? "[\(host)]" : host
+        var text = "postgres://\(user)@\(server):\(port)/\(database)"
+        if host.hasPrefix("/") { text += "?host=\(host)" }
+        return text
+    }
+
+    /// `url` with any password replaced by `***`.
+    static func redacted(_ url: String) -> String {
+        guard var components = URLComponents(string: url), components.password != nil else { return url }
+        components.password = "***"
+        return components.string ?? "postgres://…"
+    }
+
+    func configuration() throws(CatalogError) -> PostgresConnection.Configuration {
+        if host.hasPrefix("/") {
+            return PostgresConnection.Configuration(
+                unixSocketPath: host + "/.s.PGSQL.\(port)", username: user, password: password, database: database)
+        }
+        let tls: PostgresConnection.Configuration.TLS
+        do {
+            switch sslMode {
+            case "disable", "allow":
+                tls = .disable
+            case "prefer", "require":
+                var settings = TLSConfiguration.makeClientConfiguration()
+                // libpq's prefer and require encrypt without checking the server's certificate.
+                settings.certificateVerification = .none
+                let context = try NIOSSLContext(configuration: settings)
+                tls = sslMode == "require" ? .require(context) : .prefer(context)
+            default:
+                var settings = TLSConfiguration.makeClientConfiguration()
+                settings.certificateVerification = sslMode == "verify-ca" ? .noHostnameVerification : .fullVerification
+                tls = .require(try NIOSSLContext(configuration: settings))
+            }
+        } catch {
+            throw CatalogError(.cannotOpen, "cannot set up TLS for the catalog at \(location): \(error)")
+        }
+        var configuration = PostgresConnection.Configuration(
+            host: host, port: port, username: user, password: password, database: database, tls: tls)
+        configuration.options.connectTimeout = .seconds(10)
+        return configuration
+    }
+}

@@ -1,0 +1,309 @@
+import Foundation
+
+/// The SQL a catalog store speaks. The catalog's statements are written once where SQLite and
+/// PostgreSQL agree; where they do not, `SQLDialect` gives each its own text, side by side.
+public enum SQLDialect: String, Sendable {
+    case sqlite
+    case postgres
+
+    /// A condition that `column` matches the glob bound to the next `?` (`*`, `?`, `[…]`), as
+    /// SQLite's GLOB reads it; on PostgreSQL the glob is bound as the anchored regular expression
+    /// `globArgument` makes of it.
+    func glob(_ column: String) -> String {
+        switch self {
+        case .sqlite: return "\(column) GLOB ?"
+        case .postgres: return "\(column) ~ ?"
+        }
+    }
+
+    /// The value to bind for `glob(_:)`.
+    func globArgument(_ pattern: String) -> CatalogValue {
+        switch self {
+        case .sqlite: return .text(pattern)
+        case .postgres: return .text(Self.regex(ofGlob: pattern))
+        }
+    }
+
+    /// The POSIX regular expression matching what SQLite's GLOB matches for `pattern`: `*` any
+    /// text, `?` one character, `[…]` a class (`[^…]` negated), everything else itself.
+    static func regex(ofGlob pattern: String) -> String {
+        var regex = "^"
+        var characters = pattern.makeIterator()
+        while let character = characters.next() {
+            switch character {
+            case "*": regex += ".*"
+            case "?": regex += "."
+            case "[":
+                // A class, as far as its closing `]` (a `]` first in it is a member); an
+                // unclosed `[` is itself, as in SQLite.
+                var members: [Character] = []
+                var closed = false
+                while let inner = characters.next() {
+                    if inner == "]" && !(members.isEmpty || members == ["^"]) {
+                        closed = true
+                        break
+                    }
+                    members.append(inner)
+                }
+                if closed {
+                    regex += "[" + members.map { $0 == "\\" || $0 == "[" ? "\\" + String($0) : String($0) }.joined() + "]"
+                } else {
+                    regex += "\\[" + members.map(escaped).joined()
+                }
+            default: regex += escaped(character)
+            }
+        }
+        return regex + "$"
+    }
+
+    private static func escaped(_ character: Character) -> String {
+        "\\^$.|+()[]{}*?".contains(character) ? "\\" + String(character) : String(character)
+    }
+
+    /// Runs newest first, those that never started (no start time) last, as `logs_by_start`
+    /// holds them: NULL sorts first in SQLite and last in PostgreSQL.
+    var newestFirst: String {
+        switch self {
+        case .sqlite: return "started_at_us DESC, path"
+        case .postgres: return "started_at_us DESC NULLS LAST, path"
+        }
+    }
+
+    /// `column` in ascending order with NULL first, as SQLite sorts it.
+    func nullsFirst(_ column: String) -> String {
+        switch self {
+        case .sqlite: return column
+        case .postgres: return column + " NULLS FIRST"
+        }
+    }
+
+    /// A condition that `column` starts with the text bound to the next `?`.
+    func hasPrefix(_ column: String) -> String {
+        switch self {
+        case .sqlite: return "instr(\(column), ?) = 1"
+        case .postgres: return "starts_with(\(column), ?)"
+        }
+    }
+}
+
+/// Binds the values of one execution of a statement, in the order of its `?`s.
+protocol SQLBinder {
+    mutating func bind(_ value: Int?)
+    mutating func bind(_ value: Int64)
+    mutating func bind(_ value: Double?)
+    /// Bytes, as a blob (`BLOB` on SQLite, `BYTEA` on PostgreSQL).
+    mutating func bind(_ value: [UInt8]?)
+    mutating func bind(_ value: String?)
+}
+
+extension SQLBinder {
+    mutating func bind(_ value: CatalogValue) {
+        switch value {
+        case .null: bind(nil as Int?)
+        case .integer(let number): bind(number)
+        case .real(let number): bind(number)
+        case .text(let text): bind(text)
+        case .blob(let bytes): bind(bytes)
+        }
+    }
+}
+
+/// One row of a statement as it is stepped; valid only inside the call that hands it out.
+/// Columns are counted from 0.
+protocol SQLRowView {
+    var columnCount: Int { get }
+    func name(_ column: Int) -> String
+    func value(_ column: Int) -> CatalogValue
+    /// The column as an integer (0 for NULL).
+    func int(_ column: Int) -> Int
+    /// The column as text ("" for NULL).
+    func text(_ column: Int) -> String
+    /// The column's bytes (a blob, or text's UTF-8), nil for NULL.
+    func blob(_ column: Int) -> [UInt8]?
+    func isNull(_ column: Int) -> Bool
+}
+
+extension SQLRowView {
+    /// The column as text, nil for NULL.
+    func optionalText(_ column: Int) -> String? { isNull(column) ? nil : text(column) }
+
+    /// The whole row, kept beyond the call.
+    func materialized(names: SQLRow.Names?) -> SQLRow {
+        let names = names ?? SQLRow.Names((0..<columnCount).map(name))
+        return SQLRow(names: names, values: (0..<columnCount).map(value))
+    }
+}
+
+/// A row kept after its statement was stepped, read by column name.
+struct SQLRow: Sendable {
+    /// A statement's column names, shared by its rows.
+    final class Names: Sendable {
+        let list: [String]
+        let positions: [String: Int]
+
+        init(_ list: [String]) {
+            self.list = list
+            var positions: [String: Int] = [:]
+            // The first column of a name wins, as SQLite's own lookup by name does.
+            for (position, name) in list.enumerated() where positions[name] == nil { positions[name] = position }
+            self.positions = positions
+        }
+    }
+
+    let names: Names
+    let values: [CatalogValue]
+
+    /// The column `name`, converted to the type asked for. A column the statement does not
+    /// have, or a NULL where a value is required, is a fault of the catalog's own statement.
+    subscript<Value: SQLColumnValue>(_ name: String) -> Value {
+        guard let position = names.positions[name] else {
+            preconditionFailure("the catalog's statement has no column \(name); it has \(names.list)")
+        }
+        return Value(column: values[position])
+    }
+
+    subscript<Value: SQLColumnValue>(_ position: Int) -> Value { Value(column: values[position]) }
+
+    /// The column `name`'s bytes (a blob, or text's UTF-8), nil for NULL or no such column.
+    func blob(_ name: String) -> [UInt8]? {
+        switch names.positions[name].map({ values[$0] }) {
+        case .blob(let bytes)?: return bytes
+        case .text(let text)?: return Array(text.utf8)
+        default: return nil
+        }
+    }
+}
+
+/// A type a column's value converts to.
+protocol SQLColumnValue {
+    init(column: CatalogValue)
+}
+
+extension Int: SQLColumnValue {
+    init(column: CatalogValue) {
+        switch column {
+        case .integer(let number): self = Int(number)
+        case .real(let number): self = Int(number)
+        case .text(let text): self = Int(text) ?? Int(Double(text) ?? 0)
+        case .null, .blob: self = 0
+        }
+    }
+}
+
+extension Double: SQLColumnValue {
+    init(column: CatalogValue) {
+        switch column {
+        case .integer(let number): self = Double(number)
+        case .real(let number): self = number
+        case .text(let text): self = Double(text) ?? 0
+        case .null, .blob: self = 0
+        }
+    }
+}
+
+extension String: SQLColumnValue {
+    init(column: CatalogValue) {
+        switch column {
+        case .text(let text): self = text
+        case .integer(let number): self = String(number)
+        case .real(let number): self = String(number)
+        case .blob(let bytes): self = String(decoding: bytes, as: UTF8.self)
+        case .null: self = ""
+        }
+    }
+}
+
+extension Optional: SQLColumnValue where Wrapped: SQLColumnValue {
+    init(column: CatalogValue) {
+        if case .null = column { self = nil } else { self = Wrapped(column: column) }
+    }
+}
+
+/// A value bound to a `?` from an argument list.
+protocol SQLArgument {
+    var catalogValue: CatalogValue { get }
+}
+
+extension Int: SQLArgument { var catalogValue: CatalogValue { .integer(Int64(self)) } }
+extension Int64: SQLArgument { var catalogValue: CatalogValue { .integer(self) } }
+extension Double: SQLArgument { var catalogValue: CatalogValue { .real(self) } }
+extension String: SQLArgument { var catalogValue: CatalogValue { .text(self) } }
+extension CatalogValue: SQLArgument { var catalogValue: CatalogValue { self } }
+extension Array: SQLArgument where Element == UInt8 { var catalogValue: CatalogValue { .blob(self) } }
+
+/// One connection of a catalog store, inside a transaction or a read snapshot: what the
+/// catalog's code asks of SQLite and PostgreSQL alike. Statements hold one command each, with
+/// `?` for their parameters (the PostgreSQL store numbers them).
+protocol SQLConnection {
+    var dialect: SQLDialect { get }
+
+    /// Runs `sql` once with the values `bind` gives, calling `body` with each row it returns.
+    func run(_ sql: String, bind: (inout any SQLBinder) -> Void, each body: (any SQLRowView) throws -> Void) throws
+
+    /// The rows the last INSERT, UPDATE or DELETE changed.
+    var changes: Int { get }
+}
+
+extension SQLConnection {
+    /// Runs `sql` with `arguments` (nil binds NULL), ignoring any rows.
+    func execute(_ sql: String, _ arguments: [(any SQLArgument)?] = []) throws {
+        try run(sql, bind: { $0.bind(all: arguments) }, each: { _ in })
+    }
+
+    /// Runs `sql` with the values `bind` gives, ignoring any rows.
+    func execute(_ sql: String, bind: (inout any SQLBinder) -> Void) throws {
+        try run(sql, bind: bind, each: { _ in })
+    }
+
+    /// Every row `sql` returns, kept.
+    func rows(_ sql: String, _ arguments: [(any SQLArgument)?] = []) throws -> [SQLRow] {
+        var rows: [SQLRow] = []
+        var names: SQLRow.Names?
+        try run(sql, bind: { $0.bind(all: arguments) }) { row in
+            let kept = row.materialized(names: names)
+            names = kept.names
+            rows.append(kept)
+        }
+        return rows
+    }
+
+    /// The first row `sql` returns.
+    func row(_ sql: String, _ arguments: [(any SQLArgument)?] = []) throws -> SQLRow? {
+        var found: SQLRow?
+        try run(sql, bind: { $0.bind(all: arguments) }) { row in
+            if found == nil { found = row.materialized(names: nil) }
+        }
+        return found
+    }
+
+    /// The first column of every row.
+    func column<Value: SQLColumnValue>(_ sql: String, _ arguments: [(any SQLArgument)?] = [], as type: Value.Type = Value.self) throws
+        -> [Value]
+    {
+        var values: [Value] = []
+        try run(sql, bind: { $0.bind(all: arguments) }) { row in values.append(Value(column: row.value(0))) }
+        return values
+    }
+
+    /// The first column of the first row; nil when there is no row (or it is NULL, for an
+    /// optional type).
+    func value<Value: SQLColumnValue>(_ sql: String, _ arguments: [(any SQLArgument)?] = [], as type: Value.Type = Value.self) throws
+        -> Value?
+    {
+        var found: Value?
+        var seen = false
+        try run(sql, bind: { $0.bind(all: arguments) }) { row in
+            if !seen {
+                seen = true
+                if !row.isNull(0) { found = Value(column: row.value(0)) }
+            }
+        }
+        return found
+    }
+}
+
+extension SQLBinder {
+    mutating func bind(all arguments: [(any SQLArgument)?]) {
+        for argument in arguments { bind(argument?.catalogValue ?? .null) }
+    }
+}
