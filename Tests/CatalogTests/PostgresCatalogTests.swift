@@ -1,0 +1,190 @@
+import Foundation
+import TestSupport
+import Testing
+import TraceCore
+
+@testable import Catalog
+
+/// The team catalog on a real PostgreSQL server (scripts/postgres_server) against the SQLite
+/// catalog: the same logs must give the same answers from both stores.
+@Suite("The catalog on PostgreSQL")
+struct PostgresCatalogTests {
+    /// The queries `runs` is asked in these tests: every filter, alone and together.
+    static let queries: [RunQuery] = {
+        var all: [RunQuery] = []
+        var query = RunQuery()
+        query.limit = 500
+        all.append(query)
+        var tool = query
+        tool.tools = ["refund_order"]
+        all.append(tool)
+        var notTool = tool
+        notTool.notTools = ["delete_customer"]
+        all.append(notTool)
+        var agent = query
+        agent.agent = "support-*"
+        all.append(agent)
+        var model = query
+        model.model = "scripted:[rs]*"
+        all.append(model)
+        var denied = query
+        denied.hasDenied = true
+        all.append(denied)
+        var unapproved = query
+        unapproved.tools = ["refund_order"]
+        unapproved.approval = RunQuery.ApprovalFilter.none
+        all.append(unapproved)
+        var running = query
+        running.stopReasons = ["running", "success"]
+        all.append(running)
+        var damaged = query
+        damaged.statuses = [.damaged, .torn]
+        damaged.limit = 3
+        all.append(damaged)
+        return all
+    }()
+
+    @Test("the same logs indexed into SQLite and PostgreSQL give the same runs, statistics, staleness and SQL answers")
+    func sameAnswers() async throws {
+        try await PostgresTestServer.with { server in
+            try TemporaryDirectory.with { directory in
+                let sqlite = try Catalog(path: directory.path("catalog.sqlite"))
+                let postgres = try Catalog(path: server.url)
+                #expect(postgres.path == server.url)
+                let fixtures = ExampleRuns.fixtures.path
+                let indexedSQLite = try sqlite.index(paths: [fixtures], jobs: 2)
+                let indexedPostgres = try postgres.index(paths: [fixtures], jobs: 2)
+                #expect(indexedPostgres.logs.count == indexedSQLite.logs.count)
+                #expect(indexedPostgres.logs.map(\.status) == indexedSQLite.logs.map(\.status))
+                #expect(indexedPostgres.logs.map(\.problem) == indexedSQLite.logs.map(\.problem))
+                #expect(indexedPostgres.count(.damaged) > 0)
+
+                for query in Self.queries {
+                    let expected = try sqlite.runs(query)
+                    #expect(try postgres.runs(query) == expected, "runs for \(query)")
+                    #expect(try postgres.runs(query, shape: .newestFirst) == expected)
+                    if let tool = query.tools.first {
+                        #expect(try postgres.runs(query, shape: .drivenBy(tool: tool)) == expected)
+                    }
+                }
+                #expect(try !sqlite.runs(Self.queries[1]).isEmpty)
+                #expect(try postgres.stats(RunQuery()).tools == sqlite.stats(RunQuery()).tools)
+                #expect(try postgres.stats(RunQuery()).agents.map(\.runs) == sqlite.stats(RunQuery()).agents.map(\.runs))
+                #expect(try postgres.check().checked == sqlite.check().checked)
+
+                let statement = "SELECT tool, COUNT(*) AS calls, SUM(duration_us) AS total FROM calls GROUP BY tool ORDER BY tool"
+                #expect(try postgres.query(statement) == sqlite.query(statement))
+                #expect(try !postgres.plan(Self.queries[1]).isEmpty)
+
+                // A second index reads nothing: every log is known by its identity.
+                let again = try postgres.index(paths: [fixtures])
+                #expect(again.count(.unchanged) == again.logs.count)
+                #expect(again.eventsRead == 0)
+            }
+        }
+    }
+
+    @Test("sql on PostgreSQL refuses writes and second statements and stops a statement past its time, each with its own code")
+    func sqlGuards() async throws {
+        try await PostgresTestServer.with { server in try Self.checkGuards(server.url) }
+    }
+
+    static func checkGuards(_ url: String) throws {
+        let catalog = try Catalog(path: url)
+        #expect(throws: CatalogError.self) { try catalog.query("DELETE FROM logs") }
+        do {
+            _ = try catalog.query("DELETE FROM logs")
+        } catch {
+            #expect(error.code == .readOnly)
+        }
+        do {
+            _ = try catalog.query("SELECT 1; SELECT 2")
+            Issue.record("two statements ran")
+        } catch {
+            #expect(error.code == .severalStatements)
+        }
+        do {
+            _ = try catalog.query("SELECT pg_sleep(5)", timeout: 0.3)
+            Issue.record("the statement was not stopped")
+        } catch {
+            #expect(error.code == .timedOut)
+        }
+        do {
+            _ = try catalog.query("SELECT nothing FROM nowhere")
+            Issue.record("a statement over a missing table ran")
+        } catch {
+            #expect(error.code == .queryFailed)
+            #expect(error.hint?.contains("logs") == true)
+        }
+        // The connection is still good after each refusal.
+        #expect(try catalog.query("SELECT COUNT(*) AS n FROM logs").rows == [[.integer(0)]])
+    }
+
+    @Test("the PostgreSQL schema is numbered in step with SQLite's and has the same tables, views and columns in the same order")
+    func schemaInStep() async throws {
+        #expect(PostgresSchema.version == CatalogSchema.version)
+        try await PostgresTestServer.with { server in
+            try TemporaryDirectory.with { directory in
+                let sqlite = try Catalog(path: directory.path("catalog.sqlite"))
+                let postgres = try Catalog(path: server.url)
+                let sqliteTables = try sqlite.query(
+                    "SELECT name FROM sqlite_schema WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' ORDER BY name"
+                ).rows.map { $0[0].description }
+                let postgresTables = try postgres.query(
+                    "SELECT table_name::text FROM information_schema.tables WHERE table_schema = current_schema() AND table_name <> 'agent_eval_schema' ORDER BY 1"
+                ).rows.map { $0[0].description }
+                #expect(postgresTables == sqliteTables)
+                for table in sqliteTables {
+                    var sqliteColumns = try sqlite.query("SELECT name FROM pragma_table_info(?)", arguments: [.text(table)]).rows.map {
+                        $0[0].description
+                    }
+                    let postgresColumns = try postgres.query(
+                        "SELECT column_name::text FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1 ORDER BY ordinal_position",
+                        arguments: [.text(table)]
+                    ).rows.map { $0[0].description }
+                    // SQLite's case_history keeps the joined table's copy of its join column, as
+                    // `suite_run_id:1`; PostgreSQL's view names it once.
+                    sqliteColumns.removeAll { $0 == "suite_run_id:1" }
+                    #expect(postgresColumns == sqliteColumns, "columns of \(table)")
+                }
+            }
+        }
+    }
+
+    @Test("a database that does not exist and a server that is not there give clear errors, and the password given never shows")
+    func connectionErrors() async throws {
+        try await PostgresTestServer.with { server in try await Self.checkConnectionErrors(server) }
+    }
+
+    static func checkConnectionErrors(_ server: PostgresTestServer) async throws {
+        let missingDatabase = "postgres://agent_eval@127.0.0.1:\(server.port)/no_such_database"
+        do {
+            _ = try Catalog(path: missingDatabase)
+            Issue.record("opened a database that does not exist")
+        } catch {
+            #expect(error.code == .cannotOpen)
+            #expect(error.message.contains("no such database"))
+        }
+        await server.stop()
+        let secret = "s3cret-Pa55"
+        do {
+            _ = try Catalog(path: "postgres://agent_eval:\(secret)@127.0.0.1:\(server.port)/catalog")
+            Issue.record("opened a catalog on a stopped server")
+        } catch {
+            #expect(error.code == .unreachable)
+            #expect(error.message.contains("127.0.0.1:\(server.port)"))
+            #expect(!error.message.contains(secret) && !(error.hint ?? "").contains(secret))
+        }
+    }
+
+    @Test("globs become anchored regular expressions that match what SQLite's GLOB matches")
+    func globs() {
+        #expect(SQLDialect.regex(ofGlob: "support-*") == "^support-.*$")
+        #expect(SQLDialect.regex(ofGlob: "a?c") == "^a.c$")
+        #expect(SQLDialect.regex(ofGlob: "[rs]x") == "^[rs]x$")
+        #expect(SQLDialect.regex(ofGlob: "[^a]") == "^[^a]$")
+        #expect(SQLDialect.regex(ofGlob: "[]]") == "^[]]$")
+        #expect(SQLDialect.regex(ofGlob: "a.b(c)") == "^a\\.b\\(c\\)$")
+        #expect(SQLDialect.regex(ofGlob: "[ab") == "^\\[ab$")
+    }
+}
