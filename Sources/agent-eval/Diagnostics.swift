@@ -1,5 +1,6 @@
 import AgentRuntime
 import ArgumentParser
+import Catalog
 import Foundation
 import Synchronization
 import TraceCore
@@ -160,6 +161,9 @@ func commandHint(for diagnostic: any Diagnostic) -> String? {
         return "the catalog is derived from the logs: rebuild it with `agent-eval catalog rebuild <log directories> --catalog \(path)`"
     case "catalog.not_a_catalog":
         // Someone's file: rebuilding over it would destroy it, and rebuild refuses to.
+        if Catalog.isServer(path) {
+            return "give --catalog (or AGENT_EVAL_CATALOG) a database of the catalog's own, or an empty one"
+        }
         return "give --catalog (or AGENT_EVAL_CATALOG) the catalog's own file, or a path where no file is yet"
     case "catalog.history_unreadable":
         return "copy \(ShellWords.quoted(path)) somewhere safe, then add --discard-history to rebuild without its suite history"

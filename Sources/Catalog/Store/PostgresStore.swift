@@ -144,12 +144,16 @@ final class PostgresStore: CatalogStore {
     /// something else.
     private func migrate() throws(CatalogError) {
         let current = try transaction(begin: "BEGIN") { connection -> (Int?, commit: Bool) in
-            let exists: String? = try connection.value("SELECT to_regclass('agent_eval_schema')::text")
-            guard exists != nil else { return (nil, true) }
+            guard try Self.hasSchemaTable(connection) else { return (nil, true) }
             return (try connection.value("SELECT version FROM agent_eval_schema"), true)
         }
         if let current, current > PostgresSchema.version { throw newerSchema(current) }
         if current == PostgresSchema.version { return }
+        if readOnly && current == nil {
+            throw CatalogError(
+                .cannotOpen, "there is no catalog in the database at \(location) yet",
+                hint: "index some logs first; the catalog is created then")
+        }
         if readOnly {
             throw CatalogError(
                 .cannotOpen,
@@ -159,9 +163,8 @@ final class PostgresStore: CatalogStore {
         try transaction(begin: "BEGIN") { connection in
             try connection.execute("SELECT pg_advisory_xact_lock(?)", [Self.writeLock])
             // Read again under the lock: another process may have migrated meanwhile.
-            let exists: String? = try connection.value("SELECT to_regclass('agent_eval_schema')::text")
             var version = 0
-            if exists != nil {
+            if try Self.hasSchemaTable(connection) {
                 version = try connection.value("SELECT version FROM agent_eval_schema") ?? 0
             } else {
                 let tables: Int =
@@ -184,6 +187,15 @@ final class PostgresStore: CatalogStore {
             try connection.execute("UPDATE agent_eval_schema SET version = ?", [PostgresSchema.version])
             return ((), true)
         }
+    }
+
+    /// Whether the schema version's table exists, as a query sees it now: a plain query of
+    /// `information_schema`, whose snapshot is taken after the write lock was granted (a name
+    /// lookup such as `to_regclass` may still miss a table another process just committed).
+    private static func hasSchemaTable(_ connection: PostgresSQLConnection) throws -> Bool {
+        try connection.value(
+            "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'agent_eval_schema'",
+            as: Int.self) ?? 0 > 0
     }
 
     private func newerSchema(_ version: Int) -> CatalogError {
