@@ -1,7 +1,7 @@
 // The catalog benchmark (docs/catalog.md, docs/performance.md):
 //
 //   swift run -c release catalog-benchmark [--runs 1000] [--steps 20] [--repetitions 3] [--jobs 2]
-//       [--query-runs 100000] [--big-events 1000000] [--dir PATH] [--agent-eval PATH]
+//       [--query-runs 100000] [--big-events 1000000] [--dir PATH] [--agent-eval PATH] [--postgres URL]
 //
 // 1. index `runs` logs × `steps` steps into a fresh catalog, against read + fold of the same logs
 //    on one thread (the ratio is index rate / read+fold rate, target >= 0.8): indexing with one
@@ -15,12 +15,18 @@
 //    scripts/install builds, starts in half the time); and the cached run again once the catalog
 //    holds `history` suite runs (recording a suite run must not cost more as history grows);
 // 4. catalog bytes per indexed event, and the peak memory of indexing one log of `big-events`
-//    events against one a tenth that size (each in a child process: flat means close).
+//    events against one a tenth that size (each in a child process: flat means close);
+// 5. with --postgres URL (an empty database the benchmark may fill; scripts/postgres_server
+//    makes one): the same logs indexed into that PostgreSQL catalog, `index --jobs 1` and
+//    `--jobs N` (`catalog rebuild`: the rows deleted, the logs indexed again) against read +
+//    fold, and four `agent-eval index` processes at once, each a quarter of the logs, against
+//    one process indexing them all.
 //
 // Prints medians of the repetitions.
 import Catalog
 import EvalEngine
 import Foundation
+import Synchronization
 import TestSupport
 import TraceCore
 import TraceLog
@@ -43,6 +49,8 @@ struct Settings {
     var keep = false
     /// The `agent-eval` whose runs are timed (default: the one beside this benchmark).
     var agentEval = (CommandLine.arguments[0] as NSString).deletingLastPathComponent + "/agent-eval"
+    /// A PostgreSQL catalog's URL to index into as well (part 5); nil: SQLite only.
+    var postgres: String?
 }
 
 func parseSettings() -> Settings {
@@ -64,11 +72,12 @@ func parseSettings() -> Settings {
         case "--history": settings.history = Int(value) ?? settings.history
         case "--dir": settings.directory = value
         case "--agent-eval": settings.agentEval = value
+        case "--postgres": settings.postgres = value
         default:
             FileHandle.standardError.write(
                 Data(
                     ("usage: catalog-benchmark [--runs N] [--steps N] [--repetitions N] [--jobs N] [--query-runs N] "
-                        + "[--big-events N] [--history N] [--dir PATH] [--agent-eval PATH] [--keep]\n").utf8))
+                        + "[--big-events N] [--history N] [--dir PATH] [--agent-eval PATH] [--postgres URL] [--keep]\n").utf8))
             exit(argument == "--help" ? 0 : 64)
         }
     }
@@ -200,6 +209,64 @@ print(
     String(
         format: "catalog size: %.1f MB for %d events: %.0f bytes per indexed event (logs: %.0f bytes per event gzip)",
         Double(catalogBytes) / 1e6, events, Double(catalogBytes) / Double(events), Double(logBytes) / Double(events)))
+
+// 5. The same logs into a PostgreSQL catalog.
+if let url = settings.postgres {
+    var serverTimes: [Double] = []
+    var serverParallelTimes: [Double] = []
+    for _ in 0..<settings.repetitions {
+        serverTimes.append(try seconds { _ = try Catalog.rebuild(at: url, from: [logs], jobs: 1) })
+        serverParallelTimes.append(try seconds { _ = try Catalog.rebuild(at: url, from: [logs], jobs: settings.jobs) })
+    }
+    let serverRate = Double(settings.runs) / median(serverTimes)
+    let serverParallelRate = Double(settings.runs) / median(serverParallelTimes)
+    print(
+        String(
+            format: "postgres: index --jobs 1 (catalog rebuild): %.0f logs/s, ratio %.2f to read + fold; --jobs %d: %.0f logs/s, %.2f",
+            serverRate, serverRate / foldRate, settings.jobs, serverParallelRate, serverParallelRate / foldRate))
+    // Four processes, a quarter of the logs each, against one process with all of them.
+    let quarters = (0..<4).map { settings.directory + "/quarter-\($0)" }
+    for (number, quarter) in quarters.enumerated() {
+        try? FileManager.default.removeItem(atPath: quarter)
+        try FileManager.default.createDirectory(atPath: quarter, withIntermediateDirectories: true)
+        for (index, path) in paths.enumerated() where index % 4 == number {
+            try FileManager.default.linkItem(atPath: path, toPath: quarter + "/" + (path as NSString).lastPathComponent)
+        }
+    }
+    // Rebuilt from an empty folder: the catalog's log rows deleted, nothing indexed.
+    let empty = settings.directory + "/empty"
+    try FileManager.default.createDirectory(atPath: empty, withIntermediateDirectories: true)
+    var oneTimes: [Double] = []
+    var fourTimes: [Double] = []
+    for _ in 0..<settings.repetitions {
+        _ = try Catalog.rebuild(at: url, from: [empty])
+        oneTimes.append(
+            try seconds {
+                let result = try Subprocess.runBlocking(settings.agentEval, ["index", "--catalog", url] + quarters)
+                if result.status != 0 { fail("agent-eval index failed: \(result.stderr)") }
+            })
+        _ = try Catalog.rebuild(at: url, from: [empty])
+        let group = DispatchGroup()
+        let failures = Mutex(0)
+        fourTimes.append(
+            seconds {
+                for quarter in quarters {
+                    DispatchQueue.global().async(group: group) {
+                        let result = try? Subprocess.runBlocking(settings.agentEval, ["index", "--catalog", url, quarter])
+                        if result?.status != 0 { failures.withLock { $0 += 1 } }
+                    }
+                }
+                group.wait()
+            })
+        if failures.withLock({ $0 }) > 0 { fail("an agent-eval index of the four failed") }
+    }
+    let oneRate = Double(settings.runs) / median(oneTimes)
+    let fourRate = Double(settings.runs) / median(fourTimes)
+    print(
+        String(
+            format: "postgres: 4 index processes at once: %.0f logs/s in all; one process: %.0f logs/s; %.2fx",
+            fourRate, oneRate, fourRate / oneRate))
+}
 
 // 2. runs --tool X --not-tool Y over many indexed runs.
 let queryDatabase = settings.directory + "/index-0.sqlite"

@@ -1,6 +1,10 @@
 import AgentRuntime
 public import Foundation
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// A real PostgreSQL server for a test, from Debian's packages through
 /// `scripts/postgres_server`: a new cluster in a temporary directory, on 127.0.0.1 at a free
 /// port, with one database, `catalog`. `stop()` ends it and removes its files. When the
@@ -26,7 +30,7 @@ public final class PostgresTestServer: Sendable {
 
     /// Starts a server.
     public static func start() async throws -> PostgresTestServer {
-        let port = try await Self.freePort()
+        let port = try Self.freePort()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agent-eval-pg-\(UUID().uuidString)").path
         let result = try await Self.script(["start", directory, String(port)])
         guard result.status == 0 else {
@@ -69,14 +73,23 @@ public final class PostgresTestServer: Sendable {
             status: result.exitStatus ?? -1, stdout: result.stdout, stderr: String(decoding: result.stderr, as: UTF8.self), elapsed: .zero)
     }
 
-    /// A port nothing listens on now, from the kernel.
-    static func freePort() async throws -> Int {
-        let result = try await Subprocess.run(
-            "/usr/bin/env", ["python3", "-c", "import socket;s=socket.socket();s.bind(('127.0.0.1',0));print(s.getsockname()[1])"])
-        guard result.status == 0, let port = Int(result.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            throw PostgresServerError(message: "no free port: \(result.stderr)")
+    /// A port nothing listens on now, from the kernel (a socket bound to port 0, then closed).
+    static func freePort() throws -> Int {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socket >= 0 else { throw PostgresServerError(message: "no socket for a free port: errno \(errno)") }
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
+                Glibc.bind(socket, raw, length) == 0 && getsockname(socket, raw, &length) == 0
+            }
         }
-        return port
+        guard bound else { throw PostgresServerError(message: "cannot bind a socket to 127.0.0.1:0: errno \(errno)") }
+        return Int(UInt16(bigEndian: address.sin_port))
     }
 }
 

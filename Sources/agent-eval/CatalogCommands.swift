@@ -14,8 +14,8 @@ import TraceCore
 struct CatalogArguments: ParsableArguments {
     @Option(
         help: ArgumentHelp(
-            "The catalog file (default: $AGENT_EVAL_CATALOG, else .agent-eval/catalog.sqlite in the project root: the nearest folder up from here with .agent-eval/ or .git, else the current directory).",
-            valueName: "path"))
+            "The catalog file, or a team's PostgreSQL catalog as postgres://USER@HOST:PORT/DATABASE (password from PGPASSWORD; docs/catalog.md) (default: $AGENT_EVAL_CATALOG, else .agent-eval/catalog.sqlite in the project root: the nearest folder up from here with .agent-eval/ or .git, else the current directory).",
+            valueName: "path-or-url"))
     var catalog: String?
 
     var path: String { catalog ?? Catalog.defaultPath() }
