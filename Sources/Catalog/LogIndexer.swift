@@ -683,40 +683,35 @@ final class PendingCallRows {
 
     func write(to db: any SQLConnection) throws {
         guard !rows.isEmpty else { return }
-        for call in rows {
-            do {
-                try insert(call, in: db)
-            } catch {
-                throw Failure(path: paths[call.logId] ?? "", error: error)
-            }
+        do {
+            try db.insert(into: "calls", columns: Self.columns, count: rows.count) { index, row in Self.bind(rows[index], to: &row) }
+        } catch let refused as RowRefused {
+            throw Failure(path: paths[rows[refused.row].logId] ?? "", error: refused.error)
         }
         rows.removeAll(keepingCapacity: true)
         paths.removeAll(keepingCapacity: true)
     }
 
-    private func insert(_ call: CallRow, in db: any SQLConnection) throws {
-        try db.execute(
-            """
-            INSERT INTO calls (log_id, ordinal, run_id, step, call_id, tool, arguments, verdict, rule, approval, approver,
-                attempts, status, duration_us, error)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """
-        ) { row in
-            row.bind(call.logId)
-            row.bind(call.ordinal)
-            row.bind(call.runId)
-            row.bind(call.step)
-            row.bind(call.callId)
-            row.bind(call.tool)
-            row.bind(call.arguments)
-            row.bind(call.verdict)
-            row.bind(call.rule)
-            row.bind(call.approval)
-            row.bind(call.approver)
-            row.bind(call.attempts)
-            row.bind(call.status)
-            row.bind(call.durationUs)
-            row.bind(call.error)
-        }
+    static let columns = [
+        "log_id", "ordinal", "run_id", "step", "call_id", "tool", "arguments", "verdict", "rule", "approval", "approver", "attempts",
+        "status", "duration_us", "error",
+    ]
+
+    private static func bind(_ call: CallRow, to row: inout any SQLBinder) {
+        row.bind(call.logId)
+        row.bind(call.ordinal)
+        row.bind(call.runId)
+        row.bind(call.step)
+        row.bind(call.callId)
+        row.bind(call.tool)
+        row.bind(call.arguments)
+        row.bind(call.verdict)
+        row.bind(call.rule)
+        row.bind(call.approval)
+        row.bind(call.approver)
+        row.bind(call.attempts)
+        row.bind(call.status)
+        row.bind(call.durationUs)
+        row.bind(call.error)
     }
 }

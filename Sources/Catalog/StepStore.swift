@@ -72,14 +72,19 @@ public struct CatalogStepStore: StepRecordStore {
                 path, StepTable.format, fingerprint.stamp.size, fingerprint.stamp.mtimeNs, fingerprint.tailOffset, fingerprint.tailEnd,
                 fingerprint.tailHash, table.runId, table.records.count, table.digestsChecked, table.digestMismatches,
             ])
-        for (ordinal, record) in table.records.enumerated() {
-            try db.execute("INSERT INTO steps (path, ordinal, step, has_problem, record) VALUES (?, ?, ?, ?, ?)") { row in
+        let records = table.records
+        // A refused row is the store's own error to the caller (`attributing` reads it).
+        do {
+            try db.insert(into: "steps", columns: ["path", "ordinal", "step", "has_problem", "record"], count: records.count) {
+                ordinal, row in
                 row.bind(path)
                 row.bind(ordinal)
-                row.bind(record.step)
-                row.bind(record.hasProblem ? 1 : 0)
-                row.bind(JSONWriter.encodeString(record.storedJSON))
+                row.bind(records[ordinal].step)
+                row.bind(records[ordinal].hasProblem ? 1 : 0)
+                row.bind(JSONWriter.encodeString(records[ordinal].storedJSON))
             }
+        } catch let refused as RowRefused {
+            throw refused.error
         }
     }
 

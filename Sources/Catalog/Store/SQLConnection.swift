@@ -302,6 +302,54 @@ extension SQLConnection {
     }
 }
 
+extension SQLConnection {
+    /// Inserts `count` rows into `table`'s `columns`, `bind(i, …)` giving row i's values in
+    /// column order. On SQLite each row is one execution of one prepared statement (a local
+    /// call); on PostgreSQL, where each statement is a round trip, rows go in multi-row
+    /// statements of up to 500. A row the store refuses throws `RowRefused` with its number:
+    /// on PostgreSQL a refused statement is rolled back to a savepoint and its rows are
+    /// inserted again one at a time to find it, so the caller can say whose row it was.
+    func insert(into table: String, columns: [String], count: Int, bind: (Int, inout any SQLBinder) -> Void) throws {
+        guard count > 0 else { return }
+        let group = "(" + columns.map { _ in "?" }.joined(separator: ", ") + ")"
+        let head = "INSERT INTO \(table) (\(columns.joined(separator: ", "))) VALUES "
+        func one(_ row: Int) throws {
+            do {
+                try execute(head + group) { bind(row, &$0) }
+            } catch {
+                throw RowRefused(row: row, error: error)
+            }
+        }
+        guard dialect == .postgres, count > 1 else {
+            for row in 0..<count { try one(row) }
+            return
+        }
+        let chunk = max(1, min(500, 60_000 / max(1, columns.count)))
+        var start = 0
+        while start < count {
+            let end = min(count, start + chunk)
+            let sql = head + Array(repeating: group, count: end - start).joined(separator: ", ")
+            try execute("SAVEPOINT agent_eval_rows")
+            do {
+                try execute(sql) { binder in for row in start..<end { bind(row, &binder) } }
+                try execute("RELEASE SAVEPOINT agent_eval_rows")
+            } catch {
+                try execute("ROLLBACK TO SAVEPOINT agent_eval_rows")
+                for row in start..<end { try one(row) }
+                // Refused together, accepted one by one: the statement's own fault.
+                throw error
+            }
+            start = end
+        }
+    }
+}
+
+/// A row `insert(into:columns:count:bind:)` could not insert, and why.
+struct RowRefused: Error {
+    var row: Int
+    var error: any Error
+}
+
 extension SQLBinder {
     mutating func bind(all arguments: [(any SQLArgument)?]) {
         for argument in arguments { bind(argument?.catalogValue ?? .null) }
