@@ -64,6 +64,38 @@ struct PostgresCatalogCLITests {
         }
     }
 
+    @Test("catalog push copies a job's SQLite catalog into the team's once: the same runs and suite history there, nothing twice")
+    func push() async throws {
+        try await PostgresTestServer.with { server in
+            try await TemporaryDirectory.with { directory in
+                let job = directory.path("job.sqlite")
+                let run = try await agentEval(["run", Self.evalCases, "--catalog", job], in: directory.url)
+                #expect(run.status == 0, "\(run.stderr)")
+                let index = try await agentEval(["index", ExampleRuns.fixtures.path + "/runs", "--catalog", job], in: directory.url)
+                #expect(index.status == 0, "\(index.stderr)")
+
+                let first = try await agentEval(["catalog", "push", "--from", job, "--to", server.url, "--json"], in: directory.url)
+                #expect(first.status == 0, "\(first.stderr)")
+                let pushed = try #require(try JSONSerialization.jsonObject(with: Data(first.stdout)) as? [String: Any])
+                #expect(pushed["suite_runs"] as? Int == 1)
+                #expect((pushed["runs"] as? Int ?? 0) > 0 && pushed["runs_known"] as? Int == 0)
+                let second = try await agentEval(["catalog", "push", "--from", job, "--to", server.url, "--json"], in: directory.url)
+                let again = try #require(try JSONSerialization.jsonObject(with: Data(second.stdout)) as? [String: Any])
+                #expect(again["suite_runs"] as? Int == 0 && again["suite_runs_known"] as? Int == 1)
+                #expect(again["runs"] as? Int == 0 && again["runs_known"] as? Int == pushed["runs"] as? Int)
+
+                let fromServer = try await agentEval(["sql", "--catalog", server.url, "--json", Self.perLog])
+                let fromFile = try await agentEval(["sql", "--catalog", job, "--json", Self.perLog])
+                #expect(fromServer.status == 0 && fromServer.stdoutText == fromFile.stdoutText)
+                let history = "SELECT case_id, outcome, runs, passed_runs, file_digest FROM case_history ORDER BY case_id"
+                let historyServer = try await agentEval(["sql", "--catalog", server.url, "--json", history])
+                let historyFile = try await agentEval(["sql", "--catalog", job, "--json", history])
+                #expect(historyServer.status == 0 && historyServer.stdoutText == historyFile.stdoutText)
+                #expect(historyServer.stdoutText.contains("support-refund-recorded"))
+            }
+        }
+    }
+
     @Test("four processes indexing into one PostgreSQL catalog at once lose no row and show no serialization failure")
     func fourIndexersAtOnce() async throws {
         try await PostgresTestServer.with { server in

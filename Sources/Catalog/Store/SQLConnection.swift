@@ -164,6 +164,9 @@ struct SQLRow: Sendable {
 
     subscript<Value: SQLColumnValue>(_ position: Int) -> Value { Value(column: values[position]) }
 
+    /// The column `name` as the store gave it (NULL for no such column).
+    func value(_ name: String) -> CatalogValue { names.positions[name].map { values[$0] } ?? .null }
+
     /// The column `name`'s bytes (a blob, or text's UTF-8), nil for NULL or no such column.
     func blob(_ name: String) -> [UInt8]? {
         switch names.positions[name].map({ values[$0] }) {

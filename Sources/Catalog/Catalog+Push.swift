@@ -1,0 +1,120 @@
+/// What `Catalog.push(to:)` copied.
+public struct PushSummary: Sendable, Hashable {
+    /// Suite runs copied, and those the target had already.
+    public var suiteRuns = 0
+    public var suiteRunsKnown = 0
+    /// Log rows copied (new, or changed since the target's copy), and those it had as they are.
+    public var logs = 0
+    public var logsKnown = 0
+
+    public init() {}
+}
+
+extension Catalog {
+    /// Copies this catalog's suite runs (with their case and eval results) and its log rows
+    /// (with their calls) into `target`, typically a team's PostgreSQL catalog after a CI job
+    /// that ran with the embedded SQLite one. Idempotent: a suite run the target holds already
+    /// (the same start time, command line, runner, commit and shard) is not copied again, and a
+    /// log row whose log the target knows with the same identity (size, modification time, tail
+    /// hash) is left as it is; one it knows with another identity is replaced. The fact cache and
+    /// step tables, caches of this machine's files, stay behind. Each suite run, and each batch
+    /// of logs, is one transaction in the target.
+    public func push(to target: Catalog, logsPerTransaction: Int = 256) throws(CatalogError) -> PushSummary {
+        var summary = PushSummary()
+        let suites = try read { db in try db.rows("SELECT * FROM suite_runs ORDER BY suite_run_id") }
+        for suite in suites {
+            let id: Int = suite["suite_run_id"]
+            let (cases, evals) = try read { db in
+                (
+                    try db.rows("SELECT * FROM case_results WHERE suite_run_id = ? ORDER BY case_id", [id]),
+                    try db.rows("SELECT * FROM eval_results WHERE suite_run_id = ? ORDER BY case_id, ordinal", [id])
+                )
+            }
+            let copied = try target.write { db -> Bool in
+                let known =
+                    try db.value(
+                        """
+                        SELECT COUNT(*) FROM suite_runs WHERE started_at_us = ? AND command_line = ? AND runner IS NOT DISTINCT FROM ?
+                            AND git_commit IS NOT DISTINCT FROM ? AND shard IS NOT DISTINCT FROM ?
+                        """,
+                        [
+                            suite.value("started_at_us"), suite.value("command_line"), suite.value("runner"), suite.value("git_commit"),
+                            suite.value("shard"),
+                        ], as: Int.self) ?? 0
+                guard known == 0 else { return false }
+                let newId = try Self.copy(
+                    suite, into: "suite_runs", in: db, replacing: "suite_run_id", with: nil, returning: "suite_run_id")
+                for row in cases { _ = try Self.copy(row, into: "case_results", in: db, replacing: "suite_run_id", with: newId) }
+                for row in evals { _ = try Self.copy(row, into: "eval_results", in: db, replacing: "suite_run_id", with: newId) }
+                return true
+            }
+            if copied { summary.suiteRuns += 1 } else { summary.suiteRunsKnown += 1 }
+        }
+
+        let paths = try read { db in try db.column("SELECT path FROM logs ORDER BY path", as: String.self) }
+        for start in stride(from: 0, to: paths.count, by: max(1, logsPerTransaction)) {
+            let batch = Array(paths[start..<min(paths.count, start + max(1, logsPerTransaction))])
+            let rows = try read { db in
+                try batch.map { path in
+                    (
+                        try db.row("SELECT * FROM logs WHERE path = ?", [path]),
+                        try db.rows("SELECT c.* FROM calls c JOIN logs l USING (log_id) WHERE l.path = ? ORDER BY c.ordinal", [path])
+                    )
+                }
+            }
+            let (copied, known) = try target.write { db -> (Int, Int) in
+                var copied = 0
+                var known = 0
+                for (log, calls) in rows {
+                    guard let log else { continue }
+                    let path: String = log["path"]
+                    if let theirs = try db.row("SELECT log_id, size, mtime_ns, tail_hash FROM logs WHERE path = ?", [path]) {
+                        let same =
+                            (theirs["size"] as Int) == log["size"] && (theirs["mtime_ns"] as Int) == log["mtime_ns"]
+                            && (theirs["tail_hash"] as String) == log["tail_hash"]
+                        if same {
+                            known += 1
+                            continue
+                        }
+                        let old: Int = theirs["log_id"]
+                        try db.execute("DELETE FROM calls WHERE log_id = ?", [old])
+                        try db.execute("DELETE FROM logs WHERE log_id = ?", [old])
+                    }
+                    let newId = try Self.copy(log, into: "logs", in: db, replacing: "log_id", with: nil, returning: "log_id")
+                    for call in calls { _ = try Self.copy(call, into: "calls", in: db, replacing: "log_id", with: newId) }
+                    copied += 1
+                }
+                return (copied, known)
+            }
+            summary.logs += copied
+            summary.logsKnown += known
+        }
+        return summary
+    }
+
+    /// Inserts `row` into `table` by column name, with `column` set to `value` (left out, for
+    /// the target to number, when nil); returns the `returning` column of the new row.
+    private static func copy(
+        _ row: SQLRow, into table: String, in db: any SQLConnection, replacing column: String, with value: Int?,
+        returning: String? = nil
+    ) throws -> Int? {
+        var names: [String] = []
+        var values: [CatalogValue] = []
+        for (position, name) in row.names.list.enumerated() where row.names.positions[name] == position {
+            if name == column {
+                guard let value else { continue }
+                names.append(name)
+                values.append(.integer(Int64(value)))
+            } else {
+                names.append(name)
+                values.append(row.values[position])
+            }
+        }
+        let sql =
+            "INSERT INTO \(table) (\(names.joined(separator: ", "))) VALUES (\(names.map { _ in "?" }.joined(separator: ", ")))"
+            + (returning.map { " RETURNING \($0)" } ?? "")
+        var id: Int?
+        try db.run(sql, bind: { binder in for value in values { binder.bind(value) } }) { result in id = result.int(0) }
+        return id
+    }
+}
