@@ -94,6 +94,11 @@ func sqlite(_ database: String, _ sql: String) throws {
     if result.status != 0 { fail("sqlite3 failed: \(result.stderr)") }
 }
 
+func psql(_ url: String, _ sql: String) throws {
+    let result = try Subprocess.runBlocking(Subprocess.which("psql") ?? "/usr/bin/psql", [url, "-v", "ON_ERROR_STOP=1", "-q", "-c", sql])
+    if result.status != 0 { fail("psql failed: \(result.stderr)") }
+}
+
 /// Writes one log of about `events` events, a step at a time (never the whole run in memory).
 func writeBigLog(_ path: String, events: Int) throws {
     var corpus = SyntheticCorpus(seed: 77)
@@ -233,19 +238,19 @@ if let url = settings.postgres {
             try FileManager.default.linkItem(atPath: path, toPath: quarter + "/" + (path as NSString).lastPathComponent)
         }
     }
-    // Rebuilt from an empty folder: the catalog's log rows deleted, nothing indexed.
-    let empty = settings.directory + "/empty"
-    try FileManager.default.createDirectory(atPath: empty, withIntermediateDirectories: true)
+    // The catalog's log rows deleted before each timed index.
+    let emptied =
+        "DELETE FROM steps; DELETE FROM step_logs; DELETE FROM check_results; DELETE FROM facts; DELETE FROM calls; DELETE FROM logs;"
     var oneTimes: [Double] = []
     var fourTimes: [Double] = []
     for _ in 0..<settings.repetitions {
-        _ = try Catalog.rebuild(at: url, from: [empty])
+        try psql(url, emptied)
         oneTimes.append(
             try seconds {
                 let result = try Subprocess.runBlocking(settings.agentEval, ["index", "--catalog", url] + quarters)
                 if result.status != 0 { fail("agent-eval index failed: \(result.stderr)") }
             })
-        _ = try Catalog.rebuild(at: url, from: [empty])
+        try psql(url, emptied)
         let group = DispatchGroup()
         let failures = Mutex(0)
         fourTimes.append(
@@ -266,6 +271,51 @@ if let url = settings.postgres {
         String(
             format: "postgres: 4 index processes at once: %.0f logs/s in all; one process: %.0f logs/s; %.2fx",
             fourRate, oneRate, fourRate / oneRate))
+
+    // `runs --tool X --not-tool Y` over `query-runs` runs: the logs' rows copied under other
+    // paths, as for SQLite below, with psql.
+    _ = try Catalog.rebuild(at: url, from: [logs], jobs: settings.jobs)
+    let serverCopies = max(0, settings.queryRuns / settings.runs - 1)
+    if serverCopies > 0 {
+        try psql(
+            url,
+            """
+            CREATE TEMP TABLE originals AS SELECT * FROM logs;
+            INSERT INTO logs (path, size, mtime_ns, tail_offset, tail_end, tail_hash, status, problem, run_id, agent, agent_version, model,
+                input, started_at_us, ended_at_us, stop_reason, stop_limit, events, steps, decisions, invalid_decisions, tool_calls,
+                executed_calls, denied_calls, failed_calls, input_tokens, output_tokens, cost_usd, anomalies, indexed_at_us, resume)
+            SELECT o.path || '#' || c.n, size, mtime_ns, tail_offset, tail_end, tail_hash, status, problem, run_id, agent, agent_version,
+                model, input, started_at_us + c.n, ended_at_us, stop_reason, stop_limit, events, steps, decisions, invalid_decisions,
+                tool_calls, executed_calls, denied_calls, failed_calls, input_tokens, output_tokens, cost_usd, anomalies, indexed_at_us, NULL
+            FROM originals o, generate_series(1, \(serverCopies)) AS c(n);
+            INSERT INTO calls SELECT l.log_id, k.ordinal, k.run_id, k.step, k.call_id,
+                CASE WHEN (l.log_id + k.ordinal) % 97 = 0 THEN 'tool_3' ELSE k.tool END,
+                k.arguments, k.verdict, k.rule, k.approval, k.approver, k.attempts, k.status, k.duration_us, k.error
+            FROM logs l JOIN logs o ON o.path = split_part(l.path, '#', 1) JOIN calls k ON k.log_id = o.log_id
+            WHERE strpos(l.path, '#') > 0;
+            ANALYZE;
+            """)
+    }
+    let serverCatalog = try Catalog(path: url)
+    var rare = RunQuery()
+    rare.tools = ["tool_3"]
+    rare.notTools = ["tool_1"]
+    var common = RunQuery()
+    common.tools = ["tool_1"]
+    common.notTools = ["tool_3"]
+    let serverTotal = try serverCatalog.query("SELECT COUNT(*) FROM logs").rows.first?.first?.int ?? 0
+    var rareTimes: [Double] = []
+    var commonTimes: [Double] = []
+    for _ in 0..<max(5, settings.repetitions * 5) {
+        rareTimes.append(try seconds { _ = try serverCatalog.runs(rare) })
+        commonTimes.append(try seconds { _ = try serverCatalog.runs(common) })
+    }
+    print(
+        String(
+            format:
+                "postgres: runs --tool tool_3 --not-tool tool_1 over %d runs: %.1f ms; --tool tool_1 --not-tool tool_3: %.1f ms (target < 100 ms)",
+            serverTotal, median(rareTimes) * 1000, median(commonTimes) * 1000))
+    print("  plan: " + (try serverCatalog.plan(rare)).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " | "))
 }
 
 // 2. runs --tool X --not-tool Y over many indexed runs.

@@ -155,9 +155,12 @@ extension Catalog {
         try store.close()
     }
 
-    /// `rebuild` of a PostgreSQL catalog: its rows about logs (runs, calls, facts, step
-    /// tables) are deleted in one transaction and the logs indexed again; its suite history
-    /// stays where it is. Unlike a file's, the rebuild is not all or nothing: one interrupted
+    /// `rebuild` of a PostgreSQL catalog, shared by many machines: the rows of the logs being
+    /// indexed again here (those `paths` name, or every log the catalog knows that this machine
+    /// has) are deleted in one transaction — their runs, calls, facts, check results and step
+    /// tables — and those logs indexed again. Rows of logs this machine does not have, and the
+    /// suite history, stay. The paths are resolved first, so a path that matches nothing
+    /// changes nothing. Unlike a file's, the rebuild is not all or nothing: one interrupted
     /// after the deletion leaves the logs it had not indexed yet out until `index` runs.
     private static func rebuildInPlace(
         at url: String, from paths: [String], jobs: Int, memberLimit: Int,
@@ -167,13 +170,18 @@ extension Catalog {
         defer { try? catalog.close() }
         var outcome = RebuildOutcome()
         outcome.fromSchemaVersion = PostgresSchema.version
-        var sources = paths
-        if sources.isEmpty {
+        var sources = paths.isEmpty ? [] : try findLogs(paths)
+        if paths.isEmpty {
             sources = try catalog.read { db in try db.column("SELECT path FROM logs ORDER BY path", as: String.self) }
                 .filter { FileManager.default.fileExists(atPath: $0) }
         }
         outcome.suiteRuns = try catalog.write { db in
-            for table in ["steps", "step_logs", "check_results", "facts", "calls", "logs"] { try db.execute("DELETE FROM \(table)") }
+            for path in sources {
+                try db.execute("DELETE FROM calls WHERE log_id IN (SELECT log_id FROM logs WHERE path = ?)", [path])
+                for table in ["steps", "step_logs", "check_results", "facts", "logs"] {
+                    try db.execute("DELETE FROM \(table) WHERE path = ?", [path])
+                }
+            }
             return try db.value("SELECT COUNT(*) FROM suite_runs", as: Int.self) ?? 0
         }
         if !sources.isEmpty {

@@ -48,6 +48,9 @@ public final class Catalog: Sendable {
     /// Whether `location` names a catalog on a PostgreSQL server (`postgres://…`) rather than a file.
     public static func isServer(_ location: String) -> Bool { PostgresStore.isURL(location) }
 
+    /// `location` as messages may show it: a PostgreSQL URL without its password.
+    public static func redacted(_ location: String) -> String { PostgresTarget.redacted(location) }
+
     /// The SQL the store speaks.
     var dialect: SQLDialect { store.dialect }
 

@@ -80,6 +80,8 @@ extension CatalogArguments {
 
 /// A log path as people want to see it: relative to the current directory when under it.
 func displayPath(_ path: String) -> String {
+    // A team catalog's URL may hold its password: never shown.
+    if Catalog.isServer(path) { return Catalog.redacted(path) }
     let directory = FileManager.default.currentDirectoryPath + "/"
     return path.hasPrefix(directory) ? String(path.dropFirst(directory.count)) : path
 }

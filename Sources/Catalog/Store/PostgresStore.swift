@@ -30,6 +30,11 @@ final class PostgresStore: CatalogStore {
     /// truncated to 64 bits): other programs' advisory locks in the same database do not meet it.
     static let writeLock: Int64 = 0x6167_656E_742D_6576
 
+    /// How a write transaction begins: READ COMMITTED whatever the server's default, so each
+    /// statement after the lock is granted sees what the writer before committed (a REPEATABLE
+    /// READ snapshot taken while waiting would not, and the writer would insert a log twice).
+    static let beginWrite = "BEGIN ISOLATION LEVEL READ COMMITTED"
+
     /// How long a writer waits for another's transaction (`lock_timeout`), as SQLite's busy timeout.
     static var lockTimeout: TimeInterval { Catalog.busyTimeout }
 
@@ -44,7 +49,11 @@ final class PostgresStore: CatalogStore {
         location = target.location
         configuration = try target.configuration()
         self.readOnly = readOnly
-        try migrate()
+        do {
+            try migrate()
+        } catch {
+            throw describe(error)
+        }
     }
 
     // MARK: Transactions
@@ -61,7 +70,7 @@ final class PostgresStore: CatalogStore {
         if readOnly {
             throw CatalogError(.readOnly, "the catalog at \(location) was opened read-only and refuses writes")
         }
-        return try transaction(begin: "BEGIN") { connection -> (Result<T, Catalog.StoreFailure>, commit: Bool) in
+        return try transaction(begin: Self.beginWrite) { connection -> (Result<T, Catalog.StoreFailure>, commit: Bool) in
             try connection.execute("SELECT pg_advisory_xact_lock(?)", [Self.writeLock])
             do {
                 return (.success(try body(connection)), true)
@@ -78,10 +87,19 @@ final class PostgresStore: CatalogStore {
     /// Runs `body` after `begin` on a connection of the store's, then commits, or rolls back
     /// when it says so or throws. A connection that failed is closed, never handed out again.
     private func transaction<T>(begin: String, _ body: (PostgresSQLConnection) throws -> (T, commit: Bool)) throws(CatalogError) -> T {
-        let connection = try take()
-        let sql = PostgresSQLConnection(connection: connection, store: self)
+        var (connection, reused) = try take()
+        var sql = PostgresSQLConnection(connection: connection, store: self)
         do {
-            try sql.execute(begin)
+            do {
+                try sql.execute(begin)
+            } catch  where reused && Self.isConnectionLost(error) {
+                // A kept connection the server or a proxy dropped while it was idle: once more
+                // on a new one.
+                _ = try? connection.close().wait()
+                (connection, reused) = try take(reusing: false)
+                sql = PostgresSQLConnection(connection: connection, store: self)
+                try sql.execute(begin)
+            }
             let (value, commit) = try body(sql)
             try sql.execute(commit ? "COMMIT" : "ROLLBACK")
             give(back: connection)
@@ -96,9 +114,10 @@ final class PostgresStore: CatalogStore {
         }
     }
 
-    private func take() throws(CatalogError) -> PostgresConnection {
-        while let connection = idle.withLock({ $0.popLast() }) {
-            if !connection.isClosed { return connection }
+    /// A connection: a kept one when there is one (`reused`), else a new one.
+    private func take(reusing: Bool = true) throws(CatalogError) -> (PostgresConnection, reused: Bool) {
+        while reusing, let connection = idle.withLock({ $0.popLast() }) {
+            if !connection.isClosed { return (connection, true) }
         }
         do {
             let connection = try PostgresConnection.connect(
@@ -114,10 +133,16 @@ final class PostgresStore: CatalogStore {
                 _ = try? connection.close().wait()
                 throw error
             }
-            return connection
+            return (connection, false)
         } catch {
             throw describe(error, connecting: true)
         }
+    }
+
+    /// Whether `error` says the connection itself is gone, not that a statement failed.
+    static func isConnectionLost(_ error: any Error) -> Bool {
+        guard let error = error as? PSQLError else { return false }
+        return [.connectionError, .serverClosedConnection, .uncleanShutdown, .clientClosedConnection].contains(error.code)
     }
 
     private func give(back connection: PostgresConnection) {
@@ -160,7 +185,7 @@ final class PostgresStore: CatalogStore {
                 "the catalog at \(location) has schema version \(current ?? 0); this agent-eval needs \(PostgresSchema.version)",
                 hint: "open it once for writing (index some logs) to migrate it")
         }
-        try transaction(begin: "BEGIN") { connection in
+        try transaction(begin: Self.beginWrite) { connection in
             try connection.execute("SELECT pg_advisory_xact_lock(?)", [Self.writeLock])
             // Read again under the lock: another process may have migrated meanwhile.
             var version = 0
@@ -325,6 +350,13 @@ final class PostgresStore: CatalogStore {
     /// The catalog's error for what PostgreSQL or the connection to it said. Never names the
     /// password: `location` has none, and neither has what the server says.
     func describe(_ error: any Error, connecting: Bool = false) -> CatalogError {
+        var described = describeWithoutPlace(error, connecting: connecting)
+        // The catalog is the place of every error here, named without its password.
+        if described.location == nil { described.location = SourceLocation(path: location) }
+        return described
+    }
+
+    private func describeWithoutPlace(_ error: any Error, connecting: Bool) -> CatalogError {
         if let error = error as? CatalogError { return error }
         guard let error = error as? PSQLError else {
             return CatalogError(.queryFailed, "the catalog at \(location) failed: \(error)")
@@ -397,7 +429,10 @@ final class PostgresSQLConnection: SQLConnection {
         bind(&binder)
         // swift-format-ignore: NeverForceUnwrap
         let bindings = (binder as! PostgresBinder).bindings
-        let query = PostgresQuery(unsafeSQL: store.numberedParameters(sql), binds: bindings)
+        // A statement with no values bound is sent as written: `sql`'s text may use `?` as
+        // PostgreSQL's own JSON operator.
+        let text = bindings.count == 0 ? sql : store.numberedParameters(sql)
+        let query = PostgresQuery(unsafeSQL: text, binds: bindings)
         let result = try connection.query(query, logger: PostgresStore.logger).wait()
         changes = result.metadata.rows ?? 0
         for row in result.rows {
@@ -464,6 +499,9 @@ struct PostgresRowView: SQLRowView {
             return .real(number.doubleValue)
         case .bytea:
             return .blob((try? cell.decode(ByteBuffer.self)).map { Array($0.readableBytesView) } ?? [])
+        case .timestamp, .timestamptz, .date:
+            // As ISO 8601 text (UTC), for what `sql` shows of PostgreSQL's own tables.
+            return (try? cell.decode(Date.self)).map { .text(ISO8601DateFormatter().string(from: $0)) } ?? .null
         default:
             if let text = try? cell.decode(String.self) { return .text(text) }
             return .blob(cell.bytes.map { Array($0.readableBytesView) } ?? [])
@@ -528,11 +566,17 @@ struct PostgresTarget: Sendable {
         return text
     }
 
-    /// `url` with any password replaced by `***`.
+    /// `url` with any password replaced by `***`: whatever stands between the user's name and
+    /// the last `@` before the host, found by hand (a password with a space or a `#` in it is
+    /// not a URL `URLComponents` reads).
     static func redacted(_ url: String) -> String {
-        guard var components = URLComponents(string: url), components.password != nil else { return url }
-        components.password = "***"
-        return components.string ?? "postgres://…"
+        guard let scheme = url.range(of: "://") else { return url }
+        let rest = url[scheme.upperBound...]
+        let authorityEnd = rest.firstIndex(where: { $0 == "?" }) ?? rest.endIndex
+        guard let at = rest[..<authorityEnd].lastIndex(of: "@") else { return url }
+        let credentials = rest[..<at]
+        guard let colon = credentials.firstIndex(of: ":") else { return url }
+        return String(url[..<scheme.upperBound]) + credentials[..<colon] + ":***" + rest[at...]
     }
 
     func configuration() throws(CatalogError) -> PostgresConnection.Configuration {

@@ -34,8 +34,8 @@ public enum SQLDialect: String, Sendable {
             case "*": regex += ".*"
             case "?": regex += "."
             case "[":
-                // A class, as far as its closing `]` (a `]` first in it is a member); an
-                // unclosed `[` is itself, as in SQLite.
+                // A class, as far as its closing `]` (a `]` first in it is a member). With no
+                // closing `]` SQLite's GLOB matches nothing; so does the lookahead `(?!)`.
                 var members: [Character] = []
                 var closed = false
                 while let inner = characters.next() {
@@ -48,7 +48,7 @@ public enum SQLDialect: String, Sendable {
                 if closed {
                     regex += "[" + members.map { $0 == "\\" || $0 == "[" ? "\\" + String($0) : String($0) }.joined() + "]"
                 } else {
-                    regex += "\\[" + members.map(escaped).joined()
+                    return "(?!)"
                 }
             default: regex += escaped(character)
             }
