@@ -346,7 +346,10 @@ struct CollectCommandTests {
         let scratch = try TemporaryDirectory()
         defer { scratch.remove() }
         let out = scratch.path("collected")
-        let collector = try await Collector.start(out: out, settle: 0.3, scratch: scratch)
+        // A settle longer than the test: the trace is written once, when the collector stops. With
+        // 0.3 s, a second request that waited for a free slot on a loaded machine came after the
+        // trace had settled, and the trace was written twice (each time with its 3 spans).
+        let collector = try await Collector.start(out: out, settle: 600, scratch: scratch)
         func span(_ trace: String, _ id: String, _ name: String, start: Int, _ attributes: [(String, String)], parent: String? = nil)
             -> JSONValue
         {
