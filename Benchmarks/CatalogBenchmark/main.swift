@@ -271,51 +271,6 @@ if let url = settings.postgres {
         String(
             format: "postgres: 4 index processes at once: %.0f logs/s in all; one process: %.0f logs/s; %.2fx",
             fourRate, oneRate, fourRate / oneRate))
-
-    // `runs --tool X --not-tool Y` over `query-runs` runs: the logs' rows copied under other
-    // paths, as for SQLite below, with psql.
-    _ = try Catalog.rebuild(at: url, from: [logs], jobs: settings.jobs)
-    let serverCopies = max(0, settings.queryRuns / settings.runs - 1)
-    if serverCopies > 0 {
-        try psql(
-            url,
-            """
-            CREATE TEMP TABLE originals AS SELECT * FROM logs;
-            INSERT INTO logs (path, size, mtime_ns, tail_offset, tail_end, tail_hash, status, problem, run_id, agent, agent_version, model,
-                input, started_at_us, ended_at_us, stop_reason, stop_limit, events, steps, decisions, invalid_decisions, tool_calls,
-                executed_calls, denied_calls, failed_calls, input_tokens, output_tokens, cost_usd, anomalies, indexed_at_us, resume)
-            SELECT o.path || '#' || c.n, size, mtime_ns, tail_offset, tail_end, tail_hash, status, problem, run_id, agent, agent_version,
-                model, input, started_at_us + c.n, ended_at_us, stop_reason, stop_limit, events, steps, decisions, invalid_decisions,
-                tool_calls, executed_calls, denied_calls, failed_calls, input_tokens, output_tokens, cost_usd, anomalies, indexed_at_us, NULL
-            FROM originals o, generate_series(1, \(serverCopies)) AS c(n);
-            INSERT INTO calls SELECT l.log_id, k.ordinal, k.run_id, k.step, k.call_id,
-                CASE WHEN (l.log_id + k.ordinal) % 97 = 0 THEN 'tool_3' ELSE k.tool END,
-                k.arguments, k.verdict, k.rule, k.approval, k.approver, k.attempts, k.status, k.duration_us, k.error
-            FROM logs l JOIN logs o ON o.path = split_part(l.path, '#', 1) JOIN calls k ON k.log_id = o.log_id
-            WHERE strpos(l.path, '#') > 0;
-            ANALYZE;
-            """)
-    }
-    let serverCatalog = try Catalog(path: url)
-    var rare = RunQuery()
-    rare.tools = ["tool_3"]
-    rare.notTools = ["tool_1"]
-    var common = RunQuery()
-    common.tools = ["tool_1"]
-    common.notTools = ["tool_3"]
-    let serverTotal = try serverCatalog.query("SELECT COUNT(*) FROM logs").rows.first?.first?.int ?? 0
-    var rareTimes: [Double] = []
-    var commonTimes: [Double] = []
-    for _ in 0..<max(5, settings.repetitions * 5) {
-        rareTimes.append(try seconds { _ = try serverCatalog.runs(rare) })
-        commonTimes.append(try seconds { _ = try serverCatalog.runs(common) })
-    }
-    print(
-        String(
-            format:
-                "postgres: runs --tool tool_3 --not-tool tool_1 over %d runs: %.1f ms; --tool tool_1 --not-tool tool_3: %.1f ms (target < 100 ms)",
-            serverTotal, median(rareTimes) * 1000, median(commonTimes) * 1000))
-    print("  plan: " + (try serverCatalog.plan(rare)).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " | "))
 }
 
 // 2. runs --tool X --not-tool Y over many indexed runs.
