@@ -2,13 +2,13 @@ import ConfigFile
 import Foundation
 import TraceCore
 
-/// The SQLite catalog beside the logs: every indexed run, its tool calls, every suite run and
-/// its results, and the eval fact cache. It is derived data — the logs are the truth — so it
-/// can always be rebuilt from them (docs/catalog.md).
+/// The catalog: every indexed run, its tool calls, every suite run and its results, and the
+/// eval fact cache. It is derived data — the logs are the truth — so it can always be rebuilt
+/// from them (docs/catalog.md). It lives in a SQLite file beside the logs (`SQLiteStore`, the
+/// default) or in a team's PostgreSQL database (`PostgresStore`), behind one SQL seam.
 ///
-/// Several processes may use one catalog at once (WAL, a busy timeout, and writes that take
-/// the write lock when they begin): `run --jobs N`, CI shards on one machine, an `index`
-/// beside a `run`.
+/// Several processes may use one catalog at once (writers take turns under the store's write
+/// lock): `run --jobs N`, CI shards, an `index` beside a `run`.
 public final class Catalog: Sendable {
     /// Where the catalog is: its file, or its PostgreSQL URL without the password.
     public let path: String
