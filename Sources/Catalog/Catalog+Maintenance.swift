@@ -235,10 +235,7 @@ struct OldCatalog {
         guard header.starts(with: SQLiteStore.sqliteMagic) else { throw notACatalog(path, "it is not a SQLite database") }
         var found = OldCatalog()
         do {
-            var configuration = Configuration()
-            configuration.readonly = true
-            configuration.busyMode = .timeout(Catalog.busyTimeout)
-            let queue = try DatabaseQueue(path: path, configuration: configuration)
+            let queue = try SQLiteStore.readOnlyQueue(path)
             defer { try? queue.close() }
             try queue.read { db in
                 let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0

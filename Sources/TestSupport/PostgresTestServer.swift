@@ -1,5 +1,5 @@
 import AgentRuntime
-public import Foundation
+import Foundation
 
 #if canImport(Glibc)
     import Glibc
@@ -37,13 +37,6 @@ public final class PostgresTestServer: Sendable {
             throw PostgresServerError(message: "scripts/postgres_server could not start a server (exit \(result.status)): \(result.stderr)")
         }
         return PostgresTestServer(url: result.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines), port: port, directory: directory)
-    }
-
-    /// The URL of another database on the same server, created now.
-    public func newDatabase(_ name: String) async throws -> String {
-        let result = try await Self.script(["createdb", directory, String(port), name])
-        guard result.status == 0 else { throw PostgresServerError(message: "createdb \(name) failed: \(result.stderr)") }
-        return "postgres://agent_eval@127.0.0.1:\(port)/\(name)"
     }
 
     /// Stops the server (fast shutdown: connected clients are cut off) and removes its files.

@@ -157,6 +157,9 @@ func commandHint(for diagnostic: any Diagnostic) -> String? {
         return "inspect it with `agent-eval log verify \(ShellWords.quoted(path))`; keep the file as evidence rather than rewriting it"
     case "runtime.undecided_calls":
         return "pass --approve <call-id> or --deny <call-id> for each waiting call"
+    case "catalog.newer_schema" where Catalog.isServer(path):
+        // A team's catalog holds other machines' runs and history: it is not rebuilt from here.
+        return "use the agent-eval that wrote it, or a newer one (upgrade this one)"
     case "catalog.corrupt", "catalog.newer_schema":
         return "the catalog is derived from the logs: rebuild it with `agent-eval catalog rebuild <log directories> --catalog \(path)`"
     case "catalog.not_a_catalog":

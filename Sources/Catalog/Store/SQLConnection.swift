@@ -162,8 +162,6 @@ struct SQLRow: Sendable {
         return Value(column: values[position])
     }
 
-    subscript<Value: SQLColumnValue>(_ position: Int) -> Value { Value(column: values[position]) }
-
     /// The column `name` as the store gave it (NULL for no such column).
     func value(_ name: String) -> CatalogValue { names.positions[name].map { values[$0] } ?? .null }
 

@@ -63,14 +63,20 @@ final class SQLiteStore: CatalogStore {
         }
     }
 
+    /// One read-only connection to the file at `path` (nothing migrated, nothing switched to
+    /// WAL), for looking at a file before it is opened for real or replaced.
+    static func readOnlyQueue(_ path: String) throws -> DatabaseQueue {
+        var configuration = Configuration()
+        configuration.readonly = true
+        configuration.busyMode = .timeout(Catalog.busyTimeout)
+        return try DatabaseQueue(path: path, configuration: configuration)
+    }
+
     /// Checks, through a read-only connection, that the file at `path` is a SQLite database
     /// that is empty or one of our catalogs of a version this build can read or migrate.
     private static func probe(_ path: String) throws {
         if isCurrentWALCatalog(path) { return }
-        var configuration = Configuration()
-        configuration.readonly = true
-        configuration.busyMode = .timeout(Catalog.busyTimeout)
-        let queue = try DatabaseQueue(path: path, configuration: configuration)
+        let queue = try readOnlyQueue(path)
         defer { try? queue.close() }
         try queue.read { db in
             let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
