@@ -1,7 +1,8 @@
 // The catalog benchmark (docs/catalog.md, docs/performance.md):
 //
 //   swift run -c release catalog-benchmark [--runs 1000] [--steps 20] [--repetitions 3] [--jobs 2]
-//       [--query-runs 100000] [--big-events 1000000] [--dir PATH] [--agent-eval PATH] [--postgres URL]
+//       [--query-runs 100000] [--big-events 1000000] [--dir PATH] [--agent-eval PATH]
+//       [--store postgres [--postgres URL] [--postgres-runs 1000000] [--postgres-suites 100000]]
 //
 // 1. index `runs` logs × `steps` steps into a fresh catalog, against read + fold of the same logs
 //    on one thread (the ratio is index rate / read+fold rate, target >= 0.8): indexing with one
@@ -16,11 +17,16 @@
 //    holds `history` suite runs (recording a suite run must not cost more as history grows);
 // 4. catalog bytes per indexed event, and the peak memory of indexing one log of `big-events`
 //    events against one a tenth that size (each in a child process: flat means close);
-// 5. with --postgres URL (an empty database the benchmark may fill; scripts/postgres_server
-//    makes one): the same logs indexed into that PostgreSQL catalog, `index --jobs 1` and
-//    `--jobs N` (`catalog rebuild`: the rows deleted, the logs indexed again) against read +
-//    fold, and four `agent-eval index` processes at once, each a quarter of the logs, against
-//    one process indexing them all.
+// 5. with --store postgres (a server of its own that the benchmark starts with
+//    scripts/postgres_server, PostgreSQL's durability settings kept, and stops at the end; or
+//    --postgres URL, an empty database the benchmark may fill): the same logs indexed into that
+//    PostgreSQL catalog, `index --jobs 1` and `--jobs N` (`catalog rebuild`: the rows deleted,
+//    the logs indexed again) against read + fold, and four `agent-eval index` processes at
+//    once, each a quarter of the logs, against one process indexing them all;
+// 6. then, in that PostgreSQL catalog, `runs --tool X --not-tool Y` over `postgres-runs`
+//    indexed runs (the 1,000 logs' rows copied under other paths by SQL in the server) and
+//    `history CASE` over `postgres-suites` suite runs of ten cases each (target < 100 ms each,
+//    with the schema's indexes; the plans are printed).
 //
 // Prints medians of the repetitions.
 import Catalog
@@ -49,8 +55,15 @@ struct Settings {
     var keep = false
     /// The `agent-eval` whose runs are timed (default: the one beside this benchmark).
     var agentEval = (CommandLine.arguments[0] as NSString).deletingLastPathComponent + "/agent-eval"
-    /// A PostgreSQL catalog's URL to index into as well (part 5); nil: SQLite only.
+    /// A PostgreSQL catalog's URL to index into as well (parts 5 and 6); nil: SQLite only,
+    /// unless `store` is `postgres` (then a server of the benchmark's own).
     var postgres: String?
+    /// `sqlite` (parts 1–4), or `postgres` (parts 5 and 6 as well).
+    var store = "sqlite"
+    /// Indexed runs in the PostgreSQL catalog when its queries are timed (part 6).
+    var postgresRuns = 1_000_000
+    /// Suite runs (of ten cases each) in the PostgreSQL catalog when `history` is timed.
+    var postgresSuites = 100_000
 }
 
 func parseSettings() -> Settings {
@@ -72,20 +85,37 @@ func parseSettings() -> Settings {
         case "--history": settings.history = Int(value) ?? settings.history
         case "--dir": settings.directory = value
         case "--agent-eval": settings.agentEval = value
-        case "--postgres": settings.postgres = value
+        case "--postgres":
+            settings.postgres = value
+            settings.store = "postgres"
+        case "--store" where ["sqlite", "postgres"].contains(value): settings.store = value
+        case "--postgres-runs": settings.postgresRuns = Int(value) ?? settings.postgresRuns
+        case "--postgres-suites": settings.postgresSuites = Int(value) ?? settings.postgresSuites
         default:
             FileHandle.standardError.write(
                 Data(
                     ("usage: catalog-benchmark [--runs N] [--steps N] [--repetitions N] [--jobs N] [--query-runs N] "
-                        + "[--big-events N] [--history N] [--dir PATH] [--agent-eval PATH] [--postgres URL] [--keep]\n").utf8))
+                        + "[--big-events N] [--history N] [--dir PATH] [--agent-eval PATH] [--store sqlite|postgres] "
+                        + "[--postgres URL] [--postgres-runs N] [--postgres-suites N] [--keep]\n").utf8))
             exit(argument == "--help" ? 0 : 64)
         }
     }
     return settings
 }
 
+/// The PostgreSQL server the benchmark started (`--store postgres` without `--postgres`).
+nonisolated(unsafe) var startedServer: PostgresTestServer?
+
+/// Stops the server the benchmark started, if any.
+func stopServer() {
+    guard let server = startedServer else { return }
+    _ = try? Subprocess.runBlocking("/bin/bash", [PythonEnvironment.scriptPath("postgres_server"), "stop", server.directory])
+    startedServer = nil
+}
+
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("catalog-benchmark: \(message)\n".utf8))
+    stopServer()
     exit(1)
 }
 
@@ -146,7 +176,94 @@ func peakMemoryOfIndexing(_ log: String, catalog: String) throws -> (megabytes: 
     return (peakKiB / 1024, events)
 }
 
-let settings = parseSettings()
+/// 6. `runs` and `history` over many rows in the PostgreSQL catalog at `url`, which holds the
+/// benchmark's logs indexed once: their rows copied by SQL in the server until it holds
+/// `postgresRuns` runs (with every 97th call a call of tool_3, so that it is rare), and
+/// `postgresSuites` suite runs of ten cases each.
+func postgresQueries(_ url: String, settings: Settings) throws {
+    let catalog = try Catalog(path: url)
+    defer { try? catalog.close() }
+    let indexed = try catalog.query("SELECT COUNT(*) FROM logs").rows.first?.first?.int ?? 0
+    guard indexed > 0 else { fail("the PostgreSQL catalog holds no runs to copy") }
+    let copies = max(0, settings.postgresRuns / indexed - 1)
+    let suites = settings.postgresSuites
+    let loaded = try seconds {
+        // One transaction; foreign keys unchecked while the copies load (their targets are
+        // made in the same statement order), then the identities moved past the copies.
+        try psql(
+            url,
+            """
+            BEGIN;
+            SET LOCAL session_replication_role = replica;
+            DELETE FROM case_results; DELETE FROM eval_results; DELETE FROM suite_runs;
+            CREATE TEMP TABLE originals ON COMMIT DROP AS
+                SELECT *, row_number() OVER (ORDER BY log_id) AS rank, (SELECT MAX(log_id) FROM logs) AS top FROM logs;
+            INSERT INTO logs (log_id, path, size, mtime_ns, tail_offset, tail_end, tail_hash, status, problem, run_id, agent,
+                agent_version, model, input, started_at_us, ended_at_us, stop_reason, stop_limit, events, steps, decisions,
+                invalid_decisions, tool_calls, executed_calls, denied_calls, failed_calls, input_tokens, output_tokens, cost_usd,
+                anomalies, indexed_at_us)
+            SELECT top + (n - 1) * \(indexed) + rank, path || '#' || n, size, mtime_ns, tail_offset, tail_end, tail_hash, status,
+                problem, run_id, agent, agent_version, model, input, started_at_us + n, ended_at_us, stop_reason, stop_limit, events,
+                steps, decisions, invalid_decisions, tool_calls, executed_calls, denied_calls, failed_calls, input_tokens,
+                output_tokens, cost_usd, anomalies, indexed_at_us
+            FROM originals, generate_series(1, \(copies)) AS n;
+            INSERT INTO calls
+            SELECT o.top + (n - 1) * \(indexed) + o.rank, k.ordinal, k.run_id, k.step, k.call_id,
+                CASE WHEN (o.top + (n - 1) * \(indexed) + o.rank + k.ordinal) % 97 = 0 THEN 'tool_3' ELSE k.tool END,
+                k.arguments, k.verdict, k.rule, k.approval, k.approver, k.attempts, k.status, k.duration_us, k.error
+            FROM calls k JOIN originals o USING (log_id), generate_series(1, \(copies)) AS n;
+            SELECT setval(pg_get_serial_sequence('logs', 'log_id'), (SELECT MAX(log_id) FROM logs));
+            INSERT INTO suite_runs (suite_run_id, started_at_us, duration_ms, git_commit, git_branch, command_line, origin, cases,
+                passed, failed, errors, k, runner, ci_job)
+            SELECT n, 1795000000000000 + n::bigint * 60000000, 1000, md5(n::text), 'main', 'agent-eval run EvalCases/', 'run', 10, 9, 1, 0,
+                1, 'runner-' || (n % 8), 'job-' || n
+            FROM generate_series(1, \(suites)) AS n;
+            INSERT INTO case_results (suite_run_id, case_id, file, source, outcome, runs, passed_runs, pass_rate, stability,
+                file_digest)
+            SELECT n, 'case-' || c, 'EvalCases/case-' || c || '.yaml', 'recorded',
+                CASE WHEN (n + c) % 10 = 0 THEN 'fail' ELSE 'pass' END, 1, CASE WHEN (n + c) % 10 = 0 THEN 0 ELSE 1 END,
+                CASE WHEN (n + c) % 10 = 0 THEN 0.0 ELSE 1.0 END, 'stable', md5(c::text)
+            FROM generate_series(1, \(suites)) AS n, generate_series(0, 9) AS c;
+            SELECT setval(pg_get_serial_sequence('suite_runs', 'suite_run_id'), GREATEST(\(suites), 1));
+            COMMIT;
+            """)
+        try psql(url, "VACUUM ANALYZE")
+    }
+    let total = try catalog.query("SELECT COUNT(*) FROM logs").rows.first?.first?.int ?? 0
+    let calls = try catalog.query("SELECT COUNT(*) FROM calls").rows.first?.first?.int ?? 0
+    print(String(format: "postgres: %d runs (%d calls), %d suite runs loaded by SQL in %.0f s", total, calls, suites, loaded))
+    func timed(_ body: () throws -> Int) throws -> (ms: Double, rows: Int) {
+        var times: [Double] = []
+        var rows = 0
+        for _ in 0..<max(5, settings.repetitions * 5) { times.append(try seconds { rows = try body() }) }
+        return (median(times) * 1000, rows)
+    }
+    var rare = RunQuery()
+    rare.tools = ["tool_3"]
+    rare.notTools = ["tool_1"]
+    var broad = RunQuery()
+    broad.tools = ["tool_1"]
+    broad.notTools = ["tool_3"]
+    let rareTime = try timed { try catalog.runs(rare).count }
+    let broadTime = try timed { try catalog.runs(broad).count }
+    print(
+        String(
+            format:
+                "postgres: runs --tool tool_3 --not-tool tool_1 over %d runs: %.1f ms (%d rows); --tool tool_1 --not-tool tool_3: %.1f ms (%d rows) (target < 100 ms)",
+            total, rareTime.ms, rareTime.rows, broadTime.ms, broadTime.rows))
+    print("  plan (tool_3): " + (try catalog.plan(rare)).joined(separator: " | "))
+    print("  plan (tool_1): " + (try catalog.plan(broad)).joined(separator: " | "))
+    let history = try timed { try catalog.history(caseId: "case-3").entries.count }
+    print(
+        String(
+            format: "postgres: history case-3 over %d suite runs (%d case results): %.1f ms (%d entries) (target < 100 ms)", suites,
+            suites * 10, history.ms, history.rows))
+    let historyPlan = try catalog.query(
+        "EXPLAIN SELECT * FROM case_history WHERE case_id = 'case-3' ORDER BY started_at_us DESC, suite_run_id DESC LIMIT 20")
+    print("  plan (history): " + historyPlan.rows.compactMap { $0.first?.description }.joined(separator: " | "))
+}
+
+var settings = parseSettings()
 let logs = settings.directory + "/logs"
 try? FileManager.default.removeItem(atPath: settings.directory)
 try FileManager.default.createDirectory(atPath: logs, withIntermediateDirectories: true)
@@ -216,6 +333,14 @@ print(
         Double(catalogBytes) / 1e6, events, Double(catalogBytes) / Double(events), Double(logBytes) / Double(events)))
 
 // 5. The same logs into a PostgreSQL catalog.
+if settings.store == "postgres" && settings.postgres == nil {
+    do {
+        startedServer = try await PostgresTestServer.start(durable: true)
+    } catch {
+        fail("cannot start a PostgreSQL server: \(error)")
+    }
+    settings.postgres = startedServer?.url
+}
 if let url = settings.postgres {
     var serverTimes: [Double] = []
     var serverParallelTimes: [Double] = []
@@ -253,11 +378,12 @@ if let url = settings.postgres {
         try psql(url, emptied)
         let group = DispatchGroup()
         let failures = Mutex(0)
+        let agentEval = settings.agentEval
         fourTimes.append(
             seconds {
                 for quarter in quarters {
                     DispatchQueue.global().async(group: group) {
-                        let result = try? Subprocess.runBlocking(settings.agentEval, ["index", "--catalog", url, quarter])
+                        let result = try? Subprocess.runBlocking(agentEval, ["index", "--catalog", url, quarter])
                         if result?.status != 0 { failures.withLock { $0 += 1 } }
                     }
                 }
@@ -271,6 +397,8 @@ if let url = settings.postgres {
         String(
             format: "postgres: 4 index processes at once: %.0f logs/s in all; one process: %.0f logs/s; %.2fx",
             fourRate, oneRate, fourRate / oneRate))
+    try postgresQueries(url, settings: settings)
+    stopServer()
 }
 
 // 2. runs --tool X --not-tool Y over many indexed runs.

@@ -20,7 +20,8 @@ public final class PostgresTestServer: Sendable {
     /// The catalog URL of the server's database.
     public let url: String
     public let port: Int
-    private let directory: String
+    /// The cluster's directory (`scripts/postgres_server stop DIRECTORY` ends the server).
+    public let directory: String
 
     private init(url: String, port: Int, directory: String) {
         self.url = url
@@ -28,11 +29,12 @@ public final class PostgresTestServer: Sendable {
         self.directory = directory
     }
 
-    /// Starts a server.
-    public static func start() async throws -> PostgresTestServer {
+    /// Starts a server: for a test, without fsync (its files are thrown away); `durable`, with
+    /// PostgreSQL's own durability settings (for a benchmark).
+    public static func start(durable: Bool = false) async throws -> PostgresTestServer {
         let port = try Self.freePort()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agent-eval-pg-\(UUID().uuidString)").path
-        let result = try await Self.script(["start", directory, String(port)])
+        let result = try await Self.script(["start", directory, String(port)] + (durable ? ["durable"] : []))
         guard result.status == 0 else {
             throw PostgresServerError(message: "scripts/postgres_server could not start a server (exit \(result.status)): \(result.stderr)")
         }
