@@ -91,7 +91,11 @@ extension Catalog {
     ) throws(CatalogError) -> IndexSummary {
         var logs: [String]
         if paths.isEmpty {
-            logs = try read { db in try db.column("SELECT path FROM logs WHERE status <> 'vanished' ORDER BY path", as: String.self) }
+            logs = try read { db in
+                let seen = Self.seenHere(db)
+                return try db.column(
+                    "SELECT path FROM logs WHERE status <> 'vanished'\(seen.condition) ORDER BY path", seen.arguments, as: String.self)
+            }
         } else {
             logs = try Self.findLogs(paths)
             // Known logs under the directories given that are not there any more.
@@ -103,8 +107,10 @@ extension Catalog {
             for directory in directories {
                 let prefix = Self.absolute(directory) + "/"
                 let known = try read { db in
-                    try db.column(
-                        "SELECT path FROM logs WHERE \(db.dialect.hasPrefix("path")) AND status <> 'vanished'", [prefix], as: String.self)
+                    let seen = Self.seenHere(db)
+                    return try db.column(
+                        "SELECT path FROM logs WHERE \(db.dialect.hasPrefix("path")) AND status <> 'vanished'\(seen.condition)",
+                        [prefix] + seen.arguments, as: String.self)
                 }
                 logs.append(contentsOf: known.filter { !present.contains($0) })
             }
@@ -129,7 +135,7 @@ extension Catalog {
             next = number + 1 < batches.count ? try start(batches[number + 1], on: readers, memberLimit: memberLimit) : nil
             let batch = current.wait()
             let indexed =
-                batch.contains(where: { $0.unchanged == nil })
+                batch.contains(where: { $0.unchanged == nil || $0.touch != nil })
                 ? try write(batch, memberLimit: memberLimit) : batch.compactMap(\.unchanged)
             // Said once the batch is committed: output that blocks holds no lock.
             for log in indexed {
@@ -138,6 +144,21 @@ extension Catalog {
             }
         }
         return summary
+    }
+
+    /// The runner or host this process indexes on (`logs.seen_on`): the name a suite run
+    /// records as its runner (`place(in:)`).
+    static let seenOn: String? = SuiteRunInfo.place(in: ProcessInfo.processInfo.environment).runner
+
+    /// A condition (` AND …`, to follow others) that keeps, in a catalog many machines share
+    /// (PostgreSQL), the rows of logs this machine saw last: the only ones whose files it can
+    /// look for (`index` with no paths, marking vanished logs, `catalog check`). Another
+    /// runner's log is not gone because this one lacks the file. Empty for a SQLite catalog,
+    /// one machine's.
+    static func seenHere(_ db: any SQLConnection) -> (condition: String, arguments: [(any SQLArgument)?]) {
+        guard db.dialect == .postgres else { return ("", []) }
+        guard let seenOn else { return (" AND seen_on IS NULL", []) }
+        return (" AND seen_on = ?", [seenOn])
     }
 
     /// Writes one batch's logs in one transaction and returns what became of each. One commit
@@ -153,6 +174,12 @@ extension Catalog {
                 var indexed: [IndexedLog] = []
                 for item in batch {
                     if let unchanged = item.unchanged {
+                        // Its new stamp taken when the row is still the one it was compared with.
+                        if let (known, now) = item.touch, let current = try StoredLog.fetch(db, path: item.path),
+                            current.id == known.id, current.identity == known.identity
+                        {
+                            try current.touch(path: item.path, now: now, in: db)
+                        }
                         indexed.append(unchanged)
                     } else if let problem = failed[item.path] {
                         indexed.append(try Self.recordFailure(of: item.path, problem: problem, in: db))
@@ -191,8 +218,7 @@ extension Catalog {
             let known = known[index]
             batch.group.enter()
             readers.submit {
-                var log = BatchLog(path: path)
-                (log.unchanged, log.prepared) = Self.prepare(absolute: path, known: known, memberLimit: memberLimit)
+                let log = Self.prepare(absolute: path, known: known, memberLimit: memberLimit)
                 batch.logs.withLock { $0[index] = log }
                 batch.group.leave()
             }
@@ -204,8 +230,11 @@ extension Catalog {
 /// A log of a batch `index(paths:)` indexes, as the batch was looked at on a read snapshot.
 struct BatchLog: Sendable {
     var path: String
-    /// Set when its identity was unchanged: nothing to read.
+    /// Set when its identity was unchanged, or its bytes were (then `touch` is set): nothing to read.
     var unchanged: IndexedLog?
+    /// A log whose bytes are those of its row (`StoredLog.holdsSameContent`) though its stamp
+    /// changed: the row, and the stamp it takes.
+    var touch: (known: StoredLog, now: FileStamp)?
     /// The log read outside the transaction (nil: read it inside).
     var prepared: PreparedLog?
 }

@@ -24,10 +24,14 @@ public struct StaleLog: Sendable, Hashable {
 }
 
 extension Catalog {
-    /// Rows whose log changed or vanished since it was indexed (nothing is read but the tails).
+    /// Rows whose log changed or vanished since it was indexed (nothing is read but the tails);
+    /// in a catalog many machines share, of the logs this machine saw last (`seenHere`).
     public func check() throws(CatalogError) -> (checked: Int, stale: [StaleLog]) {
         let known = try read { db in
-            try db.rows("SELECT path, size, mtime_ns, tail_offset, tail_end, tail_hash FROM logs WHERE status <> 'vanished' ORDER BY path")
+            let seen = Self.seenHere(db)
+            return try db.rows(
+                "SELECT path, size, mtime_ns, tail_offset, tail_end, tail_hash FROM logs WHERE status <> 'vanished'\(seen.condition) ORDER BY path",
+                seen.arguments)
         }
         var stale: [StaleLog] = []
         for row in known {

@@ -15,8 +15,9 @@ extension Catalog {
     /// (with their calls) into `target`, typically a team's PostgreSQL catalog after a CI job
     /// that ran with the embedded SQLite one. Idempotent: a suite run the target holds already
     /// (the same start time, command line, runner, commit and shard) is not copied again, and a
-    /// log row whose log the target knows with the same identity (size, modification time, tail
-    /// hash) is left as it is; one it knows with another identity is replaced. The fact cache and
+    /// log row whose log the target knows at that path with the same identity (size,
+    /// modification time, tail hash) or the same content hash is left as it is; one it knows
+    /// there with another identity is replaced. The fact cache and
     /// step tables, caches of this machine's files, stay behind. Each suite run, and each batch
     /// of logs, is one transaction in the target.
     public func push(to target: Catalog, logsPerTransaction: Int = 256) throws(CatalogError) -> PushSummary {
@@ -68,10 +69,12 @@ extension Catalog {
                 for (log, calls) in rows {
                     guard let log else { continue }
                     let path: String = log["path"]
-                    if let theirs = try db.row("SELECT log_id, size, mtime_ns, tail_hash FROM logs WHERE path = ?", [path]) {
+                    if let theirs = try db.row("SELECT log_id, size, mtime_ns, tail_hash, content_hash FROM logs WHERE path = ?", [path]) {
+                        let contentHash: String? = log["content_hash"]
                         let same =
                             (theirs["size"] as Int) == log["size"] && (theirs["mtime_ns"] as Int) == log["mtime_ns"]
                             && (theirs["tail_hash"] as String) == log["tail_hash"]
+                            || contentHash != nil && (theirs["content_hash"] as String?) == contentHash
                         if same {
                             known += 1
                             continue

@@ -345,16 +345,19 @@ extension Catalog {
         }
     }
 
+    /// The statement `history` runs, with the case id and the limit to bind: it walks
+    /// `suite_runs_by_start` newest first and finds the case's row of each suite run in
+    /// `case_results_by_case` (a test reads PostgreSQL's plan of it over many suite runs).
+    static let historyStatement = """
+        SELECT suite_run_id, started_at_us, git_commit, git_branch, runner, ci_job, file_digest, outcome, runs, passed_runs,
+            pass_rate, stability
+        FROM case_history WHERE case_id = ? ORDER BY started_at_us DESC, suite_run_id DESC LIMIT ?
+        """
+
     /// The last `limit` suite runs' outcomes for `caseId`, newest first.
     public func history(caseId: String, limit: Int = 20) throws(CatalogError) -> CaseStability {
         let entries = try read { db in
-            try db.rows(
-                """
-                SELECT suite_run_id, started_at_us, git_commit, git_branch, runner, ci_job, file_digest, outcome, runs, passed_runs,
-                    pass_rate, stability
-                FROM case_history WHERE case_id = ? ORDER BY started_at_us DESC, suite_run_id DESC LIMIT ?
-                """, [caseId, limit]
-            ).map { row in
+            try db.rows(Self.historyStatement, [caseId, limit]).map { row in
                 CaseHistoryEntry(
                     suiteRunId: row["suite_run_id"], startedAtUs: row["started_at_us"], gitCommit: row["git_commit"],
                     gitBranch: row["git_branch"], runner: row["runner"], ciJob: row["ci_job"], fileDigest: row["file_digest"],

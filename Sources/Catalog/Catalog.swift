@@ -1,4 +1,4 @@
-import ConfigFile
+public import ConfigFile
 import Foundation
 import TraceCore
 
@@ -22,6 +22,35 @@ public final class Catalog: Sendable {
         let root = projectRoot(of: directory ?? FileManager.default.currentDirectoryPath)
         return (root as NSString).appendingPathComponent(".agent-eval/catalog.sqlite")
     }
+
+    /// The project's catalog setting: `catalog:` in `.agent-eval/settings.yaml` in the project
+    /// root of `directory` (this process's working directory when nil) — a team's PostgreSQL
+    /// URL, or a file (relative to the project root) — so that every command in the project,
+    /// on every machine, uses it without a flag. Nil when there is no such file or key, and
+    /// when `AGENT_EVAL_CATALOG` is set (it wins, as `--catalog` wins over both). The file is
+    /// meant to be committed, so a URL with a password in it is refused: the password comes
+    /// from `PGPASSWORD` (or `~/.pgpass`-style secrets the CI injects as that variable).
+    public static func projectSetting(in directory: String? = nil) throws(ConfigError) -> String? {
+        if let path = ProcessInfo.processInfo.environment["AGENT_EVAL_CATALOG"], !path.isEmpty { return nil }
+        let root = projectRoot(of: directory ?? FileManager.default.currentDirectoryPath)
+        let file = (root as NSString).appendingPathComponent(settingsFile)
+        guard FileManager.default.fileExists(atPath: file) else { return nil }
+        var settings = try ConfigNode.load(path: file).mapping("the project settings")
+        let node = settings.optional("catalog")
+        try settings.finish()
+        guard let node else { return nil }
+        let location = try node.nonEmptyString("catalog")
+        guard isServer(location) else { return ConfigPath.resolve(location, from: root) }
+        guard redacted(location) == location else {
+            throw ConfigError(
+                .invalidValue, "the catalog URL in \(settingsFile) holds a password, and this file is meant to be committed",
+                at: node.location, hint: "write it as postgres://USER@HOST:PORT/DATABASE and give the password in PGPASSWORD")
+        }
+        return location
+    }
+
+    /// The project settings file, relative to the project root.
+    public static let settingsFile = ".agent-eval/settings.yaml"
 
     /// The folder a project's catalog lives in: `ConfigPath.projectRoot(of:)`.
     public static func projectRoot(of directory: String) -> String { ConfigPath.projectRoot(of: directory) }

@@ -7,8 +7,27 @@ enum CatalogSchema {
     static var version: Int { migrations.count }
 
     static let migrations: [String] = [
-        version1, version2, version3, version4, version5, version6, version7, version8, version9, version10,
+        version1, version2, version3, version4, version5, version6, version7, version8, version9, version10, version11,
     ]
+
+    /// Version 11: a log known by its content as well as by its path, for a catalog that many
+    /// machines share. `logs.content_hash` and `facts.content_hash` are the SHA-256 of the file's
+    /// bytes when it was read (`LogFingerprint.contentHash`; NULL for a torn log, which is still
+    /// being written), so a log seen again at another path or on another machine, or with a new
+    /// modification time after a checkout, is recognised without being read; `logs.seen_on` is
+    /// the runner or host that last indexed the log (`seen_at` in `runs --json` is the URI
+    /// `file://SEEN_ON/PATH`). NULL in rows written before; `catalog rebuild` fills them.
+    /// `facts_identity` takes the content hash too, so a suite's kept results still read every
+    /// identity from the index, never from the rows that hold the state blobs.
+    static let version11 = """
+        ALTER TABLE logs ADD COLUMN content_hash TEXT;
+        ALTER TABLE logs ADD COLUMN seen_on TEXT;
+        CREATE INDEX logs_by_content ON logs (content_hash) WHERE content_hash IS NOT NULL;
+        ALTER TABLE facts ADD COLUMN content_hash TEXT;
+        CREATE INDEX facts_by_content ON facts (content_hash, extractor_version) WHERE content_hash IS NOT NULL;
+        DROP INDEX facts_identity;
+        CREATE INDEX facts_identity ON facts (path, extractor_version, size, mtime_ns, tail_offset, tail_end, tail_hash, content_hash);
+        """
 
     /// Version 10: where a suite run ran — the runner (the CI's name for it, else the host) and
     /// the CI's link to the job — so a history gathered from many machines (`catalog merge`, a

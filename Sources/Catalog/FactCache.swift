@@ -14,6 +14,11 @@ import TraceLog
 /// log that changed while it was read is not stored. A log that cannot be read is never
 /// cached: its error comes from reading it, every time.
 ///
+/// A log the cache holds no entry for at its path (or whose stamp changed) is looked up by its
+/// content (`LogFingerprint.contentHash`, the SHA-256 of its bytes) before it is read: the
+/// same log at another path, on another machine sharing the catalog, or given a new
+/// modification time by a checkout has the entry, and the check results, made from it there.
+///
 /// New entries are written a batch at a time (`logsPerWrite` logs' facts and results in one
 /// transaction, fewer when their states add up to `bytesPerWrite`), and the rest by `flush()`,
 /// which the eval runner calls when a suite run ends; until then the cache answers from the
@@ -44,16 +49,28 @@ public struct FactCache: LogFactSource {
     public var reusedResults: Int { counts.value.withLock { $0.reused } }
 
     public func facts(for log: String) throws -> LogFacts {
+        var content = LazyContentHash()
+        return try facts(for: log, content: &content)
+    }
+
+    /// The facts of `log`; `content`, its content hash once computed (nil: not yet), shared
+    /// with the caller so that a log is hashed once.
+    private func facts(for log: String, content: inout LazyContentHash) throws -> LogFacts {
         let path = Catalog.absolute(log)
         guard let before = FileStamp(path: path) else { return try LogFacts.read(log) }
         if let cached = pending.facts(for: path, stamp: before) ?? (try? cached(path, stamp: before)) {
             counts.value.withLock { $0.cached += 1 }
             return cached
         }
+        let hash = content.resolve(path, before)
+        if let hash, let cached = try? cached(content: hash) {
+            counts.value.withLock { $0.cached += 1 }
+            return cached
+        }
         counts.value.withLock { $0.read += 1 }
         // The facts' state is written whole to the catalog below: its outputs stay in memory.
         let facts = try LogFacts.read(log, storesOutputs: false)
-        if FileStamp(path: path) == before { try? store(facts, path: path, stamp: before) }
+        if let hash, FileStamp(path: path) == before { try? store(facts, path: path, stamp: before, contentHash: hash) }
         return facts
     }
 
@@ -62,13 +79,25 @@ public struct FactCache: LogFactSource {
     public func result(for log: String, key: CheckKey?, check: (LogFacts) -> RunResult) throws -> RunResult {
         let path = Catalog.absolute(log)
         guard let key, let before = FileStamp(path: path) else { return check(try facts(for: log)) }
-        if let kept = checkResults(for: key)[path], kept.identity.matches(path, now: before),
-            let json = try? JSONParser.parse(Array(kept.result.utf8)), let result = RunResult(cached: json, log: log, repeatIndex: 0)
-        {
+        func reused(_ text: String) -> RunResult? {
+            guard let json = try? JSONParser.parse(Array(text.utf8)), let result = RunResult(cached: json, log: log, repeatIndex: 0) else {
+                return nil
+            }
             counts.value.withLock { $0.reused += 1 }
             return result
         }
-        let result = check(try facts(for: log))
+        let kept = checkResults(for: key)
+        if let entry = kept.byPath[path], entry.identity.matches(path, now: before), let result = reused(entry.result) {
+            return result
+        }
+        // The same bytes checked at another path, on another machine, or before a checkout.
+        var content = LazyContentHash()
+        if !kept.byContent.isEmpty, let hash = content.resolve(path, before), let text = kept.byContent[hash],
+            let result = reused(text)
+        {
+            return result
+        }
+        let result = check(try facts(for: log, content: &content))
         guard result.error == nil, FileStamp(path: path) == before else { return result }
         pending.add(PendingWrites.Result(path: path, key: key, stamp: before, text: JSONWriter.encodeString(result.cacheJSON)))
         flushIfFull()
@@ -83,7 +112,7 @@ public struct FactCache: LogFactSource {
             guard !facts.isEmpty || !results.isEmpty else { return }
             let stored = try? catalog.write { db in try Self.write(facts, results, in: db) }
             kept.value.withLock { kept in
-                for (key, path, identity, text) in stored ?? [] { kept[key]?[path] = (identity, text) }
+                for (key, path, identity, text) in stored ?? [] { kept[key]?.byPath[path] = (identity, text) }
             }
         }
     }
@@ -103,16 +132,16 @@ public struct FactCache: LogFactSource {
             try db.execute("DELETE FROM check_results WHERE path = ?", [entry.path])
             try db.execute(
                 """
-                INSERT INTO facts (path, extractor_version, size, mtime_ns, tail_offset, tail_end, tail_hash, facts)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO facts (path, extractor_version, size, mtime_ns, tail_offset, tail_end, tail_hash, facts, content_hash)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (path) DO UPDATE SET extractor_version = excluded.extractor_version, size = excluded.size,
                     mtime_ns = excluded.mtime_ns, tail_offset = excluded.tail_offset, tail_end = excluded.tail_end,
-                    tail_hash = excluded.tail_hash, facts = excluded.facts
+                    tail_hash = excluded.tail_hash, facts = excluded.facts, content_hash = excluded.content_hash
                 """,
                 [
                     entry.path, LogFacts.extractorVersion, entry.identity.stamp.size, entry.identity.stamp.mtimeNs,
                     entry.identity.tailOffset,
-                    entry.identity.tailEnd, entry.identity.tailHash, entry.blob,
+                    entry.identity.tailEnd, entry.identity.tailHash, entry.blob, entry.contentHash,
                 ])
         }
         var stored: [(CheckKey, String, LogFingerprint, String)] = []
@@ -135,12 +164,13 @@ public struct FactCache: LogFactSource {
     }
 
     /// Every check result kept under `key`, by log path, with the identity of the facts it was
-    /// made from: read in one query the first time a key is asked for (a suite checks many logs
-    /// with one case), so each log then costs a stat and a tail hash, not a database round trip.
-    private func checkResults(for key: CheckKey) -> [String: (identity: LogFingerprint, result: String)] {
+    /// made from, and by content hash: read in one query the first time a key is asked for (a
+    /// suite checks many logs with one case), so each log then costs a stat and a tail hash
+    /// (and a content hash when its path has none), not a database round trip.
+    private func checkResults(for key: CheckKey) -> KeptResults.ForKey {
         kept.value.withLock { kept in
             if let results = kept[key] { return results }
-            var results: [String: (identity: LogFingerprint, result: String)] = [:]
+            var results = KeptResults.ForKey()
             do {
                 try catalog.read { db in
                     let bind: (inout any SQLBinder) -> Void = {
@@ -151,12 +181,13 @@ public struct FactCache: LogFactSource {
                         let identity = LogFingerprint(
                             stamp: FileStamp(size: row.int(1), mtimeNs: row.int(2)), tailOffset: row.int(3), tailEnd: row.int(4),
                             tailHash: row.text(5))
-                        results[row.text(0)] = (identity, row.text(6))
+                        results.byPath[row.text(0)] = (identity, row.text(6))
+                        if let content = row.optionalText(7) { results.byContent[content] = row.text(6) }
                     }
                 }
             } catch {
                 // Without them every log is checked from its facts; nothing kept is trusted.
-                results = [:]
+                results = KeptResults.ForKey()
             }
             kept[key] = results
             return results
@@ -167,7 +198,7 @@ public struct FactCache: LogFactSource {
     /// `check_results_by_case`, the identities read from `facts_identity` (not from the rows of
     /// `facts`, which hold the state blobs).
     static let keptResultsSQL = """
-        SELECT f.path, f.size, f.mtime_ns, f.tail_offset, f.tail_end, f.tail_hash, r.result
+        SELECT f.path, f.size, f.mtime_ns, f.tail_offset, f.tail_end, f.tail_hash, r.result, f.content_hash
         FROM check_results r JOIN facts f ON f.path = r.path
         WHERE r.case_key = ? AND f.extractor_version = ?
         """
@@ -189,13 +220,28 @@ public struct FactCache: LogFactSource {
         else {
             return nil
         }
+        return try Self.decode(compressed, path: path)
+    }
+
+    /// An entry made from a log with these bytes, at whatever path (`content_hash`).
+    func cached(content hash: String) throws -> LogFacts? {
+        let entry = try catalog.read { db in
+            try db.row(
+                "SELECT path, facts FROM facts WHERE content_hash = ? AND extractor_version = ? LIMIT 1",
+                [hash, LogFacts.extractorVersion])
+        }
+        guard let entry, let compressed = entry.blob("facts") else { return nil }
+        return try Self.decode(compressed, path: entry["path"])
+    }
+
+    private static func decode(_ compressed: [UInt8], path: String) throws -> LogFacts {
         let text = try GzipData.decompress(compressed, path: path)
         return try text.withUnsafeBytes { try JSONScanner.scan($0) { try LogFacts(cached: &$0) } }
     }
 
     /// Queues the facts of the log at `path` as read at `stamp`, with its identity taken now
-    /// (just after the read that found the file unchanged).
-    func store(_ facts: LogFacts, path: String, stamp: FileStamp) throws {
+    /// (just after the read that found the file unchanged) and its content hash.
+    func store(_ facts: LogFacts, path: String, stamp: FileStamp, contentHash: String) throws {
         let (tailOffset, tailEnd) = LogFingerprint.tailRange(
             memberOffset: facts.lastCompleteMemberOffset ?? 0, end: facts.tear?.memberOffset ?? stamp.size)
         guard let hash = LogFingerprint.hash(path, from: tailOffset, to: tailEnd) else { return }
@@ -203,7 +249,8 @@ public struct FactCache: LogFactSource {
         let bytes = facts.cachedBytes
         pending.add(
             PendingWrites.Facts(
-                path: path, identity: identity, blob: try GzipData.compressQuickly(bytes), stateBytes: bytes.count, facts: facts))
+                path: path, identity: identity, blob: try GzipData.compressQuickly(bytes), stateBytes: bytes.count, facts: facts,
+                contentHash: contentHash))
         flushIfFull()
     }
 }
@@ -217,6 +264,7 @@ private final class PendingWrites: Sendable {
         /// The size of the state's snapshot, for what the batch holds in memory.
         var stateBytes: Int
         var facts: LogFacts
+        var contentHash: String
     }
 
     struct Result: Sendable {
@@ -260,7 +308,27 @@ private final class PendingWrites: Sendable {
 
 /// Check results read for a key, shared by the copies of one `FactCache`.
 private final class KeptResults: Sendable {
-    let value = Mutex<[CheckKey: [String: (identity: LogFingerprint, result: String)]]>([:])
+    /// One key's results: by path with the identity of the facts they were made from, and by
+    /// the content hash of those facts.
+    struct ForKey: Sendable {
+        var byPath: [String: (identity: LogFingerprint, result: String)] = [:]
+        var byContent: [String: String] = [:]
+    }
+
+    let value = Mutex<[CheckKey: ForKey]>([:])
+}
+
+/// A log's content hash, computed when first needed (`resolve`) and then kept.
+private struct LazyContentHash {
+    private var computed: String??
+
+    /// The content hash of the log at `path` (its first `stamp.size` bytes), computed once.
+    mutating func resolve(_ path: String, _ stamp: FileStamp) -> String? {
+        if let computed { return computed }
+        let hash = LogFingerprint.contentHash(path, length: stamp.size)
+        computed = .some(hash)
+        return hash
+    }
 }
 
 /// The cache's hit and read counts, shared by the copies of one `FactCache`.

@@ -116,6 +116,10 @@ extension Catalog {
         if let known, known.identity.matches(path, now: stamp) {
             return IndexedLog(path: path, change: .unchanged, status: known.status, problem: known.problem, eventsRead: 0)
         }
+        if prepared == nil, let known, known.holdsSameContent(path, now: stamp) {
+            try known.touch(path: path, now: stamp, in: db)
+            return IndexedLog(path: path, change: .unchanged, status: known.status, problem: known.problem, eventsRead: 0)
+        }
         if var prepared, prepared.basis == PreparedLog.Basis(known) {
             let logId = try Self.startRows(of: path, known: known, keepingCallsBelow: prepared.keepsCallsBelow, in: db)
             try pending.take(&prepared.rows, logId: logId, path: path, in: db)
@@ -184,12 +188,12 @@ extension Catalog {
                 ended_at_us = NULL, stop_reason = NULL, stop_limit = NULL, events = 0, steps = 0, decisions = 0,
                 invalid_decisions = 0, tool_calls = 0, executed_calls = 0, denied_calls = 0, failed_calls = 0, input_tokens = 0,
                 output_tokens = 0, cost_usd = 0, anomalies = 0, indexed_at_us = ?, resume = NULL, forked_from = NULL,
-                fork_step = NULL
+                fork_step = NULL, content_hash = NULL, seen_on = ?
             WHERE log_id = ?
             """,
             [
                 stamp.size, stamp.mtimeNs, tail.offset, tail.end, LogFingerprint.hash(path, from: tail.offset, to: tail.end) ?? "", problem,
-                nowUs(), logId,
+                nowUs(), seenOn, logId,
             ])
         return IndexedLog(
             path: path, change: known == nil ? .added : .reindexed, status: .damaged, problem: problem, eventsRead: 0,
@@ -201,27 +205,28 @@ extension Catalog {
     /// `index(absolute:in:pending:prepared:)` to write; nothing when the file is gone or the log
     /// holds more calls than one read may keep (`Catalog.callsHeldInMemory`): such a log is read
     /// inside the transaction, its settled calls written as it goes.
-    static func prepare(
-        absolute path: String, known: StoredLog?, memberLimit: Int = Catalog.defaultMemberLimit
-    ) -> (unchanged: IndexedLog?, prepared: PreparedLog?) {
-        guard let stamp = FileStamp(path: path) else { return (nil, nil) }
-        if let known, known.identity.matches(path, now: stamp) {
-            return (IndexedLog(path: path, change: .unchanged, status: known.status, problem: known.problem, eventsRead: 0), nil)
+    static func prepare(absolute path: String, known: StoredLog?, memberLimit: Int = Catalog.defaultMemberLimit) -> BatchLog {
+        var log = BatchLog(path: path)
+        guard let stamp = FileStamp(path: path) else { return log }
+        if let known, known.identity.matches(path, now: stamp) || known.holdsSameContent(path, now: stamp) {
+            log.unchanged = IndexedLog(path: path, change: .unchanged, status: known.status, problem: known.problem, eventsRead: 0)
+            if !known.identity.matches(path, now: stamp) { log.touch = (known, stamp) }
+            return log
         }
         let plan = ReadPlan(known: known, path: path, now: stamp)
         var indexer = LogIndexer(path: path, memberLimit: memberLimit) { _ in throw PreparedLog.TooManyCalls() }
         do {
             try indexer.read(from: plan.resume, storedTailOffset: plan.storedTailOffset)
         } catch {
-            return (nil, nil)
+            return log
         }
         let row = indexer.finish(stampBefore: stamp, now: nowUs())
-        let prepared = PreparedLog(
+        log.prepared = PreparedLog(
             basis: PreparedLog.Basis(known), keepsCallsBelow: plan.resume?.callBase, rows: indexer.rows, row: row,
             indexed: IndexedLog(
                 path: path, change: plan.change, status: row.status, problem: row.problem, eventsRead: indexer.eventsRead,
                 problemCode: indexer.damageCode), steps: indexer.takeSteps(row: row))
-        return (nil, prepared)
+        return log
     }
 
     /// The log's id, inserting a placeholder row for a new log, with the call rows its read
@@ -261,13 +266,35 @@ struct StoredLog: Sendable {
     var status: LogStatus
     var problem: String?
     var resume: ResumePoint?
+    /// The content identity it was indexed with (nil: torn, or indexed before version 11).
+    var contentHash: String?
+
+    /// Whether the file at `path`, whose stamp is `now`, holds the very bytes this row was read
+    /// from though its stamp is not the row's: the same size and content hash. A fresh checkout
+    /// or a copy gives a log a new modification time; it need not be read again for that.
+    func holdsSameContent(_ path: String, now: FileStamp) -> Bool {
+        guard let contentHash, now.size == identity.stamp.size, identity.stamp != now else { return false }
+        return LogFingerprint.contentHash(path, length: now.size) == contentHash
+    }
+
+    /// Takes the new stamp of a log that `holdsSameContent` (its step table's too) and this
+    /// machine as the one that saw it last.
+    func touch(path: String, now: FileStamp, in db: any SQLConnection) throws {
+        try db.execute("UPDATE logs SET mtime_ns = ?, seen_on = ? WHERE log_id = ?", [now.mtimeNs, Catalog.seenOn, id])
+        try db.execute(
+            "UPDATE step_logs SET mtime_ns = ? WHERE path = ? AND size = ? AND mtime_ns = ?",
+            [now.mtimeNs, path, identity.stamp.size, identity.stamp.mtimeNs])
+    }
 
     /// The row of the log at `path`, read straight through SQLite's C API (`BoundRow`): it is
     /// looked up twice per log indexed, and GRDB's `Row` cost more than the lookup.
     static func fetch(_ db: any SQLConnection, path: String) throws -> StoredLog? {
         var stored: StoredLog?
         try db.run(
-            "SELECT log_id, size, mtime_ns, tail_offset, tail_end, tail_hash, status, problem, resume FROM logs WHERE path = ?",
+            """
+            SELECT log_id, size, mtime_ns, tail_offset, tail_end, tail_hash, status, problem, resume, content_hash
+            FROM logs WHERE path = ?
+            """,
             bind: { $0.bind(path) }
         ) { row in
             let resume = row.blob(8).flatMap { bytes in
@@ -278,7 +305,8 @@ struct StoredLog: Sendable {
                 identity: LogFingerprint(
                     stamp: FileStamp(size: row.int(1), mtimeNs: row.int(2)), tailOffset: row.int(3), tailEnd: row.int(4),
                     tailHash: row.text(5)),
-                status: LogStatus(rawValue: row.text(6)) ?? .damaged, problem: row.optionalText(7), resume: resume)
+                status: LogStatus(rawValue: row.text(6)) ?? .damaged, problem: row.optionalText(7), resume: resume,
+                contentHash: row.optionalText(9))
         }
         return stored
     }
@@ -544,7 +572,9 @@ struct LogIndexer {
             failedCalls: state.counters.failedCalls, inputTokens: state.usage.inputTokens, outputTokens: state.usage.outputTokens,
             costUSD: state.usage.costUSD, anomalies: state.anomalies.count, indexedAtUs: now,
             resume: point.flatMap { isOpen && isSteady ? JSONWriter.encode($0.json) : nil }, forkedFrom: state.forked?.parentRunId,
-            forkStep: state.forked?.step)
+            forkStep: state.forked?.step,
+            // A torn log is still being written: it has no content identity yet.
+            contentHash: isSteady && status != .torn ? LogFingerprint.contentHash(path, length: stampBefore.size) : nil)
     }
 }
 
@@ -583,8 +613,11 @@ struct LogRow: Sendable {
     /// The parent run and its step, for a fork (`run_forked`).
     var forkedFrom: String?
     var forkStep: Int?
+    /// `LogFingerprint.contentHash` of the bytes read; nil for a torn log.
+    var contentHash: String?
 
-    /// Writes the values into the row `logId` (inserted before, as a placeholder, when new).
+    /// Writes the values into the row `logId` (inserted before, as a placeholder, when new),
+    /// with this machine as the one that saw it (`Catalog.seenOn`).
     func write(logId: Int64, in db: any SQLConnection) throws {
         try db.execute(
             """
@@ -592,7 +625,7 @@ struct LogRow: Sendable {
                 run_id = ?, agent = ?, agent_version = ?, model = ?, input = ?, started_at_us = ?, ended_at_us = ?,
                 stop_reason = ?, stop_limit = ?, events = ?, steps = ?, decisions = ?, invalid_decisions = ?, tool_calls = ?,
                 executed_calls = ?, denied_calls = ?, failed_calls = ?, input_tokens = ?, output_tokens = ?, cost_usd = ?,
-                anomalies = ?, indexed_at_us = ?, resume = ?, forked_from = ?, fork_step = ?
+                anomalies = ?, indexed_at_us = ?, resume = ?, forked_from = ?, fork_step = ?, content_hash = ?, seen_on = ?
             WHERE log_id = ?
             """
         ) { row in
@@ -628,6 +661,8 @@ struct LogRow: Sendable {
             row.bind(resume)
             row.bind(forkedFrom)
             row.bind(forkStep)
+            row.bind(contentHash)
+            row.bind(Catalog.seenOn)
             row.bind(logId)
         }
     }

@@ -1,4 +1,5 @@
 import EvalEngine
+import Foundation
 public import TraceCore
 
 /// Which indexed runs to list: every filter given must hold.
@@ -62,14 +63,32 @@ public struct RunQuery: Sendable, Hashable {
     func statement(_ shape: Shape = .newestFirst, dialect: SQLDialect = .sqlite) -> (sql: String, arguments: [CatalogValue]) {
         var conditions: [String] = []
         var arguments: [CatalogValue] = []
-        func probe(_ condition: String) -> String {
-            "EXISTS (SELECT 1 FROM calls c WHERE c.log_id = logs.log_id AND \(condition))"
+        func probe(_ condition: String, of run: String = "logs.log_id") -> String {
+            "EXISTS (SELECT 1 FROM calls c WHERE c.log_id = \(run) AND \(condition))"
         }
+        // On PostgreSQL the driven shape makes its matches first, in a materialized common
+        // table expression, and drops the runs that called a tool not wanted there, before a
+        // run's row is read: left to itself the planner turns `IN (SELECT …)` into a semi-join
+        // and walks every run newest first, which over a million runs where no run matches
+        // probed them all (4 s, `catalog-benchmark --store postgres`).
+        var matches = ""
+        var matchArguments: [CatalogValue] = []
         // The call filters go into one condition on one call, never one probe each: a probe
         // each would match a run whose refund was approved when another call ran without.
         let call = callConditions
         for tool in tools {
             let condition = (["c.tool = ?"] + (call.isEmpty ? ["c.attempts > 0"] : call)).joined(separator: " AND ")
+            if case .drivenBy(tool) = shape, dialect == .postgres {
+                let unwanted = notTools.map { _ in " AND NOT " + probe("c.tool = ? AND c.attempts > 0", of: "m.log_id") }.joined()
+                matches = """
+                    WITH matched AS MATERIALIZED (SELECT DISTINCT c.log_id FROM calls c WHERE \(condition)),
+                        kept AS MATERIALIZED (SELECT m.log_id FROM matched m WHERE TRUE\(unwanted))
+
+                    """
+                matchArguments = [.text(tool)] + notTools.map { .text($0) }
+                conditions.append("log_id IN (SELECT log_id FROM kept)")
+                continue
+            }
             if case .drivenBy(tool) = shape {
                 conditions.append("log_id IN (SELECT c.log_id FROM calls c WHERE \(condition))")
             } else {
@@ -81,7 +100,7 @@ public struct RunQuery: Sendable, Hashable {
             // `--denied` alone is what the run's own count says.
             conditions.append(call == [Self.deniedCall] ? "denied_calls > 0" : probe(call.joined(separator: " AND ")))
         }
-        for tool in notTools {
+        for tool in notTools where matches.isEmpty {
             conditions.append("NOT " + probe("c.tool = ? AND c.attempts > 0"))
             arguments.append(.text(tool))
         }
@@ -124,14 +143,16 @@ public struct RunQuery: Sendable, Hashable {
             arguments.append(.text(forksOf))
         }
         let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
-        let sql = """
-            SELECT log_id, path, run_id, agent, model, status, problem, stop_reason, stop_limit, steps, tool_calls, executed_calls,
-                denied_calls, input_tokens + output_tokens AS tokens, cost_usd, started_at_us, ended_at_us, forked_from, fork_step
-            FROM logs \(filter)
-            ORDER BY \(dialect.newestFirst)
-            LIMIT \(max(0, limit))
-            """
-        return (sql, arguments)
+        let sql =
+            matches + """
+                SELECT log_id, path, run_id, agent, model, status, problem, stop_reason, stop_limit, steps, tool_calls, executed_calls,
+                    denied_calls, input_tokens + output_tokens AS tokens, cost_usd, started_at_us, ended_at_us, forked_from, fork_step,
+                    content_hash, seen_on
+                FROM logs \(filter)
+                ORDER BY \(dialect.newestFirst)
+                LIMIT \(max(0, limit))
+                """
+        return (sql, matchArguments + arguments)
     }
 
     /// A call denied by policy or refused by a human (what `RunCounters.deniedCalls` counts).
@@ -173,6 +194,20 @@ public struct RunRow: Sendable, Hashable {
     /// For a fork: the parent run and the parent's step it continued after.
     public var forkedFrom: String?
     public var forkStep: Int?
+    /// The SHA-256 of the log's bytes (`LogFingerprint.contentHash`); nil for a torn log or a
+    /// row indexed before the catalog kept it.
+    public var contentHash: String? = nil
+    /// The runner or host that indexed the log last (`Catalog.seenOn`).
+    public var seenOn: String? = nil
+
+    /// Where the log was seen: `file://SEEN_ON/PATH` (the host percent-encoded), or nil when
+    /// the row does not say which machine.
+    public var seenAt: String? {
+        guard let seenOn, let host = seenOn.addingPercentEncoding(withAllowedCharacters: .urlHostAllowed),
+            let file = path.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed)
+        else { return nil }
+        return "file://\(host)\(file.hasPrefix("/") ? "" : "/")\(file)"
+    }
 
     /// The command that steps through this run.
     public var replayCommand: String { EvalReport.replayCommand(log: path, step: nil) }
@@ -197,6 +232,8 @@ public struct RunRow: Sendable, Hashable {
         object.set("ended_at_us", endedAtUs)
         object.set("forked_from", forkedFrom)
         object.set("fork_step", forkStep)
+        object.set("content_hash", contentHash)
+        object.set("seen_at", seenAt)
         object.set("replay", replayCommand)
         return object.json
     }
@@ -238,7 +275,8 @@ extension Catalog {
                     status: LogStatus(rawValue: row["status"]) ?? .damaged, problem: row["problem"], stopReason: row["stop_reason"],
                     limit: row["stop_limit"], steps: row["steps"], toolCalls: row["tool_calls"], executedCalls: row["executed_calls"],
                     deniedCalls: row["denied_calls"], tokens: row["tokens"], costUSD: row["cost_usd"], startedAtUs: row["started_at_us"],
-                    endedAtUs: row["ended_at_us"], forkedFrom: row["forked_from"], forkStep: row["fork_step"])
+                    endedAtUs: row["ended_at_us"], forkedFrom: row["forked_from"], forkStep: row["fork_step"],
+                    contentHash: row["content_hash"], seenOn: row["seen_on"])
             }
         }
     }

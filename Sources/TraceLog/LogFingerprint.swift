@@ -1,5 +1,7 @@
 import CLibdeflate
+import Crypto
 import Foundation
+import TraceCore
 
 #if canImport(Glibc)
     import Glibc
@@ -76,6 +78,30 @@ public struct LogFingerprint: Sendable, Hashable {
             offset += count
         }
         return hex(crc) + hex(adler)
+    }
+
+    /// A log's content identity: `sha256:` and the SHA-256 of the file's first `length` bytes
+    /// (its gzip members as written), or nil when it cannot be read that far. The same log has
+    /// the same content hash wherever it lies — another path, another machine, a fresh checkout
+    /// that gave it a new modification time — which is how a catalog shared by many machines
+    /// knows it (docs/catalog.md). BoringSSL hashes with the processor's SHA extensions where
+    /// there are some (about 2 GB/s here), so hashing a log costs a small part of reading it.
+    public static func contentHash(_ path: String, length: Int) -> String? {
+        guard length >= 0 else { return nil }
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        guard let chunk = readBuffers.pointer else { return nil }
+        var hasher = SHA256()
+        var offset = 0
+        while offset < length {
+            let count = pread(descriptor, chunk, min(readBufferSize, length - offset), off_t(offset))
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { return nil }
+            hasher.update(bufferPointer: UnsafeRawBufferPointer(start: chunk, count: count))
+            offset += count
+        }
+        return "sha256:" + ContentHash.hex(Array(hasher.finalize()))
     }
 
     /// Bytes `hash` reads at a time.

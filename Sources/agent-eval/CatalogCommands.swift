@@ -14,11 +14,23 @@ import TraceCore
 struct CatalogArguments: ParsableArguments {
     @Option(
         help: ArgumentHelp(
-            "The catalog file, or a team's PostgreSQL catalog as postgres://USER@HOST:PORT/DATABASE (password from PGPASSWORD; docs/catalog.md) (default: $AGENT_EVAL_CATALOG, else .agent-eval/catalog.sqlite in the project root: the nearest folder up from here with .agent-eval/ or .git, else the current directory).",
+            "The catalog file, or a team's PostgreSQL catalog as postgres://USER@HOST:PORT/DATABASE (password from PGPASSWORD; docs/catalog.md) (default: $AGENT_EVAL_CATALOG, else `catalog:` in .agent-eval/settings.yaml, else .agent-eval/catalog.sqlite, both in the project root: the nearest folder up from here with .agent-eval/ or .git, else the current directory).",
             valueName: "path-or-url"))
     var catalog: String?
 
     var path: String { catalog ?? Catalog.defaultPath() }
+
+    /// Takes the project's setting (`Catalog.projectSetting`) when neither --catalog nor
+    /// AGENT_EVAL_CATALOG names a catalog; a settings file that cannot be read, or holds a
+    /// mistake, stops the command with an error naming its line.
+    mutating func validate() throws {
+        guard catalog == nil else { return }
+        do {
+            catalog = try Catalog.projectSetting()
+        } catch {
+            throw diagnose(error)
+        }
+    }
 
     /// Opens the catalog (creating it on first use), or prints why not and exits 2.
     func open(readOnly: Bool = false) throws -> Catalog {
@@ -198,6 +210,9 @@ struct IndexCommand: ParsableCommand {
             var object = ObjectBuilder()
             object.set("summary", line)
             object.set("logs", summary.logs.count)
+            for change in [IndexedLog.Change.added, .grew, .reindexed, .unchanged, .vanished] {
+                object.set(change.rawValue, summary.count(change))
+            }
             object.set("events_read", summary.eventsRead)
             object.set("catalog", catalog.path)
             printJSON(object.json)

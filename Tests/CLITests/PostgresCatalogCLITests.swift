@@ -64,6 +64,52 @@ struct PostgresCatalogCLITests {
         }
     }
 
+    @Test("two runners index into one team catalog: each re-checks and marks vanished only the logs it saw, and runs says where")
+    func twoRunners() async throws {
+        try await PostgresTestServer.with { server in
+            try await TemporaryDirectory.with { directory in
+                let (first, second) = (directory.path("runner-a/logs"), directory.path("runner-b/logs"))
+                _ = try Self.copies(2, into: first)
+                _ = try Self.copies(3, into: second)
+                func onRunner(_ name: String, _ arguments: [String]) async throws -> ProcessResult {
+                    let result = try await agentEval(
+                        arguments + ["--catalog", server.url], in: directory.url, environment: ["RUNNER_NAME": name])
+                    #expect(result.status == 0, "\(arguments): \(result.stderr)")
+                    return result
+                }
+                _ = try await onRunner("runner a", ["index", first])
+                _ = try await onRunner("runner-b", ["index", second])
+                // The first runner's files are not on the second: its index with no paths and its
+                // check leave them alone.
+                try FileManager.default.moveItem(atPath: first, toPath: directory.path("elsewhere"))
+                let again = try await onRunner("runner-b", ["index", "--json"])
+                /// The summary object, the last line `index --json` prints.
+                func summaryObject(of result: ProcessResult) throws -> [String: Any] {
+                    let last = result.stdoutText.split(separator: "\n").last.map(String.init) ?? ""
+                    return try #require(try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any])
+                }
+                let summary = try summaryObject(of: again)
+                #expect(summary["vanished"] as? Int == 0 && summary["unchanged"] as? Int == 3, "\(summary)")
+                let check = try await onRunner("runner-b", ["catalog", "check"])
+                #expect(check.stdoutText.contains("0 stale"), "\(check.stdoutText)")
+                #expect(try await Self.number("SELECT COUNT(*) FROM logs WHERE status = 'vanished'", catalog: server.url) == 0)
+                // On the first runner, its own missing logs are found vanished.
+                let gone = try await onRunner("runner a", ["index", "--json"])
+                let goneSummary = try summaryObject(of: gone)
+                #expect(goneSummary["vanished"] as? Int == 2, "\(goneSummary)")
+
+                let runs = try await onRunner("runner-b", ["runs", "--json", "--limit", "100"])
+                let rows = try #require(try JSONSerialization.jsonObject(with: Data(runs.stdout)) as? [[String: Any]])
+                let places = rows.compactMap { $0["seen_at"] as? String }.sorted()
+                #expect(places.count == 5)
+                #expect(places.filter { $0.hasPrefix("file://runner%20a/") }.count == 2, "\(places)")
+                #expect(places.filter { $0.hasPrefix("file://runner-b/") }.count == 3, "\(places)")
+                #expect(
+                    rows.allSatisfy { ($0["content_hash"] as? String)?.hasPrefix("sha256:") == true || $0["status"] as? String == "torn" })
+            }
+        }
+    }
+
     @Test("catalog push copies a job's SQLite catalog into the team's once: the same runs and suite history there, nothing twice")
     func push() async throws {
         try await PostgresTestServer.with { server in

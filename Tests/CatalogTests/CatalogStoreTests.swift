@@ -509,7 +509,10 @@ struct CatalogStoreTests {
                 "/usr/bin/env",
                 [
                     "sqlite3", directory.path("source.sqlite"),
-                    "DROP INDEX logs_by_parent; ALTER TABLE logs DROP COLUMN fork_step; ALTER TABLE logs DROP COLUMN forked_from;",
+                    """
+                    DROP INDEX logs_by_content; ALTER TABLE logs DROP COLUMN seen_on; ALTER TABLE logs DROP COLUMN content_hash;
+                    DROP INDEX logs_by_parent; ALTER TABLE logs DROP COLUMN fork_step; ALTER TABLE logs DROP COLUMN forked_from;
+                    """,
                 ])
             let dump = try await Subprocess.run("/usr/bin/env", ["sqlite3", directory.path("source.sqlite"), ".dump logs calls"])
             let version1 = CatalogSchema.migrations[0] + "\nPRAGMA user_version = 1;\n"

@@ -84,6 +84,82 @@ struct PostgresCatalogTests {
         }
     }
 
+    @Test("in a PostgreSQL catalog, the same bytes at another path or touched are answered from the cache, and indexed as unchanged")
+    func contentIdentity() async throws {
+        try await PostgresTestServer.with { server in
+            try await TemporaryDirectory.with { directory in
+                try await ContentIdentity.check(catalog: server.url, in: directory)
+            }
+        }
+    }
+
+    @Test("over many runs, runs (both shapes) and history use the documented indexes on PostgreSQL, and the shapes agree")
+    func plansOverManyRuns() async throws {
+        try await PostgresTestServer.with { server in
+            let catalog = try Catalog(path: server.url)
+            defer { try? catalog.close() }
+            // 20,000 runs of 10 calls: tool_0 … tool_2 in turn; tool_1 never in every fourth run;
+            // tool_rare once in about 500 calls. 2,000 suite runs of ten cases.
+            let load = try Subprocess.runBlocking(
+                Subprocess.which("psql") ?? "/usr/bin/psql",
+                [
+                    server.url, "-v", "ON_ERROR_STOP=1", "-q", "-c",
+                    """
+                    BEGIN;
+                    INSERT INTO logs (log_id, path, size, mtime_ns, tail_offset, tail_end, tail_hash, status, run_id, agent, model,
+                        started_at_us, stop_reason, events, steps, decisions, invalid_decisions, tool_calls, executed_calls, denied_calls,
+                        failed_calls, input_tokens, output_tokens, cost_usd, anomalies, indexed_at_us)
+                    SELECT n, '/logs/run-' || n || '.jsonl.gz', 1000, 0, 0, 0, '', 'intact', 'run-' || n, 'agent-' || (n % 5), 'scripted:m',
+                        1795000000000000 + n::bigint * 1000, 'success', 30, 10, 10, 0, 10, 10, 0, 0, 0, 0, 0, 0, 0
+                    FROM generate_series(1, 20000) AS n;
+                    INSERT INTO calls (log_id, ordinal, run_id, step, call_id, tool, arguments, attempts, status, duration_us)
+                    SELECT n, k, 'run-' || n, k + 1, 'call-' || k,
+                        CASE WHEN (n * 7 + k) % 500 = 0 THEN 'tool_rare' WHEN k % 3 = 1 AND n % 4 = 0 THEN 'tool_2' ELSE 'tool_' || (k % 3) END,
+                        '{}', 1, 'ok', 10
+                    FROM generate_series(1, 20000) AS n, generate_series(0, 9) AS k;
+                    SELECT setval(pg_get_serial_sequence('logs', 'log_id'), 20000);
+                    INSERT INTO suite_runs (suite_run_id, started_at_us, duration_ms, command_line, origin, cases, passed, failed, errors, k)
+                    SELECT n, 1795000000000000 + n::bigint * 60000000, 1000, 'agent-eval run', 'run', 10, 10, 0, 0, 1
+                    FROM generate_series(1, 2000) AS n;
+                    INSERT INTO case_results (suite_run_id, case_id, source, outcome, runs, passed_runs, pass_rate, stability)
+                    SELECT n, 'case-' || c, 'recorded', 'pass', 1, 1, 1.0, 'stable'
+                    FROM generate_series(1, 2000) AS n, generate_series(0, 9) AS c;
+                    SELECT setval(pg_get_serial_sequence('suite_runs', 'suite_run_id'), 2000);
+                    COMMIT;
+                    ANALYZE;
+                    """,
+                ])
+            try #require(load.status == 0, "\(load.stderr)")
+
+            var rare = RunQuery()
+            rare.tools = ["tool_rare"]
+            rare.notTools = ["tool_1"]
+            var common = RunQuery()
+            common.tools = ["tool_1"]
+            common.notTools = ["tool_rare"]
+            let rarePlan = try catalog.plan(rare).joined(separator: "\n")
+            #expect(rarePlan.contains("CTE Scan") && rarePlan.contains("calls_by_tool_log"), "\(rarePlan)")
+            #expect(!rarePlan.contains("Seq Scan on calls"), "\(rarePlan)")
+            let commonPlan = try catalog.plan(common).joined(separator: "\n")
+            #expect(commonPlan.contains("logs_by_start") && commonPlan.contains("calls_by_tool_log"), "\(commonPlan)")
+            #expect(!commonPlan.contains("Seq Scan on calls"), "\(commonPlan)")
+            // The two shapes give the same runs, and some runs match.
+            for query in [rare, common] {
+                let driven = try catalog.runs(query, shape: .drivenBy(tool: query.tools[0]))
+                #expect(!driven.isEmpty)
+                #expect(try catalog.runs(query, shape: .newestFirst) == driven)
+            }
+            let rareRuns = try catalog.runs(rare)
+            #expect(rareRuns.allSatisfy { ($0.runId.flatMap { Int($0.dropFirst(4)) } ?? 1) % 4 == 0 })
+
+            let history = try catalog.query("EXPLAIN " + Catalog.historyStatement, arguments: [.text("case-3"), .integer(20)])
+            let historyPlan = history.rows.compactMap { $0.first?.description }.joined(separator: "\n")
+            #expect(historyPlan.contains("suite_runs_by_start") && historyPlan.contains("case_results_by_case"), "\(historyPlan)")
+            #expect(!historyPlan.contains("Seq Scan on case_results"), "\(historyPlan)")
+            #expect(try catalog.history(caseId: "case-3").entries.first?.suiteRunId == 2000)
+        }
+    }
+
     @Test("sql on PostgreSQL refuses writes and second statements and stops a statement past its time, each with its own code")
     func sqlGuards() async throws {
         try await PostgresTestServer.with { server in try Self.checkGuards(server.url) }

@@ -11,7 +11,18 @@
 enum PostgresSchema {
     static var version: Int { migrations.count }
 
-    static let migrations: [String] = Array(repeating: "", count: 9) + [version10]
+    static let migrations: [String] = Array(repeating: "", count: 9) + [version10, version11]
+
+    /// Version 11: logs known by their content (`CatalogSchema.version11`).
+    static let version11 = """
+        ALTER TABLE logs ADD COLUMN content_hash TEXT COLLATE "C";
+        ALTER TABLE logs ADD COLUMN seen_on TEXT COLLATE "C";
+        CREATE INDEX logs_by_content ON logs (content_hash) WHERE content_hash IS NOT NULL;
+        ALTER TABLE facts ADD COLUMN content_hash TEXT COLLATE "C";
+        CREATE INDEX facts_by_content ON facts (content_hash, extractor_version) WHERE content_hash IS NOT NULL;
+        DROP INDEX facts_identity;
+        CREATE INDEX facts_identity ON facts (path, extractor_version, size, mtime_ns, tail_offset, tail_end, tail_hash, content_hash);
+        """
 
     static let version10 = """
         CREATE TABLE logs (
