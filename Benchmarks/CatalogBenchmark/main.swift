@@ -11,7 +11,8 @@
 // 2. `runs --tool X --not-tool Y` over `query-runs` indexed runs (the 1,000 logs' rows copied
 //    under other paths with the sqlite3 program), in process (target < 50 ms);
 // 3. an eval suite over the `runs` logs: first run (cache empty) against a second (every log
-//    unchanged and cached; target >= 20x faster), in process and through the `agent-eval` beside
+//    unchanged and cached; target >= 20x faster) and a third over a copy of the case and logs
+//    elsewhere (another checkout: answered by content), in process and through the `agent-eval` beside
 //    this benchmark or the one --agent-eval names (`.build-static/release/agent-eval`, what
 //    scripts/install builds, starts in half the time); and the cached run again once the catalog
 //    holds `history` suite runs (recording a suite run must not cost more as history grows);
@@ -461,25 +462,41 @@ expected:
 """.write(toFile: caseFile, atomically: true, encoding: .utf8)
 let (cases, caseErrors) = EvalSuite.load(paths: [caseFile])
 guard caseErrors.isEmpty else { fail("cannot load the benchmark case: \(caseErrors)") }
+// Another checkout of the same case and logs (another runner's, say): the same bytes at other
+// paths, with new modification times.
+let checkout = settings.directory + "/checkout"
+try FileManager.default.createDirectory(atPath: checkout + "/logs", withIntermediateDirectories: true)
+try FileManager.default.copyItem(atPath: caseFile, toPath: checkout + "/bench.yaml")
+for path in paths {
+    try FileManager.default.copyItem(atPath: path, toPath: checkout + "/logs/" + (path as NSString).lastPathComponent)
+}
+let checkoutCases = EvalSuite.load(paths: [checkout + "/bench.yaml"]).cases
 var firstTimes: [Double] = []
 var secondTimes: [Double] = []
+var checkoutTimes: [Double] = []
 for repetition in 0..<settings.repetitions {
-    // The second pass opens the catalog anew, as a second `agent-eval run` process would.
+    // Each pass opens the catalog anew, as another `agent-eval run` process would.
     let database = settings.directory + "/eval-\(repetition).sqlite"
     var caches: [FactCache] = []
-    for pass in 0..<2 {
+    for pass in 0..<3 {
         let started = ContinuousClock.now
         let cache = FactCache(catalog: try Catalog(path: database))
         var options = EvalOptions(jobs: settings.jobs)
         options.facts = cache
-        let results = await EvalRunner(options: options).run(cases)
+        let results = await EvalRunner(options: options).run(pass == 2 ? checkoutCases : cases)
         let elapsed = seconds(ContinuousClock.now - started)
         guard results.first?.passed == true, results.first?.runs.count == settings.runs else { fail("the benchmark case did not pass") }
-        if pass == 0 { firstTimes.append(elapsed) } else { secondTimes.append(elapsed) }
+        switch pass {
+        case 0: firstTimes.append(elapsed)
+        case 1: secondTimes.append(elapsed)
+        default: checkoutTimes.append(elapsed)
+        }
         caches.append(cache)
     }
-    if caches[0].usage != (0, settings.runs) || caches[1].reusedResults != settings.runs {
-        fail("the cache was not used as expected: \(caches[0].usage), \(caches[1].reusedResults) results reused")
+    if caches[0].usage != (0, settings.runs) || caches[1].reusedResults != settings.runs || caches[2].reusedResults != settings.runs {
+        fail(
+            "the cache was not used as expected: \(caches[0].usage), \(caches[1].reusedResults) and \(caches[2].reusedResults) results reused"
+        )
     }
     for cache in caches { try cache.catalog.close() }
 }
@@ -487,6 +504,11 @@ print(
     String(
         format: "eval over %d logs (--jobs %d), in process: first run %.3f s, unchanged and cached %.3f s: %.1fx faster (target >= 20x)",
         settings.runs, settings.jobs, median(firstTimes), median(secondTimes), median(firstTimes) / median(secondTimes)))
+print(
+    String(
+        format:
+            "  the same logs in another checkout (other paths, new modification times; known by content): %.3f s, %.1fx faster than the first run",
+        median(checkoutTimes), median(firstTimes) / median(checkoutTimes)))
 
 // The same through the command line, when the release `agent-eval` sits beside this benchmark
 // (`swift build -c release` builds both) or --agent-eval names one: process start, case loading

@@ -201,17 +201,21 @@ extension Catalog {
     }
 
     /// What reading the log at the absolute `path` outside any transaction finds, against
-    /// `known`, its row as a read snapshot had it: that it is unchanged, or the log read, for
+    /// `known`, its row as a read snapshot had it: that it is unchanged (or holds the same bytes
+    /// under a new stamp, which its row is to take: `touch`), or the log read, for
     /// `index(absolute:in:pending:prepared:)` to write; nothing when the file is gone or the log
     /// holds more calls than one read may keep (`Catalog.callsHeldInMemory`): such a log is read
     /// inside the transaction, its settled calls written as it goes.
     static func prepare(absolute path: String, known: StoredLog?, memberLimit: Int = Catalog.defaultMemberLimit) -> BatchLog {
         var log = BatchLog(path: path)
         guard let stamp = FileStamp(path: path) else { return log }
-        if let known, known.identity.matches(path, now: stamp) || known.holdsSameContent(path, now: stamp) {
-            log.unchanged = IndexedLog(path: path, change: .unchanged, status: known.status, problem: known.problem, eventsRead: 0)
-            if !known.identity.matches(path, now: stamp) { log.touch = (known, stamp) }
-            return log
+        if let known {
+            let isUnchanged = known.identity.matches(path, now: stamp)
+            if isUnchanged || known.holdsSameContent(path, now: stamp) {
+                log.unchanged = IndexedLog(path: path, change: .unchanged, status: known.status, problem: known.problem, eventsRead: 0)
+                if !isUnchanged { log.touch = (known, stamp) }
+                return log
+            }
         }
         let plan = ReadPlan(known: known, path: path, now: stamp)
         var indexer = LogIndexer(path: path, memberLimit: memberLimit) { _ in throw PreparedLog.TooManyCalls() }

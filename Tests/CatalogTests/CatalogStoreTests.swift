@@ -137,9 +137,17 @@ struct CatalogStoreTests {
         }
     }
 
-    @Test("a check result is reused only for the same log, case file and options, and equals a fresh check")
-    func checkResultsAreNeverStale() async throws {
+    @Test(
+        "a check result is reused only for the same log, case file and options, and equals a fresh check",
+        arguments: CatalogStoreKind.allCases)
+    func checkResultsAreNeverStale(store: CatalogStoreKind) async throws {
         try await TemporaryDirectory.with { directory in
+            try await store.withCatalog(in: directory) { location in try await Self.checkResultsAreNeverStale(directory, location) }
+        }
+    }
+
+    static func checkResultsAreNeverStale(_ directory: TemporaryDirectory, _ location: String) async throws {
+        do {
             let log = directory.path("a.jsonl.gz")
             try FileManager.default.copyItem(
                 atPath: FixtureLogs.directory.appendingPathComponent("support-sample.jsonl.gz").path, toPath: log)
@@ -148,7 +156,7 @@ struct CatalogStoreTests {
                 try "caseId: c\nlogs: a.jsonl.gz\nexpected:\n  toolsCalled: [lookup_order]\n  stopReason: \(stop)\n".write(
                     toFile: caseFile, atomically: true, encoding: .utf8)
             }
-            let cache = FactCache(catalog: try Catalog(path: directory.path("catalog.sqlite")))
+            let cache = FactCache(catalog: try Catalog(path: location))
             func check(_ options: EvalOptions = EvalOptions(jobs: 1)) async throws -> (cached: RunResult, fresh: RunResult) {
                 let cases = EvalSuite.load(paths: [caseFile]).cases
                 var cached = options
@@ -201,15 +209,22 @@ struct CatalogStoreTests {
         }
     }
 
-    @Test("a suite over more logs than one write holds stores every log's facts and result, and reuses them all next time")
-    func factCacheWritesInBatches() async throws {
+    @Test(
+        "a suite over more logs than one write holds stores every log's facts and result, and reuses them all next time",
+        arguments: CatalogStoreKind.allCases)
+    func factCacheWritesInBatches(store: CatalogStoreKind) async throws {
         try await TemporaryDirectory.with { directory in
+            try await store.withCatalog(in: directory) { location in try await Self.factCacheWritesInBatches(directory, location) }
+        }
+    }
+
+    static func factCacheWritesInBatches(_ directory: TemporaryDirectory, _ catalogPath: String) async throws {
+        do {
             let count = FactCache.logsPerWrite * 2 + 5
             for index in 0..<count { try writeSyntheticRun(to: directory.path("logs/run-\(index).jsonl.gz"), steps: 3, index: index) }
             let caseFile = directory.path("case.yaml")
             try "caseId: c\nlogs: logs/*.jsonl.gz\nexpected:\n  stopReason: success\n".write(
                 toFile: caseFile, atomically: true, encoding: .utf8)
-            let catalogPath = directory.path("catalog.sqlite")
             func suite() async throws -> (FactCache, CaseResult) {
                 let cache = FactCache(catalog: try Catalog(path: catalogPath))
                 var options = EvalOptions(jobs: 2)
@@ -229,12 +244,18 @@ struct CatalogStoreTests {
         }
     }
 
-    @Test("a state as large as a batch may hold is written at once, not kept in memory for later")
-    func factCacheBoundsWhatItHolds() throws {
-        try TemporaryDirectory.with { directory in
+    @Test("a state as large as a batch may hold is written at once, not kept in memory for later", arguments: CatalogStoreKind.allCases)
+    func factCacheBoundsWhatItHolds(store: CatalogStoreKind) async throws {
+        try await TemporaryDirectory.with { directory in
+            try await store.withCatalog(in: directory) { location in try Self.factCacheBoundsWhatItHolds(directory, location) }
+        }
+    }
+
+    static func factCacheBoundsWhatItHolds(_ directory: TemporaryDirectory, _ location: String) throws {
+        do {
             let log = directory.path("a.jsonl.gz")
             try writeSyntheticRun(to: log, steps: 6, seed: 4)
-            let catalog = try Catalog(path: directory.path("catalog.sqlite"))
+            let catalog = try Catalog(path: location)
             let stateBytes = try LogFacts.read(log).cachedBytes.count
             // Below the bound it waits for the batch (or the flush)...
             let roomy = FactCache(catalog: catalog, bytesPerWrite: stateBytes + 1)
@@ -250,9 +271,15 @@ struct CatalogStoreTests {
         }
     }
 
-    @Test("a torn log's facts come back with its tear, and a grown log is read again")
-    func factCacheTornAndGrown() throws {
-        try TemporaryDirectory.with { directory in
+    @Test("a torn log's facts come back with its tear, and a grown log is read again", arguments: CatalogStoreKind.allCases)
+    func factCacheTornAndGrown(store: CatalogStoreKind) async throws {
+        try await TemporaryDirectory.with { directory in
+            try await store.withCatalog(in: directory) { location in try Self.factCacheTornAndGrown(directory, location) }
+        }
+    }
+
+    static func factCacheTornAndGrown(_ directory: TemporaryDirectory, _ location: String) throws {
+        do {
             let log = directory.path("a.jsonl.gz")
             var corpus = SyntheticCorpus(seed: 7)
             let run = corpus.run(index: 0, steps: 8)
@@ -260,7 +287,7 @@ struct CatalogStoreTests {
             let recorder = RunRecorder(writer: writer, clock: { SteppingClock().now() })
             try SyntheticCorpus.record(run.events.prefix(20), with: recorder)
             try writer.flush(sync: true)
-            let cache = FactCache(catalog: try Catalog(path: directory.path("catalog.sqlite")))
+            let cache = FactCache(catalog: try Catalog(path: location))
             let torn = try cache.facts(for: log)
             #expect(torn.tear != nil)
             #expect(try cache.facts(for: log) == torn)
