@@ -259,9 +259,7 @@ func postgresQueries(_ url: String, settings: Settings) throws {
         String(
             format: "postgres: history case-3 over %d suite runs (%d case results): %.1f ms (%d entries) (target < 100 ms)", suites,
             suites * 10, history.ms, history.rows))
-    let historyPlan = try catalog.query(
-        "EXPLAIN SELECT * FROM case_history WHERE case_id = 'case-3' ORDER BY started_at_us DESC, suite_run_id DESC LIMIT 20")
-    print("  plan (history): " + historyPlan.rows.compactMap { $0.first?.description }.joined(separator: " | "))
+    print("  plan (history): " + (try catalog.plan(historyOf: "case-3")).joined(separator: " | "))
 }
 
 var settings = parseSettings()
@@ -398,7 +396,11 @@ if let url = settings.postgres {
         String(
             format: "postgres: 4 index processes at once: %.0f logs/s in all; one process: %.0f logs/s; %.2fx",
             fourRate, oneRate, fourRate / oneRate))
-    try postgresQueries(url, settings: settings)
+    do {
+        try postgresQueries(url, settings: settings)
+    } catch {
+        fail("the PostgreSQL queries failed: \(error)")
+    }
     stopServer()
 }
 

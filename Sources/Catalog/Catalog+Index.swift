@@ -151,14 +151,16 @@ extension Catalog {
     static let seenOn: String? = SuiteRunInfo.place(in: ProcessInfo.processInfo.environment).runner
 
     /// A condition (` AND …`, to follow others) that keeps, in a catalog many machines share
-    /// (PostgreSQL), the rows of logs this machine saw last: the only ones whose files it can
+    /// (PostgreSQL), the rows of logs this machine saw last (and rows that name no machine, from
+    /// before schema 11): the only ones whose files it can
     /// look for (`index` with no paths, marking vanished logs, `catalog check`). Another
     /// runner's log is not gone because this one lacks the file. Empty for a SQLite catalog,
     /// one machine's.
     static func seenHere(_ db: any SQLConnection) -> (condition: String, arguments: [(any SQLArgument)?]) {
         guard db.dialect == .postgres else { return ("", []) }
+        // Rows from before schema 11 say no machine: every machine looks after them.
         guard let seenOn else { return (" AND seen_on IS NULL", []) }
-        return (" AND seen_on = ?", [seenOn])
+        return (" AND (seen_on = ? OR seen_on IS NULL)", [seenOn])
     }
 
     /// Writes one batch's logs in one transaction and returns what became of each. One commit
@@ -173,13 +175,21 @@ extension Catalog {
                 let pending = PendingCallRows()
                 var indexed: [IndexedLog] = []
                 for item in batch {
-                    if let unchanged = item.unchanged {
-                        // Its new stamp taken when the row is still the one it was compared with.
-                        if let (known, now) = item.touch, let current = try StoredLog.fetch(db, path: item.path),
-                            current.id == known.id, current.identity == known.identity
+                    if let (known, now) = item.touch {
+                        // Its new stamp taken when the row is still the one it was compared
+                        // with; else (another process changed it meanwhile) looked at again here.
+                        if let current = try StoredLog.fetch(db, path: item.path), current.id == known.id,
+                            current.identity == known.identity, let unchanged = item.unchanged
                         {
                             try current.touch(path: item.path, now: now, in: db)
+                            indexed.append(unchanged)
+                        } else {
+                            indexed.append(
+                                try attributing(to: item.path, in: db) {
+                                    try index(absolute: item.path, in: db, pending: pending, memberLimit: memberLimit)
+                                })
                         }
+                    } else if let unchanged = item.unchanged {
                         indexed.append(unchanged)
                     } else if let problem = failed[item.path] {
                         indexed.append(try Self.recordFailure(of: item.path, problem: problem, in: db))

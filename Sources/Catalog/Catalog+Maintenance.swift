@@ -24,13 +24,18 @@ public struct StaleLog: Sendable, Hashable {
 }
 
 extension Catalog {
-    /// Rows whose log changed or vanished since it was indexed (nothing is read but the tails);
+    /// Rows whose log changed or vanished since it was indexed (nothing is read but the tails,
+    /// and the whole file of a log whose stamp changed but not its size, to see whether its
+    /// bytes did: a checkout gives a log a new modification time, not new content);
     /// in a catalog many machines share, of the logs this machine saw last (`seenHere`).
     public func check() throws(CatalogError) -> (checked: Int, stale: [StaleLog]) {
         let known = try read { db in
             let seen = Self.seenHere(db)
             return try db.rows(
-                "SELECT path, size, mtime_ns, tail_offset, tail_end, tail_hash FROM logs WHERE status <> 'vanished'\(seen.condition) ORDER BY path",
+                """
+                SELECT path, size, mtime_ns, tail_offset, tail_end, tail_hash, content_hash FROM logs
+                WHERE status <> 'vanished'\(seen.condition) ORDER BY path
+                """,
                 seen.arguments)
         }
         var stale: [StaleLog] = []
@@ -43,7 +48,14 @@ extension Catalog {
             let identity = LogFingerprint(
                 stamp: FileStamp(size: row["size"], mtimeNs: row["mtime_ns"]), tailOffset: row["tail_offset"], tailEnd: row["tail_end"],
                 tailHash: row["tail_hash"])
-            if !identity.matches(path, now: stamp) { stale.append(StaleLog(path: path, reason: .changed)) }
+            // The same bytes under a new stamp (a checkout) are not stale: `index` takes the stamp.
+            let contentHash: String? = row["content_hash"]
+            if !identity.matches(path, now: stamp)
+                && !(contentHash != nil && stamp.size == identity.stamp.size
+                    && LogFingerprint.contentHash(path, length: stamp.size) == contentHash)
+            {
+                stale.append(StaleLog(path: path, reason: .changed))
+            }
         }
         return (known.count, stale)
     }

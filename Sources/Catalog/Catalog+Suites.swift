@@ -354,6 +354,12 @@ extension Catalog {
         FROM case_history WHERE case_id = ? ORDER BY started_at_us DESC, suite_run_id DESC LIMIT ?
         """
 
+    /// The store's plan for `history(caseId:limit:)`, one line per step (SQLite's `EXPLAIN QUERY
+    /// PLAN`, PostgreSQL's `EXPLAIN`).
+    public func plan(historyOf caseId: String, limit: Int = 20) throws(CatalogError) -> [String] {
+        try read { db in try db.plan(Self.historyStatement, [caseId, limit]) }
+    }
+
     /// The last `limit` suite runs' outcomes for `caseId`, newest first.
     public func history(caseId: String, limit: Int = 20) throws(CatalogError) -> CaseStability {
         let entries = try read { db in

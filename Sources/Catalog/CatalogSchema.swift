@@ -12,8 +12,9 @@ enum CatalogSchema {
 
     /// Version 11: a log known by its content as well as by its path, for a catalog that many
     /// machines share. `logs.content_hash` and `facts.content_hash` are the SHA-256 of the file's
-    /// bytes when it was read (`LogFingerprint.contentHash`; NULL for a torn log, which is still
-    /// being written), so a log seen again at another path or on another machine, or with a new
+    /// bytes when it was read (`LogFingerprint.contentHash`; in `logs`, NULL for a run that can
+    /// still grow, which would be hashed whole at every index), so a log seen again at another
+    /// path or on another machine, or with a new
     /// modification time after a checkout, is recognised without being read; `logs.seen_on` is
     /// the runner or host that last indexed the log (`seen_at` in `runs --json` is the URI
     /// `file://SEEN_ON/PATH`). NULL in rows written before; `catalog rebuild` fills them.

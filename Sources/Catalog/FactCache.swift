@@ -65,6 +65,9 @@ public struct FactCache: LogFactSource {
         let hash = content.resolve(path, before)
         if let hash, let cached = try? cached(content: hash) {
             counts.value.withLock { $0.cached += 1 }
+            // The entry is copied to this path too, so that next time the path finds it.
+            pending.add(PendingWrites.Link(path: path, stamp: before, contentHash: hash))
+            flushIfFull()
             return cached
         }
         counts.value.withLock { $0.read += 1 }
@@ -95,6 +98,10 @@ public struct FactCache: LogFactSource {
         if !kept.byContent.isEmpty, let hash = content.resolve(path, before), let text = kept.byContent[hash],
             let result = reused(text)
         {
+            // The facts entry and the result are copied to this path, for the next run here.
+            pending.add(PendingWrites.Link(path: path, stamp: before, contentHash: hash))
+            pending.add(PendingWrites.Result(path: path, key: key, stamp: before, text: text))
+            flushIfFull()
             return result
         }
         let result = check(try facts(for: log, content: &content))
@@ -108,9 +115,9 @@ public struct FactCache: LogFactSource {
     /// them, as a cache may: those logs are read again next time.
     public func flush() {
         pending.flushing.withLock { _ in
-            let (facts, results) = pending.take()
-            guard !facts.isEmpty || !results.isEmpty else { return }
-            let stored = try? catalog.write { db in try Self.write(facts, results, in: db) }
+            let (facts, links, results) = pending.take()
+            guard !facts.isEmpty || !links.isEmpty || !results.isEmpty else { return }
+            let stored = try? catalog.write { db in try Self.write(facts, links, results, in: db) }
             kept.value.withLock { kept in
                 for (key, path, identity, text) in stored ?? [] { kept[key]?.byPath[path] = (identity, text) }
             }
@@ -122,11 +129,11 @@ public struct FactCache: LogFactSource {
         if logs >= limits.logs || bytes >= limits.stateBytes { flush() }
     }
 
-    /// Writes facts entries, then results; returns the results written with the identity of
-    /// the facts they sit beside.
-    private static func write(_ facts: [PendingWrites.Facts], _ results: [PendingWrites.Result], in db: any SQLConnection) throws
-        -> [(CheckKey, String, LogFingerprint, String)]
-    {
+    /// Writes facts entries, then the copies of entries found by content, then results; returns
+    /// the results written with the identity of the facts they sit beside.
+    private static func write(
+        _ facts: [PendingWrites.Facts], _ links: [PendingWrites.Link], _ results: [PendingWrites.Result], in db: any SQLConnection
+    ) throws -> [(CheckKey, String, LogFingerprint, String)] {
         for entry in facts {
             // Results checked against the facts being replaced go with them.
             try db.execute("DELETE FROM check_results WHERE path = ?", [entry.path])
@@ -143,6 +150,22 @@ public struct FactCache: LogFactSource {
                     entry.identity.tailOffset,
                     entry.identity.tailEnd, entry.identity.tailHash, entry.blob, entry.contentHash,
                 ])
+        }
+        for link in links {
+            // An entry made from the same bytes elsewhere, under this path and stamp: the same
+            // size, tail and state; the results of the entry it replaces go with it.
+            try db.execute("DELETE FROM check_results WHERE path = ?", [link.path])
+            try db.execute(
+                """
+                INSERT INTO facts (path, extractor_version, size, mtime_ns, tail_offset, tail_end, tail_hash, facts, content_hash)
+                SELECT ?, extractor_version, size, ?, tail_offset, tail_end, tail_hash, facts, content_hash FROM facts
+                WHERE content_hash = ? AND extractor_version = ? AND size = ? AND path <> ?
+                LIMIT 1
+                ON CONFLICT (path) DO UPDATE SET extractor_version = excluded.extractor_version, size = excluded.size,
+                    mtime_ns = excluded.mtime_ns, tail_offset = excluded.tail_offset, tail_end = excluded.tail_end,
+                    tail_hash = excluded.tail_hash, facts = excluded.facts, content_hash = excluded.content_hash
+                """,
+                [link.path, link.stamp.mtimeNs, link.contentHash, LogFacts.extractorVersion, link.stamp.size, link.path])
         }
         var stored: [(CheckKey, String, LogFingerprint, String)] = []
         for result in results {
@@ -274,7 +297,15 @@ private final class PendingWrites: Sendable {
         var text: String
     }
 
-    private let value = Mutex<(facts: [Facts], results: [Result], stateBytes: Int)>(([], [], 0))
+    /// A log at `path` answered from an entry made from the same bytes elsewhere: that entry is
+    /// copied under this path and stamp.
+    struct Link: Sendable {
+        var path: String
+        var stamp: FileStamp
+        var contentHash: String
+    }
+
+    private let value = Mutex<(facts: [Facts], links: [Link], results: [Result], stateBytes: Int)>(([], [], [], 0))
     /// Held while a batch is taken and written, so that batches are written in the order they
     /// were made (a result after the facts it sits beside).
     let flushing = Mutex(())
@@ -288,13 +319,17 @@ private final class PendingWrites: Sendable {
 
     func add(_ result: Result) { value.withLock { $0.results.append(result) } }
 
-    /// Logs with something waiting, and the size of the states waiting.
-    var size: (logs: Int, stateBytes: Int) { value.withLock { (max($0.facts.count, $0.results.count), $0.stateBytes) } }
+    func add(_ link: Link) { value.withLock { $0.links.append(link) } }
 
-    func take() -> (facts: [Facts], results: [Result]) {
+    /// Logs with something waiting, and the size of the states waiting.
+    var size: (logs: Int, stateBytes: Int) {
+        value.withLock { (max($0.facts.count + $0.links.count, $0.results.count), $0.stateBytes) }
+    }
+
+    func take() -> (facts: [Facts], links: [Link], results: [Result]) {
         value.withLock { pending in
-            defer { pending = ([], [], 0) }
-            return (pending.facts, pending.results)
+            defer { pending = ([], [], [], 0) }
+            return (pending.facts, pending.links, pending.results)
         }
     }
 
@@ -318,15 +353,17 @@ private final class KeptResults: Sendable {
     let value = Mutex<[CheckKey: ForKey]>([:])
 }
 
-/// A log's content hash, computed when first needed (`resolve`) and then kept.
+/// A log's content hash, computed when first needed (`resolve`) and then kept for the stamp it
+/// was computed at.
 private struct LazyContentHash {
-    private var computed: String??
+    private var computed: (stamp: FileStamp, hash: String?)?
 
-    /// The content hash of the log at `path` (its first `stamp.size` bytes), computed once.
+    /// The content hash of the log at `path` (its first `stamp.size` bytes), computed once per
+    /// stamp: a log that changed between two looks is hashed again.
     mutating func resolve(_ path: String, _ stamp: FileStamp) -> String? {
-        if let computed { return computed }
+        if let computed, computed.stamp == stamp { return computed.hash }
         let hash = LogFingerprint.contentHash(path, length: stamp.size)
-        computed = .some(hash)
+        computed = (stamp, hash)
         return hash
     }
 }

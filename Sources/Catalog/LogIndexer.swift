@@ -281,13 +281,15 @@ struct StoredLog: Sendable {
         return LogFingerprint.contentHash(path, length: now.size) == contentHash
     }
 
-    /// Takes the new stamp of a log that `holdsSameContent` (its step table's too) and this
-    /// machine as the one that saw it last.
+    /// Takes the new stamp of a log that `holdsSameContent` — its step table's and its fact
+    /// cache entry's too, when they were made from the same file — and this machine as the one
+    /// that saw it last.
     func touch(path: String, now: FileStamp, in db: any SQLConnection) throws {
         try db.execute("UPDATE logs SET mtime_ns = ?, seen_on = ? WHERE log_id = ?", [now.mtimeNs, Catalog.seenOn, id])
+        let old: [(any SQLArgument)?] = [now.mtimeNs, path, identity.stamp.size, identity.stamp.mtimeNs]
+        try db.execute("UPDATE step_logs SET mtime_ns = ? WHERE path = ? AND size = ? AND mtime_ns = ?", old)
         try db.execute(
-            "UPDATE step_logs SET mtime_ns = ? WHERE path = ? AND size = ? AND mtime_ns = ?",
-            [now.mtimeNs, path, identity.stamp.size, identity.stamp.mtimeNs])
+            "UPDATE facts SET mtime_ns = ? WHERE path = ? AND size = ? AND mtime_ns = ? AND content_hash = ?", old + [contentHash])
     }
 
     /// The row of the log at `path`, read straight through SQLite's C API (`BoundRow`): it is
@@ -532,6 +534,12 @@ struct LogIndexer {
     /// log's row: how the log stands, where a later read picks up, and the identity of what was read.
     mutating func finish(stampBefore: FileStamp, now: Int) -> LogRow {
         for (index, call) in state.calls.enumerated() { rows.append(row(of: call, ordinal: callBase + index)) }
+        // A finished run's log does not grow (a run stopped for approval does, when resumed).
+        let isOpen = state.stop == nil || state.stop?.reason == .approvalRequired || summary.tear != nil
+        // Only a log that can no longer grow is known by its content (a growing one would be
+        // hashed whole at each index); hashed before the stamp is taken again below, so a file
+        // rewritten meanwhile is caught there.
+        let contentHash = isOpen ? nil : LogFingerprint.contentHash(path, length: stampBefore.size)
         // A file that changed while it was read gets no identity (size -1): it is read again next time.
         let isSteady = FileStamp(path: path) == stampBefore
         var status = LogStatus.intact
@@ -561,8 +569,6 @@ struct LogIndexer {
             let lastComplete = members.current == end ? members.previous : members.current
             tail = LogFingerprint.tailRange(memberOffset: lastComplete ?? 0, end: end)
         }
-        // A finished run's log does not grow (a run stopped for approval does, when resumed).
-        let isOpen = state.stop == nil || state.stop?.reason == .approvalRequired || summary.tear != nil
         let start = state.start
         return LogRow(
             size: isSteady ? stampBefore.size : -1, mtimeNs: stampBefore.mtimeNs, tailOffset: tail.offset, tailEnd: tail.end,
@@ -576,9 +582,7 @@ struct LogIndexer {
             failedCalls: state.counters.failedCalls, inputTokens: state.usage.inputTokens, outputTokens: state.usage.outputTokens,
             costUSD: state.usage.costUSD, anomalies: state.anomalies.count, indexedAtUs: now,
             resume: point.flatMap { isOpen && isSteady ? JSONWriter.encode($0.json) : nil }, forkedFrom: state.forked?.parentRunId,
-            forkStep: state.forked?.step,
-            // A torn log is still being written: it has no content identity yet.
-            contentHash: isSteady && status != .torn ? LogFingerprint.contentHash(path, length: stampBefore.size) : nil)
+            forkStep: state.forked?.step, contentHash: isSteady ? contentHash : nil)
     }
 }
 
@@ -617,7 +621,8 @@ struct LogRow: Sendable {
     /// The parent run and its step, for a fork (`run_forked`).
     var forkedFrom: String?
     var forkStep: Int?
-    /// `LogFingerprint.contentHash` of the bytes read; nil for a torn log.
+    /// `LogFingerprint.contentHash` of the bytes read; nil for a log that can still grow (not
+    /// stopped, stopped for approval, or torn) and for one that changed while it was read.
     var contentHash: String?
 
     /// Writes the values into the row `logId` (inserted before, as a placeholder, when new),

@@ -286,10 +286,7 @@ extension Catalog {
     public func plan(_ query: RunQuery) throws(CatalogError) -> [String] {
         return try read { db in
             let (sql, arguments) = query.statement(try query.shape(in: db), dialect: db.dialect)
-            switch db.dialect {
-            case .sqlite: return try db.rows("EXPLAIN QUERY PLAN " + sql, arguments).map { $0["detail"] }
-            case .postgres: return try db.column("EXPLAIN " + sql, arguments, as: String.self)
-            }
+            return try db.plan(sql, arguments)
         }
     }
 }

@@ -61,23 +61,13 @@ public struct LogFingerprint: Sendable, Hashable {
     /// forging a log. (Earlier builds stored a SHA-256 here: 64 digits never equal 16, so such
     /// an entry is simply read again once.)
     public static func hash(_ path: String, from start: Int, to end: Int) -> String? {
-        guard start >= 0, end >= start else { return nil }
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return nil }
-        defer { close(descriptor) }
         var crc: UInt32 = 0
         var adler: UInt32 = 1
-        guard let chunk = readBuffers.pointer else { return nil }
-        var offset = start
-        while offset < end {
-            let count = pread(descriptor, chunk, min(readBufferSize, end - offset), off_t(offset))
-            if count < 0 && errno == EINTR { continue }
-            if count <= 0 { return nil }
-            crc = libdeflate_crc32(crc, chunk, count)
-            adler = libdeflate_adler32(adler, chunk, count)
-            offset += count
+        let read = forEachChunk(of: path, from: start, to: end) { chunk in
+            crc = libdeflate_crc32(crc, chunk.baseAddress, chunk.count)
+            adler = libdeflate_adler32(adler, chunk.baseAddress, chunk.count)
         }
-        return hex(crc) + hex(adler)
+        return read ? hex(crc) + hex(adler) : nil
     }
 
     /// A log's content identity: `sha256:` and the SHA-256 of the file's first `length` bytes
@@ -87,21 +77,28 @@ public struct LogFingerprint: Sendable, Hashable {
     /// knows it (docs/catalog.md). BoringSSL hashes with the processor's SHA extensions where
     /// there are some (about 2 GB/s here), so hashing a log costs a small part of reading it.
     public static func contentHash(_ path: String, length: Int) -> String? {
-        guard length >= 0 else { return nil }
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return nil }
-        defer { close(descriptor) }
-        guard let chunk = readBuffers.pointer else { return nil }
         var hasher = SHA256()
-        var offset = 0
-        while offset < length {
-            let count = pread(descriptor, chunk, min(readBufferSize, length - offset), off_t(offset))
+        guard forEachChunk(of: path, from: 0, to: length, { hasher.update(bufferPointer: $0) }) else { return nil }
+        return "sha256:" + ContentHash.hex(Array(hasher.finalize()))
+    }
+
+    /// Calls `body` with the bytes `[start, end)` of the file at `path`, a read buffer at a
+    /// time; false when the file cannot be opened or read that far.
+    private static func forEachChunk(of path: String, from start: Int, to end: Int, _ body: (UnsafeRawBufferPointer) -> Void) -> Bool {
+        guard start >= 0, end >= start else { return false }
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        guard let chunk = readBuffers.pointer else { return false }
+        var offset = start
+        while offset < end {
+            let count = pread(descriptor, chunk, min(readBufferSize, end - offset), off_t(offset))
             if count < 0 && errno == EINTR { continue }
-            if count <= 0 { return nil }
-            hasher.update(bufferPointer: UnsafeRawBufferPointer(start: chunk, count: count))
+            if count <= 0 { return false }
+            body(UnsafeRawBufferPointer(start: chunk, count: count))
             offset += count
         }
-        return "sha256:" + ContentHash.hex(Array(hasher.finalize()))
+        return true
     }
 
     /// Bytes `hash` reads at a time.

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Catalog
+import ConfigFile
 import EvalEngine
 import Foundation
 import TraceCore
@@ -18,26 +19,36 @@ struct CatalogArguments: ParsableArguments {
             valueName: "path-or-url"))
     var catalog: String?
 
-    var path: String { catalog ?? Catalog.defaultPath() }
+    /// Where the catalog is: --catalog, else AGENT_EVAL_CATALOG, else the project's setting
+    /// (`catalog:` in .agent-eval/settings.yaml, `Catalog.projectSetting`), else the default
+    /// file. Throws when the settings file cannot be read or holds a mistake (its line named);
+    /// a command that needs the catalog stops there, one that can do without it warns.
+    func resolvedPath() throws(ConfigError) -> String {
+        if let catalog { return catalog }
+        return try Catalog.projectSetting() ?? Catalog.defaultPath()
+    }
 
-    /// Takes the project's setting (`Catalog.projectSetting`) when neither --catalog nor
-    /// AGENT_EVAL_CATALOG names a catalog; a settings file that cannot be read, or holds a
-    /// mistake, stops the command with an error naming its line.
-    mutating func validate() throws {
-        guard catalog == nil else { return }
+    /// `resolvedPath()` once it is known to resolve (a catalog opened from it), for messages.
+    var path: String { (try? resolvedPath()) ?? catalog ?? Catalog.defaultPath() }
+
+    /// Opens the catalog (creating it on first use), or prints why not and exits 2.
+    func open(readOnly: Bool = false) throws -> Catalog {
         do {
-            catalog = try Catalog.projectSetting()
+            return try Catalog(path: try resolvedPath(), readOnly: readOnly)
         } catch {
             throw diagnose(error)
         }
     }
 
-    /// Opens the catalog (creating it on first use), or prints why not and exits 2.
-    func open(readOnly: Bool = false) throws -> Catalog {
+    /// The location, or nil with a warning when the project's settings hold a mistake: for a
+    /// command whose catalog is a cache it can do without.
+    func pathOrWarn() -> String? {
         do {
-            return try Catalog(path: path, readOnly: readOnly)
+            return try resolvedPath()
         } catch {
-            throw diagnose(error)
+            warn(error)
+            printError("warning: going on without the catalog (--no-catalog silences this)")
+            return nil
         }
     }
 }
@@ -73,7 +84,7 @@ extension CatalogArguments {
     /// The catalog, for a command that can do without it: one that cannot be opened is a
     /// warning, and nil.
     func openOrWarn() -> Catalog? {
-        let path = self.path
+        guard let path = pathOrWarn() else { return nil }
         // Where a command leaves data it found on its own is worth saying once: it may be a
         // parent folder. A path the user gave (--catalog, AGENT_EVAL_CATALOG) needs no note.
         let isFound = catalog == nil && (ProcessInfo.processInfo.environment["AGENT_EVAL_CATALOG"] ?? "").isEmpty
@@ -612,7 +623,7 @@ struct CatalogCommand: ParsableCommand {
             let result: RebuildOutcome
             do {
                 result = try Catalog.rebuild(
-                    at: location.path, from: paths, jobs: readingJobs(jobs), memberLimit: limits.memberLimit,
+                    at: try location.resolvedPath(), from: paths, jobs: readingJobs(jobs), memberLimit: limits.memberLimit,
                     discardingUnreadableHistory: discardHistory)
             } catch {
                 throw diagnose(error)

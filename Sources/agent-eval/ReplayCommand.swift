@@ -156,7 +156,7 @@ struct ReplayCommand: AsyncParsableCommand {
     /// Where step tables are kept: the catalog's, unless --no-catalog. A catalog that cannot be
     /// read or written only means the table is made in memory.
     func stepStore() -> CatalogStepStore? {
-        noCatalog ? nil : CatalogStepStore(path: catalog.path)
+        noCatalog ? nil : catalog.pathOrWarn().map { CatalogStepStore(path: $0) }
     }
 
     /// Micro-dollars as dollars with all six decimals, never in exponent form ($1e-06 before).

@@ -72,9 +72,10 @@ struct ViewCommand: ParsableCommand {
         let view: RunView
         do {
             // The run's forks, as far as the catalog knows them (none without one).
+            let path = noCatalog ? nil : location.pathOrWarn()
             let catalog =
-                !noCatalog && (Catalog.isServer(location.path) || FileManager.default.fileExists(atPath: location.path))
-                ? try? Catalog(path: location.path, readOnly: true) : nil
+                path.map { Catalog.isServer($0) || FileManager.default.fileExists(atPath: $0) } == true
+                ? path.flatMap { try? Catalog(path: $0, readOnly: true) } : nil
             view = try RunView.make(log: log) { runId in
                 var query = RunQuery()
                 query.forksOf = runId

@@ -40,7 +40,9 @@ struct CatalogSettingTests {
         }
     }
 
-    @Test("a setting with a password, an unknown key or no value stops the command with its file and line, the password unshown")
+    @Test(
+        "a setting with a password, an unknown key or no value stops a command that needs the catalog with its file and line, the password unshown"
+    )
     func badSettings() async throws {
         try await TemporaryDirectory.with { directory in
             try FileManager.default.createDirectory(atPath: directory.path(".agent-eval"), withIntermediateDirectories: true)
@@ -62,6 +64,12 @@ struct CatalogSettingTests {
                 "\(unknown.stderr)")
             let empty = try await attempt("catalog: ''\n")
             #expect(empty.stderr.contains(".agent-eval/settings.yaml:1"), "\(empty.stderr)")
+            // A command that can do without the catalog (replay keeps step tables there) warns
+            // and goes on.
+            let replay = try await Self.withoutEnvironment(
+                ["replay", fixture("support-sample.jsonl.gz"), "--step", "1"], in: directory.url)
+            #expect(replay.status == 0, "\(replay.stderr)")
+            #expect(replay.stderr.contains(".agent-eval/settings.yaml:1") && replay.stderr.contains("going on without the catalog"))
         }
     }
 }

@@ -52,24 +52,11 @@ enum ContentIdentity {
         let row = try #require(try catalog.runs(RunQuery()).first { $0.path == first })
         #expect(row.contentHash == ContentHash.sha256(bytes))
         #expect(row.seenOn == Catalog.seenOn)
-        if let seenAt = row.seenAt {
-            #expect(seenAt.hasPrefix("file://") && seenAt.hasSuffix("/machine-a/logs/run.jsonl.gz"))
+        if Catalog.seenOn != nil {
+            let seenAt = try #require(row.seenAt)
+            #expect(seenAt.hasPrefix("file://") && seenAt.hasSuffix("/machine-a/logs/run.jsonl.gz"), "\(seenAt)")
         }
         #expect(row.json["content_hash"] == .string(ContentHash.sha256(bytes)))
-
-        // A checkout gives the file a new modification time: indexed as unchanged, nothing read,
-        // and the row takes the new stamp (the next index needs no hash).
-        let later = Date().addingTimeInterval(3600)
-        try FileManager.default.setAttributes([.modificationDate: later], ofItemAtPath: first)
-        let touched = try catalog.index(paths: [first])
-        #expect(touched.count(.unchanged) == 1 && touched.eventsRead == 0)
-        let stamp = try #require(FileStamp(path: first))
-        let stored = try catalog.query("SELECT mtime_ns FROM logs WHERE path = ?", arguments: [.text(first)]).rows.first?.first
-        #expect(stored == .integer(Int64(stamp.mtimeNs)))
-        // The same through the one-log entry point.
-        try FileManager.default.setAttributes([.modificationDate: later.addingTimeInterval(60)], ofItemAtPath: first)
-        let one = try catalog.index(log: first)
-        #expect(one.change == .unchanged && one.eventsRead == 0)
 
         // A suite over the log at the first path fills the fact cache and keeps its result. The
         // case file beside the logs, the same bytes on both machines, names them relatively.
@@ -84,14 +71,42 @@ enum ContentIdentity {
             cache.flush()
             return (cache, result)
         }
+        func stamps(_ table: String, _ path: String) throws -> [CatalogValue] {
+            try catalog.query("SELECT mtime_ns FROM \(table) WHERE path = ?", arguments: [.text(path)]).rows.compactMap(\.first)
+        }
         let (firstCache, firstResult) = try await suite(over: first)
         #expect(firstCache.usage == (0, 1))
+
+        // A checkout gives the file a new modification time: indexed as unchanged, nothing read,
+        // and the row, the step table and the fact cache's entry take the new stamp (the next
+        // index and suite need no hash).
+        let later = Date().addingTimeInterval(3600)
+        try FileManager.default.setAttributes([.modificationDate: later], ofItemAtPath: first)
+        #expect(try catalog.check().stale.isEmpty, "the same bytes under a new stamp are not stale")
+        let touched = try catalog.index(paths: [first])
+        #expect(touched.count(.unchanged) == 1 && touched.eventsRead == 0)
+        let stamp = try #require(FileStamp(path: first))
+        for table in ["logs", "step_logs", "facts"] {
+            #expect(try stamps(table, first) == [.integer(Int64(stamp.mtimeNs))], "\(table)")
+        }
+        let (touchedCache, _) = try await suite(over: first)
+        #expect(touchedCache.usage == (0, 0) && touchedCache.reusedResults == 1)
+        // The same through the one-log entry point.
+        try FileManager.default.setAttributes([.modificationDate: later.addingTimeInterval(60)], ofItemAtPath: first)
+        let one = try catalog.index(log: first)
+        #expect(one.change == .unchanged && one.eventsRead == 0)
+
         // The same bytes at another path (another machine's checkout): the result kept for the
-        // first path is reused, nothing is read; and its facts come from the cache.
+        // first path is reused, nothing is read; and its facts come from the cache. Both are
+        // then kept for that path too.
         let (secondCache, secondResult) = try await suite(over: second)
         #expect(secondCache.usage == (0, 0) && secondCache.reusedResults == 1)
         #expect(secondResult.failures == firstResult.failures && secondResult.summary == firstResult.summary)
         #expect(secondResult.logPath == second)
+        let secondStamp = try #require(FileStamp(path: second))
+        #expect(try stamps("facts", second) == [.integer(Int64(secondStamp.mtimeNs))])
+        let kept = try catalog.query("SELECT COUNT(*) FROM check_results WHERE path = ?", arguments: [.text(second)])
+        #expect(kept.rows.first?.first == .integer(1))
         let facts = FactCache(catalog: catalog)
         #expect(try facts.facts(for: second) == (try LogFacts.read(second)))
         #expect(facts.usage == (1, 0))

@@ -41,6 +41,16 @@ struct PostgresCatalogTests {
         damaged.statuses = [.damaged, .torn]
         damaged.limit = 3
         all.append(damaged)
+        // Everything at once: on PostgreSQL the driven shape binds its common table
+        // expressions' values first; the order must follow the text.
+        var combined = query
+        combined.tools = ["lookup_order", "refund_order"]
+        combined.notTools = ["delete_customer", "web_search"]
+        combined.agent = "support-*"
+        combined.stopReasons = ["success", "running"]
+        combined.statuses = [.intact, .torn]
+        combined.sinceUs = 0
+        all.append(combined)
         return all
     }()
 
@@ -152,8 +162,7 @@ struct PostgresCatalogTests {
             let rareRuns = try catalog.runs(rare)
             #expect(rareRuns.allSatisfy { ($0.runId.flatMap { Int($0.dropFirst(4)) } ?? 1) % 4 == 0 })
 
-            let history = try catalog.query("EXPLAIN " + Catalog.historyStatement, arguments: [.text("case-3"), .integer(20)])
-            let historyPlan = history.rows.compactMap { $0.first?.description }.joined(separator: "\n")
+            let historyPlan = try catalog.plan(historyOf: "case-3").joined(separator: "\n")
             #expect(historyPlan.contains("suite_runs_by_start") && historyPlan.contains("case_results_by_case"), "\(historyPlan)")
             #expect(!historyPlan.contains("Seq Scan on case_results"), "\(historyPlan)")
             #expect(try catalog.history(caseId: "case-3").entries.first?.suiteRunId == 2000)

@@ -286,6 +286,15 @@ extension SQLConnection {
         return values
     }
 
+    /// The store's plan for `sql`, one line per step: SQLite's `EXPLAIN QUERY PLAN` (its
+    /// details), PostgreSQL's `EXPLAIN`.
+    func plan(_ sql: String, _ arguments: [(any SQLArgument)?] = []) throws -> [String] {
+        switch dialect {
+        case .sqlite: return try rows("EXPLAIN QUERY PLAN " + sql, arguments).map { $0["detail"] }
+        case .postgres: return try column("EXPLAIN " + sql, arguments, as: String.self)
+        }
+    }
+
     /// The first column of the first row; nil when there is no row (or it is NULL, for an
     /// optional type).
     func value<Value: SQLColumnValue>(_ sql: String, _ arguments: [(any SQLArgument)?] = [], as type: Value.Type = Value.self) throws
