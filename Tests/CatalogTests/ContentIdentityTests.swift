@@ -97,19 +97,35 @@ enum ContentIdentity {
         #expect(one.change == .unchanged && one.eventsRead == 0)
 
         // The same bytes at another path (another machine's checkout): the result kept for the
-        // first path is reused, nothing is read; and its facts come from the cache. Both are
-        // then kept for that path too.
+        // first path is reused, nothing is read or written.
         let (secondCache, secondResult) = try await suite(over: second)
         #expect(secondCache.usage == (0, 0) && secondCache.reusedResults == 1)
         #expect(secondResult.failures == firstResult.failures && secondResult.summary == firstResult.summary)
         #expect(secondResult.logPath == second)
-        let secondStamp = try #require(FileStamp(path: second))
-        #expect(try stamps("facts", second) == [.integer(Int64(secondStamp.mtimeNs))])
-        let kept = try catalog.query("SELECT COUNT(*) FROM check_results WHERE path = ?", arguments: [.text(second)])
-        #expect(kept.rows.first?.first == .integer(1))
+        #expect(try stamps("facts", second).isEmpty)
+        // Its facts come from the cache too, and a pointer to them is kept under its path, with
+        // the result of a check made from them (here: of an edited case).
         let facts = FactCache(catalog: catalog)
         #expect(try facts.facts(for: second) == (try LogFacts.read(second)))
         #expect(facts.usage == (1, 0))
+        facts.flush()
+        let secondStamp = try #require(FileStamp(path: second))
+        #expect(try stamps("facts", second) == [.integer(Int64(secondStamp.mtimeNs))])
+        let caseFile = directory.path("machine-b/checkout/case.yaml")
+        try "caseId: c\nlogs: logs/run.jsonl.gz\nexpected:\n  toolsCalled: [refund_order]\n".write(
+            toFile: caseFile, atomically: true, encoding: .utf8)
+        let edited = FactCache(catalog: catalog)
+        var options = EvalOptions(jobs: 1)
+        options.facts = edited
+        let editedResult = try #require(await EvalRunner(options: options).run(EvalSuite.load(paths: [caseFile]).cases).first?.runs.first)
+        edited.flush()
+        #expect(edited.usage == (1, 0) && editedResult.error == nil)
+        let kept = try catalog.query("SELECT COUNT(*) FROM check_results WHERE path = ?", arguments: [.text(second)])
+        #expect(kept.rows.first?.first == .integer(1))
+        let again = FactCache(catalog: catalog)
+        options.facts = again
+        _ = await EvalRunner(options: options).run(EvalSuite.load(paths: [caseFile]).cases)
+        #expect(again.usage == (0, 0) && again.reusedResults == 1)
 
         // Other bytes at the second path: read, never answered from the first log's entry.
         try FileManager.default.removeItem(atPath: second)

@@ -77,6 +77,14 @@ public enum SQLDialect: String, Sendable {
         }
     }
 
+    /// An empty blob, written in the statement (a bound empty blob can arrive as NULL).
+    var emptyBlob: String {
+        switch self {
+        case .sqlite: return "X''"
+        case .postgres: return "''::bytea"
+        }
+    }
+
     /// A condition that `column` starts with the text bound to the next `?`.
     func hasPrefix(_ column: String) -> String {
         switch self {
