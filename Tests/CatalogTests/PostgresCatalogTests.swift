@@ -109,7 +109,7 @@ struct PostgresCatalogTests {
             let catalog = try Catalog(path: server.url)
             defer { try? catalog.close() }
             // 20,000 runs of 10 calls: tool_0 … tool_2 in turn; tool_1 never in every fourth run;
-            // tool_rare once in about 500 calls. 2,000 suite runs of ten cases.
+            // tool_rare once in about 500 calls, tool_some once in 50. 2,000 suite runs of ten cases.
             let load = try Subprocess.runBlocking(
                 Subprocess.which("psql") ?? "/usr/bin/psql",
                 [
@@ -124,7 +124,8 @@ struct PostgresCatalogTests {
                     FROM generate_series(1, 20000) AS n;
                     INSERT INTO calls (log_id, ordinal, run_id, step, call_id, tool, arguments, attempts, status, duration_us)
                     SELECT n, k, 'run-' || n, k + 1, 'call-' || k,
-                        CASE WHEN (n * 7 + k) % 500 = 0 THEN 'tool_rare' WHEN k % 3 = 1 AND n % 4 = 0 THEN 'tool_2' ELSE 'tool_' || (k % 3) END,
+                        CASE WHEN (n * 7 + k) % 500 = 0 THEN 'tool_rare' WHEN (n * 7 + k) % 50 = 1 THEN 'tool_some'
+                            WHEN k % 3 = 1 AND n % 4 = 0 THEN 'tool_2' ELSE 'tool_' || (k % 3) END,
                         '{}', 1, 'ok', 10
                     FROM generate_series(1, 20000) AS n, generate_series(0, 9) AS k;
                     SELECT setval(pg_get_serial_sequence('logs', 'log_id'), 20000);
@@ -153,8 +154,20 @@ struct PostgresCatalogTests {
             let commonPlan = try catalog.plan(common).joined(separator: "\n")
             #expect(commonPlan.contains("logs_by_start") && commonPlan.contains("calls_by_tool_log"), "\(commonPlan)")
             #expect(!commonPlan.contains("Seq Scan on calls"), "\(commonPlan)")
+            // A tool in one run of five, whose runs the filter keeps: the newest 50 are near, so
+            // the runs are walked newest first; one whose runs the filter all drops is driven.
+            var some = RunQuery()
+            some.tools = ["tool_some"]
+            some.notTools = ["tool_none"]
+            let somePlan = try catalog.plan(some).joined(separator: "\n")
+            #expect(somePlan.contains("logs_by_start") && !somePlan.contains("CTE"), "\(somePlan)")
+            var dropped = some
+            dropped.notTools = ["tool_0"]
+            let droppedPlan = try catalog.plan(dropped).joined(separator: "\n")
+            #expect(droppedPlan.contains("CTE Scan"), "\(droppedPlan)")
+            #expect(try catalog.runs(dropped).isEmpty)
             // The two shapes give the same runs, and some runs match.
-            for query in [rare, common] {
+            for query in [rare, common, some] {
                 let driven = try catalog.runs(query, shape: .drivenBy(tool: query.tools[0]))
                 #expect(!driven.isEmpty)
                 #expect(try catalog.runs(query, shape: .newestFirst) == driven)
