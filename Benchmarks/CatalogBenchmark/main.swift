@@ -241,18 +241,14 @@ func postgresQueries(_ url: String, settings: Settings) throws {
         for _ in 0..<max(5, settings.repetitions * 5) { times.append(try seconds { rows = try body() }) }
         return (median(times) * 1000, rows)
     }
-    var rare = RunQuery()
-    rare.tools = ["tool_3"]
-    rare.notTools = ["tool_1"]
-    var broad = RunQuery()
-    broad.tools = ["tool_1"]
-    broad.notTools = ["tool_3"]
-    var rarer = RunQuery()
-    rarer.tools = ["tool_4"]
-    rarer.notTools = ["tool_1"]
-    var rarerFound = RunQuery()
-    rarerFound.tools = ["tool_4"]
-    rarerFound.notTools = ["tool_3"]
+    /// `runs --tool tool --not-tool other`.
+    func runs(_ tool: String, not other: String) -> RunQuery {
+        var query = RunQuery()
+        (query.tools, query.notTools) = ([tool], [other])
+        return query
+    }
+    let (rare, broad) = (runs("tool_3", not: "tool_1"), runs("tool_1", not: "tool_3"))
+    let (rarer, rarerFound) = (runs("tool_4", not: "tool_1"), runs("tool_4", not: "tool_3"))
     let rareTime = try timed { try catalog.runs(rare).count }
     let broadTime = try timed { try catalog.runs(broad).count }
     let rarerTime = try timed { try catalog.runs(rarer).count }
