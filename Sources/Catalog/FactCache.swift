@@ -130,7 +130,7 @@ public struct FactCache: LogFactSource {
         if logs >= limits.logs || bytes >= limits.stateBytes { flush() }
     }
 
-    /// Writes facts entries, then the copies of entries found by content, then results; returns
+    /// Writes facts entries, then pointers to entries found by content, then results; returns
     /// the results written with the identity of the facts they sit beside.
     private static func write(
         _ facts: [PendingWrites.Facts], _ links: [PendingWrites.Link], _ results: [PendingWrites.Result], in db: any SQLConnection
@@ -155,9 +155,8 @@ public struct FactCache: LogFactSource {
         for link in links {
             // A pointer to an entry made from the same bytes elsewhere, under this path and
             // stamp: the same size and tail, and an empty state, which `cached` reads from the
-            // entry of the same content (copying the state made a first run over another
-            // checkout of 1,000 logs 5 times slower). The results of the entry it replaces go
-            // with it.
+            // entry of the same content (a state can take megabytes; one copy is enough). The
+            // results of the entry it replaces go with it.
             try db.execute("DELETE FROM check_results WHERE path = ?", [link.path])
             try db.execute(
                 """

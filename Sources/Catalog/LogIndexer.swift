@@ -89,7 +89,7 @@ extension Catalog {
         try read { db in
             try paths.map { path in
                 guard let known = try StoredLog.fetch(db, path: path), let stamp = FileStamp(path: path),
-                    known.identity.matches(path, now: stamp)
+                    known.status != .vanished, known.identity.matches(path, now: stamp)
                 else { return nil }
                 return IndexedLog(path: path, change: .unchanged, status: known.status, problem: known.problem, eventsRead: 0)
             }
@@ -113,7 +113,8 @@ extension Catalog {
             }
             return IndexedLog(path: path, change: .vanished, status: .vanished, problem: "the file is gone", eventsRead: 0)
         }
-        if let known, known.identity.matches(path, now: stamp) {
+        // A vanished log that is back is read again: its row says it is gone.
+        if let known, known.status != .vanished, known.identity.matches(path, now: stamp) {
             return IndexedLog(path: path, change: .unchanged, status: known.status, problem: known.problem, eventsRead: 0)
         }
         if prepared == nil, let known, known.holdsSameContent(path, now: stamp) {
@@ -209,7 +210,7 @@ extension Catalog {
     static func prepare(absolute path: String, known: StoredLog?, memberLimit: Int = Catalog.defaultMemberLimit) -> BatchLog {
         var log = BatchLog(path: path)
         guard let stamp = FileStamp(path: path) else { return log }
-        if let known {
+        if let known, known.status != .vanished {
             let isUnchanged = known.identity.matches(path, now: stamp)
             if isUnchanged || known.holdsSameContent(path, now: stamp) {
                 log.unchanged = IndexedLog(path: path, change: .unchanged, status: known.status, problem: known.problem, eventsRead: 0)
@@ -277,7 +278,7 @@ struct StoredLog: Sendable {
     /// from though its stamp is not the row's: the same size and content hash. A fresh checkout
     /// or a copy gives a log a new modification time; it need not be read again for that.
     func holdsSameContent(_ path: String, now: FileStamp) -> Bool {
-        guard let contentHash, now.size == identity.stamp.size, identity.stamp != now else { return false }
+        guard let contentHash, status != .vanished, now.size == identity.stamp.size, identity.stamp != now else { return false }
         return LogFingerprint.contentHash(path, length: now.size) == contentHash
     }
 

@@ -127,6 +127,22 @@ enum ContentIdentity {
         _ = await EvalRunner(options: options).run(EvalSuite.load(paths: [caseFile]).cases)
         #expect(again.usage == (0, 0) && again.reusedResults == 1)
 
+        // A log that vanished and is back is read again, not left vanished: moved back with the
+        // very stamp its row has, or restored by a checkout (the same bytes, a new stamp).
+        let aside = directory.path("aside.jsonl.gz")
+        let folder = directory.path("machine-a/logs")
+        try FileManager.default.moveItem(atPath: first, toPath: aside)
+        #expect(try catalog.index(paths: [folder]).count(IndexedLog.Change.vanished) == 1)
+        try FileManager.default.moveItem(atPath: aside, toPath: first)
+        let movedBack = try catalog.index(paths: [folder])
+        #expect(movedBack.logs.map(\.status) == [.intact] && movedBack.count(.reindexed) == 1, "\(movedBack.logs)")
+        try FileManager.default.moveItem(atPath: first, toPath: aside)
+        #expect(try catalog.index(paths: [folder]).count(IndexedLog.Change.vanished) == 1)
+        try FileManager.default.copyItem(atPath: aside, toPath: first)
+        let restored = try catalog.index(paths: [folder])
+        #expect(restored.logs.map(\.status) == [.intact] && restored.count(.reindexed) == 1, "\(restored.logs)")
+        #expect(try catalog.index(paths: [folder]).count(.unchanged) == 1)
+
         // Other bytes at the second path: read, never answered from the first log's entry.
         try FileManager.default.removeItem(atPath: second)
         try FileManager.default.copyItem(
