@@ -192,6 +192,16 @@ struct PostgresCatalogCLITests {
                     timeoutMs: 150_000, outputLimit: 1 << 16
                 ).run()
             }
+            // The index starts once the lock is held: on a loaded machine psql took longer to
+            // start than the index took to finish.
+            var held = 0
+            for _ in 0..<600 where held == 0 {
+                held =
+                    try await Self.number(
+                        "SELECT COUNT(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND granted", catalog: server.url) ?? 0
+                if held == 0 { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            try #require(held > 0, "psql never took the catalog's lock")
             let index = Task { try await agentEval(["index", directory.path("logs"), "--catalog", server.url], queued: false) }
             var waiting = 0
             for _ in 0..<400 {
