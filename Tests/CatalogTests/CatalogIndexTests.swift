@@ -160,13 +160,21 @@ struct CatalogIndexTests {
         }
     }
 
-    @Test("an unchanged log is not read again; a changed one is read from the start; a deleted one is marked vanished")
-    func incremental() throws {
-        try TemporaryDirectory.with { directory in
+    @Test(
+        "an unchanged log is not read again; a changed one is read from the start; a deleted one is marked vanished",
+        arguments: CatalogStoreKind.allCases)
+    func incremental(store: CatalogStoreKind) async throws {
+        try await TemporaryDirectory.with { directory in
+            try await store.withCatalog(in: directory) { location in try Self.incremental(directory, location) }
+        }
+    }
+
+    static func incremental(_ directory: TemporaryDirectory, _ location: String) throws {
+        do {
             let log = directory.path("logs/a.jsonl.gz")
             try FileManager.default.createDirectory(atPath: directory.path("logs"), withIntermediateDirectories: true)
             try writeSyntheticRun(to: log, steps: 5)
-            let catalog = try Catalog(path: directory.path("catalog.sqlite"))
+            let catalog = try Catalog(path: location)
             let first = try catalog.index(log: log)
             #expect(first.change == .added)
             #expect(first.eventsRead > 0)
@@ -188,14 +196,23 @@ struct CatalogIndexTests {
         }
     }
 
-    @Test("a log that grew is read from where the last read stopped, and ends with the rows of a full read")
-    func grownLog() throws {
-        try TemporaryDirectory.with { directory in
+    @Test(
+        "a log that grew is read from where the last read stopped, and ends with the rows of a full read",
+        arguments: CatalogStoreKind.allCases)
+    func grownLog(store: CatalogStoreKind) async throws {
+        try await TemporaryDirectory.with { directory in
+            try await store.withCatalog(in: directory) { location in try Self.grownLog(directory, location) }
+        }
+    }
+
+    /// A log grown and indexed in `location`'s catalog against a fresh read into a SQLite file.
+    static func grownLog(_ directory: TemporaryDirectory, _ location: String) throws {
+        do {
             let log = directory.path("a.jsonl.gz")
             let growing = try GrowingLog(at: log, seed: 100, steps: 30)
             let run = growing.run
             try growing.record(0..<100)
-            let catalog = try Catalog(path: directory.path("incremental.sqlite"))
+            let catalog = try Catalog(path: location)
             let partial = try catalog.index(log: log)
             #expect(partial.status == .torn)
             #expect(partial.eventsRead == 100)
@@ -214,9 +231,18 @@ struct CatalogIndexTests {
         }
     }
 
-    @Test("logs read on other threads while SQLite writes give exactly the rows of indexing one log at a time, batch after batch")
-    func pipelinedIndexMatchesOneByOne() throws {
-        try TemporaryDirectory.with { directory in
+    @Test(
+        "logs read on other threads while the store writes give exactly the rows of indexing one log at a time, batch after batch",
+        arguments: CatalogStoreKind.allCases)
+    func pipelinedIndexMatchesOneByOne(store: CatalogStoreKind) async throws {
+        try await TemporaryDirectory.with { directory in
+            try await store.withCatalog(in: directory) { location in try Self.pipelinedIndexMatchesOneByOne(directory, location) }
+        }
+    }
+
+    /// Pipelined into `location`'s catalog, one by one into a SQLite file.
+    static func pipelinedIndexMatchesOneByOne(_ directory: TemporaryDirectory, _ location: String) throws {
+        do {
             let fixtures = try copyFixtureLogs(into: directory)
             // More logs than one transaction takes, so batches are read while others are written.
             for index in 0..<(Catalog.logsPerTransaction + 10) {
@@ -232,7 +258,7 @@ struct CatalogIndexTests {
             for index in (bytes.count / 2)..<(bytes.count / 2 + 16) { bytes[index] ^= 0xFF }
             try Data(bytes).write(to: URL(fileURLWithPath: directory.path("damaged.jsonl.gz")))
 
-            let pipelined = try Catalog(path: directory.path("pipelined.sqlite"))
+            let pipelined = try Catalog(path: location)
             let oneByOne = try Catalog(path: directory.path("one-by-one.sqlite"))
             func indexBothWays() throws -> IndexSummary {
                 let summary = try pipelined.index(paths: [directory.url.path], jobs: 3)
