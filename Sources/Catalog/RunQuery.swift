@@ -194,8 +194,9 @@ public struct RunRow: Sendable, Hashable {
     /// For a fork: the parent run and the parent's step it continued after.
     public var forkedFrom: String?
     public var forkStep: Int?
-    /// The SHA-256 of the log's bytes (`LogFingerprint.contentHash`); nil for a torn log or a
-    /// row indexed before the catalog kept it.
+    /// The SHA-256 of the log's bytes (`LogFingerprint.contentHash`); nil for a run that can
+    /// still grow (not stopped, stopped for approval, torn) or a row indexed before the catalog
+    /// kept it.
     public var contentHash: String? = nil
     /// The runner or host that indexed the log last (`Catalog.seenOn`).
     public var seenOn: String? = nil
