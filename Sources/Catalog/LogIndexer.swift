@@ -271,7 +271,8 @@ struct StoredLog: Sendable {
     var status: LogStatus
     var problem: String?
     var resume: ResumePoint?
-    /// The content identity it was indexed with (nil: torn, or indexed before version 11).
+    /// The content identity it was indexed with (nil: a run that can still grow, or indexed
+    /// before version 11).
     var contentHash: String?
 
     /// Whether the file at `path`, whose stamp is `now`, holds the very bytes this row was read
