@@ -49,10 +49,8 @@ extension Catalog {
                 stamp: FileStamp(size: row["size"], mtimeNs: row["mtime_ns"]), tailOffset: row["tail_offset"], tailEnd: row["tail_end"],
                 tailHash: row["tail_hash"])
             // The same bytes under a new stamp (a checkout) are not stale: `index` takes the stamp.
-            let contentHash: String? = row["content_hash"]
             if !identity.matches(path, now: stamp)
-                && !(contentHash != nil && stamp.size == identity.stamp.size
-                    && LogFingerprint.contentHash(path, length: stamp.size) == contentHash)
+                && !StoredLog.holdsBytes(row["content_hash"], size: identity.stamp.size, path: path, now: stamp)
             {
                 stale.append(StaleLog(path: path, reason: .changed))
             }

@@ -279,7 +279,13 @@ struct StoredLog: Sendable {
     /// from though its stamp is not the row's: the same size and content hash. A fresh checkout
     /// or a copy gives a log a new modification time; it need not be read again for that.
     func holdsSameContent(_ path: String, now: FileStamp) -> Bool {
-        guard let contentHash, status != .vanished, now.size == identity.stamp.size, identity.stamp != now else { return false }
+        status != .vanished && identity.stamp != now && Self.holdsBytes(contentHash, size: identity.stamp.size, path: path, now: now)
+    }
+
+    /// Whether the file at `path` (stamped `now`) has `size` bytes whose content hash is
+    /// `contentHash`; false without a hash.
+    static func holdsBytes(_ contentHash: String?, size: Int, path: String, now: FileStamp) -> Bool {
+        guard let contentHash, now.size == size else { return false }
         return LogFingerprint.contentHash(path, length: now.size) == contentHash
     }
 

@@ -9,11 +9,14 @@ enum CatalogStoreKind: String, CaseIterable, Sendable, CustomTestStringConvertib
 
     var testDescription: String { rawValue }
 
-    /// Runs `body` with the location of a new, empty catalog of this kind.
-    func withCatalog<T>(in directory: TemporaryDirectory, _ body: (String) async throws -> T) async throws -> T {
-        switch self {
-        case .sqlite: return try await body(directory.path("catalog.sqlite"))
-        case .postgres: return try await PostgresTestServer.with { try await body($0.url) }
+    /// Runs `body` with a temporary directory and the location of a new, empty catalog of this
+    /// kind.
+    func withCatalog<T>(_ body: (TemporaryDirectory, String) async throws -> T) async throws -> T {
+        try await TemporaryDirectory.with { directory in
+            switch self {
+            case .sqlite: return try await body(directory, directory.path("catalog.sqlite"))
+            case .postgres: return try await PostgresTestServer.with { try await body(directory, $0.url) }
+            }
         }
     }
 }

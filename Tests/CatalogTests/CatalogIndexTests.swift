@@ -164,13 +164,7 @@ struct CatalogIndexTests {
         "an unchanged log is not read again; a changed one is read from the start; a deleted one is marked vanished",
         arguments: CatalogStoreKind.allCases)
     func incremental(store: CatalogStoreKind) async throws {
-        try await TemporaryDirectory.with { directory in
-            try await store.withCatalog(in: directory) { location in try Self.incremental(directory, location) }
-        }
-    }
-
-    static func incremental(_ directory: TemporaryDirectory, _ location: String) throws {
-        do {
+        try await store.withCatalog { directory, location in
             let log = directory.path("logs/a.jsonl.gz")
             try FileManager.default.createDirectory(atPath: directory.path("logs"), withIntermediateDirectories: true)
             try writeSyntheticRun(to: log, steps: 5)
@@ -200,14 +194,8 @@ struct CatalogIndexTests {
         "a log that grew is read from where the last read stopped, and ends with the rows of a full read",
         arguments: CatalogStoreKind.allCases)
     func grownLog(store: CatalogStoreKind) async throws {
-        try await TemporaryDirectory.with { directory in
-            try await store.withCatalog(in: directory) { location in try Self.grownLog(directory, location) }
-        }
-    }
-
-    /// A log grown and indexed in `location`'s catalog against a fresh read into a SQLite file.
-    static func grownLog(_ directory: TemporaryDirectory, _ location: String) throws {
-        do {
+        try await store.withCatalog { directory, location in
+            // A log grown and indexed in `location`'s catalog against a fresh read into a SQLite file.
             let log = directory.path("a.jsonl.gz")
             let growing = try GrowingLog(at: log, seed: 100, steps: 30)
             let run = growing.run
@@ -235,14 +223,8 @@ struct CatalogIndexTests {
         "logs read on other threads while the store writes give exactly the rows of indexing one log at a time, batch after batch",
         arguments: CatalogStoreKind.allCases)
     func pipelinedIndexMatchesOneByOne(store: CatalogStoreKind) async throws {
-        try await TemporaryDirectory.with { directory in
-            try await store.withCatalog(in: directory) { location in try Self.pipelinedIndexMatchesOneByOne(directory, location) }
-        }
-    }
-
-    /// Pipelined into `location`'s catalog, one by one into a SQLite file.
-    static func pipelinedIndexMatchesOneByOne(_ directory: TemporaryDirectory, _ location: String) throws {
-        do {
+        try await store.withCatalog { directory, location in
+            // Pipelined into `location`'s catalog, one by one into a SQLite file.
             let fixtures = try copyFixtureLogs(into: directory)
             // More logs than one transaction takes, so batches are read while others are written.
             for index in 0..<(Catalog.logsPerTransaction + 10) {

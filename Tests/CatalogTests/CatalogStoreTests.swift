@@ -141,13 +141,7 @@ struct CatalogStoreTests {
         "a check result is reused only for the same log, case file and options, and equals a fresh check",
         arguments: CatalogStoreKind.allCases)
     func checkResultsAreNeverStale(store: CatalogStoreKind) async throws {
-        try await TemporaryDirectory.with { directory in
-            try await store.withCatalog(in: directory) { location in try await Self.checkResultsAreNeverStale(directory, location) }
-        }
-    }
-
-    static func checkResultsAreNeverStale(_ directory: TemporaryDirectory, _ location: String) async throws {
-        do {
+        try await store.withCatalog { directory, location in
             let log = directory.path("a.jsonl.gz")
             try FileManager.default.copyItem(
                 atPath: FixtureLogs.directory.appendingPathComponent("support-sample.jsonl.gz").path, toPath: log)
@@ -213,13 +207,7 @@ struct CatalogStoreTests {
         "a suite over more logs than one write holds stores every log's facts and result, and reuses them all next time",
         arguments: CatalogStoreKind.allCases)
     func factCacheWritesInBatches(store: CatalogStoreKind) async throws {
-        try await TemporaryDirectory.with { directory in
-            try await store.withCatalog(in: directory) { location in try await Self.factCacheWritesInBatches(directory, location) }
-        }
-    }
-
-    static func factCacheWritesInBatches(_ directory: TemporaryDirectory, _ catalogPath: String) async throws {
-        do {
+        try await store.withCatalog { directory, catalogPath in
             let count = FactCache.logsPerWrite * 2 + 5
             for index in 0..<count { try writeSyntheticRun(to: directory.path("logs/run-\(index).jsonl.gz"), steps: 3, index: index) }
             let caseFile = directory.path("case.yaml")
@@ -246,13 +234,7 @@ struct CatalogStoreTests {
 
     @Test("a state as large as a batch may hold is written at once, not kept in memory for later", arguments: CatalogStoreKind.allCases)
     func factCacheBoundsWhatItHolds(store: CatalogStoreKind) async throws {
-        try await TemporaryDirectory.with { directory in
-            try await store.withCatalog(in: directory) { location in try Self.factCacheBoundsWhatItHolds(directory, location) }
-        }
-    }
-
-    static func factCacheBoundsWhatItHolds(_ directory: TemporaryDirectory, _ location: String) throws {
-        do {
+        try await store.withCatalog { directory, location in
             let log = directory.path("a.jsonl.gz")
             try writeSyntheticRun(to: log, steps: 6, seed: 4)
             let catalog = try Catalog(path: location)
@@ -273,13 +255,7 @@ struct CatalogStoreTests {
 
     @Test("a torn log's facts come back with its tear, and a grown log is read again", arguments: CatalogStoreKind.allCases)
     func factCacheTornAndGrown(store: CatalogStoreKind) async throws {
-        try await TemporaryDirectory.with { directory in
-            try await store.withCatalog(in: directory) { location in try Self.factCacheTornAndGrown(directory, location) }
-        }
-    }
-
-    static func factCacheTornAndGrown(_ directory: TemporaryDirectory, _ location: String) throws {
-        do {
+        try await store.withCatalog { directory, location in
             let log = directory.path("a.jsonl.gz")
             var corpus = SyntheticCorpus(seed: 7)
             let run = corpus.run(index: 0, steps: 8)
