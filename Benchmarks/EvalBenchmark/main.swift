@@ -6,10 +6,12 @@
 // inspect-ai from `scripts/python_venv interop`; the conversion is not timed); then one job's
 // time stage by stage (inflate, read, fold, digests) on the same logs.
 //
-//   swift run -c release eval-benchmark [--runs 1000] [--steps 20] [--repetitions 5] [--jobs 2] [--dir PATH] [--stages-only]
+//   swift run -c release eval-benchmark [--runs 1000] [--steps 20] [--repetitions 5] [--jobs 2] [--dir PATH] [--stages-only] [--stage TEXT] [--keep]
 //
 // `--stages-only` skips the runner and the Python peers: the one-thread stages alone, for
-// comparing two builds of the reader quickly.
+// comparing two builds of the reader quickly. `--stage TEXT` (implies `--stages-only`) times
+// only the stages whose names contain TEXT, e.g. `--stage LogFacts` under `perf record`;
+// `--keep` leaves the corpus in `--dir` at the end.
 //
 // Prints medians of the repetitions; see docs/performance.md.
 import EvalEngine
@@ -25,14 +27,18 @@ struct Settings {
     var jobs = 2
     var directory = FileManager.default.temporaryDirectory.appendingPathComponent("agent-eval-eval-bench").path
     var stagesOnly = false
+    /// Only the stages whose names contain this (`--stage`).
+    var stageFilter: String?
+    /// Leave the corpus in `directory` at the end (`--keep`), to look at or measure by hand.
+    var keepsCorpus = false
 }
 
 func parseSettings() -> Settings {
     var settings = Settings()
     var arguments = CommandLine.arguments.dropFirst().makeIterator()
     while let argument = arguments.next() {
-        if argument == "--stages-only" {
-            settings.stagesOnly = true
+        if argument == "--stages-only" || argument == "--keep" {
+            if argument == "--keep" { settings.keepsCorpus = true } else { settings.stagesOnly = true }
             continue
         }
         let value = arguments.next() ?? ""
@@ -42,9 +48,14 @@ func parseSettings() -> Settings {
         case "--repetitions": settings.repetitions = Int(value) ?? settings.repetitions
         case "--jobs": settings.jobs = Int(value) ?? settings.jobs
         case "--dir": settings.directory = value
+        case "--stage":
+            settings.stageFilter = value
+            settings.stagesOnly = true
         default:
             FileHandle.standardError.write(
-                Data("usage: eval-benchmark [--runs N] [--steps N] [--repetitions N] [--jobs N] [--dir PATH] [--stages-only]\n".utf8))
+                Data(
+                    "usage: eval-benchmark [--runs N] [--steps N] [--repetitions N] [--jobs N] [--dir PATH] [--stages-only] [--stage TEXT] [--keep]\n"
+                        .utf8))
             exit(argument == "--help" ? 0 : 64)
         }
     }
@@ -55,7 +66,7 @@ let settings = parseSettings()
 let logs = settings.directory + "/logs"
 try? FileManager.default.removeItem(atPath: settings.directory)
 try FileManager.default.createDirectory(atPath: logs, withIntermediateDirectories: true)
-defer { try? FileManager.default.removeItem(atPath: settings.directory) }
+defer { if !settings.keepsCorpus { try? FileManager.default.removeItem(atPath: settings.directory) } }
 
 // The corpus: realistic event sizes, written by the real writer.
 var corpus = SyntheticCorpus()
@@ -236,6 +247,7 @@ if !settings.stagesOnly {
 // Where one job's time goes: the same logs, one thread, each stage adding to the one before.
 let paths = try FileManager.default.contentsOfDirectory(atPath: logs).sorted().map { "\(logs)/\($0)" }
 func stage(_ name: String, _ body: (String) throws -> Void) throws {
+    if let filter = settings.stageFilter, !name.contains(filter) { return }
     var times: [Double] = []
     for _ in 0..<settings.repetitions {
         times.append(try seconds { for path in paths { try body(path) } })
@@ -266,3 +278,59 @@ try stage("read + fold") { path in
     _ = try LogReader(path: path).forEachEvent { RunState.reduce(into: &state, $0.event) }
 }
 try stage("read + fold + check every state digest (LogFacts.read)") { path in _ = try LogFacts.read(path) }
+// Where the reader's time goes past inflating: the same runs' text inflated beforehand, in
+// memory, so that each stage below is CPU work alone. Each is timed on its own (they do not
+// add up): hashing the text once (what the member chain costs), splitting it into lines and
+// checking each is well-formed JSON without making anything (the speed of a scan), decoding
+// every event the way a fold-only reader does, then folding, then checking every digest.
+let textStages = (
+    hash: "text in memory: SHA-256 of all of it", scan: "text in memory: split, check each line is JSON (a scan)",
+    decode: "text in memory: split, decode every event", fold: "text in memory: split, decode, fold",
+    digests: "text in memory: split, decode, fold, every state digest"
+)
+let texts: [String: [UInt8]] = try {
+    let names = [textStages.hash, textStages.scan, textStages.decode, textStages.fold, textStages.digests]
+    guard names.contains(where: { name in settings.stageFilter.map { name.contains($0) } ?? true }) else { return [:] }
+    var texts: [String: [UInt8]] = [:]
+    for path in paths {
+        var all: [UInt8] = []
+        _ = try LogReader(path: path).forEachLine { line, _ in
+            all.append(contentsOf: line)
+            all.append(0x0A)
+        }
+        texts[path] = all
+    }
+    return texts
+}()
+func eachLine(_ path: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws {
+    try texts[path, default: []].withUnsafeBytes { buffer in
+        guard let base = buffer.baseAddress else { return }
+        var start = 0
+        while start < buffer.count, let newline = memchr(base + start, 0x0A, buffer.count - start) {
+            let end = base.distance(to: UnsafeRawPointer(newline))
+            try body(UnsafeRawBufferPointer(rebasing: buffer[start..<end]))
+            start = end + 1
+        }
+    }
+}
+func decodeForFold(_ line: UnsafeRawBufferPointer) throws -> Event {
+    try Event(line: line, runId: nil, previousHash: nil, keepsPacketText: false)
+}
+try stage(textStages.hash) { path in _ = ContentHash.sha256Hex(texts[path, default: []]) }
+try stage(textStages.scan) { path in
+    try eachLine(path) { line in try JSONScanner.scan(line) { try $0.skipValue() } }
+}
+try stage(textStages.decode) { path in try eachLine(path) { _ = try decodeForFold($0) } }
+try stage(textStages.fold) { path in
+    var state = RunState()
+    try eachLine(path) { RunState.reduce(into: &state, try decodeForFold($0)) }
+}
+try stage(textStages.digests) { path in
+    var state = RunState()
+    var digester = StateDigester()
+    try eachLine(path) { line in
+        let event = try decodeForFold(line)
+        if case .stepEnded = event.payload { _ = digester.digest(of: state) }
+        digester.track(RunState.reduce(into: &state, event))
+    }
+}
