@@ -69,13 +69,8 @@ public enum ContentHash {
     /// Whether `bytes` are `sha256:` and 64 lowercase hex digits: the form of a member typed
     /// `hash` (docs/log-format.md §4) — content hashes, state digests, config digests.
     public static func isSHA256(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        guard bytes.count == 71, bytes.starts(with: "sha256:".utf8) else { return false }
-        var isHex = true
-        for byte in bytes[7...] {
-            // Branch-free: a digit is 0x30-0x39, a letter 0x61-0x66.
-            isHex = isHex && (byte &- 0x30 < 10 || byte &- 0x61 < 6)
-        }
-        return isHex
+        guard bytes.count == 71, bytes.starts(with: "sha256:".utf8), let base = bytes.baseAddress else { return false }
+        return isLowercaseHex(base + 7, count: 64)
     }
 
     /// Whether `text` is `sha256:` and 64 lowercase hex digits.
@@ -88,14 +83,29 @@ public enum ContentHash {
     public static func isHex64(_ text: String) -> Bool {
         var text = text
         return text.withUTF8 { utf8 in
-            guard utf8.count == 64 else { return false }
-            var isHex = true
-            for byte in utf8 {
-                // Branch-free: a digit is 0x30-0x39, a letter 0x61-0x66.
-                isHex = isHex && (byte &- 0x30 < 10 || byte &- 0x61 < 6)
-            }
-            return isHex
+            guard utf8.count == 64, let base = utf8.baseAddress else { return false }
+            return isLowercaseHex(UnsafeRawPointer(base), count: 64)
         }
+    }
+
+    /// Whether the `count` bytes at `start` (a multiple of 8) are all `0`-`9` or `a`-`f`: eight
+    /// at a time, with no carry between bytes (each is below 0x80 before the sums), a byte's
+    /// high bit set in `atLeast(x)` when it is at least `x`.
+    @inline(__always)
+    static func isLowercaseHex(_ start: UnsafeRawPointer, count: Int) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        var offset = 0
+        while offset < count {
+            let word = (start + offset).loadUnaligned(as: UInt64.self)
+            guard word & highs == 0 else { return false }
+            func atLeast(_ bound: UInt64) -> UInt64 { word &+ ones &* (0x80 - bound) }
+            let digits = atLeast(0x30) & ~atLeast(0x3A)
+            let letters = atLeast(0x61) & ~atLeast(0x67)
+            guard (digits | letters) & highs == highs else { return false }
+            offset += 8
+        }
+        return true
     }
 
     /// Lowercase hex of raw bytes.

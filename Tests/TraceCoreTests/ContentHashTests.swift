@@ -28,6 +28,31 @@ struct ContentHashTests {
     }
 
     @Test(
+        "a hash's form is checked byte by byte: each of the 256 byte values in each of the 64 places is accepted exactly when it is 0-9 or a-f"
+    )
+    func hashFormEveryByteEveryPlace() {
+        let valid = "sha256:" + String(repeating: "0123456789abcdef", count: 4)
+        #expect(ContentHash.isSHA256(valid))
+        #expect(ContentHash.isHex64(String(valid.dropFirst(7))))
+        for place in 0..<64 {
+            for value in 0...255 {
+                var bytes = Array(valid.utf8)
+                bytes[7 + place] = UInt8(value)
+                let isDigit = (0x30...0x39).contains(value) || (0x61...0x66).contains(value)
+                let accepted = bytes.withUnsafeBytes { ContentHash.isSHA256($0) }
+                #expect(accepted == isDigit, "byte \(value) at place \(place)")
+                let hexOnly = Array(bytes[7...])
+                let text = String(decoding: hexOnly, as: UTF8.self)
+                // A byte that is not UTF-8 alone is replaced in the string, which is then no hex.
+                #expect(ContentHash.isHex64(text) == (isDigit && text.utf8.count == 64), "byte \(value) at place \(place)")
+            }
+        }
+        #expect(!ContentHash.isSHA256("sha256:" + String(repeating: "A", count: 64)))
+        #expect(!ContentHash.isSHA256("sha256:" + String(repeating: "0", count: 63)))
+        #expect(!ContentHash.isSHA256("sha255:" + String(repeating: "0", count: 64)))
+    }
+
+    @Test(
         "the processor's SHA extensions agree with swift-crypto on every length across the padding boundaries, and on random data",
         .enabled(if: ContentHash.usesProcessorExtensions, "this processor has no SHA extensions: swift-crypto hashes")
     )

@@ -42,7 +42,7 @@ extension RunState {
         object.set("last_token_estimate", lastTokenEstimate)
         object.set("resume_count", resumeCount)
         object.set("run_id", runId)
-        object.set("start", start.map { lists.start($0) })
+        object.set("start", lists.unchangedStart() ?? start.map { lists.start($0) })
         object.set("started_at_us", startedAtUs)
         object.set("step", step)
         object.set("steps_completed", stepsCompleted)
@@ -59,10 +59,17 @@ protocol StateListEncoder {
     associatedtype Start: JSONEncodable
     associatedtype List: JSONEncodable
     mutating func start(_ start: RunStarted) -> Start
+    /// What `start` gave last time, when the encoder knows the start has not changed since
+    /// (so the state's start need not be handed over); nil when it does not know.
+    mutating func unchangedStart() -> Start?
     mutating func decisions(_ decisions: [DecisionRecord]) -> List
     mutating func calls(_ calls: [ToolCallRecord]) -> List
     mutating func contents(_ contents: [ContentReference]) -> List
     mutating func anomalies(_ anomalies: [Anomaly]) -> List
+}
+
+extension StateListEncoder {
+    mutating func unchangedStart() -> Start? { nil }
 }
 
 /// Every member in full.

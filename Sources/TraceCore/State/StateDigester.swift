@@ -18,7 +18,9 @@ public struct StateDigester: Sendable, StateListEncoder {
     private var lastDecision: DecisionRecord?
     private var lastContent: ContentReference?
     private var lastAnomaly: Anomaly?
-    private var start: (value: RunStarted, digest: String)?
+    /// The start last hashed and its digest (kept apart: reading the digest alone copies nothing).
+    private var startValue: RunStarted?
+    private var startDigest: String?
     /// Set once `track(_:in:)` is used: calls are then known changed only where events touched
     /// them, and no scan is needed.
     private var isTracking = false
@@ -80,14 +82,18 @@ public struct StateDigester: Sendable, StateListEncoder {
     public mutating func view(of state: RunState) -> JSONValue {
         state.canonicalJSON(&self)
     }
+    /// Tracking, the start is known unchanged unless an event set it: its digest, without the
+    /// state's start being read (handing it over would copy the whole value at every step).
+    mutating func unchangedStart() -> String? {
+        isTracking && !isStartTouched ? startDigest : nil
+    }
+
     mutating func start(_ started: RunStarted) -> String {
-        // Tracking, the start is known unchanged unless an event set it; else it is compared.
-        // (The digest is read alone: binding the cached start would copy the whole value.)
-        if isTracking && !isStartTouched, let digest = start?.digest { return digest }
-        if let digest = start?.digest, start?.value == started { return digest }
         isStartTouched = false
+        if let startDigest, startValue == started { return startDigest }
         let digest = ContentHash.sha256(JSONWriter.encode(started.stateForm))
-        start = (started, digest)
+        startValue = started
+        startDigest = digest
         return digest
     }
 
