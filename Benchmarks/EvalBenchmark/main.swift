@@ -48,7 +48,7 @@ func parseSettings() -> Settings {
         case "--repetitions": settings.repetitions = Int(value) ?? settings.repetitions
         case "--jobs": settings.jobs = Int(value) ?? settings.jobs
         case "--dir": settings.directory = value
-        case "--stage":
+        case "--stage" where !value.isEmpty:
             settings.stageFilter = value
             settings.stagesOnly = true
         default:

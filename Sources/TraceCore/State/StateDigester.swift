@@ -84,6 +84,8 @@ public struct StateDigester: Sendable, StateListEncoder {
     }
     /// Tracking, the start is known unchanged unless an event set it: its digest, without the
     /// state's start being read (handing it over would copy the whole value at every step).
+    /// The fold sets a start but never takes one away, so a state whose start was hashed
+    /// still has that start.
     mutating func unchangedStart() -> String? {
         isTracking && !isStartTouched ? startDigest : nil
     }
