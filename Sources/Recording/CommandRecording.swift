@@ -197,8 +197,9 @@ public struct CommandRecording: Sendable {
         } catch {
             await gateway.stop()
             let message = (error as? ChildProcess.SpawnFailure)?.message ?? "\(error)"
+            // A spawn that failed says so itself, naming the program ("cannot start X: why").
             throw RecordingError(
-                .commandFailed, "cannot start \(ShellWords.command(command)): \(message)",
+                .commandFailed, message.hasPrefix("cannot start ") ? message : "cannot start \(ShellWords.command(command)): \(message)",
                 hint: "give the command after --, as you would run it: agent-eval record -- python3 agent.py")
         }
         await gateway.stop()
