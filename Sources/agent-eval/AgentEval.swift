@@ -29,6 +29,10 @@ struct AgentEval: AsyncParsableCommand {
             interrupted by Ctrl-C (SIGTERM): every command stops at once, except that exec, run, record and \
             pipeline first record the stop of what runs and close its logs, and collect, for which a signal is \
             the way to stop, writes every open trace's log and exits 0.
+
+            With --json, standard output holds one JSON document: the command's own, or, when the command fails \
+            before it has one (a missing file, a usage error), {"error": {"code", "message", "location"?, "hint"?}, \
+            "exit_code", "schema": "agent-eval/error", "version": 1}, the error being on standard error too.
             """,
         version: "0.4.0 (commit \(buildCommit))",
         subcommands: [
@@ -68,9 +72,31 @@ struct AgentEval: AsyncParsableCommand {
         }
         if let usage = usageProblem(in: arguments) {
             diagnose(usage)
+            printErrorDocument(arguments, exitCode: Exit.usage.rawValue, message: usage.message)
             Foundation.exit(Exit.usage.rawValue)
         }
-        await main(nil)
+        // ArgumentParser's `main`, with one addition: a command given --json that fails before it
+        // has printed anything prints an error document on standard output.
+        do {
+            var command = try await asyncParseAsRoot(arguments)
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            printErrorDocument(arguments, exitCode: exitCode(for: error).rawValue, message: message(for: error))
+            exit(withError: error)
+        }
+    }
+
+    /// The error document (`StandardOutput.errorDocument`) when `arguments` ask for JSON and the
+    /// command printed nothing; the error itself is on standard error as always.
+    static func printErrorDocument(_ arguments: [String], exitCode: Int32, message: @autoclosure () -> String) {
+        guard StandardOutput.asksForJSON(arguments),
+            let document = StandardOutput.errorDocument(exitCode: exitCode, message: message())
+        else { return }
+        printJSON(document)
     }
 
     /// What the argument parser would report badly: a misspelt command (it says only "unexpected

@@ -70,7 +70,7 @@ struct AuditCommand: AsyncParsableCommand {
                 if json {
                     reports.append(Self.json(log: log, findings: findings))
                 } else {
-                    for line in Self.describe(log: log, findings: findings, all: all) { print(line) }
+                    for line in Self.describe(log: log, findings: findings, all: all) { printOutput(line) }
                 }
             } catch {
                 unreadable += 1

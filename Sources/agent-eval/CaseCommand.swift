@@ -72,7 +72,7 @@ struct CaseFromLogCommand: ParsableCommand {
         let text = CaseDraft(mode: mode, argumentMode: arguments, ignoredKeys: ignoreKeys, caseId: caseId).yaml(
             for: facts.state, logReference: reference)
         guard let out else {
-            print(text, terminator: "")
+            printOutput(text, terminator: "")
             return
         }
         if FileManager.default.fileExists(atPath: out) {

@@ -69,7 +69,60 @@ enum TerminalStyle {
 
 /// Prints one line of output on standard output, its control characters made visible.
 func say(_ text: String) {
-    print(terminalSafe(text))
+    printOutput(terminalSafe(text))
+}
+
+/// `print` for everything the CLI writes on standard output, so that `StandardOutput` knows
+/// whether a command has begun its output.
+func printOutput(_ text: String, terminator: String = "\n") {
+    StandardOutput.noteWritten()
+    print(text, terminator: terminator)
+}
+
+/// What a command has written on standard output, and the last error it reported: what a
+/// `--json` command that fails before it has printed anything prints instead of nothing, so
+/// that a machine reading its standard output always gets a document.
+enum StandardOutput {
+    private static let state = Mutex<(written: Bool, lastError: DiagnosticRecord?)>((false, nil))
+
+    static func noteWritten() {
+        state.withLock { $0.written = true }
+    }
+
+    static func noteError(_ error: any Error) {
+        var record: DiagnosticRecord
+        if let diagnostic = error as? any Diagnostic {
+            record = DiagnosticRecord(diagnostic)
+            // The hint standard error shows, naming this CLI's commands.
+            record.hint = commandHint(for: diagnostic) ?? diagnostic.hint
+        } else {
+            record = DiagnosticRecord(CommandError("system_error", (error as NSError).localizedDescription))
+        }
+        state.withLock { $0.lastError = record }
+    }
+
+    /// Whether `arguments` ask for JSON on standard output: `--json` before any `--` (what
+    /// follows `--` is another program's command line).
+    static func asksForJSON(_ arguments: [String]) -> Bool {
+        arguments.prefix { $0 != "--" }.contains("--json")
+    }
+
+    /// The document a `--json` command prints when it ends with `code` (not 0) before printing
+    /// anything: `{"error": {"code", "message", "location"?, "hint"?}, "exit_code", "schema":
+    /// "agent-eval/error", "version": 1}`; `message` is the error's when nothing was diagnosed
+    /// (a usage error found by the argument parser). Nil when it must not print one.
+    static func errorDocument(exitCode code: Int32, message: @autoclosure () -> String) -> JSONValue? {
+        let (written, lastError) = state.withLock { ($0.written, $0.lastError) }
+        guard code != 0, !written else { return nil }
+        var object = ObjectBuilder()
+        object.set(
+            "error",
+            (lastError ?? DiagnosticRecord(CommandError(code == Exit.usage.rawValue ? "usage" : "failed", message()))).json)
+        object.set("exit_code", Int(code))
+        object.set("schema", "agent-eval/error")
+        object.set("version", 1)
+        return object.json
+    }
 }
 
 /// `text` with the control characters a terminal would act on — escape sequences, carriage
@@ -98,6 +151,7 @@ func terminalSafe(_ text: String) -> String {
 @discardableResult
 func diagnose(_ error: any Error, exit code: ExitCode = Exit.unusable) -> ExitCode {
     if let error = error as? ExitCode { return error }
+    StandardOutput.noteError(error)
     if let diagnostic = error as? any Diagnostic {
         for line in diagnostic.lines(hint: commandHint(for: diagnostic)) { printError(line) }
     } else {
@@ -186,6 +240,7 @@ struct FileHandleStream: TextOutputStream {
     static let standardError = FileHandleStream(descriptor: 2)
 
     func write(_ string: String) {
+        if descriptor == 1 { StandardOutput.noteWritten() }
         var text = string
         text.withUTF8 { buffer in
             var offset = 0
@@ -209,6 +264,7 @@ struct OutputBuffer {
     init() { bytes.reserveCapacity(1 << 16) }
 
     mutating func append(_ text: String) {
+        StandardOutput.noteWritten()
         bytes.append(contentsOf: terminalSafe(text).utf8)
         bytes.append(0x0A)
         if bytes.count >= 1 << 16 { flush() }
@@ -216,11 +272,13 @@ struct OutputBuffer {
 
     /// Appends bytes as they are: for JSON, whose encoding already escapes what must be.
     mutating func append(raw: [UInt8]) {
+        StandardOutput.noteWritten()
         bytes.append(contentsOf: raw)
         if bytes.count >= 1 << 16 { flush() }
     }
 
     mutating func append(line: UnsafeRawBufferPointer) {
+        StandardOutput.noteWritten()
         bytes.append(contentsOf: line)
         bytes.append(0x0A)
         if bytes.count >= 1 << 16 { flush() }
@@ -241,7 +299,7 @@ struct OutputBuffer {
 
 /// Prints a JSON value on standard output in canonical form.
 func printJSON(_ value: JSONValue) {
-    print(JSONWriter.encodeString(value))
+    printOutput(JSONWriter.encodeString(value))
 }
 
 /// Runs `body` in a task that SIGINT and SIGTERM cancel, instead of ending the process: the

@@ -245,10 +245,10 @@ final class StreamPrinter: Sendable {
         midLine.withLock { midLine in
             switch update {
             case .event(let event):
-                if midLine { print("") }
+                if midLine { printOutput("") }
                 midLine = false
                 if json {
-                    print("{\"event\":" + String(decoding: event.encodedLine(), as: UTF8.self) + "}")
+                    printOutput("{\"event\":" + String(decoding: event.encodedLine(), as: UTF8.self) + "}")
                 } else {
                     say(event.summaryLine)
                 }
@@ -256,8 +256,8 @@ final class StreamPrinter: Sendable {
                 if json {
                     printJSON(["text": .string(text)])
                 } else {
-                    if !midLine { print("model     ", terminator: "") }
-                    print(terminalSafe(text), terminator: "")
+                    if !midLine { printOutput("model     ", terminator: "") }
+                    printOutput(terminalSafe(text), terminator: "")
                     midLine = !text.hasSuffix("\n")
                 }
             case .finished:

@@ -142,7 +142,7 @@ struct ImportCommand: ParsableCommand {
             }
         }
         let text = JSONWriter.encodePretty(outcome.json)
-        if json { print(text) }
+        if json { printOutput(text) }
         if let jsonOut {
             do { try ReportFile.write(text, to: jsonOut) } catch { throw diagnose(error) }
         }
@@ -356,7 +356,7 @@ struct ExportOTLPCommand: AsyncParsableCommand {
         let bytes = JSONWriter.encode(request)
         if let out {
             if out == "-" {
-                print(String(decoding: bytes, as: UTF8.self))
+                printOutput(String(decoding: bytes, as: UTF8.self))
             } else {
                 do { try ReportFile.write(bytes: bytes, to: out) } catch { throw diagnose(error) }
                 say("wrote \(paths.count) trace\(paths.count == 1 ? "" : "s") to \(out)")

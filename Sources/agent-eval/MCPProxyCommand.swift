@@ -213,10 +213,10 @@ struct ApproveCommand: ParsableCommand {
             if json {
                 printJSON(.array(waiting.map(\.json)))
             } else if waiting.isEmpty {
-                print("no call waits for approval in \(log)")
+                printOutput("no call waits for approval in \(log)")
             } else {
                 for item in waiting {
-                    print(
+                    printOutput(
                         "\(item.callId)  \(item.tool) \(String(decoding: JSONWriter.encode(item.arguments), as: UTF8.self))"
                             + (item.reason.map { "  (\($0))" } ?? ""))
                 }
@@ -240,7 +240,7 @@ struct ApproveCommand: ParsableCommand {
             object.set("granted", !deny)
             printJSON(object.json)
         } else {
-            print("\(deny ? "denied" : "approved") \(answered.callId) (\(answered.tool))")
+            printOutput("\(deny ? "denied" : "approved") \(answered.callId) (\(answered.tool))")
         }
     }
 }

@@ -112,7 +112,7 @@ struct ResultsMergeCommand: AsyncParsableCommand {
         let toStandardOutput = json
         do {
             let text = JSONWriter.encodePretty(merge.report)
-            if json { print(text) }
+            if json { printOutput(text) }
             if let jsonOut { try ReportFile.write(text, to: jsonOut) }
             if let junit { try ReportFile.write(merge.junit, to: junit) }
             if let html {
@@ -140,7 +140,7 @@ struct ResultsMergeCommand: AsyncParsableCommand {
             say(merge.summaryLine)
         }
         if githubAnnotations {
-            for line in GitHubAnnotations.lines(from: merge.report) { if toStandardOutput { printError(line) } else { print(line) } }
+            for line in GitHubAnnotations.lines(from: merge.report) { if toStandardOutput { printError(line) } else { printOutput(line) } }
         }
         throw ExitCode(merge.exitStatus)
     }
@@ -233,7 +233,7 @@ struct ResultsCommentCommand: ParsableCommand {
             }
             printError("comment written: \(out)")
         } else {
-            print(text, terminator: "")
+            printOutput(text, terminator: "")
         }
     }
 }

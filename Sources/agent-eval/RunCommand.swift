@@ -383,7 +383,7 @@ struct RunCommand: AsyncParsableCommand {
         }
         if githubAnnotations {
             // With --json, standard output holds only the report; the runner reads both streams.
-            for line in GitHubAnnotations.lines(from: report.json) { if json { printError(line) } else { print(line) } }
+            for line in GitHubAnnotations.lines(from: report.json) { if json { printError(line) } else { printOutput(line) } }
         }
         if interrupted != nil {
             printError(

@@ -1,6 +1,7 @@
 import Foundation
 import TestSupport
 import Testing
+import TraceCore
 
 /// The exit codes every command documents, for success, damaged input and usage errors: the
 /// contract CI relies on (0 passed, 1 failed / damaged / diverged, 2 could not run, 64 usage).
@@ -48,8 +49,67 @@ struct ExitCodeTests {
         Row(64, "view", good, "--step", "99", "--out", page),
     ]
 
-    @Test("each command exits with its documented code", arguments: rows)
-    func exitCode(_ row: Row) async throws {
+    /// With `--json`, standard output holds one JSON document whatever happens: the command's
+    /// own (a report, damage included), or, when it fails before it has one, the error document.
+    static let jsonRows: [Row] = [
+        // The error document: nothing else to print.
+        Row(2, "log", "verify", "missing.jsonl.gz", "--json"), Row(2, "log", "verify", notGzip, "--json"),
+        Row(2, "diff", good, notGzip, "--json"), Row(64, "log", "verify", "--json"), Row(64, "frobnicate", "--json"),
+        Row(64, "run", "EvalCases", "--repeat", "0", "--json"), Row(64, "replay", "--json", "--bogus", good),
+        // Their own document, passed or failed.
+        Row(0, "log", "verify", good, "--json"), Row(1, "log", "verify", corrupt, "--json"), Row(2, "replay", "--json", corrupt),
+        Row(2, "run", corruptCase, "--json"),
+    ]
+
+    @Test(
+        "with --json, standard output holds one document: the command's own, or the error document when it fails before it has one",
+        arguments: jsonRows)
+    func jsonOnFailure(_ row: Row) async throws {
+        try await withLogs { directory, arguments in
+            let result = try await agentEval(arguments(row), environment: ["AGENT_EVAL_CATALOG": directory.path("catalog.sqlite")])
+            #expect(result.status == row.status, "stderr: \(result.stderr)")
+            let lines = result.stdoutText.split(separator: "\n")
+            #expect(lines.count == 1, "stdout: \(result.stdoutText)")
+            let document = try JSONParser.parse(Array((lines.first ?? "").utf8))
+            let isErrorDocument = document["schema"]?.stringValue == "agent-eval/error"
+            // replay and run print their report even when they cannot run; log verify reports damage.
+            let hasOwnDocument = ["replay", "run"].contains(row.arguments[0]) || (row.arguments[0] == "log" && row.status < 2)
+            let expectsErrorDocument = row.status == 64 || !hasOwnDocument
+            #expect(isErrorDocument == expectsErrorDocument, "stdout: \(result.stdoutText)")
+            if isErrorDocument {
+                #expect(document["exit_code"]?.intValue == Int(row.status))
+                #expect(document["version"]?.intValue == 1)
+                let message = document["error"]?["message"]?.stringValue ?? ""
+                #expect(!message.isEmpty && (document["error"]?["code"]?.stringValue ?? "").contains("."))
+                // The same error as standard error's text (the parser words usage errors itself).
+                #expect(result.stderr.contains(row.status == 64 ? "rror" : message), "stderr: \(result.stderr)")
+            }
+        }
+    }
+
+    @Test("--json after `--` belongs to the recorded command: a record that cannot start it prints no document")
+    func jsonAfterDoubleDash() async throws {
+        try await TemporaryDirectory.with { directory in
+            let arguments = ["record", "--out", directory.path("runs"), "--", directory.path("no-such-program"), "--json"]
+            let result = try await agentEval(arguments, environment: ["AGENT_EVAL_CATALOG": directory.path("catalog.sqlite")])
+            #expect(result.status == 2, "stderr: \(result.stderr)")
+            #expect(result.stdout.isEmpty, "stdout: \(result.stdoutText)")
+            // The reason once, not repeated after the command line.
+            #expect(
+                result.stderr.contains("error: cannot start \(directory.path("no-such-program")): No such file or directory\n"),
+                "\(result.stderr)")
+            // Given to record itself, it prints the error document.
+            let asked = try await agentEval(
+                ["record", "--out", directory.path("runs"), "--json", "--", directory.path("no-such-program")],
+                environment: ["AGENT_EVAL_CATALOG": directory.path("catalog.sqlite")])
+            let document = try JSONParser.parse(asked.stdout)
+            #expect(asked.status == 2 && document["error"]?["code"]?.stringValue == "record.command_failed", "\(asked.stdoutText)")
+        }
+    }
+
+    /// A directory with the good, corrupt and not-gzip logs and a case file over each log, and
+    /// the function that puts their paths into a row's arguments.
+    private func withLogs(_ body: (TemporaryDirectory, (Row) -> [String]) async throws -> Void) async throws {
         try await TemporaryDirectory.with { directory in
             let good = directory.path("good.jsonl.gz")
             try FileManager.default.copyItem(
@@ -62,17 +122,26 @@ struct ExitCodeTests {
                 try "caseId: \(name)\nlogs: \(log)\nexpected: {toolsNotCalled: [delete_customer]}\n".write(
                     toFile: directory.path(name), atomically: true, encoding: .utf8)
             }
-            let arguments = row.arguments.map { argument in
-                switch argument {
-                case Self.good: good
-                case Self.corrupt: directory.path("corrupt.jsonl.gz")
-                case Self.notGzip: directory.path("notgz.jsonl.gz")
-                case Self.goodCase: directory.path("good-case.yaml")
-                case Self.corruptCase: directory.path("corrupt-case.yaml")
-                case Self.page: directory.path("page.html")
-                default: argument
+            try await body(directory) { row in
+                row.arguments.map { argument in
+                    switch argument {
+                    case Self.good: good
+                    case Self.corrupt: directory.path("corrupt.jsonl.gz")
+                    case Self.notGzip: directory.path("notgz.jsonl.gz")
+                    case Self.goodCase: directory.path("good-case.yaml")
+                    case Self.corruptCase: directory.path("corrupt-case.yaml")
+                    case Self.page: directory.path("page.html")
+                    default: argument
+                    }
                 }
             }
+        }
+    }
+
+    @Test("each command exits with its documented code", arguments: rows)
+    func exitCode(_ row: Row) async throws {
+        try await withLogs { directory, arguments in
+            let arguments = arguments(row)
             let result = try await agentEval(arguments, environment: ["AGENT_EVAL_CATALOG": directory.path("catalog.sqlite")])
             #expect(result.status == row.status, "stderr: \(result.stderr)")
             if row.status == 2 {
