@@ -83,10 +83,12 @@ func printOutput(_ text: String, terminator: String = "\n") {
 /// `--json` command that fails before it has printed anything prints instead of nothing, so
 /// that a machine reading its standard output always gets a document.
 enum StandardOutput {
-    private static let state = Mutex<(written: Bool, lastError: DiagnosticRecord?)>((false, nil))
+    /// An atomic, not a lock: every line a long listing prints notes itself.
+    private static let written = Atomic<Bool>(false)
+    private static let lastError = Mutex<DiagnosticRecord?>(nil)
 
     static func noteWritten() {
-        state.withLock { $0.written = true }
+        written.store(true, ordering: .relaxed)
     }
 
     static func noteError(_ error: any Error) {
@@ -98,7 +100,7 @@ enum StandardOutput {
         } else {
             record = DiagnosticRecord(CommandError("system_error", (error as NSError).localizedDescription))
         }
-        state.withLock { $0.lastError = record }
+        lastError.withLock { $0 = record }
     }
 
     /// Whether `arguments` ask for JSON on standard output: `--json` before any `--` (what
@@ -112,12 +114,19 @@ enum StandardOutput {
     /// "agent-eval/error", "version": 1}`; `message` is the error's when nothing was diagnosed
     /// (a usage error found by the argument parser). Nil when it must not print one.
     static func errorDocument(exitCode code: Int32, message: @autoclosure () -> String) -> JSONValue? {
-        let (written, lastError) = state.withLock { ($0.written, $0.lastError) }
-        guard code != 0, !written else { return nil }
+        guard code != 0, !written.load(ordering: .relaxed) else { return nil }
+        let error =
+            lastError.withLock { $0 }
+            ?? {
+                // Not diagnosed here: a usage error the parser found, or a stop (an interruption).
+                let text = message()
+                return DiagnosticRecord(
+                    CommandError(
+                        code == Exit.usage.rawValue ? "usage" : "failed", text.isEmpty ? "the command ended with exit status \(code)" : text
+                    ))
+            }()
         var object = ObjectBuilder()
-        object.set(
-            "error",
-            (lastError ?? DiagnosticRecord(CommandError(code == Exit.usage.rawValue ? "usage" : "failed", message()))).json)
+        object.set("error", error.json)
         object.set("exit_code", Int(code))
         object.set("schema", "agent-eval/error")
         object.set("version", 1)
