@@ -129,8 +129,7 @@ public enum LogRepair {
     static func hash(of file: FileDescriptor, at offset: Int, count: Int) throws -> String {
         var hasher = SHA256()
         try forEachPiece(of: file, at: offset, count: count) { hasher.update(bufferPointer: $0) }
-        let digits = Array("0123456789abcdef".utf8)
-        return String(decoding: hasher.finalize().flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0x0F)]] }, as: UTF8.self)
+        return ContentHash.hex(Array(hasher.finalize()))
     }
 
     /// Calls `body` with the bytes of `file` from `offset`, `count` of them or up to its end, in
