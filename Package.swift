@@ -348,7 +348,11 @@ let package = Package(
         ),
         .testTarget(
             name: "CatalogTests",
-            dependencies: ["TraceCore", "TraceLog", "AgentRuntime", "EvalEngine", "Catalog", "Replay", "TestSupport"],
+            dependencies: [
+                "TraceCore", "TraceLog", "AgentRuntime", "EvalEngine", "Catalog", "Replay", "TestSupport",
+                // Two raw connections, to make SQLite's own busy errors (CatalogBusyTests).
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(

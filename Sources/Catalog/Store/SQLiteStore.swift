@@ -164,6 +164,15 @@ final class SQLiteStore: CatalogStore {
             return CatalogError(.cannotOpen, "cannot open the catalog at \(path) (\(detail))", location: location)
         case .SQLITE_READONLY where error.extendedResultCode == .SQLITE_READONLY:
             return CatalogError(.readOnly, "the catalog refuses writes here (\(detail))", location: location)
+        case .SQLITE_BUSY where error.extendedResultCode == .SQLITE_BUSY_SNAPSHOT:
+            // Returned at once, not after the wait: a read turned write found a newer commit.
+            return CatalogError(
+                .queryFailed, "another process wrote to the catalog at \(path) while this one was reading it (\(detail))",
+                location: location, hint: "run the command again: it reads the catalog as it is now")
+        case .SQLITE_BUSY where error.extendedResultCode == .SQLITE_BUSY_RECOVERY:
+            return CatalogError(
+                .queryFailed, "another process is recovering the catalog at \(path) after a crash (\(detail))", location: location,
+                hint: "run the command again in a moment")
         case .SQLITE_BUSY:
             return CatalogError(
                 .queryFailed, "the catalog at \(path) stayed locked by another process for \(Int(Catalog.busyTimeout)) s (\(detail))",
