@@ -30,9 +30,11 @@ struct AgentEval: AsyncParsableCommand {
             pipeline first record the stop of what runs and close its logs, and collect, for which a signal is \
             the way to stop, writes every open trace's log and exits 0.
 
-            With --json, standard output holds one JSON document: the command's own, or, when the command fails \
-            before it has one (a missing file, a usage error), {"error": {"code", "message", "location"?, "hint"?}, \
-            "exit_code", "schema": "agent-eval/error", "version": 1}, the error being on standard error too.
+            With --json (--jsonl), standard output holds the command's JSON document (JSON Lines for exec, collect \
+            and log cat) or, when the command fails before it has printed anything (a missing file, a usage error), \
+            an error document: {"error": {"code", "message", "location"?, "hint"?, "cause"?}, "errors": [every \
+            error reported, in order], "exit_code", "schema": "agent-eval/error", "version": 1}. The errors are on \
+            standard error too.
             """,
         version: "0.4.0 (commit \(buildCommit))",
         subcommands: [
@@ -72,7 +74,7 @@ struct AgentEval: AsyncParsableCommand {
         }
         if let usage = usageProblem(in: arguments) {
             diagnose(usage)
-            printErrorDocument(arguments, exitCode: Exit.usage.rawValue, message: usage.message)
+            printErrorDocument(arguments, exitCode: Exit.usage.rawValue, thrown: Exit.usage, message: usage.message)
             Foundation.exit(Exit.usage.rawValue)
         }
         // ArgumentParser's `main`, with one addition: a command given --json that fails before it
@@ -85,16 +87,16 @@ struct AgentEval: AsyncParsableCommand {
                 try command.run()
             }
         } catch {
-            printErrorDocument(arguments, exitCode: exitCode(for: error).rawValue, message: message(for: error))
+            printErrorDocument(arguments, exitCode: exitCode(for: error).rawValue, thrown: error, message: message(for: error))
             exit(withError: error)
         }
     }
 
     /// The error document (`StandardOutput.errorDocument`) when `arguments` ask for JSON and the
     /// command printed nothing; the error itself is on standard error as always.
-    static func printErrorDocument(_ arguments: [String], exitCode: Int32, message: @autoclosure () -> String) {
+    static func printErrorDocument(_ arguments: [String], exitCode: Int32, thrown: any Error, message: @autoclosure () -> String) {
         guard StandardOutput.asksForJSON(arguments),
-            let document = StandardOutput.errorDocument(exitCode: exitCode, message: message())
+            let document = StandardOutput.errorDocument(exitCode: exitCode, thrown: thrown, message: message())
         else { return }
         printJSON(document)
     }
@@ -104,6 +106,8 @@ struct AgentEval: AsyncParsableCommand {
     /// the value is missing), and the old `--json FILE` spelling (`--json` prints; it would
     /// take the file for an input).
     static func usageProblem(in arguments: [String]) -> CommandError? {
+        // What follows `--` is another program's command line (`record -- python3 agent.py …`).
+        let arguments = Array(arguments.prefix { $0 != "--" })
         let commands = configuration.subcommands.compactMap { $0.configuration.commandName } + ["help"]
         if let first = arguments.first, !first.hasPrefix("-"), !commands.contains(first) {
             let suggestion = ConfigNode.suggestion(for: first, among: commands)

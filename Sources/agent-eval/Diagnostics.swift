@@ -85,13 +85,19 @@ func printOutput(_ text: String, terminator: String = "\n") {
 enum StandardOutput {
     /// An atomic, not a lock: every line a long listing prints notes itself.
     private static let written = Atomic<Bool>(false)
-    private static let lastError = Mutex<DiagnosticRecord?>(nil)
+    /// The errors `diagnose` printed, in order (the first `keptErrors` of them).
+    private static let errors = Mutex<[DiagnosticRecord]>([])
+    static let keptErrors = 100
 
     static func noteWritten() {
         written.store(true, ordering: .relaxed)
     }
 
     static func noteError(_ error: any Error) {
+        errors.withLock { if $0.count < keptErrors { $0.append(record(of: error)) } }
+    }
+
+    private static func record(of error: any Error) -> DiagnosticRecord {
         var record: DiagnosticRecord
         if let diagnostic = error as? any Diagnostic {
             record = DiagnosticRecord(diagnostic)
@@ -100,33 +106,35 @@ enum StandardOutput {
         } else {
             record = DiagnosticRecord(CommandError("system_error", (error as NSError).localizedDescription))
         }
-        lastError.withLock { $0 = record }
+        return record
     }
 
-    /// Whether `arguments` ask for JSON on standard output: `--json` before any `--` (what
-    /// follows `--` is another program's command line).
+    /// Whether `arguments` ask for JSON on standard output: `--json` (or `log cat`'s `--jsonl`)
+    /// before any `--` (what follows `--` is another program's command line).
     static func asksForJSON(_ arguments: [String]) -> Bool {
-        arguments.prefix { $0 != "--" }.contains("--json")
+        arguments.prefix { $0 != "--" }.contains { $0 == "--json" || $0 == "--jsonl" }
     }
 
     /// The document a `--json` command prints when it ends with `code` (not 0) before printing
-    /// anything: `{"error": {"code", "message", "location"?, "hint"?}, "exit_code", "schema":
-    /// "agent-eval/error", "version": 1}`; `message` is the error's when nothing was diagnosed
-    /// (a usage error found by the argument parser). Nil when it must not print one.
-    static func errorDocument(exitCode code: Int32, message: @autoclosure () -> String) -> JSONValue? {
+    /// anything: `{"error": {"code", "message", "location"?, "hint"?, "cause"?}, "errors": [...],
+    /// "exit_code", "schema": "agent-eval/error", "version": 1}`. `errors` holds every error the
+    /// command reported, in order, and `error` the first of them (usually the cause of the
+    /// rest). An error it throws without reporting it (`thrown`: a usage error the argument
+    /// parser found, a stop) comes last, worded as `message` says. Nil when it must not print one.
+    static func errorDocument(exitCode code: Int32, thrown: any Error, message: @autoclosure () -> String) -> JSONValue? {
         guard code != 0, !written.load(ordering: .relaxed) else { return nil }
-        let error =
-            lastError.withLock { $0 }
-            ?? {
-                // Not diagnosed here: a usage error the parser found, or a stop (an interruption).
-                let text = message()
-                return DiagnosticRecord(
+        var reported = errors.withLock { $0 }
+        if !(thrown is ExitCode) || reported.isEmpty {
+            let text = message()
+            reported.append(
+                DiagnosticRecord(
                     CommandError(
                         code == Exit.usage.rawValue ? "usage" : "failed", text.isEmpty ? "the command ended with exit status \(code)" : text
-                    ))
-            }()
+                    )))
+        }
         var object = ObjectBuilder()
-        object.set("error", error.json)
+        object.set("error", reported[0].json)
+        object.set("errors", JSONValue.array(reported.map(\.json)))
         object.set("exit_code", Int(code))
         object.set("schema", "agent-eval/error")
         object.set("version", 1)
@@ -273,7 +281,6 @@ struct OutputBuffer {
     init() { bytes.reserveCapacity(1 << 16) }
 
     mutating func append(_ text: String) {
-        StandardOutput.noteWritten()
         bytes.append(contentsOf: terminalSafe(text).utf8)
         bytes.append(0x0A)
         if bytes.count >= 1 << 16 { flush() }
@@ -281,19 +288,19 @@ struct OutputBuffer {
 
     /// Appends bytes as they are: for JSON, whose encoding already escapes what must be.
     mutating func append(raw: [UInt8]) {
-        StandardOutput.noteWritten()
         bytes.append(contentsOf: raw)
         if bytes.count >= 1 << 16 { flush() }
     }
 
     mutating func append(line: UnsafeRawBufferPointer) {
-        StandardOutput.noteWritten()
         bytes.append(contentsOf: line)
         bytes.append(0x0A)
         if bytes.count >= 1 << 16 { flush() }
     }
 
     mutating func flush() {
+        // Written when it reaches the descriptor: what is buffered and never flushed is not output.
+        if !bytes.isEmpty { StandardOutput.noteWritten() }
         bytes.withUnsafeBytes { buffer in
             var offset = 0
             while offset < buffer.count, let base = buffer.baseAddress {

@@ -208,6 +208,14 @@ struct ApproveCommand: ParsableCommand {
     var json = false
 
     func run() throws {
+        // The proxy makes its log before any call can wait: no log, no proxy (a mistyped path
+        // would otherwise list nothing and pass).
+        guard FileManager.default.fileExists(atPath: log) else {
+            throw diagnose(
+                CommandError(
+                    "no_log", "there is no log at \(log)", at: SourceLocation(path: log),
+                    hint: "give the log the proxy writes: it names it on its standard error when a call waits"))
+        }
         guard let call else {
             let waiting = MCPApprovals.pending(log: log)
             if json {

@@ -224,6 +224,9 @@ enum HTMLOutput {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: opener)
         process.arguments = [link]
+        // Browsers print on their standard output ("Opening in existing browser session."):
+        // ours may be a --json document.
+        process.standardOutput = FileHandle.standardError
         do {
             try process.run()
         } catch {

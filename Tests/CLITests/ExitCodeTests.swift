@@ -56,6 +56,7 @@ struct ExitCodeTests {
         Row(2, "log", "verify", "missing.jsonl.gz", "--json"), Row(2, "log", "verify", notGzip, "--json"),
         Row(2, "diff", good, notGzip, "--json"), Row(64, "log", "verify", "--json"), Row(64, "frobnicate", "--json"),
         Row(64, "run", "EvalCases", "--repeat", "0", "--json"), Row(64, "replay", "--json", "--bogus", good),
+        Row(2, "approve", "missing.jsonl.gz", "--json"), Row(2, "log", "cat", "missing.jsonl.gz", "--jsonl"),
         // Their own document, passed or failed.
         Row(0, "log", "verify", good, "--json"), Row(1, "log", "verify", corrupt, "--json"), Row(2, "replay", "--json", corrupt),
         Row(2, "run", corruptCase, "--json"),
@@ -80,6 +81,8 @@ struct ExitCodeTests {
                 #expect(document["exit_code"]?.intValue == Int(row.status))
                 #expect(document["version"]?.intValue == 1)
                 let message = document["error"]?["message"]?.stringValue ?? ""
+                // `error` is the first of `errors`: every error the command reported, in order.
+                #expect(document["errors"]?.arrayValue?.first == document["error"], "stdout: \(result.stdoutText)")
                 #expect(!message.isEmpty && (document["error"]?["code"]?.stringValue ?? "").contains("."))
                 // The same error as standard error's text (the parser words usage errors itself).
                 #expect(result.stderr.contains(row.status == 64 ? "rror" : message), "stderr: \(result.stderr)")
@@ -87,10 +90,30 @@ struct ExitCodeTests {
         }
     }
 
+    @Test("run --json over bad case files: the error document lists every problem in order, the first as its error")
+    func jsonListsEveryError() async throws {
+        try await TemporaryDirectory.with { directory in
+            try FileManager.default.createDirectory(atPath: directory.path("bad"), withIntermediateDirectories: true)
+            try "caseId: a\nlogs: [\n".write(toFile: directory.path("bad/a.yaml"), atomically: true, encoding: .utf8)
+            try "caseId: b\nlogs: b.jsonl.gz\nexpected: {toolsCalled: 3}\n".write(
+                toFile: directory.path("bad/b.yaml"), atomically: true, encoding: .utf8)
+            let result = try await agentEval(
+                ["run", directory.path("bad"), "--json"], environment: ["AGENT_EVAL_CATALOG": directory.path("catalog.sqlite")])
+            #expect(result.status == 2, "stderr: \(result.stderr)")
+            let document = try JSONParser.parse(result.stdout)
+            let places = (document["errors"]?.arrayValue ?? []).map { error in
+                "\(error["location"]?["path"]?.stringValue ?? ""):\(error["location"]?["line"]?.intValue ?? 0)"
+            }
+            #expect(places == [directory.path("bad/a.yaml") + ":3", directory.path("bad/b.yaml") + ":3"], "\(result.stdoutText)")
+            #expect(document["error"] == document["errors"]?.arrayValue?.first)
+        }
+    }
+
     @Test("--json after `--` belongs to the recorded command: a record that cannot start it prints no document")
     func jsonAfterDoubleDash() async throws {
         try await TemporaryDirectory.with { directory in
-            let arguments = ["record", "--out", directory.path("runs"), "--", directory.path("no-such-program"), "--json"]
+            // (`--json out.json` would be a usage error of agent-eval's own: here it is the program's.)
+            let arguments = ["record", "--out", directory.path("runs"), "--", directory.path("no-such-program"), "--json", "out.json"]
             let result = try await agentEval(arguments, environment: ["AGENT_EVAL_CATALOG": directory.path("catalog.sqlite")])
             #expect(result.status == 2, "stderr: \(result.stderr)")
             #expect(result.stdout.isEmpty, "stdout: \(result.stdoutText)")
