@@ -419,11 +419,15 @@ struct MCPProxyInputTests {
         #expect(usage.stderr.contains("give the MCP server's command after --"))
     }
 
-    @Test("approve names the calls that wait when asked for one that does not")
+    @Test("approve names the calls that wait when asked for one that does not, and a log that does not exist")
     func approveUnknownCall() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let log = directory.path("run.jsonl.gz")
+        let noLog = try await agentEval(["approve", log])
+        #expect(noLog.status == 2 && noLog.stdout.isEmpty)
+        #expect(noLog.stderr.contains("error: there is no log at \(log)"), "\(noLog.stderr)")
+        try FileManager.default.copyItem(atPath: fixture("support-sample.jsonl.gz"), toPath: log)
         let none = try await agentEval(["approve", log])
         #expect(none.status == 0)
         #expect(none.stdoutText == "no call waits for approval in \(log)\n")
