@@ -79,7 +79,7 @@ func printOutput(_ text: String, terminator: String = "\n") {
     print(text, terminator: terminator)
 }
 
-/// What a command has written on standard output, and the last error it reported: what a
+/// Whether a command has written on standard output, and the errors it reported: what a
 /// `--json` command that fails before it has printed anything prints instead of nothing, so
 /// that a machine reading its standard output always gets a document.
 enum StandardOutput {
