@@ -60,9 +60,9 @@ enum ContentIdentity {
 
         // A suite over the log at the first path fills the fact cache and keeps its result. The
         // case file beside the logs, the same bytes on both machines, names them relatively.
-        func suite(over log: String) async throws -> (FactCache, RunResult) {
+        func suite(over log: String, calling tool: String = "lookup_order") async throws -> (FactCache, RunResult) {
             let caseFile = ((log as NSString).deletingLastPathComponent as NSString).deletingLastPathComponent + "/case.yaml"
-            try "caseId: c\nlogs: logs/run.jsonl.gz\nexpected:\n  toolsCalled: [lookup_order]\n".write(
+            try "caseId: c\nlogs: logs/run.jsonl.gz\nexpected:\n  toolsCalled: [\(tool)]\n".write(
                 toFile: caseFile, atomically: true, encoding: .utf8)
             let cache = FactCache(catalog: catalog)
             var options = EvalOptions(jobs: 1)
@@ -111,20 +111,11 @@ enum ContentIdentity {
         facts.flush()
         let secondStamp = try #require(FileStamp(path: second))
         #expect(try stamps("facts", second) == [.integer(Int64(secondStamp.mtimeNs))])
-        let caseFile = directory.path("machine-b/checkout/case.yaml")
-        try "caseId: c\nlogs: logs/run.jsonl.gz\nexpected:\n  toolsCalled: [refund_order]\n".write(
-            toFile: caseFile, atomically: true, encoding: .utf8)
-        let edited = FactCache(catalog: catalog)
-        var options = EvalOptions(jobs: 1)
-        options.facts = edited
-        let editedResult = try #require(await EvalRunner(options: options).run(EvalSuite.load(paths: [caseFile]).cases).first?.runs.first)
-        edited.flush()
+        let (edited, editedResult) = try await suite(over: second, calling: "refund_order")
         #expect(edited.usage == (1, 0) && editedResult.error == nil)
         let kept = try catalog.query("SELECT COUNT(*) FROM check_results WHERE path = ?", arguments: [.text(second)])
         #expect(kept.rows.first?.first == .integer(1))
-        let again = FactCache(catalog: catalog)
-        options.facts = again
-        _ = await EvalRunner(options: options).run(EvalSuite.load(paths: [caseFile]).cases)
+        let (again, _) = try await suite(over: second, calling: "refund_order")
         #expect(again.usage == (0, 0) && again.reusedResults == 1)
 
         // A log that vanished and is back is read again, not left vanished: moved back with the
