@@ -55,6 +55,7 @@ struct AgentEval: AsyncParsableCommand {
     static func main() async {
         Interruption.install()
         let arguments = Array(CommandLine.arguments.dropFirst())
+        StandardOutput.noteCommandLine(arguments)
         if arguments.count == 2, arguments[0] == "help", let page = HelpTopic(rawValue: arguments[1]) {
             do {
                 FileHandleStream(descriptor: 1).write(try page.text())

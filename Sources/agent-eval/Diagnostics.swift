@@ -89,6 +89,14 @@ enum StandardOutput {
     private static let errors = Mutex<[DiagnosticRecord]>([])
     static let keptErrors = 100
 
+    /// Whether the command line asks for JSON (`asksForJSON`), noted at start for the one
+    /// path that has no command line at hand: a signal that ends the process.
+    private static let isJSONRequested = Atomic<Bool>(false)
+
+    static func noteCommandLine(_ arguments: [String]) {
+        isJSONRequested.store(asksForJSON(arguments), ordering: .relaxed)
+    }
+
     static func noteWritten() {
         written.store(true, ordering: .relaxed)
     }
@@ -121,7 +129,10 @@ enum StandardOutput {
     /// command reported, in order, and `error` the first of them (usually the cause of the
     /// rest). An error it throws without reporting it (`thrown`: a usage error the argument
     /// parser found, a stop) comes last, worded as `message` says. Nil when it must not print one.
-    static func errorDocument(exitCode code: Int32, thrown: any Error, message: @autoclosure () -> String) -> JSONValue? {
+    /// `errorCode` names that last error (by default "usage" for exit 64, else "failed").
+    static func errorDocument(
+        exitCode code: Int32, thrown: any Error, message: @autoclosure () -> String, errorCode: String? = nil
+    ) -> JSONValue? {
         guard code != 0, !written.load(ordering: .relaxed) else { return nil }
         var reported = errors.withLock { $0 }
         if !(thrown is ExitCode) || reported.isEmpty {
@@ -129,7 +140,8 @@ enum StandardOutput {
             reported.append(
                 DiagnosticRecord(
                     CommandError(
-                        code == Exit.usage.rawValue ? "usage" : "failed", text.isEmpty ? "the command ended with exit status \(code)" : text
+                        errorCode ?? (code == Exit.usage.rawValue ? "usage" : "failed"),
+                        text.isEmpty ? "the command ended with exit status \(code)" : text
                     )))
         }
         var object = ObjectBuilder()
@@ -139,6 +151,19 @@ enum StandardOutput {
         object.set("schema", "agent-eval/error")
         object.set("version", 1)
         return object.json
+    }
+}
+
+extension StandardOutput {
+    /// What a signal that ends the process prints on standard output (`Interruption`): the
+    /// error document, with the interruption as its last error, when the command line asked
+    /// for JSON and nothing has been printed yet.
+    static func printInterruption(exitCode: Int32, message: String) {
+        guard isJSONRequested.load(ordering: .relaxed),
+            let document = errorDocument(
+                exitCode: exitCode, thrown: CommandError("interrupted", message), message: message, errorCode: "interrupted")
+        else { return }
+        printJSON(document)
     }
 }
 

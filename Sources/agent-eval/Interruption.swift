@@ -74,7 +74,9 @@ enum Interruption {
             cancel()
             return
         }
-        printError("interrupted by \(number == SIGINT ? "SIGINT" : "SIGTERM"): stopped before finishing")
+        let message = "interrupted by \(number == SIGINT ? "SIGINT" : "SIGTERM"): stopped before finishing"
+        printError(message)
+        StandardOutput.printInterruption(exitCode: 128 + number, message: message)
         // `exit`, not `_exit`: the handlers registered at exit still run (the sweep of the
         // processes tools left behind).
         exit(128 + number)

@@ -29,7 +29,10 @@ let testCatalogPath: String = {
 /// Starts `agent-eval` without waiting for it (standard output discarded, standard error to a
 /// file in `directory`, whose path is returned); `catalog` is its catalog (the tests' one by
 /// default).
-func startAgentEval(_ arguments: [String], in directory: URL, catalog: String = testCatalogPath) throws -> (Process, String) {
+/// Its standard output goes to the file `output` when given, else nowhere.
+func startAgentEval(
+    _ arguments: [String], in directory: URL, catalog: String = testCatalogPath, output: String? = nil
+) throws -> (Process, String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: try agentEvalBinary())
     process.arguments = arguments
@@ -39,7 +42,12 @@ func startAgentEval(_ arguments: [String], in directory: URL, catalog: String = 
     process.environment = environment
     let errors = directory.appendingPathComponent("stderr-\(UUID().uuidString).txt").path
     _ = FileManager.default.createFile(atPath: errors, contents: nil)
-    process.standardOutput = FileHandle.nullDevice
+    if let output {
+        _ = FileManager.default.createFile(atPath: output, contents: nil)
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
+    } else {
+        process.standardOutput = FileHandle.nullDevice
+    }
     process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errors))
     try process.run()
     return (process, errors)

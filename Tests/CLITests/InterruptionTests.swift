@@ -30,13 +30,14 @@ struct InterruptionTests {
     }
 
     @Test(
-        "check of a 100,000-case file stops at once on SIGTERM (143) and SIGINT (130)",
-        arguments: [(SIGTERM, Int32(143)), (SIGINT, Int32(130))])
-    func checkStops(signal: Int32, status: Int32) async throws {
+        "check of a 100,000-case file stops at once on SIGTERM (143) and SIGINT (130); with --json, its error document says so",
+        arguments: [(SIGTERM, Int32(143), false), (SIGINT, Int32(130), false), (SIGTERM, Int32(143), true)])
+    func checkStops(signal: Int32, status: Int32, json: Bool) async throws {
         try await TemporaryDirectory.with { directory in
             let cases = directory.path("cases.yaml")
             try Self.writeCases(100_000, to: cases)
-            let (process, errors) = try startAgentEval(["check", cases], in: directory.url)
+            let output = directory.path("stdout.json")
+            let (process, errors) = try startAgentEval(["check", cases] + (json ? ["--json"] : []), in: directory.url, output: output)
             // Started: it has read and is checking the file (a debug build takes seconds more).
             let started = ContinuousClock.now
             while process.isRunning, (Self.cpuSeconds(of: process.processIdentifier) ?? 0.5) < 0.3,
@@ -56,6 +57,14 @@ struct InterruptionTests {
             #expect(took < .seconds(10), "it took \(took) to stop")
             let text = try String(contentsOfFile: errors, encoding: .utf8)
             #expect(text.contains("interrupted by \(signal == SIGINT ? "SIGINT" : "SIGTERM")"), "\(text)")
+            guard json else { return }
+            let printed = try Data(contentsOf: URL(fileURLWithPath: output))
+            // One document, the error one: what a script reading --json output can rely on.
+            let document = try JSONParser.parse(Array(printed))
+            #expect(document["schema"]?.stringValue == "agent-eval/error")
+            #expect(document["exit_code"]?.intValue == Int(status))
+            #expect(document["error"]?["code"]?.stringValue == "cli.interrupted")
+            #expect(document["error"]?["message"]?.stringValue?.contains("interrupted by SIGTERM") == true, "\(document)")
         }
     }
 
