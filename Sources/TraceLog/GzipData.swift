@@ -10,9 +10,10 @@ import CZlib
 /// Whole-buffer gzip for small side files that are not logs (cassette recordings): one
 /// member written, one member read, through the same zlib streams as the log.
 public enum GzipData {
-    /// `bytes` as one gzip member (MTIME 0, so the same bytes compress to the same file).
-    public static func compress(_ bytes: [UInt8]) throws -> [UInt8] {
-        try bytes.withUnsafeBytes { try gzipMember($0) }
+    /// `bytes` as one gzip member (MTIME 0, so the same bytes compress to the same file), at
+    /// zlib's `level` (6, gzip's own default, unless given).
+    public static func compress(_ bytes: [UInt8], level: Int32 = 6) throws -> [UInt8] {
+        try bytes.withUnsafeBytes { try gzipMember($0, level: level) }
     }
 
     /// `bytes` as one gzip member made by libdeflate at level 1: about eight times faster than
