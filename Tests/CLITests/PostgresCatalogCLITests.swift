@@ -60,6 +60,14 @@ struct PostgresCatalogCLITests {
                 let check = try await agentEval(["catalog", "check", "--catalog", server.url], in: directory.url)
                 #expect(check.status == 0, "\(check.stderr)")
                 #expect(check.stdoutText.contains("0 stale"))
+
+                // A statement that finds nothing still says which columns it has, as on SQLite.
+                let none = try await agentEval(
+                    ["sql", "--catalog", server.url, "SELECT path, status FROM logs WHERE steps < 0 -- none"], in: directory.url)
+                #expect(none.status == 0, "\(none.stderr)")
+                let lines = none.stdoutText.split(separator: "\n")
+                #expect(lines.first?.split(separator: " ") == ["path", "status"], "\(none.stdoutText)")
+                #expect(lines.last == "(0 rows)", "\(none.stdoutText)")
             }
         }
     }

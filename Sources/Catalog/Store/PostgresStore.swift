@@ -245,12 +245,30 @@ final class PostgresStore: CatalogStore {
                     if result.columns.isEmpty { result.columns = (0..<row.columnCount).map(row.name) }
                     result.rows.append((0..<row.columnCount).map(row.value))
                 }
+                if result.rows.isEmpty { result.columns = Self.columnNames(of: sql, arguments: arguments, on: connection) }
                 return (result, false)
             }
         } catch {
             guard let cause = error as CatalogError?, cause.code == .queryFailed || cause.code == .readOnly else { throw error }
             throw explain(error, sql: sql, timeout: timeout)
         }
+    }
+
+    /// The names of the columns of `sql`, a statement that returned no row: the row-level API
+    /// gives names only with rows (its synchronous calls have no row description), so the
+    /// statement runs once more as a subquery joined to one row, which returns a row of NULLs
+    /// under its columns. Empty when the statement cannot be a subquery (the last statement of
+    /// this read-only transaction, so its failure changes nothing).
+    private static func columnNames(of sql: String, arguments: [CatalogValue], on connection: PostgresSQLConnection) -> [String] {
+        var statement = Substring(sql)
+        while let last = statement.last, last == ";" || last.isWhitespace { statement.removeLast() }
+        // The newline ends a `--` comment the statement may end with.
+        let wrapped = "SELECT q.* FROM (VALUES (1)) AS one (x) LEFT JOIN (\(statement)\n) AS q ON true"
+        var names: [String] = []
+        try? connection.run(wrapped, bind: { $0.bind(all: arguments) }) { row in
+            if names.isEmpty { names = (0..<row.columnCount).map(row.name) }
+        }
+        return names
     }
 
     /// The `sql` command's own errors, from what the server said of the statement.
