@@ -53,9 +53,10 @@ struct AgentEval: AsyncParsableCommand {
     /// `agent-eval help <topic>` prints a reference page; everything else is parsed as usual
     /// (`agent-eval help run` is the command's help).
     static func main() async {
-        Interruption.install()
         let arguments = Array(CommandLine.arguments.dropFirst())
+        // Before the signals are handled: a signal that ends the process reads it.
         StandardOutput.noteCommandLine(arguments)
+        Interruption.install()
         if arguments.count == 2, arguments[0] == "help", let page = HelpTopic(rawValue: arguments[1]) {
             do {
                 FileHandleStream(descriptor: 1).write(try page.text())
@@ -99,7 +100,7 @@ struct AgentEval: AsyncParsableCommand {
         guard StandardOutput.asksForJSON(arguments),
             let document = StandardOutput.errorDocument(exitCode: exitCode, thrown: thrown, message: message())
         else { return }
-        printJSON(document)
+        StandardOutput.printErrorDocument(document)
     }
 
     /// What the argument parser would report badly: a misspelt command (it says only "unexpected

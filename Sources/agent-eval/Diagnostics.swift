@@ -75,7 +75,7 @@ func say(_ text: String) {
 /// `print` for everything the CLI writes on standard output, so that `StandardOutput` knows
 /// whether a command has begun its output.
 func printOutput(_ text: String, terminator: String = "\n") {
-    StandardOutput.noteWritten()
+    guard StandardOutput.beginWriting() else { return }
     print(text, terminator: terminator)
 }
 
@@ -83,8 +83,14 @@ func printOutput(_ text: String, terminator: String = "\n") {
 /// `--json` command that fails before it has printed anything prints instead of nothing, so
 /// that a machine reading its standard output always gets a document.
 enum StandardOutput {
-    /// An atomic, not a lock: every line a long listing prints notes itself.
-    private static let written = Atomic<Bool>(false)
+    /// Who has standard output: nobody yet (0), the command, whose output has begun
+    /// (`command`), or the error document (`errorDocumentOwner`). Claimed once, by an atomic
+    /// exchange, so that a signal ending the process while the command prints its own
+    /// document cannot add a second one. An atomic, not a lock: every line a long listing
+    /// prints goes through it.
+    private static let owner = Atomic<UInt8>(0)
+    private static let command: UInt8 = 1
+    private static let errorDocumentOwner: UInt8 = 2
     /// The errors `diagnose` printed, in order (the first `keptErrors` of them).
     private static let errors = Mutex<[DiagnosticRecord]>([])
     static let keptErrors = 100
@@ -97,8 +103,14 @@ enum StandardOutput {
         isJSONRequested.store(asksForJSON(arguments), ordering: .relaxed)
     }
 
-    static func noteWritten() {
-        written.store(true, ordering: .relaxed)
+    /// Notes that the command's output begins: true, unless an error document has taken
+    /// standard output (a signal is ending the process), when the caller writes nothing.
+    static func beginWriting() -> Bool {
+        switch owner.load(ordering: .relaxed) {
+        case command: return true
+        case errorDocumentOwner: return false
+        default: return owner.compareExchange(expected: 0, desired: command, ordering: .relaxed).original != errorDocumentOwner
+        }
     }
 
     static func noteError(_ error: any Error) {
@@ -128,12 +140,16 @@ enum StandardOutput {
     /// "exit_code", "schema": "agent-eval/error", "version": 1}`. `errors` holds every error the
     /// command reported, in order, and `error` the first of them (usually the cause of the
     /// rest). An error it throws without reporting it (`thrown`: a usage error the argument
-    /// parser found, a stop) comes last, worded as `message` says. Nil when it must not print one.
+    /// parser found, a stop) comes last, worded as `message` says. Nil when it must not print one:
+    /// the command has begun its output, or another error document has been printed. A
+    /// document returned has taken standard output: print it with `printErrorDocument`.
     /// `errorCode` names that last error (by default "usage" for exit 64, else "failed").
     static func errorDocument(
         exitCode code: Int32, thrown: any Error, message: @autoclosure () -> String, errorCode: String? = nil
     ) -> JSONValue? {
-        guard code != 0, !written.load(ordering: .relaxed) else { return nil }
+        guard code != 0, owner.compareExchange(expected: 0, desired: errorDocumentOwner, ordering: .relaxed).exchanged else {
+            return nil
+        }
         var reported = errors.withLock { $0 }
         if !(thrown is ExitCode) || reported.isEmpty {
             let text = message()
@@ -163,7 +179,13 @@ extension StandardOutput {
             let document = errorDocument(
                 exitCode: exitCode, thrown: CommandError("interrupted", message), message: message, errorCode: "interrupted")
         else { return }
-        printJSON(document)
+        printErrorDocument(document)
+    }
+
+    /// Prints a document `errorDocument` returned: standard output is its, so the command's
+    /// own writers (`beginWriting`) write nothing after it.
+    static func printErrorDocument(_ document: JSONValue) {
+        print(JSONWriter.encodeString(document))
     }
 }
 
@@ -282,7 +304,7 @@ struct FileHandleStream: TextOutputStream {
     static let standardError = FileHandleStream(descriptor: 2)
 
     func write(_ string: String) {
-        if descriptor == 1 { StandardOutput.noteWritten() }
+        if descriptor == 1, !StandardOutput.beginWriting() { return }
         var text = string
         text.withUTF8 { buffer in
             var offset = 0
@@ -325,7 +347,10 @@ struct OutputBuffer {
 
     mutating func flush() {
         // Written when it reaches the descriptor: what is buffered and never flushed is not output.
-        if !bytes.isEmpty { StandardOutput.noteWritten() }
+        if !bytes.isEmpty, !StandardOutput.beginWriting() {
+            bytes.removeAll()
+            return
+        }
         bytes.withUnsafeBytes { buffer in
             var offset = 0
             while offset < buffer.count, let base = buffer.baseAddress {
