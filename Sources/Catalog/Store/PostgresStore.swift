@@ -256,14 +256,16 @@ final class PostgresStore: CatalogStore {
 
     /// The names of the columns of `sql`, a statement that returned no row: the row-level API
     /// gives names only with rows (its synchronous calls have no row description), so the
-    /// statement runs once more as a subquery joined to one row, which returns a row of NULLs
-    /// under its columns. Empty when the statement cannot be a subquery (the last statement of
-    /// this read-only transaction, so its failure changes nothing).
+    /// statement is planned once more as a subquery that returns nothing (`LIMIT 0`), joined to
+    /// one row, which gives a row of NULLs under its columns. Empty when the statement cannot be
+    /// a subquery (the last statement of this read-only transaction, so its failure changes
+    /// nothing).
     private static func columnNames(of sql: String, arguments: [CatalogValue], on connection: PostgresSQLConnection) -> [String] {
         var statement = Substring(sql)
         while let last = statement.last, last == ";" || last.isWhitespace { statement.removeLast() }
-        // The newline ends a `--` comment the statement may end with.
-        let wrapped = "SELECT q.* FROM (VALUES (1)) AS one (x) LEFT JOIN (\(statement)\n) AS q ON true"
+        // The newline ends a `--` comment the statement may end with. `LIMIT 0` returns before
+        // running the statement: its columns cost its planning, not its rows again.
+        let wrapped = "SELECT q.* FROM (VALUES (1)) AS one (x) LEFT JOIN (SELECT * FROM (\(statement)\n) AS s LIMIT 0) AS q ON true"
         var names: [String] = []
         try? connection.run(wrapped, bind: { $0.bind(all: arguments) }) { row in
             if names.isEmpty { names = (0..<row.columnCount).map(row.name) }
