@@ -30,8 +30,8 @@ struct AgentEval: AsyncParsableCommand {
             pipeline first record the stop of what runs and close its logs, and collect, for which a signal is \
             the way to stop, writes every open trace's log and exits 0.
 
-            With --json (--jsonl), standard output holds the command's JSON document (JSON Lines for exec, collect \
-            and log cat) or, when the command fails before it has printed anything (a missing file, a usage error, a signal), \
+            With --json (--jsonl), standard output holds the command's JSON document (JSON Lines for exec, collect, \
+            index and log cat) or, when the command fails before it has printed anything (a missing file, a usage error, a signal), \
             an error document: {"error": {"code", "message", "location"?, "hint"?, "cause"?}, "errors": [every \
             error reported, in order], "exit_code", "schema": "agent-eval/error", "version": 1}. The errors are on \
             standard error too.
