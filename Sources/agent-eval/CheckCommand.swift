@@ -19,7 +19,8 @@ struct CheckCommand: AsyncParsableCommand {
             first event); the tasks it expects are tasks of its pipeline. `agent-eval run` makes the same checks \
             first and runs nothing when one fails.
 
-            Exit codes: 0 no errors (warnings allowed, unless --strict); 2 errors; 64 usage error; 130 (143) \
+            Exit codes: 0 no errors (warnings allowed, unless --strict); 2 errors (a folder with nothing to check is \
+            one); 64 usage error; 130 (143) \
             interrupted by Ctrl-C (SIGTERM), which stops it at once.
 
             Examples:

@@ -110,6 +110,33 @@ struct HonestResultTests {
         }
     }
 
+    @Test("check of a folder with nothing it reads fails, as run on it does, and says what it skipped")
+    func checkOfNothingFails() async throws {
+        try await TemporaryDirectory.with { directory in
+            try FileManager.default.createDirectory(atPath: directory.path("empty"), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: directory.path("other"), withIntermediateDirectories: true)
+            try "a: 1\n".write(toFile: directory.path("other/x.yaml"), atomically: true, encoding: .utf8)
+            let empty = try await agentEval(["check", "empty"], in: directory.url)
+            #expect(empty.status == 2, "\(empty.stdoutText)")
+            #expect(empty.stderr.contains("error: nothing to check under empty"), "\(empty.stderr)")
+            let other = try await agentEval(["check", "other", "--json"], in: directory.url)
+            #expect(other.status == 2)
+            let report = try JSONParser.parse(other.stdout)
+            #expect(report["ok"]?.boolValue == false)
+            #expect(other.stdoutText.contains("1 other file was skipped"), "\(other.stdoutText)")
+            for folder in ["empty", "other"] {
+                #expect(try await agentEval(["run", folder, "--no-catalog"], in: directory.url).status == 2)
+            }
+            // Beside one file agent-eval reads, the other file is skipped and the folder checks clean.
+            let log = ExampleRuns.directory.appendingPathComponent("support-refund.jsonl.gz").path
+            try "caseId: c\nlogs: [\(log)]\nexpected: {stopReason: success}\n".write(
+                toFile: directory.path("other/case.yaml"), atomically: true, encoding: .utf8)
+            let clean = try await agentEval(["check", "other"], in: directory.url)
+            #expect(clean.status == 0, "\(clean.stdoutText)\(clean.stderr)")
+            #expect(clean.stdoutText.contains("1 file checked (1 skipped): no problems"), "\(clean.stdoutText)")
+        }
+    }
+
     @Test("check lists every error of an agent file in one round, with a did-you-mean for a misspelt verdict")
     func everyErrorOfAnAgentFile() async throws {
         try await TemporaryDirectory.with { directory in

@@ -39,6 +39,12 @@ public struct CheckReport: Sendable {
     public var warnings: [Problem] { files.flatMap(\.problems).filter { $0.severity == .warning } }
     public var checkedFiles: [File] { files.filter { !$0.isSkipped } }
 
+    /// Whether the file at `path` was checked (it is one of the kinds agent-eval reads, or has
+    /// problems), not skipped.
+    public func hasChecked(_ path: String) -> Bool {
+        fileIndexes[path].map { !files[$0].isSkipped } ?? false
+    }
+
     /// Exit status: 0 without errors (and, when `strict`, without warnings), else 2.
     public func exitStatus(strict: Bool = false) -> Int32 {
         errors.isEmpty && (!strict || warnings.isEmpty) ? 0 : 2

@@ -60,7 +60,19 @@ public struct ProjectCheck: Sendable {
                 continue
             }
             if isDirectory.boolValue {
-                for file in EvalSuite.configFiles(under: path) { session.checkFile(file, isNamed: false) }
+                let files = EvalSuite.configFiles(under: path)
+                for file in files { session.checkFile(file, isNamed: false) }
+                // A folder with nothing agent-eval reads is not a folder that checked clean:
+                // `run` on it stops too.
+                if !files.contains(where: { session.report.hasChecked(ConfigPath.resolve($0, from: "")) }) {
+                    session.problem(
+                        in: path, .error,
+                        EvalError(
+                            .noCases,
+                            "nothing to check under \(path): no case, agent, model script or pipeline file (.yaml, .yml, .json)"
+                                + (files.isEmpty ? "" : "; \(files.count) other file\(files.count == 1 ? " was" : "s were") skipped"),
+                            location: SourceLocation(path: path), hint: "`agent-eval init` writes a project with cases to start from"))
+                }
             } else {
                 session.checkFile(path, isNamed: true)
             }
