@@ -13,7 +13,8 @@ public struct RunQuery: Sendable, Hashable {
     /// Tools the run called: alone, a call of each that ran; with `approval` or `hasDenied`, a
     /// call of each that those describe (a refused or pending call did not run). Per call.
     public var tools: [String] = []
-    /// Tools the run never executed. Per run.
+    /// Tools the run never executed. Per run, and only runs that can show it: logs read whole
+    /// (`intact`) to the run's stop.
     public var notTools: [String] = []
     /// Stop reasons (any of them); `running` for a log without `run_stopped`.
     public var stopReasons: [String] = []
@@ -103,6 +104,11 @@ public struct RunQuery: Sendable, Hashable {
         for tool in notTools where matches.isEmpty {
             conditions.append("NOT " + probe("c.tool = ? AND c.attempts > 0"))
             arguments.append(.text(tool))
+        }
+        if !notTools.isEmpty {
+            // Only a log read whole, to its run's stop, shows that a tool never ran: a damaged
+            // or torn log's rows end where the reading did, a running one's where it is now.
+            conditions.append("status = 'intact' AND stop_reason IS NOT NULL")
         }
         if !stopReasons.isEmpty {
             let reasons = stopReasons.filter { $0 != "running" }

@@ -242,7 +242,10 @@ struct RunFilters: ParsableArguments {
             """)
     var tool: [String] = []
 
-    @Option(help: "Runs in which no call of this tool ran (repeatable). Per run, whatever the call filters say.")
+    @Option(
+        help:
+            "Runs in which no call of this tool ran (repeatable). Per run, whatever the call filters say; only runs whose logs were read whole (intact) to their stop."
+    )
     var notTool: [String] = []
 
     @Option(help: "Runs that stopped for this reason (repeatable: any of them); `running` for runs without a stop.")
@@ -337,7 +340,8 @@ struct RunsCommand: ParsableCommand {
             Every filter given must hold. Filters about a call hold for the same call: --tool, --approval and \
             --denied. `--tool refund_order --approval none` lists runs in which a refund_order call ran with no human \
             approval, not runs whose refund was approved while some other call ran without; with several --tool, each \
-            tool needs such a call. The other filters are about the run: --not-tool (no call of the tool ran), --stop, \
+            tool needs such a call. The other filters are about the run: --not-tool (no call of the tool ran; only an intact log read to its \
+            run's stop can show that, so damaged, torn and running logs are left out), --stop, \
             --agent, --model, --since, --until, --status, --min-cost, --forks-of (forks of a run, agent-eval fork).
 
             Index logs first (`agent-eval index runs/`; `exec` and `run` index what they write). For questions the \

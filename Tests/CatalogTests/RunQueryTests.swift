@@ -69,4 +69,45 @@ struct RunQueryTests {
             #expect(try paths(["refund_order"]) == [approved, unapproved])
         }
     }
+
+    @Test("--not-tool lists only runs whose logs were read whole to their stop: a damaged or torn copy cannot show the tool never ran")
+    func notToolNeedsTheWholeRun() async throws {
+        try await TemporaryDirectory.with { directory in
+            let (catalog, approved, unapproved) = try await Self.approvedAndUnapprovedRefunds(in: directory)
+            // Copies of the approved run that end before its refund: one with a byte changed in
+            // its first member (the reader stops there), one cut short (a crashed writer).
+            var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: approved)))
+            let damaged = directory.path("damaged.jsonl.gz")
+            let torn = directory.path("torn.jsonl.gz")
+            try Data(bytes.prefix(bytes.count / 3)).write(to: URL(fileURLWithPath: torn))
+            bytes[40] ^= 0x55
+            try Data(bytes).write(to: URL(fileURLWithPath: damaged))
+            _ = try catalog.index(paths: [damaged, torn])
+            // The premise: the copies are indexed, not intact, and show no refund.
+            let copies = try catalog.query(
+                """
+                SELECT path, status, (SELECT COUNT(*) FROM calls c WHERE c.log_id = l.log_id AND c.tool = 'refund_order')
+                FROM logs l WHERE path IN (?, ?) ORDER BY path
+                """, arguments: [.text(damaged), .text(torn)])
+            #expect(copies.rows.map { $0.map(\.description) } == [[damaged, "damaged", "0"], [torn, "torn", "0"]])
+
+            func paths(notTools: [String], tools: [String] = []) throws -> [String] {
+                var query = RunQuery()
+                query.tools = tools
+                query.notTools = notTools
+                let chosen = try catalog.runs(query).map(\.path).sorted()
+                #expect(try catalog.runs(query, shape: .newestFirst).map(\.path).sorted() == chosen)
+                for tool in tools { #expect(try catalog.runs(query, shape: .drivenBy(tool: tool)).map(\.path).sorted() == chosen) }
+                return chosen
+            }
+            // Both whole runs refunded; the copies stopped reading before theirs.
+            #expect(try paths(notTools: ["refund_order"]) == [])
+            #expect(try paths(notTools: ["delete_customer"]) == [approved, unapproved])
+            #expect(try paths(notTools: ["delete_customer"], tools: ["lookup_order"]) == [approved, unapproved])
+            // Asked for by status, the copies are still there: only the claim of absence needs the whole run.
+            var byStatus = RunQuery()
+            byStatus.statuses = [.damaged, .torn]
+            #expect(try catalog.runs(byStatus).map(\.path).sorted() == [damaged, torn])
+        }
+    }
 }
