@@ -177,6 +177,10 @@ class RunState:
         self._note(seq, kind, 'names call "%s", which no decision proposed' % call_id)
         return None
 
+    def _check_tool(self, call, data, seq, kind, what):
+        if data["tool"] != call["tool"]:
+            self._note(seq, kind, '%s "%s" for call "%s", which proposed "%s"' % (what, data["tool"], call["id"], call["tool"]))
+
     @staticmethod
     def _permitted(call):
         verdict = (call.get("verdict") or {}).get("verdict")
@@ -235,6 +239,7 @@ class RunState:
         elif kind == "verdict_given":
             call = self._call(data["call_id"], seq, kind)
             if call is not None:
+                self._check_tool(call, data, seq, kind, "a verdict on tool")
                 if "verdict" in call:
                     self._note(seq, kind, 'a second verdict for call "%s"' % data["call_id"])
                 else:
@@ -242,6 +247,7 @@ class RunState:
         elif kind == "tool_intended":
             call = self._call(data["call_id"], seq, kind)
             if call is not None:
+                self._check_tool(call, data, seq, kind, "starts tool")
                 if not self._permitted(call) and not self._imported:
                     self._note(seq, kind, 'tool "%s" started for call "%s" without an allow verdict' % (data["tool"], data["call_id"]))
                 call["attempts"] += 1
@@ -249,6 +255,7 @@ class RunState:
         elif kind == "tool_completed":
             call = self._call(data["call_id"], seq, kind)
             if call is not None:
+                self._check_tool(call, data, seq, kind, "a result of tool")
                 if len(call["results"]) >= call["attempts"]:
                     self._note(seq, kind, 'a result for call "%s" with no tool_intended before it' % data["call_id"])
                 call["results"].append(_pick(data, _RESULT))

@@ -32,7 +32,8 @@ public struct EvalError: Diagnostic, Hashable {
         /// (with its chain recomputed) or written by a different fold.
         case digestMismatch = "digest_mismatch"
         /// The fold found events that do not fit (a reused call id, a result for a call never
-        /// proposed, a tool run without an allow verdict).
+        /// proposed, a tool run without an allow verdict, an intent or a result naming another tool
+        /// than its call's).
         case anomalousRun = "anomalous_run"
         /// A case names a tool that none of its runs has: a typo would make the check vacuous.
         case unknownTool = "unknown_tool"

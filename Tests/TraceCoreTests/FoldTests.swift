@@ -208,6 +208,29 @@ struct FoldTests {
         #expect(state.start == Self.started)
     }
 
+    @Test("a verdict, an intent or a result that names another tool than its call's is an anomaly, and applies all the same")
+    func eventsNameTheirCallsTool() {
+        var script = EventScript()
+        script.add(.runStarted(Self.started), step: 0)
+        script.add(
+            .decisionMade(DecisionMade(raw: "r", outcome: .valid(.toolCalls([ToolCall(id: "c1", name: "lookup", arguments: [:])])))),
+            step: 1)
+        script.add(.verdictGiven(VerdictGiven(callId: "c1", tool: "lookup", verdict: .allow)), step: 1)
+        script.add(.toolIntended(ToolIntended(callId: "c1", tool: "delete", arguments: [:], attempt: 1)), step: 1)
+        script.add(.toolCompleted(ToolCompleted(callId: "c1", tool: "delete", attempt: 1, status: .ok, durationUs: 5)), step: 1)
+        script.add(.verdictGiven(VerdictGiven(callId: "c1", tool: "delete", verdict: .deny)), step: 1)
+        let state = RunState(folding: script.events)
+        #expect(
+            state.anomalies.map(\.message) == [
+                "event 3 (tool_intended): starts tool \"delete\" for call \"c1\", which proposed \"lookup\"",
+                "event 4 (tool_completed): a result of tool \"delete\" for call \"c1\", which proposed \"lookup\"",
+                "event 5 (verdict_given): a verdict on tool \"delete\" for call \"c1\", which proposed \"lookup\"",
+                "event 5 (verdict_given): a second verdict for call \"c1\"",
+            ])
+        #expect(state.calls[0].attempts == 1 && state.calls[0].results.count == 1)
+        #expect(state.calls[0].verdict?.verdict == .allow)
+    }
+
     @Test("events pair with the newest call of their id, also after the calls were changed outside the fold")
     func callsFoundByIdAfterOutsideChanges() throws {
         func proposal(_ ids: [String]) -> EventPayload {

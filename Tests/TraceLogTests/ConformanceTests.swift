@@ -231,6 +231,16 @@ struct ConformanceTests {
             // Intact to the chain, but the recorded state digests no longer match the fold.
             try log(lines().map { replacing($0, #""amount_cents":4999"#, #""amount_cents":999"#) }, rechain: true)
         },
+        Case(name: "intent-names-another-tool") {
+            // The refund's first attempt edited to start another tool than the call proposed,
+            // the chain recomputed: the fold notes the anomaly (A.2), so every state digest
+            // from that step on differs from the one recorded.
+            try log(
+                lines().map { line in
+                    String(decoding: line, as: UTF8.self).contains(#""kind":"tool_intended""#)
+                        ? replacing(line, #""tool":"refund_order""#, #""tool":"delete_customer""#) : line
+                }, rechain: true)
+        },
         // Version 3: the chain links gzip members.
         Case(name: "v3-valid-support-sample") { try sample("support-sample-v3.jsonl.gz") },
         Case(name: "v3-torn-tail") {

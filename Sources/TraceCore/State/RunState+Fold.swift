@@ -66,6 +66,7 @@ extension RunState {
             }
         case .verdictGiven(let verdict):
             guard let index = state.callIndex(verdict.callId, for: event) else { break }
+            state.checkTool(verdict.tool, of: index, for: event, "a verdict on tool")
             if state.calls[index].verdict != nil {
                 state.note(event, "a second verdict for call \"\(verdict.callId)\"")
             } else {
@@ -73,6 +74,7 @@ extension RunState {
             }
         case .toolIntended(let intent):
             guard let index = state.callIndex(intent.callId, for: event) else { break }
+            state.checkTool(intent.tool, of: index, for: event, "starts tool")
             // An imported run had no policy gate here: it records no verdicts (`source`).
             if !state.calls[index].isPermitted, state.start?.source == nil {
                 state.note(event, "tool \"\(intent.tool)\" started for call \"\(intent.callId)\" without an allow verdict")
@@ -81,6 +83,7 @@ extension RunState {
             state.usage.toolAttempts += 1
         case .toolCompleted(let result):
             guard let index = state.callIndex(result.callId, for: event) else { break }
+            state.checkTool(result.tool, of: index, for: event, "a result of tool")
             if state.calls[index].results.count >= state.calls[index].attempts {
                 state.note(event, "a result for call \"\(result.callId)\" with no tool_intended before it")
             }
@@ -180,6 +183,14 @@ extension RunState {
 
     private mutating func note(_ event: Event, _ message: String) {
         anomalies.append(Anomaly(sequence: event.sequence, message: "event \(event.sequence) (\(event.kind)): \(message)"))
+    }
+
+    /// An event that names a call names the tool the call proposed; one that names another is
+    /// an anomaly (an edited or miswritten log: an intent to start a tool the checks never saw
+    /// proposed), and the event applies all the same.
+    private mutating func checkTool(_ tool: String, of index: Int, for event: Event, _ what: String) {
+        guard tool != calls[index].tool else { return }
+        note(event, "\(what) \"\(tool)\" for call \"\(calls[index].id)\", which proposed \"\(calls[index].tool)\"")
     }
 
     /// The index of the newest call with this id.
