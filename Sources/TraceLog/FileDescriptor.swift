@@ -29,7 +29,15 @@ final class FileDescriptor {
                 .unreadable, "cannot open the log for reading: \(errorText())", path: path,
                 hint: "check the path and the file's permissions")
         }
-        return FileDescriptor(raw: raw, path: path)
+        let descriptor = FileDescriptor(raw: raw, path: path)
+        // A folder opens, and fails only at the first read ("Is a directory"): say what it is.
+        var info = stat()
+        if fstat(raw, &info) == 0, info.st_mode & S_IFMT == S_IFDIR {
+            throw LogError(
+                .unreadable, "this is a folder, not a log", path: path,
+                hint: "give one of its logs (a .jsonl.gz file); a pipeline run's folder is read with `agent-eval pipeline show`")
+        }
+        return descriptor
     }
 
     /// Takes the log's write lock: an exclusive advisory lock (`flock`) held while the returned

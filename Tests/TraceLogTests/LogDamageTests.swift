@@ -595,6 +595,19 @@ struct LogDamageTests {
         }
     }
 
+    @Test("a folder given as a log is said to be a folder, by the reader and the verifier, not a failed read")
+    func folder() throws {
+        try TemporaryDirectory.with { directory in
+            @Sendable func isFolder(_ error: any Error) -> Bool {
+                guard let error = error as? LogError else { return false }
+                return error.code == .unreadable && error.message == "this is a folder, not a log"
+                    && error.hint?.contains(".jsonl.gz") == true
+            }
+            #expect(performing: { _ = try LogReader(path: directory.url.path).readAll() }, throws: isFolder)
+            #expect(performing: { _ = try LogVerifier.verify(path: directory.url.path) }, throws: isFolder)
+        }
+    }
+
     @Test("a file of 0 bytes is empty, not a member cut off: the reader, the verifier and repair say so, and nothing is written")
     func emptyFile() throws {
         try TemporaryDirectory.with { directory in
