@@ -26,6 +26,14 @@ struct RunQueryTests {
         return (catalog, approved, unapproved)
     }
 
+    /// The paths of the runs `query` lists, sorted; every shape of the statement gives the same.
+    static func paths(_ query: RunQuery, in catalog: Catalog) throws -> [String] {
+        let chosen = try catalog.runs(query).map(\.path).sorted()
+        #expect(try catalog.runs(query, shape: .newestFirst).map(\.path).sorted() == chosen)
+        for tool in query.tools { #expect(try catalog.runs(query, shape: .drivenBy(tool: tool)).map(\.path).sorted() == chosen) }
+        return chosen
+    }
+
     @Test("--tool refund_order --approval none finds the refund that ran unapproved, not an approved refund beside an unapproved lookup")
     func callFiltersHoldForOneCall() async throws {
         try await TemporaryDirectory.with { directory in
@@ -46,11 +54,7 @@ struct RunQueryTests {
                 query.tools = tools
                 query.approval = approval
                 query.hasDenied = denied
-                let chosen = try catalog.runs(query).map(\.path).sorted()
-                // Both shapes of the statement give the same answer.
-                #expect(try catalog.runs(query, shape: .newestFirst).map(\.path).sorted() == chosen)
-                for tool in tools { #expect(try catalog.runs(query, shape: .drivenBy(tool: tool)).map(\.path).sorted() == chosen) }
-                return chosen
+                return try Self.paths(query, in: catalog)
             }
             #expect(try paths(["refund_order"], approval: RunQuery.ApprovalFilter.none) == [unapproved])
             #expect(try paths(["refund_order"], approval: .granted) == [approved])
@@ -95,10 +99,7 @@ struct RunQueryTests {
                 var query = RunQuery()
                 query.tools = tools
                 query.notTools = notTools
-                let chosen = try catalog.runs(query).map(\.path).sorted()
-                #expect(try catalog.runs(query, shape: .newestFirst).map(\.path).sorted() == chosen)
-                for tool in tools { #expect(try catalog.runs(query, shape: .drivenBy(tool: tool)).map(\.path).sorted() == chosen) }
-                return chosen
+                return try Self.paths(query, in: catalog)
             }
             // Both whole runs refunded; the copies stopped reading before theirs.
             #expect(try paths(notTools: ["refund_order"]) == [])
