@@ -287,6 +287,21 @@ struct TraceImportTests {
             var original = RunState()
             _ = try LogReader(path: log).forEachEvent { RunState.reduce(into: &original, $0.event) }
             #expect(states.map(Trajectory.init) == [Trajectory(original)], "\(name)")
+            // The model's replies in their order too: a fixture's scripted latencies reach back
+            // past the run's start, so the export starts its model calls together.
+            #expect(states.map(Self.replyOrder) == [Self.replyOrder(original)], "\(name)")
+        }
+    }
+
+    /// The decisions that called tools or answered, in order (`lookup_order+get_customer`, `answer`).
+    static func replyOrder(_ state: RunState) -> [String] {
+        state.decisions.compactMap { record in
+            guard case .valid(let decision) = record.outcome else { return nil }
+            switch decision {
+            case .toolCalls(let calls): return calls.map(\.name).joined(separator: "+")
+            case .answer: return "answer"
+            case .askHuman, .stop: return nil
+            }
         }
     }
 

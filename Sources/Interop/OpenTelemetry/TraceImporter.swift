@@ -111,7 +111,9 @@ struct TraceImporter {
     }
 
     private func run(traceId: String, spans unsorted: [Span], traces: Int = 1) throws(ImportError) -> ImportedRun {
-        let spans = unsorted.sorted { ($0.startUs, $0.spanId) < ($1.startUs, $1.spanId) }
+        // By start, then end: spans that start together (an exporter that knows no more of a
+        // model call than when it ended) come in the order they ended.
+        let spans = unsorted.sorted { ($0.startUs, $0.endUs, $0.spanId) < ($1.startUs, $1.endUs, $1.spanId) }
         var warnings: [String] = []
         let spanIds = Set(spans.map(\.spanId))
         for span in spans {
