@@ -16,14 +16,16 @@ public struct PipelineRunView: Sendable {
     public var runId: String
     /// As `pipeline show` prints it: `succeeded`, `failed at <task>`, `paused` or `interrupted`.
     public var status: String
-    /// Whether the page may be green: the pipeline succeeded, every digest matched and the log
-    /// has no anomaly.
+    /// Whether the page may be green: the pipeline succeeded, every digest matched, the log
+    /// has no anomaly and every child log is intact.
     public var isOK: Bool
     public var taskCount: Int
     public var eventCount: Int
     /// Child logs embedded, and child logs left out (over the budget, or not on disk).
     public var embedded: [String]
     public var leftOut: [String]
+    /// Child logs missing, unreadable or not intact (`PipelineReplay.childLogProblems`).
+    public var childLogProblems: [String]
 
     /// The pipeline's page, titled by the pipeline's name and run id.
     public var page: HTMLPage {
@@ -50,13 +52,14 @@ public struct PipelineRunView: Sendable {
         }
         let (runs, embedded, leftOut) = RunView.embed(childLogs, eventBudget: eventBudget)
         let outcome = state.stop?.status.rawValue ?? (state.isPaused ? "paused" : "interrupted")
-        let isOK = state.stop?.status == .succeeded && replay.mismatches.isEmpty && state.anomalies.isEmpty
+        let pipeline = replay.json(log: log)
+        let childLogProblems = pipeline["child_log_problems"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        let isOK = state.stop?.status == .succeeded && replay.mismatches.isEmpty && state.anomalies.isEmpty && childLogProblems.isEmpty
         var summary = ObjectBuilder()
         summary.set("outcome", outcome)
         summary.set("ok", isOK)
         summary.set("directory", directory.isEmpty ? "." : directory)
         summary.set("child_logs", JSONValue.array(attempts))
-        let pipeline = replay.json(log: log)
         var object = ObjectBuilder()
         object.set("view", "pipeline")
         object.set("pipeline", pipeline)
@@ -66,6 +69,6 @@ public struct PipelineRunView: Sendable {
         return PipelineRunView(
             document: object.json, pipeline: state.start?.pipeline ?? "", runId: state.runId ?? "",
             status: pipeline["status"]?.stringValue ?? outcome, isOK: isOK, taskCount: state.tasks.count, eventCount: replay.events.count,
-            embedded: embedded, leftOut: leftOut)
+            embedded: embedded, leftOut: leftOut, childLogProblems: childLogProblems)
     }
 }

@@ -478,7 +478,10 @@ struct PipelineShowCommand: AsyncParsableCommand {
             Rebuilds the pipeline state from the log alone and checks every recorded state digest. Each agent \
             attempt lists the command that replays its child run step by step.
 
-            Exit codes: 0 shown and every digest matches; 1 a digest differs or the log has anomalies; 2 unreadable.
+            Each child log is verified too: one that is missing, unreadable or not intact is listed.
+
+            Exit codes: 0 shown, every digest matches and every child log is intact; 1 a digest differs, the log has \
+            anomalies or a child log is missing or damaged; 2 unreadable.
             """)
 
     @Argument(help: "The pipeline run's directory, or its pipeline.jsonl.gz.")
@@ -496,13 +499,19 @@ struct PipelineShowCommand: AsyncParsableCommand {
         } catch {
             throw diagnose(error)
         }
+        let childProblems: [String]
         if json {
-            printJSON(replay.json(log: run.log))
+            let document = replay.json(log: run.log)
+            childProblems = document["child_log_problems"]?.arrayValue?.compactMap(\.stringValue) ?? []
+            printJSON(document)
         } else {
             for line in PipelineView.lines(replay.state, directory: run.directory) { say(line) }
             say(replay.mismatches.isEmpty ? "digests: \(replay.checkedDigests) checked, all match" : "DIGESTS DIFFER:")
             for mismatch in replay.mismatches + replay.state.anomalies { say("  \(mismatch)") }
+            childProblems = replay.childLogProblems(log: run.log)
+            if !childProblems.isEmpty { say("CHILD LOGS:") }
+            for problem in childProblems { say("  \(problem)") }
         }
-        throw replay.mismatches.isEmpty && replay.state.anomalies.isEmpty ? Exit.success : Exit.failure
+        throw replay.mismatches.isEmpty && replay.state.anomalies.isEmpty && childProblems.isEmpty ? Exit.success : Exit.failure
     }
 }

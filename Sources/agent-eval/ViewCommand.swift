@@ -33,7 +33,8 @@ struct ViewCommand: ParsableCommand {
             to it; the page is named after the run's directory.
 
             Exit codes: 0 written; 2 the log cannot be read (a damaged run log's page holds the steps before the \
-            damage and says where it stopped) or the page cannot be written; 64 usage error.
+            damage and says where it stopped), a pipeline's child log is missing or damaged (the page is written \
+            without it), or the page cannot be written; 64 usage error.
 
             Examples:
               agent-eval view Fixtures/runs/support-refund.jsonl.gz
@@ -158,6 +159,7 @@ struct ViewCommand: ParsableCommand {
             object.set("events", view.eventCount)
             object.set("runs", view.embedded)
             object.set("runs_left_out", view.leftOut)
+            object.set("child_log_problems", view.childLogProblems)
             object.set("bytes", bytes)
             printJSON(object.json)
         } else {
@@ -167,6 +169,12 @@ struct ViewCommand: ParsableCommand {
             say("open: \(link)")
         }
         if open { HTMLOutput.open(link) }
+        // As for a damaged run log: the page is written, and the command says what it lacks.
+        guard view.childLogProblems.isEmpty else {
+            for problem in view.childLogProblems { printError("error: \(problem)") }
+            printError("note: the page shows the pipeline without those runs; `agent-eval pipeline show` lists the same")
+            throw Exit.unusable
+        }
     }
 
     /// `runs/a.jsonl.gz` → `a.html`.

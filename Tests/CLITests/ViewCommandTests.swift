@@ -125,6 +125,37 @@ struct ViewCommandTests {
         }
     }
 
+    @Test("a pipeline whose child log is missing or damaged: pipeline show lists it (exit 1), view writes the page and exits 2")
+    func pipelineChildLogProblems() async throws {
+        try await TemporaryDirectory.with { directory in
+            let run = directory.path("triage-recovery")
+            try FileManager.default.copyItem(atPath: Self.recordedRun.path, toPath: run)
+            let show = try await agentEval(["pipeline", "show", run])
+            #expect(show.status == 0 && !show.stdoutText.contains("CHILD LOGS"), "\(show.stdoutText)\(show.stderr)")
+            let child = run + "/tasks/classify_with_agent-1.jsonl.gz"
+            // Damaged: a byte of its first gzip member changed.
+            var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: child)))
+            bytes[40] ^= 0x55
+            try Data(bytes).write(to: URL(fileURLWithPath: child))
+            let damaged = try await agentEval(["pipeline", "show", run])
+            #expect(damaged.status == 1)
+            #expect(
+                damaged.stdoutText.contains("CHILD LOGS:\n  task classify_with_agent attempt 1: its log \(child) is not intact"),
+                "\(damaged.stdoutText)")
+            try FileManager.default.removeItem(atPath: child)
+            let missing = try await agentEval(["pipeline", "show", run, "--json"])
+            #expect(missing.status == 1)
+            #expect(
+                try JSONParser.parse(missing.stdout)["child_log_problems"] == [
+                    .string("task classify_with_agent attempt 1: its log \(child) is missing")
+                ])
+            let view = try await agentEval(["view", run, "--out", directory.path("p.html")])
+            #expect(view.status == 2)
+            #expect(view.stderr.contains("error: task classify_with_agent attempt 1: its log \(child) is missing"), "\(view.stderr)")
+            #expect(try Self.pageData(directory.path("p.html"))["summary"]?["ok"] == false)
+        }
+    }
+
     @Test("a failed pipeline's page says it failed, and where; --step is for runs, not pipelines")
     func viewFailedPipeline() async throws {
         try await TemporaryDirectory.with { directory in

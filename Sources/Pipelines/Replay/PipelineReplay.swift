@@ -57,16 +57,46 @@ public struct PipelineReplay: Sendable {
         }
     }
 
+    /// What is wrong with the child logs the attempts recorded, beside the pipeline log at
+    /// `log`: a line for each that is missing, unreadable or not intact (`LogVerifier`), in plan
+    /// order. A pipeline log that is whole says nothing of the runs it points to: one deleted or
+    /// edited since is a run nobody can replay or trust.
+    public func childLogProblems(log: String) -> [String] {
+        let directory = (log as NSString).deletingLastPathComponent
+        var problems: [String] = []
+        for task in state.tasks {
+            for attempt in task.attempts {
+                guard let child = attempt.started.log else { continue }
+                let path = directory.isEmpty ? child : (directory as NSString).appendingPathComponent(child)
+                let what = "task \(task.id) attempt \(attempt.attempt): its log \(path)"
+                guard FileManager.default.fileExists(atPath: path) else {
+                    problems.append("\(what) is missing")
+                    continue
+                }
+                do {
+                    if let first = try LogVerifier.verify(path: path).problems.first {
+                        problems.append("\(what) is not intact: \(first.message)")
+                    }
+                } catch {
+                    problems.append("\(what) cannot be read: \((error as? LogError)?.message ?? "\(error)")")
+                }
+            }
+        }
+        return problems
+    }
+
     /// The document `pipeline show --json` prints and the viewer's pipeline page draws:
     /// `PipelineView.json` of the rebuilt state, then the plan (each task's kind, needs,
-    /// fallbacks and breaker, in plan order), the digest checks, the anomalies and the time from
-    /// the first event to the last. `log` is the path to print as the log.
+    /// fallbacks and breaker, in plan order), the digest checks, the anomalies, the child logs'
+    /// problems (`childLogProblems`) and the time from the first event to the last. `log` is the
+    /// path to print as the log.
     public func json(log: String) -> JSONValue {
         var object = PipelineView.json(PipelineOutcome(logPath: log, state: state)).objectValue ?? JSONObject()
         object["plan"] = .array((state.start?.tasks ?? []).map(\.json))
         object["digests_checked"] = .int(checkedDigests)
         object["digest_mismatches"] = .array(mismatches.map { .string($0) })
         object["anomalies"] = .array(state.anomalies.map { .string($0) })
+        object["child_log_problems"] = .array(childLogProblems(log: log).map { .string($0) })
         object["events"] = .int(events.count)
         if let first = events.first, let last = events.last { object["duration_us"] = .int(last.timeUs - first.timeUs) }
         return .object(object)
