@@ -67,7 +67,10 @@ struct LogCommand: ParsableCommand {
                 }
                 if let tear = summary.tear {
                     printError("note: \(file): \(tear)")
-                    printError("hint: run `agent-eval log repair \(ShellWords.quoted(file))` to seal it")
+                    // A log cut before its first event has nothing to seal (repair refuses it).
+                    if summary.eventCount > 0 {
+                        printError("hint: run `agent-eval log repair \(ShellWords.quoted(file))` to seal it")
+                    }
                 }
             } catch {
                 output.flush()

@@ -148,6 +148,12 @@ struct CLITests {
         #expect(result.stderr.contains("note:"))
         #expect(result.stderr.contains("ends inside the gzip member that starts at byte 0"))
         #expect(result.stderr.contains("agent-eval log repair"))
+        // Cut before its first event: nothing to print and no run to seal, so no repair is suggested.
+        let cut = try await agentEval([
+            "log", "cat", ExampleRuns.fixtures.appendingPathComponent("conformance/cut-before-the-first-event.jsonl.gz").path,
+        ])
+        #expect(cut.status == 0 && cut.stdout.isEmpty)
+        #expect(cut.stderr.contains("no event is complete") && !cut.stderr.contains("log repair"), "\(cut.stderr)")
     }
 
     @Test("log verify: 0 for intact, 1 with the problems for damaged, 2 for unreadable")
