@@ -86,7 +86,8 @@ struct AuditCommand: AsyncParsableCommand {
         let flagged = findings.filter { $0.decision.verdict != .allow }
         let ran = flagged.filter(\.isViolation).count
         var headline = "\(log): \(findings.count) call\(findings.count == 1 ? "" : "s")"
-        headline += flagged.isEmpty ? ", all allowed" : "; the policy would not allow \(flagged.count), \(ran) of which ran"
+        // A held call a person approved ran, but not against the policy: it is not counted.
+        headline += flagged.isEmpty ? ", all allowed" : "; the policy would not allow \(flagged.count), \(ran) of which ran unallowed"
         var lines = [headline]
         for finding in all ? findings : flagged {
             var line = "  \(finding.callId)  step \(finding.step)  \(finding.tool) \(JSONWriter.encodeString(finding.arguments))"

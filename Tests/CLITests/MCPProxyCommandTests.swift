@@ -473,7 +473,7 @@ struct PolicyAuditTests {
         #expect(result.status == 1, "\(result.stderr)")
         #expect(
             result.stdoutText == """
-                imported/t.jsonl.gz: 3 calls; the policy would not allow 2, 2 of which ran
+                imported/t.jsonl.gz: 3 calls; the policy would not allow 2, 2 of which ran unallowed
                   call_2  step 1  refund_order {"amount":50000,"order_id":"A-1"}  ran  → approval_required by rule large-refunds (refunds over 100.00 need a person)
                   call_3  step 2  delete_customer {"customer":"c-7"}  ran  → deny by rule no-deletes (deleting customers is never done by an agent)
 
