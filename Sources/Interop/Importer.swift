@@ -228,8 +228,9 @@ public enum Importer {
             throw ImportError(
                 .wrongFormat,
                 "\(file.path) is not a format agent-eval imports: not OTLP/JSON (resourceSpans or batches), a Jaeger export (data[].spans), "
-                    + "an Inspect log (eval and samples) or message transcripts (lists of chat messages)",
-                location: SourceLocation(path: file.path), hint: "name the format: agent-eval import otlp|jaeger|inspect|messages …")
+                    + "an Inspect log (eval and samples), an ATIF trajectory (schema_version ATIF-v…) or message transcripts "
+                    + "(lists of chat messages)",
+                location: SourceLocation(path: file.path), hint: "name the format: agent-eval import otlp|jaeger|inspect|atif|messages …")
         }
         throw ImportError(
             .ambiguousFormat, "\(file.path) could be \(fits.map(\.rawValue).joined(separator: " or "))",

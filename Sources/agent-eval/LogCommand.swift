@@ -55,15 +55,15 @@ struct LogCommand: ParsableCommand {
                 output.flush()
                 // A kind this version does not know and the log does not hold is a typo, not an
                 // empty answer (a newer writer's kinds are found when the log has them).
-                for name in kind where !(EventPayload.knownKinds + PipelineEvent.kinds).contains(name) && !seen.contains(name) {
+                for name in kind where !(EventPayload.everyKind + PipelineEvent.kinds).contains(name) && !seen.contains(name) {
                     let suggestion = ConfigNode.suggestion(
-                        for: name, among: (EventPayload.knownKinds + PipelineEvent.kinds) + seen.sorted())
+                        for: name, among: (EventPayload.everyKind + PipelineEvent.kinds) + seen.sorted())
                     throw diagnose(
                         CommandError(
                             "unknown_kind", "--kind \(name) is not an event kind of this log or of this version",
                             at: SourceLocation(path: file),
                             hint: (suggestion.map { "did you mean \($0)? " } ?? "")
-                                + "kinds: \((EventPayload.knownKinds + PipelineEvent.kinds).joined(separator: ", "))"), exit: Exit.usage)
+                                + "kinds: \((EventPayload.everyKind + PipelineEvent.kinds).joined(separator: ", "))"), exit: Exit.usage)
                 }
                 if let tear = summary.tear {
                     printError("note: \(file): \(tear)")

@@ -138,6 +138,9 @@ struct CLITests {
         #expect(try await agentEval(["log", "cat", "--jsonl", path]).stdout == zcat.stdout)
         let filtered = try await agentEval(["log", "cat", "--json", "--kind", "verdict_given", path])
         #expect(filtered.stdoutText.split(separator: "\n").count == 3)
+        // A misspelt kind is a usage error whose list of kinds holds every kind --kind takes.
+        let misspelt = try await agentEval(["log", "cat", "--kind", "nonsense", path])
+        #expect(misspelt.status == 64 && misspelt.stderr.contains("run_forked, pipeline_started"), "\(misspelt.stderr)")
     }
 
     @Test("log cat on a torn log prints the complete events and says where it was cut")

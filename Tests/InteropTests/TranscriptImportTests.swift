@@ -250,7 +250,10 @@ struct TranscriptImportTests {
         #expect(error.code == .invalidJSON)
         #expect(error.location?.path == cut && (error.location?.line ?? 0) > 1)
         let other = try write(#"{"hello": "world"}"#, to: directory, "other.json")
-        #expect(try await importRuns([other]).outcome.failedInputs.first?.code == .wrongFormat)
+        let wrong = try #require(try await importRuns([other]).outcome.failedInputs.first)
+        #expect(wrong.code == .wrongFormat)
+        // Every format auto-detection knows is named, in the message and the hint.
+        #expect(wrong.message.contains("an ATIF trajectory") && wrong.hint?.contains("otlp|jaeger|inspect|atif|messages") == true)
         let zip = try write("PK\u{3}\u{4} not a zip", to: directory, "broken.eval")
         #expect(try await importRuns([zip]).outcome.failedInputs.first?.code == .badArchive)
     }

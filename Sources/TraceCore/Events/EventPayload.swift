@@ -30,6 +30,10 @@ public enum EventPayload: Sendable, Hashable {
         "approval_recorded", "step_ended", "content_stored", "run_stopped",
     ]
 
+    /// Every kind a run log may hold: `knownKinds` and `run_forked`, which only a fork's log has
+    /// (docs/replay.md).
+    public static let everyKind = knownKinds + ["run_forked"]
+
     /// The `kind` string of the envelope.
     public var kind: String {
         switch self {
