@@ -125,7 +125,8 @@ struct ImportCommand: ParsableCommand {
         let toStandardOutput = json
         let outcome = Importer.importRuns(from: inputs, options: options, writer: writer) { run in
             if let error = run.error {
-                warn(error)
+                // A run that could not be imported counts as failed (and in the exit status): an error, not a warning.
+                diagnose(error)
             } else if !quiet, !toStandardOutput, let log = run.log {
                 let id = run.sourceId.map { " \($0)" } ?? ""
                 say(
@@ -229,7 +230,7 @@ struct ExportATIFCommand: ParsableCommand {
                 written += 1
             } catch {
                 failed += 1
-                warn(error as? any Diagnostic ?? ImportError(.writeFailed, "\(path): \(error)"))
+                diagnose(error as? any Diagnostic ?? ImportError(.writeFailed, "\(path): \(error)"))
             }
         }
         say(

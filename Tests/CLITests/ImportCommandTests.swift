@@ -72,6 +72,13 @@ struct ImportCommandTests {
             #expect(imported.stdoutText.contains("(2 steps, 1 call, success)"), "\(imported.stdoutText)")
             #expect(imported.stdoutText.contains("imported/cut.jsonl.gz (1 step, 0 calls, unfinished)"), "\(imported.stdoutText)")
             #expect(imported.stdoutText.contains("  note: the transcript ends on a user turn (message 3)"), "\(imported.stdoutText)")
+            // Again into the same folder: each run fails, as an error (not a warning), and the exit says so.
+            let again = try await agentEval(
+                ["import", "auto", "trace.json", "cut.json", "--out", "imported", "--no-catalog"], in: directory.url)
+            #expect(again.status == 2 && again.stdoutText.contains("0 runs imported into imported, 2 failed"), "\(again.stdoutText)")
+            #expect(
+                again.stderr.contains("error: imported/cut.jsonl.gz exists already") && !again.stderr.contains("warning:"),
+                "\(again.stderr)")
 
             try "caseId: declared\nlogs: imported/trace-*.jsonl.gz\nexpected: {toolsCalled: [lookup_order], toolsNotCalled: [web_search]}\n"
                 .write(toFile: directory.path("declared.yaml"), atomically: true, encoding: .utf8)
