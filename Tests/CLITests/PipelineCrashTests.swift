@@ -104,7 +104,9 @@ struct PipelineCrashTests {
                 let gzip = try await Subprocess.run(gzipPath, ["-t", log])
                 #expect(gzip.status == 0, "trial \(trial): \(gzip.stderr)")
                 let show = try await agentEval(["pipeline", "show", runDirectory])
-                #expect(show.status == 0, "trial \(trial): \(show.stderr)")
+                #expect(
+                    show.status == 0,
+                    "trial \(trial): \(show.stdoutText.split(separator: "\n").suffix(4).joined(separator: "\n"))\(show.stderr)")
             }
             // The random points must have hit the run while it worked, or the test shows nothing.
             #expect(killedBeforeTheEnd >= 4, "only \(killedBeforeTheEnd) of 8 kills came before the pipeline stopped")

@@ -60,7 +60,9 @@ public struct PipelineReplay: Sendable {
     /// What is wrong with the child logs the attempts recorded, beside the pipeline log at
     /// `log`: a line for each that is missing, unreadable or not intact (`LogVerifier`), in plan
     /// order. A pipeline log that is whole says nothing of the runs it points to: one deleted or
-    /// edited since is a run nobody can replay or trust.
+    /// edited since is a run nobody can replay or trust. An attempt the pipeline's process died
+    /// in (not finished, or finished as `interrupted` on resume) may have left no log, an empty
+    /// one or a torn one: that is its honest record, not a problem; any other damage is.
     public func childLogProblems(log: String) -> [String] {
         let directory = (log as NSString).deletingLastPathComponent
         var problems: [String] = []
@@ -69,14 +71,18 @@ public struct PipelineReplay: Sendable {
                 guard let child = attempt.started.log else { continue }
                 let path = directory.isEmpty ? child : (directory as NSString).appendingPathComponent(child)
                 let what = "task \(task.id) attempt \(attempt.attempt): its log \(path)"
+                let wasCutShort = attempt.finished == nil || attempt.finished?.errorClass == .interrupted
                 guard FileManager.default.fileExists(atPath: path) else {
-                    problems.append("\(what) is missing")
+                    if !wasCutShort { problems.append("\(what) is missing") }
                     continue
                 }
                 do {
-                    if let first = try LogVerifier.verify(path: path).problems.first {
+                    let found = try LogVerifier.verify(path: path).problems.filter { !(wasCutShort && $0.code == .tornTail) }
+                    if let first = found.first {
                         problems.append("\(what) is not intact: \(first.message)")
                     }
+                } catch let error as LogError where wasCutShort && error.code == .empty {
+                    continue  // made, and the process died before its first event
                 } catch {
                     problems.append("\(what) cannot be read: \((error as? LogError)?.message ?? "\(error)")")
                 }
