@@ -94,11 +94,11 @@ struct AgentEval: AsyncParsableCommand {
         }
     }
 
-    /// The error document (`StandardOutput.errorDocument`) when `arguments` ask for JSON and the
+    /// The error document (`StandardOutput.claimErrorDocument`) when `arguments` ask for JSON and the
     /// command printed nothing; the error itself is on standard error as always.
     static func printErrorDocument(_ arguments: [String], exitCode: Int32, thrown: any Error, message: @autoclosure () -> String) {
         guard StandardOutput.asksForJSON(arguments),
-            let document = StandardOutput.errorDocument(exitCode: exitCode, thrown: thrown, message: message())
+            let document = StandardOutput.claimErrorDocument(exitCode: exitCode, thrown: thrown, message: message())
         else { return }
         StandardOutput.printErrorDocument(document)
     }

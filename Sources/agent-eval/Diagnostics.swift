@@ -144,7 +144,7 @@ enum StandardOutput {
     /// the command has begun its output, or another error document has been printed. A
     /// document returned has taken standard output: print it with `printErrorDocument`.
     /// `errorCode` names that last error (by default "usage" for exit 64, else "failed").
-    static func errorDocument(
+    static func claimErrorDocument(
         exitCode code: Int32, thrown: any Error, message: @autoclosure () -> String, errorCode: String? = nil
     ) -> JSONValue? {
         guard code != 0, owner.compareExchange(expected: 0, desired: errorDocumentOwner, ordering: .relaxed).exchanged else {
@@ -176,13 +176,13 @@ extension StandardOutput {
     /// for JSON and nothing has been printed yet.
     static func printInterruption(exitCode: Int32, message: String) {
         guard isJSONRequested.load(ordering: .relaxed),
-            let document = errorDocument(
+            let document = claimErrorDocument(
                 exitCode: exitCode, thrown: CommandError("interrupted", message), message: message, errorCode: "interrupted")
         else { return }
         printErrorDocument(document)
     }
 
-    /// Prints a document `errorDocument` returned: standard output is its, so the command's
+    /// Prints a document `claimErrorDocument` returned: standard output is its, so the command's
     /// own writers (`beginWriting`) write nothing after it.
     static func printErrorDocument(_ document: JSONValue) {
         print(JSONWriter.encodeString(document))
