@@ -1,3 +1,4 @@
+import AgentRuntime
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -37,7 +38,9 @@ final class LocalHTTPServer: Sendable {
             }
         self.port = server.channel.localAddress?.port ?? 0
         let server = self.server
-        serving = Task {
+        // On the thread the caller runs on, if it has one of its own: a test's server must not
+        // wait behind other tests' work on the shared pool (OwnThreadTrait).
+        serving = Task(executorPreference: ExecutorThread.current) {
             try? await server.executeThenClose { inbound in
                 await withDiscardingTaskGroup { group in
                     do {

@@ -148,7 +148,7 @@ public final class GatewayHandler: HTTPRequestHandling {
 
         // The parts go to the agent in order, through a stream that a writer task drains.
         let (parts, continuation) = AsyncStream<TransportPart>.makeStream()
-        let writer = Task { () -> Bool in
+        let writer = Task(executorPreference: ExecutorThread.current) { () -> Bool in
             var sentHead = false
             do {
                 for await part in parts {

@@ -11,7 +11,9 @@ public import Testing
 /// sleep, a model stream's next chunk, a timer) waited up to a minute in full runs, so a
 /// deadline fired or a process meant to be killed mid-way had finished. On its own thread
 /// (`ExecutorThread`, a task executor) the test and the tasks it starts wait only for the CPU,
-/// and the slot keeps the CPU from being shared too thinly.
+/// and the slot keeps the CPU from being shared too thinly. So does a server the test starts
+/// in its process: its tasks run on `ExecutorThread.current` (a gateway starved on the pool
+/// left a proxied call unanswered for 30 s in a CI run).
 public struct OwnThreadTrait: TestTrait, SuiteTrait, TestScoping {
     public var isRecursive: Bool { true }
 
@@ -22,7 +24,7 @@ public struct OwnThreadTrait: TestTrait, SuiteTrait, TestScoping {
         try await TestLoad.withSlot {
             let executor = ExecutorThread(name: "test \(test.name.prefix(40))")
             defer { executor.stop() }
-            try await withTaskExecutorPreference(executor) { try await function() }
+            try await executor.run { try await function() }
         }
     }
 }

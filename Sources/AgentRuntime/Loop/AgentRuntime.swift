@@ -219,21 +219,8 @@ public struct AgentRuntime: Sendable {
     static func onLoopThread(_ body: () async throws(RuntimeError) -> RunOutcome) async throws(RuntimeError) -> RunOutcome {
         let thread = ExecutorThread(name: "agent-eval run loop")
         defer { thread.stop() }
-        let result = await withTaskExecutorPreference(thread) { () async -> Result<RunOutcome, RuntimeError> in
-            await $loopExecutor.withValue(thread) {
-                do throws(RuntimeError) {
-                    return .success(try await body())
-                } catch {
-                    return .failure(error)
-                }
-            }
-        }
-        return try result.get()
+        return try await thread.run(body)
     }
-
-    /// The thread the current run's loop runs on, for tasks it starts outside its task tree
-    /// (a tool attempt the deadline watchdog may cancel on its own).
-    @TaskLocal static var loopExecutor: ExecutorThread?
 }
 
 extension AgentRuntime {

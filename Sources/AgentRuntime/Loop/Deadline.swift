@@ -30,12 +30,7 @@ public enum Deadline {
         within duration: Duration, by watchdog: DeadlineWatchdog, _ work: @escaping @Sendable () async -> T
     ) async -> (value: T, timedOut: Bool) {
         let deadline = ContinuousClock.now.advanced(by: duration)
-        let task: Task<T, Never>
-        if let loop = AgentRuntime.loopExecutor {
-            task = Task(executorPreference: loop) { await work() }
-        } else {
-            task = Task { await work() }
-        }
+        let task = Task(executorPreference: ExecutorThread.current) { await work() }
         let armed = watchdog.arm(at: deadline) { task.cancel() }
         let value = await withTaskCancellationHandler {
             await task.value

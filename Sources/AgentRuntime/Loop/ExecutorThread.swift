@@ -46,6 +46,27 @@ public final class ExecutorThread: TaskExecutor, @unchecked Sendable {
         if !worker.submit(job) { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
     }
 
+    /// The thread the current task runs on when it was started by `run(_:)`: where a task it
+    /// starts outside its task tree (`Task(executorPreference: ExecutorThread.current)`: a
+    /// server's accept loop, an attempt a watchdog may cancel) runs too. An unstructured task
+    /// does not inherit its creator's executor preference, and Swift has no way to read one.
+    @TaskLocal public static var current: ExecutorThread?
+
+    /// Runs `body` on this thread, with the child tasks it starts, and with `current` set to
+    /// this thread for the tasks it starts outside its tree.
+    public func run<T, Failure: Error>(_ body: () async throws(Failure) -> T) async throws(Failure) -> T {
+        let result = await withTaskExecutorPreference(self) { () async -> Result<T, Failure> in
+            await Self.$current.withValue(self) {
+                do throws(Failure) {
+                    return .success(try await body())
+                } catch {
+                    return .failure(error)
+                }
+            }
+        }
+        return try result.get()
+    }
+
     /// Ends the thread once every job enqueued so far ran. Safe to call from the thread itself.
     public func stop() {
         worker.finish()
