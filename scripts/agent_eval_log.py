@@ -21,6 +21,7 @@ tails (5), and the run state and its digest (appendix A).
 """
 
 import base64
+import codecs
 import fcntl
 import hashlib
 import json
@@ -482,6 +483,125 @@ def _resolve_packet(event, base):
     return whole
 
 
+def json_prefix_problem(data):
+    """The offset of the first byte at which `data` stops being the start of a JSON object text
+    (RFC 8259 read up to the last byte, where anything may stop: inside a string, an escape, a
+    number, a literal or a UTF-8 character), or None when it is one: what a line cut short by a
+    tear must be (section 5)."""
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(data, final=False)
+    except UnicodeDecodeError as error:
+        return error.start
+    space, digits, hexdigits = b" \t\r\n", b"0123456789", b"0123456789abcdefABCDEF"
+    between = {"start", "name_or_end", "name", "colon", "value", "value_or_end", "next", "done", "zero", "integer",
+               "fraction", "exp_digits"}
+    state, is_name, count, literal, stack = "start", False, 0, b"", []
+    for index, byte in enumerate(data):
+        char = bytes([byte])
+        if byte < 0x20 and not (char in space and state in between):
+            return index
+        if state == "string":
+            if char == b"\\":
+                state = "escape"
+            elif char == b'"':
+                state = "colon" if is_name else "next"
+            continue
+        if state == "escape":
+            if char == b"u":
+                state, count = "unicode", 0
+            elif char in b'"\\/bfnrt':
+                state = "string"
+            else:
+                return index
+            continue
+        if state == "unicode":
+            if char not in hexdigits:
+                return index
+            count += 1
+            state = "string" if count == 4 else "unicode"
+            continue
+        if state == "literal":
+            if byte != literal[count]:
+                return index
+            count += 1
+            state = "next" if count == len(literal) else "literal"
+            continue
+        if state in ("minus", "point", "exp", "exp_sign"):
+            if state == "minus" and char in digits:
+                state = "zero" if char == b"0" else "integer"
+            elif state == "point" and char in digits:
+                state = "fraction"
+            elif state == "exp" and char in b"+-":
+                state = "exp_sign"
+            elif state in ("exp", "exp_sign") and char in digits:
+                state = "exp_digits"
+            else:
+                return index
+            continue
+        if state in ("zero", "integer", "fraction", "exp_digits"):
+            if char in digits and state != "zero":
+                continue
+            if char == b"." and state in ("zero", "integer"):
+                state = "point"
+                continue
+            if char in b"eE" and state in ("zero", "integer", "fraction"):
+                state = "exp"
+                continue
+            state = "next"  # the number ended: the byte is what follows a value
+        if char in space:
+            if state == "done":
+                return index
+            continue
+        if state == "start":
+            if char != b"{":
+                return index
+            stack.append("{")
+            state = "name_or_end"
+        elif state in ("name_or_end", "name"):
+            if char == b'"':
+                state, is_name = "string", True
+            elif char == b"}" and state == "name_or_end":
+                stack.pop()
+                state = "next" if stack else "done"
+            else:
+                return index
+        elif state == "colon":
+            if char != b":":
+                return index
+            state = "value"
+        elif state in ("value", "value_or_end"):
+            if char == b"]" and state == "value_or_end":
+                stack.pop()
+                state = "next" if stack else "done"
+            elif char in b"{[":
+                stack.append(char.decode())
+                state = "name_or_end" if char == b"{" else "value_or_end"
+            elif char == b'"':
+                state, is_name = "string", False
+            elif char == b"-":
+                state = "minus"
+            elif char in digits:
+                state = "zero" if char == b"0" else "integer"
+            elif char in b"tfn":
+                literal = {b"t": b"true", b"f": b"false", b"n": b"null"}[char]
+                state, count = "literal", 1
+            else:
+                return index
+        elif state == "next":
+            if char == b"," and stack and stack[-1] == "{":
+                state = "name"
+            elif char == b"," and stack:
+                state = "value"
+            elif stack and char == {"{": b"}", "[": b"]"}[stack[-1]]:
+                stack.pop()
+                state = "next" if stack else "done"
+            else:
+                return index
+        else:  # done
+            return index
+    return None
+
+
 def _problem(code, message, seq=None, member=None):
     return {"code": code, "message": message, "seq": seq, "member_offset": member}
 
@@ -704,6 +824,8 @@ def verify(path):
             template = ('{"v":%s,"run":%s,"seq":%d,"step":' % (version, canonical(run_id), expected_seq)).encode("utf-8")
             if run_id is not None and not template.startswith(partial[:len(template)]):
                 problems.append(_problem("corrupt_member", "the partial line does not begin the next event", expected_seq, start))
+            elif json_prefix_problem(partial) is not None:
+                problems.append(_problem("corrupt_member", "the partial line is not the start of a JSON object", expected_seq, start))
             else:
                 # A version 3 line carries prev only first in a member.
                 marker = partial.find(b'"prev":"') if version != "3" or not lines else -1

@@ -120,6 +120,11 @@ struct EventChecker {
         for (index, pair) in zip(partial, expected).enumerated() where pair.0 != pair.1 {
             return "the bytes after the last complete event do not begin the next one (byte \(index) of the partial line differs)"
         }
+        // A tear leaves the start of a JSON object; damage that still inflates (a flipped bit
+        // near a member's end) leaves bytes no JSON text has there.
+        if let problem = JSONPrefix.problem(partial) {
+            return "the partial line is not the start of a JSON object: at its byte \(problem.offset), JSON expects \(problem.message)"
+        }
         // A version 3 line but a member's first carries no `prev`: the envelope up to `step` is
         // all a tear can be held to.
         guard version != "3" || isFirstInMember else { return nil }

@@ -248,6 +248,13 @@ struct ConformanceTests {
             // holds no complete line, and what there is of it must link to the member before.
             try sample("research-sample-torn-v3.jsonl.gz")
         },
+        Case(name: "v3-flipped-bit-in-the-last-member") {
+            // A bit that still inflates: the stop event, then garbage, and no trailer. What
+            // follows the last complete line is no start of a JSON object, so not a tear (§5).
+            var bytes = try sample("support-sample-v3.jsonl.gz")
+            bytes[bytes.count - 11] ^= 1 << 3
+            return bytes
+        },
         Case(name: "v3-edited-event") {
             // A changed line breaks the link of the next member, which covers its whole member.
             var members = try ConformanceTests.members()

@@ -472,6 +472,33 @@ struct LogDamageTests {
         }
     }
 
+    @Test(
+        "a flipped bit near the end of a complete log's last member that still inflates is damage, not a tear: the partial line is no JSON start"
+    )
+    func aFlipThatStillInflatesIsNotATear() throws {
+        try TemporaryDirectory.with { directory in
+            // Found by flipping every bit of the samples' last members: these inflate without an
+            // error to the stop event followed by garbage (version 3), and to a member name
+            // followed by what is no colon (version 1), with no gzip trailer reached.
+            for (sample, fromEnd, bit) in [("support-sample-v3.jsonl.gz", 11, 3), ("support-sample.jsonl.gz", 20, 6)] {
+                var bytes = [UInt8](try Data(contentsOf: FixtureLogs.directory.appendingPathComponent(sample)))
+                bytes[bytes.count - fromEnd] ^= 1 << bit
+                let path = directory.path("flipped-\(sample)")
+                try Data(bytes).write(to: URL(fileURLWithPath: path))
+                let report = try LogVerifier.verify(path: path)
+                #expect(report.tear == nil, "\(sample)")
+                #expect(report.problems.map(\.code) == [.corruptMember], "\(sample)")
+                #expect(
+                    report.problems.first?.message.contains("damaged, not cut off: the partial line is not the start of a JSON object")
+                        == true,
+                    "\(report.problems.first?.message ?? "")")
+                #expect(throws: LogError.self) { _ = try LogReader(path: path).readAll() }
+                #expect(throws: LogError.self) { _ = try LogRepair.seal(path: path) }
+                #expect(try readBytes(path) == bytes, "a refused repair leaves the file as it was")
+            }
+        }
+    }
+
     /// Lines as given, chained and gzipped by the real gzip: a log another writer could write.
     func foreignLog(_ lines: [String], lineEnding: String = "\n", in directory: TemporaryDirectory) async throws -> String {
         var previous = ContentHash.genesis
