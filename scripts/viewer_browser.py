@@ -4,7 +4,7 @@ for Tests/CLITests/ViewerBrowserTests.swift to check. Saves a screenshot of ever
 
     python viewer_browser.py SHOTS_DIR KIND=PAGE[,ARG...] ...
 
-KIND is run, report, baseline, diff, hostile, long, fork or forks:
+KIND is run, report, baseline, diff, hostile, long, fork, forks, pipelinefork or pipelinebroken:
   run=page.html,SEARCH,JUMP   keys n/p/f, search for SEARCH, jump to step JUMP, a #step-JUMP link
   report=page.html[,LINK]     every failure link lands on its step in the embedded run; LINK, a
                               `view:` line's page.html#log=…&step=N, opens that run at that step
@@ -14,6 +14,8 @@ KIND is run, report, baseline, diff, hostile, long, fork or forks:
   long=page.html              time to open a long run, jump to its last step, search it
   fork=page.html              a fork's panel: its parent, edits and where it parts from the parent
   forks=page.html             a parent's page: the forks of the run it lists
+  pipelinefork=page.html      a pipeline fork's page: whose fork it is, the attempts it discarded
+  pipelinebroken=page.html    a pipeline's page: its banner and the child logs listed as missing
 
 Exits 1 with a message when Chromium or its driver is missing (scripts/python_venv browser
 installs them).
@@ -256,9 +258,21 @@ def check_pipeline_fork(driver, page):
     return seen
 
 
+def check_pipeline(driver, page):
+    """A pipeline's page: its banner, and the child logs it lists as missing or damaged."""
+    seen = {"load_seconds": load(driver, page), "ready": ready(driver)}
+    banner = driver.find_element(By.ID, "pipeline-banner")
+    seen["banner"] = banner.text
+    seen["banner_class"] = banner.get_attribute("class")
+    seen["child_log_problems"] = [item.text for item in driver.find_elements(By.CSS_SELECTOR, "#child-log-problems li")]
+    seen["severe_console"] = severe_logs(driver)
+    return seen
+
+
 CHECKS = {
     "run": check_run, "report": check_report, "baseline": check_report, "diff": check_diff, "hostile": check_hostile, "long": check_long,
     "fork": check_fork, "forks": check_forks, "pipelinefork": check_pipeline_fork,
+    "pipelinebroken": check_pipeline,
 }
 
 

@@ -104,16 +104,26 @@ struct ViewerBrowserTests {
             try expectStatus(
                 0, await agentEval(["view", directory.path("pipes/release-notes-pipe-fork"), "--out", pipelineFork], in: repositoryRoot))
 
+            // The parent with its agent attempt's child log gone: the page is not green, and says why.
+            let broken = directory.path("pipes/release-notes-pipe-broken")
+            try FileManager.default.copyItem(atPath: directory.path("pipes/release-notes-pipe-parent"), toPath: broken)
+            let childLog = try #require(
+                try FileManager.default.contentsOfDirectory(atPath: broken + "/tasks").first { $0.hasSuffix(".jsonl.gz") })
+            try FileManager.default.removeItem(atPath: broken + "/tasks/" + childLog)
+            let pipelineBroken = directory.path("pipeline-broken.html")
+            try expectStatus(2, await agentEval(["view", broken, "--out", pipelineBroken], in: repositoryRoot))
+
             let shots = repositoryRoot.appendingPathComponent(".build/viewer-screenshots").path
             let result = try await Subprocess.run(
                 command[0],
                 Array(command.dropFirst()) + [
                     shots, "run=\(run),delete_customer,3", "report=\(report),\(link)", "diff=\(diff)", "hostile=\(hostile)", "long=\(long)",
                     "baseline=\(baseline)", "fork=\(fork)", "forks=\(parent)", "pipelinefork=\(pipelineFork)",
+                    "pipelinebroken=\(pipelineBroken)",
                 ])
             try #require(result.status == 0, "viewer_browser.py failed: \(result.stderr)")
             let seen = try JSONParser.parse(result.stdout)
-            for kind in ["run", "report", "diff", "hostile", "long", "baseline", "fork", "forks", "pipelinefork"] {
+            for kind in ["run", "report", "diff", "hostile", "long", "baseline", "fork", "forks", "pipelinefork", "pipelinebroken"] {
                 #expect(seen[kind]?["error"] == nil, "\(kind): \(seen[kind]?["error"]?.stringValue ?? "")")
                 #expect(seen[kind]?["severe_console"] == .array([]), "\(kind): the console reported errors")
             }
@@ -176,6 +186,14 @@ struct ViewerBrowserTests {
             let note = pipelineForkSeen["fork_note"]?.stringValue ?? ""
             #expect(note.contains("a fork of pipeline run pipe-parent") && note.contains("events copied"), "\(note)")
             #expect(pipelineForkSeen["discarded_attempts"] == 3, "write, lint and publish ran again")
+
+            // A pipeline whose child log is missing: a red banner that says so, and the log named.
+            let pipelineBrokenSeen = try #require(seen["pipelinebroken"])
+            #expect(pipelineBrokenSeen["banner_class"] == "banner-bad")
+            let banner = pipelineBrokenSeen["banner"]?.stringValue ?? ""
+            #expect(banner.contains("succeeded, but its record does not check out: 1 child log is missing or damaged"), "\(banner)")
+            let problems = pipelineBrokenSeen["child_log_problems"]?.arrayValue?.compactMap(\.stringValue) ?? []
+            #expect(problems.count == 1 && problems.first?.contains(childLog) == true && problems.first?.hasSuffix("is missing") == true)
 
             // Planted markup: shown as text, never run.
             let hostileSeen = try #require(seen["hostile"])

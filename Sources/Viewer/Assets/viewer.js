@@ -875,6 +875,7 @@
       fact('events', doc.events), fact('duration', doc.duration_us !== undefined ? duration(doc.duration_us) : undefined)));
     const mismatches = doc.digest_mismatches || [];
     const anomalies = doc.anomalies || [];
+    const childProblems = doc.child_log_problems || [];
     const checked = (doc.digests_checked || 0) + ' state digests checked';
     let banner;
     if (summary.ok) {
@@ -882,8 +883,12 @@
     } else if (summary.outcome === 'failed') {
       banner = el('p', { class: 'banner-bad' }, '✘ the pipeline failed' + (stop && stop.task ? ' at ' + stop.task : '') + (stop && stop.error ? ': ' + stop.error : ''));
     } else if (summary.outcome === 'succeeded') {
-      banner = el('p', { class: 'banner-bad' }, 'the pipeline succeeded, but its log does not check out: ' +
-        mismatches.length + ' of ' + checked + ' differ, ' + anomalies.length + ' events do not fit the pipeline state');
+      const findings = [];
+      if (mismatches.length || anomalies.length) {
+        findings.push(mismatches.length + ' of ' + checked + ' differ', anomalies.length + ' events do not fit the pipeline state');
+      }
+      if (childProblems.length) findings.push(childProblems.length + ' child log' + (childProblems.length === 1 ? ' is' : 's are') + ' missing or damaged');
+      banner = el('p', { class: 'banner-bad' }, 'the pipeline succeeded, but its record does not check out: ' + findings.join(', '));
     } else if (summary.outcome === 'paused') {
       banner = el('p', { class: 'banner-warn' }, 'paused; continue it with agent-eval pipeline resume ' + directory);
     } else {
@@ -904,6 +909,10 @@
     if (anomalies.length) {
       append(app, el('div', { class: 'panel' }, el('h3', null, 'Events that do not fit the pipeline state'),
         el('ul', { class: 'items' }, anomalies.map(function (line) { return el('li', { class: 'problem mono' }, line); }))));
+    }
+    if (childProblems.length) {
+      append(app, el('div', { class: 'panel', id: 'child-log-problems' }, el('h3', null, 'Child logs missing or damaged'),
+        el('ul', { class: 'items' }, childProblems.map(function (line) { return el('li', { class: 'problem mono' }, line); }))));
     }
     if (stop && stop.outputs !== undefined) append(app, el('div', null, el('span', { class: 'muted' }, 'outputs '), payload(stop.outputs)));
 
