@@ -25,7 +25,8 @@ struct CaseFromLogCommand: ParsableCommand {
         discussion: """
             The case is a starting point to edit: it names the log, the tools called (and the offered ones never \
             called), the stop reason and limit, and the executed calls as a sequence in --mode with their \
-            arguments in --arguments mode. Argument keys whose values change between runs — ids, timestamps, \
+            arguments in --arguments mode. A run that did not finish (a torn log, or one that ends before \
+            run_stopped) gets allowUnfinished: true, and neither a stop reason nor tools never called. Argument keys whose values change between runs — ids, timestamps, \
             nonces, values that look like UUIDs or ISO times — are listed in ignoreKeys. Works on imported runs \
             too: a reference trajectory in OpenAI messages becomes a case in two commands:
 
@@ -66,7 +67,9 @@ struct CaseFromLogCommand: ParsableCommand {
         // A log cut before its first event holds no run to draft a case from.
         if facts.state.eventCount == 0 { throw diagnose(LogError.noEvent(in: log, tear: facts.tear)) }
         if facts.state.stop == nil {
-            printError("warning: \(log) does not end with run_stopped: the case pins no stop reason")
+            printError(
+                "warning: \(log) does not end with run_stopped (the run did not finish): the case sets allowUnfinished: true "
+                    + "and pins no stop reason and no tool it never called")
         }
         let reference = out.map { relativePath(log, from: ($0 as NSString).deletingLastPathComponent) } ?? log
         let text = CaseDraft(mode: mode, argumentMode: arguments, ignoredKeys: ignoreKeys, caseId: caseId).yaml(

@@ -3,7 +3,8 @@ public import TraceCore
 
 /// `agent-eval case from-log`: a case that pins a run's trajectory — tools called, their order
 /// and arguments, the stop reason and limit — as a starting point to edit. Argument keys whose
-/// values change from run to run (ids, timestamps, nonces) are listed in `ignoreKeys`.
+/// values change from run to run (ids, timestamps, nonces) are listed in `ignoreKeys`. A run
+/// that did not finish gets `allowUnfinished: true` and no `toolsNotCalled`.
 public struct CaseDraft: Sendable {
     public var mode: SequenceExpectation.Mode
     /// How arguments are pinned: exact (the default), superset (at least these keys), or ignore.
@@ -44,12 +45,18 @@ public struct CaseDraft: Sendable {
         let id = caseId ?? Self.caseId(from: logReference)
         lines.append("caseId: \(Self.scalar(id))")
         lines.append("logs: \(Self.scalar(logReference))")
+        if state.stop == nil {
+            // Else the case could not run: a run that did not finish cannot be graded unless the
+            // case says so. What it never called is not pinned, as it might have called it later.
+            lines.append("# The run did not finish (its log ends before run_stopped): the case checks what it recorded.")
+            lines.append("allowUnfinished: true")
+        }
         lines.append("expected:")
         var called: [String] = []
         for call in executed where !called.contains(call.tool) { called.append(call.tool) }
         lines.append("  toolsCalled: \(Self.flow(.array(called.map { .string($0) })))")
         let offered = (state.start?.tools.map(\.name) ?? []).filter { name in !state.calls.contains { $0.tool == name } }
-        if !offered.isEmpty { lines.append("  toolsNotCalled: \(Self.flow(.array(offered.map { .string($0) })))") }
+        if !offered.isEmpty, state.stop != nil { lines.append("  toolsNotCalled: \(Self.flow(.array(offered.map { .string($0) })))") }
         if let stop = state.stop {
             lines.append("  stopReason: \(stop.reason.rawValue)")
             if let limit = stop.limit { lines.append("  limit: \(limit.rawValue)") }

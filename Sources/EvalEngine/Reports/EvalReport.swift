@@ -158,8 +158,11 @@ public struct EvalReport: Sendable {
         for disagreement in result.judgeDisagreements {
             lines.append("    judge: \(disagreement.message)")
         }
+        // A run that passed without finishing (allowUnfinished) says so: its pass covers what it recorded.
         for run in result.runs
-        where verbose || !run.passed || !run.notes.isEmpty && !result.passed || run.notes.contains(where: \.isWarning) {
+        where verbose || !run.passed || !run.notes.isEmpty && !result.passed || run.notes.contains(where: \.isWarning)
+            || run.summary.tear != nil || run.summary.stopName == nil
+        {
             lines.append("    \(run.repeatIndex > 0 ? "\(run.label): \(run.logPath)" : run.logPath)")
             if let error = run.error {
                 lines.append("      error: \(error)")

@@ -363,7 +363,7 @@ public struct EvalRunner: Sendable {
                         + "a later result pairs with the newest call of its id",
                     step: nil))
         }
-        if let unfinished, facts.tear == nil {
+        if let unfinished {
             result.notes.append(
                 CheckNote(message: "the run did not finish (\(unfinished)): checked over what it recorded", step: state.step))
         }
@@ -389,8 +389,7 @@ public struct EvalRunner: Sendable {
                     summary: RunSummary(state))
             }
         }
-        var (failures, notes) = TrajectoryCheck.check(expected, against: checked, auditedBy: audit)
-        if let tear { notes.append(CheckNote(message: "the log is torn: \(tear)", step: state.step)) }
+        let (failures, notes) = TrajectoryCheck.check(expected, against: checked, auditedBy: audit)
         var summary = RunSummary(state)
         summary.tear = tear
         return RunResult(logPath: log, repeatIndex: repeatIndex, failures: failures, notes: notes, error: nil, summary: summary)
