@@ -555,6 +555,9 @@ struct LogIndexer {
         var point: ResumePoint?
         if let damage {
             (status, problem) = (.damaged, damage)
+        } else if state.eventCount == 0 && summary.tear == nil {
+            // Whole members with no line: no run, as the verifier says (`no_event`), not intact.
+            (status, problem) = (.damaged, LogError.noEvent(in: path, tear: nil).message)
         } else {
             if let tear = summary.tear { (status, problem) = (.torn, tear.description) }
             // Where a later read picks up: the torn member's start (its complete events are

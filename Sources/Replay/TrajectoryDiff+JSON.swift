@@ -52,6 +52,10 @@ extension TrajectoryDiff {
         summary.set("left_duration_us", leftDurationUs)
         summary.set("right_duration_us", rightDurationUs)
         object.set("summary", summary.json)
+        let problems: JSONValue = [
+            "left": .array(leftProblems.map { JSONValue.string($0) }), "right": .array(rightProblems.map { JSONValue.string($0) }),
+        ]
+        object.set("problems", problems)
         return object.json
     }
 }

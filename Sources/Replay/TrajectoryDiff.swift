@@ -55,8 +55,13 @@ public struct TrajectoryDiff: Sendable {
     public var rightState: StateSummary
     public var leftDurationUs: Int
     public var rightDurationUs: Int
+    /// Why a log does not check out: state digests that differ from its fold, events that do
+    /// not fit the run (replay names them all). Such a log is never the same trajectory as
+    /// another, whatever its steps say.
+    public var leftProblems: [String] = []
+    public var rightProblems: [String] = []
 
-    public var isSame: Bool { first == nil }
+    public var isSame: Bool { first == nil && leftProblems.isEmpty && rightProblems.isEmpty }
 
     /// Diffs the logs at `left` and `right` (read with the replayer). A trajectory is the
     /// decisions, and each call's tool, arguments, verdict and result statuses; outputs are
@@ -66,9 +71,29 @@ public struct TrajectoryDiff: Sendable {
     public static func compare(
         left: String, right: String, outputsOf: Set<String> = [], outputsOfTools: Set<String> = []
     ) throws -> TrajectoryDiff {
-        let (leftSteps, leftFinal) = try sketches(of: left)
-        let (rightSteps, rightFinal) = try sketches(of: right)
-        return compare(leftSteps, leftFinal, rightSteps, rightFinal, outputs: OutputsCompared(calls: outputsOf, tools: outputsOfTools))
+        let (leftSteps, leftFinal, leftProblems) = try sketches(of: left)
+        let (rightSteps, rightFinal, rightProblems) = try sketches(of: right)
+        var diff = compare(leftSteps, leftFinal, rightSteps, rightFinal, outputs: OutputsCompared(calls: outputsOf, tools: outputsOfTools))
+        diff.leftProblems = leftProblems
+        diff.rightProblems = rightProblems
+        return diff
+    }
+
+    /// Why a replayed log does not check out, in sentences: its first state digest that
+    /// differs, and its first anomalies.
+    static func problems(of replay: Replayer.Result) -> [String] {
+        var problems: [String] = []
+        if let mismatch = replay.digestMismatches.first {
+            problems.append(
+                "the state digest recorded at seq \(mismatch.sequence) differs from the state folded from the log"
+                    + (replay.digestMismatches.count > 1 ? " (and \(replay.digestMismatches.count - 1) more)" : "")
+                    + ": the log was edited, or written by another fold")
+        }
+        for anomaly in replay.state.anomalies.prefix(3) { problems.append("seq \(anomaly.sequence): \(anomaly.message)") }
+        if replay.state.anomalies.count > 3 {
+            problems.append("and \(replay.state.anomalies.count - 3) more events that do not fit the run")
+        }
+        return problems
     }
 
     /// Whose outputs a diff compares.
@@ -118,8 +143,8 @@ public struct TrajectoryDiff: Sendable {
         return stop.reason.rawValue + (stop.limit.map { " (\($0.rawValue))" } ?? "")
     }
 
-    /// The steps of a log as sketches, and the final state.
-    static func sketches(of path: String) throws -> ([StepSketch], RunState) {
+    /// The steps of a log as sketches, the final state, and why the log does not check out.
+    static func sketches(of path: String) throws -> ([StepSketch], RunState, [String]) {
         var sketches: [StepSketch] = []
         let result = try Replayer(path: path).replay { step, state in
             var decisions: [String] = []
@@ -171,7 +196,7 @@ public struct TrajectoryDiff: Sendable {
                 sketches[index].calls[position].output = record.lastResult?.output
             }
         }
-        return (sketches, final)
+        return (sketches, final, problems(of: result))
     }
 
     /// Longest common subsequence on the steps' decisions: matched steps pair up, the rest are

@@ -19,8 +19,14 @@ struct AuditCommand: AsyncParsableCommand {
             this says which of their calls a policy would have denied or held for approval. A case's policy: key \
             applies the same audit to its verdict expectations (docs/eval-cases.md). docs/mcp.md, "Auditing runs".
 
+            A torn log is audited up to the tear, and said to be torn: the calls after it were never seen, so \
+            it cannot pass (seal it with `log repair` to audit what it holds as the run's record). A pipeline \
+            log is not a run's: its agent attempts' child logs are.
+
             Exit codes: 0 no call ran that the policy would not have allowed; 1 some did; 2 a log or the \
-            policy file could not be read; 64 usage error.
+            policy file could not be read, a log holds no event or is torn, or only pipeline logs were given \
+            (in a folder they are skipped with a note); 64 usage error. \
+            With --json, a log that could not be read is an object with its error in the array.
 
             Examples:
               agent-eval audit --policy shop.policy.yaml runs/
@@ -63,31 +69,61 @@ struct AuditCommand: AsyncParsableCommand {
         var reports: [JSONValue] = []
         var violations = 0
         var unreadable = 0
+        var pipelineLogs: [String] = []
         for log in paths.map(displayPath) {
+            // A pipeline log records tasks, not tool calls: its agent attempts' child logs are
+            // runs, audited on their own when they are given (a folder of pipeline runs).
+            if PipelineTarget.detected(log) != nil {
+                pipelineLogs.append(log)
+                continue
+            }
             do {
-                let findings = try PolicyAudit.audit(log: log, policy: policyFile, actor: actor, route: route)
+                let (findings, tear) = try PolicyAudit.auditReadingTear(log: log, policy: policyFile, actor: actor, route: route)
                 violations += findings.filter(\.isViolation).count
+                if let tear {
+                    unreadable += 1
+                    printError("error: \(log) is torn (\(tear)): the calls after the tear were never seen")
+                    printError(
+                        "hint: agent-eval log repair \(ShellWords.quoted(log)) seals it; the audit then covers the run as it was recorded")
+                }
                 if json {
-                    reports.append(Self.json(log: log, findings: findings))
+                    reports.append(Self.json(log: log, findings: findings, tear: tear))
                 } else {
-                    for line in Self.describe(log: log, findings: findings, all: all) { printOutput(line) }
+                    for line in Self.describe(log: log, findings: findings, all: all, tear: tear) { printOutput(line) }
                 }
             } catch {
                 unreadable += 1
+                if json {
+                    let diagnostic = (error as? any Diagnostic)?.json ?? ["code": "cli.unreadable", "message": .string("\(error)")]
+                    reports.append(["log": .string(log), "error": diagnostic])
+                }
                 _ = diagnose(error)
             }
         }
+        if pipelineLogs.count == paths.count {
+            throw diagnose(
+                CommandError(
+                    "pipeline_log",
+                    "\(pipelineLogs.joined(separator: ", ")) \(pipelineLogs.count == 1 ? "is a pipeline log" : "are pipeline logs"): "
+                        + "a pipeline records tasks, not tool calls, so there is nothing to audit in it",
+                    hint: "audit the child logs of its agent attempts (the tasks/ folder of its run)"))
+        }
+        for log in pipelineLogs { printError("note: skipped \(log): a pipeline log (its agent attempts' child logs are runs)") }
         if json { printJSON(.array(reports)) }
         if unreadable > 0 { throw Exit.unusable }
         if violations > 0 { throw Exit.failure }
     }
 
-    static func describe(log: String, findings: [PolicyAudit.Finding], all: Bool) -> [String] {
+    static func describe(log: String, findings: [PolicyAudit.Finding], all: Bool, tear: LogTear? = nil) -> [String] {
         let flagged = findings.filter { $0.decision.verdict != .allow }
         let ran = flagged.filter(\.isViolation).count
         var headline = "\(log): \(findings.count) call\(findings.count == 1 ? "" : "s")"
         // A held call a person approved ran, but not against the policy: it is not counted.
         headline += flagged.isEmpty ? ", all allowed" : "; the policy would not allow \(flagged.count), \(ran) of which ran unallowed"
+        if let tear {
+            headline +=
+                " — up to a tear: the log is torn after seq \(tear.lastSequence.map(String.init) ?? "?"), and calls after it were never seen"
+        }
         var lines = [headline]
         for finding in all ? findings : flagged {
             var line = "  \(finding.callId)  step \(finding.step)  \(finding.tool) \(JSONWriter.encodeString(finding.arguments))"
@@ -102,9 +138,10 @@ struct AuditCommand: AsyncParsableCommand {
         return lines
     }
 
-    static func json(log: String, findings: [PolicyAudit.Finding]) -> JSONValue {
+    static func json(log: String, findings: [PolicyAudit.Finding], tear: LogTear? = nil) -> JSONValue {
         var object = ObjectBuilder()
         object.set("log", log)
+        object.set("tear", tear.map { "\($0)" })
         object.set("calls", findings.count)
         object.set("violations", findings.filter(\.isViolation).count)
         object.set("findings", JSONValue.array(findings.map(\.json)))

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import Replay
 import TraceCore
 import Viewer
@@ -13,7 +14,13 @@ struct DiffCommand: ParsableCommand {
             not throw off the rest, then reports the first divergence — a tool, an argument (by key path), a \
             verdict, a result, the stop — and a side-by-side summary with tokens and durations.
 
-            Exit codes: 0 the same trajectory; 1 they diverge; 2 a log cannot be read; 64 usage error.
+            A log that does not check out — a state digest that differs from its fold, an event that does not \
+            fit the run — is listed as such under the diff, and is never the same trajectory as another \
+            (`replay` shows where). A pipeline log is not a run's log: compare its child runs, or read it with \
+            `pipeline show`.
+
+            Exit codes: 0 the same trajectory; 1 they diverge, or a log does not check out; 2 a log cannot be read \
+            or is a pipeline log; 64 usage error.
 
             Examples:
               agent-eval diff runs/before.jsonl.gz runs/after.jsonl.gz
@@ -38,6 +45,12 @@ struct DiffCommand: ParsableCommand {
     var html: String?
 
     func run() throws {
+        for log in [left, right] where PipelineTarget.detected(log) != nil {
+            throw diagnose(
+                CommandError(
+                    "pipeline_log", "\(log) is a pipeline log: diff compares two runs' trajectories, and a pipeline has tasks, not steps",
+                    hint: "read it with agent-eval pipeline show \(ShellWords.quoted(log)), or diff the child runs of its agent attempts"))
+        }
         let diff: TrajectoryDiff
         var view: DiffView?
         do {
@@ -73,14 +86,20 @@ struct DiffCommand: ParsableCommand {
         shared sharedLabel: String = "the shared prefix (the parent's steps, copied)"
     ) -> [String] {
         var lines: [String] = []
+        for (label, problems) in [("A", diff.leftProblems), ("B", diff.rightProblems)] where !problems.isEmpty {
+            lines.append("\(label) does not check out (replay shows where):")
+            for problem in problems { lines.append("  \(problem)") }
+        }
         if let first = diff.first {
             let place = [first.leftStep.map { "step \($0) of A" }, first.rightStep.map { "step \($0) of B" }].compactMap { $0 }.joined(
                 separator: " / ")
             lines.append("first divergence: \(place): \(first.path)")
             lines.append("  A: \(first.left)")
             lines.append("  B: \(first.right)")
-        } else {
+        } else if diff.isSame {
             lines.append("same trajectory: the same decisions, verdicts, results and stop")
+        } else {
+            lines.append("the same steps, but not the same trajectory: a log does not check out")
         }
         lines.append("")
         lines.append("     A: \(left)")

@@ -21,7 +21,8 @@ struct LogCommand: ParsableCommand {
                 for jq and other tools.
 
                 A torn log (cut off by a crash) prints every complete event and a note on standard error saying \
-                where the file was cut. A damaged log prints the events before the damage and fails with exit 2.
+                where the file was cut. A damaged log prints the events before the damage and fails with exit 2, \
+                as does a log that holds no event (cut before its first, or whole members with no line).
 
                 Examples:
                   agent-eval log cat Fixtures/samples/support-sample.jsonl.gz
@@ -65,12 +66,11 @@ struct LogCommand: ParsableCommand {
                             hint: (suggestion.map { "did you mean \($0)? " } ?? "")
                                 + "kinds: \((EventPayload.everyKind + PipelineEvent.kinds).joined(separator: ", "))"), exit: Exit.usage)
                 }
+                // No event is no run, as verify says: not an empty answer.
+                if summary.eventCount == 0 { throw LogError.noEvent(in: file, tear: summary.tear) }
                 if let tear = summary.tear {
                     printError("note: \(file): \(tear)")
-                    // A log cut before its first event has nothing to seal (repair refuses it).
-                    if summary.eventCount > 0 {
-                        printError("hint: run `agent-eval log repair \(ShellWords.quoted(file))` to seal it")
-                    }
+                    printError("hint: run `agent-eval log repair \(ShellWords.quoted(file))` to seal it")
                 }
             } catch {
                 output.flush()

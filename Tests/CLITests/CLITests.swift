@@ -143,7 +143,7 @@ struct CLITests {
         #expect(misspelt.status == 64 && misspelt.stderr.contains("run_forked, pipeline_started"), "\(misspelt.stderr)")
     }
 
-    @Test("log cat on a torn log prints the complete events and says where it was cut")
+    @Test("log cat on a torn log prints the complete events and says where it was cut; one cut before its first event fails")
     func catTorn() async throws {
         let result = try await agentEval(["log", "cat", fixture("research-sample-torn.jsonl.gz")])
         #expect(result.status == 0)
@@ -151,12 +151,13 @@ struct CLITests {
         #expect(result.stderr.contains("note:"))
         #expect(result.stderr.contains("ends inside the gzip member that starts at byte 0"))
         #expect(result.stderr.contains("agent-eval log repair"))
-        // Cut before its first event: nothing to print and no run to seal, so no repair is suggested.
+        // Cut before its first event: no run, as verify says (exit 2), and nothing to seal, so no
+        // repair is suggested.
         let cut = try await agentEval([
             "log", "cat", ExampleRuns.fixtures.appendingPathComponent("conformance/cut-before-the-first-event.jsonl.gz").path,
         ])
-        #expect(cut.status == 0 && cut.stdout.isEmpty)
-        #expect(cut.stderr.contains("no event is complete") && !cut.stderr.contains("log repair"), "\(cut.stderr)")
+        #expect(cut.status == 2 && cut.stdout.isEmpty)
+        #expect(cut.stderr.contains("error: no event could be read") && !cut.stderr.contains("log repair"), "\(cut.stderr)")
     }
 
     @Test("log verify: 0 for intact, 1 with the problems for damaged, 2 for unreadable")

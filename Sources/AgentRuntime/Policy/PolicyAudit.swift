@@ -1,5 +1,5 @@
 public import TraceCore
-import TraceLog
+public import TraceLog
 
 /// What a policy would have said of every call of a run that was not gated by it: a run
 /// recorded through the gateway, imported from another tool, or gated by another policy
@@ -103,11 +103,20 @@ public struct PolicyAudit: Sendable {
     }
 
     /// Audits the log at `path` (a torn log: the events before the tear). Throws the reader's
-    /// error for a log that cannot be read.
+    /// error for a log that cannot be read, and `LogError.noEvent` for one that holds no event.
     public static func audit(log path: String, policy: PolicyFile, actor: String? = nil, route: String? = nil) throws -> [Finding] {
+        try auditReadingTear(log: path, policy: policy, actor: actor, route: route).findings
+    }
+
+    /// `audit`, and where the log was cut when it is torn: the calls after the tear were never
+    /// seen, so "all allowed" cannot be said of the run.
+    public static func auditReadingTear(log path: String, policy: PolicyFile, actor: String? = nil, route: String? = nil) throws
+        -> (findings: [Finding], tear: LogTear?)
+    {
         var audit = PolicyAudit(policy: policy, actor: actor, route: route)
-        _ = try LogReader(path: path, options: .init(keepsPacketText: false)).forEachEvent { audit.fold($0.event) }
-        return audit.result
+        let read = try LogReader(path: path, options: .init(keepsPacketText: false)).forEachEvent { audit.fold($0.event) }
+        if read.eventCount == 0 { throw LogError.noEvent(in: path, tear: read.tear) }
+        return (audit.result, read.tear)
     }
 
     /// `state` with each call that recorded no verdict given the policy's (`RunState.assumeVerdict`):
