@@ -78,7 +78,7 @@ public struct ConfigNode: Sendable, Hashable {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
             throw ConfigError(
-                .unreadable, "cannot read \(path): \(Self.reason(error))", at: SourceLocation(path: path),
+                .unreadable, "cannot read \(path): \(FileProblem.reading(path) ?? Self.reason(error))", at: SourceLocation(path: path),
                 hint: "check the path: on the command line it is relative to the current directory, in a file to that file's folder")
         }
         guard data.count <= maximumFileBytes else {

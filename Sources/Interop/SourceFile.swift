@@ -34,7 +34,8 @@ public struct SourceFile: Sendable {
             return SourceFile(path: path, bytes: Array(data), modifiedUs: modifiedUs(of: path))
         } catch {
             throw ImportError(
-                .unreadable, "cannot read \(path): \((error as NSError).localizedDescription)", location: SourceLocation(path: path))
+                .unreadable, "cannot read \(path): \(FileProblem.reading(path) ?? (error as NSError).localizedDescription)",
+                location: SourceLocation(path: path))
         }
     }
 

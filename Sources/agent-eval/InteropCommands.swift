@@ -331,7 +331,7 @@ struct ExportOTLPCommand: AsyncParsableCommand {
         do {
             var evaluations: [String: [OTLPExporter.EvaluationResult]] = [:]
             if let results {
-                let report = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: results))))
+                let report = try ResultsMerge.read(results)
                 guard report["cases"]?.arrayValue != nil else {
                     throw ImportError(
                         .wrongFormat, "\(results) is not an agent-eval run report: it has no \"cases\" list",

@@ -28,7 +28,8 @@ struct JudgeCalibrateCommand: AsyncParsableCommand {
             A case may require a minimum κ of its judge (judgeMinKappa: 0.6 in the case file); --baseline FILE (a \
             calibration's --json-out) reports a judge or case whose κ fell by more than --max-kappa-drop as drifted.
 
-            Exit codes: 0 every case meets its minimum κ and nothing drifted; 1 a case's κ is below its minimum, or a \
+            Exit codes: 0 every case meets its minimum κ and nothing drifted; 1 a case's κ is below its minimum or \
+            cannot be measured (labels or verdicts all one way), or a \
             judge drifted; 2 the labels file, a case or a log cannot be used, or a judge could not answer; 64 usage.
 
             Examples:
@@ -134,7 +135,8 @@ struct JudgeCalibrateCommand: AsyncParsableCommand {
                 var line = Self.line(figures, what: "case \(figures.name)")
                 if let minimum = figures.minKappa {
                     if figures.matrix.kappa == nil {
-                        line += "  (min κ \(Self.number(minimum)) not checked: label both passing and failing logs to measure κ)"
+                        line +=
+                            "  ✘ min κ \(Self.number(minimum)) NOT CHECKED: κ is undefined; label both passing and failing logs to measure it"
                     } else {
                         line += figures.meetsMinimum ? "  ✔ min κ \(Self.number(minimum))" : "  ✘ BELOW its min κ \(Self.number(minimum))"
                     }

@@ -34,8 +34,16 @@ struct QuarantineFileArgument: ParsableArguments {
 
     var path: String { file ?? QuarantineFile.defaultPath() }
 
-    /// The file (empty when there is none), or its problems printed and exit 2.
-    func load() throws -> QuarantineFile {
+    /// The file (empty when there is none), or its problems printed and exit 2. A file given
+    /// with --file that is not there is an error where the command only reads it (`mustExist`):
+    /// a misspelt path would list no entry and pass the expiry gate.
+    func load(mustExist: Bool = false) throws -> QuarantineFile {
+        if mustExist, let file, !FileManager.default.fileExists(atPath: file) {
+            throw diagnose(
+                CommandError(
+                    "no_quarantine_file", "the quarantine file \(file) does not exist", at: SourceLocation(path: file),
+                    hint: "check the path, or leave --file out for the project's .agent-eval/quarantine.yaml"))
+        }
         do {
             return try QuarantineFile.load(path: path)
         } catch {
@@ -125,7 +133,7 @@ struct QuarantineListCommand: ParsableCommand {
             as `quarantine:` in case files show in `run`'s report and in `check`.
 
             Exit codes: 0 listed (with --fail-on-expired: and none expired); 1 an entry expired, with \
-            --fail-on-expired; 2 the file cannot be read; 64 usage error.
+            --fail-on-expired; 2 the file cannot be read, or a file given with --file does not exist; 64 usage error.
             """)
 
     @OptionGroup var location: QuarantineFileArgument
@@ -147,7 +155,7 @@ struct QuarantineListCommand: ParsableCommand {
     }
 
     func run() throws {
-        let file = try location.load()
+        let file = try location.load(mustExist: true)
         let catalog = self.catalog.openIfWanted()
         var entries: [JSONValue] = []
         var expired = 0
@@ -216,7 +224,7 @@ struct QuarantineReleaseCommand: ParsableCommand {
     }
 
     func run() throws {
-        var file = try location.load()
+        var file = try location.load(mustExist: true)
         let missing = caseIds.filter { file.entry(for: $0) == nil }
         if !missing.isEmpty {
             throw diagnose(

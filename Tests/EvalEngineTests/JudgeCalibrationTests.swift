@@ -77,6 +77,14 @@ struct JudgeCalibrationTests {
             #expect(good.cases.first?.minKappa == 0.3 && good.cases.first?.meetsMinimum == true)
             #expect(good.outcomes.map(\.rounds) == [[true, true, true], [false, false, false], [false, false, false]])
 
+            // A minimum that cannot be measured — every label and verdict one way, κ undefined —
+            // is not met: it never passes unchecked.
+            let oneSided = try JudgeLabels.load(
+                path: try project(in: directory, judge: Self.namesRefund, minKappa: 0.3, labels: [("runs/support-refund.jsonl.gz", "pass")])
+            )
+            let undefined = try await JudgeCalibration.run(oneSided, rounds: 1, options: options)
+            #expect(undefined.cases.first?.matrix.kappa == nil && undefined.cases.first?.meetsMinimum == false)
+
             // The coin: each round draws anew (a scripted rule's chance, per run and round).
             let many = (0..<6).map { index in (index % 2 == 0 ? "runs/support-refund.jsonl.gz" : "samples/support-sample.jsonl.gz", "pass")
             }

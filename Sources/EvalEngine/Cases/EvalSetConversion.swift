@@ -51,7 +51,9 @@ public enum EvalSetConversion {
         } catch let error as TraceCoreError {
             throw EvalError(.unreadableInput, "\(path) is not valid JSON: \(error.message)", location: SourceLocation(path: path))
         } catch {
-            throw EvalError(.unreadableInput, "cannot read \(path): \(error.localizedDescription)", location: SourceLocation(path: path))
+            throw EvalError(
+                .unreadableInput, "cannot read \(path): \(FileProblem.reading(path) ?? error.localizedDescription)",
+                location: SourceLocation(path: path))
         }
         // `shop.test.json`, `shop.evalset.json`: the name is `shop`.
         var stem = ((path as NSString).lastPathComponent as NSString).deletingPathExtension

@@ -207,7 +207,8 @@ public struct QuarantineFile: Sendable {
             if !directory.isEmpty { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
             try text.write(toFile: path, atomically: true, encoding: .utf8)
         } catch {
-            throw EvalError(.writeFailed, "cannot write the quarantine file \(path): \(error.localizedDescription)")
+            throw EvalError(
+                .writeFailed, "cannot write the quarantine file \(path): \(FileProblem.writing(path) ?? error.localizedDescription)")
         }
     }
 

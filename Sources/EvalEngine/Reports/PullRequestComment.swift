@@ -51,10 +51,22 @@ public struct PullRequestComment: Sendable {
         let hasBaseline = head["summary"]?["regressed"] != nil
         let counts = ReportCounts(entries: cases.map(\.entry), compared: hasBaseline)
         let status = counts.exitStatus(failOn: failOn)
-        let icon = ["✅", "❌", "⚠️"][Int(status)]
+        // One shard's report is not the suite's: never a green check for the whole change.
+        let shard = head["shard"].flatMap { shard in
+            shard["index"]?.intValue.flatMap { index in shard["count"]?.intValue.map { (index, $0) } }
+        }
+        let isOneShard = (shard?.1 ?? 1) > 1
+        let icon = isOneShard && status == 0 ? "⚠️" : ["✅", "❌", "⚠️"][Int(status)]
         var lines = [Self.marker, "### \(icon) agent-eval: \(counts.verdict(failOn: failOn))", ""]
         if let partial = head["partial"]?.stringValue {
             lines.append("> **Partial:** \(partial); the verdict covers only the cases merged.")
+            lines.append("")
+        }
+        if let (index, count) = shard, isOneShard {
+            let total = head["suite"]?["cases"]?.intValue.map { " of its \($0)" } ?? ""
+            lines.append(
+                "> **One shard:** this is shard \(index)/\(count) of the suite (\(cases.count) case\(cases.count == 1 ? "" : "s")\(total)); "
+                    + "the verdict covers only its cases. Merge every shard's report with `agent-eval results merge` for the suite's.")
             lines.append("")
         }
 

@@ -1,4 +1,5 @@
 import Foundation
+import TraceCore
 
 /// Writes a report file (JSON, JUnit, Markdown, an HTML page, an exported trace) whole, making
 /// its directory: it is written beside its path and renamed into place, so a reader (a CI step
@@ -14,14 +15,16 @@ public enum ReportFile {
             if !directory.isEmpty { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
         } catch {
             throw EvalError(
-                .writeFailed, "cannot write \(path): its directory \(directory) cannot be made (\(error.localizedDescription))",
+                .writeFailed,
+                "cannot write \(path): its directory \(directory) cannot be made (\(FileProblem.writing(path) ?? error.localizedDescription))",
                 hint: "give a path in a directory you can write to")
         }
         do {
             try Data(bytes).write(to: URL(fileURLWithPath: path), options: .atomic)
         } catch {
             throw EvalError(
-                .writeFailed, "cannot write \(path): \(error.localizedDescription)", hint: "give a path in a directory you can write to")
+                .writeFailed, "cannot write \(path): \(FileProblem.writing(path) ?? error.localizedDescription)",
+                hint: "give a path in a directory you can write to")
         }
     }
 }

@@ -48,7 +48,7 @@ public struct ResultsMerge: Sendable {
             bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
         } catch {
             throw EvalError(
-                .badReport, "cannot read \(path): \((error as NSError).localizedDescription)",
+                .badReport, "cannot read \(path): \(FileProblem.reading(path) ?? (error as NSError).localizedDescription)",
                 location: SourceLocation(path: path), hint: "write the report with `agent-eval run … --json-out FILE`")
         }
         do {

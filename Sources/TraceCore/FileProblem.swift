@@ -1,0 +1,41 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// What stands in the way of reading or writing a file, in words a user can act on, found by
+/// looking at the path itself: every command says the same of a folder given as a file, a
+/// file that is not there, or a folder that cannot be written (where Foundation's own error
+/// says only "the operation could not be completed").
+public enum FileProblem {
+    /// Why `path` cannot be read: a folder, missing, not readable. Nil when the path looks
+    /// readable (the caller's error then says more).
+    public static func reading(_ path: String) -> String? {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            return errno == ENOENT ? "it does not exist" : String(cString: strerror(errno))
+        }
+        if info.st_mode & S_IFMT == S_IFDIR { return "it is a folder, not a file" }
+        if access(path, R_OK) != 0 { return "it cannot be read (\(String(cString: strerror(errno))))" }
+        return nil
+    }
+
+    /// Why `path` cannot be written: a folder in its place, or a folder above it that is a file
+    /// or cannot be written. Nil when the path looks writable.
+    public static func writing(_ path: String) -> String? {
+        var info = stat()
+        if stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR { return "it is a folder, not a file" }
+        var folder = path
+        while let slash = folder.lastIndex(of: "/") {
+            folder = slash == folder.startIndex ? "/" : String(folder[..<slash])
+            if stat(folder, &info) == 0 {
+                if info.st_mode & S_IFMT != S_IFDIR { return "\(folder) is a file, not a folder" }
+                if access(folder, W_OK) != 0 { return "its folder \(folder) cannot be written (\(String(cString: strerror(errno))))" }
+                return nil
+            }
+            if folder == "/" { break }
+        }
+        return nil
+    }
+}

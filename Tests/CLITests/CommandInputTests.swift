@@ -1,0 +1,52 @@
+import Foundation
+import TestSupport
+import Testing
+import TraceCore
+
+/// What a command says of the files it is given: a folder where a file goes, a file that is not
+/// there, a report that is one shard of a suite.
+@Suite("Files given to commands")
+struct CommandInputTests {
+    static let support = ExampleRuns.fixtures.appendingPathComponent("runs/support-refund.jsonl.gz").path
+
+    @Test("a folder given as a file to read or write is said to be a folder, by every command; a missing --file is not an empty list")
+    func foldersAndMissingFiles() async throws {
+        try await TemporaryDirectory.with { directory in
+            let folder = directory.path("folder")
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            let runs: [[String]] = [
+                ["audit", "--policy", folder, Self.support], ["results", "merge", folder], ["results", "comment", folder],
+                ["quarantine", "list", "--file", folder], ["quarantine", "add", "x", "--owner", "a", "--reason", "b", "--file", folder],
+                ["export", "otlp", Self.support, "--out", folder], ["diff", Self.support, Self.support, "--html", folder],
+            ]
+            for arguments in runs {
+                let result = try await agentEval(arguments)
+                #expect(result.status == 2, "\(arguments): \(result.stderr)")
+                #expect(result.stderr.contains("\(folder): it is a folder, not a file"), "\(arguments): \(result.stderr)")
+                #expect(!result.stderr.contains("NSCocoaErrorDomain"), "\(arguments): \(result.stderr)")
+            }
+            let missing = try await agentEval(["quarantine", "list", "--file", directory.path("nope.yaml"), "--fail-on-expired"])
+            #expect(missing.status == 2 && missing.stderr.contains("the quarantine file \(directory.path("nope.yaml")) does not exist"))
+            // A report that is not JSON is named with its line.
+            try "{\"cases\":\n".write(toFile: directory.path("bad.json"), atomically: true, encoding: .utf8)
+            let bad = try await agentEval([
+                "export", "otlp", Self.support, "--out", directory.path("o.json"), "--results", directory.path("bad.json"),
+            ])
+            #expect(bad.status == 2 && bad.stderr.contains("--> \(directory.path("bad.json")):2:1"), "\(bad.stderr)")
+        }
+    }
+
+    @Test("the comment on one shard's report is not a green check for the suite, and says to merge the shards")
+    func shardComment() async throws {
+        try await TemporaryDirectory.with { directory in
+            let shard = try await agentEval(
+                ["run", "EvalCases", "--shard", "1/2", "--json-out", directory.path("s1.json"), "--no-catalog"], in: repositoryRoot)
+            #expect(shard.status == 0, "\(shard.stderr)")
+            let comment = try await agentEval(["results", "comment", directory.path("s1.json")])
+            #expect(comment.status == 0)
+            #expect(comment.stdoutText.contains("### ⚠️ agent-eval: PASS: 5 cases"), "\(comment.stdoutText)")
+            #expect(
+                comment.stdoutText.contains("> **One shard:** this is shard 1/2 of the suite (5 cases of its 10)"), "\(comment.stdoutText)")
+        }
+    }
+}
