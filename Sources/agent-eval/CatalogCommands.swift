@@ -154,7 +154,8 @@ struct IndexCommand: ParsableCommand {
             Schema, views and example queries: docs/catalog.md.
 
             Exit codes: 0 indexed (whatever the logs' status: a damaged or oversized log is reported, not fatal); \
-            2 a path matches nothing or the catalog cannot be used.
+            2 a path does not exist or a glob matches nothing, or the catalog cannot be used. A folder with no log \
+            in it is indexed (0 logs): the logs the catalog knew under it are marked vanished.
 
             Examples:
               agent-eval index runs/

@@ -153,7 +153,16 @@ struct ImportCommand: ParsableCommand {
                 "\(outcome.importedCount) run\(outcome.importedCount == 1 ? "" : "s") imported into \(displayPath(out))"
                     + (failed > 0 ? ", \(failed) failed" : ""))
         }
-        if outcome.importedCount == 0 { throw Exit.unusable }
+        if outcome.importedCount == 0 {
+            // Nothing failed, yet nothing came: say why the exit status is 2.
+            if outcome.failedCount == 0 && outcome.failedInputs.isEmpty {
+                diagnose(
+                    CommandError(
+                        "nothing_imported", "\(inputs.joined(separator: ", ")) held no run to import",
+                        hint: "check that the input holds what --format expects (an empty list or file holds no run)"))
+            }
+            throw Exit.unusable
+        }
         if outcome.failedCount > 0 { throw Exit.failure }
     }
 }

@@ -36,6 +36,28 @@ struct CommandInputTests {
         }
     }
 
+    @Test("an input that holds nothing to work on says why the command failed: an empty ATIF list, a judge label's log with no answer")
+    func emptyInputsSayWhy() async throws {
+        try await TemporaryDirectory.with { directory in
+            try "[]".write(toFile: directory.path("empty.json"), atomically: true, encoding: .utf8)
+            let imported = try await agentEval([
+                "import", "atif", directory.path("empty.json"), "--out", directory.path("o"), "--no-catalog",
+            ])
+            #expect(imported.status == 2)
+            #expect(imported.stderr.contains("error: \(directory.path("empty.json")) held no run to import"), "\(imported.stderr)")
+
+            let torn = ExampleRuns.fixtures.appendingPathComponent("conformance/torn-tail.jsonl.gz").path
+            try """
+            cases: [\(repositoryRoot.appendingPathComponent("EvalCases/support").path)]
+            labels:
+              - {case: support-refund-answer-judged, log: \(torn), verdict: pass}
+            """.write(toFile: directory.path("labels.yaml"), atomically: true, encoding: .utf8)
+            let calibrated = try await agentEval(["judge", "calibrate", directory.path("labels.yaml")])
+            #expect(calibrated.status == 2)
+            #expect(calibrated.stderr.contains("no verdict on \(torn): answer.rubric: no answer to grade"), "\(calibrated.stderr)")
+        }
+    }
+
     @Test("the comment on one shard's report is not a green check for the suite, and says to merge the shards")
     func shardComment() async throws {
         try await TemporaryDirectory.with { directory in

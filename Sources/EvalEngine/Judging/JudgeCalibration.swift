@@ -304,6 +304,9 @@ extension JudgeCalibration {
                     outcome.errors.append(error.description)
                 } else if !verdicts.isEmpty {
                     outcome.rounds.append(verdicts.allSatisfy { $0 })
+                } else {
+                    // Nothing was asked (a run with no final answer, one that did not finish): say why.
+                    outcome.errors += run.failures.map { "\($0.expectation): \($0.actual)" } + run.notes.map(\.message)
                 }
             }
             outcomes.append(outcome)
