@@ -101,6 +101,15 @@ extension Catalog {
                         .queryFailed, "the statement cannot run: \(error.message ?? "\(error.resultCode)")",
                         hint: "its tables and views: \(names.joined(separator: ", ")) (docs/catalog.md describes each)")
                 }
+                // ATTACH and DETACH count as read-only to SQLite (they change the connection, not
+                // the file); an attachment would outlive the statement on the reused connection,
+                // and a file it cannot open is no fault of the catalog's.
+                let keyword = sql.drop { $0.isWhitespace || $0 == "(" }.prefix(6).uppercased()
+                if keyword == "ATTACH" || keyword == "DETACH" {
+                    throw CatalogError(
+                        .readOnly, "sql runs one query over the catalog; \(keyword) would change what its connection reads",
+                        hint: "query another database with its own tools")
+                }
                 if !statement.isReadonly {
                     throw CatalogError(
                         .readOnly, "the catalog's query connection is read-only; this statement would change it: \(sql)",

@@ -312,6 +312,9 @@ struct RunFilters: ParsableArguments {
             }
             query.approval = value
         }
+        if let minCost, !minCost.isFinite || minCost < 0 {
+            throw ValidationError("--min-cost must be a number of US dollars, 0 or more (got \(minCost))")
+        }
         query.minCostUSD = minCost
         query.forksOf = forksOf
         query.limit = limit
@@ -364,6 +367,10 @@ struct RunsCommand: ParsableCommand {
     var json = false
 
     @OptionGroup var location: CatalogArguments
+
+    func validate() throws {
+        if limit < 1 { throw ValidationError("--limit must be at least 1") }
+    }
 
     func run() throws {
         let query = try filters.query(limit: limit)

@@ -240,6 +240,7 @@ struct QuarantineReleaseCommand: ParsableCommand {
         } catch {
             throw diagnose(error)
         }
-        for caseId in caseIds { say("released \(caseId) from \(displayPath(file.path))") }
+        var said = Set<String>()
+        for caseId in caseIds where said.insert(caseId).inserted { say("released \(caseId) from \(displayPath(file.path))") }
     }
 }

@@ -157,6 +157,13 @@ struct CatalogCommandTests {
             let refused = try await agentEval(["sql", "DELETE FROM suite_runs"], in: root, environment: environment)
             #expect(refused.status == 2)
             #expect(refused.stderr.contains("read-only"))
+            // ATTACH is read-only to SQLite, but it would change what the reused connection reads.
+            let attach = try await agentEval(["sql", "ATTACH DATABASE 'elsewhere.db' AS x"], in: root, environment: environment)
+            #expect(attach.status == 2 && attach.stderr.contains("ATTACH would change what its connection reads"), "\(attach.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: root.appendingPathComponent("elsewhere.db").path))
+            // A limit of no runs, and a cost that is no number, are usage errors, not empty answers.
+            #expect(try await agentEval(["runs", "--limit", "0"], in: root, environment: environment).status == 64)
+            #expect(try await agentEval(["runs", "--min-cost", "nan"], in: root, environment: environment).status == 64)
 
             // A suite run on a CI runner says which runner and which job.
             let ci = environment.merging([
