@@ -25,6 +25,10 @@ public struct TrajectoryDiff: Sendable {
 
         /// What the alignment matches on: the decisions.
         var key: String { decisions.joined(separator: " | ") }
+
+        /// Whether two steps decided the same, byte for byte: strings that are merely
+        /// canonically equivalent (another Unicode normalisation) are other arguments.
+        func hasSameKey(as other: StepSketch) -> Bool { key.utf8.elementsEqual(other.key.utf8) }
     }
 
     /// One row of the side-by-side view: a step of each run, or a step only one has.
@@ -212,14 +216,14 @@ public struct TrajectoryDiff: Sendable {
         var table = [[Int]](repeating: [Int](repeating: 0, count: m + 1), count: n + 1)
         for i in stride(from: n - 1, through: 0, by: -1) {
             for j in stride(from: m - 1, through: 0, by: -1) {
-                table[i][j] = left[i].key == right[j].key ? table[i + 1][j + 1] + 1 : max(table[i + 1][j], table[i][j + 1])
+                table[i][j] = left[i].hasSameKey(as: right[j]) ? table[i + 1][j + 1] + 1 : max(table[i + 1][j], table[i][j + 1])
             }
         }
         var rows: [Row] = []
         var i = 0
         var j = 0
         while i < n || j < m {
-            if i < n, j < m, left[i].key == right[j].key {
+            if i < n, j < m, left[i].hasSameKey(as: right[j]) {
                 rows.append(Row(left: left[i], right: right[j], isSame: outcomes(left[i]) == outcomes(right[j])))
                 i += 1
                 j += 1
@@ -242,6 +246,15 @@ public struct TrajectoryDiff: Sendable {
     /// A step's calls by tool; for a step without calls, what it decided instead.
     static func describeCalls(_ step: StepSketch) -> String {
         step.calls.isEmpty ? "no call (\(step.key.isEmpty ? "no decision" : step.key))" : step.calls.map(\.tool).joined(separator: ", ")
+    }
+
+    /// `text` with every character outside ASCII written as its code points (`e\u{301}`).
+    static func codePoints(_ text: String) -> String {
+        var shown = ""
+        for scalar in text.unicodeScalars {
+            if scalar.isASCII { shown.unicodeScalars.append(scalar) } else { shown += "\\u{\(String(scalar.value, radix: 16))}" }
+        }
+        return shown
     }
 
     /// A call's result statuses, in order; "not run" for none.
@@ -268,10 +281,15 @@ public struct TrajectoryDiff: Sendable {
                     field: "tool")
             }
             if a.arguments != b.arguments, let difference = a.arguments.firstDifference(from: b.arguments, at: "arguments") {
+                var (shownLeft, shownRight) = (
+                    JSONWriter.encodeString(difference.leftOrAbsent), JSONWriter.encodeString(difference.rightOrAbsent)
+                )
+                // Text that looks the same but is other code points (another Unicode
+                // normalisation) is shown by its code points.
+                if shownLeft == shownRight { (shownLeft, shownRight) = (codePoints(shownLeft), codePoints(shownRight)) }
                 return Difference(
-                    leftStep: left.step, rightStep: right.step, path: "\(a.id) \(a.tool) \(difference.path)",
-                    left: JSONWriter.encodeString(difference.leftOrAbsent), right: JSONWriter.encodeString(difference.rightOrAbsent),
-                    callId: a.id, field: difference.path)
+                    leftStep: left.step, rightStep: right.step, path: "\(a.id) \(a.tool) \(difference.path)", left: shownLeft,
+                    right: shownRight, callId: a.id, field: difference.path)
             }
             if a.verdict != b.verdict {
                 return Difference(

@@ -79,6 +79,37 @@ public enum JSONValue: Sendable, Hashable {
     }
 }
 
+/// Equality is JSON's: strings are equal when their code points are (compared as UTF-8
+/// bytes), not when Swift deems them canonically equivalent. "José" written with a combining
+/// accent is another string than "José" with a precomposed one: another argument to a tool,
+/// another answer.
+extension JSONValue {
+    public static func == (left: JSONValue, right: JSONValue) -> Bool {
+        switch (left, right) {
+        case (.null, .null): return true
+        case (.bool(let x), .bool(let y)): return x == y
+        case (.int(let x), .int(let y)): return x == y
+        case (.double(let x), .double(let y)): return x == y
+        case (.string(let x), .string(let y)): return JSONObject.sameBytes(x, y)
+        case (.array(let x), .array(let y)): return x == y
+        case (.object(let x), .object(let y)): return x == y
+        default: return false
+        }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        switch self {
+        case .null: hasher.combine(0)
+        case .bool(let value): hasher.combine(value)
+        case .int(let value): hasher.combine(value)
+        case .double(let value): hasher.combine(value)
+        case .string(let value): JSONObject.hashBytes(value, into: &hasher)
+        case .array(let value): hasher.combine(value)
+        case .object(let value): hasher.combine(value)
+        }
+    }
+}
+
 /// A JSON object: members in ascending order of their keys' UTF-8 bytes, keys unique.
 ///
 /// Key comparison is by bytes, not by Swift's canonical string equivalence, so two keys
@@ -93,6 +124,29 @@ public struct JSONObject: Sendable, Hashable, RandomAccessCollection {
             self.key = key
             self.value = value
         }
+
+        /// Keys compare by their bytes, as `JSONValue`'s strings do.
+        public static func == (left: Member, right: Member) -> Bool {
+            JSONObject.sameBytes(left.key, right.key) && left.value == right.value
+        }
+
+        public func hash(into hasher: inout Hasher) {
+            JSONObject.hashBytes(key, into: &hasher)
+            hasher.combine(value)
+        }
+    }
+
+    /// Whether two strings are the same code points (their UTF-8 bytes), not merely
+    /// canonically equivalent as Swift's `==` has it.
+    static func sameBytes(_ left: String, _ right: String) -> Bool {
+        left.utf8.count == right.utf8.count && left.utf8.elementsEqual(right.utf8)
+    }
+
+    /// Hashes a string's UTF-8 bytes (Swift's own hash follows canonical equivalence).
+    static func hashBytes(_ text: String, into hasher: inout Hasher) {
+        var text = text
+        text.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        hasher.combine(text.utf8.count)
     }
 
     public private(set) var members: [Member]

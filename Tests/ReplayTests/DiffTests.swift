@@ -38,6 +38,17 @@ struct DiffTests {
             #expect(diff.first?.right == "\"A-9\"")
             #expect(diff.first?.leftStep == 2)
 
+            // The same name in another Unicode normalisation is another argument (other bytes
+            // reach the tool), shown by its code points since it looks the same.
+            let composed = try await record(
+                "nfc.jsonl.gz", decisions: [call("A-1"), call("Jos\u{E9}"), ModelReply(decision: ["answer": "ok"])])
+            let decomposed = try await record(
+                "nfd.jsonl.gz", decisions: [call("A-1"), call("Jose\u{301}"), ModelReply(decision: ["answer": "ok"])])
+            let normalised = try TrajectoryDiff.compare(left: composed, right: decomposed)
+            #expect(!normalised.isSame)
+            #expect(normalised.first?.path == "call-2 lookup arguments.order")
+            #expect(normalised.first?.left == #""Jos\u{e9}""# && normalised.first?.right == #""Jose\u{301}""#)
+
             let c = try await record(
                 "c.jsonl.gz", decisions: [call("A-1"), call("X"), call("A-2"), ModelReply(decision: ["answer": "ok"])])
             let inserted = try TrajectoryDiff.compare(left: a, right: c)

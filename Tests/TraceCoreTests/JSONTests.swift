@@ -56,6 +56,21 @@ struct JSONTests {
         }
     }
 
+    @Test("strings and member names are equal by their code points, not by Swift's canonical equivalence, and hash alike")
+    func equalityIsByCodePoints() throws {
+        let composed: JSONValue = "Jos\u{E9}"
+        let decomposed: JSONValue = "Jose\u{301}"
+        #expect("Jos\u{E9}" == "Jose\u{301}", "Swift's own == deems them equal")
+        #expect(composed != decomposed && !composed.equals(byValue: decomposed))
+        #expect(Set([composed, decomposed, "Jos\u{E9}"]).count == 2)
+        let keys: [JSONValue] = [["Jos\u{E9}": 1], ["Jose\u{301}": 1]]
+        #expect(keys[0] != keys[1] && Set(keys).count == 2)
+        // Parsed from the bytes a tool would get: two values, and each equal to itself.
+        let parsed = try [#"{"a":"Jos\u00e9"}"#, #"{"a":"Jose\u0301"}"#].map { try JSONParser.parse(Array($0.utf8)) }
+        #expect(parsed[0] != parsed[1] && parsed[0] == ["a": composed] && parsed[1] == ["a": decomposed])
+        #expect(JSONValue.double(0) == .double(-0.0) && JSONValue.int(1) != .double(1) && JSONValue.int(1).equals(byValue: .double(1)))
+    }
+
     @Test("the scanner reads objects of many members and still finds a duplicate name among them")
     func scannerManyMembers() throws {
         for count in [15, 16, 17, 40] {
