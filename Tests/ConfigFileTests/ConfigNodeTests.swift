@@ -90,7 +90,13 @@ struct ConfigNodeTests {
         #expect {
             _ = try ConfigNode.load(path: "/nonexistent/agent.yaml")
         } throws: { error in
-            (error as? ConfigError)?.code == .unreadable && (error as? ConfigError)?.message.contains("no such file") == true
+            (error as? ConfigError)?.code == .unreadable && (error as? ConfigError)?.message.contains(": it does not exist") == true
+        }
+        // A folder given as the file says so.
+        #expect {
+            _ = try ConfigNode.load(path: "/tmp")
+        } throws: { error in
+            (error as? ConfigError)?.code == .unreadable && (error as? ConfigError)?.message == "cannot read /tmp: it is a folder, not a file"
         }
     }
 
