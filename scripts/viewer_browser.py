@@ -4,7 +4,7 @@ for Tests/CLITests/ViewerBrowserTests.swift to check. Saves a screenshot of ever
 
     python viewer_browser.py SHOTS_DIR KIND=PAGE[,ARG...] ...
 
-KIND is run, report, baseline, diff, hostile, long, fork, forks, pipelinefork or pipelinebroken:
+KIND is run, report, baseline, diff, hostile, long, fork, forks, pipelinefork, pipelinebroken or diffproblems:
   run=page.html,SEARCH,JUMP   keys n/p/f, search for SEARCH, jump to step JUMP, a #step-JUMP link
   report=page.html[,LINK]     every failure link lands on its step in the embedded run; LINK, a
                               `view:` line's page.html#log=…&step=N, opens that run at that step
@@ -16,6 +16,7 @@ KIND is run, report, baseline, diff, hostile, long, fork, forks, pipelinefork or
   forks=page.html             a parent's page: the forks of the run it lists
   pipelinefork=page.html      a pipeline fork's page: whose fork it is, the attempts it discarded
   pipelinebroken=page.html    a pipeline's page: its banner and the child logs listed as missing
+  diffproblems=page.html      a diff where a log does not check out: no green banner, its problems listed
 
 Exits 1 with a message when Chromium or its driver is missing (scripts/python_venv browser
 installs them).
@@ -185,6 +186,19 @@ def check_diff(driver, page):
     return seen
 
 
+def check_diff_problems(driver, page):
+    """A diff where a log does not check out: its heading, no green banner, and the problems listed."""
+    seen = {"load_seconds": load(driver, page), "ready": ready(driver)}
+    seen["heading"] = driver.find_element(By.TAG_NAME, "h1").text
+    seen["green_banners"] = len(driver.find_elements(By.CSS_SELECTOR, ".banner-ok"))
+    seen["problems"] = {
+        box.get_attribute("data-side"): [item.text for item in box.find_elements(By.TAG_NAME, "li")]
+        for box in driver.find_elements(By.CSS_SELECTOR, ".diff-problems")
+    }
+    seen["severe_console"] = severe_logs(driver)
+    return seen
+
+
 def check_hostile(driver, page):
     seen = {"load_seconds": load(driver, page), "ready": ready(driver)}
     # Draw every step and open every collapsed payload, so every planted string is in the DOM.
@@ -272,7 +286,7 @@ def check_pipeline(driver, page):
 CHECKS = {
     "run": check_run, "report": check_report, "baseline": check_report, "diff": check_diff, "hostile": check_hostile, "long": check_long,
     "fork": check_fork, "forks": check_forks, "pipelinefork": check_pipeline_fork,
-    "pipelinebroken": check_pipeline,
+    "pipelinebroken": check_pipeline, "diffproblems": check_diff_problems,
 }
 
 

@@ -113,17 +113,30 @@ struct ViewerBrowserTests {
             let pipelineBroken = directory.path("pipeline-broken.html")
             try expectStatus(2, await agentEval(["view", broken, "--out", pipelineBroken], in: repositoryRoot))
 
+            // A diff against a log whose intents start another tool than proposed (chain recomputed).
+            let diffProblems = directory.path("diff-problems.html")
+            try expectStatus(
+                1,
+                await agentEval(
+                    [
+                        "diff", "Fixtures/conformance/valid-support-sample.jsonl.gz",
+                        "Fixtures/conformance/intent-names-another-tool.jsonl.gz",
+                        "--html", diffProblems,
+                    ], in: repositoryRoot))
+
             let shots = repositoryRoot.appendingPathComponent(".build/viewer-screenshots").path
             let result = try await Subprocess.run(
                 command[0],
                 Array(command.dropFirst()) + [
                     shots, "run=\(run),delete_customer,3", "report=\(report),\(link)", "diff=\(diff)", "hostile=\(hostile)", "long=\(long)",
                     "baseline=\(baseline)", "fork=\(fork)", "forks=\(parent)", "pipelinefork=\(pipelineFork)",
-                    "pipelinebroken=\(pipelineBroken)",
+                    "pipelinebroken=\(pipelineBroken)", "diffproblems=\(diffProblems)",
                 ])
             try #require(result.status == 0, "viewer_browser.py failed: \(result.stderr)")
             let seen = try JSONParser.parse(result.stdout)
-            for kind in ["run", "report", "diff", "hostile", "long", "baseline", "fork", "forks", "pipelinefork", "pipelinebroken"] {
+            for kind in [
+                "run", "report", "diff", "hostile", "long", "baseline", "fork", "forks", "pipelinefork", "pipelinebroken", "diffproblems",
+            ] {
                 #expect(seen[kind]?["error"] == nil, "\(kind): \(seen[kind]?["error"]?.stringValue ?? "")")
                 #expect(seen[kind]?["severe_console"] == .array([]), "\(kind): the console reported errors")
             }
@@ -194,6 +207,14 @@ struct ViewerBrowserTests {
             #expect(banner.contains("succeeded, but its record does not check out: 1 child log is missing or damaged"), "\(banner)")
             let problems = pipelineBrokenSeen["child_log_problems"]?.arrayValue?.compactMap(\.stringValue) ?? []
             #expect(problems.count == 1 && problems.first?.contains(childLog) == true && problems.first?.hasSuffix("is missing") == true)
+
+            // A diff where B does not check out: no green banner, B's problems listed.
+            let diffProblemsSeen = try #require(seen["diffproblems"])
+            #expect(diffProblemsSeen["heading"] == "A log does not check out" && diffProblemsSeen["green_banners"] == 0)
+            let listed = diffProblemsSeen["problems"]?["B"]?.arrayValue?.compactMap(\.stringValue) ?? []
+            #expect(
+                diffProblemsSeen["problems"]?["A"] == nil && listed.first?.hasPrefix("the state digest recorded at seq") == true,
+                "\(listed)")
 
             // Planted markup: shown as text, never run.
             let hostileSeen = try #require(seen["hostile"])

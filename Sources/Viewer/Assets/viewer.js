@@ -1013,14 +1013,23 @@
     const diff = data.diff || {};
     const first = diff.first_divergence;
     const summary = diff.summary || {};
-    append(app, el('h1', null, diff.same ? 'Same trajectory' : 'The runs diverge'));
+    const problems = diff.problems || {};
+    const unchecked = (problems.left || []).length + (problems.right || []).length;
+    append(app, el('h1', null, diff.same ? 'Same trajectory' : first ? 'The runs diverge' : 'A log does not check out'));
     append(app, el('div', { class: 'facts' }, fact('A', diff.left), fact('B', diff.right)));
+    // A log whose digests or events do not check out is never the same trajectory as another.
+    for (const side of [['A', problems.left || []], ['B', problems.right || []]]) {
+      if (!side[1].length) continue;
+      append(app, el('div', { class: 'banner-bad diff-problems', 'data-side': side[0] },
+        el('div', null, side[0] + ' does not check out (replay shows where):'),
+        el('ul', { class: 'items' }, side[1].map(function (line) { return el('li', { class: 'problem mono' }, line); }))));
+    }
     if (first) {
       const where = [first.left_step !== undefined ? 'step ' + first.left_step + ' of A' : null, first.right_step !== undefined ? 'step ' + first.right_step + ' of B' : null].filter(Boolean).join(' / ');
       append(app, el('div', { class: 'banner-warn', id: 'first-divergence' },
         el('div', null, 'first divergence: ' + where + ': ', el('b', null, first.path)),
         el('div', { class: 'mono' }, 'A: ' + first.left), el('div', { class: 'mono' }, 'B: ' + first.right)));
-    } else {
+    } else if (!unchecked) {
       append(app, el('p', { class: 'banner-ok' }, 'the same decisions, verdicts, results and stop'));
     }
     append(app, el('table', { class: 'totals' }, el('tr', null, el('th'), el('th', null, 'A'), el('th', null, 'B')),
