@@ -188,7 +188,7 @@ struct CaseFromEvalSetCommand: ParsableCommand {
                 let text = EvalSetConversion.yaml(
                     for: evalCase, setId: read.setId, source: (file as NSString).lastPathComponent, runner: runner, match: match,
                     responseThreshold: responseMin, caseId: id)
-                do { try ReportFile.write(text, to: path) } catch { throw diagnose(error) }
+                do { try ReportFile.write(text, to: path, replacesYAML: true) } catch { throw diagnose(error) }
                 written += 1
             }
         }

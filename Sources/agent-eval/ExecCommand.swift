@@ -129,6 +129,9 @@ struct ExecCommand: AsyncParsableCommand {
         if resume == nil && !(approve.isEmpty && deny.isEmpty) {
             throw ValidationError("--approve and --deny only apply with --resume")
         }
+        if let both = approve.first(where: deny.contains) {
+            throw ValidationError("call \(both) is both approved and denied: give it one answer, --approve or --deny")
+        }
         if resume != nil && approve.isEmpty && deny.isEmpty {
             throw ValidationError("--resume needs at least one --approve <call-id> or --deny <call-id>")
         }

@@ -216,8 +216,23 @@ struct ApproveCommand: ParsableCommand {
                     "no_log", "there is no log at \(log)", at: SourceLocation(path: log),
                     hint: "give the log the proxy writes: it names it on its standard error when a call waits"))
         }
+        // It must be a log: one being written may be torn or still empty, but a file that is no
+        // log, or a damaged one, has no call to answer (a listing of none would pass).
+        var state = RunState()
+        do {
+            _ = try LogReader(path: log).forEachEvent { _ = RunState.reduce(into: &state, $0.event) }
+        } catch let error as LogError where error.code == .empty || error.code == .noEvent {
+        } catch {
+            throw diagnose(error)
+        }
+        // A run that stopped for approval (exec, run) is answered by resuming it, not here.
+        let resumeHint =
+            state.stop?.reason == .approvalRequired
+            ? "this run stopped for approval: answer it by resuming it, agent-eval exec AGENT_FILE --resume \(ShellWords.quoted(log)) "
+                + "--approve \(call ?? "ID") (or --deny \(call ?? "ID"))" : nil
         guard let call else {
             let waiting = MCPApprovals.pending(log: log)
+            if waiting.isEmpty, let resumeHint, !json { printError("note: \(resumeHint)") }
             if json {
                 printJSON(.array(waiting.map(\.json)))
             } else if waiting.isEmpty {
@@ -238,6 +253,9 @@ struct ApproveCommand: ParsableCommand {
                 with: MCPApprovals.Answer(
                     isGranted: !deny, approver: approver ?? ProcessInfo.processInfo.environment["USER"] ?? "agent-eval approve",
                     reason: reason))
+        } catch let error as any Diagnostic {
+            guard let resumeHint else { throw diagnose(error) }
+            throw diagnose(CommandError("not_waiting", error.message, at: SourceLocation(path: log), hint: resumeHint))
         } catch {
             throw diagnose(error)
         }

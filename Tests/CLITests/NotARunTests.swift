@@ -91,4 +91,64 @@ struct NotARunTests {
             #expect(row["problem"]?.stringValue?.contains("the log holds no event") == true, "\(row)")
         }
     }
+
+    @Test("an output never replaces a log or a case; an empty in-order sequence is refused; approve checks it was given a log")
+    func inputsStayInputs() async throws {
+        try await TemporaryDirectory.with { directory in
+            let log = directory.path("refund.jsonl.gz")
+            try FileManager.default.copyItem(
+                atPath: ExampleRuns.fixtures.appendingPathComponent("runs/support-refund.jsonl.gz").path, toPath: log)
+            let original = try Data(contentsOf: URL(fileURLWithPath: log))
+            let file = directory.path("case.yaml")
+            try "caseId: ok\nlogs: refund.jsonl.gz\nexpected: {toolsCalled: [lookup_order]}\n".write(
+                toFile: file, atomically: true, encoding: .utf8)
+            for output in [["--json-out", file], ["--html", log], ["--junit", log]] {
+                let run = try await agentEval(["run", file, "--no-catalog"] + output)
+                #expect(run.status == 2 && run.stderr.contains("an output never replaces it"), "\(output): \(run.stderr)")
+            }
+            let view = try await agentEval(["view", log, "--out", log])
+            #expect(view.status == 2 && view.stderr.contains("is a gzip file (a log?)"), "\(view.stderr)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: log)) == original)
+            #expect(try String(contentsOfFile: file, encoding: .utf8).hasPrefix("caseId: ok"))
+
+            // An in-order sequence of no calls holds in every run; strict with none expects no call.
+            try "caseId: empty\nlogs: refund.jsonl.gz\nexpected: {sequence: []}\n".write(
+                toFile: directory.path("empty.yaml"), atomically: true, encoding: .utf8)
+            let empty = try await agentEval(["run", directory.path("empty.yaml"), "--no-catalog"])
+            #expect(empty.status == 2 && empty.stderr.contains("sequence (in_order) with no calls expects nothing"), "\(empty.stderr)")
+            try "caseId: none\nlogs: refund.jsonl.gz\nexpected: {sequence: {mode: strict, calls: []}}\n".write(
+                toFile: directory.path("none.yaml"), atomically: true, encoding: .utf8)
+            #expect(try await agentEval(["run", directory.path("none.yaml"), "--no-catalog"]).status == 1, "the run called tools")
+
+            // A case that could not be checked counts no attempt as passed.
+            try "caseId: typo\nlogs: refund.jsonl.gz\nexpected: {toolsNotCalled: [delete_customr]}\n".write(
+                toFile: directory.path("typo.yaml"), atomically: true, encoding: .utf8)
+            let typo = try JSONParser.parse(try await agentEval(["run", directory.path("typo.yaml"), "--no-catalog", "--json"]).stdout)
+            let entry = typo["cases"]?.arrayValue?.first
+            #expect(entry?["outcome"] == "error" && entry?["attempts"]?["passed"] == 0 && entry?["pass_rate"] == 0.0, "\(entry ?? .null)")
+
+            // approve: a file that is no log, or a damaged log, is an error, not "no call waits".
+            try "hello".write(toFile: directory.path("text.jsonl.gz"), atomically: true, encoding: .utf8)
+            #expect(try await agentEval(["approve", directory.path("text.jsonl.gz")]).status == 2)
+            let edited = Self.conformance.appendingPathComponent("edited-event.jsonl.gz").path
+            #expect(try await agentEval(["approve", edited]).status == 2)
+            #expect(try await agentEval(["approve", log]).status == 0)
+        }
+    }
+
+    @Test("a run that stopped for approval is answered by resuming it: approve says so, and exec refuses one call approved and denied")
+    func approvalOfAStoppedRun() async throws {
+        try await TemporaryDirectory.with { directory in
+            let agent = ExampleRuns.agentPath("support")
+            let log = directory.path("waiting.jsonl.gz")
+            let exec = try await agentEval(["exec", agent, "--input", "Refund order A-1042", "--log", log])
+            #expect(exec.stdoutText.contains("waiting for approval: call-3"), "\(exec.stdoutText)\(exec.stderr)")
+            let approve = try await agentEval(["approve", log, "call-3"])
+            #expect(approve.status == 2)
+            #expect(approve.stderr.contains("this run stopped for approval: answer it by resuming it"), "\(approve.stderr)")
+            #expect(approve.stderr.contains("--resume \(log) --approve call-3"), "\(approve.stderr)")
+            let both = try await agentEval(["exec", agent, "--resume", log, "--approve", "call-3", "--deny", "call-3"])
+            #expect(both.status == 64 && both.stderr.contains("call call-3 is both approved and denied"), "\(both.stderr)")
+        }
+    }
 }

@@ -96,7 +96,8 @@ struct ConfigNodeTests {
         #expect {
             _ = try ConfigNode.load(path: "/tmp")
         } throws: { error in
-            (error as? ConfigError)?.code == .unreadable && (error as? ConfigError)?.message == "cannot read /tmp: it is a folder, not a file"
+            (error as? ConfigError)?.code == .unreadable
+                && (error as? ConfigError)?.message == "cannot read /tmp: it is a folder, not a file"
         }
     }
 

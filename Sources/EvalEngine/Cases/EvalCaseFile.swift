@@ -558,15 +558,27 @@ public enum EvalCaseFile {
     }
 
     static func readSequence(_ node: ConfigNode) throws(ConfigError) -> SequenceExpectation {
+        let sequence: SequenceExpectation
         // A plain list is an in-order subsequence: the common case.
-        if case .sequence = node.content { return SequenceExpectation(mode: .inOrder, calls: try readCalls(node)) }
-        var fields = try node.mapping("sequence")
-        let mode = try mode(
-            fields.required("mode", hint: "strict, unordered, superset, subset or in_order"), what: "sequence.mode",
-            synonyms: SequenceExpectation.Mode.synonyms)
-        let calls = try readCalls(fields.required("calls"))
-        try fields.finish()
-        return SequenceExpectation(mode: mode, calls: calls)
+        if case .sequence = node.content {
+            sequence = SequenceExpectation(mode: .inOrder, calls: try readCalls(node))
+        } else {
+            var fields = try node.mapping("sequence")
+            let mode = try mode(
+                fields.required("mode", hint: "strict, unordered, superset, subset or in_order"), what: "sequence.mode",
+                synonyms: SequenceExpectation.Mode.synonyms)
+            let calls = try readCalls(fields.required("calls"))
+            try fields.finish()
+            sequence = SequenceExpectation(mode: mode, calls: calls)
+        }
+        // No calls in order, or in a superset: every run holds the empty sequence, so it would
+        // pass any run. (strict, unordered and subset with no calls expect a run that called none.)
+        if sequence.calls.isEmpty && (sequence.mode == .inOrder || sequence.mode == .superset) {
+            throw ConfigError(
+                .invalidValue, "sequence (\(sequence.mode.rawValue)) with no calls expects nothing: every run holds the empty sequence",
+                at: node.location, hint: "list the calls, or write mode: strict with calls: [] to expect a run that called no tool")
+        }
+        return sequence
     }
 
     /// A mode by its name or one of its synonyms.

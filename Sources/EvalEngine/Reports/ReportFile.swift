@@ -5,11 +5,19 @@ import TraceCore
 /// its directory: it is written beside its path and renamed into place, so a reader (a CI step
 /// collecting artefacts, a dashboard polling the file) never sees half of it.
 public enum ReportFile {
-    public static func write(_ text: String, to path: String) throws(EvalError) {
-        try write(bytes: Array(text.utf8), to: path)
+    public static func write(_ text: String, to path: String, replacesYAML: Bool = false) throws(EvalError) {
+        try write(bytes: Array(text.utf8), to: path, replacesYAML: replacesYAML)
     }
 
-    public static func write(bytes: [UInt8], to path: String) throws(EvalError) {
+    /// Writes `bytes` to `path`. A report never replaces a log (a gzip file) or, unless
+    /// `replacesYAML` (case files written again on purpose), a YAML file (a case, an agent, a
+    /// policy): an output path that names an input is a slip that would destroy it.
+    public static func write(bytes: [UInt8], to path: String, replacesYAML: Bool = false) throws(EvalError) {
+        if let input = inputInTheWay(at: path, replacesYAML: replacesYAML) {
+            throw EvalError(
+                .writeFailed, "\(path) is \(input): an output never replaces it, and it was left as it was",
+                hint: "give the output another path")
+        }
         let directory = (path as NSString).deletingLastPathComponent
         do {
             if !directory.isEmpty { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
@@ -26,5 +34,16 @@ public enum ReportFile {
                 .writeFailed, "cannot write \(path): \(FileProblem.writing(path) ?? error.localizedDescription)",
                 hint: "give a path in a directory you can write to")
         }
+    }
+
+    /// What the file at `path` is, when it is an input a report must not replace.
+    static func inputInTheWay(at path: String, replacesYAML: Bool) -> String? {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
+        defer { try? handle.close() }
+        let head = (try? handle.read(upToCount: 2)) ?? Data()
+        if head == Data([0x1F, 0x8B]) { return "a gzip file (a log?)" }
+        let name = path.lowercased()
+        if !replacesYAML && (name.hasSuffix(".yaml") || name.hasSuffix(".yml")) { return "a YAML file (a case, an agent or a policy?)" }
+        return nil
     }
 }

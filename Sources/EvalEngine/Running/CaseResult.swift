@@ -86,11 +86,15 @@ public struct CaseResult: Sendable {
         return counts.rate >= minPassRate - 1e-12 ? .flakyPass : .flakyFail
     }
 
-    public var passCount: Int { runs.filter(\.passed).count }
+    /// The runs that passed; none when the case itself could not be checked (`error`: a tool it
+    /// names that no run has, say), whatever its runs' own checks said.
+    public var passCount: Int { error == nil ? runs.filter(\.passed).count : 0 }
 
     /// Passes out of the attempts that ran: an attempt that could not run is a harness problem
-    /// and counts in neither.
-    public var counts: PassCounts { PassCounts(passes: passCount, attempts: runs.filter { $0.error == nil }.count) }
+    /// and counts in neither, and so does every attempt of a case that could not be checked.
+    public var counts: PassCounts {
+        PassCounts(passes: passCount, attempts: error == nil ? runs.filter { $0.error == nil }.count : 0)
+    }
 
     public var passRate: Double { counts.rate }
 
