@@ -297,6 +297,23 @@ public enum Fork {
         finishedLogs: (any FinishedLogSink)? = nil
     ) async throws -> Report {
         let plan = try plan(request)
+        // A fork goes on with the agent that ran (its file as it is now, changed or not): another
+        // agent would run its own tools and policy under the parent's run_started, which lists
+        // the parent's.
+        var parentAgent: AgentIdentity?
+        for event in plan.prefix {
+            switch event.payload {
+            case .runStarted(let started): parentAgent = started.agent
+            case .runForked(let earlier): parentAgent = earlier.agent ?? parentAgent
+            default: break
+            }
+        }
+        if let parentAgent, parentAgent.name != agent.name {
+            throw ForkError(
+                .anotherAgent, "the parent run is agent \"\(parentAgent.name)\"'s, and the agent file given is \"\(agent.name)\"'s",
+                path: request.parent,
+                hint: "fork with the parent's agent file (as it is now, edited or not); to run another agent, exec it")
+        }
         var forkAgent = agent
         if let (index, raw) = plan.givenDecision {
             forkAgent.model = GivenReplyModel(base: agent.model, decisionIndex: index, reply: ModelReply(raw: raw))
@@ -375,6 +392,7 @@ public struct ForkError: Diagnostic {
         case editDoesNotApply = "edit_does_not_apply"
         case noForkPoint = "no_fork_point"
         case nothingToContinue = "nothing_to_continue"
+        case anotherAgent = "another_agent"
     }
 
     public var code: Code

@@ -35,7 +35,7 @@ struct ReplayCommand: AsyncParsableCommand {
             replay option.
 
             Exit codes: 0 replayed and every digest matches, or the log records none (--rerun: the same run); 1 a \
-            digest does not match (--rerun: the run diverges); 2 the log cannot be read, is damaged, or holds no \
+            digest does not match, with --step: of that step or one before it (--rerun: the run diverges); 2 the log cannot be read, is damaged, or holds no \
             event (empty, or cut before its first event); 64 usage error.
 
             Examples:
@@ -150,7 +150,24 @@ struct ReplayCommand: AsyncParsableCommand {
             }
             output.flush()
         }
-        throw step.digests.contains { !$0.isMatch } ? Exit.failure : Exit.success
+        // The state shown builds on every step before it: an earlier digest that did not match
+        // makes it doubtful too.
+        var earlier: [Int] = []
+        if index.digestMismatches > 0 {
+            var position = 0
+            while let record = index.record(at: position), record.step < number {
+                if record.hasDigestMismatch { earlier.append(record.step) }
+                position += 1
+            }
+        }
+        if !earlier.isEmpty {
+            printError(
+                "warning: the recorded state digest of step\(earlier.count == 1 ? "" : "s") "
+                    + "\(earlier.map(String.init).joined(separator: ", ")) does not match the state folded from the log, "
+                    + "and the state shown builds on \(earlier.count == 1 ? "it" : "them"); agent-eval replay \(ShellWords.quoted(log)) shows where"
+            )
+        }
+        throw step.digests.contains { !$0.isMatch } || !earlier.isEmpty ? Exit.failure : Exit.success
     }
 
     /// Where step tables are kept: the catalog's, unless --no-catalog. A catalog that cannot be

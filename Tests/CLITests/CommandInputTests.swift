@@ -58,6 +58,27 @@ struct CommandInputTests {
         }
     }
 
+    @Test("a report written to a pipe or a device goes into it: the pipe stays a pipe (a rename over /dev/null replaced the device)")
+    func reportIntoAPipe() async throws {
+        try await TemporaryDirectory.with { directory in
+            let fifo = directory.path("report.fifo")
+            #expect(mkfifo(fifo, 0o600) == 0)
+            // A reader that does not block, so that the command's open for writing does not either.
+            let reader = open(fifo, O_RDONLY | O_NONBLOCK)
+            #expect(reader >= 0)
+            defer { close(reader) }
+            let run = try await agentEval(
+                ["run", "EvalCases/support/refund-recorded.yaml", "--no-catalog", "--json-out", fifo], in: repositoryRoot)
+            #expect(run.status == 0, "\(run.stderr)")
+            var buffer = [UInt8](repeating: 0, count: 60_000)
+            let count = read(reader, &buffer, buffer.count)
+            #expect(count > 0)
+            #expect(try JSONParser.parse(Array(buffer.prefix(max(0, count))))["schema"] == "agent-eval/results")
+            var info = stat()
+            #expect(stat(fifo, &info) == 0 && info.st_mode & S_IFMT == S_IFIFO, "the pipe is still a pipe")
+        }
+    }
+
     @Test("the comment on one shard's report is not a green check for the suite, and says to merge the shards")
     func shardComment() async throws {
         try await TemporaryDirectory.with { directory in

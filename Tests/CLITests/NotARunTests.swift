@@ -151,4 +151,29 @@ struct NotARunTests {
             #expect(both.status == 64 && both.stderr.contains("call call-3 is both approved and denied"), "\(both.stderr)")
         }
     }
+
+    @Test("replay --step of a step after a digest that did not match warns and exits 1; a fork with another agent is refused")
+    func stepsAndForks() async throws {
+        try await TemporaryDirectory.with { directory in
+            let edited = Self.conformance.appendingPathComponent("edited-with-chain-recomputed.jsonl.gz").path
+            let step = try await agentEval(["replay", edited, "--step", "4", "--no-catalog"])
+            #expect(step.status == 1, "\(step.stdoutText)\(step.stderr)")
+            #expect(step.stderr.contains("warning: the recorded state digest of steps 2, 3 does not match"), "\(step.stderr)")
+            let clean = try await agentEval([
+                "replay", Self.conformance.appendingPathComponent("valid-support-sample.jsonl.gz").path, "--step", "3", "--no-catalog",
+            ])
+            #expect(clean.status == 0 && clean.stderr.isEmpty, "\(clean.stderr)")
+
+            let support = ExampleRuns.fixtures.appendingPathComponent("runs/support-refund.jsonl.gz").path
+            let fork = try await agentEval(
+                [
+                    "fork", support, "--agent", ExampleRuns.agentPath("research"), "--at", "1", "--out", directory.path("forks"),
+                    "--no-catalog",
+                ])
+            #expect(fork.status == 2, "\(fork.stdoutText)\(fork.stderr)")
+            #expect(
+                fork.stderr.contains("the parent run is agent \"support-agent\"'s, and the agent file given is \"research-agent\"'s"), "\(fork.stderr)")
+            #expect((try? FileManager.default.contentsOfDirectory(atPath: directory.path("forks")))?.isEmpty ?? true, "nothing is written")
+        }
+    }
 }

@@ -13,6 +13,17 @@ public enum ReportFile {
     /// `replacesYAML` (case files written again on purpose), a YAML file (a case, an agent, a
     /// policy): an output path that names an input is a slip that would destroy it.
     public static func write(bytes: [UInt8], to path: String, replacesYAML: Bool = false) throws(EvalError) {
+        // A device or a pipe (`--json-out /dev/null`, `/dev/stdout`) is written into as it is:
+        // renaming a file over it would replace the device with a file.
+        if let special = FileHandle.special(at: path) {
+            do {
+                try special.write(contentsOf: Data(bytes))
+                try special.close()
+            } catch {
+                throw EvalError(.writeFailed, "cannot write \(path): \(error.localizedDescription)")
+            }
+            return
+        }
         if let input = inputInTheWay(at: path, replacesYAML: replacesYAML) {
             throw EvalError(
                 .writeFailed, "\(path) is \(input): an output never replaces it, and it was left as it was",
@@ -45,5 +56,17 @@ public enum ReportFile {
         let name = path.lowercased()
         if !replacesYAML && (name.hasSuffix(".yaml") || name.hasSuffix(".yml")) { return "a YAML file (a case, an agent or a policy?)" }
         return nil
+    }
+}
+
+extension FileHandle {
+    /// A handle for writing to `path` when it is not a regular file (a character device such
+    /// as /dev/null, a FIFO); nil for a regular file, a folder, or nothing there.
+    static func special(at path: String) -> FileHandle? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        let kind = info.st_mode & S_IFMT
+        guard kind == S_IFCHR || kind == S_IFIFO else { return nil }
+        return FileHandle(forWritingAtPath: path)
     }
 }
