@@ -492,6 +492,16 @@ def json_prefix_problem(data):
         codecs.getincrementaldecoder("utf-8")().decode(data, final=False)
     except UnicodeDecodeError as error:
         return error.start
+    # A character cut at the end: its second byte, when there, must be in the lead byte's range
+    # (the incremental decoder lets the start of a surrogate, ED A0, through).
+    for back in (2, 3):
+        if len(data) >= back and data[-back] >= 0xC0:
+            lead, second = data[-back], data[-back + 1]
+            low, high = {0xE0: (0xA0, 0xBF), 0xED: (0x80, 0x9F), 0xF0: (0x90, 0xBF), 0xF4: (0x80, 0x8F)}.get(lead, (0x80, 0xBF))
+            length = 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
+            if back < length and not low <= second <= high:
+                return len(data) - back + 1
+            break
     space, digits, hexdigits = b" \t\r\n", b"0123456789", b"0123456789abcdefABCDEF"
     between = {"start", "name_or_end", "name", "colon", "value", "value_or_end", "next", "done", "zero", "integer",
                "fraction", "exp_digits"}

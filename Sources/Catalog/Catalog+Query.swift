@@ -104,7 +104,7 @@ extension Catalog {
                 // ATTACH and DETACH count as read-only to SQLite (they change the connection, not
                 // the file); an attachment would outlive the statement on the reused connection,
                 // and a file it cannot open is no fault of the catalog's.
-                let keyword = sql.drop { $0.isWhitespace || $0 == "(" }.prefix(6).uppercased()
+                let keyword = Self.leadingKeyword(sql)
                 if keyword == "ATTACH" || keyword == "DETACH" {
                     throw CatalogError(
                         .readOnly, "sql runs one query over the catalog; \(keyword) would change what its connection reads",
@@ -133,6 +133,22 @@ extension Catalog {
                 .timedOut,
                 "the statement ran for more than \(QueryDeadline.describe(timeout ?? 0)) and was stopped",
                 hint: "narrow it (a WHERE on an indexed column, a LIMIT), or give it longer")
+        }
+    }
+
+    /// The first word of a statement, upper-cased, past white space, comments and parentheses.
+    static func leadingKeyword(_ sql: String) -> String {
+        var rest = Substring(sql)
+        while true {
+            rest = rest.drop { $0.isWhitespace || $0 == "(" }
+            if rest.hasPrefix("--") {
+                rest = rest.drop { $0 != "\n" }
+            } else if rest.hasPrefix("/*") {
+                guard let end = rest.range(of: "*/") else { return "" }
+                rest = rest[end.upperBound...]
+            } else {
+                return String(rest.prefix { $0.isLetter }).uppercased()
+            }
         }
     }
 

@@ -11,7 +11,7 @@ public enum JSONPrefix {
         var index = 0
         while index < bytes.count {
             let byte = bytes[index]
-            if byte >= 0x80, reader.isInString {
+            if byte >= 0x80, reader.state == .string(isName: true) || reader.state == .string(isName: false) {
                 // A UTF-8 sequence: its length from the lead byte, its second byte's range from
                 // the lead (no overlong form, no surrogate, nothing past U+10FFFF). The last
                 // character may be cut.
@@ -78,13 +78,6 @@ public enum JSONPrefix {
 
         var state = State.start
         var open: [Container] = []
-
-        var isInString: Bool {
-            switch state {
-            case .string, .escape, .unicode: return true
-            default: return false
-            }
-        }
 
         /// Takes one byte; what JSON expects instead when it cannot come here.
         mutating func take(_ byte: UInt8) -> String? {

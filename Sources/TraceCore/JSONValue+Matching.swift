@@ -67,8 +67,16 @@ extension JSONValue {
     public func firstDifference(from other: JSONValue, at path: String = "", keyPriority: [String] = []) -> JSONDifference? {
         switch (self, other) {
         case (.object(let x), .object(let y)):
-            let keys = Set(x.keys).union(y.keys).sorted { a, b in
-                (keyPriority.firstIndex(of: a) ?? keyPriority.count, a) < (keyPriority.firstIndex(of: b) ?? keyPriority.count, b)
+            // The union of both sides' keys by their bytes (a Swift Set would merge two keys that
+            // differ only in Unicode normalisation, which JSON keeps apart).
+            var keys: [String] = []
+            var seen: Set<[UInt8]> = []
+            for key in x.keys + y.keys where seen.insert(Array(key.utf8)).inserted { keys.append(key) }
+            keys.sort { a, b in
+                let (first, second) = (
+                    keyPriority.firstIndex(of: a) ?? keyPriority.count, keyPriority.firstIndex(of: b) ?? keyPriority.count
+                )
+                return first != second ? first < second : a.utf8.lexicographicallyPrecedes(b.utf8)
             }
             for key in keys {
                 let child = path.isEmpty ? key : "\(path).\(key)"

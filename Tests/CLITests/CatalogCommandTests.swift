@@ -160,6 +160,9 @@ struct CatalogCommandTests {
             // ATTACH is read-only to SQLite, but it would change what the reused connection reads.
             let attach = try await agentEval(["sql", "ATTACH DATABASE 'elsewhere.db' AS x"], in: root, environment: environment)
             #expect(attach.status == 2 && attach.stderr.contains("ATTACH would change what its connection reads"), "\(attach.stderr)")
+            let hidden = try await agentEval(
+                ["sql", "/* first */ ATTACH DATABASE 'elsewhere.db' AS x"], in: root, environment: environment)
+            #expect(hidden.status == 2, "a comment before it does not hide it: \(hidden.stdoutText)")
             #expect(!FileManager.default.fileExists(atPath: root.appendingPathComponent("elsewhere.db").path))
             // A limit of no runs, and a cost that is no number, are usage errors, not empty answers.
             #expect(try await agentEval(["runs", "--limit", "0"], in: root, environment: environment).status == 64)

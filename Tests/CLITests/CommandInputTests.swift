@@ -76,6 +76,15 @@ struct CommandInputTests {
             #expect(try JSONParser.parse(Array(buffer.prefix(max(0, count))))["schema"] == "agent-eval/results")
             var info = stat()
             #expect(stat(fifo, &info) == 0 && info.st_mode & S_IFMT == S_IFIFO, "the pipe is still a pipe")
+            // A link (as /dev/stdout is) stays a link: its target is written.
+            let target = directory.path("target.html")
+            try "old".write(toFile: target, atomically: true, encoding: .utf8)
+            try FileManager.default.createSymbolicLink(atPath: directory.path("link.html"), withDestinationPath: target)
+            let view = try await agentEval(
+                ["view", "Fixtures/runs/support-refund.jsonl.gz", "--out", directory.path("link.html")], in: repositoryRoot)
+            #expect(view.status == 0, "\(view.stderr)")
+            #expect(lstat(directory.path("link.html"), &info) == 0 && info.st_mode & S_IFMT == S_IFLNK, "the link is still a link")
+            #expect(try String(contentsOfFile: target, encoding: .utf8).lowercased().hasPrefix("<!doctype html>"))
         }
     }
 

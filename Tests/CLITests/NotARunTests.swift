@@ -172,7 +172,8 @@ struct NotARunTests {
                 ])
             #expect(fork.status == 2, "\(fork.stdoutText)\(fork.stderr)")
             #expect(
-                fork.stderr.contains("the parent run is agent \"support-agent\"'s, and the agent file given is \"research-agent\"'s"), "\(fork.stderr)")
+                fork.stderr.contains("the parent run is agent \"support-agent\"'s, and the agent file given is \"research-agent\"'s"),
+                "\(fork.stderr)")
             #expect((try? FileManager.default.contentsOfDirectory(atPath: directory.path("forks")))?.isEmpty ?? true, "nothing is written")
         }
     }

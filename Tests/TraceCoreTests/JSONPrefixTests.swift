@@ -38,6 +38,8 @@ struct JSONPrefixTests {
             ("not an object", Array("[1]".utf8), 0),
             ("a bad escape", Array(#"{"a":"\x"#.utf8), 7),
             ("a non-ASCII byte outside a string", Array(#"{"a":"#.utf8) + [0xC3, 0xA9], 5),
+            ("a non-ASCII byte where an escape goes on", Array(#"{"a":"\"#.utf8) + [0xC3, 0xA9], 7),
+            ("a surrogate's start cut at the end", Array(#"{"a":""#.utf8) + [0xED, 0xA0], 7),
         ]
         for (what, text, offset) in cases {
             #expect(problem(text) == offset, "\(what)")

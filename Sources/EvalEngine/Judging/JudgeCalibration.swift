@@ -158,8 +158,6 @@ public struct JudgeCalibration: Sendable {
         public var minKappa: Double?
 
         public var selfConsistency: Double { judged == 0 ? 0 : Double(consistent) / Double(judged) }
-        /// Whether κ reaches the case's minimum; true when κ cannot be measured (the labels
-        /// hold one verdict only), which the report says.
         /// Whether κ reaches the minimum; a minimum that cannot be measured (κ undefined: the
         /// labels or the verdicts are all one way) is not met, so it never passes unchecked.
         public var meetsMinimum: Bool {

@@ -1,6 +1,10 @@
 import Foundation
 import TraceCore
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Writes a report file (JSON, JUnit, Markdown, an HTML page, an exported trace) whole, making
 /// its directory: it is written beside its path and renamed into place, so a reader (a CI step
 /// collecting artefacts, a dashboard polling the file) never sees half of it.
@@ -13,21 +17,29 @@ public enum ReportFile {
     /// `replacesYAML` (case files written again on purpose), a YAML file (a case, an agent, a
     /// policy): an output path that names an input is a slip that would destroy it.
     public static func write(bytes: [UInt8], to path: String, replacesYAML: Bool = false) throws(EvalError) {
-        // A device or a pipe (`--json-out /dev/null`, `/dev/stdout`) is written into as it is:
-        // renaming a file over it would replace the device with a file.
-        if let special = FileHandle.special(at: path) {
-            do {
-                try special.write(contentsOf: Data(bytes))
-                try special.close()
-            } catch {
-                throw EvalError(.writeFailed, "cannot write \(path): \(error.localizedDescription)")
-            }
-            return
-        }
         if let input = inputInTheWay(at: path, replacesYAML: replacesYAML) {
             throw EvalError(
                 .writeFailed, "\(path) is \(input): an output never replaces it, and it was left as it was",
                 hint: "give the output another path")
+        }
+        // A device, a pipe or a link (`--json-out /dev/null`, `/dev/stdout`) is written into as
+        // it is: renaming a file over it would replace it with a file.
+        if isWrittenInPlace(path) {
+            let descriptor = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC)
+            guard descriptor >= 0 else {
+                throw EvalError(.writeFailed, "cannot write \(path): \(String(cString: strerror(errno)))")
+            }
+            defer { close(descriptor) }
+            var written = 0
+            while written < bytes.count {
+                let count = bytes.withUnsafeBytes { buffer in
+                    buffer.baseAddress.map { Glibc.write(descriptor, $0 + written, buffer.count - written) } ?? 0
+                }
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { throw EvalError(.writeFailed, "cannot write \(path): \(String(cString: strerror(errno)))") }
+                written += count
+            }
+            return
         }
         let directory = (path as NSString).deletingLastPathComponent
         do {
@@ -49,6 +61,9 @@ public enum ReportFile {
 
     /// What the file at `path` is, when it is an input a report must not replace.
     static func inputInTheWay(at path: String, replacesYAML: Bool) -> String? {
+        // Only a regular file is opened to look: a pipe would block the read.
+        var info = stat()
+        guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
         guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
         defer { try? handle.close() }
         let head = (try? handle.read(upToCount: 2)) ?? Data()
@@ -59,14 +74,14 @@ public enum ReportFile {
     }
 }
 
-extension FileHandle {
-    /// A handle for writing to `path` when it is not a regular file (a character device such
-    /// as /dev/null, a FIFO); nil for a regular file, a folder, or nothing there.
-    static func special(at path: String) -> FileHandle? {
+extension ReportFile {
+    /// Whether `path` is written into as it is rather than replaced by a rename: a device or a
+    /// pipe (`/dev/null`, a FIFO), or a symbolic link (`/dev/stdout`, a link to a file), which a
+    /// rename would replace by a file.
+    static func isWrittenInPlace(_ path: String) -> Bool {
         var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
+        guard lstat(path, &info) == 0 else { return false }
         let kind = info.st_mode & S_IFMT
-        guard kind == S_IFCHR || kind == S_IFIFO else { return nil }
-        return FileHandle(forWritingAtPath: path)
+        return kind == S_IFCHR || kind == S_IFIFO || kind == S_IFLNK || kind == S_IFBLK
     }
 }
