@@ -52,6 +52,9 @@ struct RunCommand: AsyncParsableCommand {
             Before anything runs, the case files and what they name — agents, pipelines, logs, the tools and tasks \
             they expect — are checked as `agent-eval check` does; one problem and nothing runs.
 
+            The reports (--json-out, --junit, --markdown, --html) never replace a log or a YAML file (exit 2, the \
+            file left as it was); a device or a pipe (/dev/null) is written into.
+
             Exit codes: 0 everything passed (per --fail-on); 1 a case failed or regressed; 2 the harness could \
             not run (a bad case file, a missing or unreadable log, a broken agent file, an unreadable baseline); \
             64 usage error; 130 (143) interrupted by Ctrl-C (SIGTERM): while the case files are read and checked, \
