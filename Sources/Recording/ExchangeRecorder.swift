@@ -1,4 +1,5 @@
 public import AgentRuntime
+import ConfigFile
 import Foundation
 import Interop
 public import ModelClients
@@ -84,7 +85,11 @@ public final class ExchangeRecorder: Sendable {
         /// Input and output tokens allowed, over all requests; past it the command is stopped.
         public var maxTokens: Int?
 
-        public init(maxRequests: Int? = nil, maxTokens: Int? = nil) {
+        /// The requests a command may make when nothing else is said (`record --max-requests`,
+        /// a command case's run): an agent that loops is stopped, not billed for hours.
+        public static let defaultMaxRequests = 100
+
+        public init(maxRequests: Int? = Limits.defaultMaxRequests, maxTokens: Int? = nil) {
             self.maxRequests = maxRequests
             self.maxTokens = maxTokens
         }
@@ -463,7 +468,9 @@ public final class ExchangeRecorder: Sendable {
                     goal: goal,
                     agent: AgentIdentity(name: agentName, configDigest: ContentHash.sha256(Array(source.file.utf8))),
                     model: ModelIdentity(provider: view?.api.provider ?? "unknown", name: view?.model ?? "unknown"),
-                    policy: PolicyIdentity(name: "none (recorded through the gateway)"), tools: view?.tools ?? [], source: source)))
+                    policy: PolicyIdentity(name: "none (recorded through the gateway)"),
+                    tools: Self.sideEffects(of: view?.tools ?? [], proxies: state.proxies.sorted { $0.key < $1.key }.map(\.value)),
+                    source: source)))
         state.recorder = recorder
         for message in state.earlyServerRequests {
             try recorder.record(.contentStored(ContentStored(bytes: message, mediaType: ProxyGate.serverRequestMediaType)))
@@ -475,6 +482,21 @@ public final class ExchangeRecorder: Sendable {
             try merge(spans, at: atUs, recorder: recorder, state: &state)
         }
         return recorder
+    }
+
+    /// The tools a request declares, each with the side effect the proxies in front of its
+    /// server give it (their policy file's `side_effects`, the server's annotations) where one
+    /// serves or names it; `write` otherwise, since a model request does not say what a tool does.
+    static func sideEffects(of tools: [ToolSpec], proxies: [ProxyGate]) -> [ToolSpec] {
+        tools.map { tool in
+            var tool = tool
+            if let gate = proxies.first(where: { gate in gate.tools.contains { $0.name == tool.name } })
+                ?? proxies.first(where: { gate in gate.policy.sideEffects.contains { $0.pattern.matches(tool.name) } })
+            {
+                tool.sideEffect = gate.spec(tool.name).sideEffect
+            }
+            return tool
+        }
     }
 
     static func excerpt(_ value: JSONValue?) -> String {
@@ -658,28 +680,39 @@ public final class ExchangeRecorder: Sendable {
         case nil:
             break
         }
-        let failure = state.lastFailure.map { "; the last model request failed: \($0)" } ?? ""
+        // The last model request failed and none was answered after it: whatever the command did
+        // then (gave up, crashed, exited quietly) followed from its model, not from its own logic.
+        let failed = state.lastFailure.map { "the last model request failed: \($0); " } ?? ""
+        let modelFailure = failed.isEmpty ? "" : "\(RunStopped.modelFailurePrefix) \(failed)"
         let tail = stderrTail.split(separator: "\n").last.map { " (\($0.prefix(300)))" } ?? ""
         switch ending {
+        case .timedOut(let ms) where state.inFlight > 0:
+            return RunStopped(
+                reason: .budgetExhausted, limit: .timeout,
+                error: "\(RunStopped.modelFailurePrefix) \(counted(state.inFlight, "model request")) still unanswered when the command "
+                    + "ran longer than \(ms / 1000) s (--timeout)")
         case .timedOut(let ms):
-            return RunStopped(reason: .budgetExhausted, limit: .timeout, error: "the command ran longer than \(ms / 1000) s (--timeout)")
+            return RunStopped(
+                reason: .budgetExhausted, limit: .timeout, error: "\(modelFailure)the command ran longer than \(ms / 1000) s (--timeout)")
         case .signalled(let signal):
-            return RunStopped(reason: .blocked, error: "the command was killed by signal \(signal)\(failure)")
+            return RunStopped(reason: .blocked, error: "\(modelFailure)the command was killed by signal \(signal)")
         case .stopped:
-            return RunStopped(reason: .blocked, error: "interrupted: the recording was stopped before the command ended")
+            return RunStopped(reason: .blocked, error: "\(RunStopped.interruptionPrefix) the recording was stopped before the command ended")
         case .exited(let status) where status != 0:
-            return RunStopped(reason: .blocked, error: "the command exited with status \(status)\(tail)\(failure)")
+            return RunStopped(reason: .blocked, error: "\(modelFailure)the command exited with status \(status)\(tail)")
         case .exited:
             break
         }
         guard let number = state.lastAnswered, let last = state.conversations[number]?.lastOutcome else {
-            return RunStopped(reason: .blocked, error: "the command made no model request that was answered\(failure)")
+            return RunStopped(reason: .blocked, error: "\(modelFailure)the command made no model request that was answered")
         }
         switch last {
-        case .valid(.answer(let text)): return RunStopped(reason: .success, answer: text)
-        case .invalid(let invalid): return RunStopped(reason: .invalidDecision, error: invalid.message)
+        case .valid(.answer(let text)) where modelFailure.isEmpty: return RunStopped(reason: .success, answer: text)
+        case .invalid(let invalid) where modelFailure.isEmpty: return RunStopped(reason: .invalidDecision, error: invalid.message)
+        case .valid(.answer), .invalid:
+            return RunStopped(reason: .blocked, error: "\(modelFailure)the command exited without asking the model again")
         default:
-            return RunStopped(reason: .blocked, error: "the command exited after the model's tool calls, without a final answer\(failure)")
+            return RunStopped(reason: .blocked, error: "\(modelFailure)the command exited after the model's tool calls, without a final answer")
         }
     }
 }

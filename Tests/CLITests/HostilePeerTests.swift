@@ -117,7 +117,9 @@ struct HostilePeerTests {
             let stop = try await Self.checkedStop(log)
             #expect(stop.reason == .budgetExhausted)
             #expect(stop.limit == .timeout)
-            #expect(stop.error?.contains("1500 ms timeout; the model was still answering at step 1") == true, "\(stop.error ?? "")")
+            #expect(stop.error?.contains("the model was still answering at step 1 and was cut off") == true, "\(stop.error ?? "")")
+            #expect(stop.error?.contains("1500 ms timeout") == true, "\(stop.error ?? "")")
+            #expect(stop.isModelFailure, "a hung model is the model's failure, not the agent's: \(stop.error ?? "")")
         }
     }
 

@@ -194,7 +194,9 @@ final class RunSession {
                     return { @Sendable (text: String) in observe(.modelText(redactor.redactText(text))) }
                 }
                 guard let answer = try await modelReply(to: request, observing: streamed) else {
-                    let why = limitMessage(.timeout) + "; the model was still answering at step \(recorder.step) and was cut off"
+                    let why =
+                        "\(RunStopped.modelFailurePrefix) the model was still answering at step \(recorder.step) and was cut off: "
+                        + limitMessage(.timeout)
                     try recorder.endStep()
                     try stop(.budgetExhausted, limit: .timeout, error: why)
                     return
@@ -203,7 +205,8 @@ final class RunSession {
             } catch {
                 // Cancelled from outside while the model answered: an interruption, not a model failure.
                 let cancelled = error is CancellationError || Task.isCancelled
-                let why = cancelled ? interruption : "the model client failed at step \(recorder.step): \(error)"
+                let why =
+                    cancelled ? interruption : "\(RunStopped.modelFailurePrefix) the model client failed at step \(recorder.step): \(error)"
                 try recorder.endStep()
                 try stop(.blocked, error: why)
                 return

@@ -41,6 +41,15 @@ public struct RunStopped: JSONRepresentable, JSONObjectEncodable, Hashable {
     /// The run was stopped from outside, not by its own loop.
     public var isInterruption: Bool { reason == .blocked && (error ?? "").hasPrefix(Self.interruptionPrefix) }
 
+    /// How `error` begins when the agent's model ended the run rather than the agent: its last
+    /// request failed (nothing listening, an HTTP error, a reply that does not parse) or was still
+    /// unanswered when a time limit ran out. Such a run shows what the harness could not get, not
+    /// what the agent does, so no expectation can pass on it (docs/eval-cases.md, "Evidence").
+    public static let modelFailurePrefix = "model failed:"
+
+    /// The run ended because its model did not answer (see `modelFailurePrefix`).
+    public var isModelFailure: Bool { (error ?? "").hasPrefix(Self.modelFailurePrefix) }
+
     public init(reason: StopReason, limit: LimitKind? = nil, answer: String? = nil, error: String? = nil) {
         self.reason = reason
         self.limit = limit
