@@ -15,6 +15,8 @@ public struct EvalError: Diagnostic, Hashable {
         case missingPath = "missing_path"
         /// A baseline file cannot be read.
         case unreadableBaseline = "unreadable_baseline"
+        /// A regression gate (`--fail-on regression`) found no baseline to compare with.
+        case missingBaseline = "missing_baseline"
         /// A results report given to `results merge` cannot be read, is not a report, or does
         /// not fit with the others (another suite or shard count, the same shard or case twice,
         /// another k, a baseline in some only).
@@ -47,8 +49,12 @@ public struct EvalError: Diagnostic, Hashable {
         /// A judge model could not grade a rubric: no judge was given, the model could not be
         /// reached, or its reply was not a verdict.
         case judgeFailed = "judge_failed"
-        /// The suite was interrupted (Ctrl-C, SIGTERM) before the case's runs were done.
+        /// The suite was interrupted (Ctrl-C, SIGTERM) before the case's runs were done, or a run
+        /// was stopped from outside before it ended on its own.
         case interrupted
+        /// The agent's model did not answer (down, an HTTP error, a reply that does not parse, still
+        /// answering when time ran out) and that ended the run: it shows the harness, not the agent.
+        case modelFailed = "model_failed"
         /// A command case's agent asked the model something its cassette has no answer for: it
         /// changed (or the cassette is stale), and a replay cannot say what it would do next.
         case cassetteMiss = "cassette_miss"

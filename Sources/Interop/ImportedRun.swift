@@ -46,7 +46,9 @@ public struct ImportedRun: Sendable {
     /// `{name, description, parameters}` of the GenAI conventions and Inspect, and Anthropic's
     /// `{name, description, input_schema}`. A schema given as a JSON string (OpenLLMetry's) is
     /// parsed; a schema that is not an object is read as an open one. A name declared again keeps
-    /// its first definition; a definition without a name is left out.
+    /// its first definition; a definition without a name is left out. No source says what a tool
+    /// does to the world, so every tool is a `write` (the most dangerous kind), as the MCP proxy
+    /// treats a tool of unknown effect: a policy rule on `side_effect: write` then judges it.
     public static func tools(declaredBy definitions: [JSONValue]) -> [ToolSpec] {
         var tools: [ToolSpec] = []
         var names = Set<String>()
@@ -58,7 +60,7 @@ public struct ImportedRun: Sendable {
             tools.append(
                 ToolSpec(
                     name: name, description: function["description"]?.stringValue ?? "",
-                    inputSchema: schema.flatMap { $0.objectValue == nil ? nil : $0 } ?? ["type": "object"], sideEffect: .read))
+                    inputSchema: schema.flatMap { $0.objectValue == nil ? nil : $0 } ?? ["type": "object"], sideEffect: .write))
         }
         return tools
     }
@@ -72,7 +74,7 @@ public struct ImportedRun: Sendable {
                 tools.append(
                     ToolSpec(
                         name: call.call.name, description: "imported: declared by no tool list in the source",
-                        inputSchema: ["type": "object"], sideEffect: .read))
+                        inputSchema: ["type": "object"], sideEffect: .write))
             }
         }
     }

@@ -54,7 +54,7 @@ struct GateCommandTests {
             #expect(check.status == 2)
             #expect(check.stderr.contains("the quarantine of case bad ended on 2020-01-31"), "\(check.stderr)")
             #expect(check.stderr.contains(".agent-eval/quarantine.yaml:4:5"), "\(check.stderr)")
-            let expired = try await agentEval(["run", "cases", "--no-catalog", "--fail-on", "regression"], in: root)
+            let expired = try await agentEval(["run", "cases", "--no-catalog", "--fail-on", "regression", "--allow-no-baseline"], in: root)
             #expect(expired.status == 1)
             #expect(expired.stdoutText.contains("quarantine expired: owner alice, until 2020-01-31"))
             #expect(expired.stdoutText.contains("FAIL: 2 cases, 1 passed, 1 failed, 1 quarantine expired"))

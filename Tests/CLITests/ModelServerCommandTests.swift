@@ -180,7 +180,9 @@ struct ModelServerCommandTests {
         try FileManager.default.moveItem(atPath: cassettes + "/a-2000", toPath: cassettes + "/a-1042")
         try FileManager.default.moveItem(atPath: cassettes + "/swap", toPath: cassettes + "/a-2000")
         let swapped = try await agentEval(common + ["--base-url", "http://127.0.0.1:9/v1", "--out", directory.path("swapped")])
-        #expect(swapped.status == 1 && swapped.stdoutText.contains("0 passed"), "\(swapped.stdoutText)")
+        // A miss says nothing of the agent: could not run, with the way to record again.
+        #expect(swapped.status == 2 && swapped.stdoutText.contains("2 could not run"), "\(swapped.stdoutText)")
+        #expect(swapped.stdoutText.contains("--record new"), "\(swapped.stdoutText)")
         var logs: [String] = []
         let walker = FileManager.default.enumerator(atPath: directory.path("swapped"))
         while let name = walker?.nextObject() as? String {

@@ -14,6 +14,9 @@ public enum ConfigFileKind: String, Sendable, Hashable, CaseIterable {
     case pipeline
     /// The project's quarantine file: a mapping whose only key is `quarantine`.
     case quarantine
+    /// A policy file (`mcp-proxy --policy`, `audit --policy`, a case's `policy:`): a mapping with
+    /// `policy` and no `model`, and nothing but `side_effects` beside it.
+    case policy
 
     /// The kind of a parsed file, or nil when it is none of these (a cassette, a schema, a
     /// baseline, data a tool reads).
@@ -27,6 +30,8 @@ public enum ConfigFileKind: String, Sendable, Hashable, CaseIterable {
                 self = .pipeline
             } else if keys == ["quarantine"] {
                 self = .quarantine
+            } else if keys.contains("policy"), keys.isSubset(of: ["policy", "side_effects"]) {
+                self = .policy
             } else if keys.contains("model") {
                 self = .agent
             } else if keys.contains("decisions") || keys.contains("rules"),

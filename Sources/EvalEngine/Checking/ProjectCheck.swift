@@ -132,10 +132,10 @@ public struct ProjectCheck: Sendable {
                         ConfigError(
                             .invalidValue,
                             "this is not a file agent-eval reads: it has no caseId or expected (a case), model (an agent), "
-                                + "decisions or rules (a model script), or pipeline and tasks (a pipeline)",
+                                + "decisions or rules (a model script), pipeline and tasks (a pipeline), or policy (a policy file)",
                             at: root.location, hint: "docs/eval-cases.md, \"Which files are cases\", says how files are told apart"))
                 } else {
-                    report.note(path, kind: nil, summary: "skipped: not a case, agent, model script or pipeline file")
+                    report.note(path, kind: nil, summary: "skipped: not a case, agent, model script, pipeline or policy file")
                 }
                 return
             }
@@ -183,6 +183,19 @@ public struct ProjectCheck: Sendable {
                 _ = pipeline(at: path)
             case .quarantine:
                 checkQuarantine(at: path)
+            case .policy:
+                // Its tool names are checked where the tools are known: against an agent's, a
+                // run's (a case's policy:, audit) or a server's (mcp-proxy).
+                do {
+                    let file = try PolicyFile.load(path: path)
+                    report.note(
+                        path, kind: .policy,
+                        summary: "policy \(file.policy.name): \(count(file.policy.rules.count, "rule")), "
+                            + count(file.sideEffects.count, "side effect"))
+                } catch {
+                    report.note(path, kind: .policy, summary: nil)
+                    for problem in error.errors { self.problem(in: path, .error, problem) }
+                }
             }
         }
 

@@ -229,12 +229,14 @@ public enum TrajectoryCheck {
                         step: calls.last?.step ?? lastStep, callId: calls.last?.id))
             }
         }
-        let steps = state.decisions.last?.step ?? 0
-        if let limit = expected.maxSteps, steps > limit {
-            failures.append(
-                ExpectationFailure(
-                    expectation: "maxSteps", expected: "at most \(counted(limit, "step"))", actual: counted(steps, "step"), step: limit + 1)
-            )
+        if let limit = expected.maxSteps {
+            let steps = state.decisionSteps
+            if steps.count > limit {
+                failures.append(
+                    ExpectationFailure(
+                        expectation: "maxSteps", expected: "at most \(counted(limit, "step"))", actual: counted(steps.count, "step"),
+                        step: steps[limit]))
+            }
         }
         if let limit = expected.maxToolCalls, executed.count > limit {
             let over = executed[limit]

@@ -19,8 +19,12 @@ extension EvalReport {
             let file = entry["file"]?.stringValue ?? ""
             let className = "agent-eval." + ((file as NSString).lastPathComponent as NSString).deletingPathExtension
             let runs = entry["runs"]?.arrayValue ?? []
-            // The time the checks took; the runs' own recorded durations are properties.
-            let time = String(format: "%.3f", Double(runs.reduce(0) { $0 + ($1["check_us"]?.intValue ?? 0) }) / 1_000_000)
+            // The time this suite run spent on the case: checking its runs, and for a live case the
+            // runs themselves (an 824 ms live run is not a 0.001 s test). A recorded log's own
+            // duration was spent when it was recorded: it stays a property.
+            let checkUs = runs.reduce(0) { $0 + ($1["check_us"]?.intValue ?? 0) }
+            let runUs = entry["source"]?.stringValue == "live" ? runs.reduce(0) { $0 + ($1["duration_ms"]?.intValue ?? 0) } * 1000 : 0
+            let time = String(format: "%.3f", Double(checkUs + runUs) / 1_000_000)
             var xmlCase = "    <testcase classname=\"\(xml(className))\" name=\"\(xml(caseId))\" time=\"\(time)\">"
             let outcome = entry["outcome"]?.stringValue ?? "error"
             var properties: [(String, String)] = [("outcome", outcome)]

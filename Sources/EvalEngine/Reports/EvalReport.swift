@@ -20,6 +20,10 @@ public struct EvalReport: Sendable {
     public var shard: EvalSession.Shard?
     /// With `--repeat auto`: the attempts and model calls run and saved.
     public var adaptive: AdaptiveRepeats.Savings?
+    /// The signal (SIGINT, SIGTERM) that stopped the suite before its cases were done: the exit
+    /// status is then 128 + the signal, in the report as on the command line, and no verdict
+    /// was reached (nor may a baseline be written from it).
+    public var interruptedBy: Int32?
 
     public init(
         results: [CaseResult], comparisons: [String: BaselineComparison] = [:], hasBaseline: Bool = false, k: Int = 1,
@@ -37,7 +41,7 @@ public struct EvalReport: Sendable {
 
     /// The exit status CI gets: 2 when a case could not run, 1 when a case failed or
     /// regressed (as `failOn` says), 0 otherwise.
-    public var exitStatus: Int32 { counts.exitStatus(failOn: failOn) }
+    public var exitStatus: Int32 { interruptedBy.map { 128 + $0 } ?? counts.exitStatus(failOn: failOn) }
 
     /// The gate's counts, from the report's own case entries (`ReportCounts`).
     public var counts: ReportCounts { ReportCounts(entries: results.map(caseJSON), compared: hasBaseline) }
@@ -203,6 +207,13 @@ public struct EvalReport: Sendable {
             k: k, counts: ReportCounts(entries: cases, compared: hasBaseline), failOn: failOn,
             durationMs: Int((durationSeconds * 1000).rounded()), cases: cases, suite: suite, shard: shard)
         document.set("adaptive", adaptive?.json)
+        if let signal = interruptedBy, case .object(var members) = counts.verdictJSON(failOn: failOn) {
+            // Stopped before its cases were done: what ran is reported, but the gate decided nothing.
+            members["status"] = "error"
+            members["exit_status"] = .int(Int(128 + signal))
+            members["interrupted_by"] = .string(signal == 15 ? "SIGTERM" : signal == 2 ? "SIGINT" : "signal \(signal)")
+            document.set("verdict", JSONValue.object(members))
+        }
         return document.json
     }
 
@@ -223,6 +234,7 @@ public struct EvalReport: Sendable {
             summary.set("regressed", baseline.regressed)
             summary.set("known_failures", baseline.knownFailures)
             summary.set("not_significant", baseline.notSignificant)
+            summary.set("new", baseline.new)
         }
         summary.set("duration_ms", durationMs)
         var root = ObjectBuilder()

@@ -27,6 +27,8 @@ public struct ReportCounts: Sendable, Hashable {
         public var regressed = 0
         public var knownFailures = 0
         public var notSignificant = 0
+        /// Cases with no baseline entry: compared with nothing.
+        public var new = 0
     }
 
     public init() {}
@@ -60,6 +62,7 @@ public struct ReportCounts: Sendable, Hashable {
             case .regressed?: baseline?.regressed += 1
             case .knownFailure?: baseline?.knownFailures += 1
             case .notSignificant?: baseline?.notSignificant += 1
+            case .new?: baseline?.new += 1
             default: break
             }
         }
@@ -114,6 +117,7 @@ public struct ReportCounts: Sendable, Hashable {
             parts.append(
                 "\(baseline.regressed) regressed, \(baseline.knownFailures) known failure\(baseline.knownFailures == 1 ? "" : "s")")
             if baseline.notSignificant > 0 { parts.append("\(baseline.notSignificant) failing without a significant drop") }
+            if baseline.new > 0 { parts.append("\(baseline.new) new (no baseline to compare with)") }
         }
         return parts.joined(separator: ", ")
     }

@@ -99,6 +99,10 @@ extension EvalRunner {
             }
             result.notes.append(CheckNote(message: "the pipeline did not finish (\(why)): checked over what it recorded", step: nil))
         }
+        if let error = Evidence.ofPipeline(state, log: log) {
+            result.error = error
+            return result
+        }
         if let problem = PipelineCheck.problem(with: expected, in: state) {
             return cannotRun(.unknownTask, problem.message, hint: problem.hint)
         }

@@ -308,50 +308,15 @@ public struct EvalRunner: Sendable {
     private static func check(_ facts: LogFacts, log: String, repeatIndex: Int, case evalCase: EvalCase, options: EvalOptions)
         -> RunResult
     {
-        let (state, mismatch) = (facts.state, facts.digestMismatch)
-        let place = SourceLocation(path: log, sequence: mismatch?.sequence)
-        func cannotRun(_ code: EvalError.Code, _ message: String, hint: String) -> RunResult {
+        let state = facts.state
+        let evidence = Evidence.of(facts, log: log, case: evalCase)
+        if let error = evidence.cannotRun {
             var summary = RunSummary(state)
             summary.tear = facts.tear.map { "\($0)" }
-            return RunResult(
-                logPath: log, repeatIndex: repeatIndex, failures: [], notes: [],
-                error: DiagnosticRecord(EvalError(code, message, location: place, hint: hint)), summary: summary)
-        }
-        if let mismatch {
-            return cannotRun(
-                .digestMismatch,
-                "the state digest recorded at seq \(mismatch.sequence) (step \(mismatch.step)) differs from the state the log folds to: "
-                    + "the log was edited or written by a different fold, so its trajectory cannot be trusted",
-                hint: "replay the log to that step to see the recorded and the rebuilt state")
+            return RunResult(logPath: log, repeatIndex: repeatIndex, failures: [], notes: [], error: error, summary: summary)
         }
         // Reused call ids, when the case accepts them, are reported instead of failing the record.
         let reused = evalCase.allowsReusedCallIds ? state.anomalies.compactMap(\.reusedCallId) : []
-        if let anomaly = state.anomalies.first(where: { !evalCase.allowsReusedCallIds || $0.reusedCallId == nil }) {
-            return cannotRun(
-                .anomalousRun,
-                "the log does not fit together (\(state.anomalies.count) anomal\(state.anomalies.count == 1 ? "y" : "ies")): \(anomaly.message)",
-                hint: "replay the log to see every anomaly; a case cannot be graded on a record that contradicts itself")
-        }
-        if state.eventCount == 0 {
-            // No event is no run, whatever the case allows: there is nothing to check, and an
-            // expectation such as toolsNotCalled would hold vacuously.
-            var summary = RunSummary(state)
-            summary.tear = facts.tear.map { "\($0)" }
-            return RunResult(
-                logPath: log, repeatIndex: repeatIndex, failures: [], notes: [],
-                error: DiagnosticRecord(LogError.noEvent(in: log, tear: facts.tear)), summary: summary)
-        }
-        var unfinished: String?
-        if let tear = facts.tear {
-            unfinished = "the log is torn: \(tear)"
-        } else if state.stop == nil {
-            unfinished = "the log ends at seq \(state.eventCount - 1) without run_stopped"
-        }
-        if let unfinished, !evalCase.allowsUnfinished {
-            return cannotRun(
-                .unfinishedRun, "the run did not finish (\(unfinished)); a run that did not finish cannot show what it did not do",
-                hint: "set allowUnfinished: true on the case to check what the run recorded so far")
-        }
         var result = evaluate(state, log: log, repeatIndex: repeatIndex, case: evalCase, options: options, tear: facts.tear.map { "\($0)" })
         if !reused.isEmpty {
             var counts: [String: Int] = [:]
@@ -363,10 +328,8 @@ public struct EvalRunner: Sendable {
                         + "a later result pairs with the newest call of its id",
                     step: nil))
         }
-        if let unfinished {
-            result.notes.append(
-                CheckNote(message: "the run did not finish (\(unfinished)): checked over what it recorded", step: state.step))
-        }
+        result.failures = evidence.gaps + result.failures
+        result.notes += evidence.notes
         return result
     }
 
@@ -408,6 +371,13 @@ public struct EvalRunner: Sendable {
         // `run_started` holds the first request's, so the tools its runs called count too.
         let available = Set(runs.flatMap { $0.summary.availableTools + (isCommand ? $0.summary.tools + $0.summary.attempted : []) })
         let known = runs.first?.summary.availableTools ?? []
+        // The case's policy file too: a misspelt rule never fires, and its verdicts would all be allow.
+        if let policy = result.evalCase.policy, let problem = policy.file.misspeltTools(among: Array(available).sorted()).errors.first {
+            return DiagnosticRecord(
+                EvalError(
+                    .unknownTool, "case \"\(result.id)\" audits its runs with \(policy.path): \(problem.message)",
+                    location: problem.location, hint: problem.hint ?? "check the tool names against the runs' tools"))
+        }
         for tool in result.evalCase.expected.toolNames where !available.contains(tool) {
             let suggestion = ConfigNode.suggestion(for: tool, among: Array(available).sorted())
             return DiagnosticRecord(

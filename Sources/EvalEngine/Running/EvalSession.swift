@@ -43,6 +43,9 @@ public struct EvalSession: Sendable {
         /// Baselines made elsewhere (the catalog's history on a branch), by case id, in place of
         /// a baseline directory.
         public var baselines: [String: Baseline]?
+        /// Whether `failOn: .regression` may run without a baseline (every case then `new`);
+        /// without it, such a run could not compare anything and is refused.
+        public var allowsNoBaseline = false
         /// The project's quarantine file (`.agent-eval/quarantine.yaml` in the project root when
         /// nil); a missing file quarantines nothing.
         public var quarantineFile: String?
@@ -194,6 +197,18 @@ public struct EvalSession: Sendable {
                 throw LoadFailure(errors: [DiagnosticRecord(error)], inCaseFiles: false)
             }
         }
+        if !hasBaseline, !plan.updatesBaseline, plan.failOn == .regression, !plan.allowsNoBaseline {
+            // A regression gate with nothing to compare against would pass every case as new.
+            let place = plan.baselineDirectory.map { " (\($0) does not exist)" } ?? ""
+            throw LoadFailure(
+                errors: [
+                    DiagnosticRecord(
+                        EvalError(
+                            .missingBaseline, "--fail-on regression needs a baseline to compare with, and there is none\(place)",
+                            hint: "write one from a run you trust with --update-baseline, give --baseline DIR, or pass "
+                                + "--allow-no-baseline to count every case as new"))
+                ], inCaseFiles: false)
+        }
         self.baselines = baselines
         self.hasBaseline = hasBaseline
         // Adaptive repeats decide what the gate decides, against the baselines just read.
@@ -238,9 +253,11 @@ public struct EvalSession: Sendable {
     }
 
     /// Adds `report` to the baseline when the plan asks for it (`Baseline.write`); the directory
-    /// and what was written.
+    /// and what was written. An interrupted report (`interruptedBy`) writes nothing: runs cut off
+    /// by a signal say nothing of the agent, and summed into the baseline they would make a
+    /// regression a known failure.
     public func writeBaselineIfAsked(from report: EvalReport) throws(EvalError) -> (directory: String, update: Baseline.Update)? {
-        guard plan.updatesBaseline, let directory = plan.baselineDirectory else { return nil }
+        guard plan.updatesBaseline, report.interruptedBy == nil, let directory = plan.baselineDirectory else { return nil }
         return (directory, try Baseline.write(report.results, to: directory, replacing: plan.replacesBaseline))
     }
 }

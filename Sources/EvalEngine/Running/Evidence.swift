@@ -1,0 +1,169 @@
+import TraceCore
+import TraceLog
+
+/// The rule every verdict goes through: **a pass needs evidence**. A run is graded only when the
+/// harness saw it happen as the case assumes; otherwise it could not run (exit 2), or it fails
+/// with a message that says what is missing — never a pass (docs/eval-cases.md, "Evidence").
+///
+/// Every kind of run reaches a verdict through `EvalRunner.check(log:…)`, which asks this type
+/// first: recorded and imported logs, live runs of agent files, `command:` cases through the
+/// gateway, and each task's child run of a pipeline. A new kind of run joins by being graded from
+/// its log there, and a new fault joins the matrix in `EvidenceMatrixTests` (docs/architecture.md).
+///
+/// What it asks of a run, in order:
+/// - the record can be trusted: its state digests match its fold, and the fold found nothing
+///   that does not fit (`eval.digest_mismatch`, `eval.anomalous_run`);
+/// - it is a run: at least one event (`log.no_event`);
+/// - it finished, unless the case allows an unfinished run (`eval.unfinished_run`);
+/// - nothing stopped it from outside: not a signal, not Ctrl-C (`eval.interrupted`);
+/// - its model answered: a run that the model's failure ended (down, an HTTP error, a reply that
+///   does not parse, a request still unanswered when time ran out) shows the harness, not the
+///   agent (`eval.model_failed`);
+/// - and, short of "could not run", two gaps that make the run fail whatever else holds: no
+///   valid model decision at all (the agent never acted), and a limit that cut the run short
+///   where the case expects no stop reason and forbids something the run could still have done
+///   (what it did not do later is unproven).
+struct Evidence {
+    /// Why the run cannot be graded at all.
+    var cannotRun: DiagnosticRecord?
+    /// Gaps that fail the run however its expectations come out.
+    var gaps: [ExpectationFailure] = []
+    /// What a result must show beside its verdict (an unfinished run checked as far as it went).
+    var notes: [CheckNote] = []
+
+    /// The expectation name evidence gaps are reported under.
+    static let expectationName = "evidence"
+
+    /// What `facts` (the fold of `log`) prove for `evalCase`.
+    static func of(_ facts: LogFacts, log: String, case evalCase: EvalCase) -> Evidence {
+        let state = facts.state
+        var evidence = Evidence()
+        func cannotRun(_ code: EvalError.Code, _ message: String, at sequence: Int? = nil, hint: String) -> Evidence {
+            evidence.cannotRun = DiagnosticRecord(
+                EvalError(code, message, location: SourceLocation(path: log, sequence: sequence), hint: hint))
+            return evidence
+        }
+        if let mismatch = facts.digestMismatch {
+            return cannotRun(
+                .digestMismatch,
+                "the state digest recorded at seq \(mismatch.sequence) (step \(mismatch.step)) differs from the state the log folds to: "
+                    + "the log was edited or written by a different fold, so its trajectory cannot be trusted",
+                at: mismatch.sequence, hint: "replay the log to that step to see the recorded and the rebuilt state")
+        }
+        if let anomaly = state.anomalies.first(where: { !evalCase.allowsReusedCallIds || $0.reusedCallId == nil }) {
+            return cannotRun(
+                .anomalousRun,
+                "the log does not fit together (\(state.anomalies.count) anomal\(state.anomalies.count == 1 ? "y" : "ies")): \(anomaly.message)",
+                hint: "replay the log to see every anomaly; a case cannot be graded on a record that contradicts itself")
+        }
+        if state.eventCount == 0 {
+            // No event is no run, whatever the case allows: there is nothing to check, and an
+            // expectation such as toolsNotCalled would hold vacuously.
+            evidence.cannotRun = DiagnosticRecord(LogError.noEvent(in: log, tear: facts.tear))
+            return evidence
+        }
+        var unfinished: String?
+        if let tear = facts.tear {
+            unfinished = "the log is torn: \(tear)"
+        } else if state.stop == nil {
+            unfinished = "the log ends at seq \(state.eventCount - 1) without run_stopped"
+        }
+        if let unfinished {
+            guard evalCase.allowsUnfinished else {
+                return cannotRun(
+                    .unfinishedRun, "the run did not finish (\(unfinished)); a run that did not finish cannot show what it did not do",
+                    hint: "set allowUnfinished: true on the case to check what the run recorded so far")
+            }
+            evidence.notes.append(CheckNote(message: "the run did not finish (\(unfinished)): checked over what it recorded", step: state.step))
+        }
+        let last = state.eventCount - 1
+        if let stop = state.stop, stop.isInterruption {
+            return cannotRun(
+                .interrupted,
+                "the run was stopped from outside at step \(state.step) (\(stop.error ?? "interrupted")): it shows where it was "
+                    + "stopped, not what the agent would have done",
+                at: last, hint: "run the case again to its end")
+        }
+        if let stop = state.stop, stop.isModelFailure {
+            let error = stop.error ?? ""
+            // A cassette that has no answer is the model not answering too, with another remedy.
+            let isMiss = error.contains("has no recording of")
+            return cannotRun(
+                isMiss ? .cassetteMiss : .modelFailed,
+                "the agent's model did not answer, so the run shows the harness, not the agent: \(error)",
+                at: last,
+                hint: isMiss
+                    ? "look: \(EvalReport.replayCommand(log: log, step: state.step)); if the change is intended, record again with the "
+                        + "model reachable: agent-eval run \(ShellWords.quoted(evalCase.location.path)) --record new"
+                    : "check that the model endpoint is up and answers (upstream:, --base-url, the API key), or replay it from a cassette")
+        }
+        let expected = evalCase.expected
+        let valid = state.decisions.count - state.counters.invalidDecisions
+        if valid == 0, !(expected.stopReason == .invalidDecision && state.stopReason == .invalidDecision) {
+            let what =
+                state.decisions.isEmpty
+                ? "no model decision was recorded"
+                : "every one of the \(counted(state.decisions.count, "model reply")) was rejected as a decision"
+            evidence.gaps.append(
+                ExpectationFailure(
+                    expectation: expectationName, expected: "a run in which the agent's model answered at least once",
+                    actual: "\(what); the run stopped \(Self.stopText(state.stop)): nothing it did or did not do came from the agent",
+                    step: state.step))
+        }
+        if let stop = state.stop, stop.reason == .budgetExhausted, expected.stopReason == nil, expected.limit == nil,
+            forbidsWhatItCouldStillDo(expected, state: state)
+        {
+            evidence.gaps.append(
+                ExpectationFailure(
+                    expectation: expectationName,
+                    expected: "a run that ended on its own (the case expects no stopReason, so no limit)",
+                    actual: "the run was cut short by \(stop.limit?.rawValue ?? "a limit") at step \(state.step)"
+                        + (stop.error.map { " (\($0))" } ?? "") + ": what it would have done after is unproven",
+                    step: state.step))
+        }
+        return evidence
+    }
+
+    /// What a pipeline's own log proves, beside what each task's child run proves when a case
+    /// checks it (`of(_:log:case:)`): an attempt stopped from outside, or one whose agent's model
+    /// did not answer, makes pipeline-level expectations unprovable (a task that failed for its
+    /// model would make `tasksNotRun` or a fallback pass on the harness's account).
+    static func ofPipeline(_ state: PipelineState, log: String) -> DiagnosticRecord? {
+        for task in state.tasks {
+            for attempt in task.currentAttempts {
+                guard let finished = attempt.finished, finished.status == .failed else { continue }
+                let error = finished.error ?? ""
+                let place = SourceLocation(path: log)
+                if finished.errorClass == .interrupted {
+                    return DiagnosticRecord(
+                        EvalError(
+                            .interrupted, "task \(task.id) attempt \(attempt.attempt) was stopped from outside (\(error)): the pipeline "
+                                + "shows where it was stopped, not what it would have done", location: place,
+                            hint: "resume it (agent-eval pipeline resume) or run the case again"))
+                }
+                if error.contains(RunStopped.modelFailurePrefix) {
+                    return DiagnosticRecord(
+                        EvalError(
+                            .modelFailed, "task \(task.id) attempt \(attempt.attempt): the agent's model did not answer (\(error))",
+                            location: place,
+                            hint: "check that the model endpoint is up and answers, or replay it from a cassette"))
+                }
+            }
+        }
+        return nil
+    }
+
+    /// Whether the case forbids something the run could still have done had no limit stopped
+    /// it: a `toolsNotCalled` tool the run has, an order `notSequence` forbids, an allow-list.
+    /// (What it must have done fails on its own when the limit came first.)
+    static func forbidsWhatItCouldStillDo(_ expected: Expectations, state: RunState) -> Bool {
+        let available = Set(state.start?.tools.map(\.name) ?? [])
+        return expected.toolsNotCalled.contains(where: available.contains) || !expected.notSequence.isEmpty
+            || expected.toolsAllowed != nil
+    }
+
+    static func stopText(_ stop: RunStopped?) -> String {
+        guard let stop else { return "nowhere (no run_stopped)" }
+        return stop.reason.rawValue + (stop.error.map { ": \($0)" } ?? "")
+    }
+}
