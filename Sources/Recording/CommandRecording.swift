@@ -83,11 +83,11 @@ public struct CommandRecording: Sendable {
     /// (`python3 agents/refund.py` → `refund`), else the program's name.
     public static func agentName(for command: [String]) -> String {
         let interpreters: Set<String> = ["python", "python3", "node", "bun", "deno", "uv", "npx", "bash", "sh", "ruby", "env"]
-        var words = command.map { ($0 as NSString).lastPathComponent }
-        // `env NAME=value …` sets variables (a key, perhaps): never part of a name.
-        while let first = words.first,
-            interpreters.contains(first) || first.hasPrefix("python3.") || first.hasPrefix("-") || first == "run" || first.contains("=")
-        {
+        // `env NAME=value …` sets variables (a key, a base URL): never part of a name. Told on the
+        // word as given, before its last path component is taken (`URL=http://h/v1` is not `v1`).
+        let assignment = #/^[A-Za-z_][A-Za-z0-9_]*=/#
+        var words = command.filter { (try? assignment.prefixMatch(in: $0)) == nil }.map { ($0 as NSString).lastPathComponent }
+        while let first = words.first, interpreters.contains(first) || first.hasPrefix("python3.") || first.hasPrefix("-") || first == "run" {
             words.removeFirst()
         }
         let name = ((words.first ?? command.first ?? "agent") as NSString).deletingPathExtension

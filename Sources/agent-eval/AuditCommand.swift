@@ -23,8 +23,14 @@ struct AuditCommand: AsyncParsableCommand {
             it cannot pass (seal it with `log repair` to audit what it holds as the run's record). A pipeline \
             log is not a run's: its agent attempts' child logs are.
 
+            The policy file's tool names are checked against the runs' tools: a rule or a side_effects entry \
+            naming a tool close to one of theirs but not it (a misspelling would be a rule that never fires) is \
+            an error at its line, with the name it meant; a name far from all of them is a note (the file may \
+            cover tools these runs never met). A run with no call says "nothing to judge", not "all allowed".
+
             Exit codes: 0 no call ran that the policy would not have allowed; 1 some did; 2 a log or the \
-            policy file could not be read, a log holds no event or is torn, or only pipeline logs were given \
+            policy file could not be read, the policy file misspells a tool of the runs, a log holds no \
+            event or is torn, or only pipeline logs were given \
             (in a folder they are skipped with a note); 64 usage error. \
             With --json, a log that could not be read is an object with its error in the array.
 
@@ -70,6 +76,10 @@ struct AuditCommand: AsyncParsableCommand {
         var violations = 0
         var unreadable = 0
         var pipelineLogs: [String] = []
+        // Every tool of the runs read: a name in the policy file that none of them has is a rule
+        // that never fires, and "all allowed" over it would be no audit at all.
+        var toolsSeen: [String] = []
+        var toolSet = Set<String>()
         for log in paths.map(displayPath) {
             // A pipeline log records tasks, not tool calls: its agent attempts' child logs are
             // runs, audited on their own when they are given (a folder of pipeline runs).
@@ -78,7 +88,8 @@ struct AuditCommand: AsyncParsableCommand {
                 continue
             }
             do {
-                let (findings, tear) = try PolicyAudit.auditReadingTear(log: log, policy: policyFile, actor: actor, route: route)
+                let (findings, tear, tools) = try PolicyAudit.auditReadingTear(log: log, policy: policyFile, actor: actor, route: route)
+                for tool in tools where toolSet.insert(tool).inserted { toolsSeen.append(tool) }
                 violations += findings.filter(\.isViolation).count
                 if let tear {
                     unreadable += 1
@@ -110,7 +121,15 @@ struct AuditCommand: AsyncParsableCommand {
         }
         for log in pipelineLogs { printError("note: skipped \(log): a pipeline log (its agent attempts' child logs are runs)") }
         if json { printJSON(.array(reports)) }
-        if unreadable > 0 { throw Exit.unusable }
+        let (misspelt, unmet) = toolSet.isEmpty ? ([], []) : policyFile.misspeltTools(among: toolsSeen)
+        for problem in misspelt { diagnose(problem) }
+        for problem in unmet { printError("note: \(problem.location): \(problem.message.replacingOccurrences(of: "none of the tools here", with: "none of the audited runs"))") }
+        if !misspelt.isEmpty {
+            printError(
+                "the policy file misspells \(counted(misspelt.count, "tool name")) of the audited runs: a rule that never fires "
+                    + "judged them, so the audit above cannot be trusted")
+        }
+        if unreadable > 0 || !misspelt.isEmpty { throw Exit.unusable }
         if violations > 0 { throw Exit.failure }
     }
 
@@ -119,7 +138,11 @@ struct AuditCommand: AsyncParsableCommand {
         let ran = flagged.filter(\.isViolation).count
         var headline = "\(log): \(findings.count) call\(findings.count == 1 ? "" : "s")"
         // A held call a person approved ran, but not against the policy: it is not counted.
-        headline += flagged.isEmpty ? ", all allowed" : "; the policy would not allow \(flagged.count), \(ran) of which ran unallowed"
+        if findings.isEmpty {
+            headline += ": nothing to judge"
+        } else {
+            headline += flagged.isEmpty ? ", all allowed" : "; the policy would not allow \(flagged.count), \(ran) of which ran unallowed"
+        }
         if let tear {
             headline +=
                 " — up to a tear: the log is torn after seq \(tear.lastSequence.map(String.init) ?? "?"), and calls after it were never seen"

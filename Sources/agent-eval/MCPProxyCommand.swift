@@ -28,7 +28,9 @@ struct MCPProxyCommand: AsyncParsableCommand {
             writes it as JSON), and the server's standard error is passed on to it.
 
             Exit codes: 0 the client ended the session; 1 the server failed (exited, crashed, wrote what is \
-            not JSON-RPC); 2 the server or the log could not be started or written; 64 usage error.
+            not JSON-RPC), the client sent a line past the limit, or the policy file names a tool the server does \
+            not have (a misspelt rule never fires: every call is refused once the tools are listed, each name \
+            reported at its line); 2 the server or the log could not be started or written; 64 usage error.
 
             Examples:
               agent-eval mcp-proxy -- python3 -m mcp_server_time
@@ -147,7 +149,7 @@ struct MCPProxyCommand: AsyncParsableCommand {
         }
         if let interrupted { throw ExitCode(128 + interrupted) }
         if outcome.writeFailure != nil { throw Exit.unusable }
-        if outcome.isServerFailure { throw Exit.failure }
+        if outcome.isFailure { throw Exit.failure }
     }
 
     static func json(_ outcome: MCPProxy.Outcome) -> JSONValue {

@@ -59,8 +59,9 @@ struct RecordCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Stop the command after this many seconds (stop: budget_exhausted, timeout).", valueName: "seconds"))
     var timeout: Int = 600
 
-    @Option(help: "Refuse model requests past this many and stop the command (stop: budget_exhausted, max_steps).")
-    var maxRequests: Int?
+    @Option(
+        help: "Refuse model requests past this many and stop the command (stop: budget_exhausted, max_steps); a looping agent is stopped, not billed.")
+    var maxRequests: Int = ExchangeRecorder.Limits.defaultMaxRequests
 
     @Option(help: "Stop the command once its model requests used more tokens than this, input and output (token_budget).")
     var maxTokens: Int?
@@ -100,7 +101,7 @@ struct RecordCommand: AsyncParsableCommand {
         guard Cassette.Mode(rawValue: record) != nil else { throw ValidationError("--record takes none, new or all; got \(record)") }
         if record != "none" && cassette == nil { throw ValidationError("--record needs --cassette DIR") }
         guard timeout > 0 else { throw ValidationError("--timeout must be at least 1 second, got \(timeout)") }
-        if let maxRequests, maxRequests < 1 { throw ValidationError("--max-requests must be at least 1, got \(maxRequests)") }
+        if maxRequests < 1 { throw ValidationError("--max-requests must be at least 1, got \(maxRequests)") }
         if let maxTokens, maxTokens < 1 { throw ValidationError("--max-tokens must be at least 1, got \(maxTokens)") }
         _ = try Self.upstreamValues(upstreams)
     }

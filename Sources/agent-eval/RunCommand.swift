@@ -141,8 +141,15 @@ struct RunCommand: AsyncParsableCommand {
             valueName: "file"))
     var html: String?
 
-    @Option(help: "The baseline directory (default: <first directory>/.baseline).")
+    @Option(
+        help: """
+            The baseline directory (default: the nearest .baseline folder from the first path's folder up to the project \
+            root; written to <first directory>/.baseline when there is none).
+            """)
     var baseline: String?
+
+    @Flag(help: "With --fail-on regression: run without a baseline, every case new (by default that is an error, exit 2).")
+    var allowNoBaseline = false
 
     @Flag(
         help: """
@@ -221,8 +228,15 @@ struct RunCommand: AsyncParsableCommand {
             throw ValidationError("--k goes with a fixed --repeat; with --repeat auto the number of attempts varies (k=\(k))")
         }
         if let k, k < 1 || k > repeats { throw ValidationError("--k must be between 1 and --repeat (\(repeats))") }
-        if updateBaseline && baseline == nil && Self.defaultBaseline(for: paths) == nil {
-            throw ValidationError("--update-baseline needs --baseline DIR when the first path is not a directory")
+        if updateBaseline && baseline == nil {
+            let location = BaselineLocation(paths: paths)
+            if location.found == nil && location.writeDefault == nil {
+                throw ValidationError(
+                    "--update-baseline needs --baseline DIR when the first path is not a directory and no .baseline folder is above it")
+            }
+        }
+        if allowNoBaseline && failOn != .regression {
+            throw ValidationError("--allow-no-baseline goes with --fail-on regression")
         }
         if !(alpha > 0 && alpha < 1) { throw ValidationError("--alpha must be above 0 and below 1, e.g. 0.05") }
         if !(minDrop >= 0 && minDrop <= 1) { throw ValidationError("--min-drop must be between 0 and 1, e.g. 0.1") }
@@ -276,11 +290,20 @@ struct RunCommand: AsyncParsableCommand {
             catalog == nil
             ? nil
             : Task { [shard] in await SuiteRunInfo.current(commandLine: commandLine, shard: shard, startedAtUs: startedAtUs) }
+        let location = BaselineLocation(paths: paths)
         var plan = EvalSession.Plan(
             paths: paths, filters: filter, shard: shard.flatMap(EvalSession.Shard.init),
-            baselineDirectory: baseline ?? Self.defaultBaseline(for: paths),
+            baselineDirectory: baseline ?? location.found ?? (updateBaseline ? location.writeDefault : nil),
             updatesBaseline: updateBaseline, k: k, failOn: failOn, options: options)
         plan.replacesBaseline = replaceBaseline
+        plan.allowsNoBaseline = allowNoBaseline
+        if baseline == nil, baselineBranch == nil, let found = location.found, found != location.writeDefault {
+            // Found above the paths given: say which, on standard error (standard output holds the report).
+            printError("baseline: \(found) (the nearest .baseline folder above \(paths.first ?? "."))")
+        } else if baseline == nil, baselineBranch == nil, location.found == nil, !updateBaseline, failOn == .regression, allowNoBaseline {
+            printError(
+                "baseline: none found (looked in \(location.searched.joined(separator: ", "))); every case is new (--allow-no-baseline)")
+        }
         if let baselineBranch {
             guard let catalog else {
                 throw diagnose(CommandError("no_catalog", "--baseline-branch needs the catalog, which could not be opened"))
@@ -327,7 +350,7 @@ struct RunCommand: AsyncParsableCommand {
         let console = json ? nil : ConsoleProgress(total: session.cases.count, isTerminal: isatty(1) == 1, quiet: quiet)
         // Ctrl-C or SIGTERM stop live runs at their next step, recorded and closed; the report
         // of what ran is still printed and written.
-        let (report, interrupted) = try await withInterruption {
+        var (report, interrupted) = try await withInterruption {
             await session.runToReport { finished in
                 // The case's traces, each with its eval outcomes as gen_ai.evaluation.result events.
                 if let exporter, !finished.result.writtenRunLogs.isEmpty {
@@ -347,6 +370,7 @@ struct RunCommand: AsyncParsableCommand {
             }
         }
         console?.close()
+        report.interruptedBy = interrupted
         let exported = await exporter?.finish()
         var flaky: [CaseStability] = []
         var releasable: [(caseId: String, streak: Int)] = []
@@ -404,7 +428,10 @@ struct RunCommand: AsyncParsableCommand {
                 let line = "report page written: \(html) (\(view.embedded.count) run\(view.embedded.count == 1 ? "" : "s") embedded)"
                 if json { printError(line) } else { say(line) }
             }
-            if let (directory, update) = try session.writeBaselineIfAsked(from: report) {
+            if interrupted != nil, updateBaseline {
+                // Runs cut off by the signal say nothing of the agent: the baseline stays as it was.
+                printError("baseline not written: the run was interrupted, and a baseline is only written from a whole run")
+            } else if let (directory, update) = try session.writeBaselineIfAsked(from: report) {
                 var line = "baseline written: \(directory) (\(counted(update.written.count, "case")))"
                 if !update.skipped.isEmpty {
                     line += "; left as it was for \(update.skipped.count) that could not run: \(update.skipped.joined(separator: ", "))"
@@ -417,16 +444,6 @@ struct RunCommand: AsyncParsableCommand {
         }
         if let interrupted { throw ExitCode(128 + interrupted) }
         throw ExitCode(report.exitStatus)
-    }
-
-    /// `<first directory>/.baseline`, when the first path is a directory.
-    static func defaultBaseline(for paths: [String]) -> String? {
-        var isDirectory: ObjCBool = false
-        guard let first = paths.first, FileManager.default.fileExists(atPath: first, isDirectory: &isDirectory), isDirectory.boolValue
-        else {
-            return nil
-        }
-        return (first.hasSuffix("/") ? String(first.dropLast()) : first) + "/.baseline"
     }
 
     /// `runs/eval-<time>-<pid>`: live cases never write into a folder another run used.

@@ -108,15 +108,24 @@ public struct PolicyAudit: Sendable {
         try auditReadingTear(log: path, policy: policy, actor: actor, route: route).findings
     }
 
-    /// `audit`, and where the log was cut when it is torn: the calls after the tear were never
-    /// seen, so "all allowed" cannot be said of the run.
+    /// `audit`, where the log was cut when it is torn (the calls after the tear were never
+    /// seen, so "all allowed" cannot be said of the run), and the run's tools: those its
+    /// `run_started` lists and those its decisions call, for `PolicyFile.unknownTools(among:)`.
     public static func auditReadingTear(log path: String, policy: PolicyFile, actor: String? = nil, route: String? = nil) throws
-        -> (findings: [Finding], tear: LogTear?)
+        -> (findings: [Finding], tear: LogTear?, tools: [String])
     {
         var audit = PolicyAudit(policy: policy, actor: actor, route: route)
         let read = try LogReader(path: path, options: .init(keepsPacketText: false)).forEachEvent { audit.fold($0.event) }
         if read.eventCount == 0 { throw LogError.noEvent(in: path, tear: read.tear) }
-        return (audit.result, read.tear)
+        return (audit.result, read.tear, audit.toolNames)
+    }
+
+    /// The tools of the run folded so far: its declared tools, then any other its calls name.
+    public var toolNames: [String] {
+        var names = state.start?.tools.map(\.name) ?? []
+        var seen = Set(names)
+        for call in state.calls where seen.insert(call.tool).inserted { names.append(call.tool) }
+        return names
     }
 
     /// `state` with each call that recorded no verdict given the policy's (`RunState.assumeVerdict`):

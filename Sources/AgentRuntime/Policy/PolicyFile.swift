@@ -20,14 +20,61 @@ public import TraceCore
 /// A tool that no `side_effects` pattern names takes what its server's annotations say
 /// (`ServedTool.sideEffect(mcpAnnotations:)`), and `write` when they say nothing: a tool of
 /// unknown effect is treated as the most dangerous kind.
+///
+/// The file cannot know the tools, so the names it gives are kept (`toolReferences`) and every
+/// user that learns the tools checks them (`unknownTools(among:)`): `mcp-proxy` once its server
+/// has listed them, `audit` against the logs' tools, a case's `policy:` against its runs' tools.
+/// A misspelt name would otherwise be a rule that never fires, and a call it was to stop allowed.
 public struct PolicyFile: Sendable {
     public var policy: RulePolicy
     /// Tool name patterns and the side effect they give, in the file's order.
     public var sideEffects: [(pattern: Glob, effect: SideEffect)]
+    /// Every literal tool name a rule's `when: {tool: …}` gives, at its place in the file.
+    public var toolReferences: [ToolReference] = []
+    /// Where each `side_effects` entry is, in the file's order (parallel to `sideEffects`).
+    public var sideEffectLocations: [SourceLocation] = []
 
     public init(policy: RulePolicy, sideEffects: [(pattern: Glob, effect: SideEffect)] = []) {
         self.policy = policy
         self.sideEffects = sideEffects
+    }
+
+    /// The names in the file that none of `tools` has: a rule naming a tool literally, or a
+    /// `side_effects` entry (a name, or a glob) that matches no tool — each an error at its line,
+    /// with the closest name as a hint.
+    public func unknownTools(among tools: [String]) -> [ConfigError] {
+        let known = Set(tools)
+        let sorted = Array(known).sorted()
+        var errors: [ConfigError] = []
+        for reference in toolReferences where !known.contains(reference.name) {
+            errors.append(
+                ConfigError(
+                    .invalidValue, "\(reference.what) names the tool \"\(reference.name)\", which none of the tools here has "
+                        + "(\(Self.listed(sorted))): the rule would never apply", at: reference.location,
+                    hint: ConfigNode.suggestion(for: reference.name, among: sorted).map { "did you mean \"\($0)\"?" }))
+        }
+        for (index, entry) in sideEffects.enumerated() where !sorted.contains(where: entry.pattern.matches) {
+            errors.append(
+                ConfigError(
+                    .invalidValue, "side_effects \"\(entry.pattern.pattern)\" matches none of the tools here (\(Self.listed(sorted)))",
+                    at: index < sideEffectLocations.count ? sideEffectLocations[index] : SourceLocation(path: ""),
+                    hint: ConfigNode.suggestion(for: entry.pattern.pattern, among: sorted).map { "did you mean \"\($0)\"?" }))
+        }
+        return errors
+    }
+
+    /// `unknownTools(among:)` where `tools` may be only some of the tools the file is written
+    /// for — a run's, which lists those its requests declared or its calls used, not every tool of
+    /// the server the file also serves: a name close to one of them is a misspelling (an error,
+    /// with the name it meant); a name far from all of them may be a tool these runs never met
+    /// (a note).
+    public func misspeltTools(among tools: [String]) -> (errors: [ConfigError], notes: [ConfigError]) {
+        let problems = unknownTools(among: tools)
+        return (problems.filter { $0.hint != nil }, problems.filter { $0.hint == nil })
+    }
+
+    static func listed(_ tools: [String]) -> String {
+        tools.isEmpty ? "no tool" : tools.prefix(12).joined(separator: ", ") + (tools.count > 12 ? ", …" : "")
     }
 
     /// The policy when no file is given: every call allowed (rule `default`), recorded all the same.
@@ -48,18 +95,23 @@ public struct PolicyFile: Sendable {
             AgentFile.readPolicy(node, toolNames: [], known: [], servers: ["*"], references: &references, errors: &errors)
         }
         var sideEffects: [(pattern: Glob, effect: SideEffect)] = []
+        var locations: [SourceLocation] = []
         if let node = fields.optional("side_effects"),
             let pairs = errors.collect({ () throws(ConfigError) in try node.mapping("side_effects").pairs })
         {
             for pair in pairs {
                 errors.collect { () throws(ConfigError) in
                     sideEffects.append((Glob(pair.key), try pair.value.choice("side_effects \"\(pair.key)\"")))
+                    locations.append(pair.keyLocation)
                 }
             }
         }
         errors.errors.append(contentsOf: fields.unknownKeys(in: "the policy file"))
         guard errors.errors.isEmpty, let policy else { throw errors }
-        return PolicyFile(policy: policy, sideEffects: sideEffects)
+        var file = PolicyFile(policy: policy, sideEffects: sideEffects)
+        file.toolReferences = references
+        file.sideEffectLocations = locations
+        return file
     }
 
     /// The side effect of `tool`: the first `side_effects` pattern that names it, else what its

@@ -101,6 +101,9 @@ public struct MCPProxy: Sendable {
         public var writeFailure: String?
         /// The server failed (exited, crashed, wrote what is not JSON-RPC).
         public var isServerFailure: Bool { stop.reason == .toolFailure }
+        /// The session did not end as the client ended it: the server failed, or the policy file
+        /// named tools the server does not have (every call refused).
+        public var isFailure: Bool { stop.reason != .success }
     }
 
     public let settings: Settings

@@ -68,6 +68,9 @@ actor MCPProxySession {
     /// The proxy's own listing failed in this generation: calls are judged without it rather
     /// than each waiting for another listing that will not come.
     private var listingFailed = false
+    /// The policy file names tools the server does not have (found when its tools are listed):
+    /// every call is refused from then on, and the session does not end `success`.
+    private var policyProblem: String?
     private var isFinished = false
     /// The server's messages ended: no more own requests are sent.
     private var isServerGone = false
@@ -91,9 +94,21 @@ actor MCPProxySession {
         }
     }
 
-    /// Tells the log what the session learned of the tools and its peers.
+    /// Tells the log what the session learned of the tools and its peers, and checks the names
+    /// the policy file gives against the tools now known.
     private func learned() async {
         await log.learned(tools: tools, client: clientInfo, server: serverInfo)
+        guard isListed, policyProblem == nil else { return }
+        let problems = settings.policy.unknownTools(among: tools.map(\.name))
+        guard let first = problems.first else { return }
+        for problem in problems {
+            settings.notices?(
+                "error: \(problem.message)" + (problem.location.path.isEmpty ? "" : " (\(problem.location))")
+                    + (problem.hint.map { "; \($0)" } ?? ""))
+        }
+        policyProblem =
+            "the policy file\(settings.policyPath.map { " \($0)" } ?? "") names \(counted(problems.count, "tool")) the server "
+            + "\(settings.serverName) does not have (\(first.message)); every call is refused until it is fixed"
     }
 
     // MARK: The client's messages
@@ -198,6 +213,12 @@ actor MCPProxySession {
         }
         let arguments = params["arguments"] ?? [:]
         await ensureListed()
+        if let policyProblem {
+            // A misspelt rule would let through what it was written to stop: fail closed.
+            denied += 1
+            await answerClient(id: requestId, toolError: "agent-eval mcp-proxy refused this call: \(policyProblem)")
+            return
+        }
         var judged: (callId: String, judgement: ProxyGate.Judgement, decision: PolicyDecision)?
         let isRecorded = await recorded {
             judged = try await log.judge(name: name, arguments: arguments, params: params, waiting: approvals.count)
@@ -548,7 +569,7 @@ actor MCPProxySession {
         for (callId, _) in waiting { MCPApprovals.clear(log: logPath, callId: callId) }
         for (_, waiter) in ownRequests { waiter.resume(returning: nil) }
         ownRequests = [:]
-        let stop: RunStopped
+        var stop: RunStopped
         let unfinished: String
         switch end {
         case .clientClosed(let longLine):
@@ -564,6 +585,7 @@ actor MCPProxySession {
             stop = RunStopped(reason: .blocked, error: "\(RunStopped.interruptionPrefix) the proxy was stopped from outside")
             unfinished = "the proxy was stopped before the server answered"
         }
+        if let policyProblem, stop.reason == .success { stop = RunStopped(reason: .blocked, error: policyProblem) }
         // In the order they were made.
         let pending = outstanding.map { ($0.key, $0.value) }.sorted { Self.order(of: $0) < Self.order(of: $1) }
         outstanding = [:]
