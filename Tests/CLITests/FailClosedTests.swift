@@ -1,0 +1,193 @@
+import Foundation
+import TestSupport
+import TestTags
+import Testing
+import TraceCore
+import TraceLog
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The five paths that turned a real regression, a dead model or an unsafe write into a green
+/// check, each as the user met it (issue "Fail closed"); the matrix in `EvidenceMatrixTests`
+/// covers every fault in every kind of run, these check what each path says and leaves behind.
+@Suite("fail closed: a green verdict needs evidence", .tags(.python), .needsPython, .ownThread)
+struct FailClosedTests {
+    /// A live case over an agent whose HTTP model is the local server's `scenario`; the case only
+    /// forbids a tool, the check a dead or cut-off run would pass.
+    static func liveCase(in directory: TemporaryDirectory, baseURL: String) throws {
+        try FileManager.default.createDirectory(atPath: directory.path("cases"), withIntermediateDirectories: true)
+        try """
+        name: gated-agent
+        instructions: Help the customer.
+        model: {provider: openai, name: local-model, base_url: "\(baseURL)", max_retries: 0}
+        tools:
+          - name: lookup_order
+            description: Finds an order.
+            side_effect: read
+            input_schema: {type: object, properties: {order_id: {type: string}}}
+            fixture: [{output: {order_id: A-1042, status: delivered}}]
+          - name: refund_order
+            description: Refunds an order.
+            side_effect: write
+            input_schema: {type: object, properties: {order_id: {type: string}}}
+            fixture: [{output: {refund_id: rf-9}}]
+        policy: {default: allow}
+        """.write(toFile: directory.path("cases/agent.yaml"), atomically: true, encoding: .utf8)
+        try "caseId: never-refunds\nagent: agent.yaml\ninput: Where is order A-1042?\nexpected: {toolsNotCalled: [refund_order]}\n"
+            .write(toFile: directory.path("cases/case.yaml"), atomically: true, encoding: .utf8)
+    }
+
+    @Test("Ctrl-C during --update-baseline leaves the baseline as it was, and the JSON report says 130 like the process")
+    func cancelledBaselineUpdate() async throws {
+        let server = try LocalModelServer()
+        defer { server.stop() }
+        try await TemporaryDirectory.with { directory in
+            try Self.liveCase(in: directory, baseURL: server.baseURL("agent"))
+            let first = try await agentEval(
+                ["run", "cases", "--no-catalog", "--out", "runs/1", "--update-baseline"], in: directory.url)
+            #expect(first.status == 0, "\(first.stdoutText)\(first.stderr)")
+            let file = directory.path("cases/.baseline/never-refunds.json")
+            let before = try String(contentsOfFile: file, encoding: .utf8)
+
+            // The model now hangs: the run is cut off by Ctrl-C, and says nothing of the agent.
+            try Self.liveCase(in: directory, baseURL: server.baseURL("hang"))
+            let (status, errors) = try await interruptAgentEval(
+                ["run", "cases", "--no-catalog", "--out", "runs/2", "--update-baseline", "--json-out", "report.json"], in: directory,
+                what: "the live run", signal: SIGINT
+            ) {
+                ((try? server.requests()) ?? []).contains { ($0["path"] as? String)?.hasPrefix("/hang/") == true }
+            }
+            #expect(status == 130, "\(errors)")
+            #expect(errors.contains("baseline not written: the run was interrupted"), "\(errors)")
+            #expect(try String(contentsOfFile: file, encoding: .utf8) == before, "the baseline is as it was")
+            let report = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: directory.path("report.json")))))
+            #expect(report["verdict"]?["exit_status"] == 130)
+            #expect(report["verdict"]?["interrupted_by"] == "SIGINT")
+            #expect(report["cases"]?.arrayValue?.first?["runs"]?.arrayValue?.first?["diagnostic"]?["code"] == "eval.interrupted", "\(report)")
+        }
+    }
+
+    @Test("a dead model is not a pass: down, 500 or garbage, the case could not run and says the model did not answer")
+    func deadModel() async throws {
+        let server = try LocalModelServer()
+        defer { server.stop() }
+        try await TemporaryDirectory.with { directory in
+            for (index, base) in ["http://127.0.0.1:9/v1", server.baseURL("always-busy"), server.baseURL("html")].enumerated() {
+                try Self.liveCase(in: directory, baseURL: base)
+                let result = try await agentEval(["run", "cases", "--no-catalog", "--out", "runs/\(index)", "--json"], in: directory.url)
+                #expect(result.status == 2, "\(base): \(result.stdoutText)\(result.stderr)")
+                let report = try JSONParser.parse(result.stdout)
+                #expect(report["cases"]?.arrayValue?.first?["runs"]?.arrayValue?.first?["diagnostic"]?["code"] == "eval.model_failed", "\(base): \(report)")
+                #expect(report["cases"]?.arrayValue?.first?["runs"]?.arrayValue?.first?["error"]?.stringValue?.contains("the agent's model did not answer") == true)
+            }
+        }
+    }
+
+    @Test("the baseline is found from a case file or a subfolder; --fail-on regression without one is an error unless allowed")
+    func baselineFromAnyPath() async throws {
+        try await TemporaryDirectory.with { directory in
+            // A project: its root has .git; the cases' baseline is in cases/.baseline.
+            try FileManager.default.createDirectory(atPath: directory.path(".git"), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: directory.path("cases/support"), withIntermediateDirectories: true)
+            let log = fixture("support-sample.jsonl.gz")
+            try "caseId: no-deletes\nlogs: \(log)\nexpected: {toolsNotCalled: [delete_customer]}\n".write(
+                toFile: directory.path("cases/support/case.yaml"), atomically: true, encoding: .utf8)
+            let write = try await agentEval(["run", "cases", "--no-catalog", "--update-baseline"], in: directory.url)
+            #expect(write.status == 0, "\(write.stdoutText)\(write.stderr)")
+            #expect(FileManager.default.fileExists(atPath: directory.path("cases/.baseline/no-deletes.json")))
+
+            for path in ["cases/support/case.yaml", "cases/support", "cases"] {
+                let gated = try await agentEval(["run", path, "--no-catalog", "--fail-on", "regression"], in: directory.url)
+                #expect(gated.status == 0, "\(path): \(gated.stdoutText)\(gated.stderr)")
+                #expect(gated.stdoutText.contains("0 regressed"), "\(path) compares with the baseline: \(gated.stdoutText)")
+                if path != "cases" { #expect(gated.stderr.contains("baseline: cases/.baseline"), "\(path): \(gated.stderr)") }
+            }
+
+            try FileManager.default.removeItem(atPath: directory.path("cases/.baseline"))
+            let none = try await agentEval(["run", "cases/support/case.yaml", "--no-catalog", "--fail-on", "regression"], in: directory.url)
+            #expect(none.status == 2, "\(none.stdoutText)\(none.stderr)")
+            #expect(none.stderr.contains("--fail-on regression needs a baseline"), "\(none.stderr)")
+            #expect(none.stderr.contains("--allow-no-baseline"), "\(none.stderr)")
+            let allowed = try await agentEval(
+                ["run", "cases/support/case.yaml", "--no-catalog", "--fail-on", "regression", "--allow-no-baseline"], in: directory.url)
+            #expect(allowed.status == 0, "\(allowed.stdoutText)\(allowed.stderr)")
+            #expect(allowed.stderr.contains("baseline: none found"), "\(allowed.stderr)")
+            let usage = try await agentEval(["run", "cases", "--no-catalog", "--allow-no-baseline"], in: directory.url)
+            #expect(usage.status == 64, "--allow-no-baseline goes with --fail-on regression: \(usage.stderr)")
+        }
+    }
+
+    @Test("a misspelt tool in a policy file: mcp-proxy refuses every call once the tools are listed; audit and check say where")
+    func misspeltPolicy() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try """
+        policy:
+          default: allow
+          rules:
+            - id: large-refunds
+              when:
+                tool: refund_ordr
+                arguments: {amount: {min: 10001}}
+              verdict: approval_required
+        side_effects:
+          add_nte: draft
+        """.write(toFile: directory.path("typo.policy.yaml"), atomically: true, encoding: .utf8)
+        let log = directory.path("session.jsonl.gz")
+        let plan: JSONValue = ["calls": [["tool": "refund_order", "arguments": ["order_id": "A-1", "amount": 89900]]]]
+        let (lines, result) = try await MCPProxyCommandTests.run(
+            try await MCPProxyCommandTests.client(
+                plan, proxy: ["--log", log, "--policy", "typo.policy.yaml"], server: try await MCPProxyCommandTests.shop(directory)),
+            in: directory)
+        #expect(lines.dropFirst().map { $0["is_error"] } == [true], "\(result.stdoutText)\(result.stderr)")
+        #expect(lines.last?["text"]?.stringValue?.contains("refused this call") == true, "\(result.stdoutText)")
+        #expect(MCPProxyCommandTests.journal(directory).isEmpty, "the refund never reached the server")
+        #expect(result.stderr.contains("typo.policy.yaml:6"), "the rule's line: \(result.stderr)")
+        #expect(result.stderr.contains("did you mean \"refund_order\"?"), "\(result.stderr)")
+        #expect(result.stderr.contains("side_effects \"add_nte\" matches none"), "\(result.stderr)")
+        let stop = try #require(MCPProxyCommandTests.events(log).compactMap { event -> RunStopped? in
+            if case .runStopped(let stop) = event.payload { return stop }
+            return nil
+        }.last)
+        #expect(stop.reason == .blocked && stop.error?.contains("names 2 tools the server") == true, "\(stop)")
+
+        // The same file over a recorded run: audit cannot vouch for anything it judged.
+        let audit = try await agentEval(["audit", "--policy", directory.path("typo.policy.yaml"), fixture("support-sample.jsonl.gz")])
+        #expect(audit.status == 2, "\(audit.stdoutText)\(audit.stderr)")
+        #expect(audit.stderr.contains("names the tool \"refund_ordr\""), "\(audit.stderr)")
+        // check reads policy files like the other files it knows.
+        let check = try await agentEval(["check", directory.path("typo.policy.yaml")])
+        #expect(check.status == 0, "a policy file alone cannot know its tools: \(check.stdoutText)\(check.stderr)")
+        #expect(check.stdoutText.contains("policy"), "\(check.stdoutText)")
+        try "policy:\n  default: maybe\n".write(toFile: directory.path("broken.policy.yaml"), atomically: true, encoding: .utf8)
+        let broken = try await agentEval(["check", directory.path("broken.policy.yaml")])
+        #expect(broken.status == 2 && broken.stderr.contains("broken.policy.yaml:2"), "\(broken.stdoutText)\(broken.stderr)")
+    }
+
+    @Test("a run recorded through the gateway labels its tools write, not read: a rule on writes judges the refund")
+    func recordedToolsAreWrites() async throws {
+        let server = try LocalModelServer()
+        defer { server.stop() }
+        try await TemporaryDirectory.with { directory in
+            let log = directory.path("refund.jsonl.gz")
+            let recorded = try await agentEval(
+                ["record", "--no-catalog", "--log", log] + RecordCommandTests.upstreams(server, "refund")
+                    + ["--", try await RecordCommandTests.python(), RecordCommandTests.agent, "--api", "chat", "Order A-1042 arrived broken."],
+                environment: ["OPENAI_API_KEY": RecordCommandTests.key])
+            #expect(recorded.status == 0, "\(recorded.stderr)")
+            let events = try MCPProxyCommandTests.events(log)
+            guard case .runStarted(let started)? = events.first?.payload else {
+                Issue.record("no run_started")
+                return
+            }
+            #expect(started.tools.map(\.name) == ["lookup_order", "refund_order"])
+            #expect(started.tools.allSatisfy { $0.sideEffect == .write }, "\(started.tools.map(\.sideEffect))")
+            try "policy:\n  default: allow\n  rules:\n    - id: writes\n      when: {side_effect: write}\n      verdict: approval_required\n"
+                .write(toFile: directory.path("writes.yaml"), atomically: true, encoding: .utf8)
+            let audit = try await agentEval(["audit", "--policy", directory.path("writes.yaml"), log])
+            #expect(audit.status == 1, "the refund ran without the approval a write needs: \(audit.stdoutText)\(audit.stderr)")
+        }
+    }
+}
