@@ -30,6 +30,16 @@ extension RunState {
     /// Why the run stopped, once it has.
     public var stopReason: StopReason? { stop?.reason }
 
+    /// The steps in which the model decided: a step is a decision of the agent's model, whatever
+    /// else a log records between (a recording's proxy verdicts and approval waits end steps of
+    /// their own; a rejected reply retried in its step does not start another). In step order.
+    public var decisionSteps: [Int] {
+        var steps: [Int] = []
+        for decision in decisions where decision.step != steps.last { steps.append(decision.step) }
+        return steps
+    }
+
+
     /// The limit that stopped the run, if one did.
     public var limitFired: LimitKind? { stop?.limit }
 
