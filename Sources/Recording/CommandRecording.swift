@@ -87,7 +87,8 @@ public struct CommandRecording: Sendable {
         // word as given, before its last path component is taken (`URL=http://h/v1` is not `v1`).
         let assignment = #/^[A-Za-z_][A-Za-z0-9_]*=/#
         var words = command.filter { (try? assignment.prefixMatch(in: $0)) == nil }.map { ($0 as NSString).lastPathComponent }
-        while let first = words.first, interpreters.contains(first) || first.hasPrefix("python3.") || first.hasPrefix("-") || first == "run" {
+        while let first = words.first, interpreters.contains(first) || first.hasPrefix("python3.") || first.hasPrefix("-") || first == "run"
+        {
             words.removeFirst()
         }
         let name = ((words.first ?? command.first ?? "agent") as NSString).deletingPathExtension

@@ -697,7 +697,8 @@ public final class ExchangeRecorder: Sendable {
         case .signalled(let signal):
             return RunStopped(reason: .blocked, error: "\(modelFailure)the command was killed by signal \(signal)")
         case .stopped:
-            return RunStopped(reason: .blocked, error: "\(RunStopped.interruptionPrefix) the recording was stopped before the command ended")
+            return RunStopped(
+                reason: .blocked, error: "\(RunStopped.interruptionPrefix) the recording was stopped before the command ended")
         case .exited(let status) where status != 0:
             return RunStopped(reason: .blocked, error: "\(modelFailure)the command exited with status \(status)\(tail)")
         case .exited:
@@ -712,7 +713,8 @@ public final class ExchangeRecorder: Sendable {
         case .valid(.answer), .invalid:
             return RunStopped(reason: .blocked, error: "\(modelFailure)the command exited without asking the model again")
         default:
-            return RunStopped(reason: .blocked, error: "\(modelFailure)the command exited after the model's tool calls, without a final answer")
+            return RunStopped(
+                reason: .blocked, error: "\(modelFailure)the command exited after the model's tool calls, without a final answer")
         }
     }
 }

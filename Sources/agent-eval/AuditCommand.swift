@@ -123,7 +123,11 @@ struct AuditCommand: AsyncParsableCommand {
         if json { printJSON(.array(reports)) }
         let (misspelt, unmet) = toolSet.isEmpty ? ([], []) : policyFile.misspeltTools(among: toolsSeen)
         for problem in misspelt { diagnose(problem) }
-        for problem in unmet { printError("note: \(problem.location): \(problem.message.replacingOccurrences(of: "none of the tools here", with: "none of the audited runs"))") }
+        for problem in unmet {
+            printError(
+                "note: \(problem.location): \(problem.message.replacingOccurrences(of: "none of the tools here", with: "none of the audited runs"))"
+            )
+        }
         if !misspelt.isEmpty {
             printError(
                 "the policy file misspells \(counted(misspelt.count, "tool name")) of the audited runs: a rule that never fires "

@@ -60,7 +60,9 @@ struct RecordCommand: AsyncParsableCommand {
     var timeout: Int = 600
 
     @Option(
-        help: "Refuse model requests past this many and stop the command (stop: budget_exhausted, max_steps); a looping agent is stopped, not billed.")
+        help:
+            "Refuse model requests past this many and stop the command (stop: budget_exhausted, max_steps); a looping agent is stopped, not billed."
+    )
     var maxRequests: Int = ExchangeRecorder.Limits.defaultMaxRequests
 
     @Option(help: "Stop the command once its model requests used more tokens than this, input and output (token_budget).")

@@ -212,7 +212,8 @@ struct EvidenceMatrixTests {
             case .baselineMissing: return Setup(arguments: run + ["--fail-on", "regression"], says: ["--allow-no-baseline"])
             case .modelDown, .model500, .modelGarbage, .modelHung:
                 return Setup(arguments: run, says: ["the agent's model did not answer"])
-            case .caseTypo, .agentFileTypo, .policyFileTypo: return Setup(arguments: run, says: ["refund_ordr", "did you mean \"refund_order\"?"])
+            case .caseTypo, .agentFileTypo, .policyFileTypo:
+                return Setup(arguments: run, says: ["refund_ordr", "did you mean \"refund_order\"?"])
             default: return Setup(arguments: run)
             }
         case .command:
@@ -395,7 +396,9 @@ enum LogFixture {
         try recorder.record(.verdictGiven(VerdictGiven(callId: "call-1", tool: "lookup_order", verdict: .allow, rule: "reads")))
         try recorder.record(.toolIntended(ToolIntended(callId: "call-1", tool: "lookup_order", arguments: lookup.arguments, attempt: 1)))
         try recorder.record(
-            .toolCompleted(ToolCompleted(callId: "call-1", tool: "lookup_order", attempt: 1, status: .ok, output: ["status": "delivered"], durationUs: 900)))
+            .toolCompleted(
+                ToolCompleted(
+                    callId: "call-1", tool: "lookup_order", attempt: 1, status: .ok, output: ["status": "delivered"], durationUs: 900)))
         try recorder.endStep()
         if stop.reason == .success {
             try recorder.record(.decisionMade(DecisionMade(raw: "answer", outcome: .valid(.answer(stop.answer ?? "")))))

@@ -65,7 +65,8 @@ struct FailClosedTests {
             let report = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: directory.path("report.json")))))
             #expect(report["verdict"]?["exit_status"] == 130)
             #expect(report["verdict"]?["interrupted_by"] == "SIGINT")
-            #expect(report["cases"]?.arrayValue?.first?["runs"]?.arrayValue?.first?["diagnostic"]?["code"] == "eval.interrupted", "\(report)")
+            #expect(
+                report["cases"]?.arrayValue?.first?["runs"]?.arrayValue?.first?["diagnostic"]?["code"] == "eval.interrupted", "\(report)")
         }
     }
 
@@ -79,8 +80,12 @@ struct FailClosedTests {
                 let result = try await agentEval(["run", "cases", "--no-catalog", "--out", "runs/\(index)", "--json"], in: directory.url)
                 #expect(result.status == 2, "\(base): \(result.stdoutText)\(result.stderr)")
                 let report = try JSONParser.parse(result.stdout)
-                #expect(report["cases"]?.arrayValue?.first?["runs"]?.arrayValue?.first?["diagnostic"]?["code"] == "eval.model_failed", "\(base): \(report)")
-                #expect(report["cases"]?.arrayValue?.first?["runs"]?.arrayValue?.first?["error"]?.stringValue?.contains("the agent's model did not answer") == true)
+                #expect(
+                    report["cases"]?.arrayValue?.first?["runs"]?.arrayValue?.first?["diagnostic"]?["code"] == "eval.model_failed",
+                    "\(base): \(report)")
+                #expect(
+                    report["cases"]?.arrayValue?.first?["runs"]?.arrayValue?.first?["error"]?.stringValue?.contains(
+                        "the agent's model did not answer") == true)
             }
         }
     }
@@ -106,7 +111,8 @@ struct FailClosedTests {
             }
 
             try FileManager.default.removeItem(atPath: directory.path("cases/.baseline"))
-            let none = try await agentEval(["run", "cases/support/case.yaml", "--no-catalog", "--fail-on", "regression"], in: directory.url)
+            let none = try await agentEval(
+                ["run", "cases/support/case.yaml", "--no-catalog", "--fail-on", "regression"], in: directory.url)
             #expect(none.status == 2, "\(none.stdoutText)\(none.stderr)")
             #expect(none.stderr.contains("--fail-on regression needs a baseline"), "\(none.stderr)")
             #expect(none.stderr.contains("--allow-no-baseline"), "\(none.stderr)")
@@ -147,10 +153,11 @@ struct FailClosedTests {
         #expect(result.stderr.contains("typo.policy.yaml:6"), "the rule's line: \(result.stderr)")
         #expect(result.stderr.contains("did you mean \"refund_order\"?"), "\(result.stderr)")
         #expect(result.stderr.contains("side_effects \"add_nte\" matches none"), "\(result.stderr)")
-        let stop = try #require(MCPProxyCommandTests.events(log).compactMap { event -> RunStopped? in
-            if case .runStopped(let stop) = event.payload { return stop }
-            return nil
-        }.last)
+        let stop = try #require(
+            MCPProxyCommandTests.events(log).compactMap { event -> RunStopped? in
+                if case .runStopped(let stop) = event.payload { return stop }
+                return nil
+            }.last)
         #expect(stop.reason == .blocked && stop.error?.contains("names 2 tools the server") == true, "\(stop)")
 
         // The same file over a recorded run: audit cannot vouch for anything it judged.
@@ -174,7 +181,10 @@ struct FailClosedTests {
             let log = directory.path("refund.jsonl.gz")
             let recorded = try await agentEval(
                 ["record", "--no-catalog", "--log", log] + RecordCommandTests.upstreams(server, "refund")
-                    + ["--", try await RecordCommandTests.python(), RecordCommandTests.agent, "--api", "chat", "Order A-1042 arrived broken."],
+                    + [
+                        "--", try await RecordCommandTests.python(), RecordCommandTests.agent, "--api", "chat",
+                        "Order A-1042 arrived broken.",
+                    ],
                 environment: ["OPENAI_API_KEY": RecordCommandTests.key])
             #expect(recorded.status == 0, "\(recorded.stderr)")
             let events = try MCPProxyCommandTests.events(log)
@@ -184,7 +194,8 @@ struct FailClosedTests {
             }
             #expect(started.tools.map(\.name) == ["lookup_order", "refund_order"])
             #expect(started.tools.allSatisfy { $0.sideEffect == .write }, "\(started.tools.map(\.sideEffect))")
-            try "policy:\n  default: allow\n  rules:\n    - id: writes\n      when: {side_effect: write}\n      verdict: approval_required\n"
+            try
+                "policy:\n  default: allow\n  rules:\n    - id: writes\n      when: {side_effect: write}\n      verdict: approval_required\n"
                 .write(toFile: directory.path("writes.yaml"), atomically: true, encoding: .utf8)
             let audit = try await agentEval(["audit", "--policy", directory.path("writes.yaml"), log])
             #expect(audit.status == 1, "the refund ran without the approval a write needs: \(audit.stdoutText)\(audit.stderr)")

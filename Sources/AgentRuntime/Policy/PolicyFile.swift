@@ -49,7 +49,8 @@ public struct PolicyFile: Sendable {
         for reference in toolReferences where !known.contains(reference.name) {
             errors.append(
                 ConfigError(
-                    .invalidValue, "\(reference.what) names the tool \"\(reference.name)\", which none of the tools here has "
+                    .invalidValue,
+                    "\(reference.what) names the tool \"\(reference.name)\", which none of the tools here has "
                         + "(\(Self.listed(sorted))): the rule would never apply", at: reference.location,
                     hint: ConfigNode.suggestion(for: reference.name, among: sorted).map { "did you mean \"\($0)\"?" }))
         }

@@ -74,7 +74,8 @@ struct Evidence {
                     .unfinishedRun, "the run did not finish (\(unfinished)); a run that did not finish cannot show what it did not do",
                     hint: "set allowUnfinished: true on the case to check what the run recorded so far")
             }
-            evidence.notes.append(CheckNote(message: "the run did not finish (\(unfinished)): checked over what it recorded", step: state.step))
+            evidence.notes.append(
+                CheckNote(message: "the run did not finish (\(unfinished)): checked over what it recorded", step: state.step))
         }
         let last = state.eventCount - 1
         if let stop = state.stop, stop.isInterruption {
@@ -137,7 +138,8 @@ struct Evidence {
                 if finished.errorClass == .interrupted {
                     return DiagnosticRecord(
                         EvalError(
-                            .interrupted, "task \(task.id) attempt \(attempt.attempt) was stopped from outside (\(error)): the pipeline "
+                            .interrupted,
+                            "task \(task.id) attempt \(attempt.attempt) was stopped from outside (\(error)): the pipeline "
                                 + "shows where it was stopped, not what it would have done", location: place,
                             hint: "resume it (agent-eval pipeline resume) or run the case again"))
                 }

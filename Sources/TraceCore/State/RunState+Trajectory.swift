@@ -39,7 +39,6 @@ extension RunState {
         return steps
     }
 
-
     /// The limit that stopped the run, if one did.
     public var limitFired: LimitKind? { stop?.limit }
 
