@@ -85,8 +85,7 @@ public struct CommandRecording: Sendable {
         let interpreters: Set<String> = ["python", "python3", "node", "bun", "deno", "uv", "npx", "bash", "sh", "ruby", "env"]
         // `env NAME=value …` sets variables (a key, a base URL): never part of a name. Told on the
         // word as given, before its last path component is taken (`URL=http://h/v1` is not `v1`).
-        let assignment = #/^[A-Za-z_][A-Za-z0-9_]*=/#
-        var words = command.filter { (try? assignment.prefixMatch(in: $0)) == nil }.map { ($0 as NSString).lastPathComponent }
+        var words = command.filter { !ShellWords.isAssignment($0) }.map { ($0 as NSString).lastPathComponent }
         while let first = words.first, interpreters.contains(first) || first.hasPrefix("python3.") || first.hasPrefix("-") || first == "run"
         {
             words.removeFirst()

@@ -157,7 +157,9 @@ extension ExchangeRecorder {
             serverName: request["server"]?.stringValue ?? "server")
         let number = (state.proxies.keys.max() ?? 0) + 1
         state.proxies[number] = gate
-        return ["proxy": .int(number), "log": .string(logPath)]
+        // Absolute: the proxy runs in the agent's folder (a command case's), where a path relative
+        // to agent-eval's would put its approvals where `approve` never looks.
+        return ["proxy": .int(number), "log": .string(ConfigPath.absolute(logPath))]
     }
 
     /// The first open call (in the order the model proposed them) of tool `name` with these

@@ -84,7 +84,7 @@ public struct TrajectoryDiff: Sendable {
     }
 
     /// Why a replayed log does not check out, in sentences: its first state digest that
-    /// differs, and its first anomalies.
+    /// differs, a tear, and its first anomalies.
     static func problems(of replay: Replayer.Result) -> [String] {
         var problems: [String] = []
         if let mismatch = replay.digestMismatches.first {
@@ -93,6 +93,8 @@ public struct TrajectoryDiff: Sendable {
                     + (replay.digestMismatches.count > 1 ? " (and \(replay.digestMismatches.count - 1) more)" : "")
                     + ": the log was edited, or written by another fold")
         }
+        // A torn log was compared up to its cut: what it did after was never seen.
+        if let tear = replay.read.tear { problems.append("the log is torn (\(tear)): it is compared up to the cut") }
         for anomaly in replay.state.anomalies.prefix(3) { problems.append("seq \(anomaly.sequence): \(anomaly.message)") }
         if replay.state.anomalies.count > 3 {
             problems.append("and \(replay.state.anomalies.count - 3) more events that do not fit the run")

@@ -15,9 +15,12 @@ struct GatewayCommandCases: CommandCaseRecorder {
 
     func record(_ run: CommandCaseRun) async throws -> CommandCaseOutcome {
         let cassette = try (run.cassette ?? self.cassette).map { try shelf.cassette($0, mode: mode) }
+        // The case's env: over this process's (its keys are kept out of the log like any other).
+        var environment = self.environment
+        for (name, value) in run.environment { environment[name] = value }
         var recording = CommandRecording(
             command: run.command, directory: run.directory, input: run.input, logPath: run.logPath, runId: run.runId, goal: run.input,
-            agentName: CommandRecording.agentName(for: run.command), timeoutMs: run.timeoutMs,
+            agentName: run.agentName ?? CommandRecording.agentName(for: run.command), timeoutMs: run.timeoutMs,
             upstreams: Upstreams.resolve(given: run.upstreams, environment: environment), cassette: cassette, environment: environment)
         // Many cases run at once: their output is kept, not interleaved into the report.
         recording.outputDescriptor = nil

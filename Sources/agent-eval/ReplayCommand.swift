@@ -35,7 +35,8 @@ struct ReplayCommand: AsyncParsableCommand {
             replay option.
 
             Exit codes: 0 replayed and every digest matches, or the log records none (--rerun: the same run); 1 a \
-            digest does not match, with --step: of that step or one before it (--rerun: the run diverges); 2 the log cannot be read, is damaged, or holds no \
+            digest does not match, with --step: of that step or one before it (--rerun: the run diverges), or the log \
+            is torn (replayed to the cut, with a warning); 2 the log cannot be read, is damaged, or holds no \
             event (empty, or cut before its first event); 64 usage error.
 
             Examples:
@@ -240,10 +241,13 @@ struct ReplayCommand: AsyncParsableCommand {
             output.append(line)
             output.flush()
             if let tear = result.read.tear {
-                printError("note: \(log): \(tear)")
-                printError("hint: everything before the cut was replayed; run `agent-eval log repair \(ShellWords.quoted(log))` to seal it")
+                printError("warning: \(log) is torn: \(tear)")
+                printError(
+                    "hint: everything before the cut was replayed, and nothing after it was seen; run `agent-eval log repair "
+                        + "\(ShellWords.quoted(log))` to seal it")
             }
         }
-        throw result.digestMismatches.isEmpty ? Exit.success : Exit.failure
+        // A torn log replays to its cut: what came after was never seen, so it is not a clean replay.
+        throw result.digestMismatches.isEmpty && result.read.tear == nil ? Exit.success : Exit.failure
     }
 }

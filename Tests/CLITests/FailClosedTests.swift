@@ -201,4 +201,41 @@ struct FailClosedTests {
             #expect(audit.status == 1, "the refund ran without the approval a write needs: \(audit.stdoutText)\(audit.stderr)")
         }
     }
+
+    @Test("a command case takes env: and name: (no `env VAR=…` prefix), and a command's name skips env assignments")
+    func commandEnvironment() async throws {
+        let server = try LocalModelServer()
+        defer { server.stop() }
+        try await TemporaryDirectory.with { directory in
+            try FileManager.default.createDirectory(atPath: directory.path("cases"), withIntermediateDirectories: true)
+            try FileManager.default.copyItem(atPath: RecordCommandTests.agent, toPath: directory.path("cases/refund_agent.py"))
+            let python = try await RecordCommandTests.python()
+            try """
+            caseId: refund-env
+            command: ["\(python)", refund_agent.py, --api, chat, "{input}"]
+            name: refund-bot
+            env: {OPENAI_API_KEY: \(RecordCommandTests.key), AGENT_MODE: 3}
+            input: Order A-1042 arrived broken.
+            upstream: {openai: "\(server.baseURL("refund"))"}
+            expected: {toolsCalled: [lookup_order, refund_order], stopReason: success}
+            """.write(toFile: directory.path("cases/case.yaml"), atomically: true, encoding: .utf8)
+            // No key in agent-eval's own environment: the case gives it.
+            let result = try await agentEval(
+                ["run", "cases", "--no-catalog", "--out", "runs"], in: directory.url, environment: ["OPENAI_API_KEY": ""])
+            #expect(result.status == 0, "\(result.stdoutText)\(result.stderr)")
+            let events = try MCPProxyCommandTests.events(directory.path("runs/refund-env-1.jsonl.gz"))
+            guard case .runStarted(let started)? = events.first?.payload else {
+                Issue.record("no run_started")
+                return
+            }
+            #expect(started.agent.name == "refund-bot")
+            let text = try Subprocess.runBlocking(gzipPath, ["-dc", directory.path("runs/refund-env-1.jsonl.gz")]).stdoutText
+            #expect(!text.contains(RecordCommandTests.key), "the key given in env: is kept out of the log")
+
+            try "caseId: bad-env\ncommand: [python3]\nenv: {1BAD: x}\nexpected: {stopReason: success}\n".write(
+                toFile: directory.path("bad.yaml"), atomically: true, encoding: .utf8)
+            let bad = try await agentEval(["check", "bad.yaml"], in: directory.url)
+            #expect(bad.status == 2 && bad.stderr.contains("bad.yaml:3") && bad.stderr.contains("is not a variable name"), "\(bad.stderr)")
+        }
+    }
 }

@@ -160,7 +160,7 @@ struct CaseFileTests {
                 "case.yaml:4:41: maxSteps must be a whole number, found a string",
                 // With its logs misspelled, b is a live case without input.
                 #"case.yaml:5:3: case "b" runs live and needs an input"#,
-                #"case.yaml:6:3: case "b" has no setting "lgos" (known keys: caseId, description, tags, input, agent, pipeline, logs, approve, deny, allowUnfinished, allowReusedCallIds, minPassRate, quarantine, judgeMinKappa, cassette, policy, command, upstream, timeout, expected)"#,
+                #"case.yaml:6:3: case "b" has no setting "lgos" (known keys: caseId, description, tags, input, agent, pipeline, logs, approve, deny, allowUnfinished, allowReusedCallIds, minPassRate, quarantine, judgeMinKappa, cassette, policy, command, upstream, timeout, env, name, expected)"#,
                 #"case.yaml:7:13: case "b" expects nothing: a case with no expectation would pass any run (add at least one expectation, such as toolsCalled, toolsNotCalled or stopReason)"#,
             ])
     }

@@ -123,7 +123,7 @@ public struct EvalCase: Sendable {
 
 /// A `command:` case's program: any agent, run through the recording model gateway
 /// (docs/record.md) in the case file's directory.
-public struct ExternalCommand: Sendable, Hashable {
+public struct ExternalCommand: Sendable {
     /// The program and its arguments as the case writes them; `{input}` stands for the input.
     public var arguments: [String]
     /// Where it runs: the case file's directory.
@@ -132,6 +132,10 @@ public struct ExternalCommand: Sendable, Hashable {
     public var upstreams: [String: String]
     /// How long a run may take (`timeout:`, seconds).
     public var timeoutSeconds: Int
+    /// Variables the command runs with over agent-eval's own environment (`env:`), in file order.
+    public var environment: [(name: String, value: String)] = []
+    /// The agent's name in the log (`name:`); nil derives it from the command line.
+    public var agentName: String?
 
     /// A run may take 10 minutes unless the case says otherwise.
     public static let defaultTimeoutSeconds = 600

@@ -120,7 +120,7 @@ public enum EvalCaseFile {
         let policy = policyPath.flatMap { path in readPolicy(resolve(path, from: directory), errors: &errors) }
         let commandNode = fields.optional("command")
         let command = commandNode.flatMap { readCommand($0, fields: &fields, directory: directory, errors: &errors) }
-        for key in ["upstream", "timeout"] where commandNode == nil {
+        for key in ["upstream", "timeout", "env", "name"] where commandNode == nil {
             if let node = fields.optional(key) {
                 errors.errors.append(
                     ConfigError(
@@ -303,8 +303,29 @@ public enum EvalCaseFile {
         if let timeoutNode = fields.optional("timeout") {
             errors.collect { () throws(ConfigError) in timeout = try timeoutNode.int("timeout (seconds)", in: 1...86_400) }
         }
+        var environment: [(name: String, value: String)] = []
+        if let envNode = fields.optional("env"), let pairs = errors.collect({ () throws(ConfigError) in try envNode.mapping("env").pairs })
+        {
+            for pair in pairs {
+                errors.collect { () throws(ConfigError) in
+                    guard ShellWords.isVariableName(pair.key[...]) else {
+                        throw ConfigError(
+                            .invalidValue, "env \"\(pair.key)\" is not a variable name", at: pair.keyLocation,
+                            hint: "letters, digits and _, not starting with a digit, e.g. OPENAI_BASE_URL")
+                    }
+                    guard case .scalar(let value, _) = pair.value.content else {
+                        throw ConfigError(.invalidValue, "env \(pair.key) must be a string or a number", at: pair.value.location)
+                    }
+                    environment.append((pair.key, value))
+                }
+            }
+        }
+        let agentName = errors.collect { () throws(ConfigError) in try fields.optional("name")?.nonEmptyString("name") } ?? nil
         guard errors.errors.count == before, let arguments else { return nil }
-        return ExternalCommand(arguments: arguments, directory: directory, upstreams: upstreams, timeoutSeconds: timeout)
+        var command = ExternalCommand(arguments: arguments, directory: directory, upstreams: upstreams, timeoutSeconds: timeout)
+        command.environment = environment
+        command.agentName = agentName
+        return command
     }
 
     /// The expectations; nil when they have errors, which go to `errors` (every one is read),

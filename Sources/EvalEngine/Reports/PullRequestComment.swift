@@ -85,7 +85,7 @@ public struct PullRequestComment: Sendable {
             for regression in item.entry["baseline"]?["regressions"]?.arrayValue ?? [] {
                 body.append("  - \(regression["message"]?.stringValue ?? "")")
             }
-            body.append(contentsOf: Self.firstFailure(item.entry))
+            body.append(contentsOf: Self.failures(item.entry))
             return body
         }
         // Against the base branch's report: what changed in this pull request. Each failing
@@ -96,7 +96,7 @@ public struct PullRequestComment: Sendable {
             return before.outcome == "pass" && !regressedIds.contains(item.id)
         }
         section("Newly flaky", newlyFlaky, note: "Every attempt passed on the base branch.") { item in
-            ["- **`\(item.id)`** — \(Self.attempts(item.entry))\(Self.place(item.entry))"] + Self.firstFailure(item.entry)
+            ["- **`\(item.id)`** — \(Self.attempts(item.entry))\(Self.place(item.entry))"] + Self.failures(item.entry)
         }
         let flakyIds = Set(newlyFlaky.map(\.id))
         // With a base: failing now, and passing there or not there at all (a new case).
@@ -107,7 +107,7 @@ public struct PullRequestComment: Sendable {
         }
         section("Newly failing", newlyFailing, note: "The gate passed them on the base branch, or they are new.") { item in
             let new = baseCases[item.id] == nil ? ", new case" : ""
-            return ["- **`\(item.id)`** (\(Self.words(item.outcome))\(new))\(Self.place(item.entry))"] + Self.firstFailure(item.entry)
+            return ["- **`\(item.id)`** (\(Self.words(item.outcome))\(new))\(Self.place(item.entry))"] + Self.failures(item.entry)
         }
         let shown = regressedIds.union(flakyIds).union(newlyFailing.map(\.id))
         let otherFailing = cases.filter { item in
@@ -116,7 +116,7 @@ public struct PullRequestComment: Sendable {
         // "Still" only against a base that failed them too; without one, what failed is all that is known.
         section(base == nil ? "Failing" : "Still failing", otherFailing) { item in
             let status = item.entry["baseline"]?["status"]?.stringValue.map { ", \(Self.words($0))" } ?? ""
-            return ["- `\(item.id)` (\(Self.words(item.outcome))\(status))\(Self.place(item.entry))"] + Self.firstFailure(item.entry)
+            return ["- `\(item.id)` (\(Self.words(item.outcome))\(status))\(Self.place(item.entry))"] + Self.failures(item.entry)
         }
         section("Could not run", cases.filter { $0.outcome == "error" }, note: "A harness problem, not the agent's quality.") { item in
             let error = item.entry["error"]?.stringValue ?? GitHubAnnotations.firstRunError(item.entry) ?? "see the report"
@@ -201,20 +201,29 @@ public struct PullRequestComment: Sendable {
         return " — `\(file)\(entry["line"]?.intValue.map { ":\($0)" } ?? "")`"
     }
 
-    /// The first failed expectation of the case: what was expected, what happened at which step,
-    /// and the command to look at it.
-    static func firstFailure(_ entry: JSONValue) -> [String] {
+    /// The failed expectations of the case's first failing run (at most `failuresListed`, then how
+    /// many more): what was expected, what happened at which step, and the command to look at each.
+    static func failures(_ entry: JSONValue) -> [String] {
         for run in entry["runs"]?.arrayValue ?? [] {
-            guard let failure = run["failures"]?.arrayValue?.first else { continue }
-            let step = failure["step"]?.intValue.map { " at step \($0)" } ?? ""
-            return [
-                "  - ✘ `\(failure["expectation"]?.stringValue ?? "")`\(step): expected \(inline(failure["expected"]?.stringValue ?? "")); "
-                    + "happened: \(inline(failure["actual"]?.stringValue ?? ""))",
-                "  - look: `\(failure["replay"]?.stringValue ?? "")`",
-            ]
+            guard let failures = run["failures"]?.arrayValue, !failures.isEmpty else { continue }
+            var lines: [String] = []
+            for failure in failures.prefix(failuresListed) {
+                let step = failure["step"]?.intValue.map { " at step \($0)" } ?? ""
+                lines.append(
+                    "  - ✘ `\(failure["expectation"]?.stringValue ?? "")`\(step): expected \(inline(failure["expected"]?.stringValue ?? "")); "
+                        + "happened: \(inline(failure["actual"]?.stringValue ?? ""))")
+                lines.append("    look: `\(failure["replay"]?.stringValue ?? "")`")
+            }
+            if failures.count > failuresListed {
+                lines.append("  - and \(failures.count - failuresListed) more failed expectations (the report lists all)")
+            }
+            return lines
         }
         return []
     }
+
+    /// How many failed expectations a case lists in the comment.
+    static let failuresListed = 5
 
     /// Text on one line, with nothing Markdown would read as a table or a tag.
     static func inline(_ text: String) -> String {

@@ -18,6 +18,10 @@ public struct CommandCaseRun: Sendable {
     /// The case's cassette directory, if it names one.
     public var cassette: String?
     public var timeoutMs: Int
+    /// The case's `env:`, over the runner's environment.
+    public var environment: [(name: String, value: String)] = []
+    /// The case's `name:` for the agent; nil derives it from the command line.
+    public var agentName: String?
 }
 
 /// How a command case's run ended, beyond what its log says.
@@ -70,11 +74,13 @@ extension EvalRunner {
         let outcome: CommandCaseOutcome
         do {
             try FileManager.default.createDirectory(atPath: options.outputDirectory, withIntermediateDirectories: true)
-            outcome = try await recorder.record(
-                CommandCaseRun(
-                    command: command.commandLine(input: input), directory: command.directory, input: input, logPath: log,
-                    runId: options.environment.makeRunId(), upstreams: command.upstreams, cassette: evalCase.cassette,
-                    timeoutMs: command.timeoutSeconds * 1000))
+            var run = CommandCaseRun(
+                command: command.commandLine(input: input), directory: command.directory, input: input, logPath: log,
+                runId: options.environment.makeRunId(), upstreams: command.upstreams, cassette: evalCase.cassette,
+                timeoutMs: command.timeoutSeconds * 1000)
+            run.environment = command.environment
+            run.agentName = command.agentName
+            outcome = try await recorder.record(run)
         } catch {
             let reason = (error as? any Diagnostic)?.message ?? "\(error)"
             return cannotRun(

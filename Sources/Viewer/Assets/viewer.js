@@ -392,9 +392,13 @@
     } else if ((verification.digest_mismatches || []).length) {
       append(this.root, el('p', { class: 'banner-bad' }, verification.digest_mismatches.length + ' of ' + verification.digests_checked +
         ' state digests do not match the rebuilt state: the log was written by code whose fold differs from this one.'));
+    } else if (verification.tear) {
+      // Torn: what came after the cut was never seen, so the page is not a whole replay.
+      append(this.root, el('p', { class: 'banner-bad', id: this.prefix + 'torn' }, 'The log is torn: ' + verification.tear +
+        '. The ' + this.steps.length + ' steps before the cut are shown (' + (verification.digests_checked || 0) +
+        ' state digests checked, all match); what came after was never seen — seal it with agent-eval log repair.'));
     } else {
-      append(this.root, el('p', { class: 'banner-ok' }, '✔ replayed from the log alone; ' + (verification.digests_checked || 0) + ' state digests checked, all match the rebuilt state' +
-        (verification.tear ? '. Note: ' + verification.tear : '')));
+      append(this.root, el('p', { class: 'banner-ok' }, '✔ replayed from the log alone; ' + (verification.digests_checked || 0) + ' state digests checked, all match the rebuilt state'));
     }
     append(this.root, this.drawSummary());
     append(this.root, this.drawToolbar());
