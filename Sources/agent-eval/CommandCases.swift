@@ -2,6 +2,7 @@ import EvalEngine
 import Foundation
 import ModelClients
 import Recording
+import TraceCore
 
 /// How `agent-eval run` runs `command:` cases: through the recording model gateway, like
 /// `agent-eval record`, with the case's cassette (else `--cassette`) in `--record`'s mode.
@@ -14,7 +15,13 @@ struct GatewayCommandCases: CommandCaseRecorder {
     let environment: [String: String]
 
     func record(_ run: CommandCaseRun) async throws -> CommandCaseOutcome {
-        let cassette = try (run.cassette ?? self.cassette).map { try shelf.cassette($0, mode: mode) }
+        let cassette: Cassette?
+        do {
+            cassette = try (run.cassette ?? self.cassette).map { try shelf.cassette($0, mode: mode) }
+        } catch {
+            let diagnostic = error as? any Diagnostic
+            throw CommandCaseCassetteError(message: diagnostic?.message ?? "\(error)", hint: diagnostic?.hint)
+        }
         // The case's env: over this process's (its keys are kept out of the log like any other).
         var environment = self.environment
         for (name, value) in run.environment { environment[name] = value }

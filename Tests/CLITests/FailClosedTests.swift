@@ -238,4 +238,18 @@ struct FailClosedTests {
             #expect(bad.status == 2 && bad.stderr.contains("bad.yaml:3") && bad.stderr.contains("is not a variable name"), "\(bad.stderr)")
         }
     }
+
+    @Test("a misspelt cassette in a command case is named at its cassette: line, not blamed on command:")
+    func misspeltCassette() async throws {
+        try await TemporaryDirectory.with { directory in
+            try
+                "caseId: typo\ncommand: [python3, -c, \"print(1)\"]\ninput: hi\ncassette: ../cassetes/refund\nexpected: {stopReason: success}\n"
+                .write(toFile: directory.path("case.yaml"), atomically: true, encoding: .utf8)
+            let result = try await agentEval(["run", "case.yaml", "--no-catalog", "--out", "runs"], in: directory.url)
+            #expect(result.status == 2, "\(result.stdoutText)")
+            #expect(result.stdoutText.contains("case.yaml:4:11"), "\(result.stdoutText)")
+            #expect(
+                result.stdoutText.contains("does not exist") && !result.stdoutText.contains("check the program"), "\(result.stdoutText)")
+        }
+    }
 }

@@ -38,6 +38,19 @@ public struct CommandCaseOutcome: Sendable {
     }
 }
 
+/// A command case's cassette that cannot be used (a directory that does not exist in replay, an
+/// index that does not read): what the recorder throws so that the runner puts the error at the
+/// case's `cassette:`, not at its `command:`.
+public struct CommandCaseCassetteError: Error, Sendable {
+    public var message: String
+    public var hint: String?
+
+    public init(message: String, hint: String?) {
+        self.message = message
+        self.hint = hint
+    }
+}
+
 /// What runs `command:` cases: the recording model gateway (the Recording module, given by the
 /// CLI; the eval engine does not import it). It runs the command to its end and leaves a
 /// finished log at `logPath`; it throws when the command or the gateway could not start.
@@ -81,6 +94,11 @@ extension EvalRunner {
             run.environment = command.environment
             run.agentName = command.agentName
             outcome = try await recorder.record(run)
+        } catch let error as CommandCaseCassetteError {
+            return cannotRun(
+                EvalError(
+                    .badCase, "case \"\(evalCase.id)\": \(error.message)", location: evalCase.location(ofKey: "cassette"),
+                    hint: (error.hint.map { $0 + "; " } ?? "") + "the path is relative to the case file's folder"))
         } catch {
             let reason = (error as? any Diagnostic)?.message ?? "\(error)"
             return cannotRun(
