@@ -33,6 +33,8 @@ public final class Cassette: Sendable {
     public let mode: Mode
     // Guarded by the mutex: the index, by key.
     private let entries: Mutex<[String: Entry]>
+    // Guarded by the mutex: the keys this process replayed or recorded.
+    private let used = Mutex<Set<String>>([])
 
     /// Opens the cassette in `directory` (which need not exist yet when recording).
     public init(directory: String, mode: Mode) throws {
@@ -110,7 +112,16 @@ public final class Cassette: Sendable {
 
     func recording(forKey key: String) throws -> Recording? {
         guard let entry = entries.withLock({ $0[key] }) else { return nil }
+        used.withLock { _ = $0.insert(key) }
         return try load(entry)
+    }
+
+    /// The recordings no request of this process asked for, by file name, sorted: after a run
+    /// that covered every case using the cassette (`--record new` in particular, which keeps the
+    /// old ones), what the agents no longer ask — stale recordings to review or delete.
+    public var unusedFiles: [String] {
+        let used = used.withLock { $0 }
+        return entries.withLock { entries in entries.values.filter { !used.contains($0.key) }.map(\.file) }.sorted()
     }
 
     private func load(_ entry: Entry) throws -> Recording {
@@ -155,6 +166,7 @@ public final class Cassette: Sendable {
         ]
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try Self.write(try GzipData.compress(JSONWriter.encode(document) + [0x0A]), to: directory + "/" + file)
+        used.withLock { _ = $0.insert(key) }
         try entries.withLock { entries in
             entries[key] = Entry(key: key, file: file, provider: provider, model: model)
             try Self.write(Self.indexText(entries), to: directory + "/index.json")

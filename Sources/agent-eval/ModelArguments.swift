@@ -83,6 +83,14 @@ final class CassetteShelf: Sendable {
             return cassette
         }
     }
+
+    /// Each cassette opened that holds recordings nothing asked for, in path order.
+    func unused() -> [(directory: String, files: [String])] {
+        opened.withLock { $0 }.sorted { $0.key < $1.key }.compactMap { _, cassette in
+            let files = cassette.unusedFiles
+            return files.isEmpty ? nil : (cassette.directory, files)
+        }
+    }
 }
 
 /// The judge options `run` and `check` share: the judge of model-graded expectations whose

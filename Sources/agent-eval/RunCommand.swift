@@ -262,8 +262,8 @@ struct RunCommand: AsyncParsableCommand {
         var options = EvalOptions(
             jobs: jobs, repeats: repeats, defaultAgent: agent, outputDirectory: out ?? Self.defaultOutput(),
             countsDeniedAttempts: countDeniedAttempts)
+        let shelf = CassetteShelf()
         do {
-            let shelf = CassetteShelf()
             options.models = try models.options(shelf: shelf)
             options.cassetteModels = models.caseCassetteModels(shelf: shelf)
             options.commands = GatewayCommandCases(
@@ -371,6 +371,15 @@ struct RunCommand: AsyncParsableCommand {
         }
         console?.close()
         report.interruptedBy = interrupted
+        if models.record != "none", interrupted == nil, filter.isEmpty, shard == nil {
+            // Every case ran: a recording none of them asked for is one the agents no longer make.
+            for (directory, files) in shelf.unused() {
+                printError(
+                    "note: the cassette \(directory) holds \(counted(files.count, "recording")) this run did not use (stale since the "
+                        + "agents changed; review and delete them, or record the cassette anew with --record all): "
+                        + files.prefix(5).joined(separator: ", ") + (files.count > 5 ? ", …" : ""))
+            }
+        }
         let exported = await exporter?.finish()
         var flaky: [CaseStability] = []
         var releasable: [(caseId: String, streak: Int)] = []

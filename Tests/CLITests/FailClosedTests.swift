@@ -252,4 +252,25 @@ struct FailClosedTests {
                 result.stdoutText.contains("does not exist") && !result.stdoutText.contains("check the program"), "\(result.stdoutText)")
         }
     }
+
+    @Test("--record new says which recordings of a cassette the run no longer used")
+    func staleRecordings() async throws {
+        let server = try LocalModelServer()
+        defer { server.stop() }
+        try await TemporaryDirectory.with { directory in
+            try Self.liveCase(in: directory, baseURL: server.baseURL("agent"))
+            let casePath = directory.path("cases/case.yaml")
+            try (try String(contentsOfFile: casePath, encoding: .utf8) + "cassette: ../cassettes/c\n").write(
+                toFile: casePath, atomically: true, encoding: .utf8)
+            let first = try await agentEval(["run", "cases", "--no-catalog", "--out", "runs/1", "--record", "new"], in: directory.url)
+            #expect(first.status == 0, "\(first.stdoutText)\(first.stderr)")
+            #expect(!first.stderr.contains("did not use"), "\(first.stderr)")
+            // Another question: the first recordings are no longer asked for.
+            try (try String(contentsOfFile: casePath, encoding: .utf8)).replacingOccurrences(of: "Where is order", with: "What about order")
+                .write(toFile: casePath, atomically: true, encoding: .utf8)
+            let second = try await agentEval(["run", "cases", "--no-catalog", "--out", "runs/2", "--record", "new"], in: directory.url)
+            #expect(second.status == 0, "\(second.stdoutText)\(second.stderr)")
+            #expect(second.stderr.contains("holds 2 recordings this run did not use"), "\(second.stderr)")
+        }
+    }
 }
