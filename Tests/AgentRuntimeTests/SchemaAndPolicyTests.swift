@@ -202,4 +202,53 @@ struct PolicyTests {
     func conditions(_ test: ArgumentCondition.Test, _ arguments: JSONValue, _ holds: Bool) {
         #expect(ArgumentCondition(path: ["currency"], test: test).holds(in: arguments) == holds)
     }
+
+    @Test(
+        "an argument is judged as a server reads it: a number in a string is that number; what a condition cannot read is undecidable",
+        arguments: [
+            (ArgumentCondition.Test.atLeast(10001), ["amount": "50000"] as JSONValue, "holds"),
+            (.atLeast(10001), ["amount": "500"], "fails"),
+            (.atLeast(10001), ["amount": "fifty thousand"], "undecidable"),
+            (.atLeast(10001), ["amount": ["value": 50000]], "undecidable"),
+            (.atLeast(10001), ["other": 1], "undecidable"),
+            (.atMost(100), ["amount": "1e9"], "fails"),
+            (.equals(5), ["amount": "5"], "holds"),
+            (.oneOf(["A-1", 7]), ["amount": "7"], "holds"),
+            (.matches("^5"), ["amount": 50000], "holds"),
+            (.matches("^5"), ["amount": [5]], "undecidable"),
+            (.equals("EUR"), ["other": 1], "fails"),
+        ] as [(ArgumentCondition.Test, JSONValue, String)])
+    func coercion(_ test: ArgumentCondition.Test, _ arguments: JSONValue, _ expected: String) {
+        let judged = ArgumentCondition(path: ["amount"], test: test).judge(arguments)
+        switch judged {
+        case .holds: #expect(expected == "holds")
+        case .fails: #expect(expected == "fails")
+        case .undecidable(let why): #expect(expected == "undecidable" && why.contains("argument amount"), "\(why)")
+        }
+    }
+
+    @Test("a restrictive rule whose argument condition cannot be judged applies, saying why; an allowing one does not")
+    func undecidableFailsClosed() throws {
+        var large = PolicyRule(id: "large-refunds", verdict: .approvalRequired, reason: "refunds over 100.00 need a person")
+        large.tools = [Glob("refund_order")]
+        large.arguments = [ArgumentCondition(path: ["amount"], test: .atLeast(10001))]
+        var small = PolicyRule(id: "small-refunds", verdict: .allow)
+        small.tools = [Glob("refund_order")]
+        small.arguments = [ArgumentCondition(path: ["amount"], test: .atMost(10000))]
+        let tool = ToolSpec(name: "refund_order", description: "", inputSchema: ["type": "object"], sideEffect: .write)
+        func decide(_ policy: RulePolicy, _ arguments: JSONValue) -> PolicyDecision {
+            policy.decide(
+                PolicyQuery(
+                    call: ToolCall(id: "c", name: "refund_order", arguments: arguments), tool: tool, actor: nil, route: nil,
+                    state: RunState(), limits: RunLimits()))
+        }
+        let gate = RulePolicy(name: "p", rules: [large], defaultDecision: PolicyDecision(.allow, rule: "default"))
+        #expect(decide(gate, ["amount": "50000"]).verdict == .approvalRequired)
+        let odd = decide(gate, ["amount": "lots"])
+        #expect(odd.verdict == .approvalRequired && odd.reason?.contains("applied because argument amount is") == true, "\(odd)")
+        #expect(decide(gate, ["amount": 500]).verdict == .allow)
+        let allowList = RulePolicy(name: "p", rules: [small], defaultDecision: PolicyDecision(.deny, rule: "default"))
+        #expect(decide(allowList, ["amount": "lots"]).verdict == .deny, "an unreadable value never opens an allow rule")
+        #expect(decide(allowList, ["amount": "50"]).verdict == .allow)
+    }
 }

@@ -273,4 +273,34 @@ struct FailClosedTests {
             #expect(second.stderr.contains("holds 2 recordings this run did not use"), "\(second.stderr)")
         }
     }
+
+    @Test("a number given as a string cannot walk around a numeric rule: mcp-proxy holds \"50000\" as it holds 50000")
+    func numericConditionAsString() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try """
+        policy:
+          default: allow
+          rules:
+            - id: large-refunds
+              when:
+                tool: refund_order
+                arguments: {amount: {min: 10001}}
+              verdict: deny
+              reason: refunds over 100.00 need a person
+        """.write(toFile: directory.path("refunds.policy.yaml"), atomically: true, encoding: .utf8)
+        let calls: [JSONValue] = [
+            ["tool": "refund_order", "arguments": ["order_id": "A-1", "amount": "50000"]],
+            ["tool": "refund_order", "arguments": ["order_id": "A-2", "amount": "a lot"]],
+            ["tool": "refund_order", "arguments": ["order_id": "A-3", "amount": 500]],
+        ]
+        let (lines, result) = try await MCPProxyCommandTests.run(
+            try await MCPProxyCommandTests.client(
+                ["calls": .array(calls)], proxy: ["--log", directory.path("s.jsonl.gz"), "--policy", "refunds.policy.yaml"],
+                server: try await MCPProxyCommandTests.shop(directory)),
+            in: directory)
+        #expect(lines.dropFirst().map { $0["is_error"] } == [true, true, false], "\(result.stdoutText)\(result.stderr)")
+        #expect(lines[2]["text"]?.stringValue?.contains("applied because argument amount is \"a lot\"") == true, "\(lines)")
+        #expect(MCPProxyCommandTests.journal(directory) == ["refund A-3 500"], "only the small refund reached the server")
+    }
 }

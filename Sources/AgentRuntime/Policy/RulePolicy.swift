@@ -19,8 +19,16 @@ public struct RulePolicy: Policy {
     }
 
     public func decide(_ query: PolicyQuery) -> PolicyDecision {
-        for rule in rules where rule.matches(query) {
-            return PolicyDecision(rule.verdict, reason: rule.reason, rule: rule.id)
+        for rule in rules {
+            switch rule.match(query) {
+            case .no: continue
+            case .yes: return PolicyDecision(rule.verdict, reason: rule.reason, rule: rule.id)
+            case .undecidable(let why):
+                // A restrictive rule whose condition cannot be judged on the value given applies
+                // (fail closed); the reason says why. An allowing one does not.
+                let reason = (rule.reason.map { $0 + "; " } ?? "") + "applied because \(why)"
+                return PolicyDecision(rule.verdict, reason: reason, rule: rule.id)
+            }
         }
         return defaultDecision
     }
@@ -87,14 +95,36 @@ public struct PolicyRule: Sendable {
             && (routes.isEmpty || routes.contains { $0.matches(route ?? "") })
     }
 
-    public func matches(_ query: PolicyQuery) -> Bool {
-        guard matchesStatically(tool: query.tool, actor: query.actor, route: query.route) else { return false }
-        if let isApproved, query.isToolApproved != isApproved { return false }
-        if let toolCallsLeftBelow, let left = query.toolCallsLeft, left >= toolCallsLeftBelow { return false }
-        if let toolCallsLeftBelow, query.toolCallsLeft == nil, toolCallsLeftBelow >= 0 { return false }
-        if let tokensLeftBelow, let left = query.tokensLeft, left >= tokensLeftBelow { return false }
-        if tokensLeftBelow != nil, query.tokensLeft == nil { return false }
-        return arguments.allSatisfy { $0.holds(in: query.call.arguments) }
+    /// Whether the rule applies to a call: `undecidable` when every other condition holds and
+    /// an argument condition cannot be judged on the value the call gives (see
+    /// `ArgumentCondition.judge(_:)`).
+    public enum Match: Sendable, Equatable {
+        case yes, no
+        case undecidable(String)
+    }
+
+    public func matches(_ query: PolicyQuery) -> Bool { match(query) == .yes }
+
+    /// Whether the rule applies to a call; an argument condition that cannot be judged makes a
+    /// restrictive rule (deny, approval_required) `undecidable` — it applies, failing closed —
+    /// and an allowing rule `no`: a value a condition cannot read never opens a way around it.
+    public func match(_ query: PolicyQuery) -> Match {
+        guard matchesStatically(tool: query.tool, actor: query.actor, route: query.route) else { return .no }
+        if let isApproved, query.isToolApproved != isApproved { return .no }
+        if let toolCallsLeftBelow, let left = query.toolCallsLeft, left >= toolCallsLeftBelow { return .no }
+        if let toolCallsLeftBelow, query.toolCallsLeft == nil, toolCallsLeftBelow >= 0 { return .no }
+        if let tokensLeftBelow, let left = query.tokensLeft, left >= tokensLeftBelow { return .no }
+        if tokensLeftBelow != nil, query.tokensLeft == nil { return .no }
+        var undecided: String?
+        for condition in arguments {
+            switch condition.judge(query.call.arguments) {
+            case .holds: continue
+            case .fails: return .no
+            case .undecidable(let why): undecided = undecided ?? why
+            }
+        }
+        guard let undecided else { return .yes }
+        return verdict == .allow ? .no : .undecidable(undecided)
     }
 
     var json: JSONValue {
@@ -146,17 +176,64 @@ public struct ArgumentCondition: Sendable {
         return try? LinearRegex(pattern)
     }
 
-    public func holds(in arguments: JSONValue) -> Bool {
+    public func holds(in arguments: JSONValue) -> Bool { judge(arguments) == .holds }
+
+    /// What a condition says of a call's arguments.
+    public enum Judgement: Sendable, Equatable {
+        case holds, fails
+        /// The value given cannot be judged by this condition: why, in a sentence.
+        case undecidable(String)
+    }
+
+    /// Judges the value at `path` as the server that gets it would read it, since servers coerce
+    /// (pydantic turns `"50000"` into 50000): a number written as a string is compared as that
+    /// number, by `min`, `max`, `equals` and `in`; a number or a boolean is matched by `matches` as
+    /// its JSON text. What cannot be read so — no value for `min`/`max`, a string that is no
+    /// number for them, an object or a list for `matches` — is `undecidable`: never a plain
+    /// "fails", which would let the call around the rule (docs/agent-files.md, "Argument
+    /// conditions").
+    public func judge(_ arguments: JSONValue) -> Judgement {
         let value = arguments.value(atPath: path)
+        let where_ = "argument \(path.joined(separator: "."))"
+        func number(_ value: JSONValue) -> Double? {
+            if let number = value.doubleValue { return number }
+            // A string that is not a number's JSON text is no number: undecidable, judged closed.
+            guard let text = value.stringValue, !text.isEmpty, let parsed = try? JSONParser.parse(Array(text.utf8)),
+                let number = parsed.doubleValue
+            else { return nil }
+            return number
+        }
+        func same(_ value: JSONValue, _ expected: JSONValue) -> Bool {
+            if value.equals(byValue: expected) { return true }
+            // A number given as a string (or the other way round) is the number a server reads.
+            if expected.doubleValue != nil || value.doubleValue != nil, let left = number(value), let right = number(expected) {
+                return left == right
+            }
+            return false
+        }
+        func bound(_ compare: (Double) -> Bool, _ name: String, _ limit: Double) -> Judgement {
+            guard let value else { return .undecidable("\(where_) is missing, so \(name) \(limit) cannot be judged") }
+            guard let number = number(value) else {
+                return .undecidable("\(where_) is \(JSONWriter.encodeString(value).prefix(80)), not a number \(name) \(limit) can judge")
+            }
+            return compare(number) ? .holds : .fails
+        }
         switch test {
-        case .exists(let isExpected): return (value != nil) == isExpected
-        case .equals(let expected): return value?.equals(byValue: expected) ?? false
-        case .oneOf(let options): return value.map { value in options.contains { value.equals(byValue: $0) } } ?? false
+        case .exists(let isExpected): return (value != nil) == isExpected ? .holds : .fails
+        case .equals(let expected): return value.map { same($0, expected) } == true ? .holds : .fails
+        case .oneOf(let options): return value.map { value in options.contains { same(value, $0) } } == true ? .holds : .fails
         case .matches:
-            guard let text = value?.stringValue, let regex else { return false }
-            return regex.matches(text)
-        case .atLeast(let bound): return value?.doubleValue.map { $0 >= bound } ?? false
-        case .atMost(let bound): return value?.doubleValue.map { $0 <= bound } ?? false
+            guard let regex else { return .fails }
+            guard let value else { return .fails }
+            switch value {
+            case .string(let text): return regex.matches(text) ? .holds : .fails
+            case .int, .double, .bool: return regex.matches(JSONWriter.encodeString(value)) ? .holds : .fails
+            case .null: return .fails
+            case .array, .object:
+                return .undecidable("\(where_) is \(value.arrayValue == nil ? "an object" : "a list"), which a pattern cannot match")
+            }
+        case .atLeast(let limit): return bound({ $0 >= limit }, "min", limit)
+        case .atMost(let limit): return bound({ $0 <= limit }, "max", limit)
         }
     }
 
