@@ -24,7 +24,11 @@ public struct SuiteRunInfo: Sendable, Hashable {
         self.startedAtUs = startedAtUs
         self.gitCommit = gitCommit
         self.gitBranch = gitBranch
-        self.commandLine = commandLine
+        // Every reader of a team's catalog sees it: a URL's password (`--catalog
+        // postgres://user:PASSWORD@…`) is never stored.
+        self.commandLine = commandLine.split(separator: " ", omittingEmptySubsequences: false).map {
+            PostgresTarget.redacted(String($0))
+        }.joined(separator: " ")
         self.origin = origin
         self.shard = shard
         self.runner = runner

@@ -7,7 +7,9 @@ import Synchronization
     import Darwin
 #endif
 
-/// What SIGINT (Ctrl-C) and SIGTERM do, in every command: the one place they are handled.
+/// What SIGINT (Ctrl-C), SIGTERM and SIGHUP (the terminal closed) do, in every command: the one
+/// place they are handled. SIGHUP is taken like SIGTERM: a closed terminal stops `record` with its
+/// stop recorded and its command's processes ended, not mid-write.
 ///
 /// `install()`, at start, makes either signal end the process promptly with 128 + its number
 /// — 130 for SIGINT, 143 for SIGTERM — whatever the command is doing: reading and checking
@@ -39,7 +41,7 @@ enum Interruption {
         }
         guard isFirst else { return }
         sources.withLock { sources in
-            sources = [SIGINT, SIGTERM].map { number -> any DispatchSourceSignal in
+            sources = [SIGINT, SIGTERM, SIGHUP].map { number -> any DispatchSourceSignal in
                 // Ignored, so that only the source sees it (children start with every signal at
                 // its default: `SpawnedProcess`).
                 signal(number, SIG_IGN)
@@ -64,6 +66,15 @@ enum Interruption {
         return (value, state.withLock { $0.received })
     }
 
+    /// `SIGINT`, `SIGTERM` or `SIGHUP`.
+    static func name(of number: Int32) -> String {
+        switch number {
+        case SIGINT: "SIGINT"
+        case SIGHUP: "SIGHUP"
+        default: "SIGTERM"
+        }
+    }
+
     private static func received(_ number: Int32) {
         let cancel = state.withLock { state -> (@Sendable () -> Void)? in
             guard state.received == nil, let cancel = state.cancel else { return nil }
@@ -74,7 +85,7 @@ enum Interruption {
             cancel()
             return
         }
-        let message = "interrupted by \(number == SIGINT ? "SIGINT" : "SIGTERM"): stopped before finishing"
+        let message = "interrupted by \(name(of: number)): stopped before finishing"
         printError(message)
         StandardOutput.printInterruption(exitCode: 128 + number, message: message)
         // `exit`, not `_exit`: the handlers registered at exit still run (the sweep of the

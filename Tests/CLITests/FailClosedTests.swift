@@ -303,4 +303,29 @@ struct FailClosedTests {
         #expect(lines[2]["text"]?.stringValue?.contains("applied because argument amount is \"a lot\"") == true, "\(lines)")
         #expect(MCPProxyCommandTests.journal(directory) == ["refund A-3 500"], "only the small refund reached the server")
     }
+
+    @Test("SIGHUP (a closed terminal) stops record like SIGTERM: the stop is recorded and the log is whole")
+    func hangUp() async throws {
+        let server = try LocalModelServer()
+        defer { server.stop() }
+        try await TemporaryDirectory.with { directory in
+            let log = directory.path("hup.jsonl.gz")
+            let (status, errors) = try await interruptAgentEval(
+                ["record", "--no-catalog", "--log", log] + RecordCommandTests.upstreams(server, "hang")
+                    + [
+                        "--", "/usr/bin/env", "OPENAI_API_KEY=\(RecordCommandTests.key)", try await RecordCommandTests.python(),
+                        RecordCommandTests.agent, "--api", "chat", "--stream", "Hello.",
+                    ], in: directory, what: "the recording", signal: SIGHUP
+            ) {
+                ((try? server.requests()) ?? []).contains { ($0["path"] as? String)?.hasPrefix("/hang/") == true }
+            }
+            #expect(status == 129, "\(errors)")
+            #expect(try await Subprocess.run(gzipPath, ["-t", log]).status == 0, "the log is whole")
+            let stop = try MCPProxyCommandTests.events(log).compactMap { event -> RunStopped? in
+                if case .runStopped(let stop) = event.payload { return stop }
+                return nil
+            }
+            #expect(stop.count == 1 && stop.first?.isInterruption == true, "\(stop)")
+        }
+    }
 }

@@ -21,4 +21,14 @@ import Testing
         #expect(local.runner == SuiteRunInfo.hostName() && local.runner != nil)
         #expect(local.job == nil)
     }
+
+    @Test("a command line is kept without the passwords of the URLs in it")
+    func commandLineWithoutPasswords() {
+        let info = SuiteRunInfo(
+            startedAtUs: 0,
+            commandLine: "agent-eval run evals --catalog postgres://ci:s3cret@db:5432/evals --catalog=postgres://u:pw@h/d --out runs")
+        #expect(!info.commandLine.contains("s3cret") && !info.commandLine.contains(":pw@"), "\(info.commandLine)")
+        #expect(
+            info.commandLine == "agent-eval run evals --catalog postgres://ci:***@db:5432/evals --catalog=postgres://u:***@h/d --out runs")
+    }
 }

@@ -211,7 +211,7 @@ public struct EvalReport: Sendable {
             // Stopped before its cases were done: what ran is reported, but the gate decided nothing.
             members["status"] = "error"
             members["exit_status"] = .int(Int(128 + signal))
-            members["interrupted_by"] = .string(signal == 15 ? "SIGTERM" : signal == 2 ? "SIGINT" : "signal \(signal)")
+            members["interrupted_by"] = .string([1: "SIGHUP", 2: "SIGINT", 15: "SIGTERM"][signal] ?? "signal \(signal)")
             document.set("verdict", JSONValue.object(members))
         }
         return document.json
