@@ -66,6 +66,21 @@ public enum Rerun {
         else {
             throw LogError(.invalidEvent, "the log does not start with run_started, so there is no run to re-drive", path: log, sequence: 0)
         }
+        // A log that does not check out is no record to re-drive: "identical" to it would say
+        // nothing, and a prefix re-run would write a clean new log from a tampered one. As `run`
+        // and `fork` refuse it, so does this.
+        let (folded, mismatch) = StateDigester.foldChecking(recorded)
+        if let event = mismatch {
+            throw RerunError(
+                message:
+                    "cannot re-run \(log): its state digest at step \(event.step) (seq \(event.sequence)) does not match the state its events fold to (the log was edited, or written by another fold)",
+                path: log, hint: "agent-eval replay \(ShellWords.quoted(log)) shows where")
+        }
+        if let anomaly = folded.anomalies.first(where: { $0.reusedCallId == nil }) {
+            throw RerunError(
+                message: "cannot re-run \(log): it does not fit together (\(anomaly.message))", path: log,
+                hint: "agent-eval replay \(ShellWords.quoted(log)) lists every event that does not fit")
+        }
         // A fork's run went on from edits the re-run cannot make: its events would part from the
         // re-run's at the fork, whatever the code does.
         if let forked = recorded.first(where: { if case .runForked = $0.payload { true } else { false } }) {

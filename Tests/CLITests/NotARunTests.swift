@@ -177,4 +177,19 @@ struct NotARunTests {
             #expect((try? FileManager.default.contentsOfDirectory(atPath: directory.path("forks")))?.isEmpty ?? true, "nothing is written")
         }
     }
+
+    @Test("rerun refuses a log that does not check out, as run and fork do: no 'identical', no clean new log from it")
+    func rerun() async throws {
+        let edited = Self.conformance.appendingPathComponent("intent-names-another-tool.jsonl.gz").path
+        let agent = ExampleRuns.agentPath("support")
+        try await TemporaryDirectory.with { directory in
+            for mode in ["strict", "prefix"] {
+                let result = try await agentEval(
+                    ["rerun", edited, "--agent", agent, "--mode", mode, "--out", directory.path(mode)], in: directory.url)
+                #expect(result.status == 2, "\(mode): \(result.stdoutText)\(result.stderr)")
+                #expect(result.stderr.contains("cannot re-run") && result.stderr.contains("does not match"), "\(result.stderr)")
+                #expect(!FileManager.default.fileExists(atPath: directory.path(mode)), "no new log written")
+            }
+        }
+    }
 }
