@@ -23,21 +23,34 @@ final class FileDescriptor {
     }
 
     static func openForReading(_ path: String) throws -> FileDescriptor {
-        let raw = open(path, O_RDONLY | O_CLOEXEC)
+        // Non-blocking: opening a FIFO for reading would wait for a writer forever. Regular files
+        // ignore the flag, and nothing else is read.
+        let raw = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard raw >= 0 else {
             throw LogError(
                 .unreadable, "cannot open the log for reading: \(errorText())", path: path,
                 hint: "check the path and the file's permissions")
         }
         let descriptor = FileDescriptor(raw: raw, path: path)
-        // A folder opens, and fails only at the first read ("Is a directory"): say what it is.
         var info = stat()
-        if fstat(raw, &info) == 0, info.st_mode & S_IFMT == S_IFDIR {
+        guard fstat(raw, &info) == 0 else {
+            throw LogError(.unreadable, "cannot look at the log: \(errorText())", path: path)
+        }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG:
+            return descriptor
+        case S_IFDIR:
+            // A folder opens, and fails only at the first read ("Is a directory"): say what it is.
             throw LogError(
                 .unreadable, "this is a folder, not a log", path: path,
                 hint: "give one of its logs (a .jsonl.gz file); a pipeline run's folder is read with `agent-eval pipeline show`")
+        default:
+            // A device (/dev/zero never ends), a pipe or a socket (a read may wait forever): a log
+            // is a file, whatever a link in front of it says.
+            throw LogError(
+                .unreadable, "this is not a regular file (a device, a pipe or a socket), so it is not read as a log", path: path,
+                hint: "give the log file itself; to read a log from a pipe, write it to a file first")
         }
-        return descriptor
     }
 
     /// Takes the log's write lock: an exclusive advisory lock (`flock`) held while the returned

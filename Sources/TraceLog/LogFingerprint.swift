@@ -86,7 +86,8 @@ public struct LogFingerprint: Sendable, Hashable {
     /// time; false when the file cannot be opened or read that far.
     private static func forEachChunk(of path: String, from start: Int, to end: Int, _ body: (UnsafeRawBufferPointer) -> Void) -> Bool {
         guard start >= 0, end >= start else { return false }
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        // Non-blocking: a FIFO put where a log was must not hold the open forever.
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else { return false }
         defer { close(descriptor) }
         guard let chunk = readBuffers.pointer else { return false }

@@ -3,6 +3,10 @@ import TestSupport
 import Testing
 import TraceCore
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// A log that holds no run, is not whole, does not check out, or is a pipeline's is never
 /// reported as a clean result: not by diff, audit, index or log cat.
 @Suite("Logs that are not a whole run are never green")
@@ -190,6 +194,29 @@ struct NotARunTests {
                 #expect(result.stderr.contains("cannot re-run") && result.stderr.contains("does not match"), "\(result.stderr)")
                 #expect(!FileManager.default.fileExists(atPath: directory.path(mode)), "no new log written")
             }
+        }
+    }
+
+    @Test("a FIFO or a link to /dev/zero where a log goes is refused at once, never read (it would block or never end)")
+    func notARegularFile() async throws {
+        try await TemporaryDirectory.with { directory in
+            let fifo = directory.path("fifo.jsonl.gz")
+            let zero = directory.path("zero.jsonl.gz")
+            #expect(mkfifo(fifo, 0o644) == 0)
+            try FileManager.default.createSymbolicLink(atPath: zero, withDestinationPath: "/dev/zero")
+            for log in [fifo, zero] {
+                for command in [
+                    ["log", "verify", log], ["replay", log], ["log", "cat", log], ["view", log, "--out", directory.path("p.html")],
+                ] {
+                    let result = try await agentEval(command, in: directory.url)
+                    #expect(result.status == 2, "\(command): \(result.stderr)")
+                    #expect(result.stderr.contains("not a regular file"), "\(command): \(result.stderr)")
+                }
+            }
+            try "caseId: pipes\nlogs: [fifo.jsonl.gz, zero.jsonl.gz]\nexpected: {stopReason: success}\n".write(
+                toFile: directory.path("case.yaml"), atomically: true, encoding: .utf8)
+            let run = try await agentEval(["run", "case.yaml", "--no-catalog"], in: directory.url)
+            #expect(run.status == 2 && run.stdoutText.contains("not a regular file"), "\(run.stdoutText)")
         }
     }
 }
