@@ -281,6 +281,14 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self.stream(openai_answer("All done: ok."))
 
+    def scenario_echo(self, body, attempt, anthropic):
+        """Answers with the user's words: a secret the user typed comes back in the answer."""
+        text = "You said: " + user_text(body)
+        if anthropic:
+            self.stream(anthropic_stream([{"type": "text", "text": text}], "end_turn"))
+        else:
+            self.stream(openai_answer(text))
+
     def scenario_split_args(self, body, attempt, anthropic):
         self.stream(openai_call("lookup_order", json.dumps({"order_id": "A-1042", "note": "fragile"}), pieces=9))
 

@@ -649,8 +649,11 @@ public final class ExchangeRecorder: Sendable {
             var stop = stopped(ending, stderrTail: stderrTail, state: state)
             // The command's own words (its last line of stderr) may quote a key it was given.
             let redaction = RequestPolicy(limits: RequestLimits(), secrets: Array(state.secrets.union(secrets)).sorted())
-            stop.error = stop.error.map(redaction.redact)
-            stop.answer = stop.answer.map(redaction.redact)
+            // And what the log's redactor hides (key-shaped values): the stop returned is what
+            // `record` prints, which must say no more than the log holds.
+            let logRedaction = { (text: String) in self.options.redactor?.redactText(text) ?? text }
+            stop.error = stop.error.map(redaction.redact).map(logRedaction)
+            stop.answer = stop.answer.map(redaction.redact).map(logRedaction)
             clock.now = now()
             let recorder = try recorder(for: nil, state: &state, atUs: clock.now)
             try recordSpanResultsLeft(recorder: recorder, state: &state)

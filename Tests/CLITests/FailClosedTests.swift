@@ -328,4 +328,32 @@ struct FailClosedTests {
             #expect(stop.count == 1 && stop.first?.isInterruption == true, "\(stop)")
         }
     }
+
+    @Test("record prints the final answer as the log holds it: a key-shaped value the user typed is redacted in text and --json")
+    func recordedAnswerRedacted() async throws {
+        let server = try LocalModelServer()
+        defer { server.stop() }
+        try await TemporaryDirectory.with { directory in
+            let secret = "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWX123456"
+            for (index, json) in [false, true].enumerated() {
+                let log = directory.path("echo-\(index).jsonl.gz")
+                let result = try await agentEval(
+                    ["record", "--no-catalog", "--log", log] + (json ? ["--json"] : []) + RecordCommandTests.upstreams(server, "echo")
+                        + [
+                            "--", try await RecordCommandTests.python(), RecordCommandTests.agent, "--api", "chat", "--stream",
+                            "my key is \(secret), keep it",
+                        ], environment: ["OPENAI_API_KEY": RecordCommandTests.key])
+                #expect(result.status == 0, "\(result.stderr)")
+                // What agent-eval prints of the run (the agent's own output passes through as it wrote it).
+                let printed =
+                    json
+                    ? (try JSONParser.parse(result.stdout))["answer"]?.stringValue ?? ""
+                    : (result.stdoutText + result.stderr).split(separator: "\n").filter { $0.hasPrefix("answer: ") }.joined()
+                #expect(printed.contains("You said: my key is [redacted:api-key:"), "\(result.stdoutText)\(result.stderr)")
+                #expect(!printed.contains(secret), "printed: \(printed)")
+                let text = try Subprocess.runBlocking(gzipPath, ["-dc", log]).stdoutText
+                #expect(!text.contains(secret), "the log holds it redacted too")
+            }
+        }
+    }
 }
