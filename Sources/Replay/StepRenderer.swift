@@ -8,7 +8,8 @@ import TraceLog
 public struct StepRenderer: Sendable {
     /// Show payloads in full instead of shortened.
     public var isFull: Bool
-    /// Cut every line to this many characters (a terminal's width); nil leaves lines whole.
+    /// A terminal's width: every line is cut to it, or, in full mode (`isFull`), wrapped at it so
+    /// that nothing is lost; nil leaves lines whole.
     public var width: Int?
 
     public init(isFull: Bool = false, width: Int? = nil) {
@@ -27,7 +28,26 @@ public struct StepRenderer: Sendable {
         }
         let changes = step.after.changes(since: step.before)
         if !changes.isEmpty { lines.append("state     " + changes.joined(separator: ", ")) }
-        return width.map { limit in lines.map { Self.cut($0, to: limit) } } ?? lines
+        guard let width else { return lines }
+        return isFull ? lines.flatMap { Self.wrap($0, to: width) } : lines.map { Self.cut($0, to: width) }
+    }
+
+    /// `line` in pieces of at most `width` characters, each piece after the first indented by two
+    /// spaces, at its own newlines too: all of it, on a screen that narrow.
+    public static func wrap(_ line: String, to width: Int) -> [String] {
+        let width = max(4, width)
+        var pieces: [String] = []
+        for part in line.split(separator: "\n", omittingEmptySubsequences: false) {
+            var rest = Substring(part)
+            var first = pieces.isEmpty
+            repeat {
+                let room = first ? width : width - 2
+                pieces.append((first ? "" : "  ") + rest.prefix(room))
+                rest = rest.dropFirst(room)
+                first = false
+            } while !rest.isEmpty
+        }
+        return pieces
     }
 
     func render(_ event: Event, digest: DigestCheck?) -> [String] {

@@ -141,6 +141,30 @@ struct EvidenceMatrixTests {
         }
     }
 
+    /// An agent file over an HTTP model at `baseURL` (no retries) with a read tool and a write
+    /// tool, both fixtures; `limits` and `policy` as YAML text.
+    static func agentFile(baseURL: String, limits: String = "max_steps: 4", policy: String = "policy: {default: allow}") -> String {
+        """
+        name: matrix-agent
+        instructions: Help the customer.
+        model: {provider: openai, name: local-model, base_url: "\(baseURL)", max_retries: 0}
+        limits:
+          \(limits)
+        tools:
+          - name: lookup_order
+            description: Finds an order.
+            side_effect: read
+            input_schema: {type: object, properties: {order_id: {type: string}}}
+            fixture: [{output: {order_id: A-1042, status: delivered}}]
+          - name: refund_order
+            description: Refunds an order.
+            side_effect: write
+            input_schema: {type: object, properties: {order_id: {type: string}}}
+            fixture: [{output: {refund_id: rf-9}}]
+        \(policy)
+        """
+    }
+
     /// What a cell runs, and what its output must say.
     struct Setup {
         var arguments: [String]
@@ -177,30 +201,10 @@ struct EvidenceMatrixTests {
             let timeout = cell.fault == .modelHung ? "\n  timeout_ms: 1500" : ""
             let rule = cell.fault == .agentFileTypo ? "refund_ordr" : "refund_order"
             try write(
-                """
-                name: matrix-agent
-                instructions: Help the customer.
-                model: {provider: openai, name: local-model, base_url: "\(base)", max_retries: 0}
-                limits:
-                  max_steps: 4\(timeout)
-                tools:
-                  - name: lookup_order
-                    description: Finds an order.
-                    side_effect: read
-                    input_schema: {type: object, properties: {order_id: {type: string}}}
-                    fixture: [{output: {order_id: A-1042, status: delivered}}]
-                  - name: refund_order
-                    description: Refunds an order.
-                    side_effect: write
-                    input_schema: {type: object, properties: {order_id: {type: string}}}
-                    fixture: [{output: {refund_id: rf-9}}]
-                policy:
-                  default: allow
-                  rules:
-                    - id: refunds-need-a-person
-                      when: {tool: \(rule)}
-                      verdict: approval_required
-                """, "cases/agent.yaml")
+                Self.agentFile(
+                    baseURL: base, limits: "max_steps: 4" + timeout,
+                    policy: "policy:\n  default: allow\n  rules:\n    - id: refunds-need-a-person\n      when: {tool: \(rule)}\n"
+                        + "      verdict: approval_required"), "cases/agent.yaml")
             let tool = cell.fault == .caseTypo ? "refund_ordr" : "refund_order"
             let cassette = cell.fault == .cassetteMissing ? "\ncassette: ../cassettes/none" : ""
             let policy = cell.fault == .policyFileTypo ? "\npolicy: typo.policy.yaml" : ""
@@ -348,18 +352,7 @@ struct EvidenceMatrixTests {
                     goal: "Where is order A-1042?"
                 """, "cases/pipeline.yaml")
             try write(
-                """
-                name: matrix-agent
-                instructions: Help the customer.
-                model: {provider: openai, name: local-model, base_url: "\(cell.fault == .modelDown ? "http://127.0.0.1:9/v1" : server.baseURL("agent"))", max_retries: 0}
-                tools:
-                  - name: lookup_order
-                    description: Finds an order.
-                    side_effect: read
-                    input_schema: {type: object, properties: {order_id: {type: string}}}
-                    fixture: [{output: {order_id: A-1042, status: delivered}}]
-                policy: {default: allow}
-                """, "cases/agent.yaml")
+                Self.agentFile(baseURL: cell.fault == .modelDown ? "http://127.0.0.1:9/v1" : server.baseURL("agent")), "cases/agent.yaml")
             if cell.fault == .tornLog {
                 let ran = try await agentEval(
                     ["pipeline", "run", "cases/pipeline.yaml", "--out", "piped", "--run-id", "pipe-matrix"], in: directory.url)

@@ -18,23 +18,8 @@ struct FailClosedTests {
     /// forbids a tool, the check a dead or cut-off run would pass.
     static func liveCase(in directory: TemporaryDirectory, baseURL: String) throws {
         try FileManager.default.createDirectory(atPath: directory.path("cases"), withIntermediateDirectories: true)
-        try """
-        name: gated-agent
-        instructions: Help the customer.
-        model: {provider: openai, name: local-model, base_url: "\(baseURL)", max_retries: 0}
-        tools:
-          - name: lookup_order
-            description: Finds an order.
-            side_effect: read
-            input_schema: {type: object, properties: {order_id: {type: string}}}
-            fixture: [{output: {order_id: A-1042, status: delivered}}]
-          - name: refund_order
-            description: Refunds an order.
-            side_effect: write
-            input_schema: {type: object, properties: {order_id: {type: string}}}
-            fixture: [{output: {refund_id: rf-9}}]
-        policy: {default: allow}
-        """.write(toFile: directory.path("cases/agent.yaml"), atomically: true, encoding: .utf8)
+        try EvidenceMatrixTests.agentFile(baseURL: baseURL).write(
+            toFile: directory.path("cases/agent.yaml"), atomically: true, encoding: .utf8)
         try "caseId: never-refunds\nagent: agent.yaml\ninput: Where is order A-1042?\nexpected: {toolsNotCalled: [refund_order]}\n"
             .write(toFile: directory.path("cases/case.yaml"), atomically: true, encoding: .utf8)
     }

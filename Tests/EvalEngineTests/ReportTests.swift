@@ -98,6 +98,20 @@ struct ReportTests {
         }
     }
 
+    @Test("a live case's JUnit time is the time its runs took, not only their check's; a recorded case's is the check's")
+    func junitTime() {
+        func entry(source: String) -> JSONValue {
+            [
+                "case_id": "c", "file": "c.yaml", "source": .string(source), "outcome": "pass",
+                "runs": [["check_us": 1000, "duration_ms": 824, "outcome": "pass"]],
+            ]
+        }
+        let report: JSONValue = ["verdict": ["fail_on": "any"], "cases": [entry(source: "live"), entry(source: "recorded")]]
+        let xml = EvalReport.junit(from: report)
+        #expect(xml.contains("time=\"0.825\""), "\(xml)")
+        #expect(xml.contains("time=\"0.001\""), "\(xml)")
+    }
+
     @Test("JUnit XML parses, with one testcase per case and run and the explanation as failure text")
     func junitShape() async throws {
         try await TemporaryDirectory.with { directory in

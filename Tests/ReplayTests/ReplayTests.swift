@@ -108,3 +108,15 @@ struct ReplayTests {
         }
     }
 }
+
+@Suite("The step renderer on a narrow screen")
+struct StepRendererWidthTests {
+    @Test("full mode wraps a long line at the width, losing nothing; the short mode cuts it with an ellipsis")
+    func wrapsInFull() {
+        let line = "call-1 lookup_order " + String(repeating: "x", count: 50) + "\nsecond line"
+        let wrapped = StepRenderer.wrap(line, to: 20)
+        #expect(wrapped.allSatisfy { $0.count <= 20 }, "\(wrapped)")
+        #expect(wrapped.map { $0.hasPrefix("  ") ? String($0.dropFirst(2)) : $0 }.joined() == line.replacingOccurrences(of: "\n", with: ""))
+        #expect(StepRenderer.cut(line, to: 20).count == 20 && StepRenderer.cut(line, to: 20).hasSuffix("…"))
+    }
+}
