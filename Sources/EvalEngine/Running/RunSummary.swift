@@ -37,7 +37,7 @@ public struct RunSummary: Sendable, Hashable {
         attempted = state.calls.filter { !$0.isExecuted }.map(\.tool)
         stopReason = state.stopReason
         limit = state.limitFired
-        steps = state.decisionSteps.count
+        steps = state.decisionStepCount
         tokens = state.usage.totalTokens
         durationMs = state.elapsedUs / 1000
         availableTools = state.start?.tools.map(\.name) ?? []

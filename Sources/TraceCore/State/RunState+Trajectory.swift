@@ -30,6 +30,17 @@ extension RunState {
     /// Why the run stopped, once it has.
     public var stopReason: StopReason? { stop?.reason }
 
+    /// How many steps the model decided in (`decisionSteps.count`, without the list).
+    public var decisionStepCount: Int {
+        var count = 0
+        var last: Int?
+        for decision in decisions where decision.step != last {
+            count += 1
+            last = decision.step
+        }
+        return count
+    }
+
     /// The steps in which the model decided: a step is a decision of the agent's model, whatever
     /// else a log records between (a recording's proxy verdicts and approval waits end steps of
     /// their own; a rejected reply retried in its step does not start another). In step order.
