@@ -109,6 +109,13 @@ def garbage() -> str:
 
 
 @server.tool()
+def json_not_rpc() -> str:
+    """Writes a line that is JSON but not JSON-RPC to stdout, then answers."""
+    os.write(WIRE, b'{"hello": "not json-rpc"}\n')
+    return "done"
+
+
+@server.tool()
 def slow(ms: int) -> str:
     """Answers after ms milliseconds."""
     time.sleep(ms / 1000)

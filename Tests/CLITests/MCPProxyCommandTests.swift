@@ -260,6 +260,16 @@ struct MCPProxyCommandTests {
         #expect(garbageResult.status == 0, "the client saw the session end: \(garbageResult.stderr)")
         let garbageTrajectory = Self.trajectory(try Self.events(garbled))
         #expect(garbageTrajectory.last?.contains("wrote a line that is not a JSON-RPC message") == true, "\(garbageTrajectory)")
+
+        // JSON that is not JSON-RPC ends it too, and the session is the server's failure, not a success.
+        let notRPC = directory.path("not-rpc.jsonl.gz")
+        let (_, notRPCResult) = try await Self.run(
+            try await Self.client(["calls": [["tool": "json_not_rpc"]]], proxy: ["--log", notRPC], server: failure), in: directory)
+        let notRPCTrajectory = Self.trajectory(try Self.events(notRPC))
+        #expect(
+            notRPCTrajectory.last?.hasPrefix("stop tool_failure: MCP server") == true
+                && notRPCTrajectory.last?.contains("not a JSON-RPC 2.0 message") == true,
+            "\(notRPCTrajectory) \(notRPCResult.stderr)")
     }
 
     @Test("a server that answers an id nobody asked for is not believed; one that floods a line past 64 MiB is stopped, the call ended")

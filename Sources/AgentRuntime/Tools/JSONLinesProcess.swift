@@ -239,6 +239,15 @@ public final class JSONLinesProcess: Sendable {
             process.killGroup()
             return false
         }
+        // JSON that is not JSON-RPC 2.0 (no version, or neither a method nor an answer) is a server
+        // talking past the protocol: the conversation cannot go on, as for a line that is no JSON.
+        guard object["jsonrpc"]?.stringValue == "2.0",
+            object["method"] != nil || (object["id"] != nil && (object["result"] != nil || object["error"] != nil))
+        else {
+            fail("the server wrote a JSON object that is not a JSON-RPC 2.0 message: \(Self.excerpt(line)); it was stopped")
+            process.killGroup()
+            return false
+        }
         if keepsResults, let id = object["id"], let result = object["result"] {
             let key = Self.key(id)
             state.withLock { $0.results[key] = result }

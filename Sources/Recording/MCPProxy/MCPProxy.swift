@@ -168,6 +168,9 @@ public struct MCPProxy: Sendable {
             }
             let first = await group.next() ?? .interrupted
             group.cancelAll()
+            // The client may close first because the server failed (its answers stopped): the
+            // session ended on the server's failure, not as the client chose.
+            if case .clientClosed = first, let failure = server.failure { return MCPProxySession.End.serverEnded(failure) }
             return first
         }
         let outcome = await session.finish(end)
