@@ -100,7 +100,7 @@ struct AuditCommand: AsyncParsableCommand {
                 if json {
                     reports.append(Self.json(log: log, findings: findings, tear: tear))
                 } else {
-                    for line in Self.describe(log: log, findings: findings, all: all, tear: tear) { printOutput(line) }
+                    for line in Self.describe(log: log, findings: findings, all: all, tear: tear) { say(line) }
                 }
             } catch {
                 unreadable += 1

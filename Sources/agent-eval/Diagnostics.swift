@@ -192,8 +192,20 @@ extension StandardOutput {
 /// `text` with the control characters a terminal would act on — escape sequences, carriage
 /// returns, backspaces, C1 controls — shown as `\x1b` and the like. Model answers, tool output
 /// and file contents are untrusted: printed raw, they could move the cursor, rewrite earlier
-/// lines or change the terminal's title. Newlines and tabs stay.
+/// lines or change the terminal's title. Newlines and tabs stay, but a line that would begin
+/// with `::` shows its first colon as `\x3a`: a CI runner takes such a line for a workflow
+/// command (a recorded tool name `lookup\n::stop-commands::x` would switch off agent-eval's own
+/// annotations). agent-eval's annotations are printed without this.
 func terminalSafe(_ text: String) -> String {
+    let safe = escapingControls(text)
+    guard safe.hasPrefix("::") || safe.contains("\n::") else { return safe }
+    let lines = safe.split(separator: "\n", omittingEmptySubsequences: false).map { line in
+        line.hasPrefix("::") ? "\\x3a" + line.dropFirst() : line
+    }
+    return lines.joined(separator: "\n")
+}
+
+private func escapingControls(_ text: String) -> String {
     func isControl(_ scalar: Unicode.Scalar) -> Bool {
         (scalar.value < 0x20 && scalar != "\n" && scalar != "\t") || (0x7F...0x9F).contains(scalar.value)
     }

@@ -238,10 +238,10 @@ struct ApproveCommand: ParsableCommand {
             if json {
                 printJSON(.array(waiting.map(\.json)))
             } else if waiting.isEmpty {
-                printOutput("no call waits for approval in \(log)")
+                say("no call waits for approval in \(log)")
             } else {
                 for item in waiting {
-                    printOutput(
+                    say(
                         "\(item.callId)  \(item.tool) \(String(decoding: JSONWriter.encode(item.arguments), as: UTF8.self))"
                             + (item.reason.map { "  (\($0))" } ?? ""))
                 }
@@ -268,7 +268,7 @@ struct ApproveCommand: ParsableCommand {
             object.set("granted", !deny)
             printJSON(object.json)
         } else {
-            printOutput("\(deny ? "denied" : "approved") \(answered.callId) (\(answered.tool))")
+            say("\(deny ? "denied" : "approved") \(answered.callId) (\(answered.tool))")
         }
     }
 }

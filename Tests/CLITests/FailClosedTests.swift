@@ -341,4 +341,40 @@ struct FailClosedTests {
             }
         }
     }
+
+    @Test("a recorded tool name with a newline cannot inject a CI workflow command into replay, log cat, diff, audit or run")
+    func workflowCommandInjection() async throws {
+        try await TemporaryDirectory.with { directory in
+            let log = directory.path("hostile.jsonl.gz")
+            let writer = try LogWriter.create(at: log, runId: "run-hostile", options: LogWriter.Options())
+            let clock = SteppingClock()
+            let recorder = RunRecorder(writer: writer, clock: { clock.now() })
+            let name = "lookup\n::stop-commands::pwned"
+            var start = SampleRun.supportStart()
+            start.tools = [ToolSpec(name: name, description: "", inputSchema: ["type": "object"], sideEffect: .read)]
+            try recorder.record(.runStarted(start))
+            try recorder.endStep()
+            let call = ToolCall(id: "c1", name: name, arguments: [:])
+            try recorder.record(.decisionMade(DecisionMade(raw: "x", outcome: .valid(.toolCalls([call])))))
+            try recorder.record(.verdictGiven(VerdictGiven(callId: "c1", tool: name, verdict: .allow)))
+            try recorder.record(.toolIntended(ToolIntended(callId: "c1", tool: name, arguments: [:], attempt: 1)))
+            try recorder.record(.toolCompleted(ToolCompleted(callId: "c1", tool: name, attempt: 1, status: .ok, durationUs: 1)))
+            try recorder.endStep()
+            try recorder.record(.decisionMade(DecisionMade(raw: "y", outcome: .valid(.answer("done")))))
+            try recorder.endStep()
+            try recorder.record(.runStopped(RunStopped(reason: .success, answer: "done")))
+            try writer.close()
+            try "policy: {default: allow}\n".write(toFile: directory.path("allow.yaml"), atomically: true, encoding: .utf8)
+            try "caseId: h\nlogs: hostile.jsonl.gz\nexpected: {toolsCalled: [nothing]}\n".write(
+                toFile: directory.path("case.yaml"), atomically: true, encoding: .utf8)
+            for command in [
+                ["replay", "--plain", log], ["log", "cat", log], ["diff", log, fixture("support-sample.jsonl.gz")],
+                ["audit", "--all", "--policy", "allow.yaml", log], ["run", "case.yaml", "--no-catalog"],
+            ] {
+                let result = try await agentEval(command, in: directory.url)
+                let lines = (result.stdoutText + result.stderr).split(separator: "\n", omittingEmptySubsequences: false)
+                #expect(!lines.contains { $0.hasPrefix("::") }, "\(command): \(result.stdoutText)\(result.stderr)")
+            }
+        }
+    }
 }
