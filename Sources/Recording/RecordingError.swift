@@ -17,6 +17,9 @@ public struct RecordingError: Diagnostic, Hashable {
         /// An approval could not be given (`agent-eval approve`): no such call waits, or its
         /// file cannot be written.
         case approvalFailed = "approval_failed"
+        /// Someone else answered the call first (two people answering at once): this answer
+        /// was not taken.
+        case alreadyAnswered = "already_answered"
         /// A fork of a recorded run could not be made: an edit that cannot reach the program, or a
         /// program that did not retrace its parent up to the fork point.
         case forkFailed = "fork_failed"

@@ -255,6 +255,9 @@ struct ApproveCommand: ParsableCommand {
                 with: MCPApprovals.Answer(
                     isGranted: !deny, approver: approver ?? ProcessInfo.processInfo.environment["USER"] ?? "agent-eval approve",
                     reason: reason))
+        } catch  where error.code == .alreadyAnswered {
+            // The call was answered, by someone else: this answer lost the race and is not taken.
+            throw diagnose(error, exit: Exit.failure)
         } catch let error as any Diagnostic {
             guard let resumeHint else { throw diagnose(error) }
             throw diagnose(CommandError("not_waiting", error.message, at: SourceLocation(path: log), hint: resumeHint))

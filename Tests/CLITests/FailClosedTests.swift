@@ -377,4 +377,28 @@ struct FailClosedTests {
             }
         }
     }
+
+    @Test("approve and approve --deny racing on one call: exactly one answer is taken; the other is told, exit 1")
+    func approvalRace() async throws {
+        try await TemporaryDirectory.with { directory in
+            let log = directory.path("session.jsonl.gz")
+            try FileManager.default.copyItem(atPath: fixture("support-sample.jsonl.gz"), toPath: log)
+            for round in 1...5 {
+                let callId = "mcp-\(round)"
+                let folder = log + ".approvals"
+                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+                try #"{"arguments":{"amount":50000},"call_id":"\#(callId)","tool":"refund_order"}"#.write(
+                    toFile: folder + "/\(callId).pending.json", atomically: true, encoding: .utf8)
+                async let approve = agentEval(["approve", log, callId, "--approver", "ana"], in: directory.url)
+                async let deny = agentEval(["approve", log, callId, "--deny", "--approver", "bo"], in: directory.url)
+                let results = try await [approve, deny]
+                #expect(results.map(\.status).sorted() == [0, 1], "round \(round): \(results.map { $0.stdoutText + $0.stderr })")
+                let loser = results.first { $0.status == 1 }
+                #expect(loser?.stderr.contains("already; this answer was not taken") == true, "\(loser?.stderr ?? "")")
+                let kept = try String(contentsOfFile: folder + "/\(callId).json", encoding: .utf8)
+                let approvedWon = results.contains { $0.status == 0 && $0.stdoutText.hasPrefix("approved") }
+                #expect(kept.contains(approvedWon ? "\"ana\"" : "\"bo\""), "the answer kept is the winner's: \(kept)")
+            }
+        }
+    }
 }

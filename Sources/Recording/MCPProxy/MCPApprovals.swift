@@ -1,6 +1,12 @@
 import Foundation
 public import TraceCore
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// How a person answers a call that waits for approval in a running `agent-eval mcp-proxy`:
 /// files beside the log (docs/mcp.md, "Approvals").
 ///
@@ -90,12 +96,28 @@ public enum MCPApprovals {
         object.set("granted", answer.isGranted)
         object.set("approver", answer.approver)
         object.set("reason", answer.reason)
+        // Written aside, then linked into place: `link` refuses a name that exists, so of two
+        // people answering at once exactly one answer is taken, and the other is told.
+        let final = directory(forLog: log) + "/\(callId).json"
+        let aside = directory(forLog: log) + "/.\(callId).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).json"
         do {
-            try Data(JSONWriter.encode(object.json)).write(
-                to: URL(fileURLWithPath: directory(forLog: log) + "/\(callId).json"), options: .atomic)
+            try Data(JSONWriter.encode(object.json)).write(to: URL(fileURLWithPath: aside))
         } catch {
             throw RecordingError(
                 .approvalFailed, "cannot write the answer for call \"\(callId)\" beside \(log): \(error.localizedDescription)")
+        }
+        defer { unlink(aside) }
+        guard link(aside, final) == 0 else {
+            let linkError = errno
+            if linkError == EEXIST {
+                let other = takeAnswer(log: log, callId: callId)
+                let said = other.map { ($0.isGranted ? "approved" : "denied") + ($0.approver.map { " by \($0)" } ?? "") } ?? "answered"
+                throw RecordingError(
+                    .alreadyAnswered, "call \"\(callId)\" was \(said) already; this answer was not taken",
+                    hint: "agent-eval approve \(ShellWords.quoted(log)) lists the calls that still wait")
+            }
+            throw RecordingError(
+                .approvalFailed, "cannot write the answer for call \"\(callId)\" beside \(log): \(String(cString: strerror(linkError)))")
         }
         return call
     }
