@@ -8,7 +8,17 @@ enum CatalogSchema {
 
     static let migrations: [String] = [
         version1, version2, version3, version4, version5, version6, version7, version8, version9, version10, version11,
+        version12,
     ]
+
+    /// Version 12: `logs.steps` counts the steps the agent's model decided in
+    /// (`RunState.decisionStepCount`), as `maxSteps` and a run's summary count them; before, it
+    /// was the last event's step, which a recording's proxy verdicts and approval waits grow. The
+    /// rows written before are marked changed (no size, no resume point, no content hash), so the
+    /// next `index` reads every log again and writes the new count.
+    static let version12 = """
+        UPDATE logs SET size = -1, resume = NULL, content_hash = NULL;
+        """
 
     /// Version 11: a log known by its content as well as by its path, for a catalog that many
     /// machines share. `logs.content_hash` and `facts.content_hash` are the SHA-256 of the file's

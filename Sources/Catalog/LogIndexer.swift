@@ -587,7 +587,7 @@ struct LogIndexer {
             runId: state.runId, agent: start?.agent.name, agentVersion: start?.agent.version,
             model: start.map { "\($0.model.provider):\($0.model.name)" }, input: start?.goal, startedAtUs: state.startedAtUs,
             endedAtUs: state.stop == nil ? nil : state.lastEventAtUs, stopReason: state.stop?.reason.rawValue,
-            stopLimit: state.stop?.limit?.rawValue, events: state.eventCount, steps: state.step, decisions: state.usage.modelCalls,
+            stopLimit: state.stop?.limit?.rawValue, events: state.eventCount, steps: state.decisionStepCount, decisions: state.usage.modelCalls,
             invalidDecisions: state.counters.invalidDecisions, toolCalls: callBase + state.calls.count,
             executedCalls: state.counters.executedCalls, deniedCalls: state.counters.deniedCalls,
             failedCalls: state.counters.failedCalls, inputTokens: state.usage.inputTokens, outputTokens: state.usage.outputTokens,

@@ -276,6 +276,44 @@ struct CatalogStoreTests {
         }
     }
 
+    @Test("a run's steps in the catalog are its model's decisions, not the steps a proxy's verdicts and approval waits end")
+    func stepsAreDecisions() throws {
+        try TemporaryDirectory.with { directory in
+            let log = directory.path("proxied.jsonl.gz")
+            let writer = try LogWriter.create(at: log, runId: "run-proxied")
+            let clock = SteppingClock()
+            let recorder = RunRecorder(writer: writer, clock: { clock.now() })
+            try recorder.record(
+                .runStarted(
+                    RunStarted(
+                        goal: "Refund A-1042.", agent: AgentIdentity(name: "support", version: "1", configDigest: ContentHash.sha256(Array("support".utf8))),
+                        model: ModelIdentity(provider: "openai", name: "gpt"), policy: PolicyIdentity(name: "p"), tools: [],
+                        limits: RunLimits())))
+            let refund = ToolCall(id: "c-1", name: "refund_order", arguments: ["order_id": "A-1042"])
+            try recorder.record(.decisionMade(DecisionMade(raw: "r", outcome: .valid(.toolCalls([refund])))))
+            // The proxy's gate: the verdict and the wait for a person end a step, the intent
+            // another, the result a third.
+            try recorder.record(
+                .verdictGiven(VerdictGiven(callId: "c-1", tool: "refund_order", verdict: .approvalRequired, rule: "refunds")))
+            try recorder.endStep()
+            try recorder.record(.approvalRecorded(ApprovalRecorded(callId: "c-1", isGranted: true, approver: "ana", reason: nil)))
+            try recorder.record(.toolIntended(ToolIntended(callId: "c-1", tool: "refund_order", arguments: refund.arguments, attempt: 1)))
+            try recorder.endStep()
+            try recorder.record(
+                .toolCompleted(ToolCompleted(callId: "c-1", tool: "refund_order", attempt: 1, status: .ok, output: [:], durationUs: 5)))
+            try recorder.endStep()
+            try recorder.record(.decisionMade(DecisionMade(raw: "a", outcome: .valid(.answer("Refunded.")))))
+            try recorder.record(.runStopped(RunStopped(reason: .success, answer: "Refunded.")))
+            try recorder.endStep()
+            try writer.close()
+
+            let catalog = try Catalog(path: directory.path("catalog.sqlite"))
+            _ = try catalog.index(paths: [log])
+            let run = try #require(try catalog.runs(RunQuery()).first)
+            #expect(run.steps == 2, "two decisions of the model, whatever the proxy recorded between")
+        }
+    }
+
     @Test("catalog rebuild gives exactly the rows incremental indexing gave, and keeps the suite runs")
     func rebuildMatchesIncremental() throws {
         try TemporaryDirectory.with { directory in
@@ -536,6 +574,11 @@ struct CatalogStoreTests {
             var query = RunQuery()
             query.tools = ["refund_order"]
             #expect(try catalog.runs(query).count == 1)
+            // Version 12 counts a run's steps as its model's decisions: every log is read again.
+            let log = FixtureLogs.directory.appendingPathComponent("support-sample.jsonl.gz").path
+            let again = try catalog.index(paths: [log])
+            #expect(again.logs.map(\.change) == [.reindexed])
+            #expect(try catalog.index(paths: [log]).logs.map(\.change) == [.unchanged])
         }
     }
 

@@ -1,4 +1,5 @@
 import AgentRuntime
+import Replay
 import Foundation
 import ModelClients
 import Recording
@@ -146,6 +147,73 @@ struct ProxyInRecordTests {
             state.calls.map { "\($0.tool) \($0.attempts) \($0.results.map(\.status.rawValue))" } == [
                 "lookup_order 1 [\"error\"]", "refund_order 1 [\"error\"]",
             ])
+    }
+
+    /// Records the refund agent through a proxy serving both tools under `policy` (YAML); a call
+    /// the policy asks a person about is answered `approve`. Returns the log's path.
+    static func recordRefund(in directory: TemporaryDirectory, named name: String, policy: String, approve: Bool) async throws -> String {
+        var harness = try await Harness()
+        defer { harness.stop() }
+        let policyPath = directory.path("\(name).policy.yaml")
+        try Data(policy.utf8).write(to: URL(fileURLWithPath: policyPath))
+        let proxy = try #require(try await harness.proxy(["op": "register", "server": "shop", "policy": .string(policyPath)])["proxy"])
+        _ = try await harness.proxy([
+            "op": "tools", "proxy": proxy,
+            "tools": [["name": "lookup_order", "side_effect": "read"], ["name": "refund_order", "side_effect": "write"]],
+        ])
+        while let call = try await harness.ask() {
+            let arguments = try JSONParser.parse(Array(call.arguments.utf8))
+            let judged = try await harness.proxy([
+                "op": "judge", "proxy": proxy, "name": .string(call.name), "arguments": arguments, "params": [:], "waiting": 0,
+            ])
+            var runs = judged["judgement"] == "forward"
+            if judged["judgement"] == "ask" {
+                _ = try await harness.proxy([
+                    "op": "settle", "proxy": proxy, "call_id": .string(call.id), "granted": .bool(approve), "approver": "ana",
+                ])
+                runs = approve
+            }
+            guard runs else {
+                harness.answer(call.id, "Error: refused by the proxy's policy")
+                continue
+            }
+            _ = try await harness.proxy([
+                "op": "intend", "proxy": proxy, "call_id": .string(call.id), "tool": .string(call.name), "arguments": arguments,
+            ])
+            _ = try await harness.proxy([
+                "op": "complete", "proxy": proxy, "call_id": .string(call.id), "tool": .string(call.name), "status": "ok",
+                "output": ["done": true], "duration_us": 100,
+            ])
+            harness.answer(call.id, "{\"done\": true}")
+        }
+        _ = try await harness.finish()
+        let kept = directory.path("\(name).jsonl.gz")
+        try FileManager.default.copyItem(atPath: harness.log, toPath: kept)
+        return kept
+    }
+
+    @Test("diff of two proxied runs says where one's refund ran and the other's was refused, by policy or by a person")
+    func diffOfProxiedRuns() async throws {
+        try await TemporaryDirectory.with { directory in
+            let allowAll = "policy:\n  name: open\n  default: allow\n"
+            let denyRefunds = allowAll + "  rules:\n    - id: no-refunds\n      when: {tool: refund_order}\n      verdict: deny\n"
+            let askRefunds =
+                allowAll + "  rules:\n    - id: refunds-need-a-person\n      when: {tool: refund_order}\n      verdict: approval_required\n"
+            let ran = try await Self.recordRefund(in: directory, named: "ran", policy: allowAll, approve: true)
+            let denied = try await Self.recordRefund(in: directory, named: "denied", policy: denyRefunds, approve: true)
+            let granted = try await Self.recordRefund(in: directory, named: "granted", policy: askRefunds, approve: true)
+            let refused = try await Self.recordRefund(in: directory, named: "refused", policy: askRefunds, approve: false)
+
+            let byPolicy = try TrajectoryDiff.compare(left: ran, right: denied)
+            let first = try #require(byPolicy.first, "a refund that ran and one the policy refused are not the same run")
+            #expect(first.path.hasSuffix("refund_order verdict") && first.left == "allow" && first.right == "deny", "\(first)")
+            #expect(try TrajectoryDiff.compare(left: ran, right: ran).isSame)
+
+            let byPerson = try TrajectoryDiff.compare(left: granted, right: refused)
+            let answered = try #require(byPerson.first, "a refund a person granted and one a person refused are not the same run")
+            #expect(answered.path.contains("refund_order"), "\(answered)")
+            #expect(byPerson.rows.contains { row in !row.isSame && row.left?.calls.contains { $0.tool == "refund_order" } == true })
+        }
     }
 
     @Test("a proxy whose policy file does not read is refused at registration, saying which file")

@@ -11,7 +11,12 @@
 enum PostgresSchema {
     static var version: Int { migrations.count }
 
-    static let migrations: [String] = Array(repeating: "", count: 9) + [version10, version11]
+    static let migrations: [String] = Array(repeating: "", count: 9) + [version10, version11, version12]
+
+    /// Version 12: every log read again for its count of decision steps (`CatalogSchema.version12`).
+    static let version12 = """
+        UPDATE logs SET size = -1, resume = NULL, content_hash = NULL;
+        """
 
     /// Version 11: logs known by their content (`CatalogSchema.version11`).
     static let version11 = """
