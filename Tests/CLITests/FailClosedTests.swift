@@ -378,6 +378,57 @@ struct FailClosedTests {
         }
     }
 
+    @Test(
+        "a call a live command case's proxy asks about is approved with approve on run's own log, and no runs/ is left in the case's folder"
+    )
+    func approvalInsideLiveCase() async throws {
+        let server = try LocalModelServer()
+        defer { server.stop() }
+        try await TemporaryDirectory.with { directory in
+            let cases = directory.path("cases")
+            try FileManager.default.createDirectory(atPath: cases, withIntermediateDirectories: true)
+            try
+                "policy:\n  default: allow\n  rules:\n    - id: refunds-need-a-person\n      when: {tool: refund_order}\n      verdict: approval_required\n"
+                .write(toFile: cases + "/ask.policy.yaml", atomically: true, encoding: .utf8)
+            let python = try await RecordCommandTests.python()
+            let shop = ExampleRuns.fixtures.deletingLastPathComponent().appendingPathComponent("scripts/mcp_shop_server.py").path
+            try """
+            caseId: refund-approved
+            command: ["\(python)", "\(ExampleRuns.fixtures.appendingPathComponent("external/mcp_sdk_agent.py").path)", "{input}", "--",
+              "\(try agentEvalBinary())", mcp-proxy, --policy, ask.policy.yaml, --approval-timeout, "120", "--",
+              "\(python)", "\(shop)", --journal, "\(directory.path("journal"))"]
+            env: {OPENAI_API_KEY: \(RecordCommandTests.key)}
+            input: Order A-1042 arrived broken.
+            upstream: {openai: "\(server.baseURL("refund"))"}
+            expected:
+              toolsCalled: [lookup_order, refund_order]
+              verdicts: {noUnapprovedExecution: true}
+            """.write(toFile: cases + "/case.yaml", atomically: true, encoding: .utf8)
+            async let run = agentEval(["run", "cases", "--no-catalog", "--out", "runs"], in: directory.url)
+            // The person: waits for the proxy's question beside run's log, and answers it there.
+            let log = directory.path("runs/refund-approved-1.jsonl.gz")
+            var answered: ProcessResult?
+            for _ in 0..<600 {
+                let pending = (try? FileManager.default.contentsOfDirectory(atPath: log + ".approvals")) ?? []
+                if let file = pending.first(where: { $0.hasSuffix(".pending.json") }) {
+                    let callId = String(file.dropLast(".pending.json".count))
+                    answered = try await agentEval(["approve", log, callId, "--approver", "ana"], in: directory.url, queued: false)
+                    break
+                }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            let result = try await run
+            let approval = try #require(answered, "no call waited for approval beside \(log): \(result.stdoutText)\(result.stderr)")
+            #expect(approval.status == 0 && approval.stdoutText.hasPrefix("approved"), "\(approval.stdoutText)\(approval.stderr)")
+            #expect(result.status == 0, "\(result.stdoutText)\(result.stderr)")
+            #expect(
+                MCPProxyCommandTests.trajectory(try MCPProxyCommandTests.events(log)).contains {
+                    $0.hasPrefix("approval ") && $0.hasSuffix(" true")
+                })
+            #expect(!FileManager.default.fileExists(atPath: cases + "/runs"), "nothing of the run is left in the case's folder")
+        }
+    }
+
     @Test("approve and approve --deny racing on one call: exactly one answer is taken; the other is told, exit 1")
     func approvalRace() async throws {
         try await TemporaryDirectory.with { directory in

@@ -286,7 +286,8 @@ struct CatalogStoreTests {
             try recorder.record(
                 .runStarted(
                     RunStarted(
-                        goal: "Refund A-1042.", agent: AgentIdentity(name: "support", version: "1", configDigest: ContentHash.sha256(Array("support".utf8))),
+                        goal: "Refund A-1042.",
+                        agent: AgentIdentity(name: "support", version: "1", configDigest: ContentHash.sha256(Array("support".utf8))),
                         model: ModelIdentity(provider: "openai", name: "gpt"), policy: PolicyIdentity(name: "p"), tools: [],
                         limits: RunLimits())))
             let refund = ToolCall(id: "c-1", name: "refund_order", arguments: ["order_id": "A-1042"])

@@ -1,8 +1,8 @@
 import AgentRuntime
-import Replay
 import Foundation
 import ModelClients
 import Recording
+import Replay
 import TestSupport
 import TestTags
 import Testing
