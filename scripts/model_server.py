@@ -18,6 +18,8 @@ Standard library only.
 import itertools
 import json
 import os
+import socket
+import struct
 import sys
 import threading
 import time
@@ -230,8 +232,23 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(("%x\r\n" % len(chunk)).encode() + chunk + b"\r\n")
             self.wfile.flush()
             time.sleep(0.002)
-        self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
+        ending = getattr(self, "ending", None)
+        if ending == "reset":
+            # The whole reply, end marker included, then the connection reset before the body's end.
+            time.sleep(0.05)
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.close_connection = True
+            self.connection.close()
+            return
+        if ending == "late":
+            # The whole reply, end marker included; the body's end comes 5 s later (or never,
+            # when the client has gone).
+            time.sleep(5)
+        try:
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
 
     def open_stream(self, content_type="text/event-stream"):
         self.send_response(200)
@@ -458,6 +475,17 @@ class Handler(BaseHTTPRequestHandler):
 
     def scenario_refund(self, body, attempt, anthropic):
         """A refund agent for any API: look the order up, refund it, answer."""
+        self.reply_steps(body, REFUND_STEPS, REFUND_ANSWER)
+
+    def scenario_refund_reset(self, body, attempt, anthropic):
+        """The refund agent, each streamed reply whole and then its connection reset 50 ms after
+        the end marker, before the HTTP body's end."""
+        self.ending = "reset"
+        self.reply_steps(body, REFUND_STEPS, REFUND_ANSWER)
+
+    def scenario_refund_late(self, body, attempt, anthropic):
+        """The refund agent, each streamed reply whole but its HTTP body ended 5 s after the end marker."""
+        self.ending = "late"
         self.reply_steps(body, REFUND_STEPS, REFUND_ANSWER)
 
     def scenario_refund_429(self, body, attempt, anthropic):

@@ -252,17 +252,24 @@ struct CassetteTransport: ModelTransport {
         var status = 0
         var contentType = ""
         var bytes: [UInt8] = []
-        try await live.exchange(request) { parts in
-            for part in parts {
-                switch part {
-                case .head(let code, let headers):
-                    status = code
-                    contentType = headers.first { $0.name.lowercased() == "content-type" }?.value ?? ""
-                case .chunk(let chunk):
-                    bytes += chunk
+        // The reader may stop at a stream's end marker (`RequestPolicy.EnoughRead`): what came
+        // is the whole answer, and is kept as one.
+        var stoppedByReader = false
+        do {
+            try await live.exchange(request) { parts in
+                for part in parts {
+                    switch part {
+                    case .head(let code, let headers):
+                        status = code
+                        contentType = headers.first { $0.name.lowercased() == "content-type" }?.value ?? ""
+                    case .chunk(let chunk):
+                        bytes += chunk
+                    }
                 }
+                try receive(parts)
             }
-            try receive(parts)
+        } catch is RequestPolicy.EnoughRead {
+            stoppedByReader = true
         }
         // Only whole successful answers are kept: a 429 replayed forever helps nobody.
         let recording = Cassette.Recording(request: body, status: status, contentType: contentType, body: bytes)
@@ -271,6 +278,7 @@ struct CassetteTransport: ModelTransport {
                 key: key, provider: provider, request: body,
                 recording: recording)
         }
+        if stoppedByReader { throw RequestPolicy.EnoughRead() }
     }
 
     static func short(_ value: JSONValue?) -> String {

@@ -231,6 +231,9 @@ public struct HTTPModelClient: ModelClient {
                     }
                 }
             }
+            // The end marker: the reply is whole, whatever the server does with the rest of
+            // its body (ends it late, resets the connection).
+            if reading.assembler.isComplete { throw RequestPolicy.EnoughRead() }
         }
     }
 

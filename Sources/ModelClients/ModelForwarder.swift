@@ -6,6 +6,10 @@ import TraceCore
 /// part of the answer back as it arrives, and reads the reply on the way (`ReplyReader`): the
 /// recording gateway's one call into this module.
 ///
+/// A streamed answer ends at its protocol's end marker (`ReplyReader.isComplete`): the exchange
+/// is complete there, and what the upstream or the agent's connection does after it is not
+/// waited for.
+///
 /// The attempt is held to `limits` as a model client's is (`RequestPolicy`): the whole attempt,
 /// the streamed body included, ends at `limits.timeoutMs`; an answer past `limits.maxReplyBytes`
 /// is cut there (the agent gets what came before it). No text this returns shows the credentials
@@ -71,6 +75,10 @@ public struct ModelForwarder: Sendable {
                 let elapsed = ContinuousClock.now - started
                 reading.firstContentUs = Int(elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000)
             }
+            // The end marker: the answer is whole, and the agent may act on it now. It is the
+            // exchange's end, whatever the upstream does with the rest of its body (ends it late,
+            // resets the connection) and whatever the agent does with its connection.
+            if reading.reader.isComplete { throw RequestPolicy.EnoughRead() }
         }
         var reply = reading.reader.finish()
         reply.problem = reply.problem.map(policy.redact)

@@ -82,6 +82,10 @@ public struct ReplyReader: Sendable {
         public var isStream: Bool
     }
 
+    /// A streamed reply read whole, up to its protocol's end marker (`[DONE]`, `message_stop`,
+    /// `response.completed`): the answer is complete whatever the connection does afterwards.
+    public var isComplete: Bool { status == 200 && isStream && problem == nil && assembler.isComplete }
+
     /// Content (text or a tool call) has arrived in the stream: the time to first token is now.
     public var hasContent: Bool { isStream && assembler.hasContent }
 

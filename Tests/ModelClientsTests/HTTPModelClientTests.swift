@@ -160,6 +160,24 @@ struct HTTPModelClientTests {
     }
 
     @Test(
+        "a stream read whole to its end marker is the reply, though the server then resets the connection or ends its body late",
+        arguments: [
+            ("refund-reset", ModelSettings.Provider.openai), ("refund-reset", .anthropic), ("refund-late", .openai),
+        ] as [(String, ModelSettings.Provider)])
+    func completeAtTheEndMarker(scenario: String, provider: ModelSettings.Provider) async throws {
+        let server = try LocalModelServer()
+        defer { server.stop() }
+        let reply = try await Self.client(server, scenario, provider: provider).reply(to: Self.request)
+        guard case .valid(.toolCalls(let calls)) = try Self.decision(reply) else {
+            Issue.record("not the lookup: \(reply.raw)")
+            return
+        }
+        #expect(calls.map(\.name) == ["lookup_order"])
+        #expect(reply.attempts.isEmpty, "no failed attempt: \(reply.attempts)")
+        #expect(try server.requests().count == 1, "the whole reply is not asked for again")
+    }
+
+    @Test(
         "failures that asking again cannot fix end the request with the provider's words",
         arguments: [
             ("unauthorized", "HTTP 401: invalid_request_error: Incorrect API key provided.", 1),

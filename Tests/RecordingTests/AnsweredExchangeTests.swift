@@ -1,0 +1,74 @@
+import AgentRuntime
+import Foundation
+import ModelClients
+import Recording
+import TestSupport
+import TestTags
+import Testing
+import TraceCore
+import TraceLog
+
+/// An answer the agent received is a recorded fact: the gateway makes it durable when the reply
+/// is complete (its end marker), whatever the client or the upstream does afterwards — a client
+/// that closes at `[DONE]`, an upstream that resets the connection or ends its body late, a
+/// command that exits while the body is still open.
+@Suite("the gateway keeps every answer the agent received", .ownThread)
+struct AnsweredExchangeTests {
+    /// The refund agent's three requests through a gateway recording into a fresh log, each read
+    /// up to `[DONE]` and then closed; the upstream is the local server's `scenario`. Returns the
+    /// log's events, read after the run was stopped as a command's exit stops it: at once.
+    static func record(scenario: String) async throws -> (events: [Event], stop: RunStopped) {
+        let directory = try TemporaryDirectory()
+        let server = try LocalModelServer()
+        defer {
+            server.stop()
+            directory.remove()
+        }
+        let log = directory.path("run.jsonl.gz")
+        let recorder = ExchangeRecorder(
+            logPath: log, runId: "run-answered", goal: nil, agentName: "agent", command: ["agent"], limits: .init(), keys: nil,
+            onStop: { _ in })
+        let gateway = try await ModelGateway(
+            handler: GatewayHandler(
+                upstreams: Upstreams(openAI: server.baseURL(scenario)),
+                forwarder: ModelForwarder(transport: ModelTransports.live, limits: RequestLimits(timeoutMs: 30_000)),
+                recorder: recorder))
+        var messages: [JSONValue] = [
+            ["role": "system", "content": "You are a support agent."], ["role": "user", "content": "Refund A-1042."],
+        ]
+        for _ in 0..<3 {
+            let message = try await gateway.streamedChatMessageToDone(messages)
+            messages.append(message)
+            if let call = message["tool_calls"]?.arrayValue?.first, let id = call["id"]?.stringValue {
+                messages.append(["role": "tool", "tool_call_id": .string(id), "content": "{\"ok\": true}"])
+            }
+        }
+        // The agent has its answer and exits: the gateway stops, the run with it.
+        await gateway.stop()
+        let stop = try recorder.finish(.exited(0))
+        var events: [Event] = []
+        _ = try LogReader(path: log).forEachEvent { events.append($0.event) }
+        return (events, stop)
+    }
+
+    static func decisions(_ events: [Event]) -> [String] {
+        events.compactMap { event -> String? in
+            guard case .decisionMade(let made) = event.payload else { return nil }
+            switch made.outcome {
+            case .valid(.toolCalls(let calls)): return calls.map(\.name).joined(separator: ",")
+            case .valid(.answer): return "answer"
+            default: return "other"
+            }
+        }
+    }
+
+    @Test(
+        "an upstream that resets the connection 50 ms after [DONE], or ends its body 5 s late, loses no answer the agent read",
+        arguments: ["refund-reset", "refund-late"])
+    func answeredBeforeTheBodyEnds(scenario: String) async throws {
+        let (events, stop) = try await Self.record(scenario: scenario)
+        #expect(Self.decisions(events) == ["lookup_order", "refund_order", "answer"], "\(scenario)")
+        #expect(stop.reason == .success, "\(stop)")
+        #expect(stop.answer == "Refunded 25 EUR for order A-1042.")
+    }
+}
