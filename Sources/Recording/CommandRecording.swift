@@ -141,11 +141,12 @@ public struct CommandRecording: Sendable {
         }
         let stopper = Stopper()
         var logOptions = self.logOptions
-        if logOptions.redactor == nil {
+        if logOptions.redactor == nil || logOptions.redactor == Redactor.standard {
             // The keys of the command's environment never reach the log, wherever they appear:
             // its command line, a tool result, a stored request.
             logOptions.redactor = Redactor(
-                environmentNames: ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"], childEnvironments: [self.environment],
+                environmentNames: ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"],
+                childEnvironments: [self.environment, ProcessInfo.processInfo.environment],
                 environment: self.environment)
         }
         let recorder = ExchangeRecorder(

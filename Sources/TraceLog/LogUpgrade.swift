@@ -68,6 +68,10 @@ public enum LogUpgrade {
 
         // One pass, in the memory of the state alone: each event is checked (its digest against
         // the source's fold), written, and counted into a fingerprint of what was written.
+        // A faithful copy: its events are the source's, so nothing is redacted on the way (a
+        // changed event would no longer match the digests the source recorded).
+        var writing = writing
+        writing.redactor = nil
         let writer = try LogWriter.create(at: destination, runId: first.runId, options: writing)
         var sourceFold = CheckedFold()
         var newFold = CheckedFold()

@@ -29,8 +29,10 @@ public final class LogWriter {
         /// Signs the chain at every member close and after every stop (docs/log-format.md,
         /// "Signed logs"); nil writes an unsigned log.
         public var signer: LogSigner?
-        /// Replaces secrets in every event before it is written; nil writes events as they are.
-        public var redactor: Redactor?
+        /// Replaces secrets in every event before it is written: `Redactor.standard` unless
+        /// the writer is given another. nil writes events as they are, for faithful copies of
+        /// an existing log only (`log upgrade`).
+        public var redactor: Redactor? = Redactor.standard
         /// Writes a context packet as what changed since the previous one (a version 2 line,
         /// docs/log-format.md), so a long run's log grows with its length, not its square.
         /// Off, every packet is written whole, as version 1 readers read it.
@@ -47,7 +49,7 @@ public final class LogWriter {
 
         public init(
             memberBound: Int = 256 * 1024, durability: Durability = .standard, compressionLevel: Int32 = 4, signer: LogSigner? = nil,
-            redactor: Redactor? = nil, writesContextDeltas: Bool = true, readerMemberLimit: Int = LogReader.Options().memberContentLimit,
+            redactor: Redactor? = Redactor.standard, writesContextDeltas: Bool = true, readerMemberLimit: Int = LogReader.Options().memberContentLimit,
             formatVersion: Int = Event.memberChainVersion
         ) {
             self.memberBound = memberBound

@@ -83,6 +83,15 @@ public struct Redactor: Sendable, Hashable {
         needles = groups
     }
 
+    /// The redaction every log writer applies unless told otherwise (`LogWriter.Options`): the
+    /// key patterns (`patterns`), and the value of every variable of this process's
+    /// environment whose name looks secret (`looksSecret`, values of `minimumGuessedLength` or
+    /// more). `exec`, `run` and `record` add what they know besides (an agent file's
+    /// `redact_env` and `redact_members`, the recorded command's environment); `mcp-proxy`,
+    /// `collect`, `import` and every other writer redact at least this. docs/log-format.md,
+    /// "Redaction".
+    public static let standard = Redactor(childEnvironments: [ProcessInfo.processInfo.environment])
+
     /// The shortest value of a declared variable that is redacted: shorter ones would replace
     /// ordinary words.
     public static let minimumDeclaredLength = 4

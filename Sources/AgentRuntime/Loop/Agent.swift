@@ -91,9 +91,13 @@ public struct Agent: Sendable {
     /// What keeps this agent's secrets out of its logs and of what a run shows as it happens:
     /// the values of `redactEnvironment` — in the caller's environment and in every child's —
     /// the values handed to a child under a name that looks secret, the string values of
-    /// `redactMembers`, and the always-on key patterns. The one redactor of a run.
+    /// `redactMembers`, and the always-on key patterns; and, as every log writer does
+    /// (`Redactor.standard`), the values of agent-eval's own variables whose names look secret.
+    /// The one redactor of a run.
     public var redactor: Redactor {
-        Redactor(environmentNames: redactEnvironment, memberNames: redactMembers, childEnvironments: childEnvironments)
+        Redactor(
+            environmentNames: redactEnvironment, memberNames: redactMembers,
+            childEnvironments: childEnvironments + [ProcessInfo.processInfo.environment])
     }
 
     /// The identity recorded in `run_started`.
