@@ -306,6 +306,15 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self.stream(openai_answer(text))
 
+    def scenario_echo_headers(self, body, attempt, anthropic):
+        """Answers with every header of the request, as a debugging upstream does: the key, a
+        cookie, an organisation, a custom header all come back in the answer."""
+        text = "Your headers: " + json.dumps(dict(self.headers.items()))
+        if body.get("stream"):
+            self.stream(openai_answer(text))
+        else:
+            self.plain(200, "application/json", json.dumps(chat_whole(None, text)).encode())
+
     def scenario_split_args(self, body, attempt, anthropic):
         self.stream(openai_call("lookup_order", json.dumps({"order_id": "A-1042", "note": "fragile"}), pieces=9))
 
@@ -477,6 +486,20 @@ class Handler(BaseHTTPRequestHandler):
         """A refund agent for any API: look the order up, refund it, answer."""
         self.reply_steps(body, REFUND_STEPS, REFUND_ANSWER)
 
+    def scenario_slow_answer(self, body, attempt, anthropic):
+        """A whole streamed answer that takes about 1.5 s: for many requests in flight at once."""
+        chunks = openai_answer("Slow but sure.")
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        for chunk in chunks:
+            self.wfile.write(("%x\r\n" % len(chunk)).encode() + chunk + b"\r\n")
+            self.wfile.flush()
+            time.sleep(0.3)
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
     def scenario_refund_reset(self, body, attempt, anthropic):
         """The refund agent, each streamed reply whole and then its connection reset 50 ms after
         the end marker, before the HTTP body's end."""
@@ -577,6 +600,8 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main():
+    # Room for 100 clients connecting at once (socketserver's default backlog is 5).
+    ThreadingHTTPServer.request_queue_size = 256
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()

@@ -106,6 +106,11 @@ enum SharedHTTPClients {
     // Guarded by the mutex: clients by (connect, idle) timeouts in ms.
     private static let clients = Mutex<[[Int]: HTTPClient]>([:])
 
+    /// Concurrent HTTP/1.1 connections to one host, at most: far more than an agent or a suite's
+    /// `--jobs` has requests in flight (`record --max-requests` is 100 by default), and few
+    /// enough that a runaway agent cannot exhaust the machine's descriptors.
+    static let connectionsPerHost = 512
+
     static func client(connectTimeoutMs: Int, idleTimeoutMs: Int) -> HTTPClient {
         clients.withLock { clients in
             let key = [connectTimeoutMs, idleTimeoutMs]
@@ -118,6 +123,11 @@ enum SharedHTTPClients {
             // (with backoff, counted against max_retries) decide whether to try again, instead
             // of the pool quietly retrying until the connect timeout.
             configuration.connectionPool.retryConnectionEstablishment = false
+            // As many connections to one host as requests in flight, up to `connectionsPerHost`:
+            // the library's default of 8 made the 9th concurrent request of an agent recorded
+            // through the gateway (or of `run --jobs 12`) wait for a connection, and fail after
+            // the connect timeout while the others streamed.
+            configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = connectionsPerHost
             let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
             clients[key] = client
             return client

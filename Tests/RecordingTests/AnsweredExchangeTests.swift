@@ -71,4 +71,86 @@ struct AnsweredExchangeTests {
         #expect(stop.reason == .success, "\(stop)")
         #expect(stop.answer == "Refunded 25 EUR for order A-1042.")
     }
+
+    @Test("100 streams in flight at once through the gateway are all answered and all recorded")
+    func hundredConcurrentStreams() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try LocalModelServer()
+        defer {
+            server.stop()
+            directory.remove()
+        }
+        let log = directory.path("run.jsonl.gz")
+        let recorder = ExchangeRecorder(
+            logPath: log, runId: "run-many", goal: nil, agentName: "agent", command: ["agent"], limits: .init(maxRequests: 200),
+            keys: nil, onStop: { _ in })
+        let gateway = try await ModelGateway(
+            handler: GatewayHandler(
+                upstreams: Upstreams(openAI: server.baseURL("slow-answer")),
+                forwarder: ModelForwarder(transport: ModelTransports.live, limits: RequestLimits(timeoutMs: 60_000)),
+                recorder: recorder))
+        let answers = try await withThrowingTaskGroup(of: String.self) { group in
+            for index in 0..<100 {
+                group.addTask {
+                    let message = try await gateway.streamedChatMessageToDone([["role": "user", "content": .string("Question \(index)")]])
+                    return message["content"]?.stringValue ?? "no answer: \(message)"
+                }
+            }
+            var answers: [String] = []
+            for try await answer in group { answers.append(answer) }
+            return answers
+        }
+        await gateway.stop()
+        _ = try recorder.finish(.exited(0))
+        #expect(answers.count == 100 && answers.allSatisfy { $0 == "Slow but sure." }, "\(Set(answers))")
+        var decisions = 0
+        _ = try LogReader(path: log).forEachEvent { if case .decisionMade = $0.event.payload { decisions += 1 } }
+        #expect(decisions == 100)
+    }
+
+    @Test("an upstream that echoes the request's headers puts none of their values into the log or the cassette")
+    func echoedHeadersRedacted() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try LocalModelServer()
+        defer {
+            server.stop()
+            directory.remove()
+        }
+        let secrets = [
+            "Bearer tok-9f8e7d6c5b4a3921", "session=c0ffee-and-cake-4242", "org-Q7xW2eR9tY5uI3oP", "tenant-acme-77-private",
+        ]
+        let headers = [
+            HTTPHeader(name: "Authorization", value: secrets[0]), HTTPHeader(name: "Cookie", value: secrets[1]),
+            HTTPHeader(name: "OpenAI-Organization", value: secrets[2]), HTTPHeader(name: "X-Tenant", value: secrets[3]),
+        ]
+        let log = directory.path("run.jsonl.gz")
+        let cassette = try Cassette(directory: directory.path("cassette"), mode: .new)
+        let keys = RequestKeys()
+        let recorder = ExchangeRecorder(
+            logPath: log, runId: "run-echo", goal: nil, agentName: "agent", command: ["agent"], limits: .init(), keys: keys,
+            onStop: { _ in })
+        let gateway = try await ModelGateway(
+            handler: GatewayHandler(
+                upstreams: Upstreams(openAI: server.baseURL("echo-headers")),
+                forwarder: ModelForwarder(
+                    transport: cassette.transport(provider: "gateway", live: ModelTransports.live, keyedBy: keys.key(for:)),
+                    limits: RequestLimits(timeoutMs: 30_000)),
+                recorder: recorder))
+        let message = try await gateway.chatMessage([["role": "user", "content": "What did I send?"]], headers: headers)
+        await gateway.stop()
+        _ = try recorder.finish(.exited(0))
+        // The agent itself gets the upstream's answer as it came.
+        #expect(message["content"]?.stringValue?.contains(secrets[1]) == true, "\(message)")
+        let text = try Subprocess.runBlocking(gzipPath, ["-dc", log]).stdoutText
+        #expect(text.contains("Your headers:") && text.contains("[redacted:header:"), "\(text.prefix(600))")
+        var stored = ""
+        for file in try FileManager.default.contentsOfDirectory(atPath: directory.path("cassette")) where file.hasSuffix(".gz") {
+            stored += try Subprocess.runBlocking(gzipPath, ["-dc", directory.path("cassette/\(file)")]).stdoutText
+        }
+        #expect(stored.contains("Your headers:"), "\(stored.prefix(300))")
+        for secret in secrets + ["tok-9f8e7d6c5b4a3921"] {
+            #expect(!text.contains(secret), "the log holds \(secret)")
+            #expect(!stored.contains(secret), "the cassette holds \(secret)")
+        }
+    }
 }

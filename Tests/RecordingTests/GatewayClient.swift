@@ -6,12 +6,13 @@ import TraceCore
 /// What a test's agent does through a gateway: ask its model (Chat Completions, whole answers)
 /// and post an `agent-eval mcp-proxy` operation.
 extension ModelGateway {
-    /// The assistant message the model answers `messages` with.
-    func chatMessage(_ messages: [JSONValue]) async throws -> JSONValue {
+    /// The assistant message the model answers `messages` with; `headers` are sent besides the
+    /// content type.
+    func chatMessage(_ messages: [JSONValue], headers: [HTTPHeader] = []) async throws -> JSONValue {
         var body: [UInt8] = []
         try await ModelTransports.live.exchange(
             TransportRequest(
-                url: openAIBaseURL + "/chat/completions", headers: [HTTPHeader(name: "content-type", value: "application/json")],
+                url: openAIBaseURL + "/chat/completions", headers: [HTTPHeader(name: "content-type", value: "application/json")] + headers,
                 body: JSONWriter.encode(["model": "gpt-test", "messages": .array(messages)] as JSONValue),
                 limits: RequestLimits(timeoutMs: 30_000))
         ) { parts in
