@@ -39,24 +39,30 @@ public struct ModelForwarder: Sendable {
         public var firstContentUs: Int?
     }
 
-    /// The header values never to show: API keys, bearer tokens.
+    /// The header values never to show: every value a request carries, except those of the
+    /// headers that describe the request or the SDK (`describingHeaders`, `x-stainless-*`), and
+    /// the token of an `Authorization` value besides the whole. API keys and bearer tokens, and
+    /// as well `Cookie`, `OpenAI-Organization`, `OpenAI-Project` and an agent's custom headers:
+    /// an upstream may echo any of them, and they reach no log, cassette or message.
     public static func secrets(in headers: [HTTPHeader]) -> [String] {
         var secrets: [String] = []
         for header in headers {
-            switch header.name.lowercased() {
-            case "authorization", "proxy-authorization":
-                secrets.append(header.value)
-                if let space = header.value.firstIndex(of: " ") {
-                    secrets.append(String(header.value[header.value.index(after: space)...]))
-                }
-            case "x-api-key", "api-key", "x-goog-api-key", "openai-api-key":
-                secrets.append(header.value)
-            default:
-                continue
+            let name = header.name.lowercased()
+            guard !describingHeaders.contains(name), !name.hasPrefix("x-stainless-") else { continue }
+            secrets.append(header.value)
+            if name == "authorization" || name == "proxy-authorization", let space = header.value.firstIndex(of: " ") {
+                secrets.append(String(header.value[header.value.index(after: space)...]))
             }
         }
-        return secrets
+        return secrets.filter { $0.count >= 4 }
     }
+
+    /// Headers whose values say what the request is (its type, the SDK and API versions), not
+    /// who sends it: their values are not secrets.
+    static let describingHeaders: Set<String> = [
+        "content-type", "content-length", "accept", "accept-encoding", "accept-language", "user-agent", "host", "connection",
+        "anthropic-version", "anthropic-beta", "openai-beta", "traceparent", "tracestate",
+    ]
 
     /// Forwards `request` for `api`; `pass` is given each part of the answer as it arrives.
     public func forward(_ request: TransportRequest, api: ModelAPI, pass: @escaping @Sendable (TransportPart) -> Void) async -> Outcome {

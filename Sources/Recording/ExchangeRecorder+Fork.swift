@@ -118,6 +118,7 @@ extension ExchangeRecorder {
         unlink(forkPrefixPath)
         clock.now = atUs
         let writer = try LogWriter.create(at: logPath, runId: runId, options: options)
+        writer.redact(also: state.secrets.sorted(), rule: "header")
         let recorder = try RunRecorder.copying(fork.prefix, into: writer, clock: { [clock] in clock.now })
         try recorder.record(.runForked(fork.forked))
         recorder.step += 1

@@ -278,7 +278,11 @@ public final class ExchangeRecorder: Sendable {
             exchange.startUs = now()
         }
         let refused: StopCause? = state.withLock { state in
+            // The request's header values reach no event from here on, wherever the upstream
+            // or the agent echoes them.
+            let learned = secrets.filter { !state.secrets.contains($0) }
             state.secrets.formUnion(secrets)
+            if !learned.isEmpty { state.recorder?.writer.redact(also: learned, rule: "header") }
             // Requests in flight count: three sent at once under --max-requests 1 are one too many.
             guard let max = limits.maxRequests, state.requests + state.inFlight >= max else {
                 state.inFlight += 1
@@ -460,6 +464,7 @@ public final class ExchangeRecorder: Sendable {
             fork == nil
             ? try LogWriter.create(at: logPath, runId: runId, options: options)
             : try LogWriter.create(at: forkPrefixPath, runId: runId, options: LogWriter.Options())
+        writer.redact(also: state.secrets.sorted(), rule: "header")
         let recorder = RunRecorder(writer: writer, clock: { [clock] in clock.now })
         let goal = self.goal ?? view?.firstUserText ?? ""
         try recorder.record(

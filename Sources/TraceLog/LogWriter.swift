@@ -49,7 +49,8 @@ public final class LogWriter {
 
         public init(
             memberBound: Int = 256 * 1024, durability: Durability = .standard, compressionLevel: Int32 = 4, signer: LogSigner? = nil,
-            redactor: Redactor? = Redactor.standard, writesContextDeltas: Bool = true, readerMemberLimit: Int = LogReader.Options().memberContentLimit,
+            redactor: Redactor? = Redactor.standard, writesContextDeltas: Bool = true,
+            readerMemberLimit: Int = LogReader.Options().memberContentLimit,
             formatVersion: Int = Event.memberChainVersion
         ) {
             self.memberBound = memberBound
@@ -70,12 +71,20 @@ public final class LogWriter {
         public var maximumLineBytes: Int { readerMemberLimit - memberBound - LogWriter.signatureReserve }
     }
 
+    /// From the next event on, also redacts `secrets` (`Redactor.adding`): values learned while
+    /// the log is written, such as the header values of a recorded model request. A writer that
+    /// copies events as they are (no redactor) stays so.
+    public func redact(also secrets: [String], rule: String) {
+        guard let redactor = options.redactor else { return }
+        options.redactor = redactor.adding(secrets, rule: rule)
+    }
+
     /// Room left in a member for the signature event a signing writer adds after an event.
     static let signatureReserve = 64 * 1024
 
     public let path: String
     public let runId: String
-    public let options: Options
+    public private(set) var options: Options
     /// The sequence number the next event gets.
     public private(set) var nextSequence: Int
     /// The chain's head: the hash of the last line written, the next event's `prev` (version 1),

@@ -22,7 +22,7 @@ public struct Redactor: Sendable, Hashable {
     /// Byte strings at least one of which a line with a secret contains: the writer's fast test,
     /// so the hot path only scans bytes.
     /// They are grouped by first byte, so a line is searched once per distinct first byte.
-    private let needles: [(first: UInt8, rests: [[UInt8]])]
+    private var needles: [(first: UInt8, rests: [[UInt8]])]
 
     public static func == (a: Redactor, b: Redactor) -> Bool {
         a.memberNames == b.memberNames && a.values.map(\.secret) == b.values.map(\.secret) && a.key == b.key
@@ -64,6 +64,20 @@ public struct Redactor: Sendable, Hashable {
         }.map(\.element)
         self.memberNames = memberNames
         key = Array((environment["AGENT_EVAL_REDACTION_KEY"] ?? "agent-eval-redaction-v1").utf8)
+        needles = Self.needles(values: self.values, memberNames: memberNames)
+    }
+
+    /// The redaction every log writer applies unless told otherwise (`LogWriter.Options`): the
+    /// key patterns (`patterns`), and the value of every variable of this process's
+    /// environment whose name looks secret (`looksSecret`, values of `minimumGuessedLength` or
+    /// more). `exec`, `run` and `record` add what they know besides (an agent file's
+    /// `redact_env` and `redact_members`, the recorded command's environment); `mcp-proxy`,
+    /// `collect`, `import` and every other writer redact at least this. docs/agent-files.md,
+    /// "Every writer of a log redacts the same way".
+    public static let standard = Redactor(childEnvironments: [ProcessInfo.processInfo.environment])
+
+    /// The needles of `values`, `memberNames` and the patterns, grouped by first byte.
+    private static func needles(values: [(rule: String, secret: String)], memberNames: [String]) -> [(first: UInt8, rests: [[UInt8]])] {
         let all =
             values.map { Array(JSONWriter.encodeString(.string($0.secret)).dropFirst().dropLast().utf8) }
             + memberNames.map { Array("\(JSONWriter.encodeString(.string($0))):".utf8) }
@@ -80,17 +94,26 @@ public struct Redactor: Sendable, Hashable {
                 groups.append((first, [rest]))
             }
         }
-        needles = groups
+        return groups
     }
 
-    /// The redaction every log writer applies unless told otherwise (`LogWriter.Options`): the
-    /// key patterns (`patterns`), and the value of every variable of this process's
-    /// environment whose name looks secret (`looksSecret`, values of `minimumGuessedLength` or
-    /// more). `exec`, `run` and `record` add what they know besides (an agent file's
-    /// `redact_env` and `redact_members`, the recorded command's environment); `mcp-proxy`,
-    /// `collect`, `import` and every other writer redact at least this. docs/log-format.md,
-    /// "Redaction".
-    public static let standard = Redactor(childEnvironments: [ProcessInfo.processInfo.environment])
+    /// This redactor, also replacing `secrets` (each at least `minimumDeclaredLength`
+    /// characters; shorter ones are words) under `rule`: secrets learned while a log is written,
+    /// such as the header values of a recorded request (`LogWriter.redact(also:rule:)`).
+    public func adding(_ secrets: [String], rule: String) -> Redactor {
+        var copy = self
+        var changed = false
+        for secret in secrets where secret.count >= Self.minimumDeclaredLength && !copy.values.contains(where: { $0.secret == secret }) {
+            copy.values.append((rule, secret))
+            changed = true
+        }
+        guard changed else { return self }
+        copy.values = copy.values.enumerated().sorted { a, b in
+            a.element.secret.count != b.element.secret.count ? a.element.secret.count > b.element.secret.count : a.offset < b.offset
+        }.map(\.element)
+        copy.needles = Self.needles(values: copy.values, memberNames: copy.memberNames)
+        return copy
+    }
 
     /// The shortest value of a declared variable that is redacted: shorter ones would replace
     /// ordinary words.
