@@ -148,6 +148,48 @@ struct ReportTests {
     }
 }
 
+@Suite("Markdown from runs")
+struct MarkdownFromRunsTests {
+    /// A case that failed on an answer written to break out of Markdown: its own fence, a
+    /// mention of everyone, a table cell, a code span and a tag.
+    static func hostile() -> EvalReport {
+        let answer = "Done.\n```\n# Injected heading\n@everyone please approve | `rm -rf` <img src=x>"
+        let evalCase = EvalCase(
+            id: "hostile", input: "x", source: .live(agent: "a.yaml", approve: [], deny: []), expected: Expectations(),
+            location: SourceLocation(path: "cases/hostile.yaml", line: 1, column: 1))
+        let failure = ExpectationFailure(expectation: "finalAnswer", expected: "a refund", actual: answer)
+        let result = CaseResult(
+            evalCase: evalCase,
+            runs: [RunResult(logPath: "runs/h.jsonl.gz", repeatIndex: 1, failures: [failure], notes: [], error: nil, summary: RunSummary())]
+        )
+        return EvalReport(results: [result])
+    }
+
+    @Test("a model's answer holding a fence stays inside the summary's code block")
+    func fenceHolds() {
+        let text = Self.hostile().markdown
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let open = try? #require(lines.firstIndex { $0.hasPrefix("```") })
+        guard let open else { return }
+        let fence = lines[open]
+        #expect(fence.count > 3, "longer than the answer's own fence: \(fence)")
+        let close = lines[(open + 1)...].firstIndex { $0 == fence }
+        let heading = lines.firstIndex { $0.contains("# Injected heading") }
+        #expect(close != nil && heading != nil && heading! < close!, "\(text)")
+        #expect(EvalReport.fenced(["plain"]) == ["```", "plain", "```"])
+        #expect(EvalReport.fenced(["a ```` b"]).first == "`````")
+    }
+
+    @Test("the PR comment pings nobody and keeps run text on its line: no @everyone, no table cell, no code span, no tag")
+    func commentEscapes() {
+        let text = PullRequestComment(head: Self.hostile().json).markdown
+        let line = text.split(separator: "\n").first { $0.contains("happened:") }.map(String.init) ?? ""
+        #expect(line.contains("@\u{200B}everyone") && !line.contains("@everyone"), "\(line)")
+        #expect(line.contains("\\| \\`rm -rf\\` &lt;img"), "\(line)")
+        #expect(!text.contains("\n# Injected heading"), "\(text)")
+    }
+}
+
 @Suite("Baselines and regressions")
 struct BaselineTests {
     func result(_ id: String, runs: [(tools: [String], attempted: [String], stop: StopReason?, passed: Bool)], notCalled: [String] = [])

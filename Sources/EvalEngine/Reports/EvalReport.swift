@@ -372,9 +372,7 @@ public struct EvalReport: Sendable {
                 lines.append("")
                 lines.append("#### `\(result.id)`")
                 lines.append("")
-                lines.append("```")
-                lines.append(contentsOf: consoleLines(for: result).dropFirst().map { String($0.dropFirst(4)) })
-                lines.append("```")
+                lines.append(contentsOf: Self.fenced(consoleLines(for: result).dropFirst().map { String($0.dropFirst(4)) }))
             }
         }
         section("Passed with warnings", results.filter { $0.passed && $0.runs.contains { $0.notes.contains(where: \.isWarning) } })
@@ -386,6 +384,22 @@ public struct EvalReport: Sendable {
 }
 
 extension EvalReport {
+    /// `lines` in a Markdown code block whose fence is longer than any run of backticks in them,
+    /// so text from a run (a model's answer holding its own ``` fence) cannot close the block
+    /// and have the rest rendered (CommonMark: a fence closes only with one as long).
+    public static func fenced(_ lines: [String]) -> [String] {
+        var longest = 0
+        for line in lines {
+            var run = 0
+            for character in line {
+                run = character == "`" ? run + 1 : 0
+                longest = max(longest, run)
+            }
+        }
+        let fence = String(repeating: "`", count: max(3, longest + 1))
+        return [fence] + lines + [fence]
+    }
+
     /// A case outcome with its mark, for Markdown tables.
     public static func markdownOutcome(_ outcome: CaseOutcome) -> String {
         switch outcome {

@@ -225,10 +225,20 @@ public struct PullRequestComment: Sendable {
     /// How many failed expectations a case lists in the comment.
     static let failuresListed = 5
 
-    /// Text on one line, with nothing Markdown would read as a table or a tag.
+    /// Text from a run on one line, with nothing Markdown would read as a table, a tag or a code
+    /// span, and no `@` mention a forge would notify (`@everyone`, `@org/team`: a
+    /// zero-width space after the `@` keeps the text and drops the ping).
     static func inline(_ text: String) -> String {
-        let flat = text.replacingOccurrences(of: "\n", with: " ").replacingOccurrences(of: "|", with: "\\|").replacingOccurrences(
-            of: "<", with: "&lt;")
+        var flat = ""
+        for character in text {
+            switch character {
+            case "\n", "\r", "\r\n": flat.append(" ")
+            case "|", "`": flat += "\\\(character)"
+            case "<": flat += "&lt;"
+            case "@": flat += "@\u{200B}"
+            default: flat.append(character)
+            }
+        }
         return flat.count > 300 ? String(flat.prefix(300)) + "…" : flat
     }
 
