@@ -188,8 +188,14 @@ struct CaseFromEvalSetCommand: ParsableCommand {
                 let text = EvalSetConversion.yaml(
                     for: evalCase, setId: read.setId, source: (file as NSString).lastPathComponent, runner: runner, match: match,
                     responseThreshold: responseMin, caseId: id)
-                do { try ReportFile.write(text, to: path, replacesYAML: true) } catch { throw diagnose(error) }
-                written += 1
+                // One file that cannot be written is left out and said; the rest are still written.
+                do {
+                    try ReportFile.write(text, to: path, replacesYAML: true)
+                    written += 1
+                } catch {
+                    leftOut += 1
+                    warn(error)
+                }
             }
         }
         say(

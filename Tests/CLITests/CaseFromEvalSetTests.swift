@@ -83,5 +83,22 @@ struct CaseFromEvalSetTests {
         #expect(first.contains(#"input: "caf\u00E9\u2028x \"q\"""#), "\(first)")
         let loads = try await agentEval(["check", scratch.path("clash")])
         #expect(!loads.stderr.contains("not valid YAML"), "\(loads.stderr)")
+        // Eval ids too long for a file name: each is a case, its id cut with a digest of the whole.
+        let long = String(repeating: "refund-a-broken-order-", count: 14)
+        let longSet =
+            #"{"eval_set_id": "s", "eval_cases": ["#
+            + #"{"eval_id": "\#(long)1", "conversation": [{"user_content": {"parts": [{"text": "hi"}]}, "final_response": {"parts": [{"text": "ok"}]}}]},"#
+            + #"{"eval_id": "\#(long)2", "conversation": [{"user_content": {"parts": [{"text": "hi"}]}, "final_response": {"parts": [{"text": "ok"}]}}]},"#
+            + #"{"eval_id": "short", "conversation": [{"user_content": {"parts": [{"text": "hi"}]}, "final_response": {"parts": [{"text": "ok"}]}}]}]}"#
+        try Data(longSet.utf8).write(to: URL(fileURLWithPath: scratch.path("long.json")))
+        let longOnes = try await agentEval([
+            "case", "from-evalset", scratch.path("long.json"), "--out", scratch.path("long"), "--agent", "a.yaml",
+        ])
+        #expect(longOnes.status == 0, "\(longOnes.stderr)")
+        let files = try FileManager.default.contentsOfDirectory(atPath: scratch.path("long")).sorted()
+        #expect(files.count == 3 && files.contains("short.yaml"), "\(files)")
+        #expect(files.allSatisfy { $0.utf8.count <= 125 }, "\(files)")
+        let checked = try await agentEval(["check", scratch.path("long")])
+        #expect(!checked.stderr.contains("not valid YAML") && !checked.stderr.contains("caseId"), "\(checked.stderr)")
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import TraceCore
 public import TraceCore
 
 /// Google ADK's eval sets as agent-eval cases (`agent-eval case from-evalset`): an EvalSet JSON
@@ -131,8 +132,22 @@ public enum EvalSetConversion {
     /// A case id from an eval id: letters, digits, `-`, `_`, `.` and `:` kept, the rest `-`.
     public static func caseId(_ id: String) -> String {
         let kept = String(id.map { $0.isLetter || $0.isNumber || "-_.:".contains($0) ? $0 : "-" })
-        return kept.isEmpty ? "case" : kept
+        guard kept.utf8.count > maxCaseIdBytes else { return kept.isEmpty ? "case" : kept }
+        // Too long for a file name (255 bytes on most file systems, with `.yaml` and a number
+        // after it): its start, and 8 hex digits of the whole eval id's SHA-256, so two long ids
+        // that share a start stay two cases.
+        let digest = String(ContentHash.sha256(Array(id.utf8)).dropFirst("sha256:".count).prefix(8))
+        var start = ""
+        for character in kept {
+            if start.utf8.count + character.utf8.count > maxCaseIdBytes - digest.count - 1 { break }
+            start.append(character)
+        }
+        return start + "-" + digest
     }
+
+    /// The longest case id made from an eval id, in UTF-8 bytes: its file name (`ID.yaml`, or
+    /// `ID-2.yaml` for a second id that cleans to the same) stays well under 255.
+    public static let maxCaseIdBytes = 120
 
     /// The case file's text.
     /// `caseId` names the case (unique in the directory written); by default the eval id's.
