@@ -27,14 +27,16 @@ struct SubprocessToolTests {
         #expect(outcome.stderr == nil)
     }
 
-    // The time limit ends the test if the kill does not work (the tool would sleep an hour).
-    @Test("a tool that hangs is killed with its whole process group at the timeout", .timeLimit(.minutes(5)))
+    // Without the kill the tool would sleep 10 minutes, and the test fail on the time it took.
+    // (No `.timeLimit`: it counts the wait for a `TestLoad` slot, which in a full run on two
+    // cores exceeded 5 minutes while hundreds of CLI runs queued ahead.)
+    @Test("a tool that hangs is killed with its whole process group at the timeout")
     func hangKillsGroup() async throws {
         try await TemporaryDirectory.with { directory in
             let pidFile = directory.path("child.pid")
             let started = ContinuousClock.now
             // The tool starts a grandchild in the background, then hangs itself.
-            let outcome = try await invoke("sleep 3600 & echo $! > \(pidFile); sleep 3600", timeoutMs: 300)
+            let outcome = try await invoke("sleep 600 & echo $! > \(pidFile); sleep 600", timeoutMs: 300)
             // Far below the hour the tool would run, far above what a test waits for a thread of
             // the shared pool when other suites keep it busy (45 s was seen once on a loaded machine).
             #expect(ContinuousClock.now - started < .seconds(240))
@@ -46,31 +48,33 @@ struct SubprocessToolTests {
         }
     }
 
-    // The timeouts are far beyond the test's time limit: a tool that is waited for until its
-    // leftovers end (an hour) or until the timeout fails the test by its time limit.
-    @Test(
-        "a tool that exits while a process it started holds its output open is done when it exits",
-        .timeLimit(.minutes(5)))
+    // A tool that is waited for until its leftovers end (10 minutes) fails on the time it took;
+    // its timeout (15 minutes) is beyond that.
+    @Test("a tool that exits while a process it started holds its output open is done when it exits")
     func leftoverHoldsOutputOpen() async throws {
         try await TemporaryDirectory.with { directory in
             let pidFile = directory.path("child.pid")
+            let started = ContinuousClock.now
             let outcome = try await invoke(
-                #"read line; sleep 3600 & echo $! > \#(pidFile); printf '{"found": true}'"#, timeoutMs: 3_600_000)
+                #"read line; sleep 600 & echo $! > \#(pidFile); printf '{"found": true}'"#, timeoutMs: 900_000)
+            #expect(ContinuousClock.now - started < .seconds(240))
             #expect(outcome.status == .ok)
             #expect(outcome.output == ["found": true])
             // What it left behind went with its process group.
             #expect(try await isGone(pidIn: pidFile))
 
-            let failed = try await invoke("echo 'no such order' >&2; sleep 3600 & exit 3", timeoutMs: 3_600_000)
+            let failed = try await invoke("echo 'no such order' >&2; sleep 600 & exit 3", timeoutMs: 900_000)
             #expect(failed.error == "/bin/sh exited with status 3: no such order")
             #expect(failed.stderr == "no such order\n")
         }
     }
 
-    // The time limit ends the test if the tool is not stopped (it would sleep an hour).
-    @Test("a tool that closes its output but keeps running is still stopped at the timeout", .timeLimit(.minutes(5)))
+    // A tool that is not stopped sleeps 10 minutes, and the test fails on the time it took.
+    @Test("a tool that closes its output but keeps running is still stopped at the timeout")
     func closesStreamsAndHangs() async throws {
-        let outcome = try await invoke("exec >/dev/null 2>&1; sleep 3600", timeoutMs: 300)
+        let started = ContinuousClock.now
+        let outcome = try await invoke("exec >/dev/null 2>&1; sleep 600", timeoutMs: 300)
+        #expect(ContinuousClock.now - started < .seconds(240))
         #expect(outcome.status == .error)
         #expect(outcome.error?.contains("did not finish within 300 ms") == true)
     }
@@ -103,8 +107,9 @@ struct SubprocessToolTests {
         #expect(silent.error == "/bin/sh printed nothing on stdout; a tool must print its result as JSON")
     }
 
-    // `yes` never stops by itself: the time limit ends the test if the limit does not.
-    @Test("huge output stops the tool at the limit instead of filling memory", .timeLimit(.minutes(5)))
+    // `yes` never stops by itself: without the output limit, the tool's 5 s timeout ends it, and
+    // the test fails on the error it gives.
+    @Test("huge output stops the tool at the limit instead of filling memory")
     func hugeOutput() async throws {
         let started = ContinuousClock.now
         let outcome = try await invoke("yes '\"aaaaaaaaaaaaaaaaaaaa\"'", outputLimit: 64 * 1024)
