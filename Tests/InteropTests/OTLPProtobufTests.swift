@@ -9,6 +9,33 @@ import TraceCore
 /// decoder into the OTLP/JSON the importer maps.
 @Suite("OTLP protobuf bodies", .ownThread)
 struct OTLPProtobufTests {
+    /// One trace's `count` spans, each in a scope of its own (as an exporter batching by
+    /// instrumentation library sends them), in one resource.
+    static func scattered(_ count: Int) -> JSONValue {
+        let scopes: [JSONValue] = (0..<count).map { index in
+            let span: JSONValue = [
+                "traceId": .string(String(repeating: "ab", count: 16)), "spanId": .string(String(format: "%016x", index + 1)),
+                "name": "execute_tool", "startTimeUnixNano": "1790000000000000000", "endTimeUnixNano": "1790000000000001000",
+            ]
+            return ["scope": ["name": .string("lib-\(index)")], "spans": [span]]
+        }
+        return ["resourceSpans": [["scopeSpans": .array(scopes)]]]
+    }
+
+    @Test("one trace's spans over many scopes decode in linear time: ten times the scopes costs well under thirty times the time")
+    func scopesScaleLinearly() throws {
+        let small = Self.scattered(2_000)
+        let large = Self.scattered(20_000)
+        let read = try ReceivedTraces(request: large)
+        #expect(read.traces.count == 1 && read.traces.first?.spanCount == 20_000)
+        #expect(read.traces.first?.request["resourceSpans"]?.arrayValue?.count == 20_000)
+        func fastest(_ request: JSONValue) throws -> Double {
+            try (0..<3).map { _ in try seconds { _ = try ReceivedTraces(request: request) } }.min() ?? 0
+        }
+        let ratio = try fastest(large) / fastest(small)
+        #expect(ratio < 30, "20,000 scopes took \(ratio)× the time of 2,000")
+    }
+
     @Test(
         "the official encoder's protobuf request gives the runs its OTLP/JSON gives, and is kept per trace as importable OTLP/JSON",
         .tags(.python), .needsPython)

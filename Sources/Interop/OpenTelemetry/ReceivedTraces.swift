@@ -51,7 +51,12 @@ public struct ReceivedTraces: Sendable {
         guard let batches = request["resourceSpans"]?.arrayValue ?? (isEmpty ? [] : nil) else {
             throw ImportError(.wrongFormat, "the request is not an OTLP ExportTraceServiceRequest: it has no \"resourceSpans\" list")
         }
-        var traces: [Trace] = []
+        // Each trace's batches, gathered apart and made into its request once at the end:
+        // appending to a request's list in place copied the list for every scope, quadratic in
+        // the scopes (or resources) holding one trace's spans.
+        var ids: [String] = []
+        var gathered: [[JSONValue]] = []
+        var counts: [Int] = []
         var index: [String: Int] = [:]
         var unidentified = 0
         for batch in batches {
@@ -84,18 +89,20 @@ public struct ReceivedTraces: Sendable {
                     cutBatch["instrumentationLibrarySpans"] = nil
                     cutBatch["scopeSpans"] = .array([.object(cutScope)])
                     if let at = index[traceId] {
-                        traces[at].spanCount += spans.count
-                        var batches = traces[at].request["resourceSpans"]?.arrayValue ?? []
-                        batches.append(.object(cutBatch))
-                        traces[at].request = ["resourceSpans": .array(batches)]
+                        counts[at] += spans.count
+                        gathered[at].append(.object(cutBatch))
                     } else {
-                        index[traceId] = traces.count
-                        traces.append(Trace(traceId: traceId, request: ["resourceSpans": [.object(cutBatch)]], spanCount: spans.count))
+                        index[traceId] = ids.count
+                        ids.append(traceId)
+                        gathered.append([.object(cutBatch)])
+                        counts.append(spans.count)
                     }
                 }
             }
         }
-        self.traces = traces
+        traces = ids.indices.map { at in
+            Trace(traceId: ids[at], request: ["resourceSpans": .array(gathered[at])], spanCount: counts[at])
+        }
         self.unidentified = unidentified
     }
 }
