@@ -27,6 +27,9 @@ public struct CatalogError: Diagnostic, Hashable {
         case severalStatements = "several_statements"
         /// The PostgreSQL server of a team's catalog cannot be reached, or went away mid-command.
         case unreachable
+        /// `sql` on PostgreSQL was asked to run as a role whose rights a read-only transaction
+        /// does not hold back (a superuser, a member of `pg_execute_server_program`, …).
+        case privilegedRole = "privileged_role"
     }
 
     public var code: Code

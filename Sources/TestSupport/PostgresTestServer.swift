@@ -19,12 +19,15 @@ import Foundation
 public final class PostgresTestServer: Sendable {
     /// The catalog URL of the server's database.
     public let url: String
+    /// The cluster's superuser's URL (`agent_eval_admin`), for what the catalog's role may not do.
+    public let adminURL: String
     public let port: Int
     /// The cluster's directory (`scripts/postgres_server stop DIRECTORY` ends the server).
     public let directory: String
 
-    private init(url: String, port: Int, directory: String) {
+    private init(url: String, adminURL: String, port: Int, directory: String) {
         self.url = url
+        self.adminURL = adminURL
         self.port = port
         self.directory = directory
     }
@@ -38,7 +41,11 @@ public final class PostgresTestServer: Sendable {
         guard result.status == 0 else {
             throw PostgresServerError(message: "scripts/postgres_server could not start a server (exit \(result.status)): \(result.stderr)")
         }
-        return PostgresTestServer(url: result.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines), port: port, directory: directory)
+        let urls = result.stdoutText.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        guard urls.count == 2 else {
+            throw PostgresServerError(message: "scripts/postgres_server printed no catalog and admin URLs: \(result.stdoutText)")
+        }
+        return PostgresTestServer(url: urls[0], adminURL: urls[1], port: port, directory: directory)
     }
 
     /// Stops the server (fast shutdown: connected clients are cut off) and removes its files.

@@ -216,6 +216,31 @@ struct PostgresCatalogTests {
         }
         // The connection is still good after each refusal.
         #expect(try catalog.query("SELECT COUNT(*) AS n FROM logs").rows == [[.integer(0)]])
+        // The role the docs say to create cannot run a program on the server through sql.
+        do {
+            _ = try catalog.query("COPY (SELECT 1) TO PROGRAM 'touch /tmp/agent-eval-sql-pwned'")
+            Issue.record("COPY TO PROGRAM ran")
+        } catch {
+            #expect(error.code == .readOnly || error.code == .queryFailed, "\(error.message)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: "/tmp/agent-eval-sql-pwned"))
+    }
+
+    @Test("sql refuses to run as a superuser, whom a read-only transaction does not hold back, and says which role to give it")
+    func sqlRefusesSuperuser() async throws {
+        try await PostgresTestServer.with { server in
+            _ = try Catalog(path: server.url)
+            let admin = try Catalog(path: server.adminURL)
+            do {
+                _ = try admin.query("COPY (SELECT 1) TO PROGRAM 'touch /tmp/agent-eval-sql-pwned-admin'")
+                Issue.record("sql ran as a superuser")
+            } catch let error as CatalogError {
+                #expect(error.code == .privilegedRole)
+                #expect(error.message.contains("agent_eval_admin") && error.message.contains("it is a superuser"), "\(error.message)")
+                #expect(error.hint?.contains("GRANT SELECT ON ALL TABLES") == true)
+            }
+            #expect(!FileManager.default.fileExists(atPath: "/tmp/agent-eval-sql-pwned-admin"))
+        }
     }
 
     @Test("the PostgreSQL schema is numbered in step with SQLite's and has the same tables, views and columns in the same order")

@@ -232,10 +232,39 @@ final class PostgresStore: CatalogStore {
 
     // MARK: `sql`
 
+    /// The rights a READ ONLY transaction does not take away, by the role that has them: a
+    /// superuser's, or those of the predefined roles that run programs on the server, read or
+    /// write its files, or end other sessions. `sql` refuses to run as a role with any.
+    static let privilegesCheck = """
+        SELECT concat_ws(', ',
+            CASE WHEN r.rolsuper THEN 'it is a superuser' END,
+            CASE WHEN pg_has_role(current_user, 'pg_execute_server_program', 'MEMBER') THEN 'it may run programs on the server' END,
+            CASE WHEN pg_has_role(current_user, 'pg_read_server_files', 'MEMBER') THEN 'it may read the server''s files' END,
+            CASE WHEN pg_has_role(current_user, 'pg_write_server_files', 'MEMBER') THEN 'it may write the server''s files' END,
+            CASE WHEN pg_has_role(current_user, 'pg_signal_backend', 'MEMBER') THEN 'it may end other sessions' END)
+        FROM pg_roles r WHERE r.rolname = current_user
+        """
+
     /// `Catalog.query` on PostgreSQL: the statement runs in a READ ONLY transaction with
     /// `statement_timeout`, so a write is refused by the server and a statement past `timeout`
-    /// is stopped by it; a text of two statements is refused by the extended protocol.
+    /// is stopped by it; a text of two statements is refused by the extended protocol. A READ
+    /// ONLY transaction does not hold back a superuser (`COPY … TO PROGRAM` runs a shell
+    /// command) or the predefined roles with server rights, so `sql` refuses to run as such a
+    /// role (`privilegesCheck`); docs/catalog.md says which role to give it.
     func query(_ sql: String, arguments: [CatalogValue], timeout: Double?) throws(CatalogError) -> QueryResult {
+        let privileges: String
+        do {
+            privileges = try read { db in try db.column(Self.privilegesCheck, as: String.self).first ?? "" }
+        }
+        if !privileges.isEmpty {
+            throw CatalogError(
+                .privilegedRole,
+                "sql does not run as the PostgreSQL role \(configuration.username) of \(location): \(privileges), which a read-only "
+                    + "transaction does not hold back (COPY … TO PROGRAM, server files, other sessions)",
+                hint: "give sql a role that may only read the catalog (docs/catalog.md, \"A role for sql\"): "
+                    + "CREATE ROLE agent_eval_reader LOGIN; GRANT USAGE ON SCHEMA public TO agent_eval_reader; "
+                    + "GRANT SELECT ON ALL TABLES IN SCHEMA public TO agent_eval_reader")
+        }
         do {
             return try transaction(begin: "BEGIN READ ONLY") { connection -> (QueryResult, commit: Bool) in
                 let milliseconds = timeout.map { max(1, Int(($0 * 1000).rounded())) } ?? 0
