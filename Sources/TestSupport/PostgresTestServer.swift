@@ -53,6 +53,16 @@ public final class PostgresTestServer: Sendable {
         _ = try? await Self.script(["stop", directory])
     }
 
+    /// Sends `signal` to the server and every process it started: SIGSTOP makes a server that
+    /// takes connections and statements and never answers (as one cut off by the network),
+    /// SIGCONT brings it back.
+    public func signal(_ signal: String) async throws {
+        let first = try String(contentsOfFile: directory + "/data/postmaster.pid", encoding: .utf8).split(separator: "\n").first
+        guard let pid = first.map(String.init) else { throw PostgresServerError(message: "the server wrote no postmaster.pid") }
+        _ = try await Subprocess.run("/usr/bin/env", ["pkill", "-\(signal)", "-P", pid])
+        _ = try await Subprocess.run("/usr/bin/env", ["kill", "-\(signal)", pid])
+    }
+
     /// Runs `body` with a server started for it, and stops the server afterwards.
     public static func with<T>(_ body: (PostgresTestServer) async throws -> T) async throws -> T {
         let server = try await start()

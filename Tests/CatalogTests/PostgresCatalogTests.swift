@@ -226,6 +226,31 @@ struct PostgresCatalogTests {
         #expect(!FileManager.default.fileExists(atPath: "/tmp/agent-eval-sql-pwned"))
     }
 
+    @Test("a server that stops answering mid-command ends it at the answer deadline with an error naming the server, not a hang")
+    func serverThatStopsAnswering() async throws {
+        try await PostgresTestServer.with { server in
+            let catalog = try Catalog(path: server.url)
+            _ = try catalog.index(paths: [FixtureLogs.directory.appendingPathComponent("support-sample.jsonl.gz").path])
+            let kept = PostgresStore.answerWait
+            PostgresStore.answerWait = 2
+            defer { PostgresStore.answerWait = kept }
+            try await server.signal("STOP")
+            do {
+                // The kept connection is reused: the statement goes out and nothing comes back.
+                _ = try catalog.runs(RunQuery())
+                Issue.record("a stopped server answered")
+            } catch let error as CatalogError {
+                #expect(error.code == .unreachable)
+                #expect(error.message.contains("did not answer within 2 s"), "\(error.message)")
+                #expect(error.location?.path == "postgres://agent_eval@127.0.0.1:\(server.port)/catalog", "\(String(describing: error.location))")
+                #expect(error.hint?.contains("AGENT_EVAL_CATALOG_ANSWER_TIMEOUT") == true)
+            }
+            try await server.signal("CONT")
+            // Back: the next command works.
+            #expect(try Catalog(path: server.url).runs(RunQuery()).count == 1)
+        }
+    }
+
     @Test("sql refuses to run as a superuser, whom a read-only transaction does not hold back, and says which role to give it")
     func sqlRefusesSuperuser() async throws {
         try await PostgresTestServer.with { server in

@@ -38,6 +38,43 @@ final class PostgresStore: CatalogStore {
     /// How long a writer waits for another's transaction (`lock_timeout`), as SQLite's busy timeout.
     static var lockTimeout: TimeInterval { Catalog.busyTimeout }
 
+    /// How long a statement's answer is waited for, at most (`AGENT_EVAL_CATALOG_ANSWER_TIMEOUT`,
+    /// seconds; 180 by default: past the lock wait of a busy catalog, far past any statement of
+    /// agent-eval's own). A server that stops or is cut off mid-statement may never answer, and
+    /// a wait without end left `index` hung, printing nothing, even after the server came back:
+    /// at the deadline the connection is closed and the command ends with an error naming the
+    /// server. `sql` waits its own `--timeout` (the server's `statement_timeout`) and this besides.
+    nonisolated(unsafe) static var answerWait: TimeInterval = {
+        let given = ProcessInfo.processInfo.environment["AGENT_EVAL_CATALOG_ANSWER_TIMEOUT"].flatMap(Double.init)
+        return given.map { max(0.1, $0) } ?? 180
+    }()
+
+    /// What `answerWait` passing is, before `describe` says it with the server's name.
+    struct AnswerDeadlinePassed: Error {
+        var seconds: TimeInterval
+    }
+
+    /// The answer to `query`, waited for at most `answerWait` (plus `extra`): past it, the
+    /// connection is closed, which ends the wait (`AnswerDeadlinePassed`).
+    static func answer(
+        to query: PostgresQuery, on connection: PostgresConnection, extra: TimeInterval = 0
+    ) throws -> PostgresQueryResult {
+        let seconds = answerWait + extra
+        let passed = Atomic<Bool>(false)
+        let deadline = connection.eventLoop.scheduleTask(in: .milliseconds(Int64(seconds * 1000))) {
+            passed.store(true, ordering: .relaxed)
+            let closing: EventLoopFuture<Void> = connection.close()
+            _ = closing
+        }
+        defer { deadline.cancel() }
+        do {
+            return try connection.query(query, logger: logger).wait()
+        } catch {
+            if passed.load(ordering: .relaxed) { throw AnswerDeadlinePassed(seconds: seconds) }
+            throw error
+        }
+    }
+
     /// Whether `text` names a PostgreSQL catalog rather than a file.
     static func isURL(_ text: String) -> Bool { text.hasPrefix("postgres://") || text.hasPrefix("postgresql://") }
 
@@ -127,7 +164,7 @@ final class PostgresStore: CatalogStore {
             let timeout = Int(Self.lockTimeout * 1000)
             do {
                 for setting in ["lock_timeout = \(timeout)", "application_name = 'agent-eval'"] {
-                    _ = try connection.query(PostgresQuery(unsafeSQL: "SET " + setting), logger: Self.logger).wait()
+                    _ = try Self.answer(to: PostgresQuery(unsafeSQL: "SET " + setting), on: connection)
                 }
             } catch {
                 _ = try? connection.close().wait()
@@ -269,6 +306,8 @@ final class PostgresStore: CatalogStore {
             return try transaction(begin: "BEGIN READ ONLY") { connection -> (QueryResult, commit: Bool) in
                 let milliseconds = timeout.map { max(1, Int(($0 * 1000).rounded())) } ?? 0
                 try connection.execute("SET LOCAL statement_timeout = \(milliseconds)")
+                // The statement's own time, then the wait for any answer; without a time, a year.
+                connection.extraWait = timeout ?? 365 * 86_400
                 var result = QueryResult(columns: [], rows: [])
                 try connection.run(sql, bind: { $0.bind(all: arguments) }) { row in
                     if result.columns.isEmpty { result.columns = (0..<row.columnCount).map(row.name) }
@@ -407,6 +446,14 @@ final class PostgresStore: CatalogStore {
 
     private func describeWithoutPlace(_ error: any Error, connecting: Bool) -> CatalogError {
         if let error = error as? CatalogError { return error }
+        if let passed = error as? AnswerDeadlinePassed {
+            return CatalogError(
+                .unreachable,
+                "the PostgreSQL server at \(location) did not answer within \(Int(passed.seconds.rounded())) s: it may have stopped, or the "
+                    + "network to it gone; the connection was closed and nothing more was sent",
+                hint: "check that the server is running and reachable; a catalog this slow on purpose gets longer with "
+                    + "AGENT_EVAL_CATALOG_ANSWER_TIMEOUT=SECONDS")
+        }
         guard let error = error as? PSQLError else {
             return CatalogError(.queryFailed, "the catalog at \(location) failed: \(error)")
         }
@@ -465,6 +512,8 @@ final class PostgresSQLConnection: SQLConnection {
     let connection: PostgresConnection
     let store: PostgresStore
     private(set) var changes = 0
+    /// Waited for an answer beyond `PostgresStore.answerWait`: a `sql` statement's own time.
+    var extraWait: TimeInterval = 0
 
     init(connection: PostgresConnection, store: PostgresStore) {
         self.connection = connection
@@ -482,7 +531,7 @@ final class PostgresSQLConnection: SQLConnection {
         // PostgreSQL's own JSON operator.
         let text = bindings.count == 0 ? sql : store.numberedParameters(sql)
         let query = PostgresQuery(unsafeSQL: text, binds: bindings)
-        let result = try connection.query(query, logger: PostgresStore.logger).wait()
+        let result = try PostgresStore.answer(to: query, on: connection, extra: extraWait)
         changes = result.metadata.rows ?? 0
         for row in result.rows {
             try body(PostgresRowView(row: row.makeRandomAccess()))
