@@ -242,7 +242,9 @@ struct PostgresCatalogTests {
             } catch let error as CatalogError {
                 #expect(error.code == .unreachable)
                 #expect(error.message.contains("did not answer within 2 s"), "\(error.message)")
-                #expect(error.location?.path == "postgres://agent_eval@127.0.0.1:\(server.port)/catalog", "\(String(describing: error.location))")
+                #expect(
+                    error.location?.path == "postgres://agent_eval@127.0.0.1:\(server.port)/catalog",
+                    "\(String(describing: error.location))")
                 #expect(error.hint?.contains("AGENT_EVAL_CATALOG_ANSWER_TIMEOUT") == true)
             }
             try await server.signal("CONT")
