@@ -81,7 +81,8 @@ public final class TraceServer: Sendable {
 ///
 /// - 400: a body that does not decode, or is no `ExportTraceServiceRequest`;
 /// - 404 / 405: another path, another method;
-/// - 413: a body (or what its gzip inflates to) larger than `maxRequestBytes`;
+/// - 413: a body (or what its gzip inflates to) larger than `maxRequestBytes`, or spans of a
+///   trace that holds `collect --max-trace` bytes already;
 /// - 415: another content type or encoding;
 /// - 503: the spans could not be kept (the disk) — the exporter retries.
 public final class TraceReceiver: HTTPRequestHandling {
@@ -176,6 +177,8 @@ public final class TraceReceiver: HTTPRequestHandling {
         }
         do {
             _ = try await sink.keep(received)
+        } catch let tooLarge as TraceCollector.TraceTooLarge {
+            return try await refuse(413, tooLarge.message)
         } catch {
             return try await refuse(
                 503, "agent-eval could not keep the spans: \((error as? any Diagnostic)?.message ?? "\(error)"); send them again")

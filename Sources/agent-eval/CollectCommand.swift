@@ -43,6 +43,12 @@ struct CollectCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The largest request body taken, in bytes (K, M and G suffixes: KiB, MiB, GiB).", valueName: "size"))
     var maxBody = "20M"
 
+    @Option(
+        help: ArgumentHelp(
+            "The most bytes of spans kept for one trace (K, M and G suffixes): a request past it is answered 413, and the trace's log says how many were refused.",
+            valueName: "size"))
+    var maxTrace = "64M"
+
     @Option(help: ArgumentHelp("How long a trace stays open after its last span came.", valueName: "seconds"))
     var settle: Double = 2
 
@@ -55,6 +61,9 @@ struct CollectCommand: AsyncParsableCommand {
         }
         guard Self.bytes(maxBody) != nil else {
             throw ValidationError("--max-body takes a size in bytes, more than 0 (20M, 512K, 1048576); \"\(maxBody)\" is none")
+        }
+        guard Self.bytes(maxTrace) != nil else {
+            throw ValidationError("--max-trace takes a size in bytes, more than 0 (64M, 512K, 1048576); \"\(maxTrace)\" is none")
         }
         guard settle >= 0, settle <= 86_400 else { throw ValidationError("--settle takes a number of seconds, from 0 to 86400 (a day)") }
     }
@@ -80,9 +89,12 @@ struct CollectCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        guard let (host, port) = Self.address(listen), let maxBytes = Self.bytes(maxBody) else { throw Exit.usage }
+        guard let (host, port) = Self.address(listen), let maxBytes = Self.bytes(maxBody), let maxTraceBytes = Self.bytes(maxTrace) else {
+            throw Exit.usage
+        }
         let collector = TraceCollector(
-            directory: out, settleUs: Int(settle * 1_000_000), now: { Int(Date().timeIntervalSince1970 * 1_000_000) })
+            directory: out, settleUs: Int(settle * 1_000_000), maxTraceBytes: maxTraceBytes,
+            now: { Int(Date().timeIntervalSince1970 * 1_000_000) })
         var isFolder: ObjCBool = false
         if FileManager.default.fileExists(atPath: out, isDirectory: &isFolder), !isFolder.boolValue {
             throw diagnose(CommandError("unwritable", "--out \(out) is a file, not a directory", hint: "choose a directory for the logs"))

@@ -407,6 +407,58 @@ struct CollectCommandTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: out + "/spans").sorted() == ["\(trace).logged", "\(trace).otlp.jsonl"])
     }
 
+    @Test("a trace past --max-trace: the request that would pass it is answered 413 and not kept, and the trace's log says so")
+    func traceCap() async throws {
+        let scratch = try TemporaryDirectory()
+        defer { scratch.remove() }
+        let out = scratch.path("collected")
+        let collector = try await Collector.start(out: out, settle: 600, ["--max-trace", "64K"], scratch: scratch)
+        let trace = String(repeating: "ef", count: 16)
+        func body(_ number: Int) throws -> String {
+            let span: JSONValue = [
+                "traceId": .string(trace), "spanId": .string(String(format: "%016x", number)), "name": "execute_tool",
+                "startTimeUnixNano": .string(String(1_790_000_000_000_000_000 + number * 1_000_000)),
+                "endTimeUnixNano": .string(String(1_790_000_000_000_000_000 + number * 1_000_000 + 1000)),
+                "attributes": [
+                    ["key": "gen_ai.operation.name", "value": ["stringValue": "execute_tool"]],
+                    ["key": "gen_ai.tool.name", "value": ["stringValue": "ping"]],
+                    ["key": "padding", "value": ["stringValue": .string(String(repeating: "x", count: 40_000))]],
+                ],
+            ]
+            let request: JSONValue = ["resourceSpans": [["scopeSpans": [["spans": [span]]]]]]
+            let path = scratch.path("request-\(number).json")
+            try Data(JSONWriter.encode(request)).write(to: URL(fileURLWithPath: path))
+            return path
+        }
+        var statuses: [JSONValue?] = []
+        for number in 1...3 {
+            let sent = try await Subprocess.run(
+                "/usr/bin/env",
+                [
+                    "python3", PythonEnvironment.scriptPath("otlp_post.py"), collector.traces, "--body-file", try body(number),
+                    "--content-type", "application/json",
+                ])
+            let answer = try JSONParser.parse(Array(sent.stdout))
+            statuses.append(answer["status"])
+            if number == 2 {
+                #expect(answer["body"]?.stringValue?.contains("--max-trace") == true, "\(answer)")
+            }
+        }
+        #expect(statuses == [200, 413, 413], "\(statuses)")
+        let (status, lines) = try await collector.stop()
+        #expect(status == 0)
+        let logged = try #require(lines.first { $0["event"] == "log" }, "\(lines)")
+        #expect(logged["trace"]?["spans"] == 1, "\(logged)")
+        #expect(logged["trace"]?["warnings"]?.arrayValue?.contains { $0.stringValue?.contains("2 requests") == true } == true, "\(logged)")
+        let log = try #require(Self.logs(in: out).first)
+        guard case .runStarted(let started)? = try RecordCommandTests.events(log).first?.payload else {
+            Issue.record("no run_started")
+            return
+        }
+        #expect(started.source?.metadata?["collect"]?["refused_requests"] == 2, "\(String(describing: started.source?.metadata))")
+        #expect(started.source?.metadata?["collect"]?["max_trace_bytes"] == 65536)
+    }
+
     @Test("usage errors: an address that is none, a size that is none")
     func usage() async throws {
         let badAddress = try await agentEval(["collect", "--listen", "localhost:http"])

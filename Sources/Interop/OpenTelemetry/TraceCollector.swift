@@ -60,13 +60,36 @@ public final class TraceCollector: Sendable {
         var journals: [String: Journal] = [:]
         /// Traces with spans their log does not hold yet: when the last came.
         var pending: [String: Int] = [:]
+        /// Requests refused because their trace had reached `maxTraceBytes`, and their bytes.
+        var refused: [String: (requests: Int, bytes: Int)] = [:]
+    }
+
+    /// The most bytes one trace's journal holds (`collect --max-trace`): a request that would
+    /// take a trace past it is refused whole (`TraceTooLarge`, answered 413), and the trace's log
+    /// says so. It bounds the memory a trace's log is made in (about three times this).
+    public let maxTraceBytes: Int
+
+    /// The default `maxTraceBytes`: 64 MiB, far more than a long agent's trace of spans.
+    public static let defaultMaxTraceBytes = 64 << 20
+
+    /// A request refused because a trace of it would pass `maxTraceBytes`.
+    public struct TraceTooLarge: Error, Sendable {
+        public var traceId: String
+        public var limit: Int
+        public var message: String {
+            "trace \(traceId) holds \(limit) bytes of spans already, as much as this collector keeps of one trace (--max-trace): "
+                + "the request is refused and its spans not kept; the trace's log says how many were refused"
+        }
     }
 
     // Guarded by the mutex, held only for bookkeeping (never across file I/O).
     private let state = Mutex(State())
 
-    public init(directory: String, settleUs: Int, now: @escaping @Sendable () -> Int) {
+    public init(
+        directory: String, settleUs: Int, maxTraceBytes: Int = TraceCollector.defaultMaxTraceBytes, now: @escaping @Sendable () -> Int
+    ) {
         self.directory = directory
+        self.maxTraceBytes = maxTraceBytes
         self.settleUs = settleUs
         self.now = now
     }
@@ -99,10 +122,25 @@ public final class TraceCollector: Sendable {
     /// Blocks on the disk: call it off the cooperative pool.
     public func accept(_ received: ReceivedTraces) throws -> Int {
         var kept = 0
-        for trace in received.traces {
+        let lines = received.traces.map { JSONWriter.encode($0.request) }
+        // A request that would take one of its traces past the cap is refused whole, before
+        // anything of it is kept; the trace's log is written again to say so.
+        for (trace, line) in zip(received.traces, lines) {
+            let length = journal(trace.traceId).length.withLock { $0 }
+            if length + line.count + 1 > maxTraceBytes {
+                let at = now()
+                state.withLock { state in
+                    let before = state.refused[trace.traceId] ?? (0, 0)
+                    state.refused[trace.traceId] = (before.requests + 1, before.bytes + lines.reduce(0) { $0 + $1.count })
+                    state.pending[trace.traceId] = at
+                }
+                throw TraceTooLarge(traceId: trace.traceId, limit: maxTraceBytes)
+            }
+        }
+        for (trace, line) in zip(received.traces, lines) {
             let journal = journal(trace.traceId)
             try journal.length.withLock { length in
-                length = try LineJournal.append([JSONWriter.encode(trace.request)], to: journalPath(of: trace.traceId))
+                length = try LineJournal.append([line], to: journalPath(of: trace.traceId))
             }
             let at = now()
             state.withLock { $0.pending[trace.traceId] = at }
@@ -190,8 +228,21 @@ public final class TraceCollector: Sendable {
                 seen.insert($0.spanId).inserted
             }.reversed().map { $0 }
             finished.spans = spans.count
-            guard let run = try TraceImporter(file: file, format: .otlp).runs(from: spans).first?.get() else {
+            guard var run = try TraceImporter(file: file, format: .otlp).runs(from: spans).first?.get() else {
                 throw ImportError(.badRun, "\(path) holds no trace", location: SourceLocation(path: path))
+            }
+            // Spans refused at the cap: the log says so (`run_started.source.metadata.collect`),
+            // so a run that looks complete is known to be cut.
+            if let refused = state.withLock({ $0.refused[traceId] }) {
+                var metadata = run.source.metadata?.objectValue ?? JSONObject()
+                metadata["collect"] = [
+                    "max_trace_bytes": .int(maxTraceBytes), "refused_requests": .int(refused.requests),
+                    "refused_bytes": .int(refused.bytes),
+                ]
+                run.source.metadata = .object(metadata)
+                run.warnings.append(
+                    "\(counted(refused.requests, "request")) (\(refused.bytes) bytes) of this trace were refused: it had reached "
+                        + "--max-trace (\(maxTraceBytes) bytes), so the log lacks their spans")
             }
             finished.steps = run.steps.count
             finished.calls = run.steps.reduce(0) { $0 + $1.calls.count }
