@@ -70,7 +70,7 @@ public struct ImportWriter: Sendable {
             try? FileManager.default.removeItem(atPath: partial)
             if let error = error as? ImportError { throw error }
             throw ImportError(
-                .writeFailed, "cannot write \(path): \(error)", location: SourceLocation(path: run.source.file),
+                .writeFailed, "cannot write \(path): \(FileProblem.reason(of: error))", location: SourceLocation(path: run.source.file),
                 cause: error as? any Diagnostic)
         }
         return path

@@ -161,7 +161,7 @@ struct CaseFromEvalSetCommand: ParsableCommand {
         do {
             try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
         } catch {
-            throw diagnose(EvalError(.writeFailed, "cannot create \(out): \(error.localizedDescription)", hint: "choose another --out"))
+            throw diagnose(EvalError(.writeFailed, "cannot create \(out): \(FileProblem.reason(of: error))", hint: "choose another --out"))
         }
         var written = 0
         var leftOut = 0

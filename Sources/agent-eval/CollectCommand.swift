@@ -3,6 +3,7 @@ import Foundation
 import Interop
 import Recording
 import TraceCore
+import TraceLog
 
 /// `agent-eval collect --listen ADDR --out DIR`: an OTLP/HTTP receiver that turns each trace
 /// it is sent into a log.
@@ -106,7 +107,7 @@ struct CollectCommand: AsyncParsableCommand {
             throw diagnose(
                 CommandError(
                     "unwritable",
-                    "cannot create \(out)/spans: \(underlying.map { String(cString: strerror(Int32($0.code))) } ?? "\(error)")",
+                    "cannot create \(out)/spans: \(underlying.map { String(cString: strerror(Int32($0.code))) } ?? FileProblem.reason(of: error))",
                     hint: "choose a directory you can write with --out"))
         }
         var finished: [TraceCollector.Finished] = []

@@ -4,6 +4,7 @@ import Catalog
 import Foundation
 import Synchronization
 import TraceCore
+import TraceLog
 
 #if canImport(Glibc)
     import Glibc
@@ -124,7 +125,7 @@ enum StandardOutput {
             // The hint standard error shows, naming this CLI's commands.
             record.hint = commandHint(for: diagnostic) ?? diagnostic.hint
         } else {
-            record = DiagnosticRecord(CommandError("system_error", (error as NSError).localizedDescription))
+            record = DiagnosticRecord(CommandError("system_error", FileProblem.reason(of: error)))
         }
         return record
     }
@@ -233,7 +234,7 @@ func diagnose(_ error: any Error, exit code: ExitCode = Exit.unusable) -> ExitCo
     } else {
         // From the system (a directory that cannot be made, a file that cannot be written):
         // its own sentence, not its type's dump.
-        printError("error: \((error as NSError).localizedDescription)")
+        printError("error: \(FileProblem.reason(of: error))")
     }
     return code
 }

@@ -6,6 +6,7 @@ import Foundation
 public import Interop
 import ModelClients
 import TraceCore
+import TraceLog
 
 extension ImportFormat: ExpressibleByArgument {}
 
@@ -214,7 +215,8 @@ struct ExportATIFCommand: ParsableCommand {
         do {
             try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
         } catch {
-            throw diagnose(ImportError(.writeFailed, "cannot create \(out): \(error.localizedDescription)", hint: "choose another --out"))
+            throw diagnose(
+                ImportError(.writeFailed, "cannot create \(out): \(FileProblem.reason(of: error))", hint: "choose another --out"))
         }
         var written = 0
         var failed = 0
@@ -239,7 +241,7 @@ struct ExportATIFCommand: ParsableCommand {
                 written += 1
             } catch {
                 failed += 1
-                diagnose(error as? any Diagnostic ?? ImportError(.writeFailed, "\(path): \(error)"))
+                diagnose(error as? any Diagnostic ?? ImportError(.writeFailed, "\(path): \(FileProblem.reason(of: error))"))
             }
         }
         say(

@@ -4,6 +4,7 @@ import EvalEngine
 import Foundation
 import Pipelines
 import TraceCore
+import TraceLog
 import Viewer
 
 /// `agent-eval view`: a run, or a pipeline with its child runs, as one self-contained HTML page.
@@ -194,7 +195,7 @@ enum HTMLOutput {
         do {
             bytes = try page.render(with: try ViewerAssets.load(from: try BundledFiles.viewerAssets()))
         } catch {
-            throw diagnose(CommandError("page_failed", "cannot make the page \(path): \(error)"))
+            throw diagnose(CommandError("page_failed", "cannot make the page \(path): \(FileProblem.reason(of: error))"))
         }
         do {
             try ReportFile.write(bytes: bytes, to: path)
@@ -238,7 +239,7 @@ enum HTMLOutput {
         do {
             try process.run()
         } catch {
-            printError("warning: \(opener) could not be started (\(error.localizedDescription)); open \(link) yourself")
+            printError("warning: \(opener) could not be started (\(FileProblem.reason(of: error))); open \(link) yourself")
         }
     }
 }

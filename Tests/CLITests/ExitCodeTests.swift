@@ -90,6 +90,19 @@ struct ExitCodeTests {
         }
     }
 
+    @Test("a file that cannot be written is said in the system's words, not Foundation's sentence or types")
+    func fileErrorsInWords() async throws {
+        let log = fixture("support-sample.jsonl.gz")
+        for command in [
+            ["case", "from-log", log, "--out", "/proc/agent-eval-nope.yaml"], ["export", "otlp", log, "--out", "/proc/agent-eval-x.json"],
+        ] {
+            let result = try await agentEval(command)
+            #expect(result.status == 2, "\(command): \(result.stderr)")
+            #expect(result.stderr.contains("cannot write /proc/agent-eval-"), "\(result.stderr)")
+            #expect(!result.stderr.contains("The operation could not be completed") && !result.stderr.contains("NSCocoaErrorDomain"))
+        }
+    }
+
     @Test("run --json over bad case files: the error document lists every problem in order, the first as its error")
     func jsonListsEveryError() async throws {
         try await TemporaryDirectory.with { directory in

@@ -323,6 +323,9 @@ struct PostgresCatalogTests {
         } catch {
             #expect(error.code == .unreachable)
             #expect(error.message.contains("127.0.0.1:\(server.port)"))
+            // In words, not the networking library's types.
+            #expect(error.message.hasSuffix("(connection refused)"), "\(error.message)")
+            #expect(!error.message.contains("SingleConnectionFailure") && !error.message.contains("errno"), "\(error.message)")
             #expect(!error.message.contains(secret) && !(error.hint ?? "").contains(secret))
             #expect(error.location?.path == "postgres://agent_eval@127.0.0.1:\(server.port)/catalog")
         }

@@ -38,6 +38,28 @@ final class PostgresStore: CatalogStore {
     /// How long a writer waits for another's transaction (`lock_timeout`), as SQLite's busy timeout.
     static var lockTimeout: TimeInterval { Catalog.busyTimeout }
 
+    /// Why a connection failed, in words: the system's reason for a refused or reset connection,
+    /// a name that does not resolve, a connection that took too long; never the networking
+    /// library's own description of its types.
+    static func plainCause(_ error: any Error) -> String {
+        if let failure = error as? NIOConnectionError {
+            if failure.dnsAError != nil || failure.dnsAAAAError != nil {
+                return "the host name \(failure.host) does not resolve"
+            }
+            let reasons = failure.connectionErrors.map { plainCause($0.error) }
+            return reasons.isEmpty ? "no address of \(failure.host) could be reached" : Array(Set(reasons)).sorted().joined(separator: "; ")
+        }
+        if let io = error as? IOError { return String(cString: strerror(io.errnoCode)).lowercased() }
+        if let channel = error as? ChannelError {
+            switch channel {
+            case .connectTimeout(let amount): return "no connection within \(amount.nanoseconds / 1_000_000_000) s"
+            case .ioOnClosedChannel, .alreadyClosed, .eof: return "the connection closed"
+            default: return "the connection failed"
+            }
+        }
+        return (error as? any Diagnostic)?.message ?? "the connection failed"
+    }
+
     /// How long a statement's answer is waited for, at most (`AGENT_EVAL_CATALOG_ANSWER_TIMEOUT`,
     /// seconds; 180 by default: past the lock wait of a busy catalog, far past any statement of
     /// agent-eval's own). A server that stops or is cut off mid-statement may never answer, and
@@ -488,7 +510,7 @@ final class PostgresStore: CatalogStore {
             }
             return CatalogError(.queryFailed, "the catalog at \(location) failed: \(message)")
         case .connectionError, .serverClosedConnection, .uncleanShutdown, .clientClosedConnection:
-            let cause = error.underlying.map { " (\($0))" } ?? ""
+            let cause = error.underlying.map { " (\(Self.plainCause($0)))" } ?? ""
             return CatalogError(
                 .unreachable,
                 connecting
@@ -502,7 +524,8 @@ final class PostgresStore: CatalogStore {
         default:
             return CatalogError(
                 .queryFailed,
-                "the catalog at \(location) failed: \(String(reflecting: error.code))\(error.underlying.map { " (\($0))" } ?? "")")
+                "the catalog at \(location) failed: the PostgreSQL client stopped on \(error.code)"
+                    + (error.underlying.map { " (\(Self.plainCause($0)))" } ?? ""))
         }
     }
 }

@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import GRDBSQLite
 import TraceCore
+import TraceLog
 
 /// The catalog in a SQLite file beside the logs, the default: WAL, a busy timeout, and write
 /// transactions that take the write lock when they begin, so several processes can use one
@@ -38,7 +39,7 @@ final class SQLiteStore: CatalogStore {
                     withIntermediateDirectories: true)
             } catch {
                 throw CatalogError(
-                    .cannotOpen, "cannot create the catalog's directory for \(path): \(error.localizedDescription)", location: location)
+                    .cannotOpen, "cannot create the catalog's directory for \(path): \(FileProblem.reason(of: error))", location: location)
             }
         }
         var configuration = Configuration()
@@ -145,7 +146,7 @@ final class SQLiteStore: CatalogStore {
     static func describe(_ error: any Error, path: String) -> CatalogError {
         let location = SourceLocation(path: path)
         guard let error = error as? DatabaseError else {
-            return CatalogError(.queryFailed, "the catalog at \(path) failed: \(error)", location: location)
+            return CatalogError(.queryFailed, "the catalog at \(path) failed: \(FileProblem.reason(of: error))", location: location)
         }
         let detail = error.message ?? "\(error.resultCode)"
         switch error.resultCode.primaryResultCode {

@@ -1,6 +1,7 @@
 import Foundation
 import TraceCore
 public import TraceCore
+import TraceLog
 
 /// Google ADK's eval sets as agent-eval cases (`agent-eval case from-evalset`): an EvalSet JSON
 /// file (`eval_cases` → `conversation` → invocations, in snake_case or the camelCase ADK's models
@@ -53,7 +54,7 @@ public enum EvalSetConversion {
             throw EvalError(.unreadableInput, "\(path) is not valid JSON: \(error.message)", location: SourceLocation(path: path))
         } catch {
             throw EvalError(
-                .unreadableInput, "cannot read \(path): \(FileProblem.reading(path) ?? error.localizedDescription)",
+                .unreadableInput, "cannot read \(path): \(FileProblem.reading(path) ?? FileProblem.reason(of: error))",
                 location: SourceLocation(path: path))
         }
         // `shop.test.json`, `shop.evalset.json`: the name is `shop`.

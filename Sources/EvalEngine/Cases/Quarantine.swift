@@ -1,6 +1,7 @@
 public import ConfigFile
 public import Foundation
 public import TraceCore
+import TraceLog
 
 /// A case set aside while someone fixes it (docs/eval-cases.md, "Quarantine"): it still runs and
 /// is reported, its failures and regressions do not fail the gate, and it has an owner, a
@@ -208,7 +209,7 @@ public struct QuarantineFile: Sendable {
             try text.write(toFile: path, atomically: true, encoding: .utf8)
         } catch {
             throw EvalError(
-                .writeFailed, "cannot write the quarantine file \(path): \(FileProblem.writing(path) ?? error.localizedDescription)")
+                .writeFailed, "cannot write the quarantine file \(path): \(FileProblem.writing(path) ?? FileProblem.reason(of: error))")
         }
     }
 

@@ -1,6 +1,7 @@
 public import AgentRuntime
 import Foundation
 import TraceCore
+import TraceLog
 
 /// The small working project `agent-eval init` writes: the template files (an agent, its tools
 /// and model, two cases, a CI workflow) and a first run of that agent, recorded for the case
@@ -84,7 +85,7 @@ public struct ProjectTemplate: Sendable {
             // their catalog here (`Catalog.projectRoot`), not in that folder.
             try FileManager.default.createDirectory(atPath: Self.path(".agent-eval", in: root), withIntermediateDirectories: true)
         } catch {
-            throw EvalError(.writeFailed, "cannot write the project in \(root): \(error.localizedDescription)")
+            throw EvalError(.writeFailed, "cannot write the project in \(root): \(FileProblem.reason(of: error))")
         }
 
         guard recordsFirstRun else { return Project(root: root, files: targets.map(\.relative), firstRun: nil) }

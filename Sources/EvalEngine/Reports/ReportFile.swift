@@ -1,5 +1,6 @@
 import Foundation
 import TraceCore
+import TraceLog
 
 #if canImport(Glibc)
     import Glibc
@@ -47,14 +48,14 @@ public enum ReportFile {
         } catch {
             throw EvalError(
                 .writeFailed,
-                "cannot write \(path): its directory \(directory) cannot be made (\(FileProblem.writing(path) ?? error.localizedDescription))",
+                "cannot write \(path): its directory \(directory) cannot be made (\(FileProblem.writing(path) ?? FileProblem.reason(of: error)))",
                 hint: "give a path in a directory you can write to")
         }
         do {
             try Data(bytes).write(to: URL(fileURLWithPath: path), options: .atomic)
         } catch {
             throw EvalError(
-                .writeFailed, "cannot write \(path): \(FileProblem.writing(path) ?? error.localizedDescription)",
+                .writeFailed, "cannot write \(path): \(FileProblem.writing(path) ?? FileProblem.reason(of: error))",
                 hint: "give a path in a directory you can write to")
         }
     }

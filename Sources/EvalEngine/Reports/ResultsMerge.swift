@@ -1,5 +1,6 @@
 import Foundation
 public import TraceCore
+import TraceLog
 
 /// The reports of `agent-eval run --shard i/n` jobs (run on several machines: a CI matrix is the
 /// distributed engine) merged into one results document, with one summary and one baseline
@@ -48,7 +49,7 @@ public struct ResultsMerge: Sendable {
             bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
         } catch {
             throw EvalError(
-                .badReport, "cannot read \(path): \(FileProblem.reading(path) ?? (error as NSError).localizedDescription)",
+                .badReport, "cannot read \(path): \(FileProblem.reading(path) ?? FileProblem.reason(of: error))",
                 location: SourceLocation(path: path), hint: "write the report with `agent-eval run … --json-out FILE`")
         }
         do {
