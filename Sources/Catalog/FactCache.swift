@@ -406,6 +406,7 @@ private struct CachedFacts: JSONObjectEncodable {
 
     func members(into object: inout some JSONMemberSink) {
         object.set("digest_mismatch", facts.digestMismatch.map(Mismatch.init))
+        object.set("end_signed", facts.endIsSigned ? true : nil)
         object.set("last_complete_member", facts.lastCompleteMemberOffset)
         object.set("state", Snapshot(state: facts.state))
         object.set("tear", facts.tear)
@@ -425,6 +426,7 @@ extension LogFacts {
         var tear: LogTear?
         var mismatch: DigestMismatch?
         var lastComplete: Int?
+        var endIsSigned = false
         try scanner.readObject { scanner, key in
             switch key {
             case "state": state = try RunState(snapshot: &scanner)
@@ -436,9 +438,11 @@ extension LogFacts {
                 }
                 mismatch = DigestMismatch(sequence: sequence, step: step)
             case "last_complete_member": lastComplete = try scanner.readOptional()
+            case "end_signed": endIsSigned = try scanner.read()
             default: try scanner.skipValue()
             }
         }
         self.init(state: try required(state, "state"), tear: tear, digestMismatch: mismatch, lastCompleteMemberOffset: lastComplete)
+        self.endIsSigned = endIsSigned
     }
 }

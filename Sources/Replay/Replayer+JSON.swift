@@ -31,6 +31,7 @@ extension Replayer.Result {
             JSONValue.array(
                 digestMismatches.map { ["seq": .int($0.sequence), "recorded": .string($0.recorded), "computed": .string($0.computed)] }))
         verification.set("tear", read.tear.map { "\($0)" })
+        verification.set("end_signed", endIsSigned)
         return [
             ("run_id", state.runId.map { .string($0) } ?? .null), ("final_state", StateSummary(state).json),
             ("verification", verification.json),

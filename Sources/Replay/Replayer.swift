@@ -25,6 +25,8 @@ public struct Replayer: Sendable {
         public var digestsChecked = 0
         public var digestMismatches: [DigestCheck] = []
         public var stepsReplayed = 0
+        /// The log's last event is a final signature (`Event.isFinalSignature`): its end is signed.
+        public var endIsSigned = false
     }
 
     /// Replays from the start; `body` gets each step with the state at its end, and returns
@@ -41,6 +43,7 @@ public struct Replayer: Sendable {
                 if fold.startsNewStep(recorded.event), let step = fold.finishStep(), try !body(step, fold.state) { throw Stop() }
                 if let last, recorded.event.step > last { throw Stop() }
                 fold.add(recorded)
+                result.endIsSigned = recorded.event.isFinalSignature
             }
             if let step = fold.finishStep() { _ = try body(step, fold.state) }
             // No event is no run: nothing to rebuild, and nothing that could match.

@@ -34,6 +34,47 @@ struct TrustTests {
         try LogReader(path: path, options: LogReader.Options(resolvesContextPackets: true)).readAll().events.map(\.event)
     }
 
+    @Test("a log cut after an earlier stop passes toolsNotCalled on what it shows, and the result says its end is unproven; a signed log's end is not")
+    func unprovenEnd() async throws {
+        try await TemporaryDirectory.with { directory in
+            // The support run stops for approval, is resumed and refunds: its last member, after
+            // the first stop, dropped.
+            var offsets: [(offset: Int, isStop: Bool)] = []
+            _ = try LogReader(path: Self.recorded).forEachEvent { recorded in
+                if case .runStopped = recorded.event.payload { offsets.append((recorded.location.memberOffset, true)) }
+            }
+            let whole = try Data(contentsOf: URL(fileURLWithPath: Self.recorded))
+            let firstStop = try #require(offsets.first)
+            var cut = -1
+            _ = try LogReader(path: Self.recorded).forEachEvent { recorded in
+                if cut < 0, recorded.location.memberOffset > firstStop.offset { cut = recorded.location.memberOffset }
+            }
+            try #require(cut > 0, "the sample has a member after its first stop")
+            try whole.prefix(cut).write(to: URL(fileURLWithPath: directory.path("cut.jsonl.gz")))
+            #expect(try LogVerifier.verify(path: directory.path("cut.jsonl.gz")).isIntact, "a cut at a member boundary verifies")
+            let result = try await run(
+                "caseId: never-refunds\nlogs: cut.jsonl.gz\nexpected: {toolsNotCalled: [refund_order]}\n",
+                in: directory)
+            let notes = result.runs.flatMap(\.notes).map(\.message)
+            #expect(result.passed, "\(result.runs.map(\.failures))")
+            #expect(notes.contains { $0.hasPrefix("the log's end is unproven") }, "\(notes)")
+
+            // Signed, the same run ends in its final signature.
+            let keyPath = directory.path("key")
+            try LogSigner.generateKeyFiles(at: keyPath)
+            let options = LogWriter.Options(signer: try LogSigner(keyFile: keyPath))
+            _ = try LogWriter.withWriter(creating: directory.path("signed.jsonl.gz"), runId: "run-signed", options: options) {
+                try SampleRun.recordSupportRun(into: $0)
+            }
+            #expect(try LogFacts.read(directory.path("signed.jsonl.gz")).endIsSigned)
+            #expect(try !LogFacts.read(Self.recorded).endIsSigned)
+            let signed = try await run(
+                "caseId: no-deletes\nlogs: signed.jsonl.gz\nexpected: {toolsNotCalled: [delete_customer]}\n", in: directory,
+                name: "signed.yaml")
+            #expect(!signed.runs.flatMap(\.notes).contains { $0.message.hasPrefix("the log's end is unproven") })
+        }
+    }
+
     @Test("a call id used for two calls: the fold keeps both, and a forbidden tool run under the reused id cannot pass")
     func reusedCallIds() async throws {
         try await TemporaryDirectory.with { directory in

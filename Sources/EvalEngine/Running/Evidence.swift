@@ -122,6 +122,16 @@ struct Evidence {
                         + (stop.error.map { " (\($0))" } ?? "") + ": what it would have done after is unproven",
                     step: state.step))
         }
+        // A recorded log that is not signed cannot prove its end: a copy cut right after an
+        // earlier stop (its last gzip member dropped) reads as a whole run, and what it lost may
+        // be exactly what the case says never happened. Said beside the verdict, not failed.
+        if case .recorded = evalCase.source, !expected.toolsNotCalled.isEmpty, !facts.endIsSigned {
+            evidence.notes.append(
+                CheckNote(
+                    message: "the log's end is unproven: it is not signed, so a copy cut after an earlier stop would read the same; "
+                        + "toolsNotCalled holds for what the log shows (sign logs to prove their end: docs/log-format.md, 8a)",
+                    step: nil))
+        }
         return evidence
     }
 

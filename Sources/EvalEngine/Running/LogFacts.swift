@@ -13,10 +13,13 @@ public struct LogFacts: Sendable, Hashable {
     /// The byte offset of the last complete gzip member that holds an event (nil when none
     /// does): where a cache's identity hash of the log starts.
     public var lastCompleteMemberOffset: Int?
+    /// The log's last event is a final signature (`Event.isFinalSignature`): its end is proven
+    /// as far as its signature goes; an unsigned log's end is not (`Evidence`).
+    public var endIsSigned = false
 
     /// Bump when the fold, the state's snapshot form or what the read records changes: every
     /// cached entry made by another version is then read again.
-    public static let extractorVersion = 1
+    public static let extractorVersion = 2
 
     public struct DigestMismatch: Sendable, Hashable {
         public var sequence: Int
@@ -46,6 +49,7 @@ public struct LogFacts: Sendable, Hashable {
         var mismatch: DigestMismatch?
         var memberOffsets: (previous: Int?, current: Int?) = (nil, nil)
         var stored = storesOutputs ? StoredOutputs(log: log) : nil
+        var endIsSigned = false
         // The fold reads no context packet's text: it is checked, not made.
         let read = try LogReader(path: log, options: .init(keepsPacketText: false)).forEachEvent { recorded in
             let event = recorded.event
@@ -55,6 +59,7 @@ public struct LogFacts: Sendable, Hashable {
             let change = RunState.reduce(into: &state, event)
             digester.track(change)
             stored?.folded(recorded, change: change, into: &state)
+            endIsSigned = event.isFinalSignature
             if recorded.location.memberOffset != memberOffsets.current {
                 memberOffsets = (memberOffsets.current, recorded.location.memberOffset)
             }
@@ -63,7 +68,9 @@ public struct LogFacts: Sendable, Hashable {
         // back: the log changed in place while it was read.
         if let failure = stored?.store?.failure { throw failure }
         let lastComplete = memberOffsets.current == read.tear?.memberOffset ? memberOffsets.previous : memberOffsets.current
-        return LogFacts(state: state, tear: read.tear, digestMismatch: mismatch, lastCompleteMemberOffset: lastComplete)
+        var facts = LogFacts(state: state, tear: read.tear, digestMismatch: mismatch, lastCompleteMemberOffset: lastComplete)
+        facts.endIsSigned = endIsSigned
+        return facts
     }
 }
 

@@ -1,5 +1,13 @@
 /// One-line, human-readable summaries of events, for `log cat` and replay listings.
 extension Event {
+    /// The final signature of a signed log, written after a stop (docs/log-format.md §8a): a log
+    /// whose last event this is has a signed end; any other log's end is unproven (a copy cut
+    /// after an earlier stop, its last gzip member dropped, reads the same).
+    public var isFinalSignature: Bool {
+        if case .unknown("log_signed", let data) = payload { return data["final"] == true }
+        return false
+    }
+
     /// `#seq step N  time  kind  details`, truncated text kept short.
     public var summaryLine: String {
         let sequenceText = "#\(sequence)".padding(toLength: 6)

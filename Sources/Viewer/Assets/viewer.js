@@ -398,7 +398,8 @@
         '. The ' + this.steps.length + ' steps before the cut are shown (' + (verification.digests_checked || 0) +
         ' state digests checked, all match); what came after was never seen — seal it with agent-eval log repair.'));
     } else {
-      append(this.root, el('p', { class: 'banner-ok' }, '✔ replayed from the log alone; ' + (verification.digests_checked || 0) + ' state digests checked, all match the rebuilt state'));
+      append(this.root, el('p', { class: 'banner-ok' }, '✔ replayed from the log alone; ' + (verification.digests_checked || 0) + ' state digests checked, all match the rebuilt state' +
+        (verification.end_signed ? '; its end is signed' : '. Its end is unproven: the log is not signed, so a copy cut after an earlier stop would read the same')));
     }
     append(this.root, this.drawSummary());
     append(this.root, this.drawToolbar());
