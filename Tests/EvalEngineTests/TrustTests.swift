@@ -34,7 +34,9 @@ struct TrustTests {
         try LogReader(path: path, options: LogReader.Options(resolvesContextPackets: true)).readAll().events.map(\.event)
     }
 
-    @Test("a log cut after an earlier stop passes toolsNotCalled on what it shows, and the result says its end is unproven; a signed log's end is not")
+    @Test(
+        "a log cut after an earlier stop passes toolsNotCalled on what it shows, and the result says its end is unproven; a signed log's end is not"
+    )
     func unprovenEnd() async throws {
         try await TemporaryDirectory.with { directory in
             // The support run stops for approval, is resumed and refunds: its last member, after
