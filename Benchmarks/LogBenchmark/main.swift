@@ -17,12 +17,14 @@ struct Settings {
     var bigRunSteps = 20_000
     var keepsFiles = false
     var level: Int32 = LogWriter.Options().compressionLevel
+    /// Whether the writer redacts (`Redactor.standard`, every writer's default) or not.
+    var redacts = true
     /// Sizes (MB of JSONL) of the single long logs read on their own.
     var sizes = [1, 100, 1000]
 }
 
 let usage = """
-    usage: log-benchmark [--runs N] [--steps N] [--repetitions N] [--dir PATH] [--big-run-steps N] [--level 1-9] [--sizes MB,…] [--keep]
+    usage: log-benchmark [--runs N] [--steps N] [--repetitions N] [--dir PATH] [--big-run-steps N] [--level 1-9] [--sizes MB,…] [--no-redact] [--keep]
       --runs N           runs in the corpus (1000)
       --steps N          steps per run (20)
       --repetitions N    repetitions; medians are reported (5; 3 at most for a long log of 500 MB or more)
@@ -31,10 +33,15 @@ let usage = """
       --level 1-9        zlib level for writing (the writer's default)
       --sizes MB,…       one long log of each size (MB of JSONL) read on its own: MB/s and peak memory
                          (1,100,1000; "none" skips them)
+      --no-redact        write without the redaction step every writer has by default (its cost, by difference)
       --keep             keep the written logs
     log-benchmark read-dir DIR   read + fold every log in DIR, then time each stage of reading alone
                                  (STAGES=0: the read + fold alone, for profilers)
     """
+
+extension Settings {
+    var redactor: Redactor? { redacts ? Redactor.standard : nil }
+}
 
 func parseSettings() -> Settings {
     var settings = Settings()
@@ -46,6 +53,10 @@ func parseSettings() -> Settings {
         }
         if argument == "--keep" {
             settings.keepsFiles = true
+            continue
+        }
+        if argument == "--no-redact" {
+            settings.redacts = false
             continue
         }
         let value = arguments.next() ?? ""
@@ -257,17 +268,19 @@ defer {
 }
 for repetition in 0..<settings.repetitions {
     print("write, repetition \(repetition + 1)/\(settings.repetitions)")
-    let standard = try writeCorpus(runs, to: settings.directory + "/standard", options: .init(compressionLevel: settings.level))
+    let standard = try writeCorpus(
+        runs, to: settings.directory + "/standard", options: .init(compressionLevel: settings.level, redactor: settings.redactor))
     paths = standard.paths
     writeTimes.append(standard.seconds)
     createTimes.append(standard.createSeconds)
     let every = try writeCorpus(
         runs, to: settings.directory + "/every-event",
-        options: .init(durability: .init(flush: .everyEvent), compressionLevel: settings.level))
+        options: .init(durability: .init(flush: .everyEvent), compressionLevel: settings.level, redactor: settings.redactor))
     everyPaths = every.paths
     writeEveryTimes.append(every.seconds)
     let signed = try writeCorpus(
-        runs, to: settings.directory + "/signed", options: .init(compressionLevel: settings.level, signer: signer))
+        runs, to: settings.directory + "/signed",
+        options: .init(compressionLevel: settings.level, signer: signer, redactor: settings.redactor))
     signedPaths = signed.paths
     signedTimes.append(signed.seconds)
 }
@@ -340,7 +353,9 @@ for _ in 0..<settings.repetitions {
     syncTimes.append(
         try writeCorpus(
             syncSample, to: settings.directory + "/fsync",
-            options: .init(durability: .init(flush: .durabilityPoints, sync: .durabilityPoints), compressionLevel: settings.level)
+            options: .init(
+                durability: .init(flush: .durabilityPoints, sync: .durabilityPoints), compressionLevel: settings.level,
+                redactor: settings.redactor)
         ).seconds)
 }
 let compressed = paths.reduce(0) { $0 + fileSize($1) }
