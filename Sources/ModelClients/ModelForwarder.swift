@@ -39,29 +39,45 @@ public struct ModelForwarder: Sendable {
         public var firstContentUs: Int?
     }
 
-    /// The header values never to show: every value a request carries, except those of the
-    /// headers that describe the request or the SDK (`describingHeaders`, `x-stainless-*`), and
-    /// the token of an `Authorization` value besides the whole. API keys and bearer tokens, and
-    /// as well `Cookie`, `OpenAI-Organization`, `OpenAI-Project` and an agent's custom headers:
-    /// an upstream may echo any of them, and they reach no log, cassette or message.
+    /// The header values never to show: the value of every header a request carries except
+    /// those that describe the request or the SDK (`describingHeaders`, `x-stainless-*`) or name
+    /// one request (`…-id`, `idempotency-key`: new on every request, never a credential), and the
+    /// token of an `Authorization` value besides the whole. API keys and bearer tokens, and as
+    /// well `Cookie`, `OpenAI-Organization`, `OpenAI-Project` and an agent's custom headers: an
+    /// upstream may echo any of them, and they reach no log, cassette or message. A value that
+    /// would stand for JSON (`true`, a number) or is shorter than 8 characters is a word, not a
+    /// credential: replacing it everywhere would change the log's JSON and its text.
     public static func secrets(in headers: [HTTPHeader]) -> [String] {
         var secrets: [String] = []
         for header in headers {
             let name = header.name.lowercased()
-            guard !describingHeaders.contains(name), !name.hasPrefix("x-stainless-") else { continue }
-            secrets.append(header.value)
-            if name == "authorization" || name == "proxy-authorization", let space = header.value.firstIndex(of: " ") {
-                secrets.append(String(header.value[header.value.index(after: space)...]))
+            guard !describingHeaders.contains(name), !name.hasPrefix("x-stainless-"), !name.hasSuffix("-id") else { continue }
+            let isCredential = credentialHeaders.contains(name)
+            for value in [header.value] + (isCredential ? bearerToken(header.value) : []) {
+                let isWord = value.count < 8 || ["true", "false", "null"].contains(value) || Double(value) != nil
+                if isCredential ? value.count >= 4 : !isWord { secrets.append(value) }
             }
         }
-        return secrets.filter { $0.count >= 4 }
+        return secrets
     }
+
+    /// The token of an `Authorization` value (`Bearer TOKEN`), when it has a scheme.
+    private static func bearerToken(_ value: String) -> [String] {
+        guard let space = value.firstIndex(of: " ") else { return [] }
+        return [String(value[value.index(after: space)...])]
+    }
+
+    /// Headers that carry a credential whatever its length.
+    static let credentialHeaders: Set<String> = [
+        "authorization", "proxy-authorization", "x-api-key", "api-key", "x-goog-api-key", "openai-api-key", "cookie",
+    ]
 
     /// Headers whose values say what the request is (its type, the SDK and API versions), not
     /// who sends it: their values are not secrets.
     static let describingHeaders: Set<String> = [
         "content-type", "content-length", "accept", "accept-encoding", "accept-language", "user-agent", "host", "connection",
-        "anthropic-version", "anthropic-beta", "openai-beta", "traceparent", "tracestate",
+        "anthropic-version", "anthropic-beta", "openai-beta", "traceparent", "tracestate", "idempotency-key", "x-app",
+        "anthropic-dangerous-direct-browser-access",
     ]
 
     /// Forwards `request` for `api`; `pass` is given each part of the answer as it arrives.

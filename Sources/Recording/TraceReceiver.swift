@@ -175,8 +175,9 @@ public final class TraceReceiver: HTTPRequestHandling {
         } catch {
             return try await refuse(400, error.message)
         }
+        let kept: Int
         do {
-            _ = try await sink.keep(received)
+            kept = try await sink.keep(received)
         } catch let tooLarge as TraceCollector.TraceTooLarge {
             return try await refuse(413, tooLarge.message)
         } catch {
@@ -185,14 +186,21 @@ public final class TraceReceiver: HTTPRequestHandling {
         }
         counts.withLock { counts in
             counts.requests += 1
-            counts.spans += received.spanCount
+            counts.spans += kept
             counts.unidentified += received.unidentified
         }
         // ExportTraceServiceResponse: empty, or a partial success naming the spans left out.
-        let rejected = received.unidentified
-        let message =
-            rejected == 0
-            ? "" : "\(counted(rejected, "span")) left out: no span id, or no trace id of 16 bytes (32 hex digits, or base64)"
+        let capped = max(0, received.spanCount - kept)
+        let rejected = received.unidentified + capped
+        var reasons: [String] = []
+        if received.unidentified > 0 {
+            reasons.append(
+                "\(counted(received.unidentified, "span")) left out: no span id, or no trace id of 16 bytes (32 hex digits, or base64)")
+        }
+        if capped > 0 {
+            reasons.append("\(counted(capped, "span")) refused: their trace holds as much as --max-trace keeps")
+        }
+        let message = reasons.joined(separator: "; ")
         switch encoding {
         case .protobuf:
             var body: [UInt8] = []

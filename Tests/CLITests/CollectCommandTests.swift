@@ -414,8 +414,9 @@ struct CollectCommandTests {
         let out = scratch.path("collected")
         let collector = try await Collector.start(out: out, settle: 600, ["--max-trace", "64K"], scratch: scratch)
         let trace = String(repeating: "ef", count: 16)
-        func body(_ number: Int) throws -> String {
-            let span: JSONValue = [
+        let other = String(repeating: "cd", count: 16)
+        func span(_ number: Int, of trace: String) -> JSONValue {
+            [
                 "traceId": .string(trace), "spanId": .string(String(format: "%016x", number)), "name": "execute_tool",
                 "startTimeUnixNano": .string(String(1_790_000_000_000_000_000 + number * 1_000_000)),
                 "endTimeUnixNano": .string(String(1_790_000_000_000_000_000 + number * 1_000_000 + 1000)),
@@ -425,32 +426,35 @@ struct CollectCommandTests {
                     ["key": "padding", "value": ["stringValue": .string(String(repeating: "x", count: 40_000))]],
                 ],
             ]
-            let request: JSONValue = ["resourceSpans": [["scopeSpans": [["spans": [span]]]]]]
-            let path = scratch.path("request-\(number).json")
-            try Data(JSONWriter.encode(request)).write(to: URL(fileURLWithPath: path))
-            return path
         }
-        var statuses: [JSONValue?] = []
-        for number in 1...3 {
+        func post(_ spans: [JSONValue], _ name: String) async throws -> JSONValue {
+            let request: JSONValue = ["resourceSpans": [["scopeSpans": [["spans": .array(spans)]]]]]
+            let path = scratch.path("request-\(name).json")
+            try Data(JSONWriter.encode(request)).write(to: URL(fileURLWithPath: path))
             let sent = try await Subprocess.run(
                 "/usr/bin/env",
                 [
-                    "python3", PythonEnvironment.scriptPath("otlp_post.py"), collector.traces, "--body-file", try body(number),
-                    "--content-type", "application/json",
+                    "python3", PythonEnvironment.scriptPath("otlp_post.py"), collector.traces, "--body-file", path, "--content-type",
+                    "application/json",
                 ])
-            let answer = try JSONParser.parse(Array(sent.stdout))
-            statuses.append(answer["status"])
-            if number == 2 {
-                #expect(answer["body"]?.stringValue?.contains("--max-trace") == true, "\(answer)")
-            }
+            return try JSONParser.parse(Array(sent.stdout))
         }
-        #expect(statuses == [200, 413, 413], "\(statuses)")
+        #expect(try await post([span(1, of: trace)], "1")["status"] == 200)
+        let second = try await post([span(2, of: trace)], "2")
+        #expect(second["status"] == 413 && second["body"]?.stringValue?.contains("--max-trace") == true, "\(second)")
+        // A request with spans of the full trace and of another: the other's are kept.
+        let mixed = try await post([span(3, of: trace), span(4, of: other)], "3")
+        #expect(mixed["status"] == 200, "\(mixed)")
+        let partial = try JSONParser.parse(Array((mixed["body"]?.stringValue ?? "").utf8))
+        #expect(partial["partialSuccess"]?["rejectedSpans"] == "1", "\(partial)")
         let (status, lines) = try await collector.stop()
         #expect(status == 0)
-        let logged = try #require(lines.first { $0["event"] == "log" }, "\(lines)")
+        let logs = lines.filter { $0["event"] == "log" }
+        #expect(logs.count == 2, "\(lines)")
+        let logged = try #require(logs.first { $0["trace"]?["trace_id"]?.stringValue == trace }, "\(lines)")
         #expect(logged["trace"]?["spans"] == 1, "\(logged)")
         #expect(logged["trace"]?["warnings"]?.arrayValue?.contains { $0.stringValue?.contains("2 requests") == true } == true, "\(logged)")
-        let log = try #require(Self.logs(in: out).first)
+        let log = try #require(Self.logs(in: out).first { $0.contains(trace) })
         guard case .runStarted(let started)? = try RecordCommandTests.events(log).first?.payload else {
             Issue.record("no run_started")
             return

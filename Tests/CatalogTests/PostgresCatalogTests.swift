@@ -267,6 +267,21 @@ struct PostgresCatalogTests {
                 #expect(error.hint?.contains("GRANT SELECT ON ALL TABLES") == true)
             }
             #expect(!FileManager.default.fileExists(atPath: "/tmp/agent-eval-sql-pwned-admin"))
+            // Not a superuser itself, but a member of one: SET ROLE would make it one.
+            let made = try await Subprocess.run(
+                Subprocess.which("psql") ?? "/usr/bin/psql",
+                [
+                    server.adminURL, "-v", "ON_ERROR_STOP=1", "-q", "-c",
+                    "CREATE ROLE lender LOGIN NOINHERIT; GRANT agent_eval_admin TO lender; GRANT USAGE ON SCHEMA public TO lender; GRANT SELECT ON ALL TABLES IN SCHEMA public TO lender",
+                ])
+            try #require(made.status == 0, "\(made.stderr)")
+            let member = try Catalog(path: server.adminURL.replacingOccurrences(of: "agent_eval_admin@", with: "lender@"))
+            do {
+                _ = try member.query("SELECT 1")
+                Issue.record("sql ran as a member of a superuser role")
+            } catch let error as CatalogError {
+                #expect(error.code == .privilegedRole && error.message.contains("it may become a superuser"), "\(error.message)")
+            }
         }
     }
 

@@ -327,7 +327,7 @@ struct GateTests {
         let fixed = try #require(lines.firstIndex(of: "#### Fixed (1)"))
         #expect(regressions < flaky && flaky < fixed)
         #expect(text.contains("- **`r`** (flaky fail) — `cases/r.yaml:3`"))
-        #expect(text.contains("  - pass rate 1/10 (95% CI 2%–40%) vs 10/10 in the baseline (72%–100%): Fisher p < 0.0001"))
+        #expect(text.contains("  - pass rate 1/10 (95% CI 2%–40%) vs 10/10 in the baseline (72%–100%): Fisher p &lt; 0.0001"))
         #expect(text.contains("  - ✘ `toolsCalled` at step 2: expected refund is called; happened: it was not"))
         #expect(text.contains("    look: `agent-eval replay runs/r-2.jsonl.gz --step 2`"))
         #expect(text.contains("— **ends soon**"))

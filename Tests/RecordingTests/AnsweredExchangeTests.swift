@@ -122,6 +122,9 @@ struct AnsweredExchangeTests {
         let headers = [
             HTTPHeader(name: "Authorization", value: secrets[0]), HTTPHeader(name: "Cookie", value: secrets[1]),
             HTTPHeader(name: "OpenAI-Organization", value: secrets[2]), HTTPHeader(name: "X-Tenant", value: secrets[3]),
+            // Words, not credentials: left as they are, so the log's JSON and text stay whole.
+            HTTPHeader(name: "anthropic-dangerous-direct-browser-access", value: "true"), HTTPHeader(name: "X-Timeout", value: "60000"),
+            HTTPHeader(name: "x-client-request-id", value: "5b8f0c1e-2d3a-4f5b-9c6d-7e8f9a0b1c2d"),
         ]
         let log = directory.path("run.jsonl.gz")
         let cassette = try Cassette(directory: directory.path("cassette"), mode: .new)
@@ -143,6 +146,10 @@ struct AnsweredExchangeTests {
         #expect(message["content"]?.stringValue?.contains(secrets[1]) == true, "\(message)")
         let text = try Subprocess.runBlocking(gzipPath, ["-dc", log]).stdoutText
         #expect(text.contains("Your headers:") && text.contains("[redacted:header:"), "\(text.prefix(600))")
+        #expect(text.contains(#"\"X-Timeout\": \"60000\""#) || text.contains("60000"), "a number is no secret")
+        #expect(text.contains("5b8f0c1e-2d3a-4f5b-9c6d-7e8f9a0b1c2d"), "a request id is no secret")
+        #expect(try LogVerifier.verify(path: log).isIntact, "every event was written: no JSON value became a placeholder")
+        #expect(text.contains("\"stream\":true") || !text.contains("\"stream\""), "true is a word")
         var stored = ""
         for file in try FileManager.default.contentsOfDirectory(atPath: directory.path("cassette")) where file.hasSuffix(".gz") {
             stored += try Subprocess.runBlocking(gzipPath, ["-dc", directory.path("cassette/\(file)")]).stdoutText

@@ -67,8 +67,10 @@ final class PostgresStore: CatalogStore {
     /// at the deadline the connection is closed and the command ends with an error naming the
     /// server. `sql` waits its own `--timeout` (the server's `statement_timeout`) and this besides.
     nonisolated(unsafe) static var answerWait: TimeInterval = {
+        // A finite number of seconds, from 0.1 to a year; anything else is the default.
         let given = ProcessInfo.processInfo.environment["AGENT_EVAL_CATALOG_ANSWER_TIMEOUT"].flatMap(Double.init)
-        return given.map { max(0.1, $0) } ?? 180
+        guard let given, given.isFinite else { return 180 }
+        return min(max(0.1, given), 365 * 86_400)
     }()
 
     /// What `answerWait` passing is, before `describe` says it with the server's name.
@@ -81,7 +83,7 @@ final class PostgresStore: CatalogStore {
     static func answer(
         to query: PostgresQuery, on connection: PostgresConnection, extra: TimeInterval = 0
     ) throws -> PostgresQueryResult {
-        let seconds = answerWait + extra
+        let seconds = min(answerWait + extra, 2 * 365 * 86_400)
         let passed = Atomic<Bool>(false)
         let deadline = connection.eventLoop.scheduleTask(in: .milliseconds(Int64(seconds * 1000))) {
             passed.store(true, ordering: .relaxed)
@@ -297,10 +299,16 @@ final class PostgresStore: CatalogStore {
     static let privilegesCheck = """
         SELECT concat_ws(', ',
             CASE WHEN r.rolsuper THEN 'it is a superuser' END,
-            CASE WHEN pg_has_role(current_user, 'pg_execute_server_program', 'MEMBER') THEN 'it may run programs on the server' END,
-            CASE WHEN pg_has_role(current_user, 'pg_read_server_files', 'MEMBER') THEN 'it may read the server''s files' END,
-            CASE WHEN pg_has_role(current_user, 'pg_write_server_files', 'MEMBER') THEN 'it may write the server''s files' END,
-            CASE WHEN pg_has_role(current_user, 'pg_signal_backend', 'MEMBER') THEN 'it may end other sessions' END)
+            CASE WHEN EXISTS (SELECT 1 FROM pg_roles s WHERE s.rolsuper AND s.oid <> r.oid AND pg_has_role(r.oid, s.oid, 'MEMBER'))
+                THEN 'it may become a superuser (SET ROLE)' END,
+            (SELECT string_agg(CASE g.rolname
+                    WHEN 'pg_execute_server_program' THEN 'it may run programs on the server'
+                    WHEN 'pg_read_server_files' THEN 'it may read the server''s files'
+                    WHEN 'pg_write_server_files' THEN 'it may write the server''s files'
+                    ELSE 'it may end other sessions' END, ', ' ORDER BY g.rolname)
+                FROM pg_roles g
+                WHERE g.rolname IN ('pg_execute_server_program', 'pg_read_server_files', 'pg_write_server_files', 'pg_signal_backend')
+                    AND pg_has_role(r.oid, g.oid, 'MEMBER')))
         FROM pg_roles r WHERE r.rolname = current_user
         """
 

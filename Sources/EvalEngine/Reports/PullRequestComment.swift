@@ -83,7 +83,8 @@ public struct PullRequestComment: Sendable {
         section("Regressions", regressed) { item in
             var body = ["- **`\(item.id)`** (\(Self.words(item.outcome)))\(Self.place(item.entry))"]
             for regression in item.entry["baseline"]?["regressions"]?.arrayValue ?? [] {
-                body.append("  - \(regression["message"]?.stringValue ?? "")")
+                // It names tools and stops from the runs: their text, escaped.
+                body.append("  - \(Self.inline(regression["message"]?.stringValue ?? ""))")
             }
             body.append(contentsOf: Self.failures(item.entry))
             return body
@@ -229,17 +230,21 @@ public struct PullRequestComment: Sendable {
     /// span, and no `@` mention a forge would notify (`@everyone`, `@org/team`: a
     /// zero-width space after the `@` keeps the text and drops the ping).
     static func inline(_ text: String) -> String {
-        var flat = ""
-        for character in text {
-            switch character {
-            case "\n", "\r", "\r\n": flat.append(" ")
-            case "|", "`": flat += "\\\(character)"
-            case "<": flat += "&lt;"
-            case "@": flat += "@\u{200B}"
-            default: flat.append(character)
+        // By scalar: a mark that combines with `|` or a backtick must not hide it.
+        var flat = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\n", "\r": flat.append(" ")
+            case "|", "`", "\\":
+                flat.append("\\")
+                flat.append(scalar)
+            case "<": flat.append(contentsOf: "&lt;".unicodeScalars)
+            case "@": flat.append(contentsOf: "@\u{200B}".unicodeScalars)
+            default: flat.append(scalar)
             }
         }
-        return flat.count > 300 ? String(flat.prefix(300)) + "…" : flat
+        let line = String(flat)
+        return line.count > 300 ? String(line.prefix(300)) + "…" : line
     }
 
 }

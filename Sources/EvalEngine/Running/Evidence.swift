@@ -125,11 +125,20 @@ struct Evidence {
         // A recorded log that is not signed cannot prove its end: a copy cut right after an
         // earlier stop (its last gzip member dropped) reads as a whole run, and what it lost may
         // be exactly what the case says never happened. Said beside the verdict, not failed.
-        if case .recorded = evalCase.source, !expected.toolsNotCalled.isEmpty, !facts.endIsSigned {
+        // A signature does not prove that nothing followed a stop the run could be resumed from
+        // (a wait for approval): such a log's end is unproven, signed or not.
+        if case .recorded = evalCase.source, !expected.toolsNotCalled.isEmpty,
+            !facts.endIsSigned || state.stopReason == .approvalRequired
+        {
+            let why =
+                facts.endIsSigned
+                ? "it ends where the run waited for approval, and a resumption that followed could have been cut off with its last "
+                    + "gzip member"
+                : "it is not signed, so a copy cut after an earlier stop would read the same"
             evidence.notes.append(
                 CheckNote(
-                    message: "the log's end is unproven: it is not signed, so a copy cut after an earlier stop would read the same; "
-                        + "toolsNotCalled holds for what the log shows (sign logs to prove their end: docs/log-format.md, 8a)",
+                    message: "the log's end is unproven: \(why); toolsNotCalled holds for what the log shows "
+                        + "(docs/log-format.md, 3 and 8a)",
                     step: nil))
         }
         return evidence

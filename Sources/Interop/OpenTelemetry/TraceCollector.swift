@@ -64,9 +64,10 @@ public final class TraceCollector: Sendable {
         var refused: [String: (requests: Int, bytes: Int)] = [:]
     }
 
-    /// The most bytes one trace's journal holds (`collect --max-trace`): a request that would
-    /// take a trace past it is refused whole (`TraceTooLarge`, answered 413), and the trace's log
-    /// says so. It bounds the memory a trace's log is made in (about three times this).
+    /// The most bytes one trace's journal holds (`collect --max-trace`): a trace's spans in a
+    /// request that would take it past the cap are refused (the request's other traces keep
+    /// theirs; a request that keeps nothing is `TraceTooLarge`, answered 413), and the trace's
+    /// log says so. It bounds the memory a trace's log is made in (about three times this).
     public let maxTraceBytes: Int
 
     /// The default `maxTraceBytes`: 64 MiB, far more than a long agent's trace of spans.
@@ -77,8 +78,8 @@ public final class TraceCollector: Sendable {
         public var traceId: String
         public var limit: Int
         public var message: String {
-            "trace \(traceId) holds \(limit) bytes of spans already, as much as this collector keeps of one trace (--max-trace): "
-                + "the request is refused and its spans not kept; the trace's log says how many were refused"
+            "trace \(traceId) holds as many bytes of spans as this collector keeps of one trace (--max-trace \(limit)): "
+                + "its spans in this request are refused and not kept; the trace's log says how many were refused"
         }
     }
 
@@ -122,31 +123,53 @@ public final class TraceCollector: Sendable {
     /// Blocks on the disk: call it off the cooperative pool.
     public func accept(_ received: ReceivedTraces) throws -> Int {
         var kept = 0
-        let lines = received.traces.map { JSONWriter.encode($0.request) }
-        // A request that would take one of its traces past the cap is refused whole, before
-        // anything of it is kept; the trace's log is written again to say so.
-        for (trace, line) in zip(received.traces, lines) {
-            let length = journal(trace.traceId).length.withLock { $0 }
-            if length + line.count + 1 > maxTraceBytes {
-                let at = now()
-                state.withLock { state in
-                    let before = state.refused[trace.traceId] ?? (0, 0)
-                    state.refused[trace.traceId] = (before.requests + 1, before.bytes + lines.reduce(0) { $0 + $1.count })
-                    state.pending[trace.traceId] = at
-                }
-                throw TraceTooLarge(traceId: trace.traceId, limit: maxTraceBytes)
-            }
-        }
-        for (trace, line) in zip(received.traces, lines) {
+        var refused: TraceTooLarge?
+        for trace in received.traces {
+            let line = JSONWriter.encode(trace.request)
             let journal = journal(trace.traceId)
-            try journal.length.withLock { length in
+            // A trace at its cap keeps none of this request's spans; the request's other
+            // traces keep theirs. The refusal is kept beside the journal, so the trace's log
+            // says so even after a restart.
+            let isKept = try journal.length.withLock { length -> Bool in
+                guard length + line.count + 1 <= maxTraceBytes else { return false }
                 length = try LineJournal.append([line], to: journalPath(of: trace.traceId))
+                return true
             }
             let at = now()
+            if isKept {
+                kept += trace.spanCount
+            } else {
+                try noteRefusal(of: trace.traceId, bytes: line.count)
+                refused = TraceTooLarge(traceId: trace.traceId, limit: maxTraceBytes)
+            }
             state.withLock { $0.pending[trace.traceId] = at }
-            kept += trace.spanCount
         }
+        // Nothing of the request kept: it is refused (413); else the spans refused are a
+        // partial success's rejected spans.
+        if kept == 0, let refused { throw refused }
         return kept
+    }
+
+    /// Where a trace's refusals at the cap are counted (`{"requests": N, "bytes": B}`).
+    private func refusedPath(of traceId: String) -> String { directory + "/spans/" + traceId + ".refused" }
+
+    /// The refusals at the cap of `traceId` so far.
+    private func refusals(of traceId: String) -> (requests: Int, bytes: Int)? {
+        if let counted = state.withLock({ $0.refused[traceId] }) { return counted }
+        guard let data = FileManager.default.contents(atPath: refusedPath(of: traceId)),
+            let value = try? JSONParser.parse(Array(data)), let requests = value["requests"]?.intValue,
+            let bytes = value["bytes"]?.intValue
+        else { return nil }
+        return (requests, bytes)
+    }
+
+    /// Counts one more refusal of `traceId`, in memory and on disk.
+    private func noteRefusal(of traceId: String, bytes: Int) throws {
+        let before = refusals(of: traceId) ?? (0, 0)
+        let now = (requests: before.requests + 1, bytes: before.bytes + bytes)
+        state.withLock { $0.refused[traceId] = now }
+        let text: JSONValue = ["requests": .int(now.requests), "bytes": .int(now.bytes)]
+        try Data(JSONWriter.encode(text)).write(to: URL(fileURLWithPath: refusedPath(of: traceId)), options: .atomic)
     }
 
     /// Traces with spans not yet in their log.
@@ -216,6 +239,14 @@ public final class TraceCollector: Sendable {
         let length = journal(traceId).length.withLock { $0 }
         var finished = Finished(traceId: traceId, log: nil, spans: 0, steps: 0, calls: 0, stop: nil, warnings: [], error: nil)
         guard let data = FileManager.default.contents(atPath: path), data.count >= length else {
+            if length == 0, let refused = refusals(of: traceId) {
+                finished.error = ImportError(
+                    .badRun,
+                    "every request of trace \(traceId) (\(refused.requests), \(refused.bytes) bytes) was refused at --max-trace "
+                        + "(\(maxTraceBytes) bytes): no span was kept, so no log is written",
+                    location: SourceLocation(path: path))
+                return finished
+            }
             finished.error = ImportError(.writeFailed, "cannot read \(path)", location: SourceLocation(path: path))
             return finished
         }
@@ -233,7 +264,7 @@ public final class TraceCollector: Sendable {
             }
             // Spans refused at the cap: the log says so (`run_started.source.metadata.collect`),
             // so a run that looks complete is known to be cut.
-            if let refused = state.withLock({ $0.refused[traceId] }) {
+            if let refused = refusals(of: traceId) {
                 var metadata = run.source.metadata?.objectValue ?? JSONObject()
                 metadata["collect"] = [
                     "max_trace_bytes": .int(maxTraceBytes), "refused_requests": .int(refused.requests),
