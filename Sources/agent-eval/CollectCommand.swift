@@ -22,7 +22,9 @@ struct CollectCommand: AsyncParsableCommand {
             stops (SIGINT or SIGTERM) or starts again on the same DIR. docs/interop.md, "Collecting traces live".
 
             Bodies larger than --max-body (or that inflate to more) are answered 413 without being kept in \
-            memory; a body that is not an OTLP trace request is answered 400 with the reason.
+            memory; a body that is not an OTLP trace request is answered 400 with the reason. One trace keeps at most \
+            --max-trace bytes of spans: past it its spans are refused (the request's other traces keep theirs; 413 \
+            when nothing is kept), and its log says how many requests were refused.
 
             Exit codes: 0 stopped by SIGINT or SIGTERM after writing every open trace's log; 1 stopped, but \
             some trace's log could not be written (each is named); 2 the address cannot be listened on, or DIR \
@@ -46,7 +48,7 @@ struct CollectCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "The most bytes of spans kept for one trace (K, M and G suffixes): a request past it is answered 413, and the trace's log says how many were refused.",
+            "The most bytes of spans kept for one trace (K, M and G suffixes): its spans past it are refused (413 when a request keeps nothing), and the trace's log says how many.",
             valueName: "size"))
     var maxTrace = "64M"
 
