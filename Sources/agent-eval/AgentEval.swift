@@ -37,16 +37,28 @@ struct AgentEval: AsyncParsableCommand {
             standard error too.
             """,
         version: "0.4.0 (commit \(buildCommit))",
-        subcommands: [
-            RunCommand.self, ExecCommand.self, RecordCommand.self, MCPProxyCommand.self, CollectCommand.self, ApproveCommand.self,
-            AuditCommand.self, ReplayCommand.self,
-            RerunCommand.self, ForkCommand.self, DiffCommand.self, LogCommand.self,
-            IndexCommand.self,
-            RunsCommand.self, HistoryCommand.self, StatsCommand.self, SQLCommand.self, CatalogCommand.self,
-            ResultsCommand.self, QuarantineCommand.self, JudgeCommand.self, ImportCommand.self, ExportCommand.self, CaseCommand.self,
-            PipelineCommand.self,
-            InitCommand.self,
-            CheckCommand.self, ViewCommand.self,
+        // Grouped in the help by the job they do, in the order a new user meets them.
+        groupedSubcommands: [
+            CommandGroup(
+                name: "Run and check",
+                subcommands: [RunCommand.self, CheckCommand.self, ExecCommand.self, PipelineCommand.self, JudgeCommand.self]),
+            CommandGroup(
+                name: "Record and gate",
+                subcommands: [
+                    RecordCommand.self, MCPProxyCommand.self, ApproveCommand.self, AuditCommand.self, CollectCommand.self,
+                    ResultsCommand.self, QuarantineCommand.self,
+                ]),
+            CommandGroup(
+                name: "Look at runs",
+                subcommands: [ReplayCommand.self, ViewCommand.self, DiffCommand.self, ForkCommand.self, RerunCommand.self, LogCommand.self]
+            ),
+            CommandGroup(
+                name: "Catalog",
+                subcommands: [
+                    IndexCommand.self, RunsCommand.self, HistoryCommand.self, StatsCommand.self, SQLCommand.self, CatalogCommand.self,
+                ]),
+            CommandGroup(name: "Import and export", subcommands: [ImportCommand.self, ExportCommand.self, CaseCommand.self]),
+            CommandGroup(name: "Project", subcommands: [InitCommand.self]),
         ]
     )
 
