@@ -341,6 +341,35 @@ struct CollectCommandTests {
         #expect(Self.logs(in: out).count == 1000)
     }
 
+    /// One OTLP/JSON span of `trace`, 0.5 ms long, `start` ms after a fixed instant, with
+    /// string attributes.
+    static func span(_ trace: String, _ id: String, _ name: String, start: Int, _ attributes: [(String, String)], parent: String? = nil)
+        -> JSONValue
+    {
+        let base = 1_790_000_000_000_000_000 + start * 1_000_000
+        var object = JSONObject()
+        object["traceId"] = .string(trace)
+        object["spanId"] = .string(id)
+        object["name"] = .string(name)
+        object["startTimeUnixNano"] = .string(String(base))
+        object["endTimeUnixNano"] = .string(String(base + 500_000))
+        object["attributes"] = .array(attributes.map { key, value in ["key": .string(key), "value": ["stringValue": .string(value)]] })
+        if let parent { object["parentSpanId"] = .string(parent) }
+        return .object(object)
+    }
+
+    /// Posts `spans` (one resource, one scope) as OTLP/JSON to `traces` with the reference
+    /// client (`scripts/otlp_post.py`); its answer: `status` and `body`.
+    static func post(_ spans: [JSONValue], to traces: String, in scratch: TemporaryDirectory, name: String) async throws -> JSONValue {
+        let request: JSONValue = ["resourceSpans": [["scopeSpans": [["spans": .array(spans)]]]]]
+        let path = scratch.path("request-\(name).json")
+        try Data(JSONWriter.encode(request)).write(to: URL(fileURLWithPath: path))
+        let sent = try await Subprocess.run(
+            "/usr/bin/env",
+            ["python3", PythonEnvironment.scriptPath("otlp_post.py"), traces, "--body-file", path, "--content-type", "application/json"])
+        return try JSONParser.parse(Array(sent.stdout))
+    }
+
     @Test("an exporter's retry of a request keeps each span once; a trace id that is not 32 hex digits names no file")
     func retriesAndHostileIds() async throws {
         let scratch = try TemporaryDirectory()
@@ -350,36 +379,18 @@ struct CollectCommandTests {
         // 0.3 s, a second request that waited for a free slot on a loaded machine came after the
         // trace had settled, and the trace was written twice (each time with its 3 spans).
         let collector = try await Collector.start(out: out, settle: 600, scratch: scratch)
-        func span(_ trace: String, _ id: String, _ name: String, start: Int, _ attributes: [(String, String)], parent: String? = nil)
-            -> JSONValue
-        {
-            let base = 1_790_000_000_000_000_000 + start * 1_000_000
-            let pairs: [JSONValue] = attributes.map { key, value in
-                let typed: JSONValue = ["stringValue": .string(value)]
-                return ["key": .string(key), "value": typed]
-            }
-            var object = JSONObject()
-            object["traceId"] = .string(trace)
-            object["spanId"] = .string(id)
-            object["name"] = .string(name)
-            object["startTimeUnixNano"] = .string(String(base))
-            object["endTimeUnixNano"] = .string(String(base + 500_000))
-            object["attributes"] = .array(pairs)
-            if let parent { object["parentSpanId"] = .string(parent) }
-            return .object(object)
-        }
         let trace = String(repeating: "ab", count: 16)
         let output = #"[{"role":"assistant","parts":[{"type":"tool_call","id":"c1","name":"ping","arguments":{}}]}]"#
         let spans: [JSONValue] = [
-            span(trace, "0000000000000001", "invoke_agent", start: 0, [("gen_ai.operation.name", "invoke_agent")]),
-            span(
+            Self.span(trace, "0000000000000001", "invoke_agent", start: 0, [("gen_ai.operation.name", "invoke_agent")]),
+            Self.span(
                 trace, "0000000000000002", "chat", start: 1, [("gen_ai.operation.name", "chat"), ("gen_ai.output.messages", output)],
                 parent: "0000000000000001"),
-            span(
+            Self.span(
                 trace, "0000000000000003", "execute_tool ping", start: 2,
                 [("gen_ai.operation.name", "execute_tool"), ("gen_ai.tool.name", "ping"), ("gen_ai.tool.call.id", "c1")],
                 parent: "0000000000000001"),
-            span("../../../escaped", "0000000000000004", "chat", start: 3, [("gen_ai.operation.name", "chat")]),
+            Self.span("../../../escaped", "0000000000000004", "chat", start: 3, [("gen_ai.operation.name", "chat")]),
         ]
         let scope: JSONValue = ["spans": .array(spans)]
         let batch: JSONValue = ["scopeSpans": [scope]]
@@ -416,28 +427,15 @@ struct CollectCommandTests {
         let trace = String(repeating: "ef", count: 16)
         let other = String(repeating: "cd", count: 16)
         func span(_ number: Int, of trace: String) -> JSONValue {
-            [
-                "traceId": .string(trace), "spanId": .string(String(format: "%016x", number)), "name": "execute_tool",
-                "startTimeUnixNano": .string(String(1_790_000_000_000_000_000 + number * 1_000_000)),
-                "endTimeUnixNano": .string(String(1_790_000_000_000_000_000 + number * 1_000_000 + 1000)),
-                "attributes": [
-                    ["key": "gen_ai.operation.name", "value": ["stringValue": "execute_tool"]],
-                    ["key": "gen_ai.tool.name", "value": ["stringValue": "ping"]],
-                    ["key": "padding", "value": ["stringValue": .string(String(repeating: "x", count: 40_000))]],
-                ],
-            ]
+            Self.span(
+                trace, String(format: "%016x", number), "execute_tool", start: number,
+                [
+                    ("gen_ai.operation.name", "execute_tool"), ("gen_ai.tool.name", "ping"),
+                    ("padding", String(repeating: "x", count: 40_000)),
+                ])
         }
         func post(_ spans: [JSONValue], _ name: String) async throws -> JSONValue {
-            let request: JSONValue = ["resourceSpans": [["scopeSpans": [["spans": .array(spans)]]]]]
-            let path = scratch.path("request-\(name).json")
-            try Data(JSONWriter.encode(request)).write(to: URL(fileURLWithPath: path))
-            let sent = try await Subprocess.run(
-                "/usr/bin/env",
-                [
-                    "python3", PythonEnvironment.scriptPath("otlp_post.py"), collector.traces, "--body-file", path, "--content-type",
-                    "application/json",
-                ])
-            return try JSONParser.parse(Array(sent.stdout))
+            try await Self.post(spans, to: collector.traces, in: scratch, name: name)
         }
         #expect(try await post([span(1, of: trace)], "1")["status"] == 200)
         let second = try await post([span(2, of: trace)], "2")

@@ -86,39 +86,19 @@ struct RedactionEverywhereTests {
             let output: JSONValue = [
                 ["role": "assistant", "parts": [["type": "tool_call", "id": "c1", "name": "store_keys", "arguments": arguments]]]
             ]
-            func span(_ id: String, _ name: String, start: Int, _ attributes: [(String, String)], parent: String? = nil) -> JSONValue {
-                let base = 1_790_000_000_000_000_000 + start * 1_000_000
-                var object = JSONObject()
-                object["traceId"] = .string(String(repeating: "cd", count: 16))
-                object["spanId"] = .string(id)
-                object["name"] = .string(name)
-                object["startTimeUnixNano"] = .string(String(base))
-                object["endTimeUnixNano"] = .string(String(base + 500_000))
-                object["attributes"] = .array(
-                    attributes.map { key, value in ["key": .string(key), "value": ["stringValue": .string(value)]] })
-                if let parent { object["parentSpanId"] = .string(parent) }
-                return .object(object)
-            }
+            let trace = String(repeating: "cd", count: 16)
             let spans: [JSONValue] = [
-                span("0000000000000001", "invoke_agent", start: 0, [("gen_ai.operation.name", "invoke_agent")]),
-                span(
-                    "0000000000000002", "chat", start: 1,
+                CollectCommandTests.span(trace, "0000000000000001", "invoke_agent", start: 0, [("gen_ai.operation.name", "invoke_agent")]),
+                CollectCommandTests.span(
+                    trace, "0000000000000002", "chat", start: 1,
                     [
                         ("gen_ai.operation.name", "chat"),
                         ("gen_ai.output.messages", String(decoding: JSONWriter.encode(output), as: UTF8.self)),
                     ],
                     parent: "0000000000000001"),
             ]
-            let request: JSONValue = ["resourceSpans": [["scopeSpans": [["spans": .array(spans)]]]]]
-            let body = directory.path("request.json")
-            try Data(JSONWriter.encode(request)).write(to: URL(fileURLWithPath: body))
-            let sent = try await Subprocess.run(
-                "/usr/bin/env",
-                [
-                    "python3", PythonEnvironment.scriptPath("otlp_post.py"), collector.traces, "--body-file", body, "--content-type",
-                    "application/json",
-                ])
-            #expect(try JSONParser.parse(Array(sent.stdout))["status"] == 200, "\(sent.stdoutText)")
+            let sent = try await CollectCommandTests.post(spans, to: collector.traces, in: directory, name: "keys")
+            #expect(sent["status"] == 200, "\(sent)")
             let (status, _) = try await collector.stop()
             #expect(status == 0)
             let log = try #require(CollectCommandTests.logs(in: out).first)

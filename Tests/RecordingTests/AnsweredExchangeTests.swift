@@ -14,6 +14,23 @@ import TraceLog
 /// command that exits while the body is still open.
 @Suite("the gateway keeps every answer the agent received", .ownThread)
 struct AnsweredExchangeTests {
+    /// A gateway recording into `directory`'s `run.jsonl.gz`, forwarding to the local server's
+    /// `scenario` through `transport` (the network, or a cassette in front of it).
+    static func gateway(
+        _ server: LocalModelServer, _ scenario: String, in directory: TemporaryDirectory, runId: String,
+        limits: ExchangeRecorder.Limits = .init(), keys: RequestKeys? = nil, transport: any ModelTransport = ModelTransports.live,
+        timeoutMs: Int = 30_000
+    ) async throws -> (log: String, recorder: ExchangeRecorder, gateway: ModelGateway) {
+        let log = directory.path("run.jsonl.gz")
+        let recorder = ExchangeRecorder(
+            logPath: log, runId: runId, goal: nil, agentName: "agent", command: ["agent"], limits: limits, keys: keys, onStop: { _ in })
+        let gateway = try await ModelGateway(
+            handler: GatewayHandler(
+                upstreams: Upstreams(openAI: server.baseURL(scenario)),
+                forwarder: ModelForwarder(transport: transport, limits: RequestLimits(timeoutMs: timeoutMs)), recorder: recorder))
+        return (log, recorder, gateway)
+    }
+
     /// The refund agent's three requests through a gateway recording into a fresh log, each read
     /// up to `[DONE]` and then closed; the upstream is the local server's `scenario`. Returns the
     /// log's events, read after the run was stopped as a command's exit stops it: at once.
@@ -24,15 +41,7 @@ struct AnsweredExchangeTests {
             server.stop()
             directory.remove()
         }
-        let log = directory.path("run.jsonl.gz")
-        let recorder = ExchangeRecorder(
-            logPath: log, runId: "run-answered", goal: nil, agentName: "agent", command: ["agent"], limits: .init(), keys: nil,
-            onStop: { _ in })
-        let gateway = try await ModelGateway(
-            handler: GatewayHandler(
-                upstreams: Upstreams(openAI: server.baseURL(scenario)),
-                forwarder: ModelForwarder(transport: ModelTransports.live, limits: RequestLimits(timeoutMs: 30_000)),
-                recorder: recorder))
+        let (log, recorder, gateway) = try await Self.gateway(server, scenario, in: directory, runId: "run-answered")
         var messages: [JSONValue] = [
             ["role": "system", "content": "You are a support agent."], ["role": "user", "content": "Refund A-1042."],
         ]
@@ -80,15 +89,8 @@ struct AnsweredExchangeTests {
             server.stop()
             directory.remove()
         }
-        let log = directory.path("run.jsonl.gz")
-        let recorder = ExchangeRecorder(
-            logPath: log, runId: "run-many", goal: nil, agentName: "agent", command: ["agent"], limits: .init(maxRequests: 200),
-            keys: nil, onStop: { _ in })
-        let gateway = try await ModelGateway(
-            handler: GatewayHandler(
-                upstreams: Upstreams(openAI: server.baseURL("slow-answer")),
-                forwarder: ModelForwarder(transport: ModelTransports.live, limits: RequestLimits(timeoutMs: 60_000)),
-                recorder: recorder))
+        let (log, recorder, gateway) = try await Self.gateway(
+            server, "slow-answer", in: directory, runId: "run-many", limits: .init(maxRequests: 200), timeoutMs: 60_000)
         let answers = try await withThrowingTaskGroup(of: String.self) { group in
             for index in 0..<100 {
                 group.addTask {
@@ -126,19 +128,11 @@ struct AnsweredExchangeTests {
             HTTPHeader(name: "anthropic-dangerous-direct-browser-access", value: "true"), HTTPHeader(name: "X-Timeout", value: "60000"),
             HTTPHeader(name: "x-client-request-id", value: "5b8f0c1e-2d3a-4f5b-9c6d-7e8f9a0b1c2d"),
         ]
-        let log = directory.path("run.jsonl.gz")
         let cassette = try Cassette(directory: directory.path("cassette"), mode: .new)
         let keys = RequestKeys()
-        let recorder = ExchangeRecorder(
-            logPath: log, runId: "run-echo", goal: nil, agentName: "agent", command: ["agent"], limits: .init(), keys: keys,
-            onStop: { _ in })
-        let gateway = try await ModelGateway(
-            handler: GatewayHandler(
-                upstreams: Upstreams(openAI: server.baseURL("echo-headers")),
-                forwarder: ModelForwarder(
-                    transport: cassette.transport(provider: "gateway", live: ModelTransports.live, keyedBy: keys.key(for:)),
-                    limits: RequestLimits(timeoutMs: 30_000)),
-                recorder: recorder))
+        let (log, recorder, gateway) = try await Self.gateway(
+            server, "echo-headers", in: directory, runId: "run-echo", keys: keys,
+            transport: cassette.transport(provider: "gateway", live: ModelTransports.live, keyedBy: keys.key(for:)))
         let message = try await gateway.chatMessage([["role": "user", "content": "What did I send?"]], headers: headers)
         await gateway.stop()
         _ = try recorder.finish(.exited(0))
