@@ -86,7 +86,7 @@ let package = Package(
         // every error names file:line:column.
         .target(
             name: "ConfigFile",
-            dependencies: ["TraceCore", .product(name: "Yams", package: "Yams")],
+            dependencies: ["TraceCore", "TraceLog", .product(name: "Yams", package: "Yams")],
             swiftSettings: strictSettings
         ),
         // Layer 3: the agent runtime: the loop, tools and their hosts, policy, context, models.
@@ -111,7 +111,6 @@ let package = Package(
             name: "MCPTools",
             dependencies: [
                 "TraceCore", "AgentRuntime", .product(name: "MCP", package: "swift-sdk"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings

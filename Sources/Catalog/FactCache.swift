@@ -42,6 +42,9 @@ public struct FactCache: LogFactSource {
         limits = (max(1, logsPerWrite), max(1, bytesPerWrite))
     }
 
+    /// A catalog on a PostgreSQL server: every lookup is a round trip.
+    public var waitsOnNetwork: Bool { Catalog.isServer(catalog.path) }
+
     /// Logs answered from the cache, and logs read, so far.
     public var usage: (cached: Int, read: Int) { counts.value.withLock { ($0.cached, $0.read) } }
 

@@ -1,3 +1,4 @@
+import AgentRuntime
 public import TraceLog
 
 /// Indexes run logs in the catalog as the runs that wrote them close them: the catalog's
@@ -13,12 +14,17 @@ public struct IndexingSink: FinishedLogSink {
         self.failed = failed
     }
 
+    /// Reads and writes off the cooperative pool (`OwnThread`): indexing reads the log and waits
+    /// for the database, which a task of the pool must never do.
     public func logsFinished(_ logs: [String]) async {
-        for log in logs {
-            do {
-                _ = try catalog.index(log: log)
-            } catch {
-                failed(log, error)
+        let (catalog, failed) = (self.catalog, self.failed)
+        await OwnThread.run(name: "agent-eval index finished logs") {
+            for log in logs {
+                do throws(CatalogError) {
+                    _ = try catalog.index(log: log)
+                } catch {
+                    failed(log, error)
+                }
             }
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 public import TraceCore
+import TraceLog
 import Yams
 
 /// A node of a YAML (or JSON) config file, with the place it was written.

@@ -79,14 +79,11 @@ public struct ImportWriter: Sendable {
     /// Records the run's events. Times never go backwards: a source clock that does (skew between
     /// spans, a missing timestamp) is held at the last time written.
     static func record(_ run: ImportedRun, into writer: LogWriter) throws {
-        var clockUs = run.startUs
-        let clock = ImportClock()
-        let recorder = RunRecorder(writer: writer, clock: { clock.now })
+        // No clock: each event takes the time `at` set last, held at the latest seen.
+        let recorder = RunRecorder(writer: writer, timeUs: run.startUs)
         func at(_ timeUs: Int?) {
-            if let timeUs, timeUs > clockUs { clockUs = timeUs }
-            clock.now = clockUs
+            if let timeUs, timeUs > recorder.timeUs { recorder.timeUs = timeUs }
         }
-        at(run.startUs)
         var stored = Set<String>()
         func store(_ content: ContentStored) throws -> String {
             if stored.insert(content.hash).inserted { try recorder.record(.contentStored(content)) }
@@ -136,12 +133,4 @@ public struct ImportWriter: Sendable {
         }
         if let stop = run.stop { try recorder.record(.runStopped(stop)) }
     }
-}
-
-/// The clock the recorder reads: the import sets it to each record's time before recording.
-///
-/// Unchecked Sendable by confinement: only the importing thread touches it; the recorder calls
-/// the clock synchronously, on that thread.
-private final class ImportClock: @unchecked Sendable {
-    var now = 0
 }

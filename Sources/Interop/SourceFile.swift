@@ -1,5 +1,6 @@
 import Foundation
 public import TraceCore
+import TraceLog
 
 /// An input file, read whole, with errors that name the file and the line and column.
 public struct SourceFile: Sendable {

@@ -10,29 +10,45 @@ public final class RunRecorder {
     public private(set) var state: RunState
     /// The step the next events belong to.
     public var step: Int
-    private let clock: @Sendable () -> Int
+    /// Where events' times come from: the clock when there is one (a live run); else `timeUs`,
+    /// which a recorder of events timed by their source sets (an import, the recording gateway).
+    private let clock: (@Sendable () -> Int)?
+    /// The time the next events are recorded at when the recorder has no clock (microseconds
+    /// since the epoch); the last event's time otherwise.
+    public var timeUs: Int
     private let observe: ((Event) -> Void)?
     private var digester = StateDigester()
     /// Observers are told of packets whole (the writer writes most of them as deltas).
     private var packets = ContextPacketResolver()
 
-    /// Records into `writer`, timestamping events with `clock` (microseconds since the epoch).
-    /// `state` is the fold of what the log already holds (empty for a new log). `observe` is
-    /// told of each event once it is written.
+    /// Records into `writer`, timestamping events with `clock` (microseconds since the epoch),
+    /// or, without one, at `timeUs` (`record(_:at:)`). `state` is the fold of what the log
+    /// already holds (empty for a new log). `observe` is told of each event once it is written.
     public init(
-        writer: LogWriter, state: RunState = RunState(), clock: @escaping @Sendable () -> Int, observe: ((Event) -> Void)? = nil
+        writer: LogWriter, state: RunState = RunState(), clock: (@Sendable () -> Int)? = nil, timeUs: Int = 0,
+        observe: ((Event) -> Void)? = nil
     ) {
         self.writer = writer
         self.state = state
         self.step = state.step
         self.clock = clock
+        self.timeUs = timeUs
         self.observe = observe
     }
 
-    /// Appends an event for the current step and folds it into `state`.
+    /// Appends an event for the current step, at the clock's time (or `timeUs`), and folds it
+    /// into `state`.
     @discardableResult
     public func record(_ payload: EventPayload) throws -> Event {
-        let event = try writer.append(payload, step: step, timeUs: clock())
+        try record(payload, at: clock?() ?? timeUs)
+    }
+
+    /// Appends an event for the current step at `timeUs`, which the next events keep on a
+    /// recorder without a clock, and folds it into `state`.
+    @discardableResult
+    public func record(_ payload: EventPayload, at timeUs: Int) throws -> Event {
+        self.timeUs = timeUs
+        let event = try writer.append(payload, step: step, timeUs: timeUs)
         digester.track(RunState.reduce(into: &state, event))
         if let observe {
             // The written event, redacted as written, with a delta packet made whole again on
@@ -53,7 +69,7 @@ public final class RunRecorder {
     /// replay checks it; the other run's signature events are left out. The recorder's step is
     /// the last event's: the caller records what belongs to it, then moves on.
     public static func copying(
-        _ events: [Event], into writer: LogWriter, clock: @escaping @Sendable () -> Int, observe: ((Event) -> Void)? = nil
+        _ events: [Event], into writer: LogWriter, clock: (@Sendable () -> Int)? = nil, observe: ((Event) -> Void)? = nil
     ) throws -> RunRecorder {
         var state = RunState()
         var digester = StateDigester()
@@ -65,7 +81,7 @@ public final class RunRecorder {
             digester.track(RunState.reduce(into: &state, copied))
             for signature in writer.takeSignatureEvents() { digester.track(RunState.reduce(into: &state, signature)) }
         }
-        return RunRecorder(writer: writer, state: state, clock: clock, observe: observe)
+        return RunRecorder(writer: writer, state: state, clock: clock, timeUs: events.last?.timeUs ?? 0, observe: observe)
     }
 
     /// Ends the current step: records `step_ended` with the digest of the state before it,

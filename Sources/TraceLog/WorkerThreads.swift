@@ -118,3 +118,37 @@ public final class WorkerThreads<Work: Sendable>: @unchecked Sendable {
         condition.unlock()
     }
 }
+
+/// Worker threads whose work is a closure to run: a serial writer (`count: 1`), a pool.
+public typealias JobThreads = WorkerThreads<@Sendable () -> Void>
+
+extension WorkerThreads where Work == @Sendable () -> Void {
+    /// Threads that run the closures submitted to them.
+    public convenience init(count: Int = 1, name: String, stackSize: Int? = nil) {
+        self.init(count: count, name: name, stackSize: stackSize) { $0() }
+    }
+
+    /// Runs `work` on a thread that ends with it: for work that holds its thread for its whole
+    /// life — reading a pipe to its end, waiting for a child process.
+    public static func once(name: String, stackSize: Int? = nil, _ work: @escaping @Sendable () -> Void) {
+        let thread = JobThreads(name: name, stackSize: stackSize)
+        thread.submit(work)
+        thread.finish()
+    }
+
+    /// `body`'s value, computed on one of these threads, handed to the awaiting task.
+    public func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            let work: @Sendable () -> Void = { continuation.resume(with: Result { try body() }) }
+            if !submit(work) { work() }
+        }
+    }
+
+    /// `body`'s value, computed on one of these threads, handed to the awaiting task.
+    public func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            let work: @Sendable () -> Void = { continuation.resume(returning: body()) }
+            if !submit(work) { work() }
+        }
+    }
+}

@@ -1,4 +1,5 @@
 import Foundation
+import TraceLog
 
 /// Runs blocking work — waiting for a child process, reading a pipe to its end — on a thread
 /// of its own, and gives its result to the task that awaits it.
@@ -26,9 +27,6 @@ public enum OwnThread {
     }
 
     private static func start(name: String?, stackSize: Int?, _ work: @escaping @Sendable () -> Void) {
-        let thread = Thread(block: work)
-        if let name { thread.name = name }
-        if let stackSize { thread.stackSize = stackSize }
-        thread.start()
+        JobThreads.once(name: name ?? "agent-eval blocking work", stackSize: stackSize, work)
     }
 }

@@ -1,6 +1,7 @@
 public import Foundation
 import Synchronization
 public import TraceCore
+import TraceLog
 
 #if canImport(Glibc)
     import Glibc
@@ -12,7 +13,7 @@ public import TraceCore
 /// stdio: the MCP tools' servers and the servers behind `agent-eval mcp-proxy`), and its three
 /// pipes. Two threads of its own read stdout and stderr (the last 16 KiB kept, for error
 /// messages), so a server that writes a lot never ties up the cooperative pool; writes go
-/// through a serial queue.
+/// through one writer thread (TraceLog's `JobThreads`).
 ///
 /// Anything that ends the conversation — the server exits or closes stdout, writes a line
 /// that is not JSON, a line longer than `lineLimit` — is a *failure*: recorded once, with a
@@ -61,27 +62,29 @@ public final class JSONLinesProcess: Sendable {
         var stdinClosed = false
     }
 
-    private let state = Mutex(State())
+    /// Its changes (the exit above all) wake `stop`'s wait.
+    private let state = WatchedState(State())
+    /// What `stop`'s grace period is kept on.
+    private let clock: any Clock<Duration>
     private let continuation: AsyncThrowingStream<Data, any Error>.Continuation
-    private let writer = DispatchQueue(label: "agent-eval.mcp.stdin")
+    private let writer = JobThreads(name: "agent-eval mcp stdin", stackSize: 128 * 1024)
 
     public init(
         command: [String], directory: String, environment: [String: String], name: String, keepsResults: Bool = true,
-        forwardsStderrTo forwardsStderr: Int32? = nil
+        forwardsStderrTo forwardsStderr: Int32? = nil, clock: any Clock<Duration> = RuntimeEnvironment.live.clock
     ) throws(SpawnedProcess.Failure) {
+        self.clock = clock
         process = try SpawnedProcess.start(
             command: command, directory: directory, environment: environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" })
         self.name = name
         self.keepsResults = keepsResults
         self.forwardsStderr = forwardsStderr
         (messages, continuation) = AsyncThrowingStream.makeStream(of: Data.self)
-        let output = Thread { [self] in readMessages() }
-        output.stackSize = 512 * 1024
-        output.start()
-        let errors = Thread { [self] in readErrors() }
-        errors.stackSize = 128 * 1024
-        errors.start()
+        JobThreads.once(name: "agent-eval mcp stdout", stackSize: 512 * 1024) { [self] in readMessages() }
+        JobThreads.once(name: "agent-eval mcp stderr", stackSize: 128 * 1024) { [self] in readErrors() }
     }
+
+    deinit { writer.finish() }
 
     // MARK: Failure
 
@@ -148,20 +151,15 @@ public final class JSONLinesProcess: Sendable {
     public func send(_ data: Data) async throws {
         let bytes = Array(data) + [0x0A]
         let fd = process.stdin
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            writer.async { [self] in
-                // Nothing goes to a server that was stopped or failed: the request fails at once
-                // (the SDK then fails its pending request), so a request made after a race gave
-                // up on the server cannot wait for an answer that will never come.
-                if let why = state.withLock({ $0.stdinClosed ? "its input is closed" : $0.failure }) {
-                    continuation.resume(throwing: WriteFailure(message: "the server cannot be written to: \(why)"))
-                    return
-                }
-                if let failure = Self.writeAll(bytes, to: fd) {
-                    continuation.resume(throwing: WriteFailure(message: "cannot write to the server: \(failure)"))
-                    return
-                }
-                continuation.resume()
+        try await writer.run { [self] () throws in
+            // Nothing goes to a server that was stopped or failed: the request fails at once
+            // (the SDK then fails its pending request), so a request made after a race gave
+            // up on the server cannot wait for an answer that will never come.
+            if let why = state.withLock({ $0.stdinClosed ? "its input is closed" : $0.failure }) {
+                throw WriteFailure(message: "the server cannot be written to: \(why)")
+            }
+            if let failure = Self.writeAll(bytes, to: fd) {
+                throw WriteFailure(message: "cannot write to the server: \(failure)")
             }
         }
     }
@@ -171,18 +169,14 @@ public final class JSONLinesProcess: Sendable {
     /// Asks the server to stop the way the protocol says (close its input), waits up to
     /// `graceMs` for it to exit, then kills its process group.
     public func stop(graceMs: Int = 2_000) async {
-        writer.async { [self] in
+        writer.submit { [self] in
             let close = state.withLock { state -> Bool in
                 defer { state.stdinClosed = true }
                 return !state.stdinClosed
             }
             if close { _ = closeDescriptor(process.stdin) }
         }
-        var waited = 0
-        while !state.withLock({ $0.exited }) && waited < graceMs {
-            try? await Task.sleep(for: .milliseconds(20))
-            waited += 20
-        }
+        await state.wait(within: .milliseconds(graceMs), on: clock) { $0.exited }
         kill()
     }
 

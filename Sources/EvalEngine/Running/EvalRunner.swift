@@ -276,6 +276,17 @@ public struct EvalRunner: Sendable {
         return result
     }
 
+    /// Asks the fact source where it may wait: on one of `factThreads` when it waits on a
+    /// network (`waitsOnNetwork`), else here.
+    private static func askingFacts<T: Sendable>(_ options: EvalOptions, _ body: @escaping @Sendable () throws -> T) async throws -> T {
+        guard options.facts.waitsOnNetwork else { return try body() }
+        return try await factThreads.run(body)
+    }
+
+    /// The threads a catalog on a server is asked from (`askingFacts`).
+    static let factThreads = JobThreads(
+        count: max(2, ProcessInfo.processInfo.activeProcessorCount), name: "agent-eval catalog lookups", stackSize: 1 << 20)
+
     private static func checkRecord(
         log: String, repeatIndex: Int, case evalCase: EvalCase, key: CheckKey?, options: EvalOptions, judge: RubricJudge
     ) async -> RunResult {
@@ -284,12 +295,14 @@ public struct EvalRunner: Sendable {
         }
         do {
             guard !evalCase.expected.rubrics.isEmpty else {
-                return try options.facts.result(for: log, key: key) { facts in
-                    check(facts, log: log, repeatIndex: repeatIndex, case: evalCase, options: options)
+                return try await askingFacts(options) {
+                    try options.facts.result(for: log, key: key) { facts in
+                        check(facts, log: log, repeatIndex: repeatIndex, case: evalCase, options: options)
+                    }
                 }
             }
             // The trajectory first; the judges only grade a run whose record can be trusted.
-            let facts = try options.facts.facts(for: log)
+            let facts = try await askingFacts(options) { try options.facts.facts(for: log) }
             var result = check(facts, log: log, repeatIndex: repeatIndex, case: evalCase, options: options)
             guard result.error == nil else { return result }
             let grade = await judge.grade(evalCase.expected, state: facts.state, round: repeatIndex)

@@ -87,6 +87,10 @@ public protocol LogFactSource: Sendable {
     /// Writes what the source keeps for later (a cache may write its entries in batches); the
     /// runner calls it when a suite run ends.
     func flush()
+
+    /// Whether asking the source waits on a network (a catalog on a PostgreSQL server): the
+    /// runner then asks it from a thread of its own, never from a task of the cooperative pool.
+    var waitsOnNetwork: Bool { get }
 }
 
 extension LogFactSource {
@@ -97,6 +101,9 @@ extension LogFactSource {
 
     /// Nothing kept.
     public func flush() {}
+
+    /// A log on disk: read where the caller is.
+    public var waitsOnNetwork: Bool { false }
 }
 
 /// Reads every log in full, every time.

@@ -47,6 +47,8 @@ final class SharedLogFacts: LogFactSource {
 
     func flush() { base.flush() }
 
+    var waitsOnNetwork: Bool { base.waitsOnNetwork }
+
     /// Counts a use of `log`; its facts when they are kept (dropped at the last use).
     private func take(_ log: String) -> LogFacts? {
         entries.withLock { entries in

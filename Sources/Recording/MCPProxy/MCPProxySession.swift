@@ -308,22 +308,23 @@ actor MCPProxySession {
             "call \(call.callId) of \(call.tool) waits for approval (\(call.reason ?? call.rule ?? "policy")): "
                 + "agent-eval approve \(ShellWords.quoted(logPath)) \(call.callId) [--deny]")
         let (clock, timeout, log, poll) = (settings.clock, settings.approvalTimeout, logPath, Duration.milliseconds(100))
+        // The answer is a file another process (`approve`) writes: looked for every 100 ms, until
+        // the approval timeout on the session's clock.
         let task = Task { [weak self] in
-            var waited = Duration.zero
-            var answer: MCPApprovals.Answer?
-            while answer == nil {
-                answer = MCPApprovals.takeAnswer(log: log, callId: call.callId)
-                if answer != nil { break }
-                if waited >= timeout {
-                    answer = MCPApprovals.Answer(
-                        isGranted: false, approver: "agent-eval mcp-proxy",
-                        reason: "no approval came within \(MCPProxySession.seconds(timeout)) (--approval-timeout)")
-                    break
+            let (found, _) = await Deadline.run(within: timeout, on: clock) { () -> MCPApprovals.Answer? in
+                while !Task.isCancelled {
+                    if let answer = MCPApprovals.takeAnswer(log: log, callId: call.callId) { return answer }
+                    do { try await clock.sleep(for: poll) } catch { return nil }
                 }
-                do { try await clock.sleep(for: poll) } catch { return }
-                waited += poll
+                return nil
             }
-            guard let answer else { return }
+            // Cancelled: the client gave up on the call (`refuseWaiting` records it).
+            if found == nil, Task.isCancelled { return }
+            let answer =
+                found
+                ?? MCPApprovals.Answer(
+                    isGranted: false, approver: "agent-eval mcp-proxy",
+                    reason: "no approval came within \(MCPProxySession.seconds(timeout)) (--approval-timeout)")
             await self?.settle(call, requestId: requestId, line: line, answer: answer)
         }
         approvals[call.callId] = (task, requestId)

@@ -153,25 +153,17 @@ actor RemoteProxyLog: ProxyLog {
 
     init(url: String, gate: ProxyGate, policyPath: String?) {
         self.url = url
-        var object = ObjectBuilder()
-        object.set("op", "register")
-        object.set("policy", policyPath)
-        object.set("actor", gate.actor)
-        object.set("route", gate.route)
-        object.set("max_tool_calls", gate.maxToolCalls)
-        object.set("pre_approved", JSONValue.array(gate.preApproved.map { .string($0.pattern) }))
-        object.set("server", gate.serverName)
-        registration = object.json
+        registration =
+            ProxyOperation.register(
+                ProxyOperation.Registration(
+                    policy: policyPath, actor: gate.actor, route: gate.route, maxToolCalls: gate.maxToolCalls,
+                    preApproved: gate.preApproved.map(\.pattern), server: gate.serverName)
+            ).json
     }
 
-    /// Sends one operation; the gateway's answer, or a thrown sentence.
-    private func send(_ op: String, _ members: [(String, JSONValue)]) async throws -> JSONValue {
-        let proxy = try await registered()
-        var object = ObjectBuilder()
-        object.set("op", op)
-        object.set("proxy", proxy)
-        for (key, value) in members { object.set(key, value) }
-        return try await post(object.json)
+    /// Sends one operation of this proxy; the gateway's answer, or a thrown sentence.
+    private func send(_ operation: (Int) -> ProxyOperation) async throws -> JSONValue {
+        try await post(operation(try await registered()).json)
     }
 
     private func post(_ body: JSONValue) async throws -> JSONValue {
@@ -217,7 +209,7 @@ actor RemoteProxyLog: ProxyLog {
         // The tools may change while they are sent: send until the gateway has the latest.
         while sentTools != tools {
             let sending = tools
-            let answer = try await post(["op": "tools", "proxy": .int(proxy), "tools": .array(sending.map(\.proxyJSON))])
+            let answer = try await post(ProxyOperation.tools(proxy: proxy, sending).json)
             if let error = answer["error"]?.stringValue { throw RecordingError(.logFailed, error) }
             sentTools = sending
         }
@@ -241,8 +233,7 @@ actor RemoteProxyLog: ProxyLog {
     func judge(name: String, arguments: JSONValue, params: JSONValue, waiting: Int) async throws
         -> (callId: String, judgement: ProxyGate.Judgement, decision: PolicyDecision)
     {
-        let answer = try await send(
-            "judge", [("name", .string(name)), ("arguments", arguments), ("params", params), ("waiting", .int(waiting))])
+        let answer = try await send { .judge(proxy: $0, name: name, arguments: arguments, params: params, waiting: waiting) }
         guard let callId = answer["call_id"]?.stringValue,
             let judgement = answer["judgement"]?.stringValue.flatMap(ProxyGate.Judgement.init),
             let verdict = answer["verdict"]?.stringValue.flatMap(Verdict.init(rawValue:))
@@ -255,27 +246,23 @@ actor RemoteProxyLog: ProxyLog {
     }
 
     func intend(callId: String, tool: String, arguments: JSONValue) async throws {
-        try Self.check(await send("intend", [("call_id", .string(callId)), ("tool", .string(tool)), ("arguments", arguments)]))
+        try Self.check(await send { .intend(proxy: $0, callId: callId, tool: tool, arguments: arguments) })
     }
 
     func settle(callId: String, answer: MCPApprovals.Answer) async throws {
-        var members: [(String, JSONValue)] = [("call_id", .string(callId)), ("granted", .bool(answer.isGranted))]
-        if let approver = answer.approver { members.append(("approver", .string(approver))) }
-        if let reason = answer.reason { members.append(("reason", .string(reason))) }
-        try Self.check(await send("settle", members))
+        try Self.check(await send { .settle(proxy: $0, callId: callId, answer: answer) })
     }
 
     func complete(callId: String, tool: String, status: ToolStatus, output: JSONValue?, error: String?, durationUs: Int) async throws {
-        var members: [(String, JSONValue)] = [
-            ("call_id", .string(callId)), ("tool", .string(tool)), ("status", .string(status.rawValue)), ("duration_us", .int(durationUs)),
-        ]
-        if let output { members.append(("output", output)) }
-        if let error { members.append(("error", .string(error))) }
-        try Self.check(await send("complete", members))
+        try Self.check(
+            await send {
+                .complete(proxy: $0, callId: callId, tool: tool, status: status, output: output, error: error, durationUs: durationUs)
+            })
     }
 
     func store(serverRequest bytes: [UInt8]) async throws {
-        try Self.check(await send("store", [("message", .string(String(decoding: bytes, as: UTF8.self)))]))
+        let message = String(decoding: bytes, as: UTF8.self)
+        try Self.check(await send { .store(proxy: $0, message: message) })
     }
 
     func finish(_ stop: RunStopped) {}

@@ -26,42 +26,39 @@ extension ExchangeRecorder {
     /// recorded waits for them (a streaming SDK may act on a reply's end marker before the
     /// gateway has recorded the reply), at most a second.
     func proxyOperation(_ request: JSONValue) async -> JSONValue {
-        if request["op"]?.stringValue == "judge", let name = request["name"]?.stringValue {
-            let arguments = request["arguments"] ?? [:]
-            for _ in 0..<100 {
-                let settled = state.withLock { state in
-                    state.inFlight == 0
-                        || state.recorder.map { Self.openCall(named: name, arguments: arguments, state: &state, recorder: $0) != nil }
-                            == true
-                }
-                if settled { break }
-                try? await Task.sleep(for: .milliseconds(10))
+        let operation: ProxyOperation
+        do throws(ProxyOperation.Refused) {
+            operation = try ProxyOperation(json: request)
+        } catch {
+            return ["error": .string(error.message)]
+        }
+        if case .judge(_, let name, let arguments, _, _) = operation {
+            await state.wait(within: .seconds(1), on: clock) { state in
+                state.inFlight == 0
+                    || state.recorder.map { Self.openCall(named: name, arguments: arguments, state: &state, recorder: $0) != nil } == true
             }
         }
-        return applyProxyOperation(request)
+        return apply(operation)
     }
 
-    private func applyProxyOperation(_ request: JSONValue) -> JSONValue {
-        let op = request["op"]?.stringValue ?? ""
+    private func apply(_ operation: ProxyOperation) -> JSONValue {
         let now = self.now()
         return state.withLock { state -> JSONValue in
             do {
-                if op == "register" { return try register(request, state: &state) }
-                guard let number = request["proxy"]?.intValue, var gate = state.proxies[number] else {
-                    return [
-                        "error": .string("agent-eval record's gateway knows no proxy \(JSONWriter.encodeString(request["proxy"] ?? .null))")
-                    ]
+                if case .register(let registration) = operation { return register(registration, state: &state) }
+                guard let number = operation.proxy, var gate = state.proxies[number] else {
+                    return ["error": .string("agent-eval record's gateway knows no proxy \(operation.proxy.map(String.init) ?? "null")")]
                 }
-                if op == "tools" {
-                    gate.tools = (request["tools"]?.arrayValue ?? []).compactMap(ServedTool.init(proxyJSON:))
+                if case .tools(_, let tools) = operation {
+                    gate.tools = tools
                     state.proxies[number] = gate
                     state.proxiedTools.formUnion(gate.tools.map(\.name))
                     return ["ok": true]
                 }
-                if op == "store", state.recorder == nil {
+                if case .store(_, let message) = operation, state.recorder == nil {
                     // Before the first model answer: kept until the run begins, so its start still
                     // names the goal, model and tools of that answer.
-                    state.earlyServerRequests.append(Array((request["message"]?.stringValue ?? "").utf8))
+                    state.earlyServerRequests.append(Array(message.utf8))
                     return ["ok": true]
                 }
                 // The run begins with the first model answer; a proxy call before any makes it.
@@ -70,10 +67,11 @@ extension ExchangeRecorder {
                 guard recorder.state.stop == nil else {
                     return ["error": "the recorded run has stopped; the proxy's operation was not recorded"]
                 }
-                switch op {
-                case "judge":
-                    guard let name = request["name"]?.stringValue else { return ["error": "judge needs the tool's name"] }
-                    let arguments = request["arguments"] ?? [:]
+                recorder.timeUs = now
+                switch operation {
+                case .register, .tools:
+                    break  // answered above
+                case .judge(_, let name, let arguments, let params, let waiting):
                     // The proxy may judge before its listing reached us: its tool is proxied.
                     state.proxiedTools.insert(name)
                     let proposed = Self.openCall(named: name, arguments: arguments, state: &state, recorder: recorder)
@@ -85,10 +83,9 @@ extension ExchangeRecorder {
                         callId = "mcp-\(state.unproposedCalls)"
                     }
                     state.proxiedCalls.insert(callId)
-                    clock.now = now
                     let (judgement, decision) = try gate.judge(
-                        callId: callId, name: name, arguments: arguments, params: request["params"] ?? [:], isProposed: proposed != nil,
-                        waiting: request["waiting"]?.intValue ?? 0, on: recorder)
+                        callId: callId, name: name, arguments: arguments, params: params, isProposed: proposed != nil, waiting: waiting,
+                        on: recorder)
                     var answer = ObjectBuilder()
                     answer.set("call_id", callId)
                     answer.set("judgement", judgement.rawValue)
@@ -96,41 +93,23 @@ extension ExchangeRecorder {
                     answer.set("rule", decision.rule)
                     answer.set("reason", decision.reason)
                     return answer.json
-                case "intend":
-                    guard let callId = request["call_id"]?.stringValue, let tool = request["tool"]?.stringValue else {
-                        return ["error": "intend needs call_id and tool"]
-                    }
-                    clock.now = now
-                    try gate.intend(callId: callId, tool: tool, arguments: request["arguments"] ?? [:], on: recorder)
-                case "settle":
-                    guard let callId = request["call_id"]?.stringValue, let granted = request["granted"]?.boolValue else {
-                        return ["error": "settle needs call_id and granted"]
-                    }
-                    clock.now = now
+                case .intend(_, let callId, let tool, let arguments):
+                    try gate.intend(callId: callId, tool: tool, arguments: arguments, on: recorder)
+                case .settle(_, let callId, let answer):
                     try gate.settle(
-                        callId: callId, isGranted: granted, approver: request["approver"]?.stringValue,
-                        reason: request["reason"]?.stringValue,
-                        on: recorder)
-                case "complete":
-                    guard let callId = request["call_id"]?.stringValue, let tool = request["tool"]?.stringValue,
-                        let status = request["status"]?.stringValue.flatMap(ToolStatus.init(rawValue:))
-                    else { return ["error": "complete needs call_id, tool and status"] }
+                        callId: callId, isGranted: answer.isGranted, approver: answer.approver, reason: answer.reason, on: recorder)
+                case .complete(_, let callId, let tool, let status, let output, let error, let durationUs):
                     // One result per intent: a second report of the same call is not a second result.
                     if let call = recorder.state.call(id: callId), call.results.count >= call.attempts {
                         return ["ok": true]
                     }
-                    clock.now = now
                     // A fork shows the model its edit of this call's result: that is what is recorded.
                     let edited = fork?.editedResult(callId)
                     try gate.complete(
-                        callId: callId, tool: tool, status: edited?.status ?? status, output: edited.map(\.output) ?? request["output"],
-                        error: edited.map(\.error) ?? request["error"]?.stringValue, durationUs: request["duration_us"]?.intValue ?? 0,
-                        on: recorder)
-                case "store":
-                    clock.now = now
-                    try gate.store(serverRequest: Array((request["message"]?.stringValue ?? "").utf8), on: recorder)
-                default:
-                    return ["error": .string("agent-eval record's gateway does not know the proxy operation \"\(op)\"")]
+                        callId: callId, tool: tool, status: edited?.status ?? status, output: edited.map(\.output) ?? output,
+                        error: edited.map(\.error) ?? error, durationUs: durationUs, on: recorder)
+                case .store(_, let message):
+                    try gate.store(serverRequest: Array(message.utf8), on: recorder)
                 }
                 return ["ok": true]
             } catch {
@@ -141,9 +120,9 @@ extension ExchangeRecorder {
 
     /// A proxy begins: its policy (read from the file it names), its settings; answers its number
     /// and the run's log (beside which approvals are asked for).
-    private func register(_ request: JSONValue, state: inout State) throws -> JSONValue {
+    private func register(_ registration: ProxyOperation.Registration, state: inout State) -> JSONValue {
         var policy = PolicyFile.allowAll
-        if let path = request["policy"]?.stringValue {
+        if let path = registration.policy {
             do throws(ConfigErrors) {
                 policy = try PolicyFile.load(path: path)
             } catch {
@@ -151,10 +130,8 @@ extension ExchangeRecorder {
             }
         }
         let gate = ProxyGate(
-            policy: policy, actor: request["actor"]?.stringValue, route: request["route"]?.stringValue,
-            maxToolCalls: request["max_tool_calls"]?.intValue, tokenBudget: limits.maxTokens,
-            preApproved: (request["pre_approved"]?.arrayValue ?? []).compactMap(\.stringValue).map(Glob.init),
-            serverName: request["server"]?.stringValue ?? "server")
+            policy: policy, actor: registration.actor, route: registration.route, maxToolCalls: registration.maxToolCalls,
+            tokenBudget: limits.maxTokens, preApproved: registration.preApproved.map(Glob.init), serverName: registration.server)
         let number = (state.proxies.keys.max() ?? 0) + 1
         state.proxies[number] = gate
         // Absolute: the proxy runs in the agent's folder (a command case's), where a path relative

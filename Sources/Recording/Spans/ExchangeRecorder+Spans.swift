@@ -1,3 +1,4 @@
+import AgentRuntime
 import Foundation
 public import Interop
 import Synchronization
@@ -52,15 +53,11 @@ extension ExchangeRecorder: SpanSink {
         let arrived = received.traces.map { (trace: $0, spans: $0.spans) }
         let toolSpans = arrived.flatMap(\.spans).filter { $0.operation == .tool }
         if !toolSpans.isEmpty {
-            for _ in 0..<100 {
-                let settled = state.withLock { state in
-                    state.inFlight == 0
-                        || onRunClock(toolSpans).allSatisfy { span in
-                            span.toolCall.map { Self.openCall(for: $0, startUs: span.startUs, state: state) != nil } ?? true
-                        }
-                }
-                if settled { break }
-                try? await Task.sleep(for: .milliseconds(10))
+            await state.wait(within: .seconds(1), on: clock) { [self] state in
+                state.inFlight == 0
+                    || onRunClock(toolSpans).allSatisfy { span in
+                        span.toolCall.map { Self.openCall(for: $0, startUs: span.startUs, state: state) != nil } ?? true
+                    }
             }
         }
         let at = now()
@@ -132,7 +129,7 @@ extension ExchangeRecorder: SpanSink {
                         // prefix holds the parent's, and this one is its retracing.
                         counts.toolLate += 1
                     } else {
-                        clock.now = at
+                        recorder.timeUs = at
                         try recordUnproposed(call, span: span, recorder: recorder, state: &state)
                         counts.toolCalls += 1
                     }
@@ -142,7 +139,7 @@ extension ExchangeRecorder: SpanSink {
                 if keep { kept.insert(span.spanId) }
             }
             if let request = trace.request(keeping: kept.contains) {
-                clock.now = at
+                recorder.timeUs = at
                 _ = try store(
                     ContentStored(bytes: JSONWriter.encode(request), mediaType: Self.spansMediaType), recorder: recorder, state: &state)
             }
@@ -166,21 +163,17 @@ extension ExchangeRecorder: SpanSink {
             if isProbe { state.probedToolSpans = true }
             return isProbe
         }
-        for _ in 0..<(Self.toolSpanWaitMs / 10) {
-            let waiting = state.withLock { state in
-                (state.toolSpansSeen > 0 || isProbe)
-                    && ids.contains { id in
-                        state.spanResults[id] == nil && state.openCallOwner[id]?.isEmpty == false
-                            && !state.proxiedTools.contains(Self.openTool(id, state: state) ?? "")
-                    }
-            }
-            if !waiting { return }
-            try? await Task.sleep(for: .milliseconds(10))
+        await state.wait(within: Self.toolSpanWait, on: clock) { state in
+            !(state.toolSpansSeen > 0 || isProbe)
+                || !ids.contains { id in
+                    state.spanResults[id] == nil && state.openCallOwner[id]?.isEmpty == false
+                        && !state.proxiedTools.contains(Self.openTool(id, state: state) ?? "")
+                }
         }
     }
 
     /// How long a request waits for the tool spans of the results it carries.
-    static let toolSpanWaitMs = 500
+    static let toolSpanWait = Duration.milliseconds(500)
 
     /// After an answer is recorded: the model spans that came before it and match it.
     func matchWaitingModelSpans(state: inout State) {

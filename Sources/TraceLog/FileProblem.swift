@@ -1,3 +1,6 @@
+import Foundation
+import TraceCore
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -7,7 +10,8 @@
 /// What stands in the way of reading or writing a file, in words a user can act on, found by
 /// looking at the path itself: every command says the same of a folder given as a file, a
 /// file that is not there, or a folder that cannot be written (where Foundation's own error
-/// says only "the operation could not be completed").
+/// says only "the operation could not be completed"). It looks at the file system, so it lives
+/// in TraceLog, not in the pure core.
 public enum FileProblem {
     /// Why `path` cannot be read: a folder, missing, not readable. Nil when the path looks
     /// readable (the caller's error then says more).
@@ -37,5 +41,29 @@ public enum FileProblem {
             if folder == "/" { break }
         }
         return nil
+    }
+
+    /// Why a file operation failed, in the system's words (`strerror`) or a short phrase: never
+    /// Foundation's "The operation could not be completed." sentences or its types.
+    public static func reason(of error: any Error) -> String {
+        if let diagnostic = error as? any Diagnostic { return diagnostic.message }
+        let nsError = error as NSError
+        if nsError.domain == NSPOSIXErrorDomain { return String(cString: strerror(Int32(nsError.code))) }
+        if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
+            return String(cString: strerror(Int32(underlying.code)))
+        }
+        if nsError.domain == NSCocoaErrorDomain {
+            switch nsError.code {
+            case NSFileNoSuchFileError, NSFileReadNoSuchFileError: return "no such file or folder"
+            case NSFileReadNoPermissionError, NSFileWriteNoPermissionError: return "permission denied"
+            case NSFileWriteOutOfSpaceError: return "no space left on the device"
+            case NSFileWriteVolumeReadOnlyError: return "the file system is read-only"
+            case NSFileWriteFileExistsError: return "a file is there already"
+            case NSFileReadCorruptFileError: return "the file is damaged"
+            case NSFileReadInapplicableStringEncodingError, NSFileReadUnknownStringEncodingError: return "the file is not UTF-8 text"
+            default: break
+            }
+        }
+        return nsError.localizedDescription
     }
 }

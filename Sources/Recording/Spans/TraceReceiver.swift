@@ -23,21 +23,17 @@ extension TraceCollector: SpanSink {
 }
 
 /// The collector's disk work (appends and fsyncs, writing logs), off the cooperative pool on a
-/// concurrent dispatch queue: its threads are reused, where a thread per request would churn
-/// through thread ids under a flood of requests.
+/// few threads of its own (TraceLog's `JobThreads`), reused from request to request.
 public enum CollectorWork {
-    private static let queue = DispatchQueue(label: "agent-eval.collect", attributes: .concurrent)
+    private static let threads = JobThreads(
+        count: max(2, ProcessInfo.processInfo.activeProcessorCount), name: "agent-eval collect", stackSize: 512 * 1024)
 
     public static func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            queue.async { continuation.resume(with: Result { try body() }) }
-        }
+        try await threads.run(body)
     }
 
     public static func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            queue.async { continuation.resume(returning: body()) }
-        }
+        await threads.run(body)
     }
 }
 

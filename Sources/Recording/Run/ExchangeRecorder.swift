@@ -238,14 +238,18 @@ public final class ExchangeRecorder: Sendable {
     let secrets: Set<String>
     /// The most conversations kept (`defaultMaxConversations`).
     let maxConversations: Int
-    let state = Mutex(State())
+    /// The recorder's state; its changes wake the calls, spans and forks that wait on it.
+    let state = WatchedState(State())
+    /// What those waits are bounded on.
+    let clock: any Clock<Duration>
 
     public init(
         logPath: String, runId: String, goal: String?, agentName: String, command: [String], limits: Limits, keys: RequestKeys?,
         options: LogWriter.Options = LogWriter.Options(), secrets: Set<String> = [], maxConversations: Int = defaultMaxConversations,
         fork: RecordedFork? = nil, now: @escaping @Sendable () -> Int = RuntimeEnvironment.live.now,
-        onStop: @escaping @Sendable (StopCause) -> Void
+        clock: any Clock<Duration> = RuntimeEnvironment.live.clock, onStop: @escaping @Sendable (StopCause) -> Void
     ) {
+        self.clock = clock
         self.fork = fork
         self.secrets = secrets
         self.maxConversations = max(1, maxConversations)
@@ -359,7 +363,7 @@ public final class ExchangeRecorder: Sendable {
         guard var conversation = state.conversations[number] else { return }
         conversation.requests += 1
         conversation.lastMessageCount = view.messageCount
-        clock.now = exchange.startUs
+        recorder.timeUs = exchange.startUs
         // The results this request carries back, for calls its conversation proposed: as tool
         // messages, or written back as text (a message naming the call, then its result).
         var results = view.results.map { ($0.callId, $0.text, $0.isError) }
@@ -407,7 +411,7 @@ public final class ExchangeRecorder: Sendable {
                         + (view.messageCount == 1 ? "" : "s") + " to \(view.model) (\(exchange.api.rawValue))",
                     toolsDisclosed: view.tools.map(\.name), tokenEstimate: ContextSettings.estimateTokens(bytes: exchange.bytes.count),
                     promptHash: requestHash)))
-        clock.now = endUs
+        recorder.timeUs = endUs
         let (decision, calls) = decision(from: raw, format: outcome.reply.format, state: &state)
         try recorder.record(
             .decisionMade(
@@ -453,19 +457,16 @@ public final class ExchangeRecorder: Sendable {
     /// The exchanges whose times are kept for matching model spans (the latest).
     static let exchangeTimesKept = 4096
 
-    let clock = RecordingClock()
-
     /// The log's recorder, made (with `run_started`) on first use.
     func recorder(for view: ModelRequestView?, state: inout State, atUs: Int) throws -> RunRecorder {
         if let recorder = state.recorder { return recorder }
-        clock.now = atUs
         // A fork records its prefix apart; its log is made at the fork point (`makeFork`).
         let writer =
             fork == nil
             ? try LogWriter.create(at: logPath, runId: runId, options: options)
             : try LogWriter.create(at: forkPrefixPath, runId: runId, options: LogWriter.Options())
         writer.redact(also: state.secrets.sorted(), rule: "header")
-        let recorder = RunRecorder(writer: writer, clock: { [clock] in clock.now })
+        let recorder = RunRecorder(writer: writer, timeUs: atUs)
         let goal = self.goal ?? view?.firstUserText ?? ""
         try recorder.record(
             .runStarted(
@@ -659,8 +660,9 @@ public final class ExchangeRecorder: Sendable {
             let logRedaction = { (text: String) in self.options.redactor?.redactText(text) ?? text }
             stop.error = stop.error.map(redaction.redact).map(logRedaction)
             stop.answer = stop.answer.map(redaction.redact).map(logRedaction)
-            clock.now = now()
-            let recorder = try recorder(for: nil, state: &state, atUs: clock.now)
+            let at = now()
+            let recorder = try recorder(for: nil, state: &state, atUs: at)
+            recorder.timeUs = at
             try recordSpanResultsLeft(recorder: recorder, state: &state)
             try recorder.record(.runStopped(stop))
             try recorder.writer.close()
@@ -725,12 +727,4 @@ public final class ExchangeRecorder: Sendable {
                 reason: .blocked, error: "\(modelFailure)the command exited after the model's tool calls, without a final answer")
         }
     }
-}
-
-/// The recorder's clock: set to each exchange's times before its events are recorded.
-///
-/// Unchecked Sendable by confinement: only read and written while `ExchangeRecorder`'s mutex is
-/// held (the recorder calls the clock synchronously, under it).
-final class RecordingClock: @unchecked Sendable {
-    var now = 0
 }

@@ -86,18 +86,16 @@ extension ExchangeRecorder {
         guard let fork else { return }
         let canonical = RequestKey.canonical(body)
         let isLater = fork.laterRequests.contains(canonical)
-        var waited = 0
-        while waited < 60_000 {
-            let waiting = state.withLock { state -> Bool in
-                guard !state.isForkMade, state.stopCause == nil else { return false }
-                if fork.unclaimedPosition(of: canonical, claimed: state.prefixClaimed) != nil { return false }
-                if state.prefixClaimed.count > state.prefixAnswered, waited < 5_000 { return true }
-                return isLater
-            }
-            guard waiting else { return }
-            try? await Task.sleep(for: .milliseconds(10))
-            waited += 10
+        // Settled: the fork is made or refused, the request has a place, or nothing is left to
+        // wait for (an answer in flight only during the first five seconds).
+        let settled: @Sendable (inout State, Bool) -> Bool = { state, answersInFlightCount in
+            guard !state.isForkMade, state.stopCause == nil else { return true }
+            if fork.unclaimedPosition(of: canonical, claimed: state.prefixClaimed) != nil { return true }
+            if answersInFlightCount, state.prefixClaimed.count > state.prefixAnswered { return false }
+            return !isLater
         }
+        if await state.wait(within: .seconds(5), on: clock, until: { settled(&$0, true) }) { return }
+        await state.wait(within: .seconds(55), on: clock) { settled(&$0, false) }
     }
 
     /// A request before the fork point was answered and recorded (apart): after the last one,
@@ -116,10 +114,10 @@ extension ExchangeRecorder {
     private func makeFork(_ fork: RecordedFork, atUs: Int, state: inout State) throws {
         try? state.recorder?.writer.close()
         unlink(forkPrefixPath)
-        clock.now = atUs
         let writer = try LogWriter.create(at: logPath, runId: runId, options: options)
         writer.redact(also: state.secrets.sorted(), rule: "header")
-        let recorder = try RunRecorder.copying(fork.prefix, into: writer, clock: { [clock] in clock.now })
+        let recorder = try RunRecorder.copying(fork.prefix, into: writer)
+        recorder.timeUs = atUs
         try recorder.record(.runForked(fork.forked))
         recorder.step += 1
         state.recorder = recorder

@@ -1,0 +1,51 @@
+import AgentRuntime
+import Testing
+import TraceCore
+
+@testable import Recording
+
+/// The proxy's operations on `agent-eval record`'s gateway: one definition that the proxy
+/// encodes and the recorder decodes, so the two sides cannot drift apart.
+@Suite("Proxy operations")
+struct ProxyOperationTests {
+    static let operations: [ProxyOperation] = [
+        .register(
+            .init(policy: "/p/policy.yaml", actor: "support", route: "web", maxToolCalls: 3, preApproved: ["get_*"], server: "shop")),
+        .register(.init(server: "server")),
+        .tools(
+            proxy: 1,
+            [ServedTool(name: "refund", description: "Refund an order", inputSchema: ["type": "object"], sideEffect: .write)]),
+        .judge(proxy: 2, name: "refund", arguments: ["order": "A-1"], params: ["name": "refund"], waiting: 1),
+        .intend(proxy: 1, callId: "call_1", tool: "refund", arguments: ["order": "A-1"]),
+        .settle(proxy: 1, callId: "call_1", answer: .init(isGranted: false, approver: "ana", reason: "not today")),
+        .settle(proxy: 1, callId: "call_2", answer: .init(isGranted: true)),
+        .complete(proxy: 1, callId: "call_1", tool: "refund", status: .ok, output: ["ok": true], error: nil, durationUs: 1_200),
+        .complete(proxy: 1, callId: "call_3", tool: "refund", status: .error, output: nil, error: "no such order", durationUs: 0),
+        .store(proxy: 3, message: #"{"jsonrpc":"2.0","id":7,"method":"sampling/createMessage"}"#),
+    ]
+
+    @Test("every operation reads back from its JSON as it was sent")
+    func roundTrip() throws {
+        for operation in Self.operations {
+            #expect(try ProxyOperation(json: operation.json) == operation, "\(JSONWriter.encodeString(operation.json))")
+        }
+    }
+
+    @Test("a body that is not an operation is refused with a sentence naming what is missing")
+    func refusals() {
+        let cases: [(JSONValue, String)] = [
+            (["op": "judge", "name": "refund"], "agent-eval record's gateway knows no proxy null"),
+            (["op": "judge", "proxy": 1], "judge needs name"),
+            (["op": "intend", "proxy": 1, "call_id": "c"], "intend needs tool"),
+            (["op": "settle", "proxy": 1, "call_id": "c"], "settle needs granted"),
+            (
+                ["op": "complete", "proxy": 1, "call_id": "c", "tool": "t", "status": "fine"],
+                "complete needs status (ok, refused or error)"
+            ),
+            (["op": "forget", "proxy": 1], "agent-eval record's gateway does not know the proxy operation \"forget\""),
+        ]
+        for (body, message) in cases {
+            #expect(throws: ProxyOperation.Refused(message: message)) { try ProxyOperation(json: body) }
+        }
+    }
+}
