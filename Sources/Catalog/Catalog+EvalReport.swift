@@ -1,7 +1,7 @@
 import AgentRuntime
 public import EvalEngine
 import Foundation
-import TraceCore
+public import TraceCore
 
 extension SuiteRunInfo {
     /// The info of a suite run starting now in the current directory: the git commit and
@@ -81,6 +81,19 @@ extension Catalog {
         return id
     }
 
+    /// Records a finished suite run (`record(_:info:)`) and reads what its history says now:
+    /// the cases flaky in history (when `flakyHistory`, `run --history`), and the quarantined
+    /// cases that passed their last `QuarantineEntry.releaseStreak` suite runs, this one included.
+    public func recordSuite(_ report: EvalReport, info: SuiteRunInfo, flakyHistory: Bool) throws(CatalogError) -> SuiteHistory {
+        try record(report, info: info)
+        var history = SuiteHistory(flaky: flakyHistory ? try flakyCases(in: report) : nil)
+        for result in report.results where result.evalCase.quarantine != nil {
+            let streak = try self.history(caseId: result.id, limit: QuarantineEntry.releaseStreak).passingStreak
+            if streak >= QuarantineEntry.releaseStreak { history.readyToRelease.append(.init(caseId: result.id, streak: streak)) }
+        }
+        return history
+    }
+
     /// The cases of `report` whose last `last` suite runs (this one included, once recorded)
     /// disagree: flaky in history even when this run passed. In report order.
     public func flakyCases(in report: EvalReport, last: Int = 10) throws(CatalogError) -> [CaseStability] {
@@ -90,6 +103,43 @@ extension Catalog {
             if history.isFlaky { flaky.append(history) }
         }
         return flaky
+    }
+}
+
+/// What a suite run's recorded history says of its cases, right after it was recorded
+/// (`Catalog.recordSuite`): `agent-eval run` prints it and adds it to its JSON report.
+public struct SuiteHistory: Sendable, Equatable {
+    /// A quarantined case that can be released: it passed its last `streak` suite runs.
+    public struct Release: Sendable, Equatable {
+        public var caseId: String
+        public var streak: Int
+    }
+
+    /// The cases flaky in history, in report order; nil when not asked for (`run --history`).
+    public var flaky: [CaseStability]?
+    /// The quarantined cases ready to be released, in report order.
+    public var readyToRelease: [Release] = []
+
+    public init(flaky: [CaseStability]? = nil, readyToRelease: [Release] = []) {
+        self.flaky = flaky
+        self.readyToRelease = readyToRelease
+    }
+
+    /// The report's JSON with the history's members: `flaky_in_history` (when asked for: a list,
+    /// empty when no case is flaky) and `ready_to_release` (case ids, when there are any).
+    public func adding(to report: JSONValue) -> JSONValue {
+        guard case .object(var members) = report else { return report }
+        if let flaky { members["flaky_in_history"] = .array(flaky.map(\.json)) }
+        if !readyToRelease.isEmpty { members["ready_to_release"] = .array(readyToRelease.map { .string($0.caseId) }) }
+        return .object(members)
+    }
+
+    /// The lines `run` prints for it, before the summary.
+    public var lines: [String] {
+        (flaky ?? []).map { "FLAKY in history: \($0.caseId) \($0.sentence)" }
+            + readyToRelease.map {
+                "READY TO RELEASE: \($0.caseId) passed its last \($0.streak) suite runs (agent-eval quarantine release \($0.caseId))"
+            }
     }
 }
 

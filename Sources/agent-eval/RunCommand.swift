@@ -381,38 +381,20 @@ struct RunCommand: AsyncParsableCommand {
             }
         }
         let exported = await exporter?.finish()
-        var flaky: [CaseStability] = []
-        var releasable: [(caseId: String, streak: Int)] = []
+        var history = SuiteHistory(flaky: self.history ? [] : nil)
         if let catalog, let info = await pendingInfo?.value {
             do {
-                try catalog.record(report, info: info)
-                if history { flaky = try catalog.flakyCases(in: report) }
-                // A quarantined case that passed its last suite runs (this one included) can go.
-                for result in report.results where result.evalCase.quarantine != nil {
-                    let streak = try catalog.history(caseId: result.id, limit: QuarantineEntry.releaseStreak).passingStreak
-                    if streak >= QuarantineEntry.releaseStreak { releasable.append((result.id, streak)) }
-                }
+                history = try catalog.recordSuite(report, info: info, flakyHistory: self.history)
             } catch {
                 warn(error)
                 printError("warning: the results were not recorded in the catalog")
             }
         }
         if json {
-            var object = report.json
-            if history, case .object(var members) = object {
-                members["flaky_in_history"] = .array(flaky.map(\.json))
-                object = .object(members)
-            }
-            if !releasable.isEmpty, case .object(var members) = object {
-                members["ready_to_release"] = .array(releasable.map { .string($0.caseId) })
-                object = .object(members)
-            }
+            let object = history.adding(to: report.json)
             printJSON(exported?.added(to: object) ?? object)
         } else {
-            for stability in flaky { say("FLAKY in history: \(stability.caseId) \(stability.sentence)") }
-            for (caseId, streak) in releasable {
-                say("READY TO RELEASE: \(caseId) passed its last \(streak) suite runs (agent-eval quarantine release \(caseId))")
-            }
+            for line in history.lines { say(line) }
             if let adaptive = report.adaptive { say(adaptive.sentence) }
             if let exported { say(exported.sentence) }
             say(report.summaryLine)

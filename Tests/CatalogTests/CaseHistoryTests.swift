@@ -46,6 +46,44 @@ struct CaseHistoryTests {
         }
     }
 
+    @Test("a quarantined case is ready to release once its last five recorded suite runs passed, and the report's JSON says so")
+    func quarantinedCaseReadyToRelease() async throws {
+        try await TemporaryDirectory.with { directory in
+            let catalog = try Catalog(path: directory.path("catalog.sqlite"))
+            try FileManager.default.copyItem(
+                atPath: FixtureLogs.directory.appendingPathComponent("support-sample.jsonl.gz").path,
+                toPath: directory.path("current.jsonl.gz"))
+            try """
+            caseId: refund
+            logs: current.jsonl.gz
+            quarantine: {owner: alice, reason: "https://example.com/issues/1", until: 2999-12-31}
+            expected:
+              stopReason: success
+            """.write(toFile: directory.path("refund.yaml"), atomically: true, encoding: .utf8)
+            var histories: [SuiteHistory] = []
+            for index in 1...QuarantineEntry.releaseStreak {
+                let (cases, errors) = EvalSuite.load(paths: [directory.path("refund.yaml")])
+                #expect(errors.isEmpty)
+                let report = EvalReport(results: await EvalRunner(options: EvalOptions(jobs: 1)).run(cases))
+                histories.append(
+                    try catalog.recordSuite(
+                        report, info: SuiteRunInfo(startedAtUs: index, gitCommit: "c1", commandLine: "agent-eval run"),
+                        flakyHistory: index == 1))
+            }
+            // Four passing runs are not enough; the fifth is.
+            #expect(histories.dropLast().allSatisfy { $0.readyToRelease.isEmpty })
+            let last = try #require(histories.last)
+            #expect(last.readyToRelease == [SuiteHistory.Release(caseId: "refund", streak: 5)])
+            #expect(last.flaky == nil)
+            #expect(histories[0].flaky == [])
+            #expect(last.lines == ["READY TO RELEASE: refund passed its last 5 suite runs (agent-eval quarantine release refund)"])
+            let json = last.adding(to: ["cases": 1])
+            #expect(json["ready_to_release"] == ["refund"])
+            #expect(json["flaky_in_history"] == nil)
+            #expect(histories[0].adding(to: ["cases": 1])["flaky_in_history"] == [])
+        }
+    }
+
     @Test("a case that passed, then failed twice after its file was edited on the same commit, is failing since the edit, not flaky")
     func editedCaseIsNotFlaky() async throws {
         try await TemporaryDirectory.with { directory in
