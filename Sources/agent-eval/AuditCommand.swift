@@ -3,6 +3,7 @@ import ArgumentParser
 import Catalog
 import ConfigFile
 import Foundation
+import Pipelines
 import TraceCore
 import TraceLog
 

@@ -1,3 +1,4 @@
+import AgentRuntime
 import ArgumentParser
 import Foundation
 import Interop
@@ -97,27 +98,23 @@ struct CollectCommand: AsyncParsableCommand {
         }
         let collector = TraceCollector(
             directory: out, settleUs: Int(settle * 1_000_000), maxTraceBytes: maxTraceBytes,
-            now: { Int(Date().timeIntervalSince1970 * 1_000_000) })
+            now: RuntimeEnvironment.live.now)
         var isFolder: ObjCBool = false
         if FileManager.default.fileExists(atPath: out, isDirectory: &isFolder), !isFolder.boolValue {
             throw diagnose(CommandError("unwritable", "--out \(out) is a file, not a directory", hint: "choose a directory for the logs"))
         }
+        let collection: TraceCollection
         do {
-            try FileManager.default.createDirectory(atPath: out + "/spans", withIntermediateDirectories: true)
+            collection = try TraceCollection(collector: collector, settleSeconds: settle)
         } catch {
-            let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError
-            throw diagnose(
-                CommandError(
-                    "unwritable",
-                    "cannot create \(out)/spans: \(underlying.map { String(cString: strerror(Int32($0.code))) } ?? FileProblem.reason(of: error))",
-                    hint: "choose a directory you can write with --out"))
+            throw diagnose(error)
         }
         var finished: [TraceCollector.Finished] = []
         // Traces a collector before this one kept but did not write.
-        let recovered = await CollectorWork.run { collector.recover() }
+        let recovered = await collection.recover()
         Self.show(recovered, json: json)
         finished += recovered
-        let receiver = TraceReceiver(sink: collector, maxRequestBytes: maxBytes)
+        let receiver = collection.receiver(maxRequestBytes: maxBytes)
         let server: TraceServer
         do {
             server = try await TraceServer(host: host, port: port, receiver: receiver)
@@ -135,21 +132,11 @@ struct CollectCommand: AsyncParsableCommand {
             printError("hint: OTEL_EXPORTER_OTLP_ENDPOINT=\(endpoint)")
         }
         // Settled traces are written as the collector runs; a signal ends the wait.
-        let tick = max(0.05, min(0.5, settle / 4))
         let json = self.json
-        let (settled, _) = try await withInterruption { () async throws -> [TraceCollector.Finished] in
-            var all: [TraceCollector.Finished] = []
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .seconds(tick))
-                let done = await CollectorWork.run { collector.finishSettled() }
-                Self.show(done, json: json)
-                all += done
-            }
-            return all
-        }
+        let (settled, _) = try await withInterruption { await collection.collect { Self.show($0, json: json) } }
         finished += settled
         await server.stop()
-        let last = await CollectorWork.run { collector.finishAll() }
+        let last = await collection.finishAll()
         Self.show(last, json: json)
         finished += last
         let written = finished.count { $0.log != nil }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Pipelines
 import Replay
 import TraceCore
 import Viewer

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Catalog
 import Foundation
+import Pipelines
 import Replay
 import TraceCore
 import TraceLog

@@ -10,6 +10,8 @@ public struct RecordingError: Diagnostic, Hashable {
         case gatewayFailed = "gateway_failed"
         /// The run's log could not be written.
         case logFailed = "log_failed"
+        /// The folder the logs go in cannot be made or written.
+        case unwritable
         /// The cassette could not be opened.
         case cassetteFailed = "cassette_failed"
         /// The MCP proxy's server could not be started.

@@ -1,0 +1,76 @@
+import AgentRuntime
+import Foundation
+import Interop
+import Recording
+import Synchronization
+import TestSupport
+import Testing
+import TraceCore
+
+/// `agent-eval collect`'s loop (`TraceCollection`): each trace's log is written once it has
+/// settled, on the injected clock's tick, until the task is cancelled; what is left is written at
+/// the end.
+@Suite("Trace collection")
+struct TraceCollectionTests {
+    /// One trace of one model span, as OTLP/JSON.
+    static func request(trace: String) -> JSONValue {
+        let span: JSONValue = [
+            "traceId": .string(trace), "spanId": "00000000000000a1", "name": "chat gpt-4.1-mini",
+            "startTimeUnixNano": "1790000000000000000", "endTimeUnixNano": "1790000000500000000",
+            "attributes": [
+                ["key": "gen_ai.operation.name", "value": ["stringValue": "chat"]],
+                ["key": "gen_ai.request.model", "value": ["stringValue": "gpt-4.1-mini"]],
+            ],
+        ]
+        return ["resourceSpans": [["scopeSpans": [["spans": [span]]]]]]
+    }
+
+    @Test("a settled trace is written at the next tick of the clock, and collect returns what it wrote when cancelled")
+    func writesOnTheTick() async throws {
+        try await TemporaryDirectory.with { directory in
+            let out = directory.path("collected")
+            let collector = TraceCollector(directory: out, settleUs: 0, now: { 1_790_000_001_000_000 })
+            let clock = ManualClock()
+            let collection = try TraceCollection(collector: collector, settleSeconds: 0, clock: clock)
+            #expect(collection.tick == .milliseconds(50))
+            #expect(FileManager.default.fileExists(atPath: out + "/spans"))
+            _ = try collector.accept(try ReceivedTraces(request: Self.request(trace: String(repeating: "ab", count: 16))))
+            let batches = Batches()
+            let collecting = Task { await collection.collect { batches.add($0) } }
+            // Nothing is written before the clock moves.
+            while clock.sleeperCount == 0 { await Task.yield() }
+            #expect(batches.count == 0)
+            clock.advance(by: collection.tick)
+            while batches.count == 0 { await Task.yield() }
+            collecting.cancel()
+            while clock.sleeperCount > 0 { clock.advance(by: collection.tick) }
+            let written = await collecting.value
+            #expect(written.count == 1)
+            let log = try #require(written.first?.log)
+            #expect(log.hasPrefix(out + "/") && FileManager.default.fileExists(atPath: log))
+            #expect(await collection.finishAll().isEmpty)
+        }
+    }
+
+    @Test("a folder that cannot be made is a RecordingError naming it and --out")
+    func unwritableFolder() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try "not a folder".write(toFile: directory.path("file"), atomically: true, encoding: .utf8)
+        let collector = TraceCollector(directory: directory.path("file/collected"), settleUs: 0, now: { 0 })
+        do {
+            _ = try TraceCollection(collector: collector, settleSeconds: 1)
+            Issue.record("a folder under a file was made")
+        } catch {
+            #expect(error.code == .unwritable)
+            #expect(error.message.hasPrefix("cannot create \(directory.path("file/collected"))/spans: "), "\(error.message)")
+            #expect(error.hint?.contains("--out") == true)
+        }
+    }
+
+    final class Batches: Sendable {
+        private let batches = Mutex<[[TraceCollector.Finished]]>([])
+        var count: Int { batches.withLock { $0.count } }
+        func add(_ batch: [TraceCollector.Finished]) { batches.withLock { $0.append(batch) } }
+    }
+}
