@@ -173,7 +173,7 @@ let package = Package(
         .target(
             name: "Recording",
             dependencies: [
-                "TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "ModelClients", "Interop",
+                "TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "ModelClients", "Interop", "Replay",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],

@@ -266,46 +266,25 @@ struct ForkCommand: AsyncParsableCommand {
         let recording: CommandRecording.Outcome
         let interrupted: Int32?
         do {
-            let request = Fork.Request(parent: log, at: at, edits: try edits(), resultsMayFollow: true)
-            let plan = try Fork.plan(request)
-            let cassetteDirectory = recorded.parentCassette ?? ""
-            guard FileManager.default.fileExists(atPath: cassetteDirectory + "/index.json") else {
-                throw RecordingError(
-                    .cassetteFailed, "--parent-cassette \(cassetteDirectory) holds no cassette (no index.json)",
-                    hint: "give the directory the parent was recorded with (agent-eval record --cassette DIR --record new|all)")
-            }
-            let parentCassette = try Cassette(directory: cassetteDirectory, mode: .none)
-            let name = CommandRecording.agentName(for: command)
-            var forked = plan.forked
-            forked.agent = AgentIdentity(name: name, configDigest: ContentHash.sha256(Array(ShellWords.command(command).utf8)))
-            // `--model provider:name` as for agent files, or the name alone: the requests name a model, not a provider.
-            let model = models.model.map { given in
-                ["openai:", "anthropic:"].first { given.hasPrefix($0) }.map { String(given.dropFirst($0.count)) } ?? given
-            }
-            if let model { forked.model = ModelIdentity(provider: "gateway", name: model) }
-            // The parent's requests after the fork point tell another conversation's, ahead, from a divergence.
-            let rest = try LogReader(path: log).readAll().events.map(\.event).dropFirst(plan.prefix.count)
-            let fork = try RecordedFork(prefix: plan.prefix, rest: Array(rest), forked: forked, cassette: parentCassette, model: model)
-            let (runId, path) = destination.destination(agent: "\(name)-fork")
+            let (runId, path) = destination.destination(agent: "\(CommandRecording.agentName(for: command))-fork")
             let environment = ProcessInfo.processInfo.environment
             let upstreams = Upstreams.resolve(given: try RecordCommand.upstreamValues(recorded.upstreams), environment: environment)
+            var job = try RecordedFork.job(
+                parent: log, at: at, edits: try edits(), parentCassette: recorded.parentCassette ?? "", command: command,
+                input: recorded.commandInput, model: models.model, logPath: path, runId: runId, timeoutMs: recorded.timeout * 1000,
+                upstreams: upstreams, cassette: try models.cassette.map { try Cassette(directory: $0, mode: models.mode) },
+                environment: environment)
             if models.cassette == nil || models.mode != .none {
                 // The parent's upstream is not in its log: say where the requests past the fork point go.
                 printError(
                     "past the fork point the model requests go to \(upstreams.openAI) (OpenAI) and \(upstreams.anthropic) (Anthropic)"
                         + (models.cassette.map { ", recorded into \($0)" } ?? "") + "; --upstream provider=URL sends them elsewhere")
             }
-            var commandRecording = CommandRecording(
-                command: command, input: recorded.commandInput, logPath: path, runId: runId, agentName: name,
-                timeoutMs: recorded.timeout * 1000,
-                upstreams: upstreams,
-                cassette: try models.cassette.map { try Cassette(directory: $0, mode: models.mode) }, environment: environment)
-            commandRecording.fork = fork
-            commandRecording.outputDescriptor = json ? 2 : 1
-            commandRecording.finishedLogs = catalog.indexingSink()
-            let running = commandRecording
-            (recording, interrupted) = try await withInterruption { try await running.run() }
-            report = try Fork.report(request, plan: plan, log: path)
+            job.recording.outputDescriptor = json ? 2 : 1
+            job.recording.finishedLogs = catalog.indexingSink()
+            let commandRecording = job.recording
+            (recording, interrupted) = try await withInterruption { try await commandRecording.run() }
+            report = try Fork.report(job.request, plan: job.plan, log: path)
         } catch {
             throw diagnose(error)
         }

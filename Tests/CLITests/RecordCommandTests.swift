@@ -293,6 +293,16 @@ struct RecordedSDKForkTests {
                 ["--", python, RecordCommandTests.agent, "--api", api] + (stream ? ["--stream"] : []) + ["Order A-1042 arrived broken."]
             let keys = ["OPENAI_API_KEY": RecordCommandTests.key, "ANTHROPIC_API_KEY": RecordCommandTests.key]
             let (parent, cassette) = try await Self.recordParent(command, server: server, keys: keys, in: directory)
+            if api == "chat" && stream {
+                // A folder that holds no cassette is refused before the command runs again.
+                try FileManager.default.createDirectory(atPath: directory.path("empty"), withIntermediateDirectories: true)
+                let refused = try await agentEval(
+                    ["fork", parent, "--at", "0", "--parent-cassette", directory.path("empty"), "--log", directory.path("no.jsonl.gz")]
+                        + command)
+                #expect(refused.status == 2, "\(refused.stderr)")
+                #expect(refused.stderr.contains("holds no cassette (no index.json)"), "\(refused.stderr)")
+                #expect(!FileManager.default.fileExists(atPath: directory.path("no.jsonl.gz")))
+            }
 
             let same = try await agentEval(
                 [
