@@ -47,7 +47,7 @@ struct CheckCommand: AsyncParsableCommand {
     @Flag(name: .shortAndLong, help: "Print only problems and the summary line.")
     var quiet = false
 
-    @Flag(name: .shortAndLong, help: "Also list the files that were skipped.")
+    @Flag(name: .shortAndLong, help: "Also list the files that were skipped, and each pipeline's outputs and tasks in plan order.")
     var verbose = false
 
     @Flag(help: "Print the report as JSON (docs/eval-cases.md, \"Checking files\").")
@@ -79,6 +79,7 @@ struct CheckCommand: AsyncParsableCommand {
                         "\(file.path): "
                             + (file.problems.isEmpty ? (file.summary ?? "ok") : (file.summary.map { "\($0), " } ?? "") + counted))
                 }
+                if verbose { for line in file.details { say("  " + line) } }
                 // Problems go to standard error: keep them after their file's line when both
                 // streams go to one place.
                 fflush(nil)

@@ -46,10 +46,16 @@ struct MCPProxyCommand: AsyncParsableCommand {
     var policy: String?
 
     @Option(
-        name: .customLong("approve"),
+        name: .customLong("pre-approve"),
         help: ArgumentHelp(
             "Approve the approval-required calls of tools matching this name or glob without asking (repeatable).", valueName: "tool"))
-    var approvals: [String] = []
+    var preApprovals: [String] = []
+
+    /// The older spelling of --pre-approve (`--approve` names a waiting call everywhere else).
+    @Option(name: .customLong("approve"), help: .hidden)
+    var approveSpelling: [String] = []
+
+    var approvals: [String] { preApprovals + approveSpelling }
 
     @Option(help: ArgumentHelp("How long an approval-required call waits for `agent-eval approve`.", valueName: "seconds"))
     var approvalTimeout: Double = 300

@@ -39,7 +39,7 @@ func loadPipeline(_ path: String, models: ModelArguments, printWarnings: Bool = 
 struct PipelineCheckCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "check",
-        abstract: "Check a pipeline file without running anything.",
+        abstract: "Check a pipeline file without running anything (an older spelling of `agent-eval check --verbose FILE`).",
         discussion: """
             Reads the whole file and every agent file it names: keys, inputs (each must name $input or an upstream \
             task), goal templates, validation, recovery policies, breakers and the graph (cycles, unknown tasks, \
@@ -47,7 +47,8 @@ struct PipelineCheckCommand: AsyncParsableCommand {
             name file:line:column.
 
             Exit codes: 0 the file is valid (warnings allowed); 2 it has errors.
-            """)
+            """,
+        shouldDisplay: false)
 
     @Argument(help: "The pipeline file (YAML or JSON).")
     var file: String
@@ -74,11 +75,7 @@ struct PipelineCheckCommand: AsyncParsableCommand {
             say(
                 "\(definition.path): pipeline \(definition.name), \(definition.tasks.count) tasks, outputs \(definition.outputs.joined(separator: ", "))"
             )
-            for task in definition.plan {
-                let needs = task.needs.isEmpty ? "" : " ← " + task.needs.joined(separator: ", ")
-                let role = task.fallbackFor.isEmpty ? "" : " (fallback for \(task.fallbackFor.joined(separator: ", ")))"
-                say("  \(task.id) [\(task.kind.rawValue)]\(needs)\(role)")
-            }
+            for line in definition.planLines { say("  " + line) }
             say(definition.warnings.isEmpty ? "ok" : "ok, with \(definition.warnings.count) warning(s)")
         }
     }

@@ -36,16 +36,16 @@ struct ResultsMergeCommand: AsyncParsableCommand {
             warning. A report without a shard (written by an older agent-eval) cannot show that nothing is missing, \
             so it merges only with --allow-partial.
 
-            --record adds the merged report to the catalog as one suite run (origin `merge`), so `agent-eval history` \
-            sees the sharded suite as a whole. Shards that ran on this machine with the catalog already recorded \
-            themselves; leave --record off then.
+            --add-to-catalog adds the merged report to the catalog as one suite run (origin `merge`), so \
+            `agent-eval history` sees the sharded suite as a whole (--record, its older spelling, still works). Shards \
+            that ran on this machine with the catalog already recorded themselves; leave it off then.
 
             Exit codes: 0 everything passed (per --fail-on); 1 a case failed or regressed; 2 a case could not run, a \
             report cannot be read or merged, or a shard is missing (without --allow-partial); 64 usage error.
 
             Examples:
               agent-eval results merge shard-*.json --json-out all.json --junit all.xml --html all.html
-              agent-eval results merge reports/*.json --fail-on regression --record
+              agent-eval results merge reports/*.json --fail-on regression --add-to-catalog
               agent-eval results merge shard-1.json shard-3.json --allow-partial --html what-ran.html
             """
     )
@@ -71,8 +71,14 @@ struct ResultsMergeCommand: AsyncParsableCommand {
     @Option(help: "What fails the merged suite: regression, failure or any (default: what the shards ran with).")
     var failOn: FailOn?
 
-    @Flag(help: "Record the merged report in the catalog as one suite run.")
-    var record = false
+    @Flag(help: "Add the merged report to the catalog as one suite run.")
+    var addToCatalog = false
+
+    /// The older spelling of --add-to-catalog (`--record` is the cassette mode everywhere else).
+    @Flag(name: .customLong("record"), help: .hidden)
+    var recordSpelling = false
+
+    var record: Bool { addToCatalog || recordSpelling }
 
     @Flag(help: "Print GitHub Actions annotations (::error at each failing case's file and line) after the summary.")
     var githubAnnotations = false
@@ -99,7 +105,7 @@ struct ResultsMergeCommand: AsyncParsableCommand {
             throw diagnose(error)
         }
         if let partial = merge.partial {
-            // Before anything is written, so that --record refuses before any file changes.
+            // Before anything is written, so that --add-to-catalog refuses before any file changes.
             if record {
                 throw diagnose(
                     EvalError(

@@ -210,7 +210,7 @@ struct MCPProxyCommandTests {
         let preApproved = directory.path("approved.jsonl.gz")
         let (approvedLines, approvedResult) = try await Self.run(
             try await Self.client(
-                plan, proxy: ["--log", preApproved, "--policy", "shop.policy.yaml", "--approve", "refund_*"],
+                plan, proxy: ["--log", preApproved, "--policy", "shop.policy.yaml", "--pre-approve", "refund_*"],
                 server: try await Self.shop(directory)), in: directory)
         #expect(approvedResult.status == 0, "\(approvedResult.stderr)")
         #expect(approvedLines.last?["is_error"] == false)

@@ -104,6 +104,31 @@ struct ProjectCommandTests {
         #expect(fixtures.stdoutText.components(separatedBy: "\n").filter { !$0.isEmpty }.count == 1)
     }
 
+    @Test("one verb checks a pipeline: check --verbose shows its outputs and tasks; pipeline check is a hidden older spelling")
+    func pipelineCheck() async throws {
+        let file = "Fixtures/pipelines/triage-recovery/pipeline.yaml"
+        let checked = try await agentEval(["check", "--verbose", file], in: repositoryRoot)
+        #expect(checked.status == 0, "\(checked.stderr)")
+        #expect(
+            checked.stdoutText == """
+                \(file): pipeline triage-recovery, 5 tasks
+                  outputs: report
+                  fetch [command]
+                  classify [command] ← fetch
+                  classify_with_agent [agent] ← fetch (fallback for classify)
+                  enrich [command] ← fetch
+                  report [command] ← classify, enrich
+                1 file checked: no problems
+
+                """)
+        let plain = try await agentEval(["check", file], in: repositoryRoot)
+        #expect(plain.stdoutText == "\(file): pipeline triage-recovery, 5 tasks\n1 file checked: no problems\n")
+        let older = try await agentEval(["pipeline", "check", file], in: repositoryRoot)
+        #expect(older.status == 0 && older.stdoutText.hasSuffix("ok\n"), "\(older.stderr)")
+        let help = try await agentEval(["pipeline", "--help"], in: repositoryRoot)
+        #expect(!help.stdoutText.contains("  check "), "\(help.stdoutText)")
+    }
+
     @Test("check reports every error of every file with file:line:column, and what ties the files together")
     func everyProblem() async throws {
         try await TemporaryDirectory.with { directory in

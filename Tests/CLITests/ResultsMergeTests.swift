@@ -329,7 +329,8 @@ struct ResultsMergeTests {
                     ], in: repositoryRoot)
                 shards.append(shard)
             }
-            let merged = try await agentEval(["results", "merge"] + shards + ["--record", "--catalog", catalog], in: repositoryRoot)
+            let merged = try await agentEval(
+                ["results", "merge"] + shards + ["--add-to-catalog", "--catalog", catalog], in: repositoryRoot)
             #expect(merged.status == 1)
             #expect(merged.stdoutText.contains("recorded as suite run 1"))
             let rows = try await agentEval(

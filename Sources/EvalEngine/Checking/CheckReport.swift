@@ -23,6 +23,9 @@ public struct CheckReport: Sendable {
         /// What it holds ("3 cases", "agent support-agent, 4 tools"); nil when it has errors.
         public var summary: String?
         public var problems: [Problem] = []
+        /// What `check --verbose` shows under the file's line: a pipeline's tasks in plan order,
+        /// each with what it needs (`fetch [command]`, `report [command] ← classify, enrich`).
+        public var details: [String] = []
         /// A folder's file that is none of the kinds agent-eval reads.
         public var isSkipped = false
     }
@@ -64,10 +67,11 @@ public struct CheckReport: Sendable {
         return line + ": " + parts.joined(separator: ", ")
     }
 
-    mutating func note(_ path: String, kind: ConfigFileKind?, summary: String?) {
+    mutating func note(_ path: String, kind: ConfigFileKind?, summary: String?, details: [String] = []) {
         let index = fileIndex(path)
         files[index].kind = kind
         files[index].summary = summary
+        files[index].details = details
         files[index].isSkipped = kind == nil && summary != nil && files[index].problems.isEmpty
     }
 

@@ -303,7 +303,9 @@ public struct ProjectCheck: Sendable {
                 let definition = try PipelineFile.load(path: path) { agentPath throws(ConfigError) in
                     try AgentFile.load(path: agentPath, models: models)
                 }
-                report.note(path, kind: .pipeline, summary: "pipeline \(definition.name), \(count(definition.tasks.count, "task"))")
+                report.note(
+                    path, kind: .pipeline, summary: "pipeline \(definition.name), \(count(definition.tasks.count, "task"))",
+                    details: ["outputs: " + definition.outputs.joined(separator: ", ")] + definition.planLines)
                 for warning in definition.warnings { problem(in: path, .warning, warning) }
                 loaded = definition
             } catch {

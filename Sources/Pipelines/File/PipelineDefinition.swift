@@ -44,6 +44,15 @@ public struct PipelineDefinition: Sendable {
     public func task(_ id: String) -> PipelineTask? { taskIndex[id].map { tasks[$0] } }
 
     /// The plan `pipeline_started` records.
+    /// The plan as `check --verbose` shows it: a line per task, `id [kind] ← needs (fallback for …)`.
+    public var planLines: [String] {
+        plan.map { task in
+            let needs = task.needs.isEmpty ? "" : " ← " + task.needs.joined(separator: ", ")
+            let role = task.fallbackFor.isEmpty ? "" : " (fallback for \(task.fallbackFor.joined(separator: ", ")))"
+            return "\(task.id) [\(task.kind.rawValue)]\(needs)\(role)"
+        }
+    }
+
     public var plan: [PipelineTaskPlan] {
         var primaries: [String: [String]] = [:]
         for task in tasks {

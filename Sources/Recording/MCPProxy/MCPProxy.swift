@@ -26,7 +26,7 @@ public struct MCPProxy: Sendable {
         /// The server's name in the log and in rules' `server` conditions.
         public var serverName: String
         public var policy: PolicyFile
-        /// Tools whose approval-required calls are approved without asking (`--approve`).
+        /// Tools whose approval-required calls are approved without asking (`--pre-approve`).
         public var preApproved: [Glob]
         /// How long an approval-required call waits for `agent-eval approve`.
         public var approvalTimeout: Duration

@@ -18,7 +18,7 @@ struct ProxyGate: Sendable {
     var maxToolCalls: Int?
     /// Input and output tokens the run may use (`record --max-tokens`), for rules' `tokens_left_below`.
     var tokenBudget: Int?
-    /// Tools whose approval-required calls are approved without asking (`--approve`).
+    /// Tools whose approval-required calls are approved without asking (`--pre-approve`).
     var preApproved: [Glob]
     var serverName: String
     /// The server's tools as last listed.
@@ -75,7 +75,7 @@ struct ProxyGate: Sendable {
             if preApproved.contains(where: { $0.matches(name) }) {
                 try recorder.record(
                     .approvalRecorded(
-                        ApprovalRecorded(callId: callId, isGranted: true, approver: "--approve", reason: "approved on the command line")))
+                        ApprovalRecorded(callId: callId, isGranted: true, approver: "--pre-approve", reason: "approved on the command line")))
                 return (.forward, decision)
             }
             try recorder.endStep()
