@@ -75,7 +75,8 @@ struct ProxyGate: Sendable {
             if preApproved.contains(where: { $0.matches(name) }) {
                 try recorder.record(
                     .approvalRecorded(
-                        ApprovalRecorded(callId: callId, isGranted: true, approver: "--pre-approve", reason: "approved on the command line")))
+                        ApprovalRecorded(callId: callId, isGranted: true, approver: "--pre-approve", reason: "approved on the command line")
+                    ))
                 return (.forward, decision)
             }
             try recorder.endStep()
