@@ -5,91 +5,6 @@ import Foundation
 import TraceCore
 import TraceLog
 
-extension SequenceExpectation.Mode: ExpressibleByArgument {}
-extension ArgumentMatcher.Mode: ExpressibleByArgument {}
-
-/// `agent-eval case`: work with case files.
-struct CaseCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "case",
-        abstract: "Work with eval case files (draft one from a run, bring over an ADK eval set).",
-        subcommands: [CaseFromLogCommand.self, CaseFromEvalSetCommand.self]
-    )
-}
-
-/// `agent-eval case from-log`: a case that pins a run's trajectory.
-struct CaseFromLogCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "from-log",
-        abstract: "Draft a case that pins a run's trajectory: tools, order, arguments, stop reason.",
-        discussion: """
-            The case is a starting point to edit: it names the log, the tools called (and the offered ones never \
-            called), the stop reason and limit, and the executed calls as a sequence in --mode with their \
-            arguments in --arguments mode. A run that did not finish (a torn log, or one that ends before \
-            run_stopped) gets allowUnfinished: true, and neither a stop reason nor tools never called. Argument keys whose values change between runs — ids, timestamps, \
-            nonces, values that look like UUIDs or ISO times — are listed in ignoreKeys. Works on imported runs \
-            too: a reference trajectory in OpenAI messages becomes a case in two commands:
-
-              agent-eval import messages reference.json --out ref/
-              agent-eval case from-log ref/reference.jsonl.gz --out EvalCases/reference.yaml
-
-            Exit codes: 0 written; 2 the log cannot be read; 64 usage error.
-            """
-    )
-
-    @Argument(help: "The log of the run to pin.")
-    var log: String
-
-    @Option(help: "The sequence mode: strict, unordered, superset, subset or in_order.")
-    var mode: SequenceExpectation.Mode = .strict
-
-    @Option(help: "How arguments are pinned: exact, superset (at least these keys), subset, or ignore.")
-    var arguments: ArgumentMatcher.Mode = .exact
-
-    @Option(
-        name: .customLong("ignore-key"),
-        help: ArgumentHelp("An argument key to ignore (dotted path, * per segment); repeatable.", valueName: "key"))
-    var ignoreKeys: [String] = []
-
-    @Option(help: "The case id (default: the log's file name).")
-    var caseId: String?
-
-    @Option(help: ArgumentHelp("Write the case to this file (refuses to overwrite one); default: standard output.", valueName: "file"))
-    var out: String?
-
-    func run() throws {
-        let facts: LogFacts
-        do {
-            facts = try LogFacts.read(log)
-        } catch {
-            throw diagnose(error)
-        }
-        // A log cut before its first event holds no run to draft a case from.
-        if facts.state.eventCount == 0 { throw diagnose(LogError.noEvent(in: log, tear: facts.tear)) }
-        if facts.state.stop == nil {
-            printError(
-                "warning: \(log) does not end with run_stopped (the run did not finish): the case sets allowUnfinished: true "
-                    + "and pins no stop reason and no tool it never called")
-        }
-        let reference = out.map { relativePath(log, from: ($0 as NSString).deletingLastPathComponent) } ?? log
-        let text = CaseDraft(mode: mode, argumentMode: arguments, ignoredKeys: ignoreKeys, caseId: caseId).yaml(
-            for: facts.state, logReference: reference)
-        guard let out else {
-            printOutput(text, terminator: "")
-            return
-        }
-        if FileManager.default.fileExists(atPath: out) {
-            throw diagnose(EvalError(.writeFailed, "\(out) exists already", hint: "choose another --out, or remove it first"))
-        }
-        do { try ReportFile.write(text, to: out) } catch { throw diagnose(error) }
-        say(
-            "wrote \(out): \(counted(facts.state.executedCalls.count, "call")) in \(mode.rawValue) order; check it with: agent-eval run \(ShellWords.quoted(out))"
-        )
-    }
-}
-
-extension EvalSetConversion.Match: ExpressibleByArgument {}
-
 /// `agent-eval case from-evalset`: Google ADK's eval cases as case files.
 struct CaseFromEvalSetCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -204,16 +119,4 @@ struct CaseFromEvalSetCommand: ParsableCommand {
                 + "; check them with: agent-eval check \(ShellWords.quoted(out))")
         if leftOut > 0 { throw Exit.failure }
     }
-}
-
-/// `path` as seen from `directory` (both taken from the current directory when relative).
-func relativePath(_ path: String, from directory: String) -> String {
-    func absolute(_ p: String) -> [String] {
-        ConfigPath.absolute(p.isEmpty ? "." : p).split(separator: "/").map(String.init)
-    }
-    let target = absolute(path)
-    let base = absolute(directory)
-    let common = zip(target, base).prefix { $0 == $1 }.count
-    let parts = Array(repeating: "..", count: base.count - common) + target[common...]
-    return parts.isEmpty ? "." : parts.joined(separator: "/")
 }
