@@ -355,8 +355,15 @@ struct RecordedSDKForkTests {
             let keys = ["OPENAI_API_KEY": RecordCommandTests.key]
             let (parent, cassette) = try await Self.recordParent(command, server: server, keys: keys, in: directory)
             // A request of the conversation ahead waits for the fork point; the order of the two
-            // conversations' steps after it is the program's timing, which the diff may show.
-            for step in 0..<4 {
+            // conversations' steps after it is the program's timing, which the diff may show. Which
+            // steps hold a conversation's answer is the timing too (an answer cannot be forked
+            // without an edit): every step of the first four where the model called tools.
+            let callingSteps = try RecordCommandTests.state(parent).decisions.filter { decision in
+                if case .valid(.toolCalls) = decision.outcome { return decision.step < 4 }
+                return false
+            }.map(\.step)
+            #expect(callingSteps.count >= 3, "\(callingSteps)")
+            for step in callingSteps {
                 let log = directory.path("fork-\(step).jsonl.gz")
                 let fork = try await agentEval(
                     [

@@ -32,12 +32,12 @@ extension ExchangeRecorder {
         }
         let canonical = exchange.canonical
         let place: Place = state.withLock { state in
-            if state.isForkMade { return .past }
-            if let index = fork.unclaimedPosition(of: canonical, claimed: state.prefixClaimed) {
-                state.prefixClaimed.insert(index)
+            if state.forking.isForkMade { return .past }
+            if let index = fork.unclaimedPosition(of: canonical, claimed: state.forking.prefixClaimed) {
+                state.forking.prefixClaimed.insert(index)
                 return .before(index)
             }
-            guard let first = fork.requests.indices.first(where: { !state.prefixClaimed.contains($0) }) else { return .overlap }
+            guard let first = fork.requests.indices.first(where: { !state.forking.prefixClaimed.contains($0) }) else { return .overlap }
             return .diverged(step: fork.requestSteps[first], canonical.firstDifference(from: fork.requests[first]))
         }
         let cause: StopCause
@@ -52,7 +52,7 @@ extension ExchangeRecorder {
                 exchange.body = rewritten
                 exchange.canonical = RequestKey.canonical(rewritten)
                 exchange.bytes = JSONWriter.encode(rewritten)
-                state.withLock { $0.editsShown.formUnion(shown) }
+                state.withLock { $0.forking.editsShown.formUnion(shown) }
             }
             return nil
         case .diverged(let step, let difference):
@@ -89,9 +89,9 @@ extension ExchangeRecorder {
         // Settled: the fork is made or refused, the request has a place, or nothing is left to
         // wait for (an answer in flight only during the first five seconds).
         let settled: @Sendable (inout State, Bool) -> Bool = { state, answersInFlightCount in
-            guard !state.isForkMade, state.stopCause == nil else { return true }
-            if fork.unclaimedPosition(of: canonical, claimed: state.prefixClaimed) != nil { return true }
-            if answersInFlightCount, state.prefixClaimed.count > state.prefixAnswered { return false }
+            guard !state.forking.isForkMade, state.stopCause == nil else { return true }
+            if fork.unclaimedPosition(of: canonical, claimed: state.forking.prefixClaimed) != nil { return true }
+            if answersInFlightCount, state.forking.prefixClaimed.count > state.forking.prefixAnswered { return false }
             return !isLater
         }
         if await state.wait(within: .seconds(5), on: clock, until: { settled(&$0, true) }) { return }
@@ -101,9 +101,9 @@ extension ExchangeRecorder {
     /// A request before the fork point was answered and recorded (apart): after the last one,
     /// the fork's log is made.
     func prefixAnswered(_ fork: RecordedFork, state: inout State) throws {
-        state.prefixAnswered += 1
+        state.forking.prefixAnswered += 1
         // A fork refused meanwhile (a request that did not retrace, one that overlapped) is not made.
-        guard state.prefixAnswered == fork.requests.count, state.stopCause == nil else { return }
+        guard state.forking.prefixAnswered == fork.requests.count, state.stopCause == nil else { return }
         shiftClock(fork, state: &state)
         try makeFork(fork, atUs: now(), state: &state)
     }
@@ -121,7 +121,7 @@ extension ExchangeRecorder {
         try recorder.record(.runForked(fork.forked))
         recorder.step += 1
         state.recorder = recorder
-        state.isForkMade = true
+        state.forking.isForkMade = true
         // What the fork's log holds, not what the run recorded apart held: its stored contents,
         // and the numbers of the calls no model proposed (`span-N`, `mcp-N`) it used.
         state.stored = Set(
@@ -132,8 +132,8 @@ extension ExchangeRecorder {
         func highest(_ prefix: String) -> Int {
             recorder.state.calls.compactMap { $0.id.hasPrefix(prefix) ? Int($0.id.dropFirst(prefix.count)) : nil }.max() ?? 0
         }
-        state.spanCallCount = highest("span-")
-        state.unproposedCalls = highest("mcp-")
+        state.spans.spanCallCount = highest("span-")
+        state.proxying.unproposedCalls = highest("mcp-")
     }
 
     /// Puts the run on its parent's clock at its fork point: the times it keeps of what came
@@ -143,12 +143,12 @@ extension ExchangeRecorder {
         guard let last = fork.prefix.last?.timeUs else { return }
         let shift = clockNow() - last - 1
         forkShift.store(shift, ordering: .relaxed)
-        for (number, var conversation) in state.conversations {
+        for (number, var conversation) in state.book.conversations {
             for (id, call) in conversation.openCalls { conversation.openCalls[id]?.atUs = call.atUs - shift }
-            state.conversations[number] = conversation
+            state.book.conversations[number] = conversation
         }
-        state.exchangeStarts = state.exchangeStarts.map { $0 - shift }
-        state.recentResults = state.recentResults.map { ($0.tool, $0.proposedAtUs - shift, $0.recordedAtUs - shift) }
+        state.spans.exchangeStarts = state.spans.exchangeStarts.map { $0 - shift }
+        state.spans.recentResults = state.spans.recentResults.map { ($0.tool, $0.proposedAtUs - shift, $0.recordedAtUs - shift) }
     }
 
     /// Ends a fork whose program ended before its fork point: the run recorded apart removed, and
@@ -182,12 +182,12 @@ extension ExchangeRecorder {
         case (_, .signalled(let signal)):
             return RecordingError(
                 .forkFailed,
-                "the command was killed by signal \(signal) after \(state.prefixAnswered) of the \(expected) model requests of its parent before the fork point: no fork was made"
+                "the command was killed by signal \(signal) after \(state.forking.prefixAnswered) of the \(expected) model requests of its parent before the fork point: no fork was made"
             )
         case (_, .exited(let status)):
             return RecordingError(
                 .forkFailed,
-                "the command exited with status \(status) after \(state.prefixAnswered) of the \(expected) model requests of its parent before the fork point: it did not retrace its parent",
+                "the command exited with status \(status) after \(state.forking.prefixAnswered) of the \(expected) model requests of its parent before the fork point: it did not retrace its parent",
                 hint: retrace)
         }
     }
@@ -196,7 +196,7 @@ extension ExchangeRecorder {
     /// program ended first, or wrote the result back in a form the fork does not edit): the
     /// model was never shown it.
     public var unshownEdits: [String] {
-        let shown = state.withLock { $0.editsShown }
+        let shown = state.withLock { $0.forking.editsShown }
         return (fork?.editedCalls ?? []).filter { !shown.contains($0) }
     }
 }

@@ -46,19 +46,19 @@ extension ExchangeRecorder {
         return state.withLock { state -> JSONValue in
             do {
                 if case .register(let registration) = operation { return register(registration, state: &state) }
-                guard let number = operation.proxy, var gate = state.proxies[number] else {
+                guard let number = operation.proxy, var gate = state.proxying.proxies[number] else {
                     return ["error": .string("agent-eval record's gateway knows no proxy \(operation.proxy.map(String.init) ?? "null")")]
                 }
                 if case .tools(_, let tools) = operation {
                     gate.tools = tools
-                    state.proxies[number] = gate
-                    state.proxiedTools.formUnion(gate.tools.map(\.name))
+                    state.proxying.proxies[number] = gate
+                    state.proxying.proxiedTools.formUnion(gate.tools.map(\.name))
                     return ["ok": true]
                 }
                 if case .store(_, let message) = operation, state.recorder == nil {
                     // Before the first model answer: kept until the run begins, so its start still
                     // names the goal, model and tools of that answer.
-                    state.earlyServerRequests.append(Array(message.utf8))
+                    state.proxying.earlyServerRequests.append(Array(message.utf8))
                     return ["ok": true]
                 }
                 // The run begins with the first model answer; a proxy call before any makes it.
@@ -73,16 +73,9 @@ extension ExchangeRecorder {
                     break  // answered above
                 case .judge(_, let name, let arguments, let params, let waiting):
                     // The proxy may judge before its listing reached us: its tool is proxied.
-                    state.proxiedTools.insert(name)
+                    state.proxying.proxiedTools.insert(name)
                     let proposed = Self.openCall(named: name, arguments: arguments, state: &state, recorder: recorder)
-                    let callId: String
-                    if let proposed {
-                        callId = proposed
-                    } else {
-                        state.unproposedCalls += 1
-                        callId = "mcp-\(state.unproposedCalls)"
-                    }
-                    state.proxiedCalls.insert(callId)
+                    let callId = state.proxying.judgedCall(proposed: proposed)
                     let (judgement, decision) = try gate.judge(
                         callId: callId, name: name, arguments: arguments, params: params, isProposed: proposed != nil, waiting: waiting,
                         on: recorder)
@@ -132,8 +125,8 @@ extension ExchangeRecorder {
         let gate = ProxyGate(
             policy: policy, actor: registration.actor, route: registration.route, maxToolCalls: registration.maxToolCalls,
             tokenBudget: limits.maxTokens, preApproved: registration.preApproved.map(Glob.init), serverName: registration.server)
-        let number = (state.proxies.keys.max() ?? 0) + 1
-        state.proxies[number] = gate
+        let number = (state.proxying.proxies.keys.max() ?? 0) + 1
+        state.proxying.proxies[number] = gate
         // Absolute: the proxy runs in the agent's folder (a command case's), where a path relative
         // to agent-eval's would put its approvals where `approve` never looks.
         return ["proxy": .int(number), "log": .string(ConfigPath.absolute(logPath))]
@@ -143,8 +136,8 @@ extension ExchangeRecorder {
     /// arguments that no proxy judged and nothing ran yet, as the log knows it.
     private static func openCall(named name: String, arguments: JSONValue, state: inout State, recorder: RunRecorder) -> String? {
         var open: Set<String> = []
-        for conversation in state.conversations.values {
-            for call in conversation.openCalls.values where call.tool == name && !state.proxiedCalls.contains(call.logId) {
+        for conversation in state.book.conversations.values {
+            for call in conversation.openCalls.values where call.tool == name && !state.proxying.proxiedCalls.contains(call.logId) {
                 open.insert(call.logId)
             }
         }

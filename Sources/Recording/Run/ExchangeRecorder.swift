@@ -124,33 +124,12 @@ public final class ExchangeRecorder: Sendable {
         var isPrefix: Bool { prefixIndex != nil }
     }
 
-    struct Conversation {
-        var number: Int
-        var opening: String
-        var goal: String
-        var lastMessageCount: Int
-        var requests = 0
-        /// Calls proposed and not yet answered: source id → (log id, tool, when proposed).
-        var openCalls: [String: (logId: String, tool: String, atUs: Int)] = [:]
-        var lastOutcome: DecisionMade.Outcome?
-        /// The number of the run's answered request that this conversation's last one was.
-        var lastAnswered = 0
-    }
+    typealias Conversation = ConversationBook.Conversation
 
     struct State: ~Copyable {
         var recorder: RunRecorder?
-        /// The conversations kept, by number: at most `maxConversations` (those with calls
-        /// still open, and the ones answered last).
-        var conversations: [Int: Conversation] = [:]
-        /// Conversations begun, kept or not.
-        var conversationCount = 0
-        /// The conversation each open call belongs to: source id → number.
-        /// (Several, oldest first, when providers reuse ids such as `call_1`.)
-        var openCallOwner: [String: [Int]] = [:]
-        /// The conversations kept with each opening, by number, oldest first.
-        var byOpening: [String: [Int]] = [:]
-        /// The conversation answered last: its outcome is the run's.
-        var lastAnswered: Int?
+        /// The run's conversations and which request continues which.
+        var book = ConversationBook()
         var logIds = Set<String>()
         var stored = Set<String>()
         var requests = 0
@@ -162,55 +141,14 @@ public final class ExchangeRecorder: Sendable {
         var lastFailure: String?
         var stopCause: StopCause?
         var writeError: String?
-        /// The MCP proxies recording their gates into this run (`agent-eval mcp-proxy` under
-        /// `record`), by number, and the tools they serve: the gateway leaves those tools'
-        /// intents and results to the proxy, which sees them as they happen.
-        var proxies: [Int: ProxyGate] = [:]
-        var proxiedTools: Set<String> = []
-        /// Calls a proxy judged (by log id): their results come from the proxy, not from the
-        /// next request, and a model call is matched to one proxy call only.
-        var proxiedCalls: Set<String> = []
-        /// Calls a proxy made that no model decision proposed (`mcp-N`).
-        var unproposedCalls = 0
-        /// Requests the proxies' servers sent their clients before the run began: stored once it does.
-        var earlyServerRequests: [[UInt8]] = []
+        /// The MCP proxies recording their gates into this run, and the calls they judged.
+        var proxying = ProxyRoster()
         /// Credentials the requests carried: never written to the log.
         var secrets = Set<String>()
-        /// The command's OpenTelemetry spans (`ExchangeRecorder+Spans`): what became of them.
-        var spanCounts = SpanCounts()
-        /// A fork's requests before its fork point that a request of the program claimed (by
-        /// position in `RecordedFork.requests`), and how many of them were answered.
-        var prefixClaimed = Set<Int>()
-        var prefixAnswered = 0
-        /// The call ids whose edited result a request past the fork point carried to the model.
-        var editsShown = Set<String>()
-        /// Whether a fork's log was made: until then, the run is recorded apart (`forkPrefixPath`).
-        var isForkMade = false
-        /// Tool spans seen: once there are, a request waits for the spans of the results it carries.
-        var toolSpansSeen = 0
-        /// Whether a request waited once for tool spans that the command may not send at all.
-        var probedToolSpans = false
-        /// Tool spans of open calls, by the call's source id: their duration and error go into
-        /// the result when it is recorded.
-        var spanResults: [String: SpanToolCall] = [:]
-        /// When the gateway received the requests of the answers recorded that no model span
-        /// matched yet (the latest): a model span that matches one is the gateway's own call.
-        var exchangeStarts: [Int] = []
-        /// Calls recorded from tool spans that no model proposed (`span-N`).
-        var spanCallCount = 0
-        /// Spans that came before the run began: merged when it does.
-        var earlySpans: [(trace: ReceivedTraces.Trace, spans: [Span])] = []
-        /// Model spans that matched no recorded answer yet, each with its request (for storing).
-        var waitingModelSpans: [(span: Span, request: JSONValue)] = []
-        /// Every span merged, by id: a span sent again is merged once.
-        var mergedSpanIds = Set<String>()
-        /// Tool spans merged (span id → tool), and the parents they name (parent id → tool): a
-        /// span around or inside one of the same tool is the same call.
-        var toolLayers: [String: String] = [:]
-        var toolLayerParents: [String: String] = [:]
-        /// The latest results recorded from what the agent sent back: the tool, when the call was
-        /// proposed and when its result was recorded (for tool spans without a call id that come late).
-        var recentResults: [(tool: String, proposedAtUs: Int, recordedAtUs: Int)] = []
+        /// Where a fork of a recorded run stands on its way to its fork point.
+        var forking = ForkProgress()
+        /// The command's OpenTelemetry spans, and what became of them.
+        var spans = SpanLedger()
     }
 
     public let logPath: String
@@ -321,7 +259,7 @@ public final class ExchangeRecorder: Sendable {
             let cause: StopCause? = state.withLock { state in
                 state.inFlight -= 1
                 // The retry that answers it asks for the same parent request again.
-                if let index = exchange.prefixIndex { state.prefixClaimed.remove(index) }
+                if let index = exchange.prefixIndex { state.forking.prefixClaimed.remove(index) }
                 state.failures[baseKey, default: []].append(attempt)
                 state.lastFailure = message
                 if outcome.isNotRecorded, state.stopCause == nil {
@@ -360,7 +298,7 @@ public final class ExchangeRecorder: Sendable {
     ) throws {
         let recorder = try recorder(for: view, state: &state, atUs: exchange.startUs)
         let number = conversation(for: view, state: &state)
-        guard var conversation = state.conversations[number] else { return }
+        guard var conversation = state.book.conversations[number] else { return }
         conversation.requests += 1
         conversation.lastMessageCount = view.messageCount
         recorder.timeUs = exchange.startUs
@@ -373,10 +311,10 @@ public final class ExchangeRecorder: Sendable {
         }
         for (callId, text, isError) in results {
             guard let call = conversation.openCalls.removeValue(forKey: callId) else { continue }
-            state.openCallOwner[callId]?.removeAll { $0 == number }
-            if state.openCallOwner[callId]?.isEmpty == true { state.openCallOwner[callId] = nil }
+            state.book.openCallOwner[callId]?.removeAll { $0 == number }
+            if state.book.openCallOwner[callId]?.isEmpty == true { state.book.openCallOwner[callId] = nil }
             let record = recorder.state.call(id: call.logId)
-            if state.proxiedCalls.contains(call.logId) {
+            if state.proxying.proxiedCalls.contains(call.logId) {
                 // A proxy records how it ended (or that it never ran) as it happens — perhaps
                 // after this, when the agent gave up on a slow call: what the agent sends back is
                 // not the tool's result. (A proxy that could not record the end leaves the call
@@ -389,9 +327,11 @@ public final class ExchangeRecorder: Sendable {
                 try recorder.record(
                     .toolIntended(ToolIntended(callId: call.logId, tool: call.tool, arguments: record.arguments, attempt: 1)))
             }
-            state.recentResults.append((call.tool, call.atUs, exchange.startUs))
-            if state.recentResults.count > Self.exchangeTimesKept { state.recentResults.removeFirst(state.recentResults.count / 2) }
-            if let span = state.spanResults.removeValue(forKey: callId) {
+            state.spans.recentResults.append((call.tool, call.atUs, exchange.startUs))
+            if state.spans.recentResults.count > Self.exchangeTimesKept {
+                state.spans.recentResults.removeFirst(state.spans.recentResults.count / 2)
+            }
+            if let span = state.spans.spanResults.removeValue(forKey: callId) {
                 // The agent's tool span: its measured duration and error, the text sent back.
                 try recordResult(callId: call.logId, tool: call.tool, from: span, text: text, recorder: recorder, state: &state)
                 continue
@@ -422,19 +362,21 @@ public final class ExchangeRecorder: Sendable {
         for call in calls {
             // A proxied tool's call is judged, and its intent recorded, by the proxy when the
             // agent makes it.
-            if !state.proxiedTools.contains(call.name) {
+            if !state.proxying.proxiedTools.contains(call.name) {
                 try recorder.record(.toolIntended(ToolIntended(callId: call.logId, tool: call.name, arguments: call.arguments, attempt: 1)))
             }
             conversation.openCalls[call.sourceId] = (call.logId, call.name, endUs)
-            state.openCallOwner[call.sourceId, default: []].append(number)
+            state.book.openCallOwner[call.sourceId, default: []].append(number)
         }
-        state.exchangeStarts.append(exchange.startUs)
-        if state.exchangeStarts.count > Self.exchangeTimesKept { state.exchangeStarts.removeFirst(state.exchangeStarts.count / 2) }
+        state.spans.exchangeStarts.append(exchange.startUs)
+        if state.spans.exchangeStarts.count > Self.exchangeTimesKept {
+            state.spans.exchangeStarts.removeFirst(state.spans.exchangeStarts.count / 2)
+        }
         matchWaitingModelSpans(state: &state)
         conversation.lastOutcome = decision
         conversation.lastAnswered = state.requests + 1
-        state.conversations[number] = conversation
-        state.lastAnswered = number
+        state.book.conversations[number] = conversation
+        state.book.lastAnswered = number
         state.lastFailure = nil
         try recorder.endStep()
         try recorder.writer.flush(sync: false)
@@ -475,16 +417,16 @@ public final class ExchangeRecorder: Sendable {
                     agent: AgentIdentity(name: agentName, configDigest: ContentHash.sha256(Array(source.file.utf8))),
                     model: ModelIdentity(provider: view?.api.provider ?? "unknown", name: view?.model ?? "unknown"),
                     policy: PolicyIdentity(name: "none (recorded through the gateway)"),
-                    tools: Self.sideEffects(of: view?.tools ?? [], proxies: state.proxies.sorted { $0.key < $1.key }.map(\.value)),
+                    tools: Self.sideEffects(of: view?.tools ?? [], proxies: state.proxying.proxies.sorted { $0.key < $1.key }.map(\.value)),
                     source: source)))
         state.recorder = recorder
-        for message in state.earlyServerRequests {
+        for message in state.proxying.earlyServerRequests {
             try recorder.record(.contentStored(ContentStored(bytes: message, mediaType: ProxyGate.serverRequestMediaType)))
         }
-        state.earlyServerRequests = []
-        if !state.earlySpans.isEmpty {
-            let spans = state.earlySpans
-            state.earlySpans = []
+        state.proxying.earlyServerRequests = []
+        if !state.spans.earlySpans.isEmpty {
+            let spans = state.spans.earlySpans
+            state.spans.earlySpans = []
             try merge(spans, at: atUs, recorder: recorder, state: &state)
         }
         return recorder
@@ -522,44 +464,10 @@ public final class ExchangeRecorder: Sendable {
     /// bookkeeping stays bounded.
     public static let defaultMaxConversations = 1024
 
-    /// The number of the conversation `view` belongs to (the rule in the type's comment), made
-    /// when it is new.
+    /// The number of the conversation `view` belongs to (`ConversationBook.assign`), made when
+    /// it is new.
     private func conversation(for view: ModelRequestView, state: inout State) -> Int {
-        // The newest results first: a request carries every earlier one again, and an id reused by
-        // another conversation (`call_1`) then belongs to the one whose call is open, newest first.
-        for result in view.results.reversed() {
-            if let number = state.openCallOwner[result.callId]?.last { return number }
-        }
-        if !view.echoes.isEmpty {
-            for id in state.openCallOwner.keys.sorted() where view.echoes.contains(where: { Self.place(of: id, in: $0.callText) != nil }) {
-                if let number = state.openCallOwner[id]?.last { return number }
-            }
-        }
-        let opening = view.system + "\u{0}" + (view.firstUserText ?? "")
-        if let number = state.byOpening[opening]?.last(where: { (state.conversations[$0]?.lastMessageCount ?? .max) < view.messageCount }) {
-            return number
-        }
-        state.conversationCount += 1
-        let number = state.conversationCount
-        state.conversations[number] = Conversation(
-            number: number, opening: opening, goal: number == 1 ? (goal ?? view.firstUserText ?? "") : (view.firstUserText ?? ""),
-            lastMessageCount: 0)
-        state.byOpening[opening, default: []].append(number)
-        if state.conversations.count > maxConversations {
-            var oldest: Conversation?
-            for kept in state.conversations.values
-            where kept.openCalls.isEmpty && kept.number != number && kept.number != state.lastAnswered
-                && kept.lastAnswered < (oldest?.lastAnswered ?? .max)
-            {
-                oldest = kept
-            }
-            if let oldest {
-                state.conversations[oldest.number] = nil
-                state.byOpening[oldest.opening]?.removeAll { $0 == oldest.number }
-                if state.byOpening[oldest.opening]?.isEmpty == true { state.byOpening[oldest.opening] = nil }
-            }
-        }
-        return number
+        state.book.assign(view, runGoal: goal, maxKept: maxConversations)
     }
 
     private struct ProposedCall {
@@ -651,7 +559,7 @@ public final class ExchangeRecorder: Sendable {
     public func finish(_ ending: Ending, stderrTail: String = "") throws -> RunStopped {
         try state.withLock { state in
             // A fork whose program ended before its fork point is not made.
-            if fork != nil, !state.isForkMade { throw abandonFork(ending, state: &state) }
+            if fork != nil, !state.forking.isForkMade { throw abandonFork(ending, state: &state) }
             var stop = stopped(ending, stderrTail: stderrTail, state: state)
             // The command's own words (its last line of stderr) may quote a key it was given.
             let redaction = RequestPolicy(limits: RequestLimits(), secrets: Array(state.secrets.union(secrets)).sorted())
@@ -714,7 +622,7 @@ public final class ExchangeRecorder: Sendable {
         case .exited:
             break
         }
-        guard let number = state.lastAnswered, let last = state.conversations[number]?.lastOutcome else {
+        guard let number = state.book.lastAnswered, let last = state.book.conversations[number]?.lastOutcome else {
             return RunStopped(reason: .blocked, error: "\(modelFailure)the command made no model request that was answered")
         }
         switch last {

@@ -41,7 +41,7 @@ extension ExchangeRecorder: SpanSink {
     }
 
     /// The spans so far.
-    public var spanCounts: SpanCounts { state.withLock { $0.spanCounts } }
+    public var spanCounts: SpanCounts { state.withLock { $0.spans.spanCounts } }
 
     /// `content_stored`'s media type for the spans kept.
     public static let spansMediaType = "application/vnd.otlp.spans+json"
@@ -68,7 +68,7 @@ extension ExchangeRecorder: SpanSink {
             // Before the first model answer the run has not begun (its start names that answer's
             // goal, model and tools): the spans wait for it.
             guard let recorder = state.recorder else {
-                state.earlySpans += traces
+                state.spans.earlySpans += traces
                 return
             }
             guard recorder.state.stop == nil else { return }
@@ -91,12 +91,12 @@ extension ExchangeRecorder: SpanSink {
 
     /// Merges spans into the run, by the rules above; stores what is kept.
     func merge(_ traces: [(trace: ReceivedTraces.Trace, spans: [Span])], at: Int, recorder: RunRecorder, state: inout State) throws {
-        var counts = state.spanCounts
+        var counts = state.spans.spanCounts
         for (trace, spans) in traces {
             var kept = Set<String>()
             for span in spans {
                 // An exporter that resends a request sends its spans again: each is merged once.
-                guard state.mergedSpanIds.insert(span.spanId).inserted else { continue }
+                guard state.spans.mergedSpanIds.insert(span.spanId).inserted else { continue }
                 counts.spans += 1
                 var keep = true
                 switch span.operation {
@@ -107,20 +107,21 @@ extension ExchangeRecorder: SpanSink {
                     if Self.matchExchange(span, state: &state) {
                         counts.modelMatched += 1
                     } else if let request = trace.request(keeping: { $0 == span.spanId }) {
-                        state.waitingModelSpans.append((span, request))
+                        state.spans.waitingModelSpans.append((span, request))
                     }
                 case .tool:
                     guard let call = span.toolCall else { break }
                     // A span around (or inside) a tool span of the same tool already merged: a
                     // framework's layer and the tool's own, one call.
                     let isLayer =
-                        span.parentId.flatMap { state.toolLayers[$0] } == call.name || state.toolLayerParents[span.spanId] == call.name
-                    state.toolLayers[span.spanId] = call.name
-                    if let parent = span.parentId { state.toolLayerParents[parent] = call.name }
+                        span.parentId.flatMap { state.spans.toolLayers[$0] } == call.name
+                        || state.spans.toolLayerParents[span.spanId] == call.name
+                    state.spans.toolLayers[span.spanId] = call.name
+                    if let parent = span.parentId { state.spans.toolLayerParents[parent] = call.name }
                     if isLayer { break }
-                    state.toolSpansSeen += 1
+                    state.spans.toolSpansSeen += 1
                     if let open = Self.openCall(for: call, startUs: span.startUs, state: state) {
-                        state.spanResults[open] = call
+                        state.spans.spanResults[open] = call
                         counts.toolTimed += 1
                     } else if Self.isRecordedAlready(call, span: span, recorder: recorder, state: state) {
                         counts.toolLate += 1
@@ -144,7 +145,7 @@ extension ExchangeRecorder: SpanSink {
                     ContentStored(bytes: JSONWriter.encode(request), mediaType: Self.spansMediaType), recorder: recorder, state: &state)
             }
         }
-        state.spanCounts = counts
+        state.spans.spanCounts = counts
         try recorder.writer.flush(sync: false)
     }
 
@@ -159,15 +160,15 @@ extension ExchangeRecorder: SpanSink {
         // Waits once the command has sent tool spans — or, the first time results come back
         // after spans of any kind came, once, to learn whether it sends tool spans at all.
         let isProbe = state.withLock { state in
-            let isProbe = state.toolSpansSeen == 0 && state.spanCounts.spans > 0 && !state.probedToolSpans
-            if isProbe { state.probedToolSpans = true }
+            let isProbe = state.spans.toolSpansSeen == 0 && state.spans.spanCounts.spans > 0 && !state.spans.probedToolSpans
+            if isProbe { state.spans.probedToolSpans = true }
             return isProbe
         }
         await state.wait(within: Self.toolSpanWait, on: clock) { state in
-            !(state.toolSpansSeen > 0 || isProbe)
+            !(state.spans.toolSpansSeen > 0 || isProbe)
                 || !ids.contains { id in
-                    state.spanResults[id] == nil && state.openCallOwner[id]?.isEmpty == false
-                        && !state.proxiedTools.contains(Self.openTool(id, state: state) ?? "")
+                    state.spans.spanResults[id] == nil && state.book.openCallOwner[id]?.isEmpty == false
+                        && !state.proxying.proxiedTools.contains(Self.openTool(id, state: state) ?? "")
                 }
         }
     }
@@ -177,45 +178,48 @@ extension ExchangeRecorder: SpanSink {
 
     /// After an answer is recorded: the model spans that came before it and match it.
     func matchWaitingModelSpans(state: inout State) {
-        guard !state.waitingModelSpans.isEmpty else { return }
+        guard !state.spans.waitingModelSpans.isEmpty else { return }
         var matched = 0
-        state.waitingModelSpans = state.waitingModelSpans.filter { waiting in
+        state.spans.waitingModelSpans = state.spans.waitingModelSpans.filter { waiting in
             guard Self.matchExchange(waiting.span, state: &state) else { return true }
             matched += 1
             return false
         }
-        state.spanCounts.modelMatched += matched
+        state.spans.spanCounts.modelMatched += matched
     }
 
     /// At the end: the model spans no answer matched are calls that did not pass through the
     /// gateway; counted, and stored with the spans.
     func storeUnmatchedModelSpans(recorder: RunRecorder, state: inout State) throws {
-        guard !state.waitingModelSpans.isEmpty else { return }
-        let batches = state.waitingModelSpans.flatMap { $0.request["resourceSpans"]?.arrayValue ?? [] }
-        state.spanCounts.modelUnmatched += state.waitingModelSpans.count
-        state.waitingModelSpans = []
+        guard !state.spans.waitingModelSpans.isEmpty else { return }
+        let batches = state.spans.waitingModelSpans.flatMap { $0.request["resourceSpans"]?.arrayValue ?? [] }
+        state.spans.spanCounts.modelUnmatched += state.spans.waitingModelSpans.count
+        state.spans.waitingModelSpans = []
         let request: JSONValue = ["resourceSpans": .array(batches)]
         _ = try store(ContentStored(bytes: JSONWriter.encode(request), mediaType: Self.spansMediaType), recorder: recorder, state: &state)
     }
 
     /// How far apart two processes' clocks may be when a span is compared with the gateway's times.
-    static let clockSlackUs = 5_000
+    static let clockSlackUs = SpanLedger.clockSlackUs
 
     /// The source id of the open call a tool span ran: the one with its call id, else the oldest
     /// open call of its tool proposed before the span started — with the same arguments when the
     /// span has them and one such call is open, else any. Calls a proxy judged are the proxy's.
     static func openCall(for call: SpanToolCall, startUs: Int, state: borrowing State) -> String? {
         func isFree(_ id: String, logId: String, tool: String) -> Bool {
-            state.spanResults[id] == nil && !state.proxiedTools.contains(tool) && !state.proxiedCalls.contains(logId)
+            state.spans.spanResults[id] == nil && !state.proxying.proxiedTools.contains(tool)
+                && !state.proxying.proxiedCalls.contains(logId)
         }
         if let id = call.callId {
-            guard let number = state.openCallOwner[id]?.first, let open = state.conversations[number]?.openCalls[id] else { return nil }
+            guard let number = state.book.openCallOwner[id]?.first, let open = state.book.conversations[number]?.openCalls[id] else {
+                return nil
+            }
             return isFree(id, logId: open.logId, tool: open.tool) ? id : nil
         }
         let arguments: JSONValue? = call.arguments == nil ? nil : call.argumentsValue
         var sameArguments: (id: String, atUs: Int)?
         var sameTool: (id: String, atUs: Int)?
-        for conversation in state.conversations.values {
+        for conversation in state.book.conversations.values {
             for (id, open) in conversation.openCalls
             where open.tool == call.name && open.atUs <= startUs + clockSlackUs && isFree(id, logId: open.logId, tool: open.tool) {
                 if sameTool.map({ $0.atUs > open.atUs }) ?? true { sameTool = (id, open.atUs) }
@@ -234,37 +238,21 @@ extension ExchangeRecorder: SpanSink {
     /// recorded after it started.
     static func isRecordedAlready(_ call: SpanToolCall, span: Span, recorder: RunRecorder, state: borrowing State) -> Bool {
         if let id = call.callId { return recorder.state.call(id: id) != nil }
-        return state.recentResults.contains {
-            $0.tool == call.name && $0.proposedAtUs <= span.startUs + clockSlackUs && $0.recordedAtUs + clockSlackUs >= span.startUs
-        }
+        return state.spans.hasRecordedResult(ofTool: call.name, spanStartUs: span.startUs)
     }
 
     private static func openTool(_ id: String, state: borrowing State) -> String? {
-        guard let number = state.openCallOwner[id]?.first else { return nil }
-        return state.conversations[number]?.openCalls[id]?.tool
+        guard let number = state.book.openCallOwner[id]?.first else { return nil }
+        return state.book.conversations[number]?.openCalls[id]?.tool
     }
 
-    /// Whether a model span is an answer the gateway recorded: the span was running when the
-    /// gateway received the exchange's request (the SDK opens it before it sends, and closes it
-    /// once it has read the answer). Each recorded exchange matches one span. (The gateway does
-    /// not read providers' response ids, so time is the one key; a call that bypassed the gateway
-    /// at the very moment of a gateway request may take that request's match, and the gateway's
-    /// own span is then the one counted as unmatched: the counts stay right.)
-    static func matchExchange(_ span: Span, state: inout State) -> Bool {
-        guard
-            let index = state.exchangeStarts.firstIndex(where: {
-                $0 >= span.startUs - clockSlackUs && $0 <= span.endUs + clockSlackUs
-            })
-        else { return false }
-        state.exchangeStarts.remove(at: index)
-        return true
-    }
+    static func matchExchange(_ span: Span, state: inout State) -> Bool { state.spans.matchExchange(span) }
 
     /// A tool call no model proposed, recorded from its span: the call, its intent, its result.
     private func recordUnproposed(_ call: SpanToolCall, span: Span, recorder: RunRecorder, state: inout State) throws {
-        state.spanCallCount += 1
-        var id = call.callId ?? "span-\(state.spanCallCount)"
-        if recorder.state.call(id: id) != nil { id = "span-\(state.spanCallCount)" }
+        state.spans.spanCallCount += 1
+        var id = call.callId ?? "span-\(state.spans.spanCallCount)"
+        if recorder.state.call(id: id) != nil { id = "span-\(state.spans.spanCallCount)" }
         let arguments = call.argumentsValue
         try recorder.record(
             .decisionMade(
@@ -297,14 +285,14 @@ extension ExchangeRecorder: SpanSink {
     func recordSpanResultsLeft(recorder: RunRecorder, state: inout State) throws {
         try storeUnmatchedModelSpans(recorder: recorder, state: &state)
         var left: [(atUs: Int, id: String, logId: String, tool: String, call: SpanToolCall)] = []
-        for conversation in state.conversations.values {
+        for conversation in state.book.conversations.values {
             for (id, open) in conversation.openCalls {
-                if let call = state.spanResults[id] { left.append((open.atUs, id, open.logId, open.tool, call)) }
+                if let call = state.spans.spanResults[id] { left.append((open.atUs, id, open.logId, open.tool, call)) }
             }
         }
         guard !left.isEmpty else { return }
         for entry in left.sorted(by: { ($0.atUs, $0.logId) < ($1.atUs, $1.logId) }) {
-            state.spanResults[entry.id] = nil
+            state.spans.spanResults[entry.id] = nil
             try recordResult(callId: entry.logId, tool: entry.tool, from: entry.call, text: nil, recorder: recorder, state: &state)
         }
         try recorder.endStep()
