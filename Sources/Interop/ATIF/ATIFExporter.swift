@@ -16,111 +16,71 @@ public struct ATIFExporter: Sendable {
     public init() {}
 
     public func trajectory(log path: String) throws(ImportError) -> JSONValue {
-        let (events, first, started) = try OTLPExporter.runEvents(log: path)
-        var contents: [String: [UInt8]] = [:]
+        let run = try ExportedRun(log: path, keepsConversation: false)
+        let started = run.started
         var steps: [JSONValue] = [
             Self.object([
-                ("step_id", 1), ("timestamp", .string(Self.iso(first.timeUs))), ("source", "user"), ("message", .string(started.goal)),
+                ("step_id", 1), ("timestamp", .string(Self.iso(run.startUs))), ("source", "user"), ("message", .string(started.goal)),
             ])
         ]
-        /// The agent step being built: its index in `steps`, its calls' ids, its results.
-        var open: (index: Int, callIds: Set<String>, results: [JSONValue])?
-        var totals = (input: 0, output: 0, cost: 0.0, hasCost: false)
-        var verdicts: [JSONValue] = []
-        var stop: RunStopped?
-        func closeStep() {
-            guard let current = open else { return }
-            if !current.results.isEmpty, var step = steps[current.index].objectValue {
-                step["observation"] = ["results": .array(current.results)]
-                steps[current.index] = .object(step)
+        for decision in run.decisions {
+            let made = decision.made
+            var step: [(String, JSONValue)] = [
+                ("step_id", .int(steps.count + 1)), ("timestamp", .string(Self.iso(decision.event.timeUs))), ("source", "agent"),
+                ("model_name", .string(started.model.name)),
+            ]
+            switch made.outcome {
+            case .valid(.answer(let text)):
+                step.append(("message", .string(text)))
+            case .valid(.toolCalls(let calls)):
+                step.append(("message", ""))
+                step.append(
+                    (
+                        "tool_calls",
+                        .array(
+                            calls.map { call in
+                                let arguments: JSONValue = call.arguments.objectValue != nil ? call.arguments : ["input": call.arguments]
+                                return Self.object([
+                                    ("tool_call_id", .string(call.id)), ("function_name", .string(call.name)), ("arguments", arguments),
+                                ])
+                            })
+                    ))
+            case .valid(.askHuman(let question)):
+                step.append(("message", .string(question)))
+                step.append(("extra", ["agent_eval": ["decision": "ask_human"]]))
+            case .valid(.stop(let reason)):
+                step.append(("message", .string(reason)))
+                step.append(("extra", ["agent_eval": ["decision": "stop"]]))
+            case .invalid(let invalid):
+                step.append(("message", .string(made.raw)))
+                step.append(("extra", ["agent_eval": ["invalid_decision": .string(invalid.message)]]))
             }
-            open = nil
-        }
-        for event in events {
-            switch event.payload {
-            case .contentStored(let content):
-                if let bytes = content.bytes { contents[content.hash] = bytes }
-            case .decisionMade(let made):
-                closeStep()
-                var step: [(String, JSONValue)] = [
-                    ("step_id", .int(steps.count + 1)), ("timestamp", .string(Self.iso(event.timeUs))), ("source", "agent"),
-                    ("model_name", .string(started.model.name)),
+            var metrics: [(String, JSONValue)] = []
+            if let usage = made.usage { metrics += [("prompt_tokens", .int(usage.input)), ("completion_tokens", .int(usage.output))] }
+            if let cost = made.costUSD { metrics.append(("cost_usd", .double(cost))) }
+            if !metrics.isEmpty { step.append(("metrics", Self.object(metrics))) }
+            // The results given back before the next decision, the last attempt of each standing.
+            let results: [JSONValue] = decision.results.map { completed in
+                var result: [(String, JSONValue)] = [
+                    ("source_call_id", .string(completed.callId)), ("content", .string(run.text(of: completed))),
                 ]
-                var ids = Set<String>()
-                switch made.outcome {
-                case .valid(.answer(let text)):
-                    step.append(("message", .string(text)))
-                case .valid(.toolCalls(let calls)):
-                    step.append(("message", ""))
-                    step.append(
-                        (
-                            "tool_calls",
-                            .array(
-                                calls.map { call in
-                                    ids.insert(call.id)
-                                    let arguments: JSONValue =
-                                        call.arguments.objectValue != nil ? call.arguments : ["input": call.arguments]
-                                    return Self.object([
-                                        ("tool_call_id", .string(call.id)), ("function_name", .string(call.name)), ("arguments", arguments),
-                                    ])
-                                })
-                        ))
-                case .valid(.askHuman(let question)):
-                    step.append(("message", .string(question)))
-                    step.append(("extra", ["agent_eval": ["decision": "ask_human"]]))
-                case .valid(.stop(let reason)):
-                    step.append(("message", .string(reason)))
-                    step.append(("extra", ["agent_eval": ["decision": "stop"]]))
-                case .invalid(let invalid):
-                    step.append(("message", .string(made.raw)))
-                    step.append(("extra", ["agent_eval": ["invalid_decision": .string(invalid.message)]]))
-                }
-                var metrics: [(String, JSONValue)] = []
-                if let usage = made.usage {
-                    metrics += [("prompt_tokens", .int(usage.input)), ("completion_tokens", .int(usage.output))]
-                    totals.input += usage.input
-                    totals.output += usage.output
-                }
-                if let cost = made.costUSD {
-                    metrics.append(("cost_usd", .double(cost)))
-                    totals.cost += cost
-                    totals.hasCost = true
-                }
-                if !metrics.isEmpty { step.append(("metrics", Self.object(metrics))) }
-                steps.append(Self.object(step))
-                open = (steps.count - 1, ids, [])
-            case .toolCompleted(let completed):
-                guard let current = open, current.callIds.contains(completed.callId) else { continue }
-                // The last attempt's result stands (an earlier one is replaced).
-                var text: String
-                if let output = completed.output {
-                    text = output.stringValue ?? JSONWriter.encodeString(output)
-                } else if let hash = completed.contentHash, let bytes = contents[hash] {
-                    text = String(decoding: bytes, as: UTF8.self)
-                } else {
-                    text = completed.error ?? ""
-                }
-                var result: [(String, JSONValue)] = [("source_call_id", .string(completed.callId)), ("content", .string(text))]
                 if completed.status != .ok {
                     var extra = ObjectBuilder()
                     extra.set("status", completed.status.rawValue)
                     extra.set("error", completed.error)
                     result.append(("extra", extra.json))
                 }
-                var results = current.results.filter { $0["source_call_id"]?.stringValue != completed.callId }
-                results.append(Self.object(result))
-                open = (current.index, current.callIds, results)
-            case .verdictGiven(let verdict):
-                verdicts.append([
-                    "call_id": .string(verdict.callId), "tool": .string(verdict.tool), "verdict": .string(verdict.verdict.rawValue),
-                ])
-            case .runStopped(let stopped):
-                stop = stopped
-            default:
-                continue
+                return Self.object(result)
             }
+            if !results.isEmpty { step.append(("observation", ["results": .array(results)])) }
+            steps.append(Self.object(step))
         }
-        closeStep()
+        let verdicts: [JSONValue] = run.verdicts.map { verdict in
+            ["call_id": .string(verdict.callId), "tool": .string(verdict.tool), "verdict": .string(verdict.verdict.rawValue)]
+        }
+        let stop = run.stop?.stopped
+        let first = (runId: run.runId, timeUs: run.startUs)
+        let totals = (input: run.usage.input, output: run.usage.output, cost: run.costUSD ?? 0, hasCost: run.costUSD != nil)
         var extra = ObjectBuilder()
         extra.set("run_id", first.runId)
         extra.set("stop_reason", stop?.reason.rawValue ?? "unfinished")

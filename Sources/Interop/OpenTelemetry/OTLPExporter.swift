@@ -128,11 +128,10 @@ public struct OTLPExporter: Sendable {
 
     /// The `ResourceSpans` of one run: its service and its spans.
     public func resourceSpans(log path: String) throws(ImportError) -> JSONValue {
-        let (events, first, started) = try Self.runEvents(log: path)
-        let spans = RunSpans(
-            runId: first.runId, started: started, startUs: first.timeUs, includeContent: includeContent, conventions: conventions,
-            evaluations: evaluations[path] ?? []
-        ).spans(for: events)
+        let run = try ExportedRun(log: path, keepsConversation: includeContent)
+        let started = run.started
+        let spans = RunSpans(run: run, includeContent: includeContent, conventions: conventions, evaluations: evaluations[path] ?? [])
+            .spans()
         let resource: [(String, JSONValue)] = [
             ("service.name", .string(started.agent.name)), ("telemetry.sdk.name", "agent-eval"), ("agent_eval.log", .string(path)),
         ]
@@ -140,23 +139,6 @@ public struct OTLPExporter: Sendable {
             "resource": ["attributes": Self.attributes(resource)],
             "scopeSpans": [["scope": Self.scope, "spans": .array(spans)]],
         ]
-    }
-
-    /// A run log's events, its first and its start, for the exporters; an error naming the log
-    /// when it cannot be read or holds no run.
-    static func runEvents(log path: String) throws(ImportError) -> (events: [Event], first: Event, started: RunStarted) {
-        let events: [Event]
-        do {
-            events = try LogReader(path: path).readAll().events.map(\.event)
-        } catch let error as any Diagnostic {
-            throw ImportError(.unreadableLog, "cannot read \(path): \(error.message)", location: SourceLocation(path: path), cause: error)
-        } catch {
-            throw ImportError(.unreadableLog, "cannot read \(path): \(error)", location: SourceLocation(path: path))
-        }
-        guard let first = events.first, case .runStarted(let started) = first.payload else {
-            throw ImportError(.unreadableLog, "\(path) holds no run_started event", location: SourceLocation(path: path))
-        }
-        return (events, first, started)
     }
 
     /// OTLP's key-value list: `[{key, value: {stringValue | intValue | …}}]`, nil values left out.
@@ -181,14 +163,18 @@ public struct OTLPExporter: Sendable {
     }
 }
 
-/// Builds the spans of one run from its events.
+/// Builds the spans of one run from its export view.
 private struct RunSpans {
-    let runId: String
-    let started: RunStarted
-    let startUs: Int
+    let run: ExportedRun
     let includeContent: Bool
     let conventions: OTLPExporter.Conventions
     let evaluations: [OTLPExporter.EvaluationResult]
+
+    typealias Message = ExportedRun.Message
+
+    var runId: String { run.runId }
+    var started: RunStarted { run.started }
+    var startUs: Int { run.startUs }
 
     var isLatest: Bool { conventions == .latest }
     /// The provider's attribute: `gen_ai.provider.name`, in v1.36 `gen_ai.system`.
@@ -198,161 +184,58 @@ private struct RunSpans {
 
     func spanId(_ key: String) -> String { String(ContentHash.sha256Hex(Array("\(runId)\u{0}\(key)".utf8)).prefix(16)) }
 
-    struct Call {
-        var id: String
-        var tool: String
-        var arguments: JSONValue
-        var decisionKey: String
-        var firstIntentUs: Int?
-        var lastUs: Int?
-        var attempts: [JSONValue] = []
-        var last: ToolCompleted?
-    }
-
-    func spans(for events: [Event]) -> [JSONValue] {
+    func spans() -> [JSONValue] {
         let root = spanId("run")
         var spans: [JSONValue] = []
         var decisionEvents: [String: [JSONValue]] = [:]
-        var decisions: [(key: String, event: Event, made: DecisionMade, startUs: Int, model: ModelIdentity)] = []
-        var calls: [Call] = []
-        var callIndex: [String: Int] = [:]
-        var previousUs = startUs
-        var stop: (RunStopped, Int)?
-        var usage = TokenUsage(input: 0, output: 0)
         // Each policy verdict: an `apply_guardrail` span under the decision that proposed the call.
         var guardrails: [JSONValue] = []
-        // The conversation as the log records it, before each decision: the goal, every earlier
-        // reply's calls and every result given back.
-        var history: [Message] = [.user(started.goal)]
-        var historyBefore: [String: [Message]] = [:]
-        var stored: [String: String] = [:]
-        var instructions: String?
-        var givenBack: [(callId: String, response: JSONValue)] = []
-        // The model that made the decisions: a fork names the one it went on with.
-        var model = started.model
-        var forked: RunForked?
-        /// What the model was given back for a call: its output (kept as content or not), or its error.
-        func response(_ result: ToolCompleted) -> JSONValue {
-            if let output = result.output { return output }
-            if let hash = result.contentHash, let text = stored[hash] {
-                return (try? JSONParser.parse(Array(text.utf8))) ?? .string(text)
-            }
-            return .string(result.error ?? result.status.rawValue)
-        }
-        for event in events {
-            switch event.payload {
-            case .contentStored(let content):
-                if content.encoding == .utf8 { stored[content.hash] = content.body }
-            case .contextBuilt(let built):
-                if instructions == nil, let hash = built.promptHash { instructions = stored[hash] }
-            case .decisionMade(let made):
-                let key = "decision:\(event.sequence)"
-                let start = made.latencyUs.map { event.timeUs - $0 } ?? previousUs
-                decisions.append((key, event, made, max(startUs, min(start, event.timeUs)), model))
-                // The conversation is content: kept only when it is exported (each decision's copy
-                // of it makes a long run's export quadratic, as the conventions' input messages are).
-                if includeContent {
-                    history += givenBack.map { Message.result(callId: $0.callId, response: $0.response) }
-                    givenBack = []
-                    historyBefore[key] = history
-                    if case .valid(.toolCalls(let proposed)) = made.outcome { history.append(.calls(proposed)) }
-                }
-                if let used = made.usage { usage = TokenUsage(input: usage.input + used.input, output: usage.output + used.output) }
-                if case .valid(.toolCalls(let proposed)) = made.outcome {
-                    for call in proposed {
-                        callIndex[call.id] = calls.count
-                        calls.append(Call(id: call.id, tool: call.name, arguments: call.arguments, decisionKey: key))
-                    }
-                }
-            case .verdictGiven(let verdict):
-                if let index = callIndex[verdict.callId], !isLatest {
-                    // v1.36 has no guardrail spans: the verdict is an event of the decision's span.
-                    decisionEvents[calls[index].decisionKey, default: []].append(
-                        spanEvent(
-                            "agent_eval.policy.verdict", at: event.timeUs,
-                            [
-                                ("gen_ai.tool.call.id", text(verdict.callId)), ("gen_ai.tool.name", text(verdict.tool)),
-                                ("agent_eval.verdict", text(verdict.verdict.rawValue)), ("agent_eval.rule", text(verdict.rule)),
-                                ("agent_eval.reason", text(verdict.reason)),
-                            ]))
-                } else if let index = callIndex[verdict.callId] {
-                    // The verdict in the policy's own words (allow, deny, approval_required): the
-                    // conventions ask for the guardrail's native decision, not a translation.
-                    let result = spanEvent(
-                        "gen_ai.guardrail.result", at: event.timeUs,
-                        [
-                            ("gen_ai.guardrail.decision", text(verdict.verdict.rawValue)), ("agent_eval.rule", text(verdict.rule)),
-                            ("agent_eval.reason", text(verdict.reason)),
-                        ])
-                    guardrails.append(
-                        span(
-                            id: spanId("guardrail:\(event.sequence)"), parent: spanId(calls[index].decisionKey),
-                            name: "apply_guardrail \(started.policy.name)", kind: 1, startUs: event.timeUs, endUs: event.timeUs,
-                            attributes: [
-                                ("gen_ai.operation.name", "apply_guardrail"), ("gen_ai.guardrail.name", .string(started.policy.name)),
-                                ("gen_ai.tool.call.id", text(verdict.callId)), ("gen_ai.tool.name", text(verdict.tool)),
-                            ],
-                            events: [result], status: ["code": 0]))
-                }
-            case .approvalRecorded(let approval):
-                if let index = callIndex[approval.callId] {
-                    decisionEvents[calls[index].decisionKey, default: []].append(
-                        spanEvent(
-                            "agent_eval.approval", at: event.timeUs,
-                            [
-                                ("gen_ai.tool.call.id", text(approval.callId)), ("agent_eval.granted", .bool(approval.isGranted)),
-                                ("agent_eval.approver", text(approval.approver)), ("agent_eval.reason", text(approval.reason)),
-                            ]))
-                }
-            case .toolIntended(let intent):
-                if let index = callIndex[intent.callId], calls[index].firstIntentUs == nil { calls[index].firstIntentUs = event.timeUs }
-            case .toolCompleted(let result):
-                guard let index = callIndex[result.callId] else { break }
-                calls[index].lastUs = event.timeUs
-                calls[index].last = result
-                // The last attempt's result is the one given back to the model.
-                if includeContent {
-                    if let given = givenBack.firstIndex(where: { $0.callId == result.callId }) {
-                        givenBack[given].response = response(result)
-                    } else {
-                        givenBack.append((result.callId, response(result)))
-                    }
-                }
-                calls[index].attempts.append(
+        let calls = run.calls
+        let instructions = run.instructions
+        for judgement in run.judgements {
+            switch judgement {
+            case .verdict(let verdict, let event, let index?) where !isLatest:
+                // v1.36 has no guardrail spans: the verdict is an event of the decision's span.
+                decisionEvents[calls[index].decisionKey, default: []].append(
                     spanEvent(
-                        "agent_eval.tool.attempt", at: event.timeUs,
+                        "agent_eval.policy.verdict", at: event.timeUs,
                         [
-                            ("agent_eval.attempt", .int(result.attempt)), ("agent_eval.status", text(result.status.rawValue)),
-                            ("agent_eval.duration_us", .int(result.durationUs)),
-                            ("error.type", result.status == .ok ? nil : text(result.status.rawValue)),
-                            ("agent_eval.error", text(result.error)),
+                            ("gen_ai.tool.call.id", text(verdict.callId)), ("gen_ai.tool.name", text(verdict.tool)),
+                            ("agent_eval.verdict", text(verdict.verdict.rawValue)), ("agent_eval.rule", text(verdict.rule)),
+                            ("agent_eval.reason", text(verdict.reason)),
                         ]))
-            case .runStopped(let stopped):
-                stop = (stopped, event.timeUs)
-            case .runForked(let fork):
-                // What the fork's model saw from here on: the edited results, the restated goal.
-                forked = fork
-                model = fork.model ?? model
-                for edit in fork.edits {
-                    switch edit.kind {
-                    case .result, .error:
-                        let edited: JSONValue = edit.kind == .result ? edit.value ?? .null : .string(edit.text ?? "")
-                        if let given = givenBack.firstIndex(where: { $0.callId == edit.callId }) {
-                            givenBack[given].response = edited
-                        } else if let index = history.lastIndex(where: { $0.callId == edit.callId }) {
-                            history[index] = .result(callId: edit.callId ?? "", response: edited)
-                        }
-                    case .input:
-                        if let text = edit.text, !history.isEmpty { history[0] = .user(text) }
-                    case .decision, .approve, .deny, .toolFixture:
-                        break
-                    }
-                }
-            default: break
+            case .verdict(let verdict, let event, let index?):
+                // The verdict in the policy's own words (allow, deny, approval_required): the
+                // conventions ask for the guardrail's native decision, not a translation.
+                let result = spanEvent(
+                    "gen_ai.guardrail.result", at: event.timeUs,
+                    [
+                        ("gen_ai.guardrail.decision", text(verdict.verdict.rawValue)), ("agent_eval.rule", text(verdict.rule)),
+                        ("agent_eval.reason", text(verdict.reason)),
+                    ])
+                guardrails.append(
+                    span(
+                        id: spanId("guardrail:\(event.sequence)"), parent: spanId(calls[index].decisionKey),
+                        name: "apply_guardrail \(started.policy.name)", kind: 1, startUs: event.timeUs, endUs: event.timeUs,
+                        attributes: [
+                            ("gen_ai.operation.name", "apply_guardrail"), ("gen_ai.guardrail.name", .string(started.policy.name)),
+                            ("gen_ai.tool.call.id", text(verdict.callId)), ("gen_ai.tool.name", text(verdict.tool)),
+                        ],
+                        events: [result], status: ["code": 0]))
+            case .approval(let approval, let event, let index?):
+                decisionEvents[calls[index].decisionKey, default: []].append(
+                    spanEvent(
+                        "agent_eval.approval", at: event.timeUs,
+                        [
+                            ("gen_ai.tool.call.id", text(approval.callId)), ("agent_eval.granted", .bool(approval.isGranted)),
+                            ("agent_eval.approver", text(approval.approver)), ("agent_eval.reason", text(approval.reason)),
+                        ]))
+            case .verdict, .approval:
+                continue  // about a call not proposed (yet)
             }
-            previousUs = event.timeUs
         }
-        for (key, event, made, start, model) in decisions {
+        for decision in run.decisions {
+            let (key, event, made, start, model) = (decision.key, decision.event, decision.made, decision.startUs, decision.model)
             var attributes: [(String, JSONValue?)] = [
                 ("gen_ai.operation.name", "chat"), (providerKey, .string(model.provider)),
                 ("gen_ai.request.model", .string(model.name)),
@@ -387,7 +270,7 @@ private struct RunSpans {
             }
             var events = decisionEvents[key] ?? []
             if includeContent {
-                let input = historyBefore[key] ?? [.user(started.goal)]
+                let input = decision.input ?? [.user(started.goal)]
                 let isStop: Bool
                 if case .valid(.stop) = made.outcome { isStop = true } else { isStop = false }
                 if isLatest {
@@ -441,25 +324,25 @@ private struct RunSpans {
             if includeContent, isLatest {
                 attributes.append(("gen_ai.tool.call.arguments", .string(JSONWriter.encodeString(call.arguments))))
                 if let last = call.last, last.status == .ok {
-                    attributes.append(("gen_ai.tool.call.result", .string(JSONWriter.encodeString(response(last)))))
+                    attributes.append(("gen_ai.tool.call.result", .string(JSONWriter.encodeString(run.response(last)))))
                 }
             }
             spans.append(
                 span(
                     id: spanId("tool:\(call.id)"), parent: root, name: "execute_tool \(call.tool)", kind: 1, startUs: begin,
-                    endUs: call.lastUs ?? begin, attributes: attributes, events: call.attempts, status: status))
+                    endUs: call.lastUs ?? begin, attributes: attributes, events: call.attempts.map(attemptEvent), status: status))
         }
         var rootAttributes: [(String, JSONValue?)] = [
             ("gen_ai.operation.name", "invoke_agent"), ("gen_ai.agent.name", .string(started.agent.name)),
             ("gen_ai.agent.version", started.agent.version.map { .string($0) }), ("gen_ai.conversation.id", .string(runId)),
             (providerKey, .string(started.model.provider)), ("gen_ai.request.model", .string(started.model.name)),
-            ("agent_eval.forked_from", text(forked?.parentRunId)), ("agent_eval.fork_step", forked.map { .int($0.step) }),
-            ("gen_ai.usage.input_tokens", .int(usage.input)), ("gen_ai.usage.output_tokens", .int(usage.output)),
+            ("agent_eval.forked_from", text(run.forked?.parentRunId)), ("agent_eval.fork_step", run.forked.map { .int($0.step) }),
+            ("gen_ai.usage.input_tokens", .int(run.usage.input)), ("gen_ai.usage.output_tokens", .int(run.usage.output)),
             ("agent_eval.run_id", .string(runId)),
         ]
         var rootStatus: JSONValue = ["code": 0]
-        var endUs = previousUs
-        if let (stopped, at) = stop {
+        var endUs = run.lastUs
+        if let (stopped, at) = run.stop {
             endUs = at
             rootAttributes += [
                 ("agent_eval.stop_reason", .string(stopped.reason.rawValue)),
@@ -503,6 +386,19 @@ private struct RunSpans {
 
     func text(_ value: String?) -> JSONValue? { value.map { .string($0) } }
 
+    /// One attempt of a call: an event of its span.
+    func attemptEvent(_ attempt: (result: ToolCompleted, timeUs: Int)) -> JSONValue {
+        let result = attempt.result
+        return spanEvent(
+            "agent_eval.tool.attempt", at: attempt.timeUs,
+            [
+                ("agent_eval.attempt", .int(result.attempt)), ("agent_eval.status", text(result.status.rawValue)),
+                ("agent_eval.duration_us", .int(result.durationUs)),
+                ("error.type", result.status == .ok ? nil : text(result.status.rawValue)),
+                ("agent_eval.error", text(result.error)),
+            ])
+    }
+
     /// `gen_ai.system_instructions`: the agent's instructions as one text part.
     func systemInstructions(_ instructions: String) -> JSONValue {
         .string(JSONWriter.encodeString([["type": "text", "content": .string(instructions)]]))
@@ -511,51 +407,6 @@ private struct RunSpans {
     /// A v1.36 content event: its body (a log record's body in the conventions) as a JSON string.
     func legacyEvent(_ name: String, at timeUs: Int, body: JSONValue) -> JSONValue {
         spanEvent(name, at: timeUs, [("gen_ai.system", .string(started.model.provider)), ("body", .string(JSONWriter.encodeString(body)))])
-    }
-
-    /// One message of the conversation a decision was asked with.
-    enum Message {
-        case user(String)
-        case calls([ToolCall])
-        /// A result given back: the response the model saw for the call.
-        case result(callId: String, response: JSONValue)
-
-        var callId: String? {
-            if case .result(let id, _) = self { return id }
-            return nil
-        }
-
-        /// The latest conventions' form: a role and typed parts.
-        var structured: JSONValue {
-            switch self {
-            case .user(let text): return ["role": "user", "parts": [["type": "text", "content": .string(text)]]]
-            case .calls(let calls):
-                return [
-                    "role": "assistant",
-                    "parts": .array(
-                        calls.map { ["type": "tool_call", "id": .string($0.id), "name": .string($0.name), "arguments": $0.arguments] }),
-                ]
-            case .result(let id, let response):
-                return ["role": "tool", "parts": [["type": "tool_call_response", "id": .string(id), "response": response]]]
-            }
-        }
-
-        /// v1.36's form: the event's name and body.
-        var v136: (String, JSONValue) {
-            switch self {
-            case .user(let text): return ("gen_ai.user.message", ["content": .string(text)])
-            case .calls(let calls): return ("gen_ai.assistant.message", ["tool_calls": .array(calls.map(Self.v136ToolCall))])
-            case .result(let id, let response):
-                return (
-                    "gen_ai.tool.message",
-                    ["id": .string(id), "content": .string(response.stringValue ?? JSONWriter.encodeString(response))]
-                )
-            }
-        }
-
-        static func v136ToolCall(_ call: ToolCall) -> JSONValue {
-            ["id": .string(call.id), "type": "function", "function": ["name": .string(call.name), "arguments": call.arguments]]
-        }
     }
 
     func output(_ parts: [JSONValue], finish: String) -> JSONValue {
@@ -583,5 +434,40 @@ private struct RunSpans {
         if !events.isEmpty { object["events"] = .array(events) }
         object["status"] = status
         return .object(object)
+    }
+}
+
+/// The conversation in the conventions' two forms.
+extension ExportedRun.Message {
+    /// The latest conventions' form: a role and typed parts.
+    var structured: JSONValue {
+        switch self {
+        case .user(let text): return ["role": "user", "parts": [["type": "text", "content": .string(text)]]]
+        case .calls(let calls):
+            return [
+                "role": "assistant",
+                "parts": .array(
+                    calls.map { ["type": "tool_call", "id": .string($0.id), "name": .string($0.name), "arguments": $0.arguments] }),
+            ]
+        case .result(let id, let response):
+            return ["role": "tool", "parts": [["type": "tool_call_response", "id": .string(id), "response": response]]]
+        }
+    }
+
+    /// v1.36's form: the event's name and body.
+    var v136: (String, JSONValue) {
+        switch self {
+        case .user(let text): return ("gen_ai.user.message", ["content": .string(text)])
+        case .calls(let calls): return ("gen_ai.assistant.message", ["tool_calls": .array(calls.map(Self.v136ToolCall))])
+        case .result(let id, let response):
+            return (
+                "gen_ai.tool.message",
+                ["id": .string(id), "content": .string(response.stringValue ?? JSONWriter.encodeString(response))]
+            )
+        }
+    }
+
+    static func v136ToolCall(_ call: ToolCall) -> JSONValue {
+        ["id": .string(call.id), "type": "function", "function": ["name": .string(call.name), "arguments": call.arguments]]
     }
 }
