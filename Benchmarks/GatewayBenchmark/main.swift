@@ -69,9 +69,10 @@ defer { try? FileManager.default.removeItem(atPath: directory) }
 
 /// A gateway recording into `log`, as `agent-eval record` sets it up, forwarding OpenAI requests
 /// to `openAI` on the local server.
+// No request budget: the benchmark measures the gateway, not `--max-requests` (default 100).
 func startGateway(log: String, openAI: String = "/v1") async throws -> (ModelGateway, ExchangeRecorder) {
     let recorder = ExchangeRecorder(
-        logPath: log, runId: "run-benchmark", goal: nil, agentName: "benchmark", command: ["benchmark"], limits: .init(),
+        logPath: log, runId: "run-benchmark", goal: nil, agentName: "benchmark", command: ["benchmark"], limits: .init(maxRequests: nil),
         keys: nil, onStop: { _ in })
     let gateway = try await ModelGateway(
         handler: GatewayHandler(
@@ -129,8 +130,9 @@ func exchange(_ url: String, body: [UInt8], parse: Bool) async throws -> (second
         }
     }
     let elapsed = started.duration(to: clock.now).components
-    precondition(status == 200, "\(url) answered \(status)")
-    if parse { precondition(reader.finish().raw != nil, "the reply from \(url) was not assembled") }
+    // fatalError, not precondition: a release build prints its message.
+    guard status == 200 else { fatalError("\(url) answered \(status)") }
+    if parse, reader.finish().raw == nil { fatalError("the reply from \(url) was not assembled") }
     return (Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18, bytes)
 }
 
