@@ -136,7 +136,9 @@ extension WorkerThreads where Work == @Sendable () -> Void {
         thread.finish()
     }
 
-    /// `body`'s value, computed on one of these threads, handed to the awaiting task.
+    /// `body`'s value, computed on one of these threads, handed to the awaiting task (on the
+    /// caller's thread once the threads are stopping). Not for threads that `cancelAndWait`
+    /// stops: the work it drops would never resume its task; `finish` runs what was submitted.
     public func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             let work: @Sendable () -> Void = { continuation.resume(with: Result { try body() }) }

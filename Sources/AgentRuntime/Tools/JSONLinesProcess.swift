@@ -67,7 +67,8 @@ public final class JSONLinesProcess: Sendable {
     /// What `stop`'s grace period is kept on.
     private let clock: any Clock<Duration>
     private let continuation: AsyncThrowingStream<Data, any Error>.Continuation
-    private let writer = JobThreads(name: "agent-eval mcp stdin", stackSize: 128 * 1024)
+    /// Made once the server started: a server that cannot be started leaves no thread behind.
+    private let writer: JobThreads
 
     public init(
         command: [String], directory: String, environment: [String: String], name: String, keepsResults: Bool = true,
@@ -76,6 +77,7 @@ public final class JSONLinesProcess: Sendable {
         self.clock = clock
         process = try SpawnedProcess.start(
             command: command, directory: directory, environment: environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" })
+        writer = JobThreads(name: "agent-eval mcp stdin", stackSize: 128 * 1024)
         self.name = name
         self.keepsResults = keepsResults
         self.forwardsStderr = forwardsStderr

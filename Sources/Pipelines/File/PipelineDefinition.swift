@@ -43,7 +43,6 @@ public struct PipelineDefinition: Sendable {
 
     public func task(_ id: String) -> PipelineTask? { taskIndex[id].map { tasks[$0] } }
 
-    /// The plan `pipeline_started` records.
     /// The plan as `check --verbose` shows it: a line per task, `id [kind] ← needs (fallback for …)`.
     public var planLines: [String] {
         plan.map { task in
@@ -53,6 +52,7 @@ public struct PipelineDefinition: Sendable {
         }
     }
 
+    /// The plan `pipeline_started` records.
     public var plan: [PipelineTaskPlan] {
         var primaries: [String: [String]] = [:]
         for task in tasks {

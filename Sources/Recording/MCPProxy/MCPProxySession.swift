@@ -320,8 +320,9 @@ actor MCPProxySession {
             }
             // Cancelled: the client gave up on the call (`refuseWaiting` records it).
             if found == nil, Task.isCancelled { return }
+            // One last look at the deadline: an answer written during the last interval counts.
             let answer =
-                found
+                found ?? MCPApprovals.takeAnswer(log: log, callId: call.callId)
                 ?? MCPApprovals.Answer(
                     isGranted: false, approver: "agent-eval mcp-proxy",
                     reason: "no approval came within \(MCPProxySession.seconds(timeout)) (--approval-timeout)")

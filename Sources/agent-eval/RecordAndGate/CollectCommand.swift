@@ -107,7 +107,8 @@ struct CollectCommand: AsyncParsableCommand {
         do {
             collection = try TraceCollection(collector: collector, settleSeconds: settle)
         } catch {
-            throw diagnose(error)
+            // The code collect has always given a folder it cannot write (`unwritable`).
+            throw diagnose(CommandError("unwritable", error.message, hint: error.hint))
         }
         var finished: [TraceCollector.Finished] = []
         // Traces a collector before this one kept but did not write.

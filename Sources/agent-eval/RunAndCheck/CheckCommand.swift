@@ -78,8 +78,8 @@ struct CheckCommand: AsyncParsableCommand {
                     say(
                         "\(file.path): "
                             + (file.problems.isEmpty ? (file.summary ?? "ok") : (file.summary.map { "\($0), " } ?? "") + counted))
+                    if verbose { for line in file.details { say("  " + line) } }
                 }
-                if verbose { for line in file.details { say("  " + line) } }
                 // Problems go to standard error: keep them after their file's line when both
                 // streams go to one place.
                 fflush(nil)
