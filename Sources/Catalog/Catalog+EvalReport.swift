@@ -84,12 +84,19 @@ extension Catalog {
     /// Records a finished suite run (`record(_:info:)`) and reads what its history says now:
     /// the cases flaky in history (when `flakyHistory`, `run --history`), and the quarantined
     /// cases that passed their last `QuarantineEntry.releaseStreak` suite runs, this one included.
+    /// Throws only when the suite run could not be recorded; a history that could not be read
+    /// afterwards is what was read, with the error in `problems`.
     public func recordSuite(_ report: EvalReport, info: SuiteRunInfo, flakyHistory: Bool) throws(CatalogError) -> SuiteHistory {
         try record(report, info: info)
-        var history = SuiteHistory(flaky: flakyHistory ? try flakyCases(in: report) : nil)
-        for result in report.results where result.evalCase.quarantine != nil {
-            let streak = try self.history(caseId: result.id, limit: QuarantineEntry.releaseStreak).passingStreak
-            if streak >= QuarantineEntry.releaseStreak { history.readyToRelease.append(.init(caseId: result.id, streak: streak)) }
+        var history = SuiteHistory(flaky: flakyHistory ? [] : nil)
+        do throws(CatalogError) {
+            if flakyHistory { history.flaky = try flakyCases(in: report) }
+            for result in report.results where result.evalCase.quarantine != nil {
+                let streak = try self.history(caseId: result.id, limit: QuarantineEntry.releaseStreak).passingStreak
+                if streak >= QuarantineEntry.releaseStreak { history.readyToRelease.append(.init(caseId: result.id, streak: streak)) }
+            }
+        } catch {
+            history.problems.append(error)
         }
         return history
     }
@@ -119,6 +126,8 @@ public struct SuiteHistory: Sendable, Equatable {
     public var flaky: [CaseStability]?
     /// The quarantined cases ready to be released, in report order.
     public var readyToRelease: [Release] = []
+    /// Why the history could not be read whole (the suite run was recorded).
+    public var problems: [CatalogError] = []
 
     public init(flaky: [CaseStability]? = nil, readyToRelease: [Release] = []) {
         self.flaky = flaky

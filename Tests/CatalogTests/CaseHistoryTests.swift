@@ -74,7 +74,7 @@ struct CaseHistoryTests {
             #expect(histories.dropLast().allSatisfy { $0.readyToRelease.isEmpty })
             let last = try #require(histories.last)
             #expect(last.readyToRelease == [SuiteHistory.Release(caseId: "refund", streak: 5)])
-            #expect(last.flaky == nil)
+            #expect(last.flaky == nil && last.problems.isEmpty)
             #expect(histories[0].flaky == [])
             #expect(last.lines == ["READY TO RELEASE: refund passed its last 5 suite runs (agent-eval quarantine release refund)"])
             let json = last.adding(to: ["cases": 1])

@@ -385,6 +385,7 @@ struct RunCommand: AsyncParsableCommand {
         if let catalog, let info = await pendingInfo?.value {
             do {
                 history = try catalog.recordSuite(report, info: info, flakyHistory: self.history)
+                for problem in history.problems { warn(problem) }
             } catch {
                 warn(error)
                 printError("warning: the results were not recorded in the catalog")
