@@ -78,9 +78,8 @@ struct ExportedRun {
     private(set) var forked: RunForked?
     /// The time of the log's last event.
     private(set) var lastUs: Int
-    /// Stored contents, by hash: the bytes of each, and the text of those stored as UTF-8.
-    private(set) var contents: [String: [UInt8]] = [:]
-    private(set) var texts: [String: String] = [:]
+    /// Stored contents, by hash, as the log holds them (their bytes decoded only when asked for).
+    private(set) var contents: [String: ContentStored] = [:]
 
     /// The run in the log at `path`; an error naming the log when it cannot be read or holds no run.
     init(log path: String, keepsConversation: Bool) throws(ImportError) {
@@ -112,10 +111,9 @@ struct ExportedRun {
         for event in events {
             switch event.payload {
             case .contentStored(let content):
-                if let bytes = content.bytes { contents[content.hash] = bytes }
-                if content.encoding == .utf8 { texts[content.hash] = content.body }
+                contents[content.hash] = content
             case .contextBuilt(let built):
-                if instructions == nil, let hash = built.promptHash { instructions = texts[hash] }
+                if instructions == nil, let hash = built.promptHash { instructions = text(stored: hash) }
             case .decisionMade(let made):
                 let key = "decision:\(event.sequence)"
                 let start = made.latencyUs.map { event.timeUs - $0 } ?? previousUs
@@ -195,10 +193,16 @@ struct ExportedRun {
         judgements.compactMap { if case .verdict(let verdict, _, _) = $0 { verdict } else { nil } }
     }
 
+    /// The content stored under `hash` when it was stored as UTF-8 text.
+    private func text(stored hash: String) -> String? {
+        guard let content = contents[hash], content.encoding == .utf8 else { return nil }
+        return content.body
+    }
+
     /// What the model was given back for a call: its output (kept as content or not), or its error.
     func response(_ result: ToolCompleted) -> JSONValue {
         if let output = result.output { return output }
-        if let hash = result.contentHash, let text = texts[hash] {
+        if let hash = result.contentHash, let text = text(stored: hash) {
             return (try? JSONParser.parse(Array(text.utf8))) ?? .string(text)
         }
         return .string(result.error ?? result.status.rawValue)
@@ -208,7 +212,7 @@ struct ExportedRun {
     /// its error.
     func text(of result: ToolCompleted) -> String {
         if let output = result.output { return output.stringValue ?? JSONWriter.encodeString(output) }
-        if let hash = result.contentHash, let bytes = contents[hash] { return String(decoding: bytes, as: UTF8.self) }
+        if let hash = result.contentHash, let bytes = contents[hash]?.bytes { return String(decoding: bytes, as: UTF8.self) }
         return result.error ?? ""
     }
 }
