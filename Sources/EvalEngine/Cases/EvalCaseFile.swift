@@ -379,129 +379,68 @@ public enum EvalCaseFile {
         }
     }
 
-    /// The run-level keys of `fields` (the trajectory of one run); errors go to `errors`.
+    /// The run-level keys of `fields` (the trajectory of one run), one `ExpectationKind` after
+    /// another; errors go to `errors`.
     static func readRunExpectations(_ fields: inout MappingReader, directory: String, errors: inout ConfigErrors) -> Expectations {
         var expected = Expectations()
-        errors.collect { () throws(ConfigError) in expected.toolsCalled = try fields.optional("toolsCalled")?.names("toolsCalled") ?? [] }
-        errors.collect { () throws(ConfigError) in
-            expected.toolsSucceeded = try fields.optional("toolsSucceeded")?.names("toolsSucceeded") ?? []
-        }
-        errors.collect { () throws(ConfigError) in
-            expected.toolsNotCalled = try fields.optional("toolsNotCalled")?.names("toolsNotCalled") ?? []
-        }
-        errors.collect { () throws(ConfigError) in
-            expected.toolsAllowed = try fields.optional("toolsAllowed")?.names("toolsAllowed")
-        }
-        errors.collect { () throws(ConfigError) in
-            if let node = fields.optional("notSequence") {
-                let names = try node.names("notSequence")
-                guard names.count >= 2 else {
-                    throw ConfigError(
-                        .invalidValue, "notSequence names \(names.count) tool\(names.count == 1 ? "" : "s"): an order needs two or more",
-                        at: node.location, hint: "for a tool that must never run, use toolsNotCalled")
-                }
-                expected.notSequence = names
-            }
-        }
-        errors.collect { () throws(ConfigError) in
-            if let node = fields.optional("failedResults") { expected.failedResults = try readRange(node, what: "failedResults") }
-        }
-        errors.collect { () throws(ConfigError) in
-            expected.stopReason = try fields.optional("stopReason").map { node throws(ConfigError) in try node.choice("stopReason") }
-        }
-        errors.collect { () throws(ConfigError) in
-            expected.limit = try fields.optional("limit").map { node throws(ConfigError) in try node.choice("limit") }
-        }
-        errors.collect { () throws(ConfigError) in
-            if let node = fields.optional("sequence") { expected.sequence = try readSequence(node) }
-        }
-        errors.collect { () throws(ConfigError) in
-            if let node = fields.optional("arguments") {
-                let tools = try node.mapping("arguments")
-                for pair in tools.pairs {
-                    if case .sequence(let items) = pair.value.content {
-                        // One matcher per call, in the order the calls ran.
-                        guard !items.isEmpty else {
-                            throw ConfigError(
-                                .invalidValue, "arguments of \(pair.key) is an empty list: give a matcher per call, in order",
-                                at: pair.value.location)
-                        }
-                        var matchers: [ArgumentMatcher] = []
-                        for (index, item) in items.enumerated() {
-                            matchers.append(try readMatcher(item, what: "arguments of \(pair.key), call \(index + 1)"))
-                        }
-                        expected.argumentsByCall.append((pair.key, matchers))
-                        continue
-                    }
-                    let (matcher, rubric) = try readArguments(pair.value, tool: pair.key, directory: directory)
-                    if let matcher { expected.arguments.append((pair.key, matcher)) }
-                    if let rubric { expected.argumentRubrics.append(ArgumentRubric(tool: pair.key, rubric: rubric)) }
-                }
-            }
-        }
-        errors.collect { () throws(ConfigError) in
-            if let node = fields.optional("callCounts") {
-                let tools = try node.mapping("callCounts")
-                for pair in tools.pairs {
-                    expected.callCounts.append((pair.key, try readRange(pair.value, what: "callCounts.\(pair.key)")))
-                }
-            }
-        }
-        errors.collect { () throws(ConfigError) in expected.maxSteps = try fields.optional("maxSteps")?.int("maxSteps", in: 0...Int.max) }
-        errors.collect { () throws(ConfigError) in
-            expected.maxToolCalls = try fields.optional("maxToolCalls")?.int("maxToolCalls", in: 0...Int.max)
-        }
-        errors.collect { () throws(ConfigError) in
-            expected.minToolCalls = try fields.optional("minToolCalls")?.int("minToolCalls", in: 0...Int.max)
-        }
-        errors.collect { () throws(ConfigError) in expected.maxTokens = try fields.optional("maxTokens")?.int("maxTokens", in: 0...Int.max)
-        }
-        errors.collect { () throws(ConfigError) in
-            expected.maxDurationMs = try fields.optional("maxDurationMs")?.int("maxDurationMs", in: 0...Int.max)
-        }
-        errors.collect { () throws(ConfigError) in
-            if let node = fields.optional("verdicts") {
-                var verdicts = try node.mapping("verdicts")
-                expected.denied = try verdicts.optional("denied")?.names("verdicts.denied") ?? []
-                expected.approvalRequired = try verdicts.optional("approvalRequired")?.names("verdicts.approvalRequired") ?? []
-                expected.requiresApprovalBeforeExecution =
-                    try verdicts.optional("noUnapprovedExecution")?.bool("verdicts.noUnapprovedExecution") ?? false
-                try verdicts.finish()
-            }
-        }
-        errors.collect { () throws(ConfigError) in
-            if let node = fields.optional("answer") {
-                if case .scalar = node.content {
-                    expected.answerContains = [try node.string("answer")]
-                } else {
-                    var answer = try node.mapping("answer")
-                    expected.answerContains = try answer.optional("contains")?.strings("answer.contains") ?? []
-                    if let pattern = answer.optional("matches") {
-                        expected.answerMatches = try pattern.regex("answer.matches")
-                    }
-                    if let reference = answer.optional("similarTo") {
-                        let text = try reference.string("answer.similarTo")
-                        var least = 0.8
-                        if let node = answer.optional("min") {
-                            least = try node.double("answer.min")
-                            guard (0...1).contains(least) else {
-                                throw ConfigError(.invalidValue, "answer.min must be from 0 to 1, found \(least)", at: node.location)
-                            }
-                        }
-                        expected.answerSimilarTo = (text, least)
-                    } else if let least = answer.optional("min") {
-                        throw ConfigError(
-                            .invalidValue, "answer.min is the least similarity to answer.similarTo, which is not given", at: least.location)
-                    }
-                    expected.answerRubric = try readRubric(&answer, what: "answer", directory: directory)
-                    try answer.finish()
-                }
-            }
-        }
-        errors.collect { () throws(ConfigError) in
-            expected.countsDeniedAttempts = try fields.optional("countDeniedAttempts")?.bool("countDeniedAttempts") ?? false
+        for kind in ExpectationKind.all {
+            guard let node = fields.optional(kind.key) else { continue }
+            errors.collect { () throws(ConfigError) in try kind.read(node, &expected, directory) }
         }
         return expected
+    }
+
+    /// `arguments:` — per tool, a matcher (and a rubric), or a list of matchers, one per call.
+    static func readArgumentExpectations(_ node: ConfigNode, _ expected: inout Expectations, directory: String) throws(ConfigError) {
+        let tools = try node.mapping("arguments")
+        for pair in tools.pairs {
+            if case .sequence(let items) = pair.value.content {
+                // One matcher per call, in the order the calls ran.
+                guard !items.isEmpty else {
+                    throw ConfigError(
+                        .invalidValue, "arguments of \(pair.key) is an empty list: give a matcher per call, in order",
+                        at: pair.value.location)
+                }
+                var matchers: [ArgumentMatcher] = []
+                for (index, item) in items.enumerated() {
+                    matchers.append(try readMatcher(item, what: "arguments of \(pair.key), call \(index + 1)"))
+                }
+                expected.argumentsByCall.append((pair.key, matchers))
+                continue
+            }
+            let (matcher, rubric) = try readArguments(pair.value, tool: pair.key, directory: directory)
+            if let matcher { expected.arguments.append((pair.key, matcher)) }
+            if let rubric { expected.argumentRubrics.append(ArgumentRubric(tool: pair.key, rubric: rubric)) }
+        }
+    }
+
+    /// `answer:` — a text it contains, or a mapping of contains, matches, similarTo (and min) and a rubric.
+    static func readAnswerExpectations(_ node: ConfigNode, _ expected: inout Expectations, directory: String) throws(ConfigError) {
+        if case .scalar = node.content {
+            expected.answerContains = [try node.string("answer")]
+            return
+        }
+        var answer = try node.mapping("answer")
+        expected.answerContains = try answer.optional("contains")?.strings("answer.contains") ?? []
+        if let pattern = answer.optional("matches") {
+            expected.answerMatches = try pattern.regex("answer.matches")
+        }
+        if let reference = answer.optional("similarTo") {
+            let text = try reference.string("answer.similarTo")
+            var least = 0.8
+            if let node = answer.optional("min") {
+                least = try node.double("answer.min")
+                guard (0...1).contains(least) else {
+                    throw ConfigError(.invalidValue, "answer.min must be from 0 to 1, found \(least)", at: node.location)
+                }
+            }
+            expected.answerSimilarTo = (text, least)
+        } else if let least = answer.optional("min") {
+            throw ConfigError(
+                .invalidValue, "answer.min is the least similarity to answer.similarTo, which is not given", at: least.location)
+        }
+        expected.answerRubric = try readRubric(&answer, what: "answer", directory: directory)
+        try answer.finish()
     }
 
     /// `expected.pipeline` and `expected.tasks`; errors go to `errors`.

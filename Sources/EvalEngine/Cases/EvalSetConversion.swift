@@ -1,5 +1,4 @@
 import Foundation
-import TraceCore
 public import TraceCore
 import TraceLog
 

@@ -59,31 +59,19 @@ public struct Expectations: Sendable {
 
     public init() {}
 
-    /// Every tool name the expectations mention, in order, without repeats.
+    /// Every tool name the expectations mention, in the order of `ExpectationKind.all`, without repeats.
     public var toolNames: [String] {
         var names: [String] = []
         var seen: Set<String> = []
-        let lists: [[String]] = [
-            toolsCalled, toolsSucceeded, toolsNotCalled, toolsAllowed ?? [], notSequence, arguments.map(\.tool),
-            argumentsByCall.map(\.tool),
-            argumentRubrics.map(\.tool), callCounts.map(\.tool), denied, approvalRequired, sequence?.calls.map(\.tool) ?? [],
-        ]
-        for list in lists {
-            for name in list where seen.insert(name).inserted { names.append(name) }
+        for kind in ExpectationKind.all {
+            for name in kind.tools(self) where seen.insert(name).inserted { names.append(name) }
         }
         return names
     }
 
-    /// How many checks this is: one per tool listed and per setting given.
-    public var count: Int {
-        toolsCalled.count + toolsSucceeded.count + toolsNotCalled.count + (toolsAllowed == nil ? 0 : 1) + (notSequence.isEmpty ? 0 : 1)
-            + (failedResults == nil ? 0 : 1) + (stopReason == nil ? 0 : 1) + (limit == nil ? 0 : 1)
-            + (sequence == nil ? 0 : 1)
-            + arguments.count + argumentsByCall.reduce(0) { $0 + $1.matchers.count } + callCounts.count
-            + [maxSteps, maxToolCalls, minToolCalls, maxTokens, maxDurationMs].compactMap { $0 }.count
-            + denied.count + approvalRequired.count + (requiresApprovalBeforeExecution ? 1 : 0) + answerContains.count
-            + (answerMatches == nil ? 0 : 1) + (answerSimilarTo == nil ? 0 : 1) + rubrics.count + (pipeline?.count ?? 0)
-    }
+    /// How many checks this is: one per tool listed and per setting given (`ExpectationKind.count`),
+    /// and the pipeline's.
+    public var count: Int { ExpectationKind.all.reduce(0) { $0 + $1.count(self) } + (pipeline?.count ?? 0) }
 
     /// The model-graded expectations, answer first: a run that has them is graded by a judge
     /// after its trajectory is checked.
@@ -93,7 +81,7 @@ public struct Expectations: Sendable {
     public var allRubrics: [Rubric] { rubrics + (pipeline?.tasks.flatMap { $0.run?.rubrics ?? [] } ?? []) }
 
     /// The run-level keys a case sets, for the message when they are mixed with pipeline ones.
-    var runKeyCount: Int { count - (pipeline?.count ?? 0) + (countsDeniedAttempts ? 1 : 0) }
+    var runKeyCount: Int { ExpectationKind.all.filter { $0.isGiven(self) }.count }
 }
 
 /// An inclusive range of call counts.

@@ -38,9 +38,41 @@ public struct CheckNote: Sendable, Hashable {
     }
 }
 
+/// A run being checked: its folded state and what the checks of every kind look up in it, found
+/// once.
+struct CheckedRun {
+    let state: RunState
+    /// The policy file whose verdicts were given to the calls that recorded none (a case's `policy:`).
+    let policy: String?
+    let executed: [ToolCallRecord]
+    let executedNames: String
+    let lastStep: Int
+    // Each tool's calls in order, found once: a case may list many tools (a long
+    // toolsNotCalled), and scanning every call for each would make the check quadratic.
+    private let byTool: [String: [ToolCallRecord]]
+
+    init(_ state: RunState, policy: String?) {
+        self.state = state
+        self.policy = policy
+        executed = state.executedCalls
+        executedNames = TrajectoryCheck.names(executed)
+        lastStep = state.step
+        byTool = Dictionary(grouping: state.calls, by: \.tool)
+    }
+
+    func allCalls(of tool: String) -> [ToolCallRecord] { byTool[tool] ?? [] }
+    func executedCalls(of tool: String) -> [ToolCallRecord] { allCalls(of: tool).filter(\.isExecuted) }
+}
+
+/// What the checks found: failures, and notes that are not failures.
+struct CheckOutcome {
+    var failures: [ExpectationFailure] = []
+    var notes: [CheckNote] = []
+}
+
 /// Checks a run's trajectory — the state folded from its log — against a case's expectations.
-/// Pure: the same state and expectations always give the same failures, in the order the
-/// expectations are listed in `Expectations`.
+/// Pure: the same state and expectations always give the same failures, in the order of
+/// `ExpectationKind.all`. Each kind's check is a function here; the table names it.
 public enum TrajectoryCheck {
     /// `auditedBy` names the policy file whose verdicts the state was given for the calls that
     /// recorded none (a case's `policy:`): verdict expectations then hold an imported or
@@ -48,44 +80,42 @@ public enum TrajectoryCheck {
     public static func check(_ expected: Expectations, against state: RunState, auditedBy policy: String? = nil)
         -> (failures: [ExpectationFailure], notes: [CheckNote])
     {
-        var failures: [ExpectationFailure] = []
-        var notes: [CheckNote] = []
-        let executed = state.executedCalls
-        let lastStep = state.step
-        // Each tool's calls in order, found once: a case may list many tools (a long
-        // toolsNotCalled), and scanning every call for each would make the check quadratic.
-        let byTool = Dictionary(grouping: state.calls, by: \.tool)
-        func allCalls(of tool: String) -> [ToolCallRecord] { byTool[tool] ?? [] }
-        func executedCalls(of tool: String) -> [ToolCallRecord] { allCalls(of: tool).filter(\.isExecuted) }
-        let executedNames = names(executed)
+        let run = CheckedRun(state, policy: policy)
+        var out = CheckOutcome()
+        for kind in ExpectationKind.all { kind.check(expected, run, &out) }
+        return (out.failures, out.notes)
+    }
 
-        for tool in expected.toolsCalled where !allCalls(of: tool).contains(where: \.isExecuted) {
-            let attempts = allCalls(of: tool)
+    static func toolsCalled(_ expected: Expectations, _ run: CheckedRun, _ out: inout CheckOutcome) {
+        for tool in expected.toolsCalled where !run.allCalls(of: tool).contains(where: \.isExecuted) {
+            let attempts = run.allCalls(of: tool)
             let actual: String
             if let attempt = attempts.first {
                 actual = "\(tool) was proposed (\(attempt.id), step \(attempt.step)) but never ran: \(outcome(of: attempt))"
             } else {
-                actual = "no call of \(tool); tools executed: \(executedNames)"
+                actual = "no call of \(tool); tools run.executed: \(run.executedNames)"
             }
-            failures.append(
+            out.failures.append(
                 ExpectationFailure(
-                    expectation: "toolsCalled", expected: "\(tool) is called", actual: actual, step: attempts.first?.step ?? lastStep,
+                    expectation: "toolsCalled", expected: "\(tool) is called", actual: actual, step: attempts.first?.step ?? run.lastStep,
                     callId: attempts.first?.id))
         }
 
         for tool in expected.toolsCalled {
-            let calls = executedCalls(of: tool)
+            let calls = run.executedCalls(of: tool)
             if let first = calls.first, !calls.contains(where: \.hasSucceeded) {
-                notes.append(
+                out.notes.append(
                     CheckNote(
                         message: "\(tool) was called, but every attempt failed (\(attemptsSummary(calls))): "
                             + "toolsCalled counts a call that ran; toolsSucceeded requires one that succeeded",
                         step: first.step, isWarning: true))
             }
         }
+    }
 
-        for tool in expected.toolsSucceeded where !allCalls(of: tool).contains(where: { $0.isExecuted && $0.hasSucceeded }) {
-            let calls = allCalls(of: tool)
+    static func toolsSucceeded(_ expected: Expectations, _ run: CheckedRun, _ out: inout CheckOutcome) {
+        for tool in expected.toolsSucceeded where !run.allCalls(of: tool).contains(where: { $0.isExecuted && $0.hasSucceeded }) {
+            let calls = run.allCalls(of: tool)
             let ran = calls.filter(\.isExecuted)
             let actual: String
             if !ran.isEmpty {
@@ -93,19 +123,21 @@ public enum TrajectoryCheck {
             } else if let attempt = calls.first {
                 actual = "\(tool) was proposed (\(attempt.id), step \(attempt.step)) but never ran: \(outcome(of: attempt))"
             } else {
-                actual = "no call of \(tool); tools executed: \(executedNames)"
+                actual = "no call of \(tool); tools run.executed: \(run.executedNames)"
             }
             let concerned = ran.first ?? calls.first
-            failures.append(
+            out.failures.append(
                 ExpectationFailure(
                     expectation: "toolsSucceeded", expected: "\(tool) is called and succeeds", actual: actual,
-                    step: concerned?.step ?? lastStep, callId: concerned?.id))
+                    step: concerned?.step ?? run.lastStep, callId: concerned?.id))
         }
+    }
 
+    static func toolsNotCalled(_ expected: Expectations, _ run: CheckedRun, _ out: inout CheckOutcome) {
         for tool in expected.toolsNotCalled {
-            let calls = allCalls(of: tool)
+            let calls = run.allCalls(of: tool)
             if let call = calls.first(where: \.isExecuted) {
-                failures.append(
+                out.failures.append(
                     ExpectationFailure(
                         expectation: "toolsNotCalled", expected: "\(tool) is never called",
                         actual: "\(tool) ran as \(call.id) at step \(call.step) with \(JSONWriter.encodeString(call.arguments))",
@@ -114,23 +146,25 @@ public enum TrajectoryCheck {
             } else if let attempt = calls.first {
                 let message = "\(tool) was proposed as \(attempt.id) at step \(attempt.step) and did not run: \(outcome(of: attempt))"
                 if expected.countsDeniedAttempts {
-                    failures.append(
+                    out.failures.append(
                         ExpectationFailure(
                             expectation: "toolsNotCalled", expected: "\(tool) is never called or attempted", actual: message,
                             step: attempt.step,
                             callId: attempt.id))
                 } else {
-                    notes.append(CheckNote(message: message, step: attempt.step))
+                    out.notes.append(CheckNote(message: message, step: attempt.step))
                 }
             }
         }
+    }
 
+    static func toolsAllowed(_ expected: Expectations, _ run: CheckedRun, _ out: inout CheckOutcome) {
         if let allowed = expected.toolsAllowed {
             let permitted = Set(allowed)
-            let others = executed.filter { !permitted.contains($0.tool) }
+            let others = run.executed.filter { !permitted.contains($0.tool) }
             if let first = others.first {
                 let named = Array(Set(others.map(\.tool))).sorted()
-                failures.append(
+                out.failures.append(
                     ExpectationFailure(
                         expectation: "toolsAllowed", expected: "only \(allowed.joined(separator: ", ")) run",
                         actual: "\(named.joined(separator: ", ")) ran too: first as \(first.id) at step \(first.step)"
@@ -138,14 +172,17 @@ public enum TrajectoryCheck {
                         step: first.step, callId: first.id))
             }
         }
+    }
+
+    static func notSequence(_ expected: Expectations, _ run: CheckedRun, _ out: inout CheckOutcome) {
         if expected.notSequence.count >= 2 {
             // The earliest occurrence in order: each tool's first call after the previous one's.
             var matched: [ToolCallRecord] = []
-            for call in executed where matched.count < expected.notSequence.count && call.tool == expected.notSequence[matched.count] {
+            for call in run.executed where matched.count < expected.notSequence.count && call.tool == expected.notSequence[matched.count] {
                 matched.append(call)
             }
             if matched.count == expected.notSequence.count, let last = matched.last {
-                failures.append(
+                out.failures.append(
                     ExpectationFailure(
                         expectation: "notSequence", expected: "never \(expected.notSequence.joined(separator: " then "))",
                         actual: "they ran in that order: "
@@ -153,44 +190,59 @@ public enum TrajectoryCheck {
                         step: last.step, callId: last.id))
             }
         }
+    }
+
+    static func failedResults(_ expected: Expectations, _ run: CheckedRun, _ out: inout CheckOutcome) {
         if let range = expected.failedResults {
             // A result that ended in an error (a refusal, a business rule the tool applied, is no fault).
-            let failed = executed.flatMap { call in call.results.filter { $0.status == .error }.map { (call, $0) } }
+            let failed = run.executed.flatMap { call in call.results.filter { $0.status == .error }.map { (call, $0) } }
             if !range.contains(failed.count) {
                 let listed = failed.prefix(5).map { "\($0.0.id) \($0.0.tool) (\($0.1.status.rawValue))" }.joined(separator: ", ")
-                failures.append(
+                out.failures.append(
                     ExpectationFailure(
                         expectation: "failedResults", expected: "\(range) failed tool results",
                         actual: "\(failed.count)" + (failed.isEmpty ? "" : ": \(listed)\(failed.count > 5 ? ", …" : "")"),
-                        step: failed.last?.0.step ?? lastStep, callId: failed.last?.0.id))
+                        step: failed.last?.0.step ?? run.lastStep, callId: failed.last?.0.id))
             }
         }
-        if let reason = expected.stopReason, state.stopReason != reason {
-            failures.append(
+    }
+
+    static func stopReason(_ expected: Expectations, _ run: CheckedRun, _ out: inout CheckOutcome) {
+        if let reason = expected.stopReason, run.state.stopReason != reason {
+            out.failures.append(
                 ExpectationFailure(
-                    expectation: "stopReason", expected: reason.rawValue, actual: describeStop(state), step: lastStep))
+                    expectation: "stopReason", expected: reason.rawValue, actual: describeStop(run.state), step: run.lastStep))
         }
-        if let limit = expected.limit, state.limitFired != limit {
-            failures.append(
+    }
+
+    static func limit(_ expected: Expectations, _ run: CheckedRun, _ out: inout CheckOutcome) {
+        if let limit = expected.limit, run.state.limitFired != limit {
+            out.failures.append(
                 ExpectationFailure(
                     expectation: "limit", expected: limit.rawValue,
-                    actual: state.limitFired.map { "the \($0.rawValue) limit fired" } ?? describeStop(state),
-                    step: lastStep))
+                    actual: run.state.limitFired.map { "the \($0.rawValue) limit fired" } ?? describeStop(run.state),
+                    step: run.lastStep))
         }
-        if let sequence = expected.sequence, let failure = SequenceMatch.check(sequence, against: executed) {
-            failures.append(failure)
+    }
+
+    static func sequence(_ expected: Expectations, _ run: CheckedRun, _ out: inout CheckOutcome) {
+        if let sequence = expected.sequence, let failure = SequenceMatch.check(sequence, against: run.executed) {
+            out.failures.append(failure)
         }
+    }
+
+    static func arguments(_ expected: Expectations, _ run: CheckedRun, _ out: inout CheckOutcome) {
         for (tool, matcher) in expected.arguments {
-            let calls = executedCalls(of: tool)
+            let calls = run.executedCalls(of: tool)
             if calls.isEmpty {
-                failures.append(
+                out.failures.append(
                     ExpectationFailure(
                         expectation: "arguments.\(tool)", expected: "calls of \(tool) with \(matcher)", actual: "\(tool) never ran",
-                        step: lastStep))
+                        step: run.lastStep))
             }
             for call in calls {
                 if let problem = matcher.mismatch(call.arguments) {
-                    failures.append(
+                    out.failures.append(
                         ExpectationFailure(
                             expectation: "arguments.\(tool)", expected: matcher.description,
                             actual: "\(call.id): \(problem) (arguments \(JSONWriter.encodeString(call.arguments)))", step: call.step,
@@ -199,20 +251,20 @@ public enum TrajectoryCheck {
             }
         }
         for (tool, matchers) in expected.argumentsByCall {
-            let calls = executedCalls(of: tool)
+            let calls = run.executedCalls(of: tool)
             for (index, matcher) in matchers.enumerated() {
                 let name = "arguments.\(tool)[\(index + 1)]"
                 guard index < calls.count else {
-                    failures.append(
+                    out.failures.append(
                         ExpectationFailure(
                             expectation: name, expected: "call \(index + 1) of \(tool) with \(matcher)",
-                            actual: "\(tool) ran \(counted(calls.count, "time"))", step: calls.last?.step ?? lastStep,
+                            actual: "\(tool) ran \(counted(calls.count, "time"))", step: calls.last?.step ?? run.lastStep,
                             callId: calls.last?.id))
                     break
                 }
                 let call = calls[index]
                 if let problem = matcher.mismatch(call.arguments) {
-                    failures.append(
+                    out.failures.append(
                         ExpectationFailure(
                             expectation: name, expected: matcher.description,
                             actual: "\(call.id): \(problem) (arguments \(JSONWriter.encodeString(call.arguments)))", step: call.step,
@@ -220,64 +272,89 @@ public enum TrajectoryCheck {
                 }
             }
         }
+    }
+
+    static func callCounts(_ expected: Expectations, _ run: CheckedRun, _ out: inout CheckOutcome) {
         for (tool, range) in expected.callCounts {
-            let calls = executedCalls(of: tool)
+            let calls = run.executedCalls(of: tool)
             if !range.contains(calls.count) {
-                failures.append(
+                out.failures.append(
                     ExpectationFailure(
                         expectation: "callCounts.\(tool)", expected: "\(range) calls of \(tool)", actual: "\(calls.count)",
-                        step: calls.last?.step ?? lastStep, callId: calls.last?.id))
+                        step: calls.last?.step ?? run.lastStep, callId: calls.last?.id))
             }
         }
+    }
+
+    static func maxSteps(_ expected: Expectations, _ run: CheckedRun, _ out: inout CheckOutcome) {
         if let limit = expected.maxSteps {
-            let steps = state.decisionSteps
+            let steps = run.state.decisionSteps
             if steps.count > limit {
-                failures.append(
+                out.failures.append(
                     ExpectationFailure(
                         expectation: "maxSteps", expected: "at most \(counted(limit, "step"))", actual: counted(steps.count, "step"),
                         step: steps[limit]))
             }
         }
-        if let limit = expected.maxToolCalls, executed.count > limit {
-            let over = executed[limit]
-            failures.append(
+    }
+
+    static func maxToolCalls(_ expected: Expectations, _ run: CheckedRun, _ out: inout CheckOutcome) {
+        if let limit = expected.maxToolCalls, run.executed.count > limit {
+            let over = run.executed[limit]
+            out.failures.append(
                 ExpectationFailure(
-                    expectation: "maxToolCalls", expected: "at most \(limit) tool calls", actual: "\(executed.count) tool calls",
+                    expectation: "maxToolCalls", expected: "at most \(limit) tool calls", actual: "\(run.executed.count) tool calls",
                     step: over.step,
                     callId: over.id))
         }
-        if let least = expected.minToolCalls, executed.count < least {
-            failures.append(
+    }
+
+    static func minToolCalls(_ expected: Expectations, _ run: CheckedRun, _ out: inout CheckOutcome) {
+        if let least = expected.minToolCalls, run.executed.count < least {
+            out.failures.append(
                 ExpectationFailure(
-                    expectation: "minToolCalls", expected: "at least \(least) tool calls", actual: "\(executed.count) tool calls",
-                    step: executed.last?.step ?? lastStep, callId: executed.last?.id))
+                    expectation: "minToolCalls", expected: "at least \(least) tool calls", actual: "\(run.executed.count) tool calls",
+                    step: run.executed.last?.step ?? run.lastStep, callId: run.executed.last?.id))
         }
-        if let limit = expected.maxTokens, state.usage.totalTokens > limit {
-            failures.append(
+    }
+
+    static func maxTokens(_ expected: Expectations, _ run: CheckedRun, _ out: inout CheckOutcome) {
+        if let limit = expected.maxTokens, run.state.usage.totalTokens > limit {
+            out.failures.append(
                 ExpectationFailure(
                     expectation: "maxTokens", expected: "at most \(limit) tokens",
-                    actual: "\(state.usage.totalTokens) tokens (\(state.usage.inputTokens) in, \(state.usage.outputTokens) out)",
-                    step: firstStep(overTokens: limit, in: state)))
+                    actual:
+                        "\(run.state.usage.totalTokens) tokens (\(run.state.usage.inputTokens) in, \(run.state.usage.outputTokens) out)",
+                    step: firstStep(overTokens: limit, in: run.state)))
         }
-        if let limit = expected.maxDurationMs, state.elapsedUs > limit * 1000 {
-            failures.append(
+    }
+
+    static func maxDurationMs(_ expected: Expectations, _ run: CheckedRun, _ out: inout CheckOutcome) {
+        if let limit = expected.maxDurationMs, run.state.elapsedUs > limit * 1000 {
+            out.failures.append(
                 ExpectationFailure(
-                    expectation: "maxDurationMs", expected: "at most \(limit) ms", actual: "\(state.elapsedUs / 1000) ms", step: lastStep))
+                    expectation: "maxDurationMs", expected: "at most \(limit) ms", actual: "\(run.state.elapsedUs / 1000) ms",
+                    step: run.lastStep))
         }
+    }
+
+    static func verdicts(_ expected: Expectations, _ run: CheckedRun, _ out: inout CheckOutcome) {
         // A recorded run whose tools went through `agent-eval mcp-proxy` has the proxy's verdicts.
-        if let source = state.start?.source, policy == nil, !state.calls.contains(where: { $0.verdict != nil }) {
-            // An imported run had no policy gate here: say so instead of passing or failing on
+        if let source = run.state.start?.source, run.policy == nil, !run.state.calls.contains(where: { $0.verdict != nil }) {
+            // An imported run had no run.policy gate here: say so instead of passing or failing on
             // verdicts that were never recorded.
-            let why = "not recorded in this run: it was imported from \(source.format) (\(source.file)), which records no policy verdicts"
+            let why =
+                "not recorded in this run: it was imported from \(source.format) (\(source.file)), which records no run.policy verdicts"
             for tool in expected.denied {
-                failures.append(ExpectationFailure(expectation: "verdicts.denied", expected: "a call of \(tool) is denied", actual: why))
+                out.failures.append(
+                    ExpectationFailure(expectation: "verdicts.denied", expected: "a call of \(tool) is denied", actual: why))
             }
             for tool in expected.approvalRequired {
-                failures.append(
+                out.failures.append(
                     ExpectationFailure(expectation: "verdicts.approvalRequired", expected: "a call of \(tool) needs approval", actual: why))
             }
             if expected.requiresApprovalBeforeExecution {
-                failures.append(
+                out.failures.append(
                     ExpectationFailure(
                         expectation: "verdicts.noUnapprovedExecution", expected: "no call runs without allow or a granted approval",
                         actual: why))
@@ -285,69 +362,74 @@ public enum TrajectoryCheck {
         } else {
             // In a recorded run some tools went through a gate (`mcp-proxy`) and some did not.
             func ungated(_ tool: String) -> String? {
-                guard let source = state.start?.source, policy == nil, !allCalls(of: tool).isEmpty,
-                    !allCalls(of: tool).contains(where: { $0.verdict != nil })
+                guard let source = run.state.start?.source, run.policy == nil, !run.allCalls(of: tool).isEmpty,
+                    !run.allCalls(of: tool).contains(where: { $0.verdict != nil })
                 else { return nil }
                 return "not recorded in this run: \(tool)'s calls went through no gate (the run was recorded from \(source.format))"
             }
-            for tool in expected.denied where !allCalls(of: tool).contains(where: \.isDenied) {
-                failures.append(
+            for tool in expected.denied where !run.allCalls(of: tool).contains(where: \.isDenied) {
+                out.failures.append(
                     ExpectationFailure(
                         expectation: "verdicts.denied", expected: "a call of \(tool) is denied",
-                        actual: ungated(tool) ?? allCalls(of: tool).first.map { "\($0.id) (step \($0.step)): \(outcome(of: $0))" }
+                        actual: ungated(tool) ?? run.allCalls(of: tool).first.map { "\($0.id) (step \($0.step)): \(outcome(of: $0))" }
                             ?? "no call of \(tool) was proposed",
-                        step: allCalls(of: tool).first?.step ?? lastStep, callId: allCalls(of: tool).first?.id))
+                        step: run.allCalls(of: tool).first?.step ?? run.lastStep, callId: run.allCalls(of: tool).first?.id))
             }
-            for tool in expected.approvalRequired where !allCalls(of: tool).contains(where: { $0.verdict?.verdict == .approvalRequired }) {
-                failures.append(
+            for tool in expected.approvalRequired
+            where !run.allCalls(of: tool).contains(where: { $0.verdict?.verdict == .approvalRequired }) {
+                out.failures.append(
                     ExpectationFailure(
                         expectation: "verdicts.approvalRequired", expected: "a call of \(tool) needs approval",
-                        actual: ungated(tool) ?? allCalls(of: tool).first.map { "\($0.id) (step \($0.step)): \(outcome(of: $0))" }
+                        actual: ungated(tool) ?? run.allCalls(of: tool).first.map { "\($0.id) (step \($0.step)): \(outcome(of: $0))" }
                             ?? "no call of \(tool) was proposed",
-                        step: allCalls(of: tool).first?.step ?? lastStep, callId: allCalls(of: tool).first?.id))
+                        step: run.allCalls(of: tool).first?.step ?? run.lastStep, callId: run.allCalls(of: tool).first?.id))
             }
             if expected.requiresApprovalBeforeExecution {
-                for call in executed where !call.isPermitted {
-                    failures.append(
+                for call in run.executed where !call.isPermitted {
+                    out.failures.append(
                         ExpectationFailure(
                             expectation: "verdicts.noUnapprovedExecution", expected: "no call runs without allow or a granted approval",
                             actual: "\(call.tool) ran as \(call.id) with \(outcome(of: call))"
-                                + (state.start?.source != nil
-                                    ? policy.map { ", as \($0) judges it (the run recorded no verdict)" } ?? "" : ""),
+                                + (run.state.start?.source != nil
+                                    ? run.policy.map { ", as \($0) judges it (the run recorded no verdict)" } ?? "" : ""),
                             step: call.step, callId: call.id))
                 }
             }
         }
-        let answer = state.finalAnswer
+    }
+
+    static func answer(_ expected: Expectations, _ run: CheckedRun, _ out: inout CheckOutcome) {
+        let answer = run.state.finalAnswer
         for text in expected.answerContains where !(answer?.contains(text) ?? false) {
-            failures.append(
+            out.failures.append(
                 ExpectationFailure(
                     expectation: "answer.contains", expected: "the answer contains \"\(text)\"",
-                    actual: answer.map { "the answer is \"\(shortened($0))\"" } ?? "no answer (\(describeStop(state)))", step: lastStep))
+                    actual: answer.map { "the answer is \"\(shortened($0))\"" } ?? "no answer (\(describeStop(run.state)))",
+                    step: run.lastStep))
         }
         if let pattern = expected.answerMatches {
             let matched = answer.map { text in (try? LinearRegex(pattern))?.matches(text) == true } ?? false
             if !matched {
-                failures.append(
+                out.failures.append(
                     ExpectationFailure(
                         expectation: "answer.matches", expected: "the answer matches /\(pattern)/",
-                        actual: answer.map { "the answer is \"\(shortened($0))\"" } ?? "no answer (\(describeStop(state)))", step: lastStep)
+                        actual: answer.map { "the answer is \"\(shortened($0))\"" } ?? "no answer (\(describeStop(run.state)))",
+                        step: run.lastStep)
                 )
             }
         }
         if let (reference, least) = expected.answerSimilarTo {
             let score = answer.map { AnswerSimilarity.rouge1($0, reference) } ?? 0
             if answer == nil || score < least {
-                failures.append(
+                out.failures.append(
                     ExpectationFailure(
                         expectation: "answer.similarTo",
                         expected: "the answer's word overlap with \"\(shortened(reference))\" is at least \(least) (ROUGE-1 F)",
                         actual: answer.map { "\((score * 1000).rounded() / 1000) for \"\(shortened($0))\"" }
-                            ?? "no answer (\(describeStop(state)))",
-                        step: lastStep))
+                            ?? "no answer (\(describeStop(run.state)))",
+                        step: run.lastStep))
             }
         }
-        return (failures, notes)
     }
 
     /// The failed calls of one tool: each call's id, step and its last error, cut to a line.

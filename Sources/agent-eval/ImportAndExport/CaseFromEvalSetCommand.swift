@@ -1,4 +1,4 @@
-public import ArgumentParser
+import ArgumentParser
 import ConfigFile
 import EvalEngine
 import Foundation

@@ -1,9 +1,9 @@
 import AgentRuntime
-public import ArgumentParser
+import ArgumentParser
 import Catalog
 import EvalEngine
 import Foundation
-public import Interop
+import Interop
 import ModelClients
 import TraceCore
 import TraceLog

@@ -1,0 +1,105 @@
+import AgentRuntime
+import ConfigFile
+import Foundation
+import TestSupport
+import Testing
+import TraceCore
+
+@testable import EvalEngine
+
+/// The table of expectation kinds is the one list the reader, the counter and the checker use;
+/// these tests hold it to the published schema, so a kind cannot be added to one and not the other.
+@Suite("Expectation kinds: one table, held to the schema")
+struct ExpectationKindTests {
+    /// One example per kind, as a case file would give it, and the checks it counts as.
+    static let examples: [String: (value: JSONValue, checks: Int)] = [
+        "toolsCalled": (["lookup_order", "refund_order"], 2),
+        "toolsSucceeded": ("lookup_order", 1),
+        "toolsNotCalled": (["delete_account"], 1),
+        "toolsAllowed": (["lookup_order"], 1),
+        "notSequence": (["refund_order", "lookup_order"], 1),
+        "failedResults": (["max": 1], 1),
+        "stopReason": ("success", 1),
+        "limit": ("max_steps", 1),
+        "sequence": (["mode": "in_order", "calls": ["lookup_order", ["tool": "refund_order", "arguments": ["order_id": "A-1"]]]], 1),
+        "arguments": (
+            ["refund_order": ["paths": ["amount": ["max": 100]]], "lookup_order": [["order_id": "A-1"], ["order_id": "A-2"]]], 3
+        ),
+        "callCounts": (["lookup_order": 1, "refund_order": ["min": 0, "max": 1]], 2),
+        "maxSteps": (8, 1),
+        "maxToolCalls": (4, 1),
+        "minToolCalls": (1, 1),
+        "maxTokens": (5000, 1),
+        "maxDurationMs": (60000, 1),
+        "verdicts": (["denied": ["delete_account"], "approvalRequired": "refund_order", "noUnapprovedExecution": true], 3),
+        "answer": (["contains": ["refund"], "matches": "A-[0-9]+", "similarTo": "Your refund is on its way.", "min": 0.5], 3),
+        "countDeniedAttempts": (true, 0),
+    ]
+
+    func schema() throws -> (schema: JSONSchema, expected: JSONObject, task: JSONObject) {
+        let root = ExampleRuns.fixtures.deletingLastPathComponent()
+        let json = try JSONParser.parse(Array(try Data(contentsOf: root.appendingPathComponent("docs/eval-case.schema.json"))))
+        let single = try #require(json["anyOf"]?.arrayValue?.first)
+        let expected = try #require(single["properties"]?["expected"]?["properties"]?.objectValue)
+        let task = try #require(expected["tasks"]?["additionalProperties"]?["properties"]?.objectValue)
+        return (try JSONSchema(json: json), expected, task)
+    }
+
+    @Test("the table's keys are the schema's run-level keys, under expected: and under a task, and their members match")
+    func tableMatchesSchema() throws {
+        let (_, expected, task) = try schema()
+        let keys = Set(ExpectationKind.keys)
+        #expect(keys.count == ExpectationKind.all.count, "a key is in the table twice")
+        #expect(Set(expected.keys).subtracting(["pipeline", "tasks"]) == keys)
+        #expect(Set(task.keys).subtracting(["status", "retries", "output"]) == keys)
+        for kind in ExpectationKind.all {
+            let property = try #require(expected[kind.key])
+            // A mapping form, on its own or as one branch of anyOf.
+            let mapping = property["properties"] ?? property["anyOf"]?.arrayValue?.lazy.compactMap { $0["properties"] }.first
+            #expect(Set(mapping?.objectValue?.keys ?? []) == Set(kind.members), "\(kind.key)")
+        }
+    }
+
+    @Test("every kind has an example that the schema accepts, the reader reads, and the counter counts as documented")
+    func everyKindReadsAndCounts() throws {
+        let (schema, _, _) = try schema()
+        #expect(Set(Self.examples.keys) == Set(ExpectationKind.keys), "give the new kind an example here")
+        for kind in ExpectationKind.all {
+            let (value, checks) = try #require(Self.examples[kind.key])
+            let caseJSON: JSONValue = ["caseId": "x", "logs": "runs/*.jsonl.gz", "expected": .object(JSONObject([(kind.key, value)]))]
+            #expect(schema.violation(of: caseJSON, root: "case") == nil, "\(kind.key)")
+            // A modifier checks nothing on its own, and a case that expects nothing is refused: give it company.
+            let company = checks == 0 ? "  toolsNotCalled: [x]\n" : ""
+            let node = try ConfigNode.parse(
+                "expected:\n  \(kind.key): \(JSONWriter.encodeString(value))\n" + company, path: "case.yaml")
+            var errors = ConfigErrors([])
+            var fields = try node.mapping("case")
+            let expectedNode = try #require(fields.optional("expected") as ConfigNode?)
+            let read = EvalCaseFile.readExpectations(expectedNode, case: "x", directory: "/tmp", errors: &errors, keepingPartial: true)
+            #expect(errors.errors.isEmpty, "\(kind.key): \(errors.errors.map(\.description))")
+            let expectations = try #require(read, "\(kind.key)")
+            #expect(kind.isGiven(expectations), "\(kind.key)")
+            #expect(kind.count(expectations) == checks, "\(kind.key)")
+            #expect(expectations.count == max(checks, 1), "\(kind.key): only its own kind counts")
+        }
+    }
+
+    @Test("failures come in the table's order, whatever order the file gives the keys in")
+    func failuresFollowTheTable() throws {
+        let node = try ConfigNode.parse(
+            """
+            expected:
+              maxToolCalls: 0
+              answer: done
+              stopReason: blocked
+              toolsCalled: [lookup_order]
+            """, path: "case.yaml")
+        var errors = ConfigErrors([])
+        var fields = try node.mapping("case")
+        let expectedNode = try #require(fields.optional("expected") as ConfigNode?)
+        let expected = try #require(EvalCaseFile.readExpectations(expectedNode, case: "x", directory: "/tmp", errors: &errors))
+        let state = trajectory([], stop: RunStopped(reason: .success))
+        let names = TrajectoryCheck.check(expected, against: state).failures.map(\.expectation)
+        #expect(names == ["toolsCalled", "stopReason", "answer.contains"])
+    }
+}
