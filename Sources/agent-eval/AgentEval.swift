@@ -45,7 +45,7 @@ struct AgentEval: AsyncParsableCommand {
             CommandGroup(
                 name: "Record and gate",
                 subcommands: [
-                    RecordCommand.self, MCPProxyCommand.self, ApproveCommand.self, AuditCommand.self, CollectCommand.self,
+                    RecordCommand.self, MCPProxyCommand.self, ApproveCommand.self, DenyCommand.self, AuditCommand.self, CollectCommand.self,
                     ResultsCommand.self, QuarantineCommand.self,
                 ]),
             CommandGroup(

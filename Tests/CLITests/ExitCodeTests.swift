@@ -32,7 +32,8 @@ struct ExitCodeTests {
         Row(0, "replay", good), Row(0, "replay", "--step", "1", good), Row(0, "replay", "--json", good),
         Row(0, "diff", good, good), Row(0, "log", "cat", good), Row(0, "log", "verify", good), Row(0, "log", "repair", good),
         Row(0, "replay", "--rerun", "--agent", agent, good), Row(0, "rerun", good, "--agent", agent), Row(0, "run", goodCase),
-        Row(0, "view", good, "--out", page), Row(0, "diff", good, good, "--html", page),
+        Row(0, "view", good, "--output", page), Row(0, "view", good, "-o", page), Row(0, "view", good, "--out", page),
+        Row(0, "diff", good, good, "--html", page),
         // Damaged or unreadable input: replay, diff, cat and re-run cannot run (2); verify and
         // repair report the damage as their verdict (1), and cannot run on a file that is not a log (2).
         Row(2, "run", corruptCase), Row(2, "rerun", corrupt, "--agent", agent), Row(2, "replay", corrupt),
@@ -41,12 +42,12 @@ struct ExitCodeTests {
         Row(1, "log", "verify", corrupt), Row(2, "log", "verify", notGzip), Row(1, "log", "repair", corrupt),
         Row(2, "log", "repair", notGzip), Row(2, "replay", "--rerun", "--agent", agent, corrupt),
         Row(2, "exec", "--agent", agent, "--resume", corrupt, "--approve", "call-3"), Row(2, "replay", "missing.jsonl.gz"),
-        Row(2, "view", corrupt, "--out", page), Row(2, "view", "missing.jsonl.gz", "--out", page),
+        Row(2, "view", corrupt, "--output", page), Row(2, "view", "missing.jsonl.gz", "--output", page),
         // Usage errors.
         Row(64, "replay"), Row(64, "replay", "--bogus", good), Row(64, "diff", good), Row(64, "log", "verify"),
         Row(64, "log", "cat", "--kind", "tool_complete", good), Row(64, "exec"), Row(64, "run"),
         Row(64, "run", "EvalCases", "--repeat", "0"), Row(64, "frobnicate"), Row(64, "view"),
-        Row(64, "view", good, "--step", "99", "--out", page),
+        Row(64, "view", good, "--step", "99", "--output", page),
     ]
 
     /// With `--json`, standard output holds one JSON document whatever happens: the command's
@@ -56,7 +57,7 @@ struct ExitCodeTests {
         Row(2, "log", "verify", "missing.jsonl.gz", "--json"), Row(2, "log", "verify", notGzip, "--json"),
         Row(2, "diff", good, notGzip, "--json"), Row(64, "log", "verify", "--json"), Row(64, "frobnicate", "--json"),
         Row(64, "run", "EvalCases", "--repeat", "0", "--json"), Row(64, "replay", "--json", "--bogus", good),
-        Row(2, "approve", "missing.jsonl.gz", "--json"), Row(2, "log", "cat", "missing.jsonl.gz", "--jsonl"),
+        Row(2, "approve", "missing.jsonl.gz", "--json"), Row(2, "deny", "missing.jsonl.gz", "mcp-1", "--json"), Row(2, "log", "cat", "missing.jsonl.gz", "--jsonl"),
         // Their own document, passed or failed.
         Row(0, "log", "verify", good, "--json"), Row(1, "log", "verify", corrupt, "--json"), Row(2, "replay", "--json", corrupt),
         Row(2, "run", corruptCase, "--json"),

@@ -429,7 +429,7 @@ struct FailClosedTests {
         }
     }
 
-    @Test("approve and approve --deny racing on one call: exactly one answer is taken; the other is told, exit 1")
+    @Test("approve and deny racing on one call: exactly one answer is taken; the other is told, exit 1")
     func approvalRace() async throws {
         try await TemporaryDirectory.with { directory in
             let log = directory.path("session.jsonl.gz")
@@ -441,7 +441,7 @@ struct FailClosedTests {
                 try #"{"arguments":{"amount":50000},"call_id":"\#(callId)","tool":"refund_order"}"#.write(
                     toFile: folder + "/\(callId).pending.json", atomically: true, encoding: .utf8)
                 async let approve = agentEval(["approve", log, callId, "--approver", "ana"], in: directory.url)
-                async let deny = agentEval(["approve", log, callId, "--deny", "--approver", "bo"], in: directory.url)
+                async let deny = agentEval(["deny", log, callId, "--approver", "bo"], in: directory.url)
                 let results = try await [approve, deny]
                 #expect(results.map(\.status).sorted() == [0, 1], "round \(round): \(results.map { $0.stdoutText + $0.stderr })")
                 let loser = results.first { $0.status == 1 }

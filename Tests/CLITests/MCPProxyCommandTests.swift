@@ -135,7 +135,8 @@ struct MCPProxyCommandTests {
         let command = try await Self.client(
             plan, proxy: ["--log", log, "--policy", "shop.policy.yaml", "--hide-denied"], server: try await Self.shop(directory))
         async let session = Self.run(command, in: directory)
-        // Each large refund waits; the first is approved, the second refused.
+        // Each large refund waits; the first is approved, the second refused (with `approve --deny`,
+        // the older spelling of `deny`, which still works).
         for (call, answer) in [("mcp-3", [String]()), ("mcp-4", ["--deny", "--reason", "not this one"])] {
             var waiting: JSONValue = []
             let came = try await eventually(seconds: 60) {

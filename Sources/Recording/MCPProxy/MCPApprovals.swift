@@ -12,7 +12,7 @@ public import TraceCore
 ///
 /// - The proxy writes `<log>.approvals/<call id>.pending.json` — the call id, tool, arguments,
 ///   and the rule that asked — and waits.
-/// - `agent-eval approve <log> <call id> [--deny]` (or anything that writes the same JSON)
+/// - `agent-eval approve <log> <call id>` or `agent-eval deny <log> <call id>` (or anything that writes the same JSON)
 ///   writes `<call id>.json`: `{"granted": true|false, "approver": …, "reason": …}`, atomically.
 /// - The proxy reads it, records `approval_recorded`, removes both files and goes on.
 public enum MCPApprovals {

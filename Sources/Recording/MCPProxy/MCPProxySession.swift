@@ -306,7 +306,7 @@ actor MCPProxySession {
         }
         settings.notices?(
             "call \(call.callId) of \(call.tool) waits for approval (\(call.reason ?? call.rule ?? "policy")): "
-                + "agent-eval approve \(ShellWords.quoted(logPath)) \(call.callId) [--deny]")
+                + "agent-eval approve (or deny) \(ShellWords.quoted(logPath)) \(call.callId)")
         let (clock, timeout, log, poll) = (settings.clock, settings.approvalTimeout, logPath, Duration.milliseconds(100))
         // The answer is a file another process (`approve`) writes: looked for every 100 ms, until
         // the approval timeout on the session's clock.

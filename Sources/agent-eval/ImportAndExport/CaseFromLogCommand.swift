@@ -19,7 +19,7 @@ struct CaseFromLogCommand: ParsableCommand {
             too: a reference trajectory in OpenAI messages becomes a case in two commands:
 
               agent-eval import messages reference.json --out ref/
-              agent-eval case from-log ref/reference.jsonl.gz --out EvalCases/reference.yaml
+              agent-eval case from-log ref/reference.jsonl.gz --output EvalCases/reference.yaml
 
             Exit codes: 0 written; 2 the log cannot be read; 64 usage error.
             """
@@ -42,8 +42,17 @@ struct CaseFromLogCommand: ParsableCommand {
     @Option(help: "The case id (default: the log's file name).")
     var caseId: String?
 
-    @Option(help: ArgumentHelp("Write the case to this file (refuses to overwrite one); default: standard output.", valueName: "file"))
-    var out: String?
+    @Option(
+        name: [.short, .customLong("output")],
+        help: ArgumentHelp("Write the case to this file (refuses to overwrite one); default: standard output.", valueName: "file"))
+    var output: String?
+
+    /// The older spelling of --output (`--out` names a directory everywhere else).
+    @Option(name: .customLong("out"), help: .hidden)
+    var outSpelling: String?
+
+    /// The file to write: --output, or its older spelling.
+    var out: String? { output ?? outSpelling }
 
     func run() throws {
         let facts: LogFacts
@@ -67,7 +76,7 @@ struct CaseFromLogCommand: ParsableCommand {
             return
         }
         if FileManager.default.fileExists(atPath: out) {
-            throw diagnose(EvalError(.writeFailed, "\(out) exists already", hint: "choose another --out, or remove it first"))
+            throw diagnose(EvalError(.writeFailed, "\(out) exists already", hint: "choose another --output, or remove it first"))
         }
         do { try ReportFile.write(text, to: out) } catch { throw diagnose(error) }
         say(

@@ -39,7 +39,7 @@ struct ExportOTLPCommand: AsyncParsableCommand {
             percent-encoded), as the OpenTelemetry SDKs read them, so secrets stay off the command line.
 
             Examples:
-              agent-eval export otlp runs/*.jsonl.gz --out traces.json --include-content
+              agent-eval export otlp runs/*.jsonl.gz --output traces.json --include-content
               agent-eval export otlp runs/ --endpoint http://127.0.0.1:4318/v1/traces
             """
     )
@@ -47,8 +47,17 @@ struct ExportOTLPCommand: AsyncParsableCommand {
     @Argument(help: "The logs to export: files, directories (searched for *.jsonl.gz) or globs.")
     var logs: [String]
 
-    @Option(help: ArgumentHelp("Write the OTLP/JSON request to this file; - for standard output.", valueName: "file"))
-    var out: String?
+    @Option(
+        name: [.short, .customLong("output")],
+        help: ArgumentHelp("Write the OTLP/JSON request to this file; - for standard output.", valueName: "file"))
+    var output: String?
+
+    /// The older spelling of --output (`--out` names a directory everywhere else).
+    @Option(name: .customLong("out"), help: .hidden)
+    var outSpelling: String?
+
+    /// The file to write: --output, or its older spelling.
+    var out: String? { output ?? outSpelling }
 
     @Option(help: ArgumentHelp("Post to this OTLP/HTTP traces endpoint (JSON encoding).", valueName: "url"))
     var endpoint: String?
@@ -85,7 +94,7 @@ struct ExportOTLPCommand: AsyncParsableCommand {
                 "--max-reply-bytes must be between \(RequestLimits.byteLimitRange.lowerBound) and \(RequestLimits.byteLimitRange.upperBound)"
             )
         }
-        if out == nil, endpoint == nil { throw ValidationError("give --out FILE or --endpoint URL (or both)") }
+        if out == nil, endpoint == nil { throw ValidationError("give --output FILE or --endpoint URL (or both)") }
         _ = try semanticConventions(semconv, option: "--semconv")
         if let endpoint, !(endpoint.hasPrefix("http://") || endpoint.hasPrefix("https://")) {
             throw ValidationError("--endpoint must be an http:// or https:// URL, e.g. http://127.0.0.1:4318/v1/traces")

@@ -39,7 +39,7 @@ struct ViewCommand: ParsableCommand {
 
             Examples:
               agent-eval view Fixtures/runs/support-refund.jsonl.gz
-              agent-eval view run.jsonl.gz --out reports/run.html --step 12 --open
+              agent-eval view run.jsonl.gz --output reports/run.html --step 12 --open
               agent-eval view Fixtures/pipelines/recorded/triage-recovery/pipeline.jsonl.gz
             """
     )
@@ -47,8 +47,17 @@ struct ViewCommand: ParsableCommand {
     @Argument(help: "The log file (.jsonl.gz): a run's, or a pipeline's (or a pipeline run's directory).")
     var log: String
 
-    @Option(help: ArgumentHelp("Where to write the page (default: the log's name with .html, in this directory).", valueName: "file"))
-    var out: String?
+    @Option(
+        name: [.short, .customLong("output")],
+        help: ArgumentHelp("Where to write the page (default: the log's name with .html, in this directory).", valueName: "file"))
+    var output: String?
+
+    /// The older spelling of --output (`--out` names a directory everywhere else).
+    @Option(name: .customLong("out"), help: .hidden)
+    var outSpelling: String?
+
+    /// The file to write: --output, or its older spelling.
+    var out: String? { output ?? outSpelling }
 
     @Option(help: "Open the page at this step (the printed link ends in #step-N); runs only.")
     var step: Int?

@@ -1,110 +1,33 @@
-import AgentRuntime
 import ArgumentParser
-import ConfigFile
-import EvalEngine
-import Foundation
-import Recording
-import TraceCore
-import TraceLog
 
 /// `agent-eval approve LOG CALL`: answer a call that waits for approval in a running proxy.
 struct ApproveCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "approve",
-        abstract: "Approve (or --deny) a tool call that waits for approval in a running agent-eval mcp-proxy.",
+        abstract: "Approve a tool call that waits for approval in a running agent-eval mcp-proxy or record.",
         discussion: """
             The proxy names the log and the call when a call waits (on its standard error); without a call, \
             this lists the calls that wait. The answer is recorded in the run's log as approval_recorded, with \
-            --approver and --reason. docs/mcp.md, "Approvals".
+            --approver and --reason. `agent-eval deny` refuses one. docs/mcp.md, "Approvals".
+
+            A run that stopped with approval_required (exec, run) is no longer waiting: it is continued with \
+            `agent-eval exec AGENT_FILE --resume LOG --approve CALL` (or --deny CALL); `agent-eval fork --approve` \
+            asks what the run would have done with another answer.
 
             Examples:
               agent-eval approve runs/fs-run-1.jsonl.gz
               agent-eval approve runs/fs-run-1.jsonl.gz mcp-3
-              agent-eval approve runs/fs-run-1.jsonl.gz mcp-3 --deny --reason "not on a Friday"
             """
     )
 
-    @Argument(help: "The log the proxy writes.")
-    var log: String
+    @OptionGroup
+    var waiting: WaitingCallAnswer
 
-    @Argument(help: "The call to answer (mcp-N); none lists the calls that wait.")
-    var call: String?
-
-    @Flag(help: "Refuse the call instead of approving it.")
-    var deny = false
-
-    @Option(help: "Who answers (default: the USER variable).")
-    var approver: String?
-
-    @Option(help: "Why, recorded with the answer.")
-    var reason: String?
-
-    @Flag(help: "Print JSON on standard output.")
-    var json = false
+    /// The older spelling of `agent-eval deny` (a visible --deny takes a call everywhere else).
+    @Flag(name: .customLong("deny"), help: .hidden)
+    var denySpelling = false
 
     func run() throws {
-        // The proxy makes its log before any call can wait: no log, no proxy (a mistyped path
-        // would otherwise list nothing and pass).
-        guard FileManager.default.fileExists(atPath: log) else {
-            throw diagnose(
-                CommandError(
-                    "no_log", "there is no log at \(log)", at: SourceLocation(path: log),
-                    hint: "give the log the proxy writes: it names it on its standard error when a call waits"))
-        }
-        // It must be a log: one being written may be torn or still empty, but a file that is no
-        // log, or a damaged one, has no call to answer (a listing of none would pass).
-        var state = RunState()
-        do {
-            _ = try LogReader(path: log).forEachEvent { _ = RunState.reduce(into: &state, $0.event) }
-        } catch let error as LogError where error.code == .empty || error.code == .noEvent {
-        } catch {
-            throw diagnose(error)
-        }
-        // A run that stopped for approval (exec, run) is answered by resuming it, not here.
-        let resumeHint =
-            state.stop?.reason == .approvalRequired
-            ? "this run stopped for approval: answer it by resuming it, agent-eval exec AGENT_FILE --resume \(ShellWords.quoted(log)) "
-                + "--approve \(call ?? "ID") (or --deny \(call ?? "ID"))" : nil
-        guard let call else {
-            let waiting = MCPApprovals.pending(log: log)
-            if waiting.isEmpty, let resumeHint, !json { printError("note: \(resumeHint)") }
-            if json {
-                printJSON(.array(waiting.map(\.json)))
-            } else if waiting.isEmpty {
-                say("no call waits for approval in \(log)")
-            } else {
-                for item in waiting {
-                    say(
-                        "\(item.callId)  \(item.tool) \(String(decoding: JSONWriter.encode(item.arguments), as: UTF8.self))"
-                            + (item.reason.map { "  (\($0))" } ?? ""))
-                }
-            }
-            return
-        }
-        let answered: MCPApprovals.PendingCall
-        do {
-            answered = try MCPApprovals.answer(
-                log: log, callId: call,
-                with: MCPApprovals.Answer(
-                    isGranted: !deny, approver: approver ?? ProcessInfo.processInfo.environment["USER"] ?? "agent-eval approve",
-                    reason: reason))
-        } catch  where error.code == .alreadyAnswered {
-            // The call was answered, by someone else: this answer lost the race and is not taken.
-            throw diagnose(error, exit: Exit.failure)
-        } catch let error as any Diagnostic {
-            guard let resumeHint else { throw diagnose(error) }
-            throw diagnose(CommandError("not_waiting", error.message, at: SourceLocation(path: log), hint: resumeHint))
-        } catch {
-            throw diagnose(error)
-        }
-        if json {
-            var object = ObjectBuilder()
-            object.set("call_id", answered.callId)
-            object.set("tool", answered.tool)
-            object.set("granted", !deny)
-            printJSON(object.json)
-        } else {
-            say("\(deny ? "denied" : "approved") \(answered.callId) (\(answered.tool))")
-        }
+        try waiting.answer(granted: !denySpelling, verb: "approve")
     }
 }

@@ -24,7 +24,7 @@ struct ResultsCommentCommand: ParsableCommand {
             run's, but this command does not gate: `run` and `results merge` do.
 
             Examples:
-              agent-eval results comment reports/results.json --base base/results.json --out reports/comment.md
+              agent-eval results comment reports/results.json --base base/results.json --output reports/comment.md
               agent-eval results comment merged.json --report-link "$ARTIFACT_URL" | gh pr comment 42 --body-file -
             """)
 
@@ -50,8 +50,17 @@ struct ResultsCommentCommand: ParsableCommand {
     @Option(help: "At most this many cases per section (default 20); the rest are counted.")
     var maxCases = 20
 
-    @Option(help: ArgumentHelp("Write the comment to this file instead of standard output.", valueName: "file"))
-    var out: String?
+    @Option(
+        name: [.short, .customLong("output")],
+        help: ArgumentHelp("Write the comment to this file instead of standard output.", valueName: "file"))
+    var output: String?
+
+    /// The older spelling of --output (`--out` names a directory everywhere else).
+    @Option(name: .customLong("out"), help: .hidden)
+    var outSpelling: String?
+
+    /// The file to write: --output, or its older spelling.
+    var out: String? { output ?? outSpelling }
 
     func validate() throws {
         if maxCases < 1 { throw ValidationError("--max-cases must be at least 1") }
