@@ -13,7 +13,9 @@ struct CaseFromLogTests {
         try await TemporaryDirectory.with { directory in
             try FileManager.default.copyItem(
                 atPath: Self.runs.appendingPathComponent("support-refund.jsonl.gz").path, toPath: directory.path("refund.jsonl.gz"))
-            let draft = try await agentEval(["case", "from-log", directory.path("refund.jsonl.gz"), "--output", directory.path("refund.yaml")])
+            let draft = try await agentEval([
+                "case", "from-log", directory.path("refund.jsonl.gz"), "--output", directory.path("refund.yaml"),
+            ])
             #expect(draft.status == 0 && draft.stderr.isEmpty, "\(draft.stderr)")
             let text = try String(contentsOfFile: directory.path("refund.yaml"), encoding: .utf8)
             #expect(text.contains("logs: refund.jsonl.gz\nexpected:\n"), "\(text)")

@@ -57,7 +57,8 @@ struct ExitCodeTests {
         Row(2, "log", "verify", "missing.jsonl.gz", "--json"), Row(2, "log", "verify", notGzip, "--json"),
         Row(2, "diff", good, notGzip, "--json"), Row(64, "log", "verify", "--json"), Row(64, "frobnicate", "--json"),
         Row(64, "run", "EvalCases", "--repeat", "0", "--json"), Row(64, "replay", "--json", "--bogus", good),
-        Row(2, "approve", "missing.jsonl.gz", "--json"), Row(2, "deny", "missing.jsonl.gz", "mcp-1", "--json"), Row(2, "log", "cat", "missing.jsonl.gz", "--jsonl"),
+        Row(2, "approve", "missing.jsonl.gz", "--json"), Row(2, "deny", "missing.jsonl.gz", "mcp-1", "--json"),
+        Row(2, "log", "cat", "missing.jsonl.gz", "--jsonl"),
         // Their own document, passed or failed.
         Row(0, "log", "verify", good, "--json"), Row(1, "log", "verify", corrupt, "--json"), Row(2, "replay", "--json", corrupt),
         Row(2, "run", corruptCase, "--json"),
