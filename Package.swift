@@ -25,6 +25,7 @@ let package = Package(
         .library(name: "Pipelines", targets: ["Pipelines"]),
         .library(name: "Viewer", targets: ["Viewer"]),
         .library(name: "Recording", targets: ["Recording"]),
+        .library(name: "Workflows", targets: ["Workflows"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -89,13 +90,13 @@ let package = Package(
             dependencies: ["TraceCore", "TraceLog", .product(name: "Yams", package: "Yams")],
             swiftSettings: strictSettings
         ),
-        // Layer 3: the agent runtime: the loop, tools and their hosts, policy, context, models.
+        // Layer 4: the agent runtime: the loop, tools and their hosts, policy, context, models.
         .target(
             name: "AgentRuntime",
             dependencies: ["TraceCore", "TraceLog", "ConfigFile", "CProcess"],
             swiftSettings: strictSettings
         ),
-        // Layer 3: model clients over HTTP (OpenAI-compatible Chat Completions, Anthropic Messages):
+        // Layer 5: model clients over HTTP (OpenAI-compatible Chat Completions, Anthropic Messages):
         // streaming, retries, rate limits, cassettes. The only module that imports the HTTP stack.
         .target(
             name: "ModelClients",
@@ -105,7 +106,7 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
-        // Layer 3: MCP servers as tools, over stdio, behind the runtime's ToolServerConnector.
+        // Layer 5: MCP servers as tools, over stdio, behind the runtime's ToolServerConnector.
         // The only module that imports the MCP SDK.
         .target(
             name: "MCPTools",
@@ -115,14 +116,14 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
-        // Layer 3: the eval engine: case files, trajectory matchers, the runner, reports, baselines;
+        // Layer 6: the eval engine: case files, trajectory matchers, the runner, reports, baselines;
         // it runs and checks pipelines too (above Pipelines, which never imports it).
         .target(
             name: "EvalEngine",
             dependencies: ["TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "Pipelines"],
             swiftSettings: strictSettings
         ),
-        // Layer 3: the SQLite catalog: runs, tool calls, eval results and the eval fact cache,
+        // Layer 7: the SQLite catalog: runs, tool calls, eval results and the eval fact cache,
         // derived from logs. The only module that imports GRDB.
         .target(
             name: "Catalog",
@@ -145,21 +146,21 @@ let package = Package(
             dependencies: ["TraceCore", "TraceLog", "CZstd"],
             swiftSettings: strictSettings
         ),
-        // Layer 3, above the runtime: pipelines — a DAG of tasks, each an isolated child run,
+        // Layer 5, above the runtime: pipelines — a DAG of tasks, each an isolated child run,
         // with checkpoints, resume, rollback, retries and circuit breakers, all in a pipeline log.
         .target(
             name: "Pipelines",
             dependencies: ["TraceCore", "TraceLog", "ConfigFile", "AgentRuntime"],
             swiftSettings: strictSettings
         ),
-        // Layer 3: replay: step-by-step rebuild with digest checks, step tables (kept by the
+        // Layer 5: replay: step-by-step rebuild with digest checks, step tables (kept by the
         // catalog, behind StepRecordStore), diff, re-run.
         .target(
             name: "Replay",
             dependencies: ["TraceCore", "TraceLog", "AgentRuntime"],
             swiftSettings: strictSettings
         ),
-        // Layer 3, above replay, pipelines and the eval engine: the HTML viewer. Runs, pipelines,
+        // Layer 6, above replay and pipelines: the HTML viewer. Runs, pipelines,
         // eval reports and diffs as self-contained pages made from the replay, pipeline, report
         // and diff documents; the page template, style and script are files in Sources/Viewer/Assets.
         .target(
@@ -168,7 +169,7 @@ let package = Package(
             resources: [.copy("Assets")],
             swiftSettings: strictSettings
         ),
-        // Layer 3, above ModelClients, AgentRuntime and Interop: recording agents written with
+        // Layer 6, above ModelClients, AgentRuntime and Interop: recording agents written with
         // other frameworks — the model gateway (swift-nio's HTTP server), `record`, the MCP proxy.
         .target(
             name: "Recording",
@@ -179,12 +180,22 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
-        // Layer 4: the command-line interface.
+        // Layer 8: what one command does end to end, composed from the modules below — a suite
+        // run with its catalog history, export and report files (`SuiteRun`), a new project whose
+        // agent is a program (`ExternalProject`) — so the executable only parses and prints.
+        .target(
+            name: "Workflows",
+            dependencies: [
+                "TraceCore", "TraceLog", "AgentRuntime", "EvalEngine", "ModelClients", "Catalog", "Interop", "Viewer", "Recording",
+            ],
+            swiftSettings: strictSettings
+        ),
+        // Layer 9: the command-line interface.
         .executableTarget(
             name: "agent-eval",
             dependencies: [
                 "TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "EvalEngine", "Replay", "ModelClients", "MCPTools",
-                "Catalog", "Interop", "Pipelines", "Viewer", "Recording",
+                "Catalog", "Interop", "Pipelines", "Viewer", "Recording", "Workflows",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             // What `init` writes and `help` shows, installed beside the binary (scripts/install).
@@ -329,6 +340,11 @@ let package = Package(
         .testTarget(
             name: "ModelClientsTests",
             dependencies: ["TraceCore", "TraceLog", "AgentRuntime", "ModelClients", "TestSupport", "TestTags"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "WorkflowsTests",
+            dependencies: ["TraceCore", "EvalEngine", "ModelClients", "Catalog", "Workflows", "TestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(

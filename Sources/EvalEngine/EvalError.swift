@@ -15,8 +15,15 @@ public struct EvalError: Diagnostic, Hashable {
         case missingPath = "missing_path"
         /// A baseline file cannot be read.
         case unreadableBaseline = "unreadable_baseline"
-        /// A regression gate (`--fail-on regression`) found no baseline to compare with.
+        /// A regression gate (`--fail-on regression`) found no baseline to compare with, or the
+        /// baseline directory given does not exist.
         case missingBaseline = "missing_baseline"
+        /// `--baseline-branch`: the catalog holds no suite run on the branch.
+        case noBaseRun = "no_base_run"
+        /// What was asked needs the catalog, which could not be opened.
+        case noCatalog = "no_catalog"
+        /// `--record` with nowhere to record: no `--cassette`, and no case names one.
+        case recordNeedsCassette = "record_needs_cassette"
         /// A results report given to `results merge` cannot be read, is not a report, or does
         /// not fit with the others (another suite or shard count, the same shard or case twice,
         /// another k, a baseline in some only).

@@ -4,6 +4,7 @@ import EvalEngine
 import Foundation
 import Recording
 import TraceCore
+import Workflows
 
 /// `agent-eval init`: a working project to start from.
 struct InitCommand: AsyncParsableCommand {
@@ -60,7 +61,7 @@ struct InitCommand: AsyncParsableCommand {
     var quiet = false
 
     func validate() throws {
-        if let external, ExternalExample.templates[external] == nil {
+        if let external, ExternalProject.templates[external] == nil {
             throw ValidationError("--external takes python; got \(external)")
         }
     }
@@ -114,56 +115,20 @@ struct InitCommand: AsyncParsableCommand {
     }
 
     /// `--external LANGUAGE`: the agent is a program, recorded once through the gateway into the
-    /// cassette its case replays.
+    /// cassette its case replays (`ExternalProject`).
     func runExternal(language: String) async throws {
-        let project: ProjectTemplate.Project
-        let outcome: CommandRecording.Outcome
+        let (project, outcome, written): (ProjectTemplate.Project, CommandRecording.Outcome, [String])
         do {
-            // What the first run writes is checked with the templates' files: nothing is overwritten.
-            let root = directory.count > 1 && directory.hasSuffix("/") ? String(directory.dropLast()) : directory
-            let existing = [ExternalExample.cassette, ExternalExample.firstRunLog].filter {
-                FileManager.default.fileExists(atPath: root == "." ? $0 : root + "/" + $0)
-            }
-            guard existing.isEmpty else {
-                throw EvalError(
-                    .projectExists,
-                    "\(root == "." ? "this folder" : root) has \(existing.joined(separator: ", ")) already; init overwrites nothing",
-                    hint: "run init in a new folder (agent-eval init --external \(language) my-agent), or move those files away")
-            }
-            let templates = try BundledFiles.templates()
-            project = try await ProjectTemplate(
-                templates: [templates + "/init-common", templates + "/" + (ExternalExample.templates[language] ?? "")],
-                recordsFirstRun: false
-            ).write(into: directory)
-            do {
-                outcome = try await ExternalExample.record(in: project)
-            } catch {
-                throw EvalError(
-                    .writeFailed, "the project was written, but its agent could not be run once to record the model's answers",
-                    hint: (error as? any Diagnostic)?.hint.map { "\($0) (the agent needs python3 on PATH)" }
-                        ?? "the agent needs python3 on PATH",
-                    cause: error as? any Diagnostic)
-            }
-            guard outcome.stop.reason == .success else {
-                throw EvalError(
-                    .writeFailed,
-                    "the project was written, but its agent's first run did not succeed (\(outcome.stop.reason.rawValue): "
-                        + "\(outcome.stop.error ?? "")); its cassette may be incomplete",
-                    location: SourceLocation(path: project.path(ExternalExample.firstRunLog)),
-                    hint: "replay it: agent-eval replay \(ShellWords.quoted(project.path(ExternalExample.firstRunLog)))")
-            }
+            (project, outcome, written) = try await ExternalProject.write(
+                into: directory, language: language, templates: try BundledFiles.templates())
         } catch {
             throw diagnose(error)
         }
         let root = project.root
-        let cassetteFiles = ProjectTemplate.files(under: project.path(ExternalExample.cassette)).map {
-            ExternalExample.cassette + "/" + $0
-        }
-        let written = (project.files + cassetteFiles + [ExternalExample.firstRunLog]).sorted()
         let next: [(command: String, note: String?)] =
             (root == "." ? [] : [("cd \(ShellWords.quoted(root))", nil)]) + [
                 ("agent-eval run evals/", "the case passes offline: the model's answers come from the cassette"),
-                ("agent-eval replay \(ExternalExample.firstRunLog) --step 1", "what the agent sent and what it was told"),
+                ("agent-eval replay \(ExternalProject.firstRunLog) --step 1", "what the agent sent and what it was told"),
                 ("OPENAI_API_KEY=... agent-eval run evals/ --record all", "record your model's answers instead"),
                 ("edit .github/workflows/agent-eval.yml", "set AGENT_EVAL_REPO (a placeholder) to where your team gets agent-eval"),
             ]
@@ -171,8 +136,8 @@ struct InitCommand: AsyncParsableCommand {
             printJSON([
                 "directory": .string(root), "files": .array(written.map { .string($0) }),
                 "recorded": [
-                    "log": .string(project.path(ExternalExample.firstRunLog)), "stop": .string(outcome.stop.reason.rawValue),
-                    "requests": .int(outcome.requests), "cassette": .string(project.path(ExternalExample.cassette)),
+                    "log": .string(project.path(ExternalProject.firstRunLog)), "stop": .string(outcome.stop.reason.rawValue),
+                    "requests": .int(outcome.requests), "cassette": .string(project.path(ExternalProject.cassette)),
                 ],
                 "next": .array(next.map { .string($0.command) }),
             ])
@@ -183,7 +148,7 @@ struct InitCommand: AsyncParsableCommand {
         for file in written { say("  \(file)") }
         say(
             "ran agents/order_agent.py once through the recording gateway (\(outcome.stop.reason.rawValue)): "
-                + "\(counted(outcome.requests, "model answer")) recorded into \(ExternalExample.cassette)")
+                + "\(counted(outcome.requests, "model answer")) recorded into \(ExternalProject.cassette)")
         sayNext(next)
     }
 }

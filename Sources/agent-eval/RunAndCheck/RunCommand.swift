@@ -5,10 +5,12 @@ import EvalEngine
 import Foundation
 import Interop
 import MCPTools
+import ModelClients
 import Synchronization
 import TraceCore
 import TraceLog
 import Viewer
+import Workflows
 
 #if canImport(Glibc)
     import Glibc
@@ -254,188 +256,110 @@ struct RunCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        if !updateBaseline, let baseline, !FileManager.default.fileExists(atPath: baseline) {
-            throw diagnose(
-                CommandError(
-                    "missing_baseline", "the baseline directory \(baseline) does not exist", hint: "write one with --update-baseline"))
-        }
-        var options = EvalOptions(
-            jobs: jobs, repeats: repeats, defaultAgent: agent, outputDirectory: out ?? Self.defaultOutput(),
-            countsDeniedAttempts: countDeniedAttempts)
         let shelf = CassetteShelf()
+        let catalog = self.catalog.openIfWanted()
+        // Made before any case runs: a malformed OTLP headers variable stops the command first.
+        let exporter = try otlp.exporter()
+        let suite: SuiteRun
         do {
-            options.models = try models.options(shelf: shelf)
-            options.cassetteModels = models.caseCassetteModels(shelf: shelf)
-            options.commands = GatewayCommandCases(
-                cassette: models.cassette, mode: models.mode, shelf: shelf, environment: ProcessInfo.processInfo.environment)
-            options.judgeModel = try judge.source()
-            options.toolServers = MCPServers()
+            suite = try SuiteRun(
+                try request(shelf: shelf, catalog: catalog), catalog: catalog, exporter: exporter, shelf: shelf,
+                notice: { printError($0) })
+        } catch let failure as EvalSession.LoadFailure {
+            for problem in failure.errors { diagnose(problem) }
+            if failure.inCaseFiles {
+                printError("\(counted(failure.errors.count, "problem")) in the case files or the files they name; nothing was run")
+            }
+            throw Exit.unusable
+        } catch let error as EvalError where error.code == .recordNeedsCassette {
+            throw diagnose(error, exit: Exit.usage)
         } catch {
             throw diagnose(error)
         }
-        if repeatCount == .auto { options.adaptive = AdaptiveRepeats(maxRepeats: maxRepeats) }
-        let catalog = self.catalog.openIfWanted()
-        if let catalog { options.facts = FactCache(catalog: catalog) }
-        // Made before any case runs: a malformed OTLP headers variable stops the command first.
-        let exporter = try otlp.exporter()
-        // A live case's logs are indexed as soon as the case is done; they go to the collector
-        // once the case is reported, with its outcomes (below).
-        options.finishedLogs = FinishedLogSinks.combining([catalog.map(IndexingSink.warning)])
-        // The suite run's commit and branch come from `git`, which runs beside the suite (on a
-        // thread of its own: waiting for a child process would hold one of the suite's threads);
-        // they are needed only when the results are recorded.
-        let startedAtUs = Catalog.nowUs()
-        let commandLine = CommandLine.arguments
-        let pendingInfo =
-            catalog == nil
-            ? nil
-            : Task { [shard] in await SuiteRunInfo.current(commandLine: commandLine, shard: shard, startedAtUs: startedAtUs) }
-        let location = BaselineLocation(paths: paths)
-        var plan = EvalSession.Plan(
-            paths: paths, filters: filter, shard: shard.flatMap(EvalSession.Shard.init),
-            baselineDirectory: baseline ?? location.found ?? (updateBaseline ? location.writeDefault : nil),
-            updatesBaseline: updateBaseline, k: k, failOn: failOn, options: options)
-        plan.replacesBaseline = replaceBaseline
-        plan.allowsNoBaseline = allowNoBaseline
-        if baseline == nil, baselineBranch == nil, let found = location.found, found != location.writeDefault {
-            // Found above the paths given: say which, on standard error (standard output holds the report).
-            printError("baseline: \(found) (the nearest .baseline folder above \(paths.first ?? "."))")
-        } else if baseline == nil, baselineBranch == nil, location.found == nil, !updateBaseline, failOn == .regression, allowNoBaseline {
-            printError(
-                "baseline: none found (looked in \(location.searched.joined(separator: ", "))); every case is new (--allow-no-baseline)")
-        }
-        if let baselineBranch {
-            guard let catalog else {
-                throw diagnose(CommandError("no_catalog", "--baseline-branch needs the catalog, which could not be opened"))
-            }
-            do {
-                let (suiteRuns, baselines) = try catalog.baselines(branch: baselineBranch, lastRuns: baselineRuns)
-                guard suiteRuns > 0 else {
-                    throw diagnose(
-                        CommandError(
-                            "no_base_run", "the catalog has no suite run on branch \(baselineBranch) to compare with",
-                            hint: "run the cases on \(baselineBranch) with the catalog (the default) first, or give --baseline DIR"))
-                }
-                plan.baselines = baselines
-                // On standard error, before the cases' lines (standard output holds the report).
-                printError(
-                    "baseline: \(counted(suiteRuns, "suite run")) on \(baselineBranch) in the catalog (\(counted(baselines.count, "case")))"
-                )
-            } catch let error as CatalogError {
-                throw diagnose(error)
-            }
-        }
-        plan.regression = RegressionPolicy(alpha: alpha, minDrop: minDrop, test: test)
-        plan.quarantineFile = quarantine
-        let session: EvalSession
-        do {
-            session = try EvalSession(plan)
-        } catch {
-            for problem in error.errors { diagnose(problem) }
-            if error.inCaseFiles {
-                printError(
-                    "\(error.errors.count) problem\(error.errors.count == 1 ? "" : "s") in the case files or the files they name; nothing was run"
-                )
-            }
-            throw Exit.unusable
-        }
-
-        if models.record != "none", models.cassette == nil, !session.cases.contains(where: { $0.cassette != nil }) {
-            throw diagnose(
-                CommandError(
-                    "record_needs_cassette",
-                    "--record needs --cassette DIR, or cases that name a cassette (cassette: in the case file); nothing was run"),
-                exit: Exit.usage)
-        }
-        let console = json ? nil : ConsoleProgress(total: session.cases.count, isTerminal: isatty(1) == 1, quiet: quiet)
+        let console = json ? nil : ConsoleProgress(total: suite.session.cases.count, isTerminal: isatty(1) == 1, quiet: quiet)
+        let (hasBaseline, verbose, html, failOn) = (suite.session.hasBaseline, verbose, html, failOn)
         // Ctrl-C or SIGTERM stop live runs at their next step, recorded and closed; the report
         // of what ran is still printed and written.
-        var (report, interrupted) = try await withInterruption {
-            await session.runToReport { finished in
-                // The case's traces, each with its eval outcomes as gen_ai.evaluation.result events.
-                if let exporter, !finished.result.writtenRunLogs.isEmpty {
-                    let one = EvalReport(
-                        results: [finished.result], comparisons: finished.comparison.map { [finished.result.id: $0] } ?? [:],
-                        hasBaseline: finished.comparison != nil)
-                    exporter.send(
-                        logs: finished.result.writtenRunLogs, evaluations: OTLPExporter.EvaluationResult.fromReport(one.json))
-                }
+        let (report, interrupted) = try await withInterruption {
+            await suite.runCases { finished in
                 let lines =
                     verbose || html != nil
                     ? EvalReport.consoleLines(
-                        for: finished.result, comparison: finished.comparison, hasBaseline: session.hasBaseline, verbose: verbose,
-                        page: html, failOn: failOn)
+                        for: finished.result, comparison: finished.comparison, hasBaseline: hasBaseline, verbose: verbose, page: html,
+                        failOn: failOn)
                     : finished.consoleLines
                 console?.finished(index: finished.index, lines: lines, done: finished.done)
             }
         }
         console?.close()
-        report.interruptedBy = interrupted
-        if models.record != "none", interrupted == nil, filter.isEmpty, shard == nil {
-            // Every case ran: a recording none of them asked for is one the agents no longer make.
-            for (directory, files) in shelf.unused() {
-                printError(
-                    "note: the cassette \(directory) holds \(counted(files.count, "recording")) this run did not use (stale since the "
-                        + "agents changed; review and delete them, or record the cassette anew with --record all): "
-                        + files.prefix(5).joined(separator: ", ") + (files.count > 5 ? ", …" : ""))
-            }
-        }
-        let exported = await exporter?.finish()
-        var history = SuiteHistory(flaky: self.history ? [] : nil)
-        if let catalog, let info = await pendingInfo?.value {
-            do {
-                history = try catalog.recordSuite(report, info: info, flakyHistory: self.history)
-                for problem in history.problems { warn(problem) }
-            } catch {
-                warn(error)
-                printError("warning: the results were not recorded in the catalog")
-            }
-        }
+        let outcome = await suite.finish(report, interruptedBy: interrupted, notice: { printError($0) }, warning: { warn($0) })
+        print(outcome, interrupted: interrupted)
+        if let failure = outcome.writeFailure { throw diagnose(failure) }
+        if let interrupted { throw ExitCode(128 + interrupted) }
+        throw ExitCode(outcome.report.exitStatus)
+    }
+
+    /// The suite run the options ask for; a live case's logs are indexed in `catalog` as soon as
+    /// the case is done.
+    func request(shelf: CassetteShelf, catalog: Catalog?) throws -> SuiteRun.Request {
+        var options = EvalOptions(
+            jobs: jobs, repeats: repeats, defaultAgent: agent, outputDirectory: out ?? Self.defaultOutput(),
+            countsDeniedAttempts: countDeniedAttempts)
+        options.models = try models.options(shelf: shelf)
+        options.cassetteModels = models.caseCassetteModels(shelf: shelf)
+        options.commands = GatewayCommandCases(
+            cassette: models.cassette, mode: models.mode, shelf: shelf, environment: ProcessInfo.processInfo.environment)
+        options.judgeModel = try judge.source()
+        options.toolServers = MCPServers()
+        options.finishedLogs = FinishedLogSinks.combining([catalog.map(IndexingSink.warning)])
+        if repeatCount == .auto { options.adaptive = AdaptiveRepeats(maxRepeats: maxRepeats) }
+        var request = SuiteRun.Request(paths: paths, options: options)
+        (request.filters, request.shard, request.k, request.failOn) = (filter, shard, k, failOn)
+        (request.baseline, request.allowsNoBaseline) = (baseline, allowNoBaseline)
+        (request.updatesBaseline, request.replacesBaseline) = (updateBaseline, replaceBaseline)
+        (request.baselineBranch, request.baselineRuns) = (baselineBranch, baselineRuns)
+        request.regression = RegressionPolicy(alpha: alpha, minDrop: minDrop, test: test)
+        (request.quarantineFile, request.flakyHistory) = (quarantine, history)
+        (request.recordMode, request.cassette) = (models.mode, models.cassette)
+        (request.jsonOut, request.junit, request.markdown, request.html) = (jsonOut, junit, markdown, html)
+        if html != nil { request.viewerAssets = try ViewerAssets.load(from: try BundledFiles.viewerAssets()) }
+        return request
+    }
+
+    /// The summary (or the JSON report) on standard output, and what `finish` wrote.
+    func print(_ outcome: SuiteRun.Outcome, interrupted: Int32?) {
+        // With --json, standard output holds only the report: other lines go to standard error.
+        func line(_ text: String) { if json { printError(text) } else { say(text) } }
         if json {
-            let object = history.adding(to: report.json)
-            printJSON(exported?.added(to: object) ?? object)
+            printJSON(outcome.json)
         } else {
-            for line in history.lines { say(line) }
-            if let adaptive = report.adaptive { say(adaptive.sentence) }
-            if let exported { say(exported.sentence) }
-            say(report.summaryLine)
+            for line in outcome.history.lines { say(line) }
+            if let adaptive = outcome.report.adaptive { say(adaptive.sentence) }
+            if let exported = outcome.exported { say(exported.sentence) }
+            say(outcome.report.summaryLine)
         }
         if githubAnnotations {
-            // With --json, standard output holds only the report; the runner reads both streams.
-            for line in GitHubAnnotations.lines(from: report.json) { if json { printError(line) } else { printOutput(line) } }
+            // The runner reads both streams.
+            for annotation in GitHubAnnotations.lines(from: outcome.report.json) {
+                if json { printError(annotation) } else { printOutput(annotation) }
+            }
         }
         if interrupted != nil {
             printError(
                 "interrupted: live runs were stopped and their logs closed, and no case was started after; the report covers what ran")
         }
-
-        do {
-            if let jsonOut { try ReportFile.write(JSONWriter.encodePretty(report.json), to: jsonOut) }
-            if let junit { try ReportFile.write(report.junit, to: junit) }
-            if let markdown { try ReportFile.write(report.markdown, to: markdown) }
-            if let html {
-                let view = ReportView.make(results: report.json)
-                try HTMLOutput.write(
-                    HTMLPage(title: "eval report: \(report.counts.verdict(failOn: failOn))", data: view.document), to: html)
-                let line = "report page written: \(html) (\(view.embedded.count) run\(view.embedded.count == 1 ? "" : "s") embedded)"
-                if json { printError(line) } else { say(line) }
-            }
-            if interrupted != nil, updateBaseline {
-                // Runs cut off by the signal say nothing of the agent: the baseline stays as it was.
-                printError("baseline not written: the run was interrupted, and a baseline is only written from a whole run")
-            } else if let (directory, update) = try session.writeBaselineIfAsked(from: report) {
-                var line = "baseline written: \(directory) (\(counted(update.written.count, "case")))"
-                if !update.skipped.isEmpty {
-                    line += "; left as it was for \(update.skipped.count) that could not run: \(update.skipped.joined(separator: ", "))"
-                }
-                // With --json, standard output holds only the report.
-                if json { printError(line) } else { say(line) }
-            }
-        } catch {
-            throw diagnose(error)
+        if let (path, embedded) = outcome.page {
+            line("report page written: \(path) (\(embedded) run\(embedded == 1 ? "" : "s") embedded)")
         }
-        if let interrupted { throw ExitCode(128 + interrupted) }
-        throw ExitCode(report.exitStatus)
+        if outcome.baselineRefused {
+            printError("baseline not written: the run was interrupted, and a baseline is only written from a whole run")
+        } else if let (directory, update) = outcome.baselineWritten {
+            var text = "baseline written: \(directory) (\(counted(update.written.count, "case")))"
+            if !update.skipped.isEmpty {
+                text += "; left as it was for \(update.skipped.count) that could not run: \(update.skipped.joined(separator: ", "))"
+            }
+            line(text)
+        }
     }
 
     /// `runs/eval-<time>-<pid>`: live cases never write into a folder another run used.
