@@ -279,10 +279,7 @@ public struct FactCache: LogFactSource {
     /// Queues the facts of the log at `path` as read at `stamp`, with its identity taken now
     /// (just after the read that found the file unchanged) and its content hash.
     func store(_ facts: LogFacts, path: String, stamp: FileStamp, contentHash: String) throws {
-        let (tailOffset, tailEnd) = LogFingerprint.tailRange(
-            memberOffset: facts.lastCompleteMemberOffset ?? 0, end: facts.tear?.memberOffset ?? stamp.size)
-        guard let hash = LogFingerprint.hash(path, from: tailOffset, to: tailEnd) else { return }
-        let identity = LogFingerprint(stamp: stamp, tailOffset: tailOffset, tailEnd: tailEnd, tailHash: hash)
+        guard let identity = facts.identity(path, stamp: stamp) else { return }
         let bytes = facts.cachedBytes
         pending.add(
             PendingWrites.Facts(
@@ -417,6 +414,12 @@ private struct CachedFacts: JSONObjectEncodable {
 }
 
 extension LogFacts {
+    /// The identity of the log at `path`, as `stamp` found it, that these facts were read from:
+    /// known by the end of its last complete member, as the indexer knows it.
+    func identity(_ path: String, stamp: FileStamp) -> LogFingerprint? {
+        LogFingerprint.of(path, stamp: stamp, lastCompleteMember: lastCompleteMemberOffset ?? 0, end: tear?.memberOffset ?? stamp.size)
+    }
+
     /// The cache's form (`CachedFacts`) as canonical JSON bytes, written without building a tree.
     var cachedBytes: [UInt8] {
         var writer = JSONWriter(capacity: 16 * 1024)

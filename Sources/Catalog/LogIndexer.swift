@@ -182,6 +182,7 @@ extension Catalog {
         let logId = try startRows(of: path, known: known, keepingCallsBelow: nil, in: db)
         let stamp = FileStamp(path: path) ?? FileStamp(size: -1, mtimeNs: 0)
         let tail = LogFingerprint.tailRange(memberOffset: 0, end: max(0, stamp.size))
+        let identity = LogFingerprint.of(path, stamp: stamp, lastCompleteMember: 0, end: max(0, stamp.size))
         try db.execute(
             """
             UPDATE logs SET size = ?, mtime_ns = ?, tail_offset = ?, tail_end = ?, tail_hash = ?, status = 'damaged', problem = ?,
@@ -193,7 +194,7 @@ extension Catalog {
             WHERE log_id = ?
             """,
             [
-                stamp.size, stamp.mtimeNs, tail.offset, tail.end, LogFingerprint.hash(path, from: tail.offset, to: tail.end) ?? "", problem,
+                stamp.size, stamp.mtimeNs, tail.offset, tail.end, identity?.tailHash ?? "", problem,
                 nowUs(), seenOn, logId,
             ])
         return IndexedLog(
@@ -574,16 +575,17 @@ struct LogIndexer {
         }
         // The identity's bytes: the end of the last complete member before the resume point; for
         // a damaged log (never resumed), the end of the file.
-        var tail = LogFingerprint.tailRange(memberOffset: 0, end: stampBefore.size)
+        var tail = (lastComplete: 0, end: stampBefore.size)
         if let point {
             let end = point.position.memberOffset
-            let lastComplete = members.current == end ? members.previous : members.current
-            tail = LogFingerprint.tailRange(memberOffset: lastComplete ?? 0, end: end)
+            tail = ((members.current == end ? members.previous : members.current) ?? 0, end)
         }
+        let identity = LogFingerprint.of(path, stamp: stampBefore, lastCompleteMember: tail.lastComplete, end: tail.end)
+        let range = LogFingerprint.tailRange(memberOffset: tail.lastComplete, end: tail.end)
         let start = state.start
         return LogRow(
-            size: isSteady ? stampBefore.size : -1, mtimeNs: stampBefore.mtimeNs, tailOffset: tail.offset, tailEnd: tail.end,
-            tailHash: LogFingerprint.hash(path, from: tail.offset, to: tail.end) ?? "", status: status, problem: problem,
+            size: isSteady ? stampBefore.size : -1, mtimeNs: stampBefore.mtimeNs, tailOffset: identity?.tailOffset ?? range.offset,
+            tailEnd: identity?.tailEnd ?? range.end, tailHash: identity?.tailHash ?? "", status: status, problem: problem,
             runId: state.runId, agent: start?.agent.name, agentVersion: start?.agent.version,
             model: start.map { "\($0.model.provider):\($0.model.name)" }, input: start?.goal, startedAtUs: state.startedAtUs,
             endedAtUs: state.stop == nil ? nil : state.lastEventAtUs, stopReason: state.stop?.reason.rawValue,

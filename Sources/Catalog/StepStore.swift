@@ -1,5 +1,3 @@
-import GRDB
-import GRDBSQLite
 public import Replay
 import Synchronization
 import TraceCore
@@ -96,12 +94,6 @@ public struct CatalogStepStore: StepRecordStore {
     }
 }
 
-/// A value bound to a query's parameter.
-enum QueryArgument: Sendable {
-    case int(Int)
-    case text(String)
-}
-
 /// How a store reaches the catalog: an open one, or its file through a read-only connection
 /// opened on the first read.
 enum Access: Sendable {
@@ -110,20 +102,11 @@ enum Access: Sendable {
     case server(LazyCatalog)
 
     /// Runs `sql` with `arguments`, calling `body` with each row.
-    func query(_ sql: String, _ arguments: [QueryArgument], _ body: (any SQLRowView) throws -> Void) throws {
+    func query(_ sql: String, _ arguments: [CatalogValue], _ body: (any SQLRowView) throws -> Void) throws {
         switch self {
         case .catalog(let catalog):
             try catalog.read { db in
-                try db.run(
-                    sql,
-                    bind: { row in
-                        for argument in arguments {
-                            switch argument {
-                            case .int(let value): row.bind(value)
-                            case .text(let value): row.bind(value)
-                            }
-                        }
-                    }, each: body)
+                try db.run(sql, bind: { row in for argument in arguments { row.bind(argument) } }, each: body)
             }
         case .file(let path, let connection):
             try connection.query(path: path, sql, arguments, body)
@@ -133,64 +116,10 @@ enum Access: Sendable {
     }
 
     /// The first column of the first row, as an integer.
-    func int(_ sql: String, _ arguments: [QueryArgument]) throws -> Int? {
+    func int(_ sql: String, _ arguments: [CatalogValue]) throws -> Int? {
         var found: Int?
         try query(sql, arguments) { row in if found == nil { found = row.int(0) } }
         return found
-    }
-}
-
-/// One read-only SQLite connection to a catalog file, through the C API, opened on first use
-/// and kept: GRDB's read-only `DatabaseQueue` took 0.56 ms to open (its own setup queries), this
-/// about a tenth of that, on the path `replay --step N` takes.
-final class ReadOnlyConnection: Sendable {
-    private struct Handle: @unchecked Sendable {
-        /// Used only under the connection's mutex.
-        var pointer: OpaquePointer?
-    }
-
-    private let handle = Mutex(Handle(pointer: nil))
-
-    deinit {
-        handle.withLock { if let pointer = $0.pointer { sqlite3_close_v2(pointer) } }
-    }
-
-    func query(path: String, _ sql: String, _ arguments: [QueryArgument], _ body: (any SQLRowView) throws -> Void) throws {
-        try handle.withLock { handle in
-            if handle.pointer == nil {
-                var opened: OpaquePointer?
-                let code = sqlite3_open_v2(path, &opened, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nil)
-                guard code == SQLITE_OK, let opened else {
-                    sqlite3_close_v2(opened)
-                    throw CatalogError(.cannotOpen, "cannot open the catalog \(path): \(String(cString: sqlite3_errstr(code)))")
-                }
-                sqlite3_busy_timeout(opened, CInt(Catalog.busyTimeout * 1000))
-                handle.pointer = opened
-            }
-            let database = handle.pointer
-            var statement: OpaquePointer?
-            guard sqlite3_prepare_v2(database, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
-                throw CatalogError(.cannotOpen, "cannot read the catalog \(path): \(String(cString: sqlite3_errmsg(database)))")
-            }
-            defer { sqlite3_finalize(statement) }
-            for (index, argument) in arguments.enumerated() {
-                let position = CInt(index + 1)
-                switch argument {
-                case .int(let value): sqlite3_bind_int64(statement, position, Int64(value))
-                case .text(let value): sqlite3_bind_text(statement, position, value, -1, BoundRow.transient)
-                }
-            }
-            while true {
-                let code = sqlite3_step(statement)
-                if code == SQLITE_ROW {
-                    try body(ResultRow(handle: statement))
-                } else if code == SQLITE_DONE {
-                    return
-                } else {
-                    throw CatalogError(.cannotOpen, "cannot read the catalog \(path): \(String(cString: sqlite3_errmsg(database)))")
-                }
-            }
-        }
     }
 }
 
@@ -222,7 +151,9 @@ struct KeptSteps: StepRecordSource {
 
     func record(at position: Int) throws -> StepRecord? {
         var found: StepRecord?
-        try access.query("SELECT step, has_problem, record FROM steps WHERE path = ? AND ordinal = ?", [.text(path), .int(position)]) {
+        try access.query(
+            "SELECT step, has_problem, record FROM steps WHERE path = ? AND ordinal = ?", [.text(path), .integer(Int64(position))]
+        ) {
             row in
             guard let json = row.blob(2).flatMap({ try? JSONParser.parse($0) }) else { return }
             found = StepRecord(step: row.int(0), hasProblem: row.int(1) != 0, runId: runId, storedJSON: json)
@@ -231,12 +162,13 @@ struct KeptSteps: StepRecordSource {
     }
 
     func position(ofStep step: Int) throws -> Int? {
-        try access.int("SELECT ordinal FROM steps WHERE path = ? AND step = ? ORDER BY ordinal LIMIT 1", [.text(path), .int(step)])
+        try access.int(
+            "SELECT ordinal FROM steps WHERE path = ? AND step = ? ORDER BY ordinal LIMIT 1", [.text(path), .integer(Int64(step))])
     }
 
     func problem(after position: Int) throws -> Int? {
         try access.int(
             "SELECT ordinal FROM steps WHERE path = ? AND ordinal > ? AND has_problem = 1 ORDER BY ordinal LIMIT 1",
-            [.text(path), .int(position)])
+            [.text(path), .integer(Int64(position))])
     }
 }

@@ -34,10 +34,8 @@ public final class StepIndex {
         let table = try StepTable.build(log: log)
         // Kept only when the file did not change while it was read.
         if let store, let now = FileStamp(path: log), now == before {
-            let tail = LogFingerprint.tailRange(memberOffset: 0, end: now.size)
-            if let hash = LogFingerprint.hash(log, from: tail.offset, to: tail.end) {
-                try? store.keep(
-                    table, of: log, fingerprint: LogFingerprint(stamp: now, tailOffset: tail.offset, tailEnd: tail.end, tailHash: hash))
+            if let fingerprint = LogFingerprint.of(log, stamp: now, lastCompleteMember: 0, end: now.size) {
+                try? store.keep(table, of: log, fingerprint: fingerprint)
             }
         }
         return (StepIndex(log: log, source: table), true)

@@ -29,6 +29,18 @@ public struct LogFingerprint: Sendable, Hashable {
         self.tailHash = tailHash
     }
 
+    /// The one way an identity is made: the file at `path` as `stamp` found it, known by the end
+    /// of its last complete member `[lastCompleteMember, end)` (`tailRange`): the member before a
+    /// torn one or before where a later read picks up, the last one of a whole log, or the whole
+    /// file from 0 for a log never read on. The indexer, the fact cache and the step store all
+    /// make theirs here, so that the same file read the same way has the same identity. Nil when
+    /// the file cannot be read that far.
+    public static func of(_ path: String, stamp: FileStamp, lastCompleteMember: Int, end: Int) -> LogFingerprint? {
+        let tail = tailRange(memberOffset: lastCompleteMember, end: end)
+        guard let hash = hash(path, from: tail.offset, to: tail.end) else { return nil }
+        return LogFingerprint(stamp: stamp, tailOffset: tail.offset, tailEnd: tail.end, tailHash: hash)
+    }
+
     /// Bytes of the last complete member the identity hashes, at most.
     public static let tailBytes = 4096
 
