@@ -213,7 +213,9 @@ struct ArchitectureTests {
     @Test("the catalog's databases are reached only from its Store/ folder: GRDB, SQLite's C API and PostgresNIO nowhere else")
     func catalogDatabasesStayInStore() throws {
         let drivers: Set<String> = ["GRDB", "GRDBSQLite", "PostgresNIO"]
-        let outside = try Self.imports(of: "Catalog").filter { drivers.contains($0.module) && !$0.place.hasPrefix("Sources/Catalog/Store/") }
+        let outside = try Self.imports(of: "Catalog").filter {
+            drivers.contains($0.module) && !$0.place.hasPrefix("Sources/Catalog/Store/")
+        }
         #expect(outside.isEmpty, "\(outside.map { "\($0.place) imports \($0.module)" })")
         #expect(try Self.imports(of: "Catalog").contains { $0.module == "GRDB" }, "the scan found the store's own imports")
     }
