@@ -133,6 +133,49 @@ public struct FactCache: LogFactSource {
         if logs >= limits.logs || bytes >= limits.stateBytes { flush() }
     }
 
+    /// One log's facts as the cache keeps them: the compressed snapshot, under the identity of
+    /// the file they were read from and its content hash.
+    struct Entry: Sendable {
+        var path: String
+        var identity: LogFingerprint
+        var blob: [UInt8]
+        var contentHash: String
+
+        /// The entry for the facts the indexer made in its read of the log at `path` (`row`, the
+        /// log's row from that read: its stamp and, for a log that no longer grows, its content
+        /// hash); nil without facts, or when the file cannot be read for its identity.
+        init?(_ facts: LogFacts?, path: String, row: LogRow) {
+            let stamp = FileStamp(size: row.size, mtimeNs: row.mtimeNs)
+            guard let facts, let identity = facts.identity(path, stamp: stamp),
+                let contentHash = row.contentHash ?? LogFingerprint.contentHash(path, length: row.size),
+                let blob = try? GzipData.compressQuickly(facts.cachedBytes)
+            else { return nil }
+            (self.path, self.identity, self.blob, self.contentHash) = (path, identity, blob, contentHash)
+        }
+
+        init(path: String, identity: LogFingerprint, blob: [UInt8], contentHash: String) {
+            (self.path, self.identity, self.blob, self.contentHash) = (path, identity, blob, contentHash)
+        }
+    }
+
+    /// Writes one log's facts entry in `db`, replacing the entry and the check results kept for
+    /// the path before (they were made from other bytes, or are made again from these).
+    static func write(_ entry: Entry, in db: any SQLConnection) throws {
+        try db.execute("DELETE FROM check_results WHERE path = ?", [entry.path])
+        try db.execute(
+            """
+            INSERT INTO facts (path, extractor_version, size, mtime_ns, tail_offset, tail_end, tail_hash, facts, content_hash)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (path) DO UPDATE SET extractor_version = excluded.extractor_version, size = excluded.size,
+                mtime_ns = excluded.mtime_ns, tail_offset = excluded.tail_offset, tail_end = excluded.tail_end,
+                tail_hash = excluded.tail_hash, facts = excluded.facts, content_hash = excluded.content_hash
+            """,
+            [
+                entry.path, LogFacts.extractorVersion, entry.identity.stamp.size, entry.identity.stamp.mtimeNs, entry.identity.tailOffset,
+                entry.identity.tailEnd, entry.identity.tailHash, entry.blob, entry.contentHash,
+            ])
+    }
+
     /// Writes facts entries, then pointers to entries found by content, then results; returns
     /// the results written with the identity of the facts they sit beside.
     private static func write(
@@ -140,20 +183,7 @@ public struct FactCache: LogFactSource {
     ) throws -> [(CheckKey, String, LogFingerprint, String)] {
         for entry in facts {
             // Results checked against the facts being replaced go with them.
-            try db.execute("DELETE FROM check_results WHERE path = ?", [entry.path])
-            try db.execute(
-                """
-                INSERT INTO facts (path, extractor_version, size, mtime_ns, tail_offset, tail_end, tail_hash, facts, content_hash)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT (path) DO UPDATE SET extractor_version = excluded.extractor_version, size = excluded.size,
-                    mtime_ns = excluded.mtime_ns, tail_offset = excluded.tail_offset, tail_end = excluded.tail_end,
-                    tail_hash = excluded.tail_hash, facts = excluded.facts, content_hash = excluded.content_hash
-                """,
-                [
-                    entry.path, LogFacts.extractorVersion, entry.identity.stamp.size, entry.identity.stamp.mtimeNs,
-                    entry.identity.tailOffset,
-                    entry.identity.tailEnd, entry.identity.tailHash, entry.blob, entry.contentHash,
-                ])
+            try write(Entry(path: entry.path, identity: entry.identity, blob: entry.blob, contentHash: entry.contentHash), in: db)
         }
         for link in links {
             // A pointer to an entry made from the same bytes elsewhere, under this path and

@@ -1,7 +1,8 @@
 import AgentRuntime
 public import TraceLog
 
-/// Indexes run logs in the catalog as the runs that wrote them close them: the catalog's
+/// Indexes run logs in the catalog as the runs that wrote them close them, with their facts for
+/// the fact cache (made in the same read, so a suite grading such a log reads it once): the catalog's
 /// `FinishedLogSink`, which `exec`, `run`, `record` and `import` pass to what writes their logs.
 /// A log that cannot be indexed is reported to `failed` and left as it is: the log is the record,
 /// and `agent-eval index` can read it again later.
@@ -21,7 +22,8 @@ public struct IndexingSink: FinishedLogSink {
         await OwnThread.run(name: "agent-eval index finished logs") {
             for log in logs {
                 do throws(CatalogError) {
-                    _ = try catalog.index(log: log)
+                    // A log just written: its facts are kept too, for the suite that grades it.
+                    _ = try catalog.index(log: log, keepsFacts: true)
                 } catch {
                     failed(log, error)
                 }

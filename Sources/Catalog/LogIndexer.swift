@@ -1,4 +1,5 @@
 import ConfigFile
+import EvalEngine
 import Foundation
 import Replay
 import TraceCore
@@ -61,13 +62,20 @@ extension Catalog {
     /// it grew on the same prefix, all of it otherwise. One transaction: an interrupted index
     /// leaves the log's old rows (and it is read again next time). A log whose rows SQLite
     /// refuses is recorded as `damaged`, with SQLite's reason (`recordFailure`).
-    public func index(log: String, memberLimit: Int = Catalog.defaultMemberLimit) throws(CatalogError) -> IndexedLog {
+    ///
+    /// With `keepsFacts`, a log read from its start also gets its facts kept for the fact cache
+    /// (`FactCache`), made in the same read: what `IndexingSink` asks for a log a run has just
+    /// written, which a suite run then grades without reading it again. `index(paths:)` over
+    /// many logs keeps none (a log a suite checks later is read then, once).
+    public func index(log: String, memberLimit: Int = Catalog.defaultMemberLimit, keepsFacts: Bool = false) throws(CatalogError)
+        -> IndexedLog
+    {
         let path = Self.absolute(log)
         if let unchanged = try unchangedLogs(at: [path])[0] { return unchanged }
         let outcome = try writeRollingBack { db in
             let pending = PendingCallRows()
             let indexed = try attributing(to: path, in: db) {
-                try index(absolute: path, in: db, pending: pending, memberLimit: memberLimit)
+                try index(absolute: path, in: db, pending: pending, memberLimit: memberLimit, keepsFacts: keepsFacts)
             }
             try attributing(to: path, in: db) { try pending.write(to: db) }
             return indexed
@@ -103,7 +111,7 @@ extension Catalog {
     /// otherwise the log is read here.
     func index(
         absolute path: String, in db: any SQLConnection, pending: PendingCallRows, prepared: PreparedLog? = nil,
-        memberLimit: Int = Catalog.defaultMemberLimit
+        memberLimit: Int = Catalog.defaultMemberLimit, keepsFacts: Bool = false
     ) throws -> IndexedLog {
         let known = try StoredLog.fetch(db, path: path)
         guard let stamp = FileStamp(path: path) else {
@@ -126,17 +134,21 @@ extension Catalog {
             try pending.take(&prepared.rows, logId: logId, path: path, in: db)
             try prepared.row.write(logId: logId, in: db)
             try Self.writeSteps(prepared.steps, of: path, row: prepared.row, in: db)
+            if let facts = prepared.facts { try FactCache.write(facts, in: db) }
             return prepared.indexed
         }
         let plan = ReadPlan(known: known, path: path, now: stamp)
         let logId = try Self.startRows(of: path, known: known, keepingCallsBelow: plan.resume?.callBase, in: db)
-        var indexer = LogIndexer(path: path, memberLimit: memberLimit) { rows in try pending.take(&rows, logId: logId, path: path, in: db) }
+        var indexer = LogIndexer(path: path, memberLimit: memberLimit, keepsFacts: keepsFacts) { rows in
+            try pending.take(&rows, logId: logId, path: path, in: db)
+        }
         try indexer.read(from: plan.resume, storedTailOffset: plan.storedTailOffset)
         let row = indexer.finish(stampBefore: stamp, now: Self.nowUs())
         var rows = indexer.rows
         try pending.take(&rows, logId: logId, path: path, in: db)
         try row.write(logId: logId, in: db)
         try Self.writeSteps(indexer.takeSteps(row: row), of: path, row: row, in: db)
+        if let facts = FactCache.Entry(indexer.takeFacts(row: row), path: path, row: row) { try FactCache.write(facts, in: db) }
         return IndexedLog(
             path: path, change: plan.change, status: row.status, problem: row.problem, eventsRead: indexer.eventsRead,
             problemCode: indexer.damageCode)
@@ -231,7 +243,8 @@ extension Catalog {
             basis: PreparedLog.Basis(known), keepsCallsBelow: plan.resume?.callBase, rows: indexer.rows, row: row,
             indexed: IndexedLog(
                 path: path, change: plan.change, status: row.status, problem: row.problem, eventsRead: indexer.eventsRead,
-                problemCode: indexer.damageCode), steps: indexer.takeSteps(row: row))
+                problemCode: indexer.damageCode), steps: indexer.takeSteps(row: row),
+            facts: FactCache.Entry(indexer.takeFacts(row: row), path: path, row: row))
         return log
     }
 
@@ -368,6 +381,8 @@ struct PreparedLog: Sendable {
     var indexed: IndexedLog
     /// The log's step table, made in the same read (nil for a read on from where it stopped).
     var steps: StepTable?
+    /// The log's facts for the fact cache, made in the same read (nil as for `steps`).
+    var facts: FactCache.Entry?
 }
 
 /// Where a later index picks up a log that grows: a member's start, the chain just before it,
@@ -436,8 +451,14 @@ struct LogIndexer {
     private let spill: (inout [CallRow]) throws -> Void
     /// Rows of calls dropped from the state, not yet handed to `spill`; their log id is 0.
     private(set) var rows: [CallRow] = []
-    private var state = RunState()
-    /// The ordinal of `state.calls[0]`.
+    /// The fold: the state, and for a log read from its start, its facts (`LogFactsFold`: every
+    /// digest checked), so that the catalog keeps them without a second read (`takeFacts`).
+    private var fold = LogFactsFold()
+    /// Whether the read is to make the log's facts, when it reads the log from its start.
+    let keepsFacts: Bool
+    /// Whether `fold` makes the log's facts: asked to, read from its start, no call dropped, no damage.
+    private var makesFacts = false
+    /// The ordinal of `fold.state.calls[0]`.
     private var callBase = 0
     private(set) var eventsRead = 0
     private var damage: String?
@@ -456,20 +477,24 @@ struct LogIndexer {
     /// bounded one; `replay` makes such a log's table when it is first asked for a step.
     private var steps: StepTableBuilder?
 
-    init(path: String, memberLimit: Int = Catalog.defaultMemberLimit, spill: @escaping (inout [CallRow]) throws -> Void) {
+    init(
+        path: String, memberLimit: Int = Catalog.defaultMemberLimit, keepsFacts: Bool = false,
+        spill: @escaping (inout [CallRow]) throws -> Void
+    ) {
         self.path = path
         self.memberLimit = memberLimit
+        self.keepsFacts = keepsFacts
         self.spill = spill
     }
 
     /// Reads the log, from the start or from `resume`, folding and making call rows.
     mutating func read(from resume: ResumePoint?, storedTailOffset: Int) throws {
         if let resume {
-            state = resume.state
+            fold.state = resume.state
             callBase = resume.callBase
             members = (storedTailOffset, resume.position.memberOffset)
         }
-        if resume == nil { steps = StepTableBuilder(log: path) }
+        if resume == nil { (steps, makesFacts) = (StepTableBuilder(log: path), keepsFacts) }
         // The fold reads no context packet's text: it is checked, not made.
         let reader = LogReader(path: path, options: .init(memberContentLimit: memberLimit, keepsPacketText: false))
         do {
@@ -486,6 +511,7 @@ struct LogIndexer {
             damage = error.description
             damageCode = error.diagnosticCode
             steps = nil
+            makesFacts = false
         }
     }
 
@@ -496,35 +522,35 @@ struct LogIndexer {
             memberStart = ResumePoint(
                 position: LogReader.Position(
                     memberOffset: recorded.location.memberOffset, memberIndex: recorded.location.memberIndex, sequence: event.sequence,
-                    previousHash: event.previousHash ?? "", runId: event.runId), callBase: callBase, state: state)
+                    previousHash: event.previousHash ?? "", runId: event.runId), callBase: callBase, state: fold.state)
         }
-        RunState.reduce(into: &state, event)
+        if makesFacts { fold.add(recorded) } else { RunState.reduce(into: &fold.state, event) }
         steps?.add(recorded)
         if let count = steps?.stepCount, count > Catalog.stepsHeldInMemory { steps = nil }
         eventsRead += 1
         lastEvent = (event.sequence, recorded.hash, recorded.location.memberIndex, event.runId)
-        if case .stepEnded = event.payload, state.calls.count >= Catalog.callsHeldInMemory { try dropSettledCalls() }
+        if case .stepEnded = event.payload, fold.state.calls.count >= Catalog.callsHeldInMemory { try dropSettledCalls() }
     }
 
     /// Makes rows of the settled calls at the front of the list (the step that proposed them
     /// has ended, no attempt is in flight, none waits for approval) and drops them, with the
     /// decisions and contents the catalog keeps only as counts; hands the rows to `spill`.
     private mutating func dropSettledCalls() throws {
-        let settled = state.calls.prefix { !$0.isAwaitingApproval && $0.attempts == $0.results.count }.count
+        let settled = fold.state.calls.prefix { !$0.isAwaitingApproval && $0.attempts == $0.results.count }.count
         guard settled > 0 else { return }
-        steps = nil
-        for index in 0..<settled { rows.append(row(of: state.calls[index], ordinal: callBase + index)) }
-        state.calls.removeFirst(settled)
+        (steps, makesFacts) = (nil, false)
+        for index in 0..<settled { rows.append(row(of: fold.state.calls[index], ordinal: callBase + index)) }
+        fold.state.calls.removeFirst(settled)
         callBase += settled
-        state.decisions.removeAll()
-        state.contents.removeAll()
+        fold.state.decisions.removeAll()
+        fold.state.contents.removeAll()
         try spill(&rows)
     }
 
     private func row(of call: ToolCallRecord, ordinal: Int) -> CallRow {
         let last = call.results.last
         return CallRow(
-            logId: 0, ordinal: ordinal, runId: state.runId ?? "", step: call.step, callId: call.id, tool: call.tool,
+            logId: 0, ordinal: ordinal, runId: fold.state.runId ?? "", step: call.step, callId: call.id, tool: call.tool,
             arguments: JSONWriter.encodeString(call.arguments), verdict: call.verdict?.verdict.rawValue, rule: call.verdict?.rule,
             approval: call.approval.map { $0.isGranted ? "granted" : "refused" }, approver: call.approval?.approver,
             attempts: call.attempts, status: last?.status.rawValue, durationUs: call.results.reduce(0) { $0 + $1.durationUs },
@@ -539,12 +565,19 @@ struct LogIndexer {
         return try? steps?.finish()
     }
 
+    /// The log's facts, made in the read, for a log read whole from its start that did not change
+    /// meanwhile (`row`, from `finish`, is its identity) and held every call; nil otherwise.
+    func takeFacts(row: LogRow) -> LogFacts? {
+        guard makesFacts, row.size >= 0, row.status != .damaged else { return nil }
+        return fold.facts(tear: summary.tear)
+    }
+
     /// Makes the rows of the calls still held (in `rows`, after any not handed over yet) and the
     /// log's row: how the log stands, where a later read picks up, and the identity of what was read.
     mutating func finish(stampBefore: FileStamp, now: Int) -> LogRow {
-        for (index, call) in state.calls.enumerated() { rows.append(row(of: call, ordinal: callBase + index)) }
+        for (index, call) in fold.state.calls.enumerated() { rows.append(row(of: call, ordinal: callBase + index)) }
         // A finished run's log does not grow (a run stopped for approval does, when resumed).
-        let isOpen = state.stop == nil || state.stop?.reason == .approvalRequired || summary.tear != nil
+        let isOpen = fold.state.stop == nil || fold.state.stop?.reason == .approvalRequired || summary.tear != nil
         // Only a log that can no longer grow is known by its content (a growing one would be
         // hashed whole at each index); hashed before the stamp is taken again below, so a file
         // rewritten meanwhile is caught there.
@@ -556,7 +589,7 @@ struct LogIndexer {
         var point: ResumePoint?
         if let damage {
             (status, problem) = (.damaged, damage)
-        } else if state.eventCount == 0 && summary.tear == nil {
+        } else if fold.state.eventCount == 0 && summary.tear == nil {
             // Whole members with no line: no run, as the verifier says (`no_event`), not intact.
             (status, problem) = (.damaged, LogError.noEvent(in: path, tear: nil).message)
         } else {
@@ -570,7 +603,7 @@ struct LogIndexer {
                     position: LogReader.Position(
                         memberOffset: summary.tear?.memberOffset ?? stampBefore.size, memberIndex: lastEvent.memberIndex + 1,
                         sequence: lastEvent.sequence + 1, previousHash: summary.lastHash ?? lastEvent.hash, runId: lastEvent.runId),
-                    callBase: callBase, state: state)
+                    callBase: callBase, state: fold.state)
             }
         }
         // The identity's bytes: the end of the last complete member before the resume point; for
@@ -582,21 +615,22 @@ struct LogIndexer {
         }
         let identity = LogFingerprint.of(path, stamp: stampBefore, lastCompleteMember: tail.lastComplete, end: tail.end)
         let range = LogFingerprint.tailRange(memberOffset: tail.lastComplete, end: tail.end)
-        let start = state.start
+        let start = fold.state.start
         return LogRow(
             size: isSteady ? stampBefore.size : -1, mtimeNs: stampBefore.mtimeNs, tailOffset: identity?.tailOffset ?? range.offset,
             tailEnd: identity?.tailEnd ?? range.end, tailHash: identity?.tailHash ?? "", status: status, problem: problem,
-            runId: state.runId, agent: start?.agent.name, agentVersion: start?.agent.version,
-            model: start.map { "\($0.model.provider):\($0.model.name)" }, input: start?.goal, startedAtUs: state.startedAtUs,
-            endedAtUs: state.stop == nil ? nil : state.lastEventAtUs, stopReason: state.stop?.reason.rawValue,
-            stopLimit: state.stop?.limit?.rawValue, events: state.eventCount, steps: state.decisionStepCount,
-            decisions: state.usage.modelCalls,
-            invalidDecisions: state.counters.invalidDecisions, toolCalls: callBase + state.calls.count,
-            executedCalls: state.counters.executedCalls, deniedCalls: state.counters.deniedCalls,
-            failedCalls: state.counters.failedCalls, inputTokens: state.usage.inputTokens, outputTokens: state.usage.outputTokens,
-            costUSD: state.usage.costUSD, anomalies: state.anomalies.count, indexedAtUs: now,
-            resume: point.flatMap { isOpen && isSteady ? JSONWriter.encode($0.json) : nil }, forkedFrom: state.forked?.parentRunId,
-            forkStep: state.forked?.step, contentHash: isSteady ? contentHash : nil)
+            runId: fold.state.runId, agent: start?.agent.name, agentVersion: start?.agent.version,
+            model: start.map { "\($0.model.provider):\($0.model.name)" }, input: start?.goal, startedAtUs: fold.state.startedAtUs,
+            endedAtUs: fold.state.stop == nil ? nil : fold.state.lastEventAtUs, stopReason: fold.state.stop?.reason.rawValue,
+            stopLimit: fold.state.stop?.limit?.rawValue, events: fold.state.eventCount, steps: fold.state.decisionStepCount,
+            decisions: fold.state.usage.modelCalls,
+            invalidDecisions: fold.state.counters.invalidDecisions, toolCalls: callBase + fold.state.calls.count,
+            executedCalls: fold.state.counters.executedCalls, deniedCalls: fold.state.counters.deniedCalls,
+            failedCalls: fold.state.counters.failedCalls, inputTokens: fold.state.usage.inputTokens,
+            outputTokens: fold.state.usage.outputTokens,
+            costUSD: fold.state.usage.costUSD, anomalies: fold.state.anomalies.count, indexedAtUs: now,
+            resume: point.flatMap { isOpen && isSteady ? JSONWriter.encode($0.json) : nil }, forkedFrom: fold.state.forked?.parentRunId,
+            forkStep: fold.state.forked?.step, contentHash: isSteady ? contentHash : nil)
     }
 }
 

@@ -95,17 +95,20 @@ extension EvalRunner {
             run.agentName = command.agentName
             outcome = try await recorder.record(run)
         } catch let error as CommandCaseCassetteError {
+            await closed([log], options: options)
             return cannotRun(
                 EvalError(
                     .badCase, "case \"\(evalCase.id)\": \(error.message)", location: evalCase.location(ofKey: "cassette"),
                     hint: (error.hint.map { $0 + "; " } ?? "") + "the path is relative to the case file's folder"))
         } catch {
+            await closed([log], options: options)
             let reason = (error as? any Diagnostic)?.message ?? "\(error)"
             return cannotRun(
                 EvalError(
                     .commandFailed, "case \"\(evalCase.id)\": \(reason)", location: evalCase.location(ofKey: "command"),
                     hint: "check the program and its arguments in command: (they run in the case file's folder, without a shell)"))
         }
+        await closed([log], options: options)
         var result = await check(log: log, repeatIndex: repeatIndex, case: evalCase, options: options, judge: judge)
         if let step = outcome.missedStep {
             result.failures = []

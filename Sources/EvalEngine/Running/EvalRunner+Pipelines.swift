@@ -48,8 +48,10 @@ extension EvalRunner {
             _ = try await PipelineRunner(definition: definition, environment: options.environment)
                 .start(directory: directory, runId: runId, input: evalCase.pipelineInput)
         } catch {
+            await closed(CaseResult.childRunLogs(ofPipelineLog: log), options: options)
             return failed(DiagnosticRecord(describing: error))
         }
+        await closed(CaseResult.childRunLogs(ofPipelineLog: log), options: options)
         return await check(log: log, repeatIndex: repeatIndex, case: evalCase, options: options, judge: judge)
     }
 

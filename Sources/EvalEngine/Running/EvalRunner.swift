@@ -37,9 +37,11 @@ public struct EvalOptions: Sendable {
     /// What runs `command:` cases through the recording model gateway (the CLI's); nil: such a
     /// case cannot run.
     public var commands: (any CommandCaseRecorder)?
-    /// What is done with the run logs a live case wrote once the case is done (the CLI's: index
-    /// them in the catalog, send their traces to a collector): called once per case, with
-    /// `CaseResult.writtenRunLogs`, before the case is reported.
+    /// What is done with the run logs a live case writes (the CLI's: index them in the catalog):
+    /// called with each live run's logs (a pipeline's child runs) as soon as the run has closed
+    /// them, before they are graded, once each. The catalog's index makes a log's facts in the
+    /// read it makes anyway, so the grading that follows takes them from the catalog: a freshly
+    /// written log is folded once.
     public var finishedLogs: (any FinishedLogSink)?
 
     public init(
@@ -230,8 +232,6 @@ public struct EvalRunner: Sendable {
                 if received[index] == expected[index] {
                     results[index].runs.sort { ($0.repeatIndex, $0.logPath) < ($1.repeatIndex, $1.logPath) }
                     if results[index].error == nil { results[index].error = Self.unknownTool(in: results[index]) }
-                    let written = results[index].writtenRunLogs
-                    if let sink = options.finishedLogs, !written.isEmpty { await sink.logsFinished(written) }
                     finished += 1
                     progress(index, results[index], finished, cases.count)
                 }
@@ -445,11 +445,20 @@ public struct EvalRunner: Sendable {
                 return waiting.map { ApprovalRecorded(callId: $0.id, isGranted: approve.contains($0.id), approver: "agent-eval run") }
             }
         } catch {
+            await closed([log], options: options)
             return RunResult(
                 logPath: log, repeatIndex: repeatIndex, failures: [], notes: [], error: DiagnosticRecord(describing: error),
                 summary: RunSummary())
         }
+        await closed([log], options: options)
         return await check(log: log, repeatIndex: repeatIndex, case: evalCase, options: options, judge: judge)
+    }
+
+    /// Hands the logs a live run has just closed to `finishedLogs`, before they are graded (see
+    /// `EvalOptions.finishedLogs`); a log the run never made is left out.
+    static func closed(_ logs: [String], options: EvalOptions) async {
+        let present = logs.filter { FileManager.default.fileExists(atPath: $0) }
+        if let sink = options.finishedLogs, !present.isEmpty { await sink.logsFinished(present) }
     }
 }
 

@@ -44,31 +44,58 @@ public struct LogFacts: Sendable, Hashable {
     /// them; a caller that writes the whole state out anyway (the catalog's snapshot) passes
     /// false, since reading every output back costs a second inflate of the log.
     public static func read(_ log: String, storesOutputs: Bool = true) throws -> LogFacts {
-        var state = RunState()
-        var digester = StateDigester()
-        var mismatch: DigestMismatch?
-        var memberOffsets: (previous: Int?, current: Int?) = (nil, nil)
-        var stored = storesOutputs ? StoredOutputs(log: log) : nil
-        var endIsSigned = false
+        var fold = LogFactsFold(storingOutputsOf: storesOutputs ? log : nil)
         // The fold reads no context packet's text: it is checked, not made.
-        let read = try LogReader(path: log, options: .init(keepsPacketText: false)).forEachEvent { recorded in
-            let event = recorded.event
-            if mismatch == nil, case .stepEnded(let ended) = event.payload, digester.digest(of: state) != ended.stateDigest {
-                mismatch = DigestMismatch(sequence: event.sequence, step: event.step)
-            }
-            let change = RunState.reduce(into: &state, event)
-            digester.track(change)
-            stored?.folded(recorded, change: change, into: &state)
-            endIsSigned = event.isFinalSignature
-            if recorded.location.memberOffset != memberOffsets.current {
-                memberOffsets = (memberOffsets.current, recorded.location.memberOffset)
-            }
-        }
+        let read = try LogReader(path: log, options: .init(keepsPacketText: false)).forEachEvent { fold.add($0) }
         // An output read back during the read (a call that changed again) that did not read
         // back: the log changed in place while it was read.
-        if let failure = stored?.store?.failure { throw failure }
-        let lastComplete = memberOffsets.current == read.tear?.memberOffset ? memberOffsets.previous : memberOffsets.current
-        var facts = LogFacts(state: state, tear: read.tear, digestMismatch: mismatch, lastCompleteMemberOffset: lastComplete)
+        if let failure = fold.storeFailure { throw failure }
+        return fold.facts(tear: read.tear)
+    }
+}
+
+/// The fold that makes a log's facts, one event at a time, from the log's first: the state,
+/// every recorded state digest checked against the state folded before it, the members seen.
+/// `LogFacts.read` drives it over a read of its own; the catalog's indexer gives it the events of
+/// the read it makes anyway, so a log it indexes from the start has its facts without a second
+/// read, and the two cannot disagree.
+public struct LogFactsFold {
+    /// The state after the events added so far; the indexer drops settled calls from it to keep
+    /// a long log's read bounded (and then makes no facts).
+    public var state = RunState()
+    private var digester = StateDigester()
+    private var mismatch: LogFacts.DigestMismatch?
+    private var memberOffsets: (previous: Int?, current: Int?) = (nil, nil)
+    private var stored: StoredOutputs?
+    private var endIsSigned = false
+
+    /// With `storingOutputsOf`, a long log's outputs are held as references into that log
+    /// (`StoredOutputs`), as `LogFacts.read(_:storesOutputs:)` says.
+    public init(storingOutputsOf log: String? = nil) {
+        stored = log.map { StoredOutputs(log: $0) }
+    }
+
+    /// Why reading an output back from the log failed, if it did.
+    public var storeFailure: LogError? { stored?.store?.failure }
+
+    public mutating func add(_ recorded: RecordedEvent) {
+        let event = recorded.event
+        if mismatch == nil, case .stepEnded(let ended) = event.payload, digester.digest(of: state) != ended.stateDigest {
+            mismatch = LogFacts.DigestMismatch(sequence: event.sequence, step: event.step)
+        }
+        let change = RunState.reduce(into: &state, event)
+        digester.track(change)
+        stored?.folded(recorded, change: change, into: &state)
+        endIsSigned = event.isFinalSignature
+        if recorded.location.memberOffset != memberOffsets.current {
+            memberOffsets = (memberOffsets.current, recorded.location.memberOffset)
+        }
+    }
+
+    /// The facts of the events added, for a read that ended with `tear` (nil: whole).
+    public func facts(tear: LogTear?) -> LogFacts {
+        let lastComplete = memberOffsets.current == tear?.memberOffset ? memberOffsets.previous : memberOffsets.current
+        var facts = LogFacts(state: state, tear: tear, digestMismatch: mismatch, lastCompleteMemberOffset: lastComplete)
         facts.endIsSigned = endIsSigned
         return facts
     }
