@@ -1,4 +1,3 @@
-import AgentRuntime
 public import TraceLog
 
 /// Indexes run logs in the catalog as the runs that wrote them close them, with their facts for
@@ -15,11 +14,11 @@ public struct IndexingSink: FinishedLogSink {
         self.failed = failed
     }
 
-    /// Reads and writes off the cooperative pool (`OwnThread`): indexing reads the log and waits
-    /// for the database, which a task of the pool must never do.
+    /// Reads and writes off the cooperative pool (`Catalog.threads`): indexing reads the log and
+    /// waits for the database, which a task of the pool must never do.
     public func logsFinished(_ logs: [String]) async {
         let (catalog, failed) = (self.catalog, self.failed)
-        await OwnThread.run(name: "agent-eval index finished logs") {
+        await Catalog.threads.run {
             for log in logs {
                 do throws(CatalogError) {
                     // A log just written: its facts are kept too, for the suite that grades it.

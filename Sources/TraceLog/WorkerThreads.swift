@@ -30,7 +30,9 @@ public final class WorkerThreads<Work: Sendable>: @unchecked Sendable {
     private let perform: @Sendable (Work) -> Void
     private let idle: (@Sendable () -> Void)?
 
-    /// Starts `count` threads named `name` (what a debugger or `top -H` shows), each running
+    /// Starts `count` threads named `name` (what a debugger or `top -H` shows; Linux keeps 15
+    /// bytes of it, and a longer name it refuses whole, leaving the thread the name of the one
+    /// that made it, so the name is cut to its first 15 bytes there), each running
     /// `perform` on one item of work at a time. `idle`, when given, runs on a thread each time it
     /// finds the queue empty after work, before it waits (once per emptying).
     public init(
@@ -41,11 +43,31 @@ public final class WorkerThreads<Work: Sendable>: @unchecked Sendable {
         self.idle = idle
         running = max(1, count)
         for _ in 0..<running {
-            let thread = Thread { [self] in loop() }
-            thread.name = name
+            let threadName = Self.threadName(name)
+            // Named from inside as well: Foundation gives the system a name set before the start
+            // only on some platforms.
+            let thread = Thread { [self] in
+                Thread.current.name = threadName
+                loop()
+            }
+            thread.name = threadName
             if let stackSize { thread.stackSize = stackSize }
             thread.start()
         }
+    }
+
+    /// `name` as the system keeps it: on Linux its first 15 bytes (on a character's boundary).
+    static func threadName(_ name: String) -> String {
+        #if os(Linux)
+            var cut = ""
+            for character in name {
+                guard cut.utf8.count + character.utf8.count <= 15 else { break }
+                cut.append(character)
+            }
+            return cut
+        #else
+            return name
+        #endif
     }
 
     /// Adds `work` to the queue; false (and nothing is queued) once the threads are stopping,

@@ -15,7 +15,7 @@ public import Viewer
 ///
 /// Three calls, because a signal may cut the middle one short and the last must still run:
 /// ```swift
-/// let suite = try SuiteRun(request, catalog: catalog, exporter: nil, shelf: shelf) { print($0) }
+/// let suite = try await SuiteRun(request, catalog: catalog, exporter: nil, shelf: shelf) { print($0) }
 /// let report = await suite.runCases { finished in print(finished.consoleLines) }
 /// let outcome = try await suite.finish(report, interruptedBy: nil) { print($0) }
 /// ```
@@ -99,7 +99,7 @@ public struct SuiteRun: Sendable {
     public init(
         _ request: Request, catalog: Catalog?, exporter: LiveTraceExporter?, shelf: CassetteShelf,
         notice: (String) -> Void
-    ) throws {
+    ) async throws {
         if !request.updatesBaseline, let baseline = request.baseline, !FileManager.default.fileExists(atPath: baseline) {
             throw EvalError(.missingBaseline, "the baseline directory \(baseline) does not exist", hint: "write one with --update-baseline")
         }
@@ -135,7 +135,10 @@ public struct SuiteRun: Sendable {
             guard let catalog else {
                 throw EvalError(.noCatalog, "--baseline-branch needs the catalog, which could not be opened")
             }
-            let (suiteRuns, baselines) = try catalog.baselines(branch: branch, lastRuns: request.baselineRuns)
+            let lastRuns = request.baselineRuns
+            let (suiteRuns, baselines) = try await catalog.work { catalog throws(CatalogError) in
+                try catalog.baselines(branch: branch, lastRuns: lastRuns)
+            }
             guard suiteRuns > 0 else {
                 throw EvalError(
                     .noBaseRun, "the catalog has no suite run on branch \(branch) to compare with",
@@ -198,7 +201,10 @@ public struct SuiteRun: Sendable {
         var history = SuiteHistory(flaky: request.flakyHistory ? [] : nil)
         if let catalog, let info = await pendingInfo?.value {
             do {
-                history = try catalog.recordSuite(report, info: info, flakyHistory: request.flakyHistory)
+                let (recorded, flaky) = (report, request.flakyHistory)
+                history = try await catalog.work { catalog throws(CatalogError) in
+                    try catalog.recordSuite(recorded, info: info, flakyHistory: flaky)
+                }
                 for problem in history.problems { warning(problem) }
             } catch {
                 warning(error)

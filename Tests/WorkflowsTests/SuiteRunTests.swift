@@ -27,7 +27,7 @@ struct SuiteRunTests {
             (request.baseline, request.updatesBaseline) = (directory.path("baseline"), true)
             request.flakyHistory = true
             var notices: [String] = []
-            let suite = try SuiteRun(request, catalog: catalog, exporter: nil, shelf: CassetteShelf()) { notices.append($0) }
+            let suite = try await SuiteRun(request, catalog: catalog, exporter: nil, shelf: CassetteShelf()) { notices.append($0) }
             #expect(suite.session.cases.count >= 10)
             let report = await suite.runCases { _ in }
             let outcome = await suite.finish(
@@ -48,7 +48,7 @@ struct SuiteRunTests {
             again.options.outputDirectory = directory.path("runs-2")
             again.baseline = directory.path("baseline")
             again.failOn = .regression
-            let second = try SuiteRun(again, catalog: nil, exporter: nil, shelf: CassetteShelf()) { _ in }
+            let second = try await SuiteRun(again, catalog: nil, exporter: nil, shelf: CassetteShelf()) { _ in }
             #expect(second.session.hasBaseline)
             let secondReport = await second.runCases { _ in }
             #expect(secondReport.exitStatus == 0, "\(secondReport.summaryLine)")
@@ -62,7 +62,7 @@ struct SuiteRunTests {
             var request = request(directory)
             request.filters = ["support-*"]
             (request.baseline, request.updatesBaseline, request.jsonOut) = (directory.path("baseline"), true, directory.path("r.json"))
-            let suite = try SuiteRun(request, catalog: nil, exporter: nil, shelf: CassetteShelf()) { _ in }
+            let suite = try await SuiteRun(request, catalog: nil, exporter: nil, shelf: CassetteShelf()) { _ in }
             let report = await suite.runCases { _ in }
             let outcome = await suite.finish(report, interruptedBy: 2, notice: { _ in }, warning: { _ in })
             #expect(outcome.baselineRefused && outcome.baselineWritten == nil)
@@ -75,9 +75,9 @@ struct SuiteRunTests {
     @Test("before anything runs: a missing baseline directory, a branch with no suite run, no catalog, --record without a cassette")
     func refusesBeforeRunning() async throws {
         try await TemporaryDirectory.with { directory in
-            func code(_ request: SuiteRun.Request, catalog: Catalog? = nil) -> EvalError.Code? {
+            func code(_ request: SuiteRun.Request, catalog: Catalog? = nil) async -> EvalError.Code? {
                 do {
-                    _ = try SuiteRun(request, catalog: catalog, exporter: nil, shelf: CassetteShelf()) { _ in }
+                    _ = try await SuiteRun(request, catalog: catalog, exporter: nil, shelf: CassetteShelf()) { _ in }
                     return nil
                 } catch let error as EvalError {
                     return error.code
@@ -87,15 +87,15 @@ struct SuiteRunTests {
             }
             var missing = request(directory)
             missing.baseline = directory.path("nowhere")
-            #expect(code(missing) == .missingBaseline)
+            #expect(await code(missing) == .missingBaseline)
             var branch = request(directory)
             branch.baselineBranch = "main"
-            #expect(code(branch) == .noCatalog)
+            #expect(await code(branch) == .noCatalog)
             let empty = try Catalog(path: directory.path("catalog.sqlite"))
-            #expect(code(branch, catalog: empty) == .noBaseRun)
+            #expect(await code(branch, catalog: empty) == .noBaseRun)
             var recording = request(directory)
             recording.recordMode = .all
-            #expect(code(recording) == .recordNeedsCassette)
+            #expect(await code(recording) == .recordNeedsCassette)
             #expect(!FileManager.default.fileExists(atPath: directory.path("runs")), "nothing ran")
         }
     }

@@ -31,6 +31,15 @@ struct CatalogArguments: ParsableArguments {
     /// `resolvedPath()` once it is known to resolve (a catalog opened from it), for messages.
     var path: String { (try? resolvedPath()) ?? catalog ?? Catalog.defaultPath() }
 
+    /// `open`, for an async command: on the catalog's threads (`Catalog.opening`).
+    func open(readOnly: Bool = false) async throws -> Catalog {
+        do {
+            return try await Catalog.opening(path: try resolvedPath(), readOnly: readOnly)
+        } catch {
+            throw diagnose(error)
+        }
+    }
+
     /// Opens the catalog (creating it on first use), or prints why not and exits 2.
     func open(readOnly: Bool = false) throws -> Catalog {
         do {
@@ -66,10 +75,15 @@ struct CatalogUse: ParsableArguments {
         noCatalog ? nil : location.openOrWarn()
     }
 
+    /// `openIfWanted`, for an async command: opened on the catalog's threads.
+    func openIfWanted() async -> Catalog? {
+        noCatalog ? nil : await location.openOrWarn()
+    }
+
     /// What indexes the logs a command writes as their runs close them, or nil with
     /// --no-catalog (or no catalog to be had); a log that cannot be indexed is a warning.
-    func indexingSink() -> IndexingSink? {
-        openIfWanted().map(IndexingSink.warning)
+    func indexingSink() async -> IndexingSink? {
+        await openIfWanted().map(IndexingSink.warning)
     }
 }
 
@@ -85,15 +99,36 @@ extension CatalogArguments {
     /// warning, and nil.
     func openOrWarn() -> Catalog? {
         guard let path = pathOrWarn() else { return nil }
-        // Where a command leaves data it found on its own is worth saying once: it may be a
-        // parent folder. A path the user gave (--catalog, AGENT_EVAL_CATALOG) needs no note.
+        let isNew = isNew(path)
+        return opened(path, isNew: isNew, Result { () throws(CatalogError) in try Catalog(path: path) })
+    }
+
+    /// `openOrWarn`, for an async command: opened on the catalog's threads.
+    func openOrWarn() async -> Catalog? {
+        guard let path = pathOrWarn() else { return nil }
+        let isNew = isNew(path)
+        do throws(CatalogError) {
+            return opened(path, isNew: isNew, .success(try await Catalog.opening(path: path)))
+        } catch {
+            return opened(path, isNew: isNew, .failure(error))
+        }
+    }
+
+    /// Whether opening `path` makes a catalog the user did not name. Where a command leaves data
+    /// it found on its own is worth saying once: it may be a parent folder. A path the user gave
+    /// (--catalog, AGENT_EVAL_CATALOG) needs no note.
+    private func isNew(_ path: String) -> Bool {
         let isFound = catalog == nil && (ProcessInfo.processInfo.environment["AGENT_EVAL_CATALOG"] ?? "").isEmpty
-        let isNew = isFound && !FileManager.default.fileExists(atPath: path)
-        do {
-            let catalog = try Catalog(path: path)
+        return isFound && !FileManager.default.fileExists(atPath: path)
+    }
+
+    /// The catalog opened, with the note that it was made; nil with a warning when it could not be.
+    private func opened(_ path: String, isNew: Bool, _ result: Result<Catalog, CatalogError>) -> Catalog? {
+        switch result {
+        case .success(let catalog):
             if isNew { printError("note: created the catalog \(displayPath(path)) (docs/catalog.md says where it goes)") }
             return catalog
-        } catch {
+        case .failure(let error):
             warn(error)
             printError("warning: going on without the catalog (--no-catalog silences this)")
             return nil

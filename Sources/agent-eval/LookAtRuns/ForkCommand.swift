@@ -218,7 +218,7 @@ struct ForkCommand: AsyncParsableCommand {
             let agent = try AgentFile.load(path: self.agent ?? "", models: try models.options(), servers: MCPServers())
             let request = Fork.Request(parent: log, at: at, edits: edits)
             let (runId, path) = destination.destination(agent: "\(agent.name)-fork")
-            let sink = catalog.indexingSink()
+            let sink = await catalog.indexingSink()
             (report, interrupted) = try await withInterruption { () async throws -> Fork.Report in
                 try await Fork.run(request, agent: agent, output: path, runId: runId, finishedLogs: sink)
             }
@@ -281,7 +281,7 @@ struct ForkCommand: AsyncParsableCommand {
                         + (models.cassette.map { ", recorded into \($0)" } ?? "") + "; --upstream provider=URL sends them elsewhere")
             }
             job.recording.outputDescriptor = json ? 2 : 1
-            job.recording.finishedLogs = catalog.indexingSink()
+            job.recording.finishedLogs = await catalog.indexingSink()
             let commandRecording = job.recording
             (recording, interrupted) = try await withInterruption { try await commandRecording.run() }
             report = try Fork.report(job.request, plan: job.plan, log: path)

@@ -1,3 +1,4 @@
+import AgentRuntime
 import ArgumentParser
 import Catalog
 import Foundation
@@ -103,15 +104,18 @@ struct ReplayCommand: AsyncParsableCommand {
             try await RerunCommand.rerun(log: log, agentPath: agent, json: json)
             return
         }
-        if let step {
-            try showStep(step)
-            return
+        // Reading the log, the catalog's step table and the terminal all wait: on a thread of
+        // their own, never on the cooperative pool (docs/architecture.md, "Blocking work").
+        let command = self
+        try await OwnThread.run(name: "agent-eval replay") {
+            if let step = command.step {
+                try command.showStep(step)
+            } else if !command.json && !command.plain && command.until == nil && isatty(1) == 1 && isatty(0) == 1 {
+                try InteractiveReplay(log: command.log, store: command.stepStore()).run()
+            } else {
+                try command.replayAll()
+            }
         }
-        if !json && !plain && until == nil && isatty(1) == 1 && isatty(0) == 1 {
-            try InteractiveReplay(log: log, store: stepStore()).run()
-            return
-        }
-        try replayAll()
     }
 
     func showStep(_ number: Int) throws {

@@ -138,7 +138,7 @@ struct MCPProxyCommand: AsyncParsableCommand {
             if destination.log == nil, let url = ProcessInfo.processInfo.environment[MCPProxy.recorderVariable], !url.isEmpty {
                 settings.recorderURL = url
             } else {
-                settings.finishedLogs = catalog.indexingSink()
+                settings.finishedLogs = await catalog.indexingSink()
             }
             let proxy = MCPProxy(settings: settings)
             (outcome, interrupted) = try await withInterruption { try await proxy.run() }

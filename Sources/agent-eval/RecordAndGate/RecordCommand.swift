@@ -137,7 +137,7 @@ struct RecordCommand: AsyncParsableCommand {
                 upstreams: Upstreams.resolve(given: try Self.upstreamValues(upstreams), environment: environment), cassette: cassette,
                 environment: environment)
             recording.outputDescriptor = json ? 2 : 1
-            recording.finishedLogs = catalog.indexingSink()
+            recording.finishedLogs = await catalog.indexingSink()
             recording.takesSpans = !noOtlp
             (outcome, interrupted) = try await withInterruption { [recording] in try await recording.run() }
         } catch {

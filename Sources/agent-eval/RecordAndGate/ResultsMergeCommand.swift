@@ -122,11 +122,12 @@ struct ResultsMergeCommand: AsyncParsableCommand {
             throw diagnose(error)
         }
         if record {
-            let catalog = try self.catalog.open()
+            let catalog = try await self.catalog.open()
             var info = await SuiteRunInfo.current(commandLine: CommandLine.arguments)
             info.origin = "merge"
             do {
-                let id = try catalog.recordSuite(report: merge.report, info: info)
+                let (report, recorded) = (merge.report, info)
+                let id = try await catalog.work { catalog throws(CatalogError) in try catalog.recordSuite(report: report, info: recorded) }
                 if !toStandardOutput { say("recorded as suite run \(id) in \(displayPath(self.catalog.path))") }
             } catch {
                 throw diagnose(error)

@@ -157,7 +157,7 @@ struct ExecCommand: AsyncParsableCommand {
             // The finished log is indexed, then its trace sent (--otlp-endpoint).
             let runtime = AgentRuntime(
                 agent: agent, environment: environment, signer: signer,
-                finishedLogs: FinishedLogSinks.combining([catalog.indexingSink(), exporter]))
+                finishedLogs: FinishedLogSinks.combining([await catalog.indexingSink(), exporter]))
             let (resume, approve, deny, approver) = (self.resume, self.approve, self.deny, self.approver)
             let (input, actor, route) = (self.input, self.actor, self.route)
             let (id, path) = destination.destination(agent: runtime.agent.name)

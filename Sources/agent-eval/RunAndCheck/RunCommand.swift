@@ -257,12 +257,12 @@ struct RunCommand: AsyncParsableCommand {
 
     func run() async throws {
         let shelf = CassetteShelf()
-        let catalog = self.catalog.openIfWanted()
+        let catalog = await self.catalog.openIfWanted()
         // Made before any case runs: a malformed OTLP headers variable stops the command first.
         let exporter = try otlp.exporter()
         let suite: SuiteRun
         do {
-            suite = try SuiteRun(
+            suite = try await SuiteRun(
                 try request(shelf: shelf, catalog: catalog), catalog: catalog, exporter: exporter, shelf: shelf,
                 notice: { printError($0) })
         } catch let failure as EvalSession.LoadFailure {
