@@ -114,38 +114,44 @@ struct JudgeCalibrateCommand: AsyncParsableCommand {
         if json {
             printJSON(calibration.json)
         } else {
-            say("judge calibration: \(counted(calibration.outcomes.count, "label")), \(counted(calibration.rounds, "round")) each")
-            for figures in calibration.judges + [calibration.overall] where calibration.judges.count > 1 || figures.name != "all" {
-                say(Self.line(figures, what: figures.name == "all" ? "all judges" : "judge \(figures.name)"))
-                let m = figures.matrix
-                say("                 human pass  human fail")
-                say("    judge pass   " + Self.pad(m.bothPass) + "  " + Self.pad(m.judgePassHumanFail))
-                say("    judge fail   " + Self.pad(m.judgeFailHumanPass) + "  " + Self.pad(m.bothFail))
-            }
-            for figures in calibration.cases {
-                var line = Self.line(figures, what: "case \(figures.name)")
-                if let minimum = figures.minKappa {
-                    if figures.matrix.kappa == nil {
-                        line +=
-                            "  ✘ min κ \(Self.number(minimum)) NOT CHECKED: κ is undefined; label both passing and failing logs to measure it"
-                    } else {
-                        line += figures.meetsMinimum ? "  ✔ min κ \(Self.number(minimum))" : "  ✘ BELOW its min κ \(Self.number(minimum))"
-                    }
-                }
-                say(line)
-            }
-            for outcome in calibration.outcomes {
-                guard let verdict = outcome.verdict, verdict != outcome.label.passes || !outcome.isConsistent else { continue }
-                let rounds = outcome.rounds.map { $0 ? "pass" : "fail" }.joined(separator: ", ")
-                say(
-                    "  \(verdict != outcome.label.passes ? "disagrees" : "unsure   "): \(outcome.label.location) case \(outcome.label.caseId), "
-                        + "\(outcome.label.log): person \(outcome.label.passes ? "pass" : "fail"), judge \(rounds)")
-            }
-            for (name, before, now) in drift {
-                say("DRIFTED: \(name): κ \(Self.number(before)) → \(Self.number(now)) (more than \(Self.number(maxKappaDrop)) lower)")
-            }
+            printText(calibration, drift: drift)
         }
         throw ExitCode(below.isEmpty && drift.isEmpty ? 0 : 1)
+    }
+
+    /// The figures as text: per judge with its confusion matrix, per case against its minimum,
+    /// the labels the judge disagreed with or was unsure of, and what drifted.
+    func printText(_ calibration: JudgeCalibration, drift: [(String, Double, Double)]) {
+        say("judge calibration: \(counted(calibration.outcomes.count, "label")), \(counted(calibration.rounds, "round")) each")
+        for figures in calibration.judges + [calibration.overall] where calibration.judges.count > 1 || figures.name != "all" {
+            say(Self.line(figures, what: figures.name == "all" ? "all judges" : "judge \(figures.name)"))
+            let m = figures.matrix
+            say("                 human pass  human fail")
+            say("    judge pass   " + Self.pad(m.bothPass) + "  " + Self.pad(m.judgePassHumanFail))
+            say("    judge fail   " + Self.pad(m.judgeFailHumanPass) + "  " + Self.pad(m.bothFail))
+        }
+        for figures in calibration.cases {
+            var line = Self.line(figures, what: "case \(figures.name)")
+            if let minimum = figures.minKappa {
+                if figures.matrix.kappa == nil {
+                    line +=
+                        "  ✘ min κ \(Self.number(minimum)) NOT CHECKED: κ is undefined; label both passing and failing logs to measure it"
+                } else {
+                    line += figures.meetsMinimum ? "  ✔ min κ \(Self.number(minimum))" : "  ✘ BELOW its min κ \(Self.number(minimum))"
+                }
+            }
+            say(line)
+        }
+        for outcome in calibration.outcomes {
+            guard let verdict = outcome.verdict, verdict != outcome.label.passes || !outcome.isConsistent else { continue }
+            let rounds = outcome.rounds.map { $0 ? "pass" : "fail" }.joined(separator: ", ")
+            say(
+                "  \(verdict != outcome.label.passes ? "disagrees" : "unsure   "): \(outcome.label.location) case \(outcome.label.caseId), "
+                    + "\(outcome.label.log): person \(outcome.label.passes ? "pass" : "fail"), judge \(rounds)")
+        }
+        for (name, before, now) in drift {
+            say("DRIFTED: \(name): κ \(Self.number(before)) → \(Self.number(now)) (more than \(Self.number(maxKappaDrop)) lower)")
+        }
     }
 
     static func line(_ figures: JudgeCalibration.Figures, what: String) -> String {
