@@ -17,7 +17,7 @@ public import Viewer
 /// ```swift
 /// let suite = try await SuiteRun(request, catalog: catalog, exporter: nil, shelf: shelf) { print($0) }
 /// let report = await suite.runCases { finished in print(finished.consoleLines) }
-/// let outcome = try await suite.finish(report, interruptedBy: nil) { print($0) }
+/// let outcome = await suite.finish(report, interruptedBy: nil, notice: { print($0) }, warning: { print($0) })
 /// ```
 public struct SuiteRun: Sendable {
     /// What to run and what to write, as `run`'s options give them.
@@ -57,6 +57,13 @@ public struct SuiteRun: Sendable {
         public init(paths: [String], options: EvalOptions) {
             self.paths = paths
             self.options = options
+        }
+
+        /// The baseline directory given that does not exist, when the run is to compare with it
+        /// (nothing is run then).
+        public var missingBaselineDirectory: String? {
+            guard !updatesBaseline, let baseline, !FileManager.default.fileExists(atPath: baseline) else { return nil }
+            return baseline
         }
     }
 
@@ -100,13 +107,13 @@ public struct SuiteRun: Sendable {
         _ request: Request, catalog: Catalog?, exporter: LiveTraceExporter?, shelf: CassetteShelf,
         notice: (String) -> Void
     ) async throws {
-        if !request.updatesBaseline, let baseline = request.baseline, !FileManager.default.fileExists(atPath: baseline) {
-            throw EvalError(.missingBaseline, "the baseline directory \(baseline) does not exist", hint: "write one with --update-baseline")
+        if let missing = request.missingBaselineDirectory {
+            throw EvalError(.missingBaseline, "the baseline directory \(missing) does not exist", hint: "write one with --update-baseline")
         }
         var options = request.options
-        // The request's `finishedLogs` index a live case's logs as soon as the case is done (the
-        // command's `IndexingSink`); they go to the collector once the case is reported, with its
-        // outcomes (runCases).
+        // The request's `finishedLogs` index each live run's logs as soon as the run closes them
+        // (the command's `IndexingSink`, keeping their facts for the grading); they go to the
+        // collector once the case is reported, with its outcomes (runCases).
         if let catalog { options.facts = FactCache(catalog: catalog) }
         // The suite run's commit and branch come from `git`, which runs beside the suite (on a
         // thread of its own: waiting for a child process would hold one of the suite's threads);

@@ -81,7 +81,8 @@ struct FoldOnceTests {
             var options = EvalOptions(jobs: 1, outputDirectory: directory.path("runs"), environment: .deterministic(runId: "r"))
             let cache = FactCache(catalog: catalog)
             options.facts = cache
-            options.finishedLogs = IndexingSink(catalog: catalog, failed: { log, error in Issue.record("\(log): \(error)") })
+            options.finishedLogs = IndexingSink(
+                catalog: catalog, keepsFacts: true, failed: { log, error in Issue.record("\(log): \(error)") })
             let results = await EvalRunner(options: options).run(cases)
             #expect(results.first?.passed == true, "\(results.first.map { "\($0.runs.map(\.failures))" } ?? "")")
             #expect(cache.usage.read == 0, "the live log was not read again to be graded")

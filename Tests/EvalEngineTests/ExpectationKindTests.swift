@@ -102,4 +102,30 @@ struct ExpectationKindTests {
         let names = TrajectoryCheck.check(expected, against: state).failures.map(\.expectation)
         #expect(names == ["toolsCalled", "stopReason", "answer.contains"])
     }
+
+    @Test("the tools a case names come in the order unknown ones have always been reported: a sequence's last")
+    func toolNamesOrder() throws {
+        let node = try ConfigNode.parse(
+            """
+            expected:
+              sequence: [s1, s2]
+              callCounts: {c1: 1}
+              arguments: {a1: {x: 1}}
+              verdicts: {denied: [d1]}
+              toolsCalled: [t1]
+            """, path: "case.yaml")
+        var errors = ConfigErrors([])
+        var fields = try node.mapping("case")
+        let expectedNode = try #require(fields.optional("expected") as ConfigNode?)
+        let expected = try #require(EvalCaseFile.readExpectations(expectedNode, case: "x", directory: "/tmp", errors: &errors))
+        #expect(expected.toolNames == ["t1", "a1", "c1", "d1", "s1", "s2"])
+    }
+
+    @Test("a failure's words are the ones the reports have always shown")
+    func failureWords() {
+        var expected = Expectations()
+        expected.toolsCalled = ["refund_order"]
+        let failure = TrajectoryCheck.check(expected, against: run("lookup_order")).failures.first
+        #expect(failure?.actual == "no call of refund_order; tools executed: lookup_order")
+    }
 }

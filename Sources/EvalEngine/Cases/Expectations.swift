@@ -59,11 +59,14 @@ public struct Expectations: Sendable {
 
     public init() {}
 
-    /// Every tool name the expectations mention, in the order of `ExpectationKind.all`, without repeats.
+    /// Every tool name the expectations mention, without repeats: in the order of
+    /// `ExpectationKind.all`, but for `sequence`'s, which come last (the order unknown tools have
+    /// always been reported in, and the first of them is the one a run that cannot start names).
     public var toolNames: [String] {
         var names: [String] = []
         var seen: Set<String> = []
-        for kind in ExpectationKind.all {
+        let kinds = ExpectationKind.all.filter { $0.key != "sequence" } + ExpectationKind.all.filter { $0.key == "sequence" }
+        for kind in kinds {
             for name in kind.tools(self) where seen.insert(name).inserted { names.append(name) }
         }
         return names

@@ -93,7 +93,7 @@ public enum TrajectoryCheck {
             if let attempt = attempts.first {
                 actual = "\(tool) was proposed (\(attempt.id), step \(attempt.step)) but never ran: \(outcome(of: attempt))"
             } else {
-                actual = "no call of \(tool); tools run.executed: \(run.executedNames)"
+                actual = "no call of \(tool); tools executed: \(run.executedNames)"
             }
             out.failures.append(
                 ExpectationFailure(
@@ -123,7 +123,7 @@ public enum TrajectoryCheck {
             } else if let attempt = calls.first {
                 actual = "\(tool) was proposed (\(attempt.id), step \(attempt.step)) but never ran: \(outcome(of: attempt))"
             } else {
-                actual = "no call of \(tool); tools run.executed: \(run.executedNames)"
+                actual = "no call of \(tool); tools executed: \(run.executedNames)"
             }
             let concerned = ran.first ?? calls.first
             out.failures.append(
@@ -341,10 +341,10 @@ public enum TrajectoryCheck {
     static func verdicts(_ expected: Expectations, _ run: CheckedRun, _ out: inout CheckOutcome) {
         // A recorded run whose tools went through `agent-eval mcp-proxy` has the proxy's verdicts.
         if let source = run.state.start?.source, run.policy == nil, !run.state.calls.contains(where: { $0.verdict != nil }) {
-            // An imported run had no run.policy gate here: say so instead of passing or failing on
+            // An imported run had no policy gate here: say so instead of passing or failing on
             // verdicts that were never recorded.
             let why =
-                "not recorded in this run: it was imported from \(source.format) (\(source.file)), which records no run.policy verdicts"
+                "not recorded in this run: it was imported from \(source.format) (\(source.file)), which records no policy verdicts"
             for tool in expected.denied {
                 out.failures.append(
                     ExpectationFailure(expectation: "verdicts.denied", expected: "a call of \(tool) is denied", actual: why))

@@ -83,14 +83,14 @@ struct CatalogUse: ParsableArguments {
     /// What indexes the logs a command writes as their runs close them, or nil with
     /// --no-catalog (or no catalog to be had); a log that cannot be indexed is a warning.
     func indexingSink() async -> IndexingSink? {
-        await openIfWanted().map(IndexingSink.warning)
+        await openIfWanted().map { IndexingSink.warning($0) }
     }
 }
 
 extension IndexingSink {
     /// The sink for `catalog` whose failures are warnings.
-    static func warning(_ catalog: Catalog) -> IndexingSink {
-        IndexingSink(catalog: catalog, failed: { _, error in warn(error) })
+    static func warning(_ catalog: Catalog, keepsFacts: Bool = false) -> IndexingSink {
+        IndexingSink(catalog: catalog, keepsFacts: keepsFacts, failed: { _, error in warn(error) })
     }
 }
 

@@ -257,22 +257,36 @@ struct RunCommand: AsyncParsableCommand {
 
     func run() async throws {
         let shelf = CassetteShelf()
+        var request: SuiteRun.Request
+        do {
+            request = try self.request(shelf: shelf)
+        } catch {
+            throw diagnose(error)
+        }
+        if let missing = request.missingBaselineDirectory {
+            throw diagnose(
+                CommandError(
+                    "missing_baseline", "the baseline directory \(missing) does not exist", hint: "write one with --update-baseline"))
+        }
         let catalog = await self.catalog.openIfWanted()
+        // A live case's logs are indexed as each run closes them, with their facts for its grading.
+        request.options.finishedLogs = FinishedLogSinks.combining([catalog.map { IndexingSink.warning($0, keepsFacts: true) }])
         // Made before any case runs: a malformed OTLP headers variable stops the command first.
         let exporter = try otlp.exporter()
         let suite: SuiteRun
         do {
-            suite = try await SuiteRun(
-                try request(shelf: shelf, catalog: catalog), catalog: catalog, exporter: exporter, shelf: shelf,
-                notice: { printError($0) })
+            suite = try await SuiteRun(request, catalog: catalog, exporter: exporter, shelf: shelf, notice: { printError($0) })
         } catch let failure as EvalSession.LoadFailure {
             for problem in failure.errors { diagnose(problem) }
             if failure.inCaseFiles {
                 printError("\(counted(failure.errors.count, "problem")) in the case files or the files they name; nothing was run")
             }
             throw Exit.unusable
-        } catch let error as EvalError where error.code == .recordNeedsCassette {
-            throw diagnose(error, exit: Exit.usage)
+        } catch let error as EvalError where [.noCatalog, .noBaseRun, .recordNeedsCassette].contains(error.code) {
+            // The codes `run` has always given these (`cli.*`, as `results comment` does).
+            throw diagnose(
+                CommandError(error.code.rawValue, error.message, hint: error.hint),
+                exit: error.code == .recordNeedsCassette ? Exit.usage : Exit.unusable)
         } catch {
             throw diagnose(error)
         }
@@ -299,9 +313,8 @@ struct RunCommand: AsyncParsableCommand {
         throw ExitCode(outcome.report.exitStatus)
     }
 
-    /// The suite run the options ask for; a live case's logs are indexed in `catalog` as soon as
-    /// the case is done.
-    func request(shelf: CassetteShelf, catalog: Catalog?) throws -> SuiteRun.Request {
+    /// The suite run the options ask for.
+    func request(shelf: CassetteShelf) throws -> SuiteRun.Request {
         var options = EvalOptions(
             jobs: jobs, repeats: repeats, defaultAgent: agent, outputDirectory: out ?? Self.defaultOutput(),
             countsDeniedAttempts: countDeniedAttempts)
@@ -311,7 +324,6 @@ struct RunCommand: AsyncParsableCommand {
             cassette: models.cassette, mode: models.mode, shelf: shelf, environment: ProcessInfo.processInfo.environment)
         options.judgeModel = try judge.source()
         options.toolServers = MCPServers()
-        options.finishedLogs = FinishedLogSinks.combining([catalog.map(IndexingSink.warning)])
         if repeatCount == .auto { options.adaptive = AdaptiveRepeats(maxRepeats: maxRepeats) }
         var request = SuiteRun.Request(paths: paths, options: options)
         (request.filters, request.shard, request.k, request.failOn) = (filter, shard, k, failOn)
@@ -322,7 +334,13 @@ struct RunCommand: AsyncParsableCommand {
         (request.quarantineFile, request.flakyHistory) = (quarantine, history)
         (request.recordMode, request.cassette) = (models.mode, models.cassette)
         (request.jsonOut, request.junit, request.markdown, request.html) = (jsonOut, junit, markdown, html)
-        if html != nil { request.viewerAssets = try ViewerAssets.load(from: try BundledFiles.viewerAssets()) }
+        if let html {
+            do {
+                request.viewerAssets = try ViewerAssets.load(from: try BundledFiles.viewerAssets())
+            } catch {
+                throw CommandError("page_failed", "cannot make the page \(html): \(FileProblem.reason(of: error))")
+            }
+        }
         return request
     }
 
