@@ -186,7 +186,8 @@ let package = Package(
         .target(
             name: "Workflows",
             dependencies: [
-                "TraceCore", "TraceLog", "AgentRuntime", "EvalEngine", "ModelClients", "Catalog", "Interop", "Viewer", "Recording",
+                "TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "EvalEngine", "ModelClients", "Catalog", "Interop", "Pipelines",
+                "Viewer", "Recording",
             ],
             swiftSettings: strictSettings
         ),
@@ -344,7 +345,7 @@ let package = Package(
         ),
         .testTarget(
             name: "WorkflowsTests",
-            dependencies: ["TraceCore", "EvalEngine", "ModelClients", "Catalog", "Workflows", "TestSupport"],
+            dependencies: ["TraceCore", "ConfigFile", "AgentRuntime", "EvalEngine", "ModelClients", "Catalog", "Workflows", "TestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(

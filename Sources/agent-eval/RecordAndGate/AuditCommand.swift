@@ -6,6 +6,7 @@ import Foundation
 import Pipelines
 import TraceCore
 import TraceLog
+import Workflows
 
 /// `agent-eval audit --policy FILE LOG…`: what a policy would have said of runs it did not gate.
 struct AuditCommand: AsyncParsableCommand {
@@ -72,46 +73,36 @@ struct AuditCommand: AsyncParsableCommand {
             throw Exit.unusable
         }
         // The same rules as `index` and `export`: files, directories searched for *.jsonl.gz, globs.
-        let paths = try findLogsOrFail(logs)
+        let paths = try findLogsOrFail(logs).map(displayPath)
         var reports: [JSONValue] = []
-        var violations = 0
-        var unreadable = 0
-        var pipelineLogs: [String] = []
-        // Every tool of the runs read: a name in the policy file that none of them has is a rule
-        // that never fires, and "all allowed" over it would be no audit at all.
-        var toolsSeen: [String] = []
-        var toolSet = Set<String>()
-        for log in paths.map(displayPath) {
-            // A pipeline log records tasks, not tool calls: its agent attempts' child logs are
-            // runs, audited on their own when they are given (a folder of pipeline runs).
-            if PipelineTarget.detected(log) != nil {
-                pipelineLogs.append(log)
-                continue
-            }
-            do {
-                let (findings, tear, tools) = try PolicyAudit.auditReadingTear(log: log, policy: policyFile, actor: actor, route: route)
-                for tool in tools where toolSet.insert(tool).inserted { toolsSeen.append(tool) }
-                violations += findings.filter(\.isViolation).count
+        let summary = LogAudit.run(paths, policy: policyFile, actor: actor, route: route) { log in
+            switch log.outcome {
+            case .success(let (findings, tear)):
                 if let tear {
-                    unreadable += 1
-                    printError("error: \(log) is torn (\(tear)): the calls after the tear were never seen")
+                    printError("error: \(log.path) is torn (\(tear)): the calls after the tear were never seen")
                     printError(
-                        "hint: agent-eval log repair \(ShellWords.quoted(log)) seals it; the audit then covers the run as it was recorded")
+                        "hint: agent-eval log repair \(ShellWords.quoted(log.path)) seals it; the audit then covers the run as it was recorded"
+                    )
                 }
                 if json {
-                    reports.append(Self.json(log: log, findings: findings, tear: tear))
+                    reports.append(Self.json(log: log.path, findings: findings, tear: tear))
                 } else {
-                    for line in Self.describe(log: log, findings: findings, all: all, tear: tear) { say(line) }
+                    for line in Self.describe(log: log.path, findings: findings, all: all, tear: tear) { say(line) }
                 }
-            } catch {
-                unreadable += 1
+            case .failure(let error):
                 if json {
                     let diagnostic = (error as? any Diagnostic)?.json ?? ["code": "cli.unreadable", "message": .string("\(error)")]
-                    reports.append(["log": .string(log), "error": diagnostic])
+                    reports.append(["log": .string(log.path), "error": diagnostic])
                 }
                 _ = diagnose(error)
             }
         }
+        try report(summary, over: paths, reports: reports)
+    }
+
+    /// What the audit found beyond each log's lines, and the exit status.
+    func report(_ summary: LogAudit.Summary, over paths: [String], reports: [JSONValue]) throws {
+        let pipelineLogs = summary.pipelineLogs
         if pipelineLogs.count == paths.count {
             throw diagnose(
                 CommandError(
@@ -122,20 +113,19 @@ struct AuditCommand: AsyncParsableCommand {
         }
         for log in pipelineLogs { printError("note: skipped \(log): a pipeline log (its agent attempts' child logs are runs)") }
         if json { printJSON(.array(reports)) }
-        let (misspelt, unmet) = toolSet.isEmpty ? ([], []) : policyFile.misspeltTools(among: toolsSeen)
-        for problem in misspelt { diagnose(problem) }
-        for problem in unmet {
+        for problem in summary.misspelt { diagnose(problem) }
+        for problem in summary.unmet {
             printError(
                 "note: \(problem.location): \(problem.message.replacingOccurrences(of: "none of the tools here", with: "none of the audited runs"))"
             )
         }
-        if !misspelt.isEmpty {
+        if !summary.misspelt.isEmpty {
             printError(
-                "the policy file misspells \(counted(misspelt.count, "tool name")) of the audited runs: a rule that never fires "
+                "the policy file misspells \(counted(summary.misspelt.count, "tool name")) of the audited runs: a rule that never fires "
                     + "judged them, so the audit above cannot be trusted")
         }
-        if unreadable > 0 || !misspelt.isEmpty { throw Exit.unusable }
-        if violations > 0 { throw Exit.failure }
+        if summary.unreadable > 0 || !summary.misspelt.isEmpty { throw Exit.unusable }
+        if summary.violations > 0 { throw Exit.failure }
     }
 
     static func describe(log: String, findings: [PolicyAudit.Finding], all: Bool, tear: LogTear? = nil) -> [String] {
