@@ -181,10 +181,8 @@ public struct FactCache: LogFactSource {
     private static func write(
         _ facts: [PendingWrites.Facts], _ links: [PendingWrites.Link], _ results: [PendingWrites.Result], in db: any SQLConnection
     ) throws -> [(CheckKey, String, LogFingerprint, String)] {
-        for entry in facts {
-            // Results checked against the facts being replaced go with them.
-            try write(Entry(path: entry.path, identity: entry.identity, blob: entry.blob, contentHash: entry.contentHash), in: db)
-        }
+        // Results checked against the facts being replaced go with them.
+        for pending in facts { try write(pending.entry, in: db) }
         for link in links {
             // A pointer to an entry made from the same bytes elsewhere, under this path and
             // stamp: the same size and tail, and an empty state, which `cached` reads from the
@@ -313,8 +311,8 @@ public struct FactCache: LogFactSource {
         let bytes = facts.cachedBytes
         pending.add(
             PendingWrites.Facts(
-                path: path, identity: identity, blob: try GzipData.compressQuickly(bytes), stateBytes: bytes.count, facts: facts,
-                contentHash: contentHash))
+                entry: Entry(path: path, identity: identity, blob: try GzipData.compressQuickly(bytes), contentHash: contentHash),
+                stateBytes: bytes.count, facts: facts))
         flushIfFull()
     }
 }
@@ -322,13 +320,10 @@ public struct FactCache: LogFactSource {
 /// New entries not written yet, shared by the copies of one `FactCache`.
 private final class PendingWrites: Sendable {
     struct Facts: Sendable {
-        var path: String
-        var identity: LogFingerprint
-        var blob: [UInt8]
+        var entry: FactCache.Entry
         /// The size of the state's snapshot, for what the batch holds in memory.
         var stateBytes: Int
         var facts: LogFacts
-        var contentHash: String
     }
 
     struct Result: Sendable {
@@ -376,9 +371,9 @@ private final class PendingWrites: Sendable {
 
     /// The waiting facts of the log at `path`, if they are of the file as it is now.
     func facts(for path: String, stamp: FileStamp) -> LogFacts? {
-        let entry = value.withLock { pending in pending.facts.last { $0.path == path } }
-        guard let entry, entry.identity.matches(path, now: stamp) else { return nil }
-        return entry.facts
+        let pending = value.withLock { pending in pending.facts.last { $0.entry.path == path } }
+        guard let pending, pending.entry.identity.matches(path, now: stamp) else { return nil }
+        return pending.facts
     }
 }
 

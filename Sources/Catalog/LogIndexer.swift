@@ -134,7 +134,6 @@ extension Catalog {
             try pending.take(&prepared.rows, logId: logId, path: path, in: db)
             try prepared.row.write(logId: logId, in: db)
             try Self.writeSteps(prepared.steps, of: path, row: prepared.row, in: db)
-            if let facts = prepared.facts { try FactCache.write(facts, in: db) }
             return prepared.indexed
         }
         let plan = ReadPlan(known: known, path: path, now: stamp)
@@ -243,8 +242,7 @@ extension Catalog {
             basis: PreparedLog.Basis(known), keepsCallsBelow: plan.resume?.callBase, rows: indexer.rows, row: row,
             indexed: IndexedLog(
                 path: path, change: plan.change, status: row.status, problem: row.problem, eventsRead: indexer.eventsRead,
-                problemCode: indexer.damageCode), steps: indexer.takeSteps(row: row),
-            facts: FactCache.Entry(indexer.takeFacts(row: row), path: path, row: row))
+                problemCode: indexer.damageCode), steps: indexer.takeSteps(row: row))
         return log
     }
 
@@ -381,8 +379,6 @@ struct PreparedLog: Sendable {
     var indexed: IndexedLog
     /// The log's step table, made in the same read (nil for a read on from where it stopped).
     var steps: StepTable?
-    /// The log's facts for the fact cache, made in the same read (nil as for `steps`).
-    var facts: FactCache.Entry?
 }
 
 /// Where a later index picks up a log that grows: a member's start, the chain just before it,
