@@ -115,9 +115,6 @@ struct ExpectationKind: Sendable {
             count: { _ in 0 }, isGiven: \.countsDeniedAttempts, check: { _, _, _ in }),
     ]
 
-    /// The keys of `all`, for the reader's list of what a case may give.
-    static var keys: [String] { all.map(\.key) }
-
     /// A list of tool names (`toolsCalled: [a, b]`, or one name): a check per tool.
     static func tools(_ key: String, _ path: any WritableKeyPath<Expectations, [String]> & Sendable, check: @escaping Checker) -> Self {
         ExpectationKind(
