@@ -32,15 +32,9 @@ public final class Catalog: Sendable {
     /// from `PGPASSWORD` (or `~/.pgpass`-style secrets the CI injects as that variable).
     public static func projectSetting(in directory: String? = nil) throws(ConfigError) -> String? {
         if let path = ProcessInfo.processInfo.environment["AGENT_EVAL_CATALOG"], !path.isEmpty { return nil }
-        let root = projectRoot(of: directory ?? FileManager.default.currentDirectoryPath)
-        let file = (root as NSString).appendingPathComponent(settingsFile)
-        guard FileManager.default.fileExists(atPath: file) else { return nil }
-        var settings = try ConfigNode.load(path: file).mapping("the project settings")
-        let node = settings.optional("catalog")
-        try settings.finish()
-        guard let node else { return nil }
+        guard let settings = try ProjectSettings.load(in: directory), let node = settings.catalog else { return nil }
         let location = try node.nonEmptyString("catalog")
-        guard isServer(location) else { return ConfigPath.resolve(location, from: root) }
+        guard isServer(location) else { return ConfigPath.resolve(location, from: settings.root) }
         guard redacted(location) == location else {
             throw ConfigError(
                 .invalidValue, "the catalog URL in \(settingsFile) holds a password, and this file is meant to be committed",
@@ -50,7 +44,7 @@ public final class Catalog: Sendable {
     }
 
     /// The project settings file, relative to the project root.
-    public static let settingsFile = ".agent-eval/settings.yaml"
+    public static let settingsFile = ProjectSettings.file
 
     /// The folder a project's catalog lives in: `ConfigPath.projectRoot(of:)`.
     public static func projectRoot(of directory: String) -> String { ConfigPath.projectRoot(of: directory) }

@@ -51,12 +51,12 @@ extension Catalog {
     /// Steps of a log's step table `index` makes in its read, at most (see `LogIndexer.steps`).
     static let stepsHeldInMemory = 4096
 
-    /// The most decompressed bytes one gzip member of a log may hold when the catalog reads it
-    /// (`index --max-member-mib`): the reader's memory per log follows it, so a log that
-    /// inflates to gigabytes (a decompression bomb, one endless line) is indexed as `damaged`
-    /// at that member instead of taking the machine's memory. Model replies are capped at 64 MiB
-    /// and tool outputs at 1 MiB by default, so the writer's own logs stay well within it.
-    public static let defaultMemberLimit = 64 << 20
+    /// The most decompressed bytes one gzip member of a log may hold when the catalog reads it:
+    /// the process's `LogReadLimit` (64 MiB unless `--max-member-mib` or the project setting
+    /// raised it). The reader's memory per log follows it, so a log that inflates to gigabytes
+    /// (a decompression bomb, one endless line) is indexed as `damaged` at that member instead
+    /// of taking the machine's memory. The writer's own logs stay within the default.
+    public static var defaultMemberLimit: Int { LogReadLimit.memberBytes }
 
     /// Indexes one log: reads nothing when its identity is unchanged, only its new members when
     /// it grew on the same prefix, all of it otherwise. One transaction: an interrupted index

@@ -16,20 +16,23 @@ public struct MeasuredProcess: Sendable {
 public enum PeakMemory {
     /// Runs `executable` with `arguments` to its end (standard input empty, standard output and
     /// error collected through files) and returns what it printed, its exit status and its own
-    /// peak resident memory. Absolute paths only: the child starts in this process's working
-    /// directory.
+    /// peak resident memory. The child starts in `directory` (this process's working directory
+    /// when nil).
     ///
     /// The child is started by a small Python process that forks it and reads its usage with
     /// `wait4`. Measured directly, a child started from this process would report this process's
     /// own peak: `posix_spawn` shares this process's memory until the exec, and Linux carries
     /// the peak of the memory an exec leaves behind into the new program's `ru_maxrss`. A child
     /// forked by a small process inherits that process's peak instead (about 10 MB).
-    public static func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) async throws -> MeasuredProcess
-    {
-        try await Subprocess.waiting { try runBlocking(executable, arguments, environment: environment) }
+    public static func run(
+        _ executable: String, _ arguments: [String], in directory: String? = nil, environment: [String: String] = [:]
+    ) async throws -> MeasuredProcess {
+        try await Subprocess.waiting { try runBlocking(executable, arguments, in: directory, environment: environment) }
     }
 
-    private static func runBlocking(_ executable: String, _ arguments: [String], environment: [String: String]) throws -> MeasuredProcess {
+    private static func runBlocking(
+        _ executable: String, _ arguments: [String], in workingDirectory: String?, environment: [String: String]
+    ) throws -> MeasuredProcess {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("peak-memory-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -44,7 +47,8 @@ public enum PeakMemory {
         posix_spawn_file_actions_addopen(&actions, 2, errPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         let variables = ProcessInfo.processInfo.environment.merging(environment) { $1 }.map { "\($0.key)=\($0.value)" }
         let python = "/usr/bin/python3"
-        let argv = ([python, "-c", Self.forkAndMeasure, peakPath, executable] + arguments).map { strdup($0) } + [nil]
+        let argv =
+            ([python, "-c", Self.forkAndMeasure, peakPath, workingDirectory ?? "", executable] + arguments).map { strdup($0) } + [nil]
         let envp = variables.map { strdup($0) } + [nil]
         defer {
             for pointer in argv { free(pointer) }
@@ -83,14 +87,17 @@ public enum PeakMemoryError: Error {
 }
 
 extension PeakMemory {
-    /// argv: the file for the figure, the program, its arguments. Exits as the program did
+    /// argv: the file for the figure, the working directory ("": this one), the program, its
+    /// arguments. Exits as the program did
     /// (128 + the signal when one ended it), so the caller sees the program's status.
     static let forkAndMeasure = """
         import os, sys
         pid = os.fork()
         if pid == 0:
             try:
-                os.execv(sys.argv[2], sys.argv[2:])
+                if sys.argv[2]:
+                    os.chdir(sys.argv[2])
+                os.execv(sys.argv[3], sys.argv[3:])
             finally:
                 os._exit(127)
         _, status, usage = os.wait4(pid, 0)

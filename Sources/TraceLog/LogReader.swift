@@ -30,8 +30,8 @@ public struct LogReader {
         /// Throw `tornTail` instead of returning the complete events of a torn file.
         public var isStrict = false
         /// The most decompressed bytes one member may hold: the memory bound, which must be
-        /// above the largest event.
-        public var memberContentLimit = 1 << 30
+        /// above the largest event (`LogReadLimit`: the process's limit, 64 MiB by default).
+        public var memberContentLimit = LogReadLimit.memberBytes
         /// Bytes read from the file at a time.
         public var readBufferSize = 256 * 1024
         /// Inflate each member that is whole in the read buffer in one call (libdeflate); zlib
@@ -61,7 +61,7 @@ public struct LogReader {
         public var hashesLines = false
 
         public init(
-            isStrict: Bool = false, memberContentLimit: Int = 1 << 30, readBufferSize: Int = 256 * 1024,
+            isStrict: Bool = false, memberContentLimit: Int = LogReadLimit.memberBytes, readBufferSize: Int = 256 * 1024,
             inflatesWholeMembers: Bool = true, resolvesContextPackets: Bool = false, readsAheadFromBytes: Int = 1 << 20,
             keepsPacketText: Bool = true, hashesLines: Bool = false
         ) {
@@ -240,6 +240,10 @@ public struct LogReader {
             do {
                 ending = try scanMembers(from: from)
                 break scanning
+            } catch var tooLarge as LogError where tooLarge.code == .eventTooLarge && tooLarge.sequence == nil {
+                // The member over the limit begins with the event after the last one read.
+                tooLarge.sequence = checker.expectedSequence
+                throw tooLarge
             } catch let next as NextMember {
                 // The link is the next member's first line: inflate only as far as it.
                 guard let line = MemberScanner.firstLine(of: path, memberAt: next.offset, limit: options.memberContentLimit) else {

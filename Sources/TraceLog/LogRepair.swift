@@ -80,7 +80,10 @@ public enum LogRepair {
                 keptLines = []
                 eventsKept = 0
             }
-        } catch let error as LogError where error.code != .unreadable && error.code != .notGzip && error.code != .empty {
+        } catch let error as LogError
+            where error.code != .unreadable && error.code != .notGzip && error.code != .empty && error.code != .eventTooLarge
+        {
+            // (A member over the read limit is not damage this reader saw: that error, as it is.)
             throw LogError(
                 .notRepairable,
                 "repair only seals a torn tail, and this log has other damage: \(error.message)",

@@ -8,8 +8,10 @@ import TraceCore
 /// member header and goes on, so one flipped bit does not hide later problems.
 public enum LogVerifier {
     /// Verifies the log at `path`. Throws only when the file cannot be read at all (missing,
-    /// unreadable, not gzip, or empty: 0 bytes); damage is reported in the result, and so is a
-    /// log from which no event can be read (`noEvent`): it holds no run.
+    /// unreadable, not gzip, or empty: 0 bytes) or not past a member over `memberContentLimit`
+    /// (`eventTooLarge`, naming the member and its first event: the log was not verified);
+    /// damage is reported in the result, and so is a log from which no event can be read
+    /// (`noEvent`): it holds no run.
     ///
     /// With `key`, the log must be signed by it (docs/log-format.md, "Signed logs"): every
     /// `log_signed` event must check, and the last one must be final and cover the last event,
@@ -18,7 +20,7 @@ public enum LogVerifier {
     /// A file of `readsAheadFromBytes` or more is read, inflated and hashed a few members ahead
     /// on a helper thread (`LogReader.Options.readsAheadFromBytes`): the same report, sooner.
     public static func verify(
-        path: String, key: LogVerificationKey? = nil, memberContentLimit: Int = 1 << 30, readBufferSize: Int = 256 * 1024,
+        path: String, key: LogVerificationKey? = nil, memberContentLimit: Int = LogReadLimit.memberBytes, readBufferSize: Int = 256 * 1024,
         readsAheadFromBytes: Int = LogReader.Options().readsAheadFromBytes
     ) throws -> VerificationReport {
         var scanner = MemberScanner(path: path, contentLimit: memberContentLimit, readSize: readBufferSize)
@@ -36,64 +38,80 @@ public enum LogVerifier {
 
         let aheadOnAThread = MemberScanner.readsAhead(path, threshold: readsAheadFromBytes)
         scanning: while true {
-            let ending = try scanner.scan(from: offset, firstIndex: index, aheadOnAThread: aheadOnAThread) { scanned in
-                let (member, content, isComplete) = (scanned.member, scanned.content, scanned.isComplete)
-                var summary = MemberSummary(index: member.index, offset: member.offset, length: member.length)
-                summary.isComplete = isComplete
-                summary.decompressedBytes = content.count
-                let dropped = checker.checkLines(of: scanned, lineNumber: &lineNumber, problems: &report.problems) {
-                    line, checked, problems in
-                    if let recorded = checked {
-                        if recorded.event.kind == LogSigner.kind {
-                            // What a version 3 signature covers: the member's lines before it.
-                            var head = recorded.event.previousHash
-                            if head == nil, recorded.event.version >= Event.memberChainVersion, let start = content.baseAddress,
-                                let lineStart = line.baseAddress
-                            {
-                                head = ContentHash.sha256Hex(UnsafeRawBufferPointer(rebasing: content[..<start.distance(to: lineStart)]))
+            let ending: MemberScanner.Ending
+            do {
+                ending = try scanner.scan(from: offset, firstIndex: index, aheadOnAThread: aheadOnAThread) { scanned in
+                    let (member, content, isComplete) = (scanned.member, scanned.content, scanned.isComplete)
+                    var summary = MemberSummary(index: member.index, offset: member.offset, length: member.length)
+                    summary.isComplete = isComplete
+                    summary.decompressedBytes = content.count
+                    let dropped = checker.checkLines(of: scanned, lineNumber: &lineNumber, problems: &report.problems) {
+                        line, checked, problems in
+                        if let recorded = checked {
+                            if recorded.event.kind == LogSigner.kind {
+                                // What a version 3 signature covers: the member's lines before it.
+                                var head = recorded.event.previousHash
+                                if head == nil, recorded.event.version >= Event.memberChainVersion, let start = content.baseAddress,
+                                    let lineStart = line.baseAddress
+                                {
+                                    head = ContentHash.sha256Hex(
+                                        UnsafeRawBufferPointer(rebasing: content[..<start.distance(to: lineStart)]))
+                                }
+                                signatures.check(
+                                    recorded.event, head: head, key: key, path: path, memberOffset: member.offset, problems: &problems)
+                            } else {
+                                report.lastEventKind = recorded.event.kind
                             }
-                            signatures.check(
-                                recorded.event, head: head, key: key, path: path, memberOffset: member.offset, problems: &problems)
-                        } else {
-                            report.lastEventKind = recorded.event.kind
+                            report.lastSequence = recorded.event.sequence
+                            report.formatVersion = max(report.formatVersion ?? 0, recorded.event.version)
+                            summary.firstSequence = summary.firstSequence ?? recorded.event.sequence
+                            summary.lastSequence = recorded.event.sequence
+                            // Events read: a line that is not one is a problem, not an event.
+                            summary.eventCount += 1
                         }
-                        report.lastSequence = recorded.event.sequence
-                        report.formatVersion = max(report.formatVersion ?? 0, recorded.event.version)
-                        summary.firstSequence = summary.firstSequence ?? recorded.event.sequence
-                        summary.lastSequence = recorded.event.sequence
-                        // Events read: a line that is not one is a problem, not an event.
-                        summary.eventCount += 1
+                        return true
                     }
-                    return true
+                    report.eventCount += summary.eventCount
+                    report.decompressedBytes += content.count
+                    if isComplete && dropped > 0 {
+                        report.problems.append(
+                            LogError(
+                                .splitEvent,
+                                "the gzip member ends \(dropped) bytes into an event; members must end where an event ends",
+                                path: path, memberOffset: member.offset, sequence: checker.expectedSequence))
+                    }
+                    if !isComplete,
+                        let problem = checker.partialLineProblem(
+                            UnsafeRawBufferPointer(rebasing: content[(content.count - dropped)...]),
+                            isFirstInMember: summary.eventCount == 0)
+                    {
+                        report.problems.append(
+                            LogError(
+                                .corruptMember,
+                                "the log ends inside the gzip member at byte \(member.offset), and it is damaged, not cut off: \(problem)",
+                                path: path, memberOffset: member.offset, sequence: checker.expectedSequence,
+                                hint: "the log cannot be repaired in place; the events before the damage are still readable"))
+                        summary.isCorrupt = true
+                    } else if !isComplete {
+                        report.tear = LogTear(
+                            memberOffset: member.offset, fileSize: member.offset + member.length,
+                            eventsInTornMember: summary.eventCount, droppedBytes: dropped,
+                            lastSequence: summary.lastSequence ?? report.members.last?.lastSequence)
+                    }
+                    report.members.append(summary)
+                    lastCorruptProblem = nil
                 }
-                report.eventCount += summary.eventCount
-                report.decompressedBytes += content.count
-                if isComplete && dropped > 0 {
-                    report.problems.append(
-                        LogError(
-                            .splitEvent,
-                            "the gzip member ends \(dropped) bytes into an event; members must end where an event ends",
-                            path: path, memberOffset: member.offset, sequence: checker.expectedSequence))
+            } catch var tooLarge as LogError where tooLarge.code == .eventTooLarge && tooLarge.sequence == nil {
+                // Not damage this reader saw, but a member it would not hold: the verification
+                // could not be done, and says where it stopped.
+                // (After a damaged stretch the next member's first event is not known.)
+                if lastCorruptProblem == nil && !checker.isResynchronizing { tooLarge.sequence = checker.expectedSequence }
+                if let first = report.problems.first {
+                    // What was found before it is not lost with it.
+                    let count = report.problems.count
+                    tooLarge.message += "; before it, \(count) problem\(count == 1 ? " was" : "s were") found, the first: \(first)"
                 }
-                if !isComplete,
-                    let problem = checker.partialLineProblem(
-                        UnsafeRawBufferPointer(rebasing: content[(content.count - dropped)...]), isFirstInMember: summary.eventCount == 0)
-                {
-                    report.problems.append(
-                        LogError(
-                            .corruptMember,
-                            "the log ends inside the gzip member at byte \(member.offset), and it is damaged, not cut off: \(problem)",
-                            path: path, memberOffset: member.offset, sequence: checker.expectedSequence,
-                            hint: "the log cannot be repaired in place; the events before the damage are still readable"))
-                    summary.isCorrupt = true
-                } else if !isComplete {
-                    report.tear = LogTear(
-                        memberOffset: member.offset, fileSize: member.offset + member.length,
-                        eventsInTornMember: summary.eventCount, droppedBytes: dropped,
-                        lastSequence: summary.lastSequence ?? report.members.last?.lastSequence)
-                }
-                report.members.append(summary)
-                lastCorruptProblem = nil
+                throw tooLarge
             }
             switch ending {
             case .complete:

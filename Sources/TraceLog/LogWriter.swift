@@ -37,10 +37,12 @@ public final class LogWriter {
         /// docs/log-format.md), so a long run's log grows with its length, not its square.
         /// Off, every packet is written whole, as version 1 readers read it.
         public var writesContextDeltas = true
-        /// The most bytes of events a member may hold for the readers of this log: the
-        /// reader's `memberContentLimit` (1 GiB by default). The writer never writes an event
-        /// that could make a member hold more (`maximumLineBytes`): it refuses it, unwritten.
-        public var readerMemberLimit = LogReader.Options().memberContentLimit
+        /// The most bytes of events a member may hold for the readers of this log: the readers'
+        /// default limit (`LogReadLimit.defaultMemberBytes`, 64 MiB), not a limit this process
+        /// raised, so that every reader reads what agent-eval writes without being told to. The
+        /// writer never writes an event that could make a member hold more (`maximumLineBytes`):
+        /// it refuses it, unwritten.
+        public var readerMemberLimit = LogReadLimit.defaultMemberBytes
         /// The version a new log is written in: 3, whose hash chain links gzip members (about a
         /// fifth smaller), or 1, whose every line links to the line before, for readers of
         /// agent-eval 0.3 and older (with delta packets as version 2 lines, `writesContextDeltas`).
@@ -50,7 +52,7 @@ public final class LogWriter {
         public init(
             memberBound: Int = 256 * 1024, durability: Durability = .standard, compressionLevel: Int32 = 4, signer: LogSigner? = nil,
             redactor: Redactor? = Redactor.standard, writesContextDeltas: Bool = true,
-            readerMemberLimit: Int = LogReader.Options().memberContentLimit,
+            readerMemberLimit: Int = LogReadLimit.defaultMemberBytes,
             formatVersion: Int = Event.memberChainVersion
         ) {
             self.memberBound = memberBound

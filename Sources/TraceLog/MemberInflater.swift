@@ -64,7 +64,7 @@ extension MemberScanner {
     /// Nil when no member starts there (the end of the file), or when the line cannot be had
     /// this way (damage, a member without a complete line, a line past `limit`): the caller
     /// then reads the member as any read does, which reports what is wrong.
-    static func firstLine(of path: String, memberAt offset: Int, limit: Int = 1 << 30) -> [UInt8]? {
+    static func firstLine(of path: String, memberAt offset: Int, limit: Int = LogReadLimit.memberBytes) -> [UInt8]? {
         guard let file = try? FileDescriptor.openForReading(path), let inflater = try? Inflater() else { return nil }
         let output = ByteBuffer(capacity: 16 * 1024)
         let input = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 * 1024, alignment: 8)

@@ -166,9 +166,8 @@ struct MemberScanner {
             if overLimit {
                 throw LogError(
                     .eventTooLarge,
-                    "the gzip member holds more than \(contentLimit) bytes of events; this reader's limit stops here",
-                    path: path, memberOffset: member.offset,
-                    hint: "the writer closes members at about 256 KiB; a larger one is damage or another writer's output")
+                    "gzip member \(member.index) holds more than \(LogReadLimit.describe(contentLimit)) of events; the read limit stops here",
+                    path: path, memberOffset: member.offset, hint: LogReadLimit.hint(limit: contentLimit))
             }
             switch status {
             case .needsInput:

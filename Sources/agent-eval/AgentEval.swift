@@ -95,6 +95,7 @@ struct AgentEval: AsyncParsableCommand {
         // has printed anything prints an error document on standard output.
         do {
             var command = try await asyncParseAsRoot(arguments)
+            try LogReadLimits.apply(to: command)
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {

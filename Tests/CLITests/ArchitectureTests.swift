@@ -210,6 +210,23 @@ struct ArchitectureTests {
         #expect(makers == Self.threadMakers, "the places that make threads are \(makers.sorted())")
     }
 
+    @Test("a command with --max-member-mib is a ReadsLogs, so that main applies it before the command reads a log")
+    func readLimitsAreApplied() throws {
+        let commands = repositoryRoot.appendingPathComponent("Sources/agent-eval")
+        let files = try #require(FileManager.default.enumerator(atPath: commands.path)).compactMap { $0 as? String }
+            .filter { $0.hasSuffix(".swift") }.sorted()
+        var taking = 0
+        for file in files {
+            let text = try String(contentsOf: commands.appendingPathComponent(file), encoding: .utf8)
+            let options = text.components(separatedBy: "@OptionGroup var limits: LogReadLimits").count - 1
+            guard options > 0 else { continue }
+            taking += options
+            let readers = text.components(separatedBy: "ParsableCommand, ReadsLogs {").count - 1
+            #expect(readers == options, "Sources/agent-eval/\(file): \(options) commands take --max-member-mib, \(readers) are ReadsLogs")
+        }
+        #expect(taking >= 30, "the scan found the commands that read logs (\(taking))")
+    }
+
     @Test("the catalog's databases are reached only from its Store/ folder: GRDB, SQLite's C API and PostgresNIO nowhere else")
     func catalogDatabasesStayInStore() throws {
         let drivers: Set<String> = ["GRDB", "GRDBSQLite", "PostgresNIO"]

@@ -64,7 +64,7 @@ struct CatalogBoundsCommandTests {
             for bomb in ["endless-line", "huge-event"] {
                 #expect(output.contains("added     damaged  \(logs)/\(bomb).jsonl.gz"), "\(output)")
             }
-            #expect(output.components(separatedBy: "holds more than 67108864 bytes of events").count == 3, "\(output)")
+            #expect(output.components(separatedBy: "holds more than 64 MiB (67108864 bytes) of events").count == 3, "\(output)")
             #expect(output.contains("hint: a log you trust may be indexed with a higher --max-member-mib (now 64)"))
             for good in ["research-budget", "support-refund"] {
                 #expect(output.contains("added     intact   \(logs)/\(good).jsonl.gz"), "\(output)")

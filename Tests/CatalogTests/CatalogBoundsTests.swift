@@ -82,7 +82,7 @@ struct CatalogBoundsTests {
             let long = try #require(summary.logs.first { $0.path.hasSuffix("long-goal.jsonl.gz") })
             #expect(long.status == .damaged)
             #expect(long.problemCode == "log.event_too_large")
-            #expect(long.problem?.contains("more than 1048576 bytes") == true, "\(long.problem ?? "")")
+            #expect(long.problem?.contains("more than 1 MiB (1048576 bytes)") == true, "\(long.problem ?? "")")
             #expect(summary.logs.first { $0.path.hasSuffix("support-refund.jsonl.gz") }?.status == .intact)
             // Within the default limit the same log is read whole.
             let whole = try Catalog(path: directory.path("default.sqlite")).index(paths: [logs])

@@ -59,10 +59,43 @@ struct WriterLimitTests {
         }
     }
 
-    @Test("by default the limit is the reader's: 1 GiB a member, less the member bound and room for a signature")
+    @Test(
+        "a member over a reader's limit stops the reader and the verifier there, naming the member and its first event")
+    func readerStopsAtTheMember() throws {
+        try TemporaryDirectory.with { directory in
+            let path = directory.path("big.jsonl.gz")
+            // Written for readers of 4 MiB; read with 1 MiB.
+            let options = LogWriter.Options(memberBound: 64 * 1024, readerMemberLimit: 4 << 20)
+            try LogWriter.withWriter(creating: path, runId: "run-big", options: options) { writer in
+                try writer.append(.runStarted(SampleRun.supportStart()), step: 0, timeUs: 0)
+                for index in 1...3 { try writer.append(.contentStored(ContentStored(text: "small \(index)")), step: 0, timeUs: index) }
+                // Past the member bound: the next event begins a member of its own.
+                try writer.append(.contentStored(ContentStored(text: String(repeating: "y", count: 80 * 1024))), step: 0, timeUs: 4)
+                try writer.append(.contentStored(ContentStored(text: String(repeating: "x", count: 2 << 20))), step: 0, timeUs: 5)
+            }
+            let limited = LogReader.Options(memberContentLimit: 1 << 20)
+            var seen: [Int] = []
+            let error = #expect(throws: LogError.self) {
+                _ = try LogReader(path: path, options: limited).forEachEvent { seen.append($0.event.sequence) }
+            }
+            #expect(error?.code == .eventTooLarge)
+            #expect(error?.message.contains("holds more than 1 MiB (1048576 bytes) of events") == true, "\(error?.message ?? "")")
+            // The member holds the events after the last one handed out.
+            #expect(error?.sequence == (seen.last ?? -1) + 1, "\(String(describing: error)) after \(seen)")
+            #expect(error?.memberOffset != nil && error?.memberOffset != 0)
+            let verified = #expect(throws: LogError.self) { _ = try LogVerifier.verify(path: path, memberContentLimit: 1 << 20) }
+            #expect(verified?.code == .eventTooLarge && verified?.sequence == error?.sequence)
+            // At the writer's limit it reads, and is intact.
+            #expect(try LogReader(path: path, options: .init(memberContentLimit: 4 << 20)).readAll().events.count == 6)
+            #expect(try LogVerifier.verify(path: path, memberContentLimit: 4 << 20).isIntact)
+        }
+    }
+
+    @Test("by default the limit is the readers' default: 64 MiB a member, less the member bound and room for a signature")
     func defaults() {
         let options = LogWriter.Options()
-        #expect(options.readerMemberLimit == LogReader.Options().memberContentLimit)
-        #expect(options.maximumLineBytes == (1 << 30) - 256 * 1024 - 64 * 1024)
+        #expect(options.readerMemberLimit == LogReadLimit.defaultMemberBytes)
+        #expect(LogReader.Options().memberContentLimit == LogReadLimit.defaultMemberBytes)
+        #expect(options.maximumLineBytes == (64 << 20) - 256 * 1024 - 64 * 1024)
     }
 }

@@ -21,7 +21,9 @@ public struct RequestLimits: Sendable, Hashable {
     public static let defaultTimeoutMs = 120_000
     public static let defaultConnectTimeoutMs = 10_000
     public static let defaultIdleTimeoutMs = 60_000
-    public static let defaultMaxReplyBytes = 64 << 20
+    /// 16 MiB: a reply is recorded raw and parsed in one event, which the log caps at 64 MiB less
+    /// 320 KiB (`LogReadLimit`), so a default reply always fits.
+    public static let defaultMaxReplyBytes = 16 << 20
     public static let defaultMaxLineBytes = 8 << 20
     /// The range an agent file or a flag may set a byte limit in: at least 1 KiB, at most
     /// 512 MiB (a reply is held in memory, and recorded in one log line).

@@ -70,14 +70,16 @@ public final class GatewayHandler: HTTPRequestHandling {
     /// Answers a fork's requests before its fork point (from the parent's cassette).
     let prefixForwarder: ModelForwarder?
     let recorder: ExchangeRecorder
-    /// The largest request body taken (a model request with its whole conversation).
+    /// The largest request body taken (a model request with its whole conversation): 32 MiB by
+    /// default, so that a request and its answer (16 MiB, `RequestLimits.defaultMaxReplyBytes`)
+    /// fit the one event of the log they are recorded in (`LogReadLimit`).
     let maxRequestBytes: Int
     /// Takes the command's spans (`POST /v1/traces`), when the gateway is given a receiver.
     let traces: TraceReceiver?
 
     public init(
         upstreams: Upstreams, forwarder: ModelForwarder, prefixForwarder: ModelForwarder? = nil, recorder: ExchangeRecorder,
-        maxRequestBytes: Int = 64 << 20, traces: TraceReceiver? = nil
+        maxRequestBytes: Int = 32 << 20, traces: TraceReceiver? = nil
     ) {
         self.upstreams = upstreams
         self.forwarder = forwarder

@@ -268,24 +268,6 @@ struct RunFilters: ParsableArguments {
     }
 }
 
-/// What `index` and `catalog rebuild` let one log take when reading it.
-struct LogReadLimits: ParsableArguments {
-    @Option(
-        help: ArgumentHelp(
-            """
-            The most decompressed data one gzip member of a log may hold, in MiB (1 to 1024). A log with a larger one \
-            (a decompression bomb, an endless line) is indexed as damaged at that member; the rows read before it stay. \
-            It bounds the memory each log being read can take.
-            """, valueName: "mib"))
-    var maxMemberMib = Catalog.defaultMemberLimit >> 20
-
-    var memberLimit: Int { maxMemberMib << 20 }
-
-    func validate() throws {
-        guard (1...1024).contains(maxMemberMib) else { throw ValidationError("--max-member-mib must be between 1 and 1024") }
-    }
-}
-
 /// `--jobs` of `index` and `catalog rebuild`: the number of cores when not given.
 func readingJobs(_ jobs: Int?) -> Int { max(1, jobs ?? ProcessInfo.processInfo.activeProcessorCount) }
 

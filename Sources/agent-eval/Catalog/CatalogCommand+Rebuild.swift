@@ -12,7 +12,7 @@ import TraceCore
 #endif
 
 extension CatalogCommand {
-    struct Rebuild: ParsableCommand {
+    struct Rebuild: ParsableCommand, ReadsLogs {
         static let configuration = CommandConfiguration(
             commandName: "rebuild",
             abstract: "Build the catalog again from the logs (those named, or every log it knows).",
@@ -68,13 +68,22 @@ extension CatalogCommand {
             if let version = result.fromSchemaVersion, version != result.toSchemaVersion {
                 line += " (from schema version \(version))"
             }
+            // A damaged log is in the catalog as such: say which, and why, as index does.
+            let damaged = result.summary.logs.filter { $0.status == .damaged }
+            if !damaged.isEmpty { line += "; \(damaged.count) damaged" }
             if let discarded = result.discardedHistory { printError("warning: the old suite history was discarded: \(discarded)") }
             if json {
                 printJSON([
                     "logs": .int(result.summary.logs.count), "suite_runs": .int(result.suiteRuns), "summary": .string(line),
                     "discarded_history": result.discardedHistory.map(JSONValue.string) ?? .null,
+                    "damaged": .array(
+                        damaged.map { ["path": .string($0.path), "problem": $0.problem.map(JSONValue.string) ?? .null] }),
                 ])
             } else {
+                for log in damaged {
+                    say("damaged  \(displayPath(log.path))")
+                    if let problem = log.problem { say("         problem: \(problem)") }
+                }
                 say(line)
             }
         }

@@ -12,7 +12,7 @@ import TraceCore
 #endif
 
 /// `agent-eval index`: add logs to the catalog, reading only what changed.
-struct IndexCommand: ParsableCommand {
+struct IndexCommand: ParsableCommand, ReadsLogs {
     static let configuration = CommandConfiguration(
         commandName: "index",
         abstract: "Index logs into the catalog: runs, tool calls, verdicts, approvals, tokens, cost.",
@@ -82,7 +82,9 @@ struct IndexCommand: ParsableCommand {
                     say(line)
                     if let problem = log.problem, log.status == .damaged { say("          problem: \(problem)") }
                     if log.problemCode == "log.event_too_large" {
-                        say("          hint: a log you trust may be indexed with a higher --max-member-mib (now \(limits.maxMemberMib))")
+                        say(
+                            "          hint: a log you trust may be indexed with a higher --max-member-mib (now \(limits.memberLimit >> 20))"
+                        )
                     }
                 }
                 if isTerminal && !json && !quiet && done < total {

@@ -6,7 +6,7 @@ import TraceCore
 import TraceLog
 
 /// `agent-eval case from-log`: a case that pins a run's trajectory.
-struct CaseFromLogCommand: ParsableCommand {
+struct CaseFromLogCommand: ParsableCommand, ReadsLogs {
     static let configuration = CommandConfiguration(
         commandName: "from-log",
         abstract: "Draft a case that pins a run's trajectory: tools, order, arguments, stop reason.",
@@ -53,6 +53,8 @@ struct CaseFromLogCommand: ParsableCommand {
 
     /// The file to write: --output, or its older spelling.
     var out: String? { output ?? outSpelling }
+
+    @OptionGroup var limits: LogReadLimits
 
     func run() throws {
         let facts: LogFacts

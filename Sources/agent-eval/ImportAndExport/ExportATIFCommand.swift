@@ -9,7 +9,7 @@ import TraceCore
 import TraceLog
 
 /// `agent-eval export atif`: runs as ATIF trajectories, one JSON file each.
-struct ExportATIFCommand: ParsableCommand {
+struct ExportATIFCommand: ParsableCommand, ReadsLogs {
     static let configuration = CommandConfiguration(
         commandName: "atif",
         abstract: "Export runs as ATIF v1.8 trajectories (the Agent Trajectory Interchange Format), one JSON file per run.",
@@ -40,6 +40,8 @@ struct ExportATIFCommand: ParsableCommand {
     func validate() throws {
         if logs.isEmpty { throw ValidationError("give the logs to export") }
     }
+
+    @OptionGroup var limits: LogReadLimits
 
     func run() throws {
         let paths = try findLogsOrFail(logs)

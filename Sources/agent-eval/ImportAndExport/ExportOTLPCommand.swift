@@ -9,7 +9,7 @@ import TraceCore
 import TraceLog
 
 /// `agent-eval export otlp`: runs as OTLP/JSON traces, to a file or a collector.
-struct ExportOTLPCommand: AsyncParsableCommand {
+struct ExportOTLPCommand: AsyncParsableCommand, ReadsLogs {
     static let configuration = CommandConfiguration(
         commandName: "otlp",
         abstract: "Export runs as OpenTelemetry traces (OTLP/JSON) to a file or an OTLP/HTTP collector.",
@@ -100,6 +100,8 @@ struct ExportOTLPCommand: AsyncParsableCommand {
             throw ValidationError("--endpoint must be an http:// or https:// URL, e.g. http://127.0.0.1:4318/v1/traces")
         }
     }
+
+    @OptionGroup var limits: LogReadLimits
 
     func run() async throws {
         // The same rules as `index`: files, directories searched for *.jsonl.gz, globs.

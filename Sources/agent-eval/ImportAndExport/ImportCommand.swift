@@ -9,7 +9,7 @@ import TraceCore
 import TraceLog
 
 /// `agent-eval import`: other tools' runs as ordinary logs.
-struct ImportCommand: ParsableCommand {
+struct ImportCommand: ParsableCommand, ReadsLogs {
     static let configuration = CommandConfiguration(
         commandName: "import",
         abstract: "Import runs from OpenTelemetry traces, ATIF trajectories, Inspect AI logs or message transcripts as agent-eval logs.",
@@ -113,6 +113,8 @@ struct ImportCommand: ParsableCommand {
         default: .trace
         }
     }
+
+    @OptionGroup var limits: LogReadLimits
 
     func run() throws {
         var budget = ArchiveBudget.standard

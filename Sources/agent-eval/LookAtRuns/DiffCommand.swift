@@ -6,7 +6,7 @@ import TraceCore
 import Viewer
 
 /// `agent-eval diff`: where two runs' trajectories part.
-struct DiffCommand: ParsableCommand {
+struct DiffCommand: ParsableCommand, ReadsLogs {
     static let configuration = CommandConfiguration(
         commandName: "diff",
         abstract: "Compare two runs' trajectories step by step and show where they part.",
@@ -44,6 +44,8 @@ struct DiffCommand: ParsableCommand {
             "Also write the two runs side by side as one self-contained HTML page, the first divergence marked down to the argument.",
             valueName: "file"))
     var html: String?
+
+    @OptionGroup var limits: LogReadLimits
 
     func run() throws {
         for log in [left, right] where PipelineTarget.detected(log) != nil {

@@ -11,7 +11,7 @@ import TraceLog
 
 /// `agent-eval fork <log> --at STEP [edits…]`: what if — a run forked at a step, with edits,
 /// continued live, and compared with its parent from the fork point.
-struct ForkCommand: AsyncParsableCommand {
+struct ForkCommand: AsyncParsableCommand, ReadsLogs {
     static let configuration = CommandConfiguration(
         commandName: "fork",
         abstract: "Fork a run at a step with an edit, continue it live, and see what changed.",
@@ -201,6 +201,8 @@ struct ForkCommand: AsyncParsableCommand {
         }
         return String(decoding: data, as: UTF8.self)
     }
+
+    @OptionGroup var limits: LogReadLimits
 
     func run() async throws {
         if !command.isEmpty { try await runRecorded() }

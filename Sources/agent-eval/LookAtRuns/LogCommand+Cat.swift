@@ -4,7 +4,7 @@ import TraceCore
 import TraceLog
 
 extension LogCommand {
-    struct Cat: ParsableCommand {
+    struct Cat: ParsableCommand, ReadsLogs {
         static let configuration = CommandConfiguration(
             commandName: "cat",
             abstract: "Print a log's events, one per line.",
@@ -34,6 +34,8 @@ extension LogCommand {
 
         @Option(help: "Show only events of this kind (repeatable), e.g. tool_completed.")
         var kind: [String] = []
+
+        @OptionGroup var limits: LogReadLimits
 
         func run() throws {
             var output = OutputBuffer()

@@ -4,7 +4,7 @@ import TraceCore
 import TraceLog
 
 extension LogCommand {
-    struct Repair: ParsableCommand {
+    struct Repair: ParsableCommand, ReadsLogs {
         static let configuration = CommandConfiguration(
             commandName: "repair",
             abstract: "Seal a torn tail in place so gzip and zcat read the log again.",
@@ -33,6 +33,8 @@ extension LogCommand {
 
         @Flag(help: "Print the result as JSON.")
         var json = false
+
+        @OptionGroup var limits: LogReadLimits
 
         func run() throws {
             let result: RepairReport?

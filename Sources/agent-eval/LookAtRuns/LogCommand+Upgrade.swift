@@ -4,7 +4,7 @@ import TraceCore
 import TraceLog
 
 extension LogCommand {
-    struct Upgrade: ParsableCommand {
+    struct Upgrade: ParsableCommand, ReadsLogs {
         static let configuration = CommandConfiguration(
             commandName: "upgrade",
             abstract: "Rewrite a version 1 log as version 3, whose hash chain links gzip members (about a fifth smaller).",
@@ -55,6 +55,8 @@ extension LogCommand {
 
         @Flag(help: "Print the result as JSON.")
         var json = false
+
+        @OptionGroup var limits: LogReadLimits
 
         func run() throws {
             let report: LogUpgrade.Report

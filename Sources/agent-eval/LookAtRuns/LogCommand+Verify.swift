@@ -4,7 +4,7 @@ import TraceCore
 import TraceLog
 
 extension LogCommand {
-    struct Verify: ParsableCommand {
+    struct Verify: ParsableCommand, ReadsLogs {
         static let configuration = CommandConfiguration(
             commandName: "verify",
             abstract: "Check a log's members, CRCs, sequence numbers and hash chain.",
@@ -43,6 +43,8 @@ extension LogCommand {
 
         @Flag(help: "Print the report as JSON.")
         var json = false
+
+        @OptionGroup var limits: LogReadLimits
 
         func run() throws {
             let report: VerificationReport

@@ -14,7 +14,7 @@ import TraceLog
 #endif
 
 /// `agent-eval replay`: rebuild a run from its log and show it step by step.
-struct ReplayCommand: AsyncParsableCommand {
+struct ReplayCommand: AsyncParsableCommand, ReadsLogs {
     static let configuration = CommandConfiguration(
         commandName: "replay",
         abstract: "Rebuild a run from its log alone and show it step by step.",
@@ -92,6 +92,8 @@ struct ReplayCommand: AsyncParsableCommand {
         }
         if let step, step < 0 { throw ValidationError("--step must be 0 or more") }
     }
+
+    @OptionGroup var limits: LogReadLimits
 
     func run() async throws {
         // A pipeline log replays as its DAG: each task's status and the child runs to step into.

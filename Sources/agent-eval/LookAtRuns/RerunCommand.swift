@@ -7,7 +7,7 @@ import Replay
 import TraceCore
 
 /// `agent-eval rerun <log> --agent <file>`: re-drive the current runtime with a log.
-struct RerunCommand: AsyncParsableCommand {
+struct RerunCommand: AsyncParsableCommand, ReadsLogs {
     static let configuration = CommandConfiguration(
         commandName: "rerun",
         abstract: "Re-drive the current runtime with a log's recorded model outputs and tool results.",
@@ -66,6 +66,8 @@ struct RerunCommand: AsyncParsableCommand {
             throw ValidationError("--log names the recorded log itself: give the new run another file")
         }
     }
+
+    @OptionGroup var limits: LogReadLimits
 
     func run() async throws {
         if Rerun.Mode(rawValue: mode) == .prefix {

@@ -8,7 +8,7 @@ import TraceLog
 import Viewer
 
 /// `agent-eval view`: a run, or a pipeline with its child runs, as one self-contained HTML page.
-struct ViewCommand: ParsableCommand {
+struct ViewCommand: ParsableCommand, ReadsLogs {
     static let configuration = CommandConfiguration(
         commandName: "view",
         abstract: "Write a run or a pipeline as one self-contained HTML page to look at in a browser.",
@@ -73,6 +73,8 @@ struct ViewCommand: ParsableCommand {
 
     @Flag(help: "Do not look in the catalog for the run's forks.")
     var noCatalog = false
+
+    @OptionGroup var limits: LogReadLimits
 
     func run() throws {
         // A pipeline log is drawn as its pipeline, never judged by the rules of a run's log.

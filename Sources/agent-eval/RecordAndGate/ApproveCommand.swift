@@ -1,7 +1,7 @@
 import ArgumentParser
 
 /// `agent-eval approve LOG CALL`: answer a call that waits for approval in a running proxy.
-struct ApproveCommand: ParsableCommand {
+struct ApproveCommand: ParsableCommand, ReadsLogs {
     static let configuration = CommandConfiguration(
         commandName: "approve",
         abstract: "Approve a tool call that waits for approval in a running agent-eval mcp-proxy or record.",
@@ -26,6 +26,8 @@ struct ApproveCommand: ParsableCommand {
     /// The older spelling of `agent-eval deny` (a visible --deny takes a call everywhere else).
     @Flag(name: .customLong("deny"), help: .hidden)
     var denySpelling = false
+
+    @OptionGroup var limits: LogReadLimits
 
     func run() throws {
         try waiting.answer(granted: !denySpelling, verb: "approve")

@@ -9,7 +9,7 @@ import TraceLog
 import Workflows
 
 /// `agent-eval audit --policy FILE LOG…`: what a policy would have said of runs it did not gate.
-struct AuditCommand: AsyncParsableCommand {
+struct AuditCommand: AsyncParsableCommand, ReadsLogs {
     static let configuration = CommandConfiguration(
         commandName: "audit",
         abstract: "Judge every tool call of recorded, imported or proxied runs by a policy, and report what it would not have allowed.",
@@ -63,6 +63,8 @@ struct AuditCommand: AsyncParsableCommand {
     func validate() throws {
         guard !logs.isEmpty else { throw ValidationError("give the logs to audit: agent-eval audit --policy FILE runs/") }
     }
+
+    @OptionGroup var limits: LogReadLimits
 
     func run() async throws {
         let policyFile: PolicyFile

@@ -1,7 +1,7 @@
 import ArgumentParser
 
 /// `agent-eval deny LOG CALL`: refuse a call that waits for approval in a running proxy.
-struct DenyCommand: ParsableCommand {
+struct DenyCommand: ParsableCommand, ReadsLogs {
     static let configuration = CommandConfiguration(
         commandName: "deny",
         abstract: "Refuse a tool call that waits for approval in a running agent-eval mcp-proxy or record.",
@@ -16,6 +16,8 @@ struct DenyCommand: ParsableCommand {
 
     @OptionGroup
     var waiting: WaitingCallAnswer
+
+    @OptionGroup var limits: LogReadLimits
 
     func run() throws {
         try waiting.answer(granted: false, verb: "deny")

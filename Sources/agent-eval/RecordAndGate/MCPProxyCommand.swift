@@ -9,7 +9,7 @@ import TraceLog
 
 /// `agent-eval mcp-proxy -- SERVER…`: put the policy gate and the log between any MCP client
 /// and its stdio server.
-struct MCPProxyCommand: AsyncParsableCommand {
+struct MCPProxyCommand: AsyncParsableCommand, ReadsLogs {
     static let configuration = CommandConfiguration(
         commandName: "mcp-proxy",
         abstract: "Serve MCP over stdio in front of a real server: every tool call gated by a policy and recorded.",
@@ -103,6 +103,8 @@ struct MCPProxyCommand: AsyncParsableCommand {
         }
         if let maxToolCalls, maxToolCalls < 0 { throw ValidationError("--max-tool-calls must be 0 or more, got \(maxToolCalls)") }
     }
+
+    @OptionGroup var limits: LogReadLimits
 
     func run() async throws {
         let outcome: MCPProxy.Outcome

@@ -10,7 +10,7 @@ import TraceLog
 
 /// `agent-eval record -- COMMAND`: record an agent written with any framework, through the
 /// model gateway.
-struct RecordCommand: AsyncParsableCommand {
+struct RecordCommand: AsyncParsableCommand, ReadsLogs {
     static let configuration = CommandConfiguration(
         commandName: "record",
         abstract: "Run any agent through a recording model gateway and record its run as an event log.",
@@ -122,6 +122,8 @@ struct RecordCommand: AsyncParsableCommand {
         }
         return values
     }
+
+    @OptionGroup var limits: LogReadLimits
 
     func run() async throws {
         let outcome: CommandRecording.Outcome

@@ -6,7 +6,7 @@ import TraceCore
 import Viewer
 
 /// `agent-eval results merge`: the reports of `run --shard i/n` jobs as one report.
-struct ResultsMergeCommand: AsyncParsableCommand {
+struct ResultsMergeCommand: AsyncParsableCommand, ReadsLogs {
     static let configuration = CommandConfiguration(
         commandName: "merge",
         abstract: "Merge the JSON reports of `agent-eval run --shard i/n` jobs into one report, JUnit file and exit status.",
@@ -87,6 +87,8 @@ struct ResultsMergeCommand: AsyncParsableCommand {
     func validate() throws {
         if reports.isEmpty { throw ValidationError("give the JSON reports to merge, e.g. shard-*.json") }
     }
+
+    @OptionGroup var limits: LogReadLimits
 
     func run() async throws {
         let merge: ResultsMerge

@@ -4,7 +4,7 @@ import Foundation
 import TraceCore
 
 /// `agent-eval check`: validate every file a project has without running anything.
-struct CheckCommand: AsyncParsableCommand {
+struct CheckCommand: AsyncParsableCommand, ReadsLogs {
     static let configuration = CommandConfiguration(
         commandName: "check",
         abstract: "Check case files, agent files, model scripts and pipeline files without running anything.",
@@ -56,6 +56,8 @@ struct CheckCommand: AsyncParsableCommand {
     func validate() throws {
         try models.requireCassetteForRecord()
     }
+
+    @OptionGroup var limits: LogReadLimits
 
     func run() async throws {
         let options: ProjectCheck.Options

@@ -10,7 +10,7 @@ import TraceCore
 import TraceLog
 
 /// `agent-eval exec`: run an agent from its agent file and record the run.
-struct ExecCommand: AsyncParsableCommand {
+struct ExecCommand: AsyncParsableCommand, ReadsLogs {
     static let configuration = CommandConfiguration(
         commandName: "exec",
         abstract: "Run an agent on an input and record the run as an event log.",
@@ -136,6 +136,8 @@ struct ExecCommand: AsyncParsableCommand {
             throw ValidationError("--resume needs at least one --approve <call-id> or --deny <call-id>")
         }
     }
+
+    @OptionGroup var limits: LogReadLimits
 
     func run() async throws {
         // Made first: a malformed OTLP headers variable stops the command before the run.

@@ -4,7 +4,7 @@ import EvalEngine
 import Foundation
 import TraceCore
 
-struct JudgeCalibrateCommand: AsyncParsableCommand {
+struct JudgeCalibrateCommand: AsyncParsableCommand, ReadsLogs {
     static let configuration = CommandConfiguration(
         commandName: "calibrate",
         abstract: "Judge labelled logs and report how the judge agrees with people (Cohen's κ) and with itself.",
@@ -59,6 +59,8 @@ struct JudgeCalibrateCommand: AsyncParsableCommand {
         if rounds < 1 || rounds > 100 { throw ValidationError("--repeat must be between 1 and 100") }
         if !(maxKappaDrop >= 0 && maxKappaDrop <= 2) { throw ValidationError("--max-kappa-drop must be between 0 and 2") }
     }
+
+    @OptionGroup var limits: LogReadLimits
 
     func run() async throws {
         let file: JudgeLabels

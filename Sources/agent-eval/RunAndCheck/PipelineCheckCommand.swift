@@ -8,7 +8,7 @@ import Synchronization
 import TraceCore
 import TraceLog
 
-struct PipelineCheckCommand: AsyncParsableCommand {
+struct PipelineCheckCommand: AsyncParsableCommand, ReadsLogs {
     static let configuration = CommandConfiguration(
         commandName: "check",
         abstract: "Check a pipeline file without running anything (an older spelling of `agent-eval check --verbose FILE`).",
@@ -34,6 +34,8 @@ struct PipelineCheckCommand: AsyncParsableCommand {
     func validate() throws {
         try models.requireCassetteForRecord()
     }
+
+    @OptionGroup var limits: LogReadLimits
 
     func run() async throws {
         let definition = try loadPipeline(file, models: models)

@@ -8,7 +8,7 @@ import Synchronization
 import TraceCore
 import TraceLog
 
-struct PipelineForkCommand: AsyncParsableCommand {
+struct PipelineForkCommand: AsyncParsableCommand, ReadsLogs {
     static let configuration = CommandConfiguration(
         commandName: "fork",
         abstract: "What if a task ran again: copy a pipeline run to a new one and run a task and its dependants there.",
@@ -52,6 +52,8 @@ struct PipelineForkCommand: AsyncParsableCommand {
     func validate() throws {
         try models.requireCassetteForRecord()
     }
+
+    @OptionGroup var limits: LogReadLimits
 
     func run() async throws {
         let outcome: PipelineOutcome

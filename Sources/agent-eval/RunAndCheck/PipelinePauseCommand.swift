@@ -8,7 +8,7 @@ import Synchronization
 import TraceCore
 import TraceLog
 
-struct PipelinePauseCommand: AsyncParsableCommand {
+struct PipelinePauseCommand: AsyncParsableCommand, ReadsLogs {
     static let configuration = CommandConfiguration(
         commandName: "pause",
         abstract: "Ask a running pipeline to pause: it starts no new task, lets running ones finish, and exits.",
@@ -16,6 +16,8 @@ struct PipelinePauseCommand: AsyncParsableCommand {
 
     @Argument(help: "The pipeline run's directory, or its pipeline.jsonl.gz.")
     var target: String
+
+    @OptionGroup var limits: LogReadLimits
 
     func run() async throws {
         do {

@@ -8,7 +8,7 @@ import Synchronization
 import TraceCore
 import TraceLog
 
-struct PipelineResumeCommand: AsyncParsableCommand {
+struct PipelineResumeCommand: AsyncParsableCommand, ReadsLogs {
     static let configuration = CommandConfiguration(
         commandName: "resume",
         abstract: "Continue a paused or interrupted pipeline from its last checkpoint.",
@@ -40,6 +40,8 @@ struct PipelineResumeCommand: AsyncParsableCommand {
     func validate() throws {
         try models.requireCassetteForRecord()
     }
+
+    @OptionGroup var limits: LogReadLimits
 
     func run() async throws {
         let leftovers: LeftoverPolicy =

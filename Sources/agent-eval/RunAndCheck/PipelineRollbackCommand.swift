@@ -8,7 +8,7 @@ import Synchronization
 import TraceCore
 import TraceLog
 
-struct PipelineRollbackCommand: AsyncParsableCommand {
+struct PipelineRollbackCommand: AsyncParsableCommand, ReadsLogs {
     static let configuration = CommandConfiguration(
         commandName: "rollback",
         abstract: "Discard a task's and its descendants' results and run them again, keeping the old branch in the log.",
@@ -36,6 +36,8 @@ struct PipelineRollbackCommand: AsyncParsableCommand {
     func validate() throws {
         try models.requireCassetteForRecord()
     }
+
+    @OptionGroup var limits: LogReadLimits
 
     func run() async throws {
         let task = to

@@ -8,7 +8,7 @@ import Synchronization
 import TraceCore
 import TraceLog
 
-struct PipelineRunCommand: AsyncParsableCommand {
+struct PipelineRunCommand: AsyncParsableCommand, ReadsLogs {
     static let configuration = CommandConfiguration(
         commandName: "run",
         abstract: "Run a pipeline and record it: a pipeline log plus one child log per agent attempt.",
@@ -49,6 +49,8 @@ struct PipelineRunCommand: AsyncParsableCommand {
     func validate() throws {
         try models.requireCassetteForRecord()
     }
+
+    @OptionGroup var limits: LogReadLimits
 
     func run() async throws {
         let definition = try loadPipeline(file, models: models)

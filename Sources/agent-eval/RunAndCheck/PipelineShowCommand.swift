@@ -8,7 +8,7 @@ import Synchronization
 import TraceCore
 import TraceLog
 
-struct PipelineShowCommand: AsyncParsableCommand {
+struct PipelineShowCommand: AsyncParsableCommand, ReadsLogs {
     static let configuration = CommandConfiguration(
         commandName: "show",
         abstract: "Show a pipeline run from its log: each task's status, attempts and child runs, with digest checks.",
@@ -27,6 +27,8 @@ struct PipelineShowCommand: AsyncParsableCommand {
 
     @Flag(help: "Print the state as JSON.")
     var json = false
+
+    @OptionGroup var limits: LogReadLimits
 
     func run() async throws {
         let replay: PipelineReplay

@@ -19,7 +19,7 @@ import Workflows
 #endif
 
 /// `agent-eval run`: check trajectories against recorded logs and live runs; gate CI.
-struct RunCommand: AsyncParsableCommand {
+struct RunCommand: AsyncParsableCommand, ReadsLogs {
     static let configuration = CommandConfiguration(
         commandName: "run",
         abstract: "Run eval cases: check the trajectories of recorded logs and live runs.",
@@ -254,6 +254,8 @@ struct RunCommand: AsyncParsableCommand {
             throw ValidationError("--shard takes i/n with 1 ≤ i ≤ n, e.g. 2/4; got \(shard)")
         }
     }
+
+    @OptionGroup var limits: LogReadLimits
 
     func run() async throws {
         let shelf = CassetteShelf()

@@ -265,7 +265,7 @@ func warn(_ diagnostic: any Diagnostic) {
 /// Damage that `agent-eval log verify` reports in full: other commands point to it.
 let damageCodes: Set<String> = [
     "log.corrupt_member", "log.split_event", "log.invalid_event", "log.broken_chain", "log.sequence_gap", "log.sequence_repeat",
-    "log.run_mismatch", "log.event_too_large",
+    "log.run_mismatch",
 ]
 
 /// The hint this CLI gives for a diagnostic, naming its own commands and flags (library
@@ -306,7 +306,10 @@ func commandHint(for diagnostic: any Diagnostic) -> String? {
     case "eval.unreadable_baseline":
         return "write it again with `agent-eval run … --update-baseline`"
     default:
-        return nil
+        // A wrapper with nothing of its own to say (an export that could not read its log)
+        // gives the hint of what it wraps, when the library's own hint is not there.
+        guard diagnostic.hint == nil, let cause = diagnostic.cause else { return nil }
+        return commandHint(for: cause) ?? cause.hint
     }
 }
 
