@@ -1,7 +1,6 @@
 import ConfigFile
 import EvalEngine
 import Foundation
-import Replay
 import TraceCore
 import TraceLog
 
@@ -48,8 +47,6 @@ extension Catalog {
     /// Calls kept in memory before settled ones are written out and dropped, so indexing a
     /// log of any length holds a bounded state.
     static let callsHeldInMemory = 512
-    /// Steps of a log's step table `index` makes in its read, at most (see `LogIndexer.steps`).
-    static let stepsHeldInMemory = 4096
 
     /// The most decompressed bytes one gzip member of a log may hold when the catalog reads it:
     /// the process's `LogReadLimit` (64 MiB unless `--max-member-mib` or the project setting
@@ -133,7 +130,7 @@ extension Catalog {
             let logId = try Self.startRows(of: path, known: known, keepingCallsBelow: prepared.keepsCallsBelow, in: db)
             try pending.take(&prepared.rows, logId: logId, path: path, in: db)
             try prepared.row.write(logId: logId, in: db)
-            try Self.writeSteps(prepared.steps, of: path, row: prepared.row, in: db)
+            if known != nil { try CatalogStepStore.forget(path: path, in: db) }
             return prepared.indexed
         }
         let plan = ReadPlan(known: known, path: path, now: stamp)
@@ -146,21 +143,14 @@ extension Catalog {
         var rows = indexer.rows
         try pending.take(&rows, logId: logId, path: path, in: db)
         try row.write(logId: logId, in: db)
-        try Self.writeSteps(indexer.takeSteps(row: row), of: path, row: row, in: db)
+        // The log changed since the catalog read it: a step table kept for it was made from
+        // other bytes. (Replay makes a table when first asked for a step, not index: making one
+        // in every read cost index a third of its speed and the catalog four fifths of its size.)
+        if known != nil { try CatalogStepStore.forget(path: path, in: db) }
         if let facts = FactCache.Entry(indexer.takeFacts(row: row), path: path, row: row) { try FactCache.write(facts, in: db) }
         return IndexedLog(
             path: path, change: plan.change, status: row.status, problem: row.problem, eventsRead: indexer.eventsRead,
             problemCode: indexer.damageCode)
-    }
-
-    /// Keeps the step table made in the read of the log at `path` under its row's identity, or
-    /// drops the one kept before when the read made none.
-    static func writeSteps(_ steps: StepTable?, of path: String, row: LogRow, in db: any SQLConnection) throws {
-        guard let steps else { return try CatalogStepStore.forget(path: path, in: db) }
-        let identity = LogFingerprint(
-            stamp: FileStamp(size: row.size, mtimeNs: row.mtimeNs), tailOffset: row.tailOffset, tailEnd: row.tailEnd,
-            tailHash: row.tailHash)
-        try CatalogStepStore.write(steps, path: path, fingerprint: identity, in: db)
     }
 
     /// A log whose rows SQLite refused (a value over its length limit, say), found inside the
@@ -242,7 +232,7 @@ extension Catalog {
             basis: PreparedLog.Basis(known), keepsCallsBelow: plan.resume?.callBase, rows: indexer.rows, row: row,
             indexed: IndexedLog(
                 path: path, change: plan.change, status: row.status, problem: row.problem, eventsRead: indexer.eventsRead,
-                problemCode: indexer.damageCode), steps: indexer.takeSteps(row: row))
+                problemCode: indexer.damageCode))
         return log
     }
 
@@ -377,8 +367,6 @@ struct PreparedLog: Sendable {
     var rows: [CallRow]
     var row: LogRow
     var indexed: IndexedLog
-    /// The log's step table, made in the same read (nil for a read on from where it stopped).
-    var steps: StepTable?
 }
 
 /// Where a later index picks up a log that grows: a member's start, the chain just before it,
@@ -466,12 +454,6 @@ struct LogIndexer {
     /// The start of the member being read, with the state before it.
     private var memberStart: ResumePoint?
     private var lastEvent: (sequence: Int, hash: String, memberIndex: Int, runId: String)?
-    /// Replay's step table, made from the same events when the log is read from its start (a
-    /// read on from where the last stopped has not the whole state the digests need). Given up
-    /// once the log proves longer than a read may hold (`Catalog.callsHeldInMemory` calls,
-    /// `Catalog.stepsHeldInMemory` steps): the table needs the whole state, and `index` holds a
-    /// bounded one; `replay` makes such a log's table when it is first asked for a step.
-    private var steps: StepTableBuilder?
 
     init(
         path: String, memberLimit: Int = Catalog.defaultMemberLimit, keepsFacts: Bool = false,
@@ -490,7 +472,7 @@ struct LogIndexer {
             callBase = resume.callBase
             members = (storedTailOffset, resume.position.memberOffset)
         }
-        if resume == nil { (steps, makesFacts) = (StepTableBuilder(log: path), keepsFacts) }
+        if resume == nil { makesFacts = keepsFacts }
         // The fold reads no context packet's text: it is checked, not made.
         let reader = LogReader(path: path, options: .init(memberContentLimit: memberLimit, keepsPacketText: false))
         do {
@@ -506,7 +488,6 @@ struct LogIndexer {
         } catch let error as LogError {
             damage = error.description
             damageCode = error.diagnosticCode
-            steps = nil
             makesFacts = false
         }
     }
@@ -521,8 +502,6 @@ struct LogIndexer {
                     previousHash: event.previousHash ?? "", runId: event.runId), callBase: callBase, state: fold.state)
         }
         if makesFacts { fold.add(recorded) } else { RunState.reduce(into: &fold.state, event) }
-        steps?.add(recorded)
-        if let count = steps?.stepCount, count > Catalog.stepsHeldInMemory { steps = nil }
         eventsRead += 1
         lastEvent = (event.sequence, recorded.hash, recorded.location.memberIndex, event.runId)
         if case .stepEnded = event.payload, fold.state.calls.count >= Catalog.callsHeldInMemory { try dropSettledCalls() }
@@ -534,7 +513,7 @@ struct LogIndexer {
     private mutating func dropSettledCalls() throws {
         let settled = fold.state.calls.prefix { !$0.isAwaitingApproval && $0.attempts == $0.results.count }.count
         guard settled > 0 else { return }
-        (steps, makesFacts) = (nil, false)
+        makesFacts = false
         for index in 0..<settled { rows.append(row(of: fold.state.calls[index], ordinal: callBase + index)) }
         fold.state.calls.removeFirst(settled)
         callBase += settled
@@ -551,14 +530,6 @@ struct LogIndexer {
             approval: call.approval.map { $0.isGranted ? "granted" : "refused" }, approver: call.approval?.approver,
             attempts: call.attempts, status: last?.status.rawValue, durationUs: call.results.reduce(0) { $0 + $1.durationUs },
             error: last?.error)
-    }
-
-    /// The step table made in the read, for a log read whole from its start that did not change
-    /// meanwhile (`row`, from `finish`, is its identity); nil otherwise.
-    mutating func takeSteps(row: LogRow) -> StepTable? {
-        defer { steps = nil }
-        guard row.size >= 0, row.status != .damaged else { return nil }
-        return try? steps?.finish()
     }
 
     /// The log's facts, made in the read, for a log read whole from its start that did not change

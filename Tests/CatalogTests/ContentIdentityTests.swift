@@ -1,4 +1,5 @@
 import EvalEngine
+import Replay
 import Foundation
 import TestSupport
 import Testing
@@ -77,6 +78,8 @@ enum ContentIdentity {
         let (firstCache, firstResult) = try await suite(over: first)
         #expect(firstCache.usage == (0, 1))
 
+        // A replay keeps the log's step table.
+        #expect(try StepIndex.open(log: first, store: CatalogStepStore(catalog: catalog)).rebuilt)
         // A checkout gives the file a new modification time: indexed as unchanged, nothing read,
         // and the row, the step table and the fact cache's entry take the new stamp (the next
         // index and suite need no hash).
