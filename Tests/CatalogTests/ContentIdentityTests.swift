@@ -1,6 +1,6 @@
 import EvalEngine
-import Replay
 import Foundation
+import Replay
 import TestSupport
 import Testing
 import TraceCore
