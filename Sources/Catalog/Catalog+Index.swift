@@ -174,19 +174,23 @@ extension Catalog {
             let outcome = try writeRollingBack { db in
                 let pending = PendingCallRows()
                 var indexed: [IndexedLog] = []
+                // The rows as they are under the write lock, looked up together.
+                let rows = try StoredLog.fetch(db, paths: batch.filter { $0.unchanged == nil || $0.touch != nil }.map(\.path))
                 for item in batch {
                     if let (known, now) = item.touch {
                         // Its new stamp taken when the row is still the one it was compared
                         // with; else (another process changed it meanwhile) looked at again here.
-                        if let current = try StoredLog.fetch(db, path: item.path), current.id == known.id,
-                            current.identity == known.identity, let unchanged = item.unchanged
+                        if let current = rows[item.path], current.id == known.id, current.identity == known.identity,
+                            let unchanged = item.unchanged
                         {
                             try current.touch(path: item.path, now: now, in: db)
                             indexed.append(unchanged)
                         } else {
                             indexed.append(
                                 try attributing(to: item.path, in: db) {
-                                    try index(absolute: item.path, in: db, pending: pending, memberLimit: memberLimit)
+                                    try index(
+                                        absolute: item.path, in: db, pending: pending, memberLimit: memberLimit,
+                                        row: .found(rows[item.path]))
                                 })
                         }
                     } else if let unchanged = item.unchanged {
@@ -196,7 +200,9 @@ extension Catalog {
                     } else {
                         indexed.append(
                             try attributing(to: item.path, in: db) {
-                                try index(absolute: item.path, in: db, pending: pending, prepared: item.prepared, memberLimit: memberLimit)
+                                try index(
+                                    absolute: item.path, in: db, pending: pending, prepared: item.prepared, memberLimit: memberLimit,
+                                    row: .found(rows[item.path]))
                             })
                     }
                 }
@@ -222,7 +228,8 @@ extension Catalog {
     private func start(_ paths: [String], on readers: WorkerThreads<@Sendable () -> Void>, memberLimit: Int) throws(CatalogError)
         -> PendingBatch
     {
-        let known = try read { db in try paths.map { try StoredLog.fetch(db, path: $0) } }
+        let rows = try read { db in try StoredLog.fetch(db, paths: paths) }
+        let known = paths.map { rows[$0] }
         let batch = PendingBatch(paths.map { BatchLog(path: $0) })
         for (index, path) in paths.enumerated() {
             let known = known[index]

@@ -108,9 +108,13 @@ extension Catalog {
     /// otherwise the log is read here.
     func index(
         absolute path: String, in db: any SQLConnection, pending: PendingCallRows, prepared: PreparedLog? = nil,
-        memberLimit: Int = Catalog.defaultMemberLimit, keepsFacts: Bool = false
+        memberLimit: Int = Catalog.defaultMemberLimit, keepsFacts: Bool = false, row lookedUp: LookedUpRow = .notYet
     ) throws -> IndexedLog {
-        let known = try StoredLog.fetch(db, path: path)
+        let known: StoredLog?
+        switch lookedUp {
+        case .notYet: known = try StoredLog.fetch(db, path: path)
+        case .found(let row): known = row
+        }
         guard let stamp = FileStamp(path: path) else {
             if let known, known.status != .vanished {
                 try db.execute(
@@ -127,10 +131,16 @@ extension Catalog {
             return IndexedLog(path: path, change: .unchanged, status: known.status, problem: known.problem, eventsRead: 0)
         }
         if var prepared, prepared.basis == PreparedLog.Basis(known) {
+            guard known != nil else {
+                // A new log read whole outside the transaction: its row in one statement.
+                let logId = try prepared.row.insert(path: path, in: db)
+                try pending.take(&prepared.rows, logId: logId, path: path, in: db)
+                return prepared.indexed
+            }
             let logId = try Self.startRows(of: path, known: known, keepingCallsBelow: prepared.keepsCallsBelow, in: db)
             try pending.take(&prepared.rows, logId: logId, path: path, in: db)
             try prepared.row.write(logId: logId, in: db)
-            if known != nil { try CatalogStepStore.forget(path: path, in: db) }
+            try CatalogStepStore.forget(path: path, in: db)
             return prepared.indexed
         }
         let plan = ReadPlan(known: known, path: path, now: stamp)
@@ -266,6 +276,13 @@ extension Catalog {
     public static func absolute(_ path: String) -> String { ConfigPath.absolute(path) }
 }
 
+/// Whether `index(absolute:)`'s caller looked the log's row up already (a batch looks up all of
+/// its logs' rows in one statement), and what it found.
+enum LookedUpRow {
+    case notYet
+    case found(StoredLog?)
+}
+
 /// A log's row as the catalog holds it, for the identity check.
 struct StoredLog: Sendable {
     var id: Int64
@@ -305,24 +322,33 @@ struct StoredLog: Sendable {
     /// The row of the log at `path`, read straight through SQLite's C API (`BoundRow`): it is
     /// looked up twice per log indexed, and GRDB's `Row` cost more than the lookup.
     static func fetch(_ db: any SQLConnection, path: String) throws -> StoredLog? {
-        var stored: StoredLog?
-        try db.run(
-            """
-            SELECT log_id, size, mtime_ns, tail_offset, tail_end, tail_hash, status, problem, resume, content_hash
-            FROM logs WHERE path = ?
-            """,
-            bind: { $0.bind(path) }
-        ) { row in
-            let resume = row.blob(8).flatMap { bytes in
-                try? bytes.withUnsafeBytes { try JSONScanner.scan($0) { try ResumePoint(from: &$0) } }
+        try fetch(db, paths: [path])[path]
+    }
+
+    /// The rows of `paths` that the catalog has, by path: a statement per 500 paths, as each is
+    /// a round trip to a PostgreSQL server (a statement per log was a third of a batch's).
+    static func fetch(_ db: any SQLConnection, paths: [String]) throws -> [String: StoredLog] {
+        var stored: [String: StoredLog] = [:]
+        for start in stride(from: 0, to: paths.count, by: 500) {
+            let chunk = paths[start..<min(paths.count, start + 500)]
+            try db.run(
+                """
+                SELECT log_id, size, mtime_ns, tail_offset, tail_end, tail_hash, status, problem, resume, content_hash, path
+                FROM logs WHERE path IN (\(chunk.map { _ in "?" }.joined(separator: ", ")))
+                """,
+                bind: { binder in for path in chunk { binder.bind(path) } }
+            ) { row in
+                let resume = row.blob(8).flatMap { bytes in
+                    try? bytes.withUnsafeBytes { try JSONScanner.scan($0) { try ResumePoint(from: &$0) } }
+                }
+                stored[row.text(10)] = StoredLog(
+                    id: Int64(row.int(0)),
+                    identity: LogFingerprint(
+                        stamp: FileStamp(size: row.int(1), mtimeNs: row.int(2)), tailOffset: row.int(3), tailEnd: row.int(4),
+                        tailHash: row.text(5)),
+                    status: LogStatus(rawValue: row.text(6)) ?? .damaged, problem: row.optionalText(7), resume: resume,
+                    contentHash: row.optionalText(9))
             }
-            stored = StoredLog(
-                id: Int64(row.int(0)),
-                identity: LogFingerprint(
-                    stamp: FileStamp(size: row.int(1), mtimeNs: row.int(2)), tailOffset: row.int(3), tailEnd: row.int(4),
-                    tailHash: row.text(5)),
-                status: LogStatus(rawValue: row.text(6)) ?? .damaged, problem: row.optionalText(7), resume: resume,
-                contentHash: row.optionalText(9))
         }
         return stored
     }
@@ -644,51 +670,73 @@ struct LogRow: Sendable {
     /// with this machine as the one that saw it (`Catalog.seenOn`).
     func write(logId: Int64, in db: any SQLConnection) throws {
         try db.execute(
-            """
-            UPDATE logs SET size = ?, mtime_ns = ?, tail_offset = ?, tail_end = ?, tail_hash = ?, status = ?, problem = ?,
-                run_id = ?, agent = ?, agent_version = ?, model = ?, input = ?, started_at_us = ?, ended_at_us = ?,
-                stop_reason = ?, stop_limit = ?, events = ?, steps = ?, decisions = ?, invalid_decisions = ?, tool_calls = ?,
-                executed_calls = ?, denied_calls = ?, failed_calls = ?, input_tokens = ?, output_tokens = ?, cost_usd = ?,
-                anomalies = ?, indexed_at_us = ?, resume = ?, forked_from = ?, fork_step = ?, content_hash = ?, seen_on = ?
-            WHERE log_id = ?
-            """
+            "UPDATE logs SET " + Self.columns.map { "\($0) = ?" }.joined(separator: ", ") + " WHERE log_id = ?"
         ) { row in
-            row.bind(size)
-            row.bind(mtimeNs)
-            row.bind(tailOffset)
-            row.bind(tailEnd)
-            row.bind(tailHash)
-            row.bind(status.rawValue)
-            row.bind(problem)
-            row.bind(runId)
-            row.bind(agent)
-            row.bind(agentVersion)
-            row.bind(model)
-            row.bind(input)
-            row.bind(startedAtUs)
-            row.bind(endedAtUs)
-            row.bind(stopReason)
-            row.bind(stopLimit)
-            row.bind(events)
-            row.bind(steps)
-            row.bind(decisions)
-            row.bind(invalidDecisions)
-            row.bind(toolCalls)
-            row.bind(executedCalls)
-            row.bind(deniedCalls)
-            row.bind(failedCalls)
-            row.bind(inputTokens)
-            row.bind(outputTokens)
-            row.bind(costUSD)
-            row.bind(anomalies)
-            row.bind(indexedAtUs)
-            row.bind(resume)
-            row.bind(forkedFrom)
-            row.bind(forkStep)
-            row.bind(contentHash)
-            row.bind(Catalog.seenOn)
+            bindValues(to: &row)
             row.bind(logId)
         }
+    }
+
+    /// Inserts the row of a log the catalog does not have yet, at `path`; returns its id.
+    func insert(path: String, in db: any SQLConnection) throws -> Int64 {
+        let sql =
+            "INSERT INTO logs (path, " + Self.columns.joined(separator: ", ") + ") VALUES (?"
+            + String(repeating: ", ?", count: Self.columns.count) + ") RETURNING log_id"
+        var id: Int64?
+        try db.run(
+            sql,
+            bind: { row in
+                row.bind(path)
+                bindValues(to: &row)
+            }
+        ) { id = Int64($0.int(0)) }
+        guard let id else { throw CatalogError(.queryFailed, "the catalog gave no id to the new row of \(path)") }
+        return id
+    }
+
+    /// The columns `write` and `insert` give values to, in `bindValues`'s order.
+    static let columns = [
+        "size", "mtime_ns", "tail_offset", "tail_end", "tail_hash", "status", "problem", "run_id", "agent", "agent_version", "model",
+        "input", "started_at_us", "ended_at_us", "stop_reason", "stop_limit", "events", "steps", "decisions", "invalid_decisions",
+        "tool_calls", "executed_calls", "denied_calls", "failed_calls", "input_tokens", "output_tokens", "cost_usd", "anomalies",
+        "indexed_at_us", "resume", "forked_from", "fork_step", "content_hash", "seen_on",
+    ]
+
+    private func bindValues(to row: inout any SQLBinder) {
+        row.bind(size)
+        row.bind(mtimeNs)
+        row.bind(tailOffset)
+        row.bind(tailEnd)
+        row.bind(tailHash)
+        row.bind(status.rawValue)
+        row.bind(problem)
+        row.bind(runId)
+        row.bind(agent)
+        row.bind(agentVersion)
+        row.bind(model)
+        row.bind(input)
+        row.bind(startedAtUs)
+        row.bind(endedAtUs)
+        row.bind(stopReason)
+        row.bind(stopLimit)
+        row.bind(events)
+        row.bind(steps)
+        row.bind(decisions)
+        row.bind(invalidDecisions)
+        row.bind(toolCalls)
+        row.bind(executedCalls)
+        row.bind(deniedCalls)
+        row.bind(failedCalls)
+        row.bind(inputTokens)
+        row.bind(outputTokens)
+        row.bind(costUSD)
+        row.bind(anomalies)
+        row.bind(indexedAtUs)
+        row.bind(resume)
+        row.bind(forkedFrom)
+        row.bind(forkStep)
+        row.bind(contentHash)
+        row.bind(Catalog.seenOn)
     }
 }
 

@@ -1,5 +1,9 @@
 import Foundation
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Threads of the project's own that run submitted work in the order it came, one item at a
 /// time per thread: the one worker-thread type (issue 46). What runs on one:
 /// - `ExecutorThread` (AgentRuntime): one thread whose work is the jobs of the tasks that prefer
@@ -44,16 +48,34 @@ public final class WorkerThreads<Work: Sendable>: @unchecked Sendable {
         running = max(1, count)
         for _ in 0..<running {
             let threadName = Self.threadName(name)
-            // Named from inside as well: Foundation gives the system a name set before the start
-            // only on some platforms.
+            // Named from inside as well, by the system call itself: Foundation gives the system a
+            // name set before the start only on some platforms, and on Linux, when the thread
+            // starts before `start()` has noted it, its own `Thread.current.name =` does not
+            // reach the system either — the thread kept the name of the one that made it (a
+            // Dispatch worker's, `oot.default-qos`), one start in a few dozen on a loaded machine.
             let thread = Thread { [self] in
-                Thread.current.name = threadName
+                Self.nameThisThread(threadName)
                 loop()
             }
             thread.name = threadName
             if let stackSize { thread.stackSize = stackSize }
             thread.start()
         }
+    }
+
+    /// Gives the calling thread `name`, in the system (what `top -H`, a debugger and
+    /// `Thread.current.name` read) and in Foundation.
+    private static func nameThisThread(_ name: String) {
+        #if os(Linux)
+            // pthread_setname_np needs _GNU_SOURCE, which Swift's Glibc does not import; the
+            // kernel takes the name written here (at most 15 bytes: `threadName` cut it).
+            let descriptor = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
+            if descriptor >= 0 {
+                _ = name.withCString { write(descriptor, $0, strlen($0)) }
+                close(descriptor)
+            }
+        #endif
+        Thread.current.name = name
     }
 
     /// `name` as the system keeps it: on Linux its first 15 bytes (on a character's boundary).
