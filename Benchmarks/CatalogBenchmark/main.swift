@@ -59,6 +59,9 @@ struct Settings {
     /// A PostgreSQL catalog's URL to index into as well (parts 5 and 6); nil: SQLite only,
     /// unless `store` is `postgres` (then a server of the benchmark's own).
     var postgres: String?
+    /// The server's superuser URL, for part 6's bulk load (foreign keys off while it copies):
+    /// the benchmark's own server's; `--postgres` URLs are used for both.
+    var postgresAdmin: String?
     /// `sqlite` (parts 1–4), or `postgres` (parts 5 and 6 as well).
     var store = "sqlite"
     /// Indexed runs in the PostgreSQL catalog when its queries are timed (part 6).
@@ -193,7 +196,7 @@ func postgresQueries(_ url: String, settings: Settings) throws {
         // One transaction; foreign keys unchecked while the copies load (their targets are
         // made in the same statement order), then the identities moved past the copies.
         try psql(
-            url,
+            settings.postgresAdmin ?? url,
             """
             BEGIN;
             SET LOCAL session_replication_role = replica;
@@ -350,6 +353,7 @@ if settings.store == "postgres" && settings.postgres == nil {
         fail("cannot start a PostgreSQL server: \(error)")
     }
     settings.postgres = startedServer?.url
+    settings.postgresAdmin = startedServer?.adminURL
 }
 if let url = settings.postgres {
     var serverTimes: [Double] = []
