@@ -163,9 +163,9 @@ extension Catalog {
         outcome.suiteRuns = try catalog.write { db in
             // A few hundred paths a statement: each statement is a round trip to the server (a
             // statement per path and table took 1.7 s of a 3.8 s rebuild of 1,000 logs).
-            for start in stride(from: 0, to: sources.count, by: 500) {
-                let paths: [(any SQLArgument)?] = sources[start..<min(sources.count, start + 500)].map { $0 }
-                let list = "(" + paths.map { _ in "?" }.joined(separator: ", ") + ")"
+            for chunk in SQLList.chunks(of: sources) {
+                let paths: [(any SQLArgument)?] = chunk.map { $0 }
+                let list = "(" + SQLList.placeholders(chunk.count) + ")"
                 try db.execute("DELETE FROM calls WHERE log_id IN (SELECT log_id FROM logs WHERE path IN \(list))", paths)
                 for table in ["steps", "step_logs", "check_results", "facts", "logs"] {
                     try db.execute("DELETE FROM \(table) WHERE path IN \(list)", paths)

@@ -329,12 +329,11 @@ struct StoredLog: Sendable {
     /// a round trip to a PostgreSQL server (a statement per log was a third of a batch's).
     static func fetch(_ db: any SQLConnection, paths: [String]) throws -> [String: StoredLog] {
         var stored: [String: StoredLog] = [:]
-        for start in stride(from: 0, to: paths.count, by: 500) {
-            let chunk = paths[start..<min(paths.count, start + 500)]
+        for chunk in SQLList.chunks(of: paths) {
             try db.run(
                 """
                 SELECT log_id, size, mtime_ns, tail_offset, tail_end, tail_hash, status, problem, resume, content_hash, path
-                FROM logs WHERE path IN (\(chunk.map { _ in "?" }.joined(separator: ", ")))
+                FROM logs WHERE path IN (\(SQLList.placeholders(chunk.count)))
                 """,
                 bind: { binder in for path in chunk { binder.bind(path) } }
             ) { row in
@@ -669,9 +668,7 @@ struct LogRow: Sendable {
     /// Writes the values into the row `logId` (inserted before, as a placeholder, when new),
     /// with this machine as the one that saw it (`Catalog.seenOn`).
     func write(logId: Int64, in db: any SQLConnection) throws {
-        try db.execute(
-            "UPDATE logs SET " + Self.columns.map { "\($0) = ?" }.joined(separator: ", ") + " WHERE log_id = ?"
-        ) { row in
+        try db.execute(Self.updateSQL) { row in
             bindValues(to: &row)
             row.bind(logId)
         }
@@ -679,12 +676,9 @@ struct LogRow: Sendable {
 
     /// Inserts the row of a log the catalog does not have yet, at `path`; returns its id.
     func insert(path: String, in db: any SQLConnection) throws -> Int64 {
-        let sql =
-            "INSERT INTO logs (path, " + Self.columns.joined(separator: ", ") + ") VALUES (?"
-            + String(repeating: ", ?", count: Self.columns.count) + ") RETURNING log_id"
         var id: Int64?
         try db.run(
-            sql,
+            Self.insertSQL,
             bind: { row in
                 row.bind(path)
                 bindValues(to: &row)
@@ -701,6 +695,11 @@ struct LogRow: Sendable {
         "tool_calls", "executed_calls", "denied_calls", "failed_calls", "input_tokens", "output_tokens", "cost_usd", "anomalies",
         "indexed_at_us", "resume", "forked_from", "fork_step", "content_hash", "seen_on",
     ]
+
+    private static let updateSQL = "UPDATE logs SET " + columns.map { "\($0) = ?" }.joined(separator: ", ") + " WHERE log_id = ?"
+    private static let insertSQL =
+        "INSERT INTO logs (path, " + columns.joined(separator: ", ") + ") VALUES (?, " + SQLList.placeholders(columns.count)
+        + ") RETURNING log_id"
 
     private func bindValues(to row: inout any SQLBinder) {
         row.bind(size)

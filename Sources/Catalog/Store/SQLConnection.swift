@@ -253,6 +253,23 @@ protocol SQLConnection {
     var changes: Int { get }
 }
 
+/// Lists of values in one statement (`IN (?, ?, …)`): on PostgreSQL each statement is a round
+/// trip, so a statement per value costs a round trip per value.
+enum SQLList {
+    /// The values a list holds at most, well within both stores' limits on parameters.
+    static let size = 500
+
+    /// `values` in slices of at most `size`.
+    static func chunks<T>(of values: [T]) -> [ArraySlice<T>] {
+        stride(from: 0, to: values.count, by: size).map { values[$0..<min(values.count, $0 + size)] }
+    }
+
+    /// `?, ?, …`: `count` placeholders.
+    static func placeholders(_ count: Int) -> String {
+        Array(repeating: "?", count: count).joined(separator: ", ")
+    }
+}
+
 extension SQLConnection {
     /// Runs `sql` with `arguments` (nil binds NULL), ignoring any rows.
     func execute(_ sql: String, _ arguments: [(any SQLArgument)?] = []) throws {
