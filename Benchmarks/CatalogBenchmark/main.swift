@@ -203,11 +203,11 @@ func postgresQueries(_ url: String, settings: Settings) throws {
             DELETE FROM case_results; DELETE FROM eval_results; DELETE FROM suite_runs;
             CREATE TEMP TABLE originals ON COMMIT DROP AS
                 SELECT *, row_number() OVER (ORDER BY log_id) AS rank, (SELECT MAX(log_id) FROM logs) AS top FROM logs;
-            INSERT INTO logs (log_id, path, size, mtime_ns, tail_offset, tail_end, tail_hash, status, problem, run_id, agent,
+            INSERT INTO logs (log_id, path, status, problem, run_id, agent,
                 agent_version, model, input, started_at_us, ended_at_us, stop_reason, stop_limit, events, steps, decisions,
                 invalid_decisions, tool_calls, executed_calls, denied_calls, failed_calls, input_tokens, output_tokens, cost_usd,
                 anomalies, indexed_at_us)
-            SELECT top + (n - 1) * \(indexed) + rank, path || '#' || n, size, mtime_ns, tail_offset, tail_end, tail_hash, status,
+            SELECT top + (n - 1) * \(indexed) + rank, path || '#' || n, status,
                 problem, run_id, agent, agent_version, model, input, started_at_us + n, ended_at_us, stop_reason, stop_limit, events,
                 steps, decisions, invalid_decisions, tool_calls, executed_calls, denied_calls, failed_calls, input_tokens,
                 output_tokens, cost_usd, anomalies, indexed_at_us
@@ -379,7 +379,10 @@ if let url = settings.postgres {
     }
     // The catalog's log rows deleted before each timed index.
     let emptied =
-        "DELETE FROM steps; DELETE FROM step_logs; DELETE FROM check_results; DELETE FROM facts; DELETE FROM calls; DELETE FROM logs;"
+        """
+        DELETE FROM steps; DELETE FROM step_logs; DELETE FROM check_results; DELETE FROM facts; DELETE FROM calls; DELETE FROM logs;
+        DELETE FROM log_files;
+        """
     var oneTimes: [Double] = []
     var fourTimes: [Double] = []
     for _ in 0..<settings.repetitions {
@@ -430,10 +433,10 @@ if copies > 0 {
         CREATE TEMP TABLE copies (n INTEGER PRIMARY KEY);
         WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < \(copies)) INSERT INTO copies SELECT n FROM c;
         CREATE TEMP TABLE originals AS SELECT * FROM logs;
-        INSERT INTO logs (path, size, mtime_ns, tail_offset, tail_end, tail_hash, status, problem, run_id, agent, agent_version, model,
+        INSERT INTO logs (path, status, problem, run_id, agent, agent_version, model,
             input, started_at_us, ended_at_us, stop_reason, stop_limit, events, steps, decisions, invalid_decisions, tool_calls,
             executed_calls, denied_calls, failed_calls, input_tokens, output_tokens, cost_usd, anomalies, indexed_at_us, resume)
-        SELECT o.path || '#' || c.n, size, mtime_ns, tail_offset, tail_end, tail_hash, status, problem, run_id, agent, agent_version,
+        SELECT o.path || '#' || c.n, status, problem, run_id, agent, agent_version,
             model, input, started_at_us + c.n, ended_at_us, stop_reason, stop_limit, events, steps, decisions, invalid_decisions,
             tool_calls, executed_calls, denied_calls, failed_calls, input_tokens, output_tokens, cost_usd, anomalies, indexed_at_us, NULL
         FROM originals o, copies c;

@@ -30,26 +30,31 @@ extension Catalog {
     public func check() throws(CatalogError) -> (checked: Int, stale: [StaleLog]) {
         let known = try read { db in
             let seen = Self.seenHere(db)
-            return try db.rows(
+            var rows: [(path: String, file: LogFileRecord, isCurrent: Bool)] = []
+            try db.run(
                 """
-                SELECT path, size, mtime_ns, tail_offset, tail_end, tail_hash, content_hash FROM logs
-                WHERE status <> 'vanished'\(seen.condition) ORDER BY path
+                SELECT l.path, l.generation, \(LogFileRecord.columns) FROM logs l JOIN log_files f ON f.file_id = l.file_id
+                WHERE l.status <> 'vanished'\(seen.condition) ORDER BY l.path
                 """,
-                seen.arguments)
+                bind: { $0.bind(all: seen.arguments) }
+            ) { row in
+                let file = LogFileRecord(row, from: 2)
+                rows.append((row.text(0), file, row.int(1) == file.generation))
+            }
+            return rows
         }
         var stale: [StaleLog] = []
-        for row in known {
-            let path: String = row["path"]
+        for (path, file, isCurrent) in known {
             guard let stamp = FileStamp(path: path) else {
                 stale.append(StaleLog(path: path, reason: .vanished))
                 continue
             }
-            let identity = LogFingerprint(
-                stamp: FileStamp(size: row["size"], mtimeNs: row["mtime_ns"]), tailOffset: row["tail_offset"], tailEnd: row["tail_end"],
-                tailHash: row["tail_hash"])
-            // The same bytes under a new stamp (a checkout) are not stale: `index` takes the stamp.
-            if !identity.matches(path, now: stamp)
-                && !StoredLog.holdsBytes(row["content_hash"], size: identity.stamp.size, path: path, now: stamp)
+            // The same bytes under a new stamp (a checkout) are not stale: `index` takes the
+            // stamp. A row of an older generation of its file (another reader found other bytes
+            // since) is.
+            if !isCurrent
+                || !file.matches(path, now: stamp)
+                    && !StoredLog.holdsBytes(file.contentHash, size: file.identity.stamp.size, path: path, now: stamp)
             {
                 stale.append(StaleLog(path: path, reason: .changed))
             }
@@ -166,10 +171,11 @@ extension Catalog {
             for chunk in SQLList.chunks(of: sources) {
                 let paths: [(any SQLArgument)?] = chunk.map { $0 }
                 let list = "(" + SQLList.placeholders(chunk.count) + ")"
+                // The file's record, and with it (`ON DELETE CASCADE`) its run's row and calls, its
+                // facts and results and its step table.
+                try db.execute("DELETE FROM log_files WHERE path IN \(list)", paths)
                 try db.execute("DELETE FROM calls WHERE log_id IN (SELECT log_id FROM logs WHERE path IN \(list))", paths)
-                for table in ["steps", "step_logs", "check_results", "facts", "logs"] {
-                    try db.execute("DELETE FROM \(table) WHERE path IN \(list)", paths)
-                }
+                try db.execute("DELETE FROM logs WHERE path IN \(list)", paths)
             }
             return try db.value("SELECT COUNT(*) FROM suite_runs", as: Int.self) ?? 0
         }

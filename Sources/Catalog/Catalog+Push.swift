@@ -1,3 +1,5 @@
+import TraceLog
+
 /// What `Catalog.push(to:)` copied.
 public struct PushSummary: Sendable, Hashable {
     /// Suite runs copied, and those the target had already.
@@ -17,7 +19,8 @@ extension Catalog {
     /// (the same start time, command line, runner, commit and shard) is not copied again, and a
     /// log row whose log the target knows at that path with the same identity (size,
     /// modification time, tail hash) or the same content hash is left as it is; one it knows
-    /// there with another identity is replaced. The fact cache and
+    /// there with another identity is replaced, and the target's record of the file
+    /// (`log_files`) takes the identity it was read from. The fact cache and
     /// step tables, caches of this machine's files, stay behind. Each suite run, and each batch
     /// of logs, is one transaction in the target.
     public func push(to target: Catalog, logsPerTransaction: Int = 256) throws(CatalogError) -> PushSummary {
@@ -43,10 +46,9 @@ extension Catalog {
                             suite.value("shard"),
                         ], as: Int.self) ?? 0
                 guard known == 0 else { return false }
-                let newId = try Self.copy(
-                    suite, into: "suite_runs", in: db, replacing: "suite_run_id", with: nil, returning: "suite_run_id")
-                for row in cases { _ = try Self.copy(row, into: "case_results", in: db, replacing: "suite_run_id", with: newId) }
-                for row in evals { _ = try Self.copy(row, into: "eval_results", in: db, replacing: "suite_run_id", with: newId) }
+                let newId = try Self.copy(suite, into: "suite_runs", in: db, replacing: ["suite_run_id": nil], returning: "suite_run_id")
+                for row in cases { _ = try Self.copy(row, into: "case_results", in: db, replacing: ["suite_run_id": newId]) }
+                for row in evals { _ = try Self.copy(row, into: "eval_results", in: db, replacing: ["suite_run_id": newId]) }
                 return true
             }
             if copied { summary.suiteRuns += 1 } else { summary.suiteRunsKnown += 1 }
@@ -59,6 +61,7 @@ extension Catalog {
                 try batch.map { path in
                     (
                         try db.row("SELECT * FROM logs WHERE path = ?", [path]),
+                        try StoredLog.fetch(db, path: path),
                         try db.rows("SELECT c.* FROM calls c JOIN logs l USING (log_id) WHERE l.path = ? ORDER BY c.ordinal", [path])
                     )
                 }
@@ -66,25 +69,32 @@ extension Catalog {
             let (copied, known) = try target.write { db -> (Int, Int) in
                 var copied = 0
                 var known = 0
-                for (log, calls) in rows {
-                    guard let log else { continue }
+                for (log, ours, calls) in rows {
+                    guard let log, let ours else { continue }
                     let path: String = log["path"]
-                    if let theirs = try db.row("SELECT log_id, size, mtime_ns, tail_hash, content_hash FROM logs WHERE path = ?", [path]) {
-                        let contentHash: String? = log["content_hash"]
+                    // Ours as read (a row of an older generation of its file is copied without an
+                    // identity, so the target's next index reads the log).
+                    let identity = ours.identity
+                    let theirs = try StoredLog.fetch(db, path: path)
+                    if let theirs {
                         let same =
-                            (theirs["size"] as Int) == log["size"] && (theirs["mtime_ns"] as Int) == log["mtime_ns"]
-                            && (theirs["tail_hash"] as String) == log["tail_hash"]
-                            || contentHash != nil && (theirs["content_hash"] as String?) == contentHash
+                            theirs.identity.stamp == identity.stamp && theirs.identity.tailHash == identity.tailHash
+                            && identity.stamp.size >= 0 || ours.contentHash != nil && theirs.contentHash == ours.contentHash
                         if same {
                             known += 1
                             continue
                         }
-                        let old: Int = theirs["log_id"]
-                        try db.execute("DELETE FROM calls WHERE log_id = ?", [old])
-                        try db.execute("DELETE FROM logs WHERE log_id = ?", [old])
+                        try db.execute("DELETE FROM calls WHERE log_id = ?", [theirs.id])
+                        try db.execute("DELETE FROM logs WHERE log_id = ?", [theirs.id])
                     }
-                    let newId = try Self.copy(log, into: "logs", in: db, replacing: "log_id", with: nil, returning: "log_id")
-                    for call in calls { _ = try Self.copy(call, into: "calls", in: db, replacing: "log_id", with: newId) }
+                    guard
+                        let file = try LogFileRecord.claim(
+                            path: path, identity: identity, contentHash: ours.contentHash, known: theirs?.file, authoritative: true, in: db)
+                    else { continue }
+                    let newId = try Self.copy(
+                        log, into: "logs", in: db,
+                        replacing: ["log_id": nil, "file_id": Int(file.id), "generation": file.generation], returning: "log_id")
+                    for call in calls { _ = try Self.copy(call, into: "calls", in: db, replacing: ["log_id": newId]) }
                     copied += 1
                 }
                 return (copied, known)
@@ -95,17 +105,17 @@ extension Catalog {
         return summary
     }
 
-    /// Inserts `row` into `table` by column name, with `column` set to `value` (left out, for
-    /// the target to number, when nil); returns the `returning` column of the new row.
+    /// Inserts `row` into `table` by column name, with the columns `replacing` names set to its
+    /// values (left out, for the target to number, when nil); returns the `returning` column of
+    /// the new row.
     private static func copy(
-        _ row: SQLRow, into table: String, in db: any SQLConnection, replacing column: String, with value: Int?,
-        returning: String? = nil
+        _ row: SQLRow, into table: String, in db: any SQLConnection, replacing: [String: Int?], returning: String? = nil
     ) throws -> Int? {
         var names: [String] = []
         var values: [CatalogValue] = []
         for (position, name) in row.names.list.enumerated() where row.names.positions[name] == position {
-            if name == column {
-                guard let value else { continue }
+            if let replaced = replacing[name] {
+                guard let value = replaced else { continue }
                 names.append(name)
                 values.append(.integer(Int64(value)))
             } else {

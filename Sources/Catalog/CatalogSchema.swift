@@ -8,8 +8,97 @@ enum CatalogSchema {
 
     static let migrations: [String] = [
         version1, version2, version3, version4, version5, version6, version7, version8, version9, version10, version11,
-        version12,
+        version12, version13,
     ]
+
+    /// Version 13: one record per log file. `log_files` holds each file's identity (size,
+    /// modification time, tail checksum), its content hash when known, and a generation that
+    /// counts the times its bytes changed; a log's row in `logs`, its facts and its step table
+    /// refer to that record (`file_id`) and keep the generation they were made at, valid while it
+    /// is the record's (`LogFileRecord`). Before, each of the three kept identity columns of its
+    /// own, and a log given a new modification time by a checkout was three updates. Identities
+    /// and content hashes are carried from `logs` (and from `facts` for a path `logs` does not
+    /// have); facts made from the bytes the record names are kept with their check results; step
+    /// tables, which `replay` makes again on first use, start empty.
+    static let version13 = """
+        CREATE TABLE log_files (
+            file_id INTEGER PRIMARY KEY,
+            path TEXT NOT NULL UNIQUE,
+            generation INTEGER NOT NULL,
+            size INTEGER NOT NULL,
+            mtime_ns INTEGER NOT NULL,
+            tail_offset INTEGER NOT NULL,
+            tail_end INTEGER NOT NULL,
+            tail_hash TEXT NOT NULL,
+            content_hash TEXT
+        ) STRICT;
+        INSERT INTO log_files (file_id, path, generation, size, mtime_ns, tail_offset, tail_end, tail_hash, content_hash)
+            SELECT log_id, path, 1, size, mtime_ns, tail_offset, tail_end, tail_hash, content_hash FROM logs;
+        INSERT INTO log_files (path, generation, size, mtime_ns, tail_offset, tail_end, tail_hash, content_hash)
+            SELECT path, 1, size, mtime_ns, tail_offset, tail_end, tail_hash, content_hash FROM facts
+            WHERE path NOT IN (SELECT path FROM log_files);
+        CREATE INDEX log_files_by_content ON log_files (content_hash) WHERE content_hash IS NOT NULL;
+
+        ALTER TABLE logs ADD COLUMN file_id INTEGER REFERENCES log_files (file_id) ON DELETE CASCADE;
+        ALTER TABLE logs ADD COLUMN generation INTEGER NOT NULL DEFAULT 1;
+        UPDATE logs SET file_id = log_id;
+        DROP INDEX logs_by_content;
+        ALTER TABLE logs DROP COLUMN size;
+        ALTER TABLE logs DROP COLUMN mtime_ns;
+        ALTER TABLE logs DROP COLUMN tail_offset;
+        ALTER TABLE logs DROP COLUMN tail_end;
+        ALTER TABLE logs DROP COLUMN tail_hash;
+        ALTER TABLE logs DROP COLUMN content_hash;
+        CREATE UNIQUE INDEX logs_by_file ON logs (file_id);
+
+        CREATE TABLE facts_by_file (
+            file_id INTEGER PRIMARY KEY REFERENCES log_files (file_id) ON DELETE CASCADE,
+            generation INTEGER NOT NULL,
+            extractor_version INTEGER NOT NULL,
+            facts BLOB NOT NULL
+        ) STRICT;
+        INSERT INTO facts_by_file (file_id, generation, extractor_version, facts)
+            SELECT f.file_id, 1, x.extractor_version, x.facts FROM facts x JOIN log_files f ON f.path = x.path
+            WHERE f.size = x.size AND f.mtime_ns = x.mtime_ns AND f.tail_offset = x.tail_offset AND f.tail_end = x.tail_end
+                AND f.tail_hash = x.tail_hash;
+        CREATE TABLE check_results_by_file (
+            file_id INTEGER NOT NULL REFERENCES facts_by_file (file_id) ON DELETE CASCADE,
+            case_key TEXT NOT NULL,
+            generation INTEGER NOT NULL,
+            result TEXT NOT NULL,
+            PRIMARY KEY (file_id, case_key)
+        ) STRICT, WITHOUT ROWID;
+        INSERT INTO check_results_by_file (file_id, case_key, generation, result)
+            SELECT x.file_id, r.case_key, 1, r.result FROM check_results r JOIN log_files f ON f.path = r.path
+            JOIN facts_by_file x ON x.file_id = f.file_id;
+        DROP TABLE check_results;
+        DROP TABLE facts;
+        ALTER TABLE facts_by_file RENAME TO facts;
+        ALTER TABLE check_results_by_file RENAME TO check_results;
+        CREATE INDEX facts_current ON facts (file_id, generation, extractor_version);
+        CREATE INDEX check_results_by_case ON check_results (case_key);
+
+        DROP TABLE steps;
+        DROP TABLE step_logs;
+        CREATE TABLE step_logs (
+            file_id INTEGER PRIMARY KEY REFERENCES log_files (file_id) ON DELETE CASCADE,
+            generation INTEGER NOT NULL,
+            format INTEGER NOT NULL,
+            run_id TEXT NOT NULL,
+            steps INTEGER NOT NULL,
+            digests_checked INTEGER NOT NULL,
+            digest_mismatches INTEGER NOT NULL
+        ) STRICT;
+        CREATE TABLE steps (
+            file_id INTEGER NOT NULL REFERENCES step_logs (file_id) ON DELETE CASCADE,
+            ordinal INTEGER NOT NULL,
+            step INTEGER NOT NULL,
+            has_problem INTEGER NOT NULL,
+            record TEXT NOT NULL,
+            PRIMARY KEY (file_id, ordinal)
+        ) STRICT, WITHOUT ROWID;
+        CREATE INDEX steps_by_step ON steps (file_id, step, ordinal);
+        """
 
     /// Version 12: `logs.steps` counts the steps the agent's model decided in
     /// (`RunState.decisionStepCount`), as `maxSteps` and a run's summary count them; before, it

@@ -159,21 +159,22 @@ public struct FactCache: LogFactSource {
     }
 
     /// Writes one log's facts entry in `db`, replacing the entry and the check results kept for
-    /// the path before (they were made from other bytes, or are made again from these).
-    static func write(_ entry: Entry, in db: any SQLConnection) throws {
-        try db.execute("DELETE FROM check_results WHERE path = ?", [entry.path])
+    /// the file before (they were made from other bytes, or are made again from these), under
+    /// the file's record (`LogFileRecord.claim`; `file`, the record as the caller has it). Nothing
+    /// is written when the file no longer holds the bytes the facts were read from.
+    static func write(_ entry: Entry, file: LogFileRecord? = nil, in db: any SQLConnection) throws {
+        guard
+            let file = try LogFileRecord.claim(
+                path: entry.path, identity: entry.identity, contentHash: entry.contentHash, known: file, authoritative: false, in: db)
+        else { return }
+        try db.execute("DELETE FROM check_results WHERE file_id = ?", [file.id])
         try db.execute(
             """
-            INSERT INTO facts (path, extractor_version, size, mtime_ns, tail_offset, tail_end, tail_hash, facts, content_hash)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT (path) DO UPDATE SET extractor_version = excluded.extractor_version, size = excluded.size,
-                mtime_ns = excluded.mtime_ns, tail_offset = excluded.tail_offset, tail_end = excluded.tail_end,
-                tail_hash = excluded.tail_hash, facts = excluded.facts, content_hash = excluded.content_hash
+            INSERT INTO facts (file_id, generation, extractor_version, facts) VALUES (?, ?, ?, ?)
+            ON CONFLICT (file_id) DO UPDATE SET generation = excluded.generation, extractor_version = excluded.extractor_version,
+                facts = excluded.facts
             """,
-            [
-                entry.path, LogFacts.extractorVersion, entry.identity.stamp.size, entry.identity.stamp.mtimeNs, entry.identity.tailOffset,
-                entry.identity.tailEnd, entry.identity.tailHash, entry.blob, entry.contentHash,
-            ])
+            [file.id, file.generation, LogFacts.extractorVersion, entry.blob])
     }
 
     /// Writes facts entries, then pointers to entries found by content, then results; returns
@@ -188,18 +189,29 @@ public struct FactCache: LogFactSource {
             // stamp: the same size and tail, and an empty state, which `cached` reads from the
             // entry of the same content (a state can take megabytes; one copy is enough). The
             // results of the entry it replaces go with it.
-            try db.execute("DELETE FROM check_results WHERE path = ?", [link.path])
+            let source = try db.row(
+                """
+                SELECT f.tail_offset, f.tail_end, f.tail_hash FROM log_files f
+                JOIN facts x ON x.file_id = f.file_id AND x.generation = f.generation
+                WHERE f.content_hash = ? AND x.extractor_version = ? AND f.size = ? AND f.path <> ? AND length(x.facts) > 0
+                LIMIT 1
+                """,
+                [link.contentHash, LogFacts.extractorVersion, link.stamp.size, link.path])
+            guard let source else { continue }
+            let identity = LogFingerprint(
+                stamp: link.stamp, tailOffset: source["tail_offset"], tailEnd: source["tail_end"], tailHash: source["tail_hash"])
+            guard
+                let file = try LogFileRecord.claim(
+                    path: link.path, identity: identity, contentHash: link.contentHash, authoritative: false, in: db)
+            else { continue }
+            try db.execute("DELETE FROM check_results WHERE file_id = ?", [file.id])
             try db.execute(
                 """
-                INSERT INTO facts (path, extractor_version, size, mtime_ns, tail_offset, tail_end, tail_hash, facts, content_hash)
-                SELECT ?, extractor_version, size, ?, tail_offset, tail_end, tail_hash, \(db.dialect.emptyBlob), content_hash FROM facts
-                WHERE content_hash = ? AND extractor_version = ? AND size = ? AND path <> ? AND length(facts) > 0
-                LIMIT 1
-                ON CONFLICT (path) DO UPDATE SET extractor_version = excluded.extractor_version, size = excluded.size,
-                    mtime_ns = excluded.mtime_ns, tail_offset = excluded.tail_offset, tail_end = excluded.tail_end,
-                    tail_hash = excluded.tail_hash, facts = excluded.facts, content_hash = excluded.content_hash
+                INSERT INTO facts (file_id, generation, extractor_version, facts) VALUES (?, ?, ?, \(db.dialect.emptyBlob))
+                ON CONFLICT (file_id) DO UPDATE SET generation = excluded.generation, extractor_version = excluded.extractor_version,
+                    facts = excluded.facts
                 """,
-                [link.path, link.stamp.mtimeNs, link.contentHash, LogFacts.extractorVersion, link.stamp.size, link.path])
+                [file.id, file.generation, LogFacts.extractorVersion])
         }
         var stored: [(CheckKey, String, LogFingerprint, String)] = []
         for result in results {
@@ -207,14 +219,15 @@ public struct FactCache: LogFactSource {
             // another process replaced meanwhile (the log changed) does not get it.
             try db.execute(
                 """
-                INSERT INTO check_results (path, case_key, result)
-                SELECT path, ?, ? FROM facts WHERE path = ? AND size = ? AND mtime_ns = ? AND extractor_version = ?
-                ON CONFLICT (path, case_key) DO UPDATE SET result = excluded.result
+                INSERT INTO check_results (file_id, case_key, generation, result)
+                SELECT x.file_id, ?, f.generation, ? FROM log_files f JOIN facts x ON x.file_id = f.file_id AND x.generation = f.generation
+                WHERE f.path = ? AND f.size = ? AND f.mtime_ns = ? AND x.extractor_version = ?
+                ON CONFLICT (file_id, case_key) DO UPDATE SET generation = excluded.generation, result = excluded.result
                 """,
                 [result.key.digest, result.text, result.path, result.stamp.size, result.stamp.mtimeNs, LogFacts.extractorVersion])
             guard db.changes > 0 else { continue }
-            if let row = try db.row("SELECT size, mtime_ns, tail_offset, tail_end, tail_hash FROM facts WHERE path = ?", [result.path]) {
-                stored.append((result.key, result.path, identity(row), result.text))
+            if let file = try LogFileRecord.fetch(db, path: result.path) {
+                stored.append((result.key, result.path, file.identity, result.text))
             }
         }
         return stored
@@ -230,10 +243,7 @@ public struct FactCache: LogFactSource {
             var results = KeptResults.ForKey()
             do {
                 try catalog.read { db in
-                    let bind: (inout any SQLBinder) -> Void = {
-                        $0.bind(key.digest)
-                        $0.bind(LogFacts.extractorVersion)
-                    }
+                    let bind: (inout any SQLBinder) -> Void = { $0.bind(key.digest) }
                     try db.run(Self.keptResultsSQL, bind: bind) { row in
                         let identity = LogFingerprint(
                             stamp: FileStamp(size: row.int(1), mtimeNs: row.int(2)), tailOffset: row.int(3), tailEnd: row.int(4),
@@ -251,39 +261,32 @@ public struct FactCache: LogFactSource {
         }
     }
 
-    /// A case's kept results with the identities of the facts they were made from: driven by
-    /// `check_results_by_case`, the identities read from `facts_identity` (not from the rows of
-    /// `facts`, which hold the state blobs).
+    /// A case's kept results with the identities of the files their facts were made from:
+    /// driven by `check_results_by_case`, each result's file by its record. A result holds the
+    /// generation of the facts it was checked from (they are deleted together when the facts
+    /// are replaced), and its key the extractor's version, so the rows of `facts`, which hold
+    /// the state blobs, are not read.
     static let keptResultsSQL = """
         SELECT f.path, f.size, f.mtime_ns, f.tail_offset, f.tail_end, f.tail_hash, r.result, f.content_hash
-        FROM check_results r JOIN facts f ON f.path = r.path
-        WHERE r.case_key = ? AND f.extractor_version = ?
+        FROM check_results r JOIN log_files f ON f.file_id = r.file_id
+        WHERE r.case_key = ? AND r.generation = f.generation
         """
-
-    private static func identity(_ row: SQLRow) -> LogFingerprint {
-        LogFingerprint(
-            stamp: FileStamp(size: row["size"], mtimeNs: row["mtime_ns"]), tailOffset: row["tail_offset"], tailEnd: row["tail_end"],
-            tailHash: row["tail_hash"])
-    }
 
     /// The entry for `path` if it is still valid.
     func cached(_ path: String, stamp: FileStamp) throws -> LogFacts? {
-        let entry = try catalog.read { db in
-            try db.row(
+        var found: (file: LogFileRecord, version: Int, blob: [UInt8]?)?
+        try catalog.read { db in
+            try db.run(
                 """
-                SELECT extractor_version, size, mtime_ns, tail_offset, tail_end, tail_hash, facts, content_hash FROM facts
-                WHERE path = ?
-                """, [path])
+                SELECT \(LogFileRecord.columns), x.extractor_version, x.facts
+                FROM log_files f JOIN facts x ON x.file_id = f.file_id AND x.generation = f.generation WHERE f.path = ?
+                """, bind: { $0.bind(path) }
+            ) { row in found = (LogFileRecord(row, from: 0), row.int(8), row.blob(9)) }
         }
-        guard let entry, entry["extractor_version"] == LogFacts.extractorVersion, Self.identity(entry).matches(path, now: stamp),
-            let compressed = entry.blob("facts")
-        else {
-            return nil
-        }
+        guard let found, found.version == LogFacts.extractorVersion, found.file.matches(path, now: stamp) else { return nil }
         // A pointer (an empty state): the state is the entry's of the same content.
-        if compressed.isEmpty {
-            let content: String? = entry["content_hash"]
-            return try content.flatMap { try cached(content: $0) }
+        guard let compressed = found.blob, !compressed.isEmpty else {
+            return try found.file.contentHash.flatMap { try cached(content: $0) }
         }
         return try Self.decode(compressed, path: path)
     }
@@ -292,7 +295,10 @@ public struct FactCache: LogFactSource {
     func cached(content hash: String) throws -> LogFacts? {
         let entry = try catalog.read { db in
             try db.row(
-                "SELECT path, facts FROM facts WHERE content_hash = ? AND extractor_version = ? AND length(facts) > 0 LIMIT 1",
+                """
+                SELECT f.path, x.facts FROM log_files f JOIN facts x ON x.file_id = f.file_id AND x.generation = f.generation
+                WHERE f.content_hash = ? AND x.extractor_version = ? AND length(x.facts) > 0 LIMIT 1
+                """,
                 [hash, LogFacts.extractorVersion])
         }
         guard let entry, let compressed = entry.blob("facts") else { return nil }

@@ -139,8 +139,7 @@ extension Catalog {
             }
             let logId = try Self.startRows(of: path, known: known, keepingCallsBelow: prepared.keepsCallsBelow, in: db)
             try pending.take(&prepared.rows, logId: logId, path: path, in: db)
-            try prepared.row.write(logId: logId, in: db)
-            try CatalogStepStore.forget(path: path, in: db)
+            try prepared.row.write(logId: logId, path: path, file: known?.file, in: db)
             return prepared.indexed
         }
         let plan = ReadPlan(known: known, path: path, now: stamp)
@@ -152,12 +151,13 @@ extension Catalog {
         let row = indexer.finish(stampBefore: stamp, now: Self.nowUs())
         var rows = indexer.rows
         try pending.take(&rows, logId: logId, path: path, in: db)
-        try row.write(logId: logId, in: db)
-        // The log changed since the catalog read it: a step table kept for it was made from
-        // other bytes. (Replay makes a table when first asked for a step, not index: making one
-        // in every read cost index a third of its speed and the catalog four fifths of its size.)
-        if known != nil { try CatalogStepStore.forget(path: path, in: db) }
-        if let facts = FactCache.Entry(indexer.takeFacts(row: row), path: path, row: row) { try FactCache.write(facts, in: db) }
+        // A step table made from other bytes goes with the file's old generation (`claim`).
+        // (Replay makes a table when first asked for a step, not index: making one in every
+        // read cost index a third of its speed and the catalog four fifths of its size.)
+        let file = try row.write(logId: logId, path: path, file: known?.file, in: db)
+        if let facts = FactCache.Entry(indexer.takeFacts(row: row), path: path, row: row) {
+            try FactCache.write(facts, file: file, in: db)
+        }
         return IndexedLog(
             path: path, change: plan.change, status: row.status, problem: row.problem, eventsRead: indexer.eventsRead,
             problemCode: indexer.damageCode)
@@ -193,21 +193,22 @@ extension Catalog {
         let logId = try startRows(of: path, known: known, keepingCallsBelow: nil, in: db)
         let stamp = FileStamp(path: path) ?? FileStamp(size: -1, mtimeNs: 0)
         let tail = LogFingerprint.tailRange(memberOffset: 0, end: max(0, stamp.size))
-        let identity = LogFingerprint.of(path, stamp: stamp, lastCompleteMember: 0, end: max(0, stamp.size))
+        let identity =
+            LogFingerprint.of(path, stamp: stamp, lastCompleteMember: 0, end: max(0, stamp.size))
+            ?? LogFingerprint(stamp: stamp, tailOffset: tail.offset, tailEnd: tail.end, tailHash: "")
+        let file = try LogFileRecord.claim(
+            path: path, identity: identity, contentHash: nil, known: known?.file, authoritative: true, in: db)
         try db.execute(
             """
-            UPDATE logs SET size = ?, mtime_ns = ?, tail_offset = ?, tail_end = ?, tail_hash = ?, status = 'damaged', problem = ?,
+            UPDATE logs SET file_id = ?, generation = ?, status = 'damaged', problem = ?,
                 run_id = NULL, agent = NULL, agent_version = NULL, model = NULL, input = NULL, started_at_us = NULL,
                 ended_at_us = NULL, stop_reason = NULL, stop_limit = NULL, events = 0, steps = 0, decisions = 0,
                 invalid_decisions = 0, tool_calls = 0, executed_calls = 0, denied_calls = 0, failed_calls = 0, input_tokens = 0,
                 output_tokens = 0, cost_usd = 0, anomalies = 0, indexed_at_us = ?, resume = NULL, forked_from = NULL,
-                fork_step = NULL, content_hash = NULL, seen_on = ?
+                fork_step = NULL, seen_on = ?
             WHERE log_id = ?
             """,
-            [
-                stamp.size, stamp.mtimeNs, tail.offset, tail.end, identity?.tailHash ?? "", problem,
-                nowUs(), seenOn, logId,
-            ])
+            [file?.id, file?.generation, problem, nowUs(), seenOn, logId])
         return IndexedLog(
             path: path, change: known == nil ? .added : .reindexed, status: .damaged, problem: problem, eventsRead: 0,
             problemCode: "catalog.store_failed")
@@ -253,10 +254,9 @@ extension Catalog {
         guard let known else {
             let id = try db.value(
                 """
-                INSERT INTO logs (path, size, mtime_ns, tail_offset, tail_end, tail_hash, status, events, steps, decisions,
-                    invalid_decisions, tool_calls, executed_calls, denied_calls, failed_calls, input_tokens, output_tokens, cost_usd,
-                    anomalies, indexed_at_us)
-                VALUES (?, -1, 0, 0, 0, '', 'damaged', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+                INSERT INTO logs (path, status, events, steps, decisions, invalid_decisions, tool_calls, executed_calls, denied_calls,
+                    failed_calls, input_tokens, output_tokens, cost_usd, anomalies, indexed_at_us)
+                VALUES (?, 'damaged', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
                 RETURNING log_id
                 """, [path], as: Int.self)
             return Int64(id ?? 0)
@@ -283,16 +283,23 @@ enum LookedUpRow {
     case found(StoredLog?)
 }
 
-/// A log's row as the catalog holds it, for the identity check.
+/// A log's row as the catalog holds it, with its file's record, for the identity check.
 struct StoredLog: Sendable {
     var id: Int64
+    /// What the row was read from: its file's identity while the row is of the file's current
+    /// generation; otherwise (another reader found other bytes since) one that matches no file,
+    /// so the log is read again from its start.
     var identity: LogFingerprint
     var status: LogStatus
     var problem: String?
     var resume: ResumePoint?
-    /// The content identity it was indexed with (nil: a run that can still grow, or indexed
-    /// before version 11).
+    /// The content hash of the bytes the row was read from, when known.
     var contentHash: String?
+    /// The file's record (`log_files`).
+    var file: LogFileRecord
+
+    /// An identity no file has (size -1).
+    static let noIdentity = LogFingerprint(stamp: FileStamp(size: -1, mtimeNs: 0), tailOffset: 0, tailEnd: 0, tailHash: "")
 
     /// Whether the file at `path`, whose stamp is `now`, holds the very bytes this row was read
     /// from though its stamp is not the row's: the same size and content hash. A fresh checkout
@@ -310,17 +317,15 @@ struct StoredLog: Sendable {
 
     /// Takes the new stamp of a log that `holdsSameContent` — its step table's and its fact
     /// cache entry's too, when they were made from the same file — and this machine as the one
-    /// that saw it last.
+    /// that saw it last: one update of the file's record, which the step table and the facts
+    /// entry made from the same bytes refer to as well.
     func touch(path: String, now: FileStamp, in db: any SQLConnection) throws {
-        try db.execute("UPDATE logs SET mtime_ns = ?, seen_on = ? WHERE log_id = ?", [now.mtimeNs, Catalog.seenOn, id])
-        let old: [(any SQLArgument)?] = [now.mtimeNs, path, identity.stamp.size, identity.stamp.mtimeNs]
-        try db.execute("UPDATE step_logs SET mtime_ns = ? WHERE path = ? AND size = ? AND mtime_ns = ?", old)
-        try db.execute(
-            "UPDATE facts SET mtime_ns = ? WHERE path = ? AND size = ? AND mtime_ns = ? AND content_hash = ?", old + [contentHash])
+        var file = file
+        try file.touch(mtimeNs: now.mtimeNs, in: db)
+        try db.execute("UPDATE logs SET seen_on = ? WHERE log_id = ?", [Catalog.seenOn, id])
     }
 
-    /// The row of the log at `path`, read straight through SQLite's C API (`BoundRow`): it is
-    /// looked up twice per log indexed, and GRDB's `Row` cost more than the lookup.
+    /// The row of the log at `path`, with its file's record (`fetch(_:paths:)`).
     static func fetch(_ db: any SQLConnection, path: String) throws -> StoredLog? {
         try fetch(db, paths: [path])[path]
     }
@@ -332,21 +337,22 @@ struct StoredLog: Sendable {
         for chunk in SQLList.chunks(of: paths) {
             try db.run(
                 """
-                SELECT log_id, size, mtime_ns, tail_offset, tail_end, tail_hash, status, problem, resume, content_hash, path
-                FROM logs WHERE path IN (\(SQLList.placeholders(chunk.count)))
+                SELECT l.log_id, l.generation, l.status, l.problem, l.resume, l.path, \(LogFileRecord.columns)
+                FROM logs l JOIN log_files f ON f.file_id = l.file_id WHERE l.path IN (\(SQLList.placeholders(chunk.count)))
                 """,
                 bind: { binder in for path in chunk { binder.bind(path) } }
             ) { row in
-                let resume = row.blob(8).flatMap { bytes in
+                let file = LogFileRecord(row, from: 6)
+                let isCurrent = row.int(1) == file.generation
+                // A resume point of older bytes than the record's is no place to pick up from.
+                let saved = isCurrent ? row.blob(4) : nil
+                let resume = saved.flatMap { bytes in
                     try? bytes.withUnsafeBytes { try JSONScanner.scan($0) { try ResumePoint(from: &$0) } }
                 }
-                stored[row.text(10)] = StoredLog(
-                    id: Int64(row.int(0)),
-                    identity: LogFingerprint(
-                        stamp: FileStamp(size: row.int(1), mtimeNs: row.int(2)), tailOffset: row.int(3), tailEnd: row.int(4),
-                        tailHash: row.text(5)),
-                    status: LogStatus(rawValue: row.text(6)) ?? .damaged, problem: row.optionalText(7), resume: resume,
-                    contentHash: row.optionalText(9))
+                stored[row.text(5)] = StoredLog(
+                    id: Int64(row.int(0)), identity: isCurrent ? file.identity : noIdentity,
+                    status: LogStatus(rawValue: row.text(2)) ?? .damaged, problem: row.optionalText(3), resume: resume,
+                    contentHash: isCurrent ? file.contentHash : nil, file: file)
             }
         }
         return stored
@@ -626,7 +632,8 @@ struct LogIndexer {
     }
 }
 
-/// A `logs` row's values, as `LogIndexer.finish` makes them.
+/// A `logs` row's values, as `LogIndexer.finish` makes them, with the identity of what was read
+/// (`size` … `tailHash`, `contentHash`), which goes to the file's record (`LogFileRecord`).
 struct LogRow: Sendable {
     var size: Int
     var mtimeNs: Int
@@ -665,23 +672,43 @@ struct LogRow: Sendable {
     /// stopped, stopped for approval, or torn) and for one that changed while it was read.
     var contentHash: String?
 
-    /// Writes the values into the row `logId` (inserted before, as a placeholder, when new),
-    /// with this machine as the one that saw it (`Catalog.seenOn`).
-    func write(logId: Int64, in db: any SQLConnection) throws {
+    /// The identity of what was read.
+    var identity: LogFingerprint {
+        LogFingerprint(stamp: FileStamp(size: size, mtimeNs: mtimeNs), tailOffset: tailOffset, tailEnd: tailEnd, tailHash: tailHash)
+    }
+
+    /// The file's record with what was read (`LogFileRecord.claim`; `known`, as the row's lookup
+    /// found it).
+    private func claim(path: String, known: LogFileRecord?, in db: any SQLConnection) throws -> LogFileRecord {
+        guard
+            let file = try LogFileRecord.claim(
+                path: path, identity: identity, contentHash: contentHash, known: known, authoritative: true, in: db)
+        else { throw CatalogError(.queryFailed, "the catalog kept no record of \(path)") }
+        return file
+    }
+
+    /// Writes the values into the row `logId` (inserted before, as a placeholder, when new) of
+    /// the log at `path`, with this machine as the one that saw it (`Catalog.seenOn`); returns
+    /// the file's record the row now refers to.
+    @discardableResult
+    func write(logId: Int64, path: String, file known: LogFileRecord?, in db: any SQLConnection) throws -> LogFileRecord {
+        let file = try claim(path: path, known: known, in: db)
         try db.execute(Self.updateSQL) { row in
-            bindValues(to: &row)
+            bindValues(file, to: &row)
             row.bind(logId)
         }
+        return file
     }
 
     /// Inserts the row of a log the catalog does not have yet, at `path`; returns its id.
     func insert(path: String, in db: any SQLConnection) throws -> Int64 {
+        let file = try claim(path: path, known: nil, in: db)
         var id: Int64?
         try db.run(
             Self.insertSQL,
             bind: { row in
                 row.bind(path)
-                bindValues(to: &row)
+                bindValues(file, to: &row)
             }
         ) { id = Int64($0.int(0)) }
         guard let id else { throw CatalogError(.queryFailed, "the catalog gave no id to the new row of \(path)") }
@@ -690,10 +717,10 @@ struct LogRow: Sendable {
 
     /// The columns `write` and `insert` give values to, in `bindValues`'s order.
     static let columns = [
-        "size", "mtime_ns", "tail_offset", "tail_end", "tail_hash", "status", "problem", "run_id", "agent", "agent_version", "model",
+        "file_id", "generation", "status", "problem", "run_id", "agent", "agent_version", "model",
         "input", "started_at_us", "ended_at_us", "stop_reason", "stop_limit", "events", "steps", "decisions", "invalid_decisions",
         "tool_calls", "executed_calls", "denied_calls", "failed_calls", "input_tokens", "output_tokens", "cost_usd", "anomalies",
-        "indexed_at_us", "resume", "forked_from", "fork_step", "content_hash", "seen_on",
+        "indexed_at_us", "resume", "forked_from", "fork_step", "seen_on",
     ]
 
     private static let updateSQL = "UPDATE logs SET " + columns.map { "\($0) = ?" }.joined(separator: ", ") + " WHERE log_id = ?"
@@ -701,12 +728,9 @@ struct LogRow: Sendable {
         "INSERT INTO logs (path, " + columns.joined(separator: ", ") + ") VALUES (?, " + SQLList.placeholders(columns.count)
         + ") RETURNING log_id"
 
-    private func bindValues(to row: inout any SQLBinder) {
-        row.bind(size)
-        row.bind(mtimeNs)
-        row.bind(tailOffset)
-        row.bind(tailEnd)
-        row.bind(tailHash)
+    private func bindValues(_ file: LogFileRecord, to row: inout any SQLBinder) {
+        row.bind(file.id)
+        row.bind(file.generation)
         row.bind(status.rawValue)
         row.bind(problem)
         row.bind(runId)
@@ -734,7 +758,6 @@ struct LogRow: Sendable {
         row.bind(resume)
         row.bind(forkedFrom)
         row.bind(forkStep)
-        row.bind(contentHash)
         row.bind(Catalog.seenOn)
     }
 }

@@ -153,7 +153,7 @@ public struct RunQuery: Sendable, Hashable {
             matches + """
                 SELECT log_id, path, run_id, agent, model, status, problem, stop_reason, stop_limit, steps, tool_calls, executed_calls,
                     denied_calls, input_tokens + output_tokens AS tokens, cost_usd, started_at_us, ended_at_us, forked_from, fork_step,
-                    content_hash, seen_on
+                    seen_on, file_id, generation
                 FROM logs \(filter)
                 ORDER BY \(dialect.newestFirst)
                 LIMIT \(max(0, limit))
@@ -200,9 +200,9 @@ public struct RunRow: Sendable, Hashable {
     /// For a fork: the parent run and the parent's step it continued after.
     public var forkedFrom: String?
     public var forkStep: Int?
-    /// The SHA-256 of the log's bytes (`LogFingerprint.contentHash`); nil for a run that can
-    /// still grow (not stopped, stopped for approval, torn) or a row indexed before the catalog
-    /// kept it.
+    /// The SHA-256 of the log's bytes (`LogFingerprint.contentHash`) as its file's record has
+    /// it; nil when no reader hashed them (`index` does not hash a run that can still grow: not
+    /// stopped, stopped for approval, torn) or the row is of older bytes than the record's.
     public var contentHash: String? = nil
     /// The runner or host that indexed the log last (`Catalog.seenOn`).
     public var seenOn: String? = nil
@@ -300,14 +300,29 @@ extension Catalog {
     func runs(_ query: RunQuery, shape: RunQuery.Shape?) throws(CatalogError) -> [RunRow] {
         return try read { db in
             let (sql, arguments) = query.statement(try shape ?? query.shape(in: db), dialect: db.dialect)
-            return try db.rows(sql, arguments).map { row in
-                RunRow(
+            let rows = try db.rows(sql, arguments)
+            // The content hashes are the files' records' (`log_files`), looked up for the page's
+            // rows alone, and only where the row was read from the bytes the record names.
+            var hashes: [Int: (generation: Int, hash: String)] = [:]
+            for chunk in SQLList.chunks(of: rows.compactMap { $0["file_id"] as Int? }) {
+                try db.run(
+                    """
+                    SELECT file_id, generation, content_hash FROM log_files
+                    WHERE content_hash IS NOT NULL AND file_id IN (\(SQLList.placeholders(chunk.count)))
+                    """, bind: { binder in for id in chunk { binder.bind(id) } }
+                ) { row in hashes[row.int(0)] = (row.int(1), row.text(2)) }
+            }
+            return rows.map { row in
+                let file: Int? = row["file_id"]
+                let generation: Int? = row["generation"]
+                let known = file.flatMap { hashes[$0] }
+                return RunRow(
                     path: row["path"], runId: row["run_id"], agent: row["agent"], model: row["model"],
                     status: LogStatus(rawValue: row["status"]) ?? .damaged, problem: row["problem"], stopReason: row["stop_reason"],
                     limit: row["stop_limit"], steps: row["steps"], toolCalls: row["tool_calls"], executedCalls: row["executed_calls"],
                     deniedCalls: row["denied_calls"], tokens: row["tokens"], costUSD: row["cost_usd"], startedAtUs: row["started_at_us"],
                     endedAtUs: row["ended_at_us"], forkedFrom: row["forked_from"], forkStep: row["fork_step"],
-                    contentHash: row["content_hash"], seenOn: row["seen_on"])
+                    contentHash: known?.generation == generation ? known?.hash : nil, seenOn: row["seen_on"])
             }
         }
     }

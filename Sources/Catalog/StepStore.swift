@@ -4,9 +4,10 @@ import TraceCore
 public import TraceLog
 
 /// The catalog's step tables (`step_logs` and `steps`), behind Replay's `StepRecordStore`:
-/// `replay --step N` reads one row, and the interactive replay a row per step shown. Tables are
-/// kept per log path with the identity of the file they were made from; a table whose file
-/// changed, or of another `StepTable.format`, is not handed out (and is replaced when made again).
+/// `replay --step N` reads one row, and the interactive replay a row per step shown. A table is
+/// kept under the file's record (`LogFileRecord`) and the generation of the bytes it was made
+/// from; a table of an older generation, of a file that changed since, or of another
+/// `StepTable.format`, is not handed out (and is replaced when made again).
 ///
 /// Made with a catalog's path, the store reads through one read-only SQLite connection of its
 /// own and opens the catalog (creating or migrating it) only to keep a table: opening the
@@ -32,16 +33,15 @@ public struct CatalogStepStore: StepRecordStore {
         var header: KeptSteps?
         try access.query(
             """
-            SELECT format, size, mtime_ns, tail_offset, tail_end, tail_hash, run_id, steps, digests_checked, digest_mismatches
-            FROM step_logs WHERE path = ?
+            SELECT \(LogFileRecord.columns), s.format, s.run_id, s.steps, s.digests_checked, s.digest_mismatches
+            FROM log_files f JOIN step_logs s ON s.file_id = f.file_id AND s.generation = f.generation WHERE f.path = ?
             """, [.text(path)]
         ) { row in
-            let identity = LogFingerprint(
-                stamp: FileStamp(size: row.int(1), mtimeNs: row.int(2)), tailOffset: row.int(3), tailEnd: row.int(4), tailHash: row.text(5))
-            guard row.int(0) == StepTable.format, identity.matches(path, now: now) else { return }
+            let file = LogFileRecord(row, from: 0)
+            guard row.int(8) == StepTable.format, file.matches(path, now: now) else { return }
             header = KeptSteps(
-                access: access, path: path, runId: row.text(6), stepCount: row.int(7), digestsChecked: row.int(8),
-                digestMismatches: row.int(9))
+                access: access, fileId: file.id, runId: row.text(9), stepCount: row.int(10), digestsChecked: row.int(11),
+                digestMismatches: row.int(12))
         }
         return header
     }
@@ -57,25 +57,29 @@ public struct CatalogStepStore: StepRecordStore {
         try catalog.write { db in try Self.write(table, path: path, fingerprint: fingerprint, in: db) }
     }
 
-    /// Replaces the step table of the log at the absolute `path` inside the transaction `db`.
+    /// Replaces the step table of the log at the absolute `path` inside the transaction `db`,
+    /// under the file's record; keeps nothing when the file no longer holds the bytes the table
+    /// was made from.
     static func write(_ table: StepTable, path: String, fingerprint: LogFingerprint, in db: any SQLConnection) throws {
-        try forget(path: path, in: db)
+        guard
+            let file = try LogFileRecord.claim(path: path, identity: fingerprint, contentHash: nil, authoritative: false, in: db)
+        else { return }
+        try forget(fileId: file.id, in: db)
         try db.execute(
             """
-            INSERT INTO step_logs (path, format, size, mtime_ns, tail_offset, tail_end, tail_hash, run_id, steps, digests_checked,
-                digest_mismatches)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO step_logs (file_id, generation, format, run_id, steps, digests_checked, digest_mismatches)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
             """,
             [
-                path, StepTable.format, fingerprint.stamp.size, fingerprint.stamp.mtimeNs, fingerprint.tailOffset, fingerprint.tailEnd,
-                fingerprint.tailHash, table.runId, table.records.count, table.digestsChecked, table.digestMismatches,
+                file.id, file.generation, StepTable.format, table.runId, table.records.count, table.digestsChecked,
+                table.digestMismatches,
             ])
         let records = table.records
         // A refused row is the store's own error to the caller (`attributing` reads it).
         do {
-            try db.insert(into: "steps", columns: ["path", "ordinal", "step", "has_problem", "record"], count: records.count) {
+            try db.insert(into: "steps", columns: ["file_id", "ordinal", "step", "has_problem", "record"], count: records.count) {
                 ordinal, row in
-                row.bind(path)
+                row.bind(file.id)
                 row.bind(ordinal)
                 row.bind(records[ordinal].step)
                 row.bind(records[ordinal].hasProblem ? 1 : 0)
@@ -86,11 +90,11 @@ public struct CatalogStepStore: StepRecordStore {
         }
     }
 
-    /// Drops the step table of the log at the absolute `path` (a log read on from where it
-    /// stopped keeps none: its steps are made again when asked for).
-    static func forget(path: String, in db: any SQLConnection) throws {
-        try db.execute("DELETE FROM steps WHERE path = ?", [path])
-        try db.execute("DELETE FROM step_logs WHERE path = ?", [path])
+    /// Drops the step table kept for the file `fileId` (its bytes changed: the steps are made
+    /// again when asked for).
+    static func forget(fileId: Int64, in db: any SQLConnection) throws {
+        try db.execute("DELETE FROM steps WHERE file_id = ?", [fileId])
+        try db.execute("DELETE FROM step_logs WHERE file_id = ?", [fileId])
     }
 }
 
@@ -143,7 +147,7 @@ final class LazyCatalog: Sendable {
 /// A step table the catalog keeps, read a row at a time.
 struct KeptSteps: StepRecordSource {
     let access: Access
-    let path: String
+    let fileId: Int64
     let runId: String
     let stepCount: Int
     let digestsChecked: Int
@@ -152,7 +156,7 @@ struct KeptSteps: StepRecordSource {
     func record(at position: Int) throws -> StepRecord? {
         var found: StepRecord?
         try access.query(
-            "SELECT step, has_problem, record FROM steps WHERE path = ? AND ordinal = ?", [.text(path), .integer(Int64(position))]
+            "SELECT step, has_problem, record FROM steps WHERE file_id = ? AND ordinal = ?", [.integer(fileId), .integer(Int64(position))]
         ) {
             row in
             guard let json = row.blob(2).flatMap({ try? JSONParser.parse($0) }) else { return }
@@ -163,12 +167,12 @@ struct KeptSteps: StepRecordSource {
 
     func position(ofStep step: Int) throws -> Int? {
         try access.int(
-            "SELECT ordinal FROM steps WHERE path = ? AND step = ? ORDER BY ordinal LIMIT 1", [.text(path), .integer(Int64(step))])
+            "SELECT ordinal FROM steps WHERE file_id = ? AND step = ? ORDER BY ordinal LIMIT 1", [.integer(fileId), .integer(Int64(step))])
     }
 
     func problem(after position: Int) throws -> Int? {
         try access.int(
-            "SELECT ordinal FROM steps WHERE path = ? AND ordinal > ? AND has_problem = 1 ORDER BY ordinal LIMIT 1",
-            [.text(path), .integer(Int64(position))])
+            "SELECT ordinal FROM steps WHERE file_id = ? AND ordinal > ? AND has_problem = 1 ORDER BY ordinal LIMIT 1",
+            [.integer(fileId), .integer(Int64(position))])
     }
 }

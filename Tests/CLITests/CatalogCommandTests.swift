@@ -91,16 +91,18 @@ struct CatalogCommandTests {
             #expect(again.stdoutText.contains(#""change":"added""#))
             #expect(again.stdoutText.contains(#""change":"unchanged""#))
 
-            let columns = "path, size, tail_hash, status, run_id, events, steps, tool_calls, executed_calls, input_tokens"
-            let incremental = try await agentEval(
-                ["sql", "--json", "SELECT \(columns) FROM logs ORDER BY path"], in: root.url, environment: environment)
+            // A run's row with the identity of its file's one record (`log_files`).
+            let select = """
+                SELECT l.path, f.size, f.tail_hash, l.status, l.run_id, l.events, l.steps, l.tool_calls, l.executed_calls, l.input_tokens
+                FROM logs l JOIN log_files f ON f.file_id = l.file_id AND f.generation = l.generation ORDER BY l.path
+                """
+            let incremental = try await agentEval(["sql", "--json", select], in: root.url, environment: environment)
             let incrementalCalls = try await agentEval(
                 ["sql", "--json", "SELECT path, ordinal, tool, arguments, status FROM run_calls ORDER BY path, ordinal"], in: root.url,
                 environment: environment)
             let rebuild = try await agentEval(["catalog", "rebuild"], in: root.url, environment: environment)
             #expect(rebuild.status == 0, "\(rebuild.stderr)")
-            let rebuilt = try await agentEval(
-                ["sql", "--json", "SELECT \(columns) FROM logs ORDER BY path"], in: root.url, environment: environment)
+            let rebuilt = try await agentEval(["sql", "--json", select], in: root.url, environment: environment)
             let rebuiltCalls = try await agentEval(
                 ["sql", "--json", "SELECT path, ordinal, tool, arguments, status FROM run_calls ORDER BY path, ordinal"], in: root.url,
                 environment: environment)

@@ -69,8 +69,17 @@ struct GrowingLog {
 }
 
 /// Every row of `table` without the columns that say when it was written.
-func rows(_ catalog: Catalog, _ table: String, except: Set<String> = ["indexed_at_us", "log_id"]) throws -> [[String]] {
-    let result = try catalog.query("SELECT * FROM \(table) ORDER BY 1, 2")
+/// The rows of `table`, ordered, without the columns that differ between two catalogs of the
+/// same logs (row ids, times, and generations: how often a catalog saw a file change). `logs`
+/// comes with the identity of its file's record (`log_files`), as what the row was read from.
+func rows(
+    _ catalog: Catalog, _ table: String, except: Set<String> = ["indexed_at_us", "log_id", "file_id", "generation"]
+) throws -> [[String]] {
+    let source =
+        table == "logs"
+        ? "(SELECT l.*, f.size, f.mtime_ns, f.tail_offset, f.tail_end, f.tail_hash, f.content_hash "
+            + "FROM logs l LEFT JOIN log_files f ON f.file_id = l.file_id AND f.generation = l.generation) AS joined" : table
+    let result = try catalog.query("SELECT * FROM \(source) ORDER BY 1, 2")
     let keep = result.columns.indices.filter { !except.contains(result.columns[$0]) }
     return result.rows.map { row in keep.map { row[$0].description } }
 }

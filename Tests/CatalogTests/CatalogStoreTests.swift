@@ -107,8 +107,14 @@ struct CatalogStoreTests {
             let cache = FactCache(catalog: catalog)
             for log in [big, small] { _ = try cache.facts(for: log) }
             cache.flush()
+            // One record per file, which the run's row and the facts entry both refer to.
             for table in ["logs", "facts"] {
-                let stored = try catalog.query("SELECT path, size, tail_offset, tail_end FROM \(table) ORDER BY path").rows
+                let stored = try catalog.query(
+                    """
+                    SELECT f.path, f.size, f.tail_offset, f.tail_end FROM log_files f JOIN \(table) x ON x.file_id = f.file_id
+                        AND x.generation = f.generation ORDER BY f.path
+                    """
+                ).rows
                 #expect(stored.count == 2)
                 for row in stored {
                     let path = row[0].description
@@ -498,12 +504,13 @@ struct CatalogStoreTests {
             let detail = history.rows.map { $0[3].description }.joined(separator: "\n")
             #expect(detail.contains("case_results_by_case") || detail.contains("PRIMARY KEY"), "\(detail)")
             #expect(!detail.contains("SCAN r"), "\(detail)")
-            // A suite's kept results: a case's rows by their index, each identity from the
-            // index that leaves the cached state blobs out.
+            // A suite's kept results: a case's rows by their index, each identity from its file's
+            // record, never a row of the cached state blobs.
             let kept = try catalog.query("EXPLAIN QUERY PLAN " + FactCache.keptResultsSQL.replacingOccurrences(of: "?", with: "1"))
             let keptPlan = kept.rows.map { $0[3].description }.joined(separator: "\n")
             #expect(keptPlan.contains("check_results_by_case (case_key=?)"), "\(keptPlan)")
-            #expect(keptPlan.contains("USING COVERING INDEX facts_identity (path=?"), "\(keptPlan)")
+            #expect(keptPlan.contains("SEARCH f USING INTEGER PRIMARY KEY"), "\(keptPlan)")
+            #expect(!keptPlan.contains("facts"), "the rows holding the cached states are not read: \(keptPlan)")
         }
     }
 
@@ -512,7 +519,7 @@ struct CatalogStoreTests {
         try TemporaryDirectory.with { directory in
             let catalog = try Catalog(path: directory.path("catalog.sqlite"))
             for statement in [
-                "DELETE FROM logs", "DROP TABLE calls", "INSERT INTO facts VALUES ('x', 1, 1, 1, 1, 1, 'x', x'00')",
+                "DELETE FROM logs", "DROP TABLE calls", "INSERT INTO facts VALUES (1, 1, 1, x'00')",
                 "PRAGMA user_version = 99",
             ] {
                 #expect(throws: CatalogError.self, "\(statement)") { _ = try catalog.query(statement) }
@@ -546,20 +553,26 @@ struct CatalogStoreTests {
             let first = try Catalog(path: directory.path("source.sqlite"))
             _ = try first.index(paths: [FixtureLogs.directory.appendingPathComponent("support-sample.jsonl.gz").path])
             try first.close()
-            // The rows as version 1 had them: without the columns later versions added.
+            // The rows as version 1 had them: the identity in the run's row (version 13 moved it
+            // to `log_files`), without the columns later versions added.
             _ = try await Subprocess.run(
                 "/usr/bin/env",
                 [
                     "sqlite3", directory.path("source.sqlite"),
                     """
-                    DROP INDEX logs_by_content; ALTER TABLE logs DROP COLUMN seen_on; ALTER TABLE logs DROP COLUMN content_hash;
-                    DROP INDEX logs_by_parent; ALTER TABLE logs DROP COLUMN fork_step; ALTER TABLE logs DROP COLUMN forked_from;
+                    CREATE TABLE v1 AS SELECT l.log_id, l.path, f.size, f.mtime_ns, f.tail_offset, f.tail_end, f.tail_hash, l.status,
+                        l.problem, l.run_id, l.agent, l.agent_version, l.model, l.input, l.started_at_us, l.ended_at_us, l.stop_reason,
+                        l.stop_limit, l.events, l.steps, l.decisions, l.invalid_decisions, l.tool_calls, l.executed_calls,
+                        l.denied_calls, l.failed_calls, l.input_tokens, l.output_tokens, l.cost_usd, l.anomalies, l.indexed_at_us,
+                        l.resume
+                    FROM logs l JOIN log_files f ON f.file_id = l.file_id;
                     """,
                 ])
-            let dump = try await Subprocess.run("/usr/bin/env", ["sqlite3", directory.path("source.sqlite"), ".dump logs calls"])
+            let dump = try await Subprocess.run("/usr/bin/env", ["sqlite3", directory.path("source.sqlite"), ".dump v1 calls"])
             let version1 = CatalogSchema.migrations[0] + "\nPRAGMA user_version = 1;\n"
             _ = try await Subprocess.run("/usr/bin/env", ["sqlite3", path, version1])
-            let rows = dump.stdoutText.split(separator: "\n").filter { $0.hasPrefix("INSERT INTO") }.joined(separator: "\n")
+            let rows = dump.stdoutText.split(separator: "\n").filter { $0.hasPrefix("INSERT INTO") }
+                .map { $0.replacingOccurrences(of: "INSERT INTO v1 ", with: "INSERT INTO logs ") }.joined(separator: "\n")
             let loaded = try await Subprocess.run("/usr/bin/env", ["sqlite3", path, rows])
             #expect(loaded.status == 0, "\(loaded.stderr)")
 
@@ -575,8 +588,11 @@ struct CatalogStoreTests {
             var query = RunQuery()
             query.tools = ["refund_order"]
             #expect(try catalog.runs(query).count == 1)
-            // Version 12 counts a run's steps as its model's decisions: every log is read again.
+            // Version 13 gave the log's file one record, which the run's row refers to.
             let log = FixtureLogs.directory.appendingPathComponent("support-sample.jsonl.gz").path
+            let files = try catalog.query("SELECT f.path, f.generation FROM log_files f JOIN logs l ON l.file_id = f.file_id").rows
+            #expect(files == [[.text(log), .integer(1)]])
+            // Version 12 counts a run's steps as its model's decisions: every log is read again.
             let again = try catalog.index(paths: [log])
             #expect(again.logs.map(\.change) == [.reindexed])
             #expect(try catalog.index(paths: [log]).logs.map(\.change) == [.unchanged])

@@ -72,8 +72,15 @@ enum ContentIdentity {
             cache.flush()
             return (cache, result)
         }
+        // The stamp of the file's one record, when `table` has an entry made from the bytes it
+        // names (schema 13: the run's row, the facts and the step table refer to the record).
         func stamps(_ table: String, _ path: String) throws -> [CatalogValue] {
-            try catalog.query("SELECT mtime_ns FROM \(table) WHERE path = ?", arguments: [.text(path)]).rows.compactMap(\.first)
+            try catalog.query(
+                """
+                SELECT f.mtime_ns FROM log_files f JOIN \(table) x ON x.file_id = f.file_id AND x.generation = f.generation
+                WHERE f.path = ?
+                """, arguments: [.text(path)]
+            ).rows.compactMap(\.first)
         }
         let (firstCache, firstResult) = try await suite(over: first)
         #expect(firstCache.usage == (0, 1))
@@ -81,8 +88,8 @@ enum ContentIdentity {
         // A replay keeps the log's step table.
         #expect(try StepIndex.open(log: first, store: CatalogStepStore(catalog: catalog)).rebuilt)
         // A checkout gives the file a new modification time: indexed as unchanged, nothing read,
-        // and the row, the step table and the fact cache's entry take the new stamp (the next
-        // index and suite need no hash).
+        // and the file's record takes the new stamp, the row, the step table and the fact
+        // cache's entry still holding (the next index and suite need no hash).
         let later = Date().addingTimeInterval(3600)
         try FileManager.default.setAttributes([.modificationDate: later], ofItemAtPath: first)
         #expect(try catalog.check().stale.isEmpty, "the same bytes under a new stamp are not stale")
@@ -116,7 +123,8 @@ enum ContentIdentity {
         #expect(try stamps("facts", second) == [.integer(Int64(secondStamp.mtimeNs))])
         let (edited, editedResult) = try await suite(over: second, calling: "refund_order")
         #expect(edited.usage == (1, 0) && editedResult.error == nil)
-        let kept = try catalog.query("SELECT COUNT(*) FROM check_results WHERE path = ?", arguments: [.text(second)])
+        let kept = try catalog.query(
+            "SELECT COUNT(*) FROM check_results r JOIN log_files f ON f.file_id = r.file_id WHERE f.path = ?", arguments: [.text(second)])
         #expect(kept.rows.first?.first == .integer(1))
         let (again, _) = try await suite(over: second, calling: "refund_order")
         #expect(again.usage == (0, 0) && again.reusedResults == 1)

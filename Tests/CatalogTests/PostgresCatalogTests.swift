@@ -116,10 +116,12 @@ struct PostgresCatalogTests {
                     server.url, "-v", "ON_ERROR_STOP=1", "-q", "-c",
                     """
                     BEGIN;
-                    INSERT INTO logs (log_id, path, size, mtime_ns, tail_offset, tail_end, tail_hash, status, run_id, agent, model,
+                    INSERT INTO log_files (file_id, path, generation, size, mtime_ns, tail_offset, tail_end, tail_hash)
+                    SELECT n, '/logs/run-' || n || '.jsonl.gz', 1, 1000, 0, 0, 0, '' FROM generate_series(1, 20000) AS n;
+                    INSERT INTO logs (log_id, path, file_id, status, run_id, agent, model,
                         started_at_us, stop_reason, events, steps, decisions, invalid_decisions, tool_calls, executed_calls, denied_calls,
                         failed_calls, input_tokens, output_tokens, cost_usd, anomalies, indexed_at_us)
-                    SELECT n, '/logs/run-' || n || '.jsonl.gz', 1000, 0, 0, 0, '', 'intact', 'run-' || n, 'agent-' || (n % 5), 'scripted:m',
+                    SELECT n, '/logs/run-' || n || '.jsonl.gz', n, 'intact', 'run-' || n, 'agent-' || (n % 5), 'scripted:m',
                         1795000000000000 + n::bigint * 1000, 'success', 30, 10, 10, 0, 10, 10, 0, 0, 0, 0, 0, 0, 0
                     FROM generate_series(1, 20000) AS n;
                     INSERT INTO calls (log_id, ordinal, run_id, step, call_id, tool, arguments, attempts, status, duration_us)
@@ -129,6 +131,7 @@ struct PostgresCatalogTests {
                         '{}', 1, 'ok', 10
                     FROM generate_series(1, 20000) AS n, generate_series(0, 9) AS k;
                     SELECT setval(pg_get_serial_sequence('logs', 'log_id'), 20000);
+                    SELECT setval(pg_get_serial_sequence('log_files', 'file_id'), 20000);
                     INSERT INTO suite_runs (suite_run_id, started_at_us, duration_ms, command_line, origin, cases, passed, failed, errors, k)
                     SELECT n, 1795000000000000 + n::bigint * 60000000, 1000, 'agent-eval run', 'run', 10, 10, 0, 0, 1
                     FROM generate_series(1, 2000) AS n;

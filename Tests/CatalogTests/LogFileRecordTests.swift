@@ -1,0 +1,124 @@
+import EvalEngine
+import Foundation
+import Replay
+import TestSupport
+import Testing
+import TraceCore
+import TraceLog
+
+@testable import Catalog
+
+/// One record per log file (catalog schema 13): the run's row, the fact cache's entry and the
+/// step table refer to the file's record in `log_files` and keep the generation they were made at.
+@Suite("One record per log file")
+struct LogFileRecordTests {
+    /// What refers to the record of `path`, by table: the generation each was made at.
+    static func references(_ catalog: Catalog, _ path: String) throws -> [String: Int] {
+        var found: [String: Int] = [:]
+        for table in ["logs", "facts", "step_logs"] {
+            let rows = try catalog.query(
+                "SELECT x.generation FROM \(table) x JOIN log_files f ON f.file_id = x.file_id WHERE f.path = ?",
+                arguments: [.text(path)]
+            ).rows
+            if let generation = rows.first?.first?.int { found[table] = generation }
+        }
+        return found
+    }
+
+    static func record(_ catalog: Catalog, _ path: String) throws -> [CatalogValue] {
+        try catalog.query(
+            "SELECT generation, size, mtime_ns FROM log_files WHERE path = ?", arguments: [.text(path)]
+        ).rows.first ?? []
+    }
+
+    @Test(
+        "the run's row, the facts and the step table share the file's one record; a new stamp on the same bytes is one update of it",
+        arguments: CatalogStoreKind.allCases)
+    func oneRecord(store: CatalogStoreKind) async throws {
+        try await store.withCatalog { directory, location in
+            let log = directory.path("a.jsonl.gz")
+            try FileManager.default.copyItem(
+                atPath: FixtureLogs.directory.appendingPathComponent("support-sample.jsonl.gz").path, toPath: log)
+            let catalog = try Catalog(path: location)
+            defer { try? catalog.close() }
+            _ = try catalog.index(log: log)
+            let cache = FactCache(catalog: catalog)
+            _ = try cache.facts(for: log)
+            cache.flush()
+            #expect(try StepIndex.open(log: log, store: CatalogStepStore(catalog: catalog)).rebuilt)
+            #expect(try catalog.query("SELECT COUNT(*) FROM log_files").rows == [[.integer(1)]])
+            #expect(try Self.references(catalog, log) == ["logs": 1, "facts": 1, "step_logs": 1])
+
+            // A checkout's new modification time: the record takes it; nothing else is written,
+            // and everything made from the file still holds.
+            let later = Date().addingTimeInterval(3600)
+            try FileManager.default.setAttributes([.modificationDate: later], ofItemAtPath: log)
+            let stamp = try #require(FileStamp(path: log))
+            let touched = try catalog.index(log: log)
+            #expect(touched.change == .unchanged && touched.eventsRead == 0)
+            #expect(try Self.record(catalog, log) == [.integer(1), .integer(Int64(stamp.size)), .integer(Int64(stamp.mtimeNs))])
+            #expect(try Self.references(catalog, log) == ["logs": 1, "facts": 1, "step_logs": 1])
+            let again = FactCache(catalog: catalog)
+            #expect(try again.facts(for: log) == (try LogFacts.read(log)))
+            #expect(again.usage == (1, 0))
+            #expect(try !StepIndex.open(log: log, store: CatalogStepStore(catalog: catalog)).rebuilt)
+            #expect(try catalog.check().stale.isEmpty)
+        }
+    }
+
+    @Test(
+        "a reader that finds other bytes starts a new generation: what was made from the old bytes stops holding at once",
+        arguments: CatalogStoreKind.allCases)
+    func newGeneration(store: CatalogStoreKind) async throws {
+        try await store.withCatalog { directory, location in
+            let log = directory.path("a.jsonl.gz")
+            let growing = try GrowingLog(at: log, seed: 7, steps: 20)
+            try growing.record(0..<60)
+            let catalog = try Catalog(path: location)
+            defer { try? catalog.close() }
+            #expect(try catalog.index(log: log).status == .torn)
+            #expect(try StepIndex.open(log: log, store: CatalogStepStore(catalog: catalog)).rebuilt)
+            #expect(try Self.references(catalog, log) == ["logs": 1, "step_logs": 1])
+            let tornStamp = try #require(FileStamp(path: log))
+            let early = (
+                identity: try #require(try LogFacts.read(log).identity(log, stamp: tornStamp)),
+                hash: try #require(LogFingerprint.contentHash(log, length: tornStamp.size))
+            )
+
+            // The run goes on; the fact cache is the first to read the grown log. Its facts are
+            // of generation 2, and the step table of generation 1 is gone with the old bytes.
+            try growing.finish(from: 60)
+            let cache = FactCache(catalog: catalog)
+            let facts = try cache.facts(for: log)
+            #expect(cache.usage == (0, 1))
+            cache.flush()
+            #expect(try Self.references(catalog, log) == ["logs": 1, "facts": 2])
+            #expect(try catalog.query("SELECT COUNT(*) FROM steps").rows == [[.integer(0)]])
+            // The run's row was made from the older bytes: stale, and read again from its start
+            // (its resume point is of the older generation), to the rows of a fresh read.
+            #expect(try catalog.check().stale.map(\.reason) == [.changed])
+            let reread = try catalog.index(log: log)
+            #expect(reread.change == .reindexed && reread.status == .intact)
+            #expect(try Self.references(catalog, log) == ["logs": 2, "facts": 2])
+            let fresh = try Catalog(path: directory.path("fresh.sqlite"))
+            _ = try fresh.index(log: log)
+            #expect(try rows(catalog, "logs") == rows(fresh, "logs"))
+            #expect(try rows(catalog, "calls") == rows(fresh, "calls"))
+            // The facts the cache wrote still hold: the index found the bytes they were read from.
+            let again = FactCache(catalog: catalog)
+            #expect(try again.facts(for: log) == facts)
+            #expect(again.usage == (1, 0))
+
+            // An entry read from the older bytes, written only now (a batch waits before it is
+            // written), does not replace the newer record or its facts.
+            try catalog.write { db in
+                try FactCache.write(FactCache.Entry(path: log, identity: early.identity, blob: [1], contentHash: early.hash), in: db)
+            }
+            #expect(try Self.record(catalog, log).first == .integer(2))
+            #expect(try Self.references(catalog, log) == ["logs": 2, "facts": 2])
+            let last = FactCache(catalog: catalog)
+            #expect(try last.facts(for: log) == facts)
+            #expect(last.usage == (1, 0))
+        }
+    }
+}
