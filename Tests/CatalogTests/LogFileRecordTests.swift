@@ -121,4 +121,83 @@ struct LogFileRecordTests {
             #expect(last.usage == (1, 0))
         }
     }
+
+    @Test(
+        "a catalog of schema 12 with rows is migrated to one record per file: identities, facts and results carried, nothing read again",
+        arguments: CatalogStoreKind.allCases)
+    func migratesVersion12(store: CatalogStoreKind) async throws {
+        try await store.withCatalog { directory, location in
+            let log = directory.path("a.jsonl.gz")
+            try FileManager.default.copyItem(
+                atPath: FixtureLogs.directory.appendingPathComponent("support-sample.jsonl.gz").path, toPath: log)
+            // The rows a version 12 catalog held for the log: made by this build in a scratch
+            // catalog, then laid out as version 12 had them (the identity in each table).
+            let scratch = try Catalog(path: directory.path("scratch.sqlite"))
+            _ = try scratch.index(log: log)
+            let cache = FactCache(catalog: scratch)
+            _ = try cache.facts(for: log)
+            cache.flush()
+            let run = try #require(
+                try scratch.query(
+                    """
+                    SELECT l.path, f.size, f.mtime_ns, f.tail_offset, f.tail_end, f.tail_hash, l.status, l.run_id, l.events, l.steps,
+                        l.tool_calls, f.content_hash, x.extractor_version, x.facts
+                    FROM logs l JOIN log_files f ON f.file_id = l.file_id JOIN facts x ON x.file_id = f.file_id
+                    """
+                ).rows.first)
+            let blob: [UInt8] = try scratch.read { db in try #require(try db.row("SELECT facts FROM facts")?.blob("facts")) }
+            try scratch.close()
+            let hex = blob.map { String(format: "%02x", $0) }.joined()
+            func literal(_ value: CatalogValue) -> String {
+                switch value {
+                case .text(let text): return "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
+                case .blob: return store == .sqlite ? "X'\(hex)'" : "'\\x\(hex)'::bytea"
+                default: return value.description
+                }
+            }
+            let v = run.map(literal)
+            let rows = """
+                INSERT INTO logs (log_id, path, size, mtime_ns, tail_offset, tail_end, tail_hash, status, run_id, events, steps, decisions,
+                    invalid_decisions, tool_calls, executed_calls, denied_calls, failed_calls, input_tokens, output_tokens, cost_usd,
+                    anomalies, indexed_at_us, content_hash)
+                VALUES (7, \(v[0]), \(v[1]), \(v[2]), \(v[3]), \(v[4]), \(v[5]), \(v[6]), \(v[7]), \(v[8]), \(v[9]), 0, 0, \(v[10]), 0, 0,
+                    0, 0, 0, 0, 0, 0, \(v[11]));
+                INSERT INTO facts (path, extractor_version, size, mtime_ns, tail_offset, tail_end, tail_hash, facts, content_hash)
+                VALUES (\(v[0]), \(v[12]), \(v[1]), \(v[2]), \(v[3]), \(v[4]), \(v[5]), \(v[13]), \(v[11]));
+                INSERT INTO check_results (path, case_key, result) VALUES (\(v[0]), 'sha256:key', '{}');
+                INSERT INTO step_logs (path, format, size, mtime_ns, tail_offset, tail_end, tail_hash, run_id, steps, digests_checked,
+                    digest_mismatches)
+                VALUES (\(v[0]), 1, \(v[1]), \(v[2]), \(v[3]), \(v[4]), \(v[5]), \(v[7]), 0, 0, 0);
+                """
+            switch store {
+            case .sqlite:
+                let schema = CatalogSchema.migrations.prefix(12).joined(separator: "\n") + "\nPRAGMA user_version = 12;\n" + rows
+                let made = try await Subprocess.run("/usr/bin/env", ["sqlite3", location, schema])
+                try #require(made.status == 0, "\(made.stderr)")
+            case .postgres:
+                let schema =
+                    PostgresSchema.migrations.prefix(12).joined(separator: "\n")
+                    + "\nCREATE TABLE agent_eval_schema (version INTEGER NOT NULL); INSERT INTO agent_eval_schema VALUES (12);\n" + rows
+                let made = try Subprocess.runBlocking(
+                    Subprocess.which("psql") ?? "/usr/bin/psql", [location, "-v", "ON_ERROR_STOP=1", "-q", "-c", schema])
+                try #require(made.status == 0, "\(made.stderr)")
+            }
+
+            let catalog = try Catalog(path: location)
+            defer { try? catalog.close() }
+            #expect(
+                try catalog.query("SELECT path, generation, size, tail_hash, content_hash FROM log_files").rows
+                    == [[run[0], .integer(1), run[1], run[5], run[11]]])
+            #expect(try Self.references(catalog, log) == ["logs": 1, "facts": 1])
+            #expect(try catalog.query("SELECT generation, result FROM check_results").rows == [[.integer(1), .text("{}")]])
+            #expect(try catalog.query("SELECT COUNT(*) FROM step_logs").rows == [[.integer(0)]])
+            // The identity came along: the log is not read again, and its facts are the cache's.
+            let indexed = try catalog.index(log: log)
+            #expect(indexed.change == .unchanged && indexed.eventsRead == 0)
+            let facts = FactCache(catalog: catalog)
+            #expect(try facts.facts(for: log) == (try LogFacts.read(log)))
+            #expect(facts.usage == (1, 0))
+            #expect(try catalog.runs(RunQuery()).map(\.contentHash) == [run[11].description])
+        }
+    }
 }
