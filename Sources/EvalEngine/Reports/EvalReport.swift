@@ -143,7 +143,7 @@ public struct EvalReport: Sendable {
                 lines.append(
                     "    hint: the case fails the gate until the quarantine ends (\(quarantine.releaseAdvice)) or its until is extended"
                 )
-            } else if result.outcome != .error && (!result.passed || comparison?.status == .regressed) {
+            } else if outcome != .error && (!outcome.passes || comparison?.status == .regressed) {
                 lines.append("    quarantined, not failing the gate: \(quarantine.sentence)")
             }
         }
@@ -163,8 +163,10 @@ public struct EvalReport: Sendable {
             lines.append("    judge: \(disagreement.message)")
         }
         // A run that passed without finishing (allowUnfinished) says so: its pass covers what it recorded.
+        // (`outcome`, worked out once above: the case's outcome counts every run, and asking for
+        // it per run made printing a case of 1,000 logs cost 1,000,000 copies of a run's result.)
         for run in result.runs
-        where verbose || !run.passed || !run.notes.isEmpty && !result.passed || run.notes.contains(where: \.isWarning)
+        where verbose || !run.passed || !run.notes.isEmpty && !outcome.passes || run.notes.contains(where: \.isWarning)
             || run.summary.tear != nil || run.summary.stopName == nil
         {
             lines.append("    \(run.repeatIndex > 0 ? "\(run.label): \(run.logPath)" : run.logPath)")
