@@ -30,79 +30,18 @@ struct InteractiveReplay {
         var terminal = RawTerminal()
         terminal.enable()
         defer { terminal.restore() }
-
-        var position = 0
-        var scroll = 0
-        var isFull = false
-        var message = ""
-        var cache: (position: Int, step: ReplayStep)?
-        while true {
+        var navigator = StepNavigator(index: index)
+        while let step = try navigator.step() {
             let (width, height) = RawTerminal.size()
-            let step: ReplayStep
-            if let cached = cache, cached.position == position {
-                step = cached.step
-            } else {
-                guard let record = index.record(at: position), let loaded = try index.replayStep(record.step) else { break }
-                step = loaded
-                cache = (position, loaded)
-            }
-            var lines = StepRenderer(isFull: isFull, width: width).lines(for: step).map(terminalSafe)
-            let problemMarks = step.problems.map { terminalSafe("  ! \($0.message)") }.map { StepRenderer.cut($0, to: width) }
-            lines.append(contentsOf: problemMarks)
-            let room = max(1, height - 2)
-            scroll = max(0, min(scroll, max(0, lines.count - room)))
-            var screen = "\u{1B}[H\u{1B}[2J"
-            for line in lines.dropFirst(scroll).prefix(room) { screen += line + "\r\n" }
-            let more = lines.count - scroll - room
-            let status =
-                "step \(step.step) (\(position + 1)/\(index.stepCount))" + (more > 0 ? " · \(more) more lines (j)" : "")
-                + (message.isEmpty ? "" : " · \(message)") + " · n next p prev g goto f failure v full q quit"
-            screen += "\u{1B}[\(height);1H\u{1B}[7m" + StepRenderer.cut(status, to: width) + "\u{1B}[0m"
-            FileHandleStream(descriptor: 1).write(screen)
-            message = ""
-
-            switch terminal.readKey() {
-            case .next:
-                if position + 1 < index.stepCount {
-                    position += 1
-                    scroll = 0
-                } else {
-                    message = "last step"
-                }
-            case .previous:
-                if position > 0 {
-                    position -= 1
-                    scroll = 0
-                } else {
-                    message = "first step"
-                }
-            case .down: scroll += 1
-            case .up: scroll = max(0, scroll - 1)
-            case .pageDown: scroll += room
-            case .toggleFull:
-                isFull.toggle()
-                scroll = 0
-            case .nextFailure:
-                if let target = index.nextProblem(after: step.step), let found = index.position(ofStep: target) {
-                    position = found
-                    scroll = 0
-                } else {
-                    message = "no failure after step \(step.step)"
-                }
-            case .goTo:
+            FileHandleStream(descriptor: 1).write(navigator.screen(for: step, width: width, height: height, safe: terminalSafe))
+            var key = terminal.readKey()
+            if key == .goTo("") {
                 FileHandleStream(descriptor: 1).write("\u{1B}[\(height);1H\u{1B}[2Kgo to step: ")
-                let text = terminal.readLine()
-                if let number = Int(text), let found = index.position(ofStep: number) {
-                    position = found
-                    scroll = 0
-                } else {
-                    message = text.isEmpty ? "" : "no step \(text)"
-                }
-            case .quit:
+                key = .goTo(terminal.readLine())
+            }
+            guard navigator.handle(key, shownStep: step.step, height: height) else {
                 FileHandleStream(descriptor: 1).write("\u{1B}[\(height);1H\u{1B}[2K")
                 return
-            case .other:
-                continue
             }
         }
     }
@@ -112,10 +51,6 @@ struct InteractiveReplay {
 struct RawTerminal {
     private var saved = termios()
     private var isRaw = false
-
-    enum Key {
-        case next, previous, up, down, pageDown, toggleFull, nextFailure, goTo, quit, other
-    }
 
     mutating func enable() {
         guard tcgetattr(0, &saved) == 0 else { return }
@@ -155,7 +90,9 @@ struct RawTerminal {
         }
     }
 
-    func readKey() -> Key {
+    /// The key pressed, as the navigator takes it; `g` is `.goTo("")`, whose step the caller
+    /// asks for (`readLine`).
+    func readKey() -> StepNavigator.Key {
         guard let byte = readByte() else { return .quit }
         switch byte {
         case UInt8(ascii: "n"), UInt8(ascii: "l"), 0x0D, 0x0A: return .next
@@ -165,7 +102,7 @@ struct RawTerminal {
         case UInt8(ascii: " "): return .pageDown
         case UInt8(ascii: "v"): return .toggleFull
         case UInt8(ascii: "f"): return .nextFailure
-        case UInt8(ascii: "g"): return .goTo
+        case UInt8(ascii: "g"): return .goTo("")
         case UInt8(ascii: "q"), 0x03, 0x04: return .quit
         case 0x1B:
             guard readByte() == UInt8(ascii: "[") else { return .other }
