@@ -171,11 +171,12 @@ extension Catalog {
             for chunk in SQLList.chunks(of: sources) {
                 let paths: [(any SQLArgument)?] = chunk.map { $0 }
                 let list = "(" + SQLList.placeholders(chunk.count) + ")"
-                // The file's record, and with it (`ON DELETE CASCADE`) its run's row and calls, its
-                // facts and results and its step table.
-                try db.execute("DELETE FROM log_files WHERE path IN \(list)", paths)
+                // The runs' calls and rows a statement each (a cascade deletes row by row), then
+                // the files' records, and with them (`ON DELETE CASCADE`) their facts and results
+                // and their step tables.
                 try db.execute("DELETE FROM calls WHERE log_id IN (SELECT log_id FROM logs WHERE path IN \(list))", paths)
                 try db.execute("DELETE FROM logs WHERE path IN \(list)", paths)
+                try db.execute("DELETE FROM log_files WHERE path IN \(list)", paths)
             }
             return try db.value("SELECT COUNT(*) FROM suite_runs", as: Int.self) ?? 0
         }

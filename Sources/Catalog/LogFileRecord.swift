@@ -127,7 +127,8 @@ struct LogFileRecord: Sendable, Hashable {
         identity.stamp = FileStamp(size: identity.stamp.size, mtimeNs: mtimeNs)
     }
 
-    private static func bind(_ identity: LogFingerprint, _ contentHash: String?, to row: inout any SQLBinder) {
+    /// Binds the identity's columns and the content hash, in `log_files`' order.
+    static func bind(_ identity: LogFingerprint, _ contentHash: String?, to row: inout any SQLBinder) {
         row.bind(identity.stamp.size)
         row.bind(identity.stamp.mtimeNs)
         row.bind(identity.tailOffset)

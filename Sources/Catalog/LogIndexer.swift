@@ -701,9 +701,25 @@ struct LogRow: Sendable {
     }
 
     /// Inserts the row of a log the catalog does not have yet, at `path`; returns its id.
+    ///
+    /// On PostgreSQL, where each statement is a round trip, a file the catalog has no record of
+    /// either gets its record and its run's row in one statement (a second round trip per new log
+    /// cost `catalog rebuild` a quarter of its speed).
     func insert(path: String, in db: any SQLConnection) throws -> Int64 {
-        let file = try claim(path: path, known: nil, in: db)
         var id: Int64?
+        if db.dialect == .postgres {
+            try db.run(
+                Self.insertWithRecordSQL,
+                bind: { row in
+                    row.bind(path)
+                    LogFileRecord.bind(identity, contentHash, to: &row)
+                    row.bind(path)
+                    bindValues(nil, to: &row)
+                }
+            ) { id = Int64($0.int(0)) }
+            if let id { return id }
+        }
+        let file = try claim(path: path, known: nil, in: db)
         try db.run(
             Self.insertSQL,
             bind: { row in
@@ -728,9 +744,23 @@ struct LogRow: Sendable {
         "INSERT INTO logs (path, " + columns.joined(separator: ", ") + ") VALUES (?, " + SQLList.placeholders(columns.count)
         + ") RETURNING log_id"
 
-    private func bindValues(_ file: LogFileRecord, to row: inout any SQLBinder) {
-        row.bind(file.id)
-        row.bind(file.generation)
+    /// A new file's record (generation 1) and its run's row, in one statement: nothing when the
+    /// catalog has a record of the path already (`insert` then claims it first).
+    private static let insertWithRecordSQL = """
+        WITH f AS (
+            INSERT INTO log_files (path, generation, size, mtime_ns, tail_offset, tail_end, tail_hash, content_hash)
+            VALUES (?, 1, ?, ?, ?, ?, ?, ?) ON CONFLICT (path) DO NOTHING RETURNING file_id, generation
+        )
+        INSERT INTO logs (path, \(columns.joined(separator: ", ")))
+        SELECT ?, f.file_id, f.generation, \(SQLList.placeholders(columns.count - 2)) FROM f RETURNING log_id
+        """
+
+    /// Binds the values of `columns`; without `file`, all but the first two (the file's).
+    private func bindValues(_ file: LogFileRecord?, to row: inout any SQLBinder) {
+        if let file {
+            row.bind(file.id)
+            row.bind(file.generation)
+        }
         row.bind(status.rawValue)
         row.bind(problem)
         row.bind(runId)
