@@ -451,28 +451,9 @@ public enum EvalCaseFile {
     {
         var expected = PipelineExpectations()
         if let node, var fields = errors.collect({ () throws(ConfigError) in try node.mapping("expected.pipeline") }) {
-            errors.collect { () throws(ConfigError) in
-                expected.status = try fields.optional("status").map { node throws(ConfigError) in try node.choice("pipeline.status") }
-            }
-            errors.collect { () throws(ConfigError) in expected.tasksRan = try fields.optional("tasksRan")?.names("pipeline.tasksRan") ?? []
-            }
-            errors.collect { () throws(ConfigError) in
-                expected.tasksNotRan = try fields.optional("tasksNotRan")?.names("pipeline.tasksNotRan") ?? []
-            }
-            errors.collect { () throws(ConfigError) in expected.order = try fields.optional("order")?.names("pipeline.order") ?? [] }
-            errors.collect { () throws(ConfigError) in
-                expected.maxRetries = try fields.optional("maxRetries")?.int("pipeline.maxRetries", in: 0...Int.max)
-            }
-            errors.collect { () throws(ConfigError) in
-                expected.breakersOpened = try fields.optional("breakersOpened")?.names("pipeline.breakersOpened") ?? []
-            }
-            errors.collect { () throws(ConfigError) in
-                expected.noBreakerOpened = try fields.optional("noBreakerOpened")?.bool("pipeline.noBreakerOpened") ?? false
-            }
-            errors.collect { () throws(ConfigError) in
-                expected.outputs = try fields.optional("outputs").map { node throws(ConfigError) in
-                    try readMatcher(node, what: "pipeline.outputs")
-                }
+            for kind in PipelineExpectationKind.all {
+                guard let value = fields.optional(kind.key) else { continue }
+                errors.collect { () throws(ConfigError) in try kind.read(value, &expected) }
             }
             errors.errors.append(contentsOf: fields.unknownKeys())
             if expected.noBreakerOpened, !expected.breakersOpened.isEmpty {
@@ -487,21 +468,9 @@ public enum EvalCaseFile {
             let what = "tasks.\(pair.key)"
             guard var fields = errors.collect({ () throws(ConfigError) in try pair.value.mapping(what) }) else { continue }
             var task = TaskExpectations(task: pair.key, location: pair.keyLocation)
-            errors.collect { () throws(ConfigError) in
-                task.status = try fields.optional("status").map { node throws(ConfigError) in try node.choice("\(what).status") }
-            }
-            errors.collect { () throws(ConfigError) in
-                task.retries = try fields.optional("retries").map { node throws(ConfigError) in
-                    try readRange(node, what: "\(what).retries")
-                }
-            }
-            errors.collect { () throws(ConfigError) in
-                guard let node = fields.optional("output") else { return }
-                if case .mapping = node.content {
-                    task.output = .matcher(try readMatcher(node, what: "\(what).output"))
-                } else {
-                    task.output = .equals(node.json)
-                }
+            for kind in TaskExpectationKind.all {
+                guard let value = fields.optional(kind.key) else { continue }
+                errors.collect { () throws(ConfigError) in try kind.read(value, &task, what) }
             }
             let run = readRunExpectations(&fields, directory: directory, errors: &errors)
             if run.count > 0 { task.run = run }

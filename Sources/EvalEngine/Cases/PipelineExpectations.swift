@@ -34,10 +34,8 @@ public struct PipelineExpectations: Sendable {
         return names
     }
 
-    public var count: Int {
-        (status == nil ? 0 : 1) + tasksRan.count + tasksNotRan.count + (order.isEmpty ? 0 : 1) + (maxRetries == nil ? 0 : 1)
-            + breakersOpened.count + (noBreakerOpened ? 1 : 0) + (outputs == nil ? 0 : 1) + tasks.map(\.count).reduce(0, +)
-    }
+    /// How many checks these are: each kind's (`PipelineExpectationKind`) and each task's.
+    public var count: Int { PipelineExpectationKind.all.reduce(0) { $0 + $1.count(self) } + tasks.map(\.count).reduce(0, +) }
 }
 
 /// What one task of a pipeline must show.
@@ -58,7 +56,8 @@ public struct TaskExpectations: Sendable {
         self.location = location
     }
 
-    public var count: Int { (status == nil ? 0 : 1) + (retries == nil ? 0 : 1) + (output == nil ? 0 : 1) + (run?.count ?? 0) }
+    /// Each kind's checks (`TaskExpectationKind`) and those of its run's trajectory.
+    public var count: Int { TaskExpectationKind.all.reduce(0) { $0 + $1.count(self) } + (run?.count ?? 0) }
 }
 
 /// An expected task output: a mapping is an argument matcher (a superset match by default, or

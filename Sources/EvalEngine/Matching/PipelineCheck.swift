@@ -36,82 +36,32 @@ public enum PipelineCheck {
         return names
     }
 
+    /// The failures of `state` against `expected`, in the order of the kinds' tables
+    /// (`PipelineExpectationKind`, then each task's `TaskExpectationKind`s, in file order).
     public static func check(_ expected: PipelineExpectations, against state: PipelineState, breakersOpened: [String])
         -> [ExpectationFailure]
     {
         var failures: [ExpectationFailure] = []
-        func fail(_ expectation: String, _ wanted: String, _ actual: String) {
-            failures.append(ExpectationFailure(expectation: expectation, expected: wanted, actual: actual))
-        }
-        let ran = state.tasks.filter { !$0.currentAttempts.isEmpty }.map(\.id)
-        if let status = expected.status, state.stop?.status != status {
-            fail("pipeline.status", status.rawValue, describeStop(state))
-        }
-        for id in expected.tasksRan where state.task(id)?.currentAttempts.isEmpty ?? true {
-            fail(
-                "pipeline.tasksRan", "\(id) runs",
-                "\(id) never ran (\(state.task(id)?.status.rawValue ?? "unknown")); tasks that ran: \(list(ran))")
-        }
-        for id in expected.tasksNotRan {
-            guard let task = state.task(id), !task.currentAttempts.isEmpty else { continue }
-            fail(
-                "pipeline.tasksNotRan", "\(id) never runs",
-                "\(id) ran \(attempts(task.currentAttempts.count)), ending \(task.status.rawValue)")
-        }
-        if !expected.order.isEmpty {
-            var remaining = expected.order[...]
-            for id in state.settledOrder where remaining.first == id { remaining.removeFirst() }
-            if let missing = remaining.first {
-                fail(
-                    "pipeline.order", "results settle in the order \(expected.order.joined(separator: " → "))",
-                    "\(missing) is out of order or never settled; the order was \(state.settledOrder.isEmpty ? "empty" : state.settledOrder.joined(separator: " → "))"
-                )
-            }
-        }
-        if let limit = expected.maxRetries {
-            let retried = state.tasks.filter { $0.retries > 0 }
-            let total = retried.map(\.retries).reduce(0, +)
-            if total > limit {
-                fail(
-                    "pipeline.maxRetries", "at most \(limit) retr\(limit == 1 ? "y" : "ies")",
-                    "\(total) (\(retried.map { "\($0.id): \($0.retries)" }.joined(separator: ", ")))")
-            }
-        }
-        for breaker in expected.breakersOpened where !breakersOpened.contains(breaker) {
-            let now = state.breakers[breaker].map { "it is \($0.state.rawValue)" } ?? "it never changed"
-            fail("pipeline.breakersOpened", "the breaker \(breaker) opens", "it never opened (\(now))")
-        }
-        if expected.noBreakerOpened, !breakersOpened.isEmpty {
-            let reasons = breakersOpened.map { name in "\(name) (\(state.breakers[name]?.reason ?? "opened"))" }
-            fail("pipeline.noBreakerOpened", "no breaker opens", "opened: \(reasons.joined(separator: "; "))")
-        }
-        /// An output check: `what` names the value in the message, `missing` says why there is none.
-        func check(
-            _ expectation: String, _ wanted: OutputExpectation, _ actual: JSONValue?, what: String, missing: @autoclosure () -> String
-        ) {
-            guard let actual else { return fail(expectation, wanted.description, missing()) }
-            if let problem = wanted.mismatch(actual) {
-                fail(expectation, wanted.description, "\(problem) (\(what) \(TrajectoryCheck.shortened(JSONWriter.encodeString(actual))))")
-            }
-        }
-        if let matcher = expected.outputs {
-            check(
-                "pipeline.outputs", .matcher(matcher), state.stop?.outputs, what: "outputs", missing: "no outputs: \(describeStop(state))")
-        }
+        let facts = PipelineFacts(
+            state: state, breakersOpened: breakersOpened, ran: state.tasks.filter { !$0.currentAttempts.isEmpty }.map(\.id))
+        for kind in PipelineExpectationKind.all { kind.check(expected, facts, &failures) }
         for expectation in expected.tasks {
             guard let task = state.task(expectation.task) else { continue }
-            let name = "tasks.\(task.id)"
-            if let status = expectation.status, task.status != status {
-                fail("\(name).status", status.rawValue, describe(task))
-            }
-            if let range = expectation.retries, !range.contains(task.retries) {
-                fail("\(name).retries", "\(range) retries", "\(task.retries) (\(describe(task)))")
-            }
-            if let output = expectation.output {
-                check("\(name).output", output, task.output, what: "output", missing: "no output (\(describe(task)))")
-            }
+            for kind in TaskExpectationKind.all { kind.check(expectation, task, &failures) }
         }
         return failures
+    }
+
+    /// An output check: `what` names the value in the message, `missing` says why there is none.
+    static func check(
+        _ expectation: String, _ wanted: OutputExpectation, _ actual: JSONValue?, what: String, missing: @autoclosure () -> String,
+        into failures: inout [ExpectationFailure]
+    ) {
+        guard let actual else { return failures.fail(expectation, wanted.description, missing()) }
+        if let problem = wanted.mismatch(actual) {
+            failures.fail(
+                expectation, wanted.description, "\(problem) (\(what) \(TrajectoryCheck.shortened(JSONWriter.encodeString(actual))))")
+        }
     }
 
     /// "succeeded after 2 attempts", "routed: failure — exit 3 (fallback classify_with_agent)".
