@@ -72,10 +72,16 @@ extension Catalog {
                 for (log, ours, calls) in rows {
                     guard let log, let ours else { continue }
                     let path: String = log["path"]
-                    // Ours as read (a row of an older generation of its file is copied without an
-                    // identity, so the target's next index reads the log).
+                    // Ours as read. A row of an older generation of its file (the fact cache or
+                    // `replay` found newer bytes since) says nothing the target's row does not:
+                    // it is left as it is there, and copied only where the target has none,
+                    // without an identity, so the target's next index reads the log.
                     let identity = ours.identity
                     let theirs = try StoredLog.fetch(db, path: path)
+                    if let theirs, !ours.isCurrent {
+                        known += 1
+                        continue
+                    }
                     if let theirs {
                         let same =
                             theirs.identity.stamp == identity.stamp && theirs.identity.tailHash == identity.tailHash

@@ -17,9 +17,11 @@ enum CatalogSchema {
     /// refer to that record (`file_id`) and keep the generation they were made at, valid while it
     /// is the record's (`LogFileRecord`). Before, each of the three kept identity columns of its
     /// own, and a log given a new modification time by a checkout was three updates. Identities
-    /// and content hashes are carried from `logs` (and from `facts` for a path `logs` does not
-    /// have); facts made from the bytes the record names are kept with their check results; step
-    /// tables, which `replay` makes again on first use, start empty.
+    /// and content hashes are carried from `logs`; from `facts` for a path `logs` does not have,
+    /// or whose row version 12 marked to be read again (size -1), the record then of generation 2
+    /// and the run's row of 1 (read again by the next `index`). Facts made from the bytes the
+    /// record names are kept with their check results; step tables, which `replay` makes again
+    /// on first use, start empty.
     static let version13 = """
         CREATE TABLE log_files (
             file_id INTEGER PRIMARY KEY,
@@ -37,6 +39,13 @@ enum CatalogSchema {
         INSERT INTO log_files (path, generation, size, mtime_ns, tail_offset, tail_end, tail_hash, content_hash)
             SELECT path, 1, size, mtime_ns, tail_offset, tail_end, tail_hash, content_hash FROM facts
             WHERE path NOT IN (SELECT path FROM log_files);
+        UPDATE log_files SET generation = 2, size = x.size, mtime_ns = x.mtime_ns, tail_offset = x.tail_offset, tail_end = x.tail_end,
+            tail_hash = x.tail_hash, content_hash = x.content_hash
+            FROM facts x WHERE x.path = log_files.path AND log_files.size = -1 AND x.size >= 0;
+        UPDATE log_files SET content_hash = x.content_hash
+            FROM facts x WHERE x.path = log_files.path AND log_files.content_hash IS NULL AND x.size = log_files.size
+                AND x.mtime_ns = log_files.mtime_ns AND x.tail_offset = log_files.tail_offset AND x.tail_end = log_files.tail_end
+                AND x.tail_hash = log_files.tail_hash;
         CREATE INDEX log_files_by_content ON log_files (content_hash) WHERE content_hash IS NOT NULL;
 
         ALTER TABLE logs ADD COLUMN file_id INTEGER REFERENCES log_files (file_id) ON DELETE CASCADE;
@@ -58,7 +67,7 @@ enum CatalogSchema {
             facts BLOB NOT NULL
         ) STRICT;
         INSERT INTO facts_by_file (file_id, generation, extractor_version, facts)
-            SELECT f.file_id, 1, x.extractor_version, x.facts FROM facts x JOIN log_files f ON f.path = x.path
+            SELECT f.file_id, f.generation, x.extractor_version, x.facts FROM facts x JOIN log_files f ON f.path = x.path
             WHERE f.size = x.size AND f.mtime_ns = x.mtime_ns AND f.tail_offset = x.tail_offset AND f.tail_end = x.tail_end
                 AND f.tail_hash = x.tail_hash;
         CREATE TABLE check_results_by_file (
@@ -69,7 +78,7 @@ enum CatalogSchema {
             PRIMARY KEY (file_id, case_key)
         ) STRICT, WITHOUT ROWID;
         INSERT INTO check_results_by_file (file_id, case_key, generation, result)
-            SELECT x.file_id, r.case_key, 1, r.result FROM check_results r JOIN log_files f ON f.path = r.path
+            SELECT x.file_id, r.case_key, x.generation, r.result FROM check_results r JOIN log_files f ON f.path = r.path
             JOIN facts_by_file x ON x.file_id = f.file_id;
         DROP TABLE check_results;
         DROP TABLE facts;

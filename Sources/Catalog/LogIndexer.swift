@@ -298,6 +298,10 @@ struct StoredLog: Sendable {
     /// The file's record (`log_files`).
     var file: LogFileRecord
 
+    /// Whether the row was read from the bytes its file's record names (its generation is the
+    /// record's).
+    var isCurrent: Bool { identity != Self.noIdentity }
+
     /// An identity no file has (size -1).
     static let noIdentity = LogFingerprint(stamp: FileStamp(size: -1, mtimeNs: 0), tailOffset: 0, tailEnd: 0, tailHash: "")
 
@@ -383,10 +387,13 @@ struct PreparedLog: Sendable {
     struct Basis: Hashable, Sendable {
         var id: Int64
         var identity: LogFingerprint
+        /// The file's record's generation: another reader that found newer bytes meanwhile (the
+        /// fact cache, `replay`) moved it on, and this older read must not start yet another.
+        var generation: Int
 
         init?(_ known: StoredLog?) {
             guard let known else { return nil }
-            (id, identity) = (known.id, known.identity)
+            (id, identity, generation) = (known.id, known.identity, known.file.generation)
         }
     }
 

@@ -40,8 +40,8 @@ public struct CatalogStepStore: StepRecordStore {
             let file = LogFileRecord(row, from: 0)
             guard row.int(8) == StepTable.format, file.matches(path, now: now) else { return }
             header = KeptSteps(
-                access: access, fileId: file.id, runId: row.text(9), stepCount: row.int(10), digestsChecked: row.int(11),
-                digestMismatches: row.int(12))
+                access: access, fileId: file.id, generation: file.generation, runId: row.text(9), stepCount: row.int(10),
+                digestsChecked: row.int(11), digestMismatches: row.int(12))
         }
         return header
     }
@@ -61,8 +61,13 @@ public struct CatalogStepStore: StepRecordStore {
     /// under the file's record; keeps nothing when the file no longer holds the bytes the table
     /// was made from.
     static func write(_ table: StepTable, path: String, fingerprint: LogFingerprint, in db: any SQLConnection) throws {
+        // With the content hash, a checkout's new stamp on the same bytes keeps the record's
+        // generation (and the run's row, facts and results made from them) rather than starting
+        // a new one; it costs a pass over the file beside the full replay that made the table.
+        let contentHash = LogFingerprint.contentHash(path, length: fingerprint.stamp.size)
         guard
-            let file = try LogFileRecord.claim(path: path, identity: fingerprint, contentHash: nil, authoritative: false, in: db)
+            let file = try LogFileRecord.claim(
+                path: path, identity: fingerprint, contentHash: contentHash, authoritative: false, in: db)
         else { return }
         try forget(fileId: file.id, in: db)
         try db.execute(
@@ -148,6 +153,9 @@ final class LazyCatalog: Sendable {
 struct KeptSteps: StepRecordSource {
     let access: Access
     let fileId: Int64
+    /// The generation of the bytes the table was made from: a table made again meanwhile (for
+    /// newer bytes) is not read row by row into this one.
+    let generation: Int
     let runId: String
     let stepCount: Int
     let digestsChecked: Int
@@ -156,7 +164,8 @@ struct KeptSteps: StepRecordSource {
     func record(at position: Int) throws -> StepRecord? {
         var found: StepRecord?
         try access.query(
-            "SELECT step, has_problem, record FROM steps WHERE file_id = ? AND ordinal = ?", [.integer(fileId), .integer(Int64(position))]
+            "SELECT step, has_problem, record FROM steps WHERE file_id = ? AND ordinal = ?\(Self.ofThisTable)",
+            [.integer(fileId), .integer(Int64(position)), .integer(fileId), .integer(Int64(generation))]
         ) {
             row in
             guard let json = row.blob(2).flatMap({ try? JSONParser.parse($0) }) else { return }
@@ -165,14 +174,18 @@ struct KeptSteps: StepRecordSource {
         return found
     }
 
+    /// The condition that the rows are still of this table (`step_logs` at its generation).
+    static let ofThisTable = " AND EXISTS (SELECT 1 FROM step_logs t WHERE t.file_id = ? AND t.generation = ?)"
+
     func position(ofStep step: Int) throws -> Int? {
         try access.int(
-            "SELECT ordinal FROM steps WHERE file_id = ? AND step = ? ORDER BY ordinal LIMIT 1", [.integer(fileId), .integer(Int64(step))])
+            "SELECT ordinal FROM steps WHERE file_id = ? AND step = ?\(Self.ofThisTable) ORDER BY ordinal LIMIT 1",
+            [.integer(fileId), .integer(Int64(step)), .integer(fileId), .integer(Int64(generation))])
     }
 
     func problem(after position: Int) throws -> Int? {
         try access.int(
-            "SELECT ordinal FROM steps WHERE file_id = ? AND ordinal > ? AND has_problem = 1 ORDER BY ordinal LIMIT 1",
-            [.integer(fileId), .integer(Int64(position))])
+            "SELECT ordinal FROM steps WHERE file_id = ? AND ordinal > ? AND has_problem = 1\(Self.ofThisTable) ORDER BY ordinal LIMIT 1",
+            [.integer(fileId), .integer(Int64(position)), .integer(fileId), .integer(Int64(generation))])
     }
 }

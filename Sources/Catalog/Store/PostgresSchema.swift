@@ -32,6 +32,13 @@ enum PostgresSchema {
         INSERT INTO log_files (path, generation, size, mtime_ns, tail_offset, tail_end, tail_hash, content_hash)
             SELECT path, 1, size, mtime_ns, tail_offset, tail_end, tail_hash, content_hash FROM facts
             WHERE path NOT IN (SELECT path FROM log_files);
+        UPDATE log_files SET generation = 2, size = x.size, mtime_ns = x.mtime_ns, tail_offset = x.tail_offset, tail_end = x.tail_end,
+            tail_hash = x.tail_hash, content_hash = x.content_hash
+            FROM facts x WHERE x.path = log_files.path AND log_files.size = -1 AND x.size >= 0;
+        UPDATE log_files SET content_hash = x.content_hash
+            FROM facts x WHERE x.path = log_files.path AND log_files.content_hash IS NULL AND x.size = log_files.size
+                AND x.mtime_ns = log_files.mtime_ns AND x.tail_offset = log_files.tail_offset AND x.tail_end = log_files.tail_end
+                AND x.tail_hash = log_files.tail_hash;
         CREATE INDEX log_files_by_content ON log_files (content_hash) WHERE content_hash IS NOT NULL;
 
         ALTER TABLE logs ADD COLUMN file_id BIGINT REFERENCES log_files (file_id) ON DELETE CASCADE;
@@ -49,7 +56,7 @@ enum PostgresSchema {
             facts BYTEA NOT NULL
         );
         INSERT INTO facts_by_file (file_id, generation, extractor_version, facts)
-            SELECT f.file_id, 1, x.extractor_version, x.facts FROM facts x JOIN log_files f ON f.path = x.path
+            SELECT f.file_id, f.generation, x.extractor_version, x.facts FROM facts x JOIN log_files f ON f.path = x.path
             WHERE f.size = x.size AND f.mtime_ns = x.mtime_ns AND f.tail_offset = x.tail_offset AND f.tail_end = x.tail_end
                 AND f.tail_hash = x.tail_hash;
         CREATE TABLE check_results_by_file (
@@ -60,7 +67,7 @@ enum PostgresSchema {
             PRIMARY KEY (file_id, case_key)
         );
         INSERT INTO check_results_by_file (file_id, case_key, generation, result)
-            SELECT x.file_id, r.case_key, 1, r.result FROM check_results r JOIN log_files f ON f.path = r.path
+            SELECT x.file_id, r.case_key, x.generation, r.result FROM check_results r JOIN log_files f ON f.path = r.path
             JOIN facts_by_file x ON x.file_id = f.file_id;
         DROP TABLE check_results;
         DROP TABLE facts;
