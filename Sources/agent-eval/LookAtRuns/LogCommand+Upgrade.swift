@@ -90,6 +90,11 @@ extension LogCommand {
             } catch {
                 throw diagnose(error)
             }
+            show(report)
+        }
+
+        /// Says what the upgrade wrote: a line (and a note about signatures left out), or JSON.
+        private func show(_ report: LogUpgrade.Report) {
             let saved = report.sourceBytes > 0 ? Double(report.sourceBytes - report.destinationBytes) / Double(report.sourceBytes) : 0
             if json {
                 var object = ObjectBuilder()

@@ -122,7 +122,20 @@ struct CollectCommand: AsyncParsableCommand {
         } catch {
             throw diagnose(error)
         }
-        let endpoint = "http://\(host.contains(":") ? "[\(host)]" : host):\(server.port)"
+        announce(endpoint: "http://\(host.contains(":") ? "[\(host)]" : host):\(server.port)")
+        // Settled traces are written as the collector runs; a signal ends the wait.
+        let json = self.json
+        let (settled, _) = try await withInterruption { await collection.collect { Self.show($0, json: json) } }
+        finished += settled
+        await server.stop()
+        let last = await collection.finishAll()
+        Self.show(last, json: json)
+        finished += last
+        if summarize(finished, received: receiver.received) > 0 { throw Exit.failure }
+    }
+
+    /// Says where the collector listens: a line and the environment variable to set, or JSON.
+    private func announce(endpoint: String) {
         if json {
             printJSON([
                 "event": "listening", "endpoint": .string(endpoint), "traces": .string(endpoint + "/v1/traces"), "out": .string(out),
@@ -132,17 +145,12 @@ struct CollectCommand: AsyncParsableCommand {
             printError("collecting OpenTelemetry traces at \(endpoint)/v1/traces (OTLP/HTTP) into \(displayPath(out)); Ctrl-C stops")
             printError("hint: OTEL_EXPORTER_OTLP_ENDPOINT=\(endpoint)")
         }
-        // Settled traces are written as the collector runs; a signal ends the wait.
-        let json = self.json
-        let (settled, _) = try await withInterruption { await collection.collect { Self.show($0, json: json) } }
-        finished += settled
-        await server.stop()
-        let last = await collection.finishAll()
-        Self.show(last, json: json)
-        finished += last
+    }
+
+    /// Says what the collector did once it stopped; returns the number of traces it could not write.
+    private func summarize(_ finished: [TraceCollector.Finished], received counts: TraceReceiver.Counts) -> Int {
         let written = finished.count { $0.log != nil }
         let failed = finished.count - written
-        let counts = receiver.received
         if json {
             printJSON([
                 "event": "stopped", "requests": .int(counts.requests), "spans": .int(counts.spans), "refused": .int(counts.refused),
@@ -155,7 +163,7 @@ struct CollectCommand: AsyncParsableCommand {
                     + (failed > 0 ? ", \(failed) failed" : ""))
         }
         fflush(nil)
-        if failed > 0 { throw Exit.failure }
+        return failed
     }
 
     /// Says which logs were written: a line each on standard error, or JSON Lines.
