@@ -17,6 +17,8 @@ public enum PythonEnvironment: String, Sendable, CaseIterable {
     case otel
     /// Google ADK, whose eval set models write the eval sets `case from-evalset` reads.
     case adk
+    /// pytest, which runs the pytest plugin's own tests (python/tests, through pytester).
+    case pytest
 
     public struct Unavailable: Error, CustomStringConvertible {
         public var description: String

@@ -28,6 +28,16 @@ public struct CheckReport: Sendable {
         public var details: [String] = []
         /// A folder's file that is none of the kinds agent-eval reads.
         public var isSkipped = false
+        /// For a case file that reads: its cases, in file order (what a test runner such as the
+        /// pytest plugin collects).
+        public var cases: [ListedCase] = []
+    }
+
+    /// A case as `check --json` lists it: its id, the line it starts on, its tags.
+    public struct ListedCase: Sendable, Hashable {
+        public var id: String
+        public var line: Int
+        public var tags: [String]
     }
 
     public private(set) var files: [File] = []
@@ -67,11 +77,14 @@ public struct CheckReport: Sendable {
         return line + ": " + parts.joined(separator: ", ")
     }
 
-    mutating func note(_ path: String, kind: ConfigFileKind?, summary: String?, details: [String] = []) {
+    mutating func note(
+        _ path: String, kind: ConfigFileKind?, summary: String?, details: [String] = [], cases: [ListedCase] = []
+    ) {
         let index = fileIndex(path)
         files[index].kind = kind
         files[index].summary = summary
         files[index].details = details
+        files[index].cases = cases
         files[index].isSkipped = kind == nil && summary != nil && files[index].problems.isEmpty
     }
 
@@ -103,6 +116,12 @@ public struct CheckReport: Sendable {
                 entry["path"] = .string(file.path)
                 entry["kind"] = file.kind.map { .string($0.rawValue) } ?? (file.isSkipped ? .string("skipped") : .null)
                 entry["summary"] = file.summary.map(JSONValue.string) ?? .null
+                if file.kind == .cases {
+                    entry["cases"] = .array(
+                        file.cases.map { listed in
+                            ["case_id": .string(listed.id), "line": .int(listed.line), "tags": .array(listed.tags.map(JSONValue.string))]
+                        })
+                }
                 entry["problems"] = .array(
                     file.problems.map { problem in
                         var item = JSONObject()

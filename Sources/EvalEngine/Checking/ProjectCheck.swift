@@ -143,7 +143,9 @@ public struct ProjectCheck: Sendable {
             case .cases:
                 do {
                     let cases = try EvalCaseFile.cases(in: root, path: path)
-                    report.note(path, kind: .cases, summary: cases.count == 1 ? "1 case" : "\(cases.count) cases")
+                    report.note(
+                        path, kind: .cases, summary: cases.count == 1 ? "1 case" : "\(cases.count) cases",
+                        cases: cases.map { CheckReport.ListedCase(id: $0.id, line: $0.location.line, tags: $0.tags) })
                     for evalCase in cases {
                         if let duplicate = EvalSuite.register(evalCase, in: &caseIds) {
                             problem(in: path, .error, duplicate)

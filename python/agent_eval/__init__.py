@@ -1,0 +1,76 @@
+"""agent-eval from Python: find the `agent-eval` binary and run it.
+
+The engine is the binary; this package never re-implements it. `find_bin()` looks where the
+binary can be (see its documentation), `run()` runs it and returns the finished process, and
+`python -m agent_eval ARGS` is `agent-eval ARGS`. The pytest plugin (`agent_eval.pytest_plugin`)
+collects case files as tests.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+
+__all__ = ["AgentEvalNotFound", "find_bin", "run"]
+
+BINARY = "agent-eval"
+
+
+class AgentEvalNotFound(RuntimeError):
+    """The `agent-eval` binary is nowhere this package looks."""
+
+
+def _candidates():
+    """Where the binary can be, in the order looked at."""
+    named = os.environ.get("AGENT_EVAL_BIN")
+    if named:
+        yield named
+    # The scripts folder of this interpreter's install (a virtual environment, --prefix), then
+    # of a --user install.
+    yield os.path.join(sysconfig.get_path("scripts"), BINARY)
+    user_scheme = {"nt": "nt_user", "posix": "posix_user"}.get(os.name)
+    if user_scheme in sysconfig.get_scheme_names():
+        yield os.path.join(sysconfig.get_path("scripts", scheme=user_scheme), BINARY)
+    # A --target install puts scripts in TARGET/bin beside the package's folder.
+    yield os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bin", BINARY)
+    found = shutil.which(BINARY)
+    if found:
+        yield found
+
+
+def find_bin():
+    """The path of the `agent-eval` binary: `$AGENT_EVAL_BIN` when set (and then only it), else
+    the first executable among this interpreter's scripts folder, the user scripts folder, a
+    --target install's `bin` and `PATH`. Raises `AgentEvalNotFound` saying where it looked."""
+    looked = []
+    for candidate in _candidates():
+        looked.append(candidate)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+        if candidate == os.environ.get("AGENT_EVAL_BIN"):
+            raise AgentEvalNotFound(
+                "AGENT_EVAL_BIN is %s, which is not an executable file; point it at the agent-eval binary" % candidate)
+    raise AgentEvalNotFound(
+        "agent-eval is not installed where this Python looks (%s); install it (scripts/install in its repository) "
+        "or set AGENT_EVAL_BIN to the binary" % ", ".join(looked))
+
+
+def run(arguments, **options):
+    """Runs `agent-eval ARGUMENTS` and returns the `subprocess.CompletedProcess` (text output
+    captured unless `capture_output=False` is given). The exit status is the binary's: 0 passed,
+    1 failed, 2 could not run (docs/eval-results.md)."""
+    options.setdefault("capture_output", True)
+    options.setdefault("text", True)
+    return subprocess.run([find_bin()] + list(arguments), check=False, **options)
+
+
+def main(arguments=None):
+    """`python -m agent_eval ARGS`: becomes `agent-eval ARGS` (the same process, its exit status)."""
+    arguments = sys.argv[1:] if arguments is None else arguments
+    try:
+        binary = find_bin()
+    except AgentEvalNotFound as error:
+        sys.stderr.write("error: %s\n" % error)
+        return 2
+    os.execv(binary, [binary] + list(arguments))

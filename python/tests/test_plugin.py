@@ -1,0 +1,106 @@
+"""The pytest plugin, driven through pytester against the real agent-eval binary
+($AGENT_EVAL_BIN) and the repository's fixture logs. Run by the Swift test PytestPluginTests,
+or by hand: AGENT_EVAL_BIN=.build/debug/agent-eval PYTHONPATH=python pytest python/tests -p pytester
+"""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+REPOSITORY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SAMPLE = os.path.join(REPOSITORY, "Fixtures", "samples", "support-sample.jsonl.gz")
+PLUGIN = ["-p", "agent_eval.pytest_plugin", "-p", "no:cacheprovider", "--agent-eval-arg=--no-catalog"]
+
+
+def case(case_id, expected, logs=SAMPLE, extra=""):
+    return "caseId: %s\nlogs: %s\n%sexpected:\n%s\n" % (case_id, logs, extra, expected)
+
+
+@pytest.fixture(autouse=True)
+def binary():
+    path = os.environ.get("AGENT_EVAL_BIN")
+    if not path or not os.access(path, os.X_OK):
+        pytest.fail("AGENT_EVAL_BIN must name the agent-eval binary these tests drive (it is %r)" % path)
+    return path
+
+
+def test_cases_are_collected_as_items_and_outcomes_map(pytester):
+    pytester.makefile(
+        ".yaml",
+        support="---\n".join([
+            "- " + case("refunds", "  toolsCalled: [lookup_order, refund_order]").replace("\n", "\n  ").rstrip() + "\n",
+        ]),
+    )
+    pytester.makefile(".yaml", never=case("never-refunds", "  toolsNotCalled: [refund_order]"))
+    result = pytester.runpytest(*PLUGIN, "-v")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([
+        "*never.yaml::never-refunds FAILED*",
+        "*support.yaml::refunds PASSED*",
+        "*never-refunds: fail*",
+        "*✘ toolsNotCalled: expected refund_order*",
+        "*look: agent-eval replay *support-sample.jsonl.gz --step *",
+    ])
+
+
+def test_a_case_that_could_not_run_is_an_error_not_a_failure(pytester):
+    missing = os.path.join(str(pytester.path), "gone.jsonl.gz")
+    # A log that is there when the cases are listed and gone when they run.
+    with open(missing, "wb") as copy, open(SAMPLE, "rb") as source:
+        copy.write(source.read())
+    pytester.makefile(".yaml", gone=case("log-gone", "  toolsCalled: [lookup_order]", logs=missing))
+    pytester.makeconftest(
+        "import os\n"
+        "def pytest_collection_finish(session):\n"
+        "    os.remove(%r)\n" % missing)
+    result = pytester.runpytest(*PLUGIN)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*log-gone*"])
+
+
+def test_a_quarantined_failing_case_is_an_expected_failure(pytester):
+    pytester.makefile(
+        ".yaml",
+        held=case(
+            "held", "  toolsNotCalled: [refund_order]",
+            extra="quarantine:\n  owner: ana@example.com\n  reason: the refund flow is being rebuilt\n  until: 2099-01-01\n"),
+    )
+    result = pytester.runpytest(*PLUGIN, "-rx")
+    result.assert_outcomes(xfailed=1)
+    result.stdout.fnmatch_lines(["*quarantined: the refund flow is being rebuilt*"])
+
+
+def test_a_case_file_that_does_not_read_is_one_failure_naming_file_and_line(pytester):
+    pytester.makefile(".yaml", bad="caseId: bad\nlogs: %s\nexpected:\n  toolsCaled: [lookup_order]\n" % SAMPLE)
+    result = pytester.runpytest(*PLUGIN)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*bad.yaml:4:*toolsCaled*", "*toolsCalled*"])
+
+
+def test_k_selects_cases_by_id_and_junit_xml_names_them(pytester):
+    pytester.makefile(".yaml", one=case("first-case", "  toolsCalled: [lookup_order]"))
+    pytester.makefile(".yaml", two=case("second-case", "  toolsCalled: [lookup_order]"))
+    result = pytester.runpytest(*PLUGIN, "-k", "second", "--junitxml", "out.xml")
+    result.assert_outcomes(passed=1, deselected=1)
+    xml = (pytester.path / "out.xml").read_text()
+    assert 'name="second-case"' in xml and "first-case" not in xml
+
+
+def test_python_m_agent_eval_is_the_binary():
+    process = subprocess.run(
+        [sys.executable, "-m", "agent_eval", "--version"], capture_output=True, text=True, check=False)
+    direct = subprocess.run([os.environ["AGENT_EVAL_BIN"], "--version"], capture_output=True, text=True, check=False)
+    assert process.returncode == 0, process.stderr
+    assert process.stdout == direct.stdout
+
+
+def test_find_bin_says_where_it_looked_when_agent_eval_bin_is_wrong(monkeypatch):
+    import agent_eval
+
+    monkeypatch.setenv("AGENT_EVAL_BIN", "/nonexistent/agent-eval")
+    with pytest.raises(agent_eval.AgentEvalNotFound, match="AGENT_EVAL_BIN is /nonexistent/agent-eval"):
+        agent_eval.find_bin()
