@@ -66,10 +66,20 @@ public struct JSONWriter: Sendable {
         return String(decoding: writer.bytes, as: UTF8.self)
     }
 
+    /// A line of spaces that pretty-printing copies its indentation from.
+    private static let spaces = [UInt8](repeating: UInt8(ascii: " "), count: 64)
+
     private mutating func writePretty(_ value: JSONValue, indent: Int) {
         func newline(_ level: Int) {
             bytes.append(0x0A)
-            bytes.append(contentsOf: repeatElement(UInt8(ascii: " "), count: level * 2))
+            // Copied from a line of spaces, a few bytes at a time: appending a repeated element
+            // went byte by byte (in a debug build, most of writing a 50,000-case report).
+            var left = level * 2
+            while left > 0 {
+                let count = min(left, Self.spaces.count)
+                bytes.append(contentsOf: Self.spaces[..<count])
+                left -= count
+            }
         }
         switch value {
         case .array(let elements) where !elements.isEmpty:

@@ -245,6 +245,13 @@ struct GateTests {
         #expect(report.consoleLines(for: report.results[0]).first?.hasPrefix("✘ q") == true)
         // A harness error is one whether or not the case is quarantined.
         #expect(EvalReport(results: [Self.live("q", [.error], quarantine: held)]).exitStatus == 2)
+        // The counts come from the few members that decide them, and agree with the whole entries.
+        let mixed = EvalReport(results: [
+            Self.live("ok", [.pass]), Self.live("bad", [.fail]), Self.live("flaky", [.pass, .fail]), Self.live("err", [.error]),
+            Self.live("q", [.fail, .fail], quarantine: held),
+        ])
+        let whole = ReportCounts(entries: mixed.json["cases"]?.arrayValue ?? [], compared: mixed.hasBaseline)
+        #expect(mixed.counts == whole)
     }
 
     /// Reports of every kind of suite, under every --fail-on.

@@ -104,7 +104,7 @@ struct PipelineExpectationKind: Sendable {
 
     /// A list of task (or breaker) names, one check per name (or one for the whole list).
     static func names(
-        _ key: String, _ path: WritableKeyPath<PipelineExpectations, [String]> & Sendable, countsOne: Bool = false,
+        _ key: String, _ path: any WritableKeyPath<PipelineExpectations, [String]> & Sendable, countsOne: Bool = false,
         check: @escaping Checker
     ) -> PipelineExpectationKind {
         PipelineExpectationKind(

@@ -44,7 +44,21 @@ public struct EvalReport: Sendable {
     public var exitStatus: Int32 { interruptedBy.map { 128 + $0 } ?? counts.exitStatus(failOn: failOn) }
 
     /// The gate's counts, from the report's own case entries (`ReportCounts`).
-    public var counts: ReportCounts { ReportCounts(entries: results.map(caseJSON), compared: hasBaseline) }
+    /// Made from the members of each case's entry that `ReportCounts` reads (`countedEntry`), not
+    /// the whole entries with every run: the exit status, the summary line and the page's title
+    /// each ask for the counts, and building 50,000 cases' entries each time kept an interrupted
+    /// `run` of that many cases busy for seconds after the signal.
+    public var counts: ReportCounts { ReportCounts(entries: results.map(countedEntry), compared: hasBaseline) }
+
+    /// The members of a case's entry (`caseJSON`) that decide the counts: its outcome, its
+    /// quarantine and its baseline status.
+    func countedEntry(_ result: CaseResult) -> JSONValue {
+        var object = ObjectBuilder()
+        object.set("outcome", Self.outcome(result))
+        object.set("quarantine", result.evalCase.quarantine?.json)
+        if let comparison = comparisons[result.id] { object.set("baseline", ["status": .string(comparison.status.rawValue)] as JSONValue) }
+        return object.json
+    }
 
     /// `agent-eval replay <log> --step N`: the command to look at a failure.
     public static func replayCommand(log: String, step: Int?) -> String {
