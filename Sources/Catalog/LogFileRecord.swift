@@ -83,7 +83,9 @@ struct LogFileRecord: Sendable, Hashable {
             record = try fetch(db, path: path)
         }
         guard var record else {
-            throw CatalogError(.queryFailed, "the catalog has no record of \(path) though it refused a new one")
+            throw CatalogError(
+                .queryFailed, "the catalog refused a record of \(path) as one it has, then had none",
+                hint: "another process may be rebuilding the catalog; run the command again, or agent-eval catalog rebuild")
         }
         let sameBytes =
             record.identity == identity

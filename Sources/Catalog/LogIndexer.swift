@@ -690,7 +690,11 @@ struct LogRow: Sendable {
         guard
             let file = try LogFileRecord.claim(
                 path: path, identity: identity, contentHash: contentHash, known: known, authoritative: true, in: db)
-        else { throw CatalogError(.queryFailed, "the catalog kept no record of \(path)") }
+        else {
+            // An authoritative claim always gives a record; this is the store failing to keep one.
+            throw CatalogError(
+                .queryFailed, "the catalog kept no record of \(path)", hint: "run the command again, or agent-eval catalog rebuild")
+        }
         return file
     }
 
