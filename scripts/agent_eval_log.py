@@ -135,6 +135,12 @@ _RESULT = {
     "stderr": 1, "duration_us": 1,
 }
 _STOP = {"reason": 1, "limit": 1, "answer": 1, "error": 1}
+_USER_TURN = {
+    "turn": 1, "text": 1, "source": 1, "ends": 1, "line": 1, "model": lambda v: _pick(v, {"provider": 1, "name": 1}),
+    "usage": lambda v: _pick(v, {"input": 1, "output": 1}), "cost_usd": 1, "latency_us": 1,
+}
+CONVERSATION_VERSION = 4  # user_turn and a conversation's endings (section 6)
+CONVERSATION_ENDINGS = {"user_stop", "user_transfer", "user_out_of_scope", "agent_stop", "max_turns"}
 _EDIT = {"kind": 1, "call_id": 1, "step": 1, "tool": 1, "text": 1, "value": "keep-null"}
 _FORKED = {
     "parent_run_id": 1, "parent_head": 1, "step": 1, "parent_log": 1, "edits": lambda v: [_pick(e, _EDIT) for e in v],
@@ -167,6 +173,7 @@ class RunState:
         self.forked = None
         self.unknown_event_count = 0
         self.anomalies = []
+        self.user_turns = []
 
     def _note(self, seq, kind, message):
         self.anomalies.append({"seq": seq, "message": "event %d (%s): %s" % (seq, kind, message)})
@@ -191,6 +198,8 @@ class RunState:
 
     def fold(self, event):
         seq, kind, data, step = event["seq"], event["kind"], event["data"], event["step"]
+        # A user_turn is known from version 4 on; an older line naming it is an unknown kind.
+        is_user_turn = kind == "user_turn" and event.get("v", 1) >= CONVERSATION_VERSION
         self.event_count += 1
         if self.run_id is None:
             self.run_id = event["run"]
@@ -202,7 +211,7 @@ class RunState:
             if kind == "approval_recorded" and self.stop.get("reason") == "approval_required":
                 self.stop = None
                 self.resume_count += 1
-            elif kind in KNOWN_KINDS:
+            elif kind in KNOWN_KINDS or is_user_turn:
                 self._note(seq, kind, "%s after the run stopped" % kind)
         if kind == "run_started":
             if self.start is not None:
@@ -276,6 +285,8 @@ class RunState:
             self.contents.append({"hash": data["hash"], "media_type": data["media_type"], "byte_count": size})
         elif kind == "run_stopped":
             self.stop = _pick(data, _STOP)
+        elif is_user_turn:
+            self.user_turns.append({"step": step, "seq": seq, "turn": _pick(data, _USER_TURN)})
         elif kind == "run_forked":
             self.forked = _pick(data, _FORKED, {"edits": []})
             for edit in data.get("edits") or []:
@@ -321,6 +332,8 @@ class RunState:
             value = getattr(self, name)
             if value is not None:
                 state[name] = value
+        if self.user_turns:  # only a conversation has the member (A.1)
+            state["user_turns"] = self.user_turns
         return state
 
     def digest(self):
@@ -328,7 +341,9 @@ class RunState:
         view = self.json()
         if "start" in view:
             view["start"] = "sha256:" + sha256_hex(canonical(view["start"]).encode("utf-8"))
-        for name in ["decisions", "calls", "contents", "anomalies"]:
+        for name in ["decisions", "calls", "contents", "anomalies", "user_turns"]:
+            if name not in view:
+                continue
             chain = GENESIS
             for element in view[name]:
                 chain = sha256_hex((chain + "\n").encode("utf-8") + canonical(element).encode("utf-8"))
@@ -401,9 +416,14 @@ class LogWriter:
             time_us = int(time.time() * 1_000_000)
         if self.version == 3 and kind == "run_stopped" and self._deflate is not None:
             self._close_member()  # the stop begins a member whose link covers every event before it
+        # A conversation's user turn and ending are version 4 lines of a version 3 log (section 6).
+        conversational = kind == "user_turn" or (kind == "run_stopped" and data.get("reason") in CONVERSATION_ENDINGS)
+        if conversational and self.version == 1:
+            raise ValueError("a conversation's %s needs a version 3 log (its line is version 4)" % kind)
+        line_version = CONVERSATION_VERSION if conversational else self.version
         prev = self.prev if self.version == 1 or self._deflate is None else None
-        line = envelope_line(self.run_id, self.seq, step, time_us, kind, prev, data, self.version)
-        event = {"v": self.version, "run": self.run_id, "seq": self.seq, "step": step, "time_us": time_us, "kind": kind,
+        line = envelope_line(self.run_id, self.seq, step, time_us, kind, prev, data, line_version)
+        event = {"v": line_version, "run": self.run_id, "seq": self.seq, "step": step, "time_us": time_us, "kind": kind,
                  "prev": prev, "data": json.loads(line)["data"]}
         if self._deflate is None:
             self._open_member()
@@ -753,10 +773,10 @@ def verify(path):
             try:
                 event = json.loads(line.decode("utf-8"))
                 assert isinstance(event, dict)
-                assert event.get("v") in (1, 2, 3) or (_ for _ in ()).throw(ValueError("unsupported version"))
+                assert event.get("v") in (1, 2, 3, 4) or (_ for _ in ()).throw(ValueError("unsupported version"))
                 for name, kind in [("run", str), ("seq", int), ("step", int), ("time_us", int), ("kind", str), ("prev", str),
                                    ("data", dict)]:
-                    if name == "prev" and event.get("v") == 3 and "prev" not in event:
+                    if name == "prev" and event.get("v", 0) >= 3 and "prev" not in event:
                         continue  # a version 3 line carries prev only first in a member
                     if not isinstance(event.get(name), kind) or isinstance(event.get(name), bool):
                         raise ValueError("%s is missing or mistyped" % name)
@@ -769,7 +789,7 @@ def verify(path):
                 if log_version != 3:
                     prev = sha256_hex(line)
                 continue
-            line_version = 3 if event["v"] == 3 else 1
+            line_version = 3 if event["v"] >= 3 else 1
             log_version = log_version or line_version
             if line_version != log_version:
                 problems.append(_problem("invalid_event", "a version %d line in a log of another version" % event["v"], event["seq"], start))
@@ -830,7 +850,8 @@ def verify(path):
             # A tear cuts the next line short; it does not change it (section 5).
             version = "2" if partial[5:6] == b"2" else "1"  # a delta packet's line is version 2
             if log_version == 3 or (log_version is None and partial[5:6] == b"3"):
-                version = "3"
+                # A conversation's user turn or ending is a version 4 line of a version 3 log.
+                version = "4" if partial[5:6] == b"4" else "3"
             template = ('{"v":%s,"run":%s,"seq":%d,"step":' % (version, canonical(run_id), expected_seq)).encode("utf-8")
             if run_id is not None and not template.startswith(partial[:len(template)]):
                 problems.append(_problem("corrupt_member", "the partial line does not begin the next event", expected_seq, start))
@@ -838,7 +859,7 @@ def verify(path):
                 problems.append(_problem("corrupt_member", "the partial line is not the start of a JSON object", expected_seq, start))
             else:
                 # A version 3 line carries prev only first in a member.
-                marker = partial.find(b'"prev":"') if version != "3" or not lines else -1
+                marker = partial.find(b'"prev":"') if version in ("1", "2") or not lines else -1
                 written = partial[marker + 8:marker + 8 + 64].split(b'"')[0].decode("ascii", "replace") if marker >= 0 else ""
                 if marker >= 0 and not prev.startswith(written):
                     problems.append(_problem("corrupt_member", "the partial line links to another event", expected_seq, start))

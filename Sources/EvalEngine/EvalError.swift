@@ -65,6 +65,10 @@ public struct EvalError: Diagnostic, Hashable {
         /// A command case's agent asked the model something its cassette has no answer for: it
         /// changed (or the cassette is stale), and a replay cannot say what it would do next.
         case cassetteMiss = "cassette_miss"
+        /// A conversation's simulated user could not give a turn (an empty, malformed or refused
+        /// reply, its model failing, a script with nothing to say): the run shows the simulator,
+        /// not the agent (docs/conversations.md).
+        case simulatorFault = "simulator_fault"
         /// A command case's program could not be run through the recording gateway.
         case commandFailed = "command_failed"
         /// A file to bring over from another tool (an ADK eval set) cannot be read as one.

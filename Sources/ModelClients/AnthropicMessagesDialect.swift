@@ -20,6 +20,8 @@ struct AnthropicMessagesDialect: ProviderDialect {
             switch turn {
             case .user(let text):
                 messages.append(["role": "user", "content": [["type": "text", "text": .string(text)]]])
+            case .agent(let text):
+                messages.append(["role": "assistant", "content": [["type": "text", "text": .string(text)]]])
             case .calls(let observations):
                 let uses: [JSONValue] = observations.map { observation in
                     [

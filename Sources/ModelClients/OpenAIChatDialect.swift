@@ -19,6 +19,8 @@ struct OpenAIChatDialect: ProviderDialect {
             switch turn {
             case .user(let text):
                 messages.append(["role": "user", "content": .string(text)])
+            case .agent(let text):
+                messages.append(["role": "assistant", "content": .string(text)])
             case .calls(let observations):
                 let calls: [JSONValue] = observations.map { observation in
                     [

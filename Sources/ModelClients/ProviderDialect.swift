@@ -47,6 +47,8 @@ struct Conversation {
         case user(String)
         /// One step's calls with their observations, in proposal order.
         case calls([Observation])
+        /// What the agent said to the user, in a conversation.
+        case agent(String)
     }
 
     var system: String
@@ -54,21 +56,35 @@ struct Conversation {
 
     init(_ request: ModelRequest) {
         system = request.instructions
-        var opening = "Goal: \(request.packet.goal)"
+        var opening: String
+        var dialogue = request.dialogue[...]
+        if let first = dialogue.first, first.speaker == .user {
+            // A conversation opens with what the user said, not with a goal.
+            opening = first.text
+            dialogue = dialogue.dropFirst()
+        } else {
+            opening = "Goal: \(request.packet.goal)"
+        }
         if !request.packet.stateSummary.isEmpty { opening += "\n\nState: \(request.packet.stateSummary)" }
         for (title, items) in [("Evidence", request.packet.evidence), ("Memory", request.packet.memory)] where !items.isEmpty {
             opening += "\n\n\(title):" + items.map { "\n- \($0.id)" + ($0.summary.map { ": \($0)" } ?? "") }.joined()
         }
-        turns = [.user(opening)]
+        // Per step: the user's turn, then the step's calls, then what the agent said to the user.
+        var items: [(step: Int, rank: Int, order: Int, turn: Turn)] = []
+        for line in dialogue {
+            items.append((line.step, line.speaker == .user ? 0 : 2, items.count, line.speaker == .user ? .user(line.text) : .agent(line.text)))
+        }
         var group: [Observation] = []
         for observation in request.observations {
             if let first = group.first, first.step != observation.step {
-                turns.append(.calls(group))
+                items.append((first.step, 1, items.count, .calls(group)))
                 group = []
             }
             group.append(observation)
         }
-        if !group.isEmpty { turns.append(.calls(group)) }
+        if let first = group.first { items.append((first.step, 1, items.count, .calls(group))) }
+        items.sort { ($0.step, $0.rank, $0.order) < ($1.step, $1.rank, $1.order) }
+        turns = [.user(opening)] + items.map(\.turn)
         if let feedback = request.feedback { turns.append(.user(feedback)) }
     }
 

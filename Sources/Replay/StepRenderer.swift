@@ -126,6 +126,13 @@ public struct StepRenderer: Sendable {
             if let hash = result.contentHash { lines.append("  output  stored as content \(hash)") }
             if let stderr = result.stderr, !stderr.isEmpty { lines.append("  stderr  \(short(stderr))") }
             return lines
+        case .userTurn(let turn):
+            var facts = ["turn \(turn.turn)", turn.source.rawValue]
+            if let usage = turn.usage { facts.append("\(usage.input)+\(usage.output) tokens (the user's)") }
+            var lines = ["user      " + facts.joined(separator: " · ")]
+            if !turn.text.isEmpty { lines.append("  says    \(short(turn.text))") }
+            if let ends = turn.ends { lines.append("  ends    the conversation: \(ends.rawValue)") }
+            return lines
         case .approvalRecorded(let approval):
             return [
                 "approval  \(approval.callId) \(approval.isGranted ? "granted" : "REFUSED")\(approval.approver.map { " by \($0)" } ?? "")"

@@ -109,9 +109,11 @@ struct EventChecker {
     /// whether the partial line is one (the torn member holds no complete line).
     func partialLineProblem(_ partial: UnsafeRawBufferPointer, isFirstInMember: Bool) -> String? {
         guard !partial.isEmpty else { return nil }
+        // In a log whose members link, a conversation's user turn or ending is a version 4 line.
+        let saysFour = partial.count > 5 && partial[5] == UInt8(ascii: "4")
         let version =
             chainsMembers || (format == nil && partial.count > 5 && partial[5] == UInt8(ascii: "3"))
-            ? "3" : partial.count > 5 && partial[5] == UInt8(ascii: "2") ? "2" : "1"
+            ? (saysFour ? "4" : "3") : partial.count > 5 && partial[5] == UInt8(ascii: "2") ? "2" : "1"
         var expected = Array("{\"v\":\(version),\"run\":".utf8)
         if let runId {
             expected += JSONWriter.encode(.string(runId))
@@ -127,10 +129,10 @@ struct EventChecker {
         }
         // A version 3 line but a member's first carries no `prev`: the envelope up to `step` is
         // all a tear can be held to.
-        guard version != "3" || isFirstInMember else { return nil }
+        guard version == "1" || version == "2" || isFirstInMember else { return nil }
         let marker = Array("\"prev\":\"".utf8)
         let bytes = Array(partial)
-        guard let lastHash = lastHash ?? (version == "3" ? ContentHash.genesis : nil),
+        guard let lastHash = lastHash ?? (version == "3" || version == "4" ? ContentHash.genesis : nil),
             let start = bytes.indices.first(where: { bytes[$0...].starts(with: marker) })
         else { return nil }
         let written = bytes[(start + marker.count)...].prefix(64).prefix { $0 != UInt8(ascii: "\"") }

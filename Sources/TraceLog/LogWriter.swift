@@ -274,6 +274,12 @@ public final class LogWriter {
                 .invalidEvent, "event seq \(nextSequence) would go back to step \(step) after step \(lastStep): steps never decrease",
                 path: path, sequence: nextSequence)
         }
+        if !linksMembers, payload.leastVersion >= Event.conversationVersion {
+            return LogError(
+                .invalidEvent,
+                "event seq \(nextSequence) (\(payload.kind)) belongs to a conversation, which only a version 3 log can hold (its line is version 4)",
+                path: path, sequence: nextSequence, hint: "write the log as version 3 (drop log_version: 1 or 2)")
+        }
         if let (fieldPath, value) = payload.malformedHash {
             return LogError(
                 .invalidEvent,

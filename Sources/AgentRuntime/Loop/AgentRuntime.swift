@@ -22,6 +22,9 @@ public struct AgentRuntime: Sendable {
     /// Given each log this runtime closes, after `run` or `resume` returns its outcome (the CLI's
     /// `exec`: index it in the catalog, send its trace to a collector); nil for nothing.
     public var finishedLogs: (any FinishedLogSink)?
+    /// The conversation this runtime's runs are (`converse`), whose user a resumed or forked
+    /// conversation goes on with; nil for runs on one input.
+    public var conversation: Conversation?
     /// How this runtime's logs are written.
     public var logOptions: LogWriter.Options {
         LogWriter.Options(
@@ -75,8 +78,29 @@ public struct AgentRuntime: Sendable {
         }
     }
 
+    /// Runs the agent in a conversation with `conversation.user`, writing a new log at `path`:
+    /// the user's first turn is the run's goal, each answer of the agent goes to the user, and
+    /// each user turn is recorded (`user_turn`) and answered in the same run, until the user
+    /// ends it, the agent stops, `maxTurns` is reached, or a limit or the policy stops the run.
+    public func converse(
+        _ conversation: Conversation, log path: String, runId: String? = nil, actor: String? = nil, route: String? = nil
+    ) async throws(RuntimeError) -> RunOutcome {
+        var runtime = self
+        runtime.conversation = conversation
+        guard agent.logFormatVersion >= Event.memberChainVersion else {
+            throw RuntimeError(
+                .log, "a conversation's log is version 3 with version 4 lines, and this agent writes version \(agent.logFormatVersion)",
+                path: path, hint: "drop log_version from the agent file")
+        }
+        let outcome = try await runtime.withToolServers { runtime throws(RuntimeError) in
+            try await runtime.runConnected(goal: nil, log: path, runId: runId, actor: actor, route: route)
+        }
+        await finishedLogs?.logsFinished([outcome.logPath])
+        return outcome
+    }
+
     func runConnected(
-        goal: String, log path: String, runId: String?, actor: String?, route: String?
+        goal: String?, log path: String, runId: String?, actor: String?, route: String?
     ) async throws(RuntimeError) -> RunOutcome {
         let id = runId ?? environment.makeRunId()
         let writer: LogWriter
@@ -90,10 +114,14 @@ public struct AgentRuntime: Sendable {
         let session = RunSession(
             agent: agent, environment: environment,
             recorder: RunRecorder(writer: writer, clock: environment.now, observe: environment.eventObserver),
-            contents: [:])
+            contents: [:], conversation: goal == nil ? conversation : nil)
         return try await Self.onLoopThread { () async throws(RuntimeError) -> RunOutcome in
             try await session.drive(path: path) {
-                try session.start(goal: goal, actor: actor ?? agent.actor, route: route ?? agent.route)
+                if let goal {
+                    try session.start(goal: goal, actor: actor ?? agent.actor, route: route ?? agent.route)
+                } else if let conversation = session.conversation {
+                    try await session.startConversation(conversation, actor: actor ?? agent.actor, route: route ?? agent.route)
+                }
                 try await session.loop()
             }
         }
@@ -149,10 +177,15 @@ public struct AgentRuntime: Sendable {
                 .undecidedCalls, "calls waiting for approval were not decided: \(missing.joined(separator: ", "))", path: path,
                 hint: "give an approval or a refusal for each waiting call")
         }
+        guard !state.isConversation || conversation != nil else {
+            throw RuntimeError(
+                .cannotResume, "the run is a conversation, and this runtime has no user to go on with", path: path,
+                hint: "resume it with its case (agent-eval run), which gives the user")
+        }
         let session = RunSession(
             agent: agent, environment: environment,
             recorder: RunRecorder(writer: writer, state: state, clock: environment.now, observe: environment.eventObserver),
-            contents: contents)
+            contents: contents, conversation: state.isConversation ? conversation : nil)
         return try await Self.onLoopThread { () async throws(RuntimeError) -> RunOutcome in
             try await session.drive(path: path) {
                 try await session.resume(approvals: approvals)
@@ -199,7 +232,9 @@ public struct AgentRuntime: Sendable {
         } catch {
             throw RuntimeError(.log, "cannot write the fork's log: \(error)", path: path)
         }
-        let session = RunSession(agent: agent, environment: environment, recorder: recorder, contents: contents)
+        let isConversation = prefix.contains { if case .userTurn = $0.payload { true } else { false } }
+        let session = RunSession(
+            agent: agent, environment: environment, recorder: recorder, contents: contents, conversation: isConversation ? conversation : nil)
         return try await Self.onLoopThread { () async throws(RuntimeError) -> RunOutcome in
             try await session.drive(path: path) {
                 try recorder.record(.runForked(forked))

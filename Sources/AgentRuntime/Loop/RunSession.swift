@@ -19,9 +19,15 @@ final class RunSession {
     let sessionTime: @Sendable () -> Duration
     var promptHash: String?
     var contextCache = ContextBuilder.Cache()
+    /// The conversation this run is, with the user who speaks in it; nil for a run on one input.
+    let conversation: Conversation?
 
-    init(agent: Agent, environment: RuntimeEnvironment, recorder: RunRecorder, contents: [String: [UInt8]]) {
+    init(
+        agent: Agent, environment: RuntimeEnvironment, recorder: RunRecorder, contents: [String: [UInt8]],
+        conversation: Conversation? = nil
+    ) {
         self.agent = agent
+        self.conversation = conversation
         self.environment = environment
         self.recorder = recorder
         self.contents = contents
@@ -82,7 +88,7 @@ final class RunSession {
         return RunOutcome(logPath: path, state: state)
     }
 
-    func start(goal: String, actor: String?, route: String?) throws {
+    func start(goal: String, actor: String?, route: String?, firstTurn: UserTurn? = nil) throws {
         try recorder.record(
             .runStarted(
                 RunStarted(
@@ -90,7 +96,64 @@ final class RunSession {
                     tools: agent.tools.specs, limits: agent.limits, actor: actor, route: route,
                     toolServers: agent.toolServerIdentities)))
         try storeInstructions()
+        if let firstTurn { try recorder.record(.userTurn(firstTurn)) }
         try recorder.endStep()
+    }
+
+    /// Starts a conversation: the user's first turn is the run's goal, and is recorded as turn 1
+    /// at step 0. A user that cannot open it ends the run there, as a simulator fault.
+    func startConversation(_ conversation: Conversation, actor: String?, route: String?) async throws {
+        let opening: UserReply
+        do {
+            opening = try await userReply(conversation, turn: 1)
+            if let ending = opening.ending {
+                throw SimulatorFault("the user ended the conversation (\(ending.rawValue)) in its first turn, before the agent answered anything")
+            }
+        } catch let fault as SimulatorFault {
+            try start(goal: "", actor: actor, route: route)
+            try stop(.blocked, error: "\(RunStopped.simulatorFaultPrefix) \(fault.message)")
+            return
+        }
+        try start(goal: opening.text, actor: actor, route: route, firstTurn: opening.event(turn: 1))
+    }
+
+    /// The user's turn `turn`, within what is left of the run's time. Cancelled from outside:
+    /// throws `CancellationError`; a user that cannot answer in time is a simulator fault.
+    func userReply(_ conversation: Conversation, turn: Int) async throws -> UserReply {
+        let user = conversation.user
+        let state = self.state
+        guard let reply = try await withinRunTime({ try await user.reply(turn: turn, after: state) }) else {
+            throw SimulatorFault("the user was still answering turn \(turn) when the run's time ran out: \(limitMessage(.timeout))")
+        }
+        return reply
+    }
+
+    /// After the agent said `text` to the user (an answer, or a question): the user's next turn,
+    /// or the conversation's end — `max_turns`, the user's stop, or a simulator fault.
+    func converse(_ conversation: Conversation, afterAgentSaid text: String) async throws {
+        let turns = state.userTurns.count
+        guard turns < conversation.maxTurns else {
+            try stop(
+                .maxTurns, answer: text,
+                error: "the conversation reached its \(conversation.maxTurns) user turns (maxTurns) with the user not done")
+            return
+        }
+        let reply: UserReply
+        do {
+            reply = try await userReply(conversation, turn: turns + 1)
+        } catch let fault as SimulatorFault {
+            try stop(.blocked, answer: text, error: "\(RunStopped.simulatorFaultPrefix) \(fault.message)")
+            return
+        } catch {
+            if error is CancellationError || Task.isCancelled {
+                try stop(.blocked, error: interruption)
+                return
+            }
+            try stop(.blocked, answer: text, error: "\(RunStopped.simulatorFaultPrefix) the user failed at turn \(turns + 1): \(error)")
+            return
+        }
+        try recorder.record(.userTurn(reply.event(turn: turns + 1)))
+        if let ending = reply.ending { try stop(ending.stopReason, answer: text) }
     }
 
     /// Stores the agent's instructions once, for the packets' `prompt_hash` to name (a fork
@@ -143,13 +206,16 @@ final class RunSession {
     /// own per-attempt limits).
     func modelReply(to request: ModelRequest, observing streamed: (@Sendable (String) -> Void)?) async throws -> ModelReply? {
         let model = agent.model
-        let ask = { @Sendable () async throws -> ModelReply in
-            try await ModelTextObserver.with(streamed) { try await model.reply(to: request) }
-        }
+        return try await withinRunTime { try await ModelTextObserver.with(streamed) { try await model.reply(to: request) } }
+    }
+
+    /// What `ask` gives, within what is left of the run's `timeout_ms`; nil when the time ran
+    /// out first. Without a timeout, `ask` takes its own time.
+    func withinRunTime<T: Sendable>(_ ask: @escaping @Sendable () async throws -> T) async throws -> T? {
         guard let timeoutMs = (state.start?.limits ?? agent.limits).timeoutMs else { return try await ask() }
         let left = max(.zero, .milliseconds(timeoutMs) - .microseconds(priorActiveUs) - sessionTime())
         let (result, timedOut) = await Deadline.run(within: left, on: environment.clock) {
-            () async -> Result<ModelReply, any Error> in
+            () async -> Result<T, any Error> in
             do {
                 return .success(try await ask())
             } catch {
@@ -186,6 +252,7 @@ final class RunSession {
                 instructions: agent.instructions, packet: built.packet, tools: built.disclosedTools, observations: built.observations,
                 feedback: feedback, decisionIndex: state.decisions.count, step: recorder.step)
             request.runId = state.runId ?? ""
+            if conversation != nil { request.dialogue = state.dialogue }
             let elapsed = environment.stopwatch()
             let reply: ModelReply
             do {
@@ -243,6 +310,13 @@ final class RunSession {
         }
 
         switch decision {
+        case .answer(let text) where conversation != nil, .askHuman(let text) where conversation != nil:
+            // In a conversation, what the agent says (or asks) goes to the user, who answers.
+            try recorder.endStep()
+            if let conversation { try await converse(conversation, afterAgentSaid: text) }
+        case .stop(let reason) where conversation != nil:
+            try recorder.endStep()
+            try stop(.agentStop, error: "the agent ended the conversation: \(reason)")
         case .answer(let answer):
             try recorder.endStep()
             try stop(.success, answer: answer)

@@ -17,6 +17,9 @@ public struct ModelRequest: Sendable {
     /// The run the request is for (empty outside a run, as for a judge): what a scripted rule's
     /// `chance` draws from, so each run draws anew and one run always draws the same.
     public var runId = ""
+    /// A conversation's messages so far (`RunState.dialogue`), oldest first; empty for a run that
+    /// is no conversation. Providers' requests interleave them with the calls by step.
+    public var dialogue: [DialogueLine] = []
 
     public init(
         instructions: String, packet: ContextBuilt, tools: [ToolSpec], observations: [Observation], feedback: String?,
@@ -31,8 +34,16 @@ public struct ModelRequest: Sendable {
         self.step = step
     }
 
-    /// The newest observation, which scripted rules look at.
-    public var lastObservation: Observation? { observations.last }
+    /// The newest observation, which scripted rules look at: in a conversation, only one made
+    /// since the user last spoke (a call of an earlier turn is no news to this one).
+    public var lastObservation: Observation? {
+        guard let last = observations.last else { return nil }
+        if let spoke = dialogue.last(where: { $0.speaker == .user })?.step, last.step < spoke { return nil }
+        return last
+    }
+
+    /// What the user said last: the newest user line of a conversation, or the goal.
+    public var lastUserText: String { dialogue.last(where: { $0.speaker == .user })?.text ?? packet.goal }
 }
 
 /// The result of one tool call as the model sees it.

@@ -17,6 +17,8 @@ public import TraceCore
 ///     reply: {tool_calls: [{name: search, arguments: {query: retry}}]}
 ///   - when: {goal_matches: "refund"}      # the goal (for a judge: the text it grades)
 ///     reply: {answer: "Refunded."}
+///   - when: {user_said: "yes"}           # what the user said last (a conversation's newest turn)
+///     reply: {tool_calls: [{name: refund_order, arguments: {order_id: A-1042}}]}
 ///   - when: {chance: 0.3}                 # matches 3 times in 10, drawn per run and decision
 ///     reply: {answer: "I could not find it."}
 ///   - reply: {answer: "Done."}           # no `when`: always matches
@@ -44,6 +46,9 @@ public struct ScriptedModel: ModelClient {
         /// A regular expression matched against the request's goal (the run's input; for a
         /// judge, the text it is asked to grade).
         public var goalMatches: String?
+        /// A regular expression matched against what the user said last (in a conversation, the
+        /// newest user turn; otherwise the goal).
+        public var userSaid: String?
         /// The rule matches (when its other conditions hold) with this probability, drawn per
         /// run and decision (0 < chance < 1).
         public var chance: Double?
@@ -67,6 +72,7 @@ public struct ScriptedModel: ModelClient {
             if let chance, Self.draw(runId: request.runId, decision: request.decisionIndex, rule: index) >= chance { return false }
             if let afterRejection, (request.feedback != nil) != afterRejection { return false }
             if let goalMatches, (try? LinearRegex(goalMatches))?.matches(request.packet.goal) != true { return false }
+            if let userSaid, (try? LinearRegex(userSaid))?.matches(request.lastUserText) != true { return false }
             if lastTool == nil && lastStatus == nil && lastObservationMatches == nil { return true }
             guard let last = request.lastObservation else { return false }
             if let lastTool, !lastTool.matches(last.tool) { return false }
@@ -238,6 +244,7 @@ extension ScriptedModel {
             rule.goalMatches = try condition.optional("goal_matches").map { node throws(ConfigError) in
                 try node.regex("goal_matches")
             }
+            rule.userSaid = try condition.optional("user_said").map { node throws(ConfigError) in try node.regex("user_said") }
             rule.afterRejection = try condition.optional("after_rejection")?.bool("after_rejection")
             if let chanceNode = condition.optional("chance") {
                 let chance = try chanceNode.double("chance")

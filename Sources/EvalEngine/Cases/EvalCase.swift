@@ -54,6 +54,9 @@ public struct EvalCase: Sendable {
     /// The quarantine entry that covers the case (`quarantine:` in its file, or the project's
     /// quarantine file): its failures are reported and do not fail the gate until `until`.
     public var quarantine: QuarantineEntry?
+    /// A conversation case's simulated user (`user:`): its live runs are conversations, which
+    /// the user opens instead of an `input`; nil for a case on one input.
+    public var user: CaseUserSpec?
     /// The case as written, for pointing errors found later (a tool the agent lacks, a log that
     /// is not there) at the line that names it.
     public var node: ConfigNode?
@@ -119,6 +122,11 @@ public struct EvalCase: Sendable {
         if case .recorded = source { return false }
         return true
     }
+}
+
+extension EvalCase.Source {
+    /// Whether the case runs a pipeline.
+    var isPipeline: Bool { if case .pipeline = self { true } else { false } }
 }
 
 /// A `command:` case's program: any agent, run through the recording model gateway

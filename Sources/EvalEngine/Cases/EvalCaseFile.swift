@@ -118,6 +118,10 @@ public enum EvalCaseFile {
         let policyNode = fields.optional("policy")
         let policyPath = errors.collect { () throws(ConfigError) in try policyNode?.nonEmptyString("policy") } ?? nil
         let policy = policyPath.flatMap { path in readPolicy(resolve(path, from: directory), errors: &errors) }
+        let userNode = fields.optional("user")
+        let user = userNode.flatMap { node in
+            errors.collect { () throws(ConfigError) in try CaseUserSpec.read(node, directory: directory) }
+        }
         let commandNode = fields.optional("command")
         let command = commandNode.flatMap { readCommand($0, fields: &fields, directory: directory, errors: &errors) }
         for key in ["upstream", "timeout", "env", "name"] where commandNode == nil {
@@ -193,8 +197,30 @@ public enum EvalCaseFile {
                         .invalidValue, "\(name) names a cassette but checks recorded logs: a cassette serves the model of live runs",
                         at: cassetteNode?.location ?? node.location, hint: "drop cassette, or run the case live with agent and input")
                 }
+            } else if userNode != nil {
+                if let inputNode {
+                    throw ConfigError(
+                        .invalidValue, "\(name) has input and user: a conversation's first message is the user's", at: inputNode.location,
+                        hint: "move the input to user.opening")
+                }
             } else if input == nil {
                 throw ConfigError(.missingKey, "\(name) runs live and needs an input", at: node.location)
+            }
+        }
+        if let userNode, let source {
+            switch source {
+            case .live, .defaultAgent: break
+            case .recorded:
+                errors.errors.append(
+                    ConfigError(
+                        .invalidValue, "\(name) has user, which talks to live runs; recorded conversations are checked as they are",
+                        at: userNode.location, hint: "drop user to check the recorded logs, or give agent: to run the conversation live"))
+            case .pipeline, .command:
+                errors.errors.append(
+                    ConfigError(
+                        .invalidValue,
+                        "\(name) has user and \(source.isPipeline ? "pipeline" : "command"): conversations run agent files (agent:) for now",
+                        at: userNode.location, hint: "give agent: agents/NAME.yaml"))
             }
         }
         if let kappaNode, let expected, expected.allRubrics.isEmpty {
@@ -235,6 +261,7 @@ public enum EvalCaseFile {
         evalCase.node = node
         evalCase.cassette = cassette.map { resolve($0, from: directory) }
         evalCase.policy = policy
+        evalCase.user = user
         if pipeline != nil { evalCase.pipelineInput = inputNode?.json }
         return evalCase
     }
@@ -415,6 +442,41 @@ public enum EvalCaseFile {
     }
 
     /// `answer:` — a text it contains, or a mapping of contains, matches, similarTo (and min) and a rubric.
+    /// `turns:` — per user turn of a conversation (`3: {toolsCalled: [lookup_order]}`), what the
+    /// agent did within it: the keys of `ExpectationKind.perTurnKeys`.
+    static func readTurnExpectations(_ node: ConfigNode, _ expected: inout Expectations, directory: String) throws(ConfigError) {
+        for pair in try node.mapping("turns").pairs {
+            guard let turn = Int(pair.key), turn >= 1 else {
+                throw ConfigError(
+                    .invalidValue, "turns has the key \"\(pair.key)\", which is no user turn (1 for the first, 2, …)",
+                    at: pair.value.location, hint: "for example turns: {2: {toolsCalled: [lookup_order]}}")
+            }
+            var fields = try pair.value.mapping("turns.\(turn)")
+            var inTurn = Expectations()
+            for kind in ExpectationKind.all {
+                guard let value = fields.optional(kind.key) else { continue }
+                guard ExpectationKind.perTurnKeys.contains(kind.key) else {
+                    throw ConfigError(
+                        .invalidValue,
+                        "turns.\(turn).\(kind.key): a turn has no \(kind.key) of its own; the run's expected.\(kind.key) says it",
+                        at: value.location,
+                        hint: "a turn takes \(ExpectationKind.perTurnKeys.sorted().joined(separator: ", "))")
+                }
+                try kind.read(value, &inTurn, directory)
+            }
+            try fields.finish()
+            if !inTurn.rubrics.isEmpty {
+                throw ConfigError(
+                    .invalidValue, "turns.\(turn) has a rubric: a turn is checked by its trajectory; a judge grades the run's",
+                    at: pair.value.location)
+            }
+            if inTurn.count == 0 {
+                throw ConfigError(.invalidValue, "turns.\(turn) expects nothing", at: pair.value.location)
+            }
+            expected.turns.append((turn, inTurn))
+        }
+    }
+
     static func readAnswerExpectations(_ node: ConfigNode, _ expected: inout Expectations, directory: String) throws(ConfigError) {
         if case .scalar = node.content {
             expected.answerContains = [try node.string("answer")]

@@ -110,9 +110,28 @@ struct ExpectationKind: Sendable {
                     + ($0.answerRubric == nil ? 0 : 1)
             }, check: TrajectoryCheck.answer),
         ExpectationKind(
+            "communicate",
+            read: { node, expected, _ throws(ConfigError) in
+                expected.communicate = try node.strings("communicate")
+                if let empty = expected.communicate.firstIndex(where: { $0.isEmpty }) {
+                    throw ConfigError(.invalidValue, "communicate[\(empty)] is empty: it would be said by any message", at: node.location)
+                }
+            }, count: { $0.communicate.count }, check: TrajectoryCheck.communicate),
+        ExpectationKind(
+            "turns", read: EvalCaseFile.readTurnExpectations, count: { $0.turns.reduce(0) { $0 + $1.expected.count } },
+            tools: { $0.turns.flatMap(\.expected.toolNames) }, check: TrajectoryCheck.turns),
+        ExpectationKind(
             "countDeniedAttempts",
             read: { node, expected, _ throws(ConfigError) in expected.countsDeniedAttempts = try node.bool("countDeniedAttempts") },
             count: { _ in 0 }, isGiven: \.countsDeniedAttempts, check: { _, _, _ in }),
+    ]
+
+    /// The keys `expected.turns.<N>` takes: what the agent did within one user turn. A turn has
+    /// no stop, limit, duration or answer of its own (the run's keys say those), and is judged
+    /// by no rubric.
+    static let perTurnKeys: Set<String> = [
+        "toolsCalled", "toolsSucceeded", "toolsNotCalled", "toolsAllowed", "notSequence", "failedResults", "sequence", "arguments",
+        "callCounts", "maxToolCalls", "minToolCalls", "verdicts", "communicate", "countDeniedAttempts",
     ]
 
     /// A list of tool names (`toolsCalled: [a, b]`, or one name): a check per tool.

@@ -53,6 +53,11 @@ public struct Expectations: Sendable {
     public var argumentRubrics: [ArgumentRubric] = []
     /// Whether a denied or proposed-but-not-run call counts as "called" for `toolsNotCalled`.
     public var countsDeniedAttempts = false
+    /// What the agent must have told the user (a conversation's messages, or a run's answer):
+    /// each text, case-insensitively, in at least one of its messages.
+    public var communicate: [String] = []
+    /// Per user turn of a conversation (1 for the first), what the agent did in that turn.
+    public var turns: [(turn: Int, expected: Expectations)] = []
     /// For a pipeline run: what its pipeline log and its tasks' child runs must show. A case
     /// checks either a run (the fields above) or a pipeline (this), never both.
     public var pipeline: PipelineExpectations?

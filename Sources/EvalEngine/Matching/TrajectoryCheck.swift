@@ -398,6 +398,44 @@ public enum TrajectoryCheck {
         }
     }
 
+    /// `communicate`: each text, case-insensitively, in at least one thing the agent said to the
+    /// user (a conversation's answers and questions; a run's answer).
+    static func communicate(_ expected: Expectations, _ run: CheckedRun, _ out: inout CheckOutcome) {
+        guard !expected.communicate.isEmpty else { return }
+        let lines = run.state.dialogue.filter { $0.speaker == .agent }
+        let said = lines.map { $0.text.lowercased() }
+        for text in expected.communicate where !said.contains(where: { $0.contains(text.lowercased()) }) {
+            out.failures.append(
+                ExpectationFailure(
+                    expectation: "communicate", expected: "the agent tells the user \"\(text)\"",
+                    actual: lines.last.map { "none of its \(counted(lines.count, "message")) says it; the last: \"\(shortened($0.text))\"" }
+                        ?? "the agent said nothing to the user (\(describeStop(run.state)))",
+                    step: lines.last?.step ?? run.lastStep))
+        }
+    }
+
+    /// `turns`: each turn's expectations over what the agent did within that user turn.
+    static func turns(_ expected: Expectations, _ run: CheckedRun, _ out: inout CheckOutcome) {
+        for (turn, inTurn) in expected.turns {
+            guard let slice = run.state.slice(turn: turn) else {
+                out.failures.append(
+                    ExpectationFailure(
+                        expectation: "turns.\(turn)", expected: "the conversation reaches user turn \(turn)",
+                        actual: run.state.isConversation
+                            ? "it had \(counted(run.state.userTurns.count, "user turn")) (\(describeStop(run.state)))"
+                            : "the run is no conversation: it recorded no user turn",
+                        step: run.lastStep))
+                continue
+            }
+            let found = check(inTurn, against: slice, auditedBy: run.policy)
+            for var failure in found.failures {
+                failure.expectation = "turns.\(turn).\(failure.expectation)"
+                out.failures.append(failure)
+            }
+            out.notes += found.notes.map { CheckNote(message: "turn \(turn): \($0.message)", step: $0.step, isWarning: $0.isWarning) }
+        }
+    }
+
     static func answer(_ expected: Expectations, _ run: CheckedRun, _ out: inout CheckOutcome) {
         let answer = run.state.finalAnswer
         for text in expected.answerContains where !(answer?.contains(text) ?? false) {

@@ -438,9 +438,25 @@ public struct EvalRunner: Sendable {
             deny = no
         case .recorded, .pipeline, .command: break
         }
+        var conversation: Conversation?
+        if let spec = evalCase.user {
+            do {
+                let models = try agents.modelOptions(cassette: evalCase.cassette, for: evalCase.location.path)
+                conversation = Conversation(user: try spec.user(factory: models.factory), maxTurns: spec.maxTurns)
+            } catch {
+                return RunResult(
+                    logPath: log, repeatIndex: repeatIndex, failures: [], notes: [], error: DiagnosticRecord(describing: error),
+                    summary: RunSummary())
+            }
+        }
         do {
-            let runtime = AgentRuntime(agent: agent, environment: options.environment)
-            _ = try await runtime.resumeWhileDecided(try await runtime.run(goal: evalCase.input ?? "", log: log)) { waiting in
+            var runtime = AgentRuntime(agent: agent, environment: options.environment)
+            runtime.conversation = conversation
+            let first =
+                if let conversation { try await runtime.converse(conversation, log: log) } else {
+                    try await runtime.run(goal: evalCase.input ?? "", log: log)
+                }
+            _ = try await runtime.resumeWhileDecided(first) { waiting in
                 guard waiting.allSatisfy({ approve.contains($0.id) || deny.contains($0.id) }) else { return nil }
                 return waiting.map { ApprovalRecorded(callId: $0.id, isGranted: approve.contains($0.id), approver: "agent-eval run") }
             }
@@ -498,6 +514,13 @@ final class AgentCache: Sendable {
         }
         loaded.withLock { $0[key] = result }
         return try result.get()
+    }
+
+    /// The model options a case's other models (its conversation's user) are made with: the
+    /// runner's, served through `cassette` when the case names one — the agent's cassette, so
+    /// one directory replays the whole conversation.
+    func modelOptions(cassette: String?, for path: String) throws(ConfigError) -> ModelOptions {
+        try cassette.map { directory throws(ConfigError) in try models(cassette: directory, for: path) } ?? models
     }
 
     private func models(cassette directory: String, for path: String) throws(ConfigError) -> ModelOptions {

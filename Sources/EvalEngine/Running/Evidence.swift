@@ -16,6 +16,8 @@ import TraceLog
 /// - it is a run: at least one event (`log.no_event`);
 /// - it finished, unless the case allows an unfinished run (`eval.unfinished_run`);
 /// - nothing stopped it from outside: not a signal, not Ctrl-C (`eval.interrupted`);
+/// - a conversation's simulated user could go on: a run its user's fault ended shows the
+///   simulator, not the agent (`eval.simulator_fault`);
 /// - its model answered: a run that the model's failure ended (down, an HTTP error, a reply that
 ///   does not parse, a request still unanswered when time ran out) shows the harness, not the
 ///   agent (`eval.model_failed`);
@@ -98,6 +100,20 @@ struct Evidence {
                         + "model reachable: agent-eval run \(ShellWords.quoted(evalCase.location.path)) --record new"
                     : "check that the model endpoint is up and answers (upstream:, --base-url, the API key), or replay it from a cassette")
         }
+        if let stop = state.stop, stop.isSimulatorFault {
+            let error = stop.error ?? ""
+            let isMiss = error.contains("has no recording of")
+            return cannotRun(
+                isMiss ? .cassetteMiss : .simulatorFault,
+                "the conversation's simulated user could not go on at user turn \(state.userTurns.count + 1) (step \(state.step)), "
+                    + "so the run shows the simulator, not the agent: \(error)",
+                at: last,
+                hint: isMiss
+                    ? "the user's requests follow the agent's replies: look at \(EvalReport.replayCommand(log: log, step: state.step)); "
+                        + "if the change is intended, record again with the models reachable: agent-eval run "
+                        + "\(ShellWords.quoted(evalCase.location.path)) --record new"
+                    : "check the case's user: its script (a line for every turn, ending with end: user_stop) or its model")
+        }
         let expected = evalCase.expected
         let valid = state.decisions.count - state.counters.invalidDecisions
         if valid == 0, !(expected.stopReason == .invalidDecision && state.stopReason == .invalidDecision) {
@@ -111,14 +127,15 @@ struct Evidence {
                     actual: "\(what); the run stopped \(Self.stopText(state.stop)): nothing it did or did not do came from the agent",
                     step: state.step))
         }
-        if let stop = state.stop, stop.reason == .budgetExhausted, expected.stopReason == nil, expected.limit == nil,
+        if let stop = state.stop, stop.reason == .budgetExhausted || stop.reason == .maxTurns, expected.stopReason == nil,
+            expected.limit == nil,
             forbidsWhatItCouldStillDo(expected, state: state)
         {
             evidence.gaps.append(
                 ExpectationFailure(
                     expectation: expectationName,
                     expected: "a run that ended on its own (the case expects no stopReason, so no limit)",
-                    actual: "the run was cut short by \(stop.limit?.rawValue ?? "a limit") at step \(state.step)"
+                    actual: "the run was cut short by \(stop.limit?.rawValue ?? (stop.reason == .maxTurns ? "maxTurns" : "a limit")) at step \(state.step)"
                         + (stop.error.map { " (\($0))" } ?? "") + ": what it would have done after is unproven",
                     step: state.step))
         }

@@ -99,6 +99,11 @@ extension EventPayload {
         case .runForked(let forked):
             let edits = forked.edits.isEmpty ? "no edit" : forked.edits.map(\.summary).map { truncated($0, 80) }.joined(separator: "; ")
             return "fork of \(forked.parentRunId) after its step \(forked.step): \(edits)"
+        case .userTurn(let turn):
+            var text = "user turn \(turn.turn) (\(turn.source.rawValue)) \(quoted(turn.text))"
+            if let ends = turn.ends { text += " ends \(ends.rawValue)" }
+            if let usage = turn.usage { text += " [\(usage.input)+\(usage.output) tokens]" }
+            return text
         case .pipeline(let event):
             return event.summary
         case .unknown("log_signed", let data):

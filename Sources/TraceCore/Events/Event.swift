@@ -13,8 +13,13 @@ public struct Event: Sendable, Hashable {
     /// version 3, docs/log-format.md §3): only the first line of each member carries `prev`.
     /// Every line of such a log says 3, delta packets included.
     public static let memberChainVersion = 3
+    /// The envelope version of a line holding a conversation's user turn (`user_turn`) or its
+    /// ending (`run_stopped` with a `StopReason.isConversationEnding` reason): format version 4,
+    /// docs/log-format.md §6. Such lines sit in a version 3 log (members linked); older readers
+    /// refuse them rather than fold a state whose digests would not match.
+    public static let conversationVersion = 4
     /// The envelope versions this code reads.
-    public static let supportedVersions = 1...3
+    public static let supportedVersions = 1...4
 
     public var version: Int
     /// The run the event belongs to; the same on every line of a log.
@@ -58,11 +63,7 @@ public struct Event: Sendable, Hashable {
     /// under at least the delta version, which is the version that gives it its meaning.
     public func encode(into writer: inout JSONWriter) {
         writer.writeRaw("{\"v\":")
-        if case .contextBuilt(let packet) = payload, packet.delta != nil, version < Event.deltaVersion {
-            writer.write(Event.deltaVersion)
-        } else {
-            writer.write(version)
-        }
+        writer.write(max(version, payload.leastVersion))
         writer.writeRaw(",\"run\":")
         writer.write(runId)
         writer.writeRaw(",\"seq\":")

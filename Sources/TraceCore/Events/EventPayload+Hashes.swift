@@ -27,7 +27,7 @@ extension EventPayload {
             return check(content.hash, "data.hash")
         case .runForked(let forked):
             return check(forked.agent?.configDigest, "data.agent.config_digest")
-        case .decisionMade, .verdictGiven, .toolIntended, .approvalRecorded, .runStopped, .pipeline, .unknown:
+        case .decisionMade, .verdictGiven, .toolIntended, .approvalRecorded, .runStopped, .userTurn, .pipeline, .unknown:
             return nil
         }
     }

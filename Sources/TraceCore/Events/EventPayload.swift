@@ -19,6 +19,8 @@ public enum EventPayload: Sendable, Hashable {
     case runStopped(RunStopped)
     /// This run is a fork of another from here on (`agent-eval fork`).
     indirect case runForked(RunForked)
+    /// What the user of a conversation said (format version 4).
+    indirect case userTurn(UserTurn)
     /// An event of a pipeline log (`PipelineEvent.kinds`).
     indirect case pipeline(PipelineEvent)
     case unknown(kind: String, data: JSONValue)
@@ -30,9 +32,9 @@ public enum EventPayload: Sendable, Hashable {
         "approval_recorded", "step_ended", "content_stored", "run_stopped",
     ]
 
-    /// Every kind a run log may hold: `knownKinds` and `run_forked`, which only a fork's log has
-    /// (docs/replay.md).
-    public static let everyKind = knownKinds + ["run_forked"]
+    /// Every kind a run log may hold: `knownKinds`, `run_forked`, which only a fork's log has
+    /// (docs/replay.md), and `user_turn`, which only a conversation's has.
+    public static let everyKind = knownKinds + ["run_forked", "user_turn"]
 
     /// The `kind` string of the envelope.
     public var kind: String {
@@ -48,6 +50,7 @@ public enum EventPayload: Sendable, Hashable {
         case .contentStored: return "content_stored"
         case .runStopped: return "run_stopped"
         case .runForked: return "run_forked"
+        case .userTurn: return "user_turn"
         case .pipeline(let event): return event.kind
         case .unknown(let kind, _): return kind
         }
@@ -73,6 +76,7 @@ public enum EventPayload: Sendable, Hashable {
         case .contentStored(let payload): return payload
         case .runStopped(let payload): return payload
         case .runForked(let payload): return payload
+        case .userTurn(let payload): return payload
         case .pipeline(let event): return event.body
         case .unknown(_, let data): return data
         }
@@ -108,14 +112,27 @@ public enum EventPayload: Sendable, Hashable {
         case "approval_recorded": self = .approvalRecorded(try ApprovalRecorded(from: &scanner))
         case "step_ended": self = .stepEnded(try StepEnded(from: &scanner))
         case "content_stored": self = .contentStored(try ContentStored(from: &scanner))
-        case "run_stopped": self = .runStopped(try RunStopped(from: &scanner))
+        case "run_stopped": self = .runStopped(try RunStopped(from: &scanner, version: version))
         case "run_forked": self = .runForked(try RunForked(from: &scanner))
+        // An older line naming the kind is a kind it did not know: kept and skipped as such.
+        case "user_turn" where version >= Event.conversationVersion: self = .userTurn(try UserTurn(from: &scanner))
         default:
             if let event = try PipelineEvent.decode(kind: kind, from: &scanner) {
                 self = .pipeline(event)
             } else {
                 self = .unknown(kind: kind, data: try scanner.readValue())
             }
+        }
+    }
+
+    /// The least envelope version a line holding this payload says: 2 for a delta packet (in a
+    /// log whose lines link), 4 for a conversation's user turn and ending, else 1.
+    public var leastVersion: Int {
+        switch self {
+        case .contextBuilt(let packet) where packet.delta != nil: return Event.deltaVersion
+        case .userTurn: return Event.conversationVersion
+        case .runStopped(let stop) where stop.reason.isConversationEnding: return Event.conversationVersion
+        default: return Event.schemaVersion
         }
     }
 

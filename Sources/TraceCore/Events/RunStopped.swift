@@ -14,6 +14,26 @@ public enum StopReason: String, JSONEnum {
     case policyDenied = "policy_denied"
     /// A tool failed and the configuration makes that final.
     case toolFailure = "tool_failure"
+    // A conversation's endings (format version 4: `Event.conversationVersion`).
+    /// The simulated user was done (its stop token).
+    case userStop = "user_stop"
+    /// The user asked for a human.
+    case userTransfer = "user_transfer"
+    /// The user's request was outside what the agent serves.
+    case userOutOfScope = "user_out_of_scope"
+    /// The agent ended the conversation (a `stop` decision).
+    case agentStop = "agent_stop"
+    /// The conversation reached its case's `maxTurns` with the user not done.
+    case maxTurns = "max_turns"
+
+    /// Whether only a conversation ends so: a line recording it is version 4, which older
+    /// readers refuse rather than misread (docs/log-format.md §6).
+    public var isConversationEnding: Bool {
+        switch self {
+        case .userStop, .userTransfer, .userOutOfScope, .agentStop, .maxTurns: return true
+        case .success, .blocked, .approvalRequired, .budgetExhausted, .invalidDecision, .policyDenied, .toolFailure: return false
+        }
+    }
 }
 
 /// Which budget ran out.
@@ -47,6 +67,14 @@ public struct RunStopped: JSONRepresentable, JSONObjectEncodable, Hashable {
     /// what the agent does, so no expectation can pass on it (docs/eval-cases.md, "Evidence").
     public static let modelFailurePrefix = "model failed:"
 
+    /// How `error` begins when a conversation's simulated user could not give a turn (an empty,
+    /// malformed or refused reply, its model failing, a script with nothing to say): the run
+    /// shows what the simulator could not do, never the agent's failure (docs/conversations.md).
+    public static let simulatorFaultPrefix = "user simulator failed:"
+
+    /// The run ended because its simulated user could not go on (see `simulatorFaultPrefix`).
+    public var isSimulatorFault: Bool { (error ?? "").hasPrefix(Self.simulatorFaultPrefix) }
+
     /// The run ended because its model did not answer (see `modelFailurePrefix`).
     public var isModelFailure: Bool { (error ?? "").hasPrefix(Self.modelFailurePrefix) }
 
@@ -58,6 +86,11 @@ public struct RunStopped: JSONRepresentable, JSONObjectEncodable, Hashable {
     }
 
     public init(from scanner: inout JSONScanner) throws {
+        try self.init(from: &scanner, version: Event.conversationVersion)
+    }
+
+    /// Reads a stop of an event of envelope `version`: a conversation's ending needs version 4.
+    public init(from scanner: inout JSONScanner, version: Int) throws {
         var reason: StopReason?
         var limit: LimitKind?
         var answer: String?
@@ -72,6 +105,11 @@ public struct RunStopped: JSONRepresentable, JSONObjectEncodable, Hashable {
             }
         }
         self.reason = try required(reason, "reason")
+        if self.reason.isConversationEnding, version < Event.conversationVersion {
+            throw TraceCoreError(
+                .invalidField, "is \"\(self.reason.rawValue)\", a conversation's ending, which only a version 4 line may record",
+                fieldPath: "reason")
+        }
         self.limit = limit
         self.answer = answer
         self.error = error

@@ -49,6 +49,8 @@ extension RunState {
         object.set("stop", stop)
         object.set("unknown_event_count", unknownEventCount)
         object.set("usage", usage)
+        // Only a conversation has the member: every other run's state (and digest) is as before.
+        if !userTurns.isEmpty { object.set("user_turns", lists.userTurns(userTurns)) }
     }
 }
 
@@ -66,6 +68,7 @@ protocol StateListEncoder {
     mutating func calls(_ calls: [ToolCallRecord]) -> List
     mutating func contents(_ contents: [ContentReference]) -> List
     mutating func anomalies(_ anomalies: [Anomaly]) -> List
+    mutating func userTurns(_ turns: [UserTurnRecord]) -> List
 }
 
 extension StateListEncoder {
@@ -82,6 +85,7 @@ struct PlainLists: StateListEncoder {
     func calls(_ calls: [ToolCallRecord]) -> JSONValue { .array(calls.map(\.json)) }
     func contents(_ contents: [ContentReference]) -> JSONValue { .array(contents.map(\.json)) }
     func anomalies(_ anomalies: [Anomaly]) -> JSONValue { .array(anomalies.map(\.json)) }
+    func userTurns(_ turns: [UserTurnRecord]) -> JSONValue { .array(turns.map(\.json)) }
 }
 
 extension DecisionRecord: JSONObjectEncodable {

@@ -136,6 +136,8 @@ extension RunState {
                     break
                 }
             }
+        case .userTurn(let turn):
+            state.userTurns.append(UserTurnRecord(step: event.step, sequence: event.sequence, turn: turn))
         case .pipeline:
             state.note(event, "\(event.kind) belongs in a pipeline log, not a run log")
         case .unknown:

@@ -49,6 +49,7 @@ extension RunState {
             case "forked": state.forked = try scanner.readOptional()
             case "unknown_event_count": state.unknownEventCount = try scanner.read()
             case "anomalies": state.anomalies = try scanner.readList()
+            case "user_turns": state.userTurns = try scanner.readList()
             default: try scanner.skipValue()
             }
         }
@@ -183,6 +184,7 @@ private struct SnapshotLists: StateListEncoder {
     func calls(_ calls: [ToolCallRecord]) -> EncodedList { EncodedList(calls) }
     func contents(_ contents: [ContentReference]) -> EncodedList { EncodedList(contents) }
     func anomalies(_ anomalies: [Anomaly]) -> EncodedList { EncodedList(anomalies) }
+    func userTurns(_ turns: [UserTurnRecord]) -> EncodedList { EncodedList(turns) }
 }
 
 /// A list already written as canonical JSON.

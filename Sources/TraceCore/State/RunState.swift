@@ -37,6 +37,9 @@ public struct RunState: Sendable, Hashable {
     public var resumeCount = 0
     /// The last `run_forked` folded: this run is a fork of that parent (nil for a run that is not).
     public var forked: RunForked?
+    /// A conversation's user turns, in order (empty for a run that is no conversation, whose
+    /// state's JSON and digest then have no `user_turns` member at all).
+    public var userTurns: [UserTurnRecord] = []
     /// Events of kinds this version does not know, skipped.
     public var unknownEventCount = 0
     /// Events that do not fit what came before (a result for a call never proposed, a tool
@@ -238,6 +241,24 @@ public struct ResourceUsage: Sendable, Hashable {
     public init() {}
 
     public var totalTokens: Int { inputTokens + outputTokens }
+}
+
+extension RunState {
+    /// Whether the run is a conversation: it recorded a user turn.
+    public var isConversation: Bool { !userTurns.isEmpty }
+
+    /// What the conversation's user (its model) cost: never part of `usage`, which is the agent's.
+    public var userUsage: ResourceUsage {
+        var usage = ResourceUsage()
+        for record in userTurns where record.turn.source == .model {
+            usage.modelCalls += 1
+            usage.inputTokens += record.turn.usage?.input ?? 0
+            usage.outputTokens += record.turn.usage?.output ?? 0
+            usage.costUSD += record.turn.costUSD ?? 0
+            usage.modelLatencyUs += record.turn.latencyUs ?? 0
+        }
+        return usage
+    }
 }
 
 /// A stored blob as the state keeps it: the reference, not the body.

@@ -12,12 +12,14 @@ public struct StateDigester: Sendable, StateListEncoder {
     private var decisionChain: [String] = []
     private var contentChain: [String] = []
     private var anomalyChain: [String] = []
+    private var userTurnChain: [String] = []
     private var callChain: [String] = []
     private var callMarks: [CallMark] = []
     /// The last element hashed into each append-only chain, to notice a different state.
     private var lastDecision: DecisionRecord?
     private var lastContent: ContentReference?
     private var lastAnomaly: Anomaly?
+    private var lastUserTurn: UserTurnRecord?
     /// The start last hashed and its digest (kept apart: reading the digest alone copies nothing).
     private var startValue: RunStarted?
     private var startDigest: String?
@@ -109,6 +111,10 @@ public struct StateDigester: Sendable, StateListEncoder {
 
     mutating func anomalies(_ anomalies: [Anomaly]) -> ListDigest {
         Self.append(&anomalyChain, &lastAnomaly, anomalies, isTracking: isTracking, buffer: &elementBytes)
+    }
+
+    mutating func userTurns(_ turns: [UserTurnRecord]) -> ListDigest {
+        Self.append(&userTurnChain, &lastUserTurn, turns, isTracking: isTracking, buffer: &elementBytes)
     }
 
     mutating func calls(_ calls: [ToolCallRecord]) -> ListDigest {

@@ -1,0 +1,106 @@
+public import AgentRuntime
+public import ConfigFile
+import Foundation
+public import TraceCore
+
+/// A conversation case's `user:` (docs/conversations.md): who the simulated user is, what it
+/// opens with, the lines it says when their condition holds, and the model that speaks
+/// otherwise.
+public struct CaseUserSpec: Sendable {
+    public var persona: UserPersona?
+    public var opening: String?
+    public var lines: [CaseUser.Line]
+    /// The user's model: anything an agent file's `model:` may be.
+    public var model: ModelSource?
+    public var maxTurns: Int
+    /// Where the case gives `user:`.
+    public var location: SourceLocation
+
+    public init(
+        persona: UserPersona? = nil, opening: String? = nil, lines: [CaseUser.Line] = [], model: ModelSource? = nil,
+        maxTurns: Int = Conversation.defaultMaxTurns, location: SourceLocation
+    ) {
+        self.persona = persona
+        self.opening = opening
+        self.lines = lines
+        self.model = model
+        self.maxTurns = maxTurns
+        self.location = location
+    }
+
+    /// The keys `user:` takes, in the order the docs list them.
+    static let keys = ["persona", "scenario", "opening", "script", "model", "maxTurns"]
+
+    /// Reads `user:`; errors name the key path and its line.
+    static func read(_ node: ConfigNode, directory: String) throws(ConfigError) -> CaseUserSpec {
+        var fields = try node.mapping("user")
+        let personaText = try fields.optional("persona")?.nonEmptyString("user.persona")
+        var persona: UserPersona?
+        if let scenarioNode = fields.optional("scenario") {
+            var scenario = try scenarioNode.mapping("user.scenario")
+            let reason = try scenario.optional("reason")?.nonEmptyString("user.scenario.reason")
+            let known = try scenario.optional("known")?.strings("user.scenario.known") ?? []
+            let unknown = try scenario.optional("unknown")?.strings("user.scenario.unknown") ?? []
+            let task = try scenario.optional("task")?.nonEmptyString("user.scenario.task")
+            try scenario.finish()
+            guard let personaText else {
+                throw ConfigError(
+                    .missingKey, "user.scenario needs user.persona beside it: who the user is", at: scenarioNode.location,
+                    hint: "for example persona: A busy customer who answers only what is asked.")
+            }
+            persona = UserPersona(persona: personaText, reason: reason, known: known, unknown: unknown, task: task)
+        } else if let personaText {
+            persona = UserPersona(persona: personaText)
+        }
+        let opening = try fields.optional("opening")?.nonEmptyString("user.opening")
+        var lines: [CaseUser.Line] = []
+        for (index, item) in (try fields.optional("script")?.list("user.script") ?? []).enumerated() {
+            lines.append(try readLine(item, what: "user.script[\(index)]"))
+        }
+        let modelNode = fields.optional("model")
+        let model = try modelNode.map { node throws(ConfigError) in try ModelSource.read(node, what: "user.model", directory: directory) }
+        let maxTurns = try fields.optional("maxTurns")?.int("user.maxTurns", in: 1...1000) ?? Conversation.defaultMaxTurns
+        try fields.finish()
+        if model != nil, persona == nil {
+            throw ConfigError(
+                .missingKey, "user.model needs user.persona: who the model plays", at: modelNode?.location ?? node.location,
+                hint: "give persona (and scenario: reason, known, unknown, task)")
+        }
+        if opening == nil, model == nil, !lines.contains(where: { $0.turn == 1 || ($0.turn == nil && $0.toolCalled == nil && $0.agentSaid == nil) }) {
+            throw ConfigError(
+                .missingKey, "user has no first turn: give user.opening, a user.model, or a script line for turn 1", at: node.location,
+                hint: "for example opening: hi, my order arrived broken")
+        }
+        return CaseUserSpec(persona: persona, opening: opening, lines: lines, model: model, maxTurns: maxTurns, location: node.location)
+    }
+
+    static func readLine(_ node: ConfigNode, what: String) throws(ConfigError) -> CaseUser.Line {
+        var entry = try node.mapping(what)
+        let say = try entry.required("say", hint: "what the user says at this line").string("\(what).say")
+        var line = CaseUser.Line(say: say)
+        if let end = entry.optional("end") { line.end = try end.choice("\(what).end") }
+        if let after = entry.optional("after") {
+            var condition = try after.mapping("\(what).after")
+            line.toolCalled = try condition.optional("toolCalled")?.name("\(what).after.toolCalled")
+            line.agentSaid = try condition.optional("agentSaid")?.regex("\(what).after.agentSaid")
+            line.turn = try condition.optional("turn")?.int("\(what).after.turn", in: 1...1000)
+            try condition.finish()
+        }
+        try entry.finish()
+        if line.say.trimmingCharacters(in: .whitespaces).isEmpty, line.end == nil,
+            !UserReply.stopTokens.contains(where: { line.say.contains($0.token) })
+        {
+            throw ConfigError(.invalidValue, "\(what).say is empty and ends nothing", at: node.location)
+        }
+        return line
+    }
+
+    /// The simulated user, its model's client made by `factory` (the case's cassette's).
+    public func user(factory: (any ModelClientFactory)?) throws(ConfigError) -> CaseUser {
+        var modelUser: ModelUser?
+        if let model, let persona {
+            modelUser = ModelUser(client: try model.client(factory: factory), persona: persona)
+        }
+        return CaseUser(opening: opening, lines: lines, model: modelUser)
+    }
+}
