@@ -37,7 +37,7 @@ KNOWN_KINDS = [
     "run_started", "context_built", "decision_made", "verdict_given", "tool_intended", "tool_completed",
     "approval_recorded", "step_ended", "content_stored", "run_stopped", "run_forked",
 ]
-DURABILITY_POINTS = {"tool_intended", "approval_recorded", "step_ended", "run_stopped"}
+DURABILITY_POINTS = {"tool_intended", "approval_recorded", "step_ended", "run_stopped", "user_turn"}
 
 
 # -- Canonical JSON (section 2, 2.1) ------------------------------------------------------------

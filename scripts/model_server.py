@@ -105,6 +105,32 @@ def user_text(body):
     return "\n".join(texts)
 
 
+def last_turn(body):
+    """What the newest turn of a conversation holds, for either provider: the text of the last
+    user message, and the tool whose result came back after it (None when none did)."""
+    names = {}
+    user, result = "", None
+    for message in body.get("messages", []):
+        role, content = message.get("role"), message.get("content")
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": content or ""}]
+        blocks = [block for block in blocks if isinstance(block, dict)]
+        if role == "assistant":
+            for call in message.get("tool_calls") or []:
+                names[call.get("id")] = call["function"]["name"]
+            for block in blocks:
+                if block.get("type") == "tool_use":
+                    names[block.get("id")] = block.get("name")
+        elif role == "tool":
+            result = names.get(message.get("tool_call_id"))
+        elif role == "user":
+            for block in blocks:
+                if block.get("type") == "tool_result":
+                    result = names.get(block.get("tool_use_id"))
+                elif block.get("type") == "text" and block.get("text"):
+                    user, result = block["text"], None
+    return {"user": user, "result": result}
+
+
 def anthropic_stream(blocks, stop_reason, split=3):
     events = [anthropic_event("message_start", {"message": {
         "id": "msg_local", "type": "message", "role": "assistant", "model": "local-model", "content": [],
@@ -597,6 +623,58 @@ class Handler(BaseHTTPRequestHandler):
 
     def scenario_refusal(self, body, attempt, anthropic):
         self.stream(anthropic_stream([{"type": "text", "text": "I can't help with that."}], "refusal"))
+
+    # --- Conversations: an agent that confirms before it refunds, and customers that play the user ---
+    def say(self, text, anthropic, call=None):
+        """A reply of text, or of one tool call (name, arguments), in either API, streamed."""
+        if call:
+            if anthropic:
+                self.stream(anthropic_stream([{"type": "tool_use", "id": new_call_id("toolu_"), "name": call[0], "input": call[1]}],
+                                             "tool_use"))
+            else:
+                self.stream(openai_call(call[0], json.dumps(call[1]), call_id=new_call_id("call_")))
+        elif anthropic:
+            self.stream(anthropic_stream([{"type": "text", "text": text}], "end_turn"))
+        else:
+            self.stream(openai_answer(text))
+
+    def scenario_support_chat(self, body, attempt, anthropic):
+        """The agent: asks for the order, reads it back, refunds once the customer says yes."""
+        turn = last_turn(body)
+        if turn["result"] == "refund_order":
+            return self.say("Done: a refund of 49.99 EUR for order A-1042 is on its way.", anthropic)
+        if turn["result"] == "lookup_order":
+            return self.say("I found order A-1042, an espresso mug set, 49.99 EUR. Shall I refund it in full?", anthropic)
+        if "yes" in turn["user"].lower():
+            return self.say(None, anthropic, ("refund_order", {"order_id": "A-1042"}))
+        if "A-1042" in turn["user"]:
+            return self.say(None, anthropic, ("lookup_order", {"order_id": "A-1042"}))
+        self.say("I'm sorry to hear that! What is your order number?", anthropic)
+
+    def scenario_customer(self, body, attempt, anthropic):
+        """The simulated user: it is told the agent's messages as the user role."""
+        said = last_turn(body)["user"]
+        if "order number" in said:
+            return self.say("It's A-1042.", anthropic)
+        if "Shall I refund" in said:
+            return self.say("yes, please", anthropic)
+        if "refund of" in said:
+            return self.say("great, thanks! ###STOP###", anthropic)
+        self.say("hi, my order arrived broken", anthropic)
+
+    def scenario_customer_chatty(self, body, attempt, anthropic):
+        """A user that never stops."""
+        self.say("hi, my order arrived broken" if "starts now" in last_turn(body)["user"] else "and what else?", anthropic)
+
+    def scenario_customer_huge(self, body, attempt, anthropic):
+        """A user whose second turn is 40 KB."""
+        self.say("hi, my order arrived broken" if "starts now" in last_turn(body)["user"] else "blah " * 8000, anthropic)
+
+    def scenario_customer_calls(self, body, attempt, anthropic):
+        """A user that answers with a tool call: no message at all."""
+        if "starts now" in last_turn(body)["user"]:
+            return self.say("hi, my order arrived broken", anthropic)
+        self.say(None, anthropic, ("refund_order", {"order_id": "A-1042"}))
 
 
 def main():

@@ -30,6 +30,8 @@ struct EvidenceMatrixTests {
         case imported
         /// A pipeline case (an agent task's child run inside).
         case pipeline
+        /// A conversation case: an agent file's runs with a simulated user played by a model.
+        case conversation
     }
 
     enum Fault: String, Sendable, CaseIterable {
@@ -50,6 +52,10 @@ struct EvidenceMatrixTests {
         case tornLog = "torn log"
         case emptyLog = "empty log"
         case unknownSideEffect = "unknown side effect"
+        case simulatorEmpty = "simulated user says nothing"
+        case simulatorFloods = "simulated user floods"
+        case simulatorCallsTools = "simulated user calls a tool"
+        case simulatorNeverStops = "simulated user never stops"
     }
 
     struct Cell: Sendable, CustomTestStringConvertible {
@@ -99,6 +105,14 @@ struct EvidenceMatrixTests {
         Cell(kind: .pipeline, fault: .modelDown, status: 2),
         Cell(kind: .pipeline, fault: .baselineMissing, status: 2),
         Cell(kind: .pipeline, fault: .tornLog, status: 2),
+        Cell(kind: .conversation, fault: .modelDown, status: 2),
+        Cell(kind: .conversation, fault: .simulatorEmpty, status: 2),
+        Cell(kind: .conversation, fault: .simulatorFloods, status: 2),
+        Cell(kind: .conversation, fault: .simulatorCallsTools, status: 2),
+        Cell(kind: .conversation, fault: .simulatorNeverStops, status: 1),
+        Cell(kind: .conversation, fault: .sigterm, status: 143),
+        Cell(kind: .conversation, fault: .cassetteMissing, status: 2),
+        Cell(kind: .conversation, fault: .caseTypo, status: 2),
     ]
 
     @Test("the matrix covers every kind and every fault")
@@ -369,6 +383,36 @@ struct EvidenceMatrixTests {
             switch cell.fault {
             case .baselineMissing: return Setup(arguments: run + ["--fail-on", "regression"], says: ["--allow-no-baseline"])
             case .modelDown: return Setup(arguments: run, says: ["the agent's model did not answer"])
+            default: return Setup(arguments: run)
+            }
+        case .conversation:
+            // The agent confirms before it refunds; the case forbids the refund, so a fault that
+            // ended the conversation early would make it green.
+            let agentBase = cell.fault == .modelDown ? "http://127.0.0.1:9/v1" : server.baseURL("support-chat")
+            try write(Self.agentFile(baseURL: agentBase, limits: "max_steps: 30"), "cases/agent.yaml")
+            let userScenario: String =
+                switch cell.fault {
+                case .simulatorEmpty: "empty"
+                case .simulatorFloods: "customer-huge"
+                case .simulatorCallsTools: "customer-calls"
+                case .simulatorNeverStops: "customer-chatty"
+                case .sigterm: "hang"
+                default: "customer"
+                }
+            let userBase = cell.fault == .cassetteMissing ? "http://127.0.0.1:9/v1" : server.baseURL(userScenario)
+            let cassette = cell.fault == .cassetteMissing ? "cassette: ../cassettes/none\n" : ""
+            try write(
+                "caseId: conversation-case\nagent: agent.yaml\n\(cassette)user:\n  persona: A customer with a broken order.\n"
+                    + "  model: {provider: openai, name: customer-model, base_url: \"\(userBase)\", max_retries: 0}\n  maxTurns: 4\n"
+                    + "expected: {toolsNotCalled: [\(cell.fault == .caseTypo ? "refund_ordr" : "refund_order")]}\n", "cases/case.yaml")
+            switch cell.fault {
+            case .modelDown: return Setup(arguments: run, says: ["the agent's model did not answer"])
+            case .simulatorEmpty: return Setup(arguments: run, says: ["simulated user could not go on", "is no message"])
+            case .simulatorFloods: return Setup(arguments: run, says: ["simulated user could not go on", "more than the 16384"])
+            case .simulatorCallsTools: return Setup(arguments: run, says: ["simulated user could not go on", "refund_order"])
+            case .simulatorNeverStops: return Setup(arguments: run, says: ["cut short by maxTurns"])
+            case .cassetteMissing: return Setup(arguments: run, says: ["cassette"])
+            case .caseTypo: return Setup(arguments: run, says: ["refund_ordr", "did you mean \"refund_order\"?"])
             default: return Setup(arguments: run)
             }
         }

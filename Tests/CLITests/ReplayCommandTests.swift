@@ -235,7 +235,7 @@ struct RunOnTerminalTests {
                 ],
                 // Its own catalog: not the checkout's, which the default would find from here.
                 environment: ["AGENT_EVAL_CATALOG": directory.path("catalog.sqlite")])
-            try session.waitFor("10 cases, 10 passed")
+            try session.waitFor("11 cases, 11 passed")
             #expect(try session.waitForExit() == 0)
             #expect(session.output.contains("running…"))
             #expect(session.output.contains("✔ support-refund-live  (1 live run)"))

@@ -16,7 +16,7 @@ struct RunCommandTests {
             let lines = result.stdoutText.split(separator: "\n").map(String.init)
             #expect(lines.count == 11)
             #expect(lines.prefix(10).allSatisfy { $0.hasPrefix("✔ ") })
-            #expect(lines.last?.hasPrefix("PASS: 10 cases, 10 passed, 0 failed") == true)
+            #expect(lines.last?.hasPrefix("PASS: 11 cases, 11 passed, 0 failed") == true)
         }
     }
 

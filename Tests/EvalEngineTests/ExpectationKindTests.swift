@@ -33,6 +33,8 @@ struct ExpectationKindTests {
         "maxDurationMs": (60000, 1),
         "verdicts": (["denied": ["delete_account"], "approvalRequired": "refund_order", "noUnapprovedExecution": true], 3),
         "answer": (["contains": ["refund"], "matches": "A-[0-9]+", "similarTo": "Your refund is on its way.", "min": 0.5], 3),
+        "communicate": (["refund of 49.99", "rf-9"], 2),
+        "turns": (["2": ["toolsCalled": ["lookup_order"], "toolsNotCalled": ["refund_order"]], "3": ["communicate": "refund"]], 3),
         "countDeniedAttempts": (true, 0),
     ]
 

@@ -68,7 +68,7 @@ struct CaseFileTests {
             ),
             (
                 "caseId: a\ninput: x\nexpected: {stopReason: done}\n",
-                #"case.yaml:3:24: stopReason must be one of "success", "blocked", "approval_required", "budget_exhausted", "invalid_decision", "policy_denied", "tool_failure", found "done""#
+                #"case.yaml:3:24: stopReason must be one of "success", "blocked", "approval_required", "budget_exhausted", "invalid_decision", "policy_denied", "tool_failure", "user_stop", "user_transfer", "user_out_of_scope", "agent_stop", "max_turns", found "done""#
             ),
             (
                 "caseId: a\ninput: x\nexpected: {toolsCalled: a}\nexpected: {}\n",
@@ -160,7 +160,7 @@ struct CaseFileTests {
                 "case.yaml:4:41: maxSteps must be a whole number, found a string",
                 // With its logs misspelled, b is a live case without input.
                 #"case.yaml:5:3: case "b" runs live and needs an input"#,
-                #"case.yaml:6:3: case "b" has no setting "lgos" (known keys: caseId, description, tags, input, agent, pipeline, logs, approve, deny, allowUnfinished, allowReusedCallIds, minPassRate, quarantine, judgeMinKappa, cassette, policy, command, upstream, timeout, env, name, expected)"#,
+                #"case.yaml:6:3: case "b" has no setting "lgos" (known keys: caseId, description, tags, input, agent, pipeline, logs, approve, deny, allowUnfinished, allowReusedCallIds, minPassRate, quarantine, judgeMinKappa, cassette, policy, user, command, upstream, timeout, env, name, expected)"#,
                 #"case.yaml:7:13: case "b" expects nothing: a case with no expectation would pass any run (add at least one expectation, such as toolsCalled, toolsNotCalled or stopReason)"#,
             ])
     }

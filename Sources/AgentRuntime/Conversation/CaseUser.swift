@@ -121,6 +121,7 @@ public struct ModelUser: SimulatedUser {
         case .valid(.toolCalls(let calls)):
             throw SimulatorFault("the user's model replied with tool calls (\(calls.map(\.name).joined(separator: ", "))) at turn \(turn), not a message")
         case .invalid(let invalid):
+            // Empty, malformed, refused, or calls of tools (a user has none).
             throw SimulatorFault("the user's model reply at turn \(turn) is no message: \(invalid.message)")
         }
         guard text.utf8.count <= UserReply.maxTextBytes else {

@@ -113,6 +113,10 @@ final class RunSession {
             try start(goal: "", actor: actor, route: route)
             try stop(.blocked, error: "\(RunStopped.simulatorFaultPrefix) \(fault.message)")
             return
+        } catch {
+            // Cancelled while the user opened: the run is recorded as started, and `drive` records why it stopped.
+            try start(goal: "", actor: actor, route: route)
+            throw error
         }
         try start(goal: opening.text, actor: actor, route: route, firstTurn: opening.event(turn: 1))
     }

@@ -153,10 +153,12 @@ public enum EventPayload: Sendable, Hashable {
     }
 
     /// Whether the writer must make the log durable right after this event: before a tool
-    /// runs, when a human's approval is recorded, at a step's end and at the run's end.
+    /// runs, when a human's approval is recorded, when a conversation's user speaks, at a step's
+    /// end and at the run's end.
     public var isDurabilityPoint: Bool {
         switch self {
-        case .toolIntended, .approvalRecorded, .stepEnded, .runStopped: return true
+        // A user turn is what the agent acts on next: a kill after it must not lose it.
+        case .toolIntended, .approvalRecorded, .stepEnded, .runStopped, .userTurn: return true
         case .pipeline(let event): return event.isDurabilityPoint
         default: return false
         }
