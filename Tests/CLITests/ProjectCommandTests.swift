@@ -98,7 +98,7 @@ struct ProjectCommandTests {
         #expect(cases.status == 0, "\(cases.stderr)")
         #expect(cases.stdoutText.contains("EvalCases/support/refund-live.yaml: 1 case"))
         #expect(cases.stdoutText.contains("Fixtures/agents/support/agent.yaml: agent support-agent, 4 tools"))
-        #expect(cases.stdoutText.hasSuffix("14 files checked: no problems\n"))
+        #expect(cases.stdoutText.hasSuffix("16 files checked: no problems\n"))
         let fixtures = try await agentEval(["check", "EvalCases", "Fixtures", "--quiet"], in: repositoryRoot)
         #expect(fixtures.status == 0, "\(fixtures.stderr)")
         #expect(fixtures.stdoutText.components(separatedBy: "\n").filter { !$0.isEmpty }.count == 1)

@@ -14,8 +14,8 @@ struct RunCommandTests {
             let result = try await agentEval(["run", "EvalCases/", "--out", directory.path("runs")], in: repositoryRoot)
             #expect(result.status == 0, "\(result.stdoutText)\(result.stderr)")
             let lines = result.stdoutText.split(separator: "\n").map(String.init)
-            #expect(lines.count == 11)
-            #expect(lines.prefix(10).allSatisfy { $0.hasPrefix("✔ ") })
+            #expect(lines.count == 12)
+            #expect(lines.prefix(11).allSatisfy { $0.hasPrefix("✔ ") })
             #expect(lines.last?.hasPrefix("PASS: 11 cases, 11 passed, 0 failed") == true)
         }
     }
