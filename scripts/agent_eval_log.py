@@ -780,6 +780,10 @@ def verify(path):
                         continue  # a version 3 line carries prev only first in a member
                     if not isinstance(event.get(name), kind) or isinstance(event.get(name), bool):
                         raise ValueError("%s is missing or mistyped" % name)
+                if (event["kind"] == "run_stopped" and event["data"].get("reason") in CONVERSATION_ENDINGS
+                        and event["v"] < CONVERSATION_VERSION):
+                    raise ValueError("data.reason %r is a conversation's ending, which only a version 4 line may record"
+                                     % event["data"]["reason"])
                 malformed = _malformed_hash(event["kind"], event["data"])
                 if malformed:
                     raise ValueError("%s is not a hash (sha256: and 64 lowercase hex digits)" % malformed)

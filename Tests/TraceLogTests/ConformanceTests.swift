@@ -64,6 +64,54 @@ struct ConformanceTests {
         return members
     }
 
+    /// A conversation (format version 4): the user opens, the agent asks for the order, the user
+    /// gives it, the agent looks it up and answers, and the user ends it with `user_stop`, as the
+    /// project's writer writes it. Returned as the log's bytes.
+    static func conversation() throws -> [UInt8] {
+        let path = NSTemporaryDirectory() + "/agent-eval-conversation-\(UUID().uuidString).jsonl.gz"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let writer = try LogWriter.create(at: path, runId: "run-conversation", options: LogWriter.Options())
+        let clock = SteppingClock()
+        let recorder = RunRecorder(writer: writer, clock: { clock.now() })
+        try recorder.record(.runStarted(SampleRun.supportStart(goal: "hi, my order arrived broken")))
+        try recorder.record(.userTurn(UserTurn(turn: 1, text: "hi, my order arrived broken", source: .opening)))
+        try recorder.endStep()
+        try recorder.record(.decisionMade(DecisionMade(raw: "ask", outcome: .valid(.answer("What is your order number?")))))
+        try recorder.endStep()
+        try recorder.record(
+            .userTurn(
+                UserTurn(
+                    turn: 2, text: "It's A-1042.", source: .model, model: ModelIdentity(provider: "openai", name: "customer"),
+                    usage: TokenUsage(input: 120, output: 6), costUSD: 0.0001, latencyUs: 40_000)))
+        let lookup = ToolCall(id: "call-1", name: "lookup_order", arguments: ["order_id": "A-1042"])
+        try recorder.record(.decisionMade(DecisionMade(raw: "lookup", outcome: .valid(.toolCalls([lookup])))))
+        try recorder.record(.verdictGiven(VerdictGiven(callId: "call-1", tool: "lookup_order", verdict: .allow, rule: "reads")))
+        try recorder.record(.toolIntended(ToolIntended(callId: "call-1", tool: "lookup_order", arguments: lookup.arguments, attempt: 1)))
+        try recorder.record(
+            .toolCompleted(
+                ToolCompleted(callId: "call-1", tool: "lookup_order", attempt: 1, status: .ok, output: ["total_cents": 4999], durationUs: 700)))
+        try recorder.endStep()
+        try recorder.record(.decisionMade(DecisionMade(raw: "answer", outcome: .valid(.answer("Order A-1042: 49.99 EUR. Refund it?")))))
+        try recorder.endStep()
+        try recorder.record(.userTurn(UserTurn(turn: 3, text: "no thanks, bye", source: .script, ends: .userStop, line: 0)))
+        try recorder.record(.runStopped(RunStopped(reason: .userStop, answer: "Order A-1042: 49.99 EUR. Refund it?")))
+        try writer.close()
+        return [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+    }
+
+    /// The conversation's lines, member by member.
+    static func conversationMembers() throws -> [[[UInt8]]] {
+        let path = NSTemporaryDirectory() + "/agent-eval-conversation-\(UUID().uuidString).jsonl.gz"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try Data(try conversation()).write(to: URL(fileURLWithPath: path))
+        var members: [[[UInt8]]] = []
+        _ = try LogReader(path: path).forEachLine { line, recorded in
+            if recorded.location.memberIndex == members.count { members.append([]) }
+            members[members.count - 1].append(Array(line))
+        }
+        return members
+    }
+
     /// Members of lines as gzip members of a version 3 log; with `rechain`, the first line of
     /// each links to the member before (docs/log-format.md §3) and no other line carries `prev`.
     static func log(members: [[[UInt8]]], rechain: Bool) throws -> [UInt8] {
@@ -291,6 +339,30 @@ struct ConformanceTests {
             var members = try ConformanceTests.members()
             members[0][4] = replacing(members[0][4], #"{"v":3,"#, #"{"v":1,"#)
             return try log(members: members, rechain: false)
+        },
+        Case(name: "v4-valid-conversation") { try conversation() },
+        Case(name: "v4-user-turn-as-a-version-3-line") {
+            // Under version 3 a user_turn is an unknown kind: the fold skips it, and the state
+            // digests recorded after it (which counted the turn) no longer match.
+            var members = try ConformanceTests.conversationMembers()
+            members[0][1] = replacing(members[0][1], #"{"v":4,"#, #"{"v":3,"#)
+            return try log(members: members, rechain: true)
+        },
+        Case(name: "v4-conversation-ending-in-a-version-3-line") {
+            // A conversation's ending is a value version 3 does not have: the line is invalid.
+            var members = try ConformanceTests.conversationMembers()
+            let last = members.count - 1
+            members[last][0] = replacing(members[last][0], #"{"v":4,"#, #"{"v":3,"#)
+            // The last member: no link covers it, so nothing to rechain.
+            return try log(members: members, rechain: false)
+        },
+        Case(name: "v4-user-turn-in-a-version-1-log") {
+            // A conversation needs a log whose members link: a version 4 line among version 1 lines is an error.
+            var lines = try ConformanceTests.lines()
+            let runId = try Event(line: lines[0]).runId
+            let turn = try #require(try ConformanceTests.conversationMembers().first?[1])
+            lines.insert(replacing(turn, "run-conversation", runId), at: 1)
+            return try log(lines, rechain: true)
         },
         Case(name: "v3-edited-with-chain-recomputed") {
             // Intact to the chain, but the recorded state digests no longer match the fold.
