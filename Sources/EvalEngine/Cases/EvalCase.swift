@@ -127,6 +127,9 @@ public struct EvalCase: Sendable {
 extension EvalCase.Source {
     /// Whether the case runs a pipeline.
     var isPipeline: Bool { if case .pipeline = self { true } else { false } }
+
+    /// Whether the runs are made when the suite runs, not read from recorded logs.
+    var isLive: Bool { if case .recorded = self { false } else { true } }
 }
 
 /// A `command:` case's program: any agent, run through the recording model gateway

@@ -223,6 +223,20 @@ public enum EvalCaseFile {
                         at: userNode.location, hint: "give agent: agents/NAME.yaml"))
             }
         }
+        if let user, let expected, let beyond = expected.turns.first(where: { $0.turn > user.maxTurns }) {
+            errors.errors.append(
+                ConfigError(
+                    .invalidValue,
+                    "\(name) expects turns.\(beyond.turn), and its conversation has at most \(user.maxTurns) user turns (user.maxTurns)",
+                    at: expectedNode?.location(ofKey: "turns") ?? node.location, hint: "raise user.maxTurns, or check an earlier turn"))
+        }
+        if userNode == nil, let expected, !expected.turns.isEmpty, let source, source.isLive {
+            errors.errors.append(
+                ConfigError(
+                    .invalidValue, "\(name) expects turns, and its runs are no conversations: it gives no user",
+                    at: expectedNode?.location(ofKey: "turns") ?? node.location,
+                    hint: "add user: (docs/conversations.md), or move the expectations out of turns"))
+        }
         if let kappaNode, let expected, expected.allRubrics.isEmpty {
             errors.errors.append(
                 ConfigError(
