@@ -651,6 +651,12 @@ class Handler(BaseHTTPRequestHandler):
             return self.say(None, anthropic, ("lookup_order", {"order_id": "A-1042"}))
         self.say("I'm sorry to hear that! What is your order number?", anthropic)
 
+    def scenario_support_chat_then_hang(self, body, attempt, anthropic):
+        """The agent answers the user's first turn, then hangs on the second (for kill -9 tests)."""
+        if last_turn(body)["user"] and any(m.get("role") == "assistant" for m in body.get("messages", [])):
+            return self.scenario_hang(body, attempt, anthropic)
+        self.say("I'm sorry to hear that! What is your order number?", anthropic)
+
     def scenario_customer(self, body, attempt, anthropic):
         """The simulated user: it is told the agent's messages as the user role."""
         said = last_turn(body)["user"]

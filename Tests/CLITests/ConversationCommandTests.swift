@@ -1,0 +1,165 @@
+import Foundation
+import TestSupport
+import TestTags
+import Testing
+import TraceCore
+import TraceLog
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Conversation cases from the command line (docs/conversations.md): a real local model server
+/// plays both the agent and the user, a real cassette replays them, a real process is killed.
+@Suite("conversations from the command line", .tags(.python), .needsPython, .ownThread)
+struct ConversationCommandTests {
+    /// A conversation case over an HTTP agent at `agentBase`, its user played by the model at
+    /// `userBase`, both served through the case's cassette.
+    static func writeCase(in directory: TemporaryDirectory, agentBase: String, userBase: String) throws {
+        try FileManager.default.createDirectory(atPath: directory.path("cases"), withIntermediateDirectories: true)
+        try EvidenceMatrixTests.agentFile(baseURL: agentBase, limits: "max_steps: 30").write(
+            toFile: directory.path("cases/agent.yaml"), atomically: true, encoding: .utf8)
+        try """
+        caseId: conversation
+        agent: agent.yaml
+        cassette: ../cassettes/conversation
+        user:
+          persona: A busy customer who answers only what is asked.
+          scenario: {reason: The mug set arrived broken., known: [order A-1042], unknown: [the order date], task: Get a refund.}
+          model: {provider: openai, name: customer-model, base_url: "\(userBase)", max_retries: 0, temperature: 0}
+          maxTurns: 6
+        expected:
+          stopReason: user_stop
+          turns:
+            2: {toolsCalled: [lookup_order], toolsNotCalled: [refund_order]}
+            3: {toolsCalled: [refund_order]}
+          communicate: [refund of 49.99]
+        """.write(toFile: directory.path("cases/case.yaml"), atomically: true, encoding: .utf8)
+    }
+
+    static func state(_ path: String) throws -> RunState {
+        RunState(folding: try LogReader(path: path).readAll().events.map(\.event))
+    }
+
+    @Test("a model-played user's calls are recorded into the case's cassette with the agent's, and the conversation replays offline turn for turn")
+    func cassetteReplaysBothRoles() async throws {
+        try await TemporaryDirectory.with { directory in
+            let server = try LocalModelServer()
+            try Self.writeCase(in: directory, agentBase: server.baseURL("support-chat"), userBase: server.baseURL("customer"))
+            let environment = ["OPENAI_API_KEY": RecordCommandTests.key]
+            let recorded = try await agentEval(
+                ["run", "cases", "--no-catalog", "--out", "runs/1", "--record", "new"], in: directory.url, environment: environment)
+            #expect(recorded.status == 0, "\(recorded.stdoutText)\(recorded.stderr)")
+            let requests = try server.requests().compactMap { $0["path"] as? String }
+            #expect(requests.filter { $0.hasPrefix("/customer/") }.count == 4, "the user's four turns asked its model: \(requests)")
+            server.stop()
+            // Nothing listens now: only the cassette can answer, for both roles.
+            let replayed = try await agentEval(
+                ["run", "cases", "--no-catalog", "--out", "runs/2", "--json"], in: directory.url, environment: environment)
+            #expect(replayed.status == 0, "\(replayed.stdoutText)\(replayed.stderr)")
+            let first = try Self.state(directory.path("runs/1/conversation-1.jsonl.gz"))
+            let second = try Self.state(directory.path("runs/2/conversation-1.jsonl.gz"))
+            #expect(first.dialogue == second.dialogue)
+            #expect(first.dialogue.count == 7, "\(first.dialogue.map(\.text))")
+            #expect(second.userTurns.map(\.turn.source) == [.model, .model, .model, .model])
+            #expect(second.userTurns.last?.turn.text == "great, thanks!", "the stop token is taken out of what is said")
+            // The user's calls are the user's: never in the agent's usage.
+            #expect(second.userUsage.modelCalls == 4)
+            #expect(second.usage.modelCalls == second.decisions.count)
+            let report = try JSONParser.parse(Array(replayed.stdout))
+            #expect(report["cases"]?.arrayValue?.first?["runs"]?.arrayValue?.first?["stop_reason"] == "user_stop", "\(replayed.stdoutText)")
+        }
+    }
+
+    @Test("a conversation's user turn is durable: killed with SIGKILL while the agent answers it, the log still holds it")
+    func killedMidConversation() async throws {
+        try await TemporaryDirectory.with { directory in
+            let server = try LocalModelServer()
+            defer { server.stop() }
+            try Self.writeCase(
+                in: directory, agentBase: server.baseURL("support-chat-then-hang"), userBase: server.baseURL("customer"))
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: try agentEvalBinary())
+            process.arguments = ["run", "cases", "--no-catalog", "--out", "runs", "--record", "new"]
+            process.currentDirectoryURL = directory.url
+            process.environment = ProcessInfo.processInfo.environment.merging(["OPENAI_API_KEY": RecordCommandTests.key]) { $1 }
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            // The agent's model has the request that answers turn 2: the turn was recorded before it.
+            var waited = 0
+            func hanging() throws -> Bool {
+                try server.requests().filter { ($0["path"] as? String)?.hasPrefix("/support-chat-then-hang/") == true }.count >= 2
+            }
+            while try !hanging(), waited < 400 {
+                try await Task.sleep(for: .milliseconds(50))
+                waited += 1
+            }
+            #expect(try hanging(), "the conversation never reached turn 2")
+            kill(process.processIdentifier, SIGKILL)
+            await wait(for: process, seconds: 10)
+            let read = try LogReader(path: directory.path("runs/conversation-1.jsonl.gz")).readAll()
+            let turns = read.events.compactMap { if case .userTurn(let turn) = $0.event.payload { turn } else { nil } }
+            #expect(turns.map(\.text) == ["hi, my order arrived broken", "It's A-1042."], "\(turns)")
+            #expect(read.events.last?.event.kind != "run_stopped", "killed: no stop was recorded")
+        }
+    }
+
+    @Test("a conversation case's mistakes are named at their lines, with what to do, before anything runs")
+    func caseErrors() async throws {
+        try await TemporaryDirectory.with { directory in
+            try EvidenceMatrixTests.agentFile(baseURL: "http://127.0.0.1:9/v1").write(
+                toFile: directory.path("agent.yaml"), atomically: true, encoding: .utf8)
+            try """
+            - caseId: a
+              agent: agent.yaml
+              input: hi
+              user: {opening: hi}
+              expected: {toolsCalled: [lookup_order]}
+            - caseId: b
+              logs: "*.jsonl.gz"
+              user: {opening: hi}
+              expected: {toolsCalled: [lookup_order]}
+            - caseId: c
+              agent: agent.yaml
+              user: {persona: p}
+              expected: {toolsCalled: [lookup_order]}
+            - caseId: d
+              agent: agent.yaml
+              user: {opening: hi, script: [{say: bye, end: user_stopp}]}
+              expected: {toolsCalled: [lookup_order]}
+            - caseId: e
+              agent: agent.yaml
+              user: {openning: hi}
+              expected: {toolsCalled: [lookup_order]}
+            - caseId: f
+              agent: agent.yaml
+              user: {opening: hi, maxTurns: 2}
+              expected: {turns: {3: {toolsCalled: [lookup_order]}}}
+            - caseId: g
+              agent: agent.yaml
+              user: {opening: hi}
+              expected: {turns: {2: {stopReason: user_stop}}}
+            - caseId: h
+              agent: agent.yaml
+              input: hi
+              expected: {turns: {1: {toolsCalled: [lookup_order]}}}
+            """.write(toFile: directory.path("cases.yaml"), atomically: true, encoding: .utf8)
+            let result = try await agentEval(["check", "cases.yaml"], in: directory.url)
+            #expect(result.status == 2, "\(result.stdoutText)\(result.stderr)")
+            let says = [
+                ("cases.yaml:3:10", #"case "a" has input and user"#),
+                ("cases.yaml:8:9", #"case "b" has user, which talks to live runs"#),
+                ("cases.yaml:12:9", "user has no first turn"),
+                ("cases.yaml:16:48", #"did you mean "user_stop"?"#),
+                ("cases.yaml:20:10", #"did you mean "opening"?"#),
+                ("cases.yaml:25:21", "expects turns.3, and its conversation has at most 2 user turns"),
+                ("cases.yaml:29:38", "turns.2.stopReason: a turn has no stopReason of its own"),
+                ("cases.yaml:33:21", #"case "h" expects turns, and its runs are no conversations"#),
+            ]
+            for (place, text) in says {
+                #expect(result.stderr.contains(place) && result.stderr.contains(text), "\(place) \(text):\n\(result.stderr)")
+            }
+        }
+    }
+}
