@@ -317,6 +317,8 @@ public struct EvalReport: Sendable {
         object.set("limit", run.summary.limit)
         object.set("steps", run.summary.steps)
         object.set("tokens", run.summary.tokens)
+        object.set("user_turns", run.summary.userTurns)
+        object.set("user_tokens", run.summary.userTokens)
         object.set("duration_ms", run.summary.durationMs)
         object.set("tools", JSONValue.array(run.summary.tools.map { .string($0) }))
         object.set("attempted", JSONValue.array(run.summary.attempted.map { .string($0) }))

@@ -74,6 +74,8 @@ extension RunResult {
         summary.set("tokens", self.summary.tokens)
         summary.set("duration_ms", self.summary.durationMs)
         summary.set("tear", self.summary.tear)
+        summary.set("user_turns", self.summary.userTurns)
+        summary.set("user_tokens", self.summary.userTokens)
         summary.set("available_tools", JSONValue.array(self.summary.availableTools.map { .string($0) }))
         var object = ObjectBuilder()
         object.set("failures", JSONValue.array(failures))
@@ -126,6 +128,8 @@ extension RunResult {
         summary.tokens = tokens
         summary.durationMs = durationMs
         summary.tear = summaryObject["tear"]?.stringValue
+        summary.userTurns = summaryObject["user_turns"]?.intValue
+        summary.userTokens = summaryObject["user_tokens"]?.intValue
         summary.availableTools = available
         self.init(logPath: log, repeatIndex: repeatIndex, failures: failures, notes: notes, error: nil, summary: summary)
     }

@@ -19,6 +19,10 @@ public struct RunSummary: Sendable, Hashable {
     /// its current branch, in plan order.
     public var pipelineStatus: String?
     public var tasks: [String] = []
+    /// For a conversation: the user turns it had, and the tokens the user's model spent (never
+    /// part of `tokens`, which are the agent's); nil for a run that is no conversation.
+    public var userTurns: Int?
+    public var userTokens: Int?
 
     public init() {}
 
@@ -41,5 +45,9 @@ public struct RunSummary: Sendable, Hashable {
         tokens = state.usage.totalTokens
         durationMs = state.elapsedUs / 1000
         availableTools = state.start?.tools.map(\.name) ?? []
+        if state.isConversation {
+            userTurns = state.userTurns.count
+            userTokens = state.userUsage.totalTokens
+        }
     }
 }
