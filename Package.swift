@@ -242,6 +242,13 @@ let package = Package(
             path: "Benchmarks/ReplayBenchmark",
             swiftSettings: strictSettings
         ),
+        // `swift run -c release conversation-benchmark` (docs/performance.md, "Conversations").
+        .executableTarget(
+            name: "conversation-benchmark",
+            dependencies: ["TraceCore", "TraceLog", "AgentRuntime", "ModelClients", "TestSupport"],
+            path: "Benchmarks/ConversationBenchmark",
+            swiftSettings: strictSettings
+        ),
         // `swift run -c release pipeline-benchmark` (see README, Performance).
         .executableTarget(
             name: "pipeline-benchmark",

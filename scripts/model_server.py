@@ -668,6 +668,12 @@ class Handler(BaseHTTPRequestHandler):
             return self.say("great, thanks! ###STOP###", anthropic)
         self.say("hi, my order arrived broken", anthropic)
 
+    def scenario_customer_counting(self, body, attempt, anthropic):
+        """A user that says "message N" at its N-th turn and stops at its 20th (for the conversation
+        benchmark): its own turns come back to it as assistant messages."""
+        turn = 1 + sum(1 for message in body.get("messages", []) if message.get("role") == "assistant")
+        self.say("message %d%s" % (turn, " ###STOP###" if turn >= 20 else ""), anthropic)
+
     def scenario_customer_chatty(self, body, attempt, anthropic):
         """A user that never stops."""
         self.say("hi, my order arrived broken" if "starts now" in last_turn(body)["user"] else "and what else?", anthropic)
