@@ -430,6 +430,35 @@ public struct ProjectCheck: Sendable {
         mutating func checkTools(of evalCase: EvalCase, againstAgentAt agentPath: String) {
             guard exists(agentPath, namedBy: evalCase, as: "agent file", key: "agent"), let agent = agent(at: agentPath) else { return }
             checkTools(evalCase.expected.toolNames, of: evalCase, in: agent, path: agentPath)
+            if let user = evalCase.user { checkUser(user, of: evalCase, talkingTo: agent) }
+        }
+
+        /// A conversation's user: a script line waiting for a tool the agent does not have would
+        /// never be said (the conversation would then stop as a simulator fault), and a user
+        /// model served over HTTP needs its key for live runs.
+        mutating func checkUser(_ user: CaseUserSpec, of evalCase: EvalCase, talkingTo agent: Agent) {
+            let tools = Names(agent.tools.names)
+            for (index, line) in user.lines.enumerated() {
+                guard let tool = line.toolCalled, agent.toolServers.isEmpty, tools.index[tool] == nil else { continue }
+                problem(
+                    in: evalCase.location.path, .error,
+                    EvalError(
+                        .unknownTool,
+                        "case \"\(evalCase.id)\": user.script[\(index)] waits for the tool \"\(tool)\", which agent \(agent.name) does not have",
+                        location: user.location,
+                        hint: ConfigNode.suggestion(for: tool, among: tools.ordered).map { "did you mean \"\($0)\"?" }
+                            ?? "its tools: \(tools.listed)"))
+            }
+            if let variable = user.model?.apiKeyVariable, (ProcessInfo.processInfo.environment[variable] ?? "").isEmpty {
+                problem(
+                    in: evalCase.location.path, .warning,
+                    ConfigError(
+                        .invalidValue,
+                        "case \"\(evalCase.id)\": the user's model reads its API key from \(variable), which is not set: "
+                            + "its conversations can only replay the user from a cassette",
+                        at: user.model?.location ?? user.location,
+                        hint: "export \(variable)=… for live runs; a cassette replays without it"))
+            }
         }
 
         /// The tools a case names that its agent does not have (an agent with MCP servers
