@@ -88,7 +88,9 @@ extension StepProblem {
                 ]
             }
             return []
-        case .runStopped(let stop) where stop.reason != .success && stop.reason != .approvalRequired:
+        // A conversation's ending is how it ended, not a problem; its turns running out is, like a limit.
+        case .runStopped(let stop)
+        where ![.success, .approvalRequired, .userStop, .userTransfer, .userOutOfScope, .agentStop].contains(stop.reason):
             let kind: Kind = stop.limit != nil ? .limit : .failedStop
             return [
                 StepProblem(

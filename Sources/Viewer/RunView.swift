@@ -168,6 +168,41 @@ public struct RunView: Sendable {
         object.set("limit", state.stop?.limit)
         object.set("answer", state.stop?.answer)
         if let started = state.startedAtUs, let last = state.lastEventAtUs { object.set("duration_us", last - started) }
+        if state.isConversation { object.set("conversation", conversation(of: state)) }
         return object.json
+    }
+
+    /// A conversation as a chat (docs/conversations.md): who said what, in order, and between
+    /// them the calls the agent made, each `{"speaker": "user"|"agent", "text", "turn", "step"}`
+    /// or `{"calls": [{"id", "tool", "status"}], "turn", "step"}`.
+    static func conversation(of state: RunState) -> JSONValue {
+        var items: [(step: Int, rank: Int, json: JSONValue)] = []
+        for line in state.dialogue {
+            var object = ObjectBuilder()
+            object.set("speaker", line.speaker.rawValue)
+            object.set("text", line.text)
+            object.set("turn", line.turn)
+            object.set("step", line.step)
+            if line.speaker == .user, let record = state.userTurns.first(where: { $0.turn.turn == line.turn }) {
+                object.set("source", record.turn.source)
+                object.set("ends", record.turn.ends)
+            }
+            items.append((line.step, line.speaker == .user ? 0 : 2, object.json))
+        }
+        for (step, calls) in Dictionary(grouping: state.calls, by: \.step) {
+            let list: [JSONValue] = calls.map { call in
+                var object = ObjectBuilder()
+                object.set("id", call.id)
+                object.set("tool", call.tool)
+                object.set("status", call.isDenied ? "denied" : call.lastResult?.status.rawValue ?? (call.isExecuted ? "running" : "not run"))
+                return object.json
+            }
+            var object = ObjectBuilder()
+            object.set("calls", JSONValue.array(list))
+            object.set("turn", state.turn(ofStep: step))
+            object.set("step", step)
+            items.append((step, 1, object.json))
+        }
+        return .array(items.sorted { ($0.step, $0.rank) < ($1.step, $1.rank) }.map(\.json))
     }
 }

@@ -35,6 +35,27 @@ struct ViewCommandTests {
         }
     }
 
+    @Test("view of a conversation draws it as a chat: each turn, what the agent said, the calls between; its ending is no problem")
+    func viewConversation() async throws {
+        try await TemporaryDirectory.with { directory in
+            let ran = try await agentEval(
+                ["run", "EvalCases/support/refund-conversation.yaml", "--no-catalog", "--out", directory.path("runs")], in: repositoryRoot)
+            #expect(ran.status == 0, "\(ran.stdoutText)\(ran.stderr)")
+            let page = directory.path("conversation.html")
+            let result = try await agentEval(
+                ["view", directory.path("runs/support-refund-conversation-1.jsonl.gz"), "--out", page], in: directory.url)
+            #expect(result.status == 0, "\(result.stderr)")
+            let run = try #require(try Self.pageData(page)["run"])
+            let chat = try #require(run["summary"]?["conversation"]?.arrayValue)
+            #expect(
+                chat.map { $0["speaker"]?.stringValue ?? ($0["calls"]?.arrayValue?.compactMap { $0["tool"]?.stringValue }.joined(separator: ",") ?? "?") }
+                    == ["user", "agent", "user", "lookup_order", "agent", "user", "refund_order", "agent", "user"])
+            #expect(chat.last?["ends"] == "user_stop" && chat.first?["source"] == "opening")
+            let problems = run["steps"]?.arrayValue?.flatMap { $0["problems"]?.arrayValue ?? [] } ?? []
+            #expect(problems.isEmpty, "a user's stop is how the conversation ended, not a problem: \(problems)")
+        }
+    }
+
     @Test("view --json says what was written")
     func viewJSON() async throws {
         try await TemporaryDirectory.with { directory in

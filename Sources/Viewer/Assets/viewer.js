@@ -288,8 +288,14 @@
         }));
         if (!(data.edits || []).length) append(body, el('div', { class: 'muted' }, 'no edit: the same run, continued live'));
         break;
+      case 'user_turn':
+        append(body, el('div', null, badge('user turn ' + data.turn, 'warn'), ' ', el('span', { class: 'muted' }, data.source),
+          data.ends ? [' ', badge('ends: ' + data.ends, 'warn')] : null));
+        if (data.text) append(body, el('div', { class: 'said' }, data.text));
+        if (data.usage) append(body, el('div', { class: 'muted' }, 'the user\'s model: ' + data.usage.input + '+' + data.usage.output + ' tokens'));
+        break;
       case 'run_stopped':
-        append(body, el('div', null, badge(data.reason, data.reason === 'success' ? 'ok' : 'bad'),
+        append(body, el('div', null, badge(data.reason, ['success', 'user_stop', 'user_transfer', 'user_out_of_scope', 'agent_stop'].indexOf(data.reason) >= 0 ? 'ok' : 'bad'),
           data.limit ? [' limit ', el('b', null, data.limit), ' fired'] : null, data.error ? ' — ' + data.error : ''));
         if (data.answer !== undefined) append(body, el('div', null, el('span', { class: 'muted' }, 'answer '), data.answer));
         break;
@@ -312,6 +318,7 @@
       else if (event.kind === 'run_stopped') parts.push('stop: ' + data.reason);
       else if (event.kind === 'approval_recorded') parts.push(data.granted ? 'approved' : 'refused');
       else if (event.kind === 'run_forked') parts.push('fork');
+      else if (event.kind === 'user_turn') parts.push('user turn ' + data.turn);
     }
     return parts.join(', ');
   }
@@ -401,6 +408,7 @@
       append(this.root, el('p', { class: 'banner-ok' }, '✔ replayed from the log alone; ' + (verification.digests_checked || 0) + ' state digests checked, all match the rebuilt state' +
         (verification.end_signed ? '; its end is signed' : '. Its end is unproven: the log is not signed, so a copy cut after an earlier stop would read the same')));
     }
+    if ((summary.conversation || []).length) append(this.root, this.drawConversation(summary.conversation));
     append(this.root, this.drawSummary());
     append(this.root, this.drawToolbar());
     const layout = el('div', { class: 'layout' });
@@ -432,6 +440,25 @@
       append(panel, el('div', { class: 'muted' }, 'stop: parent ' + (diff.summary.left_stop || 'none') + ', fork ' + (diff.summary.right_stop || 'none')));
     } else if (fork.parent_missing) {
       append(panel, el('div', { class: 'muted' }, 'no diff against the parent: ' + fork.parent_missing));
+    }
+    return panel;
+  };
+
+  // A conversation as a chat: the user's turns and the agent's messages, the calls between them.
+  RunViewer.prototype.drawConversation = function (items) {
+    const panel = el('div', { class: 'panel chat', id: this.prefix + 'conversation' }, el('h3', null, 'Conversation'));
+    for (const item of items) {
+      if (item.calls) {
+        append(panel, el('div', { class: 'chat-calls muted', 'data-turn': item.turn }, 'step ' + item.step + ': ',
+          item.calls.map(function (call, index) {
+            return [index ? ', ' : '', el('code', null, call.tool), ' ', badge(call.status, call.status === 'ok' ? 'ok' : 'bad')];
+          })));
+      } else {
+        append(panel, el('div', { class: 'chat-line ' + item.speaker, 'data-turn': item.turn },
+          el('div', { class: 'muted' }, (item.speaker === 'user' ? 'user, turn ' + item.turn + (item.source ? ' (' + item.source + ')' : '') : 'agent') +
+            ' · step ' + item.step),
+          el('div', null, item.text), item.ends ? el('div', null, badge('ends: ' + item.ends, 'warn')) : null));
+      }
     }
     return panel;
   };
