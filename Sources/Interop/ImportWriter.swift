@@ -98,7 +98,12 @@ public struct ImportWriter: Sendable {
                     agent: AgentIdentity(
                         name: run.agentName, configDigest: ContentHash.sha256(Array("\(run.source.format):\(run.agentName)".utf8))),
                     model: run.model, policy: PolicyIdentity(name: "none (imported)"), tools: run.tools, source: run.source)))
+        var turns = run.userTurns[...]
         for (index, step) in run.steps.enumerated() {
+            while let next = turns.first, next.beforeStep <= index {
+                try recorder.record(.userTurn(next.turn))
+                turns = turns.dropFirst()
+            }
             at(step.timeUs)
             let records = index == 0 ? run.preamble + step.records : step.records
             if !records.isEmpty {
@@ -131,6 +136,7 @@ public struct ImportWriter: Sendable {
             }
             try recorder.endStep()
         }
+        for (_, turn) in turns { try recorder.record(.userTurn(turn)) }
         if let stop = run.stop { try recorder.record(.runStopped(stop)) }
     }
 }

@@ -24,10 +24,15 @@ public struct ImportedRun: Sendable {
     /// What the importer had to decide about the source (a reused call id, arguments that are not
     /// JSON): reported to the user, never silently.
     public var warnings: [String]
+    /// A conversation's user turns (a transcript with more than one user message), each with the
+    /// index of the step it comes before (`steps.count` for one after the last step): written as
+    /// `user_turn` events. Empty for a run on one input.
+    public var userTurns: [(beforeStep: Int, turn: UserTurn)] = []
 
     public init(
         source: RunSource, goal: String, agentName: String, model: ModelIdentity, tools: [ToolSpec] = [], preamble: [JSONValue] = [],
-        steps: [ImportedStep] = [], stop: RunStopped?, startUs: Int, warnings: [String] = []
+        steps: [ImportedStep] = [], stop: RunStopped?, startUs: Int, warnings: [String] = [],
+        userTurns: [(beforeStep: Int, turn: UserTurn)] = []
     ) {
         self.source = source
         self.goal = goal
@@ -37,6 +42,7 @@ public struct ImportedRun: Sendable {
         self.preamble = preamble
         self.steps = steps
         self.stop = stop
+        self.userTurns = userTurns
         self.startUs = startUs
         self.warnings = warnings
     }

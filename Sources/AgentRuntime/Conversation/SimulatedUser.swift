@@ -41,25 +41,16 @@ public struct UserReply: Sendable, Hashable {
         self.latencyUs = latencyUs
     }
 
-    /// The stop tokens a simulated user ends a conversation with (τ-bench's), and the ending each
-    /// stands for.
-    public static let stopTokens: [(token: String, ending: UserTurn.Ending)] = [
-        ("###STOP###", .userStop), ("###TRANSFER###", .userTransfer), ("###OUT-OF-SCOPE###", .userOutOfScope),
-    ]
+    /// The stop tokens a simulated user ends a conversation with (`UserTurn.Ending.tokens`).
+    public static var stopTokens: [(token: String, ending: UserTurn.Ending)] { UserTurn.Ending.tokens }
 
     /// The most a user turn may say, in UTF-8 bytes: a longer reply is a simulator fault.
     public static let maxTextBytes = 16_384
 
-    /// `text` as a user says it: a stop token anywhere in it ends the conversation (the first
-    /// one found, in `stopTokens` order), and is taken out of what is said; the rest is trimmed.
+    /// `text` as a user says it (`UserTurn.Ending.parse`): a stop token in it ends the conversation.
     public init(parsing text: String, source: UserTurn.Source, line: Int? = nil) {
-        var said = text
-        var ending: UserTurn.Ending?
-        for (token, kind) in Self.stopTokens where said.contains(token) {
-            ending = ending ?? kind
-            said = said.replacingOccurrences(of: token, with: "")
-        }
-        self.init(text: said.trimmingCharacters(in: .whitespacesAndNewlines), source: source, ending: ending, line: line)
+        let (said, ending) = UserTurn.Ending.parse(text)
+        self.init(text: said, source: source, ending: ending, line: line)
     }
 
     /// The `user_turn` event of this reply as turn `turn`.

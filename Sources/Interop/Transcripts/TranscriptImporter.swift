@@ -63,6 +63,8 @@ struct TranscriptImporter {
         var lastFinish: String?
         /// The user message after the last assistant message or tool result, if any.
         var userTurn: Int?
+        /// Every user message's text, with the step it comes before: a conversation's turns.
+        var userMessages: [(beforeStep: Int, text: String)] = []
 
         func describe(_ index: Int) -> String { "message \(index + 1)" + (episode.id.map { " of episode \($0)" } ?? "") }
 
@@ -184,8 +186,10 @@ struct TranscriptImporter {
                 }
             default:
                 if role == "user" {
-                    if goal == nil { goal = Self.text(of: message["content"]) }
+                    let text = Self.text(of: message["content"])
+                    if goal == nil { goal = text }
                     userTurn = index
+                    userMessages.append((steps.count, text))
                 }
                 if steps.isEmpty { preamble.append(message) } else { steps[steps.count - 1].records.append(message) }
             }
@@ -197,7 +201,20 @@ struct TranscriptImporter {
         let mapped = Self.stop(after: steps, finish: lastFinish)
         var stop: RunStopped? = mapped.stopped
         var sourceStop = lastFinish ?? mapped.source
-        if let userTurn, !steps.isEmpty {
+        // More than one user message: a conversation, each message a user turn. One that ends it
+        // (a simulated user's stop token, τ-bench's ###STOP###) is how the run ended.
+        var userTurns: [(beforeStep: Int, turn: UserTurn)] = []
+        if userMessages.count > 1 {
+            for (number, message) in userMessages.enumerated() {
+                let (said, ending) = UserTurn.Ending.parse(message.text)
+                userTurns.append((message.beforeStep, UserTurn(turn: number + 1, text: said, source: .given, ends: ending)))
+            }
+        }
+        if let last = userTurns.last, let userTurn, !steps.isEmpty, let ending = last.turn.ends {
+            let answer: String? = if case .answer(let text) = steps[steps.count - 1].decision { text } else { nil }
+            stop = RunStopped(reason: ending.stopReason, answer: answer)
+            sourceStop = "the user's \(ending.rawValue) (\(describe(userTurn)))"
+        } else if let userTurn, !steps.isEmpty {
             // The agent was cut off: what it would have done next is not in the transcript, so the
             // run did not finish (no run_stopped), whatever its last reply was.
             stop = nil
@@ -213,7 +230,7 @@ struct TranscriptImporter {
             goal: goal ?? "", agentName: Self.agentName(file.path),
             model: ModelIdentity(provider: dialect.provider, name: episode.model ?? "unknown"),
             tools: ImportedRun.tools(declaredBy: episode.tools),
-            preamble: preamble, steps: steps, stop: stop, startUs: file.modifiedUs, warnings: warnings)
+            preamble: preamble, steps: steps, stop: stop, startUs: file.modifiedUs, warnings: warnings, userTurns: userTurns)
     }
 
     /// `run_started.source.stop` of a transcript that ends on a user turn.

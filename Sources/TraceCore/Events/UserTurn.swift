@@ -26,6 +26,25 @@ public struct UserTurn: JSONRepresentable, JSONObjectEncodable, Hashable {
         /// The user's request is outside what the agent serves (`###OUT-OF-SCOPE###`).
         case userOutOfScope = "user_out_of_scope"
 
+        /// The stop tokens a simulated user ends a conversation with (τ-bench's), in the order
+        /// they are looked for.
+        public static let tokens: [(token: String, ending: Ending)] = [
+            ("###STOP###", .userStop), ("###TRANSFER###", .userTransfer), ("###OUT-OF-SCOPE###", .userOutOfScope),
+        ]
+
+        /// What a user's `text` says and how it ends: a stop token anywhere in it ends the
+        /// conversation (the first found, in `tokens` order) and is taken out of what is said;
+        /// the rest is trimmed of white space.
+        public static func parse(_ text: String) -> (said: String, ending: Ending?) {
+            var said = text
+            var ending: Ending?
+            for (token, kind) in tokens where said.contains(token) {
+                ending = ending ?? kind
+                said = said.replacing(token, with: "")
+            }
+            return (String(said.trimmingPrefix(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed()), ending)
+        }
+
         /// The run's stop reason for a conversation the user ended so.
         public var stopReason: StopReason {
             switch self {
