@@ -105,6 +105,30 @@ struct ConversationCommandTests {
         }
     }
 
+    @Test("a judged expectation over a conversation shows the judge the whole transcript, who said what in which turn")
+    func judgeSeesTheTranscript() async throws {
+        try await TemporaryDirectory.with { directory in
+            // A scripted judge that passes only when its question holds the customer's third turn.
+            try """
+            name: transcript-judge
+            rules:
+              - when: {goal_matches: "user, turn 3. yes, please"}
+                reply: {raw: '{"pass": true, "reason": "It refunded after the yes."}'}
+              - reply: {raw: '{"pass": false, "reason": "No transcript in the question."}'}
+            """.write(toFile: directory.path("judge.yaml"), atomically: true, encoding: .utf8)
+            let text = try String(contentsOfFile: repositoryRoot.appendingPathComponent("EvalCases/support/refund-conversation.yaml").path, encoding: .utf8)
+                .replacingOccurrences(of: "../../Fixtures/", with: repositoryRoot.appendingPathComponent("Fixtures").path + "/")
+                + "  answer: {rubric: The agent refunds only after the customer said yes., model: {script: judge.yaml}}\n"
+            try text.write(toFile: directory.path("case.yaml"), atomically: true, encoding: .utf8)
+            let result = try await agentEval(["run", "case.yaml", "--no-catalog", "--out", "runs", "--json"], in: directory.url)
+            #expect(result.status == 0, "\(result.stdoutText)\(result.stderr)")
+            let report = try JSONParser.parse(Array(result.stdout))
+            let judgement = report["cases"]?.arrayValue?.first?["runs"]?.arrayValue?.first?["judgements"]?.arrayValue?.first
+            #expect(judgement?["passed"] == true, "\(result.stdoutText)")
+            #expect(judgement?["request"]?["prompt"]?.stringValue?.contains("[user, turn 1] hi, my order arrived broken") == true, "\(result.stdoutText)")
+        }
+    }
+
     @Test("a conversation case's mistakes are named at their lines, with what to do, before anything runs")
     func caseErrors() async throws {
         try await TemporaryDirectory.with { directory in

@@ -58,7 +58,11 @@ public final class RubricJudge: Sendable {
         if let rubric = expected.answerRubric {
             let expectation = "answer.rubric"
             if let answer = state.finalAnswer {
-                let prompt = Self.answerPrompt(goal: goal, answer: answer, rubric: rubric.text)
+                // A conversation is judged whole: what the agent said in it, to what.
+                let prompt =
+                    state.isConversation
+                    ? Self.conversationPrompt(state.dialogue, rubric: rubric.text)
+                    : Self.answerPrompt(goal: goal, answer: answer, rubric: rubric.text)
                 guard await ask(rubric, expectation: expectation, prompt: prompt, step: lastStep, callId: nil, into: &grade) else {
                     return grade
                 }
@@ -178,6 +182,14 @@ public final class RubricJudge: Sendable {
         The rubric the answer must meet:
         \(rubric)
         """
+    }
+
+    /// A conversation's transcript for a judge: each message with who said it, then the rubric.
+    static func conversationPrompt(_ dialogue: [DialogueLine], rubric: String) -> String {
+        var text = "The conversation between a user and the agent, in order:\n"
+        for line in dialogue { text += "\n[\(line.speaker == .user ? "user" : "agent"), turn \(line.turn)] \(line.text)" }
+        text += "\n\nThe rubric the agent's side of the conversation must meet:\n\(rubric)"
+        return text
     }
 
     static func argumentsPrompt(goal: String, call: ToolCallRecord, earlier: [ToolCallRecord], rubric: String) -> String {
