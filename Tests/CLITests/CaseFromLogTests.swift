@@ -8,6 +8,32 @@ import Testing
 struct CaseFromLogTests {
     static let runs = FixtureLogs.directory.deletingLastPathComponent().appendingPathComponent("runs")
 
+    @Test("a conversation: the draft pins what each user turn got, and its commented user, uncommented, runs the conversation again live")
+    func conversation() async throws {
+        try await TemporaryDirectory.with { directory in
+            let ran = try await agentEval(
+                ["run", "EvalCases/support/refund-conversation.yaml", "--no-catalog", "--out", directory.path("runs")], in: repositoryRoot)
+            #expect(ran.status == 0, "\(ran.stdoutText)\(ran.stderr)")
+            let log = directory.path("runs/support-refund-conversation-1.jsonl.gz")
+            let draft = try await agentEval(["case", "from-log", log, "--output", directory.path("draft.yaml")])
+            #expect(draft.status == 0, "\(draft.stderr)")
+            let text = try String(contentsOfFile: directory.path("draft.yaml"), encoding: .utf8)
+            #expect(text.contains("  turns:\n    1: {maxToolCalls: 0}\n    2: {toolsCalled: [\"lookup_order\"]}\n"), "\(text)")
+            let recorded = try await agentEval(["run", directory.path("draft.yaml"), "--no-catalog", "--out", directory.path("out")])
+            #expect(recorded.status == 0, "\(recorded.stdoutText)\(recorded.stderr)")
+            // Live: the agent file for logs:, the commented user uncommented.
+            let agent = repositoryRoot.appendingPathComponent("Fixtures/agents/support-chat/agent.yaml").path
+            let live = text.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
+                if line.hasPrefix("logs: ") { return "agent: \(agent)" }
+                if line.hasPrefix("#   ") || line.hasPrefix("#     ") || line == "# user:" { return String(line.dropFirst(2)) }
+                return String(line)
+            }.joined(separator: "\n")
+            try live.write(toFile: directory.path("live.yaml"), atomically: true, encoding: .utf8)
+            let again = try await agentEval(["run", directory.path("live.yaml"), "--no-catalog", "--out", directory.path("live")])
+            #expect(again.status == 0, "\(live)\n\(again.stdoutText)\(again.stderr)")
+        }
+    }
+
     @Test("a finished run: the draft pins its tools, order, arguments and stop, and passes against its log")
     func finishedRun() async throws {
         try await TemporaryDirectory.with { directory in

@@ -80,7 +80,37 @@ public struct CaseDraft: Sendable {
                 lines.append("        arguments: \(Self.flow(.object(JSONObject(matcher))))")
             }
         }
+        if state.isConversation { lines += conversationLines(state) }
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// A conversation's draft adds what the agent called within each user turn (`turns:`), and,
+    /// as comments, the user's turns as a script a live case can say again (docs/conversations.md).
+    func conversationLines(_ state: RunState) -> [String] {
+        var lines = ["  turns:"]
+        for record in state.userTurns {
+            guard let slice = state.slice(turn: record.turn.turn) else { continue }
+            var called: [String] = []
+            for call in slice.executedCalls where !called.contains(call.tool) { called.append(call.tool) }
+            lines.append(
+                "    \(record.turn.turn): "
+                    + (called.isEmpty ? "{maxToolCalls: 0}" : "{toolsCalled: \(Self.flow(.array(called.map { .string($0) })))}"))
+        }
+        lines.append("# The run is a conversation. To run it live, replace logs: with agent: (its agent file) and this")
+        lines.append("# user, who says again what the recorded user said, turn by turn:")
+        lines.append("# user:")
+        for record in state.userTurns {
+            let text = Self.flow(.string(record.turn.text))
+            if record.turn.turn == 1 {
+                lines.append("#   opening: \(text)")
+                lines.append("#   script:")
+            } else {
+                let end = record.turn.ends.map { ", end: \($0.rawValue)" } ?? ""
+                lines.append("#     - {after: {turn: \(record.turn.turn)}, say: \(text)\(end)}")
+            }
+        }
+        lines.append("#   maxTurns: \(max(state.userTurns.count, 1))")
+        return lines
     }
 
     /// Dotted paths of keys in `arguments` that are volatile by name or by value (a UUID, an ISO
