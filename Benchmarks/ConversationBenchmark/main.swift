@@ -106,5 +106,9 @@ func median(_ values: [Double]) -> Double {
 }
 let a = median(withModel)
 let b = median(withScript)
-print(String(format: "median of %d: a %d-turn conversation replayed %.2f ms with its user's model from the cassette, %.2f ms with the user scripted", repetitions, turns, a, b))
+print(
+    String(
+        format:
+            "median of %d: a %d-turn conversation replayed %.2f ms with its user's model from the cassette, %.2f ms with the user scripted",
+        repetitions, turns, a, b))
 print(String(format: "the user's model from the cassette: %.3f ms per turn (target: below 5 ms)", (a - b) / Double(turns)))

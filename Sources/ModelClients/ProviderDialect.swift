@@ -72,7 +72,8 @@ struct Conversation {
         // Per step: the user's turn, then the step's calls, then what the agent said to the user.
         var items: [(step: Int, rank: Int, order: Int, turn: Turn)] = []
         for line in dialogue {
-            items.append((line.step, line.speaker == .user ? 0 : 2, items.count, line.speaker == .user ? .user(line.text) : .agent(line.text)))
+            items.append(
+                (line.step, line.speaker == .user ? 0 : 2, items.count, line.speaker == .user ? .user(line.text) : .agent(line.text)))
         }
         var group: [Observation] = []
         for observation in request.observations {

@@ -194,7 +194,8 @@ public struct RunView: Sendable {
                 var object = ObjectBuilder()
                 object.set("id", call.id)
                 object.set("tool", call.tool)
-                object.set("status", call.isDenied ? "denied" : call.lastResult?.status.rawValue ?? (call.isExecuted ? "running" : "not run"))
+                object.set(
+                    "status", call.isDenied ? "denied" : call.lastResult?.status.rawValue ?? (call.isExecuted ? "running" : "not run"))
                 return object.json
             }
             var object = ObjectBuilder()

@@ -50,7 +50,8 @@ struct ConversationTests {
         return (outcome, events, path)
     }
 
-    @Test("each user turn is recorded before the step that answers it, the agent's answers go to the user, and the user's stop ends the run")
+    @Test(
+        "each user turn is recorded before the step that answers it, the agent's answers go to the user, and the user's stop ends the run")
     func scriptedConversation() async throws {
         try await TemporaryDirectory.with { directory in
             let (outcome, events, path) = try await Self.converse(try Self.agent(), with: Self.customer, in: directory)

@@ -41,7 +41,9 @@ struct ConversationCommandTests {
         RunState(folding: try LogReader(path: path).readAll().events.map(\.event))
     }
 
-    @Test("a model-played user's calls are recorded into the case's cassette with the agent's, and the conversation replays offline turn for turn")
+    @Test(
+        "a model-played user's calls are recorded into the case's cassette with the agent's, and the conversation replays offline turn for turn"
+    )
     func cassetteReplaysBothRoles() async throws {
         try await TemporaryDirectory.with { directory in
             let server = try LocalModelServer()
@@ -116,7 +118,11 @@ struct ConversationCommandTests {
                 reply: {raw: '{"pass": true, "reason": "It refunded after the yes."}'}
               - reply: {raw: '{"pass": false, "reason": "No transcript in the question."}'}
             """.write(toFile: directory.path("judge.yaml"), atomically: true, encoding: .utf8)
-            let text = try String(contentsOfFile: repositoryRoot.appendingPathComponent("EvalCases/support/refund-conversation.yaml").path, encoding: .utf8)
+            let text =
+                try String(
+                    contentsOfFile: repositoryRoot.appendingPathComponent("EvalCases/support/refund-conversation.yaml").path,
+                    encoding: .utf8
+                )
                 .replacingOccurrences(of: "../../Fixtures/", with: repositoryRoot.appendingPathComponent("Fixtures").path + "/")
                 + "  answer: {rubric: The agent refunds only after the customer said yes., model: {script: judge.yaml}}\n"
             try text.write(toFile: directory.path("case.yaml"), atomically: true, encoding: .utf8)
@@ -125,7 +131,9 @@ struct ConversationCommandTests {
             let report = try JSONParser.parse(Array(result.stdout))
             let judgement = report["cases"]?.arrayValue?.first?["runs"]?.arrayValue?.first?["judgements"]?.arrayValue?.first
             #expect(judgement?["passed"] == true, "\(result.stdoutText)")
-            #expect(judgement?["request"]?["prompt"]?.stringValue?.contains("[user, turn 1] hi, my order arrived broken") == true, "\(result.stdoutText)")
+            #expect(
+                judgement?["request"]?["prompt"]?.stringValue?.contains("[user, turn 1] hi, my order arrived broken") == true,
+                "\(result.stdoutText)")
         }
     }
 

@@ -48,7 +48,10 @@ struct ViewCommandTests {
             let run = try #require(try Self.pageData(page)["run"])
             let chat = try #require(run["summary"]?["conversation"]?.arrayValue)
             #expect(
-                chat.map { $0["speaker"]?.stringValue ?? ($0["calls"]?.arrayValue?.compactMap { $0["tool"]?.stringValue }.joined(separator: ",") ?? "?") }
+                chat.map {
+                    $0["speaker"]?.stringValue
+                        ?? ($0["calls"]?.arrayValue?.compactMap { $0["tool"]?.stringValue }.joined(separator: ",") ?? "?")
+                }
                     == ["user", "agent", "user", "lookup_order", "agent", "user", "refund_order", "agent", "user"])
             #expect(chat.last?["ends"] == "user_stop" && chat.first?["source"] == "opening")
             let problems = run["steps"]?.arrayValue?.flatMap { $0["problems"]?.arrayValue ?? [] } ?? []

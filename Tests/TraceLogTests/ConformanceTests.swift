@@ -89,7 +89,8 @@ struct ConformanceTests {
         try recorder.record(.toolIntended(ToolIntended(callId: "call-1", tool: "lookup_order", arguments: lookup.arguments, attempt: 1)))
         try recorder.record(
             .toolCompleted(
-                ToolCompleted(callId: "call-1", tool: "lookup_order", attempt: 1, status: .ok, output: ["total_cents": 4999], durationUs: 700)))
+                ToolCompleted(
+                    callId: "call-1", tool: "lookup_order", attempt: 1, status: .ok, output: ["total_cents": 4999], durationUs: 700)))
         try recorder.endStep()
         try recorder.record(.decisionMade(DecisionMade(raw: "answer", outcome: .valid(.answer("Order A-1042: 49.99 EUR. Refund it?")))))
         try recorder.endStep()

@@ -119,14 +119,16 @@ public struct ModelUser: SimulatedUser {
         case .valid(.stop):
             text = UserReply.stopTokens[0].token
         case .valid(.toolCalls(let calls)):
-            throw SimulatorFault("the user's model replied with tool calls (\(calls.map(\.name).joined(separator: ", "))) at turn \(turn), not a message")
+            throw SimulatorFault(
+                "the user's model replied with tool calls (\(calls.map(\.name).joined(separator: ", "))) at turn \(turn), not a message")
         case .invalid(let invalid):
             // Empty, malformed, refused, or calls of tools (a user has none).
             throw SimulatorFault("the user's model reply at turn \(turn) is no message: \(invalid.message)")
         }
         guard text.utf8.count <= UserReply.maxTextBytes else {
             throw SimulatorFault(
-                "the user's model said \(text.utf8.count) bytes at turn \(turn), more than the \(UserReply.maxTextBytes) a user turn may hold")
+                "the user's model said \(text.utf8.count) bytes at turn \(turn), more than the \(UserReply.maxTextBytes) a user turn may hold"
+            )
         }
         var reply = UserReply(parsing: text, source: .model)
         reply.model = client.identity

@@ -56,7 +56,8 @@ public struct UserReply: Sendable, Hashable {
     /// The `user_turn` event of this reply as turn `turn`.
     public func event(turn: Int) -> UserTurn {
         UserTurn(
-            turn: turn, text: text, source: source, ends: ending, line: line, model: model, usage: usage, costUSD: costUSD, latencyUs: latencyUs)
+            turn: turn, text: text, source: source, ends: ending, line: line, model: model, usage: usage, costUSD: costUSD,
+            latencyUs: latencyUs)
     }
 }
 

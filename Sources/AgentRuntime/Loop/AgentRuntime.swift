@@ -234,7 +234,8 @@ public struct AgentRuntime: Sendable {
         }
         let isConversation = prefix.contains { if case .userTurn = $0.payload { true } else { false } }
         let session = RunSession(
-            agent: agent, environment: environment, recorder: recorder, contents: contents, conversation: isConversation ? conversation : nil)
+            agent: agent, environment: environment, recorder: recorder, contents: contents,
+            conversation: isConversation ? conversation : nil)
         return try await Self.onLoopThread { () async throws(RuntimeError) -> RunOutcome in
             try await session.drive(path: path) {
                 try recorder.record(.runForked(forked))

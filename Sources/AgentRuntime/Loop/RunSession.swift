@@ -107,7 +107,8 @@ final class RunSession {
         do {
             opening = try await userReply(conversation, turn: 1)
             if let ending = opening.ending {
-                throw SimulatorFault("the user ended the conversation (\(ending.rawValue)) in its first turn, before the agent answered anything")
+                throw SimulatorFault(
+                    "the user ended the conversation (\(ending.rawValue)) in its first turn, before the agent answered anything")
             }
         } catch let fault as SimulatorFault {
             try start(goal: "", actor: actor, route: route)

@@ -66,7 +66,9 @@ public struct CaseUserSpec: Sendable {
                 .missingKey, "user.model needs user.persona: who the model plays", at: modelNode?.location ?? node.location,
                 hint: "give persona (and scenario: reason, known, unknown, task)")
         }
-        if opening == nil, model == nil, !lines.contains(where: { $0.turn == 1 || ($0.turn == nil && $0.toolCalled == nil && $0.agentSaid == nil) }) {
+        if opening == nil, model == nil,
+            !lines.contains(where: { $0.turn == 1 || ($0.turn == nil && $0.toolCalled == nil && $0.agentSaid == nil) })
+        {
             throw ConfigError(
                 .missingKey, "user has no first turn: give user.opening, a user.model, or a script line for turn 1", at: node.location,
                 hint: "for example opening: hi, my order arrived broken")

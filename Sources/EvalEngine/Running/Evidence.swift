@@ -135,7 +135,8 @@ struct Evidence {
                 ExpectationFailure(
                     expectation: expectationName,
                     expected: "a run that ended on its own (the case expects no stopReason, so no limit)",
-                    actual: "the run was cut short by \(stop.limit?.rawValue ?? (stop.reason == .maxTurns ? "maxTurns" : "a limit")) at step \(state.step)"
+                    actual:
+                        "the run was cut short by \(stop.limit?.rawValue ?? (stop.reason == .maxTurns ? "maxTurns" : "a limit")) at step \(state.step)"
                         + (stop.error.map { " (\($0))" } ?? "") + ": what it would have done after is unproven",
                     step: state.step))
         }
