@@ -140,7 +140,7 @@ struct CLITests {
         #expect(filtered.stdoutText.split(separator: "\n").count == 3)
         // A misspelt kind is a usage error whose list of kinds holds every kind --kind takes.
         let misspelt = try await agentEval(["log", "cat", "--kind", "nonsense", path])
-        #expect(misspelt.status == 64 && misspelt.stderr.contains("run_forked, pipeline_started"), "\(misspelt.stderr)")
+        #expect(misspelt.status == 64 && misspelt.stderr.contains("run_forked, user_turn, pipeline_started"), "\(misspelt.stderr)")
     }
 
     @Test("log cat on a torn log prints the complete events and says where it was cut; one cut before its first event fails")

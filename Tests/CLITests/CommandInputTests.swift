@@ -98,7 +98,7 @@ struct CommandInputTests {
             #expect(comment.status == 0)
             #expect(comment.stdoutText.contains("### ⚠️ agent-eval: PASS: 5 cases"), "\(comment.stdoutText)")
             #expect(
-                comment.stdoutText.contains("> **One shard:** this is shard 1/2 of the suite (5 cases of its 10)"), "\(comment.stdoutText)")
+                comment.stdoutText.contains("> **One shard:** this is shard 1/2 of the suite (5 cases of its 11)"), "\(comment.stdoutText)")
         }
     }
 }

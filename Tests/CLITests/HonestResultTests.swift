@@ -33,7 +33,7 @@ struct HonestResultTests {
                 #expect(state.calls.first?.hasSucceeded == true, "from \(folder.path): \(state.calls.first?.lastResult?.error ?? "")")
                 let run = try await agentEval(["run", cases, "--no-catalog"], in: folder)
                 #expect(run.status == 0, "from \(folder.path): \(run.stdoutText)\(run.stderr)")
-                #expect(run.stdoutText.contains("2 cases, 2 passed, 0 failed"))
+                #expect(run.stdoutText.contains("3 cases, 3 passed, 0 failed"))
                 #expect(!run.stdoutText.contains("warning:"), "\(run.stdoutText)")
                 let check = try await agentEval(["check", cases], in: folder)
                 #expect(check.status == 0, "from \(folder.path): \(check.stderr)")

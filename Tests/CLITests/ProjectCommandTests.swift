@@ -32,14 +32,14 @@ struct ProjectCommandTests {
 
             let run = try await agentEval(["run", "evals/", "--no-catalog"], in: URL(fileURLWithPath: project))
             #expect(run.status == 0, "\(run.stdoutText)\(run.stderr)")
-            #expect(run.stdoutText.contains("2 cases, 2 passed, 0 failed"))
+            #expect(run.stdoutText.contains("3 cases, 3 passed, 0 failed"))
             // Cases and the agent in one tree: run takes only the cases.
             let everything = try await agentEval(["run", ".", "--no-catalog"], in: URL(fileURLWithPath: project))
             #expect(everything.status == 0, "\(everything.stderr)")
-            #expect(everything.stdoutText.contains("2 cases, 2 passed"))
+            #expect(everything.stdoutText.contains("3 cases, 3 passed"))
             let check = try await agentEval(["check"], in: URL(fileURLWithPath: project))
             #expect(check.status == 0, "\(check.stderr)")
-            #expect(check.stdoutText.hasSuffix("4 files checked: no problems\n"))
+            #expect(check.stdoutText.hasSuffix("5 files checked: no problems\n"))
 
             // A second init into the same folder writes nothing and says why.
             let agentBefore = try Data(contentsOf: URL(fileURLWithPath: project + "/agent.yaml"))

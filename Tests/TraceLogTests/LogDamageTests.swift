@@ -382,7 +382,7 @@ struct LogDamageTests {
             let log = try Self.flushedLog(in: directory)
             var lines = log.lines
             lines[3] = Array("{\"v\":1,\"seq\":3,".utf8)
-            lines[8] = Array(String(decoding: lines[8], as: UTF8.self).replacingOccurrences(of: "{\"v\":1,", with: "{\"v\":4,").utf8)
+            lines[8] = Array(String(decoding: lines[8], as: UTF8.self).replacingOccurrences(of: "{\"v\":1,", with: "{\"v\":5,").utf8)
             let path = directory.path("invalid.jsonl.gz")
             try await Self.gzipLines(lines, to: path)
             let report = try LogVerifier.verify(path: path)

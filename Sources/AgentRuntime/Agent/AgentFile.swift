@@ -127,8 +127,8 @@ public enum AgentFile {
         let durability = errors.collect { () throws(ConfigError) in try file.optional("durability").map(readDurability) ?? Durability() }
         let logVersion =
             errors.collect { () throws(ConfigError) in
-                try file.optional("log_version")?.int("log_version", in: Event.supportedVersions) ?? Event.supportedVersions.upperBound
-            } ?? Event.supportedVersions.upperBound
+                try file.optional("log_version")?.int("log_version", in: Event.writableVersions) ?? Event.writableVersions.upperBound
+            } ?? Event.writableVersions.upperBound
         var redactEnvironment: [String] = []
         var redactMembers: [String] = []
         errors.collect { () throws(ConfigError) in

@@ -51,17 +51,17 @@ public struct CaseUser: SimulatedUser {
         self.model = model
     }
 
-    public func reply(turn: Int, after state: RunState) async throws -> UserReply {
+    public func reply(turn: Int, after state: RunState) async throws -> UserTurn {
         if turn == 1, let opening {
-            return UserReply(parsing: opening, source: .opening)
+            return UserTurn(turn: turn, parsing: opening, source: .opening)
         }
         let said = Set(state.userTurns.compactMap(\.turn.line))
         let agentSaidLast = state.agentMessages.last
         for (index, line) in lines.enumerated() where !said.contains(index) {
             guard line.holds(turn: turn, state: state, agentSaidLast: agentSaidLast) else { continue }
-            var reply = UserReply(parsing: line.say, source: .script, line: index)
-            reply.ending = reply.ending ?? line.end
-            return reply
+            var said = UserTurn(turn: turn, parsing: line.say, source: .script, line: index)
+            said.ends = said.ends ?? line.end
+            return said
         }
         guard let model else {
             throw SimulatorFault(
@@ -101,7 +101,7 @@ public struct ModelUser: SimulatedUser {
         return request
     }
 
-    public func reply(turn: Int, after state: RunState) async throws -> UserReply {
+    public func reply(turn: Int, after state: RunState) async throws -> UserTurn {
         let answer: ModelReply
         do {
             answer = try await client.reply(to: request(turn: turn, after: state))
@@ -117,7 +117,7 @@ public struct ModelUser: SimulatedUser {
         case .valid(.answer(let said)), .valid(.askHuman(let said)):
             text = said
         case .valid(.stop):
-            text = UserReply.stopTokens[0].token
+            text = UserTurn.Ending.tokens[0].token
         case .valid(.toolCalls(let calls)):
             throw SimulatorFault(
                 "the user's model replied with tool calls (\(calls.map(\.name).joined(separator: ", "))) at turn \(turn), not a message")
@@ -125,20 +125,20 @@ public struct ModelUser: SimulatedUser {
             // Empty, malformed, refused, or calls of tools (a user has none).
             throw SimulatorFault("the user's model reply at turn \(turn) is no message: \(invalid.message)")
         }
-        guard text.utf8.count <= UserReply.maxTextBytes else {
+        guard text.utf8.count <= UserTurn.maxTextBytes else {
             throw SimulatorFault(
-                "the user's model said \(text.utf8.count) bytes at turn \(turn), more than the \(UserReply.maxTextBytes) a user turn may hold"
+                "the user's model said \(text.utf8.count) bytes at turn \(turn), more than the \(UserTurn.maxTextBytes) a user turn may hold"
             )
         }
-        var reply = UserReply(parsing: text, source: .model)
+        var reply = UserTurn(turn: turn, parsing: text, source: .model)
         reply.model = client.identity
         reply.usage = answer.usage
         reply.costUSD = answer.costUSD
         reply.latencyUs = answer.latencyUs
-        if reply.text.isEmpty && reply.ending == nil {
+        if reply.text.isEmpty && reply.ends == nil {
             throw SimulatorFault("the user's model gave an empty reply at turn \(turn)")
         }
-        if turn == 1, let ending = reply.ending {
+        if turn == 1, let ending = reply.ends {
             throw SimulatorFault(
                 "the user's model ended the conversation (\(ending.rawValue)) at turn 1, before the agent answered anything")
         }

@@ -103,10 +103,11 @@ final class RunSession {
     /// Starts a conversation: the user's first turn is the run's goal, and is recorded as turn 1
     /// at step 0. A user that cannot open it ends the run there, as a simulator fault.
     func startConversation(_ conversation: Conversation, actor: String?, route: String?) async throws {
-        let opening: UserReply
+        var opening: UserTurn
         do {
             opening = try await userReply(conversation, turn: 1)
-            if let ending = opening.ending {
+            opening.turn = 1
+            if let ending = opening.ends {
                 throw SimulatorFault(
                     "the user ended the conversation (\(ending.rawValue)) in its first turn, before the agent answered anything")
             }
@@ -119,12 +120,12 @@ final class RunSession {
             try start(goal: "", actor: actor, route: route)
             throw error
         }
-        try start(goal: opening.text, actor: actor, route: route, firstTurn: opening.event(turn: 1))
+        try start(goal: opening.text, actor: actor, route: route, firstTurn: opening)
     }
 
     /// The user's turn `turn`, within what is left of the run's time. Cancelled from outside:
     /// throws `CancellationError`; a user that cannot answer in time is a simulator fault.
-    func userReply(_ conversation: Conversation, turn: Int) async throws -> UserReply {
+    func userReply(_ conversation: Conversation, turn: Int) async throws -> UserTurn {
         let user = conversation.user
         let state = self.state
         guard let reply = try await withinRunTime({ try await user.reply(turn: turn, after: state) }) else {
@@ -143,7 +144,7 @@ final class RunSession {
                 error: "the conversation reached its \(conversation.maxTurns) user turns (maxTurns) with the user not done")
             return
         }
-        let reply: UserReply
+        let reply: UserTurn
         do {
             reply = try await userReply(conversation, turn: turns + 1)
         } catch let fault as SimulatorFault {
@@ -157,8 +158,10 @@ final class RunSession {
             try stop(.blocked, answer: text, error: "\(RunStopped.simulatorFaultPrefix) the user failed at turn \(turns + 1): \(error)")
             return
         }
-        try recorder.record(.userTurn(reply.event(turn: turns + 1)))
-        if let ending = reply.ending { try stop(ending.stopReason, answer: text) }
+        var said = reply
+        said.turn = turns + 1  // numbered by the runtime, whatever a user says
+        try recorder.record(.userTurn(said))
+        if let ending = said.ends { try stop(ending.stopReason, answer: text) }
     }
 
     /// Stores the agent's instructions once, for the packets' `prompt_hash` to name (a fork

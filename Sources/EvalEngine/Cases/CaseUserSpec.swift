@@ -90,7 +90,7 @@ public struct CaseUserSpec: Sendable {
         }
         try entry.finish()
         if line.say.trimmingCharacters(in: .whitespaces).isEmpty, line.end == nil,
-            !UserReply.stopTokens.contains(where: { line.say.contains($0.token) })
+            !UserTurn.Ending.tokens.contains(where: { line.say.contains($0.token) })
         {
             throw ConfigError(.invalidValue, "\(what).say is empty and ends nothing", at: node.location)
         }

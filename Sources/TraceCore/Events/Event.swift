@@ -20,6 +20,9 @@ public struct Event: Sendable, Hashable {
     public static let conversationVersion = 4
     /// The envelope versions this code reads.
     public static let supportedVersions = 1...4
+    /// The log versions a writer may be asked for (`log_version`, `exec --log-version`): a
+    /// conversation's version 4 lines come with the conversation, in a version 3 log.
+    public static let writableVersions = 1...memberChainVersion
 
     public var version: Int
     /// The run the event belongs to; the same on every line of a log.

@@ -87,6 +87,16 @@ public struct UserTurn: JSONRepresentable, JSONObjectEncodable, Hashable {
         self.latencyUs = latencyUs
     }
 
+    /// Turn `turn` saying `text` as a user says it (`Ending.parse`): a stop token in it ends the
+    /// conversation and is taken out of what is said.
+    public init(turn: Int, parsing text: String, source: Source, line: Int? = nil) {
+        let (said, ending) = Ending.parse(text)
+        self.init(turn: turn, text: said, source: source, ends: ending, line: line)
+    }
+
+    /// The most a simulated user's turn may say, in UTF-8 bytes: a longer reply is a simulator fault.
+    public static let maxTextBytes = 16_384
+
     public init(from scanner: inout JSONScanner) throws {
         var turn: Int?
         var text: String?

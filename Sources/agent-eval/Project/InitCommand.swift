@@ -83,7 +83,7 @@ struct InitCommand: AsyncParsableCommand {
         let written = project.files
         let next: [(command: String, note: String?)] =
             (root == "." ? [] : [("cd \(ShellWords.quoted(root))", nil)]) + [
-                ("agent-eval run evals/", "both cases pass"),
+                ("agent-eval run evals/", "the three cases pass"),
                 ("agent-eval replay \(recordedLog) --step 1", "what the agent saw and did"),
                 ("agent-eval run evals/ --update-baseline", "keep a baseline: CI then fails on regressions"),
                 ("edit .github/workflows/agent-eval.yml", "set AGENT_EVAL_REPO (a placeholder) to where your team gets agent-eval"),

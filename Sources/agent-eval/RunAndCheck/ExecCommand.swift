@@ -115,7 +115,7 @@ struct ExecCommand: AsyncParsableCommand, ReadsLogs {
         case (.some, .some): throw ValidationError("give the agent file once, as the argument or with --agent")
         default: break
         }
-        if let logVersion, !Event.supportedVersions.contains(logVersion) {
+        if let logVersion, !Event.writableVersions.contains(logVersion) {
             throw ValidationError(
                 "--log-version must be 1, 2 or 3, found \(logVersion)")
         }
