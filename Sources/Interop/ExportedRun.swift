@@ -177,7 +177,7 @@ struct ExportedRun {
                         }
                     case .input:
                         if let text = edit.text, !history.isEmpty { history[0] = .user(text) }
-                    case .decision, .approve, .deny, .toolFixture:
+                    case .decision, .approve, .deny, .toolFixture, .say:
                         break
                     }
                 }

@@ -22,12 +22,16 @@ public enum Fork {
         /// Whether a replaced result may be of a call whose result comes after the fork point (a
         /// recorded run's fork, which edits what the program sends back on its way to the model).
         public var resultsMayFollow: Bool
+        /// The user turn of a conversation a `say` edit replaces (`fork --turn N --say TEXT`): the
+        /// edit's step is that turn's.
+        public var turn: Int?
 
-        public init(parent: String, at: Int?, edits: [ForkEdit], resultsMayFollow: Bool = false) {
+        public init(parent: String, at: Int?, edits: [ForkEdit], resultsMayFollow: Bool = false, turn: Int? = nil) {
             self.parent = parent
             self.at = at
             self.edits = edits
             self.resultsMayFollow = resultsMayFollow
+            self.turn = turn
         }
     }
 
@@ -44,6 +48,9 @@ public enum Fork {
         public var givenDecision: (index: Int, raw: String)?
         /// The tools that answer from a fixture from the fork on, and the file's responses.
         public var fixtures: [(tool: String, value: JSONValue)]
+        /// What a conversation's user says first in the fork (a `say` edit), recorded right after
+        /// `run_forked`.
+        public var say: UserTurn?
     }
 
     /// A finished fork.
@@ -105,6 +112,7 @@ public enum Fork {
             case .decision: target = "the model's reply"
             case .input: target = "the goal"
             case .toolFixture: target = "the fixture of \(edit.tool ?? "")"
+            case .say: target = "what the user says"
             }
             guard targets.insert(target).inserted else {
                 throw ForkError(.editDoesNotApply, "two edits change \(target): give one", path: path)
@@ -117,7 +125,28 @@ public enum Fork {
         var atLeast: [(step: Int, why: String)] = []
         var approvals: [ApprovalRecorded] = []
         var cutsAtPause = false
-        for edit in request.edits {
+        var edits = request.edits
+        var say: UserTurn?
+        for index in edits.indices where edits[index].kind == .say {
+            guard parentState.isConversation else {
+                throw ForkError(
+                    .editDoesNotApply, "--say: the parent is no conversation (it recorded no user turn)", path: path,
+                    hint: "to restate a run's input, give --input")
+            }
+            let count = parentState.userTurns.count
+            let turn = request.turn ?? count
+            guard turn >= 2, let record = parentState.userTurns.first(where: { $0.turn.turn == turn }) else {
+                throw ForkError(
+                    .editDoesNotApply,
+                    turn < 2
+                        ? "--turn \(turn): turn 1 opens the conversation (the run's goal); a fork says something else from turn 2"
+                        : "--turn \(turn): the parent has \(count) user turns", path: path,
+                    hint: "give --turn 2 to \(count)")
+            }
+            edits[index].step = record.step
+            say = UserTurn(turn: turn, text: edits[index].text ?? "", source: .given)
+        }
+        for edit in edits {
             switch edit.kind {
             case .result, .error:
                 let record = try call(edit.callId, "--\(edit.kind.rawValue)")
@@ -144,6 +173,9 @@ public enum Fork {
                         .noSuchStep, "--decision \(step): step 0 is the run's start; decisions are made from step 1", path: path)
                 }
                 exact.append((step - 1, "--decision \(step) (the fork continues after step \(step - 1))"))
+            case .say:
+                let step = edit.step ?? 0
+                exact.append((step - 1, "--say (the user's turn at step \(step): the fork continues after step \(step - 1))"))
             case .input, .toolFixture:
                 break
             }
@@ -284,10 +316,10 @@ public enum Fork {
             if edit.kind == .decision { given = (folded.decisions.count, edit.text ?? "") }
             if edit.kind == .toolFixture, let tool = edit.tool { fixtures.append((tool, edit.value ?? .null)) }
         }
-        let forked = RunForked(parentRunId: first.event.runId, parentHead: head, step: at, parentLog: path, edits: request.edits)
+        let forked = RunForked(parentRunId: first.event.runId, parentHead: head, step: at, parentLog: path, edits: edits)
         return Plan(
             prefix: prefix, forked: forked, approvals: approvals, laterApprovals: laterApprovals, givenDecision: given,
-            fixtures: fixtures)
+            fixtures: fixtures, say: say)
     }
 
     /// Forks as `request` says with `agent` (its model and tools run live after the fork point),
@@ -340,7 +372,7 @@ public enum Fork {
         forked.agent = forkAgent.identity
         forked.model = forkAgent.model.identity
         let first = try await runtime.fork(
-            prefix: plan.prefix, forked: forked, log: output, runId: runId, approvals: plan.approvals)
+            prefix: plan.prefix, forked: forked, log: output, runId: runId, approvals: plan.approvals, say: plan.say)
         // A human's decision is given again only for the very call it decided: the fork's ids are
         // numbered as the parent's, so the same id may be another call.
         var pending = plan.laterApprovals

@@ -137,6 +137,35 @@ struct ConversationCommandTests {
         }
     }
 
+    @Test("fork --turn N --say TEXT: the user says something else at turn N, the agent answers it live, and the diff shows what changed")
+    func forkSaysSomethingElse() async throws {
+        try await TemporaryDirectory.with { directory in
+            let ran = try await agentEval(
+                ["run", "EvalCases/support/refund-conversation.yaml", "--no-catalog", "--out", directory.path("runs")], in: repositoryRoot)
+            #expect(ran.status == 0, "\(ran.stdoutText)\(ran.stderr)")
+            let parent = directory.path("runs/support-refund-conversation-1.jsonl.gz")
+            let agent = repositoryRoot.appendingPathComponent("Fixtures/agents/support-chat/agent.yaml").path
+            let fork = try await agentEval(
+                ["fork", parent, "--agent", agent, "--turn", "3", "--say", "no, do not refund it", "--no-catalog", "--json"],
+                in: directory.url)
+            #expect(fork.status == 1, "the fork diverges: \(fork.stdoutText)\(fork.stderr)")
+            let log = try #require(try JSONParser.parse(Array(fork.stdout))["log"]?.stringValue, "\(fork.stdoutText)")
+            let path = log.hasPrefix("/") ? log : directory.path(log)
+            let state = try Self.state(path)
+            #expect(state.userTurns.map(\.turn.text) == ["hi, my order arrived broken", "It's A-1042.", "no, do not refund it"])
+            #expect(state.userTurns.last?.turn.source == .given)
+            #expect(state.forked?.edits.first?.kind == .say)
+            #expect(!state.calls.contains { $0.tool == "refund_order" }, "the agent did not refund after a no")
+            #expect(state.stop?.reason == .maxTurns)
+            // The fork is a log like any other: its digests hold, and the Python reference reader agrees.
+            #expect(try await agentEval(["log", "verify", path]).status == 0)
+            // Turn 1 opens the conversation: no fork says something else there.
+            let early = try await agentEval(
+                ["fork", parent, "--agent", agent, "--turn", "1", "--say", "hello", "--no-catalog"], in: directory.url)
+            #expect(early.status == 2 && early.stderr.contains("turn 1 opens the conversation"), "\(early.stderr)")
+        }
+    }
+
     @Test("a conversation case's mistakes are named at their lines, with what to do, before anything runs")
     func caseErrors() async throws {
         try await TemporaryDirectory.with { directory in

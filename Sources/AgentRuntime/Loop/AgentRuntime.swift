@@ -203,18 +203,23 @@ public struct AgentRuntime: Sendable {
     /// `approvals` as `resume` decides them. `run_forked` is recorded in the step the prefix ends
     /// in; a prefix that ends with a step's end continues with the next step, one that ends
     /// inside a step (a pause for approval) continues that step.
+    ///
+    /// A conversation's fork goes on with `conversation`'s user; without one, until the agent has
+    /// answered the user's last turn (`max_turns`), and `say` (a `say` edit) is that turn, recorded
+    /// right after `run_forked`.
     public func fork(
-        prefix: [Event], forked: RunForked, log path: String, runId: String? = nil, approvals: [ApprovalRecorded] = []
+        prefix: [Event], forked: RunForked, log path: String, runId: String? = nil, approvals: [ApprovalRecorded] = [],
+        say: UserTurn? = nil
     ) async throws(RuntimeError) -> RunOutcome {
         let outcome = try await withToolServers { runtime throws(RuntimeError) in
-            try await runtime.forkConnected(prefix: prefix, forked: forked, log: path, runId: runId, approvals: approvals)
+            try await runtime.forkConnected(prefix: prefix, forked: forked, log: path, runId: runId, approvals: approvals, say: say)
         }
         await finishedLogs?.logsFinished([outcome.logPath])
         return outcome
     }
 
     func forkConnected(
-        prefix: [Event], forked: RunForked, log path: String, runId: String?, approvals: [ApprovalRecorded]
+        prefix: [Event], forked: RunForked, log path: String, runId: String?, approvals: [ApprovalRecorded], say: UserTurn?
     ) async throws(RuntimeError) -> RunOutcome {
         let id = runId ?? environment.makeRunId()
         var contents: [String: [UInt8]] = [:]
@@ -232,16 +237,17 @@ public struct AgentRuntime: Sendable {
         } catch {
             throw RuntimeError(.log, "cannot write the fork's log: \(error)", path: path)
         }
-        let isConversation = prefix.contains { if case .userTurn = $0.payload { true } else { false } }
-        let session = RunSession(
-            agent: agent, environment: environment, recorder: recorder, contents: contents,
-            conversation: isConversation ? conversation : nil)
+        let turns = prefix.count { if case .userTurn = $0.payload { true } else { false } }
+        // A conversation with no user to go on with ends once the agent answered its last turn.
+        let goesOn = turns == 0 ? nil : conversation ?? Conversation(user: CaseUser(), maxTurns: say?.turn ?? turns)
+        let session = RunSession(agent: agent, environment: environment, recorder: recorder, contents: contents, conversation: goesOn)
         return try await Self.onLoopThread { () async throws(RuntimeError) -> RunOutcome in
             try await session.drive(path: path) {
                 try recorder.record(.runForked(forked))
                 let lastStep = prefix.last?.step
                 if prefix.contains(where: { if case .stepEnded = $0.payload { $0.step == lastStep } else { false } }) { recorder.step += 1 }
                 try session.storeInstructions()
+                if let say { try recorder.record(.userTurn(say)) }
                 if !approvals.isEmpty { try await session.resume(approvals: approvals) }
                 try await session.loop()
             }

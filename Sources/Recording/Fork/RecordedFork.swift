@@ -169,6 +169,8 @@ public struct RecordedFork: Sendable {
                 + "and its standard input with --command-input (what record --input gave the parent)"
         case .toolFixture:
             return "the program's tools run in its own process; --result and --error change what the model is shown of a call"
+        case .say:
+            return "a conversation's user turn would have to reach the program; recorded programs are not conversations here yet"
         case .result, .error:
             return ""
         }

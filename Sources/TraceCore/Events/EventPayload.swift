@@ -113,7 +113,7 @@ public enum EventPayload: Sendable, Hashable {
         case "step_ended": self = .stepEnded(try StepEnded(from: &scanner))
         case "content_stored": self = .contentStored(try ContentStored(from: &scanner))
         case "run_stopped": self = .runStopped(try RunStopped(from: &scanner, version: version))
-        case "run_forked": self = .runForked(try RunForked(from: &scanner))
+        case "run_forked": self = .runForked(try RunForked(from: &scanner, version: version))
         // An older line naming the kind is a kind it did not know: kept and skipped as such.
         case "user_turn" where version >= Event.conversationVersion: self = .userTurn(try UserTurn(from: &scanner))
         default:
@@ -132,6 +132,7 @@ public enum EventPayload: Sendable, Hashable {
         case .contextBuilt(let packet) where packet.delta != nil: return Event.deltaVersion
         case .userTurn: return Event.conversationVersion
         case .runStopped(let stop) where stop.reason.isConversationEnding: return Event.conversationVersion
+        case .runForked(let forked) where forked.edits.contains(where: { $0.kind == .say }): return Event.conversationVersion
         default: return Event.schemaVersion
         }
     }

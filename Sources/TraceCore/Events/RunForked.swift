@@ -34,6 +34,11 @@ public struct RunForked: JSONRepresentable, JSONObjectEncodable, Hashable {
     }
 
     public init(from scanner: inout JSONScanner) throws {
+        try self.init(from: &scanner, version: Event.conversationVersion)
+    }
+
+    /// Reads a fork of an event of envelope `version`: a `say` edit needs version 4.
+    public init(from scanner: inout JSONScanner, version: Int) throws {
         var parentRunId: String?
         var parentHead: String?
         var step: Int?
@@ -52,6 +57,11 @@ public struct RunForked: JSONRepresentable, JSONObjectEncodable, Hashable {
             case "model": model = try scanner.readOptional()
             default: try scanner.skipValue()
             }
+        }
+        if version < Event.conversationVersion, let index = edits.firstIndex(where: { $0.kind == .say }) {
+            throw TraceCoreError(
+                .invalidField, "is \"say\", a conversation's edit, which only a version 4 line may record",
+                fieldPath: "edits[\(index)].kind")
         }
         self.parentRunId = try required(parentRunId, "parent_run_id")
         self.parentHead = try required(parentHead, "parent_head")
@@ -89,6 +99,9 @@ public struct ForkEdit: JSONRepresentable, JSONObjectEncodable, Hashable {
         case input
         /// `tool` answers from a fixture from the fork on (`value` its responses).
         case toolFixture = "tool_fixture"
+        /// A conversation's user says `text` at `step` instead of the parent's turn there
+        /// (format version 4: a `run_forked` holding it is a version 4 line; `user_turn` follows).
+        case say
     }
 
     public var kind: Kind
@@ -146,6 +159,7 @@ public struct ForkEdit: JSONRepresentable, JSONObjectEncodable, Hashable {
         case .deny: return "\(callId ?? "?") refused"
         case .input: return "goal restated: \(text ?? "")"
         case .toolFixture: return "\(tool ?? "?") answers from a fixture"
+        case .say: return "the user says at step \(step ?? 0): \(text ?? "")"
         }
     }
 }

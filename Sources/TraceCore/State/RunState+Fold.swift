@@ -132,7 +132,7 @@ extension RunState {
                     start.goal = edit.text ?? start.goal
                     state.start = start
                     change.start = true
-                case .decision, .approve, .deny, .toolFixture:
+                case .decision, .approve, .deny, .toolFixture, .say:
                     break
                 }
             }

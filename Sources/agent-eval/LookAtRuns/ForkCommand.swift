@@ -31,6 +31,8 @@ struct ForkCommand: AsyncParsableCommand, ReadsLogs {
               --approve CALL, --deny CALL  a call that waited for approval decided; forks at its pause
               --input TEXT               the goal restated from the fork on
               --tool-fixture NAME=@FILE  the tool answers from a fixture (an agent file's fixture: list) from the fork on
+              --turn N --say TEXT        a conversation: the user says TEXT at its turn N (2 or more; default: \
+            the last) instead of what it said; the fork goes on until the agent has answered it (max_turns)
             Without --at, the fork point comes from the edits. Approvals the parent was given after the fork \
             point are given again when the fork stops to ask for the same call (the same id, tool and arguments).
 
@@ -54,6 +56,7 @@ struct ForkCommand: AsyncParsableCommand, ReadsLogs {
               agent-eval fork run.jsonl.gz --agent agent.yaml --result call-1='{"status": "lost"}'
               agent-eval fork run.jsonl.gz --agent agent.yaml --deny call-3 --json
               agent-eval fork run.jsonl.gz --agent agent.yaml --decision 2=@reply.json --model openai:gpt-4o-mini
+              agent-eval fork conversation.jsonl.gz --agent agent.yaml --turn 3 --say "no, do not refund it"
               agent-eval fork recorded.jsonl.gz --at 1 --parent-cassette cassettes/refund --model gpt-4o -- python3 agent.py
             """
     )
@@ -84,6 +87,12 @@ struct ForkCommand: AsyncParsableCommand, ReadsLogs {
 
     @Option(help: ArgumentHelp("Restate the goal from the fork on.", valueName: "text"))
     var input: [String] = []
+
+    @Option(help: ArgumentHelp("A conversation: what the user says at --turn instead (docs/conversations.md).", valueName: "text"))
+    var say: String?
+
+    @Option(help: ArgumentHelp("A conversation: the user turn --say replaces (default: the last).", valueName: "n"))
+    var turn: Int?
 
     @Option(
         name: .customLong("tool-fixture"), help: ArgumentHelp("Have a tool answer from a fixture file.", valueName: "name=@file"))
@@ -144,10 +153,12 @@ struct ForkCommand: AsyncParsableCommand, ReadsLogs {
         if let at, at < 0 { throw ValidationError("--at must be a step number, 0 or more") }
         let edits = try edits()
         // Only a call or a step an edit names can say where to fork.
-        if at == nil, !edits.contains(where: { [.result, .error, .decision, .approve, .deny].contains($0.kind) }) {
+        if at == nil, !edits.contains(where: { [.result, .error, .decision, .approve, .deny, .say].contains($0.kind) }) {
             throw ValidationError(
                 "say where to fork: --at STEP (or an edit that names a "
-                    + (command.isEmpty ? "call or a step: --result, --error, --decision, --approve, --deny)" : "call: --result, --error)"))
+                    + (command.isEmpty
+                        ? "call, a step or a user turn: --result, --error, --decision, --approve, --deny, --say)"
+                        : "call: --result, --error)"))
         }
     }
 
@@ -177,6 +188,12 @@ struct ForkCommand: AsyncParsableCommand, ReadsLogs {
         edits += approve.map { ForkEdit(kind: .approve, callId: $0) }
         edits += deny.map { ForkEdit(kind: .deny, callId: $0) }
         edits += input.map { ForkEdit(kind: .input, text: $0) }
+        if let say {
+            guard !say.isEmpty else { throw ValidationError("--say: give what the user says") }
+            edits.append(ForkEdit(kind: .say, text: say))
+        } else if turn != nil {
+            throw ValidationError("--turn \(turn ?? 0) names the user turn --say replaces: give --say TEXT too")
+        }
         for item in toolFixtures {
             let (tool, file) = try Self.pair(item, "--tool-fixture", "NAME=@file")
             guard file.hasPrefix("@") else { throw ValidationError("--tool-fixture \(item): give the fixture file as NAME=@file") }
@@ -218,7 +235,7 @@ struct ForkCommand: AsyncParsableCommand, ReadsLogs {
                 edits[index].value = try AgentFile.loadFixture(path: file, tool: tool).json
             }
             let agent = try AgentFile.load(path: self.agent ?? "", models: try models.options(), servers: MCPServers())
-            let request = Fork.Request(parent: log, at: at, edits: edits)
+            let request = Fork.Request(parent: log, at: at, edits: edits, turn: turn)
             let (runId, path) = destination.destination(agent: "\(agent.name)-fork")
             let sink = await catalog.indexingSink()
             (report, interrupted) = try await withInterruption { () async throws -> Fork.Report in
