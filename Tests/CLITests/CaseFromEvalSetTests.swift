@@ -35,6 +35,21 @@ struct CaseFromEvalSetTests {
         let check = try await agentEval(["check", scratch.path("snake")])
         #expect(check.status == 0, "\(check.stdoutText)\(check.stderr)")
 
+        // With an agent file, the two-turn case is a conversation case: the user says each
+        // invocation's text in its turn, and each turn's tool uses are checked in that turn.
+        try EvidenceMatrixTests.agentFile(baseURL: "http://127.0.0.1:9/v1").write(
+            toFile: scratch.path("agent.yaml"), atomically: true, encoding: .utf8)
+        let conversation = try await agentEval(
+            ["case", "from-evalset", sets + "/shop.evalset.json", "--out", scratch.path("agents"), "--agent", scratch.path("agent.yaml")])
+        #expect(conversation.status == 0, "\(conversation.stderr)")
+        let twoTurns = try String(contentsOfFile: scratch.path("agents/two-turns.yaml"), encoding: .utf8)
+        #expect(twoTurns.contains("  opening: \"Where is order A-1042?\"\n"), "\(twoTurns)")
+        #expect(twoTurns.contains("    - {after: {turn: 2}, say: \"Then refund it.\"}\n"), "\(twoTurns)")
+        #expect(twoTurns.contains("    2: {sequence: {mode: strict, calls: [{tool: \"refund_order\""), "\(twoTurns)")
+        #expect(twoTurns.contains("  answer: {similarTo: \"Refunded.\", min: 0.8}"), "\(twoTurns)")
+        let checkAgents = try await agentEval(["check", scratch.path("agents")])
+        #expect(checkAgents.status == 0, "\(checkAgents.stdoutText)\(checkAgents.stderr)")
+
         let server = try LocalModelServer()
         defer { server.stop() }
         let run = try await agentEval(

@@ -10,15 +10,47 @@ import TraceLog
 /// uses as a `sequence` in the matching mode ADK's `tool_trajectory_avg_score` uses (`EXACT` →
 /// `strict`, `IN_ORDER` → `in_order`, `ANY_ORDER` → `superset`), each call's arguments matched
 /// exactly, and the expected final response as `answer.similarTo` at ADK's `response_match_score`
-/// threshold (ROUGE-1). A conversation of several invocations (a multi-turn case) has no single
-/// input: it is reported and left out.
+/// threshold (ROUGE-1). A conversation of several invocations (a multi-turn case) becomes a
+/// conversation case (docs/conversations.md): a scripted user says each invocation's text in its
+/// turn, the tool uses are checked per turn (`turns:`), and the last final response is the
+/// answer's reference. It runs an agent file: with a command it is reported and left out.
 public enum EvalSetConversion {
-    /// One eval case read from the file.
-    public struct ReadCase: Sendable {
-        public var id: String
+    /// One invocation: what the user said, the tools the agent should use, what it should answer.
+    public struct Invocation: Sendable {
         public var input: String
         public var toolUses: [(name: String, arguments: JSONValue)]
         public var finalResponse: String?
+    }
+
+    /// One eval case read from the file.
+    public struct ReadCase: Sendable {
+        public var id: String
+        /// One for a single-turn case; a conversation's in order.
+        public var invocations: [Invocation]
+
+        public init(id: String, input: String, toolUses: [(name: String, arguments: JSONValue)], finalResponse: String?) {
+            self.init(id: id, invocations: [Invocation(input: input, toolUses: toolUses, finalResponse: finalResponse)])
+        }
+
+        public init(id: String, invocations: [Invocation]) {
+            self.id = id
+            self.invocations = invocations
+        }
+
+        public var input: String { invocations.first?.input ?? "" }
+        public var toolUses: [(name: String, arguments: JSONValue)] { invocations.first?.toolUses ?? [] }
+        public var finalResponse: String? { invocations.first?.finalResponse }
+        public var isConversation: Bool { invocations.count > 1 }
+    }
+
+    /// Why `read` cannot become a case run by `runner`; nil when it can.
+    public static func problem(_ read: ReadCase, runner: Runner, path: String) -> EvalError? {
+        guard read.isConversation, case .command = runner else { return nil }
+        return EvalError(
+            .unreadableInput,
+            "eval case \"\(read.id)\" has \(read.invocations.count) invocations: a conversation, which runs an agent file here, not a command; "
+                + "it is left out", location: SourceLocation(path: path),
+            hint: "convert it with --agent AGENT.yaml (docs/conversations.md)")
     }
 
     /// How ADK's trajectory criterion matches tool uses.
@@ -91,32 +123,35 @@ public enum EvalSetConversion {
             cases.enumerated().map { index, item in
                 let id = field(item, "eval_id", "evalId")?.stringValue ?? "\(setId)-\(index + 1)"
                 let conversation = field(item, "conversation")?.arrayValue ?? []
-                guard conversation.count == 1, let invocation = conversation.first else {
-                    let why =
-                        conversation.isEmpty
-                        ? "has no conversation (a scenario for ADK's user simulator?)"
-                        : "has \(conversation.count) invocations: a case here runs one input"
+                guard !conversation.isEmpty else {
                     return .failure(
                         EvalError(
-                            .unreadableInput, "eval case \"\(id)\" \(why); it is left out", location: SourceLocation(path: path),
-                            hint: "split a multi-turn conversation into single-turn eval cases to bring it over"))
+                            .unreadableInput,
+                            "eval case \"\(id)\" has no conversation (a scenario for ADK's user simulator); it is left out",
+                            location: SourceLocation(path: path),
+                            hint: "give it as a conversation case by hand: user: {persona, scenario, model} (docs/conversations.md)"))
                 }
-                let input = text(of: field(invocation, "user_content", "userContent"))
-                let intermediate = field(invocation, "intermediate_data", "intermediateData")
-                var uses = (intermediate.flatMap { field($0, "tool_uses", "toolUses") }?.arrayValue ?? []).map { use in
-                    (name: use["name"]?.stringValue ?? "", arguments: use["args"] ?? [:])
-                }
-                // ADK's other form: the invocation's events, whose parts hold the function calls.
-                for event in intermediate.flatMap({ field($0, "invocation_events", "invocationEvents") })?.arrayValue ?? [] {
-                    for part in event["content"]?["parts"]?.arrayValue ?? [] {
-                        guard let call = field(part, "function_call", "functionCall") else { continue }
-                        uses.append((call["name"]?.stringValue ?? "", call["args"] ?? [:]))
-                    }
-                }
-                let response = field(invocation, "final_response", "finalResponse").map(text(of:))
-                return .success(ReadCase(id: id, input: input, toolUses: uses, finalResponse: response?.isEmpty == true ? nil : response))
+                return .success(ReadCase(id: id, invocations: conversation.map(Self.invocation)))
             }
         )
+    }
+
+    /// One invocation of an eval case's conversation.
+    static func invocation(_ invocation: JSONValue) -> Invocation {
+        let input = text(of: field(invocation, "user_content", "userContent"))
+        let intermediate = field(invocation, "intermediate_data", "intermediateData")
+        var uses = (intermediate.flatMap { field($0, "tool_uses", "toolUses") }?.arrayValue ?? []).map { use in
+            (name: use["name"]?.stringValue ?? "", arguments: use["args"] ?? [:])
+        }
+        // ADK's other form: the invocation's events, whose parts hold the function calls.
+        for event in intermediate.flatMap({ field($0, "invocation_events", "invocationEvents") })?.arrayValue ?? [] {
+            for part in event["content"]?["parts"]?.arrayValue ?? [] {
+                guard let call = field(part, "function_call", "functionCall") else { continue }
+                uses.append((call["name"]?.stringValue ?? "", call["args"] ?? [:]))
+            }
+        }
+        let response = field(invocation, "final_response", "finalResponse").map(text(of:))
+        return Invocation(input: input, toolUses: uses, finalResponse: response?.isEmpty == true ? nil : response)
     }
 
     /// A member by its snake_case name or its camelCase one.
@@ -182,6 +217,10 @@ public enum EvalSetConversion {
         case .agent(let path): lines.append("agent: \(quoted(path))")
         case .command(let words): lines.append("command: [\(words.map(quoted).joined(separator: ", "))]")
         }
+        if read.isConversation {
+            return (lines + conversationLines(read, match: match, responseThreshold: responseThreshold, quoted: quoted, plain: plain))
+                .joined(separator: "\n") + "\n"
+        }
         lines.append("input: \(quoted(read.input))")
         lines.append("expected:")
         if read.toolUses.isEmpty {
@@ -199,5 +238,44 @@ public enum EvalSetConversion {
             lines.append("  answer: {similarTo: \(quoted(response)), min: \(responseThreshold)}")
         }
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// A conversation case's user and expectations: the user says each invocation's text in its
+    /// turn and ends after the last is answered; each turn's tool uses are that turn's sequence;
+    /// the last final response is the answer's reference (the earlier ones, as comments).
+    static func conversationLines(
+        _ read: ReadCase, match: Match, responseThreshold: Double, quoted: (String) -> String, plain: (String) -> String
+    ) -> [String] {
+        let count = read.invocations.count
+        var lines = [
+            "user:", "  persona: The user of ADK's eval case, saying each invocation's text in turn.", "  opening: \(quoted(read.input))",
+        ]
+        lines.append("  script:")
+        for (index, invocation) in read.invocations.enumerated().dropFirst() {
+            lines.append("    - {after: {turn: \(index + 1)}, say: \(quoted(invocation.input))}")
+        }
+        lines.append("    - {after: {turn: \(count + 1)}, say: \"\", end: user_stop}   # every invocation answered")
+        lines.append("  maxTurns: \(count + 1)")
+        lines.append("expected:")
+        lines.append("  stopReason: user_stop")
+        lines.append("  turns:")
+        for (index, invocation) in read.invocations.enumerated() {
+            if invocation.toolUses.isEmpty {
+                if match == .exact || invocation.finalResponse == nil { lines.append("    \(index + 1): {maxToolCalls: 0}") }
+                continue
+            }
+            let calls = invocation.toolUses.map { use -> String in
+                let arguments: JSONValue = ["mode": "exact", "match": use.arguments]
+                return "{tool: \(quoted(use.name)), arguments: \(JSONWriter.encodeString(arguments))}"
+            }
+            lines.append("    \(index + 1): {sequence: {mode: \(match.sequenceMode), calls: [\(calls.joined(separator: ", "))]}}")
+        }
+        for (index, invocation) in read.invocations.enumerated().dropLast() {
+            if let response = invocation.finalResponse { lines.append("  # turn \(index + 1)'s reference answer: \(plain(response))") }
+        }
+        if let response = read.invocations.last?.finalResponse {
+            lines.append("  answer: {similarTo: \(quoted(response)), min: \(responseThreshold)}")
+        }
+        return lines
     }
 }

@@ -18,7 +18,8 @@ struct CaseFromEvalSetCommand: ParsableCommand {
             superset) with each call's arguments matched exactly, and the final response as answer.similarTo \
             (word overlap, ROUGE-1, at least --response-min, as ADK's response_match_score). The cases run the \
             agent given by --agent (an agent file) or the command after -- (a command case through the recording gateway; \
-            {input} is where the input goes, after --). A multi-turn eval case is reported and left out.
+            {input} is where the input goes, after --). A multi-turn eval case becomes a conversation case \
+            (docs/conversations.md) with --agent; with a command it is reported and left out.
 
             Exit codes: 0 every eval case written; 1 some were left out (each is named); 2 the file cannot be \
             read, or a case file exists already (--force replaces it); 64 usage error.
@@ -86,6 +87,9 @@ struct CaseFromEvalSetCommand: ParsableCommand {
             case .failure(let error):
                 leftOut += 1
                 warn(error)
+            case .success(let evalCase) where EvalSetConversion.problem(evalCase, runner: runner, path: file) != nil:
+                leftOut += 1
+                if let problem = EvalSetConversion.problem(evalCase, runner: runner, path: file) { warn(problem) }
             case .success(let evalCase):
                 // Two eval ids that clean to one case id: the second gets a number, in its name and its id.
                 var id = EvalSetConversion.caseId(evalCase.id)
