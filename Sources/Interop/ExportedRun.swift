@@ -10,6 +10,9 @@ struct ExportedRun {
     /// One message of the conversation a decision was asked with.
     enum Message {
         case user(String)
+        /// What the agent said to the user (a conversation's answer or question, which the next
+        /// user turn answers).
+        case assistant(String)
         case calls([ToolCall])
         /// A result given back: the response the model saw for the call.
         case result(callId: String, response: JSONValue)
@@ -76,6 +79,8 @@ struct ExportedRun {
     /// The agent's instructions: the stored prompt of the first context built, when stored as text.
     private(set) var instructions: String?
     private(set) var forked: RunForked?
+    /// A conversation's user turns after the first (whose text is the goal), each with its event.
+    private(set) var laterTurns: [(turn: UserTurn, event: Event)] = []
     /// The time of the log's last event.
     private(set) var lastUs: Int
     /// Stored contents, by hash, as the log holds them (their bytes decoded only when asked for).
@@ -125,7 +130,11 @@ struct ExportedRun {
                     history += givenBack.map { Message.result(callId: $0.callId, response: $0.response) }
                     givenBack = []
                     decision.input = history
-                    if case .valid(.toolCalls(let proposed)) = made.outcome { history.append(.calls(proposed)) }
+                    switch made.outcome {
+                    case .valid(.toolCalls(let proposed)): history.append(.calls(proposed))
+                    case .valid(.answer(let text)), .valid(.askHuman(let text)): history.append(.assistant(text))
+                    default: break
+                    }
                 }
                 if let used = made.usage { usage = TokenUsage(input: usage.input + used.input, output: usage.output + used.output) }
                 if let cost = made.costUSD { costUSD = (costUSD ?? 0) + cost }
@@ -159,6 +168,15 @@ struct ExportedRun {
                     } else {
                         givenBack.append((result.callId, response(result)))
                     }
+                }
+            case .userTurn(let turn):
+                // The first turn is the goal, which the history starts with.
+                guard turn.turn > 1 else { break }
+                laterTurns.append((turn, event))
+                if keepsConversation, !turn.text.isEmpty {
+                    history += givenBack.map { Message.result(callId: $0.callId, response: $0.response) }
+                    givenBack = []
+                    history.append(.user(turn.text))
                 }
             case .runStopped(let stopped):
                 stop = (stopped, event.timeUs)

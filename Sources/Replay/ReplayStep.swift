@@ -89,8 +89,7 @@ extension StepProblem {
             }
             return []
         // A conversation's ending is how it ended, not a problem; its turns running out is, like a limit.
-        case .runStopped(let stop)
-        where ![.success, .approvalRequired, .userStop, .userTransfer, .userOutOfScope, .agentStop].contains(stop.reason):
+        case .runStopped(let stop) where !stop.reason.isOrdinaryEnd:
             let kind: Kind = stop.limit != nil ? .limit : .failedStop
             return [
                 StepProblem(

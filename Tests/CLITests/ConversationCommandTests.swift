@@ -166,6 +166,40 @@ struct ConversationCommandTests {
         }
     }
 
+    @Test(
+        "a conversation exports to ATIF with a user step per turn and to OTLP with the chat as input messages, and ATIF imports back as the same conversation"
+    )
+    func exportsAndImportsBack() async throws {
+        try await TemporaryDirectory.with { directory in
+            let ran = try await agentEval(
+                ["run", "EvalCases/support/refund-conversation.yaml", "--no-catalog", "--out", directory.path("runs")], in: repositoryRoot)
+            #expect(ran.status == 0, "\(ran.stdoutText)\(ran.stderr)")
+            let log = directory.path("runs/support-refund-conversation-1.jsonl.gz")
+            let original = try Self.state(log)
+            let atif = try await agentEval(["export", "atif", log, "--out", directory.path("atif")])
+            #expect(atif.status == 0, "\(atif.stderr)")
+            let file = try #require(try FileManager.default.contentsOfDirectory(atPath: directory.path("atif")).first)
+            let trajectory = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: directory.path("atif/" + file)))))
+            let users = (trajectory["steps"]?.arrayValue ?? []).filter { $0["source"] == "user" }.compactMap { $0["message"]?.stringValue }
+            #expect(users == original.userTurns.map(\.turn.text), "\(users)")
+            let imported = try await agentEval([
+                "import", "auto", directory.path("atif/" + file), "--out", directory.path("in"), "--no-catalog",
+            ])
+            #expect(imported.status == 0, "\(imported.stderr)")
+            let back = try #require(
+                try FileManager.default.contentsOfDirectory(atPath: directory.path("in")).first { $0.hasSuffix(".jsonl.gz") })
+            let state = try Self.state(directory.path("in/" + back))
+            #expect(state.dialogue.map(\.text) == original.dialogue.map(\.text))
+            #expect(state.stop?.reason == .userStop)
+
+            let otlp = try await agentEval(["export", "otlp", log, "--output", directory.path("otlp.json"), "--include-content"])
+            #expect(otlp.status == 0, "\(otlp.stderr)")
+            let text = try String(contentsOfFile: directory.path("otlp.json"), encoding: .utf8)
+            #expect(
+                text.contains(#"{\"parts\":[{\"content\":\"yes, please\",\"type\":\"text\"}],\"role\":\"user\"}"#), "\(text.prefix(2000))")
+        }
+    }
+
     @Test("a conversation case's mistakes are named at their lines, with what to do, before anything runs")
     func caseErrors() async throws {
         try await TemporaryDirectory.with { directory in

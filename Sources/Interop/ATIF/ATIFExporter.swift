@@ -23,7 +23,21 @@ public struct ATIFExporter: Sendable {
                 ("step_id", 1), ("timestamp", .string(Self.iso(run.startUs))), ("source", "user"), ("message", .string(started.goal)),
             ])
         ]
+        // A conversation's later user turns come between the decisions, in the log's order.
+        var turns = run.laterTurns[...]
+        func userSteps(before sequence: Int) {
+            while let next = turns.first, next.event.sequence < sequence {
+                turns = turns.dropFirst()
+                guard !next.turn.text.isEmpty else { continue }
+                steps.append(
+                    Self.object([
+                        ("step_id", .int(steps.count + 1)), ("timestamp", .string(Self.iso(next.event.timeUs))), ("source", "user"),
+                        ("message", .string(next.turn.text)),
+                    ]))
+            }
+        }
         for decision in run.decisions {
+            userSteps(before: decision.event.sequence)
             let made = decision.made
             var step: [(String, JSONValue)] = [
                 ("step_id", .int(steps.count + 1)), ("timestamp", .string(Self.iso(decision.event.timeUs))), ("source", "agent"),
@@ -75,6 +89,7 @@ public struct ATIFExporter: Sendable {
             if !results.isEmpty { step.append(("observation", ["results": .array(results)])) }
             steps.append(Self.object(step))
         }
+        userSteps(before: Int.max)
         let verdicts: [JSONValue] = run.verdicts.map { verdict in
             ["call_id": .string(verdict.callId), "tool": .string(verdict.tool), "verdict": .string(verdict.verdict.rawValue)]
         }

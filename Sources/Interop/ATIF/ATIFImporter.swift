@@ -82,6 +82,8 @@ struct ATIFImporter {
         }
         let defaultModel = agent["model_name"]?.stringValue
         var goal: String?
+        /// Every user step's text, with the step it comes before: a conversation's turns.
+        var userMessages: [(beforeStep: Int, text: String)] = []
         var preamble: [JSONValue] = []
         var steps: [ImportedStep] = []
         var ids = CallIds()
@@ -136,6 +138,7 @@ struct ATIFImporter {
                         usage: usage, costUSD: metrics?["cost_usd"]?.doubleValue, timeUs: timeUs))
             case "user":
                 if goal == nil { goal = text }
+                userMessages.append((steps.count, text))
                 if steps.isEmpty { preamble.append(step) } else { steps[steps.count - 1].records.append(step) }
             default:
                 if steps.isEmpty { preamble.append(step) } else { steps[steps.count - 1].records.append(step) }
@@ -154,7 +157,7 @@ struct ATIFImporter {
                 stop = (nil, "unfinished")
             } else if let reason = StopReason(rawValue: reason) {
                 var answer: String?
-                if reason == .success, case .answer(let text)? = steps.last?.decision { answer = text }
+                if reason == .success || reason.isConversationEnding, case .answer(let text)? = steps.last?.decision { answer = text }
                 stop = (
                     RunStopped(
                         reason: reason, limit: recorded["stop_limit"]?.stringValue.flatMap(LimitKind.init(rawValue:)), answer: answer,
@@ -176,7 +179,8 @@ struct ATIFImporter {
                 metadata: metadata.json),
             goal: goal ?? "", agentName: name, model: ModelIdentity(provider: "unknown", name: modelName),
             tools: ImportedRun.tools(declaredBy: agent["tool_definitions"]?.arrayValue ?? []), preamble: preamble, steps: steps,
-            stop: stop.stopped, startUs: startUs ?? file.modifiedUs, warnings: warnings)
+            stop: stop.stopped, startUs: startUs ?? file.modifiedUs, warnings: warnings,
+            userTurns: TranscriptImporter.userTurns(userMessages))
     }
 
     /// A result's content as text: a string, or the text parts of a `ContentPart` list; a

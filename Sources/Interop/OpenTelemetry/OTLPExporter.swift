@@ -348,7 +348,7 @@ private struct RunSpans {
                 ("agent_eval.stop_reason", .string(stopped.reason.rawValue)),
                 ("agent_eval.stop_limit", stopped.limit.map { .string($0.rawValue) }),
             ]
-            if stopped.reason != .success, stopped.reason != .approvalRequired {
+            if !stopped.reason.isOrdinaryEnd {
                 rootAttributes.append(("error.type", .string(stopped.reason.rawValue)))
                 rootStatus = ["code": 2, "message": .string(stopped.error ?? stopped.limit?.rawValue ?? stopped.reason.rawValue)]
             }
@@ -443,6 +443,7 @@ extension ExportedRun.Message {
     var structured: JSONValue {
         switch self {
         case .user(let text): return ["role": "user", "parts": [["type": "text", "content": .string(text)]]]
+        case .assistant(let text): return ["role": "assistant", "parts": [["type": "text", "content": .string(text)]]]
         case .calls(let calls):
             return [
                 "role": "assistant",
@@ -458,6 +459,7 @@ extension ExportedRun.Message {
     var v136: (String, JSONValue) {
         switch self {
         case .user(let text): return ("gen_ai.user.message", ["content": .string(text)])
+        case .assistant(let text): return ("gen_ai.assistant.message", ["content": .string(text)])
         case .calls(let calls): return ("gen_ai.assistant.message", ["tool_calls": .array(calls.map(Self.v136ToolCall))])
         case .result(let id, let response):
             return (

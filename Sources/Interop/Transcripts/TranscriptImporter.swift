@@ -203,13 +203,7 @@ struct TranscriptImporter {
         var sourceStop = lastFinish ?? mapped.source
         // More than one user message: a conversation, each message a user turn. One that ends it
         // (a simulated user's stop token, τ-bench's ###STOP###) is how the run ended.
-        var userTurns: [(beforeStep: Int, turn: UserTurn)] = []
-        if userMessages.count > 1 {
-            for (number, message) in userMessages.enumerated() {
-                let (said, ending) = UserTurn.Ending.parse(message.text)
-                userTurns.append((message.beforeStep, UserTurn(turn: number + 1, text: said, source: .given, ends: ending)))
-            }
-        }
+        let userTurns = Self.userTurns(userMessages)
         if let last = userTurns.last, let userTurn, !steps.isEmpty, let ending = last.turn.ends {
             let answer: String? = if case .answer(let text) = steps[steps.count - 1].decision { text } else { nil }
             stop = RunStopped(reason: ending.stopReason, answer: answer)
@@ -231,6 +225,16 @@ struct TranscriptImporter {
             model: ModelIdentity(provider: dialect.provider, name: episode.model ?? "unknown"),
             tools: ImportedRun.tools(declaredBy: episode.tools),
             preamble: preamble, steps: steps, stop: stop, startUs: file.modifiedUs, warnings: warnings, userTurns: userTurns)
+    }
+
+    /// A conversation's user turns from its user messages, each with the step it comes before:
+    /// none for one message (a run on one input), else one per message, a stop token in it taken
+    /// as the user's ending (`UserTurn.Ending.parse`).
+    static func userTurns(_ messages: [(beforeStep: Int, text: String)]) -> [(beforeStep: Int, turn: UserTurn)] {
+        guard messages.count > 1 else { return [] }
+        return messages.enumerated().map { number, message in
+            (message.beforeStep, UserTurn(turn: number + 1, parsing: message.text, source: .given))
+        }
     }
 
     /// `run_started.source.stop` of a transcript that ends on a user turn.

@@ -26,6 +26,16 @@ public enum StopReason: String, JSONEnum {
     /// The conversation reached its case's `maxTurns` with the user not done.
     case maxTurns = "max_turns"
 
+    /// Whether a run that stopped so ended as it should end: it answered, it waits for a person, or
+    /// its conversation ended the way a conversation ends (the user or the agent ended it; running
+    /// out of turns is a limit, not an ending).
+    public var isOrdinaryEnd: Bool {
+        switch self {
+        case .success, .approvalRequired, .userStop, .userTransfer, .userOutOfScope, .agentStop: return true
+        case .blocked, .budgetExhausted, .invalidDecision, .policyDenied, .toolFailure, .maxTurns: return false
+        }
+    }
+
     /// Whether only a conversation ends so: a line recording it is version 4, which older
     /// readers refuse rather than misread (docs/log-format.md §6).
     public var isConversationEnding: Bool {
