@@ -2,8 +2,9 @@
 
 The engine is the binary; this package never re-implements it. `find_bin()` looks where the
 binary can be (see its documentation), `run()` runs it and returns the finished process, and
-`python -m agent_eval ARGS` is `agent-eval ARGS`. The pytest plugin (`agent_eval.pytest_plugin`)
-collects case files as tests.
+`python -m agent_eval ARGS` is `agent-eval ARGS`, and `record()` records a team's own agent and
+checks it (`agent_eval.recording`). The pytest plugin (`agent_eval.pytest_plugin`) collects case
+files as tests and gives tests the `agent_eval_record` fixture.
 """
 
 import os
@@ -12,7 +13,7 @@ import subprocess
 import sys
 import sysconfig
 
-__all__ = ["AgentEvalNotFound", "find_bin", "run"]
+__all__ = ["AgentEvalError", "AgentEvalNotFound", "ExpectationFailed", "Run", "find_bin", "record", "run"]
 
 BINARY = "agent-eval"
 
@@ -63,6 +64,14 @@ def run(arguments, **options):
     options.setdefault("capture_output", True)
     options.setdefault("text", True)
     return subprocess.run([find_bin()] + list(arguments), check=False, **options)
+
+
+def __getattr__(name):
+    # `record` and its types load on first use: `import agent_eval` stays as light as find_bin.
+    if name in ("record", "Run", "AgentEvalError", "ExpectationFailed"):
+        from agent_eval import recording
+        return getattr(recording, name)
+    raise AttributeError(name)
 
 
 def main(arguments=None):

@@ -10,9 +10,12 @@ every guarantee are the binary's), and maps each case's outcome:
 - `error` (the harness could not run the case) is an error, not a failure;
 - a case file that does not read is one failing item with agent-eval's file:line problems.
 
+The `agent_eval_record` fixture records the team's own agent through the binary's recording
+gateway, with a cassette beside the test, and checks what it did (`agent_eval.recording`).
+
 The plugin never reads a case file or a log itself: it asks the binary (`check --json` to list
-a file's cases, `run --json-out` for the results; docs/eval-results.md). `-p no:agent_eval`
-turns it off.
+a file's cases, `run --json-out` for the results, `record --json`; docs/eval-results.md).
+`-p no:agent_eval` turns it off.
 """
 
 import json
@@ -35,6 +38,29 @@ def pytest_addoption(parser):
     group.addoption(
         "--agent-eval-arg", action="append", default=[], metavar="ARG",
         help="an argument for agent-eval run, repeatable (e.g. --agent-eval-arg=--no-catalog)")
+    group.addoption(
+        "--agent-eval-record", default="none", choices=("none", "new", "all"),
+        help="the agent_eval_record fixture's cassette mode: none replays only (the default, for CI), "
+             "new records what is missing, all records everything again")
+
+
+@pytest.fixture
+def agent_eval_record(request, tmp_path):
+    """`record()` for this test: its cassette is `cassettes/<test name>` beside the test file
+    (replayed only, unless pytest runs with --agent-eval-record new|all), its log under the
+    test's tmp_path, and `--agent-eval-bin` is the binary. Returns the `Run` to `expect` on."""
+    from agent_eval.recording import record
+    mode = request.config.getoption("agent_eval_record")
+    default_cassette = os.path.join(str(request.path.parent), "cassettes", request.node.name.replace("/", "_"))
+    binary = request.config.getoption("agent_eval_bin")
+
+    def recorder(command, cassette=None, **options):
+        options.setdefault("out", str(tmp_path / "runs"))
+        options.setdefault("mode", mode)
+        options.setdefault("binary", binary)
+        return record(command, cassette=cassette or default_cassette, **options)
+
+    return recorder
 
 
 def pytest_configure(config):

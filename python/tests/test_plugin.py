@@ -104,3 +104,81 @@ def test_find_bin_says_where_it_looked_when_agent_eval_bin_is_wrong(monkeypatch)
     monkeypatch.setenv("AGENT_EVAL_BIN", "/nonexistent/agent-eval")
     with pytest.raises(agent_eval.AgentEvalNotFound, match="AGENT_EVAL_BIN is /nonexistent/agent-eval"):
         agent_eval.find_bin()
+
+
+AGENT = '''
+import json, os, sys, urllib.request
+base = os.environ["OPENAI_BASE_URL"].rstrip("/")
+goal = sys.stdin.read().strip()
+tools = [{"type": "function", "function": {"name": name, "description": name,
+          "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}}}}
+         for name in ("lookup_order", "refund_order")]
+messages = [{"role": "user", "content": goal}]
+for _ in range(8):
+    body = json.dumps({"model": "shop-model", "messages": messages, "tools": tools}).encode()
+    request = urllib.request.Request(base + "/chat/completions", data=body, headers={
+        "content-type": "application/json", "authorization": "Bearer " + os.environ.get("OPENAI_API_KEY", "")})
+    reply = json.load(urllib.request.urlopen(request))["choices"][0]["message"]
+    messages.append(reply)
+    if not reply.get("tool_calls"):
+        print(reply["content"])
+        break
+    for call in reply["tool_calls"]:
+        messages.append({"role": "tool", "tool_call_id": call["id"], "content": json.dumps({"ok": True})})
+'''
+
+
+@pytest.fixture
+def model_server():
+    """scripts/model_server.py on 127.0.0.1: its `refund` scenario looks the order up, refunds it
+    and answers. Stopped by closing its standard input."""
+    server = subprocess.Popen([sys.executable, os.path.join(REPOSITORY, "scripts", "model_server.py")],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    port = int(server.stdout.readline().split()[1])
+    yield "http://127.0.0.1:%d/refund/v1" % port
+    server.stdin.close()
+    server.wait(timeout=10)
+
+
+def test_record_a_python_agent_then_replay_it_offline_and_expect(pytester, model_server):
+    pytester.makepyfile(agent=AGENT)
+    pytester.makepyfile(test_refund='''
+AGENT = ["%s", "agent.py"]
+OPTIONS = dict(input="Order A-1042 arrived broken.", upstreams=["openai=%s"], environment={"OPENAI_API_KEY": "key"})
+
+def test_refunds(agent_eval_record):
+    run = agent_eval_record(AGENT, **OPTIONS)
+    assert run.stop_reason == "success"
+    run.expect(toolsCalled=["lookup_order", "refund_order"], stop_reason="success",
+               sequence={"mode": "in_order", "calls": ["lookup_order", "refund_order"]})
+
+def test_never_refunds(agent_eval_record):
+    agent_eval_record(AGENT, **OPTIONS).expect(tools_not_called=["refund_order"])
+''' % (sys.executable, model_server))
+    recorded = pytester.runpytest(*PLUGIN, "--agent-eval-record", "new")
+    recorded.assert_outcomes(passed=1, failed=1)
+    recorded.stdout.fnmatch_lines([
+        "*ExpectationFailed: the run * does not do what was expected:*",
+        "*✘ toolsNotCalled: expected refund_order*",
+        "*see it: agent-eval view *",
+    ])
+    assert (pytester.path / "cassettes" / "test_refunds").is_dir()
+    # Offline: nothing listens where the agent's requests went; the cassettes answer.
+    os.environ["OPENAI_BASE_URL"] = "http://127.0.0.1:9/v1"
+    try:
+        replayed = pytester.runpytest(*PLUGIN)
+    finally:
+        del os.environ["OPENAI_BASE_URL"]
+    replayed.assert_outcomes(passed=1, failed=1)
+
+
+def test_a_request_the_cassette_lacks_is_an_agent_eval_error_not_a_verdict(pytester, model_server):
+    pytester.makepyfile(agent=AGENT)
+    pytester.makepyfile(test_refund='''
+def test_refunds(agent_eval_record):
+    agent_eval_record(["%s", "agent.py"], input="Order A-7 never came.", environment={"OPENAI_API_KEY": "key"})
+''' % sys.executable)
+    (pytester.path / "cassettes" / "test_refunds").mkdir(parents=True)
+    result = pytester.runpytest(*PLUGIN)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*AgentEvalError*", "*--agent-eval-record new*"])

@@ -1,0 +1,145 @@
+"""Record a team's own agent — any Python program, any framework — and check what it did, from a
+test: `record()` runs the command through agent-eval's recording model gateway (`agent-eval
+record`), with its model's answers in a cassette that replays offline in CI, and returns a
+`Run` whose `expect(...)` takes the expectations a case file takes (docs/eval-cases.md) and has
+the binary check them. The engine is the binary's: nothing here reads a log.
+
+    from agent_eval import record
+
+    def test_refund(agent_eval_record):          # the pytest fixture: a cassette beside the test
+        run = agent_eval_record(["python3", "agent.py"], input="Order A-1042 arrived broken.")
+        run.expect(toolsCalled=["lookup_order", "refund_order"], toolsNotCalled=["delete_customer"],
+                   stopReason="success")
+"""
+
+import json
+import os
+import shlex
+import subprocess
+import tempfile
+
+__all__ = ["AgentEvalError", "ExpectationFailed", "Run", "record"]
+
+
+class AgentEvalError(RuntimeError):
+    """The harness could not record or check the run (agent-eval's exit 2: a cassette miss, a
+    model that did not answer, a log that does not read); never a verdict on the agent."""
+
+
+class ExpectationFailed(AssertionError):
+    """The run does not do what was expected: agent-eval's explanation of each failed expectation."""
+
+
+def _binary(binary):
+    from agent_eval import find_bin
+    return binary or find_bin()
+
+
+def _camel(name):
+    """`tools_called` → `toolsCalled`: a case file's key from a Python keyword (camelCase given
+    as it is)."""
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+class Run:
+    """A recorded run: its log, and what `agent-eval record --json` said of it."""
+
+    def __init__(self, log, summary, binary=None, cwd=None):
+        self.log = log
+        self.summary = summary
+        self._binary = binary
+        self._cwd = cwd
+
+    @property
+    def stop_reason(self):
+        return self.summary.get("stop_reason")
+
+    def expect(self, _expected=None, **expected):
+        """Checks the run against expectations as a case file's `expected:` gives them —
+        `toolsCalled=[...]` (or `tools_called=`), `sequence={"mode": "in_order", "calls": [...]}`,
+        `arguments={...}`, `stopReason=...`, `answer={...}`, `turns={...}` — by writing a case over
+        this run's log and running it with `agent-eval run`. Returns the case's report entry when
+        it passes; raises `ExpectationFailed` with agent-eval's explanation when it does not, and
+        `AgentEvalError` when the run cannot be checked (the case could not run)."""
+        expectations = dict(_expected or {})
+        expectations.update({_camel(name): value for name, value in expected.items()})
+        if not expectations:
+            raise ValueError("give at least one expectation: a case that expects nothing would pass any run")
+        case = {"caseId": "expect", "logs": os.path.abspath(self.log), "expected": expectations}
+        with tempfile.TemporaryDirectory(prefix="agent-eval-expect-") as directory:
+            path = os.path.join(directory, "expect.json")
+            with open(path, "w") as file:
+                json.dump(case, file)
+            report_path = os.path.join(directory, "report.json")
+            process = subprocess.run(
+                [_binary(self._binary), "run", path, "--no-catalog", "--out", os.path.join(directory, "runs"),
+                 "--json-out", report_path],
+                cwd=self._cwd, capture_output=True, text=True, check=False)
+            try:
+                with open(report_path) as file:
+                    report = json.load(file)
+            except (OSError, ValueError):
+                raise AgentEvalError("agent-eval could not check the run (exit %d):\n%s" % (
+                    process.returncode, (process.stderr or process.stdout).strip()))
+        entry = (report.get("cases") or [{}])[0]
+        if entry.get("outcome") in ("pass", "flaky_pass"):
+            return entry
+        from agent_eval.pytest_plugin import explain
+        if entry.get("outcome") == "error":
+            raise AgentEvalError("agent-eval could not check the run %s:\n%s" % (self.log, explain(entry)))
+        raise ExpectationFailed("the run %s does not do what was expected:\n%s\nsee it: agent-eval view %s" % (
+            self.log, explain(entry), self.log))
+
+
+def record(command, input=None, cassette=None, mode="none", name=None, out="runs", timeout=None, upstreams=(),
+           environment=None, cwd=None, binary=None):
+    """Runs `command` (a list, or a string split as a shell would) through agent-eval's recording
+    model gateway and returns the `Run` it recorded.
+
+    - `input`: given to the command on its standard input and as AGENT_EVAL_INPUT.
+    - `cassette`: a cassette directory for its model's answers; `mode` `none` replays only (a
+      request the cassette lacks stops the command: `AgentEvalError`), `new` records what is
+      missing, `all` records everything again. Without a cassette the requests go to the
+      provider (`upstreams`: `["openai=URL"]`, else OPENAI_BASE_URL / ANTHROPIC_BASE_URL).
+    - `name`: the agent's name in the log; `out`: where the log goes; `timeout`: seconds.
+
+    Raises `AgentEvalError` when the gateway or the command could not start, the log could not be
+    written, or the recording stopped the command (a cassette miss, a limit); the command's own
+    failure is in the run (its stop), for `expect` to judge."""
+    words = shlex.split(command) if isinstance(command, str) else list(command)
+    if not words:
+        raise ValueError("give the command to record")
+    if cassette is None and mode != "none":
+        raise ValueError("mode %r records into a cassette: give cassette=DIR" % mode)
+    arguments = [_binary(binary), "record", "--json", "--no-catalog", "--out", out]
+    if input is not None:
+        arguments += ["--input", input]
+    if cassette is not None:
+        arguments += ["--cassette", cassette, "--record", mode]
+    if name:
+        arguments += ["--name", name]
+    if timeout is not None:
+        arguments += ["--timeout", str(int(timeout))]
+    for upstream in upstreams:
+        arguments += ["--upstream", upstream]
+    process = subprocess.run(
+        arguments + ["--"] + words, cwd=cwd, capture_output=True, text=True, check=False,
+        env=None if environment is None else dict(os.environ, **environment))
+    try:
+        summary = json.loads(process.stdout)
+    except ValueError:
+        summary = {}
+    log = summary.get("log")
+    if process.returncode in (2, 64) or not log:
+        raise AgentEvalError("agent-eval record did not record the run (exit %d):\n%s" % (
+            process.returncode, (summary.get("error") or process.stderr).strip()))
+    if cwd and not os.path.isabs(log):
+        log = os.path.join(cwd, log)
+    error = summary.get("error") or ""
+    if "cassette miss" in error or "has no recording of" in error:
+        # The harness could not answer the agent: nothing it did after is evidence.
+        raise AgentEvalError(
+            "%s\nrecord it again with the model reachable: --agent-eval-record new (pytest) or mode=\"new\"; "
+            "see where the agent's request changed: agent-eval replay %s" % (error, log))
+    return Run(log, summary, binary=binary, cwd=cwd)
