@@ -137,8 +137,10 @@ _RESULT = {
 _STOP = {"reason": 1, "limit": 1, "answer": 1, "error": 1}
 _USER_TURN = {
     "turn": 1, "text": 1, "source": 1, "ends": 1, "line": 1, "model": lambda v: _pick(v, {"provider": 1, "name": 1}),
-    "usage": lambda v: _pick(v, {"input": 1, "output": 1}), "cost_usd": 1, "latency_us": 1,
+    "usage": lambda v: _pick(v, {"input": 1, "output": 1}), "cost_usd": float, "latency_us": 1,
 }
+USER_TURN_SOURCES = {"opening", "script", "model", "given"}
+USER_TURN_ENDINGS = {"user_stop", "user_transfer", "user_out_of_scope"}
 CONVERSATION_VERSION = 4  # user_turn and a conversation's endings (section 6)
 CONVERSATION_ENDINGS = {"user_stop", "user_transfer", "user_out_of_scope", "agent_stop", "max_turns"}
 _EDIT = {"kind": 1, "call_id": 1, "step": 1, "tool": 1, "text": 1, "value": "keep-null"}
@@ -417,7 +419,8 @@ class LogWriter:
         if self.version == 3 and kind == "run_stopped" and self._deflate is not None:
             self._close_member()  # the stop begins a member whose link covers every event before it
         # A conversation's user turn and ending are version 4 lines of a version 3 log (section 6).
-        conversational = kind == "user_turn" or (kind == "run_stopped" and data.get("reason") in CONVERSATION_ENDINGS)
+        conversational = (kind == "user_turn" or (kind == "run_stopped" and data.get("reason") in CONVERSATION_ENDINGS)
+                          or (kind == "run_forked" and any(edit.get("kind") == "say" for edit in data.get("edits") or [])))
         if conversational and self.version == 1:
             raise ValueError("a conversation's %s needs a version 3 log (its line is version 4)" % kind)
         line_version = CONVERSATION_VERSION if conversational else self.version
@@ -784,6 +787,20 @@ def verify(path):
                         and event["v"] < CONVERSATION_VERSION):
                     raise ValueError("data.reason %r is a conversation's ending, which only a version 4 line may record"
                                      % event["data"]["reason"])
+                if (event["kind"] == "run_forked" and event["v"] < CONVERSATION_VERSION
+                        and any(isinstance(edit, dict) and edit.get("kind") == "say" for edit in event["data"].get("edits") or [])):
+                    raise ValueError("a say edit is a conversation's, which only a version 4 line may record")
+                if event["kind"] == "user_turn" and event["v"] >= CONVERSATION_VERSION:
+                    data = event["data"]
+                    turn = data.get("turn")
+                    if not isinstance(turn, int) or isinstance(turn, bool) or turn < 1:
+                        raise ValueError("data.turn must be an int of 1 or more")
+                    if not isinstance(data.get("text"), str):
+                        raise ValueError("data.text is missing or not a string")
+                    if data.get("source") not in USER_TURN_SOURCES:
+                        raise ValueError("data.source is not one of %s" % sorted(USER_TURN_SOURCES))
+                    if data.get("ends") is not None and data["ends"] not in USER_TURN_ENDINGS:
+                        raise ValueError("data.ends is not one of %s" % sorted(USER_TURN_ENDINGS))
                 malformed = _malformed_hash(event["kind"], event["data"])
                 if malformed:
                     raise ValueError("%s is not a hash (sha256: and 64 lowercase hex digits)" % malformed)

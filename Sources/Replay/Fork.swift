@@ -144,7 +144,13 @@ public enum Fork {
                     hint: "give --turn 2 to \(count)")
             }
             edits[index].step = record.step
-            say = UserTurn(turn: turn, text: edits[index].text ?? "", source: .given)
+            let text = edits[index].text ?? ""
+            guard text.utf8.count <= UserTurn.maxTextBytes else {
+                throw ForkError(
+                    .editDoesNotApply, "--say is \(text.utf8.count) bytes, more than the \(UserTurn.maxTextBytes) a user turn may hold",
+                    path: path)
+            }
+            say = UserTurn(turn: turn, parsing: text, source: .given)
         }
         for edit in edits {
             switch edit.kind {
@@ -281,6 +287,22 @@ public enum Fork {
             }
         }
         let prefix = Array(events[...end])
+        // A conversation's agent that has just spoken to the user waits for the user: going on
+        // without a user turn would ask it to answer its own message.
+        if say == nil, let last = RunState(folding: prefix).decisions.last, last.step == at,
+            RunState(folding: prefix).isConversation
+        {
+            if case .valid(.answer) = last.outcome {
+                throw ForkError(
+                    .nothingToContinue, "the agent spoke to the user at step \(at): what comes next is the user's turn", path: path,
+                    hint: "give --turn N --say TEXT for what the user says, or fork at an earlier step")
+            }
+            if case .valid(.askHuman) = last.outcome {
+                throw ForkError(
+                    .nothingToContinue, "the agent asked the user at step \(at): what comes next is the user's turn", path: path,
+                    hint: "give --turn N --say TEXT for what the user says, or fork at an earlier step")
+            }
+        }
         // The state at the fork point is the one the parent's digests recorded, or there is no fork.
         let (folded, mismatch) = StateDigester.foldChecking(prefix)
         if let event = mismatch {

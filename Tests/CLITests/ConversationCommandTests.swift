@@ -159,6 +159,13 @@ struct ConversationCommandTests {
             #expect(state.stop?.reason == .maxTurns)
             // The fork is a log like any other: its digests hold, and the Python reference reader agrees.
             #expect(try await agentEval(["log", "verify", path]).status == 0)
+            let reference = try await Subprocess.run(
+                "/usr/bin/env", ["python3", repositoryRoot.appendingPathComponent("scripts/agent_eval_log.py").path, "verify", path])
+            #expect(reference.status == 0 && reference.stdoutText.contains(#""digest_mismatches":[]"#), "\(reference.stdoutText)")
+            // Right after the agent spoke to the user, what comes next is the user's: no fork goes on without one.
+            let answered = try await agentEval(
+                ["fork", parent, "--agent", agent, "--at", "3", "--input", "x", "--no-catalog"], in: directory.url)
+            #expect(answered.status == 2 && answered.stderr.contains("the agent spoke to the user at step 3"), "\(answered.stderr)")
             // Turn 1 opens the conversation: no fork says something else there.
             let early = try await agentEval(
                 ["fork", parent, "--agent", agent, "--turn", "1", "--say", "hello", "--no-catalog"], in: directory.url)
@@ -190,6 +197,7 @@ struct ConversationCommandTests {
                 try FileManager.default.contentsOfDirectory(atPath: directory.path("in")).first { $0.hasSuffix(".jsonl.gz") })
             let state = try Self.state(directory.path("in/" + back))
             #expect(state.dialogue.map(\.text) == original.dialogue.map(\.text))
+            #expect(state.userTurns.map(\.turn.ends) == original.userTurns.map(\.turn.ends), "the turn that ended it ends it again")
             #expect(state.stop?.reason == .userStop)
 
             let otlp = try await agentEval(["export", "otlp", log, "--output", directory.path("otlp.json"), "--include-content"])
@@ -197,6 +205,31 @@ struct ConversationCommandTests {
             let text = try String(contentsOfFile: directory.path("otlp.json"), encoding: .utf8)
             #expect(
                 text.contains(#"{\"parts\":[{\"content\":\"yes, please\",\"type\":\"text\"}],\"role\":\"user\"}"#), "\(text.prefix(2000))")
+        }
+    }
+
+    @Test(
+        "a limit that cuts a conversation within a turn whose expectations forbid a tool fails the case: what it would have done is unproven"
+    )
+    func limitCutsAForbiddingTurn() async throws {
+        try await TemporaryDirectory.with { directory in
+            let agent = try String(
+                contentsOfFile: repositoryRoot.appendingPathComponent("Fixtures/agents/support-chat/agent.yaml").path, encoding: .utf8
+            )
+            .replacingOccurrences(
+                of: "model:\n  script: chat.model.yaml",
+                with: "model:\n  script: \(repositoryRoot.path)/Fixtures/agents/support-chat/chat.model.yaml"
+            )
+            .replacingOccurrences(of: "max_steps: 20", with: "max_steps: 2")
+            try agent.write(toFile: directory.path("agent.yaml"), atomically: true, encoding: .utf8)
+            let text = try String(
+                contentsOfFile: repositoryRoot.appendingPathComponent("EvalCases/support/refund-conversation.yaml").path, encoding: .utf8)
+            let user = text[text.range(of: "user:\n")!.lowerBound..<text.range(of: "expected:\n")!.lowerBound]
+            try ("caseId: cut\nagent: agent.yaml\n" + user + "expected:\n  turns: {2: {toolsNotCalled: [refund_order]}}\n").write(
+                toFile: directory.path("case.yaml"), atomically: true, encoding: .utf8)
+            let result = try await agentEval(["run", "case.yaml", "--no-catalog", "--out", "runs"], in: directory.url)
+            #expect(result.status == 1, "\(result.stdoutText)\(result.stderr)")
+            #expect(result.stdoutText.contains("cut short by max_steps"), "\(result.stdoutText)")
         }
     }
 

@@ -105,9 +105,9 @@ public struct ModelUser: SimulatedUser {
         let answer: ModelReply
         do {
             answer = try await client.reply(to: request(turn: turn, after: state))
-        } catch is CancellationError {
-            throw CancellationError()
         } catch {
+            // Cancelled from outside, however the client says it: an interruption, not a fault.
+            if error is CancellationError || Task.isCancelled { throw CancellationError() }
             let message = (error as? any Diagnostic)?.message ?? "\(error)"
             throw SimulatorFault(
                 "the user's model failed at turn \(turn): \(message)", hint: (error as? any Diagnostic)?.hint)

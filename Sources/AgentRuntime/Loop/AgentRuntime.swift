@@ -247,7 +247,11 @@ public struct AgentRuntime: Sendable {
                 let lastStep = prefix.last?.step
                 if prefix.contains(where: { if case .stepEnded = $0.payload { $0.step == lastStep } else { false } }) { recorder.step += 1 }
                 try session.storeInstructions()
-                if let say { try recorder.record(.userTurn(say)) }
+                if let say {
+                    try recorder.record(.userTurn(say))
+                    // A turn that ends the conversation (a stop token) leaves nothing to answer.
+                    if let ending = say.ends { try session.stop(ending.stopReason, answer: session.state.agentMessages.last) }
+                }
                 if !approvals.isEmpty { try await session.resume(approvals: approvals) }
                 try await session.loop()
             }

@@ -118,7 +118,10 @@ final class RunSession {
         } catch {
             // Cancelled while the user opened: the run is recorded as started, and `drive` records why it stopped.
             try start(goal: "", actor: actor, route: route)
-            throw error
+            if error is CancellationError || Task.isCancelled { throw error }
+            // Any other failure of the user is the simulator's, never the agent's.
+            try stop(.blocked, error: "\(RunStopped.simulatorFaultPrefix) the user failed at turn 1: \(error)")
+            return
         }
         try start(goal: opening.text, actor: actor, route: route, firstTurn: opening)
     }
@@ -127,8 +130,11 @@ final class RunSession {
     /// throws `CancellationError`; a user that cannot answer in time is a simulator fault.
     func userReply(_ conversation: Conversation, turn: Int) async throws -> UserTurn {
         let user = conversation.user
-        let state = self.state
-        guard let reply = try await withinRunTime({ try await user.reply(turn: turn, after: state) }) else {
+        var state = self.state
+        // Before run_started (the opening) the fold has no run id yet: the user draws from the run's.
+        state.runId = state.runId ?? recorder.writer.runId
+        let seen = state
+        guard let reply = try await withinRunTime({ try await user.reply(turn: turn, after: seen) }) else {
             throw SimulatorFault("the user was still answering turn \(turn) when the run's time ran out: \(limitMessage(.timeout))")
         }
         return reply
@@ -138,6 +144,11 @@ final class RunSession {
     /// or the conversation's end — `max_turns`, the user's stop, or a simulator fault.
     func converse(_ conversation: Conversation, afterAgentSaid text: String) async throws {
         let turns = state.userTurns.count
+        // The agent's limits first: a run out of time is the agent's, not a user left no time to answer.
+        if let limit = limitReachedBeforeStep(), limit != .maxSteps {
+            try stop(.budgetExhausted, limit: limit, answer: text, error: limitMessage(limit))
+            return
+        }
         guard turns < conversation.maxTurns else {
             try stop(
                 .maxTurns, answer: text,
@@ -147,7 +158,7 @@ final class RunSession {
         let reply: UserTurn
         do {
             reply = try await userReply(conversation, turn: turns + 1)
-        } catch let fault as SimulatorFault {
+        } catch let fault as SimulatorFault where !Task.isCancelled {
             try stop(.blocked, answer: text, error: "\(RunStopped.simulatorFaultPrefix) \(fault.message)")
             return
         } catch {
@@ -324,7 +335,7 @@ final class RunSession {
             if let conversation { try await converse(conversation, afterAgentSaid: text) }
         case .stop(let reason) where conversation != nil:
             try recorder.endStep()
-            try stop(.agentStop, error: "the agent ended the conversation: \(reason)")
+            try stop(.agentStop, answer: state.agentMessages.last, error: "the agent ended the conversation: \(reason)")
         case .answer(let answer):
             try recorder.endStep()
             try stop(.success, answer: answer)

@@ -258,18 +258,20 @@ public enum EvalSetConversion {
         lines.append("  maxTurns: \(count + 1)")
         lines.append("expected:")
         lines.append("  stopReason: user_stop")
-        lines.append("  turns:")
+        var turns: [String] = []
         for (index, invocation) in read.invocations.enumerated() {
             if invocation.toolUses.isEmpty {
-                if match == .exact || invocation.finalResponse == nil { lines.append("    \(index + 1): {maxToolCalls: 0}") }
+                if match == .exact || invocation.finalResponse == nil { turns.append("    \(index + 1): {maxToolCalls: 0}") }
                 continue
             }
             let calls = invocation.toolUses.map { use -> String in
                 let arguments: JSONValue = ["mode": "exact", "match": use.arguments]
                 return "{tool: \(quoted(use.name)), arguments: \(JSONWriter.encodeString(arguments))}"
             }
-            lines.append("    \(index + 1): {sequence: {mode: \(match.sequenceMode), calls: [\(calls.joined(separator: ", "))]}}")
+            turns.append("    \(index + 1): {sequence: {mode: \(match.sequenceMode), calls: [\(calls.joined(separator: ", "))]}}")
         }
+        // An empty `turns:` would read as null: only turns that expect something.
+        if !turns.isEmpty { lines += ["  turns:"] + turns }
         for (index, invocation) in read.invocations.enumerated().dropLast() {
             if let response = invocation.finalResponse { lines.append("  # turn \(index + 1)'s reference answer: \(plain(response))") }
         }

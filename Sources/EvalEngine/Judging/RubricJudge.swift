@@ -57,12 +57,13 @@ public final class RubricJudge: Sendable {
         let lastStep = state.step
         if let rubric = expected.answerRubric {
             let expectation = "answer.rubric"
-            if let answer = state.finalAnswer {
-                // A conversation is judged whole: what the agent said in it, to what.
+            // A conversation is judged whole, however it ended: what the agent said in it, to what.
+            let said = state.isConversation && !state.agentMessages.isEmpty
+            if said || state.finalAnswer != nil {
                 let prompt =
-                    state.isConversation
+                    said
                     ? Self.conversationPrompt(state.dialogue, rubric: rubric.text)
-                    : Self.answerPrompt(goal: goal, answer: answer, rubric: rubric.text)
+                    : Self.answerPrompt(goal: goal, answer: state.finalAnswer ?? "", rubric: rubric.text)
                 guard await ask(rubric, expectation: expectation, prompt: prompt, step: lastStep, callId: nil, into: &grade) else {
                     return grade
                 }

@@ -195,10 +195,13 @@ struct Evidence {
     /// Whether the case forbids something the run could still have done had no limit stopped
     /// it: a `toolsNotCalled` tool the run has, an order `notSequence` forbids, an allow-list.
     /// (What it must have done fails on its own when the limit came first.)
+    /// A conversation's `turns` count for the turn the run was cut in and the ones after it.
     static func forbidsWhatItCouldStillDo(_ expected: Expectations, state: RunState) -> Bool {
         let available = Set(state.start?.tools.map(\.name) ?? [])
+        let current = state.turn(ofStep: state.step)
         return expected.toolsNotCalled.contains(where: available.contains) || !expected.notSequence.isEmpty
             || expected.toolsAllowed != nil
+            || expected.turns.contains { $0.turn >= current && forbidsWhatItCouldStillDo($0.expected, state: state) }
     }
 
     static func stopText(_ stop: RunStopped?) -> String {

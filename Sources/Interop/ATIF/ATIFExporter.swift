@@ -28,12 +28,13 @@ public struct ATIFExporter: Sendable {
         func userSteps(before sequence: Int) {
             while let next = turns.first, next.event.sequence < sequence {
                 turns = turns.dropFirst()
-                guard !next.turn.text.isEmpty else { continue }
-                steps.append(
-                    Self.object([
-                        ("step_id", .int(steps.count + 1)), ("timestamp", .string(Self.iso(next.event.timeUs))), ("source", "user"),
-                        ("message", .string(next.turn.text)),
-                    ]))
+                var step: [(String, JSONValue)] = [
+                    ("step_id", .int(steps.count + 1)), ("timestamp", .string(Self.iso(next.event.timeUs))), ("source", "user"),
+                    ("message", .string(next.turn.text)),
+                ]
+                // A turn that ends the conversation says so, for the importer to end it the same way.
+                if let ends = next.turn.ends { step.append(("extra", ["agent_eval": ["ends": .string(ends.rawValue)]])) }
+                steps.append(Self.object(step))
             }
         }
         for decision in run.decisions {

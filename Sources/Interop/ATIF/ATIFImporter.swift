@@ -138,7 +138,10 @@ struct ATIFImporter {
                         usage: usage, costUSD: metrics?["cost_usd"]?.doubleValue, timeUs: timeUs))
             case "user":
                 if goal == nil { goal = text }
-                userMessages.append((steps.count, text))
+                // agent-eval's export marks a turn that ended the conversation: its stop token, as the user gave it.
+                let ending = step["extra"]?["agent_eval"]?["ends"]?.stringValue.flatMap(UserTurn.Ending.init(rawValue:))
+                let token = UserTurn.Ending.tokens.first { $0.ending == ending }.map { " " + $0.token } ?? ""
+                userMessages.append((steps.count, text + token))
                 if steps.isEmpty { preamble.append(step) } else { steps[steps.count - 1].records.append(step) }
             default:
                 if steps.isEmpty { preamble.append(step) } else { steps[steps.count - 1].records.append(step) }

@@ -13,8 +13,9 @@ public struct Event: Sendable, Hashable {
     /// version 3, docs/log-format.md §3): only the first line of each member carries `prev`.
     /// Every line of such a log says 3, delta packets included.
     public static let memberChainVersion = 3
-    /// The envelope version of a line holding a conversation's user turn (`user_turn`) or its
-    /// ending (`run_stopped` with a `StopReason.isConversationEnding` reason): format version 4,
+    /// The envelope version of a line holding a conversation's user turn (`user_turn`), its
+    /// ending (`run_stopped` with a `StopReason.isConversationEnding` reason) or a fork's `say`
+    /// edit (`run_forked`): format version 4,
     /// docs/log-format.md §6. Such lines sit in a version 3 log (members linked); older readers
     /// refuse them rather than fold a state whose digests would not match.
     public static let conversationVersion = 4
