@@ -69,6 +69,9 @@ public struct EvalError: Diagnostic, Hashable {
         /// reply, its model failing, a script with nothing to say): the run shows the simulator,
         /// not the agent (docs/conversations.md).
         case simulatorFault = "simulator_fault"
+        /// A case's `state:` command could not show the environment's final state (it failed,
+        /// hung, or printed no JSON): the state expectation has no evidence.
+        case stateUnseen = "state_unseen"
         /// A command case's program could not be run through the recording gateway.
         case commandFailed = "command_failed"
         /// A file to bring over from another tool (an ADK eval set) cannot be read as one.

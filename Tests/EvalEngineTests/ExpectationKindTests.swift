@@ -35,6 +35,7 @@ struct ExpectationKindTests {
         "answer": (["contains": ["refund"], "matches": "A-[0-9]+", "similarTo": "Your refund is on its way.", "min": 0.5], 3),
         "communicate": (["refund of 49.99", "rf-9"], 2),
         "turns": (["2": ["toolsCalled": ["lookup_order"], "toolsNotCalled": ["refund_order"]], "3": ["communicate": "refund"]], 3),
+        "state": (["command": ["python3", "dump_state.py"], "match": ["orders": ["A-1042": ["refunded": true]]]], 1),
         "countDeniedAttempts": (true, 0),
     ]
 

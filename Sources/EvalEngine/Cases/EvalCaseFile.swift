@@ -230,6 +230,15 @@ public enum EvalCaseFile {
                     "\(name) expects turns.\(beyond.turn), and its conversation has at most \(user.maxTurns) user turns (user.maxTurns)",
                     at: expectedNode?.location(ofKey: "turns") ?? node.location, hint: "raise user.maxTurns, or check an earlier turn"))
         }
+        if let expected, expected.state != nil, let source, !source.isLive || source.isPipeline {
+            errors.errors.append(
+                ConfigError(
+                    .invalidValue,
+                    "\(name) expects state, which a command reads from the environment a live run leaves: "
+                        + (source.isPipeline ? "a pipeline's" : "a recorded log's") + " is gone",
+                    at: expectedNode?.location(ofKey: "state") ?? node.location,
+                    hint: "check a live case's state (agent: or command:), or drop state"))
+        }
         if userNode == nil, let expected, !expected.turns.isEmpty, let source, source.isLive {
             errors.errors.append(
                 ConfigError(
@@ -456,6 +465,48 @@ public enum EvalCaseFile {
     }
 
     /// `answer:` — a text it contains, or a mapping of contains, matches, similarTo (and min) and a rubric.
+    /// `state:` — a command that prints the environment's final state as JSON, and the state it
+    /// must be: `equals:` a gold JSON file (canonical JSON, compared exactly) or `match:` a matcher.
+    static func readStateExpectation(_ node: ConfigNode, _ expected: inout Expectations, directory: String) throws(ConfigError) {
+        var fields = try node.mapping("state")
+        let commandNode = try fields.required("command", hint: "the command that prints the environment's state as JSON")
+        let command = try commandNode.strings("state.command")
+        guard !command.isEmpty else {
+            throw ConfigError(.invalidValue, "state.command is empty: give the program and its arguments", at: commandNode.location)
+        }
+        let equals = fields.optional("equals")
+        let match = fields.optional("match")
+        let matcher: ArgumentMatcher
+        let described: String
+        switch (equals, match) {
+        case (let file?, nil):
+            let named = try file.nonEmptyString("state.equals")
+            let path = resolve(named, from: directory)
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw ConfigError(
+                    .unreadable, "state.equals: \(path) does not exist", at: file.location,
+                    hint: "a JSON file of the state the run must leave; the path starts from the case file's folder")
+            }
+            let gold: JSONValue
+            do {
+                gold = try JSONParser.parse(Array(data))
+            } catch {
+                throw ConfigError(.invalidValue, "state.equals: \(path) is not JSON: \(error)", at: file.location)
+            }
+            matcher = ArgumentMatcher(mode: .exact, expected: gold)
+            described = "equals \(named)"
+        case (nil, let node?):
+            matcher = try readMatcher(node, what: "state.match")
+            described = "meets \(matcher)"
+        case (nil, nil):
+            throw ConfigError(.missingKey, "state needs equals (a gold JSON file) or match (a matcher)", at: node.location)
+        default:
+            throw ConfigError(.invalidValue, "state has both equals and match; give one", at: node.location)
+        }
+        try fields.finish()
+        expected.state = StateExpectation(command: command, directory: directory, matcher: matcher, expected: described)
+    }
+
     /// `turns:` — per user turn of a conversation (`3: {toolsCalled: [lookup_order]}`), what the
     /// agent did within it: the keys of `ExpectationKind.perTurnKeys`.
     static func readTurnExpectations(_ node: ConfigNode, _ expected: inout Expectations, directory: String) throws(ConfigError) {
@@ -549,6 +600,13 @@ public enum EvalCaseFile {
                 errors.collect { () throws(ConfigError) in try kind.read(value, &task, what) }
             }
             let run = readRunExpectations(&fields, directory: directory, errors: &errors)
+            if run.state != nil {
+                // A task's child run has no environment of its own that a command could read afterwards.
+                errors.errors.append(
+                    ConfigError(
+                        .invalidValue, "\(what).state: a pipeline task's state cannot be read after the task",
+                        at: pair.value.location(ofKey: "state") ?? pair.keyLocation, hint: "drop state"))
+            }
             if run.count > 0 { task.run = run }
             errors.errors.append(contentsOf: fields.unknownKeys(in: what))
             if task.count == 0, fields.unknownKeys().isEmpty {

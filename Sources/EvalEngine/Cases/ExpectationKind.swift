@@ -121,6 +121,11 @@ struct ExpectationKind: Sendable {
             "turns", read: EvalCaseFile.readTurnExpectations, count: { $0.turns.reduce(0) { $0 + $1.expected.count } },
             tools: { $0.turns.flatMap(\.expected.toolNames) }, check: TrajectoryCheck.turns),
         ExpectationKind(
+            "state", members: ["command", "equals", "match"], read: EvalCaseFile.readStateExpectation,
+            count: { $0.state == nil ? 0 : 1 },
+            // A command's output, not the log: the runner checks it once the run has ended (`StateExpectation`).
+            check: { _, _, _ in }),
+        ExpectationKind(
             "countDeniedAttempts",
             read: { node, expected, _ throws(ConfigError) in expected.countsDeniedAttempts = try node.bool("countDeniedAttempts") },
             count: { _ in 0 }, isGiven: \.countsDeniedAttempts, check: { _, _, _ in }),

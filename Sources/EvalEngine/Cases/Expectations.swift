@@ -58,6 +58,8 @@ public struct Expectations: Sendable {
     public var communicate: [String] = []
     /// Per user turn of a conversation (1 for the first), what the agent did in that turn.
     public var turns: [(turn: Int, expected: Expectations)] = []
+    /// The environment's final state after a live run (`state:`), checked by the runner.
+    public var state: StateExpectation?
     /// For a pipeline run: what its pipeline log and its tasks' child runs must show. A case
     /// checks either a run (the fields above) or a pipeline (this), never both.
     public var pipeline: PipelineExpectations?

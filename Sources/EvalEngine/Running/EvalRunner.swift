@@ -467,7 +467,29 @@ public struct EvalRunner: Sendable {
                 summary: RunSummary())
         }
         await closed([log], options: options)
-        return await check(log: log, repeatIndex: repeatIndex, case: evalCase, options: options, judge: judge)
+        let result = await check(log: log, repeatIndex: repeatIndex, case: evalCase, options: options, judge: judge)
+        return await checkState(result, case: evalCase, log: log, repeatIndex: repeatIndex)
+    }
+
+    /// A live run's `state:` (`StateExpectation`): the command that prints the environment's
+    /// final state runs once the run has ended, and a state that is not as expected fails the run.
+    /// A state the command could not show makes the run "could not run", whatever else passed.
+    static func checkState(_ result: RunResult, case evalCase: EvalCase, log: String, repeatIndex: Int) async -> RunResult {
+        guard let state = evalCase.expected.state, result.error == nil else { return result }
+        var result = result
+        let runId = (try? LogReader(path: log).firstEvent())??.event.runId
+        switch await state.check(log: log, runId: runId ?? "", caseId: evalCase.id, repeatIndex: repeatIndex) {
+        case .success(nil):
+            break
+        case .success(let failure?):
+            result.failures.append(failure)
+        case .failure(var error):
+            error.location = evalCase.location(ofKey: "expected")
+            result.failures = []
+            result.error = DiagnosticRecord(
+                EvalError(error.code, "case \"\(evalCase.id)\": \(error.message)", location: error.location, hint: error.hint))
+        }
+        return result
     }
 
     /// Hands the logs a live run has just closed to `finishedLogs`, before they are graded (see
