@@ -119,8 +119,10 @@ public struct ContextBuilder: Sendable {
             }
         }
         let summary = Self.summary(of: state, step: currentStep)
+        // A conversation's chat goes to the model with every decision (its first line is the goal).
+        let chat = state.isConversation ? state.dialogue.dropFirst().reduce(0) { $0 + $1.text.utf8.count } : 0
         var used =
-            instructions.utf8.count + goal.utf8.count + summary.utf8.count
+            instructions.utf8.count + goal.utf8.count + summary.utf8.count + chat
             + disclosed.reduce(0) { total, spec in
                 if let size = cache.toolSizes[spec.name] { return total + size }
                 let size = JSONWriter.encode(spec).count
