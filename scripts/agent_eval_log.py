@@ -791,15 +791,15 @@ def verify(path):
                         and any(isinstance(edit, dict) and edit.get("kind") == "say" for edit in event["data"].get("edits") or [])):
                     raise ValueError("a say edit is a conversation's, which only a version 4 line may record")
                 if event["kind"] == "user_turn" and event["v"] >= CONVERSATION_VERSION:
-                    data = event["data"]
-                    turn = data.get("turn")
+                    said = event["data"]
+                    turn = said.get("turn")
                     if not isinstance(turn, int) or isinstance(turn, bool) or turn < 1:
                         raise ValueError("data.turn must be an int of 1 or more")
-                    if not isinstance(data.get("text"), str):
+                    if not isinstance(said.get("text"), str):
                         raise ValueError("data.text is missing or not a string")
-                    if data.get("source") not in USER_TURN_SOURCES:
+                    if said.get("source") not in USER_TURN_SOURCES:
                         raise ValueError("data.source is not one of %s" % sorted(USER_TURN_SOURCES))
-                    if data.get("ends") is not None and data["ends"] not in USER_TURN_ENDINGS:
+                    if said.get("ends") is not None and said["ends"] not in USER_TURN_ENDINGS:
                         raise ValueError("data.ends is not one of %s" % sorted(USER_TURN_ENDINGS))
                 malformed = _malformed_hash(event["kind"], event["data"])
                 if malformed:
