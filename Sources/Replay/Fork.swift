@@ -287,22 +287,6 @@ public enum Fork {
             }
         }
         let prefix = Array(events[...end])
-        // A conversation's agent that has just spoken to the user waits for the user: going on
-        // without a user turn would ask it to answer its own message.
-        if say == nil, let last = RunState(folding: prefix).decisions.last, last.step == at,
-            RunState(folding: prefix).isConversation
-        {
-            if case .valid(.answer) = last.outcome {
-                throw ForkError(
-                    .nothingToContinue, "the agent spoke to the user at step \(at): what comes next is the user's turn", path: path,
-                    hint: "give --turn N --say TEXT for what the user says, or fork at an earlier step")
-            }
-            if case .valid(.askHuman) = last.outcome {
-                throw ForkError(
-                    .nothingToContinue, "the agent asked the user at step \(at): what comes next is the user's turn", path: path,
-                    hint: "give --turn N --say TEXT for what the user says, or fork at an earlier step")
-            }
-        }
         // The state at the fork point is the one the parent's digests recorded, or there is no fork.
         let (folded, mismatch) = StateDigester.foldChecking(prefix)
         if let event = mismatch {
@@ -310,6 +294,17 @@ public enum Fork {
                 .unreadableParent,
                 "cannot fork \(path): its state digest at step \(event.step) (seq \(event.sequence)) does not match the state its events fold to, so the state at the fork point is not the one the run had",
                 path: path, hint: "agent-eval replay \(path) shows where")
+        }
+        // A conversation's agent that has just spoken to the user waits for the user: going on
+        // without a user turn would ask it to answer its own message.
+        if say == nil, folded.isConversation, let last = folded.decisions.last, last.step == at {
+            switch last.outcome {
+            case .valid(.answer), .valid(.askHuman):
+                throw ForkError(
+                    .nothingToContinue, "the agent spoke to the user at step \(at): what comes next is the user's turn", path: path,
+                    hint: "give --turn N --say TEXT for what the user says, or fork at an earlier step")
+            default: break
+            }
         }
         let head = recorded[end].hash
         for edit in request.edits where edit.kind == .result || edit.kind == .error {

@@ -118,10 +118,7 @@ public struct EvalCase: Sendable {
 
     /// Whether the case's runs are made when the suite runs (an agent, a pipeline, a command),
     /// not read from recorded logs.
-    public var isLive: Bool {
-        if case .recorded = source { return false }
-        return true
-    }
+    public var isLive: Bool { source.isLive }
 }
 
 extension EvalCase.Source {

@@ -42,7 +42,10 @@ public struct UserTurn: JSONRepresentable, JSONObjectEncodable, Hashable {
                 ending = ending ?? kind
                 said = said.replacing(token, with: "")
             }
-            return (String(said.trimmingPrefix(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed()), ending)
+            // Trimmed at both ends (TraceCore has no Foundation).
+            let start = said.firstIndex { !$0.isWhitespace } ?? said.endIndex
+            let end = said.lastIndex { !$0.isWhitespace }.map(said.index(after:)) ?? start
+            return (String(said[start..<max(start, end)]), ending)
         }
 
         /// The run's stop reason for a conversation the user ended so.
