@@ -17,6 +17,7 @@ Standard library only.
 """
 import itertools
 import json
+import re
 import os
 import socket
 import struct
@@ -110,6 +111,9 @@ def last_turn(body):
     user message, and the tool whose result came back after it (None when none did)."""
     names = {}
     user, result = "", None
+    # smolagents writes a call back as text ("Calling tools: [{... 'name': 'lookup_order' ...}]")
+    # and its result as the next user message ("Observation: ..."), a new turn after it ("New task: ...").
+    echoed = None
     for message in body.get("messages", []):
         role, content = message.get("role"), message.get("content")
         blocks = content if isinstance(content, list) else [{"type": "text", "text": content or ""}]
@@ -120,6 +124,15 @@ def last_turn(body):
             for block in blocks:
                 if block.get("type") == "tool_use":
                     names[block.get("id")] = block.get("name")
+                elif "Calling tools:" in (block.get("text") or ""):
+                    echoed = (re.findall(r"'name': '(\w+)'", block["text"]) or [None])[-1]
+        elif role == "user" and echoed and any((block.get("text") or "").startswith("Observation:") for block in blocks):
+            text = "\n".join(block.get("text") or "" for block in blocks)
+            if "New task:\n" in text:
+                user, result = text.rsplit("New task:\n", 1)[1], None
+            else:
+                result = echoed
+            echoed = None
         elif role == "tool":
             result = names.get(message.get("tool_call_id"))
         elif role == "user":
@@ -625,8 +638,20 @@ class Handler(BaseHTTPRequestHandler):
         self.stream(anthropic_stream([{"type": "text", "text": "I can't help with that."}], "refusal"))
 
     # --- Conversations: an agent that confirms before it refunds, and customers that play the user ---
-    def say(self, text, anthropic, call=None):
-        """A reply of text, or of one tool call (name, arguments), in either API, streamed."""
+    def say(self, text, anthropic, call=None, body=None):
+        """A reply of text, or of one tool call (name, arguments), in either API: streamed unless
+        the request (when given) does not ask for a stream. A text reply to a framework whose
+        agents answer through a tool (smolagents' final_answer) is a call of that tool."""
+        if body is not None and not call and "final_answer" in tool_names(body):
+            call, text = ("final_answer", {"answer": text}), None
+        if body is not None and not body.get("stream"):
+            prefix = "toolu_" if anthropic else "call_"
+            named = (call[0], call[1], new_call_id(prefix)) if call else None
+            if anthropic:
+                blocks = [{"type": "tool_use", "id": named[2], "name": named[0], "input": named[1]}] if named else [
+                    {"type": "text", "text": text}]
+                return self.plain(200, "application/json", json.dumps(anthropic_whole(blocks, "tool_use" if named else "end_turn")).encode())
+            return self.plain(200, "application/json", json.dumps(chat_whole(named, text)).encode())
         if call:
             if anthropic:
                 self.stream(anthropic_stream([{"type": "tool_use", "id": new_call_id("toolu_"), "name": call[0], "input": call[1]}],
@@ -642,20 +667,20 @@ class Handler(BaseHTTPRequestHandler):
         """The agent: asks for the order, reads it back, refunds once the customer says yes."""
         turn = last_turn(body)
         if turn["result"] == "refund_order":
-            return self.say("Done: a refund of 49.99 EUR for order A-1042 is on its way.", anthropic)
+            return self.say("Done: a refund of 49.99 EUR for order A-1042 is on its way.", anthropic, body=body)
         if turn["result"] == "lookup_order":
-            return self.say("I found order A-1042, an espresso mug set, 49.99 EUR. Shall I refund it in full?", anthropic)
+            return self.say("I found order A-1042, an espresso mug set, 49.99 EUR. Shall I refund it in full?", anthropic, body=body)
         if "yes" in turn["user"].lower():
-            return self.say(None, anthropic, ("refund_order", {"order_id": "A-1042"}))
+            return self.say(None, anthropic, ("refund_order", {"order_id": "A-1042"}), body=body)
         if "A-1042" in turn["user"]:
-            return self.say(None, anthropic, ("lookup_order", {"order_id": "A-1042"}))
-        self.say("I'm sorry to hear that! What is your order number?", anthropic)
+            return self.say(None, anthropic, ("lookup_order", {"order_id": "A-1042"}), body=body)
+        self.say("I'm sorry to hear that! What is your order number?", anthropic, body=body)
 
     def scenario_support_chat_then_hang(self, body, attempt, anthropic):
         """The agent answers the user's first turn, then hangs on the second (for kill -9 tests)."""
         if last_turn(body)["user"] and any(m.get("role") == "assistant" for m in body.get("messages", [])):
             return self.scenario_hang(body, attempt, anthropic)
-        self.say("I'm sorry to hear that! What is your order number?", anthropic)
+        self.say("I'm sorry to hear that! What is your order number?", anthropic, body=body)
 
     def scenario_customer(self, body, attempt, anthropic):
         """The simulated user: it is told the agent's messages as the user role."""

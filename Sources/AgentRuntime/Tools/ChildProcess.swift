@@ -41,6 +41,10 @@ public struct ChildProcess: Sendable {
     /// The child's whole environment as `NAME=value` entries; nil passes this process's on.
     public var environment: [String]?
     public var input: [UInt8]
+    /// Standard input given while the command runs (a conversation's user turns, one line each),
+    /// after `input`; nil closes it once `input` is written. Closing the feed closes the command's
+    /// standard input.
+    public var inputFeed: InputFeed?
     public var timeoutMs: Int
     /// Bytes of stdout kept; more kills the process. stderr keeps its last `stderrLimit` bytes.
     public var outputLimit: Int
@@ -92,6 +96,83 @@ public struct ChildProcess: Sendable {
         }
 
         var isCancelled: Bool { flag.withLock { $0 } }
+    }
+
+    /// Bytes for a running command's standard input, given as they come (`inputFeed`): `send`
+    /// queues them and wakes the child's thread (a byte down a pipe its `poll` watches), which
+    /// writes them as the pipe takes them; `close` ends the stream once they are written.
+    public final class InputFeed: Sendable {
+        private struct Queue {
+            var pending: [UInt8] = []
+            var isClosed = false
+            /// The command closed its standard input (or exited): nothing more reaches it.
+            var isBroken = false
+        }
+
+        // Guarded by the mutex.
+        private let queue = Mutex(Queue())
+        /// The pipe's ends: the child's thread polls `wakeFD`; `send` and `close` write to the other.
+        let wakeFD: Int32
+        private let signalFD: Int32
+
+        public init() {
+            var ends: [Int32] = [-1, -1]
+            if cprocess_pipe_cloexec(&ends) == 0 {
+                for fd in ends { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
+            } else {
+                ends = [-1, -1]
+            }
+            (wakeFD, signalFD) = (ends[0], ends[1])
+        }
+
+        deinit {
+            for fd in [wakeFD, signalFD] where fd >= 0 { Glibc.close(fd) }
+        }
+
+        /// Queues `bytes` for the command; false when its standard input is closed or broken.
+        @discardableResult
+        public func send(_ bytes: [UInt8]) -> Bool {
+            let taken = queue.withLock { queue in
+                guard !queue.isClosed, !queue.isBroken else { return false }
+                queue.pending += bytes
+                return true
+            }
+            if taken { wake() }
+            return taken
+        }
+
+        /// Ends the command's standard input once what is queued is written.
+        public func close() {
+            queue.withLock { $0.isClosed = true }
+            wake()
+        }
+
+        /// Whether the command can no longer be given anything (it closed its standard input,
+        /// or ended).
+        public var isBroken: Bool { queue.withLock { $0.isBroken } }
+
+        /// The child's thread takes what is queued, and whether the feed is closed.
+        func take() -> (bytes: [UInt8], isClosed: Bool) {
+            queue.withLock { queue in
+                defer { queue.pending = [] }
+                return (queue.pending, queue.isClosed)
+            }
+        }
+
+        func markBroken() { queue.withLock { $0.isBroken = true } }
+
+        /// Empties the wake pipe (the thread was woken; the queue says why).
+        func drainWakes() {
+            guard wakeFD >= 0 else { return }
+            var bytes = [UInt8](repeating: 0, count: 64)
+            while bytes.withUnsafeMutableBytes({ read(wakeFD, $0.baseAddress, $0.count) }) > 0 {}
+        }
+
+        private func wake() {
+            guard signalFD >= 0 else { return }
+            var byte: UInt8 = 1
+            _ = write(signalFD, &byte, 1)
+        }
     }
 
     public init(
@@ -166,11 +247,29 @@ public struct ChildProcess: Sendable {
         var outputFD = process.stdout
         var errorFD = process.stderr
         for fd in [inputFD, outputFD, errorFD] { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
-        if input.isEmpty {
-            close(inputFD)
-            inputFD = -1
-        }
+        // What is still to be written to stdin: `input`, then what the feed gives.
+        var pendingInput = input
         var written = 0
+        var isFeedClosed = inputFeed == nil
+        /// Takes what the feed queued; closes stdin once nothing more will come.
+        func refillInput() {
+            if let inputFeed, !isFeedClosed {
+                inputFeed.drainWakes()
+                let (bytes, closed) = inputFeed.take()
+                if !bytes.isEmpty {
+                    pendingInput.removeFirst(written)
+                    written = 0
+                    pendingInput += bytes
+                }
+                isFeedClosed = closed
+            }
+            if inputFD >= 0 && isFeedClosed && written == pendingInput.count {
+                close(inputFD)
+                inputFD = -1
+            }
+        }
+        defer { inputFeed?.markBroken() }
+        refillInput()
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         var killed = false
         var waitStatus: Int32 = 0
@@ -223,6 +322,8 @@ public struct ChildProcess: Sendable {
         }
 
         while outputFD >= 0 || errorFD >= 0 {
+            // What the feed gave since the last look (woken by its pipe, or within 100 ms).
+            if inputFeed != nil { refillInput() }
             if cancellation.isCancelled {
                 result.isCancelled = true
                 killGroup()
@@ -241,7 +342,10 @@ public struct ChildProcess: Sendable {
             let wait = exitedAtMs.map { min($0 + Self.lingeringStreamGraceMs - Self.nowMs(), 100) } ?? 100
             var fds: [pollfd] = []
             if cancellation.wakeFD >= 0 { fds.append(pollfd(fd: cancellation.wakeFD, events: Int16(POLLIN), revents: 0)) }
-            if inputFD >= 0 { fds.append(pollfd(fd: inputFD, events: Int16(POLLOUT), revents: 0)) }
+            if let inputFeed, !isFeedClosed, inputFeed.wakeFD >= 0 {
+                fds.append(pollfd(fd: inputFeed.wakeFD, events: Int16(POLLIN), revents: 0))
+            }
+            if inputFD >= 0 && written < pendingInput.count { fds.append(pollfd(fd: inputFD, events: Int16(POLLOUT), revents: 0)) }
             if outputFD >= 0 { fds.append(pollfd(fd: outputFD, events: Int16(POLLIN), revents: 0)) }
             if errorFD >= 0 { fds.append(pollfd(fd: errorFD, events: Int16(POLLIN), revents: 0)) }
             let ready = poll(&fds, nfds_t(fds.count), Int32(max(wait, 0)))
@@ -251,16 +355,22 @@ public struct ChildProcess: Sendable {
                 break
             }
             for entry in fds where entry.revents != 0 && entry.fd != cancellation.wakeFD {
+                // The feed's wake: taken at the top of the loop.
+                if entry.fd == inputFeed?.wakeFD { continue }
                 if entry.fd == inputFD {
-                    let count = input.withUnsafeBytes { bytes -> Int in
+                    let count = pendingInput.withUnsafeBytes { bytes -> Int in
                         guard let base = bytes.baseAddress else { return 0 }
                         return write(inputFD, base + written, bytes.count - written)
                     }
                     if count > 0 { written += count }
-                    if count < 0 && errno != EAGAIN || written == input.count {
+                    if count < 0 && errno != EAGAIN && errno != EINTR {
+                        // The command closed its standard input: nothing more reaches it.
                         close(inputFD)
                         inputFD = -1
+                        inputFeed?.markBroken()
+                        continue
                     }
+                    refillInput()
                     continue
                 }
                 if readOnce(entry.fd) == 0 {

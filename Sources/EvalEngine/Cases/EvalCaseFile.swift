@@ -155,7 +155,15 @@ public enum EvalCaseFile {
                 }
                 guard let command else { return }  // already reported
                 source = .command(command)
-                if input == nil { throw ConfigError(.missingKey, "\(name) runs live and needs an input", at: node.location) }
+                if userNode != nil, let inputNode {
+                    throw ConfigError(
+                        .invalidValue, "\(name) has input and user: a conversation's first message is the user's", at: inputNode.location,
+                        hint: "move the input to user.opening")
+                }
+                if input == nil, userNode == nil {
+                    throw ConfigError(
+                        .missingKey, "\(name) runs live and needs an input (or a user: for a conversation)", at: node.location)
+                }
                 return
             }
             if let pipeline {
@@ -215,12 +223,22 @@ public enum EvalCaseFile {
                     ConfigError(
                         .invalidValue, "\(name) has user, which talks to live runs; recorded conversations are checked as they are",
                         at: userNode.location, hint: "drop user to check the recorded logs, or give agent: to run the conversation live"))
-            case .pipeline, .command:
+            case .command(let command):
+                // The turns come on standard input; the opening is not known when the command line is made.
+                if command.arguments.contains(where: { $0.contains("{input}") }) {
+                    errors.errors.append(
+                        ConfigError(
+                            .invalidValue,
+                            "\(name) has user and a command with {input}: a conversation's turns come on the command's standard "
+                                + "input, one line each (the first also as AGENT_EVAL_INPUT)",
+                            at: node.location(ofKey: "command") ?? node.location,
+                            hint: "drop {input} and read the turns from standard input"))
+                }
+            case .pipeline:
                 errors.errors.append(
                     ConfigError(
-                        .invalidValue,
-                        "\(name) has user and \(source.isPipeline ? "pipeline" : "command"): conversations run agent files (agent:) for now",
-                        at: userNode.location, hint: "give agent: agents/NAME.yaml"))
+                        .invalidValue, "\(name) has user and pipeline: conversations run an agent file (agent:) or a command (command:)",
+                        at: userNode.location, hint: "give agent: agents/NAME.yaml, or command: [python3, agent.py]"))
             }
         }
         if let user, let expected, let beyond = expected.turns.first(where: { $0.turn > user.maxTurns }) {

@@ -1,4 +1,4 @@
-import AgentRuntime
+public import AgentRuntime
 import Foundation
 import TraceCore
 
@@ -22,6 +22,9 @@ public struct CommandCaseRun: Sendable {
     public var environment: [(name: String, value: String)] = []
     /// The case's `name:` for the agent; nil derives it from the command line.
     public var agentName: String?
+    /// The case's simulated user (`user:`): the command is given its first turn as its input and
+    /// each later one as a line on its standard input (docs/conversations.md); nil for one input.
+    public var conversation: Conversation?
 }
 
 /// How a command case's run ended, beyond what its log says.
@@ -62,9 +65,9 @@ extension EvalRunner {
     /// Runs a command case once through the recording gateway, then grades it from the log the
     /// gateway wrote, read back like any other. A cassette miss makes the run "could not run"
     /// at the step where the agent diverged: a replay cannot say what it would have done.
-    static func runCommand(_ evalCase: EvalCase, command: ExternalCommand, repeatIndex: Int, options: EvalOptions, judge: RubricJudge)
-        async -> RunResult
-    {
+    static func runCommand(
+        _ evalCase: EvalCase, command: ExternalCommand, repeatIndex: Int, agents: AgentCache, options: EvalOptions, judge: RubricJudge
+    ) async -> RunResult {
         let log = "\(options.outputDirectory)/\(evalCase.id)-\(repeatIndex).jsonl.gz"
         func cannotRun(_ error: any Error) -> RunResult {
             RunResult(
@@ -85,6 +88,12 @@ extension EvalRunner {
         }
         let input = evalCase.input ?? ""
         let outcome: CommandCaseOutcome
+        let conversation: Conversation?
+        do {
+            conversation = try agents.conversation(of: evalCase)
+        } catch {
+            return cannotRun(error)
+        }
         do {
             try FileManager.default.createDirectory(atPath: options.outputDirectory, withIntermediateDirectories: true)
             var run = CommandCaseRun(
@@ -93,6 +102,7 @@ extension EvalRunner {
                 timeoutMs: command.timeoutSeconds * 1000)
             run.environment = command.environment
             run.agentName = command.agentName
+            run.conversation = conversation
             outcome = try await recorder.record(run)
         } catch let error as CommandCaseCassetteError {
             await closed([log], options: options)

@@ -201,7 +201,8 @@ public struct EvalRunner: Sendable {
                             index,
                             [
                                 await Self.runCommand(
-                                    cases[index], command: command, repeatIndex: repeatIndex, options: options, judge: judge)
+                                    cases[index], command: command, repeatIndex: repeatIndex, agents: agents, options: options,
+                                    judge: judge)
                             ],
                             nil
                         )
@@ -438,16 +439,13 @@ public struct EvalRunner: Sendable {
             deny = no
         case .recorded, .pipeline, .command: break
         }
-        var conversation: Conversation?
-        if let spec = evalCase.user {
-            do {
-                let models = try agents.modelOptions(cassette: evalCase.cassette, for: evalCase.location.path)
-                conversation = Conversation(user: try spec.user(factory: models.factory), maxTurns: spec.maxTurns)
-            } catch {
-                return RunResult(
-                    logPath: log, repeatIndex: repeatIndex, failures: [], notes: [], error: DiagnosticRecord(describing: error),
-                    summary: RunSummary())
-            }
+        let conversation: Conversation?
+        do {
+            conversation = try agents.conversation(of: evalCase)
+        } catch {
+            return RunResult(
+                logPath: log, repeatIndex: repeatIndex, failures: [], notes: [], error: DiagnosticRecord(describing: error),
+                summary: RunSummary())
         }
         do {
             var runtime = AgentRuntime(agent: agent, environment: options.environment)
@@ -541,6 +539,14 @@ final class AgentCache: Sendable {
     /// The model options a case's other models (its conversation's user) are made with: the
     /// runner's, served through `cassette` when the case names one — the agent's cassette, so
     /// one directory replays the whole conversation.
+    /// The conversation a case's `user:` declares, its user's model calls through the case's
+    /// cassette; nil for a case on one input.
+    func conversation(of evalCase: EvalCase) throws(ConfigError) -> Conversation? {
+        guard let spec = evalCase.user else { return nil }
+        let models = try modelOptions(cassette: evalCase.cassette, for: evalCase.location.path)
+        return Conversation(user: try spec.user(factory: models.factory), maxTurns: spec.maxTurns)
+    }
+
     func modelOptions(cassette: String?, for path: String) throws(ConfigError) -> ModelOptions {
         try cassette.map { directory throws(ConfigError) in try models(cassette: directory, for: path) } ?? models
     }

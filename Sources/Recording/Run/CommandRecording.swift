@@ -50,6 +50,10 @@ public struct CommandRecording: Sendable {
     /// The recorded run this one forks (`agent-eval fork` of a log `record` wrote); nil for a run
     /// of its own.
     public var fork: RecordedFork?
+    /// The simulated user the command talks with (`CommandConversation`): its first turn is the
+    /// command's input and the run's goal, each later one a line on its standard input. Nil for a
+    /// run on one input.
+    public var conversation: Conversation?
 
     public init(
         command: [String], directory: String? = nil, input: String? = nil, logPath: String, runId: String, goal: String? = nil,
@@ -140,6 +144,20 @@ public struct CommandRecording: Sendable {
             }
         }
         let stopper = Stopper()
+        // A conversation opens with the user's first turn: the command's input and the run's goal.
+        var input = self.input
+        var goal = self.goal
+        var opening: UserTurn?
+        var openingFault: SimulatorFault?
+        if let conversation {
+            do {
+                opening = try await CommandConversation.opening(of: conversation, runId: runId)
+            } catch let fault as SimulatorFault {
+                openingFault = fault
+            }
+            input = opening?.text ?? ""
+            goal = input
+        }
         var logOptions = self.logOptions
         if logOptions.redactor == nil || logOptions.redactor == Redactor.standard {
             // The keys of the command's environment never reach the log, wherever they appear:
@@ -152,6 +170,17 @@ public struct CommandRecording: Sendable {
         let recorder = ExchangeRecorder(
             logPath: logPath, runId: runId, goal: goal, agentName: agentName, command: command, limits: limits, keys: keys,
             options: logOptions, secrets: Self.secrets(in: environment), fork: fork, onStop: { _ in stopper.stop() })
+        if let openingFault {
+            // The user could not open: the program is never started, and the attempt could not run.
+            recorder.beginConversation(opening: nil)
+            recorder.endConversation(.blocked, error: "\(RunStopped.simulatorFaultPrefix) \(openingFault.message)")
+            let stop = try recorder.finish(.exited(0))
+            await finishedLogs?.logsFinished([logPath])
+            return Outcome(
+                logPath: logPath, runId: runId, stop: stop, exitStatus: nil, signal: nil, isTimedOut: false, requests: 0, stopCause: nil)
+        }
+        let feed = conversation.map { _ in ChildProcess.InputFeed() }
+        if let opening { recorder.beginConversation(opening: opening) }
         let gateway: ModelGateway
         do {
             gateway = try await ModelGateway(
@@ -174,9 +203,12 @@ public struct CommandRecording: Sendable {
                 environment[key] = Self.offlineKey
             }
         }
+        if conversation != nil { environment["AGENT_EVAL_CONVERSATION"] = "1" }
         var child = ChildProcess(
             command: command, directory: directory, environment: environment.map { "\($0.key)=\($0.value)" }.sorted(),
-            input: Array((input ?? "").utf8), timeoutMs: timeoutMs, outputLimit: 1 << 20)
+            // A conversation's turns are lines: the first ends with one, as every later one does.
+            input: Array(((input ?? "") + (conversation != nil ? "\n" : "")).utf8), timeoutMs: timeoutMs, outputLimit: 1 << 20)
+        child.inputFeed = feed
         // Output not passed on goes to /dev/null: the process keeps only the tail of each stream
         // (for the stop's last line) however much the command prints.
         let discard = outputDescriptor == nil ? open("/dev/null", O_WRONLY | O_CLOEXEC) : -1
@@ -188,14 +220,28 @@ public struct CommandRecording: Sendable {
         }
         let running = Task { [child] in try await child.run() }
         stopper.watch(running)
+        let talking = conversation.flatMap { conversation in
+            feed.map { feed in
+                Task {
+                    await CommandConversation.drive(conversation, recorder: recorder, feed: feed, stopper: stopper, timeoutMs: timeoutMs)
+                }
+            }
+        }
         let result: ChildProcess.Result
         do {
             result = try await withTaskCancellationHandler {
                 try await running.value
             } onCancel: {
                 running.cancel()
+                talking?.cancel()
             }
+            recorder.programEnded()
+            talking?.cancel()
+            await talking?.value
         } catch {
+            recorder.programEnded()
+            talking?.cancel()
+            await talking?.value
             await gateway.stop()
             let message = (error as? ChildProcess.SpawnFailure)?.message ?? "\(error)"
             // A spawn that failed says so itself, naming the program ("cannot start X: why").

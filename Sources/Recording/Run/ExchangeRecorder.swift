@@ -149,6 +149,8 @@ public final class ExchangeRecorder: Sendable {
         var forking = ForkProgress()
         /// The command's OpenTelemetry spans, and what became of them.
         var spans = SpanLedger()
+        /// The conversation with a simulated user, when the run is one (`UserTalk`).
+        var talk = UserTalk()
     }
 
     public let logPath: String
@@ -220,6 +222,15 @@ public final class ExchangeRecorder: Sendable {
             exchange.startUs = now()
         }
         let refused: StopCause? = state.withLock { state in
+            // The user's turn the program was given comes first in the step of the request it
+            // makes on it: recorded (durably) before the model is asked, however long that takes.
+            if let recorder = state.recorder {
+                do {
+                    try recordPendingTurn(recorder: recorder, state: &state)
+                } catch {
+                    if state.writeError == nil { state.writeError = "\(error)" }
+                }
+            }
             // The request's header values reach no event from here on, wherever the upstream
             // or the agent echoes them.
             let learned = secrets.filter { !state.secrets.contains($0) }
@@ -373,6 +384,12 @@ public final class ExchangeRecorder: Sendable {
             state.spans.exchangeStarts.removeFirst(state.spans.exchangeStarts.count / 2)
         }
         matchWaitingModelSpans(state: &state)
+        if state.talk.isConversation, case .valid(.answer) = decision,
+            number == 1 || state.talk.saidTexts.contains(conversation.goal)
+        {
+            // The agent answered the user: its turn is over, and the user is asked for the next.
+            state.talk.answers += 1
+        }
         conversation.lastOutcome = decision
         conversation.lastAnswered = state.requests + 1
         state.book.conversations[number] = conversation
@@ -420,6 +437,11 @@ public final class ExchangeRecorder: Sendable {
                     tools: Self.sideEffects(of: view?.tools ?? [], proxies: state.proxying.proxies.sorted { $0.key < $1.key }.map(\.value)),
                     source: source)))
         state.recorder = recorder
+        if let opening = state.talk.opening {
+            // A conversation's first turn, at step 0 beside run_started: the step that answers it.
+            try recorder.record(.userTurn(opening))
+            state.talk.opening = nil
+        }
         for message in state.proxying.earlyServerRequests {
             try recorder.record(.contentStored(ContentStored(bytes: message, mediaType: ProxyGate.serverRequestMediaType)))
         }
@@ -571,6 +593,10 @@ public final class ExchangeRecorder: Sendable {
             let at = now()
             let recorder = try recorder(for: nil, state: &state, atUs: at)
             recorder.timeUs = at
+            // A turn the program was given and ended without acting on: shown before the stop
+            // that followed it — unless the program ended the conversation by itself.
+            if !isAgentEnd(ending, state: state) { try recordPendingTurn(recorder: recorder, state: &state) }
+            recorder.timeUs = at
             try recordSpanResultsLeft(recorder: recorder, state: &state)
             try recorder.record(.runStopped(stop))
             try recorder.writer.close()
@@ -582,6 +608,7 @@ public final class ExchangeRecorder: Sendable {
     }
 
     private func stopped(_ ending: Ending, stderrTail: String, state: borrowing State) -> RunStopped {
+        if state.stopCause == nil, let stop = conversationStop(ending, state: state) { return stop }
         switch state.stopCause {
         case .maxRequests(let max)?:
             return RunStopped(

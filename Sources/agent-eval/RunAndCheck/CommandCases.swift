@@ -31,6 +31,7 @@ struct GatewayCommandCases: CommandCaseRecorder {
             upstreams: Upstreams.resolve(given: run.upstreams, environment: environment), cassette: cassette, environment: environment)
         // Many cases run at once: their output is kept, not interleaved into the report.
         recording.outputDescriptor = nil
+        recording.conversation = run.conversation
         let outcome = try await recording.run()
         if case .notRecorded(let message, let step)? = outcome.stopCause {
             return CommandCaseOutcome(missedStep: step, missMessage: message)

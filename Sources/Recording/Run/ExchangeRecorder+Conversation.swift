@@ -1,0 +1,140 @@
+import AgentRuntime
+import TraceCore
+import TraceLog
+
+/// A recorded command's conversation with a simulated user (`CommandRecording.conversation`), as
+/// the recorder keeps it: what the user said, how often the agent answered, and how it ended.
+/// The driver (`CommandConversation`) waits on it: each answer wakes it to ask the user for the
+/// next turn.
+struct UserTalk {
+    var isConversation = false
+    /// The first turn, recorded beside `run_started` when the log is made.
+    var opening: UserTurn?
+    /// The user turns said (the one pending included).
+    var turnsSaid = 0
+    /// The turn the program was given and has not acted on: recorded when its next model request
+    /// begins, in the step that answers it (as the runtime records a turn), or at the end of a
+    /// run it did not end by itself. A program that exits at once after its answer,
+    /// never reading the turn, leaves no trace of it: the log is the same however fast the user was.
+    var pending: (turn: UserTurn, atUs: Int)?
+    /// What the user said in them: a model conversation that opens with one of them is the
+    /// agent's talk with the user (a program that starts a new chat per turn), not a sub-agent's.
+    var saidTexts: Set<String> = []
+    /// Replies without tool calls in the agent's talk with the user: turn k is answered once
+    /// `answers >= k`.
+    var answers = 0
+    /// How the conversation ended, when the user ended it (or its turns ran out, or the
+    /// simulator failed): the run's stop, whatever the program did after.
+    var ending: RunStopped?
+    /// The program ended (exited, was killed): no answer will come.
+    var isProgramEnded = false
+}
+
+extension ExchangeRecorder {
+    /// Makes this recording a conversation whose first turn is `opening` (nil: the user could
+    /// not open).
+    func beginConversation(opening: UserTurn?) {
+        state.withLock { state in
+            state.talk.isConversation = true
+            guard let opening else { return }
+            state.talk.opening = opening
+            state.talk.turnsSaid = 1
+            state.talk.saidTexts.insert(opening.text)
+        }
+    }
+
+    /// Where the conversation stands: the answers so far, whether it ended (or the program
+    /// did), and the run's fold (what the user is shown).
+    func talkProgress() -> (answers: Int, turnsSaid: Int, isOver: Bool, fold: RunState) {
+        state.withLock { state in
+            var fold = state.recorder?.state ?? RunState()
+            fold.runId = fold.runId ?? runId
+            return (state.talk.answers, state.talk.turnsSaid, state.talk.ending != nil || state.talk.isProgramEnded, fold)
+        }
+    }
+
+    /// Waits until the agent has answered more than `answers` times, or the program ended, at
+    /// most `timeoutMs`.
+    func waitForAnswer(after answers: Int, timeoutMs: Int) async {
+        await state.wait(within: .milliseconds(timeoutMs), on: clock) { $0.talk.answers > answers || $0.talk.isProgramEnded }
+    }
+
+    /// Waits until the program ended, at most `timeoutMs`; whether it did.
+    func waitForProgramEnd(timeoutMs: Int) async -> Bool {
+        await state.wait(within: .milliseconds(timeoutMs), on: clock) { $0.talk.isProgramEnded }
+    }
+
+    /// Takes the user's next turn (numbered after those said): one that ends the conversation
+    /// is recorded now, any other when the program acts on it (`UserTalk.pending`). False when
+    /// the conversation is over (the program ended meanwhile): nothing is taken then.
+    func say(_ turn: UserTurn) throws -> Bool {
+        try state.withLock { state in
+            guard state.talk.ending == nil, !state.talk.isProgramEnded else { return false }
+            var said = turn
+            said.turn = state.talk.turnsSaid + 1
+            state.talk.turnsSaid = said.turn
+            state.talk.saidTexts.insert(said.text)
+            if said.ends == nil {
+                state.talk.pending = (said, now())
+            } else {
+                let recorder = try recorder(for: nil, state: &state, atUs: now())
+                recorder.timeUs = now()
+                try recorder.record(.userTurn(said))
+            }
+            return true
+        }
+    }
+
+    /// Records the turn the program was given, at the start of the step that answers it (as its
+    /// next model request begins).
+    func recordPendingTurn(recorder: RunRecorder, state: inout State) throws {
+        guard let pending = state.talk.pending else { return }
+        state.talk.pending = nil
+        try recorder.record(.userTurn(pending.turn), at: pending.atUs)
+    }
+
+    /// Ends the conversation with `stop` (the user's stop, `max_turns`, a simulator fault),
+    /// unless it ended already; the agent's last message to the user is the stop's answer.
+    func endConversation(_ reason: StopReason, error: String? = nil) {
+        state.withLock { state in
+            guard state.talk.ending == nil else { return }
+            let answer = state.recorder?.state.agentMessages.last
+            state.talk.ending = RunStopped(reason: reason, answer: answer, error: error)
+        }
+    }
+
+    /// The program ended: the driver stops waiting for answers.
+    func programEnded() {
+        state.withLock { $0.talk.isProgramEnded = true }
+    }
+
+    /// A conversation's stop: how the user ended it; else, for a program that exited by itself
+    /// (status 0, no failed model request), `agent_stop` — or `blocked` when it left the user's
+    /// last turn unanswered. Nil when the run is no conversation or ended otherwise (a crash, a
+    /// signal, a timeout): the run's usual stop.
+    func conversationStop(_ ending: Ending, state: borrowing State) -> RunStopped? {
+        guard state.talk.isConversation else { return nil }
+        if let stop = state.talk.ending { return stop }
+        guard isAgentEnd(ending, state: state) else { return nil }
+        let answer = state.recorder?.state.agentMessages.last
+        // A turn still pending never reached the agent's model: it is left out (`UserTalk.pending`).
+        let recorded = state.talk.turnsSaid - (state.talk.pending == nil ? 0 : 1)
+        if state.talk.answers < recorded {
+            return RunStopped(
+                reason: .blocked, answer: answer,
+                error: "the program exited without answering user turn \(recorded) (it ended its conversation with the user "
+                    + "before replying)")
+        }
+        return RunStopped(
+            reason: .agentStop, answer: answer,
+            error: "the agent ended the conversation: the program exited after answering user turn \(recorded)")
+    }
+
+    /// The program ended the conversation by itself: it exited with status 0, its model's last
+    /// request answered, while the user had not ended it.
+    func isAgentEnd(_ ending: Ending, state: borrowing State) -> Bool {
+        guard state.talk.isConversation, state.talk.ending == nil, state.stopCause == nil, state.lastFailure == nil else { return false }
+        if case .exited(0) = ending { return true }
+        return false
+    }
+}
