@@ -6,8 +6,9 @@ tests:
 
   OUT_DIR/shop.evalset.json    as ADK's eval set manager writes it (model_dump_json): the refund
                                case (two tool uses, a final response), a case that calls no tool,
-                               a two-turn conversation (which a case cannot hold), and the refund
-                               again with its tool uses as invocation events
+                               a two-turn conversation, the refund again with its tool uses as
+                               invocation events, and a conversation_scenario for ADK's user
+                               simulator (a starting prompt, a plan, the prebuilt NOVICE persona)
   OUT_DIR/shop.camel.json      the same set with ADK's camelCase aliases (by_alias=True)
   OUT_DIR/shop.test.json       ADK's older test file: [{query, expected_tool_use, reference}]
 """
@@ -15,6 +16,7 @@ import json
 import os
 import sys
 
+from google.adk.evaluation.conversation_scenarios import ConversationScenario
 from google.adk.evaluation.eval_case import EvalCase, IntermediateData, Invocation, InvocationEvent, InvocationEvents
 from google.adk.evaluation.eval_set import EvalSet
 from google.genai import types
@@ -52,6 +54,10 @@ eval_set = EvalSet(eval_set_id="shop", name="Shop support", eval_cases=[
     EvalCase(eval_id="greeting", conversation=[greeting]),
     EvalCase(eval_id="two turns", conversation=[first_turn, second_turn]),
     EvalCase(eval_id="refund/events", conversation=[events]),
+    EvalCase(eval_id="refund scenario", conversation_scenario=ConversationScenario(
+        starting_prompt="hi, my order arrived broken",
+        conversation_plan="Get a refund for order A-1042. Give the order number when asked, and confirm the refund when asked.",
+        user_persona="NOVICE")),
 ])
 # What ADK's local eval set manager writes.
 with open(os.path.join(out, "shop.evalset.json"), "w") as file:

@@ -25,6 +25,42 @@ struct SpawnedProcessTests {
         return line.flatMap { UInt64($0.dropFirst("SigIgn:".count).trimmingCharacters(in: .whitespaces), radix: 16) }
     }
 
+    @Test("an input feed gives a running command its standard input line by line; closing the feed ends it")
+    func inputFeed() async throws {
+        let feed = ChildProcess.InputFeed()
+        // The first line as `input`, two more through the feed while the command runs.
+        var process = ChildProcess(
+            command: ["sh", "-c", "while read line; do echo \"got $line\"; done; echo done"], input: Array("one\n".utf8),
+            timeoutMs: 20_000, outputLimit: 1 << 16)
+        process.inputFeed = feed
+        let running = Task { [process] in try await process.run() }
+        #expect(feed.send(Array("two\n".utf8)))
+        #expect(feed.send(Array("three\n".utf8)))
+        feed.close()
+        let result = try await running.value
+        #expect(result.exitStatus == 0)
+        #expect(String(decoding: result.stdout, as: UTF8.self) == "got one\ngot two\ngot three\ndone\n")
+        #expect(!feed.send(Array("four\n".utf8)), "a closed feed takes nothing more")
+    }
+
+    @Test("a command that closes its standard input breaks the feed: what is sent then is refused, never a SIGPIPE")
+    func brokenInputFeed() async throws {
+        let feed = ChildProcess.InputFeed()
+        var process = ChildProcess(
+            command: ["sh", "-c", "exec 0<&-; sleep 0.3; echo closed"], timeoutMs: 20_000, outputLimit: 1 << 16)
+        process.inputFeed = feed
+        let running = Task { [process] in try await process.run() }
+        for _ in 0..<50 where !feed.isBroken {
+            feed.send(Array(String(repeating: "x", count: 4096).utf8 + [0x0A]))
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let result = try await running.value
+        #expect(result.exitStatus == 0)
+        #expect(String(decoding: result.stdout, as: UTF8.self) == "closed\n")
+        #expect(feed.isBroken)
+        #expect(!feed.send(Array("more\n".utf8)))
+    }
+
     @Test("a child process's timeout is kept on the injected clock: it is killed when that clock passes it")
     func timeoutOnInjectedClock() async throws {
         let clock = ManualClock()

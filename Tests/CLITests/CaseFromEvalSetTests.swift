@@ -22,11 +22,18 @@ struct CaseFromEvalSetTests {
         let agent = [python, RecordCommandTests.agent, "--api", "chat", "{input}"]
         for (file, out) in [("shop.evalset.json", "snake"), ("shop.camel.json", "camel")] {
             let converted = try await agentEval(["case", "from-evalset", sets + "/" + file, "--out", scratch.path(out), "--"] + agent)
-            #expect(converted.status == 1, "the two-turn case is left out: \(converted.stderr)")
-            #expect(converted.stderr.contains("eval case \"two turns\" has 2 invocations"), "\(converted.stderr)")
+            #expect(converted.status == 1, "the scenario is left out without --user-model: \(converted.stderr)")
+            #expect(
+                converted.stderr.contains("eval case \"refund scenario\" is a conversation scenario")
+                    && converted.stderr.contains("--user-model"), "\(converted.stderr)")
             let names = try FileManager.default.contentsOfDirectory(atPath: scratch.path(out)).sorted()
-            #expect(names == ["greeting.yaml", "refund-damaged-order.yaml", "refund-events.yaml"])
+            #expect(names == ["greeting.yaml", "refund-damaged-order.yaml", "refund-events.yaml", "two-turns.yaml"])
         }
+        // A command holds the two-turn conversation by reading the turns on its standard input.
+        let commandTurns = try String(contentsOfFile: scratch.path("snake/two-turns.yaml"), encoding: .utf8)
+        #expect(commandTurns.contains("# The program reads the user's turns on its standard input"), "\(commandTurns)")
+        #expect(!commandTurns.contains("{input}"), "\(commandTurns)")
+        #expect(commandTurns.contains("  opening: \"Where is order A-1042?\"\n"), "\(commandTurns)")
         #expect(
             try String(contentsOfFile: scratch.path("snake/refund-damaged-order.yaml"), encoding: .utf8).replacingOccurrences(
                 of: "shop.evalset.json", with: "")
@@ -34,14 +41,29 @@ struct CaseFromEvalSetTests {
                     of: "shop.camel.json", with: ""))
         let check = try await agentEval(["check", scratch.path("snake")])
         #expect(check.status == 0, "\(check.stdoutText)\(check.stderr)")
+        // The refund agent below answers one input: the conversation is not for it.
+        try FileManager.default.removeItem(atPath: scratch.path("snake/two-turns.yaml"))
+        try FileManager.default.removeItem(atPath: scratch.path("camel/two-turns.yaml"))
 
         // With an agent file, the two-turn case is a conversation case: the user says each
         // invocation's text in its turn, and each turn's tool uses are checked in that turn.
         try EvidenceMatrixTests.agentFile(baseURL: "http://127.0.0.1:9/v1").write(
             toFile: scratch.path("agent.yaml"), atomically: true, encoding: .utf8)
         let conversation = try await agentEval(
-            ["case", "from-evalset", sets + "/shop.evalset.json", "--out", scratch.path("agents"), "--agent", scratch.path("agent.yaml")])
+            [
+                "case", "from-evalset", sets + "/shop.evalset.json", "--out", scratch.path("agents"), "--agent", scratch.path("agent.yaml"),
+                "--user-model", "openai:customer-model",
+            ])
         #expect(conversation.status == 0, "\(conversation.stderr)")
+        // ADK's conversation_scenario: a model plays the user, the plan its task, ADK's persona who it is.
+        let scenario = try String(contentsOfFile: scratch.path("agents/refund-scenario.yaml"), encoding: .utf8)
+        #expect(scenario.contains("  opening: \"hi, my order arrived broken\"\n"), "\(scenario)")
+        #expect(scenario.contains("    task: \"Get a refund for order A-1042."), "\(scenario)")
+        #expect(scenario.contains("  model: \"openai:customer-model\"\n"), "\(scenario)")
+        #expect(scenario.contains("  persona: \"A Novice is trying to solve a problem"), "\(scenario)")
+        #expect(
+            scenario.contains("###STOP###") && !scenario.contains("stop_signal"), "ADK's stop signal is the user's stop token: \(scenario)")
+        #expect(scenario.contains("  stopReason: user_stop"), "\(scenario)")
         let twoTurns = try String(contentsOfFile: scratch.path("agents/two-turns.yaml"), encoding: .utf8)
         #expect(twoTurns.contains("  opening: \"Where is order A-1042?\"\n"), "\(twoTurns)")
         #expect(twoTurns.contains("    - {after: {turn: 2}, say: \"Then refund it.\"}\n"), "\(twoTurns)")

@@ -76,13 +76,16 @@ struct CommandConversationTests {
 
     static let environment = ["OPENAI_API_KEY": RecordCommandTests.key]
 
-    @Test("each framework's agent holds the conversation over its standard input: turns, calls per turn and the user's stop", arguments: agents)
+    @Test(
+        "each framework's agent holds the conversation over its standard input: turns, calls per turn and the user's stop",
+        arguments: agents)
     func frameworkConversation(agent: Agent) async throws {
         try await TemporaryDirectory.with { directory in
             let server = try LocalModelServer()
             defer { server.stop() }
             try Self.writeCase(
-                directory, command: try await Self.command(agent.script), agentBase: server.baseURL("support-chat"), user: Self.scriptedUser)
+                directory, command: try await Self.command(agent.script), agentBase: server.baseURL("support-chat"), user: Self.scriptedUser
+            )
             let result = try await agentEval(
                 ["run", "case.yaml", "--no-catalog", "--out", "runs", "--json"], in: directory.url, environment: Self.environment)
             #expect(result.status == 0, "\(result.stdoutText)\(result.stderr)")
@@ -170,7 +173,8 @@ struct CommandConversationTests {
         }
     }
 
-    @Test("a user model that answers with a tool call is a simulator fault: could not run (exit 2), the program stopped, never a failed case")
+    @Test(
+        "a user model that answers with a tool call is a simulator fault: could not run (exit 2), the program stopped, never a failed case")
     func simulatorFault() async throws {
         try await TemporaryDirectory.with { directory in
             let server = try LocalModelServer()

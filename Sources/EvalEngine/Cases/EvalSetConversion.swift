@@ -1,3 +1,4 @@
+import AgentRuntime
 import Foundation
 public import TraceCore
 import TraceLog
@@ -13,8 +14,22 @@ import TraceLog
 /// threshold (ROUGE-1). A conversation of several invocations (a multi-turn case) becomes a
 /// conversation case (docs/conversations.md): a scripted user says each invocation's text in its
 /// turn, the tool uses are checked per turn (`turns:`), and the last final response is the
-/// answer's reference. It runs an agent file: with a command it is reported and left out.
+/// answer's reference. An eval case given as a `conversation_scenario` (a starting prompt, a
+/// conversation plan and a persona for ADK's user simulator) becomes a conversation case whose user
+/// is a model (`--user-model`): the prompt its opening, the plan its task, the persona who it is.
+/// A command runs a conversation with its user's turns on its standard input (`{input}` dropped).
 public enum EvalSetConversion {
+    /// ADK's `conversation_scenario`: what its LLM-backed user simulator plays.
+    public struct Scenario: Sendable {
+        /// The user's fixed first message.
+        public var startingPrompt: String
+        /// What the user is to get done, in order.
+        public var plan: String
+        /// Who the user is: ADK's persona's description and its behaviours' instructions (or a
+        /// prebuilt persona's id, when the file gives only that).
+        public var persona: String?
+    }
+
     /// One invocation: what the user said, the tools the agent should use, what it should answer.
     public struct Invocation: Sendable {
         public var input: String
@@ -25,8 +40,10 @@ public enum EvalSetConversion {
     /// One eval case read from the file.
     public struct ReadCase: Sendable {
         public var id: String
-        /// One for a single-turn case; a conversation's in order.
+        /// One for a single-turn case; a conversation's in order; none for a scenario.
         public var invocations: [Invocation]
+        /// The scenario a simulated user plays, for an eval case given as one.
+        public var scenario: Scenario?
 
         public init(id: String, input: String, toolUses: [(name: String, arguments: JSONValue)], finalResponse: String?) {
             self.init(id: id, invocations: [Invocation(input: input, toolUses: toolUses, finalResponse: finalResponse)])
@@ -40,17 +57,27 @@ public enum EvalSetConversion {
         public var input: String { invocations.first?.input ?? "" }
         public var toolUses: [(name: String, arguments: JSONValue)] { invocations.first?.toolUses ?? [] }
         public var finalResponse: String? { invocations.first?.finalResponse }
-        public var isConversation: Bool { invocations.count > 1 }
+        public var isConversation: Bool { invocations.count > 1 || scenario != nil }
     }
 
-    /// Why `read` cannot become a case run by `runner`; nil when it can.
-    public static func problem(_ read: ReadCase, runner: Runner, path: String) -> EvalError? {
-        guard read.isConversation, case .command = runner else { return nil }
-        return EvalError(
-            .unreadableInput,
-            "eval case \"\(read.id)\" has \(read.invocations.count) invocations: a conversation, which runs an agent file here, not a command; "
-                + "it is left out", location: SourceLocation(path: path),
-            hint: "convert it with --agent AGENT.yaml (docs/conversations.md)")
+    /// Why `read` cannot become a case run by `runner` with `userModel` playing a scenario's user;
+    /// nil when it can.
+    public static func problem(_ read: ReadCase, runner: Runner, userModel: String?, path: String) -> EvalError? {
+        if read.scenario != nil, userModel == nil {
+            return EvalError(
+                .unreadableInput,
+                "eval case \"\(read.id)\" is a conversation scenario, whose user a model plays, and no --user-model is given; it is left out",
+                location: SourceLocation(path: path),
+                hint: "give the model that plays the user: --user-model openai:gpt-4.1-mini (any model an agent file's model: takes)")
+        }
+        if read.isConversation, case .command(let words) = runner, words.contains(where: { $0 != "{input}" && $0.contains("{input}") }) {
+            return EvalError(
+                .unreadableInput,
+                "eval case \"\(read.id)\" is a conversation, whose turns come on the command's standard input, and the command puts "
+                    + "{input} inside a word; it is left out", location: SourceLocation(path: path),
+                hint: "give {input} as a word of its own (it is dropped for conversations), or convert with --agent AGENT.yaml")
+        }
+        return nil
     }
 
     /// How ADK's trajectory criterion matches tool uses.
@@ -122,18 +149,48 @@ public enum EvalSetConversion {
             setId,
             cases.enumerated().map { index, item in
                 let id = field(item, "eval_id", "evalId")?.stringValue ?? "\(setId)-\(index + 1)"
+                if let scenario = field(item, "conversation_scenario", "conversationScenario"), scenario != .null {
+                    guard let prompt = field(scenario, "starting_prompt", "startingPrompt")?.stringValue, !prompt.isEmpty,
+                        let plan = field(scenario, "conversation_plan", "conversationPlan")?.stringValue, !plan.isEmpty
+                    else {
+                        return .failure(
+                            EvalError(
+                                .unreadableInput,
+                                "eval case \"\(id)\" has a conversation_scenario without a starting_prompt and a conversation_plan; "
+                                    + "it is left out", location: SourceLocation(path: path)))
+                    }
+                    var read = ReadCase(id: id, invocations: [])
+                    read.scenario = Scenario(
+                        startingPrompt: prompt, plan: plan, persona: persona(field(scenario, "user_persona", "userPersona")))
+                    return .success(read)
+                }
                 let conversation = field(item, "conversation")?.arrayValue ?? []
                 guard !conversation.isEmpty else {
                     return .failure(
                         EvalError(
-                            .unreadableInput,
-                            "eval case \"\(id)\" has no conversation (a scenario for ADK's user simulator); it is left out",
-                            location: SourceLocation(path: path),
-                            hint: "give it as a conversation case by hand: user: {persona, scenario, model} (docs/conversations.md)"))
+                            .unreadableInput, "eval case \"\(id)\" has neither a conversation nor a conversation_scenario; it is left out",
+                            location: SourceLocation(path: path)))
                 }
                 return .success(ReadCase(id: id, invocations: conversation.map(Self.invocation)))
             }
         )
+    }
+
+    /// ADK's user persona as one text: its description, then its behaviours' instructions (ADK's
+    /// `{{ stop_signal }}` as the stop token agent-eval's user says); a prebuilt persona's id as it is.
+    static func persona(_ value: JSONValue?) -> String? {
+        guard let value, value != .null else { return nil }
+        if let id = value.stringValue { return id.isEmpty ? nil : "ADK's prebuilt persona \(id)" }
+        var parts: [String] = []
+        if let description = value["description"]?.stringValue, !description.isEmpty { parts.append(description) }
+        for behavior in value["behaviors"]?.arrayValue ?? [] {
+            let instructions = field(behavior, "behavior_instructions", "behaviorInstructions")?.arrayValue ?? []
+            parts += instructions.compactMap(\.stringValue)
+        }
+        let text = parts.joined(separator: " ")
+            .replacingOccurrences(of: "{{ stop_signal }}", with: UserTurn.Ending.tokens[0].token)
+            .replacingOccurrences(of: "`###STOP###`", with: UserTurn.Ending.tokens[0].token)
+        return text.isEmpty ? (value["id"]?.stringValue).map { "ADK's prebuilt persona \($0)" } : text
     }
 
     /// One invocation of an eval case's conversation.
@@ -187,7 +244,8 @@ public enum EvalSetConversion {
     /// The case file's text.
     /// `caseId` names the case (unique in the directory written); by default the eval id's.
     public static func yaml(
-        for read: ReadCase, setId: String, source: String, runner: Runner, match: Match, responseThreshold: Double, caseId: String? = nil
+        for read: ReadCase, setId: String, source: String, runner: Runner, match: Match, responseThreshold: Double, caseId: String? = nil,
+        userModel: String? = nil
     ) -> String {
         /// A YAML double-quoted scalar: JSON's escapes, and every character outside printable
         /// ASCII as `\uXXXX` (YAML reads U+0085, U+2028 and U+2029 as line breaks, and refuses
@@ -207,15 +265,27 @@ public enum EvalSetConversion {
         }
         /// Text for a comment line: on one line.
         func plain(_ text: String) -> String { String(text.map { $0.isNewline ? " " : $0 }) }
-        var lines = [
-            "# From the ADK eval set \"\(plain(setId))\" (\(plain(source))), eval case \"\(plain(read.id))\": tool uses matched "
-                + "\(match.rawValue.uppercased()),",
-            "# the final response by word overlap (ROUGE-1) of at least \(responseThreshold), as ADK's default criteria do.",
-            "caseId: \(quoted(caseId ?? Self.caseId(read.id)))",
-        ]
+        var lines =
+            read.scenario == nil
+            ? [
+                "# From the ADK eval set \"\(plain(setId))\" (\(plain(source))), eval case \"\(plain(read.id))\": tool uses matched "
+                    + "\(match.rawValue.uppercased()),",
+                "# the final response by word overlap (ROUGE-1) of at least \(responseThreshold), as ADK's default criteria do.",
+            ]
+            : [
+                "# From the ADK eval set \"\(plain(setId))\" (\(plain(source))), eval case \"\(plain(read.id))\": a conversation scenario",
+                "# for ADK's user simulator, played here by the user's model; it passes when the user ends it done (###STOP###).",
+            ]
+        lines.append("caseId: \(quoted(caseId ?? Self.caseId(read.id)))")
         switch runner {
         case .agent(let path): lines.append("agent: \(quoted(path))")
+        case .command(let words) where read.isConversation:
+            lines.append("# The program reads the user's turns on its standard input, one line each (docs/conversations.md).")
+            lines.append("command: [\(words.filter { $0 != "{input}" }.map(quoted).joined(separator: ", "))]")
         case .command(let words): lines.append("command: [\(words.map(quoted).joined(separator: ", "))]")
+        }
+        if let scenario = read.scenario {
+            return (lines + scenarioLines(scenario, userModel: userModel ?? "", quoted: quoted)).joined(separator: "\n") + "\n"
         }
         if read.isConversation {
             return (lines + conversationLines(read, match: match, responseThreshold: responseThreshold, quoted: quoted, plain: plain))
@@ -238,6 +308,25 @@ public enum EvalSetConversion {
             lines.append("  answer: {similarTo: \(quoted(response)), min: \(responseThreshold)}")
         }
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// A scenario's user, played by `userModel`: the starting prompt its opening, the plan its
+    /// task, ADK's persona who it is; the case passes when the user ends the conversation
+    /// satisfied (`user_stop`), as ADK's simulator ends it when the plan is done.
+    static func scenarioLines(_ scenario: Scenario, userModel: String, quoted: (String) -> String) -> [String] {
+        [
+            "user:",
+            "  persona: \(quoted(scenario.persona ?? "A user following the conversation plan of ADK's scenario."))",
+            "  scenario:",
+            "    task: \(quoted(scenario.plan))",
+            "  opening: \(quoted(scenario.startingPrompt))",
+            "  model: \(quoted(userModel))",
+            "  maxTurns: \(Conversation.defaultMaxTurns)",
+            "# Record the user's and the agent's model calls once (--record new) to replay the conversation offline:",
+            "# cassette: cassettes/NAME",
+            "expected:",
+            "  stopReason: user_stop",
+        ]
     }
 
     /// A conversation case's user and expectations: the user says each invocation's text in its

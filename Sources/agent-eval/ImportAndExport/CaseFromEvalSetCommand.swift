@@ -19,7 +19,10 @@ struct CaseFromEvalSetCommand: ParsableCommand {
             (word overlap, ROUGE-1, at least --response-min, as ADK's response_match_score). The cases run the \
             agent given by --agent (an agent file) or the command after -- (a command case through the recording gateway; \
             {input} is where the input goes, after --). A multi-turn eval case becomes a conversation case \
-            (docs/conversations.md) with --agent; with a command it is reported and left out.
+            (docs/conversations.md): a scripted user says each invocation's text in its turn. A conversation_scenario \
+            eval case becomes a conversation case whose user --user-model plays: the starting prompt its opening, the \
+            conversation plan its task, ADK's persona who it is (left out without --user-model). A command holds a \
+            conversation by reading the user's turns on its standard input, one line each ({input} is dropped).
 
             Exit codes: 0 every eval case written; 1 some were left out (each is named); 2 the file cannot be \
             read, or a case file exists already (--force replaces it); 64 usage error.
@@ -27,6 +30,7 @@ struct CaseFromEvalSetCommand: ParsableCommand {
             Examples:
               agent-eval case from-evalset shop.evalset.json --out EvalCases/adk -- python3 agent.py {input}
               agent-eval case from-evalset shop.test.json --agent agents/shop.yaml --match in_order --out EvalCases/adk
+              agent-eval case from-evalset shop.evalset.json --agent agents/shop.yaml --user-model openai:gpt-4.1-mini --out EvalCases/adk
             """
     )
 
@@ -43,6 +47,12 @@ struct CaseFromEvalSetCommand: ParsableCommand {
         parsing: .postTerminator,
         help: ArgumentHelp("The command the cases run, after --, as you would type it; {input} is where the input goes."))
     var command: [String] = []
+
+    @Option(
+        help: ArgumentHelp(
+            "The model that plays the user of conversation_scenario cases (provider:name, as an agent file's model: takes it).",
+            valueName: "model"))
+    var userModel: String?
 
     @Option(help: "How tool uses are matched: exact, in_order or any_order (ADK's trajectory match types).")
     var match: EvalSetConversion.Match = .exact
@@ -87,9 +97,9 @@ struct CaseFromEvalSetCommand: ParsableCommand {
             case .failure(let error):
                 leftOut += 1
                 warn(error)
-            case .success(let evalCase) where EvalSetConversion.problem(evalCase, runner: runner, path: file) != nil:
+            case .success(let evalCase) where EvalSetConversion.problem(evalCase, runner: runner, userModel: userModel, path: file) != nil:
                 leftOut += 1
-                if let problem = EvalSetConversion.problem(evalCase, runner: runner, path: file) { warn(problem) }
+                if let problem = EvalSetConversion.problem(evalCase, runner: runner, userModel: userModel, path: file) { warn(problem) }
             case .success(let evalCase):
                 // Two eval ids that clean to one case id: the second gets a number, in its name and its id.
                 var id = EvalSetConversion.caseId(evalCase.id)
@@ -106,7 +116,7 @@ struct CaseFromEvalSetCommand: ParsableCommand {
                 }
                 let text = EvalSetConversion.yaml(
                     for: evalCase, setId: read.setId, source: (file as NSString).lastPathComponent, runner: runner, match: match,
-                    responseThreshold: responseMin, caseId: id)
+                    responseThreshold: responseMin, caseId: id, userModel: userModel)
                 // One file that cannot be written is left out and said; the rest are still written.
                 do {
                     try ReportFile.write(text, to: path, replacesYAML: true)
