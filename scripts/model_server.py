@@ -693,6 +693,12 @@ class Handler(BaseHTTPRequestHandler):
             return self.say("great, thanks! ###STOP###", anthropic)
         self.say("hi, my order arrived broken", anthropic)
 
+    def scenario_customer_inventive(self, body, attempt, anthropic):
+        """The simulated user, but it invents the order date its scenario says it does not know."""
+        if "order number" in last_turn(body)["user"]:
+            return self.say("It's A-1042, ordered on March 3.", anthropic)
+        return self.scenario_customer(body, attempt, anthropic)
+
     def scenario_customer_counting(self, body, attempt, anthropic):
         """A user that says "message N" at its N-th turn and stops at its 20th (for the conversation
         benchmark): its own turns come back to it as assistant messages."""

@@ -107,6 +107,45 @@ struct ConversationCommandTests {
         }
     }
 
+    @Test(
+        "user.review: a judge reads the user model's turns; a user that invents what it does not know makes the attempt a simulator fault (exit 2), a faithful one passes",
+        arguments: [("customer", 0), ("customer-inventive", 2)])
+    func userReview(userScenario: String, status: Int32) async throws {
+        try await TemporaryDirectory.with { directory in
+            let server = try LocalModelServer()
+            defer { server.stop() }
+            try Self.writeCase(in: directory, agentBase: server.baseURL("support-chat"), userBase: server.baseURL(userScenario))
+            // A scripted judge that fails the user when a turn gives the order date (its scenario's unknown).
+            try """
+            name: review-judge
+            rules:
+              - when: {goal_matches: "user, turn 2. It's A-1042, ordered on"}
+                reply: {raw: '{"pass": false, "reason": "Turn 2 gives the order date, which the user does not know."}'}
+              - when: {goal_matches: "What they do not know: the order date"}
+                reply: {raw: '{"pass": true, "reason": "The user keeps to its scenario."}'}
+              - reply: {raw: '{"pass": false, "reason": "No scenario in the question."}'}
+            """.write(toFile: directory.path("cases/judge.yaml"), atomically: true, encoding: .utf8)
+            let text = try String(contentsOfFile: directory.path("cases/case.yaml"), encoding: .utf8)
+                .replacingOccurrences(of: "  maxTurns: 6\n", with: "  maxTurns: 6\n  review: {model: {script: judge.yaml}}\n")
+            try text.write(toFile: directory.path("cases/case.yaml"), atomically: true, encoding: .utf8)
+            let result = try await agentEval(
+                ["run", "cases", "--no-catalog", "--out", "runs", "--record", "new", "--json"], in: directory.url,
+                environment: ["OPENAI_API_KEY": RecordCommandTests.key])
+            #expect(result.status == status, "\(result.stdoutText)\(result.stderr)")
+            let report = try JSONParser.parse(Array(result.stdout))
+            let run = report["cases"]?.arrayValue?.first?["runs"]?.arrayValue?.first
+            let review = run?["judgements"]?.arrayValue?.first { $0["expectation"] == "user.review" }
+            #expect(review?["passed"] == .bool(status == 0), "the review is reported on its own: \(result.stdoutText)")
+            #expect(
+                review?["request"]?["prompt"]?.stringValue?.contains("great, thanks! [the user ended the conversation: user_stop]") == true,
+                "\(result.stdoutText)")
+            if status != 0 {
+                #expect(run?["diagnostic"]?["code"] == "eval.simulator_fault", "\(result.stdoutText)")
+                #expect(result.stdoutText.contains("Turn 2 gives the order date"), "\(result.stdoutText)")
+            }
+        }
+    }
+
     @Test("a judged expectation over a conversation shows the judge the whole transcript, who said what in which turn")
     func judgeSeesTheTranscript() async throws {
         try await TemporaryDirectory.with { directory in

@@ -13,6 +13,10 @@ public struct CaseUserSpec: Sendable {
     /// The user's model: anything an agent file's `model:` may be.
     public var model: ModelSource?
     public var maxTurns: Int
+    /// `review:`: a judge reads the user's own turns after each conversation and flags one that
+    /// invents facts, says an `unknown`, stops before it should or leaves its part; a flagged
+    /// attempt could not run (a simulator fault). Nil: no review.
+    public var review: Rubric?
     /// Where the case gives `user:`.
     public var location: SourceLocation
 
@@ -29,7 +33,7 @@ public struct CaseUserSpec: Sendable {
     }
 
     /// The keys `user:` takes, in the order the docs list them.
-    static let keys = ["persona", "scenario", "opening", "script", "model", "maxTurns"]
+    static let keys = ["persona", "scenario", "opening", "script", "model", "maxTurns", "review"]
 
     /// Reads `user:`; errors name the key path and its line.
     static func read(_ node: ConfigNode, directory: String) throws(ConfigError) -> CaseUserSpec {
@@ -60,6 +64,16 @@ public struct CaseUserSpec: Sendable {
         let modelNode = fields.optional("model")
         let model = try modelNode.map { node throws(ConfigError) in try ModelSource.read(node, what: "user.model", directory: directory) }
         let maxTurns = try fields.optional("maxTurns")?.int("user.maxTurns", in: 1...1000) ?? Conversation.defaultMaxTurns
+        var review: Rubric?
+        if let reviewNode = fields.optional("review") {
+            var entry = try reviewNode.mapping("user.review")
+            let judge = try entry.optional("model").map { node throws(ConfigError) in
+                try ModelSource.read(node, what: "user.review.model", directory: directory)
+            }
+            let rules = try entry.optional("rules")?.strings("user.review.rules") ?? []
+            try entry.finish()
+            review = Rubric(text: Self.reviewRules(adding: rules), model: judge, location: reviewNode.location)
+        }
         try fields.finish()
         if model != nil, persona == nil {
             throw ConfigError(
@@ -73,7 +87,24 @@ public struct CaseUserSpec: Sendable {
                 .missingKey, "user has no first turn: give user.opening, a user.model, or a script line for turn 1", at: node.location,
                 hint: "for example opening: hi, my order arrived broken")
         }
-        return CaseUserSpec(persona: persona, opening: opening, lines: lines, model: model, maxTurns: maxTurns, location: node.location)
+        var spec = CaseUserSpec(persona: persona, opening: opening, lines: lines, model: model, maxTurns: maxTurns, location: node.location)
+        spec.review = review
+        return spec
+    }
+
+    /// What a review of the user's turns checks (`user.review`), then the case's own `rules`.
+    /// Part of every review request, so of its cassette key.
+    static func reviewRules(adding rules: [String]) -> String {
+        var text = """
+            The user (a simulated customer, played by a model) must keep to its part. It fails when any of its turns:
+            - states a fact it was not given (in its scenario or by the agent): an invented order number, date, name or amount;
+            - states a value for something its scenario lists as unknown, instead of saying it does not know;
+            - ends the conversation (the end marker) while the agent was still working on the task and had not failed it;
+            - speaks as the agent, or stops being the user described.
+            """
+        for rule in rules { text += "\n- \(rule)" }
+        text += "\nName the first turn that fails, by its number, in the reason."
+        return text
     }
 
     static func readLine(_ node: ConfigNode, what: String) throws(ConfigError) -> CaseUser.Line {

@@ -94,9 +94,54 @@ public final class RubricJudge: Sendable {
         return grade
     }
 
+    /// Reviews a conversation's simulated user (`user.review`): the judge reads the user's
+    /// scenario and the whole conversation and says whether the user's turns keep to its part
+    /// (`rubric`). A "no" is a failure of `user.review`, which the runner makes a simulator fault.
+    public func reviewUser(_ state: RunState, persona: UserPersona?, rubric: Rubric, round: Int = 0) async -> Grade {
+        var grade = Grade()
+        grade.round = "user-review-\(state.runId ?? "")-\(round)"
+        _ = await ask(
+            rubric, expectation: "user.review", prompt: Self.userReviewPrompt(state, persona: persona, rubric: rubric.text),
+            step: state.step, callId: nil, into: &grade, subject: "the user's turns")
+        return grade
+    }
+
+    /// The user's scenario and the conversation, for a review of the user's turns.
+    static func userReviewPrompt(_ state: RunState, persona: UserPersona?, rubric: String) -> String {
+        var text = "The user the model was told to play:\n"
+        if let persona {
+            text += "Who: \(persona.persona)\n"
+            if let reason = persona.reason { text += "Why they came: \(reason)\n" }
+            if let task = persona.task { text += "What they want: \(task)\n" }
+            text += "What they know: " + (persona.known.isEmpty ? "nothing given" : persona.known.joined(separator: "; ")) + "\n"
+            text += "What they do not know: " + (persona.unknown.isEmpty ? "nothing given" : persona.unknown.joined(separator: "; ")) + "\n"
+        } else {
+            text += "(no persona given)\n"
+        }
+        text += "\nThe conversation, in order (where the user ended it, its turn says so):\n"
+        let endings = Dictionary(state.userTurns.compactMap { record in record.turn.ends.map { (record.turn.turn, $0) } }) { first, _ in
+            first
+        }
+        var shown = Set<Int>()
+        for line in state.dialogue {
+            text += "\n[\(line.speaker == .user ? "user" : "agent"), turn \(line.turn)] \(line.text)"
+            if line.speaker == .user, let ending = endings[line.turn] {
+                text += " [the user ended the conversation: \(ending.rawValue)]"
+                shown.insert(line.turn)
+            }
+        }
+        // A turn that only ended the conversation says nothing: the dialogue leaves it out.
+        for (turn, ending) in endings.sorted(by: { $0.key < $1.key }) where !shown.contains(turn) {
+            text += "\n[user, turn \(turn)] [the user ended the conversation: \(ending.rawValue)]"
+        }
+        text += "\n\nThe rules the user's turns must keep:\n\(rubric)"
+        return text
+    }
+
     /// Asks the judge one question; false when it failed (the error is in `grade`).
     private func ask(
-        _ rubric: Rubric, expectation: String, prompt: String, step: Int?, callId: String?, into grade: inout Grade
+        _ rubric: Rubric, expectation: String, prompt: String, step: Int?, callId: String?, into grade: inout Grade,
+        subject: String? = nil
     ) async -> Bool {
         let judge: (source: ModelSource, client: any ModelClient)
         do {
@@ -149,10 +194,11 @@ public final class RubricJudge: Sendable {
             return false
         }
         if judgement.passed == false {
-            let subject = callId.map { "the arguments of \($0)" } ?? "the answer"
+            let subject = subject ?? callId.map { "the arguments of \($0)" } ?? "the answer"
             grade.failures.append(
                 ExpectationFailure(
-                    expectation: expectation, expected: "\(subject) meet\(callId == nil ? "s" : "") the rubric \"\(rubric.text)\"",
+                    expectation: expectation,
+                    expected: "\(subject) meet\(callId == nil && !subject.hasSuffix("s") ? "s" : "") the rubric \"\(rubric.text)\"",
                     actual: "the judge \(judgement.judge) says no: \(judgement.reason ?? "(no reason given)")", step: step,
                     callId: callId))
         }

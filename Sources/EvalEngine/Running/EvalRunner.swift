@@ -465,8 +465,45 @@ public struct EvalRunner: Sendable {
                 summary: RunSummary())
         }
         await closed([log], options: options)
-        let result = await check(log: log, repeatIndex: repeatIndex, case: evalCase, options: options, judge: judge)
+        var result = await check(log: log, repeatIndex: repeatIndex, case: evalCase, options: options, judge: judge)
+        result = await reviewUser(result, case: evalCase, log: log, repeatIndex: repeatIndex, judge: judge)
         return await checkState(result, case: evalCase, log: log, repeatIndex: repeatIndex)
+    }
+
+    /// A conversation's `user.review`: a judge reads the turns the user's model gave; turns that
+    /// break the user's part (invented facts, a stated `unknown`, an early stop, the agent's
+    /// voice) make the attempt a simulator fault — could not run, never the agent's failure. A
+    /// conversation whose turns were all the case's own (opening, script) has nothing to review.
+    static func reviewUser(_ result: RunResult, case evalCase: EvalCase, log: String, repeatIndex: Int, judge: RubricJudge) async
+        -> RunResult
+    {
+        guard let spec = evalCase.user, let rubric = spec.review, result.error == nil else { return result }
+        var result = result
+        let state: RunState
+        do {
+            state = RunState(folding: try LogReader(path: log).readAll().events.map(\.event))
+        } catch {
+            result.failures = []
+            result.error = DiagnosticRecord(describing: error)
+            return result
+        }
+        guard state.userTurns.contains(where: { $0.turn.source == .model }) else { return result }
+        let grade = await judge.reviewUser(state, persona: spec.persona, rubric: rubric, round: repeatIndex)
+        result.judgements += grade.judgements
+        if let error = grade.error {
+            result.failures = []
+            result.error = error
+        } else if let failure = grade.failures.first {
+            result.failures = []
+            result.error = DiagnosticRecord(
+                EvalError(
+                    .simulatorFault,
+                    "case \"\(evalCase.id)\": the user's turns failed their review (user.review), so the attempt shows the simulator, "
+                        + "not the agent: \(failure.actual)", location: SourceLocation(path: log),
+                    hint: "read the conversation: agent-eval view \(ShellWords.quoted(log)); sharpen user.persona and user.scenario, "
+                        + "then record the user again (--record new)"))
+        }
+        return result
     }
 
     /// A live run's `state:` (`StateExpectation`): the command that prints the environment's
