@@ -674,7 +674,12 @@ class Handler(BaseHTTPRequestHandler):
             return self.say(None, anthropic, ("refund_order", {"order_id": "A-1042"}), body=body)
         if "A-1042" in turn["user"]:
             return self.say(None, anthropic, ("lookup_order", {"order_id": "A-1042"}), body=body)
-        self.say("I'm sorry to hear that! What is your order number?", anthropic, body=body)
+        self.say(getattr(self, "ask_order", "I'm sorry to hear that! What is your order number?"), anthropic, body=body)
+
+    def scenario_support_chat_polite(self, body, attempt, anthropic):
+        """The agent, asking for the order in other words (for --user frozen)."""
+        self.ask_order = "Oh no, I'm sorry! Could you tell me your order number, please?"
+        self.scenario_support_chat(body, attempt, anthropic)
 
     def scenario_support_chat_then_hang(self, body, attempt, anthropic):
         """The agent answers the user's first turn, then hangs on the second (for kill -9 tests)."""

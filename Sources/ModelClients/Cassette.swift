@@ -32,9 +32,9 @@ public final class Cassette: Sendable {
     public let directory: String
     public let mode: Mode
     // Guarded by the mutex: the index, by key.
-    private let entries: Mutex<[String: Entry]>
+    let entries: Mutex<[String: Entry]>
     // Guarded by the mutex: the keys this process replayed or recorded.
-    private let used = Mutex<Set<String>>([])
+    let used = Mutex<Set<String>>([])
 
     /// Opens the cassette in `directory` (which need not exist yet when recording).
     public init(directory: String, mode: Mode) throws {
@@ -124,7 +124,7 @@ public final class Cassette: Sendable {
         return entries.withLock { entries in entries.values.filter { !used.contains($0.key) }.map(\.file) }.sorted()
     }
 
-    private func load(_ entry: Entry) throws -> Recording {
+    func load(_ entry: Entry) throws -> Recording {
         let path = directory + "/" + entry.file
         let value: JSONValue
         do {

@@ -146,6 +146,55 @@ struct ConversationCommandTests {
         }
     }
 
+    @Test(
+        "--user frozen: when the agent words its question otherwise, the recorded user turns are said again, and the first turn recorded after another conversation is noted"
+    )
+    func frozenUser() async throws {
+        try await TemporaryDirectory.with { directory in
+            let server = try LocalModelServer()
+            defer { server.stop() }
+            try Self.writeCase(in: directory, agentBase: server.baseURL("support-chat"), userBase: server.baseURL("customer"))
+            let environment = ["OPENAI_API_KEY": RecordCommandTests.key]
+            let recorded = try await agentEval(
+                ["run", "cases", "--no-catalog", "--out", "runs/1", "--record", "new"], in: directory.url, environment: environment)
+            #expect(recorded.status == 0, "\(recorded.stdoutText)\(recorded.stderr)")
+            // The agent is changed (its instructions: none of its requests is recorded) and now asks for
+            // the order in other words; nothing serves the user's model.
+            try EvidenceMatrixTests.agentFile(baseURL: server.baseURL("support-chat-polite"), limits: "max_steps: 30")
+                .replacingOccurrences(of: "instructions: Help the customer.", with: "instructions: Help the customer kindly.")
+                .write(toFile: directory.path("cases/agent.yaml"), atomically: true, encoding: .utf8)
+            let text = try String(contentsOfFile: directory.path("cases/case.yaml"), encoding: .utf8)
+                .replacingOccurrences(of: server.baseURL("customer"), with: "http://127.0.0.1:9/v1")
+            try text.write(toFile: directory.path("cases/case.yaml"), atomically: true, encoding: .utf8)
+            // Strict: the user would be asked something the cassette does not hold.
+            let strict = try await agentEval(
+                ["run", "cases", "--no-catalog", "--out", "runs/2", "--record", "new", "--json"], in: directory.url,
+                environment: environment)
+            #expect(strict.status == 2, "\(strict.stdoutText)\(strict.stderr)")
+            // Frozen: the user's recorded turns are said again, and the divergence is noted.
+            let frozen = try await agentEval(
+                ["run", "cases", "--no-catalog", "--out", "runs/3", "--record", "new", "--user", "frozen", "--json"], in: directory.url,
+                environment: environment)
+            #expect(frozen.status == 0, "\(frozen.stdoutText)\(frozen.stderr)")
+            let state = try Self.state(directory.path("runs/3/conversation-1.jsonl.gz"))
+            #expect(state.userTurns.map(\.turn.text) == ["hi, my order arrived broken", "It's A-1042.", "yes, please", "great, thanks!"])
+            #expect(state.agentMessages.first == "Oh no, I'm sorry! Could you tell me your order number, please?")
+            let report = try JSONParser.parse(Array(frozen.stdout))
+            // A warning: shown even though the case passed.
+            let warnings = report["cases"]?.arrayValue?.first?["runs"]?.arrayValue?.first?["warnings"]?.arrayValue ?? []
+            let note = warnings.compactMap(\.stringValue).first { $0.hasPrefix("--user frozen: from user turn 2 on") }
+            #expect(note?.contains("\"I'm sorry to hear that! What is your order number?\"") == true, "\(frozen.stdoutText)")
+            #expect(note?.contains("Could you tell me your order number") == true, "\(frozen.stdoutText)")
+            // A frozen case without a cassette cannot run.
+            try text.replacingOccurrences(of: "cassette: ../cassettes/conversation\n", with: "").write(
+                toFile: directory.path("cases/case.yaml"), atomically: true, encoding: .utf8)
+            let noCassette = try await agentEval(
+                ["run", "cases", "--no-catalog", "--out", "runs/4", "--user", "frozen"], in: directory.url, environment: environment)
+            #expect(noCassette.status == 2, "\(noCassette.stdoutText)\(noCassette.stderr)")
+            #expect(noCassette.stdoutText.contains("--user frozen replays the user's recorded turns"), "\(noCassette.stdoutText)")
+        }
+    }
+
     @Test("a judged expectation over a conversation shows the judge the whole transcript, who said what in which turn")
     func judgeSeesTheTranscript() async throws {
         try await TemporaryDirectory.with { directory in

@@ -42,10 +42,11 @@ public struct CaseUser: SimulatedUser {
     /// The first turn, when the case fixes it.
     public var opening: String?
     public var lines: [Line]
-    /// Who speaks when neither the opening nor a line does; nil: nobody, a simulator fault.
-    public var model: ModelUser?
+    /// Who speaks when neither the opening nor a line does (a `ModelUser`, or under `--user
+    /// frozen` a `FrozenUser`); nil: nobody, a simulator fault.
+    public var model: (any SimulatedUser)?
 
-    public init(opening: String? = nil, lines: [Line] = [], model: ModelUser? = nil) {
+    public init(opening: String? = nil, lines: [Line] = [], model: (any SimulatedUser)? = nil) {
         self.opening = opening
         self.lines = lines
         self.model = model
@@ -84,13 +85,21 @@ public struct ModelUser: SimulatedUser {
         self.persona = persona
     }
 
-    /// The request for turn `turn` after `state`: what a cassette keys the user's calls by.
-    public func request(turn: Int, after state: RunState) -> ModelRequest {
+    /// What the user's model is shown at a turn after `state`: a first message that starts the
+    /// conversation, then the conversation with the roles flipped (the agent's lines are what the
+    /// user is told, its own turns what it said).
+    public static func transcript(after state: RunState) -> [DialogueLine] {
         var lines = [DialogueLine(speaker: .user, text: UserPersona.kickoff, step: 0, turn: 0)]
         for (index, line) in state.dialogue.enumerated() {
             // Steps in order of the lines: a user turn and the answer to it may share a step.
             lines.append(DialogueLine(speaker: line.speaker == .user ? .agent : .user, text: line.text, step: index + 1, turn: line.turn))
         }
+        return lines
+    }
+
+    /// The request for turn `turn` after `state`: what a cassette keys the user's calls by.
+    public func request(turn: Int, after state: RunState) -> ModelRequest {
+        let lines = Self.transcript(after: state)
         let transcriptBytes = lines.reduce(persona.instructions.utf8.count) { $0 + $1.text.utf8.count }
         var request = ModelRequest(
             instructions: persona.instructions,
@@ -112,6 +121,13 @@ public struct ModelUser: SimulatedUser {
             throw SimulatorFault(
                 "the user's model failed at turn \(turn): \(message)", hint: (error as? any Diagnostic)?.hint)
         }
+        return try Self.turn(turn, from: answer, model: client.identity)
+    }
+
+    /// The user's turn `turn` that the user's model's reply `answer` gives; a `SimulatorFault`
+    /// for a reply that is no message (empty, malformed, refused, a tool call, too long, a stop
+    /// at turn 1).
+    public static func turn(_ turn: Int, from answer: ModelReply, model: ModelIdentity) throws -> UserTurn {
         let text: String
         switch DecisionParser(tools: ToolRegistry()).parse(answer.raw, format: answer.format, nextCallNumber: 1) {
         case .valid(.answer(let said)), .valid(.askHuman(let said)):
@@ -131,7 +147,7 @@ public struct ModelUser: SimulatedUser {
             )
         }
         var reply = UserTurn(turn: turn, parsing: text, source: .model)
-        reply.model = client.identity
+        reply.model = model
         reply.usage = answer.usage
         reply.costUSD = answer.costUSD
         reply.latencyUs = answer.latencyUs

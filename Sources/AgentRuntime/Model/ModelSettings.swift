@@ -118,6 +118,12 @@ public struct ModelSettings: Sendable, Hashable {
 public protocol ModelClientFactory: Sendable {
     /// A client for `settings`; throws a `ModelError` saying what is missing (a key, say).
     func client(for settings: ModelSettings) throws -> any ModelClient
+    /// The user turns its cassette recorded, for `--user frozen`; nil when it has no cassette.
+    func recordedUserTurns() throws -> (any RecordedUserTurns)?
+}
+
+extension ModelClientFactory {
+    public func recordedUserTurns() throws -> (any RecordedUserTurns)? { nil }
 }
 
 /// How agent files get their models: the factory for HTTP models, and what the command line

@@ -128,11 +128,30 @@ public struct CaseUserSpec: Sendable {
         return line
     }
 
-    /// The simulated user, its model's client made by `factory` (the case's cassette's).
-    public func user(factory: (any ModelClientFactory)?) throws(ConfigError) -> CaseUser {
-        var modelUser: ModelUser?
+    /// The simulated user, its model's client made by `factory` (the case's cassette's). With
+    /// `frozen` (`--user frozen`), a model served over HTTP is not asked: its turns recorded in the
+    /// cassette are said again (`FrozenUser`); a scripted model is asked as ever.
+    public func user(factory: (any ModelClientFactory)?, frozen: FrozenUserLedger? = nil) throws(ConfigError) -> CaseUser {
+        var modelUser: (any SimulatedUser)?
         if let model, let persona {
-            modelUser = ModelUser(client: try model.client(factory: factory), persona: persona)
+            if let frozen, case .http(let settings) = model.kind {
+                let recorded: (any RecordedUserTurns)?
+                do {
+                    recorded = try factory?.recordedUserTurns()
+                } catch {
+                    throw ConfigError(
+                        .unreadable, "--user frozen cannot read the case's cassette: \((error as? any Diagnostic)?.message ?? "\(error)")",
+                        at: location)
+                }
+                guard let recorded else {
+                    throw ConfigError(
+                        .invalidValue, "--user frozen replays the user's recorded turns from the case's cassette, and none is open",
+                        at: location, hint: "give the case a cassette: and record it once (--record new)")
+                }
+                modelUser = FrozenUser(settings: settings, persona: persona, recorded: recorded, ledger: frozen)
+            } else {
+                modelUser = ModelUser(client: try model.client(factory: factory), persona: persona)
+            }
         }
         return CaseUser(opening: opening, lines: lines, model: modelUser)
     }

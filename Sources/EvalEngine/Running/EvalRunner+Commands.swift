@@ -120,6 +120,7 @@ extension EvalRunner {
         }
         await closed([log], options: options)
         var result = await check(log: log, repeatIndex: repeatIndex, case: evalCase, options: options, judge: judge)
+        result = noteFrozenUser(result, log: log, agents: agents)
         result = await reviewUser(result, case: evalCase, log: log, repeatIndex: repeatIndex, judge: judge)
         result = await checkState(result, case: evalCase, log: log, repeatIndex: repeatIndex)
         if let step = outcome.missedStep {

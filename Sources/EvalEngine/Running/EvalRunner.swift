@@ -43,6 +43,19 @@ public struct EvalOptions: Sendable {
     /// read it makes anyway, so the grading that follows takes them from the catalog: a freshly
     /// written log is folded once.
     public var finishedLogs: (any FinishedLogSink)?
+    /// How conversation cases' model-played users speak (`--user`): asked (`strict`, through the
+    /// case's cassette), or `frozen` — their recorded turns replayed whatever the agent says now.
+    public var userMode: UserMode = .strict
+
+    /// `--user`: how a conversation's model-played user speaks.
+    public enum UserMode: String, Sendable, CaseIterable {
+        /// Its model is asked each turn (from the cassette when it replays): a request the
+        /// cassette does not hold is a miss.
+        case strict
+        /// The turns its model gave when the cassette was recorded are said again, whatever the
+        /// agent says; the first turn recorded after another conversation is noted.
+        case frozen
+    }
 
     public init(
         jobs: Int? = nil, repeats: Int = 1, defaultAgent: String? = nil,
@@ -163,7 +176,9 @@ public struct EvalRunner: Sendable {
         var results = cases.map { CaseResult(evalCase: $0, runs: []) }
         var received = [Int](repeating: 0, count: cases.count)
         var finished = 0
-        let agents = AgentCache(models: options.models, toolServers: options.toolServers, cassetteModels: options.cassetteModels)
+        let agents = AgentCache(
+            models: options.models, toolServers: options.toolServers, cassetteModels: options.cassetteModels,
+            frozenUsers: options.userMode == .frozen ? FrozenUserLedger() : nil)
         let judge = RubricJudge(factory: options.models.factory, defaultModel: options.judgeModel)
         await withTaskGroup(of: (Int, [RunResult], DiagnosticRecord?).self) { group in
             var next = 0
@@ -466,8 +481,30 @@ public struct EvalRunner: Sendable {
         }
         await closed([log], options: options)
         var result = await check(log: log, repeatIndex: repeatIndex, case: evalCase, options: options, judge: judge)
+        result = noteFrozenUser(result, log: log, agents: agents)
         result = await reviewUser(result, case: evalCase, log: log, repeatIndex: repeatIndex, judge: judge)
         return await checkState(result, case: evalCase, log: log, repeatIndex: repeatIndex)
+    }
+
+    /// Under `--user frozen`: the turn from which the user's recorded turns were given after
+    /// another conversation than this one (the agent now says something else), as a warning the
+    /// result shows even when it passes.
+    static func noteFrozenUser(_ result: RunResult, log: String, agents: AgentCache) -> RunResult {
+        guard let ledger = agents.frozenUsers, let runId = (try? LogReader(path: log).firstEvent())??.event.runId,
+            let divergence = ledger.take(runId: runId)
+        else { return result }
+        var result = result
+        func quoted(_ text: String?) -> String {
+            guard let text else { return "nothing" }
+            return "\"" + (text.count > 80 ? String(text.prefix(79)) + "…" : text) + "\""
+        }
+        result.notes.append(
+            CheckNote(
+                message: "--user frozen: from user turn \(divergence.turn) on, the user's recorded turns answer another conversation: "
+                    + "they were recorded after the agent said \(quoted(divergence.recorded)), and it now says \(quoted(divergence.now)) "
+                    + "(\(divergence.file)); record the user again (--record new) to see what it would say now",
+                step: nil, isWarning: true))
+        return result
     }
 
     /// A conversation's `user.review`: a judge reads the turns the user's model gave; turns that
@@ -550,14 +587,17 @@ final class AgentCache: Sendable {
     let models: ModelOptions
     let toolServers: (any ToolServerConnector)?
     let cassetteModels: (@Sendable (String) throws -> ModelOptions)?
+    /// Under `--user frozen`: where the frozen users note the turn their recordings stop fitting.
+    let frozenUsers: FrozenUserLedger?
 
     init(
         models: ModelOptions, toolServers: (any ToolServerConnector)? = nil,
-        cassetteModels: (@Sendable (String) throws -> ModelOptions)? = nil
+        cassetteModels: (@Sendable (String) throws -> ModelOptions)? = nil, frozenUsers: FrozenUserLedger? = nil
     ) {
         self.models = models
         self.toolServers = toolServers
         self.cassetteModels = cassetteModels
+        self.frozenUsers = frozenUsers
     }
 
     /// The agent at `path`, its HTTP models served through `cassette` when a case names one.
@@ -581,7 +621,12 @@ final class AgentCache: Sendable {
     func conversation(of evalCase: EvalCase) throws(ConfigError) -> Conversation? {
         guard let spec = evalCase.user else { return nil }
         let models = try modelOptions(cassette: evalCase.cassette, for: evalCase.location.path)
-        return Conversation(user: try spec.user(factory: models.factory), maxTurns: spec.maxTurns)
+        if let frozenUsers, case .http? = spec.model?.kind, evalCase.cassette == nil {
+            throw ConfigError(
+                .invalidValue, "--user frozen replays the user's recorded turns from the case's cassette, and this case names none",
+                at: spec.location, hint: "give the case a cassette: and record it once (--record new); or run it without --user frozen")
+        }
+        return Conversation(user: try spec.user(factory: models.factory, frozen: frozenUsers), maxTurns: spec.maxTurns)
     }
 
     func modelOptions(cassette: String?, for path: String) throws(ConfigError) -> ModelOptions {

@@ -110,6 +110,13 @@ struct RunCommand: AsyncParsableCommand, ReadsLogs {
     @Option(help: "The agent file for cases that name neither an agent nor logs.")
     var agent: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "How conversations' model-played users speak: strict (default: their model is asked, from the cassette when it "
+                + "replays) or frozen (their recorded turns are said again whatever the agent says; the first turn recorded "
+                + "after another conversation is noted).", valueName: "strict|frozen"))
+    var user: EvalOptions.UserMode = .strict
+
     @Option(help: "Where live runs write their logs (default: runs/eval-<time>-<pid>); a log that exists already is never overwritten.")
     var out: String?
 
@@ -325,6 +332,7 @@ struct RunCommand: AsyncParsableCommand, ReadsLogs {
         options.commands = GatewayCommandCases(
             cassette: models.cassette, mode: models.mode, shelf: shelf, environment: ProcessInfo.processInfo.environment)
         options.judgeModel = try judge.source()
+        options.userMode = user
         options.toolServers = MCPServers()
         if repeatCount == .auto { options.adaptive = AdaptiveRepeats(maxRepeats: maxRepeats) }
         var request = SuiteRun.Request(paths: paths, options: options)
@@ -437,6 +445,7 @@ final class ConsoleProgress: Sendable {
 }
 
 extension FailOn: ExpressibleByArgument {}
+extension EvalOptions.UserMode: ExpressibleByArgument {}
 
 /// `--repeat N` or `--repeat auto`.
 enum RepeatCount: ExpressibleByArgument, Equatable, CustomStringConvertible {

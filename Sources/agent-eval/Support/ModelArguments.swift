@@ -66,6 +66,10 @@ private struct CaseCassetteClients: ModelClientFactory {
     func client(for settings: ModelSettings) throws -> any ModelClient {
         try HTTPModelClients(cassette: try shelf.cassette(directory, mode: mode)).client(for: settings)
     }
+
+    func recordedUserTurns() throws -> (any RecordedUserTurns)? {
+        try shelf.cassette(directory, mode: mode)
+    }
 }
 
 /// The judge options `run` and `check` share: the judge of model-graded expectations whose
