@@ -138,6 +138,7 @@ _STOP = {"reason": 1, "limit": 1, "answer": 1, "error": 1}
 _USER_TURN = {
     "turn": 1, "text": 1, "source": 1, "ends": 1, "line": 1, "model": lambda v: _pick(v, {"provider": 1, "name": 1}),
     "usage": lambda v: _pick(v, {"input": 1, "output": 1}), "cost_usd": float, "latency_us": 1,
+    "sampling": lambda v: _pick(v, {"temperature": float, "max_tokens": 1, "seed": 1}),
 }
 USER_TURN_SOURCES = {"opening", "script", "model", "given"}
 USER_TURN_ENDINGS = {"user_stop", "user_transfer", "user_out_of_scope"}

@@ -57,6 +57,9 @@ public struct HTTPModelClient: ModelClient {
     }
 
     public var identity: ModelIdentity { settings.identity }
+    public var sampling: SamplingSettings? {
+        SamplingSettings(temperature: settings.temperature, maxTokens: settings.maxTokens, seed: settings.seed)
+    }
 
     /// The provider request body for `request`: what a cassette keys on.
     public func requestBody(for request: ModelRequest) -> JSONValue {

@@ -54,6 +54,7 @@ struct OpenAIChatDialect: ProviderDialect {
         }
         body.set("temperature", settings.temperature)
         body.set("max_tokens", settings.maxTokens)
+        body.set("seed", settings.seed)
         body.set("stream", settings.stream)
         if settings.stream { body.set("stream_options", ["include_usage": true] as JSONValue) }
         return body.json

@@ -26,7 +26,7 @@ struct ConversationCommandTests {
         user:
           persona: A busy customer who answers only what is asked.
           scenario: {reason: The mug set arrived broken., known: [order A-1042], unknown: [the order date], task: Get a refund.}
-          model: {provider: openai, name: customer-model, base_url: "\(userBase)", max_retries: 0, temperature: 0}
+          model: {provider: openai, name: customer-model, base_url: "\(userBase)", max_retries: 0, temperature: 0, seed: 7}
           maxTurns: 6
         expected:
           stopReason: user_stop
@@ -54,6 +54,9 @@ struct ConversationCommandTests {
             #expect(recorded.status == 0, "\(recorded.stdoutText)\(recorded.stderr)")
             let requests = try server.requests().compactMap { $0["path"] as? String }
             #expect(requests.filter { $0.hasPrefix("/customer/") }.count == 4, "the user's four turns asked its model: \(requests)")
+            let sentSeeds = try server.requests().filter { ($0["path"] as? String)?.hasPrefix("/customer/") == true }.map {
+                ($0["body"] as? [String: Any])?["seed"] as? Int
+            }
             server.stop()
             // Nothing listens now: only the cassette can answer, for both roles.
             let replayed = try await agentEval(
@@ -65,6 +68,9 @@ struct ConversationCommandTests {
             #expect(first.dialogue.count == 7, "\(first.dialogue.map(\.text))")
             #expect(second.userTurns.map(\.turn.source) == [.model, .model, .model, .model])
             #expect(second.userTurns.last?.turn.text == "great, thanks!", "the stop token is taken out of what is said")
+            // The sampling the user's model was sent is recorded with each of its turns, and was sent.
+            #expect(second.userTurns.allSatisfy { $0.turn.sampling == SamplingSettings(temperature: 0, seed: 7) })
+            #expect(sentSeeds == [7, 7, 7, 7])
             // The user's calls are the user's: never in the agent's usage.
             #expect(second.userUsage.modelCalls == 4)
             #expect(second.usage.modelCalls == second.decisions.count)

@@ -80,9 +80,14 @@ struct ConformanceTests {
         try recorder.endStep()
         try recorder.record(
             .userTurn(
-                UserTurn(
-                    turn: 2, text: "It's A-1042.", source: .model, model: ModelIdentity(provider: "openai", name: "customer"),
-                    usage: TokenUsage(input: 120, output: 6), costUSD: 0.0001, latencyUs: 40_000)))
+                {
+                    var turn = UserTurn(
+                        turn: 2, text: "It's A-1042.", source: .model, model: ModelIdentity(provider: "openai", name: "customer"),
+                        usage: TokenUsage(input: 120, output: 6), costUSD: 0.0001, latencyUs: 40_000)
+                    // The sampling the user's model was sent is part of the turn, and of the state's digest.
+                    turn.sampling = SamplingSettings(temperature: 0, maxTokens: 200, seed: 7)
+                    return turn
+                }()))
         let lookup = ToolCall(id: "call-1", name: "lookup_order", arguments: ["order_id": "A-1042"])
         try recorder.record(.decisionMade(DecisionMade(raw: "lookup", outcome: .valid(.toolCalls([lookup])))))
         try recorder.record(.verdictGiven(VerdictGiven(callId: "call-1", tool: "lookup_order", verdict: .allow, rule: "reads")))

@@ -121,7 +121,9 @@ public struct ModelUser: SimulatedUser {
             throw SimulatorFault(
                 "the user's model failed at turn \(turn): \(message)", hint: (error as? any Diagnostic)?.hint)
         }
-        return try Self.turn(turn, from: answer, model: client.identity)
+        var said = try Self.turn(turn, from: answer, model: client.identity)
+        said.sampling = client.sampling
+        return said
     }
 
     /// The user's turn `turn` that the user's model's reply `answer` gives; a `SimulatorFault`

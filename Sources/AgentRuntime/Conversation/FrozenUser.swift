@@ -99,6 +99,9 @@ public struct FrozenUser: SimulatedUser {
                 FrozenDivergence(turn: turn, recorded: recordedLine?.text, now: nowLine?.text, file: best.file),
                 runId: state.runId ?? "")
         }
-        return try ModelUser.turn(turn, from: best.reply, model: ModelIdentity(provider: settings.provider.rawValue, name: settings.name))
+        var said = try ModelUser.turn(
+            turn, from: best.reply, model: ModelIdentity(provider: settings.provider.rawValue, name: settings.name))
+        said.sampling = SamplingSettings(temperature: settings.temperature, maxTokens: settings.maxTokens, seed: settings.seed)
+        return said
     }
 }

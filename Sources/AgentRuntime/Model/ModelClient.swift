@@ -132,7 +132,14 @@ public struct ModelReply: Sendable, Hashable {
 public protocol ModelClient: Sendable {
     /// Recorded in `run_started`.
     var identity: ModelIdentity { get }
+    /// The sampling settings each request is sent (a simulated user's turns record them); nil
+    /// for a model that samples nothing (a script, a replay).
+    var sampling: SamplingSettings? { get }
     func reply(to request: ModelRequest) async throws -> ModelReply
+}
+
+extension ModelClient {
+    public var sampling: SamplingSettings? { nil }
 }
 
 /// A model client that cannot answer: the message says why.

@@ -54,6 +54,8 @@ public struct ModelSettings: Sendable, Hashable {
     public var apiKeyRequired: Bool
     public var temperature: Double?
     public var maxTokens: Int?
+    /// The seed sent for reproducible sampling (OpenAI's `seed`); nil sends none.
+    public var seed: Int?
     /// Stream the reply (server-sent events). Off: one JSON response.
     public var stream: Bool
     /// What each request is held to: its timeouts and how large a reply may be.

@@ -198,6 +198,14 @@ public struct ModelSource: Sendable, Hashable {
         }
         if let value = fields.optional("temperature") { settings.temperature = try value.double("\(what).temperature") }
         if let value = fields.optional("max_tokens") { settings.maxTokens = try value.int("\(what).max_tokens", in: 1...10_000_000) }
+        if let value = fields.optional("seed") {
+            guard provider == .openai else {
+                throw ConfigError(
+                    .invalidValue, "\(what).seed: \(provider.rawValue) takes no seed (OpenAI's API does)", at: value.location,
+                    hint: "drop seed, or set temperature: 0 for the least varied replies")
+            }
+            settings.seed = try value.int("\(what).seed", in: 0...Int(Int32.max))
+        }
         if let value = fields.optional("stream") { settings.stream = try value.bool("\(what).stream") }
         if let value = fields.optional("timeout_ms") { settings.timeoutMs = try value.int("\(what).timeout_ms", in: 1...86_400_000) }
         if let value = fields.optional("connect_timeout_ms") {

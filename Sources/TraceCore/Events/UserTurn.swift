@@ -74,6 +74,9 @@ public struct UserTurn: JSONRepresentable, JSONObjectEncodable, Hashable {
     public var usage: TokenUsage?
     public var costUSD: Double?
     public var latencyUs: Int?
+    /// The sampling settings the user's model was sent, when it made the turn (its temperature,
+    /// token limit and seed): what a replay of the user's call depends on besides the transcript.
+    public var sampling: SamplingSettings?
 
     public init(
         turn: Int, text: String, source: Source, ends: Ending? = nil, line: Int? = nil, model: ModelIdentity? = nil,
@@ -110,6 +113,7 @@ public struct UserTurn: JSONRepresentable, JSONObjectEncodable, Hashable {
         var usage: TokenUsage?
         var costUSD: Double?
         var latencyUs: Int?
+        var sampling: SamplingSettings?
         try scanner.readObject { scanner, key in
             switch key {
             case "turn": turn = try scanner.read()
@@ -121,6 +125,7 @@ public struct UserTurn: JSONRepresentable, JSONObjectEncodable, Hashable {
             case "usage": usage = try scanner.readOptional()
             case "cost_usd": costUSD = try scanner.readOptional()
             case "latency_us": latencyUs = try scanner.readOptional()
+            case "sampling": sampling = try scanner.readOptional()
             default: try scanner.skipValue()
             }
         }
@@ -134,6 +139,7 @@ public struct UserTurn: JSONRepresentable, JSONObjectEncodable, Hashable {
         self.usage = usage
         self.costUSD = costUSD
         self.latencyUs = latencyUs
+        self.sampling = sampling
     }
 
     public func members(into object: inout some JSONMemberSink) {
@@ -142,6 +148,7 @@ public struct UserTurn: JSONRepresentable, JSONObjectEncodable, Hashable {
         object.set("latency_us", latencyUs)
         object.set("line", line)
         object.set("model", model)
+        object.set("sampling", sampling)
         object.set("source", source)
         object.set("text", text)
         object.set("turn", turn)
@@ -182,5 +189,39 @@ extension UserTurnRecord: JSONRepresentable, JSONObjectEncodable {
         object.set("seq", sequence)
         object.set("step", step)
         object.set("turn", turn)
+    }
+}
+
+/// The sampling settings a model call was sent: each only when the call set it.
+public struct SamplingSettings: JSONRepresentable, JSONObjectEncodable, Hashable {
+    public var temperature: Double?
+    public var maxTokens: Int?
+    public var seed: Int?
+
+    public init(temperature: Double? = nil, maxTokens: Int? = nil, seed: Int? = nil) {
+        self.temperature = temperature
+        self.maxTokens = maxTokens
+        self.seed = seed
+    }
+
+    public init(from scanner: inout JSONScanner) throws {
+        var temperature: Double?
+        var maxTokens: Int?
+        var seed: Int?
+        try scanner.readObject { scanner, key in
+            switch key {
+            case "temperature": temperature = try scanner.readOptional()
+            case "max_tokens": maxTokens = try scanner.readOptional()
+            case "seed": seed = try scanner.readOptional()
+            default: try scanner.skipValue()
+            }
+        }
+        self.init(temperature: temperature, maxTokens: maxTokens, seed: seed)
+    }
+
+    public func members(into object: inout some JSONMemberSink) {
+        object.set("max_tokens", maxTokens)
+        object.set("seed", seed)
+        object.set("temperature", temperature)
     }
 }
