@@ -23,9 +23,14 @@ extension Cassette: RecordedUserTurns {
             let reply = reader.finish()
             guard let raw = reply.raw else { continue }
             used.withLock { _ = $0.insert(entry.key) }
+            let request = recording.request
+            let sampling = SamplingSettings(
+                temperature: request["temperature"]?.doubleValue,
+                maxTokens: (request["max_tokens"] ?? request["max_output_tokens"])?.intValue,
+                seed: request["seed"]?.intValue)
             replies.append(
                 RecordedUserReply(
-                    transcript: shown.lines,
+                    sampling: sampling == SamplingSettings() ? nil : sampling, transcript: shown.lines,
                     reply: ModelReply(raw: JSONWriter.encodeString(raw), format: reply.format.rawValue, usage: reply.usage),
                     file: entry.file))
         }
@@ -47,12 +52,21 @@ extension Cassette: RecordedUserTurns {
         var lines: [DialogueLine] = []
         for message in messages {
             let role = message["role"]?.stringValue ?? ""
-            let said = text(of: message["content"]) ?? ""
-            switch role {
-            case "system", "developer": instructions = said
-            // The user's own turns were its model's replies; everything else it was told.
-            case "assistant": lines.append(DialogueLine(speaker: .agent, text: said, step: lines.count, turn: 0))
-            default: lines.append(DialogueLine(speaker: .user, text: said, step: lines.count, turn: 0))
+            if role == "system" || role == "developer" {
+                instructions = text(of: message["content"]) ?? ""
+                continue
+            }
+            // The user's own turns were its model's replies; everything else it was told. A message
+            // of several text blocks (Anthropic's, which joins consecutive lines of one side) is a
+            // line per block.
+            let said: [String]
+            if let blocks = message["content"]?.arrayValue {
+                said = blocks.compactMap { $0["text"]?.stringValue }
+            } else {
+                said = [message["content"]?.stringValue ?? ""]
+            }
+            for text in said {
+                lines.append(DialogueLine(speaker: role == "assistant" ? .agent : .user, text: text, step: lines.count, turn: 0))
             }
         }
         return (instructions, lines)

@@ -58,7 +58,8 @@ public struct HTTPModelClient: ModelClient {
 
     public var identity: ModelIdentity { settings.identity }
     public var sampling: SamplingSettings? {
-        SamplingSettings(temperature: settings.temperature, maxTokens: settings.maxTokens, seed: settings.seed)
+        let sampling = SamplingSettings(temperature: settings.temperature, maxTokens: settings.maxTokens, seed: settings.seed)
+        return sampling == SamplingSettings() ? nil : sampling
     }
 
     /// The provider request body for `request`: what a cassette keys on.

@@ -170,6 +170,50 @@ struct CommandConversationTests {
                     "the turn the program never read is not in the log: \(state.userTurns.map(\.turn.text))")
                 #expect(state.stop?.answer == "I'm sorry to hear that! What is your order number?")
             }
+            // The user's reply to that last answer ends the conversation: the run ends as the user
+            // ended it, however fast the program exited.
+            let ending = """
+                user:
+                  opening: hi, my order arrived broken
+                  script:
+                    - {after: {agentSaid: "order number"}, say: "never mind, bye", end: user_stop}
+                """
+            try Self.writeCase(
+                directory, command: [try await RecordCommandTests.python(), "one_shot.py"], agentBase: server.baseURL("support-chat"),
+                user: ending, expected: "expected:\n  stopReason: user_stop\n")
+            for attempt in 4...6 {
+                let result = try await agentEval(
+                    ["run", "case.yaml", "--no-catalog", "--out", "runs/\(attempt)"], in: directory.url, environment: Self.environment)
+                #expect(result.status == 0, "\(result.stdoutText)\(result.stderr)")
+                let state = try RecordCommandTests.state(directory.path("runs/\(attempt)/chat-1.jsonl.gz"))
+                #expect(state.userTurns.map(\.turn.text) == ["hi, my order arrived broken", "never mind, bye"])
+            }
+        }
+    }
+
+    @Test("a user model still answering when the command's time runs out is a simulator fault: could not run, not the agent's timeout")
+    func userOutOfTime() async throws {
+        try await TemporaryDirectory.with { directory in
+            let server = try LocalModelServer()
+            defer { server.stop() }
+            let user = """
+                user:
+                  persona: A customer.
+                  opening: hi, my order arrived broken
+                  model: {provider: openai, name: customer-model, base_url: "\(server.baseURL("hang"))", max_retries: 0}
+                """
+            try Self.writeCase(
+                directory, command: try await Self.command("external/raw_sdk_chat.py"), agentBase: server.baseURL("support-chat"),
+                user: user, expected: "expected:\n  toolsNotCalled: [refund_order]\n")
+            let text = try String(contentsOfFile: directory.path("case.yaml"), encoding: .utf8)
+                .replacingOccurrences(of: "timeout: 90", with: "timeout: 4")
+            try text.write(toFile: directory.path("case.yaml"), atomically: true, encoding: .utf8)
+            let result = try await agentEval(
+                ["run", "case.yaml", "--no-catalog", "--out", "runs", "--json"], in: directory.url, environment: Self.environment)
+            #expect(result.status == 2, "\(result.stdoutText)\(result.stderr)")
+            #expect(result.stdoutText.contains("simulator_fault"), "\(result.stdoutText)")
+            let state = try RecordCommandTests.state(directory.path("runs/chat-1.jsonl.gz"))
+            #expect(state.stop?.error?.contains("the user was still answering turn 2") == true, "\(String(describing: state.stop))")
         }
     }
 

@@ -4,6 +4,8 @@ public import TraceCore
 /// One reply of a user's model recorded earlier (a cassette's): what the user was shown then and
 /// what its model answered.
 public struct RecordedUserReply: Sendable {
+    /// The sampling settings the recorded request was sent.
+    public var sampling: SamplingSettings?
     /// The user's transcript when it answered, as its model was shown it: a speaker and a text
     /// per message, the system instructions left out (`ModelUser.transcript(after:)`).
     public var transcript: [DialogueLine]
@@ -12,7 +14,8 @@ public struct RecordedUserReply: Sendable {
     /// Where it is recorded (a cassette's file), to name it.
     public var file: String
 
-    public init(transcript: [DialogueLine], reply: ModelReply, file: String) {
+    public init(sampling: SamplingSettings? = nil, transcript: [DialogueLine], reply: ModelReply, file: String) {
+        self.sampling = sampling
         self.transcript = transcript
         self.reply = reply
         self.file = file
@@ -31,9 +34,12 @@ public protocol RecordedUserTurns: Sendable {
 public struct FrozenDivergence: Sendable, Hashable {
     /// The user turn whose recorded reply was given after another conversation.
     public var turn: Int
-    /// What the agent said then (nil: the recording had no such line), and says now.
+    /// The first line that differs: what was said then (nil: the recording had no such line),
+    /// and now (nil: the conversation now has no such line).
     public var recorded: String?
     public var now: String?
+    /// Whether that line is the agent's (else the user's own: its opening or a script line changed).
+    public var isAgents: Bool
     /// The recording replayed.
     public var file: String
 }
@@ -95,13 +101,16 @@ public struct FrozenUser: SimulatedUser {
         if common < max(best.transcript.count, now.count) {
             let recordedLine = common < best.transcript.count ? best.transcript[common] : nil
             let nowLine = common < now.count ? now[common] : nil
+            // In the user's transcript the agent's lines are what the user is told (`.user`).
+            let isAgents = (nowLine ?? recordedLine)?.speaker == .user
             ledger.note(
-                FrozenDivergence(turn: turn, recorded: recordedLine?.text, now: nowLine?.text, file: best.file),
+                FrozenDivergence(turn: turn, recorded: recordedLine?.text, now: nowLine?.text, isAgents: isAgents, file: best.file),
                 runId: state.runId ?? "")
         }
         var said = try ModelUser.turn(
             turn, from: best.reply, model: ModelIdentity(provider: settings.provider.rawValue, name: settings.name))
-        said.sampling = SamplingSettings(temperature: settings.temperature, maxTokens: settings.maxTokens, seed: settings.seed)
+        // What the recorded call was sent: the frozen turn is that call's reply.
+        said.sampling = best.sampling
         return said
     }
 }

@@ -126,7 +126,11 @@ public struct ChildProcess: Sendable {
         }
 
         deinit {
-            for fd in [wakeFD, signalFD] where fd >= 0 { Glibc.close(fd) }
+            #if canImport(Glibc)
+                for fd in [wakeFD, signalFD] where fd >= 0 { Glibc.close(fd) }
+            #elseif canImport(Darwin)
+                for fd in [wakeFD, signalFD] where fd >= 0 { Darwin.close(fd) }
+            #endif
         }
 
         /// Queues `bytes` for the command; false when its standard input is closed or broken.
@@ -381,6 +385,8 @@ public struct ChildProcess: Sendable {
             }
         }
         for fd in [inputFD, outputFD, errorFD] where fd >= 0 { close(fd) }
+        // Its standard input is closed now: nothing more reaches it.
+        inputFeed?.markBroken()
         if result.stderr.count > stderrLimit { result.stderr.removeFirst(result.stderr.count - stderrLimit) }
         if forwardsOutput != nil && result.stdout.count > stderrLimit { result.stdout.removeFirst(result.stdout.count - stderrLimit) }
 

@@ -501,8 +501,9 @@ public struct EvalRunner: Sendable {
         result.notes.append(
             CheckNote(
                 message: "--user frozen: from user turn \(divergence.turn) on, the user's recorded turns answer another conversation: "
-                    + "they were recorded after the agent said \(quoted(divergence.recorded)), and it now says \(quoted(divergence.now)) "
-                    + "(\(divergence.file)); record the user again (--record new) to see what it would say now",
+                    + "they were recorded after \(divergence.isAgents ? "the agent" : "the user") said \(quoted(divergence.recorded)), "
+                    + "and \(divergence.isAgents ? "it" : "the user") now says \(quoted(divergence.now)) (\(divergence.file)); "
+                    + "record the user again (--record new) to see what it would say now",
                 step: nil, isWarning: true))
         return result
     }

@@ -12,6 +12,10 @@ enum CommandConversation {
     /// conversation, before it is stopped (the run keeps the conversation's ending).
     static let endGraceMs = 10_000
 
+    /// How long a user still answering when the program exited by itself is waited for: its
+    /// reply may end the conversation (then the run ends as the user ended it).
+    static let userAfterEndMs = 30_000
+
     /// The user's first turn, before the program starts; a `SimulatorFault` when the user cannot
     /// open (nothing to say, a failed model, a stop at once).
     static func opening(of conversation: Conversation, runId: String) async throws -> UserTurn {
@@ -45,9 +49,11 @@ enum CommandConversation {
         var isFault = false
         talk: while !Task.isCancelled {
             await recorder.waitForAnswer(after: handled, timeoutMs: timeoutMs)
-            let progress = recorder.talkProgress()
-            // The program ended, or no answer came in the run's time (the command's timeout ends it).
-            guard !progress.isOver, progress.answers > handled else { return }
+            let progress = recorder.takeAnswers()
+            // No new answer: the program ended (or no answer came in the run's time, and the
+            // command's timeout ends it). An answer the program gave before it exited is still
+            // answered by the user: its reply may end the conversation (`say`).
+            guard !progress.isEnded, progress.answers > handled else { return }
             handled = progress.answers
             let number = progress.turnsSaid + 1
             guard progress.turnsSaid < conversation.maxTurns else {
@@ -57,10 +63,12 @@ enum CommandConversation {
                 break talk
             }
             var said: UserTurn
+            recorder.userAnswering(number)
+            defer { recorder.userAnswering(nil) }
             do {
                 said = try await conversation.user.reply(turn: number, after: progress.fold)
             } catch {
-                // The program ended while the user was answering: nothing to say it to.
+                // The program ended badly while the user was answering: nothing to say it to.
                 if error is CancellationError || Task.isCancelled { return }
                 let message = (error as? SimulatorFault)?.message ?? "the user failed at turn \(number): \(error)"
                 recorder.endConversation(.blocked, error: "\(RunStopped.simulatorFaultPrefix) \(message)")
@@ -71,8 +79,8 @@ enum CommandConversation {
             do {
                 guard try recorder.say(said) else { return }
             } catch {
-                // The log cannot be written: the recorder keeps the error for the run's end.
-                recorder.endConversation(.blocked, error: "the user's turn \(number) could not be recorded: \(error)")
+                // The log cannot be written: the run's end reports it (the attempt could not run).
+                recorder.failedToRecord(error)
                 isFault = true
                 break talk
             }
@@ -80,7 +88,11 @@ enum CommandConversation {
                 recorder.endConversation(ending.stopReason)
                 break talk
             }
-            guard feed.send(Array((said.text + "\n").utf8)) else { return }
+            guard feed.send(Array((said.text + "\n").utf8)) else {
+                // The program closed its input: the turn never reached it, and is not recorded.
+                recorder.unsay()
+                return
+            }
         }
         feed.close()
         // A simulator that failed stops the program at once; one that ended the talk gives it time to exit.

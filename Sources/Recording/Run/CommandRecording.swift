@@ -232,12 +232,21 @@ public struct CommandRecording: Sendable {
             result = try await withTaskCancellationHandler {
                 try await running.value
             } onCancel: {
+                recorder.interrupted()
                 running.cancel()
                 talking?.cancel()
             }
             recorder.programEnded()
-            talking?.cancel()
-            await talking?.value
+            if let talking {
+                // A program that exited by itself after its answer: the user's reply to that answer
+                // may still end the conversation (`say`), whichever came first — asked to its end,
+                // within a bound. Any other ending: nothing more is asked.
+                if result.exitStatus == 0, !result.isTimedOut, !result.isCancelled {
+                    await recorder.waitForUser(timeoutMs: CommandConversation.userAfterEndMs)
+                }
+                talking.cancel()
+                await talking.value
+            }
         } catch {
             recorder.programEnded()
             talking?.cancel()

@@ -23,11 +23,21 @@ struct UserTalk {
     /// Replies without tool calls in the agent's talk with the user: turn k is answered once
     /// `answers >= k`.
     var answers = 0
+    /// The answers the driver has taken (asked the user after): the run's end waits until every
+    /// answer is taken, so the user's reply to the last one counts however fast the program exited.
+    var handled = 0
     /// How the conversation ended, when the user ended it (or its turns ran out, or the
     /// simulator failed): the run's stop, whatever the program did after.
     var ending: RunStopped?
     /// The program ended (exited, was killed): no answer will come.
     var isProgramEnded = false
+    /// The user turn the user is being asked for (its model may be slow): a run that runs out of
+    /// time meanwhile stopped on the simulator, not on the agent. Nil while nobody asks.
+    var userAnswering: Int?
+    /// `userAnswering` when the program ended.
+    var userAnsweringAtEnd: Int?
+    /// The recording was interrupted from outside (Ctrl-C): its stop says so, whatever the user said.
+    var isInterrupted = false
 }
 
 extension ExchangeRecorder {
@@ -43,13 +53,14 @@ extension ExchangeRecorder {
         }
     }
 
-    /// Where the conversation stands: the answers so far, whether it ended (or the program
-    /// did), and the run's fold (what the user is shown).
-    func talkProgress() -> (answers: Int, turnsSaid: Int, isOver: Bool, fold: RunState) {
+    /// Takes the agent's answers so far: how many, how many turns the user said, whether the
+    /// conversation ended, and the run's fold (what the user is shown).
+    func takeAnswers() -> (answers: Int, turnsSaid: Int, isEnded: Bool, fold: RunState) {
         state.withLock { state in
             var fold = state.recorder?.state ?? RunState()
             fold.runId = fold.runId ?? runId
-            return (state.talk.answers, state.talk.turnsSaid, state.talk.ending != nil || state.talk.isProgramEnded, fold)
+            state.talk.handled = state.talk.answers
+            return (state.talk.answers, state.talk.turnsSaid, state.talk.ending != nil || state.talk.isInterrupted, fold)
         }
     }
 
@@ -59,6 +70,14 @@ extension ExchangeRecorder {
         await state.wait(within: .milliseconds(timeoutMs), on: clock) { $0.talk.answers > answers || $0.talk.isProgramEnded }
     }
 
+    /// Waits until the user was asked after every answer and nobody asks it anything, at most
+    /// `timeoutMs`.
+    func waitForUser(timeoutMs: Int) async {
+        await state.wait(within: .milliseconds(timeoutMs), on: clock) { state in
+            state.talk.ending != nil || (state.talk.handled >= state.talk.answers && state.talk.userAnswering == nil)
+        }
+    }
+
     /// Waits until the program ended, at most `timeoutMs`; whether it did.
     func waitForProgramEnd(timeoutMs: Int) async -> Bool {
         await state.wait(within: .milliseconds(timeoutMs), on: clock) { $0.talk.isProgramEnded }
@@ -66,10 +85,14 @@ extension ExchangeRecorder {
 
     /// Takes the user's next turn (numbered after those said): one that ends the conversation
     /// is recorded now, any other when the program acts on it (`UserTalk.pending`). False when
-    /// the conversation is over (the program ended meanwhile): nothing is taken then.
+    /// the conversation is over: it ended, or the program did — then only a turn that ends the
+    /// conversation is taken (the user ended it after the agent's last answer, however fast the
+    /// program exited), never one the program could not read.
     func say(_ turn: UserTurn) throws -> Bool {
         try state.withLock { state in
-            guard state.talk.ending == nil, !state.talk.isProgramEnded else { return false }
+            guard state.talk.ending == nil, !state.talk.isInterrupted, !state.talk.isProgramEnded || turn.ends != nil else {
+                return false
+            }
             var said = turn
             said.turn = state.talk.turnsSaid + 1
             state.talk.turnsSaid = said.turn
@@ -93,6 +116,45 @@ extension ExchangeRecorder {
         try recorder.record(.userTurn(pending.turn), at: pending.atUs)
     }
 
+    /// The turn the program could not be given (its standard input is closed): taken back, never
+    /// recorded.
+    func unsay() {
+        state.withLock { state in
+            guard state.talk.pending != nil else { return }
+            state.talk.pending = nil
+            state.talk.turnsSaid -= 1
+        }
+    }
+
+    /// The user is being asked for turn `turn` (nil: no longer).
+    func userAnswering(_ turn: Int?) {
+        state.withLock { $0.talk.userAnswering = turn }
+    }
+
+    /// The log could not take a user turn: the run's end throws it, as for any write that failed.
+    func failedToRecord(_ error: any Error) {
+        state.withLock { state in
+            if state.writeError == nil { state.writeError = "\(error)" }
+        }
+    }
+
+    /// The recording is interrupted from outside: its stop says so.
+    func interrupted() {
+        state.withLock { $0.talk.isInterrupted = true }
+    }
+
+    /// Whether a model request `body` carries the turn the program was given: the request that
+    /// answers it (any message, any API, a framework's wrapping of it) holds its text.
+    static func carries(_ body: JSONValue, text: String) -> Bool {
+        guard !text.isEmpty else { return true }
+        switch body {
+        case .string(let value): return value.contains(text)
+        case .array(let items): return items.contains { carries($0, text: text) }
+        case .object(let members): return members.contains { carries($0.value, text: text) }
+        default: return false
+        }
+    }
+
     /// Ends the conversation with `stop` (the user's stop, `max_turns`, a simulator fault),
     /// unless it ended already; the agent's last message to the user is the stop's answer.
     func endConversation(_ reason: StopReason, error: String? = nil) {
@@ -105,7 +167,10 @@ extension ExchangeRecorder {
 
     /// The program ended: the driver stops waiting for answers.
     func programEnded() {
-        state.withLock { $0.talk.isProgramEnded = true }
+        state.withLock { state in
+            state.talk.isProgramEnded = true
+            state.talk.userAnsweringAtEnd = state.talk.userAnswering
+        }
     }
 
     /// A conversation's stop: how the user ended it; else, for a program that exited by itself
@@ -113,8 +178,15 @@ extension ExchangeRecorder {
     /// last turn unanswered. Nil when the run is no conversation or ended otherwise (a crash, a
     /// signal, a timeout): the run's usual stop.
     func conversationStop(_ ending: Ending, state: borrowing State) -> RunStopped? {
-        guard state.talk.isConversation else { return nil }
+        guard state.talk.isConversation, !state.talk.isInterrupted else { return nil }
         if let stop = state.talk.ending { return stop }
+        if case .timedOut(let ms) = ending, let turn = state.talk.userAnsweringAtEnd {
+            // The program waited for the user, who was still answering: the simulator's time, not the agent's.
+            return RunStopped(
+                reason: .blocked, answer: state.recorder?.state.agentMessages.last,
+                error: "\(RunStopped.simulatorFaultPrefix) the user was still answering turn \(turn) when the command's time ran out "
+                    + "(\(ms / 1000) s, --timeout)")
+        }
         guard isAgentEnd(ending, state: state) else { return nil }
         let answer = state.recorder?.state.agentMessages.last
         // A turn still pending never reached the agent's model: it is left out (`UserTalk.pending`).

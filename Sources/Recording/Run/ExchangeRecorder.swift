@@ -224,7 +224,7 @@ public final class ExchangeRecorder: Sendable {
         let refused: StopCause? = state.withLock { state in
             // The user's turn the program was given comes first in the step of the request it
             // makes on it: recorded (durably) before the model is asked, however long that takes.
-            if let recorder = state.recorder {
+            if let recorder = state.recorder, let pending = state.talk.pending, Self.carries(body, text: pending.turn.text) {
                 do {
                     try recordPendingTurn(recorder: recorder, state: &state)
                 } catch {
@@ -385,9 +385,12 @@ public final class ExchangeRecorder: Sendable {
         }
         matchWaitingModelSpans(state: &state)
         if state.talk.isConversation, case .valid(.answer) = decision,
-            number == 1 || state.talk.saidTexts.contains(conversation.goal)
+            number == 1 || state.talk.saidTexts.contains(conversation.goal),
+            state.talk.answers < state.talk.turnsSaid - (state.talk.pending == nil ? 0 : 1)
         {
-            // The agent answered the user: its turn is over, and the user is asked for the next.
+            // The agent answered the user's latest recorded turn: its turn is over, and the user
+            // is asked for the next. (A second answer in the same turn — a retried output, a
+            // sub-agent — asks nothing more.)
             state.talk.answers += 1
         }
         conversation.lastOutcome = decision
