@@ -525,6 +525,17 @@ class Handler(BaseHTTPRequestHandler):
         """A refund agent for any API: look the order up, refund it, answer."""
         self.reply_steps(body, REFUND_STEPS, REFUND_ANSWER)
 
+    def scenario_refund_sometimes(self, body, attempt, anthropic):
+        """The refund agent, except that every fifth conversation it answers at once, refunding
+        nothing (for statistical gates: four runs in five pass)."""
+        if not (tool_results(body) or echoed_results(body)):
+            with LOCK:
+                COUNTS["refund-sometimes conversations"] = COUNTS.get("refund-sometimes conversations", 0) + 1
+                number = COUNTS["refund-sometimes conversations"]
+            if number % 5 == 0:
+                return self.plain(200, "application/json", json.dumps(chat_whole(None, "I cannot refund this order.")).encode())
+        self.reply_steps(body, REFUND_STEPS, REFUND_ANSWER)
+
     def scenario_slow_answer(self, body, attempt, anthropic):
         """A whole streamed answer that takes about 1.5 s: for many requests in flight at once."""
         chunks = openai_answer("Slow but sure.")

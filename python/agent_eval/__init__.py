@@ -13,7 +13,7 @@ import subprocess
 import sys
 import sysconfig
 
-__all__ = ["AgentEvalError", "AgentEvalNotFound", "ExpectationFailed", "Run", "find_bin", "record", "run"]
+__all__ = ["AgentEvalError", "AgentEvalNotFound", "ExpectationFailed", "Run", "Runs", "find_bin", "record", "run"]
 
 BINARY = "agent-eval"
 
@@ -68,7 +68,7 @@ def run(arguments, **options):
 
 def __getattr__(name):
     # `record` and its types load on first use: `import agent_eval` stays as light as find_bin.
-    if name in ("record", "Run", "AgentEvalError", "ExpectationFailed"):
+    if name in ("record", "Run", "Runs", "AgentEvalError", "ExpectationFailed"):
         from agent_eval import recording
         return getattr(recording, name)
     raise AttributeError(name)

@@ -13,13 +13,19 @@ every guarantee are the binary's), and maps each case's outcome:
 The `agent_eval_record` fixture records the team's own agent through the binary's recording
 gateway, with a cassette beside the test, and checks what it did (`agent_eval.recording`).
 
+With pytest-xdist (`-n N`), each worker runs its own shard of the cases (`run --shard K/N`, the
+engine's stable split by case id; the plugin groups each shard's items on one worker), and
+`--agent-eval-json-out FILE` gets the shards' reports merged into one (`results merge`).
+
 The plugin never reads a case file or a log itself: it asks the binary (`check --json` to list
 a file's cases, `run --json-out` for the results, `record --json`; docs/eval-results.md).
 `-p no:agent_eval` turns it off.
 """
 
+import glob
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 
@@ -39,6 +45,10 @@ def pytest_addoption(parser):
         "--agent-eval-arg", action="append", default=[], metavar="ARG",
         help="an argument for agent-eval run, repeatable (e.g. --agent-eval-arg=--no-catalog)")
     group.addoption(
+        "--agent-eval-json-out", default=None, metavar="FILE",
+        help="write agent-eval's report of the cases (docs/eval-results.md) to FILE; under pytest-xdist, the "
+             "workers' shards merged into one")
+    group.addoption(
         "--agent-eval-record", default="none", choices=("none", "new", "all"),
         help="the agent_eval_record fixture's cassette mode: none replays only (the default, for CI), "
              "new records what is missing, all records everything again")
@@ -48,22 +58,102 @@ def pytest_addoption(parser):
 def agent_eval_record(request, tmp_path):
     """`record()` for this test: its cassette is `cassettes/<test name>` beside the test file
     (replayed only, unless pytest runs with --agent-eval-record new|all), its log under the
-    test's tmp_path, and `--agent-eval-bin` is the binary. Returns the `Run` to `expect` on."""
+    test's tmp_path, and `--agent-eval-bin` is the binary. Returns the `Run` to `expect` on.
+
+    A test marked `@pytest.mark.agent_eval(repeats=5, pass_rate=0.8)` records its agent five
+    times (a cassette each: `cassettes/<test name>/1` …) and gets the `Runs`, whose `expect`
+    passes when at least 80% of them meet the expectations — the engine's repeat logic."""
     from agent_eval.recording import record
     mode = request.config.getoption("agent_eval_record")
     default_cassette = os.path.join(str(request.path.parent), "cassettes", request.node.name.replace("/", "_"))
     binary = request.config.getoption("agent_eval_bin")
+    marker = request.node.get_closest_marker("agent_eval")
+    statistics = {}
+    if marker is not None:
+        unknown = set(marker.kwargs) - {"repeats", "pass_rate"}
+        if marker.args or unknown:
+            raise pytest.UsageError(
+                "@pytest.mark.agent_eval takes repeats= and pass_rate= (keywords), not %s" % (
+                    ", ".join(sorted(unknown)) if unknown else "positional arguments"))
+        statistics = dict(marker.kwargs)
 
     def recorder(command, cassette=None, **options):
         options.setdefault("out", str(tmp_path / "runs"))
         options.setdefault("mode", mode)
         options.setdefault("binary", binary)
+        for name, value in statistics.items():
+            options.setdefault(name, value)
         return record(command, cassette=cassette or default_cassette, **options)
 
     return recorder
 
 
+def shard_of(case_id, count):
+    """The shard (1…count) `agent-eval run --shard K/count` puts a case in: FNV-1a (64 bits) of
+    its id, as the engine computes it (EvalSuite.stableHash)."""
+    value = 0xCBF29CE484222325
+    for byte in case_id.encode("utf-8"):
+        value ^= byte
+        value = (value * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return value % count + 1
+
+
+def xdist_workers(config):
+    """The number of pytest-xdist workers when this process is one of them, else None."""
+    if not hasattr(config, "workerinput"):
+        return None
+    return int(config.workerinput.get("workercount") or os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Under `-n` (xdist's `load`), schedule by xdist_group: each shard's cases go to one worker,
+    which runs that shard once; other tests are spread as `load` spreads them."""
+    if config.getvalue("dist") == "load":
+        from xdist.scheduler import LoadGroupScheduling
+        return LoadGroupScheduling(config, log)
+    return None
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """The controller tells each worker where the shards' reports go."""
+    node.workerinput["agent_eval_reports"] = node.config.stash[SUITE].reports_directory()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """A worker is done: the case files it saw, for shards no worker ran."""
+    output = getattr(node, "workeroutput", None) or {}
+    suite = node.config.stash[SUITE]
+    if output.get("agent_eval_files"):
+        suite.files = output["agent_eval_files"]
+    suite.shards_run.update(output.get("agent_eval_shards") or [])
+
+
+def pytest_sessionfinish(session):
+    suite = session.config.stash[SUITE]
+    if hasattr(session.config, "workerinput"):
+        session.config.workeroutput["agent_eval_files"] = suite.files
+        session.config.workeroutput["agent_eval_shards"] = sorted(suite.shards)
+        return
+    problem = suite.write_report()
+    if problem:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line("agent-eval: " + problem, red=True)
+        if session.exitstatus == 0:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 def pytest_configure(config):
+    if xdist_workers(config) is not None:
+        # Each shard's case items carry an xdist_group mark: its name goes into their node ids.
+        config.option.loadgroup = True
+    config.addinivalue_line(
+        "markers",
+        "agent_eval(repeats=1, pass_rate=1.0): the agent_eval_record fixture records the agent `repeats` times "
+        "and its expect() passes when at least `pass_rate` of the runs do (agent-eval's repeat logic)")
     config.stash[SUITE] = Suite(config)
 
 
@@ -87,6 +177,13 @@ class Suite:
         self.config = config
         self.results = None
         self.problem = None
+        # The case files of the session's selected cases (every worker collects the same).
+        self.files = []
+        # Under xdist: the shards this worker ran, and what each said or why it could not.
+        self.shards = {}
+        # On the controller: the shards the workers ran.
+        self.shards_run = set()
+        self._reports = None
 
     def binary(self):
         named = self.config.getoption("agent_eval_bin")
@@ -123,32 +220,98 @@ class Suite:
                 cases = [(case["case_id"], case.get("line", 1)) for case in entry.get("cases", [])]
         return cases, problems
 
+    def reports_directory(self):
+        """Where the shards' reports go (made once, removed at the end of the session)."""
+        if self._reports is None:
+            self._reports = tempfile.mkdtemp(prefix="agent-eval-pytest-")
+        return self._reports
+
     def result(self, item):
+        workers = xdist_workers(self.config)
+        if workers is not None:
+            return self.shard_result(item, shard_of(item.case_id, workers), workers)
         if self.results is None:
-            self.run(item.session)
+            self.files = selected_files(item.session)
+            self.results, self.problem = self.run_cases(self.files, os.path.join(self.reports_directory(), "report.json"))
         if self.problem is not None:
             raise CaseCouldNotRun(self.problem)
         if item.case_id not in self.results:
             raise CaseCouldNotRun("agent-eval's report has no case %s" % item.case_id)
         return self.results[item.case_id]
 
-    def run(self, session):
-        files = []
-        for item in session.items:
-            if isinstance(item, CaseItem) and str(item.path) not in files:
-                files.append(str(item.path))
-        self.results = {}
-        with tempfile.TemporaryDirectory(prefix="agent-eval-pytest-") as directory:
-            report_path = os.path.join(directory, "report.json")
-            process = self.invoke(["run"] + files + ["--json-out", report_path] + self.config.getoption("agent_eval_arg"))
-            try:
-                with open(report_path) as report_file:
-                    report = json.load(report_file)
-            except (OSError, ValueError):
-                self.problem = "agent-eval run wrote no report (exit %d):\n%s" % (process.returncode, process.stderr.strip())
-                return
-        for case in report.get("cases", []):
-            self.results[case["case_id"]] = case
+    def shard_result(self, item, shard, count):
+        """Under xdist: the case's shard, run once by this worker (`run --shard K/N`), its report
+        where the controller merges it."""
+        if shard not in self.shards:
+            self.files = selected_files(item.session)
+            directory = self.config.workerinput["agent_eval_reports"]
+            self.shards[shard] = self.run_cases(
+                self.files, os.path.join(directory, "shard-%d.json" % shard), ["--shard", "%d/%d" % (shard, count)])
+        results, problem = self.shards[shard]
+        if problem is not None:
+            raise CaseCouldNotRun(problem)
+        if item.case_id not in results:
+            raise CaseCouldNotRun("agent-eval's report of shard %d/%d has no case %s" % (shard, count, item.case_id))
+        return results[item.case_id]
+
+    def run_cases(self, files, report_path, extra=()):
+        """Runs the cases of `files` once, writing the report to `report_path`: each case's report
+        entry by id, or why there is none."""
+        process = self.invoke(["run"] + files + ["--json-out", report_path] + list(extra) + self.config.getoption("agent_eval_arg"))
+        try:
+            with open(report_path) as report_file:
+                report = json.load(report_file)
+        except (OSError, ValueError):
+            return {}, "agent-eval run wrote no report (exit %d):\n%s" % (process.returncode, process.stderr.strip())
+        return {case["case_id"]: case for case in report.get("cases", [])}, None
+
+    def write_report(self):
+        """At the end of the session (not in a worker): the report `--agent-eval-json-out` asks
+        for — the one run's, or under xdist the workers' shards merged, every shard there (a shard
+        no worker ran, because none of its cases was selected, is run here). A problem, or None."""
+        target = self.config.getoption("agent_eval_json_out")
+        directory = self._reports
+        try:
+            if not target or directory is None:
+                return None
+            single = os.path.join(directory, "report.json")
+            if os.path.exists(single):
+                shutil.copyfile(single, target)
+                return None
+            shards = sorted(glob.glob(os.path.join(directory, "shard-*.json")))
+            if not shards:
+                return None
+            # The workers: the shards were split among as many.
+            count = len(self.config.getoption("tx") or []) or len(shards)
+            for shard in range(1, count + 1):
+                path = os.path.join(directory, "shard-%d.json" % shard)
+                if os.path.exists(path):
+                    continue
+                if shard in self.shards_run:
+                    return "the worker that ran shard %d/%d wrote no report: the merged report would lack its cases" % (
+                        shard, count)
+                # No selected case fell in it (or -k left none of them): run it here, so the
+                # merged report holds the whole suite.
+                self.run_cases(self.files, path, ["--shard", "%d/%d" % (shard, count)])
+            shards = [os.path.join(directory, "shard-%d.json" % shard) for shard in range(1, count + 1)]
+            process = self.invoke(["results", "merge"] + shards + ["--json-out", target])
+            if process.returncode == 2 or not os.path.exists(target):
+                return "the shards' reports do not merge into %s (exit %d):\n%s" % (
+                    target, process.returncode, (process.stderr or process.stdout).strip())
+            return None
+        finally:
+            if directory is not None:
+                shutil.rmtree(directory, ignore_errors=True)
+                self._reports = None
+
+
+def selected_files(session):
+    """The case files of the session's selected cases, in collection order."""
+    files = []
+    for item in session.items:
+        if isinstance(item, CaseItem) and str(item.path) not in files:
+            files.append(str(item.path))
+    return files
 
 
 SUITE = pytest.StashKey[Suite]()
@@ -168,8 +331,13 @@ class CaseFile(pytest.File):
         if problems:
             yield CaseFileProblem.from_parent(self, name=self.path.name, problems=problems)
             return
+        workers = xdist_workers(self.config)
         for case_id, line in cases:
-            yield CaseItem.from_parent(self, name=case_id, case_id=case_id, line=line)
+            item = CaseItem.from_parent(self, name=case_id, case_id=case_id, line=line)
+            if workers is not None:
+                # One worker runs each shard (`pytest_xdist_make_scheduler`).
+                item.add_marker(pytest.mark.xdist_group("agent-eval-shard-%d" % shard_of(case_id, workers)))
+            yield item
 
 
 class CaseFileProblem(pytest.Item):

@@ -18,7 +18,7 @@ import shlex
 import subprocess
 import tempfile
 
-__all__ = ["AgentEvalError", "ExpectationFailed", "Run", "record"]
+__all__ = ["AgentEvalError", "ExpectationFailed", "Run", "Runs", "record"]
 
 
 class AgentEvalError(RuntimeError):
@@ -42,6 +42,43 @@ def _camel(name):
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
+def _expect(logs, expectations, extra, binary, cwd, subject):
+    """Writes a case over `logs` with `expectations` (and the case keys in `extra`), runs it with
+    `agent-eval run`, and returns its report entry when it passes; raises `ExpectationFailed` with
+    agent-eval's explanation when it does not, `AgentEvalError` when it could not be checked."""
+    if not expectations:
+        raise ValueError("give at least one expectation: a case that expects nothing would pass any run")
+    case = dict(extra, caseId="expect", logs=logs, expected=expectations)
+    with tempfile.TemporaryDirectory(prefix="agent-eval-expect-") as directory:
+        path = os.path.join(directory, "expect.json")
+        with open(path, "w") as file:
+            json.dump(case, file)
+        report_path = os.path.join(directory, "report.json")
+        process = subprocess.run(
+            [_binary(binary), "run", path, "--no-catalog", "--out", os.path.join(directory, "runs"),
+             "--json-out", report_path],
+            cwd=cwd, capture_output=True, text=True, check=False)
+        try:
+            with open(report_path) as file:
+                report = json.load(file)
+        except (OSError, ValueError):
+            raise AgentEvalError("agent-eval could not check %s (exit %d):\n%s" % (
+                subject, process.returncode, (process.stderr or process.stdout).strip()))
+    entry = (report.get("cases") or [{}])[0]
+    if entry.get("outcome") in ("pass", "flaky_pass"):
+        return entry
+    from agent_eval.pytest_plugin import explain
+    if entry.get("outcome") == "error":
+        raise AgentEvalError("agent-eval could not check %s:\n%s" % (subject, explain(entry)))
+    raise ExpectationFailed("%s does not do what was expected:\n%s" % (subject, explain(entry)))
+
+
+def _expectations(_expected, expected):
+    expectations = dict(_expected or {})
+    expectations.update({_camel(name): value for name, value in expected.items()})
+    return expectations
+
+
 class Run:
     """A recorded run: its log, and what `agent-eval record --json` said of it."""
 
@@ -62,40 +99,51 @@ class Run:
         this run's log and running it with `agent-eval run`. Returns the case's report entry when
         it passes; raises `ExpectationFailed` with agent-eval's explanation when it does not, and
         `AgentEvalError` when the run cannot be checked (the case could not run)."""
-        expectations = dict(_expected or {})
-        expectations.update({_camel(name): value for name, value in expected.items()})
-        if not expectations:
-            raise ValueError("give at least one expectation: a case that expects nothing would pass any run")
-        case = {"caseId": "expect", "logs": os.path.abspath(self.log), "expected": expectations}
-        with tempfile.TemporaryDirectory(prefix="agent-eval-expect-") as directory:
-            path = os.path.join(directory, "expect.json")
-            with open(path, "w") as file:
-                json.dump(case, file)
-            report_path = os.path.join(directory, "report.json")
-            process = subprocess.run(
-                [_binary(self._binary), "run", path, "--no-catalog", "--out", os.path.join(directory, "runs"),
-                 "--json-out", report_path],
-                cwd=self._cwd, capture_output=True, text=True, check=False)
-            try:
-                with open(report_path) as file:
-                    report = json.load(file)
-            except (OSError, ValueError):
-                raise AgentEvalError("agent-eval could not check the run (exit %d):\n%s" % (
-                    process.returncode, (process.stderr or process.stdout).strip()))
-        entry = (report.get("cases") or [{}])[0]
-        if entry.get("outcome") in ("pass", "flaky_pass"):
-            return entry
-        from agent_eval.pytest_plugin import explain
-        if entry.get("outcome") == "error":
-            raise AgentEvalError("agent-eval could not check the run %s:\n%s" % (self.log, explain(entry)))
-        raise ExpectationFailed("the run %s does not do what was expected:\n%s\nsee it: agent-eval view %s" % (
-            self.log, explain(entry), self.log))
+        try:
+            return _expect(os.path.abspath(self.log), _expectations(_expected, expected), {}, self._binary, self._cwd,
+                           "the run %s" % self.log)
+        except ExpectationFailed as failure:
+            raise ExpectationFailed("%s\nsee it: agent-eval view %s" % (failure, self.log))
+
+
+class Runs:
+    """The same agent recorded several times (`record(..., repeats=N)`, the pytest marker
+    `agent_eval(repeats=N, pass_rate=R)`): `expect(...)` grades the runs as repeated attempts of
+    one case — the engine's repeat logic: each run checked, the pass rate held to `pass_rate`
+    (a mix above it is `flaky_pass`), pass^k reported."""
+
+    def __init__(self, runs, pass_rate=1.0, binary=None, cwd=None):
+        self.runs = list(runs)
+        self.pass_rate = pass_rate
+        self._binary = binary
+        self._cwd = cwd
+
+    @property
+    def logs(self):
+        return [run.log for run in self.runs]
+
+    def __len__(self):
+        return len(self.runs)
+
+    def __iter__(self):
+        return iter(self.runs)
+
+    def expect(self, _expected=None, **expected):
+        """Checks every run against the expectations, as `Run.expect` does one, and passes when at
+        least `pass_rate` of them pass. Returns the case's report entry (its `pass_rate`,
+        `pass_hat_k`, `attempts`); raises `ExpectationFailed` when too few pass."""
+        return _expect([os.path.abspath(log) for log in self.logs], _expectations(_expected, expected),
+                       {"minPassRate": self.pass_rate}, self._binary, self._cwd,
+                       "the %d runs (%s)" % (len(self.runs), ", ".join(self.logs)))
 
 
 def record(command, input=None, cassette=None, mode="none", name=None, out="runs", timeout=None, upstreams=(),
-           environment=None, cwd=None, binary=None):
+           environment=None, cwd=None, binary=None, repeats=1, pass_rate=None):
     """Runs `command` (a list, or a string split as a shell would) through agent-eval's recording
-    model gateway and returns the `Run` it recorded.
+    model gateway and returns the `Run` it recorded — or, with `repeats` above 1 (or a
+    `pass_rate`), records it that many times and returns the `Runs`, each repeat with a cassette
+    of its own (`CASSETTE/1`, `CASSETTE/2`, …: each replays what its attempt was answered), whose
+    `expect` passes when at least `pass_rate` (default 1: all) of them do.
 
     - `input`: given to the command on its standard input and as AGENT_EVAL_INPUT.
     - `cassette`: a cassette directory for its model's answers; `mode` `none` replays only (a
@@ -110,6 +158,16 @@ def record(command, input=None, cassette=None, mode="none", name=None, out="runs
     words = shlex.split(command) if isinstance(command, str) else list(command)
     if not words:
         raise ValueError("give the command to record")
+    if not isinstance(repeats, int) or repeats < 1:
+        raise ValueError("repeats must be a whole number of 1 or more, not %r" % (repeats,))
+    if pass_rate is not None and not 0 < pass_rate <= 1:
+        raise ValueError("pass_rate must be above 0 and at most 1, not %r" % (pass_rate,))
+    if repeats > 1 or pass_rate is not None:
+        runs = [record(words, input=input, cassette=None if cassette is None else os.path.join(cassette, str(number)),
+                       mode=mode, name=name, out=out, timeout=timeout, upstreams=upstreams, environment=environment,
+                       cwd=cwd, binary=binary)
+                for number in range(1, repeats + 1)]
+        return Runs(runs, pass_rate=1.0 if pass_rate is None else pass_rate, binary=binary, cwd=cwd)
     if cassette is None and mode != "none":
         raise ValueError("mode %r records into a cassette: give cassette=DIR" % mode)
     arguments = [_binary(binary), "record", "--json", "--no-catalog", "--out", out]

@@ -3,6 +3,7 @@
 or by hand: AGENT_EVAL_BIN=.build/debug/agent-eval PYTHONPATH=python pytest python/tests -p pytester
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -129,15 +130,20 @@ for _ in range(8):
 
 
 @pytest.fixture
-def model_server():
-    """scripts/model_server.py on 127.0.0.1: its `refund` scenario looks the order up, refunds it
-    and answers. Stopped by closing its standard input."""
+def model_server_port():
+    """scripts/model_server.py on 127.0.0.1, its port; stopped by closing its standard input."""
     server = subprocess.Popen([sys.executable, os.path.join(REPOSITORY, "scripts", "model_server.py")],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     port = int(server.stdout.readline().split()[1])
-    yield "http://127.0.0.1:%d/refund/v1" % port
+    yield port
     server.stdin.close()
     server.wait(timeout=10)
+
+
+@pytest.fixture
+def model_server(model_server_port):
+    """The model server's `refund` scenario: it looks the order up, refunds it and answers."""
+    return "http://127.0.0.1:%d/refund/v1" % model_server_port
 
 
 def test_record_a_python_agent_then_replay_it_offline_and_expect(pytester, model_server):
@@ -182,3 +188,67 @@ def test_refunds(agent_eval_record):
     result = pytester.runpytest(*PLUGIN)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*AgentEvalError*", "*--agent-eval-record new*"])
+
+
+def test_a_statistical_gate_records_repeats_and_the_engine_grades_the_pass_rate(pytester, model_server_port):
+    """@pytest.mark.agent_eval(repeats=5, pass_rate=0.8): five recordings (a cassette each), graded
+    by agent-eval's repeat logic — four of five pass: a flaky pass at 0.8, a failure at 1.0 — and
+    the same again offline from the cassettes."""
+    pytester.makepyfile(agent=AGENT)
+    pytester.makepyfile(test_gate='''
+import pytest
+
+AGENT = ["%s", "agent.py"]
+OPTIONS = dict(input="Order A-1042 arrived broken.", upstreams=["openai=http://127.0.0.1:%d/refund-sometimes/v1"],
+               environment={"OPENAI_API_KEY": "key"})
+
+@pytest.mark.agent_eval(repeats=5, pass_rate=0.8)
+def test_mostly_refunds(agent_eval_record):
+    runs = agent_eval_record(AGENT, **OPTIONS)
+    assert len(runs) == 5
+    entry = runs.expect(toolsCalled=["refund_order"])
+    assert entry["outcome"] == "flaky_pass", entry["outcome"]
+    assert entry["attempts"] == {"passed": 4, "failed": 1, "could_not_run": 0}
+
+@pytest.mark.agent_eval(repeats=5)
+def test_always_refunds(agent_eval_record):
+    agent_eval_record(AGENT, **OPTIONS).expect(toolsCalled=["refund_order"])
+''' % (sys.executable, model_server_port))
+    recorded = pytester.runpytest(*PLUGIN, "--agent-eval-record", "new")
+    recorded.assert_outcomes(passed=1, failed=1)
+    recorded.stdout.fnmatch_lines(["*ExpectationFailed: the 5 runs * does not do what was expected:*", "*flaky_fail (4 of 5 runs passed)*"])
+    assert sorted(os.listdir(pytester.path / "cassettes" / "test_mostly_refunds")) == ["1", "2", "3", "4", "5"]
+    # Offline, from the five cassettes: the same verdicts.
+    replayed = pytester.runpytest(*PLUGIN)
+    replayed.assert_outcomes(passed=1, failed=1)
+
+
+def test_the_marker_takes_only_repeats_and_pass_rate(pytester):
+    pytester.makepyfile(test_bad='''
+import pytest
+
+@pytest.mark.agent_eval(5)
+def test_positional(agent_eval_record):
+    pass
+''')
+    result = pytester.runpytest(*PLUGIN)
+    result.stdout.fnmatch_lines(["*agent_eval takes repeats= and pass_rate=*"])
+
+
+def test_xdist_workers_each_run_their_own_shard_and_the_report_is_merged(pytester):
+    """-n 2: each worker runs `agent-eval run --shard K/2` for the cases it was given (each shard's
+    cases on one worker), and --agent-eval-json-out gets the two shards merged into one report."""
+    pytest.importorskip("xdist", reason="pytest-xdist is installed by scripts/python_venv pytest")
+    ids = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"]
+    for case_id in ids:
+        expected = "  toolsNotCalled: [refund_order]" if case_id == "delta" else "  toolsCalled: [lookup_order]"
+        pytester.makefile(".yaml", **{case_id: case(case_id, expected)})
+    from agent_eval.pytest_plugin import shard_of
+    assert {shard_of(case_id, 2) for case_id in ids} == {1, 2}, "the cases fall in both shards"
+    result = pytester.runpytest_subprocess(*PLUGIN, "-n", "2", "--agent-eval-json-out", "merged.json", "--junitxml", "out.xml")
+    result.assert_outcomes(passed=5, failed=1)
+    merged = json.loads((pytester.path / "merged.json").read_text())
+    assert sorted(entry["case_id"] for entry in merged["cases"]) == sorted(ids)
+    assert merged["shards"]["count"] == 2 and merged["shards"]["merged"] == [1, 2], merged["shards"]
+    assert merged["summary"]["failed"] == 1
+    assert all('name="%s"' % case_id in (pytester.path / "out.xml").read_text() for case_id in ids)

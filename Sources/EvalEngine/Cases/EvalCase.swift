@@ -48,6 +48,9 @@ public struct EvalCase: Sendable {
     /// The share of a live case's attempts that must pass for the gate to pass it (`minPassRate`,
     /// 1 unless the case says less): above it a case with failed attempts is `flaky_pass`.
     public var minPassRate = 1.0
+    /// A recorded case whose logs are repeated attempts of one agent (it gives `minPassRate`):
+    /// graded as a live case's repeats, not as different logs each of which must pass.
+    public var logsAreRepeats = false
     /// The least Cohen's κ the case's judge must reach against people's labels
     /// (`judgeMinKappa`; `agent-eval judge calibrate` checks it).
     public var judgeMinKappa: Double?

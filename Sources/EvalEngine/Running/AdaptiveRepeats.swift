@@ -92,7 +92,7 @@ public struct AdaptiveRepeats: Sendable {
     /// calls of an attempt not made are estimated by the mean steps of the case's attempts.
     public func savings(_ results: [CaseResult]) -> Savings {
         var savings = Savings(maxRepeats: maxRepeats)
-        for result in results where result.attemptsAreRepeats && !result.runs.isEmpty {
+        for result in results where result.evalCase.isLive && !result.runs.isEmpty {
             let saved = maxRepeats - result.runs.count
             let calls = result.runs.reduce(0) { $0 + max(1, $1.summary.steps) }
             savings.attemptsRun += result.runs.count

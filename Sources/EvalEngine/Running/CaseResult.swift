@@ -66,9 +66,10 @@ public struct CaseResult: Sendable {
     /// Whether the gate takes the case as passed: `pass` or `flaky_pass`.
     public var passed: Bool { outcome.passes }
 
-    /// The attempts are repeats of one run (a live case): a mix of passes and failures is
-    /// flakiness. A recorded case's runs are different logs, each of which must pass.
-    public var attemptsAreRepeats: Bool { evalCase.isLive }
+    /// The attempts are repeats of one run (a live case, or logs recorded as repeats — a
+    /// recorded case with `minPassRate`): a mix of passes and failures is flakiness. Any other
+    /// recorded case's runs are different logs, each of which must pass.
+    public var attemptsAreRepeats: Bool { evalCase.isLive || evalCase.logsAreRepeats }
 
     public var outcome: CaseOutcome {
         if harnessError != nil || runs.isEmpty { return .error }

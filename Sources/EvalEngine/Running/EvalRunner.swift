@@ -239,7 +239,7 @@ public struct EvalRunner: Sendable {
                 if let error { results[index].error = error }
                 received[index] += max(1, runs.count)
                 if received[index] == expected[index], let adaptive = options.adaptive, !Task.isCancelled,
-                    results[index].attemptsAreRepeats, !adaptive.isDecided(results[index]),
+                    results[index].evalCase.isLive, !adaptive.isDecided(results[index]),
                     let next = attempt(of: cases[index], index: index, repeatIndex: results[index].runs.count + 1)
                 {
                     work.append(next)
