@@ -9,7 +9,9 @@ import Testing
 struct PytestPluginTests {
     static let package = ExampleRuns.fixtures.deletingLastPathComponent().appendingPathComponent("python").path
 
-    @Test("pytest collects cases as items and maps pass, fail, could not run, quarantine, a bad file, -k, JUnit XML, xdist shards and the repeats marker")
+    @Test(
+        "pytest collects cases as items and maps pass, fail, could not run, quarantine, a bad file, -k, JUnit XML, xdist shards and the repeats marker"
+    )
     func pluginTests() async throws {
         let python = try await PythonEnvironment.pytest.path() + "/bin/python"
         let result = try await Subprocess.run(
