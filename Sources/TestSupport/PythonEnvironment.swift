@@ -19,6 +19,9 @@ public enum PythonEnvironment: String, Sendable, CaseIterable {
     case adk
     /// pytest, which runs the pytest plugin's own tests (python/tests, through pytester).
     case pytest
+    /// auditwheel, which says which platforms the Python wheel (`scripts/build-wheel`) covers, and
+    /// pip, which downloads the wheels the clean Debian root installs beside it.
+    case wheel
 
     public struct Unavailable: Error, CustomStringConvertible {
         public var description: String

@@ -14,7 +14,15 @@ pytest_plugins = ["pytester"]
 
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SAMPLE = os.path.join(REPOSITORY, "Fixtures", "samples", "support-sample.jsonl.gz")
-PLUGIN = ["-p", "agent_eval.pytest_plugin", "-p", "no:cacheprovider", "--agent-eval-arg=--no-catalog"]
+def _installed():
+    """Whether the plugin is installed (the wheel's pytest11 entry point loads it by itself)."""
+    from importlib.metadata import entry_points
+    found = entry_points()
+    group = found.select(group="pytest11") if hasattr(found, "select") else found.get("pytest11", [])
+    return any(entry.value == "agent_eval.pytest_plugin" for entry in group)
+
+
+PLUGIN = ([] if _installed() else ["-p", "agent_eval.pytest_plugin"]) + ["-p", "no:cacheprovider", "--agent-eval-arg=--no-catalog"]
 
 
 def case(case_id, expected, logs=SAMPLE, extra=""):

@@ -5,7 +5,8 @@ import TraceCore
 /// (`Sources/agent-eval/Templates`), and the viewer's page assets (`Sources/Viewer/Assets`).
 /// SwiftPM puts each target's files beside the executable in `agent-eval_<target>.resources`;
 /// `scripts/install` installs them there too, and a symbolic link to the binary finds them
-/// through the link's target.
+/// through the link's target. The Python wheel (`scripts/build-wheel`) installs the binary as a
+/// script (`PREFIX/bin`) and its files in `PREFIX/lib/agent-eval`.
 enum BundledFiles {
     static let bundleName = "agent-eval_agent-eval.resources"
     static let viewerBundleName = "agent-eval_Viewer.resources"
@@ -23,7 +24,10 @@ enum BundledFiles {
     static func folder(_ name: String, in bundle: String) throws -> String {
         var candidates: [String] = []
         if let executable = Bundle.main.executableURL?.resolvingSymlinksInPath() {
-            candidates.append(executable.deletingLastPathComponent().appendingPathComponent(bundle).path)
+            let folder = executable.deletingLastPathComponent()
+            candidates.append(folder.appendingPathComponent(bundle).path)
+            // Installed from the Python wheel: the binary in PREFIX/bin, its files in PREFIX/lib/agent-eval.
+            candidates.append(folder.deletingLastPathComponent().appendingPathComponent("lib/agent-eval/\(bundle)").path)
         }
         candidates.append(Bundle.main.bundleURL.resolvingSymlinksInPath().appendingPathComponent(bundle).path)
         for candidate in candidates {
