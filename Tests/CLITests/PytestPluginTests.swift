@@ -16,8 +16,12 @@ struct PytestPluginTests {
         let python = try await PythonEnvironment.pytest.path() + "/bin/python"
         let result = try await Subprocess.run(
             python, ["-m", "pytest", Self.package + "/tests", "-p", "no:cacheprovider", "-q"], in: URL(fileURLWithPath: Self.package),
-            environment: ["AGENT_EVAL_BIN": try agentEvalBinary(), "PYTHONPATH": Self.package])
+            environment: [
+                "AGENT_EVAL_BIN": try agentEvalBinary(), "PYTHONPATH": Self.package,
+                // The MCP proxy test's agent and server: the official openai and mcp packages.
+                "AGENT_EVAL_AGENTS_PYTHON": try await PythonEnvironment.agents.path() + "/bin/python",
+            ])
         #expect(result.status == 0, "\(result.stdoutText)\n\(result.stderr)")
-        #expect(result.stdoutText.contains("12 passed"), "\(result.stdoutText)")
+        #expect(result.stdoutText.contains("13 passed"), "\(result.stdoutText)")
     }
 }

@@ -14,6 +14,7 @@ the binary check them. The engine is the binary's: nothing here reads a log.
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import tempfile
@@ -137,8 +138,25 @@ class Runs:
                        "the %d runs (%s)" % (len(self.runs), ", ".join(self.logs)))
 
 
+def _proxied(mcp_servers, policy, binary):
+    """Each MCP server's command line behind `agent-eval mcp-proxy` (its policy when given), by name."""
+    proxy = [_binary(binary), "mcp-proxy"] + (["--policy", os.path.abspath(policy)] if policy else []) + ["--"]
+    commands = {}
+    for server, command in mcp_servers.items():
+        words = shlex.split(command) if isinstance(command, str) else list(command)
+        if not words:
+            raise ValueError("give the command of the MCP server %r" % server)
+        commands[server] = proxy + words
+    return commands
+
+
+def _mcp_variable(server):
+    """`AGENT_EVAL_MCP_<NAME>`: the variable that holds a server's proxied command line."""
+    return "AGENT_EVAL_MCP_" + re.sub(r"[^A-Za-z0-9]", "_", server).upper()
+
+
 def record(command, input=None, cassette=None, mode="none", name=None, out="runs", timeout=None, upstreams=(),
-           environment=None, cwd=None, binary=None, repeats=1, pass_rate=None):
+           environment=None, cwd=None, binary=None, repeats=1, pass_rate=None, mcp_servers=None, policy=None):
     """Runs `command` (a list, or a string split as a shell would) through agent-eval's recording
     model gateway and returns the `Run` it recorded — or, with `repeats` above 1 (or a
     `pass_rate`), records it that many times and returns the `Runs`, each repeat with a cassette
@@ -151,6 +169,11 @@ def record(command, input=None, cassette=None, mode="none", name=None, out="runs
       missing, `all` records everything again. Without a cassette the requests go to the
       provider (`upstreams`: `["openai=URL"]`, else OPENAI_BASE_URL / ANTHROPIC_BASE_URL).
     - `name`: the agent's name in the log; `out`: where the log goes; `timeout`: seconds.
+    - `mcp_servers`: `{"shop": ["python3", "shop_server.py"]}` — MCP servers (stdio) the agent
+      starts, each behind `agent-eval mcp-proxy` (with `policy`, a policy file, when given), whose
+      verdicts, calls and results go into the same run. The agent gets each proxied command line
+      as a word `{mcp:shop}` of `command` replaced by its words, and as JSON in the variable
+      `AGENT_EVAL_MCP_SHOP`; it starts the server from there instead of the server's own command.
 
     Raises `AgentEvalError` when the gateway or the command could not start, the log could not be
     written, or the recording stopped the command (a cassette miss, a limit); the command's own
@@ -158,6 +181,20 @@ def record(command, input=None, cassette=None, mode="none", name=None, out="runs
     words = shlex.split(command) if isinstance(command, str) else list(command)
     if not words:
         raise ValueError("give the command to record")
+    if mcp_servers:
+        proxied = _proxied(mcp_servers, policy, binary)
+        environment = dict(environment or {})
+        for server, line in proxied.items():
+            environment[_mcp_variable(server)] = json.dumps(line)
+        expanded = []
+        for word in words:
+            placeholder = re.fullmatch(r"\{mcp:([^}]+)\}", word)
+            if placeholder and placeholder.group(1) not in proxied:
+                raise ValueError("%s names no MCP server given in mcp_servers (%s)" % (word, ", ".join(sorted(proxied))))
+            expanded += proxied[placeholder.group(1)] if placeholder else [word]
+        words = expanded
+    elif policy is not None:
+        raise ValueError("policy applies to the MCP servers' proxies: give mcp_servers too")
     if not isinstance(repeats, int) or repeats < 1:
         raise ValueError("repeats must be a whole number of 1 or more, not %r" % (repeats,))
     if pass_rate is not None and not 0 < pass_rate <= 1:
