@@ -61,38 +61,54 @@ public struct ChildProcess: Sendable {
     /// The clock the timeout is kept on (tests inject one they advance).
     public var clock: any Clock<Duration> = ContinuousClock()
 
-    /// Set when the waiting task is cancelled (the run was interrupted, or the deadline passed);
-    /// a byte written to `wakeFD`'s pipe wakes the child's thread from `poll` at once.
-    final class CancellationFlag: Sendable {
-        private let flag = Mutex(false)
-        /// The pipe's ends: the thread polls `wakeFD`; `cancel` writes to the other.
-        let wakeFD: Int32
-        private let signalFD: Int32
+    /// A pipe that wakes the child's thread from `poll`: the thread polls `readFD`; `wake()`
+    /// writes a byte to the other end. Both ends close-on-exec from the start, as every pipe here
+    /// (a process spawned at the same moment on another thread must not inherit them), and
+    /// non-blocking. Without a pipe (out of descriptors) the thread still looks at what it is
+    /// woken for within 100 ms.
+    final class WakePipe: Sendable {
+        let readFD: Int32
+        private let writeFD: Int32
 
         init() {
             var ends: [Int32] = [-1, -1]
-            // Close-on-exec from the start, as every pipe here: a process spawned at the same
-            // moment on another thread must not inherit it.
             if cprocess_pipe_cloexec(&ends) == 0 {
                 for fd in ends { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
             } else {
                 ends = [-1, -1]
             }
-            // Without a pipe (out of descriptors) the thread still sees the flag at its next
-            // look, within 100 ms.
-            (wakeFD, signalFD) = (ends[0], ends[1])
+            (readFD, writeFD) = (ends[0], ends[1])
         }
 
         deinit {
-            for fd in [wakeFD, signalFD] where fd >= 0 { close(fd) }
+            for fd in [readFD, writeFD] where fd >= 0 { close(fd) }
         }
+
+        func wake() {
+            guard writeFD >= 0 else { return }
+            var byte: UInt8 = 1
+            _ = write(writeFD, &byte, 1)
+        }
+
+        /// Empties the pipe (the thread was woken; what woke it says why).
+        func drain() {
+            guard readFD >= 0 else { return }
+            var bytes = [UInt8](repeating: 0, count: 64)
+            while bytes.withUnsafeMutableBytes({ read(readFD, $0.baseAddress, $0.count) }) > 0 {}
+        }
+    }
+
+    /// Set when the waiting task is cancelled (the run was interrupted, or the deadline passed);
+    /// its pipe wakes the child's thread from `poll` at once.
+    final class CancellationFlag: Sendable {
+        private let flag = Mutex(false)
+        private let pipe = WakePipe()
+        /// What the thread polls.
+        var wakeFD: Int32 { pipe.readFD }
 
         func cancel() {
             flag.withLock { $0 = true }
-            if signalFD >= 0 {
-                var byte: UInt8 = 1
-                _ = write(signalFD, &byte, 1)
-            }
+            pipe.wake()
         }
 
         var isCancelled: Bool { flag.withLock { $0 } }
@@ -111,27 +127,11 @@ public struct ChildProcess: Sendable {
 
         // Guarded by the mutex.
         private let queue = Mutex(Queue())
-        /// The pipe's ends: the child's thread polls `wakeFD`; `send` and `close` write to the other.
-        let wakeFD: Int32
-        private let signalFD: Int32
+        private let pipe = WakePipe()
+        /// What the child's thread polls; `send` and `close` wake it.
+        var wakeFD: Int32 { pipe.readFD }
 
-        public init() {
-            var ends: [Int32] = [-1, -1]
-            if cprocess_pipe_cloexec(&ends) == 0 {
-                for fd in ends { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
-            } else {
-                ends = [-1, -1]
-            }
-            (wakeFD, signalFD) = (ends[0], ends[1])
-        }
-
-        deinit {
-            #if canImport(Glibc)
-                for fd in [wakeFD, signalFD] where fd >= 0 { Glibc.close(fd) }
-            #elseif canImport(Darwin)
-                for fd in [wakeFD, signalFD] where fd >= 0 { Darwin.close(fd) }
-            #endif
-        }
+        public init() {}
 
         /// Queues `bytes` for the command; false when its standard input is closed or broken.
         @discardableResult
@@ -141,14 +141,14 @@ public struct ChildProcess: Sendable {
                 queue.pending += bytes
                 return true
             }
-            if taken { wake() }
+            if taken { pipe.wake() }
             return taken
         }
 
         /// Ends the command's standard input once what is queued is written.
         public func close() {
             queue.withLock { $0.isClosed = true }
-            wake()
+            pipe.wake()
         }
 
         /// Whether the command can no longer be given anything (it closed its standard input,
@@ -166,17 +166,7 @@ public struct ChildProcess: Sendable {
         func markBroken() { queue.withLock { $0.isBroken = true } }
 
         /// Empties the wake pipe (the thread was woken; the queue says why).
-        func drainWakes() {
-            guard wakeFD >= 0 else { return }
-            var bytes = [UInt8](repeating: 0, count: 64)
-            while bytes.withUnsafeMutableBytes({ read(wakeFD, $0.baseAddress, $0.count) }) > 0 {}
-        }
-
-        private func wake() {
-            guard signalFD >= 0 else { return }
-            var byte: UInt8 = 1
-            _ = write(signalFD, &byte, 1)
-        }
+        func drainWakes() { pipe.drain() }
     }
 
     public init(
