@@ -160,4 +160,24 @@ struct RunCommandTests {
             #expect(FileManager.default.fileExists(atPath: directory.path("runs/support-refund-live-3.jsonl.gz")))
         }
     }
+
+    @Test(
+        "logs with minPassRate are repeated attempts: one of two passing is flaky_pass at 0.5, a failure at the default (each log must pass)"
+    )
+    func recordedRepeats() async throws {
+        try await TemporaryDirectory.with { directory in
+            let logs = ["runs/support-refund.jsonl.gz", "runs/research-budget.jsonl.gz"].map {
+                ExampleRuns.fixtures.appendingPathComponent($0).path
+            }
+            for (rate, status, outcome) in [("minPassRate: 0.5\n", Int32(0), "flaky_pass"), ("", Int32(1), "fail")] {
+                try "caseId: repeats\nlogs: [\(logs.joined(separator: ", "))]\n\(rate)expected:\n  stopReason: success\n".write(
+                    toFile: directory.path("case.yaml"), atomically: true, encoding: .utf8)
+                let result = try await agentEval(["run", "case.yaml", "--no-catalog", "--json"], in: directory.url)
+                #expect(result.status == status, "\(result.stdoutText)\(result.stderr)")
+                let entry = try JSONParser.parse(Array(result.stdout))["cases"]?.arrayValue?.first
+                #expect(entry?["outcome"] == .string(outcome), "\(result.stdoutText)")
+                #expect(entry?["attempts"]?["passed"] == 1 && entry?["attempts"]?["failed"] == 1)
+            }
+        }
+    }
 }

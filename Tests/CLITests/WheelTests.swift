@@ -8,28 +8,21 @@ import Testing
 /// virtual environment inside a clean Debian root that has Python and nothing of the toolchain
 /// (`scripts/debian-root`: debootstrap's minimal base, entered with chroot), where the binary, the
 /// bundled cases, a recording against a local model server and the plugin's own tests run.
-@Suite("the Python wheel on a machine with only Python", .tags(.python), .needsPython, .ownThread)
+@Suite("the Python wheel on a machine with only Python", .tags(.python), .needsPython, .ownThread, .timeLimit(.minutes(30)))
 struct WheelTests {
-    /// Runs `script` with /bin/sh inside `root` (chroot), /proc and /dev mounted for the time it runs.
+    /// Runs `script` with /bin/sh inside `root` (chroot), in a mount namespace of its own
+    /// (`unshare --mount`) where /proc is mounted: the mount goes with the process, however the
+    /// test ends. The root's /dev is debootstrap's own device nodes.
     static func inRoot(_ root: String, _ script: String, environment: [String: String] = [:]) async throws -> ProcessResult {
-        let mounts = ["\(root)/proc", "\(root)/dev"]
-        _ = try await Subprocess.run("/usr/bin/env", ["mount", "-t", "proc", "proc", mounts[0]])
-        _ = try await Subprocess.run("/usr/bin/env", ["mount", "--bind", "/dev", mounts[1]])
-        defer {
-            for mount in mounts {
-                let unmount = Process()
-                unmount.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-                unmount.arguments = ["umount", "-l", mount]
-                try? unmount.run()
-                unmount.waitUntilExit()
-            }
-        }
         // Only what a machine with Python has on its PATH: the root's own /usr/bin and /bin.
         var variables = ["PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/root", "LANG": "C.UTF-8"]
         for (name, value) in environment { variables[name] = value }
         let assignments = variables.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+        let enter = #"root="$1"; shift; mount -t proc proc "$root/proc" && exec /usr/bin/env -i "$@""#
         return try await Subprocess.run(
-            "/usr/bin/env", ["-i"] + assignments + ["/usr/sbin/chroot", root, "/bin/sh", "-c", "set -e\n" + script])
+            "/usr/bin/unshare",
+            ["--mount", "--propagation", "private", "/bin/sh", "-c", enter, "sh", root] + assignments
+                + ["/usr/sbin/chroot", root, "/bin/sh", "-c", "set -e\n" + script])
     }
 
     @Test(
@@ -65,7 +58,10 @@ struct WheelTests {
             let wheelhouse = directory.path("wheelhouse")
             let downloaded = try await Subprocess.run(
                 tools + "/bin/python",
-                ["-m", "pip", "download", "--only-binary=:all:", "-d", wheelhouse, "pytest==9.2.0", "pytest-xdist==3.8.0"])
+                [
+                    "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-d", wheelhouse, "pytest==9.2.0", "pytest-xdist==3.8.0",
+                    "iniconfig==2.3.1", "packaging==26.4", "pluggy==1.7.0", "pygments==2.21.0", "execnet==2.1.2",
+                ])
             #expect(downloaded.status == 0, "\(downloaded.stderr)")
 
             let made = try await Subprocess.run(repositoryRoot.appendingPathComponent("scripts/debian-root").path, [])

@@ -14,8 +14,8 @@ The `agent_eval_record` fixture records the team's own agent through the binary'
 gateway, with a cassette beside the test, and checks what it did (`agent_eval.recording`).
 
 With pytest-xdist (`-n N`), each worker runs its own shard of the cases (`run --shard K/N`, the
-engine's stable split by case id; the plugin groups each shard's items on one worker), and
-`--agent-eval-json-out FILE` gets the shards' reports merged into one (`results merge`).
+engine's stable split by case id; the plugin's scheduler gives each shard's items to one worker),
+and `--agent-eval-json-out FILE` gets the shards' reports merged into one (`results merge`).
 
 The plugin never reads a case file or a log itself: it asks the binary (`check --json` to list
 a file's cases, `run --json-out` for the results, `record --json`; docs/eval-results.md).
@@ -105,29 +105,44 @@ def xdist_workers(config):
     return int(config.workerinput.get("workercount") or os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 
 
+def case_of(nodeid):
+    """The case id of a case item's node id (`support.yaml::refunds`), or None for another test."""
+    path, _, rest = nodeid.partition("::")
+    return rest if path.endswith(CASE_SUFFIXES) and rest else None
+
+
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
 def pytest_xdist_make_scheduler(config, log):
-    """Under `-n` (xdist's `load`), schedule by xdist_group: each shard's cases go to one worker,
-    which runs that shard once; other tests are spread as `load` spreads them."""
-    if config.getvalue("dist") == "load":
-        from xdist.scheduler import LoadGroupScheduling
-        return LoadGroupScheduling(config, log)
-    return None
+    """Under `-n` (xdist's `load`): each shard's cases go to one worker, which runs that shard
+    once; every other test is scheduled on its own, as `load` does. Node ids stay as they are."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ShardScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            case_id = case_of(nodeid)
+            return nodeid if case_id is None else "agent-eval-shard-%d" % shard_of(case_id, self.numnodes)
+
+    return ShardScheduling(config, log)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node):
-    """The controller tells each worker where the shards' reports go."""
+    """The controller tells each worker where the shards' reports go, and how it schedules."""
     node.workerinput["agent_eval_reports"] = node.config.stash[SUITE].reports_directory()
+    node.workerinput["agent_eval_dist"] = node.config.getvalue("dist")
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node, error):
-    """A worker is done: the case files it saw, for shards no worker ran."""
+    """A worker is done: the case files it saw, the shards it ran and how many workers there were."""
     output = getattr(node, "workeroutput", None) or {}
     suite = node.config.stash[SUITE]
     if output.get("agent_eval_files"):
         suite.files = output["agent_eval_files"]
+    if output.get("agent_eval_workers"):
+        suite.workers = output["agent_eval_workers"]
     suite.shards_run.update(output.get("agent_eval_shards") or [])
 
 
@@ -136,8 +151,10 @@ def pytest_sessionfinish(session):
     if hasattr(session.config, "workerinput"):
         session.config.workeroutput["agent_eval_files"] = suite.files
         session.config.workeroutput["agent_eval_shards"] = sorted(suite.shards)
+        session.config.workeroutput["agent_eval_workers"] = xdist_workers(session.config)
         return
-    problem = suite.write_report()
+    stopped = session.shouldstop or session.shouldfail or session.exitstatus == pytest.ExitCode.INTERRUPTED
+    problem = suite.write_report(stopped=bool(stopped))
     if problem:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
@@ -147,9 +164,6 @@ def pytest_sessionfinish(session):
 
 
 def pytest_configure(config):
-    if xdist_workers(config) is not None:
-        # Each shard's case items carry an xdist_group mark: its name goes into their node ids.
-        config.option.loadgroup = True
     config.addinivalue_line(
         "markers",
         "agent_eval(repeats=1, pass_rate=1.0): the agent_eval_record fixture records the agent `repeats` times "
@@ -181,8 +195,9 @@ class Suite:
         self.files = []
         # Under xdist: the shards this worker ran, and what each said or why it could not.
         self.shards = {}
-        # On the controller: the shards the workers ran.
+        # On the controller: the shards the workers ran, and how many workers split them.
         self.shards_run = set()
+        self.workers = None
         self._reports = None
 
     def binary(self):
@@ -242,6 +257,12 @@ class Suite:
     def shard_result(self, item, shard, count):
         """Under xdist: the case's shard, run once by this worker (`run --shard K/N`), its report
         where the controller merges it."""
+        dist = self.config.workerinput.get("agent_eval_dist")
+        if dist != "load":
+            # Another scheduling may give a shard's cases to two workers: each would run the shard.
+            raise CaseCouldNotRun(
+                "agent-eval's cases under pytest-xdist run a shard per worker, which needs xdist's default "
+                "scheduling (-n alone, --dist load), not --dist %s" % dist)
         if shard not in self.shards:
             self.files = selected_files(item.session)
             directory = self.config.workerinput["agent_eval_reports"]
@@ -265,15 +286,19 @@ class Suite:
             return {}, "agent-eval run wrote no report (exit %d):\n%s" % (process.returncode, process.stderr.strip())
         return {case["case_id"]: case for case in report.get("cases", [])}, None
 
-    def write_report(self):
+    def write_report(self, stopped=False):
         """At the end of the session (not in a worker): the report `--agent-eval-json-out` asks
         for — the one run's, or under xdist the workers' shards merged, every shard there (a shard
-        no worker ran, because none of its cases was selected, is run here). A problem, or None."""
+        no worker ran, because none of its cases was selected, is run here; not after -x, a
+        --maxfail or an interruption stopped the session). A problem, or None."""
         target = self.config.getoption("agent_eval_json_out")
         directory = self._reports
         try:
             if not target or directory is None:
                 return None
+            target = os.path.abspath(target)
+            if os.path.exists(target):
+                os.remove(target)
             single = os.path.join(directory, "report.json")
             if os.path.exists(single):
                 shutil.copyfile(single, target)
@@ -281,21 +306,26 @@ class Suite:
             shards = sorted(glob.glob(os.path.join(directory, "shard-*.json")))
             if not shards:
                 return None
-            # The workers: the shards were split among as many.
-            count = len(self.config.getoption("tx") or []) or len(shards)
+            count = self.workers or len(shards)
             for shard in range(1, count + 1):
                 path = os.path.join(directory, "shard-%d.json" % shard)
                 if os.path.exists(path):
                     continue
                 if shard in self.shards_run:
-                    return "the worker that ran shard %d/%d wrote no report: the merged report would lack its cases" % (
-                        shard, count)
-                # No selected case fell in it (or -k left none of them): run it here, so the
-                # merged report holds the whole suite.
-                self.run_cases(self.files, path, ["--shard", "%d/%d" % (shard, count)])
+                    return "the worker that ran shard %d/%d wrote no report: %s holds no merged report" % (shard, count, target)
+                if stopped:
+                    return "the session stopped before shard %d/%d ran: %s holds no merged report" % (shard, count, target)
+                # No selected case fell in it: run it here, so that the merged report holds every
+                # case of the selected case files.
+                _, problem = self.run_cases(self.files, path, ["--shard", "%d/%d" % (shard, count)])
+                if problem:
+                    return "shard %d/%d could not run: %s" % (shard, count, problem)
             shards = [os.path.join(directory, "shard-%d.json" % shard) for shard in range(1, count + 1)]
             process = self.invoke(["results", "merge"] + shards + ["--json-out", target])
-            if process.returncode == 2 or not os.path.exists(target):
+            # 0: the merged suite passes, 1: it fails; anything else is no merged report.
+            if process.returncode not in (0, 1) or not os.path.exists(target):
+                if os.path.exists(target):
+                    os.remove(target)
                 return "the shards' reports do not merge into %s (exit %d):\n%s" % (
                     target, process.returncode, (process.stderr or process.stdout).strip())
             return None
@@ -331,13 +361,8 @@ class CaseFile(pytest.File):
         if problems:
             yield CaseFileProblem.from_parent(self, name=self.path.name, problems=problems)
             return
-        workers = xdist_workers(self.config)
         for case_id, line in cases:
-            item = CaseItem.from_parent(self, name=case_id, case_id=case_id, line=line)
-            if workers is not None:
-                # One worker runs each shard (`pytest_xdist_make_scheduler`).
-                item.add_marker(pytest.mark.xdist_group("agent-eval-shard-%d" % shard_of(case_id, workers)))
-            yield item
+            yield CaseItem.from_parent(self, name=case_id, case_id=case_id, line=line)
 
 
 class CaseFileProblem(pytest.Item):

@@ -111,7 +111,7 @@ class Runs:
     """The same agent recorded several times (`record(..., repeats=N)`, the pytest marker
     `agent_eval(repeats=N, pass_rate=R)`): `expect(...)` grades the runs as repeated attempts of
     one case — the engine's repeat logic: each run checked, the pass rate held to `pass_rate`
-    (a mix above it is `flaky_pass`), pass^k reported."""
+    (a mix above it is `flaky_pass`)."""
 
     def __init__(self, runs, pass_rate=1.0, binary=None, cwd=None):
         self.runs = list(runs)
@@ -131,8 +131,8 @@ class Runs:
 
     def expect(self, _expected=None, **expected):
         """Checks every run against the expectations, as `Run.expect` does one, and passes when at
-        least `pass_rate` of them pass. Returns the case's report entry (its `pass_rate`,
-        `pass_hat_k`, `attempts`); raises `ExpectationFailed` when too few pass."""
+        least `pass_rate` of them pass. Returns the case's report entry (its `outcome`,
+        `pass_rate`, `attempts`); raises `ExpectationFailed` when too few pass."""
         return _expect([os.path.abspath(log) for log in self.logs], _expectations(_expected, expected),
                        {"minPassRate": self.pass_rate}, self._binary, self._cwd,
                        "the %d runs (%s)" % (len(self.runs), ", ".join(self.logs)))
