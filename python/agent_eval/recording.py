@@ -99,12 +99,24 @@ class Run:
         `arguments={...}`, `stopReason=...`, `answer={...}`, `turns={...}` — by writing a case over
         this run's log and running it with `agent-eval run`. Returns the case's report entry when
         it passes; raises `ExpectationFailed` with agent-eval's explanation when it does not, and
-        `AgentEvalError` when the run cannot be checked (the case could not run)."""
+        `AgentEvalError` when the run cannot be checked (the case could not run). A failure names
+        the run's HTML page (written beside the log) and its replay command."""
         try:
             return _expect(os.path.abspath(self.log), _expectations(_expected, expected), {}, self._binary, self._cwd,
                            "the run %s" % self.log)
         except ExpectationFailed as failure:
-            raise ExpectationFailed("%s\nsee it: agent-eval view %s" % (failure, self.log))
+            raise ExpectationFailed("%s\n%s" % (failure, self.page()))
+
+    def page(self):
+        """Writes the run's HTML page beside its log (`agent-eval view`) and says where it is; says
+        how to make it when it cannot be written."""
+        log = os.path.abspath(self.log)
+        page = (log[:-len(".jsonl.gz")] if log.endswith(".jsonl.gz") else log) + ".html"
+        process = subprocess.run([_binary(self._binary), "view", log, "--output", page, "--no-catalog"],
+                                 cwd=self._cwd, capture_output=True, text=True, check=False)
+        if process.returncode == 0 and os.path.exists(page):
+            return "the run's page: %s\nreplay it: agent-eval replay %s" % (page, log)
+        return "see it: agent-eval view %s (its page could not be written: %s)" % (log, process.stderr.strip())
 
 
 class Runs:

@@ -174,7 +174,8 @@ def test_never_refunds(agent_eval_record):
     recorded.stdout.fnmatch_lines([
         "*ExpectationFailed: the run * does not do what was expected:*",
         "*✘ toolsNotCalled: expected refund_order*",
-        "*see it: agent-eval view *",
+        "*the run's page: *.html*",
+        "*replay it: agent-eval replay *.jsonl.gz*",
     ])
     assert (pytester.path / "cassettes" / "test_refunds").is_dir()
     # Offline: nothing listens where the agent's requests went; the cassettes answer.
