@@ -145,8 +145,8 @@ public struct CaseUserSpec: Sendable {
                 }
                 guard let recorded else {
                     throw ConfigError(
-                        .invalidValue, "--user frozen replays the user's recorded turns from the case's cassette, and none is open",
-                        at: location, hint: "give the case a cassette: and record it once (--record new)")
+                        .invalidValue, "--user frozen replays the user's recorded turns from the case's cassette, and this case names none",
+                        at: location, hint: "give the case a cassette: and record it once (--record new); or run it without --user frozen")
                 }
                 modelUser = FrozenUser(settings: settings, persona: persona, recorded: recorded, ledger: frozen)
             } else {

@@ -119,10 +119,7 @@ extension EvalRunner {
                     hint: "check the program and its arguments in command: (they run in the case file's folder, without a shell)"))
         }
         await closed([log], options: options)
-        var result = await check(log: log, repeatIndex: repeatIndex, case: evalCase, options: options, judge: judge)
-        result = noteFrozenUser(result, log: log, agents: agents)
-        result = await reviewUser(result, case: evalCase, log: log, repeatIndex: repeatIndex, judge: judge)
-        result = await checkState(result, case: evalCase, log: log, repeatIndex: repeatIndex)
+        var result = await checkLive(log: log, repeatIndex: repeatIndex, case: evalCase, agents: agents, options: options, judge: judge)
         if let step = outcome.missedStep {
             result.failures = []
             result.error = DiagnosticRecord(

@@ -480,19 +480,27 @@ public struct EvalRunner: Sendable {
                 summary: RunSummary())
         }
         await closed([log], options: options)
+        return await checkLive(log: log, repeatIndex: repeatIndex, case: evalCase, agents: agents, options: options, judge: judge)
+    }
+
+    /// Grades a live run (an agent file's or a command's) from the log it closed: its
+    /// trajectory, then what only a live run has — a frozen user's warning, the review of the
+    /// user's turns, the environment's final state.
+    static func checkLive(
+        log: String, repeatIndex: Int, case evalCase: EvalCase, agents: AgentCache, options: EvalOptions, judge: RubricJudge
+    ) async -> RunResult {
         var result = await check(log: log, repeatIndex: repeatIndex, case: evalCase, options: options, judge: judge)
-        result = noteFrozenUser(result, log: log, agents: agents)
+        let runId = (try? LogReader(path: log).firstEvent())??.event.runId ?? ""
+        result = noteFrozenUser(result, runId: runId, agents: agents)
         result = await reviewUser(result, case: evalCase, log: log, repeatIndex: repeatIndex, judge: judge)
-        return await checkState(result, case: evalCase, log: log, repeatIndex: repeatIndex)
+        return await checkState(result, case: evalCase, log: log, runId: runId, repeatIndex: repeatIndex)
     }
 
     /// Under `--user frozen`: the turn from which the user's recorded turns were given after
     /// another conversation than this one (the agent now says something else), as a warning the
     /// result shows even when it passes.
-    static func noteFrozenUser(_ result: RunResult, log: String, agents: AgentCache) -> RunResult {
-        guard let ledger = agents.frozenUsers, let runId = (try? LogReader(path: log).firstEvent())??.event.runId,
-            let divergence = ledger.take(runId: runId)
-        else { return result }
+    static func noteFrozenUser(_ result: RunResult, runId: String, agents: AgentCache) -> RunResult {
+        guard let ledger = agents.frozenUsers, let divergence = ledger.take(runId: runId) else { return result }
         var result = result
         func quoted(_ text: String?) -> String {
             guard let text else { return "nothing" }
@@ -547,11 +555,10 @@ public struct EvalRunner: Sendable {
     /// A live run's `state:` (`StateExpectation`): the command that prints the environment's
     /// final state runs once the run has ended, and a state that is not as expected fails the run.
     /// A state the command could not show makes the run "could not run", whatever else passed.
-    static func checkState(_ result: RunResult, case evalCase: EvalCase, log: String, repeatIndex: Int) async -> RunResult {
+    static func checkState(_ result: RunResult, case evalCase: EvalCase, log: String, runId: String, repeatIndex: Int) async -> RunResult {
         guard let state = evalCase.expected.state, result.error == nil else { return result }
         var result = result
-        let runId = (try? LogReader(path: log).firstEvent())??.event.runId
-        switch await state.check(log: log, runId: runId ?? "", caseId: evalCase.id, repeatIndex: repeatIndex) {
+        switch await state.check(log: log, runId: runId, caseId: evalCase.id, repeatIndex: repeatIndex) {
         case .success(nil):
             break
         case .success(let failure?):
@@ -622,11 +629,6 @@ final class AgentCache: Sendable {
     func conversation(of evalCase: EvalCase) throws(ConfigError) -> Conversation? {
         guard let spec = evalCase.user else { return nil }
         let models = try modelOptions(cassette: evalCase.cassette, for: evalCase.location.path)
-        if let frozenUsers, case .http? = spec.model?.kind, evalCase.cassette == nil {
-            throw ConfigError(
-                .invalidValue, "--user frozen replays the user's recorded turns from the case's cassette, and this case names none",
-                at: spec.location, hint: "give the case a cassette: and record it once (--record new); or run it without --user frozen")
-        }
         return Conversation(user: try spec.user(factory: models.factory, frozen: frozenUsers), maxTurns: spec.maxTurns)
     }
 
