@@ -34,6 +34,10 @@ public struct RunQuery: Sendable, Hashable {
     public var minCostUSD: Double?
     /// Forks of this run (`agent-eval fork`): logs whose last `run_forked` names it.
     public var forksOf: String?
+    /// Runs whose log path, run id, agent, model or input holds this text (case ignored).
+    public var text: String?
+    /// The page after this row, newest first (`serve`'s "more"): rows that sort after it.
+    public var after: Cursor?
     /// The most rows to return, newest first.
     public var limit = 50
 
@@ -147,6 +151,21 @@ public struct RunQuery: Sendable, Hashable {
         if let forksOf {
             conditions.append("forked_from = ?")
             arguments.append(.text(forksOf))
+        }
+        if let text, !text.isEmpty {
+            let columns = ["path", "run_id", "agent", "model", "input"]
+            conditions.append("(" + columns.map { dialect.containsIgnoringCase($0) }.joined(separator: " OR ") + ")")
+            arguments.append(contentsOf: columns.map { _ in .text(text) })
+        }
+        if let after {
+            // The order is `newestFirst`: later starts first, runs that never started last, ties by path.
+            if let started = after.startedAtUs {
+                conditions.append("(started_at_us < ? OR (started_at_us = ? AND path > ?) OR started_at_us IS NULL)")
+                arguments.append(contentsOf: [.integer(Int64(started)), .integer(Int64(started)), .text(after.path)])
+            } else {
+                conditions.append("(started_at_us IS NULL AND path > ?)")
+                arguments.append(.text(after.path))
+            }
         }
         let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
         let sql =

@@ -191,6 +191,11 @@ public final class LogWriter {
         return (writer, repair)
     }
 
+    /// The pid of the process writing the log at `path` now (the holder of its write lock, from
+    /// /proc/locks on Linux); nil when none does, or where the system does not say. A log whose
+    /// last member is open is being written when this names a process, and was cut off when not.
+    public static func writerProcess(of path: String) -> Int? { FileDescriptor.lockHolder(of: path) }
+
     /// Creates a log, hands it to `body`, and closes it however `body` ends.
     public static func withWriter<T>(
         creating path: String, runId: String, options: Options = Options(), _ body: (LogWriter) throws -> T

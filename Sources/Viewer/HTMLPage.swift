@@ -21,8 +21,12 @@ public struct HTMLPage: Sendable {
         self.data = data
     }
 
-    /// The page's bytes.
-    public func render(with assets: ViewerAssets, compressionThreshold: Int = HTMLPage.compressionThreshold) throws -> [UInt8] {
+    /// The page's bytes. A page `agent-eval serve` serves (`servedBy`) may also ask its own
+    /// origin for more (the next page of runs, a run's live events) and post forms there; a file
+    /// page asks nothing of anyone.
+    public func render(
+        with assets: ViewerAssets, compressionThreshold: Int = HTMLPage.compressionThreshold, servedBy origin: Bool = false
+    ) throws -> [UInt8] {
         let json = Self.scriptSafe(JSONWriter.encode(data))
         let encoding: String
         let embedded: [UInt8]
@@ -37,7 +41,7 @@ public struct HTMLPage: Sendable {
             "title": Array(Self.escape(title).utf8),
             "style": Array(assets.style.utf8),
             "script": Array(assets.script.utf8),
-            "script_hash": Array(Self.cspHash(assets.script).utf8),
+            "policy": Array(Self.contentSecurityPolicy(script: assets.script, servedBy: origin).utf8),
             "encoding": Array(encoding.utf8),
             "data": embedded,
         ]
@@ -94,6 +98,13 @@ public struct HTMLPage: Sendable {
             }
         }
         return result
+    }
+
+    /// The page's Content-Security-Policy: nothing but its own script (by hash) and inline
+    /// style; a served page may also connect to and post to the origin that served it.
+    public static func contentSecurityPolicy(script: String, servedBy origin: Bool) -> String {
+        "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src \(cspHash(script))"
+            + (origin ? "; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'" : "")
     }
 
     /// The CSP source that allows exactly this inline script: `'sha256-<base64>'`.

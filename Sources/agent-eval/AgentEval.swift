@@ -50,7 +50,10 @@ struct AgentEval: AsyncParsableCommand {
                 ]),
             CommandGroup(
                 name: "Look at runs",
-                subcommands: [ReplayCommand.self, ViewCommand.self, DiffCommand.self, ForkCommand.self, RerunCommand.self, LogCommand.self]
+                subcommands: [
+                    ReplayCommand.self, ViewCommand.self, ServeCommand.self, DiffCommand.self, ForkCommand.self, RerunCommand.self,
+                    LogCommand.self,
+                ]
             ),
             CommandGroup(
                 name: "Catalog",

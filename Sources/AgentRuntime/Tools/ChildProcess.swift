@@ -65,12 +65,12 @@ public struct ChildProcess: Sendable {
     /// writes a byte to the other end. Both ends close-on-exec from the start, as every pipe here
     /// (a process spawned at the same moment on another thread must not inherit them), and
     /// non-blocking. Without a pipe (out of descriptors) the thread still looks at what it is
-    /// woken for within 100 ms.
-    final class WakePipe: Sendable {
-        let readFD: Int32
+    /// woken for within 100 ms. Also what wakes `agent-eval serve`'s file watcher.
+    public final class WakePipe: Sendable {
+        public let readFD: Int32
         private let writeFD: Int32
 
-        init() {
+        public init() {
             var ends: [Int32] = [-1, -1]
             if cprocess_pipe_cloexec(&ends) == 0 {
                 for fd in ends { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
@@ -84,14 +84,14 @@ public struct ChildProcess: Sendable {
             for fd in [readFD, writeFD] where fd >= 0 { close(fd) }
         }
 
-        func wake() {
+        public func wake() {
             guard writeFD >= 0 else { return }
             var byte: UInt8 = 1
             _ = write(writeFD, &byte, 1)
         }
 
         /// Empties the pipe (the thread was woken; what woke it says why).
-        func drain() {
+        public func drain() {
             guard readFD >= 0 else { return }
             var bytes = [UInt8](repeating: 0, count: 64)
             while bytes.withUnsafeMutableBytes({ read(readFD, $0.baseAddress, $0.count) }) > 0 {}

@@ -86,6 +86,14 @@ public enum SQLDialect: String, Sendable {
     }
 
     /// A condition that `column` starts with the text bound to the next `?`.
+    /// `column` holds the bound text, ignoring case (ASCII and, on PostgreSQL, beyond).
+    func containsIgnoringCase(_ column: String) -> String {
+        switch self {
+        case .sqlite: return "instr(lower(\(column)), lower(?)) > 0"
+        case .postgres: return "strpos(lower(\(column)), lower(?)) > 0"
+        }
+    }
+
     func hasPrefix(_ column: String) -> String {
         switch self {
         case .sqlite: return "instr(\(column), ?) = 1"

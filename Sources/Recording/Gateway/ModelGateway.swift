@@ -1,8 +1,8 @@
 import AgentRuntime
 import Foundation
 public import ModelClients
-import NIOCore
-import NIOHTTP1
+public import NIOCore
+public import NIOHTTP1
 import TraceCore
 
 /// Where the gateway sends each provider's requests.
@@ -89,12 +89,12 @@ public final class GatewayHandler: HTTPRequestHandling {
         self.traces = traces
     }
 
-    func maxRequestBytes(for head: HTTPRequestHead) -> Int {
+    public func maxRequestBytes(for head: HTTPRequestHead) -> Int {
         if let traces, TraceReceiver.serves(head.uri) { return traces.maxRequestBytes }
         return maxRequestBytes
     }
 
-    func answerTooLarge(_ head: HTTPRequestHead, _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>) async throws
+    public func answerTooLarge(_ head: HTTPRequestHead, _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>) async throws
         -> Bool
     {
         if let traces, TraceReceiver.serves(head.uri) { return try await traces.answerTooLarge(head, outbound) }
@@ -103,7 +103,7 @@ public final class GatewayHandler: HTTPRequestHandling {
     }
 
     /// Answers one request; false when the connection must close (a reply cut off mid-way).
-    func handle(_ head: HTTPRequestHead, body: [UInt8], _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>)
+    public func handle(_ head: HTTPRequestHead, body: [UInt8], _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>)
         async throws -> Bool
     {
         let path = head.uri

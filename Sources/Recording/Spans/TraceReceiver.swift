@@ -1,7 +1,7 @@
 import Foundation
 public import Interop
-import NIOCore
-import NIOHTTP1
+public import NIOCore
+public import NIOHTTP1
 import Synchronization
 import TraceCore
 import TraceLog
@@ -94,7 +94,7 @@ public final class TraceReceiver: HTTPRequestHandling {
     let sink: any SpanSink
     let maxRequestBytes: Int
 
-    func maxRequestBytes(for head: HTTPRequestHead) -> Int { maxRequestBytes }
+    public func maxRequestBytes(for head: HTTPRequestHead) -> Int { maxRequestBytes }
     private let counts = Mutex(Counts())
 
     public init(sink: any SpanSink, maxRequestBytes: Int) {
@@ -112,7 +112,7 @@ public final class TraceReceiver: HTTPRequestHandling {
 
     private enum Encoding { case protobuf, json }
 
-    func handle(_ head: HTTPRequestHead, body: [UInt8], _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>)
+    public func handle(_ head: HTTPRequestHead, body: [UInt8], _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>)
         async throws -> Bool
     {
         let type = head.headers.first(name: "content-type")?.split(separator: ";").first.map {
@@ -215,7 +215,7 @@ public final class TraceReceiver: HTTPRequestHandling {
         }
     }
 
-    func answerTooLarge(_ head: HTTPRequestHead, _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>) async throws
+    public func answerTooLarge(_ head: HTTPRequestHead, _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>) async throws
         -> Bool
     {
         counts.withLock { $0.refused += 1 }

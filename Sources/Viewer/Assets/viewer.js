@@ -685,12 +685,251 @@
   let activeViewer = null;
 
   function drawRunPage(app, data) {
+    if (data.live) { new LiveRun(app, data).start(); return; }
     const viewer = new RunViewer(data.run, { prefix: '' });
     append(app, viewer.draw());
     activeViewer = viewer;
     const match = /^#step-(-?\d+)$/.exec(location.hash);
     if (match && viewer.showStep(Number(match[1]))) return;
     viewer.showIndex(0, { scroll: false, updateHash: false });
+  }
+
+  // ---------------------------------------------------------------- served pages (agent-eval serve)
+  // A page `agent-eval serve` served may ask its own origin for more: the runs list's next page,
+  // a run's updates as its log grows (server-sent events), and answers to approvals.
+
+  function servedNavigation(data) {
+    const bar = document.querySelector('header.bar');
+    const nav = el('nav', { class: 'served-nav' }, el('a', { href: '/' }, 'Runs'), el('a', { href: '/approvals' }, 'Approvals'));
+    bar.insertBefore(nav, document.getElementById('keys-hint'));
+  }
+
+  function pageLink(path, pairs) {
+    const query = new URLSearchParams();
+    for (const pair of pairs) query.append(pair[0], pair[1]);
+    const text = query.toString();
+    return path + (text ? '?' + text : '');
+  }
+
+  // A run whose log may still grow: drawn as any run, then each update merged in by step number
+  // (a step sent again replaces the one shown, so nothing shows twice) and drawn again.
+  function LiveRun(app, data) {
+    this.app = app;
+    this.data = data;
+    this.doc = data.run;
+    this.status = data.live.status || {};
+    this.approvals = data.approvals || [];
+    this.cursor = data.live.cursor;
+    this.updates = 0;
+    this.pending = false;
+  }
+
+  LiveRun.prototype.start = function () {
+    const self = this;
+    this.draw(true);
+    const source = new EventSource(pageLink('/events/run', [['log', this.data.live.log], ['after', this.cursor]]));
+    source.addEventListener('update', function (event) { self.merge(JSON.parse(event.data)); });
+    source.addEventListener('open', function () { document.body.dataset.liveConnected = 'true'; });
+    source.addEventListener('error', function () { document.body.dataset.liveConnected = 'false'; });
+    this.source = source;
+  };
+
+  LiveRun.prototype.merge = function (update) {
+    const steps = this.doc.steps || (this.doc.steps = []);
+    const index = {};
+    steps.forEach(function (step, position) { index[step.step] = position; });
+    for (const step of update.steps || []) {
+      if (index[step.step] !== undefined) steps[index[step.step]] = step;
+      else { index[step.step] = steps.length; steps.push(step); }
+    }
+    steps.sort(function (a, b) { return a.step - b.step; });
+    const head = update.head || {};
+    for (const key of Object.keys(head)) this.doc[key] = head[key];
+    if (!head.error) delete this.doc.error;
+    this.status = update.status || this.status;
+    this.approvals = update.approvals || [];
+    this.cursor = update.cursor || this.cursor;
+    this.updates += 1;
+    // Drawn once per frame however many updates came.
+    if (this.pending) return;
+    this.pending = true;
+    const self = this;
+    requestAnimationFrame(function () { self.pending = false; self.draw(false); });
+  };
+
+  LiveRun.prototype.draw = function (first) {
+    const previous = activeViewer && activeViewer.steps ? activeViewer : null;
+    const shown = previous && previous.current >= 0 ? previous.steps[previous.current].step : undefined;
+    const atEnd = previous ? previous.current === previous.steps.length - 1 : false;
+    clear(this.app);
+    const state = this.status.state || 'running';
+    append(this.app, el('p', { class: 'live-status ' + (state === 'running' ? 'banner-warn' : state === 'stopped' ? 'banner-ok' : 'banner-bad'), id: 'live-status' },
+      (state === 'running' ? '● live — ' : state === 'stopped' ? '■ ' : '⚠ ') + (this.status.text || state)));
+    if (this.approvals.length) append(this.app, approvalsPanel(this.data.live.log, this.approvals, this.data.served));
+    const fork = this.doc.fork;
+    if (fork && fork.parent_log) {
+      append(this.app, el('p', null, el('a', { href: pageLink('/compare', [['a', fork.parent_log], ['b', this.doc.log]]), id: 'compare-parent' }, 'compare with its parent')));
+    }
+    const viewer = new RunViewer(this.doc, { prefix: '' });
+    append(this.app, viewer.draw());
+    activeViewer = viewer;
+    const body = document.body.dataset;
+    let events = 0;
+    for (const step of this.doc.steps || []) events += (step.events || []).length;
+    body.liveSteps = String((this.doc.steps || []).length);
+    body.liveEvents = String(events);
+    body.liveState = state;
+    body.liveCursor = this.cursor || '';
+    body.liveUpdates = String(this.updates);
+    body.liveApprovals = String(this.approvals.length);
+    if (first) {
+      const match = /^#step-(-?\d+)$/.exec(location.hash);
+      if (match && viewer.showStep(Number(match[1]))) return;
+      viewer.showIndex(0, { scroll: false, updateHash: false });
+    } else if (atEnd || shown === undefined) {
+      // Following the end: the newest step.
+      viewer.showIndex(viewer.steps.length - 1, { scroll: false, updateHash: false });
+    } else if (viewer.byNumber[shown] !== undefined) {
+      viewer.showIndex(viewer.byNumber[shown], { scroll: false, updateHash: false });
+    }
+  };
+
+  // The calls waiting for a person in the run writing `log`, each with approve and deny.
+  function approvalsPanel(log, calls, served) {
+    const panel = el('div', { class: 'panel approvals' }, el('h3', null, 'Waiting for approval'));
+    const who = el('input', { type: 'text', class: 'approver', value: (served && served.approver) || '', 'aria-label': 'approver', placeholder: 'who answers' });
+    append(panel, el('div', { class: 'muted' }, 'answering as ', who));
+    for (const call of calls) {
+      const reason = el('input', { type: 'text', class: 'reason', placeholder: 'why (recorded with the answer)', 'aria-label': 'reason' });
+      const outcome = el('span', { class: 'outcome muted' });
+      function send(granted) {
+        outcome.textContent = 'sending…';
+        fetch('/api/approvals', {
+          method: 'POST', credentials: 'same-origin',
+          headers: { 'content-type': 'application/json', 'x-agent-eval-csrf': (served && served.csrf) || '' },
+          body: JSON.stringify({ log: log, call: call.call_id, granted: granted, approver: who.value, reason: reason.value })
+        }).then(function (response) {
+          return response.json().then(function (body) { return { status: response.status, body: body }; });
+        }).then(function (answer) {
+          outcome.textContent = answer.status === 200 ? (granted ? 'approved' : 'denied') + ' by ' + answer.body.approver
+            : answer.status === 409 ? 'someone else answered first: ' + answer.body.error : 'not taken: ' + answer.body.error;
+          outcome.dataset.status = String(answer.status);
+        }).catch(function (error) { outcome.textContent = 'not sent: ' + error; });
+      }
+      append(panel, el('div', { class: 'approval', 'data-call': call.call_id },
+        el('code', null, call.call_id), ' ', el('b', null, call.tool), ' ', el('code', { class: 'arguments' }, oneLine(call.arguments)),
+        call.rule ? el('span', { class: 'muted' }, ' rule ' + call.rule) : null,
+        call.reason ? el('span', { class: 'muted' }, ' — ' + call.reason) : null,
+        el('div', null, reason,
+          el('button', { class: 'approve', onclick: function () { send(true); } }, 'Approve'),
+          el('button', { class: 'deny', onclick: function () { send(false); } }, 'Deny'), outcome)));
+    }
+    return panel;
+  }
+
+  function drawApprovalsPage(app, data) {
+    append(app, el('h1', null, 'Calls waiting for approval'));
+    const waiting = data.waiting || [];
+    if (!waiting.length) append(app, el('p', { class: 'muted', id: 'no-approvals' }, 'No call waits for a person in the runs the catalog has as running.'));
+    for (const run of waiting) {
+      append(app, el('h2', null, el('a', { href: run.page }, (run.agent || 'run') + ' ' + (run.run_id || '')), ' ', el('code', { class: 'muted' }, run.log)));
+      append(app, approvalsPanel(run.log, run.calls, data.served));
+    }
+    document.body.dataset.approvals = String(waiting.reduce(function (sum, run) { return sum + run.calls.length; }, 0));
+  }
+
+  // The runs list: the filters of `agent-eval runs` in a form whose address holds them, the rows
+  // newest first a page at a time, fetched again when the catalog takes in changed logs.
+  function drawRunsPage(app, data) {
+    const repeatable = { tool: true, 'not-tool': true, stop: true, status: true };
+    const given = {};
+    for (const pair of data.filters || []) (given[pair[0]] = given[pair[0]] || []).push(pair[1]);
+    const hints = {
+      tool: 'refund_order, lookup_order', 'not-tool': 'tools that never ran', stop: 'final_answer, running…', agent: 'glob: support-*',
+      model: 'glob: openai:*', since: '7d, 2026-11-01', until: '2026-11-20', status: 'intact, torn…', approval: 'granted|refused|pending|none',
+      'min-cost': 'USD', 'forks-of': 'run id', text: 'in path, run id, agent, model, input'
+    };
+    const form = el('form', { class: 'filters', id: 'filters' });
+    const inputs = {};
+    for (const name of data.filter_names || []) {
+      if (name === 'denied') {
+        inputs[name] = el('input', { type: 'checkbox', name: name, checked: given[name] ? 'checked' : null });
+        append(form, el('label', null, inputs[name], ' denied'));
+        continue;
+      }
+      inputs[name] = el('input', { type: 'text', name: name, value: (given[name] || []).join(', '), placeholder: hints[name] || '' });
+      append(form, el('label', null, name + ' ', inputs[name]));
+    }
+    append(form, el('button', { type: 'submit' }, 'Filter'), el('a', { href: '/', class: 'muted' }, 'clear'));
+    form.addEventListener('submit', function (event) {
+      event.preventDefault();
+      const pairs = [];
+      for (const name of data.filter_names || []) {
+        const input = inputs[name];
+        if (name === 'denied') { if (input.checked) pairs.push([name, 'true']); continue; }
+        const values = repeatable[name] ? input.value.split(',') : [input.value];
+        for (const value of values) if (value.trim()) pairs.push([name, value.trim()]);
+      }
+      location.href = pageLink('/', pairs);
+    });
+    append(app, el('h1', null, 'Runs'), form);
+    if (data.index_failure) append(app, el('p', { class: 'banner-warn' }, 'indexing the watched directories failed: ' + data.index_failure));
+    if (data.error) { append(app, el('p', { class: 'error', id: 'filter-error' }, data.error)); return; }
+    const filters = data.filters || [];
+    const selected = [];
+    const compare = el('a', { class: 'compare-link', id: 'compare-link', hidden: 'hidden' }, 'compare the two selected');
+    const body = el('tbody');
+    function row(run) {
+      const pick = el('input', { type: 'checkbox', 'aria-label': 'select to compare' });
+      pick.addEventListener('change', function () {
+        const at = selected.indexOf(run.path);
+        if (pick.checked && at < 0) selected.push(run.path);
+        if (!pick.checked && at >= 0) selected.splice(at, 1);
+        while (selected.length > 2) selected.shift();
+        compare.hidden = selected.length !== 2;
+        if (selected.length === 2) compare.setAttribute('href', pageLink('/compare', [['a', selected[0]], ['b', selected[1]]]));
+      });
+      const stop = (run.stop_reason || 'running') + (run.limit ? ' (' + run.limit + ')' : '');
+      return el('tr', { class: 'run-row', 'data-path': run.path },
+        el('td', null, pick),
+        el('td', null, time(run.started_at_us)),
+        el('td', null, el('a', { href: run.page, class: 'run-link' }, run.agent || '?'), run.forked_from ? el('span', { class: 'muted' }, ' fork of ' + run.forked_from) : null),
+        el('td', null, run.model || '?'),
+        el('td', null, badge(stop, run.stop_reason ? (run.stop_reason === 'final_answer' ? 'ok' : 'warn') : 'warn')),
+        el('td', { class: 'num' }, run.steps), el('td', { class: 'num' }, run.executed_calls + (run.denied_calls ? ' +' + run.denied_calls + ' denied' : '')),
+        el('td', { class: 'num' }, run.tokens), el('td', { class: 'num' }, money(run.cost_usd)), el('td', null, run.status));
+    }
+    function fill(runs) { for (const run of runs) append(body, row(run)); document.body.dataset.runs = String(body.children.length); }
+    fill(data.runs || []);
+    const table = el('table', { class: 'runs', id: 'runs' },
+      el('thead', null, el('tr', null, ['', 'started', 'agent', 'model', 'stop', 'steps', 'calls', 'tokens', 'cost', 'log'].map(function (name) { return el('th', null, name); }))), body);
+    const more = el('button', { id: 'more', hidden: data.next ? null : 'hidden' }, 'more');
+    let next = data.next;
+    let pagesLoaded = 1;
+    more.addEventListener('click', function () {
+      fetch(pageLink('/api/runs', filters.concat([['after', next]]))).then(function (response) { return response.json(); }).then(function (page) {
+        fill(page.runs || []);
+        next = page.next;
+        pagesLoaded += 1;
+        more.hidden = !next;
+      });
+    });
+    append(app, compare, (data.runs || []).length ? table : el('p', { class: 'muted', id: 'no-runs' }, 'No indexed run matches.'), more);
+    if (!(data.runs || []).length) append(app, table);
+    // New and grown logs: the first page again, while only it is shown.
+    const source = new EventSource('/events/runs');
+    source.addEventListener('indexed', function (event) {
+      document.body.dataset.indexed = JSON.parse(event.data).generation;
+      if (pagesLoaded > 1) return;
+      fetch(pageLink('/api/runs', filters)).then(function (response) { return response.json(); }).then(function (page) {
+        clear(body);
+        fill(page.runs || []);
+        next = page.next;
+        more.hidden = !next;
+        const none = document.getElementById('no-runs');
+        if (none && (page.runs || []).length) none.remove();
+      });
+    });
   }
 
   const sectionOrder = [
@@ -1169,7 +1408,10 @@
     }
     clear(app);
     drawHelp();
+    if (data.served) servedNavigation(data);
     if (data.view === 'run') drawRunPage(app, data);
+    else if (data.view === 'runs') drawRunsPage(app, data);
+    else if (data.view === 'approvals') drawApprovalsPage(app, data);
     else if (data.view === 'report') drawReportPage(app, data);
     else if (data.view === 'diff') drawDiffPage(app, data);
     else if (data.view === 'pipeline') drawPipelinePage(app, data);

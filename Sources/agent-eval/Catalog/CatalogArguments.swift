@@ -218,53 +218,31 @@ struct RunFilters: ParsableArguments {
 
     func validate() throws { _ = try query(limit: 1) }
 
-    func query(limit: Int) throws -> RunQuery {
-        var query = RunQuery()
-        query.tools = tool
-        query.notTools = notTool
-        let reasons = Set(StopReason.allCases.map(\.rawValue) + ["running"])
-        for reason in stop where !reasons.contains(reason) {
-            throw ValidationError("--stop \(reason) is not a stop reason (one of: \(reasons.sorted().joined(separator: ", ")))")
-        }
-        query.stopReasons = stop
-        query.agent = agent
-        query.model = model
-        query.sinceUs = try since.map { try Self.time($0, option: "--since") }
-        query.untilUs = try until.map { try Self.time($0, option: "--until") }
-        query.statuses = try status.map { text in
-            guard let value = LogStatus(rawValue: text) else {
-                throw ValidationError("--status \(text) is not one of: \(LogStatus.allCases.map(\.rawValue).joined(separator: ", "))")
-            }
-            return value
-        }
-        query.hasDenied = denied
-        if let approval {
-            guard let value = RunQuery.ApprovalFilter(rawValue: approval) else {
-                throw ValidationError(
-                    "--approval \(approval) is not one of: \(RunQuery.ApprovalFilter.allCases.map(\.rawValue).joined(separator: ", "))")
-            }
-            query.approval = value
-        }
-        if let minCost, !minCost.isFinite || minCost < 0 {
-            throw ValidationError("--min-cost must be a number of US dollars, 0 or more (got \(minCost))")
-        }
-        query.minCostUSD = minCost
-        query.forksOf = forksOf
-        query.limit = limit
-        return query
-    }
+    @Option(help: "Runs whose log path, run id, agent, model or input holds this text (case ignored).")
+    var text: String?
 
-    /// Microseconds since 1970 for `2026-11-01`, `2026-11-01T09:30:00Z` or `7d` (ago).
-    static func time(_ text: String, option: String, now: Date = Date()) throws -> Int {
-        if let unit = text.last, let amount = Int(text.dropLast()), amount >= 0 {
-            let seconds: Int? = ["d": 86_400, "h": 3_600, "m": 60, "s": 1][unit].map { amount * $0 }
-            if let seconds { return Int(now.timeIntervalSince1970 * 1_000_000) - seconds * 1_000_000 }
+    /// The query, read by the catalog's one reader of run filters (`RunQuery(filters:)`, which
+    /// `serve` uses for a page's address too).
+    func query(limit: Int) throws -> RunQuery {
+        var pairs: [(name: String, value: String)] = []
+        pairs += tool.map { ("tool", $0) }
+        pairs += notTool.map { ("not-tool", $0) }
+        pairs += stop.map { ("stop", $0) }
+        if let agent { pairs.append(("agent", agent)) }
+        if let model { pairs.append(("model", model)) }
+        if let since { pairs.append(("since", since)) }
+        if let until { pairs.append(("until", until)) }
+        pairs += status.map { ("status", $0) }
+        if denied { pairs.append(("denied", "true")) }
+        if let approval { pairs.append(("approval", approval)) }
+        if let minCost { pairs.append(("min-cost", String(minCost))) }
+        if let forksOf { pairs.append(("forks-of", forksOf)) }
+        if let text { pairs.append(("text", text)) }
+        do {
+            return try RunQuery(filters: pairs, limit: limit)
+        } catch {
+            throw ValidationError(error.message)
         }
-        let formatter = ISO8601DateFormatter()
-        if let date = formatter.date(from: text) { return Int(date.timeIntervalSince1970 * 1_000_000) }
-        formatter.formatOptions = [.withFullDate]
-        if let date = formatter.date(from: text) { return Int(date.timeIntervalSince1970 * 1_000_000) }
-        throw ValidationError("\(option) \(text) is not a time: give 2026-11-01, 2026-11-01T09:30:00Z, or 7d, 12h, 30m (ago)")
     }
 }
 

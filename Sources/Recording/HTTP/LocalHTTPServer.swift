@@ -1,10 +1,10 @@
 import AgentRuntime
-import NIOCore
-import NIOHTTP1
+public import NIOCore
+public import NIOHTTP1
 import NIOPosix
 
 /// What answers the requests of a `LocalHTTPServer`: the recording gateway, the OTLP receiver.
-protocol HTTPRequestHandling: Sendable {
+public protocol HTTPRequestHandling: Sendable {
     /// The largest body of a request with this head taken whole; a larger one is read to its
     /// end, kept nowhere, and answered by `answerTooLarge`.
     func maxRequestBytes(for head: HTTPRequestHead) -> Int
@@ -18,14 +18,14 @@ protocol HTTPRequestHandling: Sendable {
 
 /// An HTTP/1.1 server (swift-nio) on a local address: each connection's requests answered in
 /// turn by one handler, each body gathered whole up to the handler's limit. The one server of
-/// the recording gateway and of `agent-eval collect`.
-final class LocalHTTPServer: Sendable {
-    let port: Int
+/// the recording gateway, of `agent-eval collect` and of `agent-eval serve`.
+public final class LocalHTTPServer: Sendable {
+    public let port: Int
     private let server: NIOAsyncChannel<NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, Never>
     private let serving: Task<Void, Never>
 
     /// Starts listening on `host:port` (port 0: a free one).
-    init(host: String = "127.0.0.1", port: Int = 0, handler: any HTTPRequestHandling) async throws {
+    public init(host: String = "127.0.0.1", port: Int = 0, handler: any HTTPRequestHandling) async throws {
         server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(ChannelOptions.backlog, value: 256)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
@@ -56,7 +56,7 @@ final class LocalHTTPServer: Sendable {
     }
 
     /// Stops listening and ends every connection.
-    func stop() async {
+    public func stop() async {
         try? await server.channel.close()
         serving.cancel()
         await serving.value
@@ -100,12 +100,13 @@ final class LocalHTTPServer: Sendable {
     }
 
     /// An answer with a body.
-    static func answer(
+    public static func answer(
         status: Int, contentType: String, body: [UInt8], to head: HTTPRequestHead,
-        _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>
+        _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>, headers: [(String, String)] = []
     ) async throws -> Bool {
         var responseHead = HTTPResponseHead(version: head.version, status: HTTPResponseStatus(statusCode: status))
         responseHead.headers.add(name: "content-type", value: contentType)
+        for (name, value) in headers { responseHead.headers.add(name: name, value: value) }
         responseHead.headers.add(name: "content-length", value: String(body.count))
         try await outbound.write(.head(responseHead))
         if !body.isEmpty { try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: body)))) }

@@ -1,0 +1,68 @@
+import AgentRuntime
+import Catalog
+import TraceLog
+
+/// Keeps the catalog up with the logs under the watched directories: indexes them once at the
+/// start, then every log the watcher reports changed, as soon as it is reported (a burst of
+/// writes is taken together, at most every `pause`). Each pass that changed the catalog moves
+/// `indexed` on, which wakes the open runs lists.
+final class LiveIndex: Sendable {
+    struct Progress: Sendable {
+        /// Passes that changed the catalog.
+        var generation = 0
+        /// The last pass's failure, if it failed.
+        var failure: String?
+    }
+
+    let indexed = WatchedState(Progress())
+
+    /// Indexes until cancelled.
+    func run(
+        catalog: Catalog, directories: [String], watcher: LogWatcher, memberLimit: Int, pause: Duration, clock: any Clock<Duration>
+    ) async {
+        var seen = 0
+        if !directories.isEmpty {
+            // Changes from here on are picked up below, whatever this pass saw of them.
+            seen = watcher.changes.withLock { $0.generation }
+            await pass {
+                try await catalog.work { catalog throws(CatalogError) in
+                    // A link out of the directories is not followed: the server reads only what lies under them.
+                    let logs = try Catalog.findLogs(directories).filter { Self.liesUnder(directories, $0) }
+                    if !logs.isEmpty { _ = try catalog.index(paths: logs, memberLimit: memberLimit) }
+                }
+            }
+        }
+        while !Task.isCancelled {
+            let current = seen
+            await watcher.changes.wait(within: .seconds(3600), on: clock) { $0.generation > current }
+            let (generation, changed) = watcher.changed(after: seen)
+            seen = generation
+            let logs = changed.filter { Self.liesUnder(directories, $0) }
+            guard !logs.isEmpty else { continue }
+            await pass {
+                try await catalog.work { catalog throws(CatalogError) in
+                    for log in logs { _ = try catalog.index(log: log, memberLimit: memberLimit) }
+                }
+            }
+            try? await clock.sleep(for: pause)
+        }
+    }
+
+    /// Whether `log`, its links resolved, is under one of `directories` (resolved already).
+    static func liesUnder(_ directories: [String], _ log: String) -> Bool {
+        let real = LogAccess.resolved(log)
+        return directories.contains { real.hasPrefix($0 + "/") }
+    }
+
+    private func pass(_ body: () async throws -> Void) async {
+        do {
+            try await body()
+            indexed.withLock { progress in
+                progress.generation += 1
+                progress.failure = nil
+            }
+        } catch {
+            indexed.withLock { $0.failure = "\(error)" }
+        }
+    }
+}

@@ -1,0 +1,156 @@
+import AgentRuntime
+import ConfigFile
+import Foundation
+import Synchronization
+import TraceLog
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Which logs changed under the directories `serve` watches, as the kernel says (inotify): a
+/// log written, created, moved in or removed, or a call of it waiting for approval (its
+/// `<log>.approvals/` folder). One thread reads the kernel's reports and wakes everyone waiting
+/// on `changes`; nothing polls. Subdirectories are watched as they appear.
+final class LogWatcher: Sendable {
+    /// The changes so far: each log's last change, numbered in one sequence.
+    struct Changes: Sendable {
+        var generation = 0
+        var logs: [String: Int] = [:]
+    }
+
+    let changes = WatchedState(Changes())
+    private let descriptor: Int32
+    private let wake = ChildProcess.WakePipe()
+    private let state = Mutex(State())
+
+    private struct State {
+        var directories: [Int32: String] = [:]
+        var watched: Set<String> = []
+        var stopped = false
+    }
+
+    /// Starts watching `directories` (and everything under them).
+    init(directories: [String]) throws(WebError) {
+        #if os(Linux)
+            descriptor = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
+            guard descriptor >= 0 else {
+                throw WebError(.watchFailed, "cannot watch files for changes: \(String(cString: strerror(errno)))")
+            }
+            for directory in directories { watchTree(directory) }
+            JobThreads.once(name: "agent-eval serve watcher") { [self] in readReports() }
+        #else
+            descriptor = -1
+        #endif
+    }
+
+    /// Also watches `directory` itself (not below it): the folder of a log shown that lies
+    /// outside the watched trees.
+    func watch(directory: String) {
+        add(ConfigPath.absolute(directory))
+    }
+
+    /// Stops the thread; nothing changes after.
+    func stop() {
+        let first = state.withLock { state -> Bool in
+            defer { state.stopped = true }
+            return !state.stopped
+        }
+        if first { wake.wake() }
+    }
+
+    /// The logs changed after `generation`, and the generation they bring it to.
+    func changed(after generation: Int) -> (generation: Int, logs: [String]) {
+        changes.withLock { changes in
+            (changes.generation, changes.logs.filter { $0.value > generation }.map(\.key).sorted())
+        }
+    }
+
+    /// The generation of `log`'s last change (0: none seen).
+    func generation(of log: String) -> Int { changes.withLock { $0.logs[log] ?? 0 } }
+
+    private func watchTree(_ root: String) {
+        let root = ConfigPath.absolute(root)
+        add(root)
+        guard let walker = FileManager.default.enumerator(atPath: root) else { return }
+        while let entry = walker.nextObject() as? String {
+            var isDirectory: ObjCBool = false
+            let path = root + "/" + entry
+            if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue { add(path) }
+        }
+    }
+
+    private func add(_ directory: String) {
+        #if os(Linux)
+            let known = state.withLock { !$0.watched.insert(directory).inserted }
+            guard !known else { return }
+            let mask = UInt32(IN_MODIFY | IN_CLOSE_WRITE | IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_ATTRIB)
+            let watch = inotify_add_watch(descriptor, directory, mask)
+            guard watch >= 0 else {
+                _ = state.withLock { $0.watched.remove(directory) }
+                return
+            }
+            state.withLock { $0.directories[watch] = directory }
+        #endif
+    }
+
+    #if os(Linux)
+        private func readReports() {
+            defer { close(descriptor) }
+            var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+            while !state.withLock({ $0.stopped }) {
+                var fds = [
+                    pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0),
+                ]
+                guard poll(&fds, 2, -1) >= 0 || errno == EINTR else { return }
+                if fds[1].revents != 0 { wake.drain() }
+                let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+                guard count > 0 else { continue }
+                var logs: [String] = []
+                var newDirectories: [String] = []
+                buffer.withUnsafeBytes { bytes in
+                    var offset = 0
+                    let header = MemoryLayout<inotify_event>.size
+                    while offset + header <= count {
+                        let watch = bytes.load(fromByteOffset: offset, as: Int32.self)
+                        let mask = bytes.load(fromByteOffset: offset + 4, as: UInt32.self)
+                        let length = Int(bytes.load(fromByteOffset: offset + 12, as: UInt32.self))
+                        let nameBytes = bytes[(offset + header)..<min(count, offset + header + length)].prefix { $0 != 0 }
+                        offset += header + length
+                        guard let directory = state.withLock({ $0.directories[watch] }) else { continue }
+                        let name = String(decoding: nameBytes, as: UTF8.self)
+                        let path = name.isEmpty ? directory : directory + "/" + name
+                        if mask & UInt32(IN_ISDIR) != 0 && mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 {
+                            newDirectories.append(path)
+                        }
+                        if let log = Self.log(changedBy: path) { logs.append(log) }
+                    }
+                }
+                for directory in newDirectories {
+                    watchTree(directory)
+                    // Logs written before the watch was in place.
+                    for log in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] {
+                        if let changed = Self.log(changedBy: directory + "/" + log) { logs.append(changed) }
+                    }
+                }
+                if !logs.isEmpty {
+                    changes.withLock { changes in
+                        changes.generation += 1
+                        for log in logs { changes.logs[log] = changes.generation }
+                    }
+                }
+            }
+        }
+    #endif
+
+    /// The log a change at `path` is news of: the log itself, or the log whose approvals folder
+    /// it is in (or is).
+    static func log(changedBy path: String) -> String? {
+        if path.hasSuffix(".jsonl.gz") { return path }
+        let folder = (path as NSString).deletingLastPathComponent
+        for candidate in [path, folder] where candidate.hasSuffix(".jsonl.gz.approvals") {
+            return String(candidate.dropLast(".approvals".count))
+        }
+        return nil
+    }
+}

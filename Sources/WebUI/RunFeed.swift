@@ -1,0 +1,85 @@
+import Recording
+import TraceCore
+import Viewer
+
+/// What an open run page has of its run, and what it is sent next: its steps by number, each
+/// with its count of events, for a run whose log is still being written. The page replaces a
+/// step it has by number and appends a new one, so an update sent again after a reconnect shows
+/// nothing twice, and one that follows the cursor the page last saw (`Last-Event-ID`) leaves
+/// nothing out.
+struct RunFeed: Sendable {
+    /// The page has every step up to `step`, and `events` events of that one.
+    struct Cursor: Sendable, Hashable {
+        var step: Int
+        var events: Int
+
+        /// `STEP.EVENTS`, the id of the server-sent event that brought it.
+        var text: String { "\(step).\(events)" }
+
+        init(step: Int, events: Int) {
+            self.step = step
+            self.events = events
+        }
+
+        init?(text: String) {
+            let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+            guard parts.count == 2, let step = Int(parts[0]), let events = Int(parts[1]), events >= 0 else { return nil }
+            self.init(step: step, events: events)
+        }
+
+        /// Before any step.
+        static let start = Cursor(step: Int.min, events: 0)
+    }
+
+    /// The update a page at `cursor` needs from `document` (a run's replay document): the steps
+    /// it lacks or has only part of, every other member of the document as it is now, the run's
+    /// state in words, and the calls that wait for approval. Nil steps and an unchanged `head`
+    /// are still an update (the status may have changed); the caller decides what to send.
+    static func update(_ document: JSONValue, after cursor: Cursor, approvals: [MCPApprovals.PendingCall], writer: Int?) -> (
+        update: JSONValue, cursor: Cursor, newSteps: Int
+    ) {
+        let steps = document["steps"]?.arrayValue ?? []
+        var sent: [JSONValue] = []
+        var next = cursor
+        for step in steps {
+            guard let number = step["step"]?.intValue else { continue }
+            let events = step["events"]?.arrayValue?.count ?? 0
+            if number > cursor.step || (number == cursor.step && events != cursor.events) { sent.append(step) }
+            if number >= next.step { next = Cursor(step: number, events: events) }
+        }
+        var head = JSONObject()
+        for member in document.objectValue ?? JSONObject() where member.key != "steps" { head[member.key] = member.value }
+        var object = ObjectBuilder()
+        object.set("steps", JSONValue.array(sent))
+        object.set("head", JSONValue.object(head))
+        object.set("status", status(of: document, writer: writer))
+        object.set("approvals", JSONValue.array(approvals.map(\.json)))
+        object.set("cursor", next.text)
+        return (object.json, next, sent.count)
+    }
+
+    /// The run's state in a word and a line: `running` (a process holds the log's write lock:
+    /// `writer`), `stopped`, `torn` (its last member is cut off and nobody writes it: the writer
+    /// died), `unfinished` (no stop, nobody writing) or `damaged`.
+    static func status(of document: JSONValue, writer: Int?) -> JSONValue {
+        var object = ObjectBuilder()
+        let stop = document["summary"]?["stop_reason"]?.stringValue
+        if let error = document["error"], error != .null {
+            object.set("state", "damaged")
+            object.set("text", "the log could not be read to the end: " + (error["message"]?.stringValue ?? "damaged"))
+        } else if let stop, writer == nil || stop != "approval_required" {
+            object.set("state", "stopped")
+            object.set("text", "stopped: " + stop)
+        } else if let writer {
+            object.set("state", "running")
+            object.set("text", "being written (process \(writer))")
+        } else if let tear = document["verification"]?["tear"]?.stringValue {
+            object.set("state", "torn")
+            object.set("text", "torn, and no process writes it (the writer died?): \(tear); agent-eval log repair seals it")
+        } else {
+            object.set("state", "unfinished")
+            object.set("text", "no stop is recorded and no process writes it here")
+        }
+        return object.json
+    }
+}

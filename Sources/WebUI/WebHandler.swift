@@ -1,0 +1,470 @@
+import AgentRuntime
+import Catalog
+import Foundation
+import NIOCore
+import NIOHTTP1
+import Recording
+import Replay
+import Synchronization
+import TraceCore
+import TraceLog
+import Viewer
+
+/// Answers the server's requests: who may ask (the host, the token), then the page or the
+/// answer the path names.
+///
+/// | path | what |
+/// |---|---|
+/// | `GET /` | the runs list, filtered by the query (`RunQuery`'s filters) |
+/// | `GET /api/runs` | the same rows as JSON, with the cursor of the next page |
+/// | `GET /run?log=PATH` | a run's page, filling in live while its log grows |
+/// | `GET /events/run?log=PATH` | that run's updates (server-sent events) |
+/// | `GET /events/runs` | a note each time the catalog took in changed logs |
+/// | `GET /compare?a=PATH&b=PATH` | two runs side by side, aligned as `diff` aligns them |
+/// | `GET /approvals`, `GET /api/approvals` | calls waiting for a person |
+/// | `POST /api/approvals` | an answer to one: `{"log", "call", "granted", "approver", "reason"}` |
+final class WebHandler: HTTPRequestHandling {
+    let state: WebState
+
+    init(state: WebState) {
+        self.state = state
+    }
+
+    /// The largest body taken: an answer to an approval is small.
+    static let maxBody = 64 * 1024
+
+    func maxRequestBytes(for head: HTTPRequestHead) -> Int { Self.maxBody }
+
+    func answerTooLarge(_ head: HTTPRequestHead, _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>) async throws -> Bool {
+        try await Response.text(413, "the request's body is larger than \(Self.maxBody) bytes").send(to: head, outbound)
+        return false
+    }
+
+    func handle(_ head: HTTPRequestHead, body: [UInt8], _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>) async throws
+        -> Bool
+    {
+        guard let request = WebRequest(head, body: body) else {
+            try await Response.text(400, "the request's target does not read as a path and a query").send(to: head, outbound)
+            return false
+        }
+        if let refusal = admission(request) {
+            try await refusal.send(to: head, outbound)
+            return true
+        }
+        switch (head.method, request.path) {
+        case (.GET, "/events/run"):
+            try await streamRun(request, outbound)
+            return false
+        case (.GET, "/events/runs"):
+            try await streamIndex(request, outbound)
+            return false
+        default:
+            let response = await answer(request)
+            try await response.send(to: head, outbound)
+            return true
+        }
+    }
+
+    private func answer(_ request: WebRequest) async -> Response {
+        switch (request.head.method, request.path) {
+        case (.GET, "/"): return await runsPage(request)
+        case (.GET, "/api/runs"): return await runsJSON(request)
+        case (.GET, "/run"): return await runPage(request)
+        case (.GET, "/compare"): return await comparePage(request)
+        case (.GET, "/approvals"): return await approvalsPage()
+        case (.GET, "/api/approvals"): return .json(200, .array(await waitingCalls()))
+        case (.POST, "/api/approvals"): return await approve(request)
+        default:
+            let paths: Set = ["/", "/api/runs", "/run", "/compare", "/approvals", "/api/approvals", "/events/run", "/events/runs"]
+            if paths.contains(request.path) { return .text(405, "\(request.head.method.rawValue) is not answered at \(request.path)") }
+            return .text(404, "nothing is served at \(request.path): the runs list is at /")
+        }
+    }
+
+    // MARK: Who may ask
+
+    /// Nil when the request may be answered; else the answer that refuses it.
+    private func admission(_ request: WebRequest) -> Response? {
+        if let token = state.options.token {
+            let bearer = request.header("authorization").flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
+            if let given = request.parameter("token"), Self.same(given, token) {
+                // Once from the address printed, then by cookie: the address bar keeps no token.
+                let rest = request.query.filter { $0.name != "token" }
+                let location =
+                    request.path
+                    + (rest.isEmpty ? "" : "?" + rest.map { "\(queryEscaped($0.name))=\(queryEscaped($0.value))" }.joined(separator: "&"))
+                return Response(
+                    status: 303, contentType: "text/plain; charset=utf-8", body: Array("signed in".utf8),
+                    headers: [("location", location), ("set-cookie", "agent_eval_token=\(token); HttpOnly; SameSite=Strict; Path=/")])
+            }
+            guard bearer.map({ Self.same($0, token) }) == true || request.cookie("agent_eval_token").map({ Self.same($0, token) }) == true
+            else {
+                return .text(
+                    401,
+                    "this server needs its token: open the address `agent-eval serve` printed (it ends in ?token=…), or send Authorization: Bearer TOKEN"
+                )
+            }
+        } else {
+            // Bound to the loopback address: a page of another site that renamed itself to
+            // 127.0.0.1 (DNS rebinding) still says its own name in Host.
+            let port = state.port.withLock { $0 }
+            let allowed = ["127.0.0.1:\(port)", "localhost:\(port)", "[::1]:\(port)"]
+            guard let host = request.header("host"), allowed.contains(host.lowercased()) else {
+                return .text(403, "this server answers only requests addressed to 127.0.0.1:\(port) or localhost:\(port)")
+            }
+        }
+        if request.head.method != .GET && request.head.method != .HEAD {
+            // A change needs the token of a page this server made, and no other site's origin.
+            if let origin = request.header("origin"), let host = request.header("host"), origin != "http://" + host {
+                return .text(403, "a request from \(origin) may not change anything here")
+            }
+            guard let csrf = request.header("x-agent-eval-csrf"), Self.same(csrf, state.csrfToken) else {
+                return .text(403, "this request lacks the page's CSRF token (X-Agent-Eval-CSRF): reload the page and try again")
+            }
+        }
+        return nil
+    }
+
+    /// Compares secrets in time that does not depend on where they differ.
+    static func same(_ left: String, _ right: String) -> Bool {
+        let a = Array(left.utf8)
+        let b = Array(right.utf8)
+        guard a.count == b.count else { return false }
+        var difference: UInt8 = 0
+        for index in a.indices { difference |= a[index] ^ b[index] }
+        return difference == 0
+    }
+
+    // MARK: Runs
+
+    /// The most rows one page lists.
+    static let maxPageRows = 500
+
+    private func runsQuery(_ request: WebRequest) -> Result<RunQuery, RunQuery.FilterError> {
+        var filters: [(name: String, value: String)] = []
+        var limit = 50
+        var after: RunQuery.Cursor?
+        for (name, value) in request.query {
+            switch name {
+            case "limit":
+                guard let number = Int(value), (1...Self.maxPageRows).contains(number) else {
+                    return .failure(RunQuery.FilterError(name: name, message: "limit must be a number from 1 to \(Self.maxPageRows)"))
+                }
+                limit = number
+            case "after":
+                guard let cursor = RunQuery.Cursor(text: value) else {
+                    return .failure(RunQuery.FilterError(name: name, message: "after must be a cursor this server gave (STARTED:PATH)"))
+                }
+                after = cursor
+            case "token": continue
+            default:
+                // An empty field of the filter form is no filter.
+                if value.isEmpty && name != "denied" { continue }
+                filters.append((name, value))
+            }
+        }
+        do {
+            var query = try RunQuery(filters: filters, limit: limit + 1)
+            query.after = after
+            return .success(query)
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// The page of rows the query asks for, and the cursor after them when there are more.
+    private func runs(_ query: RunQuery) async throws(CatalogError) -> (rows: [JSONValue], next: String?) {
+        let rows = try await state.catalog.work { catalog throws(CatalogError) in try catalog.runs(query) }
+        let shown = Array(rows.prefix(query.limit - 1))
+        let next = rows.count >= query.limit ? shown.last.map { RunQuery.Cursor(after: $0).text } : nil
+        return (shown.map(Self.row), next)
+    }
+
+    static func row(_ row: RunRow) -> JSONValue {
+        var object = row.json.objectValue ?? JSONObject()
+        object["page"] = .string("/run?log=" + queryEscaped(row.path))
+        return .object(object)
+    }
+
+    private func runsJSON(_ request: WebRequest) async -> Response {
+        switch runsQuery(request) {
+        case .failure(let error): return .json(400, ["error": .string(error.message), "filter": .string(error.name)])
+        case .success(let query):
+            do {
+                let (rows, next) = try await runs(query)
+                return .json(200, ["runs": .array(rows), "next": next.map { .string($0) } ?? .null])
+            } catch {
+                return .json(500, ["error": .string(error.message)])
+            }
+        }
+    }
+
+    private func runsPage(_ request: WebRequest) async -> Response {
+        var object = ObjectBuilder()
+        object.set("view", "runs")
+        object.set("served", state.served)
+        object.set("filter_names", RunQuery.filterNames)
+        object.set(
+            "filters",
+            JSONValue.array(
+                request.query.filter { $0.name != "after" && $0.name != "limit" && $0.name != "token" }.map {
+                    .array([.string($0.name), .string($0.value)])
+                }))
+        var status = 200
+        switch runsQuery(request) {
+        case .failure(let error):
+            object.set("error", error.message)
+            status = 400
+        case .success(let query):
+            do {
+                let (rows, next) = try await runs(query)
+                object.set("runs", JSONValue.array(rows))
+                object.set("next", next)
+                object.set("indexed", state.index.indexed.withLock { $0.generation })
+            } catch {
+                object.set("error", error.message)
+                status = 500
+            }
+        }
+        if let failure = state.index.indexed.withLock({ $0.failure }) { object.set("index_failure", failure) }
+        return page(status, HTMLPage(title: "runs", data: object.json))
+    }
+
+    // MARK: A run
+
+    private func runPage(_ request: WebRequest) async -> Response {
+        guard let given = request.parameter("log") else { return .text(400, "give the log: /run?log=PATH") }
+        guard let log = await state.access.allowed(given) else { return notShown(given) }
+        state.watcher.watch(directory: (log as NSString).deletingLastPathComponent)
+        let view: RunView
+        do {
+            view = try await OwnThread.run(name: "agent-eval serve run page") { try RunView.make(log: log) }
+        } catch {
+            return .text(500, "\(log) cannot be shown: \(FileProblem.reason(of: error))")
+        }
+        let writer = LogWriter.writerProcess(of: log)
+        let update = RunFeed.update(view.document, after: .start, approvals: MCPApprovals.pending(log: log), writer: writer)
+        var data = view.page.data.objectValue ?? JSONObject()
+        var live = ObjectBuilder()
+        live.set("log", log)
+        live.set("cursor", update.cursor.text)
+        live.set("status", update.update["status"])
+        data["live"] = live.json
+        data["approvals"] = update.update["approvals"]
+        data["served"] = state.served
+        return page(200, HTMLPage(title: view.page.title, data: .object(data)))
+    }
+
+    private func notShown(_ given: String) -> Response {
+        .text(
+            404,
+            "no log this server may show is at \(given): it shows the logs its catalog indexes and those under the directories it was given"
+        )
+    }
+
+    /// The run's updates as server-sent events, from the cursor the page has (`Last-Event-ID`
+    /// after a reconnect, else `after`), until the page goes away or the server stops. Each is
+    /// read from the log when the watcher says it changed; a comment every 15 s keeps the
+    /// connection, and finds a page that left. The stream is written as fast as the page reads
+    /// it and no faster: a page that reads nothing holds one update, never a queue of them.
+    private func streamRun(_ request: WebRequest, _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>) async throws {
+        guard let given = request.parameter("log") else {
+            try await Response.text(400, "give the log: /events/run?log=PATH").send(to: request.head, outbound)
+            return
+        }
+        guard let log = await state.access.allowed(given) else {
+            try await notShown(given).send(to: request.head, outbound)
+            return
+        }
+        let resumed = request.header("last-event-id") ?? request.parameter("after")
+        var cursor = resumed.flatMap(RunFeed.Cursor.init(text:)) ?? .start
+        state.watcher.watch(directory: (log as NSString).deletingLastPathComponent)
+        try await Self.startStream(request.head, outbound)
+        var lastSent: (status: JSONValue?, approvals: JSONValue?) = (nil, nil)
+        while !Task.isCancelled {
+            let generation = state.watcher.generation(of: log)
+            let document: JSONValue
+            do {
+                document = try await OwnThread.run(name: "agent-eval serve run events") { try RunView.make(log: log).document }
+            } catch {
+                document = ["error": ["message": .string(FileProblem.reason(of: error))], "steps": []]
+            }
+            let (update, next, newSteps) = RunFeed.update(
+                document, after: cursor, approvals: MCPApprovals.pending(log: log), writer: LogWriter.writerProcess(of: log))
+            if newSteps > 0 || update["status"] != lastSent.status || update["approvals"] != lastSent.approvals {
+                try await Self.send(event: "update", id: next.text, data: update, outbound)
+                lastSent = (update["status"], update["approvals"])
+                cursor = next
+            }
+            // Until the log changes; a comment every 15 s keeps the connection and finds a page
+            // that left. A writer that dies changes no file: while the run is being written,
+            // the lock is looked at again then.
+            var changed = false
+            while !changed && !Task.isCancelled {
+                changed = await state.watcher.changes.wait(within: .seconds(15), on: state.options.clock) {
+                    ($0.logs[log] ?? 0) > generation
+                }
+                if changed { break }
+                try await outbound.write(.body(.byteBuffer(ByteBuffer(string: ": still here\n\n"))))
+                if lastSent.status?["state"]?.stringValue == "running" && LogWriter.writerProcess(of: log) == nil { break }
+            }
+        }
+    }
+
+    /// A note each time the catalog took in changed logs, for open runs lists to fetch theirs again.
+    private func streamIndex(_ request: WebRequest, _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>) async throws {
+        try await Self.startStream(request.head, outbound)
+        var seen = Int(request.header("last-event-id") ?? "") ?? state.index.indexed.withLock { $0.generation }
+        while !Task.isCancelled {
+            let before = seen
+            let changed = await state.index.indexed.wait(within: .seconds(15), on: state.options.clock) { $0.generation > before }
+            if changed {
+                seen = state.index.indexed.withLock { $0.generation }
+                try await Self.send(event: "indexed", id: String(seen), data: ["generation": .int(seen)], outbound)
+            } else {
+                try await outbound.write(.body(.byteBuffer(ByteBuffer(string: ": still here\n\n"))))
+            }
+        }
+    }
+
+    private static func startStream(_ head: HTTPRequestHead, _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>) async throws
+    {
+        var response = HTTPResponseHead(version: head.version, status: .ok)
+        response.headers.add(name: "content-type", value: "text/event-stream; charset=utf-8")
+        response.headers.add(name: "cache-control", value: "no-store")
+        response.headers.add(name: "x-content-type-options", value: "nosniff")
+        try await outbound.write(.head(response))
+        // The page's EventSource waits this long before it connects again.
+        try await outbound.write(.body(.byteBuffer(ByteBuffer(string: "retry: 1000\n\n"))))
+    }
+
+    /// One server-sent event; its data is one line of JSON (which holds no line break).
+    static func send(event: String, id: String, data: JSONValue, _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>)
+        async throws
+    {
+        var bytes = Array("id: \(id)\nevent: \(event)\ndata: ".utf8)
+        bytes += JSONWriter.encode(data)
+        bytes += Array("\n\n".utf8)
+        try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: bytes))))
+    }
+
+    // MARK: Compare
+
+    private func comparePage(_ request: WebRequest) async -> Response {
+        guard let a = request.parameter("a"), let b = request.parameter("b") else {
+            return .text(400, "give both runs: /compare?a=PATH&b=PATH")
+        }
+        guard let left = await state.access.allowed(a) else { return notShown(a) }
+        guard let right = await state.access.allowed(b) else { return notShown(b) }
+        do {
+            let view = try await OwnThread.run(name: "agent-eval serve compare") { try DiffView.make(left: left, right: right) }
+            var data = view.document.objectValue ?? JSONObject()
+            data["served"] = state.served
+            return page(200, HTMLPage(title: "compare", data: .object(data)))
+        } catch {
+            return .text(500, "the runs cannot be compared: \(FileProblem.reason(of: error))")
+        }
+    }
+
+    // MARK: Approvals
+
+    /// The calls that wait in the runs the catalog has as running, newest run first.
+    private func waitingCalls() async -> [JSONValue] {
+        var query = RunQuery()
+        query.stopReasons = ["running", StopReason.approvalRequired.rawValue]
+        query.limit = 500
+        let running = query
+        let rows = (try? await state.catalog.work { catalog throws(CatalogError) in try catalog.runs(running) }) ?? []
+        var waiting: [JSONValue] = []
+        for row in rows {
+            let calls = MCPApprovals.pending(log: row.path)
+            guard !calls.isEmpty else { continue }
+            var object = ObjectBuilder()
+            object.set("log", row.path)
+            object.set("run_id", row.runId)
+            object.set("agent", row.agent)
+            object.set("page", "/run?log=" + queryEscaped(row.path))
+            object.set("calls", JSONValue.array(calls.map(\.json)))
+            waiting.append(object.json)
+        }
+        return waiting
+    }
+
+    private func approvalsPage() async -> Response {
+        var object = ObjectBuilder()
+        object.set("view", "approvals")
+        object.set("served", state.served)
+        object.set("waiting", JSONValue.array(await waitingCalls()))
+        return page(200, HTMLPage(title: "approvals", data: object.json))
+    }
+
+    /// Records a person's answer as `agent-eval approve` does (`MCPApprovals.answer`): of two
+    /// answers at once, one is taken and the other is told (409).
+    private func approve(_ request: WebRequest) async -> Response {
+        guard let body = try? JSONParser.parse(request.body), let given = body["log"]?.stringValue, let call = body["call"]?.stringValue,
+            let granted = body["granted"]?.boolValue
+        else {
+            return .json(400, ["error": "give {\"log\": PATH, \"call\": ID, \"granted\": true|false} (and approver, reason)"])
+        }
+        guard let log = await state.access.allowed(given) else { return .json(404, ["error": .string(notShownText(given))]) }
+        let approver = body["approver"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 } ?? state.options.approver
+        let answer = MCPApprovals.Answer(isGranted: granted, approver: approver, reason: body["reason"]?.stringValue)
+        do {
+            let answered = try await OwnThread.run(name: "agent-eval serve approval") { () throws(RecordingError) in
+                try MCPApprovals.answer(log: log, callId: call, with: answer)
+            }
+            return .json(
+                200,
+                [
+                    "call_id": .string(answered.callId), "tool": .string(answered.tool), "granted": .bool(granted),
+                    "approver": .string(approver),
+                ])
+        } catch let error as RecordingError {
+            return .json(
+                error.code == .alreadyAnswered ? 409 : 404,
+                ["error": .string(error.message), "hint": error.hint.map { .string($0) } ?? .null])
+        } catch {
+            return .json(500, ["error": .string("\(error)")])
+        }
+    }
+
+    private func notShownText(_ given: String) -> String { "no log this server may show is at \(given)" }
+
+    // MARK: Pages
+
+    private func page(_ status: Int, _ page: HTMLPage) -> Response {
+        do {
+            let bytes = try page.render(with: state.options.assets, servedBy: true)
+            return Response(
+                status: status, contentType: "text/html; charset=utf-8", body: bytes,
+                headers: [
+                    ("content-security-policy", HTMLPage.contentSecurityPolicy(script: state.options.assets.script, servedBy: true)),
+                    ("referrer-policy", "no-referrer"),
+                ])
+        } catch {
+            return .text(500, "the page could not be made: \(error)")
+        }
+    }
+}
+
+/// An answer with a body, and the headers every answer carries.
+struct Response: Sendable {
+    var status: Int
+    var contentType: String
+    var body: [UInt8]
+    var headers: [(String, String)] = []
+
+    static func text(_ status: Int, _ text: String) -> Response {
+        Response(status: status, contentType: "text/plain; charset=utf-8", body: Array((text + "\n").utf8))
+    }
+
+    static func json(_ status: Int, _ value: JSONValue) -> Response {
+        Response(status: status, contentType: "application/json", body: JSONWriter.encode(value) + [UInt8(ascii: "\n")])
+    }
+
+    func send(to head: HTTPRequestHead, _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>) async throws {
+        _ = try await LocalHTTPServer.answer(
+            status: status, contentType: contentType, body: body, to: head, outbound,
+            headers: headers + [("cache-control", "no-store"), ("x-content-type-options", "nosniff"), ("x-frame-options", "DENY")])
+    }
+}

@@ -1,0 +1,38 @@
+import Catalog
+import Foundation
+import Synchronization
+import TraceCore
+
+/// What every request of one server shares.
+final class WebState: Sendable {
+    let catalog: Catalog
+    let options: WebServer.Options
+    let access: LogAccess
+    let watcher: LogWatcher
+    let index: LiveIndex
+    /// Asked of every request that changes something (an approval): pages carry it, and a page
+    /// of another site cannot read one of ours to learn it.
+    let csrfToken: String
+    /// The port listened on, once known.
+    let port = Mutex(0)
+
+    init(catalog: Catalog, options: WebServer.Options, access: LogAccess, watcher: LogWatcher, index: LiveIndex) {
+        self.catalog = catalog
+        self.options = options
+        self.access = access
+        self.watcher = watcher
+        self.index = index
+        var generator = SystemRandomNumberGenerator()
+        csrfToken = (0..<4).map { _ in String(generator.next() as UInt64, radix: 16) }.joined(separator: "-")
+    }
+
+    /// What every page is told about the server it came from.
+    var served: JSONValue {
+        var object = ObjectBuilder()
+        object.set("csrf", csrfToken)
+        object.set("approver", options.approver)
+        object.set("catalog", Catalog.redacted(catalog.path))
+        object.set("directories", options.directories)
+        return object.json
+    }
+}

@@ -1,0 +1,131 @@
+import ArgumentParser
+import Catalog
+import Foundation
+import TraceCore
+import TraceLog
+import Viewer
+import WebUI
+
+/// `agent-eval serve`: the live web UI over the catalog and its logs.
+struct ServeCommand: AsyncParsableCommand, ReadsLogs {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Serve a live web UI over the catalog's runs: filter them, watch one being recorded, compare two, answer approvals.",
+        discussion: """
+            Open the address it prints. The runs list takes every filter of `agent-eval runs` (the address holds \
+            them, so a link can be shared); each run's page is the page `agent-eval view` writes, and while its log \
+            grows its steps arrive as they are written (server-sent events; a page that reconnects picks up where \
+            it was). DIRs given are indexed into the catalog at the start and watched: a run that exec, record, run \
+            or a pipeline writes there appears in the list within a second. Calls waiting for a person in a running \
+            mcp-proxy or record can be approved or denied from the page, recorded as `agent-eval approve` records \
+            them; of two answers at once one is taken.
+
+            It listens on 127.0.0.1 only, and answers only requests addressed to it there. Any other address needs \
+            --token (or --token-file): every request then needs it (the address printed carries it once, then a \
+            cookie). Only logs the catalog indexes, or under the DIRs, are read. docs/serve.md.
+
+            Stops cleanly on SIGINT or SIGTERM (exit 0). Exit 2: the address cannot be listened on, a DIR is not a \
+            directory, the catalog cannot be opened.
+
+            Examples:
+              agent-eval serve runs/
+              agent-eval serve --listen 127.0.0.1:0 --json runs/    # a free port, printed as JSON
+              agent-eval serve --listen 0.0.0.0:7300 --token-file ~/.agent-eval-token runs/
+            """
+    )
+
+    @Argument(help: "Directories of logs to index and watch (their new and growing logs appear live).")
+    var directories: [String] = []
+
+    @Option(help: ArgumentHelp("The address to listen on: HOST:PORT, :PORT or PORT (port 0: a free one).", valueName: "address"))
+    var listen = "127.0.0.1:7300"
+
+    @Option(help: "The token every request must carry (needed to listen on any address but 127.0.0.1).")
+    var token: String?
+
+    @Option(help: ArgumentHelp("A file whose first line is the token.", valueName: "file"))
+    var tokenFile: String?
+
+    @Option(help: "Who answers approvals by default (default: the USER variable); the page can say otherwise.")
+    var approver: String?
+
+    @Flag(help: "Open the runs list in the default browser.")
+    var open = false
+
+    @Flag(help: "Print where it listens as one JSON line on standard output, and another when it stops.")
+    var json = false
+
+    @OptionGroup var location: CatalogArguments
+
+    @OptionGroup var limits: LogReadLimits
+
+    func validate() throws {
+        guard CollectCommand.address(listen) != nil else {
+            throw ValidationError("--listen takes HOST:PORT, :PORT or PORT (0-65535); \"\(listen)\" is none")
+        }
+        if token != nil && tokenFile != nil { throw ValidationError("give --token or --token-file, not both") }
+        if let token, token.count < 16 {
+            throw ValidationError("--token must be at least 16 characters (make one with: openssl rand -hex 16)")
+        }
+    }
+
+    func run() async throws {
+        guard let (host, port) = CollectCommand.address(listen) else { throw Exit.usage }
+        var secret = token
+        if let tokenFile {
+            guard let text = try? String(contentsOfFile: tokenFile, encoding: .utf8),
+                let line = text.split(whereSeparator: \.isNewline).first.map({ $0.trimmingCharacters(in: .whitespaces) }), line.count >= 16
+            else {
+                throw diagnose(
+                    CommandError(
+                        "token_unreadable", "--token-file \(tokenFile) holds no token of 16 characters or more on its first line",
+                        at: SourceLocation(path: tokenFile), hint: "write one: openssl rand -hex 16 > \(tokenFile)"))
+            }
+            secret = line
+        }
+        let catalog = try await location.open()
+        let assets: ViewerAssets
+        do {
+            assets = try ViewerAssets.load(from: try BundledFiles.viewerAssets())
+        } catch {
+            throw diagnose(error)
+        }
+        var options = WebServer.Options(
+            assets: assets, approver: approver ?? ProcessInfo.processInfo.environment["USER"] ?? "agent-eval serve",
+            memberLimit: limits.memberLimit)
+        options.host = host
+        options.port = port
+        options.token = secret
+        options.directories = directories
+        let server: WebServer
+        do {
+            server = try await WebServer.start(catalog: catalog, options: options)
+        } catch {
+            throw diagnose(error)
+        }
+        let link = server.address + (secret.map { "?token=" + $0 } ?? "")
+        if json {
+            printJSON([
+                "event": "listening", "url": .string(link), "port": .int(server.port), "catalog": .string(Catalog.redacted(catalog.path)),
+            ])
+            fflush(nil)
+        } else {
+            printError("serving the runs of \(Catalog.redacted(catalog.path)) at \(link); Ctrl-C stops")
+            if !directories.isEmpty {
+                printError("watching \(directories.map(displayPath).joined(separator: ", ")) for new and growing logs")
+            }
+        }
+        if open { HTMLOutput.open(link) }
+        // Until a signal cancels the wait.
+        _ = try await withInterruption {
+            while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+        }
+        await server.stop()
+        if json {
+            printJSON(["event": "stopped"])
+        } else {
+            printError("stopped")
+        }
+        fflush(nil)
+    }
+}

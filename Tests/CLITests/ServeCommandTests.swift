@@ -1,0 +1,347 @@
+import Foundation
+import TestSupport
+import TestTags
+import Testing
+import TraceCore
+import TraceLog
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `agent-eval serve` as a real process on 127.0.0.1, asked by a real HTTP client (a socket,
+/// `HTTPTestClient`): the runs list and its filters, run pages that fill in while a log is
+/// written, reconnects, the bounds on what may be read and who may ask, and approvals.
+@Suite("serve: the live web UI", .ownThread)
+struct ServeCommandTests {
+    /// A running `agent-eval serve --listen 127.0.0.1:0 --json`.
+    struct Server {
+        let process: Process
+        let output: String
+        let errors: String
+        let url: String
+        let port: Int
+
+        static func start(_ arguments: [String], in directory: TemporaryDirectory) async throws -> Server {
+            let output = directory.path("serve-\(UUID().uuidString).out")
+            let errors = output + ".err"
+            for file in [output, errors] { _ = FileManager.default.createFile(atPath: file, contents: nil) }
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: try agentEvalBinary())
+            process.arguments = ["serve", "--listen", "127.0.0.1:0", "--json", "--catalog", directory.path("catalog.sqlite")] + arguments
+            process.currentDirectoryURL = directory.url
+            process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
+            process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errors))
+            try process.run()
+            for _ in 0..<600 {
+                let lines = (try? String(contentsOfFile: output, encoding: .utf8))?.split(separator: "\n") ?? []
+                if let first = lines.first, let listening = try? JSONParser.parse(Array(first.utf8)),
+                    let url = listening["url"]?.stringValue,
+                    let port = listening["port"]?.intValue
+                {
+                    return Server(process: process, output: output, errors: errors, url: url, port: port)
+                }
+                if !process.isRunning { break }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            process.terminate()
+            let said = (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
+            throw CLITestError.unexpected("agent-eval serve did not say where it listens within 30 s: \(said)")
+        }
+
+        func get(_ target: String, headers: [String: String] = [:]) async throws -> HTTPTestClient.Answer {
+            try await HTTPTestClient.request(port: port, "GET", target, headers: headers)
+        }
+
+        func json(_ target: String) async throws -> JSONValue {
+            let answer = try await get(target)
+            try #require(answer.status == 200, "GET \(target): \(answer.status) \(answer.text)")
+            return try answer.json()
+        }
+
+        /// The runs the catalog lists, once `count` of them with a run id are there (the index runs
+        /// in the background; a log indexed the moment it was made holds no run yet).
+        func runs(count: Int, _ query: String = "") async throws -> [JSONValue] {
+            var rows: [JSONValue] = []
+            for _ in 0..<600 {
+                rows = try await json("/api/runs" + query)["runs"]?.arrayValue ?? []
+                if rows.count { $0["run_id"]?.stringValue != nil } >= count { return rows }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            return rows
+        }
+
+        /// Stops it with `signal`: its exit status and what it printed.
+        func stop(_ signal: Int32 = SIGTERM) async -> (status: Int32, stdout: String, stderr: String) {
+            kill(process.processIdentifier, signal)
+            await wait(for: process, seconds: 60)
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            process.waitUntilExit()
+            return (
+                process.terminationStatus, (try? String(contentsOfFile: output, encoding: .utf8)) ?? "",
+                (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
+            )
+        }
+    }
+
+    /// A run written a step at a time, as a runtime writes it: each step is a lookup call, and a
+    /// step's end is a durability point (flushed), so a reader sees it once it is written.
+    final class GrowingRun {
+        let recorder: RunRecorder
+        let path: String
+
+        init(path: String, runId: String, agent: String = "support-agent") throws {
+            self.path = path
+            let clock = SteppingClock()
+            recorder = RunRecorder(writer: try LogWriter.create(at: path, runId: runId), clock: { clock.now() })
+            var start = SampleRun.supportStart()
+            start.agent.name = agent
+            try recorder.record(.runStarted(start))
+            try recorder.endStep()
+        }
+
+        func step(_ number: Int) throws {
+            let call = ToolCall(id: "call-\(number)", name: "lookup_order", arguments: ["order_id": .string("A-\(number)")])
+            try recorder.record(
+                .decisionMade(
+                    DecisionMade(raw: "lookup \(number)", outcome: .valid(.toolCalls([call])), usage: TokenUsage(input: 10, output: 2))))
+            try recorder.record(.verdictGiven(VerdictGiven(callId: call.id, tool: call.name, verdict: .allow, rule: "reads")))
+            try recorder.record(.toolIntended(ToolIntended(callId: call.id, tool: call.name, arguments: call.arguments, attempt: 1)))
+            try recorder.record(
+                .toolCompleted(
+                    ToolCompleted(callId: call.id, tool: call.name, attempt: 1, status: .ok, output: ["n": .int(number)], durationUs: 5)))
+            try recorder.endStep()
+        }
+
+        func finish() throws {
+            try recorder.record(
+                .decisionMade(DecisionMade(raw: "done", outcome: .valid(.answer("done")), usage: TokenUsage(input: 10, output: 1))))
+            try recorder.endStep()
+            try recorder.record(.runStopped(RunStopped(reason: .success, answer: "done")))
+            try recorder.writer.close()
+        }
+
+        var eventCount: Int { recorder.state.eventCount }
+    }
+
+    /// Writes a finished support run (SampleRun's) at `path`.
+    static func writeSupportRun(_ path: String, runId: String, refundCents: Int = 4999) throws {
+        try LogWriter.withWriter(creating: path, runId: runId) { writer in
+            _ = try SampleRun.recordSupportRun(into: writer, refundCents: refundCents)
+        }
+    }
+
+    @Test("the runs list: filters from the address as `runs` reads them, pages by cursor without a row twice, a bad filter named")
+    func runsList() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let runs = directory.path("runs")
+        try FileManager.default.createDirectory(atPath: runs, withIntermediateDirectories: true)
+        for index in 1...5 { try Self.writeSupportRun(runs + "/support-\(index).jsonl.gz", runId: "run-support-\(index)") }
+        let growing = try GrowingRun(path: runs + "/lookups.jsonl.gz", runId: "run-lookups", agent: "lookup-agent")
+        try growing.step(1)
+        try growing.finish()
+        let server = try await Server.start([runs], in: directory)
+        let all = try await server.runs(count: 6)
+        #expect(all.count == 6)
+        // The same rows as `agent-eval runs --json` over the same catalog.
+        let cli = try await agentEval(["runs", "--json", "--catalog", directory.path("catalog.sqlite")])
+        let cliPaths = try JSONParser.parse(Array(cli.stdout)).arrayValue?.compactMap { $0["path"]?.stringValue }
+        #expect(all.compactMap { $0["path"]?.stringValue } == cliPaths)
+        let refunds = try await server.json("/api/runs?tool=refund_order")["runs"]?.arrayValue ?? []
+        #expect(refunds.count == 5)
+        let onlyLookups = try await server.json("/api/runs?tool=lookup_order&not-tool=refund_order")["runs"]?.arrayValue ?? []
+        #expect(onlyLookups.compactMap { $0["run_id"]?.stringValue } == ["run-lookups"])
+        let byAgent = try await server.json("/api/runs?agent=lookup-*")["runs"]?.arrayValue ?? []
+        #expect(byAgent.count == 1)
+        let byText = try await server.json("/api/runs?text=SUPPORT-3")["runs"]?.arrayValue ?? []
+        #expect(byText.compactMap { $0["run_id"]?.stringValue } == ["run-support-3"], "text is matched ignoring case")
+        // Pages of two, each from the cursor the last gave: every row once, in order.
+        var paged: [String] = []
+        var next: String? = nil
+        repeat {
+            let page = try await server.json("/api/runs?limit=2" + (next.map { "&after=" + Self.escaped($0) } ?? ""))
+            paged += page["runs"]?.arrayValue?.compactMap { $0["path"]?.stringValue } ?? []
+            next = page["next"]?.stringValue
+        } while next != nil && paged.count < 20
+        #expect(paged == all.compactMap { $0["path"]?.stringValue })
+        // A mistake is named, as `runs` names it.
+        let bad = try await server.get("/api/runs?stop=finished")
+        #expect(bad.status == 400)
+        #expect(try bad.json()["error"]?.stringValue?.hasPrefix("--stop finished is not a stop reason") == true)
+        let unknown = try await server.get("/api/runs?tools=x")
+        #expect(unknown.status == 400)
+        // The page: the viewer's page with the rows embedded, under a policy that lets it ask only its own origin.
+        let page = try await server.get("/?tool=refund_order")
+        #expect(page.status == 200)
+        #expect(page.headers["content-security-policy"]?.contains("connect-src 'self'") == true)
+        #expect(page.headers["content-security-policy"]?.contains("script-src 'sha256-") == true)
+        #expect(page.text.contains("\"view\":\"runs\""))
+        let stopped = await server.stop(SIGINT)
+        #expect(stopped.status == 0, "\(stopped.stderr)")
+        #expect(stopped.stdout.contains("\"event\":\"stopped\""))
+    }
+
+    static func escaped(_ text: String) -> String {
+        text.addingPercentEncoding(
+            withAllowedCharacters: CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")) ?? text
+    }
+
+    @Test(
+        "a run being written: it appears in the list, its steps stream to an open page as they are written, and a reconnect from the last id loses and repeats nothing"
+    )
+    func liveRun() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let runs = directory.path("runs")
+        try FileManager.default.createDirectory(atPath: runs, withIntermediateDirectories: true)
+        let server = try await Server.start([runs], in: directory)
+        let path = runs + "/live.jsonl.gz"
+        let run = try GrowingRun(path: path, runId: "run-live")
+        try run.step(1)
+        // In the list while it runs, with no stop.
+        let listed = try await server.runs(count: 1, "?stop=running")
+        #expect(listed.first?["run_id"]?.stringValue == "run-live")
+        let target = "/events/run?log=" + Self.escaped(path)
+        // Connected from the start: each step written arrives.
+        async let streamed = HTTPTestClient.events(port: server.port, target, timeout: 60) { events in
+            events.last.flatMap { try? $0.json()["cursor"]?.stringValue } == "3.5"
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        try run.step(2)
+        try await Task.sleep(for: .milliseconds(300))
+        try run.step(3)
+        let first = try await streamed
+        #expect(first.status == 200)
+        #expect(!first.timedOut, "the third step never arrived: \(first.events.map(\.data))")
+        let firstSteps = try first.events.flatMap { try $0.json()["steps"]?.arrayValue ?? [] }
+        #expect(Set(firstSteps.compactMap { $0["step"]?.intValue }) == [0, 1, 2, 3])
+        let lastId = try #require(first.events.last?.id)
+        #expect(lastId == "3.5", "step 3, whose 5 events the page has")
+        #expect(try first.events.last?.json()["status"]?["state"]?.stringValue == "running", "this process holds the log's write lock")
+        // The page went away; two more steps and the stop are written meanwhile.
+        try run.step(4)
+        try run.step(5)
+        try run.finish()
+        let resumed = try await HTTPTestClient.events(port: server.port, target, headers: ["Last-Event-ID": lastId], timeout: 60) {
+            events in
+            events.contains { (try? $0.json()["status"]?["state"]?.stringValue) == "stopped" }
+        }
+        #expect(!resumed.timedOut)
+        let resumedSteps = try resumed.events.flatMap { try $0.json()["steps"]?.arrayValue ?? [] }
+        #expect(resumedSteps.compactMap { $0["step"]?.intValue } == [4, 5, 6, 7], "only what the page lacked")
+        // Nothing lost, nothing twice: the events shown are the log's.
+        let shown = (firstSteps + resumedSteps).reduce(0) { $0 + ($1["events"]?.arrayValue?.count ?? 0) }
+        #expect(shown == run.eventCount)
+        let sequences = (firstSteps + resumedSteps).flatMap { $0["events"]?.arrayValue?.compactMap { $0["seq"]?.intValue } ?? [] }
+        #expect(sequences == Array(0..<run.eventCount))
+        #expect(try resumed.events.last?.json()["status"]?["text"]?.stringValue == "stopped: success")
+        _ = await server.stop()
+    }
+
+    @Test("only logs the catalog indexes or that lie under the directories given are read: no traversal, no link out, no other file")
+    func readsOnlyItsLogs() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let runs = directory.path("runs")
+        let elsewhere = directory.path("elsewhere")
+        for folder in [runs, elsewhere] { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
+        try Self.writeSupportRun(runs + "/mine.jsonl.gz", runId: "run-mine")
+        try Self.writeSupportRun(elsewhere + "/secret.jsonl.gz", runId: "run-secret")
+        try FileManager.default.createSymbolicLink(atPath: runs + "/link.jsonl.gz", withDestinationPath: elsewhere + "/secret.jsonl.gz")
+        let server = try await Server.start([runs], in: directory)
+        _ = try await server.runs(count: 1)
+        #expect(try await server.get("/run?log=" + Self.escaped(runs + "/mine.jsonl.gz")).status == 200)
+        for refused in [
+            elsewhere + "/secret.jsonl.gz", runs + "/../elsewhere/secret.jsonl.gz", runs + "/link.jsonl.gz", "/etc/passwd",
+            runs + "/../../../../etc/passwd",
+        ] {
+            let answer = try await server.get("/run?log=" + Self.escaped(refused))
+            #expect(answer.status == 404, "\(refused) was served: \(answer.status)")
+            #expect(!answer.text.contains("run-secret"))
+            let events = try await server.get("/events/run?log=" + Self.escaped(refused))
+            #expect(events.status == 404)
+        }
+        #expect(
+            try await server.get("/compare?a=\(Self.escaped(runs + "/mine.jsonl.gz"))&b=\(Self.escaped(elsewhere + "/secret.jsonl.gz"))")
+                .status == 404)
+        #expect(try await server.get("/nothing").status == 404)
+        _ = await server.stop()
+    }
+
+    @Test("who may ask: requests addressed to another host are refused; another address needs a token, and then every request carries it")
+    func admission() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let server = try await Server.start([], in: directory)
+        #expect(try await server.get("/api/runs").status == 200)
+        let rebound = try await server.get("/api/runs", headers: ["Host": "attacker.example:\(server.port)"])
+        #expect(rebound.status == 403, "a page that renamed itself 127.0.0.1 (DNS rebinding) is refused")
+        _ = await server.stop()
+
+        let open = try await agentEval(["serve", "--listen", "0.0.0.0:0", "--catalog", directory.path("catalog.sqlite")])
+        #expect(open.status == 2)
+        #expect(open.stderr.contains("needs a token"))
+
+        let token = "0123456789abcdef0123"
+        let guarded = try await Server.start(["--token", token], in: directory)
+        #expect(guarded.url.hasSuffix("?token=\(token)"))
+        #expect(try await guarded.get("/api/runs").status == 401)
+        #expect(try await guarded.get("/api/runs", headers: ["Authorization": "Bearer wrong-token-wrong-token"]).status == 401)
+        #expect(try await guarded.get("/api/runs", headers: ["Authorization": "Bearer \(token)"]).status == 200)
+        let signIn = try await guarded.get("/?token=\(token)")
+        #expect(signIn.status == 303)
+        #expect(signIn.headers["location"] == "/")
+        let cookie = try #require(signIn.headers["set-cookie"])
+        #expect(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"))
+        #expect(try await guarded.get("/api/runs", headers: ["Cookie": "agent_eval_token=\(token)"]).status == 200)
+        _ = await guarded.stop()
+    }
+
+    @Test("approvals: a change needs the page's CSRF token; an answer is recorded as approve records it, and of two at once one is taken")
+    func approvalsNeedTheToken() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let runs = directory.path("runs")
+        try FileManager.default.createDirectory(atPath: runs, withIntermediateDirectories: true)
+        // A run that waits, as the proxy leaves one: its log, and the call's pending file beside it.
+        let log = runs + "/waiting.jsonl.gz"
+        let run = try GrowingRun(path: log, runId: "run-waiting")
+        try run.step(1)
+        try FileManager.default.createDirectory(atPath: log + ".approvals", withIntermediateDirectories: true)
+        try Data(
+            #"{"call_id":"mcp-7","tool":"refund_order","arguments":{"amount":50000},"rule":"large-refunds","reason":"refunds over 100.00 need a person"}"#
+                .utf8
+        )
+        .write(to: URL(fileURLWithPath: log + ".approvals/mcp-7.pending.json"))
+        let server = try await Server.start([runs], in: directory)
+        _ = try await server.runs(count: 1)
+        let waiting = try await server.json("/api/approvals")
+        #expect(waiting.arrayValue?.first?["calls"]?.arrayValue?.first?["call_id"]?.stringValue == "mcp-7")
+        let page = try await server.get("/approvals")
+        let csrf = try #require(Self.csrf(in: page.text))
+        let answer = JSONWriter.encode(["log": .string(log), "call": "mcp-7", "granted": true, "approver": "maria", "reason": "checked"])
+        let forged = try await HTTPTestClient.request(
+            port: server.port, "POST", "/api/approvals", headers: ["Content-Type": "application/json"], body: answer)
+        #expect(forged.status == 403, "no CSRF token, no change")
+        let otherSite = try await HTTPTestClient.request(
+            port: server.port, "POST", "/api/approvals", headers: ["X-Agent-Eval-CSRF": csrf, "Origin": "http://attacker.example"],
+            body: answer)
+        #expect(otherSite.status == 403)
+        // Two people answer at once: one answer is taken, the other is told.
+        async let one = HTTPTestClient.request(
+            port: server.port, "POST", "/api/approvals", headers: ["X-Agent-Eval-CSRF": csrf], body: answer)
+        async let two = HTTPTestClient.request(
+            port: server.port, "POST", "/api/approvals", headers: ["X-Agent-Eval-CSRF": csrf], body: answer)
+        let statuses = [try await one.status, try await two.status].sorted()
+        #expect(statuses == [200, 409])
+        let written = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: log + ".approvals/mcp-7.json"))))
+        #expect(written == ["granted": true, "approver": "maria", "reason": "checked"])
+        _ = await server.stop()
+    }
+
+    static func csrf(in page: String) -> String? {
+        guard let range = page.range(of: #""csrf":""#) else { return nil }
+        return String(page[range.upperBound...].prefix { $0 != "\"" })
+    }
+}
