@@ -191,17 +191,17 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
-        // Layer 8: `agent-eval serve`, the live web UI over the catalog and its logs: the runs
+        // Layer 9: `agent-eval serve`, the live web UI over the catalog and its logs: the runs
         // list, run pages filled in as their logs grow, compare, approvals (docs/serve.md).
         .target(
             name: "WebUI",
             dependencies: [
-                "TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "Replay", "Viewer", "Recording", "Catalog",
-                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
+                "TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "EvalEngine", "Replay", "Viewer", "Recording", "Catalog",
+                "Workflows", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: strictSettings
         ),
-        // Layer 9: the command-line interface.
+        // Layer 10: the command-line interface.
         .executableTarget(
             name: "agent-eval",
             dependencies: [

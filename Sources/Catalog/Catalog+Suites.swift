@@ -394,14 +394,25 @@ extension Catalog {
     /// baseline status and error, and its runs' outcome, log, stop reason, steps, tokens and
     /// failures) — the base of a pull request's comment; nil when the branch has none.
     public func latestSuiteReport(branch: String) throws(CatalogError) -> (suiteRunId: Int, report: JSONValue)? {
+        try suiteReport(
+            """
+            SELECT suite_run_id, duration_ms, cases, passed, failed, errors, k FROM suite_runs
+            WHERE git_branch = ? ORDER BY started_at_us DESC, suite_run_id DESC LIMIT 1
+            """, [branch])
+    }
+
+    /// Suite run `id` as a results document (as `latestSuiteReport` makes it); nil when there is none.
+    public func suiteReport(id: Int) throws(CatalogError) -> JSONValue? {
+        try suiteReport("SELECT suite_run_id, duration_ms, cases, passed, failed, errors, k FROM suite_runs WHERE suite_run_id = ?", [id])?
+            .report
+    }
+
+    /// The suite run the statement finds, as a results document.
+    private func suiteReport(_ statement: String, _ arguments: [(any SQLArgument)?]) throws(CatalogError) -> (
+        suiteRunId: Int, report: JSONValue
+    )? {
         try read { db -> (Int, JSONValue)? in
-            guard
-                let suite = try db.row(
-                    """
-                    SELECT suite_run_id, duration_ms, cases, passed, failed, errors, k FROM suite_runs
-                    WHERE git_branch = ? ORDER BY started_at_us DESC, suite_run_id DESC LIMIT 1
-                    """, [branch])
-            else { return nil }
+            guard let suite = try db.row(statement, arguments) else { return nil }
             let id: Int = suite["suite_run_id"]
             var runsByCase: [String: [JSONValue]] = [:]
             for row in try db.rows(
@@ -456,6 +467,76 @@ extension Catalog {
             document.set("summary", summary.json)
             document.set("cases", JSONValue.array(cases))
             return (id, document.json)
+        }
+    }
+}
+
+/// One suite run as the catalog lists it.
+public struct SuiteRunRow: Sendable, Hashable {
+    public var id: Int
+    public var startedAtUs: Int
+    public var durationMs: Int
+    public var gitCommit: String?
+    public var gitBranch: String?
+    public var origin: String
+    public var shard: String?
+    public var runner: String?
+    public var ciJob: String?
+    public var cases: Int
+    public var passed: Int
+    public var failed: Int
+    public var errors: Int
+
+    public var json: JSONValue {
+        var object = ObjectBuilder()
+        object.set("suite_run", id)
+        object.set("started_at_us", startedAtUs)
+        object.set("duration_ms", durationMs)
+        object.set("git_commit", gitCommit)
+        object.set("git_branch", gitBranch)
+        object.set("origin", origin)
+        object.set("shard", shard)
+        object.set("runner", runner)
+        object.set("ci_job", ciJob)
+        object.set("cases", cases)
+        object.set("passed", passed)
+        object.set("failed", failed)
+        object.set("errors", errors)
+        return object.json
+    }
+}
+
+extension Catalog {
+    /// Suite runs newest first, `limit` of them, before suite run `before` (its id) when given;
+    /// on `branch` alone when given.
+    public func suiteRuns(limit: Int = 50, before: Int? = nil, branch: String? = nil) throws(CatalogError) -> [SuiteRunRow] {
+        try read { db in
+            var conditions: [String] = []
+            var arguments: [(any SQLArgument)?] = []
+            if let before {
+                conditions.append(
+                    "(started_at_us, suite_run_id) < (SELECT started_at_us, suite_run_id FROM suite_runs WHERE suite_run_id = ?)")
+                arguments.append(before)
+            }
+            if let branch {
+                conditions.append("git_branch = ?")
+                arguments.append(branch)
+            }
+            arguments.append(limit)
+            return try db.rows(
+                """
+                SELECT suite_run_id, started_at_us, duration_ms, git_commit, git_branch, origin, shard, runner, ci_job, cases, passed,
+                    failed, errors
+                FROM suite_runs \(conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND "))
+                ORDER BY started_at_us DESC, suite_run_id DESC LIMIT ?
+                """, arguments
+            ).map { row in
+                SuiteRunRow(
+                    id: row["suite_run_id"], startedAtUs: row["started_at_us"], durationMs: row["duration_ms"],
+                    gitCommit: row["git_commit"],
+                    gitBranch: row["git_branch"], origin: row["origin"], shard: row["shard"], runner: row["runner"], ciJob: row["ci_job"],
+                    cases: row["cases"], passed: row["passed"], failed: row["failed"], errors: row["errors"])
+            }
         }
     }
 }

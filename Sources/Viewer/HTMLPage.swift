@@ -104,7 +104,7 @@ public struct HTMLPage: Sendable {
     /// style; a served page may also connect to and post to the origin that served it.
     public static func contentSecurityPolicy(script: String, servedBy origin: Bool) -> String {
         "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src \(cspHash(script))"
-            + (origin ? "; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'" : "")
+            + (origin ? "; connect-src 'self'; form-action 'self'; base-uri 'none'" : "")
     }
 
     /// The CSP source that allows exactly this inline script: `'sha256-<base64>'`.

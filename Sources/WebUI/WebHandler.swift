@@ -1,5 +1,7 @@
 import AgentRuntime
 import Catalog
+import ConfigFile
+import EvalEngine
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -9,6 +11,7 @@ import Synchronization
 import TraceCore
 import TraceLog
 import Viewer
+import Workflows
 
 /// Answers the server's requests: who may ask (the host, the token), then the page or the
 /// answer the path names.
@@ -21,6 +24,10 @@ import Viewer
 /// | `GET /events/run?log=PATH` | that run's updates (server-sent events) |
 /// | `GET /events/runs` | a note each time the catalog took in changed logs |
 /// | `GET /compare?a=PATH&b=PATH` | two runs side by side, aligned as `diff` aligns them |
+/// | `GET /suites` | suite runs, newest first, with their commit, branch and runner |
+/// | `GET /suite?id=N` | one suite run's report, its failures linked to the run pages |
+/// | `GET /case?id=CASE` | a case's history: outcome per suite run, flakiness, quarantine, the last failure |
+/// | `GET /audit?policy=NAME&…` | a policy (`--policy`) judging every call of the runs the filters select |
 /// | `GET /approvals`, `GET /api/approvals` | calls waiting for a person |
 /// | `POST /api/approvals` | an answer to one: `{"log", "call", "granted", "approver", "reason"}` |
 final class WebHandler: HTTPRequestHandling {
@@ -71,11 +78,18 @@ final class WebHandler: HTTPRequestHandling {
         case (.GET, "/api/runs"): return await runsJSON(request)
         case (.GET, "/run"): return await runPage(request)
         case (.GET, "/compare"): return await comparePage(request)
+        case (.GET, "/suites"): return await suitesPage(request)
+        case (.GET, "/suite"): return await suitePage(request)
+        case (.GET, "/case"): return await casePage(request)
+        case (.GET, "/audit"): return await auditPage(request)
         case (.GET, "/approvals"): return await approvalsPage()
         case (.GET, "/api/approvals"): return .json(200, .array(await waitingCalls()))
         case (.POST, "/api/approvals"): return await approve(request)
         default:
-            let paths: Set = ["/", "/api/runs", "/run", "/compare", "/approvals", "/api/approvals", "/events/run", "/events/runs"]
+            let paths: Set = [
+                "/", "/api/runs", "/run", "/compare", "/suites", "/suite", "/case", "/audit", "/approvals", "/api/approvals", "/events/run",
+                "/events/runs",
+            ]
             if paths.contains(request.path) { return .text(405, "\(request.head.method.rawValue) is not answered at \(request.path)") }
             return .text(404, "nothing is served at \(request.path): the runs list is at /")
         }
@@ -156,7 +170,7 @@ final class WebHandler: HTTPRequestHandling {
                     return .failure(RunQuery.FilterError(name: name, message: "after must be a cursor this server gave (STARTED:PATH)"))
                 }
                 after = cursor
-            case "token": continue
+            case "token", "policy": continue
             default:
                 // An empty field of the filter form is no filter.
                 if value.isEmpty && name != "denied" { continue }
@@ -366,6 +380,159 @@ final class WebHandler: HTTPRequestHandling {
         }
     }
 
+    // MARK: Suites and cases
+
+    private func suitesPage(_ request: WebRequest) async -> Response {
+        let before = request.parameter("before").flatMap(Int.init)
+        let branch = request.parameter("branch").flatMap { $0.isEmpty ? nil : $0 }
+        let limit = 50
+        var object = ObjectBuilder()
+        object.set("view", "suites")
+        object.set("served", state.served)
+        object.set("branch", branch)
+        do {
+            let rows = try await state.catalog.work { catalog throws(CatalogError) in
+                try catalog.suiteRuns(limit: limit + 1, before: before, branch: branch)
+            }
+            object.set("suite_runs", JSONValue.array(rows.prefix(limit).map(\.json)))
+            object.set("next", rows.count > limit ? rows[limit - 1].id : nil)
+        } catch {
+            object.set("error", error.message)
+        }
+        return page(200, HTMLPage(title: "suite runs", data: object.json))
+    }
+
+    /// A suite run's report, drawn as `results --html` draws one, its runs not embedded: each
+    /// links to its run's page (at the failure's step).
+    private func suitePage(_ request: WebRequest) async -> Response {
+        guard let id = request.parameter("id").flatMap(Int.init) else { return .text(400, "give the suite run: /suite?id=N") }
+        let report: JSONValue?
+        do {
+            report = try await state.catalog.work { catalog throws(CatalogError) in try catalog.suiteReport(id: id) }
+        } catch {
+            return .text(500, "the catalog could not be read: \(error.message)")
+        }
+        guard let report else { return .text(404, "the catalog holds no suite run \(id)") }
+        var object = ObjectBuilder()
+        object.set("view", "report")
+        object.set("served", state.served)
+        object.set("results", report)
+        object.set("runs", JSONValue.array([]))
+        return page(200, HTMLPage(title: "suite run \(id)", data: object.json))
+    }
+
+    /// A case's history (as `agent-eval history` sees it), its quarantine in the project's
+    /// quarantine file, and its newest result that was not a pass, with its failures.
+    private func casePage(_ request: WebRequest) async -> Response {
+        guard let caseId = request.parameter("id"), !caseId.isEmpty else { return .text(400, "give the case: /case?id=CASE") }
+        var object = ObjectBuilder()
+        object.set("view", "case")
+        object.set("served", state.served)
+        object.set("case_id", caseId)
+        do {
+            let (stability, failing) = try await state.catalog.work { catalog throws(CatalogError) in
+                let stability = try catalog.history(caseId: caseId, limit: 50)
+                let newestFailing = stability.entries.first { $0.outcome != "pass" }
+                let report = try newestFailing.flatMap { entry throws(CatalogError) in try catalog.suiteReport(id: entry.suiteRunId) }
+                let entry = report?["cases"]?.arrayValue?.first { $0["case_id"]?.stringValue == caseId }
+                return (stability, entry.map { ($0, newestFailing?.suiteRunId ?? 0) })
+            }
+            guard !stability.entries.isEmpty else { return .text(404, "the catalog holds no suite run of case \(caseId)") }
+            object.set("history", stability.json)
+            object.set("sentence", stability.sentence)
+            if let (entry, suiteRun) = failing {
+                object.set("last_failure", entry)
+                object.set("last_failure_suite_run", suiteRun)
+            }
+        } catch {
+            return .text(500, "the catalog could not be read: \(error.message)")
+        }
+        if let quarantine = state.quarantine() {
+            if let entry = quarantine.entry(for: caseId) {
+                var json = entry.json.objectValue ?? JSONObject()
+                json["expired"] = .bool(entry.isExpired())
+                object.set("quarantine", JSONValue.object(json))
+            }
+        }
+        return page(200, HTMLPage(title: "case \(caseId)", data: object.json))
+    }
+
+    // MARK: Audit
+
+    /// The most runs one audit page judges.
+    static let maxAudited = 500
+
+    /// A policy given to `serve --policy` judging every call of the runs the filters select
+    /// (at most `maxAudited`, newest first), as `agent-eval audit` judges them.
+    private func auditPage(_ request: WebRequest) async -> Response {
+        guard let name = request.parameter("policy") else {
+            return .text(400, "give the policy: /audit?policy=NAME (one of: \(state.options.policies.map(\.name).joined(separator: ", ")))")
+        }
+        guard let policy = state.options.policies.first(where: { $0.name == name }) else {
+            return .text(
+                404,
+                "no policy \(name) was given to agent-eval serve (--policy FILE)"
+                    + (state.options.policies.isEmpty ? "" : "; given: \(state.options.policies.map(\.name).joined(separator: ", "))"))
+        }
+        var object = ObjectBuilder()
+        object.set("view", "audit")
+        object.set("served", state.served)
+        object.set("policy", policy.path)
+        object.set(
+            "filters",
+            JSONValue.array(
+                request.query.filter { !["after", "limit", "token"].contains($0.name) }.map {
+                    .array([.string($0.name), .string($0.value)])
+                }))
+        let file: PolicyFile
+        do {
+            file = try PolicyFile.load(path: policy.path)
+        } catch {
+            object.set("error", error.errors.map(\.description).joined(separator: "\n"))
+            return page(400, HTMLPage(title: "audit", data: object.json))
+        }
+        var filtered = request
+        filtered.query = request.query.filter { $0.name != "limit" } + [("limit", String(Self.maxAudited))]
+        let query: RunQuery
+        switch runsQuery(filtered) {
+        case .failure(let error):
+            object.set("error", error.message)
+            return page(400, HTMLPage(title: "audit", data: object.json))
+        case .success(let made): query = made
+        }
+        do {
+            let rows = try await state.catalog.work { catalog throws(CatalogError) in try catalog.runs(query) }
+            let logs = Array(rows.prefix(Self.maxAudited).map(\.path))
+            let summary = await OwnThread.run(name: "agent-eval serve audit") { () -> LogAuditOutcome in
+                var reports: [JSONValue] = []
+                let summary = LogAudit.run(logs, policy: file, actor: nil, route: nil) { log in
+                    var entry = ObjectBuilder()
+                    entry.set("log", log.path)
+                    entry.set("page", "/run?log=" + queryEscaped(log.path))
+                    switch log.outcome {
+                    case .success(let (findings, tear)):
+                        entry.set("findings", JSONValue.array(findings.map(\.json)))
+                        entry.set("tear", tear.map { "\($0)" })
+                    case .failure(let error):
+                        entry.set("error", (error as? any Diagnostic)?.message ?? "\(error)")
+                    }
+                    reports.append(entry.json)
+                }
+                return LogAuditOutcome(reports: reports, summary: summary)
+            }
+            object.set("logs", JSONValue.array(summary.reports))
+            object.set("violations", summary.summary.violations)
+            object.set("unreadable", summary.summary.unreadable)
+            object.set("pipeline_logs", summary.summary.pipelineLogs)
+            object.set("misspelt", summary.summary.misspelt.map(\.description))
+            object.set("unmet", summary.summary.unmet.map(\.description))
+            object.set("left_out", rows.count > Self.maxAudited)
+        } catch {
+            object.set("error", error.message)
+        }
+        return page(200, HTMLPage(title: "audit", data: object.json))
+    }
+
     // MARK: Approvals
 
     /// The calls that wait in the runs the catalog has as running, newest run first.
@@ -438,13 +605,23 @@ final class WebHandler: HTTPRequestHandling {
             return Response(
                 status: status, contentType: "text/html; charset=utf-8", body: bytes,
                 headers: [
-                    ("content-security-policy", HTMLPage.contentSecurityPolicy(script: state.options.assets.script, servedBy: true)),
+                    // frame-ancestors holds only as a header (a <meta> policy cannot say it).
+                    (
+                        "content-security-policy",
+                        HTMLPage.contentSecurityPolicy(script: state.options.assets.script, servedBy: true) + "; frame-ancestors 'none'"
+                    ),
                     ("referrer-policy", "no-referrer"),
                 ])
         } catch {
             return .text(500, "the page could not be made: \(error)")
         }
     }
+}
+
+/// What an audit found, carried off the thread that made it.
+struct LogAuditOutcome: Sendable {
+    var reports: [JSONValue]
+    var summary: LogAudit.Summary
 }
 
 /// An answer with a body, and the headers every answer carries.

@@ -23,6 +23,10 @@ public final class WebServer: Sendable {
         public var approver: String
         /// The most decompressed bytes a log's member may hold (`LogReadLimit`).
         public var memberLimit: Int
+        /// Policy files the audit page offers, by name (the file's name without its folder).
+        public var policies: [(name: String, path: String)] = []
+        /// The project's quarantine file, read for each case page.
+        public var quarantineFile: String?
         /// The clock the server waits on.
         public var clock: any Clock<Duration> = ContinuousClock()
 

@@ -1,4 +1,5 @@
 import Catalog
+import EvalEngine
 import Foundation
 import Synchronization
 import TraceCore
@@ -26,6 +27,12 @@ final class WebState: Sendable {
         csrfToken = (0..<4).map { _ in String(generator.next() as UInt64, radix: 16) }.joined(separator: "-")
     }
 
+    /// The project's quarantine file as it is now (nil: none given, or it does not read).
+    func quarantine() -> QuarantineFile? {
+        guard let path = options.quarantineFile else { return nil }
+        return try? QuarantineFile.load(path: path)
+    }
+
     /// What every page is told about the server it came from.
     var served: JSONValue {
         var object = ObjectBuilder()
@@ -33,6 +40,7 @@ final class WebState: Sendable {
         object.set("approver", options.approver)
         object.set("catalog", Catalog.redacted(catalog.path))
         object.set("directories", options.directories)
+        object.set("policies", options.policies.map(\.name))
         return object.json
     }
 }

@@ -22,13 +22,14 @@ struct ServeCommandTests {
         let url: String
         let port: Int
 
-        static func start(_ arguments: [String], in directory: TemporaryDirectory) async throws -> Server {
+        static func start(_ arguments: [String], in directory: TemporaryDirectory, port: Int = 0) async throws -> Server {
             let output = directory.path("serve-\(UUID().uuidString).out")
             let errors = output + ".err"
             for file in [output, errors] { _ = FileManager.default.createFile(atPath: file, contents: nil) }
             let process = Process()
             process.executableURL = URL(fileURLWithPath: try agentEvalBinary())
-            process.arguments = ["serve", "--listen", "127.0.0.1:0", "--json", "--catalog", directory.path("catalog.sqlite")] + arguments
+            process.arguments =
+                ["serve", "--listen", "127.0.0.1:\(port)", "--json", "--catalog", directory.path("catalog.sqlite")] + arguments
             process.currentDirectoryURL = directory.url
             process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
             process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errors))

@@ -21,7 +21,9 @@
     for (let index = 2; index < arguments.length; index++) append(node, arguments[index]);
     return node;
   }
+  // Appends each child given after the node (arrays flattened, null and false skipped).
   function append(node, child) {
+    if (arguments.length > 2) { for (let index = 1; index < arguments.length; index++) append(node, arguments[index]); return; }
     if (child === undefined || child === null || child === false) return;
     if (Array.isArray(child)) { for (const item of child) append(node, item); return; }
     node.appendChild(child instanceof Node ? child : document.createTextNode(String(child)));
@@ -683,6 +685,9 @@
 
   // ---------------------------------------------------------------- pages
   let activeViewer = null;
+  // Set on a page `agent-eval serve` served: a run not embedded is linked to its own page there.
+  let servedPages = false;
+  function runPageLink(log, step) { return '/run?log=' + encodeURIComponent(log) + (step !== undefined ? '#step-' + step : ''); }
 
   function drawRunPage(app, data) {
     if (data.live) { new LiveRun(app, data).start(); return; }
@@ -700,7 +705,9 @@
 
   function servedNavigation(data) {
     const bar = document.querySelector('header.bar');
-    const nav = el('nav', { class: 'served-nav' }, el('a', { href: '/' }, 'Runs'), el('a', { href: '/approvals' }, 'Approvals'));
+    servedPages = true;
+    const nav = el('nav', { class: 'served-nav' }, el('a', { href: '/' }, 'Runs'), el('a', { href: '/suites' }, 'Suites'),
+      el('a', { href: '/approvals' }, 'Approvals'));
     bar.insertBefore(nav, document.getElementById('keys-hint'));
   }
 
@@ -732,6 +739,8 @@
     source.addEventListener('open', function () { document.body.dataset.liveConnected = 'true'; });
     source.addEventListener('error', function () { document.body.dataset.liveConnected = 'false'; });
     this.source = source;
+    // What the page holds, for whoever drives it (scripts/serve_browser.py).
+    window.agentEvalLive = this;
   };
 
   LiveRun.prototype.merge = function (update) {
@@ -838,6 +847,80 @@
     document.body.dataset.approvals = String(waiting.reduce(function (sum, run) { return sum + run.calls.length; }, 0));
   }
 
+
+  // Suite runs newest first, each linked to its report; a case's history by its id.
+  function drawSuitesPage(app, data) {
+    append(app, el('h1', null, 'Suite runs' + (data.branch ? ' on ' + data.branch : '')));
+    const caseInput = el('input', { type: 'text', name: 'id', placeholder: 'case id', 'aria-label': 'case id' });
+    append(app, el('form', { action: '/case', method: 'get', class: 'filters' }, el('label', null, 'a case\'s history ', caseInput), el('button', { type: 'submit' }, 'Show')));
+    if (data.error) { append(app, el('p', { class: 'error' }, data.error)); return; }
+    const rows = data.suite_runs || [];
+    if (!rows.length) { append(app, el('p', { class: 'muted', id: 'no-suites' }, 'The catalog holds no suite run: agent-eval run records one.')); return; }
+    append(app, el('table', { class: 'runs', id: 'suites' },
+      el('thead', null, el('tr', null, ['suite run', 'started', 'commit', 'branch', 'runner', 'cases', 'passed', 'failed', 'could not run', 'took'].map(function (name) { return el('th', null, name); }))),
+      el('tbody', null, rows.map(function (suite) {
+        return el('tr', { class: 'suite-row' },
+          el('td', null, el('a', { href: '/suite?id=' + suite.suite_run, class: 'suite-link' }, '#' + suite.suite_run), suite.shard ? ' (shard ' + suite.shard + ')' : ''),
+          el('td', null, time(suite.started_at_us)), el('td', { class: 'mono' }, (suite.git_commit || '').slice(0, 12)),
+          el('td', null, suite.git_branch ? el('a', { href: pageLink('/suites', [['branch', suite.git_branch]]) }, suite.git_branch) : ''),
+          el('td', null, suite.ci_job && /^https?:\/\//.test(suite.ci_job) ? el('a', { href: suite.ci_job, rel: 'noreferrer' }, suite.runner || 'job') : (suite.runner || '')),
+          el('td', { class: 'num' }, suite.cases), el('td', { class: 'num' }, suite.passed),
+          el('td', { class: 'num' }, suite.failed ? badge(String(suite.failed), 'bad') : '0'), el('td', { class: 'num' }, suite.errors ? badge(String(suite.errors), 'warn') : '0'),
+          el('td', { class: 'num' }, duration((suite.duration_ms || 0) * 1000)));
+      }))));
+    if (data.next) append(app, el('p', null, el('a', { href: pageLink('/suites', (data.branch ? [['branch', data.branch]] : []).concat([['before', data.next]])), id: 'older' }, 'older suite runs')));
+  }
+
+  // A case over its suite runs: outcome per commit, pass rate, flakiness, its quarantine, and
+  // its newest result that did not pass, with each failure linked to its run's step.
+  function drawCasePage(app, data) {
+    const history = data.history || {};
+    append(app, el('h1', null, 'Case ', el('code', null, data.case_id)));
+    append(app, el('div', { class: 'facts' }, fact('history', data.sentence), history.flaky ? badge('flaky', 'flaky') : badge(history.passed === history.suite_runs ? 'stable pass' : 'not flaky', 'ok')));
+    if (history.last_change) append(app, el('p', { class: 'banner-warn' }, history.last_change));
+    const q = data.quarantine;
+    if (q) append(app, el('p', { class: q.expired ? 'banner-bad' : 'banner-warn', id: 'quarantine' }, (q.expired ? 'quarantine expired: ' : 'quarantined: ') + 'owner ' + q.owner + ', until ' + q.until + ': ' + q.reason));
+    append(app, el('table', { class: 'runs', id: 'history' },
+      el('thead', null, el('tr', null, ['suite run', 'started', 'commit', 'branch', 'runner', 'outcome', 'passed', 'stability'].map(function (name) { return el('th', null, name); }))),
+      el('tbody', null, (history.history || []).map(function (entry) {
+        return el('tr', null, el('td', null, el('a', { href: '/suite?id=' + entry.suite_run }, '#' + entry.suite_run)), el('td', null, time(entry.started_at_us)),
+          el('td', { class: 'mono' }, (entry.git_commit || '').slice(0, 12)), el('td', null, entry.git_branch || ''), el('td', null, entry.runner || ''),
+          el('td', null, badge(entry.outcome)), el('td', { class: 'num' }, entry.passed_runs + '/' + entry.runs + ' (' + Math.round((entry.pass_rate || 0) * 100) + '%)'),
+          el('td', null, entry.stability));
+      }))));
+    if (data.last_failure) {
+      append(app, el('h2', null, 'Newest result that did not pass (suite run #' + data.last_failure_suite_run + ')'));
+      append(app, el('div', { class: 'panel', id: 'last-failure' }, caseDetail(data.last_failure, {})));
+    }
+  }
+
+  // A policy's judgement of every call of the runs a filter selects, as `agent-eval audit` gives it.
+  function drawAuditPage(app, data) {
+    append(app, el('h1', null, 'Audit by ', el('code', null, data.policy || '')));
+    if (data.error) { append(app, el('p', { class: 'error', id: 'audit-error' }, data.error)); return; }
+    const logs = data.logs || [];
+    let flagged = 0;
+    for (const log of logs) for (const finding of log.findings || []) if (finding.verdict !== 'allow') flagged += 1;
+    append(app, el('p', { class: data.violations || (data.misspelt || []).length || data.unreadable ? 'banner-bad' : 'banner-ok', id: 'audit-verdict' },
+      logs.length + ' runs audited; ' + (data.violations || 0) + ' calls ran that the policy would not have allowed; ' + flagged + ' the policy would deny or hold' +
+      (data.unreadable ? '; ' + data.unreadable + ' could not be read whole' : '')));
+    for (const problem of data.misspelt || []) append(app, el('p', { class: 'error' }, problem));
+    for (const note of data.unmet || []) append(app, el('p', { class: 'muted' }, 'note: ' + note));
+    if (data.left_out) append(app, el('p', { class: 'banner-warn' }, 'only the newest runs were audited: narrow the filters, or run agent-eval audit'));
+    for (const log of logs) {
+      const findings = (log.findings || []).filter(function (finding) { return finding.verdict !== 'allow'; });
+      if (!findings.length && !log.error && !log.tear) continue;
+      append(app, el('h3', null, el('a', { href: log.page }, log.log)));
+      if (log.error) append(app, el('p', { class: 'problem' }, log.error));
+      if (log.tear) append(app, el('p', { class: 'problem' }, 'torn: ' + log.tear));
+      for (const finding of findings) {
+        append(app, el('div', { class: 'finding' }, badge(finding.verdict, finding.violation ? 'bad' : 'warn'), ' ',
+          el('a', { href: runPageLink(log.log, finding.step) }, 'step ' + finding.step), ' ', el('b', null, finding.tool), ' ', el('code', null, oneLine(finding.arguments)),
+          el('span', { class: 'muted' }, ' rule ' + (finding.rule || 'default') + (finding.reason ? ': ' + finding.reason : '') + (finding.executed ? ' — ran' : ' — did not run') + (finding.approved ? ', approved by a person' : ''))));
+      }
+    }
+  }
+
   // The runs list: the filters of `agent-eval runs` in a form whose address holds them, the rows
   // newest first a page at a time, fetched again when the catalog takes in changed logs.
   function drawRunsPage(app, data) {
@@ -873,6 +956,10 @@
       location.href = pageLink('/', pairs);
     });
     append(app, el('h1', null, 'Runs'), form);
+    for (const policy of data.policies || []) {
+      append(app, el('p', null, el('a', { href: pageLink('/audit', [['policy', policy]].concat(data.filters || [])), class: 'audit-link' },
+        'audit the runs shown by ' + policy)));
+    }
     if (data.index_failure) append(app, el('p', { class: 'banner-warn' }, 'indexing the watched directories failed: ' + data.index_failure));
     if (data.error) { append(app, el('p', { class: 'error', id: 'filter-error' }, data.error)); return; }
     const filters = data.filters || [];
@@ -1092,7 +1179,8 @@
     for (const run of entry.runs || []) {
       const index = runsByLog[run.log];
       append(box, el('div', null, badge(run.outcome), ' ', run.repeat ? 'run ' + run.repeat + ': ' : '',
-        index !== undefined ? el('a', { href: '#run-' + index + '-step-' + firstStep(run), class: 'run-link' }, run.log) : el('code', null, run.log),
+        index !== undefined ? el('a', { href: '#run-' + index + '-step-' + firstStep(run), class: 'run-link' }, run.log)
+          : servedPages ? el('a', { href: runPageLink(run.log, firstStep(run)), class: 'run-link' }, run.log) : el('code', null, run.log),
         run.steps !== undefined ? el('span', { class: 'muted' }, ' · ' + run.steps + ' steps · ' + (run.tokens || 0) + ' tokens') : null));
       if (run.error) append(box, el('div', { class: 'problem' }, run.error));
       for (const failure of run.failures || []) {
@@ -1101,8 +1189,8 @@
         append(box, el('div', { class: 'failure' },
           el('div', null, '✘ ', el('b', null, failure.expectation), ': expected ' + failure.expected),
           el('div', null, el('span', { class: 'muted' }, 'happened: '), failure.actual),
-          el('div', null, target !== undefined && failure.step !== undefined
-            ? el('a', { class: 'failure-link', href: '#run-' + target + '-step-' + failure.step, 'data-step': failure.step, 'data-log': log }, '→ step ' + failure.step + (failure.call_id ? ' (' + failure.call_id + ')' : ''))
+          el('div', null, failure.step !== undefined && (target !== undefined || servedPages)
+            ? el('a', { class: 'failure-link', href: target !== undefined ? '#run-' + target + '-step-' + failure.step : runPageLink(log, failure.step), 'data-step': failure.step, 'data-log': log }, '→ step ' + failure.step + (failure.call_id ? ' (' + failure.call_id + ')' : ''))
             : null, ' ', el('code', { class: 'muted' }, failure.replay || ''))));
       }
       for (const note of run.notes || []) append(box, el('div', { class: 'muted' }, 'note: ' + note));
@@ -1412,6 +1500,9 @@
     if (data.view === 'run') drawRunPage(app, data);
     else if (data.view === 'runs') drawRunsPage(app, data);
     else if (data.view === 'approvals') drawApprovalsPage(app, data);
+    else if (data.view === 'suites') drawSuitesPage(app, data);
+    else if (data.view === 'case') drawCasePage(app, data);
+    else if (data.view === 'audit') drawAuditPage(app, data);
     else if (data.view === 'report') drawReportPage(app, data);
     else if (data.view === 'diff') drawDiffPage(app, data);
     else if (data.view === 'pipeline') drawPipelinePage(app, data);

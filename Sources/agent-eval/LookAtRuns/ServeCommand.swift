@@ -1,5 +1,6 @@
 import ArgumentParser
 import Catalog
+import EvalEngine
 import Foundation
 import TraceCore
 import TraceLog
@@ -49,6 +50,12 @@ struct ServeCommand: AsyncParsableCommand, ReadsLogs {
     @Option(help: "Who answers approvals by default (default: the USER variable); the page can say otherwise.")
     var approver: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "A policy file the audit page offers (repeatable): a policy: block and side_effects:, as `agent-eval audit --policy` takes.",
+            valueName: "file"))
+    var policy: [String] = []
+
     @Flag(help: "Open the runs list in the default browser.")
     var open = false
 
@@ -64,6 +71,11 @@ struct ServeCommand: AsyncParsableCommand, ReadsLogs {
             throw ValidationError("--listen takes HOST:PORT, :PORT or PORT (0-65535); \"\(listen)\" is none")
         }
         if token != nil && tokenFile != nil { throw ValidationError("give --token or --token-file, not both") }
+        for file in policy where !FileManager.default.fileExists(atPath: file) {
+            throw ValidationError("--policy \(file): there is no such file")
+        }
+        let names = policy.map { ($0 as NSString).lastPathComponent }
+        if Set(names).count != names.count { throw ValidationError("two --policy files have the same name: give files whose names differ") }
         if let token, token.count < 16 {
             throw ValidationError("--token must be at least 16 characters (make one with: openssl rand -hex 16)")
         }
@@ -97,6 +109,8 @@ struct ServeCommand: AsyncParsableCommand, ReadsLogs {
         options.port = port
         options.token = secret
         options.directories = directories
+        options.policies = policy.map { (($0 as NSString).lastPathComponent, Catalog.absolute($0)) }
+        options.quarantineFile = QuarantineFile.defaultPath()
         let server: WebServer
         do {
             server = try await WebServer.start(catalog: catalog, options: options)
