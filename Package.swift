@@ -287,6 +287,13 @@ let package = Package(
             path: "Benchmarks/GatewayBenchmark",
             swiftSettings: strictSettings
         ),
+        // `swift run -c release serve-benchmark` (see docs/serve.md).
+        .executableTarget(
+            name: "serve-benchmark",
+            dependencies: ["TraceCore", "TraceLog", "Catalog", "TestSupport"],
+            path: "Benchmarks/ServeBenchmark",
+            swiftSettings: strictSettings
+        ),
         // `swift run -c release mcp-proxy-benchmark` (see docs/mcp.md).
         .executableTarget(
             name: "mcp-proxy-benchmark",

@@ -118,7 +118,8 @@ def scenario_live(driver, signals, base, logname):
     selector = "tr.run-row[data-path$='%s']" % logname
     wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, selector), 60, "the new run in the list")
     seen = {"appeared_seconds": time.time() - started, "reloads": driver.execute_script("return performance.getEntriesByType('navigation').length")}
-    driver.find_element(By.CSS_SELECTOR, selector + " a.run-link").click()
+    # The list is drawn again as the run grows: click the row as it is now.
+    driver.execute_script("document.querySelector(arguments[0]).click()", selector + " a.run-link")
     wait(driver, lambda d: d.execute_script("return document.body.dataset.view === 'run' && !!document.body.dataset.liveState"), 30, "the run page")
     seen["states"] = watch_states(driver, "stopped")
     seen["status_text"] = driver.find_element(By.ID, "live-status").text
@@ -190,6 +191,9 @@ def scenario_pages(driver, signals, base, hostile, case_id):
     # Planted markup in a run, its list row and its page: text, never run.
     load(driver, base + "?text=hostile")
     seen["hostile_rows"] = len(driver.find_elements(By.CSS_SELECTOR, "tr.run-row"))
+    seen["pwned_list"] = driver.execute_script("return window.__pwned === undefined ? null : window.__pwned")
+    seen["planted_agent_shown"] = driver.execute_script(
+        "return document.getElementById('runs').textContent.includes('<script>window.__pwned')")
     load(driver, base + "run?log=" + urllib.parse.quote(hostile, safe=""))
     driver.execute_script("document.querySelectorAll('details').forEach(d => { d.open = true; d.dispatchEvent(new Event('toggle')); })")
     seen["pwned"] = driver.execute_script("return window.__pwned === undefined ? null : window.__pwned")

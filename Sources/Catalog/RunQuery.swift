@@ -1,3 +1,4 @@
+import ConfigFile
 import EvalEngine
 import Foundation
 public import TraceCore
@@ -125,8 +126,14 @@ public struct RunQuery: Sendable, Hashable {
             conditions.append("(" + any.joined(separator: " OR ") + ")")
         }
         if let agent {
-            conditions.append(dialect.glob("agent"))
-            arguments.append(dialect.globArgument(agent))
+            // A name without a wildcard is an equality: `logs_by_agent` then gives its runs newest first.
+            if Glob(agent).isLiteral {
+                conditions.append("agent = ?")
+                arguments.append(.text(agent))
+            } else {
+                conditions.append(dialect.glob("agent"))
+                arguments.append(dialect.globArgument(agent))
+            }
         }
         if let model {
             conditions.append(dialect.glob("model"))
@@ -160,7 +167,9 @@ public struct RunQuery: Sendable, Hashable {
         if let after {
             // The order is `newestFirst`: later starts first, runs that never started last, ties by path.
             if let started = after.startedAtUs {
-                conditions.append("(started_at_us < ? OR (started_at_us = ? AND path > ?) OR started_at_us IS NULL)")
+                // `started_at_us <= ?` alone bounds the walk of `logs_by_start`, so a deep page
+                // starts at its cursor instead of at the newest run.
+                conditions.append("((started_at_us <= ? AND (started_at_us < ? OR path > ?)) OR started_at_us IS NULL)")
                 arguments.append(contentsOf: [.integer(Int64(started)), .integer(Int64(started)), .text(after.path)])
             } else {
                 conditions.append("(started_at_us IS NULL AND path > ?)")

@@ -171,13 +171,24 @@ public enum HTTPTestClient {
         return Array(buffer[..<count])
     }
 
-    private static func find(_ bytes: [UInt8], _ needle: [UInt8]) -> Int? {
-        guard bytes.count >= needle.count else { return nil }
-        for start in 0...(bytes.count - needle.count)
-        where bytes[start] == needle[0] && Array(bytes[start..<(start + needle.count)]) == needle {
-            return start
+    private static func find(_ bytes: [UInt8], _ needle: [UInt8], from start: Int = 0) -> Int? {
+        guard bytes.count >= needle.count, start <= bytes.count - needle.count else { return nil }
+        return bytes.withUnsafeBufferPointer { buffer in
+            var index = start
+            let last = buffer.count - needle.count
+            while index <= last {
+                if buffer[index] == needle[0] {
+                    var matched = true
+                    for offset in 1..<needle.count where buffer[index + offset] != needle[offset] {
+                        matched = false
+                        break
+                    }
+                    if matched { return index }
+                }
+                index += 1
+            }
+            return nil
         }
-        return nil
     }
 
     /// The answer in `bytes`, once its head and its whole body are there (`complete`: the

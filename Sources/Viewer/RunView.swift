@@ -38,14 +38,20 @@ public struct RunView: Sendable {
     }
 
     /// Replays the log at `path` and collects its steps; `forks` gives the run's own forks (by its
-    /// run id), listed on its page.
-    public static func make(log path: String, forks: (String) -> [Child] = { _ in [] }) throws -> RunView {
+    /// run id), listed on its page. Only the steps `includes` takes are in the document's
+    /// `steps` (a live page asks for those it lacks); the rest of the document is the whole run's.
+    /// A fork's parent is read for the diff against it only when `readsParent` allows its path
+    /// (`serve` reads no log it may not show), and the fork is described only with `describesFork`.
+    public static func make(
+        log path: String, forks: (String) -> [Child] = { _ in [] }, includes: (_ step: Int, _ events: Int) -> Bool = { _, _ in true },
+        describesFork: Bool = true, readsParent: (String) -> Bool = { _ in true }
+    ) throws -> RunView {
         var steps: [JSONValue] = []
         var eventCount = 0
         var numbers: [Int] = []
         do {
             let result = try Replayer(path: path).replay { step, _ in
-                steps.append(step.json)
+                if includes(step.step, step.events.count) { steps.append(step.json) }
                 numbers.append(step.step)
                 eventCount += step.events.count
                 return true
@@ -53,7 +59,7 @@ public struct RunView: Sendable {
             var object = JSONObject([("steps", .array(steps))])
             for (key, value) in result.tailMembers { object[key] = value }
             object["summary"] = summary(of: result.state)
-            if let forked = result.state.forked { object["fork"] = fork(forked, log: path) }
+            if describesFork, let forked = result.state.forked { object["fork"] = fork(forked, log: path, readsParent: readsParent) }
             let children = result.state.runId.map(forks) ?? []
             if !children.isEmpty {
                 object["forks"] = .array(
@@ -112,9 +118,13 @@ public struct RunView: Sendable {
     /// Where a fork parts from its parent: the `run_forked` data, each edit in words, and the
     /// diff against the parent from the fork point when the parent's log is where the fork
     /// says and holds that run (else `parent_missing` says why not).
-    static func fork(_ forked: RunForked, log path: String) -> JSONValue {
+    static func fork(_ forked: RunForked, log path: String, readsParent: (String) -> Bool = { _ in true }) -> JSONValue {
         var object = forked.json.objectValue ?? JSONObject()
         object["edit_summaries"] = .array(forked.edits.map { .string($0.summary) })
+        if let parent = forked.parentLog, !readsParent(parent) {
+            object["parent_missing"] = .string("the parent's log is not one this page may read")
+            return .object(object)
+        }
         guard let parent = forked.parentLog, FileManager.default.fileExists(atPath: parent) else {
             object["parent_missing"] = .string("the parent's log is not at \(forked.parentLog ?? "a known path") from here")
             return .object(object)

@@ -21,20 +21,28 @@ final class LiveIndex: Sendable {
         catalog: Catalog, directories: [String], watcher: LogWatcher, memberLimit: Int, pause: Duration, clock: any Clock<Duration>
     ) async {
         var seen = 0
-        if !directories.isEmpty {
-            // Changes from here on are picked up below, whatever this pass saw of them.
-            seen = watcher.changes.withLock { $0.generation }
-            await pass {
-                try await catalog.work { catalog throws(CatalogError) in
-                    // A link out of the directories is not followed: the server reads only what lies under them.
-                    let logs = try Catalog.findLogs(directories).filter { Self.liesUnder(directories, $0) }
-                    if !logs.isEmpty { _ = try catalog.index(paths: logs, memberLimit: memberLimit) }
-                }
-            }
-        }
+        var rescans = -1
         while !Task.isCancelled {
-            let current = seen
-            await watcher.changes.wait(within: .seconds(3600), on: clock) { $0.generation > current }
+            let current = (seen, rescans)
+            if rescans >= 0 {
+                await watcher.changes.wait(within: .seconds(3600), on: clock) { $0.generation > current.0 || $0.rescans != current.1 }
+            }
+            let lost = watcher.changes.withLock { $0.rescans }
+            if lost != rescans {
+                // At the start, and when the kernel lost changes: every log under the directories.
+                // Changes from here on are picked up after, whatever this pass saw of them.
+                rescans = lost
+                seen = watcher.changes.withLock { $0.generation }
+                guard !directories.isEmpty else { continue }
+                await pass {
+                    try await catalog.work { catalog throws(CatalogError) in
+                        // A link out of the directories is not followed: the server reads only what lies under them.
+                        let logs = try Catalog.findLogs(directories).filter { Self.liesUnder(directories, $0) }
+                        if !logs.isEmpty { _ = try catalog.index(paths: logs, memberLimit: memberLimit) }
+                    }
+                }
+                continue
+            }
             let (generation, changed) = watcher.changed(after: seen)
             seen = generation
             let logs = changed.filter { Self.liesUnder(directories, $0) }

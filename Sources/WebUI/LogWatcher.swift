@@ -13,10 +13,13 @@ import TraceLog
 /// `<log>.approvals/` folder). One thread reads the kernel's reports and wakes everyone waiting
 /// on `changes`; nothing polls. Subdirectories are watched as they appear.
 final class LogWatcher: Sendable {
-    /// The changes so far: each log's last change, numbered in one sequence.
+    /// The changes so far: each log's last change, numbered in one sequence, by its path with its
+    /// folder's links resolved (`key(of:)`). `rescans` counts the times the kernel's queue
+    /// overflowed and changes were lost: every log must be looked at again.
     struct Changes: Sendable {
         var generation = 0
         var logs: [String: Int] = [:]
+        var rescans = 0
     }
 
     let changes = WatchedState(Changes())
@@ -26,7 +29,6 @@ final class LogWatcher: Sendable {
 
     private struct State {
         var directories: [Int32: String] = [:]
-        var watched: Set<String> = []
         var stopped = false
     }
 
@@ -44,10 +46,19 @@ final class LogWatcher: Sendable {
         #endif
     }
 
-    /// Also watches `directory` itself (not below it): the folder of a log shown that lies
-    /// outside the watched trees.
-    func watch(directory: String) {
-        add(ConfigPath.absolute(directory))
+    /// Watches the folder of `log` (a log a page follows, which may lie outside the watched
+    /// trees) and returns the key its changes are kept under.
+    func follow(_ log: String) -> String {
+        let key = Self.key(of: log)
+        add((key as NSString).deletingLastPathComponent)
+        return key
+    }
+
+    /// The path a change of `log` is known by: its folder with every link resolved, and its name.
+    /// Two spellings of one folder are one folder to the kernel, and one here.
+    static func key(of log: String) -> String {
+        let folder = (ConfigPath.absolute(log) as NSString).deletingLastPathComponent
+        return LogAccess.resolved(folder) + "/" + (log as NSString).lastPathComponent
     }
 
     /// Stops the thread; nothing changes after.
@@ -70,7 +81,7 @@ final class LogWatcher: Sendable {
     func generation(of log: String) -> Int { changes.withLock { $0.logs[log] ?? 0 } }
 
     private func watchTree(_ root: String) {
-        let root = ConfigPath.absolute(root)
+        let root = LogAccess.resolved(ConfigPath.absolute(root))
         add(root)
         guard let walker = FileManager.default.enumerator(atPath: root) else { return }
         while let entry = walker.nextObject() as? String {
@@ -80,16 +91,13 @@ final class LogWatcher: Sendable {
         }
     }
 
+    /// Watches `directory` (resolved), again if it was before: the kernel gives the same watch for
+    /// the same folder, and a folder made again after it was removed needs a new one.
     private func add(_ directory: String) {
         #if os(Linux)
-            let known = state.withLock { !$0.watched.insert(directory).inserted }
-            guard !known else { return }
             let mask = UInt32(IN_MODIFY | IN_CLOSE_WRITE | IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_ATTRIB)
             let watch = inotify_add_watch(descriptor, directory, mask)
-            guard watch >= 0 else {
-                _ = state.withLock { $0.watched.remove(directory) }
-                return
-            }
+            guard watch >= 0 else { return }
             state.withLock { $0.directories[watch] = directory }
         #endif
     }
@@ -102,12 +110,14 @@ final class LogWatcher: Sendable {
                 var fds = [
                     pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0),
                 ]
-                guard poll(&fds, 2, -1) >= 0 || errno == EINTR else { return }
+                // Without a wake pipe (out of descriptors), the stop is seen within a second.
+                guard poll(&fds, 2, wake.readFD >= 0 ? -1 : 1000) >= 0 || errno == EINTR else { return }
                 if fds[1].revents != 0 { wake.drain() }
                 let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
                 guard count > 0 else { continue }
                 var logs: [String] = []
                 var newDirectories: [String] = []
+                var overflowed = false
                 buffer.withUnsafeBytes { bytes in
                     var offset = 0
                     let header = MemoryLayout<inotify_event>.size
@@ -117,6 +127,15 @@ final class LogWatcher: Sendable {
                         let length = Int(bytes.load(fromByteOffset: offset + 12, as: UInt32.self))
                         let nameBytes = bytes[(offset + header)..<min(count, offset + header + length)].prefix { $0 != 0 }
                         offset += header + length
+                        if mask & UInt32(IN_Q_OVERFLOW) != 0 {
+                            overflowed = true
+                            continue
+                        }
+                        if mask & UInt32(IN_IGNORED) != 0 {
+                            // The folder is gone (or unwatched): its number may name another one later.
+                            _ = state.withLock { $0.directories.removeValue(forKey: watch) }
+                            continue
+                        }
                         guard let directory = state.withLock({ $0.directories[watch] }) else { continue }
                         let name = String(decoding: nameBytes, as: UTF8.self)
                         let path = name.isEmpty ? directory : directory + "/" + name
@@ -133,10 +152,15 @@ final class LogWatcher: Sendable {
                         if let changed = Self.log(changedBy: directory + "/" + log) { logs.append(changed) }
                     }
                 }
-                if !logs.isEmpty {
+                if !logs.isEmpty || overflowed {
                     changes.withLock { changes in
                         changes.generation += 1
                         for log in logs { changes.logs[log] = changes.generation }
+                        if overflowed {
+                            // Changes were lost: every log known is news again.
+                            changes.rescans += 1
+                            for log in changes.logs.keys { changes.logs[log] = changes.generation }
+                        }
                     }
                 }
             }

@@ -31,31 +31,65 @@ struct RunFeed: Sendable {
         static let start = Cursor(step: Int.min, events: 0)
     }
 
-    /// The update a page at `cursor` needs from `document` (a run's replay document): the steps
-    /// it lacks or has only part of, every other member of the document as it is now, the run's
-    /// state in words, and the calls that wait for approval. Nil steps and an unchanged `head`
-    /// are still an update (the status may have changed); the caller decides what to send.
-    static func update(_ document: JSONValue, after cursor: Cursor, approvals: [MCPApprovals.PendingCall], writer: Int?) -> (
-        update: JSONValue, cursor: Cursor, newSteps: Int
-    ) {
-        let steps = document["steps"]?.arrayValue ?? []
-        var sent: [JSONValue] = []
-        var next = cursor
-        for step in steps {
+    /// The most bytes of steps one update carries: a page that needs more (a long run opened
+    /// from the start, a page back after a while) gets several, each sent once the page has read
+    /// the one before, so a page that stops reading holds one of them, never the whole run.
+    static let maxUpdateBytes = 512 * 1024
+
+    /// The updates a page at `cursor` needs from `document` (a run's replay document), in order:
+    /// the steps it lacks or has only part of, at most `maxUpdateBytes` of them each with the
+    /// cursor they bring it to; the last also carries every other member of the document as it is
+    /// now, the run's state in words and the calls that wait for approval. There is always one
+    /// (the status may have changed); `newSteps` counts the steps sent in all.
+    static func updates(
+        _ document: JSONValue, after cursor: Cursor, approvals: [MCPApprovals.PendingCall], writer: Int?,
+        maxBytes: Int = RunFeed.maxUpdateBytes
+    ) -> (updates: [(update: JSONValue, cursor: Cursor)], newSteps: Int) {
+        var chunks: [(steps: [JSONValue], cursor: Cursor)] = [([], cursor)]
+        var bytes = 0
+        var sent = 0
+        for step in document["steps"]?.arrayValue ?? [] {
             guard let number = step["step"]?.intValue else { continue }
             let events = step["events"]?.arrayValue?.count ?? 0
-            if number > cursor.step || (number == cursor.step && events != cursor.events) { sent.append(step) }
-            if number >= next.step { next = Cursor(step: number, events: events) }
+            guard lacks(step: number, events: events, after: cursor) else { continue }
+            let size = JSONWriter.encode(step).count
+            if bytes > 0 && bytes + size > maxBytes {
+                chunks.append(([], chunks[chunks.count - 1].cursor))
+                bytes = 0
+            }
+            chunks[chunks.count - 1].steps.append(step)
+            chunks[chunks.count - 1].cursor = Cursor(step: number, events: events)
+            bytes += size
+            sent += 1
         }
         var head = JSONObject()
         for member in document.objectValue ?? JSONObject() where member.key != "steps" { head[member.key] = member.value }
-        var object = ObjectBuilder()
-        object.set("steps", JSONValue.array(sent))
-        object.set("head", JSONValue.object(head))
-        object.set("status", status(of: document, writer: writer))
-        object.set("approvals", JSONValue.array(approvals.map(\.json)))
-        object.set("cursor", next.text)
-        return (object.json, next, sent.count)
+        let updates = chunks.enumerated().map { index, chunk -> (update: JSONValue, cursor: Cursor) in
+            var object = ObjectBuilder()
+            object.set("steps", JSONValue.array(chunk.steps))
+            if index == chunks.count - 1 {
+                object.set("head", JSONValue.object(head))
+                object.set("status", status(of: document, writer: writer))
+                object.set("approvals", JSONValue.array(approvals.map(\.json)))
+            }
+            object.set("cursor", chunk.cursor.text)
+            return (object.json, chunk.cursor)
+        }
+        return (updates, sent)
+    }
+
+    /// The one update that brings a page at `cursor` to all of `document` (a page's first
+    /// render embeds the document itself; this gives its cursor, status and approvals).
+    static func update(_ document: JSONValue, after cursor: Cursor, approvals: [MCPApprovals.PendingCall], writer: Int?) -> (
+        update: JSONValue, cursor: Cursor, newSteps: Int
+    ) {
+        let made = updates(document, after: cursor, approvals: approvals, writer: writer, maxBytes: .max)
+        return (made.updates[0].update, made.updates[0].cursor, made.newSteps)
+    }
+
+    /// Whether a page at `cursor` lacks step `step` (holding `events` events now), or has only part of it.
+    static func lacks(step: Int, events: Int, after cursor: Cursor) -> Bool {
+        step > cursor.step || (step == cursor.step && events != cursor.events)
     }
 
     /// The run's state in a word and a line: `running` (a process holds the log's write lock:

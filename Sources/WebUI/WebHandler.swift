@@ -99,37 +99,41 @@ final class WebHandler: HTTPRequestHandling {
 
     /// Nil when the request may be answered; else the answer that refuses it.
     private func admission(_ request: WebRequest) -> Response? {
+        let port = state.port.withLock { $0 }
         if let token = state.options.token {
+            let cookie = "agent_eval_token_\(port)"
             let bearer = request.header("authorization").flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
             if let given = request.parameter("token"), Self.same(given, token) {
                 // Once from the address printed, then by cookie: the address bar keeps no token.
+                // The cookie is the server's port's (cookies ignore ports), and Lax, so a shared
+                // link opened from another site is let in; changes need the CSRF token anyway.
                 let rest = request.query.filter { $0.name != "token" }
-                let location =
-                    request.path
-                    + (rest.isEmpty ? "" : "?" + rest.map { "\(queryEscaped($0.name))=\(queryEscaped($0.value))" }.joined(separator: "&"))
                 return Response(
                     status: 303, contentType: "text/plain; charset=utf-8", body: Array("signed in".utf8),
-                    headers: [("location", location), ("set-cookie", "agent_eval_token=\(token); HttpOnly; SameSite=Strict; Path=/")])
+                    headers: [
+                        ("location", Self.location(path: request.path, query: rest)),
+                        ("set-cookie", "\(cookie)=\(token); HttpOnly; SameSite=Lax; Path=/"),
+                    ])
             }
-            guard bearer.map({ Self.same($0, token) }) == true || request.cookie("agent_eval_token").map({ Self.same($0, token) }) == true
-            else {
+            guard bearer.map({ Self.same($0, token) }) == true || request.cookie(cookie).map({ Self.same($0, token) }) == true else {
                 return .text(
                     401,
                     "this server needs its token: open the address `agent-eval serve` printed (it ends in ?token=…), or send Authorization: Bearer TOKEN"
                 )
             }
         } else {
-            // Bound to the loopback address: a page of another site that renamed itself to
+            // Bound to a loopback address: a page of another site that renamed itself to
             // 127.0.0.1 (DNS rebinding) still says its own name in Host.
-            let port = state.port.withLock { $0 }
-            let allowed = ["127.0.0.1:\(port)", "localhost:\(port)", "[::1]:\(port)"]
-            guard let host = request.header("host"), allowed.contains(host.lowercased()) else {
-                return .text(403, "this server answers only requests addressed to 127.0.0.1:\(port) or localhost:\(port)")
+            guard let host = request.header("host"), state.loopbackHosts.contains(host.lowercased()) else {
+                return .text(403, "this server answers only requests addressed to \(state.loopbackHosts.sorted().joined(separator: ", "))")
             }
         }
         if request.head.method != .GET && request.head.method != .HEAD {
-            // A change needs the token of a page this server made, and no other site's origin.
-            if let origin = request.header("origin"), let host = request.header("host"), origin != "http://" + host {
+            // A change needs the token of a page this server made, and no other site's origin
+            // (http or https: behind a TLS proxy the browser says https).
+            if let origin = request.header("origin"), let host = request.header("host"),
+                Self.authority(ofOrigin: origin) != host.lowercased()
+            {
                 return .text(403, "a request from \(origin) may not change anything here")
             }
             guard let csrf = request.header("x-agent-eval-csrf"), Self.same(csrf, state.csrfToken) else {
@@ -137,6 +141,24 @@ final class WebHandler: HTTPRequestHandling {
             }
         }
         return nil
+    }
+
+    /// `host:port` of an `Origin` header (`http://host:port` or `https://…`), lower-cased.
+    static func authority(ofOrigin origin: String) -> String? {
+        for scheme in ["http://", "https://"] where origin.lowercased().hasPrefix(scheme) {
+            return String(origin.dropFirst(scheme.count)).lowercased()
+        }
+        return nil
+    }
+
+    /// A same-site `Location`: the path re-escaped (no line break can reach the header) and never
+    /// `//host` (which a browser would take for another site).
+    static func location(path: String, query: [(name: String, value: String)]) -> String {
+        var escaped = queryEscaped(path)
+        while escaped.hasPrefix("//") { escaped.removeFirst() }
+        if !escaped.hasPrefix("/") { escaped = "/" + escaped }
+        return escaped
+            + (query.isEmpty ? "" : "?" + query.map { "\(queryEscaped($0.name))=\(queryEscaped($0.value))" }.joined(separator: "&"))
     }
 
     /// Compares secrets in time that does not depend on where they differ.
@@ -234,7 +256,7 @@ final class WebHandler: HTTPRequestHandling {
                 let (rows, next) = try await runs(query)
                 object.set("runs", JSONValue.array(rows))
                 object.set("next", next)
-                object.set("indexed", state.index.indexed.withLock { $0.generation })
+                object.set("indexed", "\(state.epoch):\(state.index.indexed.withLock { $0.generation })")
             } catch {
                 object.set("error", error.message)
                 status = 500
@@ -249,15 +271,22 @@ final class WebHandler: HTTPRequestHandling {
     private func runPage(_ request: WebRequest) async -> Response {
         guard let given = request.parameter("log") else { return .text(400, "give the log: /run?log=PATH") }
         guard let log = await state.access.allowed(given) else { return notShown(given) }
-        state.watcher.watch(directory: (log as NSString).deletingLastPathComponent)
+        _ = state.watcher.follow(log)
+        let access = state.access
         let view: RunView
+        let approvals: [MCPApprovals.PendingCall]
+        let writer: Int?
         do {
-            view = try await OwnThread.run(name: "agent-eval serve run page") { try RunView.make(log: log) }
+            (view, approvals, writer) = try await OwnThread.run(name: "agent-eval serve run page") {
+                (
+                    try RunView.make(log: log, readsParent: { access.allowedBlocking($0) != nil }), MCPApprovals.pending(log: log),
+                    LogWriter.writerProcess(of: log)
+                )
+            }
         } catch {
             return .text(500, "\(log) cannot be shown: \(FileProblem.reason(of: error))")
         }
-        let writer = LogWriter.writerProcess(of: log)
-        let update = RunFeed.update(view.document, after: .start, approvals: MCPApprovals.pending(log: log), writer: writer)
+        let update = RunFeed.update(view.document, after: .start, approvals: approvals, writer: writer)
         var data = view.page.data.objectValue ?? JSONObject()
         var live = ObjectBuilder()
         live.set("log", log)
@@ -276,6 +305,36 @@ final class WebHandler: HTTPRequestHandling {
         )
     }
 
+    /// What one read of a followed log found.
+    struct LiveRead: Sendable {
+        var document: JSONValue
+        var approvals: [MCPApprovals.PendingCall]
+        var writer: Int?
+    }
+
+    /// Reads `log` for a page at `cursor`, on a thread of its own: the replay (only the steps the
+    /// page lacks made into JSON; the fork described only for a page that has nothing yet), the
+    /// calls that wait, and the process writing it.
+    private func read(_ log: String, after cursor: RunFeed.Cursor) async -> LiveRead {
+        let access = state.access
+        return await OwnThread.run(name: "agent-eval serve run events") {
+            let document: JSONValue
+            do {
+                document = try RunView.make(
+                    log: log, includes: { step, events in RunFeed.lacks(step: step, events: events, after: cursor) },
+                    describesFork: cursor == .start, readsParent: { access.allowedBlocking($0) != nil }
+                ).document
+            } catch {
+                document = ["error": ["message": .string(FileProblem.reason(of: error))], "steps": []]
+            }
+            return LiveRead(document: document, approvals: MCPApprovals.pending(log: log), writer: LogWriter.writerProcess(of: log))
+        }
+    }
+
+    /// The shortest time between two reads of a log for one page: a log written without pause is
+    /// read about ten times a second per open page, whatever the number of its events.
+    static let readPause: Duration = .milliseconds(100)
+
     /// The run's updates as server-sent events, from the cursor the page has (`Last-Event-ID`
     /// after a reconnect, else `after`), until the page goes away or the server stops. Each is
     /// read from the log when the watcher says it changed; a comment every 15 s keeps the
@@ -292,23 +351,41 @@ final class WebHandler: HTTPRequestHandling {
         }
         let resumed = request.header("last-event-id") ?? request.parameter("after")
         var cursor = resumed.flatMap(RunFeed.Cursor.init(text:)) ?? .start
-        state.watcher.watch(directory: (log as NSString).deletingLastPathComponent)
+        let key = state.watcher.follow(log)
         try await Self.startStream(request.head, outbound)
         var lastSent: (status: JSONValue?, approvals: JSONValue?) = (nil, nil)
+        /// The run the page holds, once known; a log replaced by another run starts the page again.
+        var shownRun: String?
+        var resets = false
         while !Task.isCancelled {
-            let generation = state.watcher.generation(of: log)
-            let document: JSONValue
-            do {
-                document = try await OwnThread.run(name: "agent-eval serve run events") { try RunView.make(log: log).document }
-            } catch {
-                document = ["error": ["message": .string(FileProblem.reason(of: error))], "steps": []]
+            let generation = state.watcher.generation(of: key)
+            var found = await read(log, after: cursor)
+            let runId = found.document["run_id"]?.stringValue
+            if let shownRun, let runId, runId != shownRun, cursor != .start {
+                cursor = .start
+                resets = true
+                found = await read(log, after: cursor)
             }
-            let (update, next, newSteps) = RunFeed.update(
-                document, after: cursor, approvals: MCPApprovals.pending(log: log), writer: LogWriter.writerProcess(of: log))
-            if newSteps > 0 || update["status"] != lastSent.status || update["approvals"] != lastSent.approvals {
-                try await Self.send(event: "update", id: next.text, data: update, outbound)
-                lastSent = (update["status"], update["approvals"])
-                cursor = next
+            shownRun = found.document["run_id"]?.stringValue ?? shownRun
+            let (updates, newSteps) = RunFeed.updates(found.document, after: cursor, approvals: found.approvals, writer: found.writer)
+            let last = updates[updates.count - 1].update
+            if newSteps > 0 || resets || last["status"] != lastSent.status || last["approvals"] != lastSent.approvals {
+                for (index, (update, next)) in updates.enumerated() {
+                    var object = update.objectValue ?? JSONObject()
+                    if resets && index == 0 { object["reset"] = true }
+                    // The page's CSRF token, which a server started again made anew.
+                    object["csrf"] = .string(state.csrfToken)
+                    // Each waits for the page to take the one before (the channel's backpressure).
+                    try await Self.send(event: "update", id: next.text, data: .object(object), outbound)
+                    cursor = next
+                }
+                lastSent = (last["status"], last["approvals"])
+                resets = false
+            }
+            // A log written without pause is read again once the pause is over.
+            if state.watcher.generation(of: key) > generation {
+                try? await state.options.clock.sleep(for: Self.readPause)
+                continue
             }
             // Until the log changes; a comment every 15 s keeps the connection and finds a page
             // that left. A writer that dies changes no file: while the run is being written,
@@ -316,25 +393,38 @@ final class WebHandler: HTTPRequestHandling {
             var changed = false
             while !changed && !Task.isCancelled {
                 changed = await state.watcher.changes.wait(within: .seconds(15), on: state.options.clock) {
-                    ($0.logs[log] ?? 0) > generation
+                    ($0.logs[key] ?? 0) > generation
                 }
                 if changed { break }
                 try await outbound.write(.body(.byteBuffer(ByteBuffer(string: ": still here\n\n"))))
-                if lastSent.status?["state"]?.stringValue == "running" && LogWriter.writerProcess(of: log) == nil { break }
+                if lastSent.status?["state"]?.stringValue == "running",
+                    await OwnThread.run(name: "agent-eval serve lock", { LogWriter.writerProcess(of: log) }) == nil
+                {
+                    break
+                }
             }
         }
     }
 
-    /// A note each time the catalog took in changed logs, for open runs lists to fetch theirs again.
+    /// A note each time the catalog took in changed logs, for open runs lists to fetch theirs
+    /// again. Ids are `EPOCH:GENERATION`: a page that reconnects to a server started again (a new
+    /// epoch) is sent a note at once, as is one that saw a generation this server has not reached.
     private func streamIndex(_ request: WebRequest, _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>) async throws {
         try await Self.startStream(request.head, outbound)
-        var seen = Int(request.header("last-event-id") ?? "") ?? state.index.indexed.withLock { $0.generation }
+        let now = state.index.indexed.withLock { $0.generation }
+        var seen = now
+        if let given = request.header("last-event-id") ?? request.parameter("after") {
+            let parts = given.split(separator: ":")
+            let generation = parts.count == 2 ? Int(parts[1]) : nil
+            seen = parts.count == 2 && String(parts[0]) == state.epoch ? min(generation ?? -1, now) : -1
+            if let generation, parts.count == 2, String(parts[0]) == state.epoch, generation > now { seen = -1 }
+        }
         while !Task.isCancelled {
             let before = seen
             let changed = await state.index.indexed.wait(within: .seconds(15), on: state.options.clock) { $0.generation > before }
             if changed {
                 seen = state.index.indexed.withLock { $0.generation }
-                try await Self.send(event: "indexed", id: String(seen), data: ["generation": .int(seen)], outbound)
+                try await Self.send(event: "indexed", id: "\(state.epoch):\(seen)", data: ["generation": .int(seen)], outbound)
             } else {
                 try await outbound.write(.body(.byteBuffer(ByteBuffer(string: ": still here\n\n"))))
             }
@@ -371,7 +461,10 @@ final class WebHandler: HTTPRequestHandling {
         guard let left = await state.access.allowed(a) else { return notShown(a) }
         guard let right = await state.access.allowed(b) else { return notShown(b) }
         do {
-            let view = try await OwnThread.run(name: "agent-eval serve compare") { try DiffView.make(left: left, right: right) }
+            let access = state.access
+            let view = try await OwnThread.run(name: "agent-eval serve compare") {
+                try DiffView.make(left: left, right: right, readsParent: { access.allowedBlocking($0) != nil })
+            }
             var data = view.document.objectValue ?? JSONObject()
             data["served"] = state.served
             return page(200, HTMLPage(title: "compare", data: .object(data)))
@@ -447,7 +540,8 @@ final class WebHandler: HTTPRequestHandling {
         } catch {
             return .text(500, "the catalog could not be read: \(error.message)")
         }
-        if let quarantine = state.quarantine() {
+        let state = self.state
+        if let quarantine = await OwnThread.run(name: "agent-eval serve quarantine", { state.quarantine() }) {
             if let entry = quarantine.entry(for: caseId) {
                 var json = entry.json.objectValue ?? JSONObject()
                 json["expired"] = .bool(entry.isExpired())
@@ -484,10 +578,17 @@ final class WebHandler: HTTPRequestHandling {
                 request.query.filter { !["after", "limit", "token"].contains($0.name) }.map {
                     .array([.string($0.name), .string($0.value)])
                 }))
+        let loaded = await OwnThread.run(name: "agent-eval serve policy") { () -> Result<PolicyFile, ConfigErrors> in
+            do throws(ConfigErrors) {
+                return .success(try PolicyFile.load(path: policy.path))
+            } catch {
+                return .failure(error)
+            }
+        }
         let file: PolicyFile
-        do {
-            file = try PolicyFile.load(path: policy.path)
-        } catch {
+        switch loaded {
+        case .success(let made): file = made
+        case .failure(let error):
             object.set("error", error.errors.map(\.description).joined(separator: "\n"))
             return page(400, HTMLPage(title: "audit", data: object.json))
         }
@@ -542,9 +643,9 @@ final class WebHandler: HTTPRequestHandling {
         query.limit = 500
         let running = query
         let rows = (try? await state.catalog.work { catalog throws(CatalogError) in try catalog.runs(running) }) ?? []
+        let pending = await OwnThread.run(name: "agent-eval serve approvals") { rows.map { MCPApprovals.pending(log: $0.path) } }
         var waiting: [JSONValue] = []
-        for row in rows {
-            let calls = MCPApprovals.pending(log: row.path)
+        for (row, calls) in zip(rows, pending) {
             guard !calls.isEmpty else { continue }
             var object = ObjectBuilder()
             object.set("log", row.path)

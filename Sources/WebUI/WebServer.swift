@@ -1,3 +1,4 @@
+import AgentRuntime
 public import Catalog
 import Foundation
 import Recording
@@ -36,9 +37,12 @@ public final class WebServer: Sendable {
             self.memberLimit = memberLimit
         }
 
-        /// Whether `host` is a loopback address (only this machine can connect).
+        /// Whether `host` is a loopback address (only this machine can connect): `localhost`,
+        /// `::1`, or an IPv4 address in 127.0.0.0/8 (a name is not resolved: `127.example.com` is not one).
         public static func isLoopback(_ host: String) -> Bool {
-            host == "localhost" || host == "::1" || host.hasPrefix("127.")
+            if host == "localhost" || host == "::1" { return true }
+            let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+            return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { part in UInt8(part).map { _ in true } ?? false }
         }
     }
 
@@ -74,7 +78,16 @@ public final class WebServer: Sendable {
             }
             directories.append(LogAccess.resolved(Catalog.absolute(directory)))
         }
-        let watcher = try LogWatcher(directories: directories)
+        // Watching a large tree walks it: off the cooperative pool.
+        let watched = directories
+        let made = await OwnThread.run(name: "agent-eval serve watch") { () -> Result<LogWatcher, WebError> in
+            do throws(WebError) {
+                return .success(try LogWatcher(directories: watched))
+            } catch {
+                return .failure(error)
+            }
+        }
+        let watcher = try made.get()
         let index = LiveIndex()
         let state = WebState(
             catalog: catalog, options: options, access: LogAccess(catalog: catalog, directories: directories), watcher: watcher,

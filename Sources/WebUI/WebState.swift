@@ -16,6 +16,17 @@ final class WebState: Sendable {
     let csrfToken: String
     /// The port listened on, once known.
     let port = Mutex(0)
+    /// This server's run: event ids that name another came from a server before it.
+    let epoch: String
+
+    /// What a request to this server says in `Host` when it listens on a loopback address.
+    var loopbackHosts: Set<String> {
+        let port = port.withLock { $0 }
+        var hosts: Set = ["127.0.0.1:\(port)", "localhost:\(port)", "[::1]:\(port)"]
+        let host = options.host.contains(":") ? "[\(options.host)]" : options.host
+        hosts.insert("\(host.lowercased()):\(port)")
+        return hosts
+    }
 
     init(catalog: Catalog, options: WebServer.Options, access: LogAccess, watcher: LogWatcher, index: LiveIndex) {
         self.catalog = catalog
@@ -25,6 +36,7 @@ final class WebState: Sendable {
         self.index = index
         var generator = SystemRandomNumberGenerator()
         csrfToken = (0..<4).map { _ in String(generator.next() as UInt64, radix: 16) }.joined(separator: "-")
+        epoch = String(generator.next() as UInt32, radix: 36)
     }
 
     /// The project's quarantine file as it is now (nil: none given, or it does not read).

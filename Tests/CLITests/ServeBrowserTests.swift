@@ -164,6 +164,10 @@ struct ServeBrowserTests {
         try LogWriter.withWriter(creating: runs + "/hostile.jsonl.gz", runId: "run-hostile") { writer in
             _ = try SampleRun.recordHostileRun(into: writer)
         }
+        // Planted markup in what the list shows of a run: its agent's name.
+        let planted = try ServeCommandTests.GrowingRun(
+            path: runs + "/hostile-agent.jsonl.gz", runId: "run-planted", agent: SampleRun.plantedMarkup)
+        try planted.finish()
         let growing = try ServeCommandTests.GrowingRun(path: runs + "/lookups.jsonl.gz", runId: "run-lookups", agent: "lookup-agent")
         try growing.step(1)
         try growing.finish()
@@ -177,7 +181,7 @@ struct ServeBrowserTests {
             in: directory.url)
         #expect(suite.status == 1, "\(suite.stderr)")
         let server = try await Server.start([runs], in: directory)
-        _ = try await server.runs(count: 4)
+        _ = try await server.runs(count: 5)
         let seen = try await Self.browse("pages", server.url, [runs + "/hostile.jsonl.gz", "refund-under-10"], signals: signals).value
         #expect(seen["error"] == nil, "\(seen["error"]?.stringValue ?? "")")
         #expect(seen["tool_field"] == "refund_order")
@@ -188,7 +192,9 @@ struct ServeBrowserTests {
         #expect(seen["filtered_rows"] == 2)
         #expect(seen["back_url"] == "/?tool=refund_order")
         #expect(seen["compare_first_row"]?.intValue != nil, "the first divergence is marked")
-        #expect(seen["hostile_rows"] == 1)
+        #expect(seen["hostile_rows"] == 2)
+        #expect(seen["pwned_list"] == .null, "no planted script ran in the list")
+        #expect(seen["planted_agent_shown"] == true)
         #expect(seen["pwned"] == .null, "no planted script ran")
         #expect(seen["planted_text_shown"] == true)
         #expect(seen["images"] == 0)

@@ -183,6 +183,13 @@ struct ServeCommandTests {
         #expect(stopped.stdout.contains("\"event\":\"stopped\""))
     }
 
+    /// The last version of each step sent, in step order, as the page merges them.
+    static func latest(_ steps: [JSONValue]) -> [JSONValue] {
+        var byNumber: [Int: JSONValue] = [:]
+        for step in steps { if let number = step["step"]?.intValue { byNumber[number] = step } }
+        return byNumber.keys.sorted().compactMap { byNumber[$0] }
+    }
+
     static func escaped(_ text: String) -> String {
         text.addingPercentEncoding(
             withAllowedCharacters: CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")) ?? text
@@ -215,7 +222,8 @@ struct ServeCommandTests {
         let first = try await streamed
         #expect(first.status == 200)
         #expect(!first.timedOut, "the third step never arrived: \(first.events.map(\.data))")
-        let firstSteps = try first.events.flatMap { try $0.json()["steps"]?.arrayValue ?? [] }
+        // A step whose events grew is sent whole again: the page keeps the last of each number.
+        let firstSteps = Self.latest(try first.events.flatMap { try $0.json()["steps"]?.arrayValue ?? [] })
         #expect(Set(firstSteps.compactMap { $0["step"]?.intValue }) == [0, 1, 2, 3])
         let lastId = try #require(first.events.last?.id)
         #expect(lastId == "3.5", "step 3, whose 5 events the page has")
@@ -229,7 +237,7 @@ struct ServeCommandTests {
             events.contains { (try? $0.json()["status"]?["state"]?.stringValue) == "stopped" }
         }
         #expect(!resumed.timedOut)
-        let resumedSteps = try resumed.events.flatMap { try $0.json()["steps"]?.arrayValue ?? [] }
+        let resumedSteps = Self.latest(try resumed.events.flatMap { try $0.json()["steps"]?.arrayValue ?? [] })
         #expect(resumedSteps.compactMap { $0["step"]?.intValue } == [4, 5, 6, 7], "only what the page lacked")
         // Nothing lost, nothing twice: the events shown are the log's.
         let shown = (firstSteps + resumedSteps).reduce(0) { $0 + ($1["events"]?.arrayValue?.count ?? 0) }
@@ -237,6 +245,30 @@ struct ServeCommandTests {
         let sequences = (firstSteps + resumedSteps).flatMap { $0["events"]?.arrayValue?.compactMap { $0["seq"]?.intValue } ?? [] }
         #expect(sequences == Array(0..<run.eventCount))
         #expect(try resumed.events.last?.json()["status"]?["text"]?.stringValue == "stopped: success")
+        _ = await server.stop()
+    }
+
+    @Test("a page that needs a long run from its start gets it in parts of at most 512 KiB, each after the page took the one before")
+    func longRunInParts() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let runs = directory.path("runs")
+        try FileManager.default.createDirectory(atPath: runs, withIntermediateDirectories: true)
+        let path = runs + "/long.jsonl.gz"
+        let run = try GrowingRun(path: path, runId: "run-long")
+        for step in 1...800 { try run.step(step) }
+        try run.finish()
+        let server = try await Server.start([runs], in: directory)
+        let streamed = try await HTTPTestClient.events(port: server.port, "/events/run?log=" + Self.escaped(path), timeout: 120) { events in
+            (try? events.last?.json()["status"]?["state"]?.stringValue) == "stopped"
+        }
+        #expect(!streamed.timedOut)
+        #expect(streamed.events.count > 1, "one update would hold the whole run")
+        for event in streamed.events { #expect(event.data.utf8.count < 600 * 1024) }
+        // Only the last carries the run's head and state; together they are every event once.
+        #expect(try streamed.events.dropLast().allSatisfy { try $0.json()["status"] == nil })
+        let steps = Self.latest(try streamed.events.flatMap { try $0.json()["steps"]?.arrayValue ?? [] })
+        #expect(steps.flatMap { $0["events"]?.arrayValue?.compactMap { $0["seq"]?.intValue } ?? [] } == Array(0..<run.eventCount))
         _ = await server.stop()
     }
 
@@ -294,8 +326,14 @@ struct ServeCommandTests {
         #expect(signIn.status == 303)
         #expect(signIn.headers["location"] == "/")
         let cookie = try #require(signIn.headers["set-cookie"])
-        #expect(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"))
-        #expect(try await guarded.get("/api/runs", headers: ["Cookie": "agent_eval_token=\(token)"]).status == 200)
+        #expect(cookie.hasPrefix("agent_eval_token_\(guarded.port)=\(token);"), "the port's own cookie: \(cookie)")
+        #expect(cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax"))
+        #expect(try await guarded.get("/api/runs", headers: ["Cookie": "agent_eval_token_\(guarded.port)=\(token)"]).status == 200)
+        #expect(
+            try await guarded.get("/api/runs", headers: ["Cookie": "agent_eval_token_1=\(token)"]).status == 401, "another port's cookie")
+        // A sign-in address that would lead elsewhere leads here.
+        let away = try await guarded.get("//attacker.example/?token=\(token)")
+        #expect(away.headers["location"]?.hasPrefix("/attacker.example") == true, "\(away.headers)")
         _ = await guarded.stop()
     }
 

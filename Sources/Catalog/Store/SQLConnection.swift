@@ -86,11 +86,13 @@ public enum SQLDialect: String, Sendable {
     }
 
     /// A condition that `column` starts with the text bound to the next `?`.
-    /// `column` holds the bound text, ignoring case (ASCII and, on PostgreSQL, beyond).
+    /// `column` holds the bound text, ignoring the case of ASCII letters (SQLite's `lower` folds
+    /// only those; on PostgreSQL both sides are folded in the "C" collation the columns have, so
+    /// both stores match the same rows).
     func containsIgnoringCase(_ column: String) -> String {
         switch self {
         case .sqlite: return "instr(lower(\(column)), lower(?)) > 0"
-        case .postgres: return "strpos(lower(\(column)), lower(?)) > 0"
+        case .postgres: return "strpos(lower(\(column) COLLATE \"C\"), lower(CAST(? AS TEXT) COLLATE \"C\")) > 0"
         }
     }
 

@@ -736,14 +736,30 @@
     this.draw(true);
     const source = new EventSource(pageLink('/events/run', [['log', this.data.live.log], ['after', this.cursor]]));
     source.addEventListener('update', function (event) { self.merge(JSON.parse(event.data)); });
-    source.addEventListener('open', function () { document.body.dataset.liveConnected = 'true'; });
-    source.addEventListener('error', function () { document.body.dataset.liveConnected = 'false'; });
+    source.addEventListener('open', function () { self.connected(true); });
+    source.addEventListener('error', function () { self.connected(false); });
     this.source = source;
     // What the page holds, for whoever drives it (scripts/serve_browser.py).
     window.agentEvalLive = this;
   };
 
+  // The connection came or went: the browser reconnects by itself, from the last update's id.
+  LiveRun.prototype.connected = function (isConnected) {
+    this.isConnected = isConnected;
+    document.body.dataset.liveConnected = String(isConnected);
+    if (this.banner) this.banner.textContent = this.statusText();
+  };
+
+  LiveRun.prototype.statusText = function () {
+    const state = this.status.state || 'running';
+    return (state === 'running' ? '● live — ' : state === 'stopped' ? '■ ' : '⚠ ') + (this.status.text || state) +
+      (this.isConnected === false ? ' (the server is away: reconnecting…)' : '');
+  };
+
   LiveRun.prototype.merge = function (update) {
+    // Another run now at this log's path: the page starts again.
+    if (update.reset) this.doc.steps = [];
+    if (update.csrf && this.data.served) this.data.served.csrf = update.csrf;
     const steps = this.doc.steps || (this.doc.steps = []);
     const index = {};
     steps.forEach(function (step, position) { index[step.step] = position; });
@@ -752,11 +768,14 @@
       else { index[step.step] = steps.length; steps.push(step); }
     }
     steps.sort(function (a, b) { return a.step - b.step; });
-    const head = update.head || {};
-    for (const key of Object.keys(head)) this.doc[key] = head[key];
-    if (!head.error) delete this.doc.error;
+    const head = update.head;
+    if (head) {
+      for (const key of Object.keys(head)) this.doc[key] = head[key];
+      if (!head.error) delete this.doc.error;
+    }
+    // Only the last of a run of updates carries the status and the waiting calls.
     this.status = update.status || this.status;
-    this.approvals = update.approvals || [];
+    if (update.approvals) this.approvals = update.approvals;
     this.cursor = update.cursor || this.cursor;
     this.updates += 1;
     // Drawn once per frame however many updates came.
@@ -772,8 +791,9 @@
     const atEnd = previous ? previous.current === previous.steps.length - 1 : false;
     clear(this.app);
     const state = this.status.state || 'running';
-    append(this.app, el('p', { class: 'live-status ' + (state === 'running' ? 'banner-warn' : state === 'stopped' ? 'banner-ok' : 'banner-bad'), id: 'live-status' },
-      (state === 'running' ? '● live — ' : state === 'stopped' ? '■ ' : '⚠ ') + (this.status.text || state)));
+    this.banner = el('p', { class: 'live-status ' + (state === 'running' ? 'banner-warn' : state === 'stopped' ? 'banner-ok' : 'banner-bad'), id: 'live-status' },
+      this.statusText());
+    append(this.app, this.banner);
     if (this.approvals.length) append(this.app, approvalsPanel(this.data.live.log, this.approvals, this.data.served));
     const fork = this.doc.fork;
     if (fork && fork.parent_log) {
@@ -1004,7 +1024,7 @@
     append(app, compare, (data.runs || []).length ? table : el('p', { class: 'muted', id: 'no-runs' }, 'No indexed run matches.'), more);
     if (!(data.runs || []).length) append(app, table);
     // New and grown logs: the first page again, while only it is shown.
-    const source = new EventSource('/events/runs');
+    const source = new EventSource(pageLink('/events/runs', [['after', data.indexed || '']]));
     source.addEventListener('indexed', function (event) {
       document.body.dataset.indexed = JSON.parse(event.data).generation;
       if (pagesLoaded > 1) return;

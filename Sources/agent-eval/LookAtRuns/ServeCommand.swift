@@ -76,9 +76,18 @@ struct ServeCommand: AsyncParsableCommand, ReadsLogs {
         }
         let names = policy.map { ($0 as NSString).lastPathComponent }
         if Set(names).count != names.count { throw ValidationError("two --policy files have the same name: give files whose names differ") }
-        if let token, token.count < 16 {
-            throw ValidationError("--token must be at least 16 characters (make one with: openssl rand -hex 16)")
+        if let token, !Self.isToken(token) {
+            throw ValidationError(
+                "--token must be 16 or more letters, digits, '-', '_', '.' or '~' (make one with: openssl rand -hex 16)")
         }
+    }
+
+    /// A token a cookie and a header carry as it is: 16 or more URL-safe characters.
+    static func isToken(_ text: String) -> Bool {
+        text.count >= 16
+            && text.unicodeScalars.allSatisfy {
+                $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "-_.~".unicodeScalars.contains($0))
+            }
     }
 
     func run() async throws {
@@ -86,11 +95,13 @@ struct ServeCommand: AsyncParsableCommand, ReadsLogs {
         var secret = token
         if let tokenFile {
             guard let text = try? String(contentsOfFile: tokenFile, encoding: .utf8),
-                let line = text.split(whereSeparator: \.isNewline).first.map({ $0.trimmingCharacters(in: .whitespaces) }), line.count >= 16
+                let line = text.split(whereSeparator: \.isNewline).first.map({ $0.trimmingCharacters(in: .whitespaces) }),
+                Self.isToken(line)
             else {
                 throw diagnose(
                     CommandError(
-                        "token_unreadable", "--token-file \(tokenFile) holds no token of 16 characters or more on its first line",
+                        "token_unreadable",
+                        "--token-file \(tokenFile) holds no token on its first line (16 or more letters, digits, '-', '_', '.' or '~')",
                         at: SourceLocation(path: tokenFile), hint: "write one: openssl rand -hex 16 > \(tokenFile)"))
             }
             secret = line
