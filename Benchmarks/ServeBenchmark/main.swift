@@ -77,6 +77,9 @@ func memory(_ pid: Int32, _ field: String) -> Double {
     return (Double(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? 0) / 1024
 }
 
+/// A query value, percent-escaped.
+func escaped(_ text: String) -> String { text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? text }
+
 func percentile(_ values: [Double], _ fraction: Double) -> Double {
     let sorted = values.sorted()
     return sorted[min(sorted.count - 1, Int(Double(sorted.count - 1) * fraction))]
@@ -192,10 +195,10 @@ for (name, target) in [
         for _ in 0..<19 {
             let page = try await HTTPTestClient.request(
                 port: port, "GET",
-                "/api/runs" + (next.map { "?after=" + $0.addingPercentEncoding(withAllowedCharacters: .alphanumerics)! } ?? ""))
+                "/api/runs" + (next.map { "?after=" + escaped($0) } ?? ""))
             next = try page.json()["next"]?.stringValue
         }
-        path = "/api/runs?after=" + (next ?? "").addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        path = "/api/runs?after=" + escaped(next ?? "")
     }
     let (ms, rows) = try await timed(path)
     print(String(format: "  runs list, %@: %.1f ms median of %d (%d rows; target < 100 ms)", name, ms, settings.repetitions, rows))
@@ -210,7 +213,7 @@ var liveCorpus = SyntheticCorpus(seed: 5)
 try SyntheticCorpus.record([(.runStarted(liveCorpus.start(steps: 200 + settings.steps)), 0)], with: recorder)
 let written = Mutex<[Int: ContinuousClock.Instant]>([:])
 let received = Mutex<[Int: ContinuousClock.Instant]>([:])
-let target = "/events/run?log=" + path.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+let target = "/events/run?log=" + escaped(path)
 let lastStep = 200
 let follower = Task.detached {
     try await HTTPTestClient.events(port: port, target, timeout: 600) { events in
