@@ -15,6 +15,8 @@ SCENARIO is one of:
   approve BASE             two windows on the approvals page press Approve at the same moment
   pages BASE HOSTILE_LOG CASE   filters and links round-trip, compare, a suite's report and a
                            case's history linked to run pages, planted markup stays text
+  long BASE LOG            a long run's page: drawn from its outline, the last step's events
+                           fetched when the reader jumps there
 
 Exits 1 with a message when Chromium or its driver is missing (scripts/python_venv browser
 installs them).
@@ -31,6 +33,7 @@ import urllib.parse
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
 
@@ -219,6 +222,25 @@ def scenario_pages(driver, signals, base, hostile, case_id):
     return seen
 
 
+def scenario_long(driver, signals, base, log):
+    start = time.monotonic()
+    load(driver, base + "run?log=" + urllib.parse.quote(log, safe=""), timeout=120)
+    seen = {"load_seconds": time.monotonic() - start}
+    seen["steps"] = int(driver.execute_script("return document.querySelector('.run-view').dataset.steps"))
+    seen["cards_drawn"] = len(driver.find_elements(By.CSS_SELECTOR, "section.step"))
+    last = int(driver.execute_script("return Number(document.querySelector('.run-view').dataset.lastStep)"))
+    seen["last_step"] = last
+    start = time.monotonic()
+    driver.find_element(By.TAG_NAME, "body").send_keys("g")
+    driver.switch_to.active_element.send_keys(str(last), Keys.ENTER)
+    wait(driver, lambda d: d.find_elements(By.ID, "step-%d" % last), 60, "the last step's card")
+    seen["jump_seconds"] = time.monotonic() - start
+    seen["fetched"] = int(dataset(driver, "stepsFetched") or 0)
+    seen["last_card_events"] = len(driver.find_elements(By.CSS_SELECTOR, "#step-%d .event" % last))
+    seen["severe_console"] = severe_logs(driver)
+    return seen
+
+
 def main():
     if len(sys.argv) < 5:
         sys.exit(__doc__)
@@ -234,7 +256,7 @@ def main():
             drivers.append(browser())
             seen = scenario_approve(drivers, signals, base)
         else:
-            seen = {"live": scenario_live, "reconnect": scenario_reconnect, "pages": scenario_pages}[scenario](
+            seen = {"live": scenario_live, "reconnect": scenario_reconnect, "pages": scenario_pages, "long": scenario_long}[scenario](
                 drivers[0], signals, base, *arguments)
         drivers[0].save_screenshot(os.path.join(shots, "serve-" + scenario + ".png"))
     except Exception as error:  # the test reports what failed

@@ -1,7 +1,7 @@
 // The web UI benchmark (docs/serve.md, docs/performance.md):
 //
 //   swift run -c release serve-benchmark [--runs 1000000] [--repetitions 20] [--steps 2000] [--dir PATH] [--keep]
-//       [--agent-eval PATH]
+//       [--agent-eval PATH] [--long-events 100000] [--browser]
 //
 // Runs the `agent-eval serve` beside this benchmark (or --agent-eval's) as a child process, over
 // a SQLite catalog of `runs` indexed runs (1,000 synthetic logs indexed, their rows copied by
@@ -15,7 +15,12 @@
 //    250 ms);
 // 3. the server's resident memory: idle after start, after the list pages, and after `steps`
 //    more steps (5 events each: 10,000 events by default) streamed to a page that reads them and
-//    to one that connects and never reads (target: idle < 60 MB, and flat).
+//    to one that connects and never reads (target: idle < 60 MB, and flat);
+// 4. a run of `long-events` events (100,000): its page (the first steps whole, outlines of the
+//    rest) made and sent, and the last 25 steps fetched as a reader who jumps there (the first
+//    fetch makes the log's step table and keeps it in the catalog, the second uses it); with
+//    --browser, the page opened in headless Chromium (scripts/serve_browser.py, `scripts/python_venv
+//    browser`) until drawn, and the jump to its last step (target: drawn < 2 s).
 //
 // Prints medians.
 import Catalog
@@ -36,6 +41,8 @@ struct Settings {
     var directory = FileManager.default.temporaryDirectory.appendingPathComponent("agent-eval-serve-bench").path
     var keep = false
     var agentEval = (CommandLine.arguments[0] as NSString).deletingLastPathComponent + "/agent-eval"
+    var longEvents = 100_000
+    var browser = false
 }
 
 func parseSettings() -> Settings {
@@ -46,6 +53,10 @@ func parseSettings() -> Settings {
             settings.keep = true
             continue
         }
+        if argument == "--browser" {
+            settings.browser = true
+            continue
+        }
         guard let value = arguments.next() else { fail("\(argument) needs a value") }
         switch argument {
         case "--runs": settings.runs = Int(value) ?? settings.runs
@@ -53,8 +64,11 @@ func parseSettings() -> Settings {
         case "--steps": settings.steps = max(1, Int(value) ?? settings.steps)
         case "--dir": settings.directory = value
         case "--agent-eval": settings.agentEval = value
+        case "--long-events": settings.longEvents = max(1_000, Int(value) ?? settings.longEvents)
         default:
-            fail("usage: serve-benchmark [--runs N] [--repetitions N] [--steps N] [--dir PATH] [--keep] [--agent-eval PATH]")
+            fail(
+                "usage: serve-benchmark [--runs N] [--repetitions N] [--steps N] [--dir PATH] [--keep] [--agent-eval PATH] [--long-events N] [--browser]"
+            )
         }
     }
     return settings
@@ -286,5 +300,60 @@ print(
         format:
             "  memory: idle %.1f MB (target < 60 MB), after the list pages %.1f MB; %d more events streamed in %.1f s to a page reading and one never reading: %.1f MB before, %.1f MB after, peak %.1f MB",
         idle, afterList, streamedEvents, streaming, before, after, peak))
+
+// 4. A long run's page, and its last steps fetched.
+let longLog = live + "/long.jsonl.gz"
+var longCorpus = SyntheticCorpus(seed: 9)
+let longState = try longCorpus.writeLongRun(to: longLog, events: settings.longEvents)
+let longBytes = FileStamp(path: longLog)?.size ?? 0
+var pageTimes: [Double] = []
+var pageBytes = 0
+for _ in 0..<3 {
+    let start = ContinuousClock.now
+    let answer = try await HTTPTestClient.request(port: port, "GET", "/run?log=" + escaped(longLog), timeout: 300)
+    pageTimes.append(seconds(ContinuousClock.now - start))
+    guard answer.status == 200 else { fail("the long run's page: \(answer.status) \(answer.text)") }
+    pageBytes = answer.body.count
+}
+let lastSteps = "/api/run/steps?log=\(escaped(longLog))&from=\(max(0, longState.step - 24))&to=\(longState.step)"
+var fetchTimes: [Double] = []
+for _ in 0..<3 {
+    let start = ContinuousClock.now
+    let answer = try await HTTPTestClient.request(port: port, "GET", lastSteps, timeout: 300)
+    fetchTimes.append(seconds(ContinuousClock.now - start))
+    guard answer.status == 200 else { fail("the long run's steps: \(answer.status) \(answer.text)") }
+}
+print(
+    String(
+        format:
+            "  a run of %d events (%d steps, log %.1f MB): its page %.2f s median of 3 (%.1f MB, the first 25 steps whole); its last 25 steps: %.2f s the first time (the step table made and kept), then %.3f s",
+        longState.eventCount, longState.step + 1, Double(longBytes) / 1_048_576, median(pageTimes), Double(pageBytes) / 1_048_576,
+        fetchTimes[0], median(Array(fetchTimes.dropFirst()))))
+if settings.browser {
+    let python = ".build/browser-venv/bin/python"
+    guard FileManager.default.isExecutableFile(atPath: python) else {
+        fail("--browser needs Chromium and Selenium: bash scripts/python_venv browser")
+    }
+    var drawn: [Double] = []
+    var jumps: [Double] = []
+    for _ in 0..<3 {
+        let result = try Subprocess.runBlocking(
+            python,
+            [
+                PythonEnvironment.scriptPath("serve_browser.py"), settings.directory + "/shots", settings.directory, "long",
+                "http://127.0.0.1:\(port)/", longLog,
+            ])
+        let seen = try JSONParser.parse(result.stdout)
+        guard let load = seen["load_seconds"]?.doubleValue, let jump = seen["jump_seconds"]?.doubleValue else {
+            fail("serve_browser.py long: \(result.stderr) \(result.stdoutText)")
+        }
+        drawn.append(load)
+        jumps.append(jump)
+    }
+    print(
+        String(
+            format: "  Chromium: the long run's page drawn in %.2f s (target < 2 s), the jump to its last step %.2f s (medians of 3)",
+            median(drawn), median(jumps)))
+}
 server.terminate()
 server.waitUntilExit()

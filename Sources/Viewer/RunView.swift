@@ -42,16 +42,22 @@ public struct RunView: Sendable {
     /// `steps` (a live page asks for those it lacks); the rest of the document is the whole run's.
     /// A fork's parent is read for the diff against it only when `readsParent` allows its path
     /// (`serve` reads no log it may not show), and the fork is described only with `describesFork`.
+    ///
+    /// With `outlinesAfter`, the steps after the first that many are outlines (`outline(of:)`):
+    /// no events, what the step list and search need instead — the page of a long run fetches
+    /// their events as the reader reaches them (`agent-eval serve`).
     public static func make(
         log path: String, forks: (String) -> [Child] = { _ in [] }, includes: (_ step: Int, _ events: Int) -> Bool = { _, _ in true },
-        describesFork: Bool = true, readsParent: (String) -> Bool = { _ in true }
+        describesFork: Bool = true, readsParent: (String) -> Bool = { _ in true }, outlinesAfter: Int? = nil
     ) throws -> RunView {
         var steps: [JSONValue] = []
         var eventCount = 0
         var numbers: [Int] = []
         do {
             let result = try Replayer(path: path).replay { step, _ in
-                if includes(step.step, step.events.count) { steps.append(step.json) }
+                if includes(step.step, step.events.count) {
+                    steps.append(outlinesAfter.map { steps.count >= $0 } == true ? outline(of: step) : step.json)
+                }
                 numbers.append(step.step)
                 eventCount += step.events.count
                 return true
@@ -78,6 +84,59 @@ public struct RunView: Sendable {
                 document: document(log: path, object), stepCount: steps.count, eventCount: eventCount, error: error, digestMismatches: 0,
                 stepNumbers: numbers)
         }
+    }
+
+    /// Logs at least this large are shown as an outline with their events fetched as the reader
+    /// reaches them, by `agent-eval serve` (docs/serve.md, "Long runs").
+    public static let outlineBytes = 4 << 20
+
+    /// A step without its events: what the step list, the chart and search need of it — its
+    /// number, sequence numbers, problems, `state` with only its tokens and cost, and
+    /// `outline: true`, `event_count`, `sketch` (what the step list shows for it) and `search`
+    /// (the tool names and arguments search looks through), made as the viewer's script makes
+    /// them from the events. The step's card needs the whole step, fetched when it is shown.
+    static func outline(of step: ReplayStep) -> JSONValue {
+        let whole = step.json(withEvents: false)
+        var object = JSONObject()
+        for key in ["step", "first_seq", "last_seq", "problems"] { object[key] = whole[key] }
+        var state = JSONObject()
+        for key in ["input_tokens", "output_tokens", "cost_usd"] { state[key] = whole["state"]?[key] }
+        object["state"] = .object(state)
+        object["outline"] = true
+        object["event_count"] = .int(step.events.count)
+        var sketch: [String] = []
+        var search: [String] = []
+        for recorded in step.events {
+            switch recorded.event.payload {
+            case .decisionMade(let decision):
+                switch decision.outcome {
+                case .invalid: sketch.append("rejected")
+                case .valid(.toolCalls(let calls)):
+                    for call in calls {
+                        sketch.append(call.name)
+                        search += [call.name, JSONWriter.encodeString(call.arguments)]
+                    }
+                case .valid(.answer): sketch.append("answer")
+                case .valid(.askHuman): sketch.append("ask_human")
+                case .valid(.stop): sketch.append("stop")
+                }
+            case .runStarted: sketch.append("start")
+            case .runStopped(let stop): sketch.append("stop: " + stop.reason.rawValue)
+            case .approvalRecorded(let approval): sketch.append(approval.isGranted ? "approved" : "refused")
+            case .runForked: sketch.append("fork")
+            case .userTurn(let turn): sketch.append("user turn \(turn.turn)")
+            default: break
+            }
+            switch recorded.event.payload {
+            case .verdictGiven(let verdict): search.append(verdict.tool)
+            case .toolIntended(let intent): search += [intent.tool, JSONWriter.encodeString(intent.arguments)]
+            case .toolCompleted(let completed): search.append(completed.tool)
+            default: break
+            }
+        }
+        object["sketch"] = .string(sketch.joined(separator: ", "))
+        object["search"] = .string(search.joined(separator: "\n").lowercased())
+        return .object(object)
     }
 
     /// The runs of `logs` for a page that shows several (a report's, a pipeline's), in the order

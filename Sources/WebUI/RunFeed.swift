@@ -50,7 +50,8 @@ struct RunFeed: Sendable {
         var sent = 0
         for step in document["steps"]?.arrayValue ?? [] {
             guard let number = step["step"]?.intValue else { continue }
-            let events = step["events"]?.arrayValue?.count ?? 0
+            // An outline (a long run's page, `RunView.outline`) says how many events it stands for.
+            let events = step["event_count"]?.intValue ?? step["events"]?.arrayValue?.count ?? 0
             guard lacks(step: number, events: events, after: cursor) else { continue }
             let size = JSONWriter.encode(step).count
             if bytes > 0 && bytes + size > maxBytes {

@@ -21,6 +21,7 @@ import Workflows
 /// | `GET /` | the runs list, filtered by the query (`RunQuery`'s filters) |
 /// | `GET /api/runs` | the same rows as JSON, with the cursor of the next page |
 /// | `GET /run?log=PATH` | a run's page, filling in live while its log grows |
+/// | `GET /api/run/steps?log=PATH&from=N&to=M` | steps of a long run, whole, for its page as the reader reaches them |
 /// | `GET /events/run?log=PATH` | that run's updates (server-sent events) |
 /// | `GET /events/runs` | a note each time the catalog took in changed logs |
 /// | `GET /compare?a=PATH&b=PATH` | two runs side by side, aligned as `diff` aligns them |
@@ -77,6 +78,7 @@ final class WebHandler: HTTPRequestHandling {
         case (.GET, "/"): return await runsPage(request)
         case (.GET, "/api/runs"): return await runsJSON(request)
         case (.GET, "/run"): return await runPage(request)
+        case (.GET, "/api/run/steps"): return await steps(request)
         case (.GET, "/compare"): return await comparePage(request)
         case (.GET, "/suites"): return await suitesPage(request)
         case (.GET, "/suite"): return await suitePage(request)
@@ -87,7 +89,8 @@ final class WebHandler: HTTPRequestHandling {
         case (.POST, "/api/approvals"): return await approve(request)
         default:
             let paths: Set = [
-                "/", "/api/runs", "/run", "/compare", "/suites", "/suite", "/case", "/audit", "/approvals", "/api/approvals", "/events/run",
+                "/", "/api/runs", "/run", "/api/run/steps", "/compare", "/suites", "/suite", "/case", "/audit", "/approvals",
+                "/api/approvals", "/events/run",
                 "/events/runs",
             ]
             if paths.contains(request.path) { return .text(405, "\(request.head.method.rawValue) is not answered at \(request.path)") }
@@ -277,10 +280,14 @@ final class WebHandler: HTTPRequestHandling {
         let approvals: [MCPApprovals.PendingCall]
         let writer: Int?
         do {
-            (view, approvals, writer) = try await OwnThread.run(name: "agent-eval serve run page") {
-                (
-                    try RunView.make(log: log, readsParent: { access.allowedBlocking($0) != nil }), MCPApprovals.pending(log: log),
-                    LogWriter.writerProcess(of: log)
+            (view, approvals, writer) = try await state.readers.run {
+                // A long run's page carries its first steps whole and outlines of the rest, whose
+                // events it fetches as the reader reaches them (`/api/run/steps`).
+                let isLong = (FileStamp(path: log)?.size ?? 0) >= RunView.outlineBytes
+                return (
+                    try RunView.make(
+                        log: log, readsParent: { access.allowedBlocking($0) != nil }, outlinesAfter: isLong ? Self.wholeSteps : nil),
+                    MCPApprovals.pending(log: log), LogWriter.writerProcess(of: log)
                 )
             }
         } catch {
@@ -296,6 +303,36 @@ final class WebHandler: HTTPRequestHandling {
         data["approvals"] = update.update["approvals"]
         data["served"] = state.served
         return page(200, HTMLPage(title: view.page.title, data: .object(data)))
+    }
+
+    /// The steps a long run's page carries whole: its first page.
+    static let wholeSteps = 25
+    /// The most steps one fetch returns.
+    static let maxFetchedSteps = 200
+
+    /// Steps `from` to `to` (numbers) of a log, whole, as replay's JSON has them: read through the
+    /// log's step table (kept in the catalog, made by one replay when it has none for the log as
+    /// it is), so only the members holding them are inflated.
+    private func steps(_ request: WebRequest) async -> Response {
+        guard let given = request.parameter("log"), let from = request.parameter("from").flatMap(Int.init),
+            let to = request.parameter("to").flatMap(Int.init), to >= from
+        else {
+            return .json(400, ["error": "give the log and the steps: /api/run/steps?log=PATH&from=N&to=M"])
+        }
+        guard to - from < Self.maxFetchedSteps else {
+            return .json(400, ["error": .string("at most \(Self.maxFetchedSteps) steps at once")])
+        }
+        guard let log = await state.access.allowed(given) else { return .json(404, ["error": .string(notShownText(given))]) }
+        let catalog = state.catalog
+        do {
+            let steps = try await state.readers.run { () -> [JSONValue] in
+                let (index, _) = try StepIndex.open(log: log, store: CatalogStepStore(catalog: catalog))
+                return try (from...to).compactMap { try index.replayStep($0)?.json }
+            }
+            return .json(200, ["steps": .array(steps)])
+        } catch {
+            return .json(500, ["error": .string(FileProblem.reason(of: error))])
+        }
     }
 
     private func notShown(_ given: String) -> Response {
@@ -317,7 +354,7 @@ final class WebHandler: HTTPRequestHandling {
     /// calls that wait, and the process writing it.
     private func read(_ log: String, after cursor: RunFeed.Cursor) async -> LiveRead {
         let access = state.access
-        return await OwnThread.run(name: "agent-eval serve run events") {
+        return await state.readers.run {
             let document: JSONValue
             do {
                 document = try RunView.make(
@@ -398,7 +435,7 @@ final class WebHandler: HTTPRequestHandling {
                 if changed { break }
                 try await outbound.write(.body(.byteBuffer(ByteBuffer(string: ": still here\n\n"))))
                 if lastSent.status?["state"]?.stringValue == "running",
-                    await OwnThread.run(name: "agent-eval serve lock", { LogWriter.writerProcess(of: log) }) == nil
+                    await state.readers.run({ LogWriter.writerProcess(of: log) }) == nil
                 {
                     break
                 }
@@ -462,7 +499,7 @@ final class WebHandler: HTTPRequestHandling {
         guard let right = await state.access.allowed(b) else { return notShown(b) }
         do {
             let access = state.access
-            let view = try await OwnThread.run(name: "agent-eval serve compare") {
+            let view = try await state.readers.run {
                 try DiffView.make(left: left, right: right, readsParent: { access.allowedBlocking($0) != nil })
             }
             var data = view.document.objectValue ?? JSONObject()
@@ -541,7 +578,7 @@ final class WebHandler: HTTPRequestHandling {
             return .text(500, "the catalog could not be read: \(error.message)")
         }
         let state = self.state
-        if let quarantine = await OwnThread.run(name: "agent-eval serve quarantine", { state.quarantine() }) {
+        if let quarantine = await state.readers.run({ state.quarantine() }) {
             if let entry = quarantine.entry(for: caseId) {
                 var json = entry.json.objectValue ?? JSONObject()
                 json["expired"] = .bool(entry.isExpired())
@@ -578,7 +615,7 @@ final class WebHandler: HTTPRequestHandling {
                 request.query.filter { !["after", "limit", "token"].contains($0.name) }.map {
                     .array([.string($0.name), .string($0.value)])
                 }))
-        let loaded = await OwnThread.run(name: "agent-eval serve policy") { () -> Result<PolicyFile, ConfigErrors> in
+        let loaded = await state.readers.run { () -> Result<PolicyFile, ConfigErrors> in
             do throws(ConfigErrors) {
                 return .success(try PolicyFile.load(path: policy.path))
             } catch {
@@ -604,7 +641,7 @@ final class WebHandler: HTTPRequestHandling {
         do {
             let rows = try await state.catalog.work { catalog throws(CatalogError) in try catalog.runs(query) }
             let logs = Array(rows.prefix(Self.maxAudited).map(\.path))
-            let summary = await OwnThread.run(name: "agent-eval serve audit") { () -> LogAuditOutcome in
+            let summary = await state.readers.run { () -> LogAuditOutcome in
                 var reports: [JSONValue] = []
                 let summary = LogAudit.run(logs, policy: file, actor: nil, route: nil) { log in
                     var entry = ObjectBuilder()
@@ -643,7 +680,7 @@ final class WebHandler: HTTPRequestHandling {
         query.limit = 500
         let running = query
         let rows = (try? await state.catalog.work { catalog throws(CatalogError) in try catalog.runs(running) }) ?? []
-        let pending = await OwnThread.run(name: "agent-eval serve approvals") { rows.map { MCPApprovals.pending(log: $0.path) } }
+        let pending = await state.readers.run { rows.map { MCPApprovals.pending(log: $0.path) } }
         var waiting: [JSONValue] = []
         for (row, calls) in zip(rows, pending) {
             guard !calls.isEmpty else { continue }
@@ -678,7 +715,7 @@ final class WebHandler: HTTPRequestHandling {
         let approver = body["approver"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 } ?? state.options.approver
         let answer = MCPApprovals.Answer(isGranted: granted, approver: approver, reason: body["reason"]?.stringValue)
         do {
-            let answered = try await OwnThread.run(name: "agent-eval serve approval") { () throws(RecordingError) in
+            let answered = try await state.readers.run { () throws(RecordingError) in
                 try MCPApprovals.answer(log: log, callId: call, with: answer)
             }
             return .json(
@@ -702,7 +739,8 @@ final class WebHandler: HTTPRequestHandling {
 
     private func page(_ status: Int, _ page: HTMLPage) -> Response {
         do {
-            let bytes = try page.render(with: state.options.assets, servedBy: true)
+            // Not compressed: over a local connection, inflating costs the browser more than the bytes do.
+            let bytes = try page.render(with: state.options.assets, compressionThreshold: .max, servedBy: true)
             return Response(
                 status: status, contentType: "text/html; charset=utf-8", body: bytes,
                 headers: [

@@ -3,6 +3,7 @@ public import Catalog
 import Foundation
 import Recording
 import Synchronization
+import TraceLog
 public import Viewer
 
 /// `agent-eval serve`: a web server on a local address over the catalog and the logs it
@@ -119,5 +120,6 @@ public final class WebServer: Sendable {
         await http.stop()
         await indexing.value
         watcher.stop()
+        handler.state.readers.finish()
     }
 }

@@ -3,6 +3,7 @@ import EvalEngine
 import Foundation
 import Synchronization
 import TraceCore
+import TraceLog
 
 /// What every request of one server shares.
 final class WebState: Sendable {
@@ -14,6 +15,10 @@ final class WebState: Sendable {
     /// Asked of every request that changes something (an approval): pages carry it, and a page
     /// of another site cannot read one of ours to learn it.
     let csrfToken: String
+    /// The threads every blocking read of a request runs on (replays, the catalog's step tables,
+    /// approval files, the quarantine and policy files): off the cooperative pool, and at most two
+    /// at once however many pages are open (the others wait their turn).
+    let readers = JobThreads(count: 2, name: "agent-eval serve reader")
     /// The port listened on, once known.
     let port = Mutex(0)
     /// This server's run: event ids that name another came from a server before it.

@@ -208,4 +208,35 @@ struct ServeBrowserTests {
         #expect(seen["severe_console"]?.arrayValue?.isEmpty == true, "\(seen["severe_console"] ?? [])")
         _ = await server.stop()
     }
+
+    @Test("a long run's page is drawn from its outline, and a step's events are fetched when the reader reaches it")
+    func longRunOutline() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let runs = directory.path("runs")
+        let signals = directory.path("signals")
+        for folder in [runs, signals] { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
+        let log = runs + "/long.jsonl.gz"
+        var corpus = SyntheticCorpus()
+        let state = try corpus.writeLongRun(to: log, jsonBytes: 24 << 20)
+        let size = try #require(FileStamp(path: log)?.size)
+        try #require(size >= 4 << 20, "the log must be long enough to be outlined: \(size) bytes")
+        let server = try await Server.start([runs], in: directory)
+        _ = try await server.runs(count: 1)
+        #expect(try await server.get("/run?log=" + ServeCommandTests.escaped(log)).status == 200)
+        // A fetched step is the step `replay --json` gives.
+        let last = state.step
+        let fetched = try await server.json("/api/run/steps?log=\(ServeCommandTests.escaped(log))&from=\(last)&to=\(last)")
+        let replayed = try await agentEval(["replay", log, "--step", "\(last)", "--json", "--no-catalog"])
+        #expect(replayed.status == 0, "\(replayed.stderr)")
+        let expected = try JSONParser.parse(replayed.stdout)
+        #expect(fetched["steps"]?.arrayValue?.first == expected["step"], "the step as replay --step gives it")
+        let seen = try await Self.browse("long", server.url, [log], signals: signals).value
+        #expect(seen["error"] == nil, "\(seen["error"]?.stringValue ?? "")")
+        #expect(seen["last_step"]?.intValue == last)
+        #expect((seen["fetched"]?.intValue ?? 0) > 0, "the last page's steps were fetched")
+        #expect((seen["last_card_events"]?.intValue ?? 0) > 0, "the last step's events are drawn")
+        #expect(seen["severe_console"]?.arrayValue?.isEmpty == true, "\(seen["severe_console"] ?? [])")
+        _ = await server.stop()
+    }
 }

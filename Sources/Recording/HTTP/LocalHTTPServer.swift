@@ -93,7 +93,10 @@ public final class LocalHTTPServer: Sendable {
                         tooLarge
                         ? try await handler.answerTooLarge(request, outbound) : try await handler.handle(request, body: body, outbound)
                     body = []
-                    if !keepOpen || !request.isKeepAlive { return }
+                    // A client that asked to close (`Connection: close`) closes once it has the
+                    // answer, whose length it knows: closing here would drop what the socket has
+                    // not taken yet (NIOAsyncChannel closes without waiting for pending writes).
+                    if !keepOpen { return }
                 }
             }
         }

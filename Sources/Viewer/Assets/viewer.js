@@ -309,6 +309,7 @@
 
   // What a step's row in the navigation says: its tools, or its stop.
   function stepSketch(step) {
+    if (step.outline) return step.sketch || '';
     const parts = [];
     for (const event of step.events || []) {
       const data = event.data || {};
@@ -327,6 +328,7 @@
 
   // What search looks through for a step: tool names and arguments.
   function searchText(step) {
+    if (step.outline) return step.search || '';
     const parts = [];
     for (const event of step.events || []) {
       const data = event.data || {};
@@ -592,6 +594,15 @@
     clear(this.pages);
     const start = page * this.pageSize;
     const end = Math.min(this.steps.length, start + this.pageSize);
+    // A long run's page (agent-eval serve) holds outlines past its first steps: their events are
+    // fetched when the reader reaches them, and the page drawn again.
+    const outlined = [];
+    for (let index = start; index < end; index++) if (this.steps[index].outline) outlined.push(index);
+    if (outlined.length && servedPages) {
+      append(this.pages, el('p', { class: 'muted loading-steps' }, 'loading steps ' + this.steps[outlined[0]].step + '–' + this.steps[outlined[outlined.length - 1]].step + '…'));
+      this.fetchSteps(outlined, page);
+      return;
+    }
     for (let index = start; index < end; index++) append(this.pages, stepCard(this.steps[index], this.context));
     clear(this.pager);
     const pages = Math.ceil(this.steps.length / this.pageSize);
@@ -601,6 +612,33 @@
       append(this.pager, el('span', null, 'steps ' + this.steps[start].step + '–' + this.steps[end - 1].step + ' of ' + this.steps.length + ' (page ' + (page + 1) + ' of ' + pages + ')'));
       append(this.pager, el('button', { onclick: function () { self.showIndex(Math.min(self.steps.length - 1, end)); }, disabled: page === pages - 1 ? 'disabled' : null }, 'page ▶'));
     }
+  };
+
+  // Fetches the events of the outlined steps at `indexes` and draws `page` again with them.
+  RunViewer.prototype.fetchSteps = function (indexes, page) {
+    const self = this;
+    const first = this.steps[indexes[0]].step, last = this.steps[indexes[indexes.length - 1]].step;
+    fetch(pageLink('/api/run/steps', [['log', this.doc.log], ['from', first], ['to', last]])).then(function (response) {
+      return response.json().then(function (body) { if (!response.ok) throw new Error(body.error || response.status); return body; });
+    }).then(function (body) {
+      for (const step of body.steps || []) {
+        const index = self.byNumber[step.step];
+        if (index !== undefined && self.steps[index].outline) self.steps[index] = step;
+      }
+      for (const step of body.steps || []) {
+        for (const event of step.events || []) if (event.kind === 'content_stored') self.context.contents[event.data.hash] = event.data;
+      }
+      if (self.page !== page) return;
+      const current = self.current;
+      self.page = -1;
+      self.renderPage(page);
+      if (current >= 0 && Math.floor(current / self.pageSize) === page) self.showIndex(current, { scroll: false, updateHash: false });
+      document.body.dataset.stepsFetched = String((Number(document.body.dataset.stepsFetched) || 0) + (body.steps || []).length);
+    }).catch(function (error) {
+      if (self.page !== page) return;
+      clear(self.pages);
+      append(self.pages, el('p', { class: 'error' }, 'the steps could not be fetched: ' + error.message + ' — reload the page'));
+    });
   };
 
   RunViewer.prototype.showStep = function (number) {
