@@ -30,26 +30,14 @@ import tempfile
 import time
 import urllib.parse
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
+import chromium_driver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
 
 def browser():
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    driver = shutil.which("chromedriver")
-    if not chromium or not driver:
-        sys.exit("serve_browser: Chromium and chromium-driver are needed (apt-get install chromium chromium-driver, "
-                 "or scripts/python_venv browser)")
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--window-size=1400,1000", "--no-first-run"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(service=Service(executable_path=driver), options=options)
+    return chromium_driver.browser("serve_browser")
 
 
 def wait(driver, condition, timeout=60, what="the page"):
@@ -73,7 +61,7 @@ def dataset(driver, name):
 
 
 def severe_logs(driver):
-    return [entry["message"] for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+    return chromium_driver.severe_logs(driver)
 
 
 def signal(signals, name):

@@ -219,6 +219,15 @@ final class WebHandler: HTTPRequestHandling {
         return (shown.map(Self.row), next)
     }
 
+    /// The filters a page's address holds, as the page shows them and passes them on (`[name,
+    /// value]` pairs in order): not the paging, the token or the audit's policy.
+    static func shownFilters(_ request: WebRequest) -> JSONValue {
+        .array(
+            request.query.filter { !["after", "limit", "token", "policy"].contains($0.name) }.map {
+                .array([.string($0.name), .string($0.value)])
+            })
+    }
+
     static func row(_ row: RunRow) -> JSONValue {
         var object = row.json.objectValue ?? JSONObject()
         object["page"] = .string("/run?log=" + queryEscaped(row.path))
@@ -243,12 +252,7 @@ final class WebHandler: HTTPRequestHandling {
         object.set("view", "runs")
         object.set("served", state.served)
         object.set("filter_names", RunQuery.filterNames)
-        object.set(
-            "filters",
-            JSONValue.array(
-                request.query.filter { $0.name != "after" && $0.name != "limit" && $0.name != "token" }.map {
-                    .array([.string($0.name), .string($0.value)])
-                }))
+        object.set("filters", Self.shownFilters(request))
         var status = 200
         switch runsQuery(request) {
         case .failure(let error):
@@ -609,12 +613,7 @@ final class WebHandler: HTTPRequestHandling {
         object.set("view", "audit")
         object.set("served", state.served)
         object.set("policy", policy.path)
-        object.set(
-            "filters",
-            JSONValue.array(
-                request.query.filter { !["after", "limit", "token"].contains($0.name) }.map {
-                    .array([.string($0.name), .string($0.value)])
-                }))
+        object.set("filters", Self.shownFilters(request))
         let loaded = await state.readers.run { () -> Result<PolicyFile, ConfigErrors> in
             do throws(ConfigErrors) {
                 return .success(try PolicyFile.load(path: policy.path))

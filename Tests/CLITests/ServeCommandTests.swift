@@ -302,6 +302,30 @@ struct ServeCommandTests {
         _ = await server.stop()
     }
 
+    @Test("the audit page: a --policy judges every call of the runs a filter shows, as agent-eval audit judges them")
+    func audit() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let runs = directory.path("runs")
+        try FileManager.default.createDirectory(atPath: runs, withIntermediateDirectories: true)
+        for index in 1...2 { try Self.writeSupportRun(runs + "/support-\(index).jsonl.gz", runId: "run-support-\(index)") }
+        try "policy:\n  name: no-refunds\n  default: allow\n  rules:\n    - id: no-refunds\n      when: {tool: refund_order}\n      verdict: deny\n"
+            .write(toFile: directory.path("no-refunds.yaml"), atomically: true, encoding: .utf8)
+        let server = try await Server.start([runs, "--policy", "no-refunds.yaml"], in: directory)
+        _ = try await server.runs(count: 2)
+        let page = try await server.get("/audit?policy=no-refunds.yaml&tool=refund_order")
+        #expect(page.status == 200)
+        let cli = try await agentEval(["audit", "--policy", "no-refunds.yaml", runs, "--json"], in: directory.url)
+        #expect(cli.status == 1, "\(cli.stderr)")
+        // The same calls, as the command says: each run's refund ran against the policy.
+        #expect(page.text.contains("\"violations\":2"))
+        #expect(try await server.get("/audit?policy=other.yaml").status == 404)
+        #expect(try await server.get("/audit").status == 400)
+        // The runs list links to the audit of what it shows.
+        #expect(try await server.get("/").text.contains("\"policies\":[\"no-refunds.yaml\"]"))
+        _ = await server.stop()
+    }
+
     @Test("who may ask: requests addressed to another host are refused; another address needs a token, and then every request carries it")
     func admission() async throws {
         let directory = try TemporaryDirectory()

@@ -1014,7 +1014,7 @@
       location.href = pageLink('/', pairs);
     });
     append(app, el('h1', null, 'Runs'), form);
-    for (const policy of data.policies || []) {
+    for (const policy of (data.served && data.served.policies) || []) {
       append(app, el('p', null, el('a', { href: pageLink('/audit', [['policy', policy]].concat(data.filters || [])), class: 'audit-link' },
         'audit the runs shown by ' + policy)));
     }
