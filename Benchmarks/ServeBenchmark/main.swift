@@ -1,11 +1,13 @@
 // The web UI benchmark (docs/serve.md, docs/performance.md):
 //
 //   swift run -c release serve-benchmark [--runs 1000000] [--repetitions 20] [--steps 2000] [--dir PATH] [--keep]
-//       [--agent-eval PATH] [--long-events 100000] [--browser]
+//       [--agent-eval PATH] [--long-events 100000] [--browser] [--store sqlite|postgres]
 //
 // Runs the `agent-eval serve` beside this benchmark (or --agent-eval's) as a child process, over
-// a SQLite catalog of `runs` indexed runs (1,000 synthetic logs indexed, their rows copied by
-// the sqlite3 program under other paths), and asks it as a browser would, over HTTP on 127.0.0.1:
+// a catalog of `runs` indexed runs (1,000 synthetic logs indexed, their rows copied under other
+// paths: by the sqlite3 program, or with --store postgres in a PostgreSQL server the benchmark
+// starts with scripts/postgres_server, durable, and stops at the end, by psql), and asks it as a
+// browser would, over HTTP on 127.0.0.1:
 //
 // 1. the runs list's first page (`/api/runs`, and the HTML page `/`), unfiltered and with the
 //    filters that read the runs' own rows (agent, stop, text), medians of `repetitions`
@@ -43,6 +45,7 @@ struct Settings {
     var agentEval = (CommandLine.arguments[0] as NSString).deletingLastPathComponent + "/agent-eval"
     var longEvents = 100_000
     var browser = false
+    var store = "sqlite"
 }
 
 func parseSettings() -> Settings {
@@ -65,6 +68,9 @@ func parseSettings() -> Settings {
         case "--dir": settings.directory = value
         case "--agent-eval": settings.agentEval = value
         case "--long-events": settings.longEvents = max(1_000, Int(value) ?? settings.longEvents)
+        case "--store":
+            guard ["sqlite", "postgres"].contains(value) else { fail("--store takes sqlite or postgres") }
+            settings.store = value
         default:
             fail(
                 "usage: serve-benchmark [--runs N] [--repetitions N] [--steps N] [--dir PATH] [--keep] [--agent-eval PATH] [--long-events N] [--browser]"
@@ -77,6 +83,11 @@ func parseSettings() -> Settings {
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("serve-benchmark: \(message)\n".utf8))
     exit(1)
+}
+
+func psql(_ url: String, _ sql: String) throws {
+    let result = try Subprocess.runBlocking(Subprocess.which("psql") ?? "/usr/bin/psql", [url, "-v", "ON_ERROR_STOP=1", "-q", "-c", sql])
+    if result.status != 0 { fail("psql failed: \(result.stderr)") }
 }
 
 func sqlite(_ database: String, _ sql: String) throws {
@@ -120,12 +131,50 @@ for index in 0..<originals {
         try SyntheticCorpus.record(run, into: writer, clock: clock)
     }
 }
+/// The PostgreSQL server the benchmark started (`--store postgres`).
+nonisolated(unsafe) var postgresServer: PostgresTestServer?
+var location = database
+if settings.store == "postgres" {
+    do {
+        postgresServer = try await PostgresTestServer.start(durable: true)
+    } catch {
+        fail("cannot start a PostgreSQL server: \(error)")
+    }
+    location = postgresServer?.url ?? ""
+}
+defer {
+    if let server = postgresServer {
+        _ = try? Subprocess.runBlocking("/bin/bash", [PythonEnvironment.scriptPath("postgres_server"), "stop", server.directory])
+    }
+}
 let built = try seconds {
-    let catalog = try Catalog(path: database)
+    let catalog = try Catalog(path: location)
     _ = try catalog.index(paths: [logs], jobs: 2)
     try catalog.close()
     let copies = max(0, settings.runs / originals - 1)
-    if copies > 0 {
+    guard copies > 0 else { return }
+    if let server = postgresServer {
+        try psql(
+            server.adminURL,
+            """
+            BEGIN;
+            SET LOCAL session_replication_role = replica;
+            CREATE TEMP TABLE originals ON COMMIT DROP AS
+                SELECT *, row_number() OVER (ORDER BY log_id) AS rank, (SELECT MAX(log_id) FROM logs) AS top FROM logs;
+            INSERT INTO logs (log_id, path, status, problem, run_id, agent,
+                agent_version, model, input, started_at_us, ended_at_us, stop_reason, stop_limit, events, steps, decisions,
+                invalid_decisions, tool_calls, executed_calls, denied_calls, failed_calls, input_tokens, output_tokens, cost_usd,
+                anomalies, indexed_at_us)
+            SELECT top + (n - 1) * \(originals) + rank, path || '#' || n, status, problem, run_id || '-' || n, agent, agent_version,
+                model, input, started_at_us + n * 1000000, ended_at_us, stop_reason, stop_limit, events, steps, decisions,
+                invalid_decisions, tool_calls, executed_calls, denied_calls, failed_calls, input_tokens, output_tokens, cost_usd,
+                anomalies, indexed_at_us
+            FROM originals, generate_series(1, \(copies)) AS n;
+            SELECT setval(pg_get_serial_sequence('logs', 'log_id'), (SELECT MAX(log_id) FROM logs));
+            COMMIT;
+            """)
+        try psql(server.url, "VACUUM ANALYZE")
+    } else {
         try sqlite(
             database,
             """
@@ -151,7 +200,7 @@ let output = settings.directory + "/serve.out"
 FileManager.default.createFile(atPath: output, contents: nil)
 let server = Process()
 server.executableURL = URL(fileURLWithPath: settings.agentEval)
-server.arguments = ["serve", "--catalog", database, "--listen", "127.0.0.1:0", "--json", live]
+server.arguments = ["serve", "--catalog", location, "--listen", "127.0.0.1:0", "--json", live]
 server.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
 FileManager.default.createFile(atPath: settings.directory + "/serve.err", contents: nil)
 server.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: settings.directory + "/serve.err"))
@@ -171,14 +220,11 @@ guard port > 0 else { fail("agent-eval serve did not say where it listens") }
 let pid = server.processIdentifier
 try await Task.sleep(for: .milliseconds(500))
 let idle = memory(pid, "VmRSS")
-let total =
-    try JSONParser.parse(
-        Array(
-            try Subprocess.runBlocking(
-                Subprocess.which("sqlite3") ?? "/usr/bin/sqlite3", [database, "SELECT json_object('n', COUNT(*)) FROM logs"]
-            ).stdout))["n"]?.intValue ?? 0
+let counting = try Catalog(path: location)
+let total = try counting.query("SELECT COUNT(*) FROM logs").rows.first?.first?.int ?? 0
+try counting.close()
 print(
-    "serve-benchmark: \(total) indexed runs (catalog made in \(String(format: "%.1f", built)) s), release build, agent-eval serve at 127.0.0.1:\(port)"
+    "serve-benchmark: \(total) indexed runs in \(settings.store == "postgres" ? "PostgreSQL" : "SQLite") (catalog made in \(String(format: "%.1f", built)) s), release build, agent-eval serve at 127.0.0.1:\(port)"
 )
 
 // 1. The runs list's first page.
@@ -200,7 +246,7 @@ for (name, target) in [
     ("first page, JSON", "/api/runs"), ("first page, HTML", "/"), ("agent=bench-*", "/api/runs?agent=bench-*"),
     ("stop=success", "/api/runs?stop=success"), ("the 20th page (after=…)", ""),
     // The worst cases: a filter no row meets walks every row; text matches inside values (no index can help).
-    ("stop=budget_exhausted (no row)", "/api/runs?stop=budget_exhausted"), ("text=run-000042 (a few rows)", "/api/runs?text=run-000042"),
+    ("stop=budget_exhausted (no row)", "/api/runs?stop=budget_exhausted"), ("text=no-such-run (no row)", "/api/runs?text=no-such-run"),
 ] {
     var path = target
     if path.isEmpty {

@@ -78,6 +78,37 @@ struct ServeBrowserTests {
         _ = await server.stop()
     }
 
+    @Test(
+        "a program recorded by `record` (the openai SDK, a slow streamed answer) appears in the open list without a reload, and its page shows every event once it stops"
+    )
+    func recordRunAppearsLive() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let runs = directory.path("runs")
+        let signals = directory.path("signals")
+        for folder in [runs, signals] { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
+        let model = try LocalModelServer()
+        defer { model.stop() }
+        let python = try await RecordCommandTests.python()
+        let server = try await Server.start([runs], in: directory)
+        let browsing = try await Self.browse("live", server.url, ["/raw_sdk_agent-rec-1.jsonl.gz"], signals: signals)
+        try await Self.waitForSignal(signals + "/list-open")
+        try String(Date().timeIntervalSince1970).write(toFile: signals + "/started", atomically: true, encoding: .utf8)
+        let recorded = try await agentEval(
+            ["record", "--no-catalog", "--out", runs, "--run-id", "rec-1"] + RecordCommandTests.upstreams(model, "slow-answer")
+                + ["--", python, RecordCommandTests.agent, "--stream", "Where is my order A-1001?"],
+            environment: ["OPENAI_API_KEY": RecordCommandTests.key])
+        #expect(recorded.status == 0, "\(recorded.stderr)")
+        let seen = try await browsing.value
+        #expect(seen["error"] == nil, "\(seen["error"]?.stringValue ?? "")")
+        #expect(seen["reloads"] == 1, "the list took the new run in without a reload")
+        #expect(seen["states"]?.arrayValue?.last == "stopped")
+        let log = runs + "/raw_sdk_agent-rec-1.jsonl.gz"
+        #expect(seen["sequences"]?.arrayValue?.compactMap(\.intValue) == (try Self.sequences(of: log)), "every event once, in order")
+        #expect(seen["severe_console"]?.arrayValue?.isEmpty == true, "\(seen["severe_console"] ?? [])")
+        _ = await server.stop()
+    }
+
     @Test("the server goes away and comes back while a run is written: the open page reconnects and loses and repeats nothing")
     func reconnectsMidRun() async throws {
         let directory = try TemporaryDirectory()
