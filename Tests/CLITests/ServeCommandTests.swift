@@ -309,8 +309,17 @@ struct ServeCommandTests {
         let runs = directory.path("runs")
         try FileManager.default.createDirectory(atPath: runs, withIntermediateDirectories: true)
         for index in 1...2 { try Self.writeSupportRun(runs + "/support-\(index).jsonl.gz", runId: "run-support-\(index)") }
-        try "policy:\n  name: no-refunds\n  default: allow\n  rules:\n    - id: no-refunds\n      when: {tool: refund_order}\n      verdict: deny\n"
-            .write(toFile: directory.path("no-refunds.yaml"), atomically: true, encoding: .utf8)
+        let policy = """
+            policy:
+              name: no-refunds
+              default: allow
+              rules:
+                - id: no-refunds
+                  when: {tool: refund_order}
+                  verdict: deny
+
+            """
+        try policy.write(toFile: directory.path("no-refunds.yaml"), atomically: true, encoding: .utf8)
         let server = try await Server.start([runs, "--policy", "no-refunds.yaml"], in: directory)
         _ = try await server.runs(count: 2)
         let page = try await server.get("/audit?policy=no-refunds.yaml&tool=refund_order")
