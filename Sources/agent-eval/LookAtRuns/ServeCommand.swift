@@ -19,14 +19,18 @@ struct ServeCommand: AsyncParsableCommand, ReadsLogs {
             it was). DIRs given are indexed into the catalog at the start and watched: a run that exec, record, run \
             or a pipeline writes there appears in the list within a second. Calls waiting for a person in a running \
             mcp-proxy or record can be approved or denied from the page, recorded as `agent-eval approve` records \
-            them; of two answers at once one is taken.
+            them; of two answers at once one is taken. Suite runs link each failure to its run's step; a case's \
+            history shows its outcome per commit and its quarantine; with --policy, the runs shown can be audited. \
+            A long run's page loads its steps as the reader reaches them.
 
-            It listens on 127.0.0.1 only, and answers only requests addressed to it there. Any other address needs \
+            By default it listens on 127.0.0.1 and answers only requests addressed to it there; every local user \
+            of the machine can reach it, so on a shared machine give a token there too. Any other address needs \
             --token (or --token-file): every request then needs it (the address printed carries it once, then a \
             cookie). Only logs the catalog indexes, or under the DIRs, are read. docs/serve.md.
 
             Stops cleanly on SIGINT or SIGTERM (exit 0). Exit 2: the address cannot be listened on, a DIR is not a \
-            directory, the catalog cannot be opened.
+            directory, a token is missing for an address other than the loopback one, the catalog cannot be \
+            opened; 64: usage.
 
             Examples:
               agent-eval serve runs/
