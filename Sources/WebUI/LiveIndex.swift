@@ -37,7 +37,7 @@ final class LiveIndex: Sendable {
                 await pass {
                     try await catalog.work { catalog throws(CatalogError) in
                         // A link out of the directories is not followed: the server reads only what lies under them.
-                        let logs = try Catalog.findLogs(directories).filter { Self.liesUnder(directories, $0) }
+                        let logs = try Catalog.findLogs(directories).filter { LogAccess.liesUnder(directories, $0) }
                         if !logs.isEmpty { _ = try catalog.index(paths: logs, memberLimit: memberLimit) }
                     }
                 }
@@ -45,7 +45,7 @@ final class LiveIndex: Sendable {
             }
             let (generation, changed) = watcher.changed(after: seen)
             seen = generation
-            let logs = changed.filter { Self.liesUnder(directories, $0) }
+            let logs = changed.filter { LogAccess.liesUnder(directories, $0) }
             guard !logs.isEmpty else { continue }
             await pass {
                 try await catalog.work { catalog throws(CatalogError) in
@@ -54,12 +54,6 @@ final class LiveIndex: Sendable {
             }
             try? await clock.sleep(for: pause)
         }
-    }
-
-    /// Whether `log`, its links resolved, is under one of `directories` (resolved already).
-    static func liesUnder(_ directories: [String], _ log: String) -> Bool {
-        let real = LogAccess.resolved(log)
-        return directories.contains { real.hasPrefix($0 + "/") }
     }
 
     private func pass(_ body: () async throws -> Void) async {

@@ -17,20 +17,22 @@ struct LogAccess: Sendable {
     /// The log's absolute path when it may be read, else nil.
     func allowed(_ given: String) async -> String? {
         guard let absolute = candidate(given) else { return nil }
-        if liesUnder(absolute) { return absolute }
-        let known = try? await catalog.work { catalog throws(CatalogError) in
-            try catalog.query("SELECT 1 FROM logs WHERE path = ? LIMIT 1", arguments: [.text(absolute)], timeout: 10).rows.isEmpty == false
-        }
-        return known == true ? absolute : nil
+        if Self.liesUnder(directories, absolute) { return absolute }
+        let access = self
+        return (try? await catalog.work { _ in access.isIndexed(absolute) }) == true ? absolute : nil
     }
 
     /// `allowed`, on the calling thread (which may block on the catalog): for work already on a
     /// thread of its own, such as a replay asking whether it may read a fork's parent.
     func allowedBlocking(_ given: String) -> String? {
         guard let absolute = candidate(given) else { return nil }
-        if liesUnder(absolute) { return absolute }
-        let known = try? catalog.query("SELECT 1 FROM logs WHERE path = ? LIMIT 1", arguments: [.text(absolute)], timeout: 10)
-        return known?.rows.isEmpty == false ? absolute : nil
+        return Self.liesUnder(directories, absolute) || isIndexed(absolute) ? absolute : nil
+    }
+
+    /// Whether the catalog has a log at `absolute` (a catalog that cannot answer: no).
+    private func isIndexed(_ absolute: String) -> Bool {
+        let rows = try? catalog.query("SELECT 1 FROM logs WHERE path = ? LIMIT 1", arguments: [.text(absolute)], timeout: 10).rows
+        return rows?.isEmpty == false
     }
 
     /// The absolute path a request names, when it may be a log at all.
@@ -39,9 +41,9 @@ struct LogAccess: Sendable {
         return URL(fileURLWithPath: Catalog.absolute(given)).standardizedFileURL.path
     }
 
-    /// Whether the path, its links resolved, lies under a directory given.
-    private func liesUnder(_ absolute: String) -> Bool {
-        let real = Self.resolved(absolute)
+    /// Whether `path`, its links resolved, lies under one of `directories` (resolved already).
+    static func liesUnder(_ directories: [String], _ path: String) -> Bool {
+        let real = resolved(path)
         return directories.contains { real.hasPrefix($0 + "/") }
     }
 

@@ -115,6 +115,18 @@ public final class WebServer: Sendable {
             address: "http://\(host):\(http.port)/", port: http.port, http: http, watcher: watcher, indexing: indexing, handler: handler)
     }
 
+    /// Serves until the calling task is cancelled (a signal, `withInterruption`), then stops.
+    /// Nothing polls: the wait is the indexing task's, which the cancellation ends.
+    public func serveUntilCancelled() async {
+        let indexing = self.indexing
+        await withTaskCancellationHandler {
+            await indexing.value
+        } onCancel: {
+            indexing.cancel()
+        }
+        await stop()
+    }
+
     /// Stops listening, ends every connection (open event streams included) and the indexing.
     public func stop() async {
         indexing.cancel()

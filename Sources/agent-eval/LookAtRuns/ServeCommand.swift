@@ -145,11 +145,8 @@ struct ServeCommand: AsyncParsableCommand, ReadsLogs {
             }
         }
         if open { HTMLOutput.open(link) }
-        // Until a signal cancels the wait.
-        _ = try await withInterruption {
-            while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
-        }
-        await server.stop()
+        // Until a signal cancels it.
+        _ = try await withInterruption { await server.serveUntilCancelled() }
         if json {
             printJSON(["event": "stopped"])
         } else {
