@@ -15,8 +15,8 @@ SCENARIO is one of:
   approve BASE             two windows on the approvals page press Approve at the same moment
   pages BASE HOSTILE_LOG CASE   filters and links round-trip, compare, a suite's report and a
                            case's history linked to run pages, planted markup stays text
-  long BASE LOG            a long run's page: drawn from its outline, the last step's events
-                           fetched when the reader jumps there
+  long BASE LOG            a long run's page: drawn with its first steps, the rest coming as
+                           outlines; the last step's events fetched when the reader jumps there
 
 Exits 1 with a message when Chromium or its driver is missing (scripts/python_venv browser
 installs them).
@@ -213,7 +213,12 @@ def scenario_pages(driver, signals, base, hostile, case_id):
 def scenario_long(driver, signals, base, log):
     start = time.monotonic()
     load(driver, base + "run?log=" + urllib.parse.quote(log, safe=""), timeout=120)
-    seen = {"load_seconds": time.monotonic() - start}
+    # Drawn with its first steps; the others come over the page's stream, as outlines.
+    seen = {"first_paint_seconds": time.monotonic() - start, "first_state": dataset(driver, "liveFirstState"),
+            "first_steps": int(dataset(driver, "liveFirstSteps") or 0)}
+    wait(driver, lambda d: dataset(d, "liveState") not in (None, "loading"), 120, "the rest of the steps")
+    seen["load_seconds"] = time.monotonic() - start
+    seen["state"] = dataset(driver, "liveState")
     seen["steps"] = int(driver.execute_script("return document.querySelector('.run-view').dataset.steps"))
     seen["cards_drawn"] = len(driver.find_elements(By.CSS_SELECTOR, "section.step"))
     last = int(driver.execute_script("return Number(document.querySelector('.run-view').dataset.lastStep)"))

@@ -1,6 +1,6 @@
 // The web UI benchmark (docs/serve.md, docs/performance.md):
 //
-//   swift run -c release serve-benchmark [--runs 1000000] [--repetitions 20] [--steps 2000] [--dir PATH] [--keep]
+//   swift run -c release serve-benchmark [--runs 1000000] [--repetitions 20] [--steps 2000] [--memory-rounds 3] [--dir PATH] [--keep]
 //       [--agent-eval PATH] [--long-events 100000] [--browser] [--store sqlite|postgres]
 //
 // Runs the `agent-eval serve` beside this benchmark (or --agent-eval's) as a child process, over
@@ -15,14 +15,16 @@
 // 2. a run written while a page follows it: from a step's end (its durability point, flushed)
 //    to the page's connection receiving it, for 200 steps written 50 ms apart (p50 target <
 //    250 ms);
-// 3. the server's resident memory: idle after start, after the list pages, and after `steps`
-//    more steps (5 events each: 10,000 events by default) streamed to a page that reads them and
-//    to one that connects and never reads (target: idle < 60 MB, and flat);
-// 4. a run of `long-events` events (100,000): its page (the first steps whole, outlines of the
-//    rest) made and sent, and the last 25 steps fetched as a reader who jumps there (the first
-//    fetch makes the log's step table and keeps it in the catalog, the second uses it); with
-//    --browser, the page opened in headless Chromium (scripts/serve_browser.py, `scripts/python_venv
-//    browser`) until drawn, and the jump to its last step (target: drawn < 2 s).
+// 3. the server's resident memory: idle after start, after the list pages, and after each of
+//    `memory-rounds` rounds (3) of `steps` more steps (6 events each: 12,000 events a round by
+//    default) streamed to a page that reads them and to one that connects and never reads
+//    (target: idle < 60 MB, and flat);
+// 4. a run of `long-events` events (100,000): its page (its first 25 steps) made and sent, the
+//    other steps' outlines over the page's stream until the run's state came, and the last 25
+//    steps fetched as a reader who jumps there (the first fetch makes the log's step table and
+//    keeps it in the catalog, the second uses it); with --browser, the page opened in headless
+//    Chromium (scripts/serve_browser.py, `scripts/python_venv browser`) until first drawn
+//    (target < 2 s), until every step is in its list, and the jump to its last step.
 //
 // Prints medians.
 import Catalog
@@ -40,6 +42,7 @@ struct Settings {
     var runs = 1_000_000
     var repetitions = 20
     var steps = 2_000
+    var memoryRounds = 3
     var directory = FileManager.default.temporaryDirectory.appendingPathComponent("agent-eval-serve-bench").path
     var keep = false
     var agentEval = (CommandLine.arguments[0] as NSString).deletingLastPathComponent + "/agent-eval"
@@ -65,6 +68,7 @@ func parseSettings() -> Settings {
         case "--runs": settings.runs = Int(value) ?? settings.runs
         case "--repetitions": settings.repetitions = max(1, Int(value) ?? settings.repetitions)
         case "--steps": settings.steps = max(1, Int(value) ?? settings.steps)
+        case "--memory-rounds": settings.memoryRounds = max(1, Int(value) ?? settings.memoryRounds)
         case "--dir": settings.directory = value
         case "--agent-eval": settings.agentEval = value
         case "--long-events": settings.longEvents = max(1_000, Int(value) ?? settings.longEvents)
@@ -73,7 +77,7 @@ func parseSettings() -> Settings {
             settings.store = value
         default:
             fail(
-                "usage: serve-benchmark [--runs N] [--repetitions N] [--steps N] [--dir PATH] [--keep] [--agent-eval PATH] [--long-events N] [--browser]"
+                "usage: serve-benchmark [--runs N] [--repetitions N] [--steps N] [--memory-rounds N] [--dir PATH] [--keep] [--agent-eval PATH] [--long-events N] [--browser] [--store sqlite|postgres]"
             )
         }
     }
@@ -100,6 +104,16 @@ func memory(_ pid: Int32, _ field: String) -> Double {
     let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
     let line = status.split(separator: "\n").first { $0.hasPrefix(field + ":") } ?? ""
     return (Double(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? 0) / 1024
+}
+
+/// The CPU seconds (user and system) the process has used so far.
+func cpuSeconds(_ pid: Int32) -> Double {
+    let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
+    // The fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
+    guard let close = stat.lastIndex(of: ")") else { return 0 }
+    let fields = stat[stat.index(after: close)...].split(separator: " ")
+    guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+    return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
 }
 
 /// A query value, percent-escaped.
@@ -270,7 +284,7 @@ let path = live + "/followed.jsonl.gz"
 let writer = try LogWriter.create(at: path, runId: "run-followed")
 let recorder = RunRecorder(writer: writer, clock: { clock.now() })
 var liveCorpus = SyntheticCorpus(seed: 5)
-try SyntheticCorpus.record([(.runStarted(liveCorpus.start(steps: 200 + settings.steps)), 0)], with: recorder)
+try SyntheticCorpus.record([(.runStarted(liveCorpus.start(steps: 200 + settings.steps * settings.memoryRounds)), 0)], with: recorder)
 let written = Mutex<[Int: ContinuousClock.Instant]>([:])
 let received = Mutex<[Int: ContinuousClock.Instant]>([:])
 let target = "/events/run?log=" + escaped(path)
@@ -316,25 +330,42 @@ _ = withUnsafePointer(to: &address) {
 }
 let request = Array("GET \(target)&after=0.0 HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n".utf8)
 _ = request.withUnsafeBytes { send(silent, $0.baseAddress, $0.count, 0) }
-let finalStep = lastStep + settings.steps
+// In `memoryRounds` rounds of `steps` steps each, the memory after each round once the reading
+// page has it: growth that goes on round after round is memory held per event; growth in the
+// first round only is the working set (and the allocator's arenas) settling.
+let finalStep = lastStep + settings.steps * settings.memoryRounds
+let reached = Mutex(0)
 let reader = Task.detached {
     try await HTTPTestClient.events(port: port, target, timeout: 1800) { events in
         guard let cursor = try? events.last?.json()["cursor"]?.stringValue, let step = Int(cursor.split(separator: ".").first ?? "") else {
             return false
         }
+        reached.withLock { $0 = step }
         return step >= finalStep
     }
 }
 try await Task.sleep(for: .milliseconds(300))
 let before = memory(pid, "VmRSS")
 var streamedEvents = 0
-let streaming = try seconds {
-    for step in (lastStep + 1)...finalStep {
-        let events = liveCorpus.step(step)
-        streamedEvents += events.count
-        try SyntheticCorpus.record(events.map { ($0.payload, $0.step) }, with: recorder)
-        if step % 100 == 0 { usleep(20_000) }
+var rounds: [Double] = []
+var roundCPU: [Double] = []
+var streaming = 0.0
+for round in 0..<settings.memoryRounds {
+    let cpuBefore = cpuSeconds(pid)
+    let first = lastStep + settings.steps * round + 1
+    let last = lastStep + settings.steps * (round + 1)
+    streaming += try seconds {
+        for step in first...last {
+            let events = liveCorpus.step(step)
+            streamedEvents += events.count
+            try SyntheticCorpus.record(events.map { ($0.payload, $0.step) }, with: recorder)
+            if step % 100 == 0 { usleep(20_000) }
+        }
     }
+    while reached.withLock({ $0 }) < last { try await Task.sleep(for: .milliseconds(20)) }
+    try await Task.sleep(for: .milliseconds(200))
+    rounds.append(memory(pid, "VmRSS"))
+    roundCPU.append(cpuSeconds(pid) - cpuBefore)
 }
 _ = try await reader.value
 let after = memory(pid, "VmRSS")
@@ -344,8 +375,10 @@ close(silent)
 print(
     String(
         format:
-            "  memory: idle %.1f MB (target < 60 MB), after the list pages %.1f MB; %d more events streamed in %.1f s to a page reading and one never reading: %.1f MB before, %.1f MB after, peak %.1f MB",
-        idle, afterList, streamedEvents, streaming, before, after, peak))
+            "  memory: idle %.1f MB (target < 60 MB), after the list pages %.1f MB; %d more events streamed in %.1f s to a page reading and one never reading: %.1f MB before, after each %d steps %@ MB, peak %.1f MB; the server's CPU per round %@ s",
+        idle, afterList, streamedEvents, streaming, before, settings.steps,
+        rounds.map { String(format: "%.1f", $0) }.joined(separator: ", "),
+        peak, roundCPU.map { String(format: "%.2f", $0) }.joined(separator: ", ")))
 
 // 4. A long run's page, and its last steps fetched.
 let longLog = live + "/long.jsonl.gz"
@@ -354,12 +387,29 @@ let longState = try longCorpus.writeLongRun(to: longLog, events: settings.longEv
 let longBytes = FileStamp(path: longLog)?.size ?? 0
 var pageTimes: [Double] = []
 var pageBytes = 0
+var pageCursor = ""
 for _ in 0..<3 {
     let start = ContinuousClock.now
     let answer = try await HTTPTestClient.request(port: port, "GET", "/run?log=" + escaped(longLog), timeout: 300)
     pageTimes.append(seconds(ContinuousClock.now - start))
     guard answer.status == 200 else { fail("the long run's page: \(answer.status) \(answer.text)") }
     pageBytes = answer.body.count
+    pageCursor = try PageData.json(answer.body)["live"]?["cursor"]?.stringValue ?? ""
+}
+// The rest of its steps, as outlines over the page's stream, until the run's state came.
+var restTimes: [Double] = []
+var restCPU: [Double] = []
+var restBytes = 0
+for _ in 0..<3 {
+    let start = ContinuousClock.now
+    let cpuBefore = cpuSeconds(pid)
+    let streamed = try await HTTPTestClient.events(
+        port: port, "/events/run?log=\(escaped(longLog))&after=\(pageCursor)", timeout: 300
+    ) { events in (try? events.last?.json()["status"]?["state"]?.stringValue) == "stopped" }
+    restTimes.append(seconds(ContinuousClock.now - start))
+    restCPU.append(cpuSeconds(pid) - cpuBefore)
+    guard !streamed.timedOut else { fail("the long run's stream never said it stopped") }
+    restBytes = streamed.events.reduce(0) { $0 + $1.data.utf8.count }
 }
 let lastSteps = "/api/run/steps?log=\(escaped(longLog))&from=\(max(0, longState.step - 24))&to=\(longState.step)"
 var fetchTimes: [Double] = []
@@ -372,14 +422,15 @@ for _ in 0..<3 {
 print(
     String(
         format:
-            "  a run of %d events (%d steps, log %.1f MB): its page %.2f s median of 3 (%.1f MB, the first 25 steps whole); its last 25 steps: %.2f s the first time (the step table made and kept), then %.3f s",
+            "  a run of %d events (%d steps, log %.1f MB): its page %.3f s median of 3 (%.2f MB, the first 25 steps whole); the other steps' outlines over its stream %.2f s (%.1f MB, the server's CPU %.2f s); its last 25 steps: %.2f s the first time (the step table made and kept), then %.3f s",
         longState.eventCount, longState.step + 1, Double(longBytes) / 1_048_576, median(pageTimes), Double(pageBytes) / 1_048_576,
-        fetchTimes[0], median(Array(fetchTimes.dropFirst()))))
+        median(restTimes), Double(restBytes) / 1_048_576, median(restCPU), fetchTimes[0], median(Array(fetchTimes.dropFirst()))))
 if settings.browser {
     let python = ".build/browser-venv/bin/python"
     guard FileManager.default.isExecutableFile(atPath: python) else {
         fail("--browser needs Chromium and Selenium: bash scripts/python_venv browser")
     }
+    var painted: [Double] = []
     var drawn: [Double] = []
     var jumps: [Double] = []
     for _ in 0..<3 {
@@ -390,16 +441,20 @@ if settings.browser {
                 "http://127.0.0.1:\(port)/", longLog,
             ])
         let seen = try JSONParser.parse(result.stdout)
-        guard let load = seen["load_seconds"]?.doubleValue, let jump = seen["jump_seconds"]?.doubleValue else {
+        guard let paint = seen["first_paint_seconds"]?.doubleValue, let load = seen["load_seconds"]?.doubleValue,
+            let jump = seen["jump_seconds"]?.doubleValue
+        else {
             fail("serve_browser.py long: \(result.stderr) \(result.stdoutText)")
         }
+        painted.append(paint)
         drawn.append(load)
         jumps.append(jump)
     }
     print(
         String(
-            format: "  Chromium: the long run's page drawn in %.2f s (target < 2 s), the jump to its last step %.2f s (medians of 3)",
-            median(drawn), median(jumps)))
+            format:
+                "  Chromium: the long run's page first drawn in %.2f s (target < 2 s), every step in its list %.2f s, the jump to its last step %.2f s (medians of 3)",
+            median(painted), median(drawn), median(jumps)))
 }
 server.terminate()
 server.waitUntilExit()

@@ -13,7 +13,7 @@ public import TraceLog
 ///     }
 ///     if let step = fold.finishStep() { show(step, fold.state) }
 ///     if let failure = fold.storeFailure { throw failure }
-public struct ReplayFold {
+public struct ReplayFold: Sendable {
     /// The state after the last event added.
     public private(set) var state = RunState()
     public private(set) var digestsChecked = 0
@@ -26,8 +26,10 @@ public struct ReplayFold {
     private var stored: StoredOutputs
     private var current: ReplayStep?
 
-    public init(log: String, keepsEvents: Bool = true) {
-        stored = StoredOutputs(log: log)
+    /// `minimumLogBytes`: the size from which a log's outputs go back to it
+    /// (`StoredOutputs.minimumLogBytes`; 0 for a fold kept while its log grows, `ReplayFollower`).
+    public init(log: String, keepsEvents: Bool = true, minimumLogBytes: Int = StoredOutputs.minimumLogBytes) {
+        stored = StoredOutputs(log: log, minimumLogBytes: minimumLogBytes)
         self.keepsEvents = keepsEvents
     }
 

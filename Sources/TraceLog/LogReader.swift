@@ -136,9 +136,15 @@ public struct LogReader {
         /// The sizes of the lists of the last context packet before it, to check a delta
         /// packet's copies against; nil takes the first delta's copies as they are.
         public var contextShape: ContextShape?
+        /// The context packets as a read from the start had them just before it (the last whole
+        /// packet), for a read that makes delta packets whole (`Options.resolvesContextPackets`)
+        /// to go on from there; nil passes the deltas before the first whole packet as they are.
+        /// Its packet's shape serves as `contextShape` when that is nil.
+        public var packets: ContextPacketResolver?
 
         public init(
-            memberOffset: Int, memberIndex: Int, sequence: Int, previousHash: String, runId: String, contextShape: ContextShape? = nil
+            memberOffset: Int, memberIndex: Int, sequence: Int, previousHash: String, runId: String, contextShape: ContextShape? = nil,
+            packets: ContextPacketResolver? = nil
         ) {
             self.memberOffset = memberOffset
             self.memberIndex = memberIndex
@@ -146,6 +152,7 @@ public struct LogReader {
             self.previousHash = previousHash
             self.runId = runId
             self.contextShape = contextShape
+            self.packets = packets
         }
     }
 
@@ -215,12 +222,13 @@ public struct LogReader {
         var checker =
             position.map {
                 EventChecker(
-                    path: path, resumingAt: $0.sequence, previousHash: $0.previousHash, runId: $0.runId, contextShape: $0.contextShape,
+                    path: path, resumingAt: $0.sequence, previousHash: $0.previousHash, runId: $0.runId,
+                    contextShape: $0.contextShape ?? $0.packets?.lastShape,
                     format: $0.memberOffset > 0 ? chainFormat() : nil)
             } ?? EventChecker(path: path)
         checker.keepsPacketText = options.keepsPacketText
         checker.hashesLines = options.hashesLines
-        var resolver = options.resolvesContextPackets ? ContextPacketResolver(startsMidLog: position != nil) : nil
+        var resolver = options.resolvesContextPackets ? (position?.packets ?? ContextPacketResolver(startsMidLog: position != nil)) : nil
         var summary = ReadSummary()
         var problems: [LogError] = []
         var lineNumber = position?.sequence ?? 0

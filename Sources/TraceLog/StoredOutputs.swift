@@ -24,7 +24,7 @@ public import TraceCore
 ///         stored.folded(recorded, change: change, into: &state)
 ///     }
 ///     if let failure = stored.store?.failure { throw failure }
-public struct StoredOutputs {
+public struct StoredOutputs: Sendable {
     /// The log folded.
     public let path: String
     /// Where the outputs are read back from: made when the read reaches the log's second
@@ -161,8 +161,15 @@ public final class LogOutputStore: JSONTextStore {
     /// How many times a member was read back.
     public var memberReads: Int { members.withLock { $0.reads } }
 
+    /// Notes where a member starts; a member noted already is not noted again (a fold that
+    /// goes on from a copy made at a member's start, `ReplayFollower`, passes it again).
     func addMember(_ start: LogReader.Position) {
-        members.withLock { $0.starts.append(start) }
+        members.withLock {
+            guard let last = $0.starts.last, last.memberIndex >= start.memberIndex else {
+                $0.starts.append(start)
+                return
+            }
+        }
     }
 
     /// A check of an output's text, to see that what is read back is what was let go of (the

@@ -1,5 +1,5 @@
 import Foundation
-import Replay
+public import Replay
 public import TraceCore
 public import TraceLog
 
@@ -45,22 +45,65 @@ public struct RunView: Sendable {
     ///
     /// With `outlinesAfter`, the steps after the first that many are outlines (`outline(of:)`):
     /// no events, what the step list and search need instead — the page of a long run fetches
-    /// their events as the reader reaches them (`agent-eval serve`).
+    /// their events as the reader reaches them (`agent-eval serve`). With `firstSteps`, only the
+    /// first that many steps are read, and the rest of the document is the state at their end
+    /// (a long run's first page, whose other steps follow).
     public static func make(
         log path: String, forks: (String) -> [Child] = { _ in [] }, includes: (_ step: Int, _ events: Int) -> Bool = { _, _ in true },
+        describesFork: Bool = true, readsParent: (String) -> Bool = { _ in true }, outlinesAfter: Int? = nil, firstSteps: Int? = nil
+    ) throws -> RunView {
+        try make(
+            log: path, forks: forks, includes: includes, describesFork: describesFork, readsParent: readsParent,
+            outlinesAfter: outlinesAfter
+        ) { _, body in
+            var ordinal = 0
+            return try Replayer(path: path).replay { step, state in
+                defer { ordinal += 1 }
+                return try body(step, ordinal, state) && firstSteps.map { ordinal + 1 < $0 } != false
+            }
+        }
+    }
+
+    /// The same document for a log that is being written, read by `follower`: the steps from
+    /// where its last read stopped on (`ReplayFollower`: the step in progress then, and every
+    /// step after it), and the rest of the document the whole run's as it is now.
+    public static func make(
+        following follower: inout ReplayFollower, includes: (_ step: Int, _ events: Int) -> Bool = { _, _ in true },
         describesFork: Bool = true, readsParent: (String) -> Bool = { _ in true }, outlinesAfter: Int? = nil
+    ) throws -> RunView {
+        try make(
+            log: follower.path, forks: { _ in [] }, includes: includes, describesFork: describesFork, readsParent: readsParent,
+            outlinesAfter: outlinesAfter
+        ) { restarting, body in
+            try follower.read(restarting: restarting) { step, ordinal, state in _ = try body(step, ordinal, state) }
+        }
+    }
+
+    /// What both readers share: `replay` calls its body with each step, its place among the
+    /// log's steps and the state after it (the body says whether to go on), and calls its first
+    /// argument when it starts again from the first step.
+    private static func make(
+        log path: String, forks: (String) -> [Child], includes: (_ step: Int, _ events: Int) -> Bool, describesFork: Bool,
+        readsParent: (String) -> Bool, outlinesAfter: Int?,
+        replay: (_ restarting: () -> Void, _ body: (ReplayStep, Int, RunState) throws -> Bool) throws -> Replayer.Result
     ) throws -> RunView {
         var steps: [JSONValue] = []
         var eventCount = 0
         var numbers: [Int] = []
         do {
-            let result = try Replayer(path: path).replay { step, _ in
-                if includes(step.step, step.events.count) {
-                    steps.append(outlinesAfter.map { steps.count >= $0 } == true ? outline(of: step) : step.json)
+            let result = try withoutActuallyEscaping(includes) { includes in
+                try replay({
+                    steps.removeAll()
+                    numbers.removeAll()
+                    eventCount = 0
+                }) { step, ordinal, _ in
+                    if includes(step.step, step.events.count) {
+                        steps.append(outlinesAfter.map { ordinal >= $0 } == true ? outline(of: step) : step.json)
+                    }
+                    numbers.append(step.step)
+                    eventCount += step.events.count
+                    return true
                 }
-                numbers.append(step.step)
-                eventCount += step.events.count
-                return true
             }
             var object = JSONObject([("steps", .array(steps))])
             for (key, value) in result.tailMembers { object[key] = value }

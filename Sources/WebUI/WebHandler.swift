@@ -283,26 +283,35 @@ final class WebHandler: HTTPRequestHandling {
         let view: RunView
         let approvals: [MCPApprovals.PendingCall]
         let writer: Int?
+        let isLong: Bool
         do {
-            (view, approvals, writer) = try await state.readers.run {
-                // A long run's page carries its first steps whole and outlines of the rest, whose
-                // events it fetches as the reader reaches them (`/api/run/steps`).
+            (view, approvals, writer, isLong) = try await state.readers.run {
+                // A long run's page carries its first steps at once; the rest follow over the
+                // page's stream as outlines, whose events the page fetches as the reader reaches
+                // them (`/api/run/steps`).
                 let isLong = (FileStamp(path: log)?.size ?? 0) >= RunView.outlineBytes
                 return (
                     try RunView.make(
-                        log: log, readsParent: { access.allowedBlocking($0) != nil }, outlinesAfter: isLong ? Self.wholeSteps : nil),
-                    MCPApprovals.pending(log: log), LogWriter.writerProcess(of: log)
+                        log: log, readsParent: { access.allowedBlocking($0) != nil }, firstSteps: isLong ? Self.wholeSteps : nil),
+                    MCPApprovals.pending(log: log), LogWriter.writerProcess(of: log), isLong
                 )
             }
         } catch {
             return .text(500, "\(log) cannot be shown: \(FileProblem.reason(of: error))")
         }
         let update = RunFeed.update(view.document, after: .start, approvals: approvals, writer: writer)
+        // The state in words comes with the rest of a long run, over the page's stream.
+        let status: JSONValue? =
+            isLong && view.stepCount == Self.wholeSteps
+            ? [
+                "state": "loading",
+                "text": .string("reading the log: its first \(Self.wholeSteps) steps are shown, and the others follow as they are read"),
+            ] : update.update["status"]
         var data = view.page.data.objectValue ?? JSONObject()
         var live = ObjectBuilder()
         live.set("log", log)
         live.set("cursor", update.cursor.text)
-        live.set("status", update.update["status"])
+        live.set("status", status)
         data["live"] = live.json
         data["approvals"] = update.update["approvals"]
         data["served"] = state.served
@@ -353,22 +362,29 @@ final class WebHandler: HTTPRequestHandling {
         var writer: Int?
     }
 
-    /// Reads `log` for a page at `cursor`, on a thread of its own: the replay (only the steps the
-    /// page lacks made into JSON; the fork described only for a page that has nothing yet), the
-    /// calls that wait, and the process writing it.
-    private func read(_ log: String, after cursor: RunFeed.Cursor) async -> LiveRead {
+    /// Reads what is new in the log `follower` follows for a page at `cursor`, on a reader
+    /// thread: the replay (only the steps the page lacks made into JSON, those past the first
+    /// `outlinesAfter` as outlines; the fork described only for a page that has nothing yet), the
+    /// calls that wait, and the process writing it. Gives back the follower, which goes on from
+    /// there the next time.
+    private func read(_ follower: ReplayFollower, after cursor: RunFeed.Cursor, outlinesAfter: Int?) async -> (
+        LiveRead, ReplayFollower
+    ) {
         let access = state.access
         return await state.readers.run {
+            var follower = follower
+            let log = follower.path
             let document: JSONValue
             do {
                 document = try RunView.make(
-                    log: log, includes: { step, events in RunFeed.lacks(step: step, events: events, after: cursor) },
-                    describesFork: cursor == .start, readsParent: { access.allowedBlocking($0) != nil }
+                    following: &follower, includes: { step, events in RunFeed.lacks(step: step, events: events, after: cursor) },
+                    describesFork: cursor == .start, readsParent: { access.allowedBlocking($0) != nil }, outlinesAfter: outlinesAfter
                 ).document
             } catch {
                 document = ["error": ["message": .string(FileProblem.reason(of: error))], "steps": []]
             }
-            return LiveRead(document: document, approvals: MCPApprovals.pending(log: log), writer: LogWriter.writerProcess(of: log))
+            let found = LiveRead(document: document, approvals: MCPApprovals.pending(log: log), writer: LogWriter.writerProcess(of: log))
+            return (found, follower)
         }
     }
 
@@ -393,6 +409,10 @@ final class WebHandler: HTTPRequestHandling {
         let resumed = request.header("last-event-id") ?? request.parameter("after")
         var cursor = resumed.flatMap(RunFeed.Cursor.init(text:)) ?? .start
         let key = state.watcher.follow(log)
+        // One fold of the log for this page, which each read takes on from where it stopped; a
+        // long run's steps past its first page come as outlines, as on its page.
+        var follower = ReplayFollower(path: log)
+        let outlinesAfter = (FileStamp(path: log)?.size ?? 0) >= RunView.outlineBytes ? Self.wholeSteps : nil
         try await Self.startStream(request.head, outbound)
         var lastSent: (status: JSONValue?, approvals: JSONValue?) = (nil, nil)
         /// The run the page holds, once known; a log replaced by another run starts the page again.
@@ -400,12 +420,13 @@ final class WebHandler: HTTPRequestHandling {
         var resets = false
         while !Task.isCancelled {
             let generation = state.watcher.generation(of: key)
-            var found = await read(log, after: cursor)
+            var found: LiveRead
+            (found, follower) = await read(follower, after: cursor, outlinesAfter: outlinesAfter)
             let runId = found.document["run_id"]?.stringValue
             if let shownRun, let runId, runId != shownRun, cursor != .start {
                 cursor = .start
                 resets = true
-                found = await read(log, after: cursor)
+                (found, follower) = await read(ReplayFollower(path: log), after: cursor, outlinesAfter: outlinesAfter)
             }
             shownRun = found.document["run_id"]?.stringValue ?? shownRun
             let (updates, newSteps) = RunFeed.updates(found.document, after: cursor, approvals: found.approvals, writer: found.writer)

@@ -240,7 +240,9 @@ struct ServeBrowserTests {
         _ = await server.stop()
     }
 
-    @Test("a long run's page is drawn from its outline, and a step's events are fetched when the reader reaches it")
+    @Test(
+        "a long run's page is drawn with its first steps, the others come as outlines, and a step's events are fetched when the reader reaches it"
+    )
     func longRunOutline() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
@@ -264,6 +266,9 @@ struct ServeBrowserTests {
         #expect(fetched["steps"]?.arrayValue?.first == expected["step"], "the step as replay --step gives it")
         let seen = try await Self.browse("long", server.url, [log], signals: signals).value
         #expect(seen["error"] == nil, "\(seen["error"]?.stringValue ?? "")")
+        #expect(seen["first_state"] == "loading" && seen["first_steps"]?.intValue == 25, "drawn before the whole log was read")
+        #expect(seen["state"] == "stopped")
+        #expect(seen["steps"]?.intValue == last + 1, "every step, outlined")
         #expect(seen["last_step"]?.intValue == last)
         #expect((seen["fetched"]?.intValue ?? 0) > 0, "the last page's steps were fetched")
         #expect((seen["last_card_events"]?.intValue ?? 0) > 0, "the last step's events are drawn")

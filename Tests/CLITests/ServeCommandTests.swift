@@ -272,6 +272,50 @@ struct ServeCommandTests {
         _ = await server.stop()
     }
 
+    @Test(
+        "a long run's page comes with its first 25 steps; the others follow over its stream as outlines, each once, then the run's state"
+    )
+    func longRunPageThenOutlines() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let runs = directory.path("runs")
+        try FileManager.default.createDirectory(atPath: runs, withIntermediateDirectories: true)
+        let path = runs + "/long.jsonl.gz"
+        var corpus = SyntheticCorpus(seed: 7)
+        try corpus.writeLongRun(to: path, jsonBytes: 26 << 20)
+        try #require((FileStamp(path: path)?.size ?? 0) >= 4 << 20, "long enough to be outlined")
+        let replay = try await agentEval(["replay", path, "--json", "--no-catalog"])
+        #expect(replay.status == 0, "\(replay.stderr)")
+        let replayed = try JSONParser.parse(replay.stdout)
+        let steps = try #require(replayed["steps"]?.arrayValue)
+        let server = try await Server.start([runs], in: directory)
+        let page = try await server.get("/run?log=" + Self.escaped(path))
+        #expect(page.status == 200)
+        let data = try PageData.json(page.body)
+        let first = try #require(data["run"]?["steps"]?.arrayValue)
+        #expect(first == Array(steps.prefix(25)), "the first 25 steps, whole, as replay has them")
+        #expect(data["live"]?["status"]?["state"] == "loading")
+        let cursor = try #require(data["live"]?["cursor"]?.stringValue)
+        #expect(cursor == "\(steps[24]["step"]?.intValue ?? -1).\(steps[24]["events"]?.arrayValue?.count ?? -1)")
+        let streamed = try await HTTPTestClient.events(
+            port: server.port, "/events/run?log=\(Self.escaped(path))&after=\(cursor)", timeout: 120
+        ) {
+            events in (try? events.last?.json()["status"]?["state"]?.stringValue) == "stopped"
+        }
+        #expect(!streamed.timedOut)
+        for event in streamed.events { #expect(event.data.utf8.count < 600 * 1024) }
+        let sent = try streamed.events.flatMap { try $0.json()["steps"]?.arrayValue ?? [] }
+        #expect(
+            sent.compactMap { $0["step"]?.intValue } == steps.dropFirst(25).compactMap { $0["step"]?.intValue },
+            "every other step once, in order")
+        #expect(sent.allSatisfy { $0["outline"] == true })
+        #expect(sent.compactMap { $0["event_count"]?.intValue } == steps.dropFirst(25).compactMap { $0["events"]?.arrayValue?.count })
+        let head = try #require(streamed.events.last?.json()["head"])
+        #expect(head["final_state"] == replayed["final_state"], "the run's state at its end comes last")
+        #expect(head["verification"] == replayed["verification"])
+        _ = await server.stop()
+    }
+
     @Test("only logs the catalog indexes or that lie under the directories given are read: no traversal, no link out, no other file")
     func readsOnlyItsLogs() async throws {
         let directory = try TemporaryDirectory()

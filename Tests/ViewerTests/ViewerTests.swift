@@ -17,16 +17,7 @@ struct ViewerTests {
     static let supportLog = ExampleRuns.directory.appendingPathComponent("support-refund.jsonl.gz").path
 
     /// The embedded data element's encoding and text.
-    static func embedded(_ page: [UInt8]) throws -> (encoding: String, text: String) {
-        let html = String(decoding: page, as: UTF8.self)
-        let marker = "<script type=\"application/json\" id=\"agent-eval-data\" data-encoding=\""
-        let start = try #require(html.range(of: marker))
-        let quote = try #require(html[start.upperBound...].firstIndex(of: "\""))
-        let encoding = String(html[start.upperBound..<quote])
-        let open = try #require(html[quote...].firstIndex(of: ">"))
-        let close = try #require(html[open...].range(of: "</script>"))
-        return (encoding, String(html[html.index(after: open)..<close.lowerBound]))
-    }
+    static func embedded(_ page: [UInt8]) throws -> (encoding: String, text: String) { try PageData.embedded(page) }
 
     @Test("a run's page holds exactly the replay document's steps, and the tools summed from the rebuilt state")
     func runDocument() throws {

@@ -239,8 +239,12 @@ public struct ContextDelta: Sendable, Hashable {
 
 /// Turns the context packets of one log, read in order, back into whole packets: keeps the
 /// last whole packet and applies each delta to it. Every other event passes through.
-public struct ContextPacketResolver: Sendable {
-    private var last: (sequence: Int, packet: ContextBuilt)?
+///
+/// A read that starts in the middle of a log is handed the resolver as it was there
+/// (`LogReader.Position.packets`): the last whole packet before it.
+public struct ContextPacketResolver: Sendable, Hashable {
+    private var lastSequence: Int?
+    private var lastPacket: ContextBuilt?
     private var passesEarlyDeltas: Bool
 
     /// `startsMidLog`: reading begins in the middle of a log, so deltas before the first whole
@@ -249,22 +253,31 @@ public struct ContextPacketResolver: Sendable {
         passesEarlyDeltas = startsMidLog
     }
 
+    /// The shape of the last packet made whole (what a delta after it may copy), if any.
+    public var lastShape: ContextShape? {
+        guard let lastSequence, let lastPacket else { return nil }
+        return ContextShape(sequence: lastSequence, of: lastPacket)
+    }
+
     /// `event` with a delta packet made whole; throws (naming the field) for a delta whose
     /// base is not the packet before it, or that copies past the end of a base list.
     public mutating func resolve(_ event: Event) throws -> Event {
         guard case .contextBuilt(let packet) = event.payload else { return event }
         var resolved = event
         if let delta = packet.delta {
-            if last == nil, passesEarlyDeltas { return event }
-            guard let last, last.sequence == delta.baseSequence else {
-                let found = last.map { "the packet before it is seq \($0.sequence)" } ?? "no packet before it was read"
+            if lastPacket == nil, passesEarlyDeltas { return event }
+            guard let lastSequence, let lastPacket, lastSequence == delta.baseSequence else {
+                let found = lastSequence.map { "the packet before it is seq \($0)" } ?? "no packet before it was read"
                 throw TraceCoreError(
                     .invalidField, "is \(delta.baseSequence), but \(found): a delta packet builds on the log's previous context_built",
                     fieldPath: "data.base_seq")
             }
-            resolved.payload = .contextBuilt(try delta.resolved(packet, over: last.packet))
+            resolved.payload = .contextBuilt(try delta.resolved(packet, over: lastPacket))
         }
-        if case .contextBuilt(let whole) = resolved.payload { last = (event.sequence, whole) }
+        if case .contextBuilt(let whole) = resolved.payload {
+            lastSequence = event.sequence
+            lastPacket = whole
+        }
         return resolved
     }
 }

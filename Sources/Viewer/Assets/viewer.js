@@ -790,7 +790,7 @@
 
   LiveRun.prototype.statusText = function () {
     const state = this.status.state || 'running';
-    return (state === 'running' ? '● live — ' : state === 'stopped' ? '■ ' : '⚠ ') + (this.status.text || state) +
+    return (state === 'running' ? '● live — ' : state === 'stopped' ? '■ ' : state === 'loading' ? '… ' : '⚠ ') + (this.status.text || state) +
       (this.isConnected === false ? ' (the server is away: reconnecting…)' : '');
   };
 
@@ -829,7 +829,7 @@
     const atEnd = previous ? previous.current === previous.steps.length - 1 : false;
     clear(this.app);
     const state = this.status.state || 'running';
-    this.banner = el('p', { class: 'live-status ' + (state === 'running' ? 'banner-warn' : state === 'stopped' ? 'banner-ok' : 'banner-bad'), id: 'live-status' },
+    this.banner = el('p', { class: 'live-status ' + (state === 'running' || state === 'loading' ? 'banner-warn' : state === 'stopped' ? 'banner-ok' : 'banner-bad'), id: 'live-status' },
       this.statusText());
     append(this.app, this.banner);
     if (this.approvals.length) append(this.app, approvalsPanel(this.data.live.log, this.approvals, this.data.served));
@@ -850,9 +850,18 @@
     body.liveUpdates = String(this.updates);
     body.liveApprovals = String(this.approvals.length);
     if (first) {
+      // What the page was first drawn with (a long run's: its first steps, while the rest load).
+      body.liveFirstState = state;
+      body.liveFirstSteps = body.liveSteps;
       const match = /^#step-(-?\d+)$/.exec(location.hash);
-      if (match && viewer.showStep(Number(match[1]))) return;
+      const asked = match ? Number(match[1]) : undefined;
+      // A long run's later steps come over the stream: the step asked for is shown when it comes.
+      if (asked !== undefined && this.status.state === 'loading' && viewer.byNumber[asked] === undefined) this.wanted = asked;
+      else if (asked !== undefined && viewer.showStep(asked)) return;
       viewer.showIndex(0, { scroll: false, updateHash: false });
+    } else if (this.wanted !== undefined && viewer.byNumber[this.wanted] !== undefined) {
+      viewer.showStep(this.wanted);
+      this.wanted = undefined;
     } else if (atEnd || shown === undefined) {
       // Following the end: the newest step.
       viewer.showIndex(viewer.steps.length - 1, { scroll: false, updateHash: false });

@@ -1,0 +1,138 @@
+public import TraceCore
+public import TraceLog
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Replays a log that is still being written, again and again, reading each time only what is
+/// new: the fold as it was at the start of the last member read is kept with that member's
+/// position, and the next read goes on from there (the member may have been open, and has
+/// grown since). What it gives is what a `Replayer` reading the whole log gives — the same
+/// steps, the same state, the same digests checked — without the cost of the whole log each time:
+/// a page that follows a run (`agent-eval serve`) reads about one member per change, and holds
+/// one fold, whatever the length of the run.
+///
+///     var follower = ReplayFollower(path: path)
+///     let result = try follower.read(restarting: { shown.removeAll() }) { step, _, _ in shown[step.step] = step }
+///     // … the log grew …
+///     let later = try follower.read(restarting: { shown.removeAll() }) { step, _, _ in shown[step.step] = step }
+///
+/// Each read hands `body` every step from the one in progress at the kept member's start on
+/// (a step handed out before may come again, grown or not: a caller keeps steps by number),
+/// with its place among the log's steps (from 0) and the state at its end.
+/// A log that was replaced (another file at the path), cut shorter than the kept position, or
+/// whose read from there fails, is read again from its start: `restarting` is called first,
+/// and the steps come again from the first. A read from the start reports the log's errors as
+/// `Replayer` does.
+public struct ReplayFollower: Sendable {
+    public let path: String
+
+    /// Where the next read goes on from, and what the fold was there.
+    private struct Checkpoint: Sendable {
+        var position: LogReader.Position
+        var fold: ReplayFold
+        var endIsSigned: Bool
+    }
+
+    private var checkpoint: Checkpoint?
+    /// The file the checkpoint was made in: a file put in its place is read from its start.
+    private var identity: (device: UInt64, inode: UInt64)?
+    /// How many reads began at the log's start (for tests and benchmarks).
+    public private(set) var readsFromStart = 0
+
+    /// Member starts at most this far before the file's end (as it was when a read began) are
+    /// where a copy of the fold is kept: the last member starts there unless it is larger than
+    /// this compressed (a writer closes members at 256 KiB of text, about 40 KiB compressed).
+    /// Copying the fold at every member of a long log would cost a copy of its state each time.
+    static let keepsFoldWithin = 1 << 20
+
+    public init(path: String) {
+        self.path = path
+    }
+
+    /// Reads what is new (the whole log the first time); see the type's notes.
+    @discardableResult
+    public mutating func read(restarting: () -> Void = {}, _ body: (_ step: ReplayStep, _ ordinal: Int, _ state: RunState) throws -> Void)
+        throws -> Replayer.Result
+    {
+        var info = stat()
+        let found = stat(path, &info) == 0 ? (device: UInt64(info.st_dev), inode: UInt64(info.st_ino), size: Int(info.st_size)) : nil
+        if let kept = checkpoint, let found, let identity, identity == (found.device, found.inode),
+            found.size >= kept.position.memberOffset
+        {
+            var seen = false
+            do {
+                return try read(from: kept, fileSize: found.size) { step, ordinal, state in
+                    seen = true
+                    try body(step, ordinal, state)
+                }
+            } catch let error as LogError {
+                // Read again from the start, which says what is wrong if something is.
+                _ = error
+                if seen { restarting() }
+            }
+        }
+        checkpoint = nil
+        identity = found.map { ($0.device, $0.inode) }
+        readsFromStart += 1
+        return try read(from: nil, fileSize: found?.size ?? 0, body)
+    }
+
+    private mutating func read(
+        from kept: Checkpoint?, fileSize: Int, _ body: (_ step: ReplayStep, _ ordinal: Int, _ state: RunState) throws -> Void
+    ) throws
+        -> Replayer.Result
+    {
+        // Kept for as long as the log is followed, and growing with it: its outputs go back to
+        // the log whatever its size, as a long log's do.
+        var fold = kept?.fold ?? ReplayFold(log: path, minimumLogBytes: 0)
+        var endIsSigned = kept?.endIsSigned ?? false
+        var packets = kept?.position.packets ?? ContextPacketResolver()
+        var member = kept?.position.memberIndex
+        var latest = kept
+        let reader = LogReader(path: path, options: LogReader.Options(resolvesContextPackets: true))
+        let keepsFrom = fileSize - Self.keepsFoldWithin
+        func each(_ recorded: RecordedEvent) throws {
+            if recorded.location.memberIndex != member {
+                member = recorded.location.memberIndex
+                latest = nil
+                if recorded.location.memberOffset >= keepsFrom {
+                    let position = LogReader.Position(
+                        memberOffset: recorded.location.memberOffset, memberIndex: recorded.location.memberIndex,
+                        sequence: recorded.event.sequence, previousHash: recorded.event.previousHash ?? "", runId: recorded.event.runId,
+                        packets: packets)
+                    latest = Checkpoint(position: position, fold: fold, endIsSigned: endIsSigned)
+                }
+            }
+            if fold.startsNewStep(recorded.event), let step = fold.finishStep() { try body(step, fold.stepsReplayed - 1, fold.state) }
+            fold.add(recorded)
+            // The packet made whole (as the reader made it) is what the next delta builds on.
+            if case .contextBuilt = recorded.event.payload { _ = try? packets.resolve(recorded.event) }
+            endIsSigned = recorded.event.isFinalSignature
+        }
+        var result = Replayer.Result(state: RunState(), read: ReadSummary())
+        if let kept {
+            result.read = try reader.forEachEvent(from: kept.position) { recorded in
+                try each(recorded)
+                return true
+            }
+        } else {
+            result.read = try reader.forEachEvent(each)
+        }
+        // The step in progress is handed out as it is now; the kept fold goes on with it.
+        var ended = fold
+        if let step = ended.finishStep() { try body(step, ended.stepsReplayed - 1, ended.state) }
+        if ended.stepsReplayed == 0 { throw LogError.noEvent(in: path, tear: result.read.tear) }
+        if let failure = fold.storeFailure { throw failure }
+        checkpoint = latest
+        result.state = ended.state
+        result.digestsChecked = ended.digestsChecked
+        result.digestMismatches = ended.digestMismatches
+        result.stepsReplayed = ended.stepsReplayed
+        result.endIsSigned = endIsSigned
+        return result
+    }
+}
