@@ -43,11 +43,12 @@ public struct ReplayFollower: Sendable {
     /// How many reads began at the log's start (for tests and benchmarks).
     public private(set) var readsFromStart = 0
 
-    /// Member starts at most this far before the file's end (as it was when a read began) are
-    /// where a copy of the fold is kept: the last member starts there unless it is larger than
-    /// this compressed (a writer closes members at 256 KiB of text, about 40 KiB compressed).
-    /// Copying the fold at every member of a long log would cost a copy of its state each time.
-    static let keepsFoldWithin = 1 << 20
+    /// Member starts at most this far before the file's end (as it was when a read began), or
+    /// twice the largest member read so far if that is more, are where a copy of the fold is
+    /// kept: the last member starts there (a writer closes members at 256 KiB of text, about
+    /// 40 KiB compressed). Copying the fold at every member of a long log would cost a copy of its
+    /// state each time.
+    static let keepsFoldWithin = 256 << 10
 
     public init(path: String) {
         self.path = path
@@ -94,12 +95,15 @@ public struct ReplayFollower: Sendable {
         var member = kept?.position.memberIndex
         var latest = kept
         let reader = LogReader(path: path, options: LogReader.Options(resolvesContextPackets: true))
-        let keepsFrom = fileSize - Self.keepsFoldWithin
+        var memberStart = kept?.position.memberOffset
+        var largestMember = 0
         func each(_ recorded: RecordedEvent) throws {
             if recorded.location.memberIndex != member {
                 member = recorded.location.memberIndex
+                if let memberStart { largestMember = max(largestMember, recorded.location.memberOffset - memberStart) }
+                memberStart = recorded.location.memberOffset
                 latest = nil
-                if recorded.location.memberOffset >= keepsFrom {
+                if recorded.location.memberOffset >= fileSize - max(Self.keepsFoldWithin, 2 * largestMember) {
                     let position = LogReader.Position(
                         memberOffset: recorded.location.memberOffset, memberIndex: recorded.location.memberIndex,
                         sequence: recorded.event.sequence, previousHash: recorded.event.previousHash ?? "", runId: recorded.event.runId,

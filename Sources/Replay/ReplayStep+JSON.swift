@@ -28,9 +28,12 @@ extension ReplayStep {
                         "match": .bool(check.isMatch),
                     ]
                 }))
-        object.set(
-            "problems",
-            JSONValue.array(problems.map { ["kind": .string($0.kind.rawValue), "seq": .int($0.sequence), "message": .string($0.message)] }))
+        object.set("problems", problemsJSON)
         return object.json
+    }
+
+    /// The step's problems as its JSON has them: `[{"kind", "seq", "message"}]`.
+    public var problemsJSON: JSONValue {
+        JSONValue.array(problems.map { ["kind": .string($0.kind.rawValue), "seq": .int($0.sequence), "message": .string($0.message)] })
     }
 }

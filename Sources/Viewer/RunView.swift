@@ -139,12 +139,17 @@ public struct RunView: Sendable {
     /// (the tool names and arguments search looks through), made as the viewer's script makes
     /// them from the events. The step's card needs the whole step, fetched when it is shown.
     static func outline(of step: ReplayStep) -> JSONValue {
-        let whole = step.json(withEvents: false)
+        // The members of `step.json` it keeps, made alone (a long run has tens of thousands).
         var object = JSONObject()
-        for key in ["step", "first_seq", "last_seq", "problems"] { object[key] = whole[key] }
-        var state = JSONObject()
-        for key in ["input_tokens", "output_tokens", "cost_usd"] { state[key] = whole["state"]?[key] }
-        object["state"] = .object(state)
+        object["step"] = .int(step.step)
+        object["first_seq"] = .int(step.firstSequence)
+        object["last_seq"] = .int(step.lastSequence)
+        object["problems"] = step.problemsJSON
+        var state = ObjectBuilder()
+        state.set("input_tokens", step.after.inputTokens)
+        state.set("output_tokens", step.after.outputTokens)
+        state.set("cost_usd", Double(step.after.costMicroUSD) / 1_000_000)
+        object["state"] = state.json
         object["outline"] = true
         object["event_count"] = .int(step.events.count)
         var sketch: [String] = []

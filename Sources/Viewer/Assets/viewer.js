@@ -816,11 +816,13 @@
     if (update.approvals) this.approvals = update.approvals;
     this.cursor = update.cursor || this.cursor;
     this.updates += 1;
-    // Drawn once per frame however many updates came.
+    // Drawn once per frame however many updates came; while a long run's steps are still coming
+    // (updates without the state), at most about twice a second: each draw lays out every step.
     if (this.pending) return;
     this.pending = true;
     const self = this;
-    requestAnimationFrame(function () { self.pending = false; self.draw(false); });
+    const draw = function () { requestAnimationFrame(function () { self.pending = false; self.draw(false); }); };
+    if (this.status.state === 'loading' && !update.status) setTimeout(draw, 400); else draw();
   };
 
   LiveRun.prototype.draw = function (first) {
