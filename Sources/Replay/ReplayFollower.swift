@@ -24,9 +24,11 @@ public import TraceLog
 /// (a step handed out before may come again, grown or not: a caller keeps steps by number),
 /// with its place among the log's steps (from 0) and the state at its end.
 /// A log that was replaced (another file at the path), cut shorter than the kept position, or
-/// whose read from there fails, is read again from its start: `restarting` is called first,
-/// and the steps come again from the first. A read from the start reports the log's errors as
-/// `Replayer` does.
+/// whose read from there fails, is read again from its start: `restarting` is called before
+/// any read from the start but the first, and the steps come again from the first. A read from
+/// the start reports the log's errors as `Replayer` does. Logs only grow (writers append; `log
+/// repair` writes a torn last member again as it was): a log changed in place before the kept
+/// member, which only damage or tampering does, is not read again — `log verify` finds it.
 public struct ReplayFollower: Sendable {
     public let path: String
 
@@ -45,9 +47,9 @@ public struct ReplayFollower: Sendable {
 
     /// Member starts at most this far before the file's end (as it was when a read began), or
     /// twice the largest member read so far if that is more, are where a copy of the fold is
-    /// kept: the last member starts there (a writer closes members at 256 KiB of text, about
-    /// 40 KiB compressed). Copying the fold at every member of a long log would cost a copy of its
-    /// state each time.
+    /// kept (a writer closes members at 256 KiB of text, about 40 KiB compressed). Copying the
+    /// fold at every member of a long log would cost a copy of its state each time. A last
+    /// member that starts further from the end keeps nothing: the next read starts at the start.
     static let keepsFoldWithin = 256 << 10
 
     public init(path: String) {
@@ -64,20 +66,15 @@ public struct ReplayFollower: Sendable {
         if let kept = checkpoint, let found, let identity, identity == (found.device, found.inode),
             found.size >= kept.position.memberOffset
         {
-            var seen = false
             do {
-                return try read(from: kept, fileSize: found.size) { step, ordinal, state in
-                    seen = true
-                    try body(step, ordinal, state)
-                }
-            } catch let error as LogError {
+                return try read(from: kept, fileSize: found.size, body)
+            } catch is LogError {
                 // Read again from the start, which says what is wrong if something is.
-                _ = error
-                if seen { restarting() }
             }
         }
         checkpoint = nil
         identity = found.map { ($0.device, $0.inode) }
+        if readsFromStart > 0 { restarting() }
         readsFromStart += 1
         return try read(from: nil, fileSize: found?.size ?? 0, body)
     }

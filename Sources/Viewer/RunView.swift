@@ -54,7 +54,7 @@ public struct RunView: Sendable {
     ) throws -> RunView {
         try make(
             log: path, forks: forks, includes: includes, describesFork: describesFork, readsParent: readsParent,
-            outlinesAfter: outlinesAfter
+            outlines: { ordinal, _ in outlinesAfter.map { ordinal >= $0 } == true }
         ) { _, body in
             var ordinal = 0
             return try Replayer(path: path).replay { step, state in
@@ -66,14 +66,16 @@ public struct RunView: Sendable {
 
     /// The same document for a log that is being written, read by `follower`: the steps from
     /// where its last read stopped on (`ReplayFollower`: the step in progress then, and every
-    /// step after it), and the rest of the document the whole run's as it is now.
+    /// step after it), and the rest of the document the whole run's as it is now. `outlines`
+    /// says, by a step's place among the log's steps and its number, which are outlines.
     public static func make(
         following follower: inout ReplayFollower, includes: (_ step: Int, _ events: Int) -> Bool = { _, _ in true },
-        describesFork: Bool = true, readsParent: (String) -> Bool = { _ in true }, outlinesAfter: Int? = nil
+        describesFork: Bool = true, readsParent: (String) -> Bool = { _ in true },
+        outlines: (_ ordinal: Int, _ step: Int) -> Bool = { _, _ in false }
     ) throws -> RunView {
         try make(
             log: follower.path, forks: { _ in [] }, includes: includes, describesFork: describesFork, readsParent: readsParent,
-            outlinesAfter: outlinesAfter
+            outlines: outlines
         ) { restarting, body in
             try follower.read(restarting: restarting) { step, ordinal, state in _ = try body(step, ordinal, state) }
         }
@@ -84,7 +86,7 @@ public struct RunView: Sendable {
     /// argument when it starts again from the first step.
     private static func make(
         log path: String, forks: (String) -> [Child], includes: (_ step: Int, _ events: Int) -> Bool, describesFork: Bool,
-        readsParent: (String) -> Bool, outlinesAfter: Int?,
+        readsParent: (String) -> Bool, outlines: (_ ordinal: Int, _ step: Int) -> Bool,
         replay: (_ restarting: () -> Void, _ body: (ReplayStep, Int, RunState) throws -> Bool) throws -> Replayer.Result
     ) throws -> RunView {
         var steps: [JSONValue] = []
@@ -92,17 +94,19 @@ public struct RunView: Sendable {
         var numbers: [Int] = []
         do {
             let result = try withoutActuallyEscaping(includes) { includes in
-                try replay({
-                    steps.removeAll()
-                    numbers.removeAll()
-                    eventCount = 0
-                }) { step, ordinal, _ in
-                    if includes(step.step, step.events.count) {
-                        steps.append(outlinesAfter.map { ordinal >= $0 } == true ? outline(of: step) : step.json)
+                try withoutActuallyEscaping(outlines) { outlines in
+                    try replay({
+                        steps.removeAll()
+                        numbers.removeAll()
+                        eventCount = 0
+                    }) { step, ordinal, _ in
+                        if includes(step.step, step.events.count) {
+                            steps.append(outlines(ordinal, step.step) ? outline(of: step) : step.json)
+                        }
+                        numbers.append(step.step)
+                        eventCount += step.events.count
+                        return true
                     }
-                    numbers.append(step.step)
-                    eventCount += step.events.count
-                    return true
                 }
             }
             var object = JSONObject([("steps", .array(steps))])

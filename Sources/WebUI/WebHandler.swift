@@ -360,14 +360,26 @@ final class WebHandler: HTTPRequestHandling {
         var document: JSONValue
         var approvals: [MCPApprovals.PendingCall]
         var writer: Int?
+        /// The number of the last step read (whether the page lacked it or not).
+        var lastStep: Int? = nil
+    }
+
+    /// Which steps of a long run a page's stream sends as outlines: those past the first
+    /// `after` (the page's first part), up to the last step the stream's first read found (the
+    /// backlog: a step written while the page is open comes whole, as the page follows it).
+    struct OutlineRule: Sendable {
+        var after: Int
+        var before: Int?
+
+        func outlines(ordinal: Int, step: Int) -> Bool { ordinal >= after && before.map { step < $0 } != false }
     }
 
     /// Reads what is new in the log `follower` follows for a page at `cursor`, on a reader
-    /// thread: the replay (only the steps the page lacks made into JSON, those past the first
-    /// `outlinesAfter` as outlines; the fork described only for a page that has nothing yet), the
-    /// calls that wait, and the process writing it. Gives back the follower, which goes on from
-    /// there the next time.
-    private func read(_ follower: ReplayFollower, after cursor: RunFeed.Cursor, outlinesAfter: Int?) async -> (
+    /// thread: the replay (only the steps the page lacks made into JSON, those `outlines` takes
+    /// as outlines; the fork described only for a page that has nothing yet), the calls that
+    /// wait, and the process writing it. Gives back the follower, which goes on from there the
+    /// next time.
+    private func read(_ follower: ReplayFollower, after cursor: RunFeed.Cursor, outlines: OutlineRule?) async -> (
         LiveRead, ReplayFollower
     ) {
         let access = state.access
@@ -375,15 +387,19 @@ final class WebHandler: HTTPRequestHandling {
             var follower = follower
             let log = follower.path
             let document: JSONValue
+            var lastStep: Int?
             do {
-                document = try RunView.make(
+                let view = try RunView.make(
                     following: &follower, includes: { step, events in RunFeed.lacks(step: step, events: events, after: cursor) },
-                    describesFork: cursor == .start, readsParent: { access.allowedBlocking($0) != nil }, outlinesAfter: outlinesAfter
-                ).document
+                    describesFork: cursor == .start, readsParent: { access.allowedBlocking($0) != nil },
+                    outlines: { ordinal, step in outlines?.outlines(ordinal: ordinal, step: step) == true })
+                document = view.document
+                lastStep = view.stepNumbers.last
             } catch {
                 document = ["error": ["message": .string(FileProblem.reason(of: error))], "steps": []]
             }
-            let found = LiveRead(document: document, approvals: MCPApprovals.pending(log: log), writer: LogWriter.writerProcess(of: log))
+            let found = LiveRead(
+                document: document, approvals: MCPApprovals.pending(log: log), writer: LogWriter.writerProcess(of: log), lastStep: lastStep)
             return (found, follower)
         }
     }
@@ -412,7 +428,10 @@ final class WebHandler: HTTPRequestHandling {
         // One fold of the log for this page, which each read takes on from where it stopped; a
         // long run's steps past its first page come as outlines, as on its page.
         var follower = ReplayFollower(path: log)
-        let outlinesAfter = (FileStamp(path: log)?.size ?? 0) >= RunView.outlineBytes ? Self.wholeSteps : nil
+        func outlineRule() -> OutlineRule? {
+            (FileStamp(path: log)?.size ?? 0) >= RunView.outlineBytes ? OutlineRule(after: Self.wholeSteps, before: nil) : nil
+        }
+        var outlines = outlineRule()
         try await Self.startStream(request.head, outbound)
         var lastSent: (status: JSONValue?, approvals: JSONValue?) = (nil, nil)
         /// The run the page holds, once known; a log replaced by another run starts the page again.
@@ -421,13 +440,16 @@ final class WebHandler: HTTPRequestHandling {
         while !Task.isCancelled {
             let generation = state.watcher.generation(of: key)
             var found: LiveRead
-            (found, follower) = await read(follower, after: cursor, outlinesAfter: outlinesAfter)
+            (found, follower) = await read(follower, after: cursor, outlines: outlines)
             let runId = found.document["run_id"]?.stringValue
             if let shownRun, let runId, runId != shownRun, cursor != .start {
                 cursor = .start
                 resets = true
-                (found, follower) = await read(ReplayFollower(path: log), after: cursor, outlinesAfter: outlinesAfter)
+                outlines = outlineRule()
+                (found, follower) = await read(ReplayFollower(path: log), after: cursor, outlines: outlines)
             }
+            // The backlog ends at the last step read now: later steps come whole.
+            if outlines?.before == nil, let last = found.lastStep { outlines?.before = last }
             shownRun = found.document["run_id"]?.stringValue ?? shownRun
             let (updates, newSteps) = RunFeed.updates(found.document, after: cursor, approvals: found.approvals, writer: found.writer)
             let last = updates[updates.count - 1].update

@@ -93,7 +93,8 @@ func interruptAgentEval(
     process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errors))
     try process.run()
     var waited = 0
-    while try !started(), waited < 400 {
+    // Up to 60 s: a debug build among the suite's other tests can take a while to begin.
+    while try !started(), waited < 1200 {
         try await Task.sleep(for: .milliseconds(50))
         waited += 1
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TestSupport
 import TestTags
 import Testing
@@ -313,6 +314,48 @@ struct ServeCommandTests {
         let head = try #require(streamed.events.last?.json()["head"])
         #expect(head["final_state"] == replayed["final_state"], "the run's state at its end comes last")
         #expect(head["verification"] == replayed["verification"])
+        _ = await server.stop()
+    }
+
+    @Test("a long run still being written: its backlog comes as outlines, and each step written after the page opened comes whole")
+    func longLiveRunNewStepsWhole() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let runs = directory.path("runs")
+        try FileManager.default.createDirectory(atPath: runs, withIntermediateDirectories: true)
+        let path = runs + "/long-live.jsonl.gz"
+        let writer = try LogWriter.create(at: path, runId: "run-long-live")
+        let clock = SteppingClock()
+        let recorder = RunRecorder(writer: writer, clock: { clock.now() })
+        var corpus = SyntheticCorpus(seed: 11)
+        try SyntheticCorpus.record([(.runStarted(corpus.start(steps: 100_000)), 0)], with: recorder)
+        var step = 0
+        while FileStamp(path: path).map({ $0.size < 4 << 20 }) ?? true {
+            step += 1
+            try SyntheticCorpus.record(corpus.step(step), with: recorder)
+        }
+        let backlog = step
+        let server = try await Server.start([runs], in: directory)
+        let target = "/events/run?log=" + Self.escaped(path)
+        let caughtUp = Mutex(false)
+        async let streamed = HTTPTestClient.events(port: server.port, target, timeout: 120) { events in
+            let sent = events.flatMap { (try? $0.json()["steps"]?.arrayValue) ?? [] }
+            if sent.contains(where: { $0["step"]?.intValue == backlog }) { caughtUp.withLock { $0 = true } }
+            return sent.contains { $0["step"]?.intValue == backlog + 2 && $0["events"]?.arrayValue?.count == 6 }
+        }
+        for _ in 0..<1200 where !caughtUp.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(caughtUp.withLock { $0 }, "the backlog never came")
+        for next in (backlog + 1)...(backlog + 2) { try SyntheticCorpus.record(corpus.step(next), with: recorder) }
+        let result = try await streamed
+        #expect(!result.timedOut)
+        let sent = Self.latest(try result.events.flatMap { try $0.json()["steps"]?.arrayValue ?? [] })
+        let outlined = sent.filter { $0["outline"] == true }.compactMap { $0["step"]?.intValue }
+        #expect(outlined == Array(25...backlog), "the backlog past its first 25 steps (0 to 24)")
+        for number in [backlog + 1, backlog + 2] {
+            let whole = sent.first { $0["step"]?.intValue == number }
+            #expect(whole?["outline"] == nil && whole?["events"]?.arrayValue?.count == 6, "step \(number), written after, comes whole")
+        }
+        try writer.close()
         _ = await server.stop()
     }
 

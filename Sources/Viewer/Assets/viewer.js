@@ -811,6 +811,8 @@
       for (const key of Object.keys(head)) this.doc[key] = head[key];
       if (!head.error) delete this.doc.error;
     }
+    // A reader at the last step drawn while a long run's steps were coming is not following its end.
+    if (this.status.state === 'loading') this.keepsPlace = true;
     // Only the last of a run of updates carries the status and the waiting calls.
     this.status = update.status || this.status;
     if (update.approvals) this.approvals = update.approvals;
@@ -861,15 +863,23 @@
       if (asked !== undefined && this.status.state === 'loading' && viewer.byNumber[asked] === undefined) this.wanted = asked;
       else if (asked !== undefined && viewer.showStep(asked)) return;
       viewer.showIndex(0, { scroll: false, updateHash: false });
-    } else if (this.wanted !== undefined && viewer.byNumber[this.wanted] !== undefined) {
-      viewer.showStep(this.wanted);
+      this.firstShown = viewer.steps.length ? viewer.steps[0].step : undefined;
+    } else if (this.wanted !== undefined && shown === this.firstShown &&
+      (viewer.byNumber[this.wanted] !== undefined || state !== 'loading')) {
+      // The step the address asked for came (or the run is read, and it has none: said so).
+      if (!viewer.showStep(this.wanted) && shown !== undefined && viewer.byNumber[shown] !== undefined) {
+        viewer.showIndex(viewer.byNumber[shown], { scroll: false, updateHash: false });
+      }
       this.wanted = undefined;
-    } else if (atEnd || shown === undefined) {
+    } else if ((atEnd && !this.keepsPlace) || shown === undefined) {
       // Following the end: the newest step.
       viewer.showIndex(viewer.steps.length - 1, { scroll: false, updateHash: false });
     } else if (viewer.byNumber[shown] !== undefined) {
       viewer.showIndex(viewer.byNumber[shown], { scroll: false, updateHash: false });
     }
+    // The reader went elsewhere before the step the address asked for came: theirs wins.
+    if (!first && this.wanted !== undefined && shown !== this.firstShown) this.wanted = undefined;
+    if (!first) this.keepsPlace = false;
   };
 
   // The calls waiting for a person in the run writing `log`, each with approve and deny.
