@@ -289,7 +289,7 @@ final class WebHandler: HTTPRequestHandling {
                 // A long run's page carries its first steps at once; the rest follow over the
                 // page's stream as outlines, whose events the page fetches as the reader reaches
                 // them (`/api/run/steps`).
-                let isLong = (FileStamp(path: log)?.size ?? 0) >= RunView.outlineBytes
+                let isLong = Self.isLong(log)
                 return (
                     try RunView.make(
                         log: log, readsParent: { access.allowedBlocking($0) != nil }, firstSteps: isLong ? Self.wholeSteps : nil),
@@ -317,6 +317,9 @@ final class WebHandler: HTTPRequestHandling {
         data["served"] = state.served
         return page(200, HTMLPage(title: view.page.title, data: .object(data)))
     }
+
+    /// Whether `log` is shown in two parts, its first steps and then outlines (docs/serve.md, "Long runs").
+    static func isLong(_ log: String) -> Bool { (FileStamp(path: log)?.size ?? 0) >= RunView.outlineBytes }
 
     /// The steps a long run's page carries whole: its first page.
     static let wholeSteps = 25
@@ -429,7 +432,7 @@ final class WebHandler: HTTPRequestHandling {
         // long run's steps past its first page come as outlines, as on its page.
         var follower = ReplayFollower(path: log)
         func outlineRule() -> OutlineRule? {
-            (FileStamp(path: log)?.size ?? 0) >= RunView.outlineBytes ? OutlineRule(after: Self.wholeSteps, before: nil) : nil
+            Self.isLong(log) ? OutlineRule(after: Self.wholeSteps, before: nil) : nil
         }
         var outlines = outlineRule()
         try await Self.startStream(request.head, outbound)

@@ -21,7 +21,8 @@ struct ServeCommand: AsyncParsableCommand, ReadsLogs {
             mcp-proxy or record can be approved or denied from the page, recorded as `agent-eval approve` records \
             them; of two answers at once one is taken. Suite runs link each failure to its run's step; a case's \
             history shows its outcome per commit and its quarantine; with --policy, the runs shown can be audited. \
-            A long run's page loads its steps as the reader reaches them.
+            A long run's page (a log of 4 MiB or more) comes at once with its first 25 steps; the others follow \
+            as outlines, and a step's events load as the reader reaches it.
 
             By default it listens on 127.0.0.1 and answers only requests addressed to it there; every local user \
             of the machine can reach it, so on a shared machine give a token there too. Any other address needs \
