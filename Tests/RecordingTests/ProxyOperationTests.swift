@@ -21,7 +21,11 @@ struct ProxyOperationTests {
         .settle(proxy: 1, callId: "call_2", answer: .init(isGranted: true)),
         .complete(proxy: 1, callId: "call_1", tool: "refund", status: .ok, output: ["ok": true], error: nil, durationUs: 1_200),
         .complete(proxy: 1, callId: "call_3", tool: "refund", status: .error, output: nil, error: "no such order", durationUs: 0),
+        .judge(
+            proxy: 2, name: "refund", arguments: [:], params: ["name": "refund", "requestState": "s"], waiting: 0,
+            refusal: PolicyDecision(.deny, reason: "continues no call", rule: "mcp.continuation")),
         .store(proxy: 3, message: #"{"jsonrpc":"2.0","id":7,"method":"sampling/createMessage"}"#),
+        .store(proxy: 3, message: #"{"call_id":"mcp-1","round":1}"#, mediaType: ProxyGate.roundMediaType),
     ]
 
     @Test("every operation reads back from its JSON as it was sent")

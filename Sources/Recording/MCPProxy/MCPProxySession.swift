@@ -16,6 +16,13 @@ import TraceLog
 /// Steps of the log: one per `tools/call` (its decision, verdict and, when allowed, its intent —
 /// the step ends, durably, before the call is forwarded), one per answer or end of a call (its
 /// result, recorded and made durable before the client sees it), one per approval answered.
+///
+/// Both eras of MCP pass (`MCPEra`): a client whose requests carry the 2026-07-28 envelope gets
+/// the proxy's own answers with `resultType`, and the proxy's own requests carry its envelope. A
+/// call the server answers `input_required` is one call over all its rounds: judged once, on its
+/// first; the client's retry (`inputResponses`, `requestState`) continues it without a new
+/// decision, each round kept in the log (`MCPRound`); a retry that continues no call waiting for
+/// input is refused, so a denied call cannot be continued past its verdict.
 actor MCPProxySession {
     enum End: Sendable {
         case clientClosed(longLine: Bool)
@@ -28,13 +35,25 @@ actor MCPProxySession {
         var requestId: JSONValue
         var callId: String
         var tool: String
+        var arguments: JSONValue
         var startUs: Int
+        /// The round this request is of the call: 1, or more for a client's retry.
+        var round = 1
+    }
+
+    /// A call whose server answered `input_required`: it waits for the client's retry.
+    struct AwaitingInput {
+        var call: ForwardedCall
+        /// The `requestState` the server gave, as it gave it.
+        var requestState: JSONValue?
     }
 
     /// What a client request forwarded to the server is, by its id's key.
     enum Outstanding {
         case call(ForwardedCall)
         case initialize
+        /// `server/discover` (2026-07-28), at the protocol version the client asked for.
+        case discover(version: String?)
         case listTools(isFirstPage: Bool, generation: Int)
         case other
     }
@@ -54,6 +73,10 @@ actor MCPProxySession {
     private var clientInfo: (name: String, version: String?)?
     private var serverInfo: ServerInfo?
     private var outstanding: [String: Outstanding] = [:]
+    /// Calls the server asked for input, by call id, until the client retries them.
+    private var awaitingInput: [String: AwaitingInput] = [:]
+    /// The envelope of the client's last 2026-07-28 request; nil while it speaks the 2025 era.
+    private var clientEnvelope: JSONValue?
     /// The proxy's own requests to the server (its tool listing), by id key.
     private var ownRequests: [String: CheckedContinuation<JSONValue?, Never>] = [:]
     private var ownRequestCount = 0
@@ -144,6 +167,15 @@ actor MCPProxySession {
         }
         let method = message["method"]?.stringValue
         let id = message["id"]
+        if method == "initialize" {
+            clientEnvelope = nil
+        } else if id != nil, let envelope = MCPEra.envelope(of: message["params"]) {
+            clientEnvelope = envelope
+            if clientInfo == nil, let info = envelope[MCPEra.clientInfoKey] {
+                clientInfo = (info["name"]?.stringValue ?? "an MCP client", info["version"]?.stringValue)
+                await learned()
+            }
+        }
         switch (method, id) {
         case ("tools/call"?, let id?):
             let key = JSONLinesProcess.key(id)
@@ -152,7 +184,12 @@ actor MCPProxySession {
                     id: id, error: (-32600, "agent-eval mcp-proxy: request id \(key) is already in use by a request in flight"))
                 return
             }
-            await gate(requestId: id, params: message["params"] ?? [:], line: line)
+            let params = message["params"] ?? [:]
+            if MCPEra.continues(params), params["name"]?.stringValue?.isEmpty == false {
+                await continueCall(requestId: id, params: params, message: message, line: line)
+            } else {
+                await gate(requestId: id, params: params, line: line)
+            }
         case ("tools/call"?, nil):
             // A call sent as a notification has no answer to carry a verdict: never forwarded.
             settings.notices?("a tools/call without an id (a notification) was dropped: calls must be requests to be gated")
@@ -163,9 +200,12 @@ actor MCPProxySession {
                 await learned()
             }
             let kind: Outstanding =
-                method == "initialize"
-                ? .initialize
-                : method == "tools/list" ? .listTools(isFirstPage: message["params"]?["cursor"] == nil, generation: listGeneration) : .other
+                switch method {
+                case "initialize": .initialize
+                case "server/discover": .discover(version: MCPEra.envelope(of: message["params"])?[MCPEra.protocolVersionKey]?.stringValue)
+                case "tools/list": .listTools(isFirstPage: message["params"]?["cursor"] == nil, generation: listGeneration)
+                default: .other
+                }
             outstanding[JSONLinesProcess.key(id)] = kind
             await forward(line, requestId: id)
         case ("notifications/cancelled"?, nil):
@@ -221,7 +261,7 @@ actor MCPProxySession {
         }
         var judged: (callId: String, judgement: ProxyGate.Judgement, decision: PolicyDecision)?
         let isRecorded = await recorded {
-            judged = try await log.judge(name: name, arguments: arguments, params: params, waiting: approvals.count)
+            judged = try await log.judge(name: name, arguments: arguments, params: params, waiting: approvals.count, refusal: nil)
         }
         guard isRecorded, let (callId, judgement, decision) = judged else {
             denied += 1
@@ -257,14 +297,84 @@ actor MCPProxySession {
             return
         }
         allowed += 1
-        let key = JSONLinesProcess.key(requestId)
-        outstanding[key] = .call(ForwardedCall(requestId: requestId, callId: callId, tool: tool, startUs: settings.now()))
+        let call = ForwardedCall(requestId: requestId, callId: callId, tool: tool, arguments: arguments, startUs: settings.now())
+        await send(call, line: line)
+    }
+
+    /// Forwards a call's request (its first round, or a retry), its answer waited for within
+    /// the call timeout.
+    private func send(_ call: ForwardedCall, line: [UInt8]) async {
+        let key = JSONLinesProcess.key(call.requestId)
+        outstanding[key] = .call(call)
         let (clock, timeout) = (settings.clock, settings.callTimeout)
         timers[key] = Task { [weak self] in
             do { try await clock.sleep(for: timeout) } catch { return }
             await self?.timeOut(key)
         }
-        await forward(line, requestId: requestId)
+        await forward(line, requestId: call.requestId)
+    }
+
+    // MARK: Multi-round calls
+
+    /// A `tools/call` that carries `inputResponses` or `requestState`: the next round of the
+    /// call the server asked for input (the same tool and arguments; of several, the one whose
+    /// `requestState` it carries), forwarded as it came without a new decision. A retry that
+    /// continues no waiting call is refused and recorded: a call denied, refused or never made
+    /// has no rounds to continue.
+    private func continueCall(requestId: JSONValue, params: JSONValue, message: JSONValue, line: [UInt8]) async {
+        let name = params["name"]?.stringValue ?? ""
+        let arguments = params["arguments"] ?? [:]
+        let candidates = awaitingInput.values.filter { $0.call.tool == name && $0.call.arguments == arguments }
+            .sorted { Self.callNumber($0.call.callId) < Self.callNumber($1.call.callId) }
+        guard let waiting = candidates.first(where: { $0.requestState == params["requestState"] }) ?? candidates.first else {
+            callCount += 1
+            denied += 1
+            let refusal = PolicyDecision(
+                .deny,
+                reason:
+                    "it carries inputResponses or requestState, but no call of \(name) with these arguments "
+                    + "waits for input in this session: only a call the server asked for input can be continued",
+                rule: "mcp.continuation")
+            let isRecorded = await recorded {
+                _ = try await log.judge(name: name, arguments: arguments, params: params, waiting: approvals.count, refusal: refusal)
+            }
+            await answerClient(
+                id: requestId,
+                toolError: isRecorded
+                    ? "agent-eval mcp-proxy refused this call: \(refusal.reason ?? "")"
+                    : "agent-eval mcp-proxy could not record this call, so it was not made: \(writeFailure ?? "")")
+            return
+        }
+        awaitingInput[waiting.call.callId] = nil
+        var call = waiting.call
+        call.requestId = requestId
+        call.round += 1
+        let round = MCPRound(callId: call.callId, round: call.round, from: "client", message: message)
+        // Kept before the server sees it, as a first round's intent is.
+        guard await recorded({ try await log.store(round.bytes, mediaType: ProxyGate.roundMediaType) }) else {
+            await recordEnd(
+                of: call, status: .error, error: "round \(call.round) could not be recorded, so it was not sent: \(writeFailure ?? "")")
+            await answerClient(
+                id: requestId, toolError: "agent-eval mcp-proxy could not record this call, so it was not made: \(writeFailure ?? "")")
+            return
+        }
+        await send(call, line: line)
+    }
+
+    /// The server asked for input on a call's round: kept, and the call waits for the client's
+    /// retry — unless this was the last round the proxy lets a call take.
+    private func askedForInput(_ call: ForwardedCall, message: JSONValue, line: [UInt8]) async {
+        if call.round >= MCPEra.roundLimit {
+            let error =
+                "the server asked for input on round \(call.round) of the call; agent-eval mcp-proxy ends a call after \(MCPEra.roundLimit) rounds"
+            await recordEnd(of: call, status: .error, error: error)
+            await answerClient(id: call.requestId, toolError: "agent-eval mcp-proxy: \(error)")
+            return
+        }
+        let round = MCPRound(callId: call.callId, round: call.round, from: "server", message: message)
+        _ = await recorded { try await log.store(round.bytes, mediaType: ProxyGate.roundMediaType) }
+        awaitingInput[call.callId] = AwaitingInput(call: call, requestState: message["result"]?["requestState"])
+        await client.send(line)
     }
 
     private func timeOut(_ key: String) async {
@@ -366,7 +476,7 @@ actor MCPProxySession {
         if message["method"] != nil {
             if message["id"] != nil {
                 // The server asks the client (sampling, elicitation, roots, ping): stored, passed on.
-                _ = await recorded { try await log.store(serverRequest: line) }
+                _ = await recorded { try await log.store(line, mediaType: ProxyGate.serverRequestMediaType) }
             } else if message["method"]?.stringValue == "notifications/tools/list_changed" {
                 isListed = false
                 listingFailed = false
@@ -380,6 +490,13 @@ actor MCPProxySession {
             return
         }
         let key = JSONLinesProcess.key(id)
+        // A 2026-07-28 server says who it is in every result (a client pinned to that revision
+        // sends no server/discover).
+        if serverInfo == nil, let result = message["result"], result["_meta"]?[MCPEra.serverInfoKey] != nil {
+            serverInfo = MCPEra.serverInfo(
+                of: result, name: settings.serverName, protocolVersion: clientEnvelope?[MCPEra.protocolVersionKey]?.stringValue)
+            await learned()
+        }
         if let waiter = ownRequests.removeValue(forKey: key) {
             waiter.resume(returning: message["result"])
             return
@@ -393,7 +510,20 @@ actor MCPProxySession {
         switch kind {
         case .call(let call):
             timers.removeValue(forKey: key)?.cancel()
+            if MCPEra.asksForInput(message["result"]) {
+                await askedForInput(call, message: message, line: line)
+                return
+            }
             await recordAnswer(of: call, message: message)
+            await client.send(line)
+        case .discover(let version):
+            if let result = message["result"] {
+                let supported = (result["supportedVersions"]?.arrayValue ?? []).compactMap(\.stringValue)
+                serverInfo = MCPEra.serverInfo(
+                    of: result, name: settings.serverName,
+                    protocolVersion: version.flatMap { supported.contains($0) ? $0 : nil } ?? supported.last)
+                await learned()
+            }
             await client.send(line)
         case .initialize:
             if let result = message["result"] {
@@ -455,6 +585,8 @@ actor MCPProxySession {
         for _ in 0..<100 {
             var params = JSONObject()
             if let cursor { params["cursor"] = cursor }
+            // A 2026-07-28 server needs the envelope on every request: the client's.
+            if let clientEnvelope { params["_meta"] = clientEnvelope }
             guard let result = await ownRequest("tools/list", params: .object(params)),
                 let page = try? ServedTool.tools(ofMCPListing: result)
             else {
@@ -544,9 +676,10 @@ actor MCPProxySession {
     /// A tool error the agent's model reads (MCP puts tool failures in the result, not in a
     /// JSON-RPC error, so that the model sees them).
     private func answerClient(id: JSONValue, toolError text: String) async {
-        let answer: JSONValue = [
-            "jsonrpc": "2.0", "id": id, "result": ["content": [["type": "text", "text": .string(text)]], "isError": true],
-        ]
+        var result: JSONValue = ["content": [["type": "text", "text": .string(text)]], "isError": true]
+        // 2026-07-28: every result says what it is; a client of that era refuses one without.
+        if clientEnvelope != nil { result = result.merging(["resultType": "complete"]) }
+        let answer: JSONValue = ["jsonrpc": "2.0", "id": id, "result": result]
         await client.send(JSONWriter.encode(answer))
     }
 
@@ -554,8 +687,13 @@ actor MCPProxySession {
 
     /// Calls first, in the order they were made (`mcp-N`), then the other requests by id.
     private static func order(of entry: (key: String, kind: Outstanding)) -> (Int, String) {
-        guard case .call(let call) = entry.kind, let number = Int(call.callId.dropFirst("mcp-".count)) else { return (Int.max, entry.key) }
-        return (number, entry.key)
+        guard case .call(let call) = entry.kind else { return (Int.max, entry.key) }
+        return (callNumber(call.callId), entry.key)
+    }
+
+    /// The N of a call id `mcp-N` (a call the model proposed under `record` sorts last).
+    private static func callNumber(_ callId: String) -> Int {
+        Int(callId.dropFirst("mcp-".count)) ?? Int.max
     }
 
     /// Ends the session: calls still waiting are recorded as ended (and answered when the
@@ -594,6 +732,13 @@ actor MCPProxySession {
         for (_, kind) in pending {
             guard case .call(let call) = kind else { continue }
             await recordEnd(of: call, status: .error, error: unfinished)
+        }
+        let asked = awaitingInput.values.map(\.call).sorted { Self.callNumber($0.callId) < Self.callNumber($1.callId) }
+        awaitingInput = [:]
+        for call in asked {
+            await recordEnd(
+                of: call, status: .error,
+                error: "the server asked for input on round \(call.round) and the client did not retry the call before the session ended")
         }
         if case .serverEnded(let why) = end {
             let ids = pending.compactMap { try? JSONParser.parse(Array($0.0.utf8)) } + waiting.map(\.1)

@@ -44,8 +44,11 @@ struct ProxyGate: Sendable {
     /// Records the call's proposal — unless the run has it already (`isProposed`: the model
     /// proposed it, and the gateway recorded that) — and the policy's verdict. `waiting` calls
     /// wait for approval: they count against `maxToolCalls`, since approved they would run.
+    /// `refusal` is a denial the proxy itself gives (a continuation of no call that waits for
+    /// input): recorded as the verdict instead of the policy's.
     func judge(
-        callId: String, name: String, arguments: JSONValue, params: JSONValue, isProposed: Bool, waiting: Int, on recorder: RunRecorder
+        callId: String, name: String, arguments: JSONValue, params: JSONValue, isProposed: Bool, waiting: Int,
+        refusal: PolicyDecision? = nil, on recorder: RunRecorder
     ) throws -> (Judgement, PolicyDecision) {
         let call = ToolCall(id: callId, name: name, arguments: arguments)
         if !isProposed {
@@ -54,7 +57,9 @@ struct ProxyGate: Sendable {
                     DecisionMade(raw: JSONWriter.encodeString(params), format: "mcp.tools_call", outcome: .valid(.toolCalls([call])))))
         }
         let decision: PolicyDecision
-        if let max = maxToolCalls, recorder.state.counters.executedCalls + waiting >= max {
+        if let refusal {
+            decision = refusal
+        } else if let max = maxToolCalls, recorder.state.counters.executedCalls + waiting >= max {
             decision = PolicyDecision(
                 .deny, reason: "the \(max) tool calls allowed (--max-tool-calls) are used up", rule: "limits.max_tool_calls")
         } else {
@@ -115,10 +120,16 @@ struct ProxyGate: Sendable {
 
     /// `content_stored`'s media type for a request the server sent the client.
     static let serverRequestMediaType = "application/vnd.mcp.server-request+json"
+    /// `content_stored`'s media type for one round of a multi-round call (`MCPRound`).
+    static let roundMediaType = "application/vnd.agent-eval.mcp-round+json"
 
-    /// A request the server sent the client (sampling, elicitation, roots, ping), stored as it came.
-    func store(serverRequest bytes: [UInt8], on recorder: RunRecorder) throws {
-        try recorder.record(.contentStored(ContentStored(bytes: bytes, mediaType: Self.serverRequestMediaType)))
+    /// What the proxy keeps of an exchange as it came: a request the server sent the client
+    /// (sampling, elicitation, roots, ping; `serverRequestMediaType`), or a round of a
+    /// multi-round call (`roundMediaType`). A round ends a step: it is durable before the client
+    /// sees the server's question, or the server the client's retry.
+    func store(_ bytes: [UInt8], mediaType: String, on recorder: RunRecorder) throws {
+        try recorder.record(.contentStored(ContentStored(bytes: bytes, mediaType: mediaType)))
+        if mediaType == Self.roundMediaType { try recorder.endStep() }
     }
 }
 

@@ -15,12 +15,15 @@ protocol ProxyLog: Sendable {
     func logPath() async throws -> String
     /// What the session learned of its peers: the server's tools, who the client and server are.
     func learned(tools: [ServedTool], client: (name: String, version: String?)?, server: ServerInfo?) async
-    func judge(name: String, arguments: JSONValue, params: JSONValue, waiting: Int) async throws
+    /// Records a call's proposal and verdict: the policy's, or `refusal` when the proxy itself
+    /// refuses the call.
+    func judge(name: String, arguments: JSONValue, params: JSONValue, waiting: Int, refusal: PolicyDecision?) async throws
         -> (callId: String, judgement: ProxyGate.Judgement, decision: PolicyDecision)
     func intend(callId: String, tool: String, arguments: JSONValue) async throws
     func settle(callId: String, answer: MCPApprovals.Answer) async throws
     func complete(callId: String, tool: String, status: ToolStatus, output: JSONValue?, error: String?, durationUs: Int) async throws
-    func store(serverRequest bytes: [UInt8]) async throws
+    /// Keeps an exchange as it came (`ProxyGate.store`).
+    func store(_ bytes: [UInt8], mediaType: String) async throws
     /// The session ended: `stop` is the proxy's own run's stop (a run recorded by `record` is
     /// stopped by it, not by a proxy).
     func finish(_ stop: RunStopped) async throws
@@ -63,7 +66,7 @@ final class LocalProxyLog: ProxyLog {
         }
     }
 
-    func judge(name: String, arguments: JSONValue, params: JSONValue, waiting: Int) throws
+    func judge(name: String, arguments: JSONValue, params: JSONValue, waiting: Int, refusal: PolicyDecision?) throws
         -> (callId: String, judgement: ProxyGate.Judgement, decision: PolicyDecision)
     {
         try state.withLock { state throws -> (String, ProxyGate.Judgement, PolicyDecision) in
@@ -71,7 +74,8 @@ final class LocalProxyLog: ProxyLog {
             let callId = "mcp-\(state.calls)"
             let recorder = try recorder(&state)
             let (judgement, decision) = try state.gate.judge(
-                callId: callId, name: name, arguments: arguments, params: params, isProposed: false, waiting: waiting, on: recorder)
+                callId: callId, name: name, arguments: arguments, params: params, isProposed: false, waiting: waiting, refusal: refusal,
+                on: recorder)
             return (callId, judgement, decision)
         }
     }
@@ -96,8 +100,8 @@ final class LocalProxyLog: ProxyLog {
         }
     }
 
-    func store(serverRequest bytes: [UInt8]) throws {
-        try state.withLock { state throws in try state.gate.store(serverRequest: bytes, on: try recorder(&state)) }
+    func store(_ bytes: [UInt8], mediaType: String) throws {
+        try state.withLock { state throws in try state.gate.store(bytes, mediaType: mediaType, on: try recorder(&state)) }
     }
 
     func finish(_ stop: RunStopped) throws {
@@ -230,10 +234,12 @@ actor RemoteProxyLog: ProxyLog {
         _ = try? await registered()
     }
 
-    func judge(name: String, arguments: JSONValue, params: JSONValue, waiting: Int) async throws
+    func judge(name: String, arguments: JSONValue, params: JSONValue, waiting: Int, refusal: PolicyDecision?) async throws
         -> (callId: String, judgement: ProxyGate.Judgement, decision: PolicyDecision)
     {
-        let answer = try await send { .judge(proxy: $0, name: name, arguments: arguments, params: params, waiting: waiting) }
+        let answer = try await send {
+            .judge(proxy: $0, name: name, arguments: arguments, params: params, waiting: waiting, refusal: refusal)
+        }
         guard let callId = answer["call_id"]?.stringValue,
             let judgement = answer["judgement"]?.stringValue.flatMap(ProxyGate.Judgement.init),
             let verdict = answer["verdict"]?.stringValue.flatMap(Verdict.init(rawValue:))
@@ -260,9 +266,9 @@ actor RemoteProxyLog: ProxyLog {
             })
     }
 
-    func store(serverRequest bytes: [UInt8]) async throws {
+    func store(_ bytes: [UInt8], mediaType: String) async throws {
         let message = String(decoding: bytes, as: UTF8.self)
-        try Self.check(await send { .store(proxy: $0, message: message) })
+        try Self.check(await send { .store(proxy: $0, message: message, mediaType: mediaType) })
     }
 
     func finish(_ stop: RunStopped) {}

@@ -19,12 +19,15 @@ enum ProxyOperation: Sendable, Equatable {
     case register(Registration)
     /// The server's tools as the proxy last listed them.
     case tools(proxy: Int, [ServedTool])
-    case judge(proxy: Int, name: String, arguments: JSONValue, params: JSONValue, waiting: Int)
+    /// A call to judge; `refusal`, when the proxy itself refuses it (recorded as the verdict).
+    case judge(proxy: Int, name: String, arguments: JSONValue, params: JSONValue, waiting: Int, refusal: PolicyDecision? = nil)
     case intend(proxy: Int, callId: String, tool: String, arguments: JSONValue)
     case settle(proxy: Int, callId: String, answer: MCPApprovals.Answer)
     case complete(proxy: Int, callId: String, tool: String, status: ToolStatus, output: JSONValue?, error: String?, durationUs: Int)
-    /// A request the server sent the client (sampling, elicitation), kept as it was.
-    case store(proxy: Int, message: String)
+    /// What the proxy keeps as it came: a request the server sent the client (sampling,
+    /// elicitation; `ProxyGate.serverRequestMediaType`, the default) or a round of a
+    /// multi-round call (`ProxyGate.roundMediaType`).
+    case store(proxy: Int, message: String, mediaType: String = ProxyGate.serverRequestMediaType)
 
     /// A body that is not an operation: what is wrong with it, in a sentence.
     struct Refused: Error, Equatable {
@@ -35,8 +38,8 @@ enum ProxyOperation: Sendable, Equatable {
     var proxy: Int? {
         switch self {
         case .register: nil
-        case .tools(let proxy, _), .judge(let proxy, _, _, _, _), .intend(let proxy, _, _, _), .settle(let proxy, _, _),
-            .complete(let proxy, _, _, _, _, _, _), .store(let proxy, _):
+        case .tools(let proxy, _), .judge(let proxy, _, _, _, _, _), .intend(let proxy, _, _, _), .settle(let proxy, _, _),
+            .complete(let proxy, _, _, _, _, _, _), .store(let proxy, _, _):
             proxy
         }
     }
@@ -56,12 +59,18 @@ enum ProxyOperation: Sendable, Equatable {
         case .tools(_, let tools):
             object.set("op", "tools")
             object.set("tools", JSONValue.array(tools.map(\.proxyJSON)))
-        case .judge(_, let name, let arguments, let params, let waiting):
+        case .judge(_, let name, let arguments, let params, let waiting, let refusal):
             object.set("op", "judge")
             object.set("name", name)
             object.set("arguments", arguments)
             object.set("params", params)
             object.set("waiting", waiting)
+            if let refusal {
+                var refused = ObjectBuilder()
+                refused.set("reason", refusal.reason)
+                refused.set("rule", refusal.rule)
+                object.set("refusal", refused.json)
+            }
         case .intend(_, let callId, let tool, let arguments):
             object.set("op", "intend")
             object.set("call_id", callId)
@@ -81,9 +90,10 @@ enum ProxyOperation: Sendable, Equatable {
             object.set("output", output)
             object.set("error", error)
             object.set("duration_us", durationUs)
-        case .store(_, let message):
+        case .store(_, let message, let mediaType):
             object.set("op", "store")
             object.set("message", message)
+            object.set("media_type", mediaType)
         }
         return object.json
     }
@@ -113,7 +123,8 @@ enum ProxyOperation: Sendable, Equatable {
         case "judge":
             self = .judge(
                 proxy: proxy, name: try string("name"), arguments: json["arguments"] ?? [:], params: json["params"] ?? [:],
-                waiting: json["waiting"]?.intValue ?? 0)
+                waiting: json["waiting"]?.intValue ?? 0,
+                refusal: json["refusal"].map { PolicyDecision(.deny, reason: $0["reason"]?.stringValue, rule: $0["rule"]?.stringValue) })
         case "intend":
             self = .intend(proxy: proxy, callId: try string("call_id"), tool: try string("tool"), arguments: json["arguments"] ?? [:])
         case "settle":
@@ -131,7 +142,9 @@ enum ProxyOperation: Sendable, Equatable {
                 proxy: proxy, callId: callId, tool: tool, status: status, output: json["output"], error: json["error"]?.stringValue,
                 durationUs: json["duration_us"]?.intValue ?? 0)
         case "store":
-            self = .store(proxy: proxy, message: json["message"]?.stringValue ?? "")
+            self = .store(
+                proxy: proxy, message: json["message"]?.stringValue ?? "",
+                mediaType: json["media_type"]?.stringValue ?? ProxyGate.serverRequestMediaType)
         default:
             throw Refused(message: "agent-eval record's gateway does not know the proxy operation \"\(op)\"")
         }

@@ -32,7 +32,7 @@ extension ExchangeRecorder {
         } catch {
             return ["error": .string(error.message)]
         }
-        if case .judge(_, let name, let arguments, _, _) = operation {
+        if case .judge(_, let name, let arguments, _, _, nil) = operation {
             await state.wait(within: .seconds(1), on: clock) { state in
                 state.inFlight == 0
                     || state.recorder.map { Self.openCall(named: name, arguments: arguments, state: &state, recorder: $0) != nil } == true
@@ -55,7 +55,7 @@ extension ExchangeRecorder {
                     state.proxying.proxiedTools.formUnion(gate.tools.map(\.name))
                     return ["ok": true]
                 }
-                if case .store(_, let message) = operation, state.recorder == nil {
+                if case .store(_, let message, ProxyGate.serverRequestMediaType) = operation, state.recorder == nil {
                     // Before the first model answer: kept until the run begins, so its start still
                     // names the goal, model and tools of that answer.
                     state.proxying.earlyServerRequests.append(Array(message.utf8))
@@ -71,14 +71,14 @@ extension ExchangeRecorder {
                 switch operation {
                 case .register, .tools:
                     break  // answered above
-                case .judge(_, let name, let arguments, let params, let waiting):
+                case .judge(_, let name, let arguments, let params, let waiting, let refusal):
                     // The proxy may judge before its listing reached us: its tool is proxied.
                     state.proxying.proxiedTools.insert(name)
                     let proposed = Self.openCall(named: name, arguments: arguments, state: &state, recorder: recorder)
                     let callId = state.proxying.judgedCall(proposed: proposed)
                     let (judgement, decision) = try gate.judge(
                         callId: callId, name: name, arguments: arguments, params: params, isProposed: proposed != nil, waiting: waiting,
-                        on: recorder)
+                        refusal: refusal, on: recorder)
                     var answer = ObjectBuilder()
                     answer.set("call_id", callId)
                     answer.set("judgement", judgement.rawValue)
@@ -101,8 +101,8 @@ extension ExchangeRecorder {
                     try gate.complete(
                         callId: callId, tool: tool, status: edited?.status ?? status, output: edited.map(\.output) ?? output,
                         error: edited.map(\.error) ?? error, durationUs: durationUs, on: recorder)
-                case .store(_, let message):
-                    try gate.store(serverRequest: Array(message.utf8), on: recorder)
+                case .store(_, let message, let mediaType):
+                    try gate.store(Array(message.utf8), mediaType: mediaType, on: recorder)
                 }
                 return ["ok": true]
             } catch {

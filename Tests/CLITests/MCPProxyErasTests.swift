@@ -1,0 +1,242 @@
+import Foundation
+import TestSupport
+import TestTags
+import Testing
+import TraceCore
+import TraceLog
+
+/// `agent-eval mcp-proxy` between clients of both MCP eras — the official `mcp` 2.x package's
+/// `Client` in its default `auto` mode (a `server/discover` probe), pinned to 2026-07-28, and in
+/// `legacy` mode (`initialize`) — and real servers: `mcp-server-time` from PyPI, and a server whose
+/// tool asks for input over several rounds (scripts/mcp_rounds_server.py, `requestState` sealed by
+/// the SDK). The gate holds in both eras, and a multi-round call is one call.
+@Suite("mcp-proxy in both eras of MCP: gated, and multi-round calls are one call", .tags(.python), .needsPython, .ownThread)
+struct MCPProxyErasTests {
+    static let noConversions = """
+        policy:
+          name: time-policy
+          default: allow
+          rules:
+            - id: no-conversions
+              when: {tool: convert_time}
+              verdict: deny
+              reason: conversions are not needed here
+
+        """
+
+    static let transfers = """
+        policy:
+          name: transfers
+          default: allow
+          rules:
+            - id: large-transfers
+              when:
+                tool: transfer
+                arguments: {amount: {min: 101}}
+              verdict: deny
+              reason: transfers over 100 are made by a person
+
+        """
+
+    static func rounds(_ directory: TemporaryDirectory) async throws -> [String] {
+        try await PythonEnvironment.mcp.script("mcp_rounds_server.py", ["--journal", directory.path("journal")])
+    }
+
+    /// The rounds the log keeps, in order: `call_id round from`, and each message.
+    static func rounds(_ events: [Event]) throws -> [(line: String, message: JSONValue)] {
+        try events.compactMap { event in
+            guard case .contentStored(let stored) = event.payload, stored.mediaType == "application/vnd.agent-eval.mcp-round+json" else {
+                return nil
+            }
+            let round = try JSONParser.parse(try #require(stored.bytes))
+            return (
+                "\(round["call_id"]?.stringValue ?? "?") \(round["round"]?.intValue ?? 0) \(round["from"]?.stringValue ?? "?")",
+                round["message"] ?? .null
+            )
+        }
+    }
+
+    static func verdicts(_ events: [Event]) -> [String] {
+        events.compactMap { event in
+            guard case .verdictGiven(let verdict) = event.payload else { return nil }
+            return "\(verdict.callId) \(verdict.verdict.rawValue) \(verdict.rule ?? "")"
+        }
+    }
+
+    static func results(_ events: [Event]) -> [String: ToolCompleted] {
+        var results: [String: ToolCompleted] = [:]
+        for event in events {
+            if case .toolCompleted(let result) = event.payload { results[result.callId] = result }
+        }
+        return results
+    }
+
+    @Test(
+        "a client of either era is gated: an allowed call passes, a denial is a tool error the client reads (with resultType for a 2026-07-28 client), the log names the era"
+    )
+    func bothEras() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try Self.noConversions.write(toFile: directory.path("time.policy.yaml"), atomically: true, encoding: .utf8)
+        let time = try await PythonEnvironment.mcp.path() + "/bin/mcp-server-time"
+        for mode in ["auto", "2026-07-28", "legacy"] {
+            let log = directory.path("\(mode).jsonl.gz")
+            let plan: JSONValue = [
+                "mode": .string(mode),
+                "calls": [
+                    ["tool": "get_current_time", "arguments": ["timezone": "UTC"]],
+                    ["tool": "convert_time", "arguments": ["source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"]],
+                ],
+            ]
+            let command = try await MCPProxyCommandTests.client(
+                plan, proxy: ["--log", log, "--policy", "time.policy.yaml"], server: [time])
+            let (lines, result) = try await MCPProxyCommandTests.run(command, in: directory)
+            #expect(result.status == 0, "\(mode): \(result.stderr)")
+            #expect(lines.count == 3, "\(mode): \(lines)")
+            #expect(lines.first?["tools"] == ["get_current_time", "convert_time"], "\(mode)")
+            #expect(lines.dropFirst().map { $0["is_error"] } == [false, true], "\(mode): the client raised instead of reading: \(lines)")
+            #expect(
+                lines.last?["text"]?.stringValue
+                    == "agent-eval policy denied this call: conversions are not needed here (rule no-conversions)",
+                "\(mode)")
+            let events = try MCPProxyCommandTests.events(log)
+            #expect(
+                MCPProxyCommandTests.trajectory(events) == [
+                    "verdict get_current_time allow", #"intent get_current_time {"timezone":"UTC"}"#, "result get_current_time ok",
+                    "verdict convert_time deny", "stop success",
+                ], "\(mode)")
+            guard case .runStarted(let started) = events.first?.payload else {
+                Issue.record("\(mode): the log does not begin with run_started")
+                continue
+            }
+            let server = try #require(started.toolServers.first)
+            #expect(server.serverName == "mcp-time", "\(mode)")
+            if mode == "legacy" {
+                #expect(server.protocolVersion != nil && server.protocolVersion != "2026-07-28", "\(mode): \(server)")
+            } else {
+                #expect(server.protocolVersion == "2026-07-28", "\(mode): \(server)")
+            }
+            #expect(try await agentEval(["log", "verify", log]).status == 0)
+        }
+    }
+
+    @Test(
+        "a call the server asks for input on is one call over 0, 1 or 3 rounds: judged once, every round kept with its requestState as sent; the eighth question ends it"
+    )
+    func multiRound() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let log = directory.path("rounds.jsonl.gz")
+        let plan: JSONValue = [
+            "mode": "auto",
+            "calls": [
+                ["tool": "transfer", "arguments": ["account": "a", "amount": 5, "rounds": 0]],
+                ["tool": "transfer", "arguments": ["account": "b", "amount": 6, "rounds": 1]],
+                ["tool": "transfer", "arguments": ["account": "c", "amount": 7, "rounds": 3]],
+                ["tool": "transfer", "arguments": ["account": "d", "amount": 8, "rounds": 9]],
+            ],
+        ]
+        let command = try await MCPProxyCommandTests.client(plan, proxy: ["--log", log], server: try await Self.rounds(directory))
+        let (lines, result) = try await MCPProxyCommandTests.run(command, in: directory)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(
+            lines.dropFirst().map { $0["text"]?.stringValue ?? "\($0)" } == [
+                "transferred 5 to a after 0 confirmations", "transferred 6 to b after 1 confirmations",
+                "transferred 7 to c after 3 confirmations",
+                "agent-eval mcp-proxy: the server asked for input on round 8 of the call; agent-eval mcp-proxy ends a call after 8 rounds",
+            ])
+        #expect(MCPProxyCommandTests.journal(directory) == ["transfer a 5", "transfer b 6", "transfer c 7"])
+        #expect(result.stderr.contains("tool calls: 4 (4 forwarded, 0 denied or refused)"), "\(result.stderr)")
+
+        let events = try MCPProxyCommandTests.events(log)
+        #expect(Self.verdicts(events) == ["mcp-1 allow default", "mcp-2 allow default", "mcp-3 allow default", "mcp-4 allow default"])
+        let rounds = try Self.rounds(events)
+        var expected = ["mcp-2 1 server", "mcp-2 2 client"]
+        for round in 1...3 { expected += ["mcp-3 \(round) server", "mcp-3 \(round + 1) client"] }
+        for round in 1...7 { expected += ["mcp-4 \(round) server", "mcp-4 \(round + 1) client"] }
+        #expect(rounds.map(\.line) == expected)
+        // Each retry carries the state its server's question gave, exactly, and its answers.
+        for (question, retry) in zip(rounds, rounds.dropFirst()) where question.line.hasSuffix("server") {
+            let state = try #require(question.message["result"]?["requestState"]?.stringValue)
+            #expect(retry.message["params"]?["requestState"]?.stringValue == state)
+            #expect(question.message["result"]?["inputRequests"]?.objectValue?.isEmpty == false)
+            #expect(retry.message["params"]?["inputResponses"]?.objectValue?.isEmpty == false)
+        }
+        let results = Self.results(events)
+        #expect(["mcp-1", "mcp-2", "mcp-3"].map { results[$0]?.status } == [.ok, .ok, .ok])
+        #expect(results["mcp-4"]?.status == .error)
+        #expect(results["mcp-4"]?.error?.contains("ends a call after 8 rounds") == true)
+        let replay = try await agentEval(["replay", "--no-catalog", log])
+        #expect(replay.status == 0, "\(replay.stderr)")
+        #expect(replay.stdoutText.contains("all match the rebuilt state"))
+    }
+
+    @Test(
+        "a continuation cannot walk around a verdict: one of a denied call, or with other arguments, is refused and recorded; a tampered requestState reaches the server unchanged"
+    )
+    func continuationsHeld() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try Self.transfers.write(toFile: directory.path("transfers.policy.yaml"), atomically: true, encoding: .utf8)
+        let log = directory.path("held.jsonl.gz")
+        let plan: JSONValue = [
+            "mode": "auto", "list": false,
+            "calls": [
+                // Denied, then retried as if the server had asked for input.
+                ["tool": "transfer", "arguments": ["account": "a", "amount": 500, "rounds": 1]],
+                [
+                    "tool": "transfer", "manual": true, "answer": true, "request_state": "1",
+                    "arguments": ["account": "a", "amount": 500, "rounds": 1],
+                ],
+                // Allowed for 5; the retry asks for 500 with the real state.
+                [
+                    "tool": "transfer", "manual": true, "arguments": ["account": "b", "amount": 5, "rounds": 1],
+                    "then": ["arguments": ["account": "b", "amount": 500, "rounds": 1]],
+                ],
+                // The state altered on the way back.
+                ["tool": "transfer", "manual": true, "arguments": ["account": "c", "amount": 7, "rounds": 1], "then": ["tamper": true]],
+                ["tool": "transfer", "manual": true, "arguments": ["account": "d", "amount": 8, "rounds": 1], "then": [:]],
+            ],
+        ]
+        let command = try await MCPProxyCommandTests.client(
+            plan, proxy: ["--log", log, "--policy", "transfers.policy.yaml"], server: try await Self.rounds(directory))
+        let (lines, result) = try await MCPProxyCommandTests.run(command, in: directory)
+        #expect(result.status == 0, "\(result.stderr)")
+        let refused =
+            "agent-eval mcp-proxy refused this call: it carries inputResponses or requestState, but no call of transfer with these "
+            + "arguments waits for input in this session: only a call the server asked for input can be continued"
+        #expect(lines.count == 5, "\(lines)")
+        #expect(
+            lines.map { $0["text"]?.stringValue ?? $0["exception"]?.stringValue ?? "\($0)" } == [
+                "agent-eval policy denied this call: transfers over 100 are made by a person (rule large-transfers)", refused, refused,
+                "MCPError: Invalid or expired requestState", "transferred 8 to d after 1 confirmations",
+            ])
+        #expect(MCPProxyCommandTests.journal(directory) == ["transfer d 8"], "only the honest call reached its end")
+
+        let events = try MCPProxyCommandTests.events(log)
+        #expect(
+            Self.verdicts(events) == [
+                "mcp-1 deny large-transfers", "mcp-2 deny mcp.continuation", "mcp-3 allow default", "mcp-4 deny mcp.continuation",
+                "mcp-5 allow default", "mcp-6 allow default",
+            ])
+        let rounds = try Self.rounds(events)
+        #expect(rounds.map(\.line) == ["mcp-3 1 server", "mcp-5 1 server", "mcp-5 2 client", "mcp-6 1 server", "mcp-6 2 client"])
+        let given = try #require(rounds[1].message["result"]?["requestState"]?.stringValue)
+        #expect(rounds[2].message["params"]?["requestState"]?.stringValue == given + "x", "the tampered state is kept as it was sent")
+        let results = Self.results(events)
+        #expect(results["mcp-5"]?.error == "JSON-RPC error -32602: Invalid or expired requestState")
+        #expect(results["mcp-6"]?.status == .ok)
+        #expect(
+            results["mcp-3"]?.error
+                == "the server asked for input on round 1 and the client did not retry the call before the session ended"
+        )
+        guard case .runStarted(let started) = events.first?.payload else {
+            Issue.record("the log does not begin with run_started")
+            return
+        }
+        // The client never listed: the proxy did, with the client's envelope.
+        #expect(started.tools.map(\.name) == ["transfer", "balance"])
+        #expect(started.tools.map(\.sideEffect) == [.write, .read])
+        #expect(try await agentEval(["log", "verify", log]).status == 0)
+    }
+}
