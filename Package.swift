@@ -37,8 +37,6 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
-        // Pre-1.0: minor versions may break the API, so only patch releases are taken.
-        .package(url: "https://github.com/modelcontextprotocol/swift-sdk", .upToNextMinor(from: "0.12.1")),
     ],
     // Layers import only downward. docs/architecture.md lists what each module may import, and
     // ArchitectureTests fails on an import it does not allow: change both together.
@@ -106,14 +104,11 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
-        // Layer 5: MCP servers as tools, over stdio, behind the runtime's ToolServerConnector.
-        // The only module that imports the MCP SDK.
+        // Layer 5: MCP servers as tools, over stdio, behind the runtime's ToolServerConnector:
+        // a client of both eras of MCP on the runtime's JSONRPCPeer (no MCP SDK: docs/mcp.md).
         .target(
             name: "MCPTools",
-            dependencies: [
-                "TraceCore", "AgentRuntime", .product(name: "MCP", package: "swift-sdk"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
+            dependencies: ["TraceCore", "AgentRuntime"],
             swiftSettings: strictSettings
         ),
         // Layer 6: the eval engine: case files, trajectory matchers, the runner, reports, baselines;

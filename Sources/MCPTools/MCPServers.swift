@@ -1,21 +1,25 @@
 public import AgentRuntime
 import Foundation
-import MCP
 import Synchronization
 import TraceCore
 
-/// Starts MCP servers over stdio for agent files' `mcp_servers` (docs/mcp.md). The only type
-/// of this project that imports the MCP SDK; the runtime sees `ToolServerConnector`.
+/// Starts MCP servers over stdio for agent files' `mcp_servers` (docs/mcp.md): a client of both
+/// eras of MCP — 2026-07-28 (stateless: every request carries the envelope) when the server
+/// answers the `server/discover` probe with that version, else the 2025 era's `initialize`. The
+/// conversation is AgentRuntime's `JSONRPCPeer` over a `JSONLinesProcess`; the runtime sees
+/// `ToolServerConnector`.
 ///
 /// ```swift
 /// let agent = try AgentFile.load(path: "agent.yaml", servers: MCPServers())
 /// ```
 public struct MCPServers: ToolServerConnector {
-    /// The name and version this client gives in `initialize`.
+    /// The name and version this client gives (`initialize`, or the envelope's `clientInfo`).
     public var clientName: String
     public var clientVersion: String
     /// The clock that times starting a server and each request (tests inject one they advance).
     public var clock: any Clock<Duration>
+    /// The era to speak; nil finds it by probing (tests pin one).
+    var era: MCPConnection.Era?
 
     public init(clientName: String = "agent-eval", clientVersion: String = "0.2.0", clock: any Clock<Duration> = LiveClock()) {
         self.clientName = clientName
@@ -24,7 +28,7 @@ public struct MCPServers: ToolServerConnector {
     }
 
     public func connect(_ settings: ToolServerSettings) async throws -> any ToolServerConnection {
-        try await MCPConnection.start(settings, client: (clientName, clientVersion), clock: clock)
+        try await MCPConnection.start(settings, client: (clientName, clientVersion), era: era, clock: clock)
     }
 }
 
@@ -43,73 +47,90 @@ struct MCPToolError: Diagnostic, Hashable {
     var place: SourceLocation? { nil }
 }
 
-/// `tools/list` and `tools/call` with the result left as JSON: the result used is the raw
-/// one the transport kept, so nothing the server said is lost to the SDK's types.
-struct RawListTools: MCP.Method {
-    static let name = "tools/list"
-    typealias Parameters = ListTools.Parameters
-    typealias Result = MCP.Value
-}
-
-struct RawCallTool: MCP.Method {
-    static let name = "tools/call"
-    typealias Parameters = CallTool.Parameters
-    typealias Result = MCP.Value
-}
-
 /// One MCP server, for one run. A call that times out, a server that exits, or a line that is
 /// not JSON-RPC ends that server process (the call's outcome says which); the next call starts
-/// it again.
+/// it again, in the era the first start found.
 final class MCPConnection: ToolServerConnection {
+    /// The era of MCP a server speaks, as this client found it.
+    enum Era: Sendable, Hashable {
+        /// 2025: `initialize`, then requests without an envelope.
+        case handshake
+        /// 2026-07-28: no handshake; every request carries the envelope.
+        case stateless
+    }
+
+    static let statelessVersion = "2026-07-28"
+    static let handshakeVersion = "2025-11-25"
+    /// How long the `server/discover` probe waits before the client falls back to `initialize`
+    /// (a 2025 server may not answer an unknown method before `initialize`). A server slow to
+    /// start that answers the probe after it (and so refuses the `initialize` that followed,
+    /// with -32022) is probed once more.
+    static let probeTimeoutMs = 5_000
+
     let settings: ToolServerSettings
     let identity: ToolServerIdentity
     let tools: [ServedTool]
+    let era: Era
     private let clientInfo: (name: String, version: String)
     private let clock: any Clock<Duration>
     private let session: Mutex<Session?>
-    private let counter = Atomic<Int>(0)
 
-    /// A started server and the SDK client talking to it.
+    /// A started server, the conversation with it, and the task that reads its messages.
     struct Session: Sendable {
         var server: JSONLinesProcess
-        var client: Client
+        var peer: JSONRPCPeer
+        var reader: Task<Void, Never>
+
+        func stop() async {
+            await server.stop()
+            await reader.value
+        }
+    }
+
+    /// What the server said of itself when the conversation began.
+    struct Opening: Sendable {
+        var era: Era
+        var name: String
+        var version: String
+        var protocolVersion: String
     }
 
     var timeoutGraceMs: Int { 2_000 }
 
     private init(
-        settings: ToolServerSettings, identity: ToolServerIdentity, tools: [ServedTool], session: Session,
+        settings: ToolServerSettings, identity: ToolServerIdentity, tools: [ServedTool], era: Era, session: Session,
         clientInfo: (name: String, version: String), clock: any Clock<Duration>
     ) {
         self.settings = settings
         self.identity = identity
         self.tools = tools
+        self.era = era
         self.session = Mutex(session)
         self.clientInfo = clientInfo
         self.clock = clock
     }
 
-    /// Starts the server, agrees on the protocol and lists its tools within the start timeout.
+    /// Starts the server, finds its era and lists its tools, each step within the start timeout.
     static func start(
-        _ settings: ToolServerSettings, client clientInfo: (name: String, version: String), clock: any Clock<Duration>
+        _ settings: ToolServerSettings, client clientInfo: (name: String, version: String), era: Era?, clock: any Clock<Duration>
     ) async throws -> MCPConnection {
-        let (session, initialized) = try await openSession(settings, clientInfo: clientInfo, clock: clock)
+        let (session, opening) = try await openSession(settings, clientInfo: clientInfo, era: era, clock: clock)
         do {
-            let tools = try await listTools(session, settings: settings, clock: clock)
+            let tools = try await listTools(session, era: opening.era, settings: settings, clientInfo: clientInfo, clock: clock)
             let identity = ToolServerIdentity(
-                name: settings.name, serverName: initialized.serverInfo.name, serverVersion: initialized.serverInfo.version,
-                protocolVersion: initialized.protocolVersion)
+                name: settings.name, serverName: opening.name, serverVersion: opening.version, protocolVersion: opening.protocolVersion)
             return MCPConnection(
-                settings: settings, identity: identity, tools: tools, session: session, clientInfo: clientInfo, clock: clock)
+                settings: settings, identity: identity, tools: tools, era: opening.era, session: session, clientInfo: clientInfo,
+                clock: clock)
         } catch {
-            await session.client.disconnect()
+            await session.stop()
             throw error
         }
     }
 
-    private static func openSession(
-        _ settings: ToolServerSettings, clientInfo: (name: String, version: String), clock: any Clock<Duration>
-    ) async throws -> (Session, Initialize.Result) {
+    /// Starts the server process and its reader: the server's `ping` is answered, any other
+    /// request of the server's refused (this client offers no sampling, elicitation or roots).
+    private static func spawn(_ settings: ToolServerSettings) throws -> Session {
         let server: JSONLinesProcess
         do {
             server = try JSONLinesProcess(
@@ -117,77 +138,158 @@ final class MCPConnection: ToolServerConnection {
         } catch {
             throw MCPToolError(error.message)
         }
-        let client = Client(name: clientInfo.name, version: clientInfo.version)
-        // The protocol lets either side ping; the SDK's client does not answer one by itself.
-        await client.withMethodHandler(Ping.self) { _ in Empty() }
-        let transport = ProcessTransport(server: server)
-        let ending = await Race.first(
-            timeoutMs: settings.startTimeoutMs, on: clock, server: server,
-            abandon: {
-                server.kill()
-                await client.disconnect()
+        let peer = JSONRPCPeer(server: server, idPrefix: "agent-eval")
+        let reader = Task {
+            await peer.readMessages { method, _ in
+                // The protocol lets either side ping (until 2026-07-28, which dropped it).
+                method == "ping" ? .success([:]) : .failure(.methodNotFound(method))
             }
-        ) {
-            try await client.connect(transport: transport)
         }
-        switch ending {
-        case .finished(.success(let result)):
-            return (Session(server: server, client: client), result)
-        case .finished(.failure(let error)):
-            await client.disconnect()
+        return Session(server: server, peer: peer, reader: reader)
+    }
+
+    /// The envelope every 2026-07-28 request carries.
+    static func envelope(_ clientInfo: (name: String, version: String)) -> JSONValue {
+        [
+            "io.modelcontextprotocol/protocolVersion": .string(statelessVersion),
+            "io.modelcontextprotocol/clientInfo": ["name": .string(clientInfo.name), "version": .string(clientInfo.version)],
+            "io.modelcontextprotocol/clientCapabilities": [:],
+        ]
+    }
+
+    /// A request's params in the era: with the envelope in `_meta` for 2026-07-28.
+    static func params(_ params: JSONObject, era: Era, clientInfo: (name: String, version: String)) -> JSONValue {
+        var params = params
+        if era == .stateless { params["_meta"] = envelope(clientInfo) }
+        return .object(params)
+    }
+
+    /// Starts a server and begins the conversation. Without a known era, the server is probed
+    /// with `server/discover` (the 2026-07-28 way); a server that does not answer it with that
+    /// version is spoken to with `initialize` — on the same process, or on a new one when the
+    /// probe ended it (a 2025 server may exit on a request before `initialize`).
+    private static func openSession(
+        _ settings: ToolServerSettings, clientInfo: (name: String, version: String), era known: Era?, clock: any Clock<Duration>
+    ) async throws -> (Session, Opening) {
+        var session = try spawn(settings)
+        var probed = false
+        if known != .handshake {
+            let timeout = known == .stateless ? settings.startTimeoutMs : min(settings.startTimeoutMs, probeTimeoutMs)
+            let answer = await session.peer.request(
+                "server/discover", params: params(JSONObject(), era: .stateless, clientInfo: clientInfo), within: .milliseconds(timeout),
+                on: clock)
+            switch answer {
+            case .success(let result):
+                let versions = (result["supportedVersions"]?.arrayValue ?? []).compactMap(\.stringValue)
+                if versions.contains(statelessVersion) {
+                    let info = result["_meta"]?["io.modelcontextprotocol/serverInfo"]
+                    return (
+                        session,
+                        Opening(
+                            era: .stateless, name: info?["name"]?.stringValue ?? settings.name,
+                            version: info?["version"]?.stringValue ?? "",
+                            protocolVersion: statelessVersion)
+                    )
+                }
+            case .failure(.cancelled):
+                await session.stop()
+                throw CancellationError()
+            case .failure(.failed(let why)) where known == .stateless:
+                throw startFailure(settings, session: session, "did not start: \(why)")
+            case .failure(.timedOut) where known == .stateless:
+                session.server.kill()
+                throw startFailure(settings, session: session, "did not answer server/discover within \(timeout) ms; it was stopped")
+            case .failure(.failed):
+                // The probe ended the server: a 2025 server may refuse any request before initialize.
+                await session.stop()
+                session = try spawn(settings)
+            case .failure(.remote), .failure(.timedOut):
+                break
+            }
+            probed = true
+        }
+        let answer = await session.peer.request(
+            "initialize",
+            params: [
+                "protocolVersion": .string(handshakeVersion), "capabilities": [:],
+                "clientInfo": ["name": .string(clientInfo.name), "version": .string(clientInfo.version)],
+            ], within: .milliseconds(settings.startTimeoutMs), on: clock)
+        switch answer {
+        case .success(let result):
+            guard let version = result["protocolVersion"]?.stringValue else {
+                await session.stop()
+                throw MCPToolError("answered initialize without a protocolVersion: it does not speak MCP")
+            }
+            do {
+                try await session.peer.notify("notifications/initialized", params: nil)
+            } catch {
+                throw startFailure(settings, session: session, "did not start: \(session.server.failure ?? "\(error)")")
+            }
+            let info = result["serverInfo"]
+            return (
+                session,
+                Opening(
+                    era: .handshake, name: info?["name"]?.stringValue ?? settings.name, version: info?["version"]?.stringValue ?? "",
+                    protocolVersion: version)
+            )
+        case .failure(.remote(let error)) where error.code == -32022 && probed && known == nil:
+            // The probe's late answer made the connection 2026-07-28's: ask again, now waiting.
+            await session.stop()
+            return try await openSession(settings, clientInfo: clientInfo, era: .stateless, clock: clock)
+        case .failure(.remote(let error)):
+            await session.stop()
             throw MCPToolError(
-                "did not start: \(Self.describe(error))" + (server.lastErrorLine.map { " (stderr: \($0))" } ?? ""),
+                "did not start: it answered initialize with error \(error.code): \(error.message)",
                 hint: "run its command by hand to see why: \(ShellWords.command(settings.command))")
-        case .failed(let why):
-            await client.disconnect()
-            throw MCPToolError(
-                "did not start: \(why)", hint: "run its command by hand to see why: \(ShellWords.command(settings.command))")
-        case .timedOut:
-            server.kill()
-            await client.disconnect()
-            throw MCPToolError(
-                "did not answer initialize within \(settings.startTimeoutMs) ms; it was stopped"
-                    + (server.lastErrorLine.map { " (stderr: \($0))" } ?? ""),
+        case .failure(.failed(let why)):
+            throw startFailure(settings, session: session, "did not start: \(why)")
+        case .failure(.timedOut):
+            session.server.kill()
+            throw startFailure(
+                settings, session: session,
+                "did not answer initialize within \(settings.startTimeoutMs) ms"
+                    + (probed ? " (nor the server/discover probe before it)" : "") + "; it was stopped",
                 hint: "raise startup_timeout_ms if it is slow to start, or run its command by hand")
-        case .cancelled:
-            server.kill()
-            await client.disconnect()
+        case .failure(.cancelled):
+            await session.stop()
             throw CancellationError()
         }
     }
 
-    /// Every page of `tools/list`.
-    private static func listTools(_ session: Session, settings: ToolServerSettings, clock: any Clock<Duration>) async throws -> [ServedTool]
+    /// A start that failed, with the server's last words on stderr; the session is stopped.
+    private static func startFailure(_ settings: ToolServerSettings, session: Session, _ message: String, hint: String? = nil)
+        -> MCPToolError
     {
+        session.server.kill()
+        let words = session.server.lastErrorLine
+        return MCPToolError(
+            message + (words.map { message.contains($0) ? "" : " (stderr: \($0))" } ?? ""),
+            hint: hint ?? "run its command by hand to see why: \(ShellWords.command(settings.command))")
+    }
+
+    /// Every page of `tools/list`.
+    private static func listTools(
+        _ session: Session, era: Era, settings: ToolServerSettings, clientInfo: (name: String, version: String), clock: any Clock<Duration>
+    ) async throws -> [ServedTool] {
         var tools: [ServedTool] = []
         var cursor: String?
         var pages = 0
         repeat {
             pages += 1
-            let request = RawListTools.request(
-                id: .string("agent-eval-list-\(pages)"), cursor.map { ListTools.Parameters(cursor: $0) } ?? ListTools.Parameters())
-            let ending = await Race.first(
-                timeoutMs: settings.startTimeoutMs, on: clock, server: session.server,
-                abandon: {
-                    session.server.kill()
-                    await session.client.disconnect()
-                }
-            ) {
-                try await session.client.send(request).value
-            }
+            var page = JSONObject()
+            if let cursor { page["cursor"] = .string(cursor) }
+            let answer = await session.peer.request(
+                "tools/list", params: params(page, era: era, clientInfo: clientInfo), within: .milliseconds(settings.startTimeoutMs),
+                on: clock)
             let result: JSONValue
-            switch ending {
-            case .finished(.success):
-                guard let raw = session.server.takeResult(id: JSONLinesProcess.key(.string("agent-eval-list-\(pages)"))) else {
-                    throw MCPToolError("answered tools/list without a result")
-                }
-                result = raw
-            case .finished(.failure(let error)): throw MCPToolError("tools/list failed: \(Self.describe(error))")
-            case .failed(let why): throw MCPToolError("stopped while listing its tools: \(why)")
-            case .timedOut:
+            switch answer {
+            case .success(let value): result = value
+            case .failure(.remote(let error)): throw MCPToolError("tools/list failed: \(error.code): \(error.message)")
+            case .failure(.failed(let why)): throw MCPToolError("stopped while listing its tools: \(why)")
+            case .failure(.timedOut):
                 session.server.kill()
                 throw MCPToolError("did not list its tools within \(settings.startTimeoutMs) ms; it was stopped")
-            case .cancelled:
+            case .failure(.cancelled):
                 session.server.kill()
                 throw CancellationError()
             }
@@ -208,9 +310,9 @@ final class MCPConnection: ToolServerConnection {
         if let live = session.withLock({ $0 }), live.server.failure == nil {
             current = live
         } else {
-            // The last server process ended (a timeout, a crash): start another.
+            // The last server process ended (a timeout, a crash): start another, in the same era.
             do {
-                current = try await Self.openSession(settings, clientInfo: clientInfo, clock: clock).0
+                current = try await Self.openSession(settings, clientInfo: clientInfo, era: era, clock: clock).0
             } catch is CancellationError {
                 return ToolOutcome(status: .error, error: "the call was stopped because the run was interrupted")
             } catch {
@@ -221,174 +323,61 @@ final class MCPConnection: ToolServerConnection {
                 defer { session = current }
                 return session
             }
-            if let previous { await previous.client.disconnect() }
+            if let previous { await previous.stop() }
         }
-        guard case .object(let object) = request.arguments else {
+        guard case .object(let arguments) = request.arguments else {
             return .failure("MCP tools take an object of arguments, and these are \(request.arguments.typeDescription)")
         }
-        let id = "agent-eval-\(counter.add(1, ordering: .relaxed).newValue)"
-        var arguments: [String: MCP.Value] = [:]
-        for member in object { arguments[member.key] = member.value.mcp }
-        let parameters = CallTool.Parameters(name: request.tool, arguments: arguments)
-        let call = RawCallTool.request(id: .string(id), parameters)
         let mark = current.server.stderrMark
-        let ending = await Race.first(
-            timeoutMs: request.timeoutMs, on: clock, server: current.server,
-            abandon: {
-                current.server.kill()
-                await current.client.disconnect()
-            }
-        ) {
-            try await current.client.send(call).value
-        }
+        let answer = await current.peer.request(
+            "tools/call",
+            params: Self.params(
+                JSONObject([("name", .string(request.tool)), ("arguments", .object(arguments))]), era: era, clientInfo: clientInfo),
+            within: .milliseconds(request.timeoutMs), on: clock)
         var outcome: ToolOutcome
-        switch ending {
-        case .finished(.success):
-            outcome = ServedTool.outcome(ofMCPResult: current.server.takeResult(id: JSONLinesProcess.key(.string(id))))
-        case .finished(.failure(let error)):
-            outcome = .failure("MCP server \"\(settings.name)\" answered with an error: \(Self.describe(error))")
-        case .failed(let why):
+        switch answer {
+        case .success(let result):
+            outcome = Self.outcome(of: result, server: settings.name)
+        case .failure(.remote(let error)):
+            outcome = .failure("MCP server \"\(settings.name)\" answered with an error: \(error.code): \(error.message)")
+        case .failure(.failed(let why)):
             outcome = .failure("MCP server \"\(settings.name)\" stopped during the call: \(why)", isRetryable: true)
-            await current.client.disconnect()
-        case .timedOut:
+        case .failure(.timedOut):
             current.server.kill()
             outcome = .failure(
                 "MCP server \"\(settings.name)\" did not answer within \(request.timeoutMs) ms; it was stopped (the next call starts it again)",
                 isRetryable: true)
-            await current.client.disconnect()
-        case .cancelled:
+        case .failure(.cancelled):
             current.server.kill()
-            outcome = ToolOutcome(
-                status: .error, error: "MCP server \"\(settings.name)\" was stopped because the run was interrupted")
-            await current.client.disconnect()
+            outcome = ToolOutcome(status: .error, error: "MCP server \"\(settings.name)\" was stopped because the run was interrupted")
         }
         outcome.stderr = current.server.stderr(since: mark)
         return outcome
     }
 
-    /// A `tools/call` result as a tool outcome: the output is the result as the server wrote it
-    /// (`content`, `structuredContent`), without `isError` and `_meta`; `isError: true` makes it
-    /// a failure whose message is the text content.
+    /// A `tools/call` result as a tool outcome (`ServedTool.outcome(ofMCPResult:)`). A
+    /// 2026-07-28 result that is not `complete` — the server asks for input (elicitation,
+    /// sampling, roots), or answers with an extension's shape such as a task — is an error that
+    /// says so: agent-eval's MCP tools answer no questions of a server's and follow no tasks.
+    static func outcome(of result: JSONValue, server: String) -> ToolOutcome {
+        switch result["resultType"]?.stringValue {
+        case nil, "complete"?:
+            return ServedTool.outcome(ofMCPResult: result)
+        case "input_required"?:
+            let asked = (result["inputRequests"]?.objectValue.map { Array($0) } ?? []).compactMap { $0.value["method"]?.stringValue }
+            return .failure(
+                "MCP server \"\(server)\" asked for input before it would answer (\(asked.isEmpty ? "input_required" : asked.joined(separator: ", "))), "
+                    + "which agent-eval's MCP tools do not give: the call ends here")
+        case let other?:
+            return .failure("MCP server \"\(server)\" answered with resultType \"\(other)\", which agent-eval's MCP tools do not follow")
+        }
+    }
+
     func close() async {
         let current = session.withLock { session -> Session? in
             defer { session = nil }
             return session
         }
-        if let current { await current.client.disconnect() }
-    }
-
-    static func describe(_ error: any Error) -> String {
-        if let error = error as? MCPError {
-            switch error {
-            case .connectionClosed, .transportError: return "the connection closed"
-            default: return "\(error.code): \(error.errorDescription ?? "no message")"
-            }
-        }
-        if error is JSONLinesProcess.ServerClosed { return "the connection closed" }
-        return (error as? any Diagnostic)?.message ?? "\(error)"
-    }
-}
-
-extension JSONValue {
-    /// The value as the MCP SDK holds it.
-    var mcp: MCP.Value {
-        switch self {
-        case .null: return .null
-        case .bool(let value): return .bool(value)
-        case .int(let value): return .int(value)
-        case .double(let value): return .double(value)
-        case .string(let value): return .string(value)
-        case .array(let items): return .array(items.map(\.mcp))
-        case .object(let object):
-            var members: [String: MCP.Value] = [:]
-            for member in object { members[member.key] = member.value.mcp }
-            return .object(members)
-        }
-    }
-}
-
-/// Waits for the first of: the work, a timeout on the injected clock, the server's failure,
-/// the caller's cancellation. Structured: the work and the timer are child tasks, and the race
-/// returns only when both have ended. The SDK's requests do not end on cancellation, so when the
-/// work has not finished, `abandon` (which stops the server and disconnects the client: its
-/// pending requests are failed) ends it before the race waits for it.
-enum Race {
-    enum Ending<T: Sendable>: Sendable {
-        case finished(Result<T, any Error>)
-        case failed(String)
-        case timedOut
-        case cancelled
-
-        var isFinished: Bool {
-            if case .finished = self { return true }
-            return false
-        }
-    }
-
-    /// The first ending given wins. Unchecked state is none: a `Mutex` guards all of it.
-    final class Gate<T: Sendable>: Sendable {
-        private let state = Mutex<(continuation: CheckedContinuation<Ending<T>, Never>?, ending: Ending<T>?, done: Bool)>(
-            (nil, nil, false))
-
-        func attach(_ continuation: CheckedContinuation<Ending<T>, Never>) {
-            let ready = state.withLock { state -> Ending<T>? in
-                if let ending = state.ending, !state.done {
-                    state.done = true
-                    return ending
-                }
-                state.continuation = continuation
-                return nil
-            }
-            if let ready { continuation.resume(returning: ready) }
-        }
-
-        func resolve(_ ending: Ending<T>) {
-            let continuation = state.withLock { state -> CheckedContinuation<Ending<T>, Never>? in
-                guard state.ending == nil else { return nil }
-                state.ending = ending
-                guard let continuation = state.continuation else { return nil }
-                state.done = true
-                return continuation
-            }
-            continuation?.resume(returning: ending)
-        }
-    }
-
-    static func first<T: Sendable>(
-        timeoutMs: Int, on clock: any Clock<Duration>, server: JSONLinesProcess, abandon: @escaping @Sendable () async -> Void,
-        _ work: @escaping @Sendable () async throws -> T
-    ) async -> Ending<T> {
-        let gate = Gate<T>()
-        let token = server.onFailure { gate.resolve(.failed($0)) }
-        defer { server.removeWaiter(token) }
-        return await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                do {
-                    gate.resolve(.finished(.success(try await work())))
-                } catch {
-                    // The server's failure ends requests in ways that look like other errors (another
-                    // call that saw it first closes the client): the failure is what happened.
-                    if let failure = server.failure {
-                        gate.resolve(.failed(failure))
-                    } else {
-                        gate.resolve(.finished(.failure(error)))
-                    }
-                }
-            }
-            group.addTask {
-                // Cancelled when the race is decided otherwise: then it resolves nothing.
-                guard (try? await clock.sleep(for: .milliseconds(timeoutMs), tolerance: nil)) != nil else { return }
-                gate.resolve(.timedOut)
-            }
-            let ending = await withTaskCancellationHandler {
-                await withCheckedContinuation { gate.attach($0) }
-            } onCancel: {
-                gate.resolve(.cancelled)
-            }
-            group.cancelAll()
-            if !ending.isFinished { await abandon() }
-            // The group waits for the work here: it has finished, or `abandon` ended it.
-            return ending
-        }
+        if let current { await current.stop() }
     }
 }

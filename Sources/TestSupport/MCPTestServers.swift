@@ -15,6 +15,12 @@ public enum MCPTestServers {
         [try await environment() + "/bin/python", scripts.appendingPathComponent("mcp_failure_server.py").path] + flags
     }
 
+    /// `[python, scripts/mcp_legacy_server.py] + flags`: a server of the 2025 era only, with no
+    /// dependencies (`--exit-before-initialize`: it exits on a request before `initialize`).
+    public static func legacyServer(_ flags: [String] = []) async throws -> [String] {
+        [try await environment() + "/bin/python", scripts.appendingPathComponent("mcp_legacy_server.py").path] + flags
+    }
+
     /// `mcp-server-time` with UTC as its local zone.
     public static func timeServer() async throws -> [String] {
         [try await environment() + "/bin/mcp-server-time", "--local-timezone", "UTC"]

@@ -239,4 +239,52 @@ struct MCPProxyErasTests {
         #expect(started.tools.map(\.sideEffect) == [.write, .read])
         #expect(try await agentEval(["log", "verify", log]).status == 0)
     }
+
+    @Test(
+        "a 2026-07-28 client and a server of the 2025 era only: the client's probe is refused and it falls back; a server the probe ends is answered for and started again"
+    )
+    func legacyServer() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        for flags in [[], ["--exit-before-initialize"]] {
+            let log = directory.path("legacy\(flags.count).jsonl.gz")
+            let plan: JSONValue = ["mode": "auto", "calls": [["tool": "greet", "arguments": ["name": "Ada"]]]]
+            let command = try await MCPProxyCommandTests.client(
+                plan, proxy: ["--log", log], server: try await MCPTestServers.legacyServer(flags))
+            let (lines, result) = try await MCPProxyCommandTests.run(command, in: directory)
+            #expect(result.status == 0, "\(flags): \(result.stderr)")
+            #expect(lines.first?["tools"] == ["greet"], "\(flags): \(lines)")
+            #expect(lines.dropFirst().map { $0["text"]?.stringValue ?? "\($0)" } == ["hello, Ada"], "\(flags)")
+            #expect(result.stderr.contains("it was started again") == !flags.isEmpty, "\(flags): \(result.stderr)")
+            let events = try MCPProxyCommandTests.events(log)
+            #expect(
+                MCPProxyCommandTests.trajectory(events) == [
+                    "verdict greet allow", #"intent greet {"name":"Ada"}"#, "result greet ok", "stop success",
+                ], "\(flags)")
+            guard case .runStarted(let started) = events.first?.payload else {
+                Issue.record("the log does not begin with run_started")
+                continue
+            }
+            #expect(started.toolServers.first?.protocolVersion == "2025-06-18", "\(flags)")
+            #expect(started.toolServers.first?.serverName == "legacy-server", "\(flags)")
+        }
+    }
+
+    @Test("a connection that only probes the server with server/discover writes no run, and says so")
+    func loneProbe() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let time = try await PythonEnvironment.mcp.path() + "/bin/mcp-server-time"
+        let probe =
+            #"{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#
+        let result = try await Subprocess.run(
+            try agentEvalBinary(), ["mcp-proxy", "--no-catalog", "--out", "runs", "--json-out", "proxy.json", "--", time],
+            input: Array((probe + "\n").utf8), in: directory.url)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("log: none written (the client only probed the server with server/discover)"), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: directory.path("runs")), "no run, no runs folder")
+        let summary = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: directory.path("proxy.json")))))
+        #expect(summary["log"] == .null)
+        #expect(summary["calls"] == 0)
+    }
 }

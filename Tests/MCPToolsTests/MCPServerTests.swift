@@ -47,6 +47,9 @@ struct MCPServerTests {
     )
     func timeServer() async throws {
         let connection = try await MCPServers().connect(Self.settings("time", try await MCPTestServers.timeServer()))
+        // It speaks both eras: the probe finds 2026-07-28.
+        #expect((connection as? MCPConnection)?.era == .stateless)
+        #expect(connection.identity.protocolVersion == "2026-07-28")
         #expect(connection.identity.serverName == "mcp-time")
         #expect(connection.identity.kind == "mcp")
         #expect(!connection.identity.serverVersion.isEmpty)
@@ -60,6 +63,35 @@ struct MCPServerTests {
         let target = outcome.output?["structuredContent"]?["target"]?["datetime"]?.stringValue ?? ""
         #expect(target.hasSuffix("T21:00:00+09:00"), "\(String(describing: outcome.output))")
         #expect(outcome.output?["content"]?.arrayValue?.first?["type"] == "text")
+        await connection.close()
+
+        // Spoken to in the 2025 era, the same server lists the same tools, and the same call
+        // records the same output (less the protocol's words: `resultType`, `_meta`).
+        var servers = MCPServers()
+        servers.era = .handshake
+        let older = try await servers.connect(Self.settings("time", try await MCPTestServers.timeServer()))
+        #expect(older.identity.protocolVersion == "2025-11-25")
+        #expect(older.identity.serverName == "mcp-time")
+        #expect(older.tools == connection.tools)
+        let again = try await older.invoke(
+            Self.request("convert_time", ["source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"]))
+        #expect(again.output == outcome.output)
+        #expect(outcome.output?["resultType"] == nil)
+        await older.close()
+    }
+
+    @Test(
+        "a server of the 2025 era only is spoken to with initialize after the probe: one that refuses the probe, and one the probe ends (started again)",
+        .tags(.python), .needsPython, arguments: [[String](), ["--exit-before-initialize"]])
+    func legacyServer(flags: [String]) async throws {
+        let connection = try await MCPServers().connect(Self.settings("legacy", try await MCPTestServers.legacyServer(flags)))
+        #expect((connection as? MCPConnection)?.era == .handshake)
+        #expect(connection.identity.protocolVersion == "2025-06-18")
+        #expect(connection.identity.serverName == "legacy-server")
+        #expect(connection.tools.map(\.name) == ["greet"])
+        let greeted = try await connection.invoke(Self.request("greet", ["name": "Ada"]))
+        #expect(greeted.status == .ok, "\(greeted.error ?? "")")
+        #expect(greeted.output?["content"]?.arrayValue?.first?["text"] == "hello, Ada")
         await connection.close()
     }
 
@@ -88,10 +120,13 @@ struct MCPServerTests {
     }
 
     @Test(
-        "a tool that reports isError, a crash, a hang and a line that is not JSON-RPC: each a recorded error, and the next call works",
-        .tags(.python), .needsPython)
-    func failures() async throws {
-        let connection = try await MCPServers().connect(Self.settings("broken", try await MCPTestServers.failureServer()))
+        "a tool that reports isError, a crash, a hang and a line that is not JSON-RPC: each a recorded error, and the next call works, in either era",
+        .tags(.python), .needsPython, arguments: [MCPConnection.Era.stateless, .handshake])
+    func failures(era: MCPConnection.Era) async throws {
+        var servers = MCPServers()
+        servers.era = era
+        let connection = try await servers.connect(Self.settings("broken", try await MCPTestServers.failureServer()))
+        #expect((connection as? MCPConnection)?.era == era)
 
         let echoed = try await connection.invoke(Self.request("echo", ["text": "héllo"]))
         #expect(echoed.status == .ok)
@@ -129,9 +164,14 @@ struct MCPServerTests {
 
         #expect(try await connection.invoke(Self.request("echo", ["text": "still here"])).status == .ok)
 
-        // The server may ping its client in the middle of a call; the client answers.
+        // In the 2025 era the server may ping its client in the middle of a call; the client
+        // answers. 2026-07-28 has no ping: the server's SDK refuses to send one.
         let pinged = try await connection.invoke(Self.request("ping_client", timeoutMs: 5_000))
-        #expect(pinged.status == .ok, "\(pinged.error ?? "")")
+        if era == .handshake {
+            #expect(pinged.status == .ok, "\(pinged.error ?? "")")
+        } else {
+            #expect(pinged.error?.contains("Cannot send 'ping'") == true, "\(pinged.error ?? "")")
+        }
         await connection.close()
     }
 

@@ -21,15 +21,11 @@ import TraceLog
 /// that cannot come.
 public final class JSONLinesProcess: Sendable {
     /// The protocol's messages, one per line, as they came; finishes with an error at the
-    /// failure (the MCP client's read loop ends on an error, and spins on a plain finish).
+    /// failure (`ServerClosed`; `failure` says what happened).
     public let messages: AsyncThrowingStream<Data, any Error>
     public let process: SpawnedProcess
     /// The server's name for messages (an agent file's key).
     public let name: String
-    /// Whether the `result` of every response is kept for `takeResult` (a client that reads
-    /// results through another layer, such as the MCP SDK, takes them from here exactly as
-    /// written); a proxy that reads the messages themselves keeps none.
-    let keepsResults: Bool
     /// A descriptor of this process that the server's stderr is copied to as it comes (the
     /// proxy passes it on, so the client sees its server's messages); nil keeps only the tail.
     let forwardsStderr: Int32?
@@ -57,8 +53,6 @@ public final class JSONLinesProcess: Sendable {
         /// The stderr reader saw the pipe's end.
         var stderrClosed = false
         var exited = false
-        /// Raw `result` members of responses, by request id, until taken.
-        var results: [String: JSONValue] = [:]
         var stdinClosed = false
     }
 
@@ -71,7 +65,7 @@ public final class JSONLinesProcess: Sendable {
     private let writer: JobThreads
 
     public init(
-        command: [String], directory: String, environment: [String: String], name: String, keepsResults: Bool = true,
+        command: [String], directory: String, environment: [String: String], name: String,
         forwardsStderrTo forwardsStderr: Int32? = nil, clock: any Clock<Duration> = RuntimeEnvironment.live.clock
     ) throws(SpawnedProcess.Failure) {
         self.clock = clock
@@ -79,7 +73,6 @@ public final class JSONLinesProcess: Sendable {
             command: command, directory: directory, environment: environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" })
         writer = JobThreads(name: "agent-eval mcp stdin", stackSize: 128 * 1024)
         self.name = name
-        self.keepsResults = keepsResults
         self.forwardsStderr = forwardsStderr
         (messages, continuation) = AsyncThrowingStream.makeStream(of: Data.self)
         JobThreads.once(name: "agent-eval mcp stdout", stackSize: 512 * 1024) { [self] in readMessages() }
@@ -121,13 +114,6 @@ public final class JSONLinesProcess: Sendable {
         _ = state.withLock { $0.waiters.removeValue(forKey: token) }
     }
 
-    // MARK: Results
-
-    /// The raw `result` of the response to request `id`, exactly as the server wrote it.
-    public func takeResult(id: String) -> JSONValue? {
-        state.withLock { $0.results.removeValue(forKey: id) }
-    }
-
     // MARK: stderr
 
     public var stderrMark: Int { state.withLock { $0.stderrTotal } }
@@ -154,9 +140,9 @@ public final class JSONLinesProcess: Sendable {
         let bytes = Array(data) + [0x0A]
         let fd = process.stdin
         try await writer.run { [self] () throws in
-            // Nothing goes to a server that was stopped or failed: the request fails at once
-            // (the SDK then fails its pending request), so a request made after a race gave
-            // up on the server cannot wait for an answer that will never come.
+            // Nothing goes to a server that was stopped or failed: the request fails at once,
+            // so a request made after a deadline gave up on the server cannot wait for an
+            // answer that will never come.
             if let why = state.withLock({ $0.stdinClosed ? "its input is closed" : $0.failure }) {
                 throw WriteFailure(message: "the server cannot be written to: \(why)")
             }
@@ -244,10 +230,6 @@ public final class JSONLinesProcess: Sendable {
             process.killGroup()
             return false
         }
-        if keepsResults, let id = object["id"], let result = object["result"] {
-            let key = Self.key(id)
-            state.withLock { $0.results[key] = result }
-        }
         continuation.yield(Data(line))
         return true
     }
@@ -320,7 +302,7 @@ public final class JSONLinesProcess: Sendable {
         return nil
     }
 
-    /// A request id as the key of `results`: `"7"` for 7, `"\"a\""` for "a".
+    /// A request id as a key (`JSONRPCPeer`'s, the proxy's): `"7"` for 7, `"\"a\""` for "a".
     public static func key(_ id: JSONValue) -> String { JSONWriter.encodeString(id) }
 
     public static func excerpt(_ line: some Collection<UInt8>) -> String {

@@ -90,7 +90,7 @@ public struct ServedTool: Sendable, Hashable {
         return nil
     }
 
-    /// What an MCP `tools/call` result says: `ok` with the result (less `isError` and `_meta`)
+    /// What an MCP `tools/call` result says: `ok` with the result (less `isError`, `_meta` and `resultType`)
     /// as output, or `error` with the text of its content when `isError` is set. The MCP tools
     /// and `agent-eval mcp-proxy` read a result this one way, so a call records the same output
     /// through either.
@@ -98,7 +98,10 @@ public struct ServedTool: Sendable, Hashable {
         guard let result = result?.objectValue else {
             return .failure("the server answered tools/call without a result object")
         }
-        let output = JSONValue.object(JSONObject(result.filter { $0.key != "isError" && $0.key != "_meta" }.map { ($0.key, $0.value) }))
+        // What the protocol adds (`isError`, `_meta`, 2026-07-28's `resultType`) is not the tool's
+        // output: the same call records the same output in either era.
+        let output = JSONValue.object(
+            JSONObject(result.filter { !["isError", "_meta", "resultType"].contains($0.key) }.map { ($0.key, $0.value) }))
         guard result["isError"]?.boolValue == true else { return .ok(output) }
         let text = (result["content"]?.arrayValue ?? []).compactMap { $0["text"]?.stringValue }.joined(separator: "\n")
         return ToolOutcome(status: .error, output: output, error: text.isEmpty ? "the tool reported an error (isError) without text" : text)

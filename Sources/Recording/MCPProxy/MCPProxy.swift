@@ -91,7 +91,9 @@ public struct MCPProxy: Sendable {
     /// How a session ended.
     public struct Outcome: Sendable {
         public var runId: String
-        public var logPath: String
+        /// The run's log; nil when none was written (the client only probed the server with
+        /// `server/discover`, and went).
+        public var logPath: String?
         public var stop: RunStopped
         /// `tools/call` requests the client made, and how many the policy let through.
         public var calls: Int
@@ -138,45 +140,60 @@ public struct MCPProxy: Sendable {
     /// client closes its input, the server fails, or the task is cancelled; the log is closed
     /// and handed to `finishedLogs` before it returns. Throws `RecordingError` when the server
     /// cannot start.
-    public func run(input: Int32 = 0, output: Int32 = 1) async throws -> Outcome {
-        let server: JSONLinesProcess
+    /// Starts the real server, its stderr passed on as the settings say.
+    static func startServer(_ settings: Settings) throws(RecordingError) -> JSONLinesProcess {
         do {
-            server = try JSONLinesProcess(
+            return try JSONLinesProcess(
                 command: settings.server, directory: settings.directory, environment: settings.environment,
-                name: settings.serverName, keepsResults: false, forwardsStderrTo: settings.serverStderr)
+                name: settings.serverName, forwardsStderrTo: settings.serverStderr)
         } catch {
             throw RecordingError(
                 .serverFailed, "the MCP server \(ShellWords.command(settings.server)) could not be started: \(error.message)",
                 hint: "check the command after -- (it must be on PATH or a path)")
         }
+    }
+
+    public func run(input: Int32 = 0, output: Int32 = 1) async throws -> Outcome {
+        let settings = self.settings
+        let server = try Self.startServer(settings)
         let client = ClientChannel(input: input, output: output)
         let log: any ProxyLog =
             settings.recorderURL.map { RemoteProxyLog(url: $0, gate: settings.gate, policyPath: settings.policyPath) }
             ?? LocalProxyLog(settings: settings, gate: settings.gate)
-        let session = MCPProxySession(settings: settings, server: server, client: client, log: log)
+        let session = MCPProxySession(
+            settings: settings, server: server, spawn: { try Self.startServer(settings) }, client: client, log: log)
         let end = await withTaskGroup(of: MCPProxySession.End.self) { group in
             group.addTask {
                 for await line in client.lines { await session.fromClient(line) }
                 return Task.isCancelled ? .interrupted : .clientClosed(longLine: client.endedOnLongLine)
             }
             group.addTask {
-                do {
-                    for try await message in server.messages { await session.fromServer(Array(message)) }
-                } catch {}
-                await session.serverStopped()
-                return Task.isCancelled ? .interrupted : .serverEnded(server.failure ?? "the server closed its output")
+                while true {
+                    let server = await session.server
+                    do {
+                        for try await message in server.messages { await session.fromServer(Array(message)) }
+                    } catch {}
+                    // A server that ended on the client's first probe is started again, once.
+                    if await session.restartAfterProbe() {
+                        await server.stop()
+                        continue
+                    }
+                    await session.serverStopped()
+                    return Task.isCancelled ? .interrupted : .serverEnded(server.failure ?? "the server closed its output")
+                }
             }
             let first = await group.next() ?? .interrupted
             group.cancelAll()
             // The client may close first because the server failed (its answers stopped): the
             // session ended on the server's failure, not as the client chose.
-            if case .clientClosed = first, let failure = server.failure { return MCPProxySession.End.serverEnded(failure) }
+            if case .clientClosed = first, let failure = await session.server.failure { return MCPProxySession.End.serverEnded(failure) }
             return first
         }
         let outcome = await session.finish(end)
+        let last = await session.server
         // Not in this task: after Ctrl-C it is cancelled, and the server's grace period (its
         // input closed, 2 s to exit) would be cut to nothing.
-        await Task { await server.stop() }.value
+        await Task { await last.stop() }.value
         if let sink = settings.finishedLogs, FileManager.default.fileExists(atPath: settings.logPath) {
             await sink.logsFinished([settings.logPath])
         }

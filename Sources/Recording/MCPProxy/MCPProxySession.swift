@@ -59,7 +59,11 @@ actor MCPProxySession {
     }
 
     let settings: MCPProxy.Settings
-    let server: JSONLinesProcess
+    /// The server process: the one the proxy started, or the one it started again after the
+    /// first ended on the client's `server/discover` probe (`restartAfterProbe`).
+    private(set) var server: JSONLinesProcess
+    /// Starts another server process (`MCPProxy.startServer`).
+    private let spawn: @Sendable () throws -> JSONLinesProcess
     let client: ClientChannel
     /// Where the gate is recorded: the proxy's own log, or the run `agent-eval record` writes.
     let log: any ProxyLog
@@ -77,9 +81,15 @@ actor MCPProxySession {
     private var awaitingInput: [String: AwaitingInput] = [:]
     /// The envelope of the client's last 2026-07-28 request; nil while it speaks the 2025 era.
     private var clientEnvelope: JSONValue?
-    /// The proxy's own requests to the server (its tool listing), by id key.
-    private var ownRequests: [String: CheckedContinuation<JSONValue?, Never>] = [:]
-    private var ownRequestCount = 0
+    /// The proxy's own requests to the server (its tool listing), matched to their answers.
+    private var own: JSONRPCPeer
+    /// The client sent requests, and every one was a `server/discover` probe: a session that
+    /// ends so writes no run.
+    private var requests = 0
+    private var probes = 0
+    /// The server was sent something other than a probe: it is past its start.
+    private var isPastProbe = false
+    private var restarts = 0
     private var callCount = 0
     private var allowed = 0
     private var denied = 0
@@ -98,11 +108,16 @@ actor MCPProxySession {
     /// The server's messages ended: no more own requests are sent.
     private var isServerGone = false
 
-    init(settings: MCPProxy.Settings, server: JSONLinesProcess, client: ClientChannel, log: any ProxyLog) {
+    init(
+        settings: MCPProxy.Settings, server: JSONLinesProcess, spawn: @escaping @Sendable () throws -> JSONLinesProcess,
+        client: ClientChannel, log: any ProxyLog
+    ) {
         self.settings = settings
         self.server = server
+        self.spawn = spawn
         self.client = client
         self.log = log
+        own = JSONRPCPeer(server: server, idPrefix: "agent-eval-proxy")
     }
 
     /// Runs one operation on the log; false, with `writeFailure` set and said, when it failed.
@@ -167,6 +182,12 @@ actor MCPProxySession {
         }
         let method = message["method"]?.stringValue
         let id = message["id"]
+        if id != nil, method != nil { requests += 1 }
+        if method == "server/discover" {
+            if id != nil { probes += 1 }
+        } else {
+            isPastProbe = true
+        }
         if method == "initialize" {
             clientEnvelope = nil
         } else if id != nil, let envelope = MCPEra.envelope(of: message["params"]) {
@@ -497,10 +518,7 @@ actor MCPProxySession {
                 of: result, name: settings.serverName, protocolVersion: clientEnvelope?[MCPEra.protocolVersionKey]?.stringValue)
             await learned()
         }
-        if let waiter = ownRequests.removeValue(forKey: key) {
-            waiter.resume(returning: message["result"])
-            return
-        }
+        if own.take(message) { return }
         guard let kind = outstanding.removeValue(forKey: key) else {
             settings.notices?(
                 "the server answered request \(String(decoding: JSONWriter.encode(id), as: UTF8.self)), which nothing waits for (a call that timed out or was cancelled, or an id the client never sent): dropped"
@@ -607,36 +625,60 @@ actor MCPProxySession {
         await learned()
     }
 
+    /// The result of one of the proxy's own requests, or nil when it got none (an error, no
+    /// answer within the call timeout or 30 s, the server gone).
     private func ownRequest(_ method: String, params: JSONValue) async -> JSONValue? {
-        ownRequestCount += 1
-        let id = JSONValue.string("agent-eval-proxy-\(ownRequestCount)")
-        let key = JSONLinesProcess.key(id)
-        let (clock, timeout) = (settings.clock, min(settings.callTimeout, .seconds(30)))
-        let timer = Task { [weak self] in
-            do { try await clock.sleep(for: timeout) } catch { return }
-            await self?.abandon(key)
-        }
-        defer { timer.cancel() }
         if isServerGone { return nil }
-        return await withCheckedContinuation { continuation in
-            ownRequests[key] = continuation
-            let request: JSONValue = ["jsonrpc": "2.0", "id": id, "method": .string(method), "params": params]
-            Task {
-                do { try await self.server.send(Data(JSONWriter.encode(request))) } catch { self.abandon(key) }
-            }
-        }
+        isPastProbe = true
+        let answer = await own.request(method, params: params, within: min(settings.callTimeout, .seconds(30)), on: settings.clock)
+        return try? answer.get()
     }
 
-    private func abandon(_ key: String) {
-        ownRequests.removeValue(forKey: key)?.resume(returning: nil)
+    /// The server ended while it had only been sent the client's `server/discover` probe: a
+    /// server of the 2025 era may exit on a request before `initialize`. The probe is answered
+    /// for it, as such a server would answer a method it does not know (-32601), so the client
+    /// falls back to `initialize`, and another server process is started — once a session.
+    /// False when the session ends with the server instead.
+    func restartAfterProbe() async -> Bool {
+        guard !isFinished, !isPastProbe, restarts == 0, !Task.isCancelled,
+            outstanding.values.allSatisfy({ if case .discover = $0 { true } else { false } })
+        else { return false }
+        let why = server.failure ?? "it closed its output"
+        let next: JSONLinesProcess
+        do {
+            next = try spawn()
+        } catch {
+            return false
+        }
+        restarts += 1
+        let probes = outstanding.keys.sorted()
+        outstanding = [:]
+        for key in probes {
+            guard let id = try? JSONParser.parse(Array(key.utf8)) else { continue }
+            let answer: JSONValue = [
+                "jsonrpc": "2.0", "id": id,
+                "error": [
+                    "code": -32601,
+                    "message": .string(
+                        "Method not found: server/discover (the server ended on it: \(why); agent-eval mcp-proxy started it again: use initialize)"
+                    ),
+                ],
+            ]
+            await client.send(JSONWriter.encode(answer))
+        }
+        settings.notices?(
+            "the server ended on the client's server/discover probe (\(why)), as a server of the 2025 era may; it was started again")
+        own.failAll("the server ended")
+        server = next
+        own = JSONRPCPeer(server: next, idPrefix: "agent-eval-proxy-\(restarts + 1)")
+        return true
     }
 
     /// The server's messages ended (it failed, or the session is cancelled): the proxy's own
     /// requests get no answer now, so whatever waits for one goes on at once.
     func serverStopped() {
         isServerGone = true
-        for (_, waiter) in ownRequests { waiter.resume(returning: nil) }
-        ownRequests = [:]
+        own.failAll("the server's messages ended")
     }
 
     // MARK: Recording
@@ -705,10 +747,16 @@ actor MCPProxySession {
         for approval in approvals.values { approval.task.cancel() }
         let waiting = approvals.sorted { $0.key.localizedStandardCompare($1.key) == .orderedAscending }.map { ($0.key, $0.value.requestId) }
         approvals = [:]
+        own.failAll("the session ended")
+        // A client that only probed the server (`server/discover`) and went: no run to write.
+        if case .clientClosed(longLine: false) = end, requests > 0, requests == probes, callCount == 0 {
+            outstanding = [:]
+            return MCPProxy.Outcome(
+                runId: settings.runId, logPath: nil, stop: RunStopped(reason: .success), calls: 0, allowed: 0, denied: 0,
+                writeFailure: writeFailure)
+        }
         let logPath = (try? await log.logPath()) ?? settings.logPath
         for (callId, _) in waiting { MCPApprovals.clear(log: logPath, callId: callId) }
-        for (_, waiter) in ownRequests { waiter.resume(returning: nil) }
-        ownRequests = [:]
         var stop: RunStopped
         let unfinished: String
         switch end {

@@ -163,7 +163,7 @@ struct MCPProxyCommand: AsyncParsableCommand, ReadsLogs {
     static func json(_ outcome: MCPProxy.Outcome) -> JSONValue {
         var object = ObjectBuilder()
         object.set("run_id", outcome.runId)
-        object.set("log", outcome.logPath)
+        object.set("log", outcome.logPath.map(JSONValue.string) ?? .null)
         object.set("stop_reason", outcome.stop.reason)
         object.set("error", outcome.stop.error)
         object.set("calls", outcome.calls)
@@ -177,7 +177,7 @@ struct MCPProxyCommand: AsyncParsableCommand, ReadsLogs {
         var lines = ["session ended: \(outcome.stop.reason.rawValue)" + (outcome.stop.error.map { " (\($0))" } ?? "")]
         lines.append("tool calls: \(outcome.calls) (\(outcome.allowed) forwarded, \(outcome.denied) denied or refused)")
         if let failure = outcome.writeFailure { lines.append("the log could not be written to its end: \(failure)") }
-        lines.append("log: \(outcome.logPath)")
+        lines.append(outcome.logPath.map { "log: \($0)" } ?? "log: none written (the client only probed the server with server/discover)")
         return lines
     }
 }
