@@ -11,14 +11,15 @@ tools and makes the calls of PLAN, a JSON object:
    "mode": "session"}            # "session" (default): the 2025-era ClientSession and its
                                  # initialize; "auto", "legacy" or "2026-07-28": the SDK's
                                  # Client in that mode (auto probes server/discover first), which
-                                 # answers a server's elicitations with {"ok": true}
+                                 # accepts a server's elicitations (a form with {"ok": true})
 
 With a Client mode, `"list": false` skips the listing (the first line is then the first call's),
 and a call may drive its rounds itself (`"manual": true`): it is sent with the call's
 `request_state` and, with `"answer": true`, an accepted `confirm-1` (a retry of a round that never
 was), and when the server asks for input it is retried once with `"then"`'s arguments (the same
-by default) and the server's `requestState` (with `"x"` appended when `"tamper": true`). A call
-that ends asking for input prints {"tool": …, "input_required": [keys]}.
+by default) and the server's `requestState` (with `"x"` appended when `"tamper": true`; or the
+state the server gave the plan's call number `"state_of"`, counted from 0). A call that ends
+asking for input prints {"tool": …, "input_required": [keys]}.
 
 It prints one JSON object a line: {"tools": [names]}, then per call, in the plan's order,
 {"tool": …, "is_error": …, "text": …} or {"tool": …, "exception": …} when the call raised.
@@ -66,6 +67,8 @@ async def main():
 
 
 async def confirm(context, params):
+    if getattr(params, "mode", "form") == "url":
+        return ElicitResult(action="accept")
     return ElicitResult(action="accept", content={"ok": True})
 
 
@@ -74,10 +77,11 @@ async def with_client(plan, server, timeout):
         if plan.get("list", True):
             listing = await client.list_tools()
             print(json.dumps({"tools": [tool.name for tool in listing.tools]}), flush=True)
-        for item in plan.get("calls", []):
+        states = {}
+        for number, item in enumerate(plan.get("calls", [])):
             try:
                 if item.get("manual"):
-                    result = await rounds(client, item)
+                    result = await rounds(client, item, number, states)
                 else:
                     result = await client.call_tool(item["tool"], item.get("arguments", {}))
             except Exception as error:  # the test reads what the client saw
@@ -94,7 +98,7 @@ def accepted(keys):
     return {key: ElicitResult(action="accept", content={"ok": True}) for key in keys}
 
 
-async def rounds(client, item):
+async def rounds(client, item, number, states):
     result = await client.session.call_tool(
         item["tool"],
         item.get("arguments", {}),
@@ -102,10 +106,13 @@ async def rounds(client, item):
         request_state=item.get("request_state"),
         allow_input_required=True,
     )
+    if isinstance(result, InputRequiredResult):
+        states[number] = result.request_state
     if not isinstance(result, InputRequiredResult) or "then" not in item:
         return result
     then = item["then"]
-    state = (result.request_state or "") + ("x" if then.get("tamper") else "")
+    state = states[then["state_of"]] if "state_of" in then else result.request_state or ""
+    state += "x" if then.get("tamper") else ""
     return await client.session.call_tool(
         item["tool"],
         then.get("arguments", item.get("arguments", {})),

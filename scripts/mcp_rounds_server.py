@@ -5,6 +5,10 @@ official `mcp` package (2.x), for agent-eval mcp-proxy's tests of multi-round ca
 
   transfer(account, amount, rounds)  destructiveHint: asks for a confirmation `rounds` times (one
                                      elicitation a round), then transfers
+  sign_in(url)                       asks the user to open `url` (a URL elicitation), then answers
+  summarize(text)                    asks the client's model (sampling), then answers
+  visit(url)                         2025 era: sends the client an elicitation/create request (URL
+                                     mode) in the middle of the call, and answers what came back
   balance(account)                   readOnlyHint: answers at once
 
 `requestState` is sealed by the SDK (its default, with keys of this process): a state the client
@@ -15,7 +19,17 @@ altered is refused by the server. Every transfer that happens appends a line to 
 import sys
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import ElicitRequest, ElicitRequestFormParams, InputRequiredResult, ToolAnnotations
+from mcp.types import (
+    CreateMessageRequest,
+    CreateMessageRequestParams,
+    ElicitRequest,
+    ElicitRequestFormParams,
+    ElicitRequestURLParams,
+    InputRequiredResult,
+    SamplingMessage,
+    TextContent,
+    ToolAnnotations,
+)
 
 journal = sys.argv[sys.argv.index("--journal") + 1] if "--journal" in sys.argv else None
 server = MCPServer("rounds-server")
@@ -42,6 +56,35 @@ async def transfer(account: str, amount: int, rounds: int, ctx: Context):
         with open(journal, "a") as file:
             file.write(f"transfer {account} {amount}\n")
     return f"transferred {amount} to {account} after {rounds} confirmations"
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+async def sign_in(url: str, ctx: Context):
+    """Asks the user to sign in at a URL."""
+    if ctx.request_state is None:
+        question = ElicitRequest(params=ElicitRequestURLParams(message="Sign in, please", url=url, elicitation_id="sign-in-1"))
+        return InputRequiredResult(input_requests={"sign-in": question}, request_state="1")
+    return f"signed in at {url}"
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+async def summarize(text: str, ctx: Context):
+    """Summarizes a text with the client's model."""
+    if ctx.request_state is None:
+        message = SamplingMessage(role="user", content=TextContent(type="text", text=f"Summarize: {text}"))
+        question = CreateMessageRequest(params=CreateMessageRequestParams(messages=[message], max_tokens=50))
+        return InputRequiredResult(input_requests={"summary": question}, request_state="1")
+    return "summarized"
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+async def visit(url: str, ctx: Context) -> str:
+    """Sends the user to a URL, asking the client in the middle of the call (2025 era)."""
+    try:
+        result = await ctx.elicit_url(message="Open this page, please", url=url, elicitation_id="visit-1")
+    except Exception as error:  # the client's (or the proxy's) refusal
+        return f"not visited: {error}"
+    return f"visited: {result.action}"
 
 
 @server.tool(annotations=ToolAnnotations(readOnlyHint=True))

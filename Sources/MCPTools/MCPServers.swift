@@ -81,8 +81,12 @@ final class MCPConnection: ToolServerConnection {
         var peer: JSONRPCPeer
         var reader: Task<Void, Never>
 
+        /// Stops the server (its input closed, 2 s to exit, then its group killed) and its
+        /// reader — cancelled, not waited out: a process outside the group that inherited the
+        /// server's stdout may hold the pipe open after the server is gone.
         func stop() async {
             await server.stop()
+            reader.cancel()
             await reader.value
         }
     }
@@ -175,9 +179,12 @@ final class MCPConnection: ToolServerConnection {
         var probed = false
         if known != .handshake {
             let timeout = known == .stateless ? settings.startTimeoutMs : min(settings.startTimeoutMs, probeTimeoutMs)
+            let server = session.server
+            // Without a known era, a probe given up on leaves the server for initialize.
+            let abandon: (@Sendable () -> Void)? = known == .stateless ? { @Sendable in server.kill() } : nil
             let answer = await session.peer.request(
                 "server/discover", params: params(JSONObject(), era: .stateless, clientInfo: clientInfo), within: .milliseconds(timeout),
-                on: clock)
+                on: clock, abandon: abandon)
             switch answer {
             case .success(let result):
                 let versions = (result["supportedVersions"]?.arrayValue ?? []).compactMap(\.stringValue)
@@ -200,7 +207,13 @@ final class MCPConnection: ToolServerConnection {
                 session.server.kill()
                 throw startFailure(settings, session: session, "did not answer server/discover within \(timeout) ms; it was stopped")
             case .failure(.failed):
-                // The probe ended the server: a 2025 server may refuse any request before initialize.
+                // The probe ended the server: a 2025 server may refuse any request before
+                // initialize. (A server that cannot start at all is so started twice; the error
+                // is the second start's.)
+                if Task.isCancelled {
+                    await session.stop()
+                    throw CancellationError()
+                }
                 await session.stop()
                 session = try spawn(settings)
             case .failure(.remote), .failure(.timedOut):
@@ -208,12 +221,17 @@ final class MCPConnection: ToolServerConnection {
             }
             probed = true
         }
+        let server = session.server
         let answer = await session.peer.request(
             "initialize",
             params: [
                 "protocolVersion": .string(handshakeVersion), "capabilities": [:],
                 "clientInfo": ["name": .string(clientInfo.name), "version": .string(clientInfo.version)],
-            ], within: .milliseconds(settings.startTimeoutMs), on: clock)
+            ], within: .milliseconds(settings.startTimeoutMs), on: clock, abandon: { server.kill() })
+        if Task.isCancelled {
+            await session.stop()
+            throw CancellationError()
+        }
         switch answer {
         case .success(let result):
             guard let version = result["protocolVersion"]?.stringValue else {
@@ -237,10 +255,8 @@ final class MCPConnection: ToolServerConnection {
             await session.stop()
             return try await openSession(settings, clientInfo: clientInfo, era: .stateless, clock: clock)
         case .failure(.remote(let error)):
-            await session.stop()
-            throw MCPToolError(
-                "did not start: it answered initialize with error \(error.code): \(error.message)",
-                hint: "run its command by hand to see why: \(ShellWords.command(settings.command))")
+            throw startFailure(
+                settings, session: session, "did not start: it answered initialize with error \(error.code): \(error.message)")
         case .failure(.failed(let why)):
             throw startFailure(settings, session: session, "did not start: \(why)")
         case .failure(.timedOut):
@@ -278,9 +294,11 @@ final class MCPConnection: ToolServerConnection {
             pages += 1
             var page = JSONObject()
             if let cursor { page["cursor"] = .string(cursor) }
+            let server = session.server
             let answer = await session.peer.request(
                 "tools/list", params: params(page, era: era, clientInfo: clientInfo), within: .milliseconds(settings.startTimeoutMs),
-                on: clock)
+                on: clock, abandon: { server.kill() })
+            if Task.isCancelled { throw CancellationError() }
             let result: JSONValue
             switch answer {
             case .success(let value): result = value
@@ -329,13 +347,16 @@ final class MCPConnection: ToolServerConnection {
             return .failure("MCP tools take an object of arguments, and these are \(request.arguments.typeDescription)")
         }
         let mark = current.server.stderrMark
+        let server = current.server
+        // Given up (the timeout, the run interrupted): the server is killed at once, which also
+        // ends a write it never read.
         let answer = await current.peer.request(
             "tools/call",
             params: Self.params(
                 JSONObject([("name", .string(request.tool)), ("arguments", .object(arguments))]), era: era, clientInfo: clientInfo),
-            within: .milliseconds(request.timeoutMs), on: clock)
+            within: .milliseconds(request.timeoutMs), on: clock, abandon: { server.kill() })
         var outcome: ToolOutcome
-        switch answer {
+        switch Task.isCancelled ? .failure(.cancelled) : answer {
         case .success(let result):
             outcome = Self.outcome(of: result, server: settings.name)
         case .failure(.remote(let error)):

@@ -196,6 +196,12 @@ struct MCPProxyErasTests {
                 // The state altered on the way back.
                 ["tool": "transfer", "manual": true, "arguments": ["account": "c", "amount": 7, "rounds": 1], "then": ["tamper": true]],
                 ["tool": "transfer", "manual": true, "arguments": ["account": "d", "amount": 8, "rounds": 1], "then": [:]],
+                // Two calls wait; the second is retried with the first one's state.
+                ["tool": "transfer", "manual": true, "arguments": ["account": "e", "amount": 9, "rounds": 1]],
+                [
+                    "tool": "transfer", "manual": true, "arguments": ["account": "f", "amount": 9, "rounds": 1],
+                    "then": ["state_of": 5],
+                ],
             ],
         ]
         let command = try await MCPProxyCommandTests.client(
@@ -205,22 +211,31 @@ struct MCPProxyErasTests {
         let refused =
             "agent-eval mcp-proxy refused this call: it carries inputResponses or requestState, but no call of transfer with these "
             + "arguments waits for input in this session: only a call the server asked for input can be continued"
-        #expect(lines.count == 5, "\(lines)")
-        #expect(
-            lines.map { $0["text"]?.stringValue ?? $0["exception"]?.stringValue ?? "\($0)" } == [
-                "agent-eval policy denied this call: transfers over 100 are made by a person (rule large-transfers)", refused, refused,
-                "MCPError: Invalid or expired requestState", "transferred 8 to d after 1 confirmations",
-            ])
+        #expect(lines.count == 7, "\(lines)")
+        let texts: [String] = lines.map { (line: JSONValue) -> String in
+            if let text = line["text"]?.stringValue ?? line["exception"]?.stringValue { return text }
+            if let keys = line["input_required"] { return "asks \(JSONWriter.encodeString(keys))" }
+            return "\(line)"
+        }
+        let expected: [String] = [
+            "agent-eval policy denied this call: transfers over 100 are made by a person (rule large-transfers)", refused, refused,
+            "MCPError: Invalid or expired requestState", "transferred 8 to d after 1 confirmations", #"asks ["confirm-1"]"#, refused,
+        ]
+        #expect(texts == expected)
         #expect(MCPProxyCommandTests.journal(directory) == ["transfer d 8"], "only the honest call reached its end")
 
         let events = try MCPProxyCommandTests.events(log)
         #expect(
             Self.verdicts(events) == [
                 "mcp-1 deny large-transfers", "mcp-2 deny mcp.continuation", "mcp-3 allow default", "mcp-4 deny mcp.continuation",
-                "mcp-5 allow default", "mcp-6 allow default",
+                "mcp-5 allow default", "mcp-6 allow default", "mcp-7 allow default", "mcp-8 allow default", "mcp-9 deny mcp.continuation",
             ])
         let rounds = try Self.rounds(events)
-        #expect(rounds.map(\.line) == ["mcp-3 1 server", "mcp-5 1 server", "mcp-5 2 client", "mcp-6 1 server", "mcp-6 2 client"])
+        #expect(
+            rounds.map(\.line) == [
+                "mcp-3 1 server", "mcp-5 1 server", "mcp-5 2 client", "mcp-6 1 server", "mcp-6 2 client", "mcp-7 1 server",
+                "mcp-8 1 server",
+            ])
         let given = try #require(rounds[1].message["result"]?["requestState"]?.stringValue)
         #expect(rounds[2].message["params"]?["requestState"]?.stringValue == given + "x", "the tampered state is kept as it was sent")
         let results = Self.results(events)
@@ -235,8 +250,8 @@ struct MCPProxyErasTests {
             return
         }
         // The client never listed: the proxy did, with the client's envelope.
-        #expect(started.tools.map(\.name) == ["transfer", "balance"])
-        #expect(started.tools.map(\.sideEffect) == [.write, .read])
+        #expect(started.tools.map(\.name) == ["transfer", "sign_in", "summarize", "visit", "balance"])
+        #expect(started.tools.map(\.sideEffect) == [.write, .read, .read, .read, .read])
         #expect(try await agentEval(["log", "verify", log]).status == 0)
     }
 
@@ -286,5 +301,108 @@ struct MCPProxyErasTests {
         let summary = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: directory.path("proxy.json")))))
         #expect(summary["log"] == .null)
         #expect(summary["calls"] == 0)
+
+        // The proxy's own request ids are not the client's to use.
+        let mine = #"{"jsonrpc":"2.0","id":"agent-eval-proxy-1","method":"tools/list","params":{}}"#
+        let refused = try await Subprocess.run(
+            try agentEvalBinary(), ["mcp-proxy", "--no-catalog", "--out", "runs", "--", time], input: Array((mine + "\n").utf8),
+            in: directory.url)
+        #expect(refused.status == 0, "\(refused.stderr)")
+        #expect(refused.stdoutText.contains("request ids that begin agent-eval-proxy are the proxy's own"), "\(refused.stdoutText)")
+    }
+
+    @Test(
+        "input_requests: the questions a server may ask are judged in both eras — sampling denied, URL elicitation only to a listed host — and refused before the client sees them"
+    )
+    func questionsJudged() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try """
+        policy:
+          name: questions
+          default: allow
+        input_requests:
+          sampling: deny
+          elicitation:
+            form: allow
+            url: [auth.example.com]
+
+        """.write(toFile: directory.path("questions.policy.yaml"), atomically: true, encoding: .utf8)
+        // 2026-07-28: the questions come as a call's inputRequests.
+        let log = directory.path("modern.jsonl.gz")
+        let plan: JSONValue = [
+            "mode": "auto",
+            "calls": [
+                ["tool": "sign_in", "arguments": ["url": "https://auth.example.com/login"]],
+                ["tool": "sign_in", "arguments": ["url": "https://evil.example.net/login"]],
+                ["tool": "summarize", "arguments": ["text": "a long story"]],
+                ["tool": "transfer", "arguments": ["account": "a", "amount": 5, "rounds": 1]],
+            ],
+        ]
+        let command = try await MCPProxyCommandTests.client(
+            plan, proxy: ["--log", log, "--policy", "questions.policy.yaml"], server: try await Self.rounds(directory))
+        let (lines, result) = try await MCPProxyCommandTests.run(command, in: directory)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(
+            lines.dropFirst().map { $0["text"]?.stringValue ?? "\($0)" } == [
+                "signed in at https://auth.example.com/login",
+                "agent-eval mcp-proxy refused the server's question: the server asked for elicitation/create (input request \"sign-in\") "
+                    + "on round 1: the policy file allows URL elicitation only to auth.example.com, and this one sends the user to "
+                    + "evil.example.net (input_requests.elicitation.url)",
+                "agent-eval mcp-proxy refused the server's question: the server asked for sampling/createMessage (input request "
+                    + "\"summary\") on round 1: the policy file allows no sampling (input_requests.sampling)",
+                "transferred 5 to a after 1 confirmations",
+            ])
+        let events = try MCPProxyCommandTests.events(log)
+        let results = Self.results(events)
+        #expect(["mcp-1", "mcp-2", "mcp-3", "mcp-4"].map { results[$0]?.status } == [.ok, .error, .error, .ok])
+        #expect(results["mcp-3"]?.error?.hasSuffix("(input_requests.sampling)") == true)
+        // The refused questions are kept (the server asked them); no retry followed them.
+        #expect(
+            try Self.rounds(events).map(\.line) == [
+                "mcp-1 1 server", "mcp-1 2 client", "mcp-2 1 server", "mcp-3 1 server", "mcp-4 1 server", "mcp-4 2 client",
+            ])
+
+        // 2025: the question is a request to the client in the middle of the call.
+        let older: JSONValue = [
+            "calls": [
+                ["tool": "visit", "arguments": ["url": "https://auth.example.com/login"]],
+                ["tool": "visit", "arguments": ["url": "https://evil.example.net/login"]],
+            ]
+        ]
+        let legacy = try await MCPProxyCommandTests.client(
+            older, proxy: ["--log", directory.path("legacy.jsonl.gz"), "--policy", "questions.policy.yaml"],
+            server: try await Self.rounds(directory))
+        let (answers, finished) = try await MCPProxyCommandTests.run(legacy, in: directory)
+        #expect(finished.status == 0, "\(finished.stderr)")
+        let texts = answers.dropFirst().map { $0["text"]?.stringValue ?? "\($0)" }
+        #expect(texts.count == 2)
+        // The allowed one reached the client (the 2025 test client offers no elicitation).
+        #expect(texts.first == "not visited: Elicitation not supported", "\(texts)")
+        #expect(
+            texts.last
+                == "not visited: agent-eval mcp-proxy refused elicitation/create: the policy file allows URL elicitation only to "
+                + "auth.example.com, and this one sends the user to evil.example.net (input_requests.elicitation.url)")
+        #expect(finished.stderr.contains("which was refused"), "\(finished.stderr)")
+    }
+
+    @Test("input_requests with a mistake: exit 2, each error at its line and column")
+    func questionsMistaken() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try """
+        policy:
+          default: allow
+        input_requests:
+          sampling: maybe
+          elicitation: {url: 5, sound: allow}
+
+        """.write(toFile: directory.path("bad.yaml"), atomically: true, encoding: .utf8)
+        let result = try await agentEval(["mcp-proxy", "--no-catalog", "--policy", "bad.yaml", "--", "true"], in: directory.url)
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("bad.yaml:4:"), "\(result.stderr)")
+        #expect(result.stderr.contains("input_requests.sampling must be one of \"allow\", \"deny\""), "\(result.stderr)")
+        #expect(result.stderr.contains("bad.yaml:5:"), "\(result.stderr)")
+        #expect(result.stderr.contains("sound"), "\(result.stderr)")
     }
 }

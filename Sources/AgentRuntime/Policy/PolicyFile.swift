@@ -15,6 +15,8 @@ public import TraceCore
 /// side_effects:                # tool name or glob → read, draft or write; the first match wins
 ///   get_*: read
 ///   refund_order: write
+/// input_requests:              # what the server may ask the client (`InputRequestPolicy`)
+///   sampling: deny
 /// ```
 ///
 /// A tool that no `side_effects` pattern names takes what its server's annotations say
@@ -33,6 +35,8 @@ public struct PolicyFile: Sendable {
     public var toolReferences: [ToolReference] = []
     /// Where each `side_effects` entry is, in the file's order (parallel to `sideEffects`).
     public var sideEffectLocations: [SourceLocation] = []
+    /// What the server may ask the client (`input_requests:`): everything, unless the file says.
+    public var inputRequests = InputRequestPolicy()
 
     public init(policy: RulePolicy, sideEffects: [(pattern: Glob, effect: SideEffect)] = []) {
         self.policy = policy
@@ -107,9 +111,11 @@ public struct PolicyFile: Sendable {
                 }
             }
         }
+        let inputRequests = fields.optional("input_requests").map { InputRequestPolicy.read($0, errors: &errors) }
         errors.errors.append(contentsOf: fields.unknownKeys(in: "the policy file"))
         guard errors.errors.isEmpty, let policy else { throw errors }
         var file = PolicyFile(policy: policy, sideEffects: sideEffects)
+        if let inputRequests { file.inputRequests = inputRequests }
         file.toolReferences = references
         file.sideEffectLocations = locations
         return file

@@ -77,10 +77,18 @@ public final class JSONRPCPeer: Sendable {
         _ = server.onFailure { [weak self] why in self?.failAll(why) }
     }
 
-    /// Sends a request and waits for its answer within `duration` on `clock`. A request the
-    /// deadline passed is cancelled with the server (`notifications/cancelled`), and its late
-    /// answer is dropped.
-    public func request(_ method: String, params: JSONValue?, within duration: Duration, on clock: any Clock<Duration>) async -> Answer {
+    /// Sends a request and waits for its answer within `duration` on `clock` (the write too: a
+    /// server that does not read its input cannot hold the caller past the deadline when
+    /// `abandon` ends it). A request the deadline passed is cancelled with the server
+    /// (`notifications/cancelled`, sent without waiting), and its late answer is dropped.
+    ///
+    /// `abandon` runs when the wait is given up before the answer came — the deadline passed or
+    /// the caller was cancelled — before this returns: MCP tools kill the server there, which
+    /// also ends a write the server never read.
+    public func request(
+        _ method: String, params: JSONValue?, within duration: Duration, on clock: any Clock<Duration>,
+        abandon: (@Sendable () -> Void)? = nil
+    ) async -> Answer {
         let (key, id, failure) = state.withLock { state -> (String, JSONValue, String?) in
             state.sent += 1
             let id = JSONValue.string("\(idPrefix)-\(state.sent)")
@@ -91,21 +99,30 @@ public final class JSONRPCPeer: Sendable {
         if let failure { return .failure(.failed(failure)) }
         var message = JSONObject([("jsonrpc", "2.0"), ("id", id), ("method", .string(method))])
         if let params { message["params"] = params }
-        do {
-            try await server.send(Data(JSONWriter.encode(JSONValue.object(message))))
-        } catch {
-            _ = state.withLock { $0.pending.removeValue(forKey: key) }
-            return .failure(.failed(server.failure ?? "\(error)"))
+        let bytes = Data(JSONWriter.encode(JSONValue.object(message)))
+        let server = self.server
+        let (answer, timedOut) = await Deadline.run(within: duration, on: clock) { () -> Answer in
+            await withTaskCancellationHandler {
+                do {
+                    try await server.send(bytes)
+                } catch {
+                    _ = self.state.withLock { $0.pending.removeValue(forKey: key) }
+                    return .failure(.failed(server.failure ?? "\(error)"))
+                }
+                return await self.answer(key)
+            } onCancel: {
+                abandon?()
+            }
         }
-        let (answer, timedOut) = await Deadline.run(within: duration, on: clock) { await self.answer(key) }
         guard timedOut else { return answer }
         _ = state.withLock { $0.pending.removeValue(forKey: key) }
-        if case .failure(.failed) = answer { return answer }
+        if case .failure(.failed) = answer, abandon == nil { return answer }
         let cancel: JSONValue = [
             "jsonrpc": "2.0", "method": "notifications/cancelled",
             "params": ["requestId": id, "reason": "agent-eval stopped waiting for the answer"],
         ]
-        try? await server.send(Data(JSONWriter.encode(cancel)))
+        // Not waited for: a server that does not read its input must not hold the caller.
+        Task { try? await server.send(Data(JSONWriter.encode(cancel))) }
         return .failure(.timedOut)
     }
 
@@ -204,7 +221,10 @@ public final class JSONRPCPeer: Sendable {
                 case .success(let result): reply["result"] = result
                 case .failure(let error): reply["error"] = error.json
                 }
-                try? await server.send(Data(JSONWriter.encode(JSONValue.object(reply))))
+                // Not waited for: reading goes on whether or not the server reads its input.
+                let bytes = Data(JSONWriter.encode(JSONValue.object(reply)))
+                let server = self.server
+                Task { try? await server.send(bytes) }
             }
         } catch {}
         failAll(server.failure ?? "the server closed its output")

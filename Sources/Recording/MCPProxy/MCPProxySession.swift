@@ -90,6 +90,8 @@ actor MCPProxySession {
     /// The server was sent something other than a probe: it is past its start.
     private var isPastProbe = false
     private var restarts = 0
+    /// Something was written to the log (or tried): the run is then closed properly.
+    private var hasRecorded = false
     private var callCount = 0
     private var allowed = 0
     private var denied = 0
@@ -122,6 +124,7 @@ actor MCPProxySession {
 
     /// Runs one operation on the log; false, with `writeFailure` set and said, when it failed.
     private func recorded(_ operation: () async throws -> Void) async -> Bool {
+        hasRecorded = true
         do {
             try await operation()
             return true
@@ -197,14 +200,21 @@ actor MCPProxySession {
                 await learned()
             }
         }
-        switch (method, id) {
-        case ("tools/call"?, let id?):
+        if let id, method != nil {
             let key = JSONLinesProcess.key(id)
+            if id.stringValue?.hasPrefix("agent-eval-proxy") == true {
+                await answerClient(
+                    id: id, error: (-32600, "agent-eval mcp-proxy: request ids that begin agent-eval-proxy are the proxy's own"))
+                return
+            }
             if outstanding[key] != nil || approvals.values.contains(where: { JSONLinesProcess.key($0.requestId) == key }) {
                 await answerClient(
                     id: id, error: (-32600, "agent-eval mcp-proxy: request id \(key) is already in use by a request in flight"))
                 return
             }
+        }
+        switch (method, id) {
+        case ("tools/call"?, let id?):
             let params = message["params"] ?? [:]
             if MCPEra.continues(params), params["name"]?.stringValue?.isEmpty == false {
                 await continueCall(requestId: id, params: params, message: message, line: line)
@@ -345,9 +355,19 @@ actor MCPProxySession {
     private func continueCall(requestId: JSONValue, params: JSONValue, message: JSONValue, line: [UInt8]) async {
         let name = params["name"]?.stringValue ?? ""
         let arguments = params["arguments"] ?? [:]
+        let state = params["requestState"]
         let candidates = awaitingInput.values.filter { $0.call.tool == name && $0.call.arguments == arguments }
             .sorted { Self.callNumber($0.call.callId) < Self.callNumber($1.call.callId) }
-        guard let waiting = candidates.first(where: { $0.requestState == params["requestState"] }) ?? candidates.first else {
+        // The call whose state it carries; else (a state altered or made up, passed on for the
+        // server to judge) the oldest of that tool and arguments — unless the state is another
+        // waiting call's: a state cannot be borrowed from one call for another.
+        let isBorrowed =
+            state != nil
+            && awaitingInput.values.contains { other in
+                other.requestState == state && !candidates.contains { $0.call.callId == other.call.callId }
+            }
+        let chosen = candidates.first { $0.requestState == state } ?? (isBorrowed ? nil : candidates.first)
+        guard let waiting = chosen else {
             callCount += 1
             denied += 1
             let refusal = PolicyDecision(
@@ -393,7 +413,27 @@ actor MCPProxySession {
             return
         }
         let round = MCPRound(callId: call.callId, round: call.round, from: "server", message: message)
-        _ = await recorded { try await log.store(round.bytes, mediaType: ProxyGate.roundMediaType) }
+        guard await recorded({ try await log.store(round.bytes, mediaType: ProxyGate.roundMediaType) }) else {
+            // Not kept, so not passed on: the call ends here, as one whose intent failed to record.
+            await recordEnd(
+                of: call, status: .error,
+                error: "the server's question on round \(call.round) could not be recorded, so it was not passed on: \(writeFailure ?? "")")
+            await answerClient(
+                id: call.requestId,
+                toolError: "agent-eval mcp-proxy could not record the server's question, so the call ends here: \(writeFailure ?? "")")
+            return
+        }
+        // The questions the policy file does not let the server ask end the call here.
+        let questions = (message["result"]?["inputRequests"]?.objectValue.map(Array.init) ?? []).sorted { $0.key < $1.key }
+        for question in questions {
+            let method = question.value["method"]?.stringValue ?? ""
+            guard let refusal = settings.policy.inputRequests.refusal(method: method, params: question.value["params"]) else { continue }
+            let error =
+                "the server asked for \(method) (input request \"\(question.key)\") on round \(call.round): \(refusal.reason) (\(refusal.rule))"
+            await recordEnd(of: call, status: .error, error: error)
+            await answerClient(id: call.requestId, toolError: "agent-eval mcp-proxy refused the server's question: \(error)")
+            return
+        }
         awaitingInput[call.callId] = AwaitingInput(call: call, requestState: message["result"]?["requestState"])
         await client.send(line)
     }
@@ -495,9 +535,23 @@ actor MCPProxySession {
     func fromServer(_ line: [UInt8]) async {
         guard !isFinished, let message = try? JSONParser.parse(line) else { return }
         if message["method"] != nil {
-            if message["id"] != nil {
-                // The server asks the client (sampling, elicitation, roots, ping): stored, passed on.
+            if let id = message["id"] {
+                // The server asks the client (sampling, elicitation, roots, ping): stored, and
+                // passed on unless the policy file does not let it ask (then refused for the client).
                 _ = await recorded { try await log.store(line, mediaType: ProxyGate.serverRequestMediaType) }
+                let method = message["method"]?.stringValue ?? ""
+                if let refusal = settings.policy.inputRequests.refusal(method: method, params: message["params"]) {
+                    settings.notices?("the server asked the client for \(method), which was refused: \(refusal.reason) (\(refusal.rule))")
+                    let answer: JSONValue = [
+                        "jsonrpc": "2.0", "id": id,
+                        "error": [
+                            "code": -32600,
+                            "message": .string("agent-eval mcp-proxy refused \(method): \(refusal.reason) (\(refusal.rule))"),
+                        ],
+                    ]
+                    try? await server.send(Data(JSONWriter.encode(answer)))
+                    return
+                }
             } else if message["method"]?.stringValue == "notifications/tools/list_changed" {
                 isListed = false
                 listingFailed = false
@@ -640,7 +694,7 @@ actor MCPProxySession {
     /// falls back to `initialize`, and another server process is started — once a session.
     /// False when the session ends with the server instead.
     func restartAfterProbe() async -> Bool {
-        guard !isFinished, !isPastProbe, restarts == 0, !Task.isCancelled,
+        guard !isFinished, !isPastProbe, restarts == 0, probes > 0, !Task.isCancelled, !outstanding.isEmpty,
             outstanding.values.allSatisfy({ if case .discover = $0 { true } else { false } })
         else { return false }
         let why = server.failure ?? "it closed its output"
@@ -651,6 +705,10 @@ actor MCPProxySession {
             return false
         }
         restarts += 1
+        // The new server first: a client that answers at once with initialize reaches it.
+        own.failAll("the server ended")
+        server = next
+        own = JSONRPCPeer(server: next, idPrefix: "agent-eval-proxy-\(restarts + 1)")
         let probes = outstanding.keys.sorted()
         outstanding = [:]
         for key in probes {
@@ -668,9 +726,6 @@ actor MCPProxySession {
         }
         settings.notices?(
             "the server ended on the client's server/discover probe (\(why)), as a server of the 2025 era may; it was started again")
-        own.failAll("the server ended")
-        server = next
-        own = JSONRPCPeer(server: next, idPrefix: "agent-eval-proxy-\(restarts + 1)")
         return true
     }
 
@@ -749,7 +804,7 @@ actor MCPProxySession {
         approvals = [:]
         own.failAll("the session ended")
         // A client that only probed the server (`server/discover`) and went: no run to write.
-        if case .clientClosed(longLine: false) = end, requests > 0, requests == probes, callCount == 0 {
+        if case .clientClosed(longLine: false) = end, requests > 0, requests == probes, callCount == 0, !hasRecorded {
             outstanding = [:]
             return MCPProxy.Outcome(
                 runId: settings.runId, logPath: nil, stop: RunStopped(reason: .success), calls: 0, allowed: 0, denied: 0,

@@ -1,0 +1,114 @@
+public import ConfigFile
+import Foundation
+public import TraceCore
+
+/// What an MCP server may ask its client through `agent-eval mcp-proxy` (the policy file's
+/// `input_requests:`): sampling (the client's model), roots, and elicitation (a form, or a URL the
+/// user is sent to). Judged on every question a server asks, in either era: a 2025 server's request
+/// to the client (`sampling/createMessage`, `roots/list`, `elicitation/create`), and each of the
+/// `inputRequests` of a 2026-07-28 `input_required` answer.
+///
+/// ```yaml
+/// input_requests:
+///   sampling: deny                  # allow (the default) or deny
+///   roots: allow
+///   elicitation:                    # allow, deny, or per mode:
+///     form: allow
+///     url: [auth.example.com, "*.example.org"]   # allow, deny, or the hosts a URL may name
+/// ```
+public struct InputRequestPolicy: Sendable, Hashable {
+    public enum Permission: String, Sendable, Hashable, CaseIterable {
+        case allow, deny
+    }
+
+    public var sampling: Permission = .allow
+    public var roots: Permission = .allow
+    public var formElicitation: Permission = .allow
+    /// The hosts a URL elicitation may send the user to; nil allows any, empty none.
+    public var urlHosts: [Glob]?
+
+    public init() {}
+
+    /// Why a question is refused, and the setting that refuses it.
+    public struct Refusal: Sendable, Hashable {
+        /// `input_requests.sampling`, `input_requests.elicitation.url`…
+        public var rule: String
+        public var reason: String
+    }
+
+    /// Whether every question is allowed (the file says nothing, or allows all).
+    public var allowsAll: Bool { sampling == .allow && roots == .allow && formElicitation == .allow && urlHosts == nil }
+
+    /// The refusal of a question (its method and params), or nil when it may be asked.
+    public func refusal(method: String, params: JSONValue?) -> Refusal? {
+        switch method {
+        case "sampling/createMessage":
+            return sampling == .deny ? Refusal(rule: "input_requests.sampling", reason: "the policy file allows no sampling") : nil
+        case "roots/list":
+            return roots == .deny ? Refusal(rule: "input_requests.roots", reason: "the policy file allows no roots request") : nil
+        case "elicitation/create":
+            if params?["mode"]?.stringValue == "url" {
+                guard let hosts = urlHosts else { return nil }
+                let url = params?["url"]?.stringValue ?? ""
+                let host = URLComponents(string: url)?.host?.lowercased() ?? ""
+                if !host.isEmpty, hosts.contains(where: { $0.matches(host) }) { return nil }
+                return Refusal(
+                    rule: "input_requests.elicitation.url",
+                    reason: hosts.isEmpty
+                        ? "the policy file allows no URL elicitation"
+                        : "the policy file allows URL elicitation only to \(hosts.map(\.pattern).joined(separator: ", ")), "
+                            + "and this one sends the user to \(host.isEmpty ? "no host (\(url))" : host)")
+            }
+            return formElicitation == .deny
+                ? Refusal(rule: "input_requests.elicitation.form", reason: "the policy file allows no form elicitation") : nil
+        default:
+            return nil
+        }
+    }
+
+    /// Reads `input_requests:`; errors go to `errors`, each at its place.
+    static func read(_ node: ConfigNode, errors: inout ConfigErrors) -> InputRequestPolicy {
+        var policy = InputRequestPolicy()
+        guard var fields = errors.collect({ () throws(ConfigError) in try node.mapping("input_requests") }) else { return policy }
+        func permission(_ key: String, _ what: String) -> Permission? {
+            guard let value = fields.optional(key) else { return nil }
+            return errors.collect { () throws(ConfigError) in try value.choice(what, as: Permission.self) }
+        }
+        if let value = permission("sampling", "input_requests.sampling") { policy.sampling = value }
+        if let value = permission("roots", "input_requests.roots") { policy.roots = value }
+        if let elicitation = fields.optional("elicitation") {
+            if case .scalar = elicitation.content {
+                if let value = errors.collect({ () throws(ConfigError) in
+                    try elicitation.choice("input_requests.elicitation", as: Permission.self)
+                }) {
+                    policy.formElicitation = value
+                    policy.urlHosts = value == .allow ? nil : []
+                }
+            } else if var modes = errors.collect({ () throws(ConfigError) in try elicitation.mapping("input_requests.elicitation") }) {
+                if let form = modes.optional("form"),
+                    let value = errors.collect({ () throws(ConfigError) in
+                        try form.choice("input_requests.elicitation.form", as: Permission.self)
+                    })
+                {
+                    policy.formElicitation = value
+                }
+                if let url = modes.optional("url") {
+                    if case .scalar = url.content {
+                        if let value = errors.collect({ () throws(ConfigError) in
+                            try url.choice("input_requests.elicitation.url (allow, deny or a list of hosts)", as: Permission.self)
+                        }) {
+                            policy.urlHosts = value == .allow ? nil : []
+                        }
+                    } else if let hosts = errors.collect({ () throws(ConfigError) in
+                        try url.strings("input_requests.elicitation.url")
+                    }) {
+                        policy.urlHosts = hosts.map { Glob($0.lowercased()) }
+                    }
+                }
+                errors.errors.append(contentsOf: modes.unknownKeys(in: "input_requests.elicitation"))
+            }
+        }
+        errors.errors.append(contentsOf: fields.unknownKeys(in: "input_requests"))
+        return policy
+    }
+}
