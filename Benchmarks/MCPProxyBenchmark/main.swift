@@ -5,9 +5,11 @@
 // to a log with the default durability), alternating one call each way so drift hits both alike.
 //
 // Prints p50 and p99 of each and the difference: the proxy's added latency per call beyond the
-// server's own time. Target: p50 added < 1 ms.
+// server's own time. Target: p50 added < 1 ms, in either era of MCP: `--era 2025` (the default:
+// `initialize`, then plain requests) or `--era 2026-07-28` (`server/discover`, then every request
+// with the envelope in `_meta`, every result with `resultType`).
 //
-//   swift run -c release mcp-proxy-benchmark [--calls 1000] [--rules 200]
+//   swift run -c release mcp-proxy-benchmark [--calls 1000] [--rules 200] [--era 2025|2026-07-28]
 //
 // Run it several times and quote the medians.
 import AgentRuntime
@@ -23,6 +25,7 @@ import TraceLog
 
 var calls = 1000
 var rules = 200
+var isStateless = false
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let argument = arguments.next() {
     switch argument {
@@ -31,13 +34,22 @@ while let argument = arguments.next() {
         exit(0)
     case "--calls": calls = max(10, arguments.next().flatMap(Int.init) ?? calls)
     case "--rules": rules = max(1, arguments.next().flatMap(Int.init) ?? rules)
+    case "--era":
+        switch arguments.next() {
+        case "2025": isStateless = false
+        case "2026-07-28": isStateless = true
+        default:
+            FileHandle.standardError.write(Data("mcp-proxy-benchmark: --era takes 2025 or 2026-07-28\n".utf8))
+            exit(64)
+        }
     default:
-        FileHandle.standardError.write(Data("usage: mcp-proxy-benchmark [--calls N] [--rules N]\n".utf8))
+        FileHandle.standardError.write(Data("usage: mcp-proxy-benchmark [--calls N] [--rules N] [--era 2025|2026-07-28]\n".utf8))
         exit(64)
     }
 }
 
-/// The server: answers `initialize`, `tools/list` (ten tools) and every `tools/call` at once.
+/// The server: answers `initialize` or `server/discover`, `tools/list` (ten tools) and every
+/// `tools/call` at once; a request with the 2026-07-28 envelope gets `resultType` in its result.
 func serve() {
     let tools: [JSONValue] = (0..<10).map { index in
         [
@@ -49,13 +61,22 @@ func serve() {
         guard let message = try? JSONParser.parse(line), let id = message["id"], let method = message["method"]?.stringValue else {
             return true
         }
-        let result: JSONValue
+        var result: JSONValue
         switch method {
         case "initialize":
             result = ["protocolVersion": "2025-11-25", "capabilities": ["tools": [:]], "serverInfo": ["name": "bench", "version": "1"]]
+        case "server/discover":
+            result = [
+                "supportedVersions": ["2026-07-28"], "capabilities": ["tools": [:]],
+                "_meta": ["io.modelcontextprotocol/serverInfo": ["name": "bench", "version": "1"]],
+            ]
         case "tools/list": result = ["tools": .array(tools)]
         case "tools/call": result = ["content": [["type": "text", "text": "done"]], "isError": false]
         default: result = [:]
+        }
+        if message["params"]?["_meta"]?["io.modelcontextprotocol/protocolVersion"] != nil, case .object(var object) = result {
+            object["resultType"] = "complete"
+            result = .object(object)
         }
         let answer: JSONValue = ["jsonrpc": "2.0", "id": id, "result": result]
         return JSONLinesProcess.writeAll(JSONWriter.encode(answer) + [0x0A], to: 1) == nil
@@ -116,7 +137,19 @@ final class Conversation: Sendable {
     }
 }
 
-func handshake(_ conversation: Conversation) {
+/// The 2026-07-28 envelope every request of that era carries.
+let envelope: JSONValue = [
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": ["name": "benchmark", "version": "1"],
+    "io.modelcontextprotocol/clientCapabilities": [:],
+]
+
+func handshake(_ conversation: Conversation, stateless: Bool) {
+    if stateless {
+        _ = conversation.ask(["jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": ["_meta": envelope]])
+        _ = conversation.ask(["jsonrpc": "2.0", "id": -1, "method": "tools/list", "params": ["_meta": envelope]])
+        return
+    }
     _ = conversation.ask([
         "jsonrpc": "2.0", "id": 0, "method": "initialize",
         "params": ["protocolVersion": "2025-11-25", "capabilities": [:], "clientInfo": ["name": "benchmark", "version": "1"]],
@@ -153,21 +186,23 @@ let proxySettings = settings
 let proxyTask = Task.detached { try await MCPProxy(settings: proxySettings).run(input: toProxy.read, output: fromProxy.write) }
 let proxied = Conversation(input: fromProxy.read, output: toProxy.write)
 
-handshake(directConversation)
-handshake(proxied)
+handshake(directConversation, stateless: isStateless)
+handshake(proxied, stateless: isStateless)
 
-func call(_ index: Int) -> JSONValue {
-    [
-        "jsonrpc": "2.0", "id": .int(index + 1), "method": "tools/call",
-        "params": ["name": .string("tool_\(index % 10)"), "arguments": ["order": .string("A-\(index)"), "amount": .int(index)]],
-    ]
+func call(_ index: Int, stateless: Bool) -> JSONValue {
+    var params: JSONValue = ["name": .string("tool_\(index % 10)"), "arguments": ["order": .string("A-\(index)"), "amount": .int(index)]]
+    if stateless, case .object(var object) = params {
+        object["_meta"] = envelope
+        params = .object(object)
+    }
+    return ["jsonrpc": "2.0", "id": .int(index + 1), "method": "tools/call", "params": params]
 }
 
 var directTimes: [Double] = []
 var proxiedTimes: [Double] = []
 let clock = ContinuousClock()
 for index in 0..<calls {
-    let message = call(index)
+    let message = call(index, stateless: isStateless)
     let started = clock.now
     _ = directConversation.ask(message)
     directTimes.append(Double((clock.now - started).components.attoseconds) / 1e12 + Double((clock.now - started).components.seconds) * 1e6)
@@ -189,7 +224,9 @@ func percentile(_ values: [Double], _ fraction: Double) -> Double {
     return sorted[min(sorted.count - 1, Int(Double(sorted.count - 1) * fraction))]
 }
 let logBytes = (try? FileManager.default.attributesOfItem(atPath: settings.logPath)[.size] as? Int) ?? 0
-print("mcp-proxy-benchmark: \(calls) calls, a policy of \(rules) rules, log \(logBytes) bytes (\(outcome.allowed) calls recorded)")
+print(
+    "mcp-proxy-benchmark: \(calls) calls, a policy of \(rules) rules, MCP \(isStateless ? "2026-07-28" : "2025"), "
+        + "log \(logBytes) bytes (\(outcome.allowed) calls recorded)")
 print(String(format: "direct   p50 %7.1f µs  p99 %7.1f µs", percentile(directTimes, 0.5), percentile(directTimes, 0.99)))
 print(String(format: "proxied  p50 %7.1f µs  p99 %7.1f µs", percentile(proxiedTimes, 0.5), percentile(proxiedTimes, 0.99)))
 print(
