@@ -15,6 +15,12 @@
 public struct LinearRegex: Sendable, Hashable, CustomStringConvertible {
     public let pattern: String
     private let program: [Instruction]
+    /// The program begins with `^` (or `\A`): an attempt can start only at the text's start.
+    private let isAnchored: Bool
+    /// The scalars an anchored program reads first, one after another with no choice among
+    /// them (`^X-` in `^X-[0-9]+$`): a text that does not begin with them cannot match, which
+    /// is found without running the program.
+    private let anchoredPrefix: [Unicode.Scalar]
 
     /// The largest program a pattern may compile to.
     public static let maximumInstructions = 10_000
@@ -35,18 +41,37 @@ public struct LinearRegex: Sendable, Hashable, CustomStringConvertible {
         try compiler.emit(tree)
         compiler.program.append(.match)
         program = compiler.program
+        isAnchored = program.first == .start
+        var prefix: [Unicode.Scalar] = []
+        if isAnchored {
+            for instruction in program.dropFirst() {
+                guard case .scalar(let scalar) = instruction else { break }
+                prefix.append(scalar)
+            }
+        }
+        anchoredPrefix = prefix
     }
 
     public var description: String { pattern }
 
     /// Whether the pattern matches anywhere in `text`.
     public func matches(_ text: String) -> Bool {
+        if !anchoredPrefix.isEmpty {
+            var rest = text.unicodeScalars.makeIterator()
+            for expected in anchoredPrefix where rest.next() != expected { return false }
+        }
         let scalars = Array(text.unicodeScalars)
         var current = StateSet(capacity: program.count)
         var next = StateSet(capacity: program.count)
+        var stack: [Int] = []
         for position in 0...scalars.count {
-            // Unanchored search: a new attempt starts at every position.
-            if add(0, at: position, in: scalars, to: &current) { return true }
+            // Unanchored search: a new attempt starts at every position — unless the pattern is
+            // anchored at the start, whose one attempt ends when its last thread does.
+            if position == 0 || !isAnchored {
+                if add(0, at: position, in: scalars, to: &current, stack: &stack) { return true }
+            } else if current.members.isEmpty {
+                return false
+            }
             guard position < scalars.count else { break }
             let scalar = scalars[position]
             next.clear()
@@ -58,7 +83,7 @@ public struct LinearRegex: Sendable, Hashable, CustomStringConvertible {
                 case .set(let set): advances = set.contains(scalar)
                 default: advances = false
                 }
-                if advances, add(pc + 1, at: position + 1, in: scalars, to: &next) { return true }
+                if advances, add(pc + 1, at: position + 1, in: scalars, to: &next, stack: &stack) { return true }
             }
             swap(&current, &next)
         }
@@ -121,13 +146,18 @@ public struct LinearRegex: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Adds `pc` and everything reachable from it without consuming a scalar; true when that
-    /// reaches `match`.
-    private func add(_ start: Int, at position: Int, in scalars: [Unicode.Scalar], to set: inout StateSet) -> Bool {
-        var stack = [start]
+    /// reaches `match`. `stack` is the caller's, reused from call to call (empty on return).
+    private func add(
+        _ start: Int, at position: Int, in scalars: [Unicode.Scalar], to set: inout StateSet, stack: inout [Int]
+    ) -> Bool {
+        stack.removeAll(keepingCapacity: true)
+        stack.append(start)
         while let pc = stack.popLast() {
             guard set.insert(pc) else { continue }
             switch program[pc] {
-            case .match: return true
+            case .match:
+                stack.removeAll(keepingCapacity: true)
+                return true
             case .jump(let target): stack.append(target)
             case .split(let first, let second):
                 stack.append(second)

@@ -7,12 +7,13 @@ struct LinearRegexTests {
         "^A-[0-9]+$", "abc", "a|b|c", "^(ab)+$", "colou?r", "\\d{3}-\\d{4}", "^\\w+@\\w+\\.com$", "[^aeiou]{2,}", "x{2,3}",
         "^\\s*$", "(?:foo|bar)baz", "^https://", "a.c", "[a-c-]+", "\\bcat\\b", "^(a|ab)(c|bcd)(d*)$", "^$", "(a*)*b", "€\\d+",
         "Refunded [0-9.]+ €", "[\\d.]+", "^[A-Z][a-z]*( [A-Z][a-z]*)*$", "a{0}b", "(?<year>\\d{4})-\\d\\d", "\\x41\\u00e9",
+        "^ab?c", "^ab|cd", "^X-9[0-9]*$",
     ]
     static let texts = [
         "", "A-1042", "A-", "abc", "xabcx", "b", "abab", "aba", "color", "colour", "colr", "555-1234", "55-1234", "me@site.com",
         "me@site.org", "bcdfg", "ae", "xx", "xxx", "xxxx", "   ", " a ", "foobaz", "barbaz", "bazfoo", "https://x", "http://x",
         "abc", "a-c", "a cat sat", "concat", "abcd", "abbcd", "aaab", "€42", "Refunded 49.99 €", "1.5", "New York", "new York",
-        "b", "2026-11", "Aé",
+        "b", "2026-11", "Aé", "ac", "xcd", "X-9", "X-90", "X-", "X", "a",
     ]
 
     @Test("it finds exactly what Swift's own regular expressions find", arguments: patterns)
