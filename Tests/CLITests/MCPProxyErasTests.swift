@@ -384,6 +384,16 @@ struct MCPProxyErasTests {
                 == "not visited: agent-eval mcp-proxy refused elicitation/create: the policy file allows URL elicitation only to "
                 + "auth.example.com, and this one sends the user to evil.example.net (input_requests.elicitation.url)")
         #expect(finished.stderr.contains("which was refused"), "\(finished.stderr)")
+        // The refusal is kept beside the request it answers.
+        let kept = try MCPProxyCommandTests.events(directory.path("legacy.jsonl.gz")).compactMap { event -> String? in
+            guard case .contentStored(let stored) = event.payload else { return nil }
+            return stored.mediaType
+        }
+        #expect(
+            kept == [
+                "application/vnd.mcp.server-request+json", "application/vnd.mcp.server-request+json",
+                "application/vnd.agent-eval.mcp-refusal+json",
+            ])
     }
 
     @Test("input_requests with a mistake: exit 2, each error at its line and column")

@@ -34,10 +34,18 @@ public struct InputRequestPolicy: Sendable, Hashable {
         /// `input_requests.sampling`, `input_requests.elicitation.url`…
         public var rule: String
         public var reason: String
+
+        public init(rule: String, reason: String) {
+            self.rule = rule
+            self.reason = reason
+        }
     }
 
     /// Whether every question is allowed (the file says nothing, or allows all).
     public var allowsAll: Bool { sampling == .allow && roots == .allow && formElicitation == .allow && urlHosts == nil }
+
+    /// The questions this policy knows how to judge.
+    public static let methods: Set<String> = ["sampling/createMessage", "roots/list", "elicitation/create"]
 
     /// The refusal of a question (its method and params), or nil when it may be asked.
     public func refusal(method: String, params: JSONValue?) -> Refusal? {
@@ -47,7 +55,9 @@ public struct InputRequestPolicy: Sendable, Hashable {
         case "roots/list":
             return roots == .deny ? Refusal(rule: "input_requests.roots", reason: "the policy file allows no roots request") : nil
         case "elicitation/create":
-            if params?["mode"]?.stringValue == "url" {
+            // A URL elicitation is one that says so, or names a URL without saying a mode.
+            let mode = params?["mode"]?.stringValue?.lowercased()
+            if mode == "url" || (mode == nil && params?["url"] != nil) {
                 guard let hosts = urlHosts else { return nil }
                 let url = params?["url"]?.stringValue ?? ""
                 let host = URLComponents(string: url)?.host?.lowercased() ?? ""

@@ -77,10 +77,12 @@ public final class JSONRPCPeer: Sendable {
         _ = server.onFailure { [weak self] why in self?.failAll(why) }
     }
 
-    /// Sends a request and waits for its answer within `duration` on `clock` (the write too: a
-    /// server that does not read its input cannot hold the caller past the deadline when
-    /// `abandon` ends it). A request the deadline passed is cancelled with the server
-    /// (`notifications/cancelled`, sent without waiting), and its late answer is dropped.
+    /// Sends a request and waits for its answer within `duration` on `clock`, the write too: a
+    /// server that does not read its input holds the caller past the deadline only when no
+    /// `abandon` ends it (and a process outside the server's group that kept the pipe open can
+    /// hold even that). A request the deadline passed is cancelled with the server
+    /// (`notifications/cancelled`, sent without waiting), and its late answer is dropped. A
+    /// caller that is cancelled gets `cancelled`, whatever its `abandon` made of the server.
     ///
     /// `abandon` runs when the wait is given up before the answer came — the deadline passed or
     /// the caller was cancelled — before this returns: MCP tools kill the server there, which
@@ -114,8 +116,16 @@ public final class JSONRPCPeer: Sendable {
                 abandon?()
             }
         }
-        guard timedOut else { return answer }
+        guard timedOut else {
+            if Task.isCancelled, case .failure = answer { return .failure(.cancelled) }
+            return answer
+        }
         _ = state.withLock { $0.pending.removeValue(forKey: key) }
+        // The answer came as the deadline passed (its slot already taken): it stands.
+        switch answer {
+        case .success, .failure(.remote): return answer
+        default: break
+        }
         if case .failure(.failed) = answer, abandon == nil { return answer }
         let cancel: JSONValue = [
             "jsonrpc": "2.0", "method": "notifications/cancelled",

@@ -355,7 +355,7 @@ actor MCPProxySession {
     private func continueCall(requestId: JSONValue, params: JSONValue, message: JSONValue, line: [UInt8]) async {
         let name = params["name"]?.stringValue ?? ""
         let arguments = params["arguments"] ?? [:]
-        let state = params["requestState"]
+        let state = params["requestState"].flatMap { $0 == .null ? nil : $0 }
         let candidates = awaitingInput.values.filter { $0.call.tool == name && $0.call.arguments == arguments }
             .sorted { Self.callNumber($0.call.callId) < Self.callNumber($1.call.callId) }
         // The call whose state it carries; else (a state altered or made up, passed on for the
@@ -423,18 +423,39 @@ actor MCPProxySession {
                 toolError: "agent-eval mcp-proxy could not record the server's question, so the call ends here: \(writeFailure ?? "")")
             return
         }
-        // The questions the policy file does not let the server ask end the call here.
-        let questions = (message["result"]?["inputRequests"]?.objectValue.map(Array.init) ?? []).sorted { $0.key < $1.key }
+        // The questions the policy file does not let the server ask end the call here; with such
+        // a policy, questions it cannot read (no object of them, a method missing or unknown)
+        // end it too rather than pass unjudged.
+        let policy = settings.policy.inputRequests
+        let asked = message["result"]?["inputRequests"]
+        if !policy.allowsAll, let asked, asked != .null, asked.objectValue == nil {
+            let error =
+                "the server's inputRequests on round \(call.round) are \(asked.typeDescription), not an object of questions: not judged, so not passed on"
+            await recordEnd(of: call, status: .error, error: error)
+            await answerClient(id: call.requestId, toolError: "agent-eval mcp-proxy refused the server's question: \(error)")
+            return
+        }
+        let questions = (asked?.objectValue.map(Array.init) ?? []).sorted { $0.key < $1.key }
         for question in questions {
             let method = question.value["method"]?.stringValue ?? ""
-            guard let refusal = settings.policy.inputRequests.refusal(method: method, params: question.value["params"]) else { continue }
+            let refusal =
+                policy.refusal(method: method, params: question.value["params"])
+                ?? (!policy.allowsAll && !InputRequestPolicy.methods.contains(method)
+                    ? InputRequestPolicy.Refusal(
+                        rule: "input_requests",
+                        reason:
+                            "the policy file judges questions, and this one's method (\(method.isEmpty ? "none" : method)) is not one it knows"
+                    )
+                    : nil)
+            guard let refusal else { continue }
             let error =
                 "the server asked for \(method) (input request \"\(question.key)\") on round \(call.round): \(refusal.reason) (\(refusal.rule))"
             await recordEnd(of: call, status: .error, error: error)
             await answerClient(id: call.requestId, toolError: "agent-eval mcp-proxy refused the server's question: \(error)")
             return
         }
-        awaitingInput[call.callId] = AwaitingInput(call: call, requestState: message["result"]?["requestState"])
+        awaitingInput[call.callId] = AwaitingInput(
+            call: call, requestState: message["result"]?["requestState"].flatMap { $0 == .null ? nil : $0 })
         await client.send(line)
     }
 
@@ -537,19 +558,25 @@ actor MCPProxySession {
         if message["method"] != nil {
             if let id = message["id"] {
                 // The server asks the client (sampling, elicitation, roots, ping): stored, and
-                // passed on unless the policy file does not let it ask (then refused for the client).
-                _ = await recorded { try await log.store(line, mediaType: ProxyGate.serverRequestMediaType) }
+                // passed on — unless it could not be stored, or the policy file does not let it
+                // ask: then the proxy refuses it for the client, and keeps its refusal.
+                let isStored = await recorded { try await log.store(line, mediaType: ProxyGate.serverRequestMediaType) }
                 let method = message["method"]?.stringValue ?? ""
-                if let refusal = settings.policy.inputRequests.refusal(method: method, params: message["params"]) {
-                    settings.notices?("the server asked the client for \(method), which was refused: \(refusal.reason) (\(refusal.rule))")
-                    let answer: JSONValue = [
-                        "jsonrpc": "2.0", "id": id,
-                        "error": [
-                            "code": -32600,
-                            "message": .string("agent-eval mcp-proxy refused \(method): \(refusal.reason) (\(refusal.rule))"),
-                        ],
-                    ]
-                    try? await server.send(Data(JSONWriter.encode(answer)))
+                let refusal =
+                    isStored
+                    ? settings.policy.inputRequests.refusal(method: method, params: message["params"]).map { "\($0.reason) (\($0.rule))" }
+                    : "it could not be recorded, so it was not passed on: \(writeFailure ?? "")"
+                if let refusal {
+                    settings.notices?("the server asked the client for \(method), which was refused: \(refusal)")
+                    let answer = JSONWriter.encode(
+                        [
+                            "jsonrpc": "2.0", "id": id,
+                            "error": ["code": -32600, "message": .string("agent-eval mcp-proxy refused \(method): \(refusal)")],
+                        ] as JSONValue)
+                    if isStored { _ = await recorded { try await log.store(answer, mediaType: ProxyGate.refusalMediaType) } }
+                    // Not waited for: the server's messages go on being read whether or not it reads.
+                    let server = self.server
+                    Task { try? await server.send(Data(answer)) }
                     return
                 }
             } else if message["method"]?.stringValue == "notifications/tools/list_changed" {
@@ -709,9 +736,9 @@ actor MCPProxySession {
         own.failAll("the server ended")
         server = next
         own = JSONRPCPeer(server: next, idPrefix: "agent-eval-proxy-\(restarts + 1)")
-        let probes = outstanding.keys.sorted()
+        let unanswered = outstanding.keys.sorted()
         outstanding = [:]
-        for key in probes {
+        for key in unanswered {
             guard let id = try? JSONParser.parse(Array(key.utf8)) else { continue }
             let answer: JSONValue = [
                 "jsonrpc": "2.0", "id": id,

@@ -120,6 +120,9 @@ struct ProxyGate: Sendable {
 
     /// `content_stored`'s media type for a request the server sent the client.
     static let serverRequestMediaType = "application/vnd.mcp.server-request+json"
+    /// `content_stored`'s media type for the proxy's refusal of a server's request to the client
+    /// (the JSON-RPC error it answered the server with; `input_requests` of the policy file).
+    static let refusalMediaType = "application/vnd.agent-eval.mcp-refusal+json"
     /// `content_stored`'s media type for one round of a multi-round call (`MCPRound`).
     static let roundMediaType = "application/vnd.agent-eval.mcp-round+json"
 
