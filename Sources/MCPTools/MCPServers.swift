@@ -59,7 +59,7 @@ final class MCPConnection: ToolServerConnection {
         case stateless
     }
 
-    static let statelessVersion = "2026-07-28"
+    static let statelessVersion = MCPEra.statelessVersion
     static let handshakeVersion = "2025-11-25"
     /// How long the `server/discover` probe waits before the client falls back to `initialize`
     /// (a 2025 server may not answer an unknown method before `initialize`). A server slow to
@@ -152,19 +152,10 @@ final class MCPConnection: ToolServerConnection {
         return Session(server: server, peer: peer, reader: reader)
     }
 
-    /// The envelope every 2026-07-28 request carries.
-    static func envelope(_ clientInfo: (name: String, version: String)) -> JSONValue {
-        [
-            "io.modelcontextprotocol/protocolVersion": .string(statelessVersion),
-            "io.modelcontextprotocol/clientInfo": ["name": .string(clientInfo.name), "version": .string(clientInfo.version)],
-            "io.modelcontextprotocol/clientCapabilities": [:],
-        ]
-    }
-
     /// A request's params in the era: with the envelope in `_meta` for 2026-07-28.
     static func params(_ params: JSONObject, era: Era, clientInfo: (name: String, version: String)) -> JSONValue {
         var params = params
-        if era == .stateless { params["_meta"] = envelope(clientInfo) }
+        if era == .stateless { params["_meta"] = MCPEra.envelope(clientName: clientInfo.name, version: clientInfo.version) }
         return .object(params)
     }
 
@@ -189,12 +180,11 @@ final class MCPConnection: ToolServerConnection {
             case .success(let result):
                 let versions = (result["supportedVersions"]?.arrayValue ?? []).compactMap(\.stringValue)
                 if versions.contains(statelessVersion) {
-                    let info = result["_meta"]?["io.modelcontextprotocol/serverInfo"]
+                    let info = MCPEra.serverInfo(of: result)
                     return (
                         session,
                         Opening(
-                            era: .stateless, name: info?["name"]?.stringValue ?? settings.name,
-                            version: info?["version"]?.stringValue ?? "",
+                            era: .stateless, name: info?.name ?? settings.name, version: info?.version ?? "",
                             protocolVersion: statelessVersion)
                     )
                 }

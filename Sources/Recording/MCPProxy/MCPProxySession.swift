@@ -405,9 +405,9 @@ actor MCPProxySession {
     /// The server asked for input on a call's round: kept, and the call waits for the client's
     /// retry — unless this was the last round the proxy lets a call take.
     private func askedForInput(_ call: ForwardedCall, message: JSONValue, line: [UInt8]) async {
-        if call.round >= MCPEra.roundLimit {
+        if call.round >= MCPRound.limit {
             let error =
-                "the server asked for input on round \(call.round) of the call; agent-eval mcp-proxy ends a call after \(MCPEra.roundLimit) rounds"
+                "the server asked for input on round \(call.round) of the call; agent-eval mcp-proxy ends a call after \(MCPRound.limit) rounds"
             await recordEnd(of: call, status: .error, error: error)
             await answerClient(id: call.requestId, toolError: "agent-eval mcp-proxy: \(error)")
             return
@@ -594,9 +594,9 @@ actor MCPProxySession {
         let key = JSONLinesProcess.key(id)
         // A 2026-07-28 server says who it is in every result (a client pinned to that revision
         // sends no server/discover).
-        if serverInfo == nil, let result = message["result"], result["_meta"]?[MCPEra.serverInfoKey] != nil {
-            serverInfo = MCPEra.serverInfo(
-                of: result, name: settings.serverName, protocolVersion: clientEnvelope?[MCPEra.protocolVersionKey]?.stringValue)
+        if serverInfo == nil, let result = message["result"], MCPEra.serverInfo(of: result) != nil {
+            serverInfo = ServerInfo(
+                result: result, name: settings.serverName, protocolVersion: clientEnvelope?[MCPEra.protocolVersionKey]?.stringValue)
             await learned()
         }
         if own.take(message) { return }
@@ -618,8 +618,8 @@ actor MCPProxySession {
         case .discover(let version):
             if let result = message["result"] {
                 let supported = (result["supportedVersions"]?.arrayValue ?? []).compactMap(\.stringValue)
-                serverInfo = MCPEra.serverInfo(
-                    of: result, name: settings.serverName,
+                serverInfo = ServerInfo(
+                    result: result, name: settings.serverName,
                     protocolVersion: version.flatMap { supported.contains($0) ? $0 : nil } ?? supported.last)
                 await learned()
             }

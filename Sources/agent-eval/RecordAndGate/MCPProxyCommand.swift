@@ -21,8 +21,14 @@ struct MCPProxyCommand: AsyncParsableCommand, ReadsLogs {
             the agent's model can read; an approval-required call waits for `agent-eval approve LOG CALL` (or \
             --approval-timeout); an allowed call's tool_intended is durable in the log before the server sees \
             it, and its result is recorded before the client sees it. Everything else passes through unchanged. \
-            One client connection is one run: its log is closed when the client goes. docs/mcp.md has the \
-            details.
+            One client connection is one run: its log is closed when the client goes (a connection that only \
+            probed with server/discover writes none). docs/mcp.md has the details.
+
+            Both eras of MCP pass: 2025 (initialize) and 2026-07-28 (stateless, server/discover). A call the \
+            server answers input_required is one call over its rounds: judged once, each round recorded, at \
+            most 8; a retry that continues no waiting call is refused (rule mcp.continuation). The policy \
+            file's input_requests: says what the server may ask the client (sampling, roots, form and URL \
+            elicitation).
 
             Standard output is the protocol's: the proxy prints its summary on standard error (--json-out FILE \
             writes it as JSON), and the server's standard error is passed on to it.
@@ -42,7 +48,10 @@ struct MCPProxyCommand: AsyncParsableCommand, ReadsLogs {
     @OptionGroup
     var destination: NewLogOptions
 
-    @Option(help: "A policy file: a policy: block as in an agent file, and side_effects: (tool glob → read, draft or write).")
+    @Option(
+        help:
+            "A policy file: a policy: block as in an agent file, side_effects: (tool glob → read, draft or write), and input_requests: (what the server may ask)."
+    )
     var policy: String?
 
     @Option(

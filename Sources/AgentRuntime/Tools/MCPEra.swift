@@ -1,0 +1,49 @@
+public import TraceCore
+
+/// What the project reads and writes of MCP's two eras, for MCP tools' client and the MCP proxy
+/// alike (docs/mcp.md, "Both eras of MCP"): the 2025 era, whose connections begin with
+/// `initialize`, and the stateless 2026-07-28 revision, whose every request carries its protocol
+/// version, client and capabilities in `params._meta` (the envelope), whose results carry
+/// `resultType`, and whose `tools/call` may answer `input_required` and be retried by the client
+/// with `inputResponses` and the server's `requestState` (a multi-round call).
+public enum MCPEra {
+    /// The 2026-07-28 revision's version string.
+    public static let statelessVersion = "2026-07-28"
+    public static let protocolVersionKey = "io.modelcontextprotocol/protocolVersion"
+    public static let clientInfoKey = "io.modelcontextprotocol/clientInfo"
+    public static let clientCapabilitiesKey = "io.modelcontextprotocol/clientCapabilities"
+    public static let serverInfoKey = "io.modelcontextprotocol/serverInfo"
+
+    /// The envelope of a client that offers no capabilities.
+    public static func envelope(clientName: String, version: String) -> JSONValue {
+        .object(
+            JSONObject([
+                (protocolVersionKey, .string(statelessVersion)),
+                (clientInfoKey, ["name": .string(clientName), "version": .string(version)]),
+                (clientCapabilitiesKey, [:]),
+            ]))
+    }
+
+    /// A request's envelope: its `_meta` when it names a protocol version (a 2026-07-28 request);
+    /// nil for a 2025-era request.
+    public static func envelope(of params: JSONValue?) -> JSONValue? {
+        guard let meta = params?["_meta"], meta[protocolVersionKey]?.stringValue != nil else { return nil }
+        return meta
+    }
+
+    /// Who a 2026-07-28 server says it is, from a result's `_meta`; nil when it does not say.
+    public static func serverInfo(of result: JSONValue) -> (name: String?, version: String?)? {
+        guard let info = result["_meta"]?[serverInfoKey] else { return nil }
+        return (info["name"]?.stringValue, info["version"]?.stringValue)
+    }
+
+    /// Whether a result asks the client for input before the request can complete.
+    public static func asksForInput(_ result: JSONValue?) -> Bool {
+        result?["resultType"]?.stringValue == "input_required"
+    }
+
+    /// Whether a request's params continue an earlier round (`inputResponses` or `requestState`).
+    public static func continues(_ params: JSONValue) -> Bool {
+        (params["requestState"].map { $0 != .null } ?? false) || (params["inputResponses"].map { $0 != .null } ?? false)
+    }
+}
