@@ -233,6 +233,8 @@ func postgresQueries(_ url: String, settings: Settings) throws {
             SELECT setval(pg_get_serial_sequence('suite_runs', 'suite_run_id'), GREATEST(\(suites), 1));
             COMMIT;
             """)
+        // The copies' calls were changed in the server: their runs' sets of tools follow them.
+        try catalog.deriveToolSets()
         try psql(url, "VACUUM ANALYZE")
     }
     let total = try catalog.query("SELECT COUNT(*) FROM logs").rows.first?.first?.int ?? 0
@@ -449,6 +451,15 @@ if copies > 0 {
         """)
 }
 let queryCatalog = try Catalog(path: queryDatabase)
+if copies > 0 {
+    // The copies' calls were changed by SQL: their runs' sets of tools follow them.
+    let derived = try seconds {
+        try queryCatalog.deriveToolSets()
+        _ = try queryCatalog.query("SELECT COUNT(*) FROM logs")
+    }
+    try sqlite(queryDatabase, "ANALYZE;")
+    print(String(format: "the copies' sets of tools derived from their calls in %.1f s", derived))
+}
 var query = RunQuery()
 query.tools = ["tool_3"]
 query.notTools = ["tool_1"]

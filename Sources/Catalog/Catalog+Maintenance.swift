@@ -62,6 +62,17 @@ extension Catalog {
         return (known.count, stale)
     }
 
+    /// Gives every indexed run the set of tools its `calls` rows show executed (`logs.tool_set`),
+    /// as migration 14 did. `index` keeps each run's set itself; this is for rows put into the
+    /// catalog by SQL (the benchmarks' million copied runs, tests' loaded rows).
+    public func deriveToolSets() throws(CatalogError) {
+        try write { db in
+            let statements =
+                db.dialect == .postgres ? PostgresSchema.toolSetsFromCallsStatements : CatalogSchema.toolSetsFromCallsStatements
+            for statement in statements { try db.execute(statement) }
+        }
+    }
+
     /// Builds the catalog at `path` again from the logs: those `paths` name, or (when none
     /// are given) every log the old catalog knows. Suite runs and their results — records of
     /// what ran, which the logs do not hold — are carried over from the old catalog, whatever

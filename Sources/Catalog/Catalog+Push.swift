@@ -67,6 +67,7 @@ extension Catalog {
                 }
             }
             let (copied, known) = try target.write { db -> (Int, Int) in
+                let toolSets = ToolSets()
                 var copied = 0
                 var known = 0
                 for (log, ours, calls) in rows {
@@ -97,9 +98,14 @@ extension Catalog {
                         let file = try LogFileRecord.claim(
                             path: path, identity: identity, contentHash: ours.contentHash, known: theirs?.file, authoritative: true, in: db)
                     else { continue }
+                    // The run's set of tools is the target's entry for the same tools (ids differ).
+                    let hasSet = (log["tool_set"] as Int?) != nil
+                    let executed = calls.filter { ($0["attempts"] as Int) > 0 }.map { $0["tool"] as String }
+                    let toolSet = hasSet ? Int(try toolSets.id(of: executed, in: db)) : nil
                     let newId = try Self.copy(
                         log, into: "logs", in: db,
-                        replacing: ["log_id": nil, "file_id": Int(file.id), "generation": file.generation], returning: "log_id")
+                        replacing: ["log_id": nil, "file_id": Int(file.id), "generation": file.generation, "tool_set": toolSet],
+                        returning: "log_id")
                     for call in calls { _ = try Self.copy(call, into: "calls", in: db, replacing: ["log_id": newId]) }
                     copied += 1
                 }

@@ -8,7 +8,67 @@ enum CatalogSchema {
 
     static let migrations: [String] = [
         version1, version2, version3, version4, version5, version6, version7, version8, version9, version10, version11,
-        version12, version13,
+        version12, version13, version14,
+    ]
+
+    /// Version 14: the set of tools each run executed, kept once per distinct set. `tool_sets`
+    /// holds each set (`tools`, a JSON array of the names in byte order) and `tool_set_members`
+    /// its tools; `logs.tool_set` names the run's. `runs --not-tool Y` (and `--tool X` without
+    /// call filters) is then a look at the run's row, not a probe of its calls per candidate: the
+    /// sets that qualify are found in the small dictionary first. Filled here from the calls of
+    /// every indexed log (`toolSetsFromCalls`).
+    static let version14 =
+        """
+        CREATE TABLE tool_sets (
+            set_id INTEGER PRIMARY KEY,
+            tools TEXT NOT NULL UNIQUE
+        ) STRICT;
+        CREATE TABLE tool_set_members (
+            tool TEXT NOT NULL,
+            set_id INTEGER NOT NULL REFERENCES tool_sets (set_id),
+            PRIMARY KEY (tool, set_id)
+        ) STRICT, WITHOUT ROWID;
+        ALTER TABLE logs ADD COLUMN tool_set INTEGER REFERENCES tool_sets (set_id);
+
+        """ + toolSetsFromCalls + """
+
+        CREATE INDEX logs_by_tool_set ON logs (tool_set, started_at_us);
+        """
+
+    /// Gives every run in `logs` the set of tools its `calls` rows show executed (`attempts >
+    /// 0`): the sets made and their members listed where new. Version 14's filling, and what a
+    /// catalog whose rows were loaded by SQL runs to derive them (`Catalog.deriveToolSets`).
+    /// The names are put in byte order before they are made into an array, as `ToolSets` does.
+    static let toolSetsFromCalls = toolSetsFromCallsStatements.joined(separator: ";\n") + ";"
+
+    /// `toolSetsFromCalls` a statement each, for a connection that runs one at a time.
+    static let toolSetsFromCallsStatements = [
+        """
+        CREATE TEMP TABLE run_tool_sets (log_id INTEGER PRIMARY KEY, tools TEXT NOT NULL)
+        """,
+        """
+        INSERT INTO run_tool_sets (log_id, tools)
+            SELECT l.log_id, (
+                SELECT json_group_array(tool) FROM (
+                    SELECT DISTINCT c.tool FROM calls c WHERE c.log_id = l.log_id AND c.attempts > 0 ORDER BY c.tool
+                )
+            ) AS tools
+            FROM logs l
+        """,
+        """
+        INSERT OR IGNORE INTO tool_sets (tools) SELECT DISTINCT tools FROM run_tool_sets ORDER BY tools
+        """,
+        """
+        INSERT OR IGNORE INTO tool_set_members (tool, set_id) SELECT j.value, s.set_id FROM tool_sets s, json_each(s.tools) j
+        """,
+        """
+        UPDATE logs SET tool_set = (
+            SELECT s.set_id FROM tool_sets s WHERE s.tools = (SELECT r.tools FROM run_tool_sets r WHERE r.log_id = logs.log_id)
+        )
+        """,
+        """
+        DROP TABLE run_tool_sets
+        """,
     ]
 
     /// Version 13: one record per log file. `log_files` holds each file's identity (size,

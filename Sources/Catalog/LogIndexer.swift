@@ -131,6 +131,7 @@ extension Catalog {
             return IndexedLog(path: path, change: .unchanged, status: known.status, problem: known.problem, eventsRead: 0)
         }
         if var prepared, prepared.basis == PreparedLog.Basis(known) {
+            prepared.row.toolSet = try pending.toolSets.id(of: prepared.row.executedTools, in: db)
             guard known != nil else {
                 // A new log read whole outside the transaction: its row in one statement.
                 let logId = try prepared.row.insert(path: path, in: db)
@@ -148,7 +149,8 @@ extension Catalog {
             try pending.take(&rows, logId: logId, path: path, in: db)
         }
         try indexer.read(from: plan.resume, storedTailOffset: plan.storedTailOffset)
-        let row = indexer.finish(stampBefore: stamp, now: Self.nowUs())
+        var row = indexer.finish(stampBefore: stamp, now: Self.nowUs())
+        row.toolSet = try pending.toolSets.id(of: row.executedTools, in: db)
         var rows = indexer.rows
         try pending.take(&rows, logId: logId, path: path, in: db)
         // A step table made from other bytes goes with the file's old generation (`claim`).
@@ -205,7 +207,7 @@ extension Catalog {
                 ended_at_us = NULL, stop_reason = NULL, stop_limit = NULL, events = 0, steps = 0, decisions = 0,
                 invalid_decisions = 0, tool_calls = 0, executed_calls = 0, denied_calls = 0, failed_calls = 0, input_tokens = 0,
                 output_tokens = 0, cost_usd = 0, anomalies = 0, indexed_at_us = ?, resume = NULL, forked_from = NULL,
-                fork_step = NULL, seen_on = ?
+                fork_step = NULL, seen_on = ?, tool_set = NULL
             WHERE log_id = ?
             """,
             [file?.id, file?.generation, problem, nowUs(), seenOn, logId])
@@ -413,11 +415,14 @@ struct ResumePoint: JSONRepresentable, Sendable {
     var position: LogReader.Position
     /// The ordinal of `state.calls[0]`: calls before it were written out and dropped.
     var callBase: Int
+    /// The tools of the executed calls among those dropped, for the run's set (`logs.tool_set`).
+    var droppedTools: Set<String>
     var state: RunState
 
-    init(position: LogReader.Position, callBase: Int, state: RunState) {
+    init(position: LogReader.Position, callBase: Int, droppedTools: Set<String>, state: RunState) {
         self.position = position
         self.callBase = callBase
+        self.droppedTools = droppedTools
         self.state = state
     }
 
@@ -428,6 +433,8 @@ struct ResumePoint: JSONRepresentable, Sendable {
         var previous: String?
         var run: String?
         var callBase: Int?
+        var droppedTools: [String]?
+        var counters: RunCounters?
         var state: RunState?
         try scanner.readObject { scanner, key in
             switch key {
@@ -437,6 +444,8 @@ struct ResumePoint: JSONRepresentable, Sendable {
             case "prev": previous = try scanner.read()
             case "run": run = try scanner.read()
             case "call_base": callBase = try scanner.read()
+            case "dropped_tools": droppedTools = try scanner.readArray { try $0.readString() }
+            case "counters": counters = try Self.counters(from: &scanner)
             case "state": state = try RunState(snapshot: &scanner)
             default: try scanner.skipValue()
             }
@@ -445,7 +454,15 @@ struct ResumePoint: JSONRepresentable, Sendable {
             memberOffset: try required(offset, "member_offset"), memberIndex: try required(index, "member_index"),
             sequence: try required(sequence, "seq"), previousHash: try required(previous, "prev"), runId: try required(run, "run"))
         self.callBase = try required(callBase, "call_base")
-        self.state = try required(state, "state")
+        // A point saved before schema 14 did not keep the dropped calls' tools: with calls
+        // dropped, it is no place to pick up from (the log is read from its start).
+        self.droppedTools = Set(self.callBase == 0 ? droppedTools ?? [] : try required(droppedTools, "dropped_tools"))
+        var loaded = try required(state, "state")
+        // A snapshot's counters are rebuilt from its lists, which no longer hold the dropped
+        // calls and decisions: the run's own are kept beside it (before schema 14 they were not,
+        // and a log read on from such a point counted only the calls after it).
+        if self.callBase > 0 { loaded.counters = try required(counters, "counters") }
+        self.state = loaded
     }
 
     var json: JSONValue {
@@ -456,8 +473,37 @@ struct ResumePoint: JSONRepresentable, Sendable {
         object.set("prev", position.previousHash)
         object.set("run", position.runId)
         object.set("call_base", callBase)
+        object.set("dropped_tools", JSONValue.array(ToolSets.sorted(droppedTools).map { .string($0) }))
+        object.set("counters", Self.json(of: state.counters))
         object.set("state", state.snapshotJSON)
         return object.json
+    }
+
+    private static func json(of counters: RunCounters) -> JSONValue {
+        var object = ObjectBuilder()
+        object.set("invalid_decisions", counters.invalidDecisions)
+        object.set("executed_calls", counters.executedCalls)
+        object.set("denied_calls", counters.deniedCalls)
+        object.set("calls_awaiting_approval", counters.callsAwaitingApproval)
+        object.set("failed_attempts", counters.failedAttempts)
+        object.set("failed_calls", counters.failedCalls)
+        return object.json
+    }
+
+    private static func counters(from scanner: inout JSONScanner) throws -> RunCounters {
+        var counters = RunCounters()
+        try scanner.readObject { scanner, key in
+            switch key {
+            case "invalid_decisions": counters.invalidDecisions = try scanner.read()
+            case "executed_calls": counters.executedCalls = try scanner.read()
+            case "denied_calls": counters.deniedCalls = try scanner.read()
+            case "calls_awaiting_approval": counters.callsAwaitingApproval = try scanner.read()
+            case "failed_attempts": counters.failedAttempts = try scanner.read()
+            case "failed_calls": counters.failedCalls = try scanner.read()
+            default: try scanner.skipValue()
+            }
+        }
+        return counters
     }
 }
 
@@ -482,6 +528,8 @@ struct LogIndexer {
     private var makesFacts = false
     /// The ordinal of `fold.state.calls[0]`.
     private var callBase = 0
+    /// The tools of the executed calls dropped from the state (before `callBase`).
+    private var droppedTools: Set<String> = []
     private(set) var eventsRead = 0
     private var damage: String?
     /// The code of the error behind `damage`.
@@ -508,6 +556,7 @@ struct LogIndexer {
         if let resume {
             fold.state = resume.state
             callBase = resume.callBase
+            droppedTools = resume.droppedTools
             members = (storedTailOffset, resume.position.memberOffset)
         }
         if resume == nil { makesFacts = keepsFacts }
@@ -537,7 +586,8 @@ struct LogIndexer {
             memberStart = ResumePoint(
                 position: LogReader.Position(
                     memberOffset: recorded.location.memberOffset, memberIndex: recorded.location.memberIndex, sequence: event.sequence,
-                    previousHash: event.previousHash ?? "", runId: event.runId), callBase: callBase, state: fold.state)
+                    previousHash: event.previousHash ?? "", runId: event.runId), callBase: callBase, droppedTools: droppedTools,
+                state: fold.state)
         }
         if makesFacts { fold.add(recorded) } else { RunState.reduce(into: &fold.state, event) }
         eventsRead += 1
@@ -552,7 +602,11 @@ struct LogIndexer {
         let settled = fold.state.calls.prefix { !$0.isAwaitingApproval && $0.attempts == $0.results.count }.count
         guard settled > 0 else { return }
         makesFacts = false
-        for index in 0..<settled { rows.append(row(of: fold.state.calls[index], ordinal: callBase + index)) }
+        for index in 0..<settled {
+            let call = fold.state.calls[index]
+            rows.append(row(of: call, ordinal: callBase + index))
+            if call.attempts > 0 { droppedTools.insert(call.tool) }
+        }
         fold.state.calls.removeFirst(settled)
         callBase += settled
         fold.state.decisions.removeAll()
@@ -608,7 +662,7 @@ struct LogIndexer {
                     position: LogReader.Position(
                         memberOffset: summary.tear?.memberOffset ?? stampBefore.size, memberIndex: lastEvent.memberIndex + 1,
                         sequence: lastEvent.sequence + 1, previousHash: summary.lastHash ?? lastEvent.hash, runId: lastEvent.runId),
-                    callBase: callBase, state: fold.state)
+                    callBase: callBase, droppedTools: droppedTools, state: fold.state)
             }
         }
         // The identity's bytes: the end of the last complete member before the resume point; for
@@ -635,7 +689,8 @@ struct LogIndexer {
             outputTokens: fold.state.usage.outputTokens,
             costUSD: fold.state.usage.costUSD, anomalies: fold.state.anomalies.count, indexedAtUs: now,
             resume: point.flatMap { isOpen && isSteady ? JSONWriter.encode($0.json) : nil }, forkedFrom: fold.state.forked?.parentRunId,
-            forkStep: fold.state.forked?.step, contentHash: isSteady ? contentHash : nil)
+            forkStep: fold.state.forked?.step, contentHash: isSteady ? contentHash : nil,
+            executedTools: droppedTools.union(fold.state.calls.lazy.filter { $0.attempts > 0 }.map(\.tool)))
     }
 }
 
@@ -678,6 +733,10 @@ struct LogRow: Sendable {
     /// `LogFingerprint.contentHash` of the bytes read; nil for a log that can still grow (not
     /// stopped, stopped for approval, or torn) and for one that changed while it was read.
     var contentHash: String?
+    /// The tools the run executed (a call with an attempt), for its set (`logs.tool_set`).
+    var executedTools: Set<String> = []
+    /// The id of that set in the catalog, which the write transaction looks up (`ToolSets`).
+    var toolSet: Int64?
 
     /// The identity of what was read.
     var identity: LogFingerprint {
@@ -747,7 +806,7 @@ struct LogRow: Sendable {
         "file_id", "generation", "status", "problem", "run_id", "agent", "agent_version", "model",
         "input", "started_at_us", "ended_at_us", "stop_reason", "stop_limit", "events", "steps", "decisions", "invalid_decisions",
         "tool_calls", "executed_calls", "denied_calls", "failed_calls", "input_tokens", "output_tokens", "cost_usd", "anomalies",
-        "indexed_at_us", "resume", "forked_from", "fork_step", "seen_on",
+        "indexed_at_us", "resume", "forked_from", "fork_step", "seen_on", "tool_set",
     ]
 
     private static let updateSQL = "UPDATE logs SET " + columns.map { "\($0) = ?" }.joined(separator: ", ") + " WHERE log_id = ?"
@@ -800,6 +859,7 @@ struct LogRow: Sendable {
         row.bind(forkedFrom)
         row.bind(forkStep)
         row.bind(Catalog.seenOn)
+        row.bind(toolSet.map(Int.init))
     }
 }
 
@@ -827,6 +887,8 @@ struct CallRow: Sendable {
 final class PendingCallRows {
     static let limit = 4096
     var rows: [CallRow] = []
+    /// The sets of tools the transaction's runs executed, by their ids (`logs.tool_set`).
+    let toolSets = ToolSets()
 
     /// A row the store refused, with the log it belongs to (rows of several logs wait
     /// together). The log is named here, not looked up: a PostgreSQL transaction reads nothing

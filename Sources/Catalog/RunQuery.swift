@@ -55,34 +55,92 @@ public struct RunQuery: Sendable, Hashable {
 
     public init() {}
 
-    /// How the runs are found: the two shapes of the statement.
+    /// How the runs are found: the shapes of the statement.
     enum Shape: Hashable {
-        /// Walk `logs` newest first (`logs_by_start`) and probe each run's calls
-        /// (`calls_by_tool_log`) until `limit` rows matched: fast when matches are common.
+        /// Walk `logs` newest first (`logs_by_start`), checking each run's set of tools and
+        /// probing its calls (`calls_by_tool_log`) for the call filters, until `limit` rows
+        /// matched: fast when matches are common.
         case newestFirst
         /// Start from the calls of this tool (`calls_by_tool_log`), then sort what matched: fast
-        /// when the tool is rare, where walking every run to find few matches is not.
+        /// when the tool is rare, where walking every run to find few matches is not. For
+        /// `tools` with call filters (`--approval`, `--denied`).
         case drivenBy(tool: String)
+        /// Start from the runs whose set of tools qualifies (`logs_by_tool_set`), then sort
+        /// them: fast when few runs do.
+        case drivenByToolSets
     }
 
-    /// The statement and its arguments for `shape`, in `dialect`.
+    /// Whether a run's set of tools (`logs.tool_set`) answers part of the query: `notTools`,
+    /// and `tools` when no call filter asks about their calls.
+    var usesToolSets: Bool { !notTools.isEmpty || (!tools.isEmpty && callConditions.isEmpty) }
+
+    /// The tools a run's set must hold (all of them).
+    private var setTools: [String] { callConditions.isEmpty ? tools : [] }
+
+    /// The sets of tools that qualify (hold every `setTools`, none of `notTools`), by id: the
+    /// statement that lists them, for a dictionary of any size.
+    var qualifyingToolSets: (sql: String, arguments: [CatalogValue]) {
+        let unwanted =
+            notTools.isEmpty
+            ? "" : " AND NOT EXISTS (SELECT 1 FROM tool_set_members u WHERE u.tool IN (\(SQLList.placeholders(notTools.count))) AND u.set_id = s.set_id)"
+        guard let first = setTools.first else {
+            return ("SELECT s.set_id FROM tool_sets s WHERE TRUE\(unwanted)", notTools.map { .text($0) })
+        }
+        let wanted = setTools.dropFirst().map { _ in
+            " AND EXISTS (SELECT 1 FROM tool_set_members w WHERE w.tool = ? AND w.set_id = s.set_id)"
+        }.joined()
+        return (
+            "SELECT s.set_id FROM tool_set_members s WHERE s.tool = ?\(wanted)\(unwanted)",
+            [.text(first)] + setTools.dropFirst().map { .text($0) } + notTools.map { .text($0) }
+        )
+    }
+
+    /// Sets written into the statement as numbers at most; with more, it holds the query that
+    /// lists them.
+    static let inlinedToolSets = 500
+
+    /// The ids of the qualifying sets of tools (`qualifyingToolSets`), ascending; nil when the
+    /// query uses no set or more than `inlinedToolSets` qualify.
+    func toolSets(in db: any SQLConnection) throws -> [Int64]? {
+        guard usesToolSets else { return nil }
+        let (sql, arguments) = qualifyingToolSets
+        var ids: [Int64] = []
+        try db.run(sql + " ORDER BY s.set_id LIMIT \(Self.inlinedToolSets + 1)", bind: { $0.bind(all: arguments) }) {
+            ids.append(Int64($0.int(0)))
+        }
+        return ids.count > Self.inlinedToolSets ? nil : ids
+    }
+
+    /// The condition on a run's set of tools, on `column` (`tool_set`, or SQLite's `+tool_set`,
+    /// which keeps it from choosing `logs_by_tool_set`): in `toolSets`, or in the sets the query
+    /// lists when nil. No set qualifies: FALSE.
+    func toolSetCondition(_ toolSets: [Int64]?, column: String = "tool_set") -> (sql: String, arguments: [CatalogValue]) {
+        guard let toolSets else {
+            let (sql, arguments) = qualifyingToolSets
+            return ("\(column) IN (\(sql))", arguments)
+        }
+        guard !toolSets.isEmpty else { return ("FALSE", []) }
+        return ("\(column) IN (\(toolSets.map(String.init).joined(separator: ", ")))", [])
+    }
+
+    /// The statement and its arguments for `shape`, in `dialect`, given the qualifying sets of
+    /// tools (`toolSets(in:)`; nil: listed by the statement).
     ///
     /// `walksAgents`: an agent glob that many runs match is checked on each run walked newest
     /// first, not looked up in `logs_by_agent` (SQLite would take that index for a prefix and sort
     /// every match: 4 s for a glob every run of a million matches; `agentGlobIsCommon`).
-    func statement(_ shape: Shape = .newestFirst, dialect: SQLDialect = .sqlite, walksAgents: Bool = false) -> (
-        sql: String, arguments: [CatalogValue]
-    ) {
+    func statement(
+        _ shape: Shape = .newestFirst, dialect: SQLDialect = .sqlite, walksAgents: Bool = false, toolSets: [Int64]? = nil
+    ) -> (sql: String, arguments: [CatalogValue]) {
         var conditions: [String] = []
         var arguments: [CatalogValue] = []
-        func probe(_ condition: String, of run: String = "logs.log_id") -> String {
-            "EXISTS (SELECT 1 FROM calls c WHERE c.log_id = \(run) AND \(condition))"
+        func probe(_ condition: String) -> String {
+            "EXISTS (SELECT 1 FROM calls c WHERE c.log_id = logs.log_id AND \(condition))"
         }
-        // On PostgreSQL the driven shape makes its matches first, in a materialized common
-        // table expression, and drops the runs that called a tool not wanted there, before a
-        // run's row is read: left to itself the planner turns `IN (SELECT …)` into a semi-join
-        // and walks every run newest first, which over a million runs where no run matches
-        // probed them all (4 s, `catalog-benchmark --store postgres`).
+        // On PostgreSQL the shape driven by a tool's calls makes its matches first, in a
+        // materialized common table expression: left to itself the planner turns `IN (SELECT
+        // …)` into a semi-join and walks every run newest first, which over a million runs where
+        // no run matches looked at them all (4 s, `catalog-benchmark --store postgres`).
         var matches = ""
         var matchArguments: [CatalogValue] = []
         // The call filters go into one condition on one call, never one probe each: a probe
@@ -90,31 +148,35 @@ public struct RunQuery: Sendable, Hashable {
         let call = callConditions
         for tool in tools {
             let condition = (["c.tool = ?"] + (call.isEmpty ? ["c.attempts > 0"] : call)).joined(separator: " AND ")
-            if case .drivenBy(tool) = shape, dialect == .postgres {
-                let unwanted = notTools.map { _ in " AND NOT " + probe("c.tool = ? AND c.attempts > 0", of: "m.log_id") }.joined()
-                matches = """
-                    WITH matched AS MATERIALIZED (SELECT DISTINCT c.log_id FROM calls c WHERE \(condition)),
-                        kept AS MATERIALIZED (SELECT m.log_id FROM matched m WHERE TRUE\(unwanted))
-
-                    """
-                matchArguments = [.text(tool)] + notTools.map { .text($0) }
-                conditions.append("log_id IN (SELECT log_id FROM kept)")
-                continue
-            }
             if case .drivenBy(tool) = shape {
-                conditions.append("log_id IN (SELECT c.log_id FROM calls c WHERE \(condition))")
-            } else {
+                if dialect == .postgres {
+                    matches = "WITH matched AS MATERIALIZED (SELECT DISTINCT c.log_id FROM calls c WHERE \(condition))\n"
+                    matchArguments = [.text(tool)]
+                    conditions.append("log_id IN (SELECT log_id FROM matched)")
+                } else {
+                    conditions.append("log_id IN (SELECT c.log_id FROM calls c WHERE \(condition))")
+                    arguments.append(.text(tool))
+                }
+            } else if !call.isEmpty {
                 conditions.append(probe(condition))
+                arguments.append(.text(tool))
             }
-            arguments.append(.text(tool))
+            // Without call filters, the run's set of tools says whether it executed the tool.
         }
         if tools.isEmpty && !call.isEmpty {
             // `--denied` alone is what the run's own count says.
             conditions.append(call == [Self.deniedCall] ? "denied_calls > 0" : probe(call.joined(separator: " AND ")))
         }
-        for tool in notTools where matches.isEmpty {
-            conditions.append("NOT " + probe("c.tool = ? AND c.attempts > 0"))
-            arguments.append(.text(tool))
+        var index = ""
+        if usesToolSets {
+            let driven = shape == .drivenByToolSets
+            let (condition, values) = toolSetCondition(
+                toolSets, column: dialect == .sqlite && !driven ? "+tool_set" : "tool_set")
+            conditions.append(condition)
+            arguments.append(contentsOf: values)
+            // SQLite knows only how many runs a set has on average, and would walk every run
+            // newest first rather than sort a few.
+            if driven && dialect == .sqlite && condition != "FALSE" { index = " INDEXED BY logs_by_tool_set" }
         }
         if !notTools.isEmpty {
             // Only a log read whole, to its run's stop, shows that a tool never ran: a damaged
@@ -189,7 +251,7 @@ public struct RunQuery: Sendable, Hashable {
                 SELECT log_id, path, run_id, agent, model, status, problem, stop_reason, stop_limit, steps, tool_calls, executed_calls,
                     denied_calls, input_tokens + output_tokens AS tokens, cost_usd, started_at_us, ended_at_us, forked_from, fork_step,
                     seen_on, file_id, generation
-                FROM logs \(filter)
+                FROM logs\(index) \(filter)
                 ORDER BY \(dialect.newestFirst)
                 LIMIT \(max(0, limit))
                 """
@@ -282,48 +344,61 @@ public struct RunRow: Sendable, Hashable {
 }
 
 extension RunQuery {
-    /// The shape to run: driven by the rarest tool of `tools` when it was executed fewer times
+    /// The shape to run, given the qualifying sets of tools (`toolSets(in:)`).
+    ///
+    /// Without call filters, the runs whose set qualifies are counted in `logs_by_tool_set`, up
+    /// to √(`limit` × runs): walking newest first looks at about `limit` × runs ÷ matches runs,
+    /// driven by the sets reads and sorts every match, so the walk is taken from that many
+    /// matches on. Over a million runs, a tool in a fifth of them, every one of which called the
+    /// tool not wanted, qualifies no set: nothing is read at all.
+    ///
+    /// With call filters, driven by the rarest tool of `tools` when it was executed fewer times
     /// than half the number of runs (then walking the runs newest first could read most of them
     /// to find a few), else newest first. Counting stops at that bound, so choosing is cheap.
-    ///
     /// Driven, every call of the tool is looked at; newest first, about `limit` ÷ (the share of
-    /// runs with such a call × the share of those the `--not-tool` filters keep) runs are. The
-    /// second share is estimated from a sample of the tool's calls (`sampledCalls`, probed as the
-    /// query would), and the walk is taken when it looks at fewer runs than there are calls: over
-    /// a million runs, a tool in one run of fifty of which most are kept found its 50 newest runs
-    /// in 112 ms driven; one none of whose runs is kept must be driven (the walk would read all).
-    func shape(in db: any SQLConnection) throws -> Shape {
-        guard !tools.isEmpty else { return .newestFirst }
+    /// runs with such a call × the share of those the sets of tools keep) runs are. The second
+    /// share is estimated from a sample of the tool's calls (`sampledCalls`), and the walk is
+    /// taken when it looks at fewer runs than there are calls.
+    func shape(in db: any SQLConnection, toolSets: [Int64]?) throws -> Shape {
         let runs = try db.value("SELECT COALESCE(MAX(log_id), 0) FROM logs", as: Int.self) ?? 0
+        guard !tools.isEmpty, !callConditions.isEmpty else {
+            guard usesToolSets else { return .newestFirst }
+            if toolSets?.isEmpty == true { return .drivenByToolSets }
+            let bound = Int((Double(max(1, limit)) * Double(runs)).squareRoot()) + 1
+            let (condition, arguments) = toolSetCondition(toolSets)
+            let matches =
+                try db.value(
+                    "SELECT COUNT(*) FROM (SELECT 1 FROM logs WHERE \(condition) LIMIT \(bound)) AS found", arguments, as: Int.self)
+                ?? 0
+            return matches < bound ? .drivenByToolSets : .newestFirst
+        }
         let bound = runs / 2
         // With call filters the call need not have run (a refused one did not): every call of
         // the tool bounds the matches, and is still counted from the index alone.
-        let counted = callConditions.isEmpty ? "tool = ? AND attempts > 0" : "tool = ?"
         var rarest: (tool: String, calls: Int)?
         for tool in tools {
             let calls =
-                try db.value("SELECT COUNT(*) FROM (SELECT 1 FROM calls WHERE \(counted) LIMIT ?) AS found", [tool, bound], as: Int.self)
+                try db.value("SELECT COUNT(*) FROM (SELECT 1 FROM calls WHERE tool = ? LIMIT ?) AS found", [tool, bound], as: Int.self)
                 ?? 0
             if calls < bound && calls < (rarest?.calls ?? .max) { rarest = (tool, calls) }
         }
         guard let rarest else { return .newestFirst }
-        guard rarest.calls > Self.sampledCalls, !notTools.isEmpty else { return .drivenBy(tool: rarest.tool) }
-        let unwanted = notTools.map { _ in
-            " AND NOT EXISTS (SELECT 1 FROM calls u WHERE u.log_id = m.log_id AND u.tool = ? AND u.attempts > 0)"
-        }.joined()
+        guard rarest.calls > Self.sampledCalls, usesToolSets else { return .drivenBy(tool: rarest.tool) }
+        let (condition, values) = toolSetCondition(toolSets, column: "l.tool_set")
         var arguments: [(any SQLArgument)?] = [rarest.tool, Self.sampledCalls]
-        arguments += notTools.map { $0 }
+        arguments += values.map { $0 }
         let kept =
             try db.value(
-                "SELECT COUNT(*) FROM (SELECT c.log_id FROM calls c WHERE \(counted) LIMIT ?) AS m WHERE TRUE\(unwanted)", arguments,
-                as: Int.self) ?? 0
+                """
+                SELECT COUNT(*) FROM (SELECT c.log_id FROM calls c WHERE tool = ? LIMIT ?) AS m
+                JOIN logs l ON l.log_id = m.log_id WHERE \(condition)
+                """, arguments, as: Int.self) ?? 0
         guard kept > 0 else { return .drivenBy(tool: rarest.tool) }
         let walked = Double(max(1, limit)) * Double(runs) / (Double(rarest.calls) * Double(kept) / Double(Self.sampledCalls))
         return walked < Double(rarest.calls) ? .newestFirst : .drivenBy(tool: rarest.tool)
     }
 
-    /// Calls of the driving tool sampled to estimate how many of its runs the `--not-tool`
-    /// filters keep.
+    /// Calls of the driving tool sampled to estimate how many of its runs the sets of tools keep.
     static let sampledCalls = 200
 
     /// Whether the agent glob matches so many runs that walking them newest first finds a page
@@ -346,8 +421,12 @@ extension Catalog {
     /// The runs in a given shape (nil: the one `shape(in:)` chooses); the shapes must agree.
     func runs(_ query: RunQuery, shape: RunQuery.Shape?) throws(CatalogError) -> [RunRow] {
         return try read { db in
+            let toolSets = try query.toolSets(in: db)
+            // No set of tools qualifies: no run can.
+            if toolSets?.isEmpty == true { return [] }
             let (sql, arguments) = query.statement(
-                try shape ?? query.shape(in: db), dialect: db.dialect, walksAgents: try query.agentGlobIsCommon(in: db))
+                try shape ?? query.shape(in: db, toolSets: toolSets), dialect: db.dialect,
+                walksAgents: try query.agentGlobIsCommon(in: db), toolSets: toolSets)
             let rows = try db.rows(sql, arguments)
             // The content hashes are the files' records' (`log_files`), looked up for the page's
             // rows alone, and only where the row was read from the bytes the record names.
@@ -377,10 +456,15 @@ extension Catalog {
 
     /// The store's plan for `query`, one line per step, in the shape `runs` would choose now:
     /// SQLite's `EXPLAIN QUERY PLAN`, PostgreSQL's `EXPLAIN`.
-    public func plan(_ query: RunQuery) throws(CatalogError) -> [String] {
+    public func plan(_ query: RunQuery) throws(CatalogError) -> [String] { try plan(query, shape: nil) }
+
+    /// The plan in a given shape (nil: the one `shape(in:)` chooses).
+    func plan(_ query: RunQuery, shape: RunQuery.Shape?) throws(CatalogError) -> [String] {
         return try read { db in
+            let toolSets = try query.toolSets(in: db)
             let (sql, arguments) = query.statement(
-                try query.shape(in: db), dialect: db.dialect, walksAgents: try query.agentGlobIsCommon(in: db))
+                try shape ?? query.shape(in: db, toolSets: toolSets), dialect: db.dialect,
+                walksAgents: try query.agentGlobIsCommon(in: db), toolSets: toolSets)
             return try db.plan(sql, arguments)
         }
     }

@@ -47,9 +47,12 @@ struct GrowingLog {
     let writer: LogWriter
     let recorder: RunRecorder
 
-    init(at path: String, seed: UInt64, steps: Int) throws {
+    /// `adjust` may change the run before any of it is written.
+    init(at path: String, seed: UInt64, steps: Int, adjust: (inout SyntheticCorpus.Run) -> Void = { _ in }) throws {
         var corpus = SyntheticCorpus(seed: seed)
-        run = corpus.run(index: 0, steps: steps)
+        var run = corpus.run(index: 0, steps: steps)
+        adjust(&run)
+        self.run = run
         writer = try LogWriter.create(at: path, runId: run.runId, options: .init(memberBound: 4096))
         let clock = SteppingClock()
         recorder = RunRecorder(writer: writer, clock: { clock.now() })
@@ -73,12 +76,14 @@ struct GrowingLog {
 /// same logs (row ids, times, and generations: how often a catalog saw a file change). `logs`
 /// comes with the identity of its file's record (`log_files`), as what the row was read from.
 func rows(
-    _ catalog: Catalog, _ table: String, except: Set<String> = ["indexed_at_us", "log_id", "file_id", "generation"]
+    _ catalog: Catalog, _ table: String, except: Set<String> = ["indexed_at_us", "log_id", "file_id", "generation", "tool_set"]
 ) throws -> [[String]] {
+    // A run's set of tools by its tools: the ids are each catalog's own.
     let source =
         table == "logs"
-        ? "(SELECT l.*, f.size, f.mtime_ns, f.tail_offset, f.tail_end, f.tail_hash, f.content_hash "
-            + "FROM logs l LEFT JOIN log_files f ON f.file_id = l.file_id AND f.generation = l.generation) AS joined" : table
+        ? "(SELECT l.*, f.size, f.mtime_ns, f.tail_offset, f.tail_end, f.tail_hash, f.content_hash, s.tools AS tool_set_tools "
+            + "FROM logs l LEFT JOIN log_files f ON f.file_id = l.file_id AND f.generation = l.generation "
+            + "LEFT JOIN tool_sets s ON s.set_id = l.tool_set) AS joined" : table
     let result = try catalog.query("SELECT * FROM \(source) ORDER BY 1, 2")
     let keep = result.columns.indices.filter { !except.contains(result.columns[$0]) }
     return result.rows.map { row in keep.map { row[$0].description } }

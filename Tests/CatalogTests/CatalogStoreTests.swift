@@ -470,47 +470,43 @@ struct CatalogStoreTests {
         try TemporaryDirectory.with { directory in
             let catalog = try Catalog(path: directory.path("catalog.sqlite"))
             _ = try catalog.index(paths: [FixtureLogs.directory.path])
-            // Common tools: newest first from the index, probing each run's calls, no sort.
+            // A call filter: newest first from the index, probing each run's calls, no sort; the
+            // tool not wanted is the run's set of tools, not a probe.
             var common = RunQuery()
             common.tools = ["lookup_order"]
             common.notTools = ["refund_order"]
             common.approval = .granted
             let newest = try catalog.plan(common).joined(separator: "\n")
             #expect(newest.contains("SCAN logs USING INDEX logs_by_start"), "\(newest)")
-            #expect(newest.contains("USING COVERING INDEX calls_by_tool_log (tool=? AND log_id=? AND attempts>?)"), "\(newest)")
+            #expect(newest.contains("SEARCH c USING"), "\(newest)")
             #expect(!newest.contains("TEMP B-TREE"), "\(newest)")
-            // A tool no run executed: driven by its (absent) calls, never a walk over every run.
-            var rare = RunQuery()
-            rare.tools = ["delete_customer"]
-            rare.notTools = ["lookup_order"]
-            let driven = try catalog.plan(rare).joined(separator: "\n")
-            #expect(driven.contains("USING COVERING INDEX calls_by_tool_log (tool=?)"), "\(driven)")
-            #expect(!driven.contains("SCAN logs"), "\(driven)")
-            for plan in [newest, driven] { #expect(!plan.contains("SCAN calls") && !plan.contains("SCAN c"), "\(plan)") }
-            // Both shapes give the same rows, in the same order.
-            for query in [common, rare] {
-                let tool = try #require(query.tools.first)
-                let walked = try catalog.runs(query, shape: .newestFirst).map(\.path)
-                #expect(try catalog.runs(query, shape: .drivenBy(tool: tool)).map(\.path) == walked)
-            }
-            var all = RunQuery()
-            all.tools = ["lookup_order"]
+            // Without call filters, the sets of tools alone: few runs qualify, so they are found
+            // through `logs_by_tool_set` and sorted; walked newest first, no index on the set.
+            var sets = RunQuery()
+            sets.tools = ["lookup_order"]
+            sets.notTools = ["delete_customer"]
+            let driven = try catalog.plan(sets).joined(separator: "\n")
+            #expect(driven.contains("USING INDEX logs_by_tool_set (tool_set=?)"), "\(driven)")
+            #expect(!driven.contains("calls"), "\(driven)")
+            let walked = try catalog.plan(sets, shape: .newestFirst).joined(separator: "\n")
+            #expect(walked.contains("SCAN logs USING INDEX logs_by_start") && !walked.contains("logs_by_tool_set"), "\(walked)")
+            #expect(!walked.contains("calls") && !walked.contains("TEMP B-TREE"), "\(walked)")
+            for plan in [newest, driven, walked] { #expect(!plan.contains("SCAN calls") && !plan.contains("SCAN c"), "\(plan)") }
+            // The shapes give the same rows, in the same order.
+            let found = try catalog.runs(sets, shape: .newestFirst).map(\.path)
+            #expect(!found.isEmpty)
+            #expect(try catalog.runs(sets, shape: .drivenByToolSets).map(\.path) == found)
+            #expect(try catalog.runs(sets, shape: .drivenBy(tool: "lookup_order")).map(\.path) == found)
+            #expect(try catalog.runs(sets).map(\.path) == found)
             #expect(
-                try catalog.runs(all, shape: .drivenBy(tool: "lookup_order")).map(\.path)
-                    == catalog.runs(all, shape: .newestFirst).map(\.path))
-            #expect(try !catalog.runs(all).isEmpty)
-            let history = try catalog.query(
-                "EXPLAIN QUERY PLAN SELECT * FROM case_history WHERE case_id = 'x' ORDER BY started_at_us DESC LIMIT 10")
-            let detail = history.rows.map { $0[3].description }.joined(separator: "\n")
-            #expect(detail.contains("case_results_by_case") || detail.contains("PRIMARY KEY"), "\(detail)")
-            #expect(!detail.contains("SCAN r"), "\(detail)")
-            // A suite's kept results: a case's rows by their index, each identity from its file's
-            // record, never a row of the cached state blobs.
-            let kept = try catalog.query("EXPLAIN QUERY PLAN " + FactCache.keptResultsSQL.replacingOccurrences(of: "?", with: "1"))
-            let keptPlan = kept.rows.map { $0[3].description }.joined(separator: "\n")
-            #expect(keptPlan.contains("check_results_by_case (case_key=?)"), "\(keptPlan)")
-            #expect(keptPlan.contains("SEARCH f USING INTEGER PRIMARY KEY"), "\(keptPlan)")
-            #expect(!keptPlan.contains("facts"), "the rows holding the cached states are not read: \(keptPlan)")
+                try catalog.runs(common, shape: .drivenBy(tool: "lookup_order")).map(\.path)
+                    == catalog.runs(common, shape: .newestFirst).map(\.path))
+            // A tool no run executed: no set qualifies, and nothing is read.
+            var none = RunQuery()
+            none.tools = ["delete_customer"]
+            none.notTools = ["lookup_order"]
+            #expect(try catalog.read { db in try none.toolSets(in: db) } == [])
+            #expect(try catalog.runs(none).isEmpty)
         }
     }
 

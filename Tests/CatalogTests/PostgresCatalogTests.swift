@@ -144,6 +144,11 @@ struct PostgresCatalogTests {
                     """,
                 ])
             try #require(load.status == 0, "\(load.stderr)")
+            // The runs' sets of tools, from the calls loaded; then the planner's statistics of them.
+            try catalog.deriveToolSets()
+            let analyzed = try Subprocess.runBlocking(
+                Subprocess.which("psql") ?? "/usr/bin/psql", [server.url, "-v", "ON_ERROR_STOP=1", "-q", "-c", "ANALYZE"])
+            try #require(analyzed.status == 0, "\(analyzed.stderr)")
 
             var rare = RunQuery()
             rare.tools = ["tool_rare"]
@@ -151,29 +156,37 @@ struct PostgresCatalogTests {
             var common = RunQuery()
             common.tools = ["tool_1"]
             common.notTools = ["tool_rare"]
+            // A rare tool whose runs the filter mostly drops: the few runs of the sets that
+            // qualify, through `logs_by_tool_set`; no call is read.
             let rarePlan = try catalog.plan(rare).joined(separator: "\n")
-            #expect(rarePlan.contains("CTE Scan") && rarePlan.contains("calls_by_tool_log"), "\(rarePlan)")
-            #expect(!rarePlan.contains("Seq Scan on calls"), "\(rarePlan)")
+            #expect(rarePlan.contains("logs_by_tool_set") && !rarePlan.contains("calls"), "\(rarePlan)")
             let commonPlan = try catalog.plan(common).joined(separator: "\n")
-            #expect(commonPlan.contains("logs_by_start") && commonPlan.contains("calls_by_tool_log"), "\(commonPlan)")
-            #expect(!commonPlan.contains("Seq Scan on calls"), "\(commonPlan)")
+            #expect(commonPlan.contains("logs_by_start") && !commonPlan.contains("calls"), "\(commonPlan)")
             // A tool in one run of five, whose runs the filter keeps: the newest 50 are near, so
-            // the runs are walked newest first; one whose runs the filter all drops is driven.
+            // the runs are walked newest first; one whose runs the filter all drops qualifies no
+            // set of tools, and nothing is read.
             var some = RunQuery()
             some.tools = ["tool_some"]
             some.notTools = ["tool_none"]
             let somePlan = try catalog.plan(some).joined(separator: "\n")
-            #expect(somePlan.contains("logs_by_start") && !somePlan.contains("CTE"), "\(somePlan)")
+            #expect(somePlan.contains("logs_by_start") && !somePlan.contains("calls"), "\(somePlan)")
             var dropped = some
             dropped.notTools = ["tool_0"]
-            let droppedPlan = try catalog.plan(dropped).joined(separator: "\n")
-            #expect(droppedPlan.contains("CTE Scan"), "\(droppedPlan)")
+            #expect(try catalog.read { db in try dropped.toolSets(in: db) } == [])
             #expect(try catalog.runs(dropped).isEmpty)
-            // The two shapes give the same runs, and some runs match.
+            // With a call filter, the runs are found through their calls, and the sets of tools
+            // still answer --not-tool.
+            var approved = rare
+            approved.approval = RunQuery.ApprovalFilter.none
+            let approvedPlan = try catalog.plan(approved).joined(separator: "\n")
+            #expect(approvedPlan.contains("calls_by_tool_log") && !approvedPlan.contains("Seq Scan on calls"), "\(approvedPlan)")
+            #expect(try catalog.runs(approved) == catalog.runs(rare))
+            // The shapes give the same runs, and some runs match.
             for query in [rare, common, some] {
-                let driven = try catalog.runs(query, shape: .drivenBy(tool: query.tools[0]))
+                let driven = try catalog.runs(query, shape: .drivenByToolSets)
                 #expect(!driven.isEmpty)
                 #expect(try catalog.runs(query, shape: .newestFirst) == driven)
+                #expect(try catalog.runs(query, shape: .drivenBy(tool: query.tools[0])) == driven)
             }
             let rareRuns = try catalog.runs(rare)
             #expect(rareRuns.allSatisfy { ($0.runId.flatMap { Int($0.dropFirst(4)) } ?? 1) % 4 == 0 })

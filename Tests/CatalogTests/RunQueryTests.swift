@@ -31,6 +31,7 @@ struct RunQueryTests {
         let chosen = try catalog.runs(query).map(\.path).sorted()
         #expect(try catalog.runs(query, shape: .newestFirst).map(\.path).sorted() == chosen)
         for tool in query.tools { #expect(try catalog.runs(query, shape: .drivenBy(tool: tool)).map(\.path).sorted() == chosen) }
+        if query.usesToolSets { #expect(try catalog.runs(query, shape: .drivenByToolSets).map(\.path).sorted() == chosen) }
         return chosen
     }
 
@@ -109,6 +110,153 @@ struct RunQueryTests {
             var byStatus = RunQuery()
             byStatus.statuses = [.damaged, .torn]
             #expect(try catalog.runs(byStatus).map(\.path).sorted() == [damaged, torn])
+        }
+    }
+
+    /// The run's calls of `tool` at `step` made calls of `renamed` (a tool its start declares).
+    static func renameCalls(in run: inout SyntheticCorpus.Run, atStep step: Int, to renamed: String) {
+        for index in run.events.indices where run.events[index].step == step {
+            switch run.events[index].payload {
+            case .decisionMade(var decision):
+                if case .valid(.toolCalls(let calls)) = decision.outcome {
+                    decision.outcome = .valid(.toolCalls(calls.map { ToolCall(id: $0.id, name: renamed, arguments: $0.arguments) }))
+                }
+                run.events[index].payload = .decisionMade(decision)
+            case .verdictGiven(var verdict):
+                verdict.tool = renamed
+                run.events[index].payload = .verdictGiven(verdict)
+            case .toolIntended(var intent):
+                intent.tool = renamed
+                run.events[index].payload = .toolIntended(intent)
+            case .toolCompleted(var result):
+                result.tool = renamed
+                run.events[index].payload = .toolCompleted(result)
+            default: break
+            }
+        }
+    }
+
+    @Test(
+        "a run's set of tools holds a tool called only before the calls a long log's read wrote out, also when the log grew and was read on",
+        arguments: CatalogStoreKind.allCases)
+    func toolSetAcrossDroppedCallsAndResume(store: CatalogStoreKind) async throws {
+        try await store.withCatalog { directory, location in
+            // More calls than a read holds: the first are written out and dropped from the
+            // state, the resume point saved after them. Step 1's call alone is of tool_3.
+            let log = directory.path("long.jsonl.gz")
+            let growing = try GrowingLog(at: log, seed: 5, steps: Catalog.callsHeldInMemory + 60) { run in
+                Self.renameCalls(in: &run, atStep: 1, to: "tool_3")
+            }
+            let cut = growing.run.events.count - 120
+            try growing.record(0..<cut)
+            let catalog = try Catalog(path: location)
+            defer { try? catalog.close() }
+            #expect(try catalog.index(log: log).status == .torn)
+            func paths(tools: [String] = [], notTools: [String] = []) throws -> [String] {
+                var query = RunQuery()
+                (query.tools, query.notTools) = (tools, notTools)
+                return try Self.paths(query, in: catalog)
+            }
+            #expect(try paths(tools: ["tool_3"]) == [Catalog.absolute(log)])
+            // The resume point carries the dropped calls' tools.
+            let resume = try #require(try catalog.query("SELECT resume FROM logs").rows.first?.first)
+            guard case .blob(let bytes) = resume else {
+                Issue.record("no resume point: \(resume)")
+                return
+            }
+            #expect(String(decoding: bytes, as: UTF8.self).contains(#""dropped_tools":["tool_0","tool_1","tool_2","tool_3"]"#))
+
+            try growing.finish(from: cut)
+            #expect(try catalog.index(log: log).change == .grew)
+            #expect(try paths(tools: ["tool_3"]) == [Catalog.absolute(log)])
+            #expect(try paths(notTools: ["tool_3"]) == [])
+            #expect(try paths(tools: ["tool_0"], notTools: ["tool_3"]) == [])
+            #expect(try paths(tools: ["tool_0", "tool_3"], notTools: ["tool_4"]) == [Catalog.absolute(log)])
+            let fresh = try Catalog(path: directory.path("fresh.sqlite"))
+            _ = try fresh.index(log: log)
+            let (grown, whole) = (try rows(catalog, "logs"), try rows(fresh, "logs"))
+            #expect(grown == whole, "\(zip(grown.first ?? [], whole.first ?? []).filter { $0 != $1 })")
+            #expect(
+                try catalog.query("SELECT s.tools FROM logs l JOIN tool_sets s ON s.set_id = l.tool_set").rows
+                    == [[.text(#"["tool_0","tool_1","tool_2","tool_3"]"#)]])
+        }
+    }
+
+    @Test(
+        "a catalog of schema 13 gets each run's set of tools from its calls, and the runs query answers as before; push carries sets by their tools",
+        arguments: CatalogStoreKind.allCases)
+    func toolSetsMigratedAndPushed(store: CatalogStoreKind) async throws {
+        try await store.withCatalog { directory, location in
+            // Three runs as a schema 13 catalog held them: one executed a and b, one a (its b
+            // was denied: no attempt), one none of its calls.
+            var rows = ""
+            for run in 1...3 {
+                rows += """
+                    INSERT INTO log_files (file_id, path, generation, size, mtime_ns, tail_offset, tail_end, tail_hash)
+                    VALUES (\(run), '/logs/\(run).jsonl.gz', 1, 100, 0, 0, 0, '');
+                    INSERT INTO logs (log_id, path, file_id, generation, status, run_id, started_at_us, stop_reason, events, steps,
+                        decisions, invalid_decisions, tool_calls, executed_calls, denied_calls, failed_calls, input_tokens, output_tokens,
+                        cost_usd, anomalies, indexed_at_us)
+                    VALUES (\(run), '/logs/\(run).jsonl.gz', \(run), 1, 'intact', 'run-\(run)', \(run), 'success', 0, 0, 0, 0, 0, 0, 0,
+                        0, 0, 0, 0, 0, 0);
+
+                    """
+            }
+            rows += """
+                INSERT INTO calls (log_id, ordinal, run_id, step, call_id, tool, arguments, attempts, duration_us) VALUES
+                    (1, 0, 'run-1', 1, 'c0', 'b', '{}', 1, 0), (1, 1, 'run-1', 2, 'c1', 'a', '{}', 2, 0),
+                    (1, 2, 'run-1', 3, 'c2', 'a', '{}', 1, 0),
+                    (2, 0, 'run-2', 1, 'c0', 'a', '{}', 1, 0), (2, 1, 'run-2', 2, 'c1', 'b', '{}', 0, 0),
+                    (3, 0, 'run-3', 1, 'c0', 'b', '{}', 0, 0);
+
+                """
+            switch store {
+            case .sqlite:
+                let schema = CatalogSchema.migrations.prefix(13).joined(separator: "\n") + "\nPRAGMA user_version = 13;\n" + rows
+                let made = try await Subprocess.run("/usr/bin/env", ["sqlite3", location, schema])
+                try #require(made.status == 0, "\(made.stderr)")
+            case .postgres:
+                let schema =
+                    PostgresSchema.migrations.prefix(13).joined(separator: "\n")
+                    + "\nCREATE TABLE agent_eval_schema (version INTEGER NOT NULL); INSERT INTO agent_eval_schema VALUES (13);\n" + rows
+                let made = try Subprocess.runBlocking(
+                    Subprocess.which("psql") ?? "/usr/bin/psql", [location, "-v", "ON_ERROR_STOP=1", "-q", "-c", schema])
+                try #require(made.status == 0, "\(made.stderr)")
+            }
+            let catalog = try Catalog(path: location)
+            defer { try? catalog.close() }
+            #expect(
+                try catalog.query("SELECT l.path, s.tools FROM logs l JOIN tool_sets s ON s.set_id = l.tool_set ORDER BY l.path").rows
+                    == [
+                        [.text("/logs/1.jsonl.gz"), .text(#"["a","b"]"#)], [.text("/logs/2.jsonl.gz"), .text(#"["a"]"#)],
+                        [.text("/logs/3.jsonl.gz"), .text("[]")],
+                    ])
+            #expect(
+                try catalog.query("SELECT m.tool, s.tools FROM tool_set_members m JOIN tool_sets s USING (set_id) ORDER BY 1, 2").rows
+                    == [[.text("a"), .text(#"["a","b"]"#)], [.text("a"), .text(#"["a"]"#)], [.text("b"), .text(#"["a","b"]"#)]])
+            func paths(_ catalog: Catalog, tools: [String] = [], notTools: [String] = []) throws -> [String] {
+                var query = RunQuery()
+                (query.tools, query.notTools) = (tools, notTools)
+                return try Self.paths(query, in: catalog)
+            }
+            let expected: [([String], [String], [String])] = [
+                (["a"], [], ["/logs/1.jsonl.gz", "/logs/2.jsonl.gz"]), (["b"], [], ["/logs/1.jsonl.gz"]),
+                ([], ["b"], ["/logs/2.jsonl.gz", "/logs/3.jsonl.gz"]), (["a"], ["b"], ["/logs/2.jsonl.gz"]),
+                ([], ["a", "b"], ["/logs/3.jsonl.gz"]), (["a", "b"], [], ["/logs/1.jsonl.gz"]), (["b"], ["a"], []),
+            ]
+            for (tools, notTools, answer) in expected {
+                #expect(try paths(catalog, tools: tools, notTools: notTools) == answer, "--tool \(tools) --not-tool \(notTools)")
+            }
+            // Pushed into a catalog whose dictionary already numbers another set first.
+            let target = try Catalog(path: directory.path("target.sqlite"))
+            defer { try? target.close() }
+            _ = try target.index(paths: [FixtureLogs.directory.appendingPathComponent("support-sample.jsonl.gz").path])
+            #expect(try catalog.push(to: target).logs == 3)
+            for (tools, notTools, answer) in expected {
+                #expect(
+                    try paths(target, tools: tools, notTools: notTools).filter { $0.hasPrefix("/logs/") } == answer,
+                    "pushed: --tool \(tools) --not-tool \(notTools)")
+            }
         }
     }
 }
