@@ -17,8 +17,7 @@ enum CatalogSchema {
     /// call filters) is then a look at the run's row, not a probe of its calls per candidate: the
     /// sets that qualify are found in the small dictionary first. Filled here from the calls of
     /// every indexed log (`toolSetsFromCalls`).
-    static let version14 =
-        """
+    static let version14 = """
         CREATE TABLE tool_sets (
             set_id INTEGER PRIMARY KEY,
             tools TEXT NOT NULL UNIQUE
@@ -30,7 +29,7 @@ enum CatalogSchema {
         ) STRICT, WITHOUT ROWID;
         ALTER TABLE logs ADD COLUMN tool_set INTEGER REFERENCES tool_sets (set_id);
 
-        """ + toolSetsFromCalls + """
+        \(toolSetsFromCalls)
 
         CREATE INDEX logs_by_tool_set ON logs (tool_set, started_at_us);
         """

@@ -80,9 +80,8 @@ public struct RunQuery: Sendable, Hashable {
     /// The sets of tools that qualify (hold every `setTools`, none of `notTools`), by id: the
     /// statement that lists them, for a dictionary of any size.
     var qualifyingToolSets: (sql: String, arguments: [CatalogValue]) {
-        let unwanted =
-            notTools.isEmpty
-            ? "" : " AND NOT EXISTS (SELECT 1 FROM tool_set_members u WHERE u.tool IN (\(SQLList.placeholders(notTools.count))) AND u.set_id = s.set_id)"
+        let members = "SELECT 1 FROM tool_set_members u WHERE u.tool IN (\(SQLList.placeholders(notTools.count)))"
+        let unwanted = notTools.isEmpty ? "" : " AND NOT EXISTS (\(members) AND u.set_id = s.set_id)"
         guard let first = setTools.first else {
             return ("SELECT s.set_id FROM tool_sets s WHERE TRUE\(unwanted)", notTools.map { .text($0) })
         }
