@@ -207,10 +207,10 @@ extension Catalog {
                 ended_at_us = NULL, stop_reason = NULL, stop_limit = NULL, events = 0, steps = 0, decisions = 0,
                 invalid_decisions = 0, tool_calls = 0, executed_calls = 0, denied_calls = 0, failed_calls = 0, input_tokens = 0,
                 output_tokens = 0, cost_usd = 0, anomalies = 0, indexed_at_us = ?, resume = NULL, forked_from = NULL,
-                fork_step = NULL, seen_on = ?, tool_set = NULL
+                fork_step = NULL, seen_on = ?, tool_set = ?
             WHERE log_id = ?
             """,
-            [file?.id, file?.generation, problem, nowUs(), seenOn, logId])
+            [file?.id, file?.generation, problem, nowUs(), seenOn, try ToolSets().id(of: [], in: db), logId])
         return IndexedLog(
             path: path, change: known == nil ? .added : .reindexed, status: .damaged, problem: problem, eventsRead: 0,
             problemCode: "catalog.store_failed")
@@ -409,20 +409,46 @@ struct PreparedLog: Sendable {
     var indexed: IndexedLog
 }
 
+/// What the calls and decisions a long log's read drops from its state (written out as rows,
+/// or counted) leave to the run's row: the tools of its executed calls (`logs.tool_set`) and the
+/// steps it decided in (`logs.steps`). The counters are the state's own (`RunState.counters`).
+struct DroppedFromState: Sendable, Hashable {
+    var tools: Set<String> = []
+    /// Steps the dropped decisions were made in.
+    var decisionSteps = 0
+    /// The step of the last dropped decision.
+    var lastDecisionStep: Int?
+
+    /// Counts the steps of `decisions`, about to be dropped.
+    mutating func count(_ decisions: [DecisionRecord]) {
+        for decision in decisions where decision.step != lastDecisionStep {
+            decisionSteps += 1
+            lastDecisionStep = decision.step
+        }
+    }
+
+    /// The run's steps decided in (`RunState.decisionStepCount`), with `decisions` held still.
+    func decisionSteps(with decisions: [DecisionRecord]) -> Int {
+        var copy = self
+        copy.count(decisions)
+        return copy.decisionSteps
+    }
+}
+
 /// Where a later index picks up a log that grows: a member's start, the chain just before it,
 /// and the (pruned) state folded from everything before it.
 struct ResumePoint: JSONRepresentable, Sendable {
     var position: LogReader.Position
     /// The ordinal of `state.calls[0]`: calls before it were written out and dropped.
     var callBase: Int
-    /// The tools of the executed calls among those dropped, for the run's set (`logs.tool_set`).
-    var droppedTools: Set<String>
+    /// What the calls and decisions dropped from `state` leave to the run's row.
+    var dropped: DroppedFromState
     var state: RunState
 
-    init(position: LogReader.Position, callBase: Int, droppedTools: Set<String>, state: RunState) {
+    init(position: LogReader.Position, callBase: Int, dropped: DroppedFromState, state: RunState) {
         self.position = position
         self.callBase = callBase
-        self.droppedTools = droppedTools
+        self.dropped = dropped
         self.state = state
     }
 
@@ -434,6 +460,8 @@ struct ResumePoint: JSONRepresentable, Sendable {
         var run: String?
         var callBase: Int?
         var droppedTools: [String]?
+        var droppedSteps: Int?
+        var lastDroppedStep: Int?
         var counters: RunCounters?
         var state: RunState?
         try scanner.readObject { scanner, key in
@@ -445,6 +473,8 @@ struct ResumePoint: JSONRepresentable, Sendable {
             case "run": run = try scanner.read()
             case "call_base": callBase = try scanner.read()
             case "dropped_tools": droppedTools = try scanner.readArray { try $0.readString() }
+            case "dropped_decision_steps": droppedSteps = try scanner.read()
+            case "last_dropped_decision_step": lastDroppedStep = try scanner.readOptional()
             case "counters": counters = try Self.counters(from: &scanner)
             case "state": state = try RunState(snapshot: &scanner)
             default: try scanner.skipValue()
@@ -454,9 +484,16 @@ struct ResumePoint: JSONRepresentable, Sendable {
             memberOffset: try required(offset, "member_offset"), memberIndex: try required(index, "member_index"),
             sequence: try required(sequence, "seq"), previousHash: try required(previous, "prev"), runId: try required(run, "run"))
         self.callBase = try required(callBase, "call_base")
-        // A point saved before schema 14 did not keep the dropped calls' tools: with calls
-        // dropped, it is no place to pick up from (the log is read from its start).
-        self.droppedTools = Set(self.callBase == 0 ? droppedTools ?? [] : try required(droppedTools, "dropped_tools"))
+        // A point saved before schema 14 did not keep what the dropped calls and decisions
+        // leave to the row: with calls dropped, it is no place to pick up from (the log is read
+        // from its start).
+        if self.callBase == 0 {
+            dropped = DroppedFromState()
+        } else {
+            dropped = DroppedFromState(
+                tools: Set(try required(droppedTools, "dropped_tools")),
+                decisionSteps: try required(droppedSteps, "dropped_decision_steps"), lastDecisionStep: lastDroppedStep)
+        }
         var loaded = try required(state, "state")
         // A snapshot's counters are rebuilt from its lists, which no longer hold the dropped
         // calls and decisions: the run's own are kept beside it (before schema 14 they were not,
@@ -473,7 +510,9 @@ struct ResumePoint: JSONRepresentable, Sendable {
         object.set("prev", position.previousHash)
         object.set("run", position.runId)
         object.set("call_base", callBase)
-        object.set("dropped_tools", JSONValue.array(ToolSets.sorted(droppedTools).map { .string($0) }))
+        object.set("dropped_tools", JSONValue.array(ToolSets.sorted(dropped.tools).map { .string($0) }))
+        object.set("dropped_decision_steps", dropped.decisionSteps)
+        object.set("last_dropped_decision_step", dropped.lastDecisionStep)
         object.set("counters", Self.json(of: state.counters))
         object.set("state", state.snapshotJSON)
         return object.json
@@ -528,8 +567,8 @@ struct LogIndexer {
     private var makesFacts = false
     /// The ordinal of `fold.state.calls[0]`.
     private var callBase = 0
-    /// The tools of the executed calls dropped from the state (before `callBase`).
-    private var droppedTools: Set<String> = []
+    /// What the calls and decisions dropped from the state (before `callBase`) leave to the row.
+    private var dropped = DroppedFromState()
     private(set) var eventsRead = 0
     private var damage: String?
     /// The code of the error behind `damage`.
@@ -556,7 +595,7 @@ struct LogIndexer {
         if let resume {
             fold.state = resume.state
             callBase = resume.callBase
-            droppedTools = resume.droppedTools
+            dropped = resume.dropped
             members = (storedTailOffset, resume.position.memberOffset)
         }
         if resume == nil { makesFacts = keepsFacts }
@@ -586,7 +625,7 @@ struct LogIndexer {
             memberStart = ResumePoint(
                 position: LogReader.Position(
                     memberOffset: recorded.location.memberOffset, memberIndex: recorded.location.memberIndex, sequence: event.sequence,
-                    previousHash: event.previousHash ?? "", runId: event.runId), callBase: callBase, droppedTools: droppedTools,
+                    previousHash: event.previousHash ?? "", runId: event.runId), callBase: callBase, dropped: dropped,
                 state: fold.state)
         }
         if makesFacts { fold.add(recorded) } else { RunState.reduce(into: &fold.state, event) }
@@ -605,10 +644,11 @@ struct LogIndexer {
         for index in 0..<settled {
             let call = fold.state.calls[index]
             rows.append(row(of: call, ordinal: callBase + index))
-            if call.attempts > 0 { droppedTools.insert(call.tool) }
+            if call.attempts > 0 { dropped.tools.insert(call.tool) }
         }
         fold.state.calls.removeFirst(settled)
         callBase += settled
+        dropped.count(fold.state.decisions)
         fold.state.decisions.removeAll()
         fold.state.contents.removeAll()
         try spill(&rows)
@@ -662,7 +702,7 @@ struct LogIndexer {
                     position: LogReader.Position(
                         memberOffset: summary.tear?.memberOffset ?? stampBefore.size, memberIndex: lastEvent.memberIndex + 1,
                         sequence: lastEvent.sequence + 1, previousHash: summary.lastHash ?? lastEvent.hash, runId: lastEvent.runId),
-                    callBase: callBase, droppedTools: droppedTools, state: fold.state)
+                    callBase: callBase, dropped: dropped, state: fold.state)
             }
         }
         // The identity's bytes: the end of the last complete member before the resume point; for
@@ -681,7 +721,8 @@ struct LogIndexer {
             runId: fold.state.runId, agent: start?.agent.name, agentVersion: start?.agent.version,
             model: start.map { "\($0.model.provider):\($0.model.name)" }, input: start?.goal, startedAtUs: fold.state.startedAtUs,
             endedAtUs: fold.state.stop == nil ? nil : fold.state.lastEventAtUs, stopReason: fold.state.stop?.reason.rawValue,
-            stopLimit: fold.state.stop?.limit?.rawValue, events: fold.state.eventCount, steps: fold.state.decisionStepCount,
+            stopLimit: fold.state.stop?.limit?.rawValue, events: fold.state.eventCount,
+            steps: dropped.decisionSteps(with: fold.state.decisions),
             decisions: fold.state.usage.modelCalls,
             invalidDecisions: fold.state.counters.invalidDecisions, toolCalls: callBase + fold.state.calls.count,
             executedCalls: fold.state.counters.executedCalls, deniedCalls: fold.state.counters.deniedCalls,
@@ -690,7 +731,7 @@ struct LogIndexer {
             costUSD: fold.state.usage.costUSD, anomalies: fold.state.anomalies.count, indexedAtUs: now,
             resume: point.flatMap { isOpen && isSteady ? JSONWriter.encode($0.json) : nil }, forkedFrom: fold.state.forked?.parentRunId,
             forkStep: fold.state.forked?.step, contentHash: isSteady ? contentHash : nil,
-            executedTools: droppedTools.union(fold.state.calls.lazy.filter { $0.attempts > 0 }.map(\.tool)))
+            executedTools: dropped.tools.union(fold.state.calls.lazy.filter { $0.attempts > 0 }.map(\.tool)))
     }
 }
 

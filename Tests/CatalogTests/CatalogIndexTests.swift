@@ -71,6 +71,17 @@ struct GrowingLog {
     }
 }
 
+/// Each run's set of tools as the catalog keeps it (path, then the set's text), checked against
+/// the set its calls rows show: `deriveToolSets` makes that one from the calls, and must find
+/// nothing to change.
+func expectToolSetsFollowCalls(_ catalog: Catalog, sourceLocation: Testing.SourceLocation = #_sourceLocation) throws {
+    let sql = "SELECT l.path, s.tools FROM logs l LEFT JOIN tool_sets s ON s.set_id = l.tool_set ORDER BY l.path"
+    let kept = try catalog.query(sql).rows
+    try catalog.deriveToolSets()
+    #expect(try catalog.query(sql).rows == kept, sourceLocation: sourceLocation)
+    #expect(!kept.contains { $0[1] == .null }, "a run without a set of tools", sourceLocation: sourceLocation)
+}
+
 /// Every row of `table` without the columns that say when it was written.
 /// The rows of `table`, ordered, without the columns that differ between two catalogs of the
 /// same logs (row ids, times, and generations: how often a catalog saw a file change). `logs`
@@ -261,12 +272,17 @@ struct CatalogIndexTests {
                 for path in try Catalog.findLogs([directory.url.path]) { _ = try oneByOne.index(log: path) }
                 #expect(try rows(pipelined, "logs") == rows(oneByOne, "logs"))
                 #expect(try rows(pipelined, "calls") == rows(oneByOne, "calls"))
+                try expectToolSetsFollowCalls(pipelined)
                 return summary
             }
             let first = try indexBothWays()
             #expect(first.logs.count == fixtures.count + Catalog.logsPerTransaction + 13)
             #expect(Set(first.logs.map(\.status)) == [.intact, .torn, .damaged])
             #expect(try pipelined.query("SELECT tool_calls FROM logs WHERE path LIKE '%/long.jsonl.gz'").rows.first?.first?.int ?? 0 > 512)
+            // Its calls and decisions were dropped from the state as it was read: still every step counted.
+            #expect(
+                try pipelined.query("SELECT steps, executed_calls FROM logs WHERE path LIKE '%/long.jsonl.gz'").rows
+                    == [[.integer(Int64(Catalog.callsHeldInMemory + 40)), .integer(Int64(Catalog.callsHeldInMemory + 40))]])
 
             try open.finish(from: 50)
             let second = try indexBothWays()

@@ -507,6 +507,18 @@ struct CatalogStoreTests {
             none.notTools = ["lookup_order"]
             #expect(try catalog.read { db in try none.toolSets(in: db) } == [])
             #expect(try catalog.runs(none).isEmpty)
+            let history = try catalog.query(
+                "EXPLAIN QUERY PLAN SELECT * FROM case_history WHERE case_id = 'x' ORDER BY started_at_us DESC LIMIT 10")
+            let detail = history.rows.map { $0[3].description }.joined(separator: "\n")
+            #expect(detail.contains("case_results_by_case") || detail.contains("PRIMARY KEY"), "\(detail)")
+            #expect(!detail.contains("SCAN r"), "\(detail)")
+            // A suite's kept results: a case's rows by their index, each identity from its file's
+            // record, never a row of the cached state blobs.
+            let kept = try catalog.query("EXPLAIN QUERY PLAN " + FactCache.keptResultsSQL.replacingOccurrences(of: "?", with: "1"))
+            let keptPlan = kept.rows.map { $0[3].description }.joined(separator: "\n")
+            #expect(keptPlan.contains("check_results_by_case (case_key=?)"), "\(keptPlan)")
+            #expect(keptPlan.contains("SEARCH f USING INTEGER PRIMARY KEY"), "\(keptPlan)")
+            #expect(!keptPlan.contains("facts"), "the rows holding the cached states are not read: \(keptPlan)")
         }
     }
 

@@ -226,19 +226,7 @@ struct LogFileRecordTests {
                     """
             }
             try scratch.close()
-            switch store {
-            case .sqlite:
-                let schema = CatalogSchema.migrations.prefix(12).joined(separator: "\n") + "\nPRAGMA user_version = 12;\n" + rows
-                let made = try await Subprocess.run("/usr/bin/env", ["sqlite3", location, schema])
-                try #require(made.status == 0, "\(made.stderr)")
-            case .postgres:
-                let schema =
-                    PostgresSchema.migrations.prefix(12).joined(separator: "\n")
-                    + "\nCREATE TABLE agent_eval_schema (version INTEGER NOT NULL); INSERT INTO agent_eval_schema VALUES (12);\n" + rows
-                let made = try Subprocess.runBlocking(
-                    Subprocess.which("psql") ?? "/usr/bin/psql", [location, "-v", "ON_ERROR_STOP=1", "-q", "-c", schema])
-                try #require(made.status == 0, "\(made.stderr)")
-            }
+            try await store.makeCatalog(at: location, version: 12, rows: rows)
 
             let catalog = try Catalog(path: location)
             defer { try? catalog.close() }

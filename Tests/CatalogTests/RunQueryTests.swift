@@ -179,6 +179,10 @@ struct RunQueryTests {
             #expect(
                 try catalog.query("SELECT s.tools FROM logs l JOIN tool_sets s ON s.set_id = l.tool_set").rows
                     == [[.text(#"["tool_0","tool_1","tool_2","tool_3"]"#)]])
+            // Every step and call counted, though most were dropped before the point it was read on from.
+            let steps = Int64(Catalog.callsHeldInMemory + 60)
+            #expect(try catalog.query("SELECT steps, executed_calls FROM logs").rows == [[.integer(steps), .integer(steps)]])
+            try expectToolSetsFollowCalls(catalog)
         }
     }
 
@@ -210,19 +214,7 @@ struct RunQueryTests {
                     (3, 0, 'run-3', 1, 'c0', 'b', '{}', 0, 0);
 
                 """
-            switch store {
-            case .sqlite:
-                let schema = CatalogSchema.migrations.prefix(13).joined(separator: "\n") + "\nPRAGMA user_version = 13;\n" + rows
-                let made = try await Subprocess.run("/usr/bin/env", ["sqlite3", location, schema])
-                try #require(made.status == 0, "\(made.stderr)")
-            case .postgres:
-                let schema =
-                    PostgresSchema.migrations.prefix(13).joined(separator: "\n")
-                    + "\nCREATE TABLE agent_eval_schema (version INTEGER NOT NULL); INSERT INTO agent_eval_schema VALUES (13);\n" + rows
-                let made = try Subprocess.runBlocking(
-                    Subprocess.which("psql") ?? "/usr/bin/psql", [location, "-v", "ON_ERROR_STOP=1", "-q", "-c", schema])
-                try #require(made.status == 0, "\(made.stderr)")
-            }
+            try await store.makeCatalog(at: location, version: 13, rows: rows)
             let catalog = try Catalog(path: location)
             defer { try? catalog.close() }
             #expect(
@@ -246,7 +238,12 @@ struct RunQueryTests {
             ]
             for (tools, notTools, answer) in expected {
                 #expect(try paths(catalog, tools: tools, notTools: notTools) == answer, "--tool \(tools) --not-tool \(notTools)")
+                // `stats` selects its runs with the sets listed by the statement itself.
+                var query = RunQuery()
+                (query.tools, query.notTools) = (tools, notTools)
+                #expect(try catalog.stats(query).agents.reduce(0) { $0 + $1.runs } == answer.count, "stats: \(tools) \(notTools)")
             }
+            try expectToolSetsFollowCalls(catalog)
             // Pushed into a catalog whose dictionary already numbers another set first.
             let target = try Catalog(path: directory.path("target.sqlite"))
             defer { try? target.close() }
