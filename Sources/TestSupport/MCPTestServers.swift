@@ -21,6 +21,13 @@ public enum MCPTestServers {
         [try await environment() + "/bin/python", scripts.appendingPathComponent("mcp_legacy_server.py").path] + flags
     }
 
+    /// `[python, scripts/mcp_odd_questions_server.py]`: a server of the 2026-07-28 revision only
+    /// (it refuses `initialize`), with no dependencies, whose tools ask questions no policy can
+    /// read, and one (`plain`) that answers at once.
+    public static func modernOnlyServer() async throws -> [String] {
+        [try await environment() + "/bin/python", scripts.appendingPathComponent("mcp_odd_questions_server.py").path]
+    }
+
     /// `mcp-server-time` with UTC as its local zone.
     public static func timeServer() async throws -> [String] {
         [try await environment() + "/bin/mcp-server-time", "--local-timezone", "UTC"]

@@ -396,6 +396,117 @@ struct MCPProxyErasTests {
             ])
     }
 
+    @Test(
+        "with a policy on questions, inputRequests the proxy cannot read (a list, an unknown method, no method) end the call unjudged, never passed on; with none they pass"
+    )
+    func unreadableQuestions() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try """
+        policy:
+          name: questions
+          default: allow
+        input_requests:
+          sampling: deny
+
+        """.write(toFile: directory.path("questions.policy.yaml"), atomically: true, encoding: .utf8)
+        let server = try await PythonEnvironment.mcp.script("mcp_odd_questions_server.py", [])
+        let envelope =
+            #""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#
+        let input =
+            ["ask_list", "ask_unknown", "ask_no_method", "plain"].enumerated().map { number, tool in
+                #"{"jsonrpc":"2.0","id":\#(number + 1),"method":"tools/call","params":{"name":"\#(tool)","arguments":{},\#(envelope)}}"#
+            }.joined(separator: "\n") + "\n"
+        try input.write(toFile: directory.path("requests.jsonl"), atomically: true, encoding: .utf8)
+        /// The proxy's answers by request id, and its log's events. The client's end stays open
+        /// until the four answers came (up to 60 s): a client that hangs up takes no answers.
+        func run(_ flags: [String], log: String) async throws -> ([Int: JSONValue], [Event]) {
+            let proxy = ([try agentEvalBinary(), "mcp-proxy", "--no-catalog", "--log", log] + flags + ["--"] + server)
+                .map(ShellWords.quoted).joined(separator: " ")
+            let script = """
+                : > answers.jsonl
+                (cat requests.jsonl; i=0; while [ $i -lt 600 ] && [ "$(wc -l < answers.jsonl)" -lt 4 ]; do sleep 0.1; i=$((i+1)); done) \\
+                    | \(proxy) > answers.jsonl
+                """
+            let result = try await Subprocess.run("/bin/sh", ["-c", script], in: directory.url)
+            #expect(result.status == 0, "\(result.stderr)")
+            var answers: [Int: JSONValue] = [:]
+            for line in try String(contentsOfFile: directory.path("answers.jsonl"), encoding: .utf8).split(separator: "\n") {
+                let message = try JSONParser.parse(Array(line.utf8))
+                if let id = message["id"]?.intValue { answers[id] = message }
+            }
+            return (answers, try MCPProxyCommandTests.events(directory.path(log)))
+        }
+        let (judged, events) = try await run(["--policy", "questions.policy.yaml"], log: "judged.jsonl.gz")
+        let texts = (1...4).map { judged[$0]?["result"]?["content"]?.arrayValue?.first?["text"]?.stringValue ?? "\(judged[$0] ?? .null)" }
+        #expect(
+            texts == [
+                "agent-eval mcp-proxy refused the server's question: the server's inputRequests on round 1 are an array, not an object "
+                    + "of questions: not judged, so not passed on",
+                "agent-eval mcp-proxy refused the server's question: the server asked for tasks/create (input request \"q\") on round 1: "
+                    + "the policy file judges questions, and this one's method (tasks/create) is not one it knows (input_requests)",
+                "agent-eval mcp-proxy refused the server's question: the server asked for a question that names no method (input request "
+                    + "\"q\") on round 1: the policy file judges questions, and this one's method (none) is not one it knows (input_requests)",
+                "plain answer",
+            ])
+        #expect((1...3).allSatisfy { judged[$0]?["result"]?["isError"] == true && judged[$0]?["result"]?["inputRequests"] == nil })
+        #expect((1...4).allSatisfy { judged[$0]?["result"]?["resultType"] == "complete" })
+        let results = Self.results(events)
+        #expect(["mcp-1", "mcp-2", "mcp-3", "mcp-4"].map { results[$0]?.status } == [.error, .error, .error, .ok])
+        // What the server asked is kept, though it never reached the client.
+        #expect(try Self.rounds(events).map(\.line) == ["mcp-1 1 server", "mcp-2 1 server", "mcp-3 1 server"])
+
+        // No policy on questions: the proxy judges none, and passes them on as they came.
+        let (passed, _) = try await run([], log: "passed.jsonl.gz")
+        #expect((1...3).map { passed[$0]?["result"]?["resultType"] } == ["input_required", "input_required", "input_required"])
+        #expect(passed[1]?["result"]?["inputRequests"]?.arrayValue?.count == 1)
+    }
+
+    @Test(
+        "under agent-eval record, a 3-round call is one verdict, one intent and one result in the run's log with its six rounds, and a denied call never reaches the server"
+    )
+    func roundsInsideRecord() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try Self.transfers.write(toFile: directory.path("transfers.policy.yaml"), atomically: true, encoding: .utf8)
+        let log = directory.path("run.jsonl.gz")
+        let plan: JSONValue = [
+            "mode": "auto",
+            "calls": [
+                ["tool": "transfer", "arguments": ["account": "a", "amount": 5, "rounds": 3]],
+                ["tool": "transfer", "arguments": ["account": "b", "amount": 500, "rounds": 1]],
+                ["tool": "balance", "arguments": ["account": "a"]],
+            ],
+        ]
+        let client = try await PythonEnvironment.mcp.script(
+            "mcp_proxy_client.py",
+            [JSONWriter.encodeString(plan), "--", try agentEvalBinary(), "mcp-proxy", "--policy", "transfers.policy.yaml", "--"]
+                + (try await Self.rounds(directory)))
+        let recorded = try await Subprocess.run(
+            try agentEvalBinary(), ["record", "--no-catalog", "--log", log, "--"] + client, in: directory.url)
+        #expect(recorded.status == 0, "\(recorded.stderr)")
+        let answers = recorded.stdoutText.split(separator: "\n").compactMap { try? JSONParser.parse(Array($0.utf8)) }
+        #expect(
+            answers.dropFirst().map { $0["text"]?.stringValue ?? "\($0)" }.prefix(2) == [
+                "transferred 5 to a after 3 confirmations",
+                "agent-eval policy denied this call: transfers over 100 are made by a person (rule large-transfers)",
+            ])
+        // The proxy wrote into the run record made: its one log.
+        #expect(!FileManager.default.fileExists(atPath: directory.path("runs")))
+        let events = try MCPProxyCommandTests.events(log)
+        #expect(
+            MCPProxyCommandTests.trajectory(events).dropLast() == [
+                "verdict transfer allow", #"intent transfer {"account":"a","amount":5,"rounds":3}"#, "result transfer ok",
+                "verdict transfer deny", "verdict balance allow", #"intent balance {"account":"a"}"#, "result balance ok",
+            ])
+        #expect(
+            try Self.rounds(events).map(\.line) == [
+                "mcp-1 1 server", "mcp-1 2 client", "mcp-1 2 server", "mcp-1 3 client", "mcp-1 3 server", "mcp-1 4 client",
+            ])
+        #expect(MCPProxyCommandTests.journal(directory) == ["transfer a 5"], "the denied transfer never reached the server")
+        #expect(try await agentEval(["log", "verify", log]).status == 0)
+    }
+
     @Test("input_requests with a mistake: exit 2, each error at its line and column")
     func questionsMistaken() async throws {
         let directory = try TemporaryDirectory()

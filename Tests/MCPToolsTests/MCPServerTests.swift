@@ -95,6 +95,26 @@ struct MCPServerTests {
         await connection.close()
     }
 
+    @Test(
+        "a server of the 2026-07-28 revision only (it refuses initialize) is found by the probe; a call that asks for input is an error that says so",
+        .tags(.python), .needsPython)
+    func modernOnlyServer() async throws {
+        let connection = try await MCPServers().connect(Self.settings("modern", try await MCPTestServers.modernOnlyServer()))
+        #expect((connection as? MCPConnection)?.era == .stateless)
+        #expect(connection.identity.protocolVersion == "2026-07-28")
+        #expect(connection.identity.serverName == "odd-questions-server")
+        #expect(connection.tools.map(\.name) == ["ask_list", "ask_unknown", "ask_no_method", "plain"])
+        let plain = try await connection.invoke(Self.request("plain"))
+        #expect(plain.status == .ok, "\(plain.error ?? "")")
+        #expect(plain.output?["content"]?.arrayValue?.first?["text"] == "plain answer")
+        #expect(plain.output?["resultType"] == nil)
+        let asked = try await connection.invoke(Self.request("ask_unknown"))
+        #expect(asked.status != .ok)
+        let said = "MCP server \"modern\" asked for input before it would answer (tasks/create)"
+        #expect(asked.error?.contains(said) == true, "\(asked.error ?? "")")
+        await connection.close()
+    }
+
     @Test("mcp-server-git on a repository the test makes: the log of its one commit", .tags(.python), .needsPython)
     func gitServer() async throws {
         let directory = try TemporaryDirectory()

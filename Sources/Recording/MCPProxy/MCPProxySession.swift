@@ -448,8 +448,9 @@ actor MCPProxySession {
                     )
                     : nil)
             guard let refusal else { continue }
+            let what = method.isEmpty ? "a question that names no method" : method
             let error =
-                "the server asked for \(method) (input request \"\(question.key)\") on round \(call.round): \(refusal.reason) (\(refusal.rule))"
+                "the server asked for \(what) (input request \"\(question.key)\") on round \(call.round): \(refusal.reason) (\(refusal.rule))"
             await recordEnd(of: call, status: .error, error: error)
             await answerClient(id: call.requestId, toolError: "agent-eval mcp-proxy refused the server's question: \(error)")
             return
