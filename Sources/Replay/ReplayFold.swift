@@ -25,13 +25,35 @@ public struct ReplayFold: Sendable {
     /// A long log's outputs go back to the log as the fold passes them (read back when looked at).
     private var stored: StoredOutputs
     private var current: ReplayStep?
+    /// Whether the fold holds only the open part of the run (see `init`).
+    public let settles: Bool
+    /// What a settling fold dropped from its state: `state` and this are the run's state.
+    public private(set) var settled = SettledRun()
+    /// Set when a settling fold met an event that names a call it dropped (or a user turn after
+    /// it dropped something): its state is no longer the open part of the run's, and the log is
+    /// to be folded again by a fold that does not settle. The fold settles nothing more.
+    public private(set) var needsWholeState = false
+
+    /// A settling fold drops the settled front of its state's lists when a step ends with at
+    /// least this many elements in them.
+    static let settlesFrom = 64
 
     /// `minimumLogBytes`: the size from which a log's outputs go back to it
     /// (`StoredOutputs.minimumLogBytes`; 0 for a fold kept while its log grows, `ReplayFollower`).
-    public init(log: String, keepsEvents: Bool = true, minimumLogBytes: Int = StoredOutputs.minimumLogBytes) {
+    /// `settles`: at the end of a step, drop from the state the calls that are done (their step
+    /// ended, every attempt has its result, none waits for approval) and every decision, content
+    /// reference and anomaly, keeping only their chains (`StateDigester.settle`) and what the
+    /// summaries need (`settled`): a fold that follows a long run holds what is open, not the
+    /// run (`ReplayFollower`). Every digest is checked as by a fold that keeps all; `state` is
+    /// then the open part, and `StateSummary(_:settled:)` the whole run's counts.
+    public init(log: String, keepsEvents: Bool = true, minimumLogBytes: Int = StoredOutputs.minimumLogBytes, settles: Bool = false) {
         stored = StoredOutputs(log: log, minimumLogBytes: minimumLogBytes)
         self.keepsEvents = keepsEvents
+        self.settles = settles
     }
+
+    /// The counters of the whole run's state (the open part's and what was settled).
+    public var summary: StateSummary { StateSummary(state, settled: settled) }
 
     /// Why reading an output back from the log failed, if it did: the state is then incomplete.
     public var storeFailure: LogError? { stored.store?.failure }
@@ -45,7 +67,7 @@ public struct ReplayFold: Sendable {
     /// Ends the step being folded, with the state's counters at its end; nil when none is.
     public mutating func finishStep() -> ReplayStep? {
         guard var step = current else { return nil }
-        step.after = StateSummary(state)
+        step.after = summary
         current = nil
         stepsReplayed += 1
         return step
@@ -55,8 +77,8 @@ public struct ReplayFold: Sendable {
     public mutating func add(_ recorded: RecordedEvent) {
         let event = recorded.event
         if current == nil {
-            let summary = StateSummary(state)
-            current = ReplayStep(step: event.step, events: [], before: summary, after: summary, digests: [], problems: [])
+            let before = summary
+            current = ReplayStep(step: event.step, events: [], before: before, after: before, digests: [], problems: [])
         }
         var problems = StepProblem.problems(of: event)
         if case .stepEnded(let ended) = event.payload {
@@ -72,12 +94,22 @@ public struct ReplayFold: Sendable {
                             + "\(check.computed.prefix(19))…: the log was written by code whose fold differs from this one"))
             }
         }
+        if settled.mayTouch(event) { needsWholeState = true }
         let anomaliesBefore = state.anomalies.count
         let change = RunState.reduce(into: &state, event)
         digester.track(change)
         stored.folded(recorded, change: change, into: &state)
         for anomaly in state.anomalies[anomaliesBefore...] {
             problems.append(StepProblem(kind: .anomaly, sequence: anomaly.sequence, message: anomaly.message))
+        }
+        if settles, !needsWholeState, case .stepEnded = event.payload,
+            state.calls.count + state.decisions.count + state.contents.count + state.anomalies.count >= Self.settlesFrom
+        {
+            let done = state.calls.prefix { !$0.isAwaitingApproval && $0.attempts == $0.results.count }.count
+            if let dropped = digester.settle(&state, calls: done) {
+                settled.add(dropped)
+                stored.settled(calls: done)
+            }
         }
         if keepsEvents {
             current?.events.append(recorded)

@@ -11,9 +11,12 @@ public import TraceLog
 /// new: the fold as it was at the start of the last member read is kept with that member's
 /// position, and the next read goes on from there (the member may have been open, and has
 /// grown since). What it gives is what a `Replayer` reading the whole log gives — the same
-/// steps, the same state, the same digests checked — without the cost of the whole log each time:
+/// steps, the same digests checked, the same state — without the cost of the whole log each time:
 /// a page that follows a run (`agent-eval serve`) reads about one member per change, and holds
-/// one fold, whatever the length of the run.
+/// one fold of the run's open part (`ReplayFold(settles:)`), whatever the length of the run. The
+/// state it gives is that open part, and `Replayer.Result.settled` what was dropped from it
+/// (with it, the whole run's counts and summary); an event that names a dropped call (an id
+/// proposed again, a late result) makes it fold the log again from its start, keeping all.
 ///
 ///     var follower = ReplayFollower(path: path)
 ///     let result = try follower.read(restarting: { shown.removeAll() }) { step, _, _ in shown[step.step] = step }
@@ -44,6 +47,13 @@ public struct ReplayFollower: Sendable {
     private var identity: (device: UInt64, inode: UInt64)?
     /// How many reads began at the log's start (for tests and benchmarks).
     public private(set) var readsFromStart = 0
+    /// Whether the fold settles (`ReplayFold(settles:)`): it holds the open part of the run, not
+    /// the run. Off for good once an event named a call it had dropped: the log is then folded
+    /// again whole, as it is from then on.
+    public private(set) var settles = true
+
+    /// Met by a settling fold that cannot go on (`ReplayFold.needsWholeState`).
+    private struct NeedsWholeState: Error {}
 
     /// Member starts at most this far before the file's end (as it was when a read began), or
     /// twice the largest member read so far if that is more, are where a copy of the fold is
@@ -70,13 +80,31 @@ public struct ReplayFollower: Sendable {
                 return try read(from: kept, fileSize: found.size, body)
             } catch is LogError {
                 // Read again from the start, which says what is wrong if something is.
+            } catch is NeedsWholeState {
+                return try readWhole(fileSize: found.size, restarting: restarting, body)
             }
         }
         checkpoint = nil
         identity = found.map { ($0.device, $0.inode) }
         if readsFromStart > 0 { restarting() }
         readsFromStart += 1
-        return try read(from: nil, fileSize: found?.size ?? 0, body)
+        do {
+            return try read(from: nil, fileSize: found?.size ?? 0, body)
+        } catch is NeedsWholeState {
+            return try readWhole(fileSize: found?.size ?? 0, restarting: restarting, body)
+        }
+    }
+
+    /// Folds the log again from its start without settling, after a settling fold met an event it
+    /// could not fold as the whole state would (the steps handed out come again).
+    private mutating func readWhole(
+        fileSize: Int, restarting: () -> Void, _ body: (_ step: ReplayStep, _ ordinal: Int, _ state: RunState) throws -> Void
+    ) throws -> Replayer.Result {
+        settles = false
+        checkpoint = nil
+        restarting()
+        readsFromStart += 1
+        return try read(from: nil, fileSize: fileSize, body)
     }
 
     private mutating func read(
@@ -84,9 +112,9 @@ public struct ReplayFollower: Sendable {
     ) throws
         -> Replayer.Result
     {
-        // Kept for as long as the log is followed, and growing with it: its outputs go back to
-        // the log whatever its size, as a long log's do.
-        var fold = kept?.fold ?? ReplayFold(log: path, minimumLogBytes: 0)
+        // Kept for as long as the log is followed: it holds the open part of the run (it
+        // settles), and its outputs go back to the log whatever its size, as a long log's do.
+        var fold = kept?.fold ?? ReplayFold(log: path, minimumLogBytes: 0, settles: settles)
         var endIsSigned = kept?.endIsSigned ?? false
         var packets = kept?.position.packets ?? ContextPacketResolver()
         var member = kept?.position.memberIndex
@@ -110,6 +138,7 @@ public struct ReplayFollower: Sendable {
             }
             if fold.startsNewStep(recorded.event), let step = fold.finishStep() { try body(step, fold.stepsReplayed - 1, fold.state) }
             fold.add(recorded)
+            if fold.needsWholeState { throw NeedsWholeState() }
             // The packet made whole (as the reader made it) is what the next delta builds on.
             if case .contextBuilt = recorded.event.payload { _ = try? packets.resolve(recorded.event) }
             endIsSigned = recorded.event.isFinalSignature
@@ -130,6 +159,7 @@ public struct ReplayFollower: Sendable {
         if let failure = fold.storeFailure { throw failure }
         checkpoint = latest
         result.state = ended.state
+        result.settled = ended.settled
         result.digestsChecked = ended.digestsChecked
         result.digestMismatches = ended.digestMismatches
         result.stepsReplayed = ended.stepsReplayed

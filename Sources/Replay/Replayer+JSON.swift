@@ -33,7 +33,7 @@ extension Replayer.Result {
         verification.set("tear", read.tear.map { "\($0)" })
         verification.set("end_signed", endIsSigned)
         return [
-            ("run_id", state.runId.map { .string($0) } ?? .null), ("final_state", StateSummary(state).json),
+            ("run_id", state.runId.map { .string($0) } ?? .null), ("final_state", StateSummary(state, settled: settled).json),
             ("verification", verification.json),
         ]
     }

@@ -19,8 +19,10 @@ public struct Replayer: Sendable {
 
     /// What a replay found overall.
     public struct Result: Sendable {
-        /// The state after the last event replayed.
+        /// The state after the last event replayed (a settling fold's open part: see `settled`).
         public var state: RunState
+        /// What a settling fold dropped from `state` (`ReplayFollower`); empty for a replay.
+        public var settled = SettledRun()
         public var read: ReadSummary
         public var digestsChecked = 0
         public var digestMismatches: [DigestCheck] = []

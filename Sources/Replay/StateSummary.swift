@@ -57,6 +57,16 @@ public struct StateSummary: Sendable, Hashable {
         limit = state.limitFired
     }
 
+    /// The summary of a whole run from the open part a settling fold holds (`state`) and what it
+    /// dropped (`settled`).
+    public init(_ state: RunState, settled: SettledRun) {
+        self.init(state)
+        decisions += settled.decisions
+        calls += settled.calls
+        contents += settled.contents
+        anomalies += settled.anomalies
+    }
+
     public var totalTokens: Int { inputTokens + outputTokens }
 
     /// The summary as JSON (replay's `--json`).

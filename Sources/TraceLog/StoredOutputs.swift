@@ -104,6 +104,19 @@ public struct StoredOutputs: Sendable {
         }
     }
 
+    /// Notes that the fold dropped its state's first `count` calls (`StateDigester.settle`): their
+    /// outputs are gone with them, and the others' places move up.
+    public mutating func settled(calls count: Int) {
+        guard count > 0 else { return }
+        pending = pending[pendingStart...].compactMap { output in
+            guard output.call >= count else { return nil }
+            var moved = output
+            moved.call -= count
+            return moved
+        }
+        pendingStart = 0
+    }
+
     /// Lets go of the outputs of the members before the current one.
     private mutating func release(into state: inout RunState) {
         guard let memberIndex, let store else { return }

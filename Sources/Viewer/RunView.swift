@@ -111,7 +111,7 @@ public struct RunView: Sendable {
             }
             var object = JSONObject([("steps", .array(steps))])
             for (key, value) in result.tailMembers { object[key] = value }
-            object["summary"] = summary(of: result.state)
+            object["summary"] = summary(of: result.state, settled: result.settled)
             if describesFork, let forked = result.state.forked { object["fork"] = fork(forked, log: path, readsParent: readsParent) }
             let children = result.state.runId.map(forks) ?? []
             if !children.isEmpty {
@@ -258,20 +258,20 @@ public struct RunView: Sendable {
     }
 
     /// Per tool: calls proposed, executed, denied, attempts, failed attempts and durations
-    /// (total, median, slowest), in tool-name order.
-    static func summary(of state: RunState) -> JSONValue {
-        var byTool: [String: [ToolCallRecord]] = [:]
-        for call in state.calls { byTool[call.tool, default: []].append(call) }
+    /// (total, median, slowest), in tool-name order. `settled`: what a settling fold dropped
+    /// from `state` (a followed log's, `ReplayFollower`).
+    static func summary(of state: RunState, settled: SettledRun = SettledRun()) -> JSONValue {
+        let byTool = ToolTally.byTool(state.calls, settled: settled)
         let tools = byTool.keys.sorted().map { tool -> JSONValue in
-            let calls = byTool[tool] ?? []
-            let durations = calls.flatMap { $0.results.map(\.durationUs) }.sorted()
+            let tally = byTool[tool] ?? ToolTally()
+            let durations = tally.durations.sorted()
             var object = ObjectBuilder()
             object.set("tool", tool)
-            object.set("calls", calls.count)
-            object.set("executed", calls.count { $0.isExecuted })
-            object.set("denied", calls.count { $0.isDenied })
+            object.set("calls", tally.calls)
+            object.set("executed", tally.executed)
+            object.set("denied", tally.denied)
             object.set("attempts", durations.count)
-            object.set("failed_attempts", calls.reduce(0) { $0 + $1.failedAttempts })
+            object.set("failed_attempts", tally.failedAttempts)
             object.set("total_us", durations.reduce(0, +))
             object.set("p50_us", durations.isEmpty ? nil : durations[(durations.count - 1) / 2])
             object.set("max_us", durations.last)

@@ -8,12 +8,17 @@ import Crypto
 /// only an accelerator. It recognises an unchanged call by its id and `revision`, which the
 /// fold bumps whenever it changes the call, and the append-only lists by their count.
 public struct StateDigester: Sendable, StateListEncoder {
-    /// Hash chains over the append-only lists: `chains[i]` covers elements `0...i`.
-    private var decisionChain: [String] = []
-    private var contentChain: [String] = []
-    private var anomalyChain: [String] = []
-    private var userTurnChain: [String] = []
+    /// The chains over the append-only lists: only the last link is ever built on.
+    private var decisionChain = ChainHead()
+    private var contentChain = ChainHead()
+    private var anomalyChain = ChainHead()
+    private var userTurnChain = ChainHead()
+    /// The chain over the calls, one link per call still in the state: `callChain[i]` covers the
+    /// calls settled before it (`settledCalls`, whose chain is `settledCallChain`) and the
+    /// state's calls `0...i`. A call that changes is rehashed from its place on.
     private var callChain: [String] = []
+    private var settledCalls = 0
+    private var settledCallChain = ContentHash.genesis
     private var callMarks: [CallMark] = []
     /// The last element hashed into each append-only chain, to notice a different state.
     private var lastDecision: DecisionRecord?
@@ -34,6 +39,14 @@ public struct StateDigester: Sendable, StateListEncoder {
     /// capacity: a digest per step would otherwise allocate both each time.
     private var viewBytes: [UInt8] = []
     private var elementBytes: [UInt8] = []
+
+    /// The chain over an append-only list: how many elements it covers, the last link, and how
+    /// many of those elements were settled (dropped from the front of the state's list).
+    private struct ChainHead: Sendable {
+        var count = 0
+        var link = ContentHash.genesis
+        var settled = 0
+    }
 
     private struct CallMark: Equatable, Sendable {
         var id: String
@@ -121,7 +134,7 @@ public struct StateDigester: Sendable, StateListEncoder {
         if isTracking {
             let first = min(firstTouchedCall, callChain.count, calls.count)
             firstTouchedCall = Int.max
-            return Self.extend(&callChain, with: calls, from: first, buffer: &elementBytes)
+            return extendCalls(calls, from: first)
         }
         // The first call that differs from what was hashed before; everything after it is rehashed.
         var first = min(callMarks.count, calls.count)
@@ -131,7 +144,7 @@ public struct StateDigester: Sendable, StateListEncoder {
         }
         callMarks.removeSubrange(first...)
         callMarks.append(contentsOf: calls[first...].map(CallMark.init))
-        return Self.extend(&callChain, with: calls, from: first, buffer: &elementBytes)
+        return extendCalls(calls, from: first)
     }
 
     /// Extends the chain of a list the fold only appends to. If the element last hashed is no
@@ -139,36 +152,94 @@ public struct StateDigester: Sendable, StateListEncoder {
     /// digester is given the states of one fold in order, whose lists only grow: it does not
     /// compare (comparing a decision went through its calls' arguments every step).
     private static func append<T: Equatable & JSONEncodable>(
-        _ chain: inout [String], _ last: inout T?, _ elements: [T], isTracking: Bool, buffer: inout [UInt8]
+        _ head: inout ChainHead, _ last: inout T?, _ elements: [T], isTracking: Bool, buffer: inout [UInt8]
     ) -> ListDigest {
-        var first = chain.count
-        if first > elements.count || (!isTracking && first > 0 && elements[first - 1] != last) { first = 0 }
-        let result = extend(&chain, with: elements, from: first, buffer: &buffer)
+        // The place in `elements` of the first element not hashed yet.
+        var first = head.count - head.settled
+        if first > elements.count || (!isTracking && first > 0 && elements[first - 1] != last) {
+            // Only a digester that settles nothing is given other states (settling needs tracking).
+            first = 0
+            head = ChainHead()
+        }
+        if first < elements.count {
+            var writer = JSONWriter(capacity: 0)
+            swap(&writer.bytes, &buffer)
+            defer { swap(&writer.bytes, &buffer) }
+            for index in first..<elements.count { head.link = link(after: head.link, elements[index], &writer) }
+            head.count = head.settled + elements.count
+        }
         if !isTracking { last = elements.last }
-        return result
+        return ListDigest(count: head.count, chain: head.link)
     }
 
-    /// Brings `chain` up to `elements`, rehashing from `first`; returns `{count, chain}`.
-    /// Lists the fold only appends to are consistent when `first` is the cached count; a
-    /// shorter list (a different state) restarts the chain where it diverges. Each element is
-    /// written into `buffer`, which keeps its capacity for the next one.
-    private static func extend<T: JSONEncodable>(
-        _ chain: inout [String], with elements: [T], from first: Int, buffer: inout [UInt8]
-    ) -> ListDigest {
-        let start = min(first, elements.count, chain.count)
-        chain.removeSubrange(start...)
-        guard start < elements.count else { return ListDigest(count: elements.count, chain: chain.last ?? ContentHash.genesis) }
-        var writer = JSONWriter(capacity: 0)
-        swap(&writer.bytes, &buffer)
-        defer { swap(&writer.bytes, &buffer) }
-        for index in start..<elements.count {
-            writer.bytes.removeAll(keepingCapacity: true)
-            writer.bytes.append(contentsOf: (chain.last ?? ContentHash.genesis).utf8)
-            writer.bytes.append(0x0A)
-            elements[index].write(to: &writer)
-            chain.append(ContentHash.sha256Hex(writer.bytes))
+    /// Brings the call chain up to `calls`, rehashing from the state's call `first` on.
+    private mutating func extendCalls(_ calls: [ToolCallRecord], from first: Int) -> ListDigest {
+        let start = min(first, calls.count, callChain.count)
+        callChain.removeSubrange(start...)
+        if start < calls.count {
+            var writer = JSONWriter(capacity: 0)
+            swap(&writer.bytes, &elementBytes)
+            defer { swap(&writer.bytes, &elementBytes) }
+            for index in start..<calls.count { callChain.append(Self.link(after: callChain.last ?? settledCallChain, calls[index], &writer)) }
         }
-        return ListDigest(count: elements.count, chain: chain.last ?? ContentHash.genesis)
+        return ListDigest(count: settledCalls + calls.count, chain: callChain.last ?? settledCallChain)
+    }
+
+    /// The link that follows `previous` for `element`: `hex(sha256(previous + "\n" + json(element)))`.
+    /// `writer`'s bytes are reused (their capacity kept) from one element to the next.
+    private static func link(after previous: String, _ element: some JSONEncodable, _ writer: inout JSONWriter) -> String {
+        writer.bytes.removeAll(keepingCapacity: true)
+        writer.bytes.append(contentsOf: previous.utf8)
+        writer.bytes.append(0x0A)
+        element.write(to: &writer)
+        return ContentHash.sha256Hex(writer.bytes)
+    }
+
+    /// Settles the front of `state`'s lists: drops its first `calls` calls and all its decisions,
+    /// content references and anomalies, keeping the chains over them, so that the digest of
+    /// every state the fold goes on to is what it would be with the lists whole. A fold that
+    /// holds only the open part of a long run (`ReplayFold(settles:)`) stays as small as that
+    /// part. The state's user turns are kept: a conversation's dialogue reads its decisions, and
+    /// is not settled (nothing is when `state` has user turns).
+    ///
+    /// Only for a digester given every change of the fold of `state` (`track`), since the last
+    /// settle; one that is not (and so may be given other states) settles nothing and returns
+    /// nil. A settled state is the open part of a run: its lists and `calls` indices start after
+    /// what was dropped, and an event that names a dropped call cannot be folded into it as into
+    /// the whole state (the caller notices such an event and folds the whole log again).
+    public mutating func settle(_ state: inout RunState, calls count: Int) -> Settled? {
+        guard isTracking, state.userTurns.isEmpty else { return nil }
+        let count = min(max(count, 0), state.calls.count)
+        // Every link of what is dropped is made first.
+        _ = decisions(state.decisions)
+        _ = contents(state.contents)
+        _ = anomalies(state.anomalies)
+        _ = calls(state.calls)
+        let settled = Settled(
+            decisions: state.decisions.count, calls: Array(state.calls.prefix(count)), contents: state.contents.count,
+            anomalies: state.anomalies.count)
+        if count > 0 {
+            settledCallChain = callChain[count - 1]
+            callChain.removeFirst(count)
+            settledCalls += count
+            state.calls.removeFirst(count)
+        }
+        decisionChain.settled = decisionChain.count
+        contentChain.settled = contentChain.count
+        anomalyChain.settled = anomalyChain.count
+        state.decisions.removeAll()
+        state.contents.removeAll()
+        state.anomalies.removeAll()
+        return settled
+    }
+
+    /// What one `settle` dropped from the state: the calls themselves, and how many decisions,
+    /// content references and anomalies.
+    public struct Settled: Sendable {
+        public var decisions: Int
+        public var calls: [ToolCallRecord]
+        public var contents: Int
+        public var anomalies: Int
     }
 }
 
