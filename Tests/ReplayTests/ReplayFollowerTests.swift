@@ -191,7 +191,8 @@ struct ReplayFollowerTests {
             var follower = ReplayFollower(path: source)
             let read = try follower.read { _, _, _ in }
             #expect(read.settled.calls > 200)
-            #expect(read.digestMismatches.map(\.sequence) == [try Replayer(path: source).replay { _, _ in true }.digestMismatches[0].sequence])
+            #expect(
+                read.digestMismatches.map(\.sequence) == [try Replayer(path: source).replay { _, _ in true }.digestMismatches[0].sequence])
             #expect(read.digestMismatches.count == 1)
         }
     }
@@ -211,7 +212,11 @@ struct ReplayFollowerTests {
                 case "late attempt":
                     return [
                         (.toolIntended(ToolIntended(callId: "call-3", tool: "tool_0", arguments: ["id": "ord-1"], attempt: 2)), step),
-                        (.toolCompleted(ToolCompleted(callId: "call-3", tool: "tool_0", attempt: 2, status: .ok, output: "again", durationUs: 5)), step),
+                        (
+                            .toolCompleted(
+                                ToolCompleted(callId: "call-3", tool: "tool_0", attempt: 2, status: .ok, output: "again", durationUs: 5)),
+                            step
+                        ),
                     ]
                 default:
                     return [(.userTurn(UserTurn(turn: 2, text: "and one more thing", source: .script)), step)]

@@ -180,7 +180,9 @@ public struct StateDigester: Sendable, StateListEncoder {
             var writer = JSONWriter(capacity: 0)
             swap(&writer.bytes, &elementBytes)
             defer { swap(&writer.bytes, &elementBytes) }
-            for index in start..<calls.count { callChain.append(Self.link(after: callChain.last ?? settledCallChain, calls[index], &writer)) }
+            for index in start..<calls.count {
+                callChain.append(Self.link(after: callChain.last ?? settledCallChain, calls[index], &writer))
+            }
         }
         return ListDigest(count: settledCalls + calls.count, chain: callChain.last ?? settledCallChain)
     }
