@@ -60,12 +60,13 @@ public struct SettledRun: Sendable, Hashable {
 /// One tool's calls in a run's summary: proposed, executed, denied, failed attempts, and every
 /// attempt's duration (the summary shows their total, median and longest).
 public struct ToolTally: Sendable, Hashable {
-    public var calls = 0
-    public var executed = 0
-    public var denied = 0
-    public var failedAttempts = 0
-    /// In the order the calls were proposed, each call's attempts in order.
-    public var durations: [Int] = []
+    public private(set) var calls = 0
+    public private(set) var executed = 0
+    public private(set) var denied = 0
+    public private(set) var failedAttempts = 0
+    public private(set) var totalUs = 0
+    /// Every attempt's duration, shortest first.
+    public private(set) var durations: [Int] = []
 
     public init() {}
 
@@ -74,13 +75,66 @@ public struct ToolTally: Sendable, Hashable {
         if call.isExecuted { executed += 1 }
         if call.isDenied { denied += 1 }
         failedAttempts += call.failedAttempts
-        durations += call.results.map(\.durationUs)
+        for result in call.results {
+            totalUs += result.durationUs
+            // Where it goes among the sorted durations (after any equal one).
+            var low = 0
+            var high = durations.count
+            while low < high {
+                let middle = (low + high) / 2
+                if durations[middle] <= result.durationUs { low = middle + 1 } else { high = middle }
+            }
+            durations.insert(result.durationUs, at: low)
+        }
+    }
+}
+
+/// A tool's line in a run's summary (`agent-eval view`, `serve`): its calls, and the durations of
+/// their attempts.
+public struct ToolSummary: Sendable, Hashable {
+    public var tool: String
+    public var calls: Int
+    public var executed: Int
+    public var denied: Int
+    public var attempts: Int
+    public var failedAttempts: Int
+    public var totalUs: Int
+    /// The median attempt's duration (the lower of the two middle ones), and the longest.
+    public var p50Us: Int?
+    public var maxUs: Int?
+
+    /// Per tool, in name order, the calls of `state` with those a settling fold dropped from it
+    /// (`settled`). What was dropped is read where it is, not copied: a followed run's summary
+    /// costs its open part, and a search among the dropped calls' sorted durations.
+    public static func tools(of state: RunState, settled: SettledRun = SettledRun()) -> [ToolSummary] {
+        var open: [String: ToolTally] = [:]
+        for call in state.calls { open[call.tool, default: ToolTally()].add(call) }
+        let names = Set(open.keys).union(settled.tools.keys).sorted()
+        return names.map { tool in
+            let dropped = settled.tools[tool] ?? ToolTally()
+            let held = open[tool] ?? ToolTally()
+            let attempts = dropped.durations.count + held.durations.count
+            let longest = [dropped.durations.last, held.durations.last].compactMap { $0 }.max()
+            return ToolSummary(
+                tool: tool, calls: dropped.calls + held.calls, executed: dropped.executed + held.executed,
+                denied: dropped.denied + held.denied, attempts: attempts, failedAttempts: dropped.failedAttempts + held.failedAttempts,
+                totalUs: dropped.totalUs + held.totalUs,
+                p50Us: attempts == 0 ? nil : element((attempts - 1) / 2, of: dropped.durations, held.durations), maxUs: longest)
+        }
     }
 
-    /// The tallies of `calls` by tool, added to `settled`'s (what a settling fold dropped).
-    public static func byTool(_ calls: [ToolCallRecord], settled: SettledRun = SettledRun()) -> [String: ToolTally] {
-        var tallies = settled.tools
-        for call in calls { tallies[call.tool, default: ToolTally()].add(call) }
-        return tallies
+    /// The `k`th smallest (from 0) of two sorted lists together, `k` < their total count: it is
+    /// the larger of the last ones taken when `j` of the `k + 1` smallest come from `b` and the
+    /// rest from `a`, for the one `j` at which the two lists' taken parts interleave.
+    static func element(_ k: Int, of a: [Int], _ b: [Int]) -> Int {
+        let wanted = k + 1
+        for j in max(0, wanted - a.count)...min(b.count, wanted) {
+            let i = wanted - j
+            let fitsB = j == 0 || i == a.count || b[j - 1] <= a[i]
+            let fitsA = i == 0 || j == b.count || a[i - 1] <= b[j]
+            if fitsA && fitsB { return max(i > 0 ? a[i - 1] : .min, j > 0 ? b[j - 1] : .min) }
+        }
+        // Unreachable for sorted lists and `k` in range; the merge is its definition.
+        return (a + b).sorted()[k]
     }
 }

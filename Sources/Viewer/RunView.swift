@@ -261,20 +261,17 @@ public struct RunView: Sendable {
     /// (total, median, slowest), in tool-name order. `settled`: what a settling fold dropped
     /// from `state` (a followed log's, `ReplayFollower`).
     static func summary(of state: RunState, settled: SettledRun = SettledRun()) -> JSONValue {
-        let byTool = ToolTally.byTool(state.calls, settled: settled)
-        let tools = byTool.keys.sorted().map { tool -> JSONValue in
-            let tally = byTool[tool] ?? ToolTally()
-            let durations = tally.durations.sorted()
+        let tools = ToolSummary.tools(of: state, settled: settled).map { tool -> JSONValue in
             var object = ObjectBuilder()
-            object.set("tool", tool)
-            object.set("calls", tally.calls)
-            object.set("executed", tally.executed)
-            object.set("denied", tally.denied)
-            object.set("attempts", durations.count)
-            object.set("failed_attempts", tally.failedAttempts)
-            object.set("total_us", durations.reduce(0, +))
-            object.set("p50_us", durations.isEmpty ? nil : durations[(durations.count - 1) / 2])
-            object.set("max_us", durations.last)
+            object.set("tool", tool.tool)
+            object.set("calls", tool.calls)
+            object.set("executed", tool.executed)
+            object.set("denied", tool.denied)
+            object.set("attempts", tool.attempts)
+            object.set("failed_attempts", tool.failedAttempts)
+            object.set("total_us", tool.totalUs)
+            object.set("p50_us", tool.p50Us)
+            object.set("max_us", tool.maxUs)
             return object.json
         }
         var object = ObjectBuilder()

@@ -103,7 +103,7 @@ struct ReplayFollowerTests {
         #expect(settled.calls + part.state.calls.count == whole.state.calls.count, "\(comment): calls")
         #expect(settled.decisions + part.state.decisions.count == whole.state.decisions.count, "\(comment): decisions")
         #expect(StateSummary(part.state, settled: settled) == StateSummary(whole.state), "\(comment): the counts")
-        #expect(ToolTally.byTool(part.state.calls, settled: settled) == ToolTally.byTool(whole.state.calls), "\(comment): per tool")
+        #expect(ToolSummary.tools(of: part.state, settled: settled) == ToolSummary.tools(of: whole.state), "\(comment): per tool")
         #expect(part.tailMembers.map(\.key) == whole.tailMembers.map(\.key))
         #expect(
             zip(part.tailMembers, whole.tailMembers).allSatisfy { $0.value == $1.value }, "\(comment): run id, final state, verification")
@@ -229,6 +229,20 @@ struct ReplayFollowerTests {
             let whole = try Replayer(path: source).replay { _, _ in true }
             #expect(read.settled.isEmpty && read.state == whole.state)
             #expect(fresh.readsFromStart == 2, "one settling read, then one that keeps all")
+        }
+    }
+
+    @Test("the k-th duration of two sorted lists (dropped calls', held calls') is the merged list's, ties and empty lists included")
+    func elementOfTwoSortedLists() {
+        var generator = SeededGenerator(seed: 11)
+        for _ in 0..<500 {
+            let a = (0..<Int.random(in: 0...40, using: &generator)).map { _ in Int.random(in: 0...20, using: &generator) }.sorted()
+            let b = (0..<Int.random(in: 0...8, using: &generator)).map { _ in Int.random(in: 0...20, using: &generator) }.sorted()
+            let merged = (a + b).sorted()
+            for k in merged.indices {
+                #expect(ToolSummary.element(k, of: a, b) == merged[k], "\(k) of \(a) and \(b)")
+                #expect(ToolSummary.element(k, of: b, a) == merged[k], "\(k) of \(b) and \(a)")
+            }
         }
     }
 
