@@ -682,7 +682,14 @@ struct LogIndexer {
         // rewritten meanwhile is caught there.
         let contentHash = isOpen ? nil : LogFingerprint.contentHash(path, length: stampBefore.size)
         // A file that changed while it was read gets no identity (size -1): it is read again next time.
-        let isSteady = FileStamp(path: path) == stampBefore
+        let after = FileStamp(path: path)
+        let isSteady = after == stampBefore
+        // A log appended to while it was read (a run being written, followed by `serve`) is read
+        // again from the start of the last member read, with the state before it: the bytes
+        // before that member are as they were read, whatever was appended since. (Read again
+        // from its start each time instead, a log written without pause cost each index more
+        // than the last, and was never read steadily once it took longer to read than to grow.)
+        let grewWhileRead = !isSteady && (after?.size ?? -1) >= stampBefore.size
         var status = LogStatus.intact
         var problem: String?
         var point: ResumePoint?
@@ -696,6 +703,8 @@ struct LogIndexer {
             // Where a later read picks up: the torn member's start (its complete events are
             // folded again then, from the state before it), or the end of what was read.
             if let tear = summary.tear, let memberStart, memberStart.position.memberOffset == tear.memberOffset {
+                point = memberStart
+            } else if grewWhileRead, let memberStart {
                 point = memberStart
             } else if let lastEvent, isSteady {
                 point = ResumePoint(
@@ -729,7 +738,7 @@ struct LogIndexer {
             failedCalls: fold.state.counters.failedCalls, inputTokens: fold.state.usage.inputTokens,
             outputTokens: fold.state.usage.outputTokens,
             costUSD: fold.state.usage.costUSD, anomalies: fold.state.anomalies.count, indexedAtUs: now,
-            resume: point.flatMap { isOpen && isSteady ? JSONWriter.encode($0.json) : nil }, forkedFrom: fold.state.forked?.parentRunId,
+            resume: point.flatMap { isOpen && (isSteady || grewWhileRead) ? JSONWriter.encode($0.json) : nil }, forkedFrom: fold.state.forked?.parentRunId,
             forkStep: fold.state.forked?.step, contentHash: isSteady ? contentHash : nil,
             executedTools: dropped.tools.union(fold.state.calls.lazy.filter { $0.attempts > 0 }.map(\.tool)))
     }

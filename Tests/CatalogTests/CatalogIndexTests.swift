@@ -290,6 +290,77 @@ struct CatalogIndexTests {
         }
     }
 
+    @Test(
+        "a log appended to while it is indexed keeps a resume point at the last member read: the next read goes on from there and counts as a fresh read does"
+    )
+    func appendedWhileRead() throws {
+        try TemporaryDirectory.with { directory in
+            let log = directory.path("growing.jsonl.gz")
+            let growing = try GrowingLog(at: log, seed: 13, steps: Catalog.callsHeldInMemory + 80)
+            let cut = growing.run.events.count - 200
+            try growing.record(0..<cut)
+            let stamp = try #require(FileStamp(path: log))
+            func key(_ row: CallRow) -> String { "\(row.ordinal) \(row.callId) \(row.tool) \(row.attempts) \(row.status ?? "-")" }
+            // The rest of the run is written while the read is under way: when the read first
+            // hands its settled calls over.
+            var spilled: [String] = []
+            var appended = false
+            var first = LogIndexer(path: log) { rows in
+                spilled += rows.map(key)
+                rows.removeAll()
+                if !appended {
+                    appended = true
+                    // All but the run's end: it is still being written.
+                    try growing.record(cut..<(growing.run.events.count - 10))
+                }
+            }
+            try first.read(from: nil, storedTailOffset: 0)
+            let row = first.finish(stampBefore: stamp, now: 0)
+            #expect(appended && row.size == -1, "the file changed while it was read: no identity")
+            let saved = try #require(row.resume, "a log that only grew while it was read keeps where to go on from")
+            let point = try saved.withUnsafeBytes { try JSONScanner.scan($0) { try ResumePoint(from: &$0) } }
+            // The start of the last member the read reached (it may have read what was appended).
+            #expect(point.position.memberOffset > 0 && point.position.memberOffset < (FileStamp(path: log)?.size ?? 0))
+            #expect(point.callBase > 0, "the calls written out before it stay")
+
+            // The next read goes on from the point over the grown log, as the catalog's would.
+            let firstSpills = spilled.count
+            var second = LogIndexer(path: log) { rows in
+                spilled += rows.map(key)
+                rows.removeAll()
+            }
+            let grown = try #require(FileStamp(path: log))
+            try second.read(from: point, storedTailOffset: row.tailOffset)
+            let resumed = second.finish(stampBefore: grown, now: 0)
+            var whole = LogIndexer(path: log) { rows in rows.removeAll() }
+            try whole.read(from: nil, storedTailOffset: 0)
+            let fresh = whole.finish(stampBefore: grown, now: 0)
+            for (name, a, b) in [
+                ("events", resumed.events, fresh.events), ("steps", resumed.steps, fresh.steps),
+                ("tool calls", resumed.toolCalls, fresh.toolCalls), ("executed", resumed.executedCalls, fresh.executedCalls),
+                ("input tokens", resumed.inputTokens, fresh.inputTokens),
+            ] {
+                #expect(a == b, "\(name): \(a) read on, \(b) read whole")
+            }
+            #expect(resumed.status == fresh.status && resumed.stopReason == nil && resumed.executedTools == fresh.executedTools)
+            #expect(resumed.size == grown.size, "read steadily this time: the file's identity")
+            // The calls rows, as the catalog keeps them (it deletes those from the point's call
+            // on before reading on): the first read's before the point, then the second's.
+            let kept = spilled.prefix { (Int($0.split(separator: " ")[0]) ?? 0) < point.callBase }
+            #expect(kept.count == point.callBase)
+            let secondRows = spilled.dropFirst(firstSpills) + second.rows.map(key)
+            var all: [String] = []
+            var reference = LogIndexer(path: log) { rows in
+                all += rows.map(key)
+                rows.removeAll()
+            }
+            try reference.read(from: nil, storedTailOffset: 0)
+            _ = reference.finish(stampBefore: grown, now: 0)
+            all += reference.rows.map(key)
+            #expect(Array(kept) + Array(secondRows) == all)
+        }
+    }
+
     @Test("a log read outside the write transaction is written as read only while its row is the one it was read against")
     func preparedReadsAreNeverStale() throws {
         try TemporaryDirectory.with { directory in
