@@ -738,7 +738,8 @@ struct LogIndexer {
             failedCalls: fold.state.counters.failedCalls, inputTokens: fold.state.usage.inputTokens,
             outputTokens: fold.state.usage.outputTokens,
             costUSD: fold.state.usage.costUSD, anomalies: fold.state.anomalies.count, indexedAtUs: now,
-            resume: point.flatMap { isOpen && (isSteady || grewWhileRead) ? JSONWriter.encode($0.json) : nil }, forkedFrom: fold.state.forked?.parentRunId,
+            resume: point.flatMap { isOpen && (isSteady || grewWhileRead) ? JSONWriter.encode($0.json) : nil },
+            forkedFrom: fold.state.forked?.parentRunId,
             forkStep: fold.state.forked?.step, contentHash: isSteady ? contentHash : nil,
             executedTools: dropped.tools.union(fold.state.calls.lazy.filter { $0.attempts > 0 }.map(\.tool)))
     }
