@@ -83,6 +83,13 @@ public enum MCPApprovals {
     /// Throws when no such call waits (naming the ones that do) or the answer cannot be written.
     @discardableResult
     public static func answer(log: String, callId: String, with answer: Answer) throws(RecordingError) -> PendingCall {
+        // The look at the waiting call and the answer's link, under the folder's lock: the proxy
+        // clears a settled call's files under it too, so an answer is never linked after the
+        // call it answers was taken and cleared (it would be told it was taken, and lie there).
+        try withLock(log: log) { () throws(RecordingError) -> PendingCall in try place(answer, for: callId, log: log) }
+    }
+
+    private static func place(_ answer: Answer, for callId: String, log: String) throws(RecordingError) -> PendingCall {
         let waiting = pending(log: log)
         guard let call = waiting.first(where: { $0.callId == callId }) else {
             let others = waiting.map(\.callId)
@@ -142,12 +149,26 @@ public enum MCPApprovals {
         return Answer(isGranted: granted, approver: value["approver"]?.stringValue, reason: value["reason"]?.stringValue)
     }
 
-    /// Removes a call's files, and the folder once it is empty.
+    /// Removes a call's files, and the folder once it is empty, under the folder's lock.
     static func clear(log: String, callId: String) {
         let directory = directory(forLog: log)
-        for name in ["\(callId).pending.json", "\(callId).json"] { try? FileManager.default.removeItem(atPath: directory + "/" + name) }
-        if (try? FileManager.default.contentsOfDirectory(atPath: directory))?.isEmpty == true {
-            try? FileManager.default.removeItem(atPath: directory)
+        withLock(log: log) {
+            for name in ["\(callId).pending.json", "\(callId).json"] { try? FileManager.default.removeItem(atPath: directory + "/" + name) }
+            if (try? FileManager.default.contentsOfDirectory(atPath: directory))?.isEmpty == true {
+                try? FileManager.default.removeItem(atPath: directory)
+            }
         }
+    }
+
+    /// Runs `body` holding the lock of the log's approvals folder (`flock` on the folder: released
+    /// when the process ends, however it ends). With no folder nothing waits, and `body` runs as
+    /// it is (it finds nothing).
+    static func withLock<T, E: Error>(log: String, _ body: () throws(E) -> T) throws(E) -> T {
+        let folder = open(directory(forLog: log), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard folder >= 0 else { return try body() }
+        defer { close(folder) }
+        while flock(folder, LOCK_EX) != 0 && errno == EINTR {}
+        defer { flock(folder, LOCK_UN) }
+        return try body()
     }
 }
