@@ -689,7 +689,7 @@ struct LogIndexer {
         // before that member are as they were read, whatever was appended since. (Read again
         // from its start each time instead, a log written without pause cost each index more
         // than the last, and was never read steadily once it took longer to read than to grow.)
-        let grewWhileRead = !isSteady && (after?.size ?? -1) >= stampBefore.size
+        let grewWhileRead = !isSteady && (after?.size ?? -1) > stampBefore.size
         var status = LogStatus.intact
         var problem: String?
         var point: ResumePoint?

@@ -94,7 +94,12 @@ public struct ReplayFold: Sendable {
                             + "\(check.computed.prefix(19))…: the log was written by code whose fold differs from this one"))
             }
         }
-        if settled.mayTouch(event) { needsWholeState = true }
+        // The open part cannot fold it as the whole state would: nothing more is folded (the
+        // follower folds the log again whole).
+        if needsWholeState || settled.mayTouch(event) {
+            needsWholeState = true
+            return
+        }
         let anomaliesBefore = state.anomalies.count
         let change = RunState.reduce(into: &state, event)
         digester.track(change)

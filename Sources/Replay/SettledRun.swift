@@ -30,10 +30,8 @@ public struct SettledRun: Sendable, Hashable {
         calls += settled.calls.count
         contents += settled.contents
         anomalies += settled.anomalies
-        for call in settled.calls {
-            tools[call.tool, default: ToolTally()].add(call)
-            callIds.insert(call.id.hashValue)
-        }
+        for call in settled.calls { callIds.insert(call.id.hashValue) }
+        for (tool, calls) in Dictionary(grouping: settled.calls, by: \.tool) { tools[tool, default: ToolTally()].add(calls) }
     }
 
     /// Whether folding `event` into the open part could differ from folding it into the whole
@@ -70,22 +68,37 @@ public struct ToolTally: Sendable, Hashable {
 
     public init() {}
 
-    public mutating func add(_ call: ToolCallRecord) {
-        calls += 1
-        if call.isExecuted { executed += 1 }
-        if call.isDenied { denied += 1 }
-        failedAttempts += call.failedAttempts
-        for result in call.results {
-            totalUs += result.durationUs
-            // Where it goes among the sorted durations (after any equal one).
-            var low = 0
-            var high = durations.count
-            while low < high {
-                let middle = (low + high) / 2
-                if durations[middle] <= result.durationUs { low = middle + 1 } else { high = middle }
-            }
-            durations.insert(result.durationUs, at: low)
+    /// Adds `calls`' share: their durations sorted, then merged into the sorted ones (a
+    /// tally grows by batches, each costing its own sort and one pass over what it had).
+    public mutating func add(_ calls: some Sequence<ToolCallRecord>) {
+        var added: [Int] = []
+        for call in calls {
+            self.calls += 1
+            if call.isExecuted { executed += 1 }
+            if call.isDenied { denied += 1 }
+            failedAttempts += call.failedAttempts
+            for result in call.results { added.append(result.durationUs) }
         }
+        totalUs += added.reduce(0, +)
+        guard !added.isEmpty else { return }
+        added.sort()
+        guard !durations.isEmpty else {
+            durations = added
+            return
+        }
+        var merged: [Int] = []
+        merged.reserveCapacity(durations.count + added.count)
+        var (i, j) = (0, 0)
+        while i < durations.count || j < added.count {
+            if j == added.count || (i < durations.count && durations[i] <= added[j]) {
+                merged.append(durations[i])
+                i += 1
+            } else {
+                merged.append(added[j])
+                j += 1
+            }
+        }
+        durations = merged
     }
 }
 
@@ -108,7 +121,7 @@ public struct ToolSummary: Sendable, Hashable {
     /// costs its open part, and a search among the dropped calls' sorted durations.
     public static func tools(of state: RunState, settled: SettledRun = SettledRun()) -> [ToolSummary] {
         var open: [String: ToolTally] = [:]
-        for call in state.calls { open[call.tool, default: ToolTally()].add(call) }
+        for (tool, calls) in Dictionary(grouping: state.calls, by: \.tool) { open[tool, default: ToolTally()].add(calls) }
         let names = Set(open.keys).union(settled.tools.keys).sorted()
         return names.map { tool in
             let dropped = settled.tools[tool] ?? ToolTally()

@@ -21,6 +21,28 @@ struct FoldTests {
         tools: [ToolSpec(name: "lookup", description: "d", inputSchema: ["type": "object"], sideEffect: .read)],
         limits: RunLimits(maxSteps: 3, tokenBudget: 100))
 
+    @Test(
+        "a list trimmed from outside the fold (a settled front): the next decision proposing the newest id again leaves every call found where it is"
+    )
+    func callIndexAfterTrimming() {
+        var script = EventScript()
+        for id in ["a", "b", "c"] {
+            script.add(
+                .decisionMade(DecisionMade(raw: "{}", outcome: .valid(.toolCalls([ToolCall(id: id, name: "t", arguments: [:])])))), step: 1)
+        }
+        var state = RunState(folding: script.events)
+        state.calls.removeFirst(1)
+        var more = EventScript()
+        more.events = script.events
+        more.add(
+            .decisionMade(DecisionMade(raw: "{}", outcome: .valid(.toolCalls([ToolCall(id: "c", name: "t", arguments: [:])])))), step: 2)
+        more.add(.verdictGiven(VerdictGiven(callId: "b", tool: "t", verdict: .allow)), step: 2)
+        for event in more.events.dropFirst(3) { RunState.reduce(into: &state, event) }
+        #expect(state.calls.map(\.id) == ["b", "c", "c"])
+        #expect(state.calls[0].verdict?.verdict == .allow, "the verdict lands on b, where it now is")
+        #expect(state.anomalies.map(\.message).allSatisfy { $0.contains("\"c\"") }, "\(state.anomalies)")
+    }
+
     @Test("a fork's edit of a result not yet come: an anomaly in a run of the runtime, none in a recorded run's fork")
     func editOfAResultToCome() {
         func fold(source: RunSource?) -> RunState {

@@ -51,6 +51,9 @@ extension RunState {
             state.usage.costUSD += made.costUSD ?? 0
             state.usage.modelLatencyUs += made.latencyUs ?? 0
             if case .valid(.toolCalls(let proposed)) = made.outcome {
+                // The index is made fresh before it is extended: marked fresh after the appends
+                // below, a stale one would keep positions from before a change (a trimmed list).
+                state.freshenCallIds()
                 for call in proposed {
                     // A reused id is an anomaly, but the call is kept: dropping it would hide a
                     // call from every trajectory check. Later events pair with the newest call
@@ -206,11 +209,15 @@ extension RunState {
         // Most events name the newest call (a step's verdict, intent and result follow its
         // decision): one comparison instead of hashing the id.
         if let newest = calls.indices.last, calls[newest].id == id { return newest }
-        if callIds.isStale {
-            callIds.positions = Dictionary(calls.enumerated().map { ($1.id, $0) }, uniquingKeysWith: { max($0, $1) })
-            callIds.isStale = false
-        }
+        freshenCallIds()
         return callIds.positions[id]
+    }
+
+    /// Rebuilds the id index when a change from outside the fold left it stale.
+    mutating func freshenCallIds() {
+        guard callIds.isStale else { return }
+        callIds.positions = Dictionary(calls.enumerated().map { ($1.id, $0) }, uniquingKeysWith: { max($0, $1) })
+        callIds.isStale = false
     }
 
     private mutating func callIndex(_ id: String, for event: Event) -> Int? {
