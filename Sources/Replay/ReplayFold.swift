@@ -107,7 +107,7 @@ public struct ReplayFold: Sendable {
         for anomaly in state.anomalies[anomaliesBefore...] {
             problems.append(StepProblem(kind: .anomaly, sequence: anomaly.sequence, message: anomaly.message))
         }
-        if settles, !needsWholeState, case .stepEnded = event.payload,
+        if settles, case .stepEnded = event.payload,
             state.calls.count + state.decisions.count + state.contents.count + state.anomalies.count >= Self.settlesFrom
         {
             let done = state.calls.prefix { !$0.isAwaitingApproval && $0.attempts == $0.results.count }.count
