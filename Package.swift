@@ -104,11 +104,12 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
-        // Layer 5: MCP servers as tools, over stdio, behind the runtime's ToolServerConnector:
-        // a client of both eras of MCP on the runtime's JSONRPCPeer (no MCP SDK: docs/mcp.md).
+        // Layer 6: MCP servers as tools, over stdio or Streamable HTTP (through ModelClients'
+        // HTTPExchange, the one HTTP client), behind the runtime's ToolServerConnector: a client
+        // of both eras of MCP on the runtime's JSONRPCPeer (no MCP SDK: docs/mcp.md).
         .target(
             name: "MCPTools",
-            dependencies: ["TraceCore", "AgentRuntime"],
+            dependencies: ["TraceCore", "AgentRuntime", "ModelClients"],
             swiftSettings: strictSettings
         ),
         // Layer 6: the eval engine: case files, trajectory matchers, the runner, reports, baselines;

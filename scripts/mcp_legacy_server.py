@@ -1,18 +1,28 @@
-"""An MCP server (stdio) of the 2025 era only, with no dependencies: it speaks `initialize`
-(answering protocol 2025-06-18) and nothing of 2026-07-28, for agent-eval's tests of both eras.
+"""An MCP server of the 2025 era only, with no dependencies: it speaks `initialize` (answering
+protocol 2025-06-18) and nothing of 2026-07-28, for agent-eval's tests of both eras. Over stdio,
+or with --http over Streamable HTTP as 2025 servers serve it (sessions).
 
   greet(name)   readOnlyHint: answers "hello, NAME"
+  forget()      --http only: the server forgets the caller's session (its next request gets 404)
 
 A request before `initialize` (such as the 2026-07-28 `server/discover` probe) is answered with
 JSON-RPC error -32601, as an older server answers a method it does not know; with
 --exit-before-initialize the server exits with status 1 instead, as some servers do.
+
+With --http it prints "PORT <n>" once it listens on 127.0.0.1 and stops when its standard input
+closes. `initialize` opens a session (the answer's Mcp-Session-Id); a request without a known
+session is refused as the 2025 SDKs refuse it (400, or 404 for a session it no longer knows).
 """
 
 import json
 import sys
+import threading
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 exits_early = "--exit-before-initialize" in sys.argv
 initialized = False
+sessions = set()
 
 
 def send(message):
@@ -43,6 +53,8 @@ def answer(request):
         schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
         tool = {"name": "greet", "description": "Greets someone.", "inputSchema": schema, "annotations": {"readOnlyHint": True}}
         return {"result": {"tools": [tool]}}
+    if method == "tools/call" and params.get("name") == "forget":
+        return {"result": {"content": [{"type": "text", "text": "forgotten"}], "isError": False}, "forget": True}
     if method == "tools/call" and params.get("name") == "greet":
         name = (params.get("arguments") or {}).get("name", "")
         return {"result": {"content": [{"type": "text", "text": f"hello, {name}"}], "isError": False}}
@@ -50,6 +62,58 @@ def answer(request):
         return {"result": {"content": [{"type": "text", "text": f"no tool {params.get('name')}"}], "isError": True}}
     return {"error": {"code": -32601, "message": f"Method not found: {method}"}}
 
+
+class Handler(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def reply(self, status, body=None, headers=()):
+        data = json.dumps(body).encode() if body is not None else b""
+        self.send_response(status)
+        for name, value in headers:
+            self.send_header(name, value)
+        if body is not None:
+            self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_DELETE(self):
+        sessions.discard(self.headers.get("Mcp-Session-Id"))
+        self.reply(200)
+
+    def do_POST(self):
+        request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+        session = self.headers.get("Mcp-Session-Id")
+        if request.get("method") == "initialize":
+            session = uuid.uuid4().hex
+            sessions.add(session)
+            self.reply(200, {"jsonrpc": "2.0", "id": request["id"], **answer(request)}, [("Mcp-Session-Id", session)])
+            return
+        if session is None:
+            error = {"code": -32000, "message": "Bad Request: No valid session ID provided"}
+            self.reply(400, {"jsonrpc": "2.0", "id": None, "error": error})
+            return
+        if session not in sessions:
+            self.reply(404, {"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": "Session not found"}})
+            return
+        if "id" not in request or "method" not in request:
+            self.reply(202)
+            return
+        result = answer(request)
+        if result.pop("forget", False):
+            sessions.discard(session)
+        self.reply(200, {"jsonrpc": "2.0", "id": request["id"], **result})
+
+
+if "--http" in sys.argv:
+    initialized = True  # each session begins with its own initialize
+    web = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    print(f"PORT {web.server_address[1]}", flush=True)
+    threading.Thread(target=web.serve_forever, daemon=True).start()
+    sys.stdin.read()
+    web.shutdown()
+    sys.exit(0)
 
 for line in sys.stdin:
     if not line.strip():

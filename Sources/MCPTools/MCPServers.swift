@@ -3,10 +3,11 @@ import Foundation
 import Synchronization
 import TraceCore
 
-/// Starts MCP servers over stdio for agent files' `mcp_servers` (docs/mcp.md): a client of both
-/// eras of MCP — 2026-07-28 (stateless: every request carries the envelope) when the server
-/// answers the `server/discover` probe with that version, else the 2025 era's `initialize`. The
-/// conversation is AgentRuntime's `JSONRPCPeer` over a `JSONLinesProcess`; the runtime sees
+/// Starts MCP servers for agent files' `mcp_servers` (docs/mcp.md), over stdio or Streamable
+/// HTTP: a client of both eras of MCP — 2026-07-28 (stateless: every request carries the
+/// envelope) when the server answers the `server/discover` probe with that version, else the
+/// 2025 era's `initialize`. The conversation goes through an `MCPChannel` (AgentRuntime's
+/// `JSONRPCPeer` over a `JSONLinesProcess`, or `StreamableHTTPChannel`); the runtime sees
 /// `ToolServerConnector`.
 ///
 /// ```swift
@@ -49,7 +50,8 @@ struct MCPToolError: Diagnostic, Hashable {
 
 /// One MCP server, for one run. A call that times out, a server that exits, or a line that is
 /// not JSON-RPC ends that server process (the call's outcome says which); the next call starts
-/// it again, in the era the first start found.
+/// it again, in the era the first start found. Over HTTP, a session the server forgot is opened
+/// again the same way.
 final class MCPConnection: ToolServerConnection {
     /// The era of MCP a server speaks, as this client found it.
     enum Era: Sendable, Hashable {
@@ -73,23 +75,7 @@ final class MCPConnection: ToolServerConnection {
     let era: Era
     private let clientInfo: (name: String, version: String)
     private let clock: any Clock<Duration>
-    private let session: Mutex<Session?>
-
-    /// A started server, the conversation with it, and the task that reads its messages.
-    struct Session: Sendable {
-        var server: JSONLinesProcess
-        var peer: JSONRPCPeer
-        var reader: Task<Void, Never>
-
-        /// Stops the server (its input closed, 2 s to exit, then its group killed) and its
-        /// reader — cancelled, not waited out: a process outside the group that inherited the
-        /// server's stdout may hold the pipe open after the server is gone.
-        func stop() async {
-            await server.stop()
-            reader.cancel()
-            await reader.value
-        }
-    }
+    private let session: Mutex<(any MCPChannel)?>
 
     /// What the server said of itself when the conversation began.
     struct Opening: Sendable {
@@ -102,14 +88,14 @@ final class MCPConnection: ToolServerConnection {
     var timeoutGraceMs: Int { 2_000 }
 
     private init(
-        settings: ToolServerSettings, identity: ToolServerIdentity, tools: [ServedTool], era: Era, session: Session,
+        settings: ToolServerSettings, identity: ToolServerIdentity, tools: [ServedTool], era: Era, session: any MCPChannel,
         clientInfo: (name: String, version: String), clock: any Clock<Duration>
     ) {
         self.settings = settings
         self.identity = identity
         self.tools = tools
         self.era = era
-        self.session = Mutex(session)
+        self.session = Mutex(Optional(session))
         self.clientInfo = clientInfo
         self.clock = clock
     }
@@ -132,24 +118,10 @@ final class MCPConnection: ToolServerConnection {
         }
     }
 
-    /// Starts the server process and its reader: the server's `ping` is answered, any other
-    /// request of the server's refused (this client offers no sampling, elicitation or roots).
-    private static func spawn(_ settings: ToolServerSettings) throws -> Session {
-        let server: JSONLinesProcess
-        do {
-            server = try JSONLinesProcess(
-                command: settings.command, directory: settings.directory, environment: settings.environment, name: settings.name)
-        } catch {
-            throw MCPToolError(error.message)
-        }
-        let peer = JSONRPCPeer(server: server, idPrefix: "agent-eval")
-        let reader = Task {
-            await peer.readMessages { method, _ in
-                // The protocol lets either side ping (until 2026-07-28, which dropped it).
-                method == "ping" ? .success([:]) : .failure(.methodNotFound(method))
-            }
-        }
-        return Session(server: server, peer: peer, reader: reader)
+    /// Starts the server process (and its reader), or makes the channel to its URL.
+    private static func spawn(_ settings: ToolServerSettings) throws(MCPToolError) -> any MCPChannel {
+        if settings.url != nil { return try StreamableHTTPChannel(settings) }
+        return try ProcessChannel(settings)
     }
 
     /// A request's params in the era: with the envelope in `_meta` for 2026-07-28.
@@ -165,17 +137,15 @@ final class MCPConnection: ToolServerConnection {
     /// probe ended it (a 2025 server may exit on a request before `initialize`).
     private static func openSession(
         _ settings: ToolServerSettings, clientInfo: (name: String, version: String), era known: Era?, clock: any Clock<Duration>
-    ) async throws -> (Session, Opening) {
+    ) async throws -> (any MCPChannel, Opening) {
         var session = try spawn(settings)
         var probed = false
         if known != .handshake {
             let timeout = known == .stateless ? settings.startTimeoutMs : min(settings.startTimeoutMs, probeTimeoutMs)
-            let server = session.server
             // Without a known era, a probe given up on leaves the server for initialize.
-            let abandon: (@Sendable () -> Void)? = known == .stateless ? { @Sendable in server.kill() } : nil
-            let answer = await session.peer.request(
+            let answer = await session.request(
                 "server/discover", params: params(JSONObject(), era: .stateless, clientInfo: clientInfo), within: .milliseconds(timeout),
-                on: clock, abandon: abandon)
+                on: clock, endsServerWhenAbandoned: known == .stateless)
             switch answer {
             case .success(let result):
                 let versions = (result["supportedVersions"]?.arrayValue ?? []).compactMap(\.stringValue)
@@ -191,11 +161,14 @@ final class MCPConnection: ToolServerConnection {
             case .failure(.cancelled):
                 await session.stop()
                 throw CancellationError()
-            case .failure(.failed(let why)) where known == .stateless:
-                throw startFailure(settings, session: session, "did not start: \(why)")
+            case .failure(.failed(let why)) where known == .stateless || !session.isProcess:
+                // Over HTTP, a probe that found no server leaves nothing to fall back on.
+                throw startFailure(settings, session: session, "\(didNotStart(session)): \(why)")
             case .failure(.timedOut) where known == .stateless:
-                session.server.kill()
-                throw startFailure(settings, session: session, "did not answer server/discover within \(timeout) ms; it was stopped")
+                session.kill()
+                throw startFailure(
+                    settings, session: session,
+                    "did not answer server/discover within \(timeout) ms" + (session.isProcess ? "; it was stopped" : ""))
             case .failure(.failed):
                 // The probe ended the server: a 2025 server may refuse any request before
                 // initialize. (A server that cannot start at all is so started twice; the error
@@ -206,18 +179,22 @@ final class MCPConnection: ToolServerConnection {
                 }
                 await session.stop()
                 session = try spawn(settings)
+            case .failure(.remote(let error)) where [401, 403].contains(error.data?["httpStatus"]?.intValue ?? 0):
+                // Refused for want of credentials: no era to find, and initialize would be refused too.
+                throw startFailure(
+                    settings, session: session, "was refused: \(error.message)",
+                    hint: "check the credentials the server's headers: give (and the variables they name)")
             case .failure(.remote), .failure(.timedOut):
                 break
             }
             probed = true
         }
-        let server = session.server
-        let answer = await session.peer.request(
+        let answer = await session.request(
             "initialize",
             params: [
                 "protocolVersion": .string(handshakeVersion), "capabilities": [:],
                 "clientInfo": ["name": .string(clientInfo.name), "version": .string(clientInfo.version)],
-            ], within: .milliseconds(settings.startTimeoutMs), on: clock, abandon: { server.kill() })
+            ], within: .milliseconds(settings.startTimeoutMs), on: clock, endsServerWhenAbandoned: true)
         if Task.isCancelled {
             await session.stop()
             throw CancellationError()
@@ -229,9 +206,10 @@ final class MCPConnection: ToolServerConnection {
                 throw MCPToolError("answered initialize without a protocolVersion: it does not speak MCP")
             }
             do {
-                try await session.peer.notify("notifications/initialized", params: nil)
+                try await session.notify("notifications/initialized", params: nil)
             } catch {
-                throw startFailure(settings, session: session, "did not start: \(session.server.failure ?? "\(error)")")
+                let why = (error as? any Diagnostic)?.message ?? "\(error)"
+                throw startFailure(settings, session: session, "\(didNotStart(session)): \(session.failure ?? why)")
             }
             let info = result["serverInfo"]
             return (
@@ -246,16 +224,19 @@ final class MCPConnection: ToolServerConnection {
             return try await openSession(settings, clientInfo: clientInfo, era: .stateless, clock: clock)
         case .failure(.remote(let error)):
             throw startFailure(
-                settings, session: session, "did not start: it answered initialize with error \(error.code): \(error.message)")
+                settings, session: session,
+                "\(didNotStart(session)): it answered initialize with error \(error.code): \(error.message)")
         case .failure(.failed(let why)):
-            throw startFailure(settings, session: session, "did not start: \(why)")
+            throw startFailure(settings, session: session, "\(didNotStart(session)): \(why)")
         case .failure(.timedOut):
-            session.server.kill()
+            session.kill()
             throw startFailure(
                 settings, session: session,
                 "did not answer initialize within \(settings.startTimeoutMs) ms"
-                    + (probed ? " (nor the server/discover probe before it)" : "") + "; it was stopped",
-                hint: "raise startup_timeout_ms if it is slow to start, or run its command by hand")
+                    + (probed ? " (nor the server/discover probe before it)" : "") + (session.isProcess ? "; it was stopped" : ""),
+                hint: session.isProcess
+                    ? "raise startup_timeout_ms if it is slow to start, or run its command by hand"
+                    : "raise startup_timeout_ms if it is slow to answer; \(session.startHint)")
         case .failure(.cancelled):
             await session.stop()
             throw CancellationError()
@@ -263,19 +244,23 @@ final class MCPConnection: ToolServerConnection {
     }
 
     /// A start that failed, with the server's last words on stderr; the session is stopped.
-    private static func startFailure(_ settings: ToolServerSettings, session: Session, _ message: String, hint: String? = nil)
+    private static func startFailure(_ settings: ToolServerSettings, session: any MCPChannel, _ message: String, hint: String? = nil)
         -> MCPToolError
     {
-        session.server.kill()
-        let words = session.server.lastErrorLine
-        return MCPToolError(
-            message + (words.map { message.contains($0) ? "" : " (stderr: \($0))" } ?? ""),
-            hint: hint ?? "run its command by hand to see why: \(ShellWords.command(settings.command))")
+        session.kill()
+        let words = session.lastErrorLine
+        return MCPToolError(message + (words.map { message.contains($0) ? "" : " (stderr: \($0))" } ?? ""), hint: hint ?? session.startHint)
+    }
+
+    /// How a failed start is told: a process did not start; a URL could not be reached.
+    private static func didNotStart(_ session: any MCPChannel) -> String {
+        session.isProcess ? "did not start" : "could not be reached"
     }
 
     /// Every page of `tools/list`.
     private static func listTools(
-        _ session: Session, era: Era, settings: ToolServerSettings, clientInfo: (name: String, version: String), clock: any Clock<Duration>
+        _ session: any MCPChannel, era: Era, settings: ToolServerSettings, clientInfo: (name: String, version: String),
+        clock: any Clock<Duration>
     ) async throws -> [ServedTool] {
         var tools: [ServedTool] = []
         var cursor: String?
@@ -284,10 +269,9 @@ final class MCPConnection: ToolServerConnection {
             pages += 1
             var page = JSONObject()
             if let cursor { page["cursor"] = .string(cursor) }
-            let server = session.server
-            let answer = await session.peer.request(
+            let answer = await session.request(
                 "tools/list", params: params(page, era: era, clientInfo: clientInfo), within: .milliseconds(settings.startTimeoutMs),
-                on: clock, abandon: { server.kill() })
+                on: clock, endsServerWhenAbandoned: true)
             if Task.isCancelled { throw CancellationError() }
             let result: JSONValue
             switch answer {
@@ -295,10 +279,11 @@ final class MCPConnection: ToolServerConnection {
             case .failure(.remote(let error)): throw MCPToolError("tools/list failed: \(error.code): \(error.message)")
             case .failure(.failed(let why)): throw MCPToolError("stopped while listing its tools: \(why)")
             case .failure(.timedOut):
-                session.server.kill()
-                throw MCPToolError("did not list its tools within \(settings.startTimeoutMs) ms; it was stopped")
+                session.kill()
+                throw MCPToolError(
+                    "did not list its tools within \(settings.startTimeoutMs) ms" + (session.isProcess ? "; it was stopped" : ""))
             case .failure(.cancelled):
-                session.server.kill()
+                session.kill()
                 throw CancellationError()
             }
             do {
@@ -314,8 +299,8 @@ final class MCPConnection: ToolServerConnection {
     // MARK: Calls
 
     func invoke(_ request: ToolRequest) async throws -> ToolOutcome {
-        let current: Session
-        if let live = session.withLock({ $0 }), live.server.failure == nil {
+        let current: any MCPChannel
+        if let live = session.withLock({ $0 }), live.failure == nil {
             current = live
         } else {
             // The last server process ended (a timeout, a crash): start another, in the same era.
@@ -327,7 +312,7 @@ final class MCPConnection: ToolServerConnection {
                 let message = (error as? any Diagnostic)?.message ?? "\(error)"
                 return ToolOutcome(status: .error, error: "MCP server \"\(settings.name)\" \(message)", isRetryable: true)
             }
-            let previous = session.withLock { session -> Session? in
+            let previous = session.withLock { session -> (any MCPChannel)? in
                 defer { session = current }
                 return session
             }
@@ -336,15 +321,14 @@ final class MCPConnection: ToolServerConnection {
         guard case .object(let arguments) = request.arguments else {
             return .failure("MCP tools take an object of arguments, and these are \(request.arguments.typeDescription)")
         }
-        let mark = current.server.stderrMark
-        let server = current.server
-        // Given up (the timeout, the run interrupted): the server is killed at once, which also
-        // ends a write it never read.
-        let answer = await current.peer.request(
+        let mark = current.stderrMark
+        // Given up (the timeout, the run interrupted): a server process is killed at once, which
+        // also ends a write it never read; over HTTP the request's connection is closed.
+        let answer = await current.request(
             "tools/call",
             params: Self.params(
                 JSONObject([("name", .string(request.tool)), ("arguments", .object(arguments))]), era: era, clientInfo: clientInfo),
-            within: .milliseconds(request.timeoutMs), on: clock, abandon: { server.kill() })
+            within: .milliseconds(request.timeoutMs), on: clock, endsServerWhenAbandoned: true)
         var outcome: ToolOutcome
         switch Task.isCancelled ? .failure(.cancelled) : answer {
         case .success(let result):
@@ -352,17 +336,20 @@ final class MCPConnection: ToolServerConnection {
         case .failure(.remote(let error)):
             outcome = .failure("MCP server \"\(settings.name)\" answered with an error: \(error.code): \(error.message)")
         case .failure(.failed(let why)):
-            outcome = .failure("MCP server \"\(settings.name)\" stopped during the call: \(why)", isRetryable: true)
-        case .failure(.timedOut):
-            current.server.kill()
             outcome = .failure(
-                "MCP server \"\(settings.name)\" did not answer within \(request.timeoutMs) ms; it was stopped (the next call starts it again)",
+                "MCP server \"\(settings.name)\" " + (current.isProcess ? "stopped during the call: \(why)" : "did not answer: \(why)"),
+                isRetryable: true)
+        case .failure(.timedOut):
+            current.kill()
+            outcome = .failure(
+                "MCP server \"\(settings.name)\" did not answer within \(request.timeoutMs) ms"
+                    + (current.isProcess ? "; it was stopped (the next call starts it again)" : "; the request was given up"),
                 isRetryable: true)
         case .failure(.cancelled):
-            current.server.kill()
+            current.kill()
             outcome = ToolOutcome(status: .error, error: "MCP server \"\(settings.name)\" was stopped because the run was interrupted")
         }
-        outcome.stderr = current.server.stderr(since: mark)
+        outcome.stderr = current.stderr(since: mark)
         return outcome
     }
 
@@ -385,7 +372,7 @@ final class MCPConnection: ToolServerConnection {
     }
 
     func close() async {
-        let current = session.withLock { session -> Session? in
+        let current = session.withLock { session -> (any MCPChannel)? in
             defer { session = nil }
             return session
         }

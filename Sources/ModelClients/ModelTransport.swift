@@ -16,8 +16,10 @@ public struct HTTPHeader: Sendable, Hashable {
     }
 }
 
-/// One POST to a model server (or a collector).
+/// One request to a model server (or a collector, or an MCP server): a POST unless `method`
+/// says otherwise.
 public struct TransportRequest: Sendable {
+    public var method: String
     public var url: String
     public var headers: [HTTPHeader]
     public var body: [UInt8]
@@ -25,7 +27,8 @@ public struct TransportRequest: Sendable {
     /// attempt to all of them.
     public var limits: RequestLimits
 
-    public init(url: String, headers: [HTTPHeader], body: [UInt8], limits: RequestLimits) {
+    public init(method: String = "POST", url: String, headers: [HTTPHeader], body: [UInt8], limits: RequestLimits) {
+        self.method = method
         self.url = url
         self.headers = headers
         self.body = body
@@ -57,9 +60,9 @@ struct HTTPTransport: ModelTransport {
         let client = SharedHTTPClients.client(
             connectTimeoutMs: request.limits.connectTimeoutMs, idleTimeoutMs: request.limits.idleTimeoutMs)
         var outgoing = HTTPClientRequest(url: request.url)
-        outgoing.method = .POST
+        outgoing.method = HTTPMethod(rawValue: request.method)
         for header in request.headers { outgoing.headers.add(name: header.name, value: header.value) }
-        outgoing.body = .bytes(ByteBuffer(bytes: request.body))
+        if !request.body.isEmpty || request.method == "POST" { outgoing.body = .bytes(ByteBuffer(bytes: request.body)) }
         // The library's deadline ends with the response head; `RequestPolicy` holds the whole
         // attempt, the body included, to the same timeout.
         let response = try await client.execute(outgoing, deadline: .now() + .milliseconds(Int64(request.limits.timeoutMs)))

@@ -47,9 +47,12 @@ public struct RequestPolicy: Sendable {
         case failed(any Error)
     }
 
-    /// Thrown by a reader that has all it wants of a reply (the start of an error body): the
-    /// attempt ends `complete`, without reading the rest.
-    struct EnoughRead: Error {}
+    /// Thrown by a reader that has all it wants of a reply (the start of an error body, the
+    /// answer an event stream was opened for): the attempt ends `complete`, without reading
+    /// the rest.
+    public struct EnoughRead: Error {
+        public init() {}
+    }
 
     private struct TooLarge: Error {}
 

@@ -40,3 +40,22 @@ public enum MCPTestServers {
 
     static var scripts: URL { PythonEnvironment.scripts }
 }
+
+extension MCPTestServers {
+    /// `scripts/mcp_http_server.py` (the `mcp` 2.x server over Streamable HTTP, both eras) on
+    /// 127.0.0.1, started for the test; `--json-response`, `--token T` as its flags say. Each
+    /// request it received is a JSON line of `requestLog` when given.
+    public static func httpServer(_ flags: [String] = [], requestLog: String? = nil) async throws -> LocalScriptServer {
+        let python = try await environment() + "/bin/python"
+        return try LocalScriptServer(
+            [python, scripts.appendingPathComponent("mcp_http_server.py").path] + flags,
+            environment: requestLog.map { ["MCP_HTTP_SERVER_REQUESTS": $0] } ?? [:])
+    }
+
+    /// `scripts/mcp_legacy_server.py --http`: a 2025-only server over Streamable HTTP, with
+    /// sessions, on 127.0.0.1.
+    public static func legacyHTTPServer() async throws -> LocalScriptServer {
+        let python = try await environment() + "/bin/python"
+        return try LocalScriptServer([python, scripts.appendingPathComponent("mcp_legacy_server.py").path, "--http"])
+    }
+}

@@ -35,7 +35,7 @@ public final class PostgresTestServer: Sendable {
     /// Starts a server: for a test, without fsync (its files are thrown away); `durable`, with
     /// PostgreSQL's own durability settings (for a benchmark).
     public static func start(durable: Bool = false) async throws -> PostgresTestServer {
-        let port = try Self.freePort()
+        let port = try LocalPort.free()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agent-eval-pg-\(UUID().uuidString)").path
         let result = try await Self.script(["start", directory, String(port)] + (durable ? ["durable"] : []))
         guard result.status == 0 else {
@@ -83,25 +83,6 @@ public final class PostgresTestServer: Sendable {
         ).run()
         return ProcessResult(
             status: result.exitStatus ?? -1, stdout: result.stdout, stderr: String(decoding: result.stderr, as: UTF8.self), elapsed: .zero)
-    }
-
-    /// A port nothing listens on now, from the kernel (a socket bound to port 0, then closed).
-    static func freePort() throws -> Int {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard socket >= 0 else { throw PostgresServerError(message: "no socket for a free port: errno \(errno)") }
-        defer { close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
-                Glibc.bind(socket, raw, length) == 0 && getsockname(socket, raw, &length) == 0
-            }
-        }
-        guard bound else { throw PostgresServerError(message: "cannot bind a socket to 127.0.0.1:0: errno \(errno)") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }
 

@@ -311,11 +311,26 @@ struct MCPServerTests {
             try "name: s\ndecisions:\n  - answer: done\n".write(toFile: directory.path("m.yaml"), atomically: true, encoding: .utf8)
             return try AgentFile.load(path: file, servers: MCPServers())
         }
-        #expect {
-            _ = try load("name: a\nmodel: {script: m.yaml}\nmcp_servers:\n  web:\n    url: http://127.0.0.1:9/mcp\n")
-        } throws: { error in
-            let error = error as? ConfigError
-            return error?.message.contains("only stdio servers") == true && error?.place?.line == 5
+        // Servers over HTTP: a URL that is not http(s), a command beside a url, the old SSE
+        // transport, a header's malformed ${…}, a header the client sets itself. (A variable
+        // that is not set is found when the server is reached: a re-run reaches none.)
+        for (text, says, line) in [
+            ("  web:\n    url: ftp://127.0.0.1/mcp\n", "is not an http:// or https:// URL with a host", 5),
+            ("  web:\n    url: http://127.0.0.1:9/mcp\n    command: [python3]\n", "has a url and command", 6),
+            ("  web:\n    type: sse\n    url: http://127.0.0.1:9/sse\n", "the kinds are stdio (a command) and http", 5),
+            (
+                "  web:\n    url: http://127.0.0.1:9/mcp\n    headers: {Authorization: \"Bearer ${NOT-A-NAME}\"}\n",
+                "headers.Authorization names \"${NOT-A-NAME}\", which is not a variable name", 6
+            ),
+            ("  web:\n    url: http://127.0.0.1:9/mcp\n    headers: {Mcp-Session-Id: x}\n", "is set by the MCP client itself", 6),
+            ("  web:\n    type: http\n    command: [python3]\n", "has type http and no url", 5),
+        ] {
+            #expect {
+                _ = try load("name: a\nmodel: {script: m.yaml}\nmcp_servers:\n" + text)
+            } throws: { error in
+                let error = error as? ConfigError
+                return error?.message.contains(says) == true && error?.place?.line == line
+            }
         }
         #expect {
             _ = try load("name: a\nmodel: {script: m.yaml}\nmcp_servers:\n  t:\n    command: [no-such-mcp-server-anywhere]\n")

@@ -163,6 +163,10 @@ public enum AgentFile {
         agent.writesContextDeltas = logVersion >= Event.deltaVersion
         agent.logFormatVersion = logVersion >= Event.memberChainVersion ? Event.memberChainVersion : 1
         agent.toolServers = toolServers
+        // What an HTTP server's headers took from the environment (a token) never reaches the log.
+        for variable in toolServers.flatMap(\.headerVariables) where !agent.redactEnvironment.contains(variable) {
+            agent.redactEnvironment.append(variable)
+        }
         agent.toolServerConnector = servers
         agent.toolReferences = toolReferences
         return agent
@@ -320,9 +324,9 @@ public enum AgentFile {
         return ProcessSetup(command: words, programName: program, directory: workingDirectory, environment: environment)
     }
 
-    /// `mcp_servers:`, in the shape other MCP clients use (`command` and `args`, `env`, `cwd`),
-    /// plus what a run needs to know (`timeout_ms`, `startup_timeout_ms`, `prefix`, `tools`,
-    /// `side_effect`). Only stdio servers: the MCP SDK's HTTP transport does not stream on Linux.
+    /// `mcp_servers:`, in the shape other MCP clients use (`command` and `args`, `env`, `cwd`; or
+    /// `url` and `headers`, with `type: http`), plus what a run needs to know (`timeout_ms`,
+    /// `startup_timeout_ms`, `prefix`, `tools`, `side_effect`).
     static func readToolServers(_ node: ConfigNode, directory: String) throws(ConfigError) -> [ToolServerSettings] {
         var servers: [ToolServerSettings] = []
         for pair in try node.mapping("mcp_servers").pairs {
@@ -333,33 +337,68 @@ public enum AgentFile {
             }
             let what = "MCP server \"\(name)\""
             var fields = try pair.value.mapping(what)
+            var kind = "stdio"
             if let type = fields.optional("type") {
-                let kind = try type.string("\(what) type")
-                guard kind == "stdio" else {
+                kind = try type.string("\(what) type")
+                guard ["stdio", "http", "streamable-http"].contains(kind) else {
                     throw ConfigError(
-                        .invalidValue, "\(what) type \"\(kind)\": only stdio servers are supported", at: type.location,
-                        hint: "the MCP SDK's HTTP transport does not stream on Linux; start the server as a command instead")
+                        .invalidValue, "\(what) type \"\(kind)\": the kinds are stdio (a command) and http (Streamable HTTP, a url)",
+                        at: type.location,
+                        hint: kind == "sse"
+                            ? "the older HTTP+SSE transport is not supported; most servers that offer it offer Streamable HTTP too" : nil)
                 }
             }
-            if let url = fields.optional("url") {
-                throw ConfigError(
-                    .invalidValue, "\(what) has a url: only stdio servers (a command) are supported", at: url.location,
-                    hint: "the MCP SDK's HTTP transport does not stream on Linux; start the server as a command instead")
-            }
-            let commandNode = try fields.required("command", hint: "for example command: [mcp-server-time, --local-timezone, UTC]")
-            var command: [String]
-            if case .scalar = commandNode.content {
-                command = [try commandNode.nonEmptyString("\(what) command")]
+            var settings: ToolServerSettings
+            if let urlNode = fields.optional("url") {
+                guard kind != "stdio" || fields.optional("type") == nil else {
+                    throw ConfigError(
+                        .invalidValue, "\(what) has type stdio and a url: give a command, or type: http", at: urlNode.location)
+                }
+                for key in ["command", "args", "cwd", "env", "inherit_env"] {
+                    if let extra = fields.optional(key) {
+                        throw ConfigError(
+                            .invalidValue, "\(what) has a url and \(key): \(key) belongs to a server started as a command",
+                            at: extra.location)
+                    }
+                }
+                let url = try urlNode.nonEmptyString("\(what) url")
+                guard let parts = URLComponents(string: url), ["http", "https"].contains(parts.scheme?.lowercased() ?? ""),
+                    !(parts.host ?? "").isEmpty
+                else {
+                    throw ConfigError(
+                        .invalidValue, "\(what) url \"\(url)\" is not an http:// or https:// URL with a host", at: urlNode.location,
+                        hint: "for example url: http://127.0.0.1:8000/mcp")
+                }
+                let (headers, variables) = try readHeaders(fields.optional("headers"), what: what)
+                settings = ToolServerSettings(
+                    name: name, command: [], directory: directory, location: pair.keyLocation, url: url, headers: headers,
+                    headerVariables: variables)
             } else {
-                command = try commandNode.strings("\(what) command")
+                guard kind == "stdio" else {
+                    throw ConfigError(
+                        .invalidValue, "\(what) has type \(kind) and no url", at: pair.value.location,
+                        hint: "for example url: http://127.0.0.1:8000/mcp")
+                }
+                if let extra = fields.optional("headers") {
+                    throw ConfigError(
+                        .invalidValue, "\(what) has headers and no url: headers belong to a server over HTTP", at: extra.location)
+                }
+                let commandNode = try fields.required(
+                    "command", hint: "for example command: [mcp-server-time, --local-timezone, UTC], or url: http://127.0.0.1:8000/mcp")
+                var command: [String]
+                if case .scalar = commandNode.content {
+                    command = [try commandNode.nonEmptyString("\(what) command")]
+                } else {
+                    command = try commandNode.strings("\(what) command")
+                }
+                if let args = fields.optional("args") { command += try args.strings("\(what) args") }
+                let process = try readProcess(
+                    command: command, at: commandNode, cwd: fields.optional("cwd"), env: fields.optional("env"),
+                    inherit: fields.optional("inherit_env"), what: what, directory: directory)
+                settings = ToolServerSettings(
+                    name: name, command: process.command, directory: process.directory, environment: process.environment,
+                    location: pair.keyLocation)
             }
-            if let args = fields.optional("args") { command += try args.strings("\(what) args") }
-            let process = try readProcess(
-                command: command, at: commandNode, cwd: fields.optional("cwd"), env: fields.optional("env"),
-                inherit: fields.optional("inherit_env"), what: what, directory: directory)
-            var settings = ToolServerSettings(
-                name: name, command: process.command, directory: process.directory, environment: process.environment,
-                location: pair.keyLocation)
             if let value = fields.optional("timeout_ms") {
                 settings.callTimeoutMs = try value.int("\(what) timeout_ms", in: 1...86_400_000)
             }
@@ -380,6 +419,51 @@ public enum AgentFile {
             servers.append(settings)
         }
         return servers
+    }
+
+    /// An HTTP server's `headers:`: names and values, where `${NAME}` in a value stands for the
+    /// environment variable (`ToolServerSettings.resolvedHeaders`, when the server is reached).
+    /// Returns the headers and the variables named, whose values the log never shows.
+    static func readHeaders(_ node: ConfigNode?, what: String) throws(ConfigError) -> ([String: String], [String]) {
+        guard let node else { return ([:], []) }
+        var headers: [String: String] = [:]
+        var variables: [String] = []
+        for pair in try node.mapping("\(what) headers").pairs {
+            let isToken =
+                !pair.key.isEmpty
+                && pair.key.unicodeScalars.allSatisfy {
+                    $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "!#$%&'*+-.^_`|~".unicodeScalars.contains($0))
+                }
+            guard isToken else {
+                throw ConfigError(.invalidValue, "\(what) header name \"\(pair.key)\" is not an HTTP header name", at: pair.keyLocation)
+            }
+            guard headers.keys.allSatisfy({ $0.lowercased() != pair.key.lowercased() }) else {
+                throw ConfigError(.invalidValue, "\(what) gives the header \"\(pair.key)\" twice", at: pair.keyLocation)
+            }
+            let reserved = [
+                "content-type", "accept", "content-length", "host", "mcp-session-id", "mcp-protocol-version", "mcp-method", "mcp-name",
+            ]
+            guard !reserved.contains(pair.key.lowercased()), !pair.key.lowercased().hasPrefix("mcp-param-") else {
+                throw ConfigError(
+                    .invalidValue, "\(what) header \"\(pair.key)\" is set by the MCP client itself", at: pair.keyLocation,
+                    hint: "headers are for what the server asks of its callers, such as Authorization")
+            }
+            let text = try pair.value.string("\(what) headers.\(pair.key)")
+            do {
+                // Read for its form only: the values are read from the environment when the
+                // server is reached (a re-run that reaches no server needs no token).
+                for variable in try ToolServerSettings.substitute(text, { _ in "" }).variables where !variables.contains(variable) {
+                    variables.append(variable)
+                }
+            } catch {
+                throw ConfigError(.invalidValue, "\(what) headers.\(pair.key) \(error.message)", at: pair.value.location)
+            }
+            guard !text.contains(where: { $0 == "\r" || $0 == "\n" }) else {
+                throw ConfigError(.invalidValue, "\(what) headers.\(pair.key) holds a line break", at: pair.value.location)
+            }
+            headers[pair.key] = text
+        }
+        return (headers, variables)
     }
 
     /// Where `program` is: itself when it names a path (with a `/`) to an executable file, else

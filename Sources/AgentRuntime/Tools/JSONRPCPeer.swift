@@ -184,19 +184,22 @@ public final class JSONRPCPeer: Sendable {
     /// Takes a message of the server's if it answers one of this peer's requests: true when it
     /// did (the request has its answer), false for anything else (left to the caller).
     public func take(_ message: JSONValue) -> Bool {
-        guard message["method"] == nil, let id = message["id"] else { return false }
-        let answer: Answer
+        guard let id = message["id"], let answer = Self.answer(of: message) else { return false }
+        return resolve(JSONLinesProcess.key(id), answer)
+    }
+
+    /// What a JSON-RPC answer says: its result, or its error object; nil for a message that is
+    /// not an answer (a request, a notification, neither `result` nor `error`). The one reading
+    /// of an answer, over stdio and over HTTP.
+    public static func answer(of message: JSONValue) -> Answer? {
+        guard message["method"] == nil, message["id"] != nil else { return nil }
         if let error = message["error"] {
-            answer = .failure(
+            return .failure(
                 .remote(
                     RemoteError(
                         code: error["code"]?.intValue ?? 0, message: error["message"]?.stringValue ?? "no message", data: error["data"])))
-        } else if let result = message["result"] {
-            answer = .success(result)
-        } else {
-            return false
         }
-        return resolve(JSONLinesProcess.key(id), answer)
+        return message["result"].map { .success($0) }
     }
 
     /// The conversation is over: every request waiting fails with `why`, and later ones at once.

@@ -1,12 +1,22 @@
 import ConfigFile
+import Foundation
 public import TraceCore
 
 /// A tool server as an agent file declares it (`mcp_servers:`, docs/mcp.md): a command that
-/// speaks the Model Context Protocol on stdin and stdout, started for each run.
+/// speaks the Model Context Protocol on stdin and stdout, started for each run, or the URL of
+/// a server that speaks it over HTTP (Streamable HTTP), which is running already.
 public struct ToolServerSettings: Sendable, Hashable {
     /// The agent file's key for it; rules match it with `server:`.
     public var name: String
+    /// The server's command; empty for a server at a `url`.
     public var command: [String]
+    /// The endpoint of a server over HTTP (`http://…/mcp`); nil for a command.
+    public var url: String?
+    /// The headers every request to `url` carries (an `Authorization`), as the file gives them:
+    /// `${NAME}` is read from the environment when the server is reached (`resolvedHeaders`).
+    public var headers: [String: String]
+    /// The environment variables the headers named: their values are redacted from the log.
+    public var headerVariables: [String]
     public var directory: String
     /// The server's whole environment.
     public var environment: [String: String]
@@ -27,10 +37,13 @@ public struct ToolServerSettings: Sendable, Hashable {
     public init(
         name: String, command: [String], directory: String, environment: [String: String] = [:], startTimeoutMs: Int = 30_000,
         callTimeoutMs: Int = 30_000, prefix: String = "", include: [String]? = nil, sideEffect: SideEffect? = nil,
-        location: SourceLocation? = nil
+        location: SourceLocation? = nil, url: String? = nil, headers: [String: String] = [:], headerVariables: [String] = []
     ) {
         self.name = name
         self.command = command
+        self.url = url
+        self.headers = headers
+        self.headerVariables = headerVariables
         self.directory = directory
         self.environment = environment
         self.startTimeoutMs = startTimeoutMs
@@ -39,6 +52,61 @@ public struct ToolServerSettings: Sendable, Hashable {
         self.include = include
         self.sideEffect = sideEffect
         self.location = location
+    }
+}
+
+extension ToolServerSettings {
+    /// A header value's `${NAME}` that cannot be read: malformed, or a variable that is not set.
+    public struct HeaderProblem: Error, Sendable {
+        public var message: String
+        public var hint: String?
+    }
+
+    /// `text` with each `${NAME}` replaced by `lookup(NAME)`, and the names in order; throws for
+    /// a `${` without its `}`, a name that is not a variable's, or a variable `lookup` lacks.
+    public static func substitute(_ text: String, _ lookup: (String) -> String?) throws(HeaderProblem) -> (
+        value: String, variables: [String]
+    ) {
+        var rest = Substring(text)
+        var value = ""
+        var variables: [String] = []
+        while let start = rest.range(of: "${") {
+            value += rest[..<start.lowerBound]
+            guard let end = rest[start.upperBound...].firstIndex(of: "}") else {
+                throw HeaderProblem(message: "has a ${ without its }")
+            }
+            let name = String(rest[start.upperBound..<end])
+            guard !name.isEmpty, name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }) else {
+                throw HeaderProblem(message: "names \"${\(name)}\", which is not a variable name")
+            }
+            guard let found = lookup(name) else {
+                throw HeaderProblem(
+                    message: "names ${\(name)}, which is not set in the environment",
+                    hint: "export \(name) before the run; a header's secret is read from the environment, never the file")
+            }
+            value += found
+            variables.append(name)
+            rest = rest[rest.index(after: end)...]
+        }
+        return (value + rest, variables)
+    }
+
+    /// The headers with each `${NAME}` read from `environment`; throws naming the header and the
+    /// first variable that is not set. A value with a line break in it is refused too.
+    public func resolvedHeaders(environment: [String: String]) throws(HeaderProblem) -> [String: String] {
+        var resolved: [String: String] = [:]
+        for (name, template) in headers.sorted(by: { $0.key < $1.key }) {
+            do throws(HeaderProblem) {
+                let value = try Self.substitute(template) { environment[$0] }.value
+                guard !value.contains(where: { $0 == "\r" || $0 == "\n" }) else {
+                    throw HeaderProblem(message: "holds a line break once its variables are read")
+                }
+                resolved[name] = value
+            } catch {
+                throw HeaderProblem(message: "headers.\(name) \(error.message)", hint: error.hint)
+            }
+        }
+        return resolved
     }
 }
 

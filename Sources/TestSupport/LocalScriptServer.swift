@@ -1,0 +1,63 @@
+import Foundation
+
+/// A test's server on 127.0.0.1 that is a script of the repository (`scripts/model_server.py`,
+/// `scripts/mcp_http_server.py`, `scripts/mcp_legacy_server.py --http`): started with its
+/// command, it prints "PORT <n>" once it listens, and ends when its standard input closes (so
+/// a test process that dies takes it along).
+public final class LocalScriptServer: Sendable {
+    public let port: Int
+    private let process: Process
+    private let input: Pipe
+
+    /// Starts `command` with `environment` added to this process's; throws with a clear message
+    /// when it cannot start or does not say its port.
+    public init(_ command: [String], environment: [String: String] = [:]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = command
+        let input = Pipe()
+        let output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        do {
+            try process.run()
+        } catch {
+            throw ServerError(message: "cannot start \(command.joined(separator: " ")): \(error)")
+        }
+        var line: [UInt8] = []
+        while let byte = try output.fileHandleForReading.read(upToCount: 1)?.first, byte != 0x0A { line.append(byte) }
+        let text = String(decoding: line, as: UTF8.self)
+        guard text.hasPrefix("PORT "), let port = Int(text.dropFirst(5)) else {
+            process.terminate()
+            throw ServerError(message: "\(command.joined(separator: " ")) did not start (it printed \"\(text)\")")
+        }
+        self.port = port
+        self.process = process
+        self.input = input
+    }
+
+    /// Closes the server's input, which ends it; if it is still there after 5 s (something else
+    /// holds its input open), terminates it. Polls rather than `waitUntilExit`, which spins a
+    /// thread of the cooperative pool on Linux.
+    public func stop() {
+        try? input.fileHandleForWriting.close()
+        var waited = 0
+        while process.isRunning && waited < 5_000 {
+            usleep(10_000)
+            waited += 10
+        }
+        if process.isRunning { process.terminate() }
+        while process.isRunning { usleep(10_000) }
+    }
+
+    deinit {
+        if process.isRunning { stop() }
+    }
+
+    public struct ServerError: Error, CustomStringConvertible {
+        public var message: String
+        public var description: String { message }
+    }
+}
