@@ -375,7 +375,9 @@ let package = Package(
         ),
         .testTarget(
             name: "MCPToolsTests",
-            dependencies: ["TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "MCPTools", "Replay", "TestSupport", "TestTags"],
+            dependencies: [
+                "TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "ModelClients", "MCPTools", "Replay", "TestSupport", "TestTags",
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(

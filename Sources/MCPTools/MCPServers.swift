@@ -1,5 +1,6 @@
 public import AgentRuntime
 import Foundation
+public import ModelClients
 import Synchronization
 import TraceCore
 
@@ -21,15 +22,22 @@ public struct MCPServers: ToolServerConnector {
     public var clock: any Clock<Duration>
     /// The era to speak; nil finds it by probing (tests pin one).
     var era: MCPConnection.Era?
+    /// Where the servers' answers are replayed from and recorded into (`--cassette`, docs/mcp.md
+    /// "Cassettes"); nil: every request goes to the server.
+    public var cassette: Cassette?
 
-    public init(clientName: String = "agent-eval", clientVersion: String = "0.2.0", clock: any Clock<Duration> = LiveClock()) {
+    public init(
+        clientName: String = "agent-eval", clientVersion: String = "0.2.0", clock: any Clock<Duration> = LiveClock(),
+        cassette: Cassette? = nil
+    ) {
         self.clientName = clientName
         self.clientVersion = clientVersion
         self.clock = clock
+        self.cassette = cassette
     }
 
     public func connect(_ settings: ToolServerSettings) async throws -> any ToolServerConnection {
-        try await MCPConnection.start(settings, client: (clientName, clientVersion), era: era, clock: clock)
+        try await MCPConnection.start(settings, client: (clientName, clientVersion), era: era, clock: clock, cassette: cassette)
     }
 }
 
@@ -75,6 +83,7 @@ final class MCPConnection: ToolServerConnection {
     let era: Era
     private let clientInfo: (name: String, version: String)
     private let clock: any Clock<Duration>
+    private let cassette: Cassette?
     private let session: Mutex<(any MCPChannel)?>
 
     /// What the server said of itself when the conversation began.
@@ -89,7 +98,7 @@ final class MCPConnection: ToolServerConnection {
 
     private init(
         settings: ToolServerSettings, identity: ToolServerIdentity, tools: [ServedTool], era: Era, session: any MCPChannel,
-        clientInfo: (name: String, version: String), clock: any Clock<Duration>
+        clientInfo: (name: String, version: String), clock: any Clock<Duration>, cassette: Cassette?
     ) {
         self.settings = settings
         self.identity = identity
@@ -98,28 +107,36 @@ final class MCPConnection: ToolServerConnection {
         self.session = Mutex(Optional(session))
         self.clientInfo = clientInfo
         self.clock = clock
+        self.cassette = cassette
     }
 
     /// Starts the server, finds its era and lists its tools, each step within the start timeout.
     static func start(
-        _ settings: ToolServerSettings, client clientInfo: (name: String, version: String), era: Era?, clock: any Clock<Duration>
+        _ settings: ToolServerSettings, client clientInfo: (name: String, version: String), era: Era?, clock: any Clock<Duration>,
+        cassette: Cassette? = nil
     ) async throws -> MCPConnection {
-        let (session, opening) = try await openSession(settings, clientInfo: clientInfo, era: era, clock: clock)
+        let (session, opening) = try await openSession(settings, clientInfo: clientInfo, era: era, clock: clock, cassette: cassette)
         do {
             let tools = try await listTools(session, era: opening.era, settings: settings, clientInfo: clientInfo, clock: clock)
             let identity = ToolServerIdentity(
                 name: settings.name, serverName: opening.name, serverVersion: opening.version, protocolVersion: opening.protocolVersion)
             return MCPConnection(
                 settings: settings, identity: identity, tools: tools, era: opening.era, session: session, clientInfo: clientInfo,
-                clock: clock)
+                clock: clock, cassette: cassette)
         } catch {
             await session.stop()
             throw error
         }
     }
 
-    /// Starts the server process (and its reader), or makes the channel to its URL.
-    private static func spawn(_ settings: ToolServerSettings) throws(MCPToolError) -> any MCPChannel {
+    /// Starts the server process (and its reader), or makes the channel to its URL; through
+    /// `cassette` when there is one (which, replaying only, needs neither).
+    private static func spawn(_ settings: ToolServerSettings, cassette: Cassette?) throws(MCPToolError) -> any MCPChannel {
+        guard let cassette else { return try live(settings) }
+        return CassetteChannel(cassette: cassette, settings: settings, live: cassette.mode == .none ? nil : try live(settings))
+    }
+
+    private static func live(_ settings: ToolServerSettings) throws(MCPToolError) -> any MCPChannel {
         if settings.url != nil { return try StreamableHTTPChannel(settings) }
         return try ProcessChannel(settings)
     }
@@ -136,9 +153,10 @@ final class MCPConnection: ToolServerConnection {
     /// version is spoken to with `initialize` — on the same process, or on a new one when the
     /// probe ended it (a 2025 server may exit on a request before `initialize`).
     private static func openSession(
-        _ settings: ToolServerSettings, clientInfo: (name: String, version: String), era known: Era?, clock: any Clock<Duration>
+        _ settings: ToolServerSettings, clientInfo: (name: String, version: String), era known: Era?, clock: any Clock<Duration>,
+        cassette: Cassette?
     ) async throws -> (any MCPChannel, Opening) {
-        var session = try spawn(settings)
+        var session = try spawn(settings, cassette: cassette)
         var probed = false
         if known != .handshake {
             let timeout = known == .stateless ? settings.startTimeoutMs : min(settings.startTimeoutMs, probeTimeoutMs)
@@ -178,7 +196,7 @@ final class MCPConnection: ToolServerConnection {
                     throw CancellationError()
                 }
                 await session.stop()
-                session = try spawn(settings)
+                session = try spawn(settings, cassette: cassette)
             case .failure(.remote(let error)) where [401, 403].contains(error.data?["httpStatus"]?.intValue ?? 0):
                 // Refused for want of credentials: no era to find, and initialize would be refused too.
                 throw startFailure(
@@ -221,7 +239,7 @@ final class MCPConnection: ToolServerConnection {
         case .failure(.remote(let error)) where error.code == -32022 && probed && known == nil:
             // The probe's late answer made the connection 2026-07-28's: ask again, now waiting.
             await session.stop()
-            return try await openSession(settings, clientInfo: clientInfo, era: .stateless, clock: clock)
+            return try await openSession(settings, clientInfo: clientInfo, era: .stateless, clock: clock, cassette: cassette)
         case .failure(.remote(let error)):
             throw startFailure(
                 settings, session: session,
@@ -252,9 +270,11 @@ final class MCPConnection: ToolServerConnection {
         return MCPToolError(message + (words.map { message.contains($0) ? "" : " (stderr: \($0))" } ?? ""), hint: hint ?? session.startHint)
     }
 
-    /// How a failed start is told: a process did not start; a URL could not be reached.
+    /// How a failed start is told: a process did not start; a URL could not be reached; a
+    /// cassette replaying alone could not answer.
     private static func didNotStart(_ session: any MCPChannel) -> String {
-        session.isProcess ? "did not start" : "could not be reached"
+        if let replaying = session as? CassetteChannel, replaying.live == nil { return "could not be replayed" }
+        return session.isProcess ? "did not start" : "could not be reached"
     }
 
     /// Every page of `tools/list`.
@@ -305,7 +325,7 @@ final class MCPConnection: ToolServerConnection {
         } else {
             // The last server process ended (a timeout, a crash): start another, in the same era.
             do {
-                current = try await Self.openSession(settings, clientInfo: clientInfo, era: era, clock: clock).0
+                current = try await Self.openSession(settings, clientInfo: clientInfo, era: era, clock: clock, cassette: cassette).0
             } catch is CancellationError {
                 return ToolOutcome(status: .error, error: "the call was stopped because the run was interrupted")
             } catch {
@@ -335,6 +355,9 @@ final class MCPConnection: ToolServerConnection {
             outcome = Self.outcome(of: result, server: settings.name)
         case .failure(.remote(let error)):
             outcome = .failure("MCP server \"\(settings.name)\" answered with an error: \(error.code): \(error.message)")
+        case .failure(.failed(let why)) where (current as? CassetteChannel)?.live == nil && current is CassetteChannel:
+            // Replaying alone: a call the cassette does not hold is not worth trying again.
+            outcome = .failure("MCP server \"\(settings.name)\" could not be replayed: \(why)")
         case .failure(.failed(let why)):
             outcome = .failure(
                 "MCP server \"\(settings.name)\" " + (current.isProcess ? "stopped during the call: \(why)" : "did not answer: \(why)"),

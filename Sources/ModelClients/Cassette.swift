@@ -101,6 +101,45 @@ public final class Cassette: Sendable {
         }
     }
 
+    // MARK: Exchanges that are not HTTP (MCP requests)
+
+    /// The recorded answer of a request that is not an HTTP exchange (an MCP request of MCP
+    /// tools), keyed as `key(provider:body:)` keys `request`: the JSON stored, or nil when none
+    /// is. The cassette's files and index are the same as for model requests (docs/models.md).
+    public func answer(provider: String, request: JSONValue) throws -> JSONValue? {
+        guard let recording = try recording(forKey: Self.key(provider: provider, body: request)) else { return nil }
+        do {
+            return try JSONParser.parse(recording.body)
+        } catch {
+            throw ModelClientError(
+                .configuration, "the recording of a \(provider) request in \(directory) is not JSON (\(error))",
+                hint: "record it again with --record all")
+        }
+    }
+
+    /// Keeps `answer` as the recording of `request` (`label` names its file: the method), with
+    /// the values of secret-looking variables of this process and `secrets` redacted.
+    public func keep(answer: JSONValue, provider: String, request: JSONValue, label: String, secrets: [String] = []) throws {
+        let redactor = Redactor.standard.adding(secrets, rule: "header")
+        let body = Array(redactor.redactText(String(decoding: JSONWriter.encode(answer), as: UTF8.self)).utf8)
+        try record(
+            key: Self.key(provider: provider, body: request), provider: provider, request: request,
+            recording: Recording(request: request, status: 200, contentType: "application/json", body: body), label: label)
+    }
+
+    /// Why `request` cannot be answered: this cassette holds no recording of it, and where the
+    /// nearest recording of `provider` differs.
+    public func missing(provider: String, request: JSONValue) -> String {
+        let key = Self.key(provider: provider, body: request)
+        var message = "the cassette \(directory) has no recording of this \(provider) request (key \(key.prefix(23))…)"
+        if let (file, difference) = nearest(to: request, provider: provider) {
+            message +=
+                "; the nearest, \(file), differs at \(difference.path.isEmpty ? "the top" : difference.path): recorded "
+                + CassetteTransport.short(difference.right) + ", now " + CassetteTransport.short(difference.left)
+        }
+        return message
+    }
+
     // MARK: Reading and writing recordings
 
     struct Recording {
@@ -149,8 +188,8 @@ public final class Cassette: Sendable {
             contentType: response["content_type"]?.stringValue ?? "", body: body)
     }
 
-    func record(key: String, provider: String, request: JSONValue, recording: Recording) throws {
-        let model = request["model"]?.stringValue ?? ""
+    func record(key: String, provider: String, request: JSONValue, recording: Recording, label: String? = nil) throws {
+        let model = label ?? request["model"]?.stringValue ?? ""
         let safeModel = String(model.map { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "." ? $0 : "_" }.prefix(60))
         let file = "\(provider)-\(safeModel)-\(key.dropFirst("sha256:".count).prefix(16)).json.gz"
         var response = ObjectBuilder()

@@ -34,6 +34,9 @@ public struct EvalOptions: Sendable {
     /// The model options for a case that names a cassette directory (`cassette:` in its file):
     /// `models` with that cassette (the CLI's, with `--record`). Nil: such a case cannot run.
     public var cassetteModels: (@Sendable (_ directory: String) throws -> ModelOptions)?
+    /// What starts the MCP servers of a case that names a cassette directory: through that
+    /// cassette (the CLI's `MCPServers`, with `--record`); nil: `toolServers`.
+    public var cassetteToolServers: (@Sendable (_ directory: String) -> any ToolServerConnector)?
     /// What runs `command:` cases through the recording model gateway (the CLI's); nil: such a
     /// case cannot run.
     public var commands: (any CommandCaseRecorder)?
@@ -178,7 +181,7 @@ public struct EvalRunner: Sendable {
         var finished = 0
         let agents = AgentCache(
             models: options.models, toolServers: options.toolServers, cassetteModels: options.cassetteModels,
-            frozenUsers: options.userMode == .frozen ? FrozenUserLedger() : nil)
+            cassetteToolServers: options.cassetteToolServers, frozenUsers: options.userMode == .frozen ? FrozenUserLedger() : nil)
         let judge = RubricJudge(factory: options.models.factory, defaultModel: options.judgeModel)
         await withTaskGroup(of: (Int, [RunResult], DiagnosticRecord?).self) { group in
             var next = 0
@@ -595,27 +598,32 @@ final class AgentCache: Sendable {
     let models: ModelOptions
     let toolServers: (any ToolServerConnector)?
     let cassetteModels: (@Sendable (String) throws -> ModelOptions)?
+    let cassetteToolServers: (@Sendable (String) -> any ToolServerConnector)?
     /// Under `--user frozen`: where the frozen users note the turn their recordings stop fitting.
     let frozenUsers: FrozenUserLedger?
 
     init(
         models: ModelOptions, toolServers: (any ToolServerConnector)? = nil,
-        cassetteModels: (@Sendable (String) throws -> ModelOptions)? = nil, frozenUsers: FrozenUserLedger? = nil
+        cassetteModels: (@Sendable (String) throws -> ModelOptions)? = nil,
+        cassetteToolServers: (@Sendable (String) -> any ToolServerConnector)? = nil, frozenUsers: FrozenUserLedger? = nil
     ) {
         self.models = models
         self.toolServers = toolServers
         self.cassetteModels = cassetteModels
+        self.cassetteToolServers = cassetteToolServers
         self.frozenUsers = frozenUsers
     }
 
-    /// The agent at `path`, its HTTP models served through `cassette` when a case names one.
+    /// The agent at `path`, its HTTP models (and MCP servers) served through `cassette` when a
+    /// case names one.
     func agent(at path: String, cassette: String? = nil) throws(ConfigError) -> Agent {
         let key = Key(path: path, cassette: cassette)
         if let cached = loaded.withLock({ $0[key] }) { return try cached.get() }
         let result = Result { () throws(ConfigError) in
             let models =
                 try cassette.map { directory throws(ConfigError) in try self.models(cassette: directory, for: path) } ?? self.models
-            return try AgentFile.load(path: path, models: models, servers: toolServers)
+            let servers = toolServers.map { servers in cassette.flatMap { cassetteToolServers?($0) } ?? servers }
+            return try AgentFile.load(path: path, models: models, servers: servers)
         }
         loaded.withLock { $0[key] = result }
         return try result.get()

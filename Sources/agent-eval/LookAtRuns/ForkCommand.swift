@@ -234,7 +234,9 @@ struct ForkCommand: AsyncParsableCommand, ReadsLogs {
                 let file = edits[index].value?.stringValue ?? ""
                 edits[index].value = try AgentFile.loadFixture(path: file, tool: tool).json
             }
-            let agent = try AgentFile.load(path: self.agent ?? "", models: try models.options(), servers: MCPServers())
+            let shelf = CassetteShelf()
+            let agent = try AgentFile.load(
+                path: self.agent ?? "", models: try models.options(shelf: shelf), servers: try models.toolServers(shelf: shelf))
             let request = Fork.Request(parent: log, at: at, edits: edits, turn: turn)
             let (runId, path) = destination.destination(agent: "\(agent.name)-fork")
             let sink = await catalog.indexingSink()

@@ -5,6 +5,7 @@ import EvalEngine
 import Foundation
 import Interop
 import MCPTools
+import ModelClients
 import Synchronization
 import TraceCore
 import TraceLog
@@ -151,7 +152,10 @@ struct ExecCommand: AsyncParsableCommand, ReadsLogs {
                 let printer = StreamPrinter(json: json)
                 environment.observe = { printer.show($0) }
             }
-            var agent = try AgentFile.load(path: agentPath, models: try models.options(), servers: MCPServers())
+            // The models and the MCP servers record into (or replay from) one cassette.
+            let shelf = CassetteShelf()
+            var agent = try AgentFile.load(
+                path: agentPath, models: try models.options(shelf: shelf), servers: try models.toolServers(shelf: shelf))
             if let logVersion {
                 agent.writesContextDeltas = logVersion >= Event.deltaVersion
                 agent.logFormatVersion = logVersion >= Event.memberChainVersion ? Event.memberChainVersion : 1

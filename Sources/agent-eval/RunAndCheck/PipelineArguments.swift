@@ -3,6 +3,7 @@ import ArgumentParser
 import ConfigFile
 import Foundation
 import MCPTools
+import ModelClients
 import Pipelines
 import Synchronization
 import TraceCore
@@ -11,10 +12,12 @@ import TraceLog
 /// Loading a pipeline file the way every subcommand does: model overrides and MCP servers for
 /// its agents, every error and warning printed.
 func loadPipeline(_ path: String, models: ModelArguments, printWarnings: Bool = true) throws -> PipelineDefinition {
-    let options = try models.options()
+    let shelf = CassetteShelf()
+    let options = try models.options(shelf: shelf)
+    let servers = try models.toolServers(shelf: shelf)
     do throws(ConfigErrors) {
         let definition = try PipelineFile.load(path: path) { agentPath throws(ConfigError) in
-            try AgentFile.load(path: agentPath, models: options, servers: MCPServers())
+            try AgentFile.load(path: agentPath, models: options, servers: servers)
         }
         if printWarnings { for warning in definition.warnings { warn(warning) } }
         return definition

@@ -333,7 +333,8 @@ struct RunCommand: AsyncParsableCommand, ReadsLogs {
             cassette: models.cassette, mode: models.mode, shelf: shelf, environment: ProcessInfo.processInfo.environment)
         options.judgeModel = try judge.source()
         options.userMode = user
-        options.toolServers = MCPServers()
+        options.toolServers = try models.toolServers(shelf: shelf)
+        options.cassetteToolServers = models.caseCassetteToolServers(shelf: shelf)
         if repeatCount == .auto { options.adaptive = AdaptiveRepeats(maxRepeats: maxRepeats) }
         var request = SuiteRun.Request(paths: paths, options: options)
         (request.filters, request.shard, request.k, request.failOn) = (filter, shard, k, failOn)

@@ -2,6 +2,7 @@ import AgentRuntime
 import ArgumentParser
 import ConfigFile
 import Foundation
+import MCPTools
 import ModelClients
 import Synchronization
 
@@ -17,7 +18,10 @@ struct ModelArguments: ParsableArguments {
     @Option(help: "The model server's base URL, e.g. http://127.0.0.1:8080/v1 for a local OpenAI-compatible server.")
     var baseURL: String?
 
-    @Option(help: "A cassette directory: model interactions are replayed from it, and recorded into it with --record.")
+    @Option(
+        help:
+            "A cassette directory: model interactions and MCP servers' answers are replayed from it, and recorded into it with --record."
+    )
     var cassette: String?
 
     @Option(
@@ -46,6 +50,19 @@ struct ModelArguments: ParsableArguments {
         return ModelOptions(factory: HTTPModelClients(cassette: cassette), model: model, baseURL: baseURL)
     }
 
+    /// What starts agents' MCP servers: through the cassette, when `--cassette` names one
+    /// (opened from `shelf`, so the models and the servers share one index).
+    func toolServers(shelf: CassetteShelf) throws -> MCPServers {
+        MCPServers(cassette: try cassette.map { directory in try shelf.cassette(directory, mode: mode) })
+    }
+
+    /// The MCP servers of cases that name their own cassette: through it, opened when a server
+    /// is first started (and once per directory).
+    func caseCassetteToolServers(shelf: CassetteShelf) -> @Sendable (String) -> any ToolServerConnector {
+        let mode = self.mode
+        return { directory in CaseCassetteServers(directory: directory, mode: mode, shelf: shelf) }
+    }
+
     /// The options for cases that name their own cassette (`cassette:` in a case file): these,
     /// with that cassette in `--record`'s mode, opened when an HTTP model first needs it (a
     /// scripted agent never does) and once per directory.
@@ -69,6 +86,17 @@ private struct CaseCassetteClients: ModelClientFactory {
 
     func recordedUserTurns() throws -> (any RecordedUserTurns)? {
         try shelf.cassette(directory, mode: mode)
+    }
+}
+
+/// MCP servers served through the cassette a case names.
+private struct CaseCassetteServers: ToolServerConnector {
+    let directory: String
+    let mode: Cassette.Mode
+    let shelf: CassetteShelf
+
+    func connect(_ settings: ToolServerSettings) async throws -> any ToolServerConnection {
+        try await MCPServers(cassette: try shelf.cassette(directory, mode: mode)).connect(settings)
     }
 }
 

@@ -1,0 +1,139 @@
+import AgentRuntime
+import Foundation
+import ModelClients
+import Synchronization
+import TraceCore
+
+/// An MCP server's conversation through a cassette (docs/mcp.md, "Cassettes"): what the server
+/// answered, recorded beside the model's interactions, so a run with MCP tools replays offline
+/// with no server installed.
+///
+/// - `--record none`: no server is started or reached; every request is answered from the
+///   cassette, and one it does not hold is an error naming the nearest recording. (A
+///   `server/discover` probe it does not hold is taken as unanswered, as a 2025 server may
+///   leave it, so a cassette recorded from such a server replays.)
+/// - `new`: the server runs; its opening (`server/discover`, `initialize`, `tools/list`) goes
+///   to it, and a `tools/call` the cassette holds is answered from it, not sent. What the
+///   server answers is recorded.
+/// - `all`: everything goes to the server and is recorded again.
+///
+/// A request is keyed by the server's name, its method, its params and the protocol version —
+/// never its JSON-RPC id, the client's name (`clientInfo`) or anything else of `_meta` but the
+/// version and the client's capabilities. Answers (results and JSON-RPC errors) are recorded;
+/// a timeout or a server that failed is not.
+final class CassetteChannel: MCPChannel {
+    let cassette: Cassette
+    let server: String
+    /// The server itself; nil when the cassette answers alone (`none`).
+    let live: (any MCPChannel)?
+    private let secrets: [String]
+    /// The version `initialize` agreed (2025 era), for the keys of the requests after it.
+    private let negotiated = Mutex<String?>(nil)
+
+    init(cassette: Cassette, settings: ToolServerSettings, live: (any MCPChannel)?) {
+        self.cassette = cassette
+        server = settings.name
+        self.live = live
+        secrets =
+            settings.headers.isEmpty
+            ? [] : ((try? settings.resolvedHeaders(environment: ProcessInfo.processInfo.environment)) ?? [:]).values.sorted()
+    }
+
+    var provider: String { "mcp-\(server)" }
+
+    /// What a request is recorded under: its method, its params without what varies from run to
+    /// run, and the protocol version it was sent in.
+    func key(_ method: String, params: JSONValue?) -> JSONValue {
+        var kept = params?.objectValue ?? JSONObject()
+        if let meta = kept["_meta"]?.objectValue {
+            let stays = JSONObject(
+                meta.filter { [MCPEra.protocolVersionKey, MCPEra.clientCapabilitiesKey].contains($0.key) }.map { ($0.key, $0.value) })
+            kept["_meta"] = stays.isEmpty ? nil : .object(stays)
+        }
+        if method == "initialize" { kept["clientInfo"] = nil }
+        let version = MCPEra.envelope(of: params)?[MCPEra.protocolVersionKey]?.stringValue ?? negotiated.withLock { $0 }
+        var key = ObjectBuilder()
+        key.set("server", server)
+        key.set("method", method)
+        key.set("params", JSONValue.object(kept))
+        key.set("protocol_version", version)
+        return key.json
+    }
+
+    func request(
+        _ method: String, params: JSONValue?, within duration: Duration, on clock: any Clock<Duration>, endsServerWhenAbandoned: Bool
+    ) async -> JSONRPCPeer.Answer {
+        let key = key(method, params: params)
+        let replays = cassette.mode == .none || (cassette.mode == .new && method == "tools/call")
+        if replays {
+            do {
+                if let recorded = try cassette.answer(provider: provider, request: key) {
+                    return settle(method, Self.answer(of: recorded))
+                }
+            } catch {
+                return .failure(.failed((error as? any Diagnostic)?.message ?? "\(error)"))
+            }
+        }
+        guard let live else {
+            if method == "server/discover" { return .failure(.timedOut) }
+            return .failure(.failed(cassette.missing(provider: provider, request: key)))
+        }
+        let answer = await live.request(
+            method, params: params, within: duration, on: clock, endsServerWhenAbandoned: endsServerWhenAbandoned)
+        let stored: JSONValue?
+        switch answer {
+        case .success(let result): stored = ["result": result]
+        case .failure(.remote(let error)):
+            var object = ObjectBuilder()
+            object.set("code", error.code)
+            object.set("message", error.message)
+            object.set("data", error.data)
+            stored = ["error": object.json]
+        default: stored = nil
+        }
+        if let stored {
+            do {
+                try cassette.keep(answer: stored, provider: provider, request: key, label: method, secrets: secrets)
+            } catch {
+                return .failure(
+                    .failed(
+                        "the answer could not be recorded in \(cassette.directory): \((error as? any Diagnostic)?.message ?? "\(error)")"))
+            }
+        }
+        return settle(method, answer)
+    }
+
+    /// Notes the version an `initialize` answer agreed, for the keys of later requests.
+    private func settle(_ method: String, _ answer: JSONRPCPeer.Answer) -> JSONRPCPeer.Answer {
+        if method == "initialize", case .success(let result) = answer {
+            negotiated.withLock { $0 = result["protocolVersion"]?.stringValue }
+        }
+        return answer
+    }
+
+    /// A recorded answer: `{"result": …}` or `{"error": {code, message, data}}`.
+    static func answer(of recorded: JSONValue) -> JSONRPCPeer.Answer {
+        if let error = recorded["error"] {
+            return .failure(
+                .remote(
+                    JSONRPCPeer.RemoteError(
+                        code: error["code"]?.intValue ?? 0, message: error["message"]?.stringValue ?? "no message", data: error["data"])))
+        }
+        return recorded["result"].map { .success($0) } ?? .failure(.failed("the recorded answer has neither result nor error"))
+    }
+
+    func notify(_ method: String, params: JSONValue?) async throws {
+        try await live?.notify(method, params: params)
+    }
+
+    var failure: String? { live?.failure }
+    func kill() { live?.kill() }
+    func stop() async { await live?.stop() }
+    var stderrMark: Int { live?.stderrMark ?? 0 }
+    func stderr(since mark: Int) -> String? { live?.stderr(since: mark) }
+    var lastErrorLine: String? { live?.lastErrorLine }
+    var isProcess: Bool { live?.isProcess ?? false }
+    var startHint: String {
+        live?.startHint ?? "record the server's answers into \(cassette.directory) with --record new (the server must run for that)"
+    }
+}
