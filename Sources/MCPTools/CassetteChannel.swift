@@ -13,8 +13,9 @@ import TraceCore
 ///   `server/discover` probe it does not hold is taken as unanswered, as a 2025 server may
 ///   leave it, so a cassette recorded from such a server replays.)
 /// - `new`: the server runs; its opening (`server/discover`, `initialize`, `tools/list`) goes
-///   to it, and a `tools/call` the cassette holds is answered from it, not sent. What the
-///   server answers is recorded.
+///   to it, and a `tools/call` the cassette holds is answered from it, not sent (and so is the
+///   polling of a task such a call made). What the server answers is recorded: a task's polls
+///   under one key, so the last — its end — is what a replay finds.
 /// - `all`: everything goes to the server and is recorded again.
 ///
 /// A request is keyed by the server's name, its method, its params and the protocol version —
@@ -29,6 +30,8 @@ final class CassetteChannel: MCPChannel {
     private let secrets: [String]
     /// The version `initialize` agreed (2025 era), for the keys of the requests after it.
     private let negotiated = Mutex<String?>(nil)
+    /// The tasks of calls answered from the cassette: polled there too.
+    private let replayedTasks = Mutex<Set<String>>([])
 
     init(cassette: Cassette, settings: ToolServerSettings, live: (any MCPChannel)?) {
         self.cassette = cassette
@@ -64,11 +67,25 @@ final class CassetteChannel: MCPChannel {
         _ method: String, params: JSONValue?, within duration: Duration, on clock: any Clock<Duration>, endsServerWhenAbandoned: Bool
     ) async -> JSONRPCPeer.Answer {
         let key = key(method, params: params)
-        let replays = cassette.mode == .none || (cassette.mode == .new && method == "tools/call")
+        // With `new`, a call the cassette holds never reaches the server, nor does the task it
+        // made (whose last recorded state is its end): a task the server made is polled there.
+        let replays: Bool
+        switch cassette.mode {
+        case .none: replays = true
+        case .new:
+            replays =
+                method == "tools/call"
+                || (method.hasPrefix("tasks/") && replayedTasks.withLock { $0.contains(params?["taskId"]?.stringValue ?? "") })
+        case .all: replays = false
+        }
         if replays {
             do {
                 if let recorded = try cassette.answer(provider: provider, request: key) {
-                    return settle(method, Self.answer(of: recorded))
+                    let answer = Self.answer(of: recorded)
+                    if method == "tools/call", case .success(let result) = answer, let task = result["taskId"]?.stringValue {
+                        replayedTasks.withLock { _ = $0.insert(task) }
+                    }
+                    return settle(method, answer)
                 }
             } catch {
                 return .failure(.failed((error as? any Diagnostic)?.message ?? "\(error)"))

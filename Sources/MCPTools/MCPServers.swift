@@ -144,7 +144,12 @@ final class MCPConnection: ToolServerConnection {
     /// A request's params in the era: with the envelope in `_meta` for 2026-07-28.
     static func params(_ params: JSONObject, era: Era, clientInfo: (name: String, version: String)) -> JSONValue {
         var params = params
-        if era == .stateless { params["_meta"] = MCPEra.envelope(clientName: clientInfo.name, version: clientInfo.version) }
+        if era == .stateless {
+            // It follows tasks (the extension), so it says so: a server may answer a call with one.
+            params["_meta"] = MCPEra.envelope(
+                clientName: clientInfo.name, version: clientInfo.version,
+                capabilities: ["extensions": .object(JSONObject([(MCPEra.tasksExtension, [:])]))])
+        }
         return .object(params)
     }
 
@@ -344,11 +349,20 @@ final class MCPConnection: ToolServerConnection {
         let mark = current.stderrMark
         // Given up (the timeout, the run interrupted): a server process is killed at once, which
         // also ends a write it never read; over HTTP the request's connection is closed.
-        let answer = await current.request(
-            "tools/call",
-            params: Self.params(
+        let clock: any Clock<Duration> = self.clock
+        let ending = await call(
+            Self.params(
                 JSONObject([("name", .string(request.tool)), ("arguments", .object(arguments))]), era: era, clientInfo: clientInfo),
-            within: .milliseconds(request.timeoutMs), on: clock, endsServerWhenAbandoned: true)
+            timeoutMs: request.timeoutMs, on: current, clock: clock)
+        let answer: JSONRPCPeer.Answer
+        switch ending {
+        case .answer(let answered):
+            answer = answered
+        case .taskEnded(let why):
+            var outcome = ToolOutcome.failure("MCP server \"\(settings.name)\" \(why)")
+            outcome.stderr = current.stderr(since: mark)
+            return outcome
+        }
         var outcome: ToolOutcome
         switch Task.isCancelled ? .failure(.cancelled) : answer {
         case .success(let result):
@@ -376,10 +390,105 @@ final class MCPConnection: ToolServerConnection {
         return outcome
     }
 
+    /// How a call ended: the server's answer (the task's, when it made one), or a task that
+    /// ended without one (it asked for input, or the server cancelled it): why, as a sentence.
+    enum CallEnding {
+        case answer(JSONRPCPeer.Answer)
+        case taskEnded(String)
+    }
+
+    /// Sends `tools/call`, and follows the task the server may answer with (the tasks extension,
+    /// 2026-07-28): `tasks/get` at the interval the server asks for (10 ms to 5 s) until the task
+    /// ends, all within `timeoutMs` of the call's start. The task's result is the call's; its
+    /// JSON-RPC error is the call's error. A task that asks for input, or that the call's time
+    /// runs out on, is cancelled (`tasks/cancel`): this client answers no questions.
+    func call<C: Clock<Duration>>(_ params: JSONValue, timeoutMs: Int, on channel: any MCPChannel, clock: C) async -> CallEnding {
+        let start = clock.now
+        let budget = Duration.milliseconds(timeoutMs)
+        let first = await channel.request("tools/call", params: params, within: budget, on: clock, endsServerWhenAbandoned: true)
+        guard case .success(let handle) = first, handle["resultType"]?.stringValue == "task" else { return .answer(first) }
+        guard let taskId = handle["taskId"]?.stringValue else {
+            return .taskEnded("answered with a task that has no taskId")
+        }
+        var interval = Self.pollInterval(handle)
+        var state = handle
+        while true {
+            let left = budget - start.duration(to: clock.now)
+            switch state["status"]?.stringValue {
+            case "completed"?:
+                guard let result = state["result"], result.objectValue != nil else {
+                    return .taskEnded("ended its task \(taskId) completed without a result")
+                }
+                return .answer(.success(result))
+            case "failed"?:
+                let error = state["error"]
+                return .answer(
+                    .failure(
+                        .remote(
+                            JSONRPCPeer.RemoteError(
+                                code: error?["code"]?.intValue ?? 0,
+                                message: error?["message"]?.stringValue ?? state["statusMessage"]?.stringValue ?? "the task failed",
+                                data: error?["data"]))))
+            case "cancelled"?:
+                return .taskEnded(
+                    "cancelled its task \(taskId)" + (state["statusMessage"]?.stringValue.map { ": \($0)" } ?? ""))
+            case "input_required"?:
+                await cancel(taskId, on: channel, clock: clock)
+                let asked = (state["inputRequests"]?.objectValue.map { Array($0) } ?? []).compactMap { $0.value["method"]?.stringValue }
+                return .taskEnded(
+                    "asked for input while its task \(taskId) ran (\(asked.isEmpty ? "input_required" : asked.joined(separator: ", "))), "
+                        + "which agent-eval's MCP tools do not give: the task was cancelled")
+            default:
+                break
+            }
+            guard left > .zero else {
+                await cancel(taskId, on: channel, clock: clock)
+                return .answer(.failure(.timedOut))
+            }
+            do {
+                try await clock.sleep(for: min(interval, left))
+            } catch {
+                return .answer(.failure(.cancelled))
+            }
+            let remaining = budget - start.duration(to: clock.now)
+            guard remaining > .zero else {
+                await cancel(taskId, on: channel, clock: clock)
+                return .answer(.failure(.timedOut))
+            }
+            let polled = await channel.request(
+                "tasks/get", params: Self.params(JSONObject([("taskId", .string(taskId))]), era: era, clientInfo: clientInfo),
+                within: remaining, on: clock, endsServerWhenAbandoned: true)
+            switch polled {
+            case .success(let next):
+                state = next
+                interval = Self.pollInterval(next, otherwise: interval)
+            case .failure(.timedOut):
+                await cancel(taskId, on: channel, clock: clock)
+                return .answer(polled)
+            case .failure:
+                return .answer(polled)
+            }
+        }
+    }
+
+    /// The interval a task asks to be polled at, held to 10 ms – 5 s.
+    static func pollInterval(_ task: JSONValue, otherwise: Duration = .milliseconds(500)) -> Duration {
+        guard let ms = task["pollIntervalMs"]?.intValue else { return otherwise }
+        return .milliseconds(min(max(ms, 10), 5_000))
+    }
+
+    /// Tells the server a task is no longer wanted (`tasks/cancel`), waiting up to 2 s.
+    private func cancel<C: Clock<Duration>>(_ taskId: String, on channel: any MCPChannel, clock: C) async {
+        _ = await channel.request(
+            "tasks/cancel", params: Self.params(JSONObject([("taskId", .string(taskId))]), era: era, clientInfo: clientInfo),
+            within: .seconds(2), on: clock, endsServerWhenAbandoned: false)
+    }
+
     /// A `tools/call` result as a tool outcome (`ServedTool.outcome(ofMCPResult:)`). A
     /// 2026-07-28 result that is not `complete` — the server asks for input (elicitation,
-    /// sampling, roots), or answers with an extension's shape such as a task — is an error that
-    /// says so: agent-eval's MCP tools answer no questions of a server's and follow no tasks.
+    /// sampling, roots), or answers with an extension's shape other than a task (which `call`
+    /// follows) — is an error that says so: agent-eval's MCP tools answer no questions of a
+    /// server's.
     static func outcome(of result: JSONValue, server: String) -> ToolOutcome {
         switch result["resultType"]?.stringValue {
         case nil, "complete"?:

@@ -59,3 +59,12 @@ extension MCPTestServers {
         return try LocalScriptServer([python, scripts.appendingPathComponent("mcp_legacy_server.py").path, "--http"])
     }
 }
+
+extension MCPTestServers {
+    /// `[python, scripts/mcp_tasks_server.py]`: a 2026-07-28 server, with no dependencies, that
+    /// answers calls with tasks (the tasks extension); each `tasks/cancel` is a line of `journal`.
+    public static func tasksServer(journal: String? = nil) async throws -> [String] {
+        [try await environment() + "/bin/python", scripts.appendingPathComponent("mcp_tasks_server.py").path]
+            + (journal.map { ["--journal", $0] } ?? [])
+    }
+}

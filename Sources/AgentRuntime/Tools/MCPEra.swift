@@ -14,13 +14,16 @@ public enum MCPEra {
     public static let clientCapabilitiesKey = "io.modelcontextprotocol/clientCapabilities"
     public static let serverInfoKey = "io.modelcontextprotocol/serverInfo"
 
-    /// The envelope of a client that offers no capabilities.
-    public static func envelope(clientName: String, version: String) -> JSONValue {
+    /// The tasks extension's name (a `tools/call` may be answered with a task to poll).
+    public static let tasksExtension = "io.modelcontextprotocol/tasks"
+
+    /// The envelope of a client that offers `capabilities` (none by default).
+    public static func envelope(clientName: String, version: String, capabilities: JSONValue = [:]) -> JSONValue {
         .object(
             JSONObject([
                 (protocolVersionKey, .string(statelessVersion)),
                 (clientInfoKey, ["name": .string(clientName), "version": .string(version)]),
-                (clientCapabilitiesKey, [:]),
+                (clientCapabilitiesKey, capabilities),
             ]))
     }
 
