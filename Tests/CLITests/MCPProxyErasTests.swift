@@ -526,4 +526,76 @@ struct MCPProxyErasTests {
         #expect(result.stderr.contains("bad.yaml:5:"), "\(result.stderr)")
         #expect(result.stderr.contains("sound"), "\(result.stderr)")
     }
+
+    @Test(
+        "a call the server answers with a task stays open until the client's tasks/get finds the task ended: its result (or error) is the call's; a task's refused question cancels it; a task still running ends with the session"
+    )
+    func tasks() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try """
+        policy:
+          name: tasks
+          default: allow
+        input_requests:
+          elicitation: deny
+
+        """.write(toFile: directory.path("tasks.policy.yaml"), atomically: true, encoding: .utf8)
+        let server = try await PythonEnvironment.mcp.script("mcp_tasks_server.py", [])
+        let envelope =
+            #""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}"#
+        func call(_ id: Int, _ tool: String, _ arguments: String = "{}") -> String {
+            #"{"jsonrpc":"2.0","id":\#(id),"method":"tools/call","params":{"name":"\#(tool)","arguments":\#(arguments),\#(envelope)}}"#
+        }
+        func task(_ id: Int, _ method: String, _ taskId: String, _ more: String = "") -> String {
+            #"{"jsonrpc":"2.0","id":\#(id),"method":"\#(method)","params":{"taskId":"\#(taskId)"\#(more),\#(envelope)}}"#
+        }
+        let requests = [
+            call(1, "report", #"{"polls":1}"#), task(2, "tasks/get", "task-1"), task(3, "tasks/get", "task-1"),
+            call(4, "doomed"), task(5, "tasks/get", "task-2"),
+            call(6, "asking"), task(7, "tasks/get", "task-3"),
+            task(8, "tasks/update", "task-99", #","inputResponses":{"q":{"action":"accept"}}"#),
+            call(9, "endless"),
+        ]
+        try (requests.joined(separator: "\n") + "\n").write(toFile: directory.path("requests.jsonl"), atomically: true, encoding: .utf8)
+        let proxy =
+            ([try agentEvalBinary(), "mcp-proxy", "--no-catalog", "--log", "tasks.jsonl.gz", "--policy", "tasks.policy.yaml", "--"] + server)
+            .map(ShellWords.quoted).joined(separator: " ")
+        let script = """
+            : > answers.jsonl
+            (cat requests.jsonl; i=0; while [ $i -lt 600 ] && [ "$(wc -l < answers.jsonl)" -lt 9 ]; do sleep 0.1; i=$((i+1)); done) \\
+                | \(proxy) > answers.jsonl
+            """
+        let result = try await Subprocess.run("/bin/sh", ["-c", script], in: directory.url)
+        #expect(result.status == 0, "\(result.stderr)")
+        var answers: [Int: JSONValue] = [:]
+        for line in try String(contentsOfFile: directory.path("answers.jsonl"), encoding: .utf8).split(separator: "\n") {
+            let message = try JSONParser.parse(Array(line.utf8))
+            if let id = message["id"]?.intValue { answers[id] = message }
+        }
+        #expect(answers[1]?["result"]?["resultType"] == "task")
+        #expect(answers[2]?["result"]?["status"] == "working")
+        #expect(answers[3]?["result"]?["status"] == "completed")
+        #expect(answers[5]?["result"]?["status"] == "failed")
+        // The task's question is not the client's to see: the task is told cancelled.
+        #expect(answers[7]?["result"]?["status"] == "cancelled")
+        #expect(answers[7]?["result"]?["inputRequests"] == nil)
+        #expect(answers[7]?["result"]?["statusMessage"]?.stringValue?.contains("refused the server's question") == true)
+        #expect(answers[8]?["error"]?["code"] == -32602)
+        #expect(answers[9]?["result"]?["taskId"] == "task-4")
+
+        let events = try MCPProxyCommandTests.events(directory.path("tasks.jsonl.gz"))
+        let results = Self.results(events)
+        #expect(results["mcp-1"]?.status == .ok)
+        #expect(results["mcp-1"]?.output?["content"]?.arrayValue?.first?["text"] == "report ready after 1 polls")
+        #expect(results["mcp-2"]?.error == "JSON-RPC error -32603: the job crashed")
+        #expect(results["mcp-3"]?.error?.contains("the server asked for elicitation/create (input request \"go-on\") on round 2") == true)
+        #expect(
+            results["mcp-4"]?.error == "the session ended while its task task-4 was still running (the client did not poll it to its end)")
+        #expect(Self.verdicts(events) == ["mcp-1 allow default", "mcp-2 allow default", "mcp-3 allow default", "mcp-4 allow default"])
+        #expect(
+            try Self.rounds(events).map(\.line) == [
+                "mcp-1 1 server", "mcp-2 1 server", "mcp-3 1 server", "mcp-3 2 server", "mcp-4 1 server",
+            ])
+    }
 }

@@ -39,6 +39,9 @@ actor MCPProxySession {
         var startUs: Int
         /// The round this request is of the call: 1, or more for a client's retry.
         var round = 1
+        /// Of a call whose task asks for input: the keys of the questions it asked last, so the
+        /// same questions seen again at the next poll are not a new round.
+        var askedKeys: [String] = []
     }
 
     /// A call whose server answered `input_required`: it waits for the client's retry.
@@ -55,6 +58,8 @@ actor MCPProxySession {
         /// `server/discover` (2026-07-28), at the protocol version the client asked for.
         case discover(version: String?)
         case listTools(isFirstPage: Bool, generation: Int)
+        /// `tasks/get`, `tasks/update` or `tasks/cancel` of a task a call of this session made.
+        case task(String)
         case other
     }
 
@@ -79,6 +84,9 @@ actor MCPProxySession {
     private var outstanding: [String: Outstanding] = [:]
     /// Calls the server asked for input, by call id, until the client retries them.
     private var awaitingInput: [String: AwaitingInput] = [:]
+    /// Calls the server answered with a task (the tasks extension), by task id, until a
+    /// `tasks/get` the client sent finds the task ended: its end is the call's.
+    private var runningTasks: [String: ForwardedCall] = [:]
     /// The envelope of the client's last 2026-07-28 request; nil while it speaks the 2025 era.
     private var clientEnvelope: JSONValue?
     /// The proxy's own requests to the server (its tool listing), matched to their answers.
@@ -229,6 +237,12 @@ actor MCPProxySession {
                 let info = message["params"]?["clientInfo"]
                 clientInfo = (info?["name"]?.stringValue ?? "an MCP client", info?["version"]?.stringValue)
                 await learned()
+            }
+            if method.hasPrefix("tasks/"), let taskId = message["params"]?["taskId"]?.stringValue {
+                guard await taskRequest(method, taskId: taskId, id: id, message: message, line: line) else { return }
+                outstanding[JSONLinesProcess.key(id)] = .task(taskId)
+                await forward(line, requestId: id)
+                return
             }
             let kind: Outstanding =
                 switch method {
@@ -423,17 +437,24 @@ actor MCPProxySession {
                 toolError: "agent-eval mcp-proxy could not record the server's question, so the call ends here: \(writeFailure ?? "")")
             return
         }
-        // The questions the policy file does not let the server ask end the call here; with such
-        // a policy, questions it cannot read (no object of them, a method missing or unknown)
-        // end it too rather than pass unjudged.
-        let policy = settings.policy.inputRequests
-        let asked = message["result"]?["inputRequests"]
-        if !policy.allowsAll, let asked, asked != .null, asked.objectValue == nil {
-            let error =
-                "the server's inputRequests on round \(call.round) are \(asked.typeDescription), not an object of questions: not judged, so not passed on"
-            await recordEnd(of: call, status: .error, error: error)
-            await answerClient(id: call.requestId, toolError: "agent-eval mcp-proxy refused the server's question: \(error)")
+        if let refusal = refusal(of: message["result"]?["inputRequests"], round: call.round) {
+            await recordEnd(of: call, status: .error, error: refusal)
+            await answerClient(id: call.requestId, toolError: "agent-eval mcp-proxy refused the server's question: \(refusal)")
             return
+        }
+        awaitingInput[call.callId] = AwaitingInput(
+            call: call, requestState: message["result"]?["requestState"].flatMap { $0 == .null ? nil : $0 })
+        await client.send(line)
+    }
+
+    /// Why the policy file does not let the server ask `asked` (a round's `inputRequests`, a
+    /// task's) on `round`; nil when it may. With a policy on questions, questions it cannot read
+    /// (no object of them, a method missing or unknown) are refused rather than pass unjudged.
+    private func refusal(of asked: JSONValue?, round: Int) -> String? {
+        let policy = settings.policy.inputRequests
+        if !policy.allowsAll, let asked, asked != .null, asked.objectValue == nil {
+            return
+                "the server's inputRequests on round \(round) are \(asked.typeDescription), not an object of questions: not judged, so not passed on"
         }
         let questions = (asked?.objectValue.map(Array.init) ?? []).sorted { $0.key < $1.key }
         for question in questions {
@@ -449,15 +470,130 @@ actor MCPProxySession {
                     : nil)
             guard let refusal else { continue }
             let what = method.isEmpty ? "a question that names no method" : method
-            let error =
-                "the server asked for \(what) (input request \"\(question.key)\") on round \(call.round): \(refusal.reason) (\(refusal.rule))"
-            await recordEnd(of: call, status: .error, error: error)
-            await answerClient(id: call.requestId, toolError: "agent-eval mcp-proxy refused the server's question: \(error)")
+            return "the server asked for \(what) (input request \"\(question.key)\") on round \(round): \(refusal.reason) (\(refusal.rule))"
+        }
+        return nil
+    }
+
+    // MARK: Tasks
+
+    /// A client's request about a task (`tasks/get`, `tasks/update`, `tasks/cancel`): true to
+    /// forward it. `tasks/update` carries answers to the server's questions, so it is a round of
+    /// the call that made the task — kept before the server sees it — and one for a task no call
+    /// of this session made is refused, as a retry that continues no call is.
+    private func taskRequest(_ method: String, taskId: String, id: JSONValue, message: JSONValue, line: [UInt8]) async -> Bool {
+        guard method == "tasks/update" else { return true }
+        guard var call = runningTasks[taskId] else {
+            settings.notices?("a tasks/update for task \(taskId), which no call of this session made, was refused")
+            await answerClient(
+                id: id,
+                error: (
+                    -32602,
+                    "agent-eval mcp-proxy: no call of this session made the task \(taskId), so it takes no answers through the proxy"
+                ))
+            return false
+        }
+        call.round += 1
+        runningTasks[taskId] = call
+        let round = MCPRound(callId: call.callId, round: call.round, from: "client", message: message)
+        guard await recorded({ try await log.store(round.bytes, mediaType: ProxyGate.roundMediaType) }) else {
+            await answerClient(
+                id: id, error: (-32603, "agent-eval mcp-proxy could not record this answer, so it was not sent: \(writeFailure ?? "")"))
+            return false
+        }
+        return true
+    }
+
+    /// The server answered a call with a task: the call stays open (its end comes with the
+    /// task's), the handle is kept as a round, and the client gets it to poll.
+    private func taskStarted(_ call: ForwardedCall, taskId: String, message: JSONValue, line: [UInt8]) async {
+        let round = MCPRound(callId: call.callId, round: call.round, from: "server", message: message)
+        guard await recorded({ try await log.store(round.bytes, mediaType: ProxyGate.roundMediaType) }) else {
+            await recordEnd(
+                of: call, status: .error, error: "the server's task could not be recorded, so it was not passed on: \(writeFailure ?? "")")
+            await answerClient(
+                id: call.requestId,
+                toolError: "agent-eval mcp-proxy could not record the server's task, so the call ends here: \(writeFailure ?? "")")
+            cancelTask(taskId)
             return
         }
-        awaitingInput[call.callId] = AwaitingInput(
-            call: call, requestState: message["result"]?["requestState"].flatMap { $0 == .null ? nil : $0 })
+        runningTasks[taskId] = call
         await client.send(line)
+    }
+
+    /// The server's answer to the client's request about a running task: a task that ended
+    /// ends its call (`completed`: the task's result is the call's; `failed`: its error;
+    /// `cancelled`); one that asks for input has its questions judged as a call's round is.
+    private func taskAnswered(_ taskId: String, message: JSONValue, line: [UInt8]) async {
+        guard var call = runningTasks[taskId], let state = message["result"] else {
+            await client.send(line)
+            return
+        }
+        switch state["status"]?.stringValue {
+        case "completed"?:
+            runningTasks[taskId] = nil
+            await recordAnswer(of: call, message: ["result": state["result"] ?? .null])
+        case "failed"?:
+            runningTasks[taskId] = nil
+            await recordAnswer(of: call, message: ["error": state["error"] ?? ["message": "the task failed"]])
+        case "cancelled"?:
+            runningTasks[taskId] = nil
+            await recordEnd(
+                of: call, status: .error,
+                error: "its task \(taskId) was cancelled" + (state["statusMessage"]?.stringValue.map { ": \($0)" } ?? ""))
+        case "input_required"?:
+            let keys = (state["inputRequests"]?.objectValue?.keys ?? []).sorted()
+            guard keys != call.askedKeys else { break }  // Asked, kept and judged at an earlier poll.
+            guard call.round < MCPRound.limit else {
+                runningTasks[taskId] = nil
+                let error =
+                    "the server asked for input on round \(call.round + 1) of the call; agent-eval mcp-proxy ends a call after \(MCPRound.limit) rounds"
+                await recordEnd(of: call, status: .error, error: error)
+                cancelTask(taskId)
+                await client.send(Self.cancelled(message, why: "agent-eval mcp-proxy: \(error)"))
+                return
+            }
+            call.round += 1
+            call.askedKeys = keys
+            runningTasks[taskId] = call
+            let round = MCPRound(callId: call.callId, round: call.round, from: "server", message: message)
+            let isKept = await recorded { try await log.store(round.bytes, mediaType: ProxyGate.roundMediaType) }
+            let refusal =
+                isKept
+                ? refusal(of: state["inputRequests"], round: call.round)
+                : "the server's question on round \(call.round) could not be recorded, so it was not passed on: \(writeFailure ?? "")"
+            if let refusal {
+                // The task asks what may not be asked: it is cancelled, and the client told so.
+                runningTasks[taskId] = nil
+                await recordEnd(of: call, status: .error, error: refusal)
+                cancelTask(taskId)
+                await client.send(Self.cancelled(message, why: "agent-eval mcp-proxy refused the server's question: \(refusal)"))
+                return
+            }
+        default:
+            break
+        }
+        await client.send(line)
+    }
+
+    /// A `tasks/get` answer told as the task's cancellation, without its questions.
+    static func cancelled(_ message: JSONValue, why: String) -> [UInt8] {
+        var told = message["result"]?.objectValue ?? JSONObject()
+        told["status"] = "cancelled"
+        told["statusMessage"] = .string(why)
+        told["inputRequests"] = nil
+        var answer = message.objectValue ?? JSONObject()
+        answer["result"] = .object(told)
+        return JSONWriter.encode(JSONValue.object(answer))
+    }
+
+    /// Asks the server to cancel a task (the proxy's own request; not waited for).
+    private func cancelTask(_ taskId: String) {
+        var params = JSONObject([("taskId", .string(taskId))])
+        if let clientEnvelope { params["_meta"] = clientEnvelope }
+        let own = self.own
+        let (clock, timeout) = (settings.clock, settings.callTimeout)
+        Task { _ = await own.request("tasks/cancel", params: .object(params), within: timeout, on: clock) }
     }
 
     private func timeOut(_ key: String) async {
@@ -614,8 +750,14 @@ actor MCPProxySession {
                 await askedForInput(call, message: message, line: line)
                 return
             }
+            if message["result"]?["resultType"]?.stringValue == "task", let taskId = message["result"]?["taskId"]?.stringValue {
+                await taskStarted(call, taskId: taskId, message: message, line: line)
+                return
+            }
             await recordAnswer(of: call, message: message)
             await client.send(line)
+        case .task(let taskId):
+            await taskAnswered(taskId, message: message, line: line)
         case .discover(let version):
             if let result = message["result"] {
                 let supported = (result["supportedVersions"]?.arrayValue ?? []).compactMap(\.stringValue)
@@ -864,6 +1006,12 @@ actor MCPProxySession {
             guard case .call(let call) = kind else { continue }
             await recordEnd(of: call, status: .error, error: unfinished)
         }
+        for (taskId, call) in runningTasks.sorted(by: { Self.callNumber($0.value.callId) < Self.callNumber($1.value.callId) }) {
+            await recordEnd(
+                of: call, status: .error,
+                error: "the session ended while its task \(taskId) was still running (the client did not poll it to its end)")
+        }
+        runningTasks = [:]
         let asked = awaitingInput.values.map(\.call).sorted { Self.callNumber($0.callId) < Self.callNumber($1.callId) }
         awaitingInput = [:]
         for call in asked {
