@@ -260,6 +260,11 @@ struct RecordCommandTests {
         let miss = try await agentEval(["record", "--no-catalog", "--cassette", directory.path("nothing"), "--", "true"])
         #expect(miss.status == 2)
         #expect(miss.stderr.contains("does not exist"), "\(miss.stderr)")
+        // A command that exits 0 without asking the model: recorded as blocked, and not a pass.
+        let idle = try await agentEval(["record", "--no-catalog", "--log", directory.path("idle.jsonl.gz"), "--", "true"])
+        #expect(idle.status == 1, "\(idle.stderr)")
+        #expect(idle.stderr.contains("exited 0 without a model request through the gateway"), "\(idle.stderr)")
+        #expect(idle.stderr.contains("recorded: blocked"), "\(idle.stderr)")
     }
 }
 
