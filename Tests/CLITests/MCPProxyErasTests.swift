@@ -598,4 +598,33 @@ struct MCPProxyErasTests {
                 "mcp-1 1 server", "mcp-2 1 server", "mcp-3 1 server", "mcp-3 2 server", "mcp-4 1 server",
             ])
     }
+
+    @Test(
+        "a client that closes its end with calls in flight: each call's outcome is still recorded — its answer, or the timeout's error — not cut off"
+    )
+    func closedWithCallsInFlight() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let server = try await PythonEnvironment.mcp.script("mcp_failure_server.py", [])
+        let envelope =
+            #""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#
+        let requests = [
+            #"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{"ms":1500},\#(envelope)}}"#,
+            #"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"hang","arguments":{},\#(envelope)}}"#,
+        ]
+        try (requests.joined(separator: "\n") + "\n").write(toFile: directory.path("requests.jsonl"), atomically: true, encoding: .utf8)
+        // The client's input ends as soon as the two calls are written.
+        let result = try await Subprocess.run(
+            "/bin/sh",
+            [
+                "-c",
+                ([try agentEvalBinary(), "mcp-proxy", "--no-catalog", "--log", "closed.jsonl.gz", "--call-timeout", "3", "--"] + server)
+                    .map(ShellWords.quoted).joined(separator: " ") + " < requests.jsonl > answers.jsonl",
+            ], in: directory.url)
+        #expect(result.status == 0, "\(result.stderr)")
+        let results = Self.results(try MCPProxyCommandTests.events(directory.path("closed.jsonl.gz")))
+        #expect(results["mcp-1"]?.status == .ok, "\(String(describing: results["mcp-1"]))")
+        #expect(results["mcp-1"]?.output?["structuredContent"]?["result"] == "slept 1500 ms")
+        #expect(results["mcp-2"]?.error?.contains("did not answer within 3 s") == true, "\(String(describing: results["mcp-2"]))")
+    }
 }

@@ -165,6 +165,9 @@ public struct MCPProxy: Sendable {
         let end = await withTaskGroup(of: MCPProxySession.End.self) { group in
             group.addTask {
                 for await line in client.lines { await session.fromClient(line) }
+                // Calls in flight when the client closed its end are waited for (each to its
+                // answer or its --call-timeout), so what they did is recorded.
+                if !Task.isCancelled { await session.callsSettled() }
                 return Task.isCancelled ? .interrupted : .clientClosed(longLine: client.endedOnLongLine)
             }
             group.addTask {

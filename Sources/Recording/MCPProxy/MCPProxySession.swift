@@ -81,7 +81,11 @@ actor MCPProxySession {
     private var listing: Task<Void, Never>?
     private var clientInfo: (name: String, version: String?)?
     private var serverInfo: ServerInfo?
-    private var outstanding: [String: Outstanding] = [:]
+    private var outstanding: [String: Outstanding] = [:] {
+        didSet { releaseIfSettled() }
+    }
+    /// Who waits for the forwarded calls to end (`callsSettled`).
+    private var settledWaiters: [CheckedContinuation<Void, Never>] = []
     /// Calls the server asked for input, by call id, until the client retries them.
     private var awaitingInput: [String: AwaitingInput] = [:]
     /// Calls the server answered with a task (the tasks extension), by task id, until a
@@ -963,10 +967,37 @@ actor MCPProxySession {
         Int(callId.dropFirst("mcp-".count)) ?? Int.max
     }
 
+    /// Waits until no forwarded call waits for the server's answer — each ends with its answer or
+    /// at `--call-timeout` — or the wait is cancelled, or the session ends: a client that closed
+    /// its end with calls in flight still has their outcomes recorded.
+    func callsSettled() async {
+        guard hasCallInFlight, !isFinished else { return }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { settledWaiters.append($0) }
+        } onCancel: {
+            Task { await self.releaseWaiters() }
+        }
+    }
+
+    private var hasCallInFlight: Bool {
+        outstanding.values.contains { if case .call = $0 { true } else { false } }
+    }
+
+    private func releaseIfSettled() {
+        if !settledWaiters.isEmpty && !hasCallInFlight { releaseWaiters() }
+    }
+
+    private func releaseWaiters() {
+        let waiters = settledWaiters
+        settledWaiters = []
+        for waiter in waiters { waiter.resume() }
+    }
+
     /// Ends the session: calls still waiting are recorded as ended (and answered when the
     /// server failed), the stop is recorded and the log closed.
     func finish(_ end: End) async -> MCPProxy.Outcome {
         isFinished = true
+        releaseWaiters()
         for timer in timers.values { timer.cancel() }
         timers = [:]
         for approval in approvals.values { approval.task.cancel() }
