@@ -121,6 +121,8 @@ public struct CommandRecording: Sendable {
         public var requests: Int
         /// Why the recorder stopped the command, when it did.
         public var stopCause: ExchangeRecorder.StopCause?
+        /// Tool calls MCP proxies judged into the run (`mcp-proxy` under `record`).
+        public var proxiedCalls = 0
         /// What became of the command's OpenTelemetry spans.
         public var spans = ExchangeRecorder.SpanCounts()
         /// A fork's edited calls whose result no request carried to the model (`RecordedFork`).
@@ -273,8 +275,8 @@ public struct CommandRecording: Sendable {
         await finishedLogs?.logsFinished([logPath])
         return Outcome(
             logPath: logPath, runId: runId, stop: stop, exitStatus: result.exitStatus, signal: result.signal, isTimedOut: result.isTimedOut,
-            requests: recorder.requestCount, stopCause: recorder.stopCause, spans: recorder.spanCounts,
-            unshownEdits: recorder.unshownEdits)
+            requests: recorder.requestCount, stopCause: recorder.stopCause, proxiedCalls: recorder.proxiedCallCount,
+            spans: recorder.spanCounts, unshownEdits: recorder.unshownEdits)
     }
 
     /// The largest OTLP request the gateway takes from the command (what `collect` takes by default).

@@ -213,6 +213,9 @@ public final class ExchangeRecorder: Sendable {
     /// Answered requests so far.
     public var requestCount: Int { state.withLock { $0.requests } }
 
+    /// Tool calls MCP proxies judged into this run (`agent-eval mcp-proxy` under `record`).
+    public var proxiedCallCount: Int { state.withLock { $0.proxying.proxiedCalls.count } }
+
     /// A request arrives: refused when the request budget is spent.
     func begin(api: ModelAPI, body: JSONValue, bytes: [UInt8], secrets: [String]) -> Exchange {
         var exchange = Exchange(api: api, body: body, canonical: RequestKey.canonical(body), bytes: bytes, startUs: now())

@@ -153,12 +153,12 @@ struct RecordCommand: AsyncParsableCommand, ReadsLogs {
         if let interrupted { throw ExitCode(128 + interrupted) }
         if outcome.stopCause != nil || outcome.isTimedOut { throw Exit.failure }
         if let signal = outcome.signal { throw ExitCode(128 + signal) }
-        if outcome.exitStatus == 0 && outcome.requests == 0 {
-            // A recording with no model request holds nothing a replay or a gate can use: a
-            // step of CI that records must not pass on it.
+        if outcome.exitStatus == 0 && outcome.requests == 0 && outcome.proxiedCalls == 0 {
+            // A recording with no model request and no tool call an MCP proxy judged holds
+            // nothing a replay or a gate can use: a step of CI that records must not pass on it.
             printError(
-                "error: the command exited 0 without a model request through the gateway, so nothing was recorded "
-                    + "(does it take its base URL from OPENAI_BASE_URL / ANTHROPIC_BASE_URL? docs/record.md)")
+                "error: the command exited 0 without a model request through the gateway (or a tool call through an MCP proxy), "
+                    + "so nothing was recorded (does it take its base URL from OPENAI_BASE_URL / ANTHROPIC_BASE_URL? docs/record.md)")
             throw Exit.failure
         }
         throw ExitCode(outcome.exitStatus ?? 0)
