@@ -627,4 +627,54 @@ struct MCPProxyErasTests {
         #expect(results["mcp-1"]?.output?["structuredContent"]?["result"] == "slept 1500 ms")
         #expect(results["mcp-2"]?.error?.contains("did not answer within 3 s") == true, "\(String(describing: results["mcp-2"]))")
     }
+
+    @Test(
+        "subscriptions/listen through the proxy: the listen stream's frames pass, and a tool the server adds after a list change is judged with what the server says of it"
+    )
+    func toolListChangeWhileListening() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try """
+        policy:
+          name: reads
+          default: deny
+          rules:
+            - {id: reads, verdict: allow, when: {side_effect: read}}
+
+        """.write(toFile: directory.path("reads.policy.yaml"), atomically: true, encoding: .utf8)
+        let server = try await PythonEnvironment.mcp.script("mcp_listing_server.py", [])
+        let envelope =
+            #""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#
+        let listen =
+            #"{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},\#(envelope)}}"#
+        let unlock = #"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"unlock","arguments":{},\#(envelope)}}"#
+        let inventory = #"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"inventory","arguments":{},\#(envelope)}}"#
+        try [listen, unlock, inventory].enumerated().forEach { index, line in
+            try (line + "\n").write(toFile: directory.path("request-\(index + 1).jsonl"), atomically: true, encoding: .utf8)
+        }
+        let proxy =
+            ([try agentEvalBinary(), "mcp-proxy", "--no-catalog", "--log", "listen.jsonl.gz", "--policy", "reads.policy.yaml", "--"]
+            + server)
+            .map(ShellWords.quoted).joined(separator: " ")
+        // Each request once the answer before it came (the listen stream's acknowledgement first).
+        let script = """
+            : > answers.jsonl
+            until_has() { i=0; while [ $i -lt 600 ] && ! grep -q "$1" answers.jsonl; do sleep 0.1; i=$((i+1)); done; }
+            (cat request-1.jsonl; until_has subscriptions/acknowledged; cat request-2.jsonl; until_has '"id":2,'; \\
+             cat request-3.jsonl; until_has '"id":3,') | \(proxy) > answers.jsonl
+            """
+        let result = try await Subprocess.run("/bin/sh", ["-c", script], in: directory.url)
+        #expect(result.status == 0, "\(result.stderr)")
+        let lines = try String(contentsOfFile: directory.path("answers.jsonl"), encoding: .utf8).split(separator: "\n").map {
+            try JSONParser.parse(Array($0.utf8))
+        }
+        // The stream's frames reach the client as the server sent them, tagged with the listen request's id.
+        let changed = lines.first { $0["method"] == "notifications/tools/list_changed" }
+        #expect(changed?["params"]?["_meta"]?["io.modelcontextprotocol/subscriptionId"] == 1)
+        let third = lines.first { $0["id"] == 3 }
+        #expect(third?["result"]?["content"]?.arrayValue?.first?["text"] == "3 widgets", "\(String(describing: third))")
+        let events = try MCPProxyCommandTests.events(directory.path("listen.jsonl.gz"))
+        // Listed again after the change, the new tool is a read the policy allows (unknown, it would be a write, denied).
+        #expect(Self.verdicts(events) == ["mcp-1 allow reads", "mcp-2 allow reads"])
+    }
 }
