@@ -63,6 +63,29 @@ struct MCPProxyErasTests {
         }
     }
 
+    /// `agent-eval mcp-proxy --no-catalog --log LOG FLAGS -- SERVER` with the directory's
+    /// `requests.jsonl` on its input, kept open until `count` answers came (up to 60 s: a client
+    /// that hangs up takes no answers); its answers by request id, and its log's events.
+    static func proxied(answers count: Int, flags: [String], server: [String], log: String, in directory: TemporaryDirectory)
+        async throws -> ([Int: JSONValue], [Event])
+    {
+        let proxy = ([try agentEvalBinary(), "mcp-proxy", "--no-catalog", "--log", log] + flags + ["--"] + server)
+            .map(ShellWords.quoted).joined(separator: " ")
+        let script = """
+            : > answers.jsonl
+            (cat requests.jsonl; i=0; while [ $i -lt 600 ] && [ "$(wc -l < answers.jsonl)" -lt \(count) ]; do sleep 0.1; i=$((i+1)); done) \\
+                | \(proxy) > answers.jsonl
+            """
+        let result = try await Subprocess.run("/bin/sh", ["-c", script], in: directory.url)
+        #expect(result.status == 0, "\(result.stderr)")
+        var answers: [Int: JSONValue] = [:]
+        for line in try String(contentsOfFile: directory.path("answers.jsonl"), encoding: .utf8).split(separator: "\n") {
+            let message = try JSONParser.parse(Array(line.utf8))
+            if let id = message["id"]?.intValue { answers[id] = message }
+        }
+        return (answers, try MCPProxyCommandTests.events(directory.path(log)))
+    }
+
     static func results(_ events: [Event]) -> [String: ToolCompleted] {
         var results: [String: ToolCompleted] = [:]
         for event in events {
@@ -418,24 +441,8 @@ struct MCPProxyErasTests {
                 #"{"jsonrpc":"2.0","id":\#(number + 1),"method":"tools/call","params":{"name":"\#(tool)","arguments":{},\#(envelope)}}"#
             }.joined(separator: "\n") + "\n"
         try input.write(toFile: directory.path("requests.jsonl"), atomically: true, encoding: .utf8)
-        /// The proxy's answers by request id, and its log's events. The client's end stays open
-        /// until the four answers came (up to 60 s): a client that hangs up takes no answers.
         func run(_ flags: [String], log: String) async throws -> ([Int: JSONValue], [Event]) {
-            let proxy = ([try agentEvalBinary(), "mcp-proxy", "--no-catalog", "--log", log] + flags + ["--"] + server)
-                .map(ShellWords.quoted).joined(separator: " ")
-            let script = """
-                : > answers.jsonl
-                (cat requests.jsonl; i=0; while [ $i -lt 600 ] && [ "$(wc -l < answers.jsonl)" -lt 4 ]; do sleep 0.1; i=$((i+1)); done) \\
-                    | \(proxy) > answers.jsonl
-                """
-            let result = try await Subprocess.run("/bin/sh", ["-c", script], in: directory.url)
-            #expect(result.status == 0, "\(result.stderr)")
-            var answers: [Int: JSONValue] = [:]
-            for line in try String(contentsOfFile: directory.path("answers.jsonl"), encoding: .utf8).split(separator: "\n") {
-                let message = try JSONParser.parse(Array(line.utf8))
-                if let id = message["id"]?.intValue { answers[id] = message }
-            }
-            return (answers, try MCPProxyCommandTests.events(directory.path(log)))
+            try await Self.proxied(answers: 4, flags: flags, server: server, log: log, in: directory)
         }
         let (judged, events) = try await run(["--policy", "questions.policy.yaml"], log: "judged.jsonl.gz")
         let texts = (1...4).map { judged[$0]?["result"]?["content"]?.arrayValue?.first?["text"]?.stringValue ?? "\(judged[$0] ?? .null)" }
@@ -558,21 +565,8 @@ struct MCPProxyErasTests {
             call(9, "endless"),
         ]
         try (requests.joined(separator: "\n") + "\n").write(toFile: directory.path("requests.jsonl"), atomically: true, encoding: .utf8)
-        let proxy =
-            ([try agentEvalBinary(), "mcp-proxy", "--no-catalog", "--log", "tasks.jsonl.gz", "--policy", "tasks.policy.yaml", "--"] + server)
-            .map(ShellWords.quoted).joined(separator: " ")
-        let script = """
-            : > answers.jsonl
-            (cat requests.jsonl; i=0; while [ $i -lt 600 ] && [ "$(wc -l < answers.jsonl)" -lt 9 ]; do sleep 0.1; i=$((i+1)); done) \\
-                | \(proxy) > answers.jsonl
-            """
-        let result = try await Subprocess.run("/bin/sh", ["-c", script], in: directory.url)
-        #expect(result.status == 0, "\(result.stderr)")
-        var answers: [Int: JSONValue] = [:]
-        for line in try String(contentsOfFile: directory.path("answers.jsonl"), encoding: .utf8).split(separator: "\n") {
-            let message = try JSONParser.parse(Array(line.utf8))
-            if let id = message["id"]?.intValue { answers[id] = message }
-        }
+        let (answers, events) = try await Self.proxied(
+            answers: 9, flags: ["--policy", "tasks.policy.yaml"], server: server, log: "tasks.jsonl.gz", in: directory)
         #expect(answers[1]?["result"]?["resultType"] == "task")
         #expect(answers[2]?["result"]?["status"] == "working")
         #expect(answers[3]?["result"]?["status"] == "completed")
@@ -584,7 +578,6 @@ struct MCPProxyErasTests {
         #expect(answers[8]?["error"]?["code"] == -32602)
         #expect(answers[9]?["result"]?["taskId"] == "task-4")
 
-        let events = try MCPProxyCommandTests.events(directory.path("tasks.jsonl.gz"))
         let results = Self.results(events)
         #expect(results["mcp-1"]?.status == .ok)
         #expect(results["mcp-1"]?.output?["content"]?.arrayValue?.first?["text"] == "report ready after 1 polls")

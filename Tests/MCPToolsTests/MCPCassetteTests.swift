@@ -14,10 +14,6 @@ import TraceCore
 struct MCPCassetteTests {
     static let convert: JSONValue = ["source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"]
 
-    static func call(_ connection: any ToolServerConnection, _ tool: String, _ arguments: JSONValue) async throws -> ToolOutcome {
-        try await connection.invoke(ToolRequest(callId: "call-1", tool: tool, arguments: arguments, attempt: 1, timeoutMs: 30_000))
-    }
-
     @Test(
         "recorded from mcp-server-time, replayed with no server: the same identity, tools and output; a call not recorded names the field that differs",
         .tags(.python), .needsPython)
@@ -28,7 +24,7 @@ struct MCPCassetteTests {
         let settings = MCPServerTests.settings("time", try await MCPTestServers.timeServer())
 
         let recording = try await MCPServers(cassette: try Cassette(directory: cassette, mode: .new)).connect(settings)
-        let live = try await Self.call(recording, "convert_time", Self.convert)
+        let live = try await recording.call("convert_time", Self.convert)
         #expect(live.status == .ok)
         await recording.close()
         let index = try String(contentsOfFile: cassette + "/index.json", encoding: .utf8)
@@ -42,12 +38,12 @@ struct MCPCassetteTests {
             offline)
         #expect(replayed.identity == recording.identity)
         #expect(replayed.tools == recording.tools)
-        let again = try await Self.call(replayed, "convert_time", Self.convert)
+        let again = try await replayed.call("convert_time", Self.convert)
         #expect(again.status == live.status)
         #expect(again.output == live.output)
 
         let other: JSONValue = ["source_timezone": "UTC", "time": "13:00", "target_timezone": "Asia/Tokyo"]
-        let missed = try await Self.call(replayed, "convert_time", other)
+        let missed = try await replayed.call("convert_time", other)
         #expect(missed.status == .error)
         #expect(!missed.isRetryable)
         let error = missed.error ?? ""
@@ -80,7 +76,7 @@ struct MCPCassetteTests {
             defer { server.stop() }
             settings = MCPHTTPServerTests.settings("http://127.0.0.1:\(server.port)/mcp")
             let recording = try await MCPServers(cassette: try Cassette(directory: cassette, mode: .new)).connect(settings)
-            live = try await Self.call(recording, "greet", ["name": "ada"])
+            live = try await recording.call("greet", ["name": "ada"])
             identity = recording.identity
             await recording.close()
         }
@@ -89,7 +85,7 @@ struct MCPCassetteTests {
         let replayed = try await MCPServers(cassette: try Cassette(directory: cassette, mode: .none)).connect(settings)
         #expect(replayed.identity == identity)
         #expect(replayed.identity.protocolVersion == "2025-06-18")
-        #expect(try await Self.call(replayed, "greet", ["name": "ada"]).output == live.output)
+        #expect(try await replayed.call("greet", ["name": "ada"]).output == live.output)
         await replayed.close()
     }
 }

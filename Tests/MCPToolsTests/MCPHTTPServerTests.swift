@@ -20,12 +20,6 @@ struct MCPHTTPServerTests {
             headers: headers)
     }
 
-    static func call(_ connection: any ToolServerConnection, _ tool: String, _ arguments: JSONValue, timeoutMs: Int = 30_000)
-        async throws -> ToolOutcome
-    {
-        try await connection.invoke(ToolRequest(callId: "call-1", tool: tool, arguments: arguments, attempt: 1, timeoutMs: timeoutMs))
-    }
-
     /// The requests the server logged: method, path and headers (lower-case names) each.
     static func requests(_ path: String) throws -> [JSONValue] {
         guard let data = FileManager.default.contents(atPath: path) else { return [] }
@@ -48,18 +42,18 @@ struct MCPHTTPServerTests {
         #expect(connection.tools.map(\.name) == ["add", "route", "chatty", "visit", "slow"])
         #expect(connection.tools.allSatisfy { $0.sideEffect == .read })
 
-        let sum = try await Self.call(connection, "add", ["a": 2, "b": 3])
+        let sum = try await connection.call("add", ["a": 2, "b": 3])
         #expect(sum.status == .ok)
         #expect(sum.output?["structuredContent"]?["result"] == 5)
         #expect(sum.output?["resultType"] == nil)
         // The server refuses a call whose Mcp-Param-Region differs from the argument: these pass.
         for region in ["eu-west", "Zürich", " padded "] {
-            let routed = try await Self.call(connection, "route", ["region": .string(region), "query": "q"])
+            let routed = try await connection.call("route", ["region": .string(region), "query": "q"])
             #expect(routed.status == .ok, "\(String(describing: routed.error))")
             #expect(routed.output?["structuredContent"]?["result"] == .string("q in \(region)"))
         }
         // Two log messages first, so the answer comes at the end of an event stream.
-        let chatty = try await Self.call(connection, "chatty", ["text": "hi"])
+        let chatty = try await connection.call("chatty", ["text": "hi"])
         #expect(chatty.output?["structuredContent"]?["result"] == "echo: hi")
         await connection.close()
 
@@ -88,11 +82,11 @@ struct MCPHTTPServerTests {
         #expect(connection.identity.protocolVersion == "2025-11-25")
         #expect(connection.identity.serverName == "http-test-server")
         #expect(connection.tools.count == 5)
-        let sum = try await Self.call(connection, "add", ["a": 2, "b": 3])
+        let sum = try await connection.call("add", ["a": 2, "b": 3])
         #expect(sum.output?["structuredContent"]?["result"] == 5)
         // The server asks the client to open a page in the middle of the call: refused, and the
         // call still ends with the server's answer.
-        let visit = try await Self.call(connection, "visit", ["url": "https://example.com"])
+        let visit = try await connection.call("visit", ["url": "https://example.com"])
         #expect(visit.status == .ok)
         #expect(
             visit.output?["structuredContent"]?["result"]?.stringValue?.hasPrefix("not visited") == true,
@@ -118,16 +112,16 @@ struct MCPHTTPServerTests {
         #expect((connection as? MCPConnection)?.era == .handshake)
         #expect(connection.identity.protocolVersion == "2025-06-18")
         #expect(connection.identity.serverName == "legacy-server")
-        let first = try await Self.call(connection, "greet", ["name": "ada"])
+        let first = try await connection.call("greet", ["name": "ada"])
         #expect(first.output?["content"]?.arrayValue?.first?["text"] == "hello, ada")
 
         // The server drops the session: the next call fails (retryable), the one after opens a new one.
-        #expect(try await Self.call(connection, "forget", [:]).status == .ok)
-        let lost = try await Self.call(connection, "greet", ["name": "bob"])
+        #expect(try await connection.call("forget", [:]).status == .ok)
+        let lost = try await connection.call("greet", ["name": "bob"])
         #expect(lost.status == .error)
         #expect(lost.isRetryable == true)
         #expect(lost.error?.contains("no longer knows the session (HTTP 404)") == true, "\(String(describing: lost.error))")
-        let again = try await Self.call(connection, "greet", ["name": "bob"])
+        let again = try await connection.call("greet", ["name": "bob"])
         #expect(again.output?["content"]?.arrayValue?.first?["text"] == "hello, bob", "\(String(describing: again.error))")
         await connection.close()
     }
@@ -166,14 +160,14 @@ struct MCPHTTPServerTests {
             return message.contains("HTTP 401") && message.contains("wants credentials") && !message.contains("wrong-token-value")
         }
         let connection = try await MCPServers().connect(Self.settings(url, headers: ["Authorization": "Bearer s3cret-token-value"]))
-        #expect(try await Self.call(connection, "add", ["a": 1, "b": 1]).output?["structuredContent"]?["result"] == 2)
+        #expect(try await connection.call("add", ["a": 1, "b": 1]).output?["structuredContent"]?["result"] == 2)
 
-        let slow = try await Self.call(connection, "slow", ["ms": 5_000], timeoutMs: 300)
+        let slow = try await connection.call("slow", ["ms": 5_000], timeoutMs: 300)
         #expect(slow.status == .error)
         #expect(slow.isRetryable == true)
         #expect(slow.error?.contains("did not answer within 300 ms; the request was given up") == true, "\(String(describing: slow.error))")
         // The server is not ours to stop: the next call goes to it as before.
-        #expect(try await Self.call(connection, "add", ["a": 2, "b": 2]).output?["structuredContent"]?["result"] == 4)
+        #expect(try await connection.call("add", ["a": 2, "b": 2]).output?["structuredContent"]?["result"] == 4)
         await connection.close()
     }
 

@@ -372,3 +372,10 @@ struct MCPServerTests {
         }
     }
 }
+
+extension ToolServerConnection {
+    /// Calls `tool` of the server as the runtime does: one attempt of call `call-1`.
+    func call(_ tool: String, _ arguments: JSONValue = [:], timeoutMs: Int = 30_000) async throws -> ToolOutcome {
+        try await invoke(ToolRequest(callId: "call-1", tool: tool, arguments: arguments, attempt: 1, timeoutMs: timeoutMs))
+    }
+}

@@ -12,11 +12,6 @@ import TraceCore
 /// `scripts/mcp_tasks_server.py`: the task is polled to its end, and its result is the call's.
 @Suite("MCP tasks", .ownThread)
 struct MCPTaskTests {
-    static func call(_ connection: any ToolServerConnection, _ tool: String, _ arguments: JSONValue = [:], timeoutMs: Int = 30_000)
-        async throws -> ToolOutcome
-    {
-        try await connection.invoke(ToolRequest(callId: "call-1", tool: tool, arguments: arguments, attempt: 1, timeoutMs: timeoutMs))
-    }
 
     static func journal(_ path: String) -> [String] {
         ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
@@ -33,17 +28,17 @@ struct MCPTaskTests {
             MCPServerTests.settings("jobs", try await MCPTestServers.tasksServer(journal: journal)))
         #expect(connection.identity.protocolVersion == "2026-07-28")
 
-        let report = try await Self.call(connection, "report", ["polls": 3])
+        let report = try await connection.call("report", ["polls": 3])
         #expect(report.status == .ok, "\(String(describing: report.error))")
         #expect(report.output?["content"]?.arrayValue?.first?["text"] == "report ready after 3 polls")
         #expect(report.output?["resultType"] == nil)
         #expect(report.output?["taskId"] == nil)
 
-        let doomed = try await Self.call(connection, "doomed")
+        let doomed = try await connection.call("doomed")
         #expect(doomed.status == .error)
         #expect(doomed.error == "MCP server \"jobs\" answered with an error: -32603: the job crashed")
 
-        let asking = try await Self.call(connection, "asking")
+        let asking = try await connection.call("asking")
         #expect(asking.status == .error)
         #expect(!asking.isRetryable)
         #expect(
@@ -53,14 +48,14 @@ struct MCPTaskTests {
         #expect(Self.journal(journal) == ["cancel task-3"])
 
         // Long enough for the call to make its task on a loaded machine; the task outlives it.
-        let endless = try await Self.call(connection, "endless", timeoutMs: 3_000)
+        let endless = try await connection.call("endless", timeoutMs: 3_000)
         #expect(endless.status == .error)
         #expect(endless.isRetryable)
         #expect(endless.error?.contains("did not answer within 3000 ms") == true, "\(String(describing: endless.error))")
         #expect(Self.journal(journal) == ["cancel task-3", "cancel task-4"])
 
         // The server was stopped at the timeout: the next call starts it again, and needs no task.
-        #expect(try await Self.call(connection, "quick").output?["content"]?.arrayValue?.first?["text"] == "quick answer")
+        #expect(try await connection.call("quick").output?["content"]?.arrayValue?.first?["text"] == "quick answer")
         await connection.close()
     }
 
@@ -73,14 +68,14 @@ struct MCPTaskTests {
         let cassette = directory.path("cassette")
         let settings = MCPServerTests.settings("jobs", try await MCPTestServers.tasksServer())
         let recording = try await MCPServers(cassette: try Cassette(directory: cassette, mode: .new)).connect(settings)
-        let live = try await Self.call(recording, "report", ["polls": 2])
+        let live = try await recording.call("report", ["polls": 2])
         await recording.close()
         #expect(live.status == .ok)
 
         var offline = settings
         offline.command = ["/nonexistent/mcp-tasks-server"]
         let replayed = try await MCPServers(cassette: try Cassette(directory: cassette, mode: .none)).connect(offline)
-        let again = try await Self.call(replayed, "report", ["polls": 2])
+        let again = try await replayed.call("report", ["polls": 2])
         #expect(again.output == live.output)
         await replayed.close()
     }
