@@ -117,7 +117,7 @@ final class StreamableHTTPChannel: MCPChannel {
         ) { part, reading in try reading.take(part) { _ in } }
         switch ending {
         case .complete where (200..<300).contains(reading.status): return
-        case .complete: throw MCPToolError("answered \(method) with HTTP \(reading.status)\(Self.preview(reading.body))")
+        case .complete: throw MCPToolError(exchange.redact("answered \(method) with HTTP \(reading.status)\(Self.preview(reading.body))"))
         case .failed(let why): throw MCPToolError(why)
         case .timedOut: throw MCPToolError("did not take \(method) within 30 s")
         case .cancelled: throw CancellationError()
@@ -250,7 +250,9 @@ final class StreamableHTTPChannel: MCPChannel {
         if (200..<300).contains(status) {
             return .failure(
                 .failed(
-                    "the server answered with something that is not a JSON-RPC answer (HTTP \(status), \(reading.header("content-type") ?? "no content type"))\(Self.preview(reading.body))"
+                    exchange.redact(
+                        "the server answered with something that is not a JSON-RPC answer (HTTP \(status), \(reading.header("content-type") ?? "no content type"))\(Self.preview(reading.body))"
+                    )
                 ))
         }
         let advice =
