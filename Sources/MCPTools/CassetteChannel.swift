@@ -20,8 +20,10 @@ import TraceCore
 ///
 /// A request is keyed by the server's name, its method, its params and the protocol version —
 /// never its JSON-RPC id, the client's name (`clientInfo`) or anything else of `_meta` but the
-/// version and the client's capabilities. Answers (results and JSON-RPC errors) are recorded;
-/// a timeout or a server that failed is not.
+/// version and the client's capabilities; a `tools/call` made again with the same params in one
+/// connection is told apart by its occurrence. Answers (results and JSON-RPC errors) are
+/// recorded; a timeout, a server that failed, or an error that came with an HTTP error status is
+/// not.
 final class CassetteChannel: MCPChannel {
     let cassette: Cassette
     let server: String
@@ -33,16 +35,41 @@ final class CassetteChannel: MCPChannel {
     /// The tasks of calls answered from the cassette: polled there too.
     private let replayedTasks = Mutex<Set<String>>([])
 
-    init(cassette: Cassette, settings: ToolServerSettings, live: (any MCPChannel)?) {
+    /// How often each `tools/call` was made in one connection (kept across its restarts): the
+    /// second call with the same params is another recording, not the first one's answer.
+    final class Counts: Sendable {
+        private let counts = Mutex<[String: Int]>([:])
+
+        init() {}
+
+        func next(_ key: JSONValue) -> Int {
+            let text = String(decoding: JSONWriter.encode(key), as: UTF8.self)
+            return counts.withLock { counts in
+                counts[text, default: 0] += 1
+                return counts[text] ?? 1
+            }
+        }
+    }
+
+    private let counts: Counts
+
+    init(cassette: Cassette, settings: ToolServerSettings, live: (any MCPChannel)?, counts: Counts) {
+        self.counts = counts
         self.cassette = cassette
         server = settings.name
         self.live = live
+        let environment = ProcessInfo.processInfo.environment
         secrets =
             settings.headers.isEmpty
-            ? [] : ((try? settings.resolvedHeaders(environment: ProcessInfo.processInfo.environment)) ?? [:]).values.sorted()
+            ? []
+            : StreamableHTTPChannel.secrets(
+                settings, resolved: (try? settings.resolvedHeaders(environment: environment)) ?? [:], environment: environment)
     }
 
-    var provider: String { "mcp-\(server)" }
+    var provider: String { Self.provider(server) }
+
+    /// What a server's recordings are filed under: `mcp-<its agent file key>`.
+    static func provider(_ server: String) -> String { "mcp-\(server)" }
 
     /// What a request is recorded under: its method, its params without what varies from run to
     /// run, and the protocol version it was sent in.
@@ -66,7 +93,14 @@ final class CassetteChannel: MCPChannel {
     func request(
         _ method: String, params: JSONValue?, within duration: Duration, on clock: any Clock<Duration>, endsServerWhenAbandoned: Bool
     ) async -> JSONRPCPeer.Answer {
-        let key = key(method, params: params)
+        var key = key(method, params: params)
+        if method == "tools/call" {
+            let occurrence = counts.next(key)
+            if occurrence > 1, var object = key.objectValue {
+                object["occurrence"] = .int(occurrence)
+                key = .object(object)
+            }
+        }
         // With `new`, a call the cassette holds never reaches the server, nor does the task it
         // made (whose last recorded state is its end): a task the server made is polled there.
         let replays: Bool
@@ -100,7 +134,8 @@ final class CassetteChannel: MCPChannel {
         let stored: JSONValue?
         switch answer {
         case .success(let result): stored = ["result": result]
-        case .failure(.remote(let error)):
+        case .failure(.remote(let error)) where error.data?["httpStatus"] == nil:
+            // A JSON-RPC error the server answered; one an HTTP status stood for is not kept.
             var object = ObjectBuilder()
             object.set("code", error.code)
             object.set("message", error.message)

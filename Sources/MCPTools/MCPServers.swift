@@ -84,6 +84,7 @@ final class MCPConnection: ToolServerConnection {
     private let clientInfo: (name: String, version: String)
     private let clock: any Clock<Duration>
     private let cassette: Cassette?
+    private let cassetteCounts: CassetteChannel.Counts
     private let session: Mutex<(any MCPChannel)?>
 
     /// What the server said of itself when the conversation began.
@@ -98,7 +99,8 @@ final class MCPConnection: ToolServerConnection {
 
     private init(
         settings: ToolServerSettings, identity: ToolServerIdentity, tools: [ServedTool], era: Era, session: any MCPChannel,
-        clientInfo: (name: String, version: String), clock: any Clock<Duration>, cassette: Cassette?
+        clientInfo: (name: String, version: String), clock: any Clock<Duration>, cassette: Cassette?,
+        cassetteCounts: CassetteChannel.Counts
     ) {
         self.settings = settings
         self.identity = identity
@@ -108,6 +110,7 @@ final class MCPConnection: ToolServerConnection {
         self.clientInfo = clientInfo
         self.clock = clock
         self.cassette = cassette
+        self.cassetteCounts = cassetteCounts
     }
 
     /// Starts the server, finds its era and lists its tools, each step within the start timeout.
@@ -115,14 +118,16 @@ final class MCPConnection: ToolServerConnection {
         _ settings: ToolServerSettings, client clientInfo: (name: String, version: String), era: Era?, clock: any Clock<Duration>,
         cassette: Cassette? = nil
     ) async throws -> MCPConnection {
-        let (session, opening) = try await openSession(settings, clientInfo: clientInfo, era: era, clock: clock, cassette: cassette)
+        let counts = CassetteChannel.Counts()
+        let (session, opening) = try await openSession(
+            settings, clientInfo: clientInfo, era: era, clock: clock, cassette: cassette, counts: counts)
         do {
             let tools = try await listTools(session, era: opening.era, settings: settings, clientInfo: clientInfo, clock: clock)
             let identity = ToolServerIdentity(
                 name: settings.name, serverName: opening.name, serverVersion: opening.version, protocolVersion: opening.protocolVersion)
             return MCPConnection(
                 settings: settings, identity: identity, tools: tools, era: opening.era, session: session, clientInfo: clientInfo,
-                clock: clock, cassette: cassette)
+                clock: clock, cassette: cassette, cassetteCounts: counts)
         } catch {
             await session.stop()
             throw error
@@ -131,9 +136,15 @@ final class MCPConnection: ToolServerConnection {
 
     /// Starts the server process (and its reader), or makes the channel to its URL; through
     /// `cassette` when there is one (which, replaying only, needs neither).
-    private static func spawn(_ settings: ToolServerSettings, cassette: Cassette?) throws(MCPToolError) -> any MCPChannel {
+    private static func spawn(_ settings: ToolServerSettings, cassette: Cassette?, counts: CassetteChannel.Counts) throws(MCPToolError)
+        -> any MCPChannel
+    {
         guard let cassette else { return try live(settings) }
-        return CassetteChannel(cassette: cassette, settings: settings, live: cassette.mode == .none ? nil : try live(settings))
+        // A cassette that holds nothing of this server (recorded before MCP servers were) leaves
+        // it live, as it was then: only the model is replayed from it.
+        if cassette.mode == .none && !cassette.holds(provider: CassetteChannel.provider(settings.name)) { return try live(settings) }
+        return CassetteChannel(
+            cassette: cassette, settings: settings, live: cassette.mode == .none ? nil : try live(settings), counts: counts)
     }
 
     private static func live(_ settings: ToolServerSettings) throws(MCPToolError) -> any MCPChannel {
@@ -159,9 +170,9 @@ final class MCPConnection: ToolServerConnection {
     /// probe ended it (a 2025 server may exit on a request before `initialize`).
     private static func openSession(
         _ settings: ToolServerSettings, clientInfo: (name: String, version: String), era known: Era?, clock: any Clock<Duration>,
-        cassette: Cassette?
+        cassette: Cassette?, counts: CassetteChannel.Counts
     ) async throws -> (any MCPChannel, Opening) {
-        var session = try spawn(settings, cassette: cassette)
+        var session = try spawn(settings, cassette: cassette, counts: counts)
         var probed = false
         if known != .handshake {
             let timeout = known == .stateless ? settings.startTimeoutMs : min(settings.startTimeoutMs, probeTimeoutMs)
@@ -201,7 +212,7 @@ final class MCPConnection: ToolServerConnection {
                     throw CancellationError()
                 }
                 await session.stop()
-                session = try spawn(settings, cassette: cassette)
+                session = try spawn(settings, cassette: cassette, counts: counts)
             case .failure(.remote(let error)) where [401, 403].contains(error.data?["httpStatus"]?.intValue ?? 0):
                 // Refused for want of credentials: no era to find, and initialize would be refused too.
                 throw startFailure(
@@ -244,7 +255,8 @@ final class MCPConnection: ToolServerConnection {
         case .failure(.remote(let error)) where error.code == -32022 && probed && known == nil:
             // The probe's late answer made the connection 2026-07-28's: ask again, now waiting.
             await session.stop()
-            return try await openSession(settings, clientInfo: clientInfo, era: .stateless, clock: clock, cassette: cassette)
+            return try await openSession(
+                settings, clientInfo: clientInfo, era: .stateless, clock: clock, cassette: cassette, counts: counts)
         case .failure(.remote(let error)):
             throw startFailure(
                 settings, session: session,
@@ -330,7 +342,9 @@ final class MCPConnection: ToolServerConnection {
         } else {
             // The last server process ended (a timeout, a crash): start another, in the same era.
             do {
-                current = try await Self.openSession(settings, clientInfo: clientInfo, era: era, clock: clock, cassette: cassette).0
+                current = try await Self.openSession(
+                    settings, clientInfo: clientInfo, era: era, clock: clock, cassette: cassette, counts: cassetteCounts
+                ).0
             } catch is CancellationError {
                 return ToolOutcome(status: .error, error: "the call was stopped because the run was interrupted")
             } catch {
@@ -448,6 +462,7 @@ final class MCPConnection: ToolServerConnection {
             do {
                 try await clock.sleep(for: min(interval, left))
             } catch {
+                abandon(taskId, on: channel, clock: clock)
                 return .answer(.failure(.cancelled))
             }
             let remaining = budget - start.duration(to: clock.now)
@@ -465,6 +480,9 @@ final class MCPConnection: ToolServerConnection {
             case .failure(.timedOut):
                 await cancel(taskId, on: channel, clock: clock)
                 return .answer(polled)
+            case .failure(.cancelled):
+                abandon(taskId, on: channel, clock: clock)
+                return .answer(polled)
             case .failure:
                 return .answer(polled)
             }
@@ -475,6 +493,15 @@ final class MCPConnection: ToolServerConnection {
     static func pollInterval(_ task: JSONValue, otherwise: Duration = .milliseconds(500)) -> Duration {
         guard let ms = task["pollIntervalMs"]?.intValue else { return otherwise }
         return .milliseconds(min(max(ms, 10), 5_000))
+    }
+
+    /// The run was interrupted while a task ran: the server is told (`tasks/cancel`) from a task
+    /// of its own, which the interruption does not cancel (a server over HTTP goes on running).
+    private func abandon<C: Clock<Duration>>(_ taskId: String, on channel: any MCPChannel, clock: C) {
+        let params = Self.params(JSONObject([("taskId", .string(taskId))]), era: era, clientInfo: clientInfo)
+        Task.detached {
+            _ = await channel.request("tasks/cancel", params: params, within: .seconds(2), on: clock, endsServerWhenAbandoned: false)
+        }
     }
 
     /// Tells the server a task is no longer wanted (`tasks/cancel`), waiting up to 2 s.

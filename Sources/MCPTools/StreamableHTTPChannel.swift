@@ -52,7 +52,20 @@ final class StreamableHTTPChannel: MCPChannel {
         }
         url = settings.url ?? ""
         headers = resolved.sorted { $0.key < $1.key }.map { HTTPHeader(name: $0.key, value: $0.value) }
-        secrets = resolved.values.sorted()
+        secrets = Self.secrets(settings, resolved: resolved, environment: environment)
+    }
+
+    /// What the headers carry that no message may show: each value whole, its words of 8
+    /// characters or more (the token of `Bearer <token>`), and the value of each variable named.
+    static func secrets(_ settings: ToolServerSettings, resolved: [String: String], environment: [String: String]) -> [String] {
+        var secrets = Set(resolved.values)
+        for value in resolved.values {
+            for word in value.split(separator: " ") where word.count >= 8 { secrets.insert(String(word)) }
+        }
+        for variable in settings.headerVariables {
+            if let value = environment[variable], value.count >= 4 { secrets.insert(value) }
+        }
+        return secrets.sorted()
     }
 
     // MARK: Requests
@@ -231,8 +244,29 @@ final class StreamableHTTPChannel: MCPChannel {
         state.withLock { state in state.parameterHeaders.merge(found) { $1 } }
     }
 
-    /// What one answer said, as the peer over stdio would say it.
+    /// What one answer said, as the peer over stdio would say it. An error's message and data go
+    /// through the exchange's redaction (a server may echo the token it was sent), and carry the
+    /// HTTP status of an answer that was not a success (`data.httpStatus`).
     private func answer(of reading: Reading, exchange: HTTPExchange) -> JSONRPCPeer.Answer {
+        switch readAnswer(of: reading, exchange: exchange) {
+        case .failure(.remote(var error)):
+            error.message = exchange.redact(error.message)
+            if let data = error.data {
+                let text = exchange.redact(String(decoding: JSONWriter.encode(data), as: UTF8.self))
+                error.data = (try? JSONParser.parse(Array(text.utf8))) ?? .string(text)
+            }
+            if !(200..<300).contains(reading.status), reading.status != 0 {
+                var data = error.data?.objectValue ?? (error.data.map { JSONObject([("data", $0)]) } ?? JSONObject())
+                data["httpStatus"] = .int(reading.status)
+                error.data = .object(data)
+            }
+            return .failure(.remote(error))
+        case let other:
+            return other
+        }
+    }
+
+    private func readAnswer(of reading: Reading, exchange: HTTPExchange) -> JSONRPCPeer.Answer {
         if let message = reading.answer { return JSONRPCPeer.answer(of: message) ?? .failure(.failed("the server's answer is malformed")) }
         if reading.isStream {
             return .failure(.failed("the server's event stream ended without the answer (HTTP \(reading.status))"))
@@ -255,6 +289,10 @@ final class StreamableHTTPChannel: MCPChannel {
                     )
                 ))
         }
+        if status == 429 || (500...599).contains(status) {
+            // Busy or broken for now: a failure to try again later, never an answer to keep.
+            return .failure(.failed(exchange.redact("the server answered HTTP \(status)\(Self.preview(reading.body))")))
+        }
         let advice =
             status == 401 || status == 403
             ? " (the server wants credentials: give them under the server's headers:, e.g. Authorization: \"Bearer ${TOKEN}\")" : ""
@@ -262,8 +300,7 @@ final class StreamableHTTPChannel: MCPChannel {
             .remote(
                 JSONRPCPeer.RemoteError(
                     code: status == 404 ? -32601 : -32600,
-                    message: exchange.redact("the server answered HTTP \(status)\(advice)\(Self.preview(reading.body))"),
-                    data: ["httpStatus": .int(status)])))
+                    message: "the server answered HTTP \(status)\(advice)\(Self.preview(reading.body))")))
     }
 
     static func preview(_ body: [UInt8]) -> String {

@@ -117,6 +117,11 @@ public final class Cassette: Sendable {
         }
     }
 
+    /// Whether the cassette holds any recording of `provider`'s.
+    public func holds(provider: String) -> Bool {
+        entries.withLock { $0.values.contains { $0.provider == provider } }
+    }
+
     /// Keeps `answer` as the recording of `request` (`label` names its file: the method), with
     /// the values of secret-looking variables of this process and `secrets` redacted.
     public func keep(answer: JSONValue, provider: String, request: JSONValue, label: String, secrets: [String] = []) throws {

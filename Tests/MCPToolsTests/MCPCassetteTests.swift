@@ -51,14 +51,21 @@ struct MCPCassetteTests {
         #expect(error.contains("differs at params.arguments.time: recorded \"12:00\", now \"13:00\""), "\(error)")
         await replayed.close()
 
-        // An empty cassette replaying alone: the start says what is missing and how to record it.
+        // A cassette that holds nothing of this server (recorded before MCP servers were): the
+        // server runs live, as it did then, and only the model would be replayed.
         try FileManager.default.createDirectory(atPath: directory.path("empty"), withIntermediateDirectories: true)
-        await #expect {
-            _ = try await MCPServers(cassette: try Cassette(directory: directory.path("empty"), mode: .none)).connect(offline)
-        } throws: { error in
-            let error = error as? any Diagnostic
-            return error?.message.contains("could not be replayed: the cassette") == true && error?.hint?.contains("--record new") == true
-        }
+        let older = try await MCPServers(cassette: try Cassette(directory: directory.path("empty"), mode: .none)).connect(settings)
+        #expect(try await older.call("convert_time", Self.convert).output == live.output)
+        await older.close()
+        #expect(!FileManager.default.fileExists(atPath: directory.path("empty") + "/index.json"))
+
+        // The same call twice in one connection: two recordings, each replayed in its turn.
+        let twice = try await MCPServers(cassette: try Cassette(directory: cassette, mode: .new)).connect(settings)
+        _ = try await twice.call("get_current_time", ["timezone": "UTC"])
+        _ = try await twice.call("get_current_time", ["timezone": "UTC"])
+        await twice.close()
+        let grown = try String(contentsOfFile: cassette + "/index.json", encoding: .utf8)
+        #expect(grown.components(separatedBy: "\"model\":\"tools/call\"").count - 1 == 3)
     }
 
     @Test(

@@ -39,9 +39,10 @@ actor MCPProxySession {
         var startUs: Int
         /// The round this request is of the call: 1, or more for a client's retry.
         var round = 1
-        /// Of a call whose task asks for input: the keys of the questions it asked last, so the
-        /// same questions seen again at the next poll are not a new round.
-        var askedKeys: [String] = []
+        /// Of a call whose task asks for input: the questions it asked last, as they came, so the
+        /// same questions seen again at the next poll are not a new round; nil until it asks, and
+        /// again once the client answered.
+        var lastAsked: JSONValue?
     }
 
     /// A call whose server answered `input_required`: it waits for the client's retry.
@@ -91,6 +92,9 @@ actor MCPProxySession {
     /// Calls the server answered with a task (the tasks extension), by task id, until a
     /// `tasks/get` the client sent finds the task ended: its end is the call's.
     private var runningTasks: [String: ForwardedCall] = [:]
+    /// Tasks whose questions the proxy refused (and cancelled), with why: until the server says
+    /// the task ended, the client is told it was cancelled, never shown the question.
+    private var refusedTasks: [String: String] = [:]
     /// The envelope of the client's last 2026-07-28 request; nil while it speaks the 2025 era.
     private var clientEnvelope: JSONValue?
     /// The proxy's own requests to the server (its tool listing), matched to their answers.
@@ -487,17 +491,18 @@ actor MCPProxySession {
     /// of this session made is refused, as a retry that continues no call is.
     private func taskRequest(_ method: String, taskId: String, id: JSONValue, message: JSONValue, line: [UInt8]) async -> Bool {
         guard method == "tasks/update" else { return true }
-        guard var call = runningTasks[taskId] else {
-            settings.notices?("a tasks/update for task \(taskId), which no call of this session made, was refused")
+        guard var call = runningTasks[taskId], call.lastAsked != nil else {
+            settings.notices?("a tasks/update for task \(taskId), which no call of this session made or which asked nothing, was refused")
             await answerClient(
                 id: id,
                 error: (
                     -32602,
-                    "agent-eval mcp-proxy: no call of this session made the task \(taskId), so it takes no answers through the proxy"
+                    "agent-eval mcp-proxy: no call of this session made the task \(taskId), or it asked nothing passed on, so it takes no answers through the proxy"
                 ))
             return false
         }
         call.round += 1
+        call.lastAsked = nil
         runningTasks[taskId] = call
         let round = MCPRound(callId: call.callId, round: call.round, from: "client", message: message)
         guard await recorded({ try await log.store(round.bytes, mediaType: ProxyGate.roundMediaType) }) else {
@@ -521,6 +526,10 @@ actor MCPProxySession {
             cancelTask(taskId)
             return
         }
+        if let earlier = runningTasks[taskId] {
+            // A task id must name one task: the call that had it cannot get its end any more.
+            await recordEnd(of: earlier, status: .error, error: "the server gave its task id \(taskId) to another call (\(call.callId))")
+        }
         runningTasks[taskId] = call
         await client.send(line)
     }
@@ -529,6 +538,15 @@ actor MCPProxySession {
     /// ends its call (`completed`: the task's result is the call's; `failed`: its error;
     /// `cancelled`); one that asks for input has its questions judged as a call's round is.
     private func taskAnswered(_ taskId: String, message: JSONValue, line: [UInt8]) async {
+        if let refusal = refusedTasks[taskId], let state = message["result"] {
+            if ["completed", "failed", "cancelled"].contains(state["status"]?.stringValue ?? "") {
+                refusedTasks[taskId] = nil
+            } else {
+                // The server has not taken the cancel in yet: its question stays unseen.
+                await client.send(Self.cancelled(message, why: refusal))
+                return
+            }
+        }
         guard var call = runningTasks[taskId], let state = message["result"] else {
             await client.send(line)
             return
@@ -546,19 +564,20 @@ actor MCPProxySession {
                 of: call, status: .error,
                 error: "its task \(taskId) was cancelled" + (state["statusMessage"]?.stringValue.map { ": \($0)" } ?? ""))
         case "input_required"?:
-            let keys = (state["inputRequests"]?.objectValue?.keys ?? []).sorted()
-            guard keys != call.askedKeys else { break }  // Asked, kept and judged at an earlier poll.
+            let asked = state["inputRequests"] ?? .null
+            guard asked != call.lastAsked else { break }  // Asked, kept and judged at an earlier poll.
             guard call.round < MCPRound.limit else {
                 runningTasks[taskId] = nil
                 let error =
                     "the server asked for input on round \(call.round + 1) of the call; agent-eval mcp-proxy ends a call after \(MCPRound.limit) rounds"
                 await recordEnd(of: call, status: .error, error: error)
                 cancelTask(taskId)
+                refusedTasks[taskId] = "agent-eval mcp-proxy: \(error)"
                 await client.send(Self.cancelled(message, why: "agent-eval mcp-proxy: \(error)"))
                 return
             }
             call.round += 1
-            call.askedKeys = keys
+            call.lastAsked = asked
             runningTasks[taskId] = call
             let round = MCPRound(callId: call.callId, round: call.round, from: "server", message: message)
             let isKept = await recorded { try await log.store(round.bytes, mediaType: ProxyGate.roundMediaType) }
@@ -571,6 +590,7 @@ actor MCPProxySession {
                 runningTasks[taskId] = nil
                 await recordEnd(of: call, status: .error, error: refusal)
                 cancelTask(taskId)
+                refusedTasks[taskId] = "agent-eval mcp-proxy refused the server's question: \(refusal)"
                 await client.send(Self.cancelled(message, why: "agent-eval mcp-proxy refused the server's question: \(refusal)"))
                 return
             }

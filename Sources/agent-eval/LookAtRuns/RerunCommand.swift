@@ -3,6 +3,7 @@ import ArgumentParser
 import EvalEngine
 import Foundation
 import MCPTools
+import ModelClients
 import Replay
 import TraceCore
 
@@ -81,7 +82,9 @@ struct RerunCommand: AsyncParsableCommand, ReadsLogs {
     func prefix() async throws {
         let report: Rerun.Report
         do {
-            let agent = try AgentFile.load(path: self.agent, models: try models.options(), servers: MCPServers())
+            let shelf = CassetteShelf()
+            let agent = try AgentFile.load(
+                path: self.agent, models: try models.options(shelf: shelf), servers: try models.toolServers(shelf: shelf))
             let (runId, path) = destination.destination(agent: "\(agent.name)-rerun")
             report = try await Rerun.run(log: log, agent: agent, output: path, mode: .prefix, runId: runId)
         } catch {
