@@ -499,7 +499,7 @@ final class MCPConnection: ToolServerConnection {
     /// of its own, which the interruption does not cancel (a server over HTTP goes on running).
     private func abandon<C: Clock<Duration>>(_ taskId: String, on channel: any MCPChannel, clock: C) {
         let params = Self.params(JSONObject([("taskId", .string(taskId))]), era: era, clientInfo: clientInfo)
-        Task.detached {
+        Task {
             _ = await channel.request("tasks/cancel", params: params, within: .seconds(2), on: clock, endsServerWhenAbandoned: false)
         }
     }
