@@ -21,14 +21,17 @@ struct MCPProxyCommand: AsyncParsableCommand, ReadsLogs {
             the agent's model can read; an approval-required call waits for `agent-eval approve LOG CALL` (or \
             --approval-timeout); an allowed call's tool_intended is durable in the log before the server sees \
             it, and its result is recorded before the client sees it. Everything else passes through unchanged. \
-            One client connection is one run: its log is closed when the client goes (a connection that only \
-            probed with server/discover writes none). docs/mcp.md has the details.
+            One client connection is one run: its log is closed when the client goes, after the calls still in \
+            flight are answered or reach --call-timeout (a connection that only probed with server/discover \
+            writes none). docs/mcp.md has the details.
 
             Both eras of MCP pass: 2025 (initialize) and 2026-07-28 (stateless, server/discover). A call the \
             server answers input_required is one call over its rounds: judged once, each round recorded, at \
             most 8; a retry that continues no waiting call is refused (rule mcp.continuation). The policy \
             file's input_requests: says what the server may ask the client (sampling, roots, form and URL \
-            elicitation).
+            elicitation). A call answered with a task (the tasks extension) stays open until the client's \
+            tasks/get finds the task ended: the task's result is the call's, and its questions are judged \
+            like a round's.
 
             Standard output is the protocol's: the proxy prints its summary on standard error (--json-out FILE \
             writes it as JSON), and the server's standard error is passed on to it.
