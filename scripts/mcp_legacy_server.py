@@ -4,6 +4,9 @@ or with --http over Streamable HTTP as 2025 servers serve it (sessions).
 
   greet(name)   readOnlyHint: answers "hello, NAME"
   forget()      --http only: the server forgets the caller's session (its next request gets 404)
+  confirm(action, times)  with --asks (stdio only): pings the client, then asks it `times` times (one
+                elicitation/create request each, in the middle of the call, as 2025 servers ask) and
+                answers what came back: "confirmed ACTION (accept, accept)", or the client's error
 
 A request before `initialize` (such as the 2026-07-28 `server/discover` probe) is answered with
 JSON-RPC error -32601, as an older server answers a method it does not know; with
@@ -21,6 +24,7 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 exits_early = "--exit-before-initialize" in sys.argv
+asks_client = "--asks" in sys.argv
 initialized = False
 sessions = set()
 
@@ -30,7 +34,47 @@ def send(message):
     sys.stdout.flush()
 
 
-def answer(request):
+asked = 0
+
+
+def ask(method, params):
+    """Sends the client a request and waits for its answer; requests that come meanwhile are
+    answered as usual. The answer's result, or {"error": ...}."""
+    global asked
+    asked += 1
+    request_id = f"legacy-{asked}"
+    send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+    while True:
+        line = sys.stdin.readline()
+        if not line:
+            sys.exit(0)
+        if not line.strip():
+            continue
+        message = json.loads(line)
+        if message.get("id") == request_id and "method" not in message:
+            return message.get("result", {"error": message.get("error")})
+        if "id" in message and "method" in message:
+            send({"jsonrpc": "2.0", "id": message["id"], **answer(message, None)})
+
+
+def confirm(arguments, ask):
+    if ask is None:
+        return {"result": {"content": [{"type": "text", "text": "confirm needs stdio"}], "isError": True}}
+    pong = ask("ping", {})
+    if "error" in pong:
+        return {"result": {"content": [{"type": "text", "text": f"ping failed: {pong['error']}"}], "isError": True}}
+    action, actions = arguments.get("action", ""), []
+    for number in range(int(arguments.get("times", 1))):
+        schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+        result = ask("elicitation/create", {"message": f"Confirm {action} ({number + 1})?", "requestedSchema": schema})
+        if "error" in result:
+            text = f"not confirmed: {(result['error'] or {}).get('message')}"
+            return {"result": {"content": [{"type": "text", "text": text}], "isError": True}}
+        actions.append(result.get("action", "?"))
+    return {"result": {"content": [{"type": "text", "text": f"confirmed {action} ({', '.join(actions)})"}], "isError": False}}
+
+
+def answer(request, ask=ask):
     global initialized
     method, params = request.get("method"), request.get("params") or {}
     if method == "initialize":
@@ -52,7 +96,15 @@ def answer(request):
     if method == "tools/list":
         schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
         tool = {"name": "greet", "description": "Greets someone.", "inputSchema": schema, "annotations": {"readOnlyHint": True}}
-        return {"result": {"tools": [tool]}}
+        asks = {
+            "type": "object",
+            "properties": {"action": {"type": "string"}, "times": {"type": "integer"}},
+            "required": ["action"],
+        }
+        confirming = {"name": "confirm", "description": "Asks the user to confirm an action.", "inputSchema": asks}
+        return {"result": {"tools": [tool, confirming] if asks_client else [tool]}}
+    if method == "tools/call" and params.get("name") == "confirm" and asks_client:
+        return confirm(params.get("arguments") or {}, ask)
     if method == "tools/call" and params.get("name") == "forget":
         return {"result": {"content": [{"type": "text", "text": "forgotten"}], "isError": False}, "forget": True}
     if method == "tools/call" and params.get("name") == "greet":
@@ -100,7 +152,7 @@ class Handler(BaseHTTPRequestHandler):
         if "id" not in request or "method" not in request:
             self.reply(202)
             return
-        result = answer(request)
+        result = answer(request, None)
         if result.pop("forget", False):
             sessions.discard(session)
         self.reply(200, {"jsonrpc": "2.0", "id": request["id"], **result})
@@ -115,7 +167,10 @@ if "--http" in sys.argv:
     web.shutdown()
     sys.exit(0)
 
-for line in sys.stdin:
+while True:
+    line = sys.stdin.readline()
+    if not line:
+        break
     if not line.strip():
         continue
     request = json.loads(line)

@@ -35,6 +35,9 @@ public struct MCPProxy: Sendable {
         /// Whether `tools/list` answers leave out the tools the policy denies on name, side
         /// effect, actor and route alone.
         public var hidesDenied: Bool
+        /// Whether the proxy bridges a client and a server of different MCP eras (`--bridge`,
+        /// `MCPBridge`): a 2025 client with a server of 2026-07-28 only, and the reverse.
+        public var bridges = false
         public var actor: String?
         public var route: String?
         /// Calls allowed to run in the session; past it every call is denied.
@@ -177,7 +180,7 @@ public struct MCPProxy: Sendable {
                         for try await message in server.messages { await session.fromServer(Array(message)) }
                     } catch {}
                     // A server that ended on the client's first probe is started again, once.
-                    if await session.restartAfterProbe() {
+                    if await session.restartAfterProbe(ended: server) {
                         await server.stop()
                         continue
                     }

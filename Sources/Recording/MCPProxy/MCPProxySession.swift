@@ -125,6 +125,16 @@ actor MCPProxySession {
     private var isFinished = false
     /// The server's messages ended: no more own requests are sent.
     private var isServerGone = false
+    /// Between a client and a server of different eras (`--bridge`); nil without it.
+    private var bridge: MCPBridge?
+    /// The bridge's `server/discover` probe waits for its answer: a server that ends on it is
+    /// started again, as on the client's own probe.
+    private var isBridgeProbing = false
+    /// The bridge is kept in the log (at the first thing recorded).
+    private var isBridgeNoted = false
+    /// Requests whose server (of 2026-07-28) asked the client through the bridge, by the client's
+    /// id: what they are, until the client answered every question.
+    private var bridgeAsking: [String: Outstanding] = [:]
 
     init(
         settings: MCPProxy.Settings, server: JSONLinesProcess, spawn: @escaping @Sendable () throws -> JSONLinesProcess,
@@ -136,12 +146,18 @@ actor MCPProxySession {
         self.client = client
         self.log = log
         own = JSONRPCPeer(server: server, idPrefix: "agent-eval-proxy")
+        bridge = settings.bridges ? MCPBridge() : nil
     }
 
     /// Runs one operation on the log; false, with `writeFailure` set and said, when it failed.
     private func recorded(_ operation: () async throws -> Void) async -> Bool {
         hasRecorded = true
         do {
+            if !isBridgeNoted, let note = bridge?.note {
+                // What the bridge translates between, before anything else of the session.
+                isBridgeNoted = true
+                try await log.store(JSONWriter.encode(note), mediaType: ProxyGate.bridgeMediaType)
+            }
             try await operation()
             return true
         } catch {
@@ -229,6 +245,13 @@ actor MCPProxySession {
                 return
             }
         }
+        if bridge != nil {
+            if method == nil, let answered = bridge?.clientAnswered(message) {
+                await bridgeAnswered(answered)
+                return
+            }
+            if let method, let id, await answeredByBridge(method: method, id: id, message: message) { return }
+        }
         switch (method, id) {
         case ("tools/call"?, let id?):
             let params = message["params"] ?? [:]
@@ -273,6 +296,13 @@ actor MCPProxySession {
                     // It never reached the server: refuse it, so no later approval runs it.
                     await refuseWaiting(callId, reason: "the client cancelled the call\(why)")
                     return
+                } else if let kind = bridgeAsking.removeValue(forKey: key) {
+                    // Its questions were out to the client: the server holds nothing of it.
+                    _ = bridge?.abandon(answerId: requestId)
+                    if case .call(let call) = kind {
+                        await recordEnd(of: call, status: .error, error: "the client cancelled the call\(why)")
+                    }
+                    return
                 }
             }
             await forward(line, requestId: nil)
@@ -284,6 +314,19 @@ actor MCPProxySession {
 
     /// Sends a client message on to the server; a request that cannot be sent is answered.
     private func forward(_ line: [UInt8], requestId: JSONValue?) async {
+        var line = line
+        if bridge?.isTranslating == true, let message = try? JSONParser.parse(line), let outgoing = bridge?.outgoing(message) {
+            switch outgoing {
+            case .send(let translated):
+                line = translated
+            case .drop:
+                return
+            case .consumed(let toServer, let fromServer):
+                sendServer(toServer)
+                for message in fromServer { await dispatch(message, line: JSONWriter.encode(message)) }
+                return
+            }
+        }
         do {
             try await server.send(Data(line))
         } catch {
@@ -432,6 +475,7 @@ actor MCPProxySession {
                 "the server asked for input on round \(call.round) of the call; agent-eval mcp-proxy ends a call after \(MCPRound.limit) rounds"
             await recordEnd(of: call, status: .error, error: error)
             await answerClient(id: call.requestId, toolError: "agent-eval mcp-proxy: \(error)")
+            abandonBridged(call.requestId)
             return
         }
         let round = MCPRound(callId: call.callId, round: call.round, from: "server", message: message)
@@ -443,11 +487,18 @@ actor MCPProxySession {
             await answerClient(
                 id: call.requestId,
                 toolError: "agent-eval mcp-proxy could not record the server's question, so the call ends here: \(writeFailure ?? "")")
+            abandonBridged(call.requestId)
             return
         }
         if let refusal = refusal(of: message["result"]?["inputRequests"], round: call.round) {
             await recordEnd(of: call, status: .error, error: refusal)
             await answerClient(id: call.requestId, toolError: "agent-eval mcp-proxy refused the server's question: \(refusal)")
+            abandonBridged(call.requestId)
+            return
+        }
+        if bridge?.way == .towardModern {
+            // A 2025 client: the questions become the server's requests to it.
+            await askThroughBridge(.call(call), answerId: call.requestId, result: message["result"])
             return
         }
         awaitingInput[call.callId] = AwaitingInput(
@@ -614,7 +665,7 @@ actor MCPProxySession {
     /// Asks the server to cancel a task (the proxy's own request; not waited for).
     private func cancelTask(_ taskId: String) {
         var params = JSONObject([("taskId", .string(taskId))])
-        if let clientEnvelope { params["_meta"] = clientEnvelope }
+        if let upstreamEnvelope { params["_meta"] = upstreamEnvelope }
         let own = self.own
         let (clock, timeout) = (settings.clock, settings.callTimeout)
         Task { _ = await own.request("tasks/cancel", params: .object(params), within: timeout, on: clock) }
@@ -631,7 +682,8 @@ actor MCPProxySession {
         let cancel: JSONValue = [
             "jsonrpc": "2.0", "method": "notifications/cancelled", "params": ["requestId": call.requestId, "reason": .string(message)],
         ]
-        try? await server.send(Data(JSONWriter.encode(cancel)))
+        await forward(JSONWriter.encode(cancel), requestId: nil)
+        abandonBridged(call.requestId)
         await answerClient(id: call.requestId, toolError: "agent-eval mcp-proxy: \(message)")
     }
 
@@ -716,6 +768,19 @@ actor MCPProxySession {
 
     func fromServer(_ line: [UInt8]) async {
         guard !isFinished, let message = try? JSONParser.parse(line) else { return }
+        guard bridge?.isTranslating == true, let incoming = bridge?.incoming(message) else {
+            await dispatch(message, line: line)
+            return
+        }
+        switch incoming {
+        case .pass(let translated): await dispatch(translated, line: JSONWriter.encode(translated))
+        case .consumed(let toServer): sendServer(toServer)
+        }
+    }
+
+    /// A message of the server's (or one the bridge gives for it), handled.
+    private func dispatch(_ message: JSONValue, line: [UInt8]) async {
+        guard !isFinished else { return }
         if message["method"] != nil {
             if let id = message["id"] {
                 // The server asks the client (sampling, elicitation, roots, ping): stored, and
@@ -729,15 +794,19 @@ actor MCPProxySession {
                     : "it could not be recorded, so it was not passed on: \(writeFailure ?? "")"
                 if let refusal {
                     settings.notices?("the server asked the client for \(method), which was refused: \(refusal)")
-                    let answer = JSONWriter.encode(
-                        [
-                            "jsonrpc": "2.0", "id": id,
-                            "error": ["code": -32600, "message": .string("agent-eval mcp-proxy refused \(method): \(refusal)")],
-                        ] as JSONValue)
-                    if isStored { _ = await recorded { try await log.store(answer, mediaType: ProxyGate.refusalMediaType) } }
-                    // Not waited for: the server's messages go on being read whether or not it reads.
-                    let server = self.server
-                    Task { try? await server.send(Data(answer)) }
+                    let answer: JSONValue = [
+                        "jsonrpc": "2.0", "id": id,
+                        "error": ["code": -32600, "message": .string("agent-eval mcp-proxy refused \(method): \(refusal)")],
+                    ]
+                    if isStored {
+                        _ = await recorded { try await log.store(JSONWriter.encode(answer), mediaType: ProxyGate.refusalMediaType) }
+                    }
+                    sendServer([answer])
+                    return
+                }
+                if bridge?.way == .towardLegacy {
+                    // A 2026-07-28 client is asked only in the answer to one of its requests.
+                    await askedThroughBridge(message)
                     return
                 }
             } else if message["method"]?.stringValue == "notifications/tools/list_changed" {
@@ -824,6 +893,18 @@ actor MCPProxySession {
             answer["result"] = .object(filtered)
             await client.send(JSONWriter.encode(JSONValue.object(answer)))
         case .other:
+            if MCPEra.asksForInput(message["result"]) {
+                // prompts/get, resources/read: their questions are judged as a call's are.
+                if let refusal = refusal(of: message["result"]?["inputRequests"], round: 1) {
+                    abandonBridged(id)
+                    await answerClient(id: id, error: (-32603, "agent-eval mcp-proxy refused the server's question: \(refusal)"))
+                    return
+                }
+                if bridge?.way == .towardModern {
+                    await askThroughBridge(.other, answerId: id, result: message["result"])
+                    return
+                }
+            }
             await client.send(line)
         }
     }
@@ -852,7 +933,7 @@ actor MCPProxySession {
             var params = JSONObject()
             if let cursor { params["cursor"] = cursor }
             // A 2026-07-28 server needs the envelope on every request: the client's.
-            if let clientEnvelope { params["_meta"] = clientEnvelope }
+            if let upstreamEnvelope { params["_meta"] = upstreamEnvelope }
             guard let result = await ownRequest("tools/list", params: .object(params)),
                 let page = try? ServedTool.tools(ofMCPListing: result)
             else {
@@ -887,22 +968,23 @@ actor MCPProxySession {
     /// for it, as such a server would answer a method it does not know (-32601), so the client
     /// falls back to `initialize`, and another server process is started — once a session.
     /// False when the session ends with the server instead.
-    func restartAfterProbe() async -> Bool {
-        guard !isFinished, !isPastProbe, restarts == 0, probes > 0, !Task.isCancelled, !outstanding.isEmpty,
+    func restartAfterProbe(ended: JSONLinesProcess) async -> Bool {
+        // Started again already (by the bridge's probe): the loop goes on with the new one.
+        if ended !== server { return !isFinished && !Task.isCancelled }
+        guard !isFinished, restarts == 0, !Task.isCancelled else { return false }
+        let why = server.failure ?? "it closed its output"
+        if isBridgeProbing {
+            // The bridge's probe ended it: its probe gets the failure and goes on as for a 2025 server.
+            guard replaceServer() else { return false }
+            settings.notices?(
+                "the server ended on the bridge's server/discover probe (\(why)), as a server of the 2025 era may; it was started again")
+            return true
+        }
+        guard !isPastProbe, probes > 0, !outstanding.isEmpty,
             outstanding.values.allSatisfy({ if case .discover = $0 { true } else { false } })
         else { return false }
-        let why = server.failure ?? "it closed its output"
-        let next: JSONLinesProcess
-        do {
-            next = try spawn()
-        } catch {
-            return false
-        }
-        restarts += 1
         // The new server first: a client that answers at once with initialize reaches it.
-        own.failAll("the server ended")
-        server = next
-        own = JSONRPCPeer(server: next, idPrefix: "agent-eval-proxy-\(restarts + 1)")
+        guard replaceServer() else { return false }
         let unanswered = outstanding.keys.sorted()
         outstanding = [:]
         for key in unanswered {
@@ -928,6 +1010,249 @@ actor MCPProxySession {
     func serverStopped() {
         isServerGone = true
         own.failAll("the server's messages ended")
+    }
+
+    // MARK: The bridge between eras
+
+    /// The envelope the proxy's own requests to the server carry: the client's, or, toward a
+    /// modern server, the bridge's; none toward a 2025 server.
+    private var upstreamEnvelope: JSONValue? {
+        switch bridge?.way {
+        case .towardModern?: bridge?.envelope
+        case .towardLegacy?: nil
+        default: clientEnvelope
+        }
+    }
+
+    /// Sends messages to the server in order, not waited for: the server's messages go on being
+    /// read whether or not it reads.
+    private func sendServer(_ messages: [JSONValue]) {
+        guard !messages.isEmpty else { return }
+        let server = self.server
+        Task {
+            for message in messages { try? await server.send(Data(JSONWriter.encode(message))) }
+        }
+    }
+
+    /// A client request the proxy answers itself with `--bridge` (true when it did): the server's
+    /// era is learned at the first one, then `initialize`, `ping` and `logging/setLevel` of a 2025
+    /// client are answered for a modern server, and `server/discover` of a 2026-07-28 client for a
+    /// 2025 server.
+    private func answeredByBridge(method: String, id: JSONValue, message: JSONValue) async -> Bool {
+        if bridge?.way == .unknown { await learnServerEra(opening: message) }
+        switch bridge?.way {
+        case .unusable(let why)?:
+            await answerClient(id: id, error: (-32603, "agent-eval mcp-proxy --bridge: \(why)"))
+            return true
+        case .towardModern?:
+            switch method {
+            case "initialize":
+                let info = message["params"]?["clientInfo"]
+                clientInfo = (info?["name"]?.stringValue ?? "an MCP client", info?["version"]?.stringValue)
+                await learned()
+                await answerClient(id: id, result: bridge?.initializeResult ?? [:])
+                return true
+            case "ping", "logging/setLevel":
+                // Gone in 2026-07-28: nothing to ask the server.
+                await answerClient(id: id, result: [:])
+                return true
+            case "resources/subscribe", "resources/unsubscribe":
+                await answerClient(
+                    id: id,
+                    error: (
+                        -32601,
+                        "agent-eval mcp-proxy --bridge: \(method) is not bridged (the server speaks 2026-07-28, whose subscriptions/listen replaced it)"
+                    ))
+                return true
+            default:
+                return false
+            }
+        case .towardLegacy?:
+            switch method {
+            case "server/discover":
+                await answerClient(id: id, result: bridge?.discoverResult ?? [:])
+                return true
+            case "subscriptions/listen":
+                await answerClient(
+                    id: id,
+                    error: (-32601, "agent-eval mcp-proxy --bridge: subscriptions/listen is not bridged (the server speaks the 2025 era)"))
+                return true
+            default:
+                return false
+            }
+        default:
+            return false
+        }
+    }
+
+    /// Probes the server with `server/discover` (the client's envelope, or one made of its
+    /// `initialize`), and sets the bridge's way: none when both speak one era; toward a modern
+    /// server for a 2025 client; toward a 2025 server for a 2026-07-28 client, whose session with
+    /// the server is then opened (`initialize`, `notifications/initialized`). A server that ends on
+    /// the probe is started again, once a session.
+    private func learnServerEra(opening message: JSONValue) async {
+        let params = message["params"]
+        let clientEra = MCPEra.envelope(of: params)
+        let isLegacyClient = message["method"]?.stringValue == "initialize" || clientEra == nil
+        let envelope = clientEra ?? MCPBridge.envelope(ofInitialize: params)
+        let probed = server
+        isBridgeProbing = true
+        let answer = await own.request(
+            "server/discover", params: ["_meta": envelope], within: min(settings.callTimeout, MCPBridge.probeTimeout), on: settings.clock)
+        isBridgeProbing = false
+        if case .failure(.failed(let why)) = answer, probed === server, restarts == 0, replaceServer() {
+            settings.notices?(
+                "the server ended on the bridge's server/discover probe (\(why)), as a server of the 2025 era may; it was started again")
+        }
+        let discovered: JSONValue?
+        do {
+            discovered = try MCPBridge.discovered(answer)
+        } catch {
+            bridge?.unusable(error.why)
+            settings.notices?("--bridge: \(error.why)")
+            return
+        }
+        switch (discovered, isLegacyClient) {
+        case (let result?, true):
+            bridge?.bridgeTowardModern(envelope: envelope, discovered: result, clientVersion: params?["protocolVersion"]?.stringValue)
+            serverInfo = ServerInfo(result: result, name: settings.serverName, protocolVersion: MCPEra.statelessVersion)
+            await learned()
+            settings.notices?("--bridge: a 2025 client and a server of \(MCPEra.statelessVersion): the proxy speaks each one's era")
+        case (nil, false):
+            isPastProbe = true
+            let opened = await own.request(
+                "initialize", params: MCPBridge.initializeParams(envelope: envelope), within: min(settings.callTimeout, .seconds(30)),
+                on: settings.clock)
+            guard case .success(let result) = opened else {
+                let why = if case .failure(let failure) = opened { Self.describe(failure) } else { "no answer" }
+                bridge?.unusable("the server answered neither server/discover as a 2026-07-28 server nor initialize (\(why))")
+                settings.notices?("--bridge: the server answered neither server/discover nor initialize (\(why))")
+                return
+            }
+            try? await own.notify("notifications/initialized", params: nil)
+            bridge?.bridgeTowardLegacy(
+                initialized: result, clientVersion: envelope[MCPEra.protocolVersionKey]?.stringValue ?? MCPEra.statelessVersion)
+            serverInfo = ServerInfo(
+                name: result["serverInfo"]?["name"]?.stringValue ?? settings.serverName,
+                version: result["serverInfo"]?["version"]?.stringValue ?? "", protocolVersion: result["protocolVersion"]?.stringValue)
+            await learned()
+            settings.notices?(
+                "--bridge: a \(MCPEra.statelessVersion) client and a 2025 server (\(result["protocolVersion"]?.stringValue ?? "?")): the proxy speaks each one's era"
+            )
+        default:
+            bridge?.noBridge()
+        }
+    }
+
+    static func describe(_ failure: JSONRPCPeer.Failure) -> String {
+        switch failure {
+        case .remote(let error): "JSON-RPC error \(error.code): \(error.message)"
+        case .failed(let why): why
+        case .timedOut: "no answer in time"
+        case .cancelled: "cancelled"
+        }
+    }
+
+    /// Starts another server process in place of the one that ended (or is ended here): the
+    /// reading loop goes on with it (`restartAfterProbe`).
+    private func replaceServer() -> Bool {
+        let next: JSONLinesProcess
+        do {
+            next = try spawn()
+        } catch {
+            return false
+        }
+        restarts += 1
+        let ended = server
+        own.failAll("the server ended")
+        server = next
+        own = JSONRPCPeer(server: next, idPrefix: "agent-eval-proxy-\(restarts + 1)")
+        // Its messages end, so the reading loop moves to the new server.
+        ended.kill()
+        return true
+    }
+
+    /// Toward a modern server: the server asked for input on the client's request `answerId`;
+    /// its questions go to the client as requests (or, with none, the request is retried).
+    private func askThroughBridge(_ kind: Outstanding, answerId: JSONValue, result: JSONValue?) async {
+        switch bridge?.ask(answerId: answerId, result: result) {
+        case .askClient(let requests)?:
+            bridgeAsking[JSONLinesProcess.key(answerId)] = kind
+            for request in requests { await client.send(JSONWriter.encode(request)) }
+        case .retry(let retry)?:
+            await retryThroughBridge(kind, answerId: answerId, retry: retry)
+        case .fail(let why)?:
+            await endBridged(kind, answerId: answerId, why: why)
+        case nil:
+            break
+        }
+    }
+
+    /// The client answered one of the bridge's questions.
+    private func bridgeAnswered(_ answered: MCPBridge.Answered) async {
+        switch answered {
+        case .waiting:
+            break
+        case .retry(let answerId, let retry):
+            guard let kind = bridgeAsking.removeValue(forKey: JSONLinesProcess.key(answerId)) else { return }
+            await retryThroughBridge(kind, answerId: answerId, retry: retry)
+        case .fail(let answerId, let why):
+            guard let kind = bridgeAsking.removeValue(forKey: JSONLinesProcess.key(answerId)) else { return }
+            await endBridged(kind, answerId: answerId, why: why)
+        }
+    }
+
+    /// Sends the bridge's retry of a request: a call's is its next round, kept before the server
+    /// sees it, as a client's retry is.
+    private func retryThroughBridge(_ kind: Outstanding, answerId: JSONValue, retry: JSONValue) async {
+        guard case .call(var call) = kind else {
+            outstanding[JSONLinesProcess.key(answerId)] = kind
+            await forward(JSONWriter.encode(retry), requestId: answerId)
+            return
+        }
+        call.round += 1
+        let round = MCPRound(callId: call.callId, round: call.round, from: "client", message: retry)
+        guard await recorded({ try await log.store(round.bytes, mediaType: ProxyGate.roundMediaType) }) else {
+            _ = bridge?.abandon(answerId: answerId)
+            await recordEnd(
+                of: call, status: .error, error: "round \(call.round) could not be recorded, so it was not sent: \(writeFailure ?? "")")
+            await answerClient(
+                id: answerId, toolError: "agent-eval mcp-proxy could not record this call, so it was not made: \(writeFailure ?? "")")
+            return
+        }
+        await send(call, line: JSONWriter.encode(retry))
+    }
+
+    /// A request the bridge could not carry on ends, with why.
+    private func endBridged(_ kind: Outstanding, answerId: JSONValue, why: String) async {
+        _ = bridge?.abandon(answerId: answerId)
+        if case .call(let call) = kind {
+            await recordEnd(of: call, status: .error, error: why)
+            await answerClient(id: answerId, toolError: "agent-eval mcp-proxy --bridge: \(why)")
+        } else {
+            await answerClient(id: answerId, error: (-32603, "agent-eval mcp-proxy --bridge: \(why)"))
+        }
+    }
+
+    /// Toward a 2025 server: its request to the client (stored, and let through by the policy)
+    /// becomes the `input_required` answer of the one request it can belong to.
+    private func askedThroughBridge(_ message: JSONValue) async {
+        switch bridge?.serverAsked(message) {
+        case .answerServer(let answer)?:
+            settings.notices?("--bridge: \(answer["error"]?["message"]?.stringValue ?? "the server's request was refused")")
+            sendServer([answer])
+        case .answerClient(let answer)?:
+            await dispatch(answer, line: JSONWriter.encode(answer))
+        case .queued?, nil:
+            break
+        }
+    }
+
+    /// The session gave up on the request the client knows as `answerId`: the bridge answers the
+    /// server's requests of it, so the server is not left waiting.
+    private func abandonBridged(_ answerId: JSONValue) {
+        guard bridge?.isTranslating == true else { return }
+        sendServer(bridge?.abandon(answerId: answerId) ?? [])
     }
 
     // MARK: Recording
@@ -958,6 +1283,11 @@ actor MCPProxySession {
     }
 
     // MARK: Answers to the client
+
+    /// The proxy's own result to a client request (with `--bridge`).
+    private func answerClient(id: JSONValue, result: JSONValue) async {
+        await client.send(JSONWriter.encode(["jsonrpc": "2.0", "id": id, "result": result] as JSONValue))
+    }
 
     private func answerClient(id: JSONValue, error: (code: Int, message: String)) async {
         let answer: JSONValue = ["jsonrpc": "2.0", "id": id, "error": ["code": .int(error.code), "message": .string(error.message)]]
@@ -1063,6 +1393,16 @@ actor MCPProxySession {
                 error: "the session ended while its task \(taskId) was still running (the client did not poll it to its end)")
         }
         runningTasks = [:]
+        let bridged = bridgeAsking.values.compactMap { if case .call(let call) = $0 { call } else { nil } }
+            .sorted { Self.callNumber($0.callId) < Self.callNumber($1.callId) }
+        bridgeAsking = [:]
+        for call in bridged {
+            await recordEnd(
+                of: call, status: .error,
+                error:
+                    "the server asked for input on round \(call.round) and the client did not answer the proxy's questions before the session ended"
+            )
+        }
         let asked = awaitingInput.values.map(\.call).sorted { Self.callNumber($0.callId) < Self.callNumber($1.callId) }
         awaitingInput = [:]
         for call in asked {

@@ -125,6 +125,9 @@ struct ProxyGate: Sendable {
     static let refusalMediaType = "application/vnd.agent-eval.mcp-refusal+json"
     /// `content_stored`'s media type for one round of a multi-round call (`MCPRound`).
     static let roundMediaType = "application/vnd.agent-eval.mcp-round+json"
+    /// `content_stored`'s media type for what `--bridge` translates between (`MCPBridge.note`):
+    /// the versions of the client and of the server, stored before anything else of the session.
+    static let bridgeMediaType = "application/vnd.agent-eval.mcp-bridge+json"
 
     /// What the proxy keeps of an exchange as it came: a request the server sent the client
     /// (sampling, elicitation, roots, ping; `serverRequestMediaType`), or a round of a

@@ -33,6 +33,13 @@ struct MCPProxyCommand: AsyncParsableCommand, ReadsLogs {
             tasks/get finds the task ended: the task's result is the call's, and its questions are judged \
             like a round's.
 
+            With --bridge, a client and a server of different eras work together (without it, the \
+            specification's matrix has them fail): the proxy answers initialize for a server of 2026-07-28 \
+            only, and server/discover for a 2025 server, adds or removes the envelope, and turns a 2025 \
+            server's requests to the client during a call into that call's input_required rounds (and a \
+            2026-07-28 server's input_required into requests to a 2025 client). What it bridged is kept in \
+            the log (application/vnd.agent-eval.mcp-bridge+json).
+
             Standard output is the protocol's: the proxy prints its summary on standard error (--json-out FILE \
             writes it as JSON), and the server's standard error is passed on to it.
 
@@ -77,6 +84,12 @@ struct MCPProxyCommand: AsyncParsableCommand, ReadsLogs {
 
     @Flag(help: "Leave out of tools/list the tools the policy denies on name, side effect, actor and route alone.")
     var hideDenied = false
+
+    @Flag(
+        help:
+            "Bridge MCP eras: let a 2025 client (initialize) use a server of 2026-07-28 only, and a 2026-07-28 client use a 2025 server. The server is probed with server/discover at the client's first request."
+    )
+    var bridge = false
 
     @Option(help: "Deny every call after this many have run.")
     var maxToolCalls: Int?
@@ -140,6 +153,7 @@ struct MCPProxyCommand: AsyncParsableCommand, ReadsLogs {
             settings.approvalTimeout = .milliseconds(Int(approvalTimeout * 1000))
             settings.callTimeout = .milliseconds(Int(callTimeout * 1000))
             settings.hidesDenied = hideDenied
+            settings.bridges = bridge
             settings.maxToolCalls = maxToolCalls
             settings.actor = actor
             settings.route = route

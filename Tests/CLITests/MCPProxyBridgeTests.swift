@@ -1,0 +1,256 @@
+import Foundation
+import TestSupport
+import TestTags
+import Testing
+import TraceCore
+import TraceLog
+
+/// `agent-eval mcp-proxy --bridge` between clients and servers of different MCP eras, which the
+/// specification's compatibility matrix has fail: the official `mcp` 2.x package's 2025-era
+/// `ClientSession` and its `Client` in `legacy` mode against a server of 2026-07-28 only
+/// (scripts/mcp_odd_questions_server.py refuses `initialize`) and a dual `mcp` 2.x server
+/// (scripts/mcp_rounds_server.py); its `Client` pinned to 2026-07-28 against a 2025-only server
+/// (scripts/mcp_legacy_server.py, which asks its client mid-call with `--asks`).
+@Suite(
+    "mcp-proxy --bridge: clients and servers of different MCP eras work together, gated and recorded", .tags(.python), .needsPython,
+    .ownThread)
+struct MCPProxyBridgeTests {
+    /// What the log keeps of the bridge (`application/vnd.agent-eval.mcp-bridge+json`), if anything.
+    static func bridged(_ events: [Event]) throws -> JSONValue? {
+        for event in events {
+            guard case .contentStored(let stored) = event.payload, stored.mediaType == "application/vnd.agent-eval.mcp-bridge+json" else {
+                continue
+            }
+            return try JSONParser.parse(try #require(stored.bytes))
+        }
+        return nil
+    }
+
+    static func started(_ events: [Event]) throws -> RunStarted {
+        guard case .runStarted(let started) = events.first?.payload else { throw TestFailure("the log does not begin with run_started") }
+        return started
+    }
+
+    struct TestFailure: Error, CustomStringConvertible {
+        var description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    @Test(
+        "the compatibility matrix: a 2025 client with a 2026-07-28-only server, and a 2026-07-28-only client with a 2025 server, fail without --bridge and work with it, gated and recorded; one era on both sides passes untranslated"
+    )
+    func matrix() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let modernOnly = try await MCPTestServers.modernOnlyServer()
+        struct Pairing {
+            var client: String
+            var server: [String]
+            var tool: String
+            var arguments: JSONValue
+            var answer: String
+            /// The bridge's way in the log; nil when nothing is translated.
+            var way: String?
+            var serverVersion: String
+            var failsWithoutBridge: Bool
+            var restarts: Bool
+        }
+        let pairings = [
+            Pairing(
+                client: "session", server: modernOnly, tool: "plain", arguments: [:], answer: "plain answer",
+                way: "2025 client, 2026-07-28 server", serverVersion: "2026-07-28", failsWithoutBridge: true, restarts: false),
+            Pairing(
+                client: "2026-07-28", server: try await MCPTestServers.legacyServer(), tool: "greet", arguments: ["name": "Ada"],
+                answer: "hello, Ada", way: "2026-07-28 client, 2025 server", serverVersion: "2025-06-18", failsWithoutBridge: true,
+                restarts: false),
+            Pairing(
+                client: "2026-07-28", server: try await MCPTestServers.legacyServer(["--exit-before-initialize"]), tool: "greet",
+                arguments: ["name": "Ada"], answer: "hello, Ada", way: "2026-07-28 client, 2025 server", serverVersion: "2025-06-18",
+                failsWithoutBridge: true, restarts: true),
+            Pairing(
+                client: "session", server: try await MCPTestServers.legacyServer(["--exit-before-initialize"]), tool: "greet",
+                arguments: ["name": "Ada"], answer: "hello, Ada", way: nil, serverVersion: "2025-06-18", failsWithoutBridge: false,
+                restarts: true),
+            Pairing(
+                client: "2026-07-28", server: try await MCPTestServers.timeServer(), tool: "get_current_time",
+                arguments: ["timezone": "UTC"],
+                answer: "\"timezone\": \"UTC\"", way: nil, serverVersion: "2026-07-28", failsWithoutBridge: false, restarts: false),
+        ]
+        for (number, pairing) in pairings.enumerated() {
+            let what = "\(pairing.client) client, \(pairing.server.last ?? "") server"
+            let plan: JSONValue = [
+                "mode": .string(pairing.client), "calls": [["tool": .string(pairing.tool), "arguments": pairing.arguments]],
+            ]
+            if pairing.failsWithoutBridge {
+                let plain = directory.path("plain\(number).jsonl.gz")
+                let command = try await MCPProxyCommandTests.client(plan, proxy: ["--log", plain], server: pairing.server)
+                let (lines, _) = try await MCPProxyCommandTests.run(command, in: directory)
+                #expect(
+                    !lines.contains { $0["text"]?.stringValue?.contains(pairing.answer) == true },
+                    "\(what): worked without --bridge: \(lines)")
+            }
+            let log = directory.path("bridged\(number).jsonl.gz")
+            let command = try await MCPProxyCommandTests.client(plan, proxy: ["--log", log, "--bridge"], server: pairing.server)
+            let (lines, result) = try await MCPProxyCommandTests.run(command, in: directory)
+            #expect(result.status == 0, "\(what): \(result.stderr)")
+            #expect(lines.first?["tools"]?.arrayValue?.contains(.string(pairing.tool)) == true, "\(what): \(lines)")
+            #expect(lines.last?["is_error"] == false, "\(what): \(lines)")
+            #expect(lines.last?["text"]?.stringValue?.contains(pairing.answer) == true, "\(what): \(lines)")
+            #expect(result.stderr.contains("it was started again") == pairing.restarts, "\(what): \(result.stderr)")
+            let events = try MCPProxyCommandTests.events(log)
+            let trajectory = MCPProxyCommandTests.trajectory(events)
+            #expect(trajectory.first == "verdict \(pairing.tool) allow", "\(what): \(trajectory)")
+            #expect(trajectory.dropFirst(2).first == "result \(pairing.tool) ok", "\(what): \(trajectory)")
+            #expect(trajectory.last == "stop success", "\(what): \(trajectory)")
+            let note = try Self.bridged(events)
+            #expect(note?["way"]?.stringValue == pairing.way, "\(what): \(String(describing: note))")
+            if pairing.way != nil {
+                #expect(note?["server_protocol_version"]?.stringValue == pairing.serverVersion, "\(what)")
+            }
+            let started = try Self.started(events)
+            #expect(started.toolServers.first?.protocolVersion == pairing.serverVersion, "\(what): \(started.toolServers)")
+            #expect(try await agentEval(["log", "verify", log]).status == 0, "\(what)")
+        }
+    }
+
+    @Test(
+        "a 2025 server's requests to the client mid-call reach a 2026-07-28 client as the call's input_required rounds: judged once, every round kept with its requestState, the server's ping answered, a refused question never asked, a tampered state refused"
+    )
+    func legacyServerAsks() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let server = try await MCPTestServers.legacyServer(["--asks"])
+        let log = directory.path("asks.jsonl.gz")
+        let plan: JSONValue = [
+            "mode": "2026-07-28",
+            "calls": [
+                ["tool": "confirm", "arguments": ["action": "deploy", "times": 3]],
+                ["tool": "greet", "arguments": ["name": "Ada"]],
+            ],
+        ]
+        let command = try await MCPProxyCommandTests.client(plan, proxy: ["--log", log, "--bridge"], server: server)
+        let (lines, result) = try await MCPProxyCommandTests.run(command, in: directory)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(
+            lines.dropFirst().map { $0["text"]?.stringValue ?? "\($0)" } == ["confirmed deploy (accept, accept, accept)", "hello, Ada"])
+        let events = try MCPProxyCommandTests.events(log)
+        #expect(MCPProxyErasTests.verdicts(events) == ["mcp-1 allow default", "mcp-2 allow default"])
+        let rounds = try MCPProxyErasTests.rounds(events)
+        #expect(
+            rounds.map(\.line) == [
+                "mcp-1 1 server", "mcp-1 2 client", "mcp-1 2 server", "mcp-1 3 client", "mcp-1 3 server", "mcp-1 4 client",
+            ])
+        for (question, retry) in zip(rounds, rounds.dropFirst()) where question.line.hasSuffix("server") {
+            let state = try #require(question.message["result"]?["requestState"]?.stringValue)
+            #expect(retry.message["params"]?["requestState"]?.stringValue == state)
+            let asked = try #require(question.message["result"]?["inputRequests"]?.objectValue)
+            #expect(asked.count == 1 && asked.first?.value["method"] == "elicitation/create", "\(asked)")
+            #expect(retry.message["params"]?["inputResponses"]?[asked.first?.key ?? ""]?["action"] == "accept")
+        }
+        #expect(MCPProxyErasTests.results(events)["mcp-1"]?.status == .ok)
+
+        // A policy that lets the server ask nothing: the question never reaches the client, and
+        // the server is told so (its tool answers with the refusal).
+        try """
+        policy: {name: quiet, default: allow}
+        input_requests:
+          elicitation: deny
+
+        """.write(toFile: directory.path("quiet.policy.yaml"), atomically: true, encoding: .utf8)
+        let quiet = directory.path("quiet.jsonl.gz")
+        let refusing = try await MCPProxyCommandTests.client(
+            ["mode": "2026-07-28", "calls": [["tool": "confirm", "arguments": ["action": "deploy"]]]],
+            proxy: ["--log", quiet, "--bridge", "--policy", "quiet.policy.yaml"], server: server)
+        let (refused, refusedRun) = try await MCPProxyCommandTests.run(refusing, in: directory)
+        #expect(refusedRun.status == 0, "\(refusedRun.stderr)")
+        #expect(refused.last?["is_error"] == true, "\(refused)")
+        #expect(
+            refused.last?["text"]?.stringValue?.hasPrefix("not confirmed: agent-eval mcp-proxy refused elicitation/create") == true,
+            "\(refused)")
+        #expect(try MCPProxyErasTests.rounds(try MCPProxyCommandTests.events(quiet)).isEmpty)
+
+        // A retry whose requestState the proxy never gave continues nothing at the server.
+        let tampered = directory.path("tampered.jsonl.gz")
+        let tampering = try await MCPProxyCommandTests.client(
+            [
+                "mode": "2026-07-28", "list": false,
+                "calls": [["tool": "confirm", "arguments": ["action": "deploy"], "manual": true, "then": ["tamper": true]]],
+            ], proxy: ["--log", tampered, "--bridge"], server: server)
+        let (told, tamperedRun) = try await MCPProxyCommandTests.run(tampering, in: directory)
+        #expect(tamperedRun.status == 0, "\(tamperedRun.stderr)")
+        #expect(told.last?["exception"]?.stringValue?.contains("requestState is not one the proxy gave") == true, "\(told)")
+        let ended = MCPProxyErasTests.results(try MCPProxyCommandTests.events(tampered))["mcp-1"]
+        #expect(ended?.status == .error)
+        #expect(ended?.error?.contains("-32602") == true, "\(String(describing: ended?.error))")
+    }
+
+    @Test(
+        "a 2026-07-28 server's input_required reaches a 2025 client as requests mid-call, and the proxy retries with the answers and the state: judged once, every round kept, a denied call never asks, a refused question ends the call"
+    )
+    func modernServerAsks() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try """
+        policy:
+          name: transfers
+          default: allow
+          rules:
+            - id: large-transfers
+              when:
+                tool: transfer
+                arguments: {amount: {min: 101}}
+              verdict: deny
+              reason: transfers over 100 are made by a person
+        input_requests:
+          sampling: deny
+
+        """.write(toFile: directory.path("transfers.policy.yaml"), atomically: true, encoding: .utf8)
+        let log = directory.path("rounds.jsonl.gz")
+        let plan: JSONValue = [
+            "mode": "legacy",
+            "calls": [
+                ["tool": "transfer", "arguments": ["account": "c", "amount": 7, "rounds": 3]],
+                ["tool": "transfer", "arguments": ["account": "d", "amount": 500, "rounds": 1]],
+                ["tool": "summarize", "arguments": ["text": "a long text"]],
+                ["tool": "balance", "arguments": ["account": "c"]],
+            ],
+        ]
+        let command = try await MCPProxyCommandTests.client(
+            plan, proxy: ["--log", log, "--bridge", "--policy", "transfers.policy.yaml"],
+            server: try await MCPProxyErasTests.rounds(directory))
+        let (lines, result) = try await MCPProxyCommandTests.run(command, in: directory)
+        #expect(result.status == 0, "\(result.stderr)")
+        let texts = lines.dropFirst().map { $0["text"]?.stringValue ?? "\($0)" }
+        #expect(texts.count == 4, "\(lines)")
+        #expect(texts.first == "transferred 7 to c after 3 confirmations")
+        #expect(
+            texts.dropFirst().first == "agent-eval policy denied this call: transfers over 100 are made by a person (rule large-transfers)")
+        #expect(texts.dropFirst(2).first?.hasSuffix("the policy file allows no sampling (input_requests.sampling)") == true, "\(texts)")
+        #expect(texts.last?.contains("1200") == true, "\(texts)")
+        #expect(MCPProxyCommandTests.journal(directory) == ["transfer c 7"])
+
+        let events = try MCPProxyCommandTests.events(log)
+        #expect(
+            MCPProxyErasTests.verdicts(events) == [
+                "mcp-1 allow default", "mcp-2 deny large-transfers", "mcp-3 allow default", "mcp-4 allow default",
+            ])
+        let rounds = try MCPProxyErasTests.rounds(events)
+        #expect(
+            rounds.map(\.line) == [
+                "mcp-1 1 server", "mcp-1 2 client", "mcp-1 2 server", "mcp-1 3 client", "mcp-1 3 server", "mcp-1 4 client",
+                "mcp-3 1 server",
+            ])
+        // The proxy's retries carry the server's state exactly, and the client's answers.
+        for (question, retry) in zip(rounds, rounds.dropFirst()) where question.line.hasSuffix("server") && retry.line.hasSuffix("client") {
+            let state = try #require(question.message["result"]?["requestState"]?.stringValue)
+            #expect(retry.message["params"]?["requestState"]?.stringValue == state)
+            let key = try #require(question.message["result"]?["inputRequests"]?.objectValue?.first?.key)
+            #expect(retry.message["params"]?["inputResponses"]?[key]?["content"] == ["ok": true])
+        }
+        let results = MCPProxyErasTests.results(events)
+        #expect(["mcp-1", "mcp-3", "mcp-4"].map { results[$0]?.status } == [.ok, .error, .ok])
+        #expect(try Self.bridged(events)?["client_protocol_version"] != nil)
+        let replay = try await agentEval(["replay", "--no-catalog", log])
+        #expect(replay.status == 0, "\(replay.stderr)")
+    }
+}
