@@ -8,6 +8,9 @@ import Synchronization
 /// driving Debian's headless Chromium, which the script installs when missing).
 public enum PythonEnvironment: String, Sendable, CaseIterable {
     case mcp
+    /// The official `mcp` package of the 1.x line, which speaks only the 2025 era: a legacy-only
+    /// client and server for `mcp-proxy --bridge` (scripts/mcp1_client.py, scripts/mcp1_server.py).
+    case mcp1
     case interop
     case browser
     /// The official openai and anthropic SDKs, for the external agents in Fixtures/external.

@@ -253,4 +253,59 @@ struct MCPProxyBridgeTests {
         let replay = try await agentEval(["replay", "--no-catalog", log])
         #expect(replay.status == 0, "\(replay.stderr)")
     }
+
+    @Test(
+        "the official mcp 1.x package, which speaks only the 2025 era, as both peers: its client uses a server of 2026-07-28 only and one that asks over rounds, and a 2026-07-28 client uses its server, whose elicitations mid-call become rounds"
+    )
+    func mcp1Peers() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let proxy = [try agentEvalBinary(), "mcp-proxy", "--no-catalog", "--bridge"]
+
+        // The 1.x client: a modern-only server, and the rounds server's transfer over two rounds.
+        for (number, (server, call, answer)) in [
+            (try await MCPTestServers.modernOnlyServer(), ["tool": "plain", "arguments": [:]] as JSONValue, "plain answer"),
+            (
+                try await MCPProxyErasTests.rounds(directory),
+                ["tool": "transfer", "arguments": ["account": "x", "amount": 5, "rounds": 2]],
+                "transferred 5 to x after 2 confirmations"
+            ),
+        ].enumerated() {
+            let log = directory.path("client\(number).jsonl.gz")
+            let command = try await PythonEnvironment.mcp1.script(
+                "mcp1_client.py", [JSONWriter.encodeString(["calls": [call]] as JSONValue), "--"] + proxy + ["--log", log, "--"] + server)
+            let (lines, result) = try await MCPProxyCommandTests.run(command, in: directory)
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(lines.first?["protocol_version"]?.stringValue?.hasPrefix("2025-") == true, "\(lines)")
+            #expect(lines.last?["text"]?.stringValue == answer, "\(lines)")
+            let events = try MCPProxyCommandTests.events(log)
+            #expect(try Self.bridged(events)?["way"] == "2025 client, 2026-07-28 server")
+            #expect(MCPProxyErasTests.results(events)["mcp-1"]?.status == .ok)
+        }
+        #expect(
+            try MCPProxyErasTests.rounds(try MCPProxyCommandTests.events(directory.path("client1.jsonl.gz"))).map(\.line) == [
+                "mcp-1 1 server", "mcp-1 2 client", "mcp-1 2 server", "mcp-1 3 client",
+            ])
+
+        // The 1.x server, with a 2026-07-28 client.
+        let log = directory.path("server.jsonl.gz")
+        let plan: JSONValue = [
+            "mode": "2026-07-28",
+            "calls": [
+                ["tool": "greet", "arguments": ["name": "Ada"]], ["tool": "confirm", "arguments": ["action": "deploy", "times": 2]],
+            ],
+        ]
+        let command = try await MCPProxyCommandTests.client(
+            plan, proxy: ["--log", log, "--bridge"], server: try await PythonEnvironment.mcp1.script("mcp1_server.py"))
+        let (lines, result) = try await MCPProxyCommandTests.run(command, in: directory)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(lines.dropFirst().map { $0["text"]?.stringValue ?? "\($0)" } == ["hello, Ada", "confirmed deploy (accept, accept)"])
+        let events = try MCPProxyCommandTests.events(log)
+        #expect(try Self.bridged(events)?["way"] == "2026-07-28 client, 2025 server")
+        #expect(try Self.started(events).toolServers.first?.serverName == "mcp1-server")
+        #expect(
+            try MCPProxyErasTests.rounds(events).map(\.line) == [
+                "mcp-2 1 server", "mcp-2 2 client", "mcp-2 2 server", "mcp-2 3 client",
+            ])
+    }
 }
