@@ -9,7 +9,10 @@
 // `initialize`, then plain requests) or `--era 2026-07-28` (`server/discover`, then every request
 // with the envelope in `_meta`, every result with `resultType`).
 //
-//   swift run -c release mcp-proxy-benchmark [--calls 1000] [--rules 200] [--era 2025|2026-07-28]
+//   swift run -c release mcp-proxy-benchmark [--calls 1000] [--rules 200] [--era 2025|2026-07-28] [--bridge]
+//
+// With --bridge the proxy runs as `mcp-proxy --bridge`: the server answers `server/discover`, so a
+// 2025 client is bridged (the envelope added to every request, `resultType` taken off every result).
 //
 // Run it several times and quote the medians.
 import AgentRuntime
@@ -26,12 +29,14 @@ import TraceLog
 var calls = 1000
 var rules = 200
 var isStateless = false
+var bridges = false
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let argument = arguments.next() {
     switch argument {
     case "--serve":
         serve()
         exit(0)
+    case "--bridge": bridges = true
     case "--calls": calls = max(10, arguments.next().flatMap(Int.init) ?? calls)
     case "--rules": rules = max(1, arguments.next().flatMap(Int.init) ?? rules)
     case "--era":
@@ -43,7 +48,7 @@ while let argument = arguments.next() {
             exit(64)
         }
     default:
-        FileHandle.standardError.write(Data("usage: mcp-proxy-benchmark [--calls N] [--rules N] [--era 2025|2026-07-28]\n".utf8))
+        FileHandle.standardError.write(Data("usage: mcp-proxy-benchmark [--calls N] [--rules N] [--era 2025|2026-07-28] [--bridge]\n".utf8))
         exit(64)
     }
 }
@@ -181,6 +186,7 @@ var settings = MCPProxy.Settings(
     server: serverCommand, directory: directory, environment: [:], serverName: "bench",
     policy: try policyFile(rules: rules, in: directory), logPath: directory + "/proxy.jsonl.gz", runId: "run-benchmark")
 settings.callTimeout = .seconds(60)
+settings.bridges = bridges
 let proxySettings = settings
 // Detached: the top-level code holds the main actor, and blocks it while it waits for answers.
 let proxyTask = Task.detached { try await MCPProxy(settings: proxySettings).run(input: toProxy.read, output: fromProxy.write) }

@@ -84,10 +84,15 @@ struct MCPProxyBridgeTests {
             if pairing.failsWithoutBridge {
                 let plain = directory.path("plain\(number).jsonl.gz")
                 let command = try await MCPProxyCommandTests.client(plan, proxy: ["--log", plain], server: pairing.server)
-                let (lines, _) = try await MCPProxyCommandTests.run(command, in: directory)
+                let (lines, plainRun) = try await MCPProxyCommandTests.run(command, in: directory)
                 #expect(
                     !lines.contains { $0["text"]?.stringValue?.contains(pairing.answer) == true },
                     "\(what): worked without --bridge: \(lines)")
+                // It failed the way the matrix says: the client could not open the session.
+                #expect(plainRun.status != 0, "\(what): \(lines)")
+                #expect(
+                    plainRun.stderr.contains("Method not found") || plainRun.stderr.contains("before initialize; exiting"),
+                    "\(what): \(plainRun.stderr)")
             }
             let log = directory.path("bridged\(number).jsonl.gz")
             let command = try await MCPProxyCommandTests.client(plan, proxy: ["--log", log, "--bridge"], server: pairing.server)
@@ -169,19 +174,108 @@ struct MCPProxyBridgeTests {
             "\(refused)")
         #expect(try MCPProxyErasTests.rounds(try MCPProxyCommandTests.events(quiet)).isEmpty)
 
-        // A retry whose requestState the proxy never gave continues nothing at the server.
+        // A retry whose requestState the proxy never gave continues nothing: refused as a
+        // continuation, the call still waits, and the session goes on.
         let tampered = directory.path("tampered.jsonl.gz")
         let tampering = try await MCPProxyCommandTests.client(
             [
                 "mode": "2026-07-28", "list": false,
-                "calls": [["tool": "confirm", "arguments": ["action": "deploy"], "manual": true, "then": ["tamper": true]]],
+                "calls": [
+                    ["tool": "confirm", "arguments": ["action": "deploy"], "manual": true, "then": ["tamper": true]],
+                    ["tool": "greet", "arguments": ["name": "Ada"]],
+                ],
             ], proxy: ["--log", tampered, "--bridge"], server: server)
         let (told, tamperedRun) = try await MCPProxyCommandTests.run(tampering, in: directory)
         #expect(tamperedRun.status == 0, "\(tamperedRun.stderr)")
-        #expect(told.last?["exception"]?.stringValue?.contains("requestState is not one the proxy gave") == true, "\(told)")
-        let ended = MCPProxyErasTests.results(try MCPProxyCommandTests.events(tampered))["mcp-1"]
-        #expect(ended?.status == .error)
-        #expect(ended?.error?.contains("-32602") == true, "\(String(describing: ended?.error))")
+        #expect(told.first?["is_error"] == true, "\(told)")
+        #expect(
+            told.first?["text"]?.stringValue?.hasSuffix(
+                "its requestState is not the one agent-eval mcp-proxy --bridge gave the call of confirm that waits for input") == true,
+            "\(told)")
+        #expect(told.last?["text"] == "hello, Ada", "\(told)")
+        let tamperedEvents = try MCPProxyCommandTests.events(tampered)
+        #expect(
+            MCPProxyErasTests.verdicts(tamperedEvents) == ["mcp-1 allow default", "mcp-2 deny mcp.continuation", "mcp-3 allow default"])
+        let ended = MCPProxyErasTests.results(tamperedEvents)
+        #expect(ended["mcp-1"]?.status == .error)
+        #expect(ended["mcp-1"]?.error?.contains("did not retry the call before the session ended") == true, "\(ended)")
+        #expect(ended["mcp-3"]?.status == .ok)
+    }
+
+    /// `agent-eval mcp-proxy --no-catalog --bridge --log LOG -- SERVER` fed `steps` one at a
+    /// time: each line is sent once the answers before it came (up to 60 s); the answers in order.
+    static func stepped(_ steps: [JSONValue], server: [String], log: String, in directory: TemporaryDirectory) async throws
+        -> [JSONValue]
+    {
+        var script = ": > answers.jsonl\n("
+        for (number, step) in steps.enumerated() {
+            try (JSONWriter.encodeString(step) + "\n").write(
+                toFile: directory.path("step\(number).json"), atomically: true, encoding: .utf8)
+            script += "cat step\(number).json; "
+            script += "i=0; while [ $i -lt 600 ] && [ \"$(wc -l < answers.jsonl)\" -lt \(number + 1) ]; do sleep 0.1; i=$((i+1)); done; "
+        }
+        let proxy = ([try agentEvalBinary(), "mcp-proxy", "--no-catalog", "--bridge", "--log", log, "--"] + server)
+            .map(ShellWords.quoted).joined(separator: " ")
+        script += ") | \(proxy) > answers.jsonl\n"
+        let result = try await Subprocess.run("/bin/sh", ["-c", script], in: directory.url)
+        #expect(result.status == 0, "\(result.stderr)")
+        return try String(contentsOfFile: directory.path("answers.jsonl"), encoding: .utf8).split(separator: "\n")
+            .map { try JSONParser.parse(Array($0.utf8)) }
+    }
+
+    @Test(
+        "toward a 2025 server a requestState continues only the request it was given to: not another method's, not an altered one; a client may reuse an answered id while the server still holds the request"
+    )
+    func statesHeld() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let envelope: JSONValue = [
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": ["elicitation": [:]],
+            "io.modelcontextprotocol/clientInfo": ["name": "stepper", "version": "1"],
+        ]
+        let answers: JSONValue = ["elicitation-1": ["action": "accept", "content": ["ok": true]]]
+        func request(_ id: Int, _ method: String, _ params: JSONValue) -> JSONValue {
+            var params = params.objectValue ?? JSONObject()
+            params["_meta"] = envelope
+            return ["jsonrpc": "2.0", "id": .int(id), "method": .string(method), "params": .object(params)]
+        }
+        let confirm: JSONValue = ["name": "confirm", "arguments": ["action": "deploy"]]
+        func retry(_ id: Int, state: String) -> JSONValue {
+            request(
+                id, "tools/call",
+                ["name": "confirm", "arguments": ["action": "deploy"], "requestState": .string(state), "inputResponses": answers])
+        }
+        let log = directory.path("states.jsonl.gz")
+        let got = try await Self.stepped(
+            [
+                request(1, "server/discover", [:]),
+                request(2, "tools/call", confirm),
+                request(3, "prompts/get", ["name": "p", "requestState": "agent-eval-bridge-2", "inputResponses": answers]),
+                retry(4, state: "agent-eval-bridge-2x"),
+                request(2, "tools/call", ["name": "greet", "arguments": ["name": "Ada"]]),
+                retry(6, state: "agent-eval-bridge-2"),
+            ], server: try await MCPTestServers.legacyServer(["--asks"]), log: log, in: directory)
+        #expect(got.count == 6, "\(got)")
+        guard got.count == 6 else { return }
+        #expect(got[0]["result"]?["supportedVersions"] == ["2026-07-28"])
+        #expect(got[1]["id"] == 2)
+        #expect(got[1]["result"]?["resultType"] == "input_required", "\(got[1])")
+        #expect(got[1]["result"]?["requestState"] == "agent-eval-bridge-2", "\(got[1])")
+        #expect(got[2]["id"] == 3)
+        #expect(got[2]["error"]?["code"] == -32602, "\(got[2])")
+        #expect(got[3]["id"] == 4)
+        #expect(got[3]["result"]?["isError"] == true, "\(got[3])")
+        #expect(got[4]["id"] == 2)
+        #expect(got[4]["result"]?["content"]?.arrayValue?.first?["text"] == "hello, Ada", "\(got[4])")
+        #expect(got[5]["id"] == 6)
+        #expect(got[5]["result"]?["content"]?.arrayValue?.first?["text"] == "confirmed deploy (accept)", "\(got[5])")
+        #expect(got[5]["result"]?["resultType"] == "complete")
+        let events = try MCPProxyCommandTests.events(log)
+        #expect(
+            MCPProxyErasTests.verdicts(events) == ["mcp-1 allow default", "mcp-2 deny mcp.continuation", "mcp-3 allow default"])
+        let results = MCPProxyErasTests.results(events)
+        #expect(["mcp-1", "mcp-3"].map { results[$0]?.status } == [.ok, .ok])
+        #expect(try MCPProxyErasTests.rounds(events).map(\.line) == ["mcp-1 1 server", "mcp-1 2 client"])
     }
 
     @Test(
@@ -249,7 +343,8 @@ struct MCPProxyBridgeTests {
         }
         let results = MCPProxyErasTests.results(events)
         #expect(["mcp-1", "mcp-3", "mcp-4"].map { results[$0]?.status } == [.ok, .error, .ok])
-        #expect(try Self.bridged(events)?["client_protocol_version"] != nil)
+        #expect(try Self.bridged(events)?["way"] == "2025 client, 2026-07-28 server")
+        #expect(try Self.bridged(events)?["client_protocol_version"]?.stringValue?.hasPrefix("2025-") == true)
         let replay = try await agentEval(["replay", "--no-catalog", log])
         #expect(replay.status == 0, "\(replay.stderr)")
     }

@@ -96,6 +96,10 @@ struct MCPBridge {
     static let probeTimeout = Duration.seconds(5)
     static let askPrefix = "agent-eval-proxy-ask-"
     static let retryPrefix = "agent-eval-proxy-retry-"
+    /// The ids a 2025 server knows the requests by that may be asked about: the proxy's, so a
+    /// client that reuses an id (its request was answered `input_required`) never gives the
+    /// server two requests of one id.
+    static let upstreamPrefix = "agent-eval-proxy-up-"
     static let statePrefix = "agent-eval-bridge-"
 
     private(set) var way = Way.unknown
@@ -113,6 +117,9 @@ struct MCPBridge {
     /// The method and params (with the envelope) of each request that may be answered
     /// `input_required`, by the client's id, until it is answered for good.
     private var originals: [String: (method: String, params: JSONObject)] = [:]
+    /// How often the server asked for input on each request, by the client's id (a call's rounds
+    /// are counted by the session; this bounds the others).
+    private var questionRounds: [String: Int] = [:]
     /// Questions out to the client, by the client's request id.
     private var asking: [String: (answerId: JSONValue, pending: [String: String], responses: JSONObject, state: JSONValue?)] = [:]
     /// The request each question out to the client (its id's key) is of.
@@ -123,6 +130,7 @@ struct MCPBridge {
     // Toward a legacy server.
     /// A request that may be asked about, by its id's key as the server knows it.
     private struct Exchange {
+        var method: String
         var upstreamId: JSONValue
         /// The id the client waits on: the request's own, then its latest retry's.
         var alias: JSONValue
@@ -300,10 +308,21 @@ struct MCPBridge {
         }
         guard var result = message["result"]?.objectValue else {
             originals[JSONLinesProcess.key(id)] = nil
+            questionRounds[JSONLinesProcess.key(id)] = nil
             return message
         }
-        if result["resultType"]?.stringValue == "input_required" { return message }
+        switch result["resultType"]?.stringValue {
+        case "input_required"?:
+            return message
+        case nil, "complete"?:
+            break
+        default:
+            // A task, or a kind this bridge does not know: left as it is for the session to judge.
+            originals[JSONLinesProcess.key(id)] = nil
+            return message
+        }
         originals[JSONLinesProcess.key(id)] = nil
+        questionRounds[JSONLinesProcess.key(id)] = nil
         for modern in ["resultType", "ttlMs", "cacheScope"] { result[modern] = nil }
         return Self.replacing("result", in: message, with: .object(result))
     }
@@ -313,6 +332,16 @@ struct MCPBridge {
     mutating func ask(answerId: JSONValue, result: JSONValue?) -> Asked {
         let key = JSONLinesProcess.key(answerId)
         guard originals[key] != nil else { return .fail("the request was not kept, so it cannot be retried") }
+        let rounds = (questionRounds[key] ?? 0) + 1
+        questionRounds[key] = rounds
+        if rounds >= MCPRound.limit {
+            forget(key)
+            return .fail("the server asked for input \(rounds) times; agent-eval mcp-proxy ends a request after \(MCPRound.limit) rounds")
+        }
+        if let asked = result?["inputRequests"], asked != .null, asked.objectValue == nil {
+            forget(key)
+            return .fail("the server's inputRequests are \(asked.typeDescription), not an object of questions")
+        }
         let state = result?["requestState"].flatMap { $0 == .null ? nil : $0 }
         let questions = (result?["inputRequests"]?.objectValue.map(Array.init) ?? []).sorted { $0.key < $1.key }
         if questions.isEmpty { return .retry(retry(key, answerId: answerId, responses: JSONObject(), state: state)) }
@@ -336,9 +365,13 @@ struct MCPBridge {
 
     /// The client's answer to one of the bridge's requests; nil for any other message.
     mutating func clientAnswered(_ message: JSONValue) -> Answered? {
-        guard message["method"] == nil, let id = message["id"], let owner = askOwners.removeValue(forKey: JSONLinesProcess.key(id)),
-            var waiting = asking[owner], let inputKey = waiting.pending.removeValue(forKey: JSONLinesProcess.key(id))
-        else { return nil }
+        guard message["method"] == nil, let id = message["id"] else { return nil }
+        guard let owner = askOwners.removeValue(forKey: JSONLinesProcess.key(id)), var waiting = asking[owner],
+            let inputKey = waiting.pending.removeValue(forKey: JSONLinesProcess.key(id))
+        else {
+            // An answer to a question of a request that ended already: for no one (never the server).
+            return way == .towardModern && id.stringValue?.hasPrefix(Self.askPrefix) == true ? .waiting : nil
+        }
         if let error = message["error"] {
             forget(owner)
             return .fail(
@@ -372,7 +405,15 @@ struct MCPBridge {
     private mutating func forget(_ key: String) {
         originals[key] = nil
         asking[key] = nil
+        questionRounds[key] = nil
         askOwners = askOwners.filter { $0.value != key }
+        retries = retries.filter { JSONLinesProcess.key($0.value) != key }
+    }
+
+    /// Whether the client's id `key` is one the bridge still answers under (toward a modern
+    /// server: a request whose questions are out, or whose retry is in flight).
+    func holds(_ key: String) -> Bool {
+        asking[key] != nil || (way == .towardModern && originals[key] != nil)
     }
 
     // MARK: Toward a legacy server
@@ -393,37 +434,45 @@ struct MCPBridge {
         guard let method, let id = message["id"] else { return .send(JSONWriter.encode(message)) }
         var params = message["params"]?.objectValue ?? JSONObject()
         if Self.multiRoundMethods.contains(method), MCPEra.continues(.object(params)) {
-            return continued(id: id, params: params)
+            return continued(id: id, method: method, params: params)
         }
         if var meta = params["_meta"]?.objectValue {
             for key in meta.keys where key.hasPrefix("io.modelcontextprotocol/") { meta[key] = nil }
             params["_meta"] = meta.isEmpty ? nil : .object(meta)
         }
-        let key = JSONLinesProcess.key(id)
-        methods[key] = method
-        if Self.multiRoundMethods.contains(method) { exchanges[key] = Exchange(upstreamId: id, alias: id) }
         var forwarded = message
         if message["params"] != nil { forwarded = Self.replacing("params", in: message, with: .object(params)) }
+        var upstreamId = id
+        if Self.multiRoundMethods.contains(method) {
+            sent += 1
+            upstreamId = .string("\(Self.upstreamPrefix)\(sent)")
+            forwarded = Self.replacing("id", in: forwarded, with: upstreamId)
+            exchanges[JSONLinesProcess.key(upstreamId)] = Exchange(method: method, upstreamId: upstreamId, alias: id)
+        }
+        methods[JSONLinesProcess.key(upstreamId)] = method
         return .send(JSONWriter.encode(forwarded))
     }
 
     /// A 2026-07-28 client's retry: its answers go to the server's requests, and the request's
     /// answer, when it comes, goes to the client under the retry's id.
-    private mutating func continued(id: JSONValue, params: JSONObject) -> Outgoing {
-        guard let state = params["requestState"]?.stringValue, let key = states.removeValue(forKey: state), var exchange = exchanges[key],
-            exchange.state == state
+    private mutating func continued(id: JSONValue, method: String, params: JSONObject) -> Outgoing {
+        // The state must be one given, still waiting, to a request of this method: a state cannot
+        // carry one request's answers to another's.
+        guard let state = params["requestState"]?.stringValue, let key = states[state], var exchange = exchanges[key],
+            exchange.state == state, exchange.method == method
         else {
             let error: JSONValue = [
                 "jsonrpc": "2.0", "id": id,
                 "error": [
                     "code": -32602,
                     "message": .string(
-                        "agent-eval mcp-proxy --bridge: the retry's requestState is not one the proxy gave a request waiting for input (altered, or already used)"
+                        "agent-eval mcp-proxy --bridge: the retry's requestState is not one the proxy gave a \(method) waiting for input (altered, used already, or another request's)"
                     ),
                 ],
             ]
             return .consumed(toServer: [], fromServer: [error])
         }
+        states[state] = nil
         exchange.state = nil
         exchange.alias = id
         if let answer = exchange.answer {

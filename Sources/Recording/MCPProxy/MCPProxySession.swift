@@ -239,7 +239,9 @@ actor MCPProxySession {
                     id: id, error: (-32600, "agent-eval mcp-proxy: request ids that begin agent-eval-proxy are the proxy's own"))
                 return
             }
-            if outstanding[key] != nil || approvals.values.contains(where: { JSONLinesProcess.key($0.requestId) == key }) {
+            if outstanding[key] != nil || approvals.values.contains(where: { JSONLinesProcess.key($0.requestId) == key })
+                || bridge?.holds(key) == true
+            {
                 await answerClient(
                     id: id, error: (-32600, "agent-eval mcp-proxy: request id \(key) is already in use by a request in flight"))
                 return
@@ -296,6 +298,13 @@ actor MCPProxySession {
                     // It never reached the server: refuse it, so no later approval runs it.
                     await refuseWaiting(callId, reason: "the client cancelled the call\(why)")
                     return
+                } else if bridge?.way == .towardLegacy,
+                    let waiting = awaitingInput.values.first(where: { JSONLinesProcess.key($0.call.requestId) == key })
+                {
+                    // The client gave up on a call whose server still holds its question: it ends
+                    // here, and the server is told (the bridge cancels it there).
+                    awaitingInput[waiting.call.callId] = nil
+                    await recordEnd(of: waiting.call, status: .error, error: "the client cancelled the call\(why)")
                 } else if let kind = bridgeAsking.removeValue(forKey: key) {
                     // Its questions were out to the client: the server holds nothing of it.
                     _ = bridge?.abandon(answerId: requestId)
@@ -431,15 +440,18 @@ actor MCPProxySession {
             && awaitingInput.values.contains { other in
                 other.requestState == state && !candidates.contains { $0.call.callId == other.call.callId }
             }
-        let chosen = candidates.first { $0.requestState == state } ?? (isBorrowed ? nil : candidates.first)
+        // Toward a 2025 server the state is the bridge's own: only the one it gave continues a call.
+        let isExact = bridge?.way == .towardLegacy
+        let chosen = candidates.first { $0.requestState == state } ?? (isBorrowed || isExact ? nil : candidates.first)
         guard let waiting = chosen else {
             callCount += 1
             denied += 1
             let refusal = PolicyDecision(
                 .deny,
-                reason:
-                    "it carries inputResponses or requestState, but no call of \(name) with these arguments "
-                    + "waits for input in this session: only a call the server asked for input can be continued",
+                reason: candidates.isEmpty || !isExact
+                    ? "it carries inputResponses or requestState, but no call of \(name) with these arguments "
+                        + "waits for input in this session: only a call the server asked for input can be continued"
+                    : "its requestState is not the one agent-eval mcp-proxy --bridge gave the call of \(name) that waits for input",
                 rule: "mcp.continuation")
             let isRecorded = await recorded {
                 _ = try await log.judge(name: name, arguments: arguments, params: params, waiting: approvals.count, refusal: refusal)
@@ -1042,6 +1054,11 @@ actor MCPProxySession {
         if bridge?.way == .unknown { await learnServerEra(opening: message) }
         switch bridge?.way {
         case .unusable(let why)?:
+            if method == "tools/call" {
+                // Not made: counted as refused, and the session does not end `success`.
+                callCount += 1
+                denied += 1
+            }
             await answerClient(id: id, error: (-32603, "agent-eval mcp-proxy --bridge: \(why)"))
             return true
         case .towardModern?:
@@ -1100,7 +1117,7 @@ actor MCPProxySession {
         let answer = await own.request(
             "server/discover", params: ["_meta": envelope], within: min(settings.callTimeout, MCPBridge.probeTimeout), on: settings.clock)
         isBridgeProbing = false
-        if case .failure(.failed(let why)) = answer, probed === server, restarts == 0, replaceServer() {
+        if case .failure(.failed(let why)) = answer, probed === server, restarts == 0, !isServerGone, !isFinished, replaceServer() {
             settings.notices?(
                 "the server ended on the bridge's server/discover probe (\(why)), as a server of the 2025 era may; it was started again")
         }
@@ -1177,6 +1194,22 @@ actor MCPProxySession {
     private func askThroughBridge(_ kind: Outstanding, answerId: JSONValue, result: JSONValue?) async {
         switch bridge?.ask(answerId: answerId, result: result) {
         case .askClient(let requests)?:
+            if case .call = kind {
+                // Kept already, as the call's round.
+            } else {
+                // The questions of a prompts/get or resources/read: kept as the server's requests
+                // to the client, before the client sees them.
+                for request in requests {
+                    let bytes = JSONWriter.encode(request)
+                    guard await recorded({ try await log.store(bytes, mediaType: ProxyGate.serverRequestMediaType) }) else {
+                        _ = bridge?.abandon(answerId: answerId)
+                        await answerClient(
+                            id: answerId,
+                            error: (-32603, "agent-eval mcp-proxy could not record the server's question, so it was not passed on: \(writeFailure ?? "")"))
+                        return
+                    }
+                }
+            }
             bridgeAsking[JSONLinesProcess.key(answerId)] = kind
             for request in requests { await client.send(JSONWriter.encode(request)) }
         case .retry(let retry)?:
@@ -1380,6 +1413,9 @@ actor MCPProxySession {
             unfinished = "the proxy was stopped before the server answered"
         }
         if let policyProblem, stop.reason == .success { stop = RunStopped(reason: .blocked, error: policyProblem) }
+        if case .unusable(let why)? = bridge?.way, stop.reason == .success {
+            stop = RunStopped(reason: .toolFailure, error: "MCP server \(settings.serverName): --bridge: \(why)")
+        }
         // In the order they were made.
         let pending = outstanding.map { ($0.key, $0.value) }.sorted { Self.order(of: $0) < Self.order(of: $1) }
         outstanding = [:]

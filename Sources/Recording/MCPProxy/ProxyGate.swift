@@ -126,7 +126,8 @@ struct ProxyGate: Sendable {
     /// `content_stored`'s media type for one round of a multi-round call (`MCPRound`).
     static let roundMediaType = "application/vnd.agent-eval.mcp-round+json"
     /// `content_stored`'s media type for what `--bridge` translates between (`MCPBridge.note`):
-    /// the versions of the client and of the server, stored before anything else of the session.
+    /// the versions of the client and of the server, stored at the first thing recorded once the
+    /// bridge is set up.
     static let bridgeMediaType = "application/vnd.agent-eval.mcp-bridge+json"
 
     /// What the proxy keeps of an exchange as it came: a request the server sent the client
