@@ -1205,7 +1205,10 @@ actor MCPProxySession {
                         _ = bridge?.abandon(answerId: answerId)
                         await answerClient(
                             id: answerId,
-                            error: (-32603, "agent-eval mcp-proxy could not record the server's question, so it was not passed on: \(writeFailure ?? "")"))
+                            error: (
+                                -32603,
+                                "agent-eval mcp-proxy could not record the server's question, so it was not passed on: \(writeFailure ?? "")"
+                            ))
                         return
                     }
                 }
