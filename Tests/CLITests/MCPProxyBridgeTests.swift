@@ -284,21 +284,8 @@ struct MCPProxyBridgeTests {
     func modernServerAsks() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        try """
-        policy:
-          name: transfers
-          default: allow
-          rules:
-            - id: large-transfers
-              when:
-                tool: transfer
-                arguments: {amount: {min: 101}}
-              verdict: deny
-              reason: transfers over 100 are made by a person
-        input_requests:
-          sampling: deny
-
-        """.write(toFile: directory.path("transfers.policy.yaml"), atomically: true, encoding: .utf8)
+        try (MCPProxyErasTests.transfers + "input_requests:\n  sampling: deny\n").write(
+            toFile: directory.path("transfers.policy.yaml"), atomically: true, encoding: .utf8)
         let log = directory.path("rounds.jsonl.gz")
         let plan: JSONValue = [
             "mode": "legacy",
