@@ -409,6 +409,11 @@ class Handler(BaseHTTPRequestHandler):
             "message": "Project does not have access to model local-model (credential: " + sent + ")",
             "type": "permission_error"}}).encode())
 
+    def scenario_redirect(self, body, attempt, anthropic):
+        """A 307 to the same path under the `answer` scenario: a client that follows it gets a reply."""
+        target = "/answer/" + self.path.strip("/").split("/", 1)[1]
+        self.plain(307, "text/plain", b"moved", headers=[("Location", target)])
+
     def scenario_html(self, body, attempt, anthropic):
         self.plain(200, "text/html", b"<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>")
 

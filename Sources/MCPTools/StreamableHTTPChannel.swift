@@ -295,7 +295,8 @@ final class StreamableHTTPChannel: MCPChannel {
         }
         let advice =
             status == 401 || status == 403
-            ? " (the server wants credentials: give them under the server's headers:, e.g. Authorization: \"Bearer ${TOKEN}\")" : ""
+            ? " (the server wants credentials: give them under the server's headers:, e.g. Authorization: \"Bearer ${TOKEN}\")"
+            : HTTPModelClient.redirectNote(status: status, location: reading.header("location"))
         return .failure(
             .remote(
                 JSONRPCPeer.RemoteError(

@@ -292,6 +292,10 @@ public struct HTTPModelClient: ModelClient {
             // Said in the message, not only in a hint: a run's stop records the message alone.
             message += "; " + credentialAdvice(status: status)
         case 404: hint = "check base_url (\(settings.baseURL)) and the model name (\(settings.name))"
+        case 300..<400:
+            // Said first: the answer's body (often "moved") says nothing of why it stopped there.
+            message = String(Self.redirectNote(status: status, headers: headers).dropFirst(2).dropLast()) + ": " + message
+            hint = "set base_url to where the server redirects (\(settings.baseURL) is redirected)"
         default: break
         }
         return Failure(
@@ -323,6 +327,19 @@ public struct HTTPModelClient: ModelClient {
     }
 
     /// The start of a body as one line: an HTML page's title, or its first 200 characters.
+    /// What a redirect answer (3xx) needs said: where it pointed, and that it was not followed (a
+    /// redirect could carry the request's credentials — an API key, a header a server file gives —
+    /// to another host). Empty for any other status.
+    public static func redirectNote(status: Int, location: String?) -> String {
+        guard (300..<400).contains(status) else { return "" }
+        return " (a redirect" + (location.map { " to \($0)" } ?? "")
+            + ", not followed: agent-eval follows no redirect, which could carry the request's credentials to another host; give the URL it names)"
+    }
+
+    static func redirectNote(status: Int, headers: [HTTPHeader]) -> String {
+        redirectNote(status: status, location: headers.first { $0.name.lowercased() == "location" }?.value)
+    }
+
     static func preview(_ body: [UInt8]) -> String {
         let text = String(decoding: body.prefix(4096), as: UTF8.self)
         if let open = text.range(of: "<title>", options: .caseInsensitive),

@@ -122,6 +122,10 @@ enum SharedHTTPClients {
             configuration.timeout = HTTPClient.Configuration.Timeout(
                 connect: .milliseconds(Int64(connectTimeoutMs)), read: .milliseconds(Int64(idleTimeoutMs)))
             configuration.decompression = .disabled
+            // No redirect is followed: the library would carry every header but Authorization,
+            // Cookie and Origin (an x-api-key, an MCP server's own headers) to whatever host a
+            // redirect names. A 3xx is answered as it came, and the error says where it pointed.
+            configuration.redirectConfiguration = .disallow
             // A refused connection fails the attempt at once: the model client's own retries
             // (with backoff, counted against max_retries) decide whether to try again, instead
             // of the pool quietly retrying until the connect timeout.

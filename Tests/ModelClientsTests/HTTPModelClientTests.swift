@@ -182,6 +182,8 @@ struct HTTPModelClientTests {
         arguments: [
             ("unauthorized", "HTTP 401: invalid_request_error: Incorrect API key provided.", 1),
             ("html", "HTTP 200 with text/html, not a model reply: \"502 Bad Gateway\" (an HTML page)", 1),
+            // Not followed: a redirect could carry the key to another host.
+            ("redirect", "HTTP 307: a redirect to /answer/v1/chat/completions, not followed: agent-eval follows no redirect", 1),
             ("bad-delta", "sent an event that is not JSON", 1),
             ("always-busy", "gave up after 4 attempts: HTTP 503: server_error: busy", 4),
         ])
