@@ -95,8 +95,10 @@ public struct HTTPPoster: Sendable {
                 failure = HTTPTransport.describe(error, request: request)
             }
             let retryable = failure != nil || [408, 409, 429].contains(status) || (500...599).contains(status)
-            let message = policy.redact(failure
-                    ?? "HTTP \(status)\(HTTPModelClient.redirectNote(status: status, headers: answer.headers)): \(HTTPModelClient.preview(answer.body))")
+            let message = policy.redact(
+                failure
+                    ?? "HTTP \(status)\(HTTPModelClient.redirectNote(status: status, headers: answer.headers)): \(HTTPModelClient.preview(answer.body))"
+            )
             let retryAfter = HTTPModelClient.retryAfter(answer.headers)
             let canRetry = retryable && attempts.count < maxRetries
             let wait = canRetry ? min(retryAfter ?? HTTPModelClient.backoff(retry: attempts.count), HTTPModelClient.retryAfterCapMs) : 0

@@ -131,7 +131,8 @@ public struct ReplyReader: Sendable {
             return reply
         }
         if status != 200 {
-            reply.problem = "HTTP \(status)\(HTTPModelClient.redirectNote(status: status, headers: headers)): \(HTTPModelClient.preview(body))"
+            reply.problem =
+                "HTTP \(status)\(HTTPModelClient.redirectNote(status: status, headers: headers)): \(HTTPModelClient.preview(body))"
             return reply
         }
         guard problem == nil else { return reply }
