@@ -66,6 +66,20 @@ struct AgentFileTests {
         }
     }
 
+    @Test("a script's answer written as a YAML number or boolean is that text, as YAML shows it; a mapping stays what it is")
+    func scalarAnswers() throws {
+        try TemporaryDirectory.with { directory in
+            let path = directory.path("numbers.model.yaml")
+            try "decisions:\n  - answer: 42\n  - ask_human: true\n  - answer: 2.50\n  - answer: {text: x}\n".write(
+                toFile: path, atomically: true, encoding: .utf8)
+            let script = try ScriptedModel.load(path: path)
+            #expect(
+                script.decisions.map(\.raw) == [
+                    #"{"answer":"42"}"#, #"{"ask_human":"true"}"#, #"{"answer":"2.50"}"#, #"{"answer":{"text":"x"}}"#,
+                ])
+        }
+    }
+
     @Test("log_version: 1 writes every context packet whole; 2 allows deltas")
     func logVersion() throws {
         try TemporaryDirectory.with { directory in

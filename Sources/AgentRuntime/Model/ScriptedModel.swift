@@ -279,6 +279,13 @@ extension ScriptedModel {
         } else {
             var object = JSONObject()
             object[form] = body.json
+            // `answer: 42` is the text "42", as YAML writes it: a model answers in text.
+            if form == "answer" || form == "ask_human" {
+                switch body.json {
+                case .int, .double, .bool: object[form] = .string(try body.string(form))
+                default: break
+                }
+            }
             reply = Reply(decision: .object(object))
         }
         if let usage = entry.optional("usage") {
