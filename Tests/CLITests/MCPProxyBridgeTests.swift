@@ -344,13 +344,19 @@ struct MCPProxyBridgeTests {
         defer { directory.remove() }
         let proxy = [try agentEvalBinary(), "mcp-proxy", "--no-catalog", "--bridge"]
 
-        // The 1.x client: a modern-only server, and the rounds server's transfer over two rounds.
+        // The 1.x client: a modern-only server, the rounds server's transfer over two rounds, and
+        // its summary, whose sampling question the client (no sampling callback) answers with an
+        // error: the call ends with it.
+        let rounds = try await MCPProxyErasTests.rounds(directory)
         for (number, (server, call, answer)) in [
             (try await MCPTestServers.modernOnlyServer(), ["tool": "plain", "arguments": [:]] as JSONValue, "plain answer"),
             (
-                try await MCPProxyErasTests.rounds(directory),
-                ["tool": "transfer", "arguments": ["account": "x", "amount": 5, "rounds": 2]],
+                rounds, ["tool": "transfer", "arguments": ["account": "x", "amount": 5, "rounds": 2]],
                 "transferred 5 to x after 2 confirmations"
+            ),
+            (
+                rounds, ["tool": "summarize", "arguments": ["text": "a long text"]],
+                "agent-eval mcp-proxy --bridge: the client answered the server's input request \"summary\" with an error"
             ),
         ].enumerated() {
             let log = directory.path("client\(number).jsonl.gz")
@@ -359,10 +365,11 @@ struct MCPProxyBridgeTests {
             let (lines, result) = try await MCPProxyCommandTests.run(command, in: directory)
             #expect(result.status == 0, "\(result.stderr)")
             #expect(lines.first?["protocol_version"]?.stringValue?.hasPrefix("2025-") == true, "\(lines)")
-            #expect(lines.last?["text"]?.stringValue == answer, "\(lines)")
+            #expect(lines.last?["text"]?.stringValue?.hasPrefix(answer) == true, "\(lines)")
+            #expect(lines.last?["is_error"] == .bool(number == 2), "\(lines)")
             let events = try MCPProxyCommandTests.events(log)
             #expect(try Self.bridged(events)?["way"] == "2025 client, 2026-07-28 server")
-            #expect(MCPProxyErasTests.results(events)["mcp-1"]?.status == .ok)
+            #expect(MCPProxyErasTests.results(events)["mcp-1"]?.status == (number == 2 ? .error : .ok))
         }
         #expect(
             try MCPProxyErasTests.rounds(try MCPProxyCommandTests.events(directory.path("client1.jsonl.gz"))).map(\.line) == [
