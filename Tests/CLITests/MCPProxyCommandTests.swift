@@ -430,6 +430,34 @@ struct MCPProxyInputTests {
         #expect(usage.stderr.contains("give the MCP server's command after --"))
     }
 
+    @Test(
+        "a server that dies at once ends the session tool_failure (exit 1) when its client then goes, never success; with --bridge too; a probe timeout out of range is a usage error"
+    )
+    func serverDeadAtOnce() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let opening =
+            #"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}"#
+        for (number, flags) in [[], ["--bridge"]].enumerated() {
+            for attempt in 0..<3 {
+                let log = "dead\(number)-\(attempt).jsonl.gz"
+                let result = try await Subprocess.run(
+                    try agentEvalBinary(), ["mcp-proxy", "--no-catalog", "--log", log] + flags + ["--", "sh", "-c", "exit 3"],
+                    input: Array((opening + "\n").utf8), in: directory.url)
+                #expect(result.status == 1, "\(flags) \(attempt): \(result.stderr)")
+                #expect(result.stderr.contains("session ended: tool_failure"), "\(flags) \(attempt): \(result.stderr)")
+                let stops = try MCPProxyCommandTests.events(directory.path(log)).compactMap { event -> String? in
+                    guard case .runStopped(let stop) = event.payload else { return nil }
+                    return stop.reason.rawValue
+                }
+                #expect(stops == ["tool_failure"], "\(flags) \(attempt)")
+            }
+        }
+        let usage = try await agentEval(["mcp-proxy", "--bridge", "--bridge-probe-timeout", "0", "--", "true"], in: directory.url)
+        #expect(usage.status == 64)
+        #expect(usage.stderr.contains("--bridge-probe-timeout takes seconds"), "\(usage.stderr)")
+    }
+
     @Test("approve names the calls that wait when asked for one that does not, and a log that does not exist")
     func approveUnknownCall() async throws {
         let directory = try TemporaryDirectory()

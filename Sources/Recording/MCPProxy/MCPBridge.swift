@@ -92,7 +92,8 @@ struct MCPBridge {
     /// The requests of 2026-07-28 that may be answered `input_required`.
     static let multiRoundMethods: Set<String> = ["tools/call", "prompts/get", "resources/read"]
     static let listingMethods: Set<String> = ["tools/list", "prompts/list", "resources/list", "resources/templates/list"]
-    /// How long the probe waits before the server is taken for a 2025 one (as MCP tools' probe).
+    /// How long the probe waits, by default, before the server is taken for a 2025 one (as MCP
+    /// tools' probe); `--bridge-probe-timeout` changes it.
     static let probeTimeout = Duration.seconds(5)
     static let askPrefix = "agent-eval-proxy-ask-"
     static let retryPrefix = "agent-eval-proxy-retry-"
@@ -354,7 +355,16 @@ struct MCPBridge {
             sent += 1
             let askId = "\(Self.askPrefix)\(sent)"
             var request = JSONObject([("jsonrpc", "2.0"), ("id", .string(askId)), ("method", .string(method))])
-            if let params = question.value["params"], params != .null { request["params"] = params }
+            if var params = question.value["params"]?.objectValue {
+                // 2025-11-25 requires a URL elicitation's id, which a 2026-07-28 question may leave
+                // to its key: the key is unique within the request.
+                if method == "elicitation/create", params["mode"]?.stringValue == "url", params["elicitationId"] == nil {
+                    params["elicitationId"] = .string(question.key)
+                }
+                request["params"] = .object(params)
+            } else if let params = question.value["params"], params != .null {
+                request["params"] = params
+            }
             requests.append(.object(request))
             pending[JSONLinesProcess.key(.string(askId))] = question.key
             askOwners[JSONLinesProcess.key(.string(askId))] = key

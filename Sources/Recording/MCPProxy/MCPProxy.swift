@@ -38,6 +38,9 @@ public struct MCPProxy: Sendable {
         /// Whether the proxy bridges a client and a server of different MCP eras (`--bridge`,
         /// `MCPBridge`): a 2025 client with a server of 2026-07-28 only, and the reverse.
         public var bridges = false
+        /// How long `--bridge`'s `server/discover` probe waits before the server is taken for a
+        /// 2025 one.
+        public var bridgeProbeTimeout = MCPBridge.probeTimeout
         public var actor: String?
         public var route: String?
         /// Calls allowed to run in the session; past it every call is denied.

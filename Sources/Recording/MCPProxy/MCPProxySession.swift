@@ -322,6 +322,10 @@ actor MCPProxySession {
     }
 
     /// Sends a client message on to the server; a request that cannot be sent is answered.
+    /// Why a message could not be sent to the server, once one could not: a session whose client
+    /// then went did not end as the client chose.
+    private var serverUnreachable: String?
+
     private func forward(_ line: [UInt8], requestId: JSONValue?) async {
         var line = line
         if bridge?.isTranslating == true, let message = try? JSONParser.parse(line), let outgoing = bridge?.outgoing(message) {
@@ -339,6 +343,7 @@ actor MCPProxySession {
         do {
             try await server.send(Data(line))
         } catch {
+            serverUnreachable = serverUnreachable ?? (server.failure ?? "\(error)")
             guard let requestId else { return }
             let key = JSONLinesProcess.key(requestId)
             if case .call(let call)? = outstanding.removeValue(forKey: key) {
@@ -870,6 +875,10 @@ actor MCPProxySession {
                     result: result, name: settings.serverName,
                     protocolVersion: version.flatMap { supported.contains($0) ? $0 : nil } ?? supported.last)
                 await learned()
+            } else if bridge == nil, let error = message["error"] {
+                settings.notices?(
+                    "the server does not answer server/discover as a 2026-07-28 server (\(error["message"]?.stringValue ?? "an error")): a client that speaks only 2026-07-28 needs --bridge to use it"
+                )
             }
             await client.send(line)
         case .initialize:
@@ -878,6 +887,10 @@ actor MCPProxySession {
                     name: result["serverInfo"]?["name"]?.stringValue ?? settings.serverName,
                     version: result["serverInfo"]?["version"]?.stringValue ?? "", protocolVersion: result["protocolVersion"]?.stringValue)
                 await learned()
+            } else if bridge == nil, let error = message["error"] {
+                settings.notices?(
+                    "the server refused initialize (\(error["message"]?.stringValue ?? "an error")): if it speaks only 2026-07-28, --bridge lets a 2025 client use it"
+                )
             }
             await client.send(line)
         case .listTools(let isFirstPage, let generation):
@@ -1115,8 +1128,13 @@ actor MCPProxySession {
         let probed = server
         isBridgeProbing = true
         let answer = await own.request(
-            "server/discover", params: ["_meta": envelope], within: min(settings.callTimeout, MCPBridge.probeTimeout), on: settings.clock)
+            "server/discover", params: ["_meta": envelope], within: settings.bridgeProbeTimeout, on: settings.clock)
         isBridgeProbing = false
+        if case .failure(.timedOut) = answer {
+            settings.notices?(
+                "--bridge: the server did not answer server/discover within \(Self.seconds(settings.bridgeProbeTimeout)): it is taken for a 2025 server (one that starts slower may answer later and refuse what follows: give it more time with --bridge-probe-timeout)"
+            )
+        }
         if case .failure(.failed(let why)) = answer, probed === server, restarts == 0, !isServerGone, !isFinished, replaceServer() {
             settings.notices?(
                 "the server ended on the bridge's server/discover probe (\(why)), as a server of the 2025 era may; it was started again")
@@ -1275,7 +1293,8 @@ actor MCPProxySession {
     private func askedThroughBridge(_ message: JSONValue) async {
         switch bridge?.serverAsked(message) {
         case .answerServer(let answer)?:
-            settings.notices?("--bridge: \(answer["error"]?["message"]?.stringValue ?? "the server's request was refused")")
+            let why = answer["error"]?["message"]?.stringValue ?? "the server's request was refused"
+            settings.notices?(why.hasPrefix("agent-eval mcp-proxy ") ? String(why.dropFirst("agent-eval mcp-proxy ".count)) : why)
             sendServer([answer])
         case .answerClient(let answer)?:
             await dispatch(answer, line: JSONWriter.encode(answer))
@@ -1407,6 +1426,11 @@ actor MCPProxySession {
                 longLine
                 ? RunStopped(reason: .blocked, error: "the client sent a line longer than \(JSONLinesProcess.lineLimit >> 20) MiB")
                 : RunStopped(reason: .success)
+            // A client that went because the server did (a message the server could not take, a
+            // request it left unanswered as it ended) did not end the session as it chose.
+            if !longLine, let why = serverUnreachable ?? (outstanding.isEmpty ? nil : server.failure) {
+                stop = RunStopped(reason: .toolFailure, error: "MCP server \(settings.serverName): \(why)")
+            }
             unfinished = "the client closed the connection before the server answered"
         case .serverEnded(let why):
             stop = RunStopped(reason: .toolFailure, error: "MCP server \(settings.serverName): \(why)")

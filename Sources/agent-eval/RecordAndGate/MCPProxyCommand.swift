@@ -91,6 +91,12 @@ struct MCPProxyCommand: AsyncParsableCommand, ReadsLogs {
     )
     var bridge = false
 
+    @Option(
+        help: ArgumentHelp(
+            "With --bridge, how long the server/discover probe waits before the server is taken for a 2025 one (raise it for a server that starts slowly).",
+            valueName: "seconds"))
+    var bridgeProbeTimeout: Double = 5
+
     @Option(help: "Deny every call after this many have run.")
     var maxToolCalls: Int?
 
@@ -126,6 +132,9 @@ struct MCPProxyCommand: AsyncParsableCommand, ReadsLogs {
         guard callTimeout > 0, callTimeout <= 31_536_000 else {
             throw ValidationError("--call-timeout takes seconds, more than 0 and at most a year (31536000)")
         }
+        guard bridgeProbeTimeout > 0, bridgeProbeTimeout <= 3_600 else {
+            throw ValidationError("--bridge-probe-timeout takes seconds, more than 0 and at most an hour (3600)")
+        }
         if let maxToolCalls, maxToolCalls < 0 { throw ValidationError("--max-tool-calls must be 0 or more, got \(maxToolCalls)") }
     }
 
@@ -154,6 +163,7 @@ struct MCPProxyCommand: AsyncParsableCommand, ReadsLogs {
             settings.callTimeout = .milliseconds(Int(callTimeout * 1000))
             settings.hidesDenied = hideDenied
             settings.bridges = bridge
+            settings.bridgeProbeTimeout = .milliseconds(Int(bridgeProbeTimeout * 1000))
             settings.maxToolCalls = maxToolCalls
             settings.actor = actor
             settings.route = route
