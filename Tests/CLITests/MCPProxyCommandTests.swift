@@ -438,12 +438,15 @@ struct MCPProxyInputTests {
         defer { directory.remove() }
         let opening =
             #"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}"#
+        try (opening + "\n").write(toFile: directory.path("opening.json"), atomically: true, encoding: .utf8)
         for (number, flags) in [[], ["--bridge"]].enumerated() {
             for attempt in 0..<3 {
                 let log = "dead\(number)-\(attempt).jsonl.gz"
-                let result = try await Subprocess.run(
-                    try agentEvalBinary(), ["mcp-proxy", "--no-catalog", "--log", log] + flags + ["--", "sh", "-c", "exit 3"],
-                    input: Array((opening + "\n").utf8), in: directory.url)
+                // The client writes once the server has had time to end (a client that closes
+                // before the server even ended cannot tell it from a live one).
+                let proxy = ([try agentEvalBinary(), "mcp-proxy", "--no-catalog", "--log", log] + flags + ["--", "sh", "-c", "exit 3"])
+                    .map(ShellWords.quoted).joined(separator: " ")
+                let result = try await Subprocess.run("/bin/sh", ["-c", "(sleep 1; cat opening.json) | \(proxy)"], in: directory.url)
                 #expect(result.status == 1, "\(flags) \(attempt): \(result.stderr)")
                 #expect(result.stderr.contains("session ended: tool_failure"), "\(flags) \(attempt): \(result.stderr)")
                 let stops = try MCPProxyCommandTests.events(directory.path(log)).compactMap { event -> String? in
@@ -453,6 +456,11 @@ struct MCPProxyInputTests {
                 #expect(stops == ["tool_failure"], "\(flags) \(attempt)")
             }
         }
+        // A log that is there already is refused before the server starts.
+        let taken = try await agentEval(["mcp-proxy", "--no-catalog", "--log", "dead0-0.jsonl.gz", "--", "true"], in: directory.url)
+        #expect(taken.status == 2, "\(taken.stderr)")
+        #expect(
+            taken.stderr.contains("a log already exists at") && taken.stderr.contains("dead0-0.jsonl.gz"), "\(taken.stderr)")
         let usage = try await agentEval(["mcp-proxy", "--bridge", "--bridge-probe-timeout", "0", "--", "true"], in: directory.url)
         #expect(usage.status == 64)
         #expect(usage.stderr.contains("--bridge-probe-timeout takes seconds"), "\(usage.stderr)")

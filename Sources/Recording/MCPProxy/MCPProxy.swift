@@ -161,6 +161,13 @@ public struct MCPProxy: Sendable {
 
     public func run(input: Int32 = 0, output: Int32 = 1) async throws -> Outcome {
         let settings = self.settings
+        // The log is made at the first thing recorded: one that is there already is said now, not
+        // at the client's first call (every call refused, and a summary naming another run's log).
+        if settings.recorderURL == nil, FileManager.default.fileExists(atPath: settings.logPath) {
+            throw RecordingError(
+                .logFailed, "a log already exists at \(settings.logPath)",
+                hint: "give --log a new file, or --out DIR for a new file per session (the default, runs/)")
+        }
         let server = try Self.startServer(settings)
         let client = ClientChannel(input: input, output: output)
         let log: any ProxyLog =
