@@ -196,7 +196,8 @@ struct MCPBridge {
             throw BridgeFailure(
                 "the server answered the server/discover probe with -32022: it speaks "
                     + (supported.isEmpty ? "other versions" : supported.joined(separator: ", "))
-                    + ", and the bridge speaks \(MCPEra.statelessVersion) and the 2025 era")
+                    + ", and the bridge speaks \(MCPEra.statelessVersion) and the 2025 era: use a client of the server's version, without --bridge"
+            )
         default:
             return nil
         }
@@ -286,7 +287,7 @@ struct MCPBridge {
             else { return .send(JSONWriter.encode(message)) }
             var params = message["params"]?.objectValue ?? JSONObject()
             params["requestId"] = retryId
-            return .send(JSONWriter.encode(Self.replacing("params", in: message, with: .object(params))))
+            return .send(JSONWriter.encode(message.merging(["params": .object(params)])))
         }
         guard let method, let id = message["id"] else { return .send(JSONWriter.encode(message)) }
         if id.stringValue?.hasPrefix(Self.retryPrefix) == true { return .send(JSONWriter.encode(message)) }
@@ -295,7 +296,7 @@ struct MCPBridge {
         for member in envelope?.objectValue ?? JSONObject() { meta[member.key] = member.value }
         params["_meta"] = .object(meta)
         if Self.multiRoundMethods.contains(method) { originals[JSONLinesProcess.key(id)] = (method, params) }
-        return .send(JSONWriter.encode(Self.replacing("params", in: message, with: .object(params))))
+        return .send(JSONWriter.encode(message.merging(["params": .object(params)])))
     }
 
     /// A modern server's message on its way to a 2025 client: a retry's answer under the
@@ -305,7 +306,7 @@ struct MCPBridge {
         var message = message
         if let clientId = retries.removeValue(forKey: JSONLinesProcess.key(id)) {
             id = clientId
-            message = Self.replacing("id", in: message, with: clientId)
+            message = message.merging(["id": clientId])
         }
         guard var result = message["result"]?.objectValue else {
             originals[JSONLinesProcess.key(id)] = nil
@@ -325,7 +326,7 @@ struct MCPBridge {
         originals[JSONLinesProcess.key(id)] = nil
         questionRounds[JSONLinesProcess.key(id)] = nil
         for modern in ["resultType", "ttlMs", "cacheScope"] { result[modern] = nil }
-        return Self.replacing("result", in: message, with: .object(result))
+        return message.merging(["result": .object(result)])
     }
 
     /// The server answered the client's request `answerId` with `input_required`: its questions
@@ -438,7 +439,7 @@ struct MCPBridge {
             }
             var params = message["params"]?.objectValue ?? JSONObject()
             params["requestId"] = found.value.upstreamId
-            let cancel = Self.replacing("params", in: message, with: .object(params))
+            let cancel = message.merging(["params": .object(params)])
             return .consumed(toServer: [cancel] + abandon(upstreamKey: found.key, why: "the client cancelled the request"), fromServer: [])
         }
         guard let method, let id = message["id"] else { return .send(JSONWriter.encode(message)) }
@@ -451,12 +452,12 @@ struct MCPBridge {
             params["_meta"] = meta.isEmpty ? nil : .object(meta)
         }
         var forwarded = message
-        if message["params"] != nil { forwarded = Self.replacing("params", in: message, with: .object(params)) }
+        if message["params"] != nil { forwarded = message.merging(["params": .object(params)]) }
         var upstreamId = id
         if Self.multiRoundMethods.contains(method) {
             sent += 1
             upstreamId = .string("\(Self.upstreamPrefix)\(sent)")
-            forwarded = Self.replacing("id", in: forwarded, with: upstreamId)
+            forwarded = forwarded.merging(["id": upstreamId])
             exchanges[JSONLinesProcess.key(upstreamId)] = Exchange(method: method, upstreamId: upstreamId, alias: id)
         }
         methods[JSONLinesProcess.key(upstreamId)] = method
@@ -488,7 +489,7 @@ struct MCPBridge {
         if let answer = exchange.answer {
             // The server answered while the client had not retried: the retry gets it.
             exchanges[key] = nil
-            return .consumed(toServer: [], fromServer: [Self.replacing("id", in: answer, with: id)])
+            return .consumed(toServer: [], fromServer: [answer.merging(["id": id])])
         }
         let responses = params["inputResponses"]?.objectValue ?? JSONObject()
         var answers: [JSONValue] = []
@@ -525,7 +526,7 @@ struct MCPBridge {
                 if result["ttlMs"] == nil { result["ttlMs"] = 0 }
                 if result["cacheScope"] == nil { result["cacheScope"] = "private" }
             }
-            message = Self.replacing("result", in: message, with: .object(result))
+            message = message.merging(["result": .object(result)])
         }
         methods[key] = nil
         guard var exchange = exchanges[key] else { return .pass(message) }
@@ -536,7 +537,7 @@ struct MCPBridge {
             return .consumed(toServer: [])
         }
         exchanges[key] = nil
-        return .pass(Self.replacing("id", in: message, with: exchange.alias))
+        return .pass(message.merging(["id": exchange.alias]))
     }
 
     /// A 2025 server's request to the client (elicitation, sampling, roots), passed by the
@@ -623,11 +624,5 @@ struct MCPBridge {
         case .towardLegacy: fromLegacy(message)
         default: .pass(message)
         }
-    }
-
-    static func replacing(_ key: String, in message: JSONValue, with value: JSONValue) -> JSONValue {
-        var object = message.objectValue ?? JSONObject()
-        object[key] = value
-        return .object(object)
     }
 }

@@ -184,6 +184,13 @@ actor MCPProxySession {
             + "\(settings.serverName) does not have (\(first.message)); every call is refused until it is fixed"
     }
 
+    /// Who the client is, from its `initialize`.
+    private func learnClient(initialize message: JSONValue) async {
+        let info = message["params"]?["clientInfo"]
+        clientInfo = (info?["name"]?.stringValue ?? "an MCP client", info?["version"]?.stringValue)
+        await learned()
+    }
+
     // MARK: The client's messages
 
     func fromClient(_ line: [UInt8]) async {
@@ -266,11 +273,7 @@ actor MCPProxySession {
             // A call sent as a notification has no answer to carry a verdict: never forwarded.
             settings.notices?("a tools/call without an id (a notification) was dropped: calls must be requests to be gated")
         case (let method?, let id?):
-            if method == "initialize" {
-                let info = message["params"]?["clientInfo"]
-                clientInfo = (info?["name"]?.stringValue ?? "an MCP client", info?["version"]?.stringValue)
-                await learned()
-            }
+            if method == "initialize" { await learnClient(initialize: message) }
             if method.hasPrefix("tasks/"), let taskId = message["params"]?["taskId"]?.stringValue {
                 guard await taskRequest(method, taskId: taskId, id: id, message: message, line: line) else { return }
                 outstanding[JSONLinesProcess.key(id)] = .task(taskId)
@@ -321,11 +324,12 @@ actor MCPProxySession {
         }
     }
 
-    /// Sends a client message on to the server; a request that cannot be sent is answered.
     /// Why a message could not be sent to the server, once one could not: a session whose client
     /// then went did not end as the client chose.
     private var serverUnreachable: String?
 
+    /// Sends a client message on to the server (through the bridge, with `--bridge`); a request
+    /// that cannot be sent is answered.
     private func forward(_ line: [UInt8], requestId: JSONValue?) async {
         var line = line
         if bridge?.isTranslating == true, let message = try? JSONParser.parse(line), let outgoing = bridge?.outgoing(message) {
@@ -1077,9 +1081,7 @@ actor MCPProxySession {
         case .towardModern?:
             switch method {
             case "initialize":
-                let info = message["params"]?["clientInfo"]
-                clientInfo = (info?["name"]?.stringValue ?? "an MCP client", info?["version"]?.stringValue)
-                await learned()
+                await learnClient(initialize: message)
                 await answerClient(id: id, result: bridge?.initializeResult ?? [:])
                 return true
             case "ping", "logging/setLevel":
@@ -1160,7 +1162,9 @@ actor MCPProxySession {
                 on: settings.clock)
             guard case .success(let result) = opened else {
                 let why = if case .failure(let failure) = opened { Self.describe(failure) } else { "no answer" }
-                bridge?.unusable("the server answered neither server/discover as a 2026-07-28 server nor initialize (\(why))")
+                bridge?.unusable(
+                    "the server answered neither server/discover as a 2026-07-28 server nor initialize (\(why)); run its command by hand to see what it answers"
+                )
                 settings.notices?("--bridge: the server answered neither server/discover nor initialize (\(why))")
                 return
             }
