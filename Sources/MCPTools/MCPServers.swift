@@ -470,9 +470,11 @@ final class MCPConnection: ToolServerConnection {
                 await cancel(taskId, on: channel, clock: clock)
                 return .answer(.failure(.timedOut))
             }
+            // A poll the call's time runs out on leaves the server running, so that it can be told
+            // to cancel the task; the caller stops a server process after that.
             let polled = await channel.request(
                 "tasks/get", params: Self.params(JSONObject([("taskId", .string(taskId))]), era: era, clientInfo: clientInfo),
-                within: remaining, on: clock, endsServerWhenAbandoned: true)
+                within: remaining, on: clock, endsServerWhenAbandoned: false)
             switch polled {
             case .success(let next):
                 state = next
