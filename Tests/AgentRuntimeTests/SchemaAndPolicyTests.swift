@@ -1,5 +1,6 @@
 import AgentRuntime
 import ConfigFile
+import Foundation
 import Testing
 import TraceCore
 
@@ -250,5 +251,35 @@ struct PolicyTests {
         let allowList = RulePolicy(name: "p", rules: [small], defaultDecision: PolicyDecision(.deny, rule: "default"))
         #expect(decide(allowList, ["amount": "lots"]).verdict == .deny, "an unreadable value never opens an allow rule")
         #expect(decide(allowList, ["amount": "50"]).verdict == .allow)
+    }
+
+    @Test(
+        "a policy file may hold input_requests alone (every call allowed, the questions judged); any other needs policy:, and a misspelt policy: is named"
+    )
+    func policyFileWithQuestionsOnly() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("policy-\(UInt64.random(in: 0...UInt64.max)).yaml").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        func load(_ text: String) throws -> PolicyFile {
+            try text.write(toFile: path, atomically: true, encoding: .utf8)
+            return try PolicyFile.load(path: path)
+        }
+        let questions = try load("input_requests:\n  sampling: deny\n")
+        #expect(questions.inputRequests.sampling == .deny)
+        let decision = questions.policy.decide(
+            PolicyQuery(
+                call: ToolCall(id: "c", name: "delete_customer", arguments: [:]), tool: Self.delete, actor: nil, route: nil,
+                state: RunState(), limits: RunLimits()))
+        #expect(decision.verdict == .allow && decision.rule == "default")
+        for (text, expected) in [
+            ("side_effects:\n  add_note: draft\n", #"the policy file has no "policy""#),
+            ("polcy:\n  default: deny\ninput_requests:\n  sampling: deny\n", #"has no setting "polcy""#),
+        ] {
+            do {
+                _ = try load(text)
+                Issue.record("\(text) was read")
+            } catch let errors as ConfigErrors {
+                #expect(errors.errors.contains { $0.message.contains(expected) }, "\(errors.errors.map(\.message))")
+            }
+        }
     }
 }

@@ -466,6 +466,36 @@ struct MCPProxyInputTests {
         #expect(usage.stderr.contains("--bridge-probe-timeout takes seconds"), "\(usage.stderr)")
     }
 
+    @Test("a tools/call that names no tool is refused (-32602), reaches no server, and the summary counts it with the refused")
+    func namelessCall() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let lines = [
+            #"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}"#,
+            #"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            #"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"arguments":{}}}"#,
+            #"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"greet","arguments":{"name":"ann"}}}"#,
+        ]
+        try (lines.joined(separator: "\n") + "\n").write(toFile: directory.path("client.jsonl"), atomically: true, encoding: .utf8)
+        let proxy = [
+            try agentEvalBinary(), "mcp-proxy", "--no-catalog", "--log", "nameless.jsonl.gz", "--", "python3",
+            PythonEnvironment.scriptPath("mcp_legacy_server.py"),
+        ].map(ShellWords.quoted).joined(separator: " ")
+        // Each line once the one before has been answered (the proxy takes them in order anyway).
+        let result = try await Subprocess.run(
+            "/bin/sh", ["-c", "while read -r line; do printf '%s\\n' \"$line\"; sleep 0.5; done < client.jsonl | \(proxy)"],
+            in: directory.url)
+        #expect(result.status == 0, "\(result.stderr)")
+        let answers = result.stdoutText.split(separator: "\n").compactMap { try? JSONParser.parse(Array($0.utf8)) }
+        #expect(answers.first { $0["id"] == 2 }?["error"]?["code"]?.intValue == -32602, "\(answers)")
+        #expect(answers.first { $0["id"] == 3 }?["result"]?["content"]?.arrayValue?.first?["text"] == "hello, ann", "\(answers)")
+        #expect(result.stderr.contains("tool calls: 2 (1 forwarded, 1 denied or refused)"), "\(result.stderr)")
+        #expect(
+            MCPProxyCommandTests.trajectory(try MCPProxyCommandTests.events(directory.path("nameless.jsonl.gz"))) == [
+                "verdict greet allow", #"intent greet {"name":"ann"}"#, "result greet ok", "stop success",
+            ])
+    }
+
     @Test("approve names the calls that wait when asked for one that does not, and a log that does not exist")
     func approveUnknownCall() async throws {
         let directory = try TemporaryDirectory()

@@ -340,10 +340,8 @@ struct MCPProxyErasTests {
     func questionsJudged() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
+        // The file holds input_requests alone: the calls are allowed, only the questions judged.
         try """
-        policy:
-          name: questions
-          default: allow
         input_requests:
           sampling: deny
           elicitation:
@@ -425,10 +423,8 @@ struct MCPProxyErasTests {
     func unreadableQuestions() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
+        // The file holds input_requests alone: the calls are allowed, only the questions judged.
         try """
-        policy:
-          name: questions
-          default: allow
         input_requests:
           sampling: deny
 

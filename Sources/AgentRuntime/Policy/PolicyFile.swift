@@ -94,10 +94,19 @@ public struct PolicyFile: Sendable {
         var references: [ToolReference] = []
         // The tools are the server's, not known here: every name a rule gives is accepted
         // (`servers` non-empty turns "unknown tool" into a reference nobody checks).
-        let policy = errors.collect { () throws(ConfigError) in
-            try fields.required("policy", hint: "the file holds a policy: block as in an agent file (docs/agent-files.md)")
-        }.flatMap { node in
-            AgentFile.readPolicy(node, toolNames: [], known: [], servers: ["*"], references: &references, errors: &errors)
+        // A file that only says what the server may ask (`input_requests:`) leaves every call
+        // allowed, as no --policy does; any other file must say what is allowed.
+        let policy: RulePolicy?
+        if fields.optional("policy") == nil, fields.contains("input_requests") {
+            policy = RulePolicy(
+                name: "allow-all (the policy file has only input_requests:)", rules: [],
+                defaultDecision: PolicyDecision(.allow, rule: "default"))
+        } else {
+            policy = errors.collect { () throws(ConfigError) in
+                try fields.required("policy", hint: "the file holds a policy: block as in an agent file (docs/agent-files.md)")
+            }.flatMap { node in
+                AgentFile.readPolicy(node, toolNames: [], known: [], servers: ["*"], references: &references, errors: &errors)
+            }
         }
         var sideEffects: [(pattern: Glob, effect: SideEffect)] = []
         var locations: [SourceLocation] = []

@@ -362,6 +362,8 @@ actor MCPProxySession {
     private func gate(requestId: JSONValue, params: JSONValue, line: [UInt8]) async {
         callCount += 1
         guard let name = params["name"]?.stringValue, !name.isEmpty else {
+            // Refused: the summary counts it with the calls denied or refused.
+            denied += 1
             await answerClient(id: requestId, error: (-32602, "agent-eval mcp-proxy: tools/call needs params.name, the tool to call"))
             return
         }
