@@ -229,7 +229,7 @@ let package = Package(
         // `swift run -c release eval-benchmark` (see README, Performance).
         .executableTarget(
             name: "eval-benchmark",
-            dependencies: ["TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "EvalEngine", "TestSupport"],
+            dependencies: ["TraceCore", "TraceLog", "ConfigFile", "AgentRuntime", "EvalEngine", "TestSupport", "BenchmarkSupport"],
             path: "Benchmarks/EvalBenchmark",
             exclude: ["eval_logs.py", "eval_logs_fast.py", "eval_logs_inspect.py"],
             swiftSettings: strictSettings
@@ -258,7 +258,7 @@ let package = Package(
         // `swift run -c release pipeline-benchmark` (see README, Performance).
         .executableTarget(
             name: "pipeline-benchmark",
-            dependencies: ["TraceCore", "TraceLog", "AgentRuntime", "Pipelines"],
+            dependencies: ["TraceCore", "TraceLog", "AgentRuntime", "Pipelines", "BenchmarkSupport"],
             path: "Benchmarks/PipelineBenchmark",
             swiftSettings: strictSettings
         ),
@@ -297,7 +297,7 @@ let package = Package(
             path: "Benchmarks/MCPProxyBenchmark",
             swiftSettings: strictSettings
         ),
-        // What the model and gateway benchmarks share: a local model server in a child process.
+        // What several benchmarks share: a local model server in a child process, the process's CPU time.
         .target(
             name: "BenchmarkSupport",
             dependencies: [

@@ -16,6 +16,7 @@
 // `--keep` leaves the corpus in `--dir` at the end.
 //
 // Prints medians of the repetitions; see docs/performance.md.
+import BenchmarkSupport
 import EvalEngine
 import Foundation
 import TestSupport
@@ -150,23 +151,15 @@ print(
     "eval-benchmark: \(settings.runs) runs × \(settings.steps) steps, \(String(format: "%.1f", megabytes)) MB of JSON, "
         + "3 expectations, \(settings.repetitions) repetitions, --jobs \(settings.jobs)")
 
-/// CPU seconds this process has used, all its threads: what a busy, shared machine changes
-/// least (issue 51 compares per core).
-func cpuSeconds() -> Double {
-    var usage = rusage()
-    getrusage(RUSAGE_SELF.rawValue, &usage)
-    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
-}
-
 if !settings.stagesOnly {
     var ours: [Double] = []
     var oursCPU: [Double] = []
     for _ in 0..<settings.repetitions {
         let started = ContinuousClock.now
-        let cpuStarted = cpuSeconds()
+        let cpuStarted = ProcessCPU.seconds()
         let results = await EvalRunner(options: EvalOptions(jobs: settings.jobs)).run(cases)
         ours.append(seconds(ContinuousClock.now - started))
-        oursCPU.append(cpuSeconds() - cpuStarted)
+        oursCPU.append(ProcessCPU.seconds() - cpuStarted)
         guard results.first?.runs.count == settings.runs, results.first?.passed == true else {
             FileHandle.standardError.write(Data("the benchmark case did not pass on every run\n".utf8))
             exit(1)

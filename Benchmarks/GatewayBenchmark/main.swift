@@ -212,11 +212,19 @@ readBySDK: do {
     _ = try await exchange(bigThrough, body: requestBody(0), parse: true)
     var directRates: [Double] = []
     var gatewayRates: [Double] = []
+    // This process's CPU per MB each way (the client's, and through the gateway the gateway's
+    // too; the server is another process): on two cores, what decides the ratio.
+    var directCPU: [Double] = []
+    var gatewayCPU: [Double] = []
     for index in 0..<streams {
         let body = requestBody(index)
+        var cpu = ProcessCPU.seconds()
         let straight = try await exchange(direct, body: body, parse: true)
+        directCPU.append((ProcessCPU.seconds() - cpu) * 1e3 / (Double(straight.bytes) / 1e6))
         directRates.append(Double(straight.bytes) / straight.seconds / 1e6)
+        cpu = ProcessCPU.seconds()
         let forwarded = try await exchange(bigThrough, body: body, parse: true)
+        gatewayCPU.append((ProcessCPU.seconds() - cpu) * 1e3 / (Double(forwarded.bytes) / 1e6))
         gatewayRates.append(Double(forwarded.bytes) / forwarded.seconds / 1e6)
     }
     let (directMedian, gatewayMedian) = (percentile(directRates, 0.5), percentile(gatewayRates, 0.5))
@@ -226,6 +234,10 @@ readBySDK: do {
                 "streamed throughput, %d streams of %.1f MB each way, read as an SDK reads them: direct %.0f MB/s, through the gateway %.0f MB/s",
             streams, streamMegabytes, directMedian, gatewayMedian))
     print(String(format: "gateway / direct: %.2f (target >= 0.8)", gatewayMedian / directMedian))
+    print(
+        String(
+            format: "CPU of this process per MB streamed (medians): direct %.2f ms, through the gateway %.2f ms (%.2f×)",
+            percentile(directCPU, 0.5), percentile(gatewayCPU, 0.5), percentile(gatewayCPU, 0.5) / percentile(directCPU, 0.5)))
 
     // The same streams read by the official openai Python SDK, as an agent reads them: one
     // stream each way per round (the SDK reads a few MB/s).

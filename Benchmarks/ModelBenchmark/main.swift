@@ -118,13 +118,6 @@ for (provider, stream) in [
 // Part 2: requests per second, ours and the official SDK's, against the same local server.
 guard requests > 0 else { exit(0) }
 
-/// CPU seconds (user + system) this process has used.
-func processCPUSeconds() -> Double {
-    var usage = rusage()
-    getrusage(RUSAGE_SELF.rawValue, &usage)
-    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
-}
-
 let server = try LocalReplyServer.Child()
 defer { server.stop() }
 let port = server.port
@@ -144,7 +137,7 @@ let agentRequest = ModelRequest(
 let warmUp = try await live.reply(to: agentRequest)
 precondition(warmUp.raw.contains("delivered"), "the local server's reply was not read")
 let left = Mutex(requests)
-let cpuBefore = processCPUSeconds()
+let cpuBefore = ProcessCPU.seconds()
 let started = ContinuousClock.now
 try await withThrowingTaskGroup(of: Void.self) { group in
     for _ in 0..<concurrency {
@@ -163,7 +156,7 @@ try await withThrowingTaskGroup(of: Void.self) { group in
 }
 let oursElapsed = started.duration(to: .now).components
 let oursSeconds = Double(oursElapsed.seconds) + Double(oursElapsed.attoseconds) / 1e18
-let oursCPU = processCPUSeconds() - cpuBefore
+let oursCPU = ProcessCPU.seconds() - cpuBefore
 print(
     String(
         format: "ours: %d requests, %d at a time: %.0f requests/s, %.0f per CPU-second, %.0f µs of CPU per reply (%.2f s wall, %.2f s CPU)",

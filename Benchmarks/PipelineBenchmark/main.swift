@@ -15,6 +15,7 @@
 // start is opening the log, reading and folding ~2,000 events, checking the file, sealing and
 // deciding. Prints medians of the repetitions; see docs/performance.md.
 import AgentRuntime
+import BenchmarkSupport
 import Foundation
 import Pipelines
 import Synchronization
@@ -77,13 +78,6 @@ func pipelineText(tasks: Int, width: Int) -> String {
     return text
 }
 
-/// CPU seconds this process used (user + system), its children excluded.
-func processCPUSeconds() -> Double {
-    var usage = rusage()
-    getrusage(RUSAGE_SELF.rawValue, &usage)
-    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
-}
-
 /// The sum of the recorded child durations of `state`, in seconds.
 func childSeconds(_ state: PipelineState) -> Double {
     Double(state.tasks.flatMap(\.attempts).compactMap(\.finished?.durationUs).reduce(0, +)) / 1e6
@@ -111,10 +105,10 @@ let clock = ContinuousClock()
 for repetition in 0..<settings.repetitions {
     let runner = PipelineRunner(definition: definition, durability: settings.durability)
     let started = clock.now
-    let cpuBefore = processCPUSeconds()
+    let cpuBefore = ProcessCPU.seconds()
     let outcome = try await runner.start(directory: "\(root)/run-\(repetition)", runId: "bench-\(repetition)", jobs: 1)
     let wall = seconds(started.duration(to: clock.now))
-    cpus.append((processCPUSeconds() - cpuBefore) / Double(settings.tasks) * 1e6)
+    cpus.append((ProcessCPU.seconds() - cpuBefore) / Double(settings.tasks) * 1e6)
     guard outcome.isSucceeded else { fatalError("the benchmark pipeline did not succeed: \(outcome.state.stop?.error ?? "")") }
     let child = childSeconds(outcome.state)
     walls.append(wall)
