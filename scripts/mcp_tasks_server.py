@@ -9,21 +9,24 @@ from the extension's specification.
   doomed()        a task that `failed` with a JSON-RPC error at its first poll
   asking()        a task that is `input_required` (an elicitation) at its first poll
   endless()       a task that stays `working`
+  sluggish()      a task that stays `working`, whose every tasks/get is answered only after 2.5 s
+                  (a poll the client's time runs out on while the server is still there)
   quick()         answers at once, without a task
 
 A call from a client whose envelope does not declare the extension is refused with -32021 (a
-task is the only way this server answers report, doomed, asking and endless). Each task asks to be
-polled every 20 ms. Every `tasks/cancel` is appended ("cancel TASK") to the file named by
+task is the only way this server answers report, doomed, asking, endless and sluggish). Each task
+asks to be polled every 20 ms. Every `tasks/cancel` is appended ("cancel TASK") to the file named by
 --journal PATH. `server/discover` is answered; `initialize` is refused (-32601).
 """
 
 import json
 import sys
+import time
 
 journal = sys.argv[sys.argv.index("--journal") + 1] if "--journal" in sys.argv else None
 TASKS = {}
 STAMP = "2026-11-28T00:00:00Z"
-TOOLS = ["report", "doomed", "asking", "endless", "quick"]
+TOOLS = ["report", "doomed", "asking", "endless", "sluggish", "quick"]
 EXTENSION = "io.modelcontextprotocol/tasks"
 
 
@@ -87,6 +90,8 @@ def answer(request):
         if task_id not in TASKS:
             return {"error": {"code": -32602, "message": f"Unknown task: {task_id}"}}
         if method == "tasks/get":
+            if TASKS[task_id]["kind"] == "sluggish":
+                time.sleep(2.5)
             TASKS[task_id]["polls"] += 1
             return {"result": {"resultType": "complete", **task_state(task_id)}}
         if method == "tasks/cancel":

@@ -61,6 +61,25 @@ struct MCPTaskTests {
     }
 
     @Test(
+        "a poll the call's time runs out on, while the server is still working on it, is followed by the task's cancel before the server is stopped",
+        .tags(.python), .needsPython)
+    func pollOutlived() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let journal = directory.path("journal")
+        let connection = try await MCPServers().connect(
+            MCPServerTests.settings("jobs", try await MCPTestServers.tasksServer(journal: journal)))
+        // The server answers each poll of this task after 2.5 s: the call's 1.5 s end while its
+        // first poll waits, and the server, busy but alive, must still be told.
+        let sluggish = try await connection.call("sluggish", timeoutMs: 1_500)
+        #expect(sluggish.status == .error)
+        #expect(sluggish.error?.contains("did not answer within 1500 ms") == true, "\(String(describing: sluggish.error))")
+        #expect(Self.journal(journal) == ["cancel task-1"])
+        #expect(try await connection.call("quick").output?["content"]?.arrayValue?.first?["text"] == "quick answer")
+        await connection.close()
+    }
+
+    @Test(
         "a call that made a task, recorded in a cassette, is replayed with no server: the task's result, at once", .tags(.python),
         .needsPython)
     func replayed() async throws {
