@@ -242,7 +242,8 @@ struct MCPProxyCommandTests {
         // A crash mid-call: the client gets an error, the log says how the server ended.
         let crashed = directory.path("crash.jsonl.gz")
         let (crashLines, crashResult) = try await Self.run(
-            try await Self.client(["calls": [["tool": "crash"]]], proxy: ["--log", crashed], server: failure), in: directory)
+            try await Self.client(["calls": [["tool": "crash"]]], proxy: ["--log", crashed, "--json-out", "crash.json"], server: failure),
+            in: directory)
         #expect(crashLines.last?["exception"] != nil || crashLines.last?["is_error"] == true, "\(crashLines)")
         let crashTrajectory = Self.trajectory(try Self.events(crashed))
         #expect(
@@ -252,6 +253,9 @@ struct MCPProxyCommandTests {
         #expect(
             crashTrajectory.last?.hasPrefix("stop tool_failure: MCP server mcp_failure_server: the server exited with status 3") == true)
         #expect(crashResult.stderr.contains("failure server: crashing on purpose"), "the server's stderr is passed on")
+        #expect(crashResult.stderr.contains("1 unfinished when the session ended"), "\(crashResult.stderr)")
+        let crashSummary = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: directory.path("crash.json")))))
+        #expect(crashSummary["unfinished"] == 1 && crashSummary["calls"] == 1 && crashSummary["allowed"] == 1, "\(crashSummary)")
         #expect(try await agentEval(["log", "verify", crashed]).status == 0)
 
         // Garbage on the protocol's stdout ends the conversation, as for the MCP tools.

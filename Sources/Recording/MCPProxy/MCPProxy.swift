@@ -105,6 +105,9 @@ public struct MCPProxy: Sendable {
         public var calls: Int
         public var allowed: Int
         public var denied: Int
+        /// Calls the session ended before they did (an answer, a task, a question or an approval
+        /// still awaited), each recorded as an error (or, waiting for approval, refused).
+        public var unfinished = 0
         /// Why the log could not be written to the end, when it could not.
         public var writeFailure: String?
         /// The server failed (exited, crashed, wrote what is not JSON-RPC).

@@ -1452,10 +1452,14 @@ actor MCPProxySession {
         // In the order they were made.
         let pending = outstanding.map { ($0.key, $0.value) }.sorted { Self.order(of: $0) < Self.order(of: $1) }
         outstanding = [:]
+        var unfinishedCalls = waiting.count
         for (_, kind) in pending {
             guard case .call(let call) = kind else { continue }
+            unfinishedCalls += 1
             await recordEnd(of: call, status: .error, error: unfinished)
         }
+        unfinishedCalls += runningTasks.count + awaitingInput.count
+        unfinishedCalls += bridgeAsking.values.count { if case .call = $0 { true } else { false } }
         for (taskId, call) in runningTasks.sorted(by: { Self.callNumber($0.value.callId) < Self.callNumber($1.value.callId) }) {
             await recordEnd(
                 of: call, status: .error,
@@ -1494,6 +1498,6 @@ actor MCPProxySession {
         _ = await recorded { try await log.finish(stop) }
         return MCPProxy.Outcome(
             runId: settings.runId, logPath: logPath, stop: stop, calls: callCount, allowed: allowed, denied: denied,
-            writeFailure: writeFailure)
+            unfinished: unfinishedCalls, writeFailure: writeFailure)
     }
 }

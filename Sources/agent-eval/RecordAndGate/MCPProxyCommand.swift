@@ -205,13 +205,16 @@ struct MCPProxyCommand: AsyncParsableCommand, ReadsLogs {
         object.set("calls", outcome.calls)
         object.set("allowed", outcome.allowed)
         object.set("denied", outcome.denied)
+        object.set("unfinished", outcome.unfinished)
         object.set("write_failure", outcome.writeFailure)
         return object.json
     }
 
     static func describe(_ outcome: MCPProxy.Outcome) -> [String] {
         var lines = ["session ended: \(outcome.stop.reason.rawValue)" + (outcome.stop.error.map { " (\($0))" } ?? "")]
-        lines.append("tool calls: \(outcome.calls) (\(outcome.allowed) forwarded, \(outcome.denied) denied or refused)")
+        lines.append(
+            "tool calls: \(outcome.calls) (\(outcome.allowed) forwarded, \(outcome.denied) denied or refused)"
+                + (outcome.unfinished > 0 ? "; \(outcome.unfinished) unfinished when the session ended (recorded as such)" : ""))
         if let failure = outcome.writeFailure { lines.append("the log could not be written to its end: \(failure)") }
         lines.append(outcome.logPath.map { "log: \($0)" } ?? "log: none written (the client only probed the server with server/discover)")
         return lines
