@@ -9,7 +9,7 @@ from the extension's specification.
   doomed()        a task that `failed` with a JSON-RPC error at its first poll
   asking()        a task that is `input_required` (an elicitation) at its first poll
   endless()       a task that stays `working`
-  sluggish()      a task that stays `working`, whose every tasks/get is answered only after 2.5 s
+  sluggish()      a task that stays `working`, whose every tasks/get is answered only after 3.2 s
                   (a poll the client's time runs out on while the server is still there)
   quick()         answers at once, without a task
 
@@ -91,7 +91,7 @@ def answer(request):
             return {"error": {"code": -32602, "message": f"Unknown task: {task_id}"}}
         if method == "tasks/get":
             if TASKS[task_id]["kind"] == "sluggish":
-                time.sleep(2.5)
+                time.sleep(3.2)
             TASKS[task_id]["polls"] += 1
             return {"result": {"resultType": "complete", **task_state(task_id)}}
         if method == "tasks/cancel":
