@@ -94,13 +94,13 @@ public struct PolicyFile: Sendable {
         var references: [ToolReference] = []
         // The tools are the server's, not known here: every name a rule gives is accepted
         // (`servers` non-empty turns "unknown tool" into a reference nobody checks).
-        // A file that only says what the server may ask (`input_requests:`) leaves every call
-        // allowed, as no --policy does; any other file must say what is allowed.
+        // A file that says what the server may ask (`input_requests:`) and has no `policy:` block
+        // leaves every call allowed, as no --policy does; any other file must say what is allowed.
         let policy: RulePolicy?
         if fields.optional("policy") == nil, fields.contains("input_requests") {
             policy = RulePolicy(
-                name: "allow-all (the policy file has only input_requests:)", rules: [],
-                defaultDecision: PolicyDecision(.allow, rule: "default"))
+                name: "allow-all (the policy file has no policy: block)", rules: [],
+                defaultDecision: PolicyFile.allowAll.policy.defaultDecision)
         } else {
             policy = errors.collect { () throws(ConfigError) in
                 try fields.required("policy", hint: "the file holds a policy: block as in an agent file (docs/agent-files.md)")
