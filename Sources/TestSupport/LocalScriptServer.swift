@@ -39,17 +39,23 @@ public final class LocalScriptServer: Sendable {
     }
 
     /// Closes the server's input, which ends it; if it is still there after 5 s (something else
-    /// holds its input open), terminates it. Polls rather than `waitUntilExit`, which spins a
-    /// thread of the cooperative pool on Linux.
+    /// holds its input open), terminates it, and kills it 5 s later. Polls rather than
+    /// `waitUntilExit`, which spins a thread of the cooperative pool on Linux and can wait for
+    /// ever; every wait here is bounded, so a stop never holds the test run open.
     public func stop() {
         try? input.fileHandleForWriting.close()
-        var waited = 0
-        while process.isRunning && waited < 5_000 {
-            usleep(10_000)
-            waited += 10
+        func waitForEnd(ms: Int) {
+            var waited = 0
+            while process.isRunning && waited < ms {
+                usleep(10_000)
+                waited += 10
+            }
         }
+        waitForEnd(ms: 5_000)
         if process.isRunning { process.terminate() }
-        while process.isRunning { usleep(10_000) }
+        waitForEnd(ms: 5_000)
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        waitForEnd(ms: 5_000)
     }
 
     deinit {

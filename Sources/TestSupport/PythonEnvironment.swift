@@ -34,12 +34,12 @@ public enum PythonEnvironment: String, Sendable, CaseIterable {
     private static let installations = Mutex<[PythonEnvironment: Task<String, any Error>]>([:])
 
     /// The environment's folder; throws, saying why, when it cannot be made. The first call
-    /// installs it on a thread of its own, so tests waiting for it never hold a thread of the
-    /// cooperative pool that other tests need.
+    /// installs it through the house's `ChildProcess` (waited for on a thread of its own, so
+    /// tests waiting for it never hold a thread of the cooperative pool that other tests need).
     public func path() async throws -> String {
         let task = Self.installations.withLock { installations -> Task<String, any Error> in
             if let current = installations[self] { return current }
-            let task = Task<String, any Error> { try await OwnThread.run { try make() } }
+            let task = Task<String, any Error> { try await make() }
             installations[self] = task
             return task
         }
@@ -56,27 +56,26 @@ public enum PythonEnvironment: String, Sendable, CaseIterable {
 
     static var scripts: URL { ExampleRuns.fixtures.deletingLastPathComponent().appendingPathComponent("scripts") }
 
-    private func make() throws(Unavailable) -> String {
-        let process = Process()
-        process.executableURL = Self.scripts.appendingPathComponent("python_venv")
-        process.arguments = [rawValue]
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
+    /// Runs scripts/python_venv, within 30 minutes (pip downloads what is not cached yet; the
+    /// wheel environment's Debian root takes a few minutes more).
+    private func make() async throws(Unavailable) -> String {
+        let result: ChildProcess.Result
         do {
-            try process.run()
+            result = try await ChildProcess(
+                command: [Self.scripts.appendingPathComponent("python_venv").path, rawValue], timeoutMs: 30 * 60_000, outputLimit: 1 << 20
+            ).run()
         } catch {
             throw Unavailable(description: "cannot run scripts/python_venv \(rawValue): \(error)")
         }
-        let path = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let problem = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
+        let problem = String(decoding: result.stderr, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard result.exitStatus == 0 else {
+            let ending =
+                result.isTimedOut
+                ? "did not end within 30 minutes" : result.exitStatus.map { "exited \($0)" } ?? "was killed by signal \(result.signal ?? 0)"
             throw Unavailable(
-                description: "the \(rawValue) test environment could not be installed (scripts/python_venv \(rawValue) exited "
-                    + "\(process.terminationStatus)): \(problem.trimmingCharacters(in: .whitespacesAndNewlines))")
+                description:
+                    "the \(rawValue) test environment could not be installed (scripts/python_venv \(rawValue) \(ending)): \(problem)")
         }
-        return path.trimmingCharacters(in: .whitespacesAndNewlines)
+        return String(decoding: result.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }

@@ -62,6 +62,17 @@ func wait(for process: Process, seconds: Int = 120) async {
     }
 }
 
+/// Sends `signal` to `process`, waits (bounded: `seconds`) for it to end, kills it if it has
+/// not, and returns its exit status — -1 when even SIGKILL was not seen to end it within 10 s
+/// (never `waitUntilExit`, which can wait for ever off the main thread).
+func stopped(_ process: Process, with signal: Int32, seconds: Int = 60) async -> Int32 {
+    kill(process.processIdentifier, signal)
+    await wait(for: process, seconds: seconds)
+    if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    await wait(for: process, seconds: 10)
+    return process.isRunning ? -1 : process.terminationStatus
+}
+
 /// Where the test run built `agent-eval`.
 func agentEvalBinary() throws -> String {
     let candidates = [

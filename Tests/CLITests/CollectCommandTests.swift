@@ -53,11 +53,8 @@ struct CollectCommandTests {
 
         /// Stops it with `signal`; its exit status and the JSON lines it printed.
         func stop(_ signal: Int32 = SIGTERM) async throws -> (status: Int32, lines: [JSONValue]) {
-            kill(process.processIdentifier, signal)
-            await wait(for: process, seconds: 60)
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            process.waitUntilExit()
-            return (process.terminationStatus, try Self.lines(output))
+            let status = await stopped(process, with: signal)
+            return (status, try Self.lines(output))
         }
 
         /// The collector's peak resident memory so far, in bytes (VmHWM).

@@ -214,7 +214,7 @@ struct FailClosedTests {
                 return
             }
             #expect(started.agent.name == "refund-bot")
-            let text = try Subprocess.runBlocking(gzipPath, ["-dc", directory.path("runs/refund-env-1.jsonl.gz")]).stdoutText
+            let text = try await Subprocess.run(gzipPath, ["-dc", directory.path("runs/refund-env-1.jsonl.gz")]).stdoutText
             #expect(!text.contains(RecordCommandTests.key), "the key given in env: is kept out of the log")
 
             try "caseId: bad-env\ncommand: [python3]\nenv: {1BAD: x}\nexpected: {stopReason: success}\n".write(
@@ -336,7 +336,7 @@ struct FailClosedTests {
                     : (result.stdoutText + result.stderr).split(separator: "\n").filter { $0.hasPrefix("answer: ") }.joined()
                 #expect(printed.contains("You said: my key is [redacted:api-key:"), "\(result.stdoutText)\(result.stderr)")
                 #expect(!printed.contains(secret), "printed: \(printed)")
-                let text = try Subprocess.runBlocking(gzipPath, ["-dc", log]).stdoutText
+                let text = try await Subprocess.run(gzipPath, ["-dc", log]).stdoutText
                 #expect(!text.contains(secret), "the log holds it redacted too")
             }
         }

@@ -140,7 +140,7 @@ struct MCPProxyCommandTests {
         for (call, answer) in [("mcp-3", [String]()), ("mcp-4", ["--deny", "--reason", "not this one"])] {
             var waiting: JSONValue = []
             let came = try await eventually(seconds: 60) {
-                waiting = try JSONParser.parse(Array(try Subprocess.runBlocking(try agentEvalBinary(), ["approve", log, "--json"]).stdout))
+                waiting = try JSONParser.parse(Array(try await Subprocess.run(try agentEvalBinary(), ["approve", log, "--json"]).stdout))
                 return waiting.arrayValue?.contains { $0["call_id"]?.stringValue == call } == true
             }
             try #require(came, "call \(call) never waited for approval")

@@ -36,7 +36,8 @@ struct PipelineCrashTests {
         _ arguments: [String], log: String, whenSettled settled: Int, extra: Double, in directory: TemporaryDirectory
     ) async throws {
         let (process, _) = try startAgentEval(arguments, in: directory.url)
-        while process.isRunning {
+        let end = ContinuousClock.now + .seconds(300)
+        while process.isRunning && ContinuousClock.now < end {
             if let state = try? PipelineReplay(log: log).state, settledAttempts(state).values.reduce(0, +) >= settled { break }
             try await Task.sleep(for: .milliseconds(5))
         }

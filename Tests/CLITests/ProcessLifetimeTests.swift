@@ -29,12 +29,13 @@ func startTime(of pid: Int32) -> String? {
 }
 
 /// Waits (bounded: up to `seconds`, polling) until `condition` holds; returns whether it did.
-func eventually(seconds: Int = 20, _ condition: () throws -> Bool) async rethrows -> Bool {
-    for _ in 0..<(seconds * 50) {
-        if try condition() { return true }
+func eventually(seconds: Int = 20, _ condition: () async throws -> Bool) async rethrows -> Bool {
+    let end = ContinuousClock.now + .seconds(seconds)
+    while ContinuousClock.now < end {
+        if try await condition() { return true }
         try? await Task.sleep(for: .milliseconds(20))
     }
-    return try condition()
+    return try await condition()
 }
 
 /// The pid a file holds, once it holds one.

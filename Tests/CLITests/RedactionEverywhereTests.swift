@@ -24,7 +24,7 @@ struct RedactionEverywhereTests {
 
     /// The log's text, its `log cat` and its `view` page: none may hold a key or the token.
     static func expectNothingKept(in log: String, secrets: [String] = keys, directory: TemporaryDirectory, _ what: String) async throws {
-        let text = try Subprocess.runBlocking(gzipPath, ["-dc", log]).stdoutText
+        let text = try await Subprocess.run(gzipPath, ["-dc", log]).stdoutText
         let cat = try await agentEval(["log", "cat", log]).stdoutText
         let page = directory.path("page-\(UUID().uuidString).html")
         let viewed = try await agentEval(["view", log, "--out", page])

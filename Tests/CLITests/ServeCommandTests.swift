@@ -75,12 +75,9 @@ struct ServeCommandTests {
 
         /// Stops it with `signal`: its exit status and what it printed.
         func stop(_ signal: Int32 = SIGTERM) async -> (status: Int32, stdout: String, stderr: String) {
-            kill(process.processIdentifier, signal)
-            await wait(for: process, seconds: 60)
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            process.waitUntilExit()
+            let status = await stopped(process, with: signal)
             return (
-                process.terminationStatus, (try? String(contentsOfFile: output, encoding: .utf8)) ?? "",
+                status, (try? String(contentsOfFile: output, encoding: .utf8)) ?? "",
                 (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
             )
         }

@@ -36,7 +36,7 @@ enum CatalogStoreKind: String, CaseIterable, Sendable, CustomTestStringConvertib
                 PostgresSchema.migrations.prefix(version).joined(separator: "\n")
                 + "\nCREATE TABLE agent_eval_schema (version INTEGER NOT NULL); INSERT INTO agent_eval_schema VALUES (\(version));\n"
                 + rows
-            let made = try Subprocess.runBlocking(
+            let made = try await Subprocess.run(
                 Subprocess.which("psql") ?? "/usr/bin/psql", [location, "-v", "ON_ERROR_STOP=1", "-q", "-c", schema])
             try #require(made.status == 0, "\(made.stderr)")
         }

@@ -110,7 +110,7 @@ struct PostgresCatalogTests {
             defer { try? catalog.close() }
             // 20,000 runs of 10 calls: tool_0 … tool_2 in turn; tool_1 never in every fourth run;
             // tool_rare once in about 500 calls, tool_some once in 50. 2,000 suite runs of ten cases.
-            let load = try Subprocess.runBlocking(
+            let load = try await Subprocess.run(
                 Subprocess.which("psql") ?? "/usr/bin/psql",
                 [
                     server.url, "-v", "ON_ERROR_STOP=1", "-q", "-c",
@@ -146,7 +146,7 @@ struct PostgresCatalogTests {
             try #require(load.status == 0, "\(load.stderr)")
             // The runs' sets of tools, from the calls loaded; then the planner's statistics of them.
             try catalog.deriveToolSets()
-            let analyzed = try Subprocess.runBlocking(
+            let analyzed = try await Subprocess.run(
                 Subprocess.which("psql") ?? "/usr/bin/psql", [server.url, "-v", "ON_ERROR_STOP=1", "-q", "-c", "ANALYZE"])
             try #require(analyzed.status == 0, "\(analyzed.stderr)")
 

@@ -138,7 +138,7 @@ struct AnsweredExchangeTests {
         _ = try recorder.finish(.exited(0))
         // The agent itself gets the upstream's answer as it came.
         #expect(message["content"]?.stringValue?.contains(secrets[1]) == true, "\(message)")
-        let text = try Subprocess.runBlocking(gzipPath, ["-dc", log]).stdoutText
+        let text = try await Subprocess.run(gzipPath, ["-dc", log]).stdoutText
         #expect(text.contains("Your headers:") && text.contains("[redacted:header:"), "\(text.prefix(600))")
         #expect(text.contains(#"\"X-Timeout\": \"60000\""#) || text.contains("60000"), "a number is no secret")
         #expect(text.contains("5b8f0c1e-2d3a-4f5b-9c6d-7e8f9a0b1c2d"), "a request id is no secret")
@@ -146,7 +146,7 @@ struct AnsweredExchangeTests {
         #expect(text.contains("\"stream\":true") || !text.contains("\"stream\""), "true is a word")
         var stored = ""
         for file in try FileManager.default.contentsOfDirectory(atPath: directory.path("cassette")) where file.hasSuffix(".gz") {
-            stored += try Subprocess.runBlocking(gzipPath, ["-dc", directory.path("cassette/\(file)")]).stdoutText
+            stored += try await Subprocess.run(gzipPath, ["-dc", directory.path("cassette/\(file)")]).stdoutText
         }
         #expect(stored.contains("Your headers:"), "\(stored.prefix(300))")
         for secret in secrets + ["tok-9f8e7d6c5b4a3921"] {

@@ -207,6 +207,13 @@ public struct ChildProcess: Sendable {
         return result
     }
 
+    /// Runs the command to its end on the calling thread, with no deadline (`timeoutMs` is not
+    /// kept): for a program with nothing else to run, such as a benchmark's main code; never in a
+    /// task, whose thread belongs to the cooperative pool.
+    public func runOnThisThread() throws -> Result {
+        try runBlocking(cancellation: CancellationFlag())
+    }
+
     private func runBlocking(cancellation: CancellationFlag) throws -> Result {
         let process: SpawnedProcess
         // A missing working directory fails the start as a missing program would (ENOENT): say which.
