@@ -59,6 +59,7 @@ public final class PostgresTestServer: Sendable {
         }
         let urls = result.stdoutText.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
         guard urls.count == 2 else {
+            _ = try? await Self.script(["stop", directory])
             throw PostgresServerError(message: "scripts/postgres_server printed no catalog and admin URLs: \(result.stdoutText)")
         }
         return PostgresTestServer(url: urls[0], adminURL: urls[1], port: port, directory: directory)
