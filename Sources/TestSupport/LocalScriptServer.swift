@@ -44,18 +44,11 @@ public final class LocalScriptServer: Sendable {
     /// ever; every wait here is bounded, so a stop never holds the test run open.
     public func stop() {
         try? input.fileHandleForWriting.close()
-        func waitForEnd(ms: Int) {
-            var waited = 0
-            while process.isRunning && waited < ms {
-                usleep(10_000)
-                waited += 10
-            }
-        }
-        waitForEnd(ms: 5_000)
-        if process.isRunning { process.terminate() }
-        waitForEnd(ms: 5_000)
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        waitForEnd(ms: 5_000)
+        if process.waitForEnd(within: .seconds(5)) { return }
+        process.terminate()
+        if process.waitForEnd(within: .seconds(5)) { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitForEnd(within: .seconds(5))
     }
 
     deinit {

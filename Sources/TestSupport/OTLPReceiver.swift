@@ -70,14 +70,9 @@ public final class OTLPReceiver: Sendable {
         }
     }
 
-    /// Kills the receiver and waits (at most 10 s, polling: `waitUntilExit` can wait for ever
-    /// off the main thread) for it to be gone.
+    /// Kills the receiver and waits (at most 10 s) for it to be gone.
     public func stop() {
         kill(process.processIdentifier, SIGKILL)
-        var waited = 0
-        while process.isRunning && waited < 10_000 {
-            usleep(10_000)
-            waited += 10
-        }
+        process.waitForEnd(within: .seconds(10))
     }
 }

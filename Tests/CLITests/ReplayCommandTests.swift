@@ -305,10 +305,7 @@ final class PseudoTerminalSession {
                 if count > 0 { output += String(decoding: buffer[0..<count], as: UTF8.self) }
             }
         }
-        // Bounded (never `waitUntilExit`, which can wait for ever off the main thread).
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        let killedBy = ContinuousClock.now + .seconds(10)
-        while process.isRunning && ContinuousClock.now < killedBy { usleep(10_000) }
-        return process.isRunning ? -1 : process.terminationStatus
+        return process.waitForEnd(within: .seconds(10)) ? process.terminationStatus : -1
     }
 }
