@@ -662,7 +662,7 @@ final class WebHandler: HTTPRequestHandling {
         object.set("filters", Self.shownFilters(request))
         let loaded = await state.readers.run { () -> Result<PolicyFile, ConfigErrors> in
             do throws(ConfigErrors) {
-                return .success(try PolicyFile.load(path: policy.path))
+                return .success(try PolicyFile.load(path: policy.path, for: .callChecker(what: "the audit view")))
             } catch {
                 return .failure(error)
             }

@@ -254,7 +254,7 @@ struct PolicyTests {
     }
 
     @Test(
-        "a policy file may hold input_requests alone (every call allowed, the questions judged); any other needs policy:, and a misspelt policy: is named"
+        "a policy file may hold input_requests alone for mcp-proxy (every call allowed, the questions judged), never for audit or a case; any other needs policy:, and a misspelt policy: is named"
     )
     func policyFileWithQuestionsOnly() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("policy-\(UInt64.random(in: 0...UInt64.max)).yaml").path
@@ -270,6 +270,21 @@ struct PolicyTests {
                 call: ToolCall(id: "c", name: "delete_customer", arguments: [:]), tool: Self.delete, actor: nil, route: nil,
                 state: RunState(), limits: RunLimits()))
         #expect(decision.verdict == .allow && decision.rule == "default")
+        // What judges recorded calls by the rules (audit, a case's policy:) refuses the file:
+        // with no rules it would pass every call it was given.
+        do throws(ConfigErrors) {
+            _ = try PolicyFile.load(path: path, for: .callChecker(what: "audit"))
+            Issue.record("a file without policy: was read for audit")
+        } catch {
+            let problem = error.errors.first
+            #expect(error.errors.count == 1)
+            #expect(problem?.message.contains("no policy: block, only input_requests:; audit checks calls") == true)
+            #expect(problem?.location.path == path && problem?.location.line == 1)
+            #expect(problem?.hint?.contains("mcp-proxy --policy") == true)
+        }
+        try "policy:\n  default: deny\ninput_requests:\n  sampling: deny\n".write(toFile: path, atomically: true, encoding: .utf8)
+        let both = try PolicyFile.load(path: path, for: .callChecker(what: "audit"))
+        #expect(both.policy.defaultDecision.verdict == .deny && both.inputRequests.sampling == .deny)
         for (text, expected) in [
             ("side_effects:\n  add_note: draft\n", #"the policy file has no "policy""#),
             ("polcy:\n  default: deny\ninput_requests:\n  sampling: deny\n", #"has no setting "polcy""#),

@@ -44,6 +44,8 @@ struct EvidenceMatrixTests {
         case sigterm = "SIGTERM mid-run"
         case interruptedLog = "a log of an interrupted run"
         case baselineMissing = "baseline missing"
+        case baselineWithoutCases = "a baseline folder with none of the cases"
+        case baselineUnknownOutcome = "a baseline with an outcome word not known"
         case cassetteMissing = "cassette missing"
         case cassetteStale = "cassette stale"
         case caseTypo = "misspelt tool in the case"
@@ -93,6 +95,8 @@ struct EvidenceMatrixTests {
         Cell(kind: .command, fault: .unknownSideEffect, status: 1),
         Cell(kind: .recorded, fault: .interruptedLog, status: 2),
         Cell(kind: .recorded, fault: .baselineMissing, status: 2),
+        Cell(kind: .recorded, fault: .baselineWithoutCases, status: 2),
+        Cell(kind: .recorded, fault: .baselineUnknownOutcome, status: 2),
         Cell(kind: .recorded, fault: .caseTypo, status: 2),
         Cell(kind: .recorded, fault: .policyFileTypo, status: 2),
         Cell(kind: .recorded, fault: .tornLog, status: 2),
@@ -315,6 +319,27 @@ struct EvidenceMatrixTests {
                 "cases/case.yaml")
             switch cell.fault {
             case .baselineMissing: return Setup(arguments: run + ["--fail-on", "regression"], says: ["--allow-no-baseline"])
+            case .baselineWithoutCases:
+                // The folder is there (a CI artifact that came down empty), but holds nothing of this case.
+                try FileManager.default.createDirectory(atPath: directory.path("baseline"), withIntermediateDirectories: true)
+                try write("", "baseline/.gitkeep")
+                try write("{}", "baseline/renamed-case.json")
+                return Setup(
+                    arguments: run + ["--fail-on", "regression", "--baseline", "baseline"],
+                    says: ["baseline holds none of the selected case", "--allow-no-baseline"])
+            case .baselineUnknownOutcome:
+                // A baseline written from a passing run, then its outcome hand-edited to a word no version writes.
+                let wrote = try await agentEval(run + ["--update-baseline", "--baseline", "baseline"], in: directory.url)
+                #expect(wrote.status == 0, "\(wrote.stdoutText)\(wrote.stderr)")
+                let path = directory.path("baseline/recorded-case.json")
+                var baseline = try #require(
+                    try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: path)))).objectValue, "the baseline written")
+                #expect(baseline["outcome"] == "pass")
+                baseline["outcome"] = "passed"
+                try Data(JSONWriter.encode(.object(baseline))).write(to: URL(fileURLWithPath: path))
+                return Setup(
+                    arguments: run + ["--fail-on", "regression", "--baseline", "baseline"],
+                    says: ["\"outcome\" is \"passed\"", "--update-baseline"])
             case .interruptedLog: return Setup(arguments: run, says: ["stopped from outside"])
             case .caseTypo, .policyFileTypo: return Setup(arguments: run, says: ["refund_ordr", "did you mean \"refund_order\"?"])
             default: return Setup(arguments: run)

@@ -149,6 +149,12 @@ struct FailClosedTests {
         let audit = try await agentEval(["audit", "--policy", directory.path("typo.policy.yaml"), fixture("support-sample.jsonl.gz")])
         #expect(audit.status == 2, "\(audit.stdoutText)\(audit.stderr)")
         #expect(audit.stderr.contains("names the tool \"refund_ordr\""), "\(audit.stderr)")
+        // A file of input_requests: alone has no rules to judge by: audit refuses it rather than
+        // pass every call (mcp-proxy takes it: the questions are what it judges there).
+        try "input_requests:\n  sampling: deny\n".write(toFile: directory.path("questions.yaml"), atomically: true, encoding: .utf8)
+        let noRules = try await agentEval(["audit", "--policy", directory.path("questions.yaml"), fixture("support-sample.jsonl.gz")])
+        #expect(noRules.status == 2, "\(noRules.stdoutText)\(noRules.stderr)")
+        #expect(noRules.stderr.contains("questions.yaml:1") && noRules.stderr.contains("no policy: block"), "\(noRules.stderr)")
         // check reads policy files like the other files it knows.
         let check = try await agentEval(["check", directory.path("typo.policy.yaml")])
         #expect(check.status == 0, "a policy file alone cannot know its tools: \(check.stdoutText)\(check.stderr)")

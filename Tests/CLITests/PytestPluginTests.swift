@@ -10,7 +10,7 @@ struct PytestPluginTests {
     static let package = ExampleRuns.fixtures.deletingLastPathComponent().appendingPathComponent("python").path
 
     @Test(
-        "pytest collects cases as items and maps pass, fail, could not run, quarantine, a bad file, -k, JUnit XML, xdist shards and the repeats marker"
+        "pytest collects cases as items (JSON case files too) and maps pass, fail, could not run, quarantine, the gate's regressions, a bad file, -k, JUnit XML, xdist shards and the repeats marker"
     )
     func pluginTests() async throws {
         let python = try await PythonEnvironment.pytest.path() + "/bin/python"
@@ -22,6 +22,6 @@ struct PytestPluginTests {
                 "AGENT_EVAL_AGENTS_PYTHON": try await PythonEnvironment.agents.path() + "/bin/python",
             ])
         #expect(result.status == 0, "\(result.stdoutText)\n\(result.stderr)")
-        #expect(result.stdoutText.contains("13 passed"), "\(result.stdoutText)")
+        #expect(result.stdoutText.contains("17 passed"), "\(result.stdoutText)")
     }
 }

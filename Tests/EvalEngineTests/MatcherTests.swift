@@ -346,6 +346,33 @@ struct CoreExpectationTests {
         budget.maxSteps = 3
         #expect(passes(budget, state))
     }
+
+    @Test("maxTokens: the replies' counted usage against the limit; a reply that recorded no usage leaves a total under it unproven")
+    func tokenBudget() throws {
+        func state(_ usages: [TokenUsage?]) -> RunState {
+            let payloads =
+                [testRunStarted]
+                + usages.map { EventPayload.decisionMade(DecisionMade(raw: "", outcome: .valid(.answer("ok")), usage: $0)) }
+            return RunState(
+                folding: payloads.enumerated().map { index, payload in
+                    Event(runId: "r", sequence: index, step: index, timeUs: 1_000 + index, previousHash: "", payload: payload)
+                })
+        }
+        var expected = Expectations()
+        expected.maxTokens = 100
+        #expect(passes(expected, state([TokenUsage(input: 40, output: 10), TokenUsage(input: 30, output: 5)])))
+        let over = try #require(TrajectoryCheck.check(expected, against: state([TokenUsage(input: 90, output: 20)])).failures.first)
+        #expect(over.actual == "110 tokens (90 in, 20 out)")
+        // The second reply (a stream without include_usage) counted nothing: 50 tokens proves nothing.
+        let unproven = try #require(
+            TrajectoryCheck.check(expected, against: state([TokenUsage(input: 40, output: 10), nil])).failures.first)
+        #expect(unproven.expectation == "maxTokens" && unproven.step == 2)
+        #expect(unproven.actual.contains("50 tokens counted, but 1 of 2 model replies recorded no token usage"), "\(unproven.actual)")
+        // Over the limit already, the missing count cannot bring it back under: the usual failure.
+        let still = try #require(
+            TrajectoryCheck.check(expected, against: state([TokenUsage(input: 200, output: 1), nil])).failures.first)
+        #expect(still.actual == "201 tokens (200 in, 1 out)")
+    }
 }
 
 @Suite("pass@k and pass^k")

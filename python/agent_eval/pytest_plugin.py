@@ -25,6 +25,7 @@ a file's cases, `run --json-out` for the results, `record --json`; docs/eval-res
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -33,7 +34,10 @@ import pytest
 
 from agent_eval import AgentEvalNotFound, find_bin
 
-CASE_SUFFIXES = (".yaml", ".yml")
+CASE_SUFFIXES = (".yaml", ".yml", ".json")
+# A top-level `caseId:` or `expected:` (alone, or as a list's item): what agent-eval run takes for
+# a case file (EvalSuite), so that pytest collects every file the engine would run.
+YAML_CASE_KEY = re.compile(r"^(?:-[ \t]+)?[\"']?(?:caseId|expected)[\"']?[ \t]*:", re.MULTILINE)
 
 
 def pytest_addoption(parser):
@@ -175,12 +179,28 @@ def pytest_collect_file(file_path, parent):
     if file_path.suffix not in CASE_SUFFIXES:
         return None
     try:
-        # A cheap look before asking the binary: a case file names its cases by caseId.
-        if "caseId" not in file_path.read_text(errors="replace"):
-            return None
+        text = file_path.read_text(errors="replace")
     except OSError:
         return None
+    # A cheap look before asking the binary, by the engine's rule: a case file's top level is a
+    # case (`caseId` or `expected`) or a list of them. A file that only looks like one is asked
+    # about all the same, and its problems are a failing item, as `agent-eval run` refuses it.
+    if not is_case_file(file_path.suffix, text):
+        return None
     return CaseFile.from_parent(parent, path=file_path)
+
+
+def is_case_file(suffix, text):
+    """Whether agent-eval run would take the file for a case file (EvalSuite's rule)."""
+    if suffix != ".json":
+        return YAML_CASE_KEY.search(text) is not None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        # Not JSON at all: the engine does not take it for a case file either, unless it names one.
+        return "caseId" in text
+    entries = value if isinstance(value, list) else [value]
+    return any(isinstance(entry, dict) and ("caseId" in entry or "expected" in entry) for entry in entries)
 
 
 class Suite:
@@ -284,7 +304,9 @@ class Suite:
                 report = json.load(report_file)
         except (OSError, ValueError):
             return {}, "agent-eval run wrote no report (exit %d):\n%s" % (process.returncode, process.stderr.strip())
-        return {case["case_id"]: case for case in report.get("cases", [])}, None
+        # The gate's setting rides with each case: under xdist each shard's report has its own.
+        fail_on = (report.get("verdict") or {}).get("fail_on", "any")
+        return {case["case_id"]: dict(case, _fail_on=fail_on) for case in report.get("cases", [])}, None
 
     def write_report(self, stopped=False):
         """At the end of the session (not in a worker): the report `--agent-eval-json-out` asks
@@ -395,13 +417,27 @@ class CaseItem(pytest.Item):
             raise CaseCouldNotRun(self.case.get("error") or "agent-eval could not run the case")
 
     def runtest(self):
+        # The gate's rule, case by case (ReportCounts.failsGate, as the JUnit file and the
+        # annotations apply it): a test is green exactly when `agent-eval run` lets the case pass.
         case = self.case
         quarantine = case.get("quarantine")
-        if case.get("outcome") in ("pass", "flaky_pass"):
-            return
-        if quarantine and not quarantine.get("expired"):
+        passes = case.get("outcome") in ("pass", "flaky_pass")
+        fail_on = case.get("_fail_on", "any")
+        if quarantine and quarantine.get("expired"):
+            raise CaseFailed(explain(case))  # it says the quarantine expired
+        if quarantine and not passes:
             pytest.xfail("quarantined: %s (owner %s, until %s)" % (
                 quarantine.get("reason", ""), quarantine.get("owner", "?"), quarantine.get("until", "?")))
+        if quarantine:
+            return
+        baseline = case.get("baseline") or {}
+        if baseline.get("status") == "regressed" and fail_on != "failure":
+            raise CaseFailed(explain_regression(case))
+        if passes:
+            return
+        if fail_on == "regression":
+            pytest.xfail("fails, but the gate fails only regressions (--fail-on regression) and this is not one "
+                         "(baseline: %s)\n%s" % (baseline.get("status", "none"), explain(case)))
         raise CaseFailed(explain(case))
 
     def repr_failure(self, excinfo):
@@ -411,6 +447,17 @@ class CaseItem(pytest.Item):
 
     def reportinfo(self):
         return self.path, max(0, self.line - 1), "case %s" % self.case_id
+
+
+def explain_regression(case):
+    """Why a case regressed against its baseline, as the engine said it (`baseline.regressions`),
+    then the case's own explanation when it failed."""
+    lines = ["regressed against the baseline (%s)" % case.get("outcome", "?")]
+    for regression in (case.get("baseline") or {}).get("regressions") or []:
+        lines.append("  %s: %s" % (regression.get("kind", "?"), regression.get("message", "")))
+    if case.get("outcome") not in ("pass", "flaky_pass"):
+        lines.append(explain(case))
+    return "\n".join(lines)
 
 
 def explain(case):

@@ -29,6 +29,11 @@ def case(case_id, expected, logs=SAMPLE, extra=""):
     return "caseId: %s\nlogs: %s\n%sexpected:\n%s\n" % (case_id, logs, extra, expected)
 
 
+def quarantine(reason, until):
+    """A case's quarantine: block, for `case(extra=…)`."""
+    return "quarantine:\n  owner: ana@example.com\n  reason: %s\n  until: %s\n" % (reason, until)
+
+
 @pytest.fixture(autouse=True)
 def binary():
     path = os.environ.get("AGENT_EVAL_BIN")
@@ -73,14 +78,69 @@ def test_a_case_that_could_not_run_is_an_error_not_a_failure(pytester):
 
 def test_a_quarantined_failing_case_is_an_expected_failure(pytester):
     pytester.makefile(
-        ".yaml",
-        held=case(
-            "held", "  toolsNotCalled: [refund_order]",
-            extra="quarantine:\n  owner: ana@example.com\n  reason: the refund flow is being rebuilt\n  until: 2099-01-01\n"),
-    )
+        ".yaml", held=case("held", "  toolsNotCalled: [refund_order]", extra=quarantine("the refund flow is being rebuilt", "2099-01-01")))
     result = pytester.runpytest(*PLUGIN, "-rx")
     result.assert_outcomes(xfailed=1)
     result.stdout.fnmatch_lines(["*quarantined: the refund flow is being rebuilt*"])
+
+
+V3_SAMPLE = os.path.join(REPOSITORY, "Fixtures", "samples", "support-sample-v3.jsonl.gz")
+REFUND_RUN = os.path.join(REPOSITORY, "Fixtures", "runs", "support-refund.jsonl.gz")
+
+
+def write_baseline(pytester, binary, name, status=0):
+    """The baseline of the case file `name` as it stands, written by the binary itself (which
+    exits `status`: 1 when the case fails)."""
+    baseline = str(pytester.path / "baseline")
+    wrote = subprocess.run(
+        [binary, "run", name, "--no-catalog", "--update-baseline", "--baseline", baseline],
+        cwd=str(pytester.path), capture_output=True, text=True, check=False)
+    assert wrote.returncode == status, wrote.stdout + wrote.stderr
+    return baseline
+
+
+def test_a_passing_case_that_regressed_against_its_baseline_fails_as_the_gate_does(pytester, binary):
+    # Passing with lookup_order and refund_order; then the run also calls get_customer: a new tool.
+    pytester.makefile(".yaml", grows=case("grows", "  toolsCalled: [lookup_order]", logs=V3_SAMPLE))
+    baseline = write_baseline(pytester, binary, "grows.yaml")
+    pytester.makefile(".yaml", grows=case("grows", "  toolsCalled: [lookup_order]", logs=REFUND_RUN))
+    gate = subprocess.run(
+        [binary, "run", "grows.yaml", "--no-catalog", "--baseline", baseline], cwd=str(pytester.path),
+        capture_output=True, text=True, check=False)
+    assert gate.returncode == 1, gate.stdout + gate.stderr
+    result = pytester.runpytest(*PLUGIN, "--agent-eval-arg=--baseline", "--agent-eval-arg=" + baseline)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*grows: regressed against the baseline (pass)*", "*get_customer*"])
+    # Only failures fail the gate: the same case passes, as `run --fail-on failure` says.
+    only_failures = pytester.runpytest(
+        *PLUGIN, "--agent-eval-arg=--baseline", "--agent-eval-arg=" + baseline, "--agent-eval-arg=--fail-on=failure")
+    only_failures.assert_outcomes(passed=1)
+
+
+def test_under_fail_on_regression_a_known_failure_is_expected_not_a_failure(pytester, binary):
+    pytester.makefile(".yaml", known=case("known", "  toolsNotCalled: [refund_order]", logs=V3_SAMPLE))
+    baseline = write_baseline(pytester, binary, "known.yaml", status=1)
+    result = pytester.runpytest(
+        *PLUGIN, "-rx", "--agent-eval-arg=--baseline", "--agent-eval-arg=" + baseline, "--agent-eval-arg=--fail-on=regression")
+    result.assert_outcomes(xfailed=1)
+    result.stdout.fnmatch_lines(["*the gate fails only regressions*baseline: known_failure*"])
+
+
+def test_a_passing_case_whose_quarantine_ended_fails(pytester):
+    pytester.makefile(".yaml", lapsed=case("lapsed", "  toolsCalled: [lookup_order]", extra=quarantine("flaky lookups", "2001-01-01")))
+    result = pytester.runpytest(*PLUGIN)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*the quarantine of case lapsed ended on 2001-01-01*"])
+
+
+def test_json_case_files_and_files_without_caseid_are_collected_as_the_engine_reads_them(pytester):
+    pytester.makefile(".json", listed=json.dumps([{"caseId": "from-json", "logs": SAMPLE, "expected": {"toolsCalled": ["lookup_order"]}}]))
+    pytester.makefile(".json", package=json.dumps({"name": "not-a-case", "version": "1.0.0"}))
+    # No caseId, but a case file all the same (agent-eval run refuses it): one failing item, not silence.
+    pytester.makefile(".yaml", nameless="logs: %s\nexpected:\n  toolsCalled: [lookup_order]\n" % SAMPLE)
+    result = pytester.runpytest(*PLUGIN, "-v")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*listed.json::from-json PASSED*", "*nameless.yaml*caseId*"])
 
 
 def test_a_case_file_that_does_not_read_is_one_failure_naming_file_and_line(pytester):

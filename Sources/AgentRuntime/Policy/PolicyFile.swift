@@ -86,8 +86,20 @@ public struct PolicyFile: Sendable {
     public static let allowAll = PolicyFile(
         policy: RulePolicy(name: "allow-all (no --policy)", rules: [], defaultDecision: PolicyDecision(.allow, rule: "default")))
 
-    /// Reads the file at `path`; throws every error in it, each at its line and column.
-    public static func load(path: String) throws(ConfigErrors) -> PolicyFile {
+    /// Who reads a policy file, for what it must hold.
+    public enum Reader: Sendable {
+        /// `mcp-proxy --policy`, a project check: a file with only `input_requests:` is whole
+        /// (every call allowed, as with no file; the server's questions judged).
+        case proxy
+        /// What checks recorded calls against the file's rules — `audit`, a case's `policy:`,
+        /// `serve`'s audit view, named by `what`: it needs a `policy:` block, since a file
+        /// without one would pass every call it was given to judge.
+        case callChecker(what: String)
+    }
+
+    /// Reads the file at `path` for `reader`; throws every error in it, each at its line and
+    /// column.
+    public static func load(path: String, for reader: Reader = .proxy) throws(ConfigErrors) -> PolicyFile {
         let root = try ConfigNode.loadReportingAll(path: path)
         var errors = ConfigErrors([])
         guard var fields = errors.collect({ () throws(ConfigError) in try root.mapping("the policy file") }) else { throw errors }
@@ -95,9 +107,20 @@ public struct PolicyFile: Sendable {
         // The tools are the server's, not known here: every name a rule gives is accepted
         // (`servers` non-empty turns "unknown tool" into a reference nobody checks).
         // A file that says what the server may ask (`input_requests:`) and has no `policy:` block
-        // leaves every call allowed, as no --policy does; any other file must say what is allowed.
+        // leaves every call allowed for mcp-proxy, as no --policy does; what judges recorded calls
+        // by the rules refuses it, and any other file must say what is allowed.
         let policy: RulePolicy?
-        if fields.optional("policy") == nil, fields.contains("input_requests") {
+        if fields.optional("policy") == nil, fields.contains("input_requests"), case .callChecker(let what) = reader {
+            policy = nil
+            errors.errors.append(
+                ConfigError(
+                    .missingKey,
+                    "the policy file has no policy: block, only input_requests:; \(what) checks calls against its rules, "
+                        + "and without them would pass every call",
+                    at: root.location,
+                    hint: "add a policy: block as in an agent file (docs/agent-files.md); "
+                        + "a file with input_requests: alone is for mcp-proxy --policy"))
+        } else if fields.optional("policy") == nil, fields.contains("input_requests") {
             policy = RulePolicy(
                 name: "allow-all (the policy file has no policy: block)", rules: [],
                 defaultDecision: PolicyFile.allowAll.policy.defaultDecision)

@@ -138,7 +138,16 @@ public struct Baseline: Sendable, Hashable {
         }
         caseId = try field("case_id", \.stringValue)
         outcome = try field("outcome", \.stringValue)
-        passed = CaseOutcome(reported: outcome)?.passes ?? false
+        // An outcome word this version does not know (a hand edit, a newer writer) is no
+        // evidence of how the case did: read as "failed before", a case that fails now would
+        // compare as a known failure and pass the regression gate.
+        guard let reported = CaseOutcome(reported: outcome) else {
+            throw EvalError(
+                .unreadableBaseline,
+                "\(path): \"outcome\" is \"\(outcome)\", not one of \(CaseOutcome.allCases.map(\.rawValue).joined(separator: ", "))",
+                hint: "write the baseline again from a run you trust (agent-eval run --update-baseline)")
+        }
+        passed = reported.passes
         let rate = try field("pass_rate", \.doubleValue)
         let attempts = try field("runs", \.intValue)
         // Written before baselines kept their passes: the rate times the runs.

@@ -308,7 +308,7 @@ public enum EvalCaseFile {
     /// be read, with its errors, each at its own line, in `errors`.
     static func readPolicy(_ path: String, errors: inout ConfigErrors) -> CasePolicy? {
         do throws(ConfigErrors) {
-            let file = try PolicyFile.load(path: path)
+            let file = try PolicyFile.load(path: path, for: .callChecker(what: "a case's policy:"))
             guard let bytes = FileManager.default.contents(atPath: path) else { return nil }
             return CasePolicy(path: path, file: file, digest: ContentHash.sha256Hex(bytes))
         } catch {

@@ -319,7 +319,20 @@ public enum TrajectoryCheck {
     }
 
     static func maxTokens(_ expected: Expectations, _ run: CheckedRun, _ out: inout CheckOutcome) {
-        if let limit = expected.maxTokens, run.state.usage.totalTokens > limit {
+        guard let limit = expected.maxTokens else { return }
+        // A reply that recorded no usage (a stream asked without `stream_options.include_usage`, an
+        // import without counts) adds nothing to the total: under the limit proves nothing then.
+        let unmetered = run.state.decisions.filter { $0.usage == nil }
+        if let first = unmetered.first, run.state.usage.totalTokens <= limit {
+            out.failures.append(
+                ExpectationFailure(
+                    expectation: "maxTokens", expected: "at most \(limit) tokens",
+                    actual: "\(run.state.usage.totalTokens) tokens counted, but \(unmetered.count) of \(run.state.decisions.count) "
+                        + "model replies recorded no token usage (the first at step \(first.step)): the total is unproven",
+                    step: first.step))
+            return
+        }
+        if run.state.usage.totalTokens > limit {
             out.failures.append(
                 ExpectationFailure(
                     expectation: "maxTokens", expected: "at most \(limit) tokens",

@@ -209,6 +209,23 @@ public struct EvalSession: Sendable {
                                 + "--allow-no-baseline to count every case as new"))
                 ], inCaseFiles: false)
         }
+        if hasBaseline, !plan.updatesBaseline, plan.failOn == .regression, !plan.allowsNoBaseline, !cases.isEmpty,
+            !cases.contains(where: { baselines[$0.id] != nil })
+        {
+            // A baseline that holds none of these cases (an empty folder, renamed cases, a branch
+            // whose runs never ran them) is nothing to compare with either: every case would be new.
+            let place = plan.baselines == nil ? plan.baselineDirectory ?? "the baseline" : "the baseline from the catalog"
+            throw LoadFailure(
+                errors: [
+                    DiagnosticRecord(
+                        EvalError(
+                            .missingBaseline,
+                            "--fail-on regression needs a baseline to compare with, and \(place) holds none of the "
+                                + "\(cases.count == 1 ? "selected case" : "\(cases.count) selected cases")",
+                            hint: "write one from a run you trust with --update-baseline, give the --baseline DIR that holds "
+                                + "<case id>.json files, or pass --allow-no-baseline to count every case as new"))
+                ], inCaseFiles: false)
+        }
         self.baselines = baselines
         self.hasBaseline = hasBaseline
         // Adaptive repeats decide what the gate decides, against the baselines just read.

@@ -69,7 +69,7 @@ struct AuditCommand: AsyncParsableCommand, ReadsLogs {
     func run() async throws {
         let policyFile: PolicyFile
         do throws(ConfigErrors) {
-            policyFile = try PolicyFile.load(path: policy)
+            policyFile = try PolicyFile.load(path: policy, for: .callChecker(what: "audit"))
         } catch {
             for problem in error.errors { diagnose(problem) }
             throw Exit.unusable
