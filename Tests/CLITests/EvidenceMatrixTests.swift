@@ -40,6 +40,7 @@ struct EvidenceMatrixTests {
         case modelGarbage = "model garbage"
         case modelHung = "model hung"
         case agentCrash = "agent crash"
+        case agentKilled = "agent killed after its model answered"
         case sigint = "SIGINT mid-run"
         case sigterm = "SIGTERM mid-run"
         case interruptedLog = "a log of an interrupted run"
@@ -86,6 +87,7 @@ struct EvidenceMatrixTests {
         Cell(kind: .command, fault: .modelGarbage, status: 2),
         Cell(kind: .command, fault: .modelHung, status: 2),
         Cell(kind: .command, fault: .agentCrash, status: 1),
+        Cell(kind: .command, fault: .agentKilled, status: 1),
         Cell(kind: .command, fault: .sigint, status: 130),
         Cell(kind: .command, fault: .baselineMissing, status: 2),
         Cell(kind: .command, fault: .cassetteMissing, status: 2),
@@ -250,10 +252,27 @@ struct EvidenceMatrixTests {
                 }
             let upstream = cell.fault == .modelDown || cell.fault == .cassetteMissing ? "http://127.0.0.1:9/v1" : server.baseURL(scenario)
             // The key goes on the command line: a signalled run is started without the test's environment.
-            let command =
+            var command =
                 cell.fault == .agentCrash
                 ? "[\"\(python)\", \"-c\", \"import sys; sys.exit(3)\"]"
                 : "[env, \"OPENAI_API_KEY=\(RecordCommandTests.key)\", \"\(python)\", refund_agent.py, --api, chat, \"{input}\"]"
+            if cell.fault == .agentKilled {
+                // The model answers its first request (look the order up), then the program dies
+                // (the OOM killer, a crash in native code) before it can do anything with it.
+                try write(
+                    """
+                    import os, signal, sys
+                    import openai
+                    tool = lambda name: {"type": "function", "function": {"name": name, "parameters": {"type": "object",
+                        "properties": {"order_id": {"type": "string"}}}}}
+                    openai.OpenAI(max_retries=0).chat.completions.create(
+                        model="gpt-test", messages=[{"role": "user", "content": sys.argv[1]}],
+                        tools=[tool("lookup_order"), tool("refund_order")])
+                    os.kill(os.getpid(), signal.SIGKILL)
+
+                    """, "cases/killed_agent.py")
+                command = "[env, \"OPENAI_API_KEY=\(RecordCommandTests.key)\", \"\(python)\", killed_agent.py, \"{input}\"]"
+            }
             var extra = "timeout: \(cell.fault == .modelHung ? 3 : 60)\n"
             if cell.fault == .cassetteMissing { extra += "cassette: ../cassettes/none\n" }
             if cell.fault == .cassetteStale { extra += "cassette: ../cassettes/refund\n" }
@@ -291,6 +310,8 @@ struct EvidenceMatrixTests {
             case .modelDown, .model500, .modelGarbage, .modelHung:
                 return Setup(arguments: run, says: ["the agent's model did not answer"])
             case .agentCrash: return Setup(arguments: run, says: ["no model decision was recorded"])
+            case .agentKilled:
+                return Setup(arguments: run, says: ["cut short when its program ended abnormally", "killed by signal 9", "unproven"])
             case .cassetteMissing, .cassetteStale: return Setup(arguments: run, says: ["cassette"])
             case .caseTypo, .policyFileTypo: return Setup(arguments: run, says: ["refund_ordr", "did you mean \"refund_order\"?"])
             case .unknownSideEffect: return Setup(arguments: run, says: ["noUnapprovedExecution"])

@@ -130,6 +130,11 @@ struct ResultsMergeTests {
             #expect(
                 try String(contentsOfFile: directory.path("part.xml"), encoding: .utf8).contains(
                     "<property name=\"partial\" value=\"shard 2/2 is missing\"/>"))
+            // Nor is its pull-request comment a green check for the change: half the suite is missing.
+            let comment = try await agentEval(["results", "comment", directory.path("part.json")])
+            #expect(comment.status == 0)
+            #expect(comment.stdoutText.contains("### ⚠️ agent-eval: PASS: \(held) cases"), "\(comment.stdoutText)")
+            #expect(comment.stdoutText.contains("> **Partial:** shard 2/2 is missing"), "\(comment.stdoutText)")
 
             let again = try await agentEval(["results", "merge", directory.path("part.json"), shards[1]], in: repositoryRoot)
             #expect(again.status == 2, "a partial merge cannot make a whole one")

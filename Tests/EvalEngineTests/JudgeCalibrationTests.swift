@@ -102,6 +102,14 @@ struct JudgeCalibrationTests {
         }
     }
 
+    @Test("a case that asks for a minimum κ and has no label is listed as not met, never left out of the check")
+    func unlabelledCaseIsNotMet() {
+        let calibration = JudgeCalibration(rounds: 1, outcomes: [], minKappa: ["refund-judged": 0.6, "answer-judged": 0.4])
+        #expect(calibration.cases.map(\.name) == ["answer-judged", "refund-judged"])
+        #expect(calibration.cases.allSatisfy { $0.judged == 0 && !$0.meetsMinimum })
+        #expect(calibration.json["cases"]?.arrayValue?.allSatisfy { $0["meets_min_kappa"] == false } == true)
+    }
+
     @Test("a labels file's problems are reported at their lines")
     func badLabels() throws {
         try TemporaryDirectory.with { directory in

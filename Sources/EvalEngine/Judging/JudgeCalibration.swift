@@ -209,6 +209,13 @@ public struct JudgeCalibration: Sendable {
             case_.minKappa = minKappa[id]
             return case_
         }
+        // A case that asks for a minimum κ and has no label is not measured at all: it is listed
+        // (its κ undefined, so its minimum not met) rather than left out of the check.
+        for (id, minimum) in minKappa.sorted(by: { $0.key < $1.key }) where !seen.contains(id) {
+            var unlabelled = Figures(name: id)
+            unlabelled.minKappa = minimum
+            cases.append(unlabelled)
+        }
     }
 
     /// Judges and cases whose κ fell by more than `maxDrop` since `previous` (a calibration's

@@ -56,7 +56,9 @@ public struct PullRequestComment: Sendable {
             shard["index"]?.intValue.flatMap { index in shard["count"]?.intValue.map { (index, $0) } }
         }
         let isOneShard = (shard?.1 ?? 1) > 1
-        let icon = isOneShard && status == 0 ? "⚠️" : ["✅", "❌", "⚠️"][Int(status)]
+        // Nor is a partial merge (`results merge --allow-partial`): some shards are missing.
+        let isPartial = head["partial"]?.stringValue != nil
+        let icon = (isOneShard || isPartial) && status == 0 ? "⚠️" : ["✅", "❌", "⚠️"][Int(status)]
         var lines = [Self.marker, "### \(icon) agent-eval: \(counts.verdict(failOn: failOn))", ""]
         if let partial = head["partial"]?.stringValue {
             lines.append("> **Partial:** \(partial); the verdict covers only the cases merged.")

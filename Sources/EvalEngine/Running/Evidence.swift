@@ -127,17 +127,22 @@ struct Evidence {
                     actual: "\(what); the run stopped \(Self.stopText(state.stop)): nothing it did or did not do came from the agent",
                     step: state.step))
         }
-        if let stop = state.stop, stop.reason == .budgetExhausted || stop.reason == .maxTurns, expected.stopReason == nil,
-            expected.limit == nil,
+        // A limit, or the program's abnormal end (a crash, a signal, a failing exit status), cut
+        // the run short: a case that forbids what it could still have done has no evidence.
+        if let stop = state.stop, stop.reason == .budgetExhausted || stop.reason == .maxTurns || stop.isAbnormalCommandEnd,
+            expected.stopReason == nil, expected.limit == nil,
             forbidsWhatItCouldStillDo(expected, state: state)
         {
+            let cut =
+                stop.isAbnormalCommandEnd
+                ? "when its program ended abnormally"
+                : "by \(stop.limit?.rawValue ?? (stop.reason == .maxTurns ? "maxTurns" : "a limit"))"
             evidence.gaps.append(
                 ExpectationFailure(
                     expectation: expectationName,
                     expected: "a run that ended on its own (the case expects no stopReason, so no limit)",
-                    actual:
-                        "the run was cut short by \(stop.limit?.rawValue ?? (stop.reason == .maxTurns ? "maxTurns" : "a limit")) at step \(state.step)"
-                        + (stop.error.map { " (\($0))" } ?? "") + ": what it would have done after is unproven",
+                    actual: "the run was cut short \(cut) at step \(state.step)" + (stop.error.map { " (\($0))" } ?? "")
+                        + ": what it would have done after is unproven",
                     step: state.step))
         }
         // A recorded log that is not signed cannot prove its end: a copy cut right after an

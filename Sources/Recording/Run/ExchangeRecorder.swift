@@ -646,12 +646,12 @@ public final class ExchangeRecorder: Sendable {
             return RunStopped(
                 reason: .budgetExhausted, limit: .timeout, error: "\(modelFailure)the command ran longer than \(ms / 1000) s (--timeout)")
         case .signalled(let signal):
-            return RunStopped(reason: .blocked, error: "\(modelFailure)the command was killed by signal \(signal)")
+            return RunStopped(reason: .blocked, error: "\(modelFailure)\(RunStopped.commandKilledPhrase)\(signal)")
         case .stopped:
             return RunStopped(
                 reason: .blocked, error: "\(RunStopped.interruptionPrefix) the recording was stopped before the command ended")
         case .exited(let status) where status != 0:
-            return RunStopped(reason: .blocked, error: "\(modelFailure)the command exited with status \(status)\(tail)")
+            return RunStopped(reason: .blocked, error: "\(modelFailure)\(RunStopped.commandFailedPhrase)\(status)\(tail)")
         case .exited:
             break
         }

@@ -88,6 +88,20 @@ public struct RunStopped: JSONRepresentable, JSONObjectEncodable, Hashable {
     /// The run ended because its model did not answer (see `modelFailurePrefix`).
     public var isModelFailure: Bool { (error ?? "").hasPrefix(Self.modelFailurePrefix) }
 
+    /// What `error` says when a recorded command (`record`, a `command:` case) was killed by a
+    /// signal, followed by its number: it crashed, or something outside (the OOM killer) ended it.
+    public static let commandKilledPhrase = "the command was killed by signal "
+    /// What `error` says when a recorded command exited with a status other than 0, followed by it.
+    public static let commandFailedPhrase = "the command exited with status "
+
+    /// The run ended because its program ended abnormally (`commandKilledPhrase`,
+    /// `commandFailedPhrase`), not on an answer of its own: what it would have done after is
+    /// unknown, like a run a limit cut short (docs/eval-cases.md, "Evidence").
+    public var isAbnormalCommandEnd: Bool {
+        guard reason == .blocked, let error else { return false }
+        return error.contains(Self.commandKilledPhrase) || error.contains(Self.commandFailedPhrase)
+    }
+
     public init(reason: StopReason, limit: LimitKind? = nil, answer: String? = nil, error: String? = nil) {
         self.reason = reason
         self.limit = limit

@@ -135,7 +135,11 @@ struct JudgeCalibrateCommand: AsyncParsableCommand, ReadsLogs {
         for figures in calibration.cases {
             var line = Self.line(figures, what: "case \(figures.name)")
             if let minimum = figures.minKappa {
-                if figures.matrix.kappa == nil {
+                if figures.judged == 0 {
+                    line =
+                        "case \(figures.name): ✘ min κ \(Self.number(minimum)) NOT CHECKED: the labels file has no label for it; "
+                        + "label some of its logs (passing and failing) to measure it"
+                } else if figures.matrix.kappa == nil {
                     line +=
                         "  ✘ min κ \(Self.number(minimum)) NOT CHECKED: κ is undefined; label both passing and failing logs to measure it"
                 } else {
