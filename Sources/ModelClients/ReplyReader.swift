@@ -58,6 +58,8 @@ public struct ReplyReader: Sendable {
     private var body: [UInt8] = []
     private var received = 0
     private var problem: String?
+    /// Whether a 200 body without `text/event-stream` has been looked at for an event stream.
+    private var isSniffed = false
 
     public init(api: ModelAPI, limits: RequestLimits = RequestLimits()) {
         self.api = api
@@ -107,17 +109,51 @@ public struct ReplyReader: Sendable {
                     return
                 }
                 body += bytes
+                // An event stream under another content type (a proxy that relabels it, a server
+                // that sends `application/json` for `"stream": true`): read as what it is, which
+                // is what the agent's SDK does, not as a body that is no JSON.
+                guard status == 200, !isSniffed else { return }
+                switch Self.sniff(body) {
+                case nil: return
+                case false?: isSniffed = true
+                case true?:
+                    isSniffed = true
+                    isStream = true
+                    let seen = body
+                    body = []
+                    feed(seen)
+                }
                 return
             }
-            do {
-                for event in try parser.feed(bytes) { try assembler.consume(event) }
-            } catch let tooLong as ServerSentEventParser.LineTooLong {
-                problem = "a streamed line is longer than \(tooLong.limit) bytes; the stream was passed on but not read"
-            } catch let stream as StreamProblem {
-                problem = stream.message
-            } catch {
-                problem = "\(error)"
-            }
+            feed(bytes)
+        }
+    }
+
+    /// Whether a body that came without `text/event-stream` is an event stream: true when it
+    /// begins (after white space) with a field of one (`data:`, `event:`, `id:`, `retry:`) or a
+    /// comment (`:`), false when it begins otherwise (a JSON body), nil while too little came.
+    static func sniff(_ body: [UInt8]) -> Bool? {
+        guard let start = body.firstIndex(where: { ![0x20, 0x0A, 0x0D, 0x09].contains($0) }) else { return nil }
+        let rest = body[start...]
+        if rest.first == UInt8(ascii: ":") { return true }
+        for field in ["data:", "event:", "id:", "retry:"] {
+            let bytes = Array(field.utf8)
+            if rest.starts(with: bytes) { return true }
+            if rest.count < bytes.count, bytes.starts(with: rest) { return nil }
+        }
+        return false
+    }
+
+    /// Feeds streamed bytes to the event parser and the assembler.
+    private mutating func feed(_ bytes: [UInt8]) {
+        do {
+            for event in try parser.feed(bytes) { try assembler.consume(event) }
+        } catch let tooLong as ServerSentEventParser.LineTooLong {
+            problem = "a streamed line is longer than \(tooLong.limit) bytes; the stream was passed on but not read"
+        } catch let stream as StreamProblem {
+            problem = stream.message
+        } catch {
+            problem = "\(error)"
         }
     }
 

@@ -37,6 +37,48 @@ public struct JSONParser {
         return value
     }
 
+    /// `bytes` with each lone UTF-16 surrogate escape (`\\ud83d` not followed by its low half,
+    /// or a low half alone) written as `\\ufffd`; nil when there is none. The strict parser
+    /// refuses such text (it is no Unicode), but a program that cuts a string inside an emoji
+    /// (JavaScript's `slice`) writes it: a reader of another program's lines repairs it rather
+    /// than lose the line.
+    public static func replacingLoneSurrogates(in bytes: [UInt8]) -> [UInt8]? {
+        func hex(at index: Int) -> Int? {
+            guard index + 6 <= bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else { return nil }
+            var value = 0
+            for byte in bytes[index + 2..<index + 6] {
+                guard let digit = Int(String(UnicodeScalar(byte)), radix: 16) else { return nil }
+                value = value * 16 + digit
+            }
+            return value
+        }
+        var result: [UInt8] = []
+        var copied = 0
+        var index = 0
+        while index < bytes.count {
+            guard bytes[index] == UInt8(ascii: "\\") else {
+                index += 1
+                continue
+            }
+            guard let unit = hex(at: index) else {
+                index += 2  // another escape (`\\\\`, `\\n`): its second byte is not a new one
+                continue
+            }
+            if (0xD800...0xDBFF).contains(unit), let low = hex(at: index + 6), (0xDC00...0xDFFF).contains(low) {
+                index += 12
+            } else if (0xD800...0xDFFF).contains(unit) {
+                result += bytes[copied..<index]
+                result += Array("\\ufffd".utf8)
+                index += 6
+                copied = index
+            } else {
+                index += 6
+            }
+        }
+        guard copied > 0 else { return nil }
+        return result + bytes[copied...]
+    }
+
     /// Whether `bytes` are well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates,
     /// nothing above U+10FFFF): exactly the texts `String(validating:)` accepts.
     static func isValidUTF8(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {

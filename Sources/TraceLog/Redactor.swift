@@ -105,8 +105,12 @@ public struct Redactor: Sendable, Hashable {
     private static func needles(values: [(rule: String, secret: String)], memberNames: [String]) -> [NeedleGroup] {
         let all =
             values.map { Array(JSONWriter.encodeString(.string($0.secret)).dropFirst().dropLast().utf8) }
-            + memberNames.map { Array("\(JSONWriter.encodeString(.string($0))):".utf8) }
-            + memberNames.map { Array("\\\"\($0)\\\":".utf8) }
+            // A member's name, then the quote that ends it (`"name"`) or the backslashes before
+            // that quote at any depth of JSON text inside a string (`\"name\"`, `\\\"name\\\"`).
+            + memberNames.flatMap { name in
+                Self.isPlainName(name)
+                    ? [Array("\(name)\"".utf8), Array("\(name)\\".utf8)] : [Array("\(JSONWriter.encodeString(.string(name))):".utf8)]
+            }
             + Self.patterns.flatMap { $0.literals.map { Array($0.utf8) } }
         var groups: [NeedleGroup] = []
         for needle in all where !needle.isEmpty {
@@ -293,14 +297,103 @@ public struct Redactor: Sendable, Hashable {
         return text == line ? nil : text
     }
 
-    /// The string values of members called `name`: `"name":"value"` → `"name":"[redacted:…]"`,
-    /// and the same inside JSON text kept in a string (a model's raw reply), where the quotes
-    /// are escaped: `\"name\":\"value\"`.
+    /// Whether a member name is written the same at every depth of escaping (no quote,
+    /// backslash or control character): such a name is found at any depth.
+    static func isPlainName(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.allSatisfy { $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }
+    }
+
+    /// The string values of members called `name`, wherever they stand: `"name":"value"` in the
+    /// event, and the same inside JSON text kept in a string, at any depth — a model's raw reply
+    /// (`\"name\":\"value\"`), the JSON text of a tool call's arguments inside it
+    /// (`\\\"name\\\":\\\"value\\\"`) — with or without white space around the colon (text
+    /// another program wrote: `{"password": "…"}`). Each value becomes the placeholder, which
+    /// holds no quote or backslash and so reads the same at every depth.
     private func redactMember(_ name: String, in text: String) -> String {
-        let plain = JSONWriter.encodeString(.string(name)) + ":\""
-        let nested = "\\\"" + name + "\\\":\\\""
-        return redactValues(
-            after: nested, endingAt: "\\\"", in: redactValues(after: plain, endingAt: "\"", in: text, name: name), name: name)
+        guard Self.isPlainName(name) else {
+            return redactValues(after: JSONWriter.encodeString(.string(name)) + ":\"", endingAt: "\"", in: text, name: name)
+        }
+        let bytes = Array(text.utf8)
+        let target = Array(name.utf8)
+        let backslash = UInt8(ascii: "\\")
+        let quote = UInt8(ascii: "\"")
+        /// Whether `count` backslashes and a quote stand at `index`.
+        func quoted(at index: Int, after count: Int) -> Bool {
+            guard index + count < bytes.count, bytes[index + count] == quote else { return false }
+            return (index..<index + count).allSatisfy { bytes[$0] == backslash }
+        }
+        /// Past white space at depth `depth`: spaces, and a line break or tab escaped for that depth.
+        func skipSpace(_ index: inout Int, depth: Int) {
+            while index < bytes.count {
+                if bytes[index] == UInt8(ascii: " ") {
+                    index += 1
+                    continue
+                }
+                let run = depth == 0 ? 0 : 1 << (depth - 1)
+                guard run > 0, index + run < bytes.count, (index..<index + run).allSatisfy({ bytes[$0] == backslash }),
+                    [UInt8(ascii: "n"), UInt8(ascii: "t"), UInt8(ascii: "r")].contains(bytes[index + run])
+                else { return }
+                index += run + 1
+            }
+        }
+        var result: [UInt8] = []
+        var copied = 0
+        var search = 0
+        while search + target.count <= bytes.count {
+            guard let found = Self.firstIndex(of: target, in: bytes, from: search) else { break }
+            search = found + 1
+            // The quote before the name, after a run of 2^depth − 1 backslashes (and nothing that
+            // escapes the run).
+            guard found > 0, bytes[found - 1] == quote else { continue }
+            var run = 0
+            while found - 2 - run >= 0, bytes[found - 2 - run] == backslash { run += 1 }
+            guard (run + 1) & run == 0, run < 64 else { continue }
+            let depth = (run + 1).trailingZeroBitCount
+            var index = found + target.count
+            guard quoted(at: index, after: run) else { continue }
+            index += run + 1
+            skipSpace(&index, depth: depth)
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { continue }
+            index += 1
+            skipSpace(&index, depth: depth)
+            guard quoted(at: index, after: run) else { continue }
+            let start = index + run + 1
+            // The value ends at a quote whose run of backslashes, modulo 2^(depth+1), is the
+            // depth's own 2^depth − 1: longer runs are the value's escaped quotes and backslashes.
+            var end = start
+            var closing: Int?
+            while end < bytes.count {
+                if bytes[end] == quote {
+                    var before = 0
+                    while end - 1 - before >= start, bytes[end - 1 - before] == backslash { before += 1 }
+                    if before % (2 << depth) == run {
+                        closing = end - run
+                        break
+                    }
+                }
+                end += 1
+            }
+            guard let closing else { break }
+            let value = String(decoding: bytes[start..<closing], as: UTF8.self)
+            result += bytes[copied..<start]
+            result += Array((value.hasPrefix("[redacted:") ? value : placeholder(value, rule: "member:\(name)")).utf8)
+            copied = closing
+            search = closing
+        }
+        guard copied > 0 else { return text }
+        result += bytes[copied...]
+        return String(decoding: result, as: UTF8.self)
+    }
+
+    /// The first place at or after `from` where `needle` stands in `bytes`.
+    private static func firstIndex(of needle: [UInt8], in bytes: [UInt8], from: Int) -> Int? {
+        guard let first = needle.first, needle.count <= bytes.count else { return nil }
+        var index = from
+        while index + needle.count <= bytes.count {
+            if bytes[index] == first, bytes[index..<index + needle.count].elementsEqual(needle) { return index }
+            index += 1
+        }
+        return nil
     }
 
     /// Replaces what follows each `marker` up to the first unescaped `end`.

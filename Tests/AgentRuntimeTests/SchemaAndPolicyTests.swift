@@ -218,6 +218,18 @@ struct PolicyTests {
             (.matches("^5"), ["amount": 50000], "holds"),
             (.matches("^5"), ["amount": [5]], "undecidable"),
             (.equals("EUR"), ["other": 1], "fails"),
+            // A boolean as the server reads it: a word or 0/1 is that boolean; anything else
+            // cannot be read as one, so a rule on `false` is not walked around with "nope".
+            (.equals(false), ["amount": "false"], "holds"),
+            (.equals(false), ["amount": "No"], "holds"),
+            (.equals(false), ["amount": 0], "holds"),
+            (.equals(true), ["amount": "1"], "holds"),
+            (.equals(true), ["amount": "off"], "fails"),
+            (.equals(false), ["amount": "nope"], "undecidable"),
+            (.equals(false), ["amount": 2], "undecidable"),
+            (.oneOf([true, "maybe"]), ["amount": "maybe"], "holds"),
+            (.oneOf([true]), ["amount": ["x"]], "undecidable"),
+            (.equals(false), ["other": "false"], "fails"),
         ] as [(ArgumentCondition.Test, JSONValue, String)])
     func coercion(_ test: ArgumentCondition.Test, _ arguments: JSONValue, _ expected: String) {
         let judged = ArgumentCondition(path: ["amount"], test: test).judge(arguments)

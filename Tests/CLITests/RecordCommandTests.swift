@@ -228,6 +228,31 @@ struct RecordCommandTests {
         #expect(decisions.count == 1)
         #expect(decisions.first?.attempts.map(\.status) == [500])
         #expect(try Self.state(retried).stop?.answer == "after the 500")
+        // A 500 the agent does not retry as it was: it asks again another way (a shorter
+        // context). The failed request is not the answered one's retry, and still in the log.
+        let rephrased = directory.path("rephrased.jsonl.gz")
+        let agent = """
+            import openai
+            client = openai.OpenAI(max_retries=0)
+            def ask(text):
+                stream = client.chat.completions.create(model="m", messages=[{"role": "user", "content": text}], stream=True)
+                return "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
+            try:
+                ask("a long context " * 40)
+            except openai.InternalServerError:
+                pass
+            print(ask("short"))
+            """
+        // A server of its own: the scenario fails only the first request it gets.
+        let fresh = try LocalModelServer()
+        defer { fresh.stop() }
+        let again = try await agentEval(
+            ["record", "--no-catalog", "--log", rephrased] + Self.upstreams(fresh, "server-error") + ["--", python, "-c", agent],
+            environment: ["OPENAI_API_KEY": Self.key])
+        #expect(again.status == 0, "\(again.stderr)")
+        let rephrasedDecisions = Self.decisions(try Self.events(rephrased))
+        #expect(rephrasedDecisions.count == 1)
+        #expect(rephrasedDecisions.first?.attempts.map(\.status) == [500], "the failed request it followed is recorded with it")
         // A stream cut after two chunks: the agent's connection is cut too (its SDK fails), and
         // the stop says which request failed and how.
         let cut = directory.path("cut.jsonl.gz")

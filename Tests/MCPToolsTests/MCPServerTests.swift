@@ -29,6 +29,22 @@ struct MCPServerTests {
         }
     }
 
+    @Test("a server's line with a string cut inside a character (a lone surrogate escape) is read with U+FFFD, not taken for garbage")
+    func loneSurrogate() async throws {
+        let server = try JSONLinesProcess(
+            command: [
+                "/bin/sh", "-c",
+                #"printf '%s\n' '{"jsonrpc":"2.0","id":1,"result":{"text":"cut \ud83d","whole":"\ud83d\ude00"}}'; sleep 30"#,
+            ],
+            directory: FileManager.default.currentDirectoryPath, environment: ["PATH": "/usr/bin:/bin"], name: "cutter")
+        defer { server.kill() }
+        var lines = server.messages.makeAsyncIterator()
+        let line = try #require(try await lines.next())
+        let message = try JSONParser.parse(Array(line))
+        #expect(message["result"]?["text"] == "cut \u{FFFD}")
+        #expect(message["result"]?["whole"] == "\u{1F600}", "a whole pair is left as it is")
+    }
+
     static func settings(_ name: String, _ command: [String], callTimeoutMs: Int = 30_000, startTimeoutMs: Int = 30_000)
         -> ToolServerSettings
     {

@@ -129,6 +129,36 @@ struct ServerSentEventTests {
         }
     }
 
+    @Test("a reply read on its way: an event stream under another content type is read as a stream; a JSON body as a body")
+    func relabelledStream() throws {
+        let chunk = { (delta: String) in
+            #"data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":"# + delta + #","finish_reason":null}]}"#
+                + "\n\n"
+        }
+        let stream = Array((chunk(#"{"role":"assistant","content":"Deliv"}"#) + chunk(#"{"content":"ered."}"#) + "data: [DONE]\n\n").utf8)
+        for type in ["application/json", "text/plain", ""] {
+            var reader = ReplyReader(api: .openAIChat)
+            reader.take(.head(status: 200, headers: type.isEmpty ? [] : [HTTPHeader(name: "Content-Type", value: type)]))
+            // Cut inside the first field name: too little to tell, until the rest comes.
+            reader.take(.chunk(Array(stream[..<2])))
+            #expect(!reader.isComplete)
+            reader.take(.chunk(Array(stream[2...])))
+            #expect(reader.isComplete, "\(type)")
+            let reply = reader.finish()
+            #expect(reply.isStream && reply.problem == nil, "\(type): \(String(describing: reply.problem))")
+            #expect(reply.raw?["message"]?["content"] == "Delivered.", "\(String(describing: reply.raw))")
+        }
+        var whole = ReplyReader(api: .openAIChat)
+        whole.take(.head(status: 200, headers: [HTTPHeader(name: "content-type", value: "application/json")]))
+        whole.take(.chunk(Array("  \n{\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"Done.\"}".utf8)))
+        whole.take(.chunk(Array(",\"finish_reason\":\"stop\"}]}".utf8)))
+        let reply = whole.finish()
+        #expect(!reply.isStream && reply.problem == nil, "\(String(describing: reply.problem))")
+        #expect(reply.raw?["message"]?["content"] == "Done.")
+        #expect(ReplyReader.sniff(Array("   ".utf8)) == nil && ReplyReader.sniff(Array(": ping\n".utf8)) == true)
+        #expect(ReplyReader.sniff(Array("{\"data\":1}".utf8)) == false && ReplyReader.sniff(Array("ev".utf8)) == nil)
+    }
+
     @Test("the rate window spaces requests and tokens over a minute")
     func rateWindow() {
         var window = RateWindow(requestsPerMinute: 2, tokensPerMinute: 1_000)

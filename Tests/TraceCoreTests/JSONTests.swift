@@ -56,6 +56,22 @@ struct JSONTests {
         }
     }
 
+    @Test(
+        "a lone surrogate escape is written as U+FFFD for a reader of another program's text; escapes of escapes and whole pairs are left")
+    func loneSurrogates() throws {
+        func repaired(_ text: String) -> String? {
+            JSONParser.replacingLoneSurrogates(in: Array(text.utf8)).map { String(decoding: $0, as: UTF8.self) }
+        }
+        #expect(repaired(#"{"t":"cut \ud83d"}"#) == #"{"t":"cut \ufffd"}"#)
+        #expect(repaired(#"{"t":"\udc00 and \ud83d\u0041"}"#) == #"{"t":"\ufffd and \ufffd\u0041"}"#)
+        #expect(repaired(#"{"t":"\ud83d\ude00 \u00e9"}"#) == nil, "a pair and other escapes need nothing")
+        #expect(repaired(#"{"t":"\\ud83d"}"#) == nil, "an escaped backslash before text is no escape")
+        #expect(repaired(#"{"t":"\ud83"}"#) == nil, "too short to be an escape: the parser says what is wrong")
+        let fixed = try #require(JSONParser.replacingLoneSurrogates(in: Array(#"["\ud83d"]"#.utf8)))
+        #expect(try JSONParser.parse(fixed) == ["\u{FFFD}"])
+        #expect(throws: (any Error).self) { try JSONParser.parse(Array(#"["\ud83d"]"#.utf8)) }
+    }
+
     @Test("strings and member names are equal by their code points, not by Swift's canonical equivalence, and hash alike")
     func equalityIsByCodePoints() throws {
         let composed: JSONValue = "Jos\u{E9}"

@@ -94,6 +94,45 @@ struct RedactorTests {
         #expect(written.contains(" name eu-west-1-zone-a "))
     }
 
+    @Test(
+        "a declared member's value is redacted at any depth of JSON text kept in a string, with or without spaces around the colon"
+    )
+    func membersAtAnyDepth() throws {
+        let redactor = Redactor(memberNames: ["password"], environment: [:])
+        // An OpenAI reply kept whole (`raw`): its tool call's arguments are JSON text in a string
+        // in a string, written by Python's json.dumps (a space after each colon).
+        let arguments = #"{"user": "ana", "password": "hunter2-secret"}"#
+        let reply: JSONValue = [
+            "choices": [["message": ["tool_calls": [["function": ["name": "login", "arguments": .string(arguments)]]]]]]
+        ]
+        let event: JSONValue = [
+            "raw": .string(JSONWriter.encodeString(reply)),
+            // A tool's output printed with spaces, its value holding an escaped quote and ending in a backslash.
+            "output": .string(#"{"password" :  "p\"q\\"}"#),
+            "data": ["password": "plain-secret", "user": "ana"],
+            "note": "the password field is \"password\"",
+        ]
+        let line = String(decoding: JSONWriter.encode(event), as: UTF8.self)
+        #expect(redactor.mayRedact(Array(line.utf8)))
+        let written = try #require(redactor.redact(line))
+        for secret in ["hunter2-secret", "plain-secret", #"p\\\"q"#] { #expect(!written.contains(secret), "\(written)") }
+        let parsed = try JSONParser.parse(Array(written.utf8))
+        #expect(parsed["data"]?["password"]?.stringValue?.hasPrefix("[redacted:member:password:") == true)
+        #expect(parsed["data"]?["user"] == "ana")
+        #expect(parsed["note"] == "the password field is \"password\"")
+        let output = try JSONParser.parse(Array(try #require(parsed["output"]?.stringValue).utf8))
+        #expect(output["password"]?.stringValue?.hasPrefix("[redacted:member:password:") == true, "\(output)")
+        let raw = try JSONParser.parse(Array(try #require(parsed["raw"]?.stringValue).utf8))
+        let message = raw["choices"]?.arrayValue?.first?["message"]
+        let function = message?["tool_calls"]?.arrayValue?.first?["function"]
+        let call = try #require(function?["arguments"]?.stringValue)
+        let redactedArguments = try JSONParser.parse(Array(call.utf8))
+        #expect(redactedArguments["password"]?.stringValue?.hasPrefix("[redacted:member:password:") == true, "\(call)")
+        #expect(redactedArguments["user"] == "ana")
+        // A line without the member is left alone.
+        #expect(redactor.redact(#"{"note":"no secret here"}"#) == nil)
+    }
+
     @Test("a secret that holds another is replaced whole, whatever order the names come in")
     func overlappingSecrets() {
         let redactor = Redactor(

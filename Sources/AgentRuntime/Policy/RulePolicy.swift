@@ -205,6 +205,8 @@ public struct ArgumentCondition: Sendable {
         }
         func same(_ value: JSONValue, _ expected: JSONValue) -> Bool {
             if value.equals(byValue: expected) { return true }
+            // A boolean given as a word or a 0/1 (or the other way round) is the boolean a server reads.
+            if case .bool(let flag) = expected { return Self.boolean(value) == flag }
             // A number given as a string (or the other way round) is the number a server reads.
             if expected.doubleValue != nil || value.doubleValue != nil, let left = number(value), let right = number(expected) {
                 return left == right
@@ -218,10 +220,22 @@ public struct ArgumentCondition: Sendable {
             }
             return compare(number) ? .holds : .fails
         }
+        // A value compared with a boolean that no server would read as one (`"maybe"`, `2`, a
+        // list): undecidable, so that a rule on `false` is not walked around with `"nope"`.
+        func unreadableAsBoolean(_ value: JSONValue, _ options: [JSONValue]) -> Judgement? {
+            guard options.contains(where: { $0.boolValue != nil }), Self.boolean(value) == nil,
+                !options.contains(where: { same(value, $0) })
+            else { return nil }
+            return .undecidable("\(where_) is \(JSONWriter.encodeString(value).prefix(80)), which no server reads as a boolean")
+        }
         switch test {
         case .exists(let isExpected): return (value != nil) == isExpected ? .holds : .fails
-        case .equals(let expected): return value.map { same($0, expected) } == true ? .holds : .fails
-        case .oneOf(let options): return value.map { value in options.contains { same(value, $0) } } == true ? .holds : .fails
+        case .equals(let expected):
+            if let value, let unreadable = unreadableAsBoolean(value, [expected]) { return unreadable }
+            return value.map { same($0, expected) } == true ? .holds : .fails
+        case .oneOf(let options):
+            if let value, let unreadable = unreadableAsBoolean(value, options) { return unreadable }
+            return value.map { value in options.contains { same(value, $0) } } == true ? .holds : .fails
         case .matches:
             guard let regex else { return .fails }
             guard let value else { return .fails }
@@ -234,6 +248,24 @@ public struct ArgumentCondition: Sendable {
             }
         case .atLeast(let limit): return bound({ $0 >= limit }, "min", limit)
         case .atMost(let limit): return bound({ $0 <= limit }, "max", limit)
+        }
+    }
+
+    /// The boolean a server reads from `value` (pydantic's lax mode: `true`/`false`, `1`/`0`,
+    /// and the words `true`, `false`, `yes`, `no`, `on`, `off`, `t`, `f`, `y`, `n`, `1`, `0` in any
+    /// case); nil when it reads none.
+    static func boolean(_ value: JSONValue) -> Bool? {
+        switch value {
+        case .bool(let flag): return flag
+        case .int(let number) where number == 0 || number == 1: return number == 1
+        case .double(let number) where number == 0 || number == 1: return number == 1
+        case .string(let text):
+            switch text.lowercased() {
+            case "true", "yes", "on", "t", "y", "1": return true
+            case "false", "no", "off", "f", "n", "0": return false
+            default: return nil
+            }
+        default: return nil
         }
     }
 

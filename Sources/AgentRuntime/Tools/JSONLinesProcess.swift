@@ -208,9 +208,15 @@ public final class JSONLinesProcess: Sendable {
         do {
             message = try JSONParser.parse(line)
         } catch {
-            fail("the server wrote a line that is not a JSON-RPC message: \(Self.excerpt(line)); it was stopped")
-            process.killGroup()
-            return false
+            // A string cut inside a character (a lone surrogate escape, as JavaScript's `slice`
+            // leaves) is read with U+FFFD in its place; any other line that is no JSON ends it.
+            guard let repaired = JSONParser.replacingLoneSurrogates(in: Array(line)), let read = try? JSONParser.parse(repaired) else {
+                fail("the server wrote a line that is not a JSON-RPC message: \(Self.excerpt(line)); it was stopped")
+                process.killGroup()
+                return false
+            }
+            message = read
+            line = repaired[...]
         }
         guard case .object(let object) = message else {
             if case .array = message {

@@ -790,7 +790,27 @@ actor MCPProxySession {
     // MARK: The server's messages
 
     func fromServer(_ line: [UInt8]) async {
-        guard !isFinished, let message = try? JSONParser.parse(line) else { return }
+        guard !isFinished else { return }
+        var message: JSONValue
+        do {
+            message = try JSONParser.parse(line)
+        } catch {
+            // A string cut inside an emoji (a lone surrogate escape) is repaired, not lost; any
+            // other line that is not JSON is kept in the log and said, never dropped unseen.
+            if let repaired = JSONParser.replacingLoneSurrogates(in: line), let read = try? JSONParser.parse(repaired) {
+                settings.notices?(
+                    "the server sent a line with a lone UTF-16 surrogate escape (a string cut inside a character); it is read "
+                        + "with U+FFFD in its place")
+                message = read
+            } else {
+                let isStored = await recorded { try await log.store(line, mediaType: ProxyGate.unreadableMediaType) }
+                settings.notices?(
+                    "the server sent a line that is not JSON (\((error as? any Diagnostic)?.message ?? "\(error)")): "
+                        + (isStored ? "it is kept in the log as content" : "it could not be recorded")
+                        + "; a call it may have answered ends at its --call-timeout")
+                return
+            }
+        }
         guard bridge?.isTranslating == true, let incoming = bridge?.incoming(message) else {
             await dispatch(message, line: line)
             return

@@ -123,6 +123,8 @@ struct ProxyGate: Sendable {
     /// `content_stored`'s media type for the proxy's refusal of a server's request to the client
     /// (the JSON-RPC error it answered the server with; `input_requests` of the policy file).
     static let refusalMediaType = "application/vnd.agent-eval.mcp-refusal+json"
+    /// A line of the server's that is not JSON, kept as it came.
+    static let unreadableMediaType = "application/vnd.agent-eval.mcp-unreadable-line"
     /// `content_stored`'s media type for one round of a multi-round call (`MCPRound`).
     static let roundMediaType = "application/vnd.agent-eval.mcp-round+json"
     /// `content_stored`'s media type for what `--bridge` translates between (`MCPBridge.note`):

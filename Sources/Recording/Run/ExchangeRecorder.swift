@@ -136,8 +136,11 @@ public final class ExchangeRecorder: Sendable {
         /// Requests forwarded and not yet finished.
         var inFlight = 0
         var tokens = 0
-        /// Failed exchanges waiting for the retry that answers them, by canonical key.
-        var failures: [String: [ModelAttempt]] = [:]
+        /// Failed exchanges not yet recorded with a decision, oldest first: each request's
+        /// canonical key, when it ended, and the attempt. The next answered request with the same
+        /// key (the retry), or any answered request made after it ended (the agent asked again
+        /// another way: a trimmed context, another model), carries it in `attempts`.
+        var failures: [(key: String, endUs: Int, attempt: ModelAttempt)] = []
         var lastFailure: String?
         var stopCause: StopCause?
         var writeError: String?
@@ -274,7 +277,7 @@ public final class ExchangeRecorder: Sendable {
                 state.inFlight -= 1
                 // The retry that answers it asks for the same parent request again.
                 if let index = exchange.prefixIndex { state.forking.prefixClaimed.remove(index) }
-                state.failures[baseKey, default: []].append(attempt)
+                state.failures.append((baseKey, endUs, attempt))
                 state.lastFailure = message
                 if outcome.isNotRecorded, state.stopCause == nil {
                     state.stopCause = .notRecorded(message, step: state.recorder?.step ?? 0)
@@ -367,12 +370,18 @@ public final class ExchangeRecorder: Sendable {
                     promptHash: requestHash)))
         recorder.timeUs = endUs
         let (decision, calls) = decision(from: raw, format: outcome.reply.format, state: &state)
+        // Its own failed tries, and every failure it followed: none is left out of the log.
+        let isCarried = { (failure: (key: String, endUs: Int, attempt: ModelAttempt)) in
+            failure.key == baseKey || failure.endUs <= exchange.startUs
+        }
+        let attempts = state.failures.filter(isCarried).map(\.attempt)
+        state.failures.removeAll(where: isCarried)
         try recorder.record(
             .decisionMade(
                 DecisionMade(
                     raw: JSONWriter.encodeString(raw), format: outcome.reply.format.rawValue, outcome: decision, usage: outcome.reply.usage,
                     latencyUs: max(0, endUs - exchange.startUs), timeToFirstTokenUs: outcome.reply.isStream ? outcome.firstContentUs : nil,
-                    attempts: state.failures.removeValue(forKey: baseKey) ?? [])))
+                    attempts: attempts)))
         for call in calls {
             // A proxied tool's call is judged, and its intent recorded, by the proxy when the
             // agent makes it.
