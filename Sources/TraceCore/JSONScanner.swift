@@ -321,6 +321,31 @@ public struct JSONScanner {
         return try cursor.string(reusing: candidate)
     }
 
+    /// The largest measure a log may hold — a time in µs since the epoch, a duration, a token
+    /// count: 2^53 − 1, the largest integer every JSON reader keeps exactly (RFC 8259 §6). Sums
+    /// and differences of so many measures cannot overflow, so no fold or report of a log traps
+    /// on what the log says (a hostile log's `Int.max` would).
+    public static let maximumMeasure = 9_007_199_254_740_991
+
+    /// An integer that measures something (`maximumMeasure`): from 0 to 2^53 − 1.
+    public mutating func readMeasure() throws -> Int {
+        let value = try readInt()
+        try Self.checkMeasure(value)
+        return value
+    }
+
+    /// `readMeasure`, or nil for `null`.
+    public mutating func readOptionalMeasure() throws -> Int? {
+        if try readNull() { return nil }
+        return try readMeasure()
+    }
+
+    /// Throws, for the member being read, when `value` is no measure (`maximumMeasure`).
+    public static func checkMeasure(_ value: Int) throws {
+        guard value < 0 || value > maximumMeasure else { return }
+        throw TraceCoreError(.invalidField, "must be a whole number from 0 to \(maximumMeasure) (2^53 − 1), found \(value)", fieldPath: "")
+    }
+
     public mutating func readInt() throws -> Int {
         if let value = readPlainInt() { return value }
         guard cursor.index < cursor.end,

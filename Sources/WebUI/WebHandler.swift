@@ -278,6 +278,8 @@ final class WebHandler: HTTPRequestHandling {
     private func runPage(_ request: WebRequest) async -> Response {
         guard let given = request.parameter("log") else { return .text(400, "give the log: /run?log=PATH") }
         guard let log = await state.access.allowed(given) else { return notShown(given) }
+        // A served folder may name a log that is not there: not found, not a damaged log.
+        guard FileManager.default.fileExists(atPath: log) else { return .text(404, "there is no log at \(log)") }
         _ = state.watcher.follow(log)
         let access = state.access
         let view: RunView
@@ -331,7 +333,7 @@ final class WebHandler: HTTPRequestHandling {
     /// it is), so only the members holding them are inflated.
     private func steps(_ request: WebRequest) async -> Response {
         guard let given = request.parameter("log"), let from = request.parameter("from").flatMap(Int.init),
-            let to = request.parameter("to").flatMap(Int.init), to >= from
+            let to = request.parameter("to").flatMap(Int.init), from >= 0, to >= from
         else {
             return .json(400, ["error": "give the log and the steps: /api/run/steps?log=PATH&from=N&to=M"])
         }
@@ -423,6 +425,10 @@ final class WebHandler: HTTPRequestHandling {
         }
         guard let log = await state.access.allowed(given) else {
             try await notShown(given).send(to: request.head, outbound)
+            return
+        }
+        guard FileManager.default.fileExists(atPath: log) else {
+            try await Response.text(404, "there is no log at \(log)").send(to: request.head, outbound)
             return
         }
         let resumed = request.header("last-event-id") ?? request.parameter("after")

@@ -48,10 +48,26 @@ struct ConversationCommandTests {
         try await TemporaryDirectory.with { directory in
             let server = try LocalModelServer()
             try Self.writeCase(in: directory, agentBase: server.baseURL("support-chat"), userBase: server.baseURL("customer"))
+            // The user's turns are reviewed by a judge over HTTP: its calls go into the case's
+            // cassette with the others, and replay from it.
+            let text = try String(contentsOfFile: directory.path("cases/case.yaml"), encoding: .utf8).replacingOccurrences(
+                of: "  maxTurns: 6\n",
+                with: "  maxTurns: 6\n  review: {model: {provider: openai, name: judge-model, base_url: \"\(server.baseURL("judge"))\", "
+                    + "max_retries: 0}}\n")
+            try text.write(toFile: directory.path("cases/case.yaml"), atomically: true, encoding: .utf8)
             let environment = ["OPENAI_API_KEY": RecordCommandTests.key]
             let recorded = try await agentEval(
-                ["run", "cases", "--no-catalog", "--out", "runs/1", "--record", "new"], in: directory.url, environment: environment)
-            #expect(recorded.status == 0, "\(recorded.stdoutText)\(recorded.stderr)")
+                ["run", "cases", "--no-catalog", "--out", "runs/1", "--record", "new", "--json"], in: directory.url,
+                environment: environment)
+            let judgeRequests = try server.requests().filter { ($0["path"] as? String)?.hasPrefix("/judge/") == true }
+            #expect(judgeRequests.count == 1, "the review asked its judge once")
+            let recordedReport = try JSONParser.parse(Array(recorded.stdout))
+            func review(_ report: JSONValue) -> JSONValue? {
+                report["cases"]?.arrayValue?.first?["runs"]?.arrayValue?.first?["judgements"]?.arrayValue?.first {
+                    $0["expectation"] == "user.review"
+                }
+            }
+            let recordedReview = try #require(review(recordedReport), "\(recorded.stdoutText)\(recorded.stderr)")
             let requests = try server.requests().compactMap { $0["path"] as? String }
             #expect(requests.filter { $0.hasPrefix("/customer/") }.count == 4, "the user's four turns asked its model: \(requests)")
             let sentSeeds = try server.requests().filter { ($0["path"] as? String)?.hasPrefix("/customer/") == true }.map {
@@ -61,7 +77,11 @@ struct ConversationCommandTests {
             // Nothing listens now: only the cassette can answer, for both roles.
             let replayed = try await agentEval(
                 ["run", "cases", "--no-catalog", "--out", "runs/2", "--json"], in: directory.url, environment: environment)
-            #expect(replayed.status == 0, "\(replayed.stdoutText)\(replayed.stderr)")
+            #expect(replayed.status == recorded.status, "\(replayed.stdoutText)\(replayed.stderr)")
+            #expect(!replayed.stderr.contains("could not connect"), "\(replayed.stderr)")
+            // The judge's verdict came from the cassette: the same as when it was recorded.
+            let replayedReview = try #require(review(try JSONParser.parse(Array(replayed.stdout))), "\(replayed.stdoutText)")
+            #expect(replayedReview["passed"] == recordedReview["passed"] && replayedReview["reason"] == recordedReview["reason"])
             let first = try Self.state(directory.path("runs/1/conversation-1.jsonl.gz"))
             let second = try Self.state(directory.path("runs/2/conversation-1.jsonl.gz"))
             #expect(first.dialogue == second.dialogue)

@@ -2,6 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 import TraceCore
+import TraceLog
 
 #if canImport(Glibc)
     import Glibc
@@ -20,6 +21,32 @@ struct NotARunTests {
         try Data().write(to: URL(fileURLWithPath: plain))
         #expect(try await Subprocess.run(gzipPath, ["-n", plain]).status == 0)
         return plain + ".gz"
+    }
+
+    @Test(
+        "a whole, chained log whose times or counts no arithmetic can hold (Int.min, Int.max) is refused by replay, diff and run, never a crash"
+    )
+    func measuresOutOfRange() async throws {
+        try await TemporaryDirectory.with { directory in
+            let valid = Self.conformance.appendingPathComponent("valid-support-sample.jsonl.gz").path
+            let hostile = directory.path("hostile.jsonl.gz")
+            let writer = try LogWriter.create(at: hostile, runId: "run-hostile")
+            _ = try writer.append(.runStarted(SampleRun.supportStart()), step: 0, timeUs: Int.min)
+            _ = try writer.append(
+                .decisionMade(DecisionMade(raw: "", outcome: .valid(.answer("done")), usage: TokenUsage(input: Int.max, output: Int.max))),
+                step: 1, timeUs: Int.max)
+            _ = try writer.append(.runStopped(RunStopped(reason: .success, answer: "done")), step: 1, timeUs: Int.max)
+            try writer.close()
+            for arguments in [["replay", hostile], ["diff", valid, hostile], ["view", hostile, "--out", directory.path("page.html")]] {
+                let result = try await agentEval(arguments)
+                #expect(result.status == 2, "\(arguments): \(result.status) \(result.stderr)")
+                #expect(result.stderr.contains("time_us") && result.stderr.contains("2^53"), "\(arguments): \(result.stderr)")
+            }
+            try "caseId: hostile\nlogs: hostile.jsonl.gz\nexpected: {maxTokens: 100}\n".write(
+                toFile: directory.path("case.yaml"), atomically: true, encoding: .utf8)
+            let run = try await agentEval(["run", "case.yaml", "--no-catalog"], in: directory.url)
+            #expect(run.status == 2, "\(run.stdoutText)\(run.stderr)")
+        }
     }
 
     @Test("diff: a log whose digests and events do not check out is not the same trajectory; a pipeline log is refused")

@@ -383,6 +383,14 @@ struct ServeCommandTests {
             try await server.get("/compare?a=\(Self.escaped(runs + "/mine.jsonl.gz"))&b=\(Self.escaped(elsewhere + "/secret.jsonl.gz"))")
                 .status == 404)
         #expect(try await server.get("/nothing").status == 404)
+        // A log a served folder could hold but does not: not found, not a damaged log.
+        let missing = Self.escaped(runs + "/gone.jsonl.gz")
+        #expect(try await server.get("/run?log=" + missing).status == 404)
+        #expect(try await server.get("/events/run?log=" + missing).status == 404)
+        // Steps from a number whose distance to the last would overflow: refused, the server still up.
+        let mine = Self.escaped(runs + "/mine.jsonl.gz")
+        #expect(try await server.get("/api/run/steps?log=\(mine)&from=\(Int.min)&to=1").status == 400)
+        #expect(try await server.get("/api/run/steps?log=\(mine)&from=0&to=2").status == 200)
         _ = await server.stop()
     }
 

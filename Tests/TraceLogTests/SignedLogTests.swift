@@ -80,7 +80,7 @@ struct SignedLogTests {
             let extendedPath = directory.path("extended.jsonl.gz")
             try FileManager.default.copyItem(atPath: log, toPath: extendedPath)
             let (writer, _) = try LogWriter.open(at: extendedPath)
-            try writer.append(.contentStored(ContentStored(text: "later")), step: events.last?.step ?? 0, timeUs: 9_999_999_999_999_999)
+            try writer.append(.contentStored(ContentStored(text: "later")), step: events.last?.step ?? 0, timeUs: 9_000_000_000_000_000)
             try writer.close()
             #expect(
                 try problems(extendedPath, key: publicKey).contains { $0.hasSuffix("come after the last signature: the log was extended") })

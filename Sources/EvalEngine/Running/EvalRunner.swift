@@ -492,6 +492,19 @@ public struct EvalRunner: Sendable {
     static func checkLive(
         log: String, repeatIndex: Int, case evalCase: EvalCase, agents: AgentCache, options: EvalOptions, judge: RubricJudge
     ) async -> RunResult {
+        // A case that names a cassette replays its judges from it too, as its agent's and its
+        // user's models (docs/conversations.md): its rubrics and its user's review ask through it.
+        var judge = judge
+        if evalCase.cassette != nil {
+            do {
+                let models = try agents.modelOptions(cassette: evalCase.cassette, for: evalCase.location.path)
+                judge = RubricJudge(factory: models.factory, defaultModel: options.judgeModel)
+            } catch {
+                return RunResult(
+                    logPath: log, repeatIndex: repeatIndex, failures: [], notes: [], error: DiagnosticRecord(describing: error),
+                    summary: RunSummary())
+            }
+        }
         var result = await check(log: log, repeatIndex: repeatIndex, case: evalCase, options: options, judge: judge)
         let runId = (try? LogReader(path: log).firstEvent())??.event.runId ?? ""
         result = noteFrozenUser(result, runId: runId, agents: agents)

@@ -155,8 +155,8 @@ public struct TokenUsage: JSONRepresentable, JSONObjectEncodable, Hashable {
         var output: Int?
         try scanner.readObject { scanner, key in
             switch key {
-            case "input": input = try scanner.read()
-            case "output": output = try scanner.read()
+            case "input": input = try scanner.readMeasure()
+            case "output": output = try scanner.readMeasure()
             default: try scanner.skipValue()
             }
         }
@@ -282,8 +282,8 @@ public struct DecisionMade: JSONRepresentable, JSONObjectEncodable, Hashable {
             case "decision": decision = try scanner.readOptional()
             case "invalid": invalid = try scanner.readOptional()
             case "usage": usage = try scanner.readOptional()
-            case "latency_us": latencyUs = try scanner.readOptional()
-            case "ttft_us": timeToFirstTokenUs = try scanner.readOptional()
+            case "latency_us": latencyUs = try scanner.readOptionalMeasure()
+            case "ttft_us": timeToFirstTokenUs = try scanner.readOptionalMeasure()
             case "cost_usd": costUSD = try scanner.readOptional()
             case "attempts": attempts = try scanner.readOptional()
             default: try scanner.skipValue()

@@ -182,7 +182,7 @@ public struct Event: Sendable, Hashable {
             case 1: runId = try scanner.readString(reusing: expectedRunId)
             case 2: sequence = try scanner.read()
             case 3: step = try scanner.read()
-            case 4: timeUs = try scanner.read()
+            case 4: timeUs = try scanner.readMeasure()
             case 5: kind = try scanner.read()
             case 6: previousHash = try scanner.readString(reusing: expectedPrevious)
             default:
@@ -236,6 +236,11 @@ public struct Event: Sendable, Hashable {
         sequence = try field(2)
         step = try field(3)
         timeUs = try field(4)
+        do {
+            try JSONScanner.checkMeasure(timeUs)
+        } catch let error as TraceCoreError {
+            throw error.inside("time_us")
+        }
         let kind: String = try field(5)
         previousHash = version >= Event.memberChainVersion && envelope[6] == nil ? nil : try field(6) as String
         let data: JSONValue = try field(7)

@@ -389,7 +389,7 @@ public struct TaskFinished: JSONRepresentable, JSONObjectEncodable, Hashable {
             case "error": error = try scanner.readOptional()
             case "recovery": recovery = try scanner.readOptional()
             case "stop_reason": stopReason = try scanner.readOptional()
-            case "duration_us": durationUs = try scanner.read()
+            case "duration_us": durationUs = try scanner.readMeasure()
             case "state_digest": stateDigest = try scanner.read()
             default: try scanner.skipValue()
             }

@@ -173,7 +173,7 @@ public struct ToolCompleted: JSONRepresentable, JSONObjectEncodable, Hashable {
             case "error": error = try scanner.readOptional()
             case "retryable": isRetryable = try scanner.readOptional()
             case "stderr": stderr = try scanner.readOptional()
-            case "duration_us": durationUs = try scanner.read()
+            case "duration_us": durationUs = try scanner.readMeasure()
             default: try scanner.skipValue()
             }
         }

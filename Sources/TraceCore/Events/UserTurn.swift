@@ -124,7 +124,7 @@ public struct UserTurn: JSONRepresentable, JSONObjectEncodable, Hashable {
             case "model": model = try scanner.readOptional()
             case "usage": usage = try scanner.readOptional()
             case "cost_usd": costUSD = try scanner.readOptional()
-            case "latency_us": latencyUs = try scanner.readOptional()
+            case "latency_us": latencyUs = try scanner.readOptionalMeasure()
             case "sampling": sampling = try scanner.readOptional()
             default: try scanner.skipValue()
             }
