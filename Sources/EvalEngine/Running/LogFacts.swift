@@ -18,8 +18,9 @@ public struct LogFacts: Sendable, Hashable {
     public var endIsSigned = false
 
     /// Bump when the fold, the state's snapshot form or what the read records changes: every
-    /// cached entry made by another version is then read again.
-    public static let extractorVersion = 2
+    /// cached entry made by another version is then read again. (3: the reader refuses a
+    /// measure outside 0…2^53−1, docs/log-format.md section 2.)
+    public static let extractorVersion = 3
 
     public struct DigestMismatch: Sendable, Hashable {
         public var sequence: Int
