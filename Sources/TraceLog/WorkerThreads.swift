@@ -132,6 +132,19 @@ public final class WorkerThreads<Work: Sendable>: @unchecked Sendable {
         condition.unlock()
     }
 
+    /// `waitUntilEnded`, for at most `timeout`: whether the threads ended within it. For a thread
+    /// that waits on another's end which something outside may hold up (a pipe a daemon kept).
+    public func waitUntilEnded(within timeout: Duration) -> Bool {
+        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+        let deadline = Date(timeIntervalSinceNow: seconds)
+        condition.lock()
+        defer { condition.unlock() }
+        while running > 0 {
+            if !condition.wait(until: deadline) { return running == 0 }
+        }
+        return true
+    }
+
     private func loop() {
         condition.lock()
         // The idle hook runs after work, never before the first item.

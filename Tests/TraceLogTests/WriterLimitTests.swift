@@ -99,3 +99,23 @@ struct WriterLimitTests {
         #expect(options.maximumLineBytes == (64 << 20) - 256 * 1024 - 64 * 1024)
     }
 }
+
+@Suite("The house's worker threads")
+struct WorkerThreadsTests {
+    @Test("a bounded wait for threads' end: false while their work is held up, true once it ends")
+    func boundedWaitForTheEnd() throws {
+        var ends: [Int32] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        let (readEnd, writeEnd) = (ends[0], ends[1])
+        let reader = JobThreads(name: "test reader")
+        reader.submit {
+            var byte: UInt8 = 0
+            _ = read(readEnd, &byte, 1)  // held up until the pipe's other end closes
+        }
+        reader.finish()
+        #expect(!reader.waitUntilEnded(within: .milliseconds(50)), "the read is still waiting")
+        close(writeEnd)
+        #expect(reader.waitUntilEnded(within: .seconds(60)), "the pipe's end ended the work")
+        close(readEnd)
+    }
+}

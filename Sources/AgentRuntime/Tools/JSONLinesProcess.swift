@@ -50,8 +50,6 @@ public final class JSONLinesProcess: Sendable {
         var stderr: [UInt8] = []
         /// Bytes of stderr written so far, kept or not: a call's share is what came after its start.
         var stderrTotal = 0
-        /// The stderr reader saw the pipe's end.
-        var stderrClosed = false
         var exited = false
         var stdinClosed = false
     }
@@ -63,6 +61,8 @@ public final class JSONLinesProcess: Sendable {
     private let continuation: AsyncThrowingStream<Data, any Error>.Continuation
     /// Made once the server started: a server that cannot be started leaves no thread behind.
     private let writer: JobThreads
+    /// The thread that reads stderr to its end, which the stdout reader waits for (bounded).
+    private let stderrReader: JobThreads
 
     public init(
         command: [String], directory: String, environment: [String: String], name: String,
@@ -75,8 +75,10 @@ public final class JSONLinesProcess: Sendable {
         self.name = name
         self.forwardsStderr = forwardsStderr
         (messages, continuation) = AsyncThrowingStream.makeStream(of: Data.self)
+        stderrReader = JobThreads(name: "agent-eval mcp stderr", stackSize: 128 * 1024)
+        stderrReader.submit { [self] in readErrors() }
+        stderrReader.finish()
         JobThreads.once(name: "agent-eval mcp stdout", stackSize: 512 * 1024) { [self] in readMessages() }
-        JobThreads.once(name: "agent-eval mcp stderr", stackSize: 128 * 1024) { [self] in readErrors() }
     }
 
     deinit { writer.finish() }
@@ -192,7 +194,7 @@ public final class JSONLinesProcess: Sendable {
         state.withLock { $0.exited = true }
         // Its last words may still be in the stderr pipe: let the reader drain it (bounded —
         // the group is dead, so the pipe's end comes at once unless something escaped it).
-        for _ in 0..<200 where !state.withLock({ $0.stderrClosed }) { usleep(10_000) }
+        _ = stderrReader.waitUntilEnded(within: .seconds(2))
         let how = SpawnedProcess.describe(waitStatus: status)
         fail("the server \(how)" + (lastErrorLine.map { " (its last words on stderr: \($0))" } ?? ""))
         continuation.finish(throwing: ServerClosed())
@@ -254,7 +256,6 @@ public final class JSONLinesProcess: Sendable {
             }
         }
         close(process.stderr)
-        state.withLock { $0.stderrClosed = true }
     }
 
     // MARK: Lines over descriptors
