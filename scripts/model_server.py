@@ -426,6 +426,14 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self.stream(openai_answer("after the drop"))
 
+    def scenario_cut_clean(self, body, attempt, anthropic):
+        """The first answer's stream ends cleanly before its end marker (no finish, no [DONE]);
+        every later one is whole."""
+        if attempt == 1:
+            self.stream(openai_answer("never finished")[:2])
+        else:
+            self.stream(openai_answer("whole at last"))
+
     def scenario_always_busy(self, body, attempt, anthropic):
         self.plain(503, "application/json", json.dumps({"error": {"message": "busy", "type": "server_error"}}).encode(),
                    [("retry-after-ms", "1")])

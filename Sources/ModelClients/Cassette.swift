@@ -76,12 +76,26 @@ public final class Cassette: Sendable {
         ContentHash.sha256(Array("\(provider)\n".utf8) + JSONWriter.encode(body))
     }
 
-    /// A transport that answers from this cassette, and (by mode) records `live`'s answers.
+    /// A transport that answers from this cassette, and (by mode) records `live`'s answers: only
+    /// whole ones (`isWhole`).
     func transport(provider: String, live: any ModelTransport) -> any ModelTransport {
-        CassetteTransport(cassette: self, provider: provider, live: live) { request in
-            let body = (try? JSONParser.parse(request.body)) ?? .string(String(decoding: request.body, as: UTF8.self))
-            return (Cassette.key(provider: provider, body: body), body)
-        }
+        CassetteTransport(
+            cassette: self, provider: provider, live: live,
+            key: { request in
+                let body = (try? JSONParser.parse(request.body)) ?? .string(String(decoding: request.body, as: UTF8.self))
+                return (Cassette.key(provider: provider, body: body), body)
+            }, keeps: Self.isWhole)
+    }
+
+    /// Whether a live 200 answer is whole, as `ReplyReader` reads it: a stream to its end marker, a
+    /// body that is the API's reply. Only such an answer is kept — a stream cut short, or one that
+    /// ended in an error event, replayed to every retry and every later run would fail them all.
+    static func isWhole(_ request: TransportRequest, _ recording: Recording) -> Bool {
+        guard let api = ModelAPI(path: request.url) else { return false }
+        var reader = ReplyReader(api: api)
+        reader.take(.head(status: recording.status, headers: [HTTPHeader(name: "content-type", value: recording.contentType)]))
+        reader.take(.chunk(recording.body))
+        return reader.finish().raw != nil
     }
 
     /// A transport like `transport(provider:live:)` whose requests are keyed by the caller: `key`
@@ -92,13 +106,7 @@ public final class Cassette: Sendable {
     public func transport(
         provider: String, live: any ModelTransport, keyedBy key: @escaping @Sendable (TransportRequest) -> (key: String, request: JSONValue)
     ) -> any ModelTransport {
-        CassetteTransport(cassette: self, provider: provider, live: live, key: key) { request, recording in
-            guard let api = ModelAPI(path: request.url) else { return false }
-            var reader = ReplyReader(api: api)
-            reader.take(.head(status: recording.status, headers: [HTTPHeader(name: "content-type", value: recording.contentType)]))
-            reader.take(.chunk(recording.body))
-            return reader.finish().raw != nil
-        }
+        CassetteTransport(cassette: self, provider: provider, live: live, key: key, keeps: Self.isWhole)
     }
 
     // MARK: Exchanges that are not HTTP (MCP requests)
@@ -271,8 +279,8 @@ struct CassetteTransport: ModelTransport {
     let provider: String
     let live: any ModelTransport
     let key: @Sendable (TransportRequest) -> (key: String, request: JSONValue)
-    /// Whether a live 200 answer is kept; every one is, unless the caller says.
-    var keeps: @Sendable (TransportRequest, Cassette.Recording) -> Bool = { _, _ in true }
+    /// Whether a live 200 answer is kept (`Cassette.isWhole`).
+    let keeps: @Sendable (TransportRequest, Cassette.Recording) -> Bool
 
     func exchange(_ request: TransportRequest, receive: ([TransportPart]) throws -> Void) async throws {
         let (key, body) = self.key(request)

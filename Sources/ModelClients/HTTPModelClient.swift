@@ -90,7 +90,7 @@ public struct HTTPModelClient: ModelClient {
             case .failed(let failure):
                 try Task.checkCancellation()
                 let canRetry = failure.isRetryable && attempts.count < settings.maxRetries
-                let wait = canRetry ? min(failure.retryAfterMs ?? Self.backoff(retry: attempts.count), Self.retryAfterCapMs) : 0
+                let wait = canRetry ? min(failure.retryAfterMs ?? Self.backoff(retry: attempts.count + 1), Self.retryAfterCapMs) : 0
                 attempts.append(
                     ModelAttempt(status: failure.status, error: failure.message, retryAfterMs: failure.retryAfterMs, waitedMs: wait))
                 guard canRetry else {

@@ -83,6 +83,22 @@ struct StopReasonTests {
         }
     }
 
+    @Test("a decision that uses the token budget to the last token runs none of its calls: the budget is spent, as before a step")
+    func budgetSpentExactly() async throws {
+        try await TemporaryDirectory.with { directory in
+            let counter = CallCounter()
+            // One decision of 110 tokens (`calls` uses 100 in, 10 out) against a budget of 110.
+            let agent = makeAgent(
+                decisions: [calls(("pay", [:])), answer("paid")], tools: [try echoTool(counter, name: "pay", sideEffect: .write)],
+                limits: RunLimits(maxSteps: 20, tokenBudget: 110))
+            let (outcome, folded, events) = try await record(agent, in: directory)
+            #expect(outcome.stop.reason == .budgetExhausted && outcome.stop.limit == .tokenBudget)
+            #expect(counter.value == 0, "the write never ran")
+            #expect(!events.contains { $0.kind == "tool_intended" || $0.kind == "verdict_given" }, "\(events.map(\.kind))")
+            #expect(folded.usage.totalTokens == 110)
+        }
+    }
+
     @Test("a model client failure is recorded in the stop event with what went wrong")
     func modelFailureIsRecorded() async throws {
         try await TemporaryDirectory.with { directory in

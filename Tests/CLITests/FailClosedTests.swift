@@ -244,6 +244,32 @@ struct FailClosedTests {
         }
     }
 
+    @Test(
+        "--record new keeps only whole answers: a stream cut short before its end marker is retried live, and the cassette replays the whole one"
+    )
+    func cutStreamNotRecorded() async throws {
+        let server = try LocalModelServer()
+        defer { server.stop() }
+        try await TemporaryDirectory.with { directory in
+            try FileManager.default.createDirectory(atPath: directory.path("cases"), withIntermediateDirectories: true)
+            try EvidenceMatrixTests.agentFile(baseURL: server.baseURL("cut-clean"))
+                .replacingOccurrences(of: "max_retries: 0", with: "max_retries: 2")
+                .write(toFile: directory.path("cases/agent.yaml"), atomically: true, encoding: .utf8)
+            try
+                "caseId: whole\nagent: agent.yaml\ninput: Where is order A-1042?\ncassette: ../cassettes/w\nexpected: {stopReason: success}\n"
+                .write(toFile: directory.path("cases/case.yaml"), atomically: true, encoding: .utf8)
+            let environment = ["OPENAI_API_KEY": RecordCommandTests.key]
+            let first = try await agentEval(
+                ["run", "cases", "--no-catalog", "--out", "runs/1", "--record", "new"], in: directory.url, environment: environment)
+            #expect(first.status == 0, "the retry reached the model: \(first.stdoutText)\(first.stderr)")
+            #expect(try server.requests().count == 2, "the cut answer, then the whole one")
+            server.stop()
+            let second = try await agentEval(
+                ["run", "cases", "--no-catalog", "--out", "runs/2"], in: directory.url, environment: environment)
+            #expect(second.status == 0, "the cassette holds the whole answer: \(second.stdoutText)\(second.stderr)")
+        }
+    }
+
     @Test("--record new says which recordings of a cassette the run no longer used")
     func staleRecordings() async throws {
         let server = try LocalModelServer()

@@ -346,7 +346,9 @@ final class RunSession {
             try recorder.endStep()
             try stop(.blocked, error: "the agent stopped: \(reason)")
         case .toolCalls(let calls):
-            if let budget = state.start?.limits.tokenBudget, state.usage.totalTokens > budget {
+            // Spent as `limitReachedBeforeStep` says it is: a budget used to the last token leaves
+            // none for what the calls' results would be read with.
+            if let budget = state.start?.limits.tokenBudget, state.usage.totalTokens >= budget {
                 try recorder.endStep()
                 try stop(.budgetExhausted, limit: .tokenBudget, error: limitMessage(.tokenBudget))
                 return
