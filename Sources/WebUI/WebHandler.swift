@@ -85,7 +85,11 @@ final class WebHandler: HTTPRequestHandling {
         case (.GET, "/case"): return await casePage(request)
         case (.GET, "/audit"): return await auditPage(request)
         case (.GET, "/approvals"): return await approvalsPage()
-        case (.GET, "/api/approvals"): return .json(200, .array(await waitingCalls()))
+        case (.GET, "/api/approvals"):
+            switch await waitingCalls() {
+            case .success(let waiting): return .json(200, .array(waiting))
+            case .failure(let error): return .json(500, ["error": .string(Self.approvalsUnknown(error))])
+            }
         case (.POST, "/api/approvals"): return await approve(request)
         default:
             let paths: Set = [
@@ -584,6 +588,7 @@ final class WebHandler: HTTPRequestHandling {
             object.set("next", rows.count > limit ? rows[limit - 1].id : nil)
         } catch {
             object.set("error", error.message)
+            return page(500, HTMLPage(title: "suite runs", data: object.json))
         }
         return page(200, HTMLPage(title: "suite runs", data: object.json))
     }
@@ -718,19 +723,26 @@ final class WebHandler: HTTPRequestHandling {
             object.set("left_out", rows.count > Self.maxAudited)
         } catch {
             object.set("error", error.message)
+            return page(500, HTMLPage(title: "audit", data: object.json))
         }
         return page(200, HTMLPage(title: "audit", data: object.json))
     }
 
     // MARK: Approvals
 
-    /// The calls that wait in the runs the catalog has as running, newest run first.
-    private func waitingCalls() async -> [JSONValue] {
+    /// The calls that wait in the runs the catalog has as running, newest run first; the
+    /// catalog's error when it cannot say which runs those are (never "none waits" then).
+    private func waitingCalls() async -> Result<[JSONValue], CatalogError> {
         var query = RunQuery()
         query.stopReasons = ["running", StopReason.approvalRequired.rawValue]
         query.limit = 500
         let running = query
-        let rows = (try? await state.catalog.work { catalog throws(CatalogError) in try catalog.runs(running) }) ?? []
+        let rows: [RunRow]
+        do {
+            rows = try await state.catalog.work { catalog throws(CatalogError) in try catalog.runs(running) }
+        } catch {
+            return .failure(error)
+        }
         let pending = await state.readers.run { rows.map { MCPApprovals.pending(log: $0.path) } }
         var waiting: [JSONValue] = []
         for (row, calls) in zip(rows, pending) {
@@ -743,15 +755,26 @@ final class WebHandler: HTTPRequestHandling {
             object.set("calls", JSONValue.array(calls.map(\.json)))
             waiting.append(object.json)
         }
-        return waiting
+        return .success(waiting)
     }
 
     private func approvalsPage() async -> Response {
         var object = ObjectBuilder()
         object.set("view", "approvals")
         object.set("served", state.served)
-        object.set("waiting", JSONValue.array(await waitingCalls()))
-        return page(200, HTMLPage(title: "approvals", data: object.json))
+        switch await waitingCalls() {
+        case .success(let waiting):
+            object.set("waiting", JSONValue.array(waiting))
+            return page(200, HTMLPage(title: "approvals", data: object.json))
+        case .failure(let error):
+            object.set("error", Self.approvalsUnknown(error))
+            return page(500, HTMLPage(title: "approvals", data: object.json))
+        }
+    }
+
+    /// What the approvals page and API say when the catalog cannot tell which runs are running.
+    static func approvalsUnknown(_ error: CatalogError) -> String {
+        "which calls wait for a person is not known: the catalog could not list the running runs (\(error.message))"
     }
 
     /// Records a person's answer as `agent-eval approve` does (`MCPApprovals.answer`): of two

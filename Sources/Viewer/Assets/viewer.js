@@ -917,6 +917,7 @@
 
   function drawApprovalsPage(app, data) {
     append(app, el('h1', null, 'Calls waiting for approval'));
+    if (data.error) { append(app, el('p', { class: 'error', id: 'approvals-error' }, data.error)); return; }
     const waiting = data.waiting || [];
     if (!waiting.length) append(app, el('p', { class: 'muted', id: 'no-approvals' }, 'No call waits for a person in the runs the catalog has as running.'));
     for (const run of waiting) {
