@@ -43,14 +43,14 @@ public struct JSONParser {
     /// (JavaScript's `slice`) writes it: a reader of another program's lines repairs it rather
     /// than lose the line.
     public static func replacingLoneSurrogates(in bytes: [UInt8]) -> [UInt8]? {
-        func hex(at index: Int) -> Int? {
+        /// The code unit of the `\\uXXXX` escape at `index`, read as the parser reads one.
+        func hex(at index: Int) -> UInt32? {
             guard index + 6 <= bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else { return nil }
-            var value = 0
-            for byte in bytes[index + 2..<index + 6] {
-                guard let digit = Int(String(UnicodeScalar(byte)), radix: 16) else { return nil }
-                value = value * 16 + digit
+            return bytes.withUnsafeBufferPointer { buffer in
+                guard let base = buffer.baseAddress else { return nil }
+                var cursor = Cursor(base: base, end: index + 6, index: index + 2)
+                return try? cursor.hex4()
             }
-            return value
         }
         var result: [UInt8] = []
         var copied = 0
