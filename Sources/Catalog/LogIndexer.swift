@@ -272,7 +272,7 @@ extension Catalog {
     }
 
     /// Microseconds since 1970, as the catalog stores times.
-    public static func nowUs() -> Int { Int(Date().timeIntervalSince1970 * 1_000_000) }
+    public static func nowUs() -> Int { Int(saturating: Date().timeIntervalSince1970 * 1_000_000) }
 
     /// `path` made absolute and standard, the key of a log in the catalog (`ConfigPath.absolute`).
     public static func absolute(_ path: String) -> String { ConfigPath.absolute(path) }

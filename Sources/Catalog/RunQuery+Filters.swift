@@ -126,9 +126,20 @@ extension RunQuery {
     /// `10s` ago, or an exact `1764000000000000us`.
     public static func time(_ text: String, option: String, now: Date = Date()) throws(FilterError) -> Int {
         if text.hasSuffix("us"), let exact = Int(text.dropLast(2)) { return exact }
-        if let unit = text.last, let amount = Int(text.dropLast()), amount >= 0 {
-            let seconds: Int? = ["d": 86_400, "h": 3_600, "m": 60, "s": 1][unit].map { amount * $0 }
-            if let seconds { return Int(now.timeIntervalSince1970 * 1_000_000) - seconds * 1_000_000 }
+        if let unit = text.last, let amount = Int(text.dropLast()), amount >= 0,
+            let scale = ["d": 86_400, "h": 3_600, "m": 60, "s": 1][unit]
+        {
+            // An amount so large that the time is before 1970 by more than any run could be
+            // (`999999999999999999d`) is refused, not an overflow trap.
+            let (seconds, overflows) = amount.multipliedReportingOverflow(by: scale)
+            guard !overflows, seconds <= JSONScanner.maximumMeasure / 1_000_000 else {
+                throw FilterError(
+                    name: String(option.drop { $0 == "-" }),
+                    message:
+                        "\(option) \(text) reaches back further than any time a log holds: give at most \(JSONScanner.maximumMeasure / 1_000_000 / scale)\(unit)"
+                )
+            }
+            return Int(saturating: now.timeIntervalSince1970 * 1_000_000) - seconds * 1_000_000
         }
         let formatter = ISO8601DateFormatter()
         if let date = formatter.date(from: text) { return Int(date.timeIntervalSince1970 * 1_000_000) }

@@ -321,8 +321,11 @@ public struct HTTPModelClient: ModelClient {
         func value(_ name: String) -> Double? {
             headers.first { $0.name.lowercased() == name }.flatMap { Double($0.value.trimmingCharacters(in: .whitespaces)) }
         }
-        if let ms = value("retry-after-ms"), ms >= 0 { return Int(ms.rounded(.up)) }
-        if let seconds = value("retry-after"), seconds >= 0 { return Int((seconds * 1000).rounded(.up)) }
+        // What the server asked for, rounded up, and at most the largest measure a log holds:
+        // `retry-after: 1e300` (or `inf`) is a wait past any cap, not a trap converting it.
+        func milliseconds(_ ms: Double) -> Int { min(Int(saturating: ms.rounded(.up)), JSONScanner.maximumMeasure) }
+        if let ms = value("retry-after-ms"), ms >= 0 { return milliseconds(ms) }
+        if let seconds = value("retry-after"), seconds >= 0 { return milliseconds(seconds * 1000) }
         return nil
     }
 

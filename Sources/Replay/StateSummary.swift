@@ -31,6 +31,11 @@ public struct StateSummary: Sendable, Hashable {
 
     public init() {}
 
+    /// Dollars as whole micro-dollars, rounded; a cost no `Int` holds (a hostile log's `1e300`,
+    /// or a sum of such that reached infinity) is the largest (or smallest) there is: a summary
+    /// never traps on what a log says.
+    static func microUSD(_ dollars: Double) -> Int { Int(saturating: (dollars * 1_000_000).rounded()) }
+
     /// The summary of `state`, in constant time: every count is one the fold keeps.
     public init(_ state: RunState) {
         eventCount = state.eventCount
@@ -47,7 +52,7 @@ public struct StateSummary: Sendable, Hashable {
         failedAttempts = state.counters.failedAttempts
         inputTokens = state.usage.inputTokens
         outputTokens = state.usage.outputTokens
-        costMicroUSD = Int((state.usage.costUSD * 1_000_000).rounded())
+        costMicroUSD = Self.microUSD(state.usage.costUSD)
         modelLatencyUs = state.usage.modelLatencyUs
         toolTimeUs = state.usage.toolTimeUs
         contents = state.contents.count
@@ -114,8 +119,8 @@ public struct StateSummary: Sendable, Hashable {
             self[keyPath: path] = value
         }
         switch json["cost_usd"] {
-        case .int(let dollars)?: costMicroUSD = dollars * 1_000_000
-        case .double(let dollars)?: costMicroUSD = Int((dollars * 1_000_000).rounded())
+        case .int(let dollars)?: costMicroUSD = Self.microUSD(Double(dollars))
+        case .double(let dollars)?: costMicroUSD = Self.microUSD(dollars)
         default: return nil
         }
         func value<E: RawRepresentable<String>>(_ key: String) -> E?? {

@@ -26,6 +26,10 @@ public struct LogError: Diagnostic, Hashable {
         case splitEvent = "split_event"
         /// A line is not valid JSON or not a valid event.
         case invalidEvent = "invalid_event"
+        /// The writer refused an event a reader would reject (a first event that is no start,
+        /// a step that goes back, a malformed hash or measure, a line too deep): nothing of it
+        /// was written, and the log is as it was.
+        case refusedEvent = "refused_event"
         /// An event's envelope version is one this code does not read.
         case unsupportedVersion = "unsupported_version"
         /// Sequence numbers skip (an event is missing).

@@ -227,7 +227,7 @@ public final class LogWriter {
         // it (only the stop, like the last line of a version 1 log, is left to its CRC).
         // (What the writer refuses is refused first, with the member left as it was.)
         if linksMembers && payload.isStop && memberInput > 0 {
-            if let refusal = refusal(of: payload, step: step) { throw refusal }
+            if let refusal = refusal(of: payload, step: step, timeUs: timeUs) { throw refusal }
             try finishMember(sync: false)
         }
         let event = try write(payload, step: step, timeUs: timeUs)
@@ -265,29 +265,37 @@ public final class LogWriter {
 
     /// Why the writer refuses to write `payload` at `step` before encoding it, or nil: a closed
     /// writer, and what the reader would reject (docs/log-format.md §2, §4).
-    private func refusal(of payload: EventPayload, step: Int) -> LogError? {
+    private func refusal(of payload: EventPayload, step: Int, timeUs: Int) -> LogError? {
         guard !isClosed else {
             return LogError(.writeFailed, "the log writer is closed; no more events can be appended", path: path)
         }
         if nextSequence == 0, !payload.isStart {
             return LogError(
-                .invalidEvent, "the first event of a log must be run_started (or pipeline_started), not \(payload.kind)", path: path,
+                .refusedEvent, "the first event of a log must be run_started (or pipeline_started), not \(payload.kind)", path: path,
                 sequence: 0)
         }
         if let lastStep, step < lastStep {
             return LogError(
-                .invalidEvent, "event seq \(nextSequence) would go back to step \(step) after step \(lastStep): steps never decrease",
+                .refusedEvent, "event seq \(nextSequence) would go back to step \(step) after step \(lastStep): steps never decrease",
                 path: path, sequence: nextSequence)
         }
         if !linksMembers, payload.leastVersion >= Event.conversationVersion {
             return LogError(
-                .invalidEvent,
+                .refusedEvent,
                 "event seq \(nextSequence) (\(payload.kind)) belongs to a conversation, which only a version 3 log can hold (its line is version 4)",
                 path: path, sequence: nextSequence, hint: "write the log as version 3 (drop log_version: 1 or 2)")
         }
+        if let (fieldPath, value) = timeUs < 0 || timeUs > JSONScanner.maximumMeasure ? ("time_us", timeUs) : payload.malformedMeasure {
+            return LogError(
+                .refusedEvent,
+                "event seq \(nextSequence) (\(payload.kind)) has \(fieldPath) \(value), which is not a whole number from 0 to "
+                    + "\(JSONScanner.maximumMeasure) (2^53 − 1), so it is not written: readers refuse it",
+                path: path, sequence: nextSequence,
+                hint: "a time is microseconds since 1970, a duration or a token count is not negative (docs/log-format.md §2)")
+        }
         if let (fieldPath, value) = payload.malformedHash {
             return LogError(
-                .invalidEvent,
+                .refusedEvent,
                 "event seq \(nextSequence) (\(payload.kind)) has \(fieldPath) \(JSONWriter.encodeString(.string(String(value.prefix(80))))), "
                     + "which is not a hash (\"sha256:\" and 64 lowercase hex digits), so it is not written",
                 path: path, sequence: nextSequence, hint: "make hashes with ContentHash.sha256")
@@ -297,7 +305,7 @@ public final class LogWriter {
 
     /// Validates, encodes, hashes and compresses one event; the flush policy is the caller's.
     private func write(_ payload: EventPayload, step: Int, timeUs: Int) throws -> Event {
-        if let refusal = refusal(of: payload, step: step) { throw refusal }
+        if let refusal = refusal(of: payload, step: step, timeUs: timeUs) { throw refusal }
         var event = Event(
             version: linksMembers ? Event.memberChainVersion : Event.schemaVersion, runId: runId, sequence: nextSequence, step: step,
             timeUs: timeUs, previousHash: !linksMembers || memberInput == 0 ? lastHash : nil, payload: payload)
@@ -305,7 +313,7 @@ public final class LogWriter {
         if case .contextBuilt(let packet) = payload {
             guard packet.delta == nil else {
                 throw LogError(
-                    .invalidEvent,
+                    .refusedEvent,
                     "event seq \(nextSequence) (context_built) is a delta packet; the writer takes whole packets and writes deltas itself",
                     path: path, sequence: nextSequence, hint: "make the packet whole first (ContextPacketResolver)")
             }
@@ -330,7 +338,7 @@ public final class LogWriter {
                 event = try Event(line: lineWriter.bytes)
             } catch {
                 throw LogError(
-                    .invalidEvent, "event seq \(nextSequence) (\(payload.kind)) could not be redacted safely, so it is not written",
+                    .refusedEvent, "event seq \(nextSequence) (\(payload.kind)) could not be redacted safely, so it is not written",
                     path: path, sequence: nextSequence)
             }
         }
@@ -348,7 +356,7 @@ public final class LogWriter {
         }
         if let depth = JSONWriter.nestingDepth(of: lineWriter.bytes, exceeding: JSONParser.maximumDepth) {
             throw LogError(
-                .invalidEvent,
+                .refusedEvent,
                 "event seq \(nextSequence) (\(payload.kind)) nests \(depth)+ levels deep; readers stop at \(JSONParser.maximumDepth), so it is not written",
                 path: path, sequence: nextSequence, hint: "keep deeply nested values as stored content, or flatten them")
         }

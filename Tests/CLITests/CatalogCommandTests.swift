@@ -131,6 +131,11 @@ struct CatalogCommandTests {
             let bad = try await agentEval(["runs", "--since", "last tuesday"], in: root, environment: environment)
             #expect(bad.status == 64)
             #expect(bad.stderr.contains("--since last tuesday is not a time"))
+            // So far back that counting the microseconds overflows: refused, not a trap.
+            let far = try await agentEval(["runs", "--since", "999999999999999999d"], in: root, environment: environment)
+            #expect(
+                far.status == 64 && far.stderr.contains("reaches back further than any time a log holds: give at most 104249d"),
+                "\(far.stderr)")
 
             // A case over a log that is swapped between suite runs: pass, fail, pass.
             let cases = sandbox.directory.path("cases")

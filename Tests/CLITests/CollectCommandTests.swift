@@ -320,6 +320,20 @@ struct CollectCommandTests {
         try Data(#"{"spans": []}"#.utf8).write(to: URL(fileURLWithPath: noSpans))
         let wrongShape = try await post(["--body-file", noSpans, "--content-type", "application/json"])
         #expect(wrongShape["status"] == 400 && wrongShape["body"]?.stringValue?.contains("resourceSpans") == true, "\(wrongShape)")
+        // A span whose time no log can hold (1e300 ns; it once trapped converting it) is refused
+        // with the request, naming the span, and the collector goes on.
+        let badTime = scratch.path("bad-time.json")
+        try Data(
+            (#"{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0123456789abcdef0123456789abcdef","spanId":"1111111111111111","#
+                + #""name":"chat m","startTimeUnixNano":1e300,"endTimeUnixNano":"2000000000"}]}]}]}"#).utf8
+        ).write(to: URL(fileURLWithPath: badTime))
+        let timeRefused = try await post(["--body-file", badTime, "--content-type", "application/json"])
+        #expect(
+            timeRefused["status"] == 400
+                && timeRefused["body"]?.stringValue?.contains(
+                    "span 1111111111111111 of trace 0123456789abcdef0123456789abcdef: "
+                        + "startTimeUnixNano is 1e+300, which is no time") == true,
+            "\(timeRefused)")
         let plain = try await post(["--body-file", garbage, "--content-type", "text/plain"])
         #expect(plain["status"] == 415 && statusMessage(plain).contains("application/x-protobuf or application/json"))
         let metrics = try await post(["--body-file", garbage], to: collector.endpoint + "/v1/metrics")
@@ -334,7 +348,7 @@ struct CollectCommandTests {
         #expect(peak < 200 << 20, "peak resident memory \(peak >> 20) MB after a 100 MB body, a 64 MB gzip bomb and 1,000 requests")
         let (status, lines) = try await collector.stop()
         #expect(status == 0)
-        #expect(lines.last?["refused"] == 7 && lines.last?["requests"] == 1000 && lines.last?["logs"] == 1000, "\(lines.last ?? .null)")
+        #expect(lines.last?["refused"] == 8 && lines.last?["requests"] == 1000 && lines.last?["logs"] == 1000, "\(lines.last ?? .null)")
         #expect(Self.logs(in: out).count == 1000)
     }
 

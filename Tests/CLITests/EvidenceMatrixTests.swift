@@ -47,6 +47,7 @@ struct EvidenceMatrixTests {
         case baselineMissing = "baseline missing"
         case baselineWithoutCases = "a baseline folder with none of the cases"
         case baselineUnknownOutcome = "a baseline with an outcome word not known"
+        case baselineBadCounts = "a baseline whose counts no run gives (a pass rate of 1e300)"
         case cassetteMissing = "cassette missing"
         case cassetteStale = "cassette stale"
         case caseTypo = "misspelt tool in the case"
@@ -99,6 +100,7 @@ struct EvidenceMatrixTests {
         Cell(kind: .recorded, fault: .baselineMissing, status: 2),
         Cell(kind: .recorded, fault: .baselineWithoutCases, status: 2),
         Cell(kind: .recorded, fault: .baselineUnknownOutcome, status: 2),
+        Cell(kind: .recorded, fault: .baselineBadCounts, status: 2),
         Cell(kind: .recorded, fault: .caseTypo, status: 2),
         Cell(kind: .recorded, fault: .policyFileTypo, status: 2),
         Cell(kind: .recorded, fault: .tornLog, status: 2),
@@ -348,19 +350,28 @@ struct EvidenceMatrixTests {
                 return Setup(
                     arguments: run + ["--fail-on", "regression", "--baseline", "baseline"],
                     says: ["baseline holds none of the selected case", "--allow-no-baseline"])
-            case .baselineUnknownOutcome:
-                // A baseline written from a passing run, then its outcome hand-edited to a word no version writes.
+            case .baselineUnknownOutcome, .baselineBadCounts:
+                // A baseline written from a passing run, then hand-edited: its outcome to a word no
+                // version writes, or its rate to a number no run gives (and its passes dropped, as
+                // baselines before sample sizes had none, so the rate is what is read).
                 let wrote = try await agentEval(run + ["--update-baseline", "--baseline", "baseline"], in: directory.url)
                 #expect(wrote.status == 0, "\(wrote.stdoutText)\(wrote.stderr)")
                 let path = directory.path("baseline/recorded-case.json")
                 var baseline = try #require(
                     try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: path)))).objectValue, "the baseline written")
                 #expect(baseline["outcome"] == "pass")
-                baseline["outcome"] = "passed"
+                if cell.fault == .baselineBadCounts {
+                    baseline["pass_rate"] = .double(1e300)
+                    baseline["passes"] = nil
+                } else {
+                    baseline["outcome"] = "passed"
+                }
                 try Data(JSONWriter.encode(.object(baseline))).write(to: URL(fileURLWithPath: path))
                 return Setup(
                     arguments: run + ["--fail-on", "regression", "--baseline", "baseline"],
-                    says: ["\"outcome\" is \"passed\"", "--update-baseline"])
+                    says: cell.fault == .baselineBadCounts
+                        ? ["\"pass_rate\" 1e+300", "no case's counts", "--update-baseline"]
+                        : ["\"outcome\" is \"passed\"", "--update-baseline"])
             case .interruptedLog: return Setup(arguments: run, says: ["stopped from outside"])
             case .caseTypo, .policyFileTypo: return Setup(arguments: run, says: ["refund_ordr", "did you mean \"refund_order\"?"])
             default: return Setup(arguments: run)

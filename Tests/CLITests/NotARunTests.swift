@@ -23,20 +23,55 @@ struct NotARunTests {
         return plain + ".gz"
     }
 
+    /// A whole log, chained as the writer chains it (docs/log-format.md §3.1), of `members`'
+    /// lines as given: each member's first line but the first carries `prev`, the SHA-256 of the
+    /// member before; each member is compressed by the real gzip. For what the writer refuses to
+    /// write (a hostile log from elsewhere), the lines are edited text.
+    static func chainedLog(_ members: [[String]]) async throws -> [UInt8] {
+        let texts = ChainedLog.memberTexts(members.map { $0.map { Array($0.utf8) } }) { line, previous in
+            var line = String(decoding: line, as: UTF8.self)
+            if let range = line.range(of: #""prev":"[0-9a-f]{64}""#, options: .regularExpression) {
+                line.replaceSubrange(range, with: "\"prev\":\"\(previous)\"")
+            }
+            return Array(line.utf8)
+        }
+        var file: [UInt8] = []
+        for text in texts {
+            let gzip = try await Subprocess.run(gzipPath, ["-n", "-c"], input: text)
+            #expect(gzip.status == 0)
+            file += gzip.stdout
+        }
+        return file
+    }
+
     @Test(
         "a whole, chained log whose times or counts no arithmetic can hold (Int.min, Int.max) is refused by replay, diff and run, never a crash"
     )
     func measuresOutOfRange() async throws {
         try await TemporaryDirectory.with { directory in
             let valid = Self.conformance.appendingPathComponent("valid-support-sample.jsonl.gz").path
-            let hostile = directory.path("hostile.jsonl.gz")
-            let writer = try LogWriter.create(at: hostile, runId: "run-hostile")
-            _ = try writer.append(.runStarted(SampleRun.supportStart()), step: 0, timeUs: Int.min)
+            // Written with stand-in numbers (the writer refuses the hostile ones), then edited.
+            let written = directory.path("written.jsonl.gz")
+            let writer = try LogWriter.create(at: written, runId: "run-hostile")
+            _ = try writer.append(.runStarted(SampleRun.supportStart()), step: 0, timeUs: 111_111)
             _ = try writer.append(
-                .decisionMade(DecisionMade(raw: "", outcome: .valid(.answer("done")), usage: TokenUsage(input: Int.max, output: Int.max))),
-                step: 1, timeUs: Int.max)
-            _ = try writer.append(.runStopped(RunStopped(reason: .success, answer: "done")), step: 1, timeUs: Int.max)
+                .decisionMade(DecisionMade(raw: "", outcome: .valid(.answer("done")), usage: TokenUsage(input: 333_333, output: 444_444))),
+                step: 1, timeUs: 222_222)
+            _ = try writer.append(.runStopped(RunStopped(reason: .success, answer: "done")), step: 1, timeUs: 222_222)
             try writer.close()
+            var members: [[String]] = []
+            _ = try LogReader(path: written).forEachLine { line, recorded in
+                if recorded.location.memberIndex == members.count { members.append([]) }
+                members[members.count - 1].append(
+                    String(decoding: line, as: UTF8.self).replacingOccurrences(of: "111111", with: "\(Int.min)")
+                        .replacingOccurrences(of: "222222", with: "\(Int.max)").replacingOccurrences(of: "333333", with: "\(Int.max)")
+                        .replacingOccurrences(of: "444444", with: "\(Int.max)"))
+            }
+            #expect(members.count == 2 && members.joined().filter { $0.contains("\(Int.max)") }.count == 2)
+            let hostile = directory.path("hostile.jsonl.gz")
+            try Data(try await Self.chainedLog(members)).write(to: URL(fileURLWithPath: hostile))
+            let verify = try await agentEval(["log", "verify", hostile])
+            #expect(verify.status != 0 && (verify.stdoutText + verify.stderr).contains("time_us"), "\(verify.stdoutText)\(verify.stderr)")
             for arguments in [["replay", hostile], ["diff", valid, hostile], ["view", hostile, "--out", directory.path("page.html")]] {
                 let result = try await agentEval(arguments)
                 #expect(result.status == 2, "\(arguments): \(result.status) \(result.stderr)")
@@ -46,6 +81,27 @@ struct NotARunTests {
                 toFile: directory.path("case.yaml"), atomically: true, encoding: .utf8)
             let run = try await agentEval(["run", "case.yaml", "--no-catalog"], in: directory.url)
             #expect(run.status == 2, "\(run.stdoutText)\(run.stderr)")
+        }
+    }
+
+    @Test("a cost no count of micro-dollars holds (1e300 dollars, twice) is shown by replay and view, never a trap")
+    func costOutOfRange() async throws {
+        try await TemporaryDirectory.with { directory in
+            let path = directory.path("costly.jsonl.gz")
+            try LogWriter.withWriter(creating: path, runId: "run-costly") { writer in
+                let recorder = RunRecorder(writer: writer, timeUs: 1_000)
+                try recorder.record(.runStarted(SampleRun.supportStart()))
+                for step in 1...2 {
+                    try recorder.record(.decisionMade(DecisionMade(raw: "", outcome: .valid(.answer("done \(step)")), costUSD: 1e300)))
+                    try recorder.endStep()
+                }
+                try recorder.record(.runStopped(RunStopped(reason: .success, answer: "done 2")))
+            }
+            let replay = try await agentEval(["replay", path, "--step", "1"])
+            #expect(replay.status == 0, "\(replay.stdoutText)\(replay.stderr)")
+            #expect(replay.stdoutText.contains("cost $9223372036854.775807"), "\(replay.stdoutText)")
+            let view = try await agentEval(["view", path, "--out", directory.path("page.html")])
+            #expect(view.status == 0, "\(view.stdoutText)\(view.stderr)")
         }
     }
 

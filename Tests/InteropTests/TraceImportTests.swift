@@ -154,6 +154,72 @@ struct TraceImportTests {
         #expect(damagedOutcome.importedCount == 1)
     }
 
+    @Test(
+        "a span or message time no log can hold is an error naming the span (or the event), never a trap or a log no reader takes",
+        arguments: [
+            (#"1e300"#, "startTimeUnixNano is 1e+300"), (#""-5000000000000000000""#, #"startTimeUnixNano is "-5000000000000000000""#),
+            (#""18446744073709551615""#, #"startTimeUnixNano is "18446744073709551615""#), (#"1.5"#, "startTimeUnixNano is 1.5"),
+        ])
+    func timesNoLogHolds(start: String, named: String) async throws {
+        let scratch = try TemporaryDirectory("agent-eval-interop-times")
+        defer { scratch.remove() }
+        let span = { (id: String, parent: String, start: String) in
+            #"{"traceId":"0123456789abcdef0123456789abcdef","spanId":"\#(id)","parentSpanId":"\#(parent)","name":"chat m","#
+                + #""startTimeUnixNano":\#(start),"endTimeUnixNano":"2000000000","attributes":[{"key":"gen_ai.operation.name","#
+                + #""value":{"stringValue":"chat"}}]}"#
+        }
+        let request = { (start: String) in
+            #"{"resourceSpans":[{"scopeSpans":[{"spans":["# + span("1111111111111111", "", #""1000000000""#) + ","
+                + span("2222222222222222", "1111111111111111", start) + "]}]}]}"
+        }
+        let path = scratch.path("trace.json")
+        try Data(request(start).utf8).write(to: URL(fileURLWithPath: path))
+        let (outcome, _) = try await importRuns([path], format: .otlp)
+        let error = try #require(outcome.failedInputs.first, "\(outcome.runs.map(\.log))")
+        #expect(outcome.importedCount == 0)
+        #expect(
+            error.message.hasPrefix(
+                "\(path): span 2222222222222222 of trace 0123456789abcdef0123456789abcdef: \(named), which is no time: "),
+            "\(error.message)")
+        #expect(error.message.hasSuffix("nanoseconds since 1970, a whole number from 0 to 9007199254740991999"), "\(error.message)")
+        // A receiver (`collect`, `record`'s) refuses the request with the same words.
+        #expect {
+            _ = try ReceivedTraces(request: try JSONParser.parse(Array(request(start).utf8)))
+        } throws: { ($0 as? ImportError)?.message.contains("span 2222222222222222 of trace") == true }
+        // The same trace with a time that is one imports.
+        try Data(request(#""3000000000""#).utf8).write(to: URL(fileURLWithPath: path))
+        #expect(try await importRuns([path], format: .otlp).outcome.importedCount == 1)
+    }
+
+    @Test("Jaeger: a start time of Int.max with a duration, and a message timestamp of 1e300, are errors, not traps")
+    func jaegerAndTranscriptTimes() async throws {
+        let scratch = try TemporaryDirectory("agent-eval-interop-times")
+        defer { scratch.remove() }
+        let jaeger = scratch.path("jaeger.json")
+        try Data(
+            (#"{"data":[{"traceID":"0123456789abcdef0123456789abcdef","processes":{},"spans":[{"traceID":"0123456789abcdef0123456789abcdef","#
+                + #""spanID":"1111111111111111","operationName":"chat m","startTime":\#(Int.max),"duration":10,"#
+                + #""tags":[{"key":"gen_ai.operation.name","value":"chat"}]}]}]}"#).utf8
+        ).write(to: URL(fileURLWithPath: jaeger))
+        let (fromJaeger, _) = try await importRuns([jaeger], format: .jaeger)
+        let jaegerError = try #require(fromJaeger.failedInputs.first)
+        #expect(
+            jaegerError.message.contains(
+                "span 1111111111111111 of trace 0123456789abcdef0123456789abcdef: startTime is \(Int.max), which is no time: microseconds"),
+            "\(jaegerError.message)")
+        // A transcript's own times go through the log writer, which refuses what no reader takes.
+        let transcript = scratch.path("chat.json")
+        try Data(
+            #"[{"role":"user","content":"hi","timestamp":1e300},{"role":"assistant","content":"hello","timestamp":1e300}]"#.utf8
+        ).write(to: URL(fileURLWithPath: transcript))
+        let (fromTranscript, _) = try await importRuns([transcript], format: .messages)
+        let transcriptError = try #require(fromTranscript.runs.first?.error, "\(fromTranscript.runs.map(\.log))")
+        #expect(fromTranscript.importedCount == 0)
+        #expect(
+            transcriptError.message.contains("has time_us \(Int.max), which is not a whole number from 0 to 9007199254740991 (2^53 − 1)"),
+            "\(transcriptError.message)")
+    }
+
     @Test("declared tools: gen_ai.tool.definitions as a structured list, on an event, in OpenAI's shape; OpenLLMetry's cut parameters")
     func declaredToolForms() async throws {
         func attribute(_ key: String, _ value: JSONValue) -> JSONValue { ["key": .string(key), "value": value] }

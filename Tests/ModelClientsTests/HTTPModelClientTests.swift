@@ -139,6 +139,17 @@ struct HTTPModelClientTests {
     }
 
     @Test(
+        "a server's retry-after is read as it says, and one no wait is (1e300 s, inf) is the longest a log holds, never a trap",
+        arguments: [
+            ([("retry-after-ms", "5"), ("retry-after", "1")], 5), ([("Retry-After", "2")], 2_000), ([("retry-after", "0.0004")], 1),
+            ([("retry-after", "1e300")], JSONScanner.maximumMeasure), ([("retry-after-ms", "inf")], JSONScanner.maximumMeasure),
+            ([("retry-after", "-1")], nil), ([("retry-after", "nan")], nil), ([("retry-after", "Wed, 21 Oct 2026 07:28:00 GMT")], nil),
+        ] as [([(String, String)], Int?)])
+    func retryAfterHeader(headers: [(String, String)], milliseconds: Int?) {
+        #expect(HTTPModelClient.retryAfter(headers.map { HTTPHeader(name: $0.0, value: $0.1) }) == milliseconds)
+    }
+
+    @Test(
         "retryable failures are retried and every attempt is kept",
         arguments: [
             ("rate-limited", ModelSettings.Provider.openai, 429, "after the rate limit", 5),

@@ -121,23 +121,22 @@ struct ConformanceTests {
     /// Members of lines as gzip members of a version 3 log; with `rechain`, the first line of
     /// each links to the member before (docs/log-format.md §3) and no other line carries `prev`.
     static func log(members: [[[UInt8]]], rechain: Bool) throws -> [UInt8] {
-        var file: [UInt8] = []
-        var previous = ContentHash.genesis
-        for member in members {
-            var text: [UInt8] = []
-            for (index, line) in member.enumerated() {
-                var line = line
-                if rechain {
-                    var event = try Event(line: line)
-                    event.previousHash = index == 0 ? previous : nil
-                    line = event.encodedLine()
-                }
-                text += line + [0x0A]
+        // Rechained, every line is written again: the first of a member with the link, the others without one.
+        let members = try members.map { lines in
+            try lines.enumerated().map { index, line in
+                guard rechain && index > 0 else { return line }
+                var event = try Event(line: line)
+                event.previousHash = nil
+                return event.encodedLine()
             }
-            previous = ContentHash.sha256Hex(text)
-            file += try text.withUnsafeBytes { try gzipMember($0) }
         }
-        return file
+        let texts = try ChainedLog.memberTexts(members) { line, previous in
+            guard rechain else { return line }
+            var event = try Event(line: line)
+            event.previousHash = previous
+            return event.encodedLine()
+        }
+        return try texts.flatMap { text in try text.withUnsafeBytes { try gzipMember($0) } }
     }
 
     static func replacing(_ line: [UInt8], _ old: String, _ new: String) -> [UInt8] {

@@ -605,6 +605,34 @@ struct LogDamageTests {
                     try writer.append(
                         .toolIntended(ToolIntended(callId: "c", tool: "t", arguments: deep, attempt: 1)), step: 2, timeUs: 3)
                 } throws: { ($0 as? LogError)?.message.contains("nests 513+ levels deep") == true }
+                // A measure the reader refuses (docs/log-format.md §2) is not written either: an
+                // import of a time before 1970, or a count that is no count, would be a log
+                // nothing can read.
+                let refused: [(EventPayload, Int, String)] = [
+                    (.stepEnded(StepEnded(stateDigest: Self.zeroDigest)), -1, "time_us -1"),
+                    (.stepEnded(StepEnded(stateDigest: Self.zeroDigest)), JSONScanner.maximumMeasure + 1, "time_us 9007199254740992"),
+                    (
+                        .decisionMade(DecisionMade(raw: "", outcome: .valid(.answer("a")), usage: TokenUsage(input: 5, output: -2))), 3,
+                        "data.usage.output -2"
+                    ),
+                    (
+                        .decisionMade(DecisionMade(raw: "", outcome: .valid(.answer("a")), latencyUs: Int.max)), 3,
+                        "data.latency_us \(Int.max)"
+                    ),
+                    (
+                        .toolCompleted(ToolCompleted(callId: "c", tool: "t", attempt: 1, status: .ok, output: nil, durationUs: -5)), 3,
+                        "data.duration_us -5"
+                    ),
+                ]
+                for (payload, time, named) in refused {
+                    #expect {
+                        try writer.append(payload, step: 2, timeUs: time)
+                    } throws: {
+                        ($0 as? LogError)?.message
+                            == "event seq 2 (\(payload.kind)) has \(named), which is not a whole number from 0 to 9007199254740991 (2^53 − 1), "
+                            + "so it is not written: readers refuse it"
+                    }
+                }
             }
             // What was refused was not written: the log reads back whole and intact.
             #expect(try LogVerifier.verify(path: path).isIntact)

@@ -150,8 +150,18 @@ public struct Baseline: Sendable, Hashable {
         passed = reported.passes
         let rate = try field("pass_rate", \.doubleValue)
         let attempts = try field("runs", \.intValue)
+        let passes = json["passes"]?.intValue
+        // Numbers no run gives (a hand edit, a damaged file) are no evidence either, and the
+        // rate times the runs of such would not even be a number to compare.
+        guard (0...1).contains(rate), attempts >= 0, passes.map({ (0...attempts).contains($0) }) ?? true else {
+            throw EvalError(
+                .unreadableBaseline,
+                "\(path): \"pass_rate\" \(rate), \"runs\" \(attempts)" + (passes.map { " and \"passes\" \($0)" } ?? "")
+                    + " are no case's counts: the rate is from 0 to 1, the runs not negative, the passes at most the runs",
+                hint: "write the baseline again from a run you trust (agent-eval run --update-baseline)")
+        }
         // Written before baselines kept their passes: the rate times the runs.
-        counts = PassCounts(passes: json["passes"]?.intValue ?? Int((rate * Double(attempts)).rounded()), attempts: attempts)
+        counts = PassCounts(passes: passes ?? Int((rate * Double(attempts)).rounded()), attempts: attempts)
         predatesSampleSizes = json["passes"] == nil
         let strings = { (value: JSONValue) -> [String]? in value.arrayValue?.compactMap(\.stringValue) }
         runs = try field("trajectories", \.arrayValue).map { entry in

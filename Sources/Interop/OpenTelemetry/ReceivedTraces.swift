@@ -12,7 +12,11 @@ public struct ReceivedTraces: Sendable {
         public var spanCount: Int
 
         /// The spans, read by the importer's mapping (when asked: a collector only keeps them).
-        public var spans: [Span] { SpanReader.otlpSpans(inBatches: request["resourceSpans"]?.arrayValue ?? []).spans }
+        /// Reading them cannot fail: `init(request:)`, which makes every trace, refuses a request
+        /// holding a span whose time is none (`SpanReader.checkTimes`), the one error reading has.
+        public var spans: [Span] {
+            (try? SpanReader.otlpSpans(inBatches: request["resourceSpans"]?.arrayValue ?? []).spans) ?? []
+        }
 
         /// The request with only the spans `keep` says yes to (resources and scopes kept; a scope
         /// left with none is left out); nil when none is kept.
@@ -70,11 +74,14 @@ public struct ReceivedTraces: Sendable {
                     // A trace id names files (`collect`): 16 bytes as hex, nothing else.
                     guard let traceId = SpanReader.id(span["traceId"]), traceId.utf8.count == 32,
                         traceId.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }),
-                        SpanReader.id(span["spanId"]) != nil
+                        let spanId = SpanReader.id(span["spanId"])
                     else {
                         unidentified += 1
                         continue
                     }
+                    // A time no log can hold refuses the request here, naming the span, instead of
+                    // being kept and failing the trace's import later.
+                    try SpanReader.checkTimes(of: span, span: spanId, trace: traceId)
                     if let at = slot[traceId] {
                         byTrace[at].1.append(span)
                     } else {

@@ -98,7 +98,13 @@ enum SpanReader {
                 }
                 for trace in traces {
                     let found = trace["spans"]?.arrayValue ?? []
-                    let read = jaegerSpans(trace)
+                    let read: [Span]
+                    do throws(ImportError) {
+                        read = try jaegerSpans(trace)
+                    } catch {
+                        throw ImportError(
+                            error.code, "\(at): \(error.message)", location: SourceLocation(path: file.path), hint: error.hint)
+                    }
                     unidentified += found.count - read.count
                     spans += read
                 }
@@ -109,7 +115,12 @@ enum SpanReader {
                     .wrongFormat, "\(at) is not OTLP/JSON: it has no \"resourceSpans\" (or Tempo's \"batches\") list",
                     location: SourceLocation(path: file.path), hint: "is it a Jaeger export? try: agent-eval import jaeger …")
             }
-            let read = otlpSpans(inBatches: batches)
+            let read: (spans: [Span], unidentified: Int)
+            do throws(ImportError) {
+                read = try otlpSpans(inBatches: batches)
+            } catch {
+                throw ImportError(error.code, "\(at): \(error.message)", location: SourceLocation(path: file.path), hint: error.hint)
+            }
             spans += read.spans
             unidentified += read.unidentified
         }
@@ -127,64 +138,84 @@ enum SpanReader {
     }
 
     /// The spans of an OTLP/JSON request's `resourceSpans` (or Tempo's `batches`), and how many
-    /// were left out for want of a trace id or a span id.
-    static func otlpSpans(inBatches batches: [JSONValue]) -> (spans: [Span], unidentified: Int) {
+    /// were left out for want of a trace id or a span id. A span whose time is no time a log can
+    /// hold is an error naming it (`spanTime`).
+    static func otlpSpans(inBatches batches: [JSONValue]) throws(ImportError) -> (spans: [Span], unidentified: Int) {
         var spans: [Span] = []
         var unidentified = 0
         for batch in batches {
             let service = attributes(batch["resource"]?["attributes"])["service.name"]?.stringValue
             for scope in (batch["scopeSpans"] ?? batch["instrumentationLibrarySpans"])?.arrayValue ?? [] {
                 for span in scope["spans"]?.arrayValue ?? [] {
-                    if let span = otlpSpan(span, service: service) { spans.append(span) } else { unidentified += 1 }
+                    if let span = try otlpSpan(span, service: service) { spans.append(span) } else { unidentified += 1 }
                 }
             }
         }
         return (spans, unidentified)
     }
 
-    private static func otlpSpan(_ value: JSONValue, service: String?) -> Span? {
+    private static func otlpSpan(_ value: JSONValue, service: String?) throws(ImportError) -> Span? {
         guard let traceId = id(value["traceId"]), let spanId = id(value["spanId"]) else { return nil }
         let status = value["status"]
         let code = status?["code"]
         let isError = code?.intValue == 2 || code?.stringValue == "STATUS_CODE_ERROR"
-        let events = (value["events"]?.arrayValue ?? []).map { event in
-            SpanEvent(
-                name: event["name"]?.stringValue ?? "", timeUs: nanosToMicros(event["timeUnixNano"]),
-                attributes: attributes(event["attributes"]))
+        func time(_ value: JSONValue?, _ member: String) throws(ImportError) -> Int {
+            try spanTime(value, member, nanoseconds: true, span: spanId, trace: traceId)
+        }
+        var events: [SpanEvent] = []
+        for (index, event) in (value["events"]?.arrayValue ?? []).enumerated() {
+            events.append(
+                SpanEvent(
+                    name: event["name"]?.stringValue ?? "", timeUs: try time(event["timeUnixNano"], "events[\(index)].timeUnixNano"),
+                    attributes: attributes(event["attributes"])))
         }
         let parent = id(value["parentSpanId"])
         return Span(
             traceId: traceId, spanId: spanId, parentId: parent, name: value["name"]?.stringValue ?? "",
-            startUs: nanosToMicros(value["startTimeUnixNano"]), endUs: nanosToMicros(value["endTimeUnixNano"]),
+            startUs: try time(value["startTimeUnixNano"], "startTimeUnixNano"),
+            endUs: try time(value["endTimeUnixNano"], "endTimeUnixNano"),
             attributes: attributes(value["attributes"]), events: events,
             error: isError ? (status?["message"]?.stringValue).flatMap { $0.isEmpty ? nil : $0 } ?? "error" : nil, service: service,
             record: value)
     }
 
-    private static func jaegerSpans(_ trace: JSONValue) -> [Span] {
+    private static func jaegerSpans(_ trace: JSONValue) throws(ImportError) -> [Span] {
         var services: [String: String] = [:]
         for member in trace["processes"]?.objectValue ?? JSONObject() {
             if let name = member.value["serviceName"]?.stringValue { services[member.key] = name }
         }
-        return (trace["spans"]?.arrayValue ?? []).compactMap { value in
-            guard let traceId = id(value["traceID"]), let spanId = id(value["spanID"]) else { return nil }
+        var spans: [Span] = []
+        for value in trace["spans"]?.arrayValue ?? [] {
+            guard let traceId = id(value["traceID"]), let spanId = id(value["spanID"]) else { continue }
+            func time(_ value: JSONValue?, _ member: String) throws(ImportError) -> Int {
+                try spanTime(value, member, nanoseconds: false, span: spanId, trace: traceId)
+            }
             let parent =
                 (value["references"]?.arrayValue ?? []).first { $0["refType"]?.stringValue == "CHILD_OF" }.flatMap { id($0["spanID"]) }
                 ?? id(value["parentSpanID"])
             let tags = jaegerTags(value["tags"])
-            let start = value["startTime"]?.intValue ?? 0
+            let start = try time(value["startTime"], "startTime")
+            // A measure each, so their sum cannot overflow (a later time past the range is the
+            // log writer's to refuse).
+            let duration = try time(value["duration"], "duration")
             let isError =
                 tags["error"]?.boolValue == true || tags["error"]?.stringValue == "true" || tags["otel.status_code"]?.stringValue == "ERROR"
-            let events = (value["logs"]?.arrayValue ?? []).map { log in
+            var events: [SpanEvent] = []
+            for (index, log) in (value["logs"]?.arrayValue ?? []).enumerated() {
                 let fields = jaegerTags(log["fields"])
-                return SpanEvent(name: fields["event"]?.stringValue ?? "", timeUs: log["timestamp"]?.intValue ?? 0, attributes: fields)
+                events.append(
+                    SpanEvent(
+                        name: fields["event"]?.stringValue ?? "", timeUs: try time(log["timestamp"], "logs[\(index)].timestamp"),
+                        attributes: fields))
             }
-            return Span(
-                traceId: traceId, spanId: spanId, parentId: parent, name: value["operationName"]?.stringValue ?? "", startUs: start,
-                endUs: start + (value["duration"]?.intValue ?? 0), attributes: tags, events: events,
-                error: isError ? tags["otel.status_description"]?.stringValue ?? "error" : nil,
-                service: value["processID"]?.stringValue.flatMap { services[$0] }, record: value)
+            spans.append(
+                Span(
+                    traceId: traceId, spanId: spanId, parentId: parent, name: value["operationName"]?.stringValue ?? "", startUs: start,
+                    endUs: start + duration, attributes: tags, events: events,
+                    error: isError ? tags["otel.status_description"]?.stringValue ?? "error" : nil,
+                    service: value["processID"]?.stringValue.flatMap { services[$0] }, record: value))
         }
+        return spans
     }
 
     /// OTLP's `[{key, value: {stringValue | intValue | …}}]` as plain JSON values.
@@ -245,12 +276,43 @@ enum SpanReader {
         return hex.allSatisfy({ $0 == "0" }) ? nil : hex
     }
 
-    static func nanosToMicros(_ value: JSONValue?) -> Int {
-        switch value {
-        case .string(let text)?: return (Int(text) ?? 0) / 1000
-        case .int(let number)?: return number / 1000
-        case .double(let number)?: return Int(number / 1000)
-        default: return 0
+    /// Throws as reading `span` (an OTLP/JSON span) would when one of its times is no time a
+    /// log can hold (`spanTime`).
+    static func checkTimes(of span: JSONValue, span spanId: String, trace: String) throws(ImportError) {
+        for member in ["startTimeUnixNano", "endTimeUnixNano"] {
+            _ = try spanTime(span[member], member, nanoseconds: true, span: spanId, trace: trace)
         }
+        for (index, event) in (span["events"]?.arrayValue ?? []).enumerated() {
+            _ = try spanTime(event["timeUnixNano"], "events[\(index)].timeUnixNano", nanoseconds: true, span: spanId, trace: trace)
+        }
+    }
+
+    /// A span's time member as microseconds since 1970 (`nanoseconds`: OTLP's `…UnixNano`, a
+    /// number or, as protobuf's JSON mapping writes a 64-bit integer, a string; else Jaeger's
+    /// microseconds, or a duration): 0 when the member is missing or null. A value that is no
+    /// whole number from 0 to what a log can hold (2^53 − 1 µs, docs/log-format.md §2) is an
+    /// error naming the span and the member, never a trap or a log no reader takes.
+    static func spanTime(_ value: JSONValue?, _ member: String, nanoseconds: Bool, span: String, trace: String) throws(ImportError) -> Int {
+        let scale = nanoseconds ? 1_000 : 1
+        let highest = JSONScanner.maximumMeasure * scale + (scale - 1)
+        let whole: Int?
+        switch value {
+        case nil, .null?: return 0
+        case .string(let text)?: whole = Int(text)
+        case .int(let number)?: whole = number
+        case .double(let number)? where number.isFinite && number.rounded() == number && number >= 0 && number <= Double(highest):
+            whole = Int(number)
+        default: whole = nil
+        }
+        guard let whole, whole >= 0, whole <= highest else {
+            let shown = value.map { JSONWriter.encodeString($0) } ?? ""
+            throw ImportError(
+                .wrongFormat,
+                "span \(span) of trace \(trace): \(member) is \(shown.count > 60 ? String(shown.prefix(60)) + "…" : shown), which is no time: "
+                    + (nanoseconds ? "nanoseconds since 1970" : "microseconds (since 1970, or a duration)")
+                    + ", a whole number from 0 to \(highest)",
+                hint: "the exporter wrote a time no trace can hold; fix the exporter, or leave the span out")
+        }
+        return whole / scale
     }
 }

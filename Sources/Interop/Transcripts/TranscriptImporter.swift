@@ -301,10 +301,12 @@ struct TranscriptImporter {
     /// A message's own time, when it has a numeric `timestamp` or `created` (seconds or ms).
     static func timeUs(_ message: JSONValue) -> Int? {
         guard let number = (message["timestamp"] ?? message["created"] ?? message["created_at"])?.doubleValue else { return nil }
+        // Saturating: a number no time is (`1e300`) becomes one the log writer refuses, naming
+        // the event, instead of a trap here.
         switch number {
-        case ..<1e11: return Int(number * 1_000_000)
-        case ..<1e14: return Int(number * 1_000)
-        default: return Int(number)
+        case ..<1e11: return Int(saturating: number * 1_000_000)
+        case ..<1e14: return Int(saturating: number * 1_000)
+        default: return Int(saturating: number)
         }
     }
 
