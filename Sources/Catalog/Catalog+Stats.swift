@@ -94,7 +94,7 @@ extension Catalog {
                     agents.append(AgentStats(agent: agent, model: model, runs: 0, tokens: 0, costUSD: 0, stopReasons: []))
                 }
                 agents[agents.count - 1].runs += row["runs"] as Int
-                agents[agents.count - 1].tokens += row["tokens"] as Int
+                agents[agents.count - 1].tokens = agents[agents.count - 1].tokens.addingSaturating(row["tokens"] as Int)
                 agents[agents.count - 1].costUSD += row["cost"] as Double
                 agents[agents.count - 1].stopReasons.append((row["reason"], row["runs"]))
             }

@@ -404,7 +404,7 @@ extension RunQuery {
     /// sooner than `logs_by_agent` would (counted in that index, up to a bound, so asking is cheap).
     func agentGlobIsCommon(in db: any SQLConnection) throws -> Bool {
         guard let agent, !Glob(agent).isLiteral, db.dialect == .sqlite else { return false }
-        let bound = max(1, limit) * 20
+        let bound = max(1, limit).multipliedSaturating(by: 20)
         let matches =
             try db.value(
                 "SELECT COUNT(*) FROM (SELECT 1 FROM logs WHERE \(db.dialect.glob("agent")) LIMIT ?) AS found",

@@ -196,8 +196,16 @@ public final class Cassette: Sendable {
         } else {
             throw ModelClientError(.configuration, "the recording \(path) has no response body", hint: "record it again with --record all")
         }
+        // A status no HTTP answer has (a hand edit, a damaged file) is refused here: the gateway
+        // would pass it on as the answer's status line.
+        let status = response["status"]?.intValue ?? 0
+        guard status == 0 || (100...599).contains(status) else {
+            throw ModelClientError(
+                .configuration, "the recording \(path) has the HTTP status \(status), which no answer has (100 to 599)",
+                hint: "record it again with --record all")
+        }
         return Recording(
-            request: value["request"] ?? .null, status: response["status"]?.intValue ?? 0,
+            request: value["request"] ?? .null, status: status,
             contentType: response["content_type"]?.stringValue ?? "", body: body)
     }
 

@@ -72,7 +72,7 @@ public struct StateSummary: Sendable, Hashable {
         anomalies += settled.anomalies
     }
 
-    public var totalTokens: Int { inputTokens + outputTokens }
+    public var totalTokens: Int { inputTokens.addingSaturating(outputTokens) }
 
     /// The summary as JSON (replay's `--json`).
     public var json: JSONValue {

@@ -14,3 +14,24 @@ extension Int {
         }
     }
 }
+
+extension Int {
+    /// `self + other`, or `Int.max` (`Int.min`) where the sum would overflow: for totals of
+    /// numbers from outside (a log's token counts, a report's durations), which must not trap.
+    public func addingSaturating(_ other: Int) -> Int {
+        let (sum, overflows) = addingReportingOverflow(other)
+        return overflows ? (other > 0 ? .max : .min) : sum
+    }
+
+    /// `self - other`, or `Int.max` (`Int.min`) where the difference would overflow.
+    public func subtractingSaturating(_ other: Int) -> Int {
+        let (difference, overflows) = subtractingReportingOverflow(other)
+        return overflows ? (other < 0 ? .max : .min) : difference
+    }
+
+    /// `self * other`, or `Int.max` (`Int.min`) where the product would overflow.
+    public func multipliedSaturating(by other: Int) -> Int {
+        let (product, overflows) = multipliedReportingOverflow(by: other)
+        return overflows ? ((self < 0) == (other < 0) ? .max : .min) : product
+    }
+}

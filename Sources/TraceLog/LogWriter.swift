@@ -285,7 +285,9 @@ public final class LogWriter {
                 "event seq \(nextSequence) (\(payload.kind)) belongs to a conversation, which only a version 3 log can hold (its line is version 4)",
                 path: path, sequence: nextSequence, hint: "write the log as version 3 (drop log_version: 1 or 2)")
         }
-        if let (fieldPath, value) = timeUs < 0 || timeUs > JSONScanner.maximumMeasure ? ("time_us", timeUs) : payload.malformedMeasure {
+        let isMeasure = { (value: Int) in (0...JSONScanner.maximumMeasure).contains(value) }
+        let envelope = !isMeasure(step) ? ("step", step) : !isMeasure(timeUs) ? ("time_us", timeUs) : nil
+        if let (fieldPath, value) = envelope ?? payload.malformedMeasure {
             return LogError(
                 .refusedEvent,
                 "event seq \(nextSequence) (\(payload.kind)) has \(fieldPath) \(value), which is not a whole number from 0 to "

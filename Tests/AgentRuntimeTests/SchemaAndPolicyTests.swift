@@ -111,6 +111,21 @@ struct SchemaTests {
 
 @Suite("Policy rules")
 struct PolicyTests {
+    @Test("what is left of a log's limits never traps: a budget of Int.min (a hostile log read by audit) leaves Int.min, not an overflow")
+    func limitsLeftSaturate() {
+        var state = RunState()
+        state.usage.inputTokens = 5
+        state.counters.executedCalls = 2
+        let query = PolicyQuery(
+            call: ToolCall(id: "c", name: "refund_order", arguments: [:]), tool: Self.refund, actor: nil, route: nil, state: state,
+            limits: RunLimits(maxToolCalls: Int.min, tokenBudget: Int.min))
+        #expect(query.tokensLeft == Int.min && query.toolCallsLeft == Int.min)
+        let fair = PolicyQuery(
+            call: ToolCall(id: "c", name: "refund_order", arguments: [:]), tool: Self.refund, actor: nil, route: nil, state: state,
+            limits: RunLimits(maxToolCalls: 6, tokenBudget: 100))
+        #expect(fair.tokensLeft == 95 && fair.toolCallsLeft == 4)
+    }
+
     static let refund = ToolSpec(name: "refund_order", description: "", inputSchema: ["type": "object"], sideEffect: .write)
     static let lookup = ToolSpec(name: "lookup_order", description: "", inputSchema: ["type": "object"], sideEffect: .read)
     static let delete = ToolSpec(name: "delete_customer", description: "", inputSchema: ["type": "object"], sideEffect: .write)

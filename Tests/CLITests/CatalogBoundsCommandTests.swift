@@ -162,6 +162,9 @@ struct CatalogBoundsCommandTests {
             #expect(stopped.status == 2)
             #expect(stopped.stderr.contains("error: the statement ran for more than 1 s and was stopped"), "\(stopped.stderr)")
             #expect(stopped.stderr.contains("--timeout SECONDS"), "\(stopped.stderr)")
+            // A timeout no deadline can count (it once trapped computing nanoseconds) is a usage error.
+            let huge = try await agentEval(["sql", "--timeout", "1e11", "SELECT 1", "--catalog", catalog])
+            #expect(huge.status == 64 && huge.stderr.contains("to 31536000 (a year), got 100000000000.0"), "\(huge.stderr)")
 
             let two = try await agentEval(["sql", "SELECT COUNT(*) FROM logs; DELETE FROM logs", "--catalog", catalog])
             #expect(two.status == 2)

@@ -136,6 +136,10 @@ struct CatalogCommandTests {
             #expect(
                 far.status == 64 && far.stderr.contains("reaches back further than any time a log holds: give at most 104249d"),
                 "\(far.stderr)")
+            let everything = try await agentEval(["runs", "--limit", "\(Int.max)", "--agent", "s*"], in: root, environment: environment)
+            #expect(
+                everything.status == 0 && everything.stdoutText.contains("support-refund.jsonl.gz"),
+                "\(everything.stdoutText)\(everything.stderr)")
 
             // A case over a log that is swapped between suite runs: pass, fail, pass.
             let cases = sandbox.directory.path("cases")

@@ -84,6 +84,68 @@ struct NotARunTests {
         }
     }
 
+    @Test(
+        "a whole, chained log whose seq or step no count is (Int.max, below 0) is refused at its line by verify and replay, never a crash",
+        arguments: [(#""seq":1,"#, #""seq":9223372036854775807,"#, "seq"), (#""step":0,"#, #""step":-9223372036854775808,"#, "step")])
+    func countsOutOfRange(written: String, hostile: String, field: String) async throws {
+        try await TemporaryDirectory.with { directory in
+            let source = directory.path("written.jsonl.gz")
+            try LogWriter.withWriter(creating: source, runId: "run-hostile") { writer in
+                _ = try writer.append(.runStarted(SampleRun.supportStart()), step: 0, timeUs: 1)
+                _ = try writer.append(.decisionMade(DecisionMade(raw: "", outcome: .valid(.answer("done")))), step: 0, timeUs: 2)
+                _ = try writer.append(.runStopped(RunStopped(reason: .success, answer: "done")), step: 0, timeUs: 3)
+            }
+            var members: [[String]] = []
+            var edited = 0
+            _ = try LogReader(path: source).forEachLine { line, recorded in
+                if recorded.location.memberIndex == members.count { members.append([]) }
+                var text = String(decoding: line, as: UTF8.self)
+                if edited == 0, recorded.event.sequence == 1, let range = text.range(of: written) {
+                    text.replaceSubrange(range, with: hostile)
+                    edited += 1
+                }
+                members[members.count - 1].append(text)
+            }
+            #expect(edited == 1)
+            let path = directory.path("hostile.jsonl.gz")
+            try Data(try await Self.chainedLog(members)).write(to: URL(fileURLWithPath: path))
+            for arguments in [["log", "verify", path], ["replay", path]] {
+                let result = try await agentEval(arguments)
+                #expect(result.status == 2 || result.status == 1, "\(arguments): \(result.status) \(result.stdoutText)\(result.stderr)")
+                #expect(
+                    (result.stdoutText + result.stderr).contains("\(field) must be a whole number from 0 to 9007199254740991"),
+                    "\(arguments): \(result.stdoutText)\(result.stderr)")
+            }
+        }
+    }
+
+    @Test("token totals past the largest Int (1,030 replies of 2^53 − 1 tokens) stop there: recorded, replayed and run, never a trap")
+    func tokenTotalsSaturate() async throws {
+        try await TemporaryDirectory.with { directory in
+            let path = directory.path("many.jsonl.gz")
+            try LogWriter.withWriter(creating: path, runId: "run-many") { writer in
+                let recorder = RunRecorder(writer: writer, timeUs: 1_000)
+                try recorder.record(.runStarted(SampleRun.supportStart()))
+                for _ in 0..<1_030 {
+                    let usage = TokenUsage(input: JSONScanner.maximumMeasure, output: JSONScanner.maximumMeasure)
+                    try recorder.record(.decisionMade(DecisionMade(raw: "", outcome: .valid(.answer("more")), usage: usage)))
+                    try recorder.endStep()
+                }
+                #expect(recorder.state.usage.inputTokens == Int.max && recorder.state.usage.totalTokens == Int.max)
+                try recorder.record(.runStopped(RunStopped(reason: .success, answer: "more")))
+            }
+            let replay = try await agentEval(["replay", path, "--step", "1029"])
+            #expect(replay.status == 0, "\(replay.stdoutText)\(replay.stderr)")
+            #expect(
+                replay.stdoutText.contains("tokens 9223372036854775807 in + 9223372036854775807 out = 9223372036854775807"),
+                "\(replay.stdoutText)")
+            try "caseId: many\nlogs: many.jsonl.gz\nexpected: {maxTokens: 100}\n".write(
+                toFile: directory.path("case.yaml"), atomically: true, encoding: .utf8)
+            let run = try await agentEval(["run", "case.yaml", "--no-catalog"], in: directory.url)
+            #expect(run.status == 1, "over the budget, not a crash: \(run.stdoutText)\(run.stderr)")
+        }
+    }
+
     @Test("a cost no count of micro-dollars holds (1e300 dollars, twice) is shown by replay and view, never a trap")
     func costOutOfRange() async throws {
         try await TemporaryDirectory.with { directory in

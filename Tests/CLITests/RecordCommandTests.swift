@@ -1,4 +1,5 @@
 import Foundation
+import Recording
 import TestSupport
 import TestTags
 import Testing
@@ -152,6 +153,28 @@ struct RecordCommandTests {
             return
         }
         #expect(stopped.reason == .blocked)
+
+        // A recording whose status no HTTP answer has (a hand edit): refused when read, naming it;
+        // the gateway once passed it on as its answer's status line, which trapped.
+        for name in try FileManager.default.contentsOfDirectory(atPath: cassette) where name.hasSuffix(".json.gz") {
+            let path = (cassette as NSString).appendingPathComponent(name)
+            var recording = try #require(
+                try JSONParser.parse(try GzipData.decompress(Array(try Data(contentsOf: URL(fileURLWithPath: path))), path: path))
+                    .objectValue)
+            var response = try #require(recording["response"]?.objectValue)
+            response["status"] = -1
+            recording["response"] = .object(response)
+            let gzip = try await Subprocess.run(gzipPath, ["-n", "-c"], input: JSONWriter.encode(.object(recording)))
+            try Data(gzip.stdout).write(to: URL(fileURLWithPath: path))
+        }
+        let damaged = try await agentEval(
+            [
+                "record", "--no-catalog", "--log", directory.path("damaged.jsonl.gz"), "--cassette", cassette, "--upstream",
+                "openai=http://127.0.0.1:9/v1",
+            ]
+                + command, environment: ["OPENAI_API_KEY": ""])
+        #expect(damaged.status == 1 || damaged.status == 2, "\(damaged.status): \(damaged.stderr)")
+        #expect(damaged.stderr.contains("has the HTTP status -1, which no answer has (100 to 599)"), "\(damaged.stderr)")
     }
 
     @Test("two conversations at once are told apart: each call gets its own result, and the log holds both")
@@ -265,6 +288,18 @@ struct RecordCommandTests {
         #expect(summary["error"]?.stringValue?.contains("the last model request failed") == true, "\(summary)")
         let verify = try await agentEval(["log", "verify", cut])
         #expect(verify.status == 0, "\(verify.stdoutText)")
+        // No decision carries the cut request: it is kept in the log before the stop, not only in the stop's words.
+        let cutEvents = try Self.events(cut)
+        let unanswered = cutEvents.compactMap { event -> ContentStored? in
+            guard case .contentStored(let content) = event.payload, content.mediaType == ExchangeRecorder.unansweredMediaType else {
+                return nil
+            }
+            return content
+        }
+        #expect(unanswered.count == 1 && Self.decisions(cutEvents).allSatisfy { $0.attempts.isEmpty })
+        let kept = try JSONParser.parse(unanswered.first?.bytes ?? []).arrayValue ?? []
+        #expect(kept.count == 1 && kept.first?["attempt"]?["error"]?.stringValue?.isEmpty == false, "\(kept)")
+        if case .runStopped = cutEvents.last?.payload {} else { Issue.record("the log ends with its stop") }
     }
 
     @Test("bad input: no command, an unknown upstream, a command that does not exist")
@@ -274,6 +309,9 @@ struct RecordCommandTests {
         let none = try await agentEval(["record", "--no-catalog"])
         #expect(none.status == 64)
         #expect(none.stderr.contains("give the command to record after --"))
+        let forever = try await agentEval(["record", "--no-catalog", "--timeout", "\(Int.max)", "--", "true"])
+        #expect(
+            forever.status == 64 && forever.stderr.contains("--timeout must be from 1 second to 31536000 (a year)"), "\(forever.stderr)")
         let upstream = try await agentEval(["record", "--no-catalog", "--upstream", "gemini=http://x", "--", "true"])
         #expect(upstream.status == 64)
         #expect(upstream.stderr.contains("--upstream takes openai=URL or anthropic=URL"))

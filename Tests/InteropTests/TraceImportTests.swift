@@ -191,6 +191,23 @@ struct TraceImportTests {
         #expect(try await importRuns([path], format: .otlp).outcome.importedCount == 1)
     }
 
+    @Test("a token count no Int holds (doubleValue 1e300, \"inf\") is no count: the model call is imported without it, not a trap")
+    func tokenCountsNoIntHolds() async throws {
+        let scratch = try TemporaryDirectory("agent-eval-interop-tokens")
+        defer { scratch.remove() }
+        let path = scratch.path("trace.json")
+        try Data(
+            (#"{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0123456789abcdef0123456789abcdef","spanId":"1111111111111111","#
+                + #""name":"chat m","startTimeUnixNano":"1000000000","endTimeUnixNano":"2000000000","attributes":["#
+                + #"{"key":"gen_ai.operation.name","value":{"stringValue":"chat"}},"#
+                + #"{"key":"gen_ai.usage.input_tokens","value":{"doubleValue":1e300}},"#
+                + #"{"key":"gen_ai.usage.output_tokens","value":{"doubleValue":"inf"}}]}]}]}]}"#).utf8
+        ).write(to: URL(fileURLWithPath: path))
+        let (outcome, states) = try await importRuns([path], format: .otlp)
+        #expect(outcome.importedCount == 1, "\(outcome.failedInputs) \(outcome.runs.compactMap(\.error))")
+        #expect(states.first?.usage.totalTokens == 0)
+    }
+
     @Test("Jaeger: a start time of Int.max with a duration, and a message timestamp of 1e300, are errors, not traps")
     func jaegerAndTranscriptTimes() async throws {
         let scratch = try TemporaryDirectory("agent-eval-interop-times")

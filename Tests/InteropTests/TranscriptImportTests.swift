@@ -167,6 +167,17 @@ struct TranscriptImportTests {
         #expect(outcome.failedCount == 1)
         #expect(outcome.runs.compactMap(\.error).first?.message.contains("results[2]") == true)
         #expect(states.map { $0.start?.source?.id } == ["7:0", "7:1"])
+        // An index past either end is no place in the list (a negative one once trapped; one past
+        // the end was read as a null there).
+        for index in ["-1", "9"] {
+            let (outside, _) = try await importRuns(
+                [(directory as NSString).appendingPathComponent("results.json")], format: .messages, episodesPath: "results.\(index)")
+            #expect(outside.importedCount == 0)
+            #expect(
+                outside.failedInputs.first?.message.contains(#"(results): --episodes-path results.\#(index): there is no "\#(index)""#)
+                    == true,
+                "\(outside.failedInputs)")
+        }
         #expect(states[0].start?.source?.metadata?["reward"] == .double(1.0))
         #expect(states[0].executedToolNames == ["ping"])
         // The same episodes as JSON Lines, found without --episodes-path.

@@ -149,6 +149,22 @@ struct ProxyInRecordTests {
             ])
     }
 
+    @Test("a judge's count of waiting calls is a count: a negative one, which would walk around --max-tool-calls, is refused")
+    func waitingIsACount() async throws {
+        var harness = try await Harness()
+        defer { harness.stop() }
+        let proxy = try #require(try await harness.proxy(["op": "register", "server": "shop"])["proxy"])
+        _ = try await harness.proxy(["op": "tools", "proxy": proxy, "tools": [["name": "lookup_order", "side_effect": "read"]]])
+        let call = try #require(try await harness.ask())
+        for waiting in [-1_000_000, Int.min, Int.max] {
+            let judged = try await harness.proxy([
+                "op": "judge", "proxy": proxy, "name": .string(call.name), "arguments": [:], "params": [:], "waiting": .int(waiting),
+            ])
+            #expect(judged == ["error": .string("judge's waiting must be a count of calls, not \(waiting)")])
+        }
+        _ = try await harness.finish()
+    }
+
     /// Records the refund agent through a proxy serving both tools under `policy` (YAML); a call
     /// the policy asks a person about is answered `approve`. Returns the log's path.
     static func recordRefund(in directory: TemporaryDirectory, named name: String, policy: String, approve: Bool) async throws -> String {

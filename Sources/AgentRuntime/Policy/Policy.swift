@@ -22,12 +22,12 @@ public struct PolicyQuery: Sendable {
 
     /// Tool calls left under `max_tool_calls`, if it is set.
     public var toolCallsLeft: Int? {
-        limits.maxToolCalls.map { $0 - state.counters.executedCalls }
+        limits.maxToolCalls.map { $0.subtractingSaturating(state.counters.executedCalls) }
     }
 
     /// Tokens left under `token_budget`, if it is set.
     public var tokensLeft: Int? {
-        limits.tokenBudget.map { $0 - state.usage.totalTokens }
+        limits.tokenBudget.map { $0.subtractingSaturating(state.usage.totalTokens) }
     }
 
     /// Whether a human has already approved a call of this tool in this run.

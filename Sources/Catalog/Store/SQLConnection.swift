@@ -1,4 +1,5 @@
 import Foundation
+import TraceCore
 
 /// The SQL a catalog store speaks. The catalog's statements are written once where SQLite and
 /// PostgreSQL agree; where they do not, `SQLDialect` gives each its own text, side by side.
@@ -202,8 +203,10 @@ extension Int: SQLColumnValue {
     init(column: CatalogValue) {
         switch column {
         case .integer(let number): self = Int(number)
-        case .real(let number): self = Int(number)
-        case .text(let text): self = Int(text) ?? Int(Double(text) ?? 0)
+        // A real or text cell no Int holds (a sum past 2^63 that PostgreSQL gives as numeric, a
+        // hand-edited 1e300) saturates: a query never traps on what a catalog holds.
+        case .real(let number): self = Int(saturating: number)
+        case .text(let text): self = Int(text) ?? Int(saturating: Double(text) ?? 0)
         case .null, .blob: self = 0
         }
     }

@@ -22,15 +22,17 @@ extension EvalReport {
             // The time this suite run spent on the case: checking its runs, and for a live case the
             // runs themselves (an 824 ms live run is not a 0.001 s test). A recorded log's own
             // duration was spent when it was recorded: it stays a property.
-            let checkUs = runs.reduce(0) { $0 + ($1["check_us"]?.intValue ?? 0) }
-            let runUs = entry["source"]?.stringValue == "live" ? runs.reduce(0) { $0 + ($1["duration_ms"]?.intValue ?? 0) } * 1000 : 0
-            let time = String(format: "%.3f", Double(checkUs + runUs) / 1_000_000)
+            // The shard reports merged are files from elsewhere: sums saturate, never trap.
+            let checkUs = runs.reduce(0) { $0.addingSaturating($1["check_us"]?.intValue ?? 0) }
+            let runMs =
+                entry["source"]?.stringValue == "live" ? runs.reduce(0) { $0.addingSaturating($1["duration_ms"]?.intValue ?? 0) } : 0
+            let time = String(format: "%.3f", (Double(checkUs) + Double(runMs) * 1000) / 1_000_000)
             var xmlCase = "    <testcase classname=\"\(xml(className))\" name=\"\(xml(caseId))\" time=\"\(time)\">"
             let outcome = entry["outcome"]?.stringValue ?? "error"
             var properties: [(String, String)] = [("outcome", outcome)]
             if let attempts = entry["attempts"] {
                 let passed = attempts["passed"]?.intValue ?? 0
-                properties.append(("attempts", "\(passed)/\(passed + (attempts["failed"]?.intValue ?? 0))"))
+                properties.append(("attempts", "\(passed)/\(passed.addingSaturating(attempts["failed"]?.intValue ?? 0))"))
             }
             if let status = entry["baseline"]?["status"]?.stringValue { properties.append(("baseline", status)) }
             for (index, run) in runs.enumerated() {

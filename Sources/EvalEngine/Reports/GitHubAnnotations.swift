@@ -57,7 +57,7 @@ public enum GitHubAnnotations {
         }
         if let attempts = entry["attempts"], entry["source"]?.stringValue == "live" {
             let passed = attempts["passed"]?.intValue ?? 0
-            let total = passed + (attempts["failed"]?.intValue ?? 0)
+            let total = passed.addingSaturating(attempts["failed"]?.intValue ?? 0)
             if total > 1 { parts.append("\(passed)/\(total) attempts passed") }
         }
         for regression in entry["baseline"]?["regressions"]?.arrayValue ?? [] {

@@ -162,8 +162,9 @@ public struct PullRequestComment: Sendable {
             var totals = (tokens: 0, durationMs: 0, attempts: 0)
             for entry in document?["cases"]?.arrayValue ?? [] {
                 for run in entry["runs"]?.arrayValue ?? [] {
-                    totals.tokens += run["tokens"]?.intValue ?? 0
-                    totals.durationMs += run["duration_ms"]?.intValue ?? 0
+                    // Reports are files from elsewhere (a CI artifact): totals saturate, never trap.
+                    totals.tokens = totals.tokens.addingSaturating(run["tokens"]?.intValue ?? 0)
+                    totals.durationMs = totals.durationMs.addingSaturating(run["duration_ms"]?.intValue ?? 0)
                     totals.attempts += 1
                 }
             }
@@ -186,7 +187,7 @@ public struct PullRequestComment: Sendable {
 
     static func change(_ now: Int, _ before: Int) -> String {
         guard before > 0 else { return "" }
-        let percent = Int((Double(now - before) / Double(before) * 100).rounded())
+        let percent = Int(saturating: ((Double(now) - Double(before)) / Double(before) * 100).rounded())
         return percent == 0 ? ", same" : ", \(percent > 0 ? "+" : "")\(percent)%"
     }
 
@@ -196,7 +197,7 @@ public struct PullRequestComment: Sendable {
 
     static func attempts(_ entry: JSONValue) -> String {
         let passed = entry["attempts"]?["passed"]?.intValue ?? 0
-        return "\(passed)/\(passed + (entry["attempts"]?["failed"]?.intValue ?? 0)) attempts passed"
+        return "\(passed)/\(passed.addingSaturating(entry["attempts"]?["failed"]?.intValue ?? 0)) attempts passed"
     }
 
     static func place(_ entry: JSONValue) -> String {

@@ -46,10 +46,11 @@ public struct Span: Sendable {
         }
     }
 
+    /// An attribute as a whole number; a double no `Int` holds (`1e300`, infinity, NaN) is none.
     public func int(_ key: String) -> Int? {
         switch attributes[key] {
         case .int(let number)?: return number
-        case .double(let number)?: return Int(number)
+        case .double(let number)? where number.isFinite && number.magnitude < 9.2e18: return Int(number)
         case .string(let text)?: return Int(text)
         default: return nil
         }

@@ -79,7 +79,9 @@ enum EpisodeFinder {
             for key in path.split(separator: ".").map(String.init) {
                 let next: JSONValue?
                 if let index = Int(key), let array = value.arrayValue {
-                    next = index < array.count ? array[index] : nil
+                    // Written out: in `c ? array[index] : nil` the nil is JSON's null (JSONValue
+                    // takes the literal), which read an index past the end as a null there.
+                    if array.indices.contains(index) { next = array[index] } else { next = nil }
                 } else {
                     next = value[key]
                 }

@@ -129,8 +129,13 @@ extension ExchangeRecorder {
                 if case .contentStored(let content) = event.payload { return content.hash }
                 return nil
             })
+        // A number past any count (`mcp-9223372036854775807` in a parent from elsewhere) is not
+        // one the recorder made: counting on from it would overflow.
         func highest(_ prefix: String) -> Int {
-            recorder.state.calls.compactMap { $0.id.hasPrefix(prefix) ? Int($0.id.dropFirst(prefix.count)) : nil }.max() ?? 0
+            recorder.state.calls.compactMap { call -> Int? in
+                guard call.id.hasPrefix(prefix), let number = Int(call.id.dropFirst(prefix.count)) else { return nil }
+                return (0...JSONScanner.maximumMeasure).contains(number) ? number : nil
+            }.max() ?? 0
         }
         state.spans.spanCallCount = highest("span-")
         state.proxying.unproposedCalls = highest("mcp-")

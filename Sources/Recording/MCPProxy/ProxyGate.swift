@@ -59,7 +59,7 @@ struct ProxyGate: Sendable {
         let decision: PolicyDecision
         if let refusal {
             decision = refusal
-        } else if let max = maxToolCalls, recorder.state.counters.executedCalls + waiting >= max {
+        } else if let max = maxToolCalls, recorder.state.counters.executedCalls.addingSaturating(waiting) >= max {
             decision = PolicyDecision(
                 .deny, reason: "the \(max) tool calls allowed (--max-tool-calls) are used up", rule: "limits.max_tool_calls")
         } else {

@@ -121,9 +121,15 @@ enum ProxyOperation: Sendable, Equatable {
         case "tools":
             self = .tools(proxy: proxy, (json["tools"]?.arrayValue ?? []).compactMap(ServedTool.init(proxyJSON:)))
         case "judge":
+            // How many of the proxy's calls wait for their answer: counted against the run's
+            // --max-tool-calls, so a negative (or absurd) count would walk around the limit.
+            let waiting = json["waiting"]?.intValue ?? 0
+            guard (0...JSONScanner.maximumMeasure).contains(waiting) else {
+                throw Refused(message: "judge's waiting must be a count of calls, not \(waiting)")
+            }
             self = .judge(
                 proxy: proxy, name: try string("name"), arguments: json["arguments"] ?? [:], params: json["params"] ?? [:],
-                waiting: json["waiting"]?.intValue ?? 0,
+                waiting: waiting,
                 refusal: json["refusal"].map { PolicyDecision(.deny, reason: $0["reason"]?.stringValue, rule: $0["rule"]?.stringValue) })
         case "intend":
             self = .intend(proxy: proxy, callId: try string("call_id"), tool: try string("tool"), arguments: json["arguments"] ?? [:])

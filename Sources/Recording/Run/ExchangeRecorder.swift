@@ -299,7 +299,7 @@ public final class ExchangeRecorder: Sendable {
                 if state.writeError == nil { state.writeError = "\(error)" }
             }
             state.requests += 1
-            state.tokens += outcome.reply.usage?.total ?? 0
+            state.tokens = state.tokens.addingSaturating(outcome.reply.usage?.total ?? 0)
             if let max = limits.maxTokens, state.tokens > max, state.stopCause == nil {
                 state.stopCause = .tokenBudget(used: state.tokens, limit: max)
                 return state.stopCause
@@ -575,6 +575,24 @@ public final class ExchangeRecorder: Sendable {
         }
     }
 
+    /// `content_stored`'s media type for the failed model requests no answered request followed
+    /// (the agent gave up, crashed, or was stopped after them): each with the time it ended and
+    /// what failed, so none is in the stop's words alone.
+    public static let unansweredMediaType = "application/vnd.agent-eval.unanswered-model-requests+json"
+
+    /// Stores the failures left at the end, which no decision carries (`unansweredMediaType`),
+    /// oldest first.
+    func storeUnansweredFailures(recorder: RunRecorder, state: inout State) throws {
+        guard !state.failures.isEmpty else { return }
+        let failures: [JSONValue] = state.failures.map { failure in
+            ["ended_us": .int(failure.endUs), "attempt": failure.attempt.json]
+        }
+        state.failures.removeAll()
+        _ = try store(
+            ContentStored(bytes: JSONWriter.encode(.array(failures)), mediaType: Self.unansweredMediaType), recorder: recorder,
+            state: &state)
+    }
+
     func store(_ content: ContentStored, recorder: RunRecorder, state: inout State) throws -> String {
         if state.stored.insert(content.hash).inserted { try recorder.record(.contentStored(content)) }
         return content.hash
@@ -613,6 +631,7 @@ public final class ExchangeRecorder: Sendable {
             if !isAgentEnd(ending, state: state) { try recordPendingTurn(recorder: recorder, state: &state) }
             recorder.timeUs = at
             try recordSpanResultsLeft(recorder: recorder, state: &state)
+            try storeUnansweredFailures(recorder: recorder, state: &state)
             try recorder.record(.runStopped(stop))
             try recorder.writer.close()
             if let writeError = state.writeError {

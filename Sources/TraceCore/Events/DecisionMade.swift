@@ -148,7 +148,7 @@ public struct TokenUsage: JSONRepresentable, JSONObjectEncodable, Hashable {
         self.output = output
     }
 
-    public var total: Int { input + output }
+    public var total: Int { input.addingSaturating(output) }
 
     public init(from scanner: inout JSONScanner) throws {
         var input: Int?

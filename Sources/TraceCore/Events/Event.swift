@@ -180,8 +180,8 @@ public struct Event: Sendable, Hashable {
             switch member {
             case 0: version = try scanner.read()
             case 1: runId = try scanner.readString(reusing: expectedRunId)
-            case 2: sequence = try scanner.read()
-            case 3: step = try scanner.read()
+            case 2: sequence = try scanner.readMeasure()
+            case 3: step = try scanner.readMeasure()
             case 4: timeUs = try scanner.readMeasure()
             case 5: kind = try scanner.read()
             case 6: previousHash = try scanner.readString(reusing: expectedPrevious)
@@ -236,10 +236,12 @@ public struct Event: Sendable, Hashable {
         sequence = try field(2)
         step = try field(3)
         timeUs = try field(4)
-        do {
-            try JSONScanner.checkMeasure(timeUs)
-        } catch let error as TraceCoreError {
-            throw error.inside("time_us")
+        for (value, name) in [(sequence, "seq"), (step, "step"), (timeUs, "time_us")] {
+            do {
+                try JSONScanner.checkMeasure(value)
+            } catch let error as TraceCoreError {
+                throw error.inside(name)
+            }
         }
         let kind: String = try field(5)
         previousHash = version >= Event.memberChainVersion && envelope[6] == nil ? nil : try field(6) as String

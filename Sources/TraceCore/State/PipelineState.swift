@@ -146,7 +146,7 @@ public struct PipelineState: JSONObjectEncodable, Hashable {
     }
 
     /// The next attempt number of `id`: attempts count on across retries and rollbacks.
-    public func nextAttempt(of id: String) -> Int { (task(id)?.attempts.map(\.attempt).max() ?? 0) + 1 }
+    public func nextAttempt(of id: String) -> Int { (task(id)?.attempts.map(\.attempt).max() ?? 0).addingSaturating(1) }
 
     /// The JSON form `agent-eval replay --json` prints. The digest covers part of it: the tasks,
     /// breakers, pause and stop (`PipelineStateDigester`), not the run id, rollbacks or fork.

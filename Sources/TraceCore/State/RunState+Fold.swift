@@ -45,11 +45,13 @@ extension RunState {
                 DecisionRecord(step: event.step, sequence: event.sequence, outcome: made.outcome, usage: made.usage))
             state.usage.modelCalls += 1
             if let usage = made.usage {
-                state.usage.inputTokens += usage.input
-                state.usage.outputTokens += usage.output
+                // Each count is at most 2^53 − 1; their totals, over enough decisions, may not be:
+                // a total that reaches the largest Int stays there (the fold never traps on a log).
+                state.usage.inputTokens = state.usage.inputTokens.addingSaturating(usage.input)
+                state.usage.outputTokens = state.usage.outputTokens.addingSaturating(usage.output)
             }
             state.usage.costUSD += made.costUSD ?? 0
-            state.usage.modelLatencyUs += made.latencyUs ?? 0
+            state.usage.modelLatencyUs = state.usage.modelLatencyUs.addingSaturating(made.latencyUs ?? 0)
             if case .valid(.toolCalls(let proposed)) = made.outcome {
                 // The index is made fresh before it is extended: marked fresh after the appends
                 // below, a stale one would keep positions from before a change (a trimmed list).
@@ -91,7 +93,7 @@ extension RunState {
                 state.note(event, "a result for call \"\(result.callId)\" with no tool_intended before it")
             }
             change.call = state.changeCall(at: index) { $0.results.append(result) }
-            state.usage.toolTimeUs += result.durationUs
+            state.usage.toolTimeUs = state.usage.toolTimeUs.addingSaturating(result.durationUs)
         case .approvalRecorded(let approval):
             guard let index = state.callIndex(approval.callId, for: event) else { break }
             if state.calls[index].verdict?.verdict != .approvalRequired {

@@ -240,7 +240,7 @@ public struct ResourceUsage: Sendable, Hashable {
 
     public init() {}
 
-    public var totalTokens: Int { inputTokens + outputTokens }
+    public var totalTokens: Int { inputTokens.addingSaturating(outputTokens) }
 }
 
 extension RunState {
@@ -252,10 +252,10 @@ extension RunState {
         var usage = ResourceUsage()
         for record in userTurns where record.turn.source == .model {
             usage.modelCalls += 1
-            usage.inputTokens += record.turn.usage?.input ?? 0
-            usage.outputTokens += record.turn.usage?.output ?? 0
+            usage.inputTokens = usage.inputTokens.addingSaturating(record.turn.usage?.input ?? 0)
+            usage.outputTokens = usage.outputTokens.addingSaturating(record.turn.usage?.output ?? 0)
             usage.costUSD += record.turn.costUSD ?? 0
-            usage.modelLatencyUs += record.turn.latencyUs ?? 0
+            usage.modelLatencyUs = usage.modelLatencyUs.addingSaturating(record.turn.latencyUs ?? 0)
         }
         return usage
     }

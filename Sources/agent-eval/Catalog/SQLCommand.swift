@@ -38,7 +38,11 @@ struct SQLCommand: ParsableCommand {
     @OptionGroup var location: CatalogArguments
 
     func validate() throws {
-        guard timeout >= 0, timeout.isFinite else { throw ValidationError("--timeout must be a number of seconds, 0 or more") }
+        // At most a year: the deadline is counted in nanoseconds and milliseconds, which a larger
+        // number of seconds would overflow.
+        guard timeout >= 0, timeout <= 365 * 86_400 else {
+            throw ValidationError("--timeout must be a number of seconds from 0 (no limit) to 31536000 (a year), got \(timeout)")
+        }
     }
 
     func run() throws {

@@ -102,7 +102,9 @@ struct RecordCommand: AsyncParsableCommand, ReadsLogs {
         }
         guard Cassette.Mode(rawValue: record) != nil else { throw ValidationError("--record takes none, new or all; got \(record)") }
         if record != "none" && cassette == nil { throw ValidationError("--record needs --cassette DIR") }
-        guard timeout > 0 else { throw ValidationError("--timeout must be at least 1 second, got \(timeout)") }
+        guard timeout > 0, timeout <= 365 * 86_400 else {
+            throw ValidationError("--timeout must be from 1 second to 31536000 (a year), got \(timeout)")
+        }
         if maxRequests < 1 { throw ValidationError("--max-requests must be at least 1, got \(maxRequests)") }
         if let maxTokens, maxTokens < 1 { throw ValidationError("--max-tokens must be at least 1, got \(maxTokens)") }
         _ = try Self.upstreamValues(upstreams)
