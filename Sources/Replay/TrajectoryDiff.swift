@@ -205,13 +205,45 @@ public struct TrajectoryDiff: Sendable {
         return (sketches, final, problems(of: result))
     }
 
+    /// The most cells the alignment's table may have (4,194,304 integers, 32 MiB): two runs of
+    /// 2,000 steps each are aligned exactly; longer ones as `align` says.
+    static let maximumTableCells = 1 << 22
+
     /// Longest common subsequence on the steps' decisions: matched steps pair up, the rest are
-    /// steps only one run has.
+    /// steps only one run has. When the table would have more than `maximumTableCells` cells
+    /// (`serve`'s compare page asked for two long logs), the steps both runs begin and end with
+    /// alike are paired first, and what is left between them, if still too large, is paired by
+    /// position: the memory stays bounded, never steps × steps.
     static func align(_ left: [StepSketch], _ right: [StepSketch], outputs: OutputsCompared = OutputsCompared()) -> [Row] {
         func outcomes(_ step: StepSketch) -> [String] {
             step.calls.map { call in
                 outcome(call) + (outputs.contains(call) ? " " + JSONWriter.encodeString(call.output ?? .null) : "")
             }
+        }
+        if (left.count + 1).multipliedSaturating(by: right.count + 1) > maximumTableCells {
+            var prefix = 0
+            while prefix < left.count, prefix < right.count, left[prefix].hasSameKey(as: right[prefix]) { prefix += 1 }
+            var suffix = 0
+            while suffix < left.count - prefix, suffix < right.count - prefix,
+                left[left.count - 1 - suffix].hasSameKey(as: right[right.count - 1 - suffix])
+            {
+                suffix += 1
+            }
+            let same = { (i: Int, j: Int) in Row(left: left[i], right: right[j], isSame: outcomes(left[i]) == outcomes(right[j])) }
+            var rows = (0..<prefix).map { same($0, $0) }
+            let middleLeft = Array(left[prefix..<(left.count - suffix)])
+            let middleRight = Array(right[prefix..<(right.count - suffix)])
+            if (middleLeft.count + 1).multipliedSaturating(by: middleRight.count + 1) <= maximumTableCells {
+                rows += align(middleLeft, middleRight, outputs: outputs)
+            } else {
+                for index in 0..<max(middleLeft.count, middleRight.count) {
+                    let (a, b) = (index < middleLeft.count ? middleLeft[index] : nil, index < middleRight.count ? middleRight[index] : nil)
+                    let isSame = a.flatMap { a in b.map { b in a.hasSameKey(as: b) && outcomes(a) == outcomes(b) } } ?? false
+                    rows.append(Row(left: a, right: b, isSame: isSame))
+                }
+            }
+            rows += (0..<suffix).map { same(left.count - suffix + $0, right.count - suffix + $0) }
+            return rows
         }
         let n = left.count
         let m = right.count

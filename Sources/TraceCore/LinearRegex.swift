@@ -24,6 +24,10 @@ public struct LinearRegex: Sendable, Hashable, CustomStringConvertible {
 
     /// The largest program a pattern may compile to.
     public static let maximumInstructions = 10_000
+    /// The deepest groups may nest: the parser and the compiler recurse once per level, and a
+    /// pattern comes from outside (an MCP server's tool schema), so its nesting is bounded
+    /// before it can exhaust a thread's stack.
+    public static let maximumNesting = 100
 
     /// Why a pattern is refused, and where in it (1-based position in Unicode scalars).
     public struct SyntaxError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -266,6 +270,8 @@ public struct LinearRegex: Sendable, Hashable, CustomStringConvertible {
     struct Parser {
         let scalars: [Unicode.Scalar]
         var index = 0
+        /// How many groups are open at the index.
+        var depth = 0
 
         init(scalars: [Unicode.Scalar]) {
             self.scalars = scalars
@@ -301,7 +307,9 @@ public struct LinearRegex: Sendable, Hashable, CustomStringConvertible {
         mutating func parseRepeat() throws(SyntaxError) -> Node {
             let atomStart = index
             var node = try parseAtom()
+            var isRepeated = false
             while let scalar = peek {
+                let quantifierStart = index
                 var bounds: (Int, Int?)
                 switch scalar {
                 case "*": bounds = (0, nil)
@@ -315,6 +323,15 @@ public struct LinearRegex: Sendable, Hashable, CustomStringConvertible {
                 }
                 index += 1
                 if case .start = node { throw SyntaxError(message: "nothing to repeat before \"\(scalar)\"", position: atomStart + 1) }
+                // A quantifier on a quantifier (`a**`, `a{2}{3}`) is refused, as ECMA-262 (JSON
+                // Schema's dialect) refuses it: stacked a million times it nested the tree a
+                // million deep.
+                if isRepeated {
+                    throw SyntaxError(
+                        message: "nothing to repeat before \"\(scalar)\": the atom before it is repeated already",
+                        position: quantifierStart + 1)
+                }
+                isRepeated = true
                 if peek == "?" {
                     index += 1  // lazy: the same texts match
                 } else if peek == "+" {
@@ -379,7 +396,12 @@ public struct LinearRegex: Sendable, Hashable, CustomStringConvertible {
                     default: throw failure("unsupported group syntax \"(?\(peek.map { String($0) } ?? "")\"")
                     }
                 }
+                guard depth < LinearRegex.maximumNesting else {
+                    throw SyntaxError(message: "groups nest deeper than \(LinearRegex.maximumNesting)", position: index)
+                }
+                depth += 1
                 let inner = try parseAlternation()
+                depth -= 1
                 guard peek == ")" else { throw failure("a \"(\" is never closed") }
                 index += 1
                 return inner
@@ -479,6 +501,10 @@ public struct LinearRegex: Sendable, Hashable, CustomStringConvertible {
 
     struct Compiler {
         var program: [Instruction] = []
+        /// Nodes emitted so far, copies of repeated ones included: what bounds compiling a
+        /// pattern whose repeats emit nothing (`((a{0}){1000}){1000}…`), which the program's size
+        /// does not.
+        var emitted = 0
 
         mutating func append(_ instruction: Instruction) throws(SyntaxError) {
             guard program.count < LinearRegex.maximumInstructions else {
@@ -488,6 +514,12 @@ public struct LinearRegex: Sendable, Hashable, CustomStringConvertible {
         }
 
         mutating func emit(_ node: Node) throws(SyntaxError) {
+            emitted += 1
+            guard emitted <= LinearRegex.maximumInstructions * 10 else {
+                throw SyntaxError(
+                    message: "the pattern is too large (its repeats expand past \(LinearRegex.maximumInstructions * 10) parts)", position: 1
+                )
+            }
             switch node {
             case .empty: break
             case .scalar(let scalar): try append(.scalar(scalar))

@@ -126,6 +126,17 @@ struct PolicyTests {
         #expect(fair.tokensLeft == 95 && fair.toolCallsLeft == 4)
     }
 
+    @Test("a server's schema of anyOf nested 40 deep checks each form once: arguments that fail it are told so at once, not in 2^40 checks")
+    func nestedAnyOf() throws {
+        var schema: JSONValue = ["type": "string"]
+        for _ in 0..<40 { schema = ["anyOf": [schema, ["type": "boolean"]]] }
+        let checked = try JSONSchema(json: schema)
+        #expect(checked.violation(of: .string("fine")) == nil)
+        #expect(checked.violation(of: .bool(true)) == nil)
+        let problem = try #require(checked.violation(of: .int(7)))
+        #expect(problem == "arguments must be a string, found an integer (7) (and no other allowed form matches)")
+    }
+
     static let refund = ToolSpec(name: "refund_order", description: "", inputSchema: ["type": "object"], sideEffect: .write)
     static let lookup = ToolSpec(name: "lookup_order", description: "", inputSchema: ["type": "object"], sideEffect: .read)
     static let delete = ToolSpec(name: "delete_customer", description: "", inputSchema: ["type": "object"], sideEffect: .write)

@@ -119,21 +119,33 @@ struct NotARunTests {
         }
     }
 
+    /// A log of `count` steps, each one decision (`decision(step)`), then a stop with the last
+    /// answer, as the recorder writes it; the state it folded.
+    static func answers(at path: String, count: Int, _ decision: (Int) -> DecisionMade) throws -> RunState {
+        try LogWriter.withWriter(creating: path, runId: "run-answers") { writer in
+            let recorder = RunRecorder(writer: writer, timeUs: 1_000)
+            try recorder.record(.runStarted(SampleRun.supportStart()))
+            var last = ""
+            for step in 1...count {
+                let made = decision(step)
+                if case .valid(.answer(let text)) = made.outcome { last = text }
+                try recorder.record(.decisionMade(made))
+                try recorder.endStep()
+            }
+            try recorder.record(.runStopped(RunStopped(reason: .success, answer: last)))
+            return recorder.state
+        }
+    }
+
     @Test("token totals past the largest Int (1,030 replies of 2^53 − 1 tokens) stop there: recorded, replayed and run, never a trap")
     func tokenTotalsSaturate() async throws {
         try await TemporaryDirectory.with { directory in
             let path = directory.path("many.jsonl.gz")
-            try LogWriter.withWriter(creating: path, runId: "run-many") { writer in
-                let recorder = RunRecorder(writer: writer, timeUs: 1_000)
-                try recorder.record(.runStarted(SampleRun.supportStart()))
-                for _ in 0..<1_030 {
-                    let usage = TokenUsage(input: JSONScanner.maximumMeasure, output: JSONScanner.maximumMeasure)
-                    try recorder.record(.decisionMade(DecisionMade(raw: "", outcome: .valid(.answer("more")), usage: usage)))
-                    try recorder.endStep()
-                }
-                #expect(recorder.state.usage.inputTokens == Int.max && recorder.state.usage.totalTokens == Int.max)
-                try recorder.record(.runStopped(RunStopped(reason: .success, answer: "more")))
+            let usage = TokenUsage(input: JSONScanner.maximumMeasure, output: JSONScanner.maximumMeasure)
+            let state = try Self.answers(at: path, count: 1_030) { _ in
+                DecisionMade(raw: "", outcome: .valid(.answer("more")), usage: usage)
             }
+            #expect(state.usage.inputTokens == Int.max && state.usage.totalTokens == Int.max)
             let replay = try await agentEval(["replay", path, "--step", "1029"])
             #expect(replay.status == 0, "\(replay.stdoutText)\(replay.stderr)")
             #expect(
@@ -150,14 +162,8 @@ struct NotARunTests {
     func costOutOfRange() async throws {
         try await TemporaryDirectory.with { directory in
             let path = directory.path("costly.jsonl.gz")
-            try LogWriter.withWriter(creating: path, runId: "run-costly") { writer in
-                let recorder = RunRecorder(writer: writer, timeUs: 1_000)
-                try recorder.record(.runStarted(SampleRun.supportStart()))
-                for step in 1...2 {
-                    try recorder.record(.decisionMade(DecisionMade(raw: "", outcome: .valid(.answer("done \(step)")), costUSD: 1e300)))
-                    try recorder.endStep()
-                }
-                try recorder.record(.runStopped(RunStopped(reason: .success, answer: "done 2")))
+            _ = try Self.answers(at: path, count: 2) { step in
+                DecisionMade(raw: "", outcome: .valid(.answer("done \(step)")), costUSD: 1e300)
             }
             let replay = try await agentEval(["replay", path, "--step", "1"])
             #expect(replay.status == 0, "\(replay.stdoutText)\(replay.stderr)")

@@ -306,6 +306,16 @@ struct BaselineTests {
             try "{\"case_id\": 5}".write(toFile: directory.path("base/a.json"), atomically: true, encoding: .utf8)
             let evalCase = EvalCase(id: "a", source: .recorded(patterns: []), expected: Expectations(), location: SourceLocation(path: "c"))
             #expect(throws: EvalError.self) { try Baseline.read(for: [evalCase], from: directory.path("base")) }
+            // Counts no run gives (runs of 2^63 − 1 with no passes, whose rate times runs no Int
+            // holds) are unreadable, not a trap.
+            for (rate, runs) in [("1", "9223372036854775807"), ("1e300", "3"), ("0.5", "-1")] {
+                try "{\"version\":1,\"case_id\":\"a\",\"outcome\":\"pass\",\"pass_rate\":\(rate),\"runs\":\(runs),\"trajectories\":[]}"
+                    .write(
+                        toFile: directory.path("base/a.json"), atomically: true, encoding: .utf8)
+                #expect {
+                    try Baseline.read(for: [evalCase], from: directory.path("base"))
+                } throws: { ($0 as? EvalError)?.message.contains("are no case's counts") == true }
+            }
         }
     }
 }

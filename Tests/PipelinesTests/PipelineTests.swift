@@ -41,6 +41,29 @@ import TraceLog
         try await PipelineRunner(definition: definition).start(directory: directory.path("run"), runId: "pipe-test", jobs: jobs)
     }
 
+    @Test("a chain of 200,000 tasks is walked without recursing once per task; a cycle is still named in its order")
+    func longChainHasNoCycle() {
+        func task(_ id: String, needs: [String]) -> PipelineTask {
+            PipelineTask(
+                id: id, work: .command(arguments: ["true"], directory: "/", isText: false), inputs: [], needs: needs, timeoutMs: nil,
+                validation: OutputValidation(schema: nil, command: nil), recovery: [:], breaker: nil,
+                location: SourceLocation(path: "p.yaml"))
+        }
+        // Listed so that each task needs the next: a depth-first walk goes 200,000 deep.
+        let chain = (0..<200_000).map { task("t\($0)", needs: $0 + 1 < 200_000 ? ["t\($0 + 1)"] : []) }
+        #expect(PipelineGraph.findCycle(chain) == nil)
+        let cycle = [task("a", needs: ["c"]), task("b", needs: ["a"]), task("c", needs: ["b"])]
+        #expect(PipelineGraph.findCycle(cycle) == ["b", "c", "a"], "as data flows: b feeds c, c feeds a, a feeds b")
+        // A plan read from a log that names a task twice does not trap the breakers (the first counts).
+        let breakers = CircuitBreakers(
+            settings: [:],
+            plan: [
+                PipelineTaskPlan(id: "a", kind: .command, needs: [], breaker: "x"),
+                PipelineTaskPlan(id: "a", kind: .command, needs: [], breaker: "y"),
+            ])
+        #expect(breakers.key(of: "a") == "x")
+    }
+
     @Test func checksTheGraphBeforeAnythingRuns() throws {
         let cycle = try Self.errors(
             """

@@ -1,9 +1,10 @@
 import AgentRuntime
 import Foundation
-import Replay
 import TestSupport
 import Testing
 import TraceCore
+
+@testable import Replay
 
 @Suite("Diff")
 struct DiffTests {
@@ -64,5 +65,23 @@ struct DiffTests {
             #expect(inserted.first?.rightStep == 2)
             #expect(inserted.first?.leftStep == nil)
         }
+    }
+
+    @Test("two long runs (2,500 steps each) are aligned within a bounded table: alike ends paired, the middle by position")
+    func longRunsAlignBounded() {
+        func step(_ number: Int, _ decision: String) -> TrajectoryDiff.StepSketch {
+            TrajectoryDiff.StepSketch(step: number, decisions: [decision], calls: [], tokens: 0, durationUs: 0)
+        }
+        let left = (0..<2_500).map { step($0, $0 < 10 || $0 >= 2_495 ? "answer same \($0)" : "answer left \($0)") }
+        let right = (0..<2_500).map { step($0, $0 < 10 || $0 >= 2_495 ? "answer same \($0)" : "answer right \($0)") }
+        #expect((left.count + 1) * (right.count + 1) > TrajectoryDiff.maximumTableCells)
+        let rows = TrajectoryDiff.align(left, right)
+        #expect(rows.count == 2_500)
+        #expect(rows.prefix(10).allSatisfy(\.isSame) && rows.suffix(5).allSatisfy(\.isSame))
+        #expect(rows.dropFirst(10).dropLast(5).allSatisfy { !$0.isSame && $0.left?.step == $0.right?.step && $0.left != nil })
+        // Runs as short as a table holds are still aligned exactly: an inserted step is one-sided.
+        let short = TrajectoryDiff.align([step(0, "a"), step(1, "b")], [step(0, "a"), step(1, "x"), step(2, "b")])
+        #expect(
+            short.map { [$0.left?.decisions.first ?? "-", $0.right?.decisions.first ?? "-"] } == [["a", "a"], ["-", "x"], ["b", "b"]])
     }
 }

@@ -52,6 +52,18 @@ struct LinearRegexTests {
             ("[z-a]", "the range z-a is backwards (at position 5 of the pattern)"),
             ("\\q", #"unknown escape "\q" (at position 3 of the pattern)"#),
             ("(((a{1000}){1000}){1000})", "the pattern is too large (more than 10000 steps) (at position 1 of the pattern)"),
+            // From outside (an MCP server's tool schema): nothing may exhaust the stack or loop for hours.
+            ("a**", #"nothing to repeat before "*": the atom before it is repeated already (at position 3 of the pattern)"#),
+            ("x{2}{3}", #"nothing to repeat before "{": the atom before it is repeated already (at position 5 of the pattern)"#),
+            (
+                String(repeating: "(", count: 101) + "a" + String(repeating: ")", count: 101),
+                "groups nest deeper than 100 (at position 101 of the pattern)"
+            ),
+            (String(repeating: "(", count: 1_000_000) + "a", "groups nest deeper than 100 (at position 101 of the pattern)"),
+            (
+                "(((((a{0}){1000}){1000}){1000}){1000}){1000}",
+                "the pattern is too large (its repeats expand past 100000 parts) (at position 1 of the pattern)"
+            ),
         ] as [(String, String)])
     func refused(_ pattern: String, _ message: String) {
         #expect {

@@ -210,8 +210,20 @@ public final class JSONSchema: Sendable {
             let names = allowed.map { JSONWriter.encodeString($0) }.joined(separator: ", ")
             return "\(path) must be one of \(names), found \(Self.describe(value))"
         }
-        if !anyOf.isEmpty, !anyOf.contains(where: { $0.check(value, path: path) == nil }) {
-            return anyOf.first.flatMap { $0.check(value, path: path) }.map { "\($0) (and no other allowed form matches)" }
+        if !anyOf.isEmpty {
+            // Each form is checked once: the first form's problem is kept from that check, not
+            // asked again (nested `anyOf` asked twice per level took 2^depth checks).
+            var first: String?
+            for (position, form) in anyOf.enumerated() {
+                guard let problem = form.check(value, path: path) else {
+                    first = nil
+                    break
+                }
+                if position == 0 { first = problem }
+            }
+            // Said once, however deep the forms nest.
+            let none = " (and no other allowed form matches)"
+            if let first { return first.hasSuffix(none) ? first : first + none }
         }
         switch value {
         case .object(let object):

@@ -153,11 +153,13 @@ public struct Baseline: Sendable, Hashable {
         let passes = json["passes"]?.intValue
         // Numbers no run gives (a hand edit, a damaged file) are no evidence either, and the
         // rate times the runs of such would not even be a number to compare.
-        guard (0...1).contains(rate), attempts >= 0, passes.map({ (0...attempts).contains($0) }) ?? true else {
+        guard (0...1).contains(rate), (0...JSONScanner.maximumMeasure).contains(attempts),
+            passes.map({ (0...attempts).contains($0) }) ?? true
+        else {
             throw EvalError(
                 .unreadableBaseline,
                 "\(path): \"pass_rate\" \(rate), \"runs\" \(attempts)" + (passes.map { " and \"passes\" \($0)" } ?? "")
-                    + " are no case's counts: the rate is from 0 to 1, the runs not negative, the passes at most the runs",
+                    + " are no case's counts: the rate is from 0 to 1, the runs a count (0 to 2^53 − 1), the passes at most the runs",
                 hint: "write the baseline again from a run you trust (agent-eval run --update-baseline)")
         }
         // Written before baselines kept their passes: the rate times the runs.

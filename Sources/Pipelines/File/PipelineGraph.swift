@@ -44,25 +44,34 @@ enum PipelineGraph {
         warn(&definition)
     }
 
-    /// One cycle of task ids, if the graph has any.
+    /// One cycle of task ids, if the graph has any. A depth-first walk with its own stack (one
+    /// entry per task on the path): recursing, a file's chain of 200,000 tasks overflowed the
+    /// thread's stack.
     static func findCycle(_ tasks: [PipelineTask]) -> [String]? {
-        let needs = Dictionary(uniqueKeysWithValues: tasks.map { ($0.id, $0.needs) })
+        let needs = Dictionary(tasks.map { ($0.id, $0.needs) }, uniquingKeysWith: { first, _ in first })
         var state: [String: Int] = [:]  // 1 on the path, 2 done
         var path: [String] = []
-        func visit(_ id: String) -> [String]? {
-            if state[id] == 2 { return nil }
-            if state[id] == 1, let start = path.firstIndex(of: id) { return Array(path[start...]) }
-            state[id] = 1
-            path.append(id)
-            for need in needs[id] ?? [] {
-                if let cycle = visit(need) { return cycle }
+        var stack: [(id: String, next: Int)] = []
+        for task in tasks where state[task.id] != 2 {
+            state[task.id] = 1
+            path.append(task.id)
+            stack.append((task.id, 0))
+            while let top = stack.last {
+                let list = needs[top.id] ?? []
+                guard top.next < list.count else {
+                    stack.removeLast()
+                    path.removeLast()
+                    state[top.id] = 2
+                    continue
+                }
+                stack[stack.count - 1].next += 1
+                let need = list[top.next]
+                if state[need] == 2 { continue }
+                if state[need] == 1, let start = path.firstIndex(of: need) { return path[start...].reversed() }
+                state[need] = 1
+                path.append(need)
+                stack.append((need, 0))
             }
-            path.removeLast()
-            state[id] = 2
-            return nil
-        }
-        for task in tasks {
-            if let cycle = visit(task.id) { return cycle.reversed() }
         }
         return nil
     }

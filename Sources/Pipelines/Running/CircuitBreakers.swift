@@ -22,7 +22,8 @@ struct CircuitBreakers: Sendable {
 
     init(settings: [String: BreakerSettings], plan: [PipelineTaskPlan]) {
         self.settings = settings
-        keys = Dictionary(uniqueKeysWithValues: plan.compactMap { task in task.breaker.map { (task.id, $0) } })
+        // A plan read from a log may name a task twice (a hostile log): the first one counts.
+        keys = Dictionary(plan.compactMap { task in task.breaker.map { (task.id, $0) } }, uniquingKeysWith: { first, _ in first })
     }
 
     func key(of task: String) -> String? { keys[task] }
