@@ -35,6 +35,16 @@ public struct ConfigNode: Sendable, Hashable {
     /// Parses `text` (the contents of `path`) as a single YAML document. JSON is YAML, so JSON
     /// files read the same way. An empty document is an empty mapping.
     public static func parse(_ text: String, path: String) throws(ConfigError) -> ConfigNode {
+        // Anchors are refused (below), but only once Yams has built the tree, and Yams hashes a
+        // mapping's keys as it builds it, recursively: a key that is an alias of a chain of
+        // 200,000 anchored lists, each holding the one before, overflows the stack first. So
+        // many anchors are refused before Yams reads the text; a deep chain needs one per level.
+        if let line = Self.anchorPastLimit(in: text) {
+            throw ConfigError(
+                .invalidValue,
+                "the file holds more than \(Self.maximumAnchors) YAML anchors (&name); anchors and aliases are not supported here",
+                at: SourceLocation(path: path, line: line, column: 1), hint: "write the values out")
+        }
         let root: Node?
         let parser: Parser
         do {
@@ -107,6 +117,40 @@ public struct ConfigNode: Sendable, Hashable {
     /// The limits on what a config file may hold, so that reading one is bounded work.
     public static let maximumFileBytes = 16 << 20
     public static let maximumDepth = 128
+    /// The most `&name` tokens the text may hold before it is parsed (`parse`).
+    public static let maximumAnchors = 256
+
+    /// The line of the text's `&name` token past `maximumAnchors`, or nil: a `&` at the start of
+    /// a token (after white space, a line's start, `[`, `{` or `,`) followed by a name's first
+    /// character. Text in quotes or block scalars may count too: more than the limit there is
+    /// prose no config file holds.
+    static func anchorPastLimit(in text: String) -> Int? {
+        var count = 0
+        var line = 1
+        var previous: UInt8 = 0x0A
+        var isAmpersand = false
+        for byte in text.utf8 {
+            if isAmpersand {
+                isAmpersand = false
+                let startsName =
+                    byte > 0x20 && byte != UInt8(ascii: ",") && byte != UInt8(ascii: "[") && byte != UInt8(ascii: "]")
+                    && byte != UInt8(ascii: "{") && byte != UInt8(ascii: "}")
+                if startsName {
+                    count += 1
+                    if count > maximumAnchors { return line }
+                }
+            }
+            if byte == UInt8(ascii: "&") {
+                switch previous {
+                case 0x20, 0x09, 0x0A, 0x0D, UInt8(ascii: "["), UInt8(ascii: "{"), UInt8(ascii: ","): isAmpersand = true
+                default: break
+                }
+            }
+            if byte == 0x0A { line += 1 }
+            previous = byte
+        }
+        return nil
+    }
 
     private init(_ node: Node, path: String, depth: Int) throws(ConfigError) {
         let location = SourceLocation(path: path, line: node.mark?.line ?? 0, column: node.mark?.column ?? 0)

@@ -136,6 +136,21 @@ struct ConfigNodeTests {
         #expect {
             _ = try ConfigNode.parse("a: &x {b: 1}\nc: *x\n", path: "a.yaml")
         } throws: { ($0 as? ConfigError)?.location == SourceLocation(path: "a.yaml", line: 1, column: 4) }
+        // An alias of a chain of 200,000 anchored lists used as a mapping key: Yams hashed it
+        // recursively while building the tree, before the anchors could be refused (a stack
+        // overflow). So many anchors are refused before Yams reads the text, at the first past the limit.
+        var chain = ["a0: &a0 [x]"]
+        for level in 1..<200_000 { chain.append("a\(level): &a\(level) [*a\(level - 1)]") }
+        chain += ["? *a199999", ": 1"]
+        #expect {
+            _ = try ConfigNode.parse(chain.joined(separator: "\n"), path: "chain.yaml")
+        } throws: { error in
+            (error as? ConfigError)?.message
+                == "the file holds more than 256 YAML anchors (&name); anchors and aliases are not supported here"
+                && (error as? ConfigError)?.location.line == 257
+        }
+        // Prose with ampersands is not anchors: "R&D", "a & b", "&" before a space.
+        _ = try ConfigNode.parse("text: |\n" + String(repeating: "  R&D a & b &\n", count: 300), path: "prose.yaml")
         let deep = String(repeating: "[", count: 200) + String(repeating: "]", count: 200)
         #expect {
             _ = try ConfigNode.parse("a: " + deep, path: "deep.yaml")
