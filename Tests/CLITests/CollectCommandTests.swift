@@ -381,6 +381,39 @@ struct CollectCommandTests {
         return try JSONParser.parse(Array(sent.stdout))
     }
 
+    @Test("a span attribute nested as deep as a reader allows (167 OTLP arrays: 511 JSON levels) is kept and imported, not a crash")
+    func deepAttribute() async throws {
+        let scratch = try TemporaryDirectory()
+        defer { scratch.remove() }
+        let out = scratch.path("collected")
+        let collector = try await Collector.start(out: out, settle: 0.2, scratch: scratch)
+        var value = #"{"stringValue":"leaf"}"#
+        for _ in 0..<167 { value = #"{"arrayValue":{"values":["# + value + "]}}" }
+        let body = scratch.path("deep.json")
+        try Data(
+            (#"{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0123456789abcdef0123456789abcdef","spanId":"1111111111111111","#
+                + #""name":"invoke_agent a","startTimeUnixNano":"1000000000","endTimeUnixNano":"2000000000","attributes":["#
+                + #"{"key":"gen_ai.operation.name","value":{"stringValue":"invoke_agent"}},{"key":"deep","value":"# + value + "}]}]}]}]}")
+                .utf8
+        ).write(to: URL(fileURLWithPath: body))
+        let posted = try await Subprocess.run(
+            "/usr/bin/env",
+            [
+                "python3", PythonEnvironment.scriptPath("otlp_post.py"), collector.traces, "--body-file", body, "--content-type",
+                "application/json",
+            ])
+        #expect(posted.status == 0, "\(posted.stderr)")
+        #expect(try JSONParser.parse(Array(posted.stdout))["status"] == 200, "\(posted.stdoutText)")
+        var logs: [String] = []
+        for _ in 0..<200 where logs.isEmpty {
+            logs = Self.logs(in: out)
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let (status, lines) = try await collector.stop()
+        #expect(status == 0, "the collector ran to its stop: \(lines)")
+        #expect(Self.logs(in: out).count == 1, "\(lines)")
+    }
+
     @Test("an exporter's retry of a request keeps each span once; a trace id that is not 32 hex digits names no file")
     func retriesAndHostileIds() async throws {
         let scratch = try TemporaryDirectory()

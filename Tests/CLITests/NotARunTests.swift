@@ -158,6 +158,43 @@ struct NotARunTests {
         }
     }
 
+    @Test("a log whose arguments nest as deep as a line may (500 levels) is read by replay, index, run and view, on every thread")
+    func deepestArguments() async throws {
+        try await TemporaryDirectory.with { directory in
+            let path = directory.path("deep.jsonl.gz")
+            var arguments: JSONValue = ["leaf": true]
+            for _ in 0..<500 { arguments = .array([arguments]) }
+            try LogWriter.withWriter(creating: path, runId: "run-deep") { writer in
+                let recorder = RunRecorder(writer: writer, timeUs: 1_000)
+                try recorder.record(.runStarted(SampleRun.supportStart()))
+                let call = ToolCall(id: "call-1", name: "lookup_order", arguments: ["order": arguments])
+                try recorder.record(.decisionMade(DecisionMade(raw: "", outcome: .valid(.toolCalls([call])))))
+                try recorder.record(.verdictGiven(VerdictGiven(callId: "call-1", tool: "lookup_order", verdict: .allow, rule: "r")))
+                try recorder.record(
+                    .toolIntended(ToolIntended(callId: "call-1", tool: "lookup_order", arguments: call.arguments, attempt: 1)))
+                try recorder.record(
+                    .toolCompleted(
+                        ToolCompleted(callId: "call-1", tool: "lookup_order", attempt: 1, status: .ok, output: arguments, durationUs: 5)))
+                try recorder.endStep()
+                try recorder.record(.decisionMade(DecisionMade(raw: "", outcome: .valid(.answer("done")))))
+                try recorder.endStep()
+                try recorder.record(.runStopped(RunStopped(reason: .success, answer: "done")))
+            }
+            let catalog = directory.path("catalog.sqlite")
+            for arguments in [
+                ["replay", path], ["replay", path, "--step", "0", "--full"], ["index", path, "--catalog", catalog],
+                ["view", path, "--out", directory.path("page.html")], ["log", "verify", path],
+            ] {
+                let result = try await agentEval(arguments)
+                #expect(result.status == 0, "\(arguments): \(result.status) \(result.stderr)")
+            }
+            try "caseId: deep\nlogs: deep.jsonl.gz\nexpected: {stopReason: success, toolsCalled: [lookup_order]}\n".write(
+                toFile: directory.path("case.yaml"), atomically: true, encoding: .utf8)
+            let run = try await agentEval(["run", "case.yaml", "--catalog", catalog], in: directory.url)
+            #expect(run.status == 0, "\(run.stdoutText)\(run.stderr)")
+        }
+    }
+
     @Test("a cost no count of micro-dollars holds (1e300 dollars, twice) is shown by replay and view, never a trap")
     func costOutOfRange() async throws {
         try await TemporaryDirectory.with { directory in

@@ -45,6 +45,24 @@ struct MCPServerTests {
         #expect(message["result"]?["whole"] == "\u{1F600}", "a whole pair is left as it is")
     }
 
+    @Test("a server's line nested as deep as a reader allows (512) is read on the reader's own thread; one deeper is said, not a crash")
+    func deepestLine() async throws {
+        func nested(_ depth: Int) -> String {
+            #"{"jsonrpc":"2.0","id":1,"result":"# + String(repeating: "[", count: depth - 1) + String(repeating: "]", count: depth - 1)
+                + "}"
+        }
+        let script = "printf '%s\\n' '\(nested(512))'; printf '%s\\n' '\(nested(600))'; sleep 30"
+        let server = try JSONLinesProcess(
+            command: ["/bin/sh", "-c", script], directory: FileManager.default.currentDirectoryPath, environment: ["PATH": "/usr/bin:/bin"],
+            name: "deep")
+        defer { server.kill() }
+        var lines = server.messages.makeAsyncIterator()
+        let line = try #require(try await lines.next())
+        #expect(try JSONParser.parse(Array(line))["id"] == 1)
+        await #expect(throws: (any Error).self) { _ = try await lines.next() }
+        #expect(server.failure?.contains("nesting deeper than 512") == true, "\(server.failure ?? "")")
+    }
+
     static func settings(_ name: String, _ command: [String], callTimeoutMs: Int = 30_000, startTimeoutMs: Int = 30_000)
         -> ToolServerSettings
     {

@@ -78,7 +78,10 @@ public final class JSONLinesProcess: Sendable {
         stderrReader = JobThreads(name: "agent-eval mcp stderr", stackSize: 128 * 1024)
         stderrReader.submit { [self] in readErrors() }
         stderrReader.finish()
-        JobThreads.once(name: "agent-eval mcp stdout", stackSize: 512 * 1024) { [self] in readMessages() }
+        // The reader parses each line the server writes, nested as deep as a reader allows (512
+        // levels; `JSONParser` recurses per level): 512 KiB overflowed at that depth in a debug
+        // build (what `swift run` gives), so a server could crash the process with one line.
+        JobThreads.once(name: "agent-eval mcp stdout", stackSize: 4 << 20) { [self] in readMessages() }
     }
 
     deinit { writer.finish() }
@@ -213,7 +216,8 @@ public final class JSONLinesProcess: Sendable {
             // A string cut inside a character (a lone surrogate escape, as JavaScript's `slice`
             // leaves) is read with U+FFFD in its place; any other line that is no JSON ends it.
             guard let repaired = JSONParser.replacingLoneSurrogates(in: Array(line)), let read = try? JSONParser.parse(repaired) else {
-                fail("the server wrote a line that is not a JSON-RPC message: \(Self.excerpt(line)); it was stopped")
+                let reason = (error as? TraceCoreError)?.message ?? "\(error)"
+                fail("the server wrote a line that is not a JSON-RPC message: \(Self.excerpt(line)) (\(reason)); it was stopped")
                 process.killGroup()
                 return false
             }

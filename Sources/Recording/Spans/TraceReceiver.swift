@@ -25,8 +25,10 @@ extension TraceCollector: SpanSink {
 /// The collector's disk work (appends and fsyncs, writing logs), off the cooperative pool on a
 /// few threads of its own (TraceLog's `JobThreads`), reused from request to request.
 public enum CollectorWork {
+    // A trace is read back and imported here: a request nested as deep as a reader allows (512
+    // levels; the parser and the importer recurse per level) overflowed 512 KiB in a debug build.
     private static let threads = JobThreads(
-        count: max(2, ProcessInfo.processInfo.activeProcessorCount), name: "agent-eval collect", stackSize: 512 * 1024)
+        count: max(2, ProcessInfo.processInfo.activeProcessorCount), name: "agent-eval collect", stackSize: 4 << 20)
 
     public static func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await threads.run(body)
