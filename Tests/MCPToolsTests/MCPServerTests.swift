@@ -29,6 +29,35 @@ struct MCPServerTests {
         }
     }
 
+    @Test(
+        "a server that stops reading its input cannot hold a send: past the stall limit it is stopped, and a kill ends a waiting send at once"
+    )
+    func serverThatStopsReading() async throws {
+        // More than a pipe holds (64 KiB), to a server that never reads.
+        let message = Data(
+            #"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":""#.utf8 + Array(repeating: UInt8(ascii: "x"), count: 300_000)
+                + #""}}"#.utf8)
+        let stalled = try JSONLinesProcess(
+            command: ["sleep", "30"], directory: FileManager.default.currentDirectoryPath, environment: ["PATH": "/usr/bin:/bin"],
+            name: "deaf", inputStallLimitMs: 500)
+        await #expect {
+            try await stalled.send(message)
+        } throws: { error in
+            "\(error)".contains("it has not read its input for 0 s (") && "\(error)".contains("bytes of a message waiting); it was stopped")
+        }
+        #expect(stalled.failure?.contains("has not read its input") == true)
+        await #expect(throws: (any Error).self) { try await stalled.send(Data(#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#.utf8)) }
+
+        // A send waiting on a server that does not read ends when the server is stopped.
+        let waiting = try JSONLinesProcess(
+            command: ["sleep", "30"], directory: FileManager.default.currentDirectoryPath, environment: ["PATH": "/usr/bin:/bin"],
+            name: "deaf")
+        let send = Task { try await waiting.send(message) }
+        try await Task.sleep(for: .milliseconds(300))
+        waiting.kill()
+        await #expect { try await send.value } throws: { "\($0)".contains("it was stopped") }
+    }
+
     @Test("a server's line with a string cut inside a character (a lone surrogate escape) is read with U+FFFD, not taken for garbage")
     func loneSurrogate() async throws {
         let server = try JSONLinesProcess(

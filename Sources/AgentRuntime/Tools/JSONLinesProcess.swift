@@ -61,16 +61,27 @@ public final class JSONLinesProcess: Sendable {
     private let continuation: AsyncThrowingStream<Data, any Error>.Continuation
     /// Made once the server started: a server that cannot be started leaves no thread behind.
     private let writer: JobThreads
+    private let inputStallLimitMs: Int
     /// The thread that reads stderr to its end, which the stdout reader waits for (bounded).
     private let stderrReader: JobThreads
 
+    /// How long a message may wait for a server that does not read its input (its pipe full):
+    /// past it the server is taken for stuck, failed and stopped, and the send throws.
+    public static let inputStallLimitMs = 60_000
+
     public init(
         command: [String], directory: String, environment: [String: String], name: String,
-        forwardsStderrTo forwardsStderr: Int32? = nil, clock: any Clock<Duration> = RuntimeEnvironment.live.clock
+        forwardsStderrTo forwardsStderr: Int32? = nil, clock: any Clock<Duration> = RuntimeEnvironment.live.clock,
+        inputStallLimitMs: Int = JSONLinesProcess.inputStallLimitMs
     ) throws(SpawnedProcess.Failure) {
         self.clock = clock
+        self.inputStallLimitMs = inputStallLimitMs
         process = try SpawnedProcess.start(
             command: command, directory: directory, environment: environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" })
+        // Written without blocking (`send`): a server that stops reading (stuck in a handler, its
+        // pipe full) cannot hold the writer, and the requests behind it, past the stall limit or
+        // its own stop.
+        _ = fcntl(process.stdin, F_SETFL, fcntl(process.stdin, F_GETFL) | O_NONBLOCK)
         writer = JobThreads(name: "agent-eval mcp stdin", stackSize: 128 * 1024)
         self.name = name
         self.forwardsStderr = forwardsStderr
@@ -151,8 +162,19 @@ public final class JSONLinesProcess: Sendable {
             if let why = state.withLock({ $0.stdinClosed ? "its input is closed" : $0.failure }) {
                 throw WriteFailure(message: "the server cannot be written to: \(why)")
             }
-            if let failure = Self.writeAll(bytes, to: fd) {
-                throw WriteFailure(message: "cannot write to the server: \(failure)")
+            switch Self.writeOut(bytes, to: fd, stallLimitMs: inputStallLimitMs, stops: { state.withLock { $0.failure } }) {
+            case nil: break
+            case .failed(let reason)?:
+                // A pipe broken because the server was stopped meanwhile says that, not "Broken pipe".
+                if let why = state.withLock({ $0.failure }) { throw WriteFailure(message: "the server cannot be written to: \(why)") }
+                throw WriteFailure(message: "cannot write to the server: \(reason)")
+            case .stopped(let why)?: throw WriteFailure(message: "the server cannot be written to: \(why)")
+            case .stalled(let waiting)?:
+                let why =
+                    "it has not read its input for \(inputStallLimitMs / 1000) s (\(waiting) bytes of a message waiting); it was stopped"
+                fail(why)
+                process.killGroup()
+                throw WriteFailure(message: "the server cannot be written to: \(why)")
             }
         }
     }
@@ -298,17 +320,46 @@ public final class JSONLinesProcess: Sendable {
 
     /// Writes all of `bytes` to `fd` (blocking); nil when done, else what went wrong.
     public static func writeAll(_ bytes: [UInt8], to fd: Int32) -> String? {
+        switch writeOut(bytes, to: fd, stallLimitMs: nil, stops: { nil }) {
+        case .failed(let reason)?, .stopped(let reason)?: return reason
+        case .stalled?, nil: return nil
+        }
+    }
+
+    /// Why a write did not take every byte.
+    enum WriteProblem {
+        case failed(String)
+        /// `stops` gave a reason (the server was stopped or failed meanwhile).
+        case stopped(String)
+        /// No byte was taken for the stall limit; the count of bytes still waiting.
+        case stalled(Int)
+    }
+
+    /// Writes all of `bytes` to `fd`, or says why not. On a non-blocking `fd` a write that would
+    /// block waits for room on `poll`, in slices of 100 ms: between them `stops` may give a
+    /// reason to give up, and after `stallLimitMs` without a byte taken the write is stalled.
+    static func writeOut(_ bytes: [UInt8], to fd: Int32, stallLimitMs: Int?, stops: () -> String?) -> WriteProblem? {
         var written = 0
+        var stalledMs = 0
         while written < bytes.count {
             let count = bytes.withUnsafeBytes { buffer -> Int in
                 guard let base = buffer.baseAddress else { return 0 }
                 return write(fd, base + written, buffer.count - written)
             }
-            if count < 0 {
-                if errno == EINTR { continue }
-                return String(cString: strerror(errno))
+            if count >= 0 {
+                written += count
+                stalledMs = 0
+                continue
             }
-            written += count
+            switch errno {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK:
+                if let why = stops() { return .stopped(why) }
+                if let limit = stallLimitMs, stalledMs >= limit { return .stalled(bytes.count - written) }
+                var room = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+                if poll(&room, 1, 100) == 0 { stalledMs += 100 }
+            default: return .failed(String(cString: strerror(errno)))
+            }
         }
         return nil
     }
