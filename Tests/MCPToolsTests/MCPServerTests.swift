@@ -43,7 +43,8 @@ struct MCPServerTests {
         await #expect {
             try await stalled.send(message)
         } throws: { error in
-            "\(error)".contains("it has not read its input for 0 s (") && "\(error)".contains("bytes of a message waiting); it was stopped")
+            "\(error)".contains("it has not read its input for 500 ms (")
+                && "\(error)".contains("bytes of a message waiting); it was stopped")
         }
         #expect(stalled.failure?.contains("has not read its input") == true)
         await #expect(throws: (any Error).self) { try await stalled.send(Data(#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#.utf8)) }

@@ -62,6 +62,8 @@ public final class JSONLinesProcess: Sendable {
     /// Made once the server started: a server that cannot be started leaves no thread behind.
     private let writer: JobThreads
     private let inputStallLimitMs: Int
+    /// Woken by `fail`: what a send waiting on a server that does not read polls besides its pipe.
+    private let stopWake = ChildProcess.WakePipe()
     /// The thread that reads stderr to its end, which the stdout reader waits for (bounded).
     private let stderrReader: JobThreads
 
@@ -110,6 +112,8 @@ public final class JSONLinesProcess: Sendable {
             defer { state.waiters = [:] }
             return Array(state.waiters.values)
         }
+        // A send waiting for room in the server's pipe gives up at once.
+        stopWake.wake()
         for waiter in waiters { waiter(message) }
     }
 
@@ -162,7 +166,8 @@ public final class JSONLinesProcess: Sendable {
             if let why = state.withLock({ $0.stdinClosed ? "its input is closed" : $0.failure }) {
                 throw WriteFailure(message: "the server cannot be written to: \(why)")
             }
-            switch Self.writeOut(bytes, to: fd, stallLimitMs: inputStallLimitMs, stops: { state.withLock { $0.failure } }) {
+            let wake = Wake(fd: stopWake.readFD) { self.state.withLock { $0.failure } }
+            switch Self.writeOut(bytes, to: fd, stallLimitMs: inputStallLimitMs, wake: wake) {
             case nil: break
             case .failed(let reason)?:
                 // A pipe broken because the server was stopped meanwhile says that, not "Broken pipe".
@@ -170,8 +175,8 @@ public final class JSONLinesProcess: Sendable {
                 throw WriteFailure(message: "cannot write to the server: \(reason)")
             case .stopped(let why)?: throw WriteFailure(message: "the server cannot be written to: \(why)")
             case .stalled(let waiting)?:
-                let why =
-                    "it has not read its input for \(inputStallLimitMs / 1000) s (\(waiting) bytes of a message waiting); it was stopped"
+                let limit = inputStallLimitMs >= 1_000 ? "\(inputStallLimitMs / 1_000) s" : "\(inputStallLimitMs) ms"
+                let why = "it has not read its input for \(limit) (\(waiting) bytes of a message waiting); it was stopped"
                 fail(why)
                 process.killGroup()
                 throw WriteFailure(message: "the server cannot be written to: \(why)")
@@ -320,7 +325,7 @@ public final class JSONLinesProcess: Sendable {
 
     /// Writes all of `bytes` to `fd` (blocking); nil when done, else what went wrong.
     public static func writeAll(_ bytes: [UInt8], to fd: Int32) -> String? {
-        switch writeOut(bytes, to: fd, stallLimitMs: nil, stops: { nil }) {
+        switch writeOut(bytes, to: fd, stallLimitMs: nil, wake: nil) {
         case .failed(let reason)?, .stopped(let reason)?: return reason
         case .stalled?, nil: return nil
         }
@@ -329,16 +334,24 @@ public final class JSONLinesProcess: Sendable {
     /// Why a write did not take every byte.
     enum WriteProblem {
         case failed(String)
-        /// `stops` gave a reason (the server was stopped or failed meanwhile).
+        /// The wake came with a reason (the server was stopped or failed meanwhile).
         case stopped(String)
         /// No byte was taken for the stall limit; the count of bytes still waiting.
         case stalled(Int)
     }
 
+    /// What wakes a write waiting for room (a `ChildProcess.WakePipe`'s end), and the reason to
+    /// give up it was woken for.
+    struct Wake {
+        var fd: Int32
+        var reason: () -> String?
+    }
+
     /// Writes all of `bytes` to `fd`, or says why not. On a non-blocking `fd` a write that would
-    /// block waits for room on `poll`, in slices of 100 ms: between them `stops` may give a
-    /// reason to give up, and after `stallLimitMs` without a byte taken the write is stalled.
-    static func writeOut(_ bytes: [UInt8], to fd: Int32, stallLimitMs: Int?, stops: () -> String?) -> WriteProblem? {
+    /// block waits on `poll` for room or for `wake`, at most what is left of `stallLimitMs` since
+    /// the last byte was taken (then the write is stalled); without a wake pipe (out of
+    /// descriptors) it looks at `wake`'s reason every 100 ms.
+    static func writeOut(_ bytes: [UInt8], to fd: Int32, stallLimitMs: Int?, wake: Wake?) -> WriteProblem? {
         var written = 0
         var stalledMs = 0
         while written < bytes.count {
@@ -354,10 +367,14 @@ public final class JSONLinesProcess: Sendable {
             switch errno {
             case EINTR: continue
             case EAGAIN, EWOULDBLOCK:
-                if let why = stops() { return .stopped(why) }
+                if let why = wake?.reason() { return .stopped(why) }
                 if let limit = stallLimitMs, stalledMs >= limit { return .stalled(bytes.count - written) }
-                var room = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-                if poll(&room, 1, 100) == 0 { stalledMs += 100 }
+                var fds = [pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)]
+                if let wake, wake.fd >= 0 { fds.append(pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0)) }
+                var wait = stallLimitMs.map { $0 - stalledMs } ?? -1
+                if wake.map({ $0.fd < 0 }) ?? false { wait = wait < 0 ? 100 : min(wait, 100) }
+                let ready = poll(&fds, nfds_t(fds.count), Int32(clamping: wait))
+                if ready == 0 { stalledMs += max(wait, 0) }
             default: return .failed(String(cString: strerror(errno)))
             }
         }
