@@ -24,8 +24,11 @@ public final class LocalHTTPServer: Sendable {
     private let server: NIOAsyncChannel<NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, Never>
     private let serving: Task<Void, Never>
 
-    /// Starts listening on `host:port` (port 0: a free one).
-    public init(host: String = "127.0.0.1", port: Int = 0, handler: any HTTPRequestHandling) async throws {
+    /// Starts listening on `host:port` (port 0: a free one); a client that holds a connection
+    /// without a request under way is cut off after `deadlines`.
+    public init(
+        host: String = "127.0.0.1", port: Int = 0, handler: any HTTPRequestHandling, deadlines: ClientDeadlines = .standard
+    ) async throws {
         server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(ChannelOptions.backlog, value: 256)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
@@ -33,6 +36,7 @@ public final class LocalHTTPServer: Sendable {
             .bind(host: host, port: port) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                    try channel.pipeline.syncOperations.addHandler(ClientDeadlineHandler(deadlines))
                     return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(wrappingChannelSynchronously: channel)
                 }
             }
