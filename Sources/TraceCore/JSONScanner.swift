@@ -340,9 +340,12 @@ public struct JSONScanner {
         return try readMeasure()
     }
 
+    /// Whether `value` is a measure: from 0 to `maximumMeasure`.
+    public static func isMeasure(_ value: Int) -> Bool { value >= 0 && value <= maximumMeasure }
+
     /// Throws, for the member being read, when `value` is no measure (`maximumMeasure`).
     public static func checkMeasure(_ value: Int) throws {
-        guard value < 0 || value > maximumMeasure else { return }
+        guard !isMeasure(value) else { return }
         throw TraceCoreError(.invalidField, "must be a whole number from 0 to \(maximumMeasure) (2^53 − 1), found \(value)", fieldPath: "")
     }
 

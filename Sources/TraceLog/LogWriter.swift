@@ -285,8 +285,7 @@ public final class LogWriter {
                 "event seq \(nextSequence) (\(payload.kind)) belongs to a conversation, which only a version 3 log can hold (its line is version 4)",
                 path: path, sequence: nextSequence, hint: "write the log as version 3 (drop log_version: 1 or 2)")
         }
-        let isMeasure = { (value: Int) in (0...JSONScanner.maximumMeasure).contains(value) }
-        let envelope = !isMeasure(step) ? ("step", step) : !isMeasure(timeUs) ? ("time_us", timeUs) : nil
+        let envelope = !JSONScanner.isMeasure(step) ? ("step", step) : !JSONScanner.isMeasure(timeUs) ? ("time_us", timeUs) : nil
         if let (fieldPath, value) = envelope ?? payload.malformedMeasure {
             return LogError(
                 .refusedEvent,

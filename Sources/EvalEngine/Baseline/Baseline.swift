@@ -153,7 +153,7 @@ public struct Baseline: Sendable, Hashable {
         let passes = json["passes"]?.intValue
         // Numbers no run gives (a hand edit, a damaged file) are no evidence either, and the
         // rate times the runs of such would not even be a number to compare.
-        guard (0...1).contains(rate), (0...JSONScanner.maximumMeasure).contains(attempts),
+        guard (0...1).contains(rate), JSONScanner.isMeasure(attempts),
             passes.map({ (0...attempts).contains($0) }) ?? true
         else {
             throw EvalError(

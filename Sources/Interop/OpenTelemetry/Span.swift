@@ -88,6 +88,14 @@ enum SpanReader {
         var spans: [Span] = []
         /// Spans found without a trace id or a span id, which are left out.
         var unidentified = 0
+        /// What `read` throws (a span's time that is none), said at the place in the file.
+        func placed<T>(_ at: String, _ read: () throws(ImportError) -> T) throws(ImportError) -> T {
+            do throws(ImportError) {
+                return try read()
+            } catch {
+                throw ImportError(error.code, "\(at): \(error.message)", location: SourceLocation(path: file.path), hint: error.hint)
+            }
+        }
         for (place, request) in documents {
             let at = place.isEmpty ? file.path : "\(file.path) (\(place))"
             if format == .jaeger {
@@ -99,13 +107,7 @@ enum SpanReader {
                 }
                 for trace in traces {
                     let found = trace["spans"]?.arrayValue ?? []
-                    let read: [Span]
-                    do throws(ImportError) {
-                        read = try jaegerSpans(trace)
-                    } catch {
-                        throw ImportError(
-                            error.code, "\(at): \(error.message)", location: SourceLocation(path: file.path), hint: error.hint)
-                    }
+                    let read = try placed(at) { () throws(ImportError) in try jaegerSpans(trace) }
                     unidentified += found.count - read.count
                     spans += read
                 }
@@ -116,12 +118,7 @@ enum SpanReader {
                     .wrongFormat, "\(at) is not OTLP/JSON: it has no \"resourceSpans\" (or Tempo's \"batches\") list",
                     location: SourceLocation(path: file.path), hint: "is it a Jaeger export? try: agent-eval import jaeger …")
             }
-            let read: (spans: [Span], unidentified: Int)
-            do throws(ImportError) {
-                read = try otlpSpans(inBatches: batches)
-            } catch {
-                throw ImportError(error.code, "\(at): \(error.message)", location: SourceLocation(path: file.path), hint: error.hint)
-            }
+            let read = try placed(at) { () throws(ImportError) in try otlpSpans(inBatches: batches) }
             spans += read.spans
             unidentified += read.unidentified
         }

@@ -134,7 +134,7 @@ extension ExchangeRecorder {
         func highest(_ prefix: String) -> Int {
             recorder.state.calls.compactMap { call -> Int? in
                 guard call.id.hasPrefix(prefix), let number = Int(call.id.dropFirst(prefix.count)) else { return nil }
-                return (0...JSONScanner.maximumMeasure).contains(number) ? number : nil
+                return JSONScanner.isMeasure(number) ? number : nil
             }.max() ?? 0
         }
         state.spans.spanCallCount = highest("span-")

@@ -124,7 +124,7 @@ enum ProxyOperation: Sendable, Equatable {
             // How many of the proxy's calls wait for their answer: counted against the run's
             // --max-tool-calls, so a negative (or absurd) count would walk around the limit.
             let waiting = json["waiting"]?.intValue ?? 0
-            guard (0...JSONScanner.maximumMeasure).contains(waiting) else {
+            guard JSONScanner.isMeasure(waiting) else {
                 throw Refused(message: "judge's waiting must be a count of calls, not \(waiting)")
             }
             self = .judge(

@@ -6,7 +6,7 @@ extension EventPayload {
     /// before 1970 or past the range is refused at the writer, naming the field).
     public var malformedMeasure: (fieldPath: String, value: Int)? {
         func check(_ value: Int?, _ path: String) -> (fieldPath: String, value: Int)? {
-            guard let value, value < 0 || value > JSONScanner.maximumMeasure else { return nil }
+            guard let value, !JSONScanner.isMeasure(value) else { return nil }
             return (path, value)
         }
         func check(_ usage: TokenUsage?, _ path: String) -> (fieldPath: String, value: Int)? {

@@ -32,7 +32,7 @@ struct SQLCommand: ParsableCommand {
     @Flag(help: "Print the rows as a JSON array of objects.")
     var json = false
 
-    @Option(help: ArgumentHelp("Stop the statement after this many seconds (0: no limit).", valueName: "seconds"))
+    @Option(help: ArgumentHelp("Stop the statement after this many seconds (0: no limit; at most 31536000, a year).", valueName: "seconds"))
     var timeout: Double = Catalog.defaultQueryTimeout
 
     @OptionGroup var location: CatalogArguments

@@ -56,7 +56,9 @@ struct RecordCommand: AsyncParsableCommand, ReadsLogs {
     @Option(help: "Given to the command on its standard input and as AGENT_EVAL_INPUT.")
     var input: String?
 
-    @Option(help: ArgumentHelp("Stop the command after this many seconds (stop: budget_exhausted, timeout).", valueName: "seconds"))
+    @Option(
+        help: ArgumentHelp(
+            "Stop the command after this many seconds, at most 31536000 (stop: budget_exhausted, timeout).", valueName: "seconds"))
     var timeout: Int = 600
 
     @Option(
