@@ -80,13 +80,16 @@ struct PipelineCrashTests {
                     Issue.record("trial \(trial): no pipeline log at \(log)")
                     continue
                 }
-                // Half the resumes are killed too, before the last one runs to the end.
+                // Half the resumes are killed too, before the last one runs to the end. A kill -9
+                // leaves the killed run's commands (and what they started) running a moment
+                // longer; resume refuses to run a task beside them unless told to wait, as a
+                // user told by its hint would (CI of stop 95: a `sleep` of leaf5 still ran).
                 if Bool.random(using: &random) {
                     try await Self.runKilled(
-                        ["pipeline", "resume", runDirectory], log: log, whenSettled: Int.random(in: settled..<tasks, using: &random),
+                        ["pipeline", "resume", runDirectory, "--wait"], log: log, whenSettled: Int.random(in: settled..<tasks, using: &random),
                         extra: Double.random(in: 0...0.04, using: &random), in: directory)
                 }
-                let resumed = try await agentEval(["pipeline", "resume", runDirectory])
+                let resumed = try await agentEval(["pipeline", "resume", runDirectory, "--wait"])
                 if resumed.status == 2 {
                     // The kill came after the pipeline stopped: there is nothing to resume.
                     #expect(resumed.stderr.contains("nothing to resume"), "\(resumed.stderr)")
