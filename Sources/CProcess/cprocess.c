@@ -514,6 +514,19 @@ pid_t cprocess_group_member(pid_t group, unsigned long long since) {
 #endif
 }
 
+int cprocess_pidfd_open(pid_t pid) {
+#if defined(__linux__)
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+    // pidfd_open's descriptors are close-on-exec always.
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+    (void)pid;
+    return -1;
+#endif
+}
+
 int cprocess_open_pty(char *name, unsigned long size) {
     int controller = posix_openpt(O_RDWR | O_NOCTTY);
     if (controller < 0) return -1;

@@ -29,6 +29,23 @@ struct MCPServerTests {
         }
     }
 
+    @Test("a server that dies while a process it started holds its stdout open is seen dead at once, its last line read first")
+    func deadServerWithLingeringOutput() async throws {
+        // The shell writes an answer, leaves a `sleep` holding the pipe, and exits 3.
+        let started = ContinuousClock.now
+        let server = try JSONLinesProcess(
+            command: ["sh", "-c", #"sleep 120 & echo '{"jsonrpc":"2.0","id":1,"result":{}}'; exit 3"#],
+            directory: FileManager.default.currentDirectoryPath, environment: ["PATH": "/usr/bin:/bin"], name: "dying")
+        var lines: [String] = []
+        await #expect(throws: JSONLinesProcess.ServerClosed.self) {
+            for try await line in server.messages { lines.append(String(decoding: line, as: UTF8.self)) }
+        }
+        #expect(lines == [#"{"jsonrpc":"2.0","id":1,"result":{}}"#])
+        #expect(server.failure == "the server exited with status 3", "\(server.failure ?? "no failure")")
+        // Not when the sleep ends (in a run, the call's timeout): the end is the server's.
+        #expect(ContinuousClock.now - started < .seconds(60))
+    }
+
     @Test(
         "a server that stops reading its input cannot hold a send: past the stall limit it is stopped, and a kill ends a waiting send at once"
     )

@@ -1,3 +1,4 @@
+import CProcess
 public import Foundation
 import Synchronization
 public import TraceCore
@@ -211,13 +212,18 @@ public final class JSONLinesProcess: Sendable {
     // MARK: The reading threads
 
     private func readMessages() {
-        let end = Self.readLines(from: process.stdout, limit: Self.lineLimit) { deliver($0) }
+        // The server's end, told apart from its output's: a process it started (a daemon, a
+        // helper in the background) may hold stdout open after the server died, and its calls
+        // would otherwise wait for their timeouts to learn that no answer comes.
+        let endedFD = cprocess_pidfd_open(process.pid)
+        let end = Self.readLines(from: process.stdout, limit: Self.lineLimit, endedFD: endedFD) { deliver($0) }
+        if endedFD >= 0 { close(endedFD) }
         if end == .tooLong {
             fail("the server wrote a message longer than \(Self.lineLimit >> 20) MiB; it was stopped")
         }
         close(process.stdout)
-        // The server closed its output: it exited, or is about to. Kill what is left of it
-        // (a server that closed stdout cannot answer) and reap it.
+        // The server closed its output or ended: it exited, or is about to. Kill what is left
+        // of it (a server that closed stdout cannot answer) and reap it.
         process.killGroup()
         var status: Int32 = 0
         while waitpid(process.pid, &status, 0) < 0 && errno == EINTR {}
@@ -299,15 +305,29 @@ public final class JSONLinesProcess: Sendable {
         case stopped
         /// A line grew past the limit without its newline.
         case tooLong
+        /// The writer's process ended (`endedFD` became readable) and the descriptor held
+        /// nothing more; something it started still holds the descriptor open.
+        case writerEnded
     }
 
     /// Reads `fd` (blocking) until its end, handing each line to `deliver` without its newline;
     /// stops when `deliver` returns false or a line passes `limit` bytes. The one line reader of
     /// the JSON-lines conversations: a server's stdout here, a client's stdin in the MCP proxy.
-    public static func readLines(from fd: Int32, limit: Int, _ deliver: ([UInt8]) -> Bool) -> LinesEnd {
+    ///
+    /// With `endedFD` (`cprocess_pidfd_open` of the writer), the read waits on `poll` for the
+    /// data or the writer's end: what the writer wrote before it ended is read first, then the
+    /// read ends as `.writerEnded` though a process it left behind holds `fd` open.
+    public static func readLines(from fd: Int32, limit: Int, endedFD: Int32 = -1, _ deliver: ([UInt8]) -> Bool) -> LinesEnd {
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         var line: [UInt8] = []
         while true {
+            if endedFD >= 0 {
+                var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: endedFD, events: Int16(POLLIN), revents: 0)]
+                let ready = poll(&fds, 2, -1)
+                if ready < 0 && errno == EINTR { continue }
+                // Data first: only a descriptor with nothing to read after the writer's end ends it.
+                if ready > 0 && fds[0].revents == 0 && fds[1].revents != 0 { return .writerEnded }
+            }
             let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if count < 0 && errno == EINTR { continue }
             if count <= 0 { return .end }

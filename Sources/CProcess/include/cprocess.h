@@ -53,6 +53,12 @@ pid_t cprocess_group_member(pid_t group, unsigned long long since);
 /// every platform).
 char *const *cprocess_environment(void);
 
+/// A descriptor that becomes readable (POLLIN) once process `pid`, a child of this process not
+/// yet reaped, has ended (Linux's pidfd_open, close-on-exec); -1 where there is none (another
+/// platform, a kernel before 5.3, out of descriptors). Waiting on it in `poll` beside a pipe
+/// tells the child's end from the pipe's, which a process the child started may hold open.
+int cprocess_pidfd_open(pid_t pid);
+
 /// Opens a new pseudo-terminal: returns the controller's descriptor and writes the device
 /// path of the terminal end into `name`; -1 on failure. For tests that drive a program through
 /// a real terminal.
