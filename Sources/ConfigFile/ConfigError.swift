@@ -50,6 +50,9 @@ public struct ConfigError: Diagnostic, Hashable {
         case duplicateKey = "duplicate_key"
         /// A value has the wrong type or an unaccepted value.
         case invalidValue = "invalid_value"
+        /// The file is none of the kinds agent-eval reads (docs/eval-cases.md, "Which files are
+        /// cases"): named on the command line, it is an error; found in a folder, skipped.
+        case unknownKind = "unknown_kind"
     }
 
     public var code: Code

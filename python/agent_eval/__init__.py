@@ -57,12 +57,23 @@ def find_bin():
         "or set AGENT_EVAL_BIN to the binary" % ", ".join(looked))
 
 
+def named_bin(path, where):
+    """`path`, the binary a caller named (`where` says how: `--agent-eval-bin`, `binary=`), when it
+    is an executable file; else `AgentEvalNotFound` saying so."""
+    if os.path.isfile(path) and os.access(path, os.X_OK):
+        return path
+    raise AgentEvalNotFound("%s is %s, which is not an executable file; point it at the agent-eval binary" % (where, path))
+
+
 def run(arguments, **options):
     """Runs `agent-eval ARGUMENTS` and returns the `subprocess.CompletedProcess` (text output
     captured unless `capture_output=False` is given). The exit status is the binary's: 0 passed,
     1 failed, 2 could not run (docs/eval-results.md)."""
     options.setdefault("capture_output", True)
     options.setdefault("text", True)
+    if options["text"]:
+        # What the binary passes on of a program's output need not be UTF-8.
+        options.setdefault("errors", "replace")
     return subprocess.run([find_bin()] + list(arguments), check=False, **options)
 
 

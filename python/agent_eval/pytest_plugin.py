@@ -32,12 +32,13 @@ import tempfile
 
 import pytest
 
-from agent_eval import AgentEvalNotFound, find_bin
+from agent_eval import AgentEvalNotFound, find_bin, named_bin
 
 CASE_SUFFIXES = (".yaml", ".yml", ".json")
-# A top-level `caseId:` or `expected:` (alone, or as a list's item): what agent-eval run takes for
-# a case file (EvalSuite), so that pytest collects every file the engine would run.
-YAML_CASE_KEY = re.compile(r"^(?:-[ \t]+)?[\"']?(?:caseId|expected)[\"']?[ \t]*:", re.MULTILINE)
+# A `caseId` or `expected` key anywhere in the text (block or flow style, at any indentation, quoted
+# or not): every file the engine may take for a case file has one, so only these are asked about;
+# the binary then says which are case files (`check --json`), by the engine's own rule.
+CASE_KEY = re.compile(r"(?:^|[\s{,?\-\ufeff])[\"']?(?:caseId|expected)[\"']?[ \t]*:", re.MULTILINE)
 
 
 def pytest_addoption(parser):
@@ -173,6 +174,13 @@ def pytest_configure(config):
         "agent_eval(repeats=1, pass_rate=1.0): the agent_eval_record fixture records the agent `repeats` times "
         "and its expect() passes when at least `pass_rate` of the runs do (agent-eval's repeat logic)")
     config.stash[SUITE] = Suite(config)
+    named = config.getoption("agent_eval_bin")
+    if named:
+        # A binary asked for by name must be there: said once, before anything is collected.
+        try:
+            named_bin(named, "--agent-eval-bin")
+        except AgentEvalNotFound as error:
+            raise pytest.UsageError(str(error))
 
 
 def pytest_collect_file(file_path, parent):
@@ -181,26 +189,29 @@ def pytest_collect_file(file_path, parent):
     try:
         text = file_path.read_text(errors="replace")
     except OSError:
-        return None
-    # A cheap look before asking the binary, by the engine's rule: a case file's top level is a
-    # case (`caseId` or `expected`) or a list of them. A file that only looks like one is asked
-    # about all the same, and its problems are a failing item, as `agent-eval run` refuses it.
-    if not is_case_file(file_path.suffix, text):
+        # Unreadable: it may be a case file, and agent-eval run stops on it. The binary says why,
+        # as a failing item.
+        return CaseFile.from_parent(parent, path=file_path)
+    # A cheap look before asking the binary: a file that cannot be a case file is left alone. The
+    # binary decides about the rest (`check --json`, the engine's rule): a case file's cases are
+    # items, a broken one is a failing item, any other file is left alone.
+    if not may_be_case_file(file_path.suffix, text):
         return None
     return CaseFile.from_parent(parent, path=file_path)
 
 
-def is_case_file(suffix, text):
-    """Whether agent-eval run would take the file for a case file (EvalSuite's rule)."""
-    if suffix != ".json":
-        return YAML_CASE_KEY.search(text) is not None
-    try:
-        value = json.loads(text)
-    except ValueError:
-        # Not JSON at all: the engine does not take it for a case file either, unless it names one.
-        return "caseId" in text
-    entries = value if isinstance(value, list) else [value]
-    return any(isinstance(entry, dict) and ("caseId" in entry or "expected" in entry) for entry in entries)
+def may_be_case_file(suffix, text):
+    """False when the file cannot be a case file for agent-eval (no `caseId` or `expected` key);
+    True when it may be one, which the binary then decides."""
+    if suffix == ".json":
+        try:
+            value = json.loads(text)
+        except ValueError:
+            # Not JSON: a broken case file if it names a case's keys (the engine refuses it).
+            return "caseId" in text or "expected" in text
+        entries = value if isinstance(value, list) else [value]
+        return any(isinstance(entry, dict) and ("caseId" in entry or "expected" in entry) for entry in entries)
+    return CASE_KEY.search(text) is not None
 
 
 class Suite:
@@ -222,7 +233,7 @@ class Suite:
 
     def binary(self):
         named = self.config.getoption("agent_eval_bin")
-        return named if named else find_bin()
+        return named_bin(named, "--agent-eval-bin") if named else find_bin()
 
     def invoke(self, arguments):
         try:
@@ -230,17 +241,25 @@ class Suite:
         except AgentEvalNotFound as error:
             raise pytest.UsageError(str(error))
         return subprocess.run(
-            [binary] + arguments, cwd=str(self.config.rootpath), capture_output=True, text=True, check=False)
+            [binary] + arguments, cwd=str(self.config.rootpath), capture_output=True, text=True, errors="replace",
+            check=False)
 
     def list_cases(self, path):
-        """The file's cases as `(case_id, line)`, or its problems (file:line and message)."""
+        """The file's cases as `(case_id, line)` and its problems (file:line and message), or None
+        when the binary says the file is not a case file (another kind of agent-eval's, or none)."""
         process = self.invoke(["check", "--json", str(path)])
         try:
             report = json.loads(process.stdout)
         except ValueError:
             return [], ["agent-eval check gave no report (exit %d): %s" % (process.returncode, process.stderr.strip())]
-        problems, cases = [], []
-        for entry in report.get("files", []):
+        if not isinstance(report, dict) or not isinstance(report.get("files"), list):
+            # An error document (a usage error, an interruption): the file was not checked.
+            error = report.get("error") if isinstance(report, dict) else None
+            said = error.get("message") if isinstance(error, dict) else None
+            return [], ["agent-eval check did not check the file (exit %d): %s" % (
+                process.returncode, said or process.stderr.strip() or process.stdout.strip())]
+        problems, cases, own = [], [], None
+        for entry in report["files"]:
             for problem in entry.get("problems", []):
                 if problem.get("severity") != "error":
                     continue
@@ -252,7 +271,20 @@ class Suite:
                     text += "\nhint: " + problem["hint"]
                 problems.append(text)
             if os.path.realpath(os.path.join(str(self.config.rootpath), entry.get("path", ""))) == os.path.realpath(str(path)):
-                cases = [(case["case_id"], case.get("line", 1)) for case in entry.get("cases", [])]
+                own = entry
+        if own is None:
+            return [], ["agent-eval check's report says nothing of %s (exit %d): is %s older than this plugin?\n%s" % (
+                path, process.returncode, self.binary(), process.stderr.strip())]
+        kind = own.get("kind")
+        own_codes = {problem.get("code") for problem in own.get("problems", [])}
+        if kind not in ("cases", None) or (kind is None and own_codes == {"config.unknown_kind"}):
+            return None  # an agent file, a pipeline, a model script… or nothing of agent-eval's
+        if kind == "cases" and "cases" not in own:
+            problems.append("agent-eval check lists no cases of %s: %s is older than this plugin (it needs the "
+                            "\"cases\" of check --json)" % (path, self.binary()))
+        cases = [(case["case_id"], case.get("line", 1)) for case in own.get("cases", [])]
+        if not cases and not problems:
+            problems.append("agent-eval check found no case in %s (exit %d)" % (path, process.returncode))
         return cases, problems
 
     def reports_directory(self):
@@ -304,8 +336,18 @@ class Suite:
                 report = json.load(report_file)
         except (OSError, ValueError):
             return {}, "agent-eval run wrote no report (exit %d):\n%s" % (process.returncode, process.stderr.strip())
+        verdict = report.get("verdict") or {}
+        # The report is written first; a later output (the JUnit file, the baseline) that could not
+        # be written, or an interruption, ends the run with another status than the verdict's: no
+        # case of it passes then, as the run did not.
+        if verdict.get("interrupted_by"):
+            return {}, "agent-eval run was interrupted (%s) and decided nothing:\n%s" % (
+                verdict["interrupted_by"], process.stderr.strip())
+        if process.returncode != verdict.get("exit_status"):
+            return {}, "agent-eval run exited %d where its report's verdict says %s:\n%s" % (
+                process.returncode, verdict.get("exit_status", "nothing"), process.stderr.strip())
         # The gate's setting rides with each case: under xdist each shard's report has its own.
-        fail_on = (report.get("verdict") or {}).get("fail_on", "any")
+        fail_on = verdict.get("fail_on", "any")
         return {case["case_id"]: dict(case, _fail_on=fail_on) for case in report.get("cases", [])}, None
 
     def write_report(self, stopped=False):
@@ -379,7 +421,10 @@ class CaseCouldNotRun(Exception):
 
 class CaseFile(pytest.File):
     def collect(self):
-        cases, problems = self.config.stash[SUITE].list_cases(self.path)
+        listed = self.config.stash[SUITE].list_cases(self.path)
+        if listed is None:
+            return
+        cases, problems = listed
         if problems:
             yield CaseFileProblem.from_parent(self, name=self.path.name, problems=problems)
             return

@@ -13,6 +13,7 @@ the binary check them. The engine is the binary's: nothing here reads a log.
 """
 
 import json
+import math
 import os
 import re
 import shlex
@@ -32,8 +33,23 @@ class ExpectationFailed(AssertionError):
 
 
 def _binary(binary):
-    from agent_eval import find_bin
-    return binary or find_bin()
+    from agent_eval import AgentEvalNotFound, find_bin, named_bin
+    try:
+        return named_bin(binary, "binary=") if binary else find_bin()
+    except AgentEvalNotFound as error:
+        raise AgentEvalError(str(error))
+
+
+def _said(summary, stderr):
+    """What agent-eval said went wrong: the message and hint of its `--json` error document (an
+    object), or the `error` words of a run's summary (a string), else its stderr."""
+    error = summary.get("error") if isinstance(summary, dict) else None
+    if isinstance(error, dict):
+        words = error.get("message") or ""
+        if error.get("hint"):
+            words += "\nhint: " + error["hint"]
+        return words or stderr.strip()
+    return (error if isinstance(error, str) and error else stderr).strip()
 
 
 def _camel(name):
@@ -58,18 +74,22 @@ def _expect(logs, expectations, extra, binary, cwd, subject):
         process = subprocess.run(
             [_binary(binary), "run", path, "--no-catalog", "--out", os.path.join(directory, "runs"),
              "--json-out", report_path],
-            cwd=cwd, capture_output=True, text=True, check=False)
+            cwd=cwd, capture_output=True, text=True, errors="replace", check=False)
         try:
             with open(report_path) as file:
                 report = json.load(file)
         except (OSError, ValueError):
             raise AgentEvalError("agent-eval could not check %s (exit %d):\n%s" % (
                 subject, process.returncode, (process.stderr or process.stdout).strip()))
-    entry = (report.get("cases") or [{}])[0]
+    entries = report.get("cases") if isinstance(report, dict) else None
+    if not entries or not isinstance(entries[0], dict):
+        raise AgentEvalError("agent-eval's report holds no result for %s (exit %d):\n%s" % (
+            subject, process.returncode, (process.stderr or process.stdout).strip()))
+    entry = entries[0]
     if entry.get("outcome") in ("pass", "flaky_pass"):
         return entry
     from agent_eval.pytest_plugin import explain
-    if entry.get("outcome") == "error":
+    if entry.get("outcome") not in ("fail", "flaky_fail"):
         raise AgentEvalError("agent-eval could not check %s:\n%s" % (subject, explain(entry)))
     raise ExpectationFailed("%s does not do what was expected:\n%s" % (subject, explain(entry)))
 
@@ -113,7 +133,7 @@ class Run:
         log = os.path.abspath(self.log)
         page = (log[:-len(".jsonl.gz")] if log.endswith(".jsonl.gz") else log) + ".html"
         process = subprocess.run([_binary(self._binary), "view", log, "--output", page, "--no-catalog"],
-                                 cwd=self._cwd, capture_output=True, text=True, check=False)
+                                 cwd=self._cwd, capture_output=True, text=True, errors="replace", check=False)
         if process.returncode == 0 and os.path.exists(page):
             return "the run's page: %s\nreplay it: agent-eval replay %s" % (page, log)
         return "see it: agent-eval view %s (its page could not be written: %s)" % (log, process.stderr.strip())
@@ -227,26 +247,35 @@ def record(command, input=None, cassette=None, mode="none", name=None, out="runs
     if name:
         arguments += ["--name", name]
     if timeout is not None:
-        arguments += ["--timeout", str(int(timeout))]
+        if not timeout > 0:
+            raise ValueError("timeout must be a number of seconds above 0, not %r" % (timeout,))
+        # Whole seconds, never less than asked.
+        arguments += ["--timeout", str(math.ceil(timeout))]
     for upstream in upstreams:
         arguments += ["--upstream", upstream]
     process = subprocess.run(
-        arguments + ["--"] + words, cwd=cwd, capture_output=True, text=True, check=False,
+        arguments + ["--"] + words, cwd=cwd, capture_output=True, text=True, errors="replace", check=False,
         env=None if environment is None else dict(os.environ, **environment))
     try:
         summary = json.loads(process.stdout)
     except ValueError:
         summary = {}
+    if not isinstance(summary, dict):
+        summary = {}
     log = summary.get("log")
-    if process.returncode in (2, 64) or not log:
+    if process.returncode in (2, 64) or not isinstance(log, str) or not log:
         raise AgentEvalError("agent-eval record did not record the run (exit %d):\n%s" % (
-            process.returncode, (summary.get("error") or process.stderr).strip()))
+            process.returncode, _said(summary, process.stderr)))
     if cwd and not os.path.isabs(log):
         log = os.path.join(cwd, log)
-    error = summary.get("error") or ""
+    error = _said(summary, "")
     if "cassette miss" in error or "has no recording of" in error:
         # The harness could not answer the agent: nothing it did after is evidence.
         raise AgentEvalError(
             "%s\nrecord it again with the model reachable: --agent-eval-record new (pytest) or mode=\"new\"; "
             "see where the agent's request changed: agent-eval replay %s" % (error, log))
+    if summary.get("limit"):
+        # The recording stopped the command: what it did not get to do is not in the run.
+        raise AgentEvalError("agent-eval record stopped the command at its %s limit (exit %d): %s\nthe run so far: "
+                             "agent-eval replay %s" % (summary["limit"], process.returncode, error or "no more said", log))
     return Run(log, summary, binary=binary, cwd=cwd)

@@ -350,3 +350,76 @@ def test_refund_is_gated(agent_eval_record):
        "shop": os.path.join(REPOSITORY, "scripts", "mcp_shop_server.py"), "base": model_server})
     result = pytester.runpytest(*PLUGIN, "--agent-eval-record", "new")
     result.assert_outcomes(passed=1)
+
+
+def test_every_case_file_the_engine_runs_is_collected_and_no_other(pytester):
+    """The binary says which files are case files (the engine's rule), whatever their layout: a
+    list whose items start with another key, flow style, an indented list, a byte-order mark.
+    A file that only mentions `expected:` deeper down is not one, as `agent-eval run` skips it."""
+    pytester.makefile(".yaml", later="- logs: %s\n  caseId: later-key\n  expected: {toolsNotCalled: [refund_order]}\n" % SAMPLE)
+    pytester.makefile(".yaml", flow="- {caseId: flow-style, logs: %s, expected: {toolsCalled: [lookup_order]}}\n" % SAMPLE)
+    pytester.makefile(".yaml", indented="  - caseId: indented\n    logs: %s\n    expected: {toolsCalled: [lookup_order]}\n" % SAMPLE)
+    (pytester.path / "marked.yaml").write_bytes(
+        b"\xef\xbb\xbfcaseId: marked\nlogs: " + SAMPLE.encode() + b"\nexpected: {toolsCalled: [lookup_order]}\n")
+    pytester.makefile(".yaml", settings="service:\n  retries: 3\n  expected: 200\n")
+    result = pytester.runpytest(*PLUGIN, "-v")
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(["*later.yaml::later-key FAILED*"])
+    assert "settings.yaml" not in result.stdout.str()
+    engine = subprocess.run([os.environ["AGENT_EVAL_BIN"], "run", ".", "--no-catalog"], cwd=str(pytester.path),
+                            capture_output=True, text=True, check=False)
+    assert "4 cases, 3 passed, 1 failed" in engine.stdout, engine.stdout + engine.stderr
+
+
+def test_a_binary_that_does_not_list_a_files_cases_fails_the_file_never_passes_it(pytester):
+    """An agent-eval older than the plugin (its `check --json` lists no cases) must not make a
+    case file collect nothing and the session green: the file fails, saying why."""
+    older = pytester.path / "older-agent-eval"
+    older.write_text(
+        "#!%s\nimport json, subprocess, sys\n"
+        "process = subprocess.run([%r] + sys.argv[1:], capture_output=True, text=True)\n"
+        "if sys.argv[1:2] == ['check']:\n"
+        "    report = json.loads(process.stdout)\n"
+        "    for entry in report['files']:\n"
+        "        entry.pop('cases', None)\n"
+        "    print(json.dumps(report))\n"
+        "else:\n"
+        "    sys.stdout.write(process.stdout)\n"
+        "sys.stderr.write(process.stderr)\nsys.exit(process.returncode)\n" % (sys.executable, os.environ["AGENT_EVAL_BIN"]))
+    older.chmod(0o755)
+    pytester.makefile(".yaml", one=case("one", "  toolsCalled: [lookup_order]"))
+    result = pytester.runpytest(*PLUGIN, "--agent-eval-bin", str(older))
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*lists no cases of*older than this plugin*"])
+    missing = pytester.runpytest(*PLUGIN, "--agent-eval-bin", str(pytester.path / "no-such-binary"))
+    assert missing.ret == pytest.ExitCode.USAGE_ERROR
+    missing.stderr.fnmatch_lines(["*--agent-eval-bin is *no-such-binary, which is not an executable file*"])
+
+
+def test_a_run_that_exits_otherwise_than_its_verdict_passes_no_case(pytester):
+    """The report is written first; a JUnit file whose folder cannot be made makes `run` exit 2
+    after it. No case of that run passes then."""
+    pytester.makefile(".yaml", one=case("one", "  toolsCalled: [lookup_order]"))
+    (pytester.path / "taken").write_text("a file where the JUnit file's folder would be made")
+    result = pytester.runpytest(*PLUGIN, "--agent-eval-arg=--junit=taken/out.xml")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*agent-eval run exited 2 where its report's verdict says 0*"])
+
+
+def test_record_says_what_went_wrong_as_an_agent_eval_error(tmp_path):
+    """The binary's error document, a program's output that is not UTF-8, and a limit that stopped
+    the command: each an AgentEvalError (or a Run) with the binary's words, never a traceback of
+    ours."""
+    from agent_eval.recording import AgentEvalError, record
+
+    binary = os.environ["AGENT_EVAL_BIN"]
+    with pytest.raises(AgentEvalError, match=r"(?s)does not exist.*hint: "):
+        record([sys.executable, "-c", "pass"], cassette=str(tmp_path / "none-yet"), binary=binary, out=str(tmp_path / "runs"))
+    garbled = record([sys.executable, "-c", "import sys; sys.stdout.buffer.write(b'caf\\xe9\\n'); sys.stderr.buffer.write(b'\\xff\\n')"],
+                     cassette=str(tmp_path / "cassette"), mode="new", binary=binary, out=str(tmp_path / "runs"))
+    assert os.path.exists(garbled.log)
+    with pytest.raises(AgentEvalError, match="stopped the command at its timeout limit"):
+        record([sys.executable, "-c", "import time; time.sleep(30)"], cassette=str(tmp_path / "slow"), mode="new",
+               timeout=0.5, binary=binary, out=str(tmp_path / "runs"))
+    with pytest.raises(AgentEvalError, match="binary= is .*not an executable file"):
+        record([sys.executable, "-c", "pass"], binary=str(tmp_path / "nothing"))

@@ -130,7 +130,7 @@ public struct ProjectCheck: Sendable {
                     problem(
                         in: path, .error,
                         ConfigError(
-                            .invalidValue,
+                            .unknownKind,
                             "this is not a file agent-eval reads: it has no caseId or expected (a case), model (an agent), "
                                 + "decisions or rules (a model script), pipeline and tasks (a pipeline), or policy (a policy file)",
                             at: root.location, hint: "docs/eval-cases.md, \"Which files are cases\", says how files are told apart"))
