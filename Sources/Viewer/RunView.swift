@@ -52,16 +52,30 @@ public struct RunView: Sendable {
         log path: String, forks: (String) -> [Child] = { _ in [] }, includes: (_ step: Int, _ events: Int) -> Bool = { _, _ in true },
         describesFork: Bool = true, readsParent: (String) -> Bool = { _ in true }, outlinesAfter: Int? = nil, firstSteps: Int? = nil
     ) throws -> RunView {
-        try make(
+        var isCut = false
+        var view = try make(
             log: path, forks: forks, includes: includes, describesFork: describesFork, readsParent: readsParent,
             outlines: { ordinal, _ in outlinesAfter.map { ordinal >= $0 } == true }
         ) { _, body in
             var ordinal = 0
             return try Replayer(path: path).replay { step, state in
                 defer { ordinal += 1 }
-                return try body(step, ordinal, state) && firstSteps.map { ordinal + 1 < $0 } != false
+                let goesOn = try body(step, ordinal, state)
+                if goesOn && firstSteps.map({ ordinal + 1 >= $0 }) == true {
+                    isCut = true
+                    return false
+                }
+                return goesOn
             }
         }
+        // The rest of the log was not read: its digests, tear and signature are not known yet, and
+        // the page must not say the log was verified (`partial`, docs/serve.md "Long runs").
+        if isCut, var object = view.document.objectValue, var verification = object["verification"]?.objectValue {
+            verification["partial"] = .bool(true)
+            object["verification"] = .object(verification)
+            view.document = .object(object)
+        }
+        return view
     }
 
     /// The same document for a log that is being written, read by `follower`: the steps from

@@ -17,16 +17,26 @@ struct LogAccess: Sendable {
     /// The log's absolute path when it may be read, else nil.
     func allowed(_ given: String) async -> String? {
         guard let absolute = candidate(given) else { return nil }
-        if Self.liesUnder(directories, absolute) { return absolute }
+        let real = Self.resolved(absolute)
+        if Self.liesUnder(directories, resolved: real) { return absolute }
         let access = self
-        return (try? await catalog.work { _ in access.isIndexed(absolute) }) == true ? absolute : nil
+        return (try? await catalog.work { _ in access.isIndexed(absolute, real: real) }) == true ? absolute : nil
     }
 
     /// `allowed`, on the calling thread (which may block on the catalog): for work already on a
     /// thread of its own, such as a replay asking whether it may read a fork's parent.
     func allowedBlocking(_ given: String) -> String? {
         guard let absolute = candidate(given) else { return nil }
-        return Self.liesUnder(directories, absolute) || isIndexed(absolute) ? absolute : nil
+        let real = Self.resolved(absolute)
+        return Self.liesUnder(directories, resolved: real) || isIndexed(absolute, real: real) ? absolute : nil
+    }
+
+    /// Whether the catalog has the log that reading `absolute` reads: its row at that path, and
+    /// — when a symbolic link on the way leads elsewhere (`real`) — a row at where it leads too. A
+    /// log indexed under a served folder and then replaced by a link out of it is not read
+    /// through its old row.
+    private func isIndexed(_ absolute: String, real: String) -> Bool {
+        isIndexed(absolute) && (real == absolute || isIndexed(real))
     }
 
     /// Whether the catalog has a log at `absolute` (a catalog that cannot answer: no).
@@ -43,14 +53,25 @@ struct LogAccess: Sendable {
 
     /// Whether `path`, its links resolved, lies under one of `directories` (resolved already).
     static func liesUnder(_ directories: [String], _ path: String) -> Bool {
-        let real = resolved(path)
-        return directories.contains { real.hasPrefix($0 + "/") }
+        liesUnder(directories, resolved: resolved(path))
     }
 
-    /// The path with every symbolic link resolved (as it is when it does not exist).
+    private static func liesUnder(_ directories: [String], resolved real: String) -> Bool {
+        directories.contains { real.hasPrefix($0 + "/") }
+    }
+
+    /// The absolute path with every symbolic link resolved. A path that does not exist (yet) has
+    /// its deepest folder that does resolved, and the rest as given: a name under a link to a
+    /// folder elsewhere resolves to elsewhere whether or not the file is there.
     static func resolved(_ path: String) -> String {
-        guard let real = realpath(path, nil) else { return path }
-        defer { free(real) }
-        return String(cString: real)
+        if let real = realpath(path, nil) {
+            defer { free(real) }
+            return String(cString: real)
+        }
+        let parent = (path as NSString).deletingLastPathComponent
+        guard parent != path, !parent.isEmpty else { return path }
+        let name = (path as NSString).lastPathComponent
+        let resolvedParent = resolved(parent)
+        return resolvedParent.hasSuffix("/") ? resolvedParent + name : resolvedParent + "/" + name
     }
 }

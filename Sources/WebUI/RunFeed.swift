@@ -95,13 +95,22 @@ struct RunFeed: Sendable {
 
     /// The run's state in a word and a line: `running` (a process holds the log's write lock:
     /// `writer`), `stopped`, `torn` (its last member is cut off and nobody writes it: the writer
-    /// died), `unfinished` (no stop, nobody writing) or `damaged`.
+    /// died), `unfinished` (no stop, nobody writing), `damaged`, or `mismatched` (a recorded state
+    /// digest differs from the state the events rebuild: never shown as a plain stop).
     static func status(of document: JSONValue, writer: Int?) -> JSONValue {
         var object = ObjectBuilder()
         let stop = document["summary"]?["stop_reason"]?.stringValue
         if let error = document["error"], error != .null {
             object.set("state", "damaged")
             object.set("text", "the log could not be read to the end: " + (error["message"]?.stringValue ?? "damaged"))
+        } else if let mismatches = document["verification"]?["digest_mismatches"]?.arrayValue, !mismatches.isEmpty {
+            // Whatever the log says of its stop, its events do not rebuild the state it recorded.
+            let checked = document["verification"]?["digests_checked"]?.intValue ?? mismatches.count
+            object.set("state", "mismatched")
+            object.set(
+                "text",
+                (stop.map { "stopped: \($0), but " } ?? "")
+                    + "\(mismatches.count) of \(checked) state digests do not match the state its events rebuild")
         } else if let stop, writer == nil || stop != "approval_required" {
             object.set("state", "stopped")
             object.set("text", "stopped: " + stop)

@@ -293,6 +293,9 @@ struct ServeCommandTests {
         let first = try #require(data["run"]?["steps"]?.arrayValue)
         #expect(first == Array(steps.prefix(25)), "the first 25 steps, whole, as replay has them")
         #expect(data["live"]?["status"]?["state"] == "loading")
+        // The rest of the log is not read yet: the page must not say it was verified.
+        #expect(data["run"]?["verification"]?["partial"] == true)
+        #expect(replayed["verification"]?["partial"] == nil)
         let cursor = try #require(data["live"]?["cursor"]?.stringValue)
         #expect(cursor == "\(steps[24]["step"]?.intValue ?? -1).\(steps[24]["events"]?.arrayValue?.count ?? -1)")
         let streamed = try await HTTPTestClient.events(
@@ -391,6 +394,64 @@ struct ServeCommandTests {
         let mine = Self.escaped(runs + "/mine.jsonl.gz")
         #expect(try await server.get("/api/run/steps?log=\(mine)&from=\(Int.min)&to=1").status == 400)
         #expect(try await server.get("/api/run/steps?log=\(mine)&from=0&to=2").status == 200)
+
+        // A log under a served folder through a link to a folder elsewhere, which does not exist
+        // (yet): no approval is written there.
+        try FileManager.default.createSymbolicLink(atPath: runs + "/away", withDestinationPath: elsewhere)
+        try FileManager.default.createDirectory(atPath: elsewhere + "/ghost.jsonl.gz.approvals", withIntermediateDirectories: true)
+        try Data(#"{"call_id":"c1","tool":"refund_order","arguments":{}}"#.utf8)
+            .write(to: URL(fileURLWithPath: elsewhere + "/ghost.jsonl.gz.approvals/c1.pending.json"))
+        let csrf = try #require(Self.csrf(in: try await server.get("/approvals").text))
+        let ghost = try await HTTPTestClient.request(
+            port: server.port, "POST", "/api/approvals", headers: ["X-Agent-Eval-CSRF": csrf],
+            body: JSONWriter.encode(["log": .string(runs + "/away/ghost.jsonl.gz"), "call": "c1", "granted": true]))
+        #expect(ghost.status == 404, "\(ghost.text)")
+        #expect(!FileManager.default.fileExists(atPath: elsewhere + "/ghost.jsonl.gz.approvals/c1.json"))
+        #expect(try await server.get("/run?log=" + Self.escaped(runs + "/away/ghost.jsonl.gz")).status == 404)
+
+        // A log the catalog indexed, then replaced by a link out of the folder: its old row does
+        // not let the link be read.
+        try FileManager.default.removeItem(atPath: runs + "/mine.jsonl.gz")
+        try FileManager.default.createSymbolicLink(atPath: runs + "/mine.jsonl.gz", withDestinationPath: elsewhere + "/secret.jsonl.gz")
+        let swapped = try await server.get("/run?log=" + mine)
+        #expect(swapped.status == 404, "the link out was read through the old row: \(swapped.status)")
+        #expect(!swapped.text.contains("run-secret"))
+        #expect(try await server.get("/events/run?log=" + mine).status == 404)
+        _ = await server.stop()
+    }
+
+    @Test("a stopped run whose recorded state digests its events do not rebuild is never shown as a plain stop")
+    func mismatchedRunIsNoPlainStop() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let runs = directory.path("runs")
+        try FileManager.default.createDirectory(atPath: runs, withIntermediateDirectories: true)
+        let path = runs + "/edited.jsonl.gz"
+        var corpus = SyntheticCorpus(seed: 3)
+        var state = RunState()
+        var digester = StateDigester()
+        try LogWriter.withWriter(creating: path, runId: "run-edited") { writer in
+            func append(_ payload: EventPayload, step: Int) throws {
+                var payload = payload
+                if case .stepEnded = payload {
+                    // Step 2's digest is not its state's: what an edit of an event before it leaves.
+                    let digest = step == 2 ? "sha256:" + String(repeating: "e", count: 64) : digester.digest(of: state)
+                    payload = .stepEnded(StepEnded(stateDigest: digest))
+                }
+                let event = try writer.append(payload, step: step, timeUs: 1_000 * (state.eventCount + 1))
+                digester.track(RunState.reduce(into: &state, event))
+            }
+            try append(.runStarted(corpus.start(steps: 3)), step: 0)
+            for step in 1...3 { for (payload, step) in corpus.step(step) { try append(payload, step: step) } }
+            try append(.runStopped(RunStopped(reason: .success)), step: 3)
+        }
+        let server = try await Server.start([runs], in: directory)
+        _ = try await server.runs(count: 1)
+        let page = try await server.get("/run?log=" + Self.escaped(path))
+        #expect(page.status == 200)
+        let status = try #require(try PageData.json(page.body)["live"]?["status"])
+        #expect(status["state"] == "mismatched", "\(status)")
+        #expect(status["text"] == "stopped: success, but 1 of 3 state digests do not match the state its events rebuild")
         _ = await server.stop()
     }
 

@@ -403,6 +403,11 @@
     } else if ((verification.digest_mismatches || []).length) {
       append(this.root, el('p', { class: 'banner-bad' }, verification.digest_mismatches.length + ' of ' + verification.digests_checked +
         ' state digests do not match the rebuilt state: the log was written by code whose fold differs from this one.'));
+    } else if (verification.partial) {
+      // A long run's first part: the rest of the log is still being read (or its stream never
+      // came), so nothing is known yet of its later digests, its end or a tear.
+      append(this.root, el('p', { class: 'banner-warn', id: this.prefix + 'partial' }, 'Not verified yet: the first ' + this.steps.length +
+        ' steps are read (' + (verification.digests_checked || 0) + ' state digests checked, all match); the rest of the log has not been read.'));
     } else if (verification.tear) {
       // Torn: what came after the cut was never seen, so the page is not a whole replay.
       append(this.root, el('p', { class: 'banner-bad', id: this.prefix + 'torn' }, 'The log is torn: ' + verification.tear +
