@@ -150,6 +150,10 @@ public struct RunView: Sendable {
     /// Logs at least this large are shown as an outline with their events fetched as the reader
     /// reaches them, by `agent-eval serve` (docs/serve.md, "Long runs").
     public static let outlineBytes = 4 << 20
+    /// So are logs whose text is at least this large, whatever their file's size (a small file
+    /// can hold members that each inflate up to the member limit): about what 4 MiB of gzip
+    /// holds of an ordinary log.
+    public static let outlineTextBytes = 32 << 20
 
     /// A step without its events: what the step list, the chart and search need of it — its
     /// number, sequence numbers, problems, `state` with only its tokens and cost, and

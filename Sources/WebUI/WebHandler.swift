@@ -324,8 +324,12 @@ final class WebHandler: HTTPRequestHandling {
         return page(200, HTMLPage(title: view.page.title, data: .object(data)))
     }
 
-    /// Whether `log` is shown in two parts, its first steps and then outlines (docs/serve.md, "Long runs").
-    static func isLong(_ log: String) -> Bool { (FileStamp(path: log)?.size ?? 0) >= RunView.outlineBytes }
+    /// Whether `log` is shown in two parts, its first steps and then outlines (docs/serve.md, "Long
+    /// runs"): its file is large, or its text is (counted up to the bound, never kept).
+    static func isLong(_ log: String) -> Bool {
+        (FileStamp(path: log)?.size ?? 0) >= RunView.outlineBytes
+            || LogReader.inflatedSize(of: log, atMost: RunView.outlineTextBytes) >= RunView.outlineTextBytes
+    }
 
     /// The steps a long run's page carries whole: its first page.
     static let wholeSteps = 25
@@ -557,6 +561,16 @@ final class WebHandler: HTTPRequestHandling {
         }
         guard let left = await state.access.allowed(a) else { return notShown(a) }
         guard let right = await state.access.allowed(b) else { return notShown(b) }
+        // Both runs go into the page whole: a long one would make a page of its whole text (and
+        // the server hold it), so it is compared where nothing is held, by `agent-eval diff`.
+        let long = await state.readers.run { [left, right].filter { Self.isLong($0) } }
+        if let first = long.first {
+            return .text(
+                413,
+                "\(first) is too long to compare on a page (its file is at least \(RunView.outlineBytes >> 20) MiB or its text at least "
+                    + "\(RunView.outlineTextBytes >> 20) MiB); compare the runs with agent-eval diff \(ShellWords.quoted(left)) \(ShellWords.quoted(right))"
+            )
+        }
         do {
             let access = state.access
             let view = try await state.readers.run {
@@ -811,10 +825,20 @@ final class WebHandler: HTTPRequestHandling {
 
     // MARK: Pages
 
+    /// The most bytes one page is: a log's huge values (a goal of tens of MB, each of a long run's
+    /// first steps at the member limit) would otherwise make a page no browser should be given.
+    static let maxPageBytes = 64 << 20
+
     private func page(_ status: Int, _ page: HTMLPage) -> Response {
         do {
             // Not compressed: over a local connection, inflating costs the browser more than the bytes do.
             let bytes = try page.render(with: state.options.assets, compressionThreshold: .max, servedBy: true)
+            guard bytes.count <= Self.maxPageBytes else {
+                return .text(
+                    413,
+                    "this page would be \(bytes.count >> 20) MiB, more than the \(Self.maxPageBytes >> 20) MiB a page is given: "
+                        + "look at the run with agent-eval replay LOG --step N (a step at a time), or compare runs with agent-eval diff")
+            }
             return Response(
                 status: status, contentType: "text/html; charset=utf-8", body: bytes,
                 headers: [

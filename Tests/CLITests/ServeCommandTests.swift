@@ -420,6 +420,39 @@ struct ServeCommandTests {
         _ = await server.stop()
     }
 
+    @Test(
+        "a small file whose text is large is a long run, a page past 64 MiB is refused, and a long run is compared by diff, not on a page"
+    )
+    func textLargerThanItsFile() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let runs = directory.path("runs")
+        try FileManager.default.createDirectory(atPath: runs, withIntermediateDirectories: true)
+        try Self.writeSupportRun(runs + "/mine.jsonl.gz", runId: "run-mine")
+        // A goal of 40 MiB that gzip makes some 40 KB of: the file is small, its text is not.
+        let wide = runs + "/wide.jsonl.gz"
+        try LogWriter.withWriter(creating: wide, runId: "run-wide") { writer in
+            let recorder = RunRecorder(writer: writer, clock: { 1_000 })
+            try recorder.record(.runStarted(SampleRun.supportStart(goal: String(repeating: "refund ", count: 6 << 20))))
+            try recorder.record(.runStopped(RunStopped(reason: .success)))
+        }
+        #expect((FileStamp(path: wide)?.size ?? .max) < 1 << 20)
+        #expect(LogReader.inflatedSize(of: wide, atMost: 32 << 20) == 32 << 20)
+        let text = try await Subprocess.run(gzipPath, ["-dc", runs + "/mine.jsonl.gz"])
+        #expect(text.status == 0 && LogReader.inflatedSize(of: runs + "/mine.jsonl.gz", atMost: 32 << 20) == text.stdout.count)
+        let server = try await Server.start([runs], in: directory)
+        _ = try await server.runs(count: 2)
+        let page = try await server.get("/run?log=" + Self.escaped(wide))
+        #expect(page.status == 413, "\(page.status)")
+        #expect(page.text.contains("agent-eval replay"))
+        let compare = try await server.get("/compare?a=\(Self.escaped(wide))&b=\(Self.escaped(runs + "/mine.jsonl.gz"))")
+        #expect(compare.status == 413)
+        #expect(compare.text.contains("is too long to compare on a page"), "\(compare.text)")
+        #expect(compare.text.contains("agent-eval diff"))
+        #expect(try await server.get("/run?log=" + Self.escaped(runs + "/mine.jsonl.gz")).status == 200)
+        _ = await server.stop()
+    }
+
     @Test("a stopped run whose recorded state digests its events do not rebuild is never shown as a plain stop")
     func mismatchedRunIsNoPlainStop() async throws {
         let directory = try TemporaryDirectory()
