@@ -289,6 +289,10 @@ class RunState:
         elif kind == "run_stopped":
             self.stop = _pick(data, _STOP)
         elif is_user_turn:
+            expected = (self.user_turns[-1]["turn"].get("turn", 0) if self.user_turns else 0) + 1
+            if data.get("turn") != expected:
+                self._note(seq, kind, "user turn %s where turn %d comes next (turns are numbered 1, 2, 3… in order)" % (
+                    data.get("turn"), expected))
             self.user_turns.append({"step": step, "seq": seq, "turn": _pick(data, _USER_TURN)})
         elif kind == "run_forked":
             self.forked = _pick(data, _FORKED, {"edits": []})

@@ -99,8 +99,13 @@ public enum Rerun {
         // The packet each recorded decision was asked with (prefix mode compares the new ones).
         var packets: [JSONValue] = []
         var packet: JSONValue = .null
+        // A conversation's user turns, said again by the re-run's user as they were recorded.
+        var userTurns: [UserTurn] = []
+        var recordedStop: RunStopped?
         for event in recorded {
             switch event.payload {
+            case .userTurn(let turn): userTurns.append(turn)
+            case .runStopped(let stopped): recordedStop = stopped
             case .contentStored(let stored): contents[stored.hash] = stored.bytes
             case .contextBuilt(let built): packet = normalizedPacket(built)
             case .decisionMade(let made):
@@ -173,7 +178,18 @@ public enum Rerun {
         // Strict mode writes to a scratch file of its own; prefix mode keeps its run, and never
         // writes over a file that is there (the writer refuses it).
         if mode == .strict { try? FileManager.default.removeItem(atPath: output) }
-        let first = try await runtime.run(goal: started.goal, log: output, runId: id, actor: started.actor, route: started.route)
+        let first: RunOutcome
+        if userTurns.isEmpty {
+            first = try await runtime.run(goal: started.goal, log: output, runId: id, actor: started.actor, route: started.route)
+        } else {
+            // A conversation: its user says the log's turns again. As many turns as the log's,
+            // one more unless the log stopped at its turn limit: a re-run that asks the user for
+            // more than was said has parted from the recording there (the user says so).
+            let maxTurns = userTurns.count + (recordedStop?.reason == .maxTurns ? 0 : 1)
+            first = try await runtime.converse(
+                Conversation(user: LoggedUser(turns: userTurns), maxTurns: maxTurns), log: output, runId: id, actor: started.actor,
+                route: started.route)
+        }
         var pending = approvals
         let outcome = try await runtime.resumeWhileDecided(first) { waiting in
             // Live, a call is not the log's call of that id: no recorded approval applies.

@@ -19,6 +19,8 @@ struct CaseFromLogTests {
             #expect(draft.status == 0, "\(draft.stderr)")
             let text = try String(contentsOfFile: directory.path("draft.yaml"), encoding: .utf8)
             #expect(text.contains("  turns:\n    1: {maxToolCalls: 0}\n    2: {toolsCalled: [\"lookup_order\"]}\n"), "\(text)")
+            // Turn 4 ("great, thanks!") ended the conversation unanswered: nothing of it to pin.
+            #expect(!text.contains("\n    4: "), "\(text)")
             let recorded = try await agentEval(["run", directory.path("draft.yaml"), "--no-catalog", "--out", directory.path("out")])
             #expect(recorded.status == 0, "\(recorded.stdoutText)\(recorded.stderr)")
             // Live: the agent file for logs:, the commented user uncommented.

@@ -191,6 +191,34 @@ struct CommandConversationTests {
         }
     }
 
+    @Test(
+        "a user model still answering 30 s after the program answered and exited is a simulator fault: could not run, never the agent's stop"
+    )
+    func userSlowerThanTheProgramsEnd() async throws {
+        try await TemporaryDirectory.with { directory in
+            let server = try LocalModelServer()
+            defer { server.stop() }
+            try Self.oneShot.write(toFile: directory.path("one_shot.py"), atomically: true, encoding: .utf8)
+            let user = """
+                user:
+                  persona: A customer.
+                  opening: hi, my order arrived broken
+                  model: {provider: openai, name: customer-model, base_url: "\(server.baseURL("hang"))", max_retries: 0}
+                """
+            try Self.writeCase(
+                directory, command: [try await RecordCommandTests.python(), "one_shot.py"], agentBase: server.baseURL("support-chat"),
+                user: user, expected: "expected:\n  stopReason: user_stop\n")
+            let result = try await agentEval(
+                ["run", "case.yaml", "--no-catalog", "--out", "runs", "--json"], in: directory.url, environment: Self.environment)
+            #expect(result.status == 2, "\(result.stdoutText)\(result.stderr)")
+            #expect(result.stdoutText.contains("simulator_fault"), "\(result.stdoutText)")
+            let state = try RecordCommandTests.state(directory.path("runs/chat-1.jsonl.gz"))
+            #expect(state.stop?.reason == .blocked, "\(String(describing: state.stop))")
+            #expect(state.stop?.error?.contains("the user was still answering turn 2 30 s after the program exited") == true)
+            #expect(state.stop?.answer == "I'm sorry to hear that! What is your order number?")
+        }
+    }
+
     @Test("a user model still answering when the command's time runs out is a simulator fault: could not run, not the agent's timeout")
     func userOutOfTime() async throws {
         try await TemporaryDirectory.with { directory in

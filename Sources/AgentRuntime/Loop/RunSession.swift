@@ -185,7 +185,11 @@ final class RunSession {
         try recorder.record(.contentStored(prompt))
     }
 
+    /// Records the run's stop. A conversation's answer is what the agent said last to the user,
+    /// however the conversation ended (a limit, the policy, a failed tool or model): given here
+    /// when the stop gives none.
     func stop(_ reason: StopReason, limit: LimitKind? = nil, answer: String? = nil, error: String? = nil) throws {
+        let answer = answer ?? (state.isConversation ? state.agentMessages.last : nil)
         try recorder.record(.runStopped(RunStopped(reason: reason, limit: limit, answer: answer, error: error)))
     }
 

@@ -89,13 +89,15 @@ public struct CaseDraft: Sendable {
     func conversationLines(_ state: RunState) -> [String] {
         var lines = ["  turns:"]
         for record in state.userTurns {
-            guard let slice = state.slice(turn: record.turn.turn) else { continue }
+            // A turn the agent never answered (the user's closing words) has nothing to check.
+            guard let slice = state.slice(turn: record.turn.turn), !slice.decisions.isEmpty else { continue }
             var called: [String] = []
             for call in slice.executedCalls where !called.contains(call.tool) { called.append(call.tool) }
             lines.append(
                 "    \(record.turn.turn): "
                     + (called.isEmpty ? "{maxToolCalls: 0}" : "{toolsCalled: \(Self.flow(.array(called.map { .string($0) })))}"))
         }
+        if lines.count == 1 { lines = [] }
         lines.append("# The run is a conversation. To run it live, replace logs: with agent: (its agent file) and this")
         lines.append("# user, who says again what the recorded user said, turn by turn:")
         lines.append("# user:")

@@ -440,6 +440,19 @@ public enum TrajectoryCheck {
                         step: run.lastStep))
                 continue
             }
+            // A turn the agent never answered (the user's closing words, a run that stopped on
+            // it) holds nothing its checks could see: no check of it passes on nothing.
+            guard !slice.decisions.isEmpty else {
+                let record = slice.userTurns.first
+                out.failures.append(
+                    ExpectationFailure(
+                        expectation: "turns.\(turn)", expected: "the agent answers user turn \(turn), for its checks to look at",
+                        actual: record?.turn.ends != nil
+                            ? "turn \(turn) ended the conversation (\(describeStop(run.state))): the agent never answered it"
+                            : "the agent never answered turn \(turn) (\(describeStop(run.state)))",
+                        step: record?.step ?? run.lastStep))
+                continue
+            }
             let found = check(inTurn, against: slice, auditedBy: run.policy)
             for var failure in found.failures {
                 failure.expectation = "turns.\(turn).\(failure.expectation)"

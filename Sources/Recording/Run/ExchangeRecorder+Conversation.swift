@@ -36,6 +36,9 @@ struct UserTalk {
     var userAnswering: Int?
     /// `userAnswering` when the program ended.
     var userAnsweringAtEnd: Int?
+    /// The turn the user was still being asked for when the wait for it after the program's own
+    /// end ran out (`waitForUser`): the simulator's slowness, never the agent's stop.
+    var userOutwaited: Int?
     /// The recording was interrupted from outside (Ctrl-C): its stop says so, whatever the user said.
     var isInterrupted = false
 }
@@ -71,11 +74,12 @@ extension ExchangeRecorder {
     }
 
     /// Waits until the user was asked after every answer and nobody asks it anything, at most
-    /// `timeoutMs`.
+    /// `timeoutMs`; a user still being asked then is noted (`userOutwaited`).
     func waitForUser(timeoutMs: Int) async {
-        await state.wait(within: .milliseconds(timeoutMs), on: clock) { state in
+        let done = await state.wait(within: .milliseconds(timeoutMs), on: clock) { state in
             state.talk.ending != nil || (state.talk.handled >= state.talk.answers && state.talk.userAnswering == nil)
         }
+        if !done { state.withLock { $0.talk.userOutwaited = $0.talk.userAnswering } }
     }
 
     /// Waits until the program ended, at most `timeoutMs`; whether it did.
@@ -186,6 +190,14 @@ extension ExchangeRecorder {
                 reason: .blocked, answer: state.recorder?.state.agentMessages.last,
                 error: "\(RunStopped.simulatorFaultPrefix) the user was still answering turn \(turn) when the command's time ran out "
                     + "(\(ms / 1000) s, --timeout)")
+        }
+        if case .exited(0) = ending, let turn = state.talk.userOutwaited {
+            // The program answered and exited; the user's reply, which could still have ended the
+            // conversation, never came: how it ended is not known, and not the agent's doing.
+            return RunStopped(
+                reason: .blocked, answer: state.recorder?.state.agentMessages.last,
+                error: "\(RunStopped.simulatorFaultPrefix) the user was still answering turn \(turn) "
+                    + "\(CommandConversation.userAfterEndMs / 1000) s after the program exited")
         }
         guard isAgentEnd(ending, state: state) else { return nil }
         let answer = state.recorder?.state.agentMessages.last

@@ -142,6 +142,12 @@ extension RunState {
                 }
             }
         case .userTurn(let turn):
+            // Turns are numbered 1, 2, 3… in the order said: a turn check (`turns.N`) and a fork
+            // at a turn find a turn by its number, and two of one number would hide one of them.
+            let expected = (state.userTurns.last?.turn.turn ?? 0) + 1
+            if turn.turn != expected {
+                state.note(event, "user turn \(turn.turn) where turn \(expected) comes next (turns are numbered 1, 2, 3… in order)")
+            }
             state.userTurns.append(UserTurnRecord(step: event.step, sequence: event.sequence, turn: turn))
         case .pipeline:
             state.note(event, "\(event.kind) belongs in a pipeline log, not a run log")

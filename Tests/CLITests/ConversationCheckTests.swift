@@ -1,0 +1,114 @@
+import Foundation
+import TestSupport
+import Testing
+import TraceCore
+import TraceLog
+
+/// What a conversation case checks, over the bundled scripted conversation (offline): a turn the
+/// agent never answered is never checked as passed, turns out of order make a log that cannot be
+/// checked, a conversation stopped by a limit keeps its answer, and a re-run says the turns again.
+@Suite("conversation checks: no turn passes on nothing")
+struct ConversationCheckTests {
+    static let agent = repositoryRoot.appendingPathComponent("Fixtures/agents/support-chat/agent.yaml").path
+
+    /// The bundled refund conversation, run into `directory/runs`: its log.
+    static func recorded(in directory: TemporaryDirectory) async throws -> String {
+        let ran = try await agentEval(
+            ["run", "EvalCases/support/refund-conversation.yaml", "--no-catalog", "--out", directory.path("runs")], in: repositoryRoot)
+        #expect(ran.status == 0, "\(ran.stdoutText)\(ran.stderr)")
+        return directory.path("runs/support-refund-conversation-1.jsonl.gz")
+    }
+
+    static func runCase(_ text: String, in directory: TemporaryDirectory) async throws -> ProcessResult {
+        try text.write(toFile: directory.path("case.yaml"), atomically: true, encoding: .utf8)
+        return try await agentEval(["run", directory.path("case.yaml"), "--no-catalog", "--out", directory.path("out"), "--json"])
+    }
+
+    @Test("a check of the turn that ended the conversation, which the agent never answered, fails saying so: it never passes on nothing")
+    func closingTurnIsNotChecked() async throws {
+        try await TemporaryDirectory.with { directory in
+            let log = try await Self.recorded(in: directory)
+            let state = RunState(folding: try LogReader(path: log).readAll().events.map(\.event))
+            #expect(state.userTurns.last?.turn.turn == 4 && state.userTurns.last?.turn.ends != nil)
+            let result = try await Self.runCase(
+                "caseId: closing\nlogs: \(log)\nexpected:\n  stopReason: user_stop\n  turns:\n    4: {toolsNotCalled: [refund_order], maxToolCalls: 0}\n",
+                in: directory)
+            #expect(result.status == 1, "\(result.stdoutText)\(result.stderr)")
+            #expect(result.stdoutText.contains("turns.4"), "\(result.stdoutText)")
+            #expect(result.stdoutText.contains("turn 4 ended the conversation"), "\(result.stdoutText)")
+            // Turn 3 was answered (the refund): its check still passes.
+            let answered = try await Self.runCase(
+                "caseId: answered\nlogs: \(log)\nexpected:\n  turns:\n    3: {toolsCalled: [refund_order]}\n", in: directory)
+            #expect(answered.status == 0, "\(answered.stdoutText)\(answered.stderr)")
+        }
+    }
+
+    @Test("a log whose user turns repeat a number cannot be checked (an anomaly), never a turn check that saw only the first of two")
+    func turnsOutOfOrder() async throws {
+        try await TemporaryDirectory.with { directory in
+            let log = try await Self.recorded(in: directory)
+            let events = try LogReader(path: log, options: LogReader.Options(resolvesContextPackets: true)).readAll().events.map(\.event)
+            // The same events, the third turn numbered 2 again, digests made by the fold as it is.
+            let edited = directory.path("edited.jsonl.gz")
+            var state = RunState()
+            var digester = StateDigester()
+            var turns = 0
+            try LogWriter.withWriter(creating: edited, runId: events[0].runId) { writer in
+                for event in events {
+                    var payload = event.payload
+                    switch payload {
+                    case .userTurn(var turn):
+                        turns += 1
+                        if turns == 3 { turn.turn = 2 }
+                        payload = .userTurn(turn)
+                    case .stepEnded:
+                        payload = .stepEnded(StepEnded(stateDigest: digester.digest(of: state)))
+                    default:
+                        break
+                    }
+                    let written = try writer.append(payload, step: event.step, timeUs: event.timeUs)
+                    digester.track(RunState.reduce(into: &state, written))
+                }
+            }
+            #expect(state.anomalies.map(\.message).contains { $0.contains("user turn 2 where turn 3 comes next") }, "\(state.anomalies)")
+            let result = try await Self.runCase(
+                "caseId: renumbered\nlogs: \(edited)\nexpected:\n  turns:\n    2: {toolsNotCalled: [refund_order]}\n", in: directory)
+            #expect(result.status == 2, "\(result.stdoutText)\(result.stderr)")
+            #expect(result.stdoutText.contains("user turn 2 where turn 3 comes next"), "\(result.stdoutText)")
+        }
+    }
+
+    @Test("a conversation that a limit stops keeps what the agent said last as the run's answer")
+    func limitKeepsTheAnswer() async throws {
+        try await TemporaryDirectory.with { directory in
+            let script = Self.agent.replacingOccurrences(of: "agent.yaml", with: "chat.model.yaml")
+            let text = try String(contentsOfFile: Self.agent, encoding: .utf8)
+                .replacingOccurrences(of: "max_steps: 20", with: "max_steps: 3")
+                .replacingOccurrences(of: "script: chat.model.yaml", with: "script: \(script)")
+            try text.write(toFile: directory.path("agent.yaml"), atomically: true, encoding: .utf8)
+            let bundled = try String(
+                contentsOfFile: repositoryRoot.appendingPathComponent("EvalCases/support/refund-conversation.yaml").path, encoding: .utf8)
+            let cut = try #require(bundled.range(of: "expected:"))
+            let conversation =
+                bundled[..<cut.lowerBound].replacingOccurrences(
+                    of: "agent: ../../Fixtures/agents/support-chat/agent.yaml", with: "agent: agent.yaml")
+                + "expected:\n  stopReason: budget_exhausted\n  answer: {contains: \"refund\"}\n"
+            try conversation.write(toFile: directory.path("case.yaml"), atomically: true, encoding: .utf8)
+            let result = try await agentEval(["run", directory.path("case.yaml"), "--no-catalog", "--out", directory.path("out")])
+            #expect(result.status == 0, "\(result.stdoutText)\(result.stderr)")
+            let state = RunState(
+                folding: try LogReader(path: directory.path("out/support-refund-conversation-1.jsonl.gz")).readAll().events.map(\.event))
+            #expect(state.stop?.limit == .maxSteps, "\(String(describing: state.stop))")
+            #expect(state.stop?.answer == state.agentMessages.last && state.stop?.answer != nil)
+        }
+    }
+
+    @Test("rerun of a conversation says the log's user turns again: the same run, not a divergence at the first turn")
+    func rerunSaysTheTurnsAgain() async throws {
+        try await TemporaryDirectory.with { directory in
+            let log = try await Self.recorded(in: directory)
+            let rerun = try await agentEval(["rerun", log, "--agent", Self.agent])
+            #expect(rerun.status == 0, "\(rerun.stdoutText)\(rerun.stderr)")
+        }
+    }
+}
