@@ -191,6 +191,16 @@ struct CommandConversationTests {
         }
     }
 
+    /// A user whose model never answers: it opens, then is asked for turn 2 for ever.
+    static func hangingUser(_ server: LocalModelServer) -> String {
+        """
+        user:
+          persona: A customer.
+          opening: hi, my order arrived broken
+          model: {provider: openai, name: customer-model, base_url: "\(server.baseURL("hang"))", max_retries: 0}
+        """
+    }
+
     @Test(
         "a user model still answering 30 s after the program answered and exited is a simulator fault: could not run, never the agent's stop"
     )
@@ -199,12 +209,7 @@ struct CommandConversationTests {
             let server = try LocalModelServer()
             defer { server.stop() }
             try Self.oneShot.write(toFile: directory.path("one_shot.py"), atomically: true, encoding: .utf8)
-            let user = """
-                user:
-                  persona: A customer.
-                  opening: hi, my order arrived broken
-                  model: {provider: openai, name: customer-model, base_url: "\(server.baseURL("hang"))", max_retries: 0}
-                """
+            let user = Self.hangingUser(server)
             try Self.writeCase(
                 directory, command: [try await RecordCommandTests.python(), "one_shot.py"], agentBase: server.baseURL("support-chat"),
                 user: user, expected: "expected:\n  stopReason: user_stop\n")
@@ -224,12 +229,7 @@ struct CommandConversationTests {
         try await TemporaryDirectory.with { directory in
             let server = try LocalModelServer()
             defer { server.stop() }
-            let user = """
-                user:
-                  persona: A customer.
-                  opening: hi, my order arrived broken
-                  model: {provider: openai, name: customer-model, base_url: "\(server.baseURL("hang"))", max_retries: 0}
-                """
+            let user = Self.hangingUser(server)
             try Self.writeCase(
                 directory, command: try await Self.command("external/raw_sdk_chat.py"), agentBase: server.baseURL("support-chat"),
                 user: user, expected: "expected:\n  toolsNotCalled: [refund_order]\n")
