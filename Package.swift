@@ -416,7 +416,9 @@ let package = Package(
         ),
         .testTarget(
             name: "CLITests",
-            dependencies: ["TraceCore", "TraceLog", "ConfigFile", "TestSupport", "TestTags", "CProcess", "Pipelines", "agent-eval"],
+            dependencies: [
+                "TraceCore", "TraceLog", "ConfigFile", "TestSupport", "TestTags", "CProcess", "Pipelines", "Recording", "agent-eval",
+            ],
             swiftSettings: strictSettings
         ),
     ],

@@ -266,21 +266,23 @@ public struct Redactor: Sendable, Hashable {
     }
 
     /// Whether the scalar before `index` is an ASCII letter or digit that is not the letter of
-    /// an escape (`\n`, `\t`, `\r`, `\b`, `\f`: a line break or tab in an encoded line).
+    /// an escape (`\n`, `\t`, `\r`, `\b`, `\f`: a line break or tab in an encoded line, at any
+    /// depth of escaping — `\\n` is a line break in JSON text kept in a string).
     static func continuesWord(before index: String.UnicodeScalarView.Index, in scalars: String.UnicodeScalarView) -> Bool {
         guard index > scalars.startIndex else { return false }
-        var cursor = scalars.index(before: index)
+        let cursor = scalars.index(before: index)
         let previous = scalars[cursor]
         guard previous.isASCII, CharacterSet.alphanumerics.contains(previous) else { return false }
-        // After an odd run of backslashes the letter is an escape's.
-        var backslashes = 0
-        while cursor > scalars.startIndex {
-            cursor = scalars.index(before: cursor)
-            guard scalars[cursor] == "\\" else { break }
-            backslashes += 1
-        }
-        return !(backslashes % 2 == 1 && "ntrbf".unicodeScalars.contains(previous))
+        // After a backslash the letter is an escape's: one backslash in an event's own text, two
+        // (or four) in JSON text kept in a string, such as a stored model request. A literal
+        // backslash before the letter reads the same: then a token after it is redacted too.
+        guard cursor > scalars.startIndex else { return true }
+        return !(scalars[scalars.index(before: cursor)] == "\\" && "ntrbf".unicodeScalars.contains(previous))
     }
+
+    /// Encoded JSON (an event's line, a file beside the log) with every secret replaced, as the
+    /// log writer replaces them.
+    public func redactEncoded(_ text: String) -> String { redact(text) ?? text }
 
     /// `line` (one encoded event) with every secret replaced, or nil when it holds none.
     func redact(_ line: String) -> String? {

@@ -266,6 +266,48 @@ struct PolicyTests {
         }
     }
 
+    @Test(
+        "an object or a list given as its JSON text in a string is read as the server parses it: a rule on a path through it is not walked around",
+        arguments: [
+            (["changes", "role"], ArgumentCondition.Test.equals("admin"), ["changes": #"{"role": "admin"}"#] as JSONValue, "holds"),
+            (["changes", "role"], .equals("admin"), ["changes": ["role": "admin"]], "holds"),
+            (["changes", "role"], .oneOf(["admin", "owner"]), ["changes": #" {"role":"owner"}"#], "holds"),
+            (["changes", "role"], .exists(true), ["changes": #"{"role": "admin"}"#], "holds"),
+            (["recipients", "0"], .matches("@evil\\.com$"), ["recipients": #"["x@evil.com"]"#], "holds"),
+            (["changes", "role"], .equals("admin"), ["changes": #"{"role": "user"}"#], "fails"),
+            // Text that is no JSON stays text: no path runs through it.
+            (["changes", "role"], .exists(true), ["changes": "{role: admin"], "fails"),
+            // At the end of the path too: a list given as text is a list, which a pattern cannot match.
+            (["amount"], .matches("^5"), ["amount": "[5]"], "undecidable"),
+        ] as [([String], ArgumentCondition.Test, JSONValue, String)])
+    func jsonTextIsReadAsTheServerParsesIt(_ path: [String], _ test: ArgumentCondition.Test, _ arguments: JSONValue, _ expected: String) {
+        switch ArgumentCondition(path: path, test: test).judge(arguments) {
+        case .holds: #expect(expected == "holds")
+        case .fails: #expect(expected == "fails")
+        case .undecidable(let why): #expect(expected == "undecidable", "\(why)")
+        }
+    }
+
+    @Test(
+        "a URL elicitation passes the host list only when a browser opens the host the list allows: no userinfo, backslash, space or other scheme",
+        arguments: [
+            ("https://auth.example.com/login", true),
+            ("HTTPS://Auth.Example.com/", true),
+            ("https://eu.example.org/x", true),
+            ("https://evil.com\\@auth.example.com/", false),
+            ("https://user@auth.example.com/", false),
+            ("https://auth.example.com\t.evil.com/", false),
+            ("javascript://auth.example.com/%0aalert(1)", false),
+            ("ftp://auth.example.com/", false),
+            ("https://evil.com/", false),
+        ])
+    func urlElicitationHosts(_ url: String, _ allowed: Bool) {
+        var policy = InputRequestPolicy()
+        policy.urlHosts = [Glob("auth.example.com"), Glob("*.example.org")]
+        let refusal = policy.refusal(method: "elicitation/create", params: ["mode": "url", "url": .string(url)])
+        #expect((refusal == nil) == allowed, "\(url): \(String(describing: refusal))")
+    }
+
     @Test("a restrictive rule whose argument condition cannot be judged applies, saying why; an allowing one does not")
     func undecidableFailsClosed() throws {
         var large = PolicyRule(id: "large-refunds", verdict: .approvalRequired, reason: "refunds over 100.00 need a person")

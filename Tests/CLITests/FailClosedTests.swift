@@ -1,4 +1,5 @@
 import Foundation
+import Recording
 import TestSupport
 import TestTags
 import Testing
@@ -469,9 +470,9 @@ struct FailClosedTests {
             for round in 1...5 {
                 let callId = "mcp-\(round)"
                 let folder = log + ".approvals"
-                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-                try #"{"arguments":{"amount":50000},"call_id":"\#(callId)","tool":"refund_order"}"#.write(
-                    toFile: folder + "/\(callId).pending.json", atomically: true, encoding: .utf8)
+                // As the proxy asks: the call's proof, then its pending file.
+                try MCPApprovals.ask(
+                    log: log, call: MCPApprovals.PendingCall(callId: callId, tool: "refund_order", arguments: ["amount": 50000]))
                 async let approve = agentEval(["approve", log, callId, "--approver", "ana"], in: directory.url)
                 async let deny = agentEval(["deny", log, callId, "--approver", "bo"], in: directory.url)
                 let results = try await [approve, deny]

@@ -130,6 +130,7 @@ struct MCPProxyCommandTests {
                 ["tool": "refund_order", "arguments": ["order_id": "A-1", "amount": 500]],
                 ["tool": "refund_order", "arguments": ["order_id": "A-1", "amount": 50000]],
                 ["tool": "refund_order", "arguments": ["order_id": "A-2", "amount": 70000]],
+                ["tool": "refund_order", "arguments": ["order_id": "A-3", "amount": 60000, "note": "Bearer abcdefghijklmnopqrstu"]],
             ]
         ]
         let command = try await Self.client(
@@ -147,15 +148,24 @@ struct MCPProxyCommandTests {
             let approved = try await agentEval(["approve", log, call, "--approver", "test"] + answer)
             #expect(approved.status == 0, "\(approved.stderr)")
         }
+        // The agent's own tool writes an approval beside the log: without the call's proof, which
+        // lies where its tools do not reach, it is a refusal. What waits shows no secret.
+        let pending = log + ".approvals/mcp-5.pending.json"
+        try #require(try await eventually(seconds: 60) { FileManager.default.fileExists(atPath: pending) }, "mcp-5 never waited")
+        let asked = try String(contentsOfFile: pending, encoding: .utf8)
+        #expect(!asked.contains("abcdefghijklmnopqrstu") && asked.contains("[redacted:bearer-token:"), "\(asked)")
+        #expect((try FileManager.default.attributesOfItem(atPath: pending)[.posixPermissions] as? Int) == 0o600)
+        try Data(#"{"granted":true,"approver":"alice"}"#.utf8).write(to: URL(fileURLWithPath: log + ".approvals/mcp-5.json"))
         let (lines, result) = try await session
         #expect(result.status == 0, "\(result.stderr)")
         #expect(
             lines.first?["tools"] == ["lookup_order", "refund_order", "add_note"], "delete_customer is denied on its name alone: hidden")
-        #expect(lines.dropFirst().map { $0["is_error"] } == [true, false, false, true])
+        #expect(lines.dropFirst().map { $0["is_error"] } == [true, false, false, true, true])
         #expect(
             lines[1]["text"]?.stringValue
                 == "agent-eval policy denied this call: deleting customers is never done by an agent (rule no-deletes)")
         #expect(lines[4]["text"]?.stringValue == "agent-eval: this call needed approval and was refused: not this one")
+        #expect(lines[5]["text"]?.stringValue?.contains("carries no proof of this call") == true, "\(lines[5])")
         #expect(Self.journal(directory) == ["refund A-1 500", "refund A-1 50000"], "what was denied or refused never reached the server")
         #expect(
             Self.trajectory(try Self.events(log)) == [
@@ -165,11 +175,12 @@ struct MCPProxyCommandTests {
                 #"intent refund_order {"amount":50000,"order_id":"A-1"}"#,
                 "result refund_order ok",
                 "verdict refund_order approval_required", "approval mcp-4 false",
+                "verdict refund_order approval_required", "approval mcp-5 false",
                 "stop success",
             ])
         #expect(!FileManager.default.fileExists(atPath: log + ".approvals"), "the approval files are gone once answered")
         #expect(result.stderr.contains("waits for approval"))
-        #expect(result.stderr.contains("tool calls: 4 (2 forwarded, 2 denied or refused)"))
+        #expect(result.stderr.contains("tool calls: 5 (2 forwarded, 3 denied or refused)"), "\(result.stderr)")
     }
 
     @Test("--max-tool-calls denies every call past the limit, before it reaches the server")
@@ -470,27 +481,39 @@ struct MCPProxyInputTests {
         #expect(usage.stderr.contains("--bridge-probe-timeout takes seconds"), "\(usage.stderr)")
     }
 
+    /// Writes a 2025 client's handshake and `lines` to `agent-eval mcp-proxy --log LOG OPTIONS -- python3 mcp_legacy_server.py
+    /// SERVER`, each once the one before has been answered (the proxy takes them in order
+    /// anyway); the client's answers and the proxy's result.
+    static func rawSession(
+        _ lines: [String], log: String, proxy options: [String] = [], server: [String] = [], in directory: TemporaryDirectory
+    ) async throws -> (answers: [JSONValue], result: ProcessResult) {
+        let handshake = [
+            #"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}"#,
+            #"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        ]
+        try ((handshake + lines).joined(separator: "\n") + "\n").write(
+            toFile: directory.path("client.jsonl"), atomically: true, encoding: .utf8)
+        let proxy =
+            ([try agentEvalBinary(), "mcp-proxy", "--no-catalog", "--log", log] + options + [
+                "--", "python3", PythonEnvironment.scriptPath("mcp_legacy_server.py"),
+            ] + server)
+            .map(ShellWords.quoted).joined(separator: " ")
+        let result = try await Subprocess.run(
+            "/bin/sh", ["-c", "while read -r line; do printf '%s\\n' \"$line\"; sleep 0.5; done < client.jsonl | \(proxy)"],
+            in: directory.url)
+        return (result.stdoutText.split(separator: "\n").compactMap { try? JSONParser.parse(Array($0.utf8)) }, result)
+    }
+
     @Test("a tools/call that names no tool is refused (-32602), reaches no server, and the summary counts it with the refused")
     func namelessCall() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let lines = [
-            #"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}"#,
-            #"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
             #"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"arguments":{}}}"#,
             #"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"greet","arguments":{"name":"ann"}}}"#,
         ]
-        try (lines.joined(separator: "\n") + "\n").write(toFile: directory.path("client.jsonl"), atomically: true, encoding: .utf8)
-        let proxy = [
-            try agentEvalBinary(), "mcp-proxy", "--no-catalog", "--log", "nameless.jsonl.gz", "--", "python3",
-            PythonEnvironment.scriptPath("mcp_legacy_server.py"),
-        ].map(ShellWords.quoted).joined(separator: " ")
-        // Each line once the one before has been answered (the proxy takes them in order anyway).
-        let result = try await Subprocess.run(
-            "/bin/sh", ["-c", "while read -r line; do printf '%s\\n' \"$line\"; sleep 0.5; done < client.jsonl | \(proxy)"],
-            in: directory.url)
+        let (answers, result) = try await Self.rawSession(lines, log: "nameless.jsonl.gz", in: directory)
         #expect(result.status == 0, "\(result.stderr)")
-        let answers = result.stdoutText.split(separator: "\n").compactMap { try? JSONParser.parse(Array($0.utf8)) }
         #expect(answers.first { $0["id"] == 2 }?["error"]?["code"]?.intValue == -32602, "\(answers)")
         #expect(answers.first { $0["id"] == 3 }?["result"]?["content"]?.arrayValue?.first?["text"] == "hello, ann", "\(answers)")
         #expect(result.stderr.contains("tool calls: 2 (1 forwarded, 1 denied or refused)"), "\(result.stderr)")
@@ -498,6 +521,29 @@ struct MCPProxyInputTests {
             MCPProxyCommandTests.trajectory(try MCPProxyCommandTests.events(directory.path("nameless.jsonl.gz"))) == [
                 "verdict greet allow", #"intent greet {"name":"ann"}"#, "result greet ok", "stop success",
             ])
+    }
+
+    @Test(
+        "a cancelled call's id is not taken again until the server answers it, so its late answer is never another call's"
+    )
+    func cancelledIdIsNotReused() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        // Call 5 (confirm) waits on the server's question to the client, which never answers; the
+        // client cancels it and sends another call as 5.
+        let lines = [
+            #"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"confirm","arguments":{"action":"transfer to alice"}}}"#,
+            #"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5,"reason":"took too long"}}"#,
+            #"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"greet","arguments":{"name":"bob"}}}"#,
+        ]
+        let (answers, _) = try await Self.rawSession(
+            lines, log: "cancelled.jsonl.gz", proxy: ["--call-timeout", "20"], server: ["--asks"], in: directory)
+        let fives = answers.filter { $0["id"] == 5 }
+        #expect(fives.count == 1 && fives.first?["error"]?["code"]?.intValue == -32600, "\(answers)")
+        #expect(fives.first?["error"]?["message"]?.stringValue?.contains("belongs to a call the client cancelled") == true)
+        let trajectory = MCPProxyCommandTests.trajectory(try MCPProxyCommandTests.events(directory.path("cancelled.jsonl.gz")))
+        #expect(!trajectory.contains(#"intent greet {"name":"bob"}"#), "the second call 5 never reached the server: \(trajectory)")
+        #expect(trajectory.contains { $0.hasPrefix("result confirm error: the client cancelled the call") }, "\(trajectory)")
     }
 
     @Test("approve names the calls that wait when asked for one that does not, and a log that does not exist")

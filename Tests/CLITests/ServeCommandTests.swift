@@ -1,4 +1,5 @@
 import Foundation
+import Recording
 import Synchronization
 import TestSupport
 import TestTags
@@ -566,12 +567,11 @@ struct ServeCommandTests {
         let log = runs + "/waiting.jsonl.gz"
         let run = try GrowingRun(path: log, runId: "run-waiting")
         try run.step(1)
-        try FileManager.default.createDirectory(atPath: log + ".approvals", withIntermediateDirectories: true)
-        try Data(
-            #"{"call_id":"mcp-7","tool":"refund_order","arguments":{"amount":50000},"rule":"large-refunds","reason":"refunds over 100.00 need a person"}"#
-                .utf8
-        )
-        .write(to: URL(fileURLWithPath: log + ".approvals/mcp-7.pending.json"))
+        try MCPApprovals.ask(
+            log: log,
+            call: MCPApprovals.PendingCall(
+                callId: "mcp-7", tool: "refund_order", arguments: ["amount": 50000], rule: "large-refunds",
+                reason: "refunds over 100.00 need a person"))
         let server = try await Server.start([runs], in: directory)
         _ = try await server.runs(count: 1)
         let waiting = try await server.json("/api/approvals")
@@ -594,7 +594,9 @@ struct ServeCommandTests {
         let statuses = [try await one.status, try await two.status].sorted()
         #expect(statuses == [200, 409])
         let written = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: log + ".approvals/mcp-7.json"))))
-        #expect(written == ["granted": true, "approver": "maria", "reason": "checked"])
+        #expect(written["granted"] == true && written["approver"] == "maria" && written["reason"] == "checked", "\(written)")
+        // The call's proof, which the proxy checks, from where only this user reads.
+        #expect(written["proof"]?.stringValue?.isEmpty == false, "\(written)")
         _ = await server.stop()
     }
 

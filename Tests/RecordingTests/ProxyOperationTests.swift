@@ -53,3 +53,19 @@ struct ProxyOperationTests {
         }
     }
 }
+
+@Suite("The proxy's forwarded calls")
+struct ProxyForwardedCallTests {
+    @Test("a 2025-11-25 client's task augmentation is taken off a call before the server sees it, so the result comes back whole")
+    func taskAugmentationTakenOff() throws {
+        let asked = Array(
+            #"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"arguments":{"name":"cy"},"name":"greet","task":{"ttl":60000}}}"#.utf8
+        )
+        let sent = try JSONParser.parse(MCPProxySession.withoutTaskAugmentation(asked))
+        #expect(sent["params"]?["task"] == nil)
+        #expect(sent["params"]?["name"] == "greet" && sent["params"]?["arguments"] == ["name": "cy"] && sent["id"] == 6)
+        // A call without one is sent byte for byte as it came.
+        let plain = Array(#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"greet", "arguments":{}}}"#.utf8)
+        #expect(MCPProxySession.withoutTaskAugmentation(plain) == plain)
+    }
+}

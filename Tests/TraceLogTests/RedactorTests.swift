@@ -44,6 +44,14 @@ struct RedactorTests {
         #expect(!written.contains(secret), "\(written)")
         #expect(written.contains("first\\n[redacted:\(rule):"), "\(written)")
         #expect(try JSONParser.parse(Array(written.utf8))["output"]?.stringValue?.hasSuffix("\nlast") == true)
+        // JSON text kept in a string (a stored request, a large output stored as content): the
+        // line break before the key is `\\n` in the line, at one depth more.
+        let inner = String(decoding: JSONWriter.encode(["text": .string("config:\n\(secret)\nend")]), as: UTF8.self)
+        let stored = String(decoding: JSONWriter.encode(["body": .string(inner)]), as: UTF8.self)
+        #expect(stored.contains("\\\\n\(secret)"), "\(stored)")
+        let storedWritten = try #require(redactor.redact(stored), "\(stored)")
+        #expect(!storedWritten.contains(secret), "\(storedWritten)")
+        #expect(try JSONParser.parse(Array(storedWritten.utf8))["body"]?.stringValue.map { try JSONParser.parse(Array($0.utf8)) } != nil)
     }
 
     @Test("ordinary text that merely contains a key's prefix is left alone")

@@ -60,7 +60,7 @@ public struct InputRequestPolicy: Sendable, Hashable {
             if mode == "url" || (mode == nil && params?["url"] != nil) {
                 guard let hosts = urlHosts else { return nil }
                 let url = params?["url"]?.stringValue ?? ""
-                let host = URLComponents(string: url)?.host?.lowercased() ?? ""
+                let host = Self.browserHost(of: url) ?? ""
                 if !host.isEmpty, hosts.contains(where: { $0.matches(host) }) { return nil }
                 return Refusal(
                     rule: "input_requests.elicitation.url",
@@ -74,6 +74,19 @@ public struct InputRequestPolicy: Sendable, Hashable {
         default:
             return nil
         }
+    }
+
+    /// The host a browser opens for `url`, when every reader of URLs agrees on it: an `https` or
+    /// `http` URL with no user name or password, no backslash, white space or control character.
+    /// Else nil (refused): `https://evil.com\\@good.com/` is `good.com` to RFC 3986 and `evil.com`
+    /// to a browser (WHATWG), and a `javascript:` URL opens no host at all.
+    static func browserHost(of url: String) -> String? {
+        guard !url.unicodeScalars.contains(where: { $0 == "\\" || $0.value <= 0x20 || $0.value == 0x7F }),
+            let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
+            scheme == "https" || scheme == "http", components.user == nil, components.password == nil,
+            let host = components.host?.lowercased(), !host.isEmpty
+        else { return nil }
+        return host
     }
 
     /// Reads `input_requests:`; errors go to `errors`, each at its place.

@@ -192,8 +192,39 @@ public struct ArgumentCondition: Sendable {
     /// number for them, an object or a list for `matches` — is `undecidable`: never a plain
     /// "fails", which would let the call around the rule (docs/agent-files.md, "Argument
     /// conditions").
+    /// The value at `path` as the server reads the arguments: a string met on the way or at the
+    /// end that is the JSON text of an object or a list is read as that object or list, since
+    /// servers parse it so (the official Python SDK does, for a field that is no string) — a rule
+    /// on `changes.role` is not walked around by giving `changes` as `"{\"role\": \"admin\"}"`.
+    static func value(atPath path: [String], in arguments: JSONValue) -> JSONValue? {
+        var current = asServerReads(arguments)
+        for key in path {
+            switch current {
+            case .object(let object):
+                guard let next = object[key] else { return nil }
+                current = asServerReads(next)
+            case .array(let items):
+                guard let index = Int(key), items.indices.contains(index) else { return nil }
+                current = asServerReads(items[index])
+            default:
+                return nil
+            }
+        }
+        return current
+    }
+
+    /// `value`, or the object or list its string is the JSON text of.
+    static func asServerReads(_ value: JSONValue) -> JSONValue {
+        guard case .string(let text) = value,
+            let first = text.utf8.first(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }),
+            first == UInt8(ascii: "{") || first == UInt8(ascii: "["), let parsed = try? JSONParser.parse(Array(text.utf8)),
+            parsed.objectValue != nil || parsed.arrayValue != nil
+        else { return value }
+        return parsed
+    }
+
     public func judge(_ arguments: JSONValue) -> Judgement {
-        let value = arguments.value(atPath: path)
+        let value = Self.value(atPath: path, in: arguments)
         let where_ = "argument \(path.joined(separator: "."))"
         func number(_ value: JSONValue) -> Double? {
             if let number = value.doubleValue { return number }

@@ -1,5 +1,7 @@
+import ConfigFile
 import Foundation
 public import TraceCore
+import TraceLog
 
 #if canImport(Glibc)
     import Glibc
@@ -10,11 +12,16 @@ public import TraceCore
 /// How a person answers a call that waits for approval in a running `agent-eval mcp-proxy`:
 /// files beside the log (docs/mcp.md, "Approvals").
 ///
-/// - The proxy writes `<log>.approvals/<call id>.pending.json` — the call id, tool, arguments,
-///   and the rule that asked — and waits.
-/// - `agent-eval approve <log> <call id>` or `agent-eval deny <log> <call id>` (or anything that writes the same JSON)
-///   writes `<call id>.json`: `{"granted": true|false, "approver": …, "reason": …}`, atomically.
-/// - The proxy reads it, records `approval_recorded`, removes both files and goes on.
+/// - The proxy writes `<log>.approvals/<call id>.pending.json` — the call id, tool, arguments
+///   (redacted as the log redacts them), and the rule that asked — and waits. It also writes the
+///   call's proof, a random secret, where the agent's tools do not reach: not beside the log (a
+///   filesystem server rooted at the project could write an answer there) but in the user's
+///   runtime or state folder (`proofDirectory`), readable by the user alone.
+/// - `agent-eval approve <log> <call id>` or `agent-eval deny <log> <call id>` (or `serve`'s page)
+///   writes `<call id>.json`: `{"granted": true|false, "approver": …, "reason": …, "proof": …}`,
+///   atomically.
+/// - The proxy reads it, records `approval_recorded`, removes the files and goes on. An answer
+///   whose proof is not the call's was not written by agent-eval: it is a refusal that says so.
 public enum MCPApprovals {
     /// A call that waits.
     public struct PendingCall: Sendable, Hashable {
@@ -35,7 +42,7 @@ public enum MCPApprovals {
             return object.json
         }
 
-        init(callId: String, tool: String, arguments: JSONValue, rule: String?, reason: String?) {
+        public init(callId: String, tool: String, arguments: JSONValue, rule: String? = nil, reason: String? = nil) {
             self.callId = callId
             self.tool = tool
             self.arguments = arguments
@@ -99,10 +106,17 @@ public enum MCPApprovals {
                     ? "nothing waits there now: the proxy may have given up (--approval-timeout) or the call was answered already"
                     : "waiting there: \(others.joined(separator: ", "))")
         }
+        guard let proof = readProof(log: log, callId: callId) else {
+            throw RecordingError(
+                .approvalFailed,
+                "call \"\(callId)\" waits in \(log), but its proof cannot be read from \(proofDirectory() ?? "the user's runtime folder")",
+                hint: "answer as the user who runs the proxy, with the same XDG_RUNTIME_DIR (or HOME)")
+        }
         var object = ObjectBuilder()
         object.set("granted", answer.isGranted)
         object.set("approver", answer.approver)
         object.set("reason", answer.reason)
+        object.set("proof", proof)
         // Written aside, then linked into place: `link` refuses a name that exists, so of two
         // people answering at once exactly one answer is taken, and the other is told.
         let final = directory(forLog: log) + "/\(callId).json"
@@ -131,27 +145,115 @@ public enum MCPApprovals {
 
     // MARK: The proxy's side
 
-    static func ask(log: String, call: PendingCall) throws {
+    /// Asks for an answer to `call`, which waits in the proxy writing `log`: its proof, then its
+    /// pending file. (Public for what stands in for a proxy, as tests of `approve` do.)
+    public static func ask(log: String, call: PendingCall) throws {
+        // The proof first: a call is never seen waiting without one.
+        try writeProof(log: log, callId: call.callId)
         let directory = directory(forLog: log)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        try Data(JSONWriter.encode(call.json)).write(
-            to: URL(fileURLWithPath: directory + "/\(call.callId).pending.json"), options: .atomic)
+        // What a person reads to decide, redacted as the log is: a secret in the arguments is no
+        // more in this file than in the log.
+        let text = Redactor.standard.redactEncoded(String(decoding: JSONWriter.encode(call.json), as: UTF8.self))
+        // Made aside, readable by this user alone, then renamed into place whole.
+        let aside = directory + "/.\(call.callId).pending.\(getpid()).json"
+        guard FileManager.default.createFile(atPath: aside, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]),
+            rename(aside, directory + "/\(call.callId).pending.json") == 0
+        else {
+            unlink(aside)
+            throw RecordingError(.approvalFailed, "cannot write the request for approval of call \"\(call.callId)\" in \(directory)")
+        }
     }
 
-    /// The answer to `callId`, once one was written; a file that does not read as an answer is
-    /// a refusal that says so (a person meant to answer, but not what they wrote).
+    /// The answer to `callId`, once one was written; a file that does not read as an answer, or
+    /// whose proof is not the call's, is a refusal that says so.
     static func takeAnswer(log: String, callId: String) -> Answer? {
         let path = directory(forLog: log) + "/\(callId).json"
         guard let data = FileManager.default.contents(atPath: path) else { return nil }
         guard let value = try? JSONParser.parse(Array(data)), let granted = value["granted"]?.boolValue else {
             return Answer(isGranted: false, approver: nil, reason: "the answer file \(path) does not hold {\"granted\": true|false}")
         }
+        guard let expected = readProof(log: log, callId: callId), let given = value["proof"]?.stringValue,
+            Self.sameProof(Array(given.utf8), Array(expected.utf8))
+        else {
+            return Answer(
+                isGranted: false, approver: nil,
+                reason: "the answer file \(path) carries no proof of this call: it was not written by agent-eval approve, deny or "
+                    + "serve (an agent's own tool may have written it), so it is taken as a refusal")
+        }
         return Answer(isGranted: granted, approver: value["approver"]?.stringValue, reason: value["reason"]?.stringValue)
+    }
+
+    // MARK: Proofs
+
+    /// Where calls' proofs are kept: `$XDG_RUNTIME_DIR/agent-eval-approvals`, else
+    /// `~/.local/state/agent-eval/approvals`; made with mode 0700. Nil when neither can be made
+    /// (then no call can wait for approval: each is refused, saying why).
+    static func proofDirectory() -> String? {
+        let environment = ProcessInfo.processInfo.environment
+        let base: String
+        if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty, FileManager.default.fileExists(atPath: runtime) {
+            base = runtime + "/agent-eval-approvals"
+        } else {
+            base = NSHomeDirectory() + "/.local/state/agent-eval/approvals"
+        }
+        do {
+            try FileManager.default.createDirectory(
+                atPath: base, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            return nil
+        }
+        // Ours alone: a folder another user made (or left open) could be read or planted in.
+        var info = stat()
+        guard lstat(base, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == getuid(), info.st_mode & 0o077 == 0 else {
+            return nil
+        }
+        return base
+    }
+
+    /// The file of a call's proof: named by the log's path (absolute, links resolved: the proxy
+    /// and `approve` may name it differently) and the call id, hashed.
+    static func proofPath(log: String, callId: String) -> String? {
+        let path = URL(fileURLWithPath: ConfigPath.absolute(log)).resolvingSymlinksInPath().path
+        return proofDirectory().map { $0 + "/" + ContentHash.sha256Hex(Array((path + "\n" + callId).utf8)) }
+    }
+
+    private static func writeProof(log: String, callId: String) throws {
+        guard let path = proofPath(log: log, callId: callId) else {
+            throw RecordingError(
+                .approvalFailed, "no folder readable by this user alone holds approvals' proofs (XDG_RUNTIME_DIR, ~/.local/state)")
+        }
+        var generator = SystemRandomNumberGenerator()
+        let proof = (0..<4).map { _ in String(generator.next() as UInt64, radix: 16) }.joined(separator: "-")
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            let why = String(cString: strerror(errno))
+            throw RecordingError(.approvalFailed, "cannot write the proof of call \"\(callId)\" at \(path): \(why)")
+        }
+        defer { close(fd) }
+        let bytes = Array(proof.utf8)
+        guard bytes.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) == bytes.count else {
+            throw RecordingError(.approvalFailed, "cannot write the proof of call \"\(callId)\" at \(path)")
+        }
+    }
+
+    private static func readProof(log: String, callId: String) -> String? {
+        guard let path = proofPath(log: log, callId: callId), let data = FileManager.default.contents(atPath: path), !data.isEmpty else {
+            return nil
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// Compares two proofs in time that does not depend on where they differ.
+    private static func sameProof(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        return zip(a, b).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
     }
 
     /// Removes a call's files, and the folder once it is empty, under the folder's lock.
     static func clear(log: String, callId: String) {
         let directory = directory(forLog: log)
+        if let proof = proofPath(log: log, callId: callId) { unlink(proof) }
         withLock(log: log) {
             for name in ["\(callId).pending.json", "\(callId).json"] { try? FileManager.default.removeItem(atPath: directory + "/" + name) }
             if (try? FileManager.default.contentsOfDirectory(atPath: directory))?.isEmpty == true {

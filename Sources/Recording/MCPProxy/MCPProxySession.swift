@@ -85,6 +85,9 @@ actor MCPProxySession {
     private var outstanding: [String: Outstanding] = [:] {
         didSet { releaseIfSettled() }
     }
+    /// The ids of calls the client cancelled that the server has not answered: kept from reuse
+    /// until it does, so that the cancelled call's late answer is never taken for another's.
+    private var cancelledKeys: Set<String> = []
     /// Who waits for the forwarded calls to end (`callsSettled`).
     private var settledWaiters: [CheckedContinuation<Void, Never>] = []
     /// Calls the server asked for input, by call id, until the client retries them.
@@ -253,6 +256,15 @@ actor MCPProxySession {
                     id: id, error: (-32600, "agent-eval mcp-proxy: request id \(key) is already in use by a request in flight"))
                 return
             }
+            if cancelledKeys.contains(key) {
+                await answerClient(
+                    id: id,
+                    error: (
+                        -32600,
+                        "agent-eval mcp-proxy: request id \(key) belongs to a call the client cancelled, which the server has not answered yet: use a new id"
+                    ))
+                return
+            }
         }
         if bridge != nil {
             if method == nil, let answered = bridge?.clientAnswered(message) {
@@ -295,6 +307,7 @@ actor MCPProxySession {
                 let key = JSONLinesProcess.key(requestId)
                 if case .call(let call)? = outstanding[key] {
                     outstanding[key] = nil
+                    cancelledKeys.insert(key)
                     timers.removeValue(forKey: key)?.cancel()
                     await recordEnd(of: call, status: .error, error: "the client cancelled the call\(why)")
                 } else if let callId = approvals.first(where: { JSONLinesProcess.key($0.value.requestId) == key })?.key {
@@ -427,7 +440,21 @@ actor MCPProxySession {
             do { try await clock.sleep(for: timeout) } catch { return }
             await self?.timeOut(key)
         }
-        await forward(line, requestId: call.requestId)
+        await forward(Self.withoutTaskAugmentation(line), requestId: call.requestId)
+    }
+
+    /// A call's request without a 2025-11-25 client's `task` augmentation: with it the server
+    /// answers a task handle and the result goes to the client through `tasks/result`, past the
+    /// log (which would record the handle as the call's output). Without it the server answers
+    /// the result itself, as the protocol lets every client expect of a server that does not do
+    /// tasks for the request. (2026-07-28's tasks are answered, and followed, another way.)
+    static func withoutTaskAugmentation(_ line: [UInt8]) -> [UInt8] {
+        guard case .object(var message)? = try? JSONParser.parse(line), case .object(var params)? = message["params"],
+            params["task"] != nil
+        else { return line }
+        params["task"] = nil
+        message["params"] = .object(params)
+        return JSONWriter.encode(.object(message))
     }
 
     // MARK: Multi-round calls
@@ -873,6 +900,11 @@ actor MCPProxySession {
             await learned()
         }
         if own.take(message) { return }
+        if outstanding[key] == nil, cancelledKeys.remove(key) != nil {
+            // The late answer of a call the client cancelled: recorded as cancelled, dropped; its id is free now.
+            settings.notices?("the server answered request \(key) after the client cancelled it: dropped")
+            return
+        }
         guard let kind = outstanding.removeValue(forKey: key) else {
             settings.notices?(
                 "the server answered request \(String(decoding: JSONWriter.encode(id), as: UTF8.self)), which nothing waits for (a call that timed out or was cancelled, or an id the client never sent): dropped"
