@@ -203,10 +203,12 @@ public enum MCPApprovals {
         } catch {
             return nil
         }
-        // Ours alone: a folder another user made (or left open) could be read or planted in.
+        // Ours alone: a folder another user made could be read or planted in. One of ours that
+        // others may read (made before, under another umask) is closed first.
         var info = stat()
-        guard lstat(base, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == getuid(), info.st_mode & 0o077 == 0 else {
-            return nil
+        guard lstat(base, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == getuid() else { return nil }
+        if info.st_mode & 0o077 != 0 {
+            guard chmod(base, 0o700) == 0, lstat(base, &info) == 0, info.st_mode & 0o077 == 0 else { return nil }
         }
         return base
     }
