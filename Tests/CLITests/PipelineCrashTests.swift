@@ -86,7 +86,8 @@ struct PipelineCrashTests {
                 // user told by its hint would (CI of stop 95: a `sleep` of leaf5 still ran).
                 if Bool.random(using: &random) {
                     try await Self.runKilled(
-                        ["pipeline", "resume", runDirectory, "--wait"], log: log, whenSettled: Int.random(in: settled..<tasks, using: &random),
+                        ["pipeline", "resume", runDirectory, "--wait"], log: log,
+                        whenSettled: Int.random(in: settled..<tasks, using: &random),
                         extra: Double.random(in: 0...0.04, using: &random), in: directory)
                 }
                 let resumed = try await agentEval(["pipeline", "resume", runDirectory, "--wait"])
