@@ -386,6 +386,10 @@ struct ConversationCommandTests {
               agent: agent.yaml
               input: hi
               expected: {turns: {1: {toolsCalled: [lookup_order]}}}
+            - caseId: i
+              agent: agent.yaml
+              user: {script: [{after: {turn: 1, agentSaid: hello}, say: hi}]}
+              expected: {toolsCalled: [lookup_order]}
             """.write(toFile: directory.path("cases.yaml"), atomically: true, encoding: .utf8)
             let result = try await agentEval(["check", "cases.yaml"], in: directory.url)
             #expect(result.status == 2, "\(result.stdoutText)\(result.stderr)")
@@ -398,6 +402,7 @@ struct ConversationCommandTests {
                 ("cases.yaml:25:21", "expects turns.3, and its conversation has at most 2 user turns"),
                 ("cases.yaml:29:38", "turns.2.stopReason: a turn has no stopReason of its own"),
                 ("cases.yaml:33:21", #"case "h" expects turns, and its runs are no conversations"#),
+                ("cases.yaml:36:", "asks for turn 1 and for what the agent said: at turn 1, the user's opening"),
             ]
             for (place, text) in says {
                 #expect(result.stderr.contains(place) && result.stderr.contains(text), "\(place) \(text):\n\(result.stderr)")

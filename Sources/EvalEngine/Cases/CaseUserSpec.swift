@@ -116,8 +116,18 @@ public struct CaseUserSpec: Sendable {
             var condition = try after.mapping("\(what).after")
             line.toolCalled = try condition.optional("toolCalled")?.name("\(what).after.toolCalled")
             line.agentSaid = try condition.optional("agentSaid")?.regex("\(what).after.agentSaid")
-            line.turn = try condition.optional("turn")?.int("\(what).after.turn", in: 1...1000)
+            let turnNode = condition.optional("turn")
+            line.turn = try turnNode?.int("\(what).after.turn", in: 1...1000)
             try condition.finish()
+            // Turn 1 is the user's opening: the agent has said and called nothing yet, so a
+            // condition on what it did can never hold there.
+            if line.turn == 1, line.agentSaid != nil || line.toolCalled != nil {
+                throw ConfigError(
+                    .invalidValue,
+                    "\(what).after asks for turn 1 and for what the agent \(line.agentSaid != nil ? "said" : "called"): at turn 1, the "
+                        + "user's opening, the agent has done nothing yet, so this line can never be said",
+                    at: turnNode?.location ?? after.location, hint: "drop turn: 1 (the line then fits any turn after it), or the condition")
+            }
         }
         try entry.finish()
         if line.say.trimmingCharacters(in: .whitespaces).isEmpty, line.end == nil,
