@@ -3,6 +3,17 @@ import Crypto
 
 /// SHA-256 in the forms the log format uses.
 public enum ContentHash {
+    /// Whether two secrets (a token, an approval's proof) are the same, compared in time that
+    /// does not depend on where they differ.
+    public static func sameSecret(_ left: String, _ right: String) -> Bool {
+        let a = Array(left.utf8)
+        let b = Array(right.utf8)
+        guard a.count == b.count else { return false }
+        var difference: UInt8 = 0
+        for index in a.indices { difference |= a[index] ^ b[index] }
+        return difference == 0
+    }
+
     /// `sha256:<64 lowercase hex>`, the form of content hashes and state digests.
     public static func sha256(_ bytes: some Collection<UInt8>) -> String {
         if let text = bytes.withContiguousStorageIfAvailable({ sha256(UnsafeRawBufferPointer($0)) }) { return text }

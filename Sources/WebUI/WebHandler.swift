@@ -110,7 +110,7 @@ final class WebHandler: HTTPRequestHandling {
         if let token = state.options.token {
             let cookie = "agent_eval_token_\(port)"
             let bearer = request.header("authorization").flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
-            if let given = request.parameter("token"), Self.same(given, token) {
+            if let given = request.parameter("token"), ContentHash.sameSecret(given, token) {
                 // Once from the address printed, then by cookie: the address bar keeps no token.
                 // The cookie is the server's port's (cookies ignore ports), and Lax, so a shared
                 // link opened from another site is let in; changes need the CSRF token anyway.
@@ -122,7 +122,10 @@ final class WebHandler: HTTPRequestHandling {
                         ("set-cookie", "\(cookie)=\(token); HttpOnly; SameSite=Lax; Path=/"),
                     ])
             }
-            guard bearer.map({ Self.same($0, token) }) == true || request.cookie(cookie).map({ Self.same($0, token) }) == true else {
+            guard
+                bearer.map({ ContentHash.sameSecret($0, token) }) == true
+                    || request.cookie(cookie).map({ ContentHash.sameSecret($0, token) }) == true
+            else {
                 return .text(
                     401,
                     "this server needs its token: open the address `agent-eval serve` printed (it ends in ?token=…), or send Authorization: Bearer TOKEN"
@@ -143,7 +146,7 @@ final class WebHandler: HTTPRequestHandling {
             {
                 return .text(403, "a request from \(origin) may not change anything here")
             }
-            guard let csrf = request.header("x-agent-eval-csrf"), Self.same(csrf, state.csrfToken) else {
+            guard let csrf = request.header("x-agent-eval-csrf"), ContentHash.sameSecret(csrf, state.csrfToken) else {
                 return .text(403, "this request lacks the page's CSRF token (X-Agent-Eval-CSRF): reload the page and try again")
             }
         }
@@ -166,16 +169,6 @@ final class WebHandler: HTTPRequestHandling {
         if !escaped.hasPrefix("/") { escaped = "/" + escaped }
         return escaped
             + (query.isEmpty ? "" : "?" + query.map { "\(queryEscaped($0.name))=\(queryEscaped($0.value))" }.joined(separator: "&"))
-    }
-
-    /// Compares secrets in time that does not depend on where they differ.
-    static func same(_ left: String, _ right: String) -> Bool {
-        let a = Array(left.utf8)
-        let b = Array(right.utf8)
-        guard a.count == b.count else { return false }
-        var difference: UInt8 = 0
-        for index in a.indices { difference |= a[index] ^ b[index] }
-        return difference == 0
     }
 
     // MARK: Runs

@@ -50,26 +50,14 @@ struct ConversationCheckTests {
             let events = try LogReader(path: log, options: LogReader.Options(resolvesContextPackets: true)).readAll().events.map(\.event)
             // The same events, the third turn numbered 2 again, digests made by the fold as it is.
             let edited = directory.path("edited.jsonl.gz")
-            var state = RunState()
-            var digester = StateDigester()
             var turns = 0
-            try LogWriter.withWriter(creating: edited, runId: events[0].runId) { writer in
-                for event in events {
-                    var payload = event.payload
-                    switch payload {
-                    case .userTurn(var turn):
-                        turns += 1
-                        if turns == 3 { turn.turn = 2 }
-                        payload = .userTurn(turn)
-                    case .stepEnded:
-                        payload = .stepEnded(StepEnded(stateDigest: digester.digest(of: state)))
-                    default:
-                        break
-                    }
-                    let written = try writer.append(payload, step: event.step, timeUs: event.timeUs)
-                    digester.track(RunState.reduce(into: &state, written))
-                }
+            let renumbered = events.map { event -> (payload: EventPayload, step: Int) in
+                guard case .userTurn(var turn) = event.payload else { return (event.payload, event.step) }
+                turns += 1
+                if turns == 3 { turn.turn = 2 }
+                return (.userTurn(turn), event.step)
             }
+            let state = try DigestedLog.write(renumbered, to: edited, runId: events[0].runId)
             #expect(state.anomalies.map(\.message).contains { $0.contains("user turn 2 where turn 3 comes next") }, "\(state.anomalies)")
             let result = try await Self.runCase(
                 "caseId: renumbered\nlogs: \(edited)\nexpected:\n  turns:\n    2: {toolsNotCalled: [refund_order]}\n", in: directory)

@@ -462,23 +462,11 @@ struct ServeCommandTests {
         try FileManager.default.createDirectory(atPath: runs, withIntermediateDirectories: true)
         let path = runs + "/edited.jsonl.gz"
         var corpus = SyntheticCorpus(seed: 3)
-        var state = RunState()
-        var digester = StateDigester()
-        try LogWriter.withWriter(creating: path, runId: "run-edited") { writer in
-            func append(_ payload: EventPayload, step: Int) throws {
-                var payload = payload
-                if case .stepEnded = payload {
-                    // Step 2's digest is not its state's: what an edit of an event before it leaves.
-                    let digest = step == 2 ? "sha256:" + String(repeating: "e", count: 64) : digester.digest(of: state)
-                    payload = .stepEnded(StepEnded(stateDigest: digest))
-                }
-                let event = try writer.append(payload, step: step, timeUs: 1_000 * (state.eventCount + 1))
-                digester.track(RunState.reduce(into: &state, event))
-            }
-            try append(.runStarted(corpus.start(steps: 3)), step: 0)
-            for step in 1...3 { for (payload, step) in corpus.step(step) { try append(payload, step: step) } }
-            try append(.runStopped(RunStopped(reason: .success)), step: 3)
-        }
+        var events: [(payload: EventPayload, step: Int)] = [(.runStarted(corpus.start(steps: 3)), 0)]
+        for step in 1...3 { events += corpus.step(step) }
+        events.append((.runStopped(RunStopped(reason: .success)), 3))
+        // Step 2's digest is not its state's: what an edit of an event before it leaves.
+        try DigestedLog.write(events, to: path, runId: "run-edited", wrongDigestAt: 2)
         let server = try await Server.start([runs], in: directory)
         _ = try await server.runs(count: 1)
         let page = try await server.get("/run?log=" + Self.escaped(path))

@@ -171,22 +171,11 @@ struct ReplayFollowerTests {
         try TemporaryDirectory.with { directory in
             let source = directory.path("source.jsonl.gz")
             var corpus = SyntheticCorpus(seed: 8)
-            var state = RunState()
-            var digester = StateDigester()
-            try LogWriter.withWriter(creating: source, runId: "run-edited", options: LogWriter.Options(memberBound: 8192)) { writer in
-                func append(_ payload: EventPayload, step: Int) throws {
-                    var payload = payload
-                    if case .stepEnded = payload {
-                        // Step 250's digest is not its state's: what an edit before it leaves.
-                        let digest = step == 250 ? "sha256:" + String(repeating: "e", count: 64) : digester.digest(of: state)
-                        payload = .stepEnded(StepEnded(stateDigest: digest))
-                    }
-                    let event = try writer.append(payload, step: step, timeUs: 1_000 * (state.eventCount + 1))
-                    digester.track(RunState.reduce(into: &state, event))
-                }
-                try append(.runStarted(corpus.start(steps: 300)), step: 0)
-                for step in 1...300 { for (payload, step) in corpus.step(step) { try append(payload, step: step) } }
-            }
+            var events: [(payload: EventPayload, step: Int)] = [(.runStarted(corpus.start(steps: 300)), 0)]
+            for step in 1...300 { events += corpus.step(step) }
+            // Step 250's digest is not its state's: what an edit before it leaves.
+            try DigestedLog.write(
+                events, to: source, runId: "run-edited", options: LogWriter.Options(memberBound: 8192), wrongDigestAt: 250)
             _ = try Self.follow(source, as: directory.path("followed.jsonl.gz"), cuts: 5)
             var follower = ReplayFollower(path: source)
             let read = try follower.read { _, _, _ in }

@@ -174,7 +174,7 @@ public enum MCPApprovals {
             return Answer(isGranted: false, approver: nil, reason: "the answer file \(path) does not hold {\"granted\": true|false}")
         }
         guard let expected = readProof(log: log, callId: callId), let given = value["proof"]?.stringValue,
-            Self.sameProof(Array(given.utf8), Array(expected.utf8))
+            ContentHash.sameSecret(given, expected)
         else {
             return Answer(
                 isGranted: false, approver: nil,
@@ -223,7 +223,10 @@ public enum MCPApprovals {
     private static func writeProof(log: String, callId: String) throws {
         guard let path = proofPath(log: log, callId: callId) else {
             throw RecordingError(
-                .approvalFailed, "no folder readable by this user alone holds approvals' proofs (XDG_RUNTIME_DIR, ~/.local/state)")
+                .approvalFailed,
+                "no folder readable by this user alone can hold the proof of call \"\(callId)\" ($XDG_RUNTIME_DIR/agent-eval-approvals, "
+                    + "else ~/.local/state/agent-eval/approvals)",
+                hint: "set XDG_RUNTIME_DIR to a folder of yours, or make ~/.local/state writable and yours alone")
         }
         var generator = SystemRandomNumberGenerator()
         let proof = (0..<4).map { _ in String(generator.next() as UInt64, radix: 16) }.joined(separator: "-")
@@ -244,12 +247,6 @@ public enum MCPApprovals {
             return nil
         }
         return String(decoding: data, as: UTF8.self)
-    }
-
-    /// Compares two proofs in time that does not depend on where they differ.
-    private static func sameProof(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        return zip(a, b).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
     }
 
     /// Removes a call's files, and the folder once it is empty, under the folder's lock.

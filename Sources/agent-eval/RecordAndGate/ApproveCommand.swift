@@ -8,7 +8,10 @@ struct ApproveCommand: ParsableCommand, ReadsLogs {
         discussion: """
             The proxy names the log and the call when a call waits (on its standard error); without a call, \
             this lists the calls that wait. The answer is recorded in the run's log as approval_recorded, with \
-            --approver and --reason. `agent-eval deny` refuses one. docs/mcp.md, "Approvals".
+            --approver and --reason. `agent-eval deny` refuses one. The answer carries the call's proof, which the \
+            proxy keeps in $XDG_RUNTIME_DIR/agent-eval-approvals (else ~/.local/state/agent-eval/approvals): answer \
+            as the user that runs the proxy; an answer file written by other means is taken as a refusal. \
+            docs/mcp.md, "Approvals".
 
             A run that stopped with approval_required (exec, run) is no longer waiting: it is continued with \
             `agent-eval exec AGENT_FILE --resume LOG --approve CALL` (or --deny CALL); `agent-eval fork --approve` \
