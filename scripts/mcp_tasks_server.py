@@ -8,13 +8,15 @@ from the extension's specification.
                   the text "report ready after N polls"
   doomed()        a task that `failed` with a JSON-RPC error at its first poll
   asking()        a task that is `input_required` (an elicitation) at its first poll
+  stubborn()      a task that is `input_required` (an elicitation) at its first poll, takes no
+                  cancel, and is `completed` with the text "done regardless" from its second
   endless()       a task that stays `working`
   sluggish()      a task that stays `working`, whose every tasks/get is answered only after 3.2 s
                   (a poll the client's time runs out on while the server is still there)
   quick()         answers at once, without a task
 
 A call from a client whose envelope does not declare the extension is refused with -32021 (a
-task is the only way this server answers report, doomed, asking, endless and sluggish). Each task
+task is the only way this server answers report, doomed, asking, stubborn, endless and sluggish). Each task
 asks to be polled every 20 ms. Every `tasks/cancel` is appended ("cancel TASK") to the file named by
 --journal PATH. `server/discover` is answered; `initialize` is refused (-32601).
 """
@@ -26,7 +28,7 @@ import time
 journal = sys.argv[sys.argv.index("--journal") + 1] if "--journal" in sys.argv else None
 TASKS = {}
 STAMP = "2026-11-28T00:00:00Z"
-TOOLS = ["report", "doomed", "asking", "endless", "sluggish", "quick"]
+TOOLS = ["report", "doomed", "asking", "stubborn", "endless", "sluggish", "quick"]
 EXTENSION = "io.modelcontextprotocol/tasks"
 
 
@@ -45,10 +47,10 @@ def task_state(task_id):
         "ttlMs": 60000,
         "pollIntervalMs": 20,
     }
-    if task["cancelled"]:
+    kind = task["kind"]
+    if task["cancelled"] and kind != "stubborn":
         state["status"] = "cancelled"
         return state
-    kind = task["kind"]
     if kind == "report" and task["polls"] > task["needed"]:
         state["status"] = "completed"
         text = f"report ready after {task['needed']} polls"
@@ -60,6 +62,12 @@ def task_state(task_id):
         state["status"] = "input_required"
         question = {"method": "elicitation/create", "params": {"mode": "form", "message": "Go on?", "requestedSchema": {}}}
         state["inputRequests"] = {"go-on": question}
+    elif kind == "stubborn" and task["polls"] == 1:
+        state["status"] = "input_required"
+        state["inputRequests"] = {"go-on": {"method": "elicitation/create", "params": {"mode": "form", "message": "Go on?"}}}
+    elif kind == "stubborn" and task["polls"] > 1:
+        state["status"] = "completed"
+        state["result"] = {"content": [{"type": "text", "text": "done regardless"}], "isError": False, "resultType": "complete"}
     return state
 
 

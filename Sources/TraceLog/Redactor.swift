@@ -112,6 +112,9 @@ public struct Redactor: Sendable, Hashable {
                     ? [Array("\(name)\"".utf8), Array("\(name)\\".utf8)] : [Array("\(JSONWriter.encodeString(.string(name))):".utf8)]
             }
             + Self.patterns.flatMap { $0.literals.map { Array($0.utf8) } }
+            // A character written as an escape it does not need (`\u0073k-…`, `\/`), as
+            // another program may write JSON: the line is read again with such escapes undone.
+            + Self.needlessEscapeMarks
         var groups: [NeedleGroup] = []
         for needle in all where !needle.isEmpty {
             // The rarest byte, the first of equals.
@@ -285,7 +288,79 @@ public struct Redactor: Sendable, Hashable {
     public func redactEncoded(_ text: String) -> String { redact(text) ?? text }
 
     /// `line` (one encoded event) with every secret replaced, or nil when it holds none.
+    ///
+    /// JSON another program wrote (a server's raw line, a stored request) may spell a character
+    /// with an escape it does not need — `\u0073k-proj-…` is `sk-proj-…` to every reader, and
+    /// `\/` is `/` — at any depth of JSON text kept in a string. A line that holds such escapes
+    /// is read again with them undone (`undoingNeedlessEscapes`, the same value at every depth);
+    /// when that finds a secret, that form is written, else the line keeps its bytes.
     func redact(_ line: String) -> String? {
+        let redacted = redactWritten(line)
+        guard let plain = Self.undoingNeedlessEscapes(in: redacted ?? line), let found = redactWritten(plain) else { return redacted }
+        return found
+    }
+
+    /// What every `\u00XX` escape of a printable ASCII character other than `"` and `\`, and
+    /// every `\/`, looks like in a line, at any depth: the writer's fast test looks for them.
+    static let needlessEscapeMarks = [Array(#"\u00"#.utf8), Array(#"\/"#.utf8)]
+
+    /// `line` with every escape of a character that needs none at any depth (printable ASCII
+    /// other than `"` and `\`, written `\u00XX` or `\/`) replaced by the character, at the depth
+    /// it belongs to; nil when there is none. A run of `r` backslashes before the escape's letter
+    /// is `r − 2^t` escaped backslashes of the depth `t` (the trailing zero bits of `r`) and the
+    /// escape's own `2^t`: the run keeps the first part and the character replaces the rest, so
+    /// the text at every depth holds the same value.
+    static func undoingNeedlessEscapes(in line: String) -> String? {
+        let bytes = Array(line.utf8)
+        let backslash = UInt8(ascii: "\\")
+        func hexValue(_ byte: UInt8) -> UInt8? {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+            default: return nil
+            }
+        }
+        var result: [UInt8] = []
+        var copied = 0
+        var index = 0
+        while index < bytes.count {
+            guard bytes[index] == backslash else {
+                index += 1
+                continue
+            }
+            let runStart = index
+            while index < bytes.count, bytes[index] == backslash { index += 1 }
+            let run = index - runStart
+            guard index < bytes.count else { break }
+            var character: UInt8?
+            var escapeEnd = index + 1
+            if bytes[index] == UInt8(ascii: "/") {
+                character = UInt8(ascii: "/")
+            } else if bytes[index] == UInt8(ascii: "u"), index + 4 < bytes.count, bytes[index + 1] == UInt8(ascii: "0"),
+                bytes[index + 2] == UInt8(ascii: "0"),
+                let high = hexValue(bytes[index + 3]), let low = hexValue(bytes[index + 4])
+            {
+                let value = high << 4 | low
+                if (0x20...0x7E).contains(value), value != UInt8(ascii: "\""), value != backslash {
+                    character = value
+                    escapeEnd = index + 5
+                }
+            }
+            guard let character else { continue }
+            let kept = run - (1 << run.trailingZeroBitCount)
+            result += bytes[copied..<runStart + kept]
+            result.append(character)
+            copied = escapeEnd
+            index = escapeEnd
+        }
+        guard copied > 0 else { return nil }
+        result += bytes[copied...]
+        return String(decoding: result, as: UTF8.self)
+    }
+
+    /// `line` with every secret it spells out replaced, or nil when it holds none.
+    private func redactWritten(_ line: String) -> String? {
         var text = line
         for (rule, secret) in values {
             // In the line the secret stands JSON-escaped, inside a string.

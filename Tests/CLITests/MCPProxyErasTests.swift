@@ -559,10 +559,13 @@ struct MCPProxyErasTests {
             call(6, "asking"), task(7, "tasks/get", "task-3"),
             task(8, "tasks/update", "task-99", #","inputResponses":{"q":{"action":"accept"}}"#),
             call(9, "endless"),
+            // A task whose question is refused, and that the server runs to its end regardless:
+            // the call ended at the refusal, so the result never reaches the client.
+            call(10, "stubborn"), task(11, "tasks/get", "task-5"), task(12, "tasks/get", "task-5"),
         ]
         try (requests.joined(separator: "\n") + "\n").write(toFile: directory.path("requests.jsonl"), atomically: true, encoding: .utf8)
         let (answers, events) = try await Self.proxied(
-            answers: 9, flags: ["--policy", "tasks.policy.yaml"], server: server, log: "tasks.jsonl.gz", in: directory)
+            answers: 12, flags: ["--policy", "tasks.policy.yaml"], server: server, log: "tasks.jsonl.gz", in: directory)
         #expect(answers[1]?["result"]?["resultType"] == "task")
         #expect(answers[2]?["result"]?["status"] == "working")
         #expect(answers[3]?["result"]?["status"] == "completed")
@@ -573,6 +576,10 @@ struct MCPProxyErasTests {
         #expect(answers[7]?["result"]?["statusMessage"]?.stringValue?.contains("refused the server's question") == true)
         #expect(answers[8]?["error"]?["code"] == -32602)
         #expect(answers[9]?["result"]?["taskId"] == "task-4")
+        #expect(answers[11]?["result"]?["status"] == "cancelled")
+        #expect(answers[12]?["result"]?["status"] == "cancelled", "\(String(describing: answers[12]))")
+        #expect(answers[12]?["result"]?["result"] == nil, "\(String(describing: answers[12]))")
+        #expect(answers[12]?["result"]?["statusMessage"]?.stringValue?.contains("refused the server's question") == true)
 
         let results = Self.results(events)
         #expect(results["mcp-1"]?.status == .ok)
@@ -581,10 +588,15 @@ struct MCPProxyErasTests {
         #expect(results["mcp-3"]?.error?.contains("the server asked for elicitation/create (input request \"go-on\") on round 2") == true)
         #expect(
             results["mcp-4"]?.error == "the session ended while its task task-4 was still running (the client did not poll it to its end)")
-        #expect(Self.verdicts(events) == ["mcp-1 allow default", "mcp-2 allow default", "mcp-3 allow default", "mcp-4 allow default"])
+        #expect(results["mcp-5"]?.error?.contains("the server asked for elicitation/create (input request \"go-on\") on round 2") == true)
+        #expect(
+            Self.verdicts(events) == [
+                "mcp-1 allow default", "mcp-2 allow default", "mcp-3 allow default", "mcp-4 allow default", "mcp-5 allow default",
+            ])
         #expect(
             try Self.rounds(events).map(\.line) == [
-                "mcp-1 1 server", "mcp-2 1 server", "mcp-3 1 server", "mcp-3 2 server", "mcp-4 1 server",
+                "mcp-1 1 server", "mcp-2 1 server", "mcp-3 1 server", "mcp-3 2 server", "mcp-4 1 server", "mcp-5 1 server",
+                "mcp-5 2 server",
             ])
     }
 

@@ -141,6 +141,46 @@ struct RedactorTests {
         #expect(redactor.redact(#"{"note":"no secret here"}"#) == nil)
     }
 
+    @Test("a secret spelt with escapes it does not need (`\\u0073k-…`, `\\/`) is found at every depth; a line without one keeps its bytes")
+    func needlessEscapes() throws {
+        let redactor = Redactor(
+            environmentNames: ["SERVICE_TOKEN"], memberNames: ["password"], environment: ["SERVICE_TOKEN": "svc/token-5521a9"])
+        // A server's raw line as another program may write it: the first letter of a key and of
+        // the member's name, and the slash of a declared value, escaped.
+        let raw =
+            #"{"jsonrpc":"2.0","params":{"key":"\u0073k-proj-0123456789abcdefABCDEF","\u0070assword":"hunter2-secret","t":"svc\/token-5521a9"}}"#
+        for (depth, line) in [
+            (0, raw),
+            // The same line kept as a string (a stored raw line), and that line kept again.
+            (1, String(decoding: JSONWriter.encode(["line": .string(raw)]), as: UTF8.self)),
+            (2, String(decoding: JSONWriter.encode(["body": .string(JSONWriter.encodeString(["line": .string(raw)]))]), as: UTF8.self)),
+        ] {
+            #expect(redactor.mayRedact(Array(line.utf8)), "depth \(depth)")
+            let written = try #require(redactor.redact(line), "depth \(depth): \(line)")
+            for secret in ["k-proj-0123456789abcdef", "hunter2-secret", "token-5521a9"] {
+                #expect(!written.contains(secret), "depth \(depth): \(written)")
+            }
+            // Every depth still parses, and holds the placeholders where the secrets were.
+            var text = written
+            for _ in 0..<depth {
+                let value = try JSONParser.parse(Array(text.utf8))
+                text = try #require(value["line"]?.stringValue ?? value["body"]?.stringValue)
+            }
+            let params = try JSONParser.parse(Array(text.utf8))["params"]
+            #expect(params?["key"]?.stringValue?.hasPrefix("[redacted:api-key:") == true, "depth \(depth): \(text)")
+            #expect(params?["password"]?.stringValue?.hasPrefix("[redacted:member:password:") == true, "depth \(depth): \(text)")
+            #expect(params?["t"]?.stringValue?.hasPrefix("[redacted:env:SERVICE_TOKEN:") == true, "depth \(depth): \(text)")
+        }
+        // Escapes that hide nothing are left as they were written.
+        let harmless = #"{"note":"\u0041 path a\/b \u001b[0m"}"#
+        #expect(redactor.redact(harmless) == nil)
+        // Two backslashes are an escape one depth down (JSON text in a string); three are an
+        // escaped backslash and the escape, at the line's own depth.
+        #expect(Redactor.undoingNeedlessEscapes(in: #"a\\u0073b"#) == "asb")
+        #expect(Redactor.undoingNeedlessEscapes(in: #"a\\\u0073b"#) == #"a\\sb"#)
+        #expect(Redactor.undoingNeedlessEscapes(in: #"a\\\\u0073b"#) == "asb")  // two depths down
+    }
+
     @Test("a secret that holds another is replaced whole, whatever order the names come in")
     func overlappingSecrets() {
         let redactor = Redactor(

@@ -95,8 +95,9 @@ actor MCPProxySession {
     /// Calls the server answered with a task (the tasks extension), by task id, until a
     /// `tasks/get` the client sent finds the task ended: its end is the call's.
     private var runningTasks: [String: ForwardedCall] = [:]
-    /// Tasks whose questions the proxy refused (and cancelled), with why: until the server says
-    /// the task ended, the client is told it was cancelled, never shown the question.
+    /// Tasks whose questions the proxy refused (and cancelled), with why: the call ended there
+    /// (the log says so), so whatever the server says of the task after — a question, or a result
+    /// it made though told to cancel — the client is told the task was cancelled, never shown it.
     private var refusedTasks: [String: String] = [:]
     /// The envelope of the client's last 2026-07-28 request; nil while it speaks the 2025 era.
     private var clientEnvelope: JSONValue?
@@ -639,14 +640,11 @@ actor MCPProxySession {
     /// ends its call (`completed`: the task's result is the call's; `failed`: its error;
     /// `cancelled`); one that asks for input has its questions judged as a call's round is.
     private func taskAnswered(_ taskId: String, message: JSONValue, line: [UInt8]) async {
-        if let refusal = refusedTasks[taskId], let state = message["result"] {
-            if ["completed", "failed", "cancelled"].contains(state["status"]?.stringValue ?? "") {
-                refusedTasks[taskId] = nil
-            } else {
-                // The server has not taken the cancel in yet: its question stays unseen.
-                await client.send(Self.cancelled(message, why: refusal))
-                return
-            }
+        if let refusal = refusedTasks[taskId], message["result"] != nil {
+            // The call ended when its question was refused: a server that has not taken the cancel
+            // in yet, or that ran the task to its end regardless, is not heard past the log.
+            await client.send(Self.cancelled(message, why: refusal))
+            return
         }
         guard var call = runningTasks[taskId], let state = message["result"] else {
             await client.send(line)
@@ -655,7 +653,12 @@ actor MCPProxySession {
         switch state["status"]?.stringValue {
         case "completed"?:
             runningTasks[taskId] = nil
-            await recordAnswer(of: call, message: ["result": state["result"] ?? .null])
+            guard let result = state["result"], result.objectValue != nil else {
+                // The client's SDK has no result to give either: the call did not end `ok`.
+                await recordEnd(of: call, status: .error, error: "the server ended its task \(taskId) completed without a result")
+                break
+            }
+            await recordAnswer(of: call, message: ["result": result])
         case "failed"?:
             runningTasks[taskId] = nil
             await recordAnswer(of: call, message: ["error": state["error"] ?? ["message": "the task failed"]])
@@ -701,12 +704,12 @@ actor MCPProxySession {
         await client.send(line)
     }
 
-    /// A `tasks/get` answer told as the task's cancellation, without its questions.
+    /// A `tasks/get` answer told as the task's cancellation, without its questions, result or error.
     static func cancelled(_ message: JSONValue, why: String) -> [UInt8] {
         var told = message["result"]?.objectValue ?? JSONObject()
         told["status"] = "cancelled"
         told["statusMessage"] = .string(why)
-        told["inputRequests"] = nil
+        for member in ["inputRequests", "result", "error"] { told[member] = nil }
         var answer = message.objectValue ?? JSONObject()
         answer["result"] = .object(told)
         return JSONWriter.encode(JSONValue.object(answer))
