@@ -302,7 +302,8 @@ public struct Redactor: Sendable, Hashable {
 
     /// What every `\u00XX` escape of a printable ASCII character other than `"` and `\`, and
     /// every `\/`, looks like in a line, at any depth: the writer's fast test looks for them.
-    static let needlessEscapeMarks = [Array(#"\u00"#.utf8), Array(#"\/"#.utf8)]
+    /// (`\u0020` to `\u007e`: a control character's escape, `\u001b`, is no mark.)
+    static let needlessEscapeMarks = (2...7).map { Array(#"\u00\#($0)"#.utf8) } + [Array(#"\/"#.utf8)]
 
     /// `line` with every escape of a character that needs none at any depth (printable ASCII
     /// other than `"` and `\`, written `\u00XX` or `\/`) replaced by the character, at the depth

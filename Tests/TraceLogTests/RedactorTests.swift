@@ -174,6 +174,8 @@ struct RedactorTests {
         // Escapes that hide nothing are left as they were written.
         let harmless = #"{"note":"\u0041 path a\/b \u001b[0m"}"#
         #expect(redactor.redact(harmless) == nil)
+        // A control character's escape is what the writer itself writes: not worth a second look.
+        #expect(!redactor.mayRedact(Array(#"{"note":"\u001b[0m done"}"#.utf8)))
         // Two backslashes are an escape one depth down (JSON text in a string); three are an
         // escaped backslash and the escape, at the line's own depth.
         #expect(Redactor.undoingNeedlessEscapes(in: #"a\\u0073b"#) == "asb")
