@@ -88,6 +88,17 @@ struct RunFeed: Sendable {
         return (made.updates[0].update, made.updates[0].cursor, made.newSteps)
     }
 
+    /// What an update carries of the document's head (every member but its steps) for a page
+    /// that was last sent `sent` (nil: none yet, or the page starts again): the members that
+    /// differ, and the names of those `sent` had that `head` no longer has. A member the page
+    /// has as it is now (a run's goal, its start) is not sent again with every step.
+    static func headChanges(_ head: JSONObject, since sent: JSONObject?) -> (changed: JSONObject, removed: [String]) {
+        guard let sent else { return (head, []) }
+        var changed = JSONObject()
+        for member in head where sent[member.key] != member.value { changed[member.key] = member.value }
+        return (changed, sent.keys.filter { head[$0] == nil })
+    }
+
     /// Whether a page at `cursor` lacks step `step` (holding `events` events now), or has only part of it.
     static func lacks(step: Int, events: Int, after cursor: Cursor) -> Bool {
         step > cursor.step || (step == cursor.step && events != cursor.events)

@@ -444,6 +444,8 @@ final class WebHandler: HTTPRequestHandling {
         var outlines = outlineRule()
         try await Self.startStream(request.head, outbound)
         var lastSent: (status: JSONValue?, approvals: JSONValue?) = (nil, nil)
+        /// The head the page was last sent: later updates carry only what changed of it.
+        var sentHead: JSONObject?
         /// The run the page holds, once known; a log replaced by another run starts the page again.
         var shownRun: String?
         var resets = false
@@ -466,7 +468,17 @@ final class WebHandler: HTTPRequestHandling {
             if newSteps > 0 || resets || last["status"] != lastSent.status || last["approvals"] != lastSent.approvals {
                 for (index, (update, next)) in updates.enumerated() {
                     var object = update.objectValue ?? JSONObject()
-                    if resets && index == 0 { object["reset"] = true }
+                    if resets && index == 0 {
+                        object["reset"] = true
+                        sentHead = nil
+                    }
+                    if let head = object["head"]?.objectValue {
+                        let (changed, removed) = RunFeed.headChanges(head, since: sentHead)
+                        if sentHead == nil { object["head_whole"] = true }
+                        object["head"] = .object(changed)
+                        if !removed.isEmpty { object["head_removed"] = .array(removed.map(JSONValue.string)) }
+                        sentHead = head
+                    }
                     // The page's CSRF token, which a server started again made anew.
                     object["csrf"] = .string(state.csrfToken)
                     // Each waits for the page to take the one before (the channel's backpressure).

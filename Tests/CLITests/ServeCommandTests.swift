@@ -356,6 +356,16 @@ struct ServeCommandTests {
             let whole = sent.first { $0["step"]?.intValue == number }
             #expect(whole?["outline"] == nil && whole?["events"]?.arrayValue?.count == 6, "step \(number), written after, comes whole")
         }
+        // The stream's first head is whole; later ones carry only what changed (the run's id
+        // never does, so it is not sent again with every step).
+        let heads = try result.events.compactMap { try $0.json() }.filter { $0["head"] != nil }
+        #expect(heads.count >= 2, "\(heads.count) updates carried the head")
+        #expect(heads.first?["head_whole"] == true)
+        #expect(heads.first?["head"]?["run_id"] == "run-long-live")
+        for later in heads.dropFirst() {
+            #expect(later["head_whole"] == nil)
+            #expect(later["head"]?["run_id"] == nil, "\(later["head"]?.objectValue?.keys ?? [])")
+        }
         try writer.close()
         _ = await server.stop()
     }

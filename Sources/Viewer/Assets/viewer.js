@@ -811,11 +811,14 @@
       else { index[step.step] = steps.length; steps.push(step); }
     }
     steps.sort(function (a, b) { return a.step - b.step; });
+    // The head's members: the first update of a stream carries them all (head_whole), later ones
+    // only those that changed, and the names of those dropped.
     const head = update.head;
     if (head) {
       for (const key of Object.keys(head)) this.doc[key] = head[key];
-      if (!head.error) delete this.doc.error;
+      if (update.head_whole && !head.error) delete this.doc.error;
     }
+    for (const key of update.head_removed || []) delete this.doc[key];
     // A reader at the last step drawn while a long run's steps were coming is not following its end.
     if (this.status.state === 'loading') this.keepsPlace = true;
     // Only the last of a run of updates carries the status and the waiting calls.
