@@ -66,10 +66,12 @@ def _expect(logs, expectations, extra, binary, cwd, subject):
     if not expectations:
         raise ValueError("give at least one expectation: a case that expects nothing would pass any run")
     case = dict(extra, caseId="expect", logs=logs, expected=expectations)
+    # One member a line, so that an error at a line of the case names the expectation at fault.
+    text = json.dumps(case, indent=2, ensure_ascii=False)
     with tempfile.TemporaryDirectory(prefix="agent-eval-expect-") as directory:
         path = os.path.join(directory, "expect.json")
-        with open(path, "w") as file:
-            json.dump(case, file)
+        with open(path, "w", encoding="utf-8") as file:
+            file.write(text + "\n")
         report_path = os.path.join(directory, "report.json")
         process = subprocess.run(
             [_binary(binary), "run", path, "--no-catalog", "--out", os.path.join(directory, "runs"),
@@ -79,8 +81,13 @@ def _expect(logs, expectations, extra, binary, cwd, subject):
             with open(report_path) as file:
                 report = json.load(file)
         except (OSError, ValueError):
-            raise AgentEvalError("agent-eval could not check %s (exit %d):\n%s" % (
-                subject, process.returncode, (process.stderr or process.stdout).strip()))
+            said = (process.stderr or process.stdout).strip()
+            if path in said:
+                # The case was a file of expect()'s own, gone when this is read: its lines are shown.
+                said = "%s\nthe case expect() wrote:\n%s" % (
+                    said.replace(path, "expect.json"),
+                    "\n".join("%4d  %s" % (number, line) for number, line in enumerate(text.splitlines(), 1)))
+            raise AgentEvalError("agent-eval could not check %s (exit %d):\n%s" % (subject, process.returncode, said))
     entries = report.get("cases") if isinstance(report, dict) else None
     if not entries or not isinstance(entries[0], dict):
         raise AgentEvalError("agent-eval's report holds no result for %s (exit %d):\n%s" % (

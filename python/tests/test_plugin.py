@@ -5,6 +5,7 @@ or by hand: AGENT_EVAL_BIN=.build/debug/agent-eval PYTHONPATH=python pytest pyth
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -423,3 +424,12 @@ def test_record_says_what_went_wrong_as_an_agent_eval_error(tmp_path):
                timeout=0.5, binary=binary, out=str(tmp_path / "runs"))
     with pytest.raises(AgentEvalError, match="binary= is .*not an executable file"):
         record([sys.executable, "-c", "pass"], binary=str(tmp_path / "nothing"))
+    # An expectation agent-eval refuses is named at its line of the case expect() wrote, which
+    # the error shows: not a temporary file that is gone by then.
+    with pytest.raises(AgentEvalError) as refused:
+        garbled.expect(stopReason="success", sequence={"mode": "whenever", "calls": ["lookup_order"]})
+    said = str(refused.value)
+    assert "agent-eval-expect-" not in said, said
+    assert re.search(r"expect\.json:(\d+)", said), said
+    line = int(re.search(r"expect\.json:(\d+)", said).group(1))
+    assert re.search(r'(?m)^ *%d  +"mode": "whenever"' % line, said), said
