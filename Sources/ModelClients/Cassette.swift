@@ -222,7 +222,8 @@ public final class Cassette: Sendable {
             response.set("body_base64", Base64.encode(recording.body))
         }
         let document: JSONValue = [
-            "version": 1, "key": .string(key), "provider": .string(provider), "request": request, "response": response.json,
+            "version": 1, "key": .string(key), "provider": .string(provider), "request": Self.redacted(request),
+            "response": response.json,
         ]
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try Self.write(try GzipData.compress(JSONWriter.encode(document) + [0x0A]), to: directory + "/" + file)
@@ -231,6 +232,17 @@ public final class Cassette: Sendable {
             entries[key] = Entry(key: key, file: file, provider: provider, model: model)
             try Self.write(Self.indexText(entries), to: directory + "/index.json")
         }
+    }
+
+    /// A request as a cassette keeps it: redacted as every log is (`Redactor.standard`: a key the
+    /// agent put in the body, `api_key` or `password` anywhere in it, a value of a variable whose
+    /// name looks secret), since a cassette is committed beside the cases. The key it is found by
+    /// is the request's as sent; the response is kept as it came, byte for byte, to be replayed.
+    static func redacted(_ request: JSONValue) -> JSONValue {
+        let text = JSONWriter.encodeString(request)
+        let redacted = Redactor.standard.redactEncoded(text)
+        guard redacted != text, let value = try? JSONParser.parse(Array(redacted.utf8)) else { return request }
+        return value
     }
 
     /// One interaction per line, by key, so a new recording is a one-line diff.
@@ -248,6 +260,8 @@ public final class Cassette: Sendable {
     /// The recording whose request is closest to `request` (the longest common prefix of
     /// their canonical JSON), and the first field where they differ.
     func nearest(to request: JSONValue, provider: String) -> (file: String, difference: JSONDifference)? {
+        // Compared as kept: a recorded request is redacted (`redacted`).
+        let request = Self.redacted(request)
         let text = JSONWriter.encode(request)
         var best: (file: String, request: JSONValue, shared: Int)?
         for entry in entries.withLock({ Array($0.values) }) where entry.provider == provider {

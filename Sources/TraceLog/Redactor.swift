@@ -16,7 +16,8 @@ import TraceCore
 public struct Redactor: Sendable, Hashable {
     /// Secrets known by value, with the rule that names them.
     private var values: [(rule: String, secret: String)]
-    /// Member names whose string values are secret wherever they appear.
+    /// Member names whose string values are secret wherever they appear: `defaultMemberNames`
+    /// and those the caller declared.
     public var memberNames: [String]
     private let key: [UInt8]
     /// Byte strings at least one of which a line with a secret contains: the writer's fast test,
@@ -62,9 +63,9 @@ public struct Redactor: Sendable, Hashable {
         self.values = values.enumerated().sorted { a, b in
             a.element.secret.count != b.element.secret.count ? a.element.secret.count > b.element.secret.count : a.offset < b.offset
         }.map(\.element)
-        self.memberNames = memberNames
+        self.memberNames = Self.defaultMemberNames + memberNames.filter { !Self.defaultMemberNames.contains($0) }
         key = Array((environment["AGENT_EVAL_REDACTION_KEY"] ?? "agent-eval-redaction-v1").utf8)
-        needles = Self.needles(values: self.values, memberNames: memberNames)
+        needles = Self.needles(values: self.values, memberNames: self.memberNames)
     }
 
     /// The redaction every log writer applies unless told otherwise (`LogWriter.Options`): the
@@ -147,6 +148,14 @@ public struct Redactor: Sendable, Hashable {
         copy.needles = Self.needles(values: copy.values, memberNames: copy.memberNames)
         return copy
     }
+
+    /// Member names whose string values every redactor replaces, declared or not: names that
+    /// hold a credential in any API's JSON (a key an agent sends in a request body, a token a
+    /// tool's output carries).
+    public static let defaultMemberNames = [
+        "api_key", "apiKey", "api-key", "x-api-key", "password", "passwd", "client_secret", "access_token", "refresh_token",
+        "secret_key", "private_key",
+    ]
 
     /// The shortest value of a declared variable that is redacted: shorter ones would replace
     /// ordinary words.
@@ -368,7 +377,7 @@ public struct Redactor: Sendable, Hashable {
             let escaped = String(JSONWriter.encodeString(.string(secret)).dropFirst().dropLast())
             if text.contains(escaped) { text = text.replacingOccurrences(of: escaped, with: placeholder(secret, rule: rule)) }
         }
-        for name in memberNames {
+        for name in memberNames where !Self.isPlainName(name) || text.contains(name) {
             text = redactMember(name, in: text)
         }
         replacePatterns(in: &text)

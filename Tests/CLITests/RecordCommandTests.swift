@@ -232,6 +232,34 @@ struct RecordCommandTests {
         #expect(named.status == 0, "\(named.stderr)")
         let names = try FileManager.default.contentsOfDirectory(atPath: directory.path("runs"))
         #expect(names.count == 1 && names.allSatisfy { $0.hasPrefix("raw_sdk_agent-run-") && !$0.contains(Self.key) }, "\(names)")
+
+        // A key the agent puts in the request body, under a member named api_key (no pattern
+        // knows its shape, no variable holds it): redacted in the log and in the cassette's
+        // stored request, undeclared.
+        let bodyKey = "9f8e7d6c5b4a39281706f5e4d3c2b1a0"
+        let inBody = """
+            import openai
+            client = openai.OpenAI()
+            messages = [{"role": "user", "content": "Order A-1042."}]
+            reply = client.chat.completions.create(model="m", messages=messages, extra_body={"api_key": "\(bodyKey)"})
+            print(reply.choices[0].message.content)
+            """
+        try inBody.write(toFile: directory.path("body_agent.py"), atomically: true, encoding: .utf8)
+        let bodyLog = directory.path("body.jsonl.gz")
+        let cassette = directory.path("cassette")
+        let inBodyRun = try await agentEval(
+            ["record", "--no-catalog", "--log", bodyLog, "--cassette", cassette, "--record", "new"] + Self.upstreams(server, "refund")
+                + ["--", try await Self.python(), directory.path("body_agent.py")], environment: ["OPENAI_API_KEY": Self.key])
+        #expect(inBodyRun.status == 0, "\(inBodyRun.stderr)")
+        let bodyText = String(decoding: try await Subprocess.run("/usr/bin/env", ["gzip", "-dc", bodyLog]).stdout, as: UTF8.self)
+        #expect(!bodyText.contains(bodyKey) && bodyText.contains("[redacted:member:api_key:"), "\(bodyText)")
+        let recordings = try FileManager.default.contentsOfDirectory(atPath: cassette).filter { $0.hasSuffix(".json.gz") }
+        #expect(recordings.count == 1)
+        for file in recordings {
+            let stored = try await Subprocess.run("/usr/bin/env", ["gzip", "-dc", cassette + "/" + file])
+            #expect(stored.status == 0 && !stored.stdoutText.contains(bodyKey), "\(stored.stdoutText)")
+            #expect(stored.stdoutText.contains("[redacted:member:api_key:"))
+        }
     }
 
     @Test("upstream failures reach the agent as they were and are recorded so: a 500 its SDK retried, a stream cut mid-way")

@@ -183,6 +183,26 @@ struct RedactorTests {
         #expect(Redactor.undoingNeedlessEscapes(in: #"a\\\\u0073b"#) == "asb")  // two depths down
     }
 
+    @Test("a credential under a well-known member name is redacted without being declared; a declared name adds to them")
+    func defaultMembers() throws {
+        let redactor = Redactor(memberNames: ["pin"], environment: [:])
+        #expect(redactor.memberNames.prefix(Redactor.defaultMemberNames.count) == Redactor.defaultMemberNames[...])
+        let line = String(
+            decoding: JSONWriter.encode([
+                "body": [
+                    "api_key": "9f8e7d6c5b4a39281706f5e4d3c2b1a0", "x-api-key": "x-9f8e7d6c5b4a", "access_token": "ya29.a0Af-token",
+                    "pin": "4921", "model": "gpt-test",
+                ]
+            ]), as: UTF8.self)
+        #expect(redactor.mayRedact(Array(line.utf8)))
+        let written = try #require(redactor.redact(line))
+        for secret in ["9f8e7d6c5b4a39281706f5e4d3c2b1a0", "x-9f8e7d6c5b4a", "ya29.a0Af-token", "4921"] {
+            #expect(!written.contains(secret), "\(written)")
+        }
+        #expect(try JSONParser.parse(Array(written.utf8))["body"]?["model"] == "gpt-test")
+        #expect(Redactor.standard.redact(#"{"password":"hunter2-secret"}"#)?.contains("[redacted:member:password:") == true)
+    }
+
     @Test("a secret that holds another is replaced whole, whatever order the names come in")
     func overlappingSecrets() {
         let redactor = Redactor(
