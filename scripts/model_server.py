@@ -434,6 +434,13 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self.stream(openai_answer("whole at last"))
 
+    def scenario_answer_then_cut(self, body, attempt, anthropic):
+        """The first answer is whole; every later one's stream ends cleanly before its end marker."""
+        if attempt == 1:
+            self.stream(openai_answer("the first answer"))
+        else:
+            self.stream(openai_answer("never finished")[:2])
+
     def scenario_always_busy(self, body, attempt, anthropic):
         self.plain(503, "application/json", json.dumps({"error": {"message": "busy", "type": "server_error"}}).encode(),
                    [("retry-after-ms", "1")])

@@ -330,6 +330,59 @@ struct RecordCommandTests {
         if case .runStopped = cutEvents.last?.payload {} else { Issue.record("the log ends with its stop") }
     }
 
+    @Test(
+        "a request the gateway could not read was still made: it counts against --max-requests; a command that exits 0 after its last request failed does not pass"
+    )
+    func unreadableRequestsCount() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        // Makes N streamed requests through OPENAI_BASE_URL, reading each answer whole, whatever it is.
+        let agent = """
+            import json, os, sys, urllib.request
+            for number in range(int(sys.argv[1])):
+                body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "question %d" % number}]}
+                request = urllib.request.Request(
+                    os.environ["OPENAI_BASE_URL"] + "/chat/completions", data=json.dumps(body).encode(),
+                    headers={"content-type": "application/json", "authorization": "Bearer " + os.environ["OPENAI_API_KEY"]})
+                try:
+                    with urllib.request.urlopen(request) as answer:
+                        answer.read()
+                except Exception as error:
+                    print("request %d: %s" % (number, error), file=sys.stderr)
+            """
+        try agent.write(toFile: directory.path("asker.py"), atomically: true, encoding: .utf8)
+        let python = try await Self.python()
+        // Four requests answered with a page of HTML (billed, unreadable), under --max-requests 2:
+        // the third is refused and the command stopped.
+        let html = try LocalModelServer()
+        defer { html.stop() }
+        let budget = try await agentEval(
+            ["record", "--no-catalog", "--log", directory.path("budget.jsonl.gz"), "--max-requests", "2", "--json"]
+                + Self.upstreams(html, "html") + ["--", python, directory.path("asker.py"), "4"],
+            environment: ["OPENAI_API_KEY": Self.key])
+        #expect(budget.status == 1, "\(budget.stderr)")
+        #expect(try JSONParser.parse(Array(budget.stdout))["stop_reason"] == "budget_exhausted", "\(budget.stdoutText)")
+        #expect(try html.requests().count == 2, "the upstream was asked twice, no more")
+        // One request, whose answer ends before its end marker: the command exits 0, and the
+        // error says a request came and could not be recorded.
+        let cut = try LocalModelServer()
+        defer { cut.stop() }
+        let unread = try await agentEval(
+            ["record", "--no-catalog", "--log", directory.path("unread.jsonl.gz")] + Self.upstreams(cut, "cut-clean")
+                + ["--", python, directory.path("asker.py"), "1"], environment: ["OPENAI_API_KEY": Self.key])
+        #expect(unread.status == 1, "\(unread.stderr)")
+        #expect(unread.stderr.contains("none of the 1 model request it made through the gateway was answered"), "\(unread.stderr)")
+        // A whole answer, then one cut short: the last request failed, so the command's exit 0 is no pass.
+        let then = try LocalModelServer()
+        defer { then.stop() }
+        let lastFailed = try await agentEval(
+            ["record", "--no-catalog", "--log", directory.path("last.jsonl.gz"), "--json"] + Self.upstreams(then, "answer-then-cut")
+                + ["--", python, directory.path("asker.py"), "2"], environment: ["OPENAI_API_KEY": Self.key])
+        #expect(lastFailed.status == 1, "\(lastFailed.stderr)")
+        #expect(lastFailed.stderr.contains("the run's last model request failed"), "\(lastFailed.stderr)")
+        #expect(try Self.state(directory.path("last.jsonl.gz")).stop?.isModelFailure == true)
+    }
+
     @Test("bad input: no command, an unknown upstream, a command that does not exist")
     func badInput() async throws {
         let directory = try TemporaryDirectory()

@@ -119,6 +119,9 @@ public struct CommandRecording: Sendable {
         public var isTimedOut: Bool
         /// Model requests answered.
         public var requests: Int
+        /// Model requests the upstream answered with a status that still failed (a reply that
+        /// could not be read, an HTTP error): made, but not answered.
+        public var failedRequests = 0
         /// Why the recorder stopped the command, when it did.
         public var stopCause: ExchangeRecorder.StopCause?
         /// Tool calls MCP proxies judged into the run (`mcp-proxy` under `record`).
@@ -275,8 +278,8 @@ public struct CommandRecording: Sendable {
         await finishedLogs?.logsFinished([logPath])
         return Outcome(
             logPath: logPath, runId: runId, stop: stop, exitStatus: result.exitStatus, signal: result.signal, isTimedOut: result.isTimedOut,
-            requests: recorder.requestCount, stopCause: recorder.stopCause, proxiedCalls: recorder.proxiedCallCount,
-            spans: recorder.spanCounts, unshownEdits: recorder.unshownEdits)
+            requests: recorder.requestCount, failedRequests: recorder.failedRequestCount, stopCause: recorder.stopCause,
+            proxiedCalls: recorder.proxiedCallCount, spans: recorder.spanCounts, unshownEdits: recorder.unshownEdits)
     }
 
     /// The largest OTLP request the gateway takes from the command (what `collect` takes by default).

@@ -133,6 +133,10 @@ public final class ExchangeRecorder: Sendable {
         var logIds = Set<String>()
         var stored = Set<String>()
         var requests = 0
+        /// Requests that failed after the upstream (or the cassette) answered them with a status:
+        /// a reply that could not be read, cut off, or an HTTP error. Each was made and may be
+        /// billed, so `--max-requests` counts it as it counts an answered one.
+        var failedAnswered = 0
         /// Requests forwarded and not yet finished.
         var inFlight = 0
         var tokens = 0
@@ -216,6 +220,9 @@ public final class ExchangeRecorder: Sendable {
     /// Answered requests so far.
     public var requestCount: Int { state.withLock { $0.requests } }
 
+    /// Requests the upstream answered with a status that still failed (`State.failedAnswered`).
+    public var failedRequestCount: Int { state.withLock { $0.failedAnswered } }
+
     /// Tool calls MCP proxies judged into this run (`agent-eval mcp-proxy` under `record`).
     public var proxiedCallCount: Int { state.withLock { $0.proxying.proxiedCalls.count } }
 
@@ -242,8 +249,9 @@ public final class ExchangeRecorder: Sendable {
             let learned = secrets.filter { !state.secrets.contains($0) }
             state.secrets.formUnion(secrets)
             if !learned.isEmpty { state.recorder?.writer.redact(also: learned, rule: "header") }
-            // Requests in flight count: three sent at once under --max-requests 1 are one too many.
-            guard let max = limits.maxRequests, state.requests + state.inFlight >= max else {
+            // Requests in flight count: three sent at once under --max-requests 1 are one too many;
+            // so does every request the upstream answered, readable or not.
+            guard let max = limits.maxRequests, state.requests + state.failedAnswered + state.inFlight >= max else {
                 state.inFlight += 1
                 return nil
             }
@@ -275,6 +283,7 @@ public final class ExchangeRecorder: Sendable {
                 waitedMs: 0)
             let cause: StopCause? = state.withLock { state in
                 state.inFlight -= 1
+                if outcome.reply.status != 0 { state.failedAnswered += 1 }
                 // The retry that answers it asks for the same parent request again.
                 if let index = exchange.prefixIndex { state.forking.prefixClaimed.remove(index) }
                 state.failures.append((baseKey, endUs, attempt))

@@ -160,9 +160,24 @@ struct RecordCommand: AsyncParsableCommand, ReadsLogs {
         if outcome.exitStatus == 0 && outcome.requests == 0 && outcome.proxiedCalls == 0 {
             // A recording with no model request and no tool call an MCP proxy judged holds
             // nothing a replay or a gate can use: a step of CI that records must not pass on it.
+            if outcome.failedRequests > 0 {
+                printError(
+                    "error: the command exited 0, but none of the \(counted(outcome.failedRequests, "model request")) it made through "
+                        + "the gateway was answered in a way that could be recorded (\(outcome.stop.error ?? "see the log")), so nothing "
+                        + "was recorded that a replay or a gate could use")
+            } else {
+                printError(
+                    "error: the command exited 0 without a model request through the gateway (or a tool call through an MCP proxy), "
+                        + "so nothing was recorded (does it take its base URL from OPENAI_BASE_URL / ANTHROPIC_BASE_URL? docs/record.md)")
+            }
+            throw Exit.failure
+        }
+        if outcome.exitStatus == 0, outcome.stop.isModelFailure {
+            // The run's last model request failed: what the agent did after it is not the
+            // model's, and a case over this log could not run. A step of CI that records fails.
             printError(
-                "error: the command exited 0 without a model request through the gateway (or a tool call through an MCP proxy), "
-                    + "so nothing was recorded (does it take its base URL from OPENAI_BASE_URL / ANTHROPIC_BASE_URL? docs/record.md)")
+                "error: the command exited 0, but the run's last model request failed (\(outcome.stop.error ?? "")): "
+                    + "the recording is not a run a replay or a gate can judge")
             throw Exit.failure
         }
         throw ExitCode(outcome.exitStatus ?? 0)
