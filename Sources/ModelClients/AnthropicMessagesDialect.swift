@@ -117,7 +117,7 @@ struct AnthropicMessagesAssembler: ReplyAssembler {
             throw Self.problem(value["error"] ?? value)
         case "message_start":
             let usage = value["message"]?["usage"] ?? .null
-            inputTokens = usage["input_tokens"]?.intValue ?? 0
+            inputTokens = Self.inputTokens(usage) ?? 0
             outputTokens = usage["output_tokens"]?.intValue ?? 0
             hasUsage = usage != .null
         case "content_block_start":
@@ -140,12 +140,23 @@ struct AnthropicMessagesAssembler: ReplyAssembler {
                 outputTokens = output
                 hasUsage = true
             }
+            // The API's newer `message_delta` carries the input's counts too, as they end.
+            if let input = Self.inputTokens(value["usage"] ?? .null) { inputTokens = input }
         case "message_stop":
             isComplete = true
         default:
             // content_block_stop, and kinds a newer API adds.
             return
         }
+    }
+
+    /// The input tokens a `usage` object counts: `input_tokens` and the prompt cache's tokens
+    /// read and written (`cache_read_input_tokens`, `cache_creation_input_tokens`), which the API
+    /// counts apart but the model processed all the same; nil when it has none of them.
+    static func inputTokens(_ usage: JSONValue) -> Int? {
+        let counts = ["input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"].compactMap { usage[$0]?.intValue }
+        guard !counts.isEmpty else { return nil }
+        return counts.reduce(0) { $0.addingSaturating(max($1, 0)) }
     }
 
     /// A `content_block_delta`: text or a piece of a tool call's input, for a started block.
@@ -173,7 +184,7 @@ struct AnthropicMessagesAssembler: ReplyAssembler {
         }
         stopReason = body["stop_reason"]?.stringValue
         if let usage = body["usage"] {
-            inputTokens = usage["input_tokens"]?.intValue ?? 0
+            inputTokens = Self.inputTokens(usage) ?? 0
             outputTokens = usage["output_tokens"]?.intValue ?? 0
             hasUsage = true
         }

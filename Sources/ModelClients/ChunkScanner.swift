@@ -129,7 +129,8 @@ struct ChunkScanner {
             if key == "choices" { return scanner.choices(into: &chunk) }
             if key == "error" {
                 guard let value = scanner.parsedValue() else { return false }
-                chunk.error = value
+                // `"error": null` is no error: the SDKs read the member for truth.
+                if value != .null { chunk.error = value }
                 return true
             }
             if key == "usage" {
@@ -142,19 +143,32 @@ struct ChunkScanner {
         }
     }
 
-    /// `choices`: the first choice is read, any others checked and skipped.
+    /// `choices`: the choice whose `index` is 0 is read (one without `index`: the one at the
+    /// array's place 0), the others checked and skipped. A request with `n` above 1 gets its
+    /// choices' pieces in any order, a chunk each: the reply is choice 0's alone.
     private mutating func choices(into chunk: inout Chunk) -> Bool {
-        var isFirst = true
+        var position = 0
         return memberArray(depth: 1) { scanner in
-            defer { isFirst = false }
+            defer { position += 1 }
             scanner.skipWhitespace()
-            guard isFirst, scanner.peek == UInt8(ascii: "{") else { return scanner.skipValue(depth: 2) }
-            chunk.hasChoice = true
-            return scanner.object { scanner, key in
-                if key == "delta" { return scanner.memberObject(depth: 3) { scanner, key in scanner.delta(key, into: &chunk) } }
-                if key == "finish_reason" { return scanner.optionalString(into: &chunk.finishReason) }
+            guard scanner.peek == UInt8(ascii: "{") else { return scanner.skipValue(depth: 2) }
+            var choice = Chunk()
+            var number: Int?
+            let isRead = scanner.object { scanner, key in
+                if key == "index" { return scanner.optionalInt(into: &number) }
+                if key == "delta" { return scanner.memberObject(depth: 3) { scanner, key in scanner.delta(key, into: &choice) } }
+                if key == "finish_reason" { return scanner.optionalString(into: &choice.finishReason) }
                 return scanner.skipValue(depth: 3)
             }
+            guard isRead else { return false }
+            if (number ?? position) == 0, !chunk.hasChoice {
+                chunk.hasChoice = true
+                chunk.content = choice.content
+                chunk.refusal = choice.refusal
+                chunk.toolCalls = choice.toolCalls
+                chunk.finishReason = choice.finishReason
+            }
+            return true
         }
     }
 

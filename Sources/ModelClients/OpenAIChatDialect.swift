@@ -103,9 +103,9 @@ struct OpenAIChatAssembler: ReplyAssembler {
     /// The members of a parsed chunk that a reply needs, as the scanner reads them.
     static func chunk(of value: JSONValue) -> ChunkScanner.Chunk {
         var chunk = ChunkScanner.Chunk()
-        chunk.error = value["error"]
+        if let error = value["error"], error != .null { chunk.error = error }
         if let usage = value["usage"], usage != .null { chunk.usage = usage }
-        guard let choice = value["choices"]?.arrayValue?.first else { return chunk }
+        guard let choice = firstChoice(value["choices"]) else { return chunk }
         chunk.hasChoice = true
         let delta = choice["delta"] ?? .null
         chunk.content = delta["content"]?.stringValue
@@ -152,9 +152,16 @@ struct OpenAIChatAssembler: ReplyAssembler {
         if let finish = chunk.finishReason { finishReason = finish }
     }
 
+    /// Choice 0 of `choices` (`index` 0, or the object at place 0 when it has no `index`): a
+    /// request with `n` above 1 gets several, and its reply is the first's.
+    static func firstChoice(_ choices: JSONValue?) -> JSONValue? {
+        choices?.arrayValue?.enumerated().first { $0.element.objectValue != nil && ($0.element["index"]?.intValue ?? $0.offset) == 0 }?
+            .element
+    }
+
     mutating func consume(whole body: JSONValue) throws(StreamProblem) {
-        if let error = body["error"] { throw Self.problem(error) }
-        guard let choice = body["choices"]?.arrayValue?.first else {
+        if let error = body["error"], error != .null { throw Self.problem(error) }
+        guard let choice = Self.firstChoice(body["choices"]) else {
             throw StreamProblem(message: "the openai response has no choices", isRetryable: false)
         }
         let message = choice["message"] ?? .null

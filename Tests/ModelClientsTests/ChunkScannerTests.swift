@@ -53,7 +53,10 @@ struct ChunkScannerTests {
         var chunk: [(String, JSONValue)] = [
             ("id", .string(pick(["chatcmpl-1", "chatcmpl-\u{e9}", "x\\y"]))), ("object", "chat.completion.chunk"),
             ("created", .int(Int.random(in: 0..<2_000_000_000, using: &generator))), ("model", "m"),
-            ("choices", Bool.random(using: &generator) ? [.object(JSONObject(choice))] : [.object(JSONObject(choice)), ["index": 1]]),
+            (
+                "choices",
+                pick([[.object(JSONObject(choice))], [.object(JSONObject(choice)), ["index": 1]], [["index": 1], .object(JSONObject(choice))]])
+            ),
         ]
         switch Int.random(in: 0..<8, using: &generator) {
         case 0: chunk.append(("usage", ["prompt_tokens": 10, "completion_tokens": .int(Int.random(in: 0..<99, using: &generator))]))
@@ -151,6 +154,58 @@ struct ChunkScannerTests {
             let events = [start, ("content_block_delta", data)]
             #expect(Self.anthropicOutcome(of: events, scanner: true) == Self.anthropicOutcome(of: events, scanner: false), "\(data)")
         }
+    }
+
+    @Test("a reply with several choices (n above 1, pieces interleaved) is choice 0's alone; \"error\": null is no error")
+    func choiceZeroAndNullError() {
+        func chunk(_ index: Int, _ text: String, finish: String? = nil) -> String {
+            let choice: JSONValue = [
+                "index": .int(index), "delta": ["content": .string(text)], "finish_reason": finish.map(JSONValue.string) ?? .null,
+            ]
+            return JSONWriter.encodeString(["id": "c", "choices": [choice], "error": .null])
+        }
+        let events = [
+            chunk(1, "BBB "), chunk(0, "AAA "), chunk(1, "bbb", finish: "stop"), chunk(0, "aaa", finish: "stop"),
+            #"{"id":"c","choices":[{"index":1,"delta":{"content":"x"}},{"index":0,"delta":{"content":"!"}}]}"#, "[DONE]",
+        ]
+        for scanner in [true, false] {
+            let outcome = Self.outcome(of: events, scanner: scanner)
+            #expect(outcome.hasPrefix(#"{"finish_reason":"stop","message":{"content":"AAA aaa!","#), "\(outcome)")
+        }
+        // Not streamed: the choice with index 0, wherever it stands.
+        var whole = OpenAIChatAssembler()
+        let body: JSONValue = [
+            "choices": [
+                ["index": 1, "message": ["role": "assistant", "content": "second"], "finish_reason": "stop"],
+                ["index": 0, "message": ["role": "assistant", "content": "first"], "finish_reason": "stop"],
+            ],
+            "error": .null,
+        ]
+        #expect(throws: Never.self) { try whole.consume(whole: body) }
+        #expect(whole.reply().raw["message"]?["content"] == "first")
+    }
+
+    @Test("Messages usage counts the prompt cache's tokens with the input's, from message_start and from message_delta")
+    func anthropicCacheTokens() throws {
+        func usage(_ events: [(String, JSONValue)]) throws -> TokenUsage? {
+            var assembler = AnthropicMessagesAssembler()
+            for (name, value) in events { try assembler.consume(ServerSentEvent(name: name, data: JSONWriter.encodeString(value))) }
+            return assembler.reply().usage
+        }
+        let start: JSONValue = [
+            "type": "message_start",
+            "message": ["usage": ["input_tokens": 5, "cache_read_input_tokens": 50_000, "cache_creation_input_tokens": 7, "output_tokens": 1]],
+        ]
+        let block: JSONValue = ["type": "content_block_start", "index": 0, "content_block": ["type": "text", "text": "hi"]]
+        let end: JSONValue = ["type": "message_delta", "delta": ["stop_reason": "end_turn"], "usage": ["output_tokens": 3]]
+        let stop: JSONValue = ["type": "message_stop"]
+        let events = [("message_start", start), ("content_block_start", block), ("message_delta", end), ("message_stop", stop)]
+        #expect(try usage(events) == TokenUsage(input: 50_012, output: 3))
+        let later: JSONValue = [
+            "type": "message_delta", "delta": ["stop_reason": "end_turn"],
+            "usage": ["input_tokens": 5, "cache_read_input_tokens": 60_000, "output_tokens": 4],
+        ]
+        #expect(try usage([events[0], events[1], ("message_delta", later), events[3]]) == TokenUsage(input: 60_005, output: 4))
     }
 
     @Test(
