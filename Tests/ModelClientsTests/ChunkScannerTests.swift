@@ -55,7 +55,10 @@ struct ChunkScannerTests {
             ("created", .int(Int.random(in: 0..<2_000_000_000, using: &generator))), ("model", "m"),
             (
                 "choices",
-                pick([[.object(JSONObject(choice))], [.object(JSONObject(choice)), ["index": 1]], [["index": 1], .object(JSONObject(choice))]])
+                pick([
+                    [.object(JSONObject(choice))], [.object(JSONObject(choice)), ["index": 1]],
+                    [["index": 1], .object(JSONObject(choice))],
+                ])
             ),
         ]
         switch Int.random(in: 0..<8, using: &generator) {
@@ -194,7 +197,9 @@ struct ChunkScannerTests {
         }
         let start: JSONValue = [
             "type": "message_start",
-            "message": ["usage": ["input_tokens": 5, "cache_read_input_tokens": 50_000, "cache_creation_input_tokens": 7, "output_tokens": 1]],
+            "message": [
+                "usage": ["input_tokens": 5, "cache_read_input_tokens": 50_000, "cache_creation_input_tokens": 7, "output_tokens": 1]
+            ],
         ]
         let block: JSONValue = ["type": "content_block_start", "index": 0, "content_block": ["type": "text", "text": "hi"]]
         let end: JSONValue = ["type": "message_delta", "delta": ["stop_reason": "end_turn"], "usage": ["output_tokens": 3]]
