@@ -122,6 +122,9 @@ public struct CommandRecording: Sendable {
         /// Model requests the upstream answered with a status that still failed (a reply that
         /// could not be read, an HTTP error): made, but not answered.
         public var failedRequests = 0
+        /// Answered requests whose reply carried no token usage: `--max-tokens` counted an
+        /// estimate for each.
+        public var unmeteredReplies = 0
         /// Why the recorder stopped the command, when it did.
         public var stopCause: ExchangeRecorder.StopCause?
         /// Tool calls MCP proxies judged into the run (`mcp-proxy` under `record`).
@@ -278,7 +281,8 @@ public struct CommandRecording: Sendable {
         await finishedLogs?.logsFinished([logPath])
         return Outcome(
             logPath: logPath, runId: runId, stop: stop, exitStatus: result.exitStatus, signal: result.signal, isTimedOut: result.isTimedOut,
-            requests: recorder.requestCount, failedRequests: recorder.failedRequestCount, stopCause: recorder.stopCause,
+            requests: recorder.requestCount, failedRequests: recorder.failedRequestCount,
+            unmeteredReplies: recorder.unmeteredReplyCount, stopCause: recorder.stopCause,
             proxiedCalls: recorder.proxiedCallCount, spans: recorder.spanCounts, unshownEdits: recorder.unshownEdits)
     }
 

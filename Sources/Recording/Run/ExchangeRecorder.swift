@@ -140,6 +140,9 @@ public final class ExchangeRecorder: Sendable {
         /// Requests forwarded and not yet finished.
         var inFlight = 0
         var tokens = 0
+        /// Answered requests whose reply carried no token usage (an OpenAI stream asked without
+        /// `stream_options.include_usage`): `tokens` counts an estimate for each.
+        var unmetered = 0
         /// Failed exchanges not yet recorded with a decision, oldest first: each request's
         /// canonical key, when it ended, and the attempt. The next answered request with the same
         /// key (the retry), or any answered request made after it ended (the agent asked again
@@ -219,6 +222,9 @@ public final class ExchangeRecorder: Sendable {
     public var stopCause: StopCause? { state.withLock { $0.stopCause } }
     /// Answered requests so far.
     public var requestCount: Int { state.withLock { $0.requests } }
+
+    /// Answered requests whose reply carried no token usage (`State.unmetered`).
+    public var unmeteredReplyCount: Int { state.withLock { $0.unmetered } }
 
     /// Requests the upstream answered with a status that still failed (`State.failedAnswered`).
     public var failedRequestCount: Int { state.withLock { $0.failedAnswered } }
@@ -308,7 +314,11 @@ public final class ExchangeRecorder: Sendable {
                 if state.writeError == nil { state.writeError = "\(error)" }
             }
             state.requests += 1
-            state.tokens = state.tokens.addingSaturating(outcome.reply.usage?.total ?? 0)
+            // A reply without usage is not free: it counts one token per four bytes of the request
+            // and of the reply (the context packet's estimate), so --max-tokens still stops a loop.
+            if outcome.reply.usage == nil { state.unmetered += 1 }
+            let used = outcome.reply.usage?.total ?? ContextSettings.estimateTokens(bytes: exchange.bytes.count + JSONWriter.encode(raw).count)
+            state.tokens = state.tokens.addingSaturating(used)
             if let max = limits.maxTokens, state.tokens > max, state.stopCause == nil {
                 state.stopCause = .tokenBudget(used: state.tokens, limit: max)
                 return state.stopCause

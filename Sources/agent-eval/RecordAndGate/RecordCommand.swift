@@ -154,6 +154,12 @@ struct RecordCommand: AsyncParsableCommand, ReadsLogs {
         } else {
             for line in Self.describe(outcome) { printError(line) }
         }
+        if maxTokens != nil, outcome.unmeteredReplies > 0 {
+            printError(
+                "note: \(counted(outcome.unmeteredReplies, "model reply", plural: "model replies")) carried no token usage, so --max-tokens "
+                    + "counted one token per four bytes of request and reply for them (have the agent ask for usage: OpenAI's "
+                    + "stream_options: {include_usage: true})")
+        }
         if let interrupted { throw ExitCode(128 + interrupted) }
         if outcome.stopCause != nil || outcome.isTimedOut { throw Exit.failure }
         if let signal = outcome.signal { throw ExitCode(128 + signal) }
