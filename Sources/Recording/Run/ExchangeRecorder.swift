@@ -317,7 +317,8 @@ public final class ExchangeRecorder: Sendable {
             // A reply without usage is not free: it counts one token per four bytes of the request
             // and of the reply (the context packet's estimate), so --max-tokens still stops a loop.
             if outcome.reply.usage == nil { state.unmetered += 1 }
-            let used = outcome.reply.usage?.total ?? ContextSettings.estimateTokens(bytes: exchange.bytes.count + JSONWriter.encode(raw).count)
+            let used =
+                outcome.reply.usage?.total ?? ContextSettings.estimateTokens(bytes: exchange.bytes.count + JSONWriter.encode(raw).count)
             state.tokens = state.tokens.addingSaturating(used)
             if let max = limits.maxTokens, state.tokens > max, state.stopCause == nil {
                 state.stopCause = .tokenBudget(used: state.tokens, limit: max)
