@@ -434,6 +434,11 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self.stream(openai_answer("whole at last"))
 
+    def scenario_no_done(self, body, attempt, anthropic):
+        """A whole answer (its finish reason and usage) whose stream ends without `data: [DONE]`:
+        the SDKs read it as whole, since they end at the body's end."""
+        self.stream(openai_answer("whole without its marker")[:-1])
+
     def scenario_answer_then_cut(self, body, attempt, anthropic):
         """The first answer is whole; every later one's stream ends cleanly before its end marker."""
         if attempt == 1:

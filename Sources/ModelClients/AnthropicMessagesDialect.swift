@@ -96,6 +96,7 @@ struct AnthropicMessagesAssembler: ReplyAssembler {
     var hasUsage = false
     private(set) var hasContent = false
     private(set) var isComplete = false
+    var hasSaidItsEnd: Bool { isComplete || stopReason != nil }
 
     /// Whether `content_block_delta` events are read by `ChunkScanner` first (the tests turn it
     /// off to compare).

@@ -82,6 +82,7 @@ struct OpenAIChatAssembler: ReplyAssembler {
     var usage: TokenUsage?
     private(set) var hasContent = false
     private(set) var isComplete = false
+    var hasSaidItsEnd: Bool { isComplete || finishReason != nil }
 
     /// Whether chunks are read by `ChunkScanner` first (the tests turn it off to compare).
     var usesChunkScanner = true

@@ -27,8 +27,18 @@ protocol ReplyAssembler: Sendable {
     var textSoFar: String { get }
     /// The protocol's end marker arrived (`[DONE]`, `message_stop`, a whole body).
     var isComplete: Bool { get }
+    /// The reply already says how it ended (a Chat Completions `finish_reason`, a Messages
+    /// `stop_reason`), so a stream that then ends cleanly without its end marker is whole as
+    /// the provider's SDKs read it: they end at the body's end, and the agent got the reply.
+    var hasSaidItsEnd: Bool { get }
     /// The assembled message in the provider's own shape (`ReplyFormat`), and the usage.
     func reply() -> (raw: JSONValue, usage: TokenUsage?)
+}
+
+extension ReplyAssembler {
+    /// Without a way to say its end but the end marker (the Responses API's `response.completed`
+    /// is both), only the marker ends a reply.
+    var hasSaidItsEnd: Bool { isComplete }
 }
 
 /// A reply stream that went wrong: what the provider or the bytes said, and whether asking

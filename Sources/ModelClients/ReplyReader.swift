@@ -183,7 +183,9 @@ public struct ReplyReader: Sendable {
                 reply.problem = "the reply is not JSON (\(error)): \(HTTPModelClient.preview(body))"
                 return reply
             }
-        } else if !assembler.isComplete {
+        } else if !assembler.hasSaidItsEnd {
+            // A stream that ends cleanly after its finish reason is whole to the SDKs (the
+            // agent got it): only one that ends before saying how the reply ended is cut short.
             reply.problem = "the stream ended before the reply was complete (\(received) bytes came)"
             return reply
         }

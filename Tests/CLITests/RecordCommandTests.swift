@@ -393,6 +393,18 @@ struct RecordCommandTests {
         #expect(try JSONParser.parse(Array(tokens.stdout))["stop_reason"] == "budget_exhausted", "\(tokens.stdoutText)")
         #expect(tokens.stderr.contains("carried no token usage, so --max-tokens counted one token per four bytes"), "\(tokens.stderr)")
         #expect(try unmetered.requests().count < 5)
+        // A stream that says its finish reason, then ends without [DONE]: whole to the SDKs, and
+        // recorded as the answer the agent got, not as a failed request.
+        let noMarker = try LocalModelServer()
+        defer { noMarker.stop() }
+        let whole = try await agentEval(
+            ["record", "--no-catalog", "--log", directory.path("whole.jsonl.gz")] + Self.upstreams(noMarker, "no-done")
+                + ["--", python, directory.path("asker.py"), "1"], environment: ["OPENAI_API_KEY": Self.key])
+        #expect(whole.status == 0, "\(whole.stderr)")
+        let wholeState = try Self.state(directory.path("whole.jsonl.gz"))
+        #expect(
+            wholeState.stop?.reason == .success && wholeState.stop?.answer == "whole without its marker",
+            "\(String(describing: wholeState.stop))")
     }
 
     @Test("bad input: no command, an unknown upstream, a command that does not exist")
