@@ -439,6 +439,17 @@ class Handler(BaseHTTPRequestHandler):
         the SDKs read it as whole, since they end at the body's end."""
         self.stream(openai_answer("whole without its marker")[:-1])
 
+    def scenario_slow_then_quick(self, body, attempt, anthropic):
+        """The first answer streams slowly (80 deltas, 25 ms apart: whole if read to its end);
+        every later one comes at once."""
+        if attempt == 1:
+            self.open_stream()
+            deltas = [openai_chunk({"content": "word%d " % number}) for number in range(80)]
+            chunks = [openai_chunk({"role": "assistant", "content": ""})] + deltas + openai_answer("")[2:]
+            self.send_until_gone(chunks, pause=0.025)
+        else:
+            self.stream(openai_answer("the second answer"))
+
     def scenario_answer_then_cut(self, body, attempt, anthropic):
         """The first answer is whole; every later one's stream ends cleanly before its end marker."""
         if attempt == 1:

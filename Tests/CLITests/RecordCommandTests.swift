@@ -407,6 +407,44 @@ struct RecordCommandTests {
             "\(String(describing: wholeState.stop))")
     }
 
+    @Test(
+        "an agent that closes its connection before the answer's end did not get the reply: the log holds a failed attempt, not the upstream's whole answer"
+    )
+    func agentLeavesMidAnswer() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        // Reads 300 bytes of the first answer and hangs up; then asks again and reads it all.
+        let agent = """
+            import http.client, json, os, time, urllib.parse
+            base = urllib.parse.urlparse(os.environ["OPENAI_BASE_URL"])
+            def ask(text, limit=None):
+                connection = http.client.HTTPConnection(base.hostname, base.port)
+                body = json.dumps({"model": "m", "stream": True, "messages": [{"role": "user", "content": text}]})
+                headers = {"content-type": "application/json", "authorization": "Bearer " + os.environ["OPENAI_API_KEY"]}
+                connection.request("POST", base.path + "/chat/completions", body, headers)
+                answer = connection.getresponse()
+                data = answer.read(limit) if limit else answer.read()
+                connection.close()
+                return data
+            ask("the first question", 300)
+            time.sleep(3)
+            ask("the second question")
+            """
+        try agent.write(toFile: directory.path("leaver.py"), atomically: true, encoding: .utf8)
+        let server = try LocalModelServer()
+        defer { server.stop() }
+        let log = directory.path("left.jsonl.gz")
+        let result = try await agentEval(
+            ["record", "--no-catalog", "--log", log] + Self.upstreams(server, "slow-then-quick")
+                + ["--", try await Self.python(), directory.path("leaver.py")], environment: ["OPENAI_API_KEY": Self.key])
+        #expect(result.status == 0, "\(result.stderr)")
+        let decisions = Self.decisions(try Self.events(log))
+        #expect(decisions.count == 1, "only the answer the agent read whole is a decision: \(decisions.count)")
+        let failed = decisions.first?.attempts.first?.error ?? ""
+        #expect(failed.contains("the agent's connection closed before the answer was passed on whole"), "\(decisions)")
+        #expect(try Self.state(log).stop?.answer == "the second answer")
+    }
+
     @Test("bad input: no command, an unknown upstream, a command that does not exist")
     func badInput() async throws {
         let directory = try TemporaryDirectory()

@@ -148,10 +148,16 @@ public final class GatewayHandler: HTTPRequestHandling {
         // A fork's edits may have changed the request (`RecordedFork`): what is sent is what is recorded.
         let request = TransportRequest(url: route.base + route.rest, headers: headers, body: exchange.bytes, limits: forwarder.limits)
 
-        // The parts go to the agent in order, through a stream that a writer task drains.
+        // The parts go to the agent in order, through a stream that a writer task drains. The
+        // forward runs in a task of its own, so that an agent that leaves stops it: the rest of
+        // the answer is not read (nor billed) for nobody.
         let (parts, continuation) = AsyncStream<TransportPart>.makeStream()
-        let writer = Task(executorPreference: ExecutorThread.current) { () -> Bool in
-            var sentHead = false
+        let chosen = exchange.isPrefix ? prefixForwarder ?? forwarder : forwarder
+        let forwarding = Task(executorPreference: ExecutorThread.current) {
+            await chosen.forward(request, api: api) { part in continuation.yield(part) }
+        }
+        let writer = Task(executorPreference: ExecutorThread.current) { () -> Delivery in
+            var delivery = Delivery()
             do {
                 for await part in parts {
                     switch part {
@@ -161,26 +167,38 @@ public final class GatewayHandler: HTTPRequestHandling {
                             responseHead.headers.add(name: field.name, value: field.value)
                         }
                         try await outbound.write(.head(responseHead))
-                        sentHead = true
+                        delivery.sentHead = true
                     case .chunk(let bytes):
                         try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: bytes))))
+                        delivery.bytes += bytes.count
                     }
                 }
             } catch {
-                return sentHead
+                delivery.isCut = true
+                forwarding.cancel()
             }
-            return sentHead
+            return delivery
         }
-        let outcome = await (exchange.isPrefix ? prefixForwarder ?? forwarder : forwarder).forward(request, api: api) { part in
-            continuation.yield(part)
+        // A client that stops reading must not hold the gateway's stop: cancelling the
+        // connection's task cancels the forward and the writer too.
+        var outcome = await withTaskCancellationHandler {
+            await forwarding.value
+        } onCancel: {
+            forwarding.cancel()
         }
         continuation.finish()
-        // A client that stops reading must not hold the gateway's stop: cancelling the
-        // connection's task cancels the writer too.
-        let sentHead = await withTaskCancellationHandler {
+        let delivery = await withTaskCancellationHandler {
             await writer.value
         } onCancel: {
             writer.cancel()
+        }
+        let sentHead = delivery.sentHead
+        if delivery.isCut {
+            // The agent's connection closed before the answer was passed on whole: it did not get
+            // the reply the upstream made, so the log must not hold it as the agent's.
+            outcome.failure =
+                "the agent's connection closed before the answer was passed on whole (\(delivery.bytes) bytes of it were); "
+                + "the agent did not get this reply"
         }
         // Recorded whatever happens to the agent's connection now: an SDK that has read a
         // stream's end marker may close it before the end of the HTTP answer. The results the
@@ -205,6 +223,14 @@ public final class GatewayHandler: HTTPRequestHandling {
                 type: "agent_eval_gateway")
         }
         return keepOpen
+    }
+
+    /// What the agent was passed of an answer: its head, how many bytes of its body, and whether
+    /// writing to it failed before the answer's end (the agent left).
+    struct Delivery: Sendable {
+        var sentHead = false
+        var bytes = 0
+        var isCut = false
     }
 
     /// The model endpoints, after `/openai/v1` and `/anthropic`: nothing else is forwarded.
