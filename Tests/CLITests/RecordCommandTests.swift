@@ -445,6 +445,33 @@ struct RecordCommandTests {
         #expect(try Self.state(log).stop?.answer == "the second answer")
     }
 
+    @Test("a --timeout that ends the command while the model is still answering says so: the model had not answered, not the agent")
+    func timeoutWithTheModelAnswering() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let server = try LocalModelServer()
+        defer { server.stop() }
+        let asker = """
+            import json, os, urllib.request
+            body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hello"}]}
+            request = urllib.request.Request(
+                os.environ["OPENAI_BASE_URL"] + "/chat/completions", data=json.dumps(body).encode(),
+                headers={"content-type": "application/json", "authorization": "Bearer " + os.environ["OPENAI_API_KEY"]})
+            urllib.request.urlopen(request).read()
+            """
+        try asker.write(toFile: directory.path("asker.py"), atomically: true, encoding: .utf8)
+        let log = directory.path("timeout.jsonl.gz")
+        let result = try await agentEval(
+            ["record", "--no-catalog", "--log", log, "--timeout", "2"] + Self.upstreams(server, "hang")
+                + ["--", try await Self.python(), directory.path("asker.py")], environment: ["OPENAI_API_KEY": Self.key])
+        #expect(result.status == 1, "\(result.stderr)")
+        let stop = try Self.state(log).stop
+        #expect(stop?.limit == .timeout)
+        #expect(
+            stop?.error?.hasPrefix("model failed: 1 model request still unanswered when the command ran longer than 2 s") == true,
+            "\(String(describing: stop))")
+    }
+
     @Test("bad input: no command, an unknown upstream, a command that does not exist")
     func badInput() async throws {
         let directory = try TemporaryDirectory()

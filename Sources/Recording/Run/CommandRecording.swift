@@ -266,6 +266,7 @@ public struct CommandRecording: Sendable {
                 .commandFailed, message.hasPrefix("cannot start ") ? message : "cannot start \(ShellWords.command(command)): \(message)",
                 hint: "give the command after --, as you would run it: agent-eval record -- python3 agent.py")
         }
+        recorder.commandEnded()
         await gateway.stop()
         let ending: ExchangeRecorder.Ending
         if result.isTimedOut {

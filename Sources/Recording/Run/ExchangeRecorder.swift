@@ -139,6 +139,9 @@ public final class ExchangeRecorder: Sendable {
         var failedAnswered = 0
         /// Requests forwarded and not yet finished.
         var inFlight = 0
+        /// The requests in flight when the command ended (`commandEnded`), before stopping the
+        /// gateway cancelled them: what a `--timeout` stop names.
+        var inFlightAtEnd = 0
         var tokens = 0
         /// Answered requests whose reply carried no token usage (an OpenAI stream asked without
         /// `stream_options.include_usage`): `tokens` counts an estimate for each.
@@ -222,6 +225,12 @@ public final class ExchangeRecorder: Sendable {
     public var stopCause: StopCause? { state.withLock { $0.stopCause } }
     /// Answered requests so far.
     public var requestCount: Int { state.withLock { $0.requests } }
+
+    /// The command ended: the requests still in flight are noted before the gateway's stop
+    /// cancels them, so that a stop at `--timeout` says the model had not answered.
+    public func commandEnded() {
+        state.withLock { $0.inFlightAtEnd = $0.inFlight }
+    }
 
     /// Answered requests whose reply carried no token usage (`State.unmetered`).
     public var unmeteredReplyCount: Int { state.withLock { $0.unmetered } }
@@ -685,10 +694,10 @@ public final class ExchangeRecorder: Sendable {
         let modelFailure = failed.isEmpty ? "" : "\(RunStopped.modelFailurePrefix) \(failed)"
         let tail = stderrTail.split(separator: "\n").last.map { " (\($0.prefix(300)))" } ?? ""
         switch ending {
-        case .timedOut(let ms) where state.inFlight > 0:
+        case .timedOut(let ms) where state.inFlightAtEnd > 0:
             return RunStopped(
                 reason: .budgetExhausted, limit: .timeout,
-                error: "\(RunStopped.modelFailurePrefix) \(counted(state.inFlight, "model request")) still unanswered when the command "
+                error: "\(RunStopped.modelFailurePrefix) \(counted(state.inFlightAtEnd, "model request")) still unanswered when the command "
                     + "ran longer than \(ms / 1000) s (--timeout)")
         case .timedOut(let ms):
             return RunStopped(
