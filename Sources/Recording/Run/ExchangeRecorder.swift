@@ -697,7 +697,8 @@ public final class ExchangeRecorder: Sendable {
         case .timedOut(let ms) where state.inFlightAtEnd > 0:
             return RunStopped(
                 reason: .budgetExhausted, limit: .timeout,
-                error: "\(RunStopped.modelFailurePrefix) \(counted(state.inFlightAtEnd, "model request")) still unanswered when the command "
+                error:
+                    "\(RunStopped.modelFailurePrefix) \(counted(state.inFlightAtEnd, "model request")) still unanswered when the command "
                     + "ran longer than \(ms / 1000) s (--timeout)")
         case .timedOut(let ms):
             return RunStopped(
