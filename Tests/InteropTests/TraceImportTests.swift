@@ -353,6 +353,88 @@ struct TraceImportTests {
     }
 
     @Test(
+        "a trace that does not show how its run ended is no success: a last reply not captured, a failed model call; a reply on the operation-details event is read"
+    )
+    func unseenEnds() async throws {
+        func attribute(_ key: String, _ value: String) -> JSONValue { ["key": .string(key), "value": ["stringValue": .string(value)]] }
+        func span(
+            _ trace: String, _ id: String, parent: String? = nil, _ name: String, at start: Int, _ attributes: [JSONValue],
+            events: [JSONValue] = [], error: String? = nil
+        ) -> JSONValue {
+            var value = JSONObject([
+                ("traceId", .string(trace)), ("spanId", .string(id)), ("parentSpanId", parent.map { .string($0) } ?? ""),
+                ("name", .string(name)), ("startTimeUnixNano", .string("\(1_790_000_000 + start)000000000")),
+                ("endTimeUnixNano", .string("\(1_790_000_000 + start)500000000")), ("attributes", .array(attributes)),
+                ("events", .array(events)),
+            ])
+            if let error { value["status"] = ["code": 2, "message": .string(error)] }
+            return .object(value)
+        }
+        func agent(_ trace: String) -> JSONValue {
+            span(trace, trace.prefix(15) + "1", "invoke_agent ops", at: 0, [attribute("gen_ai.operation.name", "invoke_agent")])
+        }
+        let chat = attribute("gen_ai.operation.name", "chat")
+        let proposed = String(repeating: "a", count: 32)
+        let failed = String(repeating: "b", count: 32)
+        let onEvent = String(repeating: "c", count: 32)
+        let stopped = String(repeating: "d", count: 32)
+        let spans: [JSONValue] = [
+            // Content capture off, and the reply asked for tools no span shows.
+            agent(proposed),
+            span(
+                proposed, "aaaaaaaaaaaaaaa2", parent: "aaaaaaaaaaaaaaa1", "chat m", at: 1,
+                [chat, attribute("gen_ai.response.finish_reasons", #"["tool_calls"]"#)]),
+            // The model call failed (a rate limit) inside an agent span that is fine.
+            agent(failed),
+            span(
+                failed, "bbbbbbbbbbbbbbb2", parent: "bbbbbbbbbbbbbbb1", "chat m", at: 1, [chat, attribute("error.type", "RateLimitError")],
+                error: "429 rate limited"),
+            // The reply on the operation-details event, as the current conventions allow.
+            agent(onEvent),
+            span(
+                onEvent, "ccccccccccccccc2", parent: "ccccccccccccccc1", "chat m", at: 1, [chat],
+                events: [
+                    [
+                        "name": "gen_ai.client.inference.operation.details", "timeUnixNano": "1790000001000000000",
+                        "attributes": .array([
+                            attribute(
+                                "gen_ai.output.messages",
+                                #"[{"role": "assistant", "finish_reason": "tool_call", "parts": [{"type": "tool_call", "id": "c1", "name": "delete_db", "arguments": {}}]}]"#
+                            )
+                        ]),
+                    ]
+                ]),
+            // Capture off, but the reply says it stopped: an answer whose text is not known.
+            agent(stopped),
+            span(
+                stopped, "ddddddddddddddd2", parent: "ddddddddddddddd1", "chat m", at: 1,
+                [chat, attribute("gen_ai.response.finish_reasons", #"["stop"]"#)]),
+        ]
+        let request: JSONValue = ["resourceSpans": [["scopeSpans": [["spans": .array(spans)]]]]]
+        let scratch = try TemporaryDirectory("agent-eval-interop-unseen-ends")
+        defer { scratch.remove() }
+        let (outcome, states) = try await importRuns([try write(JSONWriter.encodeString(request), to: scratch.url.path, "unseen.json")])
+        #expect(outcome.importedCount == 4)
+        func state(_ trace: String) throws -> RunState { try #require(states.first { $0.start?.source?.id == trace }) }
+        let unseen = try state(proposed).stop
+        #expect(
+            unseen?.isModelFailure == true && unseen?.error?.contains(RunStopped.replyNotCapturedPhrase) == true,
+            "\(String(describing: unseen))")
+        #expect(unseen?.error?.contains("its finish reason is tool_calls") == true)
+        let rateLimited = try state(failed)
+        #expect(rateLimited.stop?.error == "model failed: model call bbbbbbbbbbbbbbb2 failed: RateLimitError: 429 rate limited")
+        #expect(rateLimited.decisions.isEmpty, "a failed model call made no decision")
+        let read = try state(onEvent)
+        #expect(read.decisions.count == 1 && read.stop?.reason != .success, "\(String(describing: read.stop))")
+        if case .valid(.toolCalls(let calls)) = read.decisions.first?.outcome {
+            #expect(calls.map(\.name) == ["delete_db"])
+        } else {
+            Issue.record("the reply on the event is a decision with its call: \(String(describing: read.decisions.first?.outcome))")
+        }
+        #expect(try state(stopped).stop?.reason == .success)
+    }
+
+    @Test(
         "export then import gives every fixture run's trajectory back, in either version of the conventions",
         arguments: OTLPExporter.Conventions.allCases)
     func roundTrip(conventions: OTLPExporter.Conventions) async throws {

@@ -98,7 +98,11 @@ struct Evidence {
                 hint: isMiss
                     ? "look: \(EvalReport.replayCommand(log: log, step: state.step)); if the change is intended, record again with the "
                         + "model reachable: agent-eval run \(ShellWords.quoted(evalCase.location.path)) --record new"
-                    : "check that the model endpoint is up and answers (upstream:, --base-url, the API key), or replay it from a cassette")
+                    : error.contains(RunStopped.replyNotCapturedPhrase)
+                        ? "the trace holds no reply content: turn on the instrumentation's content capture "
+                            + "(OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true) and collect or import the run again"
+                        : "check that the model endpoint is up and answers (upstream:, --base-url, the API key), or replay it from a cassette"
+            )
         }
         if let stop = state.stop, stop.isSimulatorFault {
             let error = stop.error ?? ""

@@ -193,12 +193,28 @@ struct TraceImporter {
         }
         var model: ModelIdentity?
         var goal: String?
+        /// How each step's model call said it ended (its finish reason) and its span, nil for a
+        /// tool's own step.
+        var finishes: [String?] = []
+        var stepSpanIds: [String?] = []
+        /// The last model call failed (an error status, no reply): the span and why, until a
+        /// later model call answers.
+        var lastFailedCall: (spanId: String, error: String)?
         for group in chatGroups {
             let depthSorted = deepestFirst(group)
             let replies = depthSorted.map { Self.reply(of: $0) }
             let chosen = replies.indices.first { replies[$0].hasContent } ?? 0
             let span = depthSorted[chosen]
             var reply = replies[chosen]
+            if !reply.hasContent, let failed = depthSorted.first(where: { $0.error != nil }) {
+                // A model call that failed (a rate limit, a server error) made no decision: it is
+                // no step, and if nothing answered after it, the run ends as its model failed.
+                let why = [failed.string("error.type"), failed.error].compactMap { $0 }.joined(separator: ": ")
+                warnings.append("model call \(failed.spanId) (\(failed.name)) failed (\(why)) and has no reply: no decision")
+                lastFailedCall = (failed.spanId, why)
+                continue
+            }
+            lastFailedCall = nil
             reply.finish = reply.finish ?? replies.lazy.compactMap(\.finish).first
             let usage = depthSorted.lazy.compactMap(Self.usage).first
             if model == nil {
@@ -215,7 +231,8 @@ struct TraceImporter {
             var cutAttributes: [String] = []
             for layer in depthSorted {
                 for key in ["gen_ai.output.messages", "gen_ai.input.messages"] {
-                    guard let text = layer[key]?.stringValue, Self.messages(layer[key]) == nil else { continue }
+                    let value = Self.messageAttribute(key, of: layer)
+                    guard let text = value?.stringValue, Self.messages(value) == nil else { continue }
                     cutAttributes.append(key)
                     warnings.append(
                         "span \(layer.spanId) (\(layer.name)): \(key) is not valid JSON"
@@ -247,6 +264,8 @@ struct TraceImporter {
             stepStarts.append(span.startUs)
             captured.append(reply.hasContent)
             isModelStep.append(true)
+            finishes.append(reply.finish)
+            stepSpanIds.append(span.spanId)
             if !reply.hasContent, case .answer = decision, !cutAttributes.contains("gen_ai.output.messages") {
                 warnings.append(
                     "model call \(span.spanId) carries no reply content (content capture off?): its tool calls come from tool spans")
@@ -318,6 +337,8 @@ struct TraceImporter {
                 stepStarts.insert(span.startUs, at: at)
                 captured.insert(true, at: at)
                 isModelStep.insert(false, at: at)
+                finishes.insert(nil, at: at)
+                stepSpanIds.insert(nil, at: at)
                 pending = pending.map { ($0.step >= at ? $0.step + 1 : $0.step, $0.index, $0.sourceId, $0.name) }
             }
         }
@@ -391,6 +412,24 @@ struct TraceImporter {
                 reason: recorded, limit: span.string("agent_eval.stop_limit").flatMap(LimitKind.init(rawValue:)), answer: answer,
                 error: recorded == .success ? nil : span.error)
             sourceStop = recorded.rawValue
+        } else if let failed = lastFailedCall {
+            // No model call answered after the last one failed: the run ends as its model did.
+            stop = RunStopped(
+                reason: .blocked, error: "\(RunStopped.modelFailurePrefix) model call \(failed.spanId) failed: \(failed.error)")
+            sourceStop = "error: " + failed.error
+        } else if let last = isModelStep.lastIndex(of: true), !captured[last], case .answer = steps[last].decision,
+            !["stop", "end_turn", "length", "max_tokens"].contains(finishes[last].map(Self.finishWord) ?? "")
+        {
+            // The last model call's reply was not captured, and no tool span followed it: whether
+            // it answered or asked for tools (its finish reason says calls, or nothing) is not in
+            // the trace, so neither is how the run ended.
+            let said = finishes[last].map { "its finish reason is \($0)" } ?? "it gives no finish reason"
+            stop = RunStopped(
+                reason: .blocked,
+                error:
+                    "\(RunStopped.modelFailurePrefix) \(RunStopped.replyNotCapturedPhrase) (span \(stepSpanIds[last] ?? "?"), \(said)): what "
+                    + "the model said last, and so how the run ended, is not in the trace")
+            sourceStop = "reply not captured"
         } else if let finish = lastFinish.map(Self.finishWord), ["length", "max_tokens"].contains(finish) {
             // The model ran out of output tokens; an error on the agent span is its consequence.
             stop = TranscriptImporter.stop(after: modelSteps, finish: finish).stopped
@@ -542,7 +581,7 @@ struct TraceImporter {
         // A list; exporters without list values (Jaeger tags) write it as a JSON string.
         let reasons = span["gen_ai.response.finish_reasons"].flatMap(Self.parsed)
         reply.finish = reasons?.arrayValue?.first?.stringValue ?? span.string("gen_ai.response.finish_reasons")
-        if let messages = Self.messages(span["gen_ai.output.messages"]) {
+        if let messages = Self.messages(Self.messageAttribute("gen_ai.output.messages", of: span)) {
             for message in messages {
                 for part in message["parts"]?.arrayValue ?? [] {
                     switch part["type"]?.stringValue {
@@ -645,7 +684,7 @@ struct TraceImporter {
         for event in span.events where event.name == "gen_ai.user.message" {
             if let content = event.attributes["body"].flatMap(Self.parsed)?["content"]?.stringValue { return content }
         }
-        if let messages = Self.messages(span["gen_ai.input.messages"]) {
+        if let messages = Self.messages(Self.messageAttribute("gen_ai.input.messages", of: span)) {
             for message in messages where message["role"]?.stringValue == "user" {
                 let text = (message["parts"]?.arrayValue ?? []).compactMap { $0["content"]?.stringValue }.joined(separator: "\n")
                 if !text.isEmpty { return text }
@@ -664,6 +703,16 @@ struct TraceImporter {
     }
 
     /// A list of messages given as a JSON string (the conventions' form) or as a value.
+    /// The name of the event the GenAI conventions may put a call's messages on instead of the
+    /// span's attributes (`gen_ai.input.messages`, `gen_ai.output.messages`, …).
+    static let operationDetailsEvent = "gen_ai.client.inference.operation.details"
+
+    /// A message attribute (`gen_ai.input.messages`, `gen_ai.output.messages`) of a model call:
+    /// the span's own, or its operation-details event's.
+    static func messageAttribute(_ key: String, of span: Span) -> JSONValue? {
+        span[key] ?? span.events.lazy.filter { $0.name == Self.operationDetailsEvent }.compactMap { $0.attributes[key] }.first
+    }
+
     static func messages(_ value: JSONValue?) -> [JSONValue]? {
         guard let value else { return nil }
         return parsed(value)?.arrayValue

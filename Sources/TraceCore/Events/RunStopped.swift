@@ -85,6 +85,11 @@ public struct RunStopped: JSONRepresentable, JSONObjectEncodable, Hashable {
     /// The run ended because its simulated user could not go on (see `simulatorFaultPrefix`).
     public var isSimulatorFault: Bool { (error ?? "").hasPrefix(Self.simulatorFaultPrefix) }
 
+    /// What follows `modelFailurePrefix` when an imported trace does not hold the reply of the
+    /// run's last model call (its exporter captured no message content): how the run ended is
+    /// not known, so no case can be judged over it.
+    public static let replyNotCapturedPhrase = "the reply of the run's last model call was not captured"
+
     /// The run ended because its model did not answer (see `modelFailurePrefix`).
     public var isModelFailure: Bool { (error ?? "").hasPrefix(Self.modelFailurePrefix) }
 
