@@ -24,6 +24,11 @@ public struct ImportedRun: Sendable {
     /// What the importer had to decide about the source (a reused call id, arguments that are not
     /// JSON): reported to the user, never silently.
     public var warnings: [String]
+    /// Why the source shows a run that may still be going, when it does: a trace in which a model
+    /// call's or a tool's span names a parent that is not in it (spans are exported as they end,
+    /// a parent after its children). `collect` writes such a trace's run unfinished until the
+    /// parent comes; `import` reads the span as a root and says so.
+    public var openBecause: String?
     /// A conversation's user turns (a transcript with more than one user message), each with the
     /// index of the step it comes before (`steps.count` for one after the last step): written as
     /// `user_turn` events. Empty for a run on one input.

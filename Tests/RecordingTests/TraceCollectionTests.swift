@@ -6,6 +6,7 @@ import Synchronization
 import TestSupport
 import Testing
 import TraceCore
+import TraceLog
 
 /// `agent-eval collect`'s loop (`TraceCollection`): each trace's log is written once it has
 /// settled, on the injected clock's tick, until the task is cancelled; what is left is written at
@@ -50,6 +51,42 @@ struct TraceCollectionTests {
             #expect(log.hasPrefix(out + "/") && FileManager.default.fileExists(atPath: log))
             #expect(await collection.finishAll().isEmpty)
         }
+    }
+
+    @Test("a trace whose model call's parent has not come is still open: its run is written unfinished, and whole once the parent comes")
+    func openTrace() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let trace = String(repeating: "cd", count: 16)
+        func request(_ span: JSONValue) -> JSONValue { ["resourceSpans": [["scopeSpans": [["spans": [span]]]]]] }
+        func attribute(_ key: String, _ value: String) -> JSONValue { ["key": .string(key), "value": ["stringValue": .string(value)]] }
+        let chat: JSONValue = [
+            "traceId": .string(trace), "spanId": "00000000000000a2", "parentSpanId": "00000000000000a1", "name": "chat m",
+            "startTimeUnixNano": "1790000000100000000", "endTimeUnixNano": "1790000000400000000",
+            "attributes": [
+                attribute("gen_ai.operation.name", "chat"),
+                attribute("gen_ai.output.messages", #"[{"role": "assistant", "parts": [{"type": "text", "content": "Done."}]}]"#),
+            ],
+        ]
+        let agent: JSONValue = [
+            "traceId": .string(trace), "spanId": "00000000000000a1", "name": "invoke_agent ops",
+            "startTimeUnixNano": "1790000000000000000", "endTimeUnixNano": "1790000000500000000",
+            "attributes": [attribute("gen_ai.operation.name", "invoke_agent")],
+        ]
+        let collector = TraceCollector(directory: directory.path("collected"), settleUs: 0, now: { 1_790_000_001_000_000 })
+        try FileManager.default.createDirectory(atPath: directory.path("collected/spans"), withIntermediateDirectories: true)
+        _ = try collector.accept(try ReceivedTraces(request: request(chat)))
+        let open = try #require(collector.finishAll().first)
+        #expect(open.stop == nil, "\(open.warnings)")
+        #expect(open.warnings.contains { $0.contains("the trace is still open") }, "\(open.warnings)")
+        var state = RunState()
+        _ = try LogReader(path: try #require(open.log)).forEachEvent { RunState.reduce(into: &state, $0.event) }
+        #expect(state.stop == nil && state.start?.source?.stop == "open")
+        // The agent's span ends, and comes: the run is written again, whole.
+        _ = try collector.accept(try ReceivedTraces(request: request(agent)))
+        let whole = try #require(collector.finishAll().first)
+        #expect(whole.stop == .success, "\(whole.warnings)")
+        #expect(!whole.warnings.contains { $0.contains("still open") })
     }
 
     @Test("a folder that cannot be made is a RecordingError naming it and --out")

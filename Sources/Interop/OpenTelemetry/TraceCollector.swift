@@ -275,6 +275,15 @@ public final class TraceCollector: Sendable {
                     "\(counted(refused.requests, "request")) (\(refused.bytes) bytes) of this trace were refused: it had reached "
                         + "--max-trace (\(maxTraceBytes) bytes), so the log lacks their spans")
             }
+            if let open = run.openBecause {
+                // The trace is still open: its run is written unfinished (no stop), so a case over
+                // it cannot pass on what it has not done yet; more of it writes the log again.
+                run.stop = nil
+                run.source.stop = "open"
+                run.warnings.append(
+                    "the trace is still open (\(open): a span is exported when it ends, a parent after its children): the run is "
+                        + "written unfinished, and written again when more of it comes")
+            }
             finished.steps = run.steps.count
             finished.calls = run.steps.reduce(0) { $0 + $1.calls.count }
             finished.stop = run.stop?.reason

@@ -132,6 +132,11 @@ struct TraceImporter {
                         + "hold: each is read as a root")
         }
         let operations = spans.map(Self.operation)
+        // A model call or a tool whose parent has not come: the span around it (the agent's, a
+        // request handler's) has not ended, so neither has the run.
+        let openBecause = spans.indices.first { index in
+            [.chat, .tool].contains(operations[index]) && spans[index].parentId.map { !spanIds.contains($0) } == true
+        }.map { "span \(spans[$0].spanId) (\(spans[$0].name)) names parent \(spans[$0].parentId ?? ""), which has not come" }
 
         // Chat spans grouped into model calls: by their outermost chat ancestor, then by response id.
         let outerChat = tree.outermostAncestors { operations[$0] == .chat ? "chat" : nil }
@@ -449,12 +454,14 @@ struct TraceImporter {
         let agentName =
             agent?.string("gen_ai.agent.name") ?? root?.service ?? first.service ?? root?.name ?? TranscriptImporter.agentName(file.path)
         let tools = Self.declaredTools(in: spans, warnings: &warnings)
-        return ImportedRun(
+        var run = ImportedRun(
             source: RunSource(
                 format: format.rawValue, file: file.path, id: traceId, importer: ImportWriter.importer, stop: sourceStop,
                 metadata: nil),
             goal: goal ?? "", agentName: agentName, model: model ?? ModelIdentity(provider: "unknown", name: "unknown"), tools: tools,
             preamble: rest.map(\.record), steps: steps, stop: stop, startUs: spans.map(\.startUs).min() ?? 0, warnings: warnings)
+        run.openBecause = openBecause
+        return run
     }
 
     /// The tools the trace declares, in the order its spans start: the GenAI conventions'
