@@ -117,8 +117,8 @@ public enum Importer {
         switch format {
         case .auto: preconditionFailure("detect never answers auto")
         case .otlp, .jaeger:
-            let spans = try SpanReader.spans(in: document, file: file, format: format)
-            return TraceImporter(file: file, format: format).runs(from: spans, grouping: options.spanGrouping)
+            let read = try SpanReader.spans(in: document, file: file, format: format)
+            return read.noted(TraceImporter(file: file, format: format).runs(from: read.spans, grouping: options.spanGrouping))
         case .inspect:
             guard case .json(let log) = document else {
                 throw ImportError(

@@ -435,6 +435,52 @@ struct TraceImportTests {
     }
 
     @Test(
+        "nothing read is dropped unsaid: spans without ids are named in the run's warnings, a span sent twice is read once (a differing copy said), spans that are no list are an error"
+    )
+    func spansLeftOutAreSaid() async throws {
+        let trace = String(repeating: "e", count: 32)
+        func span(_ id: String, _ name: String, _ operation: String, at start: Int, _ more: [JSONValue] = []) -> JSONValue {
+            [
+                "traceId": .string(trace), "spanId": .string(id), "name": .string(name),
+                "startTimeUnixNano": .string("\(1_790_000_000 + start)000000000"),
+                "endTimeUnixNano": .string("\(1_790_000_000 + start)500000000"),
+                "attributes": .array([["key": "gen_ai.operation.name", "value": ["stringValue": .string(operation)]]] + more),
+            ]
+        }
+        let answer: JSONValue = [
+            "key": "gen_ai.output.messages",
+            "value": ["stringValue": #"[{"role": "assistant", "finish_reason": "stop", "parts": [{"type": "text", "content": "Done."}]}]"#],
+        ]
+        let chat = span("00000000000000e1", "chat m", "chat", at: 1, [answer])
+        let tool = span("0000000000000000", "execute_tool delete_db", "execute_tool", at: 0)
+        func request(_ spans: [JSONValue]) -> String {
+            JSONWriter.encodeString(["resourceSpans": [["scopeSpans": [["spans": .array(spans)]]]]])
+        }
+        let scratch = try TemporaryDirectory("agent-eval-interop-left-out")
+        defer { scratch.remove() }
+        // A journal: the same request twice (an exporter's retry), and a tool span with a zero id.
+        let journal = try write(
+            [request([chat, tool]), request([chat]), request([span("00000000000000e1", "chat m", "chat", at: 1)])].joined(separator: "\n")
+                + "\n",
+            to: scratch.url.path, "journal.otlp.jsonl")
+        let (outcome, states) = try await importRuns([journal], format: .otlp)
+        #expect(states.count == 1 && states.first?.decisions.count == 1, "read once, not once a copy")
+        let warnings = outcome.runs.first?.warnings ?? []
+        #expect(warnings.contains { $0.contains("1 span of \(journal) had no trace id or no span id") }, "\(warnings)")
+        #expect(warnings.contains { $0.contains("came again with other content (00000000000000e1)") }, "\(warnings)")
+        // A list that is not a list is no empty request.
+        let shapeless = try JSONParser.parse(Array(#"{"resourceSpans":[{"scopeSpans":[{"spans":{"traceId":"x"}}]}]}"#.utf8))
+        #expect {
+            _ = try ReceivedTraces(request: shapeless)
+        } throws: { error in
+            (error as? ImportError)?.message.contains("resourceSpans[0].scopeSpans[0].spans is an object, not a list") == true
+        }
+        let file = try write(JSONWriter.encodeString(shapeless), to: scratch.url.path, "shapeless.json")
+        let (refused, _) = try await importRuns([file], format: .otlp)
+        #expect(refused.importedCount == 0)
+    }
+
+    @Test(
         "export then import gives every fixture run's trajectory back, in either version of the conventions",
         arguments: OTLPExporter.Conventions.allCases)
     func roundTrip(conventions: OTLPExporter.Conventions) async throws {

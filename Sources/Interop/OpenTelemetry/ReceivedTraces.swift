@@ -63,14 +63,14 @@ public struct ReceivedTraces: Sendable {
         var counts: [Int] = []
         var index: [String: Int] = [:]
         var unidentified = 0
-        for batch in batches {
+        for (batchIndex, batch) in batches.enumerated() {
             let scopeKey = batch["scopeSpans"] != nil ? "scopeSpans" : "instrumentationLibrarySpans"
-            let scopes = batch[scopeKey]?.arrayValue ?? []
-            for scope in scopes {
+            let scopes = try SpanReader.list(batch[scopeKey], at: "resourceSpans[\(batchIndex)].\(scopeKey)")
+            for (scopeIndex, scope) in scopes.enumerated() {
                 // This scope's spans, by trace.
                 var byTrace: [(String, [JSONValue])] = []
                 var slot: [String: Int] = [:]
-                for span in scope["spans"]?.arrayValue ?? [] {
+                for span in try SpanReader.list(scope["spans"], at: "resourceSpans[\(batchIndex)].\(scopeKey)[\(scopeIndex)].spans") {
                     // A trace id names files (`collect`): 16 bytes as hex, nothing else.
                     guard let traceId = SpanReader.id(span["traceId"]), traceId.utf8.count == 32,
                         traceId.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }),

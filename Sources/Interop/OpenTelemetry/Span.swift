@@ -74,7 +74,62 @@ public struct SpanEvent: Sendable {
 /// list of either, or JSON Lines of them as the collector's file exporter writes) or of a
 /// Jaeger JSON export.
 enum SpanReader {
-    static func spans(in document: SourceFile.Document, file: SourceFile, format: ImportFormat) throws(ImportError) -> [Span] {
+    /// The spans of a file, each once, and what reading them left out or read once: for every
+    /// run made of them to say (`import` and `collect` read a file the same way).
+    struct Read: Sendable {
+        var spans: [Span]
+        var notes: [String] = []
+
+        /// `runs` with the reading's notes among each run's warnings.
+        func noted(_ runs: [Result<ImportedRun, ImportError>]) -> [Result<ImportedRun, ImportError>] {
+            guard !notes.isEmpty else { return runs }
+            return runs.map { result in
+                result.map { run in
+                    var run = run
+                    run.warnings += notes
+                    return run
+                }
+            }
+        }
+    }
+
+    /// The spans of `document`, each (trace id, span id) once — the copy sent last, as an exporter
+    /// that retried a request sends the same spans again — with notes for spans left out for
+    /// want of ids and for copies that differ.
+    static func spans(in document: SourceFile.Document, file: SourceFile, format: ImportFormat) throws(ImportError) -> Read {
+        let found = try allSpans(in: document, file: file, format: format)
+        var seen = Set<String>()
+        var kept: [String: JSONValue] = [:]
+        var differing: [String] = []
+        var spans: [Span] = []
+        for span in found.spans.reversed() {
+            let key = span.traceId + "/" + span.spanId
+            guard seen.insert(key).inserted else {
+                if kept[key] != span.record { differing.append(span.spanId) }
+                continue
+            }
+            kept[key] = span.record
+            spans.append(span)
+        }
+        var read = Read(spans: spans.reversed())
+        if found.unidentified > 0 {
+            read.notes.append(
+                "\(counted(found.unidentified, "span")) of \(file.path) had no trace id or no span id (an id of zeros is none) and "
+                    + "\(found.unidentified == 1 ? "is" : "are") left out: the run may lack what \(found.unidentified == 1 ? "it" : "they") did"
+            )
+        }
+        if !differing.isEmpty {
+            let named = Array(Set(differing)).sorted().prefix(5).joined(separator: ", ")
+            read.notes.append(
+                "\(counted(differing.count, "span")) came again with other content (\(named)): each is read as last sent, the "
+                    + "earlier copies are in the source")
+        }
+        return read
+    }
+
+    private static func allSpans(in document: SourceFile.Document, file: SourceFile, format: ImportFormat) throws(ImportError) -> (
+        spans: [Span], unidentified: Int
+    ) {
         var documents: [(place: String, value: JSONValue)] = []
         switch document {
         case .json(let value):
@@ -122,7 +177,7 @@ enum SpanReader {
             spans += read.spans
             unidentified += read.unidentified
         }
-        guard spans.isEmpty else { return spans }
+        guard spans.isEmpty else { return (spans, unidentified) }
         let location = SourceLocation(path: file.path)
         guard unidentified == 0 else {
             let isJaeger = format == .jaeger
@@ -141,15 +196,26 @@ enum SpanReader {
     static func otlpSpans(inBatches batches: [JSONValue]) throws(ImportError) -> (spans: [Span], unidentified: Int) {
         var spans: [Span] = []
         var unidentified = 0
-        for batch in batches {
+        for (batchIndex, batch) in batches.enumerated() {
             let service = attributes(batch["resource"]?["attributes"])["service.name"]?.stringValue
-            for scope in (batch["scopeSpans"] ?? batch["instrumentationLibrarySpans"])?.arrayValue ?? [] {
-                for span in scope["spans"]?.arrayValue ?? [] {
+            let scopeKey = batch["scopeSpans"] != nil ? "scopeSpans" : "instrumentationLibrarySpans"
+            for (scopeIndex, scope) in try list(batch[scopeKey], at: "resourceSpans[\(batchIndex)].\(scopeKey)").enumerated() {
+                for span in try list(scope["spans"], at: "resourceSpans[\(batchIndex)].\(scopeKey)[\(scopeIndex)].spans") {
                     if let span = try otlpSpan(span, service: service) { spans.append(span) } else { unidentified += 1 }
                 }
             }
         }
         return (spans, unidentified)
+    }
+
+    /// A member that must be a list when present (`scopeSpans`, `spans`): absent is empty, any
+    /// other value an error naming where — never read as no spans.
+    static func list(_ value: JSONValue?, at path: String) throws(ImportError) -> [JSONValue] {
+        guard let value, value != .null else { return [] }
+        guard let list = value.arrayValue else {
+            throw ImportError(.wrongFormat, "\(path) is \(value.typeDescription), not a list of spans: OTLP/JSON gives a list")
+        }
+        return list
     }
 
     private static func otlpSpan(_ value: JSONValue, service: String?) throws(ImportError) -> Span? {

@@ -253,13 +253,11 @@ public final class TraceCollector: Sendable {
         let file = SourceFile(path: path, bytes: Array(data.prefix(length)), modifiedUs: now())
         do throws(ImportError) {
             // An exporter that resends a request (after a timeout, or a 503 for another trace
-            // of it) sends its spans again: each span once, the last copy.
-            var seen = Set<String>()
-            let spans = try SpanReader.spans(in: try file.document(), file: file, format: .otlp).reversed().filter {
-                seen.insert($0.spanId).inserted
-            }.reversed().map { $0 }
-            finished.spans = spans.count
-            guard var run = try TraceImporter(file: file, format: .otlp).runs(from: spans).first?.get() else {
+            // of it) sends its spans again: each span once, the last copy (`SpanReader.spans`,
+            // as `import otlp` of the journal reads them).
+            let read = try SpanReader.spans(in: try file.document(), file: file, format: .otlp)
+            finished.spans = read.spans.count
+            guard var run = try read.noted(TraceImporter(file: file, format: .otlp).runs(from: read.spans)).first?.get() else {
                 throw ImportError(.badRun, "\(path) holds no trace", location: SourceLocation(path: path))
             }
             // Spans refused at the cap: the log says so (`run_started.source.metadata.collect`),

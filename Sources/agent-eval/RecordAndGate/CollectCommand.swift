@@ -154,11 +154,12 @@ struct CollectCommand: AsyncParsableCommand {
         if json {
             printJSON([
                 "event": "stopped", "requests": .int(counts.requests), "spans": .int(counts.spans), "refused": .int(counts.refused),
-                "logs": .int(written), "failed": .int(failed),
+                "unidentified": .int(counts.unidentified), "logs": .int(written), "failed": .int(failed),
             ])
         } else {
             printError(
-                "collected \(counted(counts.spans, "span")) in \(counted(counts.requests, "request")) (\(counts.refused) refused); "
+                "collected \(counted(counts.spans, "span")) in \(counted(counts.requests, "request")) (\(counts.refused) refused"
+                    + (counts.unidentified > 0 ? ", \(counts.unidentified) left out for want of ids" : "") + "); "
                     + "\(counted(written, "log")) written"
                     + (failed > 0 ? ", \(failed) failed" : ""))
         }
