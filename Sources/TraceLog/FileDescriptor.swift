@@ -116,7 +116,8 @@ final class FileDescriptor {
 
     /// Opens a journal for appending, made if missing (`LineJournal`).
     static func openForJournal(_ path: String) throws -> FileDescriptor {
-        let raw = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
+        // The owner's alone: a journal keeps what came in (spans, as they were sent).
+        let raw = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
         guard raw >= 0 else { throw LogError(.writeFailed, "cannot open the journal for appending: \(errorText())", path: path) }
         return FileDescriptor(raw: raw, path: path)
     }

@@ -206,6 +206,12 @@ public struct Redactor: Sendable, Hashable {
         }
     }
 
+    /// What a secret known to be one by where it stands (an attribute named `api_key`, a header)
+    /// is written as: the placeholder of `rule`, the same for the same secret throughout.
+    public func redactedValue(_ secret: String, rule: String) -> String {
+        secret.hasPrefix("[redacted:") ? secret : placeholder(secret, rule: rule)
+    }
+
     /// The placeholder for `secret` found by `rule`.
     func placeholder(_ secret: String, rule: String) -> String {
         let code = HMAC<SHA256>.authenticationCode(for: Array(secret.utf8), using: SymmetricKey(data: key))

@@ -89,6 +89,39 @@ struct TraceCollectionTests {
         #expect(!whole.warnings.contains { $0.contains("still open") })
     }
 
+    @Test("credentials in span attributes reach neither the journal (the owner's alone) nor the log: an auth header, an api_key, a token")
+    func attributeSecrets() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let trace = String(repeating: "ef", count: 16)
+        let secrets = ["Basic dXNlcjpodW50ZXIyaHVudGVyMg==", "Zq8vT3kLm9PxW2rB7nHc", "ya29.a0AfH6SMBx-planted"]
+        func attribute(_ key: String, _ value: String) -> JSONValue { ["key": .string(key), "value": ["stringValue": .string(value)]] }
+        let span: JSONValue = [
+            "traceId": .string(trace), "spanId": "00000000000000b1", "name": "chat m",
+            "startTimeUnixNano": "1790000000000000000", "endTimeUnixNano": "1790000000500000000",
+            "attributes": [
+                attribute("gen_ai.operation.name", "chat"), attribute("http.request.header.authorization", secrets[0]),
+                attribute("api_key", secrets[1]), attribute("gen_ai.request.model", "gpt-test"),
+                attribute("gen_ai.output.messages", #"[{"role": "assistant", "parts": [{"type": "text", "content": "Done."}]}]"#),
+            ],
+            "events": [
+                ["name": "auth", "timeUnixNano": "1790000000100000000", "attributes": [attribute("oauth.access_token", secrets[2])]]
+            ],
+        ]
+        let collector = TraceCollector(directory: directory.path("collected"), settleUs: 0, now: { 1_790_000_001_000_000 })
+        _ = try collector.accept(try ReceivedTraces(request: ["resourceSpans": [["scopeSpans": [["spans": [span]]]]]]))
+        let finished = try #require(collector.finishAll().first)
+        let journal = try String(contentsOfFile: collector.journalPath(of: trace), encoding: .utf8)
+        let log = try await Subprocess.run("/usr/bin/env", ["gzip", "-dc", try #require(finished.log)])
+        for secret in secrets {
+            #expect(!journal.contains(secret), "\(journal)")
+            #expect(!log.stdoutText.contains(secret))
+        }
+        #expect(journal.contains("[redacted:attribute:api_key:") && journal.contains("gpt-test"))
+        let mode = try FileManager.default.attributesOfItem(atPath: collector.journalPath(of: trace))[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+    }
+
     @Test("a folder that cannot be made is a RecordingError naming it and --out")
     func unwritableFolder() throws {
         let directory = try TemporaryDirectory()

@@ -151,8 +151,10 @@ enum SpanReader {
                 throw ImportError(error.code, "\(at): \(error.message)", location: SourceLocation(path: file.path), hint: error.hint)
             }
         }
-        for (place, request) in documents {
+        for (place, given) in documents {
             let at = place.isEmpty ? file.path : "\(file.path) (\(place))"
+            // A credential in an attribute reaches no record the log keeps (`AttributeRedaction`).
+            let request = AttributeRedaction.redact(given)
             if format == .jaeger {
                 guard let traces = request["data"]?.arrayValue else {
                     throw ImportError(

@@ -125,7 +125,9 @@ public final class TraceCollector: Sendable {
         var kept = 0
         var refused: TraceTooLarge?
         for trace in received.traces {
-            let line = JSONWriter.encode(trace.request)
+            // Kept with its credentials' values replaced (`AttributeRedaction`): the journal is a
+            // file of its own, beside the log, and the log is made from it.
+            let line = JSONWriter.encode(AttributeRedaction.redact(trace.request))
             let journal = journal(trace.traceId)
             // A trace at its cap keeps none of this request's spans; the request's other
             // traces keep theirs. The refusal is kept beside the journal, so the trace's log
