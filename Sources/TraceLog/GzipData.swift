@@ -44,8 +44,10 @@ public enum GzipData {
 
     private static func quickCompressor() -> OpaquePointer? { quickCompressors.pointer.map(OpaquePointer.init) }
 
-    /// The content of the single gzip member `bytes`, at most `limit` bytes of it.
-    /// Throws a `LogError` naming `path` when the data is not one whole gzip member.
+    /// The content of the gzip data `bytes` — its members one after another, as RFC 1952 and
+    /// every gzip reader take them (a sender may write a body in several) — at most `limit`
+    /// bytes of it. Throws a `LogError` naming `path` when the data is not whole gzip members
+    /// (a member cut short, bytes after the last that are none).
     public static func decompress(_ bytes: [UInt8], limit: Int = 256 << 20, path: String) throws -> [UInt8] {
         try inflate(bytes, raw: false, limit: limit, path: path)
     }
@@ -69,11 +71,24 @@ public enum GzipData {
         let status = bytes.withUnsafeBytes { buffer -> (Inflater.Status, overLimit: Bool) in
             guard let base = buffer.baseAddress else { return (.needsInput, false) }
             inflater.setInput(base, count: buffer.count)
-            return inflater.inflate(into: output, limit: limit)
+            var status = inflater.inflate(into: output, limit: limit)
+            // Gzip data may hold several members: each after the last, to the end of the input.
+            while !raw, case .memberEnded = status.0, inflater.availableInput > 0 {
+                let next = buffer.count - inflater.availableInput
+                guard inflater.availableInput >= 2, buffer[next] == 0x1F, buffer[next + 1] == 0x8B else {
+                    return (.corrupt("\(inflater.availableInput) bytes after the gzip member at byte \(next) are no gzip member"), false)
+                }
+                inflater.reset()
+                status = inflater.inflate(into: output, limit: limit)
+            }
+            return status
         }
         switch status {
-        case (.memberEnded, _):
+        case (.memberEnded, _) where output.count <= limit:
             return Array(output.bytes)
+        case (.memberEnded, _):
+            // The buffer's room may reach past the limit: the data ended there, but is too large.
+            throw LogError(.eventTooLarge, "\(path) holds more than \(limit) bytes", path: path)
         case (_, true):
             throw LogError(.eventTooLarge, "\(path) holds more than \(limit) bytes", path: path)
         case (.corrupt(let message), _):

@@ -33,6 +33,29 @@ struct LogRoundTripTests {
         #expect(blobs.allSatisfy { $0 == expected })
     }
 
+    @Test(
+        "gzip data of several members is read whole, as gzip reads it; bytes after the last member that are none, or a cut member, are errors"
+    )
+    func severalMembers() async throws {
+        try await TemporaryDirectory.with { directory in
+            let first = Array(#"{"resourceSpans":[1]}"#.utf8)
+            let second = Array(#"{"resourceSpans":[2]}"#.utf8)
+            let joined = try GzipData.compress(first) + GzipData.compressQuickly(second)
+            #expect(try GzipData.decompress(joined, path: "body") == first + second)
+            let path = directory.path("joined.gz")
+            try Data(joined).write(to: URL(fileURLWithPath: path))
+            #expect(try await Subprocess.run(gzipPath, ["-dc", path]).stdout == first + second, "gzip reads it the same")
+            #expect {
+                _ = try GzipData.decompress(joined + Array("junk".utf8), path: "body")
+            } throws: { error in
+                (error as? LogError)?.message.contains("4 bytes after the gzip member at byte \(joined.count) are no gzip member") == true
+            }
+            #expect(throws: LogError.self) { _ = try GzipData.decompress(Array(joined.dropLast(3)), path: "body") }
+            // The limit holds over all the members together.
+            #expect(throws: LogError.self) { _ = try GzipData.decompress(joined, limit: first.count + 1, path: "body") }
+        }
+    }
+
     @Test("a new log gets the directories leading to it; a file in the way is a clear error")
     func createsDirectories() throws {
         try TemporaryDirectory.with { directory in
